@@ -1,0 +1,227 @@
+"""Strict JSON: the only values that cross a chord boundary.
+
+A *strict JSON value* is ``None``, ``bool``, a finite ``float``, an ``int`` within the range a
+JavaScript peer represents exactly (``±(2**53 - 1)``), ``str``, a ``list`` of strict values, or a
+``dict`` with ``str`` keys and strict values. No tuples, sets, bytes, class instances, NaN or
+infinities, and no cycles.
+
+Python makes two of these rules easy to get wrong, so they are spelled out:
+
+* ``bool`` is a subclass of ``int``. Every check here tests for ``bool`` first, and
+  :func:`equal_json` treats ``True`` and ``1`` as different values.
+* ``1 == 1.0`` in Python and in JSON: :func:`equal_json` agrees, but copies keep the original type.
+
+:func:`validate_json` raises :class:`JsonError` naming the path of the first offending value
+(``$.entries[3].text``), so callers can report exactly what was wrong without losing anything.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, TypeAlias
+
+__all__ = [
+    "MAX_SAFE_INTEGER",
+    "JsonError",
+    "JsonValue",
+    "copy_json",
+    "equal_json",
+    "format_path",
+    "is_json_value",
+    "validate_json",
+]
+
+JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""The largest integer a JavaScript peer holds exactly; strict JSON rejects anything larger."""
+
+
+class JsonError(TypeError):
+    """A value is not strict JSON. ``path`` names where, in ``$.key[index]`` notation."""
+
+    def __init__(self, message: str, path: str = "$") -> None:
+        super().__init__(f"{message} at {path} (strict JSON)")
+        self.path = path
+        self.reason = message
+
+
+def format_path(segments: tuple[str | int, ...] | list[str | int], root: str = "$") -> str:
+    """Render path segments as ``$.a[0].b``; keys that are not identifiers are quoted."""
+    out = [root]
+    for seg in segments:
+        if isinstance(seg, int):
+            out.append(f"[{seg}]")
+        elif seg.isidentifier():
+            out.append(f".{seg}")
+        else:
+            out.append(f"[{seg!r}]")
+    return "".join(out)
+
+
+def _describe(value: object) -> str:
+    return type(value).__name__
+
+
+def _check_scalar(value: object, path: Callable[[], str]) -> None:
+    """Raise for a non-container value that is not strict JSON."""
+    if value is None or value is True or value is False:
+        return
+    kind = type(value)
+    if kind is int or (isinstance(value, int) and not isinstance(value, bool)):
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:  # type: ignore[operator]
+            return
+        raise JsonError(f"integer {value} is outside ±(2**53 - 1)", path())
+    if kind is float or isinstance(value, float):
+        if math.isfinite(value):  # type: ignore[arg-type]
+            return
+        raise JsonError(f"non-finite number {value!r}", path())
+    if isinstance(value, str):
+        return
+    raise JsonError(f"value of type {_describe(value)} is not allowed", path())
+
+
+def validate_json(value: object, path: tuple[str | int, ...] = ()) -> None:
+    """Raise :class:`JsonError` unless ``value`` is strict JSON (exact ``dict``/``list``).
+
+    ``path`` prefixes the reported location, for callers validating a value that lives inside a
+    larger document.
+    """
+    _validate(value, list(path), set())
+
+
+def _validate(value: object, path: list[str | int], active: set[int]) -> None:
+    kind = type(value)
+    if kind is dict:
+        marker = id(value)
+        if marker in active:
+            raise JsonError("cycle", format_path(path))
+        active.add(marker)
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str:
+                raise JsonError(f"non-string key {key!r}", format_path(path))
+            t = type(item)
+            if t is str or t is bool or item is None:
+                continue
+            path.append(key)
+            if t is dict or t is list:
+                _validate(item, path, active)
+            else:
+                _check_scalar(item, lambda: format_path(path))
+            path.pop()
+        active.discard(marker)
+        return
+    if kind is list:
+        marker = id(value)
+        if marker in active:
+            raise JsonError("cycle", format_path(path))
+        active.add(marker)
+        for index, item in enumerate(value):  # type: ignore[arg-type]
+            t = type(item)
+            if t is str or t is bool or item is None:
+                continue
+            path.append(index)
+            if t is dict or t is list:
+                _validate(item, path, active)
+            else:
+                _check_scalar(item, lambda: format_path(path))
+            path.pop()
+        active.discard(marker)
+        return
+    if kind is tuple:
+        raise JsonError("tuple is not allowed (use a list)", format_path(path))
+    _check_scalar(value, lambda: format_path(path))
+
+
+def is_json_value(value: object) -> bool:
+    """True when ``value`` is strict JSON (see the module docstring)."""
+    try:
+        validate_json(value)
+    except JsonError:
+        return False
+    except RecursionError:
+        return False
+    return True
+
+
+def copy_json(value: Any, path: tuple[str | int, ...] = ()) -> Any:
+    """Deep-copy a strict JSON value, validating it on the way.
+
+    The copy shares nothing with the input: a container that appears at two places becomes two
+    independent copies. Placement conveniences: tuples become lists, and subclasses of ``str``,
+    ``int`` and ``float`` become the plain types. Anything else that is not strict JSON raises
+    :class:`JsonError` naming the path, and nothing is returned.
+    """
+    return _copy(value, list(path), set())
+
+
+def _copy(value: Any, path: list[str | int], active: set[int]) -> Any:
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is dict:
+        marker = id(value)
+        if marker in active:
+            raise JsonError("cycle", format_path(path))
+        active.add(marker)
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise JsonError(f"non-string key {key!r}", format_path(path))
+            path.append(key)
+            out[str(key)] = _copy(item, path, active)
+            path.pop()
+        active.discard(marker)
+        return out
+    if kind is list or kind is tuple:
+        marker = id(value)
+        if marker in active:
+            raise JsonError("cycle", format_path(path))
+        active.add(marker)
+        items: list[Any] = []
+        for index, item in enumerate(value):
+            path.append(index)
+            items.append(_copy(item, path, active))
+            path.pop()
+        active.discard(marker)
+        return items
+    _check_scalar(value, lambda: format_path(path))
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return value  # pragma: no cover - _check_scalar accepted it, so it is one of the above
+
+
+def equal_json(a: object, b: object) -> bool:
+    """Deep equality of two JSON values with JSON's notion of type.
+
+    ``True`` is not ``1`` and ``False`` is not ``0``; ``1`` equals ``1.0``; object key order does
+    not matter; list order does. Identical objects are equal without a walk.
+    """
+    if a is b:
+        return True
+    ta, tb = type(a), type(b)
+    if ta is bool or tb is bool:
+        return False  # identical bools were caught by `is`
+    if ta is dict:
+        if tb is not dict or len(a) != len(b):  # type: ignore[arg-type]
+            return False
+        for key, item in a.items():  # type: ignore[attr-defined]
+            if key not in b:  # type: ignore[operator]
+                return False
+            if not equal_json(item, b[key]):  # type: ignore[index]
+                return False
+        return True
+    if ta is list:
+        if tb is not list or len(a) != len(b):  # type: ignore[arg-type]
+            return False
+        return all(equal_json(x, y) for x, y in zip(a, b, strict=True))  # type: ignore[call-overload]
+    if tb is dict or tb is list:
+        return False
+    if ta is str or tb is str:
+        return ta is tb and a == b
+    return a == b
