@@ -32,12 +32,13 @@ enclosing anyio scope works as usual and has no effect on the context.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, cast, overload
 
 import anyio
 
@@ -220,7 +221,9 @@ class Context:
 
     def __setattr__(self, name: str, value: object) -> None:
         if hasattr(self, "_label"):
-            raise AttributeError("Context is immutable; derive a new one with with_value/with_cancel")
+            raise AttributeError(
+                "Context is immutable; derive a new one with with_value/with_cancel"
+            )
         object.__setattr__(self, name, value)
 
     # -- cancellation -------------------------------------------------------------------------
@@ -405,10 +408,11 @@ async def run_with_context(fn: Any, ctx: Context, *args: Any) -> Any:
 
     Raises :class:`ContextCancelled` (or the abort reason) if the context is cancelled first.
     """
+    if ctx.cancelled and not callable(fn) and inspect.iscoroutine(fn):
+        fn.close()  # never started: close it so it is not reported as "never awaited"
     with cancel_scope(ctx):
-        if callable(fn):
-            return await fn(*args)
-        return await fn
+        awaitable = cast("Awaitable[Any]", fn(*args) if callable(fn) else fn)
+        return await awaitable
     raise AssertionError("unreachable")  # pragma: no cover - cancel_scope raised
 
 

@@ -32,7 +32,7 @@ __all__ = [
     "validate_json",
 ]
 
-JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 
 MAX_SAFE_INTEGER = 2**53 - 1
 """The largest integer a JavaScript peer holds exactly; strict JSON rejects anything larger."""
