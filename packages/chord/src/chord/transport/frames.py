@@ -1,0 +1,237 @@
+"""Wire frames: newline-delimited JSON objects, one per line, typed with msgspec.
+
+Every frame is a JSON object whose ``type`` field selects one of five shapes (see ``docs/wire.md``):
+
+``request``  ``{"type": "request", "id": 7, "call": <ServiceCall>}``
+``result``   ``{"type": "result", "id": 7, "ok": true, "result": <json>}`` or
+             ``{"type": "result", "id": 7, "ok": false, "error": {"code": "...", "message": "..."}}``
+``cancel``   ``{"type": "cancel", "id": 7}``
+``update``   ``{"type": "update", "subscriptionId": "s1", "update": <ServiceProviderUpdate>}``
+``closed``   ``{"type": "closed", "reason": "..."}`` — the sender will send nothing more
+
+Decoding is strict: a line must be one JSON object of a known type with exactly the fields of
+that type; NaN, infinities, duplicate object keys and integers beyond ±(2**53 - 1) are rejected
+anywhere in the frame; a line longer than the frame size limit is refused before it is parsed.
+Each problem raises :class:`FrameError` with a stable ``code`` and a message naming the problem.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeAlias
+
+import msgspec
+
+from chord.json import JsonError, validate_json
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_SIZE",
+    "CancelFrame",
+    "ClosedFrame",
+    "ErrorInfo",
+    "Frame",
+    "FrameDecoder",
+    "FrameError",
+    "RequestFrame",
+    "ResultFrame",
+    "UpdateFrame",
+    "decode_frame",
+    "encode_frame",
+]
+
+DEFAULT_MAX_FRAME_SIZE = 8 * 1024 * 1024
+"""Largest accepted frame in bytes, newline excluded (8 MiB)."""
+
+MAX_REQUEST_ID = 2**53 - 1
+
+
+class FrameError(ValueError):
+    """A frame could not be decoded or is not allowed here.
+
+    ``code`` is one of ``frame_too_large``, ``invalid_json``, ``invalid_frame``,
+    ``frame_after_close``, ``protocol_error``.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class _Base(msgspec.Struct, tag_field="type", forbid_unknown_fields=True, omit_defaults=True):
+    pass
+
+
+class RequestFrame(_Base, tag="request", kw_only=True):
+    """Invoke a service member (or a ``$chord.service`` control call). ``call`` is the JSON call."""
+
+    id: int
+    call: dict[str, Any]
+
+
+class ErrorInfo(msgspec.Struct, forbid_unknown_fields=True):
+    """A failure as it crosses the wire: a stable ``code`` and a human ``message``."""
+
+    code: str
+    message: str
+
+
+class ResultFrame(_Base, tag="result", kw_only=True):
+    """The outcome of request ``id``: ``ok`` with ``result`` (absent for ``None``), or ``error``."""
+
+    id: int
+    ok: bool
+    result: Any = None
+    error: ErrorInfo | None = None
+
+
+class CancelFrame(_Base, tag="cancel", kw_only=True):
+    """The client gave up on request ``id``; the provider cancels that call's context."""
+
+    id: int
+
+
+class UpdateFrame(_Base, tag="update", kw_only=True, rename={"subscription_id": "subscriptionId"}):
+    """A service provider update for one subscription, in order."""
+
+    subscription_id: str
+    update: dict[str, Any]
+
+
+class ClosedFrame(_Base, tag="closed", kw_only=True):
+    """The sender is closing the connection; ``reason`` says why (informational)."""
+
+    reason: str = ""
+
+
+Frame: TypeAlias = RequestFrame | ResultFrame | CancelFrame | UpdateFrame | ClosedFrame
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_frame(frame: Frame) -> bytes:
+    """Encode ``frame`` as one line (with the trailing newline).
+
+    Payloads (``call``, ``result``, ``update``) must be strict JSON; a violation raises
+    :class:`FrameError` (``invalid_frame``) naming the path, and nothing is produced.
+    """
+    try:
+        if isinstance(frame, RequestFrame):
+            validate_json(frame.call, ("call",))
+        elif isinstance(frame, ResultFrame):
+            validate_json(frame.result, ("result",))
+        elif isinstance(frame, UpdateFrame):
+            validate_json(frame.update, ("update",))
+    except JsonError as exc:
+        raise FrameError("invalid_frame", str(exc)) from None
+    return _encoder.encode(frame) + b"\n"
+
+
+def _reject_constant(name: str) -> Any:
+    raise FrameError("invalid_json", f"{name} is not allowed in strict JSON")
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise FrameError("invalid_json", f"duplicate key {key!r}")
+            seen.add(key)
+    return out
+
+
+_strict_json = json.JSONDecoder(object_pairs_hook=_unique_pairs, parse_constant=_reject_constant)
+
+
+def decode_frame(line: bytes | str) -> Frame:
+    """Decode one line (without its newline) into a frame, strictly."""
+    try:
+        text = line.decode("utf-8") if isinstance(line, bytes) else line
+    except UnicodeDecodeError as exc:
+        raise FrameError("invalid_json", f"frame is not UTF-8: {exc.reason}") from None
+    try:
+        raw = _strict_json.decode(text)
+    except FrameError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise FrameError("invalid_json", f"frame is not JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise FrameError("invalid_frame", f"a frame is a JSON object, got {type(raw).__name__}")
+    try:
+        validate_json(raw)
+    except JsonError as exc:
+        raise FrameError("invalid_frame", str(exc)) from None
+    try:
+        frame: Frame = msgspec.convert(raw, type=Frame, strict=True)
+    except msgspec.ValidationError as exc:
+        kind = raw.get("type")
+        raise FrameError("invalid_frame", f"bad {kind!r} frame: {exc}") from None
+    if isinstance(frame, (RequestFrame, ResultFrame, CancelFrame)) and not (
+        0 <= frame.id <= MAX_REQUEST_ID
+    ):
+        raise FrameError("invalid_frame", f"request id {frame.id} is out of range")
+    if isinstance(frame, ResultFrame) and (frame.ok == (frame.error is not None)):
+        raise FrameError("invalid_frame", "a result carries either ok=true or an error, not both")
+    return frame
+
+
+class FrameDecoder:
+    """Incremental decoder: feed bytes as they arrive, get complete frames out.
+
+    A line longer than ``max_frame_size`` raises ``frame_too_large`` as soon as the limit is
+    passed, without buffering the rest. After a ``closed`` frame any further frame raises
+    ``frame_after_close``.
+    """
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        if max_frame_size < 16:
+            raise ValueError("max_frame_size must be at least 16 bytes")
+        self.max_frame_size = max_frame_size
+        self._buffer = bytearray()
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """True once a ``closed`` frame was decoded."""
+        return self._closed
+
+    @property
+    def pending(self) -> int:
+        """Bytes received but not yet part of a complete frame."""
+        return len(self._buffer)
+
+    def feed(self, data: bytes) -> list[Frame]:
+        """Add ``data`` and return every frame it completes, in order."""
+        frames: list[Frame] = []
+        buffer = self._buffer
+        start = len(buffer)
+        buffer += data
+        while True:
+            newline = buffer.find(b"\n", start)
+            if newline < 0:
+                if len(buffer) > self.max_frame_size:
+                    raise FrameError(
+                        "frame_too_large",
+                        f"frame exceeds {self.max_frame_size} bytes",
+                    )
+                return frames
+            if newline > self.max_frame_size:
+                raise FrameError("frame_too_large", f"frame exceeds {self.max_frame_size} bytes")
+            line = bytes(buffer[:newline])
+            del buffer[: newline + 1]
+            start = 0
+            if not line.strip():
+                continue
+            if self._closed:
+                raise FrameError("frame_after_close", "a frame arrived after the peer closed")
+            frame = decode_frame(line)
+            if isinstance(frame, ClosedFrame):
+                self._closed = True
+            frames.append(frame)
+
+    def eof(self) -> None:
+        """The byte stream ended; raise if a partial frame was left behind."""
+        if self._buffer.strip():
+            raise FrameError("invalid_frame", "stream ended inside a frame")

@@ -1,0 +1,271 @@
+"""Frame connections over anyio byte streams: Unix sockets, TCP on loopback, a process's stdio.
+
+A :class:`FrameConnection` turns any ``anyio.abc.ByteStream`` into a stream of
+:mod:`chord.transport.frames`: :meth:`~FrameConnection.send` writes one frame atomically (frames
+from concurrent senders never interleave), :meth:`~FrameConnection.receive` returns the next
+frame or raises ``anyio.EndOfStream`` when the peer is gone. Decoding errors raise
+:class:`~chord.transport.frames.FrameError`; the caller decides whether to tell the peer and close.
+
+Connectors::
+
+    conn = await connect_unix(path)                     # client
+    await tg.start(serve_unix, path, handle)            # server: handle(conn) per client
+    port = await tg.start(serve_tcp, handle)            # TCP on 127.0.0.1, free port
+    conn = await connect_tcp("127.0.0.1", port)
+    process, conn = await open_process_connection([sys.executable, "worker.py"])
+    conn = stdio_connection()                           # inside that child process
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.streams.stapled import StapledByteStream
+
+from chord.transport.frames import (
+    DEFAULT_MAX_FRAME_SIZE,
+    ClosedFrame,
+    Frame,
+    FrameDecoder,
+    FrameError,
+    encode_frame,
+)
+
+__all__ = [
+    "FrameConnection",
+    "connect_tcp",
+    "connect_unix",
+    "open_process_connection",
+    "serve_tcp",
+    "serve_unix",
+    "stdio_connection",
+]
+
+_READ_SIZE = 65536
+
+
+class FrameConnection:
+    """Frames over a byte stream. One reader task, any number of writer tasks."""
+
+    def __init__(
+        self,
+        stream: anyio.abc.ByteStream,
+        *,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        name: str = "",
+    ) -> None:
+        self.stream = stream
+        self.name = name
+        self._decoder = FrameDecoder(max_frame_size)
+        self._pending: list[Frame] = []
+        self._send_lock = anyio.Lock()
+        self._closed = False
+        self.bytes_sent = 0
+        self.bytes_received = 0
+
+    @property
+    def max_frame_size(self) -> int:
+        return self._decoder.max_frame_size
+
+    @property
+    def peer_closed(self) -> bool:
+        """True once the peer sent a ``closed`` frame."""
+        return self._decoder.closed
+
+    async def send(self, frame: Frame) -> None:
+        """Write one frame. Raises ``FrameError`` for a non-strict payload or an oversized frame."""
+        data = encode_frame(frame)
+        if len(data) - 1 > self._decoder.max_frame_size:
+            raise FrameError(
+                "frame_too_large",
+                f"outgoing {type(frame).__name__} of {len(data) - 1} bytes exceeds "
+                f"{self._decoder.max_frame_size}",
+            )
+        async with self._send_lock:
+            await self.stream.send(data)
+            self.bytes_sent += len(data)
+
+    async def receive(self) -> Frame:
+        """The next frame. ``anyio.EndOfStream`` when the stream ends cleanly."""
+        while not self._pending:
+            try:
+                data = await self.stream.receive(_READ_SIZE)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._decoder.eof()
+                raise anyio.EndOfStream from None
+            self.bytes_received += len(data)
+            self._pending.extend(self._decoder.feed(data))
+        return self._pending.pop(0)
+
+    def __aiter__(self) -> FrameConnection:
+        return self
+
+    async def __anext__(self) -> Frame:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def close(self, reason: str = "") -> None:
+        """Say ``closed`` (best effort, bounded) and close the stream. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.move_on_after(1, shield=True):
+            try:
+                await self.send(ClosedFrame(reason=reason))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                pass
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the byte stream without a goodbye."""
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            await self.stream.aclose()
+
+    async def __aenter__(self) -> FrameConnection:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+Handler = Callable[[FrameConnection], Awaitable[Any]]
+
+
+async def connect_unix(path: str | os.PathLike[str], **kwargs: Any) -> FrameConnection:
+    """Connect to a Unix domain socket served by :func:`serve_unix`."""
+    stream = await anyio.connect_unix(path)
+    return FrameConnection(stream, name=f"unix:{os.fspath(path)}", **kwargs)
+
+
+async def connect_tcp(host: str, port: int, **kwargs: Any) -> FrameConnection:
+    """Connect over TCP (meant for loopback)."""
+    stream = await anyio.connect_tcp(host, port)
+    return FrameConnection(stream, name=f"tcp:{host}:{port}", **kwargs)
+
+
+async def _serve(
+    listener: anyio.abc.Listener[anyio.abc.SocketStream],
+    handler: Handler,
+    label: str,
+    max_frame_size: int,
+) -> None:
+    async def handle(stream: anyio.abc.SocketStream) -> None:
+        conn = FrameConnection(stream, name=label, max_frame_size=max_frame_size)
+        try:
+            await handler(conn)
+        finally:
+            await conn.aclose()
+
+    async with listener:
+        await listener.serve(handle)
+
+
+def _remove_stale_socket(path: str) -> None:
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise FileExistsError(f"{path} exists and is not a socket; refusing to replace it")
+    os.unlink(path)
+
+
+async def serve_unix(
+    path: str | os.PathLike[str],
+    handler: Handler,
+    *,
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    task_status: anyio.abc.TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``handler(conn)`` for each client of a Unix socket at ``path`` (a stale file is
+    replaced). Reports the path through ``task_status``; runs until cancelled."""
+    path = os.fspath(path)
+    _remove_stale_socket(path)
+    listener = await anyio.create_unix_listener(path)
+    try:
+        task_status.started(path)
+        await _serve(listener, handler, f"unix:{path}", max_frame_size)
+    finally:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
+async def serve_tcp(
+    handler: Handler,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``handler(conn)`` over TCP; reports the bound port through ``task_status``."""
+    listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+    bound = listener.extra(anyio.abc.SocketAttribute.local_port)
+    task_status.started(bound)
+    await _serve(listener, handler, f"tcp:{host}:{bound}", max_frame_size)  # type: ignore[arg-type]
+
+
+async def open_process_connection(
+    command: Sequence[str], **kwargs: Any
+) -> tuple[anyio.abc.Process, FrameConnection]:
+    """Start ``command`` and talk frames over its stdin/stdout (stderr is inherited)."""
+    process = await anyio.open_process(command, stderr=None, **kwargs)
+    assert process.stdin is not None and process.stdout is not None
+    stream = StapledByteStream(process.stdin, process.stdout)
+    return process, FrameConnection(stream, name=f"process:{process.pid}")
+
+
+class _FdByteStream(anyio.abc.ByteStream):
+    """A byte stream over two pipe file descriptors, read and written in worker threads."""
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self._read_fd = read_fd
+        self._write_fd = write_fd
+        self._closed = False
+
+    async def receive(self, max_bytes: int = _READ_SIZE) -> bytes:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        data = await anyio.to_thread.run_sync(
+            os.read, self._read_fd, max_bytes, abandon_on_cancel=True
+        )
+        if not data:
+            raise anyio.EndOfStream
+        return data
+
+    async def send(self, item: bytes) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        view = memoryview(item)
+        while view:
+            try:
+                written = await anyio.to_thread.run_sync(os.write, self._write_fd, view)
+            except BrokenPipeError:
+                raise anyio.BrokenResourceError from None
+            view = view[written:]
+
+    async def send_eof(self) -> None:
+        self._closed = True
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+
+def stdio_connection(**kwargs: Any) -> FrameConnection:
+    """Frames over this process's stdin/stdout (the child side of
+    :func:`open_process_connection`). Nothing else may write to stdout afterwards."""
+    sys.stdout.flush()
+    return FrameConnection(
+        _FdByteStream(sys.stdin.fileno(), sys.stdout.fileno()), name="stdio", **kwargs
+    )

@@ -1,0 +1,147 @@
+"""Frame connections over real byte streams: Unix sockets, TCP, a child's stdio, memory pairs."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import anyio
+import pytest
+
+from chord.transport import (
+    CancelFrame,
+    ClosedFrame,
+    FrameConnection,
+    FrameError,
+    RequestFrame,
+    ResultFrame,
+    connect_tcp,
+    connect_unix,
+    memory_connection_pair,
+    open_process_connection,
+    serve_tcp,
+    serve_unix,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+async def echo(conn: FrameConnection) -> None:
+    """Answer every request with its call as the result, until the peer leaves."""
+    async for frame in conn:
+        if isinstance(frame, RequestFrame):
+            await conn.send(ResultFrame(id=frame.id, ok=True, result=frame.call))
+        elif isinstance(frame, ClosedFrame):
+            return
+
+
+async def test_memory_pair_carries_frames_both_ways() -> None:
+    client, server = memory_connection_pair()
+    async with server, anyio.create_task_group() as tg:
+        tg.start_soon(echo, server)
+        await client.send(RequestFrame(id=1, call={"member": "x"}))
+        assert await client.receive() == ResultFrame(id=1, ok=True, result={"member": "x"})
+        await client.close("done")
+    assert client.bytes_sent > 0 and client.bytes_received > 0
+
+
+async def test_unix_socket_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "chord.sock"
+    async with anyio.create_task_group() as tg:
+        await tg.start(serve_unix, path, echo)
+        async with await connect_unix(path) as conn:
+            for i in range(20):
+                await conn.send(RequestFrame(id=i, call={"i": i}))
+            results = [await conn.receive() for _ in range(20)]
+            assert [r.id for r in results] == list(range(20))  # type: ignore[union-attr]
+        tg.cancel_scope.cancel()
+    assert not path.exists()
+
+
+async def test_unix_server_refuses_to_replace_a_regular_file(tmp_path: Path) -> None:
+    path = tmp_path / "not-a-socket"
+    path.write_text("precious")
+    with pytest.raises(FileExistsError, match="not a socket"):
+        await serve_unix(path, echo)
+    assert path.read_text() == "precious"
+
+
+async def test_tcp_loopback_round_trip() -> None:
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(serve_tcp, echo)
+        async with await connect_tcp("127.0.0.1", port) as conn:
+            await conn.send(RequestFrame(id=9, call={"hello": "tcp"}))
+            assert await conn.receive() == ResultFrame(id=9, ok=True, result={"hello": "tcp"})
+        tg.cancel_scope.cancel()
+
+
+async def test_concurrent_senders_never_interleave_frames() -> None:
+    client, server = memory_connection_pair(buffer=1)
+    big = "x" * 50_000
+    received: list[int] = []
+    async with client, server, anyio.create_task_group() as tg:
+
+        async def reader() -> None:
+            for _ in range(40):
+                frame = await server.receive()
+                assert isinstance(frame, RequestFrame) and frame.call["pad"] == big
+                received.append(frame.id)
+
+        tg.start_soon(reader)
+        async with anyio.create_task_group() as senders:
+            for i in range(40):
+                senders.start_soon(client.send, RequestFrame(id=i, call={"pad": big}))
+    assert sorted(received) == list(range(40))
+
+
+async def test_peer_disconnect_is_end_of_stream() -> None:
+    client, server = memory_connection_pair()
+    await client.aclose()
+    async with server:
+        with pytest.raises(anyio.EndOfStream):
+            await server.receive()
+
+
+async def test_oversized_outgoing_frame_is_refused_and_nothing_is_sent() -> None:
+    client, server = memory_connection_pair(max_frame_size=100)
+    async with client, server:
+        await _oversized(client, server)
+
+
+async def _oversized(client: FrameConnection, server: FrameConnection) -> None:
+    with pytest.raises(FrameError) as info:
+        await client.send(RequestFrame(id=1, call={"pad": "y" * 200}))
+    assert info.value.code == "frame_too_large"
+    assert client.bytes_sent == 0
+    await client.send(CancelFrame(id=1))
+    assert await server.receive() == CancelFrame(id=1)
+
+
+CHILD = textwrap.dedent(
+    """
+    import anyio
+    from chord.transport import ResultFrame, RequestFrame, ClosedFrame, stdio_connection
+
+    async def main():
+        conn = stdio_connection()
+        async for frame in conn:
+            if isinstance(frame, RequestFrame):
+                await conn.send(ResultFrame(id=frame.id, ok=True, result={"pong": frame.call}))
+            elif isinstance(frame, ClosedFrame):
+                break
+
+    anyio.run(main)
+    """
+)
+
+
+async def test_subprocess_stdio_round_trip(tmp_path: Path) -> None:
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    process, conn = await open_process_connection([sys.executable, str(script)])
+    async with process:
+        await conn.send(RequestFrame(id=5, call={"ping": 1}))
+        assert await conn.receive() == ResultFrame(id=5, ok=True, result={"pong": {"ping": 1}})
+        await conn.close("bye")
+        assert await process.wait() == 0
