@@ -1,0 +1,366 @@
+"""The TUI plumbing contract and its Textual implementation (extra ``chord-runtime[textual]``).
+
+Presentation facets never touch the Textual ``App`` directly. They ``use`` the local :data:`Tui`
+service, whose contract is :class:`TuiService`:
+
+* :meth:`~TuiService.acquire_modal` — wait for *the* modal slot (one dialog on screen at a time,
+  first come, first served), then ask a yes/no question or offer choices on the :class:`Modal`;
+* :meth:`~TuiService.notify` — a transient toast;
+* :meth:`~TuiService.register_command` — a ``/slash`` command, unregistered by the returned
+  function (own it with ``env.own``);
+* :meth:`~TuiService.mount_panel` — a widget in the side panel area, removed by the returned
+  function.
+
+:class:`TextualTui` implements the contract over a running Textual app; :func:`tui_facet` wraps it
+as the facet that provides :data:`Tui`; :func:`run_app_with_facets` runs a facet host *beside* the
+app (not inside it: Textual cancels its workers at exit without awaiting them, and the host must
+get to dispose cleanly) and returns when the app exits.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeVar
+
+import anyio
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widget import Widget
+from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from chord.context import Context, ContextCancelled, cancel_scope
+from chord.services import define_service
+
+__all__ = [
+    "Choice",
+    "ChoiceScreen",
+    "CommandHandler",
+    "ConfirmScreen",
+    "Modal",
+    "SlashCommand",
+    "TextualTui",
+    "Tui",
+    "TuiService",
+    "tui_facet",
+]
+
+Severity = Literal["information", "warning", "error"]
+CommandHandler = Callable[[str, Context], Awaitable[None] | None]
+ResultT = TypeVar("ResultT")
+
+
+class Modal(Protocol):
+    """The modal slot, held until :meth:`close` (or the acquiring context is cancelled)."""
+
+    async def confirm(
+        self, title: str, body: str = "", *, yes: str = "Allow", no: str = "Deny"
+    ) -> bool:
+        """Ask a yes/no question; ``False`` also when the user presses Escape."""
+        ...
+
+    async def choose(
+        self,
+        title: str,
+        choices: Sequence[Choice | str],
+        *,
+        body: str = "",
+        allow_text: bool = False,
+    ) -> str | None:
+        """Offer ``choices`` (and a free-text field when ``allow_text``); ``None`` on Escape."""
+        ...
+
+    def close(self) -> None:
+        """Give the slot back (idempotent); a dialog still on screen is dismissed."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """One option of :meth:`Modal.choose`: the ``value`` returned and the ``label`` shown."""
+
+    value: str
+    label: str = ""
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SlashCommand:
+    """A registered ``/name`` command."""
+
+    name: str
+    description: str
+    handler: CommandHandler
+
+
+class TuiService(Protocol):
+    """What presentation facets may do to the terminal UI."""
+
+    async def acquire_modal(self, ctx: Context) -> Modal: ...
+
+    def notify(self, message: str, *, severity: Severity = "information") -> None: ...
+
+    def register_command(
+        self, name: str, description: str, handler: CommandHandler
+    ) -> Callable[[], None]: ...
+
+    def mount_panel(self, panel_id: str, factory: Callable[[], Widget]) -> Callable[[], None]: ...
+
+
+Tui = define_service("chord.tui", TuiService, local=True)
+"""The local service presentation facets ``use`` to reach the terminal UI."""
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no dialog: ``y`` / Enter on the focused button, ``n`` or Escape to refuse."""
+
+    DEFAULT_CSS = """
+    ConfirmScreen { align: center middle; }
+    ConfirmScreen > Vertical {
+        width: 80%; max-width: 100; height: auto; max-height: 80%;
+        border: thick $accent; background: $surface; padding: 1 2;
+    }
+    ConfirmScreen .title { text-style: bold; margin-bottom: 1; }
+    ConfirmScreen .body { max-height: 20; overflow-y: auto; margin-bottom: 1; }
+    ConfirmScreen Horizontal { height: auto; align-horizontal: right; }
+    ConfirmScreen Button { margin-left: 2; }
+    """
+    BINDINGS = [  # noqa: RUF012 - Textual's declared class attribute
+        Binding("y", "answer(True)", "Yes"),
+        Binding("n", "answer(False)", "No"),
+        Binding("escape", "answer(False)", "Cancel"),
+    ]
+
+    def __init__(self, title: str, body: str, yes: str, no: str) -> None:
+        super().__init__()
+        self._title, self._body, self._yes, self._no = title, body, yes, no
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self._title, classes="title")
+            if self._body:
+                yield Static(self._body, classes="body", markup=False)
+            with Horizontal():
+                yield Button(self._yes, id="yes", variant="success")
+                yield Button(self._no, id="no", variant="error")
+
+    def on_mount(self) -> None:
+        self.query_one("#yes", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)
+
+
+class ChoiceScreen(ModalScreen[str | None]):
+    """Pick one option (arrows + Enter) or type an answer; Escape returns ``None``."""
+
+    DEFAULT_CSS = """
+    ChoiceScreen { align: center middle; }
+    ChoiceScreen > Vertical {
+        width: 80%; max-width: 100; height: auto; max-height: 80%;
+        border: thick $accent; background: $surface; padding: 1 2;
+    }
+    ChoiceScreen .title { text-style: bold; margin-bottom: 1; }
+    ChoiceScreen OptionList { height: auto; max-height: 15; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]  # noqa: RUF012
+
+    def __init__(self, title: str, choices: Sequence[Choice], body: str, allow_text: bool) -> None:
+        super().__init__()
+        self._title, self._choices, self._body, self._allow_text = (
+            title,
+            list(choices),
+            body,
+            allow_text,
+        )
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self._title, classes="title")
+            if self._body:
+                yield Static(self._body, markup=False)
+            if self._choices:
+                yield OptionList(
+                    *(Option(c.label or c.value, id=str(i)) for i, c in enumerate(self._choices)),
+                    id="choices",
+                )
+            if self._allow_text:
+                yield Input(placeholder="Type an answer and press Enter", id="answer")
+
+    def on_mount(self) -> None:
+        if self._choices:
+            self.query_one("#choices", OptionList).focus()
+        elif self._allow_text:
+            self.query_one("#answer", Input).focus()
+
+    @on(OptionList.OptionSelected)
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        index = int(event.option.id or 0)
+        self.dismiss(self._choices[index].value)
+
+    @on(Input.Submitted, "#answer")
+    def _typed(self, event: Input.Submitted) -> None:
+        if event.value.strip():
+            self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class _ModalSlot:
+    """The concrete :class:`Modal`: shows one screen at a time for its holder."""
+
+    def __init__(self, tui: TextualTui, ctx: Context) -> None:
+        self._tui = tui
+        self._ctx = ctx
+        self._closed = False
+        self._screen: ModalScreen[Any] | None = None
+
+    async def confirm(
+        self, title: str, body: str = "", *, yes: str = "Allow", no: str = "Deny"
+    ) -> bool:
+        return bool(await self._show(ConfirmScreen(title, body, yes, no)))
+
+    async def choose(
+        self,
+        title: str,
+        choices: Sequence[Choice | str],
+        *,
+        body: str = "",
+        allow_text: bool = False,
+    ) -> str | None:
+        if not choices and not allow_text:
+            raise ValueError("choose() needs choices, allow_text=True, or both")
+        normalised = [Choice(c) if isinstance(c, str) else c for c in choices]
+        return await self._show(ChoiceScreen(title, normalised, body, allow_text))
+
+    async def _show(self, screen: ModalScreen[ResultT]) -> ResultT:
+        if self._closed:
+            raise RuntimeError("this modal was closed; acquire a new one")
+        if self._screen is not None:
+            raise RuntimeError("this modal is already showing a dialog")
+        done = anyio.Event()
+        result: list[ResultT] = []
+
+        def finished(value: ResultT | None) -> None:
+            result.append(value)  # type: ignore[arg-type]
+            done.set()
+
+        self._screen = screen
+        try:
+            self._tui.app.push_screen(screen, finished)
+            with cancel_scope(self._ctx):
+                await done.wait()
+            return result[0]
+        finally:
+            if not done.is_set() and screen.is_attached:
+                screen.dismiss(None)
+            self._screen = None
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        screen = self._screen
+        if screen is not None and screen.is_attached:
+            screen.dismiss(None)
+        self._tui._release_modal()
+
+
+class TextualTui:
+    """:class:`TuiService` over a Textual app.
+
+    The app decides where panels go (:attr:`panel_container`, a selector) and routes submitted
+    ``/commands`` through :meth:`run_command`. Modals are handed out in request order.
+    """
+
+    def __init__(self, app: App[Any], *, panel_container: str = "#panels") -> None:
+        self.app = app
+        self.panel_container = panel_container
+        self.commands: dict[str, SlashCommand] = {}
+        self._modal_lock = anyio.Lock()
+        self._panels: dict[str, Widget] = {}
+
+    async def acquire_modal(self, ctx: Context) -> Modal:
+        """Wait (in FIFO order) for the modal slot; cancelled with ``ctx``."""
+        with cancel_scope(ctx):
+            await self._modal_lock.acquire()
+        return _ModalSlot(self, ctx)
+
+    def _release_modal(self) -> None:
+        self._modal_lock.release()
+
+    def notify(self, message: str, *, severity: Severity = "information") -> None:
+        self.app.notify(message, severity=severity)
+
+    def register_command(
+        self, name: str, description: str, handler: CommandHandler
+    ) -> Callable[[], None]:
+        """Register ``/name``. A second live registration of one name is refused."""
+        name = name.removeprefix("/")
+        if not name or not name.replace("-", "").replace("_", "").isalnum():
+            raise ValueError(f"invalid command name {name!r}: use letters, digits, - and _")
+        if name in self.commands:
+            raise ValueError(f"command /{name} is already registered")
+        command = SlashCommand(name, description, handler)
+        self.commands[name] = command
+
+        def unregister() -> None:
+            if self.commands.get(name) is command:
+                del self.commands[name]
+
+        return unregister
+
+    async def run_command(self, line: str, ctx: Context) -> bool:
+        """Run ``/name args`` if ``name`` is registered; ``False`` when it is not a command."""
+        if not line.startswith("/"):
+            return False
+        name, _, args = line[1:].partition(" ")
+        command = self.commands.get(name)
+        if command is None:
+            self.notify(f"Unknown command /{name}", severity="warning")
+            return True
+        try:
+            result = command.handler(args.strip(), ctx)
+            if inspect.isawaitable(result):
+                await result
+        except ContextCancelled:
+            pass
+        except Exception as exc:
+            self.notify(f"/{name} failed: {exc}", severity="error")
+        return True
+
+    def mount_panel(self, panel_id: str, factory: Callable[[], Widget]) -> Callable[[], None]:
+        """Mount ``factory()`` in the panel container; the returned function removes it."""
+        if panel_id in self._panels:
+            raise ValueError(f"panel {panel_id!r} is already mounted")
+        widget = factory()
+        self._panels[panel_id] = widget
+        self.app.query_one(self.panel_container).mount(widget)
+
+        def unmount() -> None:
+            if self._panels.get(panel_id) is widget:
+                del self._panels[panel_id]
+                if widget.is_attached:
+                    widget.remove()
+
+        return unmount
+
+
+def tui_facet(tui: TuiService, facet_id: str = "@chord/tui") -> Any:
+    """The facet that provides :data:`Tui` backed by ``tui``."""
+    from chord.facets import define_facet
+
+    def setup(env: Any) -> None:
+        env.provide(Tui, tui)
+
+    return define_facet(facet_id, setup)

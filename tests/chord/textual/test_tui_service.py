@@ -1,0 +1,177 @@
+"""chord.textual: the Tui contract over a real Textual app, driven with Pilot."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from textual.app import App, ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, Static
+
+from chord.context import BACKGROUND, ContextCancelled, with_cancel
+from chord.textual import ChoiceScreen, ConfirmScreen, TextualTui
+
+pytestmark = pytest.mark.anyio
+
+
+class DemoApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Vertical(id="panels")
+        yield Input(id="prompt")
+
+    def on_mount(self) -> None:
+        self.tui = TextualTui(self)
+
+
+async def wait_for_screen(app: App[None], kind: type) -> None:
+    for _ in range(200):
+        if isinstance(app.screen, kind):
+            return
+        await anyio.sleep(0.005)
+    raise AssertionError(f"{kind.__name__} never appeared; screen is {app.screen!r}")
+
+
+async def test_confirm_returns_the_users_answer() -> None:
+    app = DemoApp()
+    async with app.run_test() as pilot, anyio.create_task_group() as tg:
+        answers: list[bool] = []
+
+        async def ask() -> None:
+            modal = await app.tui.acquire_modal(BACKGROUND)
+            try:
+                answers.append(await modal.confirm("Allow bash?", "rm -rf build/"))
+            finally:
+                modal.close()
+
+        tg.start_soon(ask)
+        await wait_for_screen(app, ConfirmScreen)
+        await pilot.press("y")
+    assert answers == [True]
+
+
+async def test_escape_denies() -> None:
+    app = DemoApp()
+    async with app.run_test() as pilot, anyio.create_task_group() as tg:
+        answers: list[bool] = []
+
+        async def ask() -> None:
+            modal = await app.tui.acquire_modal(BACKGROUND)
+            answers.append(await modal.confirm("Allow write?"))
+            modal.close()
+
+        tg.start_soon(ask)
+        await wait_for_screen(app, ConfirmScreen)
+        await pilot.press("escape")
+    assert answers == [False]
+
+
+async def test_modals_are_served_one_at_a_time_in_order() -> None:
+    app = DemoApp()
+    order: list[str] = []
+    async with app.run_test() as pilot, anyio.create_task_group() as tg:
+
+        async def ask(name: str, ready: anyio.Event | None) -> None:
+            if ready is not None:
+                await ready.wait()
+            modal = await app.tui.acquire_modal(BACKGROUND)
+            try:
+                await modal.confirm(f"{name}?")
+                order.append(name)
+            finally:
+                modal.close()
+
+        first_holding = anyio.Event()
+        tg.start_soon(ask, "first", None)
+        await wait_for_screen(app, ConfirmScreen)
+        first_holding.set()
+        tg.start_soon(ask, "second", first_holding)
+        await pilot.pause()
+        assert len(app.screen_stack) == 2  # only one dialog on screen
+        await pilot.press("y")
+        await wait_for_screen(app, ConfirmScreen)
+        await pilot.press("n")
+    assert order == ["first", "second"]
+
+
+async def test_cancelling_the_context_dismisses_the_dialog() -> None:
+    app = DemoApp()
+    ctx, cancel = with_cancel(BACKGROUND)
+    outcome: list[str] = []
+    async with app.run_test() as pilot, anyio.create_task_group() as tg:
+
+        async def ask() -> None:
+            modal = await app.tui.acquire_modal(ctx)
+            try:
+                await modal.confirm("Allow?")
+            except ContextCancelled:
+                outcome.append("cancelled")
+            finally:
+                modal.close()
+
+        tg.start_soon(ask)
+        await wait_for_screen(app, ConfirmScreen)
+        cancel("dialog closed by the session")
+        await pilot.pause()
+        for _ in range(100):
+            if not isinstance(app.screen, ConfirmScreen):
+                break
+            await pilot.pause(0.005)
+        assert not isinstance(app.screen, ConfirmScreen)
+    assert outcome == ["cancelled"]
+
+
+async def test_choose_picks_an_option_or_free_text() -> None:
+    app = DemoApp()
+    picked: list[str | None] = []
+    async with app.run_test() as pilot, anyio.create_task_group() as tg:
+
+        async def ask() -> None:
+            modal = await app.tui.acquire_modal(BACKGROUND)
+            picked.append(await modal.choose("Which?", ["red", "green"]))
+            modal.close()
+            modal = await app.tui.acquire_modal(BACKGROUND)
+            picked.append(await modal.choose("Name?", [], allow_text=True))
+            modal.close()
+
+        tg.start_soon(ask)
+        await wait_for_screen(app, ChoiceScreen)
+        await pilot.press("down", "enter")
+        for _ in range(200):
+            if len(picked) == 1 and isinstance(app.screen, ChoiceScreen):
+                break
+            await pilot.pause(0.005)
+        await pilot.press(*"blue", "enter")
+    assert picked == ["green", "blue"]
+
+
+async def test_commands_register_run_and_unregister() -> None:
+    app = DemoApp()
+    seen: list[str] = []
+    async with app.run_test():
+        unregister = app.tui.register_command(
+            "index", "Index the repo", lambda a, c: seen.append(a)
+        )
+        with pytest.raises(ValueError, match="already registered"):
+            app.tui.register_command("/index", "again", lambda a, c: None)
+        with pytest.raises(ValueError, match="invalid command name"):
+            app.tui.register_command("bad name", "x", lambda a, c: None)
+        assert await app.tui.run_command("/index --full", BACKGROUND)
+        assert not await app.tui.run_command("plain text", BACKGROUND)
+        unregister()
+        unregister()
+        assert "index" not in app.tui.commands
+        assert await app.tui.run_command("/index", BACKGROUND)  # unknown now: notified, handled
+    assert seen == ["--full"]
+
+
+async def test_panels_mount_and_unmount() -> None:
+    app = DemoApp()
+    async with app.run_test() as pilot:
+        remove = app.tui.mount_panel("status", lambda: Static("indexing…", id="status"))
+        await pilot.pause()
+        assert app.query_one("#status", Static)
+        with pytest.raises(ValueError, match="already mounted"):
+            app.tui.mount_panel("status", lambda: Static("again"))
+        remove()
+        await pilot.pause()
+        assert not app.query("#status")
