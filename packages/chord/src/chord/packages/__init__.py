@@ -1,0 +1,57 @@
+"""Facet packages: discovery through entry points, per-generation import, and hot reload.
+
+A feature is written as its own installable package (see ``docs/authoring-facets.md``):
+
+* its distribution declares an entry point in group ``chord.facets`` naming a plugin module;
+* that module's :data:`hookimpl` ``chord_facets(host)`` returns the facets for a host kind;
+* :func:`discover_facet_packages` finds installed packages and development folders;
+* :func:`load_generation` imports a private, fresh copy of a package (a :class:`FacetGeneration`);
+* :class:`ReloadCoordinator` watches the sources and swaps generations into a running host.
+"""
+
+from __future__ import annotations
+
+from chord.packages.discovery import (
+    ENTRY_POINT_GROUP,
+    FacetDiscoveryError,
+    FacetPackage,
+    discover_facet_packages,
+    facet_package_from_folder,
+    installed_facet_packages,
+)
+from chord.packages.generation import (
+    FacetGeneration,
+    FacetLoadError,
+    load_facet_packages,
+    load_generation,
+    package_facet_loader,
+)
+from chord.packages.hookspecs import hookimpl, hookspec
+from chord.packages.reload import (
+    AroundReload,
+    ReloadableHost,
+    ReloadCoordinator,
+    ReloadOutcome,
+    ReloadReport,
+)
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "AroundReload",
+    "FacetDiscoveryError",
+    "FacetGeneration",
+    "FacetLoadError",
+    "FacetPackage",
+    "ReloadCoordinator",
+    "ReloadOutcome",
+    "ReloadReport",
+    "ReloadableHost",
+    "discover_facet_packages",
+    "facet_package_from_folder",
+    "hookimpl",
+    "hookspec",
+    "installed_facet_packages",
+    "load_facet_packages",
+    "load_generation",
+    "package_facet_loader",
+]

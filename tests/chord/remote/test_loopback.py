@@ -1,0 +1,114 @@
+"""The in-process loopback transport and source (chord-spec §1, §8.4; §7 item 58)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from chord.context import BACKGROUND, Context, with_cancel
+from chord.remote import (
+    LoopbackServiceSource,
+    RemoteServiceProvider,
+    ServiceCall,
+    ServiceCatalogueEntry,
+    ServiceProviderUpdate,
+    ServiceStateUpdate,
+    create_loopback_transport,
+    create_remote_service_binding,
+)
+from chord.services import define_service
+from chord.state import replicated_state
+
+Echo = define_service("test.echo")
+Models = define_service("test.models")
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The binding only uses anyio primitives: run it on both backends."""
+    return request.param
+
+
+@pytest.mark.anyio
+async def test_arguments_and_results_are_not_cloned() -> None:
+    # item 58
+    provider = RemoteServiceProvider([Echo])
+    received: list[Any] = []
+    response = {"value": "response"}
+
+    async def echo(payload: Any, ctx: Context) -> Any:
+        received.append(payload)
+        return response
+
+    provider.provide(Echo, {"echo": echo})
+    async with anyio.create_task_group() as group:
+        binding = create_remote_service_binding(
+            services=[Echo], transport=create_loopback_transport(provider), task_group=group
+        )
+        service = binding.use(Echo)
+        await binding.ready(BACKGROUND)
+        request = {"value": "request"}
+        assert await service.echo(request, BACKGROUND) is response
+        assert received[0] is request
+        await binding.dispose(BACKGROUND)
+    provider.dispose()
+
+
+@pytest.mark.anyio
+async def test_invoke_hands_the_callers_context_to_the_method() -> None:
+    provider = RemoteServiceProvider([Echo])
+    contexts: list[Context] = []
+
+    def echo(payload: Any, ctx: Context) -> Any:
+        contexts.append(ctx)
+        return payload
+
+    provider.provide(Echo, {"echo": echo})
+    transport = create_loopback_transport(provider)
+    ctx, _cancel = with_cancel(BACKGROUND)
+    assert await transport.invoke(ServiceCall(Echo.id, "echo", ("hi",)), ctx) == "hi"
+    assert contexts == [ctx]
+
+
+@pytest.mark.anyio
+async def test_subscription_starts_at_the_provider_before_subscribe_returns() -> None:
+    provider = RemoteServiceProvider([Models])
+    state = replicated_state({"revision": 0})
+    provider.provide(Models, {"state": state})
+    transport = create_loopback_transport(provider)
+    updates: list[ServiceProviderUpdate] = []
+    pending = transport.subscribe(
+        Models.id, "singleton", lambda u, ctx: updates.append(u), BACKGROUND
+    )
+    state.replace(BACKGROUND, {"revision": 1})  # after subscribe, before the hand-off is awaited
+    subscription = await pending
+    assert subscription.snapshot.to_json()["instances"][0]["members"][0]["sequence"] == 0
+    subscription.activate()
+    assert [u.sequence for u in updates if isinstance(u, ServiceStateUpdate)] == [1]
+    subscription.close()
+    state.replace(BACKGROUND, {"revision": 2})
+    assert len(updates) == 1
+
+
+@pytest.mark.anyio
+async def test_loopback_source_offers_the_catalogue_and_opens_bindings() -> None:
+    provider = RemoteServiceProvider([Models])
+    provider.provide(Models, {"state": replicated_state({"revision": 7})})
+    errors: list[BaseException] = []
+    async with anyio.create_task_group() as group:
+        source = LoopbackServiceSource(provider, task_group=group)
+        assert source.accepts_unavailable_services is False
+        assert await source.catalogue(BACKGROUND) == (
+            ServiceCatalogueEntry(Models.id, "singleton"),
+        )
+        services = source.open(
+            services=[Models.id], assert_access=lambda: None, on_error=errors.append
+        )
+        models = services.use(Models)
+        await services.ready(BACKGROUND)
+        assert models.state.value == {"revision": 7}
+        await services.dispose(BACKGROUND)
+    assert errors == []
+    provider.dispose()
