@@ -175,3 +175,73 @@ async def test_panels_mount_and_unmount() -> None:
         remove()
         await pilot.pause()
         assert not app.query("#status")
+
+
+async def test_run_app_with_facets_hosts_presentation_facets_beside_the_app() -> None:
+    from textual.pilot import Pilot
+
+    from chord.facets import FacetEnvironment, define_facet
+    from chord.services import define_service
+    from chord.state import replicated_state
+    from chord.textual import Tui, run_app_with_facets
+
+    Counter = define_service("demo.counter")
+    deactivated: list[str] = []
+
+    class CounterImpl:
+        def __init__(self) -> None:
+            self.count = replicated_state({"n": 0})
+
+        async def bump(self, ctx: object) -> int:
+            self.count.change(ctx, lambda d: d.__setitem__("n", d["n"] + 1))  # type: ignore[arg-type]
+            return self.count.value["n"]
+
+    def session_setup(env: FacetEnvironment) -> None:
+        env.provide(Counter, CounterImpl())
+
+    def tui_setup(env: FacetEnvironment) -> None:
+        tui = env.use(Tui)
+        counter = env.use(Counter)
+
+        def activate() -> None:
+            env.own(tui.mount_panel("counter", lambda: Static("count panel", id="counter")))
+
+            async def bump(args: str, ctx: object) -> None:
+                tui.notify(f"count is {await counter.bump(ctx)}")
+
+            env.own(tui.register_command("bump", "Increment", bump))
+            tui.notify("counter ready")
+
+        env.on_activate(activate)
+        env.on_deactivate(lambda: deactivated.append("tui"))
+
+    class HostedApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Vertical(id="panels")
+
+        def on_mount(self) -> None:
+            tui.mark_ready()
+
+    app = HostedApp()
+    tui = TextualTui(app, ready=False)
+    seen: dict[str, object] = {}
+
+    async def drive(pilot: Pilot[None]) -> None:
+        seen["panel"] = bool(app.query("#counter"))
+        from chord.context import BACKGROUND
+
+        await tui.run_command("/bump", BACKGROUND)
+        await tui.run_command("/bump", BACKGROUND)
+        seen["commands"] = sorted(tui.commands)
+        app.exit()
+
+    await run_app_with_facets(
+        app,
+        tui,
+        [define_facet("session", session_setup), define_facet("tui", tui_setup)],
+        headless=True,
+        auto_pilot=drive,
+    )
+    assert seen == {"panel": True, "commands": ["bump"]}
+    assert deactivated == ["tui"]  # the host was disposed after the app exited
+    assert tui.commands == {}  # owned unregistration ran

@@ -35,6 +35,8 @@ from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from chord.context import Context, ContextCancelled, cancel_scope
+from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, define_facet
+from chord.remote import RemoteServiceSource
 from chord.services import define_service
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "TextualTui",
     "Tui",
     "TuiService",
+    "run_app_with_facets",
     "tui_facet",
 ]
 
@@ -283,16 +286,38 @@ class TextualTui:
     ``/commands`` through :meth:`run_command`. Modals are handed out in request order.
     """
 
-    def __init__(self, app: App[Any], *, panel_container: str = "#panels") -> None:
+    def __init__(
+        self, app: App[Any], *, panel_container: str = "#panels", ready: bool = True
+    ) -> None:
         self.app = app
         self.panel_container = panel_container
         self.commands: dict[str, SlashCommand] = {}
         self._modal_lock = anyio.Lock()
         self._panels: dict[str, Widget] = {}
+        self._ready = anyio.Event()
+        self._early: list[Callable[[], None]] = []
+        if ready:
+            self._ready.set()
+
+    @property
+    def ready(self) -> bool:
+        """True once the app is mounted and panels, toasts and modals go straight to it."""
+        return self._ready.is_set()
+
+    def mark_ready(self) -> None:
+        """Call from the app's ``on_mount``: flushes panels and toasts requested earlier and
+        lets waiting modals through. Idempotent."""
+        if self._ready.is_set():
+            return
+        self._ready.set()
+        early, self._early = self._early, []
+        for action in early:
+            action()
 
     async def acquire_modal(self, ctx: Context) -> Modal:
         """Wait (in FIFO order) for the modal slot; cancelled with ``ctx``."""
         with cancel_scope(ctx):
+            await self._ready.wait()
             await self._modal_lock.acquire()
         return _ModalSlot(self, ctx)
 
@@ -300,6 +325,9 @@ class TextualTui:
         self._modal_lock.release()
 
     def notify(self, message: str, *, severity: Severity = "information") -> None:
+        if not self.ready:
+            self._early.append(lambda: self.app.notify(message, severity=severity))
+            return
         self.app.notify(message, severity=severity)
 
     def register_command(
@@ -345,7 +373,15 @@ class TextualTui:
             raise ValueError(f"panel {panel_id!r} is already mounted")
         widget = factory()
         self._panels[panel_id] = widget
-        self.app.query_one(self.panel_container).mount(widget)
+
+        def mount() -> None:
+            if self._panels.get(panel_id) is widget:
+                self.app.query_one(self.panel_container).mount(widget)
+
+        if self.ready:
+            mount()
+        else:
+            self._early.append(mount)
 
         def unmount() -> None:
             if self._panels.get(panel_id) is widget:
@@ -356,11 +392,41 @@ class TextualTui:
         return unmount
 
 
-def tui_facet(tui: TuiService, facet_id: str = "@chord/tui") -> Any:
+def tui_facet(tui: TuiService, facet_id: str = "@chord/tui") -> Facet:
     """The facet that provides :data:`Tui` backed by ``tui``."""
-    from chord.facets import define_facet
 
-    def setup(env: Any) -> None:
+    def setup(env: FacetEnvironment) -> None:
         env.provide(Tui, tui)
 
     return define_facet(facet_id, setup)
+
+
+async def run_app_with_facets(
+    app: App[Any],
+    tui: TextualTui,
+    facets: Sequence[Facet],
+    *,
+    service_sources: Sequence[RemoteServiceSource] = (),
+    on_error: Callable[[BaseException], None] | None = None,
+    on_host: Callable[[FacetHost], Awaitable[None] | None] | None = None,
+    **run_options: Any,
+) -> None:
+    """Run ``app`` with a facet host *beside* it, providing :data:`Tui` from ``tui``.
+
+    The host starts first (presentation facets activate; panels and toasts they request are
+    held until the app calls :meth:`TextualTui.mark_ready` from ``on_mount``), ``on_host`` gets
+    the running host (to start a reload coordinator, say), the app runs, and when it exits the
+    host is disposed — outside Textual's worker machinery, so disposal really completes.
+    ``run_options`` go to ``App.run_async`` (``headless=True``, ``auto_pilot=...`` in tests).
+    """
+    if tui.app is not app:
+        raise ValueError("tui must wrap the app being run")
+    all_facets = [tui_facet(tui), *facets]
+    async with create_facet_host(
+        all_facets, service_sources=service_sources, on_error=on_error
+    ) as host:
+        if on_host is not None:
+            result = on_host(host)
+            if inspect.isawaitable(result):
+                await result
+        await app.run_async(**run_options)
