@@ -1,0 +1,155 @@
+"""Benchmark: pico3 JSONL commits per second, against a raw append on the same disk.
+
+A commit appends one entry-shaped record (a ``pi.user`` entry with one short message) through
+``JsonlStorage.commit`` — validation, staging, encoding, the append, fsync when enabled, and the
+in-memory apply. The raw baseline, measured in the same run in the same directory, is
+``os.write`` of a line of the same size followed by ``os.fsync`` (or no fsync, for the
+``fsync=False`` row). The rounds alternate ours/raw and keep each side's best, so a busy machine
+hurts both sides alike.
+
+Then a session of 100,000 entries is opened from disk (replay of every line: decode, checksum,
+stage, apply) and the time and the memory it holds (tracemalloc, in a separate open) are printed.
+
+Targets (issue 5): fsync=True >= 0.8x the raw fsync rate; fsync=False >= 20,000 commits/s;
+opening 100,000 entries <= 1 s.
+
+Run: ``uv run python benchmarks/pico3_commit.py [--quick] [--dir PATH]`` (``--dir`` picks the
+disk; default: a temporary directory under the current directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import shutil
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+import anyio
+
+from chord.context import BACKGROUND
+from pico3.storage import Conversation, ConversationWrite, Entry, EntryWrite, JsonlStorage
+
+ctx = BACKGROUND
+
+
+def entry(storage: JsonlStorage, n: int) -> Entry:
+    message = {
+        "role": "user",
+        "content": [{"type": "text", "text": f"message number {n}: please look at the tests"}],
+        "timestamp": 1_764_000_000_000 + n,
+    }
+    return Entry(id=storage.mint_id(), conversation_id=1, kind="pi.user", model=[message])
+
+
+async def fresh(directory: Path, fsync: bool) -> JsonlStorage:
+    shutil.rmtree(directory, ignore_errors=True)
+    storage = JsonlStorage(directory, fsync=fsync)
+    await storage.open(ctx)
+    await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
+    return storage
+
+
+async def ours(directory: Path, fsync: bool, count: int) -> tuple[float, int]:
+    """Commits per second, and the size of one main line."""
+    storage = await fresh(directory, fsync)
+    entries = [entry(storage, n) for n in range(count)]
+    start = time.perf_counter()
+    for item in entries:
+        await storage.commit([EntryWrite(item)], ctx)
+    elapsed = time.perf_counter() - start
+    await storage.close(ctx)
+    lines = (directory / "main.jsonl").read_bytes().splitlines(keepends=True)
+    return count / elapsed, len(lines[-1])
+
+
+def raw(directory: Path, fsync: bool, count: int, size: int) -> float:
+    """os.write (+ os.fsync) of a ``size``-byte line, per second."""
+    path = directory.parent / "raw.jsonl"
+    line = b"x" * (size - 1) + b"\n"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+    try:
+        start = time.perf_counter()
+        for _ in range(count):
+            os.write(fd, line)
+            if fsync:
+                os.fsync(fd)
+        elapsed = time.perf_counter() - start
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return count / elapsed
+
+
+async def compare(directory: Path, fsync: bool, count: int, rounds: int) -> None:
+    best_ours = best_raw = 0.0
+    size = 0
+    for _ in range(rounds):
+        rate, size = await ours(directory, fsync, count)
+        best_ours = max(best_ours, rate)
+        best_raw = max(best_raw, raw(directory, fsync, count, size))
+    label = "os.write+os.fsync" if fsync else "os.write"
+    print(f"raw {label} ({size} B line): {best_raw:,.0f} lines/s")
+    if fsync:
+        target = f"target >= 0.8x raw = {0.8 * best_raw:,.0f}"
+        print(
+            f"commit fsync=True: {best_ours:,.0f} commits/s ({best_ours / best_raw:.2f}x raw; {target})"
+        )
+    else:
+        print(
+            f"commit fsync=False: {best_ours:,.0f} commits/s (target >= 20,000; {best_ours / best_raw:.2f}x raw)"
+        )
+
+
+async def open_large(directory: Path, count: int) -> None:
+    storage = await fresh(directory, fsync=False)
+    for n in range(count):
+        await storage.commit([EntryWrite(entry(storage, n))], ctx)
+    await storage.close(ctx)
+    size = (directory / "main.jsonl").stat().st_size
+    best = float("inf")
+    for _ in range(3):
+        gc.collect()
+        storage = JsonlStorage(directory, fsync=False)
+        start = time.perf_counter()
+        await storage.open(ctx)
+        best = min(best, time.perf_counter() - start)
+        await storage.close(ctx)
+        del storage
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    storage = JsonlStorage(directory, fsync=False)
+    await storage.open(ctx)
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    await storage.close(ctx)
+    print(
+        f"open session of {count:,} entries ({size / 1e6:.1f} MB main.jsonl): {best:.2f} s (target <= 1 s)"
+    )
+    print(
+        f"memory held by that open session: {held / 1e6:.1f} MB ({held / count:,.0f} B/entry, tracemalloc)"
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description="pico3 JSONL commit and open benchmark")
+    parser.add_argument("--quick", action="store_true", help="fewer commits (smoke run)")
+    parser.add_argument("--dir", type=Path, default=None, help="where to write (picks the disk)")
+    args = parser.parse_args()
+    scale = 10 if args.quick else 1
+    root = Path(tempfile.mkdtemp(prefix="pico3-bench-", dir=args.dir or Path.cwd()))
+    try:
+        directory = root / "session"
+        await compare(directory, fsync=True, count=2_000 // scale, rounds=3)
+        await compare(directory, fsync=False, count=50_000 // scale, rounds=3)
+        await open_large(directory, 100_000 // scale)
+    finally:
+        shutil.rmtree(root)
+
+
+if __name__ == "__main__":
+    anyio.run(main)

@@ -1,0 +1,75 @@
+"""pico3 storage: the interface every backend implements, and the two backends.
+
+* :mod:`pico3.storage.records`: the durable records and the six writes of a batch (msgspec).
+* :mod:`pico3.storage.base`: the :class:`Storage` protocol and the storage errors.
+* :class:`MemoryStorage`: in memory, reopenable; the reference backend.
+* :class:`JsonlStorage`: a directory of append-only JSONL files with crash recovery.
+
+Storage knows nothing of the kernel: it stores what it is given, atomically, and reads it back.
+"""
+
+from pico3.storage.base import (
+    CorruptStorage,
+    InvalidBatch,
+    Storage,
+    StorageClosed,
+    StorageError,
+    StorageFailed,
+    StorageInUse,
+)
+from pico3.storage.jsonl import JsonlStorage
+from pico3.storage.memory import MemoryStorage
+from pico3.storage.records import (
+    UNSET,
+    Conversation,
+    ConversationWrite,
+    DocLog,
+    DocRef,
+    DocWrite,
+    Entry,
+    EntryScan,
+    EntryWrite,
+    Input,
+    InputWrite,
+    Ops,
+    Parent,
+    Task,
+    TaskPatch,
+    TaskPatchWrite,
+    TaskScan,
+    TaskWrite,
+    Write,
+    is_base,
+)
+
+__all__ = [
+    "UNSET",
+    "Conversation",
+    "ConversationWrite",
+    "CorruptStorage",
+    "DocLog",
+    "DocRef",
+    "DocWrite",
+    "Entry",
+    "EntryScan",
+    "EntryWrite",
+    "Input",
+    "InputWrite",
+    "InvalidBatch",
+    "JsonlStorage",
+    "MemoryStorage",
+    "Ops",
+    "Parent",
+    "Storage",
+    "StorageClosed",
+    "StorageError",
+    "StorageFailed",
+    "StorageInUse",
+    "Task",
+    "TaskPatch",
+    "TaskPatchWrite",
+    "TaskScan",
+    "TaskWrite",
+    "Write",
+    "is_base",
+]

@@ -1,0 +1,508 @@
+"""In-memory tables shared by every backend: staging a batch, applying it, and the reads.
+
+The one rule that makes batches atomic lives here: :meth:`Tables.stage` checks the *whole*
+batch against the committed tables plus an overlay of the batch's own earlier writes and works
+out every effect, changing nothing; :meth:`Tables.apply` then cannot fail. So either every write
+lands or none does, and a refused batch changes no table, document, id high-water or seq. A
+backend writes its files between the two steps.
+
+:func:`normalize_batch` runs first: strict JSON (:mod:`chord.json`) for every payload, exact
+record types, and a typed msgspec round trip that yields the private copies the tables keep.
+
+:class:`TableStorage` adds the lifecycle flags and the read half of the
+:class:`~pico3.storage.base.Storage` protocol on top; the backends add ``commit`` and ``open``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from chord.context import Context
+from chord.json import JsonError, copy_json, validate_json
+from pico3.storage.base import InvalidBatch, StorageClosed, StorageInUse
+from pico3.storage.records import (
+    UNSET,
+    Conversation,
+    ConversationWrite,
+    DocLog,
+    DocRef,
+    DocWrite,
+    Entry,
+    EntryScan,
+    EntryWrite,
+    Input,
+    InputWrite,
+    Ops,
+    Parent,
+    Task,
+    TaskPatch,
+    TaskPatchWrite,
+    TaskScan,
+    TaskWrite,
+    Write,
+    is_base,
+)
+
+_ENCODER = msgspec.json.Encoder()
+_BATCH_DECODER = msgspec.json.Decoder(list[Write])
+_CLONE_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
+_DOLLAR_INDEX = re.compile(r"`\$\[(\d+)\]")
+
+
+def clone(value: Any, kind: Any = None) -> Any:
+    """A deep copy of ``value`` through msgspec, decoded as ``kind`` (default: its own type).
+
+    Lists of records need ``kind`` (``list[Entry]``); a plain ``list`` would decode to dicts.
+    """
+    kind = type(value) if kind is None else kind
+    decoder = _CLONE_DECODERS.get(kind)
+    if decoder is None:
+        decoder = _CLONE_DECODERS[kind] = msgspec.json.Decoder(kind)
+    return decoder.decode(_ENCODER.encode(value))
+
+
+def _clone_log(log: list[tuple[int, Ops]], start: int) -> DocLog:
+    return clone([ops for _, ops in log[start:]], DocLog)
+
+
+def _last_base(log: list[tuple[int, Ops]]) -> int:
+    for index in range(len(log) - 1, -1, -1):
+        if is_base(log[index][1]):
+            return index
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Validation: strict JSON payloads, exact record types, then a typed round trip (which also
+# yields the private copy the tables keep).
+
+
+def _check_json(record: object, index: int, member: str, fields: tuple[str, ...]) -> None:
+    """Strict-JSON check of ``record``'s payload ``fields`` (absent ones are skipped)."""
+    for name in fields:
+        value = getattr(record, name)
+        if value is UNSET:
+            continue
+        try:
+            validate_json(value, ("writes", index, member, name))
+        except RecursionError:
+            raise InvalidBatch(f"writes[{index}].{member}.{name}: nests too deeply") from None
+        except JsonError as exc:
+            raise InvalidBatch(f"invalid write batch: {exc}") from None
+
+
+def _expect(value: object, kind: type, index: int, member: str) -> None:
+    if type(value) is not kind:
+        raise InvalidBatch(
+            f"writes[{index}].{member} must be a {kind.__name__}, not {type(value).__name__}"
+        )
+
+
+def _check_write(write: object, index: int) -> None:
+    kind = type(write)
+    if kind is EntryWrite:
+        _expect(write.entry, Entry, index, "entry")  # type: ignore[union-attr]
+        _check_json(write.entry, index, "entry", ("model", "data", "edits"))  # type: ignore[union-attr]
+    elif kind is DocWrite:
+        _expect(write.ref, DocRef, index, "ref")  # type: ignore[union-attr]
+        try:  # ops may be chord.delta's in-memory tuples: copy_json accepts those
+            copy_json(write.ops, ("writes", index, "ops"))  # type: ignore[union-attr]
+        except JsonError as exc:
+            raise InvalidBatch(f"invalid write batch: {exc}") from None
+    elif kind is TaskPatchWrite:
+        _expect(write.patch, TaskPatch, index, "patch")  # type: ignore[union-attr]
+        _check_json(write.patch, index, "patch", ("checkpoint", "outcome"))  # type: ignore[union-attr]
+    elif kind is TaskWrite:
+        _expect(write.task, Task, index, "task")  # type: ignore[union-attr]
+        _check_json(write.task, index, "task", ("input", "checkpoint", "outcome"))  # type: ignore[union-attr]
+    elif kind is InputWrite:
+        _expect(write.input, Input, index, "input")  # type: ignore[union-attr]
+        _check_json(write.input, index, "input", ("detail",))  # type: ignore[union-attr]
+    elif kind is ConversationWrite:
+        conversation = write.conversation  # type: ignore[union-attr]
+        _expect(conversation, Conversation, index, "conversation")
+        if conversation.parent is not UNSET:
+            _expect(conversation.parent, Parent, index, "conversation.parent")
+        _check_json(conversation, index, "conversation", ("sections",))
+    else:
+        raise InvalidBatch(f"writes[{index}] is a {kind.__name__}, not a storage write")
+
+
+def normalize_batch(writes: Sequence[Write]) -> tuple[list[Write], bytes]:
+    """Validate a caller's batch; return private, type-checked copies of its writes and their
+    JSON encoding (a JSON array, reusable as the ``writes`` member of a record line)."""
+    kind = type(writes)
+    if kind is not list and kind is not tuple:
+        if isinstance(writes, str | bytes) or not isinstance(writes, Sequence):
+            raise InvalidBatch(f"a batch is a sequence of writes, not {kind.__name__}")
+        writes = list(writes)
+    for index, write in enumerate(writes):
+        _check_write(write, index)
+    try:
+        raw = _ENCODER.encode(writes)
+        return _BATCH_DECODER.decode(raw), raw
+    except msgspec.ValidationError as exc:
+        message = _DOLLAR_INDEX.sub(lambda m: f"`writes[{m.group(1)}]", str(exc))
+        raise InvalidBatch(f"invalid write batch: {message}") from None
+    except (TypeError, msgspec.EncodeError, OverflowError) as exc:
+        raise InvalidBatch(f"invalid write batch: {exc}") from None
+
+
+# --------------------------------------------------------------------------------------------
+
+
+class Staged:
+    """A validated batch with its effects worked out; :meth:`Tables.apply` cannot fail."""
+
+    __slots__ = (
+        "conversations",
+        "created",
+        "docs",
+        "entries",
+        "inputs",
+        "requests",
+        "seq",
+        "tasks",
+        "terminalized",
+        "writes",
+    )
+
+    def __init__(self, writes: list[Write], seq: int) -> None:
+        self.writes = writes
+        self.seq = seq
+        self.created: set[int] = set()
+        self.conversations: dict[int, Conversation] = {}
+        self.entries: list[Entry] = []
+        self.tasks: dict[int, Task] = {}
+        self.inputs: dict[int, Input] = {}
+        self.requests: dict[tuple[int, str], int] = {}
+        self.docs: list[tuple[DocRef, Ops]] = []
+        self.terminalized: list[int] = []
+
+    @property
+    def max_id(self) -> int:
+        """The greatest id this batch creates (0 if none)."""
+        return max(self.created, default=0)
+
+
+def patched(task: Task, patch: TaskPatch) -> Task:
+    """``task`` with ``patch`` applied (see :class:`Task` for what terminal drops)."""
+    changes: dict[str, Any] = {}
+    if patch.status is not UNSET:
+        changes["status"] = patch.status
+        if patch.status == "terminal" and task.status != "terminal":
+            changes["checkpoint"] = UNSET
+            changes["abort"] = UNSET
+    if patch.checkpoint is not UNSET:
+        changes["checkpoint"] = UNSET if patch.checkpoint is None else patch.checkpoint
+    if patch.abort is not UNSET:
+        changes["abort"] = patch.abort
+    if patch.outcome is not UNSET:
+        changes["outcome"] = patch.outcome
+    if patch.owns is not UNSET:
+        changes["owns"] = patch.owns
+    return msgspec.structs.replace(task, **changes)
+
+
+@dataclass
+class Tables:
+    """Committed state: tables, document op logs, the seq and the id high-water."""
+
+    conversations: dict[int, Conversation] = field(default_factory=dict)
+    entries: dict[int, Entry] = field(default_factory=dict)
+    by_conversation: dict[int, list[Entry]] = field(default_factory=dict)
+    entry_seq: dict[int, int] = field(default_factory=dict)
+    tasks: dict[int, Task] = field(default_factory=dict)
+    inputs: dict[int, Input] = field(default_factory=dict)
+    requests: dict[tuple[int, str], int] = field(default_factory=dict)
+    session_log: list[tuple[int, Ops]] = field(default_factory=list)
+    rewindable: dict[int, list[tuple[int, Ops]]] = field(default_factory=dict)
+    sticky: dict[int, list[tuple[int, Ops]]] = field(default_factory=dict)
+    seq: int = 0
+    high_water: int = 0
+
+    def stage(self, writes: list[Write], seq: int) -> Staged:
+        """Check ``writes`` (already normalized) as one batch with ``seq``; raise
+        :class:`InvalidBatch` or return the :class:`Staged` batch. Changes nothing."""
+        staged = Staged(writes, seq)
+        for index, write in enumerate(writes):
+            kind = type(write)
+            if kind is EntryWrite:
+                self._stage_entry(staged, write.entry, index)  # type: ignore[union-attr]
+            elif kind is DocWrite:
+                self._stage_doc(staged, write, index)  # type: ignore[arg-type]
+            elif kind is TaskPatchWrite:
+                self._stage_patch(staged, write.patch, index)  # type: ignore[union-attr]
+            elif kind is TaskWrite:
+                task: Task = write.task  # type: ignore[union-attr]
+                self._claim(staged, task.id, index)
+                self._need_conversation(staged, task.conversation_id, index)
+                staged.tasks[task.id] = task
+            elif kind is InputWrite:
+                self._stage_input(staged, write.input, index)  # type: ignore[union-attr]
+            else:
+                self._stage_conversation(staged, write.conversation, index)  # type: ignore[union-attr]
+        return staged
+
+    def _claim(self, staged: Staged, id: int, index: int) -> None:
+        if (
+            id in staged.created
+            or id in self.entries
+            or id in self.conversations
+            or id in self.tasks
+            or id in self.inputs
+        ):
+            raise InvalidBatch(f"writes[{index}]: id {id} is already in use")
+        staged.created.add(id)
+
+    def _need_conversation(self, staged: Staged, id: int, index: int) -> None:
+        if id not in self.conversations and id not in staged.conversations:
+            raise InvalidBatch(f"writes[{index}]: unknown conversation {id}")
+
+    def _task(self, staged: Staged, id: int) -> Task | None:
+        task = staged.tasks.get(id)
+        return self.tasks.get(id) if task is None else task
+
+    def _stage_entry(self, staged: Staged, entry: Entry, index: int) -> None:
+        self._claim(staged, entry.id, index)
+        self._need_conversation(staged, entry.conversation_id, index)
+        if entry.head is not UNSET and entry.head > entry.id:
+            raise InvalidBatch(f"writes[{index}]: head {entry.head} is after entry {entry.id}")
+        staged.entries.append(entry)
+
+    def _stage_doc(self, staged: Staged, write: DocWrite, index: int) -> None:
+        ref = write.ref
+        if ref.doc == "session":
+            if ref.conversation_id is not UNSET:
+                raise InvalidBatch(f"writes[{index}]: the session document has no conversation")
+        elif ref.conversation_id is UNSET:
+            raise InvalidBatch(f"writes[{index}]: a {ref.doc} document needs a conversation_id")
+        else:
+            self._need_conversation(staged, ref.conversation_id, index)
+        for number, op in enumerate(write.ops):
+            if not op or type(op[0]) is not str:
+                raise InvalidBatch(f"writes[{index}].ops[{number}]: an op starts with its verb")
+        staged.docs.append((ref, write.ops))
+
+    def _stage_patch(self, staged: Staged, patch: TaskPatch, index: int) -> None:
+        task = self._task(staged, patch.id)
+        if task is None:
+            raise InvalidBatch(f"writes[{index}]: patch for unknown task {patch.id}")
+        if task.status == "terminal" and patch.status in ("pending", "running"):
+            raise InvalidBatch(f"writes[{index}]: task {patch.id} is terminal")
+        if patch.status == "terminal" and task.status != "terminal":
+            staged.terminalized.append(patch.id)
+        staged.tasks[patch.id] = patched(task, patch)
+
+    def _stage_input(self, staged: Staged, item: Input, index: int) -> None:
+        previous = staged.inputs.get(item.id)
+        if previous is None:
+            previous = self.inputs.get(item.id)
+        if previous is None:
+            self._claim(staged, item.id, index)
+            self._need_conversation(staged, item.conversation_id, index)
+            if item.request_id is not UNSET:
+                key = (item.conversation_id, item.request_id)
+                if key in self.requests or key in staged.requests:
+                    raise InvalidBatch(
+                        f"writes[{index}]: request_id {item.request_id!r} is already used in "
+                        f"conversation {item.conversation_id}"
+                    )
+                staged.requests[key] = item.id
+        elif (
+            previous.conversation_id != item.conversation_id
+            or previous.request_id != item.request_id
+        ):
+            raise InvalidBatch(
+                f"writes[{index}]: input {item.id} cannot change its conversation or request_id"
+            )
+        staged.inputs[item.id] = item
+
+    def _stage_conversation(self, staged: Staged, conversation: Conversation, index: int) -> None:
+        self._claim(staged, conversation.id, index)
+        parent = conversation.parent
+        if parent is not UNSET:
+            self._need_conversation(staged, parent.conversation_id, index)
+            if parent.at not in self.entries and all(e.id != parent.at for e in staged.entries):
+                raise InvalidBatch(f"writes[{index}]: fork point {parent.at} is not an entry")
+        owner = conversation.owner
+        if owner is not UNSET and self._task(staged, owner) is None:
+            raise InvalidBatch(f"writes[{index}]: unknown owner task {owner}")
+        staged.conversations[conversation.id] = conversation
+
+    def apply(self, staged: Staged) -> None:
+        """Make a staged batch committed state. Cannot fail."""
+        seq = staged.seq
+        for conversation in staged.conversations.values():
+            self.conversations[conversation.id] = conversation
+            self.by_conversation.setdefault(conversation.id, [])
+        for entry in staged.entries:
+            self.entries[entry.id] = entry
+            self.by_conversation[entry.conversation_id].append(entry)
+            self.entry_seq[entry.id] = seq
+        if staged.tasks:
+            self.tasks.update(staged.tasks)
+        if staged.inputs:
+            self.inputs.update(staged.inputs)
+            self.requests.update(staged.requests)
+        for ref, ops in staged.docs:
+            if ref.doc == "session":
+                if is_base(ops):
+                    self.session_log.clear()
+                self.session_log.append((seq, ops))
+            else:
+                logs = self.rewindable if ref.doc == "rewindable" else self.sticky
+                logs.setdefault(ref.conversation_id, []).append((seq, ops))  # type: ignore[arg-type]
+        self.seq = seq
+        if staged.created:
+            self.high_water = max(self.high_water, *staged.created)
+
+    def truncate_sticky(self, conversation_id: int) -> bool:
+        """Drop the sticky log before its last base; True when something was dropped."""
+        log = self.sticky.get(conversation_id)
+        if not log:
+            return False
+        start = _last_base(log)
+        if start == 0:
+            return False
+        del log[:start]
+        return True
+
+
+class TableStorage:
+    """Lifecycle flags and every read of the storage protocol, over one :class:`Tables`."""
+
+    def __init__(self) -> None:
+        self._tables = Tables()
+        self._open = False
+        self._next_id = 1
+
+    # lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def seq(self) -> int:
+        """The greatest committed seq (0 for empty storage)."""
+        return self._tables.seq
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    def _claim(self) -> None:
+        if self._open:
+            raise StorageInUse(f"{self!r} is already open (one session per storage)")
+
+    def _check_open(self) -> Tables:
+        if not self._open:
+            raise StorageClosed(f"{self!r} is not open")
+        return self._tables
+
+    def _high_water_after(self, staged: Staged) -> int:
+        """The committed-id high-water once ``staged`` lands: its ids and every id minted so far."""
+        return max(self._tables.high_water, staged.max_id, self._next_id - 1)
+
+    def mint_id(self) -> int:
+        """A fresh id above every committed one; never handed out twice while open."""
+        tables = self._check_open()
+        id = max(self._next_id, tables.high_water + 1)
+        self._next_id = id + 1
+        return id
+
+    # reads ---------------------------------------------------------------------------------
+
+    async def conversation(self, id: int, ctx: Context) -> Conversation | None:
+        found = self._check_open().conversations.get(id)
+        return None if found is None else clone(found)
+
+    async def conversations(self, ctx: Context) -> list[Conversation]:
+        return clone(list(self._check_open().conversations.values()), list[Conversation])
+
+    async def entries(self, ids: Sequence[int], ctx: Context) -> dict[int, Entry]:
+        table = self._check_open().entries
+        return {id: clone(table[id]) for id in ids if id in table}
+
+    async def scan_entries(self, scan: EntryScan, ctx: Context) -> list[Entry]:
+        tables = self._check_open()
+        out: list[Entry] = []
+        conversation = tables.conversations.get(scan.conversation_id)
+        cap = scan.before
+        while conversation is not None and len(out) < scan.limit:
+            own = tables.by_conversation.get(conversation.id, [])
+            for entry in reversed(own):
+                if len(out) >= scan.limit:
+                    break
+                if cap is not None and entry.id >= cap:
+                    continue
+                if scan.kind is not None and entry.kind != scan.kind:
+                    continue
+                if scan.with_head and entry.head is UNSET:
+                    continue
+                out.append(entry)
+            parent = conversation.parent
+            if parent is UNSET:
+                break
+            cap = parent.at + 1 if cap is None else min(cap, parent.at + 1)
+            conversation = tables.conversations.get(parent.conversation_id)
+        return clone(out, list[Entry])
+
+    async def task(self, id: int, ctx: Context) -> Task | None:
+        found = self._check_open().tasks.get(id)
+        return None if found is None else clone(found)
+
+    async def scan_tasks(self, scan: TaskScan, ctx: Context) -> list[Task]:
+        out = [
+            task
+            for task in self._check_open().tasks.values()
+            if (scan.conversation_id is None or task.conversation_id == scan.conversation_id)
+            and (scan.status is None or task.status in scan.status)
+            and (scan.kind is None or task.kind == scan.kind)
+        ]
+        return clone(out, list[Task])
+
+    async def input(self, id: int, ctx: Context) -> Input | None:
+        found = self._check_open().inputs.get(id)
+        return None if found is None else clone(found)
+
+    async def input_by_request(
+        self, conversation_id: int, request_id: str, ctx: Context
+    ) -> Input | None:
+        tables = self._check_open()
+        id = tables.requests.get((conversation_id, request_id))
+        return None if id is None else clone(tables.inputs[id])
+
+    async def doc(self, ref: DocRef, ctx: Context) -> DocLog | None:
+        tables = self._check_open()
+        if ref.doc == "session":
+            log = tables.session_log
+        else:
+            logs = tables.rewindable if ref.doc == "rewindable" else tables.sticky
+            log = logs.get(ref.conversation_id, [])  # type: ignore[arg-type]
+        if not log:
+            return None
+        return _clone_log(log, _last_base(log))
+
+    async def doc_as_of(self, conversation_id: int, at: int, ctx: Context) -> DocLog | None:
+        tables = self._check_open()
+        entry = tables.entries.get(at)
+        conversation = tables.conversations.get(conversation_id)
+        if entry is None or conversation is None:
+            return None
+        cap: int | None = None
+        while conversation.id != entry.conversation_id:
+            parent = conversation.parent
+            if parent is UNSET:
+                return None
+            cap = parent.at if cap is None else min(cap, parent.at)
+            conversation = tables.conversations[parent.conversation_id]
+        if cap is not None and at > cap:
+            return None
+        seq = tables.entry_seq[at]
+        log = [item for item in tables.rewindable.get(conversation.id, []) if item[0] <= seq]
+        if not log:
+            return None
+        return _clone_log(log, _last_base(log))

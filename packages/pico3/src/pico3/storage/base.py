@@ -1,0 +1,162 @@
+"""The storage interface of pico3 (pico3-spec §3.1) and the errors every backend raises.
+
+A :class:`Storage` is a small transactional database with exactly one writer, the session that
+opened it. It knows tables (conversations, entries, tasks, inputs) and append-only document op
+logs, and it commits *batches* of :mod:`~pico3.storage.records` writes atomically: after
+:meth:`Storage.commit` returns, every write of the batch is visible and durable (under the
+backend's durability mode); if it raises, none is. Storage never runs kind code and never looks
+inside application payloads beyond checking that they are strict JSON.
+
+Lifecycle::
+
+    storage = JsonlStorage(path)          # or MemoryStorage(); no I/O yet
+    await storage.open(ctx)               # claim it (a second owner is refused) and load it
+    seq = await storage.commit(batch, ctx)
+    await storage.close(ctx)              # release it; a later open() reloads what was committed
+
+Documents are returned as a :data:`~pico3.storage.records.DocLog` (op batches from the last base)
+rather than as folded values: folding is :mod:`chord.delta`'s job (one delta engine, D2), and the
+log is what the kernel needs to keep commit-granular history anyway.
+
+Errors
+------
+* :class:`InvalidBatch`: the batch was refused before anything changed; the storage is fine.
+* :class:`StorageFailed`: a write failed part-way; the storage refuses every later commit
+  (fail-stop, §3.10). Reopening recovers the last complete batch.
+* :class:`CorruptStorage`: ``open`` found stored data it cannot trust; ``path`` and ``line``
+  name the place.
+* :class:`StorageClosed`, :class:`StorageInUse`: lifecycle misuse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from chord.context import Context
+from pico3.storage.records import (
+    Conversation,
+    DocLog,
+    DocRef,
+    Entry,
+    EntryScan,
+    Input,
+    Task,
+    TaskScan,
+    Write,
+)
+
+__all__ = [
+    "CorruptStorage",
+    "InvalidBatch",
+    "Storage",
+    "StorageClosed",
+    "StorageError",
+    "StorageFailed",
+    "StorageInUse",
+]
+
+
+class StorageError(Exception):
+    """Base class of every storage error."""
+
+
+class InvalidBatch(StorageError, ValueError):
+    """A batch was refused before any table, document, id high-water or seq changed."""
+
+
+class StorageClosed(StorageError):
+    """The storage is not open (never opened, or closed)."""
+
+
+class StorageInUse(StorageError):
+    """The storage is already open: one owning session per storage object (and directory)."""
+
+
+class StorageFailed(StorageError):
+    """A commit failed after it may have written something; the storage is now fail-stop."""
+
+
+class CorruptStorage(StorageError):
+    """Stored data cannot be trusted; ``path`` and ``line`` (1-based, if known) name where."""
+
+    def __init__(self, path: str, line: int | None, reason: str) -> None:
+        where = path if line is None else f"{path}:{line}"
+        super().__init__(f"{where}: {reason}")
+        self.path = path
+        self.line = line
+        self.reason = reason
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """What the kernel needs from a backend. Every method takes ``ctx`` last.
+
+    Reads return copies: mutating a returned record's payload never changes stored state.
+    """
+
+    @property
+    def seq(self) -> int:
+        """The greatest committed seq (0 for empty storage)."""
+        ...
+
+    async def open(self, ctx: Context) -> None:
+        """Claim the storage and load its committed state; raises :class:`StorageInUse` if
+        already open and :class:`CorruptStorage` if stored data cannot be trusted."""
+        ...
+
+    async def close(self, ctx: Context) -> None:
+        """Release the storage (idempotent). A later :meth:`open` sees every committed batch."""
+        ...
+
+    def mint_id(self) -> int:
+        """A fresh id, never one a committed record holds. Ids minted but never committed are
+        not reused in this opening; they may be after reopen."""
+        ...
+
+    async def commit(self, writes: Sequence[Write], ctx: Context) -> int:
+        """Apply ``writes`` atomically and return the batch's seq. Never abandoned once
+        started, whatever ``ctx`` says."""
+        ...
+
+    async def truncate(self, ref: DocRef, ctx: Context) -> None:
+        """Drop a sticky document's op log before its last base (rewrites the sidecar for
+        JSONL). Other documents are left alone."""
+        ...
+
+    async def conversation(self, id: int, ctx: Context) -> Conversation | None: ...
+
+    async def conversations(self, ctx: Context) -> list[Conversation]:
+        """All conversations, in creation order."""
+        ...
+
+    async def entries(self, ids: Sequence[int], ctx: Context) -> dict[int, Entry]:
+        """The entries among ``ids`` that exist, by id."""
+        ...
+
+    async def scan_entries(self, scan: EntryScan, ctx: Context) -> list[Entry]:
+        """Newest first and fork-aware: own entries, then the parent's up to the fork point,
+        recursively, at most ``scan.limit``."""
+        ...
+
+    async def task(self, id: int, ctx: Context) -> Task | None: ...
+
+    async def scan_tasks(self, scan: TaskScan, ctx: Context) -> list[Task]:
+        """Matching tasks in creation order."""
+        ...
+
+    async def input(self, id: int, ctx: Context) -> Input | None: ...
+
+    async def input_by_request(
+        self, conversation_id: int, request_id: str, ctx: Context
+    ) -> Input | None: ...
+
+    async def doc(self, ref: DocRef, ctx: Context) -> DocLog | None:
+        """The document's op batches from its last base; ``None`` if never written."""
+        ...
+
+    async def doc_as_of(self, conversation_id: int, at: int, ctx: Context) -> DocLog | None:
+        """The rewindable document as of the whole commit that appended entry ``at``, read from
+        the conversation in ``conversation_id``'s fork chain that owns ``at``. ``None`` when
+        ``at`` is not fork-visible from ``conversation_id`` or nothing was written by then."""
+        ...

@@ -1,0 +1,265 @@
+"""JsonlStorage layout and publication (pico3-spec §3.3–§3.6, §3.9; D8 G14)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from chord.context import BACKGROUND
+from pico3.storage import (
+    Conversation,
+    ConversationWrite,
+    DocRef,
+    DocWrite,
+    Entry,
+    EntryWrite,
+    InvalidBatch,
+    JsonlStorage,
+    StorageFailed,
+    StorageInUse,
+    Task,
+    TaskPatch,
+    TaskPatchWrite,
+    TaskWrite,
+)
+
+pytestmark = pytest.mark.anyio
+ctx = BACKGROUND
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_bytes().splitlines()]
+
+
+async def opened(path: Path, *, fsync: bool = False, thread_above: float = 0.002) -> JsonlStorage:
+    storage = JsonlStorage(path, fsync=fsync, thread_above=thread_above)
+    await storage.open(ctx)
+    return storage
+
+
+async def test_writes_are_split_into_main_sticky_and_task_files(tmp_path: Path) -> None:
+    storage = await opened(tmp_path)
+    cid, tid = storage.mint_id(), storage.mint_id()
+    await storage.commit(
+        [
+            ConversationWrite(Conversation(id=cid)),
+            TaskWrite(Task(id=tid, conversation_id=cid, kind="k")),
+            DocWrite(DocRef.sticky(cid), [["s", ["inbox"], []]]),
+            DocWrite(DocRef.rewindable(cid), [["s", ["m"], 1]]),
+            TaskPatchWrite(TaskPatch(id=tid, status="running", checkpoint={"phase": "a"})),
+        ],
+        ctx,
+    )
+    assert sorted(os.listdir(tmp_path)) == [
+        "main.jsonl",
+        f"sticky-{cid}.jsonl",
+        f"task-{tid}.jsonl",
+    ]
+    (main,) = records(tmp_path / "main.jsonl")
+    assert main["seq"] == 1 and main["maxId"] == tid
+    assert [w["type"] for w in main["writes"]] == ["conversation", "task", "doc"]
+    assert main["refs"] == [f"task-{tid}.jsonl", f"sticky-{cid}.jsonl"] or main["refs"] == [
+        f"sticky-{cid}.jsonl",
+        f"task-{tid}.jsonl",
+    ]
+    (sticky,) = records(tmp_path / f"sticky-{cid}.jsonl")
+    assert sticky["seq"] == 1 and sticky["maxId"] == tid and "refs" not in sticky
+    assert sticky["writes"] == [
+        {
+            "type": "doc",
+            "ref": {"doc": "sticky", "conversation_id": cid},
+            "ops": [["s", ["inbox"], []]],
+        }
+    ]
+    (task,) = records(tmp_path / f"task-{tid}.jsonl")
+    assert task["writes"][0]["patch"] == {
+        "id": tid,
+        "status": "running",
+        "checkpoint": {"phase": "a"},
+    }
+    # a sticky-only commit still appends exactly one main marker: the publication point
+    await storage.commit([DocWrite(DocRef.sticky(cid), [["s", ["k"], 1]])], ctx)
+    marker = records(tmp_path / "main.jsonl")[-1]
+    assert (marker["seq"], marker["writes"], marker["refs"]) == (2, [], [f"sticky-{cid}.jsonl"])
+    await storage.close(ctx)
+
+
+async def test_terminal_record_goes_to_main_and_retires_the_task_file(tmp_path: Path, h) -> None:
+    storage = await opened(tmp_path)
+    cid = await h.with_root(storage)
+    tid = storage.mint_id()
+    await storage.commit([TaskWrite(Task(id=tid, conversation_id=cid, kind="k"))], ctx)
+    await storage.commit([TaskPatchWrite(TaskPatch(id=tid, status="running"))], ctx)
+    assert (tmp_path / f"task-{tid}.jsonl").exists()
+    await storage.commit(
+        [
+            TaskPatchWrite(TaskPatch(id=tid, checkpoint={"phase": "z"})),
+            TaskPatchWrite(TaskPatch(id=tid, status="terminal", outcome={"orphaned": True})),
+        ],
+        ctx,
+    )
+    assert not (tmp_path / f"task-{tid}.jsonl").exists()
+    last = records(tmp_path / "main.jsonl")[-1]
+    assert [w["patch"].get("status") for w in last["writes"]] == [None, "terminal"]  # together
+    assert "refs" not in last
+    live = await h.dump(storage)
+    await storage.close(ctx)
+    storage = await opened(tmp_path)
+    assert await h.dump(storage) == live
+    await storage.close(ctx)
+
+
+async def test_owns_patches_outlive_the_task_file(tmp_path: Path, h) -> None:
+    storage = await opened(tmp_path)
+    cid = await h.with_root(storage)
+    tid, child = storage.mint_id(), storage.mint_id()
+    await storage.commit([TaskWrite(Task(id=tid, conversation_id=cid, kind="k"))], ctx)
+    await storage.commit(
+        [
+            ConversationWrite(Conversation(id=child, owner=tid)),
+            TaskPatchWrite(TaskPatch(id=tid, owns=[child])),
+        ],
+        ctx,
+    )
+    await storage.commit([TaskPatchWrite(TaskPatch(id=tid, status="terminal"))], ctx)
+    await storage.close(ctx)
+    storage = await opened(tmp_path)
+    task = await storage.task(tid, ctx)
+    assert task is not None and task.owns == [child]
+    await storage.close(ctx)
+
+
+async def test_refused_batches_touch_no_file(tmp_path: Path, h) -> None:
+    storage = await opened(tmp_path)
+    cid = await h.with_root(storage)
+    snapshot = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
+    with pytest.raises(InvalidBatch):
+        await storage.commit(
+            [
+                DocWrite(DocRef.sticky(cid), [["s", ["k"], 1]]),
+                EntryWrite(
+                    Entry(
+                        id=storage.mint_id(),
+                        conversation_id=cid,
+                        kind="k",
+                        data={"x": float("nan")},
+                    )
+                ),
+            ],
+            ctx,
+        )
+    assert {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == snapshot
+    await storage.close(ctx)
+
+
+@pytest.mark.parametrize("thread_above", [0.0, 10.0], ids=["worker-thread", "inline"])
+async def test_fsync_mode_commits_in_order_from_concurrent_callers(
+    tmp_path: Path, h, thread_above: float
+) -> None:
+    storage = await opened(tmp_path, fsync=True, thread_above=thread_above)
+    assert storage.fsync
+    cid = await h.with_root(storage)
+    seqs: list[int] = []
+
+    async def one(n: int) -> None:
+        e = Entry(id=storage.mint_id(), conversation_id=cid, kind="k", data={"n": n})
+        seqs.append(
+            await storage.commit(
+                [EntryWrite(e), DocWrite(DocRef.sticky(cid), [["s", ["n"], n]])], ctx
+            )
+        )
+
+    async with anyio.create_task_group() as group:
+        for n in range(12):
+            group.start_soon(one, n)
+    assert sorted(seqs) == list(range(2, 14))
+    assert [r["seq"] for r in records(tmp_path / "main.jsonl")] == list(range(1, 14))
+    live = await h.dump(storage)
+    await storage.close(ctx)
+    storage = await opened(tmp_path, fsync=True)
+    assert await h.dump(storage) == live
+    await storage.close(ctx)
+
+
+def test_fsync_is_the_default() -> None:
+    assert JsonlStorage("unused").fsync is True
+
+
+async def test_a_second_storage_on_the_same_directory_is_refused(tmp_path: Path) -> None:
+    storage = await opened(tmp_path)
+    with pytest.raises(StorageInUse):
+        await opened(tmp_path)
+    await storage.close(ctx)
+    again = await opened(tmp_path)  # the lock went with the close
+    await again.close(ctx)
+
+
+async def test_sticky_rewrite_keeps_state_and_uses_a_temp_file_and_rename(
+    tmp_path: Path, h
+) -> None:
+    # pico3-spec §9 #127 (the kernel calls truncate on its line; here: no append races it)
+    storage = await opened(tmp_path, fsync=True, thread_above=0.0)
+    cid = await h.with_root(storage)
+    sticky = DocRef.sticky(cid)
+    for n in range(5):
+        await storage.commit([DocWrite(sticky, [["s", ["n"], n]])], ctx)
+    await storage.commit([DocWrite(sticky, [["r", {"base": True}]])], ctx)
+    await storage.commit([DocWrite(sticky, [["s", ["after"], 1]])], ctx)
+    path = tmp_path / f"sticky-{cid}.jsonl"
+    inode = path.stat().st_ino
+    async with anyio.create_task_group() as group:  # a commit queued behind the rewrite
+        group.start_soon(storage.truncate, sticky, ctx)
+        group.start_soon(storage.commit, [DocWrite(sticky, [["s", ["late"], 2]])], ctx)
+    assert path.stat().st_ino != inode  # replaced by rename, not edited in place
+    assert [r["seq"] for r in records(path)] == [7, 8, 9]
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]
+    live = await h.dump(storage)
+    assert live[f"sticky {cid}"] == {"base": True, "after": 1, "late": 2}
+    await storage.close(ctx)
+    storage = await opened(tmp_path)  # markers 2..6 name the file: explained by the later base
+    assert await h.dump(storage) == live
+    await storage.commit([DocWrite(sticky, [["s", ["more"], 3]])], ctx)  # appends after rewrite
+    await storage.close(ctx)
+    assert [r["seq"] for r in records(path)] == [7, 8, 9, 10]
+
+
+async def test_a_write_failure_makes_the_storage_fail_stop(tmp_path: Path, h) -> None:
+    storage = await opened(tmp_path)
+    cid = await h.with_root(storage)
+    other = storage.mint_id()
+    await storage.commit([ConversationWrite(Conversation(id=other))], ctx)
+    (tmp_path / f"sticky-{other}.jsonl").mkdir()  # the sidecar cannot be opened for append
+    with pytest.raises(StorageFailed):
+        await storage.commit([DocWrite(DocRef.sticky(other), [["s", ["k"], 1]])], ctx)
+    with pytest.raises(StorageFailed, match="an earlier commit failed"):
+        await storage.commit([DocWrite(DocRef.sticky(cid), [["s", ["k"], 1]])], ctx)
+    await storage.close(ctx)
+    (tmp_path / f"sticky-{other}.jsonl").rmdir()
+    storage = await opened(tmp_path)
+    assert storage.seq == 2  # the failed commit never published
+    assert await storage.doc(DocRef.sticky(other), ctx) is None
+    await storage.close(ctx)
+
+
+async def test_patches_of_a_task_created_terminal_stay_in_main(tmp_path: Path, h) -> None:
+    storage = await opened(tmp_path)
+    cid = await h.with_root(storage)
+    tid = storage.mint_id()
+    await storage.commit(
+        [
+            TaskWrite(Task(id=tid, conversation_id=cid, kind="k", status="terminal")),
+            TaskPatchWrite(TaskPatch(id=tid, abort=True)),
+        ],
+        ctx,
+    )
+    assert sorted(os.listdir(tmp_path)) == ["main.jsonl"]
+    live = await h.dump(storage)
+    await storage.close(ctx)
+    storage = await opened(tmp_path)
+    assert await h.dump(storage) == live
+    await storage.close(ctx)

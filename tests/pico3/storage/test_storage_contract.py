@@ -1,0 +1,398 @@
+"""The storage contract (pico3-spec §3.1–§3.2), run against both backends.
+
+Every test gets ``backend`` (memory or jsonl) and ``h`` (helpers from conftest). Reopening goes
+through ``backend.reopen``, so each property also holds across a close/open cycle.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import pytest
+
+from chord.context import BACKGROUND
+from pico3.storage import (
+    UNSET,
+    Conversation,
+    ConversationWrite,
+    DocRef,
+    DocWrite,
+    Entry,
+    EntryScan,
+    EntryWrite,
+    Input,
+    InputWrite,
+    InvalidBatch,
+    Parent,
+    Storage,
+    StorageClosed,
+    StorageInUse,
+    Task,
+    TaskPatch,
+    TaskPatchWrite,
+    TaskScan,
+    TaskWrite,
+)
+
+pytestmark = pytest.mark.anyio
+ctx = BACKGROUND
+
+
+def entry(storage: Storage, cid: int, kind: str = "test.note", **fields: Any) -> Entry:
+    return Entry(id=storage.mint_id(), conversation_id=cid, kind=kind, **fields)
+
+
+async def test_a_commit_is_readable_and_survives_reopen(backend, h) -> None:
+    storage = await backend.opened()
+    cid = await h.with_root(storage)
+    e = entry(storage, cid, model=[{"role": "user", "content": "hi"}], data={"x": None})
+    task = Task(id=storage.mint_id(), conversation_id=cid, kind="test.job", input={"n": 1})
+    item = Input(id=storage.mint_id(), conversation_id=cid, status="queued", request_id="r1")
+    seq = await storage.commit(
+        [
+            EntryWrite(e),
+            TaskWrite(task),
+            InputWrite(item),
+            DocWrite(DocRef.rewindable(cid), [["s", ["mode"], "plan"]]),
+            DocWrite(DocRef.sticky(cid), [["s", ["inbox"], []]]),
+            DocWrite(DocRef.session(), [["s", ["plugins"], {}]]),
+        ],
+        ctx,
+    )
+    assert seq == 2 == storage.seq
+    before = await h.dump(storage)
+    assert (await storage.entries([e.id, 999], ctx)) == {e.id: e}
+    assert await storage.task(task.id, ctx) == task
+    assert await storage.input(item.id, ctx) == item
+    assert await storage.input_by_request(cid, "r1", ctx) == item
+    assert await storage.input_by_request(cid, "r2", ctx) is None
+    assert await storage.conversation(cid, ctx) == Conversation(id=cid)
+    assert h.fold(await storage.doc(DocRef.rewindable(cid), ctx)) == {"mode": "plan"}
+    assert h.fold(await storage.doc(DocRef.sticky(cid), ctx)) == {"inbox": []}
+    assert h.fold(await storage.doc(DocRef.session(), ctx)) == {"plugins": {}}
+    storage = await backend.reopen(storage)
+    assert await h.dump(storage) == before
+    assert (await storage.entries([e.id], ctx))[e.id].data == {"x": None}  # null is a value
+
+
+async def test_absent_fields_stay_absent_and_null_stays_null(backend) -> None:
+    storage = await backend.opened()
+    cid = storage.mint_id()
+    item = Input(id=storage.mint_id(), conversation_id=cid, status="done", detail=None)
+    await storage.commit([ConversationWrite(Conversation(id=cid)), InputWrite(item)], ctx)
+    storage = await backend.reopen(storage)
+    stored = await storage.input(item.id, ctx)
+    assert stored is not None and stored.detail is None and stored.entry is UNSET
+
+
+async def test_reads_return_copies_and_commits_copy_their_input(backend, h) -> None:
+    storage = await backend.opened()
+    cid = await h.with_root(storage)
+    data: dict[str, Any] = {"items": [1]}
+    e = entry(storage, cid, data=data)
+    await storage.commit([EntryWrite(e)], ctx)
+    data["items"].append(2)  # the caller keeps its object
+    read = (await storage.entries([e.id], ctx))[e.id]
+    assert read.data == {"items": [1]}
+    read.data["items"].append(3)  # type: ignore[index]
+    assert (await storage.entries([e.id], ctx))[e.id].data == {"items": [1]}
+
+
+@pytest.mark.parametrize(
+    ("payload", "where"),
+    [
+        ({"x": math.nan}, "$.writes[1].entry.data.x"),
+        ({"x": math.inf}, "$.writes[1].entry.data.x"),
+        ({1: "key"}, "$.writes[1].entry.data"),
+        ({"x": 2**53}, "$.writes[1].entry.data.x"),
+        ({"x": (1, 2)}, "$.writes[1].entry.data.x"),
+        ({"x": b"bytes"}, "$.writes[1].entry.data.x"),
+        ({"x": object()}, "$.writes[1].entry.data.x"),
+    ],
+)
+async def test_non_strict_json_is_refused_naming_the_path(backend, h, payload, where) -> None:
+    storage = await backend.opened()
+    cid = await h.with_root(storage)
+    before = await h.dump(storage)
+    good = entry(storage, cid)
+    with pytest.raises(InvalidBatch) as caught:
+        await storage.commit([EntryWrite(good), EntryWrite(entry(storage, cid, data=payload))], ctx)
+    assert where in str(caught.value)
+    assert await h.dump(storage) == before  # the valid first write did not land either
+    storage = await backend.reopen(storage)
+    assert await h.dump(storage) == before
+
+
+async def test_wrong_field_types_are_refused_naming_the_write(backend, h) -> None:
+    storage = await backend.opened()
+    cid = await h.with_root(storage)
+    bad = Entry(id="7", conversation_id=cid, kind="k")  # type: ignore[arg-type]
+    with pytest.raises(InvalidBatch, match=r"writes\[0\]\.entry\.id"):
+        await storage.commit([EntryWrite(bad)], ctx)
+    with pytest.raises(InvalidBatch, match=r"writes\[0\]\.entry\.id"):
+        await storage.commit([EntryWrite(Entry(id=0, conversation_id=cid, kind="k"))], ctx)
+    with pytest.raises(InvalidBatch, match=r"writes\[0\] is a dict"):
+        await storage.commit([{"type": "entry"}], ctx)  # type: ignore[list-item]
+    with pytest.raises(InvalidBatch, match="sequence of writes"):
+        await storage.commit(EntryWrite(entry(storage, cid)), ctx)  # type: ignore[arg-type]
+
+
+async def test_structural_errors_refuse_the_whole_batch(backend, h) -> None:
+    # pico3-spec §9 #128: a failing batch changes no table, doc, seq or id high-water
+    storage = await backend.opened()
+    cid = await h.with_root(storage)
+    e = entry(storage, cid)
+    await storage.commit([EntryWrite(e)], ctx)
+    before = await h.dump(storage)
+    seq = storage.seq
+    doc = DocWrite(DocRef.sticky(cid), [["s", ["k"], 1]])
+    cases: list[tuple[list[Any], str]] = [
+        ([doc, EntryWrite(Entry(id=e.id, conversation_id=cid, kind="k"))], "already in use"),
+        ([doc, TaskWrite(Task(id=cid, conversation_id=cid, kind="k"))], "already in use"),
+        ([doc, EntryWrite(Entry(id=900, conversation_id=77, kind="k"))], "unknown conversation"),
+        ([doc, TaskPatchWrite(TaskPatch(id=901, status="running"))], "unknown task"),
+        ([doc, EntryWrite(Entry(id=902, conversation_id=cid, kind="k", head=903))], "head"),
+        ([doc, DocWrite(DocRef(doc="sticky"), [["s", ["k"], 2]])], "conversation_id"),
+        ([doc, DocWrite(DocRef.sticky(cid), [[]])], "verb"),
+        ([doc, DocWrite(DocRef(doc="session", conversation_id=cid), [])], "session"),
+        (
+            [
+                doc,
+                ConversationWrite(Conversation(id=904, parent=Parent(conversation_id=cid, at=5))),
+            ],
+            "fork point",
+        ),
+        ([doc, ConversationWrite(Conversation(id=905, owner=906))], "owner"),
+        (
+            [
+                EntryWrite(Entry(id=907, conversation_id=cid, kind="k")),
+                EntryWrite(Entry(id=907, conversation_id=cid, kind="k")),
+            ],
+            "already in use",
+        ),
+    ]
+    for batch, message in cases:
+        with pytest.raises(InvalidBatch, match=message):
+            await storage.commit(batch, ctx)
+        assert storage.seq == seq
+        assert await h.dump(storage) == before
+    storage = await backend.reopen(storage)
+    assert await h.dump(storage) == before
+    assert storage.mint_id() == e.id + 1  # 900..907 never landed: the high-water held
+
+
+async def test_request_ids_are_unique_per_conversation_and_inputs_replace_whole(backend, h) -> None:
+    storage = await backend.opened()
+    cid = await h.with_root(storage)
+    other = await h.with_root(storage)
+    first = Input(id=storage.mint_id(), conversation_id=cid, status="queued", request_id="r")
+    await storage.commit([InputWrite(first)], ctx)
+    twin = Input(id=storage.mint_id(), conversation_id=cid, status="queued", request_id="r")
+    with pytest.raises(InvalidBatch, match="request_id 'r' is already used"):
+        await storage.commit([InputWrite(twin)], ctx)
+    elsewhere = Input(id=twin.id, conversation_id=other, status="queued", request_id="r")
+    await storage.commit([InputWrite(elsewhere)], ctx)  # another conversation: fine
+    placed = Input(id=first.id, conversation_id=cid, status="done", request_id="r", answer=2)
+    await storage.commit([InputWrite(placed)], ctx)
+    assert await storage.input(first.id, ctx) == placed
+    moved = Input(id=first.id, conversation_id=other, status="done", request_id="r")
+    with pytest.raises(InvalidBatch, match="cannot change"):
+        await storage.commit([InputWrite(moved)], ctx)
+    storage = await backend.reopen(storage)
+    assert await storage.input_by_request(cid, "r", ctx) == placed
+    assert await storage.input_by_request(other, "r", ctx) == elsewhere
+
+
+async def test_task_patches_merge_and_terminal_drops_transient_fields(backend, h) -> None:
+    storage = await backend.opened()
+    cid = await h.with_root(storage)
+    tid = storage.mint_id()
+    child = storage.mint_id()
+    await storage.commit([TaskWrite(Task(id=tid, conversation_id=cid, kind="k", after=[]))], ctx)
+    await storage.commit(
+        [TaskPatchWrite(TaskPatch(id=tid, status="running", checkpoint={"phase": "a"}))], ctx
+    )
+    await storage.commit([TaskPatchWrite(TaskPatch(id=tid, checkpoint=None, abort=True))], ctx)
+    task = await storage.task(tid, ctx)
+    assert task is not None and task.checkpoint is UNSET and task.abort is True
+    await storage.commit(
+        [
+            TaskPatchWrite(TaskPatch(id=tid, checkpoint={"phase": "b"})),
+            ConversationWrite(Conversation(id=child, owner=tid)),
+            TaskPatchWrite(TaskPatch(id=tid, owns=[child])),
+        ],
+        ctx,
+    )
+    live = await h.dump(storage)
+    storage = await backend.reopen(storage)
+    assert await h.dump(storage) == live
+    outcome = {"completed": True, "result": None}
+    await storage.commit(
+        [TaskPatchWrite(TaskPatch(id=tid, status="terminal", outcome=outcome))], ctx
+    )
+    done = await storage.task(tid, ctx)
+    assert done is not None
+    assert (done.status, done.checkpoint, done.abort) == ("terminal", UNSET, UNSET)
+    assert (done.outcome, done.owns) == (outcome, [child])
+    with pytest.raises(InvalidBatch, match="is terminal"):
+        await storage.commit([TaskPatchWrite(TaskPatch(id=tid, status="running"))], ctx)
+    final = await h.dump(storage)
+    storage = await backend.reopen(storage)
+    assert await h.dump(storage) == final
+
+
+async def test_scan_tasks_filters_by_conversation_status_and_kind(backend, h) -> None:
+    storage = await backend.opened()
+    a = await h.with_root(storage)
+    b = await h.with_root(storage)
+    t1 = Task(id=storage.mint_id(), conversation_id=a, kind="x")
+    t2 = Task(id=storage.mint_id(), conversation_id=a, kind="y", status="running")
+    t3 = Task(id=storage.mint_id(), conversation_id=b, kind="x")
+    await storage.commit([TaskWrite(t1), TaskWrite(t2), TaskWrite(t3)], ctx)
+    assert await storage.scan_tasks(TaskScan(), ctx) == [t1, t2, t3]
+    assert await storage.scan_tasks(TaskScan(conversation_id=a), ctx) == [t1, t2]
+    assert await storage.scan_tasks(TaskScan(kind="x"), ctx) == [t1, t3]
+    assert await storage.scan_tasks(TaskScan(status=frozenset({"running"})), ctx) == [t2]
+
+
+async def test_scan_entries_is_newest_first_and_fork_aware(backend, h) -> None:
+    storage = await backend.opened()
+    root = await h.with_root(storage)
+    e1 = entry(storage, root)
+    e2 = entry(storage, root, kind="test.head", head=e1.id)
+    await storage.commit([EntryWrite(e1), EntryWrite(e2)], ctx)
+    fork = storage.mint_id()
+    e3 = entry(storage, root)  # after the fork point: invisible to the fork
+    await storage.commit(
+        [
+            ConversationWrite(Conversation(id=fork, parent=Parent(conversation_id=root, at=e2.id))),
+            EntryWrite(e3),
+        ],
+        ctx,
+    )
+    e4 = entry(storage, fork)
+    await storage.commit([EntryWrite(e4)], ctx)
+
+    async def scan(**fields: Any) -> list[int]:
+        found = await storage.scan_entries(EntryScan(**fields), ctx)
+        return [e.id for e in found]
+
+    assert await scan(conversation_id=fork, limit=10) == [e4.id, e2.id, e1.id]
+    assert await scan(conversation_id=root, limit=10) == [e3.id, e2.id, e1.id]
+    assert await scan(conversation_id=fork, limit=2) == [e4.id, e2.id]
+    assert await scan(conversation_id=fork, limit=10, before=e4.id) == [e2.id, e1.id]
+    assert await scan(conversation_id=fork, limit=10, with_head=True) == [e2.id]
+    assert await scan(conversation_id=fork, limit=10, kind="test.note") == [e4.id, e1.id]
+    assert await scan(conversation_id=12345, limit=10) == []
+
+
+async def test_doc_as_of_is_commit_granular_and_walks_the_fork_chain(backend, h) -> None:
+    storage = await backend.opened()
+    root = await h.with_root(storage)
+    rew = DocRef.rewindable(root)
+    a, b = entry(storage, root), entry(storage, root)
+    # one commit: entry a, then two rewindable writes; "as of a" sees the whole commit
+    await storage.commit(
+        [EntryWrite(a), DocWrite(rew, [["s", ["m"], 1]]), DocWrite(rew, [["s", ["n"], 1]])], ctx
+    )
+    await storage.commit([DocWrite(rew, [["r", {"m": 2}]]), EntryWrite(b)], ctx)
+    await storage.commit([DocWrite(rew, [["s", ["m"], 3]])], ctx)
+    fork = storage.mint_id()
+    await storage.commit(
+        [ConversationWrite(Conversation(id=fork, parent=Parent(conversation_id=root, at=a.id)))],
+        ctx,
+    )
+    for reopen in (False, True):
+        current = await backend.reopen(storage) if reopen else storage
+        assert h.fold(await current.doc_as_of(root, a.id, ctx)) == {"m": 1, "n": 1}
+        assert h.fold(await current.doc_as_of(root, b.id, ctx)) == {"m": 2}
+        assert await current.doc_as_of(root, b.id, ctx) == [[["r", {"m": 2}]]]  # from the base
+        assert h.fold(await current.doc_as_of(fork, a.id, ctx)) == {"m": 1, "n": 1}
+        assert await current.doc_as_of(fork, b.id, ctx) is None  # after the fork point
+        assert await current.doc_as_of(root, 999, ctx) is None
+        assert h.fold(await current.doc(rew, ctx)) == {"m": 3}
+        assert await current.doc(DocRef.rewindable(fork), ctx) is None
+        storage = current
+
+
+async def test_session_and_sticky_docs_read_from_their_last_base(backend, h) -> None:
+    storage = await backend.opened()
+    cid = await h.with_root(storage)
+    sticky, session = DocRef.sticky(cid), DocRef.session()
+    for n in range(3):
+        await storage.commit([DocWrite(sticky, [["s", ["a"], n]])], ctx)
+    await storage.commit(
+        [DocWrite(sticky, [["r", {"b": 1}]]), DocWrite(session, [["r", {"plugins": {}}]])], ctx
+    )
+    await storage.commit([DocWrite(sticky, [["s", ["c"], 2]])], ctx)
+    assert await storage.doc(sticky, ctx) == [[["r", {"b": 1}]], [["s", ["c"], 2]]]
+    await storage.truncate(sticky, ctx)
+    await storage.truncate(session, ctx)  # no-op for other documents
+    assert await storage.doc(sticky, ctx) == [[["r", {"b": 1}]], [["s", ["c"], 2]]]
+    assert await storage.doc(session, ctx) == [[["r", {"plugins": {}}]]]
+    storage = await backend.reopen(storage)
+    assert h.fold(await storage.doc(sticky, ctx)) == {"b": 1, "c": 2}
+
+
+async def test_ids_are_never_reused_while_open_and_committed_ids_never(backend, h) -> None:
+    # pico3-spec §9 #33
+    storage = await backend.opened()
+    cid = await h.with_root(storage)
+    wasted = storage.mint_id()  # minted in a builder that failed: never committed
+    with pytest.raises(InvalidBatch):
+        await storage.commit([EntryWrite(Entry(id=wasted, conversation_id=999, kind="k"))], ctx)
+    assert storage.mint_id() == wasted + 1
+    storage = await backend.reopen(storage)
+    assert storage.mint_id() == wasted  # may be reused after reopen: it was never exposed
+    await storage.commit([EntryWrite(Entry(id=wasted, conversation_id=cid, kind="k"))], ctx)
+    storage = await backend.reopen(storage)
+    assert storage.mint_id() == wasted + 1  # committed: never again
+
+
+async def test_a_second_open_is_refused_and_a_closed_storage_rejects(backend, h) -> None:
+    # pico3-spec §9 #45
+    storage = await backend.opened()
+    with pytest.raises(StorageInUse):
+        await storage.open(ctx)
+    await storage.close(ctx)
+    await storage.close(ctx)  # idempotent
+    with pytest.raises(StorageClosed):
+        await storage.commit([], ctx)
+    with pytest.raises(StorageClosed):
+        await storage.entries([1], ctx)
+    with pytest.raises(StorageClosed):
+        storage.mint_id()
+
+
+async def test_an_empty_batch_still_gets_a_seq(backend) -> None:
+    storage = await backend.opened()
+    assert await storage.commit([], ctx) == 1
+    storage = await backend.reopen(storage)
+    assert storage.seq == 1
+
+
+async def test_terminal_tasks_stay_readable_after_many_retirements_and_reopen(backend, h) -> None:
+    # pico3-spec §9 #119
+    storage = await backend.opened()
+    cid = await h.with_root(storage)
+    ids: list[int] = []
+    for n in range(40):
+        tid = storage.mint_id()
+        ids.append(tid)
+        await storage.commit([TaskWrite(Task(id=tid, conversation_id=cid, kind="k", input=n))], ctx)
+        await storage.commit(
+            [TaskPatchWrite(TaskPatch(id=tid, status="running", checkpoint={"n": n}))], ctx
+        )
+        outcome = {"completed": True, "result": n}
+        await storage.commit(
+            [TaskPatchWrite(TaskPatch(id=tid, status="terminal", outcome=outcome))], ctx
+        )
+    storage = await backend.reopen(storage)
+    tasks = await storage.scan_tasks(TaskScan(status=frozenset({"terminal"})), ctx)
+    assert [(t.id, t.input, t.outcome) for t in tasks] == [
+        (tid, n, {"completed": True, "result": n}) for n, tid in enumerate(ids)
+    ]
+    if backend.directory is not None:
+        assert sorted(os.listdir(backend.directory)) == ["main.jsonl"]  # every sidecar retired
