@@ -1,0 +1,279 @@
+"""The kernel: one session's line, its commit lifecycle and its in-memory indexes.
+
+:meth:`Kernel.commit` is the only way anything changes (pico3-spec §2.2):
+
+1. check ``ctx`` before queueing, and refuse a nested call (:class:`NestedLineOperation`);
+2. enter the line; check the session is usable (else :class:`Closed` / :class:`Faulted`);
+   re-check ``ctx``;
+3. preload the documents the builder may touch and create one :class:`Transaction` with the
+   caller's authority;
+4. run ``builder(tx, line_ctx)`` (a coroutine result is awaited); writes are synchronous and
+   buffered;
+5. close the transaction; a poisoned one raises now;
+6. flush touched documents into ``doc`` writes;
+7. when there are writes or events, call ``Storage.commit`` exactly once, shielded from
+   cancellation. If storage fails, the session **faults**: every later operation raises
+   :class:`Faulted`;
+8. on the line: update indexes, fold the commit into watched views and assemble envelopes;
+   revoke every proxy (the membrane);
+9. off the line: deliver envelopes and call commit listeners. Their errors go to ``on_report``
+   and never turn a persisted commit into a failure.
+
+A builder failure (or a rejected write) before step 7 discards the batch and evicts every
+document the transaction touched, so its in-place mutations vanish; the session continues.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+
+from chord.context import Context, without_abort_signal
+from pico3.kernel.documents import DocumentCache, fold_log
+from pico3.kernel.errors import Closed, Faulted, UnknownConversation
+from pico3.kernel.line import Line
+from pico3.kernel.namespaces import NamespaceRegistry
+from pico3.kernel.tx import Authority, Batch, Transaction
+from pico3.kernel.view import Delivery, ViewRegistry
+from pico3.model.config import CORE_CONFIG, ConfigKey
+from pico3.storage.base import InvalidBatch, Storage
+from pico3.storage.records import Conversation, ConversationWrite, DocRef, Entry, EntryScan
+
+__all__ = ["Builder", "BusyProbe", "CommitListener", "Kernel", "Reporter"]
+
+T = TypeVar("T")
+Builder = Callable[[Transaction, Context], "T | Awaitable[T]"]
+Reporter = Callable[[BaseException], None]
+CommitListener = Callable[[Batch], None]
+BusyProbe = Callable[[Transaction, int], bool]
+
+_log = logging.getLogger("pico3.kernel")
+_PAGE = 256
+
+
+def _default_report(error: BaseException) -> None:
+    _log.error("pico3 reported an error", exc_info=error)
+
+
+class Kernel:
+    """One session over one storage object. Create with :meth:`open`."""
+
+    def __init__(self, storage: Storage, on_report: Reporter | None = None) -> None:
+        self.storage = storage
+        self.line = Line()
+        self.documents = DocumentCache(storage)
+        self.namespaces = NamespaceRegistry()
+        self.config_keys: dict[str, ConfigKey] = dict(CORE_CONFIG)
+        self.conversations: dict[int, Conversation] = {}
+        self.views = ViewRegistry(self)
+        self.report: Reporter = on_report or _default_report
+        self._listeners: list[CommitListener] = []
+        self._busy: BusyProbe | None = None
+        self._closed = False
+        self._fault: BaseException | None = None
+
+    @classmethod
+    async def open(
+        cls, storage: Storage, ctx: Context, on_report: Reporter | None = None
+    ) -> Kernel:
+        """Claim ``storage``, load conversation records and create the root when empty."""
+        ctx.raise_if_cancelled()
+        kernel = cls(storage, on_report)
+        await storage.open(ctx)
+        try:
+            for record in await storage.conversations(ctx):
+                kernel.conversations[record.id] = record
+            if not kernel.conversations:
+                await kernel.commit(_create_root, ctx, authority=Authority.CORE)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await storage.close(without_abort_signal(ctx))
+            raise
+        return kernel
+
+    # -- state -----------------------------------------------------------------------------
+    def check_usable(self) -> None:
+        """Raise :class:`Faulted` or :class:`Closed` when the session cannot be used."""
+        if self._fault is not None:
+            raise Faulted(f"the session faulted after a storage failure: {self._fault}")
+        if self._closed:
+            raise Closed("the session is closed")
+
+    @property
+    def faulted(self) -> bool:
+        """True after a storage commit failed."""
+        return self._fault is not None
+
+    def mint_id(self) -> int:
+        """A fresh id from the session's one counter."""
+        return self.storage.mint_id()
+
+    def busy(self, tx: Transaction, conversation_id: int) -> bool:
+        """Prospective busy (§2.7): a live non-background turn task in the conversation, judged
+        against committed state plus ``tx``'s batch. Without a task layer nothing is busy."""
+        return self._busy is not None and self._busy(tx, conversation_id)
+
+    def set_busy_probe(self, probe: BusyProbe | None) -> None:
+        """Install the task layer's busy judgement (the scheduler does this at open)."""
+        self._busy = probe
+
+    def add_commit_listener(self, listener: CommitListener) -> Callable[[], None]:
+        """Call ``listener(batch)`` off the line after every persisted commit (the scheduler's
+        kick and waiter resolution hook in here); returns a remover."""
+        self._listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return remove
+
+    # -- the commit lifecycle ------------------------------------------------------------
+    async def commit(
+        self,
+        builder: Callable[[Transaction, Context], Any],
+        ctx: Context,
+        *,
+        conversation_id: int | None = None,
+        authority: Authority = Authority.HOST,
+    ) -> Any:
+        """Run ``builder`` on the line and persist what it wrote as one atomic batch."""
+        ctx.raise_if_cancelled()
+        self.line.check_not_nested(ctx)
+        deliveries: list[Delivery] = []
+        async with self.line.hold(ctx):
+            self.check_usable()
+            ctx.raise_if_cancelled()
+            if conversation_id is not None and conversation_id not in self.conversations:
+                raise UnknownConversation(f"conversation {conversation_id} does not exist")
+            await self._preload(conversation_id, ctx)
+            batch = Batch()
+            tx = Transaction(self, authority, conversation_id, batch, ctx)
+            try:
+                with self.line.running_builder(ctx) as line_ctx:
+                    result = builder(tx, line_ctx)
+                    if inspect.iscoroutine(result):
+                        result = await result
+                batch.open = False
+                if batch.poison is not None:
+                    raise batch.poison
+                writes = batch.finish()
+                persisted = bool(writes) or batch.has_events
+                if persisted:
+                    await self._persist(writes, ctx)
+            except BaseException:
+                batch.open = False
+                batch.membrane.revoke("the transaction failed")
+                self._discard(batch)
+                raise
+            for write in writes:
+                if isinstance(write, ConversationWrite):
+                    self.conversations[write.conversation.id] = write.conversation
+            batch.membrane.revoke()
+            if not persisted:
+                return result
+            deliveries = self._fold_views(batch)
+        self._after(batch, deliveries)
+        return result
+
+    async def _persist(self, writes: list[Any], ctx: Context) -> None:
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.storage.commit(writes, without_abort_signal(ctx))
+            except InvalidBatch:
+                raise
+            except BaseException as exc:
+                self._fault = exc
+                raise Faulted(f"storage commit failed; the session is fail-stopped: {exc}") from exc
+
+    def _discard(self, batch: Batch) -> None:
+        for ref in batch.recorders:
+            self.documents.evict(ref)
+        for cid in batch.created:
+            self.documents.evict(DocRef.rewindable(cid))
+            self.documents.evict(DocRef.sticky(cid))
+
+    def _fold_views(self, batch: Batch) -> list[Delivery]:
+        try:
+            return self.views.after_commit(batch)
+        except Exception as exc:  # a view bug must not fail a persisted commit
+            self.report(exc)
+            return []
+
+    def _after(self, batch: Batch, deliveries: list[Delivery]) -> None:
+        for delivery in deliveries:
+            delivery()
+        for listener in list(self._listeners):
+            try:
+                listener(batch)
+            except Exception as exc:
+                self.report(exc)
+
+    async def _preload(self, conversation_id: int | None, ctx: Context) -> None:
+        await self.documents.load(DocRef.session(), ctx)
+        if conversation_id is not None:
+            await self.documents.load(DocRef.rewindable(conversation_id), ctx)
+            await self.documents.load(DocRef.sticky(conversation_id), ctx)
+
+    async def on_line(self, fn: Callable[[], Awaitable[T]], ctx: Context) -> T:
+        """Run ``fn`` on the line (watch capture, snapshots)."""
+        ctx.raise_if_cancelled()
+        async with self.line.hold(ctx):
+            self.check_usable()
+            ctx.raise_if_cancelled()
+            return await fn()
+
+    async def close(self, ctx: Context) -> None:
+        """Close views and release the storage (idempotent)."""
+        if self._closed:
+            return
+        self.line.check_not_nested(ctx)
+        async with self.line.hold(ctx):
+            if self._closed:
+                return
+            self._closed = True
+            self.views.close_all()
+            with anyio.CancelScope(shield=True):
+                await self.storage.close(without_abort_signal(ctx))
+
+    # -- reads used by transactions and views --------------------------------------------
+    async def conversation_docs(self, conversation_id: int, ctx: Context) -> None:
+        """Make sure a conversation's documents are cached (on the line)."""
+        await self._preload(conversation_id, ctx)
+
+    async def transcript(self, conversation_id: int, at: int | None, ctx: Context) -> list[Entry]:
+        """The fork-visible entries from the newest head's target through ``at``, oldest first."""
+        before = None if at is None else at + 1
+        heads = await self.storage.scan_entries(
+            EntryScan(conversation_id=conversation_id, limit=1, with_head=True, before=before), ctx
+        )
+        start = heads[0].head if heads else 0
+        assert isinstance(start, int)
+        out: list[Entry] = []
+        while True:
+            page = await self.storage.scan_entries(
+                EntryScan(conversation_id=conversation_id, limit=_PAGE, before=before), ctx
+            )
+            done = len(page) < _PAGE
+            for entry in page:
+                if entry.id < start:
+                    done = True
+                    break
+                out.append(entry)
+            if done or not page:
+                break
+            before = page[-1].id
+        out.reverse()
+        return out
+
+    async def rewindable_as_of(self, conversation_id: int, at: int, ctx: Context) -> dict[str, Any]:
+        """The rewindable document after the whole commit that appended entry ``at``."""
+        return fold_log(await self.storage.doc_as_of(conversation_id, at, ctx))
+
+
+def _create_root(tx: Transaction, ctx: Context) -> Awaitable[int]:
+    return tx.create_conversation()

@@ -1,0 +1,329 @@
+"""The conversation view: one JSON document per watched conversation, changed by envelopes.
+
+A client never sees kernel state. It sees a rendering-shaped document (pico3-spec §6.1)::
+
+    {conversation, entries, config, inbox, tasks, plugins}
+
+and, after every commit that changes anything visible to the conversation, exactly one
+:class:`Envelope` ``{revision, ops, events}``: the ``chord.delta`` ops that transform the view,
+and the named events the commit emitted. Ops alone determine the replica; events annotate.
+
+How it is built. The kernel keeps one tracked view per conversation that has at least one watch
+(built on the line at the first watch, dropped with the last). After each commit it recomputes
+the changed parts and writes them *in place* through a tracked proxy, so the recorder produces
+minimal ops: unchanged branches produce nothing, ``entries`` only ever sees splices (append, or
+a head's "drop everything before ``head``" followed by the append), a string that grew records
+an append. The same envelope object goes to every watch of the conversation.
+
+What never appears: raw namespace slices (only a namespace's ``view`` projection, re-run when
+its merged slice changes), slot memos, task records, documents, storage seqs, section seeds.
+
+Watches (§6.7): :meth:`ViewRegistry.watch` captures a deep-copied snapshot and subscribes in one
+line operation, so the first envelope is ``revision + 1``. Envelopes that arrive before
+:meth:`Watch.start` are buffered (256; overflow closes the watch). A listener that raises closes
+only its own watch and is reported; it never fails the writer. ``stop`` is idempotent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from msgspec import UNSET
+
+from chord.context import Context
+from chord.json import copy_json, equal_json
+from pico3.kernel.errors import Closed, UnknownConversation
+from pico3.kernel.namespaces import Namespace, SliceDoc, merged_slice
+from pico3.kernel.proxy import Membrane, Op, Recorder, TrackedDict, TrackedList
+from pico3.model.config import resolve_config
+from pico3.model.records import conversation_json, entry_json
+from pico3.storage.records import DocRef, Entry
+
+if TYPE_CHECKING:
+    from pico3.kernel.commit import Kernel
+    from pico3.kernel.tx import Batch
+
+__all__ = ["BUFFER_LIMIT", "Delivery", "Envelope", "Listener", "ViewRegistry", "Watch"]
+
+BUFFER_LIMIT = 256
+"""Envelopes a watch buffers before :meth:`Watch.start`; one more closes the watch."""
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """One commit's change to one conversation's view."""
+
+    revision: int
+    ops: list[Op]
+    events: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire shape ``{revision, ops, events}`` (ops as JSON arrays)."""
+        return {
+            "revision": self.revision,
+            "ops": [_op_json(op) for op in self.ops],
+            "events": self.events,
+        }
+
+
+def _op_json(op: Op) -> list[Any]:
+    return [list(part) if isinstance(part, tuple) else part for part in op]
+
+
+Listener = Callable[[Envelope], None]
+Delivery = Callable[[], None]
+
+
+@dataclass(eq=False)
+class Watch:
+    """A subscription to one conversation's view: a snapshot, then envelopes in order."""
+
+    conversation_id: int
+    view: dict[str, Any]
+    revision: int
+    _registry: ViewRegistry
+    _listener: Listener | None = None
+    _buffer: list[Envelope] = field(default_factory=list[Envelope])
+    closed: bool = False
+    close_reason: str | None = None
+
+    def start(self, listener: Listener) -> None:
+        """Deliver buffered envelopes, then every later one, synchronously, to ``listener``."""
+        if self.closed:
+            raise Closed(f"watch is closed: {self.close_reason}")
+        if self._listener is not None:
+            raise RuntimeError("watch already started")
+        self._listener = listener
+        buffered, self._buffer = self._buffer, []
+        for envelope in buffered:
+            self._deliver(envelope)
+
+    def stop(self) -> None:
+        """Stop delivery (idempotent)."""
+        self._close("stopped")
+
+    def _close(self, reason: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.close_reason = reason
+        self._buffer = []
+        self._registry.remove(self)
+
+    def _deliver(self, envelope: Envelope) -> None:
+        if self.closed:
+            return
+        listener = self._listener
+        if listener is None:
+            if len(self._buffer) >= BUFFER_LIMIT:
+                self._close(f"more than {BUFFER_LIMIT} envelopes buffered before start")
+                return
+            self._buffer.append(envelope)
+            return
+        try:
+            listener(envelope)
+        except Exception as exc:
+            self._close(f"listener raised {type(exc).__name__}: {exc}")
+            self._registry.report(exc)
+
+
+class _ConversationView:
+    """The tracked view of one conversation and its watches."""
+
+    def __init__(self, conversation_id: int, value: dict[str, Any]) -> None:
+        self.conversation_id = conversation_id
+        self.value = value
+        self.recorder = Recorder(Membrane())
+        self.root = self.recorder.root(value)
+        self.revision = 0
+        self.watches: list[Watch] = []
+        # namespace -> (merged slice, projection or _FAILED, token that projected it)
+        self.projections: dict[str, tuple[dict[str, Any], Any, Namespace]] = {}
+
+
+class ViewRegistry:
+    """The tracked views of one kernel, by conversation id."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self._kernel = kernel
+        self._views: dict[int, _ConversationView] = {}
+
+    def report(self, error: BaseException) -> None:
+        """Route a listener or projection error to the session's reporter."""
+        self._kernel.report(error)
+
+    async def watch(self, conversation_id: int, ctx: Context) -> Watch:
+        """Capture and subscribe in one line operation."""
+
+        async def capture() -> Watch:
+            view = self._views.get(conversation_id)
+            if view is None:
+                view = await self._build(conversation_id, ctx)
+                self._views[conversation_id] = view
+            watch = Watch(conversation_id, copy_json(view.value), view.revision, self)
+            view.watches.append(watch)
+            return watch
+
+        return await self._kernel.on_line(capture, ctx)
+
+    def remove(self, watch: Watch) -> None:
+        """Forget a closed watch; drop the view with its last watch."""
+        view = self._views.get(watch.conversation_id)
+        if view is None or watch not in view.watches:
+            return
+        view.watches.remove(watch)
+        if not view.watches:
+            del self._views[watch.conversation_id]
+
+    def close_all(self) -> None:
+        """Close every watch (session close)."""
+        for view in list(self._views.values()):
+            for watch in list(view.watches):
+                watch._close("the session closed")  # pyright: ignore[reportPrivateUsage]
+        self._views.clear()
+
+    async def _build(self, conversation_id: int, ctx: Context) -> _ConversationView:
+        record = self._kernel.conversations.get(conversation_id)
+        if record is None:
+            raise UnknownConversation(f"conversation {conversation_id} does not exist")
+        await self._kernel.conversation_docs(conversation_id, ctx)
+        transcript = await self._kernel.transcript(conversation_id, None, ctx)
+        value: dict[str, Any] = {
+            "conversation": conversation_json(record),
+            "entries": [copy_json(entry_json(entry)) for entry in transcript],
+            "config": {},
+            "inbox": [],
+            "tasks": {},
+            "plugins": {},
+        }
+        view = _ConversationView(conversation_id, value)
+        self._refresh(view)
+        view.recorder.take()
+        return view
+
+    def after_commit(self, batch: Batch) -> list[Delivery]:
+        """Fold one persisted commit into every affected view; return the deliveries."""
+        deliveries: list[Delivery] = []
+        changed = batch.changed_docs
+        session_touched = DocRef.session() in changed
+        for cid, view in list(self._views.items()):
+            new = [entry for entry in batch.new_entries if entry.conversation_id == cid]
+            touched = (
+                session_touched
+                or DocRef.rewindable(cid) in changed
+                or DocRef.sticky(cid) in changed
+            )
+            events = batch.events.get(cid, [])
+            if not new and not touched and not events:
+                continue
+            for entry in new:
+                self._fold_entry(view, entry)
+            if touched:
+                self._refresh(view)
+            ops = view.recorder.take()
+            if not ops and not events:
+                continue
+            view.revision += 1
+            envelope = Envelope(view.revision, ops, list(events))
+            for watch in list(view.watches):
+                deliveries.append(_deliver(watch, envelope))
+        return deliveries
+
+    def _fold_entry(self, view: _ConversationView, entry: Entry) -> None:
+        entries = view.root["entries"]
+        assert isinstance(entries, TrackedList)
+        if entry.head is not UNSET:
+            raw: list[dict[str, Any]] = entries._raw  # pyright: ignore[reportPrivateUsage]
+            drop = 0
+            while drop < len(raw) and raw[drop]["id"] < entry.head:
+                drop += 1
+            if drop:
+                del entries[0:drop]
+        entries.append(entry_json(entry))
+
+    def _refresh(self, view: _ConversationView) -> None:
+        documents = self._kernel.documents
+        cid = view.conversation_id
+        rewindable = documents.get(DocRef.rewindable(cid)) or {}
+        sticky = documents.get(DocRef.sticky(cid)) or {}
+        session = documents.get(DocRef.session()) or {}
+        root = view.root
+        _sync(root, "config", resolve_config(self._kernel.config_keys, rewindable, sticky))
+        _sync(root, "inbox", copy_json(sticky.get("inbox", [])))
+        docs: dict[SliceDoc, dict[str, Any]] = {
+            "rewindable": rewindable,
+            "sticky": sticky,
+            "session": session,
+        }
+        projections: dict[str, Any] = {}
+        for token in self._kernel.namespaces.live():
+            if token.view is None:
+                continue
+            projected = self._project(view, token, docs)
+            if projected is not _FAILED:
+                projections[token.name] = projected
+        _sync(root, "plugins", projections)
+
+    def _project(
+        self, view: _ConversationView, token: Namespace, docs: dict[SliceDoc, dict[str, Any]]
+    ) -> Any:
+        merged = merged_slice(token, docs)
+        cached = view.projections.get(token.name)
+        if cached is not None and cached[2] is token and equal_json(cached[0], merged):
+            return cached[1] if cached[1] is _FAILED else copy_json(cached[1])
+        assert token.view is not None
+        try:
+            projected = copy_json(token.view(copy_json(merged)), ("plugins", token.name))
+        except Exception as exc:
+            # G21: the record leaves the view and is reported once; it is re-run (and may
+            # come back) only when the slice changes. The commit stands.
+            view.projections[token.name] = (merged, _FAILED, token)
+            self.report(exc)
+            return _FAILED
+        view.projections[token.name] = (merged, projected, token)
+        return copy_json(projected)
+
+
+_FAILED: Any = object()
+
+
+def _deliver(watch: Watch, envelope: Envelope) -> Delivery:
+    def run() -> None:
+        watch._deliver(envelope)  # pyright: ignore[reportPrivateUsage]
+
+    return run
+
+
+def _sync(parent: TrackedDict | TrackedList, key: Any, new: Any) -> None:
+    """Make ``parent[key]`` equal ``new`` through the tracker, touching only what differs."""
+    raw: Any = parent._raw  # pyright: ignore[reportPrivateUsage]
+    if isinstance(parent, TrackedDict) and key not in raw:
+        parent[key] = new
+        return
+    old = raw[key]
+    if type(old) is dict and type(new) is dict:
+        child = parent[key]
+        for name in [name for name in old if name not in new]:
+            del child[name]
+        for name, value in new.items():
+            _sync(child, name, value)
+        return
+    if type(old) is list and type(new) is list:
+        child = parent[key]
+        if len(old) == len(new):
+            for index, value in enumerate(new):
+                _sync(child, index, value)
+            return
+        start = 0
+        limit = min(len(old), len(new))
+        while start < limit and equal_json(old[start], new[start]):
+            start += 1
+        end = 0
+        while end < limit - start and equal_json(old[-1 - end], new[-1 - end]):
+            end += 1
+        child[start : len(old) - end] = new[start : len(new) - end]
+        return
+    if type(old) is not type(new) or not equal_json(old, new):
+        parent[key] = new

@@ -1,0 +1,52 @@
+"""The pico3 data model: records, entry kinds, context derivation and configuration keys.
+
+Pure data and pure functions; nothing here touches storage or the line.
+"""
+
+from pico3.model.config import ABSENT, CORE_CONFIG, ConfigKey, ConfigRejected, resolve_config
+from pico3.model.context import DerivedContext, derive_context, repair_tool_results
+from pico3.model.entries import (
+    CORE_KINDS,
+    EntryKind,
+    EntryRejected,
+    NewEntry,
+    check_new_entry,
+    define_entry,
+    is_reserved_kind,
+)
+from pico3.model.records import (
+    Conversation,
+    Entry,
+    Input,
+    Message,
+    Parent,
+    conversation_json,
+    entry_json,
+    input_json,
+)
+
+__all__ = [
+    "ABSENT",
+    "CORE_CONFIG",
+    "CORE_KINDS",
+    "ConfigKey",
+    "ConfigRejected",
+    "Conversation",
+    "DerivedContext",
+    "Entry",
+    "EntryKind",
+    "EntryRejected",
+    "Input",
+    "Message",
+    "NewEntry",
+    "Parent",
+    "check_new_entry",
+    "conversation_json",
+    "define_entry",
+    "derive_context",
+    "entry_json",
+    "input_json",
+    "is_reserved_kind",
+    "repair_tool_results",
+    "resolve_config",
+]
