@@ -93,35 +93,23 @@ def validate_json(value: object, path: tuple[str | int, ...] = ()) -> None:
 
 def _validate(value: object, path: list[str | int], active: set[int]) -> None:
     kind = type(value)
-    if kind is dict:
+    if kind is dict or kind is list:
         marker = id(value)
         if marker in active:
             raise JsonError("cycle", format_path(path))
         active.add(marker)
-        for key, item in value.items():  # type: ignore[attr-defined]
-            if type(key) is not str:
-                raise JsonError(f"non-string key {key!r}", format_path(path))
+        if kind is dict:
+            for key in value:  # type: ignore[attr-defined]
+                if type(key) is not str:
+                    raise JsonError(f"non-string key {key!r}", format_path(path))
+            items = value.items()  # type: ignore[attr-defined]
+        else:
+            items = enumerate(value)  # type: ignore[arg-type]
+        for segment, item in items:
             t = type(item)
             if t is str or t is bool or item is None:
                 continue
-            path.append(key)
-            if t is dict or t is list:
-                _validate(item, path, active)
-            else:
-                _check_scalar(item, lambda: format_path(path))
-            path.pop()
-        active.discard(marker)
-        return
-    if kind is list:
-        marker = id(value)
-        if marker in active:
-            raise JsonError("cycle", format_path(path))
-        active.add(marker)
-        for index, item in enumerate(value):  # type: ignore[arg-type]
-            t = type(item)
-            if t is str or t is bool or item is None:
-                continue
-            path.append(index)
+            path.append(segment)
             if t is dict or t is list:
                 _validate(item, path, active)
             else:
