@@ -1,0 +1,70 @@
+"""The coding agent's built-in tools: read, write, edit, bash, grep, find and ls.
+
+Each tool is a :class:`ToolSpec`: a name, a description for the model, a JSON Schema for its
+arguments, and an async handler. They do not depend on the harness; a harness registers
+:func:`builtin_tools` and calls :meth:`ToolSpec.execute` with the model's arguments and a
+:class:`ToolContext` (working directory, chord context, search backend)::
+
+    tools = {spec.name: spec for spec in builtin_tools()}
+    result = await tools["read"].execute({"path": "README.md"}, ToolContext(cwd="."))
+    result.content   # [{"type": "text", "text": ...}] for the model
+    result.details   # truncation facts, diffs, spill paths... for the UI and state
+    result.is_error  # True for bad arguments and failed calls
+
+Behaviours and limits follow pi's coding agent (2000 lines / 50 KB truncation with actionable
+footers, exact-match multi-edit with a forgiving fallback, bash with a spill file and process
+tree kill); see each module's docstring.
+"""
+
+from __future__ import annotations
+
+from .bash import BASH_TOOL, DEFAULT_BASH_TIMEOUT, BashRun, run_bash
+from .edit import EDIT_TOOL, Edit, apply_edits
+from .find import FIND_TOOL
+from .grep import GREP_TOOL
+from .ls import LS_TOOL
+from .read import READ_TOOL
+from .spec import (
+    OnUpdate,
+    SearchBackend,
+    ToolArgumentError,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    ToolSpec,
+    resolve_path,
+    text_result,
+    validate_args,
+)
+from .write import WRITE_TOOL
+
+__all__ = [
+    "BASH_TOOL",
+    "DEFAULT_BASH_TIMEOUT",
+    "EDIT_TOOL",
+    "FIND_TOOL",
+    "GREP_TOOL",
+    "LS_TOOL",
+    "READ_TOOL",
+    "WRITE_TOOL",
+    "BashRun",
+    "Edit",
+    "OnUpdate",
+    "SearchBackend",
+    "ToolArgumentError",
+    "ToolContext",
+    "ToolError",
+    "ToolResult",
+    "ToolSpec",
+    "apply_edits",
+    "builtin_tools",
+    "resolve_path",
+    "run_bash",
+    "text_result",
+    "validate_args",
+]
+
+
+def builtin_tools() -> list[ToolSpec]:
+    """All built-in tools, in the order they are offered: read, bash, edit, write, grep, find, ls."""
+    return [READ_TOOL, BASH_TOOL, EDIT_TOOL, WRITE_TOOL, GREP_TOOL, FIND_TOOL, LS_TOOL]

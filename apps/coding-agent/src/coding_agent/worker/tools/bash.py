@@ -1,0 +1,305 @@
+"""The ``bash`` tool: run a command, keep the end of its output, never leave a process behind.
+
+Arguments: ``command`` and ``timeout`` (seconds, default :data:`DEFAULT_BASH_TIMEOUT`).
+
+The command runs as ``bash -c COMMAND`` in the working directory, with stdin closed, stdout and
+stderr merged into one pipe, in a session (and so a process group) of its own. That group is
+what gets killed, ``SIGKILL``, when the timeout passes, when the call's chord context is
+cancelled, or when the calling anyio task is cancelled: children and grandchildren go too,
+unless they started sessions of their own.
+
+Output handling follows pi: the text the model sees is tail-truncated to 2000 lines / 50 KB
+(errors and results come last); as soon as the output passes 50 KB, all of it, byte for byte,
+is also written to a temporary log file, and the footer names it:
+``[Showing lines A-B of N. Full output: /tmp/coding-agent-bash-….log]``. Empty output reads
+``(no output)``. A non-zero exit, a timeout and an abort are errors whose text ends in
+``Command exited with code N``, ``Command timed out after N seconds`` or ``Command aborted``.
+
+A command that leaves a background process holding the output pipe (``server &``) would keep
+the pipe open forever (pi#7636). Once the shell itself has exited we read for at most
+:data:`DRAIN_GRACE` more seconds, then stop reading and return; the background process lives on
+and its later output is not captured.
+
+:func:`run_bash` is the executor without the tool wrapping (the TUI's ``!cmd`` uses the same);
+``on_output`` receives decoded output chunks as they arrive.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+
+from chord.context import Context
+
+from .spec import (
+    OnUpdate,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    ToolSpec,
+    abortable,
+    resolve_path,
+    text_result,
+)
+from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation, format_size, truncate_tail
+
+__all__ = ["BASH_TOOL", "DEFAULT_BASH_TIMEOUT", "DRAIN_GRACE", "BashRun", "run_bash"]
+
+DEFAULT_BASH_TIMEOUT = 120.0
+DRAIN_GRACE = 0.25
+
+BASH_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "description": "Bash command to execute"},
+        "timeout": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": f"Timeout in seconds (default: {DEFAULT_BASH_TIMEOUT:g})",
+        },
+    },
+    "required": ["command"],
+    "additionalProperties": False,
+}
+
+
+@dataclass
+class BashRun:
+    """The outcome of :func:`run_bash`.
+
+    ``tail`` holds at least the last 50 KB of output (all of it when shorter); ``spill_path`` is
+    the log file with the complete output, created once the output passed ``max_bytes`` (or by
+    :meth:`ensure_spill`).
+    """
+
+    tail: str = ""
+    total_bytes: int = 0
+    newlines: int = 0
+    ends_with_newline: bool = True
+    exit_code: int | None = None
+    timed_out: bool = False
+    aborted: bool = False
+    spill_path: str | None = None
+    _pending: bytearray = field(default_factory=bytearray, repr=False)
+
+    @property
+    def total_lines(self) -> int:
+        if self.total_bytes == 0:
+            return 0
+        return self.newlines + (0 if self.ends_with_newline else 1)
+
+
+def _kill_group(process: anyio.abc.Process) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _shell() -> str:
+    return shutil.which("bash") or "/bin/sh"
+
+
+class _Sink:
+    """Decodes, counts, keeps a bounded tail, and spills everything once it grows large."""
+
+    def __init__(
+        self, run: BashRun, spill_dir: str, max_bytes: int, on_output: Callable[[str], None] | None
+    ) -> None:
+        self.run = run
+        self.spill_dir = spill_dir
+        self.max_bytes = max_bytes
+        self.on_output = on_output
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.spill: anyio.AsyncFile[bytes] | None = None
+
+    async def open_spill(self) -> None:
+        fd, path = await anyio.to_thread.run_sync(
+            lambda: tempfile.mkstemp(prefix="coding-agent-bash-", suffix=".log", dir=self.spill_dir)
+        )
+        os.close(fd)
+        self.run.spill_path = path
+        self.spill = await anyio.open_file(path, "wb")
+        await self.spill.write(bytes(self.run._pending))
+        self.run._pending.clear()
+
+    async def feed(self, chunk: bytes) -> None:
+        run = self.run
+        run.total_bytes += len(chunk)
+        if self.spill is None:
+            run._pending.extend(chunk)
+            if run.total_bytes > self.max_bytes:
+                await self.open_spill()
+        else:
+            await self.spill.write(chunk)
+        self._text(self.decoder.decode(chunk))
+
+    def _text(self, text: str) -> None:
+        if not text:
+            return
+        run = self.run
+        run.newlines += text.count("\n")
+        run.ends_with_newline = text.endswith("\n")
+        run.tail += text
+        if len(run.tail) > 4 * self.max_bytes:  # keep >= 2x max_bytes, from a line start
+            keep = run.tail[-2 * self.max_bytes :]
+            cut = keep.find("\n")
+            run.tail = keep[cut + 1 :] if 0 <= cut < len(keep) - 1 else keep
+        if self.on_output is not None:
+            self.on_output(text)
+
+    async def close(self) -> None:
+        self._text(self.decoder.decode(b"", final=True))
+        if self.spill is not None:
+            await self.spill.aclose()
+            self.spill = None
+
+
+async def _pump(process: anyio.abc.Process, sink: _Sink, done: anyio.Event) -> None:
+    try:
+        assert process.stdout is not None
+        async for chunk in process.stdout:
+            await sink.feed(chunk)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass
+    finally:
+        done.set()
+
+
+async def run_bash(
+    command: str,
+    *,
+    cwd: str | os.PathLike[str],
+    time_limit: float | None = DEFAULT_BASH_TIMEOUT,
+    spill_dir: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    on_output: Callable[[str], None] | None = None,
+    ctx: Context,
+) -> BashRun:
+    """Run ``command`` with ``bash -c`` in ``cwd``; see the module docstring for the contract.
+
+    Returns normally on exit, timeout and context abort (the flags say which). A cancelled
+    anyio task kills the process group and re-raises the cancellation.
+    """
+    run = BashRun()
+    sink = _Sink(run, spill_dir or tempfile.gettempdir(), max_bytes, on_output)
+    process = await anyio.open_process(
+        [_shell(), "-c", command],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        with abortable(ctx, time_limit) as scope:
+            drained = anyio.Event()
+            async with anyio.create_task_group() as group:
+                group.start_soon(_pump, process, sink, drained)
+                await process.wait()
+                with anyio.move_on_after(DRAIN_GRACE):
+                    await drained.wait()
+                group.cancel_scope.cancel()
+        if scope.cancelled_caught:
+            run.aborted = ctx.cancelled
+            run.timed_out = not run.aborted
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None or run.aborted or run.timed_out:
+                _kill_group(process)
+            run.exit_code = await process.wait()
+            await process.aclose()
+            await sink.close()
+    return run
+
+
+def _footer(run: BashRun, cut: Truncation) -> str:
+    last = run.total_lines
+    first = last - cut.output_lines + 1
+    where = f"Full output: {run.spill_path}"
+    if cut.last_line_partial:
+        return f"[Showing last {format_size(cut.output_bytes)} of line {last}. {where}]"
+    if cut.truncated_by == "lines":
+        return f"[Showing lines {first}-{last} of {last}. {where}]"
+    return f"[Showing lines {first}-{last} of {last} ({format_size(DEFAULT_MAX_BYTES)} limit). {where}]"
+
+
+async def _bash(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None) -> ToolResult:
+    timeout = float(args.get("timeout") or DEFAULT_BASH_TIMEOUT)
+    cwd = resolve_path(".", tools.cwd)
+    if not await anyio.Path(cwd).is_dir():
+        raise ToolError(f"Working directory does not exist: {cwd}")
+
+    live: list[str] = [""]
+
+    def progress(chunk: str) -> None:
+        assert on_update is not None
+        live[0] = (live[0] + chunk)[-2 * DEFAULT_MAX_BYTES :]
+        on_update(text_result(truncate_tail(live[0]).content.rstrip("\n"), {"partial": True}))
+
+    run = await run_bash(
+        args["command"],
+        cwd=cwd,
+        ctx=tools.ctx,
+        time_limit=timeout,
+        spill_dir=tools.spill_dir,
+        on_output=progress if on_update is not None else None,
+    )
+    cut = truncate_tail(run.tail)
+    truncated = cut.truncated or run.total_bytes > DEFAULT_MAX_BYTES
+    if truncated and run.spill_path is None:
+        await _spill_pending(run, tools.spill_dir)
+    text = cut.content.rstrip("\n") or "(no output)"
+    details: dict[str, Any] = {
+        "exit_code": run.exit_code,
+        "timed_out": run.timed_out,
+        "aborted": run.aborted,
+        "total_bytes": run.total_bytes,
+        "total_lines": run.total_lines,
+    }
+    if truncated:
+        text += "\n\n" + _footer(run, cut)
+        details["truncation"] = cut.as_details()
+        details["full_output_path"] = run.spill_path
+    if run.aborted:
+        raise ToolError(f"{text}\n\nCommand aborted", details)
+    if run.timed_out:
+        raise ToolError(f"{text}\n\nCommand timed out after {timeout:g} seconds", details)
+    if run.exit_code != 0:
+        raise ToolError(f"{text}\n\nCommand exited with code {run.exit_code}", details)
+    return text_result(text, details)
+
+
+async def _spill_pending(run: BashRun, spill_dir: str) -> None:
+    fd, path = await anyio.to_thread.run_sync(
+        lambda: tempfile.mkstemp(prefix="coding-agent-bash-", suffix=".log", dir=spill_dir)
+    )
+    os.close(fd)
+    await anyio.Path(path).write_bytes(bytes(run._pending))
+    run._pending.clear()
+    run.spill_path = path
+
+
+BASH_TOOL = ToolSpec(
+    name="bash",
+    description=(
+        "Execute a bash command in the current working directory. Returns stdout and stderr "
+        f"combined. Output is truncated to the last {DEFAULT_MAX_LINES} lines or "
+        f"{DEFAULT_MAX_BYTES // 1024}KB (whichever is hit first); the full output is then saved "
+        f"to a temp file named in the result. Default timeout {DEFAULT_BASH_TIMEOUT:g} seconds; "
+        "for long-running servers use a background tool or tmux instead."
+    ),
+    parameters=BASH_PARAMETERS,
+    handler=_bash,
+)

@@ -1,0 +1,237 @@
+"""What a built-in tool is: a name, a description, a JSON Schema and an async ``execute``.
+
+A tool is plain data plus one coroutine, independent of any harness:
+
+* :class:`ToolSpec` names the tool, describes it for the model and declares its arguments as a
+  JSON Schema dict (decision G16). :func:`validate_args` checks a call against that schema with
+  ``jsonschema`` and raises :class:`ToolArgumentError` naming the offending field.
+* :class:`ToolContext` is everything a tool needs from its caller: the working directory, the
+  chord :class:`~chord.context.Context` that can abort it, and a few knobs tests turn
+  (search backend, temp folder, per-file locks).
+* :class:`ToolResult` follows pi's split: ``content`` is what the model sees (a list of
+  ``{"type": "text", "text": ...}`` blocks), ``details`` is structured data for the UI and for
+  state (diffs, truncation facts, spill-file paths), and ``is_error`` marks a failed call.
+
+Handlers signal an expected failure by raising :class:`ToolError`; :meth:`ToolSpec.execute`
+turns it (and bad arguments) into a result with ``is_error=True`` so the agent loop continues.
+Anything else is a bug and propagates.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import jsonschema
+import jsonschema.exceptions
+
+from chord.context import BACKGROUND, Context
+
+__all__ = [
+    "OnUpdate",
+    "SearchBackend",
+    "ToolArgumentError",
+    "ToolContext",
+    "ToolError",
+    "ToolHandler",
+    "ToolResult",
+    "ToolSpec",
+    "abortable",
+    "resolve_path",
+    "text_result",
+    "validate_args",
+]
+
+SearchBackend = Literal["auto", "ripgrep", "python"]
+"""How grep and find search: ``ripgrep`` when ``rg`` is found (``auto``), or always/never."""
+
+
+class ToolError(Exception):
+    """An expected tool failure; its message is what the model reads, ``details`` goes along."""
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details or {}
+
+
+class ToolArgumentError(ToolError):
+    """Arguments that do not match the tool's JSON Schema; ``field`` is the JSON path at fault."""
+
+    def __init__(self, tool: str, field: str, problem: str) -> None:
+        super().__init__(
+            f"Invalid arguments for tool {tool!r}: {field}: {problem}",
+            {"field": field, "problem": problem},
+        )
+        self.tool = tool
+        self.field = field
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The outcome of one tool call: model-visible ``content``, structured ``details``."""
+
+    content: list[dict[str, Any]]
+    details: dict[str, Any] = field(default_factory=dict)
+    is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        """All text blocks joined by newlines (what a plain-text model sees)."""
+        return "\n".join(
+            str(block["text"]) for block in self.content if block.get("type") == "text"
+        )
+
+
+def text_result(
+    text: str, details: dict[str, Any] | None = None, *, is_error: bool = False
+) -> ToolResult:
+    """A result holding a single text block."""
+    return ToolResult([{"type": "text", "text": text}], details or {}, is_error)
+
+
+OnUpdate = Callable[[ToolResult], None]
+"""Receives partial results while a tool runs (bash streams its output tail this way)."""
+
+
+@dataclass
+class ToolContext:
+    """What a tool receives from its caller.
+
+    ``cwd`` anchors relative paths. ``ctx`` aborts the call when cancelled (bash kills its process
+    tree and reports "Command aborted"). ``search_backend`` picks ripgrep or the pure-Python
+    search. ``temp_dir`` is where bash spills long output. ``file_locks`` serialises writes and
+    edits to one file; share one ToolContext (or one dict) between concurrent calls of a session.
+    """
+
+    cwd: str | os.PathLike[str]
+    ctx: Context = BACKGROUND
+    search_backend: SearchBackend = "auto"
+    temp_dir: str | None = None
+    file_locks: dict[str, anyio.Lock] = field(default_factory=dict)
+
+    def lock_for(self, path: Path) -> anyio.Lock:
+        """The lock that serialises mutations of ``path`` (one per resolved path)."""
+        key = os.path.realpath(path)
+        lock = self.file_locks.get(key)
+        if lock is None:
+            lock = self.file_locks[key] = anyio.Lock()
+        return lock
+
+    @property
+    def spill_dir(self) -> str:
+        return self.temp_dir if self.temp_dir is not None else tempfile.gettempdir()
+
+
+ToolHandler = Callable[[dict[str, Any], ToolContext, OnUpdate | None], Awaitable[ToolResult]]
+"""A tool body: checked arguments, the caller's context, an optional progress callback."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A built-in tool: the model-facing declaration and the coroutine that runs it."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    handler: ToolHandler
+
+    async def execute(
+        self, args: Any, ctx: ToolContext, *, on_update: OnUpdate | None = None
+    ) -> ToolResult:
+        """Validate ``args``, run the tool, and turn a :class:`ToolError` into an error result."""
+        try:
+            checked = validate_args(self, args)
+            return await self.handler(checked, ctx, on_update)
+        except ToolError as error:
+            return text_result(error.message, error.details, is_error=True)
+
+
+def _field_path(error: jsonschema.exceptions.ValidationError) -> str:
+    path = "$"
+    for part in error.absolute_path:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def validate_args(spec: ToolSpec, args: Any) -> dict[str, Any]:
+    """Check ``args`` against ``spec.parameters``; return them or raise :class:`ToolArgumentError`.
+
+    The error names the field (as a ``$.a.b[0]`` path) and what is wrong with it. When several
+    fields are wrong, the one ``jsonschema`` considers most relevant is reported.
+    """
+    if not isinstance(args, dict):
+        raise ToolArgumentError(spec.name, "$", f"expected an object, got {type(args).__name__}")
+    validator = jsonschema.Draft202012Validator(spec.parameters)
+    try:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(args))
+    except RecursionError:
+        raise ToolArgumentError(spec.name, "$", "arguments are nested too deeply") from None
+    if error is not None:
+        field_path = _field_path(error)
+        if error.validator == "required" and error.validator_value:
+            missing = [
+                name
+                for name in error.validator_value
+                if isinstance(error.instance, dict) and name not in error.instance
+            ]
+            if missing:
+                field_path = f"{field_path}.{missing[0]}"
+        elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            allowed = (
+                set(error.schema.get("properties", {})) if isinstance(error.schema, dict) else set()
+            )
+            extra = sorted(str(key) for key in error.instance if key not in allowed)
+            if extra:
+                field_path = f"{field_path}.{extra[0]}"
+        raise ToolArgumentError(spec.name, field_path, error.message)
+    return args
+
+
+def resolve_path(path: str, cwd: str | os.PathLike[str]) -> Path:
+    """Resolve a model-supplied path: ``~`` expanded, relative to ``cwd``, a leading ``@`` dropped.
+
+    Models copy ``@file`` mentions from the prompt, so ``@src/x.py`` means ``src/x.py``. Nothing
+    is refused: approvals are a separate feature.
+    """
+    if path.startswith("@"):
+        path = path[1:]
+    expanded = Path(os.path.expanduser(path))
+    if not expanded.is_absolute():
+        expanded = Path(os.path.expanduser(os.fspath(cwd))) / expanded
+    return Path(os.path.normpath(expanded))
+
+
+@contextmanager
+def abortable(ctx: Context, timeout: float | None = None) -> Iterator[anyio.CancelScope]:
+    """A cancel scope ended by ``ctx``'s cancellation, its deadline, or ``timeout`` seconds.
+
+    Unlike :func:`chord.context.cancel_scope` it never raises on exit: afterwards the caller asks
+    ``ctx.cancelled`` (aborted) or ``scope.cancelled_caught`` (timed out) and reports either.
+    """
+    deadline = float("inf") if timeout is None else anyio.current_time() + timeout
+    scope = anyio.CancelScope(deadline=deadline)
+    remove: Callable[[], None] | None = None
+    signal = ctx.abort_signal
+    if signal is not None:
+        remove = signal.add_listener(lambda _reason: scope.cancel())
+    if ctx.deadline is not None:
+        scope.deadline = min(
+            scope.deadline, anyio.current_time() + (ctx.deadline - time.monotonic())
+        )
+    if ctx.cancelled:
+        scope.cancel()
+    try:
+        with scope:
+            yield scope
+    finally:
+        if remove is not None:
+            remove()

@@ -1,0 +1,69 @@
+"""The ``write`` tool: create or overwrite a file with the given text.
+
+Arguments: ``path`` and ``content``. Missing parent folders are created; an existing file is
+overwritten without asking (approvals are a separate feature). The result reads
+``Successfully wrote N bytes to P`` where N counts UTF-8 bytes. Writes and edits of one file go
+through the same per-file lock of the :class:`~.spec.ToolContext`, so parallel calls serialise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from .spec import OnUpdate, ToolContext, ToolError, ToolResult, ToolSpec, resolve_path, text_result
+
+__all__ = ["WRITE_TOOL"]
+
+WRITE_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {
+            "type": "string",
+            "description": "Path to the file to write (relative or absolute)",
+        },
+        "content": {"type": "string", "description": "Content to write to the file"},
+    },
+    "required": ["path", "content"],
+    "additionalProperties": False,
+}
+
+
+async def _write(
+    args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None
+) -> ToolResult:
+    shown: str = args["path"]
+    path = resolve_path(shown, tools.cwd)
+    data = args["content"].encode("utf-8", errors="replace")
+    target = anyio.Path(path)
+    async with tools.lock_for(path):
+        try:
+            if await target.is_dir():
+                raise ToolError(f"Cannot write {shown}: it is a directory")
+            await target.parent.mkdir(parents=True, exist_ok=True)
+            await target.write_bytes(data)
+        except PermissionError:
+            raise ToolError(f"Cannot write {shown}: permission denied") from None
+        except FileExistsError:
+            raise ToolError(
+                f"Cannot write {shown}: a parent path exists and is not a folder"
+            ) from None
+        except NotADirectoryError:
+            raise ToolError(f"Cannot write {shown}: a parent path is not a folder") from None
+        except OSError as error:
+            raise ToolError(f"Cannot write {shown}: {error.strerror or error}") from None
+    return text_result(
+        f"Successfully wrote {len(data)} bytes to {shown}", {"path": str(path), "bytes": len(data)}
+    )
+
+
+WRITE_TOOL = ToolSpec(
+    name="write",
+    description=(
+        "Write content to a file. Creates the file if it doesn't exist, overwrites it if it does. "
+        "Automatically creates parent directories."
+    ),
+    parameters=WRITE_PARAMETERS,
+    handler=_write,
+)
