@@ -1,0 +1,41 @@
+"""Model providers for the coding agent: real SDK adapters plus the registry that picks one.
+
+* :mod:`~coding_agent.worker.providers.anthropic` — Anthropic Messages API (``anthropic`` SDK).
+* :mod:`~coding_agent.worker.providers.openai` — Chat Completions (``openai`` SDK), which also
+  covers OpenAI-compatible servers (Ollama, llama.cpp, vLLM) through ``base_url``.
+* :mod:`~coding_agent.worker.providers.registry` — ``--model provider/id``, environment
+  variables and config to a :class:`ModelSelection`; ``faux`` when nothing is configured.
+
+All of them implement :class:`pico3.models.Provider`, and stream the same events.
+"""
+
+from __future__ import annotations
+
+from coding_agent.worker.providers.anthropic import ANTHROPIC_MODELS, AnthropicProvider
+from coding_agent.worker.providers.openai import (
+    LOCAL_COMPAT,
+    OPENAI_COMPAT,
+    OPENAI_MODELS,
+    OpenAICompat,
+    OpenAIProvider,
+)
+from coding_agent.worker.providers.registry import (
+    ModelSelection,
+    RegistryError,
+    parse_model_ref,
+    resolve_model,
+)
+
+__all__ = [
+    "ANTHROPIC_MODELS",
+    "LOCAL_COMPAT",
+    "OPENAI_COMPAT",
+    "OPENAI_MODELS",
+    "AnthropicProvider",
+    "ModelSelection",
+    "OpenAICompat",
+    "OpenAIProvider",
+    "RegistryError",
+    "parse_model_ref",
+    "resolve_model",
+]

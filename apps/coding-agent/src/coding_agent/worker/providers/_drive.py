@@ -1,0 +1,113 @@
+"""The loop every SDK adapter shares: open with retries, read chunks, map, end exactly once.
+
+An adapter supplies four things: how to *open* its SDK stream, how to *feed* one SDK chunk
+into a :class:`~pico3.models.stream.MessageBuilder` (returning contract events), how to
+*finish* when the SDK stream ends, and how to *classify* an SDK exception into a
+:class:`~pico3.models.ProviderError`. :func:`drive` does the rest the same way for both:
+
+* opening is retried per the :class:`~pico3.models.RetryPolicy` (the SDK's own retries are off);
+* every wait (connect, backoff, next chunk) is :func:`~pico3.models.abortable`, so a cancelled
+  context ends the stream with ``aborted`` at once and the HTTP response is closed;
+* no exception escapes: failures become one ``error`` event with the classification.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol
+
+import anyio
+
+from chord.context import Context, ContextCancelled
+from pico3.models import (
+    ABORTED,
+    MessageBuilder,
+    ProviderError,
+    RetryPolicy,
+    StreamEvent,
+    abortable,
+    retry_call,
+)
+from pico3.models.retry import Sleep
+
+__all__ = ["SdkStream", "drive"]
+
+
+class SdkStream(Protocol):
+    """What both SDKs' async streams offer."""
+
+    def __aiter__(self) -> AsyncIterator[Any]: ...
+
+    async def close(self) -> None: ...
+
+
+async def drive(
+    builder: MessageBuilder,
+    *,
+    open: Callable[[], Awaitable[SdkStream]],
+    feed: Callable[[Any], list[StreamEvent]],
+    finish: Callable[[], list[StreamEvent]],
+    classify: Callable[[BaseException], ProviderError | None],
+    policy: RetryPolicy,
+    sleep: Sleep,
+    ctx: Context,
+) -> AsyncIterator[StreamEvent]:
+    """Run one request and yield its events (``start`` first, one terminal last)."""
+
+    async def open_once() -> SdkStream:
+        try:
+            opened = await abortable(open, ctx)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            error = classify(exc)
+            if error is None:
+                raise
+            raise error from exc
+        if opened is ABORTED:
+            raise ContextCancelled(ctx.reason)
+        return opened  # pyright: ignore[reportReturnType]
+
+    yield builder.start()
+    try:
+        stream = await retry_call(open_once, policy, ctx, sleep=sleep)
+    except ContextCancelled:
+        yield builder.abort()
+        return
+    except ProviderError as error:
+        yield builder.fail_with(error)
+        return
+    except Exception as exc:  # an SDK failure nobody classified: still end the stream cleanly
+        yield builder.fail("error", f"{type(exc).__name__}: {exc}")
+        return
+
+    chunks = stream.__aiter__()
+    try:
+        while True:
+            try:
+                chunk = await abortable(chunks.__anext__, ctx)
+            except StopAsyncIteration:
+                break
+            if chunk is ABORTED:
+                yield builder.abort(builder.message.usage)
+                return
+            for event in feed(chunk):
+                yield event
+            if builder.finished:
+                return
+        for event in finish():
+            yield event
+        if not builder.finished:
+            yield builder.fail("error", "the stream ended without a final event", retryable=True)
+    except ProviderError as error:
+        if not builder.finished:
+            yield builder.fail_with(error, builder.message.usage)
+    except Exception as exc:
+        if not builder.finished:
+            error = classify(exc)
+            if error is None:
+                error = ProviderError(f"{type(exc).__name__}: {exc}", retryable=False)
+            yield builder.fail_with(error, builder.message.usage)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await stream.close()

@@ -1,0 +1,436 @@
+"""Anthropic adapter: the Messages API, streamed, through the official ``anthropic`` SDK.
+
+The SDK's raw stream events map onto the pico3 contract one to one:
+
+==========================================  ============================================
+``message_start``                           usage (input, cache read/write)
+``content_block_start`` text/thinking/      ``text_start`` / ``thinking_start`` /
+tool_use/redacted_thinking                  ``toolcall_start`` (``id``, ``name``)
+``content_block_delta`` text/thinking/      ``text_delta`` / ``thinking_delta`` /
+input_json/signature                        ``toolcall_delta`` (raw JSON) / signature kept
+``content_block_stop``                      ``*_end`` (tool arguments parsed here)
+``message_delta``                           stop reason, output tokens
+``message_stop``                            ``done`` (``end_turn`` -> stop, ``max_tokens``
+                                            -> length, ``tool_use`` -> toolUse)
+==========================================  ============================================
+
+The client is built with ``max_retries=0``: opening the stream is retried by
+:func:`pico3.models.retry_call` so Anthropic and OpenAI back off the same way and honour
+``Retry-After``. Thinking levels become ``budget_tokens`` (:data:`THINKING_BUDGETS`), and the
+last system section and the last user message carry ``cache_control`` so prompts are cached.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, cast
+
+import anthropic
+import anyio
+
+from chord.context import Context
+from coding_agent.worker.providers._drive import SdkStream, drive
+from pico3.models import (
+    AssistantMessage,
+    ImageContent,
+    Message,
+    MessageBuilder,
+    ModelCost,
+    ModelInfo,
+    ProviderError,
+    Request,
+    RetryPolicy,
+    StreamEvent,
+    SystemMessage,
+    TextContent,
+    ThinkingContent,
+    ThinkingLevel,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    compute_cost,
+    parse_retry_after,
+    retryable_status,
+)
+from pico3.models.retry import Sleep
+
+__all__ = [
+    "ANTHROPIC_MODELS",
+    "THINKING_BUDGETS",
+    "AnthropicProvider",
+    "build_params",
+    "classify_error",
+]
+
+API = "anthropic-messages"
+
+ANTHROPIC_MODELS: tuple[ModelInfo, ...] = (
+    ModelInfo(
+        id="claude-sonnet-4-6",
+        provider="anthropic",
+        api=API,
+        context_window=200_000,
+        max_output=64_000,
+        cost=ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75),
+        supports_thinking=True,
+        supports_images=True,
+    ),
+    ModelInfo(
+        id="claude-opus-4-7",
+        provider="anthropic",
+        api=API,
+        context_window=200_000,
+        max_output=32_000,
+        cost=ModelCost(input=5, output=25, cache_read=0.5, cache_write=6.25),
+        supports_thinking=True,
+        supports_images=True,
+    ),
+    ModelInfo(
+        id="claude-haiku-4-5",
+        provider="anthropic",
+        api=API,
+        context_window=200_000,
+        max_output=64_000,
+        cost=ModelCost(input=1, output=5, cache_read=0.1, cache_write=1.25),
+        supports_thinking=True,
+        supports_images=True,
+    ),
+)
+"""Bundled metadata (dollars per million tokens, list prices as last known; override them in the
+registry config). The first entry is the default model."""
+
+THINKING_BUDGETS: dict[ThinkingLevel, int] = {
+    "minimal": 1024,
+    "low": 4096,
+    "medium": 10240,
+    "high": 32768,
+    "xhigh": 32768,  # no higher tier on Anthropic: xhigh degrades to high
+}
+"""Thinking budget tokens per level (``off`` sends no thinking)."""
+
+_MIN_BUDGET = 1024
+_STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "toolUse",
+}
+
+
+class AnthropicProvider:
+    """A :class:`pico3.models.Provider` backed by ``anthropic.AsyncAnthropic``."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        models: Sequence[ModelInfo] = ANTHROPIC_MODELS,
+        retry: RetryPolicy | None = None,
+        sleep: Sleep | None = None,
+        clock: Callable[[], float] = time.time,
+        timeout: float = 600.0,
+        name: str = "anthropic",
+    ) -> None:
+        self.name = name
+        self._models = tuple(models)
+        self._retry = retry or RetryPolicy()
+        self._sleep = sleep or anyio.sleep
+        self._clock = clock
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
+        )
+
+    def models(self) -> Sequence[ModelInfo]:
+        """The bundled (or configured) Anthropic models."""
+        return self._models
+
+    def model(self, model_id: str) -> ModelInfo:
+        """Metadata for ``model_id``; an unknown id gets defaults and no price (unpriced)."""
+        for info in self._models:
+            if info.id == model_id:
+                return info
+        return ModelInfo(
+            id=model_id,
+            provider=self.name,
+            api=API,
+            context_window=200_000,
+            max_output=32_000,
+            supports_thinking=True,
+            supports_images=True,
+        )
+
+    async def aclose(self) -> None:
+        """Close the SDK client's connection pool."""
+        await self._client.close()
+
+    def stream(self, request: Request, ctx: Context) -> AsyncIterator[StreamEvent]:
+        """Stream ``request`` through the Messages API."""
+        info = self.model(request.model)
+        builder = MessageBuilder(
+            api=API, provider=self.name, model=request.model, clock=self._clock
+        )
+        mapper = _Mapper(builder, info)
+
+        async def open() -> SdkStream:
+            params = build_params(request, info)  # bad input fails the stream
+            created: Any = await self._client.messages.create(**params)
+            return cast("SdkStream", created)
+
+        return drive(
+            builder,
+            open=open,
+            feed=mapper.feed,
+            finish=mapper.finish,
+            classify=lambda exc: classify_error(exc, self._clock),
+            policy=self._retry,
+            sleep=self._sleep,
+            ctx=ctx,
+        )
+
+
+def build_params(request: Request, info: ModelInfo) -> dict[str, Any]:
+    """The keyword arguments of ``messages.create`` for ``request`` (always streaming)."""
+    max_tokens = request.max_tokens or info.max_output
+    params: dict[str, Any] = {
+        "model": request.model,
+        "messages": _messages(request.messages),
+        "max_tokens": max_tokens,
+        "stream": True,
+    }
+    if request.system:
+        system: list[dict[str, Any]] = [{"type": "text", "text": s} for s in request.system]
+        system[-1]["cache_control"] = {"type": "ephemeral"}
+        params["system"] = system
+    if request.tools:
+        params["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in request.tools
+        ]
+    if request.thinking_level != "off" and info.supports_thinking:
+        budget = THINKING_BUDGETS.get(request.thinking_level)
+        if budget is None:
+            raise ProviderError(
+                f"unknown thinking level {request.thinking_level!r}", retryable=False
+            )
+        total = min(max_tokens + budget, info.max_output)
+        if total <= budget:
+            budget = total - _MIN_BUDGET
+        if budget >= _MIN_BUDGET:
+            params["max_tokens"] = total
+            params["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    return params
+
+
+def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            content: Any = (
+                message.content
+                if isinstance(message.content, str)
+                else [_user_block(b) for b in message.content]
+            )
+            out.append({"role": "user", "content": content})
+        elif isinstance(message, AssistantMessage):
+            blocks = [b for b in (_assistant_block(b) for b in message.content) if b is not None]
+            if blocks:
+                out.append({"role": "assistant", "content": blocks})
+        elif isinstance(message, ToolResultMessage):
+            result = {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id,
+                "content": [_user_block(b) for b in message.content],
+                "is_error": message.is_error,
+            }
+            previous = out[-1] if out else None
+            if previous is not None and previous.get("_tool_results"):
+                previous["content"].append(result)
+            else:
+                out.append({"role": "user", "content": [result], "_tool_results": True})
+        elif isinstance(message, SystemMessage):
+            out.append({"role": "user", "content": f"<system>\n{message.content}\n</system>"})
+    for message in out:
+        message.pop("_tool_results", None)
+    last_user = next((m for m in reversed(out) if m["role"] == "user"), None)
+    if last_user is not None:
+        if isinstance(last_user["content"], str):
+            last_user["content"] = [{"type": "text", "text": last_user["content"]}]
+        if last_user["content"]:
+            last_user["content"][-1] = {
+                **last_user["content"][-1],
+                "cache_control": {"type": "ephemeral"},
+            }
+    return out
+
+
+def _user_block(block: TextContent | ImageContent) -> dict[str, Any]:
+    if isinstance(block, TextContent):
+        return {"type": "text", "text": block.text}
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": block.mime_type, "data": block.data},
+    }
+
+
+def _assistant_block(block: TextContent | ThinkingContent | ToolCall) -> dict[str, Any] | None:
+    if isinstance(block, TextContent):
+        return {"type": "text", "text": block.text} if block.text else None
+    if isinstance(block, ToolCall):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
+    if block.redacted and block.signature:
+        return {"type": "redacted_thinking", "data": block.signature}
+    if block.signature:
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    # Unsigned thinking (another provider's) cannot be replayed as thinking: keep it as text.
+    return {"type": "text", "text": block.thinking} if block.thinking else None
+
+
+def classify_error(
+    exc: BaseException, clock: Callable[[], float] = time.time
+) -> ProviderError | None:
+    """A :class:`ProviderError` for an ``anthropic`` SDK exception (``None`` for others)."""
+    if isinstance(exc, anthropic.APIStatusError):
+        kind, detail = _error_body(exc.body)
+        status = exc.status_code
+        retryable = retryable_status(status) or kind in {
+            "overloaded_error",
+            "api_error",
+            "rate_limit_error",
+            "timeout_error",
+        }
+        if status == 200:  # an ``event: error`` inside a started stream
+            retryable = kind in {"overloaded_error", "api_error", "rate_limit_error"}
+        return ProviderError(
+            f"anthropic {status} {kind or 'error'}: {detail or exc.message}",
+            retryable=retryable,
+            retry_after=parse_retry_after(dict(exc.response.headers), clock),
+            status=status,
+        )
+    if isinstance(exc, anthropic.APITimeoutError):
+        return ProviderError("anthropic: request timed out", retryable=True)
+    if isinstance(exc, anthropic.APIConnectionError):
+        return ProviderError(f"anthropic: connection failed: {exc}", retryable=True)
+    if isinstance(exc, anthropic.APIError):
+        return ProviderError(f"anthropic: {exc}", retryable=False)
+    return None
+
+
+def _error_body(body: object) -> tuple[str, str]:
+    if isinstance(body, dict):
+        error = cast("dict[str, Any]", body).get("error")
+        if isinstance(error, dict):
+            error = cast("dict[str, Any]", error)
+            return str(error.get("type", "")), str(error.get("message", ""))
+    return "", ""
+
+
+class _Mapper:
+    """Feeds raw Messages-API stream events into a builder."""
+
+    def __init__(self, builder: MessageBuilder, info: ModelInfo) -> None:
+        self._builder = builder
+        self._info = info
+        self._blocks: dict[int, int] = {}
+        self._usage = Usage()
+        self._stop: str | None = None
+
+    def feed(self, event: Any) -> list[StreamEvent]:
+        builder = self._builder
+        kind = event.type
+        if kind == "message_start":
+            self._take_usage(event.message.usage)
+            return []
+        if kind == "content_block_start":
+            block = event.content_block
+            if block.type == "text":
+                index, opened = builder.open_text()
+                out: list[StreamEvent] = [opened]
+                if block.text:
+                    out.append(builder.delta(index, block.text))
+            elif block.type == "thinking":
+                index, opened = builder.open_thinking()
+                out = [opened]
+                if block.thinking:
+                    out.append(builder.delta(index, block.thinking))
+                if block.signature:
+                    builder.set_signature(index, block.signature)
+            elif block.type == "redacted_thinking":
+                index, opened = builder.open_thinking()
+                builder.set_signature(index, block.data, redacted=True)
+                out = [opened]
+            elif block.type == "tool_use":
+                index, opened = builder.open_tool_call(block.id, block.name)
+                out = [opened]
+            else:
+                return []  # server tools and other block kinds are not part of the contract
+            self._blocks[event.index] = index
+            return out
+        if kind == "content_block_delta":
+            index = self._blocks.get(event.index)
+            if index is None:
+                return []
+            delta = event.delta
+            if delta.type == "text_delta":
+                return [builder.delta(index, delta.text)]
+            if delta.type == "thinking_delta":
+                return [builder.delta(index, delta.thinking)]
+            if delta.type == "input_json_delta":
+                return [builder.delta(index, delta.partial_json)] if delta.partial_json else []
+            if delta.type == "signature_delta":
+                builder.set_signature(index, delta.signature)
+            return []
+        if kind == "content_block_stop":
+            index = self._blocks.pop(event.index, None)
+            return [] if index is None else [builder.close(index)]
+        if kind == "message_delta":
+            if event.delta.stop_reason is not None:
+                self._stop = event.delta.stop_reason
+            self._take_usage(event.usage)
+            return []
+        if kind == "message_stop":
+            return self._end()
+        return []
+
+    def finish(self) -> list[StreamEvent]:
+        return []  # a stream without message_stop is incomplete; drive() reports it
+
+    def _end(self) -> list[StreamEvent]:
+        usage = self._priced()
+        reason = _STOP_REASONS.get(self._stop or "")
+        if reason is None:
+            return [
+                self._builder.fail("error", f"anthropic stopped with {self._stop!r}", usage=usage)
+            ]
+        return self._builder.done(reason, usage)  # type: ignore[arg-type]
+
+    def _take_usage(self, usage: Any) -> None:
+        if usage is None:
+            return
+        for field, attr in (
+            ("input", "input_tokens"),
+            ("output", "output_tokens"),
+            ("cache_read", "cache_read_input_tokens"),
+            ("cache_write", "cache_creation_input_tokens"),
+        ):
+            value = getattr(usage, attr, None)
+            if isinstance(value, int):
+                setattr(self._usage, field, value)
+        self._builder.message.usage = self._priced()
+
+    def _priced(self) -> Usage:
+        usage = self._usage
+        usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write
+        usage.cost = compute_cost(usage, self._info)
+        return Usage(
+            input=usage.input,
+            output=usage.output,
+            cache_read=usage.cache_read,
+            cache_write=usage.cache_write,
+            total_tokens=usage.total_tokens,
+            cost=usage.cost,
+        )

@@ -1,0 +1,390 @@
+"""OpenAI adapter: Chat Completions, streamed, through the official ``openai`` SDK.
+
+Chat Completions is the API every OpenAI-compatible server speaks (Ollama, llama.cpp's
+``llama-server``, vLLM, LM Studio), so one adapter serves them all; point ``base_url`` at the
+server and pick an :class:`OpenAICompat` profile for what it supports.
+
+Streaming maps like this:
+
+* ``delta.content`` -> one text block (``text_start`` on the first fragment);
+* ``delta.reasoning_content`` / ``delta.reasoning`` (local servers' thinking) -> a thinking block;
+* ``delta.tool_calls[i]`` keyed by ``index``: the first fragment carries ``id`` and
+  ``function.name`` (``toolcall_start``), later ones append ``function.arguments``
+  (``toolcall_delta``); the JSON is parsed when the stream finishes (``toolcall_end``);
+* ``finish_reason`` ``stop`` / ``length`` / ``tool_calls`` -> ``stop`` / ``length`` / ``toolUse``;
+* usage arrives in a last chunk with no choices (``stream_options.include_usage``); cached
+  prompt tokens are reported as ``cache_read`` and subtracted from ``input``.
+
+As with Anthropic, the client has ``max_retries=0`` and opening is retried by
+:func:`pico3.models.retry_call`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Literal, cast
+
+import anyio
+import msgspec
+import openai
+
+from chord.context import Context
+from coding_agent.worker.providers._drive import SdkStream, drive
+from pico3.models import (
+    AssistantMessage,
+    ImageContent,
+    Message,
+    MessageBuilder,
+    ModelCost,
+    ModelInfo,
+    ProviderError,
+    Request,
+    RetryPolicy,
+    StreamEvent,
+    SystemMessage,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    compute_cost,
+    parse_retry_after,
+    retryable_status,
+)
+from pico3.models.retry import Sleep
+
+__all__ = [
+    "LOCAL_COMPAT",
+    "OPENAI_COMPAT",
+    "OPENAI_MODELS",
+    "REASONING_EFFORT",
+    "OpenAICompat",
+    "OpenAIProvider",
+    "build_params",
+    "classify_error",
+]
+
+API = "openai-completions"
+
+
+class OpenAICompat(msgspec.Struct, frozen=True):
+    """What a Chat Completions server supports (pi's compat flags, by their meaning)."""
+
+    usage_in_streaming: bool = True
+    """Send ``stream_options.include_usage`` and expect a usage chunk."""
+    max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
+    """Which request field limits output tokens."""
+    developer_role: bool = False
+    """Send system sections with role ``developer`` (OpenAI reasoning models)."""
+    reasoning_effort: bool = True
+    """Send ``reasoning_effort`` for thinking-capable models."""
+
+
+OPENAI_COMPAT = OpenAICompat()
+"""First-party OpenAI."""
+
+LOCAL_COMPAT = OpenAICompat(max_tokens_field="max_tokens", reasoning_effort=False)
+"""A conservative profile for local OpenAI-compatible servers (Ollama, llama.cpp, vLLM)."""
+
+OPENAI_MODELS: tuple[ModelInfo, ...] = (
+    ModelInfo(
+        id="gpt-4.1",
+        provider="openai",
+        api=API,
+        context_window=1_047_576,
+        max_output=32_768,
+        cost=ModelCost(input=2, output=8, cache_read=0.5),
+        supports_images=True,
+    ),
+    ModelInfo(
+        id="gpt-4o",
+        provider="openai",
+        api=API,
+        context_window=128_000,
+        max_output=16_384,
+        cost=ModelCost(input=2.5, output=10, cache_read=1.25),
+        supports_images=True,
+    ),
+    ModelInfo(
+        id="gpt-5",
+        provider="openai",
+        api=API,
+        context_window=400_000,
+        max_output=128_000,
+        cost=ModelCost(input=1.25, output=10, cache_read=0.125),
+        supports_thinking=True,
+        supports_images=True,
+    ),
+)
+"""Bundled metadata (dollars per million tokens, list prices as last known; override them in the
+registry config). The first entry is the default model."""
+
+REASONING_EFFORT = {
+    "minimal": "minimal",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "high",  # not every model has xhigh: degrade to high
+}
+"""``reasoning_effort`` per thinking level."""
+
+_FINISH = {"stop": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
+
+
+class OpenAIProvider:
+    """A :class:`pico3.models.Provider` backed by ``openai.AsyncOpenAI`` Chat Completions."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        compat: OpenAICompat | None = None,
+        models: Sequence[ModelInfo] = OPENAI_MODELS,
+        retry: RetryPolicy | None = None,
+        sleep: Sleep | None = None,
+        clock: Callable[[], float] = time.time,
+        timeout: float = 600.0,
+        name: str = "openai",
+    ) -> None:
+        self.name = name
+        self.compat = compat or (OPENAI_COMPAT if base_url is None else LOCAL_COMPAT)
+        self._models = tuple(models)
+        self._retry = retry or RetryPolicy()
+        self._sleep = sleep or anyio.sleep
+        self._clock = clock
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
+        )
+
+    def models(self) -> Sequence[ModelInfo]:
+        """The bundled (or configured) models."""
+        return self._models
+
+    def model(self, model_id: str) -> ModelInfo:
+        """Metadata for ``model_id``; an unknown id (say, a local model) is unpriced."""
+        for info in self._models:
+            if info.id == model_id:
+                return info
+        return ModelInfo(id=model_id, provider=self.name, api=API)
+
+    async def aclose(self) -> None:
+        """Close the SDK client's connection pool."""
+        await self._client.close()
+
+    def stream(self, request: Request, ctx: Context) -> AsyncIterator[StreamEvent]:
+        """Stream ``request`` through Chat Completions."""
+        info = self.model(request.model)
+        builder = MessageBuilder(
+            api=API, provider=self.name, model=request.model, clock=self._clock
+        )
+        mapper = _Mapper(builder, info)
+
+        async def open() -> SdkStream:
+            params = build_params(request, info, self.compat)  # bad input fails the stream
+            created: Any = await self._client.chat.completions.create(**params)
+            return cast("SdkStream", created)
+
+        return drive(
+            builder,
+            open=open,
+            feed=mapper.feed,
+            finish=mapper.finish,
+            classify=lambda exc: classify_error(exc, self._clock),
+            policy=self._retry,
+            sleep=self._sleep,
+            ctx=ctx,
+        )
+
+
+def build_params(request: Request, info: ModelInfo, compat: OpenAICompat) -> dict[str, Any]:
+    """The keyword arguments of ``chat.completions.create`` for ``request`` (streaming)."""
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        role = "developer" if compat.developer_role else "system"
+        messages.append({"role": role, "content": "\n\n".join(request.system)})
+    messages.extend(_messages(request.messages))
+    params: dict[str, Any] = {
+        "model": request.model,
+        "messages": messages,
+        "stream": True,
+        compat.max_tokens_field: request.max_tokens or info.max_output,
+    }
+    if compat.usage_in_streaming:
+        params["stream_options"] = {"include_usage": True}
+    if request.tools:
+        params["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in request.tools
+        ]
+    if request.thinking_level != "off" and info.supports_thinking and compat.reasoning_effort:
+        effort = REASONING_EFFORT.get(request.thinking_level)
+        if effort is None:
+            raise ProviderError(
+                f"unknown thinking level {request.thinking_level!r}", retryable=False
+            )
+        params["reasoning_effort"] = effort
+    return params
+
+
+def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            if isinstance(message.content, str):
+                out.append({"role": "user", "content": message.content})
+            else:
+                out.append({"role": "user", "content": [_part(b) for b in message.content]})
+        elif isinstance(message, AssistantMessage):
+            text = "".join(b.text for b in message.content if isinstance(b, TextContent))
+            calls = [
+                {
+                    "id": b.id,
+                    "type": "function",
+                    "function": {
+                        "name": b.name,
+                        "arguments": msgspec.json.encode(b.arguments).decode(),
+                    },
+                }
+                for b in message.content
+                if isinstance(b, ToolCall)
+            ]
+            if not text and not calls:
+                continue
+            entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if calls:
+                entry["tool_calls"] = calls
+            out.append(entry)
+        elif isinstance(message, ToolResultMessage):
+            text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
+            if any(isinstance(b, ImageContent) for b in message.content):
+                text += "\n(image output omitted: this API takes images only from the user)"
+            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": text})
+        elif isinstance(message, SystemMessage):
+            out.append({"role": "system", "content": message.content})
+    return out
+
+
+def _part(block: TextContent | ImageContent) -> dict[str, Any]:
+    if isinstance(block, TextContent):
+        return {"type": "text", "text": block.text}
+    url = f"data:{block.mime_type};base64,{block.data}"
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def classify_error(
+    exc: BaseException, clock: Callable[[], float] = time.time
+) -> ProviderError | None:
+    """A :class:`ProviderError` for an ``openai`` SDK exception (``None`` for others)."""
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        return ProviderError(
+            f"openai {status}: {_detail(exc.body) or exc.message}",
+            retryable=retryable_status(status),
+            retry_after=parse_retry_after(dict(exc.response.headers), clock),
+            status=status,
+        )
+    if isinstance(exc, openai.APITimeoutError):
+        return ProviderError("openai: request timed out", retryable=True)
+    if isinstance(exc, openai.APIConnectionError):
+        return ProviderError(f"openai: connection failed: {exc}", retryable=True)
+    if isinstance(exc, openai.APIError):  # an error object inside a started stream
+        return ProviderError(f"openai: {exc.message}", retryable=False)
+    return None
+
+
+def _detail(body: object) -> str:
+    if isinstance(body, dict):
+        body = cast("dict[str, Any]", body)
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            return str(cast("dict[str, Any]", error).get("message", ""))
+        if isinstance(error, str):
+            return error
+    return ""
+
+
+class _Mapper:
+    """Feeds Chat Completions chunks into a builder."""
+
+    def __init__(self, builder: MessageBuilder, info: ModelInfo) -> None:
+        self._builder = builder
+        self._info = info
+        self._text: int | None = None
+        self._thinking: int | None = None
+        self._calls: dict[int, int] = {}
+        self._finish: str | None = None
+
+    def feed(self, chunk: Any) -> list[StreamEvent]:
+        builder = self._builder
+        out: list[StreamEvent] = []
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self._take_usage(usage)
+        for choice in chunk.choices or ():
+            delta = choice.delta
+            if delta is not None:
+                reasoning = getattr(delta, "reasoning_content", None) or getattr(
+                    delta, "reasoning", None
+                )
+                if isinstance(reasoning, str) and reasoning:
+                    if self._thinking is None:
+                        self._thinking, opened = builder.open_thinking()
+                        out.append(opened)
+                    out.append(builder.delta(self._thinking, reasoning))
+                if delta.content:
+                    if self._text is None:
+                        self._text, opened = builder.open_text()
+                        out.append(opened)
+                    out.append(builder.delta(self._text, delta.content))
+                for call in delta.tool_calls or ():
+                    out.extend(self._tool_fragment(call))
+            if choice.finish_reason is not None:
+                self._finish = choice.finish_reason
+        return out
+
+    def _tool_fragment(self, call: Any) -> list[StreamEvent]:
+        builder = self._builder
+        out: list[StreamEvent] = []
+        index = self._calls.get(call.index)
+        function = call.function
+        if index is None:
+            call_id = call.id or f"call_{call.index}"
+            name = (function.name if function is not None else None) or ""
+            index, opened = builder.open_tool_call(call_id, name)
+            self._calls[call.index] = index
+            out.append(opened)
+        if function is not None and function.arguments:
+            out.append(builder.delta(index, function.arguments))
+        return out
+
+    def finish(self) -> list[StreamEvent]:
+        builder = self._builder
+        usage = builder.message.usage
+        if self._finish is None:
+            return [
+                builder.fail(
+                    "error", "the stream ended without a finish reason", retryable=True, usage=usage
+                )
+            ]
+        reason = _FINISH.get(self._finish)
+        if reason is None:
+            return [builder.fail("error", f"openai stopped with {self._finish!r}", usage=usage)]
+        return builder.done(reason, usage)  # type: ignore[arg-type]
+
+    def _take_usage(self, raw: Any) -> None:
+        prompt = raw.prompt_tokens or 0
+        details = getattr(raw, "prompt_tokens_details", None)
+        cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
+        usage = Usage(input=prompt - cached, output=raw.completion_tokens or 0, cache_read=cached)
+        usage.total_tokens = usage.input + usage.output + usage.cache_read
+        usage.cost = compute_cost(usage, self._info)
+        self._builder.message.usage = usage

@@ -1,0 +1,266 @@
+"""Choosing a provider and model from ``--model``, the environment and a config dict.
+
+Resolution, in order:
+
+1. ``--model provider/id`` (the id may itself contain ``/``, as local model names often do)
+   names the provider and the model. ``faux``, ``anthropic`` and ``openai`` are built in.
+2. Without ``--model``, the config's ``default_model`` is used if set.
+3. Otherwise the first provider with credentials wins: ``ANTHROPIC_API_KEY``, then
+   ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL``; with none, the offline ``faux`` provider.
+
+Credentials and endpoints come from the config first, then the environment:
+``ANTHROPIC_API_KEY`` (and ``ANTHROPIC_BASE_URL``), ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``.
+An OpenAI-compatible local server needs no real key; ``"local"`` is sent when none is set.
+
+The config dict (validated, unknown keys refused with their path)::
+
+    {
+      "default_model": "anthropic/claude-sonnet-4-6",
+      "providers": {
+        "openai": {"base_url": "http://localhost:11434/v1", "api_key": "ollama",
+                    "compat": {"max_tokens_field": "max_tokens", "reasoning_effort": false}},
+      },
+      "models": [
+        {"provider": "openai", "id": "qwen3:8b", "context_window": 40960, "max_output": 8192}
+      ]
+    }
+
+``models`` entries add to or replace the bundled metadata (prices are per million tokens).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from coding_agent.worker.providers.anthropic import ANTHROPIC_MODELS, AnthropicProvider
+from coding_agent.worker.providers.openai import OPENAI_MODELS, OpenAICompat, OpenAIProvider
+from pico3.models import FAUX_MODEL, FauxProvider, ModelCost, ModelInfo, Provider, RetryPolicy
+from pico3.models.retry import Sleep
+
+__all__ = [
+    "PROVIDERS",
+    "ModelEntry",
+    "ModelSelection",
+    "PriceEntry",
+    "ProviderSettings",
+    "RegistryConfig",
+    "RegistryError",
+    "parse_model_ref",
+    "parse_registry_config",
+    "resolve_model",
+]
+
+PROVIDERS = ("anthropic", "openai", "faux")
+"""The built-in provider names."""
+
+
+class RegistryError(ValueError):
+    """The model could not be resolved; the message says what to set."""
+
+
+class ProviderSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """Per-provider settings from the config."""
+
+    api_key: str | None = None
+    base_url: str | None = None
+    compat: OpenAICompat | None = None
+
+
+class RegistryConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """The registry's part of the app config."""
+
+    default_model: str | None = None
+    providers: dict[str, ProviderSettings] = msgspec.field(default_factory=dict)
+    models: list[ModelEntry] = msgspec.field(default_factory=list)
+
+
+class PriceEntry(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """Dollars per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+class ModelEntry(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """A model's metadata in the config (snake_case keys; no ``cost`` means unpriced)."""
+
+    provider: str
+    id: str
+    context_window: int = 128_000
+    max_output: int = 16_384
+    cost: PriceEntry | None = None
+    supports_thinking: bool = False
+    supports_images: bool = False
+
+    def info(self, api: str) -> ModelInfo:
+        """The :class:`ModelInfo` this entry describes."""
+        cost = None if self.cost is None else ModelCost(**msgspec.structs.asdict(self.cost))
+        return ModelInfo(
+            id=self.id,
+            provider=self.provider,
+            api=api,
+            context_window=self.context_window,
+            max_output=self.max_output,
+            cost=cost,
+            supports_thinking=self.supports_thinking,
+            supports_images=self.supports_images,
+        )
+
+
+@dataclass(frozen=True)
+class ModelSelection:
+    """The resolved provider and the model's metadata; ``ref`` is ``provider/id``."""
+
+    provider: Provider
+    model: ModelInfo
+
+    @property
+    def ref(self) -> str:
+        """``provider/id``."""
+        return f"{self.model.provider}/{self.model.id}"
+
+
+def parse_model_ref(ref: str) -> tuple[str, str]:
+    """Split ``provider/id`` at the first ``/``; both parts must be non-empty."""
+    provider, sep, model_id = ref.partition("/")
+    if not sep or not provider or not model_id:
+        raise RegistryError(
+            f"--model must look like provider/model-id (e.g. anthropic/claude-sonnet-4-6), "
+            f"got {ref!r}"
+        )
+    return provider, model_id
+
+
+def parse_registry_config(config: Mapping[str, Any] | None) -> RegistryConfig:
+    """Validate a config dict; errors name the offending path."""
+    if config is None:
+        return RegistryConfig()
+    raw = dict(config)
+    providers = raw.get("providers")
+    if isinstance(providers, Mapping):
+        # Validate each provider on its own so the error can name it (msgspec says `[...]`).
+        for name, value in providers.items():  # pyright: ignore[reportUnknownVariableType]
+            try:
+                msgspec.convert(value, ProviderSettings)
+            except msgspec.ValidationError as exc:
+                message = str(exc)
+                where = f"$.providers.{name}"
+                if " - at `$" in message:
+                    message = message.replace(" - at `$", f" - at `{where}")
+                else:
+                    message = f"{message} - at `{where}`"
+                raise RegistryError(f"invalid model config: {message}") from None
+    try:
+        parsed = msgspec.convert(raw, RegistryConfig)
+    except msgspec.ValidationError as exc:
+        raise RegistryError(f"invalid model config: {exc}") from None
+    unknown = sorted(set(parsed.providers) - set(PROVIDERS))
+    if unknown:
+        raise RegistryError(
+            f"invalid model config: unknown provider {unknown[0]!r} at `$.providers` "
+            f"(known: {', '.join(PROVIDERS)})"
+        )
+    for index, model in enumerate(parsed.models):
+        if model.provider not in PROVIDERS:
+            raise RegistryError(
+                f"invalid model config: unknown provider {model.provider!r} at "
+                f"`$.models[{index}].provider`"
+            )
+    return parsed
+
+
+def resolve_model(
+    ref: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    config: Mapping[str, Any] | None = None,
+    retry: RetryPolicy | None = None,
+    sleep: Sleep | None = None,
+) -> ModelSelection:
+    """Pick the provider and model (see the module docstring for the rules)."""
+    environ = os.environ if env is None else env
+    settings = parse_registry_config(config)
+    if ref is None:
+        ref = settings.default_model
+    if ref is None:
+        if _setting(settings, environ, "anthropic", "api_key"):
+            ref = f"anthropic/{ANTHROPIC_MODELS[0].id}"
+        elif _setting(settings, environ, "openai", "api_key") or _setting(
+            settings, environ, "openai", "base_url"
+        ):
+            ref = f"openai/{OPENAI_MODELS[0].id}"
+        else:
+            ref = f"faux/{FAUX_MODEL.id}"
+    name, model_id = parse_model_ref(ref)
+    if name == "faux":
+        faux_models = _models(settings, "faux", (FAUX_MODEL,))
+        provider = FauxProvider(models=faux_models)
+        return ModelSelection(provider, provider.model(model_id))
+    if name == "anthropic":
+        key = _setting(settings, environ, "anthropic", "api_key")
+        if not key:
+            raise RegistryError(
+                "anthropic needs an API key: set ANTHROPIC_API_KEY "
+                "or providers.anthropic.api_key in the config"
+            )
+        anthropic_provider = AnthropicProvider(
+            api_key=key,
+            base_url=_setting(settings, environ, "anthropic", "base_url"),
+            models=_models(settings, "anthropic", ANTHROPIC_MODELS),
+            retry=retry,
+            sleep=sleep,
+        )
+        return ModelSelection(anthropic_provider, anthropic_provider.model(model_id))
+    if name == "openai":
+        key = _setting(settings, environ, "openai", "api_key")
+        base_url = _setting(settings, environ, "openai", "base_url")
+        if not key and not base_url:
+            raise RegistryError(
+                "openai needs an API key: set OPENAI_API_KEY (or OPENAI_BASE_URL for a local "
+                "OpenAI-compatible server) or providers.openai in the config"
+            )
+        openai_settings = settings.providers.get("openai")
+        openai_provider = OpenAIProvider(
+            api_key=key or "local",
+            base_url=base_url,
+            compat=openai_settings.compat if openai_settings is not None else None,
+            models=_models(settings, "openai", OPENAI_MODELS),
+            retry=retry,
+            sleep=sleep,
+        )
+        return ModelSelection(openai_provider, openai_provider.model(model_id))
+    raise RegistryError(f"unknown provider {name!r} in {ref!r} (known: {', '.join(PROVIDERS)})")
+
+
+_ENV = {
+    ("anthropic", "api_key"): "ANTHROPIC_API_KEY",
+    ("anthropic", "base_url"): "ANTHROPIC_BASE_URL",
+    ("openai", "api_key"): "OPENAI_API_KEY",
+    ("openai", "base_url"): "OPENAI_BASE_URL",
+}
+
+
+def _setting(
+    config: RegistryConfig, env: Mapping[str, str], provider: str, field: str
+) -> str | None:
+    settings = config.providers.get(provider)
+    value = getattr(settings, field) if settings is not None else None
+    if value:
+        return value
+    return env.get(_ENV[(provider, field)]) or None
+
+
+def _models(
+    config: RegistryConfig, provider: str, bundled: Sequence[ModelInfo]
+) -> tuple[ModelInfo, ...]:
+    api = bundled[0].api
+    overrides = {m.id: m.info(api) for m in config.models if m.provider == provider}
+    merged = [overrides.pop(m.id, m) for m in bundled]
+    return (*merged, *overrides.values())

@@ -1,0 +1,464 @@
+"""The provider protocol: what a model backend must look like to the harness.
+
+A *provider* turns a :class:`Request` into one async stream of :data:`StreamEvent` values and
+never raises out of that stream. Every stream is ``start``, then any number of block events
+(``text_*``, ``thinking_*``, ``toolcall_*``), then exactly one terminal event:
+
+* :class:`DoneEvent` with ``reason`` ``stop`` | ``length`` | ``toolUse`` and the final
+  :class:`AssistantMessage`, or
+* :class:`ErrorEvent` with ``reason`` ``error`` | ``aborted``, the partial message (kept for
+  display) and the error's classification (``retryable``, ``retry_after``).
+
+The message records here are msgspec Structs whose JSON form *is* the harness's model-message
+shape (``role`` = ``user`` | ``assistant`` | ``toolResult`` | ``system``; content blocks tagged
+``type`` = ``text`` | ``thinking`` | ``toolCall`` | ``image``; camelCase keys), so
+:func:`messages_from_json` and :func:`message_to_json` convert losslessly between a conversation's
+stored messages and a request.
+
+Block events carry ``partial``: the provider's *live* partial message at the time of the event.
+Copy it (:func:`copy_message`) before keeping it; the provider goes on mutating it. The final
+message equals the reduction of the deltas (:func:`pico3.models.stream.reduce_events`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import msgspec
+
+from chord.context import Context
+
+__all__ = [
+    "AssistantBlock",
+    "AssistantMessage",
+    "Cost",
+    "DoneEvent",
+    "DoneReason",
+    "ErrorEvent",
+    "ErrorReason",
+    "ImageContent",
+    "Message",
+    "ModelCost",
+    "ModelInfo",
+    "Provider",
+    "ProviderError",
+    "Request",
+    "StartEvent",
+    "StopReason",
+    "StreamEvent",
+    "SystemMessage",
+    "TextContent",
+    "TextDeltaEvent",
+    "TextEndEvent",
+    "TextStartEvent",
+    "ThinkingContent",
+    "ThinkingDeltaEvent",
+    "ThinkingEndEvent",
+    "ThinkingLevel",
+    "ThinkingStartEvent",
+    "Tool",
+    "ToolCall",
+    "ToolCallDeltaEvent",
+    "ToolCallEndEvent",
+    "ToolCallStartEvent",
+    "ToolResultMessage",
+    "Usage",
+    "UserMessage",
+    "compute_cost",
+    "copy_message",
+    "estimate_tokens",
+    "message_to_json",
+    "messages_from_json",
+    "retryable_status",
+]
+
+StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
+DoneReason = Literal["stop", "length", "toolUse"]
+ErrorReason = Literal["error", "aborted"]
+ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+
+
+class _Record(msgspec.Struct, rename="camel", omit_defaults=True):
+    """Base of every record: camelCase on the wire, defaults left out."""
+
+
+# -- content blocks ----------------------------------------------------------------------------
+class TextContent(_Record, tag_field="type", tag="text"):
+    """Plain text."""
+
+    text: str
+
+
+class ThinkingContent(_Record, tag_field="type", tag="thinking"):
+    """Model reasoning. ``signature`` lets a provider verify replayed thinking; ``redacted``
+    thinking carries its opaque payload in ``signature`` and no readable text."""
+
+    thinking: str
+    signature: str | None = None
+    redacted: bool = False
+
+
+class ToolCall(_Record, tag_field="type", tag="toolCall"):
+    """A request to run tool ``name`` with JSON ``arguments``; ``id`` pairs it with its result."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class ImageContent(_Record, tag_field="type", tag="image"):
+    """An image as base64 ``data`` with its ``mime_type`` (``mimeType`` on the wire)."""
+
+    data: str
+    mime_type: str
+
+
+AssistantBlock = TextContent | ThinkingContent | ToolCall
+
+
+# -- usage and cost ----------------------------------------------------------------------------
+class Cost(_Record):
+    """Money spent on one response, in dollars, split like :class:`Usage`."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+    total: float = 0.0
+
+
+class Usage(_Record):
+    """Tokens of one response. ``input`` excludes cache reads and writes."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+    cost: Cost = msgspec.field(default_factory=Cost)
+
+
+# -- messages ----------------------------------------------------------------------------------
+class UserMessage(_Record, tag_field="role", tag="user"):
+    """What the user (or a continuation) said."""
+
+    content: str | list[TextContent | ImageContent]
+    timestamp: int = 0
+
+
+class AssistantMessage(_Record, tag_field="role", tag="assistant"):
+    """A model's answer. ``usage`` is ``None`` when the provider reported none (unknown, not 0)."""
+
+    content: list[AssistantBlock] = msgspec.field(default_factory=list)
+    api: str = ""
+    provider: str = ""
+    model: str = ""
+    usage: Usage | None = None
+    stop_reason: StopReason = "stop"
+    error_message: str | None = None
+    timestamp: int = 0
+
+
+class ToolResultMessage(_Record, tag_field="role", tag="toolResult"):
+    """The outcome of one tool call."""
+
+    tool_call_id: str
+    tool_name: str
+    content: list[TextContent | ImageContent]
+    is_error: bool = False
+    timestamp: int = 0
+
+
+class SystemMessage(_Record, tag_field="role", tag="system"):
+    """A mid-conversation system note (e.g. a changed section or tool loadout)."""
+
+    content: str
+    timestamp: int = 0
+
+
+Message = UserMessage | AssistantMessage | ToolResultMessage | SystemMessage
+
+
+def messages_from_json(messages: Sequence[Mapping[str, Any]]) -> list[Message]:
+    """Convert stored model messages (plain JSON) to records; unknown keys are ignored.
+
+    Raises :class:`ValueError` naming the offending message and field on bad input.
+    """
+    try:
+        return msgspec.convert(list(messages), list[Message])
+    except msgspec.ValidationError as exc:
+        raise ValueError(f"invalid model messages: {exc}") from None
+
+
+def message_to_json(message: Message) -> dict[str, Any]:
+    """The harness JSON form of ``message`` (what a conversation stores)."""
+    return msgspec.to_builtins(message)
+
+
+def copy_message(message: AssistantMessage) -> AssistantMessage:
+    """A deep copy of ``message`` that shares nothing with the provider's live partial."""
+    return msgspec.convert(msgspec.to_builtins(message), AssistantMessage)
+
+
+# -- requests ----------------------------------------------------------------------------------
+class Tool(_Record):
+    """A tool offered to the model: ``parameters`` is a JSON Schema object."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class Request(_Record):
+    """One generation request.
+
+    ``system`` holds the rendered system sections in order (adapters join or split them as
+    their API likes). ``max_tokens`` of ``None`` means the model's own output limit.
+    """
+
+    model: str
+    messages: list[Message]
+    system: list[str] = msgspec.field(default_factory=list)
+    tools: list[Tool] = msgspec.field(default_factory=list)
+    thinking_level: ThinkingLevel = "off"
+    max_tokens: int | None = None
+
+
+# -- models ------------------------------------------------------------------------------------
+class ModelCost(msgspec.Struct, rename="camel", omit_defaults=True, frozen=True):
+    """Dollars per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+class ModelInfo(msgspec.Struct, rename="camel", omit_defaults=True, frozen=True):
+    """What the harness needs to know about a model. ``cost`` ``None`` means *unpriced*."""
+
+    id: str
+    provider: str
+    api: str = ""
+    context_window: int = 128_000
+    max_output: int = 16_384
+    cost: ModelCost | None = None
+    supports_thinking: bool = False
+    supports_images: bool = False
+
+
+def compute_cost(usage: Usage, model: ModelInfo) -> Cost:
+    """Dollar cost of ``usage`` at ``model``'s prices (all zero when the model is unpriced)."""
+    price = model.cost
+    if price is None:
+        return Cost()
+    parts = (
+        usage.input * price.input / 1e6,
+        usage.output * price.output / 1e6,
+        usage.cache_read * price.cache_read / 1e6,
+        usage.cache_write * price.cache_write / 1e6,
+    )
+    return Cost(*parts, total=sum(parts))
+
+
+def estimate_tokens(messages: Sequence[Message], system: Sequence[str] = ()) -> int:
+    """A provider-independent token estimate: characters / 4, rounded up, plus images at 1200."""
+    chars = sum(len(section) for section in system)
+    images = 0
+    for message in messages:
+        content: Any = message.content
+        if isinstance(content, str):
+            chars += len(content)
+            continue
+        for block in content:
+            if isinstance(block, TextContent):
+                chars += len(block.text)
+            elif isinstance(block, ThinkingContent):
+                chars += len(block.thinking)
+            elif isinstance(block, ToolCall):
+                chars += len(block.name) + len(msgspec.json.encode(block.arguments))
+            else:
+                images += 1
+    return -(-chars // 4) + 1200 * images
+
+
+# -- stream events -----------------------------------------------------------------------------
+class _Event(msgspec.Struct, tag_field="type", rename="camel", omit_defaults=True):
+    """Base of every stream event."""
+
+
+class StartEvent(_Event, tag="start"):
+    """The stream began; ``partial`` is empty but names api/provider/model."""
+
+    partial: AssistantMessage
+
+
+class TextStartEvent(_Event, tag="text_start"):
+    """A text block opened at ``content_index``."""
+
+    content_index: int
+    partial: AssistantMessage
+
+
+class TextDeltaEvent(_Event, tag="text_delta"):
+    """``delta`` was appended to the text block at ``content_index``."""
+
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+
+
+class TextEndEvent(_Event, tag="text_end"):
+    """The text block at ``content_index`` is complete with ``content``."""
+
+    content_index: int
+    content: str
+    partial: AssistantMessage
+
+
+class ThinkingStartEvent(_Event, tag="thinking_start"):
+    """A thinking block opened at ``content_index``."""
+
+    content_index: int
+    partial: AssistantMessage
+
+
+class ThinkingDeltaEvent(_Event, tag="thinking_delta"):
+    """``delta`` was appended to the thinking block at ``content_index``."""
+
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+
+
+class ThinkingEndEvent(_Event, tag="thinking_end"):
+    """The thinking block at ``content_index`` is complete (``signature`` when one came)."""
+
+    content_index: int
+    content: str
+    partial: AssistantMessage
+    signature: str | None = None
+
+
+class ToolCallStartEvent(_Event, tag="toolcall_start"):
+    """A tool call ``id``/``name`` opened at ``content_index``."""
+
+    content_index: int
+    id: str
+    name: str
+    partial: AssistantMessage
+
+
+class ToolCallDeltaEvent(_Event, tag="toolcall_delta"):
+    """A raw JSON fragment of the arguments of the call at ``content_index``."""
+
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+
+
+class ToolCallEndEvent(_Event, tag="toolcall_end"):
+    """The call at ``content_index`` is complete; ``tool_call.arguments`` is parsed."""
+
+    content_index: int
+    tool_call: ToolCall
+    partial: AssistantMessage
+
+
+class DoneEvent(_Event, tag="done"):
+    """Terminal success."""
+
+    reason: DoneReason
+    message: AssistantMessage
+
+
+class ErrorEvent(_Event, tag="error"):
+    """Terminal failure; ``error`` is the partial message with ``stop_reason`` = ``reason``."""
+
+    reason: ErrorReason
+    error: AssistantMessage
+    retryable: bool = False
+    retry_after: float | None = None
+
+
+StreamEvent = (
+    StartEvent
+    | TextStartEvent
+    | TextDeltaEvent
+    | TextEndEvent
+    | ThinkingStartEvent
+    | ThinkingDeltaEvent
+    | ThinkingEndEvent
+    | ToolCallStartEvent
+    | ToolCallDeltaEvent
+    | ToolCallEndEvent
+    | DoneEvent
+    | ErrorEvent
+)
+
+
+# -- errors ------------------------------------------------------------------------------------
+_RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+
+
+def retryable_status(status: int) -> bool:
+    """True for HTTP statuses worth retrying: timeouts, conflicts, rate limits, 5xx, overload."""
+    return status in _RETRYABLE_STATUS or 500 <= status < 600
+
+
+class ProviderError(Exception):
+    """A classified provider failure.
+
+    ``retryable`` says whether trying the same request again may succeed; ``retry_after`` is the
+    server's requested wait in seconds (``None`` when it named none); ``status`` the HTTP status
+    when there was one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
+
+    def __repr__(self) -> str:
+        return (
+            f"ProviderError({self.message!r}, retryable={self.retryable}, "
+            f"retry_after={self.retry_after}, status={self.status})"
+        )
+
+
+# -- the protocol ------------------------------------------------------------------------------
+@runtime_checkable
+class Provider(Protocol):
+    """A model backend.
+
+    ``stream`` returns an async iterator that yields ``start`` first and exactly one terminal
+    event last, never raises (failures become :class:`ErrorEvent`), and ends with ``aborted``
+    promptly once ``ctx`` is cancelled. Closing the iterator early releases the connection.
+    """
+
+    @property
+    def name(self) -> str:
+        """The provider's name, the ``provider`` part of ``provider/model``."""
+        ...
+
+    def models(self) -> Sequence[ModelInfo]:
+        """The models this provider knows (others may still work with default metadata)."""
+        ...
+
+    def model(self, model_id: str) -> ModelInfo:
+        """Metadata for ``model_id``: a known model's, or defaults (unpriced) for another id."""
+        ...
+
+    def stream(self, request: Request, ctx: Context) -> AsyncIterator[StreamEvent]:
+        """Stream the answer to ``request``."""
+        ...
