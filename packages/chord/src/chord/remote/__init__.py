@@ -12,6 +12,8 @@ The pieces, from server to client:
   (:func:`create_loopback_transport`) does it in-process with no copying.
 * :func:`create_remote_service_binding` turns a transport into stable facades (``use``), keyed
   observation tasks (``observe``), ``ready``, ``rebind`` and ``dispose``.
+* :func:`create_remote_service_endpoint` is one remote peer's view of a provider: the
+  ``$chord.service`` control calls and that peer's subscriptions (:mod:`chord.wire` serves it).
 """
 
 from chord.remote.binding import RemoteServiceBinding, create_remote_service_binding
@@ -21,8 +23,16 @@ from chord.remote.codec import (
     create_service_state_decoder,
     create_service_state_encoder,
 )
+from chord.remote.endpoint import (
+    EndpointPublish,
+    RemoteServiceEndpoint,
+    ServiceEndpointError,
+    ServiceEndpointErrorCode,
+    create_remote_service_endpoint,
+)
 from chord.remote.errors import (
     REMOTE_SERVICE_ERROR_CODES,
+    CallRejected,
     RemoteServiceError,
     RemoteServiceErrorCode,
     ServiceGrammarError,
@@ -87,13 +97,16 @@ __all__ = [
     "REMOTE_SERVICE_ERROR_CODES",
     "SERVICE_CONTROL_ID",
     "Address",
+    "CallRejected",
     "CatalogueControlCall",
+    "EndpointPublish",
     "LoopbackServiceSource",
     "LoopbackTransport",
     "ObserveHandler",
     "ProviderSubscription",
     "RemoteMember",
     "RemoteServiceBinding",
+    "RemoteServiceEndpoint",
     "RemoteServiceError",
     "RemoteServiceErrorCode",
     "RemoteServiceFacade",
@@ -105,6 +118,8 @@ __all__ = [
     "ServiceCatalogueEntry",
     "ServiceClosedUpdate",
     "ServiceControlCall",
+    "ServiceEndpointError",
+    "ServiceEndpointErrorCode",
     "ServiceGrammarError",
     "ServiceInstanceSnapshot",
     "ServiceMemberSnapshot",
@@ -126,6 +141,7 @@ __all__ = [
     "classify_implementation",
     "create_loopback_transport",
     "create_remote_service_binding",
+    "create_remote_service_endpoint",
     "create_service_state_decoder",
     "create_service_state_encoder",
     "decode_service_control_call",

@@ -62,6 +62,16 @@ class RemoteServiceError(Exception):
         return (type(self), (self.code, self.message))
 
 
+class CallRejected(RemoteServiceError):
+    """A call that names something the provider does not offer: a service outside its catalogue
+    (``service_not_allowed``), an unknown member (``service_member_not_found``) or a wrong
+    argument count (``service_invalid_value``).
+
+    It is an ordinary :class:`RemoteServiceError` to in-process callers. A wire server treats it
+    as a broken contract with that peer: the peer gets the error, then its connection is closed.
+    """
+
+
 class ServiceGrammarError(TypeError):
     """A service call, catalogue, snapshot or update does not have the exact wire shape.
 

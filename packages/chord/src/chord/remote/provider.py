@@ -43,7 +43,7 @@ from typing import Any, Final, TypeVar
 
 from chord.context import BACKGROUND, Context
 from chord.json import JsonValue
-from chord.remote.errors import RemoteServiceError
+from chord.remote.errors import CallRejected, RemoteServiceError
 from chord.remote.grammar import (
     Op,
     ServiceCall,
@@ -144,17 +144,36 @@ class _Registration:
 class ProviderSubscription:
     """One consumer's view of one service: a snapshot, then updates after :meth:`activate`."""
 
-    __slots__ = ("_registration", "_subscriber", "snapshot")
+    __slots__ = ("_capture", "_registration", "_subscriber", "snapshot")
 
     def __init__(
         self,
         snapshot: ServiceSubscriptionSnapshot,
         subscriber: _Subscriber,
         registration: _Registration,
+        capture: Callable[[], ServiceSubscriptionSnapshot],
     ) -> None:
         self.snapshot = snapshot
         self._subscriber = subscriber
         self._registration = registration
+        self._capture = capture
+
+    def reset(self) -> ServiceSubscriptionSnapshot:
+        """Capture a fresh snapshot for a ``reset`` the caller sends in place of what it dropped.
+
+        Updates still buffered for this subscription are discarded and its suppression baseline
+        becomes the fresh snapshot, so later notifications it already covers are not delivered
+        (chord-spec §4.8). A transport calls this when its own per-peer queue for the
+        subscription overflows. Raises ``RuntimeError`` once the subscription is closed.
+        """
+        subscriber = self._subscriber
+        if subscriber.closed:
+            raise RuntimeError("Remote service subscription is closed")
+        snapshot = self._capture()
+        subscriber.buffer.clear()
+        subscriber.sequences.clear()
+        _record_sequences(subscriber.sequences, snapshot.instances)
+        return snapshot
 
     def activate(self) -> None:
         """Deliver the buffered updates and every later one. A second call does nothing.
@@ -337,7 +356,7 @@ class RemoteServiceProvider:
         instance = self._resolve(registration, call.instance)
         member = instance.classified.members.get(call.member)
         if member is None:
-            raise RemoteServiceError(
+            raise CallRejected(
                 "service_member_not_found",
                 f"Unknown remote service member {call.service_id}.{call.member}",
             )
@@ -346,6 +365,7 @@ class RemoteServiceProvider:
                 "service_member_mismatch",
                 f"Remote service member {call.service_id}.{call.member} is not a method",
             )
+        _check_arity(call, member.function)
         result = member.function(*call.args, ctx)
         if inspect.isawaitable(result):
             result = await result
@@ -368,7 +388,9 @@ class RemoteServiceProvider:
         registration.subscribers[subscriber] = None
         snapshot = self._snapshot(registration)
         _record_sequences(subscriber.sequences, snapshot.instances)
-        return ProviderSubscription(snapshot, subscriber, registration)
+        return ProviderSubscription(
+            snapshot, subscriber, registration, lambda: self._snapshot(registration)
+        )
 
     # -- disposal -----------------------------------------------------------------------------
 
@@ -440,7 +462,7 @@ class RemoteServiceProvider:
 
     def _assert_allowed(self, service_id: str) -> None:
         if service_id not in self._registrations:
-            raise RemoteServiceError(
+            raise CallRejected(
                 "service_not_allowed",
                 f"Remote service {service_id} is not in this provider's catalogue",
             )
@@ -565,6 +587,33 @@ class RemoteServiceProvider:
         _raise_collected(
             errors, f"Failed to publish remote service {registration.service_id} update"
         )
+
+
+def _signature(function: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(function)
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return None
+
+
+def _check_arity(call: ServiceCall, function: Callable[..., Any]) -> None:
+    """Refuse a call whose argument count the method cannot accept (``service_invalid_value``)."""
+    signature = _signature(function)
+    if signature is None:  # pragma: no cover - builtins without a signature
+        return
+    try:
+        signature.bind(*call.args, BACKGROUND)
+    except TypeError:
+        expected = sum(
+            1
+            for parameter in signature.parameters.values()
+            if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)
+        )
+        raise CallRejected(
+            "service_invalid_value",
+            f"Remote service method {call.service_id}.{call.member} takes {expected - 1} "
+            f"argument(s) before its Context, got {len(call.args)}",
+        ) from None
 
 
 def _describe_shape(shape: Mapping[str, MemberKind]) -> str:

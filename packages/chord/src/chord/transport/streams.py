@@ -91,6 +91,20 @@ class FrameConnection:
             await self.stream.send(data)
             self.bytes_sent += len(data)
 
+    async def send_encoded(self, data: bytes) -> None:
+        """Write one frame already produced by :func:`~chord.transport.frames.encode_frame`
+        (a single line ending in a newline); lets a sender encode at enqueue time."""
+        if not data.endswith(b"\n") or data.count(b"\n") != 1:
+            raise ValueError("an encoded frame is exactly one line ending in a newline")
+        if len(data) - 1 > self._decoder.max_frame_size:
+            raise FrameError(
+                "frame_too_large",
+                f"outgoing frame of {len(data) - 1} bytes exceeds {self._decoder.max_frame_size}",
+            )
+        async with self._send_lock:
+            await self.stream.send(data)
+            self.bytes_sent += len(data)
+
     async def receive(self) -> Frame:
         """The next frame. ``anyio.EndOfStream`` when the stream ends cleanly."""
         while not self._pending:

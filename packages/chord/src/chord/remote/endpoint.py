@@ -1,0 +1,158 @@
+"""The endpoint: what one remote peer sees of a provider (chord-spec §5.5).
+
+A :class:`~chord.remote.provider.RemoteServiceProvider` is shared by every peer; the endpoint is
+the per-peer half. It answers the ``$chord.service`` control calls and forwards everything else:
+
+* ``catalogue()`` returns the provider's catalogue entries;
+* ``subscribe(subscriptionId, serviceId, mode)`` opens a provider subscription whose listener
+  forwards each update as ``publish(subscription_id, update, ctx)``, **activates** it and returns
+  its snapshot. Because activation comes first, buffered updates may reach ``publish`` before the
+  caller has the snapshot: an adapter that writes responses asynchronously must hold a
+  subscription's updates until its subscribe response is written (the wire server does);
+* ``unsubscribe(subscriptionId)`` closes one subscription;
+* any other call goes to ``provider.invoke``.
+
+A synchronous raise from ``publish`` reaches the publisher (the state's ``change``, ``replace``
+and so on, chord-spec §4.8). An awaitable returned by ``publish`` is not awaited; it is closed so
+it is never reported as "never awaited".
+
+:meth:`RemoteServiceEndpoint.dispose` closes this peer's subscriptions (never anything the
+provider owns) and makes later invokes raise. A transport disposes the endpoint when its peer
+disconnects.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from chord.context import Context
+from chord.remote.grammar import (
+    CatalogueControlCall,
+    ServiceCall,
+    ServiceCatalogueEntry,
+    ServiceProviderUpdate,
+    ServiceSubscriptionSnapshot,
+    SubscribeControlCall,
+    UnsubscribeControlCall,
+    decode_service_control_call,
+)
+from chord.remote.provider import ProviderSubscription, RemoteServiceProvider
+
+__all__ = [
+    "EndpointPublish",
+    "RemoteServiceEndpoint",
+    "ServiceEndpointError",
+    "ServiceEndpointErrorCode",
+    "create_remote_service_endpoint",
+]
+
+EndpointPublish = Callable[[str, ServiceProviderUpdate, Context], "Awaitable[Any] | None"]
+"""Receives ``(subscription_id, update, ctx)`` synchronously, in order, per subscription."""
+
+ServiceEndpointErrorCode = Literal[
+    "subscription_active", "subscription_not_found", "endpoint_disposed"
+]
+
+
+class ServiceEndpointError(RuntimeError):
+    """A control call the endpoint refuses; ``code`` is stable and travels on the wire."""
+
+    code: ServiceEndpointErrorCode
+    message: str
+
+    def __init__(self, code: ServiceEndpointErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class RemoteServiceEndpoint:
+    """One peer's subscriptions on a shared provider. See the module docstring."""
+
+    def __init__(self, provider: RemoteServiceProvider) -> None:
+        self._provider = provider
+        self._subscriptions: dict[str, ProviderSubscription] = {}
+        self._disposed = False
+
+    @property
+    def provider(self) -> RemoteServiceProvider:
+        return self._provider
+
+    @property
+    def disposed(self) -> bool:
+        return self._disposed
+
+    @property
+    def subscription_ids(self) -> tuple[str, ...]:
+        """The ids of this peer's open subscriptions, oldest first."""
+        return tuple(self._subscriptions)
+
+    def subscription(self, subscription_id: str) -> ProviderSubscription | None:
+        """The open provider subscription ``subscription_id`` (``None`` if there is none)."""
+        return self._subscriptions.get(subscription_id)
+
+    async def invoke(
+        self, call: ServiceCall, publish: EndpointPublish, ctx: Context
+    ) -> ServiceSubscriptionSnapshot | tuple[ServiceCatalogueEntry, ...] | Any:
+        """Answer a control call or forward ``call`` to the provider.
+
+        Returns the catalogue entries for ``catalogue``, the (decoded) snapshot for
+        ``subscribe``, ``None`` for ``unsubscribe`` and the method's result otherwise.
+        """
+        self._assert_active()
+        control = decode_service_control_call(call)
+        if control is None:
+            return await self._provider.invoke(call, ctx)
+        if isinstance(control, CatalogueControlCall):
+            return self._provider.catalogue
+        if isinstance(control, SubscribeControlCall):
+            return self._subscribe(control, publish)
+        assert isinstance(control, UnsubscribeControlCall)
+        subscription = self._subscriptions.pop(control.subscription_id, None)
+        if subscription is None:
+            raise ServiceEndpointError(
+                "subscription_not_found",
+                f"Service subscription was not found: {control.subscription_id}",
+            )
+        subscription.close(ctx)
+        return None
+
+    def dispose(self) -> None:
+        """Close every subscription of this peer; later invokes raise. Idempotent."""
+        if self._disposed:
+            return
+        self._disposed = True
+        subscriptions, self._subscriptions = self._subscriptions, {}
+        for subscription in subscriptions.values():
+            subscription.close()
+
+    def _subscribe(
+        self, control: SubscribeControlCall, publish: EndpointPublish
+    ) -> ServiceSubscriptionSnapshot:
+        subscription_id = control.subscription_id
+        if subscription_id in self._subscriptions:
+            raise ServiceEndpointError(
+                "subscription_active",
+                f"Service subscription ID is already active: {subscription_id}",
+            )
+
+        def listener(update: ServiceProviderUpdate, ctx: Context) -> None:
+            outcome = publish(subscription_id, update, ctx)
+            if outcome is not None and inspect.iscoroutine(outcome):
+                outcome.close()
+
+        subscription = self._provider.subscribe(control.service_id, control.mode, listener)
+        self._subscriptions[subscription_id] = subscription
+        subscription.activate()
+        return subscription.snapshot
+
+    def _assert_active(self) -> None:
+        if self._disposed:
+            raise ServiceEndpointError("endpoint_disposed", "Remote service endpoint is disposed")
+
+
+def create_remote_service_endpoint(provider: RemoteServiceProvider) -> RemoteServiceEndpoint:
+    """A fresh endpoint for one peer of ``provider``."""
+    return RemoteServiceEndpoint(provider)

@@ -1,0 +1,55 @@
+"""chord over a real wire: a provider served to other processes, and facades that reconnect.
+
+This package joins the service layer (:mod:`chord.remote`) to the framing (:mod:`chord.transport`);
+neither of those imports it. The protocol is documented in ``docs/wire.md``.
+
+* Server: :func:`serve_provider` runs one peer of a :class:`~chord.remote.RemoteServiceProvider`
+  over a :class:`~chord.transport.FrameConnection` (concurrent cancellable requests, per-peer
+  subscriptions with their own state encoders, bounded per-subscription update queues that
+  collapse into a reset). :func:`provider_handler` adapts it to ``serve_unix``/``serve_tcp``.
+* Client: :class:`RemoteConnection` is a :class:`~chord.remote.RemoteServiceTransport` over one
+  connection; :func:`connect_service_source` is a reconnecting
+  :class:`~chord.remote.RemoteServiceSource` a facet host accepts.
+* Errors: :class:`RemoteCallError` carries codes that are not chord's own (``unavailable``,
+  ``cancelled``, ``internal_error``, application codes).
+"""
+
+from chord.wire.client import RemoteConnection, RemoteSubscription, open_remote_connection
+from chord.wire.errors import (
+    CANCELLED,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    TOO_MANY_REQUESTS,
+    UNAVAILABLE,
+    RemoteCallError,
+    error_from_info,
+    error_info,
+)
+from chord.wire.server import (
+    DEFAULT_MAX_CONCURRENT_REQUESTS,
+    DEFAULT_PEER_QUEUE_LIMIT,
+    provider_handler,
+    serve_provider,
+)
+from chord.wire.source import Backoff, WireServiceSource, connect_service_source
+
+__all__ = [
+    "CANCELLED",
+    "DEFAULT_MAX_CONCURRENT_REQUESTS",
+    "DEFAULT_PEER_QUEUE_LIMIT",
+    "INTERNAL_ERROR",
+    "INVALID_REQUEST",
+    "TOO_MANY_REQUESTS",
+    "UNAVAILABLE",
+    "Backoff",
+    "RemoteCallError",
+    "RemoteConnection",
+    "RemoteSubscription",
+    "WireServiceSource",
+    "connect_service_source",
+    "error_from_info",
+    "error_info",
+    "open_remote_connection",
+    "provider_handler",
+    "serve_provider",
+]
