@@ -222,7 +222,7 @@ async def test_killing_the_provider_makes_facades_unavailable_and_a_restart_rehy
                 # new calls fail at once; nothing is queued for later
                 with (
                     anyio.fail_after(1),
-                    pytest.raises(RemoteServiceError, match="binding is closed"),
+                    pytest.raises(RemoteServiceError, match="unavailable: its binding is closed"),
                 ):
                     await counter.bump(1, BACKGROUND)
                 seen = len(values.items)

@@ -218,7 +218,9 @@ class MemberSlot:
         facade = self._facade
         if not facade.is_active():
             raise RemoteServiceError(
-                "service_stale_instance", f"Remote service {facade.service_id} binding is closed"
+                "service_stale_instance",
+                f"Remote service {facade.service_id} is unavailable: its binding is closed "
+                "(the provider is disconnected or not yet reachable)",
             )
         if kwargs:
             raise RemoteServiceError(
