@@ -548,7 +548,9 @@ async def test_rebind_clears_and_rehydrates_from_fresh_snapshots() -> None:
         assert models.state.value is None
         state.replace(BACKGROUND, {"selected": None, "revision": 3})
         assert revisions == [1, 2]
-        with pytest.raises(RemoteServiceError, match="unavailable: its binding is closed") as closed:
+        with pytest.raises(
+            RemoteServiceError, match="unavailable: its binding is closed"
+        ) as closed:
             models.select({"model": "x"}, BACKGROUND)
         assert closed.value.code == "service_stale_instance"
         await binding.rebind(True, BACKGROUND)
