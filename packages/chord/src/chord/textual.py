@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -219,6 +220,15 @@ class ChoiceScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+def _in_app(app: App[Any]) -> AbstractContextManager[None]:
+    """Textual's context variables (the active app) for work started by facet tasks.
+
+    Facets run in the facet host's tasks, beside the app, where Textual's ``active_app`` is not
+    set; a screen pushed or a widget mounted from there would compose without an app.
+    """
+    return app._context()  # pyright: ignore[reportPrivateUsage]
+
+
 class _ModalSlot:
     """The concrete :class:`Modal`: shows one screen at a time for its holder."""
 
@@ -260,7 +270,8 @@ class _ModalSlot:
 
         self._screen = screen
         try:
-            self._tui.app.push_screen(screen, finished)
+            with _in_app(self._tui.app):
+                self._tui.app.push_screen(screen, finished)
             with cancel_scope(self._ctx):
                 await done.wait()
             return result[0]
@@ -376,7 +387,8 @@ class TextualTui:
 
         def mount() -> None:
             if self._panels.get(panel_id) is widget:
-                self.app.query_one(self.panel_container).mount(widget)
+                with _in_app(self.app):
+                    self.app.query_one(self.panel_container).mount(widget)
 
         if self.ready:
             mount()

@@ -1,2 +1,12 @@
-"""The indexer feature for the coding agent: a contract module, a session facet and a TUI facet,
-wired to each other only by service ids. The feature itself arrives with the seed §6 issue."""
+"""The indexer feature (seed-plugins §4.3, §6.2): a searchable index of the working tree.
+
+* :mod:`.contract` — the ``repo.indexer`` status shape and the ``pi.indexer`` service id;
+* :mod:`.scan` — the working tree as git sees it, cut into batches with stable keys;
+* :mod:`.store` — the SQLite FTS5 index, written in idempotent, atomic batches;
+* :mod:`.kind` — the resumable ``repo.indexer`` task kind;
+* :mod:`.session` — the session facet: the kind, the ``code_search`` tool, ``pi.indexer``;
+* :mod:`.tui` — the TUI facet: a progress panel and ``/index``;
+* :mod:`.plugin` — the ``chord.facets`` entry point.
+
+Nothing is imported here on purpose: the host imports the plugin module named by the entry point.
+"""

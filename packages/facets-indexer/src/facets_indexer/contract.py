@@ -3,17 +3,28 @@
 The session facet registers the ``repo.indexer`` task kind; its ``describe()`` publishes an
 :class:`IndexerStatus` as ``view.tasks[id].status``, which is all a presentation facet needs to
 render progress. The index itself lives in the session's state folder as :data:`INDEX_FILE_NAME`.
+
+Starting a run from a presentation goes through :data:`IndexerService` (``pi.indexer``), a
+remotable singleton with one method, ``start``: the presentation has no harness, and the
+conversation service deliberately offers no general commit.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NotRequired, Protocol, TypedDict
 
 import msgspec
+
+from chord.context import Context
+from chord.services import Service, define_service
 
 __all__ = [
     "INDEXER_KIND",
     "INDEX_FILE_NAME",
+    "IndexRequest",
+    "IndexStarted",
+    "IndexerService",
+    "IndexerServiceApi",
     "IndexerStage",
     "IndexerStatus",
 ]
@@ -39,3 +50,35 @@ class IndexerStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     files_total: int = 0
     files_indexed: int = 0
     batches_done: int = 0
+
+
+class IndexRequest(TypedDict):
+    """``IndexerService.start`` argument.
+
+    ``conversationId`` is where the task lives and where its closing notice is written (default:
+    the session's root conversation); ``root`` is the directory to index, resolved in the session
+    worker (default: the session's workspace).
+    """
+
+    conversationId: NotRequired[int]
+    root: NotRequired[str]
+
+
+class IndexStarted(TypedDict):
+    """``IndexerService.start`` result: the task's id, and ``False`` in ``started`` when a run
+    was already live in the session (its id is returned; a second run is not started)."""
+
+    taskId: int
+    started: bool
+
+
+class IndexerServiceApi(Protocol):
+    """Start indexing from anywhere (``pi.indexer``, remotable singleton)."""
+
+    async def start(self, request: IndexRequest, ctx: Context) -> IndexStarted:
+        """Create a background ``repo.indexer`` task, unless one is live; never waits for it."""
+        ...
+
+
+IndexerService: Service[IndexerServiceApi] = define_service("pi.indexer", IndexerServiceApi)
+"""``pi.indexer``: provided by the indexer session facet, used by its TUI facet."""

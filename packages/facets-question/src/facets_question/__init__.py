@@ -1,2 +1,10 @@
-"""The question feature for the coding agent: a contract module, a session facet and a TUI facet,
-wired to each other only by service ids. The feature itself arrives with the seed §6 issue."""
+"""The question feature (seed-plugins §4.1, §6.2): the model asks the user and waits.
+
+* :mod:`.contract` — the JSON shapes and the ``pi.question-dialog`` service id (no host code);
+* :mod:`.session` — the ``question`` tool (answer memo before and after asking) and the session
+  facet that spawns one dialog per waiting call;
+* :mod:`.tui` — the TUI facet: a modal with the options and a free-text field, or cancel;
+* :mod:`.plugin` — the ``chord.facets`` entry point.
+
+Nothing is imported here on purpose: the host imports the plugin module named by the entry point.
+"""

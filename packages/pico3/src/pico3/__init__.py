@@ -9,9 +9,17 @@ acknowledged, and a view document that clients render from alone.
 * :mod:`pico3.storage` — :class:`MemoryStorage` and :class:`JsonlStorage` (fsync modes, recovery).
 * :mod:`pico3.kernel` — the line, transactions, the membrane, documents, namespaces, the view.
 * :mod:`pico3.model` — records, entry kinds and context derivation.
+* :mod:`pico3.tasks` — :func:`define_task`, the scheduler, waiters, aborts and faults.
+* :mod:`pico3.turn` — the core turn loop: generation, tools, post-tools, collapse, placement.
+* :mod:`pico3.tools` / :mod:`pico3.hooks` — the extension surface (``register_tool``,
+  :class:`ToolApi`, hook points with :class:`BeforeToolApi`).
+* :mod:`pico3.models` — the provider contract and the scripted ``faux`` provider.
+* :class:`HarnessHandle` and :func:`reload` — one session across suspend and reopen.
 """
 
+from pico3.handle import HarnessHandle
 from pico3.harness import ConversationHandle, Harness, HarnessOptions
+from pico3.hooks import BeforeToolApi, HookRunner
 from pico3.kernel import (
     Closed,
     DetachedValue,
@@ -36,33 +44,83 @@ from pico3.model import (
     NewEntry,
     define_entry,
 )
+from pico3.reload import reload
 from pico3.storage import JsonlStorage, MemoryStorage, Storage
+from pico3.tasks import (
+    RETRY,
+    Clock,
+    Completion,
+    ContractFault,
+    Done,
+    ManualClock,
+    Next,
+    NotQuiescent,
+    Runtime,
+    TaskFaulted,
+    TaskInfo,
+    TaskKind,
+    UnknownTask,
+    define_task,
+)
+from pico3.tools import MISSING, InvalidArguments, ToolApi, ToolDeclaration, ToolResult
+from pico3.turn.collapse import CollapseInProgress, NothingToCollapse
+from pico3.turn.conversation import InputHandle
+from pico3.turn.models import Models
+from pico3.turn.placement import ConversationBusy
 
 __all__ = [
+    "MISSING",
+    "RETRY",
+    "BeforeToolApi",
+    "Clock",
     "Closed",
+    "CollapseInProgress",
+    "Completion",
     "ConfigRejected",
+    "ContractFault",
+    "ConversationBusy",
     "ConversationHandle",
     "DetachedValue",
+    "Done",
     "EntryKind",
     "EntryRejected",
     "Envelope",
     "Faulted",
     "Forbidden",
     "Harness",
+    "HarnessHandle",
     "HarnessOptions",
+    "HookRunner",
+    "InputHandle",
+    "InvalidArguments",
     "JsonlStorage",
+    "ManualClock",
     "MemoryStorage",
+    "Models",
     "Namespace",
     "NestedLineOperation",
     "NewEntry",
+    "Next",
+    "NotQuiescent",
+    "NothingToCollapse",
     "ReadAfterWrite",
     "RevokedProxy",
+    "Runtime",
     "StaleDefinition",
     "Storage",
+    "TaskFaulted",
+    "TaskInfo",
+    "TaskKind",
+    "ToolApi",
+    "ToolDeclaration",
+    "ToolResult",
     "Transaction",
     "TransactionClosed",
     "UnknownConversation",
+    "UnknownTask",
     "Watch",
     "define_entry",
+    "define_task",
     "memo_once",
+    "reload",
 ]

@@ -9,51 +9,194 @@
     watch = await c.watch(ctx)          # snapshot + subscription in one step
     watch.start(print)                  # envelopes {revision, ops, events}, in commit order
 
-Nothing runs in the background: tasks, tools and the turn loop arrive with their own issue and
-slot into :class:`~pico3.kernel.commit.Kernel` (commit listeners kick a scheduler; task
-invokers commit with their own authority).
+Tasks run once the harness is entered and resumed::
+
+    async with h:                       # owns the task group invocations run in
+        h.register_task_kind(indexer)   # kinds whose tasks may exist in storage: before resume
+        await h.resume(ctx)             # orphan unknown kinds, then dispatch (pico3.tasks)
+        ...
+        release = h.hold()              # quiescent reload; or `await h.suspend(ctx)`
+
+:class:`~pico3.handle.HarnessHandle` keeps a session across suspend and reopen.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from chord.context import Context
+import anyio
+
+from chord.context import BACKGROUND, Context
+from pico3.hooks import HookRegistration, HookRegistry, HookRunner, kernel_owner_of
 from pico3.kernel.commit import Kernel, Reporter
+from pico3.kernel.errors import Closed
 from pico3.kernel.namespaces import Namespace
 from pico3.kernel.tx import Transaction
 from pico3.kernel.view import Watch
 from pico3.model.context import DerivedContext
 from pico3.model.entries import EntryKind
+from pico3.registry import Registration
 from pico3.storage.base import Storage
+from pico3.storage.records import Entry, Input, Task
+from pico3.tasks.clock import Clock, SystemClock
+from pico3.tasks.kinds import KindRegistry, TaskKind
+from pico3.tasks.scheduler import Scheduler
+from pico3.tools import ToolDeclaration, ToolRegistry
+from pico3.turn import conversation as _turn
+from pico3.turn.conversation import InputHandle
+from pico3.turn.sections import SectionRegistry, SystemSection
 
 __all__ = ["ConversationHandle", "Harness", "HarnessOptions"]
 
 
 @dataclass(frozen=True, slots=True)
 class HarnessOptions:
-    """Options of :meth:`Harness.open`. ``on_report`` receives errors that never reach a
-    caller (listener and projection failures)."""
+    """Options of :meth:`Harness.open`.
+
+    ``on_report`` receives errors that never reach a caller (listener and projection failures,
+    task faults). ``clock`` is the injectable time source of every durable timestamp and
+    deadline (D8 G22; default :class:`~pico3.tasks.clock.SystemClock`). ``services`` is handed
+    through to task runtimes as ``rt.services`` (models, process host, ...).
+    """
 
     on_report: Reporter | None = None
+    clock: Clock | None = None
+    services: Mapping[str, Any] = field(default_factory=dict[str, Any])
 
 
 class Harness:
     """One open session over one storage object."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: Kernel, options: HarnessOptions | None = None) -> None:
+        options = options or HarnessOptions()
         self._kernel = kernel
+        self._options = options
+        self.clock: Clock = options.clock or SystemClock()
+        self._scheduler = Scheduler(kernel, self.clock, services=options.services, harness=self)
+        self._exit: AsyncExitStack | None = None
+        # The extension surface (pico3.tools, pico3.turn.sections, pico3.hooks): process state,
+        # re-established by code at startup or reload; never durable.
+        self.tools = ToolRegistry()
+        self.sections = SectionRegistry()
+        kinds = self._scheduler.kinds
+        self.hook_registry = HookRegistry(
+            kernel.namespaces,
+            kind_current=lambda kind: kinds.get(getattr(kind, "name", "")) is kind,
+            owner_of=kernel_owner_of(kernel),
+        )
+        self._scheduler.hooks_factory = lambda kind, task_id, conversation_id: HookRunner(
+            self.hook_registry,
+            kind,
+            task_id=task_id,
+            conversation_id=conversation_id,
+            report=kernel.report,
+        )
+        from pico3.turn import install as _install_turn
+
+        _install_turn(self)  # the core kinds (pi.generation, pi.tool, pi.post_tools, pi.collapse)
 
     @classmethod
     async def open(cls, storage: Storage, options: HarnessOptions | None, ctx: Context) -> Harness:
         """Open ``storage`` (creating the root conversation if it is empty). Nothing runs.
 
-        A storage object already owned by an open session raises ``StorageInUse``.
+        A storage object already owned by an open session raises ``StorageInUse``. To run
+        tasks, enter the harness (``async with h:`` owns the task group invocations run in),
+        register kinds, then ``await h.resume(ctx)``.
         """
         options = options or HarnessOptions()
-        return cls(await Kernel.open(storage, ctx, options.on_report))
+        return cls(await Kernel.open(storage, ctx, options.on_report), options)
+
+    async def __aenter__(self) -> Harness:
+        if self._exit is not None:
+            raise RuntimeError("the harness is already entered")
+        stack = AsyncExitStack()
+        task_group = await stack.enter_async_context(anyio.create_task_group())
+        self._exit = stack
+        self._scheduler.attach(task_group)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        stack, self._exit = self._exit, None
+        try:
+            with anyio.CancelScope(shield=True):
+                await self.close(BACKGROUND)
+        finally:
+            if stack is not None:
+                await stack.aclose()
+
+    # -- tasks -----------------------------------------------------------------------------
+    @property
+    def scheduler(self) -> Scheduler:
+        """The session's scheduler (kinds registry, waiters; for the runtime layers)."""
+        return self._scheduler
+
+    def register_task_kind(self, kind: TaskKind) -> Callable[[], None]:
+        """Register a kind (from :func:`~pico3.tasks.define_task`); returns an idempotent
+        unregister. Register kinds whose tasks may exist in storage before :meth:`resume`."""
+        self._kernel.check_usable()
+        return self._scheduler.register(kind)
+
+    def register_tool(self, declaration: ToolDeclaration) -> Registration:
+        """Register a tool (unique live name); returns an idempotent remover. Any time: the
+        registry revision makes running preparations retry; invocations keep their capture."""
+        self._kernel.check_usable()
+        return self.tools.register(declaration)
+
+    def register_section(self, section: SystemSection) -> Registration:
+        """Register a system section (unique live key); returns an idempotent remover."""
+        self._kernel.check_usable()
+        return self.sections.register(section)
+
+    def hooks(
+        self, namespace: Namespace, kind: Any, handlers: Mapping[str, Callable[..., Any]]
+    ) -> HookRegistration:
+        """Register harness-wide hook handlers (``{point: handler}``) of ``kind``, bound to
+        ``namespace``; both tokens must be current. Returns an idempotent remover. Register
+        handlers that recovery re-runs (``before_tool``, ...) before :meth:`resume`."""
+        self._kernel.check_usable()
+        return self.hook_registry.register(namespace, kind, handlers)
+
+    async def resume(self, ctx: Context) -> list[int]:
+        """Orphan live tasks of unregistered kinds, then start dispatching (once)."""
+        return await self._scheduler.resume(ctx)
+
+    async def get_task(self, task_id: int, ctx: Context) -> Task | None:
+        """A task record (live or terminal)."""
+        return await self._kernel.commit(lambda tx, _ctx: tx.task(task_id), ctx)
+
+    async def wait_for_task(self, task_id: int, ctx: Context) -> Task:
+        """The task's terminal record, once it is terminal."""
+        return await self._scheduler.waiters.wait_for_task(task_id, ctx)
+
+    async def wait_for_input(self, input_id: int, ctx: Context) -> Input:
+        """The input's record, once it is ``done`` or ``unanswered``."""
+        return await self._scheduler.waiters.wait_for_input(input_id, ctx)
+
+    async def wait_for_idle(self, ctx: Context, conversation_id: int | None = None) -> None:
+        """Return once no live foreground task remains (in the conversation, or anywhere)."""
+        await self._scheduler.waiters.wait_for_idle(conversation_id, ctx)
+
+    async def abort_task(self, task_id: int, ctx: Context) -> str:
+        """Durably mark a task for abort: ``"marked"``, or ``"terminal"`` if it already ended."""
+        return await self._scheduler.abort_task(task_id, ctx)
+
+    def quiescent(self) -> bool:
+        """True when the scheduler holds no invocation (D8 G8; records may be live)."""
+        return self._scheduler.quiescent()
+
+    def hold(self) -> Callable[[], None]:
+        """Defer dispatch (and so new hook chains) until released; commits go on. Raises
+        :class:`~pico3.tasks.NotQuiescent` when not quiescent."""
+        return self._scheduler.hold()
+
+    async def suspend(self, ctx: Context, *, abort_removed: bool = False) -> None:
+        """Cancel every invocation, wait for them, clear ``waitingOn``, close the session.
+        Task records stay live; reopen (a new :meth:`open` on the same storage) recovers."""
+        await self._scheduler.suspend(ctx, abort_removed=abort_removed)
+        await self._close_kernel(ctx)
 
     @property
     def kernel(self) -> Kernel:
@@ -85,7 +228,14 @@ class Harness:
         return self._kernel.namespaces.register(name, defaults, view)
 
     async def close(self, ctx: Context) -> None:
-        """Close watches and release the storage (idempotent)."""
+        """Suspend running work, close watches and release the storage (idempotent)."""
+        if self._kernel.closed:
+            return
+        await self._scheduler.suspend(ctx)
+        await self._close_kernel(ctx)
+
+    async def _close_kernel(self, ctx: Context) -> None:
+        self._scheduler.close(Closed("the session is closed"))
         await self._kernel.close(ctx)
 
 
@@ -117,13 +267,28 @@ class ConversationHandle:
 
         return await self.commit(build, ctx)
 
-    async def fork(self, at: int | Literal["start"], ctx: Context) -> ConversationHandle:
-        """A new conversation inheriting this one's transcript (and rewindable state) at ``at``."""
+    async def fork(
+        self,
+        at: int | Literal["start"],
+        ctx: Context,
+        *,
+        rewindable: dict[str, Any] | None = None,
+        sticky: dict[str, Any] | None = None,
+        abort: bool = False,
+    ) -> ConversationHandle:
+        """A new conversation inheriting this one's transcript at ``at`` and its rewindable
+        state as of ``at`` (plugin slices included), then the ``rewindable`` overrides; a fresh
+        sticky document (``sticky`` config seeds only), no tasks, no inbox. ``abort`` first
+        aborts this conversation's foreground work (conversation abort)."""
+        if abort:
+            await self.abort(ctx)
 
         async def build(tx: Transaction, _ctx: Context) -> int:
             if at == "start":
-                return await tx.create_conversation()
-            return await tx.create_conversation(fork=(self.id, at))
+                return await tx.create_conversation(rewindable=rewindable, sticky=sticky)
+            return await tx.create_conversation(
+                fork=(self.id, at), rewindable=rewindable, sticky=sticky
+            )
 
         return ConversationHandle(self._kernel, await self.commit(build, ctx))
 
@@ -151,6 +316,90 @@ class ConversationHandle:
         """The derived model context (for tooling and tests)."""
         return await self.commit(lambda tx, _ctx: tx.context(self.id), ctx)
 
+    async def abort(self, ctx: Context) -> None:
+        """Conversation abort (§4.5): withdraw queued steer/followUp inputs, mark every live
+        foreground task here and in owned conversations; returns once they all ended."""
+        await self._kernel_scheduler().abort_conversation(self.id, ctx)
+
+    async def wait_for_idle(self, ctx: Context) -> None:
+        """Return once this conversation's foreground set is empty."""
+        await self._kernel_scheduler().waiters.wait_for_idle(self.id, ctx)
+
+    def hooks(
+        self,
+        namespace: Namespace,
+        kind: Any,
+        handlers: Mapping[str, Callable[..., Any]],
+        *,
+        subtree: bool = False,
+    ) -> HookRegistration:
+        """Register hook handlers for this conversation only (with ``subtree``, also for the
+        conversations it owns, recursively); they run after harness-wide ones (D8 G9)."""
+        self._kernel.check_usable()
+        registry: HookRegistry = self._kernel_scheduler().harness.hook_registry
+        return registry.register(
+            namespace, kind, handlers, conversation_id=self.id, subtree=subtree
+        )
+
+    def _kernel_scheduler(self) -> Scheduler:
+        kinds = self._kernel.kinds
+        assert isinstance(kinds, KindRegistry)
+        return kinds.scheduler
+
     async def watch(self, ctx: Context) -> Watch:
         """Snapshot the view and subscribe in one line operation (see :class:`Watch`)."""
         return await self._kernel.views.watch(self.id, ctx)
+
+    # -- the turn loop (pico3.turn.conversation) -------------------------------------------
+    async def send(
+        self,
+        content: Any,
+        ctx: Context,
+        *,
+        request_id: str | None = None,
+        when_busy: Literal["followUp", "steer", "reject"] = "followUp",
+    ) -> InputHandle:
+        """Admit a user input: placed now with a new generation when idle, else queued as
+        ``when_busy`` (``reject`` raises ``ConversationBusy``). A repeated ``request_id``
+        returns the original input. Never waits for the generation."""
+        return await _turn.send(
+            self._kernel, self.id, content, ctx, request_id=request_id, when_busy=when_busy
+        )
+
+    async def steer(
+        self, content: Any, ctx: Context, *, request_id: str | None = None
+    ) -> InputHandle:
+        """:meth:`send` that joins the running turn at its next tools boundary when busy."""
+        return await self.send(content, ctx, request_id=request_id, when_busy="steer")
+
+    async def follow_up(
+        self, content: Any, ctx: Context, *, request_id: str | None = None
+    ) -> InputHandle:
+        """:meth:`send` that waits for the running turn's final answer when busy."""
+        return await self.send(content, ctx, request_id=request_id, when_busy="followUp")
+
+    async def reset(self, ctx: Context, *, handoff: str | None = None) -> int:
+        """Start a fresh context: ``pi.reset`` (or ``pi.handoff`` carrying ``handoff``) with a
+        head at itself; now when idle, else at the next boundary. Returns the input id."""
+        return await _turn.reset(self._kernel, self.id, handoff, ctx)
+
+    async def collapse(self, ctx: Context, *, instructions: str | None = None) -> int:
+        """Start a background manual collapse; returns its task id."""
+        return await _turn.collapse(self._kernel, self.id, instructions, ctx)
+
+    async def input_abort(self, input_id: int, ctx: Context) -> str:
+        """``"aborted"`` | ``"already_placed"`` | ``"not_found"``."""
+        return await _turn.abort_input(self._kernel, self.id, input_id, ctx)
+
+    async def entries(
+        self,
+        ctx: Context,
+        *,
+        limit: int = 100,
+        before: int | None = None,
+        kind: str | None = None,
+    ) -> list[Entry]:
+        """One newest-first page of fork-aware history (ids below ``before``)."""
+        return await _turn.entries(
+            self._kernel, self.id, ctx, limit=limit, before=before, kind=kind
+        )

@@ -22,10 +22,11 @@ from pico3.kernel.errors import (
 )
 from pico3.kernel.namespaces import Namespace, SliceView
 from pico3.kernel.proxy import DetachedValue, RevokedProxy, TrackedDict, TrackedList
-from pico3.kernel.tx import Authority, ConfigFacade, Transaction
+from pico3.kernel.tx import TURN_KINDS, Authority, ConfigFacade, Invoker, KindLookup, Transaction
 from pico3.kernel.view import Envelope, Watch
 
 __all__ = [
+    "TURN_KINDS",
     "Authority",
     "Closed",
     "ConfigFacade",
@@ -33,8 +34,10 @@ __all__ = [
     "Envelope",
     "Faulted",
     "Forbidden",
+    "Invoker",
     "Kernel",
     "KernelError",
+    "KindLookup",
     "Namespace",
     "NestedLineOperation",
     "ReadAfterWrite",

@@ -34,22 +34,33 @@ import anyio
 
 from chord.context import Context, without_abort_signal
 from pico3.kernel.documents import DocumentCache, fold_log
-from pico3.kernel.errors import Closed, Faulted, UnknownConversation
+from pico3.kernel.errors import Closed, Faulted, Forbidden, UnknownConversation
 from pico3.kernel.line import Line
 from pico3.kernel.namespaces import NamespaceRegistry
-from pico3.kernel.tx import Authority, Batch, Transaction
+from pico3.kernel.tx import Authority, Batch, Invoker, KindLookup, Transaction
 from pico3.kernel.view import Delivery, ViewRegistry
 from pico3.model.config import CORE_CONFIG, ConfigKey
 from pico3.storage.base import InvalidBatch, Storage
-from pico3.storage.records import Conversation, ConversationWrite, DocRef, Entry, EntryScan
+from pico3.storage.records import (
+    UNSET,
+    Conversation,
+    ConversationWrite,
+    DocRef,
+    Entry,
+    EntryScan,
+    Task,
+    TaskScan,
+)
 
-__all__ = ["Builder", "BusyProbe", "CommitListener", "Kernel", "Reporter"]
+__all__ = ["Builder", "BusyProbe", "CommitListener", "Describe", "Kernel", "Reporter"]
 
 T = TypeVar("T")
 Builder = Callable[[Transaction, Context], "T | Awaitable[T]"]
 Reporter = Callable[[BaseException], None]
 CommitListener = Callable[[Batch], None]
 BusyProbe = Callable[[Transaction, int], bool]
+Describe = Callable[[Task, "dict[str, Any] | None"], Any]
+"""The task layer's status projection: ``(task, slot without memos) -> JSON`` for the view."""
 
 _log = logging.getLogger("pico3.kernel")
 _PAGE = 256
@@ -72,7 +83,14 @@ class Kernel:
         self.views = ViewRegistry(self)
         self.report: Reporter = on_report or _default_report
         self._listeners: list[CommitListener] = []
+        self._fault_listeners: list[Callable[[Faulted], None]] = []
         self._busy: BusyProbe | None = None
+        # tasks: live records (and the owners of conversations, for subtree checks), every
+        # task id this session knows, the task layer's kind lookup and status projection
+        self.task_index: dict[int, Task] = {}
+        self.known_task_ids: set[int] = set()
+        self.kinds: KindLookup | None = None
+        self.describe: Describe | None = None
         self._closed = False
         self._fault: BaseException | None = None
 
@@ -87,6 +105,16 @@ class Kernel:
         try:
             for record in await storage.conversations(ctx):
                 kernel.conversations[record.id] = record
+            for task in await storage.scan_tasks(TaskScan(), ctx):
+                kernel.known_task_ids.add(task.id)
+                if task.status != "terminal":
+                    kernel.task_index[task.id] = task
+            for record in kernel.conversations.values():
+                owner = record.owner
+                if owner is not UNSET and owner not in kernel.task_index:
+                    found = await storage.task(owner, ctx)
+                    if found is not None:
+                        kernel.task_index[owner] = found
             if not kernel.conversations:
                 await kernel.commit(_create_root, ctx, authority=Authority.CORE)
         except BaseException:
@@ -104,6 +132,11 @@ class Kernel:
             raise Closed("the session is closed")
 
     @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._closed
+
+    @property
     def faulted(self) -> bool:
         """True after a storage commit failed."""
         return self._fault is not None
@@ -114,12 +147,18 @@ class Kernel:
 
     def busy(self, tx: Transaction, conversation_id: int) -> bool:
         """Prospective busy (§2.7): a live non-background turn task in the conversation, judged
-        against committed state plus ``tx``'s batch. Without a task layer nothing is busy."""
-        return self._busy is not None and self._busy(tx, conversation_id)
+        against committed state plus ``tx``'s batch (see :meth:`Transaction.is_busy`)."""
+        if self._busy is not None:
+            return self._busy(tx, conversation_id)
+        return tx.is_busy(conversation_id)
 
     def set_busy_probe(self, probe: BusyProbe | None) -> None:
         """Install the task layer's busy judgement (the scheduler does this at open)."""
         self._busy = probe
+
+    def add_fault_listener(self, listener: Callable[[Faulted], None]) -> None:
+        """Call ``listener(error)`` once when the session faults (waiters reject with it)."""
+        self._fault_listeners.append(listener)
 
     def add_commit_listener(self, listener: CommitListener) -> Callable[[], None]:
         """Call ``listener(batch)`` off the line after every persisted commit (the scheduler's
@@ -140,8 +179,14 @@ class Kernel:
         *,
         conversation_id: int | None = None,
         authority: Authority = Authority.HOST,
+        invoker: Invoker | None = None,
     ) -> Any:
-        """Run ``builder`` on the line and persist what it wrote as one atomic batch."""
+        """Run ``builder`` on the line and persist what it wrote as one atomic batch.
+
+        Task commits (``authority=TASK``, or core kinds' commits with an ``invoker``) are
+        checked on the line before the builder runs: the invocation token must be alive, the
+        task live and, in run mode, not marked; otherwise :class:`Forbidden`.
+        """
         ctx.raise_if_cancelled()
         self.line.check_not_nested(ctx)
         deliveries: list[Delivery] = []
@@ -150,9 +195,13 @@ class Kernel:
             ctx.raise_if_cancelled()
             if conversation_id is not None and conversation_id not in self.conversations:
                 raise UnknownConversation(f"conversation {conversation_id} does not exist")
+            if authority is Authority.TASK and invoker is None:
+                raise Forbidden("a task commit needs an invocation token")
+            if invoker is not None:
+                self._check_invoker(invoker)
             await self._preload(conversation_id, ctx)
             batch = Batch()
-            tx = Transaction(self, authority, conversation_id, batch, ctx)
+            tx = Transaction(self, authority, conversation_id, batch, ctx, invoker)
             try:
                 with self.line.running_builder(ctx) as line_ctx:
                     result = builder(tx, line_ctx)
@@ -173,12 +222,41 @@ class Kernel:
             for write in writes:
                 if isinstance(write, ConversationWrite):
                     self.conversations[write.conversation.id] = write.conversation
+            self._index_tasks(batch)
             batch.membrane.revoke()
             if not persisted:
                 return result
             deliveries = self._fold_views(batch)
         self._after(batch, deliveries)
         return result
+
+    def _check_invoker(self, invoker: Invoker) -> None:
+        if not invoker.alive:
+            raise Forbidden(
+                f"task {invoker.task_id}: this invocation has ended (its handler returned)"
+            )
+        task = self.task_index.get(invoker.task_id)
+        if task is None or task.status == "terminal":
+            raise Forbidden(f"task {invoker.task_id} is not live")
+        if invoker.mode == "run" and task.abort is True:
+            raise Forbidden(f"task {invoker.task_id} is marked for abort")
+
+    def _index_tasks(self, batch: Batch) -> None:
+        owners = {
+            record.owner for record in self.conversations.values() if record.owner is not UNSET
+        }
+        for task in batch.tasks.values():
+            self.known_task_ids.add(task.id)
+            if task.status == "terminal" and task.id not in owners:
+                self.task_index.pop(task.id, None)
+            else:
+                self.task_index[task.id] = task
+
+    def live_tasks(self) -> list[Task]:
+        """Every live (pending or running) task, in id order."""
+        return sorted(
+            (t for t in self.task_index.values() if t.status != "terminal"), key=lambda t: t.id
+        )
 
     async def _persist(self, writes: list[Any], ctx: Context) -> None:
         with anyio.CancelScope(shield=True):
@@ -188,7 +266,13 @@ class Kernel:
                 raise
             except BaseException as exc:
                 self._fault = exc
-                raise Faulted(f"storage commit failed; the session is fail-stopped: {exc}") from exc
+                fault = Faulted(f"storage commit failed; the session is fail-stopped: {exc}")
+                for listener in list(self._fault_listeners):
+                    try:
+                        listener(fault)
+                    except Exception as error:
+                        self.report(error)
+                raise fault from exc
 
     def _discard(self, batch: Batch) -> None:
         for ref in batch.recorders:

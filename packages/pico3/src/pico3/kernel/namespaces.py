@@ -89,10 +89,11 @@ class Namespace:
 class NamespaceRegistry:
     """The live namespace tokens of one session, by name."""
 
-    __slots__ = ("_live",)
+    __slots__ = ("_live", "on_change")
 
     def __init__(self) -> None:
         self._live: dict[str, Namespace] = {}
+        self.on_change: Callable[[], None] | None = None  # the view registry's refresh hook
 
     def register(
         self,
@@ -132,7 +133,12 @@ class NamespaceRegistry:
                 raise ValueError(f"namespace {name!r}: {exc}") from None
         token = Namespace(self, name, checked, view)
         self._live[name] = token
+        self._changed()
         return token
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
 
     def current(self, name: str) -> Namespace | None:
         """The live token for ``name``, if any."""
@@ -152,6 +158,7 @@ class NamespaceRegistry:
         """Drop ``token`` if it is still the registered one."""
         if self._live.get(token.name) is token:
             del self._live[token.name]
+            self._changed()
 
     def live(self) -> list[Namespace]:
         """Live tokens in registration order."""

@@ -4,8 +4,16 @@ A :class:`Transaction` is handed to a builder by :meth:`Kernel.commit`. It buffe
 (synchronously), answers reads (asynchronously when they go to storage) and hands out tracked
 proxies of documents. Its *authority* decides which methods work: one implementation, checked
 at runtime on every method, so a caller that casts past the types still cannot reach core
-operations (pico3-spec §2.3). This issue provides the host view (``HOST``); core and task
-invokers (``CORE``; tasks next) use the same object.
+operations (pico3-spec §2.3). Three authorities share it: ``HOST`` (handles), ``TASK``
+(ordinary kinds' invocations: own conversation and owned subtree, own slot and checkpoint, no
+config writes, nothing at all from an abort invocation) and ``CORE`` (the kernel and the
+built-in kinds: raw documents, inputs, task records).
+
+Task records (§1.9): ``create_task`` (with ``after`` dependencies and ``background``), ``task``
+(direct read, batch-aware), ``tasks`` (a scan), ``slot`` (working state that retires with the
+terminal record), ``checkpoint`` (the kind's program counter), and the core-only ``set_task``,
+``mark_task`` and ``finish_task``. A transaction run by a task carries its invocation token
+(:class:`Invoker`), which the kernel checks on the line before the builder runs.
 
 Read semantics (§2.5):
 
@@ -23,7 +31,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from msgspec import UNSET
 
@@ -58,13 +66,27 @@ from pico3.storage.records import (
     Input,
     InputWrite,
     Parent,
+    Task,
+    TaskPatch,
+    TaskPatchWrite,
+    TaskScan,
+    TaskWrite,
     Write,
 )
 
 if TYPE_CHECKING:
     from pico3.kernel.commit import Kernel
 
-__all__ = ["Authority", "Batch", "ConfigFacade", "Transaction"]
+__all__ = [
+    "TURN_KINDS",
+    "VIEW_HIDDEN_KINDS",
+    "Authority",
+    "Batch",
+    "ConfigFacade",
+    "Invoker",
+    "KindLookup",
+    "Transaction",
+]
 
 _PAGE = 256
 
@@ -74,6 +96,44 @@ class Authority(enum.Enum):
 
     HOST = "host"
     CORE = "core"
+    TASK = "task"
+
+
+class Invoker(Protocol):
+    """The invocation token a task commit carries (see :mod:`pico3.tasks.invocation`).
+
+    ``mode`` is ``"run"`` or ``"abort"``; ``alive`` turns false for good when the handler that
+    holds the token returns. The kernel checks it on the line before every task commit.
+    """
+
+    @property
+    def task_id(self) -> int: ...
+
+    @property
+    def mode(self) -> Literal["run", "abort"]: ...
+
+    @property
+    def alive(self) -> bool: ...
+
+
+class KindLookup(Protocol):
+    """What the kernel asks the task layer about kinds (installed by the scheduler)."""
+
+    def resolve(self, kind: object, *, core: bool) -> str:
+        """The kind name of ``kind``: the registered kind object (any authority) or, for core
+        callers, a registered name. Raises ``StaleDefinition`` for a stale object."""
+        ...
+
+    def initial_slot(self, name: str, input: Any) -> dict[str, Any] | None:
+        """The kind's initial slot for ``input`` (``None`` when it declares none)."""
+        ...
+
+
+TURN_KINDS = frozenset({"pi.generation", "pi.tool", "pi.post_tools"})
+"""Live non-background tasks of these kinds make their conversation busy (§2.7)."""
+
+VIEW_HIDDEN_KINDS = TURN_KINDS | {"pi.collapse"}
+"""Kinds rendered elsewhere in the view (``turn``, ``compaction``), never under ``tasks``."""
 
 
 class Batch:
@@ -91,6 +151,9 @@ class Batch:
         self.new_entries: list[Entry] = []
         self.changed_docs: set[DocRef] = set()
         self.created: list[int] = []
+        self.tasks: dict[int, Task] = {}  # every task created or patched, as it ends up
+        self.task_conversations: set[int] = set()
+        self.inputs: dict[int, Input] = {}
 
     def finish(self) -> list[Write]:
         """Close the builder surface; flush documents into ``doc`` writes and config changes
@@ -122,12 +185,15 @@ class Transaction:
         conversation_id: int | None,
         batch: Batch,
         ctx: Context,
+        invoker: Invoker | None = None,
     ) -> None:
         self._kernel = kernel
         self._authority = authority
         self._conversation_id = conversation_id
         self._batch = batch
         self._ctx = ctx
+        self._invoker = invoker
+        self._closing: int | None = None
         self._entries: dict[int, Entry] = {}
         self._conversations: dict[int, Conversation] = {}
         self._inputs: dict[int, Input] = {}
@@ -167,15 +233,39 @@ class Transaction:
         return self._conversation_id
 
     async def create_conversation(
-        self, *, fork: tuple[int, int] | None = None, rewindable: dict[str, Any] | None = None
+        self,
+        *,
+        fork: tuple[int, int] | None = None,
+        rewindable: dict[str, Any] | None = None,
+        owner: int | None = None,
+        sticky: dict[str, Any] | None = None,
     ) -> int:
         """Create a conversation: a root, or a fork of ``(conversation_id, at)``.
 
         A fork inherits the parent's rewindable document as of the commit that appended ``at``
         (plugin slices included), then ``rewindable`` overrides apply; its sticky document
-        starts empty. ``at`` must be fork-visible from the parent and already committed.
+        starts empty apart from the ``sticky`` config seed. ``at`` must be fork-visible from the
+        parent and already committed.
+
+        ``owner`` makes it an owned conversation: the record carries ``owner`` and the owner
+        task's ``owns`` gains the new id in this same commit. A task invocation may only own
+        conversations itself (``owner`` = its own task); core may name any live task. An owned
+        conversation never inherits core rewindable config keys (D8 G5): only the seed sets
+        them; plugin slices and kind keys are inherited.
         """
         self._check()
+        if self._authority is Authority.TASK:
+            self._task_scope(self._bound(), "create_conversation")
+            assert self._invoker is not None
+            if owner is not None and owner != self._invoker.task_id:
+                raise Forbidden("create_conversation: a task may only own conversations itself")
+        elif owner is not None and self._authority is not Authority.CORE:
+            raise Forbidden("create_conversation: owner requires task or core authority")
+        owner_task = None
+        if owner is not None:
+            owner_task = self._task_record(owner)
+            if owner_task is None or owner_task.status == "terminal":
+                raise ValueError(f"create_conversation: owner task {owner} is not live")
         parent: Parent | Any = UNSET
         base: dict[str, Any] = {}
         if fork is not None:
@@ -187,29 +277,44 @@ class Transaction:
                 raise ValueError(f"entry {at} is not fork-visible from conversation {source}")
             base = await self.rewindable_as_of(source, at)
             parent = Parent(conversation_id=source, at=at)
+            if owner is not None:  # D8 G5: owned children never inherit core config
+                keys = self._kernel.config_keys
+                base = {k: v for k, v in base.items() if not (k in keys and keys[k].core)}
         if rewindable is not None:
             base.update(self._check_rewindable_seed(rewindable))
+        sticky_seed = {} if sticky is None else self._check_seed(sticky, "sticky")
         cid = self._kernel.mint_id()
-        record = Conversation(id=cid, parent=parent)
+        record = Conversation(id=cid, parent=parent, owner=UNSET if owner is None else owner)
         self._conversations[cid] = record
         self._batch.created.append(cid)
         self._batch.writes.append(ConversationWrite(conversation=record))
+        if owner_task is not None:
+            self._patch(TaskPatch(id=owner_task.id, owns=[*owner_task.owns, cid]))
         for ref in (DocRef.rewindable(cid), DocRef.sticky(cid)):
             self._kernel.documents.put_new(ref)
         if base:
             root = self._doc_root(DocRef.rewindable(cid))
             for key, value in base.items():
                 root[key] = value
+        if sticky_seed:
+            root = self._doc_root(DocRef.sticky(cid))
+            for key, value in sticky_seed.items():
+                root[key] = value
         return cid
 
     def _check_rewindable_seed(self, seed: dict[str, Any]) -> dict[str, Any]:
-        if not isinstance(seed, dict):
-            raise ConfigRejected("a rewindable seed must be a mapping of config key -> value")
+        return self._check_seed(seed, "rewindable")
+
+    def _check_seed(
+        self, seed: dict[str, Any], doc: Literal["rewindable", "sticky"]
+    ) -> dict[str, Any]:
+        if not isinstance(seed, dict):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigRejected(f"a {doc} seed must be a mapping of config key -> value")
         out: dict[str, Any] = {}
         for name, value in seed.items():
             key = self._kernel.config_keys.get(name)
-            if key is None or key.doc != "rewindable":
-                raise ConfigRejected(f"config.{name}: not a rewindable config key")
+            if key is None or key.doc != doc:
+                raise ConfigRejected(f"config.{name}: not a {doc} config key")
             out[name] = check_value(key, value)
         return out
 
@@ -319,6 +424,7 @@ class Transaction:
         """
         self._check()
         self._known(conversation_id)
+        self._task_scope(conversation_id, "write")
         new = check_new_entry(
             NewEntry(kind=_kind_name(kind), model=model, data=data, head=head, edits=edits),
             core=self._authority is Authority.CORE,
@@ -329,6 +435,7 @@ class Transaction:
         entry = self._append(conversation_id, new)
         record = Input(id=input_id, conversation_id=conversation_id, status="done", entry=entry.id)
         self._inputs[input_id] = record
+        self._batch.inputs[input_id] = record
         self._batch.writes.append(InputWrite(input=record))
         return input_id
 
@@ -341,6 +448,7 @@ class Transaction:
         sticky["inbox"].append(item)
         record = Input(id=input_id, conversation_id=conversation_id, status="queued")
         self._inputs[input_id] = record
+        self._batch.inputs[input_id] = record
         self._batch.writes.append(InputWrite(input=record))
         events = self._batch.events.setdefault(conversation_id, [])
         events.append({"type": "input.queued", "input": input_id, "mode": "write"})
@@ -353,6 +461,7 @@ class Transaction:
             raise TypeError(f"expected an Input record, got {type(record).__name__}")
         self._known(record.conversation_id)
         self._inputs[record.id] = record
+        self._batch.inputs[record.id] = record
         self._batch.writes.append(InputWrite(input=record))
 
     async def input_by_request(self, conversation_id: int, request_id: str) -> Input | None:
@@ -535,6 +644,312 @@ class Transaction:
             if key not in changed:
                 changed.append(key)
 
+    # -- tasks -----------------------------------------------------------------------------
+    @property
+    def invoker(self) -> Invoker | None:
+        """The invocation token this transaction runs under (task commits), if any."""
+        return self._invoker
+
+    def _no_task_config(self) -> None:
+        if self._authority is Authority.TASK:
+            raise Forbidden("ordinary tasks read config but cannot write it")
+
+    def _task_scope(self, conversation_id: int, what: str) -> None:
+        """TASK authority reaches its own conversation and the conversations it owns
+        (recursively); an abort invocation may not write at all."""
+        if self._authority is not Authority.TASK:
+            return
+        invoker = self._invoker
+        assert invoker is not None
+        if invoker.mode == "abort":
+            raise Forbidden(f"{what}: an abort invocation may not create or write")
+        if not self.in_subtree(invoker.task_id, conversation_id):
+            raise Forbidden(
+                f"{what}: conversation {conversation_id} is outside task {invoker.task_id}'s "
+                "conversation and owned subtree"
+            )
+
+    def in_subtree(self, task_id: int, conversation_id: int) -> bool:
+        """True when ``conversation_id`` is task ``task_id``'s own conversation or one it owns
+        (directly, or through tasks of owned conversations).
+
+        The owner chain of the conversation must reach ``task_id`` itself: a conversation owned
+        by a *sibling* task (another task in the same conversation) is outside the subtree.
+        """
+        own = self._task_record(task_id)
+        if own is None:
+            return False
+        if conversation_id == own.conversation_id:
+            return True
+        seen: set[int] = set()
+        current = self.conversation(conversation_id)
+        while current is not None and current.id not in seen:
+            seen.add(current.id)
+            if current.owner is UNSET:
+                return False
+            if current.owner == task_id:
+                return True
+            owner = self._task_record(current.owner)
+            if owner is None:
+                return False
+            current = self.conversation(owner.conversation_id)
+        return False
+
+    _in_subtree = in_subtree  # old private name (kept for callers written before it went public)
+
+    def _task_record(self, task_id: int) -> Task | None:
+        found = self._batch.tasks.get(task_id)
+        return found if found is not None else self._kernel.task_index.get(task_id)
+
+    async def task(self, task_id: int) -> Task | None:
+        """One task record (this batch's creations and patches included)."""
+        self._check()
+        found = self._task_record(task_id)
+        if found is None:
+            found = await self._kernel.storage.task(task_id, self._ctx)
+        return found
+
+    async def tasks(
+        self,
+        conversation_id: int | None = None,
+        *,
+        status: Sequence[str] | None = None,
+        kind: str | None = None,
+    ) -> list[Task]:
+        """Committed tasks in creation order (a scan: it rejects after any task write in this
+        batch with :class:`ReadAfterWrite`, which poisons the transaction)."""
+        self._check()
+        if self._batch.tasks:
+            error = ReadAfterWrite("tasks() after a task create/patch in the same commit")
+            self._batch.poison = error
+            raise error
+        scan = TaskScan(
+            conversation_id=conversation_id,
+            status=None if status is None else frozenset(status),
+            kind=kind,
+        )
+        return await self._kernel.storage.scan_tasks(scan, self._ctx)
+
+    def create_task(
+        self,
+        kind: object,
+        input: Any = None,
+        *,
+        after: Sequence[int] = (),
+        background: bool = False,
+        conversation_id: int | None = None,
+    ) -> int:
+        """Create a task of ``kind`` (the registered kind object; core callers may also pass a
+        core kind's name) in the bound conversation (or ``conversation_id``); returns its id.
+
+        ``after`` lists tasks that must be terminal (any outcome) before this one starts; they
+        must exist. The task is dispatched by the scheduler after this commit.
+        """
+        self._check()
+        lookup = self._kernel.kinds
+        if lookup is None:
+            raise Forbidden("create_task: this session has no task layer")
+        name = lookup.resolve(kind, core=self._authority is Authority.CORE)
+        cid = self._bound() if conversation_id is None else conversation_id
+        self._known(cid)
+        self._task_scope(cid, "create_task")
+        ordinary_builtin = name in ("pi.job", "pi.plugin")
+        if (
+            name.startswith("pi.")
+            and self._authority is not Authority.CORE
+            and not ordinary_builtin
+        ):
+            raise Forbidden(f"create_task: core kind {name!r} requires core authority")
+        try:
+            payload = copy_json(input, ("task", "input"))
+        except JsonError as exc:
+            raise ValueError(f"create_task({name}): {exc}") from None
+        deps: list[int] = []
+        for dep in after:
+            exists = type(dep) is int and (
+                self._task_record(dep) is not None or dep in self._kernel.known_task_ids
+            )
+            if not exists:
+                raise ValueError(f"create_task({name}): after target {dep!r} does not exist")
+            if dep not in deps:
+                deps.append(dep)
+        task_id = self._kernel.mint_id()
+        record = Task(
+            id=task_id,
+            conversation_id=cid,
+            kind=name,
+            input=payload,
+            status="pending",
+            after=deps,
+            background=True if background else UNSET,
+        )
+        self._batch.tasks[task_id] = record
+        self._batch.task_conversations.add(cid)
+        self._batch.writes.append(TaskWrite(task=record))
+        initial = lookup.initial_slot(name, payload)
+        if initial is not None and name != "pi.tool":
+            tasks = self._sticky_tasks(cid)
+            tasks[str(task_id)] = initial
+        if name not in VIEW_HIDDEN_KINDS:
+            event: dict[str, Any] = {"type": "task.started", "taskId": task_id, "kind": name}
+            if background:
+                event["background"] = True
+            self._batch.events.setdefault(cid, []).append(event)
+        return task_id
+
+    def _sticky_tasks(self, conversation_id: int) -> TrackedDict:
+        sticky = self._doc_root(DocRef.sticky(conversation_id))
+        if "tasks" not in sticky:
+            sticky["tasks"] = {}
+        return sticky["tasks"]
+
+    def slot(self, task: Task | int) -> TrackedDict:
+        """The task's slot: working state that dies with the task (progress, memos).
+
+        Ordinary tasks live at ``sticky.tasks["<id>"]`` (created lazily from the kind's
+        ``slot(input)`` or ``{}``); ``pi.tool`` tasks at ``sticky.turn.tools[input.index]``.
+        TASK authority reaches only its own task; hosts have no slot access.
+        """
+        self._check()
+        task_id = task if isinstance(task, int) else task.id
+        if self._authority is Authority.HOST:
+            raise Forbidden("slot(): hosts cannot reach task slots")
+        if self._authority is Authority.TASK:
+            assert self._invoker is not None
+            if task_id != self._invoker.task_id:
+                raise Forbidden(f"slot(): task {self._invoker.task_id} may reach only its own slot")
+        record = self._task_record(task_id)
+        if record is None or record.status == "terminal":
+            raise Forbidden(f"slot(): task {task_id} is not live")
+        sticky = self._doc_root(DocRef.sticky(record.conversation_id))
+        if record.kind == "pi.tool":
+            index = record.input["index"] if isinstance(record.input, dict) else None
+            turn = sticky.get("turn")
+            tools = turn["tools"] if turn is not None and "tools" in turn else None
+            if type(index) is not int or tools is None or not 0 <= index < len(tools):
+                raise Forbidden(f"slot(): tool task {task_id} has no slot in turn.tools")
+            return tools[index]
+        tasks = self._sticky_tasks(record.conversation_id)
+        key = str(task_id)
+        if key not in tasks:
+            lookup = self._kernel.kinds
+            initial = None if lookup is None else lookup.initial_slot(record.kind, record.input)
+            tasks[key] = {} if initial is None else initial
+        return tasks[key]
+
+    def checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Replace the own task's checkpoint (TASK authority, run mode). The kind's recovery
+        program counter: ``{"phase": name, ...}``, strict JSON."""
+        self._check()
+        if self._invoker is None or self._authority is Authority.HOST:
+            raise Forbidden("checkpoint(): only a task invocation checkpoints (core: set_task)")
+        if self._invoker.mode != "run":
+            raise Forbidden("checkpoint(): an abort invocation may not checkpoint")
+        self._put_checkpoint(self._invoker.task_id, checkpoint)
+
+    def _put_checkpoint(self, task_id: int, checkpoint: Any) -> None:
+        if type(checkpoint) is not dict or type(checkpoint.get("phase")) is not str:
+            raise ValueError(
+                f"a checkpoint must be a JSON object with a str 'phase', got {checkpoint!r}"
+            )
+        try:
+            value = copy_json(checkpoint, ("checkpoint",))
+        except JsonError as exc:
+            raise ValueError(str(exc)) from None
+        self._patch(TaskPatch(id=task_id, checkpoint=value))
+
+    def _patch(self, patch: TaskPatch) -> Task:
+        from pico3.storage._tables import patched
+
+        record = self._task_record(patch.id)
+        if record is None:
+            raise ValueError(f"task {patch.id} is not live in this session")
+        if record.status == "terminal":
+            raise ValueError(f"task {patch.id} is terminal")
+        updated = patched(record, patch)
+        self._batch.tasks[patch.id] = updated
+        self._batch.task_conversations.add(record.conversation_id)
+        self._batch.writes.append(TaskPatchWrite(patch=patch))
+        return updated
+
+    def set_task(self, patch: TaskPatch) -> Task:
+        """Core: patch a live task record (status, checkpoint, owns). Terminal patches go
+        through :meth:`finish_task`."""
+        self._require(Authority.CORE, "set_task")
+        if patch.outcome is not UNSET or patch.status == "terminal":
+            raise ValueError("set_task: use finish_task() to terminalize")
+        return self._patch(patch)
+
+    def mark_task(self, task_id: int) -> bool:
+        """Core: set the durable abort mark (idempotent). False when the task is terminal or
+        already marked."""
+        self._require(Authority.CORE, "mark_task")
+        record = self._task_record(task_id)
+        if record is None or record.status == "terminal" or record.abort is True:
+            return False
+        self._patch(TaskPatch(id=task_id, abort=True))
+        return True
+
+    def finish_task(self, task_id: int, outcome: dict[str, Any]) -> Task:
+        """Core: terminalize a task with ``outcome`` (``{"status": ..., ...}``), retire its slot
+        in the same commit and emit ``task.ended`` for kinds shown under ``tasks``."""
+        self._require(Authority.CORE, "finish_task")
+        return self._finish(task_id, outcome)
+
+    def _finish(self, task_id: int, outcome: dict[str, Any]) -> Task:
+        status = outcome.get("status") if type(outcome) is dict else None
+        if status not in ("completed", "failed", "aborted", "orphaned", "faulted"):
+            raise ValueError(f"invalid task outcome {outcome!r}")
+        try:
+            value = copy_json(outcome, ("outcome",))
+        except JsonError as exc:
+            raise ValueError(str(exc)) from None
+        record = self._task_record(task_id)
+        if record is None:
+            raise ValueError(f"task {task_id} is not live in this session")
+        updated = self._patch(TaskPatch(id=task_id, status="terminal", outcome=value))
+        if record.kind != "pi.tool":
+            sticky = self._doc_root(DocRef.sticky(record.conversation_id))
+            if "tasks" in sticky and str(task_id) in sticky["tasks"]:
+                del sticky["tasks"][str(task_id)]
+        if record.kind not in VIEW_HIDDEN_KINDS:
+            event = {
+                "type": "task.ended",
+                "taskId": task_id,
+                "kind": record.kind,
+                "outcome": status,
+            }
+            self._batch.events.setdefault(record.conversation_id, []).append(event)
+        return updated
+
+    def set_closing(self, task_id: int | None) -> None:
+        """Core: the task whose terminal closure runs in this commit counts as gone for
+        prospective busy (§2.7)."""
+        self._require(Authority.CORE, "set_closing")
+        self._closing = task_id
+
+    def live_tasks(self, conversation_id: int) -> list[Task]:
+        """Live tasks of a conversation as of this batch (committed index plus overlay); a
+        direct read, not a scan."""
+        self._check()
+        out: dict[int, Task] = {
+            t.id: t
+            for t in self._kernel.task_index.values()
+            if t.conversation_id == conversation_id
+        }
+        for t in self._batch.tasks.values():
+            if t.conversation_id == conversation_id:
+                out[t.id] = t
+        return [t for t in sorted(out.values(), key=lambda t: t.id) if t.status != "terminal"]
+
+    def is_busy(self, conversation_id: int) -> bool:
+        """Prospective busy of a conversation judged against this batch (§2.7)."""
+        self._check()
+        return any(
+            t.kind in TURN_KINDS and t.background is not True and t.id != self._closing
+            for t in self.live_tasks(conversation_id)
+        )
+
 
 def _kind_name(kind: EntryKind | str) -> str:
     if isinstance(kind, EntryKind):
@@ -585,6 +1000,7 @@ class ConfigFacade:
         """Validate every key first, then store them all (nothing is half-applied)."""
         tx = self._tx
         tx._check()  # pyright: ignore[reportPrivateUsage]
+        tx._no_task_config()  # pyright: ignore[reportPrivateUsage]
         if not isinstance(patch, dict) or not patch:
             raise ConfigRejected("config.set needs a non-empty mapping of key -> value")
         staged: list[tuple[ConfigKey, Any]] = []
@@ -601,6 +1017,7 @@ class ConfigFacade:
         """Delete stored overrides; reads then resolve the declared default."""
         tx = self._tx
         tx._check()  # pyright: ignore[reportPrivateUsage]
+        tx._no_task_config()  # pyright: ignore[reportPrivateUsage]
         if isinstance(names, str):
             raise ConfigRejected("config.reset takes a list of keys")
         keys = [self._key(name) for name in names]

@@ -37,9 +37,10 @@ from chord.json import copy_json, equal_json
 from pico3.kernel.errors import Closed, UnknownConversation
 from pico3.kernel.namespaces import Namespace, SliceDoc, merged_slice
 from pico3.kernel.proxy import Membrane, Op, Recorder, TrackedDict, TrackedList
+from pico3.kernel.tx import VIEW_HIDDEN_KINDS
 from pico3.model.config import resolve_config
 from pico3.model.records import conversation_json, entry_json
-from pico3.storage.records import DocRef, Entry
+from pico3.storage.records import DocRef, Entry, Task
 
 if TYPE_CHECKING:
     from pico3.kernel.commit import Kernel
@@ -149,6 +150,13 @@ class ViewRegistry:
     def __init__(self, kernel: Kernel) -> None:
         self._kernel = kernel
         self._views: dict[int, _ConversationView] = {}
+        self._stale = False
+        kernel.namespaces.on_change = self.mark_stale
+
+    def mark_stale(self) -> None:
+        """Registrations changed (a namespace came or went): refresh every watched view in
+        the next envelope, whatever that commit touches."""
+        self._stale = True
 
     def report(self, error: BaseException) -> None:
         """Route a listener or projection error to the session's reporter."""
@@ -207,13 +215,15 @@ class ViewRegistry:
         """Fold one persisted commit into every affected view; return the deliveries."""
         deliveries: list[Delivery] = []
         changed = batch.changed_docs
-        session_touched = DocRef.session() in changed
+        session_touched = DocRef.session() in changed or self._stale
+        self._stale = False
         for cid, view in list(self._views.items()):
             new = [entry for entry in batch.new_entries if entry.conversation_id == cid]
             touched = (
                 session_touched
                 or DocRef.rewindable(cid) in changed
                 or DocRef.sticky(cid) in changed
+                or cid in batch.task_conversations
             )
             events = batch.events.get(cid, [])
             if not new and not touched and not events:
@@ -252,6 +262,13 @@ class ViewRegistry:
         root = view.root
         _sync(root, "config", resolve_config(self._kernel.config_keys, rewindable, sticky))
         _sync(root, "inbox", copy_json(sticky.get("inbox", [])))
+        _sync(root, "tasks", self._tasks(cid, sticky))
+        _optional(root, "turn", _turn_view(sticky.get("turn")))
+        _optional(
+            root,
+            "compaction",
+            copy_json(sticky["compaction"]) if "compaction" in sticky else _FAILED,
+        )
         docs: dict[SliceDoc, dict[str, Any]] = {
             "rewindable": rewindable,
             "sticky": sticky,
@@ -265,6 +282,40 @@ class ViewRegistry:
             if projected is not _FAILED:
                 projections[token.name] = projected
         _sync(root, "plugins", projections)
+
+    def _tasks(self, conversation_id: int, sticky: dict[str, Any]) -> dict[str, Any]:
+        """``tasks[id] = {kind, background?, marked?, status}`` for live tasks shown there."""
+        slots = sticky.get("tasks")
+        out: dict[str, Any] = {}
+        for task in self._kernel.live_tasks():
+            if task.conversation_id != conversation_id or task.kind in VIEW_HIDDEN_KINDS:
+                continue
+            slot = slots.get(str(task.id)) if type(slots) is dict else None
+            if type(slot) is dict:
+                slot = {key: value for key, value in slot.items() if key != "memos"}
+            else:
+                slot = None
+            try:
+                status = self._status(task, slot)
+            except Exception as exc:  # G21: the record leaves the view; the commit stands
+                self.report(exc)
+                continue
+            record: dict[str, Any] = {"kind": task.kind}
+            if task.background is True:
+                record["background"] = True
+            if task.abort is True:
+                record["marked"] = True
+            record["status"] = status
+            out[str(task.id)] = record
+        return out
+
+    def _status(self, task: Task, slot: dict[str, Any] | None) -> Any:
+        describe = self._kernel.describe
+        if describe is not None:
+            return copy_json(describe(task, copy_json(slot)), ("tasks", str(task.id), "status"))
+        if task.checkpoint is not UNSET:
+            return {"phase": task.checkpoint.get("phase")}
+        return {"phase": task.status}
 
     def _project(
         self, view: _ConversationView, token: Namespace, docs: dict[SliceDoc, dict[str, Any]]
@@ -287,6 +338,29 @@ class ViewRegistry:
 
 
 _FAILED: Any = object()
+
+
+def _turn_view(turn: Any) -> Any:
+    """``sticky.turn`` as the view shows it (tool slots without ``memos``), or absent."""
+    if type(turn) is not dict:
+        return _FAILED
+    out = copy_json(turn)
+    tools = out.get("tools")
+    if type(tools) is list:
+        out["tools"] = [
+            {k: v for k, v in slot.items() if k != "memos"} if type(slot) is dict else slot
+            for slot in tools
+        ]
+    return out
+
+
+def _optional(root: TrackedDict, key: str, value: Any) -> None:
+    """Sync ``root[key]`` to ``value``, or delete it when ``value`` is the absent marker."""
+    if value is _FAILED:
+        if key in root:
+            del root[key]
+        return
+    _sync(root, key, value)
 
 
 def _deliver(watch: Watch, envelope: Envelope) -> Delivery:

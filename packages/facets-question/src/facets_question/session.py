@@ -1,0 +1,163 @@
+"""The question session facet: the ``question`` tool, and a dialog per waiting call.
+
+Two layers, as in seed-plugins §4.1 and §6.2.
+
+:func:`question_tool` is the harness tool, usable without chord (a test wires ``ask`` to a
+future). Its ``execute`` reads the ``answer`` memo on the tool's slot first (answered before a
+crash?); only when there is none does it ask, and then it stores the answer with
+``api.memo("answer", candidate)`` — first writer wins, every racer gets the winner. The tool is
+``replay: "safe"``: after a crash in ``started`` it runs again and either finds the memo or asks
+again, which is harmless for a question. A cancellation is an error result ("User cancelled");
+an answer is ``"User answered: <answer>"`` with ``details`` = the arguments plus the answer.
+
+:func:`session_facet` registers the tool with ``ask`` wired to chord: each waiting call becomes a
+keyed instance of :data:`~.contract.QuestionDialogs` under ``"<conversationId>:<callId>"``,
+spawned before waiting and closed by the single ``finally`` (answer, abort or suspend), which
+dismisses the question in every presentation. ``submit`` validates against the request and
+resolves the local wait; it records nothing itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+
+from chord.context import Context, cancel_scope
+from chord.facets import FacetEnvironment, ServiceSpawner, define_facet
+from chord.state import MutableReplicatedState
+from pico3.chord.contract import Harness
+from pico3.harness import Harness as OpenHarness
+from pico3.tools import MISSING, ToolApi, ToolDeclaration, ToolResult
+
+from .contract import (
+    QuestionDialogs,
+    QuestionRequest,
+    QuestionResponse,
+    check_response,
+    dialog_key,
+)
+
+__all__ = [
+    "QUESTION_PARAMETERS",
+    "Ask",
+    "install_question",
+    "question_tool",
+    "session_facet",
+]
+
+Ask = Callable[[QuestionRequest, ToolApi, Context], Awaitable[QuestionResponse]]
+"""``ask(request, api, ctx) -> response``: how an answer is obtained (a dialog, a future)."""
+
+QUESTION_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "question": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The question to ask the user.",
+        },
+        "options": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "uniqueItems": True,
+            "description": "Answers to offer (optional).",
+        },
+        "allowText": {
+            "type": "boolean",
+            "description": "Whether the user may type an answer of their own (default true).",
+        },
+    },
+    "required": ["question"],
+    "additionalProperties": False,
+}
+"""The JSON Schema of the tool's arguments."""
+
+
+def _request(args: dict[str, Any], api: ToolApi) -> QuestionRequest:
+    options = [str(option) for option in args.get("options", [])]
+    return {
+        "conversationId": api.conversation_id,
+        "callId": api.call_id,
+        "taskId": api.task_id,
+        "question": str(args["question"]),
+        "options": options,
+        # With nothing to choose from, typing is the only way to answer.
+        "allowText": bool(args.get("allowText", True)) or not options,
+    }
+
+
+def question_tool(ask: Ask) -> ToolDeclaration:
+    """The ``question`` tool, asking through ``ask`` (see the module docstring)."""
+
+    async def execute(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
+        response = await api.memo("answer", ctx)  # answered before a crash?
+        if response is MISSING:
+            request = _request(args, api)
+            candidate = check_response(await ask(request, api, ctx), request)
+            response = await api.memo("answer", candidate, ctx)  # first writer wins
+        if response["outcome"] == "cancelled":
+            return ToolResult.text("User cancelled", is_error=True)
+        answer = response["answer"]
+        return ToolResult.text(f"User answered: {answer}", details={**args, "answer": answer})
+
+    return ToolDeclaration(
+        name="question",
+        description="Ask the user a question and wait for the answer.",
+        parameters=QUESTION_PARAMETERS,
+        execute=execute,
+        replay="safe",
+    )
+
+
+def install_question(harness: OpenHarness, ask: Ask) -> Callable[[], None]:
+    """Register :func:`question_tool` on ``harness``; returns the (idempotent) unregister."""
+    return harness.register_tool(question_tool(ask))
+
+
+class _Dialog:
+    """One open question: the replicated request and ``submit``, which resolves the wait."""
+
+    def __init__(self, request: QuestionRequest, state: MutableReplicatedState) -> None:
+        self._checked_against = request
+        self.request = state
+        self._answered = anyio.Event()
+        self._response: QuestionResponse | None = None
+
+    async def submit(self, response: Any, ctx: Context) -> None:
+        checked = check_response(response, self._checked_against)  # raises before resolving
+        if self._response is None:
+            self._response = checked
+            self._answered.set()
+
+    async def _wait(self, ctx: Context) -> QuestionResponse:
+        with cancel_scope(ctx):
+            await self._answered.wait()
+        assert self._response is not None
+        return self._response
+
+
+def _dialog_ask(env: FacetEnvironment, dialogs: ServiceSpawner[Any]) -> Ask:
+    async def ask(request: QuestionRequest, api: ToolApi, ctx: Context) -> QuestionResponse:
+        dialog = _Dialog(request, env.replicated_state(dict(request)))
+        close = dialogs.spawn(dialog_key(request["conversationId"], request["callId"]), dialog)
+        try:
+            return await dialog._wait(ctx)
+        finally:
+            close()
+
+    return ask
+
+
+@define_facet("@pi/question")
+def session_facet(env: FacetEnvironment) -> None:
+    """Register the ``question`` tool; answer it through keyed dialogs."""
+    harness = env.use(Harness)
+    dialogs = env.provide_many(QuestionDialogs)
+    ask = _dialog_ask(env, dialogs)
+
+    def activate() -> None:
+        env.own(harness.add_registration(lambda h: install_question(h, ask)))
+
+    env.on_activate(activate)

@@ -1,0 +1,59 @@
+"""pico3 as Chord facets: the built-in session plumbing of seed-plugins §6.1 (DECISIONS D6).
+
+* :mod:`pico3.chord.contract`: the service tokens :data:`Harness` (``pi.harness``, local) and
+  :data:`ConversationService` (``pi.conversation``, keyed by conversation id, remotable) and the
+  JSON shape of :class:`ConversationView` (the pico3 view plus ``commit.events``).
+* :mod:`pico3.chord.session`: :func:`harness_session_facet`, which provides both and spawns one
+  conversation instance per conversation.
+* :mod:`pico3.chord.bridge`: :class:`ViewBridge`, the bounded ordered adapter that turns each
+  harness envelope into exactly one replicated-state revision.
+* :mod:`pico3.chord.endpoint`: :class:`ConversationEndpoint`, the instance's JSON methods.
+
+Feature packages import the contract (and this package), never the app.
+"""
+
+from pico3.chord.bridge import BRIDGE_QUEUE_LIMIT, BridgeFailure, ViewBridge
+from pico3.chord.contract import (
+    CommitInfo,
+    ConversationInfo,
+    ConversationService,
+    ConversationServiceApi,
+    ConversationView,
+    EntryJson,
+    EntryScanJson,
+    ForkSpecJson,
+    Harness,
+    HarnessService,
+    InputAbortResult,
+    NewEntryJson,
+    ParentRef,
+    SendInputJson,
+    ViewEvent,
+)
+from pico3.chord.endpoint import ConversationEndpoint
+from pico3.chord.session import HARNESS_FACET_ID, SessionHarness, harness_session_facet
+
+__all__ = [
+    "BRIDGE_QUEUE_LIMIT",
+    "HARNESS_FACET_ID",
+    "BridgeFailure",
+    "CommitInfo",
+    "ConversationEndpoint",
+    "ConversationInfo",
+    "ConversationService",
+    "ConversationServiceApi",
+    "ConversationView",
+    "EntryJson",
+    "EntryScanJson",
+    "ForkSpecJson",
+    "Harness",
+    "HarnessService",
+    "InputAbortResult",
+    "NewEntryJson",
+    "ParentRef",
+    "SendInputJson",
+    "SessionHarness",
+    "ViewBridge",
+    "ViewEvent",
+    "harness_session_facet",
+]

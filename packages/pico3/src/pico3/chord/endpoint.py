@@ -1,0 +1,164 @@
+"""The JSON face of one conversation: what a ``pi.conversation`` instance exposes.
+
+:class:`ConversationEndpoint` is the implementation object the session facet spawns per
+conversation. Its public members are exactly the remotable members of
+:class:`~pico3.chord.contract.ConversationServiceApi`: the ``view`` replicated state and one
+method per :class:`~pico3.harness.ConversationHandle` operation. Arguments arrive as strict JSON
+(from the wire or a loopback binding), so every method checks its argument's shape first and
+raises a ``ValueError`` naming the field before anything is committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from chord.context import Context
+from chord.json import copy_json
+from chord.state import MutableReplicatedState
+from pico3.model.records import entry_json
+
+if TYPE_CHECKING:
+    from pico3.harness import ConversationHandle
+
+__all__ = ["ConversationEndpoint"]
+
+_WHEN_BUSY = ("followUp", "steer", "reject")
+
+
+class ConversationEndpoint:
+    """``pi.conversation`` for one conversation of one harness opening.
+
+    ``settle`` is awaited after a fork so that the new conversation's instance exists when
+    ``fork`` returns.
+    """
+
+    def __init__(
+        self,
+        conversation: ConversationHandle,
+        view: MutableReplicatedState,
+        settle: Callable[[], Awaitable[None]],
+    ) -> None:
+        self._conversation = conversation
+        self._settle = settle
+        self.view = view
+
+    async def send(self, input: Any, ctx: Context) -> int:
+        """Admit a user input ``{content, requestId?, whenBusy?}``; returns the input id."""
+        fields = _fields(input, "input", required=("content",), optional=("requestId", "whenBusy"))
+        request_id = fields.get("requestId")
+        if request_id is not None and (type(request_id) is not str or not request_id):
+            raise ValueError("input.requestId must be a non-empty string")
+        when_busy = fields.get("whenBusy", "followUp")
+        if when_busy not in _WHEN_BUSY:
+            raise ValueError(f"input.whenBusy must be one of {', '.join(_WHEN_BUSY)}")
+        handle = await self._conversation.send(
+            fields["content"], ctx, request_id=request_id, when_busy=when_busy
+        )
+        return handle.id
+
+    async def write(self, entry: Any, ctx: Context) -> int:
+        """Passive write of ``{kind, model?, data?}``; returns the input id."""
+        fields = _fields(entry, "entry", required=("kind",), optional=("model", "data"))
+        kind = fields["kind"]
+        if type(kind) is not str or not kind:
+            raise ValueError("entry.kind must be a non-empty string")
+        model = fields.get("model")
+        if model is not None and type(model) is not list:
+            raise ValueError("entry.model must be a list of messages")
+        data = fields.get("data")
+        if data is not None and type(data) is not dict:
+            raise ValueError("entry.data must be an object")
+        return await self._conversation.write(kind, ctx, model=model, data=data)
+
+    async def input_abort(
+        self, input_id: Any, ctx: Context
+    ) -> Literal["aborted", "already_placed", "not_found"]:
+        """Withdraw a queued input: ``aborted``, ``already_placed`` or ``not_found``."""
+        result = await self._conversation.input_abort(_id(input_id, "input_id"), ctx)
+        return cast(Literal["aborted", "already_placed", "not_found"], result)
+
+    async def config_set(self, patch: Any, ctx: Context) -> None:
+        """Set config keys in one commit (the harness validates keys and values)."""
+        if type(patch) is not dict:
+            raise ValueError("patch must be an object of config keys")
+        await self._conversation.set_config(patch, ctx)
+
+    async def abort(self, ctx: Context) -> None:
+        """Conversation abort; returns once every marked task ended."""
+        await self._conversation.abort(ctx)
+
+    async def reset(self, handoff: Any, ctx: Context) -> None:
+        """``pi.reset`` (``handoff`` null) or ``pi.handoff`` carrying ``handoff``."""
+        if handoff is not None and type(handoff) is not str:
+            raise ValueError("handoff must be a string or null")
+        await self._conversation.reset(ctx, handoff=handoff)
+
+    async def collapse(self, instructions: Any, ctx: Context) -> int:
+        """Start a background manual collapse; returns its task id."""
+        if instructions is not None and type(instructions) is not str:
+            raise ValueError("instructions must be a string or null")
+        return await self._conversation.collapse(ctx, instructions=instructions)
+
+    async def fork(self, at: Any, spec: Any, ctx: Context) -> int:
+        """Fork at an entry id (or ``"start"``) with ``{rewindable?, sticky?, abort?}``; returns
+        the new conversation's id once its ``pi.conversation`` instance exists."""
+        if at != "start":
+            at = _id(at, "at")
+        fields = _fields(spec, "spec", required=(), optional=("rewindable", "sticky", "abort"))
+        rewindable = fields.get("rewindable")
+        if rewindable is not None and type(rewindable) is not dict:
+            raise ValueError("spec.rewindable must be an object")
+        sticky = fields.get("sticky")
+        if sticky is not None and type(sticky) is not dict:
+            raise ValueError("spec.sticky must be an object")
+        abort = fields.get("abort", False)
+        if type(abort) is not bool:
+            raise ValueError("spec.abort must be a boolean")
+        child = await self._conversation.fork(
+            at, ctx, rewindable=rewindable, sticky=sticky, abort=abort
+        )
+        await self._settle()
+        return child.id
+
+    async def entries(self, scan: Any, ctx: Context) -> list[dict[str, Any]]:
+        """One newest-first page ``{limit?, before?, kind?}`` of fork-aware history."""
+        fields = _fields(scan, "scan", required=(), optional=("limit", "before", "kind"))
+        limit = fields.get("limit", 100)
+        if type(limit) is not int or limit < 1:
+            raise ValueError("scan.limit must be a positive integer")
+        before = fields.get("before")
+        if before is not None:
+            before = _id(before, "scan.before")
+        kind = fields.get("kind")
+        if kind is not None and type(kind) is not str:
+            raise ValueError("scan.kind must be a string")
+        page = await self._conversation.entries(ctx, limit=limit, before=before, kind=kind)
+        return [copy_json(entry_json(entry)) for entry in page]
+
+    def __repr__(self) -> str:
+        return f"<ConversationEndpoint conversation={self._conversation.id}>"
+
+
+def _fields(
+    value: Any, name: str, *, required: tuple[str, ...], optional: tuple[str, ...]
+) -> Mapping[str, Any]:
+    """Check that ``value`` is an object with exactly the allowed keys; name what is wrong."""
+    if type(value) is not dict:
+        raise ValueError(f"{name} must be an object")
+    unknown = sorted(key for key in value if key not in required and key not in optional)
+    if unknown:
+        allowed = ", ".join((*required, *optional)) or "none"
+        raise ValueError(
+            f"{name} has unsupported field(s) {', '.join(unknown)} (allowed: {allowed})"
+        )
+    missing = [key for key in required if key not in value]
+    if missing:
+        raise ValueError(f"{name} is missing required field(s) {', '.join(missing)}")
+    return value
+
+
+def _id(value: Any, name: str) -> int:
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer id")
+    return value

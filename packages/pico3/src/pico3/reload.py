@@ -1,0 +1,68 @@
+"""Reloading code under a running session (seed-plugins §5, §6.3).
+
+Reload replaces code, never durable state. What each registration does when it is undone and
+redone while the session is open (the seed's table):
+
+=============== ======================================= ======================================
+contribution    on unregister                           on re-register
+=============== ======================================= ======================================
+namespace       token stale (``StaleDefinition``)       new token, same stored state and memos
+hooks           out of future chains; running ones end  joins the chain
+task kind       pending tasks wait (never orphaned);    pending tasks dispatch with the new
+                running invocations keep their kind     kind; config keys re-checked
+tool / section  revision bump; in-flight keep theirs    same
+entry kind      nothing                                 nothing
+=============== ======================================= ======================================
+
+Two ways to swap, chosen by :func:`reload`:
+
+* **quiescent** — no invocation exists: ``release = hold()``, swap registrations, ``release()``.
+  Nothing is interrupted; pending work dispatches with the new code.
+* **suspend and reopen** — otherwise: cancel every invocation and close the storage (records
+  stay live), swap, open again; recovery reruns pre-effect phases, replays safe started tools,
+  and re-enters in-flight phases. Memos make reruns cheap (a decision already made is not
+  asked again).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Literal
+
+from chord.context import Context
+from pico3.handle import HarnessHandle
+from pico3.tasks.scheduler import NotQuiescent
+
+__all__ = ["reload"]
+
+
+async def reload(
+    handle: HarnessHandle,
+    swap: Callable[[], Awaitable[None] | None],
+    ctx: Context,
+    *,
+    abort_removed: bool = False,
+) -> Literal["quiescent", "reopened"]:
+    """Swap registrations with ``swap()`` (which unregisters old and registers new
+    contributions, normally through :meth:`HarnessHandle.add_registration` removers) in the
+    least disruptive way; returns which path was taken."""
+    if handle.quiescent():
+        try:
+            release = handle.hold()
+        except NotQuiescent:
+            pass  # an invocation started in between: fall through to suspend/reopen
+        else:
+            try:
+                result = swap()
+                if inspect.isawaitable(result):
+                    await result
+            finally:
+                release()
+            return "quiescent"
+    await handle.suspend(ctx, abort_removed=abort_removed)
+    result = swap()
+    if inspect.isawaitable(result):
+        await result
+    await handle.reopen(ctx)
+    return "reopened"

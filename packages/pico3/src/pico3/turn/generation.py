@@ -1,0 +1,459 @@
+"""``pi.generation``: one model call of a turn, recoverable at every step (pico3-spec §4.11.2).
+
+Input ``{inputs: [input ids]}``: the generation owns the group of user inputs it answers.
+
+Phases (the checkpoint is the recovery program counter)::
+
+    (none)      preparation: snapshot settings + registries, build the system entry, then
+                commit "prepared" with Prep = {cutoff, system, model, thinkingLevel, tools,
+                retry, attempt}. If anything moved meanwhile the builder says "retry" and
+                preparation runs again.
+    prepared    derive the request at `cutoff`, check overflow, attempt += 1, commit
+                "requesting" (+ generation.started) BEFORE calling the provider, stream the
+                answer into turn.message (coalesced, see pico3.turn.stream), classify.
+    requesting  in flight: entered only after a crash. The call may have happened; it counts
+                as a failed attempt ("interrupted") and retries, or fails.
+    retrying    sleep until untilMs, then back to "prepared" with the same Prep.
+
+Classification of the terminal message:
+
+* error (or a stream that raised) → ``pi.usage`` + ``retrying`` while the policy allows;
+  otherwise a display-only ``pi.assistant`` and the group fails;
+* provider-side ``aborted`` (no abort mark) → display-only entry, the group fails ``provider``;
+* tool calls → the assistant entry, one ``pi.tool`` per call and one ``pi.post_tools`` after
+  them, atomically;
+* a final answer → the assistant entry, inputs ``done``, the final boundary, and a successor
+  generation for whatever the boundary placed.
+
+Display-only assistants carry no ``model``, so they never reach a later request and never
+create tools, by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+
+from chord.context import Context
+from chord.json import copy_json
+from pico3.kernel.tx import Transaction
+from pico3.model.entries import NewEntry
+from pico3.models.provider import (
+    AssistantMessage,
+    Request,
+    ToolCall,
+    estimate_tokens,
+    messages_from_json,
+)
+from pico3.storage.records import Task
+from pico3.tasks.kinds import RETRY, Completion, Done, Next, TaskInfo, TaskKind, define_task
+from pico3.turn.collapse import (
+    overflow_step,
+    replacement_failed,
+    start_collapse,
+    threshold_through,
+)
+from pico3.turn.hooks import chain_before_request, observe_after_response, runner
+from pico3.turn.models import DEFAULT_RETRY, resolve_model, retry_delay_ms
+from pico3.turn.placement import boundary, user_message
+from pico3.turn.state import (
+    GENERATION,
+    POST_TOOLS,
+    TOOL,
+    end_turn,
+    newest_head,
+    settle,
+    settle_fault,
+    start_generation,
+    turn_doc,
+)
+from pico3.turn.stream import apply_partial, assistant_json, stream_message
+from pico3.turn.system import prepare_system, request_tools
+
+__all__ = ["GENERATION_KIND", "settle_fault"]
+
+_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
+
+
+def _give_up(retry: dict[str, Any]) -> str:
+    return "provider" if not retry.get("enabled", True) else "retries_exhausted"
+
+
+# -- preparation -----------------------------------------------------------------------------
+async def _initial(task: TaskInfo, rt: Any, ctx: Context) -> Any:
+    cid = task.conversation_id
+    replaced = await replacement_failed(task, rt, ctx)
+    if replaced is not None:
+        return replaced
+    settings = await rt.rewindable(cid, ctx)
+    sticky = await rt.sticky(cid, ctx)
+    if resolve_model(rt, settings.get("model")) is None:
+        detail = "no model is configured" if settings.get("model") is None else "unknown model"
+        return Done(_failure_closure(task, rt.now(), "no_model", detail, None))
+    plan = await prepare_system(rt, cid, settings, ctx)
+    now = rt.now()
+    retry = copy_json(sticky.get("retry", DEFAULT_RETRY))
+
+    async def prepare(tx: Transaction, current: Task, ctx: Context) -> Any:
+        if not await plan.still_valid(tx, cid):
+            return RETRY
+        newest = await tx.newest_entry(cid)
+        system = plan.append(tx, cid, now)
+        cutoff = system if system is not None else (newest.id if newest is not None else 0)
+        turn = turn_doc(tx, cid)
+        if turn is not None:
+            turn["tools"] = []
+            if "message" in turn:
+                del turn["message"]
+            turn["generation"] = {"stage": "preparing"}
+        return {
+            "phase": "prepared",
+            "cutoff": cutoff,
+            "system": system,
+            "model": copy_json(plan.settings["model"]),
+            "thinkingLevel": plan.settings.get("thinkingLevel") or "off",
+            "tools": plan.tools,
+            "retry": retry,
+            "attempt": 0,
+        }
+
+    return Next(prepare)
+
+
+# -- requesting ------------------------------------------------------------------------------
+async def _prepared(task: TaskInfo, rt: Any, ctx: Context) -> Any:
+    cid = task.conversation_id
+    prep: dict[str, Any] = dict(task.checkpoint or {})
+    resolved = resolve_model(rt, prep["model"])
+    if resolved is None:
+        return Done(_failure_closure(task, rt.now(), "no_model", "unknown model", None))
+    cutoff: int = prep["cutoff"]
+
+    async def read(tx: Transaction, current: Task, ctx: Context) -> Any:
+        return await tx.context(cid, at=cutoff) if cutoff else None
+
+    derived = await rt.commit(read, ctx)
+    raw: list[dict[str, Any]] = [] if derived is None else copy_json(derived.messages)
+    raw = await chain_before_request(rt, task, raw, cutoff, ctx)
+    offered = request_tools(raw, getattr(rt.harness, "tools", None))
+    level = prep.get("thinkingLevel", "off")
+    request = Request(
+        model=resolved.info.id,
+        messages=messages_from_json([m for m in raw if m.get("role") != "system"]),
+        system=[
+            m.get("content", "") for m in raw if m.get("role") == "system" and m.get("content")
+        ],
+        tools=offered.wire(),
+        thinking_level=level if level in _LEVELS else "xhigh",
+    )
+    if estimate_tokens(request.messages) > resolved.overflow_limit:
+        return await overflow_step(task, rt, ctx)
+    attempt = prep["attempt"] + 1
+    state = {**prep, "phase": "requesting", "attempt": attempt, "offered": offered.names}
+
+    def begin(tx: Transaction, current: Task, ctx: Context) -> None:
+        tx.checkpoint(state)
+        turn = turn_doc(tx, cid)
+        if turn is not None:
+            turn["generation"] = {"stage": "requesting", "attempt": attempt}
+        tx.emit_event(cid, {"type": "generation.started", "taskId": task.id, "attempt": attempt})
+
+    await rt.commit(begin, ctx)
+    streaming = [False]
+
+    async def flush(partial: dict[str, Any]) -> None:
+        first = not streaming[0]
+        streaming[0] = True
+
+        def write(tx: Transaction, current: Task, ctx: Context) -> None:
+            turn = turn_doc(tx, cid)
+            if turn is None:
+                return
+            apply_partial(turn, partial)
+            if first:
+                turn["generation"] = {"stage": "streaming", "attempt": attempt}
+
+        await rt.commit(write, ctx)
+
+    message, retryable = await stream_message(resolved.provider.stream(request, ctx), flush)
+    await observe_after_response(rt, task, assistant_json(message), attempt, ctx)
+    return await _classify(task, rt, state, message, retryable, ctx)
+
+
+async def _classify(
+    task: TaskInfo,
+    rt: Any,
+    state: dict[str, Any],
+    message: AssistantMessage,
+    retryable: bool,
+    ctx: Context,
+) -> Any:
+    attempt: int = state["attempt"]
+    retry: dict[str, Any] = state["retry"]
+    now = rt.now()
+    if message.stop_reason == "error":
+        detail = message.error_message or "provider error"
+        if not retryable:
+            return Done(_failure_closure(task, now, "provider", detail, message))
+        delay = retry_delay_ms(retry, attempt)
+        if delay is None:
+            return Done(_failure_closure(task, now, _give_up(retry), detail, message))
+        return Next(_retry_builder(task, state, now + delay, message))
+    if message.stop_reason == "aborted":
+        return Done(_failure_closure(task, now, "provider", "the provider aborted", message))
+    calls = [block for block in message.content if isinstance(block, ToolCall)]
+    if calls:
+        return Done(_tool_calls_closure(task, now, message, calls, state))
+    continuation: str | None = None
+    hooks = runner(rt, GENERATION, task.id, task.conversation_id)
+    if hooks is not None:
+        answer = await hooks.on_yield(assistant_json(message), ctx)
+        if isinstance(answer, dict) and isinstance(answer.get("continue"), str):
+            continuation = answer["continue"]
+    return Done(_final_closure(task, now, message, state, continuation))
+
+
+# -- recovery and retry ----------------------------------------------------------------------
+async def _requesting(task: TaskInfo, rt: Any, ctx: Context) -> Any:
+    """Recovery only: the call may have happened. It counts as a failed attempt."""
+    state: dict[str, Any] = dict(task.checkpoint or {})
+    delay = retry_delay_ms(state["retry"], state["attempt"])
+    if delay is None:
+        return Done(_failure_closure(task, rt.now(), _give_up(state["retry"]), "interrupted", None))
+    return Next(_retry_builder(task, state, rt.now() + delay, None))
+
+
+def _retry_builder(
+    task: TaskInfo, state: dict[str, Any], until: int, message: AssistantMessage | None
+) -> Callable[[Transaction, Task, Context], dict[str, Any]]:
+    cid = task.conversation_id
+    attempt = state["attempt"]
+    error = "interrupted" if message is None else (message.error_message or "provider error")
+
+    def build(tx: Transaction, current: Task, ctx: Context) -> dict[str, Any]:
+        data: dict[str, Any] = {"attempt": attempt, "error": error}
+        if message is not None and message.usage is not None:
+            data["usage"] = msgspec.to_builtins(message.usage)
+        tx.append_entry(cid, NewEntry(kind="pi.usage", data=data))
+        turn = turn_doc(tx, cid)
+        if turn is not None:
+            if "message" in turn:
+                del turn["message"]
+            turn["generation"] = {
+                "stage": "retrying",
+                "attempt": attempt,
+                "retryAt": until,
+                "lastError": error,
+            }
+        tx.emit_event(
+            cid,
+            {
+                "type": "generation.retrying",
+                "taskId": task.id,
+                "attempt": attempt,
+                "retryAt": until,
+                "error": error,
+            },
+        )
+        kept = {k: v for k, v in state.items() if k not in ("phase", "offered")}
+        return {**kept, "phase": "retrying", "untilMs": until, "lastError": error}
+
+    return build
+
+
+async def _retrying(task: TaskInfo, rt: Any, ctx: Context) -> Any:
+    state: dict[str, Any] = dict(task.checkpoint or {})
+    await rt.sleep(state["untilMs"], ctx)
+    cid = task.conversation_id
+
+    def build(tx: Transaction, current: Task, ctx: Context) -> dict[str, Any]:
+        turn = turn_doc(tx, cid)
+        if turn is not None:
+            if "message" in turn:
+                del turn["message"]
+            turn["generation"] = {"stage": "preparing"}
+        prep = {k: v for k, v in state.items() if k not in ("untilMs", "lastError")}
+        return {**prep, "phase": "prepared"}
+
+    return Next(build)
+
+
+# -- closures ------------------------------------------------------------------------------------
+def _failure_closure(
+    task: TaskInfo, now: int, reason: str, detail: str, message: AssistantMessage | None
+) -> Callable[[Transaction, Task, Context], Awaitable[Completion]]:
+    """Settle a failed generation: a display-only entry (when there is a message), inputs
+    ``unanswered/failed``, ``turn.ended``, the final boundary and a successor for triggers."""
+    cid = task.conversation_id
+    inputs = list(task.input["inputs"])
+
+    async def close(tx: Transaction, current: Task, ctx: Context) -> Completion:
+        head = await newest_head(tx, cid)
+        failure: dict[str, Any] = {"reason": reason, "detail": detail}
+        event: dict[str, Any] = {
+            "type": "generation.failed",
+            "taskId": task.id,
+            "reason": reason,
+            "detail": detail,
+        }
+        if message is not None:
+            checkpoint = current.checkpoint if isinstance(current.checkpoint, dict) else {}
+            data = {
+                "attempt": checkpoint.get("attempt", 0),
+                "display": assistant_json(message),
+                "reason": "error",
+            }
+            entry = tx.append_entry(cid, NewEntry(kind="pi.assistant", data=data))
+            failure["assistant"] = entry.id
+            event["entry"] = entry.id
+        tx.emit_event(cid, event)
+        await end_turn(tx, cid, inputs, head=head, now=now, reason="failed", detail=detail)
+        return Completion.failed(failure)
+
+    return close
+
+
+def _assistant_entry(tx: Transaction, cid: int, message: AssistantMessage, attempt: int) -> int:
+    entry = tx.append_entry(
+        cid,
+        NewEntry(kind="pi.assistant", model=[assistant_json(message)], data={"attempt": attempt}),
+    )
+    return entry.id
+
+
+def _tool_calls_closure(
+    task: TaskInfo,
+    now: int,
+    message: AssistantMessage,
+    calls: list[ToolCall],
+    state: dict[str, Any],
+) -> Callable[[Transaction, Task, Context], Awaitable[Completion]]:
+    cid = task.conversation_id
+    inputs = list(task.input["inputs"])
+    offered = list(state.get("offered", []))
+
+    async def close(tx: Transaction, current: Task, ctx: Context) -> Completion:
+        through = await threshold_through(tx, cid, message)
+        assistant = _assistant_entry(tx, cid, message, state["attempt"])
+        tools: list[int] = []
+        slots: list[dict[str, Any]] = []
+        for index, call in enumerate(calls):
+            call_json = msgspec.to_builtins(call)
+            tool_input = {
+                "assistant": assistant,
+                "call": call_json,
+                "offered": offered,
+                "index": index,
+            }
+            tools.append(tx.create_task(TOOL, tool_input))
+            slots.append(
+                {
+                    "callId": call.id,
+                    "name": call.name,
+                    "args": copy_json(call.arguments),
+                    "status": "pending",
+                }
+            )
+        post_input = {"inputs": inputs, "assistant": assistant, "tools": tools}
+        post = tx.create_task(POST_TOOLS, post_input, after=tools)
+        tx.document("sticky", cid)["turn"] = {"inputs": inputs, "tools": slots}
+        tx.emit_event(
+            cid,
+            {
+                "type": "generation.completed",
+                "taskId": task.id,
+                "entry": assistant,
+                "toolCalls": len(calls),
+            },
+        )
+        if through is not None:
+            start_collapse(tx, cid, "threshold", through)
+        return Completion.completed({"assistant": assistant, "tools": tools, "postTools": post})
+
+    return close
+
+
+def _final_closure(
+    task: TaskInfo,
+    now: int,
+    message: AssistantMessage,
+    state: dict[str, Any],
+    continuation: str | None,
+) -> Callable[[Transaction, Task, Context], Awaitable[Completion]]:
+    cid = task.conversation_id
+    inputs = list(task.input["inputs"])
+
+    async def close(tx: Transaction, current: Task, ctx: Context) -> Completion:
+        through = await threshold_through(tx, cid, message)
+        head = await newest_head(tx, cid)
+        assistant = _assistant_entry(tx, cid, message, state["attempt"])
+        tx.emit_event(
+            cid,
+            {"type": "generation.completed", "taskId": task.id, "entry": assistant, "toolCalls": 0},
+        )
+        if through is not None:
+            start_collapse(tx, cid, "threshold", through)
+        result: dict[str, Any] = {"assistant": assistant, "tools": []}
+        placed = await boundary(tx, cid, "final", head, now)
+        if continuation is not None and not placed.triggers and not placed.terminated:
+            # yield continuation: placed writes land first, then the continuation
+            tx.append_entry(
+                cid,
+                NewEntry(
+                    kind="pi.user",
+                    model=[user_message(continuation, now)],
+                    data={"continuation": True, "from": assistant},
+                ),
+            )
+            result["successor"] = start_generation(tx, cid, inputs, new_turn=False)
+            return Completion.completed(result)
+        successor = await end_turn(
+            tx, cid, inputs, head=placed.head, now=now, answer=assistant, placed=placed
+        )
+        if successor is not None:
+            result["successor"] = successor
+        return Completion.completed(result)
+
+    return close
+
+
+# -- abort and faults ------------------------------------------------------------------------------
+async def _abort(task: TaskInfo, rt: Any, ctx: Context) -> Any:
+    cid = task.conversation_id
+    inputs = list(task.input["inputs"])
+
+    async def close(tx: Transaction, current: Task, ctx: Context) -> Any:
+        turn = turn_doc(tx, cid)
+        result: dict[str, Any] = {}
+        if turn is not None and "message" in turn:
+            shown = turn["message"].to_plain()
+            if shown.get("content"):
+                checkpoint = current.checkpoint if isinstance(current.checkpoint, dict) else {}
+                shown["stopReason"] = "aborted"
+                data = {
+                    "attempt": checkpoint.get("attempt", 0),
+                    "display": shown,
+                    "reason": "aborted",
+                }
+                result["assistant"] = tx.append_entry(
+                    cid, NewEntry(kind="pi.assistant", data=data)
+                ).id
+        await settle(tx, cid, inputs, "aborted", None)
+        return result
+
+    return close
+
+
+GENERATION_KIND: TaskKind = define_task(
+    GENERATION,
+    initial=_initial,
+    phases={"prepared": _prepared, "requesting": _requesting, "retrying": _retrying},
+    abort=_abort,
+    inflight=("requesting",),
+    turn=True,
+    core=True,
+    fault=settle_fault,
+)
+"""The ``pi.generation`` kind (registered by :func:`pico3.turn.install`)."""

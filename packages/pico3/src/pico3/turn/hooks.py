@@ -1,0 +1,84 @@
+"""How the core kinds reach the hook points of :mod:`pico3.hooks` from a task runtime.
+
+Each core handler asks :func:`runner` for the :class:`~pico3.hooks.HookRunner` of its own task
+(kind, task id, conversation) and calls the point it needs. When the harness has no hook
+registry (a bare kernel in a unit test) every point is a no-op fold: chains return their input,
+observers do nothing, first-wins points answer ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from chord.context import Context
+from pico3.hooks import HookRegistry, HookRunner
+from pico3.turn.sections import SectionDraft
+
+__all__ = [
+    "chain_before_request",
+    "observe_after_response",
+    "runner",
+    "system_instructions",
+]
+
+
+def runner(rt: Any, kind: str, task_id: int, conversation_id: int) -> HookRunner | None:
+    """The hook runner of one core task, or ``None`` without a hook registry."""
+    hooks = getattr(rt, "hooks", None)
+    if isinstance(hooks, HookRunner):
+        return hooks
+    harness = getattr(rt, "harness", None)
+    registry = getattr(harness, "hook_registry", None)
+    if not isinstance(registry, HookRegistry):
+        return None
+    kernel = getattr(harness, "kernel", None)
+    report = getattr(kernel, "report", None) or (lambda error: None)
+    return HookRunner(
+        registry, _Kind(kind), task_id=task_id, conversation_id=conversation_id, report=report
+    )
+
+
+class _Kind:
+    """A core kind token for the hook registry (core kinds are matched by name)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+async def chain_before_request(
+    rt: Any, task: Any, messages: list[dict[str, Any]], cutoff: int, ctx: Context
+) -> list[dict[str, Any]]:
+    """Run ``before_request`` on ``{"messages": [...]}``; returns the final messages."""
+    hooks = runner(rt, "pi.generation", task.id, task.conversation_id)
+    if hooks is None:
+        return messages
+    request = await hooks.before_request({"messages": messages}, cutoff or None, ctx)
+    if isinstance(request, Mapping) and isinstance(request.get("messages"), list):
+        return list(request["messages"])
+    return messages
+
+
+async def observe_after_response(
+    rt: Any, task: Any, message: dict[str, Any], attempt: int, ctx: Context
+) -> None:
+    """Run ``after_response`` observers on a terminal message."""
+    hooks = runner(rt, "pi.generation", task.id, task.conversation_id)
+    if hooks is not None:
+        await hooks.after_response(message, attempt, ctx)
+
+
+async def system_instructions(
+    rt: Any,
+    draft: SectionDraft,
+    settings: Mapping[str, Any],
+    loadout: Sequence[str],
+    ctx: Context,
+) -> list[str] | None:
+    """Run ``system_instructions`` on the draft; returns the loadout override or ``None``."""
+    hooks = runner(rt, "pi.generation", rt.task_id, rt.conversation_id)
+    if hooks is None:
+        return None
+    return await hooks.system_instructions(draft, dict(settings), list(loadout), ctx)

@@ -1,0 +1,252 @@
+"""Streaming a model answer into ``turn.message``, coalesced.
+
+A provider produces one event per token or so; a commit per token would make every watcher pay
+for an envelope per token and the store for a write per token. :class:`MessageMirror` sits in
+between. It applies each stream event to a *local* copy of the partial message (never keeping
+the provider's live object) and publishes the difference to ``sticky.turn.message`` through a
+caller-supplied ``flush`` commit when
+
+* the first content delta arrives (a reader sees text start at once),
+* at least :data:`FLUSH_BYTES` bytes are pending, or
+* :data:`FLUSH_INTERVAL` seconds passed since the last flush with something pending (a timer
+  task covers a provider that goes quiet),
+
+and once more when the stream ends. The flush writes only what changed: a new block is
+appended, a grown string is assigned (the tracked document records a string append), a tool
+call's arguments are set when they materialize. So a client folding the envelopes sees
+``turn.message`` set once, then ``a`` ops on ``content.i.text``.
+
+Text is kept as a list of parts per block and joined only at flush time, so a long stream costs
+proportional to its size, not to its size times its token count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+import msgspec
+
+from chord.json import copy_json
+from pico3.kernel.proxy import TrackedDict
+from pico3.models.provider import (
+    AssistantMessage,
+    DoneEvent,
+    ErrorEvent,
+    StartEvent,
+    StreamEvent,
+    TextDeltaEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+    message_to_json,
+)
+
+__all__ = [
+    "FLUSH_BYTES",
+    "FLUSH_INTERVAL",
+    "MessageMirror",
+    "apply_partial",
+    "assistant_json",
+    "stream_message",
+]
+
+FLUSH_BYTES = 256
+"""Pending bytes that force a flush."""
+
+FLUSH_INTERVAL = 0.1
+"""Seconds after which pending content is flushed even if it is small."""
+
+Flush = Callable[[dict[str, Any]], Awaitable[None]]
+"""Commits a snapshot of the partial message into ``turn.message`` (see :func:`apply_partial`)."""
+
+
+class MessageMirror:
+    """The local partial message of one stream and its coalesced publication.
+
+    Use as an async context manager around the stream; :meth:`feed` every event; leaving the
+    block flushes whatever is pending (unless the body raised).
+    """
+
+    def __init__(self, flush: Flush, *, clock: Callable[[], float] = anyio.current_time) -> None:
+        self._flush_fn = flush
+        self._clock = clock
+        self._header: dict[str, Any] = {"role": "assistant", "content": []}
+        self._blocks: list[dict[str, Any]] = []
+        self._parts: list[list[str]] = []
+        self._pending = 0
+        self._dirty = False
+        self._first = True
+        self._last = 0.0
+        self._lock = anyio.Lock()
+        self._wake = anyio.Event()
+        self._group: anyio.abc.TaskGroup | None = None
+        self.flushes = 0
+
+    async def __aenter__(self) -> MessageMirror:
+        self._last = self._clock()
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        self._group.start_soon(self._timer)
+        return self
+
+    async def __aexit__(self, *exc: object) -> bool:
+        assert self._group is not None
+        self._group.cancel_scope.cancel()
+        await self._group.__aexit__(None, None, None)
+        if exc[0] is None:
+            await self.flush()
+        return False
+
+    async def _timer(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            await anyio.sleep(max(0.0, self._last + FLUSH_INTERVAL - self._clock()))
+            if self._dirty:
+                await self.flush()
+
+    def snapshot(self) -> dict[str, Any]:
+        """The partial message as plain JSON (blocks joined)."""
+        out = dict(self._header)
+        content: list[dict[str, Any]] = []
+        for block, parts in zip(self._blocks, self._parts, strict=True):
+            copy = dict(block)
+            if block["type"] == "text":
+                copy["text"] = "".join(parts)
+            elif block["type"] == "thinking":
+                copy["thinking"] = "".join(parts)
+            content.append(copy)
+        out["content"] = content
+        return out
+
+    async def flush(self) -> None:
+        """Publish pending changes now (no-op when nothing is pending)."""
+        async with self._lock:
+            if not self._dirty:
+                return
+            self._dirty = False
+            self._pending = 0
+            self._last = self._clock()
+            self.flushes += 1
+            await self._flush_fn(self.snapshot())
+
+    async def feed(self, event: StreamEvent) -> None:
+        """Apply one event locally; flush when a threshold is reached."""
+        grew = 0
+        content_delta = False
+        match event:
+            case StartEvent():
+                partial = event.partial
+                self._header = {
+                    "role": "assistant",
+                    "content": [],
+                    "api": partial.api,
+                    "provider": partial.provider,
+                    "model": partial.model,
+                    "timestamp": partial.timestamp,
+                }
+                self._dirty = True
+                return
+            case TextStartEvent():
+                self._open({"type": "text", "text": ""})
+            case ThinkingStartEvent():
+                self._open({"type": "thinking", "thinking": ""})
+            case ToolCallStartEvent():
+                self._open(
+                    {"type": "toolCall", "id": event.id, "name": event.name, "arguments": {}}
+                )
+            case TextDeltaEvent() | ThinkingDeltaEvent():
+                self._parts[event.content_index].append(event.delta)
+                grew = len(event.delta.encode())
+                content_delta = True
+            case ThinkingEndEvent():
+                if event.signature is not None:
+                    self._blocks[event.content_index]["signature"] = event.signature
+            case ToolCallEndEvent():
+                arguments = copy_json(event.tool_call.arguments)
+                self._blocks[event.content_index]["arguments"] = arguments
+                grew = 2 + len(str(arguments))
+                content_delta = True
+            case _:
+                return
+        self._dirty = True
+        self._pending += grew
+        if (content_delta and self._first) or self._pending >= FLUSH_BYTES:
+            self._first = self._first and not content_delta
+            await self.flush()
+        elif self._clock() - self._last >= FLUSH_INTERVAL:
+            await self.flush()
+        else:
+            self._wake.set()
+
+    def _open(self, block: dict[str, Any]) -> None:
+        self._blocks.append(block)
+        self._parts.append([])
+
+
+def apply_partial(turn: TrackedDict, partial: dict[str, Any]) -> None:
+    """Make ``turn["message"]`` equal ``partial``, writing only what differs (appends for text
+    that grew, splices for new blocks)."""
+    if "message" not in turn:
+        turn["message"] = partial
+        return
+    message = turn["message"]
+    for key, value in partial.items():
+        if key != "content" and message.get(key) != value:
+            message[key] = value
+    content = message["content"]
+    new = partial["content"]
+    for index, block in enumerate(new):
+        if index >= len(content):
+            content.append(block)
+            continue
+        stored = content[index]
+        for key, value in block.items():
+            current = stored.get(key)
+            plain = current.to_plain() if hasattr(current, "to_plain") else current
+            if plain != value:
+                stored[key] = value
+
+
+async def stream_message(
+    events: AsyncIterator[StreamEvent], flush: Flush
+) -> tuple[AssistantMessage, bool]:
+    """Feed a provider stream into a :class:`MessageMirror`; return the terminal message (a
+    deep copy, never the provider's object) and whether an error is retryable. A stream that
+    raises, or ends without a terminal event, is a retryable error."""
+    terminal: AssistantMessage | None = None
+    retryable = False
+    try:
+        async with MessageMirror(flush) as mirror:
+            async for event in events:
+                if isinstance(event, DoneEvent):
+                    terminal = _copy(event.message)
+                elif isinstance(event, ErrorEvent):
+                    terminal = _copy(event.error)
+                    retryable = event.retryable
+                else:
+                    await mirror.feed(event)
+    except Exception as exc:
+        terminal = AssistantMessage(stop_reason="error", error_message=f"stream raised: {exc}")
+        retryable = True
+    if terminal is None:
+        terminal = AssistantMessage(stop_reason="error", error_message="stream ended early")
+        retryable = True
+    return terminal, retryable
+
+
+def assistant_json(message: AssistantMessage) -> dict[str, Any]:
+    """The stored JSON of an assistant message (``stopReason`` always present)."""
+    out = message_to_json(message)
+    out["stopReason"] = message.stop_reason
+    return out
+
+
+def _copy(message: AssistantMessage) -> AssistantMessage:
+    return msgspec.convert(msgspec.to_builtins(message), AssistantMessage)

@@ -1,0 +1,245 @@
+"""Fixtures for the approval feature: a Textual app hosting chord's ``TextualTui``, and a
+presentation facet host joined to a session host's services through the loopback source.
+
+The session side is either the real session facet over a harness (``test_approval_session``)
+or, for presentation-only tests, a small provider of the same contract (:class:`ScriptedDialogs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+from anyio.abc import TaskGroup
+from textual.app import App, ComposeResult
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Label, OptionList, Static
+
+from chord.context import Context, cancel_scope
+from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, define_facet
+from chord.facets.environment import ServiceSpawner
+from chord.remote import LoopbackServiceSource
+from chord.textual import Choice, ChoiceScreen, TextualTui, tui_facet
+from facets_approval.contract import ApprovalDecision, ApprovalDialogs, check_decision
+
+
+class DialogApp(App[None]):
+    """A minimal app around :class:`TextualTui` that reports screen changes as events."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tui = TextualTui(self, ready=False)
+        self._changed = anyio.Event()
+
+    def compose(self) -> ComposeResult:
+        yield Vertical(id="panels")
+
+    def on_mount(self) -> None:
+        self.screen_change_signal.subscribe(self, self._screen_changed)
+        self.tui.mark_ready()
+
+    def _screen_changed(self, _screen: Screen[Any]) -> None:
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+
+    async def until(self, predicate: Callable[[], bool]) -> None:
+        """Wait (on screen-change events, never a timer) until ``predicate()`` holds."""
+        with anyio.fail_after(10):
+            while not predicate():
+                await self._changed.wait()
+
+    def dialog(self) -> ChoiceScreen | None:
+        screen = self.screen
+        return screen if isinstance(screen, ChoiceScreen) else None
+
+    async def shown_dialog(self, pilot: Any) -> ChoiceScreen:
+        """The dialog on screen once it is mounted and focused (waits for it)."""
+        await self.until(lambda: self.dialog() is not None)
+        await pilot.pause()  # let the screen finish mounting before keys are pressed
+        screen = self.dialog()
+        assert screen is not None
+        return screen
+
+
+def dialog_title(screen: ChoiceScreen) -> str:
+    return str(screen.query_one(".title", Label).content)
+
+
+def dialog_body(screen: ChoiceScreen) -> str:
+    return str(next(iter(screen.query(Static).exclude(".title"))).content)
+
+
+def dialog_options(screen: ChoiceScreen) -> list[str]:
+    options = screen.query_one(OptionList)
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+
+class ScriptedDialog:
+    """A contract-conforming dialog instance that records the decisions it receives.
+
+    Only ``implementation`` (the request state and ``decide``) is spawned; the recording stays
+    on this object, out of the service's members.
+    """
+
+    def __init__(self, env: FacetEnvironment, request: dict[str, Any]) -> None:
+        self.decisions: list[ApprovalDecision] = []
+        self.decided = anyio.Event()
+
+        async def decide(decision: Any, ctx: Context) -> None:
+            self.decisions.append(check_decision(decision))
+            self.decided.set()
+
+        self.implementation = {"request": env.replicated_state(request), "decide": decide}
+
+
+class ScriptedDialogs:
+    """A stand-in session host: spawns :class:`ScriptedDialog` instances on demand."""
+
+    def __init__(self) -> None:
+        self.env: FacetEnvironment | None = None
+        self.spawner: ServiceSpawner[Any] | None = None
+
+        def setup(env: FacetEnvironment) -> None:
+            self.env = env
+            self.spawner = env.provide_many(ApprovalDialogs)
+
+        self.facet = define_facet("test/approval-session", setup)
+
+    def open(self, key: str, request: dict[str, Any]) -> tuple[ScriptedDialog, Callable[[], None]]:
+        assert self.env is not None and self.spawner is not None
+        dialog = ScriptedDialog(self.env, request)
+        return dialog, self.spawner.spawn(key, dialog.implementation)
+
+
+def bash_request(call_id: str = "call-1", command: str = "ls -la") -> dict[str, Any]:
+    return {
+        "conversationId": 1,
+        "callId": call_id,
+        "taskId": 7,
+        "name": "bash",
+        "args": {"command": command},
+    }
+
+
+@asynccontextmanager
+async def presentation(
+    session: FacetHost, facets: Sequence[Facet], tui: Any, group: TaskGroup
+) -> AsyncIterator[FacetHost]:
+    """A presentation host (``Tui`` from ``tui`` plus ``facets``) using ``session``'s services."""
+    source = LoopbackServiceSource(session.services, task_group=group)
+    async with create_facet_host([tui_facet(tui), *facets], service_sources=[source]) as host:
+        yield host
+
+
+class Prompt:
+    """One dialog a :class:`ScriptedTui` shows: what it asked, and a way to answer it."""
+
+    def __init__(self, title: str, choices: list[str], body: str) -> None:
+        self.title = title
+        self.choices = choices
+        self.body = body
+        self.dismissed = anyio.Event()
+        self._answered = anyio.Event()
+        self._answer: str | None = None
+
+    def answer(self, value: str | None) -> None:
+        self._answer = value
+        self._answered.set()
+
+
+class _ScriptedModal:
+    def __init__(self, tui: ScriptedTui, ctx: Context) -> None:
+        self._tui = tui
+        self._ctx = ctx
+        self._prompt: Prompt | None = None
+        self._closed = False
+
+    async def confirm(
+        self, title: str, body: str = "", *, yes: str = "Allow", no: str = "Deny"
+    ) -> bool:
+        raise AssertionError("the approval facet offers three choices, never a yes/no confirm")
+
+    async def choose(
+        self,
+        title: str,
+        choices: Sequence[Choice | str],
+        *,
+        body: str = "",
+        allow_text: bool = False,
+    ) -> str | None:
+        values = [c if isinstance(c, str) else c.value for c in choices]
+        prompt = Prompt(title, values, body)
+        self._prompt = prompt
+        self._tui.show(prompt)
+        with cancel_scope(self._ctx):
+            await prompt._answered.wait()
+        return prompt._answer
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._prompt is not None and not self._prompt._answered.is_set():
+            self._prompt.dismissed.set()
+        self._tui._lock.release()
+
+
+class ScriptedTui:
+    """chord's ``Tui`` contract without a terminal: each dialog becomes a :class:`Prompt` that
+    the test answers (one at a time, like the real modal slot)."""
+
+    def __init__(self) -> None:
+        self.prompts: list[Prompt] = []
+        self._taken = 0
+        self._changed = anyio.Event()
+        self._lock = anyio.Lock()
+
+    def show(self, prompt: Prompt) -> None:
+        self.prompts.append(prompt)
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+
+    async def next_prompt(self) -> Prompt:
+        """The next dialog shown (in order), waiting for it."""
+        with anyio.fail_after(10):
+            while len(self.prompts) <= self._taken:
+                await self._changed.wait()
+        self._taken += 1
+        return self.prompts[self._taken - 1]
+
+    async def acquire_modal(self, ctx: Context) -> _ScriptedModal:
+        with cancel_scope(ctx):
+            await self._lock.acquire()
+        return _ScriptedModal(self, ctx)
+
+    def notify(self, message: str, *, severity: str = "information") -> None:
+        raise AssertionError(f"unexpected toast {message!r}")
+
+    def register_command(self, name: str, description: str, handler: Any) -> Callable[[], None]:
+        raise AssertionError("the approval facet registers no command")
+
+    def mount_panel(self, panel_id: str, factory: Any) -> Callable[[], None]:
+        raise AssertionError("the approval facet mounts no panel")
+
+
+class Kit:
+    """The helpers above, handed to tests through the ``kit`` fixture (importlib mode cannot
+    import a conftest module by name)."""
+
+    DialogApp = DialogApp
+    ScriptedDialogs = ScriptedDialogs
+    ScriptedTui = ScriptedTui
+    bash_request = staticmethod(bash_request)
+    presentation = staticmethod(presentation)
+    title = staticmethod(dialog_title)
+    body = staticmethod(dialog_body)
+    options = staticmethod(dialog_options)
+
+
+@pytest.fixture
+def kit() -> type[Kit]:
+    return Kit

@@ -1,0 +1,86 @@
+"""The approval contract: decision validation (issue 7 "Bad input"), keys, and the entry point."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chord.packages import installed_facet_packages, load_generation
+from chord.remote import RemoteServiceError
+from facets_approval.contract import ApprovalDialogs, check_decision, dialog_key
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"decision": "allow"},
+        {"decision": "deny"},
+        {"decision": "deny", "by": "tui"},
+        {"decision": "allow", "always": True, "by": "web"},
+        {"decision": "allow", "always": False},
+    ],
+)
+def test_well_formed_decisions_are_returned_as_fresh_copies(value: dict[str, Any]) -> None:
+    checked = check_decision(value)
+    assert checked == value and checked is not value
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"decision": "maybe"}, "decision.decision must be 'allow' or 'deny', got 'maybe'"),
+        ({"decision": None}, "decision.decision must be 'allow' or 'deny', got None"),
+        ({}, "decision.decision is required"),
+        ({"decision": "allow", "by": ""}, "decision.by must be a non-empty string"),
+        ({"decision": "allow", "by": 7}, "decision.by must be a non-empty string, got 7"),
+        ({"decision": "allow", "always": 1}, "decision.always must be a bool, got 1"),
+        ({"decision": "deny", "always": True}, "decision.always applies only to 'allow'"),
+        ({"decision": "allow", "note": "x"}, "unknown field(s) note"),
+        (["allow"], "expected an object, got list"),
+        ("allow", "expected an object, got str"),
+    ],
+)
+def test_malformed_decisions_are_invalid_values_naming_the_problem(
+    value: object, message: str
+) -> None:
+    with pytest.raises(RemoteServiceError) as caught:
+        check_decision(value)
+    assert caught.value.code == "service_invalid_value"
+    assert caught.value.message.startswith("Invalid approval decision: ")
+    assert message in caught.value.message
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_only_allow_and_deny_are_decisions(word: str) -> None:
+    if word in ("allow", "deny"):
+        assert check_decision({"decision": word})["decision"] == word
+    else:
+        with pytest.raises(RemoteServiceError, match="must be 'allow' or 'deny'"):
+            check_decision({"decision": word})
+
+
+def test_dialog_keys_are_conversation_and_call() -> None:
+    assert dialog_key(3, "toolu_01") == "3:toolu_01"
+    assert ApprovalDialogs.id == "pi.approval-dialog" and not ApprovalDialogs.local
+    with pytest.raises(ValueError, match="call id must be a non-empty str"):
+        dialog_key(3, "")
+    with pytest.raises(ValueError, match="conversation id must be a non-negative int"):
+        dialog_key("3", "x")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("host", "ids"), [("session", ["@pi/approval"]), ("tui", ["@pi/approval"]), ("web", [])]
+)
+def test_the_entry_point_serves_one_facet_per_host(host: str, ids: list[str]) -> None:
+    # D7: found through the chord.facets entry point, never imported by name
+    (package,) = [p for p in installed_facet_packages() if p.distribution == "facets-approval"]
+    assert package.plugin_module == "facets_approval.plugin"
+    generation = load_generation(package, host)
+    try:
+        assert [facet.id for facet in generation.facets] == ids
+    finally:
+        generation.purge()

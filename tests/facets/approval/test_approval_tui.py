@@ -1,0 +1,133 @@
+"""The approval TUI facet in a real Textual app (Pilot), against the dialog contract.
+
+The session side here is a scripted provider of ``pi.approval-dialog`` in its own facet host;
+the presentation host reaches it through chord's loopback source, exactly as a TUI process
+reaches the session worker. (The real session facet over a harness is in
+``test_approval_session.py``.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from chord.facets import create_facet_host
+from facets_approval.tui import tui_facet
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize(
+    ("keys", "decision"),
+    [
+        (["enter"], {"decision": "allow", "by": "tui"}),
+        (["down", "enter"], {"decision": "allow", "always": True, "by": "tui"}),
+        (["down", "down", "enter"], {"decision": "deny", "by": "tui"}),
+        (["escape"], {"decision": "deny", "by": "tui"}),
+    ],
+    ids=["allow", "always-allow", "deny", "escape-denies"],
+)
+async def test_the_modal_shows_the_call_and_sends_the_chosen_decision(
+    kit: Any, keys: list[str], decision: dict[str, Any]
+) -> None:
+    app = kit.DialogApp()
+    scripted = kit.ScriptedDialogs()
+    async with (
+        app.run_test() as pilot,
+        anyio.create_task_group() as group,
+        create_facet_host([scripted.facet]) as session,
+        kit.presentation(session, [tui_facet], app.tui, group),
+    ):
+        dialog, _close = scripted.open("1:call-1", kit.bash_request(command="rm -rf build/"))
+        screen = await app.shown_dialog(pilot)
+        assert kit.title(screen) == "Allow bash?"
+        assert '"command": "rm -rf build/"' in kit.body(screen)
+        assert kit.options(screen) == [
+            "Allow",
+            "Always allow bash in this conversation",
+            "Deny",
+        ]
+        await pilot.press(*keys)
+        with anyio.fail_after(10):
+            await dialog.decided.wait()
+        assert dialog.decisions == [decision]
+        await app.until(lambda: app.dialog() is None)  # the modal slot was given back
+        group.cancel_scope.cancel()
+
+
+async def test_closing_the_instance_dismisses_the_modal_without_a_decision(kit: Any) -> None:
+    app = kit.DialogApp()
+    scripted = kit.ScriptedDialogs()
+    async with (
+        app.run_test() as pilot,
+        anyio.create_task_group() as group,
+        create_facet_host([scripted.facet]) as session,
+        kit.presentation(session, [tui_facet], app.tui, group),
+    ):
+        dialog, close = scripted.open("1:call-1", kit.bash_request())
+        await app.shown_dialog(pilot)
+        close()  # e.g. another presentation's decision was recorded, or the call was aborted
+        await app.until(lambda: app.dialog() is None)
+        assert dialog.decisions == []
+        # The slot is free again: the next dialog shows and can be answered.
+        second, _ = scripted.open("1:call-2", kit.bash_request("call-2", "make"))
+        screen = await app.shown_dialog(pilot)
+        assert '"command": "make"' in kit.body(screen)
+        await pilot.press("enter")
+        with anyio.fail_after(10):
+            await second.decided.wait()
+        assert second.decisions == [{"decision": "allow", "by": "tui"}]
+        group.cancel_scope.cancel()
+
+
+async def test_two_open_dialogs_are_shown_one_after_the_other(kit: Any) -> None:
+    app = kit.DialogApp()
+    scripted = kit.ScriptedDialogs()
+    async with (
+        app.run_test() as pilot,
+        anyio.create_task_group() as group,
+        create_facet_host([scripted.facet]) as session,
+        kit.presentation(session, [tui_facet], app.tui, group),
+    ):
+        first, _ = scripted.open("1:a", kit.bash_request("a", "first"))
+        second, _ = scripted.open("1:b", kit.bash_request("b", "second"))
+        screen = await app.shown_dialog(pilot)
+        assert len(app.screen_stack) == 2  # the default screen and one dialog
+        shown_first = '"command": "first"' in kit.body(screen)
+        await pilot.press("enter")  # allow the one on screen
+        await app.until(lambda: app.dialog() not in (None, screen))  # then the other one shows
+        await pilot.pause()
+        await pilot.press("down", "down", "enter")  # deny the other one
+        with anyio.fail_after(10):
+            await first.decided.wait()
+            await second.decided.wait()
+        allowed, denied = (first, second) if shown_first else (second, first)
+        assert allowed.decisions == [{"decision": "allow", "by": "tui"}]
+        assert denied.decisions == [{"decision": "deny", "by": "tui"}]
+        group.cancel_scope.cancel()
+
+
+async def test_a_presentation_that_connects_late_sees_and_answers_an_open_dialog(
+    kit: Any,
+) -> None:
+    # seed §7 "Chord": late-joiner hydration of an open dialog instance
+    app = kit.DialogApp()
+    scripted = kit.ScriptedDialogs()
+    async with (
+        create_facet_host([scripted.facet]) as session,
+        anyio.create_task_group() as group,
+    ):
+        dialog, _ = scripted.open("1:call-1", kit.bash_request(command="git push"))
+        async with (
+            app.run_test() as pilot,
+            kit.presentation(session, [tui_facet], app.tui, group),
+        ):
+            screen = await app.shown_dialog(pilot)
+            assert '"command": "git push"' in kit.body(screen)
+            await pilot.press("enter")
+            with anyio.fail_after(10):
+                await dialog.decided.wait()
+        assert dialog.decisions == [{"decision": "allow", "by": "tui"}]
+        group.cancel_scope.cancel()

@@ -1,0 +1,105 @@
+"""Tool parameters are JSON Schema dicts validated with jsonschema (D8 G16); errors name the
+field (pico3-spec §4.11.3 "invalid arguments")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chord.context import Context
+from pico3.tools import InvalidArguments, ToolApi, ToolDeclaration, ToolResult, validate_arguments
+
+QUESTION = {
+    "type": "object",
+    "properties": {
+        "question": {"type": "string", "minLength": 1},
+        "options": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"label": {"type": "string"}, "weight": {"type": "integer"}},
+                "required": ["label"],
+            },
+        },
+        "timeout": {"type": "integer", "minimum": 0},
+    },
+    "required": ["question"],
+    "additionalProperties": False,
+}
+
+
+async def _run(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
+    return ToolResult.text("ok")
+
+
+def declare(parameters: Any) -> ToolDeclaration:
+    return ToolDeclaration("question", "Ask.", parameters, _run)
+
+
+def problems(arguments: Any) -> list[str]:
+    with pytest.raises(InvalidArguments) as caught:
+        declare(QUESTION).validate(arguments)
+    assert caught.value.tool == "question"
+    return caught.value.problems
+
+
+def test_valid_arguments_pass() -> None:
+    declare(QUESTION).validate({"question": "Why?", "options": [{"label": "a", "weight": 2}]})
+
+
+def test_missing_required_field_is_named_at_its_own_path() -> None:
+    assert problems({}) == ["arguments.question: is required"]
+
+
+def test_nested_errors_name_the_full_path() -> None:
+    found = problems({"question": "q", "options": [{"label": "a"}, {"weight": "heavy"}]})
+    assert "arguments.options[1].label: is required" in found
+    assert "arguments.options[1].weight: 'heavy' is not of type 'integer'" in found
+
+
+def test_every_problem_is_reported_and_the_message_lists_them() -> None:
+    with pytest.raises(InvalidArguments) as caught:
+        declare(QUESTION).validate({"question": "", "timeout": -1, "extra": True})
+    text = str(caught.value)
+    assert text.startswith("invalid arguments for tool 'question': ")
+    assert "arguments.question:" in text and "arguments.timeout:" in text
+    assert "'extra' was unexpected" in text
+
+
+def test_bool_is_not_an_integer() -> None:
+    assert problems({"question": "q", "timeout": True}) == [
+        "arguments.timeout: True is not of type 'integer'"
+    ]
+
+
+def test_arguments_must_be_an_object() -> None:
+    with pytest.raises(InvalidArguments, match="arguments: "):
+        validate_arguments(declare(QUESTION), ["question"])
+
+
+def test_a_bad_schema_fails_when_the_tool_is_declared() -> None:
+    with pytest.raises(ValueError, match=r"invalid JSON Schema at parameters.properties.n"):
+        declare({"type": "object", "properties": {"n": {"type": "integr"}}})
+
+
+def test_parameters_must_describe_an_object() -> None:
+    with pytest.raises(ValueError, match='"type": "object"'):
+        declare({"type": "string"})
+
+
+def test_parameters_must_be_strict_json() -> None:
+    with pytest.raises(ValueError, match="parameters"):
+        declare({"type": "object", "default": float("nan")})
+
+
+def test_the_declaration_keeps_a_private_copy_of_its_schema() -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
+    declaration = declare(schema)
+    schema["required"].append("late")  # the caller mutates its object afterwards
+    declaration.validate({})
+    assert declaration.wire() == {
+        "name": "question",
+        "description": "Ask.",
+        "parameters": {"type": "object", "properties": {}, "required": []},
+    }

@@ -1,0 +1,50 @@
+"""Fixtures for reload tests: every test runs on MemoryStorage and on JsonlStorage(fsync=False)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from chord.context import BACKGROUND
+from pico3.harness import Harness, HarnessOptions
+from pico3.storage import JsonlStorage, MemoryStorage, Storage
+from pico3.tasks import ManualClock
+
+StorageFactory = Callable[[], Storage]
+
+
+@pytest.fixture(params=["memory", "jsonl"])
+def storage_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StorageFactory:
+    """A function giving a storage object for *the same* place on every call (reopen)."""
+    if request.param == "memory":
+        shared = MemoryStorage()
+        return lambda: shared
+    return lambda: JsonlStorage(tmp_path / "session", fsync=False)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def reports() -> list[BaseException]:
+    """Errors the harness reported through ``on_report`` (task faults among them)."""
+    return []
+
+
+@pytest.fixture
+def options(clock: ManualClock, reports: list[BaseException]) -> HarnessOptions:
+    return HarnessOptions(on_report=reports.append, clock=clock)
+
+
+@pytest.fixture
+async def harness(
+    storage_factory: StorageFactory, options: HarnessOptions
+) -> AsyncIterator[Harness]:
+    """An entered harness (not yet resumed: register kinds, then ``await h.resume(ctx)``)."""
+    h = await Harness.open(storage_factory(), options, BACKGROUND)
+    async with h:
+        yield h

@@ -1,0 +1,238 @@
+"""A task's life: initial → checkpoints → Done; builders, retries, events, slots (§4.1, §4.2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from msgspec import UNSET
+
+from chord.context import BACKGROUND, Context
+from pico3.harness import Harness
+from pico3.kernel import Envelope, Transaction
+from pico3.storage import Task
+from pico3.tasks import (
+    RETRY,
+    Completion,
+    Done,
+    Next,
+    Runtime,
+    TaskInfo,
+    define_task,
+)
+
+pytestmark = pytest.mark.anyio
+ctx = BACKGROUND
+
+
+async def never_abort(task: TaskInfo, rt: Runtime, ctx: Context) -> Any:
+    return lambda tx, current, ctx: None
+
+
+def done(result: Any) -> Done:
+    return Done(lambda tx, current, ctx: Completion.completed(result))
+
+
+async def create(h: Harness, kind: Any, input: Any = None, **opts: Any) -> int:
+    c = await h.root(ctx)
+    return await c.commit(lambda tx, _ctx: tx.create_task(kind, input, **opts), ctx)
+
+
+async def test_a_task_walks_its_phases_and_completes(harness: Harness) -> None:
+    seen: list[tuple[str, Any]] = []
+
+    async def initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Next:
+        seen.append(("initial", task.input))
+        return Next({"phase": "counting", "n": 0})
+
+    async def counting(task: TaskInfo, rt: Runtime, ctx: Context) -> Next | Done:
+        assert task.checkpoint is not None
+        n = task.checkpoint["n"]
+        seen.append(("counting", n))
+        if n == 2:
+            return done({"counted": n})
+        return Next({"phase": "counting", "n": n + 1})
+
+    kind = define_task(
+        "test.count", initial=initial, phases={"counting": counting}, abort=never_abort
+    )
+    harness.register_task_kind(kind)
+    await harness.resume(ctx)
+    task_id = await create(harness, kind, {"x": 1})
+    final = await harness.wait_for_task(task_id, ctx)
+    assert seen == [("initial", {"x": 1}), ("counting", 0), ("counting", 1), ("counting", 2)]
+    assert final.status == "terminal"
+    assert final.outcome == {"status": "completed", "result": {"counted": 2}}
+    assert final.checkpoint is UNSET  # a terminal record drops its checkpoint
+
+
+async def test_task_events_and_view_status_follow_the_task(harness: Harness) -> None:  # 13, 15
+    gate, parked = anyio.Event(), anyio.Event()
+
+    async def initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Next:
+        await rt.commit(lambda tx, current, _c: tx.slot(current).__setitem__("files", 3), ctx)
+        return Next({"phase": "waiting"})
+
+    async def waiting(task: TaskInfo, rt: Runtime, ctx: Context) -> Done:
+        parked.set()
+        await gate.wait()
+        return done(None)
+
+    kind = define_task(
+        "test.described",
+        initial=initial,
+        phases={"waiting": waiting},
+        abort=never_abort,
+        slot=lambda input: {"files": 0, "memos": {"secret": 1}},
+        describe=lambda task: {"stage": task.phase, "slot": task.slot},
+    )
+    harness.register_task_kind(kind)
+    c = await harness.root(ctx)
+    watch = await c.watch(ctx)
+    envelopes: list[Envelope] = []
+    watch.start(envelopes.append)
+    await harness.resume(ctx)
+    task_id = await create(harness, kind, None, background=True)
+    await parked.wait()
+    snapshot = await c.watch(ctx)
+    # describe() output is tasks[id].status; memos never reach it
+    assert snapshot.view["tasks"][str(task_id)] == {
+        "kind": "test.described",
+        "background": True,
+        "status": {"stage": "waiting", "slot": {"files": 3}},
+    }
+    gate.set()
+    await harness.wait_for_task(task_id, ctx)
+    events = [e for env in envelopes for e in env.events if e["type"].startswith("task.")]
+    assert events == [
+        {"type": "task.started", "taskId": task_id, "kind": "test.described", "background": True},
+        {"type": "task.ended", "taskId": task_id, "kind": "test.described", "outcome": "completed"},
+    ]
+    replica = snapshot.view
+    assert str(task_id) not in (await c.watch(ctx)).view["tasks"]
+    assert "secret" not in str(replica)
+    sticky = await c.sticky(ctx)
+    assert str(task_id) not in sticky.get("tasks", {})  # slot retired with the terminal record
+
+
+async def test_without_describe_the_status_is_the_phase(harness: Harness) -> None:  # 15
+    gate, parked = anyio.Event(), anyio.Event()
+
+    async def initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Next:
+        return Next({"phase": "parked"})
+
+    async def park(task: TaskInfo, rt: Runtime, ctx: Context) -> Done:
+        parked.set()
+        await gate.wait()
+        return done(None)
+
+    kind = define_task("test.plain", initial=initial, phases={"parked": park}, abort=never_abort)
+    harness.register_task_kind(kind)
+    c = await harness.root(ctx)
+    task_id = await create(harness, kind)
+    before = await c.watch(ctx)
+    assert before.view["tasks"][str(task_id)] == {
+        "kind": "test.plain",
+        "status": {"phase": "pending"},
+    }
+    await harness.resume(ctx)
+    await parked.wait()
+    after = await c.watch(ctx)
+    assert after.view["tasks"][str(task_id)]["status"] == {"phase": "parked"}
+    gate.set()
+    await harness.wait_for_task(task_id, ctx)
+
+
+async def test_builder_retry_reenters_the_handler_and_completion_terminalizes(
+    harness: Harness,
+) -> None:
+    calls: list[int] = []
+
+    async def initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Next:
+        calls.append(len(calls))
+
+        def build(tx: Transaction, current: Task, _ctx: Context) -> Any:
+            if len(calls) < 3:
+                tx.slot(current)["wasted"] = True  # discarded with the retry
+                return RETRY
+            return Completion.failed({"why": "enough"})
+
+        return Next(build)
+
+    kind = define_task("test.retry", initial=initial, phases={}, abort=never_abort)
+    harness.register_task_kind(kind)
+    await harness.resume(ctx)
+    task_id = await create(harness, kind)
+    final = await harness.wait_for_task(task_id, ctx)
+    assert calls == [0, 1, 2]
+    assert final.outcome == {"status": "failed", "failure": {"why": "enough"}}
+    c = await harness.root(ctx)
+    assert str(task_id) not in (await c.sticky(ctx)).get("tasks", {})
+
+
+async def test_a_dependency_wakes_its_dependent_once_whatever_its_outcome(
+    harness: Harness,
+) -> None:  # 110
+    runs: list[str] = []
+    gate = anyio.Event()
+
+    async def first(task: TaskInfo, rt: Runtime, ctx: Context) -> Done:
+        runs.append("first")
+        await gate.wait()
+        return Done(lambda tx, cur, c: Completion.failed("boom"))
+
+    async def second(task: TaskInfo, rt: Runtime, ctx: Context) -> Done:
+        runs.append("second")
+        return done(None)
+
+    k1 = define_task("test.first", initial=first, phases={}, abort=never_abort)
+    k2 = define_task("test.second", initial=second, phases={}, abort=never_abort)
+    harness.register_task_kind(k1)
+    harness.register_task_kind(k2)
+    await harness.resume(ctx)
+    c = await harness.root(ctx)
+
+    def build(tx: Transaction, _c: Context) -> tuple[int, int]:
+        a = tx.create_task(k1, None)
+        return a, tx.create_task(k2, None, after=[a])
+
+    a, b = await c.commit(build, ctx)
+    pending = await harness.get_task(b, ctx)
+    assert pending is not None and pending.status == "pending"
+    gate.set()
+    await harness.wait_for_task(b, ctx)
+    assert runs == ["first", "second"]
+    assert (await harness.get_task(a, ctx)).outcome == {"status": "failed", "failure": "boom"}  # type: ignore[union-attr]
+
+
+async def test_after_must_name_existing_tasks(harness: Harness) -> None:
+    kind = define_task("test.dep", initial=lambda t, r, c: _never(), phases={}, abort=never_abort)
+    harness.register_task_kind(kind)
+    c = await harness.root(ctx)
+    with pytest.raises(ValueError, match="after target 999"):
+        await c.commit(lambda tx, _c: tx.create_task(kind, None, after=[999]), ctx)
+
+
+async def _never() -> Any:
+    raise AssertionError("never runs")
+
+
+async def test_clock_sleep_waits_for_the_injected_clock(
+    harness: Harness, clock: Any
+) -> None:  # G22
+    async def initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Done:
+        start = rt.now()
+        await rt.sleep(start + 5000, ctx)
+        return done({"slept": rt.now() - start})
+
+    kind = define_task("test.sleep", initial=initial, phases={}, abort=never_abort)
+    harness.register_task_kind(kind)
+    await harness.resume(ctx)
+    task_id = await create(harness, kind)
+    await clock.wait_for_sleepers(1)
+    clock.advance(4999)
+    assert (await harness.get_task(task_id, ctx)).status == "running"  # type: ignore[union-attr]
+    clock.advance(1)
+    final = await harness.wait_for_task(task_id, ctx)
+    assert final.outcome == {"status": "completed", "result": {"slept": 5000}}
