@@ -1,0 +1,440 @@
+"""The coding agent's Textual app: renders one ``ConversationView`` and sends user intent back.
+
+The app is a *presentation* of a conversation owned elsewhere (the session worker). It follows
+``client.view`` and renders every revision; it never keeps its own copy of the transcript.
+
+Rendering is decoupled from delivery. The view listener only records the newest value and wakes
+a render loop; the loop renders whatever is newest, at most once per frame. A 2,000 tokens/s
+stream therefore costs one Markdown append per frame, not one per token, and a burst of
+revisions never builds a backlog. A ``hydrate`` delivery (first sight, reconnect, respawned
+worker) is a *rebaseline*: the transcript is rebuilt from the new document. ``None`` means the
+worker is unavailable: a banner says so until the next hydrate.
+
+Facets reach the UI through :attr:`CodingAgentApp.tui` (a :class:`chord.textual.TextualTui`):
+panels mount in ``#panels``, ``/commands`` typed in the editor run through
+:meth:`~chord.textual.TextualTui.run_command`. The app itself registers only ``/help`` and
+``/quit``; everything else (``/model``, ``/compact``, ``/sessions``…) is contributed by whoever
+can actually carry it out. Run it beside a facet host with :func:`run_tui`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import anyio
+from rich.text import Text
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.reactive import reactive
+from textual.widgets import Static, TextArea
+
+from chord.context import BACKGROUND, Context, with_cancel
+from chord.facets import Facet
+from chord.state import Delivery
+from chord.textual import TextualTui, run_app_with_facets
+from coding_agent.tui.client import ConversationClient, SendMode
+from coding_agent.tui.document import inbox_text
+from coding_agent.tui.widgets.editor import PromptEditor
+from coding_agent.tui.widgets.footer import StatusFooter
+from coding_agent.tui.widgets.messages import ThinkingBlock
+from coding_agent.tui.widgets.queue import QueuePanel
+from coding_agent.tui.widgets.tasks import TasksPanel
+from coding_agent.tui.widgets.transcript import Transcript
+
+__all__ = ["FRAME_INTERVAL", "CodingAgentApp", "run_tui", "turn_status"]
+
+FRAME_INTERVAL = 1 / 30
+"""Minimum seconds between two render passes: the UI's frame budget for streamed text."""
+
+UNAVAILABLE = "Worker unavailable — reconnecting…"
+_SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def turn_status(view: Mapping[str, Any]) -> str:
+    """One line saying what the running turn is doing (empty when idle)."""
+    turn = view.get("turn")
+    if not isinstance(turn, dict):
+        return ""
+    generation = turn.get("generation")
+    if isinstance(generation, dict):
+        stage = generation.get("stage")
+        attempt = generation.get("attempt")
+        if stage == "retrying":
+            error = generation.get("lastError")
+            detail = f": {error}" if isinstance(error, str) and error else ""
+            return f"Retrying (attempt {attempt}){detail}"
+        if stage == "waiting":
+            return "Waiting for compaction"
+        if stage == "deferred":
+            return "Waiting for a deferred response"
+        if stage == "streaming":
+            return "Responding"
+        if stage == "requesting":
+            return "Thinking"
+        return "Preparing"
+    tools = turn.get("tools")
+    if isinstance(tools, list) and tools:
+        waiting = [s.get("waitingOn") for s in tools if isinstance(s, dict) and s.get("waitingOn")]
+        if waiting:
+            return f"Waiting on {waiting[0]}"
+        running = sum(1 for s in tools if isinstance(s, dict) and s.get("status") == "running")
+        return f"Running {running} tool{'s' if running != 1 else ''}" if running else "Working"
+    return "Working"
+
+
+def _compaction_text(compaction: Any) -> str:
+    if not isinstance(compaction, dict):
+        return ""
+    reason = compaction.get("reason")
+    if compaction.get("stage") == "retrying":
+        return f"Compacting context — retrying (attempt {compaction.get('attempt')})"
+    return f"Compacting context ({reason})…" if reason else "Compacting context…"
+
+
+class CodingAgentApp(App[None]):
+    """The terminal UI of one conversation."""
+
+    CSS_PATH = Path(__file__).with_name("app.tcss")
+    TITLE = "coding-agent"
+    AUTO_FOCUS = "#editor"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "abort", "Abort", show=False),
+        Binding("alt+up", "dequeue", "Dequeue", show=False),
+        Binding("ctrl+o", "toggle_tools", "Tool output", show=False),
+        Binding("ctrl+t", "toggle_thinking", "Thinking", show=False),
+    ]
+
+    busy: reactive[bool] = reactive(False)
+    """True while the conversation has a live turn (submissions steer or follow up)."""
+
+    def __init__(self, client: ConversationClient, *, frame_interval: float = FRAME_INTERVAL):
+        super().__init__()
+        self.client = client
+        self.frame_interval = frame_interval
+        self.tui = TextualTui(self, panel_container="#panels", ready=False)
+        self.transcript = Transcript(id="transcript")
+        self.editor = PromptEditor(commands=lambda: self.tui.commands, id="editor")
+        self.footer = StatusFooter(client.session, id="footer")
+        self.tasks_panel = TasksPanel(id="tasks")
+        self.queue = QueuePanel(id="queue")
+        self._unavailable = Static(UNAVAILABLE, id="unavailable", markup=False)
+        self._compaction = Static(id="compaction", markup=False)
+        self._status = Static(id="turn-status", markup=False)
+        self._hints = Static(id="hints", markup=False)
+        self._ctx, self._cancel_ctx = with_cancel(BACKGROUND)
+        self._latest: Any = None
+        self._rebaseline = True
+        self._requested = 0
+        self._applied = 0
+        self._wake = anyio.Event()
+        self._progress = anyio.Event()
+        self._render_stopped = False
+        self._unsubscribe: Any = None
+        self._status_text = ""
+        self._spin = 0
+        self._tools_collapsed = True
+        self._thinking_collapsed = True
+        self.render_passes = 0
+        """Render passes run so far (a pass renders the newest value; tests bound it)."""
+        self.render_errors: list[Exception] = []
+        """Exceptions rendering raised (each is also shown as a toast)."""
+
+    @property
+    def ctx(self) -> Context:
+        """The app's context: cancelled when the app unmounts."""
+        return self._ctx
+
+    @property
+    def view(self) -> Any:
+        """The newest view value delivered (may be ahead of what is on screen)."""
+        return self._latest
+
+    # -- layout ------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield self._unavailable
+        yield self._compaction
+        yield self.transcript
+        with Vertical(id="panels"):
+            yield self.tasks_panel
+        yield self.queue
+        yield self._status
+        yield self.editor
+        yield self._hints
+        yield self.footer
+
+    def on_mount(self) -> None:
+        self._unavailable.display = False
+        self._compaction.display = False
+        self._status.display = False
+        self._hints.display = False
+        self.editor.border_title = "›"
+        self.footer.show(self.client.view.value)
+        self.tui.register_command("help", "List the commands", self._help)
+        self.tui.register_command("quit", "Leave the app (the session keeps running)", self._quit)
+        self.tui.mark_ready()
+        self.run_worker(self._render_loop(), name="render", group="render", exclusive=True)
+        self._unsubscribe = self.client.view.subscribe(self._on_view)
+        if self._requested == 0 and self.client.view.value is None:
+            self.apply_view(None, rebaseline=True)
+        self.set_interval(0.1, self._tick)
+
+    def on_unmount(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self._cancel_ctx()
+
+    # -- the view ----------------------------------------------------------------------------
+    def _on_view(self, value: Any, ctx: Context, delivery: Delivery) -> None:
+        del ctx
+        self.apply_view(value, rebaseline=delivery.kind == "hydrate")
+
+    def apply_view(self, value: Mapping[str, Any] | None, *, rebaseline: bool = False) -> None:
+        """Render ``value`` soon (the newest value wins; ``None`` = worker unavailable).
+
+        ``rebaseline`` re-renders from scratch (a hydrate delivery). Coming back from ``None``
+        always rebaselines. Returns at once; :meth:`wait_rendered` waits for the screen.
+        """
+        if value is None or self._latest is None:
+            rebaseline = True
+        self._latest = value
+        self._rebaseline = self._rebaseline or rebaseline
+        self._requested += 1
+        self._wake.set()
+
+    async def wait_rendered(self) -> None:
+        """Wait until every value applied so far has been rendered.
+
+        Raises :class:`RuntimeError` (chained to the cause) if rendering ever failed.
+        """
+        target = self._requested
+        while self._applied < target:
+            if self._render_stopped:
+                raise RuntimeError("the app is no longer rendering (it exited or crashed)")
+            await self._progress.wait()
+        if self.render_errors:
+            raise RuntimeError("rendering the view failed") from self.render_errors[-1]
+
+    async def _render_loop(self) -> None:
+        try:
+            await self._render_forever()
+        finally:
+            self._render_stopped = True
+            self._progress.set()
+
+    async def _render_forever(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            target = self._requested
+            value, rebaseline = self._latest, self._rebaseline
+            self._rebaseline = False
+            try:
+                await self._render(value, rebaseline)
+            except Exception as error:  # a rendering bug must not freeze the UI
+                self.render_errors.append(error)
+                self.log.error("rendering the view failed", error)
+                self.notify(f"Display error: {error!r}", severity="error")
+                self._rebaseline = True  # start from a clean slate next time
+            self.render_passes += 1
+            self._applied = target
+            progress, self._progress = self._progress, anyio.Event()
+            progress.set()
+            await anyio.sleep(self.frame_interval)
+
+    async def _render(self, value: Mapping[str, Any] | None, rebaseline: bool) -> None:
+        if value is None:
+            self._unavailable.display = True
+            self.footer.show(None)
+            self.busy = False
+            self._set_status("")
+            return
+        self._unavailable.display = False
+        if rebaseline or not await self.transcript.update(value):
+            await self.transcript.rebuild(value)
+            self.footer.rebase(value)
+        else:
+            self.footer.show(value)
+        tasks = value.get("tasks")
+        self.tasks_panel.show(tasks if isinstance(tasks, dict) else None)
+        inbox = value.get("inbox")
+        await self.queue.show(inbox if isinstance(inbox, list) else None)
+        compaction = _compaction_text(value.get("compaction"))
+        self._compaction.update(compaction)
+        self._compaction.display = bool(compaction)
+        self.busy = isinstance(value.get("turn"), dict)
+        self._set_status(turn_status(value))
+
+    # -- status line -------------------------------------------------------------------------
+    def _set_status(self, text: str) -> None:
+        self._status_text = text
+        self._status.display = bool(text)
+        self._paint_status()
+
+    def _tick(self) -> None:
+        if self._status_text:
+            self._spin = (self._spin + 1) % len(_SPINNER)
+            self._paint_status()
+
+    def _paint_status(self) -> None:
+        if not self._status_text:
+            return
+        line = Text()
+        line.append(f"{_SPINNER[self._spin]} ", style="bold")
+        line.append(self._status_text)
+        line.append("   esc to interrupt", style="dim")
+        self._status.update(line)
+
+    def watch_busy(self, busy: bool) -> None:
+        self.editor.border_subtitle = (
+            "enter steers · alt+enter follows up" if busy else "enter sends · shift+enter newline"
+        )
+
+    # -- input -------------------------------------------------------------------------------
+    @on(TextArea.Changed, "#editor")
+    def _editor_changed(self) -> None:
+        matches = self.editor.completions()
+        if not matches:
+            self._hints.display = False
+            return
+        hint = Text()
+        for index, name in enumerate(matches[:8]):
+            if index:
+                hint.append("   ")
+            hint.append(f"/{name}", style="bold")
+            hint.append(f" {self.tui.commands[name].description}", style="dim")
+        self._hints.update(hint)
+        self._hints.display = True
+
+    @on(PromptEditor.Submitted)
+    def _submitted(self, event: PromptEditor.Submitted) -> None:
+        text = event.text
+        self._hints.display = False
+        if text.startswith("/") and not text.startswith("//"):
+            name = text[1:].split(maxsplit=1)[0] if text[1:].strip() else ""
+            if name not in self.tui.commands:
+                self.notify(
+                    f"Unknown command /{name} — type // to send text starting with /",
+                    severity="warning",
+                )
+                self.editor.restore(text)
+                return
+            self.run_worker(self.tui.run_command(text, self._ctx), group="commands")
+            return
+        if text.startswith("//"):
+            text = text[1:]
+        self.send(text, follow_up=event.follow_up)
+
+    def send_mode(self, follow_up: bool) -> SendMode:
+        """How a submission goes out now: a prompt when idle, else steer or follow-up."""
+        if not self._is_busy():
+            return "prompt"
+        return "followUp" if follow_up else "steer"
+
+    def send(self, text: str, *, follow_up: bool = False) -> None:
+        """Send ``text`` (in the background); on failure it returns to the editor."""
+        mode = self.send_mode(follow_up)
+        self.run_worker(self._send(text, mode), group="send")
+
+    async def _send(self, text: str, mode: SendMode) -> None:
+        try:
+            await self.client.send(text, mode, self._ctx)
+        except Exception as error:
+            self.notify(f"Could not send: {error}", severity="error")
+            self.editor.restore(text)
+
+    def _is_busy(self) -> bool:
+        latest = self._latest
+        return isinstance(latest, dict) and isinstance(latest.get("turn"), dict)
+
+    def _queued(self) -> list[tuple[int, str]]:
+        latest = self._latest
+        inbox = latest.get("inbox") if isinstance(latest, dict) else None
+        items = inbox if isinstance(inbox, list) else []
+        return [
+            (item["id"], inbox_text(item))
+            for item in items
+            if isinstance(item, dict)
+            and type(item.get("id")) is int
+            and item.get("mode") in ("steer", "followUp")
+        ]
+
+    def action_abort(self) -> None:
+        """Esc: abort the running turn; queued steer/follow-up text returns to the editor."""
+        if not self._is_busy():
+            return
+        self.run_worker(self._abort(self._queued()), group="abort", exclusive=True)
+
+    async def _abort(self, queued: Sequence[tuple[int, str]]) -> None:
+        try:
+            await self.client.abort(self._ctx)
+        except Exception as error:
+            self.notify(f"Could not abort: {error}", severity="error")
+            return
+        texts = [text for _, text in queued if text]
+        if texts:
+            self.editor.restore("\n\n".join(texts))
+
+    def action_dequeue(self) -> None:
+        """Alt+Up: cancel the newest queued input and put its text back in the editor."""
+        queued = self._queued()
+        if queued:
+            input_id, text = queued[-1]
+            self.run_worker(self._cancel_input(input_id, text), group="queue")
+
+    @on(QueuePanel.CancelRequested)
+    def _cancel_requested(self, event: QueuePanel.CancelRequested) -> None:
+        self.run_worker(self._cancel_input(event.input_id, None), group="queue")
+
+    async def _cancel_input(self, input_id: int, restore: str | None) -> None:
+        try:
+            result = await self.client.input_abort(input_id, self._ctx)
+        except Exception as error:
+            self.notify(f"Could not cancel: {error}", severity="error")
+            return
+        if result == "aborted":
+            if restore:
+                self.editor.restore(restore)
+        elif result == "already_placed":
+            self.notify("Too late: that message was already delivered", severity="warning")
+
+    def action_toggle_tools(self) -> None:
+        self._tools_collapsed = not self._tools_collapsed
+        self.transcript.set_tools_collapsed(self._tools_collapsed)
+
+    def action_toggle_thinking(self) -> None:
+        self._thinking_collapsed = not self._thinking_collapsed
+        for block in self.query(ThinkingBlock):
+            block.collapsed = self._thinking_collapsed
+
+    # -- built-in commands -------------------------------------------------------------------
+    def _help(self, args: str, ctx: Context) -> None:
+        del args, ctx
+        lines = [
+            f"/{c.name} — {c.description}"
+            for c in sorted(self.tui.commands.values(), key=lambda c: c.name)
+        ]
+        keys = (
+            "enter send · alt+enter follow-up · shift+enter/ctrl+j newline · esc abort · "
+            "alt+up dequeue · ctrl+o tool output · ctrl+t thinking"
+        )
+        self.notify("\n".join([*lines, "", keys]), title="Commands", timeout=20)
+
+    def _quit(self, args: str, ctx: Context) -> None:
+        del args, ctx
+        self.exit()
+
+
+async def run_tui(
+    client: ConversationClient, facets: Sequence[Facet] = (), **run_options: Any
+) -> None:
+    """Run the app with a facet host beside it (presentation facets get :data:`chord.textual.Tui`).
+
+    ``run_options`` go to :func:`chord.textual.run_app_with_facets` (and on to ``run_async``).
+    """
+    app = CodingAgentApp(client)
+    await run_app_with_facets(app, app.tui, facets, **run_options)

@@ -1,0 +1,22 @@
+"""Widgets of the coding agent's TUI, each rendering one part of the ``ConversationView``."""
+
+from coding_agent.tui.widgets.editor import PromptEditor
+from coding_agent.tui.widgets.footer import StatusFooter
+from coding_agent.tui.widgets.messages import AssistantView, MessageMarkdown, ThinkingBlock
+from coding_agent.tui.widgets.queue import QueuePanel
+from coding_agent.tui.widgets.tasks import TasksPanel
+from coding_agent.tui.widgets.tools import ToolCard
+from coding_agent.tui.widgets.transcript import TAIL, Transcript
+
+__all__ = [
+    "TAIL",
+    "AssistantView",
+    "MessageMarkdown",
+    "PromptEditor",
+    "QueuePanel",
+    "StatusFooter",
+    "TasksPanel",
+    "ThinkingBlock",
+    "ToolCard",
+    "Transcript",
+]

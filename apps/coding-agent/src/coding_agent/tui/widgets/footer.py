@@ -1,0 +1,97 @@
+"""The status line: model, cwd, session, tokens, cost and context use.
+
+Totals are folded from the transcript's assistant and ``pi.usage`` entries as they arrive
+(:class:`~coding_agent.tui.document.UsageTotals`), so a long session is scanned once, at its
+baseline. The context % is the last request's size over the model's context window.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import Static
+
+from coding_agent.tui.client import SessionInfo
+from coding_agent.tui.document import UsageTotals, model_label
+
+__all__ = ["StatusFooter", "format_tokens"]
+
+
+def format_tokens(count: int) -> str:
+    """``950``, ``12.3k``, ``1.2M``."""
+    if count < 1000:
+        return str(count)
+    if count < 1_000_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.1f}M"
+
+
+def _short_cwd(cwd: str) -> str:
+    home = os.path.expanduser("~")
+    if home and home != "/" and (cwd == home or cwd.startswith(home + os.sep)):
+        return "~" + cwd[len(home) :]
+    return cwd
+
+
+class StatusFooter(Static):
+    """One calm line under the editor."""
+
+    def __init__(self, session: SessionInfo, *, id: str | None = None) -> None:
+        super().__init__(id=id, markup=False)
+        self._session = session
+        self.totals = UsageTotals()
+        self._view: Mapping[str, Any] | None = None
+        self._entries: Any = None
+        self._available = True
+
+    def rebase(self, view: Mapping[str, Any] | None) -> None:
+        """Start over from ``view`` (a hydrate): totals are recomputed from its entries."""
+        self.totals = UsageTotals()
+        self._entries = None
+        self.show(view)
+
+    def show(self, view: Mapping[str, Any] | None) -> None:
+        """Follow the next revision (``None``: the worker is unavailable)."""
+        self._available = view is not None
+        if view is not None:
+            self._view = view
+            entries = view.get("entries")
+            if entries is not self._entries and isinstance(entries, list):
+                self._entries = entries
+                tail: list[Any] = []
+                for entry in reversed(entries):  # only the entries not folded yet
+                    entry_id = entry.get("id") if isinstance(entry, dict) else None
+                    if type(entry_id) is int and entry_id <= self.totals.last_id:
+                        break
+                    tail.append(entry)
+                self.totals.fold(reversed(tail))
+        self.update(self.status_line())
+
+    def status_line(self) -> Text:
+        session, totals = self._session, self.totals
+        dim = "dim"
+        line = Text()
+        line.append(model_label(self._view, session.model), style="bold")
+        line.append("  ")
+        line.append(_short_cwd(session.cwd), style=dim)
+        line.append("  ")
+        line.append(session.session_id[:8], style=dim)
+        line.append("   ")
+        line.append(f"↑{format_tokens(totals.input)} ↓{format_tokens(totals.output)}")
+        if totals.cache_read or totals.cache_write:
+            line.append(
+                f"  R{format_tokens(totals.cache_read)} W{format_tokens(totals.cache_write)}",
+                style=dim,
+            )
+        line.append(f"  ${totals.cost:.3f}")
+        window = session.context_window
+        if window:
+            percent = 100.0 * totals.context_tokens / window
+            style = "red" if percent >= 90 else "yellow" if percent >= 70 else ""
+            line.append(f"  ctx {percent:.0f}%", style=style)
+        if not self._available:
+            line.append("   reconnecting…", style="yellow")
+        return line

@@ -1,0 +1,69 @@
+"""The background tasks panel: one row per live task of ``view.tasks``.
+
+The view holds only live non-turn tasks (pico3-spec §6.1): ``{kind, background?, marked?,
+status}``, where ``status`` is what the kind's ``describe`` returned, or ``{phase}``. The panel
+shows a short summary of it and hides itself when nothing runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import Static
+
+from coding_agent.tui.document import short_json
+
+__all__ = ["TasksPanel", "task_summary"]
+
+_TEXT_KEYS = ("message", "label", "progress", "phase", "state")
+
+
+def task_summary(status: Any) -> str:
+    """A short human summary of a task's ``status`` value."""
+    if isinstance(status, str):
+        return status
+    if isinstance(status, dict):
+        parts = [status[key] for key in _TEXT_KEYS if isinstance(status.get(key), str)]
+        done, total = status.get("done"), status.get("total")
+        if type(done) is int and type(total) is int and total > 0:
+            parts.append(f"{done}/{total} ({100 * done // total}%)")
+        if parts:
+            return " · ".join(parts)
+    return short_json(status, 60)
+
+
+class TasksPanel(Static):
+    """Live background tasks (hidden when there are none)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, markup=False)
+        self._tasks: Any = None
+        self.summary = ""
+        """The panel's plain text (empty when hidden)."""
+        self.display = False
+
+    def show(self, tasks: Mapping[str, Any] | None) -> None:
+        if tasks is self._tasks:
+            return
+        self._tasks = tasks
+        rows = [(key, value) for key, value in (tasks or {}).items() if isinstance(value, dict)]
+        self.display = bool(rows)
+        if not rows:
+            self.summary = ""
+            self.update("")
+            return
+        text = Text()
+        text.append("Tasks", style="bold")
+        for key, task in sorted(rows, key=lambda row: int(row[0]) if row[0].isdigit() else 0):
+            text.append("\n")
+            icon = "■" if task.get("marked") else "◐"
+            text.append(f"{icon} ", style="yellow" if task.get("marked") else "cyan")
+            text.append(str(task.get("kind", "task")), style="bold")
+            text.append(f" #{key}  ", style="dim")
+            text.append(task_summary(task.get("status")))
+            if task.get("marked"):
+                text.append("  (stopping)", style="dim")
+        self.summary = text.plain
+        self.update(text)

@@ -1,0 +1,269 @@
+"""A tool call as one card: what was asked, how it is going, and what came back.
+
+A :class:`ToolCard` is created for every ``toolCall`` block of an assistant message (streamed or
+stored). Three sources feed it, in order of arrival:
+
+* the call's ``arguments`` (while the model streams them, then final);
+* the live slot in ``turn.tools`` (status, ``waitingOn``, streamed ``output``, ``progress``);
+* the ``pi.tool_result`` entry (the result text, ``isError`` and ``details``; an edit's
+  ``details.diff`` is shown as a coloured diff).
+
+Output is collapsible (Ctrl+O toggles every card); errors and diffs start expanded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widget import Widget
+from textual.widgets import Collapsible, Static
+
+from coding_agent.tui.document import content_text, entry_message, short_json
+
+__all__ = ["ToolCard", "diff_text", "edit_preview"]
+
+_OUTPUT_PREVIEW_LINES = 12
+_LIVE_TAIL_LINES = 20
+_STATUS_ICONS = {
+    "pending": ("○", "dim"),
+    "running": ("◐", "cyan"),
+    "done": ("✓", "green"),
+    "error": ("✗", "red"),
+    "aborted": ("■", "yellow"),
+}
+_SUMMARY_KEYS = ("command", "path", "pattern", "query", "url", "question")
+
+
+def diff_text(diff: str) -> Text:
+    """Colour a diff: ``+`` lines green, ``-`` lines red, headers and context dim."""
+    out = Text()
+    for index, line in enumerate(diff.splitlines()):
+        if index:
+            out.append("\n")
+        if line.startswith(("+++", "---", "@@")):
+            out.append(line, style="bold dim")
+        elif line.startswith("+"):
+            out.append(line, style="green")
+        elif line.startswith("-"):
+            out.append(line, style="red")
+        else:
+            out.append(line, style="dim")
+    return out
+
+
+def edit_preview(arguments: Mapping[str, Any]) -> str | None:
+    """A ``-``/``+`` preview of an ``edit`` call's replacements, before it runs."""
+    edits = arguments.get("edits")
+    if not isinstance(edits, list):
+        if "oldText" in arguments and "newText" in arguments:
+            edits = [{"oldText": arguments["oldText"], "newText": arguments["newText"]}]
+        else:
+            return None
+    lines: list[str] = []
+    for edit in edits:
+        if not isinstance(edit, dict):
+            continue
+        old, new = edit.get("oldText"), edit.get("newText")
+        if not isinstance(old, str) or not isinstance(new, str):
+            continue
+        if lines:
+            lines.append("@@")
+        lines.extend(f"-{line}" for line in old.splitlines())
+        lines.extend(f"+{line}" for line in new.splitlines())
+    return "\n".join(lines) if lines else None
+
+
+def _summary(name: str, arguments: Any) -> str:
+    if isinstance(arguments, dict):
+        for key in _SUMMARY_KEYS:
+            value = arguments.get(key)
+            if isinstance(value, str) and value:
+                first = value.splitlines()[0] if value.splitlines() else value
+                return first if len(first) <= 100 else first[:99] + "…"
+    return short_json(arguments, 100) if arguments else ""
+
+
+class ToolCard(Vertical):
+    """One tool call with its arguments, live status and result."""
+
+    def __init__(self, call: Mapping[str, Any]) -> None:
+        super().__init__(classes="tool-card")
+        self.call_id = str(call.get("id", ""))
+        self.tool_name = str(call.get("name", "tool"))
+        self._arguments: Any = call.get("arguments")
+        self._status = "pending"
+        self._extra = ""
+        self._result_seen = False
+        self._header = Static(classes="tool-header", markup=False)
+        self._args = Static(classes="tool-args", markup=False)
+        self._live = Static(classes="tool-live", markup=False)
+        self._body = Static(classes="tool-output", markup=False)
+        self._output = Collapsible(self._body, title="Output", collapsed=True)
+        self._output.add_class("tool-output-box")
+        self._output.display = False
+        self._live.display = False
+        self._shown = {"result": "", "header": "", "args": "", "live": ""}
+        self._args.display = bool(self._args_content())
+
+    @property
+    def status(self) -> str:
+        return self._status
+
+    @property
+    def result_text(self) -> str:
+        """The plain text of the shown result (the diff for a successful edit)."""
+        return self._shown["result"]
+
+    @property
+    def header_text(self) -> str:
+        """The plain text of the header line (status, name, summary, waiting/progress)."""
+        return self._shown["header"]
+
+    @property
+    def args_text(self) -> str:
+        """The plain text of the arguments block (an edit preview or JSON); empty if hidden."""
+        return self._shown["args"]
+
+    @property
+    def live_text(self) -> str:
+        """The tail of the streamed output while the tool runs."""
+        return self._shown["live"]
+
+    def compose(self) -> ComposeResult:
+        # Parts without content are mounted on demand: history cards stay cheap to lay out.
+        yield self._header
+        for part in (self._args, self._live, self._output):
+            if part.display:
+                yield part
+
+    def _place(self, part: Widget) -> None:
+        """Mount ``part`` (in its fixed position) once it has something to show."""
+        if not part.display or part.is_attached or not self.is_mounted:
+            return
+        order = [self._header, self._args, self._live, self._output]
+        before = next((w for w in order[order.index(part) + 1 :] if w.is_attached), None)
+        if before is not None:
+            self.mount(part, before=before)
+        else:
+            self.mount(part)
+
+    def on_mount(self) -> None:
+        self._render_header()
+        self._render_args()
+        for part in (self._args, self._live, self._output):
+            self._place(part)
+
+    def set_arguments(self, arguments: Any) -> None:
+        """New (streamed or final) arguments."""
+        if arguments is self._arguments:
+            return
+        self._arguments = arguments
+        if self.is_mounted:
+            self._render_header()
+            self._render_args()
+
+    def set_slot(self, slot: Mapping[str, Any]) -> None:
+        """Follow the live ``turn.tools`` slot of this call."""
+        if self._result_seen:
+            return
+        status = slot.get("status")
+        if isinstance(status, str):
+            self._status = status
+        extra: list[str] = []
+        waiting = slot.get("waitingOn")
+        if isinstance(waiting, str) and waiting:
+            extra.append(f"waiting on {waiting}")
+        progress = slot.get("progress")
+        if isinstance(progress, str) and progress:
+            extra.append(progress)
+        self._extra = " · ".join(extra)
+        output = slot.get("output")
+        if isinstance(output, str) and output:
+            tail = "\n".join(output.splitlines()[-_LIVE_TAIL_LINES:])
+            self._shown["live"] = tail
+            self._live.update(tail)
+            self._live.display = True
+            self._place(self._live)
+        if self.is_mounted:
+            self._render_header()
+
+    def set_result(self, entry: Mapping[str, Any]) -> None:
+        """Show the ``pi.tool_result`` entry of this call."""
+        self._result_seen = True
+        message = entry_message(entry, "toolResult") or {}
+        is_error = bool(message.get("isError"))
+        self._status = "error" if is_error else "done"
+        self._extra = ""
+        self._live.display = False
+        text = content_text(message.get("content"))
+        data = entry.get("data")
+        details = data.get("details") if isinstance(data, dict) else None
+        diff = details.get("diff") if isinstance(details, dict) else None
+        lines = text.count("\n") + 1 if text else 0
+        if isinstance(diff, str) and diff and not is_error:
+            self._shown["result"] = diff
+            self._body.update(diff_text(diff))
+            self._output.title = f"Diff · {text.splitlines()[0] if text else 'applied'}"
+            self._output.collapsed = False
+            self.add_class("has-diff")
+        else:
+            self._shown["result"] = text
+            self._body.update(Text(text, style="red") if is_error else text)
+            self._output.title = f"{'Error' if is_error else 'Output'} · {lines} line(s)"
+            self._output.collapsed = not is_error and lines > _OUTPUT_PREVIEW_LINES
+        self._output.display = bool(text) or isinstance(diff, str)
+        self._place(self._output)
+        self.set_class(is_error, "is-error")
+        if self.is_mounted:
+            self._render_header()
+            self._render_args()
+
+    def set_collapsed(self, collapsed: bool) -> None:
+        if self._output.display:
+            self._output.collapsed = collapsed
+
+    def _render_header(self) -> None:
+        icon, style = _STATUS_ICONS.get(self._status, ("•", "dim"))
+        header = Text()
+        header.append(f"{icon} ", style=style)
+        header.append(self.tool_name, style="bold")
+        summary = _summary(self.tool_name, self._arguments)
+        if summary:
+            header.append(f"  {summary}", style="italic")
+        if self._extra:
+            header.append(f"  · {self._extra}", style="dim")
+        self._shown["header"] = header.plain
+        self._header.update(header)
+        for name in _STATUS_ICONS:
+            self.set_class(name == self._status, f"status-{name}")
+
+    def _args_content(self) -> str | Text:
+        arguments = self._arguments
+        if not isinstance(arguments, dict) or not arguments or self.has_class("has-diff"):
+            return ""
+        preview = edit_preview(arguments)
+        if preview is not None:
+            return diff_text(preview)
+        if _summarised(arguments):
+            return ""
+        return json.dumps(arguments, indent=2, ensure_ascii=False)[:4000]
+
+    def _render_args(self) -> None:
+        shown = self._args_content()
+        self._shown["args"] = shown.plain if isinstance(shown, Text) else shown
+        self._args.update(shown)
+        self._args.display = bool(self._shown["args"])
+        self._place(self._args)
+
+
+def _summarised(arguments: Mapping[str, Any]) -> bool:
+    """True when the header's summary already says everything the arguments hold."""
+    if len(arguments) != 1:
+        return False
+    ((key, value),) = arguments.items()
+    return key in _SUMMARY_KEYS and isinstance(value, str) and "\n" not in value

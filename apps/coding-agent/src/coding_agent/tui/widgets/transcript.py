@@ -1,0 +1,277 @@
+"""The transcript: entries rendered incrementally, keyed by entry id, plus the live turn.
+
+Rendering follows the view document, never events. Entry ids only grow and the active
+transcript only changes by appending or by dropping a prefix (a head after compaction), so a
+revision is reconciled by looking at its ends: widgets of entries older than the new first entry
+are removed, entries newer than the last rendered one are mounted. Anything else (a different
+document) is a *rebaseline*: :meth:`Transcript.rebuild` re-renders from scratch.
+
+Only the tail is rendered: the newest :data:`TAIL` entries, with a "load earlier" button that
+mounts the previous page on demand, so a 10,000-entry session paints as fast as a short one.
+
+The live part of the view (``turn``) is rendered after the entries: ``turn.message`` in a live
+:class:`~coding_agent.tui.widgets.messages.AssistantView` fed through Markdown streams, and the
+``turn.tools`` slots on the tool cards of the newest assistant message. When the stored
+``pi.assistant`` entry arrives, the live widget *becomes* that entry's widget, so the streamed
+text is never parsed again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from textual import on
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+from textual.widgets import Button
+
+from coding_agent.tui.widgets.messages import AssistantView, entry_widget
+from coding_agent.tui.widgets.tools import ToolCard
+
+__all__ = ["TAIL", "Transcript"]
+
+TAIL = 100
+"""Entries rendered at first paint and per "load earlier" page."""
+
+
+def _entry_id(entry: Any) -> int:
+    value = entry.get("id") if isinstance(entry, dict) else None
+    return value if type(value) is int else 0
+
+
+def _tool_call_id(entry: Mapping[str, Any]) -> str | None:
+    model = entry.get("model")
+    if isinstance(model, list):
+        for message in model:
+            if isinstance(message, dict) and message.get("role") == "toolResult":
+                call_id = message.get("toolCallId")
+                return call_id if isinstance(call_id, str) else None
+    return None
+
+
+class Transcript(VerticalScroll):
+    """The scrolling conversation."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._entries: Sequence[Any] = ()
+        self._first = 0  # index in ``_entries`` of the first rendered entry
+        self._widgets: dict[int, Widget | None] = {}
+        self._order: list[int] = []
+        self._cards: dict[str, ToolCard] = {}
+        self._live: AssistantView | None = None
+        self._turn: Any = None
+        self._more = self._load_button()
+        self._more.display = False
+
+    # -- queries (tests, benchmarks) ---------------------------------------------------------
+    @property
+    def rendered_ids(self) -> list[int]:
+        """Ids of the entries currently rendered (shown or hidden), oldest first."""
+        return list(self._order)
+
+    @property
+    def live(self) -> AssistantView | None:
+        """The streaming assistant message, while one is shown."""
+        return self._live
+
+    def widget_for(self, entry_id: int) -> Widget | None:
+        return self._widgets.get(entry_id)
+
+    def card(self, call_id: str) -> ToolCard | None:
+        return self._cards.get(call_id)
+
+    # -- rendering ---------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self.anchor()
+
+    async def rebuild(self, view: Mapping[str, Any]) -> None:
+        """Render ``view`` from scratch: the tail of its entries, then its live turn."""
+        entries = view.get("entries")
+        entries = entries if isinstance(entries, list) else []
+        if self._live is not None:
+            await self._live.stop_streams()
+        self._live, self._turn = None, None
+        self._widgets.clear()
+        self._order.clear()
+        self._cards.clear()
+        self._entries = entries
+        self._first = max(0, len(entries) - TAIL)
+        widgets = self._build(entries[self._first :])
+        with self.app.batch_update():
+            await self.remove_children()
+            self._more = self._load_button()  # a removed widget is never mounted again
+            self._more.display = self._first > 0
+            await self.mount(self._more)
+            if widgets:
+                await self.mount_all(widgets)
+        await self._sync_turn(view, ())
+        self.scroll_end(animate=False, immediate=True)
+
+    async def update(self, view: Mapping[str, Any]) -> bool:
+        """Reconcile with the next revision; ``False`` when a rebuild is needed instead."""
+        entries = view.get("entries")
+        entries = entries if isinstance(entries, list) else []
+        added: Sequence[Any] = ()
+        if entries is not self._entries:
+            last = self._order[-1] if self._order else 0
+            if entries and _entry_id(entries[-1]) < last:
+                return False
+            start = len(entries)
+            while start > 0 and _entry_id(entries[start - 1]) > last:
+                start -= 1
+            added = entries[start:]
+            first_id = _entry_id(entries[0]) if entries else last + 1
+            await self._drop_before(first_id)
+            self._entries = entries
+            self._first = max(0, len(entries) - len(self._order) - len(added))
+            self._more.display = self._first > 0
+        await self._sync_turn(view, added)
+        return True
+
+    async def load_earlier(self) -> int:
+        """Mount the previous page of entries above the rendered ones; returns how many."""
+        if self._first == 0:
+            return 0
+        start = max(0, self._first - TAIL)
+        page = self._entries[start : self._first]
+        ids = [_entry_id(entry) for entry in page]
+        widgets = self._build(page, prepend=True)
+        self._order[:0] = ids
+        self._first = start
+        with self.app.batch_update():
+            if widgets:
+                await self.mount_all(widgets, after=self._more)
+            self._more.display = self._first > 0
+        return len(page)
+
+    @on(Button.Pressed, "#load-earlier")
+    async def _load_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        await self.load_earlier()
+
+    def set_tools_collapsed(self, collapsed: bool) -> None:
+        for card in self.query(ToolCard):
+            card.set_collapsed(collapsed)
+
+    # -- internals ---------------------------------------------------------------------------
+    @staticmethod
+    def _load_button() -> Button:
+        return Button("▲ load earlier messages", id="load-earlier", classes="load-earlier")
+
+    def _build(self, entries: Sequence[Any], *, prepend: bool = False) -> list[Widget]:
+        """Widgets for ``entries`` (a tool result joins its call's card when one is shown)."""
+        widgets: list[Widget] = []
+        for entry in entries:
+            if not isinstance(entry, dict):
+                continue
+            entry_id = _entry_id(entry)
+            widget = self._widget_for_entry(entry)
+            self._widgets[entry_id] = widget
+            if not prepend:
+                self._order.append(entry_id)
+            if widget is not None:
+                widgets.append(widget)
+        return widgets
+
+    def _widget_for_entry(self, entry: Mapping[str, Any]) -> Widget | None:
+        if entry.get("kind") == "pi.tool_result":
+            call_id = _tool_call_id(entry)
+            card = self._cards.get(call_id) if call_id else None
+            if card is not None:
+                card.set_result(entry)
+                return None
+        widget = entry_widget(entry)
+        if isinstance(widget, AssistantView):
+            self._register_cards(widget)
+        return widget
+
+    def _register_cards(self, view: AssistantView) -> None:
+        """Index an assistant entry's cards so its results (and live slots) find them."""
+        self._cards.update(view.cards)
+
+    async def _drop_before(self, first_id: int) -> None:
+        drop = 0
+        while drop < len(self._order) and self._order[drop] < first_id:
+            drop += 1
+        if not drop:
+            return
+        doomed = self._order[:drop]
+        del self._order[:drop]
+        widgets = [w for w in (self._widgets.pop(i, None) for i in doomed) if w is not None]
+        for call_id, card in list(self._cards.items()):
+            if any(card is w or card in w.walk_children() for w in widgets):
+                del self._cards[call_id]
+        if widgets:
+            await self.remove_children(widgets)
+
+    async def _sync_turn(self, view: Mapping[str, Any], added: Sequence[Any]) -> None:
+        turn = view.get("turn")
+        turn = turn if isinstance(turn, dict) else None
+        message = turn.get("message") if turn is not None else None
+        message = message if isinstance(message, dict) else None
+        live = self._live
+        # The live message turns into the first new assistant entry (or is dropped).
+        if live is not None and message is None:
+            self._live = None
+            adopted = False
+            for index, entry in enumerate(added):
+                if isinstance(entry, dict) and entry.get("kind") == "pi.assistant":
+                    await self._mount_entries(added[:index], before=live)
+                    await self._adopt(live, entry)
+                    await self._mount_entries(added[index + 1 :])
+                    adopted = True
+                    break
+            if not adopted:
+                await live.stop_streams()
+                await live.remove()
+                await self._mount_entries(added)
+        else:
+            await self._mount_entries(added, before=live)
+        if message is not None:
+            if self._live is None:
+                self._live = AssistantView(None, live=True)
+                self._live.add_class("live")
+                await self.mount(self._live)
+            await self._live.sync(message)
+            for call_id, card in self._live.cards.items():
+                self._cards.setdefault(call_id, card)
+        if turn is not self._turn:
+            self._turn = turn
+            slots = turn.get("tools") if turn is not None else None
+            for slot in slots if isinstance(slots, list) else []:
+                if isinstance(slot, dict):
+                    card = self._cards.get(str(slot.get("callId")))
+                    if card is not None:
+                        card.set_slot(slot)
+
+    async def _mount_entries(self, entries: Sequence[Any], *, before: Widget | None = None) -> None:
+        if not entries:
+            return
+        widgets = self._build(entries)
+        if widgets:
+            if before is not None and before.parent is self:
+                await self.mount_all(widgets, before=before)
+            else:
+                await self.mount_all(widgets)
+
+    async def _adopt(self, live: AssistantView, entry: Mapping[str, Any]) -> None:
+        model = entry.get("model")
+        message = model[0] if isinstance(model, list) and model else None
+        if not isinstance(message, dict):
+            data = entry.get("data")
+            message = data.get("display") if isinstance(data, dict) else None
+        if isinstance(message, dict):
+            await live.finalize(message)
+        else:
+            await live.stop_streams()
+        live.live = False
+        live.remove_class("live")
+        if isinstance(entry.get("data"), dict) and "reason" in entry["data"]:
+            live.add_class("display-only")
+        entry_id = _entry_id(entry)
+        self._widgets[entry_id] = live
+        self._order.append(entry_id)
+        for call_id, card in live.cards.items():
+            self._cards[call_id] = card

@@ -1,0 +1,88 @@
+"""Reading the view document: text, inbox items, usage totals and the footer line."""
+
+from __future__ import annotations
+
+from coding_agent.tui.client import SessionInfo
+from coding_agent.tui.document import UsageTotals, content_text, inbox_text, model_label
+from coding_agent.tui.widgets.footer import StatusFooter, format_tokens
+from coding_agent.tui.widgets.tasks import task_summary
+
+
+def _assistant(entry_id: int, **usage: object) -> dict[str, object]:
+    return {
+        "id": entry_id,
+        "kind": "pi.assistant",
+        "model": [{"role": "assistant", "content": [], "usage": usage}],
+    }
+
+
+def test_content_text_reads_strings_and_text_blocks_only() -> None:
+    assert content_text("plain") == "plain"
+    blocks = [
+        {"type": "text", "text": "a"},
+        {"type": "image", "data": "..."},
+        {"type": "text", "text": "b"},
+    ]
+    assert content_text(blocks) == "a\nb"
+    assert content_text(None) == "" and content_text(42) == ""
+
+
+def test_inbox_text_handles_send_inputs_and_queued_writes() -> None:
+    assert inbox_text({"id": 1, "mode": "steer", "input": {"content": "go"}}) == "go"
+    assert (
+        inbox_text(
+            {"id": 2, "mode": "followUp", "input": {"content": [{"type": "text", "text": "later"}]}}
+        )
+        == "later"
+    )
+    write = {
+        "id": 3,
+        "mode": "write",
+        "entry": {"kind": "pi.notice", "model": [{"role": "user", "content": "build done"}]},
+    }
+    assert inbox_text(write) == "build done"
+    assert inbox_text({"id": 4, "mode": "write", "entry": {"kind": "x.mark"}}) == "[x.mark]"
+
+
+def test_model_label_prefers_the_view_config() -> None:
+    view = {"config": {"model": {"provider": "anthropic", "modelId": "claude"}}}
+    assert model_label(view, "faux/x") == "anthropic/claude"
+    assert model_label({"config": {}}, "faux/x") == "faux/x"
+    assert model_label(None, None) == "no model"
+
+
+def test_usage_totals_fold_each_entry_once() -> None:
+    totals = UsageTotals()
+    entries = [
+        _assistant(1, input=100, output=10, cacheRead=50, cost={"total": 0.5}),
+        {
+            "id": 2,
+            "kind": "pi.usage",
+            "data": {"attempt": 1, "error": "overloaded", "usage": {"input": 7, "output": 0}},
+        },
+        {"id": 3, "kind": "pi.user", "model": [{"role": "user", "content": "hi"}]},
+    ]
+    totals.fold(entries)
+    totals.fold(entries)  # already folded: no double counting
+    assert (totals.input, totals.output, totals.cache_read) == (107, 10, 50)
+    assert totals.cost == 0.5
+    assert totals.context_tokens == 7  # the newest request that reported usage
+    totals.fold([*entries, _assistant(4, input=1000, output=24, cost={"total": 0.25})])
+    assert totals.input == 1107 and totals.cost == 0.75 and totals.context_tokens == 1024
+
+
+def test_footer_shows_model_cwd_session_tokens_cost_and_context_percent() -> None:
+    footer = StatusFooter(SessionInfo("abcdef123456", "/srv/project", "faux/x", 10_000))
+    view = {"config": {}, "entries": [_assistant(1, input=7000, output=500, cost={"total": 1.5})]}
+    footer.totals.fold(view["entries"])  # what show() does, without an app
+    footer._view = view  # pyright: ignore[reportPrivateUsage]
+    line = footer.status_line().plain
+    for part in ("faux/x", "/srv/project", "abcdef12", "↑7.0k", "↓500", "$1.500", "ctx 75%"):
+        assert part in line, (part, line)
+
+
+def test_format_tokens_and_task_summaries() -> None:
+    assert [format_tokens(n) for n in (950, 12_345, 2_500_000)] == ["950", "12.3k", "2.5M"]
+    assert task_summary({"phase": "scan", "done": 1, "total": 4}) == "scan · 1/4 (25%)"
+    assert task_summary("waiting") == "waiting"
+    assert task_summary({"odd": [1, 2]}) == '{"odd": [1, 2]}'

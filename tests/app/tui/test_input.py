@@ -1,0 +1,155 @@
+"""The editor and the busy-time queue: steer, follow-up, cancel, abort, history, commands."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chord.context import Context
+from coding_agent.tui import CodingAgentApp
+
+pytestmark = pytest.mark.anyio
+
+
+def _busy(doc: Any) -> None:
+    doc["turn"] = {"inputs": [1], "generation": {"stage": "requesting", "attempt": 1}, "tools": []}
+
+
+async def test_busy_submit_goes_out_as_steer_is_shown_queued_and_can_be_cancelled(
+    conversation, docs
+) -> None:
+    conversation.change(_busy)
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        assert app.busy
+        await pilot.press(*"look at b.py", "enter")
+        await docs.until(pilot, lambda: conversation.sent)
+        assert conversation.sent == [("look at b.py", "steer")]
+        await app.wait_rendered()
+        assert [(mode, text) for _, mode, text in app.queue.items] == [("steer", "look at b.py")]
+        assert app.queue.display
+        input_id = app.queue.items[0][0]
+
+        await pilot.click(f"#cancel-{input_id}")
+        await docs.until(pilot, lambda: conversation.input_aborts)
+        assert conversation.input_aborts == [input_id]
+        await app.wait_rendered()
+        assert app.queue.items == [] and not app.queue.display
+
+
+async def test_alt_enter_while_busy_queues_a_follow_up(conversation, docs) -> None:
+    conversation.change(_busy)
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        await pilot.press(*"then run tests", "alt+enter")
+        await docs.until(pilot, lambda: conversation.sent)
+        assert conversation.sent == [("then run tests", "followUp")]
+        await app.wait_rendered()
+        assert app.queue.items[0][1] == "followUp"
+
+
+async def test_alt_up_dequeues_the_newest_item_back_into_the_editor(conversation, docs) -> None:
+    conversation.change(_busy)
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        await pilot.press(*"oops", "enter")
+        await docs.until(pilot, lambda: conversation.sent)
+        await app.wait_rendered()
+        await pilot.press("alt+up")
+        await docs.until(pilot, lambda: conversation.input_aborts)
+        await docs.until(pilot, lambda: app.editor.text == "oops")
+
+
+async def test_escape_aborts_the_turn_and_restores_queued_text(conversation, docs) -> None:
+    conversation.change(_busy)
+    conversation.change(
+        lambda doc: doc["inbox"].append(
+            {"id": 77, "mode": "followUp", "input": {"content": "and then docs"}}
+        )
+    )
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        await pilot.press("escape")
+        await docs.until(pilot, lambda: conversation.aborts == 1)
+        await app.wait_rendered()
+        assert not app.busy
+        await docs.until(pilot, lambda: app.editor.text == "and then docs")
+
+
+async def test_escape_when_idle_does_not_abort(conversation, docs) -> None:
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert conversation.aborts == 0
+
+
+async def test_editor_newlines_and_history(conversation, docs) -> None:
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        await pilot.press("a", "ctrl+j", "b", "shift+enter", "c")
+        assert app.editor.text == "a\nb\nc"
+        await pilot.press("enter")
+        await docs.until(pilot, lambda: conversation.sent)
+        assert conversation.sent[0] == ("a\nb\nc", "prompt")
+        assert app.editor.text == ""
+        await pilot.press(*"draft")
+        await pilot.press("up")
+        assert app.editor.text == "a\nb\nc"
+        await pilot.press("down")  # cursor is on the first line: moves within the text
+        await pilot.press("down", "down")
+        assert app.editor.text == "draft"
+
+
+async def test_slash_commands_route_through_the_tui_service(conversation, docs) -> None:
+    calls: list[str] = []
+
+    async def index(args: str, ctx: Context) -> None:
+        calls.append(args)
+
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        assert set(app.tui.commands) == {"help", "quit"}, "only commands that have a handler"
+        app.tui.register_command("index", "Index the repository", index)
+        await pilot.press("/", "i", "n")
+        assert app.editor.completions() == ["index"]
+        await pilot.press("tab")
+        assert app.editor.text == "/index "
+        await pilot.press(*"--full", "enter")
+        await docs.until(pilot, lambda: calls)
+        assert calls == ["--full"]
+        assert conversation.sent == []
+
+        await pilot.press(*"/nope", "enter")
+        await pilot.pause()
+        assert app.editor.text == "/nope", "an unknown command stays in the editor"
+        app.editor.clear()
+        await pilot.press(*"//etc is a path", "enter")
+        await docs.until(pilot, lambda: conversation.sent)
+        assert conversation.sent == [("/etc is a path", "prompt")]
+
+
+async def test_quit_command_exits(conversation, docs) -> None:
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        await pilot.press(*"/quit", "enter")
+        await docs.until(pilot, lambda: not app.is_running)
+
+
+async def test_help_lists_the_registered_commands(conversation, docs) -> None:
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40), notifications=True) as pilot:
+        await app.wait_rendered()
+        await pilot.press(*"/help", "enter")
+        await docs.until(pilot, lambda: any("/quit" in n.message for n in app._notifications))
+        note = next(n for n in app._notifications if "/quit" in n.message)
+        assert "/help" in note.message and "esc abort" in note.message

@@ -1,0 +1,147 @@
+"""Tool calls render with their arguments, live slot status, results and edit diffs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from coding_agent.tui import CodingAgentApp
+from coding_agent.tui.widgets.tools import diff_text, edit_preview
+
+pytestmark = pytest.mark.anyio
+
+DIFF = " 1 def greet():\n-2     return 'hi'\n+2     return 'hello'\n 3 "
+
+
+async def test_tool_call_shows_arguments_status_and_edit_diff(conversation, docs) -> None:
+    app = CodingAgentApp(conversation)
+    call = {
+        "type": "toolCall",
+        "id": "call_1",
+        "name": "edit",
+        "arguments": {
+            "path": "src/app.py",
+            "edits": [{"oldText": "return 'hi'", "newText": "return 'hello'"}],
+        },
+    }
+    bash = {
+        "type": "toolCall",
+        "id": "call_2",
+        "name": "bash",
+        "arguments": {"command": "pytest -q", "timeout": 60},
+    }
+    async with app.run_test(size=(110, 50)):
+        await app.wait_rendered()
+
+        def tool_turn(doc: Any) -> None:
+            doc["entries"].append(docs.user_entry(1, "fix greet"))
+            doc["entries"].append(
+                docs.assistant_entry(
+                    2,
+                    docs.assistant_message(
+                        docs.text_block("I'll edit it."), call, bash, stop="toolUse"
+                    ),
+                )
+            )
+            doc["turn"] = {
+                "inputs": [1],
+                "tools": [
+                    {
+                        "callId": "call_1",
+                        "name": "edit",
+                        "args": call["arguments"],
+                        "status": "pending",
+                        "waitingOn": "approval",
+                    },
+                    {
+                        "callId": "call_2",
+                        "name": "bash",
+                        "args": bash["arguments"],
+                        "status": "running",
+                        "output": "collecting...\n3 passed",
+                    },
+                ],
+            }
+
+        conversation.change(tool_turn)
+        await app.wait_rendered()
+        edit_card = app.transcript.card("call_1")
+        bash_card = app.transcript.card("call_2")
+        assert edit_card is not None and bash_card is not None
+        header = edit_card.header_text
+        assert "edit" in header and "src/app.py" in header and "waiting on approval" in header
+        preview = edit_card.args_text
+        assert "-return 'hi'" in preview and "+return 'hello'" in preview
+        assert bash_card.status == "running"
+        assert "3 passed" in bash_card.live_text
+        assert '"timeout": 60' in bash_card.args_text
+
+        def results(doc: Any) -> None:
+            doc["entries"].append(
+                docs.tool_result_entry(
+                    3,
+                    "call_1",
+                    "edit",
+                    "Successfully replaced 1 block in src/app.py.",
+                    details={"diff": DIFF, "path": "src/app.py"},
+                )
+            )
+            doc["entries"].append(
+                docs.tool_result_entry(4, "call_2", "bash", "error: exit code 1", is_error=True)
+            )
+            doc["turn"]["tools"][0]["status"] = "done"
+            doc["turn"]["tools"][1]["status"] = "error"
+
+        conversation.change(results)
+        await app.wait_rendered()
+        assert edit_card.status == "done" and bash_card.status == "error"
+        assert edit_card.has_class("has-diff")
+        assert "+2     return 'hello'" in edit_card.result_text
+        assert "-2     return 'hi'" in edit_card.result_text
+        assert "exit code 1" in bash_card.result_text and bash_card.has_class("is-error")
+        # results join their cards: no standalone widget for entries 3 and 4
+        assert app.transcript.widget_for(3) is None and app.transcript.widget_for(4) is None
+        assert app.transcript.rendered_ids == [1, 2, 3, 4]
+
+
+async def test_ctrl_o_toggles_collapsible_output(conversation, docs) -> None:
+    long_output = "\n".join(f"line {i}" for i in range(40))
+    call = {"type": "toolCall", "id": "c", "name": "read", "arguments": {"path": "a.txt"}}
+    conversation.change(
+        lambda doc: doc["entries"].extend(
+            [
+                docs.assistant_entry(1, docs.assistant_message(call, stop="toolUse")),
+                docs.tool_result_entry(2, "c", "read", long_output),
+            ]
+        )
+    )
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        card = app.transcript.card("c")
+        assert card is not None
+        box = card.query_one(".tool-output-box")
+        assert box.collapsed, "long output starts collapsed"  # type: ignore[attr-defined]
+        await pilot.press("ctrl+o")
+        assert not box.collapsed  # type: ignore[attr-defined]
+        await pilot.press("ctrl+o")
+        assert box.collapsed  # type: ignore[attr-defined]
+
+
+def test_diff_text_colours_added_and_removed_lines() -> None:
+    text = diff_text(DIFF)
+    styles = {str(span.style) for span in text.spans}
+    assert {"green", "red", "dim"} <= styles
+    assert text.plain == DIFF.rstrip("\n") or text.plain.splitlines() == DIFF.splitlines()
+
+
+def test_edit_preview_accepts_both_argument_shapes() -> None:
+    assert edit_preview({"oldText": "a", "newText": "b"}) == "-a\n+b"
+    assert (
+        edit_preview(
+            {"edits": [{"oldText": "x", "newText": "y"}, {"oldText": "p", "newText": "q"}]}
+        )
+        == "-x\n+y\n@@\n-p\n+q"
+    )
+    assert edit_preview({"path": "f"}) is None

@@ -1,0 +1,229 @@
+"""Following the view: rebaselines, unavailability, the lazy tail, compaction and tasks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chord.context import BACKGROUND
+from chord.state import ReplicaState, replicated_state
+from coding_agent.tui import CodingAgentApp
+from coding_agent.tui.app import UNAVAILABLE
+from coding_agent.tui.widgets import TAIL, AssistantView, ThinkingBlock
+
+pytestmark = pytest.mark.anyio
+
+
+def _transcript(docs: Any, count: int, start: int = 1) -> list[dict[str, Any]]:
+    entries = []
+    for entry_id in range(start, start + count):
+        if entry_id % 2:
+            entries.append(docs.user_entry(entry_id, f"question {entry_id}"))
+        else:
+            entries.append(
+                docs.assistant_entry(
+                    entry_id, docs.assistant_message(docs.text_block(f"answer {entry_id}"))
+                )
+            )
+    return entries
+
+
+async def test_hydrate_with_a_different_document_rerenders(conversation, docs) -> None:
+    conversation.change(lambda doc: doc["entries"].extend(_transcript(docs, 6)))
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)):
+        await app.wait_rendered()
+        assert app.transcript.rendered_ids == [1, 2, 3, 4, 5, 6]
+
+        # The worker restarted with another document (say, a forked session): a hydrate.
+        other = docs.empty_view(_transcript(docs, 3, start=40))
+        other["turn"] = {
+            "inputs": [42],
+            "tools": [],
+            "message": docs.assistant_message(docs.text_block("streaming again")),
+        }
+        conversation.relay.follow(replicated_state(other))
+        await app.wait_rendered()
+        assert app.transcript.rendered_ids == [40, 41, 42]
+        assert app.transcript.widget_for(1) is None
+        live = app.transcript.live
+        assert live is not None and live.text == "streaming again"
+        assert app.busy
+        widget = app.transcript.widget_for(40)
+        assert isinstance(widget, AssistantView) and widget.text == "answer 40"
+
+
+async def test_none_shows_the_unavailable_banner_until_the_next_hydrate(conversation, docs) -> None:
+    conversation.change(lambda doc: doc["entries"].extend(_transcript(docs, 2)))
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)):
+        await app.wait_rendered()
+        banner = app.query_one("#unavailable")
+        assert not banner.display
+
+        conversation.relay.detach()
+        await app.wait_rendered()
+        assert banner.display
+        assert UNAVAILABLE.startswith("Worker unavailable")
+        assert "reconnecting" in app.footer.status_line().plain
+        assert not app.busy
+
+        conversation.relay.follow(conversation.state)
+        await app.wait_rendered()
+        assert not banner.display
+        assert app.transcript.rendered_ids == [1, 2]
+
+
+async def test_a_cold_replica_starts_unavailable_and_hydrates_later(docs) -> None:
+    conversation = docs.FakeConversation()
+    replica = ReplicaState()
+    conversation.relay.follow(replica)
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)):
+        await app.wait_rendered()
+        assert app.query_one("#unavailable").display
+        replica.hydrate(5, [("r", docs.empty_view(_transcript(docs, 2)))], BACKGROUND)
+        await app.wait_rendered()
+        assert not app.query_one("#unavailable").display
+        assert app.transcript.rendered_ids == [1, 2]
+        replica.update(6, [("p", ("entries",), 2, 0, [docs.user_entry(3, "more")])], BACKGROUND)
+        await app.wait_rendered()
+        assert app.transcript.rendered_ids == [1, 2, 3]
+
+
+async def test_long_sessions_render_the_tail_and_load_earlier_pages(docs) -> None:
+    total = TAIL * 2 + 50
+    conversation = docs.FakeConversation(docs.empty_view(_transcript(docs, total)))
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        ids = app.transcript.rendered_ids
+        assert ids == list(range(total - TAIL + 1, total + 1))
+        more = app.query_one("#load-earlier")
+        assert more.display
+        assert await app.transcript.load_earlier() == TAIL
+        assert app.transcript.rendered_ids[0] == total - 2 * TAIL + 1
+        more.press()  # type: ignore[attr-defined]  # the button is scrolled out of view
+        await docs.until(pilot, lambda: app.transcript.rendered_ids[0] == 1)
+        assert app.transcript.rendered_ids == list(range(1, total + 1))
+        assert not more.display
+        # appends still land at the end
+        conversation.change(lambda doc: doc["entries"].append(docs.user_entry(total + 1, "x")))
+        await app.wait_rendered()
+        assert app.transcript.rendered_ids[-1] == total + 1
+
+
+async def test_compaction_banner_then_head_drops_old_entries(conversation, docs) -> None:
+    conversation.change(lambda doc: doc["entries"].extend(_transcript(docs, 6)))
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)):
+        await app.wait_rendered()
+        conversation.change(
+            lambda doc: doc.__setitem__(
+                "compaction",
+                {"taskId": 9, "reason": "threshold", "stage": "summarizing", "attempt": 1},
+            )
+        )
+        await app.wait_rendered()
+        banner = app.query_one("#compaction")
+        assert banner.display
+
+        def summarised(doc: Any) -> None:
+            del doc["compaction"]
+            del doc["entries"][0:4]
+            doc["entries"].append(
+                {
+                    "id": 7,
+                    "conversationId": 1,
+                    "kind": "pi.summary",
+                    "head": 5,
+                    "model": [{"role": "user", "content": "Summary: asked 4 questions."}],
+                    "data": {"through": 4},
+                }
+            )
+
+        conversation.change(summarised)
+        await app.wait_rendered()
+        assert not banner.display
+        assert app.transcript.rendered_ids == [5, 6, 7]
+        assert app.transcript.widget_for(7) is not None
+
+
+async def test_tasks_panel_follows_view_tasks(conversation, docs) -> None:
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)):
+        await app.wait_rendered()
+        assert not app.tasks_panel.display
+        conversation.change(
+            lambda doc: doc["tasks"].__setitem__(
+                "12",
+                {
+                    "kind": "repo.indexer",
+                    "background": True,
+                    "status": {"phase": "indexing", "done": 5, "total": 20},
+                },
+            )
+        )
+        await app.wait_rendered()
+        assert app.tasks_panel.display
+        assert "repo.indexer" in app.tasks_panel.summary
+        assert "5/20 (25%)" in app.tasks_panel.summary
+        conversation.change(lambda doc: doc["tasks"].__delitem__("12"))
+        await app.wait_rendered()
+        assert not app.tasks_panel.display
+
+
+async def test_thinking_is_collapsed_and_display_only_entries_are_marked(
+    conversation, docs
+) -> None:
+    thinking = {"type": "thinking", "thinking": "Let me think."}
+    aborted = docs.assistant_message(docs.text_block("partial"), stop="aborted")
+    conversation.change(
+        lambda doc: doc["entries"].extend(
+            [
+                docs.assistant_entry(1, docs.assistant_message(thinking, docs.text_block("Done."))),
+                {
+                    "id": 2,
+                    "conversationId": 1,
+                    "kind": "pi.assistant",
+                    "data": {"attempt": 1, "display": aborted, "reason": "aborted"},
+                },
+                {
+                    "id": 3,
+                    "conversationId": 1,
+                    "kind": "pi.notice",
+                    "model": [{"role": "user", "content": "Build finished"}],
+                },
+                {"id": 4, "conversationId": 1, "kind": "pi.system", "model": []},
+            ]
+        )
+    )
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        block = app.query_one(ThinkingBlock)
+        assert block.collapsed and block.text == "Let me think."
+        await pilot.press("ctrl+t")
+        assert not block.collapsed
+        display_only = app.transcript.widget_for(2)
+        assert isinstance(display_only, AssistantView) and display_only.has_class("display-only")
+        assert display_only.note == "■ aborted"
+        assert app.transcript.widget_for(3) is not None
+        assert app.transcript.widget_for(4) is None
+        assert app.transcript.rendered_ids == [1, 2, 3, 4]
+
+
+async def test_a_rebaseline_keeps_the_load_earlier_affordance(docs) -> None:
+    conversation = docs.FakeConversation(docs.empty_view(_transcript(docs, TAIL + 10)))
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)):
+        await app.wait_rendered()
+        conversation.relay.follow(
+            replicated_state(docs.empty_view(_transcript(docs, TAIL + 5, start=500)))
+        )
+        await app.wait_rendered()
+        assert app.transcript.rendered_ids[0] == 505
+        assert app.query_one("#load-earlier").display
+        assert await app.transcript.load_earlier() == 5
+        assert app.transcript.rendered_ids[0] == 500
