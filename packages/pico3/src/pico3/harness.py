@@ -68,7 +68,12 @@ class HarnessOptions:
 
 
 class Harness:
-    """One open session over one storage object."""
+    """One open session over one storage object.
+
+    Registered from the start: the core turn kinds (:data:`pico3.turn.CORE_KINDS`) and the
+    built-in ``pi.job`` (:data:`pico3.jobs.JOB_KIND`), which needs ``services["process_host"]``
+    to run anything and otherwise fails its jobs with ``spawn`` / ``"no process host"``.
+    """
 
     def __init__(self, kernel: Kernel, options: HarnessOptions | None = None) -> None:
         options = options or HarnessOptions()
@@ -94,9 +99,14 @@ class Harness:
             conversation_id=conversation_id,
             report=kernel.report,
         )
+        from pico3.jobs import JOB_KIND
         from pico3.turn import install as _install_turn
 
         _install_turn(self)  # the core kinds (pi.generation, pi.tool, pi.post_tools, pi.collapse)
+        # The built-in pi.job (§4.11.6) is registered always, like the core kinds, so a stored
+        # job is never orphaned because a host forgot it. Without services["process_host"] a
+        # job fails "spawn" ("no process host") before any checkpoint, as the spec says.
+        self._scheduler.register(JOB_KIND)
 
     @classmethod
     async def open(cls, storage: Storage, options: HarnessOptions | None, ctx: Context) -> Harness:

@@ -362,7 +362,7 @@ class BeforeToolApi:
     Every method rejects with ``StaleDefinition`` once the namespace token is stale.
     """
 
-    __slots__ = ("_slot", "_token", "call_id", "conversation_id", "kind", "task_id")
+    __slots__ = ("_call_id", "_conversation_id", "_kind", "_slot", "_task_id", "_token")
 
     def __init__(
         self,
@@ -374,12 +374,34 @@ class BeforeToolApi:
         namespace: Namespace,
         slot: SlotCommit,
     ) -> None:
-        self.kind = kind
-        self.task_id = task_id
-        self.conversation_id = conversation_id
-        self.call_id = call_id
+        self._kind = kind
+        self._task_id = task_id
+        self._conversation_id = conversation_id
+        self._call_id = call_id
         self._token = namespace
         self._slot = slot
+
+    # Identity is read-only: ``waiting`` emits its event to ``conversation_id``, so a handler
+    # that could reassign it would aim a core event at another conversation.
+    @property
+    def kind(self) -> str:
+        """The hosting task's kind (``pi.tool``)."""
+        return self._kind
+
+    @property
+    def task_id(self) -> int:
+        """The tool task's id."""
+        return self._task_id
+
+    @property
+    def conversation_id(self) -> int:
+        """The conversation the tool call runs in."""
+        return self._conversation_id
+
+    @property
+    def call_id(self) -> str:
+        """The tool call's id."""
+        return self._call_id
 
     @property
     def namespace(self) -> str:

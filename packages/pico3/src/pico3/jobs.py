@@ -392,5 +392,12 @@ found in storage recover: :func:`install`."""
 
 def install(harness: Any) -> Callable[[], None]:
     """Register :data:`JOB_KIND` on ``harness``; returns the unregister function. Usable as a
-    :class:`~pico3.handle.HarnessHandle` registration."""
+    :class:`~pico3.handle.HarnessHandle` registration.
+
+    A :class:`~pico3.harness.Harness` registers ``pi.job`` itself, so on one this is a no-op
+    (its remover too); it remains for hosts written before that and for bare schedulers."""
+    scheduler = getattr(harness, "scheduler", None)
+    kinds = getattr(scheduler, "kinds", None)
+    if kinds is not None and kinds.get(JOB_KIND.name) is JOB_KIND:
+        return lambda: None
     return harness.register_task_kind(JOB_KIND)

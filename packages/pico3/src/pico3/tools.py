@@ -190,6 +190,7 @@ class ToolDeclaration:
             raise ValueError(
                 f"tool {self.name!r}: invalid JSON Schema at {where}: {exc.message}"
             ) from None
+        _check_references(self.name, schema)
         object.__setattr__(self, "parameters", schema)
         object.__setattr__(self, "_validator", cls(schema))
 
@@ -204,6 +205,60 @@ class ToolDeclaration:
             "description": self.description,
             "parameters": copy_json(self.parameters),
         }
+
+
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+"""Keywords whose values are instance data, not schemas (a ``$ref`` key there is data)."""
+
+
+def _check_references(tool: str, schema: dict[str, Any]) -> None:
+    """Refuse a ``$ref`` that validation could not resolve, when the tool is declared.
+
+    ``check_schema`` accepts any string as a ``$ref``; resolution happens only when a call
+    reaches it, where it would raise instead of naming bad arguments. Tool parameters may only
+    use local references: ``#``, a JSON pointer ``#/...`` into the schema, or ``#name`` for a
+    declared ``$anchor``.
+    """
+    refs: list[tuple[str, str]] = []
+    anchors: set[str] = set()
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():  # pyright: ignore[reportUnknownVariableType]
+                if key == "$ref" and isinstance(value, str):
+                    refs.append((value, f"{where}.$ref"))
+                elif key == "$anchor" and isinstance(value, str):
+                    anchors.add(value)
+                elif key not in _DATA_KEYWORDS:
+                    walk(value, f"{where}.{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):  # pyright: ignore[reportUnknownVariableType]
+                walk(value, f"{where}[{index}]")
+
+    walk(schema, "parameters")
+    for ref, where in refs:
+        if ref == "#" or (ref.startswith("#") and ref[1:] in anchors):
+            continue
+        if not ref.startswith("#/") or not _pointer_exists(schema, ref[2:]):
+            raise ValueError(
+                f"tool {tool!r}: invalid JSON Schema at {where}: reference {ref!r} does not "
+                "resolve (only local '#/...' pointers and declared anchors are allowed)"
+            )
+
+
+def _pointer_exists(schema: Any, pointer: str) -> bool:
+    from urllib.parse import unquote
+
+    node = schema
+    for raw in pointer.split("/"):
+        part = unquote(raw).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]  # pyright: ignore[reportUnknownVariableType]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):  # pyright: ignore[reportUnknownArgumentType]
+            node = node[int(part)]  # pyright: ignore[reportUnknownVariableType]
+        else:
+            return False
+    return True
 
 
 class InvalidArguments(ValueError):
@@ -665,7 +720,15 @@ class RuntimeTools:
             task = await self._task_in_reach(tx, task_id)
             if task is None or task.status == "terminal":
                 return None
-            slot = tx.slot(task)
+            if task.kind == "pi.tool":
+                slot = tx.slot(task)  # lives in turn.tools; reading it creates nothing
+            else:
+                # A read must not seed another task's slot (tx.slot creates it lazily).
+                await tx.load(task.conversation_id)
+                tasks = tx.document("sticky", task.conversation_id).get("tasks")
+                slot = None if tasks is None else tasks.get(str(task.id))
+                if slot is None:
+                    return {}
             return slot.to_plain() if hasattr(slot, "to_plain") else copy_json(slot)
 
         return await self._rt.commit(read, ctx)

@@ -257,8 +257,13 @@ class Transaction:
         if self._authority is Authority.TASK:
             self._task_scope(self._bound(), "create_conversation")
             assert self._invoker is not None
-            if owner is not None and owner != self._invoker.task_id:
-                raise Forbidden("create_conversation: a task may only own conversations itself")
+            if owner != self._invoker.task_id:
+                raise Forbidden(
+                    "create_conversation: a task creates only conversations it owns "
+                    f"(owner={self._invoker.task_id})"
+                )
+            if fork is not None:  # the parent must be in the task's subtree (§2.3)
+                self._task_scope(fork[0], "create_conversation(fork)")
         elif owner is not None and self._authority is not Authority.CORE:
             raise Forbidden("create_conversation: owner requires task or core authority")
         owner_task = None

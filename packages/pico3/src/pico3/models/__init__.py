@@ -1,7 +1,8 @@
 """Models: the provider protocol, the scripted ``faux`` provider and a uniform retry policy.
 
 * :mod:`pico3.models.provider` — requests, messages, stream events, :class:`ModelInfo`,
-  :class:`ProviderError` and the :class:`Provider` protocol (pico3-spec §8).
+  :class:`ProviderError`, the :class:`Provider` protocol and :class:`DeferringProvider` for
+  backends that may answer later through a :class:`Deferred` handle (pico3-spec §8).
 * :mod:`pico3.models.stream` — :class:`MessageBuilder` (how adapters emit events),
   :func:`reduce_events` and :func:`abortable`.
 * :mod:`pico3.models.retry` — :class:`RetryPolicy`, :func:`parse_retry_after`, :func:`retry_call`.
@@ -15,13 +16,17 @@ from __future__ import annotations
 
 from pico3.models.faux import (
     FAUX_MODEL,
+    FauxDeferred,
     FauxProvider,
     FauxResponse,
     FauxState,
     FauxStep,
+    faux_deferred,
     faux_demo_script,
     faux_echo,
     faux_error,
+    faux_fetch_error,
+    faux_not_ready,
     faux_pause,
     faux_response,
     faux_text,
@@ -31,8 +36,11 @@ from pico3.models.faux import (
 from pico3.models.provider import (
     AssistantMessage,
     Cost,
+    Deferred,
+    DeferringProvider,
     DoneEvent,
     ErrorEvent,
+    FetchResult,
     ImageContent,
     Message,
     ModelCost,
@@ -76,12 +84,16 @@ __all__ = [
     "FAUX_MODEL",
     "AssistantMessage",
     "Cost",
+    "Deferred",
+    "DeferringProvider",
     "DoneEvent",
     "ErrorEvent",
+    "FauxDeferred",
     "FauxProvider",
     "FauxResponse",
     "FauxState",
     "FauxStep",
+    "FetchResult",
     "ImageContent",
     "Message",
     "MessageBuilder",
@@ -116,9 +128,12 @@ __all__ = [
     "compute_cost",
     "copy_message",
     "estimate_tokens",
+    "faux_deferred",
     "faux_demo_script",
     "faux_echo",
     "faux_error",
+    "faux_fetch_error",
+    "faux_not_ready",
     "faux_pause",
     "faux_response",
     "faux_text",

@@ -17,6 +17,15 @@ next delta or pause.
 Build scripts with :func:`faux_text`, :func:`faux_thinking`, :func:`faux_tool_call`,
 :func:`faux_pause`, :func:`faux_response` and :func:`faux_error`; :func:`faux_echo` is a
 reactive step and :func:`faux_demo_script` a canned tool-using session for demos.
+
+Deferred answers (a batch or background API): a :func:`faux_deferred` step ends the stream
+with a ``deferred`` done carrying a handle ``faux-deferred-<n>``. Each later
+:meth:`~FauxProvider.fetch_deferred` of the current handle takes the step's next *poll*:
+:func:`faux_not_ready` (a fresh handle, optionally a new ``pollAfterMs``),
+:func:`faux_fetch_error` (the fetch raises :class:`~pico3.models.provider.ProviderError`; the
+handle stays valid) or a :class:`FauxResponse`, which answers with exactly the terminal event
+the stream would have ended with. ``state.fetches`` and ``state.cancelled`` record the handles
+asked for and given up.
 """
 
 from __future__ import annotations
@@ -32,11 +41,15 @@ import anyio
 import anyio.lowlevel
 import msgspec
 
-from chord.context import Context
+from chord.context import Context, ContextCancelled
 from pico3.models.provider import (
+    DoneEvent,
     DoneReason,
+    ErrorEvent,
+    FetchResult,
     ModelCost,
     ModelInfo,
+    ProviderError,
     Request,
     StreamEvent,
     TextContent,
@@ -51,7 +64,11 @@ from pico3.models.stream import ABORTED, MessageBuilder, abortable
 __all__ = [
     "FAUX_MODEL",
     "FauxBlock",
+    "FauxDeferred",
+    "FauxFetchError",
+    "FauxNotReady",
     "FauxPause",
+    "FauxPoll",
     "FauxProvider",
     "FauxResponse",
     "FauxState",
@@ -59,9 +76,12 @@ __all__ = [
     "FauxText",
     "FauxThinking",
     "FauxToolCall",
+    "faux_deferred",
     "faux_demo_script",
     "faux_echo",
     "faux_error",
+    "faux_fetch_error",
+    "faux_not_ready",
     "faux_pause",
     "faux_response",
     "faux_text",
@@ -133,11 +153,39 @@ class FauxResponse:
     usage: Usage | None = None
 
 
+@dataclass(frozen=True)
+class FauxNotReady:
+    """A poll answer: still not ready; a new handle, polled after ``poll_after_ms``."""
+
+    poll_after_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class FauxFetchError:
+    """A poll answer: asking failed (the fetch raises ``ProviderError``)."""
+
+    message: str
+    retryable: bool = True
+
+
+FauxPoll = FauxResponse | FauxNotReady | FauxFetchError
+
+
+@dataclass(frozen=True)
+class FauxDeferred:
+    """A step that answers with a deferred handle; fetches take ``polls`` in order."""
+
+    polls: tuple[FauxPoll, ...]
+    poll_after_ms: int | None = None
+
+
 @dataclass
 class FauxState:
-    """What a faux provider has seen: every request, in order."""
+    """What a faux provider has seen: every request, fetched and cancelled handle, in order."""
 
     requests: list[Request] = field(default_factory=list)
+    fetches: list[Any] = field(default_factory=list)
+    cancelled: list[Any] = field(default_factory=list)
 
     @property
     def call_count(self) -> int:
@@ -145,7 +193,16 @@ class FauxState:
         return len(self.requests)
 
 
-FauxStep = FauxResponse | Callable[[Request, FauxState], FauxResponse]
+FauxStep = FauxResponse | FauxDeferred | Callable[[Request, FauxState], FauxResponse | FauxDeferred]
+
+
+@dataclass
+class _Pending:
+    """A deferred answer: the request it answers, its call number and the polls left."""
+
+    request: Request
+    call: int
+    polls: deque[FauxPoll]
 
 
 def faux_text(text: str) -> FauxText:
@@ -187,6 +244,23 @@ def faux_error(
     """A response that streams ``content`` and then fails with ``message``."""
     blocks = tuple(FauxText(block) if isinstance(block, str) else block for block in content)
     return FauxResponse(blocks, error=message, retryable=retryable, retry_after=retry_after)
+
+
+def faux_deferred(*polls: FauxPoll | str, poll_after_ms: int | None = None) -> FauxDeferred:
+    """A step answered with a deferred handle; ``polls`` are the answers of successive fetches
+    (plain strings become final text responses)."""
+    made = tuple(faux_response(poll) if isinstance(poll, str) else poll for poll in polls)
+    return FauxDeferred(made, poll_after_ms)
+
+
+def faux_not_ready(poll_after_ms: int | None = None) -> FauxNotReady:
+    """A poll answer: not ready yet (the fetch re-defers with a new handle)."""
+    return FauxNotReady(poll_after_ms)
+
+
+def faux_fetch_error(message: str, *, retryable: bool = True) -> FauxFetchError:
+    """A poll answer: the fetch itself fails with ``ProviderError(message)``."""
+    return FauxFetchError(message, retryable)
 
 
 def faux_echo(request: Request, state: FauxState) -> FauxResponse:
@@ -258,6 +332,8 @@ class FauxProvider:
         self._queue: deque[FauxStep] = deque(script)
         self._chunk = chunk_chars
         self._clock = clock
+        self._deferred: dict[str, _Pending] = {}
+        self._handles = 0
         self.state = FauxState()
 
     # -- script ---------------------------------------------------------------------------------
@@ -300,16 +376,37 @@ class FauxProvider:
     async def _stream(self, request: Request, ctx: Context) -> AsyncIterator[StreamEvent]:
         self.state.requests.append(request)
         call = self.state.call_count
-        info = self.model(request.model)
-        builder = MessageBuilder(
-            api=info.api or "faux", provider=self.name, model=request.model, clock=self._clock
-        )
+        builder = self._builder(request)
         yield builder.start()
         if not self._queue:
             yield builder.fail("error", "No more faux responses queued")
             return
         step = self._queue.popleft()
-        response = step if isinstance(step, FauxResponse) else step(request, self.state)
+        if isinstance(step, FauxResponse | FauxDeferred):
+            response = step
+        else:
+            response = step(request, self.state)
+        if isinstance(response, FauxDeferred):
+            await anyio.lowlevel.checkpoint()
+            if ctx.cancelled:
+                yield builder.abort()
+                return
+            handle = self._defer(_Pending(request, call, deque(response.polls)))
+            yield builder.defer(handle, response.poll_after_ms)
+            return
+        async for event in self._body(builder, request, call, response, ctx):
+            yield event
+
+    async def _body(
+        self,
+        builder: MessageBuilder,
+        request: Request,
+        call: int,
+        response: FauxResponse,
+        ctx: Context,
+    ) -> AsyncIterator[StreamEvent]:
+        """Everything after ``start``: blocks, deltas, the terminal event."""
+        info = self.model(request.model)
         produced = 0
         for number, block in enumerate(response.content):
             if isinstance(block, FauxPause):
@@ -361,6 +458,63 @@ class FauxProvider:
             reason = "toolUse" if has_calls else "stop"
         for event in builder.done(reason, usage):
             yield event
+
+    def _builder(self, request: Request) -> MessageBuilder:
+        info = self.model(request.model)
+        return MessageBuilder(
+            api=info.api or "faux", provider=self.name, model=request.model, clock=self._clock
+        )
+
+    # -- deferred answers (pico3-spec §8) -------------------------------------------------------
+    def _defer(self, pending: _Pending) -> str:
+        self._handles += 1
+        handle = f"faux-deferred-{self._handles}"
+        self._deferred[handle] = pending
+        return handle
+
+    @property
+    def deferred_handles(self) -> list[str]:
+        """Handles that can still be fetched (neither answered nor cancelled)."""
+        return list(self._deferred)
+
+    async def fetch_deferred(self, model: str, handle: Any, ctx: Context) -> FetchResult:
+        """Take the next scripted poll of ``handle``: not ready (a new handle), a fetch failure
+        (raises :class:`ProviderError`) or the answer (the terminal event the stream would have
+        ended with). An unknown handle raises a non-retryable :class:`ProviderError`."""
+        del model
+        self.state.fetches.append(handle)
+        pending = self._deferred.pop(handle, None) if isinstance(handle, str) else None
+        if pending is None:
+            raise ProviderError(f"unknown faux deferred handle {handle!r}", retryable=False)
+        if not pending.polls:
+            raise ProviderError(f"no faux poll scripted for {handle!r}", retryable=False)
+        poll = pending.polls[0]
+        builder = self._builder(pending.request)
+        builder.start()
+        if isinstance(poll, FauxNotReady):
+            pending.polls.popleft()
+            return builder.defer(self._defer(pending), poll.poll_after_ms)
+        if isinstance(poll, FauxFetchError):
+            pending.polls.popleft()
+            self._deferred[handle] = pending  # the handle stays valid: asking failed, not it
+            raise ProviderError(poll.message, retryable=poll.retryable)
+        terminal: StreamEvent | None = None
+        async for event in self._body(builder, pending.request, pending.call, poll, ctx):
+            terminal = event
+        if not isinstance(terminal, DoneEvent | ErrorEvent) or (
+            isinstance(terminal, ErrorEvent) and terminal.reason == "aborted"
+        ):
+            self._deferred[handle] = pending  # interrupted: the same poll answers next time
+            raise ContextCancelled("the fetch was cancelled")
+        pending.polls.popleft()
+        return terminal
+
+    async def cancel_deferred(self, model: str, handle: Any, ctx: Context) -> None:
+        """Forget ``handle`` (a no-op for unknown handles); recorded in ``state.cancelled``."""
+        del model, ctx
+        self.state.cancelled.append(handle)
+        if isinstance(handle, str):
+            self._deferred.pop(handle, None)
 
     @staticmethod
     def _usage(request: Request, produced_chars: int, info: ModelInfo) -> Usage:

@@ -7,7 +7,16 @@ never raises out of that stream. Every stream is ``start``, then any number of b
 * :class:`DoneEvent` with ``reason`` ``stop`` | ``length`` | ``toolUse`` and the final
   :class:`AssistantMessage`, or
 * :class:`ErrorEvent` with ``reason`` ``error`` | ``aborted``, the partial message (kept for
-  display) and the error's classification (``retryable``, ``retry_after``).
+  display) and the error's classification (``retryable``, ``retry_after``), or
+* :class:`DoneEvent` with ``reason`` ``deferred``: the answer is not ready (a batch or
+  background job); ``message.deferred`` carries an opaque :class:`Deferred` handle.
+
+Deferred answers (pico3-spec §8): a provider that may defer also implements
+:class:`DeferringProvider`. The harness persists the handle in the generation's checkpoint and
+later calls ``fetch_deferred(model, handle, ctx)``, which answers with a terminal event exactly
+as the stream would have ended (a final ``done``, an ``error``, or another ``deferred`` done
+with a fresh handle), or ``cancel_deferred`` when the generation is aborted. A provider that
+never defers (the app's HTTP adapters, for instance) implements only :class:`Provider`.
 
 The message records here are msgspec Structs whose JSON form *is* the harness's model-message
 shape (``role`` = ``user`` | ``assistant`` | ``toolResult`` | ``system``; content blocks tagged
@@ -33,10 +42,13 @@ __all__ = [
     "AssistantBlock",
     "AssistantMessage",
     "Cost",
+    "Deferred",
+    "DeferringProvider",
     "DoneEvent",
     "DoneReason",
     "ErrorEvent",
     "ErrorReason",
+    "FetchResult",
     "ImageContent",
     "Message",
     "ModelCost",
@@ -48,6 +60,7 @@ __all__ = [
     "StopReason",
     "StreamEvent",
     "SystemMessage",
+    "TerminalReason",
     "TextContent",
     "TextDeltaEvent",
     "TextEndEvent",
@@ -75,6 +88,7 @@ __all__ = [
 
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
 DoneReason = Literal["stop", "length", "toolUse"]
+TerminalReason = Literal["stop", "length", "toolUse", "deferred"]
 ErrorReason = Literal["error", "aborted"]
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
 
@@ -147,8 +161,25 @@ class UserMessage(_Record, tag_field="role", tag="user"):
     timestamp: int = 0
 
 
+class Deferred(_Record):
+    """A handle on an answer that is not ready yet (pico3-spec §8).
+
+    ``handle`` is opaque to the harness but must be strict JSON: it is stored in a checkpoint
+    and handed back to :meth:`DeferringProvider.fetch_deferred` after any restart.
+    ``poll_after_ms`` (``pollAfterMs`` on the wire) is how long to wait before asking; ``None``
+    means the harness default (5 s).
+    """
+
+    handle: Any
+    poll_after_ms: int | None = None
+
+
 class AssistantMessage(_Record, tag_field="role", tag="assistant"):
-    """A model's answer. ``usage`` is ``None`` when the provider reported none (unknown, not 0)."""
+    """A model's answer. ``usage`` is ``None`` when the provider reported none (unknown, not 0).
+
+    ``deferred`` is set only on the message of a ``deferred`` done event: the answer itself is
+    still to be fetched with that handle.
+    """
 
     content: list[AssistantBlock] = msgspec.field(default_factory=list)
     api: str = ""
@@ -157,6 +188,7 @@ class AssistantMessage(_Record, tag_field="role", tag="assistant"):
     usage: Usage | None = None
     stop_reason: StopReason = "stop"
     error_message: str | None = None
+    deferred: Deferred | None = None
     timestamp: int = 0
 
 
@@ -367,9 +399,10 @@ class ToolCallEndEvent(_Event, tag="toolcall_end"):
 
 
 class DoneEvent(_Event, tag="done"):
-    """Terminal success."""
+    """Terminal success; with ``reason`` ``deferred`` the answer is to be fetched later with
+    ``message.deferred`` (and ``message`` has no content)."""
 
-    reason: DoneReason
+    reason: TerminalReason
     message: AssistantMessage
 
 
@@ -461,4 +494,30 @@ class Provider(Protocol):
 
     def stream(self, request: Request, ctx: Context) -> AsyncIterator[StreamEvent]:
         """Stream the answer to ``request``."""
+        ...
+
+
+FetchResult = DoneEvent | ErrorEvent
+"""What :meth:`DeferringProvider.fetch_deferred` answers: a terminal event."""
+
+
+@runtime_checkable
+class DeferringProvider(Provider, Protocol):
+    """A provider that may end a stream with a ``deferred`` done (a batch or background job).
+
+    ``fetch_deferred`` asks for the answer behind ``handle`` and returns the terminal event the
+    stream would have ended with: ``done`` (``stop`` | ``length`` | ``toolUse``) with the final
+    message, ``error`` with its classification, or ``done`` ``deferred`` with a new handle when
+    the answer is still not ready. It raises :class:`ProviderError` (or any exception, treated as
+    retryable) when asking failed; the harness then retries the whole request under its retry
+    policy. ``cancel_deferred`` gives up on ``handle`` (best effort: the harness ignores its
+    failures) and must be a no-op for unknown handles. ``model`` is the model id of the request.
+    """
+
+    async def fetch_deferred(self, model: str, handle: Any, ctx: Context) -> FetchResult:
+        """The terminal event of the answer behind ``handle``."""
+        ...
+
+    async def cancel_deferred(self, model: str, handle: Any, ctx: Context) -> None:
+        """Abandon the answer behind ``handle``."""
         ...

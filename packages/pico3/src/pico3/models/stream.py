@@ -26,6 +26,7 @@ import msgspec
 from chord.context import Context
 from pico3.models.provider import (
     AssistantMessage,
+    Deferred,
     DoneEvent,
     DoneReason,
     ErrorEvent,
@@ -201,6 +202,15 @@ class MessageBuilder:
         events.append(DoneEvent(reason=reason, message=self.message))
         return events
 
+    def defer(self, handle: Any, poll_after_ms: int | None = None) -> DoneEvent:
+        """Finish with a ``deferred`` done: the answer is to be fetched later with ``handle``
+        (strict JSON). A deferred answer has no content of its own."""
+        if self.message.content:
+            raise StreamProtocolError("a deferred answer cannot follow content blocks")
+        self._finish()
+        self.message.deferred = Deferred(handle=handle, poll_after_ms=poll_after_ms)
+        return DoneEvent(reason="deferred", message=self.message)
+
     def fail(
         self,
         reason: ErrorReason,
@@ -331,6 +341,7 @@ def reduce_events(events: Iterable[StreamEvent]) -> AssistantMessage:
     message.usage = final.usage
     message.stop_reason = final.stop_reason
     message.error_message = final.error_message
+    message.deferred = final.deferred
     return message
 
 

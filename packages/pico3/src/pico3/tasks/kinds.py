@@ -246,6 +246,7 @@ def define_task(
             raise ValueError(f"task kind {name!r}: {exc}") from None
     if (turn or fault is not None) and not core:
         raise ValueError(f"task kind {name!r}: turn and fault are for core kinds only")
+    _check_authority(name, core=core, builtin=builtin)
     return TaskKind(
         name=name,
         initial=initial,
@@ -260,6 +261,19 @@ def define_task(
         fault=fault,
         builtin=builtin,
     )
+
+
+def _check_authority(name: str, *, core: bool, builtin: bool) -> None:
+    """Core authority belongs to the kernel's own ``pi.*`` kinds: a ``core=True`` flag on any
+    other name confers nothing and is refused, and a ``pi.*`` name needs ``core`` or ``builtin``
+    (pico3-spec §2.3: "a user-supplied core: true or similar confers nothing")."""
+    if core and not name.startswith("pi."):
+        raise ValueError(
+            f"task kind {name!r}: core authority is reserved for the kernel's 'pi.' kinds; "
+            "an extension kind runs with ordinary task authority (drop core=True)"
+        )
+    if name.startswith("pi.") and not (core or builtin):
+        raise ValueError(f"task kind {name!r} is reserved: the 'pi.' prefix belongs to core")
 
 
 class KindRegistry:
@@ -281,6 +295,9 @@ class KindRegistry:
 
         if not isinstance(kind, TaskKind):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"expected a TaskKind from define_task, got {type(kind).__name__}")
+        _check_authority(kind.name, core=kind.core, builtin=kind.builtin)
+        if (kind.turn or kind.fault is not None) and not kind.core:
+            raise ValueError(f"task kind {kind.name!r}: turn and fault are for core kinds only")
         if kind.name in self._kinds:
             raise ValueError(f"task kind {kind.name!r} is already registered")
         keys = [

@@ -14,11 +14,19 @@ Phases (the checkpoint is the recovery program counter)::
     requesting  in flight: entered only after a crash. The call may have happened; it counts
                 as a failed attempt ("interrupted") and retries, or fails.
     retrying    sleep until untilMs, then back to "prepared" with the same Prep.
+    deferred    the provider answered with a handle instead of a message (a batch or
+                background job): {handle, pollAt} are persisted with the Prep. Sleep until
+                pollAt, fetch_deferred(handle); another handle → refresh the checkpoint (new
+                handle, new pollAt, generation.deferred again); a message → turn.message, then
+                classify it exactly like a streamed one. Not in-flight: after a reopen the
+                generation just polls again, it never re-sends the request. Abort gives the
+                handle up with a best-effort cancel_deferred.
 
-Classification of the terminal message:
+Classification of the terminal message (streamed, or fetched for a deferred handle):
 
-* error (or a stream that raised) → ``pi.usage`` + ``retrying`` while the policy allows;
-  otherwise a display-only ``pi.assistant`` and the group fails;
+* error (or a stream or fetch that raised) → ``pi.usage`` + ``retrying`` while the policy
+  allows (a retry sends the request again); otherwise a display-only ``pi.assistant`` and the
+  group fails;
 * provider-side ``aborted`` (no abort mark) → display-only entry, the group fails ``provider``;
 * tool calls → the assistant entry, one ``pi.tool`` per call and one ``pi.post_tools`` after
   them, atomically;
@@ -37,11 +45,15 @@ from typing import Any
 import msgspec
 
 from chord.context import Context
-from chord.json import copy_json
+from chord.json import JsonError, copy_json
 from pico3.kernel.tx import Transaction
 from pico3.model.entries import NewEntry
 from pico3.models.provider import (
     AssistantMessage,
+    DeferringProvider,
+    DoneEvent,
+    ErrorEvent,
+    ProviderError,
     Request,
     ToolCall,
     estimate_tokens,
@@ -56,7 +68,7 @@ from pico3.turn.collapse import (
     threshold_through,
 )
 from pico3.turn.hooks import chain_before_request, observe_after_response, runner
-from pico3.turn.models import DEFAULT_RETRY, resolve_model, retry_delay_ms
+from pico3.turn.models import DEFAULT_RETRY, ResolvedModel, resolve_model, retry_delay_ms
 from pico3.turn.placement import boundary, user_message
 from pico3.turn.state import (
     GENERATION,
@@ -72,9 +84,16 @@ from pico3.turn.state import (
 from pico3.turn.stream import apply_partial, assistant_json, stream_message
 from pico3.turn.system import prepare_system, request_tools
 
-__all__ = ["GENERATION_KIND", "settle_fault"]
+__all__ = ["DEFAULT_POLL_MS", "GENERATION_KIND", "settle_fault"]
 
 _LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
+
+DEFAULT_POLL_MS = 5000
+"""How long a deferred handle waits before its first (and each next) poll when the provider
+names no ``pollAfterMs``."""
+
+_PHASE_KEYS = ("phase", "untilMs", "lastError", "handle", "pollAt")
+"""Checkpoint keys that belong to one phase, not to the Prep."""
 
 
 def _give_up(retry: dict[str, Any]) -> str:
@@ -178,8 +197,138 @@ async def _prepared(task: TaskInfo, rt: Any, ctx: Context) -> Any:
         await rt.commit(write, ctx)
 
     message, retryable = await stream_message(resolved.provider.stream(request, ctx), flush)
+    if _is_deferred(message):
+        return await _defer(task, rt, resolved, state, message, ctx)
     await observe_after_response(rt, task, assistant_json(message), attempt, ctx)
     return await _classify(task, rt, state, message, retryable, ctx)
+
+
+# -- deferred answers ----------------------------------------------------------------------------
+def _is_deferred(message: AssistantMessage) -> bool:
+    return message.deferred is not None and message.stop_reason not in ("error", "aborted")
+
+
+def _error(detail: str) -> AssistantMessage:
+    return AssistantMessage(stop_reason="error", error_message=detail)
+
+
+async def _defer(
+    task: TaskInfo,
+    rt: Any,
+    resolved: ResolvedModel,
+    state: dict[str, Any],
+    message: AssistantMessage,
+    ctx: Context,
+) -> Any:
+    """Persist a deferred answer's handle: ``deferred{handle, pollAt}`` + ``generation.deferred``.
+
+    A handle the harness could never use (the provider cannot fetch, or the handle is not
+    strict JSON) is a non-retryable provider error instead."""
+    deferred = message.deferred
+    assert deferred is not None
+    problem: str | None = None
+    handle: Any = None
+    if not isinstance(resolved.provider, DeferringProvider):
+        problem = f"provider {resolved.provider.name!r} deferred but cannot fetch_deferred"
+    else:
+        try:
+            handle = copy_json(deferred.handle)
+        except JsonError as exc:
+            problem = f"deferred handle is not strict JSON: {exc}"
+    if problem is not None:
+        failed = _error(problem)
+        await observe_after_response(rt, task, assistant_json(failed), state["attempt"], ctx)
+        return await _classify(task, rt, state, failed, False, ctx)
+    poll_at = rt.now() + max(0, deferred.poll_after_ms or DEFAULT_POLL_MS)
+    return Next(_defer_builder(task, state, handle, poll_at))
+
+
+def _defer_builder(
+    task: TaskInfo, state: dict[str, Any], handle: Any, poll_at: int
+) -> Callable[[Transaction, Task, Context], dict[str, Any]]:
+    cid = task.conversation_id
+    attempt = state["attempt"]
+
+    def build(tx: Transaction, current: Task, ctx: Context) -> dict[str, Any]:
+        turn = turn_doc(tx, cid)
+        if turn is not None:
+            if "message" in turn:
+                del turn["message"]
+            turn["generation"] = {"stage": "deferred", "attempt": attempt, "pollAt": poll_at}
+        tx.emit_event(cid, {"type": "generation.deferred", "taskId": task.id, "pollAt": poll_at})
+        kept = {k: v for k, v in state.items() if k not in _PHASE_KEYS}
+        return {**kept, "phase": "deferred", "handle": handle, "pollAt": poll_at}
+
+    return build
+
+
+async def _deferred(task: TaskInfo, rt: Any, ctx: Context) -> Any:
+    """Poll a deferred handle at ``pollAt`` (also the recovery path: nothing is re-sent)."""
+    state: dict[str, Any] = dict(task.checkpoint or {})
+    await rt.sleep(state["pollAt"], ctx)
+    resolved = resolve_model(rt, state["model"])
+    if resolved is None:
+        return Done(_failure_closure(task, rt.now(), "no_model", "unknown model", None))
+    message, retryable = await _fetch(resolved, state["handle"], ctx)
+    if _is_deferred(message):
+        return await _defer(task, rt, resolved, state, message, ctx)
+    cid = task.conversation_id
+    shown = assistant_json(message)
+
+    def write(tx: Transaction, current: Task, ctx: Context) -> None:
+        turn = turn_doc(tx, cid)
+        if turn is not None:
+            apply_partial(turn, {k: v for k, v in shown.items() if k in _PARTIAL_KEYS})
+
+    await rt.commit(write, ctx)
+    await observe_after_response(rt, task, shown, state["attempt"], ctx)
+    return await _classify(task, rt, state, message, retryable, ctx)
+
+
+_PARTIAL_KEYS = ("role", "content", "api", "provider", "model", "timestamp")
+"""The keys of a streaming ``turn.message`` (what a fetched message shows there too)."""
+
+
+async def _fetch(
+    resolved: ResolvedModel, handle: Any, ctx: Context
+) -> tuple[AssistantMessage, bool]:
+    """The fetched terminal message and whether an error is retryable. A fetch that raises is
+    an error message like a stream that raises: retryable unless a ``ProviderError`` says not."""
+    provider = resolved.provider
+    if not isinstance(provider, DeferringProvider):
+        return _error(f"provider {provider.name!r} cannot fetch_deferred"), False
+    try:
+        answer: Any = await provider.fetch_deferred(resolved.info.id, handle, ctx)
+    except ProviderError as exc:
+        ctx.raise_if_cancelled()
+        return _error(f"deferred fetch failed: {exc.message}"), exc.retryable
+    except Exception as exc:
+        ctx.raise_if_cancelled()
+        return _error(f"deferred fetch raised: {exc}"), True
+    if isinstance(answer, DoneEvent):
+        return _copy_message(answer.message), False
+    if isinstance(answer, ErrorEvent):
+        return _copy_message(answer.error), answer.retryable
+    kind = type(answer).__name__
+    return _error(f"fetch_deferred returned {kind}; expected a done or error event"), False
+
+
+def _copy_message(message: AssistantMessage) -> AssistantMessage:
+    return msgspec.convert(msgspec.to_builtins(message), AssistantMessage)
+
+
+async def _cancel_deferred(rt: Any, checkpoint: dict[str, Any], ctx: Context) -> None:
+    """Best effort: give a deferred handle up. Failures are reported, never raised."""
+    resolved = resolve_model(rt, checkpoint.get("model"))
+    if resolved is None or not isinstance(resolved.provider, DeferringProvider):
+        return
+    try:
+        await resolved.provider.cancel_deferred(resolved.info.id, checkpoint.get("handle"), ctx)
+    except Exception as exc:
+        kernel = getattr(getattr(rt, "harness", None), "kernel", None)
+        report = getattr(kernel, "report", None)
+        if callable(report):
+            report(exc)
 
 
 async def _classify(
@@ -257,7 +406,7 @@ def _retry_builder(
                 "error": error,
             },
         )
-        kept = {k: v for k, v in state.items() if k not in ("phase", "offered")}
+        kept = {k: v for k, v in state.items() if k not in (*_PHASE_KEYS, "offered")}
         return {**kept, "phase": "retrying", "untilMs": until, "lastError": error}
 
     return build
@@ -423,6 +572,8 @@ def _final_closure(
 async def _abort(task: TaskInfo, rt: Any, ctx: Context) -> Any:
     cid = task.conversation_id
     inputs = list(task.input["inputs"])
+    if isinstance(task.checkpoint, dict) and task.checkpoint.get("phase") == "deferred":
+        await _cancel_deferred(rt, task.checkpoint, ctx)
 
     async def close(tx: Transaction, current: Task, ctx: Context) -> Any:
         turn = turn_doc(tx, cid)
@@ -449,7 +600,12 @@ async def _abort(task: TaskInfo, rt: Any, ctx: Context) -> Any:
 GENERATION_KIND: TaskKind = define_task(
     GENERATION,
     initial=_initial,
-    phases={"prepared": _prepared, "requesting": _requesting, "retrying": _retrying},
+    phases={
+        "prepared": _prepared,
+        "requesting": _requesting,
+        "retrying": _retrying,
+        "deferred": _deferred,
+    },
     abort=_abort,
     inflight=("requesting",),
     turn=True,
