@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import anthropic
+if TYPE_CHECKING:  # the SDK is imported on first use: it costs ~1 s at start-up
+    pass
 import anyio
 
 from chord.context import Context
@@ -141,6 +142,8 @@ class AnthropicProvider:
         self._retry = retry or RetryPolicy()
         self._sleep = sleep or anyio.sleep
         self._clock = clock
+        import anthropic
+
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
         )
@@ -294,6 +297,8 @@ def classify_error(
     exc: BaseException, clock: Callable[[], float] = time.time
 ) -> ProviderError | None:
     """A :class:`ProviderError` for an ``anthropic`` SDK exception (``None`` for others)."""
+    import anthropic
+
     if isinstance(exc, anthropic.APIStatusError):
         kind, detail = _error_body(exc.body)
         status = exc.status_code

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 import msgspec
-import openai
+
+if TYPE_CHECKING:  # the SDK is imported on first use: it costs ~1 s at start-up
+    pass
 
 from chord.context import Context
 from coding_agent.worker.providers._drive import SdkStream, drive
@@ -154,6 +156,8 @@ class OpenAIProvider:
         self._retry = retry or RetryPolicy()
         self._sleep = sleep or anyio.sleep
         self._clock = clock
+        import openai
+
         self._client = openai.AsyncOpenAI(
             api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
         )
@@ -284,6 +288,8 @@ def classify_error(
     exc: BaseException, clock: Callable[[], float] = time.time
 ) -> ProviderError | None:
     """A :class:`ProviderError` for an ``openai`` SDK exception (``None`` for others)."""
+    import openai
+
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         return ProviderError(

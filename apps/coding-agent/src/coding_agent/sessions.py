@@ -1,0 +1,283 @@
+"""Session folders: where a coding-agent session lives on disk, and how to find one again.
+
+Every session is one folder under ``$XDG_STATE_HOME/coding-agent/sessions/`` (default
+``~/.local/state``), named by its id, ``YYYYmmdd-HHMMSS-xxxxxx`` (UTC creation time plus six hex
+digits), so names sort by age::
+
+    <sessions>/<id>/
+      session.json   {"version": 1, "id", "cwd", "created", "model"?}
+      storage/       the harness's JSONL storage
+      worker.lock    held (flock) by the worker serving the session
+      worker.sock    the worker's Unix socket (see Session.socket_path)
+      worker.log     where a supervisor sends the worker's stderr
+
+The worker and every client compute paths through :class:`Session`, never by hand::
+
+    session = create_session(Path.cwd())
+    session.socket_path                      # what the worker listens on
+    latest_session(Path.cwd())               # --continue
+    open_session("20261129-2135")            # --resume with an id or a unique prefix
+
+A Unix socket path must fit in ``sun_path`` (about 104 bytes). When ``<folder>/worker.sock`` would
+not, the socket moves to a short path in the temp folder derived from the session folder, so the
+worker and its clients still agree without talking.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import os
+import secrets
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+
+__all__ = [
+    "METADATA_VERSION",
+    "SOCKET_PATH_LIMIT",
+    "Session",
+    "SessionError",
+    "SessionMetadata",
+    "create_session",
+    "latest_session",
+    "list_sessions",
+    "load_session",
+    "open_session",
+    "sessions_root",
+    "state_home",
+]
+
+METADATA_VERSION = 1
+"""The ``version`` written to ``session.json``."""
+
+SOCKET_PATH_LIMIT = 100
+"""Longest socket path used as is (``sun_path`` is 104 bytes on macOS, 108 on Linux)."""
+
+
+class SessionError(Exception):
+    """A session that cannot be created, found or read; the message names the path or id."""
+
+
+class SessionMetadata(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """The contents of ``session.json``."""
+
+    version: int
+    id: str
+    cwd: str
+    created: str
+    model: str | None = None
+
+
+def state_home(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_STATE_HOME``, or ``~/.local/state`` when unset or not absolute (XDG spec)."""
+    environ = os.environ if env is None else env
+    value = environ.get("XDG_STATE_HOME", "")
+    if value and os.path.isabs(value):
+        return Path(value)
+    return Path(os.path.expanduser("~")) / ".local" / "state"
+
+
+def sessions_root(env: Mapping[str, str] | None = None) -> Path:
+    """The folder holding every session folder."""
+    return state_home(env) / "coding-agent" / "sessions"
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """One session folder and what ``session.json`` says about it."""
+
+    path: Path
+    metadata: SessionMetadata
+
+    @property
+    def id(self) -> str:
+        """The session id (the folder name)."""
+        return self.metadata.id
+
+    @property
+    def cwd(self) -> Path:
+        """The project folder the session works in."""
+        return Path(self.metadata.cwd)
+
+    @property
+    def created(self) -> datetime:
+        """When the session was created (UTC)."""
+        return datetime.fromisoformat(self.metadata.created)
+
+    @property
+    def model(self) -> str | None:
+        """The ``provider/id`` chosen when the session was created, if any."""
+        return self.metadata.model
+
+    @property
+    def metadata_path(self) -> Path:
+        """``session.json``."""
+        return self.path / "session.json"
+
+    @property
+    def storage_dir(self) -> Path:
+        """The harness's JSONL storage folder."""
+        return self.path / "storage"
+
+    @property
+    def lock_path(self) -> Path:
+        """The lock a running worker holds."""
+        return self.path / "worker.lock"
+
+    @property
+    def log_path(self) -> Path:
+        """Where the worker's stderr goes when a supervisor starts it."""
+        return self.path / "worker.log"
+
+    @property
+    def socket_path(self) -> Path:
+        """The worker's Unix socket: ``worker.sock`` in the folder, or a short stand-in."""
+        preferred = self.path / "worker.sock"
+        if len(os.fsencode(preferred)) <= SOCKET_PATH_LIMIT:
+            return preferred
+        digest = hashlib.sha256(os.fsencode(self.path.resolve())).hexdigest()[:16]
+        return Path(tempfile.gettempdir()) / f"coding-agent-{os.getuid()}" / f"{digest}.sock"
+
+    def worker_running(self) -> bool:
+        """True while some process holds :attr:`lock_path` (a worker serves the session)."""
+        try:
+            fd = os.open(self.lock_path, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as error:
+            if error.errno in (errno.EAGAIN, errno.EACCES):
+                return True
+            raise
+        finally:
+            os.close(fd)
+        return False
+
+
+def _new_id(now: datetime) -> str:
+    return f"{now.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def create_session(
+    cwd: str | os.PathLike[str],
+    *,
+    model: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Session:
+    """Create a new session folder for project folder ``cwd`` (made absolute)."""
+    project = Path(cwd).expanduser().resolve()
+    if not project.is_dir():
+        raise SessionError(f"{project}: the project folder does not exist")
+    root = sessions_root(env)
+    now = datetime.now(UTC)
+    while True:
+        session_id = _new_id(now)
+        path = root / session_id
+        try:
+            path.mkdir(parents=True)
+            break
+        except FileExistsError:  # pragma: no cover - 24 random bits collided in one second
+            continue
+    metadata = SessionMetadata(
+        version=METADATA_VERSION,
+        id=session_id,
+        cwd=str(project),
+        created=now.isoformat(timespec="seconds"),
+        model=model,
+    )
+    session = Session(path, metadata)
+    session.storage_dir.mkdir()
+    _write_atomically(session.metadata_path, msgspec.json.format(msgspec.json.encode(metadata)))
+    return session
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    temporary = path.with_name(f".{path.name}.tmp")
+    with open(temporary, "wb") as file:
+        file.write(data + b"\n")
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+
+
+def load_session(path: str | os.PathLike[str]) -> Session:
+    """Read the session in folder ``path`` (raises :class:`SessionError` naming what is wrong)."""
+    folder = Path(path).expanduser().absolute()
+    metadata_path = folder / "session.json"
+    try:
+        raw = metadata_path.read_bytes()
+    except FileNotFoundError:
+        raise SessionError(f"{folder}: not a session folder (no session.json)") from None
+    except OSError as error:
+        raise SessionError(f"{metadata_path}: cannot read: {error.strerror}") from None
+    try:
+        metadata = msgspec.json.decode(raw, type=SessionMetadata)
+    except msgspec.DecodeError as error:
+        raise SessionError(f"{metadata_path}: invalid session metadata: {error}") from None
+    if metadata.version != METADATA_VERSION:
+        raise SessionError(
+            f"{metadata_path}: unsupported session version {metadata.version} "
+            f"(this coding-agent reads version {METADATA_VERSION})"
+        )
+    if metadata.id != folder.name:
+        raise SessionError(
+            f"{metadata_path}: id {metadata.id!r} does not match the folder name {folder.name!r}"
+        )
+    return Session(folder, metadata)
+
+
+def list_sessions(
+    cwd: str | os.PathLike[str] | None = None, *, env: Mapping[str, str] | None = None
+) -> list[Session]:
+    """Every readable session, newest first; with ``cwd``, only that project's sessions.
+
+    Folders that are not sessions (or whose metadata is broken) are skipped.
+    """
+    root = sessions_root(env)
+    project = str(Path(cwd).expanduser().resolve()) if cwd is not None else None
+    try:
+        folders = [entry for entry in root.iterdir() if entry.is_dir()]
+    except FileNotFoundError:
+        return []
+    found: list[Session] = []
+    for folder in folders:
+        try:
+            session = load_session(folder)
+        except SessionError:
+            continue
+        if project is None or session.metadata.cwd == project:
+            found.append(session)
+    found.sort(key=lambda session: session.id, reverse=True)
+    return found
+
+
+def latest_session(
+    cwd: str | os.PathLike[str] | None = None, *, env: Mapping[str, str] | None = None
+) -> Session | None:
+    """The newest session (of project ``cwd`` when given), or ``None``."""
+    sessions = list_sessions(cwd, env=env)
+    return sessions[0] if sessions else None
+
+
+def open_session(id_or_prefix: str, *, env: Mapping[str, str] | None = None) -> Session:
+    """The session whose id is ``id_or_prefix``, or the only one starting with it."""
+    if not id_or_prefix or "/" in id_or_prefix or id_or_prefix in (".", ".."):
+        raise SessionError(f"invalid session id {id_or_prefix!r}")
+    root = sessions_root(env)
+    exact = root / id_or_prefix
+    if (exact / "session.json").is_file():
+        return load_session(exact)
+    matches = [s for s in list_sessions(env=env) if s.id.startswith(id_or_prefix)]
+    if not matches:
+        raise SessionError(f"no session {id_or_prefix!r} in {root}")
+    if len(matches) > 1:
+        ids = ", ".join(s.id for s in matches[:5])
+        raise SessionError(f"session id {id_or_prefix!r} is ambiguous: {ids}")
+    return matches[0]

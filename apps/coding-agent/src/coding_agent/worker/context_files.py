@@ -1,0 +1,152 @@
+"""Project instructions: ``AGENTS.md`` / ``CLAUDE.md`` from the folder and its ancestors.
+
+Coding agents read a project's standing instructions from a Markdown file next to the code. We
+read both common names. Walking from the filesystem root down to the project folder, each folder
+contributes its ``AGENTS.md`` or, when it has none, its ``CLAUDE.md`` (many projects keep one as a
+link to the other, so reading both would say everything twice). Outer folders come first, so the
+most specific instructions are read last and win when they disagree::
+
+    /home/me/AGENTS.md              # personal defaults
+    /home/me/work/repo/AGENTS.md    # the project
+    /home/me/work/repo/pkg/CLAUDE.md
+
+The files are a system section of the conversation, ``context-files``, whose value is
+``{"files": [{"path", "content"}]}``. A ``system_instructions`` hook reads them afresh before
+every generation, so editing ``AGENTS.md`` mid-session takes effect on the next turn (the harness
+stores a delta entry only when the text changed). Each file is capped at
+:data:`MAX_FILE_CHARS` characters so a runaway file cannot fill the context window.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chord.context import Context
+from chord.facets import Facet, FacetEnvironment, define_facet
+from pico3.chord import Harness
+from pico3.harness import Harness as OpenHarness
+from pico3.turn.generation import GENERATION_KIND
+from pico3.turn.sections import SystemSection, define_section
+
+__all__ = [
+    "CONTEXT_FILES_FACET_ID",
+    "CONTEXT_FILE_NAMES",
+    "MAX_FILE_CHARS",
+    "SECTION_KEY",
+    "ContextFile",
+    "context_files_facet",
+    "context_files_section",
+    "find_context_files",
+    "render_context_files",
+]
+
+CONTEXT_FILE_NAMES = ("AGENTS.md", "CLAUDE.md")
+"""The names looked for in each folder, in order of preference."""
+
+MAX_FILE_CHARS = 100_000
+"""Longest file content kept; the rest is replaced by a note."""
+
+SECTION_KEY = "context-files"
+CONTEXT_FILES_FACET_ID = "coding-agent/context-files"
+
+
+@dataclass(frozen=True, slots=True)
+class ContextFile:
+    """One instruction file: its absolute path and (possibly capped) text."""
+
+    path: str
+    content: str
+
+    def to_json(self) -> dict[str, str]:
+        """The section value's shape."""
+        return {"path": self.path, "content": self.content}
+
+
+def _read(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    if len(text) > MAX_FILE_CHARS:
+        text = text[:MAX_FILE_CHARS] + f"\n\n[{path.name} truncated at {MAX_FILE_CHARS} characters]"
+    return text
+
+
+def find_context_files(cwd: str | os.PathLike[str]) -> list[ContextFile]:
+    """The instruction files for project folder ``cwd``, outermost folder first."""
+    start = Path(cwd).expanduser().resolve()
+    folders = [start, *start.parents]
+    found: list[ContextFile] = []
+    for folder in reversed(folders):
+        for name in CONTEXT_FILE_NAMES:
+            candidate = folder / name
+            if candidate.is_file():
+                text = _read(candidate)
+                if text is not None and text.strip():
+                    found.append(ContextFile(str(candidate), text))
+                    break
+    return found
+
+
+def render_context_files(value: Any) -> str:
+    """The section text: each file under a heading naming it."""
+    files = value.get("files", []) if isinstance(value, dict) else []
+    parts = [
+        "Project instructions from context files (follow them; later files are more specific):"
+    ]
+    for item in files:
+        if isinstance(item, dict):
+            parts.append(f"### {item.get('path', '?')}\n\n{str(item.get('content', '')).strip()}")
+    return "\n\n".join(parts)
+
+
+def context_files_section() -> SystemSection:
+    """The ``context-files`` section (key and renderer)."""
+    return define_section(SECTION_KEY, render_context_files)
+
+
+def context_files_facet(cwd: str | os.PathLike[str]) -> Facet:
+    """A session facet adding the context files of ``cwd`` to every generation's system prompt.
+
+    With no files, the section is left out (or removed, when a file disappears)."""
+    folder = Path(cwd)
+    section = context_files_section()
+
+    async def instruct(payload: dict[str, Any], api: Any, ctx: Context) -> None:
+        files = find_context_files(folder)
+        draft = payload["sections"]
+        if files:
+            draft.set(section, {"files": [file.to_json() for file in files]})
+        elif section in draft:
+            draft.delete(section)
+
+    def install(harness: OpenHarness) -> Callable[[], None]:
+        unregister_section = harness.register_section(section)
+        try:
+            ns = harness.namespace("context-files")
+        except BaseException:
+            unregister_section()
+            raise
+        try:
+            unhook = harness.hooks(ns, GENERATION_KIND, {"system_instructions": instruct})
+        except BaseException:
+            ns.unregister()
+            unregister_section()
+            raise
+
+        def uninstall() -> None:
+            unhook()
+            ns.unregister()
+            unregister_section()
+
+        return uninstall
+
+    def setup(env: FacetEnvironment) -> None:
+        harness = env.use(Harness)
+        env.on_activate(lambda: env.own(harness.add_registration(install)))
+
+    return define_facet(CONTEXT_FILES_FACET_ID, setup)

@@ -1,0 +1,355 @@
+"""The offline demo: a faux model that shows the product working without any API key.
+
+:class:`ScriptedProvider` is the ``faux`` provider the worker runs when no real model is
+configured. Unlike a plain :class:`~pico3.models.FauxProvider`, whose script is a queue consumed
+by the process, it picks each answer from the **conversation itself**: step ``n`` answers the
+request that already holds ``n`` finished assistant messages. The same transcript therefore
+always gets the same answer, which is what makes the demo survive a crash: a worker killed
+mid-turn and started again (a fresh process, a fresh provider) resumes the turn and the model
+carries on where the transcript says it was. Beyond the last step, ``fallback`` answers.
+
+:func:`demo_steps` is the built-in tour (the demo of issue 8): list the project, read a file,
+ask the user a question, write a notes file and edit it with the answer (both need approval),
+run a command (approval again), and sum up. Steps are reactive where it matters: the file read
+is one the listing showed, and the edit uses the user's answer.
+
+Tests and users can script the model instead with a JSON file (:func:`load_script`)::
+
+    [{"text": "Let me look.", "toolCalls": [{"name": "ls", "arguments": {"path": "."}}]},
+     {"thinking": "It is small.", "text": "This folder holds one file."}]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from chord.context import Context
+from pico3.models import (
+    FAUX_MODEL,
+    AssistantMessage,
+    FauxProvider,
+    FauxResponse,
+    FauxState,
+    FauxStep,
+    ModelInfo,
+    Request,
+    StreamEvent,
+    ToolResultMessage,
+    UserMessage,
+    faux_response,
+    faux_thinking,
+    faux_tool_call,
+)
+from pico3.models.faux import FauxDeferred, FauxToolCall
+
+__all__ = [
+    "DEMO_NOTES_FILE",
+    "ScriptStep",
+    "ScriptToolCall",
+    "ScriptedProvider",
+    "demo_provider",
+    "demo_steps",
+    "finished_assistant_messages",
+    "load_script",
+    "script_steps",
+]
+
+DEMO_NOTES_FILE = "faux-demo-notes.md"
+"""The file the demo writes and edits (in the project folder, after approval)."""
+
+_PLACEHOLDER = "Topic: (to be decided)"
+
+
+def finished_assistant_messages(request: Request) -> int:
+    """How many assistant messages of ``request`` ended normally (not aborted, not failed)."""
+    return sum(
+        1
+        for message in request.messages
+        if isinstance(message, AssistantMessage) and message.stop_reason not in ("error", "aborted")
+    )
+
+
+def _with_call_ids(response: FauxResponse, step: int) -> FauxResponse:
+    """Give unnamed tool calls ids derived from the step, so ids never repeat in a transcript."""
+    blocks = tuple(
+        FauxToolCall(block.name, block.arguments, block.id or f"faux_{step}_{number}")
+        if isinstance(block, FauxToolCall)
+        else block
+        for number, block in enumerate(response.content)
+    )
+    return FauxResponse(
+        blocks,
+        stop_reason=response.stop_reason,
+        error=response.error,
+        retryable=response.retryable,
+        retry_after=response.retry_after,
+        usage=response.usage,
+    )
+
+
+class ScriptedProvider:
+    """A faux provider answering step ``n`` to a transcript with ``n`` finished answers.
+
+    ``steps`` are :class:`~pico3.models.FauxResponse` values or callables of the request that
+    return one (deferred answers are not supported).
+    ``fallback`` answers every request past the script (default: a note that it ended).
+    Streaming is the :class:`~pico3.models.FauxProvider`'s: word by word, no wall-clock pacing.
+    """
+
+    def __init__(
+        self,
+        steps: Sequence[FauxStep],
+        *,
+        fallback: FauxStep | None = None,
+        name: str = "faux",
+        models: Sequence[ModelInfo] = (FAUX_MODEL,),
+        chunk_chars: int = 16,
+    ) -> None:
+        self._steps = list(steps)
+        self._fallback: FauxStep = fallback if fallback is not None else _script_ended
+        self._name = name
+        self._models = tuple(models)
+        self._chunk = chunk_chars
+        self.state = FauxState()
+
+    @property
+    def name(self) -> str:
+        """The provider name models are configured with (``faux``)."""
+        return self._name
+
+    def models(self) -> Sequence[ModelInfo]:
+        """The faux models."""
+        return self._models
+
+    def model(self, model_id: str) -> ModelInfo:
+        """Metadata of ``model_id`` (a default-sized model when unknown)."""
+        return self._player().model(model_id)
+
+    def _player(self, steps: Sequence[FauxStep] = ()) -> FauxProvider:
+        return FauxProvider(steps, name=self._name, models=self._models, chunk_chars=self._chunk)
+
+    def stream(self, request: Request, ctx: Context) -> AsyncIterator[StreamEvent]:
+        """Stream the step this transcript is at."""
+        self.state.requests.append(request)
+        index = finished_assistant_messages(request)
+        step = self._steps[index] if index < len(self._steps) else self._fallback
+        response = (
+            step if isinstance(step, (FauxResponse, FauxDeferred)) else step(request, self.state)
+        )
+        if not isinstance(response, FauxResponse):
+            # A deferred answer is fetched later from the provider that handed it out; this
+            # provider makes a fresh player per request, so it plays only immediate answers.
+            raise TypeError(f"step {index}: ScriptedProvider plays FauxResponse steps only")
+        return self._player([_with_call_ids(response, index)]).stream(request, ctx)
+
+
+def _script_ended(request: Request, state: FauxState) -> FauxResponse:
+    return faux_response("(The faux script has no more answers.)")
+
+
+# -- the built-in demo ----------------------------------------------------------------------------
+def _last_tool_text(request: Request) -> str:
+    for message in reversed(request.messages):
+        if isinstance(message, ToolResultMessage):
+            return "\n".join(getattr(block, "text", "") for block in message.content)
+    return ""
+
+
+def _last_user_text(request: Request) -> str:
+    for message in reversed(request.messages):
+        if isinstance(message, UserMessage):
+            if isinstance(message.content, str):
+                return message.content
+            return " ".join(getattr(block, "text", "") for block in message.content)
+    return ""
+
+
+_PREFERRED = ("README.md", "README.rst", "README.txt", "README", "pyproject.toml", "package.json")
+
+
+def _pick_file(listing: str) -> str | None:
+    names = [line.strip() for line in listing.splitlines() if line.strip()]
+    files = [name for name in names if not name.endswith("/") and not name.startswith("[")]
+    for preferred in _PREFERRED:
+        if preferred in files:
+            return preferred
+    return files[0] if files else None
+
+
+def _read_step(request: Request, state: FauxState) -> FauxResponse:
+    chosen = _pick_file(_last_tool_text(request))
+    if chosen is None:
+        return faux_response(
+            "The folder looks empty, so let me search it instead.",
+            faux_tool_call("find", {"pattern": "*"}),
+        )
+    return faux_response(
+        f"Let me read `{chosen}` to see what this project is about.",
+        faux_tool_call("read", {"path": chosen, "limit": 40}),
+    )
+
+
+def _ask_step(request: Request, state: FauxState) -> FauxResponse:
+    return faux_response(
+        "Before I change anything, a question for you.",
+        faux_tool_call(
+            "question",
+            {
+                "question": "What should the demo notes be about?",
+                "options": ["Testing", "Documentation", "Refactoring"],
+                "allowText": True,
+            },
+        ),
+    )
+
+
+def _write_step(request: Request, state: FauxState) -> FauxResponse:
+    return faux_response(
+        f"I'll create `{DEMO_NOTES_FILE}` (you will be asked to approve the write).",
+        faux_tool_call(
+            "write",
+            {
+                "path": DEMO_NOTES_FILE,
+                "content": f"# Notes from the faux demo\n\n{_PLACEHOLDER}\n",
+            },
+        ),
+    )
+
+
+_ANSWER = re.compile(r"User answered: (.+)", re.DOTALL)
+
+
+def _edit_step(request: Request, state: FauxState) -> FauxResponse:
+    # The question's answer is two tool results back (question, then write).
+    topic = "whatever you like"
+    for message in reversed(request.messages):
+        if isinstance(message, ToolResultMessage) and message.tool_name == "question":
+            text = "\n".join(getattr(block, "text", "") for block in message.content)
+            found = _ANSWER.search(text)
+            if found:
+                topic = found.group(1).strip()
+            break
+    return faux_response(
+        "Now an edit with your answer; the diff is shown for approval.",
+        faux_tool_call(
+            "edit",
+            {
+                "path": DEMO_NOTES_FILE,
+                "edits": [{"oldText": _PLACEHOLDER, "newText": f"Topic: {topic}"}],
+            },
+        ),
+    )
+
+
+def _bash_step(request: Request, state: FauxState) -> FauxResponse:
+    return faux_response(
+        "Finally, a shell command (approval again).",
+        faux_tool_call("bash", {"command": f"ls -1 && wc -l {DEMO_NOTES_FILE}"}),
+    )
+
+
+def _summary_step(request: Request, state: FauxState) -> FauxResponse:
+    ran = {
+        message.tool_name
+        for message in request.messages
+        if isinstance(message, ToolResultMessage) and not message.is_error
+    }
+    changed = [name for name in ("write", "edit", "bash") if name in ran]
+    if changed == ["write", "edit", "bash"]:
+        outcome = f"wrote and edited `{DEMO_NOTES_FILE}` with your approval, and ran a command."
+    elif changed:
+        outcome = f"proposed changes and a command; you let {', '.join(changed)} run."
+    else:
+        outcome = "proposed a write, an edit and a command, which were not approved."
+    return faux_response(
+        faux_thinking("The tour is complete; summarise it."),
+        "That was the offline demo of the faux model. I listed and read files, asked you a "
+        f"question, {outcome}\n\n"
+        "To work with a real model, set `ANTHROPIC_API_KEY` or `OPENAI_API_KEY` (or "
+        "`OPENAI_BASE_URL` for a local server) and start a new session, or pass "
+        "`--model provider/id`.",
+    )
+
+
+def _after_demo(request: Request, state: FauxState) -> FauxResponse:
+    said = _last_user_text(request).strip() or "(nothing)"
+    return faux_response(
+        f"(faux model) You said: {said}\n\nI am the offline demo model and only play the demo "
+        "tour. Set an API key or pass `--model provider/id` to talk to a real model."
+    )
+
+
+def demo_steps() -> list[FauxStep]:
+    """The built-in tour: ls, read, question, write, edit, bash, summary."""
+    return [
+        faux_response(
+            "Hi! I'm the offline faux model. Let me show you around: first the project files.",
+            faux_tool_call("ls", {"path": "."}),
+        ),
+        _read_step,
+        _ask_step,
+        _write_step,
+        _edit_step,
+        _bash_step,
+        _summary_step,
+    ]
+
+
+def demo_provider() -> ScriptedProvider:
+    """The faux provider with the built-in tour, then a short echo for every later prompt."""
+    return ScriptedProvider(demo_steps(), fallback=_after_demo)
+
+
+# -- JSON scripts ---------------------------------------------------------------------------------
+class ScriptToolCall(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """A scripted tool call."""
+
+    name: str
+    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class ScriptStep(msgspec.Struct, forbid_unknown_fields=True, frozen=True, rename="camel"):
+    """One scripted answer: optional thinking, text, tool calls, or an error to fail with."""
+
+    text: str | None = None
+    thinking: str | None = None
+    tool_calls: list[ScriptToolCall] = msgspec.field(default_factory=list)
+    error: str | None = None
+
+
+def script_steps(steps: Sequence[ScriptStep]) -> list[FauxStep]:
+    """Faux responses for parsed script steps."""
+    responses: list[FauxStep] = []
+    for step in steps:
+        blocks: list[Any] = []
+        if step.thinking:
+            blocks.append(faux_thinking(step.thinking))
+        if step.text:
+            blocks.append(step.text)
+        blocks.extend(faux_tool_call(call.name, call.arguments) for call in step.tool_calls)
+        response = faux_response(*blocks)
+        if step.error is not None:
+            response = FauxResponse(response.content, error=step.error)
+        responses.append(response)
+    return responses
+
+
+def load_script(path: str | os.PathLike[str]) -> list[FauxStep]:
+    """Read a JSON script file (a list of :class:`ScriptStep` objects); errors name the path."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as error:
+        raise ValueError(
+            f"{os.fspath(path)}: cannot read the faux script: {error.strerror}"
+        ) from None
+    try:
+        steps = msgspec.json.decode(raw, type=list[ScriptStep])
+    except msgspec.DecodeError as error:
+        raise ValueError(f"{os.fspath(path)}: invalid faux script: {error}") from None
+    return script_steps(steps)

@@ -1,0 +1,424 @@
+"""The session worker: one process that owns a session's harness and serves it on a socket.
+
+DECISIONS D9 splits the coding agent in two processes. This is the one with the authority: it
+opens the harness on the session's JSONL storage (fsync on, so a ``kill -9`` loses nothing that
+was committed), sets up the session facets, and serves their remotable services (``pi.conversation``
+and the features' dialogs) over a Unix socket in the session folder with the chord wire. TUIs come
+and go; the worker stays. A worker that dies is started again and resumes from storage: a turn
+that was streaming, waiting for approval or running a tool carries on.
+
+The facets, in the order the host gets them (seed-plugins §6.1):
+
+1. ``@pi/harness`` — :func:`pico3.chord.harness_session_facet`: ``pi.harness`` and one
+   ``pi.conversation`` instance per conversation;
+2. ``coding-agent/providers`` — the model providers (:mod:`.providers_facet`);
+3. ``coding-agent/tools`` — read, write, edit, bash, grep, find, ls (:mod:`.tools_facet`);
+4. ``coding-agent/context-files`` — ``AGENTS.md`` / ``CLAUDE.md`` as a system section;
+5. ``coding-agent/worker-status`` — ``coding-agent.worker``: session, pid, ``--dev`` reloads;
+6. every installed feature package's ``"session"`` facets (entry points ``chord.facets``), and
+   those of ``--facets-dir`` folders.
+
+Once the host is active (every facet registered its tools and hooks) the worker prepares the
+root conversation (its model, and every registered tool selected), then calls
+``pi.harness.resume``: recovery runs only now, with every hook in place.
+
+Command line (see ``/work/notes/APP-API.md``)::
+
+    python -m coding_agent.worker.main SESSION_DIR [--model provider/id] [--faux-script FILE]
+        [--dev] [--facets-dir DIR]... [--no-fsync] [--exit-on-stdin-eof]
+
+It prints ``READY <socket path>`` on stdout once it serves, and exits 0 on SIGTERM or SIGINT.
+:func:`open_session_host` is the same setup without a socket, for the headless modes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import fcntl
+import logging
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from chord.context import BACKGROUND
+from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, define_facet
+from chord.packages import (
+    FacetDiscoveryError,
+    FacetGeneration,
+    ReloadCoordinator,
+    ReloadReport,
+    discover_facet_packages,
+    load_facet_packages,
+)
+from chord.transport import serve_unix
+from chord.wire import provider_handler
+from coding_agent.sessions import Session, SessionError, load_session
+from coding_agent.worker.context_files import context_files_facet
+from coding_agent.worker.providers import RegistryError
+from coding_agent.worker.providers_facet import (
+    ProviderChoice,
+    providers_facet,
+    resolve_providers,
+)
+from coding_agent.worker.status import WorkerStatus
+from coding_agent.worker.tools_facet import tools_facet
+from pico3.chord import Harness, HarnessService, harness_session_facet
+from pico3.harness import HarnessOptions
+from pico3.reload import reload
+from pico3.storage.jsonl import JsonlStorage
+from pico3.turn.models import Models
+
+__all__ = [
+    "EXIT_BUSY",
+    "EXIT_USAGE",
+    "WORKER_FACET_ID",
+    "SessionRuntime",
+    "WorkerBusy",
+    "WorkerConfig",
+    "load_features",
+    "main",
+    "open_session_host",
+    "prepare_root",
+    "serve",
+]
+
+WORKER_FACET_ID = "coding-agent/worker"
+EXIT_USAGE = 2
+EXIT_BUSY = 3
+
+_log = logging.getLogger("coding_agent.worker")
+
+
+class WorkerBusy(SessionError):
+    """Another process (a worker, or a headless run) holds the session's lock."""
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """What a session host needs: the session and the worker's options."""
+
+    session: Session
+    model: str | None = None
+    faux_script: Path | None = None
+    dev: bool = False
+    facets_dirs: tuple[Path, ...] = ()
+    installed_features: bool = True
+    fsync: bool = True
+    env: Mapping[str, str] | None = None
+    model_config: Mapping[str, Any] | None = None
+
+
+@dataclass
+class SessionRuntime:
+    """A running session host: the facet host, ``pi.harness``, the model choice, the status."""
+
+    host: FacetHost
+    harness: HarnessService
+    choice: ProviderChoice
+    status: WorkerStatus
+    coordinator: ReloadCoordinator | None = None
+
+
+async def prepare_root(harness: HarnessService, choice: ProviderChoice, *, explicit: bool) -> None:
+    """Give the root conversation a model (when it has none, or ``explicit``ly chosen) and
+    select every registered tool it does not select yet; one commit, or none."""
+    root = await harness.harness.root(BACKGROUND)
+    config = await root.config(BACKGROUND)
+    patch: dict[str, Any] = {}
+    if (explicit or config.get("model") is None) and config.get("model") != choice.config:
+        patch["model"] = choice.config
+    selected = list(config.get("selectedTools") or [])
+    wanted = selected + [name for name in harness.harness.tools.names() if name not in selected]
+    if wanted != selected:
+        patch["selectedTools"] = wanted
+    if patch:
+        await root.set_config(patch, BACKGROUND)
+
+
+def load_features(config: WorkerConfig) -> list[FacetGeneration]:
+    """Load one generation of every feature package's ``"session"`` facets: the installed ones
+    (entry points ``chord.facets``, unless ``installed_features`` is off) and ``facets_dirs``.
+    A broken installed package is logged and skipped; a broken folder raises."""
+
+    def skip(error: FacetDiscoveryError) -> None:
+        _log.error("skipping a broken facet package: %s", error)
+
+    packages = discover_facet_packages(
+        config.facets_dirs, installed=config.installed_features, on_error=skip
+    )
+    return load_facet_packages(packages, "session")
+
+
+@asynccontextmanager
+async def open_session_host(
+    config: WorkerConfig,
+    *,
+    extra_facets: Sequence[Facet] = (),
+    generations: list[FacetGeneration] | None = None,
+    on_error: Callable[[BaseException], None] | None = None,
+) -> AsyncIterator[SessionRuntime]:
+    """Set up the session facets over the session's storage, resume, and yield the runtime.
+
+    The session's ``worker.lock`` is held throughout (one harness per storage); another holder
+    makes it raise :class:`WorkerBusy` at once.
+
+    ``extra_facets`` join the host (the headless modes add their presentation here).
+    ``generations`` are the feature packages (default: :func:`load_features`); the host owns
+    them from here on and releases them when it closes. Raises
+    :class:`~coding_agent.worker.providers.RegistryError` or ``ValueError`` for a bad model or
+    faux script before anything is opened."""
+    session = config.session
+    lock = _Lock(session)
+    try:
+        lock.acquire()  # one harness per storage: raises WorkerBusy before anything is loaded
+    except BaseException:
+        for generation in generations or ():
+            generation.purge()
+        raise
+    if generations is None:
+        try:
+            generations = load_features(config)
+        except BaseException:
+            lock.release()
+            raise
+    coordinator: ReloadCoordinator | None = None
+    try:
+        choice = resolve_providers(
+            config.model if config.model is not None else session.model,
+            env=config.env,
+            config=config.model_config,
+            faux_script=config.faux_script,
+        )
+        models = Models()
+        # ``state_dir`` and ``workspace`` are where feature kinds keep session state (the
+        # indexer's SQLite index) and what they work on (facets-indexer's service keys).
+        services: dict[str, Any] = {
+            "models": models,
+            "state_dir": str(session.path / "state"),
+            "workspace": str(session.cwd),
+        }
+        options = HarnessOptions(services=services, on_report=on_error)
+        features = [facet for generation in generations for facet in generation.facets]
+        box: dict[str, HarnessService] = {}
+        status = WorkerStatus(session_id=session.id, cwd=str(session.cwd), dev=config.dev)
+
+        def worker(env: FacetEnvironment) -> None:
+            box["harness"] = env.use(Harness)
+
+        async with anyio.create_task_group() as group:
+            storage_dir = str(session.storage_dir)
+            harness_facet = harness_session_facet(
+                lambda: JsonlStorage(storage_dir, fsync=config.fsync),
+                options,
+                task_group=group,
+                on_error=on_error,
+            )
+            facets = [
+                harness_facet,
+                providers_facet(models, choice.providers),
+                tools_facet(session.cwd, spill_dir=session.path / "spill"),
+                context_files_facet(session.cwd),
+                define_facet(WORKER_FACET_ID, worker),
+                status.facet(),
+                *features,
+                *extra_facets,
+            ]
+            async with create_facet_host(facets, on_error=on_error) as host:
+                harness = box["harness"]
+                await prepare_root(harness, choice, explicit=config.model is not None)
+                await harness.resume(BACKGROUND)
+                runtime = SessionRuntime(host, harness, choice, status)
+                if config.dev:
+                    coordinator = _coordinator(host, harness, generations, status)
+                    generations = []
+                    runtime.coordinator = coordinator
+                    await group.start(coordinator.run)
+                try:
+                    yield runtime
+                finally:
+                    if coordinator is not None:
+                        coordinator.stop()
+            group.cancel_scope.cancel()
+    finally:
+        try:
+            with anyio.CancelScope(shield=True):
+                if coordinator is not None:
+                    await coordinator.dispose()
+                for generation in generations:
+                    generation.purge()
+        finally:
+            lock.release()
+
+
+def _coordinator(
+    host: FacetHost,
+    harness: HarnessService,
+    generations: list[FacetGeneration],
+    status: WorkerStatus,
+) -> ReloadCoordinator:
+    """``--dev``: reload facet packages when their sources change (seed §6.3 around a swap)."""
+
+    async def around_reload(perform: Callable[[], Any]) -> None:
+        await reload(harness.handle, perform, BACKGROUND)
+
+    def on_report(report: ReloadReport) -> None:
+        status.add_report(report)
+        line = f"coding-agent worker: reload {report.package}: {report.outcome}: {report.message}"
+        print(line, file=sys.stderr, flush=True)
+
+    return ReloadCoordinator(host, generations, on_report=on_report, around_reload=around_reload)
+
+
+# -- the process ----------------------------------------------------------------------------------
+class _Lock:
+    """The session's ``worker.lock``: held with ``flock`` for the worker's lifetime."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self._session.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            if error.errno in (errno.EAGAIN, errno.EACCES):
+                raise WorkerBusy(
+                    f"session {self._session.id} is already served by pid {holder}"
+                ) from None
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None
+
+
+async def _stdin_closed() -> None:
+    """Return once stdin reaches end of file (read without a thread: a blocked reader thread
+    would keep the process from exiting)."""
+    fd = sys.stdin.fileno()
+    while True:
+        await anyio.wait_readable(fd)
+        try:
+            if not os.read(fd, 65536):
+                return
+        except BlockingIOError:  # pragma: no cover - woken without data
+            continue
+
+
+async def _wait_for_stop(signals: AsyncIterator[int], exit_on_stdin_eof: bool) -> None:
+    """Return at the first SIGTERM/SIGINT (or stdin EOF, when asked)."""
+    async with anyio.create_task_group() as group:
+
+        async def on_signal() -> None:
+            async for _signal in signals:
+                group.cancel_scope.cancel()
+                return
+
+        group.start_soon(on_signal)
+        if exit_on_stdin_eof:
+
+            async def on_eof() -> None:
+                await _stdin_closed()
+                group.cancel_scope.cancel()
+
+            group.start_soon(on_eof)
+
+
+async def serve(
+    config: WorkerConfig,
+    *,
+    ready: Callable[[Path], None],
+    exit_on_stdin_eof: bool = False,
+) -> None:
+    """Run the session host (which holds the session lock), serve it on the session socket,
+    call ``ready(socket_path)``, and return on SIGTERM/SIGINT (or stdin EOF when asked)."""
+    socket = config.session.socket_path
+    socket.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Signals are caught from here on: one arriving during start-up stops the worker cleanly
+    # once it is up, instead of killing it halfway.
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with open_session_host(config) as runtime, anyio.create_task_group() as group:
+            await group.start(serve_unix, socket, provider_handler(runtime.host.services))
+            ready(socket)
+            await _wait_for_stop(signals, exit_on_stdin_eof)
+            group.cancel_scope.cancel()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m coding_agent.worker.main",
+        description="Serve one coding-agent session over its Unix socket.",
+    )
+    parser.add_argument("session_dir", type=Path, help="the session folder (holds session.json)")
+    parser.add_argument("--model", help="provider/model-id (default: from the environment)")
+    parser.add_argument("--faux-script", type=Path, help="a JSON script for the faux model")
+    parser.add_argument("--dev", action="store_true", help="hot-reload facet packages")
+    parser.add_argument(
+        "--facets-dir",
+        type=Path,
+        action="append",
+        default=[],
+        help="a facet package folder to load (repeatable)",
+    )
+    parser.add_argument("--no-fsync", action="store_true", help="do not fsync the storage")
+    parser.add_argument(
+        "--exit-on-stdin-eof", action="store_true", help="exit when stdin reaches end of file"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the worker; returns the exit code (0, or 2 usage, 3 busy)."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="coding-agent worker: %(message)s")
+    try:
+        session = load_session(args.session_dir)
+    except SessionError as error:
+        print(f"coding-agent worker: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    config = WorkerConfig(
+        session=session,
+        model=args.model,
+        faux_script=args.faux_script,
+        dev=args.dev,
+        facets_dirs=tuple(args.facets_dir),
+        fsync=not args.no_fsync,
+    )
+
+    def ready(socket: Path) -> None:
+        sys.stdout.write(f"READY {socket}\n")
+        sys.stdout.flush()
+
+    try:
+        anyio.run(_serve_main, config, ready, args.exit_on_stdin_eof, backend="asyncio")
+    except WorkerBusy as error:
+        print(f"coding-agent worker: {error}", file=sys.stderr)
+        return EXIT_BUSY
+    except (RegistryError, ValueError, FacetDiscoveryError) as error:
+        print(f"coding-agent worker: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0
+
+
+async def _serve_main(config: WorkerConfig, ready: Callable[[Path], None], eof: bool) -> None:
+    await serve(config, ready=ready, exit_on_stdin_eof=eof)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""``coding-agent.worker``: what the worker process says about itself to every client.
+
+A TUI shows facts that live in the worker, not in a conversation: which session and project the
+worker serves, its process id, whether ``--dev`` reloading is on, and how the last reloads of
+facet packages went (so a syntax error in a feature under development shows up on screen, not
+only in ``worker.log``). The worker provides them as one remotable singleton service whose
+``state`` is a replicated JSON document::
+
+    {"sessionId": "20261129-213855-db8d28", "cwd": "/home/me/repo", "pid": 4242, "dev": true,
+     "reloads": [{"package": "greeter", "outcome": "failed", "ok": false,
+                  "message": "SyntaxError: ...", "stage": "load"}]}
+
+``reloads`` keeps the newest :data:`MAX_REPORTS` reports, oldest first. A client reaches it with
+``env.use(define_service("coding-agent.worker"))`` and subscribes to ``handle.state``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from chord.context import BACKGROUND
+from chord.facets import Facet, FacetEnvironment, define_facet
+from chord.packages import ReloadReport
+from chord.services import define_service
+from chord.state import MutableReplicatedState
+
+__all__ = ["MAX_REPORTS", "STATUS_FACET_ID", "WorkerStatus", "WorkerStatusService"]
+
+STATUS_FACET_ID = "coding-agent/worker-status"
+MAX_REPORTS = 20
+
+WorkerStatusService = define_service("coding-agent.worker")
+"""The worker's status (remotable singleton): ``{"state": ReplicatedState}``."""
+
+
+def _report_json(report: ReloadReport) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "package": report.package,
+        "outcome": report.outcome,
+        "ok": report.ok,
+        "message": report.message,
+    }
+    if report.stage is not None:
+        entry["stage"] = report.stage
+    return entry
+
+
+class WorkerStatus:
+    """Collects the worker's facts and publishes them through :meth:`facet`'s service."""
+
+    def __init__(self, *, session_id: str, cwd: str, dev: bool) -> None:
+        self._document: dict[str, Any] = {
+            "sessionId": session_id,
+            "cwd": cwd,
+            "pid": os.getpid(),
+            "dev": dev,
+            "reloads": [],
+        }
+        self._state: MutableReplicatedState | None = None
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """The current status (a copy)."""
+        return {**self._document, "reloads": list(self._document["reloads"])}
+
+    def add_report(self, report: ReloadReport) -> None:
+        """Record one reload outcome (the newest :data:`MAX_REPORTS` are kept)."""
+        entry = _report_json(report)
+        reloads = [*self._document["reloads"], entry][-MAX_REPORTS:]
+        self._document["reloads"] = reloads
+        if self._state is not None:
+
+            def mutate(draft: Any) -> None:
+                draft["reloads"] = reloads
+
+            self._state.change(BACKGROUND, mutate)
+
+    def facet(self) -> Facet:
+        """The facet providing :data:`WorkerStatusService`."""
+
+        def setup(env: FacetEnvironment) -> None:
+            self._state = env.replicated_state(self.document)
+            env.provide(WorkerStatusService, {"state": self._state})
+
+        return define_facet(STATUS_FACET_ID, setup)

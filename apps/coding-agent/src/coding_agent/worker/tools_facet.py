@@ -1,0 +1,134 @@
+"""The built-in tools as a session facet: each :class:`ToolSpec` becomes a pico3 tool.
+
+The app's tools (:func:`~coding_agent.worker.tools.builtin_tools`) know nothing about the
+harness: they take ``(args, ToolContext)`` and return the app's ``ToolResult``. This module is
+the adapter in between. :func:`tool_declaration` wraps one spec as a
+:class:`pico3.tools.ToolDeclaration` whose ``execute(args, api, ctx)`` runs the spec in the
+session's project folder with the harness's context (so an abort kills a ``bash`` process tree)
+and hands ``content``, ``details`` and ``is_error`` back unchanged.
+
+Read-only tools are declared ``replay="safe"`` (after a crash they simply run again); ``write``,
+``edit`` and ``bash`` are ``"unsafe"``, so a call interrupted after it started is reported as
+interrupted rather than repeated. The built-in tools already truncate their own output to pi's
+limits (2000 lines / 50 KB), so the harness's output bounds are set just above those.
+
+Live output: a tool that reports partial results (``bash`` does, with the tail of its output so
+far) has the new text streamed into its slot's ``output`` (``ToolApi.stream``), which the
+harness flushes to the view a few times a second, so every presentation shows the command's
+output while it runs. The final result replaces it.
+
+:func:`tools_facet` registers every declaration through ``pi.harness``'s ``add_registration``,
+which re-applies it on every opening of the session (reload, suspend/reopen).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from chord.context import Context
+from chord.facets import Facet, FacetEnvironment, define_facet
+from coding_agent.worker.tools import ToolContext, ToolSpec, builtin_tools
+from coding_agent.worker.tools import ToolResult as SpecResult
+from pico3.chord import Harness
+from pico3.harness import Harness as OpenHarness
+from pico3.tools import OutputBounds, OutputBuffer, ToolApi, ToolDeclaration, ToolResult
+
+__all__ = ["READ_ONLY_TOOLS", "TAIL_TOOLS", "TOOLS_FACET_ID", "tool_declaration", "tools_facet"]
+
+TOOLS_FACET_ID = "coding-agent/tools"
+
+READ_ONLY_TOOLS = frozenset({"read", "grep", "find", "ls"})
+"""Tools without effects outside the conversation: safe to run again after a crash."""
+
+TAIL_TOOLS = frozenset({"bash"})
+"""Tools whose output matters most at its end (live output keeps the tail)."""
+
+_HEAD_BOUNDS = OutputBounds(max_bytes=64 * 1024, max_lines=2_100, retain="head")
+_TAIL_BOUNDS = OutputBounds(max_bytes=64 * 1024, max_lines=2_100, retain="tail")
+
+
+def tool_declaration(
+    spec: ToolSpec,
+    cwd: str | os.PathLike[str],
+    *,
+    spill_dir: str | None = None,
+    file_locks: dict[str, Any] | None = None,
+) -> ToolDeclaration:
+    """``spec`` as a pico3 tool running in ``cwd`` (bash spills long output to ``spill_dir``)."""
+    locks: dict[str, Any] = file_locks if file_locks is not None else {}
+    folder = os.fspath(cwd)
+
+    async def execute(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
+        context = ToolContext(cwd=folder, ctx=ctx, temp_dir=spill_dir, file_locks=locks)
+        shown = [""]
+
+        def on_update(partial: SpecResult) -> None:
+            # A partial result is the whole live tail so far; stream only what is new. When the
+            # tail window moved (long output), start the live buffer over from the new tail.
+            text = partial.text
+            if text.startswith(shown[0]):
+                delta = text[len(shown[0]) :]
+            else:
+                api.buffer = OutputBuffer(api.buffer.bounds)
+                delta = text
+            shown[0] = text
+            if delta:
+                api.stream(delta)
+
+        result = await spec.execute(args, context, on_update=on_update)
+        return ToolResult(
+            content=list(result.content),
+            is_error=result.is_error,
+            details=dict(result.details) if result.details else None,
+        )
+
+    return ToolDeclaration(
+        name=spec.name,
+        description=spec.description,
+        parameters=spec.parameters,
+        execute=execute,
+        replay="safe" if spec.name in READ_ONLY_TOOLS else "unsafe",
+        output=_TAIL_BOUNDS if spec.name in TAIL_TOOLS else _HEAD_BOUNDS,
+    )
+
+
+def tools_facet(
+    cwd: str | os.PathLike[str],
+    *,
+    specs: Sequence[ToolSpec] | None = None,
+    spill_dir: str | os.PathLike[str] | None = None,
+) -> Facet:
+    """A session facet registering ``specs`` (default: every built-in tool) on the harness."""
+    chosen = list(builtin_tools() if specs is None else specs)
+    spill = os.fspath(spill_dir) if spill_dir is not None else None
+    if spill is not None:
+        Path(spill).mkdir(parents=True, exist_ok=True)
+    locks: dict[str, Any] = {}  # one lock table for the session: writes to a file serialise
+    declarations = [
+        tool_declaration(spec, cwd, spill_dir=spill, file_locks=locks) for spec in chosen
+    ]
+
+    def install(harness: OpenHarness) -> Callable[[], None]:
+        removers: list[Callable[[], None]] = []
+        try:
+            for declaration in declarations:
+                removers.append(harness.register_tool(declaration))
+        except BaseException:
+            for remove in reversed(removers):
+                remove()
+            raise
+
+        def uninstall() -> None:
+            for remove in reversed(removers):
+                remove()
+
+        return uninstall
+
+    def setup(env: FacetEnvironment) -> None:
+        harness = env.use(Harness)
+        env.on_activate(lambda: env.own(harness.add_registration(install)))
+
+    return define_facet(TOOLS_FACET_ID, setup)

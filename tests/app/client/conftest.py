@@ -1,0 +1,179 @@
+"""The client tests run the real thing: a session worker subprocess and the TUI over its socket.
+
+Each test gets its own ``XDG_STATE_HOME`` (so sessions never leak into the user's), a small
+project folder, and an environment without provider keys, so the worker runs the offline
+``faux`` model. :func:`script` writes a faux script file (the worker's ``--faux-script``) when a
+test needs the model to do something specific.
+
+Waiting is always on state: :func:`wait_for` polls a predicate over the app, the client or the
+file system between Textual frames, bounded by a deadline. Nothing sleeps to synchronise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import anyio
+import pytest
+
+from coding_agent.client import ClientRun, WorkerSupervisor, run_client
+from coding_agent.sessions import Session, create_session
+from coding_agent.tui import CodingAgentApp
+
+TIMEOUT = 60.0
+"""Seconds any single wait may take (a worker start on a busy machine is the slow part)."""
+
+SIZE = (110, 45)
+
+_PROVIDER_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")
+
+
+@pytest.fixture
+def agent_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of the worker: a private state folder and no provider keys."""
+    env = {key: value for key, value in os.environ.items() if key not in _PROVIDER_KEYS}
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    return env
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "README.md").write_text("# Sample project\n\nA project for the client tests.\n")
+    (folder / "main.py").write_text("print('hello')\n")
+    return folder
+
+
+@pytest.fixture
+def session(project: Path, agent_env: dict[str, str]) -> Session:
+    return create_session(project, env=agent_env)
+
+
+def script(folder: Path, steps: list[dict[str, Any]]) -> Path:
+    """Write a faux script (a list of ``{text?, thinking?, toolCalls?, error?}``) and return it."""
+    path = folder / "faux-script.json"
+    path.write_text(json.dumps(steps))
+    return path
+
+
+def supervisor(
+    session: Session, agent_env: dict[str, str], *, faux_script: Path | None = None
+) -> WorkerSupervisor:
+    """A supervisor whose workers die with the test process (their stdin is ours)."""
+    return WorkerSupervisor(
+        session,
+        exit_with_parent=True,
+        env=agent_env,
+        faux_script=faux_script,
+        on_event=lambda line: print(f"supervisor: {line}"),  # shown when a test fails
+    )
+
+
+async def drive(
+    session: Session,
+    keeper: WorkerSupervisor | None,
+    test: Callable[[Any], Awaitable[None]],
+) -> ClientRun:
+    """Run the TUI of ``session`` headless and drive it with ``test(pilot)``; the app exits after.
+
+    ``keeper`` is the supervisor (``None``: attach to a worker someone else keeps). A failing
+    ``test`` fails the call with its own exception.
+    """
+
+    async def pilot_then_exit(pilot: Any) -> None:
+        await test(pilot)
+        pilot.app.exit()
+
+    with anyio.fail_after(TIMEOUT * 4):
+        return await run_client(
+            session, supervisor=keeper, headless=True, size=SIZE, auto_pilot=pilot_then_exit
+        )
+
+
+async def wait_for(pilot: Any, predicate: Callable[[], object], what: str) -> None:
+    """Let the app run until ``predicate()`` is true; fail naming ``what`` after the deadline."""
+    try:
+        with anyio.fail_after(TIMEOUT):
+            while not predicate():
+                await pilot.pause(0.02)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for: {what}") from None
+
+
+def app_of(pilot: Any) -> CodingAgentApp:
+    app = pilot.app
+    assert isinstance(app, CodingAgentApp)
+    return app
+
+
+def entries(app: CodingAgentApp) -> list[dict[str, Any]]:
+    """The transcript entries of the newest view (empty while unavailable)."""
+    view = app.view
+    return list(view["entries"]) if isinstance(view, dict) else []
+
+
+def kinds(app: CodingAgentApp) -> list[str]:
+    return [entry["kind"] for entry in entries(app)]
+
+
+def idle(app: CodingAgentApp) -> bool:
+    """True when a view is there and no turn runs."""
+    view = app.view
+    return isinstance(view, dict) and "turn" not in view
+
+
+def assistant_texts(app: CodingAgentApp) -> list[str]:
+    """The text blocks of every finished assistant entry, in order."""
+    texts: list[str] = []
+    for entry in entries(app):
+        if entry["kind"] != "pi.assistant":
+            continue
+        for message in entry.get("model", []):
+            for block in message.get("content", []):
+                if block.get("type") == "text":
+                    texts.append(block["text"])
+    return texts
+
+
+def tool_results(app: CodingAgentApp) -> list[dict[str, Any]]:
+    """Tool result entries (``pi.toolResult`` or whatever kind carries ``toolCallId``)."""
+    found: list[dict[str, Any]] = []
+    for entry in entries(app):
+        for message in entry.get("model", []):
+            if message.get("role") == "toolResult":
+                found.append(message)
+    return found
+
+
+def kill_worker(keeper: WorkerSupervisor) -> int:
+    """SIGKILL the worker ``keeper`` started; returns its pid."""
+    pid = keeper.pid
+    assert pid is not None, "the supervisor has no running worker"
+    os.kill(pid, signal.SIGKILL)
+    return pid
+
+
+@pytest.fixture
+def kit() -> SimpleNamespace:
+    """The helpers above, for test modules (conftest is not importable in importlib mode)."""
+    return SimpleNamespace(
+        TIMEOUT=TIMEOUT,
+        app_of=app_of,
+        assistant_texts=assistant_texts,
+        drive=drive,
+        entries=entries,
+        idle=idle,
+        kill_worker=kill_worker,
+        kinds=kinds,
+        script=script,
+        supervisor=supervisor,
+        tool_results=tool_results,
+        wait_for=wait_for,
+    )

@@ -1,0 +1,161 @@
+"""Smoke test of the real ``coding-agent`` binary in a real terminal (tmux), offline (issue 8).
+
+A private tmux server runs the installed console script in a project folder. The test types into
+the pane and reads the screen back, exactly as a person would: the faux demo tour runs (files
+listed and read, a question, a write and an edit and a command approved), a second terminal
+attaches to the same session and sees the same transcript, and ``/quit`` in both ends the worker.
+
+Waits poll the captured pane text with a deadline; tmux is required: ``.ci/run`` installs it and
+sets ``CODING_AGENT_REQUIRE_TMUX``, so in CI (or with ``CI`` set) a missing tmux is a failure,
+never a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from coding_agent.sessions import Session, list_sessions
+
+TIMEOUT = 90.0
+BINARY = Path(sys.executable).with_name("coding-agent")
+
+
+class Terminal:
+    """One private tmux server (its own socket), with helpers to type and to read panes."""
+
+    def __init__(self, socket: Path, env: dict[str, str]) -> None:
+        self.socket = socket
+        self.env = env
+
+    def tmux(self, *args: str) -> str:
+        done = subprocess.run(
+            ["tmux", "-S", str(self.socket), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        )
+        return done.stdout
+
+    def start(self, window: str, cwd: Path, command: str) -> None:
+        """Run ``command`` in a new window (the first call starts the server)."""
+        # The shell stays after the program exits, so its exit line can be read.
+        line = f"{command}; echo EXITED $?; exec sleep 600"
+        if self.socket.exists():
+            self.tmux("new-window", "-d", "-n", window, "-c", str(cwd), line)
+        else:
+            self.tmux(
+                "new-session", "-d", "-s", "main", "-n", window, "-x", "120", "-y", "45",
+                "-c", str(cwd), line,
+            )  # fmt: skip
+
+    def screen(self, window: str) -> str:
+        return self.tmux("capture-pane", "-p", "-J", "-t", f"main:{window}")
+
+    def type(self, window: str, text: str) -> None:
+        self.tmux("send-keys", "-t", f"main:{window}", "-l", text)
+
+    def press(self, window: str, *keys: str) -> None:
+        self.tmux("send-keys", "-t", f"main:{window}", *keys)
+
+    def wait(self, window: str, check: Callable[[str], bool], what: str) -> str:
+        """Poll the pane until ``check(text)``; fail with the last screen after the deadline."""
+        deadline = time.monotonic() + TIMEOUT
+        text = ""
+        while time.monotonic() < deadline:
+            text = self.screen(window)
+            if check(text):
+                return text
+            time.sleep(0.1)  # polling the pane; the condition is what is waited on
+        raise AssertionError(f"timed out waiting for {what}; the screen was:\n{text}")
+
+    def wait_text(self, window: str, needle: str) -> str:
+        return self.wait(window, lambda text: needle in text, repr(needle))
+
+
+@pytest.fixture
+def terminal(agent_env: dict[str, str]) -> Iterator[Terminal]:
+    if shutil.which("tmux") is None:
+        message = "tmux is not installed (apt-get install tmux; .ci/run does it)"
+        if os.environ.get("CI") or os.environ.get("CODING_AGENT_REQUIRE_TMUX"):
+            pytest.fail(message)
+        pytest.skip(message)
+    env = dict(agent_env)
+    env.update(TERM="xterm-256color", COLORTERM="truecolor", LANG="C.UTF-8")
+    env.pop("TMUX", None)
+    # A short socket path: AF_UNIX paths are limited, pytest's tmp paths are long.
+    socket = Path(tempfile.gettempdir()) / f"ca-tmux-{uuid.uuid4().hex[:10]}.sock"
+    term = Terminal(socket, env)
+    try:
+        yield term
+    finally:
+        if socket.exists():
+            subprocess.run(["tmux", "-S", str(socket), "kill-server"], env=env, check=False)
+            socket.unlink(missing_ok=True)
+        for session in list_sessions(env=env):
+            _stop_worker(session)
+
+
+def _stop_worker(session: Session) -> None:
+    """A worker left by a failed test: SIGTERM the pid its lock file names."""
+    if not session.worker_running():
+        return
+    try:
+        pid = int(session.lock_path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+
+
+def test_the_binary_runs_the_demo_attaches_a_second_terminal_and_quits(
+    terminal: Terminal, project: Path, agent_env: dict[str, str]
+) -> None:
+    assert BINARY.exists(), f"{BINARY} is missing: is the console script installed (uv sync)?"
+    terminal.start("one", project, str(BINARY))
+    terminal.wait_text("one", "enter sends")
+    terminal.wait_text("one", "faux/faux-1")
+
+    terminal.type("one", "show me around")
+    terminal.press("one", "Enter")
+    terminal.wait_text("one", "What should the demo notes be about?")
+    screen = terminal.screen("one")
+    assert "Testing" in screen and "Documentation" in screen
+    terminal.press("one", "Enter")  # "Testing"
+    for tool in ("write", "edit", "bash"):
+        terminal.wait_text("one", f"Allow {tool}?")
+        terminal.press("one", "Enter")  # Allow
+    final = terminal.wait_text("one", "That was the offline demo")
+    assert "Topic: Testing" in final  # the edit's diff, rendered
+    assert (project / "faux-demo-notes.md").read_text().endswith("Topic: Testing\n")
+
+    [session] = list_sessions(env=agent_env)
+    assert session.worker_running()
+    terminal.start("two", project, f"{BINARY} attach {session.id}")
+    attached = terminal.wait_text("two", "That was the offline demo")
+    assert "show me around" in attached or "Topic: Testing" in attached
+
+    terminal.type("two", "/quit")
+    terminal.press("two", "Enter")
+    terminal.wait_text("two", "EXITED 0")
+    assert session.worker_running(), "an attached TUI leaves the worker running"
+
+    terminal.type("one", "/quit")
+    terminal.press("one", "Enter")
+    done = terminal.wait_text("one", "EXITED 0")
+    assert f"coding-agent --resume {session.id}" in done
+    assert not session.worker_running(), "quitting the TUI that started it stops the worker"

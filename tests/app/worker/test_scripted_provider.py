@@ -1,0 +1,87 @@
+"""The transcript-driven faux provider and its JSON scripts (issue 8 item 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chord.context import BACKGROUND
+from coding_agent.worker.demo import ScriptedProvider, load_script
+from pico3.models import (
+    AssistantMessage,
+    Request,
+    TextContent,
+    ToolResultMessage,
+    UserMessage,
+    faux_response,
+    faux_tool_call,
+    reduce_events,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+def assistant(text: str, stop: Any = "stop") -> AssistantMessage:
+    return AssistantMessage(content=[TextContent(text)], stop_reason=stop)
+
+
+async def answer(provider: ScriptedProvider, messages: list[Any]) -> AssistantMessage:
+    events = [
+        e async for e in provider.stream(Request(model="faux-1", messages=messages), BACKGROUND)
+    ]
+    return reduce_events(events)
+
+
+def texts(message: AssistantMessage) -> str:
+    return "".join(getattr(block, "text", "") for block in message.content)
+
+
+async def test_the_step_is_chosen_by_the_finished_answers_in_the_transcript() -> None:
+    provider = ScriptedProvider([faux_response("zero"), faux_response("one")])
+    user = UserMessage("hi")
+    assert texts(await answer(provider, [user])) == "zero"
+    assert texts(await answer(provider, [user, assistant("zero"), user])) == "one"
+    # The same transcript gets the same answer again (a restarted worker resumes a turn).
+    assert texts(await answer(provider, [user])) == "zero"
+    # Aborted or failed answers do not count.
+    broken = [user, assistant("z", "aborted"), assistant("z", "error")]
+    assert texts(await answer(provider, broken)) == "zero"
+    assert texts(await answer(provider, [user, assistant("0"), assistant("1")])).startswith(
+        "(The faux script has no more answers.)"
+    )
+
+
+async def test_tool_calls_get_ids_unique_per_step() -> None:
+    step = faux_response("x", faux_tool_call("ls", {}), faux_tool_call("read", {"path": "a"}))
+    provider = ScriptedProvider([step, step])
+    first = await answer(provider, [UserMessage("go")])
+    result = ToolResultMessage("faux_0_1", "ls", [TextContent("ok")])
+    second = await answer(provider, [UserMessage("go"), first, result])
+    ids = [getattr(b, "id", None) for m in (first, second) for b in m.content if hasattr(b, "id")]
+    assert ids == ["faux_0_1", "faux_0_2", "faux_1_1", "faux_1_2"]
+
+
+async def test_a_json_script_becomes_faux_answers(tmp_path: Path) -> None:
+    path = tmp_path / "script.json"
+    path.write_text(
+        '[{"thinking": "hmm", "text": "hello", "toolCalls": [{"name": "ls"}]},'
+        ' {"error": "overloaded"}]'
+    )
+    provider = ScriptedProvider(load_script(path))
+    first = await answer(provider, [UserMessage("hi")])
+    kinds = [type(block).__name__ for block in first.content]
+    assert kinds == ["ThinkingContent", "TextContent", "ToolCall"]
+    assert first.stop_reason == "toolUse"
+    second = await answer(provider, [UserMessage("hi"), first])
+    assert second.stop_reason == "error" and second.error_message == "overloaded"
+
+
+def test_a_bad_script_is_refused_naming_the_file_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "script.json"
+    path.write_text('[{"text": "a", "tools": []}]')
+    with pytest.raises(ValueError, match=r"script\.json: invalid faux script: .*tools"):
+        load_script(path)
+    with pytest.raises(ValueError, match="cannot read the faux script"):
+        load_script(tmp_path / "missing.json")

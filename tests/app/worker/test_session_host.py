@@ -1,0 +1,48 @@
+"""The session host in process: the root conversation's model and tool selection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chord.context import BACKGROUND
+from coding_agent.sessions import Session, create_session
+from coding_agent.worker.main import WorkerConfig, open_session_host
+
+pytestmark = pytest.mark.anyio
+
+
+async def root_config(config: WorkerConfig) -> dict[str, object]:
+    async with open_session_host(config) as runtime:
+        root = await runtime.harness.harness.root(BACKGROUND)
+        return await root.config(BACKGROUND)
+
+
+async def test_the_model_is_set_once_and_changed_only_when_chosen(session: Session) -> None:
+    first = await root_config(WorkerConfig(session))
+    assert first["model"] == {"provider": "faux", "modelId": "faux-1"}
+    tools = first["selectedTools"]
+    assert isinstance(tools, list)
+    assert tools[:7] == ["read", "bash", "edit", "write", "grep", "find", "ls"]
+    chosen = await root_config(WorkerConfig(session, model="faux/faux-large"))
+    assert chosen["model"] == {"provider": "faux", "modelId": "faux-large"}
+    again = await root_config(WorkerConfig(session))  # a restart without --model keeps it
+    assert again["model"] == {"provider": "faux", "modelId": "faux-large"}
+    assert again["selectedTools"] == tools
+
+
+async def test_a_session_created_with_a_model_starts_with_it(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    session = create_session(project, model="faux/faux-mini", env=agent_env)
+    config = await root_config(WorkerConfig(session))
+    assert config["model"] == {"provider": "faux", "modelId": "faux-mini"}
+
+
+async def test_the_session_lock_is_released_after_a_failed_start(session: Session) -> None:
+    with pytest.raises(ValueError, match="cannot read the faux script"):
+        async with open_session_host(WorkerConfig(session, faux_script=Path("/nonexistent"))):
+            pass  # pragma: no cover - never entered
+    assert not session.worker_running()
+    assert (await root_config(WorkerConfig(session)))["model"] is not None
