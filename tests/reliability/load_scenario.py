@@ -53,6 +53,7 @@ from chord.context import BACKGROUND, Context
 from chord.facets import FacetEnvironment, create_facet_host, define_facet
 from chord.state import Delivery
 from chord.transport import FrameConnection, serve_unix
+from chord.transport.unix import open_unix_stream
 from chord.wire import connect_service_source, provider_handler
 from pico3.chord import ConversationService, Harness, harness_session_facet
 from pico3.chord.session import SessionHarness
@@ -450,7 +451,7 @@ class _Client:
         env.observe(ConversationService, on_instance)
 
     async def connect(self, socket: Path) -> FrameConnection:
-        raw = await anyio.connect_unix(socket)
+        raw = await open_unix_stream(socket)
         self.socket_buffer = raw.extra(anyio.abc.SocketAttribute.raw_socket).getsockopt(
             SOL_SOCKET, SO_SNDBUF
         )

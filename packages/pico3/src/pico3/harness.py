@@ -272,10 +272,12 @@ class ConversationHandle:
     ) -> int:
         """Passive write of one entry (see :meth:`Transaction.write`); returns the input id."""
 
-        def build(tx: Transaction, _ctx: Context) -> int:
-            return tx.write(self.id, kind, model=model, data=data)
+        cid = self.id
 
-        return await self.commit(build, ctx)
+        def build(tx: Transaction, _ctx: Context) -> int:
+            return tx.write(cid, kind, model=model, data=data)
+
+        return await self._kernel.commit(build, ctx, conversation_id=cid)
 
     async def fork(
         self,

@@ -30,6 +30,7 @@ from chord.transport.streams import (
     serve_unix,
     stdio_connection,
 )
+from chord.transport.unix import UnixSocketStream, open_unix_stream, serve_unix_streams
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
@@ -42,6 +43,7 @@ __all__ = [
     "FrameError",
     "RequestFrame",
     "ResultFrame",
+    "UnixSocketStream",
     "UpdateFrame",
     "connect_tcp",
     "connect_unix",
@@ -50,7 +52,9 @@ __all__ = [
     "memory_byte_stream_pair",
     "memory_connection_pair",
     "open_process_connection",
+    "open_unix_stream",
     "serve_tcp",
     "serve_unix",
+    "serve_unix_streams",
     "stdio_connection",
 ]

@@ -22,6 +22,7 @@ import os
 import stat
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
 import anyio
@@ -36,6 +37,7 @@ from chord.transport.frames import (
     FrameError,
     encode_frame,
 )
+from chord.transport.unix import UnixSocketStream, open_unix_stream, serve_unix_streams
 
 __all__ = [
     "FrameConnection",
@@ -156,7 +158,7 @@ Handler = Callable[[FrameConnection], Awaitable[Any]]
 
 async def connect_unix(path: str | os.PathLike[str], **kwargs: Any) -> FrameConnection:
     """Connect to a Unix domain socket served by :func:`serve_unix`."""
-    stream = await anyio.connect_unix(path)
+    stream = await open_unix_stream(path)
     return FrameConnection(stream, name=f"unix:{os.fspath(path)}", **kwargs)
 
 
@@ -204,10 +206,19 @@ async def serve_unix(
     replaced). Reports the path through ``task_status``; runs until cancelled."""
     path = os.fspath(path)
     _remove_stale_socket(path)
-    listener = await anyio.create_unix_listener(path)
+    label = f"unix:{path}"
+
+    async def handle(stream: UnixSocketStream) -> None:
+        conn = FrameConnection(stream, name=label, max_frame_size=max_frame_size)
+        try:
+            await handler(conn)
+        finally:
+            await conn.aclose()
+
     try:
-        task_status.started(path)
-        await _serve(listener, handler, f"unix:{path}", max_frame_size)
+        async with anyio.create_task_group() as group:
+            await group.start(partial(serve_unix_streams, path, handle))
+            task_status.started(path)
     finally:
         try:
             os.unlink(path)

@@ -9,7 +9,9 @@
    caller's authority;
 4. run ``builder(tx, line_ctx)`` (a coroutine result is awaited); writes are synchronous and
    buffered;
-5. close the transaction; a poisoned one raises now;
+5. close the transaction; a poisoned one raises now; entries carrying a ``head`` are checked
+   against the head rules (:mod:`pico3.kernel.heads`: forward only, never inside a tool-call
+   exchange);
 6. flush touched documents into ``doc`` writes;
 7. when there are writes or events, call ``Storage.commit`` exactly once, shielded from
    cancellation. If storage fails, the session **faults**: every later operation raises
@@ -35,11 +37,13 @@ import anyio
 from chord.context import Context, without_abort_signal
 from pico3.kernel.documents import DocumentCache, fold_log
 from pico3.kernel.errors import Closed, Faulted, Forbidden, UnknownConversation
+from pico3.kernel.heads import check_heads
 from pico3.kernel.line import Line
 from pico3.kernel.namespaces import NamespaceRegistry
 from pico3.kernel.tx import Authority, Batch, Invoker, KindLookup, Transaction
 from pico3.kernel.view import Delivery, ViewRegistry
 from pico3.model.config import CORE_CONFIG, ConfigKey
+from pico3.storage._tables import PRECHECKED
 from pico3.storage.base import InvalidBatch, Storage
 from pico3.storage.records import (
     UNSET,
@@ -64,6 +68,7 @@ Describe = Callable[[Task, "dict[str, Any] | None"], Any]
 
 _log = logging.getLogger("pico3.kernel")
 _PAGE = 256
+_NO_DELIVERIES: list[Delivery] = []
 
 
 def _default_report(error: BaseException) -> None:
@@ -188,9 +193,9 @@ class Kernel:
         task live and, in run mode, not marked; otherwise :class:`Forbidden`.
         """
         ctx.raise_if_cancelled()
-        self.line.check_not_nested(ctx)
-        deliveries: list[Delivery] = []
-        async with self.line.hold(ctx):
+        line = self.line
+        await line.acquire(ctx)  # refuses a nested call before queueing
+        try:
             self.check_usable()
             ctx.raise_if_cancelled()
             if conversation_id is not None and conversation_id not in self.conversations:
@@ -199,35 +204,46 @@ class Kernel:
                 raise Forbidden("a task commit needs an invocation token")
             if invoker is not None:
                 self._check_invoker(invoker)
-            await self._preload(conversation_id, ctx)
+            if not self.documents.ready(conversation_id):
+                await self._preload(conversation_id, ctx)
             batch = Batch()
             tx = Transaction(self, authority, conversation_id, batch, ctx, invoker)
             try:
-                with self.line.running_builder(ctx) as line_ctx:
+                line_ctx, token = line.enter_builder(ctx)
+                try:
                     result = builder(tx, line_ctx)
                     if inspect.iscoroutine(result):
                         result = await result
+                finally:
+                    line.exit_builder(token)
                 batch.open = False
                 if batch.poison is not None:
                     raise batch.poison
+                if batch.heads:  # resets, handoffs, summaries: the head rules need reads
+                    await check_heads(self.storage, self.conversations, batch.new_entries, ctx)
                 writes = batch.finish()
                 persisted = bool(writes) or batch.has_events
                 if persisted:
-                    await self._persist(writes, ctx)
+                    await self._persist(writes, batch, ctx)
             except BaseException:
                 batch.open = False
                 batch.membrane.revoke("the transaction failed")
                 self._discard(batch)
                 raise
-            for write in writes:
-                if isinstance(write, ConversationWrite):
-                    self.conversations[write.conversation.id] = write.conversation
-            self._index_tasks(batch)
+            if batch.created:
+                for write in writes:
+                    if isinstance(write, ConversationWrite):
+                        self.conversations[write.conversation.id] = write.conversation
+            if batch.tasks:
+                self._index_tasks(batch)
             batch.membrane.revoke()
             if not persisted:
                 return result
-            deliveries = self._fold_views(batch)
-        self._after(batch, deliveries)
+            deliveries = self._fold_views(batch) if self.views.active else _NO_DELIVERIES
+        finally:
+            line.release()
+        if deliveries or self._listeners:
+            self._after(batch, deliveries)
         return result
 
     def _check_invoker(self, invoker: Invoker) -> None:
@@ -242,15 +258,20 @@ class Kernel:
             raise Forbidden(f"task {invoker.task_id} is marked for abort")
 
     def _index_tasks(self, batch: Batch) -> None:
-        owners = {
-            record.owner for record in self.conversations.values() if record.owner is not UNSET
-        }
+        owners: set[int] | None = None  # built only when a task ended in this batch
         for task in batch.tasks.values():
             self.known_task_ids.add(task.id)
-            if task.status == "terminal" and task.id not in owners:
-                self.task_index.pop(task.id, None)
-            else:
-                self.task_index[task.id] = task
+            if task.status == "terminal":
+                if owners is None:
+                    owners = {
+                        record.owner
+                        for record in self.conversations.values()
+                        if record.owner is not UNSET
+                    }
+                if task.id not in owners:  # an owner stays indexed for subtree checks
+                    self.task_index.pop(task.id, None)
+                    continue
+            self.task_index[task.id] = task
 
     def live_tasks(self) -> list[Task]:
         """Every live (pending or running) task, in id order."""
@@ -258,21 +279,30 @@ class Kernel:
             (t for t in self.task_index.values() if t.status != "terminal"), key=lambda t: t.id
         )
 
-    async def _persist(self, writes: list[Any], ctx: Context) -> None:
-        with anyio.CancelScope(shield=True):
-            try:
-                await self.storage.commit(writes, without_abort_signal(ctx))
-            except InvalidBatch:
-                raise
-            except BaseException as exc:
-                self._fault = exc
-                fault = Faulted(f"storage commit failed; the session is fail-stopped: {exc}")
-                for listener in list(self._fault_listeners):
-                    try:
-                        listener(fault)
-                    except Exception as error:
-                        self.report(error)
-                raise fault from exc
+    async def _persist(self, writes: list[Any], batch: Batch, ctx: Context) -> None:
+        quiet = ctx
+        if ctx.abort_signal is not None or ctx.deadline is not None:
+            quiet = without_abort_signal(ctx)
+        # the entries this batch built from payloads it validated and copied itself: storage
+        # need not walk them again (every other check still runs)
+        token = PRECHECKED.set(frozenset(batch.prechecked)) if batch.prechecked else None
+        try:
+            with anyio.CancelScope(shield=True):
+                await self.storage.commit(writes, quiet)
+        except InvalidBatch:
+            raise
+        except BaseException as exc:
+            self._fault = exc
+            fault = Faulted(f"storage commit failed; the session is fail-stopped: {exc}")
+            for listener in list(self._fault_listeners):
+                try:
+                    listener(fault)
+                except Exception as error:
+                    self.report(error)
+            raise fault from exc
+        finally:
+            if token is not None:
+                PRECHECKED.reset(token)
 
     def _discard(self, batch: Batch) -> None:
         for ref in batch.recorders:

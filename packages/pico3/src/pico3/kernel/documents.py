@@ -25,6 +25,8 @@ from pico3.storage.records import DocLog, DocRef
 
 __all__ = ["DocumentCache", "fold_log", "memo_once"]
 
+_SESSION = DocRef.session()
+
 
 def fold_log(log: DocLog | None) -> dict[str, Any]:
     """Fold a document's op batches (from its last base) into a fresh, privately owned dict."""
@@ -52,6 +54,16 @@ class DocumentCache:
             value = fold_log(await self._storage.doc(ref, ctx))
             self._docs[ref] = value
         return value
+
+    def ready(self, conversation_id: int | None) -> bool:
+        """True when the session document (and ``conversation_id``'s two documents, if given)
+        are cached, so a commit needs no load before its builder runs."""
+        docs = self._docs
+        if _SESSION not in docs:
+            return False
+        return conversation_id is None or (
+            DocRef.rewindable(conversation_id) in docs and DocRef.sticky(conversation_id) in docs
+        )
 
     def get(self, ref: DocRef) -> dict[str, Any] | None:
         """The cached value, or ``None`` when it has not been loaded."""

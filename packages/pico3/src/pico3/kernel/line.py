@@ -14,6 +14,11 @@ self-deadlock. Two guards turn that into :class:`NestedLineOperation` instead (D
 
 A marker only counts while its builder is running: a builder ctx kept after the commit, or a
 task that inherited the context variable and outlives the builder, may use the session freely.
+
+Commits are the hot path, so the line offers plain :meth:`Line.acquire` / :meth:`Line.release`
+and :meth:`Line.enter_builder` / :meth:`Line.exit_builder` next to the context-manager forms.
+Entering a free line still yields to the event loop once (a checkpoint, as any anyio lock
+would), so a loop of commits never starves the session's other tasks.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
 import anyio
+import anyio.lowlevel
 
 from chord.context import Context, ContextKey, with_value
 from pico3.kernel.errors import NestedLineOperation
@@ -51,21 +57,51 @@ class Line:
                 "ctx only (the line is held by this builder)"
             )
 
+    async def acquire(self, ctx: Context) -> None:
+        """Enter the line (FIFO); pair with :meth:`release`. The caller re-checks its state
+        once inside. Cancellation can only stop the wait, never a holder."""
+        self.check_not_nested(ctx)
+        lock = self._lock
+        if lock.locked():
+            await lock.acquire()  # queue behind the holder; ownership is handed over in order
+            return
+        lock.acquire_nowait()
+        try:
+            await anyio.lowlevel.checkpoint()  # let others run (and see a pending cancel)
+        except BaseException:
+            lock.release()
+            raise
+
+    def release(self) -> None:
+        """Leave the line; the longest waiter, if any, holds it next."""
+        self._lock.release()
+
     @asynccontextmanager
     async def hold(self, ctx: Context) -> AsyncIterator[None]:
-        """Enter the line (FIFO). The caller re-checks its state once inside."""
-        self.check_not_nested(ctx)
-        async with self._lock:
+        """Enter the line (FIFO) for the ``async with`` block."""
+        await self.acquire(ctx)
+        try:
             yield
+        finally:
+            self._lock.release()
+
+    def enter_builder(self, ctx: Context) -> tuple[Context, contextvars.Token[object | None]]:
+        """Mark a builder run (ctx value and context variable); returns the builder's ctx and
+        the token :meth:`exit_builder` needs."""
+        marker = object()
+        self._running = marker
+        return with_value(_LINE_MARKER, marker, ctx), _ACTIVE.set(marker)
+
+    def exit_builder(self, token: contextvars.Token[object | None]) -> None:
+        """End the builder run that :meth:`enter_builder` marked."""
+        _ACTIVE.reset(token)
+        self._running = None
 
     @contextmanager
     def running_builder(self, ctx: Context) -> Iterator[Context]:
-        """Mark a builder run (ctx value and context variable); yields the builder's ctx."""
-        marker = object()
-        self._running = marker
-        token = _ACTIVE.set(marker)
+        """Mark a builder run for the ``with`` block; yields the builder's ctx."""
+        line_ctx, token = self.enter_builder(ctx)
         try:
-            yield with_value(_LINE_MARKER, marker, ctx)
+            yield line_ctx
         finally:
-            _ACTIVE.reset(token)
-            self._running = None
+            self.exit_builder(token)

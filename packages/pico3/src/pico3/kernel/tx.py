@@ -55,6 +55,7 @@ from pico3.model.entries import (
     new_entry_json,
 )
 from pico3.model.records import entry_json
+from pico3.storage._tables import clone
 from pico3.storage.records import (
     Conversation,
     ConversationWrite,
@@ -154,6 +155,11 @@ class Batch:
         self.tasks: dict[int, Task] = {}  # every task created or patched, as it ends up
         self.task_conversations: set[int] = set()
         self.inputs: dict[int, Input] = {}
+        # entries built from payloads this batch validated and copied itself (by id()): storage
+        # need not walk them again; their events share the payload until a view copies them
+        self.prechecked: list[int] = []
+        self.heads = False  # some appended entry carries a head (checked at commit end)
+        self.shared_events: set[int] = set()
 
     def finish(self) -> list[Write]:
         """Close the builder surface; flush documents into ``doc`` writes and config changes
@@ -343,7 +349,9 @@ class Transaction:
         """One entry by id (this batch's appends included); with ``kind``, only if it matches."""
         self._check()
         found = self._entries.get(entry_id)
-        if found is None:
+        if found is not None:
+            found = clone(found)  # the batch's own record stays private until it is persisted
+        else:
             found = (await self._kernel.storage.entries([entry_id], self._ctx)).get(entry_id)
         if found is None or (kind is not None and found.kind != _kind_name(kind)):
             return None
@@ -352,7 +360,7 @@ class Transaction:
     async def entries(self, ids: Sequence[int]) -> dict[int, Entry]:
         """The existing entries among ``ids``, by id (this batch's appends included)."""
         self._check()
-        out = {i: self._entries[i] for i in ids if i in self._entries}
+        out = {i: clone(self._entries[i]) for i in ids if i in self._entries}
         rest = [i for i in ids if i not in out]
         if rest:
             out.update(await self._kernel.storage.entries(rest, self._ctx))
@@ -507,13 +515,22 @@ class Transaction:
         )
         self._entries[entry_id] = entry
         self._appended.add(conversation_id)
-        self._batch.new_entries.append(entry)
-        self._batch.writes.append(EntryWrite(entry=entry))
-        shape = copy_json(entry_json(entry))
-        events = self._batch.events.setdefault(conversation_id, [])
-        events.append({"type": "entry.added", "entry": shape})
+        batch = self._batch
+        batch.new_entries.append(entry)
+        batch.writes.append(EntryWrite(entry=entry))
+        batch.prechecked.append(id(entry))
+        # The events share the entry's payload; the view copies them into the envelope (only
+        # when someone watches), so no listener can reach the record through them.
+        shape = entry_json(entry)
+        events = batch.events.setdefault(conversation_id, [])
+        added = {"type": "entry.added", "entry": shape}
+        events.append(added)
+        batch.shared_events.add(id(added))
         if head is not UNSET:
-            events.append({"type": "head.moved", "entry": shape})
+            batch.heads = True
+            moved = {"type": "head.moved", "entry": shape}
+            events.append(moved)
+            batch.shared_events.add(id(moved))
         return entry
 
     # -- inputs ----------------------------------------------------------------------------
@@ -950,10 +967,19 @@ class Transaction:
     def is_busy(self, conversation_id: int) -> bool:
         """Prospective busy of a conversation judged against this batch (§2.7)."""
         self._check()
-        return any(
-            t.kind in TURN_KINDS and t.background is not True and t.id != self._closing
-            for t in self.live_tasks(conversation_id)
-        )
+        closing = self._closing
+        for source in (self._kernel.task_index, self._batch.tasks):
+            for t in source.values():
+                if (
+                    t.conversation_id == conversation_id
+                    and t.kind in TURN_KINDS
+                    and t.background is not True
+                    and t.id != closing
+                    and t.status != "terminal"
+                    and self._task_record(t.id) is t  # the batch's version wins
+                ):
+                    return True
+        return False
 
 
 def _kind_name(kind: EntryKind | str) -> str:

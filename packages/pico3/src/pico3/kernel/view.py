@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from msgspec import UNSET
 
 from chord.context import Context
@@ -153,6 +154,11 @@ class ViewRegistry:
         self._stale = False
         kernel.namespaces.on_change = self.mark_stale
 
+    @property
+    def active(self) -> bool:
+        """True while some conversation is watched (otherwise commits skip the view work)."""
+        return bool(self._views)
+
     def mark_stale(self) -> None:
         """Registrations changed (a namespace came or went): refresh every watched view in
         the next envelope, whatever that commit touches."""
@@ -228,20 +234,22 @@ class ViewRegistry:
             events = batch.events.get(cid, [])
             if not new and not touched and not events:
                 continue
-            for entry in new:
-                self._fold_entry(view, entry)
+            shapes = {entry.id: self._fold_entry(view, entry) for entry in new}
             if touched:
                 self._refresh(view)
             ops = view.recorder.take()
             if not ops and not events:
                 continue
             view.revision += 1
-            envelope = Envelope(view.revision, ops, list(events))
+            envelope = Envelope(
+                view.revision, ops, _own_events(events, batch.shared_events, shapes)
+            )
             for watch in list(view.watches):
                 deliveries.append(_deliver(watch, envelope))
         return deliveries
 
-    def _fold_entry(self, view: _ConversationView, entry: Entry) -> None:
+    def _fold_entry(self, view: _ConversationView, entry: Entry) -> Any:
+        """Fold one committed entry into ``entries``; returns the shape the op carries."""
         entries = view.root["entries"]
         assert isinstance(entries, TrackedList)
         if entry.head is not UNSET:
@@ -251,7 +259,12 @@ class ViewRegistry:
                 drop += 1
             if drop:
                 del entries[0:drop]
-        entries.append(entry_json(entry))
+        # the entry was validated on its way in: two fast copies, one kept by the view, one
+        # carried by the op (and shared with this envelope's entry events)
+        encoded = _ENCODE(entry_json(entry))
+        shape = _DECODE(encoded)
+        entries._append_owned(_DECODE(encoded), shape)  # pyright: ignore[reportPrivateUsage]
+        return shape
 
     def _refresh(self, view: _ConversationView) -> None:
         documents = self._kernel.documents
@@ -338,6 +351,9 @@ class ViewRegistry:
 
 
 _FAILED: Any = object()
+_ENCODE = msgspec.json.Encoder().encode
+_DECODE = msgspec.json.Decoder().decode
+"""A fast deep copy for JSON the kernel already validated (entries): encode once, decode."""
 
 
 def _turn_view(turn: Any) -> Any:
@@ -351,6 +367,26 @@ def _turn_view(turn: Any) -> Any:
             {k: v for k, v in slot.items() if k != "memos"} if type(slot) is dict else slot
             for slot in tools
         ]
+    return out
+
+
+def _own_events(
+    events: list[dict[str, Any]], shared: set[int], shapes: dict[int, Any]
+) -> list[dict[str, Any]]:
+    """The envelope's events. ``entry.added``/``head.moved`` share the committed entry's payload
+    inside the batch; here they get the entry shape this envelope's op carries (``shapes``, by
+    entry id), or one fresh copy per entry."""
+    if not shared:
+        return list(events)
+    out: list[dict[str, Any]] = []
+    for event in events:
+        if id(event) in shared:
+            entry = event["entry"]
+            shape = shapes.get(entry["id"])
+            if shape is None:
+                shape = shapes[entry["id"]] = _DECODE(_ENCODE(entry))
+            event = {"type": event["type"], "entry": shape}
+        out.append(event)
     return out
 
 

@@ -8,6 +8,11 @@ backend writes its files between the two steps.
 
 :func:`normalize_batch` runs first: strict JSON (:mod:`chord.json`) for every payload, exact
 record types, and a typed msgspec round trip that yields the private copies the tables keep.
+One shortcut, for the kernel only: the entries it built itself from payloads it has just
+strictly validated and copied (and still owns exclusively) are named for the duration of one
+``commit`` call with :func:`prechecked`, and their strict-JSON walk is not repeated. Every
+other check (record types, the typed round trip, staging) still runs for them, and every other
+write is walked in full.
 
 :class:`TableStorage` adds the lifecycle flags and the read half of the
 :class:`~pico3.storage.base.Storage` protocol on top; the backends add ``commit`` and ``open``.
@@ -15,8 +20,10 @@ record types, and a typed msgspec round trip that yields the private copies the 
 
 from __future__ import annotations
 
+import contextvars
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +54,32 @@ from pico3.storage.records import (
     Write,
     is_base,
 )
+
+EMPTY: frozenset[int] = frozenset()
+PRECHECKED: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "pico3_storage_prechecked", default=EMPTY
+)
+"""Set around one ``commit`` call (this task only): the :class:`Entry` objects (by ``id()``)
+whose payloads (``model``, ``data``, ``edits``) the caller has already validated as strict JSON
+and owns exclusively, i.e. the kernel's own appends. Storage skips only their strict-JSON walk;
+record types, the typed round trip and staging still run. Use :func:`prechecked` or, on a hot
+path, ``token = PRECHECKED.set(ids)`` ... ``PRECHECKED.reset(token)``."""
+
+
+@contextmanager
+def prechecked(entry_ids: frozenset[int]) -> Iterator[None]:
+    """Set :data:`PRECHECKED` for the block."""
+    token = PRECHECKED.set(entry_ids)
+    try:
+        yield
+    finally:
+        PRECHECKED.reset(token)
+
+
+def current_prechecked() -> frozenset[int]:
+    """The entries :data:`PRECHECKED` names now (empty outside a :func:`prechecked` block)."""
+    return PRECHECKED.get()
+
 
 _ENCODER = msgspec.json.Encoder()
 _BATCH_DECODER = msgspec.json.Decoder(list[Write])
@@ -103,11 +136,13 @@ def _expect(value: object, kind: type, index: int, member: str) -> None:
         )
 
 
-def _check_write(write: object, index: int) -> None:
+def _check_write(write: object, index: int, prechecked: frozenset[int]) -> None:
     kind = type(write)
     if kind is EntryWrite:
-        _expect(write.entry, Entry, index, "entry")  # type: ignore[union-attr]
-        _check_json(write.entry, index, "entry", ("model", "data", "edits"))  # type: ignore[union-attr]
+        entry = write.entry  # type: ignore[union-attr]
+        _expect(entry, Entry, index, "entry")
+        if id(entry) not in prechecked:
+            _check_json(entry, index, "entry", ("model", "data", "edits"))
     elif kind is DocWrite:
         _expect(write.ref, DocRef, index, "ref")  # type: ignore[union-attr]
         try:  # ops may be chord.delta's in-memory tuples: copy_json accepts those
@@ -133,16 +168,20 @@ def _check_write(write: object, index: int) -> None:
         raise InvalidBatch(f"writes[{index}] is a {kind.__name__}, not a storage write")
 
 
-def normalize_batch(writes: Sequence[Write]) -> tuple[list[Write], bytes]:
+def normalize_batch(
+    writes: Sequence[Write], prechecked: frozenset[int] = EMPTY
+) -> tuple[list[Write], bytes]:
     """Validate a caller's batch; return private, type-checked copies of its writes and their
-    JSON encoding (a JSON array, reusable as the ``writes`` member of a record line)."""
+    JSON encoding (a JSON array, reusable as the ``writes`` member of a record line).
+
+    ``prechecked`` (see :data:`PRECHECKED`) names entries whose strict-JSON walk is skipped."""
     kind = type(writes)
     if kind is not list and kind is not tuple:
         if isinstance(writes, str | bytes) or not isinstance(writes, Sequence):
             raise InvalidBatch(f"a batch is a sequence of writes, not {kind.__name__}")
         writes = list(writes)
     for index, write in enumerate(writes):
-        _check_write(write, index)
+        _check_write(write, index, prechecked)
     try:
         raw = _ENCODER.encode(writes)
         return _BATCH_DECODER.decode(raw), raw

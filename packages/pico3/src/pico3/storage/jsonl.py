@@ -61,7 +61,13 @@ import anyio.to_thread
 import msgspec
 
 from chord.context import Context
-from pico3.storage._tables import Staged, Tables, TableStorage, normalize_batch
+from pico3.storage._tables import (
+    Staged,
+    Tables,
+    TableStorage,
+    current_prechecked,
+    normalize_batch,
+)
 from pico3.storage.base import CorruptStorage, InvalidBatch, StorageFailed, StorageInUse
 from pico3.storage.records import (
     UNSET,
@@ -423,23 +429,24 @@ class JsonlStorage(TableStorage):
         it runs to the end, shielded from cancellation.
         """
         self._check_writable()
+        prechecked = current_prechecked()
         lock = self._lock
         assert lock is not None
         if not self._offload and not lock.locked():
-            return self._commit_inline(writes)  # no await: nothing can interleave
+            return self._commit_inline(writes, prechecked)  # no await: nothing can interleave
         await lock.acquire()  # the only cancellable step: nothing has started yet
         seq = 0
         try:
             with anyio.CancelScope(shield=True):
-                seq = await self._commit_locked(writes)
+                seq = await self._commit_locked(writes, prechecked)
         finally:
             lock.release()
         return seq
 
-    async def _commit_locked(self, writes: Sequence[Write]) -> int:
+    async def _commit_locked(self, writes: Sequence[Write], prechecked: frozenset[int]) -> int:
         if not self._offload:
-            return self._commit_inline(writes)
-        commit, plan = self._prepare(writes)
+            return self._commit_inline(writes, prechecked)
+        commit, plan = self._prepare(writes, prechecked)
         try:
             await anyio.to_thread.run_sync(self._write_plan, plan, limiter=self._limiter)
         except BaseException as exc:
@@ -447,8 +454,8 @@ class JsonlStorage(TableStorage):
             raise StorageFailed(f"{self._dir}: commit {commit.seq} failed: {exc}") from exc
         return self._publish(commit)
 
-    def _commit_inline(self, writes: Sequence[Write]) -> int:
-        commit, plan = self._prepare(writes)
+    def _commit_inline(self, writes: Sequence[Write], prechecked: frozenset[int]) -> int:
+        commit, plan = self._prepare(writes, prechecked)
         try:
             self._write_plan(plan)
         except Exception as exc:
@@ -456,10 +463,12 @@ class JsonlStorage(TableStorage):
             raise StorageFailed(f"{self._dir}: commit {commit.seq} failed: {exc}") from exc
         return self._publish(commit)
 
-    def _prepare(self, writes: Sequence[Write]) -> tuple[_Commit, list[tuple[str, bytes]]]:
+    def _prepare(
+        self, writes: Sequence[Write], prechecked: frozenset[int]
+    ) -> tuple[_Commit, list[tuple[str, bytes]]]:
         tables = self._check_writable()
         seq = tables.seq + 1
-        copies, raw = normalize_batch(writes)
+        copies, raw = normalize_batch(writes, prechecked)
         staged = tables.stage(copies, seq)
         max_id = self._high_water_after(staged)
         main, sidecars = self._route(staged)
@@ -481,6 +490,8 @@ class JsonlStorage(TableStorage):
         its patches in the batch must outlive it (outcome, ``owns``), all of them go to main, so
         replay applies them in their original order and a retired sidecar loses nothing.
         """
+        if not staged.docs and not staged.tasks:  # nothing that could go to a sidecar
+            return staged.writes, {}
         durable: set[int] = set()
         for write in staged.writes:
             if isinstance(write, TaskPatchWrite):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from chord.context import Context
-from pico3.storage._tables import TableStorage, normalize_batch
+from pico3.storage._tables import TableStorage, current_prechecked, normalize_batch
 from pico3.storage.records import DocRef, Write
 
 __all__ = ["MemoryStorage"]
@@ -38,7 +38,8 @@ class MemoryStorage(TableStorage):
     async def commit(self, writes: Sequence[Write], ctx: Context) -> int:
         """Validate the whole batch, then apply it; return its seq."""
         tables = self._check_open()
-        staged = tables.stage(normalize_batch(writes)[0], tables.seq + 1)
+        prechecked = current_prechecked()
+        staged = tables.stage(normalize_batch(writes, prechecked)[0], tables.seq + 1)
         high_water = self._high_water_after(staged)
         tables.apply(staged)
         tables.high_water = high_water

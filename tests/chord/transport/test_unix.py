@@ -1,0 +1,106 @@
+"""chord's own Unix socket streams: readiness-based, safe under cancelled reads."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import anyio
+import pytest
+
+from chord.transport.unix import UnixSocketStream, open_unix_stream, serve_unix_streams
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+async def test_round_trip_and_end_of_stream(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.sock")
+
+    async def echo(stream: UnixSocketStream) -> None:
+        async with stream:
+            try:
+                while True:
+                    await stream.send(await stream.receive())
+            except anyio.EndOfStream:
+                pass
+
+    async with anyio.create_task_group() as group:
+        await group.start(partial(serve_unix_streams, path, echo))
+        async with await open_unix_stream(path) as client:
+            await client.send(b"x" * 300_000)  # larger than the socket buffer
+            received = b""
+            while len(received) < 300_000:
+                received += await client.receive()
+            assert received == b"x" * 300_000
+            await client.send_eof()
+            with pytest.raises(anyio.EndOfStream):
+                await client.receive()
+        group.cancel_scope.cancel()
+
+
+async def test_reads_cancelled_while_data_arrives_never_break_the_loop(tmp_path: Path) -> None:
+    """The race that breaks anyio's asyncio Unix streams: a receive cancelled just as data
+    arrives. The anyio test runner fails the test on any error the event loop reports."""
+    path = str(tmp_path / "race.sock")
+    done = anyio.Event()
+
+    async def flood(stream: UnixSocketStream) -> None:
+        async with stream:
+            while not done.is_set():
+                try:
+                    await stream.send(b"y" * 512)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    return
+
+    async with anyio.create_task_group() as group:
+        await group.start(partial(serve_unix_streams, path, flood))
+        client = await open_unix_stream(path)
+        got = 0
+        for i in range(500):
+            with anyio.move_on_after(0.0002 * (i % 3)):
+                got += len(await client.receive())
+            await anyio.lowlevel.checkpoint()
+        got += len(await client.receive())  # the stream still works after all that
+        done.set()
+        await client.aclose()
+        group.cancel_scope.cancel()
+    assert got > 0
+
+
+async def test_close_wakes_a_waiting_reader(tmp_path: Path) -> None:
+    path = str(tmp_path / "close.sock")
+    accepted = anyio.Event()
+
+    async def hold(stream: UnixSocketStream) -> None:
+        async with stream:
+            accepted.set()
+            await anyio.sleep_forever()
+
+    async with anyio.create_task_group() as group:
+        await group.start(partial(serve_unix_streams, path, hold))
+        client = await open_unix_stream(path)
+        await accepted.wait()
+        outcome: list[type[BaseException]] = []
+
+        async def reader() -> None:
+            try:
+                await client.receive()
+            except (anyio.ClosedResourceError, anyio.EndOfStream) as exc:
+                outcome.append(type(exc))
+
+        async with anyio.create_task_group() as readers:
+            readers.start_soon(reader)
+            await anyio.wait_all_tasks_blocked()
+            await client.aclose()
+        assert outcome == [anyio.ClosedResourceError]
+        group.cancel_scope.cancel()
+
+
+async def test_connecting_to_a_missing_socket_raises(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        await open_unix_stream(tmp_path / "nothing.sock")
