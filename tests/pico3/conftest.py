@@ -1,4 +1,8 @@
-"""Fixtures for task tests: every test runs on MemoryStorage and on JsonlStorage(fsync=False)."""
+"""Shared pico3 fixtures: a storage factory over MemoryStorage and JsonlStorage(fsync=False)
+(every test that uses it runs on both), a manual clock, collected reports and an entered harness.
+
+Folders with needs of their own override these in their own conftest.
+"""
 
 from __future__ import annotations
 
