@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
-if TYPE_CHECKING:  # the SDK is imported on first use: it costs ~1 s at start-up
-    pass
 import anyio
 
 from chord.context import Context
@@ -142,7 +140,7 @@ class AnthropicProvider:
         self._retry = retry or RetryPolicy()
         self._sleep = sleep or anyio.sleep
         self._clock = clock
-        import anthropic
+        import anthropic  # imported on first use: the SDK costs about a second at start-up
 
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout

@@ -23,13 +23,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, cast
 
 import anyio
 import msgspec
-
-if TYPE_CHECKING:  # the SDK is imported on first use: it costs ~1 s at start-up
-    pass
 
 from chord.context import Context
 from coding_agent.worker.providers._drive import SdkStream, drive
@@ -156,7 +153,7 @@ class OpenAIProvider:
         self._retry = retry or RetryPolicy()
         self._sleep = sleep or anyio.sleep
         self._clock = clock
-        import openai
+        import openai  # imported on first use: the SDK costs about a second at start-up
 
         self._client = openai.AsyncOpenAI(
             api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
