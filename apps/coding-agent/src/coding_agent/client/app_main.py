@@ -109,7 +109,7 @@ async def run_client(
     app = CodingAgentApp(client)
     run = ClientRun(app, client)
     generations, problems = load_tui_facets(facets_dirs)
-    facets: list[Facet] = [client.facet(), commands_facet(client)]
+    facets: list[Facet] = [client.facet(), commands_facet(client, cwd=str(session.cwd))]
     for generation in generations:
         facets.extend(generation.facets)
 
@@ -119,6 +119,7 @@ async def run_client(
 
     async def started(host: FacetHost) -> None:
         run.host = host
+        client.on_status(_status_shown(app))
         for problem in problems:
             app.tui.notify(problem, severity="warning")
         if on_start is not None:
@@ -166,6 +167,31 @@ async def _watch(
             await supervisor.watch(source)
     except Exception as error:
         app.tui.notify(f"The session worker cannot be restarted: {error}", severity="error")
+
+
+def _status_shown(app: CodingAgentApp) -> Callable[[dict[str, Any]], None]:
+    """A status listener: repaint the footer (a context window may have become known) and
+    toast every failed ``--dev`` reload the worker reports (each once, by its ``number``)."""
+    shown: list[Any] = [0, -1]  # [highest report number toasted, pid of the worker it belongs to]
+
+    def listener(status: dict[str, Any]) -> None:
+        app.footer.repaint()
+        pid = status.get("pid")
+        if pid != shown[1]:  # a new worker counts its reports from 1 again
+            shown[:] = [0, pid]
+        reloads = status.get("reloads")
+        for report in reloads if isinstance(reloads, list) else []:
+            number = report.get("number") if isinstance(report, dict) else None
+            if type(number) is not int or number <= shown[0]:
+                continue
+            shown[0] = number
+            if report.get("ok") is False:
+                app.tui.notify(
+                    f"Reload of {report.get('package')} failed: {report.get('message')}",
+                    severity="error",
+                )
+
+    return listener
 
 
 def _log_wire_error(error: BaseException) -> None:

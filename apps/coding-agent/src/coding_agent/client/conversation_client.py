@@ -4,8 +4,13 @@ The session worker serves one ``pi.conversation`` instance per conversation (key
 conversation id). The TUI process reaches them through a facet host whose service source is the
 wire (:func:`chord.wire.connect_service_source`). :func:`conversation_client_facet` is the
 presentation facet that *observes* that keyed service and points a
-:class:`~coding_agent.tui.client.ViewRelay` at the **root** conversation's ``view``: the one
-without a parent or owner, the lowest id if there are several.
+:class:`~coding_agent.tui.client.ViewRelay` at the **root** conversation's ``view`` (the one
+without a parent or owner, the lowest id if there are several), or at the conversation chosen
+with :meth:`RemoteConversationClient.follow` (``/fork`` follows the new fork).
+
+The facet also reads the worker's status service (``coding-agent.worker``): the models the
+worker knows (the ``/model`` picker's list and the footer's context window) and the outcome of
+``--dev`` reloads. :meth:`RemoteConversationClient.on_status` passes each status document on.
 
 The wire does the hard part. When the worker goes away every observed instance's task is
 cancelled (its facade is unavailable), and when the worker is back each conversation reappears as
@@ -20,6 +25,8 @@ with :class:`WorkerUnavailable`, a clear message the app shows as a toast.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, cast
 
 import anyio
@@ -28,6 +35,8 @@ from chord.context import Context, cancel_scope
 from chord.facets import Facet, FacetEnvironment, define_facet
 from chord.state import Delivery, ReplicatedState
 from coding_agent.tui.client import InputAbortResult, SendMode, SessionInfo, ViewRelay
+from coding_agent.tui.document import model_label
+from coding_agent.worker.status import WorkerStatusService
 from pico3.chord import ConversationService
 
 __all__ = [
@@ -67,6 +76,13 @@ def root_rank(view: Any) -> int | None:
     return conversation_id
 
 
+def _conversation_id(view: Any) -> int | None:
+    """The id of any conversation ``view`` (``None`` before it hydrates)."""
+    info = cast(dict[str, Any], view).get("conversation") if isinstance(view, dict) else None
+    conversation_id = cast(dict[str, Any], info).get("id") if isinstance(info, dict) else None
+    return conversation_id if type(conversation_id) is int else None
+
+
 class RemoteConversationClient:
     """The root conversation of a session worker, as the TUI app sees it.
 
@@ -81,6 +97,10 @@ class RemoteConversationClient:
         self._relay = ViewRelay()
         self._current: Any = None
         self._current_id: int | None = None
+        self._live: dict[int, tuple[Any, bool]] = {}  # id -> (instance, is a root)
+        self._target: int | None = None  # None: the root
+        self._status: dict[str, Any] | None = None
+        self._status_listeners: list[Callable[[dict[str, Any]], None]] = []
         self._attached = anyio.Event()
         self._detached = anyio.Event()
         self._detached.set()
@@ -97,6 +117,13 @@ class RemoteConversationClient:
 
     @property
     def session(self) -> SessionInfo:
+        """The session facts, with the context window of the model the view names (if known)."""
+        ref = model_label(self._relay.value, self._session.model)
+        for model in self.models:
+            if f"{model.get('provider')}/{model.get('id')}" == ref:
+                window = model.get("contextWindow")
+                if type(window) is int and window > 0:
+                    return replace(self._session, context_window=window)
         return self._session
 
     async def send(self, text: str, mode: SendMode, ctx: Context) -> int:
@@ -123,6 +150,63 @@ class RemoteConversationClient:
         """Set conversation config keys (for example ``model``)."""
         await self._instance().config_set(patch, ctx)
 
+    async def fork(self, ctx: Context) -> int:
+        """Fork the followed conversation at its latest entry; returns the new conversation id.
+
+        The client does not switch by itself; :meth:`follow` the id to show the fork.
+        """
+        instance = self._instance()
+        view = self._relay.value
+        entries = view.get("entries") if isinstance(view, dict) else None
+        last = entries[-1] if isinstance(entries, list) and entries else None
+        at = last.get("id") if isinstance(last, dict) else None
+        return cast(int, await instance.fork(at if type(at) is int else "start", {}, ctx))
+
+    def follow(self, conversation_id: int | None) -> None:
+        """Show conversation ``conversation_id`` (``None``: the root) as soon as it is live.
+
+        The choice survives a worker restart: the client re-follows it when it reappears.
+        """
+        self._target = conversation_id
+        self._choose()
+
+    @property
+    def conversation_id(self) -> int | None:
+        """The id of the conversation followed right now."""
+        return self._current_id
+
+    # -- the worker's status -----------------------------------------------------------------
+    @property
+    def status(self) -> dict[str, Any] | None:
+        """The newest ``coding-agent.worker`` status document (``None`` before the first)."""
+        return self._status
+
+    @property
+    def models(self) -> list[dict[str, Any]]:
+        """The models the worker knows: ``{"provider", "id", "contextWindow"}`` each."""
+        models = self._status.get("models") if self._status is not None else None
+        if not isinstance(models, list):
+            return []
+        return [cast(dict[str, Any], m) for m in cast(list[Any], models) if isinstance(m, dict)]
+
+    def on_status(self, listener: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+        """Call ``listener(document)`` with every status document; returns unsubscribe."""
+        self._status_listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._status_listeners:
+                self._status_listeners.remove(listener)
+
+        return unsubscribe
+
+    def _status_changed(self, value: Any, ctx: Context, delivery: Delivery) -> None:
+        del ctx, delivery
+        if not isinstance(value, dict):
+            return
+        self._status = cast(dict[str, Any], value)
+        for listener in list(self._status_listeners):
+            listener(self._status)
+
     # -- attachment --------------------------------------------------------------------------
     @property
     def attached(self) -> bool:
@@ -142,7 +226,13 @@ class RemoteConversationClient:
 
         @define_facet(CLIENT_FACET_ID)
         def setup(env: FacetEnvironment) -> None:
+            status = env.use(WorkerStatusService)
             env.observe(ConversationService, self._observe)
+
+            def activate() -> None:
+                env.own(status.state.subscribe(self._status_changed))
+
+            env.on_activate(activate)
 
         return setup
 
@@ -155,9 +245,8 @@ class RemoteConversationClient:
     async def _observe(self, instance: Any, ctx: Context) -> None:
         """One observed conversation instance, for as long as it lives (``ctx`` ends with it)."""
         view = instance.view
-        rank = root_rank(view.value)
-        if rank is None:
-            # Not hydrated yet (or not a root): wait for the first value that says which it is.
+        if _conversation_id(view.value) is None:
+            # Not hydrated yet: wait for the first value that says which conversation it is.
             ready = anyio.Event()
 
             def first(value: Any, ctx: Context, delivery: Delivery) -> None:
@@ -173,25 +262,39 @@ class RemoteConversationClient:
                 unsubscribe()
             if ctx.cancelled:
                 return
-            rank = root_rank(view.value)
-            if rank is None:
-                return
-        if self._current_id is not None and self._current_id < rank:
-            return  # an older root is followed already
-        self._current, self._current_id = instance, rank
-        self._relay.follow(view)
-        self.attachments += 1
-        self._detached = anyio.Event()
-        self._attached.set()
+        conversation_id = _conversation_id(view.value)
+        if conversation_id is None:
+            return
+        self._live[conversation_id] = (instance, root_rank(view.value) is not None)
         try:
+            self._choose()
             with cancel_scope(ctx):
                 await anyio.sleep_forever()
         finally:
+            if self._live.get(conversation_id, (None,))[0] is instance:
+                del self._live[conversation_id]
             if self._current is instance:
                 self._current, self._current_id = None, None
                 self._relay.detach()
                 self._attached = anyio.Event()
                 self._detached.set()
+                self._choose()
+
+    def _choose(self) -> None:
+        """Follow the target conversation (or the lowest root) if it is live and not followed."""
+        if self._target is not None:
+            pick = self._target if self._target in self._live else None
+        else:
+            roots = [key for key, (_, root) in self._live.items() if root]
+            pick = min(roots) if roots else None
+        if pick is None or pick == self._current_id:
+            return
+        instance = self._live[pick][0]
+        self._current, self._current_id = instance, pick
+        self._relay.follow(instance.view)
+        self.attachments += 1
+        self._detached = anyio.Event()
+        self._attached.set()
 
 
 def conversation_client_facet(client: RemoteConversationClient) -> Facet:

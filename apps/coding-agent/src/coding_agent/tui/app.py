@@ -118,7 +118,7 @@ class CodingAgentApp(App[None]):
         self.tui = TextualTui(self, panel_container="#panels", ready=False)
         self.transcript = Transcript(id="transcript")
         self.editor = PromptEditor(commands=lambda: self.tui.commands, id="editor")
-        self.footer = StatusFooter(client.session, id="footer")
+        self.footer = StatusFooter(lambda: client.session, id="footer")
         self.tasks_panel = TasksPanel(id="tasks")
         self.queue = QueuePanel(id="queue")
         self._unavailable = Static(UNAVAILABLE, id="unavailable", markup=False)

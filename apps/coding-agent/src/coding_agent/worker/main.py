@@ -14,7 +14,7 @@ The facets, in the order the host gets them (seed-plugins §6.1):
 2. ``coding-agent/providers`` — the model providers (:mod:`.providers_facet`);
 3. ``coding-agent/tools`` — read, write, edit, bash, grep, find, ls (:mod:`.tools_facet`);
 4. ``coding-agent/context-files`` — ``AGENTS.md`` / ``CLAUDE.md`` as a system section;
-5. ``coding-agent/worker-status`` — ``coding-agent.worker``: session, pid, ``--dev`` reloads;
+5. ``coding-agent/worker-status`` — ``coding-agent.worker``: session, pid, models, ``--dev`` reloads;
 6. every installed feature package's ``"session"`` facets (entry points ``chord.facets``), and
    those of ``--facets-dir`` folders.
 
@@ -73,6 +73,7 @@ from coding_agent.worker.status import WorkerStatus
 from coding_agent.worker.tools_facet import tools_facet
 from pico3.chord import Harness, HarnessService, harness_session_facet
 from pico3.harness import HarnessOptions
+from pico3.models import ModelInfo
 from pico3.reload import reload
 from pico3.storage.jsonl import JsonlStorage
 from pico3.turn.models import Models
@@ -209,7 +210,9 @@ async def open_session_host(
         options = HarnessOptions(services=services, on_report=on_error)
         features = [facet for generation in generations for facet in generation.facets]
         box: dict[str, HarnessService] = {}
-        status = WorkerStatus(session_id=session.id, cwd=str(session.cwd), dev=config.dev)
+        status = WorkerStatus(
+            session_id=session.id, cwd=str(session.cwd), dev=config.dev, models=_known(choice)
+        )
 
         def worker(env: FacetEnvironment) -> None:
             box["harness"] = env.use(Harness)
@@ -257,6 +260,18 @@ async def open_session_host(
                     generation.purge()
         finally:
             lock.release()
+
+
+def _known(choice: ProviderChoice) -> list[ModelInfo]:
+    """The models ``choice``'s providers serve, the chosen one first (a ``/model`` picker's list)."""
+    known = [choice.model]
+    for provider in choice.providers:
+        known.extend(
+            model
+            for model in provider.models()
+            if (model.provider, model.id) != (choice.model.provider, choice.model.id)
+        )
+    return known
 
 
 def _coordinator(

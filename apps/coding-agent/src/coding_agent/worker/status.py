@@ -7,16 +7,21 @@ only in ``worker.log``). The worker provides them as one remotable singleton ser
 ``state`` is a replicated JSON document::
 
     {"sessionId": "20261129-213855-db8d28", "cwd": "/home/me/repo", "pid": 4242, "dev": true,
+     "models": [{"provider": "faux", "id": "faux-1", "contextWindow": 128000}],
      "reloads": [{"package": "greeter", "outcome": "failed", "ok": false,
-                  "message": "SyntaxError: ...", "stage": "load"}]}
+                  "message": "SyntaxError: ...", "stage": "load", "number": 1}]}
 
-``reloads`` keeps the newest :data:`MAX_REPORTS` reports, oldest first. A client reaches it with
+``models`` are the models the worker's providers serve (what a ``/model`` picker offers, with
+the context window a footer needs for its context %). ``reloads`` keeps the newest
+:data:`MAX_REPORTS` reports, oldest first; ``number`` counts every report since the worker
+started, so a client tells a new report from one it has seen even once old ones drop off. A client reaches it with
 ``env.use(define_service("coding-agent.worker"))`` and subscribes to ``handle.state``.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from chord.context import BACKGROUND
@@ -24,6 +29,7 @@ from chord.facets import Facet, FacetEnvironment, define_facet
 from chord.packages import ReloadReport
 from chord.services import define_service
 from chord.state import MutableReplicatedState
+from pico3.models import ModelInfo
 
 __all__ = ["MAX_REPORTS", "STATUS_FACET_ID", "WorkerStatus", "WorkerStatusService"]
 
@@ -34,12 +40,13 @@ WorkerStatusService = define_service("coding-agent.worker")
 """The worker's status (remotable singleton): ``{"state": ReplicatedState}``."""
 
 
-def _report_json(report: ReloadReport) -> dict[str, Any]:
+def _report_json(report: ReloadReport, number: int) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "package": report.package,
         "outcome": report.outcome,
         "ok": report.ok,
         "message": report.message,
+        "number": number,
     }
     if report.stage is not None:
         entry["stage"] = report.stage
@@ -49,24 +56,36 @@ def _report_json(report: ReloadReport) -> dict[str, Any]:
 class WorkerStatus:
     """Collects the worker's facts and publishes them through :meth:`facet`'s service."""
 
-    def __init__(self, *, session_id: str, cwd: str, dev: bool) -> None:
+    def __init__(
+        self, *, session_id: str, cwd: str, dev: bool, models: Sequence[ModelInfo] = ()
+    ) -> None:
         self._document: dict[str, Any] = {
             "sessionId": session_id,
             "cwd": cwd,
             "pid": os.getpid(),
             "dev": dev,
+            "models": [
+                {"provider": m.provider, "id": m.id, "contextWindow": m.context_window}
+                for m in models
+            ],
             "reloads": [],
         }
+        self._reports = 0
         self._state: MutableReplicatedState | None = None
 
     @property
     def document(self) -> dict[str, Any]:
         """The current status (a copy)."""
-        return {**self._document, "reloads": list(self._document["reloads"])}
+        return {
+            **self._document,
+            "models": [dict(model) for model in self._document["models"]],
+            "reloads": list(self._document["reloads"]),
+        }
 
     def add_report(self, report: ReloadReport) -> None:
         """Record one reload outcome (the newest :data:`MAX_REPORTS` are kept)."""
-        entry = _report_json(report)
+        self._reports += 1
+        entry = _report_json(report, self._reports)
         reloads = [*self._document["reloads"], entry][-MAX_REPORTS:]
         self._document["reloads"] = reloads
         if self._state is not None:

@@ -2,13 +2,15 @@
 
 Totals are folded from the transcript's assistant and ``pi.usage`` entries as they arrive
 (:class:`~coding_agent.tui.document.UsageTotals`), so a long session is scanned once, at its
-baseline. The context % is the last request's size over the model's context window.
+baseline. The context % is the last request's size over the model's context window; the
+footer asks for the session facts on every paint when given a callable, so a window learned
+later (or a model switched with ``/model``) shows up at the next repaint.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.text import Text
@@ -39,7 +41,9 @@ def _short_cwd(cwd: str) -> str:
 class StatusFooter(Static):
     """One calm line under the editor."""
 
-    def __init__(self, session: SessionInfo, *, id: str | None = None) -> None:
+    def __init__(
+        self, session: SessionInfo | Callable[[], SessionInfo], *, id: str | None = None
+    ) -> None:
         super().__init__(id=id, markup=False)
         self._session = session
         self.totals = UsageTotals()
@@ -70,8 +74,13 @@ class StatusFooter(Static):
                 self.totals.fold(reversed(tail))
         self.update(self.status_line())
 
+    def repaint(self) -> None:
+        """Paint again with the current session facts (a context window became known)."""
+        self.update(self.status_line())
+
     def status_line(self) -> Text:
-        session, totals = self._session, self.totals
+        session = self._session if isinstance(self._session, SessionInfo) else self._session()
+        totals = self.totals
         dim = "dim"
         line = Text()
         line.append(model_label(self._view, session.model), style="bold")

@@ -1,0 +1,163 @@
+"""The app's conversation commands against a real worker (issue 8 §4, §5, §6).
+
+* ``/model`` offers the models the worker knows (its status service) in a picker, switches the
+  conversation's model, and the footer shows the new model and its context %.
+* ``/fork`` forks at the latest entry and the TUI follows the fork; the next prompt goes there.
+* A failed ``--dev`` reload in the worker shows up in the TUI as an error toast.
+* ``/sessions`` lists this folder's sessions and says how to resume the chosen one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import OptionList
+
+from chord.textual import ChoiceScreen
+from coding_agent.client import WorkerSupervisor
+from coding_agent.sessions import Session, create_session
+
+pytestmark = pytest.mark.anyio
+
+
+def _picker_open(app: Any, title: str) -> bool:
+    screen = app.screen
+    return isinstance(screen, ChoiceScreen) and title in str(screen.query_one(".title").render())
+
+
+def _options(app: Any) -> list[str]:
+    options = app.screen.query_one(OptionList)
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+
+def _toasts(app: Any) -> list[tuple[str, str]]:
+    return [(n.severity, n.message) for n in app._notifications]
+
+
+async def test_model_picker_lists_the_workers_models_and_switches_the_model(
+    kit: Any, session: Session, agent_env: dict[str, str]
+) -> None:
+    keeper = WorkerSupervisor(session, model="faux/faux-big", exit_with_parent=True, env=agent_env)
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        client = app.client
+        await kit.wait_for(pilot, lambda: kit.idle(app) and client.models, "view and models")
+        await pilot.press(*"/model", "enter")
+        await kit.wait_for(pilot, lambda: _picker_open(app, "Switch the model"), "the picker")
+        seen["options"] = _options(app)
+        await pilot.press("down", "enter")
+        await kit.wait_for(
+            pilot,
+            lambda: app.view["config"].get("model") == {"provider": "faux", "modelId": "faux-1"},
+            "the model switch",
+        )
+        await app.wait_rendered()
+        seen["footer"] = str(app.footer.status_line())
+        await pilot.press(*"/model nowhere", "enter")
+        await kit.wait_for(
+            pilot, lambda: any("not provider/id" in m for _, m in _toasts(app)), "the error"
+        )
+
+    await kit.drive(session, keeper, test)
+    assert seen["options"] == ["faux/faux-big  (current)", "faux/faux-1"]
+    assert seen["footer"].startswith("faux/faux-1 ")
+    assert "ctx 0%" in seen["footer"]  # faux-1's 200,000-token window is known: % is shown
+
+
+async def test_fork_follows_the_new_conversation(
+    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    steps = [{"text": "The root answer."}, {"text": "The fork answer."}]
+    keeper = kit.supervisor(session, agent_env, faux_script=kit.script(tmp_path, steps))
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        client = app.client
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
+        root = client.conversation_id
+        await pilot.press(*"one", "enter")
+        await kit.wait_for(pilot, lambda: "The root answer." in kit.assistant_texts(app), "one")
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the first turn to end")
+        last = kit.entries(app)[-1]["id"]
+        await pilot.press(*"/fork", "enter")
+        await kit.wait_for(pilot, lambda: client.conversation_id != root, "the fork")
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the fork's view")
+        seen["parent"] = app.view["conversation"].get("parent")
+        seen["root"], seen["last"] = root, last
+        await pilot.press(*"two", "enter")
+        await kit.wait_for(pilot, lambda: "The fork answer." in kit.assistant_texts(app), "two")
+        seen["texts"] = kit.assistant_texts(app)
+
+    await kit.drive(session, keeper, test)
+    assert seen["parent"] == {"conversationId": seen["root"], "at": seen["last"]}
+    assert seen["texts"] == ["The root answer.", "The fork answer."]
+
+
+PLUGIN = """
+from chord.packages import hookimpl
+
+
+@hookimpl
+def chord_facets(host):
+    return []
+"""
+
+
+async def test_a_failed_dev_reload_is_shown_as_an_error_toast(
+    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    package = tmp_path / "shouter"
+    package.mkdir()
+    (package / "__init__.py").write_text('"""A test facet package."""\n')
+    (package / "plugin.py").write_text(PLUGIN)
+    keeper = WorkerSupervisor(
+        session, dev=True, facets_dirs=[package], exit_with_parent=True, env=agent_env
+    )
+
+    def failed(app: Any) -> list[str]:
+        return [m for s, m in _toasts(app) if s == "error" and "Reload of shouter failed" in m]
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app) and app.client.status, "the status")
+        assert failed(app) == []
+        (package / "plugin.py").write_text("def broken(:\n")
+        await kit.wait_for(pilot, lambda: failed(app), "the reload error toast")
+        assert "SyntaxError" in failed(app)[0]
+
+    await kit.drive(session, keeper, test)
+
+
+async def test_sessions_picker_says_how_to_resume_the_chosen_session(
+    kit: Any,
+    session: Session,
+    agent_env: dict[str, str],
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", agent_env["XDG_STATE_HOME"])
+    other = create_session(project, env=agent_env)
+    keeper = kit.supervisor(session, agent_env)
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
+        await pilot.press(*"/sessions", "enter")
+        await kit.wait_for(pilot, lambda: _picker_open(app, "Sessions of"), "the picker")
+        seen["options"] = _options(app)
+        index = next(i for i, o in enumerate(seen["options"]) if o == other.id)
+        await pilot.press(*["down"] * index, "enter")
+        await kit.wait_for(
+            pilot, lambda: any("--resume" in m for _, m in _toasts(app)), "the resume hint"
+        )
+        seen["hint"] = next(m for _, m in _toasts(app) if "--resume" in m)
+
+    await kit.drive(session, keeper, test)
+    assert sorted(seen["options"]) == sorted([other.id, f"{session.id}  (this session)"])
+    assert seen["hint"] == f"To resume it: coding-agent --resume {other.id}"
