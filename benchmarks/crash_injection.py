@@ -1,0 +1,123 @@
+"""Benchmark: crash injection against the real session worker, many trials (issue 9 item 1).
+
+The long sibling of ``tests/reliability/test_crash_injection.py``; the scenario is the test's
+(``tests/reliability/crash_scenario.py``). Each trial is a fresh session served by
+``python -m coding_agent.worker.main --no-fsync`` with scripted faux turns (parallel tool calls,
+approvals, questions, ``code_search``) and a background indexer run; the worker is killed with
+``SIGKILL`` ``--kills`` times at random points drawn from the trial's seed (``--seed + trial``)
+and started again each time, and every invariant is checked after each kill and at the end.
+
+Printed: one line per trial with a violation (seed, kill points, what broke), then a table of
+trials, kills, resumes (restarts that found a live turn or task and carried it on), invariant
+violations by kind, and the restart time (kill → the client's view hydrated again) mean and
+worst. The exit code is 1 when any invariant was violated.
+
+Run: ``uv run python benchmarks/crash_injection.py --trials N [--kills K] [--seed S]
+[--max-delay SECONDS] [--minutes M]`` (``--minutes`` stops starting trials after M minutes and
+says how many ran).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "reliability"))
+from crash_scenario import (  # pyright: ignore[reportMissingImports]
+    VIOLATION_KINDS,
+    CrashConfig,
+    TrialReport,
+    run_trial,
+)
+
+
+def _table(reports: list[TrialReport], wanted: int, elapsed: float, config: CrashConfig) -> str:
+    kills = sum(r.kills for r in reports)
+    resumes = sum(r.resumes for r in reports)
+    restarts = [s for r in reports for s in r.restart_seconds]
+    by_kind = {kind: 0 for kind in VIOLATION_KINDS}
+    for report in reports:
+        for violation in report.violations:
+            by_kind[violation.kind] = by_kind.get(violation.kind, 0) + 1
+    rows = [
+        ("trials", f"{len(reports):,} of {wanted:,} asked ({elapsed / 60:.1f} min)"),
+        ("kills (SIGKILL + restart)", f"{kills:,} ({config.kills} per trial)"),
+        ("resumes (live turn or task at restart)", f"{resumes:,}"),
+        ("rounds (prompts) completed", f"{sum(r.rounds for r in reports):,}"),
+        ("dialogs answered", f"{sum(r.dialogs for r in reports):,}"),
+        ("bash effects (each at most once)", f"{sum(r.effects for r in reports):,}"),
+    ]
+    rows += [(f"violations: {kind}", f"{count}") for kind, count in by_kind.items()]
+    if restarts:
+        rows.append(
+            (
+                "restart time (kill to view rehydrated)",
+                f"mean {statistics.fmean(restarts):.2f} s, "
+                f"median {statistics.median(restarts):.2f} s, max {max(restarts):.2f} s",
+            )
+        )
+    width = max(len(name) for name, _ in rows)
+    lines = [f"| {'measure':{width}} | value |", f"|{'-' * (width + 2)}|---|"]
+    lines += [f"| {name:{width}} | {value} |" for name, value in rows]
+    return "\n".join(lines)
+
+
+async def _main(args: argparse.Namespace) -> int:
+    config = CrashConfig(kills=args.kills, max_delay=args.max_delay)
+    reports: list[TrialReport] = []
+    started = time.perf_counter()
+    for trial in range(args.trials):
+        if args.minutes is not None and time.perf_counter() - started > args.minutes * 60:
+            print(f"stopping after {trial} trials: --minutes {args.minutes} reached", flush=True)
+            break
+        seed = args.seed + trial
+        workdir = Path(tempfile.mkdtemp(prefix=f"crash-injection-{seed}-"))
+        report = await run_trial(seed, config, workdir)
+        reports.append(report)
+        if report.violations:  # kept for a post-mortem: storage, worker.log, effects.log
+            print(f"seed {seed}: violations, session kept in {workdir}", flush=True)
+        else:
+            shutil.rmtree(workdir)
+        for violation in report.violations:
+            print(
+                f"VIOLATION seed={seed} {violation.kind}: {violation.detail} "
+                f"(kill points: {'; '.join(report.kill_points)})",
+                flush=True,
+            )
+        if args.progress and (trial + 1) % args.progress == 0:
+            print(f"{trial + 1} trials, {time.perf_counter() - started:.0f} s", flush=True)
+    elapsed = time.perf_counter() - started
+    print(
+        f"crash injection: real worker (--no-fsync), SIGKILL {config.kills}x per trial at random "
+        f"points (a delay < {config.max_delay} s or < {config.max_updates} view updates), "
+        f"seeds {args.seed}..{args.seed + len(reports) - 1}"
+    )
+    print(_table(reports, args.trials, elapsed, config))
+    return 1 if any(report.violations for report in reports) else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--trials", type=int, default=20, help="sessions to run (default 20)")
+    parser.add_argument("--kills", type=int, default=5, help="SIGKILLs per trial (default 5)")
+    parser.add_argument("--seed", type=int, default=1000, help="seed of the first trial")
+    parser.add_argument(
+        "--max-delay", type=float, default=0.25, help="upper bound of a kill delay (s)"
+    )
+    parser.add_argument("--minutes", type=float, help="stop starting trials after M minutes")
+    parser.add_argument("--progress", type=int, default=0, help="print a line every N trials")
+    args = parser.parse_args()
+    if args.trials < 1 or args.kills < 1:
+        parser.error("--trials and --kills must be >= 1")
+    return anyio.run(_main, args, backend="asyncio")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
