@@ -13,13 +13,19 @@ violations by kind, and the restart time (kill → the client's view hydrated ag
 worst. The exit code is 1 when any invariant was violated.
 
 Run: ``uv run python benchmarks/crash_injection.py --trials N [--kills K] [--seed S]
-[--max-delay SECONDS] [--minutes M]`` (``--minutes`` stops starting trials after M minutes and
-says how many ran).
+[--max-delay SECONDS] [--minutes M] [--record FILE]`` (``--minutes`` stops starting trials after
+M minutes and says how many ran).
+
+A long run can be split: ``--record FILE`` appends one JSON line per finished trial (so an
+interrupted run keeps what it did), and ``--report FILE...`` prints the table of the recorded
+trials of one or more files without running anything. Seeds must not repeat across the files.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import shutil
 import statistics
 import sys
@@ -34,11 +40,36 @@ from crash_scenario import (  # pyright: ignore[reportMissingImports]
     VIOLATION_KINDS,
     CrashConfig,
     TrialReport,
+    Violation,
     run_trial,
 )
 
 
-def _table(reports: list[TrialReport], wanted: int, elapsed: float, config: CrashConfig) -> str:
+def _record(path: Path, report: TrialReport) -> None:
+    with path.open("a", encoding="utf-8") as file:
+        file.write(json.dumps(dataclasses.asdict(report)) + "\n")
+        file.flush()
+
+
+def _recorded(paths: list[Path]) -> list[TrialReport]:
+    reports: dict[int, TrialReport] = {}
+    for path in paths:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            try:
+                raw = json.loads(line)
+                raw["violations"] = [Violation(**v) for v in raw["violations"]]
+                report = TrialReport(**raw)
+            except (ValueError, TypeError, KeyError) as error:
+                raise SystemExit(f"{path}:{number}: not a recorded trial ({error})") from None
+            if report.seed in reports:
+                raise SystemExit(f"{path}:{number}: seed {report.seed} is recorded twice")
+            reports[report.seed] = report
+    return [reports[seed] for seed in sorted(reports)]
+
+
+def _table(
+    reports: list[TrialReport], wanted: int, elapsed: float | None, config: CrashConfig
+) -> str:
     kills = sum(r.kills for r in reports)
     resumes = sum(r.resumes for r in reports)
     restarts = [s for r in reports for s in r.restart_seconds]
@@ -47,7 +78,11 @@ def _table(reports: list[TrialReport], wanted: int, elapsed: float, config: Cras
         for violation in report.violations:
             by_kind[violation.kind] = by_kind.get(violation.kind, 0) + 1
     rows = [
-        ("trials", f"{len(reports):,} of {wanted:,} asked ({elapsed / 60:.1f} min)"),
+        (
+            "trials",
+            f"{len(reports):,} of {wanted:,} asked"
+            + (f" ({elapsed / 60:.1f} min)" if elapsed is not None else ""),
+        ),
         ("kills (SIGKILL + restart)", f"{kills:,} ({config.kills} per trial)"),
         ("resumes (live turn or task at restart)", f"{resumes:,}"),
         ("rounds (prompts) completed", f"{sum(r.rounds for r in reports):,}"),
@@ -81,6 +116,8 @@ async def _main(args: argparse.Namespace) -> int:
         workdir = Path(tempfile.mkdtemp(prefix=f"crash-injection-{seed}-"))
         report = await run_trial(seed, config, workdir)
         reports.append(report)
+        if args.record is not None:
+            _record(args.record, report)
         if report.violations:  # kept for a post-mortem: storage, worker.log, effects.log
             print(f"seed {seed}: violations, session kept in {workdir}", flush=True)
         else:
@@ -113,7 +150,19 @@ def main() -> int:
     )
     parser.add_argument("--minutes", type=float, help="stop starting trials after M minutes")
     parser.add_argument("--progress", type=int, default=0, help="print a line every N trials")
+    parser.add_argument("--record", type=Path, help="append each finished trial to FILE (JSONL)")
+    parser.add_argument(
+        "--report", type=Path, nargs="+", metavar="FILE", help="print the table of recorded trials"
+    )
     args = parser.parse_args()
+    if args.report:
+        reports = _recorded(args.report)
+        if not reports:
+            parser.error("no recorded trials in " + ", ".join(map(str, args.report)))
+        seeds = f"{reports[0].seed}..{reports[-1].seed}" if reports else ""
+        print(f"recorded trials: {len(reports)} (seeds {seeds})")
+        print(_table(reports, len(reports), None, CrashConfig(kills=reports[0].kills)))
+        return 1 if any(report.violations for report in reports) else 0
     if args.trials < 1 or args.kills < 1:
         parser.error("--trials and --kills must be >= 1")
     return anyio.run(_main, args, backend="asyncio")
