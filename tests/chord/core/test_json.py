@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from chord.json import (
     MAX_SAFE_INTEGER,
     JsonError,
+    _copy,  # pyright: ignore[reportPrivateUsage]
     copy_json,
     equal_json,
     is_json_value,
@@ -135,3 +136,80 @@ def test_equal_json_agrees_with_python_equality_outside_bool_int(a: Any, b: Any)
         assert equal_json(a, b)
     if equal_json(a, b):
         assert a == b
+
+
+class _Text(str):
+    pass
+
+
+class _Number(int):
+    pass
+
+
+_awkward_scalars = st.one_of(
+    st.integers(min_value=-(2**60), max_value=2**60),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=4),
+    st.booleans(),
+    st.none(),
+    st.builds(_Text, st.text(max_size=3)),
+    st.builds(_Number, st.integers(min_value=-5, max_value=5)),
+)
+_awkward = st.recursive(
+    _awkward_scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=3),
+        st.lists(children, max_size=3).map(tuple),
+        st.dictionaries(st.one_of(st.text(max_size=3), st.integers(0, 3)), children, max_size=3),
+    ),
+    max_leaves=12,
+)
+
+
+def _careful(value: Any) -> tuple[str, Any]:
+    try:
+        return "ok", _copy(value, [], set())
+    except JsonError as error:
+        return "error", str(error)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_awkward)
+def test_copy_json_fast_path_agrees_with_the_careful_walk(value: Any) -> None:
+    # copy_json takes a fast path for plain values; whatever the input, the outcome (the copy,
+    # or the error and its message) is the careful walk's
+    try:
+        outcome: tuple[str, Any] = ("ok", copy_json(value))
+    except JsonError as error:
+        outcome = ("error", str(error))
+    expected = _careful(value)
+    assert outcome[0] == expected[0]
+    if outcome[0] == "ok":
+        assert equal_json(outcome[1], expected[1])
+        assert all(
+            type(x) in (str, int, float, bool, type(None), list, dict) for x in _walk(outcome[1])
+        )
+    else:
+        assert outcome[1] == expected[1]
+
+
+def _walk(value: Any) -> list[Any]:
+    found = [value]
+    if isinstance(value, dict):
+        for item in value.values():  # type: ignore[union-attr]
+            found += _walk(item)
+    elif isinstance(value, list):
+        for item in value:  # type: ignore[union-attr]
+            found += _walk(item)
+    return found
+
+
+def test_deep_nesting_and_cycles_take_the_careful_walk() -> None:
+    deep: Any = "leaf"
+    for _ in range(200):
+        deep = [deep]
+    assert copy_json(deep) == deep
+    loop: list[Any] = []
+    loop.append({"again": loop})
+    with pytest.raises(JsonError, match=r"cycle at \$\[0\]\.again"):
+        copy_json(loop)

@@ -141,7 +141,51 @@ def copy_json(value: Any, path: tuple[str | int, ...] = ()) -> Any:
     ``int`` and ``float`` become the plain types. Anything else that is not strict JSON raises
     :class:`JsonError` naming the path, and nothing is returned.
     """
-    return _copy(value, list(path), set())
+    try:
+        return _fast_copy(value, 0)
+    except _Unusual:  # a problem, or just a subclass to convert: the careful walk decides
+        return _copy(value, list(path), set())
+
+
+class _Unusual(Exception):
+    """Raised by :func:`_fast_copy` at anything it does not handle itself."""
+
+
+_FAST_DEPTH = 64
+"""Nesting depth the fast copy handles; deeper values (and cycles) take the careful walk."""
+
+
+def _fast_copy(value: Any, depth: int) -> Any:
+    """The common case of :func:`copy_json`: exact builtin types only, no paths kept.
+
+    It raises :class:`_Unusual` rather than deciding anything hard (subclasses, numbers out of
+    range, non-string keys, deep nesting or a cycle), so every error message and conversion
+    still comes from :func:`_copy`.
+    """
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int:
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            return value
+        raise _Unusual
+    if kind is float:
+        if value - value == 0.0:  # finite (inf - inf and nan - nan are nan)
+            return value
+        raise _Unusual
+    if depth >= _FAST_DEPTH:
+        raise _Unusual
+    depth += 1
+    if kind is dict:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Unusual
+            out[key] = _fast_copy(item, depth)
+        return out
+    if kind is list:
+        return [_fast_copy(item, depth) for item in value]
+    raise _Unusual
 
 
 def _copy(value: Any, path: list[str | int], active: set[int]) -> Any:
