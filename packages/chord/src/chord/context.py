@@ -212,19 +212,16 @@ class Context:
         _value: object = None,
         _label: str,
     ) -> None:
-        self._parent = _parent
-        self._signal = _signal
-        self._deadline = _deadline
-        self._key = _key
-        self._value = _value
-        self._label = _label
+        init = object.__setattr__  # the guarded __setattr__ below refuses every later write
+        init(self, "_parent", _parent)
+        init(self, "_signal", _signal)
+        init(self, "_deadline", _deadline)
+        init(self, "_key", _key)
+        init(self, "_value", _value)
+        init(self, "_label", _label)
 
     def __setattr__(self, name: str, value: object) -> None:
-        if hasattr(self, "_label"):
-            raise AttributeError(
-                "Context is immutable; derive a new one with with_value/with_cancel"
-            )
-        object.__setattr__(self, name, value)
+        raise AttributeError("Context is immutable; derive a new one with with_value/with_cancel")
 
     # -- cancellation -------------------------------------------------------------------------
     @property
