@@ -42,6 +42,8 @@ from pico3.model import (
     EntryKind,
     EntryRejected,
     NewEntry,
+    SectionSeed,
+    SectionSeedRejected,
     define_entry,
 )
 from pico3.reload import reload
@@ -106,6 +108,8 @@ __all__ = [
     "ReadAfterWrite",
     "RevokedProxy",
     "Runtime",
+    "SectionSeed",
+    "SectionSeedRejected",
     "StaleDefinition",
     "Storage",
     "TaskFaulted",

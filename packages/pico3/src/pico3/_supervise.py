@@ -17,7 +17,8 @@ supervisor is reparented away from it. Then the supervisor:
 4. applies a kill request (``kill.json``) that the host wrote before the group was known;
 5. reports one JSON line on its stdout, a pipe the host reads to end-of-file: ``{"ok": true,
    "pid": …}``, or ``{"ok": false, "errno": …, "error": …}`` when the OS refused to start the
-   command (missing executable, permission, bad cwd);
+   command (missing executable, permission, bad cwd); when the host died meanwhile (nobody
+   reads the pipe), the line is dropped and the supervisor goes on;
 6. waits for the child and writes ``exit.json`` ``{exitCode}`` atomically (negative: killed by
    that signal, as in :attr:`subprocess.Popen.returncode`), then exits.
 
@@ -61,8 +62,14 @@ def _read_json(path: Path) -> Any:
 
 
 def _report(value: Any) -> None:
-    sys.stdout.write(json.dumps(value) + "\n")
-    sys.stdout.flush()
+    # The host may be gone: its process died while it waited for this line. Nobody reads it
+    # then, and the supervisor must carry on (the record, not this line, is what a later host
+    # reads), so a broken pipe is not an error; dying here would leave the key "lost".
+    try:
+        sys.stdout.write(json.dumps(value) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.close(devnull)

@@ -22,7 +22,7 @@ Tasks run once the harness is entered and resumed::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -38,9 +38,10 @@ from pico3.kernel.tx import Transaction
 from pico3.kernel.view import Watch
 from pico3.model.context import DerivedContext
 from pico3.model.entries import EntryKind
+from pico3.model.section_seed import check_section_seed
 from pico3.registry import Registration
 from pico3.storage.base import Storage
-from pico3.storage.records import Entry, Input, Task
+from pico3.storage.records import Entry, Input, SectionSeed, Task
 from pico3.tasks.clock import Clock, SystemClock
 from pico3.tasks.kinds import KindRegistry, TaskKind
 from pico3.tasks.scheduler import Scheduler
@@ -286,20 +287,30 @@ class ConversationHandle:
         *,
         rewindable: dict[str, Any] | None = None,
         sticky: dict[str, Any] | None = None,
+        sections: Sequence[SectionSeed | Mapping[str, Any]] | None = None,
         abort: bool = False,
     ) -> ConversationHandle:
         """A new conversation inheriting this one's transcript at ``at`` and its rewindable
         state as of ``at`` (plugin slices included), then the ``rewindable`` overrides; a fresh
         sticky document (``sticky`` config seeds only), no tasks, no inbox. ``abort`` first
-        aborts this conversation's foreground work (conversation abort)."""
+        aborts this conversation's foreground work (conversation abort).
+
+        ``sections`` seeds the fork's system sections (``{key, value, rendered}`` items, see
+        :mod:`pico3.model.section_seed`): its first generation folds from the seed instead of
+        the inherited ``pi.system`` entries, until it writes a managed entry of its own.
+        Without it the fork keeps the sections its inherited transcript says are in effect.
+        A bad seed raises ``SectionSeedRejected`` before anything (the abort included) runs."""
+        checked = None if sections is None else check_section_seed(sections)
         if abort:
             await self.abort(ctx)
 
         async def build(tx: Transaction, _ctx: Context) -> int:
             if at == "start":
-                return await tx.create_conversation(rewindable=rewindable, sticky=sticky)
+                return await tx.create_conversation(
+                    rewindable=rewindable, sticky=sticky, sections=checked
+                )
             return await tx.create_conversation(
-                fork=(self.id, at), rewindable=rewindable, sticky=sticky
+                fork=(self.id, at), rewindable=rewindable, sticky=sticky, sections=checked
             )
 
         return ConversationHandle(self._kernel, await self.commit(build, ctx))

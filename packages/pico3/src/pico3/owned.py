@@ -27,7 +27,8 @@ after an ownership check; a ``request_id`` makes a re-sent input after recovery 
 Behaviour must come from durable data or pre-registered code: hooks are code, so register
 subtree hooks (``c.hooks(ns, kind, handlers, subtree=True)``) that dispatch on the child's
 seeded ``profile`` config before the child exists, or create the child, register its hooks,
-then send.
+then send. A child whose difference is only its system prompt needs no code at all: seed its
+sections (``sections`` in the spec), which its first generation folds from.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from chord.context import Context
 from pico3.kernel.errors import Forbidden
 from pico3.kernel.tx import Transaction
-from pico3.storage.records import UNSET, Input, Task
+from pico3.model.section_seed import check_section_seed
+from pico3.storage.records import UNSET, Input, SectionSeed, Task
 
 if TYPE_CHECKING:
     from pico3.tasks.runtime import Runtime
@@ -63,11 +65,20 @@ class OwnedSpec:
     ``rewindable`` / ``sticky``: config values to seed in each document (``{"model": ...,
     "profile": ...}`` / ``{"followUpMode": ...}``), validated by the kernel; the only core
     values the child gets (see the module docstring).
+    ``sections``: the child's private section seed (``{key, value, rendered}`` items, see
+    :mod:`pico3.model.section_seed`), checked and deep-copied here; the child's first
+    generation folds its system sections from it (not from any inherited ``pi.system``
+    entry) until it writes one of its own. ``None``: no seed.
     """
 
     inherit: bool = False
     rewindable: Mapping[str, Any] = field(default_factory=dict[str, Any])
     sticky: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    sections: tuple[SectionSeed, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.sections is not None:  # a direct construction is checked (and copied) too
+            object.__setattr__(self, "sections", tuple(check_section_seed(self.sections)))
 
     @classmethod
     def of(cls, spec: OwnedSpec | Mapping[str, Any] | None) -> OwnedSpec:
@@ -78,7 +89,7 @@ class OwnedSpec:
             return spec
         if not isinstance(spec, Mapping):
             raise TypeError(f"an owned conversation spec must be a mapping, got {spec!r}")
-        unknown = set(spec) - {"inherit", "rewindable", "sticky"}
+        unknown = set(spec) - {"inherit", "rewindable", "sticky", "sections"}
         if unknown:
             raise ValueError(f"owned conversation spec: unknown keys {sorted(unknown)}")
         inherit = spec.get("inherit", False)
@@ -90,7 +101,13 @@ class OwnedSpec:
             if not isinstance(value, Mapping):
                 raise ValueError(f"owned conversation spec.{doc}: must be a mapping")
             seeds[doc] = dict(value)
-        return cls(inherit=inherit, rewindable=seeds["rewindable"], sticky=seeds["sticky"])
+        sections = spec.get("sections")
+        return cls(
+            inherit=inherit,
+            rewindable=seeds["rewindable"],
+            sticky=seeds["sticky"],
+            sections=None if sections is None else tuple(check_section_seed(sections)),
+        )
 
 
 async def create_owned(
@@ -109,6 +126,7 @@ async def create_owned(
         rewindable=dict(checked.rewindable) or None,
         sticky=dict(checked.sticky) or None,
         owner=owner.id,
+        sections=checked.sections,
     )
 
 

@@ -127,8 +127,8 @@ class NewEntryJson(TypedDict):
 class ForkSpecJson(TypedDict):
     """``fork`` argument: ``rewindable`` overrides applied after inheriting the source's
     rewindable state as of ``at``; ``sticky`` seeds for the fresh sticky document (config keys);
-    ``abort`` first aborts the source's foreground work. (The spec's ``sections`` override is
-    not offered by the runtime yet and is refused.)"""
+    ``abort`` first aborts the source's foreground work. (The spec's ``sections`` seed, which
+    ``ConversationHandle.fork`` takes, is not offered over this contract yet and is refused.)"""
 
     rewindable: NotRequired[dict[str, Any]]
     sticky: NotRequired[dict[str, Any]]

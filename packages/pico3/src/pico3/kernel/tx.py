@@ -30,7 +30,7 @@ After the builder returns the transaction is closed; any later call raises
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from msgspec import UNSET
@@ -55,6 +55,7 @@ from pico3.model.entries import (
     new_entry_json,
 )
 from pico3.model.records import entry_json
+from pico3.model.section_seed import check_section_seed
 from pico3.storage._tables import clone
 from pico3.storage.records import (
     Conversation,
@@ -67,6 +68,7 @@ from pico3.storage.records import (
     Input,
     InputWrite,
     Parent,
+    SectionSeed,
     Task,
     TaskPatch,
     TaskPatchWrite,
@@ -222,10 +224,15 @@ class Transaction:
 
     # -- conversations ---------------------------------------------------------------------
     def conversation(self, conversation_id: int) -> Conversation | None:
-        """A conversation record (this batch's creations included)."""
+        """A conversation record (this batch's creations included). A record with a section
+        seed is a private copy: the seed's JSON values are mutable, the kernel's are not."""
         self._check()
         found = self._conversations.get(conversation_id)
-        return found if found is not None else self._kernel.conversations.get(conversation_id)
+        if found is None:
+            found = self._kernel.conversations.get(conversation_id)
+        if found is not None and found.sections is not UNSET:
+            found = clone(found)
+        return found
 
     def _known(self, conversation_id: int) -> Conversation:
         found = self.conversation(conversation_id)
@@ -245,6 +252,7 @@ class Transaction:
         rewindable: dict[str, Any] | None = None,
         owner: int | None = None,
         sticky: dict[str, Any] | None = None,
+        sections: Sequence[SectionSeed | Mapping[str, Any]] | None = None,
     ) -> int:
         """Create a conversation: a root, or a fork of ``(conversation_id, at)``.
 
@@ -258,6 +266,13 @@ class Transaction:
         conversations itself (``owner`` = its own task); core may name any live task. An owned
         conversation never inherits core rewindable config keys (D8 G5): only the seed sets
         them; plugin slices and kind keys are inherited.
+
+        ``sections`` is the private section seed (§1.2, §4.11.7): ``{key, value, rendered}``
+        items (:class:`~pico3.storage.records.SectionSeed` or plain mappings) that the
+        conversation's canonical section fold starts from while it has no managed
+        ``pi.system`` entry of its own (see :mod:`pico3.turn.system`). It is validated and
+        deep-copied here (:class:`~pico3.model.section_seed.SectionSeedRejected` names the bad
+        field; nothing is created) and never appears in a view. ``None`` means no seed.
         """
         self._check()
         if self._authority is Authority.TASK:
@@ -294,8 +309,14 @@ class Transaction:
         if rewindable is not None:
             base.update(self._check_rewindable_seed(rewindable))
         sticky_seed = {} if sticky is None else self._check_seed(sticky, "sticky")
+        section_seed = UNSET if sections is None else check_section_seed(sections)
         cid = self._kernel.mint_id()
-        record = Conversation(id=cid, parent=parent, owner=UNSET if owner is None else owner)
+        record = Conversation(
+            id=cid,
+            parent=parent,
+            owner=UNSET if owner is None else owner,
+            sections=section_seed,
+        )
         self._conversations[cid] = record
         self._batch.created.append(cid)
         self._batch.writes.append(ConversationWrite(conversation=record))

@@ -24,6 +24,7 @@ from pico3.model.records import (
     entry_json,
     input_json,
 )
+from pico3.model.section_seed import SectionSeed, SectionSeedRejected, check_section_seed
 
 __all__ = [
     "ABSENT",
@@ -40,7 +41,10 @@ __all__ = [
     "Message",
     "NewEntry",
     "Parent",
+    "SectionSeed",
+    "SectionSeedRejected",
     "check_new_entry",
+    "check_section_seed",
     "conversation_json",
     "define_entry",
     "derive_context",

@@ -46,6 +46,7 @@ from pico3.storage.records import (
     InputWrite,
     Ops,
     Parent,
+    SectionSeed,
     Task,
     TaskPatch,
     TaskPatchWrite,
@@ -136,6 +137,24 @@ def _expect(value: object, kind: type, index: int, member: str) -> None:
         )
 
 
+def _check_seed(sections: object, index: int) -> None:
+    if type(sections) is not list:
+        raise InvalidBatch(f"writes[{index}].conversation.sections must be a list")
+    for position, seed in enumerate(sections):  # pyright: ignore[reportUnknownArgumentType]
+        member = f"conversation.sections[{position}]"
+        _expect(seed, SectionSeed, index, member)
+        if type(seed.key) is not str or type(seed.rendered) is not str:
+            raise InvalidBatch(f"writes[{index}].{member}: key and rendered must be str")
+        try:
+            validate_json(
+                seed.value, ("writes", index, "conversation", "sections", position, "value")
+            )
+        except RecursionError:
+            raise InvalidBatch(f"writes[{index}].{member}.value: nests too deeply") from None
+        except JsonError as exc:
+            raise InvalidBatch(f"invalid write batch: {exc}") from None
+
+
 def _check_write(write: object, index: int, prechecked: frozenset[int]) -> None:
     kind = type(write)
     if kind is EntryWrite:
@@ -163,7 +182,8 @@ def _check_write(write: object, index: int, prechecked: frozenset[int]) -> None:
         _expect(conversation, Conversation, index, "conversation")
         if conversation.parent is not UNSET:
             _expect(conversation.parent, Parent, index, "conversation.parent")
-        _check_json(conversation, index, "conversation", ("sections",))
+        if conversation.sections is not UNSET:
+            _check_seed(conversation.sections, index)
     else:
         raise InvalidBatch(f"writes[{index}] is a {kind.__name__}, not a storage write")
 

@@ -57,6 +57,7 @@ __all__ = [
     "InputWrite",
     "Ops",
     "Parent",
+    "SectionSeed",
     "Seq",
     "Task",
     "TaskPatch",
@@ -96,13 +97,33 @@ class Parent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     at: Id
 
 
+class SectionSeed(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """One system section as the canonical section fold holds it: its ``key``, its JSON
+    ``value`` and the ``rendered`` text the model was (or will be) shown.
+
+    It has exactly the shape of one member of a managed ``pi.system`` entry's ``sections``,
+    so a seed can stand in for the fold until the conversation writes its own entry (§4.11.7).
+    ``value`` is required and may be ``null`` (a stored null is a real value).
+    """
+
+    key: str
+    value: Any
+    rendered: str
+
+
 class Conversation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
-    """A conversation record (§1.2). ``sections`` is private creation metadata."""
+    """A conversation record (§1.2).
+
+    ``sections`` is the private *section seed*: creation metadata that the first generation's
+    preparation folds from while the conversation has no managed ``pi.system`` entry of its
+    own (see :mod:`pico3.turn.system`). It never appears in a view. Absent (the default, and
+    every record written before seeds existed) means "no seed"; ``[]`` is a real, empty seed.
+    """
 
     id: Id
     parent: Parent | UnsetType = UNSET
     owner: Id | UnsetType = UNSET
-    sections: list[Any] | UnsetType = UNSET
+    sections: list[SectionSeed] | UnsetType = UNSET
 
 
 class Entry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):

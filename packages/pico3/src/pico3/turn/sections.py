@@ -15,12 +15,12 @@ renders what was touched (wrappers in order) and keeps the stored text of what w
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from chord.json import JsonError, copy_json, equal_json
+from pico3.model.section_seed import section_key_problem
 from pico3.registry import NamedRegistry, Registration, RegistrySnapshot
 
 __all__ = [
@@ -32,8 +32,6 @@ __all__ = [
     "freeze",
 ]
 
-SECTION_KEY = re.compile(r"^[a-z][a-z0-9_.-]*$", re.IGNORECASE)
-
 
 @dataclass(frozen=True, slots=True)
 class SystemSection:
@@ -43,10 +41,9 @@ class SystemSection:
     render: Callable[[Any], str]
 
     def __post_init__(self) -> None:
-        if not isinstance(self.key, str) or not SECTION_KEY.match(self.key):
-            raise ValueError(f"section key {self.key!r} must match {SECTION_KEY.pattern}")
-        if self.key.lower().startswith("pi."):
-            raise ValueError(f"section key {self.key!r} is reserved: 'pi.' belongs to core")
+        problem = section_key_problem(self.key)
+        if problem is not None:
+            raise ValueError(problem)
         if not callable(self.render):
             raise TypeError(f"section {self.key!r}: render must be callable")
 

@@ -14,12 +14,22 @@ registry) with what the newest ``pi.system`` entry in context says is in effect,
   data (order) has ``model: []``.
 
 Each ``pi.system`` entry's ``data`` holds the full resulting state (``sections``, ``tools``), so
-the next preparation needs only the newest one; a delta also names the baseline it builds on
-(``base``). When a head (a summary, a reset) moved the context start past that baseline, the model
-no longer sees it: preparation appends a fresh baseline whose ``edits`` omit the managed entries
-still in context, so nothing is said twice. Preparation runs off the line; the transition
-builder re-takes the snapshot (settings, registry revisions, newest head, newest system entry)
-and answers ``"retry"`` when anything moved.
+the next preparation needs only the newest one: its sections are the *canonical section fold*.
+A delta also names the baseline it builds on (``base``). When a head (a summary, a reset) moved
+the context start past that baseline, the model no longer sees it: preparation appends a fresh
+baseline whose ``edits`` omit the managed entries still in context, so nothing is said twice.
+Preparation runs off the line; the transition builder re-takes the snapshot (settings, registry
+revisions, newest head, newest system entry) and answers ``"retry"`` when anything moved.
+
+**Section seed** (§1.2, §4.11.7). A conversation created with ``sections`` (a fork, a subagent)
+folds its sections from that seed, not from entries, *while it has no local managed entry*:
+"local" means a ``pi.system`` entry of the conversation itself. Entries a fork inherits from
+its parent are context, not local: they still decide baseline versus delta (a seeded fork whose
+parent had a system prompt gets a delta to the seeded sections), but not the fold. The first
+generation that appends an entry makes the fold come from entries for good. A generation that
+appends nothing found the seeded sections already in effect, so the seed simply stays in use.
+A fork without a seed folds from what it inherited, exactly as before, and seeds are never
+inherited: a fork of a seeded conversation sees the seed only through the entries it wrote.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ from chord.json import copy_json, equal_json
 from pico3.kernel.tx import Transaction
 from pico3.model.entries import NewEntry
 from pico3.models.provider import Tool
+from pico3.storage.records import UNSET, SectionSeed
 from pico3.turn.hooks import system_instructions
 from pico3.turn.sections import SectionDraft, SectionState, freeze
 
@@ -138,6 +149,8 @@ class _Snapshot:
     base: int | None
     rebase: bool
     retained: list[int]
+    local: bool = False
+    """The newest managed entry belongs to the conversation itself (not inherited)."""
 
 
 async def _snapshot(tx: Transaction, cid: int) -> _Snapshot:
@@ -148,37 +161,62 @@ async def _snapshot(tx: Transaction, cid: int) -> _Snapshot:
     if not systems:
         return _Snapshot(head_id, None, None, None, False, [])
     entry = systems[0]
+    # Own entries are minted after the fork point, so the newest fork-visible managed entry is
+    # inherited only when the conversation has none of its own.
+    local = entry.conversation_id == cid
     data = entry.data if isinstance(entry.data, dict) else {}
     state = {"sections": data.get("sections", {}), "tools": data.get("tools", [])}
     base = entry.id if data.get("baseline") is True else data.get("base")
     base_id = base if isinstance(base, int) else None
     if head_id is None or (base_id is not None and base_id >= head_id):
-        return _Snapshot(head_id, entry.id, state, base_id, False, [])
+        return _Snapshot(head_id, entry.id, state, base_id, False, [], local)
     retained: list[int] = []
     if entry.id >= head_id:
         managed = await tx.scan_entries(cid, limit=256, kind="pi.system")
         retained = sorted(e.id for e in managed if e.id >= head_id)
-    return _Snapshot(head_id, entry.id, state, base_id, True, retained)
+    return _Snapshot(head_id, entry.id, state, base_id, True, retained, local)
+
+
+def _section_seed(tx: Transaction, cid: int, snapshot: _Snapshot) -> list[SectionSeed] | None:
+    """The conversation's section seed while it is in effect (no local managed entry)."""
+    if snapshot.local:
+        return None
+    record = tx.conversation(cid)
+    if record is None or record.sections is UNSET:
+        return None
+    return list(record.sections)
+
+
+def _canonical(snapshot: _Snapshot, seed: list[SectionSeed] | None) -> dict[str, SectionState]:
+    """The canonical section fold: the seed while it is in effect, else the newest managed
+    entry's sections (empty when there is none)."""
+    if seed is not None:
+        return {item.key: SectionState(copy_json(item.value), item.rendered) for item in seed}
+    canonical: dict[str, SectionState] = {}
+    for key, state in ((snapshot.state or {}).get("sections") or {}).items():
+        canonical[key] = SectionState(state.get("value"), state.get("rendered", ""))
+    return canonical
 
 
 async def prepare_system(rt: Any, cid: int, settings: dict[str, Any], ctx: Context) -> SystemPlan:
-    """Snapshot settings and registries, seed a section draft from the canonical (stored)
-    sections, run ``system_instructions`` and freeze the desired sections and loadout."""
+    """Snapshot settings and registries, seed a section draft from the canonical sections
+    (the section seed while it is in effect, else the newest managed entry's), run
+    ``system_instructions`` and freeze the desired sections and loadout."""
     tools_registry = _registry(rt, "tools")
     sections_registry = _registry(rt, "sections")
     tools_revision = _revision(tools_registry)
     sections_revision = _revision(sections_registry)
 
-    async def read(tx: Transaction, current: Any, ctx: Context) -> Any:
-        return await _snapshot(tx, cid)
+    async def read(
+        tx: Transaction, current: Any, ctx: Context
+    ) -> tuple[_Snapshot, list[SectionSeed] | None]:
+        snapshot = await _snapshot(tx, cid)
+        return snapshot, _section_seed(tx, cid, snapshot)
 
-    snapshot: _Snapshot = await rt.commit(read, ctx)
-    previous = snapshot.state
+    snapshot, seed = await rt.commit(read, ctx)
     known = set(tools_registry.names()) if tools_registry is not None else set()
     loadout = [name for name in settings.get("selectedTools", []) if name in known]
-    canonical: dict[str, SectionState] = {}
-    for key, state in ((previous or {}).get("sections") or {}).items():
-        canonical[key] = SectionState(state.get("value"), state.get("rendered", ""))
+    canonical = _canonical(snapshot, seed)
     draft = SectionDraft(canonical)
     override = await system_instructions(rt, draft, settings, loadout, ctx)
     if override is not None:
