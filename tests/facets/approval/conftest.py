@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 from anyio.abc import TaskGroup
+from textual import events
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.screen import Screen
@@ -28,7 +29,8 @@ from facets_approval.contract import ApprovalDecision, ApprovalDialogs, check_de
 
 
 class DialogApp(App[None]):
-    """A minimal app around :class:`TextualTui` that reports screen changes as events."""
+    """A minimal app around :class:`TextualTui` that reports screen changes as events and
+    routes keys through ``TextualTui.handle_key`` (as the coding agent's app does)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -41,6 +43,11 @@ class DialogApp(App[None]):
     def on_mount(self) -> None:
         self.screen_change_signal.subscribe(self, self._screen_changed)
         self.tui.mark_ready()
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and self.tui.handle_key(event):
+            return
+        await super().on_event(event)
 
     def _screen_changed(self, _screen: Screen[Any]) -> None:
         changed, self._changed = self._changed, anyio.Event()
@@ -224,6 +231,9 @@ class ScriptedTui:
 
     def mount_panel(self, panel_id: str, factory: Any) -> Callable[[], None]:
         raise AssertionError("the approval facet mounts no panel")
+
+    def register_key(self, key: str, description: str, handler: Any) -> Callable[[], None]:
+        raise AssertionError("the approval dialog facet registers no key")
 
 
 class Kit:

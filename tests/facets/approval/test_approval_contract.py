@@ -10,7 +10,16 @@ from hypothesis import strategies as st
 
 from chord.packages import installed_facet_packages, load_generation
 from chord.remote import RemoteServiceError
-from facets_approval.contract import ApprovalDialogs, check_decision, dialog_key
+from facets_approval.contract import (
+    DEFAULT_MODE,
+    PERMISSION_MODES,
+    ApprovalDialogs,
+    ApprovalMode,
+    check_decision,
+    check_mode,
+    dialog_key,
+    next_mode,
+)
 
 
 @pytest.mark.parametrize(
@@ -73,7 +82,12 @@ def test_dialog_keys_are_conversation_and_call() -> None:
 
 
 @pytest.mark.parametrize(
-    ("host", "ids"), [("session", ["@pi/approval"]), ("tui", ["@pi/approval"]), ("web", [])]
+    ("host", "ids"),
+    [
+        ("session", ["@pi/approval"]),
+        ("tui", ["@pi/approval", "@pi/approval-mode"]),
+        ("web", []),
+    ],
 )
 def test_the_entry_point_serves_one_facet_per_host(host: str, ids: list[str]) -> None:
     # D7: found through the chord.facets entry point, never imported by name
@@ -84,3 +98,32 @@ def test_the_entry_point_serves_one_facet_per_host(host: str, ids: list[str]) ->
         assert [facet.id for facet in generation.facets] == ids
     finally:
         generation.purge()
+
+
+def test_modes_cycle_ask_accept_edits_plan_auto_and_around() -> None:
+    assert PERMISSION_MODES == ("ask", "accept-edits", "plan", "auto")
+    assert DEFAULT_MODE == "ask"
+    assert [next_mode(m) for m in PERMISSION_MODES] == ["accept-edits", "plan", "auto", "ask"]
+    assert ApprovalMode.id == "approval.mode" and not ApprovalMode.local
+
+
+@pytest.mark.parametrize("value", ["yolo", "", "ASK", " plan", None, 3, ["ask"], {"mode": "ask"}])
+def test_a_value_that_is_not_a_mode_is_an_invalid_value_naming_it(value: object) -> None:
+    with pytest.raises(RemoteServiceError) as caught:
+        check_mode(value)
+    assert caught.value.code == "service_invalid_value"
+    assert caught.value.message == (
+        f"Invalid permission mode {value!r} (expected one of ask, accept-edits, plan, auto)"
+    )
+    with pytest.raises(RemoteServiceError):
+        next_mode(value)  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_only_the_four_names_are_modes(word: str) -> None:
+    if word in PERMISSION_MODES:
+        assert check_mode(word) == word
+    else:
+        with pytest.raises(RemoteServiceError, match="Invalid permission mode"):
+            check_mode(word)

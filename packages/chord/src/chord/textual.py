@@ -9,7 +9,18 @@ service, whose contract is :class:`TuiService`:
 * :meth:`~TuiService.register_command` — a ``/slash`` command, unregistered by the returned
   function (own it with ``env.own``);
 * :meth:`~TuiService.mount_panel` — a widget in the side panel area, removed by the returned
-  function.
+  function;
+* :meth:`~TuiService.register_key` — a global key (``"shift+tab"``) that runs a handler,
+  unregistered by the returned function.
+
+Keys need the app's cooperation, like ``/commands``: Textual hands a key to the focused widget
+(the prompt editor) unless an *App-level* check claims it first, so the app routes every key it
+receives through :meth:`TextualTui.handle_key` before Textual does::
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and self.tui.handle_key(event):
+            return
+        await super().on_event(event)
 
 :class:`TextualTui` implements the contract over a running Textual app; :func:`tui_facet` wraps it
 as the facet that provides :data:`Tui`; :func:`run_app_with_facets` runs a facet host *beside* the
@@ -26,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -35,7 +46,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from chord.context import Context, ContextCancelled, cancel_scope
+from chord.context import BACKGROUND, Context, ContextCancelled, cancel_scope
 from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, define_facet
 from chord.remote import RemoteServiceSource
 from chord.services import define_service
@@ -45,6 +56,8 @@ __all__ = [
     "ChoiceScreen",
     "CommandHandler",
     "ConfirmScreen",
+    "KeyBinding",
+    "KeyHandler",
     "Modal",
     "SlashCommand",
     "TextualTui",
@@ -56,6 +69,7 @@ __all__ = [
 
 Severity = Literal["information", "warning", "error"]
 CommandHandler = Callable[[str, Context], Awaitable[None] | None]
+KeyHandler = Callable[[Context], Awaitable[None] | None]
 ResultT = TypeVar("ResultT")
 
 
@@ -102,6 +116,15 @@ class SlashCommand:
     handler: CommandHandler
 
 
+@dataclass(frozen=True, slots=True)
+class KeyBinding:
+    """A registered global key: the Textual key name, what it does (for help), the handler."""
+
+    key: str
+    description: str
+    handler: KeyHandler
+
+
 class TuiService(Protocol):
     """What presentation facets may do to the terminal UI."""
 
@@ -114,6 +137,10 @@ class TuiService(Protocol):
     ) -> Callable[[], None]: ...
 
     def mount_panel(self, panel_id: str, factory: Callable[[], Widget]) -> Callable[[], None]: ...
+
+    def register_key(
+        self, key: str, description: str, handler: KeyHandler
+    ) -> Callable[[], None]: ...
 
 
 Tui = define_service("chord.tui", TuiService, local=True)
@@ -303,8 +330,10 @@ class TextualTui:
         self.app = app
         self.panel_container = panel_container
         self.commands: dict[str, SlashCommand] = {}
+        self.keys: dict[str, KeyBinding] = {}
         self._modal_lock = anyio.Lock()
         self._panels: dict[str, Widget] = {}
+        self._leaving: dict[str, Awaitable[None]] = {}  # panels being removed, by panel id
         self._ready = anyio.Event()
         self._early: list[Callable[[], None]] = []
         if ready:
@@ -386,6 +415,16 @@ class TextualTui:
         self._panels[panel_id] = widget
 
         def mount() -> None:
+            leaving = self._leaving.pop(panel_id, None)
+            if leaving is not None:
+                # A reloaded facet mounts its panel while the old one's removal is still under
+                # way; a widget id the two share would clash. Mount once the old one is gone.
+                async def after_removal() -> None:
+                    await leaving
+                    mount()
+
+                self.app.call_later(after_removal)
+                return
             if self._panels.get(panel_id) is widget:
                 with _in_app(self.app):
                     self.app.query_one(self.panel_container).mount(widget)
@@ -399,9 +438,67 @@ class TextualTui:
             if self._panels.get(panel_id) is widget:
                 del self._panels[panel_id]
                 if widget.is_attached:
-                    widget.remove()
+                    self._leaving[panel_id] = widget.remove()
 
         return unmount
+
+    def register_key(self, key: str, description: str, handler: KeyHandler) -> Callable[[], None]:
+        """Run ``handler(ctx)`` when ``key`` is pressed; the returned function unregisters.
+
+        ``key`` is a Textual key name (``"shift+tab"``, ``"ctrl+g"``, ``"f2"``). A second live
+        registration of one key is refused, so two facets never fight over it. The handler runs
+        as an app worker (an async handler does not block the UI; a new press does not wait for
+        the previous one); an exception it raises becomes an error toast. Keys are handled only
+        while no modal dialog is on screen (a dialog keeps its own keys) and only if the app
+        routes keys through :meth:`handle_key`.
+        """
+        if not isinstance(key, str) or not key or key != key.strip() or " " in key:
+            raise ValueError(f"invalid key {key!r}: use a Textual key name such as 'shift+tab'")
+        if not callable(handler):
+            raise TypeError(f"the handler of key {key!r} must be callable")
+        if key in self.keys:
+            raise ValueError(f"key {key!r} is already registered")
+        binding = KeyBinding(key, description, handler)
+        self.keys[key] = binding
+
+        def unregister() -> None:
+            if self.keys.get(key) is binding:
+                del self.keys[key]
+
+        return unregister
+
+    def handle_key(self, event: events.Key | str) -> bool:
+        """The app's key check: run the binding of ``event``'s key, if one is registered.
+
+        Returns ``True`` when the key was claimed (the app must then not pass it on), ``False``
+        when it is not registered, a modal dialog is on screen, or ``event`` was forwarded (a
+        key Textual already routed once). Call it from the app's ``on_event`` (see the module
+        docstring); a plain key name works too (tests).
+        """
+        if isinstance(event, events.Key):
+            if event.is_forwarded:
+                return False
+            key = event.key
+        else:
+            key = event
+        binding = self.keys.get(key)
+        if binding is None or isinstance(self.app.screen, ModalScreen):
+            return False
+        if isinstance(event, events.Key):
+            event.stop()
+            event.prevent_default()
+        self.app.run_worker(self._run_key(binding), group="chord-keys", exit_on_error=False)
+        return True
+
+    async def _run_key(self, binding: KeyBinding) -> None:
+        try:
+            result = binding.handler(BACKGROUND)
+            if inspect.isawaitable(result):
+                await result
+        except ContextCancelled:
+            pass
+        except Exception as exc:
+            self.notify(f"{binding.key} failed: {exc}", severity="error")
 
 
 def tui_facet(tui: TuiService, facet_id: str = "@chord/tui") -> Facet:

@@ -1,4 +1,4 @@
-"""What every side of the approval feature agrees on: JSON shapes and one service id.
+"""What every side of the approval feature agrees on: JSON shapes and two service ids.
 
 The approval feature has three parts (seed-plugins §4.2, §6.2). The session worker's
 ``before_tool`` hook asks before a tool runs; the question is a keyed instance of
@@ -15,6 +15,24 @@ recorded::
 
     check_decision({"decision": "allow", "by": "tui"})     # -> the same dict, checked
     check_decision({"decision": "maybe"})                  # RemoteServiceError: decision.decision ...
+
+**Permission modes.** The session also has one *permission mode* (agent-features, "Permission
+modes"), the singleton :data:`ApprovalMode` (``approval.mode``): its replicated ``state`` is
+``{"mode": <mode>}`` and ``set_mode`` changes it. The modes, in the order a presentation cycles
+through them (:data:`PERMISSION_MODES`, :func:`next_mode`):
+
+* ``ask`` (the default) — a tool the rules mark as needing approval asks;
+* ``accept-edits`` — file edits (``write``, ``edit``) run without asking; ``bash`` and the other
+  tools that need approval still ask;
+* ``plan`` — read-only: every tool that is not read-only is blocked without asking, and the
+  model is told the session is in plan mode (read, then propose a plan);
+* ``auto`` — nothing asks; every call runs.
+
+:func:`check_mode` validates a mode from another process the same way :func:`check_decision`
+validates a decision::
+
+    check_mode("plan")      # -> "plan"
+    check_mode("yolo")      # RemoteServiceError: Invalid permission mode 'yolo' (expected ...)
 """
 
 from __future__ import annotations
@@ -29,13 +47,22 @@ from chord.state import ReplicatedState
 
 __all__ = [
     "DECISIONS",
+    "DEFAULT_MODE",
+    "MODE_DESCRIPTIONS",
+    "PERMISSION_MODES",
     "ApprovalDecision",
     "ApprovalDialog",
     "ApprovalDialogs",
+    "ApprovalMode",
+    "ApprovalModeApi",
     "ApprovalRequest",
     "Decision",
+    "ModeState",
+    "PermissionMode",
     "check_decision",
+    "check_mode",
     "dialog_key",
+    "next_mode",
 ]
 
 Decision = Literal["allow", "deny"]
@@ -131,3 +158,67 @@ def check_decision(value: object) -> ApprovalDecision:
             raise _invalid("decision.always applies only to 'allow'")
         checked["always"] = always
     return checked
+
+
+# -- permission modes --------------------------------------------------------------------------
+PermissionMode = Literal["ask", "accept-edits", "plan", "auto"]
+PERMISSION_MODES: tuple[PermissionMode, ...] = ("ask", "accept-edits", "plan", "auto")
+"""Every mode, in cycling order (Shift+Tab goes one step to the right, wrapping around)."""
+
+DEFAULT_MODE: PermissionMode = "ask"
+"""The mode of a session that never chose one: today's behaviour, tools that need approval ask."""
+
+MODE_DESCRIPTIONS: dict[PermissionMode, str] = {
+    "ask": "ask before tools that need approval",
+    "accept-edits": "file edits run without asking; bash still asks",
+    "plan": "read-only: only read and propose a plan",
+    "auto": "nothing asks; every tool runs",
+}
+"""One line per mode, for pickers and help texts."""
+
+
+class ModeState(TypedDict):
+    """The replicated ``state`` of :data:`ApprovalMode`."""
+
+    mode: PermissionMode
+
+
+class ApprovalModeApi(Protocol):
+    """The session's permission mode (the singleton :data:`ApprovalMode`)."""
+
+    @property
+    def state(self) -> ReplicatedState:
+        """Follows :class:`ModeState`; a late joiner hydrates with the current mode."""
+        ...
+
+    async def set_mode(self, mode: PermissionMode, ctx: Context) -> None:
+        """Make ``mode`` the session's mode, durably (it survives a worker restart), then
+        publish it. Raises ``service_invalid_value`` naming a value that is not a mode; nothing
+        changes then. Calls that already asked keep their dialog; every later decision reads
+        the new mode."""
+        ...
+
+
+ApprovalMode = define_service("approval.mode", ApprovalModeApi)
+"""``approval.mode``: remotable singleton, provided by the approval session facet."""
+
+
+def check_mode(value: object) -> PermissionMode:
+    """Return ``value`` if it is one of :data:`PERMISSION_MODES`.
+
+    Raises :class:`~chord.remote.RemoteServiceError` (``service_invalid_value``) naming the bad
+    value and listing the modes.
+    """
+    for mode in PERMISSION_MODES:
+        if isinstance(value, str) and value == mode:
+            return mode
+    expected = ", ".join(PERMISSION_MODES)
+    raise RemoteServiceError(
+        "service_invalid_value", f"Invalid permission mode {value!r} (expected one of {expected})"
+    )
+
+
+def next_mode(mode: PermissionMode) -> PermissionMode:
+    """The mode after ``mode`` in cycling order: ask → accept-edits → plan → auto → ask."""
+    index = PERMISSION_MODES.index(check_mode(mode))
+    return PERMISSION_MODES[(index + 1) % len(PERMISSION_MODES)]

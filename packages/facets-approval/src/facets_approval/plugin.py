@@ -13,14 +13,15 @@ from chord.facets import Facet
 from chord.packages import hookimpl
 
 from .session import session_facet
-from .tui import tui_facet
+from .tui import mode_tui_facet, tui_facet
 
 
 @hookimpl
 def chord_facets(host: str) -> list[Facet]:
-    """``"session"`` → the session facet, ``"tui"`` → the TUI facet, other hosts nothing."""
+    """``"session"`` → the session facet; ``"tui"`` → the dialog and permission-mode facets;
+    other hosts nothing."""
     if host == "session":
         return [session_facet]
     if host == "tui":
-        return [tui_facet]
+        return [tui_facet, mode_tui_facet]
     return []

@@ -1,21 +1,29 @@
-"""The approval session facet: a ``before_tool`` hook that asks, and a dialog per question.
+"""The approval session facet: a ``before_tool`` hook that asks, a dialog per question, and the
+session's permission mode.
 
 Two layers, as in seed-plugins §4.2 and §6.2.
 
 :func:`install_approval` is the harness extension, usable without chord (a test wires ``ask`` to
 a future). It registers the namespace ``approval`` with a *sticky* ``autoAllow`` list (per
-conversation, not rewound by forks: which tools this conversation never asks about again) and a
-``before_tool`` hook on ``pi.tool``. For a call whose tool the :class:`ApprovalRules` say needs
-approval, the hook
+conversation, not rewound by forks: which tools this conversation never asks about again), a
+*session* ``mode`` (one permission mode for the whole session, every conversation and subagent
+included; see :mod:`.contract`) and a ``before_tool`` hook on ``pi.tool``. For each call the
+hook asks :meth:`ApprovalRules.action` what the call's tool gets in the mode read *at decision
+time* (a mode changed while a turn runs applies to its next call):
 
-1. allows at once when the tool is in ``autoAllow``;
-2. reads the decision memo (``api.memo("decision")`` on the tool task's slot: decided before a
-   crash or a reload?);
-3. otherwise commits ``waiting`` (the view shows ``turn.tools[i].waitingOn = "approval"``), asks,
-   and stores the answer with ``api.memo("decision", candidate)`` — first writer wins, and every
-   racer gets the winner;
-4. adds the tool to ``autoAllow`` when the winning decision says ``always``, and blocks the call
-   (``"denied"`` / ``"denied by <who>"``) when it says ``deny``.
+* a read-only tool runs at once, in every mode, without touching storage;
+* ``"block"`` (plan mode, a tool that is not read-only) blocks the call without asking; the
+  reason tells the model the session is in plan mode and it must only read and propose a plan;
+* ``"ask"``: allowed at once when the tool is in ``autoAllow``; otherwise
+  1. read the decision memo (``api.memo("decision")`` on the tool task's slot: decided before a
+     crash or a reload?);
+  2. otherwise commit ``waiting`` (the view shows ``turn.tools[i].waitingOn = "approval"``),
+     ask, and store the answer with ``api.memo("decision", candidate)`` — first writer wins,
+     and every racer gets the winner;
+  3. add the tool to ``autoAllow`` when the winning decision says ``always``, and block the call
+     (``"denied"`` / ``"denied by <who>"``) when it says ``deny``;
+* ``"run"`` (``auto``, or an edit in ``accept-edits``): runs without asking — unless a decision
+  was already recorded for this very call (before a crash), which stands.
 
 The memo lives in the tool task's slot and is deleted with it; nothing needs cleaning up. The
 hook runs again after a crash or a suspend/reopen (it runs before ``started``), finds the memo and
@@ -26,73 +34,127 @@ does not ask twice. Asking again after a crash between ``waiting`` and the memo 
 waiting, closed by the single ``finally`` whatever happens (answer, abort, suspend), which
 dismisses the dialog in every presentation. ``decide`` only validates and resolves the local wait;
 the durable first-writer rule is the memo, where the durability is.
+
+The facet also provides :data:`~.contract.ApprovalMode`. The durable value is the namespace's
+session-document key (``plugins.approval.mode``, so it survives a worker restart); the service's
+replicated ``state`` mirrors it for presentations: it is read from storage when the facet
+activates, and ``set_mode`` validates, commits, then publishes. The hook never trusts the
+mirror: it reads storage. A stored value that is not a mode (edited by hand) counts as ``ask``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
-from chord.context import Context, cancel_scope
+from chord.context import BACKGROUND, Context, cancel_scope
 from chord.facets import Facet, FacetEnvironment, ServiceSpawner, define_facet
 from chord.state import MutableReplicatedState
-from pico3.chord.contract import Harness
+from pico3.chord.contract import Harness, HarnessService
 from pico3.harness import Harness as OpenHarness
+from pico3.kernel.namespaces import Namespace
 from pico3.kernel.tx import Transaction
 from pico3.tools import MISSING
 from pico3.turn.tool import TOOL_KIND
 
 from .contract import (
+    DEFAULT_MODE,
+    PERMISSION_MODES,
     ApprovalDecision,
     ApprovalDialogs,
+    ApprovalMode,
     ApprovalRequest,
+    PermissionMode,
     check_decision,
+    check_mode,
     dialog_key,
 )
 
 __all__ = [
     "DEFAULT_RULES",
     "NAMESPACE",
+    "Action",
+    "ApprovalInstallation",
     "ApprovalRules",
     "Ask",
     "approval_session_facet",
     "install_approval",
+    "plan_mode_reason",
     "session_facet",
 ]
 
 NAMESPACE = "approval"
-"""The namespace string: memo keys and the ``autoAllow`` slice are stored under it."""
+"""The namespace string: memo keys, the ``autoAllow`` slice and the ``mode`` are stored under it."""
 
 Ask = Callable[[ApprovalRequest, Context], Awaitable[ApprovalDecision]]
 """``ask(request, ctx) -> decision``: how a decision is obtained (a dialog, a test's future)."""
 
+Action = Literal["run", "ask", "block"]
+"""What :meth:`ApprovalRules.action` says a call gets."""
+
+
+def _tool_names(names: Iterable[object], what: str) -> frozenset[str]:
+    if isinstance(names, str) or not all(isinstance(n, str) and n for n in names):
+        raise TypeError(f"ApprovalRules.{what} must be a set of non-empty tool names")
+    return frozenset(names)  # pyright: ignore[reportReturnType]
+
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRules:
-    """Which tools need approval: those named in ``ask`` (``"*"`` means every tool).
+    """Which tools need approval, and which of them are file edits.
 
-    The default asks for the tools with effects outside the conversation (``bash``, ``write``,
-    ``edit``); read-only tools run without asking.
+    ``ask`` names the tools that need approval (``"*"`` means every tool); the default asks for
+    the tools with effects outside the conversation (``bash``, ``write``, ``edit``). ``edits``
+    names the tools that change files (``write``, ``edit``): ``accept-edits`` mode lets them run
+    without asking. A tool in neither set is *read-only* (``read``, ``grep``, ``ls``, ...): it
+    runs in every mode, plan mode included.
     """
 
     ask: frozenset[str] = field(default_factory=lambda: frozenset({"bash", "write", "edit"}))
+    edits: frozenset[str] = field(default_factory=lambda: frozenset({"write", "edit"}))
 
     def __post_init__(self) -> None:
-        names: Iterable[object] = self.ask
-        if isinstance(names, str) or not all(isinstance(n, str) and n for n in names):
-            raise TypeError("ApprovalRules.ask must be a set of non-empty tool names")
-        object.__setattr__(self, "ask", frozenset(self.ask))
+        object.__setattr__(self, "ask", _tool_names(self.ask, "ask"))
+        object.__setattr__(self, "edits", _tool_names(self.edits, "edits"))
 
     def needs_approval(self, tool: str) -> bool:
-        """True when a call of ``tool`` must be approved."""
+        """True when a call of ``tool`` must be approved (in ``ask`` mode)."""
         return "*" in self.ask or tool in self.ask
+
+    def is_edit(self, tool: str) -> bool:
+        """True when ``tool`` changes files (``accept-edits`` runs it without asking)."""
+        return tool in self.edits
+
+    def is_read_only(self, tool: str) -> bool:
+        """True when ``tool`` neither needs approval nor edits: it runs in every mode."""
+        return not self.needs_approval(tool) and not self.is_edit(tool)
+
+    def action(self, tool: str, mode: PermissionMode) -> Action:
+        """What a call of ``tool`` gets in ``mode`` (``"run"``, ``"ask"`` or ``"block"``)::
+
+            mode           read-only   edit    other tools that need approval
+            ask            run         ask     ask
+            accept-edits   run         run     ask
+            plan           run         block   block
+            auto           run         run     run
+
+        (An edit the ``ask`` rules do not name runs in ``ask`` mode too.)
+        """
+        if self.is_read_only(tool) or mode == "auto":
+            return "run"
+        if mode == "plan":
+            return "block"
+        if mode == "accept-edits" and self.is_edit(tool):
+            return "run"
+        return "ask" if self.needs_approval(tool) else "run"
 
 
 DEFAULT_RULES = ApprovalRules()
-"""``bash``, ``write`` and ``edit`` ask; everything else runs."""
+"""``bash``, ``write`` and ``edit`` ask (``write`` and ``edit`` are the edits); everything
+else is read-only."""
 
 
 def _block_reason(decision: ApprovalDecision) -> str:
@@ -100,19 +162,71 @@ def _block_reason(decision: ApprovalDecision) -> str:
     return f"denied by {by}" if by else "denied"
 
 
+def plan_mode_reason(tool: str) -> str:
+    """The block reason the model reads for a call of ``tool`` in plan mode."""
+    return (
+        f"{tool} was not run: the session is in plan mode (read-only). Do not change files or "
+        "run commands. Use only read-only tools to investigate, then propose a plan; the user "
+        "leaves plan mode to carry it out."
+    )
+
+
+def _stored_mode(value: object) -> PermissionMode:
+    """A stored mode, or :data:`~.contract.DEFAULT_MODE` for anything that is not a mode."""
+    for mode in PERMISSION_MODES:
+        if value == mode:
+            return mode
+    return DEFAULT_MODE
+
+
+class ApprovalInstallation:
+    """What :func:`install_approval` returns: call it to uninstall (idempotent); it also reads
+    and writes the session's durable permission mode while installed."""
+
+    def __init__(self, harness: OpenHarness, namespace: Namespace, unhook: Callable[[], None]):
+        self._harness = harness
+        self._namespace = namespace
+        self._unhook = unhook
+
+    def __call__(self) -> None:
+        """Remove the hook and retire the namespace token; stored state stays."""
+        self._unhook()
+        self._namespace.unregister()
+
+    async def mode(self, ctx: Context) -> PermissionMode:
+        """The session's stored permission mode."""
+        ns = self._namespace
+        root = await self._harness.root(ctx)
+        return await root.commit(lambda tx, _ctx: _stored_mode(tx.plugins(ns)["mode"]), ctx)
+
+    async def set_mode(self, mode: PermissionMode, ctx: Context) -> None:
+        """Store ``mode`` (validated first: a bad value raises and nothing is written)."""
+        checked = check_mode(mode)
+        ns = self._namespace
+
+        def write(tx: Transaction, _ctx: Context) -> None:
+            tx.plugins(ns)["mode"] = checked
+
+        await (await self._harness.root(ctx)).commit(write, ctx)
+
+
 def install_approval(
     harness: OpenHarness, ask: Ask, rules: ApprovalRules = DEFAULT_RULES
-) -> Callable[[], None]:
+) -> ApprovalInstallation:
     """Register the ``approval`` namespace and its ``before_tool`` hook on ``harness``.
 
-    Returns the uninstaller (idempotent): it removes the hook and retires the namespace token;
-    the stored ``autoAllow`` lists and decision memos stay, so a re-installation finds them.
+    Returns the :class:`ApprovalInstallation`, which is also the uninstaller (idempotent): it
+    removes the hook and retires the namespace token; the stored ``autoAllow`` lists, mode and
+    decision memos stay, so a re-installation finds them.
     """
-    ns = harness.namespace(NAMESPACE, {"sticky": {"autoAllow": []}})
+    ns = harness.namespace(
+        NAMESPACE, {"sticky": {"autoAllow": []}, "session": {"mode": DEFAULT_MODE}}
+    )
 
-    def auto_allowed(tool: str) -> Callable[[Transaction, Context], bool]:
-        def read(tx: Transaction, _ctx: Context) -> bool:
-            return tool in list(tx.plugins(ns)["autoAllow"])
+    def current(tool: str) -> Callable[[Transaction, Context], tuple[PermissionMode, bool]]:
+        def read(tx: Transaction, _ctx: Context) -> tuple[PermissionMode, bool]:
+            state = tx.plugins(ns)
+            return _stored_mode(state["mode"]), tool in list(state["autoAllow"])
 
         return read
 
@@ -126,15 +240,21 @@ def install_approval(
 
     async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> dict[str, str] | None:
         tool = call["name"]
-        if not rules.needs_approval(tool):
+        if rules.is_read_only(tool):
             return None
         conversation = await harness.conversation(api.conversation_id, ctx)
         if conversation is None:  # pragma: no cover - the hosting task's conversation exists
             raise RuntimeError(f"conversation {api.conversation_id} is not open")
-        if await conversation.commit(auto_allowed(tool), ctx):
+        mode, auto_allowed = await conversation.commit(current(tool), ctx)
+        action = rules.action(tool, mode)
+        if action == "block":
+            return {"block": plan_mode_reason(tool)}
+        if action == "ask" and auto_allowed:
             return None
         decision = await api.memo("decision", ctx)
         if decision is MISSING:
+            if action == "run":
+                return None
             await api.waiting(ctx)
             request: ApprovalRequest = {
                 "conversationId": api.conversation_id,
@@ -156,12 +276,7 @@ def install_approval(
     except BaseException:
         ns.unregister()
         raise
-
-    def uninstall() -> None:
-        unhook()
-        ns.unregister()
-
-    return uninstall
+    return ApprovalInstallation(harness, ns, unhook)
 
 
 class _Dialog:
@@ -197,16 +312,71 @@ def _dialog_ask(env: FacetEnvironment, dialogs: ServiceSpawner[Any]) -> Ask:
     return ask
 
 
+class _Modes:
+    """The :data:`~.contract.ApprovalMode` provider: the replicated mirror and ``set_mode``
+    (its only public members, so the only ones served)."""
+
+    def __init__(self, harness: HarnessService, state: MutableReplicatedState) -> None:
+        self._harness = harness
+        self.state = state
+        self._installation: ApprovalInstallation | None = None
+        self._lock = anyio.Lock()
+
+    def _registration(
+        self, rules: ApprovalRules, ask: Ask
+    ) -> Callable[[OpenHarness], Callable[[], None]]:
+        """The registration: install on every opening and remember the live installation."""
+
+        def install(h: OpenHarness) -> Callable[[], None]:
+            installation = install_approval(h, ask, rules)
+            self._installation = installation
+
+            def uninstall() -> None:
+                if self._installation is installation:
+                    self._installation = None
+                installation()
+
+            return uninstall
+
+        return install
+
+    def _live(self) -> ApprovalInstallation:
+        installation = self._installation
+        if installation is None or not self._harness.is_open:
+            raise RuntimeError("the session is not open (suspended or closing); try again")
+        return installation
+
+    async def _refresh(self, ctx: Context) -> None:
+        """Publish the stored mode (at activation)."""
+        async with self._lock:
+            mode = await self._live().mode(ctx)
+            self.state.replace(ctx, {"mode": mode})
+
+    async def set_mode(self, mode: Any, ctx: Context) -> None:
+        checked = check_mode(mode)  # raises before anything is written or published
+        async with self._lock:
+            await self._live().set_mode(checked, ctx)
+            self.state.replace(ctx, {"mode": checked})
+
+
 def approval_session_facet(rules: ApprovalRules = DEFAULT_RULES) -> Facet:
-    """The session facet with ``rules`` (the entry point serves :data:`session_facet`)."""
+    """The session facet with ``rules`` (the entry point serves :data:`session_facet`).
+
+    It provides :data:`~.contract.ApprovalDialogs` (one instance per open question) and
+    :data:`~.contract.ApprovalMode` (the permission mode; its state is read from storage when
+    the facet activates).
+    """
 
     def setup(env: FacetEnvironment) -> None:
         harness = env.use(Harness)
         dialogs = env.provide_many(ApprovalDialogs)
         ask = _dialog_ask(env, dialogs)
+        modes = _Modes(harness, env.replicated_state({"mode": DEFAULT_MODE}))
+        env.provide(ApprovalMode, modes)
 
-        def activate() -> None:
-            env.own(harness.add_registration(lambda h: install_approval(h, ask, rules)))
+        async def activate() -> None:
+            env.own(harness.add_registration(modes._registration(rules, ask)))
+            await modes._refresh(BACKGROUND)
 
         env.on_activate(activate)
 

@@ -1,6 +1,6 @@
-"""The approval TUI facet: one modal per open dialog, nothing else.
+"""The approval TUI facets: one modal per open dialog, and the permission mode on screen.
 
-The facet holds no authority and no state. It observes :data:`~.contract.ApprovalDialogs`
+:data:`tui_facet` (``@pi/approval``) shows the dialogs. It holds no authority and no state. It observes :data:`~.contract.ApprovalDialogs`
 (possibly provided by another process): chord runs one observer task per live instance,
 including instances that were already open when this presentation connected (they arrive
 hydrated, so ``request.value`` is there). The task waits for chord's modal slot
@@ -11,20 +11,55 @@ Closing the instance — the session recorded a decision, maybe from another pre
 call was aborted — cancels the observer's ``ctx``; that unwinds the wait for the slot or for the
 user, and ``modal.close()`` dismisses a dialog still on screen. Escape counts as *Deny*, like the
 seed's confirm dialog.
+
+:data:`mode_tui_facet` (``@pi/approval-mode``) presents :data:`~.contract.ApprovalMode`: a
+one-line panel (:class:`ModeLabel`, ``#approval-mode``) always shows the session's mode and
+follows the service's replicated ``state`` (a late joiner hydrates with the current mode);
+**Shift+Tab** cycles ask → accept-edits → plan → auto → ask; ``/mode NAME`` sets a mode and
+``/mode`` alone offers a picker. The facet only asks: ``set_mode`` in the session worker
+validates, stores and publishes, and every presentation's label follows the publication.
+It is a separate facet so that a presentation whose session has no mode service still shows
+dialogs.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
+
+import anyio
+from textual.message import Message
+from textual.widgets import Static
 
 from chord.context import Context
 from chord.facets import FacetEnvironment, define_facet
+from chord.state import Delivery, ReplicatedState
 from chord.textual import Choice, Tui
 
-from .contract import ApprovalDecision, ApprovalDialogs
+from .contract import (
+    MODE_DESCRIPTIONS,
+    PERMISSION_MODES,
+    ApprovalDecision,
+    ApprovalDialogs,
+    ApprovalMode,
+    PermissionMode,
+    next_mode,
+)
 
-__all__ = ["ALLOW", "ALWAYS", "DENY", "approval_choices", "decision_for", "tui_facet"]
+__all__ = [
+    "ALLOW",
+    "ALWAYS",
+    "CYCLE_KEY",
+    "DENY",
+    "MODE_PANEL_ID",
+    "ModeLabel",
+    "approval_choices",
+    "decision_for",
+    "mode_choices",
+    "mode_of",
+    "mode_tui_facet",
+    "tui_facet",
+]
 
 ALLOW = "allow"
 ALWAYS = "always"
@@ -74,3 +109,151 @@ def tui_facet(env: FacetEnvironment) -> None:
             modal.close()
 
     env.observe(ApprovalDialogs, show_dialog)
+
+
+# -- the permission mode ------------------------------------------------------------------------
+CYCLE_KEY = "shift+tab"
+"""The key that cycles the permission mode."""
+
+MODE_PANEL_ID = "approval-mode"
+"""The panel id (and widget id) of the mode label."""
+
+_CATCH_UP = 2.0
+"""Seconds a cycle waits at most for its own publication before the next press reads the
+state (a second Shift+Tab must step from the mode the first one set, not the stale one)."""
+
+
+def mode_of(state: Any) -> PermissionMode | None:
+    """The mode in a :class:`~.contract.ModeState` value (``None``: unknown or unavailable)."""
+    value = state.get("mode") if isinstance(state, dict) else None
+    for mode in PERMISSION_MODES:
+        if value == mode:
+            return mode
+    return None
+
+
+def mode_choices(current: PermissionMode | None) -> list[Choice]:
+    """The ``/mode`` picker's options, in cycling order; the current one is marked."""
+    return [
+        Choice(mode, f"{'●' if mode == current else ' '} {mode} — {MODE_DESCRIPTIONS[mode]}")
+        for mode in PERMISSION_MODES
+    ]
+
+
+class ModeLabel(Static):
+    """One line showing the session's permission mode; follows a mode ``state``.
+
+    The state's listener may run outside the app (a wire task), so it only posts a message;
+    the label changes in the app's own message loop. ``permission_mode`` is ``None`` while the mode is
+    unknown (the worker is unavailable). The CSS class ``-<mode>`` colours risky modes.
+    """
+
+    DEFAULT_CSS = """
+    ModeLabel { height: 1; width: 100%; padding: 0 1; color: $text-muted; }
+    ModeLabel.-accept-edits { color: $success; }
+    ModeLabel.-plan { color: $warning; }
+    ModeLabel.-auto { color: $error; }
+    """
+
+    class Changed(Message):
+        """The followed state published a mode (or became unavailable: ``None``)."""
+
+        def __init__(self, mode: PermissionMode | None) -> None:
+            super().__init__()
+            self.permission_mode: PermissionMode | None = mode
+
+    _CLASSES: ClassVar[tuple[str, ...]] = tuple(f"-{mode}" for mode in PERMISSION_MODES)
+
+    def __init__(self, state: ReplicatedState) -> None:
+        super().__init__(_label_text(None), id=MODE_PANEL_ID, markup=False)
+        self.permission_mode: PermissionMode | None = None
+        self._state = state
+        self._unsubscribe: Any = None
+
+    def on_mount(self) -> None:
+        self._unsubscribe = self._state.subscribe(self._on_state)
+
+    def on_unmount(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def _on_state(self, value: Any, ctx: Context, delivery: Delivery) -> None:
+        del ctx, delivery
+        self.post_message(ModeLabel.Changed(mode_of(value)))
+
+    def on_mode_label_changed(self, message: ModeLabel.Changed) -> None:
+        message.stop()
+        self.permission_mode = message.permission_mode
+        self.remove_class(*self._CLASSES)
+        if message.permission_mode is not None:
+            self.add_class(f"-{message.permission_mode}")
+        self.update(_label_text(message.permission_mode))
+
+
+def _label_text(mode: PermissionMode | None) -> str:
+    return f"mode: {mode or '?'}  ({CYCLE_KEY} to cycle)"
+
+
+@define_facet("@pi/approval-mode")
+def mode_tui_facet(env: FacetEnvironment) -> None:
+    """Show the permission mode, cycle it with Shift+Tab, set it with ``/mode``."""
+    tui = env.use(Tui)
+    modes = env.use(ApprovalMode)
+    lock = anyio.Lock()
+
+    async def set_and_follow(mode: PermissionMode, ctx: Context) -> None:
+        """``set_mode``, then wait (briefly) until the state shows ``mode``."""
+        changed = anyio.Event()
+
+        def listener(value: Any, _ctx: Context, _delivery: Delivery) -> None:
+            changed.set()
+
+        unsubscribe = modes.state.subscribe(listener)
+        try:
+            await modes.set_mode(mode, ctx)
+            with anyio.move_on_after(_CATCH_UP):
+                while mode_of(modes.state.value) != mode:
+                    await changed.wait()
+                    changed = anyio.Event()
+        finally:
+            unsubscribe()
+
+    async def cycle(ctx: Context) -> None:
+        async with lock:  # presses queue up: each steps from the mode the previous one set
+            current = mode_of(modes.state.value)
+            if current is None:
+                tui.notify("The permission mode is not known yet", severity="warning")
+                return
+            await set_and_follow(next_mode(current), ctx)
+
+    async def command(args: str, ctx: Context) -> None:
+        if args:
+            async with lock:
+                await set_and_follow(args, ctx)  # type: ignore[arg-type] - validated remotely
+            tui.notify(f"Permission mode: {args}")
+            return
+        current = mode_of(modes.state.value)
+        modal = await tui.acquire_modal(ctx)
+        try:
+            choice = await modal.choose(
+                f"Permission mode (now: {current or '?'})", mode_choices(current)
+            )
+        finally:
+            modal.close()
+        if choice is not None:
+            async with lock:
+                await set_and_follow(choice, ctx)  # type: ignore[arg-type] - one of the modes
+
+    def activate() -> None:
+        env.own(tui.mount_panel(MODE_PANEL_ID, lambda: ModeLabel(modes.state)))
+        env.own(tui.register_key(CYCLE_KEY, "Cycle the permission mode", cycle))
+        env.own(
+            tui.register_command(
+                "mode",
+                "Show or set the permission mode: /mode [ask|accept-edits|plan|auto]",
+                command,
+            )
+        )
+
+    env.on_activate(activate)
