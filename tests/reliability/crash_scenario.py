@@ -8,17 +8,19 @@ again on the same session each time; the client stays and reconnects on its own.
 
 The work
     The faux model follows a ``--faux-script`` of rounds. Each prompt ``round <r>`` is a turn of
-    four answers: ``read`` + two ``bash`` calls + ``ls`` at once; ``question`` + ``bash``;
-    ``code_search`` + ``bash``; then the text ``Round <r> done.``. ``bash`` and ``question``
+    four answers: ``read`` + two ``bash`` calls + ``ls`` at once; ``question`` + ``bash`` +
+    a background ``bash`` (a ``pi.job``); ``code_search`` + ``bash`` + ``job_output`` (the job
+    list); then the text ``Round <r> done.``. ``bash`` and ``question``
     wait for the client's dialogs (``pi.approval-dialog``, ``pi.question-dialog``); the client
     allows most calls and denies some (chosen per call id from the seed, so a call asked again
     after a crash gets the same answer). Each ``bash`` call appends its own token to an effects
     file *outside* the session (``echo <token> >> effects.log``): the file counts real effects.
+    The background call's job sleeps briefly, then appends its token (``r<r>-job``) and exits;
+    it runs under the worker's process host (``<session>/processes``), so a kill of the worker
+    leaves its process running, and it ends with a ``pi.notice`` (``… exited with code 0.``).
     At the start the client asks ``pi.indexer`` to index the project (a background
     ``repo.indexer`` task that checkpoints batch by batch). Prompts carry a ``requestId``, so a
-    send retried after a crash is not doubled. A ``pi.job`` is not part of the run: no surface
-    of the worker lets a client start one (no tool or service creates ``pi.job`` tasks, and the
-    worker has no ``process_host``).
+    send retried after a crash is not doubled.
 
 The kills
     Rounds are sent until the kills are used (at least ``rounds``); each round gets one or two
@@ -42,6 +44,12 @@ The invariants (a :class:`Violation` per breach, by kind)
     ``task-outcome``: after the last restart the session runs to idle: every round's turn ended
     with ``Round <r> done.`` exactly once, no task is live, the indexer wrote its
     ``Indexed <n> files`` notice with the project's file count.
+    ``job-effect``: at idle, the token of every job that exists (its ``bash`` result named it,
+    the client saw it in ``view.tasks``, or it wrote its notice) is in the effects file exactly
+    once, one call never made two jobs, and a background call without a job (denied, or
+    interrupted before the commit that creates the job) has no effect.
+    ``job-outcome``: every job that exists ended with exactly one notice, reporting exit code 0
+    (so it was carried on, not lost, across every kill), and every ``job_output`` succeeded.
     ``reattach``: after every restart the client's root view hydrates again (bounded wait).
     ``start`` / ``restart``: the worker starts on the fresh session, and again after every kill
     (it prints ``READY``; else its exit code and the end of its log are reported).
@@ -87,6 +95,7 @@ __all__ = [
     "TrialReport",
     "Violation",
     "WorkerFailed",
+    "job_problems",
     "run_trial",
     "transcript_problems",
 ]
@@ -99,6 +108,8 @@ VIOLATION_KINDS = (
     "dialog-repeated",
     "transcript",
     "task-outcome",
+    "job-effect",
+    "job-outcome",
     "reattach",
     "start",
     "restart",
@@ -109,6 +120,8 @@ _QUESTIONS = define_service("pi.question-dialog")
 _INDEXER = define_service("pi.indexer")
 _PROVIDER_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
 _TOKEN = re.compile(r"echo (\S+) >>")
+_JOB_DELAY = 0.1
+"""Seconds a background job sleeps before its effect (so kills land while it runs)."""
 _INDEXED = re.compile(r"Indexed (\d+) files")
 
 
@@ -158,6 +171,8 @@ class TrialReport:
     """Lines in the effects file (bash calls that really ran)."""
     dialogs: int = 0
     """Dialogs the client answered."""
+    jobs: int = 0
+    """Background jobs that existed (each must have run once and ended with exit code 0)."""
 
 
 # -- the transcript -------------------------------------------------------------------------------
@@ -217,6 +232,11 @@ def _bash(token: str, effects: Path) -> dict[str, Any]:
     return {"name": "bash", "arguments": {"command": f"echo {token} >> {effects}"}}
 
 
+def _job(token: str, effects: Path) -> dict[str, Any]:
+    command = f"sleep {_JOB_DELAY}; echo {token} >> {effects}"
+    return {"name": "bash", "arguments": {"command": command, "background": True}}
+
+
 def _script(rounds: int, effects: Path) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
     for r in range(rounds):
@@ -238,6 +258,7 @@ def _script(rounds: int, effects: Path) -> list[dict[str, Any]]:
                         "arguments": {"question": f"Go on with round {r}?", "options": ["yes"]},
                     },
                     _bash(f"r{r}-c", effects),
+                    _job(f"r{r}-job", effects),
                 ],
             },
             {
@@ -245,6 +266,7 @@ def _script(rounds: int, effects: Path) -> list[dict[str, Any]]:
                 "toolCalls": [
                     {"name": "code_search", "arguments": {"query": "answer"}},
                     _bash(f"r{r}-d", effects),
+                    {"name": "job_output", "arguments": {}},
                 ],
             },
             {"text": f"Round {r} done."},
@@ -347,6 +369,8 @@ class _Client:
     seen: dict[int, dict[str, Any]] = field(default_factory=dict[int, dict[str, Any]])
     recorded: set[str] = field(default_factory=set[str])
     """Call ids whose dialog answer (or result) the client saw recorded in a view."""
+    jobs: set[int] = field(default_factory=set[int])
+    """Ids of the ``pi.job`` tasks the client saw in ``view.tasks``."""
     approved: set[str] = field(default_factory=set[str])
     """Call ids whose approval dialog the client answered."""
     denied: set[str] = field(default_factory=set[str])
@@ -376,6 +400,9 @@ class _Client:
                 call_id = event.get("callId")
                 if event.get("type") == "tool.started" and call_id in self.approved:
                     self.recorded.add(str(event["callId"]))
+        for key, task in value["tasks"].items():
+            if task.get("kind") == "pi.job":
+                self.jobs.add(int(key))
         for entry in value["entries"]:
             self.seen.setdefault(entry["id"], entry)
             if entry["kind"] == "pi.tool_result":
@@ -518,7 +545,7 @@ def _check_end(client: _Client, rounds: int, effects: Path, project_files: int) 
         for message in entry.get("model") or []:
             for block in message.get("content") or [] if entry["kind"] == "pi.assistant" else []:
                 if isinstance(block, dict) and block.get("name") == "bash":
-                    found = _TOKEN.match(str(block.get("arguments", {}).get("command", "")))
+                    found = _TOKEN.search(str(block.get("arguments", {}).get("command", "")))
                     if found:
                         calls[str(block.get("id"))] = found.group(1)
     for call_id in client.denied:
@@ -535,6 +562,73 @@ def _check_end(client: _Client, rounds: int, effects: Path, project_files: int) 
             client._violation(
                 "effect-missing", f"call {call_id} reported success, token ran {counts[token]}x"
             )
+    problems, client.report.jobs = job_problems(entries, counts, client.jobs)
+    client.report.violations.extend(problems)
+
+
+def job_problems(
+    entries: list[dict[str, Any]], effects: Counter[str], seen: set[int]
+) -> tuple[list[Violation], int]:
+    """``job-effect`` and ``job-outcome`` breaches of a session at idle (see the module
+    docstring), and how many jobs existed. ``effects`` counts the tokens of the effects file;
+    ``seen`` holds the ids of the ``pi.job`` tasks a client saw in ``view.tasks``."""
+    found: list[Violation] = []
+    calls: dict[str, str] = {}  # call id -> token, for every bash call
+    background: set[str] = set()  # the tokens of background calls
+    for entry in entries:
+        for message in entry.get("model") or [] if entry["kind"] == "pi.assistant" else []:
+            for block in message.get("content") or []:
+                if not isinstance(block, dict) or block.get("name") != "bash":
+                    continue
+                arguments = block.get("arguments") or {}
+                match = _TOKEN.search(str(arguments.get("command", "")))
+                if match is not None:
+                    calls[str(block.get("id"))] = match.group(1)
+                    if arguments.get("background") is True:
+                        background.add(match.group(1))
+    tokens: dict[int, str] = {}  # job id -> its call's token
+    notices: dict[int, list[dict[str, Any]]] = {}
+    for entry in entries:
+        data = entry.get("data") or {}
+        if entry["kind"] == "pi.tool_result":
+            message = entry["model"][0]
+            details = data.get("details") or {}
+            if message.get("toolName") == "job_output" and message.get("isError"):
+                found.append(Violation("job-outcome", f"job_output failed: {_text(entry)[:200]}"))
+            if details.get("background") is True and type(details.get("job_id")) is int:
+                token = calls.get(str(message.get("toolCallId")))
+                if token is not None:
+                    tokens[details["job_id"]] = token
+        elif entry["kind"] == "pi.notice" and type(data.get("job")) is int:
+            notices.setdefault(data["job"], []).append(entry)
+            match = _TOKEN.search(_text(entry))
+            if match is not None:
+                tokens.setdefault(data["job"], match.group(1))
+    known = set(tokens) | set(notices) | seen
+    for job in sorted(known):
+        ended = notices.get(job, [])
+        if len(ended) != 1:
+            found.append(Violation("job-outcome", f"job {job} wrote {len(ended)} end notices"))
+        elif (ended[0].get("data") or {}).get("exitCode") != 0:
+            found.append(Violation("job-outcome", f"job {job}: {_text(ended[0])[:200]}"))
+        token = tokens.get(job)
+        if token is None:
+            found.append(Violation("job-outcome", f"job {job}: nothing names its command"))
+        elif effects[token] != 1:
+            found.append(
+                Violation("job-effect", f"job {job} (token {token}) ran {effects[token]}x")
+            )
+    by_token = Counter(tokens.values())
+    for token in sorted(background):
+        if by_token[token] > 1:
+            found.append(
+                Violation("job-effect", f"the call of {token} made {by_token[token]} jobs")
+            )
+        elif by_token[token] == 0 and effects[token]:
+            found.append(
+                Violation("job-effect", f"token {token} ran {effects[token]}x with no job")
+            )
+    return found, len(known)
 
 
 async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialReport:

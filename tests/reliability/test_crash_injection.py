@@ -2,7 +2,8 @@
 
 Five sessions, ten ``SIGKILL``s each (50 kill points): every trial of
 :mod:`crash_scenario` drives ``python -m coding_agent.worker.main --no-fsync`` through scripted
-turns with parallel tool calls, approvals, questions and the indexer, kills the worker at random
+turns with parallel tool calls, approvals, questions, background jobs and the indexer, kills the
+worker at random
 points, starts it again and checks every invariant after each kill and at the end. The long runs
 are ``benchmarks/crash_injection.py --trials N`` (figures in ``docs/reliability.md``).
 """
@@ -10,13 +11,14 @@ are ``benchmarks/crash_injection.py --trials N`` (figures in ``docs/reliability.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from crash_scenario import CrashConfig, run_trial, transcript_problems
+from crash_scenario import CrashConfig, Violation, job_problems, run_trial, transcript_problems
 
 KILLS_PER_SESSION = 10
 SEEDS = (1, 2, 3, 4, 5)  # 5 x 10 = 50 kill points
@@ -34,6 +36,7 @@ async def test_a_worker_killed_at_random_points_keeps_every_invariant(
     assert report.rounds >= 2
     assert report.dialogs > 0  # approvals and questions were answered (before and after kills)
     assert report.effects > 0  # commands ran; none twice (checked as ``effect-repeated``)
+    assert report.jobs > 0  # background jobs ran; each once, ending 0 (``job-*`` kinds)
 
 
 @pytest.mark.anyio
@@ -50,6 +53,80 @@ async def test_the_trial_reports_effects_that_ran_twice_or_despite_a_denial(tmp_
         "denied-effect",
         "effect-missing",
     }
+
+
+# -- the job check itself -------------------------------------------------------------------------
+def _job_call(entry_id: int, call_id: str, token: str) -> dict[str, Any]:
+    command = f"sleep 0.1; echo {token} >> /tmp/effects.log"
+    block = {
+        "type": "toolCall",
+        "id": call_id,
+        "name": "bash",
+        "arguments": {"command": command, "background": True},
+    }
+    message = {"role": "assistant", "content": [block], "stopReason": "toolUse"}
+    return {"id": entry_id, "kind": "pi.assistant", "model": [message]}
+
+
+def _started(entry_id: int, call_id: str, job: int) -> dict[str, Any]:
+    entry = _result(entry_id, call_id, "bash")
+    entry["data"] = {"details": {"background": True, "job_id": job}}
+    return entry
+
+
+def _notice(entry_id: int, job: int, token: str, code: int) -> dict[str, Any]:
+    text = f"Job `bash -c sleep 0.1; echo {token} >> /tmp/effects.log` exited with code {code}."
+    return {
+        "id": entry_id,
+        "kind": "pi.notice",
+        "model": [{"role": "user", "content": text}],
+        "data": {"job": job, "occurrence": 1, "exitCode": code},
+    }
+
+
+def test_the_job_check_accepts_jobs_that_ran_once_and_calls_that_made_none() -> None:
+    entries = [
+        _job_call(1, "a", "r0-job"),
+        _started(2, "a", 10),
+        _job_call(3, "b", "r1-job"),  # denied, or interrupted before the job was created
+        _result(4, "b", "bash"),
+        _notice(5, 10, "r0-job", 0),
+    ]
+    assert job_problems(entries, Counter(["r0-job"]), {10}) == ([], 1)
+
+
+def test_the_job_check_reports_lost_repeated_failed_and_orphan_effects() -> None:
+    entries = [
+        _job_call(1, "a", "r0-job"),
+        _started(2, "a", 10),  # started, never ended
+        _job_call(3, "b", "r1-job"),
+        _result(4, "b", "bash"),  # made no job, yet its effect happened
+        _job_call(5, "c", "r2-job"),
+        _notice(6, 12, "r2-job", 1),  # interrupted start: only the notice names the job
+        _notice(7, 12, "r2-job", 1),
+        _job_call(8, "d", "r3-job"),
+        _started(9, "d", 13),
+        _notice(10, 13, "r3-job", 0),
+        _job_call(11, "e", "r4-job"),
+        _started(12, "e", 14),
+        _notice(13, 14, "r4-job", 1),  # ran, and failed
+    ]
+    effects = Counter(["r1-job", "r2-job", "r3-job", "r3-job", "r4-job"])
+    problems, jobs = job_problems(entries, effects, {10, 11})
+    assert jobs == 5
+    assert problems == [
+        Violation("job-outcome", "job 10 wrote 0 end notices"),
+        Violation("job-effect", "job 10 (token r0-job) ran 0x"),
+        Violation("job-outcome", "job 11 wrote 0 end notices"),
+        Violation("job-outcome", "job 11: nothing names its command"),
+        Violation("job-outcome", "job 12 wrote 2 end notices"),
+        Violation("job-effect", "job 13 (token r3-job) ran 2x"),
+        Violation(
+            "job-outcome",
+            "job 14: Job `bash -c sleep 0.1; echo r4-job >> /tmp/effects.log` exited with code 1.",
+        ),
+        Violation("job-effect", "token r1-job ran 1x with no job"),
+    ]
 
 
 # -- the transcript check itself ------------------------------------------------------------------

@@ -4,7 +4,6 @@
   conversation's model, and the footer shows the new model and its context %.
 * ``/fork`` forks at the latest entry and the TUI follows the fork; the next prompt goes there.
 * A failed ``--dev`` reload in the worker shows up in the TUI as an error toast.
-* ``/sessions`` lists this folder's sessions and says how to resume the chosen one.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from textual.widgets import OptionList
 
 from chord.textual import ChoiceScreen
 from coding_agent.client import WorkerSupervisor
-from coding_agent.sessions import Session, create_session
+from coding_agent.sessions import Session
 
 pytestmark = pytest.mark.anyio
 
@@ -131,33 +130,3 @@ async def test_a_failed_dev_reload_is_shown_as_an_error_toast(
         assert "SyntaxError" in failed(app)[0]
 
     await kit.drive(session, keeper, test)
-
-
-async def test_sessions_picker_says_how_to_resume_the_chosen_session(
-    kit: Any,
-    session: Session,
-    agent_env: dict[str, str],
-    project: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("XDG_STATE_HOME", agent_env["XDG_STATE_HOME"])
-    other = create_session(project, env=agent_env)
-    keeper = kit.supervisor(session, agent_env)
-    seen: dict[str, Any] = {}
-
-    async def test(pilot: Any) -> None:
-        app = kit.app_of(pilot)
-        await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
-        await pilot.press(*"/sessions", "enter")
-        await kit.wait_for(pilot, lambda: _picker_open(app, "Sessions of"), "the picker")
-        seen["options"] = _options(app)
-        index = next(i for i, o in enumerate(seen["options"]) if o == other.id)
-        await pilot.press(*["down"] * index, "enter")
-        await kit.wait_for(
-            pilot, lambda: any("--resume" in m for _, m in _toasts(app)), "the resume hint"
-        )
-        seen["hint"] = next(m for _, m in _toasts(app) if "--resume" in m)
-
-    await kit.drive(session, keeper, test)
-    assert sorted(seen["options"]) == sorted([other.id, f"{session.id}  (this session)"])
-    assert seen["hint"] == f"To resume it: coding-agent --resume {other.id}"

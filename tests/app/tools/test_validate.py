@@ -23,7 +23,17 @@ from coding_agent.worker.tools import (
 
 def test_builtin_tools_have_unique_names_and_valid_schemas() -> None:
     specs = builtin_tools()
-    assert [spec.name for spec in specs] == ["read", "bash", "edit", "write", "grep", "find", "ls"]
+    assert [spec.name for spec in specs] == [
+        "read",
+        "bash",
+        "edit",
+        "write",
+        "grep",
+        "find",
+        "ls",
+        "job_output",
+        "job_kill",
+    ]
     for spec in specs:
         jsonschema.Draft202012Validator.check_schema(spec.parameters)
         assert spec.parameters["type"] == "object"

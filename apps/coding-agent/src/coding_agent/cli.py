@@ -13,6 +13,12 @@
 
     --model provider/id                the model (default: the offline ``faux`` demo without a key)
     --dev, --facets-dir DIR            hot-reload facet packages from DIR (passed to the worker)
+    --permission-mode MODE             ask, accept-edits, plan or auto, stored in the session
+                                       (without it a session keeps its stored mode)
+    --tool-calling native|text         how OpenAI-compatible models call tools (text: fenced
+                                       blocks, for local models without native tool calling)
+    --trust, --no-trust                trust (or not) this project folder: its own facet packages
+                                       in .coding-agent/facets load only when it is trusted
 
 The TUI modes run the session worker as its own process (it outlives a crashed TUI, and a
 crashed worker is restarted); see :mod:`coding_agent.client`. Exit status: 0 on success, 1 when
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,6 +47,8 @@ from coding_agent.sessions import (
     list_sessions,
     open_session,
 )
+from coding_agent.trust import TrustError, TrustStore, check_project
+from coding_agent.worker.main import PERMISSION_MODES
 
 __all__ = ["build_parser", "main", "pick_session"]
 
@@ -98,6 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="headless: what tools that need approval get (default: deny)",
     )
     parser.add_argument(
+        "--permission-mode",
+        choices=PERMISSION_MODES,
+        help="the session's permission mode (stored in the session; without it the session "
+        "keeps the mode it had, a new one starts in ask)",
+    )
+    parser.add_argument(
         "--dev",
         action="store_true",
         help="hot-reload facet packages from their source folders (see --facets-dir)",
@@ -113,6 +128,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--faux-script",
         metavar="FILE",
         help="script the offline faux model with a JSON file (demos and tests)",
+    )
+    parser.add_argument(
+        "--tool-calling",
+        choices=("native", "text"),
+        help="how OpenAI-compatible models call tools: the API's tools (native) or fenced "
+        "blocks in the text (text, for local models without tool support)",
+    )
+    trust = parser.add_mutually_exclusive_group()
+    trust.add_argument(
+        "--trust",
+        dest="trust",
+        action="store_const",
+        const=True,
+        default=None,
+        help="trust this project folder (remembered): load its .coding-agent/facets packages",
+    )
+    trust.add_argument(
+        "--no-trust",
+        dest="trust",
+        action="store_const",
+        const=False,
+        help="do not trust this project folder (remembered): skip its local facet packages",
     )
     commands = parser.add_subparsers(dest="command", metavar="{attach}")
     attach = commands.add_parser(
@@ -177,17 +214,20 @@ async def _run_tui(args: argparse.Namespace, session: Session) -> int:
         dev=args.dev,
         facets_dirs=args.facets_dir,
         faux_script=args.faux_script,
+        permission_mode=args.permission_mode,
     )
     try:
-        await run_client(
+        run = await run_client(
             session,
             supervisor=supervisor,
             facets_dirs=args.facets_dir,
             model=args.model,
+            dev=args.dev,
         )
     except WorkerStartError as error:
         print(f"coding-agent: {error}\n(worker log: {session.log_path})", file=sys.stderr)
         return EXIT_USAGE
+    session = run.session or session  # /resume may have switched to another session
     print(f"Session {session.id} — continue it with: coding-agent --resume {session.id}")
     return 0
 
@@ -213,6 +253,7 @@ async def _run_headless(args: argparse.Namespace, session: Session) -> int:
         approve=args.approve,
         faux_script=args.faux_script,
         facets_dirs=args.facets_dir,
+        permission_mode=args.permission_mode,
     )
     return int(code)
 
@@ -230,11 +271,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.facets_dir = [str(Path(folder).resolve()) for folder in args.facets_dir]
     if args.faux_script is not None:
         args.faux_script = str(Path(args.faux_script).resolve())
+    if args.tool_calling is not None:
+        # The worker (a child process, or in process when headless) reads it from the environment.
+        from coding_agent.worker.providers.registry import TOOL_CALLING_ENV
+
+        os.environ[TOOL_CALLING_ENV] = args.tool_calling
     try:
+        TrustStore.default().load()  # a corrupt trust file stops us before a session is made
         session = _choose_session(args, cwd)
+        project = check_project(session.cwd, decide=args.trust)
+        args.facets_dir += [str(folder) for folder in project.loaded_dirs]
+        if headless and (warning := project.warning("--trust")) is not None:
+            print(f"coding-agent: {warning}", file=sys.stderr)
         runner = _run_headless if headless else _run_tui
         return anyio.run(runner, args, session)
-    except (_UsageError, SessionError) as error:
+    except (_UsageError, SessionError, TrustError) as error:
         print(f"coding-agent: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

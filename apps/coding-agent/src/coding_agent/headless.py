@@ -199,8 +199,10 @@ def _config(
     model: str | None,
     faux_script: str | os.PathLike[str] | None,
     facets_dirs: Sequence[str | os.PathLike[str]],
+    permission_mode: str | None = None,
 ) -> WorkerConfig:
     return WorkerConfig(
+        permission_mode=permission_mode,
         session=session,
         model=model,
         faux_script=Path(faux_script) if faux_script is not None else None,
@@ -217,9 +219,10 @@ async def run_print(
     approve: Literal["allow", "deny"] = "deny",
     faux_script: str | os.PathLike[str] | None = None,
     facets_dirs: Sequence[str | os.PathLike[str]] = (),
+    permission_mode: str | None = None,
 ) -> int:
     """``coding-agent -p PROMPT``: run one turn in ``session`` and print the final answer."""
-    config = _config(session, model, faux_script, facets_dirs)
+    config = _config(session, model, faux_script, facets_dirs, permission_mode)
     return await run_headless(prompt, config, mode="print", out=out, approve=approve)
 
 
@@ -232,7 +235,8 @@ async def run_json(
     approve: Literal["allow", "deny"] = "deny",
     faux_script: str | os.PathLike[str] | None = None,
     facets_dirs: Sequence[str | os.PathLike[str]] = (),
+    permission_mode: str | None = None,
 ) -> int:
     """``coding-agent --json PROMPT``: run one turn and stream its view events as JSON lines."""
-    config = _config(session, model, faux_script, facets_dirs)
+    config = _config(session, model, faux_script, facets_dirs, permission_mode)
     return await run_headless(prompt, config, mode="json", out=out, approve=approve)

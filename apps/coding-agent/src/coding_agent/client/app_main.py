@@ -20,32 +20,51 @@
 
 A late joiner (``coding-agent attach``) runs exactly the same code: the transcript arrives in
 the view's snapshot, open dialogs arrive as live keyed instances, running tasks in ``view.tasks``.
+
+Switching sessions in place (``/resume``, ``/sessions``; :mod:`.session_commands`) reuses that
+same path rather than restarting the app: the wire source's connect function dials the socket
+of the session shown *now*, so switching makes sure a worker serves the new session, points the
+source at it and closes the old connection. Every facade unbinds and rehydrates from the new
+worker as after a restart, and the transcript rebuilds from the new view. The session left behind
+is treated as quitting treats it: a worker this TUI started is stopped, one it reused keeps
+running.
+
+The TUI's own facet packages are owned by a :class:`~chord.packages.ReloadCoordinator` over the
+facet host: ``/reload`` reloads every one of them (after the worker's), and with ``dev`` it
+watches their sources like the worker's ``--dev``, a failed reload showing as an error toast
+while the previous generation keeps serving.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
+import anyio.abc
 
 from chord.facets import Facet, FacetHost
 from chord.packages import (
     FacetDiscoveryError,
     FacetGeneration,
+    ReloadCoordinator,
+    ReloadReport,
     discover_facet_packages,
     load_generation,
 )
 from chord.textual import run_app_with_facets
-from chord.transport import connect_unix
-from chord.wire import connect_service_source
+from chord.transport import FrameConnection, connect_unix
+from chord.wire import WireServiceSource, connect_service_source
 from coding_agent.client.commands import commands_facet
 from coding_agent.client.conversation_client import RemoteConversationClient
-from coding_agent.client.supervisor import WorkerSupervisor
+from coding_agent.client.session_commands import session_commands_facet
+from coding_agent.client.supervisor import READY_TIMEOUT, WorkerSupervisor
+from coding_agent.client.trust_commands import trust_facet
 from coding_agent.sessions import Session
 from coding_agent.tui import CodingAgentApp, SessionInfo
+from coding_agent.worker.reload_service import PackageReloader, ReloadOutcome, scan_packages
 
 __all__ = ["TUI_HOST", "ClientRun", "load_tui_facets", "run_client"]
 
@@ -78,12 +97,24 @@ def load_tui_facets(
 
 
 class ClientRun:
-    """What a running client exposes to its caller (tests drive the app through it)."""
+    """What a running client exposes to its caller (tests drive the app through it).
 
-    def __init__(self, app: CodingAgentApp, client: RemoteConversationClient) -> None:
+    ``session`` is the session shown *now*: ``/resume`` switches it (``switches`` counts how
+    often). ``reloader`` reloads the TUI process's facet packages (``/reload``, ``--dev``).
+    """
+
+    def __init__(
+        self,
+        app: CodingAgentApp,
+        client: RemoteConversationClient,
+        session: Session | None = None,
+    ) -> None:
         self.app = app
         self.client = client
         self.host: FacetHost | None = None
+        self.session = session
+        self.switches = 0
+        self.reloader: PackageReloader | None = None
 
 
 async def run_client(
@@ -92,71 +123,205 @@ async def run_client(
     supervisor: WorkerSupervisor | None,
     facets_dirs: Sequence[str | Path] = (),
     model: str | None = None,
+    dev: bool = False,
     on_start: Callable[[ClientRun], Awaitable[None] | None] | None = None,
     **run_options: Any,
 ) -> ClientRun:
     """Run the TUI of ``session`` until the app exits (see the module docstring).
 
     ``supervisor`` starts or reuses the worker and restarts it when it dies (``None``: just
-    connect and wait). ``on_start`` gets the :class:`ClientRun` once the facet host runs.
-    ``run_options`` go to ``App.run_async`` (``headless=True``, ``auto_pilot=...`` in tests).
-    Stops a worker the supervisor started when the app exits.
+    connect and wait). ``dev`` watches the TUI facet packages' sources and reloads them on
+    change (the worker's ``--dev`` is the supervisor's option). ``on_start`` gets the
+    :class:`ClientRun` once the facet host runs. ``run_options`` go to ``App.run_async``
+    (``headless=True``, ``auto_pilot=...`` in tests). Stops a worker the supervisor started when
+    the app exits; ``/resume`` treats the session it leaves the same way.
     """
     if supervisor is not None:
         await supervisor.ensure_started()
     info = SessionInfo(session.id, str(session.cwd), model=model or session.model)
     client = RemoteConversationClient(info)
     app = CodingAgentApp(client)
-    run = ClientRun(app, client)
+    run = ClientRun(app, client, session)
     generations, problems = load_tui_facets(facets_dirs)
-    facets: list[Facet] = [client.facet(), commands_facet(client, cwd=str(session.cwd))]
-    for generation in generations:
-        facets.extend(generation.facets)
-
-    def report(error: BaseException) -> None:
-        _logger.error("TUI facet host error: %r", error, exc_info=error)
-        app.tui.notify(f"{error}", severity="error")
-
-    async def started(host: FacetHost) -> None:
-        run.host = host
-        client.on_status(_status_shown(app))
-        for problem in problems:
-            app.tui.notify(problem, severity="warning")
-        if on_start is not None:
-            result = on_start(run)
-            if result is not None:
-                await result
-
-    socket = session.socket_path
-    watching = anyio.CancelScope()
+    reloader = PackageReloader(lambda: scan_packages(facets_dirs))
+    run.reloader = reloader
+    toasts = _WorkerReloadToasts(app)
+    coordinator: ReloadCoordinator | None = None
     try:
         async with anyio.create_task_group() as group:
-            source = connect_service_source(
-                lambda: connect_unix(socket), task_group=group, on_error=_log_wire_error
-            )
-            if supervisor is not None:
-                group.start_soon(_watch, supervisor, source, app, watching)
+            control = _SessionControl(run, supervisor, group, toasts)
+            facets: list[Facet] = [
+                client.facet(),
+                commands_facet(client),
+                session_commands_facet(control, cwd=session.cwd),
+            ]
+            facets.append(trust_facet(session.cwd))  # /trust and the untrusted-packages warning
+            for generation in generations:
+                facets.extend(generation.facets)
+
+            def report(error: BaseException) -> None:
+                _logger.error("TUI facet host error: %r", error, exc_info=error)
+                app.tui.notify(f"{error}", severity="error")
+
+            async def started(host: FacetHost) -> None:
+                nonlocal coordinator
+                run.host = host
+                # From here on the coordinator owns the generations (and disposes them).
+                coordinator = ReloadCoordinator(
+                    host, generations, on_report=_tui_reload_toast(app, reloader)
+                )
+                generations.clear()
+                reloader.coordinator = coordinator
+                if dev:
+                    await group.start(coordinator.run)
+                client.on_status(toasts.listener)
+                for problem in problems:
+                    app.tui.notify(problem, severity="warning")
+                if on_start is not None:
+                    result = on_start(run)
+                    if result is not None:
+                        await result
+
+            control.start()
             try:
                 await run_app_with_facets(
                     app,
                     app.tui,
                     facets,
-                    service_sources=[source],
+                    service_sources=[control.source],
                     on_error=report,
                     on_host=started,
                     **run_options,
                 )
             finally:
-                watching.cancel()  # quitting is not a crash: no restart from here on
+                if coordinator is not None:
+                    coordinator.stop()
                 with anyio.CancelScope(shield=True):
-                    if supervisor is not None:
-                        await supervisor.stop()
-                    await source.aclose()
+                    await control.aclose()  # quitting is not a crash: no restart from here on
                 group.cancel_scope.cancel()
     finally:
+        with anyio.CancelScope(shield=True):
+            if coordinator is not None:
+                await coordinator.dispose()
         for generation in generations:
             generation.purge()
     return run
+
+
+class _SessionControl:
+    """The running client's :class:`~coding_agent.client.session_commands.SessionControl`.
+
+    It owns the wire source, whose connect function dials the socket of the session shown
+    now, and the supervisor of that session. :meth:`switch_to` makes sure a worker serves the
+    new session, points the source at its socket and closes the old connection: every remote
+    facade unbinds and rehydrates from the new worker, exactly as after a worker restart.
+    The session left behind is treated as quitting treats it: the worker its supervisor
+    started is stopped; a worker someone else started keeps running.
+    """
+
+    def __init__(
+        self,
+        run: ClientRun,
+        supervisor: WorkerSupervisor | None,
+        group: anyio.abc.TaskGroup,
+        toasts: _WorkerReloadToasts,
+    ) -> None:
+        assert run.session is not None
+        self._run = run
+        self._session: Session = run.session
+        self._supervisor = supervisor
+        self._group = group
+        self._toasts = toasts
+        self._watching = anyio.CancelScope()
+        self._lock = anyio.Lock()
+        self._arrived = anyio.Event()
+        self._stopping: list[WorkerSupervisor] = []
+        self._closed = False
+        self.source: WireServiceSource = connect_service_source(
+            self._connect, task_group=group, on_error=_log_wire_error
+        )
+
+    @property
+    def session(self) -> Session:
+        return self._session
+
+    def start(self) -> None:
+        """Start watching the worker (restart it when it dies)."""
+        if self._supervisor is not None:
+            self._group.start_soon(
+                _watch, self._supervisor, self.source, self._run.app, self._watching
+            )
+
+    async def _connect(self) -> FrameConnection:
+        path = self._session.socket_path
+        connection = await connect_unix(path)
+        if path != self._session.socket_path:  # switched while dialling: dial again
+            await connection.aclose()
+            raise ConnectionAbortedError(f"{path} is not the session shown any more")
+        self._arrived.set()
+        return connection
+
+    async def switch_to(self, session: Session) -> None:
+        async with self._lock:
+            if self._closed:
+                raise RuntimeError("the TUI is closing")
+            if session.id == self._session.id:
+                return
+            keeper: WorkerSupervisor | None = None
+            if self._supervisor is not None:
+                keeper = self._supervisor.for_session(session)
+                self._stopping.append(keeper)  # stopped at exit even if we fail half-way
+                await keeper.ensure_started()
+                self._stopping.remove(keeper)
+            elif not session.worker_running():
+                raise RuntimeError(
+                    f"session {session.id} has no running worker, and this TUI starts none"
+                )
+            old = self._supervisor
+            self._watching.cancel()
+            self._arrived = anyio.Event()  # set by the first connection to the new socket
+            self._session, self._supervisor = session, keeper
+            self._run.session = session
+            self._run.switches += 1
+            self._run.client.switch_session(
+                SessionInfo(session.id, str(session.cwd), session.model)
+            )
+            self._run.app.footer.repaint()
+            self._watching = anyio.CancelScope()
+            self.start()  # from now on a new worker that dies is restarted
+            if old is not None:
+                self._group.start_soon(self._stop, old)  # as quitting would
+            remote = self.source.connection
+            if remote is not None:
+                await remote.aclose("the TUI switched to another session")
+            with anyio.fail_after(READY_TIMEOUT):
+                await self._arrived.wait()
+                await self.source.wait_connected()
+
+    async def _stop(self, supervisor: WorkerSupervisor) -> None:
+        self._stopping.append(supervisor)
+        try:
+            with anyio.CancelScope(shield=True):
+                await supervisor.stop()
+        finally:
+            self._stopping.remove(supervisor)
+
+    async def reload_tui(self) -> list[ReloadOutcome]:
+        reloader = self._run.reloader
+        assert reloader is not None
+        return await reloader.reload_all()
+
+    def hold_worker_reload_toasts(self) -> Callable[[Iterable[str]], None]:
+        return self._toasts.hold()
+
+    async def aclose(self) -> None:
+        """Stop watching, stop the workers this TUI started, close the source."""
+        self._closed = True
+        self._watching.cancel()
+        for supervisor in [*self._stopping, self._supervisor]:
+            if supervisor is not None:
+                await supervisor.stop()
+        await self.source.aclose()
 
 
 async def _watch(
@@ -169,29 +334,76 @@ async def _watch(
         app.tui.notify(f"The session worker cannot be restarted: {error}", severity="error")
 
 
-def _status_shown(app: CodingAgentApp) -> Callable[[dict[str, Any]], None]:
-    """A status listener: repaint the footer (a context window may have become known) and
-    toast every failed ``--dev`` reload the worker reports (each once, by its ``number``)."""
-    shown: list[Any] = [0, -1]  # [highest report number toasted, pid of the worker it belongs to]
+def _tui_reload_toast(
+    app: CodingAgentApp, reloader: PackageReloader
+) -> Callable[[ReloadReport], None]:
+    """``--dev`` in the TUI: toast a failed reload (``/reload`` toasts its own summary)."""
 
-    def listener(status: dict[str, Any]) -> None:
-        app.footer.repaint()
+    def on_report(report: ReloadReport) -> None:
+        if not report.ok and not reloader.busy:
+            app.tui.notify(
+                f"Reload of {report.package} (TUI) failed: {report.message}", severity="error"
+            )
+
+    return on_report
+
+
+class _WorkerReloadToasts:
+    """The status listener: repaint the footer (a context window may have become known) and
+    toast every failed reload the worker reports (each once, by its ``number``).
+
+    While ``/reload`` runs it reports the worker's outcomes itself: :meth:`hold` keeps failures
+    back until its release, which drops those of the packages the summary named.
+    """
+
+    def __init__(self, app: CodingAgentApp) -> None:
+        self._app = app
+        self._seen = 0  # the highest report number handled
+        self._pid: Any = None  # the worker the numbers belong to
+        self._holds = 0
+        self._held: list[dict[str, Any]] = []
+
+    def listener(self, status: dict[str, Any]) -> None:
+        self._app.footer.repaint()
         pid = status.get("pid")
-        if pid != shown[1]:  # a new worker counts its reports from 1 again
-            shown[:] = [0, pid]
+        if pid != self._pid:  # a new worker counts its reports from 1 again
+            self._seen, self._pid = 0, pid
         reloads = status.get("reloads")
-        for report in reloads if isinstance(reloads, list) else []:
+        for report in cast(list[Any], reloads) if isinstance(reloads, list) else []:
             number = report.get("number") if isinstance(report, dict) else None
-            if type(number) is not int or number <= shown[0]:
+            if type(number) is not int or number <= self._seen:
                 continue
-            shown[0] = number
+            self._seen = number
             if report.get("ok") is False:
-                app.tui.notify(
-                    f"Reload of {report.get('package')} failed: {report.get('message')}",
-                    severity="error",
-                )
+                if self._holds:
+                    self._held.append(cast(dict[str, Any], report))
+                else:
+                    self._toast(cast(dict[str, Any], report))
 
-    return listener
+    def hold(self) -> Callable[[Iterable[str]], None]:
+        self._holds += 1
+        released = False
+
+        def release(covered: Iterable[str]) -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            named = set(covered)
+            self._held = [report for report in self._held if report.get("package") not in named]
+            self._holds -= 1
+            if not self._holds:
+                held, self._held = self._held, []
+                for report in held:
+                    self._toast(report)
+
+        return release
+
+    def _toast(self, report: dict[str, Any]) -> None:
+        self._app.tui.notify(
+            f"Reload of {report.get('package')} failed: {report.get('message')}",
+            severity="error",
+        )
 
 
 def _log_wire_error(error: BaseException) -> None:

@@ -6,69 +6,90 @@ that can actually carry it out. This one owns the commands that are plain conver
 * ``/compact [instructions]`` — start a manual compaction of the context (``collapse``);
 * ``/new`` — start a fresh context in the same conversation (``reset``);
 * ``/model [provider/id]`` — switch the conversation's model (``config_set``); without an
-  argument, a picker lists the models the worker knows (its status service);
-* ``/fork`` — fork the conversation at its latest entry and show the fork;
-* ``/sessions`` — pick one of this folder's sessions and say how to resume it (switching
-  sessions inside a running TUI is not offered: each TUI serves one session's worker).
+  argument (or with Ctrl+L), a picker lists the models the worker knows (its status service);
+* ``/thinking [level]`` — set the conversation's thinking level (``config_set`` of
+  ``thinkingLevel``: off, minimal, low, medium, high, xhigh); without an argument, a picker
+  marks the current level; Ctrl+Y steps to the next level, from ``xhigh`` back to ``off``
+  (both keys through :meth:`~chord.textual.TuiService.register_key`).
+  Switching a model that cannot reason to a level above ``off`` is allowed (the level is kept
+  for the next model that can) and the toast says so;
+* ``/fork`` — fork the conversation at its latest entry and show the fork.
 
-A command that fails (the worker is being restarted, say) says so in a toast; a picker left
-with Escape changes nothing.
+Each switch of model or level lands in the transcript as an entry the worker writes
+(:mod:`coding_agent.worker.settings_log`), so the commands only change config.
+
+A command that fails (the worker is being restarted, say, or a level that does not exist) says
+so in an error toast and changes nothing; a picker left with Escape changes nothing either.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeAlias
 
 from chord.context import Context
 from chord.facets import Facet, FacetEnvironment, define_facet
-from chord.textual import Choice, Tui
+from chord.textual import Choice, Severity, Tui
 from coding_agent.client.conversation_client import RemoteConversationClient
-from coding_agent.sessions import list_sessions
-from coding_agent.tui.document import model_label
+from coding_agent.settings_changes import THINKING_LEVELS, next_thinking_level
+from coding_agent.tui.document import model_label, thinking_level
 
-__all__ = ["COMMANDS_FACET_ID", "commands_facet"]
+__all__ = ["COMMANDS_FACET_ID", "CommandError", "commands_facet"]
 
 COMMANDS_FACET_ID = "@coding-agent/commands"
+
+_Outcome: TypeAlias = str | tuple[str, Severity]
+"""What a command says when it is done: a message, or a message and a toast severity."""
+
+
+class CommandError(ValueError):
+    """A command's argument was refused before anything was sent to the worker."""
 
 
 def _model_ref(model: Mapping[str, object]) -> str:
     return f"{model.get('provider')}/{model.get('id')}"
 
 
-def commands_facet(
-    client: RemoteConversationClient,
-    *,
-    cwd: str | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> Facet:
-    """The facet registering the conversation commands for ``client``'s conversation.
+def _check_level(level: str) -> str:
+    if level not in THINKING_LEVELS:
+        raise CommandError(
+            f"thinking level {level!r} does not exist; use one of {', '.join(THINKING_LEVELS)}"
+        )
+    return level
 
-    ``cwd`` is the project folder whose sessions ``/sessions`` lists (``None``: no
-    ``/sessions``); ``environ`` is where the sessions folder is looked up (default ``os.environ``).
-    """
+
+def commands_facet(client: RemoteConversationClient) -> Facet:
+    """The facet registering the conversation commands for ``client``'s conversation."""
 
     @define_facet(COMMANDS_FACET_ID)
     def setup(env: FacetEnvironment) -> None:
         tui = env.use(Tui)
 
+        async def report(action: Awaitable[_Outcome]) -> None:
+            try:
+                outcome = await action
+            except Exception as error:
+                tui.notify(f"Command failed: {error}", severity="error")
+                return
+            message, severity = outcome if isinstance(outcome, tuple) else (outcome, None)
+            tui.notify(message, severity=severity or "information")
+
         def guarded(
-            action: Callable[[str, Context], Awaitable[str]],
+            action: Callable[[str, Context], Awaitable[_Outcome]],
         ) -> Callable[[str, Context], Awaitable[None]]:
             async def run(args: str, ctx: Context) -> None:
-                try:
-                    message = await action(args, ctx)
-                except Exception as error:
-                    tui.notify(f"Command failed: {error}", severity="error")
-                    return
-                tui.notify(message)
+                await report(action(args, ctx))
 
             return run
 
-        async def compact(args: str, ctx: Context) -> str:
+        def current_model() -> str:
+            return model_label(client.view.value, client.session.model)
+
+        async def compact(args: str, ctx: Context) -> _Outcome:
             await client.collapse(args.strip() or None, ctx)
             return "Compacting the context…"
 
-        async def new(args: str, ctx: Context) -> str:
+        async def new(args: str, ctx: Context) -> _Outcome:
             del args
             await client.reset(ctx)
             return "Started a fresh context"
@@ -80,13 +101,13 @@ def commands_facet(
             finally:
                 modal.close()
 
-        async def model(args: str, ctx: Context) -> str:
+        async def model(args: str, ctx: Context) -> _Outcome:
             known = client.models
             ref = args.strip()
             if not ref:
                 if not known:
                     return "The worker has not listed its models yet"
-                current = model_label(client.view.value, client.session.model)
+                current = current_model()
                 choices = [
                     Choice(
                         _model_ref(m),
@@ -100,36 +121,54 @@ def commands_facet(
                 ref = picked
             provider, slash, model_id = ref.partition("/")
             if not slash or not provider or not model_id:
-                raise ValueError(f"model {ref!r} is not provider/id")
+                raise CommandError(f"model {ref!r} is not provider/id")
             await client.config_set({"model": {"provider": provider, "modelId": model_id}}, ctx)
             return f"Model: {ref}"
 
-        async def fork(args: str, ctx: Context) -> str:
+        def reasons(ref: str) -> bool | None:
+            """Whether the worker says model ``ref`` can reason (``None``: it does not say)."""
+            for known in client.models:
+                flag: Any = known.get("reasoning")
+                if _model_ref(known) == ref and type(flag) is bool:
+                    return flag
+            return None
+
+        async def set_level(level: str, ctx: Context) -> _Outcome:
+            await client.config_set({"thinkingLevel": level}, ctx)
+            ref = current_model()
+            if level != "off" and reasons(ref) is False:
+                return (
+                    f"Thinking: {level} — {ref} does not support reasoning; the level applies "
+                    "once you switch to a model that does",
+                    "warning",
+                )
+            return f"Thinking: {level}"
+
+        async def thinking(args: str, ctx: Context) -> _Outcome:
+            level = args.strip()
+            if not level:
+                current = thinking_level(client.view.value)
+                choices = [
+                    Choice(name, f"{name}{'  (current)' if name == current else ''}")
+                    for name in THINKING_LEVELS
+                ]
+                picked = await pick("Thinking level", choices, ctx)
+                if picked is None:
+                    return "Thinking level unchanged"
+                level = picked
+            return await set_level(_check_level(level), ctx)
+
+        async def cycle_thinking(ctx: Context) -> None:
+            await report(set_level(next_thinking_level(thinking_level(client.view.value)), ctx))
+
+        async def model_picker(ctx: Context) -> None:
+            await report(model("", ctx))
+
+        async def fork(args: str, ctx: Context) -> _Outcome:
             del args
             conversation_id = await client.fork(ctx)
             client.follow(conversation_id)
             return f"Forked: now in conversation {conversation_id}"
-
-        async def sessions(args: str, ctx: Context) -> str:
-            del args
-            assert cwd is not None
-            found = list_sessions(cwd, env=environ)
-            if not found:
-                return "No sessions in this folder yet"
-            current = client.session.session_id
-            choices = [
-                Choice(
-                    s.id,
-                    f"{s.id}{'  (this session)' if s.id == current else ''}",
-                )
-                for s in found
-            ]
-            picked = await pick("Sessions of this folder", choices, ctx)
-            if picked is None:
-                return "No session chosen"
-            if picked == current:
-                return f"{picked} is this session"
-            return f"To resume it: coding-agent --resume {picked}"
 
         def activate() -> None:
             env.own(
@@ -141,15 +180,18 @@ def commands_facet(
             env.own(tui.register_command("model", "Switch the model", guarded(model)))
             env.own(
                 tui.register_command(
+                    "thinking",
+                    f"Set the thinking level ({', '.join(THINKING_LEVELS)})",
+                    guarded(thinking),
+                )
+            )
+            env.own(
+                tui.register_command(
                     "fork", "Fork the conversation here and continue in the fork", guarded(fork)
                 )
             )
-            if cwd is not None:
-                env.own(
-                    tui.register_command(
-                        "sessions", "List this folder's sessions", guarded(sessions)
-                    )
-                )
+            env.own(tui.register_key("ctrl+l", "Switch the model", model_picker))
+            env.own(tui.register_key("ctrl+y", "Next thinking level", cycle_thinking))
 
         env.on_activate(activate)
 

@@ -170,6 +170,14 @@ class RemoteConversationClient:
         self._target = conversation_id
         self._choose()
 
+    def switch_session(self, session: SessionInfo) -> None:
+        """Another session's worker serves the TUI from now on (``/resume``): new session
+        facts, its root conversation followed as soon as it is live, its status awaited."""
+        self._session = session
+        self._target = None
+        self._status = None
+        self._choose()
+
     @property
     def conversation_id(self) -> int | None:
         """The id of the conversation followed right now."""

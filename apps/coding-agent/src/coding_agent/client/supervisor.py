@@ -68,6 +68,7 @@ def worker_command(
     faux_script: str | Path | None = None,
     exit_with_parent: bool = False,
     python: str = sys.executable,
+    permission_mode: str | None = None,
 ) -> list[str]:
     """The worker's command line (documented in ``notes/APP-API.md``)."""
     argv = [python, "-m", "coding_agent.worker.main", str(session_dir)]
@@ -81,6 +82,8 @@ def worker_command(
         argv += ["--faux-script", str(faux_script)]
     if exit_with_parent:
         argv.append("--exit-on-stdin-eof")
+    if permission_mode is not None:
+        argv += ["--permission-mode", permission_mode]
     return argv
 
 
@@ -105,8 +108,12 @@ class WorkerSupervisor:
         env: Mapping[str, str] | None = None,
         ready_timeout: float = READY_TIMEOUT,
         on_event: Callable[[str], None] | None = None,
+        permission_mode: str | None = None,
     ) -> None:
         self.session = session
+        # ``--permission-mode`` goes, like ``--model``, to the first worker only: a restarted
+        # worker keeps the mode stored in the session (changed in a TUI meanwhile, say).
+        self._permission_mode = permission_mode
         self._model = model
         self._dev = dev
         self._facets_dirs = tuple(facets_dirs)
@@ -130,11 +137,29 @@ class WorkerSupervisor:
             return None
         return process.pid
 
+    def for_session(self, session: Session) -> WorkerSupervisor:
+        """A supervisor of ``session`` with this one's options (``/resume`` in a running TUI).
+
+        The ``--model`` and ``--permission-mode`` given for the first session are not carried
+        over: a resumed session keeps the model and the mode stored in it.
+        """
+        return WorkerSupervisor(
+            session,
+            dev=self._dev,
+            facets_dirs=self._facets_dirs,
+            faux_script=self._faux_script,
+            exit_with_parent=self._exit_with_parent,
+            env=self._env,
+            ready_timeout=self._ready_timeout,
+            on_event=self._on_event,
+        )
+
     def command(self) -> list[str]:
         """The command line of the next worker (``--model`` only for the first one)."""
         return worker_command(
             self.session.path,
             model=None if self._model_applied else self._model,
+            permission_mode=None if self._model_applied else self._permission_mode,
             dev=self._dev,
             facets_dirs=self._facets_dirs,
             faux_script=self._faux_script,

@@ -25,12 +25,12 @@ from typing import Any, ClassVar
 
 import anyio
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.reactive import reactive
-from textual.widgets import Static, TextArea
+from textual.widgets import Static
 
 from chord.context import BACKGROUND, Context, with_cancel
 from chord.facets import Facet
@@ -106,6 +106,7 @@ class CodingAgentApp(App[None]):
         Binding("alt+up", "dequeue", "Dequeue", show=False),
         Binding("ctrl+o", "toggle_tools", "Tool output", show=False),
         Binding("ctrl+t", "toggle_thinking", "Thinking", show=False),
+        Binding("ctrl+g", "external_editor", "External editor", show=False),
     ]
 
     busy: reactive[bool] = reactive(False)
@@ -117,14 +118,15 @@ class CodingAgentApp(App[None]):
         self.frame_interval = frame_interval
         self.tui = TextualTui(self, panel_container="#panels", ready=False)
         self.transcript = Transcript(id="transcript")
-        self.editor = PromptEditor(commands=lambda: self.tui.commands, id="editor")
+        self.editor = PromptEditor(
+            commands=lambda: self.tui.commands, cwd=lambda: client.session.cwd, id="editor"
+        )
         self.footer = StatusFooter(lambda: client.session, id="footer")
         self.tasks_panel = TasksPanel(id="tasks")
         self.queue = QueuePanel(id="queue")
         self._unavailable = Static(UNAVAILABLE, id="unavailable", markup=False)
         self._compaction = Static(id="compaction", markup=False)
         self._status = Static(id="turn-status", markup=False)
-        self._hints = Static(id="hints", markup=False)
         self._ctx, self._cancel_ctx = with_cancel(BACKGROUND)
         self._latest: Any = None
         self._rebaseline = True
@@ -162,15 +164,14 @@ class CodingAgentApp(App[None]):
             yield self.tasks_panel
         yield self.queue
         yield self._status
+        yield self.editor.palette
         yield self.editor
-        yield self._hints
         yield self.footer
 
     def on_mount(self) -> None:
         self._unavailable.display = False
         self._compaction.display = False
         self._status.display = False
-        self._hints.display = False
         self.editor.border_title = "›"
         self.footer.show(self.client.view.value)
         self.tui.register_command("help", "List the commands", self._help)
@@ -295,25 +296,9 @@ class CodingAgentApp(App[None]):
         )
 
     # -- input -------------------------------------------------------------------------------
-    @on(TextArea.Changed, "#editor")
-    def _editor_changed(self) -> None:
-        matches = self.editor.completions()
-        if not matches:
-            self._hints.display = False
-            return
-        hint = Text()
-        for index, name in enumerate(matches[:8]):
-            if index:
-                hint.append("   ")
-            hint.append(f"/{name}", style="bold")
-            hint.append(f" {self.tui.commands[name].description}", style="dim")
-        self._hints.update(hint)
-        self._hints.display = True
-
     @on(PromptEditor.Submitted)
     def _submitted(self, event: PromptEditor.Submitted) -> None:
         text = event.text
-        self._hints.display = False
         if text.startswith("/") and not text.startswith("//"):
             name = text[1:].split(maxsplit=1)[0] if text[1:].strip() else ""
             if name not in self.tui.commands:
@@ -411,6 +396,17 @@ class CodingAgentApp(App[None]):
         for block in self.query(ThinkingBlock):
             block.collapsed = self._thinking_collapsed
 
+    def action_external_editor(self) -> None:
+        """Ctrl+G: edit the prompt in ``$VISUAL``/``$EDITOR`` (the app suspends meanwhile)."""
+        self.run_worker(self.editor.edit_externally(), group="external-editor", exclusive=True)
+
+    async def on_event(self, event: events.Event) -> None:
+        """Keys registered by facets (``tui.register_key``, e.g. Shift+Tab for the permission
+        mode) are claimed here, before the focused editor sees them."""
+        if isinstance(event, events.Key) and self.tui.handle_key(event):
+            return
+        await super().on_event(event)
+
     # -- built-in commands -------------------------------------------------------------------
     def _help(self, args: str, ctx: Context) -> None:
         del args, ctx
@@ -420,8 +416,10 @@ class CodingAgentApp(App[None]):
         ]
         keys = (
             "enter send · alt+enter follow-up · shift+enter/ctrl+j newline · esc abort · "
-            "alt+up dequeue · ctrl+o tool output · ctrl+t thinking"
+            "alt+up dequeue · ctrl+o tool output · ctrl+t thinking · ctrl+g external editor · "
+            "/ commands · @ files · tab completes paths"
         )
+        keys += "".join(f" · {k.key} {k.description.lower()}" for k in self.tui.keys.values())
         self.notify("\n".join([*lines, "", keys]), title="Commands", timeout=20)
 
     def _quit(self, args: str, ctx: Context) -> None:

@@ -19,6 +19,7 @@ __all__ = [
     "inbox_text",
     "model_label",
     "short_json",
+    "thinking_level",
 ]
 
 
@@ -82,6 +83,13 @@ def model_label(view: Mapping[str, Any] | None, fallback: str | None) -> str:
             provider = model.get("provider")
             return f"{provider}/{model['modelId']}" if provider else model["modelId"]
     return fallback or "no model"
+
+
+def thinking_level(view: Mapping[str, Any] | None) -> str:
+    """``config.thinkingLevel`` of ``view`` (``"off"`` when missing or not a string)."""
+    config = view.get("config") if view is not None else None
+    level = config.get("thinkingLevel") if isinstance(config, dict) else None
+    return level if isinstance(level, str) and level else "off"
 
 
 def short_json(value: Any, limit: int = 80) -> str:

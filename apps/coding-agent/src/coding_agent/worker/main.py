@@ -15,6 +15,7 @@ The facets, in the order the host gets them (seed-plugins §6.1):
 3. ``coding-agent/tools`` — read, write, edit, bash, grep, find, ls (:mod:`.tools_facet`);
 4. ``coding-agent/context-files`` — ``AGENTS.md`` / ``CLAUDE.md`` as a system section;
 5. ``coding-agent/worker-status`` — ``coding-agent.worker``: session, pid, models, ``--dev`` reloads;
+   ``coding-agent/reload`` — ``coding-agent.reload``: ``/reload`` from a TUI (:mod:`.reload_service`);
 6. every installed feature package's ``"session"`` facets (entry points ``chord.facets``), and
    those of ``--facets-dir`` folders.
 
@@ -26,6 +27,8 @@ Command line (see ``/work/notes/APP-API.md``)::
 
     python -m coding_agent.worker.main SESSION_DIR [--model provider/id] [--faux-script FILE]
         [--dev] [--facets-dir DIR]... [--no-fsync] [--exit-on-stdin-eof]
+        [--permission-mode ask|accept-edits|plan|auto]
+        [--tool-calling native|text]
 
 It prints ``READY <socket path>`` on stdout once it serves, and exits 0 on SIGTERM or SIGINT.
 :func:`open_session_host` is the same setup without a socket, for the headless modes.
@@ -59,21 +62,26 @@ from chord.packages import (
     discover_facet_packages,
     load_facet_packages,
 )
+from chord.remote import RemoteServiceError, ServiceCall
 from chord.transport import serve_unix
 from chord.wire import provider_handler
 from coding_agent.sessions import Session, SessionError, load_session
 from coding_agent.worker.context_files import context_files_facet
 from coding_agent.worker.providers import RegistryError
+from coding_agent.worker.providers.registry import TOOL_CALLING_ENV
 from coding_agent.worker.providers_facet import (
     ProviderChoice,
     providers_facet,
     resolve_providers,
 )
+from coding_agent.worker.reload_service import PackageReloader, reload_service_facet, scan_packages
+from coding_agent.worker.settings_log import settings_log_facet
 from coding_agent.worker.status import WorkerStatus
 from coding_agent.worker.tools_facet import tools_facet
 from pico3.chord import Harness, HarnessService, harness_session_facet
 from pico3.harness import HarnessOptions
 from pico3.models import ModelInfo
+from pico3.process_host import LocalProcessHost
 from pico3.reload import reload
 from pico3.storage.jsonl import JsonlStorage
 from pico3.turn.models import Models
@@ -81,10 +89,12 @@ from pico3.turn.models import Models
 __all__ = [
     "EXIT_BUSY",
     "EXIT_USAGE",
+    "PERMISSION_MODES",
     "WORKER_FACET_ID",
     "SessionRuntime",
     "WorkerBusy",
     "WorkerConfig",
+    "apply_permission_mode",
     "load_features",
     "main",
     "open_session_host",
@@ -116,6 +126,9 @@ class WorkerConfig:
     fsync: bool = True
     env: Mapping[str, str] | None = None
     model_config: Mapping[str, Any] | None = None
+    permission_mode: str | None = None
+    """``--permission-mode``: stored as the session's mode before recovery (see
+    :func:`apply_permission_mode`); ``None`` keeps the stored one."""
 
 
 @dataclass
@@ -192,6 +205,8 @@ async def open_session_host(
             lock.release()
             raise
     coordinator: ReloadCoordinator | None = None
+    processes: LocalProcessHost | None = None
+    choice: ProviderChoice | None = None
     try:
         choice = resolve_providers(
             config.model if config.model is not None else session.model,
@@ -202,10 +217,14 @@ async def open_session_host(
         models = Models()
         # ``state_dir`` and ``workspace`` are where feature kinds keep session state (the
         # indexer's SQLite index) and what they work on (facets-indexer's service keys).
+        # Background jobs (``pi.job``) run under a process host whose records live in the
+        # session folder: they outlive this process and a restarted worker re-finds them.
+        processes = LocalProcessHost(session.path / "processes")
         services: dict[str, Any] = {
             "models": models,
             "state_dir": str(session.path / "state"),
             "workspace": str(session.cwd),
+            "process_host": processes,
         }
         options = HarnessOptions(services=services, on_report=on_error)
         features = [facet for generation in generations for facet in generation.facets]
@@ -216,6 +235,10 @@ async def open_session_host(
 
         def worker(env: FacetEnvironment) -> None:
             box["harness"] = env.use(Harness)
+
+        reloader = PackageReloader(  # /reload from a TUI: every package, on demand
+            lambda: scan_packages(config.facets_dirs, installed=config.installed_features)
+        )
 
         async with anyio.create_task_group() as group:
             storage_dir = str(session.storage_dir)
@@ -232,18 +255,23 @@ async def open_session_host(
                 context_files_facet(session.cwd),
                 define_facet(WORKER_FACET_ID, worker),
                 status.facet(),
+                reload_service_facet(reloader),
+                settings_log_facet(),
                 *features,
                 *extra_facets,
             ]
             async with create_facet_host(facets, on_error=on_error) as host:
                 harness = box["harness"]
                 await prepare_root(harness, choice, explicit=config.model is not None)
+                if config.permission_mode is not None:
+                    await apply_permission_mode(host, config.permission_mode)
                 await harness.resume(BACKGROUND)
                 runtime = SessionRuntime(host, harness, choice, status)
+                # The coordinator owns the generations: /reload uses it always, --dev watches.
+                coordinator = _coordinator(host, harness, generations, status)
+                generations = []
+                runtime.coordinator = reloader.coordinator = coordinator
                 if config.dev:
-                    coordinator = _coordinator(host, harness, generations, status)
-                    generations = []
-                    runtime.coordinator = coordinator
                     await group.start(coordinator.run)
                 try:
                     yield runtime
@@ -258,8 +286,48 @@ async def open_session_host(
                     await coordinator.dispose()
                 for generation in generations:
                     generation.purge()
+                if choice is not None:
+                    await _close_providers(choice)
         finally:
+            if processes is not None:
+                processes.close()  # the jobs' processes keep running
             lock.release()
+
+
+async def _close_providers(choice: ProviderChoice) -> None:
+    """Close the providers that hold HTTP connection pools (the SDK adapters' ``aclose``)."""
+    for provider in choice.providers:
+        aclose = getattr(provider, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+PERMISSION_MODE_SERVICE = "approval.mode"
+"""The permission-mode service (facets-approval's contract; called by id, not imported)."""
+
+PERMISSION_MODES = ("ask", "accept-edits", "plan", "auto")
+"""The values ``--permission-mode`` accepts (facets-approval's modes; the service checks too)."""
+
+
+async def apply_permission_mode(host: FacetHost, mode: str) -> None:
+    """``--permission-mode MODE``: make ``mode`` the session's permission mode, durably.
+
+    The rule: the mode lives in the session's storage, so a restarted worker keeps the one
+    chosen last (in a TUI with Shift+Tab, say); only an explicit flag overrides it, and it is
+    applied before ``resume``, so a call recovered from storage is decided in the new mode.
+    Raises ``ValueError`` (a usage error) for a value that is not a mode or when no loaded
+    feature provides ``approval.mode``.
+    """
+    offered = {entry.service_id for entry in host.services.catalogue}
+    if PERMISSION_MODE_SERVICE not in offered:
+        raise ValueError(
+            "--permission-mode needs the approval feature (facets-approval), which is not loaded"
+        )
+    call = ServiceCall(PERMISSION_MODE_SERVICE, "set_mode", (mode,))
+    try:
+        await host.services.invoke(call, BACKGROUND)
+    except RemoteServiceError as error:
+        raise ValueError(f"--permission-mode: {error.message}") from None
 
 
 def _known(choice: ProviderChoice) -> list[ModelInfo]:
@@ -383,6 +451,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("session_dir", type=Path, help="the session folder (holds session.json)")
     parser.add_argument("--model", help="provider/model-id (default: from the environment)")
     parser.add_argument("--faux-script", type=Path, help="a JSON script for the faux model")
+    parser.add_argument(
+        "--tool-calling",
+        choices=("native", "text"),
+        help="how OpenAI-compatible models call tools (sets CODING_AGENT_TOOL_CALLING)",
+    )
     parser.add_argument("--dev", action="store_true", help="hot-reload facet packages")
     parser.add_argument(
         "--facets-dir",
@@ -392,6 +465,12 @@ def _parser() -> argparse.ArgumentParser:
         help="a facet package folder to load (repeatable)",
     )
     parser.add_argument("--no-fsync", action="store_true", help="do not fsync the storage")
+    parser.add_argument(
+        "--permission-mode",
+        choices=PERMISSION_MODES,
+        help="store this as the session's permission mode "
+        "(default: keep the stored one; a new session starts in ask)",
+    )
     parser.add_argument(
         "--exit-on-stdin-eof", action="store_true", help="exit when stdin reaches end of file"
     )
@@ -414,6 +493,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         dev=args.dev,
         facets_dirs=tuple(args.facets_dir),
         fsync=not args.no_fsync,
+        permission_mode=args.permission_mode,
+        env={**os.environ, TOOL_CALLING_ENV: args.tool_calling} if args.tool_calling else None,
     )
 
     def ready(socket: Path) -> None:

@@ -7,12 +7,14 @@ only in ``worker.log``). The worker provides them as one remotable singleton ser
 ``state`` is a replicated JSON document::
 
     {"sessionId": "20261129-213855-db8d28", "cwd": "/home/me/repo", "pid": 4242, "dev": true,
-     "models": [{"provider": "faux", "id": "faux-1", "contextWindow": 128000}],
+     "models": [{"provider": "faux", "id": "faux-1", "contextWindow": 128000,
+                 "reasoning": true}],
      "reloads": [{"package": "greeter", "outcome": "failed", "ok": false,
                   "message": "SyntaxError: ...", "stage": "load", "number": 1}]}
 
 ``models`` are the models the worker's providers serve (what a ``/model`` picker offers, with
-the context window a footer needs for its context %). ``reloads`` keeps the newest
+the context window a footer needs for its context %, and whether the model can reason, which a
+thinking-level switch mentions). ``reloads`` keeps the newest
 :data:`MAX_REPORTS` reports, oldest first; ``number`` counts every report since the worker
 started, so a client tells a new report from one it has seen even once old ones drop off. A client reaches it with
 ``env.use(define_service("coding-agent.worker"))`` and subscribes to ``handle.state``.
@@ -65,7 +67,12 @@ class WorkerStatus:
             "pid": os.getpid(),
             "dev": dev,
             "models": [
-                {"provider": m.provider, "id": m.id, "contextWindow": m.context_window}
+                {
+                    "provider": m.provider,
+                    "id": m.id,
+                    "contextWindow": m.context_window,
+                    "reasoning": m.supports_thinking,
+                }
                 for m in models
             ],
             "reloads": [],

@@ -19,6 +19,10 @@ output while it runs. The final result replaces it.
 
 :func:`tools_facet` registers every declaration through ``pi.harness``'s ``add_registration``,
 which re-applies it on every opening of the session (reload, suspend/reopen).
+
+Background jobs: every call gets a :class:`~coding_agent.worker.tool_jobs.HarnessJobs` as its
+``ToolContext.jobs``, built from the call's ``ToolApi`` and the harness the facet registered on
+(``bash`` with ``background: true``, ``job_output``, ``job_kill``; see :mod:`.tool_jobs`).
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from typing import Any
 
 from chord.context import Context
 from chord.facets import Facet, FacetEnvironment, define_facet
-from coding_agent.worker.tools import ToolContext, ToolSpec, builtin_tools
+from coding_agent.worker.tool_jobs import HarnessJobs
+from coding_agent.worker.tools import JobControl, ToolContext, ToolSpec, builtin_tools
 from coding_agent.worker.tools import ToolResult as SpecResult
 from pico3.chord import Harness
 from pico3.harness import Harness as OpenHarness
@@ -40,7 +45,7 @@ __all__ = ["READ_ONLY_TOOLS", "TAIL_TOOLS", "TOOLS_FACET_ID", "tool_declaration"
 
 TOOLS_FACET_ID = "coding-agent/tools"
 
-READ_ONLY_TOOLS = frozenset({"read", "grep", "find", "ls"})
+READ_ONLY_TOOLS = frozenset({"read", "grep", "find", "ls", "job_output"})
 """Tools without effects outside the conversation: safe to run again after a crash."""
 
 TAIL_TOOLS = frozenset({"bash"})
@@ -56,13 +61,21 @@ def tool_declaration(
     *,
     spill_dir: str | None = None,
     file_locks: dict[str, Any] | None = None,
+    jobs: Callable[[ToolApi], JobControl | None] | None = None,
 ) -> ToolDeclaration:
-    """``spec`` as a pico3 tool running in ``cwd`` (bash spills long output to ``spill_dir``)."""
+    """``spec`` as a pico3 tool running in ``cwd`` (bash spills long output to ``spill_dir``;
+    ``jobs`` gives each call its background-job control)."""
     locks: dict[str, Any] = file_locks if file_locks is not None else {}
     folder = os.fspath(cwd)
 
     async def execute(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
-        context = ToolContext(cwd=folder, ctx=ctx, temp_dir=spill_dir, file_locks=locks)
+        context = ToolContext(
+            cwd=folder,
+            ctx=ctx,
+            temp_dir=spill_dir,
+            file_locks=locks,
+            jobs=jobs(api) if jobs is not None else None,
+        )
         shown = [""]
 
         def on_update(partial: SpecResult) -> None:
@@ -107,12 +120,18 @@ def tools_facet(
     if spill is not None:
         Path(spill).mkdir(parents=True, exist_ok=True)
     locks: dict[str, Any] = {}  # one lock table for the session: writes to a file serialise
+    opened: list[OpenHarness] = []  # the harness the tools are registered on (for job control)
+
+    def jobs(api: ToolApi) -> JobControl | None:
+        return HarnessJobs(api, opened[-1]) if opened else None
+
     declarations = [
-        tool_declaration(spec, cwd, spill_dir=spill, file_locks=locks) for spec in chosen
+        tool_declaration(spec, cwd, spill_dir=spill, file_locks=locks, jobs=jobs) for spec in chosen
     ]
 
     def install(harness: OpenHarness) -> Callable[[], None]:
-        removers: list[Callable[[], None]] = []
+        opened.append(harness)
+        removers: list[Callable[[], None]] = [lambda: opened.remove(harness)]
         try:
             for declaration in declarations:
                 removers.append(harness.register_tool(declaration))

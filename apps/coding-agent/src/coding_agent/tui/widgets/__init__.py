@@ -3,6 +3,7 @@
 from coding_agent.tui.widgets.editor import PromptEditor
 from coding_agent.tui.widgets.footer import StatusFooter
 from coding_agent.tui.widgets.messages import AssistantView, MessageMarkdown, ThinkingBlock
+from coding_agent.tui.widgets.palette import CompletionPalette, Suggestion
 from coding_agent.tui.widgets.queue import QueuePanel
 from coding_agent.tui.widgets.tasks import TasksPanel
 from coding_agent.tui.widgets.tools import ToolCard
@@ -11,10 +12,12 @@ from coding_agent.tui.widgets.transcript import TAIL, Transcript
 __all__ = [
     "TAIL",
     "AssistantView",
+    "CompletionPalette",
     "MessageMarkdown",
     "PromptEditor",
     "QueuePanel",
     "StatusFooter",
+    "Suggestion",
     "TasksPanel",
     "ThinkingBlock",
     "ToolCard",

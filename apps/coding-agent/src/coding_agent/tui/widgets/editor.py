@@ -1,4 +1,4 @@
-"""The prompt editor: a multi-line ``TextArea`` with submit keys, history and /completion.
+"""The prompt editor: a multi-line ``TextArea`` with submit keys, history and completion.
 
 Keys (pi's defaults, agent-features b14):
 
@@ -6,7 +6,22 @@ Keys (pi's defaults, agent-features b14):
   end instead of steering it);
 * Shift+Enter or Ctrl+J inserts a newline (Shift+Enter needs a terminal that reports it);
 * Up on the first line / Down on the last line walk the history of submitted texts;
-* Tab completes a ``/command`` name.
+* Tab completes a path being typed (a word containing ``/``);
+* Ctrl+G (bound by the app) edits the text in ``$VISUAL``/``$EDITOR``, see
+  :meth:`PromptEditor.edit_externally`.
+
+Completion shows in a dropdown, the :class:`~coding_agent.tui.widgets.palette.CompletionPalette`
+the app places just above the editor (:attr:`PromptEditor.palette`). It opens by itself for
+
+* a ``/command`` being typed (the whole text is ``/`` and a name, no space yet): the registered
+  commands with their descriptions, fuzzy-ranked;
+* an ``@mention`` being typed anywhere: the project's files (see
+  :mod:`coding_agent.tui.complete.files`), fuzzy-ranked;
+
+and Tab opens it for a path with several completions. While it is open, Up/Down move its
+highlight instead of walking the history, Tab or Enter accept the highlighted row and Escape
+closes it (until the text changes) without reaching the app's abort key. Enter still submits a
+command typed out exactly, so ``/quit`` + Enter quits at once.
 
 The editor does not decide what a submission *means* (prompt, steer, follow-up, command): it posts
 :class:`PromptEditor.Submitted` and the app decides.
@@ -14,13 +29,50 @@ The editor does not decide what a submission *means* (prompt, steer, follow-up, 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
 
-from textual import events
+from textual import events, on
 from textual.message import Message
 from textual.widgets import TextArea
+from textual.widgets.text_area import Location
 
-__all__ = ["PromptEditor"]
+from coding_agent.tui.complete import (
+    FileIndex,
+    common_prefix,
+    complete_path,
+    looks_like_path,
+    rank_commands,
+    rank_paths,
+)
+from coding_agent.tui.widgets.external_editor import ExternalEditorError, run_external_editor
+from coding_agent.tui.widgets.palette import CompletionPalette, Suggestion
+
+__all__ = ["MENTION_LIMIT", "PromptEditor"]
+
+MENTION_LIMIT = 10
+"""How many files an ``@mention`` dropdown lists."""
+
+_COMMAND = re.compile(r"/[^\s/]*")
+_WORD_BEFORE = re.compile(r"\S*\Z")
+_WORD_AFTER = re.compile(r"\S*")
+
+_CommandSource = Callable[[], Mapping[str, Any] | Iterable[str]]
+"""Where command names (and descriptions) come from, asked afresh each time."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    """The text a completion would replace: ``start``..``end`` on one line."""
+
+    kind: Literal["command", "mention", "path"]
+    query: str
+    start: Location
+    end: Location
 
 
 class PromptEditor(TextArea):
@@ -38,20 +90,33 @@ class PromptEditor(TextArea):
     def __init__(
         self,
         *,
-        commands: Callable[[], Iterable[str]] = tuple,
+        commands: _CommandSource = tuple,
+        cwd: Callable[[], str | os.PathLike[str] | None] = lambda: None,
         id: str | None = None,
     ) -> None:
+        """``commands`` returns the command names, or a mapping of names to descriptions
+        (strings, or objects with a ``description`` such as chord's ``SlashCommand``).
+        ``cwd`` returns the folder ``@mentions`` and relative paths start from (``None``: the
+        process's working folder)."""
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
         self.sent_history: list[str] = []
         self._history_index: int | None = None
         self._draft = ""
         self._commands = commands
+        self._cwd = cwd
+        self.palette = CompletionPalette(on_pick=self._picked, id=f"{id}-palette" if id else None)
+        """The dropdown of suggestions; the app mounts it (just above the editor)."""
+        self._token: _Token | None = None
+        self._dismissed: str | None = None  # the text Escape closed the palette on
+        self._pinned: str | None = None  # the text a Tab-opened palette belongs to
+        self._file_index: FileIndex | None = None
 
     # -- submission --------------------------------------------------------------------------
     def submit(self, *, follow_up: bool = False) -> None:
         text = self.text
         if not text.strip():
             return
+        self._close_palette()
         self.remember(text)
         self.clear()
         self.post_message(self.Submitted(self, text, follow_up))
@@ -72,35 +137,56 @@ class PromptEditor(TextArea):
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
+        if key in ("enter", "tab", "escape"):
+            self._refresh_palette()  # keys typed ahead arrive before the text's Changed message
+        palette_open = self.palette.is_open
+        if key == "escape" and palette_open:
+            self._handled(event)
+            self.dismiss_palette()
+            return
         if key == "enter":
-            event.stop()
-            event.prevent_default()
-            self.submit()
+            self._handled(event)
+            if palette_open and not self._enter_submits():
+                self.accept_suggestion()
+            else:
+                self.submit()
             return
         if key == "alt+enter":
-            event.stop()
-            event.prevent_default()
+            self._handled(event)
             self.submit(follow_up=True)
             return
         if key in ("shift+enter", "ctrl+j"):
-            event.stop()
-            event.prevent_default()
+            self._handled(event)
             start, end = self.selection
             self.replace("\n", start, end, maintain_selection_offset=False)
             return
-        if key == "tab" and self._complete():
-            event.stop()
-            event.prevent_default()
+        if key == "tab" and (self.accept_suggestion() if palette_open else self._complete()):
+            self._handled(event)
             return
         await super()._on_key(event)
 
+    @staticmethod
+    def _handled(event: events.Key) -> None:
+        event.stop()
+        event.prevent_default()
+
     # -- history -----------------------------------------------------------------------------
     def action_cursor_up(self, select: bool = False) -> None:
+        if not select:
+            self._refresh_palette()
+        if not select and self.palette.is_open:
+            self.palette.move(-1)
+            return
         if not select and self.cursor_location[0] == 0 and self._history_back():
             return
         super().action_cursor_up(select)
 
     def action_cursor_down(self, select: bool = False) -> None:
+        if not select:
+            self._refresh_palette()
+        if not select and self.palette.is_open:
+            self.palette.move(1)
+            return
         last_row = self.document.line_count - 1
         if not select and self.cursor_location[0] == last_row and self._history_forward():
             return
@@ -117,7 +203,7 @@ class PromptEditor(TextArea):
         else:
             index = self._history_index - 1
         self._history_index = index
-        self.load_text(self.sent_history[index])
+        self._recall(self.sent_history[index])
         self.move_cursor((0, len(self.document[0])))
         return True
 
@@ -127,32 +213,210 @@ class PromptEditor(TextArea):
         index = self._history_index + 1
         if index >= len(self.sent_history):
             self._history_index = None
-            self.load_text(self._draft)
+            self._recall(self._draft)
         else:
             self._history_index = index
-            self.load_text(self.sent_history[index])
+            self._recall(self.sent_history[index])
         self.move_cursor(self.document.end)
         return True
 
-    # -- completion --------------------------------------------------------------------------
-    def completions(self) -> list[str]:
-        """Command names matching a ``/prefix`` being typed (empty when not typing one)."""
-        text = self.text
-        if not text.startswith("/") or " " in text or "\n" in text:
-            return []
-        prefix = text[1:]
-        return sorted(name for name in self._commands() if name.startswith(prefix))
+    def _recall(self, text: str) -> None:
+        """Show a history entry; a recalled ``/command`` opens no palette (Up keeps walking)."""
+        self._close_palette()
+        self._dismissed = text
+        self.load_text(text)
 
-    def _complete(self) -> bool:
-        matches = self.completions()
-        if not matches:
+    # -- the palette -------------------------------------------------------------------------
+    def completions(self) -> list[str]:
+        """Command names matching a ``/name`` being typed, best first (empty otherwise)."""
+        text = self.text
+        if not _COMMAND.fullmatch(text):
+            return []
+        return rank_commands(text[1:], self._commands())
+
+    def accept_suggestion(self, index: int | None = None) -> bool:
+        """Write the highlighted (or ``index``-th) suggestion in place of its token.
+
+        Returns whether anything was accepted (``False`` while the palette is closed).
+        """
+        token = self._token
+        items = self.palette.suggestions
+        if token is None or not items:
             return False
-        common = matches[0]
-        for name in matches[1:]:
-            while not name.startswith(common):
-                common = common[:-1]
-        completed = "/" + (matches[0] + " " if len(matches) == 1 else common)
-        if completed != self.text:
-            self.load_text(completed)
-            self.move_cursor(self.document.end)
+        chosen = self.palette.selected if index is None else items[index]
+        if chosen is None:
+            return False
+        self._close_palette()
+        self._insert(chosen.value, token)
         return True
+
+    def _insert(self, value: str, token: _Token) -> None:
+        """Replace ``token`` with ``value``, not doubling a space that already follows it."""
+        row, end = token.end
+        line = self.document[row]
+        if value.endswith(" ") and end < len(line) and line[end].isspace():
+            value = value[:-1]
+        self.replace(value, token.start, token.end, maintain_selection_offset=False)
+
+    def dismiss_palette(self) -> None:
+        """Close the palette; it stays closed until the text changes."""
+        self._dismissed = self.text
+        self._close_palette()
+
+    def _close_palette(self) -> None:
+        self._token = None
+        self._pinned = None
+        self.palette.hide()
+
+    def _picked(self, index: int) -> None:
+        self.accept_suggestion(index)
+        self.focus()
+
+    def _enter_submits(self) -> bool:
+        """Enter on an exactly typed command runs it instead of accepting a suggestion."""
+        token, chosen = self._token, self.palette.selected
+        return (
+            token is not None
+            and token.kind == "command"
+            and chosen is not None
+            and chosen.label == "/" + token.query
+        )
+
+    @on(TextArea.Changed)
+    @on(TextArea.SelectionChanged)
+    def _refresh_palette(self) -> None:
+        """Open, update or close the palette for the token at the cursor."""
+        text = self.text
+        if self._pinned is not None:
+            if self._pinned == text:
+                return
+            self._pinned = None
+        if self._dismissed is not None:
+            if self._dismissed == text:
+                return
+            self._dismissed = None
+        token = self._token_at_cursor()
+        suggestions = self._suggest(token) if token is not None else []
+        self._token = token if suggestions else None
+        self.palette.show(suggestions)
+
+    def _token_at_cursor(self) -> _Token | None:
+        row, column = self.cursor_location
+        if row == 0 and _COMMAND.fullmatch(self.text):
+            return _Token("command", self.text[1:], (0, 0), self.document.end)
+        line = self.document[row]
+        before = _WORD_BEFORE.search(line, 0, column)
+        word = before.group() if before else ""
+        if word.startswith("@"):
+            after = _WORD_AFTER.match(line, column)
+            end = column + (len(after.group()) if after else 0)
+            return _Token("mention", word[1:], (row, column - len(word)), (row, end))
+        return None
+
+    def _suggest(self, token: _Token) -> list[Suggestion]:
+        if token.kind == "command":
+            table = self._commands()
+            return [
+                Suggestion(f"/{name}", f"/{name} ", _describe(table, name))
+                for name in rank_commands(token.query, table)
+            ]
+        index = self._files()
+        if index.stale and not index.scanning:
+            self.run_worker(self._scan(index), group="file-index", exit_on_error=False)
+        return [
+            Suggestion(path, f"@{path} ")
+            for path in rank_paths(token.query, index.files, limit=MENTION_LIMIT)
+        ]
+
+    def _root(self) -> Path:
+        cwd = self._cwd()
+        return Path(cwd) if cwd is not None else Path.cwd()
+
+    def _files(self) -> FileIndex:
+        root = self._root()
+        if self._file_index is None or self._file_index.root != root:
+            self._file_index = FileIndex(root)
+        return self._file_index
+
+    async def _scan(self, index: FileIndex) -> None:
+        await index.refresh()
+        if index is self._file_index:
+            self._refresh_palette()
+
+    @property
+    def file_index(self) -> FileIndex:
+        """The project's file list behind ``@mentions`` (scanned on demand, cached)."""
+        return self._files()
+
+    # -- Tab completion ----------------------------------------------------------------------
+    def _complete(self) -> bool:
+        """Tab with the palette closed: reopen it for a token, else complete a path.
+
+        A ``/name`` no command matches may still be an absolute path (``/et`` -> ``/etc/``).
+        """
+        self._dismissed = None
+        token = self._token_at_cursor()
+        if token is not None:
+            suggestions = self._suggest(token)
+            if len(suggestions) == 1:
+                self._insert(suggestions[0].value, token)
+                return True
+            if suggestions:
+                self._token = token
+                self.palette.show(suggestions)
+                return True
+            if token.kind == "mention":
+                return True
+        row, column = self.cursor_location
+        before = _WORD_BEFORE.search(self.document[row], 0, column)
+        word = before.group() if before else ""
+        if not looks_like_path(word):
+            return False
+        matches = complete_path(word, self._root())
+        start = (row, column - len(word))
+        if len(matches) == 1:
+            self.replace(matches[0], start, (row, column), maintain_selection_offset=False)
+            return True
+        if not matches:
+            self.app.bell()
+            return True
+        common = common_prefix(matches)
+        if len(common) > len(word):
+            self.replace(common, start, (row, column), maintain_selection_offset=False)
+        self._token = _Token("path", common, start, (row, start[1] + len(common)))
+        self._pinned = self.text
+        self.palette.show([Suggestion(_last_part(match), match) for match in matches])
+        return True
+
+    # -- external editor ---------------------------------------------------------------------
+    async def edit_externally(self) -> bool:
+        """Edit the text in ``$VISUAL``/``$EDITOR`` (fallback ``vi``) and load the result.
+
+        On failure (the editor cannot start, or exits non-zero) the text stays as it was and a
+        warning toast says why; returns whether the text was replaced.
+        """
+        try:
+            edited = await run_external_editor(self.app, self.text)
+        except ExternalEditorError as error:
+            self.app.notify(str(error), title="External editor", severity="warning")
+            return False
+        self._history_index = None
+        self.load_text(edited)
+        self.move_cursor(self.document.end)
+        return True
+
+
+def _describe(table: Mapping[str, Any] | Iterable[str], name: str) -> str:
+    if not isinstance(table, Mapping):
+        return ""
+    value = table.get(name)
+    if isinstance(value, str):
+        return value
+    description = getattr(value, "description", "")
+    return description if isinstance(description, str) else ""
+
+
+def _last_part(path: str) -> str:
+    """``src/app/`` -> ``app/``, ``src/a.py`` -> ``a.py``: the part a path completion adds."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return name + "/" if path.endswith("/") else name

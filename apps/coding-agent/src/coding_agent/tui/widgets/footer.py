@@ -1,4 +1,4 @@
-"""The status line: model, cwd, session, tokens, cost and context use.
+"""The status line: model (and thinking level, unless off), cwd, session, tokens, cost, context.
 
 Totals are folded from the transcript's assistant and ``pi.usage`` entries as they arrive
 (:class:`~coding_agent.tui.document.UsageTotals`), so a long session is scanned once, at its
@@ -17,7 +17,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from coding_agent.tui.client import SessionInfo
-from coding_agent.tui.document import UsageTotals, model_label
+from coding_agent.tui.document import UsageTotals, model_label, thinking_level
 
 __all__ = ["StatusFooter", "format_tokens"]
 
@@ -84,6 +84,9 @@ class StatusFooter(Static):
         dim = "dim"
         line = Text()
         line.append(model_label(self._view, session.model), style="bold")
+        level = thinking_level(self._view)
+        if level != "off":
+            line.append(f" · thinking {level}", style="magenta")
         line.append("  ")
         line.append(_short_cwd(session.cwd), style=dim)
         line.append("  ")

@@ -7,8 +7,9 @@ block's growth to a :class:`~textual.widgets.markdown.MarkdownStream` (which coa
 while a parse runs), and :meth:`AssistantView.finalize` turns it into the stored entry's widget
 without parsing the text again.
 
-:func:`entry_widget` picks the widget for any other entry kind; kinds it does not know render as
-a dim one-liner when they carry text, and not at all otherwise.
+:func:`entry_widget` picks the widget for any other entry kind: a model or thinking-level switch
+(:mod:`coding_agent.settings_changes`) is a dim marker line ("Model: a/b → c/d"); kinds it does
+not know render as a dim one-liner when they carry text, and not at all otherwise.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
+from coding_agent.settings_changes import change_text
 from coding_agent.tui.document import content_text, entry_message
 from coding_agent.tui.widgets.tools import ToolCard
 
@@ -295,6 +297,9 @@ def entry_widget(entry: Mapping[str, Any]) -> Widget | None:
         return None
     if kind == "pi.system":
         return None
+    change = change_text(entry)
+    if change is not None:  # a model or thinking-level switch: one dim marker line
+        return Static(Text(change), classes="dim-line settings-change")
     text = _user_text(entry) or content_text(data.get("text") or data.get("message"))
     if text:
         return Static(Text(f"{kind}: {text}"), classes="dim-line")

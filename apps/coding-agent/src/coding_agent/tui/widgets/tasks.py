@@ -17,7 +17,9 @@ from coding_agent.tui.document import short_json
 
 __all__ = ["TasksPanel", "task_summary"]
 
-_TEXT_KEYS = ("message", "label", "progress", "phase", "state")
+_TEXT_KEYS = ("message", "label", "progress", "phase", "stage", "state")
+_OUTPUT_KEYS = ("stdout", "stderr")
+"""A job's captured output (``pi.job``'s status): its last line is shown."""
 
 
 def task_summary(status: Any) -> str:
@@ -29,6 +31,11 @@ def task_summary(status: Any) -> str:
         done, total = status.get("done"), status.get("total")
         if type(done) is int and type(total) is int and total > 0:
             parts.append(f"{done}/{total} ({100 * done // total}%)")
+        for key in _OUTPUT_KEYS:
+            lines = str(status.get(key) or "").strip().splitlines()
+            if lines:
+                parts.append(lines[-1] if len(lines[-1]) <= 60 else lines[-1][:57] + "...")
+                break
         if parts:
             return " · ".join(parts)
     return short_json(status, 60)

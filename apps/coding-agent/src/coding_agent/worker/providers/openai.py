@@ -15,14 +15,24 @@ Streaming maps like this:
 * usage arrives in a last chunk with no choices (``stream_options.include_usage``); cached
   prompt tokens are reported as ``cache_read`` and subtracted from ``input``.
 
+Tool calling is ``native`` (the ``tools`` parameter) or ``text`` per model
+(:mod:`~coding_agent.worker.providers.text_tools`): no ``tools`` parameter, a system section
+that teaches a fenced ``tool_call`` convention, a transcript rendered as text, and
+``delta.content`` parsed back into real tool calls. The mode comes from
+:attr:`OpenAICompat.tool_calling` and the per-model ``tool_calling`` map; and when a server
+refuses a request because it has tools (a 400, 404 or 422 saying tools are unsupported, such as
+Ollama's "does not support tools"; see :func:`rejects_tools`), the same request is sent again at
+once in text mode and the model stays in text mode for the provider's lifetime (the session).
+
 As with Anthropic, the client has ``max_retries=0`` and opening is retried by
 :func:`pico3.models.retry_call`.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal, cast
 
 import anyio
@@ -30,6 +40,14 @@ import msgspec
 
 from chord.context import Context
 from coding_agent.worker.providers._drive import SdkStream, drive
+from coding_agent.worker.providers.text_tools import (
+    ParsedCall,
+    TextToolParser,
+    ToolCalling,
+    render_history,
+    render_tools_prompt,
+    text_call_id,
+)
 from pico3.models import (
     AssistantMessage,
     ImageContent,
@@ -62,9 +80,12 @@ __all__ = [
     "OpenAIProvider",
     "build_params",
     "classify_error",
+    "rejects_tools",
 ]
 
 API = "openai-completions"
+
+_log = logging.getLogger("coding_agent.worker.providers.openai")
 
 
 class OpenAICompat(msgspec.Struct, frozen=True):
@@ -78,6 +99,8 @@ class OpenAICompat(msgspec.Struct, frozen=True):
     """Send system sections with role ``developer`` (OpenAI reasoning models)."""
     reasoning_effort: bool = True
     """Send ``reasoning_effort`` for thinking-capable models."""
+    tool_calling: ToolCalling = "native"
+    """How models call tools unless configured per model: ``native`` or ``text``."""
 
 
 OPENAI_COMPAT = OpenAICompat()
@@ -132,7 +155,11 @@ _FINISH = {"stop": "stop", "length": "length", "tool_calls": "toolUse", "functio
 
 
 class OpenAIProvider:
-    """A :class:`pico3.models.Provider` backed by ``openai.AsyncOpenAI`` Chat Completions."""
+    """A :class:`pico3.models.Provider` backed by ``openai.AsyncOpenAI`` Chat Completions.
+
+    ``tool_calling`` maps model ids to their tool-calling mode; other models use
+    ``compat.tool_calling``. A model the server refused tools for switches to ``text`` by itself
+    (:meth:`tool_calling` tells the current mode)."""
 
     def __init__(
         self,
@@ -146,9 +173,11 @@ class OpenAIProvider:
         clock: Callable[[], float] = time.time,
         timeout: float = 600.0,
         name: str = "openai",
+        tool_calling: Mapping[str, ToolCalling] | None = None,
     ) -> None:
         self.name = name
         self.compat = compat or (OPENAI_COMPAT if base_url is None else LOCAL_COMPAT)
+        self._tool_calling: dict[str, ToolCalling] = dict(tool_calling or {})
         self._models = tuple(models)
         self._retry = retry or RetryPolicy()
         self._sleep = sleep or anyio.sleep
@@ -170,6 +199,16 @@ class OpenAIProvider:
                 return info
         return ModelInfo(id=model_id, provider=self.name, api=API)
 
+    def tool_calling(self, model_id: str) -> ToolCalling:
+        """How ``model_id`` calls tools now: ``native`` or ``text``."""
+        return self._tool_calling.get(model_id, self.compat.tool_calling)
+
+    def set_tool_calling(self, model_id: str, mode: ToolCalling) -> None:
+        """Use ``mode`` for ``model_id`` from the next request on."""
+        if mode not in ("native", "text"):
+            raise ValueError(f"tool calling must be 'native' or 'text', got {mode!r}")
+        self._tool_calling[model_id] = mode
+
     async def aclose(self) -> None:
         """Close the SDK client's connection pool."""
         await self._client.close()
@@ -182,10 +221,31 @@ class OpenAIProvider:
         )
         mapper = _Mapper(builder, info)
 
-        async def open() -> SdkStream:
-            params = build_params(request, info, self.compat)  # bad input fails the stream
+        async def create(mode: ToolCalling) -> SdkStream:
+            # Bad input fails the stream. The mapper learns the mode before any chunk arrives.
+            params = build_params(request, info, self.compat, tool_calling=mode)
+            mapper.text_tools = mode == "text"
             created: Any = await self._client.chat.completions.create(**params)
             return cast("SdkStream", created)
+
+        async def open() -> SdkStream:
+            mode = self.tool_calling(request.model)
+            if mode == "text" or not request.tools:
+                return await create(mode)
+            try:
+                return await create("native")
+            except Exception as exc:
+                if not rejects_tools(exc):
+                    raise
+                detail = exc
+            _log.warning(
+                "%s/%s refused native tool calling (%s); using text tool calls from now on",
+                self.name,
+                request.model,
+                detail,
+            )
+            self.set_tool_calling(request.model, "text")
+            return await create("text")
 
         return drive(
             builder,
@@ -199,13 +259,30 @@ class OpenAIProvider:
         )
 
 
-def build_params(request: Request, info: ModelInfo, compat: OpenAICompat) -> dict[str, Any]:
-    """The keyword arguments of ``chat.completions.create`` for ``request`` (streaming)."""
+def build_params(
+    request: Request,
+    info: ModelInfo,
+    compat: OpenAICompat,
+    *,
+    tool_calling: ToolCalling = "native",
+) -> dict[str, Any]:
+    """The keyword arguments of ``chat.completions.create`` for ``request`` (streaming).
+
+    With ``tool_calling="text"`` no ``tools`` parameter is sent: the tools are described in a
+    last system section and the history is rendered as text (see
+    :mod:`~coding_agent.worker.providers.text_tools`)."""
+    text_tools = tool_calling == "text"
+    system = list(request.system)
+    history: Sequence[Message] = request.messages
+    if text_tools:
+        if request.tools:
+            system.append(render_tools_prompt(request.tools))
+        history = render_history(request.messages, images=info.supports_images)
     messages: list[dict[str, Any]] = []
-    if request.system:
+    if system:
         role = "developer" if compat.developer_role else "system"
-        messages.append({"role": role, "content": "\n\n".join(request.system)})
-    messages.extend(_messages(request.messages))
+        messages.append({"role": role, "content": "\n\n".join(system)})
+    messages.extend(_messages(history))
     params: dict[str, Any] = {
         "model": request.model,
         "messages": messages,
@@ -214,7 +291,7 @@ def build_params(request: Request, info: ModelInfo, compat: OpenAICompat) -> dic
     }
     if compat.usage_in_streaming:
         params["stream_options"] = {"include_usage": True}
-    if request.tools:
+    if request.tools and not text_tools:
         params["tools"] = [
             {
                 "type": "function",
@@ -304,6 +381,41 @@ def classify_error(
     return None
 
 
+_TOOL_REFUSAL_STATUS = frozenset({400, 404, 422})
+_TOOL_WORDS = ("tool", "function")
+_REFUSAL_WORDS = (
+    "support",
+    "require",
+    "enable",
+    "not allowed",
+    "not permitted",
+    "unknown",
+    "unrecognized",
+    "extra",
+)
+_OTHER_PROBLEMS = ("schema", "context", "token")
+
+
+def rejects_tools(exc: BaseException) -> bool:
+    """True when ``exc`` is a server refusing a request because it has ``tools`` at all.
+
+    That is a 400, 404 or 422 whose message mentions tools or functions *and* says they are
+    unsupported, need enabling or are not accepted (Ollama: "... does not support tools";
+    vLLM: '"auto" tool choice requires --enable-auto-tool-choice'; llama.cpp: "tools param
+    requires --jinja flag"). A bad tool schema or a context overflow that merely mentions
+    functions is a different problem and does not count."""
+    import openai
+
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in _TOOL_REFUSAL_STATUS:
+        return False
+    message = f"{_detail(exc.body)} {exc.message}".lower()
+    return (
+        any(word in message for word in _TOOL_WORDS)
+        and any(word in message for word in _REFUSAL_WORDS)
+        and not any(word in message for word in _OTHER_PROBLEMS)
+    )
+
+
 def _detail(body: object) -> str:
     if isinstance(body, dict):
         body = cast("dict[str, Any]", body)
@@ -325,6 +437,11 @@ class _Mapper:
         self._thinking: int | None = None
         self._calls: dict[int, int] = {}
         self._finish: str | None = None
+        self.text_tools = False
+        """Parse fenced ``tool_call`` blocks out of the text (set before the first chunk)."""
+        self._parser: TextToolParser | None = None
+        self._text_calls = 0
+        self._completion_id = ""
 
     def feed(self, chunk: Any) -> list[StreamEvent]:
         builder = self._builder
@@ -332,6 +449,8 @@ class _Mapper:
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self._take_usage(usage)
+        if not self._completion_id:
+            self._completion_id = str(getattr(chunk, "id", None) or "")
         for choice in chunk.choices or ():
             delta = choice.delta
             if delta is not None:
@@ -344,10 +463,10 @@ class _Mapper:
                         out.append(opened)
                     out.append(builder.delta(self._thinking, reasoning))
                 if delta.content:
-                    if self._text is None:
-                        self._text, opened = builder.open_text()
-                        out.append(opened)
-                    out.append(builder.delta(self._text, delta.content))
+                    if self.text_tools:
+                        out.extend(self._pieces(self._text_parser().feed(delta.content)))
+                    else:
+                        out.extend(self._append_text(delta.content))
                 for call in delta.tool_calls or ():
                     out.extend(self._tool_fragment(call))
             if choice.finish_reason is not None:
@@ -369,19 +488,60 @@ class _Mapper:
             out.append(builder.delta(index, function.arguments))
         return out
 
+    def _append_text(self, text: str) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        if self._text is None:
+            self._text, opened = self._builder.open_text()
+            out.append(opened)
+        out.append(self._builder.delta(self._text, text))
+        return out
+
+    def _text_parser(self) -> TextToolParser:
+        if self._parser is None:
+            self._parser = TextToolParser()
+        return self._parser
+
+    def _pieces(self, pieces: list[str | ParsedCall]) -> list[StreamEvent]:
+        """Events for the parser's output: text extends the text block, a call is a whole
+        tool call (start, arguments, end) after the text block before it is closed."""
+        builder = self._builder
+        out: list[StreamEvent] = []
+        for piece in pieces:
+            if isinstance(piece, str):
+                out.extend(self._append_text(piece))
+                continue
+            if self._text is not None:
+                out.append(builder.close(self._text))
+                self._text = None  # text after the call is a new block
+            seed = f"{self._completion_id}|{builder.message.timestamp}"
+            call_id = text_call_id(seed, self._text_calls)
+            self._text_calls += 1
+            index, opened = builder.open_tool_call(call_id, piece.name)
+            out.append(opened)
+            out.append(builder.delta(index, msgspec.json.encode(piece.arguments).decode()))
+            out.append(builder.close(index))
+        return out
+
     def finish(self) -> list[StreamEvent]:
         builder = self._builder
+        out: list[StreamEvent] = []
+        if self._parser is not None:
+            out.extend(self._pieces(self._parser.finish()))  # what was held back
         usage = builder.message.usage
         if self._finish is None:
-            return [
+            out.append(
                 builder.fail(
                     "error", "the stream ended without a finish reason", retryable=True, usage=usage
                 )
-            ]
+            )
+            return out
         reason = _FINISH.get(self._finish)
         if reason is None:
-            return [builder.fail("error", f"openai stopped with {self._finish!r}", usage=usage)]
-        return builder.done(reason, usage)  # type: ignore[arg-type]
+            out.append(builder.fail("error", f"openai stopped with {self._finish!r}", usage=usage))
+            return out
+        if reason == "stop" and self._text_calls:
+            reason = "toolUse"  # the server saw text; the harness must run the calls
+        return out + builder.done(reason, usage)  # type: ignore[arg-type]
 
     def _take_usage(self, raw: Any) -> None:
         prompt = raw.prompt_tokens or 0

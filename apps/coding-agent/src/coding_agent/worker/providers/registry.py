@@ -12,6 +12,13 @@ Credentials and endpoints come from the config first, then the environment:
 ``ANTHROPIC_API_KEY`` (and ``ANTHROPIC_BASE_URL``), ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``.
 An OpenAI-compatible local server needs no real key; ``"local"`` is sent when none is set.
 
+Tool calling (OpenAI-compatible models only): ``native`` sends the API's ``tools`` parameter,
+``text`` teaches the model a fenced-block convention instead
+(:mod:`~coding_agent.worker.providers.text_tools`). ``CODING_AGENT_TOOL_CALLING`` (what the
+``--tool-calling`` flag sets) applies to every model when set; otherwise a model's own
+``tool_calling`` entry, then ``providers.openai.compat.tool_calling``, then ``native``. Either
+way a model whose server refuses tools switches to ``text`` by itself.
+
 The config dict (validated, unknown keys refused with their path)::
 
     {
@@ -21,7 +28,8 @@ The config dict (validated, unknown keys refused with their path)::
                     "compat": {"max_tokens_field": "max_tokens", "reasoning_effort": false}},
       },
       "models": [
-        {"provider": "openai", "id": "qwen3:8b", "context_window": 40960, "max_output": 8192}
+        {"provider": "openai", "id": "qwen3:8b", "context_window": 40960, "max_output": 8192},
+        {"provider": "openai", "id": "gemma3:4b", "tool_calling": "text"}
       ]
     }
 
@@ -38,12 +46,20 @@ from typing import Any
 import msgspec
 
 from coding_agent.worker.providers.anthropic import ANTHROPIC_MODELS, AnthropicProvider
-from coding_agent.worker.providers.openai import OPENAI_MODELS, OpenAICompat, OpenAIProvider
+from coding_agent.worker.providers.openai import (
+    LOCAL_COMPAT,
+    OPENAI_COMPAT,
+    OPENAI_MODELS,
+    OpenAICompat,
+    OpenAIProvider,
+)
+from coding_agent.worker.providers.text_tools import TOOL_CALLING_MODES, ToolCalling
 from pico3.models import FAUX_MODEL, FauxProvider, ModelCost, ModelInfo, Provider, RetryPolicy
 from pico3.models.retry import Sleep
 
 __all__ = [
     "PROVIDERS",
+    "TOOL_CALLING_ENV",
     "ModelEntry",
     "ModelSelection",
     "PriceEntry",
@@ -57,6 +73,9 @@ __all__ = [
 
 PROVIDERS = ("anthropic", "openai", "faux")
 """The built-in provider names."""
+
+TOOL_CALLING_ENV = "CODING_AGENT_TOOL_CALLING"
+"""The environment variable that forces ``native`` or ``text`` tool calling for every model."""
 
 
 class RegistryError(ValueError):
@@ -98,6 +117,8 @@ class ModelEntry(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     cost: PriceEntry | None = None
     supports_thinking: bool = False
     supports_images: bool = False
+    tool_calling: ToolCalling | None = None
+    """``native`` or ``text`` (openai models only); unset means the provider's default."""
 
     def info(self, api: str) -> ModelInfo:
         """The :class:`ModelInfo` this entry describes."""
@@ -173,7 +194,24 @@ def parse_registry_config(config: Mapping[str, Any] | None) -> RegistryConfig:
                 f"invalid model config: unknown provider {model.provider!r} at "
                 f"`$.models[{index}].provider`"
             )
+        if model.tool_calling is not None and model.provider != "openai":
+            raise RegistryError(
+                f"invalid model config: tool_calling applies to openai models only, not "
+                f"{model.provider!r} - at `$.models[{index}].tool_calling`"
+            )
     return parsed
+
+
+def _forced_tool_calling(env: Mapping[str, str]) -> ToolCalling | None:
+    value = env.get(TOOL_CALLING_ENV)
+    if not value:
+        return None
+    if value not in TOOL_CALLING_MODES:
+        raise RegistryError(
+            f"{TOOL_CALLING_ENV} (or --tool-calling) must be one of "
+            f"{', '.join(TOOL_CALLING_MODES)}, got {value!r}"
+        )
+    return value  # pyright: ignore[reportReturnType]
 
 
 def resolve_model(
@@ -187,6 +225,7 @@ def resolve_model(
     """Pick the provider and model (see the module docstring for the rules)."""
     environ = os.environ if env is None else env
     settings = parse_registry_config(config)
+    forced = _forced_tool_calling(environ)
     if ref is None:
         ref = settings.default_model
     if ref is None:
@@ -227,13 +266,24 @@ def resolve_model(
                 "OpenAI-compatible server) or providers.openai in the config"
             )
         openai_settings = settings.providers.get("openai")
+        compat = openai_settings.compat if openai_settings is not None else None
+        per_model: dict[str, ToolCalling] = {
+            m.id: m.tool_calling
+            for m in settings.models
+            if m.provider == "openai" and m.tool_calling is not None
+        }
+        if forced is not None:  # the flag or the environment: every model, no exceptions
+            base = compat or (OPENAI_COMPAT if base_url is None else LOCAL_COMPAT)
+            compat = msgspec.structs.replace(base, tool_calling=forced)
+            per_model = {}
         openai_provider = OpenAIProvider(
             api_key=key or "local",
             base_url=base_url,
-            compat=openai_settings.compat if openai_settings is not None else None,
+            compat=compat,
             models=_models(settings, "openai", OPENAI_MODELS),
             retry=retry,
             sleep=sleep,
+            tool_calling=per_model,
         )
         return ModelSelection(openai_provider, openai_provider.model(model_id))
     raise RegistryError(f"unknown provider {name!r} in {ref!r} (known: {', '.join(PROVIDERS)})")

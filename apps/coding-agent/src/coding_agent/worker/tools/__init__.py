@@ -1,4 +1,4 @@
-"""The coding agent's built-in tools: read, write, edit, bash, grep, find and ls.
+"""The coding agent's built-in tools: read, write, edit, bash, grep, find, ls and the job tools.
 
 Each tool is a :class:`ToolSpec`: a name, a description for the model, a JSON Schema for its
 arguments, and an async handler. They do not depend on the harness; a harness registers
@@ -13,7 +13,8 @@ arguments, and an async handler. They do not depend on the harness; a harness re
 
 Behaviours and limits follow pi's coding agent (2000 lines / 50 KB truncation with actionable
 footers, exact-match multi-edit with a forgiving fallback, bash with a spill file and process
-tree kill); see each module's docstring.
+tree kill); see each module's docstring. ``bash`` with ``background: true``, ``job_output`` and
+``job_kill`` work through the :class:`JobControl` of the :class:`ToolContext` (:mod:`.jobs`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .bash import BASH_TOOL, DEFAULT_BASH_TIMEOUT, BashRun, run_bash
 from .edit import EDIT_TOOL, Edit, apply_edits
 from .find import FIND_TOOL
 from .grep import GREP_TOOL
+from .jobs import JOB_KILL_TOOL, JOB_OUTPUT_TOOL, JobControl, JobInfo, JobState
 from .ls import LS_TOOL
 from .read import READ_TOOL
 from .spec import (
@@ -44,11 +46,16 @@ __all__ = [
     "EDIT_TOOL",
     "FIND_TOOL",
     "GREP_TOOL",
+    "JOB_KILL_TOOL",
+    "JOB_OUTPUT_TOOL",
     "LS_TOOL",
     "READ_TOOL",
     "WRITE_TOOL",
     "BashRun",
     "Edit",
+    "JobControl",
+    "JobInfo",
+    "JobState",
     "OnUpdate",
     "SearchBackend",
     "ToolArgumentError",
@@ -66,5 +73,16 @@ __all__ = [
 
 
 def builtin_tools() -> list[ToolSpec]:
-    """All built-in tools, in the order they are offered: read, bash, edit, write, grep, find, ls."""
-    return [READ_TOOL, BASH_TOOL, EDIT_TOOL, WRITE_TOOL, GREP_TOOL, FIND_TOOL, LS_TOOL]
+    """All built-in tools, in the order they are offered: read, bash, edit, write, grep, find, ls,
+    job_output, job_kill."""
+    return [
+        READ_TOOL,
+        BASH_TOOL,
+        EDIT_TOOL,
+        WRITE_TOOL,
+        GREP_TOOL,
+        FIND_TOOL,
+        LS_TOOL,
+        JOB_OUTPUT_TOOL,
+        JOB_KILL_TOOL,
+    ]

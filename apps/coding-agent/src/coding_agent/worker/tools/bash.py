@@ -1,6 +1,8 @@
 """The ``bash`` tool: run a command, keep the end of its output, never leave a process behind.
 
-Arguments: ``command`` and ``timeout`` (seconds, default :data:`DEFAULT_BASH_TIMEOUT`).
+Arguments: ``command``, ``timeout`` (seconds, default :data:`DEFAULT_BASH_TIMEOUT`) and
+``background``. With ``background: true`` the command is not run here: it becomes a durable job
+(:mod:`.jobs`) and the call returns at once with the job's id and where its output goes.
 
 The command runs as ``bash -c COMMAND`` in the working directory, with stdin closed, stdout and
 stderr merged into one pipe, in a session (and so a process group) of its own. That group is
@@ -42,6 +44,7 @@ import anyio.to_thread
 
 from chord.context import Context
 
+from .jobs import start_background
 from .spec import (
     OnUpdate,
     ToolContext,
@@ -67,6 +70,13 @@ BASH_PARAMETERS: dict[str, Any] = {
             "type": "number",
             "exclusiveMinimum": 0,
             "description": f"Timeout in seconds (default: {DEFAULT_BASH_TIMEOUT:g})",
+        },
+        "background": {
+            "type": "boolean",
+            "description": (
+                "Run as a background job (dev servers, watchers, long builds): returns at once "
+                "with a job id; read it with job_output, stop it with job_kill. No timeout."
+            ),
         },
     },
     "required": ["command"],
@@ -236,6 +246,8 @@ def _footer(run: BashRun, cut: Truncation) -> str:
 
 
 async def _bash(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None) -> ToolResult:
+    if args.get("background") is True:
+        return await start_background(args, tools)
     timeout = float(args.get("timeout") or DEFAULT_BASH_TIMEOUT)
     cwd = resolve_path(".", tools.cwd)
     if not await anyio.Path(cwd).is_dir():
@@ -298,7 +310,8 @@ BASH_TOOL = ToolSpec(
         f"combined. Output is truncated to the last {DEFAULT_MAX_LINES} lines or "
         f"{DEFAULT_MAX_BYTES // 1024}KB (whichever is hit first); the full output is then saved "
         f"to a temp file named in the result. Default timeout {DEFAULT_BASH_TIMEOUT:g} seconds; "
-        "for long-running servers use a background tool or tmux instead."
+        "for long-running servers and watchers set background: true (then job_output and "
+        "job_kill read and stop it)."
     ),
     parameters=BASH_PARAMETERS,
     handler=_bash,

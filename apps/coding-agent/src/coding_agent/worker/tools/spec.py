@@ -26,13 +26,16 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import jsonschema
 import jsonschema.exceptions
 
 from chord.context import BACKGROUND, Context
+
+if TYPE_CHECKING:
+    from .jobs import JobControl
 
 __all__ = [
     "OnUpdate",
@@ -110,6 +113,8 @@ class ToolContext:
     tree and reports "Command aborted"). ``search_backend`` picks ripgrep or the pure-Python
     search. ``temp_dir`` is where bash spills long output. ``file_locks`` serialises writes and
     edits to one file; share one ToolContext (or one dict) between concurrent calls of a session.
+    ``jobs`` starts and reads background jobs (``bash`` with ``background: true``, ``job_output``,
+    ``job_kill``); without one those calls fail with a clear error.
     """
 
     cwd: str | os.PathLike[str]
@@ -117,6 +122,7 @@ class ToolContext:
     search_backend: SearchBackend = "auto"
     temp_dir: str | None = None
     file_locks: dict[str, anyio.Lock] = field(default_factory=dict)
+    jobs: JobControl | None = None
 
     def lock_for(self, path: Path) -> anyio.Lock:
         """The lock that serialises mutations of ``path`` (one per resolved path)."""

@@ -1,0 +1,277 @@
+"""The TUI's session commands: ``/sessions``, ``/resume [ID]`` and ``/reload``.
+
+A presentation facet, like :mod:`coding_agent.client.commands`, whose commands act on the TUI
+process itself rather than on one conversation. The work is done by a :class:`SessionControl`
+(the running client, :func:`coding_agent.client.run_client`); the facet only asks, shows pickers
+and reports in toasts:
+
+* ``/sessions`` — a picker of this project folder's sessions, newest first, each with its id,
+  age and first prompt (read from the head of its storage file; nothing is opened or locked).
+  Choosing one switches the running TUI to it, as ``/resume`` does;
+* ``/resume [ID]`` — switch to the session with that id (or unique id prefix); without an id,
+  the same picker. The control makes sure a worker serves the new session (reusing a running
+  one), moves the wire to it and lets the old session's worker go exactly as quitting would;
+* ``/reload`` — re-scan the feature packages and reload every one of them in both processes:
+  the worker's ``"session"`` facets through its :data:`~coding_agent.worker.reload_service.ReloadService`,
+  then this process's ``"tui"`` facets. One toast names what reloaded and every error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, Protocol, cast
+
+import msgspec
+
+from chord.context import Context
+from chord.facets import Facet, FacetEnvironment, define_facet
+from chord.textual import Choice, Tui
+from coding_agent.sessions import Session, SessionError, list_sessions, open_session
+from coding_agent.worker.reload_service import ReloadOutcome, ReloadService
+
+__all__ = [
+    "SESSION_COMMANDS_FACET_ID",
+    "SessionControl",
+    "first_prompt",
+    "session_age",
+    "session_commands_facet",
+    "session_label",
+    "summarize_reload",
+]
+
+SESSION_COMMANDS_FACET_ID = "@coding-agent/session-commands"
+
+Severity = Literal["information", "warning", "error"]
+
+_PROMPT_SCAN_BYTES = 256 * 1024
+_PROMPT_WIDTH = 60
+
+
+class SessionControl(Protocol):
+    """What the session commands need from the running client."""
+
+    @property
+    def session(self) -> Session:
+        """The session the TUI shows now."""
+        ...
+
+    async def switch_to(self, session: Session) -> None:
+        """Show ``session`` from now on (start or reuse its worker; raises when it cannot)."""
+        ...
+
+    async def reload_tui(self) -> list[ReloadOutcome]:
+        """Re-scan and reload this process's ``"tui"`` facet packages."""
+        ...
+
+    def hold_worker_reload_toasts(self) -> Callable[[Iterable[str]], None]:
+        """Hold back the toasts of worker reload failures while ``/reload`` reports them itself;
+        the returned function releases them, dropping those of the packages it names."""
+        ...
+
+
+def session_age(created: datetime, now: datetime | None = None) -> str:
+    """How long ago ``created`` was, in the largest sensible unit ("3 min ago", "2 d ago")."""
+    seconds = max(0, int(((now or datetime.now(UTC)) - created).total_seconds()))
+    if seconds < 60:
+        return "just now"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _prompt_text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            cast(dict[str, Any], block).get("text")
+            for block in cast(list[Any], content)
+            if isinstance(block, dict)
+        ]
+        joined = " ".join(text for text in texts if isinstance(text, str))
+        return joined or None
+    return None
+
+
+def first_prompt(session: Session, *, width: int = _PROMPT_WIDTH) -> str | None:
+    """The session's first user prompt on one line, cut to ``width``; ``None`` if there is none
+    (yet) within the head of its storage file, or the file cannot be read."""
+    try:
+        with open(session.storage_dir / "main.jsonl", "rb") as file:
+            head = file.read(_PROMPT_SCAN_BYTES)
+    except OSError:
+        return None
+    decoder = msgspec.json.Decoder()
+    for line in head.split(b"\n"):
+        try:
+            record = decoder.decode(line)
+        except msgspec.DecodeError:
+            continue  # a blank line, or the line the read cut in two
+        writes = record.get("writes") if isinstance(record, dict) else None
+        for write in cast(list[Any], writes) if isinstance(writes, list) else []:
+            entry = write.get("entry") if isinstance(write, dict) else None
+            if not isinstance(entry, dict) or entry.get("kind") != "pi.user":
+                continue
+            for message in entry.get("model") or []:
+                text = _prompt_text(message.get("content")) if isinstance(message, dict) else None
+                if text and text.strip():
+                    flat = " ".join(text.split())
+                    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return None
+
+
+def session_label(session: Session, *, current: str | None, now: datetime | None = None) -> str:
+    """One picker line: id, age, first prompt, and whether it is this TUI's session."""
+    prompt = first_prompt(session)
+    parts = [session.id, session_age(session.created, now), prompt or "(no prompt yet)"]
+    label = "  ".join(parts)
+    if session.id == current:
+        label += "  (this session)"
+    elif session.worker_running():
+        label += "  (running)"
+    return label
+
+
+def summarize_reload(
+    worker: Sequence[ReloadOutcome] | None,
+    tui: Sequence[ReloadOutcome],
+    *,
+    worker_error: str | None = None,
+) -> tuple[str, Severity]:
+    """The ``/reload`` toast: which packages reloaded where, then one line per problem.
+
+    ``worker`` is ``None`` when the worker could not be asked (``worker_error`` says why).
+    The severity is ``"error"`` when anything failed, ``"warning"`` when something needs a
+    restart, ``"information"`` otherwise.
+    """
+    lines: list[str] = []
+    problems: list[str] = []
+    severity: Severity = "information"
+    for where, outcomes in (("worker", worker), ("TUI", tui)):
+        if outcomes is None:
+            continue
+        reloaded = [o["package"] for o in outcomes if o["ok"]]
+        lines.append(f"{where}: {', '.join(reloaded) if reloaded else 'nothing'}")
+        for outcome in outcomes:
+            if outcome["ok"]:
+                continue
+            problems.append(f"{outcome['package']} ({where}): {outcome['message']}")
+            if outcome["outcome"] == "restart_required":
+                if severity == "information":
+                    severity = "warning"
+            else:
+                severity = "error"
+    if worker_error is not None:
+        problems.insert(0, f"worker: {worker_error}")
+        severity = "error"
+    text = "Reloaded — " + "; ".join(lines) if lines else "Nothing reloaded"
+    return "\n".join([text, *problems]), severity
+
+
+def session_commands_facet(
+    control: SessionControl,
+    *,
+    cwd: str | Path,
+    environ: Mapping[str, str] | None = None,
+) -> Facet:
+    """The facet registering ``/sessions``, ``/resume`` and ``/reload`` for ``control``.
+
+    ``cwd`` is the project folder whose sessions ``/sessions`` lists; ``environ`` is where the
+    sessions folder is looked up (default ``os.environ``).
+    """
+
+    @define_facet(SESSION_COMMANDS_FACET_ID)
+    def setup(env: FacetEnvironment) -> None:
+        tui = env.use(Tui)
+        worker_reload = env.use(ReloadService)
+
+        async def pick(title: str, ctx: Context) -> Session | None:
+            found = list_sessions(cwd, env=environ)
+            if not found:
+                tui.notify("No sessions in this folder yet")
+                return None
+            current = control.session.id
+            now = datetime.now(UTC)
+            choices = [Choice(s.id, session_label(s, current=current, now=now)) for s in found]
+            modal = await tui.acquire_modal(ctx)
+            try:
+                picked = await modal.choose(title, choices)
+            finally:
+                modal.close()
+            return next((s for s in found if s.id == picked), None)
+
+        async def switch(target: Session) -> None:
+            if target.id == control.session.id:
+                tui.notify(f"{target.id} is this session")
+                return
+            tui.notify(f"Resuming session {target.id}…")
+            await control.switch_to(target)
+            tui.notify(f"Resumed session {target.id}")
+
+        async def sessions(args: str, ctx: Context) -> None:
+            del args
+            try:
+                target = await pick("Sessions of this folder", ctx)
+                if target is not None:
+                    await switch(target)
+            except Exception as error:
+                tui.notify(f"Could not switch sessions: {error}", severity="error")
+
+        async def resume(args: str, ctx: Context) -> None:
+            ref = args.strip()
+            try:
+                if ref:
+                    target = open_session(ref, env=environ)
+                else:
+                    target = await pick("Resume a session", ctx)
+                if target is not None:
+                    await switch(target)
+            except SessionError as error:
+                tui.notify(f"/resume: {error}", severity="error")
+            except Exception as error:
+                tui.notify(f"Could not switch sessions: {error}", severity="error")
+
+        async def reload(args: str, ctx: Context) -> None:
+            del args
+            tui.notify("Reloading facet packages…")
+            worker: list[ReloadOutcome] | None = None
+            worker_error: str | None = None
+            release = control.hold_worker_reload_toasts()
+            try:
+                worker = cast(list[ReloadOutcome], await worker_reload.reload(ctx))
+            except Exception as error:
+                worker_error = f"{error}"
+            finally:
+                release(o["package"] for o in worker or ())
+            try:
+                tui_outcomes = await control.reload_tui()
+            except Exception as error:
+                tui_outcomes = [
+                    ReloadOutcome(package="(TUI)", outcome="failed", ok=False, message=f"{error}")
+                ]
+            message, severity = summarize_reload(worker, tui_outcomes, worker_error=worker_error)
+            tui.notify(message, severity=severity)
+
+        def activate() -> None:
+            env.own(
+                tui.register_command(
+                    "sessions", "Pick one of this folder's sessions and switch to it", sessions
+                )
+            )
+            env.own(
+                tui.register_command(
+                    "resume", "Switch to a session: /resume [ID or prefix]", resume
+                )
+            )
+            env.own(
+                tui.register_command(
+                    "reload", "Reload the feature packages in the worker and the TUI", reload
+                )
+            )
+
+        env.on_activate(activate)
+
+    return setup

@@ -1,0 +1,316 @@
+"""Project trust: code that comes with a repository runs only in folders the user trusts.
+
+A project may carry its own facet packages in ``.coding-agent/facets/``: each sub-folder is one
+facet package folder, exactly what ``--facets-dir`` accepts (a package folder holding
+``__init__.py``, or a project folder whose ``pyproject.toml`` declares a ``chord.facets`` entry
+point). Loading a facet package *imports* it, so a cloned repository could run anything with
+the user's permissions the moment the agent starts in it. Hence the gate:
+
+* **Where the project is.** :func:`find_local_config` walks from the working folder up to the
+  git root (the first folder holding ``.git``) or the filesystem root and takes the nearest
+  ``.coding-agent/``. The folder holding it is the project (:func:`project_root_for`).
+* **What the user decided.** A :class:`TrustStore` keeps one :class:`Decision` per project in
+  ``$XDG_CONFIG_HOME/coding-agent/trust.json`` (default ``~/.config``), keyed by the project's
+  absolute, resolved path::
+
+      {"version": 1, "projects": {"/home/me/repo": {"trusted": true, "at": "2026-11-29T23:40:00Z"}}}
+
+  Writes are atomic (a temporary file, fsync, rename) under an advisory lock, so a crash or two
+  agents deciding at once never leave a half-written file. A file that cannot be parsed is an
+  error naming it: never silently reset, which would forget "do not trust" decisions.
+* **What loads.** :func:`check_project` combines the two for one start of the agent: it records
+  a decision given on the command line (``--trust`` / ``--no-trust``), and returns a
+  :class:`ProjectTrust` whose :attr:`~ProjectTrust.loaded_dirs` are the local package folders
+  to pass on as extra facet folders (none unless trusted) and whose :meth:`~ProjectTrust.warning`
+  is the one warning to show when local packages are left out.
+
+Trust is by folder, not by content: a trusted project's packages load as they are now and as
+they will be after the next ``git pull``, like a trusted folder in an editor.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import msgspec
+
+from chord.packages import FacetDiscoveryError, facet_package_from_folder
+
+__all__ = [
+    "LOCAL_CONFIG_DIR",
+    "LOCAL_FACETS_DIR",
+    "TRUST_FILE_VERSION",
+    "Decision",
+    "ProjectTrust",
+    "TrustError",
+    "TrustStore",
+    "check_project",
+    "config_home",
+    "find_local_config",
+    "is_trusted",
+    "local_facets_dirs",
+    "project_root_for",
+    "trust_path",
+]
+
+LOCAL_CONFIG_DIR = ".coding-agent"
+"""The folder of a project's own agent configuration."""
+
+LOCAL_FACETS_DIR = f"{LOCAL_CONFIG_DIR}/facets"
+"""Where, relative to the project, its facet packages live (one sub-folder each)."""
+
+TRUST_FILE_VERSION = 1
+
+
+class TrustError(Exception):
+    """The trust file cannot be read or written, or a trusted project's facet folder is bad."""
+
+
+class Decision(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What the user decided about one project, and when."""
+
+    trusted: bool
+    at: Annotated[datetime, msgspec.Meta(tz=True)]
+
+
+class _TrustFile(msgspec.Struct, forbid_unknown_fields=True):
+    version: int
+    projects: dict[str, Decision]
+
+
+# -- where things are -----------------------------------------------------------------------------
+def config_home(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CONFIG_HOME``, or ``~/.config`` when unset or not absolute (XDG spec)."""
+    environ = os.environ if env is None else env
+    value = environ.get("XDG_CONFIG_HOME", "")
+    if value and os.path.isabs(value):
+        return Path(value)
+    return Path(os.path.expanduser("~")) / ".config"
+
+
+def trust_path(env: Mapping[str, str] | None = None) -> Path:
+    """The trust file: ``$XDG_CONFIG_HOME/coding-agent/trust.json``."""
+    return config_home(env) / "coding-agent" / "trust.json"
+
+
+def _upwards(start: str | os.PathLike[str]) -> Iterator[Path]:
+    """``start`` (resolved) and its parents, stopping after the git root or at ``/``."""
+    folder = Path(start).expanduser().resolve()
+    for candidate in (folder, *folder.parents):
+        yield candidate
+        if (candidate / ".git").exists():  # a folder (a clone) or a file (a worktree)
+            return
+
+
+def find_local_config(start: str | os.PathLike[str]) -> Path | None:
+    """The nearest ``.coding-agent/`` folder from ``start`` up to the git root (or ``/``)."""
+    for candidate in _upwards(start):
+        local = candidate / LOCAL_CONFIG_DIR
+        if local.is_dir():
+            return local
+    return None
+
+
+def project_root_for(start: str | os.PathLike[str]) -> Path:
+    """The project ``start`` is in: the folder holding the nearest ``.coding-agent/``; without
+    one, the git root; without that, ``start`` itself. Always absolute and resolved."""
+    local = find_local_config(start)
+    if local is not None:
+        return local.parent
+    folders = list(_upwards(start))
+    if (folders[-1] / ".git").exists():
+        return folders[-1]
+    return folders[0]
+
+
+def local_facets_dirs(project: str | os.PathLike[str]) -> list[Path]:
+    """The facet package folders in ``project``'s ``.coding-agent/facets/``, sorted by name.
+
+    Every sub-folder counts except hidden ones and ``_``-prefixed ones (``__pycache__``); loose
+    files are ignored. Nothing is imported or validated here: see :func:`check_project`.
+    """
+    facets = Path(project) / LOCAL_FACETS_DIR
+    if not facets.is_dir():
+        return []
+    return sorted(
+        entry.resolve()
+        for entry in facets.iterdir()
+        if entry.is_dir() and not entry.name.startswith((".", "_"))
+    )
+
+
+# -- the trust store ------------------------------------------------------------------------------
+def _key(project: str | os.PathLike[str]) -> str:
+    return str(Path(project).expanduser().resolve())
+
+
+class TrustStore:
+    """The user's trust decisions, one per project folder, in a JSON file (see module docs).
+
+    Every call reads the file afresh: another agent may have decided meanwhile.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    @classmethod
+    def default(cls, env: Mapping[str, str] | None = None) -> TrustStore:
+        """The store at :func:`trust_path` (``env`` defaults to ``os.environ``)."""
+        return cls(trust_path(env))
+
+    def load(self) -> dict[str, Decision]:
+        """Every decision by project path. A missing file is empty; a bad one raises
+        :class:`TrustError` naming the file and what is wrong with it."""
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        except OSError as error:
+            raise TrustError(f"{self.path}: cannot read the trust file: {error.strerror}") from None
+        try:
+            data = msgspec.json.decode(raw, type=_TrustFile)
+        except msgspec.DecodeError as error:
+            raise TrustError(
+                f"{self.path}: the trust file is corrupt ({error}); fix or delete it "
+                "(deleting it forgets every trust decision)"
+            ) from None
+        if data.version != TRUST_FILE_VERSION:
+            raise TrustError(
+                f"{self.path}: unsupported trust file version {data.version} "
+                f"(this coding-agent knows version {TRUST_FILE_VERSION})"
+            )
+        for project in data.projects:
+            if not os.path.isabs(project):
+                raise TrustError(f"{self.path}: project {project!r} is not an absolute path")
+        return data.projects
+
+    def get(self, project: str | os.PathLike[str]) -> Decision | None:
+        """The decision about ``project`` (resolved first), or ``None`` when there is none."""
+        return self.load().get(_key(project))
+
+    def set(
+        self, project: str | os.PathLike[str], trusted: bool, *, at: datetime | None = None
+    ) -> Decision:
+        """Record that ``project`` is (or is not) ``trusted``; returns the stored decision.
+
+        Reads, updates and atomically replaces the file while holding its lock; a corrupt file
+        raises :class:`TrustError` and is left as it is.
+        """
+        when = at if at is not None else datetime.now(UTC).replace(microsecond=0)
+        if when.tzinfo is None:
+            raise ValueError("the decision time must be timezone-aware")
+        decision = Decision(trusted=trusted, at=when)
+        key = _key(project)
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with self._locked():
+                projects = dict(self.load())
+                projects[key] = decision
+                record = _TrustFile(
+                    version=TRUST_FILE_VERSION, projects=dict(sorted(projects.items()))
+                )
+                self._replace(msgspec.json.format(msgspec.json.encode(record)) + b"\n")
+        except OSError as error:
+            raise TrustError(f"{self.path}: cannot write the trust file: {error}") from None
+        return decision
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        lock = self.path.with_name(f".{self.path.name}.lock")
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing drops the lock
+
+    def _replace(self, data: bytes) -> None:
+        folder = self.path.parent
+        fd, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, self.path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+        directory = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(directory)  # the rename itself survives a crash
+        finally:
+            os.close(directory)
+
+
+def is_trusted(project: str | os.PathLike[str], store: TrustStore | None = None) -> bool:
+    """Whether the user trusts ``project`` (no decision means no)."""
+    decision = (store if store is not None else TrustStore.default()).get(project)
+    return decision is not None and decision.trusted
+
+
+# -- one start of the agent -----------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ProjectTrust:
+    """The trust picture of one project at one start: what it carries and what may load."""
+
+    root: Path
+    """The project folder (see :func:`project_root_for`)."""
+    facets_dirs: tuple[Path, ...]
+    """Every local facet package folder, loaded or not."""
+    decision: Decision | None
+    """The user's decision about :attr:`root`, if any."""
+
+    @property
+    def trusted(self) -> bool:
+        return self.decision is not None and self.decision.trusted
+
+    @property
+    def loaded_dirs(self) -> tuple[Path, ...]:
+        """The folders to load as extra facet packages: all of them when trusted, else none."""
+        return self.facets_dirs if self.trusted else ()
+
+    def warning(self, remedy: str = "/trust") -> str | None:
+        """The warning to show once when local packages exist but are not loaded (``None``
+        otherwise); ``remedy`` is how to trust the folder where it is shown (``--trust``)."""
+        if self.trusted or not self.facets_dirs:
+            return None
+        count = len(self.facets_dirs)
+        packages = "facet package" if count == 1 else "facet packages"
+        why = " (this folder is marked untrusted)" if self.decision is not None else ""
+        return (
+            f"This project has {count} local {packages} ({LOCAL_FACETS_DIR}): not loaded{why}. "
+            f"{remedy} to trust this folder"
+        )
+
+
+def check_project(
+    start: str | os.PathLike[str],
+    *,
+    decide: bool | None = None,
+    store: TrustStore | None = None,
+) -> ProjectTrust:
+    """The trust picture of the project ``start`` is in, for one start of the agent.
+
+    ``decide`` records a decision first (``True``: ``--trust``, ``False``: ``--no-trust``;
+    ``None``: only read). When the project is trusted every local folder must be a facet package
+    folder: a bad one raises :class:`TrustError` naming it, before anything is loaded.
+    """
+    store = store if store is not None else TrustStore.default()
+    root = project_root_for(start)
+    decision = store.set(root, decide) if decide is not None else store.get(root)
+    project = ProjectTrust(root, tuple(local_facets_dirs(root)), decision)
+    for folder in project.loaded_dirs:
+        try:
+            facet_package_from_folder(folder)
+        except FacetDiscoveryError as error:
+            raise TrustError(f"local facet package: {error}") from None
+    return project

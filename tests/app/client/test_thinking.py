@@ -1,0 +1,185 @@
+"""Thinking levels and model switches in the TUI, against a real worker (agent-features MUST rows
+"Thinking levels" and "Model switch mid-session").
+
+* ``/thinking high`` sets the conversation's ``thinkingLevel``; the footer shows it beside the
+  model, and the switch lands in the transcript as a dim marker line.
+* ``/thinking`` without a level opens a picker marking the current one; Ctrl+Y steps through
+  off → minimal → low → medium → high → xhigh → off.
+* A level that does not exist is refused with an error toast naming the levels; nothing changes.
+* On a model that cannot reason the toast says so. Ctrl+L opens the model picker; the switch is a
+  ``coding-agent.model_change`` entry, rendered as "Model: a → b", there again after the worker
+  is killed and restarted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from textual.widgets import OptionList
+
+from chord.textual import ChoiceScreen
+from coding_agent.client import WorkerSupervisor
+from coding_agent.sessions import Session
+from coding_agent.settings_changes import MODEL_CHANGE, THINKING_CHANGE
+
+pytestmark = pytest.mark.anyio
+
+
+def _picker_open(app: Any, title: str) -> bool:
+    screen = app.screen
+    return isinstance(screen, ChoiceScreen) and title in str(screen.query_one(".title").render())
+
+
+def _options(app: Any) -> list[str]:
+    options = app.screen.query_one(OptionList)
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+
+def _toasts(app: Any) -> list[tuple[str, str]]:
+    return [(n.severity, n.message) for n in app._notifications]
+
+
+def _level(app: Any) -> Any:
+    view = app.view
+    return view["config"].get("thinkingLevel") if isinstance(view, dict) else None
+
+
+def _changes(kit: Any, app: Any, kind: str) -> list[dict[str, Any]]:
+    return [entry for entry in kit.entries(app) if entry["kind"] == kind]
+
+
+def _marker(app: Any, entry: dict[str, Any]) -> str | None:
+    """The rendered text of ``entry``'s transcript widget (``None`` when it has none)."""
+    widget = app.transcript.widget_for(entry["id"])
+    return None if widget is None else str(widget.render())
+
+
+async def test_thinking_high_sets_the_level_the_footer_shows_it_and_a_marker_records_it(
+    kit: Any, session: Session, agent_env: dict[str, str]
+) -> None:
+    keeper = kit.supervisor(session, agent_env)
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app) and app.client.models, "the view")
+        seen["footer before"] = str(app.footer.status_line())
+        await pilot.press(*"/thinking high", "enter")
+        await kit.wait_for(pilot, lambda: _level(app) == "high", "the level to be set")
+        await kit.wait_for(pilot, lambda: _changes(kit, app, THINKING_CHANGE), "the entry")
+        await app.wait_rendered()
+        seen["footer"] = str(app.footer.status_line())
+        seen["entries"] = _changes(kit, app, THINKING_CHANGE)
+        seen["marker"] = _marker(app, seen["entries"][0])
+        seen["toasts"] = _toasts(app)
+
+    await kit.drive(session, keeper, test)
+    assert seen["footer before"].startswith("faux/faux-1  ")  # off is not shown
+    assert seen["footer"].startswith("faux/faux-1 · thinking high ")
+    assert [e["data"] for e in seen["entries"]] == [{"from": "off", "to": "high"}]
+    assert seen["marker"] == "Thinking: off → high"
+    assert ("information", "Thinking: high") in seen["toasts"]  # faux-1 can reason: no warning
+
+
+async def test_a_level_that_does_not_exist_is_refused_and_changes_nothing(
+    kit: Any, session: Session, agent_env: dict[str, str]
+) -> None:
+    keeper = kit.supervisor(session, agent_env)
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the view")
+        await pilot.press(*"/thinking huge", "enter")
+        await kit.wait_for(
+            pilot, lambda: any(s == "error" for s, _ in _toasts(app)), "the error toast"
+        )
+        # A later, valid command is carried out after the refused one: nothing was queued.
+        await pilot.press(*"/thinking low", "enter")
+        await kit.wait_for(pilot, lambda: _changes(kit, app, THINKING_CHANGE), "the valid one")
+        seen["errors"] = [m for s, m in _toasts(app) if s == "error"]
+        seen["entries"] = _changes(kit, app, THINKING_CHANGE)
+
+    await kit.drive(session, keeper, test)
+    assert seen["errors"] == [
+        "Command failed: thinking level 'huge' does not exist; "
+        "use one of off, minimal, low, medium, high, xhigh"
+    ]
+    assert [e["data"] for e in seen["entries"]] == [{"from": "off", "to": "low"}]
+
+
+async def test_the_picker_marks_the_current_level_and_ctrl_y_cycles_back_to_off(
+    kit: Any, session: Session, agent_env: dict[str, str]
+) -> None:
+    keeper = kit.supervisor(session, agent_env)
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the view")
+        await pilot.press(*"/thinking", "enter")
+        await kit.wait_for(pilot, lambda: _picker_open(app, "Thinking level"), "the picker")
+        seen["options"] = _options(app)
+        await pilot.press(*["down"] * 4, "enter")  # high
+        await kit.wait_for(pilot, lambda: _level(app) == "high", "high")
+        for expected in ("xhigh", "off", "minimal"):
+            await pilot.press("ctrl+y")
+            await kit.wait_for(pilot, lambda e=expected: _level(app) == e, f"ctrl+y: {expected}")
+        await kit.wait_for(
+            pilot, lambda: len(_changes(kit, app, THINKING_CHANGE)) == 4, "four entries"
+        )
+        seen["entries"] = _changes(kit, app, THINKING_CHANGE)
+
+    await kit.drive(session, keeper, test)
+    assert seen["options"] == ["off  (current)", "minimal", "low", "medium", "high", "xhigh"]
+    assert [(e["data"]["from"], e["data"]["to"]) for e in seen["entries"]] == [
+        ("off", "high"),
+        ("high", "xhigh"),
+        ("xhigh", "off"),
+        ("off", "minimal"),
+    ]
+
+
+async def test_ctrl_l_switches_the_model_and_the_marker_survives_a_worker_restart(
+    kit: Any, session: Session, agent_env: dict[str, str]
+) -> None:
+    # faux-big is a model the faux provider makes up on demand: it cannot reason.
+    keeper = WorkerSupervisor(session, model="faux/faux-big", exit_with_parent=True, env=agent_env)
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        client = app.client
+        await kit.wait_for(pilot, lambda: kit.idle(app) and client.models, "view and models")
+        await pilot.press(*"/thinking medium", "enter")
+        await kit.wait_for(
+            pilot, lambda: any(s == "warning" for s, _ in _toasts(app)), "the warning"
+        )
+        seen["warning"] = next(m for s, m in _toasts(app) if s == "warning")
+        await pilot.press("ctrl+l")
+        await kit.wait_for(pilot, lambda: _picker_open(app, "Switch the model"), "the picker")
+        await pilot.press("down", "enter")  # faux-1
+        await kit.wait_for(pilot, lambda: _changes(kit, app, MODEL_CHANGE), "the model entry")
+        await app.wait_rendered()
+        entry = _changes(kit, app, MODEL_CHANGE)[0]
+        seen["data"], seen["marker"] = entry["data"], _marker(app, entry)
+
+        kit.kill_worker(keeper)
+        await kit.wait_for(pilot, lambda: client.attachments == 2, "the reconnected view")
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the view after the restart")
+        await app.wait_rendered()
+        seen["after"] = _changes(kit, app, MODEL_CHANGE)
+        seen["marker after"] = _marker(app, seen["after"][0])
+        seen["footer"] = str(app.footer.status_line())
+
+    await kit.drive(session, keeper, test)
+    assert seen["warning"] == (
+        "Thinking: medium — faux/faux-big does not support reasoning; "
+        "the level applies once you switch to a model that does"
+    )
+    assert seen["data"] == {"from": "faux/faux-big", "to": "faux/faux-1"}
+    assert seen["marker"] == "Model: faux/faux-big → faux/faux-1"
+    assert [e["data"] for e in seen["after"]] == [seen["data"]]  # once, not again at hydrate
+    assert seen["marker after"] == seen["marker"]
+    assert seen["footer"].startswith("faux/faux-1 · thinking medium ")
