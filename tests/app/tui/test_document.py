@@ -77,7 +77,7 @@ def test_footer_shows_model_cwd_session_tokens_cost_and_context_percent() -> Non
     footer.totals.fold(view["entries"])  # what show() does, without an app
     footer._view = view  # pyright: ignore[reportPrivateUsage]
     line = footer.status_line().plain
-    for part in ("faux/x", "/srv/project", "abcdef12", "↑7.0k", "↓500", "$1.500", "ctx 75%"):
+    for part in ("faux/x", "/srv/project", "abcdef123456", "↑7.0k", "↓500", "$1.500", "ctx 75%"):
         assert part in line, (part, line)
 
 

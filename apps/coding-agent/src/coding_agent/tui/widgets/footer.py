@@ -90,7 +90,7 @@ class StatusFooter(Static):
         line.append("  ")
         line.append(_short_cwd(session.cwd), style=dim)
         line.append("  ")
-        line.append(session.session_id[:8], style=dim)
+        line.append(session.session_id, style=dim)  # what /resume and --resume take
         line.append("   ")
         line.append(f"↑{format_tokens(totals.input)} ↓{format_tokens(totals.output)}")
         if totals.cache_read or totals.cache_write:
