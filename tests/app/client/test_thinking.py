@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 from textual.widgets import OptionList
 
 from chord.textual import ChoiceScreen
 from coding_agent.client import WorkerSupervisor
+from coding_agent.client.app_main import run_client
+from coding_agent.client.commands import model_scope, next_in_scope
 from coding_agent.sessions import Session
 from coding_agent.settings_changes import MODEL_CHANGE, THINKING_CHANGE
 
@@ -183,3 +186,53 @@ async def test_ctrl_l_switches_the_model_and_the_marker_survives_a_worker_restar
     assert [e["data"] for e in seen["after"]] == [seen["data"]]  # once, not again at hydrate
     assert seen["marker after"] == seen["marker"]
     assert seen["footer"].startswith("faux/faux-1 · thinking medium ")
+
+
+def _config_model(app: Any) -> str | None:
+    view = app.view
+    model = view["config"].get("model") if isinstance(view, dict) else None
+    return f"{model['provider']}/{model['modelId']}" if isinstance(model, dict) else None
+
+
+async def test_ctrl_p_cycles_the_models_of_the_models_scope(
+    kit: Any, session: Session, agent_env: dict[str, str]
+) -> None:
+    keeper = WorkerSupervisor(session, model="faux/faux-big", exit_with_parent=True, env=agent_env)
+    seen: list[str | None] = []
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app) and app.client.models, "view and models")
+        seen.append(_config_model(app))
+        for expected in ("faux/faux-1", "faux/faux-big", "faux/faux-1"):
+            await pilot.press("ctrl+p")
+            await kit.wait_for(pilot, lambda e=expected: _config_model(app) == e, expected)
+            seen.append(_config_model(app))
+        pilot.app.exit()
+
+    with anyio.fail_after(240):
+        await run_client(
+            session,
+            supervisor=keeper,
+            models=["faux/faux-1", "faux/faux-b*"],
+            headless=True,
+            size=(100, 30),
+            auto_pilot=test,
+        )
+    assert seen == ["faux/faux-big", "faux/faux-1", "faux/faux-big", "faux/faux-1"]
+
+
+def test_the_model_scope_follows_the_patterns_and_cycling_wraps() -> None:
+    known = ["anthropic/claude-a", "openai/gpt-5", "openai/gpt-4o", "faux/faux-1"]
+    assert model_scope(known, []) == known
+    assert model_scope(known, ["openai/gpt-5*", "anthropic/*", "*/gpt-*"]) == [
+        "openai/gpt-5",
+        "anthropic/claude-a",
+        "openai/gpt-4o",
+    ]
+    assert model_scope(known, ["nothing/*"]) == []
+    scope = ["a/1", "b/2", "c/3"]
+    assert [next_in_scope(scope, m) for m in scope] == ["b/2", "c/3", "a/1"]
+    assert next_in_scope(scope, "z/9") == "a/1"  # outside the scope: its first model
+    assert next_in_scope(["a/1"], "a/1") is None
+    assert next_in_scope([], "a/1") is None

@@ -12,6 +12,7 @@
                                        (--approve allow lets tools that need approval run)
 
     --model provider/id                the model (default: the offline ``faux`` demo without a key)
+    --models PATTERNS                  the models Ctrl+P cycles through (``anthropic/*,openai/gpt-5*``)
     --dev, --facets-dir DIR            hot-reload facet packages from DIR (passed to the worker)
     --permission-mode MODE             ask, accept-edits, plan or auto, stored in the session
                                        (without it a session keeps its stored mode)
@@ -59,6 +60,19 @@ class _UsageError(Exception):
     """A problem with the command line or the chosen session (exit status 2)."""
 
 
+def _patterns(text: str) -> list[str]:
+    """``--models``: comma-separated ``provider/id`` patterns, each with a ``/``."""
+    patterns = [part.strip() for part in text.split(",") if part.strip()]
+    if not patterns:
+        raise argparse.ArgumentTypeError("no model pattern given")
+    for pattern in patterns:
+        if "/" not in pattern:
+            raise argparse.ArgumentTypeError(
+                f"model pattern {pattern!r} is not provider/id (use e.g. anthropic/* or */gpt-5*)"
+            )
+    return patterns
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (``attach`` is the only subcommand; no subcommand runs the TUI)."""
     parser = argparse.ArgumentParser(
@@ -84,6 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--model", metavar="PROVIDER/ID", help="the model, e.g. anthropic/claude-sonnet-4-5"
+    )
+    parser.add_argument(
+        "--models",
+        metavar="PATTERNS",
+        type=_patterns,
+        default=[],
+        help="comma-separated provider/id patterns (shell-style) that Ctrl+P cycles through",
     )
     parser.add_argument(
         "-p",
@@ -222,6 +243,7 @@ async def _run_tui(args: argparse.Namespace, session: Session) -> int:
             supervisor=supervisor,
             facets_dirs=args.facets_dir,
             model=args.model,
+            models=args.models,
             dev=args.dev,
         )
     except WorkerStartError as error:

@@ -123,6 +123,7 @@ async def run_client(
     supervisor: WorkerSupervisor | None,
     facets_dirs: Sequence[str | Path] = (),
     model: str | None = None,
+    models: Sequence[str] = (),
     dev: bool = False,
     on_start: Callable[[ClientRun], Awaitable[None] | None] | None = None,
     **run_options: Any,
@@ -130,7 +131,7 @@ async def run_client(
     """Run the TUI of ``session`` until the app exits (see the module docstring).
 
     ``supervisor`` starts or reuses the worker and restarts it when it dies (``None``: just
-    connect and wait). ``dev`` watches the TUI facet packages' sources and reloads them on
+    connect and wait). ``models`` are the ``--models`` patterns Ctrl+P cycles through. ``dev`` watches the TUI facet packages' sources and reloads them on
     change (the worker's ``--dev`` is the supervisor's option). ``on_start`` gets the
     :class:`ClientRun` once the facet host runs. ``run_options`` go to ``App.run_async``
     (``headless=True``, ``auto_pilot=...`` in tests). Stops a worker the supervisor started when
@@ -152,7 +153,7 @@ async def run_client(
             control = _SessionControl(run, supervisor, group, toasts)
             facets: list[Facet] = [
                 client.facet(),
-                commands_facet(client),
+                commands_facet(client, models=models),
                 session_commands_facet(control, cwd=session.cwd),
             ]
             facets.append(trust_facet(session.cwd))  # /trust and the untrusted-packages warning

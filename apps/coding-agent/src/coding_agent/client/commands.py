@@ -13,7 +13,10 @@ that can actually carry it out. This one owns the commands that are plain conver
   (both keys through :meth:`~chord.textual.TuiService.register_key`).
   Switching a model that cannot reason to a level above ``off`` is allowed (the level is kept
   for the next model that can) and the toast says so;
-* ``/fork`` — fork the conversation at its latest entry and show the fork.
+* ``/fork`` — fork the conversation at its latest entry and show the fork;
+* Ctrl+P — switch to the next model of the *scope*: the known models matching the
+  ``--models`` patterns (shell-style, on ``provider/id``: ``anthropic/*,openai/gpt-5*``), in the
+  order the patterns name them; without ``--models``, every model the worker knows.
 
 Each switch of model or level lands in the transcript as an entry the worker writes
 (:mod:`coding_agent.worker.settings_log`), so the commands only change config.
@@ -24,7 +27,8 @@ so in an error toast and changes nothing; a picker left with Escape changes noth
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from fnmatch import fnmatchcase
 from typing import Any, TypeAlias
 
 from chord.context import Context
@@ -34,7 +38,7 @@ from coding_agent.client.conversation_client import RemoteConversationClient
 from coding_agent.settings_changes import THINKING_LEVELS, next_thinking_level
 from coding_agent.tui.document import model_label, thinking_level
 
-__all__ = ["COMMANDS_FACET_ID", "CommandError", "commands_facet"]
+__all__ = ["COMMANDS_FACET_ID", "CommandError", "commands_facet", "model_scope", "next_in_scope"]
 
 COMMANDS_FACET_ID = "@coding-agent/commands"
 
@@ -58,8 +62,36 @@ def _check_level(level: str) -> str:
     return level
 
 
-def commands_facet(client: RemoteConversationClient) -> Facet:
-    """The facet registering the conversation commands for ``client``'s conversation."""
+def model_scope(known: Sequence[str], patterns: Sequence[str]) -> list[str]:
+    """The models Ctrl+P cycles through: ``known`` refs matching ``patterns``, pattern by pattern.
+
+    Patterns are shell-style (``fnmatch``, case-sensitive) on ``provider/id``; a model matched by
+    two patterns appears once, where the first one put it. No patterns: every known model.
+    """
+    if not patterns:
+        return list(dict.fromkeys(known))
+    scope: list[str] = []
+    for pattern in patterns:
+        scope += [ref for ref in known if fnmatchcase(ref, pattern) and ref not in scope]
+    return scope
+
+
+def next_in_scope(scope: Sequence[str], current: str) -> str | None:
+    """The model after ``current`` in ``scope`` (wrapping; the first when ``current`` is not in
+    it); ``None`` when the scope offers nothing to switch to."""
+    if not scope or (len(scope) == 1 and scope[0] == current):
+        return None
+    if current not in scope:
+        return scope[0]
+    return scope[(scope.index(current) + 1) % len(scope)]
+
+
+def commands_facet(client: RemoteConversationClient, *, models: Sequence[str] = ()) -> Facet:
+    """The facet registering the conversation commands for ``client``'s conversation.
+
+    ``models`` are the ``--models`` patterns scoping Ctrl+P (see :func:`model_scope`).
+    """
+    patterns = tuple(models)
 
     @define_facet(COMMANDS_FACET_ID)
     def setup(env: FacetEnvironment) -> None:
@@ -164,6 +196,17 @@ def commands_facet(client: RemoteConversationClient) -> Facet:
         async def model_picker(ctx: Context) -> None:
             await report(model("", ctx))
 
+        async def cycle_model(ctx: Context) -> _Outcome:
+            scope = model_scope([_model_ref(m) for m in client.models], patterns)
+            following = next_in_scope(scope, current_model())
+            if following is None:
+                where = f" matching {', '.join(patterns)}" if patterns else ""
+                return (f"No other model{where} to switch to", "warning")
+            return await model(following, ctx)
+
+        async def next_model(ctx: Context) -> None:
+            await report(cycle_model(ctx))
+
         async def fork(args: str, ctx: Context) -> _Outcome:
             del args
             conversation_id = await client.fork(ctx)
@@ -192,6 +235,7 @@ def commands_facet(client: RemoteConversationClient) -> Facet:
             )
             env.own(tui.register_key("ctrl+l", "Switch the model", model_picker))
             env.own(tui.register_key("ctrl+y", "Next thinking level", cycle_thinking))
+            env.own(tui.register_key("ctrl+p", "Next model (--models scope)", next_model))
 
         env.on_activate(activate)
 
