@@ -8,7 +8,7 @@ import pytest
 
 from chord.context import BACKGROUND
 from coding_agent.sessions import Session, create_session
-from coding_agent.worker.main import WorkerConfig, open_session_host
+from coding_agent.worker.main import WorkerConfig, _sole, open_session_host  # pyright: ignore[reportPrivateUsage]
 
 pytestmark = pytest.mark.anyio
 
@@ -46,3 +46,14 @@ async def test_the_session_lock_is_released_after_a_failed_start(session: Sessio
             pass  # pragma: no cover - never entered
     assert not session.worker_running()
     assert (await root_config(WorkerConfig(session)))["model"] is not None
+
+
+def test_a_usage_error_inside_task_groups_is_reported_as_itself() -> None:
+    # the worker's main() unwraps single-member exception groups so a usage error raised inside
+    # the serve task group (e.g. --permission-mode without the approval feature) exits 2 with
+    # its message, not a traceback
+    inner = ValueError("--permission-mode needs the approval feature")
+    nested = BaseExceptionGroup("outer", [BaseExceptionGroup("inner", [inner])])
+    assert _sole(nested) is inner
+    several = BaseExceptionGroup("two", [ValueError("a"), KeyError("b")])
+    assert _sole(several) is several

@@ -502,7 +502,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
 
     try:
-        anyio.run(_serve_main, config, ready, args.exit_on_stdin_eof, backend="asyncio")
+        try:
+            anyio.run(_serve_main, config, ready, args.exit_on_stdin_eof, backend="asyncio")
+        except BaseExceptionGroup as group:  # a task group's wrapper around one usage error
+            raise _sole(group) from None
     except WorkerBusy as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_BUSY
@@ -510,6 +513,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_USAGE
     return 0
+
+
+def _sole(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception inside nested single-member groups, else ``group`` itself."""
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
 
 
 async def _serve_main(config: WorkerConfig, ready: Callable[[Path], None], eof: bool) -> None:
