@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from chord.facets import create_facet_host
-from facets_approval.tui import tui_facet
+from facets_approval.tui import PREVIEW_LINES, describe_call, tui_facet
 
 pytestmark = pytest.mark.anyio
 
@@ -43,7 +43,7 @@ async def test_the_modal_shows_the_call_and_sends_the_chosen_decision(
         dialog, _close = scripted.open("1:call-1", kit.bash_request(command="rm -rf build/"))
         screen = await app.shown_dialog(pilot)
         assert kit.title(screen) == "Allow bash?"
-        assert '"command": "rm -rf build/"' in kit.body(screen)
+        assert "$ rm -rf build/" in kit.body(screen)
         assert kit.options(screen) == [
             "Allow",
             "Always allow bash in this conversation",
@@ -74,7 +74,7 @@ async def test_closing_the_instance_dismisses_the_modal_without_a_decision(kit: 
         # The slot is free again: the next dialog shows and can be answered.
         second, _ = scripted.open("1:call-2", kit.bash_request("call-2", "make"))
         screen = await app.shown_dialog(pilot)
-        assert '"command": "make"' in kit.body(screen)
+        assert "$ make" in kit.body(screen)
         await pilot.press("enter")
         with anyio.fail_after(10):
             await second.decided.wait()
@@ -95,7 +95,7 @@ async def test_two_open_dialogs_are_shown_one_after_the_other(kit: Any) -> None:
         second, _ = scripted.open("1:b", kit.bash_request("b", "second"))
         screen = await app.shown_dialog(pilot)
         assert len(app.screen_stack) == 2  # the default screen and one dialog
-        shown_first = '"command": "first"' in kit.body(screen)
+        shown_first = "$ first" in kit.body(screen)
         await pilot.press("enter")  # allow the one on screen
         await app.until(lambda: app.dialog() not in (None, screen))  # then the other one shows
         await pilot.pause()
@@ -125,9 +125,28 @@ async def test_a_presentation_that_connects_late_sees_and_answers_an_open_dialog
             kit.presentation(session, [tui_facet], app.tui, group),
         ):
             screen = await app.shown_dialog(pilot)
-            assert '"command": "git push"' in kit.body(screen)
+            assert "$ git push" in kit.body(screen)
             await pilot.press("enter")
             with anyio.fail_after(10):
                 await dialog.decided.wait()
         assert dialog.decisions == [{"decision": "allow", "by": "tui"}]
         group.cancel_scope.cancel()
+
+
+def test_the_dialog_body_reads_each_coding_tool_in_its_own_terms() -> None:
+    assert describe_call("bash", {"command": "make test", "timeout": 30}) == (
+        "$ make test\ntimeout: 30"
+    )
+    written = describe_call("write", {"path": "a.txt", "content": "one\ntwo\n"})
+    assert written == "a.txt  (2 line(s), 8 bytes)\n\none\ntwo"
+    edited = describe_call(
+        "edit",
+        {"path": "m.py", "edits": [{"oldText": "x = 1", "newText": "x = 2\ny = 3"}]},
+    )
+    assert edited == "m.py\n\n@@ replacement 1 of 1 @@\n-x = 1\n+x = 2\n+y = 3"
+    long = describe_call("write", {"path": "big", "content": "\n".join(map(str, range(100)))})
+    assert long.splitlines()[-1] == f"… {100 - PREVIEW_LINES} more line(s)"
+    # anything else, or an unexpected shape, is the JSON itself: nothing is hidden
+    assert describe_call("deploy", {"to": "prod"}) == '{\n  "to": "prod"\n}'
+    assert describe_call("edit", {"path": "m.py", "edits": [{"oldText": 1}]}).startswith("{")
+    assert describe_call("bash", ["not", "an", "object"]).startswith("[")

@@ -55,6 +55,7 @@ __all__ = [
     "ModeLabel",
     "approval_choices",
     "decision_for",
+    "describe_call",
     "mode_choices",
     "mode_of",
     "mode_tui_facet",
@@ -88,6 +89,54 @@ def _pretty(args: Any) -> str:
     return json.dumps(args, indent=2, ensure_ascii=False, sort_keys=True)
 
 
+PREVIEW_LINES = 30
+"""Lines of a written file or an edit the dialog shows before it says how many it left out."""
+
+
+def _clip(lines: list[str], limit: int = PREVIEW_LINES) -> list[str]:
+    if len(lines) <= limit:
+        return lines
+    return [*lines[:limit], f"… {len(lines) - limit} more line(s)"]
+
+
+def describe_call(name: str, args: Any) -> str:
+    """The dialog body for a call: what the user is agreeing to, in the tool's own terms.
+
+    The coding tools get a reading made for them (``bash``: the command line; ``write``: the
+    path and the start of the content; ``edit``: the path and each replacement as ``-``/``+``
+    lines). Any other tool, or arguments of an unexpected shape, show as indented JSON, so
+    nothing the model sent is ever hidden.
+    """
+    if not isinstance(args, dict):
+        return _pretty(args)
+    fields: dict[str, Any] = args
+    path = fields.get("path")
+    if name == "bash" and isinstance(fields.get("command"), str):
+        extras = [f"{key}: {fields[key]}" for key in ("timeout", "background") if key in fields]
+        return "\n".join([f"$ {fields['command']}", *extras])
+    if name == "write" and isinstance(path, str) and isinstance(fields.get("content"), str):
+        content: str = fields["content"]
+        lines = content.splitlines()
+        size = len(content.encode("utf-8"))
+        head = f"{path}  ({len(lines)} line(s), {size:,} bytes)"
+        return "\n".join([head, "", *_clip(lines)])
+    edits = fields.get("edits")
+    if name == "edit" and isinstance(path, str) and isinstance(edits, list) and edits:
+        out = [path]
+        for number, edit in enumerate(edits, 1):  # type: ignore[arg-type]
+            if not isinstance(edit, dict):
+                return _pretty(args)
+            old, new = edit.get("oldText"), edit.get("newText")  # type: ignore[union-attr]
+            if not isinstance(old, str) or not isinstance(new, str):
+                return _pretty(args)
+            out += ["", f"@@ replacement {number} of {len(edits)} @@"]
+            diff = [f"-{line}" for line in old.splitlines()]
+            diff += [f"+{line}" for line in new.splitlines()]
+            out += _clip(diff)
+        return "\n".join(out)
+    return _pretty(args)
+
+
 @define_facet("@pi/approval")
 def tui_facet(env: FacetEnvironment) -> None:
     """Show a modal for every open approval dialog and send the user's decision."""
@@ -102,7 +151,7 @@ def tui_facet(env: FacetEnvironment) -> None:
             choice = await modal.choose(
                 f"Allow {request['name']}?",
                 approval_choices(request["name"]),
-                body=_pretty(request["args"]),
+                body=describe_call(request["name"], request["args"]),
             )
             await dialog.decide(decision_for(choice), ctx)
         finally:
