@@ -7,6 +7,7 @@ would (replica states, JSON methods). Nothing sleeps: tests wait on deliveries a
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -420,7 +421,11 @@ async def test_bad_arguments_are_refused_with_the_field_named_and_nothing_writte
         with pytest.raises(ValueError, match="whenBusy"):
             await facade.send({"content": "hi", "whenBusy": "later"}, BACKGROUND)
         with pytest.raises(ValueError, match="spec has unsupported field"):
+            await facade.fork("start", {"seed": []}, BACKGROUND)
+        with pytest.raises(ValueError, match=r"spec\.sections: must be a list"):
             await facade.fork("start", {"sections": {}}, BACKGROUND)
+        with pytest.raises(ValueError, match=r"spec\.sections\[0\]\.rendered"):
+            await facade.fork("start", {"sections": [{"key": "a", "value": 1}]}, BACKGROUND)
         with pytest.raises(ValueError, match=r"spec\.abort must be a boolean"):
             await facade.fork("start", {"abort": "yes"}, BACKGROUND)
         with pytest.raises(ValueError, match=r"scan\.limit"):
@@ -573,3 +578,20 @@ async def test_a_fork_spec_overrides_the_childs_rewindable_config() -> None:
         child = await s.presentation.wait_live(child_id)
         assert child.value["config"]["keepRecent"] == 5
         assert root.value["config"]["keepRecent"] != 5
+
+
+@pytest.mark.anyio
+async def test_a_fork_spec_carries_a_private_section_seed() -> None:
+    async with session() as s:
+        root_id = await s.root_id()
+        root = await s.presentation.wait_live(root_id)
+        seed = [{"key": "persona", "value": {"v": 1}, "rendered": "You review code."}]
+        child_id = await root.facade.fork("start", {"sections": seed}, BACKGROUND)
+        child = await s.presentation.wait_live(child_id)
+        handle = await s.pico.conversation(child_id, BACKGROUND)
+        assert handle is not None
+        record = await handle.commit(lambda tx, _ctx: tx.conversation(child_id), BACKGROUND)
+        assert [(x.key, x.value, x.rendered) for x in record.sections] == [
+            ("persona", {"v": 1}, "You review code.")
+        ]
+        assert "You review code." not in json.dumps(child.value)  # private: never in the view

@@ -127,11 +127,13 @@ class NewEntryJson(TypedDict):
 class ForkSpecJson(TypedDict):
     """``fork`` argument: ``rewindable`` overrides applied after inheriting the source's
     rewindable state as of ``at``; ``sticky`` seeds for the fresh sticky document (config keys);
-    ``abort`` first aborts the source's foreground work. (The spec's ``sections`` seed, which
-    ``ConversationHandle.fork`` takes, is not offered over this contract yet and is refused.)"""
+    ``sections`` is the fork's private section seed (``[{key, value, rendered}]``: what its
+    first generation's system prompt starts from until it writes its own, pico3-spec §1.2);
+    ``abort`` first aborts the source's foreground work."""
 
     rewindable: NotRequired[dict[str, Any]]
     sticky: NotRequired[dict[str, Any]]
+    sections: NotRequired[list[dict[str, Any]]]
     abort: NotRequired[bool]
 
 

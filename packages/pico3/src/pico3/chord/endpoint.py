@@ -17,6 +17,7 @@ from chord.context import Context
 from chord.json import copy_json
 from chord.state import MutableReplicatedState
 from pico3.model.records import entry_json
+from pico3.model.section_seed import SectionSeedRejected, check_section_seed
 
 if TYPE_CHECKING:
     from pico3.harness import ConversationHandle
@@ -101,11 +102,14 @@ class ConversationEndpoint:
         return await self._conversation.collapse(ctx, instructions=instructions)
 
     async def fork(self, at: Any, spec: Any, ctx: Context) -> int:
-        """Fork at an entry id (or ``"start"``) with ``{rewindable?, sticky?, abort?}``; returns
-        the new conversation's id once its ``pi.conversation`` instance exists."""
+        """Fork at an entry id (or ``"start"``) with ``{rewindable?, sticky?, sections?,
+        abort?}``; returns the new conversation's id once its ``pi.conversation`` instance
+        exists. A bad ``sections`` seed is refused naming the field, before anything aborts."""
         if at != "start":
             at = _id(at, "at")
-        fields = _fields(spec, "spec", required=(), optional=("rewindable", "sticky", "abort"))
+        fields = _fields(
+            spec, "spec", required=(), optional=("rewindable", "sticky", "sections", "abort")
+        )
         rewindable = fields.get("rewindable")
         if rewindable is not None and type(rewindable) is not dict:
             raise ValueError("spec.rewindable must be an object")
@@ -115,8 +119,14 @@ class ConversationEndpoint:
         abort = fields.get("abort", False)
         if type(abort) is not bool:
             raise ValueError("spec.abort must be a boolean")
+        sections = None
+        if "sections" in fields:
+            try:
+                sections = check_section_seed(fields["sections"])
+            except SectionSeedRejected as error:
+                raise ValueError(f"spec.{error}") from None
         child = await self._conversation.fork(
-            at, ctx, rewindable=rewindable, sticky=sticky, abort=abort
+            at, ctx, rewindable=rewindable, sticky=sticky, sections=sections, abort=abort
         )
         await self._settle()
         return child.id
