@@ -493,6 +493,12 @@ async def test_a_custom_kind_cannot_make_any_forbidden_write_through_rt_commit(
             lambda: rt.abort_task(box["foreign"], ctx)
         )
         expected["abort a task outside its subtree"] = (Forbidden, r"outside task \d+'s subtree")
+        # rt.harness is the task's narrow window: registries, no way to a host or core commit
+        box["window"] = {
+            name: hasattr(rt.harness, name)
+            for name in ("kernel", "scheduler", "conversation", "root", "commit", "tools")
+        }
+        box["window tools"] = rt.harness.tools is s.harness.tools
         return Done(lambda tx, cur, c: Completion.completed(None))
 
     attacker = define_task(
@@ -516,6 +522,15 @@ async def test_a_custom_kind_cannot_make_any_forbidden_write_through_rt_commit(
             done = await s.harness.wait_for_task(task_id, ctx)
         assert done.outcome == {"status": "completed", "result": None}
         assert_rejected(outcomes, expected)
+        assert box["window"] == {
+            "kernel": False,
+            "scheduler": False,
+            "conversation": False,
+            "root": False,
+            "commit": False,
+            "tools": True,
+        }
+        assert box["window tools"] is True
 
         # §4.3: the runtime's token died with its handler
         late = await s.outcome(

@@ -183,7 +183,7 @@ async def test_deadlock_guards_reject_impossible_waits(harness: Harness) -> None
             await rt.wait_for_task(task.id, ctx)
         except DeadlockError as exc:
             errors.append(exc)
-        dependents = [t for t in rt.harness.kernel.live_tasks() if task.id in t.after]
+        dependents = [t for t in harness.kernel.live_tasks() if task.id in t.after]
         try:
             await rt.wait_for_task(dependents[0].id, ctx)
         except DeadlockError as exc:

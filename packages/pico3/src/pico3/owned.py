@@ -182,6 +182,12 @@ class OwnedInput:
         return await self._handle.wait(ctx)
 
 
+def _host(rt: Runtime) -> Any:
+    """The harness behind ``rt``: core plumbing only (a task's own ``rt.harness`` is the narrow
+    :class:`~pico3.tasks.runtime.TaskHarness`). Every use here first checks ownership."""
+    return rt._scheduler.harness  # pyright: ignore[reportPrivateUsage]
+
+
 class OwnedConversation:
     """A task's handle on a conversation it owns. Every call re-checks that the task's runtime
     is still live and that the conversation is in its subtree (``Forbidden`` otherwise)."""
@@ -222,7 +228,7 @@ class OwnedConversation:
         """Admit a user input into the child (core admission; see ``ConversationHandle.send``).
         With ``request_id``, sending again (say, on recovery) returns the original input."""
         await self._check(ctx)
-        handle = await self._rt.harness.conversation(self.id, ctx)
+        handle = await _host(self._rt).conversation(self.id, ctx)
         if handle is None:  # pragma: no cover - checked above
             raise Forbidden(f"conversation {self.id} does not exist")
         sent = await handle.send(content, ctx, request_id=request_id, when_busy=when_busy)
@@ -232,9 +238,9 @@ class OwnedConversation:
         """Conversation abort of the child (and, through foreground owners, its subtree);
         returns once every marked task is terminal."""
         await self._check(ctx)
-        await self._rt.harness.scheduler.abort_conversation(self.id, ctx)
+        await _host(self._rt).scheduler.abort_conversation(self.id, ctx)
 
     async def wait_for_idle(self, ctx: Context) -> None:
         """Wait until the child has no live foreground task."""
         await self._check(ctx)
-        await self._rt.harness.wait_for_idle(ctx, conversation_id=self.id)
+        await _host(self._rt).wait_for_idle(ctx, conversation_id=self.id)

@@ -30,12 +30,39 @@ from pico3.tasks.invocation import Invocation, InvocationMode
 if TYPE_CHECKING:
     from pico3.tasks.scheduler import Scheduler
 
-__all__ = ["DeadlockError", "Runtime"]
+__all__ = ["DeadlockError", "Runtime", "TaskHarness"]
 
 
 class DeadlockError(ValueError):
     """A wait that could never end: a task waiting on itself, or on a task whose unresolved
     ``after`` chain reaches the waiter."""
+
+
+class TaskHarness:
+    """A task's window on its harness: the registries it reads, nothing that commits.
+
+    ``tools`` and ``sections`` are the harness's :class:`~pico3.tools.ToolRegistry` and
+    :class:`~pico3.turn.sections.SectionRegistry` (``None`` on a bare scheduler without a
+    harness): the generation reads the tool loadout and the system sections from them.
+    """
+
+    __slots__ = ("_harness",)
+
+    def __init__(self, harness: Any) -> None:
+        self._harness = harness
+
+    @property
+    def tools(self) -> Any:
+        """The harness's tool registry (or ``None``)."""
+        return getattr(self._harness, "tools", None)
+
+    @property
+    def sections(self) -> Any:
+        """The harness's section registry (or ``None``)."""
+        return getattr(self._harness, "sections", None)
+
+    def __repr__(self) -> str:
+        return "<TaskHarness: tools and sections>"
 
 
 class Runtime:
@@ -66,9 +93,14 @@ class Runtime:
         return self._token.alive
 
     @property
-    def harness(self) -> Any:
-        """The :class:`~pico3.harness.Harness` this task runs in (registries, models, ...)."""
-        return self._scheduler.harness
+    def harness(self) -> TaskHarness:
+        """What this task may see of its harness: the tool and section registries.
+
+        Not the :class:`~pico3.harness.Harness` itself: that one is the host's, and through it
+        (its kernel, its conversation handles) any code could commit with host or core
+        authority. A task writes only through :meth:`commit` and the other methods here.
+        """
+        return TaskHarness(self._scheduler.harness)
 
     @property
     def services(self) -> Mapping[str, Any]:
