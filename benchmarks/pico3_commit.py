@@ -27,7 +27,8 @@ pure CPU work before each write as a kernel commit costs (its CPU time per commi
 ``fsync=False`` rows). It isolates what the machine charges for computing between fsyncs at all:
 on the two-core development VM the control alone ran at about 0.55x the bare loop, the same
 ratio the kernel reaches, because an fsync issued after CPU work completes far later than one
-issued back to back.
+issued back to back. A sweep of the control over a few amounts of CPU work shows where the
+0.8x line falls on the machine at hand.
 
 Targets (issue 5; they are about the kernel rows, which is what a caller gets): fsync=True
 >= 0.8x the raw fsync rate; fsync=False >= 20,000 commits/s; opening 100,000 entries <= 1 s.
@@ -85,6 +86,10 @@ async def ours(directory: Path, fsync: bool, count: int) -> tuple[float, int]:
     await storage.close(ctx)
     lines = (directory / "main.jsonl").read_bytes().splitlines(keepends=True)
     return count / elapsed, len(lines[-1])
+
+
+SWEEP_MICROS = (10, 20, 30, 45)
+"""CPU work per write (microseconds) of the control sweep printed after the fsync=True rows."""
 
 
 def _spin(iterations: int) -> int:
@@ -182,6 +187,14 @@ async def compare_kernel(
             f"before each write (the kernel's CPU per commit, measured with fsync=False): "
             f"{best_control:,.0f} lines/s ({best_control / best_raw:.2f}x raw)"
         )
+        sweep = []
+        for micros in SWEEP_MICROS:
+            rate = max(
+                raw(directory, fsync, count, size, spin_iterations(micros / 1e6))
+                for _ in range(rounds)
+            )
+            sweep.append(f"{micros} us {rate / best_raw:.2f}x")
+        print(f"control sweep (CPU per write -> rate vs raw): {', '.join(sweep)}")
     for watch in (False, True):
         name = f"kernel write fsync={fsync}{' +watch' if watch else ''}"
         rate = best[watch]
