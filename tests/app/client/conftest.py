@@ -21,7 +21,9 @@ from typing import Any
 
 import anyio
 import pytest
+from textual.widgets import OptionList
 
+from chord.textual import ChoiceScreen
 from coding_agent.client import ClientRun, WorkerSupervisor, run_client
 from coding_agent.sessions import Session, create_session
 from coding_agent.tui import CodingAgentApp
@@ -160,6 +162,23 @@ def kill_worker(keeper: WorkerSupervisor) -> int:
     return pid
 
 
+def toasts(app: Any) -> list[tuple[str, str]]:
+    """``(severity, message)`` of every toast the app has shown so far."""
+    return [(n.severity, n.message) for n in app._notifications]
+
+
+def picker_open(app: Any, title: str) -> bool:
+    """Whether a choice dialog titled ``title`` is on screen."""
+    screen = app.screen
+    return isinstance(screen, ChoiceScreen) and title in str(screen.query_one(".title").render())
+
+
+def options(app: Any) -> list[str]:
+    """The option labels of the choice dialog on screen."""
+    listing = app.screen.query_one(OptionList)
+    return [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]
+
+
 @pytest.fixture
 def kit() -> SimpleNamespace:
     """The helpers above, for test modules (conftest is not importable in importlib mode)."""
@@ -172,8 +191,11 @@ def kit() -> SimpleNamespace:
         idle=idle,
         kill_worker=kill_worker,
         kinds=kinds,
+        options=options,
+        picker_open=picker_open,
         script=script,
         supervisor=supervisor,
+        toasts=toasts,
         tool_results=tool_results,
         wait_for=wait_for,
     )

@@ -12,27 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import OptionList
 
-from chord.textual import ChoiceScreen
 from coding_agent.client import WorkerSupervisor
 from coding_agent.sessions import Session
 
 pytestmark = pytest.mark.anyio
-
-
-def _picker_open(app: Any, title: str) -> bool:
-    screen = app.screen
-    return isinstance(screen, ChoiceScreen) and title in str(screen.query_one(".title").render())
-
-
-def _options(app: Any) -> list[str]:
-    options = app.screen.query_one(OptionList)
-    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
-
-
-def _toasts(app: Any) -> list[tuple[str, str]]:
-    return [(n.severity, n.message) for n in app._notifications]
 
 
 async def test_model_picker_lists_the_workers_models_and_switches_the_model(
@@ -46,8 +30,8 @@ async def test_model_picker_lists_the_workers_models_and_switches_the_model(
         client = app.client
         await kit.wait_for(pilot, lambda: kit.idle(app) and client.models, "view and models")
         await pilot.press(*"/model", "enter")
-        await kit.wait_for(pilot, lambda: _picker_open(app, "Switch the model"), "the picker")
-        seen["options"] = _options(app)
+        await kit.wait_for(pilot, lambda: kit.picker_open(app, "Switch the model"), "the picker")
+        seen["options"] = kit.options(app)
         await pilot.press("down", "enter")
         await kit.wait_for(
             pilot,
@@ -58,7 +42,7 @@ async def test_model_picker_lists_the_workers_models_and_switches_the_model(
         seen["footer"] = str(app.footer.status_line())
         await pilot.press(*"/model nowhere", "enter")
         await kit.wait_for(
-            pilot, lambda: any("not provider/id" in m for _, m in _toasts(app)), "the error"
+            pilot, lambda: any("not provider/id" in m for _, m in kit.toasts(app)), "the error"
         )
 
     await kit.drive(session, keeper, test)
@@ -119,7 +103,7 @@ async def test_a_failed_dev_reload_is_shown_as_an_error_toast(
     )
 
     def failed(app: Any) -> list[str]:
-        return [m for s, m in _toasts(app) if s == "error" and "Reload of shouter failed" in m]
+        return [m for s, m in kit.toasts(app) if s == "error" and "Reload of shouter failed" in m]
 
     async def test(pilot: Any) -> None:
         app = kit.app_of(pilot)

@@ -14,9 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import OptionList
 
-from chord.textual import ChoiceScreen
 from coding_agent.client import WorkerSupervisor
 from coding_agent.client.session_commands import (
     first_prompt,
@@ -28,20 +26,6 @@ from coding_agent.headless import run_print
 from coding_agent.sessions import Session, create_session
 
 pytestmark = pytest.mark.anyio
-
-
-def _toasts(app: Any) -> list[tuple[str, str]]:
-    return [(n.severity, n.message) for n in app._notifications]
-
-
-def _picker_open(app: Any, title: str) -> bool:
-    screen = app.screen
-    return isinstance(screen, ChoiceScreen) and title in str(screen.query_one(".title").render())
-
-
-def _options(app: Any) -> list[str]:
-    options = app.screen.query_one(OptionList)
-    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
 
 
 async def _earlier_session(project: Path, agent_env: dict[str, str], tmp_path: Path) -> Session:
@@ -84,12 +68,12 @@ async def test_resume_switches_the_running_tui_to_another_session(
         # Quitting stops the worker this TUI started; leaving the session does the same.
         await kit.wait_for(pilot, lambda: not session.worker_running(), "the old worker to stop")
         await kit.wait_for(
-            pilot, lambda: any("Resumed session" in m for _, m in _toasts(app)), "the toast"
+            pilot, lambda: any("Resumed session" in m for _, m in kit.toasts(app)), "the toast"
         )
         await pilot.press(*"/resume nosuchsession", "enter")
         await kit.wait_for(
             pilot,
-            lambda: any(s == "error" and "nosuchsession" in m for s, m in _toasts(app)),
+            lambda: any(s == "error" and "nosuchsession" in m for s, m in kit.toasts(app)),
             "the unknown-id error",
         )
         seen["after_error"] = app.client.session.session_id
@@ -120,8 +104,8 @@ async def test_sessions_picker_lists_both_sessions_and_switches_to_the_choice(
         app = kit.app_of(pilot)
         await kit.wait_for(pilot, lambda: kit.idle(app), "the first session's view")
         await pilot.press(*"/sessions", "enter")
-        await kit.wait_for(pilot, lambda: _picker_open(app, "Sessions of"), "the picker")
-        seen["options"] = _options(app)
+        await kit.wait_for(pilot, lambda: kit.picker_open(app, "Sessions of"), "the picker")
+        seen["options"] = kit.options(app)
         index = next(i for i, o in enumerate(seen["options"]) if o.startswith(other.id))
         await pilot.press(*["down"] * index, "enter")
         await kit.wait_for(
@@ -199,7 +183,7 @@ async def test_a_tui_that_starts_no_workers_switches_only_to_served_sessions(
         await pilot.press(*f"/resume {other.id}", "enter")
         await kit.wait_for(
             pilot,
-            lambda: any(s == "error" and "no running worker" in m for s, m in _toasts(app)),
+            lambda: any(s == "error" and "no running worker" in m for s, m in kit.toasts(app)),
             "the refusal",
         )
         seen["refused"] = app.client.session.session_id

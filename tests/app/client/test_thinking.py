@@ -17,9 +17,7 @@ from typing import Any
 
 import anyio
 import pytest
-from textual.widgets import OptionList
 
-from chord.textual import ChoiceScreen
 from coding_agent.client import WorkerSupervisor
 from coding_agent.client.app_main import run_client
 from coding_agent.client.commands import model_scope, next_in_scope
@@ -27,20 +25,6 @@ from coding_agent.sessions import Session
 from coding_agent.settings_changes import MODEL_CHANGE, THINKING_CHANGE
 
 pytestmark = pytest.mark.anyio
-
-
-def _picker_open(app: Any, title: str) -> bool:
-    screen = app.screen
-    return isinstance(screen, ChoiceScreen) and title in str(screen.query_one(".title").render())
-
-
-def _options(app: Any) -> list[str]:
-    options = app.screen.query_one(OptionList)
-    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
-
-
-def _toasts(app: Any) -> list[tuple[str, str]]:
-    return [(n.severity, n.message) for n in app._notifications]
 
 
 def _level(app: Any) -> Any:
@@ -75,7 +59,7 @@ async def test_thinking_high_sets_the_level_the_footer_shows_it_and_a_marker_rec
         seen["footer"] = str(app.footer.status_line())
         seen["entries"] = _changes(kit, app, THINKING_CHANGE)
         seen["marker"] = _marker(app, seen["entries"][0])
-        seen["toasts"] = _toasts(app)
+        seen["toasts"] = kit.toasts(app)
 
     await kit.drive(session, keeper, test)
     assert seen["footer before"].startswith("faux/faux-1  ")  # off is not shown
@@ -96,12 +80,12 @@ async def test_a_level_that_does_not_exist_is_refused_and_changes_nothing(
         await kit.wait_for(pilot, lambda: kit.idle(app), "the view")
         await pilot.press(*"/thinking huge", "enter")
         await kit.wait_for(
-            pilot, lambda: any(s == "error" for s, _ in _toasts(app)), "the error toast"
+            pilot, lambda: any(s == "error" for s, _ in kit.toasts(app)), "the error toast"
         )
         # A later, valid command is carried out after the refused one: nothing was queued.
         await pilot.press(*"/thinking low", "enter")
         await kit.wait_for(pilot, lambda: _changes(kit, app, THINKING_CHANGE), "the valid one")
-        seen["errors"] = [m for s, m in _toasts(app) if s == "error"]
+        seen["errors"] = [m for s, m in kit.toasts(app) if s == "error"]
         seen["entries"] = _changes(kit, app, THINKING_CHANGE)
 
     await kit.drive(session, keeper, test)
@@ -122,8 +106,8 @@ async def test_the_picker_marks_the_current_level_and_ctrl_y_cycles_back_to_off(
         app = kit.app_of(pilot)
         await kit.wait_for(pilot, lambda: kit.idle(app), "the view")
         await pilot.press(*"/thinking", "enter")
-        await kit.wait_for(pilot, lambda: _picker_open(app, "Thinking level"), "the picker")
-        seen["options"] = _options(app)
+        await kit.wait_for(pilot, lambda: kit.picker_open(app, "Thinking level"), "the picker")
+        seen["options"] = kit.options(app)
         await pilot.press(*["down"] * 4, "enter")  # high
         await kit.wait_for(pilot, lambda: _level(app) == "high", "high")
         for expected in ("xhigh", "off", "minimal"):
@@ -157,11 +141,11 @@ async def test_ctrl_l_switches_the_model_and_the_marker_survives_a_worker_restar
         await kit.wait_for(pilot, lambda: kit.idle(app) and client.models, "view and models")
         await pilot.press(*"/thinking medium", "enter")
         await kit.wait_for(
-            pilot, lambda: any(s == "warning" for s, _ in _toasts(app)), "the warning"
+            pilot, lambda: any(s == "warning" for s, _ in kit.toasts(app)), "the warning"
         )
-        seen["warning"] = next(m for s, m in _toasts(app) if s == "warning")
+        seen["warning"] = next(m for s, m in kit.toasts(app) if s == "warning")
         await pilot.press("ctrl+l")
-        await kit.wait_for(pilot, lambda: _picker_open(app, "Switch the model"), "the picker")
+        await kit.wait_for(pilot, lambda: kit.picker_open(app, "Switch the model"), "the picker")
         await pilot.press("down", "enter")  # faux-1
         await kit.wait_for(pilot, lambda: _changes(kit, app, MODEL_CHANGE), "the model entry")
         await app.wait_rendered()

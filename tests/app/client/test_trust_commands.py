@@ -52,10 +52,6 @@ def local_package(project: Path) -> Path:
     return package
 
 
-def _toasts(app: Any) -> list[tuple[str, str]]:
-    return [(n.severity, n.message) for n in app._notifications]
-
-
 def _confirm_open(app: Any) -> bool:
     return isinstance(app.screen, ConfirmScreen)
 
@@ -67,13 +63,13 @@ async def test_untrusted_packages_warn_once_and_trust_asks_then_records(
     seen: dict[str, Any] = {}
 
     def said(app: Any, text: str) -> bool:
-        return any(text in message for _, message in _toasts(app))
+        return any(text in message for _, message in kit.toasts(app))
 
     async def test(pilot: Any) -> None:
         app = kit.app_of(pilot)
         await kit.wait_for(pilot, lambda: kit.idle(app), "the view")
         await kit.wait_for(pilot, lambda: said(app, "local facet package"), "the warning")
-        seen["warnings"] = [m for s, m in _toasts(app) if s == "warning"]
+        seen["warnings"] = [m for s, m in kit.toasts(app) if s == "warning"]
         await pilot.press(*"/trust", "enter")
         await kit.wait_for(pilot, lambda: _confirm_open(app), "the trust dialog")
         seen["dialog"] = str(app.screen.query_one(".body").render())
@@ -86,7 +82,7 @@ async def test_untrusted_packages_warn_once_and_trust_asks_then_records(
         await kit.wait_for(pilot, lambda: said(app, f"Trusted {project}."), "the trust toast")
         await pilot.press(*"/trust", "enter")
         await kit.wait_for(pilot, lambda: said(app, "is already trusted"), "already trusted")
-        seen["toasts"] = [m for _, m in _toasts(app)]
+        seen["toasts"] = [m for _, m in kit.toasts(app)]
 
     await kit.drive(session, keeper, test)
     assert seen["warnings"] == [WARNING], "one warning at start"
@@ -113,8 +109,8 @@ async def test_a_trusted_project_shows_no_warning(
         await kit.wait_for(pilot, lambda: kit.idle(app), "the view")
         await pilot.press(*"/trust", "enter")
         # Toasts are handled in order: the start-up one would be there before this answer.
-        await kit.wait_for(pilot, lambda: len(_toasts(app)) > 0, "the /trust answer")
-        seen["toasts"] = [m for _, m in _toasts(app)]
+        await kit.wait_for(pilot, lambda: len(kit.toasts(app)) > 0, "the /trust answer")
+        seen["toasts"] = [m for _, m in kit.toasts(app)]
 
     await kit.drive(session, keeper, test)
     assert seen["toasts"] == [f"{project} is already trusted"], "no warning, and no dialog"

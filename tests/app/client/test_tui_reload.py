@@ -70,10 +70,6 @@ def chord_facets(host):
 '''
 
 
-def _toasts(app: Any) -> list[tuple[str, str]]:
-    return [(n.severity, n.message) for n in app._notifications]
-
-
 def _package(tmp_path: Path) -> Path:
     package = tmp_path / "greeter"
     package.mkdir()
@@ -115,11 +111,11 @@ async def _drive(
 async def _greet(kit: Any, pilot: Any, version: str) -> str:
     """Run ``/greet-<version>`` and return the toast it shows."""
     app = kit.app_of(pilot)
-    before = len(_toasts(app))
+    before = len(kit.toasts(app))
     await pilot.press(*f"/greet-{version}", "enter")
 
     def greeting() -> str | None:
-        return next((m for _, m in _toasts(app)[before:] if m.startswith("greet:")), None)
+        return next((m for _, m in kit.toasts(app)[before:] if m.startswith("greet:")), None)
 
     await kit.wait_for(pilot, greeting, f"the /greet-{version} toast")
     found = greeting()
@@ -141,9 +137,9 @@ async def test_reload_reloads_the_package_in_the_worker_and_the_tui(
         _set_version(package, "v2")
         await pilot.press(*"/reload", "enter")
         await kit.wait_for(
-            pilot, lambda: any(m.startswith("Reloaded") for _, m in _toasts(app)), "the summary"
+            pilot, lambda: any(m.startswith("Reloaded") for _, m in kit.toasts(app)), "the summary"
         )
-        seen["summary"] = next((s, m) for s, m in _toasts(app) if m.startswith("Reloaded"))
+        seen["summary"] = next((s, m) for s, m in kit.toasts(app) if m.startswith("Reloaded"))
         seen["commands"] = sorted(c for c in app.tui.commands if c.startswith("greet"))
         seen["v2"] = await _greet(kit, pilot, "v2")
 
@@ -171,9 +167,9 @@ async def test_reload_names_a_broken_package_and_keeps_the_old_code_serving(
         (package / "plugin.py").write_text("def broken(:\n")
         await pilot.press(*"/reload", "enter")
         await kit.wait_for(
-            pilot, lambda: any(m.startswith("Reloaded") for _, m in _toasts(app)), "the summary"
+            pilot, lambda: any(m.startswith("Reloaded") for _, m in kit.toasts(app)), "the summary"
         )
-        seen["toasts"] = _toasts(app)
+        seen["toasts"] = kit.toasts(app)
         seen["v1"] = await _greet(kit, pilot, "v1")
 
     await _drive(session, keeper, package, test, kit=kit)
@@ -196,7 +192,9 @@ async def test_dev_mode_reloads_tui_facets_when_their_source_changes(
 
     def tui_failures(app: Any) -> list[str]:
         return [
-            m for s, m in _toasts(app) if s == "error" and m.startswith("Reload of greeter (TUI)")
+            m
+            for s, m in kit.toasts(app)
+            if s == "error" and m.startswith("Reload of greeter (TUI)")
         ]
 
     async def test(pilot: Any) -> None:
