@@ -14,10 +14,9 @@ own ``find`` and ``ls`` tools do (it reuses their rules from
 
 from __future__ import annotations
 
-import os
 import time
-from collections import deque
 from collections.abc import Callable
+from itertools import islice
 from pathlib import Path
 
 import anyio
@@ -42,37 +41,15 @@ def scan_files(
     Breadth first, each folder's entries in name order. A missing or unreadable ``root`` (or
     folder below it) contributes nothing rather than failing.
     """
-    from coding_agent.worker.tools.ignore import IgnoreRules  # pathspec: load it off the UI
+    from coding_agent.worker.tools.ignore import walk_files  # pathspec: load it off the UI
 
-    rules = IgnoreRules(root)
-    found: list[str] = []
-    budget = max(limit, 1) * _MAX_ENTRIES_FACTOR
-    folders: deque[Path] = deque([root])
-    while folders and len(found) < limit and budget > 0:
-        folder = folders.popleft()
-        try:
-            with os.scandir(folder) as listing:
-                entries = sorted(listing, key=lambda entry: entry.name)
-        except OSError:
-            continue
-        for entry in entries:
-            budget -= 1
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if is_dir and entry.name in skip_dirs:
-                continue
-            path = Path(entry.path)
-            if rules.ignored(path, is_dir):
-                continue
-            if is_dir:
-                folders.append(path)
-            else:
-                found.append(path.relative_to(root).as_posix())
-                if len(found) >= limit:
-                    break
-    return found
+    walk = walk_files(
+        root,
+        skip_dirs=skip_dirs,
+        breadth_first=True,
+        max_entries=max(limit, 1) * _MAX_ENTRIES_FACTOR,
+    )
+    return list(islice(walk, max(limit, 0)))
 
 
 class FileIndex:

@@ -18,6 +18,7 @@ Patterns are interpreted by ``pathspec``'s git-wildmatch implementation.
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,31 +92,62 @@ class IgnoreRules:
         return False
 
 
-def walk_files(root: Path, *, skip_dirs: frozenset[str] = frozenset()) -> Iterator[str]:
+def walk_files(
+    root: Path,
+    *,
+    skip_dirs: frozenset[str] = frozenset(),
+    breadth_first: bool = False,
+    max_entries: int | None = None,
+) -> Iterator[str]:
     """Yield the not-ignored files under ``root`` as ``/``-separated relative paths.
 
-    Depth first, each folder's entries in name order (ripgrep's ``--sort path``). Folders named
-    in ``skip_dirs`` are skipped too, like ``node_modules`` for find.
+    Each folder's entries come in name order. Depth first by default (ripgrep's ``--sort
+    path``); ``breadth_first`` lists every file of a level before going deeper, so a huge folder
+    far down cannot crowd out the files near the root when the caller stops early. Folders
+    named in ``skip_dirs`` are skipped too, like ``node_modules`` for find. ``max_entries``
+    bounds the directory entries looked at (checked before each folder is listed), so a tree of
+    folders with few files still ends. Unreadable folders contribute nothing.
     """
     rules = IgnoreRules(root)
+    budget = -1 if max_entries is None else max_entries
 
-    def visit(folder: Path) -> Iterator[str]:
+    def listing(folder: Path) -> list[tuple[Path, bool]]:
+        nonlocal budget
         try:
             with os.scandir(folder) as entries:
                 items = sorted(entries, key=lambda entry: entry.name)
         except OSError:
-            return
+            return []
+        kept: list[tuple[Path, bool]] = []
         for entry in items:
-            path = Path(entry.path)
+            budget -= 1
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 continue
+            path = Path(entry.path)
             if (is_dir and entry.name in skip_dirs) or rules.ignored(path, is_dir):
                 continue
-            if is_dir:
+            kept.append((path, is_dir))
+        return kept
+
+    def exhausted() -> bool:
+        return max_entries is not None and budget <= 0
+
+    def visit(folder: Path) -> Iterator[str]:
+        for path, is_dir in listing(folder):
+            if not is_dir:
+                yield path.relative_to(root).as_posix()
+            elif not exhausted():
                 yield from visit(path)
+
+    if not breadth_first:
+        yield from visit(root)
+        return
+    folders: deque[Path] = deque([root])
+    while folders and not exhausted():
+        for path, is_dir in listing(folders.popleft()):
+            if is_dir:
+                folders.append(path)
             else:
                 yield path.relative_to(root).as_posix()
-
-    yield from visit(root)
