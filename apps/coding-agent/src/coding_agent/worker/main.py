@@ -28,9 +28,11 @@ Command line (see ``/work/notes/APP-API.md``)::
     python -m coding_agent.worker.main SESSION_DIR [--model provider/id] [--faux-script FILE]
         [--dev] [--facets-dir DIR]... [--no-fsync] [--exit-on-stdin-eof]
         [--permission-mode ask|accept-edits|plan|auto]
-        [--tool-calling native|text]
+        [--tool-calling native|text] [--linger SECONDS]
 
-It prints ``READY <socket path>`` on stdout once it serves, and exits 0 on SIGTERM or SIGINT.
+It prints ``READY <socket path>`` on stdout once it serves, and exits 0 on SIGTERM or SIGINT, or
+by itself once no client has been connected and nothing has been running for ``--linger`` seconds
+(default 600; 0 never; see :mod:`coding_agent.worker.linger`).
 :func:`open_session_host` is the same setup without a socket, for the headless modes.
 """
 
@@ -40,10 +42,11 @@ import argparse
 import errno
 import fcntl
 import logging
+import math
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +70,7 @@ from chord.transport import serve_unix
 from chord.wire import provider_handler
 from coding_agent.sessions import Session, SessionError, load_session
 from coding_agent.worker.context_files import context_files_facet
+from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
 from coding_agent.worker.providers import RegistryError
 from coding_agent.worker.providers.registry import TOOL_CALLING_ENV
 from coding_agent.worker.providers_facet import (
@@ -129,6 +133,9 @@ class WorkerConfig:
     permission_mode: str | None = None
     """``--permission-mode``: stored as the session's mode before recovery (see
     :func:`apply_permission_mode`); ``None`` keeps the stored one."""
+    linger: float = DEFAULT_LINGER
+    """``--linger``: seconds without a client and without live work after which :func:`serve`
+    stops (0: never)."""
 
 
 @dataclass
@@ -404,8 +411,13 @@ async def _stdin_closed() -> None:
             continue
 
 
-async def _wait_for_stop(signals: AsyncIterator[int], exit_on_stdin_eof: bool) -> None:
-    """Return at the first SIGTERM/SIGINT (or stdin EOF, when asked)."""
+async def _wait_for_stop(
+    signals: AsyncIterator[int],
+    exit_on_stdin_eof: bool,
+    unattended: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """Return at the first SIGTERM/SIGINT (or stdin EOF, when asked, or when ``unattended``
+    returns: the worker lingered long enough with no client and no live work)."""
     async with anyio.create_task_group() as group:
 
         async def on_signal() -> None:
@@ -414,6 +426,13 @@ async def _wait_for_stop(signals: AsyncIterator[int], exit_on_stdin_eof: bool) -
                 return
 
         group.start_soon(on_signal)
+        if unattended is not None:
+
+            async def on_unattended() -> None:
+                await unattended()
+                group.cancel_scope.cancel()
+
+            group.start_soon(on_unattended)
         if exit_on_stdin_eof:
 
             async def on_eof() -> None:
@@ -430,17 +449,43 @@ async def serve(
     exit_on_stdin_eof: bool = False,
 ) -> None:
     """Run the session host (which holds the session lock), serve it on the session socket,
-    call ``ready(socket_path)``, and return on SIGTERM/SIGINT (or stdin EOF when asked)."""
+    call ``ready(socket_path)``, and return on SIGTERM/SIGINT (or stdin EOF when asked), or
+    once no client has been connected and nothing has been live for ``config.linger`` seconds
+    (:mod:`coding_agent.worker.linger`; 0 never)."""
     socket = config.session.socket_path
     socket.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    clients = ClientCount()
     # Signals are caught from here on: one arriving during start-up stops the worker cleanly
     # once it is up, instead of killing it halfway.
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with open_session_host(config) as runtime, anyio.create_task_group() as group:
-            await group.start(serve_unix, socket, provider_handler(runtime.host.services))
+            handler = clients.handler(provider_handler(runtime.host.services))
+            await group.start(serve_unix, socket, handler)
             ready(socket)
-            await _wait_for_stop(signals, exit_on_stdin_eof)
+
+            def busy() -> bool:
+                return bool(runtime.harness.harness.kernel.live_tasks())
+
+            async def unattended() -> None:
+                await wait_unattended(clients, busy, config.linger)
+                _log.warning(
+                    "no client and nothing running for %g s: stopping (the session is saved)",
+                    config.linger,
+                )
+
+            await _wait_for_stop(signals, exit_on_stdin_eof, unattended if config.linger else None)
             group.cancel_scope.cancel()
+
+
+def _seconds(text: str) -> float:
+    """``--linger``: a finite number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -474,6 +519,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--exit-on-stdin-eof", action="store_true", help="exit when stdin reaches end of file"
     )
+    parser.add_argument(
+        "--linger",
+        type=_seconds,
+        default=DEFAULT_LINGER,
+        metavar="SECONDS",
+        help=f"stop after this long with no client and nothing running (default {DEFAULT_LINGER:g};"
+        " 0: never)",
+    )
     return parser
 
 
@@ -494,6 +547,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         facets_dirs=tuple(args.facets_dir),
         fsync=not args.no_fsync,
         permission_mode=args.permission_mode,
+        linger=args.linger,
         env={**os.environ, TOOL_CALLING_ENV: args.tool_calling} if args.tool_calling else None,
     )
 
