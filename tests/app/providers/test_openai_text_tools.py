@@ -144,6 +144,8 @@ async def test_a_server_that_refuses_tools_switches_the_model_to_text_mode() -> 
     replies = [refused, Reply(events=_answer(block)), Reply(events=_answer("Done."))]
     with StubServer(replies) as server:
         provider = _provider(server)
+        switched: list[str] = []
+        provider.on_text_fallback = switched.append
         assert provider.tool_calling(MODEL) == "native"
         try:
             first = await _stream(provider, _request())
@@ -156,6 +158,7 @@ async def test_a_server_that_refuses_tools_switches_the_model_to_text_mode() -> 
     assert not [e for e in first if isinstance(e, ErrorEvent)]
     assert provider.tool_calling(MODEL) == "text"
     assert provider.tool_calling("other-model") == "native"  # remembered per model
+    assert switched == [MODEL]  # said once, when it switched (the worker tells its clients)
     bodies = [r.body for r in server.requests]
     assert len(bodies) == 3  # refused, retried in text mode, then text mode straight away
     assert "tools" in bodies[0] and "tools" not in bodies[1] and "tools" not in bodies[2]

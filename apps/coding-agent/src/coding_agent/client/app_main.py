@@ -350,8 +350,9 @@ def _tui_reload_toast(
 
 
 class _WorkerReloadToasts:
-    """The status listener: repaint the footer (a context window may have become known) and
-    toast every failed reload the worker reports (each once, by its ``number``).
+    """The status listener: repaint the footer (a context window may have become known), toast
+    every failed reload the worker reports (each once, by its ``number``), and say once per
+    model when one switched to text tool calls.
 
     While ``/reload`` runs it reports the worker's outcomes itself: :meth:`hold` keeps failures
     back until its release, which drops those of the packages the summary named.
@@ -363,12 +364,22 @@ class _WorkerReloadToasts:
         self._pid: Any = None  # the worker the numbers belong to
         self._holds = 0
         self._held: list[dict[str, Any]] = []
+        self._text_tools: set[str] = set()  # models already said to call tools through text
 
     def listener(self, status: dict[str, Any]) -> None:
         self._app.footer.repaint()
         pid = status.get("pid")
         if pid != self._pid:  # a new worker counts its reports from 1 again
             self._seen, self._pid = 0, pid
+        switched = status.get("textToolCalling")
+        for model in cast(list[Any], switched) if isinstance(switched, list) else []:
+            if isinstance(model, str) and model not in self._text_tools:
+                self._text_tools.add(model)
+                self._app.tui.notify(
+                    f"{model} does not take native tool calls: it now calls tools through "
+                    "text blocks (--tool-calling text skips the first refusal)",
+                    severity="warning",
+                )
         reloads = status.get("reloads")
         for report in cast(list[Any], reloads) if isinstance(reloads, list) else []:
             number = report.get("number") if isinstance(report, dict) else None

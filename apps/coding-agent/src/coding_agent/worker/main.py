@@ -71,7 +71,7 @@ from chord.wire import provider_handler
 from coding_agent.sessions import Session, SessionError, load_session
 from coding_agent.worker.context_files import context_files_facet
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
-from coding_agent.worker.providers import RegistryError
+from coding_agent.worker.providers import OpenAIProvider, RegistryError
 from coding_agent.worker.providers.registry import TOOL_CALLING_ENV
 from coding_agent.worker.providers_facet import (
     ProviderChoice,
@@ -239,6 +239,12 @@ async def open_session_host(
         status = WorkerStatus(
             session_id=session.id, cwd=str(session.cwd), dev=config.dev, models=_known(choice)
         )
+        for provider in choice.providers:
+            if isinstance(provider, OpenAIProvider):
+                name = provider.name
+                provider.on_text_fallback = lambda model, name=name: status.add_text_tool_calling(
+                    f"{name}/{model}"
+                )
 
         def worker(env: FacetEnvironment) -> None:
             box["harness"] = env.use(Harness)

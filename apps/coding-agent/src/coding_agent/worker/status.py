@@ -10,13 +10,16 @@ only in ``worker.log``). The worker provides them as one remotable singleton ser
      "models": [{"provider": "faux", "id": "faux-1", "contextWindow": 128000,
                  "reasoning": true}],
      "reloads": [{"package": "greeter", "outcome": "failed", "ok": false,
-                  "message": "SyntaxError: ...", "stage": "load", "number": 1}]}
+                  "message": "SyntaxError: ...", "stage": "load", "number": 1}],
+     "textToolCalling": ["openai/llama3.2"]}
 
 ``models`` are the models the worker's providers serve (what a ``/model`` picker offers, with
 the context window a footer needs for its context %, and whether the model can reason, which a
 thinking-level switch mentions). ``reloads`` keeps the newest
 :data:`MAX_REPORTS` reports, oldest first; ``number`` counts every report since the worker
-started, so a client tells a new report from one it has seen even once old ones drop off. A client reaches it with
+started, so a client tells a new report from one it has seen even once old ones drop off.
+``textToolCalling`` names the models that refused native tool calling during this worker's life
+and now call tools through fenced text blocks (a TUI says so once). A client reaches it with
 ``env.use(define_service("coding-agent.worker"))`` and subscribes to ``handle.state``.
 """
 
@@ -76,6 +79,7 @@ class WorkerStatus:
                 for m in models
             ],
             "reloads": [],
+            "textToolCalling": [],
         }
         self._reports = 0
         self._state: MutableReplicatedState | None = None
@@ -87,7 +91,21 @@ class WorkerStatus:
             **self._document,
             "models": [dict(model) for model in self._document["models"]],
             "reloads": list(self._document["reloads"]),
+            "textToolCalling": list(self._document["textToolCalling"]),
         }
+
+    def add_text_tool_calling(self, model: str) -> None:
+        """Say that ``model`` (``provider/id``) now calls tools through text blocks."""
+        models = self._document["textToolCalling"]
+        if model in models:
+            return
+        models = self._document["textToolCalling"] = [*models, model]
+        if self._state is not None:
+
+            def mutate(draft: Any) -> None:
+                draft["textToolCalling"] = list(models)
+
+            self._state.change(BACKGROUND, mutate)
 
     def add_report(self, report: ReloadReport) -> None:
         """Record one reload outcome (the newest :data:`MAX_REPORTS` are kept)."""

@@ -178,6 +178,9 @@ class OpenAIProvider:
         self.name = name
         self.compat = compat or (OPENAI_COMPAT if base_url is None else LOCAL_COMPAT)
         self._tool_calling: dict[str, ToolCalling] = dict(tool_calling or {})
+        self.on_text_fallback: Callable[[str], None] | None = None
+        """Called with the model id when a model refused native tools and switched to text
+        (the worker tells its clients)."""
         self._models = tuple(models)
         self._retry = retry or RetryPolicy()
         self._sleep = sleep or anyio.sleep
@@ -245,6 +248,8 @@ class OpenAIProvider:
                 detail,
             )
             self.set_tool_calling(request.model, "text")
+            if self.on_text_fallback is not None:
+                self.on_text_fallback(request.model)
             return await create("text")
 
         return drive(
