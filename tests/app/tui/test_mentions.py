@@ -9,6 +9,7 @@ import pytest
 
 from coding_agent.tui import CodingAgentApp
 from coding_agent.tui.complete import FileIndex, common_prefix, complete_path, scan_files
+from coding_agent.tui.widgets.editor import mention
 
 pytestmark = pytest.mark.anyio
 
@@ -181,3 +182,23 @@ async def test_tab_on_a_plain_word_still_moves_focus(in_project, docs) -> None:
         await pilot.press(*"hello", "tab")
         assert app.editor.text == "hello"
         assert app.focused is not app.editor
+
+
+def test_a_mention_quotes_a_path_with_spaces_or_quotes() -> None:
+    assert mention("src/app.py") == "@src/app.py"
+    assert mention("docs/My Notes.md") == '@"docs/My Notes.md"'
+    assert mention('odd "name".txt') == '@"odd \\"name\\".txt"'
+    assert mention("back\\slash") == '@"back\\\\slash"'
+
+
+async def test_accepting_a_mention_of_a_spaced_path_quotes_it(in_project, docs) -> None:
+    (Path(in_project.session.cwd) / "docs").mkdir()
+    (Path(in_project.session.cwd) / "docs" / "Release Notes.md").write_text("x\n")
+    app = CodingAgentApp(in_project)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        await app.editor.file_index.refresh()
+        await pilot.press(*"see @releasen")
+        await docs.until(pilot, lambda: _labels(app)[:1] == ["docs/Release Notes.md"])
+        await pilot.press("tab")
+        assert app.editor.text == 'see @"docs/Release Notes.md" '

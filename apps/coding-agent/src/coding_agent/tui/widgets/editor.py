@@ -52,7 +52,7 @@ from coding_agent.tui.complete import (
 from coding_agent.tui.widgets.external_editor import ExternalEditorError, run_external_editor
 from coding_agent.tui.widgets.palette import CompletionPalette, Suggestion
 
-__all__ = ["MENTION_LIMIT", "PromptEditor"]
+__all__ = ["MENTION_LIMIT", "PromptEditor", "mention"]
 
 MENTION_LIMIT = 10
 """How many files an ``@mention`` dropdown lists."""
@@ -73,6 +73,15 @@ class _Token:
     query: str
     start: Location
     end: Location
+
+
+def mention(path: str) -> str:
+    """How an ``@`` mention of ``path`` is written: ``@path``, or ``@"path"`` when the path holds
+    whitespace or a quote (so the model reads where it ends; ``"`` and ``\\`` are escaped)."""
+    if not any(char.isspace() or char in '"\\' for char in path):
+        return f"@{path}"
+    escaped = path.replace("\\", "\\\\").replace('"', '\\"')
+    return f'@"{escaped}"'
 
 
 class PromptEditor(TextArea):
@@ -324,7 +333,7 @@ class PromptEditor(TextArea):
         if index.stale and not index.scanning:
             self.run_worker(self._scan(index), group="file-index", exit_on_error=False)
         return [
-            Suggestion(path, f"@{path} ")
+            Suggestion(path, f"{mention(path)} ")
             for path in rank_paths(token.query, index.files, limit=MENTION_LIMIT)
         ]
 
