@@ -42,7 +42,10 @@ from pico3.turn.models import Models
 pytestmark = pytest.mark.anyio
 
 MODEL = {"provider": "faux", "modelId": "faux-1"}
-TOOLS = ("read", "write", "edit", "bash")
+CODING = ("read", "write", "edit", "bash")
+TOOLS = (*CODING, "deploy")
+SAFE = frozenset({"read"})
+"""The tools declared ``replay="safe"`` here (``deploy`` is named by no rule and declared unsafe)."""
 
 
 def effects(path: Path) -> list[str]:
@@ -56,7 +59,8 @@ def tool(name: str, path: Path) -> ToolDeclaration:
             file.write(f"{name}\n")
         return ToolResult.text(f"{name} ran")
 
-    return ToolDeclaration(name, f"The {name} tool.", {"type": "object"}, execute)
+    replay = "safe" if name in SAFE else "unsafe"
+    return ToolDeclaration(name, f"The {name} tool.", {"type": "object"}, execute, replay=replay)
 
 
 @dataclass
@@ -177,8 +181,11 @@ def test_the_rules_decide_each_tool_by_mode(
     mode: PermissionMode, read: str, write: str, edit: str, bash: str
 ) -> None:
     rules = DEFAULT_RULES
-    assert [rules.action(t, mode) for t in TOOLS] == [read, write, edit, bash]
+    assert [rules.action(t, mode) for t in CODING] == [read, write, edit, bash]
     assert rules.action("grep", mode) == "run"  # neither asks nor edits: read-only
+    # a tool no rule names but that is not declared replay-safe runs, except in plan mode
+    expected = "block" if mode == "plan" else "run"
+    assert rules.action("deploy", mode, replay_safe=False) == expected
 
 
 def test_rules_know_edits_and_read_only_tools() -> None:
@@ -208,7 +215,7 @@ async def test_ask_mode_asks_for_write_edit_and_bash_and_runs_read(
         with anyio.fail_after(10):
             await handle.wait(BACKGROUND)
         assert sorted(asked) == ["Allow bash?", "Allow edit?", "Allow write?"]
-        assert sorted(effects(s.effects)) == sorted(TOOLS)
+        assert sorted(effects(s.effects)) == sorted(CODING)
 
 
 async def test_accept_edits_runs_edits_without_asking_and_bash_still_asks(
@@ -266,7 +273,7 @@ async def test_auto_mode_runs_everything_without_asking(kit: Any, tmp_path: Path
         await modes.set_mode("auto", BACKGROUND)
         await s.run("go")
         assert tui.prompts == []
-        assert sorted(effects(s.effects)) == sorted(TOOLS)
+        assert sorted(effects(s.effects)) == sorted(CODING)
 
 
 async def test_the_mode_is_read_when_the_call_is_decided(kit: Any, tmp_path: Path) -> None:
@@ -455,3 +462,23 @@ async def test_a_late_joiner_shows_the_current_mode(kit: Any, tmp_path: Path) ->
             await modes.set_mode("accept-edits", BACKGROUND)
         async with mode_app(s, kit) as (app, pilot):
             await label_shows(app, pilot, "accept-edits")
+
+
+async def test_plan_mode_blocks_a_tool_no_rule_names_unless_it_is_declared_replay_safe(
+    kit: Any, tmp_path: Path
+) -> None:
+    script = [
+        calls("deploy", "read"),
+        faux_response("the plan"),
+        calls("deploy"),
+        faux_response("ok"),
+    ]
+    async with session(script, tmp_path / "effects") as s, client(s, kit) as (tui, modes):
+        await modes.set_mode("plan", BACKGROUND)
+        await s.run("ship it")
+        assert effects(s.effects) == ["read"]  # deploy is declared unsafe: blocked, not run
+        assert plan_mode_reason("deploy") in (await s.results())["deploy"]["content"][0]["text"]
+        await modes.set_mode("ask", BACKGROUND)
+        await s.run("now ship it")  # in ask mode no rule asks for deploy: it runs
+        assert tui.prompts == []
+        assert effects(s.effects) == ["read", "deploy"]

@@ -110,7 +110,7 @@ class ApprovalRules:
     the tools with effects outside the conversation (``bash``, ``write``, ``edit``). ``edits``
     names the tools that change files (``write``, ``edit``): ``accept-edits`` mode lets them run
     without asking. A tool in neither set is *read-only* (``read``, ``grep``, ``ls``, ...): it
-    runs in every mode, plan mode included.
+    runs in every mode, and in plan mode only when its declaration agrees (``replay="safe"``).
     """
 
     ask: frozenset[str] = field(default_factory=lambda: frozenset({"bash", "write", "edit"}))
@@ -132,19 +132,24 @@ class ApprovalRules:
         """True when ``tool`` neither needs approval nor edits: it runs in every mode."""
         return not self.needs_approval(tool) and not self.is_edit(tool)
 
-    def action(self, tool: str, mode: PermissionMode) -> Action:
+    def action(self, tool: str, mode: PermissionMode, *, replay_safe: bool = True) -> Action:
         """What a call of ``tool`` gets in ``mode`` (``"run"``, ``"ask"`` or ``"block"``)::
 
             mode           read-only   edit    other tools that need approval
             ask            run         ask     ask
             accept-edits   run         run     ask
-            plan           run         block   block
+            plan           run *       block   block
             auto           run         run     run
 
-        (An edit the ``ask`` rules do not name runs in ``ask`` mode too.)
+        (An edit the ``ask`` rules do not name runs in ``ask`` mode too.) ``*`` Plan mode trusts
+        a tool the rules do not name only when its declaration says so too: ``replay_safe`` is
+        the tool's ``replay == "safe"`` (no effect outside the conversation), and a tool that is
+        not declared safe (``job_kill``, a plugin's deploy tool, an unknown name) is blocked.
         """
-        if self.is_read_only(tool) or mode == "auto":
+        if mode == "auto":
             return "run"
+        if self.is_read_only(tool):
+            return "run" if replay_safe or mode != "plan" else "block"
         if mode == "plan":
             return "block"
         if mode == "accept-edits" and self.is_edit(tool):
@@ -238,15 +243,20 @@ def install_approval(
 
         return write
 
+    def replay_safe(tool: str) -> bool:
+        declaration = harness.tools.get(tool)
+        return declaration is not None and declaration.replay == "safe"
+
     async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> dict[str, str] | None:
         tool = call["name"]
-        if rules.is_read_only(tool):
+        safe = replay_safe(tool)
+        if rules.is_read_only(tool) and safe:  # runs in every mode: no need to read the mode
             return None
         conversation = await harness.conversation(api.conversation_id, ctx)
         if conversation is None:  # pragma: no cover - the hosting task's conversation exists
             raise RuntimeError(f"conversation {api.conversation_id} is not open")
         mode, auto_allowed = await conversation.commit(current(tool), ctx)
-        action = rules.action(tool, mode)
+        action = rules.action(tool, mode, replay_safe=safe)
         if action == "block":
             return {"block": plan_mode_reason(tool)}
         if action == "ask" and auto_allowed:
