@@ -46,6 +46,17 @@ from crash_scenario import (  # pyright: ignore[reportMissingImports]
 )
 
 
+def _ranges(seeds: list[int]) -> str:
+    """``[1, 2, 3, 7, 8]`` -> ``"1..3, 7..8"`` (sorted input)."""
+    spans: list[list[int]] = []
+    for seed in seeds:
+        if spans and seed == spans[-1][1] + 1:
+            spans[-1][1] = seed
+        else:
+            spans.append([seed, seed])
+    return ", ".join(f"{a}..{b}" if a != b else f"{a}" for a, b in spans)
+
+
 def _record(path: Path, report: TrialReport) -> None:
     with path.open("a", encoding="utf-8") as file:
         file.write(json.dumps(dataclasses.asdict(report)) + "\n")
@@ -161,8 +172,7 @@ def main() -> int:
         reports = _recorded(args.report)
         if not reports:
             parser.error("no recorded trials in " + ", ".join(map(str, args.report)))
-        seeds = f"{reports[0].seed}..{reports[-1].seed}" if reports else ""
-        print(f"recorded trials: {len(reports)} (seeds {seeds})")
+        print(f"recorded trials: {len(reports)} (seeds {_ranges([r.seed for r in reports])})")
         print(_table(reports, len(reports), None, CrashConfig(kills=reports[0].kills)))
         return 1 if any(report.violations for report in reports) else 0
     if args.trials < 1 or args.kills < 1:
