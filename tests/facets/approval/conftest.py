@@ -1,5 +1,6 @@
-"""Fixtures for the approval feature: a Textual app hosting chord's ``TextualTui``, and a
-presentation facet host joined to a session host's services through the loopback source.
+"""Fixtures for the approval feature: the contract's scripted provider and request, plus the
+shared dialog helpers of :mod:`dialog_support` (the Textual app, the scripted ``Tui``, the
+presentation host), handed to tests as ``kit``.
 
 The session side is either the real session facet over a harness (``test_approval_session``)
 or, for presentation-only tests, a small provider of the same contract (:class:`ScriptedDialogs`).
@@ -7,82 +8,17 @@ or, for presentation-only tests, a small provider of the same contract (:class:`
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from typing import Any
 
 import anyio
+import dialog_support
 import pytest
-from anyio.abc import TaskGroup
-from textual import events
-from textual.app import App, ComposeResult
-from textual.containers import Vertical
-from textual.screen import Screen
-from textual.widgets import Label, OptionList, Static
 
-from chord.context import Context, cancel_scope
-from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, define_facet
+from chord.context import Context
+from chord.facets import FacetEnvironment, define_facet
 from chord.facets.environment import ServiceSpawner
-from chord.remote import LoopbackServiceSource
-from chord.textual import Choice, ChoiceScreen, TextualTui, tui_facet
 from facets_approval.contract import ApprovalDecision, ApprovalDialogs, check_decision
-
-
-class DialogApp(App[None]):
-    """A minimal app around :class:`TextualTui` that reports screen changes as events and
-    routes keys through ``TextualTui.handle_key`` (as the coding agent's app does)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tui = TextualTui(self, ready=False)
-        self._changed = anyio.Event()
-
-    def compose(self) -> ComposeResult:
-        yield Vertical(id="panels")
-
-    def on_mount(self) -> None:
-        self.screen_change_signal.subscribe(self, self._screen_changed)
-        self.tui.mark_ready()
-
-    async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key) and self.tui.handle_key(event):
-            return
-        await super().on_event(event)
-
-    def _screen_changed(self, _screen: Screen[Any]) -> None:
-        changed, self._changed = self._changed, anyio.Event()
-        changed.set()
-
-    async def until(self, predicate: Callable[[], bool]) -> None:
-        """Wait (on screen-change events, never a timer) until ``predicate()`` holds."""
-        with anyio.fail_after(10):
-            while not predicate():
-                await self._changed.wait()
-
-    def dialog(self) -> ChoiceScreen | None:
-        screen = self.screen
-        return screen if isinstance(screen, ChoiceScreen) else None
-
-    async def shown_dialog(self, pilot: Any) -> ChoiceScreen:
-        """The dialog on screen once it is mounted and focused (waits for it)."""
-        await self.until(lambda: self.dialog() is not None)
-        await pilot.pause()  # let the screen finish mounting before keys are pressed
-        screen = self.dialog()
-        assert screen is not None
-        return screen
-
-
-def dialog_title(screen: ChoiceScreen) -> str:
-    return str(screen.query_one(".title", Label).content)
-
-
-def dialog_body(screen: ChoiceScreen) -> str:
-    return str(next(iter(screen.query(Static).exclude(".title"))).content)
-
-
-def dialog_options(screen: ChoiceScreen) -> list[str]:
-    options = screen.query_one(OptionList)
-    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
 
 
 class ScriptedDialog:
@@ -132,122 +68,24 @@ def bash_request(call_id: str = "call-1", command: str = "ls -la") -> dict[str, 
     }
 
 
-@asynccontextmanager
-async def presentation(
-    session: FacetHost, facets: Sequence[Facet], tui: Any, group: TaskGroup
-) -> AsyncIterator[FacetHost]:
-    """A presentation host (``Tui`` from ``tui`` plus ``facets``) using ``session``'s services."""
-    source = LoopbackServiceSource(session.services, task_group=group)
-    async with create_facet_host([tui_facet(tui), *facets], service_sources=[source]) as host:
-        yield host
+class ScriptedTui(dialog_support.ScriptedTui):
+    """The scripted ``Tui`` (:mod:`dialog_support`), naming the approval facet in its errors."""
 
-
-class Prompt:
-    """One dialog a :class:`ScriptedTui` shows: what it asked, and a way to answer it."""
-
-    def __init__(self, title: str, choices: list[str], body: str) -> None:
-        self.title = title
-        self.choices = choices
-        self.body = body
-        self.dismissed = anyio.Event()
-        self._answered = anyio.Event()
-        self._answer: str | None = None
-
-    def answer(self, value: str | None) -> None:
-        self._answer = value
-        self._answered.set()
-
-
-class _ScriptedModal:
-    def __init__(self, tui: ScriptedTui, ctx: Context) -> None:
-        self._tui = tui
-        self._ctx = ctx
-        self._prompt: Prompt | None = None
-        self._closed = False
-
-    async def confirm(
-        self, title: str, body: str = "", *, yes: str = "Allow", no: str = "Deny"
-    ) -> bool:
-        raise AssertionError("the approval facet offers three choices, never a yes/no confirm")
-
-    async def choose(
-        self,
-        title: str,
-        choices: Sequence[Choice | str],
-        *,
-        body: str = "",
-        allow_text: bool = False,
-    ) -> str | None:
-        values = [c if isinstance(c, str) else c.value for c in choices]
-        prompt = Prompt(title, values, body)
-        self._prompt = prompt
-        self._tui.show(prompt)
-        with cancel_scope(self._ctx):
-            await prompt._answered.wait()
-        return prompt._answer
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._prompt is not None and not self._prompt._answered.is_set():
-            self._prompt.dismissed.set()
-        self._tui._lock.release()
-
-
-class ScriptedTui:
-    """chord's ``Tui`` contract without a terminal: each dialog becomes a :class:`Prompt` that
-    the test answers (one at a time, like the real modal slot)."""
-
-    def __init__(self) -> None:
-        self.prompts: list[Prompt] = []
-        self._taken = 0
-        self._changed = anyio.Event()
-        self._lock = anyio.Lock()
-
-    def show(self, prompt: Prompt) -> None:
-        self.prompts.append(prompt)
-        changed, self._changed = self._changed, anyio.Event()
-        changed.set()
-
-    async def next_prompt(self) -> Prompt:
-        """The next dialog shown (in order), waiting for it."""
-        with anyio.fail_after(10):
-            while len(self.prompts) <= self._taken:
-                await self._changed.wait()
-        self._taken += 1
-        return self.prompts[self._taken - 1]
-
-    async def acquire_modal(self, ctx: Context) -> _ScriptedModal:
-        with cancel_scope(ctx):
-            await self._lock.acquire()
-        return _ScriptedModal(self, ctx)
-
-    def notify(self, message: str, *, severity: str = "information") -> None:
-        raise AssertionError(f"unexpected toast {message!r}")
-
-    def register_command(self, name: str, description: str, handler: Any) -> Callable[[], None]:
-        raise AssertionError("the approval facet registers no command")
-
-    def mount_panel(self, panel_id: str, factory: Any) -> Callable[[], None]:
-        raise AssertionError("the approval facet mounts no panel")
-
-    def register_key(self, key: str, description: str, handler: Any) -> Callable[[], None]:
-        raise AssertionError("the approval dialog facet registers no key")
+    feature = "approval"
 
 
 class Kit:
     """The helpers above, handed to tests through the ``kit`` fixture (importlib mode cannot
     import a conftest module by name)."""
 
-    DialogApp = DialogApp
+    DialogApp = dialog_support.DialogApp
     ScriptedDialogs = ScriptedDialogs
     ScriptedTui = ScriptedTui
     bash_request = staticmethod(bash_request)
-    presentation = staticmethod(presentation)
-    title = staticmethod(dialog_title)
-    body = staticmethod(dialog_body)
-    options = staticmethod(dialog_options)
+    presentation = staticmethod(dialog_support.presentation)
+    title = staticmethod(dialog_support.dialog_title)
+    body = staticmethod(dialog_support.dialog_body)
+    options = staticmethod(dialog_support.dialog_options)
 
 
 @pytest.fixture
