@@ -4,18 +4,25 @@ Both features show their dialogs through chord's ``Tui`` service, so their tests
 two presentations: :class:`DialogApp`, a minimal Textual app around :class:`TextualTui`, and
 :class:`ScriptedTui`, the ``Tui`` contract without a terminal, where each dialog becomes a
 :class:`Prompt` the test answers. :func:`presentation` joins a presentation facet host to a
-session host's services through the loopback source. ``tests/facets/conftest.py`` puts this
+session host's services through the loopback source; :func:`worker` and
+:func:`wire_presentation` do the same across two real processes. ``tests/facets/conftest.py`` puts this
 folder on ``sys.path`` (importlib mode cannot import a conftest module by name).
 """
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, ClassVar
 
 import anyio
+import anyio.abc
 from anyio.abc import TaskGroup
+from anyio.streams.buffered import BufferedByteReceiveStream
 from textual import events
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
@@ -26,6 +33,8 @@ from chord.context import Context, cancel_scope
 from chord.facets import Facet, FacetHost, create_facet_host
 from chord.remote import LoopbackServiceSource
 from chord.textual import Choice, ChoiceScreen, TextualTui, tui_facet
+from chord.transport import connect_unix
+from chord.wire import connect_service_source
 
 
 class DialogApp(App[None]):
@@ -191,3 +200,76 @@ class ScriptedTui:
 
     def register_key(self, key: str, description: str, handler: Any) -> Callable[[], None]:
         raise AssertionError(f"the {self.feature} dialog facet registers no key")
+
+
+WORKER_TIMEOUT = 30
+"""Seconds any wait on a worker process may take."""
+
+
+class Worker:
+    """The session worker process and the lines it printed, read in order."""
+
+    def __init__(self, process: anyio.abc.Process, socket: Path) -> None:
+        self.process = process
+        self.socket = socket
+        self.lines: list[str] = []
+        assert process.stdout is not None
+        self._stdout = BufferedByteReceiveStream(process.stdout)
+
+    async def until(self, prefix: str) -> str:
+        """Read lines until one starting with ``prefix`` (already read ones count); returns it."""
+        with anyio.fail_after(WORKER_TIMEOUT):
+            while True:
+                for line in self.lines:
+                    if line.startswith(prefix):
+                        return line
+                raw = await self._stdout.receive_until(b"\n", 4096)
+                self.lines.append(raw.decode())
+
+    async def stop(self) -> None:
+        """End the worker the polite way (its stdin closes) and wait for it."""
+        if self.process.returncode is None:
+            assert self.process.stdin is not None
+            await self.process.stdin.aclose()
+            with anyio.fail_after(WORKER_TIMEOUT):
+                await self.process.wait()
+
+    async def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        with anyio.fail_after(WORKER_TIMEOUT):
+            await self.process.wait()
+
+
+@asynccontextmanager
+async def worker(script: Path, state: Path, name: str, *options: str) -> AsyncIterator[Worker]:
+    """Run ``script STATE SOCKET OPTIONS...`` (a feature's session worker) until it prints
+    ``READY``; stopped through its stdin afterwards."""
+    socket = state / f"{name}.sock"
+    argv = [sys.executable, str(script), str(state), str(socket), *options]
+    process = await anyio.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    child = Worker(process, socket)
+    try:
+        await child.until("READY")
+        yield child
+    finally:
+        with anyio.CancelScope(shield=True):
+            await child.stop()
+            await process.aclose()
+
+
+@asynccontextmanager
+async def wire_presentation(child: Worker, tui: Any, facet: Facet) -> AsyncIterator[Any]:
+    """A TUI-process facet host: the feature's TUI ``facet`` over ``tui``, using the worker's
+    services through a wire source; yields ``tui``.
+
+    The worker is gone before the presentation is torn down (the test stops or kills it first),
+    so the wire client ends on end-of-stream rather than being cancelled mid-read: anyio 4.16's
+    asyncio UNIX socket stream can raise ``InvalidStateError`` from its reader callback when a
+    receive is cancelled just as data arrives (cf. agronholm/anyio#1267).
+    """
+    async with anyio.create_task_group() as group:
+        source = connect_service_source(lambda: connect_unix(child.socket), task_group=group)
+        async with create_facet_host([tui_facet(tui), facet], service_sources=[source]):
+            yield tui
+        await source.aclose()
+        group.cancel_scope.cancel()

@@ -8,97 +8,28 @@ dialogs the presentation shows.
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-import anyio
-import anyio.abc
+import dialog_support
 import pytest
-from anyio.streams.buffered import BufferedByteReceiveStream
+from dialog_support import Worker
 
-from chord.facets import create_facet_host
-from chord.textual import tui_facet as textual_tui_facet
-from chord.transport import connect_unix
-from chord.wire import connect_service_source
 from facets_question.tui import tui_facet
 
 pytestmark = pytest.mark.anyio
 
 SCRIPT = Path(__file__).with_name("session_worker.py")
-TIMEOUT = 30
 
 
-class Worker:
-    """The session worker process and the lines it printed, read in order."""
-
-    def __init__(self, process: anyio.abc.Process, socket: Path) -> None:
-        self.process = process
-        self.socket = socket
-        self.lines: list[str] = []
-        assert process.stdout is not None
-        self._stdout = BufferedByteReceiveStream(process.stdout)
-
-    async def until(self, prefix: str) -> str:
-        """Read lines until one starting with ``prefix`` (already read ones count); returns it."""
-        with anyio.fail_after(TIMEOUT):
-            while True:
-                for line in self.lines:
-                    if line.startswith(prefix):
-                        return line
-                raw = await self._stdout.receive_until(b"\n", 4096)
-                self.lines.append(raw.decode())
-
-    async def stop(self) -> None:
-        """End the worker the polite way (its stdin closes) and wait for it."""
-        if self.process.returncode is None:
-            assert self.process.stdin is not None
-            await self.process.stdin.aclose()
-            with anyio.fail_after(TIMEOUT):
-                await self.process.wait()
-
-    async def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        with anyio.fail_after(TIMEOUT):
-            await self.process.wait()
+def worker(state: Path, name: str, *options: str) -> AbstractAsyncContextManager[Worker]:
+    return dialog_support.worker(SCRIPT, state, name, *options)
 
 
-@asynccontextmanager
-async def worker(state: Path, name: str) -> AsyncIterator[Worker]:
-    socket = state / f"{name}.sock"
-    argv = [sys.executable, str(SCRIPT), str(state), str(socket)]
-    process = await anyio.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    child = Worker(process, socket)
-    try:
-        await child.until("READY")
-        yield child
-    finally:
-        with anyio.CancelScope(shield=True):
-            await child.stop()
-            await process.aclose()
-
-
-@asynccontextmanager
-async def presentation(child: Worker, kit: Any) -> AsyncIterator[Any]:
-    """A TUI-process facet host: the question TUI facet over a scripted ``Tui``, using the
-    worker's services through a wire source.
-
-    The worker is gone before the presentation is torn down (the test stops or kills it first),
-    so the wire client ends on end-of-stream rather than being cancelled mid-read: anyio 4.16's
-    asyncio UNIX socket stream can raise ``InvalidStateError`` from its reader callback when a
-    receive is cancelled just as data arrives (cf. agronholm/anyio#1267).
-    """
-    tui = kit.ScriptedTui()
-    async with anyio.create_task_group() as group:
-        source = connect_service_source(lambda: connect_unix(child.socket), task_group=group)
-        async with create_facet_host([textual_tui_facet(tui), tui_facet], service_sources=[source]):
-            yield tui
-        await source.aclose()
-        group.cancel_scope.cancel()
+def presentation(child: Worker, kit: Any) -> AbstractAsyncContextManager[Any]:
+    """The question TUI facet over a scripted ``Tui``, reaching the worker over the wire."""
+    return dialog_support.wire_presentation(child, kit.ScriptedTui(), tui_facet)
 
 
 @pytest.fixture
