@@ -5,33 +5,35 @@ Two levels are measured, each next to its raw baseline from the same run:
 * **kernel** (what a pico3 caller gets): ``ConversationHandle.write`` of one entry through
   :class:`pico3.Harness` on ``JsonlStorage`` — the line, the transaction, validation, the input
   record, persistence, the in-memory apply and the view envelope — with and without a watch
-  attached (a watch makes every commit fold into the tracked view and deliver one envelope);
+  attached (a watch makes every commit fold into the tracked view and deliver one envelope; the
+  listener counts envelopes and drops them, as a client folding them into its replica does);
 * **storage** (the floor under it): ``JsonlStorage.commit`` of one entry write.
 
 At the storage level a commit appends one entry-shaped record (a ``pi.user`` entry with one
 short message) through ``JsonlStorage.commit`` — validation, staging, encoding, the append,
-fsync when enabled, and the in-memory apply. The raw baseline, measured in the same run in the
-same directory, is ``os.write`` of a line of the same size (the kernel's line: entry + input
-record) followed by ``os.fsync`` (or no fsync, for the ``fsync=False`` rows). The rounds
-alternate ours/raw and keep each side's best, so a busy machine hurts both sides alike. The
-kernel ``fsync=False`` rows also print the rate per second of this process's CPU time, which is
-what the code costs when other work shares the machine.
+the durable write when fsync is on, and the in-memory apply. The raw baseline, measured in the
+same run in the same directory, is ``os.write`` of a line of the same size (the kernel's line:
+entry + input record) on an ``O_APPEND`` file followed by ``os.fsync`` (or no fsync, for the
+``fsync=False`` rows). The rounds alternate ours/raw and keep each side's best, so a busy
+machine hurts both sides alike. The kernel ``fsync=False`` rows also print the rate per second of
+this process's CPU time, which is what the code costs when other work shares the machine.
+
+With ``fsync=True`` the storage does not write main.jsonl the way the baseline does: it
+preallocates the file with zeros and rewrites the tail block with one ``O_DIRECT | O_DSYNC``
+write per commit (:mod:`pico3.storage._log`; ``"prealloc"`` + ``fdatasync`` where ``O_DIRECT``
+is refused), which is cheaper than append + fsync because the file's size and blocks never
+change under a commit. The fsync rows therefore also print that durable write alone (the same
+``MainLog`` in a bare loop, mode named), the floor the kernel's Python work sits on, and a
+*control*: the raw loop with as much pure CPU work before each write as a kernel commit costs
+(its CPU time per commit, from the ``fsync=False`` rows). On the two-core development VM any
+blocking wait between commits makes the code after it run slower (about 3x the CPU for the
+kernel's commit path, 1.3x for the control's tiny loop); the "CPU per commit with fsync on" line
+shows what that costs here.
 
 Then a session of 100,000 entries is opened from disk (replay of every line: decode, checksum,
 stage, apply) and the time and the memory it holds (tracemalloc, in a separate open) are printed,
 for ``JsonlStorage.open`` and for ``Harness.open`` (storage open + kernel indexes + the harness
 with its core kinds).
-
-The ``fsync=True`` kernel rows are followed by a *control*: the raw loop again, with as much
-pure CPU work before each write as a kernel commit costs (its CPU time per commit, from the
-``fsync=False`` rows). It isolates what the machine charges for computing between fsyncs at all:
-on the two-core development VM the control ran at 0.55x–0.77x of the bare loop, because an
-fsync issued after CPU work completes later than one issued back to back. A sweep of the control over a few amounts of CPU work shows where the
-0.8x line falls on the machine at hand. The ``fsync=True`` row then prints the process CPU time
-one commit costs with fsync on, next to a bare write+fsync and the kernel's own cost with fsync
-off: on the development VM the same kernel code takes about three times the CPU when every
-commit waits on an fsync (any blocking wait between commits does it, a 0.2 ms sleep too), which
-is what keeps the kernel near 0.5x while the small spin loop of the control gets closer to 0.8x.
 
 Targets (issue 5; they are about the kernel rows, which is what a caller gets): fsync=True
 >= 0.8x the raw fsync rate; fsync=False >= 20,000 commits/s; opening 100,000 entries <= 1 s.
@@ -57,6 +59,7 @@ from chord.context import BACKGROUND
 from pico3.harness import Harness
 from pico3.kernel.view import Envelope
 from pico3.storage import Conversation, ConversationWrite, Entry, EntryWrite, JsonlStorage
+from pico3.storage._log import MainLog
 
 ctx = BACKGROUND
 
@@ -89,10 +92,6 @@ async def ours(directory: Path, fsync: bool, count: int) -> tuple[float, int]:
     await storage.close(ctx)
     lines = (directory / "main.jsonl").read_bytes().splitlines(keepends=True)
     return count / elapsed, len(lines[-1])
-
-
-SWEEP_MICROS = (10, 20, 30, 45)
-"""CPU work per write (microseconds) of the control sweep printed after the fsync=True rows."""
 
 
 def _spin(iterations: int) -> int:
@@ -136,6 +135,23 @@ def raw(directory: Path, fsync: bool, count: int, size: int, spin: int = 0) -> f
     return count / elapsed
 
 
+def durable_log(directory: Path, count: int, size: int) -> tuple[str, float]:
+    """The durable write JsonlStorage uses for main.jsonl, alone: its mode and lines/s."""
+    path = directory.parent / "log.jsonl"
+    path.write_bytes(b"")
+    line = b"x" * (size - 1) + b"\n"
+    log = MainLog(os.fspath(path), durable=True)
+    try:
+        start = time.perf_counter()
+        for _ in range(count):
+            log.append(line)
+        elapsed = time.perf_counter() - start
+        return log.mode, count / elapsed
+    finally:
+        log.close()
+        path.unlink()
+
+
 def raw_cpu(directory: Path, count: int, size: int) -> float:
     """Process CPU seconds (user + system) one raw ``os.write`` + ``os.fsync`` costs."""
     path = directory.parent / "raw-cpu.jsonl"
@@ -166,9 +182,14 @@ async def kernel(directory: Path, fsync: bool, count: int, watch: bool) -> tuple
     shutil.rmtree(directory, ignore_errors=True)
     h = await Harness.open(JsonlStorage(directory, fsync=fsync), None, ctx)
     c = await h.root(ctx)
-    seen: list[Envelope] = []
+    seen = 0
+
+    def fold(envelope: Envelope) -> None:  # a client folds each envelope and drops it
+        nonlocal seen
+        seen += 1
+
     if watch:
-        (await c.watch(ctx)).start(seen.append)
+        (await c.watch(ctx)).start(fold)
     models = [[message(n)] for n in range(count)]
     start, cpu = time.perf_counter(), time.process_time()
     for model in models:
@@ -176,7 +197,7 @@ async def kernel(directory: Path, fsync: bool, count: int, watch: bool) -> tuple
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     await h.close(ctx)
     if watch:
-        assert len(seen) == count, "one envelope per commit"
+        assert seen == count, "one envelope per commit"
     lines = (directory / "main.jsonl").read_bytes().splitlines(keepends=True)
     return count / elapsed, count / max(cpu, 1e-9), len(lines[-1])
 
@@ -206,14 +227,13 @@ async def compare_kernel(
             f"before each write (the kernel's CPU per commit, measured with fsync=False): "
             f"{best_control:,.0f} lines/s ({best_control / best_raw:.2f}x raw)"
         )
-        sweep = []
-        for micros in SWEEP_MICROS:
-            rate = max(
-                raw(directory, fsync, count, size, spin_iterations(micros / 1e6))
-                for _ in range(rounds)
-            )
-            sweep.append(f"{micros} us {rate / best_raw:.2f}x")
-        print(f"control sweep (CPU per write -> rate vs raw): {', '.join(sweep)}")
+        mode, floor = max(
+            (durable_log(directory, count, size) for _ in range(rounds)), key=lambda r: r[1]
+        )
+        print(
+            f"the storage's durable write alone (MainLog {mode!r}, {size} B line): "
+            f"{floor:,.0f} lines/s ({floor / best_raw:.2f}x raw)"
+        )
     for watch in (False, True):
         name = f"kernel write fsync={fsync}{' +watch' if watch else ''}"
         rate = best[watch]

@@ -1,9 +1,11 @@
 """Crash-test child for ``test_crash_kill.py``: commits in a loop and acknowledges each commit.
 
 Run as a *zygote*: it imports everything once, then for every directory read from stdin forks a
-worker. The worker prints ``pid <pid>``, opens a :class:`JsonlStorage` (fsync off) on the
-directory and commits forever, printing ``ack <seq>`` after each commit returns. The parent
-SIGKILLs the worker at a moment of its choosing; the zygote reaps it and prints ``done``. Forking
+worker. The worker prints ``pid <pid>``, opens a :class:`JsonlStorage` on the directory (fsync
+off; on when the line is ``<directory>\tdirect`` or ``<directory>\tprealloc``, which also
+picks the durable write path of main.jsonl) and commits forever, printing ``ack <seq>``
+after each commit returns. The parent SIGKILLs the worker at a moment of its choosing; the zygote
+reaps it and prints ``done``. Forking
 from a warm process keeps a hundred kill points cheap; every kill is still a real SIGKILL of a
 real process in the middle of whatever it was doing (replay, append, rename, unlink).
 
@@ -43,6 +45,7 @@ from pico3.storage import (
     TaskWrite,
     Write,
 )
+from pico3.storage._log import MainLog
 
 ctx = BACKGROUND
 ROOT = 1
@@ -53,8 +56,8 @@ def say(line: str) -> None:
     os.write(1, f"{line}\n".encode())
 
 
-async def work(directory: str) -> None:
-    storage = JsonlStorage(directory, fsync=False)
+async def work(directory: str, fsync: bool) -> None:
+    storage = JsonlStorage(directory, fsync=fsync)
     await storage.open(ctx)
     sticky = DocRef.sticky(ROOT)
     if storage.seq == 0:
@@ -98,7 +101,7 @@ async def work(directory: str) -> None:
 
 def main() -> None:
     while True:
-        directory = sys.stdin.readline().strip()
+        directory, _, mode = sys.stdin.readline().strip().partition("\t")
         if not directory:
             break
         pid = os.fork()
@@ -106,7 +109,8 @@ def main() -> None:
             code = 0
             try:
                 say(f"pid {os.getpid()}")
-                anyio.run(work, directory)
+                MainLog.use_direct = mode == "direct"
+                anyio.run(work, directory, mode in ("direct", "prealloc"))
             except BaseException as exc:
                 print(f"worker failed: {exc!r}", file=sys.stderr, flush=True)
                 code = 1

@@ -9,6 +9,10 @@ number of acknowledgements (sometimes zero: mid-replay), reopens the directory a
 * nothing is half-committed: the sticky document, the live task's checkpoint and the newest
   entry all describe the same commit, every entry appears once, retired task files are gone.
 
+A shorter run does the same with ``fsync=True``, where main.jsonl is written into a preallocated
+zero tail (``pico3.storage._log``): a kill leaves committed lines followed by zeros, and the reopen
+must cut the zeros and keep every acknowledged commit.
+
 pico3-spec §3.5–§3.7 (fsync=False survives process death), §9 #120/#121/#124.
 """
 
@@ -23,12 +27,14 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
 
 from chord.context import BACKGROUND
 from pico3.storage import DocRef, EntryScan, JsonlStorage, TaskScan
 
 CHILD = Path(__file__).with_name("_crash_child.py")
 KILLS = 100
+FSYNC_KILLS = 6
 TIMEOUT = 20.0
 
 
@@ -82,6 +88,39 @@ async def verify(directory: Path) -> int:
 def test_sigkill_at_random_moments_never_loses_an_ack_or_shows_half_a_commit(
     tmp_path: Path,
 ) -> None:
+    committed, kills_mid_commit, _ = run_kills(tmp_path, KILLS, "nosync")
+    assert committed > KILLS  # the runs made real progress across the kills
+    print(f"{KILLS} kills, {committed} commits, {kills_mid_commit} published but unacked")
+
+
+@pytest.mark.parametrize("write_path", ["direct", "prealloc"])
+def test_sigkill_with_fsync_keeps_every_ack_and_cuts_the_zero_tail(
+    tmp_path: Path, write_path: str
+) -> None:
+    committed, _, zero_tails = run_kills(tmp_path, FSYNC_KILLS, write_path)
+    assert committed > FSYNC_KILLS
+    assert zero_tails > 0  # the kills really landed while main.jsonl was preallocated
+    data = (tmp_path / "session" / "main.jsonl").read_bytes()
+    assert data.endswith(b"\n") and b"\0" not in data  # the last reopen closed it clean
+
+
+def main_tail(directory: Path) -> bytes:
+    """What follows the last newline of main.jsonl (a killed fsync writer leaves zeros)."""
+    try:
+        data = (directory / "main.jsonl").read_bytes()
+    except FileNotFoundError:
+        return b""
+    return data[data.rfind(b"\n") + 1 :]
+
+
+def run_kills(tmp_path: Path, kills: int, mode: str) -> tuple[int, int, int]:
+    """Kill a committing worker ``kills`` times, verifying after each kill.
+
+    ``mode`` is ``nosync`` (fsync off) or the durable write path, ``direct`` or ``prealloc``.
+
+    Returns the final seq, how many kills left a published but unacknowledged commit, and how
+    many left a zero tail in main.jsonl.
+    """
     directory = tmp_path / "session"
     rng = random.Random(20261129)
     stderr = open(tmp_path / "child.stderr", "w+b")  # noqa: SIM115 - closed in finally
@@ -96,9 +135,10 @@ def test_sigkill_at_random_moments_never_loses_an_ack_or_shows_half_a_commit(
     lines = Lines(child.stdout.fileno())
     committed = 0
     kills_mid_commit = 0
+    zero_tails = 0
     try:
-        for _ in range(KILLS):
-            child.stdin.write(f"{directory}\n".encode())
+        for _ in range(kills):
+            child.stdin.write(f"{directory}\t{mode}\n".encode())
             first = lines.next()
             assert first.startswith("pid "), first
             pid = int(first.split()[1])
@@ -113,13 +153,17 @@ def test_sigkill_at_random_moments_never_loses_an_ack_or_shows_half_a_commit(
                 acks.append(int(line.split()[1]))  # acknowledged before the kill landed
             assert line == f"done {signal.SIGKILL}", (line, stderr.seek(0) or stderr.read())
             acknowledged = max(acks, default=committed)
+            tail = main_tail(directory)  # at most a torn line, then (fsync) preallocated zeros
+            assert b"\0" not in tail.rstrip(b"\0"), tail[:80]
+            assert mode != "nosync" or b"\0" not in tail
+            zero_tails += tail.endswith(b"\0")
             seq = anyio.run(verify, directory)
             assert seq >= acknowledged, f"lost acknowledged commit(s) {seq + 1}..{acknowledged}"
             assert seq <= acknowledged + 1, "more than the in-flight commit became visible"
             kills_mid_commit += seq == acknowledged + 1
             committed = seq
-        assert committed > KILLS  # the runs made real progress across the kills
-        print(f"{KILLS} kills, {committed} commits, {kills_mid_commit} published but unacked")
+            assert b"\0" not in (directory / "main.jsonl").read_bytes()  # the reopen cut them
+        return committed, kills_mid_commit, zero_tails
     finally:
         child.stdin.close()
         child.wait(timeout=TIMEOUT)

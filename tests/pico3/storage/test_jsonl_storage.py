@@ -33,7 +33,8 @@ ctx = BACKGROUND
 
 
 def records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_bytes().splitlines()]
+    data = path.read_bytes()  # while open with fsync, main.jsonl ends in preallocated zeros
+    return [json.loads(line) for line in data[: data.rfind(b"\n") + 1].splitlines()]
 
 
 async def opened(path: Path, *, fsync: bool = False, thread_above: float = 0.002) -> JsonlStorage:

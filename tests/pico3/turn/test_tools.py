@@ -435,15 +435,18 @@ async def test_tool_abort_marks_owned_foreground_tasks_and_keeps_their_queues(op
         raise AssertionError
 
     sent["ready"] = anyio.Event()
-    script = [
-        calls(("delegate", {"text": "a"})),
-        faux_response(faux_pause(child_gate), "never"),
-        faux_response("done"),
-    ]
+    child_streaming = anyio.Event()
+
+    def child_turn(request: Any, state: Any) -> Any:  # the child's generation reached the model
+        child_streaming.set()
+        return faux_response(faux_pause(child_gate), "never")
+
+    script = [calls(("delegate", {"text": "a"})), child_turn, faux_response("done")]
     async with tools_session(open_session, script, declare("delegate", delegate)) as s:
         handle = await s.root.send("go", BACKGROUND)
         started = await s.wait_event("tool.started")
         await sent["ready"].wait()
+        await child_streaming.wait()  # abort only once the child's paused answer is its own
         await s.harness.abort_task(started["taskId"], BACKGROUND)
         assert (await handle.wait(BACKGROUND)).status == "done"
         first = await sent["first"].wait(BACKGROUND)

@@ -288,7 +288,12 @@ class Context:
         return False
 
     def __str__(self) -> str:
-        return f"[Context {self._label}]"
+        parts: list[str] = []
+        node: Context | None = self
+        while node is not None:  # each context keeps only its own step; the path is built here
+            parts.append(str(node._label))
+            node = node._parent
+        return f"[Context {'.'.join(reversed(parts))}]"
 
     def __repr__(self) -> str:
         return str(self)
@@ -301,7 +306,16 @@ def _derive(parent: Context, label: str, **changes: Any) -> Context:
         "_deadline": parent._deadline,
     }
     fields.update(changes)
-    return Context(_label=f"{parent._label}.{label}", **fields)
+    return Context(_label=label, **fields)
+
+
+_new_context = Context.__new__
+_set_parent = Context._parent.__set__  # type: ignore[attr-defined]  # slot descriptors
+_set_signal = Context._signal.__set__  # type: ignore[attr-defined]
+_set_deadline = Context._deadline.__set__  # type: ignore[attr-defined]
+_set_key = Context._key.__set__  # type: ignore[attr-defined]
+_set_value = Context._value.__set__  # type: ignore[attr-defined]
+_set_label = Context._label.__set__  # type: ignore[attr-defined]
 
 
 BACKGROUND = Context(_label="BACKGROUND_CONTEXT")
@@ -314,7 +328,27 @@ TODO_CONTEXT = TODO
 
 def with_value(key: ContextKey[T], value: T, ctx: Context) -> Context:
     """A child of ``ctx`` that stores ``value`` under ``key`` (shadowing an outer one)."""
-    return _derive(ctx, f"WithValue({key.description})", _key=key, _value=value)
+    # the hot derivation (every commit makes one): built slot by slot, the label kept lazy
+    child = _new_context(Context)
+    _set_parent(child, ctx)
+    _set_signal(child, ctx._signal)
+    _set_deadline(child, ctx._deadline)
+    _set_key(child, key)
+    _set_value(child, value)
+    _set_label(child, _ValueLabel(key))
+    return child
+
+
+class _ValueLabel:
+    """The label of a :func:`with_value` context, rendered only when printed."""
+
+    __slots__ = ("_key",)
+
+    def __init__(self, key: ContextKey[Any]) -> None:
+        self._key = key
+
+    def __str__(self) -> str:
+        return f"WithValue({self._key.description})"
 
 
 def _child_signal(ctx: Context, own: AbortSignal) -> AbortSignal:

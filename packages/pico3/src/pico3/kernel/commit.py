@@ -14,7 +14,7 @@
    exchange);
 6. flush touched documents into ``doc`` writes;
 7. when there are writes or events, call ``Storage.commit`` exactly once, shielded from
-   cancellation. If storage fails, the session **faults**: every later operation raises
+   cancellation (or its synchronous form, when the backend has one and needs no await). If storage fails, the session **faults**: every later operation raises
    :class:`Faulted`;
 8. on the line: update indexes, fold the commit into watched views and assemble envelopes;
    revoke every proxy (the membrane);
@@ -44,7 +44,7 @@ from pico3.kernel.tx import Authority, Batch, Invoker, KindLookup, Transaction
 from pico3.kernel.view import Delivery, ViewRegistry
 from pico3.model.config import CORE_CONFIG, ConfigKey
 from pico3.storage._tables import PRECHECKED
-from pico3.storage.base import InvalidBatch, Storage
+from pico3.storage.base import InvalidBatch, Storage, sync_commit
 from pico3.storage.records import (
     UNSET,
     Conversation,
@@ -98,6 +98,7 @@ class Kernel:
         self.describe: Describe | None = None
         self._closed = False
         self._fault: BaseException | None = None
+        self._commit_now = sync_commit(storage)
 
     @classmethod
     async def open(
@@ -223,7 +224,7 @@ class Kernel:
                     await check_heads(self.storage, self.conversations, batch.new_entries, ctx)
                 writes = batch.finish()
                 persisted = bool(writes) or batch.has_events
-                if persisted:
+                if persisted and not self._persist_now(writes, batch):
                     await self._persist(writes, batch, ctx)
             except BaseException:
                 batch.open = False
@@ -279,12 +280,29 @@ class Kernel:
             (t for t in self.task_index.values() if t.status != "terminal"), key=lambda t: t.id
         )
 
+    def _persist_now(self, writes: list[Any], batch: Batch) -> bool:
+        """Commit through the backend's synchronous form when it has one and needs no await
+        (see :func:`~pico3.storage.base.sync_commit`); False when :meth:`_persist` must run."""
+        commit_now = self._commit_now
+        if commit_now is None:
+            return False
+        # the entries this batch built from payloads it validated and copied itself: storage
+        # need not walk them again (every other check still runs)
+        token = PRECHECKED.set(frozenset(batch.prechecked)) if batch.prechecked else None
+        try:
+            return commit_now(writes) is not None
+        except InvalidBatch:
+            raise
+        except BaseException as exc:
+            raise self._storage_failed(exc) from exc
+        finally:
+            if token is not None:
+                PRECHECKED.reset(token)
+
     async def _persist(self, writes: list[Any], batch: Batch, ctx: Context) -> None:
         quiet = ctx
         if ctx.abort_signal is not None or ctx.deadline is not None:
             quiet = without_abort_signal(ctx)
-        # the entries this batch built from payloads it validated and copied itself: storage
-        # need not walk them again (every other check still runs)
         token = PRECHECKED.set(frozenset(batch.prechecked)) if batch.prechecked else None
         try:
             with anyio.CancelScope(shield=True):
@@ -292,17 +310,21 @@ class Kernel:
         except InvalidBatch:
             raise
         except BaseException as exc:
-            self._fault = exc
-            fault = Faulted(f"storage commit failed; the session is fail-stopped: {exc}")
-            for listener in list(self._fault_listeners):
-                try:
-                    listener(fault)
-                except Exception as error:
-                    self.report(error)
-            raise fault from exc
+            raise self._storage_failed(exc) from exc
         finally:
             if token is not None:
                 PRECHECKED.reset(token)
+
+    def _storage_failed(self, exc: BaseException) -> Faulted:
+        """Fail-stop the session after a storage failure; returns the error to raise."""
+        self._fault = exc
+        fault = Faulted(f"storage commit failed; the session is fail-stopped: {exc}")
+        for listener in list(self._fault_listeners):
+            try:
+                listener(fault)
+            except Exception as error:
+                self.report(error)
+        return fault
 
     def _discard(self, batch: Batch) -> None:
         for ref in batch.recorders:

@@ -41,11 +41,12 @@ def fold_log(log: DocLog | None) -> dict[str, Any]:
 class DocumentCache:
     """Present values of documents, loaded on demand from storage."""
 
-    __slots__ = ("_docs", "_storage")
+    __slots__ = ("_docs", "_ready", "_storage")
 
     def __init__(self, storage: Storage) -> None:
         self._storage = storage
         self._docs: dict[DocRef, dict[str, Any]] = {}
+        self._ready: set[int] = set()  # conversations whose two documents are both cached
 
     async def load(self, ref: DocRef, ctx: Context) -> dict[str, Any]:
         """The cached value of ``ref``, reading and folding the stored log on first use."""
@@ -61,9 +62,12 @@ class DocumentCache:
         docs = self._docs
         if _SESSION not in docs:
             return False
-        return conversation_id is None or (
-            DocRef.rewindable(conversation_id) in docs and DocRef.sticky(conversation_id) in docs
-        )
+        if conversation_id is None or conversation_id in self._ready:
+            return True
+        if DocRef.rewindable(conversation_id) in docs and DocRef.sticky(conversation_id) in docs:
+            self._ready.add(conversation_id)  # until one of them is evicted
+            return True
+        return False
 
     def get(self, ref: DocRef) -> dict[str, Any] | None:
         """The cached value, or ``None`` when it has not been loaded."""
@@ -78,6 +82,8 @@ class DocumentCache:
     def evict(self, ref: DocRef) -> None:
         """Forget ``ref``; the next :meth:`load` rereads the committed value."""
         self._docs.pop(ref, None)
+        if isinstance(ref.conversation_id, int):
+            self._ready.discard(ref.conversation_id)
 
 
 def memo_once(slot: MutableMapping[str, Any], key: str, candidate: Any) -> Any:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -220,16 +221,18 @@ class ViewRegistry:
     def after_commit(self, batch: Batch) -> list[Delivery]:
         """Fold one persisted commit into every affected view; return the deliveries."""
         deliveries: list[Delivery] = []
-        changed = batch.changed_docs
-        session_touched = DocRef.session() in changed or self._stale
+        changed = batch.changed_docs  # often empty (a plain write): then no ref is built
+        session_touched = self._stale or (bool(changed) and DocRef.session() in changed)
         self._stale = False
         for cid, view in list(self._views.items()):
             new = [entry for entry in batch.new_entries if entry.conversation_id == cid]
             touched = (
                 session_touched
-                or DocRef.rewindable(cid) in changed
-                or DocRef.sticky(cid) in changed
                 or cid in batch.task_conversations
+                or (
+                    bool(changed)
+                    and (DocRef.rewindable(cid) in changed or DocRef.sticky(cid) in changed)
+                )
             )
             events = batch.events.get(cid, [])
             if not new and not touched and not events:
@@ -400,10 +403,7 @@ def _optional(root: TrackedDict, key: str, value: Any) -> None:
 
 
 def _deliver(watch: Watch, envelope: Envelope) -> Delivery:
-    def run() -> None:
-        watch._deliver(envelope)  # pyright: ignore[reportPrivateUsage]
-
-    return run
+    return partial(watch._deliver, envelope)  # pyright: ignore[reportPrivateUsage]
 
 
 def _sync(parent: TrackedDict | TrackedList, key: Any, new: Any) -> None:

@@ -14,6 +14,14 @@ Lifecycle::
     seq = await storage.commit(batch, ctx)
     await storage.close(ctx)              # release it; a later open() reloads what was committed
 
+A backend may also offer ``commit_nowait(writes) -> int | None``, a synchronous form of
+:meth:`Storage.commit` for the common case where a commit needs no await (nothing queued ahead of
+it, no I/O handed to a thread): it commits and returns the seq, or returns ``None`` having done
+nothing, and the caller then awaits :meth:`Storage.commit`. It raises what ``commit`` raises. The
+kernel uses it when present (:func:`sync_commit`) to skip a cancel scope and a coroutine per
+commit; both built-in backends have it. A subclass that overrides ``commit`` alone (to inject a
+failure, say) is never bypassed: the synchronous form counts only when one class defines both.
+
 Documents are returned as a :data:`~pico3.storage.records.DocLog` (op batches from the last base)
 rather than as folded values: folding is :mod:`chord.delta`'s job (one delta engine, D2), and the
 log is what the kernel needs to keep commit-granular history anyway.
@@ -30,7 +38,7 @@ Errors
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from chord.context import Context
@@ -54,6 +62,8 @@ __all__ = [
     "StorageError",
     "StorageFailed",
     "StorageInUse",
+    "SyncCommit",
+    "sync_commit",
 ]
 
 
@@ -160,3 +170,28 @@ class Storage(Protocol):
         the conversation in ``conversation_id``'s fork chain that owns ``at``. ``None`` when
         ``at`` is not fork-visible from ``conversation_id`` or nothing was written by then."""
         ...
+
+
+@runtime_checkable
+class SyncCommit(Protocol):
+    """The optional synchronous commit of a backend (see the module doc)."""
+
+    def commit_nowait(self, writes: Sequence[Write]) -> int | None:
+        """Commit ``writes`` now and return the seq, or return ``None`` (nothing done) when the
+        commit needs to await; raises what :meth:`Storage.commit` raises."""
+        ...
+
+
+def sync_commit(storage: object) -> Callable[[Sequence[Write]], int | None] | None:
+    """``storage.commit_nowait`` when it stands for the same code as ``storage.commit``: both
+    defined by one class and neither replaced on the instance; otherwise ``None``."""
+    if not isinstance(storage, SyncCommit):
+        return None
+    if "commit" in getattr(storage, "__dict__", {}) or "commit_nowait" in getattr(
+        storage, "__dict__", {}
+    ):
+        return None
+    mro = type(storage).__mro__
+    commit = next((cls for cls in mro if "commit" in vars(cls)), None)
+    nowait = next((cls for cls in mro if "commit_nowait" in vars(cls)), None)
+    return storage.commit_nowait if commit is nowait else None

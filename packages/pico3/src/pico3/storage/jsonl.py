@@ -23,23 +23,27 @@ A commit validates and stages the whole batch in memory first (no file is touche
 appends each sidecar record, then appends the main record last. The main record is the
 publication point: a sidecar record counts only if the main record with its seq names its file.
 With ``fsync=True`` (the default) every sidecar record is fsynced before the main record is
-written and fsynced, and the directory is fsynced after a file is created, renamed or unlinked
-(D8 G14). Where fsync is slow (a moving average above 2 ms per commit) that work runs in one
-worker thread (:func:`anyio.to_thread.run_sync` with a one-slot limiter) so the event loop keeps
-running; where it is fast, the thread hop would cost more than the fsync, and it runs inline.
-Either way one commit holds the writer lock from its first byte to its last, so file order is
-commit order. With ``fsync=False`` a commit survives the death of the process, not the loss of
-the machine.
+written durably, and the directory is fsynced after a file is created, renamed or unlinked
+(D8 G14). The main record's durable write is :class:`~pico3.storage._log.MainLog`'s: main is
+preallocated with written zeros and each record is one synchronous ``O_DIRECT`` block write (or
+``pwrite`` + ``fdatasync`` where ``O_DIRECT`` is refused), which costs less than an append and
+an ``fsync``; ``close`` cuts the zero tail. Where fsync is slow (a moving average above 2 ms per
+commit) that work runs in one worker thread (:func:`anyio.to_thread.run_sync` with a one-slot
+limiter) so the event loop keeps running; where it is fast, the thread hop would cost more than
+the fsync, and it runs inline. Either way one commit holds the writer lock from its first byte to
+its last, so file order is commit order. With ``fsync=False`` a commit survives the death of the
+process, not the loss of the machine.
 
 Recovery (§3.7)
 ---------------
-``open`` cuts every file back to its last newline (a torn write), replays main (every complete
-line must decode, pass its checksum and carry a seq greater than the line before), keeps the
-sidecar records main confirms and truncates an unconfirmed tail, and fails with
-:class:`~pico3.storage.base.CorruptStorage` naming the file and line when a confirmed record
-follows an unconfirmed one, when a marker names a sidecar record that is missing (unless a later
-sticky base or the task's retirement explains the gap), or when a batch does not replay. Sidecars
-of terminal or unknown tasks are ignored, even if malformed, and unlinked.
+``open`` cuts every file back to its last newline (a torn write, or the zero tail of main's
+preallocation after a crash), replays main (every complete line must decode, pass its checksum
+and carry a seq greater than the line before), keeps the sidecar records main confirms and
+truncates an unconfirmed tail, and fails with :class:`~pico3.storage.base.CorruptStorage` naming
+the file and line when a confirmed record follows an unconfirmed one, when a marker names a
+sidecar record that is missing (unless a later sticky base or the task's retirement explains the
+gap), or when a batch does not replay. Sidecars of terminal or unknown tasks are ignored, even if
+malformed, and unlinked.
 
 One writer: a session holds an exclusive ``flock`` on ``main.jsonl`` while open, so a second
 opener (in this process or another) gets :class:`~pico3.storage.base.StorageInUse`.
@@ -61,6 +65,7 @@ import anyio.to_thread
 import msgspec
 
 from chord.context import Context
+from pico3.storage._log import MainLog
 from pico3.storage._tables import (
     Staged,
     Tables,
@@ -162,13 +167,22 @@ def _read_records(path: str) -> list[tuple[int, int, _Record]]:
 
 
 def _read_cut(path: str) -> bytes:
-    """The file's bytes through its last newline; anything after it is cut from the file."""
+    """The file's bytes through its last newline; anything after it is cut from the file.
+
+    A last line holding a NUL byte is cut too: a line we write never has one (JSON escapes
+    control characters), so it is the in-flight write, torn by a power loss that persisted its
+    last sector (newline included) and not an earlier one, which still reads as the zeros of the
+    preallocated region. It was never acknowledged. A NUL in any earlier line fails open."""
     try:
         with open(path, "rb") as handle:
             data = handle.read()
     except FileNotFoundError:
         return b""
     end = data.rfind(b"\n") + 1
+    if end:
+        start = data.rfind(b"\n", 0, end - 1) + 1
+        if data.find(b"\0", start, end) >= 0:
+            end = start
     if end != len(data):
         os.truncate(path, end)
         data = data[:end]
@@ -208,7 +222,8 @@ class JsonlStorage(TableStorage):
         super().__init__()
         self._dir = os.fspath(Path(path))
         self._fsync = fsync
-        self._main_fd = -1
+        self._main_fd = -1  # holds the flock; the log writes through its own descriptors
+        self._log: MainLog | None = None
         self._fds: dict[str, int] = {}
         self._failed: BaseException | None = None
         self._lock: anyio.Lock | None = None
@@ -261,12 +276,17 @@ class JsonlStorage(TableStorage):
         self._close_files()
 
     def _close_files(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
-        if self._main_fd >= 0:
-            os.close(self._main_fd)  # also releases the flock
-            self._main_fd = -1
+        log, self._log = self._log, None
+        try:
+            if log is not None:
+                log.close()  # cuts the preallocated tail while the flock is still held
+        finally:
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()
+            if self._main_fd >= 0:
+                os.close(self._main_fd)  # also releases the flock
+                self._main_fd = -1
 
     def _load_paused(self, tables: Tables) -> None:
         """:meth:`_load` with the cyclic garbage collector paused.
@@ -382,6 +402,7 @@ class JsonlStorage(TableStorage):
             changed = True
         if changed and self._fsync:
             _fsync_dir(self._dir)
+        self._log = MainLog(main_path, durable=self._fsync)  # only once everything checked out
 
     @staticmethod
     def _check_refs(
@@ -428,12 +449,12 @@ class JsonlStorage(TableStorage):
         Only waiting for an earlier commit or rewrite can be cancelled; once this commit starts
         it runs to the end, shielded from cancellation.
         """
-        self._check_writable()
+        seq = self.commit_nowait(writes)
+        if seq is not None:
+            return seq
         prechecked = current_prechecked()
         lock = self._lock
         assert lock is not None
-        if not self._offload and not lock.locked():
-            return self._commit_inline(writes, prechecked)  # no await: nothing can interleave
         await lock.acquire()  # the only cancellable step: nothing has started yet
         seq = 0
         try:
@@ -442,6 +463,16 @@ class JsonlStorage(TableStorage):
         finally:
             lock.release()
         return seq
+
+    def commit_nowait(self, writes: Sequence[Write]) -> int | None:
+        """Publish one batch without awaiting, when nothing is queued ahead of it and fsyncs run
+        inline; otherwise return ``None`` having done nothing (then :meth:`commit` waits)."""
+        self._check_writable()
+        lock = self._lock
+        assert lock is not None
+        if self._offload or lock.locked():
+            return None
+        return self._commit_inline(writes, current_prechecked())  # nothing can interleave
 
     async def _commit_locked(self, writes: Sequence[Write], prechecked: frozenset[int]) -> int:
         if not self._offload:
@@ -518,16 +549,21 @@ class JsonlStorage(TableStorage):
         synced = 0.0
         for name, data in plan:
             if name == MAIN_FILE:
-                if created and self._fsync:
-                    started = time.perf_counter()
+                log = self._log
+                assert log is not None
+                if not self._fsync:
+                    log.append(data)
+                    continue
+                started = time.perf_counter()
+                if created:
                     _fsync_dir(self._dir)  # the new sidecar's name is durable before publication
-                    synced += time.perf_counter() - started
-                fd = self._main_fd
-            else:
-                fd = self._fds.get(name, -1)
-                if fd < 0:
-                    fd, new = self._open_sidecar(name)
-                    created = created or new
+                log.append(data)  # durable on return (see pico3.storage._log)
+                synced += time.perf_counter() - started
+                continue
+            fd = self._fds.get(name, -1)
+            if fd < 0:
+                fd, new = self._open_sidecar(name)
+                created = created or new
             _write_all(fd, data)
             if self._fsync:
                 started = time.perf_counter()

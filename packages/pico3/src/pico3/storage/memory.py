@@ -37,6 +37,10 @@ class MemoryStorage(TableStorage):
 
     async def commit(self, writes: Sequence[Write], ctx: Context) -> int:
         """Validate the whole batch, then apply it; return its seq."""
+        return self.commit_nowait(writes)
+
+    def commit_nowait(self, writes: Sequence[Write]) -> int:
+        """:meth:`commit` without the coroutine (a memory commit never waits)."""
         tables = self._check_open()
         prechecked = current_prechecked()
         staged = tables.stage(normalize_batch(writes, prechecked)[0], tables.seq + 1)
