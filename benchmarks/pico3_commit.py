@@ -14,9 +14,10 @@ short message) through ``JsonlStorage.commit`` — validation, staging, encoding
 the durable write when fsync is on, and the in-memory apply. The raw baseline, measured in the
 same run in the same directory, is ``os.write`` of a line of the same size (the kernel's line:
 entry + input record) on an ``O_APPEND`` file followed by ``os.fsync`` (or no fsync, for the
-``fsync=False`` rows). The rounds alternate ours/raw and keep each side's best, so a busy
-machine hurts both sides alike. The kernel ``fsync=False`` rows also print the rate per second of
-this process's CPU time, which is what the code costs when other work shares the machine.
+``fsync=False`` rows). The rounds (five for the kernel fsync rows, three elsewhere) alternate
+ours/raw and keep each side's best, so a busy machine hurts both sides alike. The kernel
+``fsync=False`` rows also print the rate per second of this process's CPU time, which is what
+the code costs when other work shares the machine.
 
 With ``fsync=True`` the storage does not write main.jsonl the way the baseline does: it
 preallocates the file with zeros and rewrites the tail block with one ``O_DIRECT | O_DSYNC``
@@ -337,7 +338,7 @@ async def main() -> None:
         # fsync=False first: its CPU time per commit sizes the fsync=True control row
         cpu = await compare_kernel(directory, fsync=False, count=20_000 // scale, rounds=3)
         await compare_kernel(
-            directory, fsync=True, count=2_000 // scale, rounds=3, cpu_per_commit=cpu
+            directory, fsync=True, count=2_000 // scale, rounds=5, cpu_per_commit=cpu
         )
         print("-- storage: JsonlStorage.commit of one entry write")
         await compare(directory, fsync=True, count=2_000 // scale, rounds=3)
