@@ -30,7 +30,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 
@@ -286,34 +286,15 @@ class Kernel:
         commit_now = self._commit_now
         if commit_now is None:
             return False
-        # the entries this batch built from payloads it validated and copied itself: storage
-        # need not walk them again (every other check still runs)
-        token = PRECHECKED.set(frozenset(batch.prechecked)) if batch.prechecked else None
-        try:
+        with _StorageCall(self, batch):
             return commit_now(writes) is not None
-        except InvalidBatch:
-            raise
-        except BaseException as exc:
-            raise self._storage_failed(exc) from exc
-        finally:
-            if token is not None:
-                PRECHECKED.reset(token)
 
     async def _persist(self, writes: list[Any], batch: Batch, ctx: Context) -> None:
         quiet = ctx
         if ctx.abort_signal is not None or ctx.deadline is not None:
             quiet = without_abort_signal(ctx)
-        token = PRECHECKED.set(frozenset(batch.prechecked)) if batch.prechecked else None
-        try:
-            with anyio.CancelScope(shield=True):
-                await self.storage.commit(writes, quiet)
-        except InvalidBatch:
-            raise
-        except BaseException as exc:
-            raise self._storage_failed(exc) from exc
-        finally:
-            if token is not None:
-                PRECHECKED.reset(token)
+        with _StorageCall(self, batch), anyio.CancelScope(shield=True):
+            await self.storage.commit(writes, quiet)
 
     def _storage_failed(self, exc: BaseException) -> Faulted:
         """Fail-stop the session after a storage failure; returns the error to raise."""
@@ -409,6 +390,31 @@ class Kernel:
     async def rewindable_as_of(self, conversation_id: int, at: int, ctx: Context) -> dict[str, Any]:
         """The rewindable document after the whole commit that appended entry ``at``."""
         return fold_log(await self.storage.doc_as_of(conversation_id, at, ctx))
+
+
+class _StorageCall:
+    """Around one storage commit: the batch's prechecked entries published in
+    :data:`~pico3.storage._tables.PRECHECKED` (the entries this batch built from payloads it
+    validated and copied itself, which storage need not walk again; every other check still
+    runs), and any failure but a refused batch turned into the session's fault."""
+
+    __slots__ = ("_kernel", "_token")
+
+    def __init__(self, kernel: Kernel, batch: Batch) -> None:
+        self._kernel = kernel
+        self._token = PRECHECKED.set(frozenset(batch.prechecked)) if batch.prechecked else None
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> Literal[False]:
+        if self._token is not None:
+            PRECHECKED.reset(self._token)
+        if exc is None or isinstance(exc, InvalidBatch):
+            return False
+        raise self._kernel._storage_failed(exc) from exc  # pyright: ignore[reportPrivateUsage]
 
 
 def _create_root(tx: Transaction, ctx: Context) -> Awaitable[int]:
