@@ -237,14 +237,27 @@ def text_of(entry: dict[str, Any]) -> str:
 
 @asynccontextmanager
 async def connected(client: Client, socket: Path) -> AsyncIterator[Client]:
-    """Run ``client`` against the worker on ``socket`` (reconnecting across restarts)."""
+    """Run ``client`` against the worker on ``socket`` (reconnecting across restarts).
+
+    The host's start waits for the worker's service list; a worker that is gone for good
+    (crashed, or stopped by ``--linger``) fails the test after ``TIMEOUT`` instead of hanging."""
     async with anyio.create_task_group() as group:
+        attached = anyio.Event()
+
+        async def watchdog() -> None:
+            with anyio.move_on_after(TIMEOUT):
+                await attached.wait()
+                return
+            raise TimeoutError(f"no worker served a client on {socket} within {TIMEOUT} s")
+
+        group.start_soon(watchdog)
         source = connect_service_source(
             lambda: connect_unix(socket), task_group=group, on_error=lambda _error: None
         )
         try:
             async with create_facet_host([client.facet()], service_sources=[source]):
                 await client.wait_for(lambda: client.root is not None and not client.root_closed)
+                attached.set()
                 yield client
         finally:
             await source.aclose()
