@@ -118,7 +118,7 @@ def _table(
 
 
 async def _main(args: argparse.Namespace) -> int:
-    config = CrashConfig(kills=args.kills, max_delay=args.max_delay)
+    config = CrashConfig(kills=args.kills, max_delay=args.max_delay, fsync=args.fsync)
     reports: list[TrialReport] = []
     started = time.perf_counter()
     for trial in range(args.trials):
@@ -145,7 +145,8 @@ async def _main(args: argparse.Namespace) -> int:
             print(f"{trial + 1} trials, {time.perf_counter() - started:.0f} s", flush=True)
     elapsed = time.perf_counter() - started
     print(
-        f"crash injection: real worker (--no-fsync), SIGKILL {config.kills}x per trial at random "
+        f"crash injection: real worker ({'fsync on' if config.fsync else '--no-fsync'}), "
+        f"SIGKILL {config.kills}x per trial at random "
         f"points (a delay < {config.max_delay} s or < {config.max_updates} view updates), "
         f"seeds {args.seed}..{args.seed + len(reports) - 1}"
     )
@@ -160,6 +161,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1000, help="seed of the first trial")
     parser.add_argument(
         "--max-delay", type=float, default=0.25, help="upper bound of a kill delay (s)"
+    )
+    parser.add_argument(
+        "--fsync", action="store_true", help="run the worker with fsync on (default: off)"
     )
     parser.add_argument("--minutes", type=float, help="stop starting trials after M minutes")
     parser.add_argument("--progress", type=int, default=0, help="print a line every N trials")

@@ -145,6 +145,9 @@ class CrashConfig:
     """Files in the project (what the indexer indexes)."""
     timeout: float = 120.0
     """Bound of every wait for progress (a worker start, a round, the final idle)."""
+    fsync: bool = False
+    """Run the worker with fsync on (the durable ``O_DIRECT`` log of :mod:`pico3.storage._log`)
+    instead of ``--no-fsync``; process death must lose nothing acknowledged either way."""
 
 
 @dataclass(frozen=True)
@@ -290,7 +293,10 @@ class WorkerFailed(RuntimeError):
 class _Worker:
     """The worker process of the trial, started and killed again and again."""
 
-    def __init__(self, session: Session, env: dict[str, str], script: Path, log: Path) -> None:
+    def __init__(
+        self, session: Session, env: dict[str, str], script: Path, log: Path, fsync: bool = False
+    ) -> None:
+        self._fsync = fsync
         self._session = session
         self._env = env
         self._script = script
@@ -305,7 +311,7 @@ class _Worker:
             str(self._session.path),
             "--faux-script",
             str(self._script),
-            "--no-fsync",
+            *(() if self._fsync else ("--no-fsync",)),
             "--exit-on-stdin-eof",
         ]
         with self._log.open("ab") as log:
@@ -642,7 +648,7 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
     session = create_session(workdir / "project", env=env)
     script = workdir / "script.json"
     script.write_text(json.dumps(_script(config.max_rounds, effects)))
-    worker = _Worker(session, env, script, workdir / "worker.log")
+    worker = _Worker(session, env, script, workdir / "worker.log", config.fsync)
     client = _Client(seed, config.deny_ratio, report)
     timeout = config.timeout
 

@@ -62,7 +62,7 @@ MAX_CHUNK = 8 * 1024 * 1024
 
 _O_DIRECT: int = getattr(os, "O_DIRECT", 0)
 _O_DSYNC: int = getattr(os, "O_DSYNC", 0)
-_ZEROS = bytes(1024 * 1024)
+_ZERO_CHUNK = 1024 * 1024  # preallocation writes zeros in pieces of at most this size
 _BUFFER = 64 * 1024  # initial direct buffer; grows to the largest line (rounded to blocks)
 
 
@@ -222,8 +222,9 @@ class MainLog:
 
     def _write_zeros(self, target: int) -> None:
         offset = self._allocated
+        zeros = bytes(min(_ZERO_CHUNK, target - offset)) if target > offset else b""
         while offset < target:
-            offset += os.pwrite(self._fd, _ZEROS[: min(len(_ZEROS), target - offset)], offset)
+            offset += os.pwrite(self._fd, zeros[: target - offset], offset)
 
     def _start_direct(self) -> None:
         """Open the direct descriptor, load the tail block, probe; on refusal stay in prealloc."""
