@@ -232,6 +232,15 @@ async def commit_entries(storage: JsonlStorage, cid: int, sizes: list[int]) -> N
         )
 
 
+async def closed_session(path: Path, h, sizes: list[int]) -> tuple[JsonlStorage, Path]:
+    """A closed session whose root holds one entry per size; returns it and its main.jsonl."""
+    storage = await opened(path)
+    cid = await h.with_root(storage)
+    await commit_entries(storage, cid, sizes)
+    await storage.close(ctx)
+    return storage, path / "main.jsonl"
+
+
 def committed_lines(data: bytes) -> list[dict[str, object]]:
     return [json.loads(raw) for raw in data[: data.rfind(b"\n") + 1].splitlines()]
 
@@ -306,11 +315,7 @@ async def test_a_crash_mid_line_inside_the_zero_tail_opens_cleanly(
 
 @pytest.mark.anyio
 async def test_a_nul_byte_inside_an_earlier_line_fails_open(tmp_path: Path, h) -> None:
-    storage = await opened(tmp_path)
-    cid = await h.with_root(storage)
-    await commit_entries(storage, cid, [100, 100])
-    await storage.close(ctx)
-    main = tmp_path / "main.jsonl"
+    _, main = await closed_session(tmp_path, h, [100, 100])
     lines = main.read_bytes().splitlines(keepends=True)
     lines[1] = lines[1][:20] + b"\0" + lines[1][21:]
     main.write_bytes(b"".join(lines))
@@ -323,11 +328,7 @@ async def test_a_nul_byte_inside_an_earlier_line_fails_open(tmp_path: Path, h) -
 async def test_a_last_line_torn_by_power_loss_is_cut(tmp_path: Path, h) -> None:
     # power loss during the in-flight direct write: its last sector (newline included) landed,
     # an earlier one still reads as the preallocated zeros; that commit was never acknowledged
-    storage = await opened(tmp_path)
-    cid = await h.with_root(storage)
-    await commit_entries(storage, cid, [100, 100])
-    await storage.close(ctx)
-    main = tmp_path / "main.jsonl"
+    storage, main = await closed_session(tmp_path, h, [100, 100])
     clean = main.read_bytes()
     lines = clean.splitlines(keepends=True)
     torn = lines[-1][:10] + b"\0" * (len(lines[-1]) - 40) + lines[-1][-30:]
