@@ -14,8 +14,8 @@
    exchange);
 6. flush touched documents into ``doc`` writes;
 7. when there are writes or events, call ``Storage.commit`` exactly once, shielded from
-   cancellation (or its synchronous form, when the backend has one and needs no await). If storage fails, the session **faults**: every later operation raises
-   :class:`Faulted`;
+   cancellation (or its synchronous form, when the backend has one and needs no await). If
+   storage fails, the session **faults**: every later operation raises :class:`Faulted`;
 8. on the line: update indexes, fold the commit into watched views and assemble envelopes;
    revoke every proxy (the membrane);
 9. off the line: deliver envelopes and call commit listeners. Their errors go to ``on_report``
