@@ -1,0 +1,314 @@
+"""Benchmark: one coding-agent session driven through N short turns over real HTTP (issue 15).
+
+For each provider path (``openai`` Chat Completions and ``anthropic`` Messages) one session is
+opened with the worker's own session host (:func:`coding_agent.worker.main.open_session_host`:
+the session facets, the installed features, JSONL storage with fsync on) and the real SDK as the
+client, pointed at a stub model server on loopback. The server runs in its own process (so its
+work does not compete with the agent for the GIL) and answers every request with a short
+streamed answer in the protocol of the path it was called on.
+
+Printed per path:
+
+* ms/turn at turns 10, 100, 500, 1,000 and 2,000 (the mean of the five turns ending there), from
+  ``send`` to the turn's input done;
+* the baseline measured in the same run: the *same request bodies* (the agent's first request,
+  grown by one user and one assistant message per turn) built with plain ``json.dumps``, posted
+  with plain ``httpx`` to the same server and the streamed answer parsed with plain
+  ``json.loads`` — no agent, no SDK. ``overhead`` is the agent's ms/turn minus the baseline's;
+* the wall time of all N turns and the session's bytes on disk after it is closed.
+
+Targets (issue 15): the turn-2,000 cost ≤ 1.2 × the turn-10 cost and ≤ 40 ms over the model;
+2,000 turns in ≤ 60 s; session bytes for 2,000 short turns ≤ 1.5 MB.
+
+Run: ``uv run python benchmarks/long_session.py [--turns N] [--provider openai|anthropic|both]``
+(default 2,000 turns, both paths; ``--turns 100`` is a quick run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+CHECKPOINTS = (10, 100, 500, 1_000, 2_000)
+WINDOW = 5
+ANSWER = ("Done", ": the short", " answer.")
+MODELS = {"openai": "openai/gpt-4.1", "anthropic": "anthropic/claude-sonnet-4-6"}
+PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
+
+
+# -- the stub model server (runs in a child process: ``--serve``) -----------------------------
+
+
+def _openai_events(prompt_tokens: int) -> list[bytes]:
+    def chunk(choices: list[Any], **extra: Any) -> bytes:
+        body = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "gpt-4.1",
+            "choices": choices,
+            **extra,
+        }
+        return f"data: {json.dumps(body)}\n\n".encode()
+
+    out = [chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}}])]
+    out += [chunk([{"index": 0, "delta": {"content": piece}}]) for piece in ANSWER]
+    out.append(chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}]))
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 5, "total_tokens": 5}
+    out.append(chunk([], usage=usage))
+    out.append(b"data: [DONE]\n\n")
+    return out
+
+
+def _anthropic_events(input_tokens: int) -> list[bytes]:
+    def event(kind: str, body: dict[str, Any]) -> bytes:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **body})}\n\n".encode()
+
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-6",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+    }
+    out = [event("message_start", {"message": message})]
+    out.append(
+        event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}})
+    )
+    for piece in ANSWER:
+        delta = {"type": "text_delta", "text": piece}
+        out.append(event("content_block_delta", {"index": 0, "delta": delta}))
+    out.append(event("content_block_stop", {"index": 0}))
+    out.append(
+        event(
+            "message_delta",
+            {
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 5},
+            },
+        )
+    )
+    out.append(event("message_stop", {}))
+    return out
+
+
+def serve() -> None:
+    """Serve until stdin closes; print the base URL first. ``GET /first`` returns the body of
+    the first model request (the baseline replays it)."""
+    first: list[bytes] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body leave at once (no delayed-ACK stall)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return None
+
+        def do_GET(self) -> None:
+            body = first[0] if first else b"{}"
+            self._send(200, "application/json", [body])
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length", "0"))
+            raw = self.rfile.read(length)
+            if not first and self.headers.get("x-baseline") is None:
+                first.append(raw)
+            tokens = length // 4
+            if self.path.endswith("/chat/completions"):
+                events = _openai_events(tokens)
+            elif self.path.endswith("/messages"):
+                events = _anthropic_events(tokens)
+            else:
+                self._send(404, "application/json", [b"{}"])
+                return
+            self._send(200, "text/event-stream", events)
+
+        def _send(self, status: int, kind: str, parts: list[bytes]) -> None:
+            body = b"".join(parts)
+            self.send_response(status)
+            self.send_header("content-type", kind)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    host, port = server.server_address[:2]
+    print(f"http://{host!s}:{port}", flush=True)
+    import threading
+
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    sys.stdin.read()  # until the parent closes our stdin
+    server.shutdown()
+
+
+class StubServer:
+    """The stub server as a child process (``with StubServer() as url:``)."""
+
+    def __enter__(self) -> str:
+        self._process = subprocess.Popen(
+            [sys.executable, __file__, "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._process.stdout is not None
+        return self._process.stdout.readline().strip()
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        self._process.wait(timeout=10)
+
+
+# -- the agent ----------------------------------------------------------------------------
+
+
+def _folder_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+async def agent_run(provider: str, url: str, turns: int, tmp: Path) -> tuple[list[float], int]:
+    """(seconds per turn, session bytes on disk after close)."""
+    from chord.context import BACKGROUND
+    from coding_agent.sessions import create_session
+    from coding_agent.worker.main import WorkerConfig, open_session_host
+
+    project = tmp / "project"
+    project.mkdir()
+    (project / "README.md").write_text("# A project\n")
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("OPENAI_", "ANTHROPIC_"))
+    }
+    env["XDG_STATE_HOME"] = str(tmp / "state")
+    if provider == "openai":
+        env.update(OPENAI_API_KEY="sk-bench", OPENAI_BASE_URL=f"{url}/v1")
+    else:
+        env.update(ANTHROPIC_API_KEY="sk-ant-bench", ANTHROPIC_BASE_URL=url)
+    session = create_session(project, env=env)
+    config = WorkerConfig(session, model=MODELS[provider], env=env)
+    times: list[float] = []
+    async with open_session_host(config) as runtime:
+        root = await runtime.harness.harness.root(BACKGROUND)
+        for turn in range(1, turns + 1):
+            start = time.perf_counter()
+            handle = await root.send(f"Turn {turn}: answer briefly.", BACKGROUND)
+            record = await handle.wait(BACKGROUND)
+            times.append(time.perf_counter() - start)
+            if record.status != "done":
+                raise RuntimeError(f"turn {turn} ended {record.status!r}: {record}")
+    return times, _folder_bytes(session.path)
+
+
+# -- the baseline: the same bodies with plain json and httpx ----------------------------------
+
+
+def baseline_run(provider: str, url: str, turns: int) -> list[float]:
+    """Seconds per turn: the agent's first body, grown per turn, posted and parsed plainly."""
+    import httpx2 as httpx  # what both SDKs use
+
+    with httpx.Client(base_url=url, timeout=60) as client:
+        body = json.loads(client.get("/first").content)
+        messages: list[dict[str, Any]] = body["messages"]
+        first_user = next(m for m in messages if m["role"] == "user")
+        del messages[messages.index(first_user) :]
+        headers = {"content-type": "application/json", "x-baseline": "1"}
+        times: list[float] = []
+        text = ""
+        for turn in range(1, turns + 1):
+            start = time.perf_counter()
+            if text:
+                if provider == "openai":
+                    messages.append({"role": "assistant", "content": text})
+                else:
+                    messages.append(
+                        {"role": "assistant", "content": [{"type": "text", "text": text}]}
+                    )
+            prompt = f"Turn {turn}: answer briefly."
+            if provider == "openai":
+                messages.append({"role": "user", "content": prompt})
+            else:
+                messages.append({"role": "user", "content": [{"type": "text", "text": prompt}]})
+            payload = json.dumps(body).encode()
+            text = ""
+            with client.stream("POST", PATHS[provider], content=payload, headers=headers) as reply:
+                for line in reply.iter_lines():
+                    if not line.startswith("data: ") or line == "data: [DONE]":
+                        continue
+                    event = json.loads(line[6:])
+                    if provider == "openai":
+                        for choice in event["choices"]:
+                            text += choice["delta"].get("content") or ""
+                    elif event["type"] == "content_block_delta":
+                        text += event["delta"]["text"]
+            times.append(time.perf_counter() - start)
+        assert text == "".join(ANSWER), text
+        return times
+
+
+def _at(times: list[float], turn: int) -> float:
+    window = times[max(0, turn - WINDOW) : turn]
+    return 1000 * sum(window) / len(window)
+
+
+def report(provider: str, turns: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp, StubServer() as url:
+        agent, size = anyio.run(agent_run, provider, url, turns, Path(tmp))
+        base = baseline_run(provider, url, turns)
+    marks = [c for c in CHECKPOINTS if c <= turns] or [turns]
+    if marks[-1] != turns:
+        marks.append(turns)
+    for mark in marks:
+        a, b = _at(agent, mark), _at(base, mark)
+        print(
+            f"{provider} turn {mark:>5,}: {a:8.1f} ms/turn | baseline (plain json+httpx): "
+            f"{b:6.1f} ms/turn | overhead {a - b:7.1f} ms [target <= 40 ms]"
+        )
+    first, last = _at(agent, marks[0]), _at(agent, marks[-1])
+    print(
+        f"{provider} turn {marks[-1]:,} / turn {marks[0]:,}: {last / first:.2f}x "
+        f"[target <= 1.2x] | baseline: {_at(base, marks[-1]) / _at(base, marks[0]):.2f}x"
+    )
+    total = sum(agent)
+    print(
+        f"{provider} {turns:,} turns: {total:,.1f} s | baseline {sum(base):,.1f} s "
+        f"[target: 2,000 turns <= 60 s]"
+    )
+    print(
+        f"{provider} session bytes after {turns:,} turns: {size:,} B "
+        f"({size / turns:,.0f} B/turn) [target: 2,000 turns <= 1,500,000 B]"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--turns", type=int, default=2_000, help="turns per session")
+    parser.add_argument("--provider", choices=("openai", "anthropic", "both"), default="both")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve()
+        return
+    if args.turns < 1:
+        parser.error("--turns must be at least 1")
+    for provider in ("openai", "anthropic") if args.provider == "both" else (args.provider,):
+        report(provider, args.turns)
+
+
+if __name__ == "__main__":
+    main()
