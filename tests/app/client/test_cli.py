@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,24 @@ def test_the_parser_knows_every_mode() -> None:
         ["--model", "openai/gpt-4o", "--dev", "--facets-dir", "a", "--facets-dir", "b"]
     )
     assert options.model == "openai/gpt-4o" and options.dev and options.facets_dir == ["a", "b"]
+
+
+_HEAVY = ("textual", "openai", "anthropic", "jsonschema", "pico3", "chord", "msgspec")
+
+
+def test_help_imports_none_of_the_heavy_modules() -> None:
+    # --help must be fast: none of the frameworks, SDKs or the harness is imported to print it.
+    probe = (
+        "import sys\n"
+        "from coding_agent.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {_HEAVY!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "--permission-mode" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_continue_and_resume_cannot_be_combined(capsys: pytest.CaptureFixture[str]) -> None:

@@ -28,28 +28,21 @@ a headless turn failed, 2 for a usage or session error.
 
 from __future__ import annotations
 
+# Start-up: ``--help`` (and every parse error) must not pay for the heavy modules (chord,
+# pico3, msgspec, Textual, the SDKs), so everything past ``argparse`` is imported where it is
+# used, after the command line was parsed.
 import argparse
 import importlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import anyio
+from coding_agent.permission_modes import PERMISSION_MODES
 
-from coding_agent.client.app_main import run_client
-from coding_agent.client.supervisor import WorkerStartError, WorkerSupervisor
-from coding_agent.sessions import (
-    Session,
-    SessionError,
-    create_session,
-    latest_session,
-    list_sessions,
-    open_session,
-)
-from coding_agent.trust import TrustError, TrustStore, check_project
-from coding_agent.worker.main import PERMISSION_MODES
+if TYPE_CHECKING:
+    from coding_agent.sessions import Session
 
 __all__ = ["build_parser", "main", "pick_session"]
 
@@ -203,6 +196,8 @@ def pick_session(
 
 
 def _choose_session(args: argparse.Namespace, cwd: Path) -> Session:
+    from coding_agent.sessions import create_session, latest_session, list_sessions, open_session
+
     if args.command == "attach":
         if args.session:
             session = open_session(args.session)
@@ -229,6 +224,9 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> Session:
 
 
 async def _run_tui(args: argparse.Namespace, session: Session) -> int:
+    from coding_agent.client.app_main import run_client
+    from coding_agent.client.supervisor import WorkerStartError, WorkerSupervisor
+
     supervisor = WorkerSupervisor(
         session,
         model=args.model,
@@ -298,6 +296,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from coding_agent.worker.providers.registry import TOOL_CALLING_ENV
 
         os.environ[TOOL_CALLING_ENV] = args.tool_calling
+    import anyio
+
+    from coding_agent.sessions import SessionError
+    from coding_agent.trust import TrustError, TrustStore, check_project
+
     try:
         TrustStore.default().load()  # a corrupt trust file stops us before a session is made
         session = _choose_session(args, cwd)

@@ -68,6 +68,7 @@ from chord.packages import (
 from chord.remote import RemoteServiceError, ServiceCall
 from chord.transport import serve_unix
 from chord.wire import provider_handler
+from coding_agent.permission_modes import PERMISSION_MODES
 from coding_agent.sessions import Session, SessionError, load_session
 from coding_agent.worker.context_files import context_files_facet
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
@@ -317,9 +318,6 @@ async def _close_providers(choice: ProviderChoice) -> None:
 
 PERMISSION_MODE_SERVICE = "approval.mode"
 """The permission-mode service (facets-approval's contract; called by id, not imported)."""
-
-PERMISSION_MODES = ("ask", "accept-edits", "plan", "auto")
-"""The values ``--permission-mode`` accepts (facets-approval's modes; the service checks too)."""
 
 
 async def apply_permission_mode(host: FacetHost, mode: str) -> None:
