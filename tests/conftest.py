@@ -1,8 +1,58 @@
 """Shared test configuration: anyio runs on asyncio unless a module opts into trio too."""
 
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+OTHER_USER = "coding-agent-other"
+"""The second local user of the permission tests (issue 24): created with ``useradd``."""
+
+
+@pytest.fixture(scope="session")
+def other_user() -> pwd.struct_passwd:
+    """A second local user, for tests of what another user can and cannot reach.
+
+    Creating one needs root. Elsewhere the test is skipped, except in CI (``CI=true``, which runs
+    as root), where it fails: a permission test that silently never runs proves nothing.
+    """
+    try:
+        return pwd.getpwnam(OTHER_USER)
+    except KeyError:
+        pass
+    if os.geteuid() != 0:
+        reason = f"needs root to create the second user {OTHER_USER!r} (useradd)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}; CI must run these tests as root")
+        pytest.skip(reason)
+    useradd = shutil.which("useradd")
+    if useradd is None:
+        pytest.fail("useradd is missing: the second-user tests cannot run")
+    subprocess.run(
+        [useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", OTHER_USER],
+        check=True,
+        capture_output=True,
+    )
+    return pwd.getpwnam(OTHER_USER)
+
+
+@pytest.fixture
+def shared_tmp() -> Iterator[Path]:
+    """A fresh folder every user may enter and write (``/tmp``-like, mode 1777), removed after."""
+    folder = Path(tempfile.mkdtemp(prefix="coding-agent-shared-"))
+    folder.chmod(0o1777)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
+import re
 import subprocess
 import sys
 import tempfile
@@ -95,15 +97,16 @@ def test_the_trust_file_lives_under_xdg_config_home(config_dir: Path) -> None:
     assert config_home(relative) == Path(os.path.expanduser("~")) / ".config"
 
 
-def test_the_nearest_local_config_is_found_from_a_subfolder(project: Path) -> None:
+def test_the_project_is_the_git_root_and_its_config_is_found_from_a_subfolder(
+    project: Path,
+) -> None:
     deep = project / "src" / "pkg"
     deep.mkdir()
     assert find_local_config(deep) == project / ".coding-agent"
     assert project_root_for(deep) == project
-    nested = project / "src" / ".coding-agent"
-    nested.mkdir()
-    assert find_local_config(deep) == nested, "the nearest .coding-agent wins"
-    assert project_root_for(deep) == project / "src"
+    (project / "src" / ".coding-agent").mkdir()
+    assert find_local_config(deep) == project / ".coding-agent", "only the git root's counts"
+    assert project_root_for(deep) == project
 
 
 def test_discovery_stops_at_the_git_root(tmp_path: Path) -> None:
@@ -113,9 +116,10 @@ def test_discovery_stops_at_the_git_root(tmp_path: Path) -> None:
     (repo / "lib").mkdir()
     assert find_local_config(repo / "lib") is None, "a .coding-agent above the repo is not its"
     assert project_root_for(repo / "lib") == repo, "without one, the project is the git root"
-    loose = tmp_path / "loose"
-    loose.mkdir()
-    assert project_root_for(loose) == tmp_path, "no git root: the walk goes on upwards"
+    loose = tmp_path / "loose" / "deeper"
+    loose.mkdir(parents=True)
+    assert project_root_for(loose) == loose, "no git root: the project is the working folder"
+    assert find_local_config(loose) is None, "nothing above the working folder is searched"
 
 
 def test_project_paths_are_resolved(tmp_path: Path, project: Path) -> None:
@@ -132,6 +136,103 @@ def test_local_facets_dirs_lists_package_folders_only(project: Path) -> None:
     (facets / "README.md").write_text("notes\n")
     assert local_facets_dirs(project) == [facets / "another", facets / "marker_pkg"]
     assert local_facets_dirs(project / "src") == [], "no .coding-agent/facets there"
+
+
+# -- whose folder it is (issue 24 deliver 1) ------------------------------------------------------
+def _plant(folder: Path, marker: Path) -> None:
+    """What another user leaves in a folder everyone may write: a git root and a facet package
+    that writes ``marker`` when loaded."""
+    package = folder / ".coding-agent" / "facets" / "evil"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text('"""Planted."""\n')
+    (package / "plugin.py").write_text(PLUGIN.format(marker=str(marker)))
+    (folder / ".git").mkdir(exist_ok=True)
+
+
+def test_a_planted_config_in_a_world_writable_folder_is_never_searched(
+    shared_tmp: Path, tmp_path: Path
+) -> None:
+    _plant(shared_tmp, tmp_path / "marker")
+    work = shared_tmp / "work"
+    work.mkdir(mode=0o755)
+    work.chmod(0o755)
+    assert project_root_for(work) == work, "the walk stops below the world-writable folder"
+    assert find_local_config(work) is None
+    project = check_project(work, decide=True)
+    assert project.root == work and project.facets_dirs == () and project.problem is None
+    done = _run(work, tmp_path, "--trust", cwd=work)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "marker").exists(), "the planted package never ran"
+    assert str(shared_tmp) not in _recorded(tmp_path)["projects"]
+
+
+def test_a_world_writable_project_is_never_trusted(shared_tmp: Path, tmp_path: Path) -> None:
+    _plant(shared_tmp, tmp_path / "marker")
+    problem = f"{shared_tmp} is writable by every user (mode 1777)"
+    project = check_project(shared_tmp)
+    assert project.root == shared_tmp and project.problem == problem
+    assert project.loaded_dirs == () and not project.trusted
+    assert project.warning() == (
+        "This project has 1 local facet package (.coding-agent/facets): not loaded, "
+        f"and never will be: {problem}"
+    )
+    with pytest.raises(TrustError, match=re.escape("refusing to trust this project: " + problem)):
+        check_project(shared_tmp, decide=True)
+    TrustStore.default().set(shared_tmp, True)  # an old decision, or a hand-edited trust file
+    assert check_project(shared_tmp).loaded_dirs == (), "no decision makes it trusted"
+    done = _run(shared_tmp, tmp_path, "--trust", cwd=shared_tmp)
+    assert done.returncode == 2
+    assert f"coding-agent: refusing to trust this project: {problem}" in done.stderr
+    assert not (tmp_path / "marker").exists()
+
+
+def test_under_umask_000_a_fresh_project_is_refused_until_fixed(tmp_path: Path) -> None:
+    old = os.umask(0)
+    try:
+        folder = tmp_path / "open"
+        (folder / ".coding-agent" / "facets" / "pkg").mkdir(parents=True)
+        (folder / ".git").mkdir()
+    finally:
+        os.umask(old)
+    assert "is writable by every user (mode 0777)" in str(check_project(folder).problem)
+    folder.chmod(0o755)
+    assert "/.coding-agent is writable by every user" in str(check_project(folder).problem)
+    (folder / ".coding-agent").chmod(0o755)
+    (folder / ".coding-agent" / "facets").chmod(0o755)
+    assert check_project(folder).problem is None
+    pkg = folder / ".coding-agent" / "facets" / "pkg"
+    with pytest.raises(
+        TrustError, match=re.escape(f"local facet package {pkg} is writable by every user")
+    ):
+        check_project(folder, decide=True)
+
+
+def test_another_users_folders_are_never_trusted_or_searched(
+    other_user: pwd.struct_passwd, shared_tmp: Path, tmp_path: Path
+) -> None:
+    theirs = shared_tmp / "theirs"
+    theirs.mkdir()
+    theirs.chmod(0o755)
+    _plant(theirs, tmp_path / "marker")
+    mine = theirs / "mine"
+    mine.mkdir()
+    for path in (theirs, *theirs.rglob("*")):
+        if path != mine:
+            os.chown(path, other_user.pw_uid, other_user.pw_gid)
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    assert project_root_for(mine) == mine, "their git root is not searched"
+    assert find_local_config(mine) is None
+    project = check_project(theirs)
+    assert project.owner == other_user.pw_name
+    problem = f"{theirs} is owned by {other_user.pw_name}, not by you ({me})"
+    assert project.problem == problem
+    with pytest.raises(TrustError, match=re.escape(problem)):
+        check_project(theirs, decide=True)
+    done = _run(theirs, tmp_path, "--trust", cwd=theirs)
+    assert done.returncode == 2 and problem in done.stderr
+    done = _run(mine, tmp_path, "--trust", cwd=mine)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "marker").exists(), "their package never ran as me"
 
 
 # -- the store ------------------------------------------------------------------------------------
@@ -176,7 +277,7 @@ def test_a_bad_trust_file_is_an_error_naming_it_and_is_left_alone(
     with pytest.raises(TrustError, match=problem) as raised:
         store.get(project)
     assert str(path) in str(raised.value)
-    with pytest.raises(TrustError, match=problem):
+    with pytest.raises(TrustError, match=re.escape(problem)):
         store.set(project, True)
     assert path.read_bytes() == content, "never silently reset"
 
@@ -239,7 +340,9 @@ def test_a_project_without_local_packages_warns_about_nothing(tmp_path: Path) ->
 
 
 # -- the command line, as a real subprocess -------------------------------------------------------
-def _run(project: Path, tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    project: Path, tmp_path: Path, *flags: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {
         key: value
         for key, value in os.environ.items()
@@ -251,7 +354,12 @@ def _run(project: Path, tmp_path: Path, *flags: str) -> subprocess.CompletedProc
     script.write_text(json.dumps([{"text": "Done."}]))
     argv = [sys.executable, "-m", "coding_agent.cli", "-p", "hi", "--faux-script", str(script)]
     return subprocess.run(
-        [*argv, *flags], cwd=project / "src", env=env, capture_output=True, text=True, timeout=60
+        [*argv, *flags],
+        cwd=cwd if cwd is not None else project / "src",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 

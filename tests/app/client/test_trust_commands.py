@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import json
+import os
+import pwd
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +89,8 @@ async def test_untrusted_packages_warn_once_and_trust_asks_then_records(
     await kit.drive(session, keeper, test)
     assert seen["warnings"] == [WARNING], "one warning at start"
     assert str(project) in seen["dialog"] and "local_pkg" in seen["dialog"]
+    owner = pwd.getpwuid(os.geteuid()).pw_name
+    assert f"(owned by {owner})" in seen["dialog"], "the dialog names the folder's owner"
     assert seen["after_cancel"] is False, "Cancel records nothing"
     [trusted] = [m for m in seen["toasts"] if m.startswith("Trusted")]
     assert "Restart coding-agent (coding-agent --continue) to load its 1 local facet package." in (

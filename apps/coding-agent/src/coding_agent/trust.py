@@ -6,9 +6,15 @@ facet package folder, exactly what ``--facets-dir`` accepts (a package folder ho
 point). Loading a facet package *imports* it, so a cloned repository could run anything with
 the user's permissions the moment the agent starts in it. Hence the gate:
 
-* **Where the project is.** :func:`find_local_config` walks from the working folder up to the
-  git root (the first folder holding ``.git``) or the filesystem root and takes the nearest
-  ``.coding-agent/``. The folder holding it is the project (:func:`project_root_for`).
+* **Where the project is.** :func:`project_root_for` walks from the working folder upwards to
+  the git root (the first folder holding ``.git``); without one the project is the working folder
+  itself. Only folders the user can vouch for take part: the walk stops below the first folder
+  that is not owned by the user or that other users may write to (``/tmp``, a shared ``/srv``),
+  so nobody else's ``.git`` or ``.coding-agent/`` is ever looked at. The project's own
+  configuration is its ``.coding-agent/`` folder (:func:`find_local_config`).
+* **Whose it is.** :func:`folder_problem` says why a folder cannot be trusted (another owner,
+  writable by others); such a project never loads its packages, ``--trust`` and ``/trust`` refuse
+  it with that reason, and the ``/trust`` dialog names the folder and its owner.
 * **What the user decided.** A :class:`TrustStore` keeps one :class:`Decision` per project in
   ``$XDG_CONFIG_HOME/coding-agent/trust.json`` (default ``~/.config``), keyed by the project's
   absolute, resolved path::
@@ -31,7 +37,10 @@ they will be after the next ``git pull``, like a trusted folder in an editor.
 from __future__ import annotations
 
 import fcntl
+import grp
 import os
+import pwd
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -55,6 +64,8 @@ __all__ = [
     "check_project",
     "config_home",
     "find_local_config",
+    "folder_owner",
+    "folder_problem",
     "is_trusted",
     "local_facets_dirs",
     "project_root_for",
@@ -101,34 +112,88 @@ def trust_path(env: Mapping[str, str] | None = None) -> Path:
     return config_home(env) / "coding-agent" / "trust.json"
 
 
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _private_group(gid: int, uid: int) -> bool:
+    """Whether ``gid`` is ``uid``'s own user-private group (named after the user, no members
+    but the user): group write on it gives nobody else access."""
+    try:
+        user = pwd.getpwuid(uid)
+        group = grp.getgrgid(gid)
+    except KeyError:
+        return False
+    return (
+        user.pw_gid == gid
+        and group.gr_name == user.pw_name
+        and all(member == user.pw_name for member in group.gr_mem)
+    )
+
+
+def folder_owner(folder: str | os.PathLike[str]) -> str:
+    """The user name owning ``folder`` (``uid N`` when the uid has no name)."""
+    return _user_name(os.stat(folder).st_uid)
+
+
+def folder_problem(folder: str | os.PathLike[str]) -> str | None:
+    """Why ``folder`` cannot be trusted to hold the user's project, or ``None`` when it can.
+
+    It can when it is owned by the user running the agent and no other user may write to it
+    (neither world-writable nor group-writable, unless the group is the user's private one).
+    """
+    try:
+        info = os.stat(folder)
+    except OSError as error:
+        return f"cannot be examined ({error.strerror})"
+    uid = os.geteuid()
+    mode = f"mode {stat.S_IMODE(info.st_mode):04o}"
+    if info.st_uid != uid:
+        return f"is owned by {_user_name(info.st_uid)}, not by you ({_user_name(uid)})"
+    if info.st_mode & stat.S_IWOTH:
+        return f"is writable by every user ({mode})"
+    if info.st_mode & stat.S_IWGRP and not _private_group(info.st_gid, uid):
+        try:
+            group = grp.getgrgid(info.st_gid).gr_name
+        except KeyError:
+            group = f"gid {info.st_gid}"
+        return f"is writable by group {group} ({mode})"
+    return None
+
+
 def _upwards(start: str | os.PathLike[str]) -> Iterator[Path]:
-    """``start`` (resolved) and its parents, stopping after the git root or at ``/``."""
+    """``start`` (resolved) and its parents, stopping after the git root, at ``/``, or before
+    the first folder that :func:`folder_problem` rejects (``start`` itself is always given)."""
     folder = Path(start).expanduser().resolve()
     for candidate in (folder, *folder.parents):
+        if candidate != folder and folder_problem(candidate) is not None:
+            return  # nothing at or above another user's (or a shared) folder is ours
         yield candidate
         if (candidate / ".git").exists():  # a folder (a clone) or a file (a worktree)
             return
 
 
-def find_local_config(start: str | os.PathLike[str]) -> Path | None:
-    """The nearest ``.coding-agent/`` folder from ``start`` up to the git root (or ``/``)."""
-    for candidate in _upwards(start):
-        local = candidate / LOCAL_CONFIG_DIR
-        if local.is_dir():
-            return local
-    return None
-
-
 def project_root_for(start: str | os.PathLike[str]) -> Path:
-    """The project ``start`` is in: the folder holding the nearest ``.coding-agent/``; without
-    one, the git root; without that, ``start`` itself. Always absolute and resolved."""
-    local = find_local_config(start)
-    if local is not None:
-        return local.parent
+    """The project ``start`` is in: its git root, found through folders the user owns and
+    nobody else may write to (see :func:`_upwards`); without one, ``start`` itself. Always
+    absolute and resolved."""
     folders = list(_upwards(start))
     if (folders[-1] / ".git").exists():
         return folders[-1]
     return folders[0]
+
+
+def find_local_config(start: str | os.PathLike[str]) -> Path | None:
+    """The project's ``.coding-agent/`` folder (in :func:`project_root_for`), or ``None`` when it
+    has none, or when it or the project is not the user's own (see :func:`folder_problem`)."""
+    root = project_root_for(start)
+    local = root / LOCAL_CONFIG_DIR
+    if not local.is_dir() or folder_problem(root) is not None or folder_problem(local) is not None:
+        return None
+    return local
 
 
 def local_facets_dirs(project: str | os.PathLike[str]) -> list[Path]:
@@ -268,10 +333,15 @@ class ProjectTrust:
     """Every local facet package folder, loaded or not."""
     decision: Decision | None
     """The user's decision about :attr:`root`, if any."""
+    owner: str = ""
+    """Who owns :attr:`root` (a user name)."""
+    problem: str | None = None
+    """Why :attr:`root` (or its ``.coding-agent/``) can never be trusted, e.g. ``"/tmp/x is
+    writable by every user (mode 0777)"``; ``None`` when it is the user's own."""
 
     @property
     def trusted(self) -> bool:
-        return self.decision is not None and self.decision.trusted
+        return self.problem is None and self.decision is not None and self.decision.trusted
 
     @property
     def loaded_dirs(self) -> tuple[Path, ...]:
@@ -285,11 +355,27 @@ class ProjectTrust:
             return None
         count = len(self.facets_dirs)
         packages = "facet package" if count == 1 else "facet packages"
+        if self.problem is not None:
+            return (
+                f"This project has {count} local {packages} ({LOCAL_FACETS_DIR}): not loaded, "
+                f"and never will be: {self.problem}"
+            )
         why = " (this folder is marked untrusted)" if self.decision is not None else ""
         return (
             f"This project has {count} local {packages} ({LOCAL_FACETS_DIR}): not loaded{why}. "
             f"{remedy} to trust this folder"
         )
+
+
+def _project_problem(root: Path) -> str | None:
+    """Why ``root``, its ``.coding-agent/`` or its ``facets/`` folder is not the user's own."""
+    for folder in (root, root / LOCAL_CONFIG_DIR, root / LOCAL_FACETS_DIR):
+        if folder != root and not folder.is_dir():
+            break
+        problem = folder_problem(folder)
+        if problem is not None:
+            return f"{folder} {problem}"
+    return None
 
 
 def check_project(
@@ -301,14 +387,29 @@ def check_project(
     """The trust picture of the project ``start`` is in, for one start of the agent.
 
     ``decide`` records a decision first (``True``: ``--trust``, ``False``: ``--no-trust``;
-    ``None``: only read). When the project is trusted every local folder must be a facet package
-    folder: a bad one raises :class:`TrustError` naming it, before anything is loaded.
+    ``None``: only read). A project that is not the user's own (another owner, or writable by
+    other users: :func:`folder_problem`) is never trusted: ``decide=True`` raises
+    :class:`TrustError` saying why. When the project is trusted every local folder must be a
+    facet package folder the user owns: a bad one raises :class:`TrustError` naming it, before
+    anything is loaded.
     """
     store = store if store is not None else TrustStore.default()
     root = project_root_for(start)
+    problem = _project_problem(root)
+    if decide and problem is not None:
+        raise TrustError(f"refusing to trust this project: {problem}")
     decision = store.set(root, decide) if decide is not None else store.get(root)
-    project = ProjectTrust(root, tuple(local_facets_dirs(root)), decision)
+    project = ProjectTrust(
+        root,
+        tuple(local_facets_dirs(root)),
+        decision,
+        owner=folder_owner(root),
+        problem=problem,
+    )
     for folder in project.loaded_dirs:
+        unsafe = folder_problem(folder)
+        if unsafe is not None:
+            raise TrustError(f"local facet package {folder} {unsafe}: not loaded")
         try:
             facet_package_from_folder(folder)
         except FacetDiscoveryError as error:

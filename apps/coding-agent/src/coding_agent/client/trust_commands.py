@@ -48,10 +48,13 @@ def trust_facet(cwd: str | os.PathLike[str], *, environ: Mapping[str, str] | Non
             except TrustError as error:
                 tui.notify(str(error), severity="error")
                 return
+            if project.problem is not None:
+                tui.notify(f"Cannot trust this project: {project.problem}", severity="error")
+                return
             if project.trusted:
                 tui.notify(f"{project.root} is already trusted")
                 return
-            if not await _confirm(tui, project.root, project.facets_dirs, ctx):
+            if not await _confirm(tui, project.root, project.owner, project.facets_dirs, ctx):
                 tui.notify("Trust unchanged")
                 return
             try:
@@ -89,10 +92,12 @@ def trust_facet(cwd: str | os.PathLike[str], *, environ: Mapping[str, str] | Non
     return setup
 
 
-async def _confirm(tui: TuiService, root: Path, folders: tuple[Path, ...], ctx: Context) -> bool:
+async def _confirm(
+    tui: TuiService, root: Path, owner: str, folders: tuple[Path, ...], ctx: Context
+) -> bool:
     names = ", ".join(folder.name for folder in folders) or "none yet"
     body = (
-        f"{root}\n\n"
+        f"{root}\n(owned by {owner})\n\n"
         f"Facet packages in {LOCAL_FACETS_DIR} ({names}) run as Python code with your "
         "permissions whenever coding-agent starts in this folder. Trust it only if you trust "
         "where it came from."
