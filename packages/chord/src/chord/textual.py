@@ -373,10 +373,11 @@ class TextualTui:
     def register_command(
         self, name: str, description: str, handler: CommandHandler
     ) -> Callable[[], None]:
-        """Register ``/name``. A second live registration of one name is refused."""
+        """Register ``/name`` (``:`` may group names: ``/skill:review``). A second live
+        registration of one name is refused."""
         name = name.removeprefix("/")
-        if not name or not name.replace("-", "").replace("_", "").isalnum():
-            raise ValueError(f"invalid command name {name!r}: use letters, digits, - and _")
+        if not name or not name.replace("-", "").replace("_", "").replace(":", "").isalnum():
+            raise ValueError(f"invalid command name {name!r}: use letters, digits, -, _ and :")
         if name in self.commands:
             raise ValueError(f"command /{name} is already registered")
         command = SlashCommand(name, description, handler)

@@ -59,6 +59,7 @@ from chord.transport import FrameConnection, connect_unix
 from chord.wire import WireServiceSource, connect_service_source
 from coding_agent.client.commands import commands_facet
 from coding_agent.client.conversation_client import RemoteConversationClient
+from coding_agent.client.prompt_commands import prompt_commands_facet
 from coding_agent.client.session_commands import session_commands_facet
 from coding_agent.client.supervisor import READY_TIMEOUT, WorkerSupervisor
 from coding_agent.client.trust_commands import trust_facet
@@ -159,6 +160,8 @@ async def run_client(
             facets.append(trust_facet(session.cwd))  # /trust and the untrusted-packages warning
             for generation in generations:
                 facets.extend(generation.facets)
+            # Last: a prompt template never takes a name a command of the app or a package has.
+            facets.append(prompt_commands_facet(client, session.cwd))
 
             def report(error: BaseException) -> None:
                 _logger.error("TUI facet host error: %r", error, exc_info=error)

@@ -19,6 +19,7 @@ stores a delta entry only when the text changed). Each file is capped at
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,6 +53,8 @@ MAX_FILE_CHARS = 100_000
 
 SECTION_KEY = "context-files"
 CONTEXT_FILES_FACET_ID = "coding-agent/context-files"
+
+_log = logging.getLogger("coding_agent.worker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,39 +113,50 @@ def context_files_section() -> SystemSection:
 
 
 def context_files_facet(cwd: str | os.PathLike[str]) -> Facet:
-    """A session facet adding the context files of ``cwd`` to every generation's system prompt.
+    """A session facet building the system prompt's sections before every generation.
 
-    With no files, the section is left out (or removed, when a file disappears)."""
+    Besides ``context-files`` it owns the other sections of
+    :mod:`coding_agent.system_prompt`: the base prompt (or ``SYSTEM.md``),
+    ``APPEND_SYSTEM.md`` and the skills list. Every source is read afresh each time; a section
+    with nothing in it is left out (or removed, when its file disappears). Problems (a skill
+    whose frontmatter does not parse) are logged once each, never raised."""
+    from coding_agent.system_prompt import SECTION_ORDER, build_sections, prompt_sections
+
     folder = Path(cwd)
-    section = context_files_section()
+    sections = prompt_sections()
+    reported: set[str] = set()
 
     async def instruct(payload: dict[str, Any], api: Any, ctx: Context) -> None:
-        files = find_context_files(folder)
+        built = build_sections(folder)
+        for warning in built.warnings:
+            if warning not in reported:
+                reported.add(warning)
+                _log.warning("%s", warning)
         draft = payload["sections"]
-        if files:
-            draft.set(section, {"files": [file.to_json() for file in files]})
-        elif section in draft:
-            draft.delete(section)
+        for key in SECTION_ORDER:
+            value = built.values.get(key)
+            if value is not None:
+                draft.set(sections[key], value)
+            elif sections[key] in draft:
+                draft.delete(sections[key])
 
     def install(harness: OpenHarness) -> Callable[[], None]:
-        unregister_section = harness.register_section(section)
-        try:
-            ns = harness.namespace("context-files")
-        except BaseException:
-            unregister_section()
-            raise
-        try:
-            unhook = harness.hooks(ns, GENERATION_KIND, {"system_instructions": instruct})
-        except BaseException:
-            ns.unregister()
-            unregister_section()
-            raise
+        removers: list[Callable[[], None]] = []
 
         def uninstall() -> None:
-            unhook()
-            ns.unregister()
-            unregister_section()
+            for remove in reversed(removers):
+                remove()
+            removers.clear()
 
+        try:
+            for key in SECTION_ORDER:
+                removers.append(harness.register_section(sections[key]))
+            ns = harness.namespace("context-files")
+            removers.append(ns.unregister)
+            removers.append(harness.hooks(ns, GENERATION_KIND, {"system_instructions": instruct}))
+        except BaseException:
+            uninstall()
+            raise
         return uninstall
 
     def setup(env: FacetEnvironment) -> None:
