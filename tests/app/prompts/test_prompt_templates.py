@@ -12,7 +12,7 @@ def test_templates_come_from_the_config_folder_and_a_trusted_project(
 ) -> None:
     place.write(
         place.config / "coding-agent/prompts/review.md",
-        "---\ndescription: Review the staged changes\nargument-hint: \"[focus]\"\n---\nReview $1.\n",
+        '---\ndescription: Review the staged changes\nargument-hint: "[focus]"\n---\nReview $1.\n',
     )
     place.write(place.project / ".coding-agent/prompts/plan.md", "# Make a plan\n\nPlan $@.\n")
     place.write(place.project / ".claude/commands/fix.md", "Fix issue $ARGUMENTS\n")

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from coding_agent.skills import discover_skills, invoke_skill, render_skills_section, skills_section_value
+from coding_agent.skills import (
+    discover_skills,
+    invoke_skill,
+    render_skills_section,
+    skills_section_value,
+)
 
 
-def skill(name: str, description: str = "Does things.", extra: str = "", body: str = "Body.") -> str:
+def skill(
+    name: str, description: str = "Does things.", extra: str = "", body: str = "Body."
+) -> str:
     return f"---\nname: {name}\ndescription: {description}\n{extra}---\n{body}\n"
 
 
@@ -99,3 +106,14 @@ def test_invoking_a_skill_sends_its_body_and_the_arguments(place: SimpleNamespac
     assert "name: review" not in text  # the frontmatter stays out
     assert text.endswith("</skill>\n\nthe parser")
     assert invoke_skill(found).endswith("</skill>")
+
+
+def test_a_project_folder_others_may_write_is_never_read(place: SimpleNamespace) -> None:
+    place.write(place.project / ".claude/skills/planted/SKILL.md", skill("planted"))
+    place.write(place.project / ".coding-agent/skills/own/SKILL.md", skill("own"))
+    place.trust()
+    (place.project / ".claude").chmod(0o777)
+    try:
+        assert [s.name for s in discover_skills(place.project, place.env).skills] == ["own"]
+    finally:
+        (place.project / ".claude").chmod(0o755)

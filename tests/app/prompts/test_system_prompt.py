@@ -21,7 +21,9 @@ def rendered(place: SimpleNamespace) -> dict[str, str]:
 def test_without_files_the_default_prompt_names_the_working_folder(place: SimpleNamespace) -> None:
     text = rendered(place)
     assert list(text) == ["system"]
-    assert text["system"] == f"{DEFAULT_SYSTEM_PROMPT}\n\nCurrent working directory: {place.project}"
+    assert (
+        text["system"] == f"{DEFAULT_SYSTEM_PROMPT}\n\nCurrent working directory: {place.project}"
+    )
 
 
 def test_system_md_replaces_the_default_and_append_system_md_follows(

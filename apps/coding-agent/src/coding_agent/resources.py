@@ -32,6 +32,7 @@ from coding_agent.trust import (
     TrustError,
     TrustStore,
     config_home,
+    folder_problem,
     project_root_for,
 )
 
@@ -126,6 +127,8 @@ class Places:
         except TrustError as error:
             decision, problem = None, str(error)
         trusted = decision is not None and decision.trusted
+        if trusted and (unsafe := folder_problem(project)) is not None:
+            trusted, problem = False, f"{project} {unsafe}: its prompt files are not read"
         xdg = environ.get("XDG_CONFIG_HOME", "")
         config = config_home(environ) if os.path.isabs(xdg) else home / ".config"
         return cls(config / "coding-agent", home, project, trusted, problem)
@@ -136,8 +139,18 @@ class Places:
         return self.project / LOCAL_CONFIG_DIR
 
     def project_dirs(self, *relative: str) -> list[Path]:
-        """``relative`` folders inside the project, in order, when the project is trusted."""
-        return [self.project / item for item in relative] if self.trusted else []
+        """``relative`` paths inside the project, in order, when the project is trusted; a
+        path under a top folder (``.coding-agent``, ``.claude``) that is not the user's own
+        (:func:`~coding_agent.trust.folder_problem`) is left out."""
+        if not self.trusted:
+            return []
+        kept: list[Path] = []
+        for item in relative:
+            top = self.project / Path(item).parts[0]
+            if top.exists() and folder_problem(top) is not None:
+                continue
+            kept.append(self.project / item)
+        return kept
 
     def label(self, path: Path) -> str:
         """``path`` shortened for display: ``~/…`` under the home folder, relative to the
