@@ -187,7 +187,7 @@ def test_decoder_validates_grammar_and_payloads() -> None:
             assert_valid_wire_op(op)
         with pytest.raises((InvalidOpError, UnsafePathError), match="wire op 0"):
             decoder().decode([op])
-    for op in (["s", ["a"], float("nan")], ["r", {"a": 2**60}], ["p", 0, 0, [float("inf")]]):
+    for op in (["s", ["a"], float("nan")], ["r", {"a": 2**1024}], ["p", 0, 0, [float("inf")]]):
         with pytest.raises(JsonError):
             assert_valid_wire_op(op)
     with pytest.raises(JsonError):
@@ -196,6 +196,28 @@ def test_decoder_validates_grammar_and_payloads() -> None:
         decoder().decode({"s": 1})
     for op in (["s", 1], ["d"], ["a", "x"], ["t", 0], ["p", 0, 0, []], ["m", [0]], ["#", 0, ["a"]]):
         assert_valid_wire_op(op)
+
+
+def test_integers_written_with_a_fraction_decode_as_integers_like_chord() -> None:
+    # JSON has one number type; Chord's Number.isInteger reads 1.0 as 1 wherever it needs one
+    wire = [
+        ["s", ["xs", 0.0], 2**60],
+        ["#", 1.0, ["xs", 1e0]],
+        ["t", 1.0, 2.0],
+        ["p", ["xs"], 1.0, 0.0, []],
+        ["m", ["ys"], [1.0, 0]],
+    ]
+    ops = decoder().decode(wire)
+    assert ops == [
+        ("s", ("xs", 0), 2**60),
+        ("t", ("xs", 1), 2),
+        ("p", ("xs",), 1, 0, []),
+        ("m", ("ys",), [1, 0]),
+    ]
+    for op in ops:
+        for part in op[1:]:
+            items = part if isinstance(part, (tuple, list)) else [part]
+            assert all(type(item) is not float for item in items)
 
 
 def test_a_failed_batch_defines_nothing() -> None:

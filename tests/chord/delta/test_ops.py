@@ -116,7 +116,7 @@ def test_decode_ops_normalises_json_arrays_to_tuples() -> None:
     "raw",
     [
         [["s", ["a"], float("nan")]],
-        [["r", {"x": 2**60}]],
+        [["r", {"x": 2**1024}]],
         [["p", ["a"], 0, 0, [float("inf")]]],
         [["s", ["a"], {1: "non-string key"}]],
     ],

@@ -307,7 +307,7 @@ def test_update_records_serialise_to_the_typescript_shapes() -> None:
     ("update", "message"),
     [
         ({"type": "state", "member": "s", "sequence": 0, "ops": []}, r"\$\.sequence"),
-        ({"type": "state", "member": "s", "sequence": 1.0, "ops": []}, r"\$\.sequence"),
+        ({"type": "state", "member": "s", "sequence": 1.5, "ops": []}, r"\$\.sequence"),
         (
             {"type": "state", "member": "s", "sequence": 1, "ops": [], "extra": 1},
             "unexpected key 'extra'",

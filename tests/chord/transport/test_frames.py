@@ -14,11 +14,13 @@ from chord.transport.frames import (
     ErrorInfo,
     FrameDecoder,
     FrameError,
+    PartFrame,
     RequestFrame,
     ResultFrame,
     UpdateFrame,
     decode_frame,
     encode_frame,
+    encode_parts,
 )
 
 CALL = {"serviceId": "demo.counter", "member": "add", "args": [1]}
@@ -71,7 +73,15 @@ def test_wire_shape_is_camel_case_and_omits_defaults() -> None:
         (b'{"type": "cancel"}', "invalid_frame", "id"),
         (b'{"type": "cancel", "id": "1"}', "invalid_frame", "cancel"),
         (b'{"type": "cancel", "id": -1}', "invalid_frame", "out of range"),
-        (b'{"type": "cancel", "id": 9007199254740993}', "invalid_frame", "outside"),
+        (b'{"type": "cancel", "id": 9007199254740993}', "invalid_frame", "out of range"),
+        (b'{"type": "cancel", "id": 1.5}', "invalid_frame", "cancel"),
+        (b'{"type": "request", "id": 1, "call": {"x": 1e400}}', "invalid_frame", "non-finite"),
+        (
+            b'{"type": "request", "id": 1, "call": {"x": 1' + b"0" * 400 + b"}}",
+            "invalid_frame",
+            "double",
+        ),
+        (b'{"type": "part", "data": "{}", "last": true}', "invalid_frame", "part"),
         (
             b'{"type": "result", "id": 1, "ok": true, "error": {"code": "x", "message": "y"}}',
             "invalid_frame",
@@ -174,3 +184,70 @@ def test_adversarial_fragments_only_raise_frame_errors(parts: list[bytes]) -> No
         decoder.feed(b"".join(parts))
     except FrameError:
         pass
+
+
+def _parts_of(frame: object, limit: int) -> list[bytes]:
+    return encode_parts(encode_frame(frame), limit)  # type: ignore[arg-type]
+
+
+@given(st.text(min_size=0, max_size=3000), st.integers(64, 400))
+@settings(max_examples=200, deadline=None)
+def test_a_frame_in_parts_keeps_every_line_under_the_limit_and_reassembles(
+    text: str, limit: int
+) -> None:
+    frame = RequestFrame(id=3, call={"text": text, "q": '"\\'})
+    parts = _parts_of(frame, limit)
+    assert all(len(part) - 1 <= limit for part in parts)
+    assert [json.loads(part)["type"] for part in parts] == ["part"] * len(parts)
+    decoder = FrameDecoder(max_frame_size=limit)
+    out = decoder.feed(b"".join(parts))
+    assert out == [frame]
+    decoder.eof()
+
+
+def test_a_run_of_parts_is_refused_when_interrupted_unfinished_or_too_large() -> None:
+    frame = RequestFrame(id=3, call={"text": "x" * 1000})
+    parts = _parts_of(frame, 100)
+    interrupted = FrameDecoder(max_frame_size=100)
+    with pytest.raises(FrameError, match="interrupted a run of part frames") as info:
+        interrupted.feed(parts[0] + encode_frame(CancelFrame(id=1)))
+    assert info.value.code == "invalid_frame"
+    unfinished = FrameDecoder(max_frame_size=100)
+    unfinished.feed(b"".join(parts[:-1]))
+    with pytest.raises(FrameError, match="inside a run of part frames"):
+        unfinished.eof()
+    small = FrameDecoder(max_frame_size=100, max_message_size=500)
+    with pytest.raises(FrameError) as info:
+        small.feed(b"".join(parts))
+    assert info.value.code == "frame_too_large"
+    nested = FrameDecoder(max_frame_size=100)
+    inner = encode_frame(PartFrame(data="{}", last=True))  # type: ignore[arg-type]
+    with pytest.raises(FrameError, match="holds another part"):
+        nested.feed(_wrap(inner))
+
+
+def _wrap(line: bytes) -> bytes:
+    return encode_frame(PartFrame(data=line[:-1].decode(), last=True))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("line", "value"),
+    [
+        (b'{"type":"cancel","id":7.0}', CancelFrame(id=7)),
+        (b'{"type":"cancel","id":7e0}', CancelFrame(id=7)),
+    ],
+)
+def test_an_id_written_with_a_fraction_is_that_integer(line: bytes, value: object) -> None:
+    assert decode_frame(line) == value
+
+
+def test_numbers_chord_sends_are_accepted_and_big_integers_round_trip_exactly() -> None:
+    big = 2**64 + 1
+    line = (
+        b'{"type":"result","id":1,"ok":true,"result":{"a":%d,"b":1e20,"c":-0.0,"d":2e-308}}' % big
+    )
+    frame = decode_frame(line)
+    assert isinstance(frame, ResultFrame)
+    assert frame.result["a"] == big and type(frame.result["a"]) is int
+    assert frame.result["b"] == 1e20
+    assert str(big).encode() in encode_frame(frame)

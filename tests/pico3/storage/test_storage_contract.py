@@ -106,7 +106,7 @@ async def test_reads_return_copies_and_commits_copy_their_input(backend, h) -> N
         ({"x": math.nan}, "$.writes[1].entry.data.x"),
         ({"x": math.inf}, "$.writes[1].entry.data.x"),
         ({1: "key"}, "$.writes[1].entry.data"),
-        ({"x": 2**53}, "$.writes[1].entry.data.x"),
+        ({"x": 2**1024}, "$.writes[1].entry.data.x"),
         ({"x": (1, 2)}, "$.writes[1].entry.data.x"),
         ({"x": b"bytes"}, "$.writes[1].entry.data.x"),
         ({"x": object()}, "$.writes[1].entry.data.x"),

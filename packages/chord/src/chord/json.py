@@ -1,9 +1,15 @@
 """Strict JSON: the only values that cross a chord boundary.
 
-A *strict JSON value* is ``None``, ``bool``, a finite ``float``, an ``int`` within the range a
-JavaScript peer represents exactly (``±(2**53 - 1)``), ``str``, a ``list`` of strict values, or a
+A *strict JSON value* is ``None``, ``bool``, a finite ``float``, an ``int`` whose nearest double
+is finite (``|n| <= MAX_JSON_INTEGER``, about 1.8e308), ``str``, a ``list`` of strict values, or a
 ``dict`` with ``str`` keys and strict values. No tuples, sets, bytes, class instances, NaN or
 infinities, and no cycles.
+
+Numbers follow Chord 0.87.1's ``isJsonValue`` (any finite JavaScript number): a TypeScript peer
+sends ``2**53`` or ``1e20`` and must not be refused. Python keeps such integers exactly and writes
+them back digit for digit; a JavaScript peer reads the nearest double (exact up to
+``MAX_SAFE_INTEGER``). An integer too large for any double would be ``Infinity`` there, so it is
+refused here as well.
 
 Python makes two of these rules easy to get wrong, so they are spelled out:
 
@@ -22,12 +28,14 @@ from collections.abc import Callable
 from typing import Any, TypeAlias
 
 __all__ = [
+    "MAX_JSON_INTEGER",
     "MAX_SAFE_INTEGER",
     "JsonError",
     "JsonValue",
     "copy_json",
     "equal_json",
     "format_path",
+    "integral",
     "is_json_value",
     "validate_json",
 ]
@@ -35,7 +43,10 @@ __all__ = [
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 
 MAX_SAFE_INTEGER = 2**53 - 1
-"""The largest integer a JavaScript peer holds exactly; strict JSON rejects anything larger."""
+"""The largest integer a JavaScript peer holds exactly (larger ones arrive there rounded)."""
+
+MAX_JSON_INTEGER = 2**1024 - 2**970 - 1
+"""The largest integer whose nearest double is finite; strict JSON rejects anything larger."""
 
 
 class JsonError(TypeError):
@@ -70,9 +81,12 @@ def _check_scalar(value: object, path: Callable[[], str]) -> None:
         return
     kind = type(value)
     if kind is int or (isinstance(value, int) and not isinstance(value, bool)):
-        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:  # type: ignore[operator]
+        if -MAX_JSON_INTEGER <= value <= MAX_JSON_INTEGER:  # type: ignore[operator]
             return
-        raise JsonError(f"integer {value} is outside ±(2**53 - 1)", path())
+        raise JsonError(
+            f"integer of {value.bit_length()} bits is beyond the range of a double",  # type: ignore[union-attr]
+            path(),
+        )
     if kind is float or isinstance(value, float):
         if math.isfinite(value):  # type: ignore[arg-type]
             return
@@ -122,6 +136,20 @@ def _validate(value: object, path: list[str | int], active: set[int]) -> None:
     _check_scalar(value, lambda: format_path(path))
 
 
+def integral(value: object) -> int | None:
+    """``value`` as an int where a peer's grammar needs an integer, else ``None``.
+
+    JSON has one number type and Chord reads ``1.0`` or ``1e0`` as the integer 1
+    (``Number.isInteger``), so an integral finite float counts; ``bool`` never does.
+    """
+    kind = type(value)
+    if kind is int:
+        return value  # type: ignore[return-value]
+    if kind is float and value.is_integer():  # type: ignore[union-attr]  # False for nan/inf
+        return int(value)  # type: ignore[arg-type]
+    return None
+
+
 def is_json_value(value: object) -> bool:
     """True when ``value`` is strict JSON (see the module docstring)."""
     try:
@@ -166,7 +194,7 @@ def _fast_copy(value: Any, depth: int) -> Any:
     if kind is str or kind is bool or value is None:
         return value
     if kind is int:
-        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        if -MAX_JSON_INTEGER <= value <= MAX_JSON_INTEGER:
             return value
         raise _Unusual
     if kind is float:

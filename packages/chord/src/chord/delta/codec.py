@@ -42,6 +42,7 @@ from chord.delta.ops import (
     describe_op,
     validate_op,
 )
+from chord.json import integral
 
 __all__ = ["Decoder", "Encoder", "WireOp", "assert_valid_wire_op", "decoder", "encoder"]
 
@@ -100,22 +101,38 @@ class Encoder:
 _SHORT: Any = object()  # the path slot of a short-form wire op
 
 
+# JSON has one number type: like Chord (``Number.isInteger``), the decoder reads an integral
+# float (``1.0``, ``1e0``) wherever the grammar needs an integer, and hands on a plain int.
+
+
+def _wire_path(path: Any) -> Path:
+    for seg in path:
+        if type(seg) is float and seg.is_integer():
+            path = [integral(s) if type(s) is float and s.is_integer() else s for s in path]
+            break
+    assert_safe_path(path)
+    return tuple(path)
+
+
 def _path_ref(ref: object) -> int | Path:
     kind = type(ref)
-    if kind is int:
-        if ref < 0:  # type: ignore[operator]
+    if kind is int or kind is float:
+        ident = integral(ref)
+        if ident is None:
+            raise InvalidOpError(f"path id {ref!r} is not an integer")
+        if ident < 0:
             raise InvalidOpError(f"path id {ref} is negative")
-        return ref  # type: ignore[return-value]
+        return ident
     if kind is list or kind is tuple:
-        assert_safe_path(ref)
-        return tuple(ref)  # type: ignore[arg-type]
+        return _wire_path(ref)
     raise InvalidOpError(f"path must be an array or a path id, not {kind.__name__}")
 
 
 def _count(value: object, what: str) -> int:
-    if type(value) is not int or value < 0:  # type: ignore[operator]
+    count = integral(value)
+    if count is None or count < 0:
         raise InvalidOpError(f"{what} must be an int >= 0, not {value!r}")
-    return value  # type: ignore[return-value]
+    return count
 
 
 def _permutation(perm: object) -> list[int]:
@@ -123,11 +140,14 @@ def _permutation(perm: object) -> list[int]:
         raise InvalidOpError(f"'m' permutation must be an array, not {type(perm).__name__}")
     size = len(perm)  # type: ignore[arg-type]
     seen = bytearray(size)
-    for index in perm:  # type: ignore[attr-defined]
-        if type(index) is not int or not 0 <= index < size or seen[index]:
+    out: list[int] = []
+    for item in perm:  # type: ignore[attr-defined]
+        index = integral(item)
+        if index is None or not 0 <= index < size or seen[index]:
             raise InvalidOpError(f"'m' permutation is not a bijection of range({size})")
         seen[index] = 1
-    return list(perm)  # type: ignore[arg-type]
+        out.append(index)
+    return out
 
 
 def _parse(op: object) -> tuple[str, Any, tuple[Any, ...]]:
@@ -151,8 +171,7 @@ def _parse(op: object) -> tuple[str, Any, tuple[Any, ...]]:
         ident = _count(a[1], "'#' id")
         if type(a[2]) is not list and type(a[2]) is not tuple:
             raise InvalidOpError(f"'#' path must be an array, not {type(a[2]).__name__}")
-        assert_safe_path(a[2])
-        return "#", ident, (tuple(a[2]),)
+        return "#", ident, (_wire_path(a[2]),)
     if verb == "s":
         if size == 3:
             return "s", _path_ref(a[1]), (a[2],)
@@ -176,7 +195,7 @@ def _parse(op: object) -> tuple[str, Any, tuple[Any, ...]]:
             if type(value) is not str:
                 raise InvalidOpError(f"'a' text must be a string, not {type(value).__name__}")
         else:
-            _count(value, "'t' count")
+            value = _count(value, "'t' count")
         return verb, ref, (value,)
     if verb == "p":
         if size == 5:

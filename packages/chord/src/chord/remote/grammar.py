@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, NoReturn, TypeAlias
 
 from chord.delta import assert_valid_wire_op, decode_ops
-from chord.json import MAX_SAFE_INTEGER, format_path
+from chord.json import format_path, integral
 from chord.remote.errors import ServiceGrammarError
 from chord.services import InstanceAddress, ServiceMode
 
@@ -409,9 +409,10 @@ def _id(record: Mapping[str, Any], key: str, what: str, path: _Path) -> str:
 
 
 def _integer(record: Mapping[str, Any], key: str, minimum: int, what: str, path: _Path) -> int:
-    value = record[key]
-    if type(value) is not int or not minimum <= value <= MAX_SAFE_INTEGER:
-        _fail(what, (*path, key), f"expected an integer >= {minimum}, got {value!r}")
+    # Any JSON number with an integral value, as Chord's ``Number.isInteger`` (``1.0`` is 1).
+    value = integral(record[key])
+    if value is None or value < minimum:
+        _fail(what, (*path, key), f"expected an integer >= {minimum}, got {record[key]!r}")
     return value
 
 

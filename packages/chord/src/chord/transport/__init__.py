@@ -8,17 +8,21 @@ and a child process's stdio, and :mod:`~chord.transport.memory` pairs two ends i
 
 from chord.transport.frames import (
     DEFAULT_MAX_FRAME_SIZE,
+    DEFAULT_MAX_MESSAGE_SIZE,
+    PART_SIZE,
     CancelFrame,
     ClosedFrame,
     ErrorInfo,
     Frame,
     FrameDecoder,
     FrameError,
+    PartFrame,
     RequestFrame,
     ResultFrame,
     UpdateFrame,
     decode_frame,
     encode_frame,
+    encode_parts,
 )
 from chord.transport.memory import memory_byte_stream_pair, memory_connection_pair
 from chord.transport.streams import (
@@ -34,6 +38,8 @@ from chord.transport.unix import UnixSocketStream, open_unix_stream, serve_unix_
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "PART_SIZE",
     "CancelFrame",
     "ClosedFrame",
     "ErrorInfo",
@@ -41,6 +47,7 @@ __all__ = [
     "FrameConnection",
     "FrameDecoder",
     "FrameError",
+    "PartFrame",
     "RequestFrame",
     "ResultFrame",
     "UnixSocketStream",
@@ -49,6 +56,7 @@ __all__ = [
     "connect_unix",
     "decode_frame",
     "encode_frame",
+    "encode_parts",
     "memory_byte_stream_pair",
     "memory_connection_pair",
     "open_process_connection",

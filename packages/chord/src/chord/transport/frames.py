@@ -8,11 +8,21 @@ Every frame is a JSON object whose ``type`` field selects one of five shapes (se
 ``cancel``   ``{"type": "cancel", "id": 7}``
 ``update``   ``{"type": "update", "subscriptionId": "s1", "update": <ServiceProviderUpdate>}``
 ``closed``   ``{"type": "closed", "reason": "..."}`` — the sender will send nothing more
+``part``     ``{"type": "part", "data": "...", "last": true}`` — a piece of a frame too large for
+             one line (see below)
 
 Decoding is strict: a line must be one JSON object of a known type with exactly the fields of
-that type; NaN, infinities, duplicate object keys and integers beyond ±(2**53 - 1) are rejected
-anywhere in the frame; a line longer than the frame size limit is refused before it is parsed.
-Each problem raises :class:`FrameError` with a stable ``code`` and a message naming the problem.
+that type; NaN, infinities, duplicate object keys and integers beyond the range of a double are
+rejected anywhere in the frame (:mod:`chord.json`); a line longer than the frame size limit is
+refused before it is parsed. Each problem raises :class:`FrameError` with a stable ``code`` and a
+message naming the problem.
+
+Large frames
+    A frame whose line would exceed the sender's frame size limit is sent as a run of ``part``
+    frames, consecutive on the stream: their ``data`` strings, concatenated, are the frame's JSON
+    text, and the run ends with ``"last": true`` (:func:`encode_parts`). The receiver reassembles
+    it (up to its ``max_message_size``) and decodes it like any other line. Any other frame in
+    the middle of a run, a part holding a part, or a stream ending inside a run is an error.
 """
 
 from __future__ import annotations
@@ -26,21 +36,31 @@ from chord.json import JsonError, validate_json
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "PART_SIZE",
     "CancelFrame",
     "ClosedFrame",
     "ErrorInfo",
     "Frame",
     "FrameDecoder",
     "FrameError",
+    "PartFrame",
     "RequestFrame",
     "ResultFrame",
     "UpdateFrame",
     "decode_frame",
     "encode_frame",
+    "encode_parts",
 ]
 
 DEFAULT_MAX_FRAME_SIZE = 8 * 1024 * 1024
 """Largest accepted frame in bytes, newline excluded (8 MiB)."""
+
+DEFAULT_MAX_MESSAGE_SIZE = 1024 * 1024 * 1024
+"""Largest frame reassembled from ``part`` frames, in bytes of its parts' lines (1 GiB)."""
+
+PART_SIZE = 1024 * 1024
+"""Largest ``part`` line a sender writes (1 MiB, or the frame size limit when that is smaller)."""
 
 MAX_REQUEST_ID = 2**53 - 1
 
@@ -104,7 +124,15 @@ class ClosedFrame(_Base, tag="closed", kw_only=True):
     reason: str = ""
 
 
+class PartFrame(_Base, tag="part", kw_only=True):
+    """A piece of a frame too large for one line; ``last`` ends the run."""
+
+    data: str
+    last: bool = False
+
+
 Frame: TypeAlias = RequestFrame | ResultFrame | CancelFrame | UpdateFrame | ClosedFrame
+_AnyFrame: TypeAlias = Frame | PartFrame
 
 _encoder = msgspec.json.Encoder()
 
@@ -127,6 +155,27 @@ def encode_frame(frame: Frame) -> bytes:
     return _encoder.encode(frame) + b"\n"
 
 
+def encode_parts(data: bytes, max_line: int) -> list[bytes]:
+    """Split one encoded frame (a line ending in a newline) into ``part`` lines of at most
+    ``max_line`` bytes each, newline excluded. Pieces end on UTF-8 character boundaries."""
+    if max_line < 64:
+        raise FrameError("frame_too_large", f"a frame size limit of {max_line} leaves no room for parts")
+    body = memoryview(data)[: len(data) - 1] if data.endswith(b"\n") else memoryview(data)
+    # A frame's JSON text holds no raw control characters, so escaping a piece as a JSON
+    # string at most doubles it (a quote or a backslash becomes two bytes).
+    budget = (max_line - 48) // 2
+    parts: list[bytes] = []
+    start, size = 0, len(body)
+    while start < size:
+        end = min(start + budget, size)
+        while end < size and (body[end] & 0xC0) == 0x80:
+            end -= 1  # never split a UTF-8 sequence
+        piece = bytes(body[start:end]).decode("utf-8")
+        parts.append(_encoder.encode(PartFrame(data=piece, last=end >= size)) + b"\n")
+        start = end
+    return parts
+
+
 def _reject_constant(name: str) -> Any:
     raise FrameError("invalid_json", f"{name} is not allowed in strict JSON")
 
@@ -146,7 +195,15 @@ _strict_json = json.JSONDecoder(object_pairs_hook=_unique_pairs, parse_constant=
 
 
 def decode_frame(line: bytes | str) -> Frame:
-    """Decode one line (without its newline) into a frame, strictly."""
+    """Decode one line (without its newline) into a frame, strictly (``part`` frames are
+    :class:`FrameDecoder`'s business and are refused here)."""
+    frame = _decode_line(line)
+    if isinstance(frame, PartFrame):
+        raise FrameError("invalid_frame", "a part frame is only valid inside a frame stream")
+    return frame
+
+
+def _decode_line(line: bytes | str) -> _AnyFrame:
     try:
         text = line.decode("utf-8") if isinstance(line, bytes) else line
     except UnicodeDecodeError as exc:
@@ -163,8 +220,11 @@ def decode_frame(line: bytes | str) -> Frame:
         validate_json(raw)
     except JsonError as exc:
         raise FrameError("invalid_frame", str(exc)) from None
+    ident = raw.get("id")
+    if type(ident) is float and ident.is_integer():
+        raw["id"] = int(ident)  # JSON has one number type: an id written 7.0 is 7
     try:
-        frame: Frame = msgspec.convert(raw, type=Frame, strict=True)
+        frame: _AnyFrame = msgspec.convert(raw, type=_AnyFrame, strict=True)
     except msgspec.ValidationError as exc:
         kind = raw.get("type")
         raise FrameError("invalid_frame", f"bad {kind!r} frame: {exc}") from None
@@ -185,12 +245,19 @@ class FrameDecoder:
     ``frame_after_close``.
     """
 
-    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+    def __init__(
+        self,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    ) -> None:
         if max_frame_size < 16:
             raise ValueError("max_frame_size must be at least 16 bytes")
         self.max_frame_size = max_frame_size
+        self.max_message_size = max(max_message_size, max_frame_size)
         self._buffer = bytearray()
         self._closed = False
+        self._parts: list[str] | None = None  # a run of part frames being reassembled
+        self._parts_size = 0
 
     @property
     def closed(self) -> bool:
@@ -226,12 +293,41 @@ class FrameDecoder:
                 continue
             if self._closed:
                 raise FrameError("frame_after_close", "a frame arrived after the peer closed")
-            frame = decode_frame(line)
+            frame = _decode_line(line)
+            if isinstance(frame, PartFrame):
+                assembled = self._add_part(frame, len(line))
+                if assembled is None:
+                    continue
+                frame = assembled
+            elif self._parts is not None:
+                raise FrameError(
+                    "invalid_frame", f"a {type(frame).__name__} interrupted a run of part frames"
+                )
             if isinstance(frame, ClosedFrame):
                 self._closed = True
             frames.append(frame)
+
+    def _add_part(self, part: PartFrame, size: int) -> Frame | None:
+        if self._parts is None:
+            self._parts, self._parts_size = [], 0
+        self._parts_size += size
+        if self._parts_size > self.max_message_size:
+            raise FrameError(
+                "frame_too_large", f"a frame in parts exceeds {self.max_message_size} bytes"
+            )
+        self._parts.append(part.data)
+        if not part.last:
+            return None
+        text = "".join(self._parts)
+        self._parts = None
+        frame = _decode_line(text)
+        if isinstance(frame, PartFrame):
+            raise FrameError("invalid_frame", "a part frame holds another part frame")
+        return frame
 
     def eof(self) -> None:
         """The byte stream ended; raise if a partial frame was left behind."""
         if self._buffer.strip():
             raise FrameError("invalid_frame", "stream ended inside a frame")
+        if self._parts is not None:
+            raise FrameError("invalid_frame", "stream ended inside a run of part frames")

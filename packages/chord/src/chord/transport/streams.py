@@ -31,11 +31,13 @@ from anyio.streams.stapled import StapledByteStream
 
 from chord.transport.frames import (
     DEFAULT_MAX_FRAME_SIZE,
+    DEFAULT_MAX_MESSAGE_SIZE,
+    PART_SIZE,
     ClosedFrame,
     Frame,
     FrameDecoder,
-    FrameError,
     encode_frame,
+    encode_parts,
 )
 from chord.transport.unix import UnixSocketStream, open_unix_stream, serve_unix_streams
 
@@ -51,20 +53,29 @@ __all__ = [
 
 _READ_SIZE = 65536
 
+DEFAULT_SERVER_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
+"""Largest request a server reassembles from ``part`` frames (64 MiB)."""
+
 
 class FrameConnection:
-    """Frames over a byte stream. One reader task, any number of writer tasks."""
+    """Frames over a byte stream. One reader task, any number of writer tasks.
+
+    A frame longer than ``max_frame_size`` goes out as a run of ``part`` frames (written
+    together, never interleaved with another frame); incoming runs are reassembled up to
+    ``max_message_size`` bytes.
+    """
 
     def __init__(
         self,
         stream: anyio.abc.ByteStream,
         *,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         name: str = "",
     ) -> None:
         self.stream = stream
         self.name = name
-        self._decoder = FrameDecoder(max_frame_size)
+        self._decoder = FrameDecoder(max_frame_size, max_message_size)
         self._pending: list[Frame] = []
         self._send_lock = anyio.Lock()
         self._closed = False
@@ -80,32 +91,32 @@ class FrameConnection:
         """True once the peer sent a ``closed`` frame."""
         return self._decoder.closed
 
+    @property
+    def max_message_size(self) -> int:
+        return self._decoder.max_message_size
+
     async def send(self, frame: Frame) -> None:
-        """Write one frame. Raises ``FrameError`` for a non-strict payload or an oversized frame."""
-        data = encode_frame(frame)
-        if len(data) - 1 > self._decoder.max_frame_size:
-            raise FrameError(
-                "frame_too_large",
-                f"outgoing {type(frame).__name__} of {len(data) - 1} bytes exceeds "
-                f"{self._decoder.max_frame_size}",
-            )
-        async with self._send_lock:
-            await self.stream.send(data)
-            self.bytes_sent += len(data)
+        """Write one frame (in parts when it is over the frame size limit). Raises
+        ``FrameError`` for a non-strict payload."""
+        await self._write(encode_frame(frame))
 
     async def send_encoded(self, data: bytes) -> None:
         """Write one frame already produced by :func:`~chord.transport.frames.encode_frame`
         (a single line ending in a newline); lets a sender encode at enqueue time."""
-        if not data.endswith(b"\n") or data.count(b"\n") != 1:
+        if not data.endswith(b"\n") or data.find(b"\n") != len(data) - 1:
             raise ValueError("an encoded frame is exactly one line ending in a newline")
-        if len(data) - 1 > self._decoder.max_frame_size:
-            raise FrameError(
-                "frame_too_large",
-                f"outgoing frame of {len(data) - 1} bytes exceeds {self._decoder.max_frame_size}",
-            )
+        await self._write(data)
+
+    async def _write(self, data: bytes) -> None:
+        limit = self._decoder.max_frame_size
         async with self._send_lock:
-            await self.stream.send(data)
-            self.bytes_sent += len(data)
+            if len(data) - 1 <= limit:
+                await self.stream.send(data)
+                self.bytes_sent += len(data)
+                return
+            for part in encode_parts(data, min(limit, PART_SIZE)):
+                await self.stream.send(part)
+                self.bytes_sent += len(part)
 
     async def receive(self) -> Frame:
         """The next frame. ``anyio.EndOfStream`` when the stream ends cleanly."""
@@ -173,9 +184,12 @@ async def _serve(
     handler: Handler,
     label: str,
     max_frame_size: int,
+    max_message_size: int,
 ) -> None:
     async def handle(stream: anyio.abc.SocketStream) -> None:
-        conn = FrameConnection(stream, name=label, max_frame_size=max_frame_size)
+        conn = FrameConnection(
+            stream, name=label, max_frame_size=max_frame_size, max_message_size=max_message_size
+        )
         try:
             await handler(conn)
         finally:
@@ -200,16 +214,20 @@ async def serve_unix(
     handler: Handler,
     *,
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    max_message_size: int = DEFAULT_SERVER_MAX_MESSAGE_SIZE,
     task_status: anyio.abc.TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``handler(conn)`` for each client of a Unix socket at ``path`` (a stale file is
-    replaced). Reports the path through ``task_status``; runs until cancelled."""
+    replaced). Reports the path through ``task_status``; runs until cancelled. A request may
+    arrive in parts up to ``max_message_size`` bytes."""
     path = os.fspath(path)
     _remove_stale_socket(path)
     label = f"unix:{path}"
 
     async def handle(stream: UnixSocketStream) -> None:
-        conn = FrameConnection(stream, name=label, max_frame_size=max_frame_size)
+        conn = FrameConnection(
+            stream, name=label, max_frame_size=max_frame_size, max_message_size=max_message_size
+        )
         try:
             await handler(conn)
         finally:
@@ -232,13 +250,14 @@ async def serve_tcp(
     host: str = "127.0.0.1",
     port: int = 0,
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    max_message_size: int = DEFAULT_SERVER_MAX_MESSAGE_SIZE,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``handler(conn)`` over TCP; reports the bound port through ``task_status``."""
     listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
     bound = listener.extra(anyio.abc.SocketAttribute.local_port)
     task_status.started(bound)
-    await _serve(listener, handler, f"tcp:{host}:{bound}", max_frame_size)  # type: ignore[arg-type]
+    await _serve(listener, handler, f"tcp:{host}:{bound}", max_frame_size, max_message_size)  # type: ignore[arg-type]
 
 
 async def open_process_connection(
