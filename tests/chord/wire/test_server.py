@@ -11,12 +11,19 @@ import anyio
 import pytest
 
 from chord.context import BACKGROUND, Context, with_cancel
+from chord.delta import apply_immutable
 from chord.remote import (
     RemoteServiceProvider,
     ServiceCall,
+    ServiceClosedUpdate,
     ServiceProviderUpdate,
+    ServiceReplacedUpdate,
     ServiceResetUpdate,
+    ServiceSpawnedUpdate,
     ServiceStateUpdate,
+    create_service_state_decoder,
+    parse_wire_service_provider_update,
+    parse_wire_service_subscription_snapshot,
 )
 from chord.services import define_service
 from chord.state import replicated_state
@@ -233,14 +240,12 @@ async def test_updates_follow_the_snapshot_in_order_through_the_codecs() -> None
 
 
 @pytest.mark.anyio
-async def test_a_slow_peer_gets_one_reset_instead_of_an_unbounded_queue() -> None:
-    # chord-spec §4.8 applied per client: the waiting frames collapse into a fresh snapshot
+async def test_a_slow_peer_gets_one_replaced_instead_of_an_unbounded_queue() -> None:
+    # chord-spec §4.8 applied per client, in Chord 0.87.1's grammar: no `reset` on the wire
     world = World()
     client, server = memory_connection_pair(buffer=1)
     async with anyio.create_task_group() as group:
         group.start_soon(lambda: serve_provider(server, world.provider, queue_limit=5))
-        connection = RemoteConnection(client)
-        # subscribe by hand so we control when the client reads
         await client.send(
             RequestFrame(
                 id=1,
@@ -260,25 +265,109 @@ async def test_a_slow_peer_gets_one_reset_instead_of_an_unbounded_queue() -> Non
                 frames.append(frame)
                 assert isinstance(frame, UpdateFrame)
                 if frame.update.get("sequence") == 200 or (
-                    frame.update["type"] == "reset" and _reset_sequence(frame.update) == 200
+                    frame.update["type"] == "replaced" and _replaced_sequence(frame.update) == 200
                 ):
                     break
         kinds = [frame.update["type"] for frame in frames]
-        assert "reset" in kinds
+        assert "replaced" in kinds and "reset" not in kinds
         assert len(frames) < 60  # bounded: far fewer than 200 frames reached the peer
-        # after the last reset, sequences are contiguous from its baseline
-        last_reset = max(i for i, kind in enumerate(kinds) if kind == "reset")
-        baseline = _reset_sequence(frames[last_reset].update)
-        tail = [frame.update["sequence"] for frame in frames[last_reset + 1 :]]
+        # after the last replacement, sequences are contiguous from its baseline
+        last = max(i for i, kind in enumerate(kinds) if kind == "replaced")
+        baseline = _replaced_sequence(frames[last].update)
+        tail = [frame.update["sequence"] for frame in frames[last + 1 :]]
         assert tail == list(range(baseline + 1, baseline + 1 + len(tail)))
-        del connection
         await client.aclose()
         group.cancel_scope.cancel()
 
 
-def _reset_sequence(update: dict[str, Any]) -> int:
-    members = update["snapshot"]["instances"][0]["members"]
+def _replaced_sequence(update: dict[str, Any]) -> int:
+    members = update["snapshot"]["members"]
     return next(member["sequence"] for member in members if member["kind"] == "state")
+
+
+@pytest.mark.anyio
+async def test_a_slow_keyed_peer_gets_closed_and_spawned_only_for_what_it_missed() -> None:
+    world = World()
+    states = {key: replicated_state({"n": 0}) for key in ("a", "b", "c")}
+    closers = {
+        key: world.provider.spawn(Sessions, key, {"state": state, "ping": _pong})
+        for key, state in states.items()
+    }
+    client, server = memory_connection_pair(buffer=1)
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: serve_provider(server, world.provider, queue_limit=3))
+        call = ServiceCall("$chord.service", "subscribe", ("s1", Sessions.id, "keyed"))
+        await client.send(RequestFrame(id=1, call=call.to_json()))
+        first = await client.receive()
+        assert isinstance(first, ResultFrame) and first.ok
+        decoder = create_service_state_decoder()
+        snapshot = decoder.decode_snapshot(parse_wire_service_subscription_snapshot(first.result))
+        model = {i.instance.key: _instance_model(i) for i in snapshot.instances if i.instance}
+
+        def bump_a(times: int) -> None:
+            for _ in range(times):
+                states["a"].change(BACKGROUND, lambda d: d.__setitem__("n", d["n"] + 1))
+
+        bump_a(29)  # only `a` changes, far beyond the queue
+        closers["c"]()
+        world.provider.spawn(Sessions, "d", {"state": replicated_state({"n": 7}), "ping": _pong})
+        world.provider.spawn(Sessions, "c", {"state": replicated_state({"n": 1}), "ping": _pong})
+        bump_a(10)  # overflow again after the lifecycle changes
+        updates: list[ServiceProviderUpdate] = []
+        expected = {"a": ((1, 39), {"n": 39}), "b": ((1, 0), {"n": 0}), "c": ((2, 0), {"n": 1})}
+        expected["d"] = ((1, 0), {"n": 7})
+        with anyio.fail_after(5):
+            while model != expected:
+                frame = await client.receive()
+                assert isinstance(frame, UpdateFrame)
+                assert frame.update["type"] != "reset"
+                update = decoder.decode_update(parse_wire_service_provider_update(frame.update))
+                updates.append(update)
+                _apply_model(model, update)
+        assert len(updates) < 25  # collapsed: far fewer than the 43 changes
+        # `b` never fell behind, so its observers were never disturbed
+        assert not any(
+            isinstance(u, (ServiceClosedUpdate, ServiceSpawnedUpdate)) and _address(u)[0] == "b"
+            for u in updates
+        )
+        await client.aclose()
+        group.cancel_scope.cancel()
+
+
+def _pong(ctx: Context) -> str:
+    return "pong"
+
+
+def _instance_model(instance: Any) -> tuple[tuple[int, int], Any]:
+    state = next(m for m in instance.members if m.name == "state")
+    return (instance.instance.generation, state.sequence), state.ops[0][1]
+
+
+def _address(update: Any) -> tuple[str, int]:
+    address = (
+        update.instance.instance if isinstance(update, ServiceSpawnedUpdate) else update.instance
+    )
+    return address.key, address.generation
+
+
+def _apply_model(model: dict[str, Any], update: ServiceProviderUpdate) -> None:
+    if isinstance(update, ServiceSpawnedUpdate):
+        assert update.instance.instance is not None
+        model[update.instance.instance.key] = _instance_model(update.instance)
+    elif isinstance(update, ServiceClosedUpdate):
+        held = model.get(update.instance.key)
+        if held is not None and held[0][0] == update.instance.generation:
+            del model[update.instance.key]
+    elif isinstance(update, ServiceStateUpdate):
+        assert update.instance is not None
+        (generation, sequence), value = model[update.instance.key]
+        assert generation == update.instance.generation and update.sequence == sequence + 1
+        model[update.instance.key] = (
+            (generation, update.sequence),
+            apply_immutable(value, list(update.ops)),
+        )
+    else:
+        raise AssertionError(f"a keyed peer got {update!r}")
 
 
 RAW_BAD_INPUT = [
@@ -411,7 +500,7 @@ async def test_closing_one_connection_leaves_the_others_subscribed() -> None:
 
 
 @pytest.mark.anyio
-async def test_an_overflow_reset_reaches_a_real_client_as_a_reset() -> None:
+async def test_an_overflow_reaches_a_real_client_as_a_replacement_it_converges_on() -> None:
     world = World()
     async with remote(world, queue_limit=2) as connection:
         received: list[ServiceProviderUpdate] = []
@@ -428,7 +517,8 @@ async def test_an_overflow_reset_reaches_a_real_client_as_a_reset() -> None:
             world.state.change(BACKGROUND, lambda draft, i=index: draft["log"].append(i))
         with anyio.fail_after(5):
             await caught_up.wait()
-        assert any(isinstance(update, ServiceResetUpdate) for update in received)
+        assert any(isinstance(update, ServiceReplacedUpdate) for update in received)
+        assert not any(isinstance(update, ServiceResetUpdate) for update in received)
         assert len(received) < 50
 
 
@@ -436,8 +526,8 @@ def _last_sequence(updates: list[ServiceProviderUpdate]) -> int:
     last = updates[-1]
     if isinstance(last, ServiceStateUpdate):
         return last.sequence
-    if isinstance(last, ServiceResetUpdate):
-        members = last.snapshot.instances[0].members
+    if isinstance(last, ServiceReplacedUpdate):
+        members = last.snapshot.members
         return next(getattr(m, "sequence", -1) for m in members if m.name == "state")
     return -1
 

@@ -19,12 +19,23 @@ Subscriptions
     published in between are *held* and written right after the subscribe result. Updates are
     encoded in provider order as they are published and queued for the writer task.
 
-Slow peers (chord-spec §4.8, per client)
+Slow peers (chord-spec §4.8, per client, in Chord 0.87.1's own grammar)
     Each subscription may have at most ``queue_limit`` update frames waiting to be written. When
-    another update arrives, the waiting frames are dropped and replaced by one ``reset`` carrying a
-    fresh snapshot (:meth:`~chord.remote.ProviderSubscription.reset`), encoded with the same
-    encoder so both ends restart their path dictionaries together. Memory per peer stays bounded
-    and the peer still converges.
+    another update arrives, the waiting frames are dropped and the subscription is *collapsed*:
+    the server takes a fresh snapshot (:meth:`~chord.remote.ProviderSubscription.reset`) and
+    sends the difference from what the peer last received as ordinary updates — a ``replaced``
+    for a singleton (``unavailable`` if it is gone), and for a keyed service a ``closed`` for each
+    instance the peer holds that is gone or behind plus a ``spawned`` for each instance that is
+    new or was behind. An instance the peer is current on is left alone. No ``reset`` update
+    ever goes on the wire (Chord 0.87.1 has none); a ``reset`` from the provider's own queue is
+    collapsed the same way. Updates are encoded when they are written, so path dictionaries on
+    both ends only ever see what was sent.
+
+Back-pressure (per client)
+    Results waiting to be written are counted in bytes; above ``max_pending_bytes`` the server
+    stops reading that client until they drain to half. A write that cannot complete within
+    ``send_timeout`` seconds (the client stopped reading) disconnects the client: its queue is
+    dropped, its requests cancelled and its endpoint disposed, so its memory is returned.
 
 Ending
     A clean end of stream or a ``closed`` frame ends the peer quietly. A protocol violation (a
@@ -57,15 +68,23 @@ from chord.remote.grammar import (
     CatalogueControlCall,
     ServiceCall,
     ServiceCatalogueEntry,
+    ServiceClosedUpdate,
+    ServiceInstanceSnapshot,
     ServiceProviderUpdate,
+    ServiceReplacedUpdate,
     ServiceResetUpdate,
+    ServiceSpawnedUpdate,
+    ServiceStateSnapshot,
+    ServiceStateUpdate,
     ServiceSubscriptionSnapshot,
+    ServiceUnavailableUpdate,
     SubscribeControlCall,
     UnsubscribeControlCall,
     decode_service_control_call,
     parse_service_call,
 )
 from chord.remote.provider import RemoteServiceProvider
+from chord.services import InstanceAddress
 from chord.transport.frames import (
     CancelFrame,
     ClosedFrame,
@@ -81,13 +100,21 @@ from chord.wire.errors import INTERNAL_ERROR, INVALID_REQUEST, TOO_MANY_REQUESTS
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENT_REQUESTS",
+    "DEFAULT_MAX_PENDING_BYTES",
     "DEFAULT_PEER_QUEUE_LIMIT",
+    "DEFAULT_SEND_TIMEOUT",
     "provider_handler",
     "serve_provider",
 ]
 
 DEFAULT_PEER_QUEUE_LIMIT: Final = 100
-"""Update frames per subscription waiting to be written before they collapse into a reset."""
+"""Update frames per subscription waiting to be written before the subscription collapses."""
+
+DEFAULT_MAX_PENDING_BYTES: Final = 8 * 1024 * 1024
+"""Bytes of results waiting to be written above which the server stops reading a client."""
+
+DEFAULT_SEND_TIMEOUT: Final = 60.0
+"""Seconds a write to a client may block before that client is disconnected as too slow."""
 
 DEFAULT_MAX_CONCURRENT_REQUESTS: Final = 1024
 """Requests of one peer running at once; a further one is refused with ``too_many_requests``."""
@@ -103,10 +130,77 @@ def _default_report(error: BaseException) -> None:
     _logger.error("chord wire server error: %r", error, exc_info=error)
 
 
-class _Stream:
-    """One subscription of this peer: its encoder and its place in the outgoing queue."""
+_View = dict[str | None, tuple[InstanceAddress | None, dict[str, int]]]
+"""What a peer holds of one subscription, as of the frames written to it: per instance key
+(``None`` for a singleton) its address and the sequence of each state member."""
 
-    __slots__ = ("encoder", "epoch", "held", "pending", "subscription_id")
+
+def _sequences(instance: ServiceInstanceSnapshot) -> dict[str, int]:
+    return {m.name: m.sequence for m in instance.members if isinstance(m, ServiceStateSnapshot)}
+
+
+def _view_of(snapshot: ServiceSubscriptionSnapshot) -> _View:
+    return {
+        (i.instance.key if i.instance is not None else None): (i.instance, _sequences(i))
+        for i in snapshot.instances
+    }
+
+
+def _apply_to_view(view: _View, update: ServiceProviderUpdate) -> None:
+    if isinstance(update, ServiceStateUpdate):
+        entry = view.get(update.instance.key if update.instance is not None else None)
+        if entry is not None and entry[0] == update.instance:
+            entry[1][update.member] = update.sequence
+    elif isinstance(update, ServiceSpawnedUpdate):
+        address = update.instance.instance
+        if address is not None:
+            view[address.key] = (address, _sequences(update.instance))
+    elif isinstance(update, ServiceClosedUpdate):
+        entry = view.get(update.instance.key)
+        if entry is not None and entry[0] == update.instance:
+            del view[update.instance.key]
+    elif isinstance(update, ServiceReplacedUpdate):
+        view.clear()
+        view[None] = (None, _sequences(update.snapshot))
+    elif isinstance(update, ServiceUnavailableUpdate):
+        view.clear()
+    else:  # a reset (never written, but kept exact): the snapshot is the view
+        view.clear()
+        view.update(_view_of(update.snapshot))
+
+
+def _collapse_updates(
+    view: _View, snapshot: ServiceSubscriptionSnapshot
+) -> list[ServiceProviderUpdate]:
+    """The updates, in Chord 0.87.1's grammar, that take a peer holding ``view`` to ``snapshot``."""
+    if snapshot.mode == "singleton":
+        if snapshot.instances:
+            return [ServiceReplacedUpdate(snapshot.instances[0])]
+        return [ServiceUnavailableUpdate()] if view else []
+    fresh = {i.instance.key: i for i in snapshot.instances if i.instance is not None}
+    current: set[str] = set()
+    out: list[ServiceProviderUpdate] = []
+    for key, (address, sequences) in view.items():
+        instance = fresh.get(key) if key is not None else None
+        if (
+            instance is not None
+            and instance.instance == address
+            and _sequences(instance) == sequences
+        ):
+            current.add(key)  # type: ignore[arg-type]
+            continue
+        if address is not None:
+            out.append(ServiceClosedUpdate(address))
+    for instance in snapshot.instances:
+        if instance.instance is not None and instance.instance.key not in current:
+            out.append(ServiceSpawnedUpdate(instance))
+    return out
+
+
+class _Stream:
+    """One subscription of this peer: its encoder, its view and its place in the queue."""
+
+    __slots__ = ("encoder", "epoch", "held", "pending", "subscription_id", "view")
 
     def __init__(self, subscription_id: str) -> None:
         self.subscription_id = subscription_id
@@ -114,15 +208,24 @@ class _Stream:
         self.held: list[ServiceProviderUpdate] | None = []
         self.pending = 0
         self.epoch = 0
+        self.view: _View = {}
 
 
 class _Outgoing:
-    __slots__ = ("data", "epoch", "stream")
+    __slots__ = ("counted", "data", "epoch", "stream", "update")
 
-    def __init__(self, data: bytes, stream: _Stream | None, epoch: int) -> None:
+    def __init__(
+        self,
+        data: bytes | None,
+        stream: _Stream | None,
+        update: ServiceProviderUpdate | None = None,
+        counted: bool = False,
+    ) -> None:
         self.data = data
         self.stream = stream
-        self.epoch = epoch
+        self.update = update
+        self.epoch = stream.epoch if stream is not None else 0
+        self.counted = counted
 
 
 class _Peer:
@@ -133,12 +236,19 @@ class _Peer:
         report: ErrorReporter,
         queue_limit: int,
         max_concurrent_requests: int,
+        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
+        send_timeout: float = DEFAULT_SEND_TIMEOUT,
     ) -> None:
         self._conn = conn
         self._endpoint = endpoint
         self._report = report
         self._queue_limit = queue_limit
         self._max_requests = max_concurrent_requests
+        self._max_pending_bytes = max_pending_bytes
+        self._send_timeout = send_timeout
+        self._pending_bytes = 0
+        self._drained: anyio.Event | None = None
+        self._slow = False
         self._queue: deque[_Outgoing] = deque()
         self._wake = anyio.Event()
         self._writer_done = anyio.Event()
@@ -173,15 +283,17 @@ class _Peer:
             finally:
                 self._endpoint.dispose()
                 self._streams.clear()
-                if reason is None:
+                if reason is None or self._slow:
                     self._queue.clear()
+                    self._pending_bytes = 0
                 self._stopping = True
                 self._wake.set()
             with anyio.move_on_after(_FLUSH_SECONDS):
                 await self._writer_done.wait()
             outer.cancel_scope.cancel()
-        if reason is None:
-            await self._conn.aclose()
+        self._queue.clear()
+        if reason is None or self._slow:
+            await self._conn.aclose()  # a client that stopped reading cannot take a goodbye
         else:
             await self._conn.close(reason)
 
@@ -199,6 +311,10 @@ class _Peer:
 
     async def _read_loop(self) -> str | None:
         while True:
+            if self._pending_bytes > self._max_pending_bytes:
+                # Back-pressure: read nothing more from this client until its results drain.
+                self._drained = anyio.Event()
+                await self._drained.wait()
             try:
                 frame = await self._conn.receive()
             except anyio.EndOfStream:
@@ -285,14 +401,11 @@ class _Peer:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def _push(self, data: bytes, stream: _Stream | None) -> None:
+    def _push(self, data: bytes) -> None:
         if self._stopping:
             return
-        if stream is not None:
-            stream.pending += 1
-            self._queue.append(_Outgoing(data, stream, stream.epoch))
-        else:
-            self._queue.append(_Outgoing(data, None, 0))
+        self._pending_bytes += len(data)
+        self._queue.append(_Outgoing(data, None))
         self._wake.set()
 
     def _push_result(self, request_id: int, result: Any, error: ErrorInfo | None) -> None:
@@ -313,19 +426,7 @@ class _Peer:
                     ),
                 )
             )
-        if len(data) - 1 > self._conn.max_frame_size:
-            data = encode_frame(
-                ResultFrame(
-                    id=request_id,
-                    ok=False,
-                    error=ErrorInfo(
-                        code=INTERNAL_ERROR,
-                        message=f"The remote service result of {len(data) - 1} bytes exceeds the "
-                        f"frame size limit of {self._conn.max_frame_size}",
-                    ),
-                )
-            )
-        self._push(data, None)
+        self._push(data)  # a result over the frame size limit is written in parts
 
     def _push_subscribed(
         self, request_id: int, stream: _Stream, snapshot: ServiceSubscriptionSnapshot
@@ -337,6 +438,7 @@ class _Peer:
             self._fail(f"{INTERNAL_ERROR}: could not encode subscription snapshot")
             return
         self._push_result(request_id, encoded.to_json(), None)
+        stream.view = _view_of(snapshot)
         held, stream.held = stream.held, None
         for update in held or ():
             self._push_update(stream, update)
@@ -354,14 +456,29 @@ class _Peer:
     def _push_update(self, stream: _Stream, update: ServiceProviderUpdate) -> None:
         if self._stopping:
             return
+        if isinstance(update, ServiceResetUpdate):
+            self._collapse(stream, update.snapshot)
+            return
         if stream.pending >= self._queue_limit:
             subscription = self._endpoint.subscription(stream.subscription_id)
             if subscription is None:
                 return
             # The fresh snapshot covers the waiting frames and this update: drop them all.
-            update = ServiceResetUpdate(subscription.reset())
-            stream.epoch += 1
-            stream.pending = 0
+            self._collapse(stream, subscription.reset())
+            return
+        stream.pending += 1
+        self._queue.append(_Outgoing(None, stream, update, counted=True))
+        self._wake.set()
+
+    def _collapse(self, stream: _Stream, snapshot: ServiceSubscriptionSnapshot) -> None:
+        stream.epoch += 1  # the frames still waiting are skipped by the writer
+        stream.pending = 0
+        for update in _collapse_updates(stream.view, snapshot):
+            self._queue.append(_Outgoing(None, stream, update))
+        self._wake.set()
+
+    def _encode_update(self, stream: _Stream, update: ServiceProviderUpdate) -> bytes | None:
+        """Encode ``update`` as it is written: the encoder only ever sees what the peer gets."""
         try:
             encoded = stream.encoder.encode_update(update)
             data = encode_frame(
@@ -370,14 +487,9 @@ class _Peer:
         except Exception as error:
             self._report(error)
             self._fail(f"{INTERNAL_ERROR}: could not encode an update of {stream.subscription_id}")
-            return
-        if len(data) - 1 > self._conn.max_frame_size:
-            self._fail(
-                f"frame_too_large: an update of {stream.subscription_id} is {len(data) - 1} bytes, "
-                f"over the limit of {self._conn.max_frame_size}"
-            )
-            return
-        self._push(data, stream)
+            return None
+        _apply_to_view(stream.view, update)
+        return data
 
     async def _write_loop(self) -> None:
         try:
@@ -385,11 +497,33 @@ class _Peer:
                 while self._queue:
                     item = self._queue.popleft()
                     stream = item.stream
-                    if stream is not None:
+                    if stream is None:
+                        data = item.data
+                        assert data is not None
+                        self._pending_bytes -= len(data)
+                        if (
+                            self._drained is not None
+                            and self._pending_bytes <= self._max_pending_bytes // 2
+                        ):
+                            self._drained.set()
+                    else:
                         if item.epoch != stream.epoch:
-                            continue  # replaced by a reset
-                        stream.pending -= 1
-                    await self._conn.send_encoded(item.data)
+                            continue  # dropped by a collapse
+                        if item.counted:
+                            stream.pending -= 1
+                        assert item.update is not None
+                        data = self._encode_update(stream, item.update)
+                        if data is None:
+                            return
+                    with anyio.move_on_after(self._send_timeout) as scope:
+                        await self._conn.send_encoded(data)
+                    if scope.cancelled_caught:
+                        self._slow = True
+                        self._fail(
+                            f"slow_consumer: a write blocked for {self._send_timeout:g} s; "
+                            "the client stopped reading"
+                        )
+                        return
                 if self._stopping:
                     return
                 self._wake = anyio.Event()
@@ -409,6 +543,8 @@ async def serve_provider(
     on_error: ErrorReporter | None = None,
     queue_limit: int = DEFAULT_PEER_QUEUE_LIMIT,
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
+    max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
+    send_timeout: float = DEFAULT_SEND_TIMEOUT,
 ) -> None:
     """Serve ``provider`` to the peer at the other end of ``conn`` until it goes away.
 
@@ -420,12 +556,16 @@ async def serve_provider(
         raise ValueError("queue_limit must be at least 1")
     if max_concurrent_requests < 1:
         raise ValueError("max_concurrent_requests must be at least 1")
+    if max_pending_bytes < 1 or send_timeout <= 0:
+        raise ValueError("max_pending_bytes and send_timeout must be positive")
     peer = _Peer(
         conn,
         create_remote_service_endpoint(provider),
         on_error if on_error is not None else _default_report,
         queue_limit,
         max_concurrent_requests,
+        max_pending_bytes,
+        send_timeout,
     )
     await peer.run()
 
@@ -436,6 +576,8 @@ def provider_handler(
     on_error: ErrorReporter | None = None,
     queue_limit: int = DEFAULT_PEER_QUEUE_LIMIT,
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
+    max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
+    send_timeout: float = DEFAULT_SEND_TIMEOUT,
 ) -> Callable[[FrameConnection], Awaitable[None]]:
     """A connection handler for :func:`~chord.transport.serve_unix`/``serve_tcp``::
 
@@ -449,6 +591,8 @@ def provider_handler(
             on_error=on_error,
             queue_limit=queue_limit,
             max_concurrent_requests=max_concurrent_requests,
+            max_pending_bytes=max_pending_bytes,
+            send_timeout=send_timeout,
         )
 
     return handle
