@@ -159,7 +159,9 @@ def encode_parts(data: bytes, max_line: int) -> list[bytes]:
     """Split one encoded frame (a line ending in a newline) into ``part`` lines of at most
     ``max_line`` bytes each, newline excluded. Pieces end on UTF-8 character boundaries."""
     if max_line < 64:
-        raise FrameError("frame_too_large", f"a frame size limit of {max_line} leaves no room for parts")
+        raise FrameError(
+            "frame_too_large", f"a frame size limit of {max_line} leaves no room for parts"
+        )
     body = memoryview(data)[: len(data) - 1] if data.endswith(b"\n") else memoryview(data)
     # A frame's JSON text holds no raw control characters, so escaping a piece as a JSON
     # string at most doubles it (a quote or a backslash becomes two bytes).
