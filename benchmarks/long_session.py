@@ -9,8 +9,9 @@ streamed answer in the protocol of the path it was called on.
 
 Printed per path:
 
-* ms/turn at turns 10, 100, 500, 1,000 and 2,000 (the mean of the five turns ending there), from
-  ``send`` to the turn's input done;
+* ms/turn at turns 10, 100, 500, 1,000 and 2,000 (the median of the nine turns ending there:
+  the machine may be shared), from ``send`` to the turn's input done, and the CPU time this
+  process spent in those turns (the stub server runs in another process);
 * the baseline measured in the same run: the *same request bodies* (the agent's first request,
   grown by one user and one assistant message per turn) built with plain ``json.dumps``, posted
   with plain ``httpx`` to the same server and the streamed answer parsed with plain
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,7 +42,7 @@ from typing import Any
 import anyio
 
 CHECKPOINTS = (10, 100, 500, 1_000, 2_000)
-WINDOW = 5
+WINDOW = 9
 ANSWER = ("Done", ": the short", " answer.")
 MODELS = {"openai": "openai/gpt-4.1", "anthropic": "anthropic/claude-sonnet-4-6"}
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
@@ -181,8 +183,10 @@ def _folder_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-async def agent_run(provider: str, url: str, turns: int, tmp: Path) -> tuple[list[float], int]:
-    """(seconds per turn, session bytes on disk after close)."""
+async def agent_run(
+    provider: str, url: str, turns: int, tmp: Path
+) -> tuple[list[float], list[float], int]:
+    """(seconds per turn, CPU seconds per turn, session bytes on disk after close)."""
     from chord.context import BACKGROUND
     from coding_agent.sessions import create_session
     from coding_agent.worker.main import WorkerConfig, open_session_host
@@ -203,16 +207,18 @@ async def agent_run(provider: str, url: str, turns: int, tmp: Path) -> tuple[lis
     session = create_session(project, env=env)
     config = WorkerConfig(session, model=MODELS[provider], env=env)
     times: list[float] = []
+    cpu: list[float] = []
     async with open_session_host(config) as runtime:
         root = await runtime.harness.harness.root(BACKGROUND)
         for turn in range(1, turns + 1):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             handle = await root.send(f"Turn {turn}: answer briefly.", BACKGROUND)
             record = await handle.wait(BACKGROUND)
             times.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
             if record.status != "done":
                 raise RuntimeError(f"turn {turn} ended {record.status!r}: {record}")
-    return times, _folder_bytes(session.path)
+    return times, cpu, _folder_bytes(session.path)
 
 
 # -- the baseline: the same bodies with plain json and httpx ----------------------------------
@@ -262,13 +268,12 @@ def baseline_run(provider: str, url: str, turns: int) -> list[float]:
 
 
 def _at(times: list[float], turn: int) -> float:
-    window = times[max(0, turn - WINDOW) : turn]
-    return 1000 * sum(window) / len(window)
+    return 1000 * statistics.median(times[max(0, turn - WINDOW) : turn])
 
 
 def report(provider: str, turns: int) -> None:
     with tempfile.TemporaryDirectory() as tmp, StubServer() as url:
-        agent, size = anyio.run(agent_run, provider, url, turns, Path(tmp))
+        agent, cpu, size = anyio.run(agent_run, provider, url, turns, Path(tmp))
         base = baseline_run(provider, url, turns)
     marks = [c for c in CHECKPOINTS if c <= turns] or [turns]
     if marks[-1] != turns:
@@ -276,8 +281,8 @@ def report(provider: str, turns: int) -> None:
     for mark in marks:
         a, b = _at(agent, mark), _at(base, mark)
         print(
-            f"{provider} turn {mark:>5,}: {a:8.1f} ms/turn | baseline (plain json+httpx): "
-            f"{b:6.1f} ms/turn | overhead {a - b:7.1f} ms [target <= 40 ms]"
+            f"{provider} turn {mark:>5,}: {a:7.1f} ms/turn (CPU {_at(cpu, mark):6.1f} ms) | "
+            f"baseline (plain json+httpx): {b:5.1f} ms/turn | overhead {a - b:7.1f} ms [target <= 40 ms]"
         )
     first, last = _at(agent, marks[0]), _at(agent, marks[-1])
     print(

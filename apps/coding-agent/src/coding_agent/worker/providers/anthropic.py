@@ -27,9 +27,11 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, cast
 
 import anyio
+import msgspec
 
 from chord.context import Context
 from coding_agent.worker.providers._drive import SdkStream, drive
+from coding_agent.worker.providers._sse import Last, SseStream
 from pico3.models import (
     AssistantMessage,
     ImageContent,
@@ -169,6 +171,21 @@ class AnthropicProvider:
         """Close the SDK client's connection pool."""
         await self._client.close()
 
+    async def _post(self, body: bytes) -> SdkStream:
+        """POST a ready JSON body to ``/v1/messages`` through the SDK (its base URL, auth and
+        version headers, timeout and status errors) and read the raw event stream with msgspec
+        instead of the SDK's per-event pydantic models."""
+        import httpx2
+
+        response = await self._client.post(
+            "/v1/messages",
+            cast_to=httpx2.Response,
+            content=body,
+            options={"headers": _JSON_HEADERS},
+            stream=True,
+        )
+        return SseStream(response, _decode_event)
+
     def stream(self, request: Request, ctx: Context) -> AsyncIterator[StreamEvent]:
         """Stream ``request`` through the Messages API."""
         info = self.model(request.model)
@@ -179,8 +196,7 @@ class AnthropicProvider:
 
         async def open() -> SdkStream:
             params = build_params(request, info)  # bad input fails the stream
-            created: Any = await self._client.messages.create(**params)
-            return cast("SdkStream", created)
+            return await self._post(_ENCODER.encode(params))
 
         return drive(
             builder,
@@ -330,6 +346,77 @@ def _error_body(body: object) -> tuple[str, str]:
             error = cast("dict[str, Any]", error)
             return str(error.get("type", "")), str(error.get("message", ""))
     return "", ""
+
+
+_ENCODER = msgspec.json.Encoder()
+_JSON_HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+_RETRYABLE_IN_STREAM = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+
+
+# The parts of the Messages stream events the mapper reads (unknown fields are ignored).
+class _EventUsage(msgspec.Struct):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+
+
+class _EventMessage(msgspec.Struct):
+    usage: _EventUsage | None = None
+
+
+class _Block(msgspec.Struct):
+    type: str = ""
+    text: str | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    data: str | None = None
+    id: str = ""
+    name: str = ""
+
+
+class _Delta(msgspec.Struct):
+    type: str = ""
+    text: str = ""
+    thinking: str = ""
+    partial_json: str = ""
+    signature: str = ""
+    stop_reason: str | None = None
+
+
+class _Event(msgspec.Struct):
+    type: str = ""
+    index: int = 0
+    message: _EventMessage | None = None
+    content_block: _Block | None = None
+    delta: _Delta | None = None
+    usage: _EventUsage | None = None
+
+
+_EVENT = msgspec.json.Decoder(_Event)
+
+
+def _decode_event(event: str | None, data: bytes) -> Any:
+    """One SSE event of a Messages stream (as the SDK reads it: unnamed events and ``ping`` are
+    skipped, ``error`` fails the stream, ``message_stop`` is the last)."""
+    if event is None or event == "ping" or (not data and event != "error"):
+        return None
+    if event == "error":
+        try:
+            body: Any = msgspec.json.decode(data)
+        except msgspec.DecodeError:
+            body = None
+        kind, detail = _error_body(body)
+        raise ProviderError(
+            f"anthropic 200 {kind or 'error'}: {detail or data.decode(errors='replace')}",
+            retryable=kind in _RETRYABLE_IN_STREAM,
+            status=200,
+        )
+    try:
+        decoded = _EVENT.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ProviderError(f"anthropic: malformed stream event ({exc})", retryable=False) from None
+    return Last(decoded) if decoded.type == "message_stop" else decoded
 
 
 class _Mapper:

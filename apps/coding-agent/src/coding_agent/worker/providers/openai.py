@@ -40,6 +40,7 @@ import msgspec
 
 from chord.context import Context
 from coding_agent.worker.providers._drive import SdkStream, drive
+from coding_agent.worker.providers._sse import Last, SseStream
 from coding_agent.worker.providers.text_tools import (
     ParsedCall,
     TextToolParser,
@@ -153,6 +154,71 @@ REASONING_EFFORT = {
 
 _FINISH = {"stop": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
 
+_ENCODER = msgspec.json.Encoder()
+_JSON_HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+
+
+# The parts of a ``chat.completion.chunk`` the mapper reads (unknown fields are ignored).
+class _Function(msgspec.Struct):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _ToolCallDelta(msgspec.Struct):
+    index: int = 0
+    id: str | None = None
+    function: _Function | None = None
+
+
+class _Delta(msgspec.Struct):
+    content: str | None = None
+    reasoning_content: Any = None
+    reasoning: Any = None
+    tool_calls: list[_ToolCallDelta] | None = None
+
+
+class _Choice(msgspec.Struct):
+    delta: _Delta | None = None
+    finish_reason: str | None = None
+
+
+class _PromptDetails(msgspec.Struct):
+    cached_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    prompt_tokens_details: _PromptDetails | None = None
+
+
+class _Chunk(msgspec.Struct):
+    id: str | None = None
+    choices: list[_Choice] | None = None
+    usage: _Usage | None = None
+    error: Any = None
+
+
+_CHUNK = msgspec.json.Decoder(_Chunk)
+
+
+def _decode_chunk(event: str | None, data: bytes) -> Any:
+    """One SSE event of a Chat Completions stream: a chunk, ``[DONE]`` ends the stream, an
+    ``error`` object fails it (as the SDK's stream does)."""
+    if data.startswith(b"[DONE]"):
+        return Last(None)
+    try:
+        chunk = _CHUNK.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ProviderError(f"openai: malformed stream chunk ({exc})", retryable=False) from None
+    if chunk.error:
+        error = chunk.error
+        message = error.get("message") if isinstance(error, dict) else None
+        if not isinstance(message, str) or not message:
+            message = "An error occurred during streaming"
+        raise ProviderError(f"openai: {message}", retryable=False)
+    return chunk
+
 
 class OpenAIProvider:
     """A :class:`pico3.models.Provider` backed by ``openai.AsyncOpenAI`` Chat Completions.
@@ -216,6 +282,22 @@ class OpenAIProvider:
         """Close the SDK client's connection pool."""
         await self._client.close()
 
+    async def _post(self, body: bytes) -> SdkStream:
+        """POST a ready JSON body to ``/chat/completions`` through the SDK (its base URL, auth,
+        headers, timeout and status errors) and read the raw event stream with msgspec: the
+        SDK's parameter transform and per-chunk pydantic models cost more than the rest of a
+        late turn together."""
+        import httpx2
+
+        response = await self._client.post(
+            "/chat/completions",
+            cast_to=httpx2.Response,
+            content=body,
+            options={"headers": _JSON_HEADERS, "security": {"bearer_auth": True}},
+            stream=True,
+        )
+        return SseStream(response, _decode_chunk)
+
     def stream(self, request: Request, ctx: Context) -> AsyncIterator[StreamEvent]:
         """Stream ``request`` through Chat Completions."""
         info = self.model(request.model)
@@ -228,8 +310,7 @@ class OpenAIProvider:
             # Bad input fails the stream. The mapper learns the mode before any chunk arrives.
             params = build_params(request, info, self.compat, tool_calling=mode)
             mapper.text_tools = mode == "text"
-            created: Any = await self._client.chat.completions.create(**params)
-            return cast("SdkStream", created)
+            return await self._post(_ENCODER.encode(params))
 
         async def open() -> SdkStream:
             mode = self.tool_calling(request.model)

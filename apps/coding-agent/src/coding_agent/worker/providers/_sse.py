@@ -1,0 +1,107 @@
+"""Server-sent events straight off an SDK's raw HTTP response, decoded by msgspec.
+
+Both adapters keep the official SDK for what it is good at (configuration, auth headers, base
+URLs, timeouts, status errors) but send a body they encoded themselves and read the stream
+themselves: the SDKs' request-parameter transforms and per-chunk pydantic models cost more than
+everything else in a late turn. :class:`SseStream` wraps the ``httpx2.Response`` an SDK's
+``post(..., cast_to=httpx2.Response, stream=True)`` returns and yields one decoded value per
+event (``decode(event_name, data)``; ``None`` skips the event), following the SSE framing rules:
+``data:`` lines are joined with newlines, ``event:`` names the event, a blank line dispatches,
+``:`` lines are comments, ``\\r\\n`` ends a line as well as ``\\n``.
+
+A decoder reports the end of the stream (``[DONE]``, ``message_stop``) by returning
+``Last(value)``: the rest of the body is read (so the HTTP/1.1 connection is reused) and the
+iteration ends after ``value`` (none when it is ``None``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
+
+__all__ = ["Last", "RawResponse", "SseStream"]
+
+
+class RawResponse(Protocol):
+    """What is used of ``httpx2.Response``."""
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Last:
+    """Wraps the last value of a stream (``Last(value)``); ``Last(None)`` ends it silently."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+Decode = Callable[[str | None, bytes], Any]
+
+
+class SseStream:
+    """The decoded events of one streamed response (an ``SdkStream`` for ``drive``)."""
+
+    def __init__(self, response: RawResponse, decode: Decode) -> None:
+        self._response = response
+        self._decode = decode
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._events()
+
+    async def close(self) -> None:
+        """Close the HTTP response (a stream cut short closes its connection)."""
+        await self._response.aclose()
+
+    async def _events(self) -> AsyncIterator[Any]:
+        decode = self._decode
+        event: str | None = None
+        data: list[bytes] = []
+        rest = b""
+        chunks = self._response.aiter_bytes()
+        async for chunk in chunks:
+            buffer = rest + chunk if rest else chunk
+            start = 0
+            while True:
+                end = buffer.find(b"\n", start)
+                if end < 0:
+                    break
+                line = buffer[start:end]
+                start = end + 1
+                if line.endswith(b"\r"):
+                    line = line[:-1]
+                if line:
+                    if line[0] == 58:  # b":": a comment
+                        continue
+                    field, _, value = line.partition(b":")
+                    if value[:1] == b" ":
+                        value = value[1:]
+                    if field == b"data":
+                        data.append(value)
+                    elif field == b"event":
+                        event = value.decode()
+                    continue
+                if data or event is not None:
+                    decoded = decode(event, data[0] if len(data) == 1 else b"\n".join(data))
+                    event, data = None, []
+                    if isinstance(decoded, Last):
+                        async for _ in chunks:  # the rest of the body: the connection stays
+                            pass
+                        if decoded.value is not None:
+                            yield decoded.value
+                        return
+                    if decoded is not None:
+                        yield decoded
+            rest = buffer[start:]
+        if rest.rstrip(b"\r").startswith(b"data:"):  # a last line without its newline
+            value = rest.rstrip(b"\r")[5:]
+            data.append(value[1:] if value[:1] == b" " else value)
+        if data:  # the last event without its blank line
+            decoded = decode(event, b"\n".join(data))
+            if isinstance(decoded, Last):
+                decoded = decoded.value
+            if decoded is not None:
+                yield decoded
