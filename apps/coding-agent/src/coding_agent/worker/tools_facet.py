@@ -20,6 +20,17 @@ output while it runs. The final result replaces it.
 :func:`tools_facet` registers every declaration through ``pi.harness``'s ``add_registration``,
 which re-applies it on every opening of the session (reload, suspend/reopen).
 
+Read before edit: the facet registers the namespace ``coding-agent.files`` with a *rewindable*
+``reads`` map (per conversation; a fork or a rewind takes the reads as of that point, which is
+what the model's context then holds). Every call gets a :class:`HarnessReadLedger` over it as
+its ``ToolContext.reads``: ``read`` records the stamp (size, mtime, SHA-256) of what it showed,
+``write``/``edit`` record what they wrote, and refuse an existing file without a matching stamp.
+The stamps are committed like everything else, so they survive a worker restart. A commit is
+made only when a stamp changes (reading an unchanged file again costs none).
+
+Per-call memory: ``ToolContext.remember``/``recall`` are the call's memos (``ToolApi.memo``,
+in the tool task's slot, deleted with it), durable across a restart.
+
 Background jobs: every call gets a :class:`~coding_agent.worker.tool_jobs.HarnessJobs` as its
 ``ToolContext.jobs``, built from the call's ``ToolApi`` and the harness the facet registered on
 (``bash`` with ``background: true``, ``job_output``, ``job_kill``; see :mod:`.tool_jobs`).
@@ -37,13 +48,27 @@ from chord.facets import Facet, FacetEnvironment, define_facet
 from coding_agent.worker.tool_jobs import HarnessJobs
 from coding_agent.worker.tools import JobControl, ToolContext, ToolSpec, builtin_tools
 from coding_agent.worker.tools import ToolResult as SpecResult
+from coding_agent.worker.tools.files import FileStamp
 from pico3.chord import Harness
 from pico3.harness import Harness as OpenHarness
-from pico3.tools import OutputBounds, OutputBuffer, ToolApi, ToolDeclaration, ToolResult
+from pico3.kernel.namespaces import Namespace
+from pico3.kernel.tx import Transaction
+from pico3.tools import MISSING, OutputBounds, OutputBuffer, ToolApi, ToolDeclaration, ToolResult
 
-__all__ = ["READ_ONLY_TOOLS", "TAIL_TOOLS", "TOOLS_FACET_ID", "tool_declaration", "tools_facet"]
+__all__ = [
+    "FILES_NAMESPACE",
+    "READ_ONLY_TOOLS",
+    "TAIL_TOOLS",
+    "TOOLS_FACET_ID",
+    "HarnessReadLedger",
+    "tool_declaration",
+    "tools_facet",
+]
 
 TOOLS_FACET_ID = "coding-agent/tools"
+
+FILES_NAMESPACE = "coding-agent.files"
+"""The namespace holding each conversation's read stamps (rewindable ``reads``)."""
 
 READ_ONLY_TOOLS = frozenset({"read", "grep", "find", "ls", "job_output"})
 """Tools without effects outside the conversation: safe to run again after a crash."""
@@ -55,6 +80,48 @@ _HEAD_BOUNDS = OutputBounds(max_bytes=64 * 1024, max_lines=2_100, retain="head")
 _TAIL_BOUNDS = OutputBounds(max_bytes=64 * 1024, max_lines=2_100, retain="tail")
 
 
+def _plain(value: Any) -> Any:
+    return value.to_plain() if hasattr(value, "to_plain") else value
+
+
+class HarnessReadLedger:
+    """A conversation's read stamps in the ``coding-agent.files`` namespace (durable)."""
+
+    def __init__(
+        self, harness: OpenHarness, namespace: Namespace, conversation_id: int, ctx: Context
+    ) -> None:
+        self._harness = harness
+        self._namespace = namespace
+        self._conversation_id = conversation_id
+        self._ctx = ctx
+
+    async def _commit(self, build: Callable[[Transaction, Context], Any]) -> Any:
+        conversation = await self._harness.conversation(self._conversation_id, self._ctx)
+        if conversation is None:  # pragma: no cover - the calling task's conversation exists
+            raise RuntimeError(f"conversation {self._conversation_id} is not open")
+        return await conversation.commit(build, self._ctx)
+
+    async def get(self, key: str) -> FileStamp | None:
+        ns = self._namespace
+
+        def read(tx: Transaction, _ctx: Context) -> Any:
+            return _plain(tx.plugins(ns)["reads"].get(key))
+
+        return FileStamp.from_json(await self._commit(read))
+
+    async def put(self, key: str, stamp: FileStamp) -> None:
+        ns = self._namespace
+        value = stamp.to_json()
+
+        def write(tx: Transaction, _ctx: Context) -> None:
+            reads = tx.plugins(ns)["reads"]
+            if _plain(reads.get(key)) == value:
+                return  # unchanged: no commit
+            reads[key] = value
+
+        await self._commit(write)
+
+
 def tool_declaration(
     spec: ToolSpec,
     cwd: str | os.PathLike[str],
@@ -62,20 +129,34 @@ def tool_declaration(
     spill_dir: str | None = None,
     file_locks: dict[str, Any] | None = None,
     jobs: Callable[[ToolApi], JobControl | None] | None = None,
+    reads: Callable[[ToolApi, Context], HarnessReadLedger | None] | None = None,
 ) -> ToolDeclaration:
     """``spec`` as a pico3 tool running in ``cwd`` (bash spills long output to ``spill_dir``;
-    ``jobs`` gives each call its background-job control)."""
+    ``jobs`` gives each call its background-job control, ``reads`` its read ledger)."""
     locks: dict[str, Any] = file_locks if file_locks is not None else {}
     folder = os.fspath(cwd)
 
-    async def execute(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
-        context = ToolContext(
+    def context_for(api: ToolApi, ctx: Context) -> ToolContext:
+        async def remember(name: str, value: Any) -> None:
+            await api.memo(name, value, ctx)
+
+        async def recall(name: str) -> Any:
+            value = await api.memo(name, ctx)
+            return None if value is MISSING else value
+
+        return ToolContext(
             cwd=folder,
             ctx=ctx,
             temp_dir=spill_dir,
             file_locks=locks,
             jobs=jobs(api) if jobs is not None else None,
+            reads=reads(api, ctx) if reads is not None else None,
+            remember=remember,
+            recall=recall,
         )
+
+    async def execute(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
+        context = context_for(api, ctx)
         shown = [""]
 
         def on_update(partial: SpecResult) -> None:
@@ -121,17 +202,32 @@ def tools_facet(
         Path(spill).mkdir(parents=True, exist_ok=True)
     locks: dict[str, Any] = {}  # one lock table for the session: writes to a file serialise
     opened: list[OpenHarness] = []  # the harness the tools are registered on (for job control)
+    namespaces: list[Namespace] = []  # its coding-agent.files namespace
 
     def jobs(api: ToolApi) -> JobControl | None:
         return HarnessJobs(api, opened[-1]) if opened else None
 
+    def reads(api: ToolApi, ctx: Context) -> HarnessReadLedger | None:
+        if not opened or not namespaces:
+            return None
+        return HarnessReadLedger(opened[-1], namespaces[-1], api.conversation_id, ctx)
+
     declarations = [
-        tool_declaration(spec, cwd, spill_dir=spill, file_locks=locks, jobs=jobs) for spec in chosen
+        tool_declaration(spec, cwd, spill_dir=spill, file_locks=locks, jobs=jobs, reads=reads)
+        for spec in chosen
     ]
 
     def install(harness: OpenHarness) -> Callable[[], None]:
+        namespace = harness.namespace(FILES_NAMESPACE, {"rewindable": {"reads": {}}})
         opened.append(harness)
-        removers: list[Callable[[], None]] = [lambda: opened.remove(harness)]
+        namespaces.append(namespace)
+
+        def forget() -> None:
+            opened.remove(harness)
+            namespaces.remove(namespace)
+            namespace.unregister()
+
+        removers: list[Callable[[], None]] = [forget]
         try:
             for declaration in declarations:
                 removers.append(harness.register_tool(declaration))

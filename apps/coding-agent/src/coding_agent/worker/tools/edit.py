@@ -18,6 +18,11 @@ How a call is applied (pi's pipeline, with better mismatch errors):
 4. Only then is the file written, once, with the BOM and the original line ending restored. Any
    error leaves the file untouched.
 
+Read before edit: with a :class:`~.files.ReadLedger` in the context, a file that was not read
+in this conversation (or written by the agent), or that changed on disk since, is refused with
+a message telling the model to read it first (:func:`~.files.check_fresh`); the edited file
+counts as read afterwards.
+
 Errors keep pi's wording, which models know, and name the edit (``edits[1]``). When an
 ``oldText`` is not found the error shows the closest region of the file with line numbers, so
 the model can correct itself instead of looping. The result's ``details`` carry a unified
@@ -35,7 +40,7 @@ from typing import Any
 
 import anyio
 
-from .read import read_file_bytes
+from .files import check_fresh, read_whole, record_written
 from .spec import (
     OnUpdate,
     ToolArgumentError,
@@ -366,7 +371,8 @@ async def _edit(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
     path = resolve_path(shown, tools.cwd)
     target = anyio.Path(path)
     async with tools.lock_for(path):
-        data = await read_file_bytes(target, shown)
+        data, info = await read_whole(path, shown)
+        await check_fresh(tools.reads, path, shown, info, data=data)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -378,10 +384,12 @@ async def _edit(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
         before = text.replace("\r\n", "\n")
         after = apply_edits(before, edits, shown)
         written = after.replace("\n", "\r\n") if crlf else after
+        new_data = (bom + written).encode("utf-8", errors="replace")
         try:
-            await target.write_bytes((bom + written).encode("utf-8", errors="replace"))
+            await target.write_bytes(new_data)
         except OSError as error:
             raise ToolError(f"Cannot write {shown}: {error.strerror or error}") from None
+        await record_written(tools.reads, path, new_data)
     diff, first_changed = display_diff(before, after)
     count = len(edits)
     return text_result(

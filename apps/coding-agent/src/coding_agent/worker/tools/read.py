@@ -18,16 +18,24 @@ missing file and a directory are errors that name the path.
 
 from __future__ import annotations
 
+import hashlib
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 
+from .files import HASH_LIMIT, FileStamp, hash_fd, ledger_key, open_regular, read_whole
 from .spec import OnUpdate, ToolContext, ToolError, ToolResult, ToolSpec, resolve_path, text_result
-from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, split_lines, truncate_head
+from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head
 
 __all__ = ["READ_TOOL", "detect_image_type", "looks_binary", "read_file_bytes"]
 
 _SNIFF_BYTES = 8192
+_CHUNK = 1024 * 1024
+_BOM = b"\xef\xbb\xbf"
 
 READ_PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -70,71 +78,206 @@ def looks_binary(head: bytes) -> bool:
     return b"\x00" in head[:_SNIFF_BYTES]
 
 
-async def read_file_bytes(path: anyio.Path, shown: str) -> bytes:
-    """Read a whole file, turning the usual failures into :class:`ToolError` naming ``shown``."""
-    try:
-        if await path.is_dir():
-            raise ToolError(f"{shown} is a directory, not a file. Use ls to list it.")
-        return await path.read_bytes()
-    except FileNotFoundError:
-        raise ToolError(f"File not found: {shown}") from None
-    except PermissionError:
-        raise ToolError(f"Cannot read {shown}: permission denied") from None
-    except IsADirectoryError:
-        raise ToolError(f"{shown} is a directory, not a file. Use ls to list it.") from None
-    except OSError as error:
-        raise ToolError(f"Cannot read {shown}: {error.strerror or error}") from None
+async def read_file_bytes(path: anyio.Path | Path, shown: str) -> bytes:
+    """Read a whole regular file, turning the usual failures (missing, a folder, a FIFO or a
+    device, no permission, an open that hangs) into :class:`ToolError` naming ``shown``."""
+    data, _info = await read_whole(Path(path), shown)
+    return data
 
 
-def _decode(data: bytes) -> str:
-    text = data.decode("utf-8", errors="replace")
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return text.replace("\r\n", "\n")
+@dataclass
+class _Window:
+    """What one streaming pass over a text file found (see :func:`_scan`)."""
+
+    lines: list[str] = field(default_factory=list[str])
+    """The decoded lines of the window, bounded: a few more than the caps can show, at most."""
+    total: int = 0
+    """Lines in the whole file."""
+    first_bytes: int = 0
+    """The length in bytes of the window's first line (it may be too long to show)."""
+    window_bytes: int = 0
+    sha256: str | None = None
+
+
+def _finish(piece: bytearray, complete: bool) -> str:
+    if complete:
+        del piece[-1:]
+        if piece.endswith(b"\r"):
+            del piece[-1:]
+    return piece.decode("utf-8", errors="replace")
+
+
+def _scan(fd: int, size: int, skip: int, start: int, end: float) -> _Window:
+    """Stream the file behind ``fd`` once (from byte ``skip``): keep the decoded lines
+    ``start`` (0-based) up to ``end`` while the output caps may still show them, count every
+    line, and hash the whole file when it is small enough. Memory stays bounded by the caps
+    whatever the file's size or line lengths."""
+    found = _Window()
+    digest = hashlib.sha256() if size <= HASH_LIMIT else None
+    if digest is not None and skip:
+        digest.update(os.pread(fd, skip, 0))
+    os.lseek(fd, skip, os.SEEK_SET)
+    keep_limit = DEFAULT_MAX_BYTES + 8  # bytes of one line worth keeping
+    kept_bytes = 0
+    collecting = True
+    line = 0
+    pending = False  # in the middle of a line
+    piece: bytearray | None = None
+    piece_len = 0
+    with os.fdopen(os.dup(fd), "rb", buffering=_CHUNK) as file:
+        # Line by line while inside the window; the rest only counted, a chunk at a time.
+        at_end = False
+        while line < end and (collecting or end != float("inf")):
+            data = file.readline(_CHUNK)
+            if not data:
+                at_end = True
+                break
+            if digest is not None:
+                digest.update(data)
+            complete = data.endswith(b"\n")
+            pending = not complete
+            if line >= start:
+                found.window_bytes += len(data)
+                if piece is None:
+                    piece, piece_len = bytearray(), 0
+                piece_len += len(data)
+                if collecting and len(piece) < keep_limit:
+                    piece += data[: keep_limit - len(piece)]
+                if complete:
+                    if line == start:
+                        crlf = 2 if piece.endswith(b"\r\n") else 1
+                        found.first_bytes = piece_len - crlf
+                    if collecting:
+                        text = _finish(piece, True)
+                        found.lines.append(text)
+                        kept_bytes += len(text.encode("utf-8", "surrogatepass")) + 1
+                        if len(found.lines) > DEFAULT_MAX_LINES or kept_bytes > keep_limit:
+                            collecting = False
+                    piece = None
+            if complete:
+                line += 1
+        newlines = 0
+        tail_open = False
+        if at_end:
+            if pending:  # the last line has no newline
+                if piece is not None:
+                    if line == start:
+                        found.first_bytes = piece_len
+                    if collecting:
+                        found.lines.append(_finish(piece, False))
+                line += 1
+        else:
+            while True:
+                data = file.read(_CHUNK)
+                if not data:
+                    break
+                if digest is not None:
+                    digest.update(data)
+                newlines += data.count(b"\n")
+                tail_open = not data.endswith(b"\n")
+                if line >= start and end == float("inf"):
+                    found.window_bytes += len(data)
+    found.total = line + newlines + (1 if tail_open else 0)
+    found.sha256 = digest.hexdigest() if digest is not None else None
+    return found
+
+
+async def _note(
+    tools: ToolContext,
+    path: Path,
+    fd: int,
+    info: os.stat_result,
+    text: str,
+    details: dict[str, Any],
+) -> ToolResult:
+    sha = await anyio.to_thread.run_sync(hash_fd, fd, info.st_size)
+    await _remember(tools, path, FileStamp.of(info, sha))
+    return text_result(text, details)
+
+
+async def _remember(tools: ToolContext, path: Path, stamp: FileStamp) -> None:
+    if tools.reads is not None:
+        await tools.reads.put(ledger_key(path), stamp)
 
 
 async def _read(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None) -> ToolResult:
     shown: str = args["path"]
     path = resolve_path(shown, tools.cwd)
-    data = await read_file_bytes(anyio.Path(path), shown)
+    fd, info = await open_regular(path, shown)
+    try:
+        return await _read_open(args, tools, path, shown, fd, info)
+    except OSError as error:
+        raise ToolError(f"Cannot read {shown}: {error.strerror or error}") from None
+    finally:
+        os.close(fd)
 
-    mime = detect_image_type(data[:16])
+
+async def _read_open(
+    args: dict[str, Any],
+    tools: ToolContext,
+    path: Path,
+    shown: str,
+    fd: int,
+    info: os.stat_result,
+) -> ToolResult:
+    head = await anyio.to_thread.run_sync(os.pread, fd, _SNIFF_BYTES, 0)
+    size = info.st_size
+    mime = detect_image_type(head[:16])
     if mime is not None:
         note = (
-            f"Read image file [{mime}] ({format_size(len(data))}). "
+            f"Read image file [{mime}] ({format_size(size)}). "
             "Image content is not attached by this tool."
         )
-        return text_result(
-            note, {"path": str(path), "image": {"mime_type": mime, "bytes": len(data)}}
-        )
-    if looks_binary(data):
+        details = {"path": str(path), "image": {"mime_type": mime, "bytes": size}}
+        return await _note(tools, path, fd, info, note, details)
+    if looks_binary(head):
         note = (
-            f"[{shown} is a binary file ({format_size(len(data))}); its content is not shown. "
+            f"[{shown} is a binary file ({format_size(size)}); its content is not shown. "
             f"Use bash (for example: file {shown}; xxd {shown} | head) to inspect it.]"
         )
-        return text_result(note, {"path": str(path), "binary": True, "bytes": len(data)})
+        details = {"path": str(path), "binary": True, "bytes": size}
+        return await _note(tools, path, fd, info, note, details)
 
-    lines = split_lines(_decode(data))
-    total = len(lines)
     offset: int | None = args.get("offset")
     limit: int | None = args.get("limit")
     start = (offset or 1) - 1
+    end = float("inf") if limit is None else start + limit
+    skip = len(_BOM) if head.startswith(_BOM) else 0
+    found = await anyio.to_thread.run_sync(_scan, fd, size, skip, start, end)
+    await _remember(tools, path, FileStamp.of(info, found.sha256))
+    total = found.total
     if total == 0 and start == 0:
         return text_result("(empty file)", {"path": str(path), "total_lines": 0})
     if start >= total:
         raise ToolError(f"Offset {offset} is beyond end of file {shown} ({total} lines total)")
-    end = total if limit is None else min(start + limit, total)
+    last_line = int(min(end, total))
+    window_lines = last_line - start
 
-    cut = truncate_head("\n".join(lines[start:end]))
+    cut = truncate_head("\n".join(found.lines))
+    if cut.truncated or len(found.lines) < window_lines:
+        cut = replace(
+            cut,
+            truncated=True,
+            truncated_by=cut.truncated_by or "lines",
+            total_lines=window_lines,
+            total_bytes=max(found.window_bytes - 1, 0),
+        )
     first = start + 1
     details: dict[str, Any] = {"path": str(path), "total_lines": total}
-    if cut.first_line_exceeds_limit:
-        size = format_size(len(lines[start].encode("utf-8", "surrogatepass")))
+    if found.first_bytes > DEFAULT_MAX_BYTES:
+        size_text = format_size(found.first_bytes)
         text = (
-            f"[Line {first} is {size}, exceeds {format_size(DEFAULT_MAX_BYTES)} limit. "
+            f"[Line {first} is {size_text}, exceeds {format_size(DEFAULT_MAX_BYTES)} limit. "
             f"Use bash: sed -n '{first}p' {shown} | head -c {DEFAULT_MAX_BYTES}]"
         )
-        details["truncation"] = cut.as_details()
+        details["truncation"] = replace(
+            cut,
+            content="",
+            first_line_exceeds_limit=True,
+            truncated_by="bytes",
+            output_lines=0,
+            output_bytes=0,
+        ).as_details()
     elif cut.truncated:
         last = first + cut.output_lines - 1
         limit_note = (
@@ -145,8 +288,11 @@ async def _read(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
             f"Use offset={last + 1} to continue.]"
         )
         details["truncation"] = cut.as_details()
-    elif end < total:
-        text = f"{cut.content}\n\n[{total - end} more lines in file. Use offset={end + 1} to continue.]"
+    elif last_line < total:
+        text = (
+            f"{cut.content}\n\n[{total - last_line} more lines in file. "
+            f"Use offset={last_line + 1} to continue.]"
+        )
     else:
         text = cut.content
     return text_result(text, details)

@@ -35,6 +35,7 @@ import jsonschema.exceptions
 from chord.context import BACKGROUND, Context
 
 if TYPE_CHECKING:
+    from .files import ReadLedger
     from .jobs import JobControl
 
 __all__ = [
@@ -114,7 +115,12 @@ class ToolContext:
     search. ``temp_dir`` is where bash spills long output. ``file_locks`` serialises writes and
     edits to one file; share one ToolContext (or one dict) between concurrent calls of a session.
     ``jobs`` starts and reads background jobs (``bash`` with ``background: true``, ``job_output``,
-    ``job_kill``); without one those calls fail with a clear error.
+    ``job_kill``); without one those calls fail with a clear error. ``reads`` is the
+    conversation's :class:`~.files.ReadLedger`: with one, ``read`` records what it showed and
+    ``edit``/``write`` of an existing file refuse unless it was read (or written by the agent)
+    and has not changed on disk since; without one nothing is checked. ``remember`` stores a
+    value durably for this call (``bash`` records its process group there before the command
+    runs) and ``recall`` reads it back (``None`` when absent), after a restart too.
     """
 
     cwd: str | os.PathLike[str]
@@ -123,6 +129,9 @@ class ToolContext:
     temp_dir: str | None = None
     file_locks: dict[str, anyio.Lock] = field(default_factory=dict)
     jobs: JobControl | None = None
+    reads: ReadLedger | None = None
+    remember: Callable[[str, Any], Awaitable[None]] | None = None
+    recall: Callable[[str], Awaitable[Any]] | None = None
 
     def lock_for(self, path: Path) -> anyio.Lock:
         """The lock that serialises mutations of ``path`` (one per resolved path)."""

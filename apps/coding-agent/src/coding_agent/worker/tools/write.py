@@ -1,17 +1,22 @@
 """The ``write`` tool: create or overwrite a file with the given text.
 
 Arguments: ``path`` and ``content``. Missing parent folders are created; an existing file is
-overwritten without asking (approvals are a separate feature). The result reads
+overwritten without asking (approvals are a separate feature) — but with a
+:class:`~.files.ReadLedger` in the context only when it was read in this conversation (or
+written by the agent) and has not changed on disk since; otherwise the call is refused and the
+model is told to read it first. A FIFO, a device or a socket is never written. The result reads
 ``Successfully wrote N bytes to P`` where N counts UTF-8 bytes. Writes and edits of one file go
 through the same per-file lock of the :class:`~.spec.ToolContext`, so parallel calls serialise.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import anyio
 
+from .files import check_fresh, describe_mode, open_regular, record_written
 from .spec import OnUpdate, ToolContext, ToolError, ToolResult, ToolSpec, resolve_path, text_result
 
 __all__ = ["WRITE_TOOL"]
@@ -39,10 +44,25 @@ async def _write(
     target = anyio.Path(path)
     async with tools.lock_for(path):
         try:
-            if await target.is_dir():
-                raise ToolError(f"Cannot write {shown}: it is a directory")
+            try:
+                info = await target.stat()
+            except (FileNotFoundError, NotADirectoryError):
+                info = None
+            if info is not None:
+                what = describe_mode(info.st_mode)
+                if what == "a directory":
+                    raise ToolError(f"Cannot write {shown}: it is a directory")
+                if what is not None:
+                    raise ToolError(f"Cannot write {shown}: it is {what}, not a regular file")
+                if tools.reads is not None:
+                    fd, info = await open_regular(path, shown)
+                    try:
+                        await check_fresh(tools.reads, path, shown, info, fd=fd)
+                    finally:
+                        os.close(fd)
             await target.parent.mkdir(parents=True, exist_ok=True)
             await target.write_bytes(data)
+            await record_written(tools.reads, path, data)
         except PermissionError:
             raise ToolError(f"Cannot write {shown}: permission denied") from None
         except FileExistsError:

@@ -1,0 +1,286 @@
+"""Opening files safely, and what a tool remembers about a file it read.
+
+Two things the file tools share:
+
+* :func:`open_regular` opens a path for reading only when it is a **regular file**. A FIFO, a
+  character or block device (``/dev/zero``), a socket or a folder is refused with a message
+  naming what it is; the open itself is non-blocking (``O_NONBLOCK``, so a FIFO without a writer
+  cannot hang it) and runs in a worker thread bounded by :data:`OPEN_TIMEOUT` seconds, so a hung
+  network mount cannot hang the call either.
+* :class:`FileStamp` is a file's size, modification time and (up to :data:`HASH_LIMIT` bytes)
+  SHA-256, recorded when ``read`` shows it and when ``write``/``edit`` write it. A
+  :class:`ReadLedger` keeps the stamps of one conversation: ``edit`` and ``write`` of an
+  existing file refuse unless the ledger holds a stamp that still matches the file on disk
+  (:func:`check_fresh`). The worker's ledger is durable (a rewindable namespace of the
+  conversation, :mod:`coding_agent.worker.tools_facet`); :class:`MemoryReadLedger` is the
+  in-process one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+import anyio.to_thread
+
+from .spec import ToolError
+
+__all__ = [
+    "HASH_LIMIT",
+    "OPEN_TIMEOUT",
+    "FileStamp",
+    "MemoryReadLedger",
+    "ReadLedger",
+    "check_fresh",
+    "describe_mode",
+    "hash_fd",
+    "ledger_key",
+    "open_regular",
+    "read_whole",
+    "record_written",
+]
+
+OPEN_TIMEOUT = 10.0
+"""Seconds an open (with its ``stat``) may take before the call gives up."""
+
+HASH_LIMIT = 16 * 1024 * 1024
+"""Files up to this size are hashed for their stamp; bigger ones are stamped by size and time."""
+
+_CHUNK = 1024 * 1024
+
+
+def describe_mode(mode: int) -> str | None:
+    """What a non-regular file is (``"a FIFO (named pipe)"``...), or ``None`` for a regular one."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _refusal(shown: str, what: str) -> ToolError:
+    if what == "a directory":
+        return ToolError(f"{shown} is a directory, not a file. Use ls to list it.")
+    return ToolError(
+        f"Cannot read {shown}: it is {what}, not a regular file; reading it could block or never "
+        f"end. Use bash with a bound if you need it (for example: head -c 1000 {shown})."
+    )
+
+
+def _os_error(shown: str, error: OSError, verb: str = "read") -> ToolError:
+    if isinstance(error, FileNotFoundError):
+        return ToolError(f"File not found: {shown}")
+    if isinstance(error, PermissionError):
+        return ToolError(f"Cannot {verb} {shown}: permission denied")
+    if isinstance(error, IsADirectoryError):
+        return ToolError(f"{shown} is a directory, not a file. Use ls to list it.")
+    return ToolError(f"Cannot {verb} {shown}: {error.strerror or error}")
+
+
+async def open_regular(
+    path: str | os.PathLike[str], shown: str, *, open_timeout: float = OPEN_TIMEOUT
+) -> tuple[int, os.stat_result]:
+    """Open ``path`` read-only if it is a regular file; returns the descriptor and its ``fstat``.
+
+    Raises :class:`ToolError` naming ``shown`` for a missing file, a folder, a FIFO, a device, a
+    socket, a permission problem, or an open that did not finish within ``open_timeout`` seconds
+    (the thread left behind closes the descriptor if its open ever completes)."""
+    abandoned = threading.Event()
+
+    def open_it() -> tuple[int, os.stat_result]:
+        what = describe_mode(os.stat(path).st_mode)
+        if what is not None:
+            raise _refusal(shown, what)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        try:
+            info = os.fstat(fd)
+            what = describe_mode(info.st_mode)  # replaced between stat and open?
+            if what is not None:
+                raise _refusal(shown, what)
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        if abandoned.is_set():
+            os.close(fd)
+            raise ToolError("abandoned")
+        return fd, info
+
+    opened: tuple[int, os.stat_result] | None = None
+    try:
+        with anyio.move_on_after(open_timeout):
+            opened = await anyio.to_thread.run_sync(open_it, abandon_on_cancel=True)
+    except OSError as error:
+        raise _os_error(shown, error) from None
+    if opened is None:
+        abandoned.set()
+        raise ToolError(
+            f"Cannot read {shown}: opening it did not finish within {open_timeout:g} seconds "
+            "(a hung network mount or a special file?)"
+        )
+    return opened
+
+
+async def read_whole(path: str | os.PathLike[str], shown: str) -> tuple[bytes, os.stat_result]:
+    """A regular file's whole content and its ``fstat`` (see :func:`open_regular`)."""
+    fd, info = await open_regular(path, shown)
+
+    def read_all() -> bytes:
+        with os.fdopen(fd, "rb") as file:
+            return file.read()
+
+    try:
+        return await anyio.to_thread.run_sync(read_all), info
+    except OSError as error:
+        raise _os_error(shown, error) from None
+
+
+def hash_fd(fd: int, size: int) -> str | None:
+    """The SHA-256 of an open file's first ``size`` bytes (``None`` above :data:`HASH_LIMIT`)."""
+    if size > HASH_LIMIT:
+        return None
+    digest = hashlib.sha256()
+    offset = 0
+    while True:
+        chunk = os.pread(fd, _CHUNK, offset)
+        if not chunk:
+            return digest.hexdigest()
+        digest.update(chunk)
+        offset += len(chunk)
+
+
+# -- stamps and the ledger -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class FileStamp:
+    """What a file was when it was last read or written: size, mtime (ns) and maybe a hash."""
+
+    size: int
+    mtime_ns: int
+    sha256: str | None = None
+
+    @classmethod
+    def of(cls, info: os.stat_result, sha256: str | None) -> FileStamp:
+        return cls(info.st_size, info.st_mtime_ns, sha256)
+
+    @classmethod
+    def of_bytes(cls, info: os.stat_result, data: bytes) -> FileStamp:
+        sha = hashlib.sha256(data).hexdigest() if len(data) <= HASH_LIMIT else None
+        return cls(info.st_size, info.st_mtime_ns, sha)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON object (the nanosecond mtime as a string: it exceeds JSON's safe integers)."""
+        return {"size": self.size, "mtimeNs": str(self.mtime_ns), "sha256": self.sha256}
+
+    @classmethod
+    def from_json(cls, value: Any) -> FileStamp | None:
+        if not isinstance(value, dict):
+            return None
+        size, mtime, sha = value.get("size"), value.get("mtimeNs"), value.get("sha256")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        if type(size) is not int or not isinstance(mtime, str) or not mtime.isdigit():
+            return None
+        return cls(size, int(mtime), sha if isinstance(sha, str) else None)
+
+
+class ReadLedger(Protocol):
+    """The stamps of the files one conversation has read or written, by :func:`ledger_key`."""
+
+    async def get(self, key: str) -> FileStamp | None: ...
+    async def put(self, key: str, stamp: FileStamp) -> None: ...
+
+
+class MemoryReadLedger:
+    """A :class:`ReadLedger` held in memory (the worker's is durable)."""
+
+    def __init__(self) -> None:
+        self.stamps: dict[str, FileStamp] = {}
+
+    async def get(self, key: str) -> FileStamp | None:
+        return self.stamps.get(key)
+
+    async def put(self, key: str, stamp: FileStamp) -> None:
+        self.stamps[key] = stamp
+
+
+def ledger_key(path: Path) -> str:
+    """The key of ``path`` in a ledger: its real path (symlinks resolved), as text."""
+    return os.path.realpath(path)
+
+
+def _must_read(shown: str) -> ToolError:
+    return ToolError(
+        f"{shown} exists but has not been read in this conversation. Read it first with the "
+        "read tool (its current content may differ from what you expect), then retry.",
+        {"reason": "not_read"},
+    )
+
+
+def _changed(shown: str) -> ToolError:
+    return ToolError(
+        f"{shown} has changed on disk since you last read it (someone or something else modified "
+        "it). Read it again with the read tool, then retry with its current content.",
+        {"reason": "changed_since_read"},
+    )
+
+
+async def check_fresh(
+    ledger: ReadLedger | None,
+    path: Path,
+    shown: str,
+    info: os.stat_result,
+    *,
+    data: bytes | None = None,
+    fd: int | None = None,
+) -> None:
+    """Refuse (raise :class:`ToolError`) a change of the existing file ``path`` unless
+    ``ledger`` holds a stamp that matches it: same size, and the same mtime or (when both are
+    known) the same SHA-256. ``data`` is the file's content when the caller read it already;
+    otherwise ``fd`` is hashed when needed. No ledger: nothing is checked."""
+    if ledger is None:
+        return
+    stamp = await ledger.get(ledger_key(path))
+    if stamp is None:
+        raise _must_read(shown)
+    if stamp.size != info.st_size:
+        raise _changed(shown)
+    if stamp.sha256 is None:
+        if stamp.mtime_ns != info.st_mtime_ns:
+            raise _changed(shown)
+        return
+    if data is not None:
+        current = hashlib.sha256(data).hexdigest()
+    elif fd is not None:
+        current = await anyio.to_thread.run_sync(hash_fd, fd, info.st_size)
+    else:
+        current = None
+    if current is None:
+        if stamp.mtime_ns != info.st_mtime_ns:
+            raise _changed(shown)
+        return
+    if current != stamp.sha256:
+        raise _changed(shown)
+
+
+async def record_written(ledger: ReadLedger | None, path: Path, data: bytes) -> None:
+    """After ``write``/``edit`` put ``data`` in ``path``: the agent knows it, so it counts as
+    read (its new stamp goes in the ledger)."""
+    if ledger is None:
+        return
+    try:
+        info = await anyio.Path(path).stat()
+    except OSError:
+        return
+    await ledger.put(ledger_key(path), FileStamp.of_bytes(info, data))
