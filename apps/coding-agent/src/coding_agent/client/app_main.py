@@ -61,6 +61,7 @@ from coding_agent.client.commands import commands_facet
 from coding_agent.client.conversation_client import RemoteConversationClient
 from coding_agent.client.prompt_commands import prompt_commands_facet
 from coding_agent.client.session_commands import session_commands_facet
+from coding_agent.client.shell_commands import RemoteShellRunner
 from coding_agent.client.supervisor import READY_TIMEOUT, WorkerSupervisor
 from coding_agent.client.trust_commands import trust_facet
 from coding_agent.sessions import Session
@@ -162,6 +163,9 @@ async def run_client(
                 facets.extend(generation.facets)
             # Last: a prompt template never takes a name a command of the app or a package has.
             facets.append(prompt_commands_facet(client, session.cwd))
+            shell = RemoteShellRunner(client)  # !cmd and !!cmd
+            app.shell = shell
+            facets.append(shell.facet())
 
             def report(error: BaseException) -> None:
                 _logger.error("TUI facet host error: %r", error, exc_info=error)

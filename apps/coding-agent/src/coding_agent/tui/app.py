@@ -38,6 +38,7 @@ from chord.state import Delivery
 from chord.textual import TextualTui, run_app_with_facets
 from coding_agent.tui.client import ConversationClient, SendMode
 from coding_agent.tui.document import inbox_text
+from coding_agent.tui.shell import ShellRunner, parse_bang
 from coding_agent.tui.widgets.editor import PromptEditor
 from coding_agent.tui.widgets.footer import StatusFooter
 from coding_agent.tui.widgets.messages import ThinkingBlock
@@ -144,6 +145,9 @@ class CodingAgentApp(App[None]):
         """Render passes run so far (a pass renders the newest value; tests bound it)."""
         self.render_errors: list[Exception] = []
         """Exceptions rendering raised (each is also shown as a toast)."""
+        self.shell: ShellRunner | None = None
+        """Runs ``!cmd`` / ``!!cmd`` lines in the worker (set by the client; ``None``: the
+        lines are refused with a toast)."""
 
     @property
     def ctx(self) -> Context:
@@ -312,7 +316,32 @@ class CodingAgentApp(App[None]):
             return
         if text.startswith("//"):
             text = text[1:]
+        bang = parse_bang(text)
+        if bang is not None:
+            self._run_shell(text, *bang)
+            return
         self.send(text, follow_up=event.follow_up)
+
+    def _run_shell(self, text: str, command: str, include: bool) -> None:
+        """``!cmd`` (output to the model) / ``!!cmd`` (not): run it in the worker."""
+        if not command:
+            self.notify("Type a command after ! (or !!)", severity="warning")
+            self.editor.restore(text)
+            return
+        shell = self.shell
+        if shell is None:
+            self.notify("! commands need a session worker", severity="warning")
+            self.editor.restore(text)
+            return
+
+        async def run() -> None:
+            try:
+                await shell.run(command, include, self._ctx)
+            except Exception as error:
+                self.notify(f"Could not run {command!r}: {error}", severity="error")
+                self.editor.restore(text)
+
+        self.run_worker(run(), group="shell")
 
     def send_mode(self, follow_up: bool) -> SendMode:
         """How a submission goes out now: a prompt when idle, else steer or follow-up."""
@@ -349,7 +378,12 @@ class CodingAgentApp(App[None]):
         ]
 
     def action_abort(self) -> None:
-        """Esc: abort the running turn; queued steer/follow-up text returns to the editor."""
+        """Esc: stop a running ``!`` command, else abort the running turn; queued
+        steer/follow-up text returns to the editor."""
+        shell = self.shell
+        if shell is not None and shell.running is not None:
+            self.run_worker(shell.abort(self._ctx), group="shell-abort", exclusive=True)
+            return
         if not self._is_busy():
             return
         self.run_worker(self._abort(self._queued()), group="abort", exclusive=True)

@@ -13,7 +13,9 @@ The facets, in the order the host gets them (seed-plugins §6.1):
    ``pi.conversation`` instance per conversation;
 2. ``coding-agent/providers`` — the model providers (:mod:`.providers_facet`);
 3. ``coding-agent/tools`` — read, write, edit, bash, grep, find, ls (:mod:`.tools_facet`);
-4. ``coding-agent/context-files`` — ``AGENTS.md`` / ``CLAUDE.md`` as a system section;
+4. ``coding-agent/context-files`` — the system prompt's sections (base prompt or ``SYSTEM.md``,
+   ``APPEND_SYSTEM.md``, ``AGENTS.md`` / ``CLAUDE.md``, skills); ``coding-agent/shell`` — the
+   user's ``!cmd`` runner (:mod:`.shell_service`);
 5. ``coding-agent/worker-status`` — ``coding-agent.worker``: session, pid, models, ``--dev`` reloads;
    ``coding-agent/reload`` — ``coding-agent.reload``: ``/reload`` from a TUI (:mod:`.reload_service`);
 6. every installed feature package's ``"session"`` facets (entry points ``chord.facets``), and
@@ -81,6 +83,7 @@ from coding_agent.worker.providers_facet import (
 )
 from coding_agent.worker.reload_service import PackageReloader, reload_service_facet, scan_packages
 from coding_agent.worker.settings_log import settings_log_facet
+from coding_agent.worker.shell_service import shell_service_facet
 from coding_agent.worker.status import WorkerStatus
 from coding_agent.worker.tools_facet import tools_facet
 from pico3.chord import Harness, HarnessService, harness_session_facet
@@ -267,6 +270,7 @@ async def open_session_host(
                 providers_facet(models, choice.providers),
                 tools_facet(session.cwd, spill_dir=session.path / "spill"),
                 context_files_facet(session.cwd),
+                shell_service_facet(session.cwd, spill_dir=session.path / "spill"),
                 define_facet(WORKER_FACET_ID, worker),
                 status.facet(),
                 reload_service_facet(reloader),

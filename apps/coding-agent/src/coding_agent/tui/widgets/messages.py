@@ -27,6 +27,7 @@ from textual.widgets.markdown import MarkdownStream
 
 from coding_agent.settings_changes import change_text
 from coding_agent.tui.document import content_text, entry_message
+from coding_agent.tui.shell import shell_text
 from coding_agent.tui.widgets.tools import ToolCard
 
 __all__ = ["AssistantView", "MarkdownText", "MessageMarkdown", "ThinkingBlock", "entry_widget"]
@@ -297,6 +298,8 @@ def entry_widget(entry: Mapping[str, Any]) -> Widget | None:
         return None
     if kind == "pi.system":
         return None
+    if kind == "coding-agent.shell":  # a !cmd / !!cmd the user ran
+        return Static(_shell_entry_text(data), classes="shell")
     change = change_text(entry)
     if change is not None:  # a model or thinking-level switch: one dim marker line
         return Static(Text(change), classes="dim-line settings-change")
@@ -304,6 +307,24 @@ def entry_widget(entry: Mapping[str, Any]) -> Widget | None:
     if text:
         return Static(Text(f"{kind}: {text}"), classes="dim-line")
     return None
+
+
+def _shell_entry_text(data: Mapping[str, Any]) -> Text:
+    code = data.get("exitCode")
+    status = ""
+    if data.get("cancelled"):
+        status = "stopped"
+    elif data.get("timedOut"):
+        status = "timed out"
+    elif type(code) is int and code != 0:
+        status = f"exit {code}"
+    output = data.get("output")
+    return shell_text(
+        str(data.get("command", "")),
+        output if isinstance(output, str) else "",
+        excluded=bool(data.get("excluded")),
+        status=status,
+    )
 
 
 def _tool_name(entry: Mapping[str, Any]) -> str:
