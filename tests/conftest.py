@@ -4,6 +4,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,3 +57,31 @@ def shared_tmp() -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _runs_as(user: pwd.struct_passwd, python: str) -> bool:
+    try:
+        done = subprocess.run(
+            [python, "-I", "-c", "pass"],
+            user=user.pw_uid,
+            group=user.pw_gid,
+            extra_groups=[],
+            capture_output=True,
+            timeout=30,
+            cwd="/",
+        )
+    except OSError:
+        return False
+    return done.returncode == 0
+
+
+@pytest.fixture(scope="session")
+def other_python(other_user: pwd.struct_passwd) -> list[str]:
+    """The command start of a Python interpreter that :func:`other_user` can run (stdlib only:
+    the test's own virtual environment may sit in a folder only its owner can enter); pass
+    ``user=``, ``group=`` and ``extra_groups=[]`` to :mod:`subprocess` to run it as that user."""
+    candidates = [os.path.realpath(sys.executable), "/usr/bin/python3", "/usr/local/bin/python3"]
+    for python in dict.fromkeys(candidates):
+        if os.path.exists(python) and _runs_as(other_user, python):
+            return [python, "-I"]
+    pytest.fail(f"no Python interpreter that {other_user.pw_name} can run: tried {candidates}")

@@ -20,7 +20,11 @@ The worker and every client compute paths through :class:`Session`, never by han
 
 A Unix socket path must fit in ``sun_path`` (about 104 bytes). When ``<folder>/worker.sock`` would
 not, the socket moves to a short path in the temp folder derived from the session folder, so the
-worker and its clients still agree without talking.
+worker and its clients still agree without talking. That folder, ``$TMPDIR/coding-agent-<uid>/``,
+must be the user's own with mode ``0700`` (:func:`coding_agent.private.socket_folder`).
+
+Every folder here is ``0700`` and every file ``0600``, whatever the umask
+(:mod:`coding_agent.private`).
 """
 
 from __future__ import annotations
@@ -37,6 +41,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
+
+from coding_agent.private import (
+    PRIVATE_DIR,
+    PRIVATE_FILE,
+    PrivacyError,
+    private_dir,
+    private_tree,
+)
 
 __all__ = [
     "METADATA_VERSION",
@@ -175,13 +187,16 @@ def create_session(
     project = Path(cwd).expanduser().resolve()
     if not project.is_dir():
         raise SessionError(f"{project}: the project folder does not exist")
-    root = sessions_root(env)
+    try:
+        root = private_tree(state_home(env), sessions_root(env))  # 0700, whatever the umask
+    except PrivacyError as error:
+        raise SessionError(str(error)) from None
     now = datetime.now(UTC)
     while True:
         session_id = _new_id(now)
         path = root / session_id
         try:
-            path.mkdir(parents=True)
+            path.mkdir(mode=PRIVATE_DIR)
             break
         except FileExistsError:  # pragma: no cover - 24 random bits collided in one second
             continue
@@ -193,14 +208,16 @@ def create_session(
         model=model,
     )
     session = Session(path, metadata)
-    session.storage_dir.mkdir()
+    private_dir(path)
+    private_dir(session.storage_dir)
     _write_atomically(session.metadata_path, msgspec.json.format(msgspec.json.encode(metadata)))
     return session
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
     temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "wb") as file:
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    with open(fd, "wb") as file:
         file.write(data + b"\n")
         file.flush()
         os.fsync(file.fileno())

@@ -163,8 +163,8 @@ class LocalProcessHost:
             raise ValueError("output_limit must be >= 0")
         self.state_dir = Path(state_dir)
         self.output_limit = output_limit
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self._lock_fd: int | None = os.open(self.state_dir / ".lock", os.O_RDWR | os.O_CREAT)
+        self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._lock_fd: int | None = os.open(self.state_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

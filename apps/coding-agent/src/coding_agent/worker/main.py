@@ -71,6 +71,7 @@ from chord.remote import RemoteServiceError, ServiceCall
 from chord.transport import serve_unix
 from chord.wire import provider_handler
 from coding_agent.permission_modes import PERMISSION_MODES
+from coding_agent.private import PrivacyError, private_dir, socket_folder
 from coding_agent.sessions import Session, SessionError, load_session
 from coding_agent.worker.context_files import context_files_facet
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
@@ -202,6 +203,11 @@ async def open_session_host(
     :class:`~coding_agent.worker.providers.RegistryError` or ``ValueError`` for a bad model or
     faux script before anything is opened."""
     session = config.session
+    try:  # 0700 whatever the umask (a folder of an older version is tightened)
+        private_dir(session.path)
+        private_dir(session.storage_dir)
+    except PrivacyError as error:
+        raise SessionError(str(error)) from None
     lock = _Lock(session)
     try:
         lock.acquire()  # one harness per storage: raises WorkerBusy before anything is loaded
@@ -461,7 +467,8 @@ async def serve(
     once no client has been connected and nothing has been live for ``config.linger`` seconds
     (:mod:`coding_agent.worker.linger`; 0 never)."""
     socket = config.session.socket_path
-    socket.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if socket.parent != config.session.path:
+        socket_folder(socket.parent)  # $TMPDIR/coding-agent-<uid>/: ours, 0700, not a link
     clients = ClientCount()
     # Signals are caught from here on: one arriving during start-up stops the worker cleanly
     # once it is up, instead of killing it halfway.
@@ -571,7 +578,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WorkerBusy as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_BUSY
-    except (RegistryError, ValueError, FacetDiscoveryError) as error:
+    except SessionError as error:
+        print(f"coding-agent worker: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except (RegistryError, ValueError, FacetDiscoveryError, PrivacyError) as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_USAGE
     return 0

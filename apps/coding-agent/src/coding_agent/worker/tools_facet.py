@@ -199,7 +199,7 @@ def tools_facet(
     chosen = list(builtin_tools() if specs is None else specs)
     spill = os.fspath(spill_dir) if spill_dir is not None else None
     if spill is not None:
-        Path(spill).mkdir(parents=True, exist_ok=True)
+        Path(spill).mkdir(mode=0o700, parents=True, exist_ok=True)
     locks: dict[str, Any] = {}  # one lock table for the session: writes to a file serialise
     opened: list[OpenHarness] = []  # the harness the tools are registered on (for job control)
     namespaces: list[Namespace] = []  # its coding-agent.files namespace

@@ -34,7 +34,13 @@ from chord.transport.streams import (
     serve_unix,
     stdio_connection,
 )
-from chord.transport.unix import UnixSocketStream, open_unix_stream, serve_unix_streams
+from chord.transport.unix import (
+    PeerRefused,
+    UnixSocketStream,
+    open_unix_stream,
+    peer_uid,
+    serve_unix_streams,
+)
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
@@ -48,6 +54,7 @@ __all__ = [
     "FrameDecoder",
     "FrameError",
     "PartFrame",
+    "PeerRefused",
     "RequestFrame",
     "ResultFrame",
     "UnixSocketStream",
@@ -61,6 +68,7 @@ __all__ = [
     "memory_connection_pair",
     "open_process_connection",
     "open_unix_stream",
+    "peer_uid",
     "serve_tcp",
     "serve_unix",
     "serve_unix_streams",

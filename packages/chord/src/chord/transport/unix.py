@@ -8,13 +8,22 @@ leaves, a host shuts down), so it uses these streams instead: non-blocking ``rec
 the socket, waiting with anyio's readiness primitives, which tolerate that race, and
 ``anyio.notify_closing`` before a close so a waiting task wakes with ``ClosedResourceError``.
 They behave the same on asyncio and trio.
+
+Only the user who runs the process is served and dialled: the socket file is made ``0600``
+right after ``bind`` (whatever the umask), the server reads each client's credentials
+(``SO_PEERCRED``) as it accepts it and closes a connection from any other uid before reading a
+byte, and a client refuses a server of another uid (a socket another user put in its place) the
+same way. Where the kernel does not report peer credentials (not Linux) only the file modes
+guard the socket.
 """
 
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import socket
+import struct
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
@@ -22,9 +31,32 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-__all__ = ["UnixSocketStream", "open_unix_stream", "serve_unix_streams"]
+__all__ = ["PeerRefused", "UnixSocketStream", "open_unix_stream", "peer_uid", "serve_unix_streams"]
 
 _BROKEN = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+_log = logging.getLogger("chord.transport")
+
+
+class PeerRefused(PermissionError):
+    """The process at the other end of a Unix socket runs as another user."""
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of a connected Unix socket (``SO_PEERCRED``),
+    or ``None`` where the platform does not say."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:  # pragma: no cover - not Linux
+        return None
+    _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, 12))
+    return uid
+
+
+def _refusal(sock: socket.socket) -> str | None:
+    """Why the peer of ``sock`` may not talk to this process (another uid), or ``None``."""
+    uid = peer_uid(sock)
+    if uid is None or uid == os.geteuid():
+        return None
+    return f"the peer runs as uid {uid}, not as this process's uid {os.geteuid()}"
 
 
 class UnixSocketStream(anyio.abc.ByteStream):
@@ -102,6 +134,9 @@ async def open_unix_stream(path: str | os.PathLike[str]) -> UnixSocketStream:
             code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if code:
                 raise OSError(code, os.strerror(code), os.fspath(path)) from None
+        refusal = _refusal(sock)
+        if refusal is not None:
+            raise PeerRefused(f"{os.fspath(path)}: refusing the server: {refusal}")
     except BaseException:
         sock.close()
         raise
@@ -121,6 +156,7 @@ async def serve_unix_streams(
     try:
         listener.setblocking(False)
         listener.bind(path)
+        os.chmod(path, 0o600)  # before listen: nobody connects to a socket file of the umask's
         listener.listen(backlog)
         async with anyio.create_task_group() as group:
             task_status.started()
@@ -135,6 +171,11 @@ async def serve_unix_streams(
                         await anyio.sleep(0.05)  # let connections close before accepting more
                         continue
                     raise
+                refusal = _refusal(conn)
+                if refusal is not None:  # before a byte is read: another user gets nothing
+                    _log.warning("%s: refused a connection: %s", path, refusal)
+                    conn.close()
+                    continue
                 group.start_soon(handle, UnixSocketStream(conn))
     finally:
         anyio.notify_closing(listener)

@@ -45,6 +45,9 @@ sidecar record that is missing (unless a later sticky base or the task's retirem
 gap), or when a batch does not replay. Sidecars of terminal or unknown tasks are ignored, even if
 malformed, and unlinked.
 
+Privacy: a directory ``open`` creates is ``0700`` and every file it creates ``0600`` (the umask
+can only take bits away).
+
 One writer: a session holds an exclusive ``flock`` on ``main.jsonl`` while open, so a second
 opener (in this process or another) gets :class:`~pico3.storage.base.StorageInUse`.
 """
@@ -100,6 +103,8 @@ _CRC_MEMBER = b',"crc":'
 THREAD_ABOVE = 0.002
 """Default average fsync seconds per commit above which the fsyncs move to a worker thread."""
 _COST_WEIGHT = 0.1
+_PRIVATE_DIR = 0o700  # a new session directory, whatever the umask
+_PRIVATE_FILE = 0o600  # every file: transcripts are nobody else's business
 
 
 class _Record(msgspec.Struct, omit_defaults=True, gc=False):
@@ -303,10 +308,10 @@ class JsonlStorage(TableStorage):
                 gc.enable()
 
     def _load(self, tables: Tables) -> None:
-        os.makedirs(self._dir, exist_ok=True)
+        os.makedirs(self._dir, mode=_PRIVATE_DIR, exist_ok=True)
         main_path = self._file(MAIN_FILE)
         created = not os.path.exists(main_path)
-        self._main_fd = os.open(main_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._main_fd = os.open(main_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, _PRIVATE_FILE)
         if fcntl is not None:
             try:
                 fcntl.flock(self._main_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -576,7 +581,7 @@ class JsonlStorage(TableStorage):
     def _open_sidecar(self, name: str) -> tuple[int, bool]:
         path = self._file(name)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, _PRIVATE_FILE)
             created = True
         except FileExistsError:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND)
@@ -641,7 +646,7 @@ class JsonlStorage(TableStorage):
                 with open(path, "rb") as handle:
                     data = handle.read()
                 temp = path + ".tmp"
-                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _PRIVATE_FILE)
                 try:
                     _write_all(fd, data[records[start - 1][1] :])
                     if self._fsync:
