@@ -27,6 +27,7 @@ document the transaction touched, so its in-place mutations vanish; the session 
 
 from __future__ import annotations
 
+import bisect
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -99,6 +100,9 @@ class Kernel:
         self._closed = False
         self._fault: BaseException | None = None
         self._commit_now = sync_commit(storage)
+        # The model context's transcript per conversation, read-only and shared (see
+        # shared_transcript): entries are append-only, so a later read adds only the new tail.
+        self._transcripts: dict[int, tuple[int, list[Entry]]] = {}
 
     @classmethod
     async def open(
@@ -387,9 +391,56 @@ class Kernel:
         out.reverse()
         return out
 
+    async def shared_transcript(
+        self, conversation_id: int, at: int | None, ctx: Context
+    ) -> list[Entry]:
+        """:meth:`transcript`, from a per-conversation cache whose entries are **shared**: the
+        caller must not mutate them (the generation derives its context from them and copies
+        what it hands on). Entries are append-only, so while the newest head stays the same a
+        read fetches only the entries committed since the last one; a new head (a reset,
+        rewind or handoff) reads the whole range again."""
+        before = None if at is None else at + 1
+        heads = await self.storage.scan_entries(
+            EntryScan(conversation_id=conversation_id, limit=1, with_head=True, before=before), ctx
+        )
+        start = heads[0].head if heads else 0
+        assert isinstance(start, int)
+        cached = self._transcripts.get(conversation_id)
+        if cached is None or cached[0] != start or not cached[1]:
+            entries = await self.transcript(conversation_id, at, ctx)
+            self._transcripts[conversation_id] = (start, entries)
+            return list(entries)
+        entries = cached[1]
+        last = entries[-1].id
+        if at is not None and at <= last:
+            return entries[: bisect.bisect_right(entries, at, key=_entry_id)]
+        fresh: list[Entry] = []
+        limit = 8
+        while True:
+            page = await self.storage.scan_entries(
+                EntryScan(conversation_id=conversation_id, limit=limit, before=before), ctx
+            )
+            done = len(page) < limit
+            for entry in page:
+                if entry.id <= last:
+                    done = True
+                    break
+                fresh.append(entry)
+            if done or not page:
+                break
+            before = page[-1].id
+            limit = min(limit * 4, _PAGE)
+        fresh.reverse()
+        entries.extend(fresh)
+        return list(entries)
+
     async def rewindable_as_of(self, conversation_id: int, at: int, ctx: Context) -> dict[str, Any]:
         """The rewindable document after the whole commit that appended entry ``at``."""
         return fold_log(await self.storage.doc_as_of(conversation_id, at, ctx))
+
+
+def _entry_id(entry: Entry) -> int:
+    return entry.id
 
 
 class _StorageCall:

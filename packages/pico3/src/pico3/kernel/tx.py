@@ -437,6 +437,15 @@ class Transaction:
             raise ValueError(f"entry {at} is not fork-visible from conversation {conversation_id}")
         return derive_context(await self._kernel.transcript(conversation_id, at, self._ctx))
 
+    async def shared_context(self, conversation_id: int, at: int | None = None) -> DerivedContext:
+        """:meth:`context` derived from the kernel's shared transcript cache: cheap however long
+        the conversation is, but **read-only** (its entries and messages are shared with later
+        reads; copy before changing anything)."""
+        self._scan_guard(conversation_id, "context")
+        if at is not None and not await self._visible(conversation_id, at):
+            raise ValueError(f"entry {at} is not fork-visible from conversation {conversation_id}")
+        return derive_context(await self._kernel.shared_transcript(conversation_id, at, self._ctx))
+
     def write(
         self,
         conversation_id: int,

@@ -151,10 +151,12 @@ async def _prepared(task: TaskInfo, rt: Any, ctx: Context) -> Any:
     cutoff: int = prep["cutoff"]
 
     async def read(tx: Transaction, current: Task, ctx: Context) -> Any:
-        return await tx.context(cid, at=cutoff) if cutoff else None
+        return await tx.shared_context(cid, at=cutoff) if cutoff else None
 
     derived = await rt.commit(read, ctx)
-    raw: list[dict[str, Any]] = [] if derived is None else copy_json(derived.messages)
+    # The derived messages are shared with the kernel's transcript cache: read-only here, and
+    # copied for the hooks (which may change what they get) by chain_before_request.
+    raw: list[dict[str, Any]] = [] if derived is None else derived.messages
     raw = await chain_before_request(rt, task, raw, cutoff, ctx)
     offered = request_tools(raw, getattr(rt.harness, "tools", None))
     level = prep.get("thinkingLevel", "off")

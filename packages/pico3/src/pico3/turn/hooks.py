@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chord.context import Context
+from chord.json import copy_json
 from pico3.hooks import HookRegistry, HookRunner
 from pico3.turn.sections import SectionDraft
 
@@ -51,10 +52,13 @@ class _Kind:
 async def chain_before_request(
     rt: Any, task: Any, messages: list[dict[str, Any]], cutoff: int, ctx: Context
 ) -> list[dict[str, Any]]:
-    """Run ``before_request`` on ``{"messages": [...]}``; returns the final messages."""
+    """Run ``before_request`` on ``{"messages": [...]}``; returns the final messages.
+
+    ``messages`` may be shared (read-only): the hooks get a deep copy they may change."""
     hooks = runner(rt, "pi.generation", task.id, task.conversation_id)
-    if hooks is None:
+    if hooks is None or not await hooks.bindings("before_request", ctx):
         return messages
+    messages = copy_json(messages)
     request = await hooks.before_request({"messages": messages}, cutoff or None, ctx)
     if isinstance(request, Mapping) and isinstance(request.get("messages"), list):
         return list(request["messages"])
