@@ -44,6 +44,7 @@ from typing import Any, cast
 
 import anyio
 import anyio.abc
+from textual.screen import ModalScreen
 
 from chord.facets import Facet, FacetHost
 from chord.packages import (
@@ -63,6 +64,7 @@ from coding_agent.client.prompt_commands import prompt_commands_facet
 from coding_agent.client.session_commands import session_commands_facet
 from coding_agent.client.shell_commands import RemoteShellRunner
 from coding_agent.client.supervisor import READY_TIMEOUT, WorkerSupervisor
+from coding_agent.client.tree_commands import TreeHost, tree_commands_facet
 from coding_agent.client.trust_commands import trust_facet
 from coding_agent.sessions import Session
 from coding_agent.tui import CodingAgentApp, SessionInfo
@@ -157,6 +159,7 @@ async def run_client(
                 client.facet(),
                 commands_facet(client, models=models),
                 session_commands_facet(control, cwd=session.cwd),
+                tree_commands_facet(_tree_host(app, client), cwd=session.cwd),
             ]
             facets.append(trust_facet(session.cwd))  # /trust and the untrusted-packages warning
             for generation in generations:
@@ -330,6 +333,39 @@ class _SessionControl:
             if supervisor is not None:
                 await supervisor.stop()
         await self.source.aclose()
+
+
+def _tree_host(app: CodingAgentApp, client: RemoteConversationClient) -> TreeHost:
+    """What ``/tree`` and ``/rewind`` act on: the followed conversation, the editor, screens."""
+
+    async def show_screen(screen: ModalScreen[Any]) -> Any:
+        done = anyio.Event()
+        result: list[Any] = []
+
+        def finished(value: Any) -> None:
+            result.append(value)
+            done.set()
+
+        with app._context():  # pyright: ignore[reportPrivateUsage] - from a facet task
+            app.push_screen(screen, finished)
+        try:
+            await done.wait()
+        finally:
+            if not done.is_set() and screen.is_attached:
+                screen.dismiss(None)
+        return result[0]
+
+    def busy() -> bool:
+        view = app.view
+        return isinstance(view, dict) and isinstance(view.get("turn"), dict)
+
+    return TreeHost(
+        conversation_id=lambda: client.conversation_id,
+        follow=client.follow,
+        busy=busy,
+        restore_prompt=app.editor.restore,
+        show_screen=show_screen,
+    )
 
 
 async def _watch(

@@ -19,6 +19,7 @@ can actually carry it out. Run it beside a facet host with :func:`run_tui`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -50,6 +51,9 @@ __all__ = ["FRAME_INTERVAL", "CodingAgentApp", "run_tui", "turn_status"]
 
 FRAME_INTERVAL = 1 / 30
 """Minimum seconds between two render passes: the UI's frame budget for streamed text."""
+
+DOUBLE_ESCAPE = 0.6
+"""Seconds within which a second Esc (idle, empty editor) counts as Esc Esc (``/rewind``)."""
 
 UNAVAILABLE = "Worker unavailable — reconnecting…"
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -141,6 +145,7 @@ class CodingAgentApp(App[None]):
         self._spin = 0
         self._tools_collapsed = True
         self._thinking_collapsed = True
+        self._last_escape = 0.0
         self.render_passes = 0
         """Render passes run so far (a pass renders the newest value; tests bound it)."""
         self.render_errors: list[Exception] = []
@@ -379,12 +384,20 @@ class CodingAgentApp(App[None]):
 
     def action_abort(self) -> None:
         """Esc: stop a running ``!`` command, else abort the running turn; queued
-        steer/follow-up text returns to the editor."""
+        steer/follow-up text returns to the editor. Idle, Esc twice on an empty editor runs
+        ``/rewind`` (when a facet registered it)."""
         shell = self.shell
         if shell is not None and shell.running is not None:
             self.run_worker(shell.abort(self._ctx), group="shell-abort", exclusive=True)
             return
         if not self._is_busy():
+            now = time.monotonic()
+            if self.editor.text.strip() or now - self._last_escape > DOUBLE_ESCAPE:
+                self._last_escape = now
+                return
+            self._last_escape = 0.0
+            if "rewind" in self.tui.commands:
+                self.run_worker(self.tui.run_command("/rewind", self._ctx), group="commands")
             return
         self.run_worker(self._abort(self._queued()), group="abort", exclusive=True)
 

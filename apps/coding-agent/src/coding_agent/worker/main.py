@@ -12,7 +12,9 @@ The facets, in the order the host gets them (seed-plugins §6.1):
 1. ``@pi/harness`` — :func:`pico3.chord.harness_session_facet`: ``pi.harness`` and one
    ``pi.conversation`` instance per conversation;
 2. ``coding-agent/providers`` — the model providers (:mod:`.providers_facet`);
-3. ``coding-agent/tools`` — read, write, edit, bash, grep, find, ls (:mod:`.tools_facet`);
+3. ``coding-agent/tools`` — read, write, edit, bash, grep, find, ls (:mod:`.tools_facet`), which
+   journal every file ``write`` and ``edit`` change first (:mod:`.file_history`);
+   ``coding-agent/session-tree`` — ``/tree``, ``/label``, ``/rewind`` (:mod:`.tree_service`);
 4. ``coding-agent/context-files`` — the system prompt's sections (base prompt or ``SYSTEM.md``,
    ``APPEND_SYSTEM.md``, ``AGENTS.md`` / ``CLAUDE.md``, skills); ``coding-agent/shell`` — the
    user's ``!cmd`` runner (:mod:`.shell_service`);
@@ -74,6 +76,7 @@ from coding_agent.permission_modes import PERMISSION_MODES
 from coding_agent.private import PrivacyError, private_dir, socket_folder
 from coding_agent.sessions import Session, SessionError, load_session
 from coding_agent.worker.context_files import context_files_facet
+from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
 from coding_agent.worker.providers import OpenAIProvider, RegistryError
 from coding_agent.worker.providers.registry import TOOL_CALLING_ENV
@@ -87,6 +90,7 @@ from coding_agent.worker.settings_log import settings_log_facet
 from coding_agent.worker.shell_service import shell_service_facet
 from coding_agent.worker.status import WorkerStatus
 from coding_agent.worker.tools_facet import tools_facet
+from coding_agent.worker.tree_service import session_tree_facet
 from pico3.chord import Harness, HarnessService, harness_session_facet
 from pico3.harness import HarnessOptions
 from pico3.models import ModelInfo
@@ -265,6 +269,7 @@ async def open_session_host(
 
         async with anyio.create_task_group() as group:
             storage_dir = str(session.storage_dir)
+            history = FileHistory(session.path / "file-history", fsync=config.fsync)
             harness_facet = harness_session_facet(
                 lambda: JsonlStorage(storage_dir, fsync=config.fsync),
                 options,
@@ -274,7 +279,12 @@ async def open_session_host(
             facets = [
                 harness_facet,
                 providers_facet(models, choice.providers),
-                tools_facet(session.cwd, spill_dir=session.path / "spill"),
+                tools_facet(
+                    session.cwd,
+                    spill_dir=session.path / "spill",
+                    history=history,
+                ),
+                session_tree_facet(history),
                 context_files_facet(session.cwd),
                 shell_service_facet(session.cwd, spill_dir=session.path / "spill"),
                 define_facet(WORKER_FACET_ID, worker),

@@ -39,12 +39,15 @@ Background jobs: every call gets a :class:`~coding_agent.worker.tool_jobs.Harnes
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from chord.context import Context
 from chord.facets import Facet, FacetEnvironment, define_facet
+from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.tool_jobs import HarnessJobs
 from coding_agent.worker.tools import JobControl, ToolContext, ToolSpec, builtin_tools
 from coding_agent.worker.tools import ToolResult as SpecResult
@@ -130,9 +133,11 @@ def tool_declaration(
     file_locks: dict[str, Any] | None = None,
     jobs: Callable[[ToolApi], JobControl | None] | None = None,
     reads: Callable[[ToolApi, Context], HarnessReadLedger | None] | None = None,
+    history: FileHistory | None = None,
 ) -> ToolDeclaration:
     """``spec`` as a pico3 tool running in ``cwd`` (bash spills long output to ``spill_dir``;
-    ``jobs`` gives each call its background-job control, ``reads`` its read ledger)."""
+    ``jobs`` gives each call its background-job control, ``reads`` its read ledger; ``history``
+    records the pre-image of every file ``write`` and ``edit`` change, for ``/rewind``)."""
     locks: dict[str, Any] = file_locks if file_locks is not None else {}
     folder = os.fspath(cwd)
 
@@ -153,6 +158,7 @@ def tool_declaration(
             reads=reads(api, ctx) if reads is not None else None,
             remember=remember,
             recall=recall,
+            before_write=_recorder(history, api, spec.name, ctx) if history is not None else None,
         )
 
     async def execute(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
@@ -189,13 +195,35 @@ def tool_declaration(
     )
 
 
+def _recorder(
+    history: FileHistory, api: ToolApi, tool: str, ctx: Context
+) -> Callable[[Path, bytes], Awaitable[None]]:
+    """The ``before_write`` of one call: journal the file's pre-image (durably, in a thread),
+    anchored at the assistant entry that made the call."""
+
+    async def before_write(path: Path, data: bytes) -> None:
+        task = await api.get_task(api.task_id, ctx)
+        source: Any = task.input if task is not None else None
+        anchor = source.get("assistant") if isinstance(source, dict) else None
+        at = anchor if type(anchor) is int else api.task_id
+        await anyio.to_thread.run_sync(
+            lambda: history.record(
+                path, data, conversation=api.conversation_id, anchor=at, tool=tool
+            )
+        )
+
+    return before_write
+
+
 def tools_facet(
     cwd: str | os.PathLike[str],
     *,
     specs: Sequence[ToolSpec] | None = None,
     spill_dir: str | os.PathLike[str] | None = None,
+    history: FileHistory | None = None,
 ) -> Facet:
-    """A session facet registering ``specs`` (default: every built-in tool) on the harness."""
+    """A session facet registering ``specs`` (default: every built-in tool) on the harness;
+    with ``history``, ``write`` and ``edit`` journal each file's pre-image there first."""
     chosen = list(builtin_tools() if specs is None else specs)
     spill = os.fspath(spill_dir) if spill_dir is not None else None
     if spill is not None:
@@ -213,7 +241,15 @@ def tools_facet(
         return HarnessReadLedger(opened[-1], namespaces[-1], api.conversation_id, ctx)
 
     declarations = [
-        tool_declaration(spec, cwd, spill_dir=spill, file_locks=locks, jobs=jobs, reads=reads)
+        tool_declaration(
+            spec,
+            cwd,
+            spill_dir=spill,
+            file_locks=locks,
+            jobs=jobs,
+            reads=reads,
+            history=history,
+        )
         for spec in chosen
     ]
 

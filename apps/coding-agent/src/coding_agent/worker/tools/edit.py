@@ -385,6 +385,7 @@ async def _edit(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
         after = apply_edits(before, edits, shown)
         written = after.replace("\n", "\r\n") if crlf else after
         new_data = (bom + written).encode("utf-8", errors="replace")
+        await tools.about_to_write(path, new_data, shown)
         try:
             await target.write_bytes(new_data)
         except OSError as error:

@@ -121,6 +121,10 @@ class ToolContext:
     and has not changed on disk since; without one nothing is checked. ``remember`` stores a
     value durably for this call (``bash`` records its process group there before the command
     runs) and ``recall`` reads it back (``None`` when absent), after a restart too.
+    ``before_write`` is called by ``write`` and ``edit`` with the resolved path and the bytes
+    about to be written, inside the file's lock, right before the file changes (the session
+    records the file's pre-image there, for ``/rewind``); when it fails, the file is left alone
+    and the call fails.
     """
 
     cwd: str | os.PathLike[str]
@@ -132,6 +136,19 @@ class ToolContext:
     reads: ReadLedger | None = None
     remember: Callable[[str, Any], Awaitable[None]] | None = None
     recall: Callable[[str], Awaitable[Any]] | None = None
+    before_write: Callable[[Path, bytes], Awaitable[None]] | None = None
+
+    async def about_to_write(self, path: Path, data: bytes, shown: str) -> None:
+        """Run :attr:`before_write` (if any) for ``path``; a failure becomes a :class:`ToolError`."""
+        if self.before_write is None:
+            return
+        try:
+            await self.before_write(path, data)
+        except OSError as error:
+            raise ToolError(
+                f"Cannot write {shown}: recording its previous content failed: "
+                f"{error.strerror or error}"
+            ) from None
 
     def lock_for(self, path: Path) -> anyio.Lock:
         """The lock that serialises mutations of ``path`` (one per resolved path)."""

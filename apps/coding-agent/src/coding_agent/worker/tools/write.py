@@ -61,6 +61,7 @@ async def _write(
                     finally:
                         os.close(fd)
             await target.parent.mkdir(parents=True, exist_ok=True)
+            await tools.about_to_write(path, data, shown)
             await target.write_bytes(data)
             await record_written(tools.reads, path, data)
         except PermissionError:

@@ -1,0 +1,310 @@
+"""File pre-images: what ``write`` and ``edit`` changed, recorded before the change, for ``/rewind``.
+
+Every ``write`` and ``edit`` calls :meth:`FileHistory.record` inside the file's lock, right before
+it writes. That stores the file's current content (its *pre-image*) and appends one journal line
+naming the file, the content it had (``before``), the content about to be written (``after``) and
+where in the session the change belongs (the conversation and the assistant entry that asked
+for it). Both are on stable storage (``fsync``) before the tool touches the file, so a
+``kill -9`` at any instant leaves a journal that can undo what happened::
+
+    <session>/file-history/
+      blobs/<sha256>     file contents, one file per distinct content (deduplicated by hash)
+      journal.jsonl      one JSON object per change, in the order they happened
+
+A journal line::
+
+    {"seq": 3, "conversation": 1, "anchor": 12, "path": "/abs/src/app.py",
+     "before": "9f2c…" | null, "after": "41aa…", "tool": "edit", "time": 1796158278.1}
+
+``before`` is ``null`` when the file did not exist; ``anchor`` is the entry the change follows
+(the assistant entry whose tool call made it, or the newest entry when ``/rewind`` restored a
+file, which is journalled the same way so a later rewind knows the file's state).
+
+Rewinding (:meth:`FileHistory.plan` then :meth:`FileHistory.restore`) to a user prompt ``P`` of a
+branch takes the journal lines of that branch (its conversation, and each ancestor up to the
+point it was forked at) anchored after ``P``. For each file the earliest line's ``before`` is the
+content to restore, and the newest line says what the agent left there: a file whose current
+content is neither that line's ``after`` nor its ``before`` (a crash between the journal line and
+the write leaves the ``before``) was changed outside the agent since, and is a *conflict*:
+restored only when the caller names it in ``overwrite``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+__all__ = [
+    "FileChange",
+    "FileHistory",
+    "FilePlan",
+    "Lineage",
+]
+
+
+class FileChange(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One journal line (see the module docstring)."""
+
+    seq: int
+    conversation: int
+    anchor: int
+    path: str
+    before: str | None
+    after: str | None
+    tool: str = "edit"
+    time: float = 0.0
+
+
+Lineage = Mapping[int, int | None]
+"""A branch's path: conversation id -> the newest entry id of it the branch sees (``None``: all,
+for the branch's own conversation)."""
+
+Action = Literal["restore", "delete", "unchanged", "conflict"]
+
+
+@dataclass(frozen=True, slots=True)
+class FilePlan:
+    """What rewinding does to one file."""
+
+    path: str
+    action: Action
+    target: str | None
+    """The hash to restore (``None``: the file did not exist, so it is deleted)."""
+    current: str | None
+    """The file's hash now (``None``: absent)."""
+    detail: str = ""
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "action": self.action,
+            "target": self.target,
+            "current": self.current,
+            "detail": self.detail,
+        }
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except IsADirectoryError:
+        return None
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class FileHistory:
+    """The pre-image store of one session (``<session>/file-history``)."""
+
+    def __init__(self, folder: str | os.PathLike[str], *, fsync: bool = True) -> None:
+        self.folder = Path(folder)
+        self.blobs = self.folder / "blobs"
+        self.journal_path = self.folder / "journal.jsonl"
+        self._fsync = fsync
+        self._seq: int | None = None
+        self._encoder = msgspec.json.Encoder()
+
+    # -- recording -----------------------------------------------------------------------
+    def _ensure(self) -> None:
+        if not self.blobs.is_dir():
+            self.blobs.mkdir(parents=True, exist_ok=True)
+            if self._fsync:
+                _fsync_dir(self.folder)
+                _fsync_dir(self.folder.parent)
+
+    def store_blob(self, data: bytes) -> str:
+        """Store ``data`` under its hash (once) and return the hash."""
+        digest = _digest(data)
+        target = self.blobs / digest
+        if target.exists():
+            return digest
+        self._ensure()
+        temporary = self.blobs / f".{digest}.{os.getpid()}.tmp"
+        with open(temporary, "wb") as file:
+            file.write(data)
+            if self._fsync:
+                file.flush()
+                os.fsync(file.fileno())
+        os.replace(temporary, target)
+        if self._fsync:
+            _fsync_dir(self.blobs)
+        return digest
+
+    def blob(self, digest: str) -> bytes:
+        """The content stored under ``digest``."""
+        return (self.blobs / digest).read_bytes()
+
+    def _next_seq(self) -> int:
+        if self._seq is None:
+            changes = self.changes()
+            self._seq = changes[-1].seq if changes else 0
+        self._seq += 1
+        return self._seq
+
+    def _append(self, change: FileChange) -> None:
+        self._ensure()
+        line = self._encoder.encode(change) + b"\n"
+        with open(self.journal_path, "ab") as file:
+            file.write(line)
+            if self._fsync:
+                file.flush()
+                os.fsync(file.fileno())
+
+    def record(
+        self,
+        path: str | os.PathLike[str],
+        new: bytes | None,
+        *,
+        conversation: int,
+        anchor: int,
+        tool: str,
+    ) -> FileChange:
+        """Durably record that ``path`` is about to become ``new`` (``None``: deleted).
+
+        The current content is stored as a blob first, then the journal line; only then may
+        the caller change the file."""
+        resolved = os.path.realpath(path)
+        old = _read(resolved)
+        before = None if old is None else self.store_blob(old)
+        after = None if new is None else _digest(new)
+        change = FileChange(
+            seq=self._next_seq(),
+            conversation=conversation,
+            anchor=anchor,
+            path=resolved,
+            before=before,
+            after=after,
+            tool=tool,
+            time=time.time(),
+        )
+        self._append(change)
+        return change
+
+    # -- reading -------------------------------------------------------------------------
+    def changes(self) -> list[FileChange]:
+        """Every journal line, oldest first (a line a crash cut short is ignored)."""
+        try:
+            raw = self.journal_path.read_bytes()
+        except FileNotFoundError:
+            return []
+        decoder = msgspec.json.Decoder(FileChange)
+        out: list[FileChange] = []
+        for line in raw.split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                out.append(decoder.decode(line))
+            except msgspec.DecodeError:
+                continue  # the torn tail of a crash mid-append
+        return out
+
+    @staticmethod
+    def on_branch(changes: Iterable[FileChange], lineage: Lineage) -> list[FileChange]:
+        """The changes that belong to the branch whose path is ``lineage``."""
+        out: list[FileChange] = []
+        for change in changes:
+            if change.conversation not in lineage:
+                continue
+            bound = lineage[change.conversation]
+            if bound is None or change.anchor <= bound:
+                out.append(change)
+        return out
+
+    def plan(self, lineage: Lineage, after: int) -> list[FilePlan]:
+        """What rewinding the branch ``lineage`` to just before entry ``after`` does to files."""
+        branch = self.on_branch(self.changes(), lineage)
+        first: dict[str, FileChange] = {}
+        for change in branch:
+            if change.anchor > after and change.path not in first:
+                first[change.path] = change
+        newest: dict[str, FileChange] = {}
+        for change in branch:
+            if change.path in first:
+                newest[change.path] = change
+        plans: list[FilePlan] = []
+        for path, earliest in first.items():
+            latest = newest[path]
+            data = _read(path)
+            current = None if data is None else _digest(data)
+            target = earliest.before
+            if current == target:
+                plans.append(FilePlan(path, "unchanged", target, current, "already as it was"))
+            elif current in (latest.after, latest.before):
+                action: Action = "delete" if target is None else "restore"
+                plans.append(FilePlan(path, action, target, current))
+            else:
+                detail = (
+                    "deleted outside the agent" if current is None else "changed outside the agent"
+                )
+                plans.append(FilePlan(path, "conflict", target, current, detail))
+        plans.sort(key=lambda plan: plan.path)
+        return plans
+
+    def restore(
+        self,
+        plans: Sequence[FilePlan],
+        *,
+        conversation: int,
+        anchor: int,
+        overwrite: Iterable[str] = (),
+    ) -> tuple[list[str], list[str]]:
+        """Carry out ``plans``: returns ``(restored, kept)`` paths. A conflict is restored only
+        when its path is in ``overwrite``. Each restore is journalled first (tool ``rewind``),
+        so a later rewind knows the file's state and a restore can itself be rewound."""
+        chosen = set(overwrite)
+        restored: list[str] = []
+        kept: list[str] = []
+        for plan in plans:
+            if plan.action == "unchanged":
+                continue
+            if plan.action == "conflict" and plan.path not in chosen:
+                kept.append(plan.path)
+                continue
+            new = None if plan.target is None else self.blob(plan.target)
+            self.record(plan.path, new, conversation=conversation, anchor=anchor, tool="rewind")
+            if new is None:
+                try:
+                    os.unlink(plan.path)
+                except FileNotFoundError:
+                    pass
+            else:
+                _write_atomically(Path(plan.path), new)
+            restored.append(plan.path)
+        return restored, kept
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.rewind-{os.getpid()}.tmp")
+    mode = None
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        pass
+    with open(temporary, "wb") as file:
+        file.write(data)
+        file.flush()
+        os.fsync(file.fileno())
+    if mode is not None:
+        os.chmod(temporary, mode)
+    os.replace(temporary, path)
