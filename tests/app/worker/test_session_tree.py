@@ -179,6 +179,9 @@ def test_a_torn_journal_line_is_ignored_and_blobs_are_deduplicated(tmp_path: Pat
     history.record(target, b"x", conversation=1, anchor=5, tool="write")
     history.record(target, b"y", conversation=1, anchor=6, tool="write")  # same pre-image
     assert len(list(history.blobs.iterdir())) == 1
+    modes = {p.name: p.stat().st_mode & 0o777 for p in [history.blobs, *history.blobs.iterdir()]}
+    assert modes == {"blobs": 0o700, next(history.blobs.iterdir()).name: 0o600}
+    assert history.journal_path.stat().st_mode & 0o777 == 0o600
     with open(history.journal_path, "ab") as journal:
         journal.write(b'{"seq": 3, "conversa')
     assert [c.seq for c in history.changes()] == [1, 2]

@@ -11,6 +11,8 @@ for it). Both are on stable storage (``fsync``) before the tool touches the file
       blobs/<sha256>     file contents, one file per distinct content (deduplicated by hash)
       journal.jsonl      one JSON object per change, in the order they happened
 
+(folders ``0700``, files ``0600``, like the rest of the session folder.)
+
 A journal line::
 
     {"seq": 3, "conversation": 1, "anchor": 12, "path": "/abs/src/app.py",
@@ -40,6 +42,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
+
+from coding_agent.private import PRIVATE_FILE, private_tree
 
 __all__ = [
     "FileChange",
@@ -127,7 +131,7 @@ class FileHistory:
     # -- recording -----------------------------------------------------------------------
     def _ensure(self) -> None:
         if not self.blobs.is_dir():
-            self.blobs.mkdir(parents=True, exist_ok=True)
+            private_tree(self.folder.parent, self.blobs)  # 0700: pre-images are the user's code
             if self._fsync:
                 _fsync_dir(self.folder)
                 _fsync_dir(self.folder.parent)
@@ -140,7 +144,8 @@ class FileHistory:
             return digest
         self._ensure()
         temporary = self.blobs / f".{digest}.{os.getpid()}.tmp"
-        with open(temporary, "wb") as file:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+        with open(fd, "wb") as file:
             file.write(data)
             if self._fsync:
                 file.flush()
@@ -164,7 +169,8 @@ class FileHistory:
     def _append(self, change: FileChange) -> None:
         self._ensure()
         line = self._encoder.encode(change) + b"\n"
-        with open(self.journal_path, "ab") as file:
+        fd = os.open(self.journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE)
+        with open(fd, "ab") as file:
             file.write(line)
             if self._fsync:
                 file.flush()
