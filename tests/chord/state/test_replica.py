@@ -169,3 +169,16 @@ def test_a_cold_replica_hydrates_every_listener_before_reentrant_updates() -> No
     replica.subscribe(lambda v, c, d: log.append(f"second {d.kind} {d.sequence}"))
     replica.hydrate(0, [("r", {"n": 0})], BACKGROUND)
     assert log == ["first hydrate 0", "second hydrate 0", "first update 1", "second update 1"]
+
+
+def test_a_replica_hydrated_with_null_is_hydrated_and_takes_updates() -> None:
+    # a Chord provider may hold `null`; cold is "no sequence", not "value is None"
+    replica = ReplicaState()
+    assert replica.sequence is None
+    replica.hydrate(4, [("r", None)], BACKGROUND)
+    assert replica.sequence == 4 and replica.value is None
+    replica.update(5, [("r", {"v": 1})], BACKGROUND)
+    assert (replica.sequence, replica.value) == (5, {"v": 1})
+    replica.clear()
+    with pytest.raises(ReplicaError, match="before hydration"):
+        replica.update(6, [("r", 1)], BACKGROUND)

@@ -29,7 +29,11 @@ class ReplicaError(ValueError):
 
 
 class ReplicaState(Publisher):
-    """A read-only replica: ``value`` is ``None`` until hydrated and after ``clear``."""
+    """A read-only replica: ``value`` is ``None`` until hydrated and after ``clear``.
+
+    Cold is ``sequence is None``, not ``value is None``: a hydrated state may hold JSON ``null``
+    (Chord's replicas do the same with ``undefined`` as their cold marker).
+    """
 
     __slots__ = ("_epoch", "_sequence", "_value")
 
@@ -50,11 +54,11 @@ class ReplicaState(Publisher):
     @property
     def sequence(self) -> int | None:
         """The sequence of the current revision, or ``None`` while cold."""
-        return None if self._value is None else self._sequence
+        return None if self._sequence < 0 else self._sequence
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Follow the replica; a cold replica hydrates the listener when it is hydrated."""
-        hydrated = None if self._value is None else (self._epoch, self._sequence, self._value)
+        hydrated = None if self._sequence < 0 else (self._epoch, self._sequence, self._value)
         return self._unsubscriber(self._subscribe(listener, hydrated))
 
     def hydrate(self, sequence: int, ops: Iterable[Any], ctx: Context) -> None:
@@ -72,7 +76,7 @@ class ReplicaState(Publisher):
 
     def update(self, sequence: int, ops: Iterable[Any], ctx: Context) -> None:
         """Apply the revision ``sequence`` (exactly previous + 1); otherwise clear and raise."""
-        if self._value is None:
+        if self._sequence < 0:
             raise ReplicaError("replica update before hydration")
         if sequence != self._sequence + 1:
             expected = self._sequence + 1
@@ -95,5 +99,5 @@ class ReplicaState(Publisher):
         self._drop_pending()
 
     def __repr__(self) -> str:
-        state = "cold" if self._value is None else f"sequence={self._sequence}"
+        state = "cold" if self._sequence < 0 else f"sequence={self._sequence}"
         return f"<ReplicaState {state}>"
