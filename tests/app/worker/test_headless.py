@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import anyio
 import pytest
 from worker_support import TIMEOUT, write_script
 
-from coding_agent.headless import run_headless, run_json, run_print
+from coding_agent.headless import EXIT_BLOCKED, run_headless, run_json, run_print
 from coding_agent.sessions import Session, list_sessions
 from coding_agent.worker.main import WorkerBusy, WorkerConfig, open_session_host
 from coding_agent.worker.providers import RegistryError
@@ -41,9 +42,13 @@ async def test_json_mode_streams_each_view_event_then_the_result(
     assert await run_json("go", session, out=out, faux_script=script) == 0
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     types = [line["type"] for line in lines]
-    # (A fresh session first reports its root's configuration: the model and the tools.)
-    assert types[0] == "config.changed" and lines[0]["keys"] == ["model", "selectedTools"]
-    assert types[1] == "entry.added" and lines[1]["entry"]["kind"] == "pi.user"
+    # The first line names the session, the model and the folder.
+    assert lines[0] == {
+        "type": "session", "session": session.id, "model": "faux/faux-1", "cwd": str(session.cwd)
+    }  # fmt: skip
+    # (A fresh session then reports its root's configuration: the model and the tools.)
+    assert types[1] == "config.changed" and lines[1]["keys"] == ["model", "selectedTools"]
+    assert types[2] == "entry.added" and lines[2]["entry"]["kind"] == "pi.user"
     for expected in ("turn.started", "tool.started", "tool.finished", "turn.ended"):
         assert expected in types
     assert types.index("tool.started") < types.index("tool.finished") < types.index("turn.ended")
@@ -66,10 +71,15 @@ async def test_headless_denies_approval_unless_told_to_allow(
         ],
     )
     config = WorkerConfig(session, faux_script=script)
-    out = io.StringIO()
-    assert await run_headless("x", config, mode="json", out=out) == 0
+    out, err = io.StringIO(), io.StringIO()
+    assert await run_headless("x", config, mode="json", out=out, err=err) == EXIT_BLOCKED == 3
     assert not (session.cwd / "ran.txt").exists()
     assert "denied by headless" in out.getvalue()
+    assert json.loads(out.getvalue().splitlines()[-1])["blocked"] == ["bash (touch ran.txt)"]
+    assert err.getvalue() == (
+        "coding-agent: error: blocked the bash call (touch ran.txt): it needs approval, and "
+        "-p/--json asks nobody; allow it with --approve allow or --permission-mode auto\n"
+    )
 
 
 async def test_headless_allow_runs_the_command(session: Session, tmp_path: Path) -> None:
@@ -91,9 +101,14 @@ async def test_a_failed_turn_exits_1_with_the_status(session: Session, tmp_path:
     script = write_script(tmp_path / "s.json", [{"error": "the model broke"}])
     out = io.StringIO()
     config = WorkerConfig(session, faux_script=script)
-    assert await run_headless("x", config, mode="json", out=out) == 1
+    err = io.StringIO()
+    assert await run_headless("x", config, mode="json", out=out, err=err) == 1
     result = json.loads(out.getvalue().splitlines()[-1])
     assert result["type"] == "result" and result["ok"] is False and result["status"] != "done"
+    assert result["error"] == "the model broke"
+    assert err.getvalue() == (
+        "coding-agent: error: the turn ended unanswered (model faux/faux-1): the model broke\n"
+    )
 
 
 async def test_a_bad_model_is_refused_before_anything_opens(session: Session) -> None:
@@ -120,8 +135,17 @@ async def test_the_coding_agent_binary_prints_the_answer_and_exits_0(
     binary = Path(sys.executable).with_name("coding-agent")
     command = [str(binary), "-p", "show me around"]
     with anyio.fail_after(TIMEOUT):
-        result = await anyio.run_process(command, env=agent_env, cwd=project, check=False)
-    assert result.returncode == 0, result.stderr.decode()
+        result = await anyio.run_process(
+            command, env=agent_env, cwd=project, check=False, stdin=subprocess.DEVNULL
+        )
+    # The tour's write, edit and command were blocked: exit 3, one line each on stderr.
+    assert result.returncode == 3, result.stderr.decode()
+    blocked = result.stderr.decode().splitlines()
+    assert [line.split(" call ")[0] for line in blocked] == [
+        "coding-agent: error: blocked the write",
+        "coding-agent: error: blocked the edit",
+        "coding-agent: error: blocked the bash",
+    ]
     answer = result.stdout.decode()
     assert answer.startswith("That was the offline demo of the faux model.")
     assert "which were not approved" in answer
@@ -137,10 +161,12 @@ async def test_the_coding_agent_binary_streams_json_lines(
     binary = Path(sys.executable).with_name("coding-agent")
     with anyio.fail_after(TIMEOUT):
         result = await anyio.run_process(
-            [str(binary), "--json", "hi"], env=agent_env, cwd=project, check=False
-        )
-    assert result.returncode == 0, result.stderr.decode()
+            [str(binary), "--json", "hi"],
+            env=agent_env, cwd=project, check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    assert result.returncode == 3, result.stderr.decode()  # blocked calls (see above)
     lines = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert lines[0]["type"] == "session" and lines[0]["cwd"] == str(project)
     results = [
         line["entry"]["model"][0]
         for line in lines

@@ -67,8 +67,10 @@ def test_sessions_are_listed_newest_first_and_filtered_by_project(
         create_session(two, env=env),
         create_session(one, env=env),
     ]
-    ids = sorted((s.id for s in made), reverse=True)
-    assert [s.id for s in list_sessions(env=env)] == ids
+    for age, session in enumerate(reversed(made)):  # the last one made was active last
+        os.utime(session.metadata_path, (1_000_000 - age, 1_000_000 - age))
+        os.utime(session.storage_dir, (1_000_000 - age, 1_000_000 - age))
+    assert [s.id for s in list_sessions(env=env)] == [s.id for s in reversed(made)]
     assert {s.id for s in list_sessions(one, env=env)} == {made[0].id, made[2].id}
     assert latest_session(two, env=env) == made[1]
     assert latest_session(tmp_path, env=env) is None

@@ -7,9 +7,12 @@
     coding-agent --resume [ID]         a session by id (or prefix); without ID, pick from a list
     coding-agent attach [SESSION]      a second TUI on a running session (default: this folder's
                                        newest running one)
-    coding-agent -p "prompt"           headless: print the final answer
+    coding-agent config                the effective configuration, and where each value came from
+    coding-agent -p "prompt"           headless: print the final answer (piped stdin is added to
+                                       the prompt: git diff | coding-agent -p "review this")
     coding-agent --json "prompt"       headless: stream the view events as JSON lines
                                        (--approve allow lets tools that need approval run)
+    coding-agent --version
 
     --model provider/id                the model (default: the offline ``faux`` demo without a key)
     --models PATTERNS                  the models Ctrl+P cycles through (``anthropic/*,openai/gpt-5*``)
@@ -19,11 +22,21 @@
     --tool-calling native|text         how OpenAI-compatible models call tools (text: fenced
                                        blocks, for local models without native tool calling)
     --trust, --no-trust                trust (or not) this project folder: its own facet packages
-                                       in .coding-agent/facets load only when it is trusted
+                                       (and .coding-agent/config.toml) load only when it is trusted
+    --thinking LEVEL                   the thinking level (off, minimal, low, medium, high, xhigh)
+    --linger SECONDS                   how long the worker stays with no TUI and nothing running
+
+Launch settings (model, thinking level, permission mode, tool calling, --dev, --facets-dir,
+--faux-script, linger, the trust decision) are stored with the session
+(:class:`~coding_agent.sessions.LaunchSettings`) and used by every later worker of it; a flag
+given on a later command line overrides the stored value and is stored in its place.
 
 The TUI modes run the session worker as its own process (it outlives a crashed TUI, and a
-crashed worker is restarted); see :mod:`coding_agent.client`. Exit status: 0 on success, 1 when
-a headless turn failed, 2 for a usage or session error.
+crashed worker is restarted); see :mod:`coding_agent.client`. Every failure is one line on
+stderr, ``coding-agent: error: ...``. Exit status: 0 on success, 1 when the provider or the
+model failed (unknown model, missing API key, unreachable server, a failed turn), 2 for a usage,
+configuration or session error, 3 when a headless turn ended but a tool call was blocked for
+lack of approval, 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -32,25 +45,68 @@ from __future__ import annotations
 # pico3, msgspec, Textual, the SDKs), so everything past ``argparse`` is imported where it is
 # used, after the command line was parsed.
 import argparse
-import importlib
+import math
 import os
+import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from coding_agent.permission_modes import PERMISSION_MODES
+from coding_agent.settings_changes import THINKING_LEVELS
 
 if TYPE_CHECKING:
-    from coding_agent.sessions import Session
+    from coding_agent.sessions import LaunchSettings, Session, SessionError
 
 __all__ = ["build_parser", "main", "pick_session"]
 
+EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_BLOCKED = 3
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
 
 
 class _UsageError(Exception):
     """A problem with the command line or the chosen session (exit status 2)."""
+
+
+class _Failure(Exception):
+    """The provider or the model failed (exit status 1)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (``coding-agent: error: ...``), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"coding-agent: error: {message} (see coding-agent --help)\n")
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed package's version (looked up only when asked)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version("pico-coding-agent")
+        except importlib.metadata.PackageNotFoundError:  # pragma: no cover - not installed
+            version = "unknown"
+        parser.exit(0, f"coding-agent {version}\n")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0")
+    return value
 
 
 def _patterns(text: str) -> list[str]:
@@ -68,10 +124,14 @@ def _patterns(text: str) -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (``attach`` is the only subcommand; no subcommand runs the TUI)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="coding-agent",
         description="A terminal coding agent. Without arguments: a new session in the TUI.",
+        epilog="Exit status: 0 ok, 1 the provider or model failed, 2 usage, configuration or "
+        "session error, 3 a headless tool call was blocked for lack of approval "
+        "(allow it with --approve allow or --permission-mode).",
     )
+    parser.add_argument("--version", action=_Version)
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "-c",
@@ -103,8 +163,28 @@ def build_parser() -> argparse.ArgumentParser:
         "-p",
         "--print",
         dest="prompt",
+        nargs="?",
+        const="",
+        default=None,
         metavar="PROMPT",
-        help="headless: run one prompt and print the final answer",
+        help="headless: run one prompt and print the final answer (piped stdin is added)",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="headless: print the session id (and model, folder) on stderr",
+    )
+    parser.add_argument(
+        "--thinking",
+        choices=THINKING_LEVELS,
+        help="the thinking level (stored in the session)",
+    )
+    parser.add_argument(
+        "--linger",
+        type=_seconds,
+        metavar="SECONDS",
+        help="how long the worker keeps running with no TUI and nothing live "
+        "(stored in the session; default 600, 0 never)",
     )
     parser.add_argument(
         "--json",
@@ -165,7 +245,13 @@ def build_parser() -> argparse.ArgumentParser:
         const=False,
         help="do not trust this project folder (remembered): skip its local facet packages",
     )
-    commands = parser.add_subparsers(dest="command", metavar="{attach}")
+    commands = parser.add_subparsers(dest="command", metavar="{attach,config}")
+    commands.add_parser(
+        "config",
+        help="print the effective configuration and where each value came from",
+        description="Print the effective configuration (config.toml files, environment, "
+        "defaults) and where each value came from.",
+    )
     attach = commands.add_parser(
         "attach",
         help="attach another TUI to a running session",
@@ -195,14 +281,51 @@ def pick_session(
     raise _UsageError(f"no session number {answer!r}")
 
 
-def _choose_session(args: argparse.Namespace, cwd: Path) -> Session:
-    from coding_agent.sessions import create_session, latest_session, list_sessions, open_session
+def _warn_broken(error: SessionError) -> None:
+    print(f"coding-agent: warning: {error}", file=sys.stderr)
+
+
+def _launch_settings(args: argparse.Namespace, stored: LaunchSettings) -> LaunchSettings:
+    """The stored launch settings with every flag given on this command line in place."""
+    import msgspec
+
+    given: dict[str, Any] = {}
+    if args.model is not None:
+        given["model"] = args.model
+    if args.thinking is not None:
+        given["thinking"] = args.thinking
+    if args.permission_mode is not None:
+        given["permission_mode"] = args.permission_mode
+    if args.tool_calling is not None:
+        given["tool_calling"] = args.tool_calling
+    if args.dev:
+        given["dev"] = True
+    if args.facets_dir:
+        given["facets_dirs"] = tuple(args.facets_dir)
+    if args.trust is not None:
+        given["trust"] = args.trust
+    if args.faux_script is not None:
+        given["faux_script"] = args.faux_script
+    if args.linger is not None:
+        given["linger"] = args.linger
+    return msgspec.structs.replace(stored, **given)
+
+
+def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]:
+    """The session to run and whether this command created it."""
+    from coding_agent.sessions import (
+        LaunchSettings,
+        create_session,
+        latest_session,
+        list_sessions,
+        open_session,
+    )
 
     if args.command == "attach":
         if args.session:
             session = open_session(args.session)
         else:
-            running = [s for s in list_sessions(cwd) if s.worker_running()]
+            running = [s for s in list_sessions(cwd, on_broken=_warn_broken) if s.worker_running()]
             if not running:
                 raise _UsageError(
                     f"no running session in {cwd} to attach to (name one: attach SESSION)"
@@ -212,70 +335,172 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> Session:
             raise _UsageError(
                 f"session {session.id} has no running worker (use --resume {session.id})"
             )
-        return session
+        return session, False
     if args.continue_:
-        session = latest_session(cwd)
-        return session if session is not None else create_session(cwd, model=args.model)
-    if args.resume is not None:
+        session = latest_session(cwd, on_broken=_warn_broken)
+        if session is not None:
+            return session, False
+    elif args.resume is not None:
         if args.resume:
-            return open_session(args.resume)
-        return pick_session(list_sessions(cwd))
-    return create_session(cwd, model=args.model)
+            return open_session(args.resume), False
+        return pick_session(list_sessions(cwd, on_broken=_warn_broken)), False
+    return create_session(cwd, settings=_launch_settings(args, LaunchSettings())), True
 
 
-async def _run_tui(args: argparse.Namespace, session: Session) -> int:
+async def _run_tui(args: argparse.Namespace, session: Session, tui_dirs: list[str]) -> int:
     from coding_agent.client.app_main import run_client
     from coding_agent.client.supervisor import WorkerStartError, WorkerSupervisor
 
+    # The worker reads its launch settings from session.json; only the explicit choices that
+    # change the conversation (model, thinking level, permission mode) go on its command line.
     supervisor = WorkerSupervisor(
         session,
         model=args.model,
-        dev=args.dev,
-        facets_dirs=args.facets_dir,
-        faux_script=args.faux_script,
+        thinking=args.thinking,
         permission_mode=args.permission_mode,
     )
     try:
         run = await run_client(
             session,
             supervisor=supervisor,
-            facets_dirs=args.facets_dir,
+            facets_dirs=tui_dirs,
             model=args.model,
             models=args.models,
-            dev=args.dev,
+            dev=session.settings.dev,
         )
     except WorkerStartError as error:
-        print(f"coding-agent: {error}\n(worker log: {session.log_path})", file=sys.stderr)
-        return EXIT_USAGE
+        message = f"{error.reason()} (worker log: {session.log_path})"
+        if error.status == EXIT_USAGE:
+            raise _UsageError(message) from None
+        raise _Failure(message) from None
     session = run.session or session  # /resume may have switched to another session
-    print(f"Session {session.id} — continue it with: coding-agent --resume {session.id}")
+    if run.stopped:
+        print(
+            f"Session {session.id} stopped — continue it with: coding-agent --resume {session.id}"
+        )
+    else:
+        print(f"Session {session.id} — continue it with: coding-agent --resume {session.id}")
     return 0
 
 
-async def _run_headless(args: argparse.Namespace, session: Session) -> int:
+def _read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
+    """The headless prompt: the -p/--json text, with piped stdin added below it."""
+    prompt: str = args.prompt if args.prompt is not None else args.json
+    piped = ""
     try:
-        headless: Any = importlib.import_module("coding_agent.headless")
-    except ModuleNotFoundError as error:
-        if error.name != "coding_agent.headless":
-            raise
-        raise _UsageError("headless modes (-p, --json) are not available in this build") from None
+        fd = stdin.fileno()
+        mode = os.fstat(fd).st_mode
+        readable = not os.isatty(fd) and (
+            stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)
+        )
+    except (OSError, ValueError, AttributeError):
+        readable = False
+    if readable:
+        piped = stdin.read()
+    if piped.strip():
+        prompt = f"{prompt}\n\n{piped}" if prompt.strip() else piped
+    if not prompt.strip():
+        flag = "-p" if args.prompt is not None else "--json"
+        raise _UsageError(
+            f'{flag} needs a prompt: {flag} "PROMPT", or pipe one in '
+            f"(echo PROMPT | coding-agent {flag})"
+        )
+    return prompt
+
+
+async def _run_headless(args: argparse.Namespace, session: Session, prompt: str) -> int:
+    from coding_agent.headless import run_headless
+    from coding_agent.worker.main import session_worker_config
+
     if session.worker_running():
         raise _UsageError(
             f"session {session.id} is open in a TUI; attach to it instead of running headless"
         )
-    prompt = args.prompt if args.prompt is not None else args.json
-    run = headless.run_json if args.json is not None else headless.run_print
-    code = await run(
-        prompt,
-        session,
-        out=sys.stdout,
-        model=args.model,
-        approve=args.approve,
-        faux_script=args.faux_script,
-        facets_dirs=args.facets_dir,
-        permission_mode=args.permission_mode,
+    config = session_worker_config(
+        session, model=args.model, thinking=args.thinking, permission_mode=args.permission_mode
     )
-    return int(code)
+    mode = "json" if args.json is not None else "print"
+    return await run_headless(
+        prompt, config, mode=mode, out=sys.stdout, approve=args.approve, verbose=args.verbose
+    )
+
+
+def _print_config(cwd: Path) -> int:
+    from coding_agent.config import load_config
+    from coding_agent.worker.providers.registry import resolve_model
+
+    config = load_config(cwd)
+    lines: list[tuple[str, str]] = []
+
+    def show(key: str, value: Any, origin: str) -> None:
+        lines.append((f"{key} = {value!r}" if not isinstance(value, str) else f"{key} = {value}",
+                      origin))  # fmt: skip
+
+    files = ", ".join(str(path) for path in config.files) or "none"
+    print(f"# files read: {files}")
+    if config.user_file is not None and not config.user_file.exists():
+        print(f"# (no {config.user_file}: create it to configure the agent)")
+    if config.skipped is not None:
+        print(f"# not read: {config.skipped} (the project is not trusted: coding-agent --trust)")
+    try:
+        selection = resolve_model(None, config=config.registry())
+        model = selection.ref
+        if config.model is not None:
+            origin = config.origin["model"]
+        elif model.startswith("faux/"):
+            origin = "default (no API key or base URL set)"
+        else:
+            origin = "environment (the first provider with a key)"
+    except ValueError as error:
+        model, origin = config.model or "?", f"error: {error}"
+    show("model", model, origin)
+    show("thinking", config.thinking or "off", config.origin.get("thinking", "default"))
+    environment = {
+        "providers.anthropic.api_key": "ANTHROPIC_API_KEY",
+        "providers.anthropic.base_url": "ANTHROPIC_BASE_URL",
+        "providers.openai.api_key": "OPENAI_API_KEY",
+        "providers.openai.base_url": "OPENAI_BASE_URL",
+    }
+    for name in ("anthropic", "openai"):
+        values = dict(config.providers.get(name, {}))
+        env_key = values.get("api_key_env")
+        for field in ("base_url", "api_key_env", "api_key"):
+            key = f"providers.{name}.{field}"
+            if field in values:
+                shown = "(set)" if field == "api_key" else values[field]
+                show(key, shown, config.origin.get(key, "?"))
+            elif field != "api_key_env":
+                variable = env_key if field == "api_key" and env_key else environment[key]
+                if os.environ.get(variable):
+                    shown = "(set)" if field == "api_key" else os.environ[variable]
+                    show(key, shown, f"environment ${variable}")
+        for flag, value in dict(values.get("compat") or {}).items():
+            key = f"providers.{name}.compat.{flag}"
+            show(key, value, config.origin.get(key, "?"))
+    for model_entry in config.models:
+        ref = f"{model_entry['provider']}/{model_entry['id']}"
+        details = ", ".join(
+            f"{key}={value}" for key, value in model_entry.items() if key not in ("provider", "id")
+        )
+        show(f"models.{ref}", details or "(defaults)", config.origin.get(f"models.{ref}", "?"))
+    width = max(len(text) for text, _ in lines)
+    for text, origin in lines:
+        print(f"{text:<{width}}  # {origin}")
+    return 0
+
+
+def _cwd() -> Path:
+    try:
+        cwd = Path(os.getcwd())
+    except FileNotFoundError:
+        raise _UsageError(
+            "the current folder no longer exists (it was deleted): cd into a folder that exists"
+        ) from None
+    except OSError as error:
+        raise _UsageError(f"cannot use the current folder: {error.strerror}") from None
+    if not os.access(cwd, os.R_OK | os.X_OK):
+        raise _UsageError(f"cannot read the current folder {cwd}: permission denied")
+    return cwd
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -283,38 +508,107 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     headless = args.prompt is not None or args.json is not None
-    if headless and args.command == "attach":
-        parser.error("attach is a TUI mode; it does not take -p or --json")
-    if args.json == "" and args.prompt is None:
-        parser.error("--json needs a prompt: --json PROMPT or -p PROMPT --json")
-    cwd = Path.cwd()
+    if headless and args.command in ("attach", "config"):
+        parser.error(f"{args.command} does not take -p or --json")
     args.facets_dir = [str(Path(folder).resolve()) for folder in args.facets_dir]
     if args.faux_script is not None:
         args.faux_script = str(Path(args.faux_script).resolve())
-    if args.tool_calling is not None:
-        # The worker (a child process, or in process when headless) reads it from the environment.
-        from coding_agent.worker.providers.registry import TOOL_CALLING_ENV
+    try:
+        cwd = _cwd()
+        if args.command == "config":
+            return _print_config(cwd)
+        from coding_agent.config import load_config
+        from coding_agent.sessions import remove_session
+        from coding_agent.trust import TrustStore
 
-        os.environ[TOOL_CALLING_ENV] = args.tool_calling
+        TrustStore.default().load()  # a corrupt trust file stops us before a session is made
+        load_config(cwd)  # an invalid config.toml too (the worker reads it again)
+        prompt = _read_prompt(args, sys.stdin) if headless else ""
+        session, new = _choose_session(args, cwd)
+        try:
+            return _run(args, session, new, headless, prompt)
+        except BaseException as error:
+            if new and _start_failure(error):
+                remove_session(session)  # a start that failed leaves no session behind
+            raise
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BaseException as error:
+        sole = _sole(error)
+        if isinstance(sole, BrokenPipeError):  # stdout's reader left (| head): stop quietly
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return EXIT_BROKEN_PIPE
+        code = _known_code(sole) if isinstance(sole, Exception) else None
+        if code is None:
+            raise
+        message = str(sole)
+        if type(sole).__name__ == "CorruptStorage":
+            message += " (the file was left as it is)"
+        print(f"coding-agent: error: {message}", file=sys.stderr)
+        return code
+
+
+def _run(args: argparse.Namespace, session: Session, new: bool, headless: bool, prompt: str) -> int:
     import anyio
 
-    from coding_agent.sessions import SessionError
-    from coding_agent.trust import TrustError, TrustStore, check_project
+    from coding_agent.sessions import update_settings
+    from coding_agent.trust import check_project
 
+    project = check_project(session.cwd, decide=args.trust)
+    if headless and (warning := project.warning("--trust")) is not None:
+        print(f"coding-agent: warning: {warning}", file=sys.stderr)
+    previous: LaunchSettings | None = None
+    if args.command != "attach":
+        previous = session.settings
+        session = update_settings(session, _launch_settings(args, previous))
+    tui_dirs = [*session.settings.facets_dirs, *(str(d) for d in project.loaded_dirs)]
     try:
-        TrustStore.default().load()  # a corrupt trust file stops us before a session is made
-        session = _choose_session(args, cwd)
-        project = check_project(session.cwd, decide=args.trust)
-        args.facets_dir += [str(folder) for folder in project.loaded_dirs]
-        if headless and (warning := project.warning("--trust")) is not None:
-            print(f"coding-agent: {warning}", file=sys.stderr)
-        runner = _run_headless if headless else _run_tui
-        return anyio.run(runner, args, session)
-    except (_UsageError, SessionError, TrustError) as error:
-        print(f"coding-agent: {error}", file=sys.stderr)
+        if headless:
+            return int(anyio.run(_run_headless, args, session, prompt))
+        return int(anyio.run(_run_tui, args, session, tui_dirs))
+    except BaseException as error:
+        if previous is not None and not new and _start_failure(error):
+            update_settings(session, previous)  # a start that failed records nothing
+        raise
+
+
+def _start_failure(error: BaseException) -> bool:
+    """Whether ``error`` stopped the session from starting (nothing of the user's is in it)."""
+    from coding_agent.worker.main import WorkerBusy
+
+    error = _sole(error)
+    if isinstance(error, WorkerBusy):
+        return False  # someone else's session: leave it alone
+    return isinstance(error, Exception) and _known_code(error) is not None
+
+
+def _known_code(error: Exception) -> int | None:
+    """The exit status of an error the user can fix (``None``: a bug, shown as a traceback)."""
+    from chord.packages import FacetDiscoveryError
+    from coding_agent.config import ConfigError
+    from coding_agent.sessions import SessionError
+    from coding_agent.trust import TrustError
+    from coding_agent.worker.providers import RegistryError
+    from pico3.storage import CorruptStorage
+
+    if isinstance(error, RegistryError):
+        return EXIT_FAILED
+    if isinstance(error, CorruptStorage):
+        return EXIT_USAGE  # names the file and the line; the file is left as it is
+    if isinstance(error, (_UsageError, SessionError, TrustError, ConfigError, FacetDiscoveryError)):
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
+    if isinstance(error, _Failure):
+        return EXIT_FAILED
+    if isinstance(error, ValueError):  # a bad faux script, --permission-mode without approval
+        return EXIT_USAGE
+    return None
+
+
+def _sole(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
 
 
 if __name__ == "__main__":  # pragma: no cover

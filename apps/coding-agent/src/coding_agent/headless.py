@@ -11,9 +11,12 @@ open_session_host`, no socket) plus a small presentation facet that does what a 
   (``pi.approval-dialog``, ``pi.question-dialog``); the app imports no feature package.
 
 The prompt is sent with ``send``; the run ends with the ``turn.ended`` event whose ``inputs``
-hold it. In ``print`` mode the text of the final answer is written; in ``json`` mode each event
-is one line of JSON, followed by ``{"type": "result", "ok", "status", "text"}``. The exit code is
-0 when the turn ended ``done``, 1 otherwise.
+hold it. In ``print`` mode the text of the final answer is the only thing written to ``out``; in
+``json`` mode the first line is ``{"type": "session", "session", "model", "cwd"}``, then each
+event is one line of JSON, and the last is ``{"type": "result", "ok", "status", "text",
+"error"?, "blocked"?}``. Failures go to ``err`` as ``coding-agent: error: ...`` lines. The exit
+code is 0 when the turn ended ``done``, 1 when it did not (the provider or model failed), 3 when
+it ended but a tool call was blocked because nobody could approve it.
 """
 
 from __future__ import annotations
@@ -21,9 +24,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, cast
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
@@ -33,11 +36,19 @@ from chord.facets import Facet, FacetEnvironment, define_facet
 from chord.services import define_service
 from chord.state import Delivery
 from coding_agent.sessions import Session
-from coding_agent.worker.main import WorkerConfig, load_features, open_session_host
+from coding_agent.worker.main import (
+    WorkerConfig,
+    load_features,
+    open_session_host,
+    session_worker_config,
+)
 from pico3.chord import ConversationService, ConversationServiceApi
 
 __all__ = [
     "APPROVAL_DIALOGS",
+    "EXIT_BLOCKED",
+    "EXIT_FAILED",
+    "EXIT_OK",
     "QUESTION_DIALOGS",
     "HeadlessMode",
     "answer_text",
@@ -47,6 +58,13 @@ __all__ = [
 ]
 
 HeadlessMode = Literal["print", "json"]
+
+EXIT_OK = 0
+"""The turn ended ``done``."""
+EXIT_FAILED = 1
+"""The turn did not end ``done`` (the provider or the model failed)."""
+EXIT_BLOCKED = 3
+"""The turn ended, but a tool call was refused because nobody could approve it."""
 
 APPROVAL_DIALOGS = define_service("pi.approval-dialog")
 """The approval feature's dialogs, by id (``decide({"decision", "by"?})``)."""
@@ -120,8 +138,42 @@ def _responder(service: Any, answer: Callable[[Any, Context], Any]) -> Facet:
     return define_facet(f"coding-agent/headless-{service.id}", setup)
 
 
-def _responders(features: set[str], approve: Literal["allow", "deny"]) -> list[Facet]:
+def _describe(request: Any, what: str = "") -> str:
+    """``bash (echo hi)``: the tool (``what`` after its name) and a short form of its
+    arguments."""
+    if not isinstance(request, dict):
+        return "a tool call"
+    request = cast(dict[str, Any], request)
+    name = str(request.get("name") or "tool")
+    args: Any = request.get("args")
+    detail = ""
+    if isinstance(args, dict):
+        args = cast(dict[str, Any], args)
+        for key in ("command", "path", "file_path", "pattern"):
+            if isinstance(args.get(key), str):
+                detail = str(args[key])
+                break
+    if len(detail) > 60:
+        detail = detail[:57] + "..."
+    return f"{name}{what} ({detail})" if detail else f"{name}{what}"
+
+
+def _remedy(name: str) -> str:
+    if name in ("write", "edit"):
+        return "--approve allow or --permission-mode accept-edits (or auto)"
+    return "--approve allow or --permission-mode auto"
+
+
+def _responders(
+    features: set[str], approve: Literal["allow", "deny"], blocked: list[dict[str, Any]]
+) -> list[Facet]:
     async def decide(dialog: Any, ctx: Context) -> None:
+        if approve == "deny":
+            try:
+                request = dialog.request.value
+            except Exception:  # the dialog went away meanwhile
+                request = None
+            blocked.append(request if isinstance(request, dict) else {})
         await dialog.decide({"decision": approve, "by": "headless"}, ctx)
 
     async def cancel(dialog: Any, ctx: Context) -> None:
@@ -135,6 +187,14 @@ def _responders(features: set[str], approve: Literal["allow", "deny"]) -> list[F
     return facets
 
 
+def _model_ref(view: Any) -> str | None:
+    config = view.get("config") if isinstance(view, dict) else None
+    model = config.get("model") if isinstance(config, dict) else None
+    if isinstance(model, dict) and model.get("provider") and model.get("modelId"):
+        return f"{model['provider']}/{model['modelId']}"
+    return None
+
+
 async def run_headless(
     prompt: str,
     config: WorkerConfig,
@@ -142,16 +202,22 @@ async def run_headless(
     mode: HeadlessMode = "print",
     out: TextIO,
     approve: Literal["allow", "deny"] = "deny",
+    err: TextIO | None = None,
+    verbose: bool = False,
 ) -> int:
     """Send ``prompt`` to the session's root conversation and report as ``mode`` says.
 
-    Returns the exit code: 0 when the turn ended ``done``, 1 otherwise. Raises
-    :class:`~coding_agent.worker.providers.RegistryError` / ``ValueError`` for a bad model or
-    faux script (nothing is opened then)."""
+    Returns the exit code: :data:`EXIT_OK` when the turn ended ``done``, :data:`EXIT_FAILED`
+    when it did not (one ``coding-agent: error:`` line on ``err`` says why, naming the model),
+    :data:`EXIT_BLOCKED` when it ended but a tool call was refused for lack of approval (one
+    line per call on ``err``, naming the flags that allow it). ``verbose`` prints the session id
+    on ``err``. Raises :class:`~coding_agent.worker.providers.RegistryError` / ``ValueError``
+    for a bad model or faux script (nothing is opened then)."""
     if mode not in ("print", "json"):
         raise ValueError(f"mode must be 'print' or 'json', got {mode!r}")
     if approve not in ("allow", "deny"):
         raise ValueError(f"approve must be 'allow' or 'deny', got {approve!r}")
+    errors = err if err is not None else sys.stderr
     send_events, receive_events = anyio.create_memory_object_stream[Event](math.inf)
     found: list[ConversationServiceApi] = []
     chosen = anyio.Event()
@@ -162,16 +228,28 @@ async def run_headless(
 
     generations = load_features(config)
     features = {generation.package.name for generation in generations}
-    extra = [_presentation(send_events, on_root), *_responders(features, approve)]
+    blocked: list[dict[str, Any]] = []
+    extra = [_presentation(send_events, on_root), *_responders(features, approve, blocked)]
     entries: dict[int, dict[str, Any]] = {}
     status = "failed"
+    detail = ""
     text = ""
+    session = config.session
     async with (
         send_events,
         receive_events,
-        open_session_host(config, extra_facets=extra, generations=generations),
+        open_session_host(config, extra_facets=extra, generations=generations) as runtime,
     ):
         await chosen.wait()
+        model = _model_ref(found[0].view.value) or runtime.choice.ref
+        if verbose:
+            print(f"coding-agent: session {session.id} ({model}, {session.cwd})", file=errors)
+            errors.flush()
+        if mode == "json":
+            first = {"type": "session", "session": session.id, "model": model,
+                     "cwd": str(session.cwd)}  # fmt: skip
+            out.write(json.dumps(first, separators=(",", ":")) + "\n")
+            out.flush()
         input_id = await found[0].send({"content": prompt}, BACKGROUND)
         async for event in receive_events:
             if mode == "json":
@@ -182,16 +260,36 @@ async def run_headless(
                 entries[entry["id"]] = entry
             if event.get("type") == "turn.ended" and input_id in event.get("inputs", []):
                 status = str(event.get("status"))
+                detail = str(event.get("detail") or event.get("reason") or "")
                 text = answer_text(entries.get(event.get("answer", -1)))
                 break
+        model = _model_ref(found[0].view.value) or model
     ok = status == "done"
+    code = EXIT_OK if ok else EXIT_FAILED
     if mode == "json":
-        result = {"type": "result", "ok": ok, "status": status, "text": text}
+        result: dict[str, Any] = {"type": "result", "ok": ok, "status": status, "text": text}
+        if not ok:
+            result["error"] = detail
+        if blocked:
+            result["blocked"] = [_describe(request) for request in blocked]
         out.write(json.dumps(result, separators=(",", ":")) + "\n")
-    else:
+    elif ok or text:
         out.write(text if text.endswith("\n") else text + "\n")
     out.flush()
-    return 0 if ok else 1
+    for request in blocked:
+        name = str(request.get("name") or "tool")
+        print(
+            f"coding-agent: error: blocked the {_describe(request, ' call')}: it needs approval, "
+            f"and -p/--json asks nobody; allow it with {_remedy(name)}",
+            file=errors,
+        )
+    if not ok:
+        why = f": {detail}" if detail else ""
+        print(f"coding-agent: error: the turn ended {status} (model {model}){why}", file=errors)
+    elif blocked:
+        code = EXIT_BLOCKED
+    errors.flush()
+    return code
 
 
 def _config(
@@ -201,12 +299,12 @@ def _config(
     facets_dirs: Sequence[str | os.PathLike[str]],
     permission_mode: str | None = None,
 ) -> WorkerConfig:
-    return WorkerConfig(
-        permission_mode=permission_mode,
-        session=session,
+    return session_worker_config(
+        session,
         model=model,
-        faux_script=Path(faux_script) if faux_script is not None else None,
-        facets_dirs=tuple(Path(folder) for folder in facets_dirs),
+        faux_script=faux_script,
+        facets_dirs=list(facets_dirs) or None,
+        permission_mode=permission_mode,
     )
 
 
@@ -220,10 +318,11 @@ async def run_print(
     faux_script: str | os.PathLike[str] | None = None,
     facets_dirs: Sequence[str | os.PathLike[str]] = (),
     permission_mode: str | None = None,
+    err: TextIO | None = None,
 ) -> int:
     """``coding-agent -p PROMPT``: run one turn in ``session`` and print the final answer."""
     config = _config(session, model, faux_script, facets_dirs, permission_mode)
-    return await run_headless(prompt, config, mode="print", out=out, approve=approve)
+    return await run_headless(prompt, config, mode="print", out=out, approve=approve, err=err)
 
 
 async def run_json(
@@ -236,7 +335,8 @@ async def run_json(
     faux_script: str | os.PathLike[str] | None = None,
     facets_dirs: Sequence[str | os.PathLike[str]] = (),
     permission_mode: str | None = None,
+    err: TextIO | None = None,
 ) -> int:
     """``coding-agent --json PROMPT``: run one turn and stream its view events as JSON lines."""
     config = _config(session, model, faux_script, facets_dirs, permission_mode)
-    return await run_headless(prompt, config, mode="json", out=out, approve=approve)
+    return await run_headless(prompt, config, mode="json", out=out, approve=approve, err=err)

@@ -5,7 +5,7 @@ Every session is one folder under ``$XDG_STATE_HOME/coding-agent/sessions/`` (de
 digits), so names sort by age::
 
     <sessions>/<id>/
-      session.json   {"version": 1, "id", "cwd", "created", "model"?}
+      session.json   {"version": 1, "id", "cwd", "created", "model"?, "settings"?}
       storage/       the harness's JSONL storage
       worker.lock    held (flock) by the worker serving the session
       worker.sock    the worker's Unix socket (see Session.socket_path)
@@ -15,7 +15,7 @@ The worker and every client compute paths through :class:`Session`, never by han
 
     session = create_session(Path.cwd())
     session.socket_path                      # what the worker listens on
-    latest_session(Path.cwd())               # --continue
+    latest_session(Path.cwd())               # --continue: the most recently active one
     open_session("20261129-2135")            # --resume with an id or a unique prefix
 
 A Unix socket path must fit in ``sun_path`` (about 104 bytes). When ``<folder>/worker.sock`` would
@@ -34,8 +34,9 @@ import fcntl
 import hashlib
 import os
 import secrets
+import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,7 +44,6 @@ from pathlib import Path
 import msgspec
 
 from coding_agent.private import (
-    PRIVATE_DIR,
     PRIVATE_FILE,
     PrivacyError,
     private_dir,
@@ -53,6 +53,7 @@ from coding_agent.private import (
 __all__ = [
     "METADATA_VERSION",
     "SOCKET_PATH_LIMIT",
+    "LaunchSettings",
     "Session",
     "SessionError",
     "SessionMetadata",
@@ -61,8 +62,10 @@ __all__ = [
     "list_sessions",
     "load_session",
     "open_session",
+    "remove_session",
     "sessions_root",
     "state_home",
+    "update_settings",
 ]
 
 METADATA_VERSION = 1
@@ -76,7 +79,24 @@ class SessionError(Exception):
     """A session that cannot be created, found or read; the message names the path or id."""
 
 
-class SessionMetadata(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+class LaunchSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, omit_defaults=True):
+    """How the session's workers run: stored in ``session.json`` when the session starts,
+    updated when a later command line (or ``/model``, ``/thinking`` in a TUI) changes them, and
+    read by every worker of the session (a supervisor's restart, ``--continue``, ``--resume``,
+    ``/resume``, ``attach``). ``None`` / empty means "not chosen": the default applies."""
+
+    model: str | None = None
+    thinking: str | None = None
+    permission_mode: str | None = None
+    tool_calling: str | None = None
+    dev: bool = False
+    facets_dirs: tuple[str, ...] = ()
+    trust: bool | None = None
+    faux_script: str | None = None
+    linger: float | None = None
+
+
+class SessionMetadata(msgspec.Struct, forbid_unknown_fields=True, frozen=True, omit_defaults=True):
     """The contents of ``session.json``."""
 
     version: int
@@ -84,6 +104,7 @@ class SessionMetadata(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     cwd: str
     created: str
     model: str | None = None
+    settings: LaunchSettings | None = None
 
 
 def state_home(env: Mapping[str, str] | None = None) -> Path:
@@ -126,6 +147,33 @@ class Session:
     def model(self) -> str | None:
         """The ``provider/id`` chosen when the session was created, if any."""
         return self.metadata.model
+
+    @property
+    def settings(self) -> LaunchSettings:
+        """The launch settings stored with the session (the model too, for older sessions)."""
+        settings = self.metadata.settings or LaunchSettings()
+        if settings.model is None and self.metadata.model is not None:
+            settings = msgspec.structs.replace(settings, model=self.metadata.model)
+        return settings
+
+    def last_active(self) -> float:
+        """When the session last changed (newest mtime of its metadata and storage files)."""
+        newest = 0.0
+        for path in (self.metadata_path, self.storage_dir):
+            try:
+                newest = max(newest, path.stat().st_mtime)
+            except OSError:
+                pass
+        try:
+            with os.scandir(self.storage_dir) as entries:
+                for entry in entries:
+                    try:
+                        newest = max(newest, entry.stat().st_mtime)
+                    except OSError:
+                        pass
+        except OSError:
+            pass
+        return newest
 
     @property
     def metadata_path(self) -> Path:
@@ -181,12 +229,18 @@ def create_session(
     cwd: str | os.PathLike[str],
     *,
     model: str | None = None,
+    settings: LaunchSettings | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Session:
-    """Create a new session folder for project folder ``cwd`` (made absolute)."""
+    """Create a new session folder for project folder ``cwd`` (made absolute).
+
+    The folder is assembled under a hidden name and renamed into place once ``session.json``
+    is written, so a crash half-way never leaves a folder without metadata."""
     project = Path(cwd).expanduser().resolve()
     if not project.is_dir():
         raise SessionError(f"{project}: the project folder does not exist")
+    if settings is not None and model is None:
+        model = settings.model
     try:
         root = private_tree(state_home(env), sessions_root(env))  # 0700, whatever the umask
     except PrivacyError as error:
@@ -195,27 +249,50 @@ def create_session(
     while True:
         session_id = _new_id(now)
         path = root / session_id
-        try:
-            path.mkdir(mode=PRIVATE_DIR)
-            break
-        except FileExistsError:  # pragma: no cover - 24 random bits collided in one second
+        if path.exists():  # pragma: no cover - 24 random bits collided in one second
             continue
-    metadata = SessionMetadata(
-        version=METADATA_VERSION,
-        id=session_id,
-        cwd=str(project),
-        created=now.isoformat(timespec="seconds"),
-        model=model,
-    )
-    session = Session(path, metadata)
-    private_dir(path)
-    private_dir(session.storage_dir)
-    _write_atomically(session.metadata_path, msgspec.json.format(msgspec.json.encode(metadata)))
-    return session
+        staging = Path(tempfile.mkdtemp(prefix=f".{session_id}.", dir=root))
+        metadata = SessionMetadata(
+            version=METADATA_VERSION,
+            id=session_id,
+            cwd=str(project),
+            created=now.isoformat(timespec="seconds"),
+            model=model,
+            settings=settings,
+        )
+        private_dir(staging / "storage")
+        _write_atomically(staging / "session.json", _encode(metadata))
+        try:
+            staging.rename(path)
+            break
+        except OSError:  # pragma: no cover - the same id appeared meanwhile
+            shutil.rmtree(staging, ignore_errors=True)
+    return Session(path, metadata)
+
+
+def _encode(metadata: SessionMetadata) -> bytes:
+    return msgspec.json.format(msgspec.json.encode(metadata))
+
+
+def update_settings(session: Session, settings: LaunchSettings) -> Session:
+    """Store ``settings`` as the session's launch settings (atomically); the updated session.
+
+    The metadata is read again first, so a concurrent writer's other fields are kept."""
+    current = load_session(session.path)
+    if current.metadata.settings == settings and current.metadata.model == settings.model:
+        return current
+    metadata = msgspec.structs.replace(current.metadata, settings=settings, model=settings.model)
+    _write_atomically(current.metadata_path, _encode(metadata))
+    return Session(current.path, metadata)
+
+
+def remove_session(session: Session) -> None:
+    """Delete a session folder (a start that failed before anything was stored: no ghost)."""
+    shutil.rmtree(session.path, ignore_errors=True)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
     with open(fd, "wb") as file:
         file.write(data + b"\n")
@@ -237,7 +314,10 @@ def load_session(path: str | os.PathLike[str]) -> Session:
     try:
         metadata = msgspec.json.decode(raw, type=SessionMetadata)
     except msgspec.DecodeError as error:
-        raise SessionError(f"{metadata_path}: invalid session metadata: {error}") from None
+        raise SessionError(
+            f"{metadata_path}: invalid session metadata: {error} "
+            "(the file was left as it is: fix it, or move the folder away)"
+        ) from None
     if metadata.version != METADATA_VERSION:
         raise SessionError(
             f"{metadata_path}: unsupported session version {metadata.version} "
@@ -251,11 +331,18 @@ def load_session(path: str | os.PathLike[str]) -> Session:
 
 
 def list_sessions(
-    cwd: str | os.PathLike[str] | None = None, *, env: Mapping[str, str] | None = None
+    cwd: str | os.PathLike[str] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    on_broken: Callable[[SessionError], None] | None = None,
 ) -> list[Session]:
-    """Every readable session, newest first; with ``cwd``, only that project's sessions.
+    """Every readable session, most recently active first (:meth:`Session.last_active`, then
+    the id); with ``cwd``, only that project's sessions.
 
-    Folders that are not sessions (or whose metadata is broken) are skipped.
+    A folder whose ``session.json`` is missing or broken is not a session anyone can open: it
+    is left untouched, and reported to ``on_broken`` (the command line prints a warning naming
+    the file) instead of being skipped without a word. Hidden folders (a session being
+    created) are not looked at.
     """
     root = sessions_root(env)
     project = str(Path(cwd).expanduser().resolve()) if cwd is not None else None
@@ -265,21 +352,29 @@ def list_sessions(
         return []
     found: list[Session] = []
     for folder in folders:
+        if folder.name.startswith("."):
+            continue
         try:
             session = load_session(folder)
-        except SessionError:
+        except SessionError as error:
+            if on_broken is not None:
+                on_broken(error)
             continue
         if project is None or session.metadata.cwd == project:
             found.append(session)
-    found.sort(key=lambda session: session.id, reverse=True)
+    active = {session.id: session.last_active() for session in found}
+    found.sort(key=lambda session: (active[session.id], session.id), reverse=True)
     return found
 
 
 def latest_session(
-    cwd: str | os.PathLike[str] | None = None, *, env: Mapping[str, str] | None = None
+    cwd: str | os.PathLike[str] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    on_broken: Callable[[SessionError], None] | None = None,
 ) -> Session | None:
-    """The newest session (of project ``cwd`` when given), or ``None``."""
-    sessions = list_sessions(cwd, env=env)
+    """The most recently active session (of project ``cwd`` when given), or ``None``."""
+    sessions = list_sessions(cwd, env=env, on_broken=on_broken)
     return sessions[0] if sessions else None
 
 

@@ -119,6 +119,8 @@ class ClientRun:
         self.session = session
         self.switches = 0
         self.reloader: PackageReloader | None = None
+        self.stopped = False
+        """``/stop``: the user asked to stop the session's worker, not only to leave."""
 
 
 async def run_client(

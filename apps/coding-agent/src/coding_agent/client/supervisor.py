@@ -58,6 +58,20 @@ _LOCK_RECHECK = 0.5
 class WorkerStartError(RuntimeError):
     """The session worker could not be started (its message and the log's tail say why)."""
 
+    def __init__(
+        self, message: str, last_line: str | None = None, status: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.last_line = last_line
+        self.status = status
+        """The worker's exit status (2 usage, 4 model; ``None``: still running)."""
+
+    def reason(self) -> str:
+        """What the worker said last (its own error line), else the whole message."""
+        if self.last_line:
+            return self.last_line.removeprefix("coding-agent worker: ")
+        return str(self)
+
 
 def worker_command(
     session_dir: Path,
@@ -69,11 +83,15 @@ def worker_command(
     exit_with_parent: bool = False,
     python: str = sys.executable,
     permission_mode: str | None = None,
+    thinking: str | None = None,
 ) -> list[str]:
-    """The worker's command line (documented in ``notes/APP-API.md``)."""
+    """The worker's command line. Whatever is not on it the worker takes from the launch
+    settings stored in the session (:class:`~coding_agent.sessions.LaunchSettings`)."""
     argv = [python, "-m", "coding_agent.worker.main", str(session_dir)]
     if model is not None:
         argv += ["--model", model]
+    if thinking is not None:
+        argv += ["--thinking", thinking]
     if dev:
         argv.append("--dev")
     for folder in facets_dirs:
@@ -109,11 +127,13 @@ class WorkerSupervisor:
         ready_timeout: float = READY_TIMEOUT,
         on_event: Callable[[str], None] | None = None,
         permission_mode: str | None = None,
+        thinking: str | None = None,
     ) -> None:
         self.session = session
-        # ``--permission-mode`` goes, like ``--model``, to the first worker only: a restarted
-        # worker keeps the mode stored in the session (changed in a TUI meanwhile, say).
+        # ``--permission-mode``, ``--model`` and ``--thinking`` go to the first worker only: a
+        # restarted worker keeps what the session stores (changed in a TUI meanwhile, say).
         self._permission_mode = permission_mode
+        self._thinking = thinking
         self._model = model
         self._dev = dev
         self._facets_dirs = tuple(facets_dirs)
@@ -160,6 +180,7 @@ class WorkerSupervisor:
             self.session.path,
             model=None if self._model_applied else self._model,
             permission_mode=None if self._model_applied else self._permission_mode,
+            thinking=None if self._model_applied else self._thinking,
             dev=self._dev,
             facets_dirs=self._facets_dirs,
             faux_script=self._faux_script,
@@ -277,9 +298,17 @@ class WorkerSupervisor:
         await self._reap()
         if status == EXIT_ALREADY_SERVED:
             return False  # another supervisor won the race: that worker serves the session
+        tail = self._log_tail()
+        last = (
+            tail.rsplit(" | ", 1)[-1]
+            if tail.startswith("coding-agent worker: ") or (" | coding-agent worker: " in tail)
+            else None
+        )
         raise WorkerStartError(
             f"the session worker did not start (exit status {status}"
-            f"{', timed out' if timer.cancelled_caught else ''}): {self._log_tail()}"
+            f"{', timed out' if timer.cancelled_caught else ''}): {tail}",
+            last,
+            status,
         )
 
     async def _reap(self) -> int | None:

@@ -58,6 +58,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import msgspec
 
 from chord.context import BACKGROUND
 from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, define_facet
@@ -72,9 +73,11 @@ from chord.packages import (
 from chord.remote import RemoteServiceError, ServiceCall
 from chord.transport import serve_unix
 from chord.wire import provider_handler
+from coding_agent.config import ConfigError, load_config
 from coding_agent.permission_modes import PERMISSION_MODES
 from coding_agent.private import PrivacyError, private_dir, socket_folder
-from coding_agent.sessions import Session, SessionError, load_session
+from coding_agent.sessions import Session, SessionError, load_session, update_settings
+from coding_agent.trust import TrustError, check_project
 from coding_agent.worker.context_files import context_files_facet
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
@@ -96,11 +99,13 @@ from pico3.harness import HarnessOptions
 from pico3.models import ModelInfo
 from pico3.process_host import LocalProcessHost
 from pico3.reload import reload
+from pico3.storage import CorruptStorage
 from pico3.storage.jsonl import JsonlStorage
 from pico3.turn.models import Models
 
 __all__ = [
     "EXIT_BUSY",
+    "EXIT_MODEL",
     "EXIT_USAGE",
     "PERMISSION_MODES",
     "WORKER_FACET_ID",
@@ -113,11 +118,14 @@ __all__ = [
     "open_session_host",
     "prepare_root",
     "serve",
+    "session_worker_config",
 ]
 
 WORKER_FACET_ID = "coding-agent/worker"
 EXIT_USAGE = 2
 EXIT_BUSY = 3
+EXIT_MODEL = 4
+"""The model could not be resolved (unknown provider, missing API key)."""
 
 _log = logging.getLogger("coding_agent.worker")
 
@@ -145,6 +153,10 @@ class WorkerConfig:
     linger: float = DEFAULT_LINGER
     """``--linger``: seconds without a client and without live work after which :func:`serve`
     stops (0: never)."""
+    thinking: str | None = None
+    """``--thinking``: set as the root conversation's thinking level (an explicit choice)."""
+    default_thinking: str | None = None
+    """The thinking level a *new* root conversation starts with (the config file's)."""
 
 
 @dataclass
@@ -158,14 +170,26 @@ class SessionRuntime:
     coordinator: ReloadCoordinator | None = None
 
 
-async def prepare_root(harness: HarnessService, choice: ProviderChoice, *, explicit: bool) -> None:
-    """Give the root conversation a model (when it has none, or ``explicit``ly chosen) and
+async def prepare_root(
+    harness: HarnessService,
+    choice: ProviderChoice,
+    *,
+    explicit: bool,
+    thinking: str | None = None,
+    default_thinking: str | None = None,
+) -> None:
+    """Give the root conversation a model (when it has none, or ``explicit``ly chosen), a
+    thinking level (``thinking`` always; ``default_thinking`` only for a new conversation), and
     select every registered tool it does not select yet; one commit, or none."""
     root = await harness.harness.root(BACKGROUND)
     config = await root.config(BACKGROUND)
     patch: dict[str, Any] = {}
-    if (explicit or config.get("model") is None) and config.get("model") != choice.config:
+    new = config.get("model") is None
+    if (explicit or new) and config.get("model") != choice.config:
         patch["model"] = choice.config
+    level = thinking if thinking is not None else default_thinking if new else None
+    if level is not None and config.get("thinkingLevel", "off") != level:
+        patch["thinkingLevel"] = level
     selected = list(config.get("selectedTools") or [])
     wanted = selected + [name for name in harness.harness.tools.names() if name not in selected]
     if wanted != selected:
@@ -290,13 +314,19 @@ async def open_session_host(
                 define_facet(WORKER_FACET_ID, worker),
                 status.facet(),
                 reload_service_facet(reloader),
-                settings_log_facet(),
+                settings_log_facet(on_root_change=_settings_recorder(session)),
                 *features,
                 *extra_facets,
             ]
             async with create_facet_host(facets, on_error=on_error) as host:
                 harness = box["harness"]
-                await prepare_root(harness, choice, explicit=config.model is not None)
+                await prepare_root(
+                    harness,
+                    choice,
+                    explicit=config.model is not None,
+                    thinking=config.thinking,
+                    default_thinking=config.default_thinking,
+                )
                 if config.permission_mode is not None:
                     await apply_permission_mode(host, config.permission_mode)
                 await harness.resume(BACKGROUND)
@@ -326,6 +356,24 @@ async def open_session_host(
             if processes is not None:
                 processes.close()  # the jobs' processes keep running
             lock.release()
+
+
+def _settings_recorder(session: Session) -> Callable[[str | None, str], None]:
+    """Keep ``session.json``'s launch settings in step with ``/model`` and ``/thinking``, so
+    the next worker of the session starts on the model and level the user chose last."""
+
+    def record(model: str | None, thinking: str) -> None:
+        try:
+            current = load_session(session.path)
+            settings = current.settings
+            changed = msgspec.structs.replace(
+                settings, model=model or settings.model, thinking=thinking
+            )
+            update_settings(current, changed)
+        except (SessionError, OSError) as error:
+            _log.warning("could not record the session's model and thinking level: %s", error)
+
+    return record
 
 
 async def _close_providers(choice: ProviderChoice) -> None:
@@ -519,7 +567,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Serve one coding-agent session over its Unix socket.",
     )
     parser.add_argument("session_dir", type=Path, help="the session folder (holds session.json)")
-    parser.add_argument("--model", help="provider/model-id (default: from the environment)")
+    parser.add_argument(
+        "--model",
+        help="provider/model-id (default: the session's, the config's, the environment's)",
+    )
+    parser.add_argument("--thinking", help="set the root conversation's thinking level")
     parser.add_argument("--faux-script", type=Path, help="a JSON script for the faux model")
     parser.add_argument(
         "--tool-calling",
@@ -547,16 +599,16 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--linger",
         type=_seconds,
-        default=DEFAULT_LINGER,
+        default=None,
         metavar="SECONDS",
-        help=f"stop after this long with no client and nothing running (default {DEFAULT_LINGER:g};"
-        " 0: never)",
+        help="stop after this long with no client and nothing running (default: the session's,"
+        f" else {DEFAULT_LINGER:g}; 0: never)",
     )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the worker; returns the exit code (0, or 2 usage, 3 busy)."""
+    """Run the worker; returns the exit code (0, or 2 usage, 3 busy, 4 model)."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="coding-agent worker: %(message)s")
     try:
@@ -564,17 +616,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SessionError as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_USAGE
-    config = WorkerConfig(
-        session=session,
-        model=args.model,
-        faux_script=args.faux_script,
-        dev=args.dev,
-        facets_dirs=tuple(args.facets_dir),
-        fsync=not args.no_fsync,
-        permission_mode=args.permission_mode,
-        linger=args.linger,
-        env={**os.environ, TOOL_CALLING_ENV: args.tool_calling} if args.tool_calling else None,
-    )
+    try:
+        config = session_worker_config(
+            session,
+            model=args.model,
+            thinking=args.thinking,
+            faux_script=args.faux_script,
+            dev=args.dev or None,
+            facets_dirs=args.facets_dir or None,
+            tool_calling=args.tool_calling,
+            linger=args.linger,
+            permission_mode=args.permission_mode,
+            fsync=not args.no_fsync,
+        )
+    except (ConfigError, TrustError) as error:
+        print(f"coding-agent worker: {error}", file=sys.stderr)
+        return EXIT_USAGE
 
     def ready(socket: Path) -> None:
         sys.stdout.write(f"READY {socket}\n")
@@ -588,13 +645,67 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WorkerBusy as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_BUSY
+    except RegistryError as error:
+        print(f"coding-agent worker: {error}", file=sys.stderr)
+        return EXIT_MODEL
+    except CorruptStorage as error:
+        print(f"coding-agent worker: {error} (the file was left as it is)", file=sys.stderr)
+        return EXIT_USAGE
     except SessionError as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except (RegistryError, ValueError, FacetDiscoveryError, PrivacyError) as error:
+    except (ValueError, FacetDiscoveryError, PrivacyError, TrustError) as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_USAGE
     return 0
+
+
+def session_worker_config(
+    session: Session,
+    *,
+    model: str | None = None,
+    thinking: str | None = None,
+    faux_script: str | os.PathLike[str] | None = None,
+    dev: bool | None = None,
+    facets_dirs: Sequence[str | os.PathLike[str]] | None = None,
+    tool_calling: str | None = None,
+    linger: float | None = None,
+    permission_mode: str | None = None,
+    fsync: bool = True,
+    env: Mapping[str, str] | None = None,
+) -> WorkerConfig:
+    """The :class:`WorkerConfig` of a worker of ``session``: the options given here, else the
+    launch settings stored in ``session.json`` (:class:`~coding_agent.sessions.LaunchSettings`),
+    plus the configuration files (:mod:`coding_agent.config`) and the facet folders of a
+    trusted project. ``model``, ``thinking`` and ``permission_mode`` given here are explicit
+    choices (applied to the conversation); stored ones are what the session has already.
+    Raises :class:`~coding_agent.config.ConfigError` or ``TrustError``."""
+    stored = session.settings
+    environ = dict(os.environ if env is None else env)
+    files = load_config(session.cwd, env=environ)
+    calling = tool_calling or stored.tool_calling
+    if calling:
+        environ[TOOL_CALLING_ENV] = calling
+    script = faux_script if faux_script is not None else stored.faux_script
+    folders = [Path(f) for f in (facets_dirs if facets_dirs is not None else stored.facets_dirs)]
+    for folder in check_project(session.cwd).loaded_dirs:  # a trusted project's own packages
+        if folder not in folders:
+            folders.append(folder)
+    stay = linger if linger is not None else stored.linger
+    return WorkerConfig(
+        session=session,
+        model=model,
+        faux_script=Path(script) if script is not None else None,
+        dev=dev if dev is not None else stored.dev,
+        facets_dirs=tuple(folders),
+        fsync=fsync,
+        env=environ,
+        model_config=files.registry(),
+        permission_mode=permission_mode,
+        linger=stay if stay is not None else DEFAULT_LINGER,
+        thinking=thinking,
+        default_thinking=stored.thinking or files.thinking,
+    )
 
 
 def _sole(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import anyio
@@ -55,6 +55,11 @@ def _settings(view: Any) -> _Settings | None:
     return model_ref(config.get("model")), level if isinstance(level, str) else "off"
 
 
+def _is_root(view: Any) -> bool:
+    conversation = cast(Mapping[str, Any], view).get("conversation")
+    return isinstance(conversation, Mapping) and "parent" not in conversation
+
+
 def change_entries(before: _Settings, after: _Settings) -> list[dict[str, Any]]:
     """The entries (``{kind, data}``) recording the step from ``before`` to ``after``.
 
@@ -69,8 +74,11 @@ def change_entries(before: _Settings, after: _Settings) -> list[dict[str, Any]]:
     return out
 
 
-def settings_log_facet() -> Facet:
-    """The worker facet writing a change entry after every model or thinking-level switch."""
+def settings_log_facet(on_root_change: Callable[[str | None, str], None] | None = None) -> Facet:
+    """The worker facet writing a change entry after every model or thinking-level switch.
+
+    ``on_root_change(model, level)`` also hears each switch of the root conversation (the
+    worker records it in the session's launch settings)."""
 
     def setup(env: FacetEnvironment) -> None:
         async def on_instance(instance: Any, ctx: Context) -> None:
@@ -85,7 +93,10 @@ def settings_log_facet() -> Facet:
                 before, last = last, now
                 if delivery.kind == "hydrate" or before is None:
                     return
-                for entry in change_entries(before, now):
+                changes = change_entries(before, now)
+                if before != now and on_root_change is not None and _is_root(value):
+                    on_root_change(*now)
+                for entry in changes:
                     send.send_nowait(entry)
 
             stop = instance.view.subscribe(deliver)

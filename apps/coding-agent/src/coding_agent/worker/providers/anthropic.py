@@ -30,7 +30,7 @@ import anyio
 import msgspec
 
 from chord.context import Context
-from coding_agent.worker.providers._drive import SdkStream, drive
+from coding_agent.worker.providers._drive import SdkStream, connection_error, drive
 from coding_agent.worker.providers._sse import Last, SseStream
 from pico3.models import (
     AssistantMessage,
@@ -333,7 +333,7 @@ def classify_error(
     if isinstance(exc, anthropic.APITimeoutError):
         return ProviderError("anthropic: request timed out", retryable=True)
     if isinstance(exc, anthropic.APIConnectionError):
-        return ProviderError(f"anthropic: connection failed: {exc}", retryable=True)
+        return connection_error("anthropic", exc)
     if isinstance(exc, anthropic.APIError):
         return ProviderError(f"anthropic: {exc}", retryable=False)
     return None

@@ -39,7 +39,7 @@ import anyio
 import msgspec
 
 from chord.context import Context
-from coding_agent.worker.providers._drive import SdkStream, drive
+from coding_agent.worker.providers._drive import SdkStream, connection_error, drive
 from coding_agent.worker.providers._sse import Last, SseStream
 from coding_agent.worker.providers.text_tools import (
     ParsedCall,
@@ -461,7 +461,7 @@ def classify_error(
     if isinstance(exc, openai.APITimeoutError):
         return ProviderError("openai: request timed out", retryable=True)
     if isinstance(exc, openai.APIConnectionError):
-        return ProviderError(f"openai: connection failed: {exc}", retryable=True)
+        return connection_error("openai", exc)
     if isinstance(exc, openai.APIError):  # an error object inside a started stream
         return ProviderError(f"openai: {exc.message}", retryable=False)
     return None

@@ -86,14 +86,17 @@ class ProviderSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """Per-provider settings from the config."""
 
     api_key: str | None = None
+    api_key_env: str | None = None
+    """The environment variable holding the key (instead of the provider's usual one)."""
     base_url: str | None = None
     compat: OpenAICompat | None = None
 
 
 class RegistryConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    """The registry's part of the app config."""
+    """The registry's part of the app config (``source`` names its file in error messages)."""
 
     default_model: str | None = None
+    source: str = "the config file ($XDG_CONFIG_HOME/coding-agent/config.toml)"
     providers: dict[str, ProviderSettings] = msgspec.field(default_factory=dict)
     models: list[ModelEntry] = msgspec.field(default_factory=list)
 
@@ -246,8 +249,8 @@ def resolve_model(
         key = _setting(settings, environ, "anthropic", "api_key")
         if not key:
             raise RegistryError(
-                "anthropic needs an API key: set ANTHROPIC_API_KEY "
-                "or providers.anthropic.api_key in the config"
+                f"anthropic needs an API key: set {_key_env(settings, 'anthropic')} "
+                f"or providers.anthropic.api_key in {settings.source}"
             )
         anthropic_provider = AnthropicProvider(
             api_key=key,
@@ -262,8 +265,9 @@ def resolve_model(
         base_url = _setting(settings, environ, "openai", "base_url")
         if not key and not base_url:
             raise RegistryError(
-                "openai needs an API key: set OPENAI_API_KEY (or OPENAI_BASE_URL for a local "
-                "OpenAI-compatible server) or providers.openai in the config"
+                f"openai needs an API key: set {_key_env(settings, 'openai')} (or OPENAI_BASE_URL "
+                "for a local OpenAI-compatible server) or providers.openai.base_url in "
+                f"{settings.source}"
             )
         openai_settings = settings.providers.get("openai")
         compat = openai_settings.compat if openai_settings is not None else None
@@ -297,6 +301,14 @@ _ENV = {
 }
 
 
+def _key_env(config: RegistryConfig, provider: str) -> str:
+    """The environment variable that holds ``provider``'s key (``api_key_env`` or the usual)."""
+    settings = config.providers.get(provider)
+    if settings is not None and settings.api_key_env:
+        return settings.api_key_env
+    return _ENV[(provider, "api_key")]
+
+
 def _setting(
     config: RegistryConfig, env: Mapping[str, str], provider: str, field: str
 ) -> str | None:
@@ -304,6 +316,8 @@ def _setting(
     value = getattr(settings, field) if settings is not None else None
     if value:
         return value
+    if field == "api_key":
+        return env.get(_key_env(config, provider)) or None
     return env.get(_ENV[(provider, field)]) or None
 
 

@@ -1,0 +1,378 @@
+"""The configuration files: ``$XDG_CONFIG_HOME/coding-agent/config.toml``, and a trusted
+project's ``.coding-agent/config.toml`` on top of it.
+
+Both are TOML (read with the standard library's ``tomllib``) and have the same keys::
+
+    model = "openai/qwen2.5-coder:7b"     # the default model (--model overrides it)
+    thinking = "medium"                   # the default thinking level of new sessions
+
+    [providers.openai]                    # anthropic or openai
+    base_url = "http://127.0.0.1:11434/v1"
+    api_key_env = "OLLAMA_API_KEY"        # the variable holding the key (or api_key = "...")
+
+    [providers.openai.compat]             # what an OpenAI-compatible server supports
+    max_tokens_field = "max_tokens"
+    reasoning_effort = false
+
+    [[models]]                            # custom and local models (pi's models.json)
+    provider = "openai"
+    id = "qwen2.5-coder:7b"
+    context_window = 32768
+    max_output = 8192
+    supports_thinking = false
+    tool_calling = "text"                 # native | text
+    cost = { input = 0.0, output = 0.0 }  # dollars per million tokens
+
+The project file applies only when the project is trusted (``--trust``, ``/trust``): like its
+facet packages, it could point the agent at another server. On top of the user's file its
+``model`` and ``thinking`` replace the user's, its providers are merged key by key, and its
+``models`` replace the user's entries of the same ``provider``/``id``.
+
+A file that does not parse, a key that does not exist or a value of the wrong type is a
+:class:`ConfigError` naming the file, the line and the key; nothing is guessed.
+:func:`load_config` returns an :class:`EffectiveConfig`: the merged values, the registry dict
+for :func:`~coding_agent.worker.providers.resolve_model` (whose messages name the files), and
+where each value came from (``coding-agent config`` prints it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import msgspec
+
+from coding_agent.trust import LOCAL_CONFIG_DIR, config_home, is_trusted, project_root_for
+
+__all__ = [
+    "CONFIG_NAME",
+    "ConfigError",
+    "EffectiveConfig",
+    "load_config",
+    "project_config_path",
+    "user_config_path",
+]
+
+CONFIG_NAME = "config.toml"
+
+_THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
+_TOP_KEYS = ("model", "thinking", "providers", "models")
+
+
+class ConfigError(Exception):
+    """A configuration file that cannot be used; the message names the file, line and key."""
+
+
+def user_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CONFIG_HOME/coding-agent/config.toml`` (default ``~/.config``)."""
+    return config_home(env) / "coding-agent" / CONFIG_NAME
+
+
+def project_config_path(cwd: str | os.PathLike[str]) -> Path:
+    """``<project>/.coding-agent/config.toml`` for the project ``cwd`` is in."""
+    return project_root_for(cwd) / LOCAL_CONFIG_DIR / CONFIG_NAME
+
+
+@dataclass
+class EffectiveConfig:
+    """The merged configuration and where each value came from."""
+
+    model: str | None = None
+    thinking: str | None = None
+    providers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    models: list[dict[str, Any]] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    """The files that were read, in order (the user's first)."""
+    user_file: Path | None = None
+    skipped: Path | None = None
+    """A project file left out because the project is not trusted."""
+    origin: dict[str, str] = field(default_factory=dict)
+    """``"model"``, ``"providers.openai.base_url"``, ``"models.openai/qwen"``… → ``file:line``."""
+
+    @property
+    def source(self) -> str:
+        """How error messages name the configuration: the files read (or the user's path)."""
+        files = self.files or ([self.user_file] if self.user_file is not None else [])
+        return " / ".join(str(path) for path in files) or "the config file"
+
+    def registry(self) -> dict[str, Any]:
+        """The dict :func:`~coding_agent.worker.providers.resolve_model` takes."""
+        raw: dict[str, Any] = {"source": self.source}
+        if self.model is not None:
+            raw["default_model"] = self.model
+        if self.providers:
+            raw["providers"] = self.providers
+        if self.models:
+            raw["models"] = self.models
+        return raw
+
+
+def load_config(
+    cwd: str | os.PathLike[str] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    trusted: bool | None = None,
+) -> EffectiveConfig:
+    """Read the user's file and (for a trusted project ``cwd`` is in) the project's on top.
+
+    ``trusted`` overrides the trust store's answer (the caller decided already). Raises
+    :class:`ConfigError` for a file that is unreadable or invalid."""
+    config = EffectiveConfig(user_file=user_config_path(env))
+    layers: list[Path] = [config.user_file] if config.user_file is not None else []
+    if cwd is not None:
+        project_file = project_config_path(cwd)
+        if project_file.is_file() and project_file != config.user_file:
+            if trusted is None:
+                trusted = is_trusted(project_root_for(cwd))
+            if trusted:
+                layers.append(project_file)
+            else:
+                config.skipped = project_file
+    for path in layers:
+        layer = _read(path)
+        if layer is None:
+            continue
+        config.files.append(path)
+        _merge(config, layer, path)
+    _check_registry(config)
+    return config
+
+
+# -- reading one file ---------------------------------------------------------------------------
+class _ProviderFile(msgspec.Struct, forbid_unknown_fields=True):
+    base_url: str | None = None
+    api_key: str | None = None
+    api_key_env: str | None = None
+    compat: dict[str, Any] | None = None
+
+
+class _ModelFile(msgspec.Struct, forbid_unknown_fields=True):
+    provider: str
+    id: str
+    context_window: int | None = None
+    max_output: int | None = None
+    cost: dict[str, Any] | None = None
+    supports_thinking: bool | None = None
+    supports_images: bool | None = None
+    tool_calling: str | None = None
+
+
+class _File(msgspec.Struct, forbid_unknown_fields=True):
+    model: str | None = None
+    thinking: str | None = None
+    providers: dict[str, _ProviderFile] = msgspec.field(default_factory=dict)
+    models: list[_ModelFile] = msgspec.field(default_factory=list)
+
+
+@dataclass
+class _Layer:
+    path: Path
+    text: str
+    data: dict[str, Any]
+    parsed: _File
+
+
+def _read(path: Path) -> _Layer | None:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a folder, not a TOML file") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the configuration: {error.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        message = str(error)
+        found = re.search(r"\(at line (\d+), column \d+\)", message)
+        line = found.group(1) if found else "?"
+        message = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", message)
+        raise ConfigError(f"{path}:{line}: invalid TOML: {message}") from None
+    providers = data.get("providers")
+    if isinstance(providers, dict):  # one by one, so an error can name the provider
+        for name, value in cast(dict[str, Any], providers).items():
+            try:
+                msgspec.convert(value, _ProviderFile)
+            except msgspec.ValidationError as error:
+                message = str(error).replace(" - at `$", f" - at `$.providers.{name}")
+                if " - at `$" not in message:
+                    message += f" - at `$.providers.{name}`"
+                raise _validation_error(path, text, message) from None
+    try:
+        parsed = msgspec.convert(data, _File)
+    except msgspec.ValidationError as error:
+        raise _validation_error(path, text, str(error)) from None
+    layer = _Layer(path, text, data, parsed)
+    _check_values(layer)
+    return layer
+
+
+def _validation_error(path: Path, text: str, message: str) -> ConfigError:
+    """Turn msgspec's ``... - at `$.a.b[0]``` into ``file:line: key `a.b`: ...``."""
+    where = re.search(r" - at `\$(.*)`$", message)
+    location = where.group(1) if where else ""
+    message = (message[: where.start()] if where else message).replace(" | null", "")
+    unknown = re.match(r"Object contains unknown field `([^`]+)`", message)
+    keys = _keys(location)
+    if unknown:
+        keys.append(unknown.group(1))
+        message = "unknown key"
+        if len(keys) == 1:
+            message += f" (known: {', '.join(_TOP_KEYS)})"
+    return _error(path, text, keys, message)
+
+
+def _keys(location: str) -> list[str]:
+    """``.providers.openai.compat`` / ``.models[1].id`` → ``["providers", "openai", ...]``
+    (an index stays attached as ``models[1]``)."""
+    parts = [part for part in re.split(r"\.(?![^\[]*\])", location) if part]
+    return [part.strip('"') for part in parts]
+
+
+def _error(path: Path, text: str, keys: list[str], message: str) -> ConfigError:
+    line = _line_of(text, keys)
+    dotted = ".".join(keys)
+    where = f"{path}:{line}" if line else str(path)
+    return ConfigError(f"{where}: key `{dotted}`: {message}" if dotted else f"{where}: {message}")
+
+
+_HEADER = re.compile(r"^\s*\[(\[)?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_ASSIGN = re.compile(
+    r"""^\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_.\-]+?)(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_\-]+))*)\s*="""
+)
+
+
+def _split_key(key: str) -> list[str]:
+    parts = re.findall(r'"([^"]*)"|\'([^\']*)\'|([A-Za-z0-9_\-]+)', key)
+    return [next(p for p in group if p) if any(group) else "" for group in parts]
+
+
+def _line_of(text: str, keys: list[str]) -> int | None:
+    """The line where the dotted key ``keys`` (``models[1]`` for the second ``[[models]]``)
+    is assigned or its table starts; else the nearest line of its closest parent."""
+    target: list[str] = []
+    for key in keys:
+        found = re.fullmatch(r"(.*)\[(\d+)\]", key)
+        target += [found.group(1), f"#{found.group(2)}"] if found else [key]
+    table: list[str] = []
+    counts: dict[str, int] = {}
+    best: tuple[int, int] | None = None  # (matched length, line)
+    for number, line in enumerate(text.splitlines(), 1):
+        header = _HEADER.match(line)
+        if header:
+            name = _split_key(header.group(2))
+            if header.group(1):  # [[array]]: the n-th occurrence is index n
+                base = ".".join(name)
+                index = counts.get(base, -1) + 1
+                counts[base] = index
+                name = [*name, f"#{index}"]
+            table = name
+            candidate = table
+        else:
+            assign = _ASSIGN.match(line)
+            if not assign:
+                continue
+            candidate = [*table, *_split_key(assign.group(1))]
+        matched = 0
+        for mine, theirs in zip(candidate, target, strict=False):
+            if mine != theirs:
+                break
+            matched += 1
+        if matched == len(target) and matched == len(candidate):
+            return number
+        if matched == len(candidate) and (best is None or matched > best[0]):
+            best = (matched, number)
+    return best[1] if best else None
+
+
+def _check_values(layer: _Layer) -> None:
+    parsed = layer.parsed
+    if parsed.model is not None and not re.fullmatch(r"[^/\s]+/\S+", parsed.model):
+        raise _error(
+            layer.path, layer.text, ["model"],
+            f"{parsed.model!r} is not provider/model-id (e.g. openai/qwen2.5-coder:7b)",
+        )  # fmt: skip
+    if parsed.thinking is not None and parsed.thinking not in _THINKING_LEVELS:
+        raise _error(
+            layer.path, layer.text, ["thinking"],
+            f"{parsed.thinking!r} is not a thinking level ({', '.join(_THINKING_LEVELS)})",
+        )  # fmt: skip
+
+
+# -- merging ------------------------------------------------------------------------------------
+def _merge(config: EffectiveConfig, layer: _Layer, path: Path) -> None:
+    def origin(keys: list[str]) -> str:
+        line = _line_of(layer.text, keys)
+        return f"{path}:{line}" if line else str(path)
+
+    data = layer.data
+    for key in ("model", "thinking"):
+        if key in data:
+            setattr(config, key, data[key])
+            config.origin[key] = origin([key])
+    providers = cast(dict[str, dict[str, Any]], data.get("providers") or {})
+    for name, values in providers.items():
+        merged = config.providers.setdefault(name, {})
+        for key, value in values.items():
+            if key == "compat" and isinstance(value, dict):
+                compat = cast(dict[str, Any], merged.setdefault("compat", {}))
+                for flag, setting in cast(dict[str, Any], value).items():
+                    compat[flag] = setting
+                    config.origin[f"providers.{name}.compat.{flag}"] = origin(
+                        ["providers", name, "compat", flag]
+                    )
+                continue
+            merged[key] = value
+            config.origin[f"providers.{name}.{key}"] = origin(["providers", name, key])
+    for index, model in enumerate(cast(list[dict[str, Any]], data.get("models") or [])):
+        ref = f"{model['provider']}/{model['id']}"
+        config.models = [m for m in config.models if f"{m['provider']}/{m['id']}" != ref]
+        config.models.append(dict(model))
+        config.origin[f"models.{ref}"] = origin([f"models[{index}]"])
+
+
+def _check_registry(config: EffectiveConfig) -> None:
+    """Validate the merged values as the registry will (provider names, compat flags, prices),
+    naming the file and line of the key at fault."""
+    from coding_agent.worker.providers.registry import RegistryError, parse_registry_config
+
+    try:
+        parse_registry_config(config.registry())
+    except RegistryError as error:
+        message = str(error).removeprefix("invalid model config: ")
+        where = re.search(r" - at `\$(.*?)`|at `\$(.*?)`", message)
+        location = (where.group(1) or where.group(2)) if where else ""
+        message = (message[: where.start()] + message[where.end() :]).strip() if where else message
+        keys = _keys(location)
+        raise _config_error_at(config, keys, message) from None
+
+
+def _config_error_at(config: EffectiveConfig, keys: list[str], message: str) -> ConfigError:
+    """Name the file (and line) a merged key came from."""
+    dotted = ".".join(keys)
+    if keys and keys[0].startswith("models[") and config.models:
+        found = re.fullmatch(r"models\[(\d+)\]", keys[0])
+        if found and int(found.group(1)) < len(config.models):
+            model = config.models[int(found.group(1))]
+            place = config.origin.get(f"models.{model['provider']}/{model['id']}", config.source)
+            rest = ".".join(keys[1:])
+            return ConfigError(f"{place}: key `models{'.' + rest if rest else ''}`: {message}")
+    for length in range(len(keys), 0, -1):
+        place = config.origin.get(".".join(keys[:length]))
+        if place is not None:
+            return ConfigError(f"{place}: key `{dotted}`: {message}")
+    for known, place in config.origin.items():
+        if dotted and known.startswith(dotted):
+            return ConfigError(f"{place.rsplit(':', 1)[0]}: key `{dotted}`: {message}")
+    return ConfigError(f"{config.source}: key `{dotted}`: {message}" if dotted else message)
