@@ -223,13 +223,13 @@ async def test_a_folder_that_is_not_a_session_is_a_usage_error(
     assert "not a session folder (no session.json)" in result.stderr.decode()
 
 
-async def test_an_unknown_model_is_a_usage_error_naming_it(
+async def test_an_unknown_model_exits_4_naming_it(
     session: Session, agent_env: dict[str, str]
 ) -> None:
     command = worker_command(session, "--model", "nowhere/x")
     with anyio.fail_after(TIMEOUT):
         result = await anyio.run_process(command, env=agent_env, check=False)
-    assert result.returncode == 2
+    assert result.returncode == 4  # EXIT_MODEL: the CLI reports it as a model failure (1)
     assert "unknown provider 'nowhere'" in result.stderr.decode()
     assert load_session(session.path).id == session.id  # the session folder is untouched
 

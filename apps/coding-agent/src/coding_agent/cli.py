@@ -96,7 +96,8 @@ class _Version(argparse.Action):
             version = importlib.metadata.version("pico-coding-agent")
         except importlib.metadata.PackageNotFoundError:  # pragma: no cover - not installed
             version = "unknown"
-        parser.exit(0, f"coding-agent {version}\n")
+        sys.stdout.write(f"coding-agent {version}\n")
+        parser.exit(0)
 
 
 def _seconds(text: str) -> float:
