@@ -17,6 +17,7 @@ from pico3.storage import (
     DocRef,
     DocWrite,
     Entry,
+    EntryScan,
     EntryWrite,
     InvalidBatch,
     JsonlStorage,
@@ -263,4 +264,24 @@ async def test_patches_of_a_task_created_terminal_stay_in_main(tmp_path: Path, h
     await storage.close(ctx)
     storage = await opened(tmp_path)
     assert await h.dump(storage) == live
+    await storage.close(ctx)
+
+
+async def test_a_lone_surrogate_is_refused_and_the_storage_goes_on(tmp_path: Path, h) -> None:
+    """Issue 24 deliver 5: text UTF-8 cannot encode is a refused batch naming the field, not a
+    failed commit that fail-stops the session."""
+    storage = await opened(tmp_path)
+    cid = await h.with_root(storage)
+    snapshot = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
+    entry = Entry(id=storage.mint_id(), conversation_id=cid, kind="k", data={"text": "a\ud800"})
+    with pytest.raises(InvalidBatch, match=r"writes\[0\].*data.text: a lone surrogate \(\\ud800\)"):
+        await storage.commit([EntryWrite(entry)], ctx)
+    assert {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == snapshot
+    fine = Entry(id=storage.mint_id(), conversation_id=cid, kind="k", data={"text": "a\u00e9"})
+    await storage.commit([EntryWrite(fine)], ctx)  # not failed: the next commit is stored
+    await storage.close(ctx)
+    storage = await opened(tmp_path)
+    assert [
+        e.data for e in await storage.scan_entries(EntryScan(conversation_id=cid, limit=10), ctx)
+    ] == [{"text": "a\u00e9"}]
     await storage.close(ctx)

@@ -31,6 +31,7 @@ import msgspec
 
 from chord.context import Context
 from chord.json import JsonError, copy_json, validate_json
+from pico3._text import lone_surrogate
 from pico3.storage.base import InvalidBatch, StorageClosed, StorageInUse
 from pico3.storage.records import (
     UNSET,
@@ -208,6 +209,12 @@ def normalize_batch(
     except msgspec.ValidationError as exc:
         message = _DOLLAR_INDEX.sub(lambda m: f"`writes[{m.group(1)}]", str(exc))
         raise InvalidBatch(f"invalid write batch: {message}") from None
+    except UnicodeEncodeError:  # a lone surrogate: refused, never half-written (issue 24)
+        problem = lone_surrogate(msgspec.to_builtins(writes), "writes")
+        raise InvalidBatch(
+            f"invalid write batch: {problem or 'a string is not valid Unicode'}: "
+            "text that is not valid Unicode cannot be stored"
+        ) from None
     except (TypeError, msgspec.EncodeError, OverflowError) as exc:
         raise InvalidBatch(f"invalid write batch: {exc}") from None
 
