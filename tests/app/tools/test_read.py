@@ -94,13 +94,90 @@ async def test_missing_file_and_directory_are_clear_errors(
     assert folder.is_error and folder.text == "dir is a directory, not a file. Use ls to list it."
 
 
+def picture(path: Path, size: tuple[int, int], form: str) -> bytes:
+    from PIL import Image
+
+    Image.new("RGB", size, (200, 30, 60)).save(path, form)
+    return path.read_bytes()
+
+
+def decoded(block: dict[str, object]) -> tuple[str | None, tuple[int, int]]:
+    import base64
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(base64.b64decode(str(block["data"])))) as image:
+        return image.format, image.size
+
+
 @pytest.mark.anyio
-async def test_image_returns_a_note_not_bytes(tmp_path: Path, tools: ToolContext) -> None:
-    (tmp_path / "pic.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))
+async def test_a_small_image_comes_back_as_an_image_block(
+    tmp_path: Path, tools: ToolContext
+) -> None:
+    import base64
+
+    raw = picture(tmp_path / "pic.png", (10, 5), "PNG")
     result = await READ_TOOL.execute({"path": "pic.png"}, tools)
     assert not result.is_error
-    assert result.text.startswith("Read image file [image/png]")
-    assert result.details["image"] == {"mime_type": "image/png", "bytes": 208}
+    note, block = result.content
+    assert note == {"type": "text", "text": "Read image file pic.png [image/png, 10x5]"}
+    assert block["type"] == "image" and block["mimeType"] == "image/png"
+    assert base64.b64decode(block["data"]) == raw  # small enough: sent as it is
+    assert result.details["image"]["bytes"] == len(raw)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("name", "form", "size", "mime", "fitted"),
+    [
+        ("wide.jpg", "JPEG", (4000, 1000), "image/jpeg", (2000, 500)),
+        ("tall.webp", "WEBP", (1000, 3000), "image/webp", (667, 2000)),
+        ("big.gif", "GIF", (2500, 2500), "image/png", (2000, 2000)),
+    ],
+)
+async def test_a_large_image_is_scaled_to_fit_2000_by_2000(
+    tmp_path: Path,
+    tools: ToolContext,
+    name: str,
+    form: str,
+    size: tuple[int, int],
+    mime: str,
+    fitted: tuple[int, int],
+) -> None:
+    picture(tmp_path / name, size, form)
+    result = await READ_TOOL.execute({"path": name}, tools)
+    note, block = result.content
+    assert block["mimeType"] == mime
+    assert decoded(block)[1] == fitted
+    assert f"scaled down from {size[0]}x{size[1]}" in note["text"]
+    image = result.details["image"]
+    assert (image["width"], image["height"]) == fitted
+    assert (image["original_width"], image["original_height"]) == size
+
+
+@pytest.mark.anyio
+async def test_an_image_is_refused_for_a_model_without_images(tmp_path: Path) -> None:
+    picture(tmp_path / "pic.png", (10, 10), "PNG")
+
+    async def no() -> bool:
+        return False
+
+    tools = ToolContext(cwd=tmp_path, accepts_images=no)
+    result = await READ_TOOL.execute({"path": "pic.png"}, tools)
+    assert result.is_error
+    assert result.text.startswith(
+        "pic.png is an image (image/png), and the current model does not accept images."
+    )
+    assert "/model" in result.text
+
+
+@pytest.mark.anyio
+async def test_a_broken_image_is_a_clear_error(tmp_path: Path, tools: ToolContext) -> None:
+    (tmp_path / "pic.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))
+    result = await READ_TOOL.execute({"path": "pic.png"}, tools)
+    assert result.is_error
+    assert result.text.startswith("pic.png could not be decoded as an image")
 
 
 @pytest.mark.anyio

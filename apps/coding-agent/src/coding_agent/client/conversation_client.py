@@ -126,8 +126,9 @@ class RemoteConversationClient:
                     return replace(self._session, context_window=window)
         return self._session
 
-    async def send(self, text: str, mode: SendMode, ctx: Context) -> int:
-        """Admit ``text``; a ``prompt`` that races a starting turn becomes a follow-up."""
+    async def send(self, text: str | list[dict[str, Any]], mode: SendMode, ctx: Context) -> int:
+        """Admit ``text`` (a string, or text and image blocks); a ``prompt`` that races a
+        starting turn becomes a follow-up."""
         result = await self._instance().send({"content": text, "whenBusy": _WHEN_BUSY[mode]}, ctx)
         return cast(int, result)
 

@@ -37,8 +37,10 @@ from chord.context import BACKGROUND, Context, with_cancel
 from chord.facets import Facet
 from chord.state import Delivery
 from chord.textual import TextualTui, run_app_with_facets
+from coding_agent.images import ImageError, prepare_image_file
+from coding_agent.tui.attachments import image_paths
 from coding_agent.tui.client import ConversationClient, SendMode
-from coding_agent.tui.document import inbox_text
+from coding_agent.tui.document import inbox_text, model_label
 from coding_agent.tui.shell import ShellRunner, parse_bang
 from coding_agent.tui.widgets.editor import PromptEditor
 from coding_agent.tui.widgets.footer import StatusFooter
@@ -361,10 +363,42 @@ class CodingAgentApp(App[None]):
 
     async def _send(self, text: str, mode: SendMode) -> None:
         try:
-            await self.client.send(text, mode, self._ctx)
+            content = await self._attach_images(text)
+            if content is None:
+                self.editor.restore(text)
+                return
+            await self.client.send(content, mode, self._ctx)
         except Exception as error:
             self.notify(f"Could not send: {error}", severity="error")
             self.editor.restore(text)
+
+    async def _attach_images(self, text: str) -> str | list[dict[str, Any]] | None:
+        """``text`` with the images it names attached (:mod:`coding_agent.tui.attachments`);
+        ``None`` (after a toast) when one cannot be attached or the model takes no images."""
+        paths = image_paths(text, self.client.session.cwd)
+        if not paths:
+            return text
+        model = model_label(self.client.view.value, self.client.session.model)
+        for known in getattr(self.client, "models", None) or []:
+            if (
+                f"{known.get('provider')}/{known.get('id')}" == model
+                and known.get("images") is False
+            ):
+                self.notify(
+                    f"{model} does not accept images; switch models (/model) to attach "
+                    f"{', '.join(p.name for p in paths)}",
+                    severity="error",
+                )
+                return None
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        for path in paths:
+            try:
+                image = await anyio.to_thread.run_sync(prepare_image_file, path)
+            except ImageError as error:
+                self.notify(f"Not sent: {error}", severity="error")
+                return None
+            blocks.append(image.block())
+        return blocks
 
     def _is_busy(self) -> bool:
         latest = self._latest

@@ -61,8 +61,8 @@ class ConversationClient(Protocol):
         """Session facts shown in the footer."""
         ...
 
-    async def send(self, text: str, mode: SendMode, ctx: Context) -> int:
-        """Admit user text; returns the input id (queued or placed)."""
+    async def send(self, text: str | list[dict[str, Any]], mode: SendMode, ctx: Context) -> int:
+        """Admit user text (or text and image blocks); returns the input id (queued or placed)."""
         ...
 
     async def abort(self, ctx: Context) -> None:

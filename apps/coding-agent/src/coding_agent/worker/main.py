@@ -307,6 +307,7 @@ async def open_session_host(
                     session.cwd,
                     spill_dir=session.path / "spill",
                     history=history,
+                    models=models,
                 ),
                 session_tree_facet(history),
                 context_files_facet(session.cwd),

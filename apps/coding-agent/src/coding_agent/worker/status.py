@@ -75,6 +75,7 @@ class WorkerStatus:
                     "id": m.id,
                     "contextWindow": m.context_window,
                     "reasoning": m.supports_thinking,
+                    "images": m.supports_images,
                 }
                 for m in models
             ],

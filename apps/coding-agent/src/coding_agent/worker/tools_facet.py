@@ -57,6 +57,7 @@ from pico3.harness import Harness as OpenHarness
 from pico3.kernel.namespaces import Namespace
 from pico3.kernel.tx import Transaction
 from pico3.tools import MISSING, OutputBounds, OutputBuffer, ToolApi, ToolDeclaration, ToolResult
+from pico3.turn.models import Models
 
 __all__ = [
     "FILES_NAMESPACE",
@@ -134,6 +135,7 @@ def tool_declaration(
     jobs: Callable[[ToolApi], JobControl | None] | None = None,
     reads: Callable[[ToolApi, Context], HarnessReadLedger | None] | None = None,
     history: FileHistory | None = None,
+    images: Callable[[ToolApi, Context], Callable[[], Awaitable[bool]] | None] | None = None,
 ) -> ToolDeclaration:
     """``spec`` as a pico3 tool running in ``cwd`` (bash spills long output to ``spill_dir``;
     ``jobs`` gives each call its background-job control, ``reads`` its read ledger; ``history``
@@ -159,6 +161,7 @@ def tool_declaration(
             remember=remember,
             recall=recall,
             before_write=_recorder(history, api, spec.name, ctx) if history is not None else None,
+            accepts_images=images(api, ctx) if images is not None else None,
         )
 
     async def execute(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
@@ -221,9 +224,12 @@ def tools_facet(
     specs: Sequence[ToolSpec] | None = None,
     spill_dir: str | os.PathLike[str] | None = None,
     history: FileHistory | None = None,
+    models: Models | None = None,
 ) -> Facet:
     """A session facet registering ``specs`` (default: every built-in tool) on the harness;
-    with ``history``, ``write`` and ``edit`` journal each file's pre-image there first."""
+    with ``history``, ``write`` and ``edit`` journal each file's pre-image there first.
+    ``models`` resolves the conversation's model, so ``read`` knows whether images may be
+    returned to it (without it, they are)."""
     chosen = list(builtin_tools() if specs is None else specs)
     spill = os.fspath(spill_dir) if spill_dir is not None else None
     if spill is not None:
@@ -240,6 +246,19 @@ def tools_facet(
             return None
         return HarnessReadLedger(opened[-1], namespaces[-1], api.conversation_id, ctx)
 
+    def images(api: ToolApi, ctx: Context) -> Callable[[], Awaitable[bool]] | None:
+        if models is None or not opened:
+            return None
+        harness, known = opened[-1], models
+
+        async def accepts() -> bool:
+            conversation = await harness.conversation(api.conversation_id, ctx)
+            config = await conversation.config(ctx) if conversation is not None else {}
+            resolved = known.resolve(config.get("model"))
+            return resolved is None or resolved.info.supports_images
+
+        return accepts
+
     declarations = [
         tool_declaration(
             spec,
@@ -249,6 +268,7 @@ def tools_facet(
             jobs=jobs,
             reads=reads,
             history=history,
+            images=images,
         )
         for spec in chosen
     ]

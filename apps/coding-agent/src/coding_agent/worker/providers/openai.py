@@ -368,7 +368,7 @@ def build_params(
     if system:
         role = "developer" if compat.developer_role else "system"
         messages.append({"role": role, "content": "\n\n".join(system)})
-    messages.extend(_messages(history))
+    messages.extend(_messages(history, images=info.supports_images))
     params: dict[str, Any] = {
         "model": request.model,
         "messages": messages,
@@ -399,9 +399,15 @@ def build_params(
     return params
 
 
-def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def _messages(messages: Sequence[Message], *, images: bool = True) -> list[dict[str, Any]]:
+    """Chat Completions messages. A ``tool`` message carries text only, so the images of a run
+    of tool results follow it as one user message (when the model takes images)."""
     out: list[dict[str, Any]] = []
+    pictures: list[dict[str, Any]] = []
     for message in messages:
+        if pictures and not isinstance(message, ToolResultMessage):
+            out.append(_tool_images(pictures))
+            pictures = []
         if isinstance(message, UserMessage):
             if isinstance(message.content, str):
                 out.append({"role": "user", "content": message.content})
@@ -429,12 +435,25 @@ def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
             out.append(entry)
         elif isinstance(message, ToolResultMessage):
             text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
-            if any(isinstance(b, ImageContent) for b in message.content):
-                text += "\n(image output omitted: this API takes images only from the user)"
+            found = [_part(b) for b in message.content if isinstance(b, ImageContent)]
+            if found and images:
+                pictures.extend(found)
+                text += f"\n({len(found)} image(s) attached in the next message)"
+            elif found:
+                text += "\n(image output omitted: this model takes no images)"
             out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": text})
         elif isinstance(message, SystemMessage):
             out.append({"role": "system", "content": message.content})
+    if pictures:
+        out.append(_tool_images(pictures))
     return out
+
+
+def _tool_images(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [{"type": "text", "text": "Images from the tool results above:"}, *parts],
+    }
 
 
 def _part(block: TextContent | ImageContent) -> dict[str, Any]:

@@ -11,8 +11,10 @@ Arguments: ``path`` (relative to the working directory or absolute, ``~`` allowe
 Lines carry no number prefixes (models then copy text into ``edit`` verbatim). Line endings are
 shown as ``\\n`` and a UTF-8 byte order mark is hidden; ``edit`` matches the same way.
 
-Images (PNG, JPEG, GIF, WebP) come back as a short note rather than bytes, other binary files
-(a NUL byte near the start) as a note suggesting bash. An offset past the end of the file, a
+Images (PNG, JPEG, GIF, WebP) come back as an image block, scaled to fit 2000x2000
+(:mod:`coding_agent.images`), with a line naming the format and size; for a model that does not
+accept images (``ToolContext.accepts_images``) the call is refused saying so. Other binary files
+(a NUL byte near the start) come back as a note suggesting bash. An offset past the end of the file, a
 missing file and a directory are errors that name the path.
 """
 
@@ -27,8 +29,18 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from coding_agent.images import MAX_FILE_BYTES, ImageError, detect_image_type, prepare_image
+
 from .files import HASH_LIMIT, FileStamp, hash_fd, ledger_key, open_regular, read_whole
-from .spec import OnUpdate, ToolContext, ToolError, ToolResult, ToolSpec, resolve_path, text_result
+from .spec import (
+    OnUpdate,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    ToolSpec,
+    resolve_path,
+    text_result,
+)
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head
 
 __all__ = ["READ_TOOL", "detect_image_type", "looks_binary", "read_file_bytes"]
@@ -58,19 +70,6 @@ READ_PARAMETERS: dict[str, Any] = {
     "required": ["path"],
     "additionalProperties": False,
 }
-
-
-def detect_image_type(head: bytes) -> str | None:
-    """The MIME type of a PNG, JPEG, GIF or WebP file from its first bytes, else ``None``."""
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if head.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if head.startswith((b"GIF87a", b"GIF89a")):
-        return "image/gif"
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp"
-    return None
 
 
 def looks_binary(head: bytes) -> bool:
@@ -195,6 +194,56 @@ async def _note(
     return text_result(text, details)
 
 
+async def _image(
+    tools: ToolContext, path: Path, shown: str, fd: int, info: os.stat_result, mime: str
+) -> ToolResult:
+    """An image file: an image block (scaled to fit 2000x2000) for a model that accepts
+    images, a refusal naming the reason for one that does not."""
+    if tools.accepts_images is not None and not await tools.accepts_images():
+        raise ToolError(
+            f"{shown} is an image ({mime}), and the current model does not accept images. "
+            "Switch to a model that does (/model) to look at it, or inspect it with bash "
+            f"(for example: file {shown})."
+        )
+    if info.st_size > MAX_FILE_BYTES:
+        raise ToolError(
+            f"{shown} is an image too large to attach ({format_size(info.st_size)}; the limit "
+            f"is {format_size(MAX_FILE_BYTES)})"
+        )
+    data = await anyio.to_thread.run_sync(_read_all, fd, info.st_size)
+    try:
+        prepared = await anyio.to_thread.run_sync(prepare_image, data, shown)
+    except ImageError as error:
+        raise ToolError(str(error)) from None
+    sha = hashlib.sha256(data).hexdigest() if len(data) <= HASH_LIMIT else None
+    await _remember(tools, path, FileStamp.of(info, sha))
+    details = {
+        "path": str(path),
+        "image": {
+            "mime_type": prepared.mime_type,
+            "bytes": info.st_size,
+            "width": prepared.width,
+            "height": prepared.height,
+            "original_width": prepared.original_width,
+            "original_height": prepared.original_height,
+        },
+    }
+    note = f"Read image file {shown} {prepared.note()}"
+    return ToolResult([{"type": "text", "text": note}, prepared.block()], details)
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    chunks: list[bytes] = []
+    offset = 0
+    while offset < size:
+        chunk = os.pread(fd, min(_CHUNK, size - offset), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
 async def _remember(tools: ToolContext, path: Path, stamp: FileStamp) -> None:
     if tools.reads is not None:
         await tools.reads.put(ledger_key(path), stamp)
@@ -224,12 +273,7 @@ async def _read_open(
     size = info.st_size
     mime = detect_image_type(head[:16])
     if mime is not None:
-        note = (
-            f"Read image file [{mime}] ({format_size(size)}). "
-            "Image content is not attached by this tool."
-        )
-        details = {"path": str(path), "image": {"mime_type": mime, "bytes": size}}
-        return await _note(tools, path, fd, info, note, details)
+        return await _image(tools, path, shown, fd, info, mime)
     if looks_binary(head):
         note = (
             f"[{shown} is a binary file ({format_size(size)}); its content is not shown. "
@@ -304,7 +348,8 @@ READ_TOOL = ToolSpec(
         "Read the contents of a file. Text output is truncated to "
         f"{DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024}KB (whichever is hit first). "
         "Use offset/limit for large files; when you need the whole file, continue with offset "
-        "until complete. Images and binary files are reported, not shown."
+        "until complete. PNG, JPEG, GIF and WebP images are returned as images (scaled to fit "
+        "2000x2000); other binary files are reported, not shown."
     ),
     parameters=READ_PARAMETERS,
     handler=_read,

@@ -136,6 +136,9 @@ class ToolContext:
     reads: ReadLedger | None = None
     remember: Callable[[str, Any], Awaitable[None]] | None = None
     recall: Callable[[str], Awaitable[Any]] | None = None
+    accepts_images: Callable[[], Awaitable[bool]] | None = None
+    """Whether the conversation's current model takes images (``read`` of an image file is
+    refused when it says no); ``None``: not known, images are returned."""
     before_write: Callable[[Path, bytes], Awaitable[None]] | None = None
 
     async def about_to_write(self, path: Path, data: bytes, shown: str) -> None:
