@@ -98,6 +98,7 @@ async def test_a_model_without_images_refuses_them_clearly(
     assert "pi.user" not in seen["kinds"]
     (result,) = seen["results"]
     assert result["isError"] is True
-    assert "shot.png is an image (image/png), and the current model does not accept images" in (
-        result["content"][0]["text"]
+    assert (
+        "shot.png is an image (image/png), and the current model does not accept images"
+        in (result["content"][0]["text"])
     )

@@ -16,7 +16,7 @@ def test_mentions_and_pasted_paths_of_existing_images_are_found(tmp_path: Path) 
     outside.mkdir()
     (outside / "e.jpeg").write_bytes(b"x")
     text = (
-        "look at @shots/a.png and @\"shots/my b.jpg\", also @notes.txt and @missing.png; "
+        'look at @shots/a.png and @"shots/my b.jpg", also @notes.txt and @missing.png; '
         f"pasted '{outside}/e.jpeg' and {project}/c.gif, again file://{project}/c.gif "
         f"and {outside}/e.jpeg. Then ./d.WEBP, but not /nowhere/x.png"
     )
