@@ -199,3 +199,57 @@ async def test_very_long_output_keeps_exact_tail_and_full_spill(tools: ToolConte
     expected = "".join(f"{n}\n" for n in range(1, 100001))
     assert await anyio.Path(path).read_text() == expected
     assert result.details["total_bytes"] == len(expected)
+
+
+# Job control gives each background child a process group of its own (issue 24 deliver 8):
+# killing the shell's group alone would leave them running.
+SET_M_TREE = (
+    "set -m; "
+    "sleep 300 & echo pid $!; "
+    "(sleep 300 & echo pid $!; wait) & echo pid $!; "
+    "setsid sleep 300 & echo pid $!; "
+    "wait"
+)
+
+
+def group_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
+
+
+@pytest.mark.anyio
+async def test_abort_kills_set_m_children_in_other_process_groups(tools: ToolContext) -> None:
+    ctx, cancel = with_cancel(BACKGROUND)
+    tools.ctx = ctx
+    seen: list[int] = []
+    groups: set[int] = set()
+
+    def on_update(partial: ToolResult) -> None:
+        seen[:] = pids_in(partial.text)
+        if len(seen) == 4 and not groups:
+            groups.update(group_of(pid) for pid in seen if alive(pid))
+            cancel("user pressed escape")
+
+    result = await BASH_TOOL.execute({"command": SET_M_TREE}, tools, on_update=on_update)
+    assert result.details["aborted"] is True
+    assert len(groups) >= 3  # they really were in groups of their own
+    assert await wait_gone(seen) == []
+
+
+@pytest.mark.anyio
+async def test_timeout_kills_set_m_children_in_other_process_groups(tools: ToolContext) -> None:
+    result = await BASH_TOOL.execute({"command": SET_M_TREE, "timeout": 1}, tools)
+    assert result.details["timed_out"] is True
+    pids = pids_in(result.text)
+    assert len(pids) == 4
+    assert await wait_gone(pids) == []
+
+
+@pytest.mark.anyio
+async def test_a_failing_start_record_runs_nothing(tools: ToolContext) -> None:
+    async def refuse(record: object) -> None:
+        raise OSError("no space left on device")
+
+    marker = Path(tools.cwd) / "ran"
+    with pytest.raises(OSError, match="no space"):
+        await run_bash("touch ran", cwd=tools.cwd, ctx=BACKGROUND, on_start=refuse)
+    assert not marker.exists()

@@ -1,17 +1,33 @@
-"""The file tools' guarantees through the real worker process (issue 14 item 7 and issue 24).
+"""The tools' guarantees through the real worker process (issue 14 items 7-8 and issue 24).
 
 Read before edit: an ``edit`` of a file the conversation never read is refused with a message
 telling the model to read it; the read's stamp is stored in the session (a worker killed with
 SIGKILL and started again still knows it), and a change on disk since the read is refused too.
+
+An interrupted command tells the truth: a worker killed while ``bash`` runs leaves the command
+running; the restarted worker kills what is left of it (recorded in the session before the
+command was let run) before it writes the result, which says the command was interrupted after
+it started and may have had partial effects.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
-from worker_support import Client, allow, connected, text_of, worker_process, write_script
+from worker_support import (
+    TIMEOUT,
+    Client,
+    allow,
+    connected,
+    text_of,
+    worker_process,
+    write_script,
+)
 
 from chord.context import BACKGROUND
 from coding_agent.sessions import Session
@@ -73,3 +89,80 @@ async def test_read_before_edit_holds_across_a_worker_restart(
         await client.wait_for(lambda: client.turn_ended(2))
         assert results(client)[-1].startswith("README.md has changed on disk since you last read")
         assert "The answer is 44." in readme.read_text()
+
+
+def processes_in(folder: Path) -> list[int]:
+    """The live processes whose working directory is ``folder``."""
+    found: list[int] = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{name}/cwd") != str(folder):
+                continue
+            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            found.append(int(name))
+    return found
+
+
+async def wait_gone(pids: list[int]) -> None:
+    with anyio.fail_after(TIMEOUT):
+        for pid in pids:
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            try:
+                await anyio.wait_readable(fd)  # readable once the process has exited
+            finally:
+                os.close(fd)
+
+
+async def test_a_command_interrupted_by_a_worker_kill_is_killed_and_reported_truthfully(
+    session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    command = "echo started; sleep 3; echo ran >> f"
+    script = write_script(tmp_path / "script.json", [call("bash", command=command), {"text": "ok"}])
+
+    def live_output() -> str:
+        turn = client.view.get("turn") or {}
+        return "".join(slot.get("output", "") for slot in turn.get("tools", []))
+
+    client = Client(approve=allow)
+    async with (
+        worker_process(session, agent_env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "run it"}, BACKGROUND)
+        await client.wait_for(lambda: "started" in live_output())  # the command runs
+        await worker.kill()  # SIGKILL, about a second into `sleep 3`
+        await client.wait_for(lambda: client.root_closed)
+    left = processes_in(session.cwd)  # the worker is gone: these are the command's
+    assert left, "the command should outlive the killed worker"
+    # Freeze what is left while no worker runs, so the outcome does not depend on how fast the
+    # new worker starts: only its kill can end these processes now.
+    for pid in left:
+        os.kill(pid, signal.SIGSTOP)
+
+    client = Client(approve=allow)
+    async with (
+        worker_process(session, agent_env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.wait_for(lambda: bool(client.entries("pi.tool_result")))
+        (result,) = client.entries("pi.tool_result")
+        text = text_of(result)
+        assert text.startswith(
+            "Command interrupted by a worker restart after it had started: "
+            "it may have had partial effects."
+        )
+        assert "remaining process" in text and "were killed" in text
+        assert "not run" not in text
+        await wait_gone(left)  # killed before the result was written
+        others = [pid for pid in processes_in(session.cwd) if pid != worker.process.pid]
+        assert others == []
+        await client.wait_for(client.turn_ended)
+    assert not (session.cwd / "f").exists()  # `echo ran >> f` never ran

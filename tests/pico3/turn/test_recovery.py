@@ -176,3 +176,47 @@ async def test_suspend_in_collapse_summarizing_counts_as_a_failed_attempt(tmp_pa
         clock.advance(sticky["compaction"]["retryAt"] - clock.now())
         task = await harness.wait_for_task(task_id, BACKGROUND)
     assert isinstance(task.outcome, dict) and task.outcome["status"] == "completed"
+
+
+async def test_an_unsafe_tool_with_an_interrupted_callback_reports_with_its_memos(
+    tmp_path: Path,
+) -> None:
+    # The interrupted run stored a memo before it hung; the restarted harness never re-runs the
+    # tool but calls its ``interrupted`` callback, which reads that memo, and its result closes
+    # the call as an error. Without a callback the generic text says it may have had effects.
+    started = anyio.Event()
+
+    async def hang(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
+        await api.memo("pid", 4242, ctx)
+        started.set()
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    seen: list[Any] = []
+
+    async def interrupted(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
+        seen.append((args, await api.memo("pid", ctx)))
+        return ToolResult.text("cleaned up 4242")
+
+    never = declaration(lambda *a: _ok("ran"), replay="unsafe")
+    reporting = ToolDeclaration(
+        "t", "T.", {"type": "object"}, never.execute, interrupted=interrupted
+    )
+    for name, after in {"callback": reporting, "generic": never}.items():
+        path = tmp_path / name
+        started = anyio.Event()
+        await run_until_started(path, declaration(hang, replay="unsafe"), started)
+        harness, root, _ = await open_harness(path, [faux_response("after")], after)
+        async with harness:
+            await harness.resume(BACKGROUND)
+            await root.wait_for_idle(BACKGROUND)
+            (result,) = await results(root)
+        assert result.model[0]["isError"], name
+        if name == "callback":
+            assert text(result) == "cleaned up 4242"
+            assert seen == [({"n": 1}, 4242)]
+        else:
+            assert text(result).startswith(
+                "Tool call interrupted by a restart after it had started: "
+                "it may have had partial effects."
+            )

@@ -153,7 +153,13 @@ Execute = Callable[[dict[str, Any], "ToolApi", Context], Awaitable[ToolResult]]
 @dataclass(frozen=True, slots=True)
 class ToolDeclaration:
     """A tool. ``parameters`` is a JSON Schema for the arguments object; it is checked (and
-    deep-copied) when the declaration is built, so a bad schema fails at definition time."""
+    deep-copied) when the declaration is built, so a bad schema fails at definition time.
+
+    ``interrupted`` (optional, same signature as ``execute``) reports a call of an ``"unsafe"``
+    tool that a crash interrupted after it started: it runs once, in the restarted process,
+    with the call's arguments and a :class:`ToolApi` whose memos are the ones the interrupted
+    run stored, so it can clean up what that run left behind (``bash`` kills the command's
+    processes) and say what is known. Its result closes the call as an error."""
 
     name: str
     description: str
@@ -161,6 +167,7 @@ class ToolDeclaration:
     execute: Execute
     replay: Literal["safe", "unsafe"] = "unsafe"
     output: OutputBounds = field(default_factory=OutputBounds)
+    interrupted: Execute | None = None
     _validator: Validator = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -174,6 +181,8 @@ class ToolDeclaration:
             raise TypeError(f"tool {self.name!r}: output must be an OutputBounds")
         if not callable(self.execute):
             raise TypeError(f"tool {self.name!r}: execute must be callable")
+        if self.interrupted is not None and not callable(self.interrupted):
+            raise TypeError(f"tool {self.name!r}: interrupted must be callable or None")
         try:
             schema = copy_json(self.parameters, ("parameters",))
         except JsonError as exc:

@@ -9,7 +9,10 @@ and hands ``content``, ``details`` and ``is_error`` back unchanged.
 
 Read-only tools are declared ``replay="safe"`` (after a crash they simply run again); ``write``,
 ``edit`` and ``bash`` are ``"unsafe"``, so a call interrupted after it started is reported as
-interrupted rather than repeated. The built-in tools already truncate their own output to pi's
+interrupted (it may have had partial effects) rather than repeated. A spec's ``recover``
+becomes the declaration's ``interrupted`` callback: ``bash`` records its command's process
+session in a memo before the command runs, and the restarted worker kills what is left of it
+before the result is written. The built-in tools already truncate their own output to pi's
 limits (2000 lines / 50 KB), so the harness's output bounds are set just above those.
 
 Live output: a tool that reports partial results (``bash`` does, with the tail of its output so
@@ -188,11 +191,26 @@ def tool_declaration(
             details=dict(result.details) if result.details else None,
         )
 
+    interrupted: Callable[[dict[str, Any], ToolApi, Context], Awaitable[ToolResult]] | None = None
+    if spec.recover is not None:
+        recover = spec.recover
+
+        async def report(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
+            result = await recover(args, context_for(api, ctx))
+            return ToolResult(
+                content=list(result.content),
+                is_error=True,
+                details=dict(result.details) if result.details else None,
+            )
+
+        interrupted = report
+
     return ToolDeclaration(
         name=spec.name,
         description=spec.description,
         parameters=spec.parameters,
         execute=execute,
+        interrupted=interrupted,
         replay="safe" if spec.name in READ_ONLY_TOOLS else "unsafe",
         output=_TAIL_BOUNDS if spec.name in TAIL_TOOLS else _HEAD_BOUNDS,
     )

@@ -17,8 +17,11 @@ Then one commit writes ``started{replay, call}``, ``status = running``, clears `
 emits ``tool.started``. That commit is the evidence that the effect may have begun: after a
 crash in ``started`` the hooks never run again, and the tool is re-invoked with the persisted
 call **only** when both the persisted and the current declaration say ``replay: "safe"`` and the
-persisted arguments still validate; anything else ends as an "interrupted" error result. A crash
-before ``started`` simply runs the checks, hooks and tool again.
+persisted arguments still validate; anything else ends as an "interrupted" error result, which
+says the call started and may have had partial effects — written by the declaration's
+``interrupted`` callback when it has one (it sees the interrupted run's memos, so it can clean
+up and tell what it knows), else :data:`INTERRUPTED`. A crash before ``started`` simply runs
+the checks, hooks and tool again.
 
 The tool's output goes through :class:`~pico3.tools.ToolApi` (bounded stream buffer, flushed to
 ``slot.output``), then ``after_tool`` hooks may replace the result, then the closure bounds the
@@ -50,7 +53,13 @@ from pico3.tools import (
 from pico3.turn.hooks import runner
 from pico3.turn.state import TOOL
 
-__all__ = ["TOOL_KIND", "bound_content", "tool_slot"]
+__all__ = ["INTERRUPTED", "TOOL_KIND", "bound_content", "tool_slot"]
+
+INTERRUPTED = (
+    "Tool call interrupted by a restart after it had started: it may have had partial effects. "
+    "It is not repeated automatically; check its effects before calling it again."
+)
+"""The result of an interrupted ``"unsafe"`` call whose tool has no ``interrupted`` callback."""
 
 
 def tool_slot(tx: Transaction, task: Any) -> MutableMapping[str, Any]:
@@ -138,9 +147,9 @@ async def _started(task: Any, rt: Any, ctx: Context) -> Any:
     if declaration is None:
         return _synthetic(task, rt, "Tool unavailable after restart.", "unavailable")
     if checkpoint.get("replay") != "safe" or declaration.replay != "safe":
-        return _synthetic(
-            task, rt, "Tool call interrupted by a restart; it was not run again.", "interrupted"
-        )
+        if declaration.interrupted is not None:
+            return await _report_interrupted(task, rt, declaration, call, ctx)
+        return _synthetic(task, rt, INTERRUPTED, "interrupted")
     if _invalid(declaration, call.get("arguments")) is not None:
         return _synthetic(
             task, rt, "Tool call interrupted: its arguments no longer fit the tool.", "interrupted"
@@ -148,10 +157,28 @@ async def _started(task: Any, rt: Any, ctx: Context) -> Any:
     return await _invoke(task, rt, declaration, call, ctx)
 
 
-async def _invoke(
+async def _report_interrupted(
     task: Any, rt: Any, declaration: ToolDeclaration, call: dict[str, Any], ctx: Context
 ) -> Any:
-    api = ToolApi(
+    """The declaration's ``interrupted`` callback closes the call (as an error); if it fails,
+    the generic :data:`INTERRUPTED` result does, naming the failure."""
+    assert declaration.interrupted is not None
+    api = _api(task, rt, declaration, call)
+    try:
+        result = await declaration.interrupted(copy_json(call.get("arguments", {})), api, ctx)
+        if not isinstance(result, ToolResult):
+            raise TypeError(f"interrupted returned {type(result).__name__}, not a ToolResult")
+    except Exception as raised:
+        if ctx.cancelled:
+            raise
+        exc = _unwrap(raised)
+        text = f"{INTERRUPTED} (Its clean-up failed: {type(exc).__name__}: {exc})"
+        return _synthetic(task, rt, text, "interrupted")
+    return Done(_result_closure(task, rt, call, result, declaration.output, code="interrupted"))
+
+
+def _api(task: Any, rt: Any, declaration: ToolDeclaration, call: dict[str, Any]) -> ToolApi:
+    return ToolApi(
         task_id=task.id,
         conversation_id=task.conversation_id,
         call_id=call["id"],
@@ -159,6 +186,12 @@ async def _invoke(
         runtime=RuntimeTools(rt, owned=create_owned_conversation),
         bounds=declaration.output,
     )
+
+
+async def _invoke(
+    task: Any, rt: Any, declaration: ToolDeclaration, call: dict[str, Any], ctx: Context
+) -> Any:
+    api = _api(task, rt, declaration, call)
     arguments = copy_json(call.get("arguments", {}))
     try:
         async with api.streaming(ctx):

@@ -4,11 +4,21 @@ Arguments: ``command``, ``timeout`` (seconds, default :data:`DEFAULT_BASH_TIMEOU
 ``background``. With ``background: true`` the command is not run here: it becomes a durable job
 (:mod:`.jobs`) and the call returns at once with the job's id and where its output goes.
 
-The command runs as ``bash -c COMMAND`` in the working directory, with stdin closed, stdout and
-stderr merged into one pipe, in a session (and so a process group) of its own. That group is
-what gets killed, ``SIGKILL``, when the timeout passes, when the call's chord context is
-cancelled, or when the calling anyio task is cancelled: children and grandchildren go too,
-unless they started sessions of their own.
+The command runs as ``bash -c COMMAND`` in the working directory, with stdin at end of file,
+stdout and stderr merged into one pipe, in a session (and so a process group) of its own. When
+the timeout passes, the call's chord context is cancelled or the calling anyio task is
+cancelled, every process of the command is killed (``SIGKILL``): the whole session, including
+children that job control (``set -m``) moved to groups of their own, and every descendant found
+by walking the process tree (:mod:`.procs`).
+
+Durable start: the shell first waits at a gate (it reads one line of stdin) while the caller's
+``on_start`` records the command's :class:`~.procs.ProcessRecord` (the tool stores it with
+``ToolContext.remember``, a memo committed to the session); only then is the gate opened. A
+worker that dies before the record is stored closes the gate's pipe by dying, and the shell
+exits without running anything. A worker that dies while the command runs leaves the record
+behind: the restarted worker's :func:`recover` kills what is left of the command *before* the
+result is written, and the result says the command was interrupted after it started and may
+have had partial effects.
 
 Output handling follows pi: the text the model sees is tail-truncated to 2000 lines / 50 KB
 (errors and results come last); as soon as the output passes 50 KB, all of it, byte for byte,
@@ -34,7 +44,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +55,7 @@ import anyio.to_thread
 from chord.context import Context
 
 from .jobs import start_background
+from .procs import ProcessRecord, kill_command, start_time
 from .spec import (
     OnUpdate,
     ToolContext,
@@ -57,7 +68,7 @@ from .spec import (
 )
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation, format_size, truncate_tail
 
-__all__ = ["BASH_TOOL", "DEFAULT_BASH_TIMEOUT", "DRAIN_GRACE", "BashRun", "run_bash"]
+__all__ = ["BASH_TOOL", "DEFAULT_BASH_TIMEOUT", "DRAIN_GRACE", "BashRun", "recover", "run_bash"]
 
 DEFAULT_BASH_TIMEOUT = 120.0
 DRAIN_GRACE = 0.25
@@ -110,7 +121,13 @@ class BashRun:
         return self.newlines + (0 if self.ends_with_newline else 1)
 
 
-def _kill_group(process: anyio.abc.Process) -> None:
+_GATE = 'read -r _ || exit 125; exec "$0" -c "$1"'
+"""The shell waits for one line on stdin (the go-ahead) before it runs the command."""
+
+
+def _kill_all(process: anyio.abc.Process) -> None:
+    """Kill every process of the command (its session and its descendants, see :mod:`.procs`)."""
+    kill_command(process.pid)
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -195,23 +212,39 @@ async def run_bash(
     spill_dir: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     on_output: Callable[[str], None] | None = None,
+    on_start: Callable[[ProcessRecord], Awaitable[None]] | None = None,
     ctx: Context,
 ) -> BashRun:
     """Run ``command`` with ``bash -c`` in ``cwd``; see the module docstring for the contract.
 
-    Returns normally on exit, timeout and context abort (the flags say which). A cancelled
-    anyio task kills the process group and re-raises the cancellation.
+    ``on_start`` receives the command's :class:`~.procs.ProcessRecord` before the command is
+    let run (if it raises, nothing runs and the error propagates). Returns normally on exit,
+    timeout and context abort (the flags say which). A cancelled anyio task kills every
+    process of the command and re-raises the cancellation.
     """
     run = BashRun()
     sink = _Sink(run, spill_dir or tempfile.gettempdir(), max_bytes, on_output)
+    shell = _shell()
     process = await anyio.open_process(
-        [_shell(), "-c", command],
+        [shell, "-c", _GATE, shell, command],
         cwd=cwd,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+    try:
+        assert process.stdin is not None
+        if on_start is not None:
+            await on_start(ProcessRecord(process.pid, start_time(process.pid)))
+        await process.stdin.send(b"\n")  # the go-ahead; then stdin is at end of file
+        await process.stdin.aclose()
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            _kill_all(process)
+            await process.wait()
+            await process.aclose()
+        raise
     try:
         with abortable(ctx, time_limit) as scope:
             drained = anyio.Event()
@@ -227,7 +260,7 @@ async def run_bash(
     finally:
         with anyio.CancelScope(shield=True):
             if process.returncode is None or run.aborted or run.timed_out:
-                _kill_group(process)
+                _kill_all(process)
             run.exit_code = await process.wait()
             await process.aclose()
             await sink.close()
@@ -260,6 +293,12 @@ async def _bash(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
         live[0] = (live[0] + chunk)[-2 * DEFAULT_MAX_BYTES :]
         on_update(text_result(truncate_tail(live[0]).content.rstrip("\n"), {"partial": True}))
 
+    remember = tools.remember
+
+    async def started(record: ProcessRecord) -> None:
+        assert remember is not None
+        await remember("process", record.to_json())
+
     run = await run_bash(
         args["command"],
         cwd=cwd,
@@ -267,6 +306,7 @@ async def _bash(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
         time_limit=timeout,
         spill_dir=tools.spill_dir,
         on_output=progress if on_update is not None else None,
+        on_start=started if remember is not None else None,
     )
     cut = truncate_tail(run.tail)
     truncated = cut.truncated or run.total_bytes > DEFAULT_MAX_BYTES
@@ -303,6 +343,40 @@ async def _spill_pending(run: BashRun, spill_dir: str) -> None:
     run.spill_path = path
 
 
+async def recover(args: dict[str, Any], tools: ToolContext) -> ToolResult:
+    """A ``bash`` call interrupted by a worker crash: kill what is left of the command (if its
+    record says it was let run), then say what happened. The command is never run again."""
+    if args.get("background") is True:
+        return text_result(
+            "Starting the background job was interrupted by a restart: the job may or may not "
+            "have been created. Check with job_output before starting it again.",
+            {"interrupted": True},
+            is_error=True,
+        )
+    value = await tools.recall("process") if tools.recall is not None else None
+    record = ProcessRecord.from_json(value)
+    if record is None:  # never let past the gate: the shell exited without running it
+        return text_result(
+            "Command interrupted by a worker restart before it started: nothing of it ran. "
+            "Run it again if it is still needed.",
+            {"interrupted": True, "started": False},
+            is_error=True,
+        )
+    killed = await anyio.to_thread.run_sync(record.kill)
+    if killed == 1:
+        stopped = "It was still running; its remaining process was killed."
+    elif killed:
+        stopped = f"It was still running; its {killed} remaining processes were killed."
+    else:
+        stopped = "It was no longer running."
+    return text_result(
+        "Command interrupted by a worker restart after it had started: it may have had partial "
+        f"effects. {stopped} It was not repeated; check what it did before running it again.",
+        {"interrupted": True, "started": True, "killed": killed},
+        is_error=True,
+    )
+
+
 BASH_TOOL = ToolSpec(
     name="bash",
     description=(
@@ -315,4 +389,5 @@ BASH_TOOL = ToolSpec(
     ),
     parameters=BASH_PARAMETERS,
     handler=_bash,
+    recover=recover,
 )

@@ -170,14 +170,24 @@ ToolHandler = Callable[[dict[str, Any], ToolContext, OnUpdate | None], Awaitable
 """A tool body: checked arguments, the caller's context, an optional progress callback."""
 
 
+Recover = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult]]
+"""Reports a call a worker crash interrupted after it started (see :attr:`ToolSpec.recover`)."""
+
+
 @dataclass(frozen=True)
 class ToolSpec:
-    """A built-in tool: the model-facing declaration and the coroutine that runs it."""
+    """A built-in tool: the model-facing declaration and the coroutine that runs it.
+
+    ``recover`` (optional) runs in a restarted worker for a call that was interrupted after it
+    started: with the call's arguments and a context whose ``recall`` reads what the
+    interrupted run ``remember``-ed; it cleans up (``bash`` kills the command's processes) and
+    returns the result the model reads (an error)."""
 
     name: str
     description: str
     parameters: dict[str, Any]
     handler: ToolHandler
+    recover: Recover | None = None
 
     async def execute(
         self, args: Any, ctx: ToolContext, *, on_update: OnUpdate | None = None
