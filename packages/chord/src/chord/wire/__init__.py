@@ -6,7 +6,8 @@ neither of those imports it. The protocol is documented in ``docs/wire.md``.
 * Server: :func:`serve_provider` runs one peer of a :class:`~chord.remote.RemoteServiceProvider`
   over a :class:`~chord.transport.FrameConnection` (concurrent cancellable requests, per-peer
   subscriptions with their own state encoders, bounded per-subscription update queues that
-  collapse into a reset). :func:`provider_handler` adapts it to ``serve_unix``/``serve_tcp``.
+  collapse into ``replaced`` / ``closed`` + ``spawned`` updates Chord 0.87.1 understands, per-client
+  back-pressure and a slow-consumer disconnect). :func:`provider_handler` adapts it to ``serve_unix``/``serve_tcp``.
 * Client: :class:`RemoteConnection` is a :class:`~chord.remote.RemoteServiceTransport` over one
   connection; :func:`connect_service_source` is a reconnecting
   :class:`~chord.remote.RemoteServiceSource` a facet host accepts.
