@@ -237,3 +237,16 @@ async def test_set_and_append_responses_manage_the_queue() -> None:
         assert isinstance(done, DoneEvent)
         texts.append(done.message.content)
     assert texts == [[TextContent(text="a")], [TextContent(text="b")]]
+
+
+@pytest.mark.anyio
+async def test_the_provider_keeps_only_its_newest_requests_but_counts_them_all() -> None:
+    from pico3.models.faux import KEPT_REQUESTS
+
+    total = KEPT_REQUESTS + 5
+    provider = FauxProvider([faux_response(f"a{i}") for i in range(total)])
+    for i in range(total):
+        await _collect(provider, _request(f"q{i}"))
+    assert provider.state.call_count == total
+    kept = [r.messages[0].content for r in provider.state.requests]
+    assert kept == [f"q{i}" for i in range(5, total)]

@@ -136,7 +136,7 @@ class ScriptedProvider:
 
     def stream(self, request: Request, ctx: Context) -> AsyncIterator[StreamEvent]:
         """Stream the step this transcript is at."""
-        self.state.requests.append(request)
+        self.state.record(request)
         index = finished_assistant_messages(request)
         step = self._steps[index] if index < len(self._steps) else self._fallback
         response = (

@@ -80,6 +80,7 @@ from coding_agent.sessions import Session, SessionError, load_session, update_se
 from coding_agent.trust import TrustError, check_project
 from coding_agent.worker.context_files import context_files_facet
 from coding_agent.worker.file_history import FileHistory
+from coding_agent.worker.gc_policy import freeze_after_turns
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
 from coding_agent.worker.providers import OpenAIProvider, RegistryError
 from coding_agent.worker.providers.registry import TOOL_CALLING_ENV
@@ -331,6 +332,7 @@ async def open_session_host(
                 if config.permission_mode is not None:
                     await apply_permission_mode(host, config.permission_mode)
                 await harness.resume(BACKGROUND)
+                unfreeze = freeze_after_turns(harness.harness.kernel)
                 runtime = SessionRuntime(host, harness, choice, status)
                 # The coordinator owns the generations: /reload uses it always, --dev watches.
                 coordinator = _coordinator(host, harness, generations, status)
@@ -341,6 +343,7 @@ async def open_session_host(
                 try:
                     yield runtime
                 finally:
+                    unfreeze()
                     if coordinator is not None:
                         coordinator.stop()
             group.cancel_scope.cancel()

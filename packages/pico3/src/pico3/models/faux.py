@@ -179,18 +179,31 @@ class FauxDeferred:
     poll_after_ms: int | None = None
 
 
+KEPT_REQUESTS = 64
+"""How many of its newest requests a faux provider keeps in :attr:`FauxState.requests` (a
+request holds the whole context: keeping all of them grew without bound in long sessions)."""
+
+
 @dataclass
 class FauxState:
-    """What a faux provider has seen: every request, fetched and cancelled handle, in order."""
+    """What a faux provider has seen, in order: its newest :data:`KEPT_REQUESTS` requests (all
+    of them until there are more), every fetched and cancelled handle."""
 
-    requests: list[Request] = field(default_factory=list)
+    requests: deque[Request] = field(default_factory=lambda: deque(maxlen=KEPT_REQUESTS))
     fetches: list[Any] = field(default_factory=list)
     cancelled: list[Any] = field(default_factory=list)
+    started: int = 0
+    """How many streams were started (not bounded like ``requests``)."""
 
     @property
     def call_count(self) -> int:
         """How many streams were started."""
-        return len(self.requests)
+        return self.started
+
+    def record(self, request: Request) -> None:
+        """Count and keep ``request`` (dropping the oldest kept one past the bound)."""
+        self.started += 1
+        self.requests.append(request)
 
 
 FauxStep = FauxResponse | FauxDeferred | Callable[[Request, FauxState], FauxResponse | FauxDeferred]
@@ -374,7 +387,7 @@ class FauxProvider:
         return self._stream(request, ctx)
 
     async def _stream(self, request: Request, ctx: Context) -> AsyncIterator[StreamEvent]:
-        self.state.requests.append(request)
+        self.state.record(request)
         call = self.state.call_count
         builder = self._builder(request)
         yield builder.start()
