@@ -24,6 +24,7 @@ from worker_support import (
     Client,
     allow,
     connected,
+    deny,
     text_of,
     worker_process,
     write_script,
@@ -166,3 +167,33 @@ async def test_a_command_interrupted_by_a_worker_kill_is_killed_and_reported_tru
         assert others == []
         await client.wait_for(client.turn_ended)
     assert not (session.cwd / "f").exists()  # `echo ran >> f` never ran
+
+
+async def test_accept_edits_confines_writes_to_the_project_in_the_real_worker(
+    session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    # Issue 24 deliver 3: accept-edits writes in the project without asking; outside it, and
+    # the agent's own trust file, ask (here denied): nothing is written there.
+    env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    trust = tmp_path / "config" / "coding-agent" / "trust.json"
+    script = write_script(
+        tmp_path / "script.json",
+        [
+            call("write", path="inside.txt", content="in\n"),
+            call("write", path="../outside.txt", content="out\n"),
+            call("write", path=str(trust), content='{"version": 1, "projects": {}}'),
+            {"text": "done"},
+        ],
+    )
+    client = Client(approve=deny)
+    args = ("--faux-script", str(script), "--permission-mode", "accept-edits")
+    async with worker_process(session, env, *args) as worker, connected(client, worker.socket):
+        await client.root.send({"content": "write them"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+    assert (session.cwd / "inside.txt").read_text() == "in\n"
+    assert not (session.cwd.parent / "outside.txt").exists()
+    assert not trust.exists()
+    reasons = [dialog.request.get("reason", "") for dialog in client.approvals]
+    assert len(reasons) == 2
+    assert "outside the project" in reasons[0]
+    assert "the agent's own configuration or trust" in reasons[1]

@@ -102,8 +102,14 @@ async def session(
     *,
     storage: Callable[[], Storage] = MemoryStorage,
     facets: Sequence[Any] = (session_facet,),
+    protected: Sequence[str] = (),
 ) -> AsyncIterator[Session]:
-    options = HarnessOptions(services={"models": Models([FauxProvider(script)])})
+    services = {
+        "models": Models([FauxProvider(script)]),
+        "workspace": str(effects_path.parent),  # the project: where the calls' paths point
+        "protected_paths": list(protected),
+    }
+    options = HarnessOptions(services=services)
     workers: list[HarnessService] = []
 
     def worker(env: FacetEnvironment) -> None:
@@ -482,3 +488,80 @@ async def test_plan_mode_blocks_a_tool_no_rule_names_unless_it_is_declared_repla
         await s.run("now ship it")  # in ask mode no rule asks for deploy: it runs
         assert tui.prompts == []
         assert effects(s.effects) == ["read", "deploy"]
+
+
+# -- confinement (issue 24 deliver 3) ------------------------------------------------------------
+def edit_calls(*paths: str) -> FauxStep:
+    """One response writing each of ``paths`` (ids ``call-<i>``)."""
+    return faux_response(
+        *(faux_tool_call("write", {"path": p}, id=f"call-{i}") for i, p in enumerate(paths))
+    )
+
+
+async def test_accept_edits_asks_for_every_write_that_leaves_the_project(
+    kit: Any, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    outside = tmp_path / "outside"
+    home = tmp_path / "home"
+    for folder in (project, outside, home):
+        folder.mkdir()
+    (outside / "target.txt").write_text("x")
+    (project / "link.txt").symlink_to(outside / "target.txt")  # a symlinked file pointing out
+    (project / "linked").symlink_to(outside)  # a symlinked folder pointing out
+    trust = home / ".config" / "coding-agent" / "trust.json"
+    leaving = [
+        str(home / ".bashrc"),  # a dotfile outside the project
+        "../x",
+        "link.txt",
+        "linked/new.txt",
+        str(trust),
+    ]
+    script = [edit_calls("inside.txt", "sub/../also-inside.txt", *leaving), faux_response("done")]
+    protected = [str(home / ".config" / "coding-agent"), str(trust)]
+    async with (
+        session(script, project / "effects", protected=protected) as s,
+        client(s, kit) as (tui, modes),
+    ):
+        await modes.set_mode("accept-edits", BACKGROUND)
+        handle = await (await s.root()).send("go", BACKGROUND)
+        asked: list[str] = []
+        for _ in leaving:
+            prompt = await tui.next_prompt()
+            assert prompt.title == "Allow write?"
+            asked.append(prompt.body.split("\n\n", 1)[0])
+            prompt.answer("deny")
+        with anyio.fail_after(10):
+            await handle.wait(BACKGROUND)
+        assert effects(s.effects) == ["write", "write"]  # only the two inside the project ran
+    reasons = sorted(asked)
+    assert sum("outside the project" in r for r in reasons) == 4
+    assert sum("the agent's own configuration or trust" in r for r in reasons) == 1
+    assert all(r.startswith("This asks in every mode but auto: ") for r in reasons)
+    assert any(str(outside / "target.txt") in r for r in reasons)  # the symlink was followed
+
+
+async def test_the_agents_own_files_ask_even_when_always_allowed_and_run_only_in_auto(
+    kit: Any, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    facets = project / ".coding-agent" / "facets"
+    guarded = str(facets / "evil" / "__init__.py")
+    script = [edit_calls("ok.txt"), edit_calls(guarded), edit_calls(guarded), faux_response("x")]
+    async with (
+        session(script, project / "effects", protected=[str(project / ".coding-agent")]) as s,
+        client(s, kit) as (tui, modes),
+    ):
+        handle = await (await s.root()).send("go", BACKGROUND)
+        first = await tui.next_prompt()  # ask mode: ok.txt asks; "always" allows write
+        assert not first.body.startswith("This asks")
+        first.answer("always")
+        second = await tui.next_prompt()  # the facet folder asks although write is allowed
+        assert second.body.startswith("This asks in every mode but auto: it changes the agent's")
+        await modes.set_mode("auto", BACKGROUND)  # an explicit auto lets the next one run
+        second.answer("deny")
+        with anyio.fail_after(10):
+            await handle.wait(BACKGROUND)
+        assert len(tui.prompts) == 2
+        assert effects(s.effects) == ["write", "write"]  # ok.txt, then the one in auto mode

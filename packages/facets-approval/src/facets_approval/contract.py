@@ -22,7 +22,8 @@ modes"), the singleton :data:`ApprovalMode` (``approval.mode``): its replicated 
 through them (:data:`PERMISSION_MODES`, :func:`next_mode`):
 
 * ``ask`` (the default) — a tool the rules mark as needing approval asks;
-* ``accept-edits`` — file edits (``write``, ``edit``) run without asking; ``bash`` and the other
+* ``accept-edits`` — file edits (``write``, ``edit``) inside the project run without asking; an
+  edit outside it (symlinks followed) or of the agent's own configuration asks; ``bash`` and the other
   tools that need approval still ask;
 * ``plan`` — read-only: every tool that is not read-only is blocked without asking, and the
   model is told the session is in plan mode (read, then propose a plan);
@@ -75,6 +76,8 @@ class ApprovalRequest(TypedDict):
 
     ``conversationId`` and ``taskId`` are the harness ids of the conversation and of the
     ``pi.tool`` task; ``callId`` is the model's id for the call; ``args`` its arguments.
+    ``reason``, when present, says why this call asks although the mode or the ``autoAllow``
+    list would let it run (an edit outside the project, or of the agent's own configuration).
     """
 
     conversationId: int
@@ -82,6 +85,7 @@ class ApprovalRequest(TypedDict):
     taskId: int
     name: str
     args: JsonValue
+    reason: NotRequired[str]
 
 
 class ApprovalDecision(TypedDict):
@@ -170,7 +174,7 @@ DEFAULT_MODE: PermissionMode = "ask"
 
 MODE_DESCRIPTIONS: dict[PermissionMode, str] = {
     "ask": "ask before tools that need approval",
-    "accept-edits": "file edits run without asking; bash still asks",
+    "accept-edits": "file edits in the project run without asking; bash still asks",
     "plan": "read-only: only read and propose a plan",
     "auto": "nothing asks; every tool runs",
 }

@@ -25,6 +25,15 @@ time* (a mode changed while a turn runs applies to its next call):
 * ``"run"`` (``auto``, or an edit in ``accept-edits``): runs without asking — unless a decision
   was already recorded for this very call (before a crash), which stands.
 
+Confinement (:func:`confinement`): in every mode but ``auto``, an edit tool's target ``path`` is
+resolved the way the tools resolve it (``@`` dropped, ``~`` expanded, relative to the
+workspace) with every symlink followed. A target outside the workspace (the harness service
+``workspace``, the session's folder) asks even in ``accept-edits``; a target inside one of the
+*protected* paths (the harness service ``protected_paths``: the agent's own configuration, its
+trust file, a project's ``.coding-agent/`` folder with its facets, the session storage) asks in
+``ask`` and ``accept-edits`` alike. Neither is covered by the ``autoAllow`` list: such a call
+asks every time, and the dialog's request says why (``reason``).
+
 The memo lives in the tool task's slot and is deleted with it; nothing needs cleaning up. The
 hook runs again after a crash or a suspend/reopen (it runs before ``started``), finds the memo and
 does not ask twice. Asking again after a crash between ``waiting`` and the memo is harmless.
@@ -44,7 +53,8 @@ mirror: it reads storage. A stored value that is not a mode (edited by hand) cou
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+import os
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -81,6 +91,7 @@ __all__ = [
     "ApprovalRules",
     "Ask",
     "approval_session_facet",
+    "confinement",
     "install_approval",
     "plan_mode_reason",
     "session_facet",
@@ -160,6 +171,42 @@ class ApprovalRules:
 DEFAULT_RULES = ApprovalRules()
 """``bash``, ``write`` and ``edit`` ask (``write`` and ``edit`` are the edits); everything
 else is read-only."""
+
+
+def _resolve(path: str, workspace: str) -> str:
+    """A tool's ``path`` argument as the file tools resolve it, every symlink followed."""
+    if path.startswith("@"):
+        path = path[1:]
+    expanded = os.path.expanduser(path)
+    if not os.path.isabs(expanded):
+        expanded = os.path.join(os.path.expanduser(workspace), expanded)
+    return os.path.realpath(expanded)
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def confinement(
+    arguments: object, workspace: str | None, protected: Sequence[str] = ()
+) -> str | None:
+    """Why an edit with ``arguments`` must ask whatever the mode (but ``auto``), or ``None``.
+
+    The target is ``arguments["path"]`` resolved against ``workspace`` with symlinks followed
+    (a symlinked file or folder pointing out of the workspace is outside). A target inside a
+    ``protected`` path is the agent's own configuration; one not inside ``workspace`` is
+    outside the project; an edit without a usable ``path``, or with no workspace known, cannot
+    be confined and asks too."""
+    path = arguments.get("path") if isinstance(arguments, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if not isinstance(path, str) or not path or workspace is None:
+        return "its target path is not known, so it cannot be confined to the project"
+    target = _resolve(path, workspace)
+    for guarded in protected:
+        if _within(target, os.path.realpath(os.path.expanduser(guarded))):
+            return f"it changes the agent's own configuration or trust ({target})"
+    if not _within(target, os.path.realpath(os.path.expanduser(workspace))):
+        return f"its target is outside the project ({target})"
+    return None
 
 
 def _block_reason(decision: ApprovalDecision) -> str:
@@ -247,6 +294,15 @@ def install_approval(
         declaration = harness.tools.get(tool)
         return declaration is not None and declaration.replay == "safe"
 
+    def where() -> tuple[str | None, list[str]]:
+        services: Any = getattr(getattr(harness, "scheduler", None), "services", None) or {}
+        workspace = services.get("workspace")
+        protected = services.get("protected_paths") or ()
+        return (
+            workspace if isinstance(workspace, str) else None,
+            [str(p) for p in protected if isinstance(p, str | os.PathLike)],  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        )
+
     async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> dict[str, str] | None:
         tool = call["name"]
         safe = replay_safe(tool)
@@ -259,7 +315,13 @@ def install_approval(
         action = rules.action(tool, mode, replay_safe=safe)
         if action == "block":
             return {"block": plan_mode_reason(tool)}
-        if action == "ask" and auto_allowed:
+        reason: str | None = None
+        if rules.is_edit(tool) and mode != "auto":
+            workspace, protected = where()
+            reason = confinement(call.get("arguments"), workspace, protected)
+            if reason is not None:
+                action = "ask"
+        if action == "ask" and auto_allowed and reason is None:
             return None
         decision = await api.memo("decision", ctx)
         if decision is MISSING:
@@ -273,6 +335,8 @@ def install_approval(
                 "name": tool,
                 "args": call.get("arguments", {}),
             }
+            if reason is not None:
+                request["reason"] = f"This asks in every mode but auto: {reason}."
             candidate = check_decision(await ask(request, ctx))
             decision = await api.memo("decision", candidate, ctx)
         if decision["decision"] == "deny":

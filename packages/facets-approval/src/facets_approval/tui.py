@@ -137,6 +137,13 @@ def describe_call(name: str, args: Any) -> str:
     return _pretty(args)
 
 
+def _body(request: Any) -> str:
+    """The dialog's body: why it asks (when the request says), then the call."""
+    body = describe_call(request["name"], request["args"])
+    reason = request.get("reason")
+    return f"{reason}\n\n{body}" if isinstance(reason, str) and reason else body
+
+
 @define_facet("@pi/approval")
 def tui_facet(env: FacetEnvironment) -> None:
     """Show a modal for every open approval dialog and send the user's decision."""
@@ -151,7 +158,7 @@ def tui_facet(env: FacetEnvironment) -> None:
             choice = await modal.choose(
                 f"Allow {request['name']}?",
                 approval_choices(request["name"]),
-                body=describe_call(request["name"], request["args"]),
+                body=_body(request),
             )
             await dialog.decide(decision_for(choice), ctx)
         finally:

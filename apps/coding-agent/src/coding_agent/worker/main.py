@@ -76,8 +76,8 @@ from chord.wire import provider_handler
 from coding_agent.config import ConfigError, load_config
 from coding_agent.permission_modes import PERMISSION_MODES
 from coding_agent.private import PrivacyError, private_dir, socket_folder
-from coding_agent.sessions import Session, SessionError, load_session, update_settings
-from coding_agent.trust import TrustError, check_project
+from coding_agent.sessions import Session, SessionError, load_session, state_home, update_settings
+from coding_agent.trust import TrustError, check_project, config_home, project_root_for, trust_path
 from coding_agent.worker.context_files import context_files_facet
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.gc_policy import freeze_after_turns
@@ -213,6 +213,22 @@ def load_features(config: WorkerConfig) -> list[FacetGeneration]:
     return load_facet_packages(packages, "session")
 
 
+def protected_paths(session: Session, config: WorkerConfig) -> list[str]:
+    """What an edit always asks about, in every mode but ``auto`` (the approval feature reads
+    the harness service ``protected_paths``): the agent's configuration folder and trust file,
+    the project's ``.coding-agent/`` folders (facets are code that loads), the ``--facets-dir``
+    folders, and the agent's session storage."""
+    env = config.env
+    return [
+        str(config_home(env) / "coding-agent"),
+        str(trust_path(env)),
+        str(session.cwd / ".coding-agent"),
+        str(project_root_for(session.cwd) / ".coding-agent"),
+        *(str(folder) for folder in config.facets_dirs),
+        str(state_home(env) / "coding-agent"),
+    ]
+
+
 @asynccontextmanager
 async def open_session_host(
     config: WorkerConfig,
@@ -271,6 +287,7 @@ async def open_session_host(
             "state_dir": str(session.path / "state"),
             "workspace": str(session.cwd),
             "process_host": processes,
+            "protected_paths": protected_paths(session, config),
         }
         options = HarnessOptions(services=services, on_report=on_error)
         features = [facet for generation in generations for facet in generation.facets]
