@@ -169,8 +169,12 @@ def toasts(app: Any) -> list[tuple[str, str]]:
 
 def picker_open(app: Any, title: str) -> bool:
     """Whether a choice dialog titled ``title`` is on screen."""
+    from coding_agent.tui.widgets.session_picker import SessionPickerScreen
+
     screen = app.screen
-    return isinstance(screen, ChoiceScreen) and title in str(screen.query_one(".title").render())
+    return isinstance(screen, ChoiceScreen | SessionPickerScreen) and title in str(
+        screen.query_one(".title").render()
+    )
 
 
 def options(app: Any) -> list[str]:

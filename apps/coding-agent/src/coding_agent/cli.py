@@ -246,7 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
         const=False,
         help="do not trust this project folder (remembered): skip its local facet packages",
     )
-    commands = parser.add_subparsers(dest="command", metavar="{attach,config}")
+    parser.add_argument("--name", metavar="TEXT", help="name the session (shown in pickers)")
+    commands = parser.add_subparsers(dest="command", metavar="{attach,config,sessions,export}")
     commands.add_parser(
         "config",
         help="print the effective configuration and where each value came from",
@@ -259,15 +260,26 @@ def build_parser() -> argparse.ArgumentParser:
         description="Attach a second TUI to a session whose worker is running.",
     )
     attach.add_argument("session", nargs="?", metavar="SESSION", help="session id or prefix")
+    from coding_agent.session_cli import add_session_commands
+
+    add_session_commands(commands)
     return parser
 
 
 def pick_session(
     sessions: Sequence[Session], *, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout
 ) -> Session:
-    """Ask which of ``sessions`` to resume (a numbered list; Enter takes the newest)."""
+    """Ask which of ``sessions`` to resume: on a terminal the session picker (typing filters,
+    Ctrl+D deletes), else a numbered list (Enter takes the newest)."""
     if not sessions:
         raise _UsageError("there are no sessions to resume in this folder")
+    if stdin.isatty() and stdout.isatty():
+        from coding_agent.session_cli import pick_interactively
+
+        picked = pick_interactively(sessions)
+        if picked is None:
+            raise _UsageError("no session chosen")
+        return picked
     for number, session in enumerate(sessions, 1):
         running = "  (running)" if session.worker_running() else ""
         created = session.created.astimezone().strftime("%Y-%m-%d %H:%M")
@@ -509,7 +521,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     headless = args.prompt is not None or args.json is not None
-    if headless and args.command in ("attach", "config"):
+    if headless and args.command in ("attach", "config", "sessions", "export"):
         parser.error(f"{args.command} does not take -p or --json")
     args.facets_dir = [str(Path(folder).resolve()) for folder in args.facets_dir]
     if args.faux_script is not None:
@@ -518,6 +530,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         cwd = _cwd()
         if args.command == "config":
             return _print_config(cwd)
+        if args.command in ("sessions", "export"):
+            from coding_agent.session_cli import run_session_command
+
+            return run_session_command(args, cwd)
         from coding_agent.config import load_config
         from coding_agent.sessions import remove_session
         from coding_agent.trust import TrustStore
@@ -526,6 +542,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         load_config(cwd)  # an invalid config.toml too (the worker reads it again)
         prompt = _read_prompt(args, sys.stdin) if headless else ""
         session, new = _choose_session(args, cwd)
+        if args.name:
+            from coding_agent.session_index import set_session_name
+
+            set_session_name(session, args.name)
         try:
             return _run(args, session, new, headless, prompt)
         except BaseException as error:

@@ -161,7 +161,7 @@ async def run_client(
                 client.facet(),
                 commands_facet(client, models=models),
                 session_commands_facet(control, cwd=session.cwd),
-                tree_commands_facet(_tree_host(app, client), cwd=session.cwd),
+                tree_commands_facet(_tree_host(app, client, control), cwd=session.cwd),
             ]
             facets.append(trust_facet(session.cwd))  # /trust and the untrusted-packages warning
             for generation in generations:
@@ -258,6 +258,10 @@ class _SessionControl:
     def session(self) -> Session:
         return self._session
 
+    async def show_screen(self, screen: ModalScreen[Any]) -> Any:
+        """Show ``screen`` over the app and return what it is dismissed with."""
+        return await _show_screen(self._run.app, screen)
+
     def start(self) -> None:
         """Start watching the worker (restart it when it dies)."""
         if self._supervisor is not None:
@@ -337,25 +341,30 @@ class _SessionControl:
         await self.source.aclose()
 
 
-def _tree_host(app: CodingAgentApp, client: RemoteConversationClient) -> TreeHost:
+async def _show_screen(app: CodingAgentApp, screen: ModalScreen[Any]) -> Any:
+    """Push ``screen`` (from a facet task) and wait until it is dismissed; its result."""
+    done = anyio.Event()
+    result: list[Any] = []
+
+    def finished(value: Any) -> None:
+        result.append(value)
+        done.set()
+
+    with app._context():  # pyright: ignore[reportPrivateUsage] - from a facet task
+        app.push_screen(screen, finished)
+    try:
+        await done.wait()
+    finally:
+        if not done.is_set() and screen.is_attached:
+            screen.dismiss(None)
+    return result[0]
+
+
+def _tree_host(app: CodingAgentApp, client: RemoteConversationClient, control: Any) -> TreeHost:
     """What ``/tree`` and ``/rewind`` act on: the followed conversation, the editor, screens."""
 
     async def show_screen(screen: ModalScreen[Any]) -> Any:
-        done = anyio.Event()
-        result: list[Any] = []
-
-        def finished(value: Any) -> None:
-            result.append(value)
-            done.set()
-
-        with app._context():  # pyright: ignore[reportPrivateUsage] - from a facet task
-            app.push_screen(screen, finished)
-        try:
-            await done.wait()
-        finally:
-            if not done.is_set() and screen.is_attached:
-                screen.dismiss(None)
-        return result[0]
+        return await _show_screen(app, screen)
 
     def busy() -> bool:
         view = app.view
@@ -367,6 +376,7 @@ def _tree_host(app: CodingAgentApp, client: RemoteConversationClient) -> TreeHos
         busy=busy,
         restore_prompt=app.editor.restore,
         show_screen=show_screen,
+        session=lambda: control.session,
     )
 
 

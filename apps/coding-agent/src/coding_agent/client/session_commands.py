@@ -5,12 +5,15 @@ process itself rather than on one conversation. The work is done by a :class:`Se
 (the running client, :func:`coding_agent.client.run_client`); the facet only asks, shows pickers
 and reports in toasts:
 
-* ``/sessions`` — a picker of this project folder's sessions, newest first, each with its id,
-  age and first prompt (read from the head of its storage file; nothing is opened or locked).
-  Choosing one switches the running TUI to it, as ``/resume`` does;
+* ``/sessions`` — a picker of this project folder's sessions, most recent activity first, each
+  with its id, name, last activity, first prompt, model and size (read from its folder; nothing
+  is opened or locked). Typing filters (name, id prefix, prompt text), Ctrl+D deletes a session
+  after a confirmation, and choosing one switches the running TUI to it, as ``/resume`` does;
 * ``/resume [ID]`` — switch to the session with that id (or unique id prefix); without an id,
   the same picker. The control makes sure a worker serves the new session (reusing a running
   one), moves the wire to it and lets the old session's worker go exactly as quitting would;
+* ``/name TEXT`` — name the session (``<session>/name``; shown in the pickers and
+  ``coding-agent sessions``); ``/name`` alone removes the name;
 * ``/reload`` — re-scan the feature packages and reload every one of them in both processes:
   the worker's ``"session"`` facets through its :data:`~coding_agent.worker.reload_service.ReloadService`,
   then this process's ``"tui"`` facets. One toast names what reloaded and every error.
@@ -27,8 +30,10 @@ import msgspec
 
 from chord.context import Context
 from chord.facets import Facet, FacetEnvironment, define_facet
-from chord.textual import Choice, Tui
+from chord.textual import Tui
+from coding_agent.session_index import delete_session, describe, set_session_name
 from coding_agent.sessions import Session, SessionError, list_sessions, open_session
+from coding_agent.tui.widgets.session_picker import SessionPickerScreen
 from coding_agent.worker.reload_service import ReloadOutcome, ReloadService
 
 __all__ = [
@@ -59,6 +64,10 @@ class SessionControl(Protocol):
 
     async def switch_to(self, session: Session) -> None:
         """Show ``session`` from now on (start or reuse its worker; raises when it cannot)."""
+        ...
+
+    async def show_screen(self, screen: Any) -> Any:
+        """Show a Textual screen over the app; what it is dismissed with."""
         ...
 
     async def reload_tui(self) -> list[ReloadOutcome]:
@@ -194,14 +203,27 @@ def session_commands_facet(
                 tui.notify("No sessions in this folder yet")
                 return None
             current = control.session.id
-            now = datetime.now(UTC)
-            choices = [Choice(s.id, session_label(s, current=current, now=now)) for s in found]
-            modal = await tui.acquire_modal(ctx)
+            by_id = {s.id: s for s in found}
+            infos = sorted(
+                (describe(s) for s in found), key=lambda i: i["lastActivity"], reverse=True
+            )
+
+            def delete(session_id: str) -> str | None:
+                if session_id == current:
+                    return "This is the session you are in; switch to another one first"
+                try:
+                    delete_session(by_id[session_id])
+                except (SessionError, OSError) as error:
+                    return f"Cannot delete {session_id}: {error}"
+                return None
+
+            modal = await tui.acquire_modal(ctx)  # one dialog at a time
             try:
-                picked = await modal.choose(title, choices)
+                screen = SessionPickerScreen(title, infos, current=current, delete=delete)
+                picked = await control.show_screen(screen)
             finally:
                 modal.close()
-            return next((s for s in found if s.id == picked), None)
+            return by_id.get(picked) if isinstance(picked, str) else None
 
         async def switch(target: Session) -> None:
             if target.id == control.session.id:
@@ -255,6 +277,15 @@ def session_commands_facet(
             message, severity = summarize_reload(worker, tui_outcomes, worker_error=worker_error)
             tui.notify(message, severity=severity)
 
+        async def name(args: str, ctx: Context) -> None:
+            del ctx
+            try:
+                stored = set_session_name(control.session, args)
+            except (SessionError, OSError) as error:
+                tui.notify(f"/name: {error}", severity="error")
+                return
+            tui.notify(f"Session name: {stored}" if stored else "Session name removed")
+
         def activate() -> None:
             env.own(
                 tui.register_command(
@@ -271,6 +302,7 @@ def session_commands_facet(
                     "reload", "Reload the feature packages in the worker and the TUI", reload
                 )
             )
+            env.own(tui.register_command("name", "Name this session: /name TEXT", name))
 
         env.on_activate(activate)
 

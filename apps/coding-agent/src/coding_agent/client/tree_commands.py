@@ -10,6 +10,8 @@ attached TUI sees and does exactly the same) and move the TUI to another branch 
   lost), or switches to that branch when it is the branch's newest prompt; Enter on a branch
   switches to it. The branch you were on is marked and selected when the tree opens, and
   ``b`` in the tree (or Ctrl+B anywhere) goes back to the branch you left last;
+* ``/export [FILE]`` — write this branch as a self-contained HTML page (``.jsonl``: the raw
+  entries) to ``FILE`` (default ``<session id>.html`` in the project folder);
 * ``/label NAME`` — label the newest entry of this branch (shown on its node in ``/tree``);
 * ``/rewind`` (and Esc twice on an empty editor) — pick an earlier prompt of this branch, then
   what to rewind: the conversation and the files, the conversation only, or the files only. A
@@ -25,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, cast
 
+import anyio
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -36,6 +39,7 @@ from chord.context import Context
 from chord.facets import Facet, FacetEnvironment, define_facet
 from chord.textual import Choice, Tui
 from coding_agent.session_tree import TreeNode, build_tree, path_prompts
+from coding_agent.sessions import Session, SessionError
 from coding_agent.worker.tree_service import SessionTreeService
 
 __all__ = [
@@ -180,7 +184,9 @@ class TreeHost:
         busy: Callable[[], bool],
         restore_prompt: Callable[[str], None],
         show_screen: Callable[[ModalScreen[Any]], Any],
+        session: Callable[[], Session] | None = None,
     ) -> None:
+        self.session = session
         self.conversation_id = conversation_id
         self.follow = follow
         self.busy = busy
@@ -358,6 +364,34 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
                     parts.append(f"{len(result['kept'])} kept as they are")
             tui.notify(" — ".join(parts))
 
+        async def export(args: str, ctx: Context) -> None:
+            del ctx
+            current = host.conversation_id()
+            if host.session is None or current is None:
+                tui.notify("/export: the worker is unavailable", severity="error")
+                return
+            from coding_agent.export import write_export
+            from coding_agent.session_index import session_name
+
+            session = host.session()
+            wanted = args.strip() or f"{session.id}.html"
+
+            def write() -> Path:
+                target = Path(wanted).expanduser()
+                if not target.is_absolute():
+                    target = (cwd or Path.cwd()) / target
+                form = "jsonl" if target.suffix == ".jsonl" else "html"
+                return write_export(
+                    session, target, format=form, branch=current, name=session_name(session)
+                )
+
+            try:
+                written = await anyio.to_thread.run_sync(write)
+            except (OSError, SessionError) as error:
+                tui.notify(f"/export: {error}", severity="error")
+                return
+            tui.notify(f"Exported branch {current} to {written}")
+
         async def back_key(ctx: Context) -> None:
             await back_to_branch(ctx)
 
@@ -367,6 +401,11 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
             env.own(
                 tui.register_command(
                     "rewind", "Rewind the conversation, the files or both (Esc Esc)", rewind
+                )
+            )
+            env.own(
+                tui.register_command(
+                    "export", "Export this branch: /export [FILE.html|FILE.jsonl]", export
                 )
             )
             env.own(tui.register_key("ctrl+b", "Back to the branch you left", back_key))

@@ -1,0 +1,183 @@
+"""What a session picker shows about each session, and names, search and delete.
+
+A session's *name* (``/name TEXT``, ``--name TEXT``) is the file ``<session>/name`` (UTF-8, one
+line, ``0600``), written atomically; no name is no file. Everything else is read from the session
+folder without opening or locking it:
+
+* last activity — the newest modification time of the session's storage files (not creation);
+* first prompt — from the head of ``storage/main.jsonl`` (:func:`~coding_agent.client.session_commands.first_prompt`);
+* model — the newest model the conversation was set to (read from the tail of ``main.jsonl``),
+  else the one ``session.json`` names;
+* size — the bytes of every file in the folder.
+
+:func:`describe` gathers them as one JSON-ready dict (``coding-agent sessions --json`` prints a
+list of them), :func:`matches` is the picker's fuzzy filter (name, id prefix, prompt text), and
+:func:`delete_session` removes a session folder (never one a worker is serving).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from datetime import UTC, datetime
+from typing import Any
+
+from coding_agent.private import PRIVATE_FILE
+from coding_agent.sessions import Session, SessionError
+
+__all__ = [
+    "delete_session",
+    "describe",
+    "human_size",
+    "last_activity",
+    "matches",
+    "session_model",
+    "session_name",
+    "session_size",
+    "set_session_name",
+]
+
+NAME_FILE = "name"
+NAME_LIMIT = 200
+_TAIL_BYTES = 256 * 1024
+_MODEL = re.compile(rb'"provider":"([^"\\]{1,100})","modelId":"([^"\\]{1,200})"')
+
+
+def session_name(session: Session) -> str | None:
+    """The session's name, or ``None``."""
+    try:
+        text = (session.path / NAME_FILE).read_text(encoding="utf-8").strip()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+    return text or None
+
+
+def set_session_name(session: Session, name: str) -> str | None:
+    """Name the session (an empty ``name`` removes the name); returns the name stored.
+
+    Raises :class:`SessionError` for a name over :data:`NAME_LIMIT` characters."""
+    flat = " ".join(name.split())
+    path = session.path / NAME_FILE
+    if not flat:
+        path.unlink(missing_ok=True)
+        return None
+    if len(flat) > NAME_LIMIT:
+        raise SessionError(
+            f"a session name has at most {NAME_LIMIT} characters ({len(flat)} given)"
+        )
+    temporary = session.path / f".{NAME_FILE}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    with open(fd, "w", encoding="utf-8") as file:
+        file.write(flat + "\n")
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    return flat
+
+
+def last_activity(session: Session) -> datetime:
+    """When the session last changed: the newest storage file's mtime (else its creation)."""
+    newest = 0.0
+    try:
+        with os.scandir(session.storage_dir) as found:
+            for entry in found:
+                try:
+                    newest = max(newest, entry.stat().st_mtime)
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    if newest == 0.0:
+        return session.created
+    return datetime.fromtimestamp(newest, UTC)
+
+
+def session_size(session: Session) -> int:
+    """Bytes of every file in the session folder."""
+    total = 0
+    for folder, _dirs, files in os.walk(session.path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                continue
+    return total
+
+
+def session_model(session: Session) -> str | None:
+    """The newest ``provider/id`` the session's conversation was set to, else ``session.json``'s."""
+    path = session.storage_dir / "main.jsonl"
+    try:
+        with open(path, "rb") as file:
+            size = file.seek(0, os.SEEK_END)
+            file.seek(max(0, size - _TAIL_BYTES))
+            tail = file.read()
+    except OSError:
+        return session.model
+    found = _MODEL.findall(tail)
+    if found:
+        provider, model = found[-1]
+        return f"{provider.decode()}/{model.decode()}"
+    return session.model
+
+
+def describe(session: Session) -> dict[str, Any]:
+    """One session as the picker and ``coding-agent sessions --json`` show it."""
+    from coding_agent.client.session_commands import first_prompt
+
+    return {
+        "id": session.id,
+        "name": session_name(session),
+        "cwd": str(session.cwd),
+        "created": session.created.isoformat(),
+        "lastActivity": last_activity(session).isoformat(timespec="seconds"),
+        "firstPrompt": first_prompt(session, width=200),
+        "model": session_model(session),
+        "size": session_size(session),
+        "running": session.worker_running(),
+    }
+
+
+def _subsequence(needle: str, haystack: str) -> bool:
+    position = 0
+    for char in needle:
+        position = haystack.find(char, position)
+        if position < 0:
+            return False
+        position += 1
+    return True
+
+
+def matches(info: dict[str, Any], query: str) -> bool:
+    """The picker filter: every word of ``query`` is in the name or prompt (as a fuzzy
+    subsequence for the name), or the id starts with it."""
+    name = (info.get("name") or "").lower()
+    prompt = (info.get("firstPrompt") or "").lower()
+    ident = str(info.get("id", "")).lower()
+    for word in query.lower().split():
+        if ident.startswith(word) or word in prompt or word in name:
+            continue
+        if name and _subsequence(word, name):
+            continue
+        return False
+    return True
+
+
+def delete_session(session: Session) -> None:
+    """Remove the session folder. Raises :class:`SessionError` while a worker serves it."""
+    if session.worker_running():
+        raise SessionError(f"session {session.id} is running; quit it before deleting it")
+    if not (session.path / "session.json").is_file():
+        raise SessionError(f"{session.path}: not a session folder")
+    shutil.rmtree(session.path)
+
+
+def human_size(size: int) -> str:
+    """``12.3 KB`` style."""
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
