@@ -5,6 +5,7 @@ Both are TOML (read with the standard library's ``tomllib``) and have the same k
 
     model = "openai/qwen2.5-coder:7b"     # the default model (--model overrides it)
     thinking = "medium"                   # the default thinking level of new sessions
+    theme = "light"                       # the TUI's theme: dark, light or a Textual theme
 
     [providers.openai]                    # anthropic or openai
     base_url = "http://127.0.0.1:11434/v1"
@@ -25,7 +26,7 @@ Both are TOML (read with the standard library's ``tomllib``) and have the same k
 
 The project file applies only when the project is trusted (``--trust``, ``/trust``): like its
 facet packages, it could point the agent at another server. On top of the user's file its
-``model`` and ``thinking`` replace the user's, its providers are merged key by key, and its
+``model``, ``thinking`` and ``theme`` replace the user's, its providers are merged key by key, and its
 ``models`` replace the user's entries of the same ``provider``/``id``.
 
 A file that does not parse, a key that does not exist or a value of the wrong type is a
@@ -61,7 +62,7 @@ __all__ = [
 CONFIG_NAME = "config.toml"
 
 _THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
-_TOP_KEYS = ("model", "thinking", "providers", "models")
+_TOP_KEYS = ("model", "thinking", "theme", "providers", "models")
 
 
 class ConfigError(Exception):
@@ -84,6 +85,7 @@ class EffectiveConfig:
 
     model: str | None = None
     thinking: str | None = None
+    theme: str | None = None
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     models: list[dict[str, Any]] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
@@ -165,6 +167,7 @@ class _ModelFile(msgspec.Struct, forbid_unknown_fields=True):
 class _File(msgspec.Struct, forbid_unknown_fields=True):
     model: str | None = None
     thinking: str | None = None
+    theme: str | None = None
     providers: dict[str, _ProviderFile] = msgspec.field(default_factory=dict)
     models: list[_ModelFile] = msgspec.field(default_factory=list)
 
@@ -303,11 +306,24 @@ def _check_values(layer: _Layer) -> None:
             layer.path, layer.text, ["model"],
             f"{parsed.model!r} is not provider/model-id (e.g. openai/qwen2.5-coder:7b)",
         )  # fmt: skip
+    if parsed.theme is not None and parsed.theme not in _themes():
+        raise _error(
+            layer.path, layer.text, ["theme"],
+            f"{parsed.theme!r} is not a theme (dark, light, or one of Textual's: "
+            f"{', '.join(sorted(_themes() - {'dark', 'light'}))})",
+        )  # fmt: skip
     if parsed.thinking is not None and parsed.thinking not in _THINKING_LEVELS:
         raise _error(
             layer.path, layer.text, ["thinking"],
             f"{parsed.thinking!r} is not a thinking level ({', '.join(_THINKING_LEVELS)})",
         )  # fmt: skip
+
+
+def _themes() -> set[str]:
+    """The ``theme`` values: ``dark``, ``light`` and Textual's built-in theme names."""
+    from textual.theme import BUILTIN_THEMES
+
+    return {"dark", "light", *BUILTIN_THEMES}
 
 
 # -- merging ------------------------------------------------------------------------------------
@@ -317,7 +333,7 @@ def _merge(config: EffectiveConfig, layer: _Layer, path: Path) -> None:
         return f"{path}:{line}" if line else str(path)
 
     data = layer.data
-    for key in ("model", "thinking"):
+    for key in ("model", "thinking", "theme"):
         if key in data:
             setattr(config, key, data[key])
             config.origin[key] = origin([key])

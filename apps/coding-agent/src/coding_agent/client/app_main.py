@@ -66,8 +66,10 @@ from coding_agent.client.shell_commands import RemoteShellRunner
 from coding_agent.client.supervisor import READY_TIMEOUT, WorkerSupervisor
 from coding_agent.client.tree_commands import TreeHost, tree_commands_facet
 from coding_agent.client.trust_commands import trust_facet
+from coding_agent.config import ConfigError, load_config
 from coding_agent.sessions import Session
 from coding_agent.tui import CodingAgentApp, SessionInfo
+from coding_agent.tui.keybindings import load_keybindings
 from coding_agent.worker.reload_service import PackageReloader, ReloadOutcome, scan_packages
 
 __all__ = ["TUI_HOST", "ClientRun", "load_tui_facets", "run_client"]
@@ -147,7 +149,12 @@ async def run_client(
         await supervisor.ensure_started()
     info = SessionInfo(session.id, str(session.cwd), model=model or session.model)
     client = RemoteConversationClient(info)
-    app = CodingAgentApp(client)
+    settings_problems: list[str] = []
+    try:
+        theme = load_config(session.cwd).theme
+    except ConfigError as error:  # the command line reported it already; keep going
+        theme, settings_problems = None, [str(error)]
+    app = CodingAgentApp(client, keybindings=load_keybindings(), theme=theme)
     run = ClientRun(app, client, session)
     generations, problems = load_tui_facets(facets_dirs)
     reloader = PackageReloader(lambda: scan_packages(facets_dirs))
@@ -188,7 +195,7 @@ async def run_client(
                 if dev:
                     await group.start(coordinator.run)
                 client.on_status(toasts.listener)
-                for problem in problems:
+                for problem in [*problems, *settings_problems]:
                     app.tui.notify(problem, severity="warning")
                 if on_start is not None:
                     result = on_start(run)

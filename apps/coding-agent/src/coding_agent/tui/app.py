@@ -41,6 +41,7 @@ from coding_agent.images import ImageError, prepare_image_file
 from coding_agent.tui.attachments import image_paths
 from coding_agent.tui.client import ConversationClient, SendMode
 from coding_agent.tui.document import inbox_text, model_label
+from coding_agent.tui.keybindings import Keybindings
 from coding_agent.tui.shell import ShellRunner, parse_bang
 from coding_agent.tui.widgets.editor import PromptEditor
 from coding_agent.tui.widgets.footer import StatusFooter
@@ -49,7 +50,10 @@ from coding_agent.tui.widgets.queue import QueuePanel
 from coding_agent.tui.widgets.tasks import TasksPanel
 from coding_agent.tui.widgets.transcript import Transcript
 
-__all__ = ["FRAME_INTERVAL", "CodingAgentApp", "run_tui", "turn_status"]
+__all__ = ["FRAME_INTERVAL", "THEME_ALIASES", "CodingAgentApp", "run_tui", "turn_status"]
+
+THEME_ALIASES = {"dark": "textual-dark", "light": "textual-light"}
+"""Short names of the ``theme`` setting (any Textual theme name works too)."""
 
 FRAME_INTERVAL = 1 / 30
 """Minimum seconds between two render passes: the UI's frame budget for streamed text."""
@@ -109,18 +113,29 @@ class CodingAgentApp(App[None]):
     TITLE = "coding-agent"
     AUTO_FOCUS = "#editor"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "abort", "Abort", show=False),
-        Binding("alt+up", "dequeue", "Dequeue", show=False),
-        Binding("ctrl+o", "toggle_tools", "Tool output", show=False),
-        Binding("ctrl+t", "toggle_thinking", "Thinking", show=False),
-        Binding("ctrl+g", "external_editor", "External editor", show=False),
+        Binding("escape", "abort", "Abort", show=False, id="abort"),
+        Binding("alt+up", "dequeue", "Dequeue", show=False, id="dequeue"),
+        Binding("ctrl+o", "toggle_tools", "Tool output", show=False, id="toggle_tools"),
+        Binding("ctrl+t", "toggle_thinking", "Thinking", show=False, id="toggle_thinking"),
+        Binding("ctrl+g", "external_editor", "External editor", show=False, id="external_editor"),
     ]
 
     busy: reactive[bool] = reactive(False)
     """True while the conversation has a live turn (submissions steer or follow up)."""
 
-    def __init__(self, client: ConversationClient, *, frame_interval: float = FRAME_INTERVAL):
+    def __init__(
+        self,
+        client: ConversationClient,
+        *,
+        frame_interval: float = FRAME_INTERVAL,
+        keybindings: Keybindings | None = None,
+        theme: str | None = None,
+    ):
+        """``keybindings`` rebinds actions (``keybindings.toml``; its problems are shown as
+        warnings at start); ``theme`` is a Textual theme name (``dark``/``light`` allowed)."""
         super().__init__()
+        self.keybindings = keybindings or Keybindings()
+        self._theme_name = theme
         self.client = client
         self.frame_interval = frame_interval
         self.tui = TextualTui(self, panel_container="#panels", ready=False)
@@ -152,6 +167,8 @@ class CodingAgentApp(App[None]):
         """Render passes run so far (a pass renders the newest value; tests bound it)."""
         self.render_errors: list[Exception] = []
         """Exceptions rendering raised (each is also shown as a toast)."""
+        self._facet_keys: dict[str, str] = {}
+        self._freed_keys: set[str] = set()
         self.shell: ShellRunner | None = None
         """Runs ``!cmd`` / ``!!cmd`` lines in the worker (set by the client; ``None``: the
         lines are refused with a toast)."""
@@ -184,6 +201,7 @@ class CodingAgentApp(App[None]):
         self._compaction.display = False
         self._status.display = False
         self.editor.border_title = "›"
+        self._apply_settings()
         self.footer.show(self.client.view.value)
         self.tui.register_command("help", "List the commands", self._help)
         self.tui.register_command("quit", "Leave the app (the session keeps running)", self._quit)
@@ -193,6 +211,27 @@ class CodingAgentApp(App[None]):
         if self._requested == 0 and self.client.view.value is None:
             self.apply_view(None, rebaseline=True)
         self.set_interval(0.1, self._tick)
+
+    def _apply_settings(self) -> None:
+        """The theme and the rebound keys (see :mod:`coding_agent.tui.keybindings`)."""
+        if self._theme_name is not None:
+            name = THEME_ALIASES.get(self._theme_name, self._theme_name)
+            if name in self.available_themes:
+                self.theme = name
+            else:
+                self.notify(
+                    f"Unknown theme {self._theme_name!r}; use dark, light or one of "
+                    f"{', '.join(sorted(self.available_themes))}",
+                    severity="warning",
+                )
+        keymap = self.keybindings.app_keymap()
+        if keymap:
+            self.set_keymap(keymap)
+        self.editor.key_actions = self.keybindings.editor_keys()
+        self._facet_keys = self.keybindings.facet_keys()
+        self._freed_keys = self.keybindings.freed_keys()
+        for problem in self.keybindings.problems:  # shown long enough to be read and fixed
+            self.notify(problem, title="keybindings.toml", severity="warning", timeout=30)
 
     def on_unmount(self) -> None:
         if self._unsubscribe is not None:
@@ -484,8 +523,15 @@ class CodingAgentApp(App[None]):
     async def on_event(self, event: events.Event) -> None:
         """Keys registered by facets (``tui.register_key``, e.g. Shift+Tab for the permission
         mode) are claimed here, before the focused editor sees them."""
-        if isinstance(event, events.Key) and self.tui.handle_key(event):
-            return
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            target = self._facet_keys.get(event.key)
+            if target is not None:  # a key rebound in keybindings.toml
+                if self.tui.handle_key(target):
+                    event.stop()
+                    event.prevent_default()
+                    return
+            elif event.key not in self._freed_keys and self.tui.handle_key(event):
+                return
         await super().on_event(event)
 
     # -- built-in commands -------------------------------------------------------------------

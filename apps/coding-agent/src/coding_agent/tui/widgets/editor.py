@@ -61,6 +61,14 @@ _COMMAND = re.compile(r"/[^\s/]*")
 _WORD_BEFORE = re.compile(r"\S*\Z")
 _WORD_AFTER = re.compile(r"\S*")
 
+DEFAULT_KEY_ACTIONS = {
+    "enter": "submit",
+    "alt+enter": "follow_up",
+    "shift+enter": "newline",
+    "ctrl+j": "newline",
+}
+"""The editor's own keys (``keybindings.toml`` rebinds them)."""
+
 _CommandSource = Callable[[], Mapping[str, Any] | Iterable[str]]
 """Where command names (and descriptions) come from, asked afresh each time."""
 
@@ -119,6 +127,8 @@ class PromptEditor(TextArea):
         self._dismissed: str | None = None  # the text Escape closed the palette on
         self._pinned: str | None = None  # the text a Tab-opened palette belongs to
         self._file_index: FileIndex | None = None
+        self.key_actions: dict[str, str] = dict(DEFAULT_KEY_ACTIONS)
+        """Key → ``submit``, ``follow_up`` or ``newline`` (keybindings.toml changes it)."""
 
     # -- submission --------------------------------------------------------------------------
     def submit(self, *, follow_up: bool = False) -> None:
@@ -146,25 +156,26 @@ class PromptEditor(TextArea):
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
-        if key in ("enter", "tab", "escape"):
+        action = self.key_actions.get(key)
+        if key in ("tab", "escape") or action == "submit":
             self._refresh_palette()  # keys typed ahead arrive before the text's Changed message
         palette_open = self.palette.is_open
         if key == "escape" and palette_open:
             self._handled(event)
             self.dismiss_palette()
             return
-        if key == "enter":
+        if action == "submit":
             self._handled(event)
             if palette_open and not self._enter_submits():
                 self.accept_suggestion()
             else:
                 self.submit()
             return
-        if key == "alt+enter":
+        if action == "follow_up":
             self._handled(event)
             self.submit(follow_up=True)
             return
-        if key in ("shift+enter", "ctrl+j"):
+        if action == "newline":
             self._handled(event)
             start, end = self.selection
             self.replace("\n", start, end, maintain_selection_offset=False)
