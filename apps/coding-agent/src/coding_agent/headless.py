@@ -16,7 +16,8 @@ hold it. In ``print`` mode the text of the final answer is the only thing writte
 event is one line of JSON, and the last is ``{"type": "result", "ok", "status", "text",
 "error"?, "blocked"?}``. Failures go to ``err`` as ``coding-agent: error: ...`` lines. The exit
 code is 0 when the turn ended ``done``, 1 when it did not (the provider or model failed), 3 when
-it ended but a tool call was blocked because nobody could approve it.
+it ended but a tool call was blocked because nobody could approve it, 5 when the session's
+storage failed (disk full, I/O error, read-only): one ``coding-agent: error:`` line says so.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ __all__ = [
     "EXIT_BLOCKED",
     "EXIT_FAILED",
     "EXIT_OK",
+    "EXIT_STORAGE",
     "QUESTION_DIALOGS",
     "HeadlessMode",
     "answer_text",
@@ -65,6 +67,9 @@ EXIT_FAILED = 1
 """The turn did not end ``done`` (the provider or the model failed)."""
 EXIT_BLOCKED = 3
 """The turn ended, but a tool call was refused because nobody could approve it."""
+EXIT_STORAGE = 5
+"""The session's storage failed (disk full, I/O error, read-only file system); what was stored
+before is kept, and ``--continue`` resumes from it once the cause is fixed."""
 
 APPROVAL_DIALOGS = define_service("pi.approval-dialog")
 """The approval feature's dialogs, by id (``decide({"decision", "by"?})``)."""
@@ -250,7 +255,15 @@ async def run_headless(
                      "cwd": str(session.cwd)}  # fmt: skip
             out.write(json.dumps(first, separators=(",", ":")) + "\n")
             out.flush()
-        input_id = await found[0].send({"content": prompt}, BACKGROUND)
+        watch = runtime.storage
+        assert watch is not None
+        watch.on_failure(send_events.close)  # the loop below ends: no more events will come
+        try:
+            input_id = await found[0].send({"content": prompt}, BACKGROUND)
+        except Exception:
+            if watch.message is None:
+                raise
+            input_id = -1
         async for event in receive_events:
             if mode == "json":
                 out.write(json.dumps(event, separators=(",", ":")) + "\n")
@@ -264,6 +277,10 @@ async def run_headless(
                 text = answer_text(entries.get(event.get("answer", -1)))
                 break
         model = _model_ref(found[0].view.value) or model
+    if watch.message is not None:  # one line, and the exit code says what happened
+        print(f"coding-agent: error: {watch.message}", file=errors)
+        errors.flush()
+        return EXIT_STORAGE
     ok = status == "done"
     code = EXIT_OK if ok else EXIT_FAILED
     if mode == "json":

@@ -427,12 +427,21 @@ class _WorkerReloadToasts:
         self._holds = 0
         self._held: list[dict[str, Any]] = []
         self._text_tools: set[str] = set()  # models already said to call tools through text
+        self._storage_failure: str | None = None  # the last storage failure said
 
     def listener(self, status: dict[str, Any]) -> None:
         self._app.footer.repaint()
         pid = status.get("pid")
         if pid != self._pid:  # a new worker counts its reports from 1 again
             self._seen, self._pid = 0, pid
+        failure = status.get("storageFailure")
+        if isinstance(failure, str) and failure != self._storage_failure:
+            self._storage_failure = failure
+            self._app.tui.notify(
+                f"{failure}. The session worker stops; it is started again and resumes from "
+                "what was stored (nothing acknowledged is lost) once the cause is fixed",
+                severity="error",
+            )
         switched = status.get("textToolCalling")
         for model in cast(list[Any], switched) if isinstance(switched, list) else []:
             if isinstance(model, str) and model not in self._text_tools:

@@ -107,6 +107,7 @@ from pico3.turn.models import Models
 __all__ = [
     "EXIT_BUSY",
     "EXIT_MODEL",
+    "EXIT_STORAGE",
     "EXIT_USAGE",
     "PERMISSION_MODES",
     "WORKER_FACET_ID",
@@ -126,6 +127,11 @@ WORKER_FACET_ID = "coding-agent/worker"
 EXIT_USAGE = 2
 EXIT_BUSY = 3
 EXIT_MODEL = 4
+EXIT_STORAGE = 5
+"""The session's storage failed (disk full, I/O error, read-only): the supervisor restarts."""
+_STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EROFS, errno.EDQUOT, errno.EFBIG})
+FAULT_GRACE = 1.0
+"""Seconds a worker whose storage failed keeps its clients, so they see why, before it exits."""
 """The model could not be resolved (unknown provider, missing API key)."""
 
 _log = logging.getLogger("coding_agent.worker")
@@ -169,6 +175,44 @@ class SessionRuntime:
     choice: ProviderChoice
     status: WorkerStatus
     coordinator: ReloadCoordinator | None = None
+    storage: StorageWatch | None = None
+    """Set once the session's storage failed (see :class:`StorageWatch`)."""
+
+
+class StorageWatch:
+    """Whether the session's storage failed (ENOSPC, EIO, EROFS...): the kernel then refuses
+    every commit (fail-stop), so the session cannot go on in this process.
+
+    :meth:`failed` is called by the kernel once; it puts the failure in the worker's status
+    (``storageFailure``: every client sees it) and sets :attr:`event`, on which :func:`serve`
+    writes one line on stderr (``worker.log``) and stops the worker with :data:`EXIT_STORAGE`,
+    so the supervisor starts a fresh one, which resumes from what was stored once the cause is
+    gone (the headless modes print their own line and exit).
+    Nothing acknowledged is lost: a commit is acknowledged only once stored.
+    """
+
+    def __init__(self, status: WorkerStatus) -> None:
+        self._status = status
+        self.message: str | None = None
+        self.event = anyio.Event()
+        self._callbacks: list[Callable[[], None]] = []
+
+    def on_failure(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` when the storage fails (at once if it has)."""
+        if self.message is not None:
+            callback()
+        else:
+            self._callbacks.append(callback)
+
+    def failed(self, error: BaseException) -> None:
+        if self.message is not None:
+            return
+        cause = str(error).split("fail-stopped: ", 1)[-1]  # the storage's own words
+        self.message = f"the session's storage failed: {cause}"
+        self._status.set_storage_failure(self.message)
+        self.event.set()
+        for callback in self._callbacks:
+            callback()
 
 
 async def prepare_root(
@@ -339,6 +383,13 @@ async def open_session_host(
             ]
             async with create_facet_host(facets, on_error=on_error) as host:
                 harness = box["harness"]
+                watch = StorageWatch(status)
+
+                def on_open(opened: Any) -> Callable[[], None]:
+                    opened.kernel.add_fault_listener(watch.failed)
+                    return lambda: None
+
+                harness.add_registration(on_open)
                 await prepare_root(
                     harness,
                     choice,
@@ -350,7 +401,7 @@ async def open_session_host(
                     await apply_permission_mode(host, config.permission_mode)
                 await harness.resume(BACKGROUND)
                 unfreeze = freeze_after_turns(harness.harness.kernel)
-                runtime = SessionRuntime(host, harness, choice, status)
+                runtime = SessionRuntime(host, harness, choice, status, storage=watch)
                 # The coordinator owns the generations: /reload uses it always, --dev watches.
                 coordinator = _coordinator(host, harness, generations, status)
                 generations = []
@@ -508,10 +559,19 @@ async def _wait_for_stop(
     signals: AsyncIterator[int],
     exit_on_stdin_eof: bool,
     unattended: Callable[[], Awaitable[None]] | None = None,
+    *stops: Callable[[], Awaitable[None]],
 ) -> None:
     """Return at the first SIGTERM/SIGINT (or stdin EOF, when asked, or when ``unattended``
-    returns: the worker lingered long enough with no client and no live work)."""
+    returns: the worker lingered long enough with no client and no live work; or when one of
+    ``stops`` returns)."""
     async with anyio.create_task_group() as group:
+
+        async def on_stop(stop: Callable[[], Awaitable[None]]) -> None:
+            await stop()
+            group.cancel_scope.cancel()
+
+        for stop in stops:
+            group.start_soon(on_stop, stop)
 
         async def on_signal() -> None:
             async for _signal in signals:
@@ -567,8 +627,36 @@ async def serve(
                     config.linger,
                 )
 
-            await _wait_for_stop(signals, exit_on_stdin_eof, unattended if config.linger else None)
+            watch = runtime.storage
+            assert watch is not None
+
+            async def storage_failed() -> None:
+                await watch.event.wait()
+                print(
+                    f"coding-agent worker: {watch.message}; stopping (everything stored is "
+                    "kept; a new worker resumes from it once the cause is fixed)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                # The status (storageFailure) goes to every client: give them a moment to get
+                # it, or to leave, before the connections drop.
+                with anyio.move_on_after(FAULT_GRACE):
+                    while clients.count:
+                        await clients.changed()
+
+            await _wait_for_stop(
+                signals,
+                exit_on_stdin_eof,
+                unattended if config.linger else None,
+                storage_failed,
+            )
             group.cancel_scope.cancel()
+    if runtime.storage is not None and runtime.storage.message is not None:
+        raise StorageStopped(runtime.storage.message)
+
+
+class StorageStopped(SessionError):
+    """:func:`serve` stopped because the session's storage failed (exit :data:`EXIT_STORAGE`)."""
 
 
 def _seconds(text: str) -> float:
@@ -629,7 +717,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the worker; returns the exit code (0, or 2 usage, 3 busy, 4 model)."""
+    """Run the worker; returns the exit code (0, or 2 usage, 3 busy, 4 model, 5 storage)."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="coding-agent worker: %(message)s")
     try:
@@ -666,6 +754,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WorkerBusy as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_BUSY
+    except StorageStopped:  # its one line is on stderr already
+        return EXIT_STORAGE
+    except OSError as error:
+        if error.errno not in _STORAGE_ERRNOS:
+            raise
+        print(f"coding-agent worker: the session's storage failed: {error}", file=sys.stderr)
+        return EXIT_STORAGE
     except RegistryError as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_MODEL

@@ -19,7 +19,9 @@ thinking-level switch mentions). ``reloads`` keeps the newest
 :data:`MAX_REPORTS` reports, oldest first; ``number`` counts every report since the worker
 started, so a client tells a new report from one it has seen even once old ones drop off.
 ``textToolCalling`` names the models that refused native tool calling during this worker's life
-and now call tools through fenced text blocks (a TUI says so once). A client reaches it with
+and now call tools through fenced text blocks (a TUI says so once). ``storageFailure`` is
+``null``, or why the session's storage failed (``"the session's storage failed: [Errno 28] No
+space left on device"``): the worker stops right after, and a TUI says so. A client reaches it with
 ``env.use(define_service("coding-agent.worker"))`` and subscribes to ``handle.state``.
 """
 
@@ -81,6 +83,7 @@ class WorkerStatus:
             ],
             "reloads": [],
             "textToolCalling": [],
+            "storageFailure": None,
         }
         self._reports = 0
         self._state: MutableReplicatedState | None = None
@@ -105,6 +108,17 @@ class WorkerStatus:
 
             def mutate(draft: Any) -> None:
                 draft["textToolCalling"] = list(models)
+
+            self._state.change(BACKGROUND, mutate)
+
+    def set_storage_failure(self, message: str) -> None:
+        """Say that the session's storage failed (the worker stops next; see
+        :class:`coding_agent.worker.main.StorageWatch`)."""
+        self._document["storageFailure"] = message
+        if self._state is not None:
+
+            def mutate(draft: Any) -> None:
+                draft["storageFailure"] = message
 
             self._state.change(BACKGROUND, mutate)
 
