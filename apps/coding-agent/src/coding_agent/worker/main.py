@@ -756,11 +756,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BUSY
     except StorageStopped:  # its one line is on stderr already
         return EXIT_STORAGE
-    except OSError as error:
-        if error.errno not in _STORAGE_ERRNOS:
-            raise
-        print(f"coding-agent worker: the session's storage failed: {error}", file=sys.stderr)
-        return EXIT_STORAGE
     except RegistryError as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_MODEL
@@ -773,6 +768,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, FacetDiscoveryError, PrivacyError, TrustError) as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as error:
+        if error.errno not in _STORAGE_ERRNOS:
+            raise
+        print(f"coding-agent worker: the session's storage failed: {error}", file=sys.stderr)
+        return EXIT_STORAGE
     return 0
 
 
