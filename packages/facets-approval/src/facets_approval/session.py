@@ -117,14 +117,17 @@ def _tool_names(names: Iterable[object], what: str) -> frozenset[str]:
 class ApprovalRules:
     """Which tools need approval, and which of them are file edits.
 
-    ``ask`` names the tools that need approval (``"*"`` means every tool); the default asks for
-    the tools with effects outside the conversation (``bash``, ``write``, ``edit``). ``edits``
+    ``ask`` names the tools that need approval (``"*"`` means every tool, ``"prefix*"`` every
+    tool whose name starts so); the default asks for the tools with effects outside the
+    conversation (``bash``, ``write``, ``edit``, and every MCP tool, ``mcp__*``). ``edits``
     names the tools that change files (``write``, ``edit``): ``accept-edits`` mode lets them run
     without asking. A tool in neither set is *read-only* (``read``, ``grep``, ``ls``, ...): it
     runs in every mode, and in plan mode only when its declaration agrees (``replay="safe"``).
     """
 
-    ask: frozenset[str] = field(default_factory=lambda: frozenset({"bash", "write", "edit"}))
+    ask: frozenset[str] = field(
+        default_factory=lambda: frozenset({"bash", "write", "edit", "mcp__*"})
+    )
     edits: frozenset[str] = field(default_factory=lambda: frozenset({"write", "edit"}))
 
     def __post_init__(self) -> None:
@@ -132,8 +135,11 @@ class ApprovalRules:
         object.__setattr__(self, "edits", _tool_names(self.edits, "edits"))
 
     def needs_approval(self, tool: str) -> bool:
-        """True when a call of ``tool`` must be approved (in ``ask`` mode)."""
-        return "*" in self.ask or tool in self.ask
+        """True when a call of ``tool`` must be approved (in ``ask`` mode). A name ending in
+        ``*`` is a prefix: ``mcp__*`` covers every MCP server's tools."""
+        if "*" in self.ask or tool in self.ask:
+            return True
+        return any(n.endswith("*") and tool.startswith(n[:-1]) for n in self.ask)
 
     def is_edit(self, tool: str) -> bool:
         """True when ``tool`` changes files (``accept-edits`` runs it without asking)."""
@@ -169,8 +175,8 @@ class ApprovalRules:
 
 
 DEFAULT_RULES = ApprovalRules()
-"""``bash``, ``write`` and ``edit`` ask (``write`` and ``edit`` are the edits); everything
-else is read-only."""
+"""``bash``, ``write``, ``edit`` and every ``mcp__*`` tool ask (``write`` and ``edit`` are the
+edits); everything else is read-only."""
 
 
 def _resolve(path: str, workspace: str) -> str:

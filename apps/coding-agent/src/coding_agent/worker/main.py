@@ -77,7 +77,14 @@ from coding_agent.config import ConfigError, load_config
 from coding_agent.permission_modes import PERMISSION_MODES
 from coding_agent.private import PrivacyError, private_dir, socket_folder
 from coding_agent.sessions import Session, SessionError, load_session, state_home, update_settings
-from coding_agent.trust import TrustError, check_project, config_home, project_root_for, trust_path
+from coding_agent.trust import (
+    TrustError,
+    TrustStore,
+    check_project,
+    config_home,
+    project_root_for,
+    trust_path,
+)
 from coding_agent.worker.context_files import context_files_facet
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.gc_policy import freeze_after_turns
@@ -332,6 +339,7 @@ async def open_session_host(
             "workspace": str(session.cwd),
             "process_host": processes,
             "protected_paths": protected_paths(session, config),
+            **_project_services(session.cwd, config.env),
         }
         options = HarnessOptions(services=services, on_report=on_error)
         features = [facet for generation in generations for facet in generation.facets]
@@ -446,6 +454,21 @@ def _settings_recorder(session: Session) -> Callable[[str | None, str], None]:
             _log.warning("could not record the session's model and thinking level: %s", error)
 
     return record
+
+
+def _project_services(cwd: Path, env: Mapping[str, str] | None) -> dict[str, Any]:
+    """``project_root`` and ``project_trusted`` for features that read project files only in a
+    trusted project (facets-mcp's ``.mcp.json``, facets-subagents' agent definitions); with
+    ``env``, ``mcp_env`` too (where the user's configuration is)."""
+    try:
+        project = check_project(cwd, store=TrustStore.default(env))
+    except TrustError as exc:
+        _log.warning("%s; project files stay untrusted", exc)
+        return {"project_trusted": False, **({"mcp_env": dict(env)} if env is not None else {})}
+    found: dict[str, Any] = {"project_root": str(project.root), "project_trusted": project.trusted}
+    if env is not None:
+        found["mcp_env"] = dict(env)
+    return found
 
 
 async def _close_providers(choice: ProviderChoice) -> None:

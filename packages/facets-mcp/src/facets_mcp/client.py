@@ -1,0 +1,428 @@
+"""One MCP server's connection, run on the MCP event loop (a thread of its own).
+
+:class:`ServerRunner` owns one server: it starts it (a subprocess over stdio, or a streamable
+HTTP endpoint), initializes the MCP session, lists its tools, resources and prompts, reports each
+change through ``notify`` and serves :meth:`ServerRunner.call_tool`. When the server dies (its
+stdout closes, a ping goes unanswered) or cannot be started, it is ``failed`` with the reason and
+the tail of its stderr, and it is started again after a backoff (0.5 s, doubling, at most 30 s;
+back to 0.5 s after it stayed ready for a minute). :meth:`ServerRunner.restart` starts it again
+at once.
+
+A call never takes more than the server's ``timeout``; a hang, an answer that is not JSON-RPC, a
+result the SDK refuses or a dead server make that one call raise :class:`McpCallError` with a
+message naming the server, the tool and what happened. The runner itself survives all of them.
+
+Results are mapped to the harness's tool-result pieces (:func:`map_result`): text blocks, images
+(``{"type": "image", "data", "mimeType"}``), embedded text resources as text, other resources,
+audio and resource links as a short text note, and ``structuredContent`` in ``details`` (and as
+JSON text when the server sent no content).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from datetime import timedelta
+from typing import Any, TextIO
+
+import anyio
+import httpx
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp import ClientSession, McpError, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+from .config import ServerSpec
+from .contract import McpPrompt, McpResource, McpServer, McpTool, ServerState, tool_name
+
+__all__ = [
+    "INIT_TIMEOUT",
+    "MAX_BACKOFF",
+    "McpCallError",
+    "ServerRunner",
+    "map_result",
+]
+
+INIT_TIMEOUT = 30.0
+"""Seconds a server may take to start and answer ``initialize`` and the listings."""
+MIN_BACKOFF = 0.5
+MAX_BACKOFF = 30.0
+STABLE_AFTER = 60.0
+"""A server ready this long gets its backoff reset."""
+PING_EVERY = 15.0
+"""HTTP servers are pinged this often (a stdio server's death shows as its stdout closing)."""
+STDERR_TAIL = 2000
+
+
+class McpCallError(Exception):
+    """One tool call failed; the message is what the model reads."""
+
+
+class _Gone(Exception):
+    """The connection ended."""
+
+
+def _describe(exc: BaseException) -> str:
+    """A one-line reason, looking through exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, McpError):
+        return f"MCP error {exc.error.code}: {exc.error.message}"
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    text = str(exc) or type(exc).__name__
+    return text if isinstance(exc, _Gone) else f"{type(exc).__name__}: {text}"
+
+
+def _garbage_text(exc: Exception) -> str:
+    """What a line that is not JSON-RPC said (the SDK hands us its parse error)."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        return repr(str(exc.errors()[0].get("input"))[:120])
+    return _describe(exc)[:120]
+
+
+def _tail(text: str) -> str:
+    text = text.strip()
+    return text[-STDERR_TAIL:] if len(text) > STDERR_TAIL else text
+
+
+def _schema(raw: Any) -> dict[str, Any]:
+    schema: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
+    schema.setdefault("type", "object")
+    if schema.get("type") == "object":
+        schema.setdefault("properties", {})
+    return schema
+
+
+class ServerRunner:
+    """One server's life (see the module docstring). Create and run it on the MCP loop."""
+
+    def __init__(
+        self,
+        spec: ServerSpec,
+        notify: Callable[[McpServer, list[dict[str, Any]]], Awaitable[None]],
+        *,
+        cwd: str | None = None,
+    ) -> None:
+        self.spec = spec
+        self._notify = notify
+        self._cwd = spec.cwd or cwd
+        self._session: ClientSession | None = None
+        self._state: ServerState = "starting"
+        self._error = ""
+        self._retry_in: float | None = None
+        self._restarts = 0
+        self._tools: list[types.Tool] = []
+        self._resources: list[McpResource] = []
+        self._prompts: list[McpPrompt] = []
+        self._garbage = ""
+        self._restart_now = anyio.Event()
+        self._stderr: TextIO | None = None
+
+    # -- what the panel shows ----------------------------------------------------------------
+    def stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.flush()
+            self._stderr.seek(0, 2)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - 4 * STDERR_TAIL))
+            return _tail(self._stderr.read())
+        except (OSError, ValueError):
+            return ""
+
+    def snapshot(self) -> McpServer:
+        spec = self.spec
+        tools: list[McpTool] = [
+            {
+                "name": tool_name(spec.name, t.name),
+                "tool": t.name,
+                "description": t.description or "",
+            }
+            for t in self._tools
+        ]
+        server: McpServer = {
+            "name": spec.name,
+            "transport": spec.transport,
+            "source": spec.source,
+            "state": self._state,
+            "tools": tools,
+            "resources": list(self._resources),
+            "prompts": list(self._prompts),
+            "restarts": self._restarts,
+        }
+        if self._error:
+            server["error"] = self._error
+        stderr = self.stderr_tail()
+        if stderr and self._state == "failed":
+            server["stderr"] = stderr
+        if self._retry_in is not None and self._state == "failed":
+            server["retryInSeconds"] = self._retry_in
+        return server
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return [
+            {"tool": t.name, "description": t.description or "", "schema": _schema(t.inputSchema)}
+            for t in self._tools
+        ]
+
+    async def _publish(self) -> None:
+        await self._notify(self.snapshot(), self.tool_schemas())
+
+    # -- the life ------------------------------------------------------------------------------
+    def restart(self) -> None:
+        """Start again now: drop the connection if any, skip the backoff."""
+        self._restart_now.set()
+
+    async def run(self) -> None:
+        backoff = MIN_BACKOFF
+        try:
+            while True:
+                self._state, self._retry_in = "starting", None
+                await self._publish()
+                ready_at: list[float] = []
+                try:
+                    await self._serve(ready_at)
+                except Exception as exc:
+                    self._error = _describe(exc)
+                self._session = None
+                if ready_at and time.monotonic() - ready_at[0] >= STABLE_AFTER:
+                    backoff = MIN_BACKOFF
+                self._state = "failed"
+                if self._restart_now.is_set():
+                    self._retry_in = 0.0
+                else:
+                    self._retry_in = backoff
+                    await self._publish()
+                    with anyio.move_on_after(backoff):
+                        await self._restart_now.wait()
+                    backoff = min(backoff * 2, MAX_BACKOFF)
+                self._restart_now = anyio.Event()
+                self._restarts += 1
+        finally:
+            self._session = None
+            if self._stderr is not None:
+                self._stderr.close()
+
+    async def _serve(self, ready_at: list[float]) -> None:
+        spec = self.spec
+        self._garbage = ""
+        async with AsyncExitStack() as stack:
+            if spec.transport == "stdio":
+                if self._stderr is not None:
+                    self._stderr.close()
+                self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+                params = StdioServerParameters(
+                    command=spec.command, args=list(spec.args), env=dict(spec.env), cwd=self._cwd
+                )
+                read, write = await stack.enter_async_context(stdio_client(params, self._stderr))
+            else:
+                client = httpx.AsyncClient(
+                    headers=dict(spec.headers), timeout=httpx.Timeout(30.0, read=300.0)
+                )
+                await stack.enter_async_context(client)
+                read, write, _ = await stack.enter_async_context(
+                    streamable_http_client(spec.url, http_client=client)
+                )
+            inbound, session_read = anyio.create_memory_object_stream[SessionMessage | Exception](
+                16
+            )
+            stack.push_async_callback(session_read.aclose)
+            stack.push_async_callback(inbound.aclose)
+            closed = anyio.Event()
+            group = await stack.enter_async_context(anyio.create_task_group())
+            group.start_soon(self._pump, read, inbound, closed)
+            session = await stack.enter_async_context(ClientSession(session_read, write))
+            with anyio.fail_after(INIT_TIMEOUT):
+                initialized = await session.initialize()
+                self._tools = await self._list_tools(session)
+                caps = initialized.capabilities
+                self._resources = await self._list_resources(session) if caps.resources else []
+                self._prompts = await self._list_prompts(session) if caps.prompts else []
+            self._session = session
+            self._state, self._error = "ready", ""
+            ready_at.append(time.monotonic())
+            await self._publish()
+            async with anyio.create_task_group() as watch:
+                if spec.transport == "http":
+                    watch.start_soon(self._heartbeat, session, closed)
+
+                async def ended() -> None:
+                    await closed.wait()
+                    watch.cancel_scope.cancel()
+
+                async def restart() -> None:
+                    await self._restart_now.wait()
+                    watch.cancel_scope.cancel()
+
+                watch.start_soon(ended)
+                watch.start_soon(restart)
+            self._session = None
+            group.cancel_scope.cancel()
+            if self._restart_now.is_set():
+                raise _Gone("restarted on request")
+            if spec.transport == "stdio":
+                raise _Gone("the server exited (its output closed)")
+            raise _Gone(self._error or "the server stopped answering")
+
+    async def _pump(
+        self,
+        read: MemoryObjectReceiveStream[SessionMessage | Exception],
+        inbound: MemoryObjectSendStream[SessionMessage | Exception],
+        closed: anyio.Event,
+    ) -> None:
+        """Forward the transport's messages to the session; notice the end and garbage."""
+        try:
+            async with inbound:
+                async for message in read:
+                    if isinstance(message, Exception):
+                        self._garbage = _garbage_text(message)
+                        continue  # the session would only log it; calls time out clearly
+                    await inbound.send(message)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        finally:
+            closed.set()
+            read.close()
+
+    async def _heartbeat(self, session: ClientSession, closed: anyio.Event) -> None:
+        while True:
+            await anyio.sleep(PING_EVERY)
+            try:
+                with anyio.fail_after(PING_EVERY):
+                    await session.send_ping()
+            except Exception as exc:
+                self._error = f"ping failed: {_describe(exc)}"
+                closed.set()
+                return
+
+    @staticmethod
+    async def _list_tools(session: ClientSession) -> list[types.Tool]:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        while True:
+            page = await session.list_tools(cursor)
+            tools += page.tools
+            cursor = page.nextCursor
+            if not cursor:
+                return tools
+
+    @staticmethod
+    async def _list_resources(session: ClientSession) -> list[McpResource]:
+        found: list[McpResource] = []
+        cursor: str | None = None
+        while True:
+            page = await session.list_resources(cursor)
+            for r in page.resources:
+                item: McpResource = {"uri": str(r.uri), "name": r.name}
+                if r.description:
+                    item["description"] = r.description
+                if r.mimeType:
+                    item["mimeType"] = r.mimeType
+                found.append(item)
+            cursor = page.nextCursor
+            if not cursor:
+                return found
+
+    @staticmethod
+    async def _list_prompts(session: ClientSession) -> list[McpPrompt]:
+        found: list[McpPrompt] = []
+        cursor: str | None = None
+        while True:
+            page = await session.list_prompts(cursor)
+            for p in page.prompts:
+                item: McpPrompt = {"name": p.name, "arguments": [a.name for a in p.arguments or []]}
+                if p.description:
+                    item["description"] = p.description
+                found.append(item)
+            cursor = page.nextCursor
+            if not cursor:
+                return found
+
+    # -- calls ---------------------------------------------------------------------------------
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Call ``tool``; returns :func:`map_result`'s pieces or raises :class:`McpCallError`."""
+        name = self.spec.name
+        session = self._session
+        if session is None or self._state != "ready":
+            why = f": {self._error}" if self._error else ""
+            raise McpCallError(
+                f"MCP server {name!r} is not ready ({self._state}{why}); "
+                "it is started again automatically, try again shortly or see /mcp"
+            )
+        timeout = self.spec.timeout
+        try:
+            with anyio.fail_after(timeout):
+                result = await session.call_tool(
+                    tool, arguments, read_timeout_seconds=timedelta(seconds=timeout)
+                )
+        except TimeoutError:
+            note = (
+                f"; it also wrote output that is not JSON-RPC: {self._garbage}"
+                if self._garbage
+                else ""
+            )
+            raise McpCallError(
+                f"MCP server {name!r} did not answer {tool} within {timeout:g} s{note}"
+            ) from None
+        except McpError as exc:
+            if exc.error.code == httpx.codes.REQUEST_TIMEOUT:
+                raise McpCallError(
+                    f"MCP server {name!r} did not answer {tool} within {timeout:g} s"
+                ) from None
+            raise McpCallError(f"MCP server {name!r} failed {tool}: {exc.error.message}") from None
+        except Exception as exc:
+            raise McpCallError(
+                f"MCP server {name!r} gave an unusable answer to {tool}: {_describe(exc)}"
+            ) from None
+        return map_result(result, server=name, tool=tool)
+
+
+def _resource_text(
+    resource: types.TextResourceContents | types.BlobResourceContents,
+) -> dict[str, Any]:
+    uri = str(resource.uri)
+    if isinstance(resource, types.TextResourceContents):
+        return {"type": "text", "text": f"[resource {uri}]\n{resource.text}"}
+    mime = resource.mimeType or "application/octet-stream"
+    if mime.startswith("image/"):
+        return {"type": "image", "data": resource.blob, "mimeType": mime}
+    size = len(resource.blob) * 3 // 4
+    return {"type": "text", "text": f"[resource {uri}: {mime}, about {size} bytes, not shown]"}
+
+
+def map_result(result: types.CallToolResult, *, server: str, tool: str) -> dict[str, Any]:
+    """``{"content", "is_error", "details"}`` for a ``ToolResult``."""
+    content: list[dict[str, Any]] = []
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            content.append({"type": "text", "text": block.text})
+        elif isinstance(block, types.ImageContent):
+            content.append({"type": "image", "data": block.data, "mimeType": block.mimeType})
+        elif isinstance(block, types.AudioContent):
+            size = len(block.data) * 3 // 4
+            content.append(
+                {
+                    "type": "text",
+                    "text": f"[audio: {block.mimeType}, about {size} bytes, not shown]",
+                }
+            )
+        elif isinstance(block, types.ResourceLink):
+            content.append({"type": "text", "text": f"[resource link: {block.name} <{block.uri}>]"})
+        elif isinstance(block, types.EmbeddedResource):  # pyright: ignore[reportUnnecessaryIsInstance]
+            content.append(_resource_text(block.resource))
+    details: dict[str, Any] = {"server": server, "tool": tool}
+    structured = result.structuredContent
+    if structured is not None:
+        details["structuredContent"] = structured
+        if not content:
+            content.append({"type": "text", "text": json.dumps(structured, ensure_ascii=False)})
+    if not content:
+        content.append({"type": "text", "text": "(no output)"})
+    return {"content": content, "is_error": bool(result.isError), "details": details}

@@ -1,0 +1,235 @@
+"""Where MCP servers are configured, and the checked shape of one server.
+
+Two files, in Claude Code's ``mcpServers`` shape::
+
+    {"mcpServers": {
+        "files": {"command": "npx", "args": ["-y", "@scope/server"], "env": {"TOKEN": "${TOKEN}"}},
+        "web":   {"type": "http", "url": "http://127.0.0.1:8000/mcp",
+                  "headers": {"Authorization": "Bearer ${API_KEY}"}}
+    }}
+
+* the user's ``$XDG_CONFIG_HOME/coding-agent/mcp.json`` (default ``~/.config``);
+* the project's ``.mcp.json`` at its root, read only when the project is trusted.
+
+A project server replaces a user server of the same name. ``type`` is ``stdio`` (the default
+when ``command`` is given) or ``http`` (``streamable-http`` is accepted too; the default when
+``url`` is given); ``sse`` is refused with a message. ``${VAR}`` and ``${VAR:-default}`` are
+expanded in ``command``, ``args``, ``env``, ``url`` and ``headers``. Our own optional key
+``timeout`` is the seconds one tool call may take (default 120).
+
+A file that is missing is no error; one that is not JSON, or an entry that is not valid, is
+reported (:attr:`McpConfig.errors`, naming the file, the server and the fix) and skipped: the
+other servers load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "McpConfig",
+    "ServerSpec",
+    "load_config",
+    "parse_servers",
+    "project_config_path",
+    "user_config_path",
+]
+
+DEFAULT_TIMEOUT = 120.0
+"""Seconds one tool call may take unless the server's ``timeout`` says otherwise."""
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSpec:
+    """One checked server entry."""
+
+    name: str
+    transport: Literal["stdio", "http"]
+    source: str
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict[str, str])
+    cwd: str | None = None
+    url: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict[str, str])
+    timeout: float = DEFAULT_TIMEOUT
+
+
+@dataclass(frozen=True, slots=True)
+class McpConfig:
+    servers: tuple[ServerSpec, ...]
+    errors: tuple[str, ...]
+
+
+def user_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CONFIG_HOME/coding-agent/mcp.json`` (``~/.config`` when unset or empty)."""
+    environ = os.environ if env is None else env
+    base = environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "coding-agent" / "mcp.json"
+
+
+def project_config_path(project: str | os.PathLike[str]) -> Path:
+    """The project's ``.mcp.json``."""
+    return Path(project) / ".mcp.json"
+
+
+def _expand(value: str, environ: Mapping[str, str]) -> str:
+    def one(match: re.Match[str]) -> str:
+        found = environ.get(match.group(1))
+        if found is None:
+            return match.group(2) if match.group(2) is not None else ""
+        return found
+
+    return _VAR.sub(one, value)
+
+
+def _strings(value: object, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):  # pyright: ignore[reportUnknownVariableType]
+        raise ValueError(f"{what} must be a list of strings")
+    return list(value)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _string_map(value: object, what: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str)
+        for k, v in value.items()  # pyright: ignore[reportUnknownVariableType]
+    ):
+        raise ValueError(f"{what} must be an object of strings")
+    return dict(value)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _server(name: str, raw: object, source: str, environ: Mapping[str, str]) -> ServerSpec:
+    if not _NAME.match(name):
+        raise ValueError("the name must be 1-40 letters, digits, '_' or '-'")
+    if not isinstance(raw, dict):
+        raise ValueError("the entry must be an object")
+    entry: dict[str, Any] = dict(raw)  # pyright: ignore[reportUnknownArgumentType]
+    kind = entry.get("type")
+    if kind is None:
+        kind = "http" if "url" in entry and "command" not in entry else "stdio"
+    if kind == "streamable-http":
+        kind = "http"
+    if kind == "sse":
+        raise ValueError(
+            'type "sse" (the deprecated HTTP+SSE transport) is not supported: use a streamable '
+            'HTTP endpoint ("type": "http") or a stdio command'
+        )
+    if kind not in ("stdio", "http"):
+        raise ValueError(f'type must be "stdio" or "http", got {kind!r}')
+    timeout = entry.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    allowed = {"type", "timeout", "disabled"} | (
+        {"command", "args", "env", "cwd"} if kind == "stdio" else {"url", "headers"}
+    )
+    unknown = sorted(set(entry) - allowed)
+    if unknown:
+        raise ValueError(
+            f"unknown key(s) {', '.join(unknown)} for a {kind} server "
+            f"(allowed: {', '.join(sorted(allowed))})"
+        )
+    if kind == "stdio":
+        command = entry.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise ValueError('a stdio server needs "command" (the program to run)')
+        args = [_expand(a, environ) for a in _strings(entry.get("args", []), '"args"')]
+        env = {
+            k: _expand(v, environ) for k, v in _string_map(entry.get("env", {}), '"env"').items()
+        }
+        cwd = entry.get("cwd")
+        if cwd is not None and not isinstance(cwd, str):
+            raise ValueError('"cwd" must be a string')
+        return ServerSpec(
+            name,
+            "stdio",
+            source,
+            command=_expand(command, environ),
+            args=tuple(args),
+            env=env,
+            cwd=cwd,
+            timeout=float(timeout),
+        )
+    url = entry.get("url")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise ValueError('an http server needs "url" (http:// or https://)')
+    headers = {
+        k: _expand(v, environ)
+        for k, v in _string_map(entry.get("headers", {}), '"headers"').items()
+    }
+    return ServerSpec(
+        name, "http", source, url=_expand(url, environ), headers=headers, timeout=float(timeout)
+    )
+
+
+def parse_servers(
+    data: object, source: str, environ: Mapping[str, str] | None = None
+) -> tuple[list[ServerSpec], list[str]]:
+    """The servers of one decoded file and the problems found (each naming ``source``)."""
+    environ = os.environ if environ is None else environ
+    if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):  # pyright: ignore[reportUnknownMemberType]
+        return [], [f'{source}: expected an object with "mcpServers": {{name: server}}']
+    servers: list[ServerSpec] = []
+    errors: list[str] = []
+    entries: dict[str, Any] = data.get("mcpServers", {})  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
+    for name, raw in entries.items():
+        if isinstance(raw, dict) and raw.get("disabled") is True:  # pyright: ignore[reportUnknownMemberType]
+            continue
+        try:
+            servers.append(_server(str(name), raw, source, environ))
+        except ValueError as exc:
+            errors.append(f"{source}: server {name!r}: {exc}; it is skipped")
+    return servers, errors
+
+
+def _read(path: Path, environ: Mapping[str, str]) -> tuple[list[ServerSpec], list[str]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return [], []
+    except (OSError, UnicodeDecodeError) as exc:
+        return [], [f"{path}: cannot be read ({exc}); its servers are skipped"]
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return [], [f"{path}: not valid JSON ({exc}); fix the file, its servers are skipped"]
+    return parse_servers(data, str(path), environ)
+
+
+def load_config(
+    *,
+    project: str | os.PathLike[str] | None = None,
+    project_trusted: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> McpConfig:
+    """The user's servers, then (when ``project_trusted``) the project's, which replace user
+    servers of the same name."""
+    environ = os.environ if env is None else env
+    by_name: dict[str, ServerSpec] = {}
+    errors: list[str] = []
+    servers, problems = _read(user_config_path(environ), environ)
+    errors += problems
+    for spec in servers:
+        by_name[spec.name] = spec
+    if project is not None:
+        path = project_config_path(project)
+        if project_trusted:
+            servers, problems = _read(path, environ)
+            errors += problems
+            for spec in servers:
+                by_name[spec.name] = spec
+        elif path.is_file():
+            errors.append(
+                f"{path}: not loaded because the project is not trusted "
+                "(coding-agent --trust, or /trust, then restart)"
+            )
+    return McpConfig(tuple(by_name.values()), tuple(errors))

@@ -1,0 +1,111 @@
+"""What every side of the MCP feature agrees on: one service id, JSON shapes, tool names.
+
+The session worker connects to the configured MCP servers and offers each server's tools to the
+model as ``mcp__<server>__<tool>`` (:func:`tool_name`). It provides one singleton instance of
+:data:`McpServers` whose replicated ``state`` is an :class:`McpState`: every configured server with
+its state (``starting``, ``ready``, ``failed`` with the tail of its stderr, ``stopped``), its
+tools, resources and prompts, and the configuration problems found. Presentations (the TUI's
+``/mcp`` panel) render that state and may ask for a restart.
+
+This module imports no host code (no Textual, no harness, no MCP SDK).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, NotRequired, Protocol, TypedDict
+
+from chord.context import Context
+from chord.services import define_service
+from chord.state import ReplicatedState
+
+__all__ = [
+    "SERVER_STATES",
+    "McpPrompt",
+    "McpResource",
+    "McpServer",
+    "McpServers",
+    "McpServersApi",
+    "McpState",
+    "McpTool",
+    "ServerState",
+    "tool_name",
+]
+
+ServerState = Literal["starting", "ready", "failed", "stopped"]
+SERVER_STATES: tuple[ServerState, ...] = ("starting", "ready", "failed", "stopped")
+
+
+class McpTool(TypedDict):
+    """One tool of a server: the model-facing ``name`` (``mcp__server__tool``) and the
+    server's own ``tool`` name."""
+
+    name: str
+    tool: str
+    description: str
+
+
+class McpResource(TypedDict):
+    uri: str
+    name: str
+    description: NotRequired[str]
+    mimeType: NotRequired[str]
+
+
+class McpPrompt(TypedDict):
+    name: str
+    description: NotRequired[str]
+    arguments: list[str]
+
+
+class McpServer(TypedDict):
+    """One configured server as the panel shows it."""
+
+    name: str
+    transport: Literal["stdio", "http"]
+    source: str
+    """The configuration file that declared it."""
+    state: ServerState
+    error: NotRequired[str]
+    """Why it failed (``failed``), or why a tool was skipped."""
+    stderr: NotRequired[str]
+    """The tail of the server's stderr (stdio servers)."""
+    tools: list[McpTool]
+    resources: list[McpResource]
+    prompts: list[McpPrompt]
+    restarts: int
+    """How many times it was started again after dying."""
+    retryInSeconds: NotRequired[float]
+    """When ``failed``: the backoff before the next start."""
+
+
+class McpState(TypedDict):
+    servers: list[McpServer]
+    errors: list[str]
+    """Configuration problems (a file that is not JSON, a server entry that is not valid)."""
+
+
+class McpServersApi(Protocol):
+    """The singleton :data:`McpServers` instance."""
+
+    @property
+    def state(self) -> ReplicatedState:
+        """Follows :class:`McpState`."""
+        ...
+
+    async def restart(self, name: str, ctx: Context) -> None:
+        """Stop server ``name`` and start it again now (no backoff); raises
+        ``service_invalid_value`` for an unknown name."""
+        ...
+
+
+McpServers = define_service("mcp.servers", McpServersApi)
+"""Provided by the session facet; the TUI observes and calls it."""
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def tool_name(server: str, tool: str) -> str:
+    """The model-facing name of ``tool`` of ``server``: ``mcp__<server>__<tool>``, every
+    character a provider refuses replaced by ``_``, at most 64 characters."""
+    return _UNSAFE.sub("_", f"mcp__{server}__{tool}")[:64]

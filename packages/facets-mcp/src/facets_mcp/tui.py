@@ -1,0 +1,158 @@
+"""The MCP TUI facet: the ``/mcp`` panel and command.
+
+``/mcp`` shows (or hides) a panel that follows :data:`~.contract.McpServers`' replicated state:
+each server with its transport, its state (``starting``, ``ready``, ``failed`` with the reason,
+the tail of its stderr and when it is tried again), its tool count and tools, and the resources
+and prompts it offers; configuration problems come first. ``/mcp restart NAME`` starts a server
+again at once. The facet holds no authority and no state of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual.message import Message
+from textual.widgets import Static
+
+from chord.context import Context
+from chord.facets import FacetEnvironment, define_facet
+from chord.state import Delivery, ReplicatedState
+from chord.textual import Tui
+
+from .contract import McpServers
+
+__all__ = ["PANEL_ID", "McpPanel", "panel_text", "tui_facet"]
+
+PANEL_ID = "mcp"
+_ICONS = {"starting": "◐", "ready": "●", "failed": "✗", "stopped": "○"}
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def panel_text(state: Any) -> str:
+    """The panel's text for an :class:`~.contract.McpState` value."""
+    if not isinstance(state, dict):
+        return "MCP: not available"
+    lines = ["MCP servers"]
+    for error in state.get("errors") or []:
+        lines.append(f"  ! {error}")
+    servers = state.get("servers") or []
+    if not servers:
+        lines.append(
+            "  (none configured: add mcpServers to ~/.config/coding-agent/mcp.json "
+            "or a trusted project's .mcp.json)"
+        )
+    for server in servers:
+        tools = server.get("tools") or []
+        head = (
+            f"{_ICONS.get(server.get('state'), '?')} {server.get('name')} "
+            f"({server.get('transport')}) {server.get('state')} · {_count(len(tools), 'tool')}"
+        )
+        if server.get("restarts"):
+            head += f" · {_count(server['restarts'], 'restart')}"
+        lines.append(head)
+        if server.get("error"):
+            lines.append(f"    error: {server['error']}")
+        if server.get("state") == "failed" and "retryInSeconds" in server:
+            lines.append(
+                f"    retrying in {server['retryInSeconds']:g} s (/mcp restart {server.get('name')})"
+            )
+        for line in (server.get("stderr") or "").splitlines()[-8:]:
+            lines.append(f"    stderr| {line}")
+        if tools:
+            lines.append("    tools: " + ", ".join(t.get("tool", "?") for t in tools))
+        for resource in server.get("resources") or []:
+            lines.append(f"    resource: {resource.get('name')} <{resource.get('uri')}>")
+        for prompt in server.get("prompts") or []:
+            args = ", ".join(prompt.get("arguments") or [])
+            lines.append(f"    prompt: {prompt.get('name')}({args})")
+    return "\n".join(lines)
+
+
+class McpPanel(Static):
+    """The ``/mcp`` panel: follows a state, hidden until toggled."""
+
+    DEFAULT_CSS = """
+    McpPanel { height: auto; max-height: 20; padding: 0 1; overflow-y: auto; }
+    """
+
+    class Changed(Message):
+        def __init__(self, value: Any) -> None:
+            super().__init__()
+            self.value = value
+
+    def __init__(self, state: ReplicatedState) -> None:
+        super().__init__("", markup=False, id="mcp-panel")
+        self._state = state
+        self._unsubscribe: Any = None
+        self.text = panel_text(state.value)
+        self.display = False
+        self._listeners: list[Callable[[], None]] = []
+
+    def listen(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener()`` after every change of :attr:`text`; returns the remover."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def on_mount(self) -> None:
+        self._unsubscribe = self._state.subscribe(self._on_state)
+        self.update(self.text)
+
+    def on_unmount(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def _on_state(self, value: Any, ctx: Context, delivery: Delivery) -> None:
+        del ctx, delivery
+        self.post_message(McpPanel.Changed(value))
+
+    def on_mcp_panel_changed(self, message: McpPanel.Changed) -> None:
+        message.stop()
+        self.text = panel_text(message.value)
+        self.update(self.text)
+        for listener in list(self._listeners):
+            listener()
+
+
+@define_facet("@pi/mcp")
+def tui_facet(env: FacetEnvironment) -> None:
+    """Offer ``/mcp`` (toggle the panel) and ``/mcp restart NAME``."""
+    tui = env.use(Tui)
+    servers = env.use(McpServers)
+    panels: list[McpPanel] = []
+
+    def make() -> McpPanel:
+        panel = McpPanel(servers.state)
+        panels.append(panel)
+        return panel
+
+    async def command(args: str, ctx: Context) -> None:
+        words = args.split()
+        if words[:1] == ["restart"]:
+            if len(words) != 2:
+                tui.notify("Usage: /mcp restart NAME", severity="warning")
+                return
+            await servers.restart(words[1], ctx)
+            tui.notify(f"Restarting MCP server {words[1]}")
+            return
+        if words:
+            tui.notify(
+                "Usage: /mcp (show or hide the panel) or /mcp restart NAME", severity="warning"
+            )
+            return
+        for panel in panels:
+            panel.display = not panel.display
+
+    def activate() -> None:
+        env.own(tui.mount_panel(PANEL_ID, make))
+        env.own(
+            tui.register_command(
+                "mcp", "Show the MCP servers, their tools, resources and prompts", command
+            )
+        )
+
+    env.on_activate(activate)

@@ -1,0 +1,93 @@
+"""A real MCP server for the tests, written with the SDK's FastMCP.
+
+``python mcp_server.py [--http PORT] [--name NAME] [--marker FILE]``: stdio by default, streamable
+HTTP on 127.0.0.1:PORT with ``--http``. With ``--marker`` the server appends one line to FILE
+each time it starts (the restart tests count them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import sys
+
+import anyio
+from mcp.server.fastmcp import FastMCP, Image
+from pydantic import BaseModel
+
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+class Sum(BaseModel):
+    total: int
+
+
+def build(name: str, port: int) -> FastMCP:
+    server = FastMCP(name, host="127.0.0.1", port=port, log_level="WARNING")
+
+    @server.tool(description="Echo the text back.")
+    def echo(text: str) -> str:
+        return f"echo: {text}"
+
+    @server.tool(description="Add two integers (structured result).")
+    def add(a: int, b: int) -> Sum:
+        return Sum(total=a + b)
+
+    @server.tool(description="A one-pixel PNG.")
+    def pixel() -> Image:
+        return Image(data=PNG, format="png")
+
+    @server.tool(description="Never answers.")
+    async def hang() -> str:
+        await anyio.sleep(3600)
+        return "never"
+
+    @server.tool(description="Writes a line that is not JSON-RPC, then never answers.")
+    async def garbage() -> str:
+        os.write(1, b"this is not json-rpc\n")
+        await anyio.sleep(3600)
+        return "never"
+
+    @server.tool(description="Fails.")
+    def boom() -> str:
+        raise ValueError("kaboom")
+
+    @server.tool(description="Exits the server process.")
+    def die() -> str:
+        sys.stderr.write("dying on request\n")
+        sys.stderr.flush()
+        os._exit(3)
+
+    @server.resource("memo://greeting", name="greeting", description="A greeting.")
+    def greeting() -> str:
+        return "hello"
+
+    @server.prompt(description="Review some code.")
+    def review(code: str) -> str:
+        return f"Review this: {code}"
+
+    return server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", type=int, default=0)
+    parser.add_argument("--name", default="echo")
+    parser.add_argument("--marker", default="")
+    parser.add_argument("--fail", action="store_true", help="exit at once with a message")
+    args = parser.parse_args()
+    if args.marker:
+        with open(args.marker, "a") as f:
+            f.write(f"{os.getpid()}\n")
+    if args.fail:
+        sys.stderr.write("cannot start: missing API key\n")
+        sys.exit(2)
+    server = build(args.name, args.http)
+    server.run("streamable-http" if args.http else "stdio")
+
+
+if __name__ == "__main__":
+    main()

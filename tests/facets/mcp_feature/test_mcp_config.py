@@ -1,0 +1,89 @@
+"""Where MCP servers come from: the user's mcp.json, a trusted project's .mcp.json, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from facets_mcp.config import load_config, user_config_path
+from facets_mcp.contract import tool_name
+
+
+def write(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+
+
+def test_user_path_respects_xdg_config_home(tmp_path: Path) -> None:
+    assert user_config_path({"XDG_CONFIG_HOME": str(tmp_path)}) == (
+        tmp_path / "coding-agent" / "mcp.json"
+    )
+    assert user_config_path({"XDG_CONFIG_HOME": ""}) == (
+        Path.home() / ".config" / "coding-agent" / "mcp.json"
+    )
+
+
+def test_project_servers_load_only_when_trusted_and_replace_user_ones(tmp_path: Path) -> None:
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg"), "KEY": "k1"}
+    write(
+        tmp_path / "cfg" / "coding-agent" / "mcp.json",
+        {"mcpServers": {"a": {"command": "a-cmd", "env": {"K": "${KEY}"}}, "b": {"command": "b"}}},
+    )
+    project = tmp_path / "proj"
+    write(
+        project / ".mcp.json",
+        {
+            "mcpServers": {
+                "b": {
+                    "type": "http",
+                    "url": "http://127.0.0.1:1/mcp",
+                    "headers": {"Authorization": "Bearer ${NOPE:-none}"},
+                }
+            }
+        },
+    )
+    untrusted = load_config(project=project, project_trusted=False, env=env)
+    assert [(s.name, s.transport) for s in untrusted.servers] == [("a", "stdio"), ("b", "stdio")]
+    assert untrusted.servers[0].env == {"K": "k1"}
+    (warning,) = untrusted.errors
+    assert "not loaded because the project is not trusted" in warning and "--trust" in warning
+    trusted = load_config(project=project, project_trusted=True, env=env)
+    assert [(s.name, s.transport) for s in trusted.servers] == [("a", "stdio"), ("b", "http")]
+    assert trusted.servers[1].headers == {"Authorization": "Bearer none"}
+    assert trusted.errors == ()
+
+
+def test_bad_files_and_entries_are_named_and_skipped(tmp_path: Path) -> None:
+    env = {"XDG_CONFIG_HOME": str(tmp_path)}
+    path = tmp_path / "coding-agent" / "mcp.json"
+    write(path, "{not json")
+    config = load_config(env=env)
+    assert config.servers == ()
+    assert config.errors[0].startswith(f"{path}: not valid JSON")
+    write(
+        path,
+        {
+            "mcpServers": {
+                "ok": {"command": "x"},
+                "nocmd": {"args": []},
+                "sse": {"type": "sse", "url": "http://h/sse"},
+                "typo": {"command": "x", "arg": []},
+                "bad name!": {"command": "x"},
+                "off": {"command": "x", "disabled": True},
+            }
+        },
+    )
+    config = load_config(env=env)
+    assert [s.name for s in config.servers] == ["ok"]
+    text = "\n".join(config.errors)
+    assert "server 'nocmd': a stdio server needs \"command\"" in text
+    assert 'type "sse"' in text and "not supported" in text
+    assert "unknown key(s) arg" in text
+    assert "server 'bad name!'" in text
+    assert all(e.endswith("it is skipped") for e in config.errors)
+
+
+def test_tool_names_are_provider_safe() -> None:
+    assert tool_name("files", "read_file") == "mcp__files__read_file"
+    assert tool_name("my.server", "do it") == "mcp__my_server__do_it"
+    assert len(tool_name("s", "x" * 100)) == 64
