@@ -32,7 +32,7 @@ from chord.context import BACKGROUND, Context
 from chord.facets import FacetEnvironment, create_facet_host, define_facet
 from chord.state import Delivery
 from facets_mcp.contract import McpServers
-from facets_mcp.session import session_facet
+from facets_mcp.session import connections_facet, session_facet
 from pico3 import HarnessOptions, MemoryStorage, Models
 from pico3.chord import Harness, HarnessService, harness_session_facet
 
@@ -51,7 +51,9 @@ async def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="mcp-bench-"))
     config = tmp / "config" / "coding-agent" / "mcp.json"
     config.parent.mkdir(parents=True)
-    config.write_text(json.dumps({"mcpServers": {"echo": {"command": sys.executable, "args": [SERVER]}}}))
+    config.write_text(
+        json.dumps({"mcpServers": {"echo": {"command": sys.executable, "args": [SERVER]}}})
+    )
     services = {
         "models": Models(),
         "workspace": str(tmp),
@@ -67,9 +69,18 @@ async def main() -> None:
     facet: list[float] = []
     params = StdioServerParameters(command=sys.executable, args=[SERVER])
     async with anyio.create_task_group() as group:
-        harness_facet = harness_session_facet(MemoryStorage, HarnessOptions(services=services), task_group=group)
+        harness_facet = harness_session_facet(
+            MemoryStorage, HarnessOptions(services=services), task_group=group
+        )
         async with (
-            create_facet_host([harness_facet, session_facet, define_facet("bench/probe", probe)]),
+            create_facet_host(
+                [
+                    harness_facet,
+                    session_facet,
+                    connections_facet,
+                    define_facet("bench/probe", probe),
+                ]
+            ),
             stdio_client(params) as (read, write),
             ClientSession(read, write) as client,
         ):
@@ -111,8 +122,12 @@ async def main() -> None:
 
     d50, f50 = statistics.median(direct), statistics.median(facet)
     print(f"MCP stdio echo round trip, {len(direct)} calls each (same run, interleaved rounds)")
-    print(f"  direct SDK ClientSession.call_tool : p50 {d50 * 1e3:6.2f} ms   p90 {pct(direct, 0.9) * 1e3:6.2f} ms")
-    print(f"  facets-mcp mcp__echo__echo execute : p50 {f50 * 1e3:6.2f} ms   p90 {pct(facet, 0.9) * 1e3:6.2f} ms")
+    print(
+        f"  direct SDK ClientSession.call_tool : p50 {d50 * 1e3:6.2f} ms   p90 {pct(direct, 0.9) * 1e3:6.2f} ms"
+    )
+    print(
+        f"  facets-mcp mcp__echo__echo execute : p50 {f50 * 1e3:6.2f} ms   p90 {pct(facet, 0.9) * 1e3:6.2f} ms"
+    )
     added = (f50 - d50) * 1e3
     print(f"  added by facets-mcp (p50): {added:+.2f} ms")
     print(f"target <= 5 ms added: {'met' if added <= 5 else 'MISSED'}")

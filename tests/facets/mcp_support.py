@@ -22,6 +22,7 @@ from chord.state import Delivery
 from facets_approval.contract import ApprovalDialogs
 from facets_approval.session import session_facet as approval_facet
 from facets_mcp.contract import McpServers
+from facets_mcp.session import connections_facet
 from facets_mcp.session import session_facet as mcp_facet
 from pico3 import ConversationHandle, HarnessOptions, MemoryStorage, Models
 from pico3.chord import Harness, HarnessService, harness_session_facet
@@ -143,7 +144,13 @@ async def session(
 
     async with anyio.create_task_group() as group:
         harness = harness_session_facet(MemoryStorage, options, task_group=group)
-        facets = [harness, approval_facet, mcp_facet, define_facet("test/worker", worker)]
+        facets = [
+            harness,
+            approval_facet,
+            mcp_facet,
+            connections_facet,
+            define_facet("test/worker", worker),
+        ]
         async with create_facet_host(facets) as host:
             (service,) = workers
             await service.resume(BACKGROUND)

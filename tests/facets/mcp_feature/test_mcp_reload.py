@@ -40,8 +40,10 @@ async def test_a_reload_reconnects_and_keeps_the_conversation(tmp_path: Path) ->
                 release()
             # the old generation stopped its server; the new one started another
             await s.until(
-                lambda v: v["servers"][0]["state"] == "ready"
-                and len(marker.read_text().splitlines()) == 2
+                lambda v: (
+                    v["servers"][0]["state"] == "ready"
+                    and len(marker.read_text().splitlines()) == 2
+                )
             )
             first_again, second = await s.turn()
             assert first_again == first  # the conversation is intact

@@ -59,9 +59,7 @@ async def test_the_panel_shows_states_tools_resources_prompts_and_stderr(tmp_pat
     app = PanelApp()
     async with session(tmp_path) as s, app.run_test() as pilot:
         source = LoopbackServiceSource(s.host.services, task_group=s.group)
-        async with create_facet_host(
-            [tui_facet(app.tui), mcp_tui_facet], service_sources=[source]
-        ):
+        async with create_facet_host([tui_facet(app.tui), mcp_tui_facet], service_sources=[source]):
             assert "mcp" in app.tui.commands
             await pilot.pause()
             assert app.panel().display is False

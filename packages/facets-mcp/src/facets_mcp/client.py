@@ -1,4 +1,4 @@
-"""One MCP server's connection, run on the MCP event loop (a thread of its own).
+"""One MCP server's connection, run in its observer task on the worker's loop.
 
 :class:`ServerRunner` owns one server: it starts it (a subprocess over stdio, or a streamable
 HTTP endpoint), initializes the MCP session, lists its tools, resources and prompts, reports each
@@ -100,7 +100,7 @@ def _schema(raw: Any) -> dict[str, Any]:
 
 
 class ServerRunner:
-    """One server's life (see the module docstring). Create and run it on the MCP loop."""
+    """One server's life (see the module docstring). Run it in its own task."""
 
     def __init__(
         self,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from chord.facets import Facet
 from chord.packages import hookimpl
 
-from .session import session_facet
+from .session import connections_facet, session_facet
 from .tui import tui_facet
 
 
@@ -13,7 +13,7 @@ from .tui import tui_facet
 def chord_facets(host: str) -> list[Facet]:
     """``"session"`` → the session facet, ``"tui"`` → the TUI facet, other hosts nothing."""
     if host == "session":
-        return [session_facet]
+        return [session_facet, connections_facet]
     if host == "tui":
         return [tui_facet]
     return []

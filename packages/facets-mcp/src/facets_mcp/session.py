@@ -1,22 +1,23 @@
 """The MCP session facet: MCP servers' tools for the model, and the ``mcp.servers`` service.
 
 When the facet activates it reads the configuration (:mod:`.config`: the user's ``mcp.json`` and,
-when the project is trusted, its ``.mcp.json``), starts the MCP event loop — an anyio blocking
-portal, a thread of its own, so no server can stall the worker's loop — and one
-:class:`~.client.ServerRunner` per server there. Activation does not wait for any server: the
-agent is usable at once and each server's tools appear when it is ready.
+when the project is trusted, its ``.mcp.json``) and opens one local keyed instance of
+:data:`McpConnections` per server; :func:`connections_facet` observes them and runs each
+server's :class:`~.client.ServerRunner` in its observer task, on the worker's loop (no thread
+hop in the call path). Activation does not wait for any server: the agent is usable at once and
+each server's tools appear when it is ready.
 
 Each ready server's tools are registered on the harness as ``mcp__<server>__<tool>`` with the
 server's JSON Schema (a tool whose schema the harness refuses is left out and named in the
 server's ``error``), ``replay="unsafe"`` (a call interrupted by a crash is not sent again), and
 added to the root conversation's ``selectedTools``. The calls go through the approval feature
 like any other tool; its default rules ask for every ``mcp__*`` tool. A call is sent to the
-server's current connection on the MCP loop and awaited without blocking the worker; a failure
+server's current connection; a failure
 (the server hung, answered garbage, died) is that call's error result. While a server restarts
 its tools stay registered and a call says so.
 
 The service's replicated ``state`` (:class:`~.contract.McpState`) follows every server. Nothing
-here is durable: a hot reload disposes the facet (the portal stops and the servers with it) and
+here is durable: a hot reload disposes the facet (the instances close, which stops the servers) and
 the new generation starts them again; the conversation is untouched.
 
 Where things are comes from the harness's ``services``: ``workspace`` (the working folder, the
@@ -28,20 +29,15 @@ workspace) and ``project_trusted`` (default ``False``); ``mcp_env`` may replace 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
-from contextlib import AbstractContextManager
 from typing import Any
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
-import anyio.to_thread
 
 from chord.context import BACKGROUND, Context, cancel_scope
-from chord.facets import FacetEnvironment, define_facet
+from chord.facets import FacetEnvironment, ServiceSpawner, define_facet
 from chord.remote import RemoteServiceError
+from chord.services import define_service
 from chord.state import MutableReplicatedState
 from pico3 import ToolApi, ToolDeclaration, ToolResult
 from pico3.chord import Harness, HarnessService
@@ -50,48 +46,32 @@ from .client import McpCallError, ServerRunner
 from .config import load_config
 from .contract import McpServer, McpServers, McpState, tool_name
 
-__all__ = ["McpHost", "session_facet"]
+__all__ = ["McpConnections", "McpHost", "connections_facet", "session_facet"]
 
 _log = logging.getLogger("facets_mcp")
 
 
-async def _await_future(future: Future[Any], ctx: Context) -> Any:
-    """Await a portal future from the worker's loop without blocking it (cancel → cancel)."""
-    if not future.done():
-        done = anyio.Event()
-        token = anyio.lowlevel.current_token()
-        loop_thread = threading.get_ident()
-
-        def wake(_future: Future[Any]) -> None:
-            if threading.get_ident() == loop_thread:
-                done.set()
-                return
-            try:
-                anyio.from_thread.run_sync(done.set, token=token)
-            except RuntimeError:  # the worker's loop is gone
-                pass
-
-        future.add_done_callback(wake)
-        try:
-            with cancel_scope(ctx):
-                await done.wait()
-        finally:
-            if not future.done():
-                future.cancel()
-    return future.result()
+McpConnections = define_service("mcp.connection", local=True)
+"""One local keyed instance per configured server (its :class:`~.client.ServerRunner`); the
+``@pi/mcp-connections`` facet observes them and runs each server's life in its observer task,
+on the worker's own loop, for as long as the instance is open."""
 
 
 class McpHost:
-    """The live MCP side of one facet activation: the portal, the runners, the registrations,
+    """The live MCP side of one facet activation: the runners, the registrations,
     and the :data:`~.contract.McpServers` provider (``state`` and ``restart``)."""
 
-    def __init__(self, harness: HarnessService, state: MutableReplicatedState) -> None:
+    def __init__(
+        self,
+        harness: HarnessService,
+        state: MutableReplicatedState,
+        connections: ServiceSpawner[Any],
+    ) -> None:
         self._harness = harness
         self.state = state
-        self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
-        self._portal: anyio.from_thread.BlockingPortal | None = None
+        self._connections = connections
         self._runners: dict[str, ServerRunner] = {}
-        self._futures: list[Future[Any]] = []
+        self._closers: list[Callable[[], None]] = []
         self._servers: dict[str, McpServer] = {}
         self._errors: list[str] = []
         self._order: list[str] = []
@@ -102,13 +82,12 @@ class McpHost:
     # -- the service ---------------------------------------------------------------------------
     async def restart(self, name: Any, ctx: Context) -> None:
         runner = self._runners.get(name) if isinstance(name, str) else None
-        portal = self._portal
-        if runner is None or portal is None:
+        if runner is None or self._closing:
             known = ", ".join(self._order) or "none"
             raise RemoteServiceError(
                 "service_invalid_value", f"Unknown MCP server {name!r} (configured: {known})"
             )
-        portal.call(runner.restart)
+        runner.restart()
 
     # -- lifecycle -----------------------------------------------------------------------------
     def _services(self) -> Mapping[str, Any]:
@@ -144,43 +123,18 @@ class McpHost:
         self._publish_state()
         if not config.servers:
             return
-        token = anyio.lowlevel.current_token()
-        self._portal_cm = anyio.from_thread.start_blocking_portal("asyncio")
-        portal = self._portal = self._portal_cm.__enter__()
         cwd = str(workspace) if workspace is not None else None
         for spec in config.servers:
-            notify = self._notifier(token)
-            runner = portal.call(
-                lambda spec=spec, notify=notify: ServerRunner(spec, notify, cwd=cwd)
-            )
+            runner = ServerRunner(spec, self._apply, cwd=cwd)
             self._runners[spec.name] = runner
-            self._futures.append(portal.start_task_soon(runner.run))
-
-    def _notifier(self, token: Any) -> Callable[[McpServer, list[dict[str, Any]]], Any]:
-        """What a runner calls (on the MCP loop) to hand its news to the worker's loop."""
-
-        async def notify(server: McpServer, tools: list[dict[str, Any]]) -> None:
-            if self._closing:
-                return
-
-            def hand_over() -> None:
-                try:
-                    anyio.from_thread.run(self._apply, server, tools, token=token)
-                except Exception as exc:  # the worker's loop is closing
-                    _log.debug("MCP update for %s dropped: %s", server["name"], exc)
-
-            await anyio.to_thread.run_sync(hand_over, abandon_on_cancel=True)
-
-        return notify
+            self._closers.append(self._connections.spawn(spec.name, _Connection(runner)))
 
     async def stop(self) -> None:
         self._closing = True
-        for future in self._futures:
-            future.cancel()
-        cm, self._portal_cm, self._portal = self._portal_cm, None, None
-        if cm is not None:
-            await anyio.to_thread.run_sync(cm.__exit__, None, None, None)
-        for _schemas, remove in self._registered.values():
+        for close in reversed(self._closers):
+            close()
+        self._closers.clear()
+        for _declarations, remove in self._registered.values():
             remove()
         self._registered.clear()
         self._runners.clear()
@@ -286,19 +240,16 @@ class McpHost:
     # -- calls ------------------------------------------------------------------------------
     def _execute(self, server: str, tool: str) -> Any:
         async def execute(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
-            runner, portal = self._runners.get(server), self._portal
-            if runner is None or portal is None or self._closing:
+            runner = self._runners.get(server)
+            if runner is None or self._closing:
                 return ToolResult.text(
                     f"MCP server {server!r} is not running (the MCP feature is reloading or "
                     "stopped); try again",
                     is_error=True,
                 )
             try:
-                future = portal.start_task_soon(runner.call_tool, tool, dict(args))
-            except RuntimeError:
-                return ToolResult.text(f"MCP server {server!r} is not running", is_error=True)
-            try:
-                piece = await _await_future(future, ctx)
+                with cancel_scope(ctx):
+                    piece = await runner.call_tool(tool, dict(args))
             except McpCallError as exc:
                 return ToolResult.text(str(exc), is_error=True)
             return ToolResult(
@@ -313,7 +264,8 @@ def session_facet(env: FacetEnvironment) -> None:
     """Start the configured MCP servers in the background; offer their tools; provide
     ``mcp.servers``."""
     harness = env.use(Harness)
-    host = McpHost(harness, env.replicated_state({"servers": [], "errors": []}))
+    connections = env.provide_many(McpConnections)
+    host = McpHost(harness, env.replicated_state({"servers": [], "errors": []}), connections)
     env.provide(McpServers, host)
 
     async def activate() -> None:
@@ -321,3 +273,27 @@ def session_facet(env: FacetEnvironment) -> None:
         await host.start()
 
     env.on_activate(activate)
+
+
+class _Connection:
+    """The implementation of one :data:`McpConnections` instance."""
+
+    def __init__(self, runner: ServerRunner) -> None:
+        self._runner = runner
+
+    async def run(self, ctx: Context) -> None:
+        with cancel_scope(ctx):
+            await self._runner.run()
+
+
+@define_facet("@pi/mcp-connections")
+def connections_facet(env: FacetEnvironment) -> None:
+    """Run every server's life (its :class:`~.client.ServerRunner`) while its instance is open."""
+
+    async def run(connection: Any, ctx: Context) -> None:
+        try:
+            await connection.run(ctx)
+        except Exception:  # a runner never raises; if it did, that server stops alone
+            _log.exception("an MCP server's runner failed")
+
+    env.observe(McpConnections, run)
