@@ -53,11 +53,19 @@ async def test_rebound_keys_and_the_light_theme(
         await pilot.press("f2")
         await kit.wait_for(pilot, lambda: kit.picker_open(app, "Switch the model"), "picker")
         await pilot.press("escape")
+        await pilot.press(*"/help", "enter")
+
+        def help_text() -> str:
+            return next((m for _, m in kit.toasts(app) if "/help" in m), "")
+
+        await kit.wait_for(pilot, help_text, "the help")
+        seen["help"] = help_text()
 
     await kit.drive(session, keeper, test)
     assert seen["theme"] == "textual-light"
     assert seen["after_ctrl_o"] and seen["after_f3"]
     assert seen["ctrl_l_opened"] is False
+    assert "f3 expand tool output" in seen["help"] and "f2 switch the model" in seen["help"]
     (warning,) = [w for w in seen["warnings"] if "keybindings.toml" in w]
     assert warning.startswith(f"{config_dir / 'keybindings.toml'}:3: abort: 'ctrl+nope+'")
 

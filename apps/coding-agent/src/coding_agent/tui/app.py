@@ -41,7 +41,7 @@ from coding_agent.images import ImageError, prepare_image_file
 from coding_agent.tui.attachments import image_paths
 from coding_agent.tui.client import ConversationClient, SendMode
 from coding_agent.tui.document import inbox_text, model_label
-from coding_agent.tui.keybindings import Keybindings
+from coding_agent.tui.keybindings import ACTIONS, Keybindings
 from coding_agent.tui.shell import ShellRunner, parse_bang
 from coding_agent.tui.widgets.editor import PromptEditor
 from coding_agent.tui.widgets.footer import StatusFooter
@@ -541,12 +541,17 @@ class CodingAgentApp(App[None]):
             f"/{c.name} — {c.description}"
             for c in sorted(self.tui.commands.values(), key=lambda c: c.name)
         ]
-        keys = (
-            "enter send · alt+enter follow-up · shift+enter/ctrl+j newline · esc abort · "
-            "alt+up dequeue · ctrl+o tool output · ctrl+t thinking · ctrl+g external editor · "
-            "/ commands · @ files · tab completes paths"
+        bound = self.keybindings
+        shown = [
+            f"{'/'.join(bound.keys_of(name)).replace('escape', 'esc')} {action.description}"
+            for name, action in ACTIONS.items()
+            if action.kind != "facet"
+        ]
+        keys = " · ".join([*shown, "! / !! shell", "/ commands", "@ files", "tab completes paths"])
+        moved = {default: key for key, default in bound.facet_keys().items()}
+        keys += "".join(
+            f" · {moved.get(k.key, k.key)} {k.description.lower()}" for k in self.tui.keys.values()
         )
-        keys += "".join(f" · {k.key} {k.description.lower()}" for k in self.tui.keys.values())
         self.notify("\n".join([*lines, "", keys]), title="Commands", timeout=20)
 
     def _quit(self, args: str, ctx: Context) -> None:
