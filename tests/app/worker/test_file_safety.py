@@ -197,3 +197,28 @@ async def test_accept_edits_confines_writes_to_the_project_in_the_real_worker(
     assert len(reasons) == 2
     assert "outside the project" in reasons[0]
     assert "the agent's own configuration or trust" in reasons[1]
+
+
+async def test_ls_of_a_non_utf8_name_and_old_spill_files_in_the_real_worker(
+    session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    # Issue 24 item 10: `ls` of a folder holding a name that is not UTF-8 answers (it used to
+    # fault the session); spill files past their retention period go when the worker starts.
+    (session.cwd / "odd").mkdir()
+    os.mkdir(os.fsencode(session.cwd / "odd") + b"/bad\xff.txt")
+    spill = session.path / "spill"
+    spill.mkdir(exist_ok=True)
+    old = spill / "coding-agent-bash-old.log"
+    old.write_text("old output")
+    os.utime(old, (0, 0))
+    script = write_script(tmp_path / "script.json", [call("ls", path="odd"), {"text": "listed"}])
+    client = Client(approve=allow)
+    async with (
+        worker_process(session, agent_env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        assert not old.exists()
+        await client.root.send({"content": "list it"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+        assert results(client) == ["bad\\xff.txt/"]
+        assert text_of(client.entries("pi.assistant")[-1]) == "listed"

@@ -54,6 +54,7 @@ from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.tool_jobs import HarnessJobs
 from coding_agent.worker.tools import JobControl, ToolContext, ToolSpec, builtin_tools
 from coding_agent.worker.tools import ToolResult as SpecResult
+from coding_agent.worker.tools.bash import prune_spills
 from coding_agent.worker.tools.files import FileStamp
 from pico3.chord import Harness
 from pico3.harness import Harness as OpenHarness
@@ -252,6 +253,7 @@ def tools_facet(
     spill = os.fspath(spill_dir) if spill_dir is not None else None
     if spill is not None:
         Path(spill).mkdir(mode=0o700, parents=True, exist_ok=True)
+        prune_spills(spill)  # spill files older than the retention period go
     locks: dict[str, Any] = {}  # one lock table for the session: writes to a file serialise
     opened: list[OpenHarness] = []  # the harness the tools are registered on (for job control)
     namespaces: list[Namespace] = []  # its coding-agent.files namespace

@@ -27,6 +27,10 @@ is also written to a temporary log file, and the footer names it:
 ``(no output)``. A non-zero exit, a timeout and an abort are errors whose text ends in
 ``Command exited with code N``, ``Command timed out after N seconds`` or ``Command aborted``.
 
+Spill files live in the context's ``temp_dir`` (the worker's is the session folder's ``spill/``,
+removed with the session). Files there older than :data:`SPILL_RETENTION` are deleted whenever
+a new one is made and when the worker starts (:func:`prune_spills`).
+
 A command that leaves a background process holding the output pipe (``server &``) would keep
 the pipe open forever (pi#7636). Once the shell itself has exited we read for at most
 :data:`DRAIN_GRACE` more seconds, then stop reading and return; the background process lives on
@@ -44,6 +48,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,10 +73,52 @@ from .spec import (
 )
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation, format_size, truncate_tail
 
-__all__ = ["BASH_TOOL", "DEFAULT_BASH_TIMEOUT", "DRAIN_GRACE", "BashRun", "recover", "run_bash"]
+__all__ = [
+    "BASH_TOOL",
+    "DEFAULT_BASH_TIMEOUT",
+    "DRAIN_GRACE",
+    "SPILL_PREFIX",
+    "SPILL_RETENTION",
+    "BashRun",
+    "prune_spills",
+    "recover",
+    "run_bash",
+]
 
 DEFAULT_BASH_TIMEOUT = 120.0
 DRAIN_GRACE = 0.25
+SPILL_PREFIX = "coding-agent-bash-"
+SPILL_RETENTION = 7 * 24 * 3600.0
+"""Seconds a spill file is kept (a week): older ones go when a new one is made."""
+
+
+def prune_spills(folder: str | os.PathLike[str], retention: float = SPILL_RETENTION) -> int:
+    """Delete the spill files in ``folder`` last modified more than ``retention`` seconds ago;
+    returns how many went. Other files are left alone; a missing folder is fine."""
+    cutoff = time.time() - retention
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        if not (entry.name.startswith(SPILL_PREFIX) and entry.name.endswith(".log")):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False) and entry.stat().st_mtime < cutoff:
+                os.unlink(entry.path)
+                removed += 1
+        except OSError:
+            continue
+    return removed
+
+
+def _new_spill(folder: str) -> str:
+    prune_spills(folder)
+    fd, path = tempfile.mkstemp(prefix=SPILL_PREFIX, suffix=".log", dir=folder)
+    os.close(fd)
+    return path
+
 
 BASH_PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -152,10 +199,7 @@ class _Sink:
         self.spill: anyio.AsyncFile[bytes] | None = None
 
     async def open_spill(self) -> None:
-        fd, path = await anyio.to_thread.run_sync(
-            lambda: tempfile.mkstemp(prefix="coding-agent-bash-", suffix=".log", dir=self.spill_dir)
-        )
-        os.close(fd)
+        path = await anyio.to_thread.run_sync(_new_spill, self.spill_dir)
         self.run.spill_path = path
         self.spill = await anyio.open_file(path, "wb")
         await self.spill.write(bytes(self.run._pending))
@@ -334,10 +378,7 @@ async def _bash(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
 
 
 async def _spill_pending(run: BashRun, spill_dir: str) -> None:
-    fd, path = await anyio.to_thread.run_sync(
-        lambda: tempfile.mkstemp(prefix="coding-agent-bash-", suffix=".log", dir=spill_dir)
-    )
-    os.close(fd)
+    path = await anyio.to_thread.run_sync(_new_spill, spill_dir)
     await anyio.Path(path).write_bytes(bytes(run._pending))
     run._pending.clear()
     run.spill_path = path

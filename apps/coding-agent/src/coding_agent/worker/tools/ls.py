@@ -5,7 +5,8 @@ Entries are sorted case-insensitively; dotfiles are included. Entries that ``.gi
 exclude (and ``.git``) are left out, like grep and find leave them out, but never silently: a
 notice counts them (``[3 ignored entries not shown (.gitignore)]``) so the model knows to use
 bash when it really needs them. An empty folder reads ``(empty directory)``; the entry limit and
-the 50 KB cap add pi's notices.
+the 50 KB cap add pi's notices. A name that is not valid UTF-8 is shown with its undecodable
+bytes as ``\\xNN`` escapes (``bad\\xff.txt``), never dropped.
 """
 
 from __future__ import annotations
@@ -18,7 +19,16 @@ import anyio
 import anyio.to_thread
 
 from .ignore import IgnoreRules
-from .spec import OnUpdate, ToolContext, ToolError, ToolResult, ToolSpec, resolve_path, text_result
+from .spec import (
+    OnUpdate,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    ToolSpec,
+    resolve_path,
+    storable_text,
+    text_result,
+)
 from .truncate import DEFAULT_MAX_BYTES, format_size, truncate_head
 
 __all__ = ["LS_TOOL"]
@@ -52,7 +62,8 @@ def _list(root: Path) -> tuple[list[str], int]:
             if rules.ignored(Path(entry.path), is_dir):
                 ignored += 1
                 continue
-            shown.append(entry.name + "/" if is_dir else entry.name)
+            name = storable_text(entry.name)  # undecodable bytes as \xNN
+            shown.append(name + "/" if is_dir else name)
     shown.sort(key=lambda name: (name.lower(), name))
     return shown, ignored
 

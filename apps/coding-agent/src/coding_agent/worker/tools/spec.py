@@ -15,6 +15,10 @@ A tool is plain data plus one coroutine, independent of any harness:
 Handlers signal an expected failure by raising :class:`ToolError`; :meth:`ToolSpec.execute`
 turns it (and bad arguments) into a result with ``is_error=True`` so the agent loop continues.
 Anything else is a bug and propagates.
+
+Every result is made storable (:func:`storable`): a file name that is not UTF-8 reaches Python
+with lone surrogates (``surrogateescape``), which cannot be stored or sent; they become ``\\xNN``
+escapes of the original bytes (other lone surrogates become U+FFFD).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ __all__ = [
     "ToolSpec",
     "abortable",
     "resolve_path",
+    "storable",
     "text_result",
     "validate_args",
 ]
@@ -195,9 +200,35 @@ class ToolSpec:
         """Validate ``args``, run the tool, and turn a :class:`ToolError` into an error result."""
         try:
             checked = validate_args(self, args)
-            return await self.handler(checked, ctx, on_update)
+            result = await self.handler(checked, ctx, on_update)
         except ToolError as error:
-            return text_result(error.message, error.details, is_error=True)
+            result = text_result(error.message, error.details, is_error=True)
+        return ToolResult(storable(result.content), storable(result.details), result.is_error)
+
+
+def storable_text(text: str) -> str:
+    """``text`` without lone surrogates: those ``surrogateescape`` made of undecodable bytes
+    become ``\\xNN`` escapes of the bytes, any other becomes U+FFFD."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def storable(value: Any) -> Any:
+    """``value`` (JSON-like: dicts, lists, strings) with every string made :func:`storable_text`."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, dict):
+        return {storable_text(str(k)): storable(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    if isinstance(value, list | tuple):
+        return [storable(item) for item in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
 
 
 def _field_path(error: jsonschema.exceptions.ValidationError) -> str:
