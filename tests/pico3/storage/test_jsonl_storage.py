@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from chord.context import BACKGROUND
 from pico3.storage import (
     Conversation,
     ConversationWrite,
+    CorruptStorage,
     DocRef,
     DocWrite,
     Entry,
@@ -285,3 +287,29 @@ async def test_a_lone_surrogate_is_refused_and_the_storage_goes_on(tmp_path: Pat
         e.data for e in await storage.scan_entries(EntryScan(conversation_id=cid, limit=10), ctx)
     ] == [{"text": "a\u00e9"}]
     await storage.close(ctx)
+
+
+async def test_a_missing_main_file_fails_loudly_and_changes_nothing(tmp_path: Path, h) -> None:
+    """Issue 24 item 10: a missing main.jsonl never opens as an empty session, and never cuts
+    the sticky sidecar it would no longer confirm."""
+    storage = await opened(tmp_path)
+    cid = await h.with_root(storage)
+    await storage.commit([DocWrite(DocRef.sticky(cid), [["s", ["inbox"], [1]]])], ctx)
+    await storage.close(ctx)
+    (tmp_path / "main.jsonl").unlink()
+    sticky = tmp_path / f"sticky-{cid}.jsonl"
+    before = sticky.read_bytes()
+    main = tmp_path / "main.jsonl"
+    message = (
+        f"{main}: the session's transcript is missing while sticky-{cid}.jsonl still exist; "
+        "nothing was opened or changed"
+    )
+    with pytest.raises(CorruptStorage, match=re.escape(message)):
+        await opened(tmp_path)
+    assert sticky.read_bytes() == before and not main.exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(CorruptStorage, match="the session's transcript is missing;"):
+        storage = JsonlStorage(empty, fsync=False, create=False)
+        await storage.open(ctx)
+    assert os.listdir(empty) == [], "create=False creates nothing"

@@ -261,6 +261,11 @@ def create_session(
             settings=settings,
         )
         private_dir(staging / "storage")
+        # The transcript exists from the start: a worker never creates one, so a missing
+        # main.jsonl is an error naming it, not an empty session (pico3's JsonlStorage create).
+        os.close(
+            os.open(staging / "storage" / "main.jsonl", os.O_WRONLY | os.O_CREAT, PRIVATE_FILE)
+        )
         _write_atomically(staging / "session.json", _encode(metadata))
         try:
             staging.rename(path)

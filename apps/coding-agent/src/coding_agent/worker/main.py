@@ -365,7 +365,7 @@ async def open_session_host(
             storage_dir = str(session.storage_dir)
             history = FileHistory(session.path / "file-history", fsync=config.fsync)
             harness_facet = harness_session_facet(
-                lambda: JsonlStorage(storage_dir, fsync=config.fsync),
+                lambda: JsonlStorage(storage_dir, fsync=config.fsync, create=False),
                 options,
                 task_group=group,
                 on_error=on_error,

@@ -36,6 +36,8 @@ process, not the loss of the machine.
 
 Recovery (§3.7)
 ---------------
+A missing ``main.jsonl`` next to sidecar files (or whenever ``create=False``) fails ``open`` with
+:class:`~pico3.storage.base.CorruptStorage` naming it, before anything is created or cut.
 ``open`` cuts every file back to its last newline (a torn write, or the zero tail of main's
 preallocation after a crash), replays main (every complete line must decode, pass its checksum
 and carry a seq greater than the line before), keeps the sidecar records main confirms and
@@ -214,7 +216,9 @@ class JsonlStorage(TableStorage):
     ``fsync=True`` (default) makes each commit durable across machine failure as far as the
     device allows; ``fsync=False`` (tests, benchmarks) only across process death.
     ``thread_above`` is the average fsync time per commit (seconds) above which fsyncs run in a
-    worker thread instead of on the event loop; ``0`` always uses the thread.
+    worker thread instead of on the event loop; ``0`` always uses the thread. With
+    ``create=False`` a missing ``main.jsonl`` is an error (the caller made it when it made the
+    session); either way it is one when sidecar files exist without it.
     """
 
     def __init__(
@@ -223,9 +227,11 @@ class JsonlStorage(TableStorage):
         *,
         fsync: bool = True,
         thread_above: float = THREAD_ABOVE,
+        create: bool = True,
     ) -> None:
         super().__init__()
         self._dir = os.fspath(Path(path))
+        self._create = create
         self._fsync = fsync
         self._main_fd = -1  # holds the flock; the log writes through its own descriptors
         self._log: MainLog | None = None
@@ -311,6 +317,8 @@ class JsonlStorage(TableStorage):
         os.makedirs(self._dir, mode=_PRIVATE_DIR, exist_ok=True)
         main_path = self._file(MAIN_FILE)
         created = not os.path.exists(main_path)
+        if created:
+            self._check_missing_main(main_path)
         self._main_fd = os.open(main_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, _PRIVATE_FILE)
         if fcntl is not None:
             try:
@@ -408,6 +416,24 @@ class JsonlStorage(TableStorage):
         if changed and self._fsync:
             _fsync_dir(self._dir)
         self._log = MainLog(main_path, durable=self._fsync)  # only once everything checked out
+
+    def _check_missing_main(self, main_path: str) -> None:
+        """A missing ``main.jsonl`` is a new session only when nothing else says otherwise:
+        never open an empty session over the remains of one (and never cut its sidecars)."""
+        others = sorted(
+            name
+            for name in os.listdir(self._dir)
+            if _STICKY.fullmatch(name) is not None or _TASK.fullmatch(name) is not None
+        )
+        if not others and self._create:
+            return
+        beside = f" while {', '.join(others)} still exist" if others else ""
+        raise CorruptStorage(
+            main_path,
+            None,
+            f"the session's transcript is missing{beside}; nothing was opened or changed. "
+            "Restore the file from a backup, or delete the session folder to drop the session",
+        )
 
     @staticmethod
     def _check_refs(
