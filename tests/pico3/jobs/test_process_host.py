@@ -206,3 +206,24 @@ async def test_bad_keys_signals_and_specs_are_refused_by_name(tmp_path: Path) ->
         ProcessSpec("")
     with pytest.raises(ValueError, match="env"):
         ProcessSpec("x", env={"A": 1})  # type: ignore[dict-item]
+
+
+async def test_kill_reaches_children_that_moved_to_process_groups_of_their_own(
+    tmp_path: Path, gates: dict[str, Gate]
+) -> None:
+    # Job control (`set -m`) gives each background child its own process group: a group kill
+    # alone would miss it. It stays in the child's session, which the kill reaches.
+    gate = gates["set-m"]
+    pid_file = tmp_path / "child.pid"
+    command = f"set -m; sleep 300 & echo $! > {pid_file}; cat {gate.path}; wait"
+    with LocalProcessHost(tmp_path / "state") as host:
+        await host.start("set-m", ProcessSpec("bash", ("-c", command), str(tmp_path)), BACKGROUND)
+        await gate.opened()  # `cat` reads the gate: the pid file is written
+        child = int(pid_file.read_text())
+        pidfd = os.pidfd_open(child)
+        stat = (await anyio.Path(f"/proc/{child}/stat").read_text()).rsplit(")", 1)[1].split()
+        assert int(stat[2]) == child  # its own process group
+        await host.kill("set-m", "SIGKILL", BACKGROUND)
+        with anyio.fail_after(30):
+            await anyio.wait_readable(pidfd)  # the moved child died too
+        os.close(pidfd)

@@ -11,9 +11,10 @@ exits at once (the classic double fork), so the harness has nothing left to reap
 supervisor is reparented away from it. Then the supervisor:
 
 1. writes ``supervisor.json`` ``{pid, start}`` so the host can tell whether it is alive;
-2. spawns the command of ``spec.json`` in a process group of its own, appending stdout and
+2. spawns the command of ``spec.json`` in a session (and group) of its own, appending stdout and
    stderr to the record's ``stdout``/``stderr`` files (stdin is ``/dev/null``);
-3. writes ``child.json`` ``{pid, start}`` (the child's pid is its process group id);
+3. writes ``child.json`` ``{pid, start}`` (the child leads a session of its own, so its pid is
+   its process group id and its session id);
 4. applies a kill request (``kill.json``) that the host wrote before the group was known;
 5. reports one JSON line on its stdout, a pipe the host reads to end-of-file: ``{"ok": true,
    "pid": …}``, or ``{"ok": false, "errno": …, "error": …}`` when the OS refused to start the
@@ -95,7 +96,7 @@ def main(record: Path) -> int:
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
-                process_group=0,
+                start_new_session=True,  # its own session and group: a kill finds every member
             )
         except OSError as exc:
             _report({"ok": False, "errno": exc.errno, "error": str(exc)})

@@ -325,13 +325,43 @@ def _state(record: Path, limit: int) -> ProcessStatus:
 
 
 def _kill_child(record: Path, signum: int) -> None:
+    """Signal the child's whole tree: its process group, and every process of its session
+    (the child leads a session of its own), so children that job control (``set -m``) moved to
+    groups of their own are reached too."""
     child = _read_json(record / "child.json")
     if child is None or not _alive(child):
         return
+    pid = int(child["pid"])
     try:
-        os.killpg(int(child["pid"]), signum)
+        os.killpg(pid, signum)
     except ProcessLookupError:
         pass
+    for member in _session_members(pid):
+        try:
+            os.kill(member, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _session_members(session: int) -> list[int]:
+    """The live processes whose session id is ``session`` (from ``/proc``; none elsewhere)."""
+    members: list[int] = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return members
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as file:
+                data = file.read()
+        except OSError:
+            continue
+        fields = data[data.rindex(b")") + 2 :].split()
+        if fields[0] not in (b"Z", b"X") and int(fields[3]) == session:
+            members.append(int(name))
+    return members
 
 
 def _alive(who: dict[str, Any]) -> bool:
