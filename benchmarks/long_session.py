@@ -44,6 +44,8 @@ import anyio
 CHECKPOINTS = (10, 100, 500, 1_000, 2_000)
 WINDOW = 9
 ANSWER = ("Done", ": the short", " answer.")
+LONG_PROMPT = "Write the long answer."
+LONG_ANSWER = tuple(f"{i:07d} long streamed answer text. "[:25] for i in range(4_000))  # 100 KB
 MODELS = {"openai": "openai/gpt-4.1", "anthropic": "anthropic/claude-sonnet-4-6"}
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 
@@ -51,7 +53,7 @@ PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 # -- the stub model server (runs in a child process: ``--serve``) -----------------------------
 
 
-def _openai_events(prompt_tokens: int) -> list[bytes]:
+def _openai_events(prompt_tokens: int, answer: tuple[str, ...]) -> list[bytes]:
     def chunk(choices: list[Any], **extra: Any) -> bytes:
         body = {
             "id": "chatcmpl-1",
@@ -64,7 +66,7 @@ def _openai_events(prompt_tokens: int) -> list[bytes]:
         return f"data: {json.dumps(body)}\n\n".encode()
 
     out = [chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}}])]
-    out += [chunk([{"index": 0, "delta": {"content": piece}}]) for piece in ANSWER]
+    out += [chunk([{"index": 0, "delta": {"content": piece}}]) for piece in answer]
     out.append(chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}]))
     usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 5, "total_tokens": 5}
     out.append(chunk([], usage=usage))
@@ -72,7 +74,7 @@ def _openai_events(prompt_tokens: int) -> list[bytes]:
     return out
 
 
-def _anthropic_events(input_tokens: int) -> list[bytes]:
+def _anthropic_events(input_tokens: int, answer: tuple[str, ...]) -> list[bytes]:
     def event(kind: str, body: dict[str, Any]) -> bytes:
         return f"event: {kind}\ndata: {json.dumps({'type': kind, **body})}\n\n".encode()
 
@@ -90,7 +92,7 @@ def _anthropic_events(input_tokens: int) -> list[bytes]:
     out.append(
         event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}})
     )
-    for piece in ANSWER:
+    for piece in answer:
         delta = {"type": "text_delta", "text": piece}
         out.append(event("content_block_delta", {"index": 0, "delta": delta}))
     out.append(event("content_block_stop", {"index": 0}))
@@ -129,10 +131,11 @@ def serve() -> None:
             if not first and self.headers.get("x-baseline") is None:
                 first.append(raw)
             tokens = length // 4
+            answer = LONG_ANSWER if LONG_PROMPT.encode() in raw else ANSWER
             if self.path.endswith("/chat/completions"):
-                events = _openai_events(tokens)
+                events = _openai_events(tokens, answer)
             elif self.path.endswith("/messages"):
-                events = _anthropic_events(tokens)
+                events = _anthropic_events(tokens, answer)
             else:
                 self._send(404, "application/json", [b"{}"])
                 return
@@ -184,9 +187,10 @@ def _folder_bytes(path: Path) -> int:
 
 
 async def agent_run(
-    provider: str, url: str, turns: int, tmp: Path
+    provider: str, url: str, turns: int, tmp: Path, prompt: str | None = None
 ) -> tuple[list[float], list[float], int]:
-    """(seconds per turn, CPU seconds per turn, session bytes on disk after close)."""
+    """(seconds per turn, CPU seconds per turn, session bytes on disk after close); every turn
+    sends ``prompt`` when given."""
     from chord.context import BACKGROUND
     from coding_agent.sessions import create_session
     from coding_agent.worker.main import WorkerConfig, open_session_host
@@ -212,7 +216,8 @@ async def agent_run(
         root = await runtime.harness.harness.root(BACKGROUND)
         for turn in range(1, turns + 1):
             start, start_cpu = time.perf_counter(), time.process_time()
-            handle = await root.send(f"Turn {turn}: answer briefly.", BACKGROUND)
+            text = prompt or f"Turn {turn}: answer briefly."
+            handle = await root.send(text, BACKGROUND)
             record = await handle.wait(BACKGROUND)
             times.append(time.perf_counter() - start)
             cpu.append(time.process_time() - start_cpu)
@@ -275,6 +280,8 @@ def report(provider: str, turns: int) -> None:
     with tempfile.TemporaryDirectory() as tmp, StubServer() as url:
         agent, cpu, size = anyio.run(agent_run, provider, url, turns, Path(tmp))
         base = baseline_run(provider, url, turns)
+    with tempfile.TemporaryDirectory() as tmp, StubServer() as url:
+        _, _, long_size = anyio.run(agent_run, provider, url, 1, Path(tmp), LONG_PROMPT)
     marks = [c for c in CHECKPOINTS if c <= turns] or [turns]
     if marks[-1] != turns:
         marks.append(turns)
@@ -297,6 +304,11 @@ def report(provider: str, turns: int) -> None:
     print(
         f"{provider} session bytes after {turns:,} turns: {size:,} B "
         f"({size / turns:,.0f} B/turn) [target: 2,000 turns <= 1,500,000 B]"
+    )
+    text = len("".join(LONG_ANSWER))
+    print(
+        f"{provider} session bytes, one {text / 1000:,.0f} KB streamed answer: {long_size:,} B "
+        f"= {long_size / text:.2f}x the text [target <= 1.1x]"
     )
 
 

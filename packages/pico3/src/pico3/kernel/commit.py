@@ -36,6 +36,7 @@ from typing import Any, Literal, TypeVar
 import anyio
 
 from chord.context import Context, without_abort_signal
+from chord.json import copy_json
 from pico3.kernel.documents import DocumentCache, fold_log
 from pico3.kernel.errors import Closed, Faulted, Forbidden, UnknownConversation
 from pico3.kernel.heads import check_heads
@@ -51,6 +52,7 @@ from pico3.storage.records import (
     Conversation,
     ConversationWrite,
     DocRef,
+    DocWrite,
     Entry,
     EntryScan,
     Task,
@@ -70,6 +72,10 @@ Describe = Callable[[Task, "dict[str, Any] | None"], Any]
 _log = logging.getLogger("pico3.kernel")
 _PAGE = 256
 _NO_DELIVERIES: list[Delivery] = []
+COMPACT_STICKY_AFTER = 24
+"""A conversation's sticky op log is compacted at the commit that ends a turn once it holds at
+least this many commits since its last base (a streamed answer's deltas are many commits; a
+short turn is about six)."""
 
 
 def _default_report(error: BaseException) -> None:
@@ -103,6 +109,8 @@ class Kernel:
         # The model context's transcript per conversation, read-only and shared (see
         # shared_transcript): entries are append-only, so a later read adds only the new tail.
         self._transcripts: dict[int, tuple[int, list[Entry]]] = {}
+        # Sticky commits since the document's last base, per sticky ref (see _compact_sticky).
+        self._sticky_ops: dict[DocRef, int] = {}
 
     @classmethod
     async def open(
@@ -227,6 +235,7 @@ class Kernel:
                 if batch.heads:  # resets, handoffs, summaries: the head rules need reads
                     await check_heads(self.storage, self.conversations, batch.new_entries, ctx)
                 writes = batch.finish()
+                compact = self._compact_sticky(writes) if batch.changed_docs else None
                 persisted = bool(writes) or batch.has_events
                 if persisted and not self._persist_now(writes, batch):
                     await self._persist(writes, batch, ctx)
@@ -247,9 +256,48 @@ class Kernel:
             deliveries = self._fold_views(batch) if self.views.active else _NO_DELIVERIES
         finally:
             line.release()
+        if compact:
+            await self._truncate(compact, ctx)
         if deliveries or self._listeners:
             self._after(batch, deliveries)
         return result
+
+    def _compact_sticky(self, writes: list[Any]) -> list[DocRef] | None:
+        """At the commit that ends a turn (its sticky ops delete ``turn``), write the sticky
+        document whole (a base) instead of the ops once the log holds
+        :data:`COMPACT_STICKY_AFTER` commits since its last base; returns the refs whose log
+        :meth:`_truncate` then cuts before that base.
+
+        This is how a streamed answer is stored once: its deltas live in the sticky log while
+        it streams (a crash mid-stream keeps them), and the commit that appends the final entry
+        is also the one whose base makes them droppable. Before that commit is published the
+        deltas stay; after it the entry holds the text."""
+        refs: list[DocRef] | None = None
+        for index, write in enumerate(writes):
+            if not isinstance(write, DocWrite) or write.ref.doc != "sticky":
+                continue
+            ref = write.ref
+            count = self._sticky_ops.get(ref, 0) + 1
+            ends_turn = any(op[0] == "d" and tuple(op[1]) == ("turn",) for op in write.ops)
+            document = self.documents.get(ref)
+            if ends_turn and count > COMPACT_STICKY_AFTER and document is not None:
+                writes[index] = DocWrite(ref=ref, ops=[["r", copy_json(document)]])
+                (refs := refs or []).append(ref)
+                count = 0
+            self._sticky_ops[ref] = count
+        return refs
+
+    async def _truncate(self, refs: list[DocRef], ctx: Context) -> None:
+        """Cut the sticky logs of ``refs`` before their new base (after the commit is
+        published; a failure fail-stops the session like a failed commit, but the commit that
+        asked for it stays done)."""
+        with anyio.CancelScope(shield=True):
+            for ref in refs:
+                try:
+                    await self.storage.truncate(ref, without_abort_signal(ctx))
+                except Exception as exc:
+                    self.report(self._storage_failed(exc))
+                    return
 
     def _check_invoker(self, invoker: Invoker) -> None:
         if not invoker.alive:

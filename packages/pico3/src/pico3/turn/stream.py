@@ -7,7 +7,10 @@ the provider's live object) and publishes the difference to ``sticky.turn.messag
 caller-supplied ``flush`` commit when
 
 * the first content delta arrives (a reader sees text start at once),
-* at least :data:`FLUSH_BYTES` bytes are pending, or
+* at least :data:`FLUSH_BYTES` bytes are pending, and at least a :data:`FLUSH_FRACTION` of
+  what the stream produced so far (so a long answer takes a number of commits that grows
+  with the logarithm of its size, not with its size: each commit's main-log line and the
+  joining of the text so far stay a small part of what is stored and done), or
 * :data:`FLUSH_INTERVAL` seconds passed since the last flush with something pending (a timer
   task covers a provider that goes quiet),
 
@@ -49,6 +52,7 @@ from pico3.models.provider import (
 
 __all__ = [
     "FLUSH_BYTES",
+    "FLUSH_FRACTION",
     "FLUSH_INTERVAL",
     "MessageMirror",
     "apply_partial",
@@ -57,7 +61,11 @@ __all__ = [
 ]
 
 FLUSH_BYTES = 256
-"""Pending bytes that force a flush."""
+"""Pending bytes that force a flush (at the least; see :data:`FLUSH_FRACTION`)."""
+
+FLUSH_FRACTION = 8
+"""Past ``FLUSH_BYTES * FLUSH_FRACTION`` streamed bytes, a flush waits for ``1/FLUSH_FRACTION``
+of the bytes streamed so far (or for :data:`FLUSH_INTERVAL`)."""
 
 FLUSH_INTERVAL = 0.1
 """Seconds after which pending content is flushed even if it is small."""
@@ -80,6 +88,7 @@ class MessageMirror:
         self._blocks: list[dict[str, Any]] = []
         self._parts: list[list[str]] = []
         self._pending = 0
+        self._total = 0
         self._dirty = False
         self._first = True
         self._last = 0.0
@@ -177,7 +186,9 @@ class MessageMirror:
                 return
         self._dirty = True
         self._pending += grew
-        if (content_delta and self._first) or self._pending >= FLUSH_BYTES:
+        self._total += grew
+        threshold = max(FLUSH_BYTES, self._total // FLUSH_FRACTION)
+        if (content_delta and self._first) or self._pending >= threshold:
             self._first = self._first and not content_delta
             await self.flush()
         elif self._clock() - self._last >= FLUSH_INTERVAL:
