@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from chord.context import BACKGROUND
 from coding_agent.client import WorkerSupervisor
 from coding_agent.sessions import Session
 
@@ -114,3 +115,42 @@ async def test_a_failed_dev_reload_is_shown_as_an_error_toast(
         assert "SyntaxError" in failed(app)[0]
 
     await kit.drive(session, keeper, test)
+
+
+async def test_compact_says_nothing_to_compact_then_compacts(
+    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Issue 14 item 6: /compact on a fresh session is one calm line, never "failed
+    unexpectedly"; with turns behind it, it compacts (the faux model writes the summary)."""
+    steps = [
+        {"text": "First answer."},
+        {"text": "Second answer."},
+        {"text": "Third answer."},
+        {"text": "The summary of the conversation so far."},
+    ]
+    keeper = kit.supervisor(session, agent_env, faux_script=kit.script(tmp_path, steps))
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
+        await pilot.press(*"/compact", "enter")
+        await kit.wait_for(
+            pilot, lambda: any("compact" in m.lower() for _, m in kit.toasts(app)), "the reply"
+        )
+        seen["fresh"] = kit.toasts(app)
+        for number, prompt in enumerate(("one", "two", "three"), 1):
+            await pilot.press(*prompt, "enter")
+            await kit.wait_for(pilot, lambda n=number: len(kit.assistant_texts(app)) >= n, prompt)
+            await kit.wait_for(pilot, lambda: kit.idle(app), f"turn {prompt} to end")
+        await app.client.config_set({"keepRecent": 1}, BACKGROUND)  # keep only the last turn
+        await pilot.press(*"/compact", "enter")
+        await kit.wait_for(
+            pilot, lambda: "pi.summary" in kit.kinds(app) and kit.idle(app), "the compaction"
+        )
+        seen["after"] = kit.toasts(app)
+
+    await kit.drive(session, keeper, test)
+    assert seen["fresh"] == [("information", "Nothing to compact yet")]
+    assert ("information", "Compacting the context…") in seen["after"]
+    assert not any("failed" in message for _, message in seen["after"])

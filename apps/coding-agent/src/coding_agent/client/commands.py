@@ -4,6 +4,7 @@ The TUI app registers only ``/help`` and ``/quit``; every other command is contr
 that can actually carry it out. This one owns the commands that are plain conversation methods:
 
 * ``/compact [instructions]`` — start a manual compaction of the context (``collapse``);
+  with nothing to compact yet (everything fits the recent turns kept) it says so in one line;
 * ``/new`` — start a fresh context in the same conversation (``reset``);
 * ``/model [provider/id]`` — switch the conversation's model (``config_set``); without an
   argument (or with Ctrl+L), a picker lists the models the worker knows (its status service);
@@ -118,7 +119,15 @@ def commands_facet(client: RemoteConversationClient, *, models: Sequence[str] = 
             return model_label(client.view.value, client.session.model)
 
         async def compact(args: str, ctx: Context) -> _Outcome:
-            await client.collapse(args.strip() or None, ctx)
+            try:
+                await client.collapse(args.strip() or None, ctx)
+            except Exception as error:  # the worker's own codes: nothing was written
+                code = getattr(error, "code", None)
+                if code == "nothing_to_compact":
+                    return "Nothing to compact yet"
+                if code == "compaction_running":
+                    return ("A compaction is already running", "warning")
+                raise
             return "Compacting the context…"
 
         async def new(args: str, ctx: Context) -> _Outcome:

@@ -18,6 +18,8 @@ every method raises :class:`Refused` (a :class:`chord.wire.RemoteCallError`) wit
 ``not_found``          no such conversation
 ``storage_failed``     the session's storage failed; the session is fail-stopped
 ``closed``             the session is closed
+``nothing_to_compact`` ``collapse``: everything fits ``keepRecent`` (nothing was written)
+``compaction_running`` ``collapse``: a collapse is live already (nothing was written)
 ``rejected``           any other refusal of the harness
 =====================  ===========================================================================
 """
@@ -37,7 +39,9 @@ from pico3._text import check_storable
 from pico3.kernel.errors import Closed, Faulted, Forbidden, KernelError, UnknownConversation
 from pico3.model.records import entry_json
 from pico3.model.section_seed import SectionSeedRejected, check_section_seed
+from pico3.turn.collapse import CollapseInProgress, NothingToCollapse
 from pico3.turn.placement import ConversationBusy
+
 
 if TYPE_CHECKING:
     from pico3.harness import ConversationHandle
@@ -64,6 +68,8 @@ _CODES: tuple[tuple[type[BaseException], str], ...] = (
     (ConversationBusy, "busy"),
     (Forbidden, "forbidden"),
     (UnknownConversation, "not_found"),
+    (NothingToCollapse, "nothing_to_compact"),  # collapse: everything fits keepRecent
+    (CollapseInProgress, "compaction_running"),  # collapse: one is live already
     (KernelError, "rejected"),
 )
 
