@@ -251,3 +251,39 @@ def test_continue_picks_the_session_active_last_and_names_a_broken_one(
     )
     assert captured.err.endswith("(the file was left as it is: fix it, or move the folder away)\n")
     assert broken.metadata_path.read_text() == '{"version": 1, "id": '
+
+
+# -- launch settings (issue 14 item 1): stored at the start, reused, a later flag overrides ------
+def test_launch_settings_are_stored_reused_and_overridden_by_a_later_flag(
+    here: Path, env: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    steps = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": f"echo {n} >> ran.txt"}}]}
+        if n % 2 == 0 else {"text": f"Answer {n // 2}."}
+        for n in range(6)
+    ]  # fmt: skip
+    script = tmp_path / "steps.json"
+    script.write_text(json.dumps(steps))
+    flags = ["--faux-script", str(script), "--permission-mode", "auto", "--thinking", "high"]
+    assert main(["-p", "one", *flags, "--linger", "30"]) == 0
+    [session] = list_sessions(env=env)
+    settings = json.loads(session.metadata_path.read_text())["settings"]
+    assert settings == {
+        "model": "faux/faux-1", "thinking": "high", "permission_mode": "auto",
+        "faux_script": str(script), "linger": 30.0,
+    }  # fmt: skip
+    assert capsys.readouterr().out == "Answer 0.\n"
+
+    # No flags: the stored script answers and the stored mode lets bash run unasked.
+    assert main(["--continue", "-p", "two"]) == 0
+    assert capsys.readouterr().out == "Answer 1.\n"
+    assert (here / "ran.txt").read_text() == "0\n2\n"
+
+    # A later flag overrides and is recorded: in ask mode nobody approves headless bash.
+    assert main(["--continue", "-p", "three", "--permission-mode", "ask"]) == 3
+    captured = capsys.readouterr()
+    assert captured.out == "Answer 2.\n"
+    assert captured.err.startswith("coding-agent: error: blocked the bash call (echo 4 >> ran.txt)")
+    assert (here / "ran.txt").read_text() == "0\n2\n"
+    stored = json.loads(session.metadata_path.read_text())["settings"]
+    assert stored["permission_mode"] == "ask" and stored["faux_script"] == str(script)

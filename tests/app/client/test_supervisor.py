@@ -60,6 +60,10 @@ async def test_a_worker_that_cannot_start_raises_with_its_message(
     )
     with pytest.raises(WorkerStartError) as failed:
         await keeper.ensure_started()
-    assert "exit status 2" in str(failed.value)
-    assert "no-such-provider" in str(failed.value)
+    assert "exit status 4" in str(failed.value)  # the worker's EXIT_MODEL
+    assert failed.value.status == 4
+    assert failed.value.reason() == (
+        "unknown provider 'no-such-provider' in 'no-such-provider/model' "
+        "(known: anthropic, openai, faux)"
+    )
     assert keeper.pid is None and not session.worker_running()

@@ -3,7 +3,7 @@
 A private tmux server runs the installed console script in a project folder. The test types into
 the pane and reads the screen back, exactly as a person would: the faux demo tour runs (files
 listed and read, a question, a write and an edit and a command approved), a second terminal
-attaches to the same session and sees the same transcript, and ``/quit`` in both ends the worker.
+attaches to the same session and sees the same transcript, ``/quit`` leaves it and ``/stop`` ends the worker.
 
 Waits poll the captured pane text with a deadline; tmux is required: ``.ci/run`` installs it and
 sets ``CODING_AGENT_REQUIRE_TMUX``, so in CI (or with ``CI`` set) a missing tmux is a failure,
@@ -12,6 +12,7 @@ never a skip.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from coding_agent.sessions import Session, list_sessions
+from coding_agent.sessions import Session, list_sessions, load_session
 
 TIMEOUT = 90.0
 BINARY = Path(sys.executable).with_name("coding-agent")
@@ -154,8 +155,135 @@ def test_the_binary_runs_the_demo_attaches_a_second_terminal_and_quits(
     terminal.wait_text("two", "EXITED 0")
     assert session.worker_running(), "an attached TUI leaves the worker running"
 
-    terminal.type("one", "/quit")
+    terminal.type("one", "/stop")
     terminal.press("one", "Enter")
     done = terminal.wait_text("one", "EXITED 0")
     assert f"coding-agent --resume {session.id}" in done
-    assert not session.worker_running(), "quitting the TUI that started it stops the worker"
+    assert not session.worker_running(), "/stop ends the worker"
+
+
+# -- issue 14 items 1 and 2: launch settings survive every worker; /quit, /stop, Ctrl+C ------
+def _pid(session: Session) -> int:
+    return int(session.lock_path.read_text().split()[0])
+
+
+def _until(check: object, what: str) -> None:
+    """Poll ``check()`` (a file or a process state) until true, within the deadline."""
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return
+        time.sleep(0.1)  # polling outside state; the condition is what is waited on
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _script(folder: Path, steps: list[dict[str, object]]) -> Path:
+    path = folder / "script.json"
+    path.write_text(json.dumps(steps))
+    return path
+
+
+def _bash(command: str) -> dict[str, object]:
+    return {"toolCalls": [{"name": "bash", "arguments": {"command": command}}]}
+
+
+def test_launch_settings_survive_continue_and_a_sigkilled_worker(
+    terminal: Terminal, project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    script = _script(
+        tmp_path,
+        [_bash("echo one >> log.txt"), {"text": "First done."},
+         _bash("echo two >> log.txt"), {"text": "Second done."}],
+    )  # fmt: skip
+    flags = f"--faux-script {script} --permission-mode auto --thinking high --linger 300"
+    terminal.start("one", project, f"{BINARY} {flags}")
+    terminal.wait_text("one", "thinking high")
+    terminal.type("one", "first")
+    terminal.press("one", "Enter")
+    terminal.wait_text("one", "First done.")
+    assert (project / "log.txt").read_text() == "one\n"  # auto: bash ran, nobody was asked
+    [session] = list_sessions(env=agent_env)
+    stored = load_session(session.path).settings
+    assert (stored.faux_script, stored.permission_mode, stored.thinking, stored.linger) == (
+        str(script),
+        "auto",
+        "high",
+        300.0,
+    )
+    terminal.type("one", "/stop")
+    terminal.press("one", "Enter")
+    terminal.wait_text("one", "EXITED 0")
+    assert not session.worker_running()
+
+    # A later start without any flag: the stored settings, in a new worker.
+    terminal.start("two", project, str(BINARY) + " --continue")
+    terminal.wait_text("two", "First done.")
+    assert "thinking high" in terminal.screen("two")
+    first = _pid(session)
+    os.kill(first, signal.SIGKILL)
+    _until(lambda: session.worker_running() and _pid(session) != first, "the restarted worker")
+    terminal.wait("two", lambda text: "unavailable" not in text.lower(), "the reconnection")
+    terminal.type("two", "second")
+    terminal.press("two", "Enter")
+    screen = terminal.wait_text("two", "Second done.")
+    # The restarted worker answered from the stored script and ran bash without asking.
+    assert (project / "log.txt").read_text() == "one\ntwo\n"
+    assert "Allow bash?" not in screen and "thinking high" in screen
+    terminal.type("two", "/stop")
+    terminal.press("two", "Enter")
+    terminal.wait_text("two", "EXITED 0")
+    assert not session.worker_running()
+
+
+def test_quit_leaves_the_turn_running_ctrl_c_twice_quits_and_stop_asks(
+    terminal: Terminal, project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    script = _script(
+        tmp_path,
+        [_bash("sleep 3; echo ran >> done.txt"), {"text": "The slow one finished."},
+         _bash("sleep 60"), {"text": "Never mind."}],
+    )  # fmt: skip
+    terminal.start("one", project, f"{BINARY} --faux-script {script} --permission-mode auto")
+    terminal.wait_text("one", "enter sends")
+    terminal.type("one", "slow")
+    terminal.press("one", "Enter")
+    terminal.wait_text("one", "sleep 3")
+    terminal.type("one", "/quit")
+    terminal.press("one", "Enter")
+    done = terminal.wait_text("one", "EXITED 0")
+    assert "keeps running in the background" in done
+    [session] = list_sessions(env=agent_env)
+    assert session.worker_running(), "/quit leaves the worker running"
+    _until(lambda: (project / "done.txt").exists(), "the command the turn was running")
+    assert (project / "done.txt").read_text() == "ran\n"
+
+    terminal.start("two", project, str(BINARY) + " --continue")
+    terminal.wait_text("two", "The slow one finished.")  # the turn ended while nobody watched
+    terminal.type("two", "draft")
+    terminal.press("two", "C-c")  # Ctrl+C with text clears the editor
+    terminal.wait("two", lambda text: "draft" not in text, "the editor cleared")
+    terminal.press("two", "C-c")
+    terminal.wait_text("two", "Press Ctrl+C again to quit")
+    terminal.press("two", "C-c")
+    terminal.wait_text("two", "EXITED 0")
+    assert session.worker_running(), "Ctrl+C twice leaves like /quit"
+
+    terminal.start("three", project, str(BINARY) + " --continue")
+    terminal.wait_text("three", "The slow one finished.")
+    terminal.type("three", "long")
+    terminal.press("three", "Enter")
+    terminal.wait_text("three", "sleep 60")
+    terminal.type("three", "/stop")
+    terminal.press("three", "Enter")
+    terminal.wait_text("three", "Stop the session's worker?")
+    assert "A turn is running" in terminal.screen("three")
+    terminal.press("three", "Escape")  # keep it running
+    terminal.wait_text("three", "The worker keeps running")
+    assert session.worker_running()
+    terminal.type("three", "/quit --stop")
+    terminal.press("three", "Enter")
+    terminal.wait_text("three", "Stop the session's worker?")
+    terminal.press("three", "Enter")  # Stop
+    done = terminal.wait_text("three", "EXITED 0")
+    assert f"Session {session.id} stopped" in done
+    _until(lambda: not session.worker_running(), "the worker to stop")

@@ -392,7 +392,10 @@ async def _run_tui(args: argparse.Namespace, session: Session, tui_dirs: list[st
             f"Session {session.id} stopped — continue it with: coding-agent --resume {session.id}"
         )
     else:
-        print(f"Session {session.id} — continue it with: coding-agent --resume {session.id}")
+        print(
+            f"Session {session.id} keeps running in the background (it stops by itself when "
+            f"idle; /stop ends it) — continue it with: coding-agent --resume {session.id}"
+        )
     return 0
 
 
@@ -496,7 +499,7 @@ def _print_config(cwd: Path) -> int:
             f"{key}={value}" for key, value in model_entry.items() if key not in ("provider", "id")
         )
         show(f"models.{ref}", details or "(defaults)", config.origin.get(f"models.{ref}", "?"))
-    width = max(len(text) for text, _ in lines)
+    width = min(max(len(text) for text, _ in lines), 56)
     for text, origin in lines:
         print(f"{text:<{width}}  # {origin}")
     return 0

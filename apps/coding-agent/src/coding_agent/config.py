@@ -340,6 +340,7 @@ def _merge(config: EffectiveConfig, layer: _Layer, path: Path) -> None:
     providers = cast(dict[str, dict[str, Any]], data.get("providers") or {})
     for name, values in providers.items():
         merged = config.providers.setdefault(name, {})
+        config.origin[f"providers.{name}"] = origin(["providers", name])
         for key, value in values.items():
             if key == "compat" and isinstance(value, dict):
                 compat = cast(dict[str, Any], merged.setdefault("compat", {}))
@@ -371,7 +372,10 @@ def _check_registry(config: EffectiveConfig) -> None:
         location = (where.group(1) or where.group(2)) if where else ""
         message = (message[: where.start()] + message[where.end() :]).strip() if where else message
         keys = _keys(location)
-        raise _config_error_at(config, keys, message) from None
+        unknown = re.match(r"unknown provider '([^']+)'", message)
+        if unknown and keys == ["providers"]:
+            keys.append(unknown.group(1))
+        raise _config_error_at(config, keys, " ".join(message.split())) from None
 
 
 def _config_error_at(config: EffectiveConfig, keys: list[str], message: str) -> ConfigError:

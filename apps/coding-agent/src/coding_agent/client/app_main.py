@@ -26,8 +26,8 @@ same path rather than restarting the app: the wire source's connect function dia
 of the session shown *now*, so switching makes sure a worker serves the new session, points the
 source at it and closes the old connection. Every facade unbinds and rehydrates from the new
 worker as after a restart, and the transcript rebuilds from the new view. The session left behind
-is treated as quitting treats it: a worker this TUI started is stopped, one it reused keeps
-running.
+is treated as ``/quit`` treats it: its worker keeps running (a turn carries on) and stops by
+itself once it has lingered with no client; ``/stop`` is what ends a worker.
 
 The TUI's own facet packages are owned by a :class:`~chord.packages.ReloadCoordinator` over the
 facet host: ``/reload`` reloads every one of them (after the worker's), and with ``dev`` it
@@ -216,8 +216,11 @@ async def run_client(
             finally:
                 if coordinator is not None:
                     coordinator.stop()
+                run.stopped = app.stop_requested
                 with anyio.CancelScope(shield=True):
-                    await control.aclose()  # quitting is not a crash: no restart from here on
+                    # Quitting is not a crash: no restart from here on. /quit leaves the worker
+                    # running (a turn carries on, it lingers); /stop ends it.
+                    await control.aclose(stop=run.stopped)
                 group.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
@@ -235,8 +238,7 @@ class _SessionControl:
     now, and the supervisor of that session. :meth:`switch_to` makes sure a worker serves the
     new session, points the source at its socket and closes the old connection: every remote
     facade unbinds and rehydrates from the new worker, exactly as after a worker restart.
-    The session left behind is treated as quitting treats it: the worker its supervisor
-    started is stopped; a worker someone else started keeps running.
+    The session left behind is treated as ``/quit`` treats it: its worker keeps running.
     """
 
     def __init__(
@@ -326,7 +328,7 @@ class _SessionControl:
         self._stopping.append(supervisor)
         try:
             with anyio.CancelScope(shield=True):
-                await supervisor.stop()
+                await supervisor.release()  # as /quit: the session left keeps running
         finally:
             self._stopping.remove(supervisor)
 
@@ -338,13 +340,18 @@ class _SessionControl:
     def hold_worker_reload_toasts(self) -> Callable[[Iterable[str]], None]:
         return self._toasts.hold()
 
-    async def aclose(self) -> None:
-        """Stop watching, stop the workers this TUI started, close the source."""
+    async def aclose(self, *, stop: bool = True) -> None:
+        """Stop watching, stop (``stop``) or release the worker this TUI started, close the
+        source. Workers of sessions left by ``/resume`` are stopped either way."""
         self._closed = True
         self._watching.cancel()
-        for supervisor in [*self._stopping, self._supervisor]:
-            if supervisor is not None:
-                await supervisor.stop()
+        for supervisor in self._stopping:
+            await supervisor.stop()
+        if self._supervisor is not None:
+            if stop:
+                await self._supervisor.stop_worker()
+            else:
+                await self._supervisor.release()
         await self.source.aclose()
 
 

@@ -22,6 +22,7 @@ settles it: the loser exits with :data:`EXIT_ALREADY_SERVED` and both TUIs use t
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from chord.wire import WireServiceSource
@@ -103,6 +105,17 @@ def worker_command(
     if permission_mode is not None:
         argv += ["--permission-mode", permission_mode]
     return argv
+
+
+def _wait_unlocked(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    finally:
+        os.close(fd)  # closing drops the shared lock at once
 
 
 class WorkerSupervisor:
@@ -261,6 +274,46 @@ class WorkerSupervisor:
                 # the other). Wait for the source to reconnect, and look again now and then.
                 with anyio.move_on_after(_LOCK_RECHECK):
                     await source.wait_connected()
+
+    async def release(self) -> None:
+        """Leave the worker this supervisor started running (``/quit``): it serves the next
+        client and stops by itself once it has lingered with no client and nothing live. A
+        worker tied to this process (``exit_with_parent``) cannot outlive it: it is stopped."""
+        process = self._process
+        if process is None:
+            return
+        if self._exit_with_parent or process.returncode is not None:
+            await self.stop()
+            return
+        self._process = None
+        # asyncio's subprocess transport kills a child it believes is still running when it
+        # is closed or collected; the worker is no longer ours to end, so it forgets it.
+        transport = getattr(getattr(process, "_process", None), "_transport", None)
+        if transport is not None:
+            transport._proc = None  # pyright: ignore[reportAttributeAccessIssue]
+        if process.stdout is not None:
+            with anyio.CancelScope(shield=True):
+                await process.stdout.aclose()
+
+    async def stop_worker(self) -> None:
+        """``/stop``: end the session's worker, whoever started it (a reused one gets SIGTERM
+        through the pid its lock file names), and wait until it let go of the session."""
+        if self._process is not None:
+            await self.stop()
+            return
+        if not self.session.worker_running():
+            return
+        try:
+            pid = int(self.session.lock_path.read_text().split()[0])
+            os.kill(pid, signal.SIGTERM)
+        except (OSError, ValueError, IndexError):
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(20):
+            # Another process: its lock is all there is to watch (a blocking shared flock
+            # returns once the worker has let go of it).
+            await anyio.to_thread.run_sync(
+                _wait_unlocked, self.session.lock_path, abandon_on_cancel=True
+            )
 
     async def stop(self) -> None:
         """SIGTERM the worker this supervisor started (if still running) and wait for it."""

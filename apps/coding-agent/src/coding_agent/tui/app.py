@@ -59,6 +59,8 @@ FRAME_INTERVAL = 1 / 30
 """Minimum seconds between two render passes: the UI's frame budget for streamed text."""
 
 DOUBLE_ESCAPE = 0.6
+DOUBLE_CTRL_C = 1.0
+"""Seconds within which a second Ctrl+C on an empty editor leaves the app (pi's gesture)."""
 """Seconds within which a second Esc (idle, empty editor) counts as Esc Esc (``/rewind``)."""
 
 UNAVAILABLE = "Worker unavailable — reconnecting…"
@@ -118,6 +120,7 @@ class CodingAgentApp(App[None]):
         Binding("ctrl+o", "toggle_tools", "Tool output", show=False, id="toggle_tools"),
         Binding("ctrl+t", "toggle_thinking", "Thinking", show=False, id="toggle_thinking"),
         Binding("ctrl+g", "external_editor", "External editor", show=False, id="external_editor"),
+        Binding("ctrl+c", "interrupt", "Clear / quit", show=False, priority=True, id="interrupt"),
     ]
 
     busy: reactive[bool] = reactive(False)
@@ -163,6 +166,9 @@ class CodingAgentApp(App[None]):
         self._tools_collapsed = True
         self._thinking_collapsed = True
         self._last_escape = 0.0
+        self._last_ctrl_c = 0.0
+        self.stop_requested = False
+        """``/stop``: the user asked to stop the session's worker as the app exits."""
         self.render_passes = 0
         """Render passes run so far (a pass renders the newest value; tests bound it)."""
         self.render_errors: list[Exception] = []
@@ -205,6 +211,9 @@ class CodingAgentApp(App[None]):
         self.footer.show(self.client.view.value)
         self.tui.register_command("help", "List the commands", self._help)
         self.tui.register_command("quit", "Leave the app (the session keeps running)", self._quit)
+        self.tui.register_command(
+            "stop", "Stop the session's worker and leave (asks when work is live)", self._stop
+        )
         self.tui.mark_ready()
         self.run_worker(self._render_loop(), name="render", group="render", exclusive=True)
         self._unsubscribe = self.client.view.subscribe(self._on_view)
@@ -555,8 +564,62 @@ class CodingAgentApp(App[None]):
         self.notify("\n".join([*lines, "", keys]), title="Commands", timeout=20)
 
     def _quit(self, args: str, ctx: Context) -> None:
+        if args.strip() == "--stop":
+            self.run_worker(self._stop("", ctx), group="commands")
+            return
         del args, ctx
         self.exit()
+
+    def live_work(self) -> str | None:
+        """What would be cut short if the worker stopped now (``None``: nothing)."""
+        if self._is_busy():
+            return "A turn is running"
+        latest = self._latest
+        tasks = latest.get("tasks") if isinstance(latest, dict) else None
+        if isinstance(tasks, dict) and tasks:
+            return f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} (a job, say) still running"
+        return None
+
+    async def _stop(self, args: str, ctx: Context) -> None:
+        """``/stop`` (or ``/quit --stop``): stop the worker and leave; asks first when a turn or
+        a job is live, since stopping interrupts it (it resumes with the session)."""
+        del args
+        live = self.live_work()
+        if live is not None:
+            modal = await self.tui.acquire_modal(ctx)
+            try:
+                stop = await modal.confirm(
+                    "Stop the session's worker?",
+                    f"{live}: stopping interrupts it (it resumes when the session is "
+                    "continued). /quit leaves it running instead.",
+                    yes="Stop",
+                    no="Keep running",
+                )
+            finally:
+                modal.close()
+            if not stop:
+                self.notify("The worker keeps running")
+                return
+        self.stop_requested = True
+        self.exit()
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C, as in pi: clear the editor when it holds text; on an empty editor the first
+        press says how to leave, a second within :data:`DOUBLE_CTRL_C` seconds leaves (as
+        ``/quit``: the session keeps running)."""
+        now = time.monotonic()
+        if self.editor.text:
+            self.editor.clear()
+            self._last_ctrl_c = 0.0
+            return
+        if self._last_ctrl_c and now - self._last_ctrl_c <= DOUBLE_CTRL_C:
+            self.exit()
+            return
+        self._last_ctrl_c = now
+        self.notify(
+            "Press Ctrl+C again to quit (the session keeps running; /stop ends it)",
+            timeout=max(DOUBLE_CTRL_C, 2.0),
+        )
 
 
 async def run_tui(

@@ -42,7 +42,6 @@ from pico3.model.section_seed import SectionSeedRejected, check_section_seed
 from pico3.turn.collapse import CollapseInProgress, NothingToCollapse
 from pico3.turn.placement import ConversationBusy
 
-
 if TYPE_CHECKING:
     from pico3.harness import ConversationHandle
 
