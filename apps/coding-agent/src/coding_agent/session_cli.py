@@ -47,9 +47,9 @@ def add_session_commands(commands: Any) -> None:
     )
 
 
-def run_session_command(args: argparse.Namespace, cwd: Path, out: TextIO | None = None) -> int:
+def run_session_command(args: argparse.Namespace, cwd: Path, stream: TextIO | None = None) -> int:
     """Run ``sessions`` or ``export``; returns the exit status."""
-    out = out or sys.stdout
+    out: TextIO = stream if stream is not None else sys.stdout
     from coding_agent.sessions import list_sessions, open_session
 
     if args.command == "sessions":

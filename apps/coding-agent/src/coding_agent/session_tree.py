@@ -29,6 +29,7 @@ __all__ = [
     "BRANCH_KIND",
     "LABEL_KIND",
     "SUMMARY_KIND",
+    "OutlineFolder",
     "TreeNode",
     "build_outline",
     "build_tree",
@@ -72,36 +73,39 @@ def _first_message(entry: Mapping[str, Any], role: str) -> dict[str, Any] | None
     return None
 
 
-def build_outline(
-    conversations: Iterable[Mapping[str, Any]], entries: Iterable[Mapping[str, Any]]
-) -> dict[str, Any]:
-    """The outline of ``conversations`` (view shapes ``{id, parent?, owner?}``) from their own
-    ``entries`` (view shapes, any order of conversations, each conversation's oldest first).
+class OutlineFolder:
+    """Builds an outline incrementally: add conversations, fold each one's own entries in
+    order (entries are immutable, so what was folded never changes), read :meth:`outline`."""
 
-    Owned conversations (subagents) are not branches and are left out."""
-    convs: dict[int, dict[str, Any]] = {}
-    for record in conversations:
-        if "owner" in record:
-            continue
+    def __init__(self) -> None:
+        self.convs: dict[int, dict[str, Any]] = {}
+        self.prompts: dict[int, list[dict[str, Any]]] = {}
+        self.labels: dict[str, str] = {}
+        self._open: dict[int, dict[str, Any]] = {}
+
+    def add_conversation(self, record: Mapping[str, Any]) -> None:
+        """Add a conversation (view shape ``{id, parent?, owner?}``; owned ones are skipped)."""
+        if "owner" in record or record["id"] in self.convs:
+            return
         parent = record.get("parent")
-        convs[record["id"]] = {
+        self.convs[record["id"]] = {
             "id": record["id"],
             "parent": dict(parent) if isinstance(parent, Mapping) else None,
             "newest": None,
             "summary": None,
         }
-    prompts: list[dict[str, Any]] = []
-    labels: dict[str, str] = {}
-    open_prompt: dict[int, dict[str, Any]] = {}
-    for entry in entries:
+        self.prompts[record["id"]] = []
+
+    def fold(self, entry: Mapping[str, Any]) -> None:
+        """Fold one entry of a known conversation (its entries oldest first)."""
         cid = entry.get("conversationId")
-        conv = convs.get(cid) if type(cid) is int else None
+        conv = self.convs.get(cid) if type(cid) is int else None
         if conv is None:
-            continue
+            return
         entry_id = entry["id"]
         conv["newest"] = entry_id
         kind = entry.get("kind")
-        current = open_prompt.get(cid)  # type: ignore[arg-type]
+        current = self._open.get(cid)  # type: ignore[arg-type]
         if current is not None and kind != "pi.user":
             current["end"] = entry_id
         if kind == "pi.user":
@@ -115,8 +119,8 @@ def build_outline(
                 "model": None,
                 "end": entry_id,
             }
-            prompts.append(prompt)
-            open_prompt[cid] = prompt  # type: ignore[index]
+            self.prompts[cid].append(prompt)  # type: ignore[index]
+            self._open[cid] = prompt  # type: ignore[index]
         elif kind == "pi.assistant" and current is not None and current["model"] is None:
             message = _first_message(entry, "assistant") or {}
             provider, model = message.get("provider"), message.get("model")
@@ -127,9 +131,9 @@ def build_outline(
             target, name = data.get("target"), data.get("label")
             if type(target) is int and isinstance(name, str):
                 if name:
-                    labels[str(target)] = name
+                    self.labels[str(target)] = name
                 else:
-                    labels.pop(str(target), None)
+                    self.labels.pop(str(target), None)
         elif kind == SUMMARY_KIND:
             summary = (entry.get("data") or {}).get("summary")
             if isinstance(summary, str):
@@ -138,7 +142,29 @@ def build_outline(
             origin = (entry.get("data") or {}).get("from")
             if type(origin) is int:
                 conv["parent"] = {"conversationId": origin, "at": 0}
-    return {"conversations": list(convs.values()), "prompts": prompts, "labels": labels}
+
+    def outline(self) -> dict[str, Any]:
+        """The outline so far (see the module docstring)."""
+        return {
+            "conversations": list(self.convs.values()),
+            "prompts": [p for cid in self.convs for p in self.prompts[cid]],
+            "labels": dict(self.labels),
+        }
+
+
+def build_outline(
+    conversations: Iterable[Mapping[str, Any]], entries: Iterable[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The outline of ``conversations`` (view shapes ``{id, parent?, owner?}``) from their own
+    ``entries`` (view shapes, any order of conversations, each conversation's oldest first).
+
+    Owned conversations (subagents) are not branches and are left out."""
+    folder = OutlineFolder()
+    for record in conversations:
+        folder.add_conversation(record)
+    for entry in entries:
+        folder.fold(entry)
+    return folder.outline()
 
 
 def lineage(outline: Mapping[str, Any], conversation_id: int) -> dict[int, int | None]:

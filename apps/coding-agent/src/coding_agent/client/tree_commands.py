@@ -46,6 +46,7 @@ __all__ = [
     "TREE_COMMANDS_FACET_ID",
     "TreeChoice",
     "TreeScreen",
+    "add_children",
     "node_label",
     "populate_tree",
     "tree_commands_facet",
@@ -92,24 +93,54 @@ def node_label(node: TreeNode, *, current: int | None) -> Text:
     return line
 
 
-def populate_tree(
-    widget: Tree[TreeNode], roots: Sequence[TreeNode], *, current: int | None
+def _path_to(roots: Sequence[TreeNode], current: int | None) -> set[int]:
+    """``id()`` of every node from a root down to the branch node of ``current``."""
+    if current is None:
+        return set()
+    stack: list[tuple[TreeNode, tuple[TreeNode, ...]]] = [(r, ()) for r in roots]
+    while stack:
+        node, above = stack.pop()
+        if node.kind == "branch" and node.conversation_id == current:
+            return {id(n) for n in (*above, node)}
+        stack.extend((child, (*above, node)) for child in node.children)
+    return set()
+
+
+def add_children(
+    parent: UiNode[TreeNode],
+    children: Sequence[TreeNode],
+    *,
+    current: int | None,
+    expanded: set[int],
 ) -> UiNode[TreeNode] | None:
-    """Fill ``widget`` with ``roots`` (everything expanded); returns the current branch's node."""
+    """Add ``children`` under ``parent``: nodes in ``expanded`` (``id()``) open with their own
+    children added, the others closed, their children added when opened (see
+    :meth:`TreeScreen.on_tree_node_expanded`), so a big session costs only what is shown.
+    Returns the UI node of the ``current`` branch if it was added."""
     found: UiNode[TreeNode] | None = None
-    pending: list[tuple[UiNode[TreeNode], list[TreeNode]]] = [(widget.root, list(roots))]
+    pending: list[tuple[UiNode[TreeNode], Sequence[TreeNode]]] = [(parent, children)]
     while pending:
-        parent, children = pending.pop()
-        for child in children:
+        ui_parent, nodes = pending.pop()
+        for child in nodes:
             label = node_label(child, current=current)
             if child.children:
-                ui = parent.add(label, data=child, expand=True)
-                pending.append((ui, child.children))
+                opened = id(child) in expanded
+                ui = ui_parent.add(label, data=child, expand=opened, allow_expand=True)
+                if opened:
+                    pending.append((ui, child.children))
             else:
-                ui = parent.add_leaf(label, data=child)
+                ui = ui_parent.add_leaf(label, data=child)
             if child.kind == "branch" and child.conversation_id == current:
                 found = ui
     return found
+
+
+def populate_tree(
+    widget: Tree[TreeNode], roots: Sequence[TreeNode], *, current: int | None
+) -> UiNode[TreeNode] | None:
+    """Fill ``widget`` with ``roots``: the way down to the ``current`` branch (and that branch)
+    open, every other node closed until it is opened. Returns the current branch's node."""
+    return add_children(widget.root, roots, current=current, expanded=_path_to(roots, current))
 
 
 class TreeChoice:
@@ -154,6 +185,11 @@ class TreeScreen(ModalScreen[TreeChoice | None]):
         tree.focus()
         if here is not None:
             tree.move_cursor(here)
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded[TreeNode]) -> None:
+        node = event.node
+        if node.data is not None and node.data.children and not node.children:
+            add_children(node, node.data.children, current=self.current, expanded=set())
 
     def on_tree_node_selected(self, event: Tree.NodeSelected[TreeNode]) -> None:
         node = event.node.data

@@ -166,9 +166,9 @@ class FileHistory:
         self._seq += 1
         return self._seq
 
-    def _append(self, change: FileChange) -> None:
+    def _append(self, *changes: FileChange) -> None:
         self._ensure()
-        line = self._encoder.encode(change) + b"\n"
+        line = b"".join(self._encoder.encode(change) + b"\n" for change in changes)
         fd = os.open(self.journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE)
         with open(fd, "ab") as file:
             file.write(line)
@@ -189,11 +189,25 @@ class FileHistory:
 
         The current content is stored as a blob first, then the journal line; only then may
         the caller change the file."""
+        change = self._change(path, new, conversation=conversation, anchor=anchor, tool=tool)
+        self._append(change)
+        return change
+
+    def _change(
+        self,
+        path: str | os.PathLike[str],
+        new: bytes | None,
+        *,
+        conversation: int,
+        anchor: int,
+        tool: str,
+    ) -> FileChange:
+        """The journal line for ``path`` becoming ``new``, its pre-image stored (not appended)."""
         resolved = os.path.realpath(path)
         old = _read(resolved)
         before = None if old is None else self.store_blob(old)
         after = None if new is None else _digest(new)
-        change = FileChange(
+        return FileChange(
             seq=self._next_seq(),
             conversation=conversation,
             anchor=anchor,
@@ -203,8 +217,6 @@ class FileHistory:
             tool=tool,
             time=time.time(),
         )
-        self._append(change)
-        return change
 
     # -- reading -------------------------------------------------------------------------
     def changes(self) -> list[FileChange]:
@@ -280,6 +292,8 @@ class FileHistory:
         chosen = set(overwrite)
         restored: list[str] = []
         kept: list[str] = []
+        todo: list[tuple[FilePlan, bytes | None]] = []
+        changes: list[FileChange] = []
         for plan in plans:
             if plan.action == "unchanged":
                 continue
@@ -287,7 +301,15 @@ class FileHistory:
                 kept.append(plan.path)
                 continue
             new = None if plan.target is None else self.blob(plan.target)
-            self.record(plan.path, new, conversation=conversation, anchor=anchor, tool="rewind")
+            changes.append(
+                self._change(
+                    plan.path, new, conversation=conversation, anchor=anchor, tool="rewind"
+                )
+            )
+            todo.append((plan, new))
+        if changes:
+            self._append(*changes)  # every pre-image journalled (one fsync) before any file moves
+        for plan, new in todo:
             if new is None:
                 try:
                     os.unlink(plan.path)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any, Literal, Protocol, cast
 
 import anyio
+from msgspec import UNSET
 
 from chord.context import Context
 from chord.facets import Facet, FacetEnvironment, define_facet
@@ -33,6 +34,7 @@ from coding_agent.session_tree import (
     LABEL_KIND,
     SUMMARY_KIND,
     SUMMARY_WIDTH,
+    OutlineFolder,
     build_outline,
     lineage,
 )
@@ -45,7 +47,8 @@ __all__ = ["TREE_FACET_ID", "SessionTreeApi", "SessionTreeService", "session_tre
 TREE_FACET_ID = "coding-agent/session-tree"
 
 RewindMode = Literal["conversation", "files", "both"]
-_PAGE = 512
+_PAGE = 1024
+_FIRST_PAGE = 64
 
 
 class SessionTreeApi(Protocol):
@@ -73,32 +76,54 @@ class _Tree:
         self._harness = harness
         self._history = history
         self._lock = anyio.Lock()
+        # The outline is kept and brought up to date on each call: entries never change, so
+        # only a branch's entries newer than the last call are read (a cold call reads all).
+        self._folder = OutlineFolder()
+        self._seen: dict[int, int] = {}
+        self._outline_lock = anyio.Lock()
 
     # -- reading -------------------------------------------------------------------------
-    async def _own_entries(self, conversation: int, ctx: Context) -> list[dict[str, Any]]:
+    async def _own_entries(
+        self, conversation: int, ctx: Context, *, after: int = 0
+    ) -> list[dict[str, Any]]:
+        """The conversation's own entries newer than ``after``, oldest first."""
         handle = await self._harness.conversation(conversation, ctx)
         if handle is None:
             return []
         out: list[dict[str, Any]] = []
         before: int | None = None
+        limit = _FIRST_PAGE  # a scan runs on into the parent: small pages read little of it
         while True:
-            page = await handle.entries(ctx, limit=_PAGE, before=before)
-            own = [e for e in page if e.conversation_id == conversation]
+            page = await handle.entries(ctx, limit=limit, before=before)
+            own = [e for e in page if e.conversation_id == conversation and e.id > after]
             out.extend(entry_json(e) for e in own)
-            if len(own) < len(page) or len(page) < _PAGE:
+            if len(own) < len(page) or len(page) < limit:
                 break
             before = page[-1].id
+            limit = min(limit * 4, _PAGE)
         out.reverse()
         return out
 
     async def outline(self, ctx: Context) -> dict[str, Any]:
-        kernel = self._harness.harness.kernel
-        records = [conversation_json(c) for c in kernel.conversations.values()]
-        entries: list[dict[str, Any]] = []
-        for record in records:
-            if "owner" not in record:
-                entries.extend(await self._own_entries(record["id"], ctx))
-        return build_outline(records, entries)
+        async with self._outline_lock:
+            kernel = self._harness.harness.kernel
+            folder = self._folder
+            for record in kernel.conversations.values():
+                if record.id in folder.convs or record.owner is not UNSET:
+                    continue
+                folder.add_conversation(conversation_json(record))
+            for cid in list(folder.convs):
+                seen = self._seen.get(cid, 0)
+                handle = await self._harness.conversation(cid, ctx)
+                if handle is None:
+                    continue
+                newest = await handle.entries(ctx, limit=1)
+                if not newest or newest[0].id <= seen or newest[0].conversation_id != cid:
+                    continue
+                for entry in await self._own_entries(cid, ctx, after=seen):
+                    folder.fold(entry)
+                self._seen[cid] = newest[0].id
+            return folder.outline()
 
     async def _newest(self, conversation: int, ctx: Context) -> int | None:
         handle = await self._harness.conversation(conversation, ctx)
