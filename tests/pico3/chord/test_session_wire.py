@@ -238,39 +238,3 @@ async def test_a_restarted_worker_serves_fresh_instances_of_the_persisted_conver
                     assert [e["data"] for e in again.value["entries"]] == [{"n": 1}]
             await source.aclose()
         group.cancel_scope.cancel()
-
-
-BLOB = 10 * 1024 * 1024
-
-
-def _blob(n: int) -> str:
-    line = f'note {n}: the quick brown fox jumps over the lazy dog "é😀"\n'
-    return (line * (BLOB // len(line) + 1))[:BLOB]
-
-
-@pytest.mark.anyio
-async def test_a_session_holding_50_mb_of_transcript_is_attached_after_a_restart(
-    tmp_path: Path,
-) -> None:
-    # issue 24 deliver 4: a view over the 8 MiB frame limit used to lock the session out for
-    # good. Requests, updates and the snapshot over the limit now travel as runs of part frames.
-    socket, store = tmp_path / "worker.sock", tmp_path / "session"
-    async with worker_process(socket, store) as worker, anyio.create_task_group() as group:
-        source = connect_service_source(lambda: connect_unix(socket), task_group=group)
-        tui = Presentation("tui")
-        async with create_facet_host([tui.facet], service_sources=[source]):
-            root = await tui.wait_live(_is_root)
-            for n in range(5):  # each request is a 10 MiB frame; each update too
-                await root.facade.write({"kind": "note", "data": {"text": _blob(n)}}, BACKGROUND)
-            await tui.changes.wait_for(lambda: len(root.value["entries"]) == 5)
-        await source.aclose()
-        await worker.stop()
-    async with worker_process(socket, store), anyio.create_task_group() as group:
-        source = connect_service_source(lambda: connect_unix(socket), task_group=group)
-        late = Presentation("late")
-        async with create_facet_host([late.facet], service_sources=[source]):
-            root = await late.wait_live(_is_root)
-            texts = [entry["data"]["text"] for entry in root.value["entries"]]
-            assert texts == [_blob(n) for n in range(5)]
-            assert sum(len(text.encode()) for text in texts) > 50 * 1024 * 1024
-        await source.aclose()
