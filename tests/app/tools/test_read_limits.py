@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from coding_agent.worker.tools import READ_TOOL, ToolContext
+from coding_agent.worker.tools import GREP_TOOL, READ_TOOL, ToolContext
 from coding_agent.worker.tools import files as files_module
 from coding_agent.worker.tools.files import open_regular
 
@@ -23,7 +23,7 @@ GIB = 1024 * 1024 * 1024
 
 _MEASURE = """
 import resource, sys, anyio
-from coding_agent.worker.tools import READ_TOOL, ToolContext
+from coding_agent.worker.tools import GREP_TOOL, READ_TOOL, ToolContext
 async def main():
     args = {"path": sys.argv[1], "limit": 10}
     result = await READ_TOOL.execute(args, ToolContext(cwd="."))
@@ -34,7 +34,7 @@ anyio.run(main)
 
 _BASELINE = """
 import resource, anyio
-from coding_agent.worker.tools import READ_TOOL, ToolContext
+from coding_agent.worker.tools import GREP_TOOL, READ_TOOL, ToolContext
 print("baseline")
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
@@ -125,3 +125,18 @@ async def test_an_open_that_hangs_gives_up_after_its_timeout(
         )
     finally:
         release.set()
+
+
+@pytest.mark.parametrize("backend", ["python", "auto"])
+async def test_grep_skips_a_fifo_in_the_tree_and_refuses_one_named(
+    tmp_path: Path, backend: str
+) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "a.txt").write_text("hello\n")
+    tools = ToolContext(cwd=tmp_path, search_backend=backend)  # type: ignore[arg-type]
+    with anyio.fail_after(20):
+        found = await GREP_TOOL.execute({"pattern": "hello"}, tools)
+        named = await GREP_TOOL.execute({"pattern": "hello", "path": "pipe"}, tools)
+    assert found.text == "a.txt:1: hello"
+    assert named.is_error
+    assert named.text == "Cannot search pipe: it is a FIFO (named pipe), not a file or a folder"

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +31,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
+from .files import describe_mode
 from .ignore import walk_files
 from .read import looks_binary
 from .search import RG_COMMON_FLAGS, collect, glob_filter, open_rg, read_lines, use_ripgrep
@@ -178,6 +181,19 @@ async def _grep_rg(
         raise ToolError(f"grep failed: {message}")
 
 
+def _read_regular(path: Path) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file (opened without blocking), else ``None``."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        os.set_blocking(fd, True)
+        with os.fdopen(os.dup(fd), "rb") as file:
+            return file.read()
+    finally:
+        os.close(fd)
+
+
 def _grep_python(args: dict[str, Any], root: Path, is_file: bool, found: _Collector) -> None:
     flags = re.IGNORECASE if args.get("ignoreCase") else 0
     source = re.escape(args["pattern"]) if args.get("literal") else args["pattern"]
@@ -194,8 +210,10 @@ def _grep_python(args: dict[str, Any], root: Path, is_file: bool, found: _Collec
         if not wanted(relative):
             continue
         try:
-            data = (base / relative).read_bytes()
+            data = _read_regular(base / relative)
         except OSError:
+            continue
+        if data is None:  # a FIFO, a device or a socket: reading it could block for good
             continue
         if looks_binary(data):
             continue
@@ -223,6 +241,9 @@ async def _grep(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
     if not await anyio.Path(root).exists():
         raise ToolError(f"Path not found: {shown}")
     is_file = await anyio.Path(root).is_file()
+    if not is_file and not await anyio.Path(root).is_dir():
+        what = describe_mode((await anyio.Path(root).stat()).st_mode) or "not a regular file"
+        raise ToolError(f"Cannot search {shown}: it is {what}, not a file or a folder")
     limit = int(args.get("limit") or DEFAULT_GREP_LIMIT)
     found = _Collector(limit=limit, context=int(args.get("context") or 0))
     rg = use_ripgrep(tools)
