@@ -46,6 +46,7 @@ from pico3.model import (
     SectionSeedRejected,
     define_entry,
 )
+from pico3.owned import OwnedConversation, OwnedSpec, create_owned
 from pico3.reload import reload
 from pico3.storage import JsonlStorage, MemoryStorage, Storage
 from pico3.tasks import (
@@ -65,14 +66,17 @@ from pico3.tasks import (
     define_task,
 )
 from pico3.tools import MISSING, InvalidArguments, ToolApi, ToolDeclaration, ToolResult
+from pico3.turn import GENERATION_KIND, TOOL_KIND
 from pico3.turn.collapse import CollapseInProgress, NothingToCollapse
 from pico3.turn.conversation import InputHandle
 from pico3.turn.models import Models
 from pico3.turn.placement import ConversationBusy
 
 __all__ = [
+    "GENERATION_KIND",
     "MISSING",
     "RETRY",
+    "TOOL_KIND",
     "BeforeToolApi",
     "Clock",
     "Closed",
@@ -105,6 +109,8 @@ __all__ = [
     "Next",
     "NotQuiescent",
     "NothingToCollapse",
+    "OwnedConversation",
+    "OwnedSpec",
     "ReadAfterWrite",
     "RevokedProxy",
     "Runtime",
@@ -123,6 +129,7 @@ __all__ = [
     "UnknownConversation",
     "UnknownTask",
     "Watch",
+    "create_owned",
     "define_entry",
     "define_task",
     "memo_once",
