@@ -1,0 +1,28 @@
+"""What every side of the subagents feature agrees on (no host code).
+
+The ``agent`` tool runs one task of kind :data:`SUBAGENT_KIND` per call; the task owns a durable
+conversation (the subagent's transcript) and its ``describe`` is a :class:`SubagentStatus`,
+which every conversation view shows under ``tasks[id].status`` (the TUI's tasks panel renders
+it). Presentations find the subagent's own conversation through ``status.conversation`` and its
+view through the ordinary ``pi.conversation`` service.
+"""
+
+from __future__ import annotations
+
+from typing import NotRequired, TypedDict
+
+__all__ = ["AGENT_TOOL", "SUBAGENT_KIND", "SubagentStatus"]
+
+SUBAGENT_KIND = "subagents.run"
+AGENT_TOOL = "agent"
+
+
+class SubagentStatus(TypedDict):
+    label: str
+    """The call's ``description`` (three to five words)."""
+    agent: str
+    """The agent definition's name (``subagent_type``)."""
+    progress: str
+    """The current step: ``starting``, ``running grep (3 tool calls)``, ``writing its report``."""
+    conversation: NotRequired[int]
+    """The subagent's conversation id, once it exists."""

@@ -1,0 +1,187 @@
+"""The ``subagents.run`` task kind: one subagent, durable across a worker's death.
+
+Input: ``{description, prompt, agent, systemPrompt, model, tools}`` (the agent definition is
+resolved when the call is made and stored with the task, so recovery never depends on files that
+may have changed). Phases:
+
+* initial: create the owned conversation (seed §4.6) **atomically with the checkpoint**
+  ``{"phase": "running", "child": id}`` — its model and ``selectedTools`` seeded, its system
+  prompt a section seed — so a crash never makes a second child;
+* ``running``: re-attach the child, send the prompt with the request id ``<task>:prompt`` (a
+  resend after recovery is the same input, and the child's own turn resumes by itself), wait for
+  the input's answer, and complete with ``{"report": <the child's final text>, "conversation"}``.
+  While it waits, the current step (:class:`StepBoard`, fed by the feature's hooks) is written
+  to the task's slot, which ``describe`` shows.
+
+An abort ends the task; a conversation abort reaches the child through its foreground owner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from chord.context import Context
+from pico3 import (
+    Completion,
+    Done,
+    Next,
+    OwnedConversation,
+    Runtime,
+    TaskInfo,
+    TaskKind,
+    Transaction,
+    create_owned,
+    define_task,
+)
+
+from .contract import SUBAGENT_KIND, SubagentStatus
+
+__all__ = ["StepBoard", "final_text", "subagent_kind"]
+
+
+class StepBoard:
+    """The live step of each running subagent, by its conversation id (not durable: after a
+    restart it starts again from ``resumed``)."""
+
+    def __init__(self) -> None:
+        self._steps: dict[int, str] = {}
+        self._tools: dict[int, int] = {}
+        self._changed: dict[int, anyio.Event] = {}
+
+    def follows(self, conversation_id: int) -> bool:
+        return conversation_id in self._changed
+
+    def start(self, conversation_id: int, step: str) -> None:
+        self._steps[conversation_id] = step
+        self._changed.setdefault(conversation_id, anyio.Event())
+
+    def stop(self, conversation_id: int) -> None:
+        self._steps.pop(conversation_id, None)
+        self._tools.pop(conversation_id, None)
+        event = self._changed.pop(conversation_id, None)
+        if event is not None:
+            event.set()
+
+    def step(self, conversation_id: int) -> str:
+        return self._steps.get(conversation_id, "")
+
+    def set(self, conversation_id: int, step: str) -> None:
+        if conversation_id not in self._changed:
+            return
+        self._steps[conversation_id] = step
+        event = self._changed[conversation_id]
+        self._changed[conversation_id] = anyio.Event()
+        event.set()
+
+    def tool(self, conversation_id: int, name: str) -> None:
+        if conversation_id not in self._changed:
+            return
+        count = self._tools.get(conversation_id, 0) + 1
+        self._tools[conversation_id] = count
+        self.set(conversation_id, f"running {name} ({count} tool call{'s' if count > 1 else ''})")
+
+    async def changed(self, conversation_id: int) -> None:
+        event = self._changed.get(conversation_id)
+        if event is not None:
+            await event.wait()
+
+
+def final_text(entry: Any) -> str:
+    """The text blocks of an answer entry's assistant message."""
+    parts: list[str] = []
+    for message in getattr(entry, "model", None) or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            parts.append(content)
+            continue
+        for block in content or []:
+            if isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+    return "".join(parts).strip()
+
+
+def _describe(task: TaskInfo) -> SubagentStatus:
+    inp = task.input if isinstance(task.input, dict) else {}
+    slot = task.slot or {}
+    status: SubagentStatus = {
+        "label": str(inp.get("description", "subagent")),
+        "agent": str(inp.get("agent", "")),
+        "progress": str(slot.get("step") or ("starting" if task.checkpoint is None else "running")),
+    }
+    child = (task.checkpoint or {}).get("child")
+    if type(child) is int:
+        status["conversation"] = child
+    return status
+
+
+async def _abort(task: TaskInfo, rt: Runtime, ctx: Context) -> Any:
+    return lambda tx, current, ctx: None
+
+
+def subagent_kind(board: StepBoard) -> TaskKind:
+    """The kind, reporting steps through ``board``."""
+
+    async def initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Any:
+        inp: dict[str, Any] = task.input
+        spec = {
+            "rewindable": {"model": inp["model"], "selectedTools": list(inp["tools"])},
+            "sections": [
+                {"key": "subagent", "value": inp["agent"], "rendered": inp["systemPrompt"]}
+            ],
+        }
+
+        async def create(tx: Transaction, current: Any, _ctx: Context) -> dict[str, Any]:
+            return {"phase": "running", "child": await create_owned(tx, current, spec)}
+
+        return Next(create)
+
+    async def write_step(rt: Runtime, child: int, ctx: Context) -> None:
+        shown = ""
+        while board.follows(child):
+            step = board.step(child)
+            if step and step != shown:
+                shown = step
+
+                def put(tx: Transaction, current: Any, _ctx: Context, step: str = step) -> None:
+                    tx.slot(current)["step"] = step
+
+                await rt.commit(put, ctx)
+            await board.changed(child)
+
+    async def running(task: TaskInfo, rt: Runtime, ctx: Context) -> Any:
+        assert task.checkpoint is not None
+        cid: int = task.checkpoint["child"]
+        child = await OwnedConversation.attach(rt, cid, ctx)
+        board.start(cid, "resumed" if task.slot and task.slot.get("step") else "starting")
+        try:
+            sent = await child.send(task.input["prompt"], ctx, request_id=f"{task.id}:prompt")
+            records: list[Any] = []
+            async with anyio.create_task_group() as group:
+                group.start_soon(write_step, rt, cid, ctx)
+                records.append(await sent.wait(ctx))
+                group.cancel_scope.cancel()
+            record = records[0]
+        finally:
+            board.stop(cid)
+        answer = getattr(record, "answer", None)
+        if record.status == "done" and type(answer) is int:
+
+            async def read(tx: Transaction, _current: Any, _ctx: Context) -> str:
+                return final_text(await tx.entry(answer))
+
+            report = await rt.commit(read, ctx)
+            result = {"report": report, "conversation": cid}
+            return Done(lambda tx, cur, c: Completion.completed(result))
+        reason = str(getattr(record, "reason", None) or record.status)
+        failure = {"reason": reason, "conversation": cid}
+        return Done(lambda tx, cur, c: Completion.failed(failure))
+
+    return define_task(
+        SUBAGENT_KIND,
+        initial=initial,
+        phases={"running": running},
+        abort=_abort,
+        describe=_describe,
+    )

@@ -1,0 +1,19 @@
+"""The plugin module named by the ``chord.facets`` entry point (DECISIONS D7)."""
+
+from __future__ import annotations
+
+from chord.facets import Facet
+from chord.packages import hookimpl
+
+from .session import session_facet
+from .tui import tui_facet
+
+
+@hookimpl
+def chord_facets(host: str) -> list[Facet]:
+    """``"session"`` → the session facet, ``"tui"`` → the TUI facet, other hosts nothing."""
+    if host == "session":
+        return [session_facet]
+    if host == "tui":
+        return [tui_facet]
+    return []

@@ -1,0 +1,219 @@
+"""The ``agent`` tool end to end in one session host: parallel subagents from one assistant
+message, each a durable owned conversation with its own system prompt, tools and model from its
+definition; the parent sees only the reports; the tasks view shows each running subagent's step."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from chord.context import BACKGROUND
+from chord.facets import FacetEnvironment, create_facet_host, define_facet
+from chord.state import replicated_state
+from facets_subagents.session import session_facet
+from facets_subagents.tui import subagents_in, transcript_text
+from pico3 import HarnessOptions, JsonlStorage, Models, ToolDeclaration, ToolResult
+from pico3.chord import Harness, HarnessService, harness_session_facet
+from pico3.models.faux import FauxProvider, FauxResponse, FauxState, faux_response, faux_tool_call
+from pico3.models.provider import Request, ToolResultMessage, UserMessage
+
+pytestmark = pytest.mark.anyio
+
+MODEL = {"provider": "faux", "modelId": "faux-1"}
+REVIEWER = """---
+name: reviewer
+description: Reviews things.
+tools: note
+---
+You are the reviewer subagent.
+"""
+
+
+def _text(message: Any) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(getattr(b, "text", "") for b in content)
+
+
+class Script:
+    """The faux model: the parent asks for subagents, each subagent calls ``note`` once and
+    reports; ``gate`` (when set) holds every subagent's report."""
+
+    def __init__(self, calls: list[dict[str, Any]], gate: anyio.Event | None = None) -> None:
+        self.calls = calls
+        self.gate = gate
+        self.requests: list[Request] = []
+
+    def __call__(self, request: Request, state: FauxState) -> FauxResponse:
+        self.requests.append(request)
+        first = request.messages[0]
+        last = request.messages[-1]
+        is_child = any("subagent" in s for s in request.system)
+        if not is_child:
+            if isinstance(last, UserMessage):
+                return faux_response(
+                    *[faux_tool_call("agent", c, id=f"a{i}") for i, c in enumerate(self.calls)]
+                )
+            return faux_response("all reports read")
+        task = _text(first)
+        if isinstance(last, ToolResultMessage):
+            return faux_response(f"report: {task} done")
+        return faux_response(faux_tool_call("note", {"text": task}, id="n1"))
+
+
+def note_tool(gate: anyio.Event | None) -> ToolDeclaration:
+    async def execute(args: dict[str, Any], api: Any, ctx: Any) -> ToolResult:
+        if gate is not None:
+            await gate.wait()
+        return ToolResult.text(f"noted {args['text']}")
+
+    return ToolDeclaration(
+        name="note",
+        description="Take a note.",
+        parameters={"type": "object", "properties": {"text": {"type": "string"}}},
+        execute=execute,
+        replay="safe",
+    )
+
+
+@asynccontextmanager
+async def session(
+    tmp: Path, script: Script, gate: anyio.Event | None = None
+) -> AsyncIterator[HarnessService]:
+    services = {
+        "models": Models([FauxProvider([script] * 50)]),
+        "workspace": str(tmp),
+        "mcp_env": {"XDG_CONFIG_HOME": str(tmp / "config")},
+    }
+    workers: list[HarnessService] = []
+
+    def worker(env: FacetEnvironment) -> None:
+        harness = env.use(Harness)
+        workers.append(harness)
+        env.on_activate(
+            lambda: env.own(harness.add_registration(lambda h: h.register_tool(note_tool(gate))))
+        )
+
+    async with anyio.create_task_group() as group:
+        harness_facet = harness_session_facet(
+            lambda: JsonlStorage(str(tmp / "store"), fsync=False),
+            HarnessOptions(services=services),
+            task_group=group,
+        )
+        async with create_facet_host(
+            [harness_facet, define_facet("test/worker", worker), session_facet]
+        ):
+            (service,) = workers
+            await service.resume(BACKGROUND)
+            root = await service.harness.root(BACKGROUND)
+            await root.set_config({"model": MODEL, "selectedTools": ["note", "agent"]}, BACKGROUND)
+            yield service
+        group.cancel_scope.cancel()
+
+
+async def tool_results(service: HarnessService, conversation: Any = None) -> list[Any]:
+    c = conversation or await service.harness.root(BACKGROUND)
+    entries = await c.entries(BACKGROUND, limit=100, kind="pi.tool_result")
+    return list(reversed(entries))
+
+
+async def test_parallel_subagents_report_to_the_parent_only(tmp_path: Path) -> None:
+    agents = tmp_path / "config" / "coding-agent" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "reviewer.md").write_text(REVIEWER)
+    script = Script(
+        [
+            {"description": "first task", "prompt": "task A"},
+            {"description": "second task", "prompt": "task B"},
+            {"description": "review", "prompt": "task C", "subagent_type": "reviewer"},
+        ]
+    )
+    async with session(tmp_path, script) as s:
+        root = await s.harness.root(BACKGROUND)
+        declaration = s.harness.tools.get("agent")
+        assert declaration is not None and declaration.replay == "safe"
+        assert "reviewer: Reviews things." in declaration.description
+        handle = await root.send("go", BACKGROUND)
+        with anyio.fail_after(30):
+            await handle.wait(BACKGROUND)
+        results = await tool_results(s)
+        texts = sorted(r.model[0]["content"][0]["text"] for r in results)  # pyright: ignore[reportIndexIssue]
+        assert texts == ["report: task A done", "report: task B done", "report: task C done"]
+        children = sorted(r.data["details"]["conversation"] for r in results)
+        assert len(set(children)) == 3 and root.id not in children
+        for child_id in children:
+            child = await s.harness.conversation(child_id, BACKGROUND)
+            assert child is not None
+            config = await child.config(BACKGROUND)
+            assert config["model"] == MODEL
+            prompt = (await child.entries(BACKGROUND, limit=100))[-1]
+            task = prompt.model[0]["content"]  # pyright: ignore[reportIndexIssue]
+            if "task C" in str(task):
+                assert config["selectedTools"] == ["note"]  # the reviewer's definition
+            else:
+                assert config["selectedTools"] == ["note"]  # the parent's, without agent
+            assert [r.model[0]["content"][0]["text"] for r in await tool_results(s, child)] == [  # pyright: ignore[reportIndexIssue]
+                f"noted {task!s}" if isinstance(task, str) else f"noted {task[0]['text']}"
+            ]
+        child_requests = [r for r in script.requests if any("subagent" in x for x in r.system)]
+        assert any("You are the reviewer subagent." in x for r in child_requests for x in r.system)
+        assert any(
+            "You are a subagent working on one task" in x for r in child_requests for x in r.system
+        )
+        # the parent's context holds the reports, never a subagent's own messages
+        parent_requests = [r for r in script.requests if r not in child_requests]
+        assert all("noted" not in str(m) for r in parent_requests for m in r.messages)
+
+
+async def test_running_subagents_show_their_step_and_a_bad_type_is_an_error(tmp_path: Path) -> None:
+    gate = anyio.Event()
+    script = Script(
+        [
+            {"description": "slow one", "prompt": "task A"},
+            {"description": "nope", "prompt": "x", "subagent_type": "missing"},
+        ]
+    )
+    async with session(tmp_path, script, gate) as s:
+        root = await s.harness.root(BACKGROUND)
+        watch = await root.watch(BACKGROUND)
+        changed = anyio.Event()
+        views: list[Any] = [watch.view]
+        mirror = replicated_state(watch.view)
+
+        def listener(envelope: Any) -> None:
+            nonlocal changed
+            mirror.apply(BACKGROUND, envelope.ops)
+            views.append(mirror.value)
+            changed.set()
+
+        watch.start(listener)
+        handle = await root.send("go", BACKGROUND)
+        with anyio.fail_after(30):
+            while not any(
+                st.get("progress") == "running note (1 tool call)"
+                for _t, st in subagents_in(views[-1])
+            ):
+                await changed.wait()
+                changed = anyio.Event()
+        ((_task, status),) = subagents_in(views[-1])
+        assert status["label"] == "slow one" and status["agent"] == "general-purpose"
+        child = await s.harness.conversation(status["conversation"], BACKGROUND)
+        assert child is not None
+        child_watch = await child.watch(BACKGROUND)
+        assert "[prompt] task A" in transcript_text(child_watch.view)
+        assert "→ note" in transcript_text(child_watch.view)
+        child_watch.stop()
+        gate.set()
+        with anyio.fail_after(30):
+            await handle.wait(BACKGROUND)
+        watch.stop()
+        texts = sorted(r.model[0]["content"][0]["text"] for r in await tool_results(s))  # pyright: ignore[reportIndexIssue]
+        assert texts[0].startswith("Unknown subagent_type 'missing'; available: general-purpose")
+        assert texts[1] == "report: task A done"
+        assert subagents_in(mirror.value) == []
