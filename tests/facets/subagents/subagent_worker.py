@@ -1,8 +1,8 @@
 """A session worker for the subagent SIGKILL test, run as a separate process.
 
-Usage: ``python subagent_worker.py STATE_DIR GATE_FILE``. JSONL storage (fsync) in STATE_DIR, a
+Usage: ``python subagent_worker.py STATE_DIR``. JSONL storage (fsync) in STATE_DIR, a
 faux model: the root asks for one subagent; the subagent calls ``wait_gate`` (a replay-safe tool
-that returns once GATE_FILE exists), then reports. On a fresh session it sends ``go``; on a
+that returns once a line ``open`` arrives on stdin), then reports. On a fresh session it sends ``go``; on a
 restarted one recovery carries the turn and the subagent on. Prints ``RUNNING <child id>`` once
 the subagent's ``wait_gate`` call started, and ``DONE <json>`` with the root's tool results and
 the number of conversations once the root is idle with a result.
@@ -37,7 +37,9 @@ def model(request: Request, state: FauxState) -> FauxResponse:
     if not any("subagent" in s for s in request.system):
         if isinstance(last, UserMessage):
             return faux_response(
-                faux_tool_call("agent", {"description": "wait", "prompt": "wait for the gate"}, id="a1")
+                faux_tool_call(
+                    "agent", {"description": "wait", "prompt": "wait for the gate"}, id="a1"
+                )
             )
         return faux_response("parent done")
     if isinstance(last, ToolResultMessage):
@@ -45,11 +47,10 @@ def model(request: Request, state: FauxState) -> FauxResponse:
     return faux_response(faux_tool_call("wait_gate", {}, id="w1"))
 
 
-def gate_tool(gate: Path) -> ToolDeclaration:
+def gate_tool(gate: anyio.Event) -> ToolDeclaration:
     async def execute(args: dict[str, Any], api: Any, ctx: Any) -> ToolResult:
         report(f"RUNNING {api.conversation_id}")
-        while not gate.exists():
-            await anyio.sleep(0.02)
+        await gate.wait()
         return ToolResult.text("gate open")
 
     return ToolDeclaration(
@@ -61,7 +62,16 @@ def gate_tool(gate: Path) -> ToolDeclaration:
     )
 
 
-async def main(state: str, gate: str) -> None:
+async def read_stdin(gate: anyio.Event, eof: anyio.Event) -> None:
+    """``open`` on stdin opens the gate; end of file ends the worker."""
+    async for line in anyio.wrap_file(sys.stdin):
+        if line.strip() == "open":
+            gate.set()
+    eof.set()
+
+
+async def main(state: str) -> None:
+    gate, eof = anyio.Event(), anyio.Event()
     services = {"models": Models([FauxProvider([model] * 50)]), "workspace": state}
     workers: list[HarnessService] = []
 
@@ -69,10 +79,11 @@ async def main(state: str, gate: str) -> None:
         harness = env.use(Harness)
         workers.append(harness)
         env.on_activate(
-            lambda: env.own(harness.add_registration(lambda h: h.register_tool(gate_tool(Path(gate)))))
+            lambda: env.own(harness.add_registration(lambda h: h.register_tool(gate_tool(gate))))
         )
 
     async with anyio.create_task_group() as group:
+        group.start_soon(read_stdin, gate, eof)
         facets = [
             harness_session_facet(
                 lambda: JsonlStorage(str(Path(state) / "store"), fsync=True),
@@ -87,7 +98,9 @@ async def main(state: str, gate: str) -> None:
             await service.resume(BACKGROUND)
             root = await service.harness.root(BACKGROUND)
             if not await root.entries(BACKGROUND, limit=1):
-                await root.set_config({"model": MODEL, "selectedTools": ["agent", "wait_gate"]}, BACKGROUND)
+                await root.set_config(
+                    {"model": MODEL, "selectedTools": ["agent", "wait_gate"]}, BACKGROUND
+                )
                 await root.send("go", BACKGROUND)
             while True:
                 await root.wait_for_idle(BACKGROUND)
@@ -99,9 +112,9 @@ async def main(state: str, gate: str) -> None:
                 lambda tx, _c: sum(tx.conversation(i) is not None for i in range(100)), BACKGROUND
             )
             report("DONE " + json.dumps({"results": results, "conversations": conversations}))
-            await anyio.to_thread.run_sync(sys.stdin.read)
+            await eof.wait()
         group.cancel_scope.cancel()
 
 
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1], sys.argv[2])
+    anyio.run(main, sys.argv[1])

@@ -28,8 +28,7 @@ async def _until(stream: BufferedByteReceiveStream, prefix: str) -> str:
 
 
 async def test_a_killed_worker_resumes_the_subagent(tmp_path: Path) -> None:
-    gate = tmp_path / "gate"
-    argv = [sys.executable, str(WORKER), str(tmp_path), str(gate)]
+    argv = [sys.executable, str(WORKER), str(tmp_path)]
     first = await anyio.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         assert first.stdout is not None
@@ -46,7 +45,8 @@ async def test_a_killed_worker_resumes_the_subagent(tmp_path: Path) -> None:
         stream = BufferedByteReceiveStream(second.stdout)
         again = await _until(stream, "RUNNING")
         assert int(again.split()[1]) == child  # the same subagent conversation carries on
-        gate.touch()
+        assert second.stdin is not None
+        await second.stdin.send(b"open\n")
         done = json.loads((await _until(stream, "DONE")).split(" ", 1)[1])
         assert done["results"] == ["report: the gate opened"]
         assert done["conversations"] == 2  # the root and one subagent
