@@ -70,7 +70,9 @@ def model(request: Request, state: FauxState) -> FauxResponse:
         if text.startswith("agents"):
             count = int(text.split()[1])
             calls = [
-                faux_tool_call("agent", {"description": f"job {i}", "prompt": f"job {i}"}, id=f"a{i}")
+                faux_tool_call(
+                    "agent", {"description": f"job {i}", "prompt": f"job {i}"}, id=f"a{i}"
+                )
                 for i in range(count)
             ]
         else:
@@ -112,7 +114,9 @@ async def main() -> None:
             HarnessOptions(services=services),
             task_group=group,
         )
-        async with create_facet_host([harness_facet, define_facet("bench/worker", worker), session_facet]):
+        async with create_facet_host(
+            [harness_facet, define_facet("bench/worker", worker), session_facet]
+        ):
             (service,) = workers
             await service.resume(BACKGROUND)
             root = await service.harness.root(BACKGROUND)
@@ -135,12 +139,18 @@ async def main() -> None:
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     o50, m50, n50 = statistics.median(one), statistics.median(many), statistics.median(notes)
     added = (m50 - o50) / o50 * 100
-    print(f"parent turn latency, faux model answering after {LATENCY * 1e3:.0f} ms, {ROUNDS} turns each (same run, interleaved)")
+    print(
+        f"parent turn latency, faux model answering after {LATENCY * 1e3:.0f} ms, {ROUNDS} turns each (same run, interleaved)"
+    )
     print(f"  1 subagent (note + report)          p50 {o50 * 1e3:7.1f} ms")
     print(f"  {PARALLEL} subagents in parallel            p50 {m50 * 1e3:7.1f} ms")
     print(f"  {PARALLEL} plain note calls (for scale)     p50 {n50 * 1e3:7.1f} ms")
-    print(f"  added by {PARALLEL} parallel subagents over 1: {added:+.1f}%   (target <= 20%: {'met' if added <= 20 else 'MISSED'})")
-    print(f"  peak RSS of the process: {rss_mb:.0f} MB   (target < 300 MB: {'met' if rss_mb < 300 else 'MISSED'})")
+    print(
+        f"  added by {PARALLEL} parallel subagents over 1: {added:+.1f}%   (target <= 20%: {'met' if added <= 20 else 'MISSED'})"
+    )
+    print(
+        f"  peak RSS of the process: {rss_mb:.0f} MB   (target < 300 MB: {'met' if rss_mb < 300 else 'MISSED'})"
+    )
     sys.stdout.flush()
 
 
