@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -95,16 +96,42 @@ async def test_unstorable_or_bad_input_is_refused_with_its_code_and_nothing_faul
         await process.stdin.aclose()
         with anyio.fail_after(TIMEOUT):
             assert await process.wait() == 0
-    for name in ("lone", "nested", "entry", "busy"):
+    for name in ("lone", "nested", "entry"):  # refused by the wire server, before any method
         frame = results[name]
-        assert not frame.ok and frame.error.code == "invalid_argument", (name, frame)
+        assert not frame.ok and frame.error.code == "service_invalid_value", (name, frame)
     assert results["lone"].error.message == (
-        "input.content: a lone surrogate (\\ud800) at character 6: not valid Unicode, so it "
-        "cannot be stored; remove or replace it"
+        "pi.conversation.send args[0].content: a lone surrogate (\\ud800) at character 6: "
+        "not valid Unicode; replace it"
     )
-    assert "input.content[0].text: a lone surrogate (\\udfff)" in results["nested"].error.message
-    assert "entry.data: a key holding a lone surrogate (\\udc80)" in results["entry"].error.message
-    assert "whenBusy must be one of" in results["busy"].error.message
+    assert (
+        "send args[0].content[0].text: a lone surrogate (\\udfff)"
+        in results["nested"].error.message
+    )
+    assert "write args[0].data: a key holding a lone surrogate (\\udc80)" in (
+        results["entry"].error.message
+    )
+    busy = results["busy"]
+    assert not busy.ok and busy.error.code == "invalid_argument", busy
+    assert "whenBusy must be one of" in busy.error.message
     assert results["fine"].ok, results["fine"].error
     users = results["entries"].result
     assert [entry["model"][0]["content"] for entry in users] == ["café"], "only the good one"
+
+
+async def test_a_prompt_that_is_not_utf8_is_refused_in_one_line(
+    project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    """``-p`` with an argument that is not UTF-8 (decoded with surrogateescape): the harness
+    refuses it naming the field, one line, exit 2, instead of faulting the session."""
+    script = write_script(tmp_path / "script.json", [{"text": "Never."}])
+    argv = [sys.executable.encode(), b"-m", b"coding_agent.cli", b"-p", b"hi \xff"]
+    with anyio.fail_after(TIMEOUT):
+        done = await anyio.run_process(
+            [*argv, b"--faux-script", str(script).encode()], env=agent_env, cwd=project, check=False
+        )
+    lines = done.stderr.decode().splitlines()
+    assert done.returncode == 2, lines
+    assert lines == [
+        "coding-agent: error: [invalid_argument] input.content: a lone surrogate (\\udcff) at "
+        "character 3: not valid Unicode, so it cannot be stored; remove or replace it"
+    ]

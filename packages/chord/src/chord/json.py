@@ -37,6 +37,7 @@ __all__ = [
     "format_path",
     "integral",
     "is_json_value",
+    "lone_surrogate",
     "validate_json",
 ]
 
@@ -285,3 +286,43 @@ def equal_json(a: object, b: object) -> bool:
     if ta is str or tb is str:
         return ta is tb and a == b
     return a == b
+
+
+# -- text no UTF-8 encoder takes ------------------------------------------------------------
+# A JSON escape such as "\ud800" (valid JSON) or surrogateescape decoding (a file name that is not
+# UTF-8) gives a Python string holding a lone surrogate: strict JSON as a value, but no UTF-8
+# encoder takes it, so it can be neither stored nor sent on.
+def _describe_surrogate(text: str) -> str:
+    for index, char in enumerate(text):
+        if 0xD800 <= ord(char) <= 0xDFFF:
+            return f"a lone surrogate (\\u{ord(char):04x}) at character {index}"
+    return "text that is not valid Unicode"  # pragma: no cover - encode() said otherwise
+
+
+def lone_surrogate(value: Any, path: str = "") -> str | None:
+    """Where ``value`` (JSON-like: dicts, lists, strings, scalars) holds a string UTF-8 cannot
+    encode, as ``"<path>: a lone surrogate (\\ud800) at character 3"``; ``None`` when it holds
+    none. Keys are checked too."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return f"{where or 'the value'}: {_describe_surrogate(item)}"
+        elif kind is dict or isinstance(item, dict):
+            for key, member in item.items():
+                if isinstance(key, str) and not key.isascii():
+                    try:
+                        key.encode("utf-8")
+                    except UnicodeEncodeError:
+                        return f"{where or 'the value'}: a key holding {_describe_surrogate(key)}"
+                stack.append((member, f"{where}.{key}" if where else str(key)))
+        elif kind is list or kind is tuple or isinstance(item, list | tuple):
+            stack.extend((member, f"{where}[{index}]") for index, member in enumerate(item))
+        elif isinstance(item, str):
+            stack.append((str(item), where))
+    return None

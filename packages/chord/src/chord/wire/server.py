@@ -61,6 +61,7 @@ from typing import Any, Final
 import anyio
 
 from chord.context import BACKGROUND, Context, cancel_scope, with_cancel
+from chord.json import lone_surrogate
 from chord.remote.codec import ServiceStateEncoder, create_service_state_encoder
 from chord.remote.endpoint import RemoteServiceEndpoint, create_remote_service_endpoint
 from chord.remote.errors import CallRejected, ServiceGrammarError
@@ -345,6 +346,11 @@ class _Peer:
         except ServiceGrammarError as error:
             self._push_result(request_id, None, ErrorInfo(code=INVALID_REQUEST, message=str(error)))
             return f"{INVALID_REQUEST}: request {request_id}: {error}"
+        problem = lone_surrogate(list(call.args), "args")
+        if problem is not None:  # text no UTF-8 encoder takes: refused here, the peer stays
+            message = f"{call.service_id}.{call.member} {problem}: not valid Unicode; replace it"
+            self._push_result(request_id, None, ErrorInfo("service_invalid_value", message))
+            return None
         if len(self._inflight) >= self._max_requests:
             # Refuse rather than stop reading: a reader blocked on a full peer could no longer
             # notice that peer's disconnect, and its blocked calls would never be cancelled.
