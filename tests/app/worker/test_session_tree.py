@@ -185,3 +185,50 @@ def test_a_torn_journal_line_is_ignored_and_blobs_are_deduplicated(tmp_path: Pat
     with open(history.journal_path, "ab") as journal:
         journal.write(b'{"seq": 3, "conversa')
     assert [c.seq for c in history.changes()] == [1, 2]
+
+
+BASH_STEPS = [
+    {
+        "text": "Running a command.",
+        "toolCalls": [
+            {
+                "name": "bash",
+                "arguments": {
+                    "command": "echo changed > main.py; echo new > made.txt; rm README.md; "
+                    "echo more >> build.log"
+                },
+            }
+        ],
+    },
+    {"text": "Ran it."},
+]
+
+
+async def test_files_a_bash_command_changed_are_rewound_except_ignored_ones(
+    session: Session, tmp_path: Path
+) -> None:
+    project = session.cwd
+    (project / ".gitignore").write_text("*.log\n")
+    (project / "build.log").write_text("old log\n")
+    readme = (project / "README.md").read_text()
+    script = tmp_path / "bash.json"
+    script.write_text(json.dumps(BASH_STEPS))
+    config = WorkerConfig(session, faux_script=script, permission_mode="auto", fsync=False)
+    async with open_session_host(config) as runtime:
+        root = (await runtime.harness.harness.root(BACKGROUND)).id
+        await prompt(runtime, root, "run it")
+        assert (project / "main.py").read_text() == "changed\n"
+        assert not (project / "README.md").exists()
+        outline = await call(runtime, "outline")
+        first = path_prompts(outline, root)[0]["id"]
+        plan = await call(runtime, "rewind_plan", root, first)
+        assert {(Path(p["path"]).name, p["action"]) for p in plan} == {
+            ("main.py", "restore"),
+            ("made.txt", "delete"),
+            ("README.md", "restore"),
+        }
+        await call(runtime, "rewind", root, first, "files", [])
+    assert (project / "main.py").read_text() == "print('hello')\n"
+    assert not (project / "made.txt").exists()
+    assert (project / "README.md").read_text() == readme
+    assert (project / "build.log").read_text() == "old log\nmore\n"  # ignored: not tracked

@@ -22,6 +22,14 @@ A journal line::
 (the assistant entry whose tool call made it, or the newest entry when ``/rewind`` restored a
 file, which is journalled the same way so a later rewind knows the file's state).
 
+``bash`` cannot say what it will change, so around a (foreground) command the worker takes a
+snapshot of the project (:meth:`FileHistory.snapshot`: size, mtime and hash of every file
+``.gitignore`` does not exclude, contents stored as blobs) before and after, and journals each
+file that differs (:meth:`FileHistory.record_changes`, tool ``bash``) once the command is done.
+Those lines come after the effect, so a crash during the command loses what it changed; a
+project over :data:`SNAPSHOT_MAX_FILES` files or :data:`SNAPSHOT_MAX_BYTES` bytes is not
+snapshotted.
+
 Rewinding (:meth:`FileHistory.plan` then :meth:`FileHistory.restore`) to a user prompt ``P`` of a
 branch takes the journal lines of that branch (its conversation, and each ancestor up to the
 point it was forked at) anchored after ``P``. For each file the earliest line's ``before`` is the
@@ -35,6 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -65,6 +74,11 @@ class FileChange(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     tool: str = "edit"
     time: float = 0.0
 
+
+SNAPSHOT_MAX_FILES = 5_000
+"""A project with more (not ignored) files than this is not snapshotted around ``bash``."""
+SNAPSHOT_MAX_BYTES = 64 * 1024 * 1024
+"""Nor one whose (not ignored) files hold more bytes than this."""
 
 Lineage = Mapping[int, int | None]
 """A branch's path: conversation id -> the newest entry id of it the branch sees (``None``: all,
@@ -126,6 +140,7 @@ class FileHistory:
         self.journal_path = self.folder / "journal.jsonl"
         self._fsync = fsync
         self._seq: int | None = None
+        self._last_snapshot: dict[str, tuple[int, int, str]] = {}
         self._encoder = msgspec.json.Encoder()
 
     # -- recording -----------------------------------------------------------------------
@@ -217,6 +232,82 @@ class FileHistory:
             tool=tool,
             time=time.time(),
         )
+
+    # -- bash: before/after snapshots ----------------------------------------------------
+    def snapshot(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        max_files: int = SNAPSHOT_MAX_FILES,
+        max_bytes: int = SNAPSHOT_MAX_BYTES,
+    ) -> dict[str, tuple[int, int, str]] | None:
+        """Size, mtime and content hash of every file under ``root`` that ``.gitignore`` does
+        not exclude, each content stored as a blob (so it can be restored); ``None`` when the
+        project is over ``max_files`` files or ``max_bytes`` bytes (then bash is not tracked).
+        A file whose size and mtime match the previous snapshot is not read again."""
+        from coding_agent.worker.tools.ignore import walk_files
+
+        base = Path(os.path.realpath(root))
+        previous = self._last_snapshot
+        out: dict[str, tuple[int, int, str]] = {}
+        total = 0
+        for relative in walk_files(base, max_entries=max_files * 4):
+            if len(out) >= max_files:
+                return None
+            path = str(base / relative)
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            total += info.st_size
+            if total > max_bytes:
+                return None
+            known = previous.get(path)
+            if known is not None and known[:2] == (info.st_size, info.st_mtime_ns):
+                out[path] = known
+                continue
+            data = _read(path)
+            if data is None:
+                continue
+            out[path] = (info.st_size, info.st_mtime_ns, self.store_blob(data))
+        self._last_snapshot = out
+        return out
+
+    def record_changes(
+        self,
+        before: dict[str, tuple[int, int, str]],
+        after: dict[str, tuple[int, int, str]],
+        *,
+        conversation: int,
+        anchor: int,
+        tool: str = "bash",
+    ) -> list[FileChange]:
+        """Journal every file that differs between two snapshots (one fsync); returns them."""
+        changes: list[FileChange] = []
+        for path in sorted(set(before) | set(after)):
+            old = before.get(path)
+            new = after.get(path)
+            old_hash = old[2] if old is not None else None
+            new_hash = new[2] if new is not None else None
+            if old_hash == new_hash:
+                continue
+            changes.append(
+                FileChange(
+                    seq=self._next_seq(),
+                    conversation=conversation,
+                    anchor=anchor,
+                    path=path,
+                    before=old_hash,
+                    after=new_hash,
+                    tool=tool,
+                    time=time.time(),
+                )
+            )
+        if changes:
+            self._append(*changes)
+        return changes
 
     # -- reading -------------------------------------------------------------------------
     def changes(self) -> list[FileChange]:

@@ -185,7 +185,12 @@ def tool_declaration(
             if delta:
                 api.stream(delta)
 
+        before = None  # bash (foreground): the project's files before, to see what it changed
+        if history is not None and spec.name == "bash" and not args.get("background"):
+            before = await anyio.to_thread.run_sync(history.snapshot, folder)
         result = await spec.execute(args, context, on_update=on_update)
+        if history is not None and before is not None:
+            await _record_bash(history, api, folder, before, ctx)
         return ToolResult(
             content=list(result.content),
             is_error=result.is_error,
@@ -214,6 +219,27 @@ def tool_declaration(
         interrupted=interrupted,
         replay="safe" if spec.name in READ_ONLY_TOOLS else "unsafe",
         output=_TAIL_BOUNDS if spec.name in TAIL_TOOLS else _HEAD_BOUNDS,
+    )
+
+
+async def _anchor(api: ToolApi, ctx: Context) -> int:
+    """The assistant entry whose tool call this is (the task id when it cannot be read)."""
+    task = await api.get_task(api.task_id, ctx)
+    source: Any = task.input if task is not None else None
+    anchor = source.get("assistant") if isinstance(source, dict) else None
+    return anchor if type(anchor) is int else api.task_id
+
+
+async def _record_bash(
+    history: FileHistory, api: ToolApi, folder: str, before: Any, ctx: Context
+) -> None:
+    """Journal what a ``bash`` command changed (the project snapshot after vs before)."""
+    after = await anyio.to_thread.run_sync(history.snapshot, folder)
+    if after is None:
+        return
+    at = await _anchor(api, ctx)
+    await anyio.to_thread.run_sync(
+        lambda: history.record_changes(before, after, conversation=api.conversation_id, anchor=at)
     )
 
 
