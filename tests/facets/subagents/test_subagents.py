@@ -4,7 +4,7 @@ definition; the parent sees only the reports; the tasks view shows each running 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -12,11 +12,14 @@ from typing import Any
 import anyio
 import pytest
 
-from chord.context import BACKGROUND
+from chord.context import BACKGROUND, Context
 from chord.facets import FacetEnvironment, create_facet_host, define_facet
+from chord.remote import LoopbackServiceSource
 from chord.state import replicated_state
+from chord.textual import Choice, tui_facet
 from facets_subagents.session import session_facet
 from facets_subagents.tui import subagents_in, transcript_text
+from facets_subagents.tui import tui_facet as agents_tui_facet
 from pico3 import HarnessOptions, JsonlStorage, Models, ToolDeclaration, ToolResult
 from pico3.chord import Harness, HarnessService, harness_session_facet
 from pico3.models.faux import FauxProvider, FauxResponse, FauxState, faux_response, faux_tool_call
@@ -82,10 +85,17 @@ def note_tool(gate: anyio.Event | None) -> ToolDeclaration:
     )
 
 
+class Session:
+    def __init__(self, service: HarnessService, host: Any) -> None:
+        self.service = service
+        self.harness = service.harness
+        self.host = host
+
+
 @asynccontextmanager
 async def session(
     tmp: Path, script: Script, gate: anyio.Event | None = None
-) -> AsyncIterator[HarnessService]:
+) -> AsyncIterator[Session]:
     services = {
         "models": Models([FauxProvider([script] * 50)]),
         "workspace": str(tmp),
@@ -108,16 +118,16 @@ async def session(
         )
         async with create_facet_host(
             [harness_facet, define_facet("test/worker", worker), session_facet]
-        ):
+        ) as host:
             (service,) = workers
             await service.resume(BACKGROUND)
             root = await service.harness.root(BACKGROUND)
             await root.set_config({"model": MODEL, "selectedTools": ["note", "agent"]}, BACKGROUND)
-            yield service
+            yield Session(service, host)
         group.cancel_scope.cancel()
 
 
-async def tool_results(service: HarnessService, conversation: Any = None) -> list[Any]:
+async def tool_results(service: Session, conversation: Any = None) -> list[Any]:
     c = conversation or await service.harness.root(BACKGROUND)
     entries = await c.entries(BACKGROUND, limit=100, kind="pi.tool_result")
     return list(reversed(entries))
@@ -217,3 +227,70 @@ async def test_running_subagents_show_their_step_and_a_bad_type_is_an_error(tmp_
         assert texts[0].startswith("Unknown subagent_type 'missing'; available: general-purpose")
         assert texts[1] == "report: task A done"
         assert subagents_in(mirror.value) == []
+
+
+class Modal:
+    def __init__(self, tui: ScriptedTui) -> None:
+        self.tui = tui
+
+    async def choose(
+        self,
+        title: str,
+        choices: Sequence[Choice | str],
+        *,
+        body: str = "",
+        allow_text: bool = False,
+    ) -> str | None:
+        shown = [c if isinstance(c, Choice) else Choice(c) for c in choices]
+        self.tui.shown.append((title, shown, body))
+        return shown[0].value
+
+    def close(self) -> None:
+        pass
+
+
+class ScriptedTui:
+    def __init__(self) -> None:
+        self.commands: dict[str, Callable[[str, Context], Any]] = {}
+        self.toasts: list[str] = []
+        self.shown: list[tuple[str, list[Choice], str]] = []
+
+    async def acquire_modal(self, ctx: Context) -> Modal:
+        return Modal(self)
+
+    def notify(self, message: str, *, severity: str = "information") -> None:
+        self.toasts.append(message)
+
+    def register_command(self, name: str, description: str, handler: Any) -> Callable[[], None]:
+        self.commands[name] = handler
+        return lambda: self.commands.pop(name, None)
+
+    def mount_panel(self, panel_id: str, factory: Any) -> Callable[[], None]:
+        raise AssertionError("no panel")
+
+    def register_key(self, key: str, description: str, handler: Any) -> Callable[[], None]:
+        raise AssertionError("no key")
+
+
+async def test_slash_agents_lists_subagents_and_shows_a_transcript(tmp_path: Path) -> None:
+    script = Script([{"description": "look around", "prompt": "task A"}])
+    tui = ScriptedTui()
+    async with session(tmp_path, script) as s, anyio.create_task_group() as group:
+        source = LoopbackServiceSource(s.host.services, task_group=group)
+        async with create_facet_host([tui_facet(tui), agents_tui_facet], service_sources=[source]):
+            await tui.commands["agents"]("", BACKGROUND)
+            assert tui.toasts == ["No subagent has run in this session yet"]
+            root = await s.harness.root(BACKGROUND)
+            handle = await root.send("go", BACKGROUND)
+            with anyio.fail_after(30):
+                await handle.wait(BACKGROUND)
+                await root.wait_for_idle(BACKGROUND)
+            await tui.commands["agents"]("", BACKGROUND)
+            (title, choices, _body), (t2, _c2, transcript) = tui.shown
+            assert title == "Subagents"
+            assert [c.label for c in choices] == ["● look around (general-purpose)"]
+            assert t2 == "Subagent: look around"
+            assert "[prompt] task A" in transcript
+            assert "→ note" in transcript and "[result] noted task A" in transcript
+            assert "[agent] report: task A done" in transcript
+        group.cancel_scope.cancel()
