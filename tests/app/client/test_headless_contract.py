@@ -163,6 +163,7 @@ def test_an_unreachable_base_url_fails_at_once_naming_the_url(
     assert "generation.retrying" not in kinds, "a refused connection is not retried"
     assert kinds.count("generation.started") == 1
     assert events[-1]["type"] == "result" and events[-1]["ok"] is False
+    assert list_sessions(env=env) == [], "a new session the model never answered is not kept"
 
 
 def test_a_deleted_working_folder_is_a_usage_error(tmp_path: Path, env: dict[str, str]) -> None:

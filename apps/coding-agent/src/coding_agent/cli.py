@@ -436,9 +436,14 @@ async def _run_headless(args: argparse.Namespace, session: Session, prompt: str)
         session, model=args.model, thinking=args.thinking, permission_mode=args.permission_mode
     )
     mode = "json" if args.json is not None else "print"
+
+    def unanswered() -> None:
+        args.unanswered = True
+
     return await run_headless(
-        prompt, config, mode=mode, out=sys.stdout, approve=args.approve, verbose=args.verbose
-    )
+        prompt, config, mode=mode, out=sys.stdout, approve=args.approve, verbose=args.verbose,
+        on_unanswered=unanswered,
+    )  # fmt: skip
 
 
 def _print_config(cwd: Path) -> int:
@@ -550,11 +555,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             set_session_name(session, args.name)
         try:
-            return _run(args, session, new, headless, prompt)
+            code = _run(args, session, new, headless, prompt)
         except BaseException as error:
             if new and _start_failure(error):
                 remove_session(session)  # a start that failed leaves no session behind
             raise
+        if new and getattr(args, "unanswered", False):
+            remove_session(session)  # the model never answered (unreachable, say): no ghost
+        return code
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BaseException as error:

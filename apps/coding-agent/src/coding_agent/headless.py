@@ -209,6 +209,7 @@ async def run_headless(
     approve: Literal["allow", "deny"] = "deny",
     err: TextIO | None = None,
     verbose: bool = False,
+    on_unanswered: Callable[[], None] | None = None,
 ) -> int:
     """Send ``prompt`` to the session's root conversation and report as ``mode`` says.
 
@@ -216,8 +217,10 @@ async def run_headless(
     when it did not (one ``coding-agent: error:`` line on ``err`` says why, naming the model),
     :data:`EXIT_BLOCKED` when it ended but a tool call was refused for lack of approval (one
     line per call on ``err``, naming the flags that allow it). ``verbose`` prints the session id
-    on ``err``. Raises :class:`~coding_agent.worker.providers.RegistryError` / ``ValueError``
-    for a bad model or faux script (nothing is opened then)."""
+    on ``err``. ``on_unanswered`` hears a failed turn in which the model produced nothing (the
+    command line drops a session it created for it: no ghost). Raises
+    :class:`~coding_agent.worker.providers.RegistryError` / ``ValueError`` for a bad model or
+    faux script (nothing is opened then)."""
     if mode not in ("print", "json"):
         raise ValueError(f"mode must be 'print' or 'json', got {mode!r}")
     if approve not in ("allow", "deny"):
@@ -283,6 +286,13 @@ async def run_headless(
         return EXIT_STORAGE
     ok = status == "done"
     code = EXIT_OK if ok else EXIT_FAILED
+    answered = any(
+        entry.get("kind") in ("pi.assistant", "pi.tool_result")
+        and (entry.get("data") or {}).get("reason") != "error"
+        for entry in entries.values()
+    )
+    if not ok and not answered and on_unanswered is not None:
+        on_unanswered()
     if mode == "json":
         result: dict[str, Any] = {"type": "result", "ok": ok, "status": status, "text": text}
         if not ok:
