@@ -186,6 +186,8 @@ async def test_tree_continues_from_an_earlier_prompt_and_goes_back(
         await pilot.press("b")  # back to the branch left
         await kit.wait_for(pilot, lambda: client.conversation_id == root, "back on the root")
         await kit.wait_for(pilot, lambda: user_texts(kit, app) == ["alpha", "beta"], "root view")
+        await pilot.press(*f"/branch {branch}", "enter")
+        await kit.wait_for(pilot, lambda: client.conversation_id == branch, "/branch N")
         seen["root"], seen["branch"] = root, branch
 
     keep = keeper(kit, session, agent_env, TREE_STEPS, tmp_path)

@@ -12,6 +12,8 @@ attached TUI sees and does exactly the same) and move the TUI to another branch 
   ``b`` in the tree (or Ctrl+B anywhere) goes back to the branch you left last;
 * ``/export [FILE]`` — write this branch as a self-contained HTML page (``.jsonl``: the raw
   entries) to ``FILE`` (default ``<session id>.html`` in the project folder);
+* ``/branch N`` — switch to branch ``N`` of this session (the numbers ``/tree`` shows; a
+  ``/fork``'s parent is a branch like any other);
 * ``/label NAME`` — label the newest entry of this branch (shown on its node in ``/tree``);
 * ``/rewind`` (and Esc twice on an empty editor) — pick an earlier prompt of this branch, then
   what to rewind: the conversation and the files, the conversation only, or the files only. A
@@ -428,6 +430,26 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
                 return
             tui.notify(f"Exported branch {current} to {written}")
 
+        async def branch(args: str, ctx: Context) -> None:
+            ref = args.strip().lstrip("#")
+            if not ref.isdigit():
+                tui.notify(
+                    "/branch needs a branch number: /branch N (see /tree)", severity="warning"
+                )
+                return
+            try:
+                outline = await service.outline(ctx)
+            except Exception as error:
+                tui.notify(f"/branch: {error}", severity="error")
+                return
+            known = [c["id"] for c in outline["conversations"]]
+            if int(ref) not in known:
+                listed = ", ".join(str(k) for k in known)
+                tui.notify(f"There is no branch {ref} (branches: {listed})", severity="error")
+                return
+            go(int(ref), ctx)
+            tui.notify(f"Switched to branch {ref}")
+
         async def back_key(ctx: Context) -> None:
             await back_to_branch(ctx)
 
@@ -443,6 +465,9 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
                 tui.register_command(
                     "export", "Export this branch: /export [FILE.html|FILE.jsonl]", export
                 )
+            )
+            env.own(
+                tui.register_command("branch", "Switch to a branch: /branch N (see /tree)", branch)
             )
             env.own(tui.register_key("ctrl+b", "Back to the branch you left", back_key))
 
