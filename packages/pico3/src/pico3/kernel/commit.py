@@ -27,7 +27,6 @@ document the transaction touched, so its in-place mutations vanish; the session 
 
 from __future__ import annotations
 
-import bisect
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -444,24 +443,34 @@ class Kernel:
     ) -> list[Entry]:
         """:meth:`transcript`, from a per-conversation cache whose entries are **shared**: the
         caller must not mutate them (the generation derives its context from them and copies
-        what it hands on). Entries are append-only, so while the newest head stays the same a
-        read fetches only the entries committed since the last one; a new head (a reset,
-        rewind or handoff) reads the whole range again."""
+        what it hands on). Entries are append-only, so a read fetches only the entries committed
+        since the last read; when one of them carries a head (a reset, rewind or handoff) the
+        whole range is read again, and an older cutoff than the cached one reads uncached."""
+        cached = self._transcripts.get(conversation_id)
+        if cached is not None and cached[1] and (at is None or at >= cached[1][-1].id):
+            entries = cached[1]
+            fresh = await self._tail(conversation_id, entries[-1].id, at, ctx)
+            if all(entry.head is UNSET for entry in fresh):  # the newest head is still the one
+                entries.extend(fresh)
+                return list(entries)
+        if at is not None and cached is not None and cached[1] and at < cached[1][-1].id:
+            return await self.transcript(conversation_id, at, ctx)  # an older cutoff: uncached
         before = None if at is None else at + 1
         heads = await self.storage.scan_entries(
             EntryScan(conversation_id=conversation_id, limit=1, with_head=True, before=before), ctx
         )
         start = heads[0].head if heads else 0
         assert isinstance(start, int)
-        cached = self._transcripts.get(conversation_id)
-        if cached is None or cached[0] != start or not cached[1]:
-            entries = await self.transcript(conversation_id, at, ctx)
-            self._transcripts[conversation_id] = (start, entries)
-            return list(entries)
-        entries = cached[1]
-        last = entries[-1].id
-        if at is not None and at <= last:
-            return entries[: bisect.bisect_right(entries, at, key=_entry_id)]
+        entries = await self.transcript(conversation_id, at, ctx)
+        self._transcripts[conversation_id] = (start, entries)
+        return list(entries)
+
+    async def _tail(
+        self, conversation_id: int, last: int, at: int | None, ctx: Context
+    ) -> list[Entry]:
+        """The fork-visible entries after ``last`` through ``at`` (oldest first), read newest
+        first in growing pages."""
+        before = None if at is None else at + 1
         fresh: list[Entry] = []
         limit = 8
         while True:
@@ -479,16 +488,11 @@ class Kernel:
             before = page[-1].id
             limit = min(limit * 4, _PAGE)
         fresh.reverse()
-        entries.extend(fresh)
-        return list(entries)
+        return fresh
 
     async def rewindable_as_of(self, conversation_id: int, at: int, ctx: Context) -> dict[str, Any]:
         """The rewindable document after the whole commit that appended entry ``at``."""
         return fold_log(await self.storage.doc_as_of(conversation_id, at, ctx))
-
-
-def _entry_id(entry: Entry) -> int:
-    return entry.id
 
 
 class _StorageCall:
