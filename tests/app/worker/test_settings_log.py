@@ -76,6 +76,7 @@ def test_change_entries_name_each_switch_and_skip_a_first_model() -> None:
         {"kind": THINKING_CHANGE, "data": {"from": "off", "to": "high"}},
     ]
     assert change_entries((None, "off"), ("faux/a", "off")) == []  # a first model replaces none
+    assert change_entries((None, "off"), ("faux/a", "low")) == []  # nor its first level
     assert change_entries(("faux/a", "low"), ("faux/a", "low")) == []
 
 

@@ -63,9 +63,12 @@ def _is_root(view: Any) -> bool:
 def change_entries(before: _Settings, after: _Settings) -> list[dict[str, Any]]:
     """The entries (``{kind, data}``) recording the step from ``before`` to ``after``.
 
-    A model set where none was (a new conversation's first model) is not a switch.
+    A model set where none was (a new conversation's first model, and the thinking level it
+    starts with) is not a switch.
     """
     (model_before, level_before), (model_after, level_after) = before, after
+    if model_before is None:  # a new conversation's first settings (model and level at once)
+        return []
     out: list[dict[str, Any]] = []
     if model_before is not None and model_after is not None and model_before != model_after:
         out.append({"kind": MODEL_CHANGE, "data": {"from": model_before, "to": model_after}})
