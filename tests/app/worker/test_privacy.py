@@ -72,12 +72,16 @@ async def test_under_umask_000_everything_is_private_and_other_users_get_nothing
     script = write_script(shared_tmp / "script.json", [{"text": "Done."}])
     script.chmod(0o600)
     cli = [sys.executable, "-m", "coding_agent.cli", "-p", "hi", "--faux-script", str(script)]
+    cli.append("--no-trust")  # a decision: trust.json is written too
     done = await anyio.run_process(cli, env=env, cwd=project, umask=0, check=False)
     assert done.returncode == 0, done.stderr.decode()
     session = latest_session(project, env=env)
     assert session is not None
     state = shared_tmp / "state"
     assert _modes(state / "coding-agent") == {}, "the state folders and the -p session"
+    config = shared_tmp / "config" / "coding-agent"
+    assert (config / "trust.json").exists()
+    assert _modes(config) == {}, "the trust file and its folder"
     assert stat.S_IMODE(os.stat(state).st_mode) == 0o777, "the base is the user's, not ours"
 
     process = await anyio.open_process(

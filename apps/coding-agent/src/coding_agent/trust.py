@@ -276,6 +276,8 @@ class TrustStore:
         key = _key(project)
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if stat.S_IMODE(os.stat(self.path.parent).st_mode) != 0o700:
+                os.chmod(self.path.parent, 0o700)  # ours, and private whatever the umask
             with self._locked():
                 projects = dict(self.load())
                 projects[key] = decision
