@@ -182,7 +182,7 @@ def test_a_world_writable_project_is_never_trusted(shared_tmp: Path, tmp_path: P
     assert check_project(shared_tmp).loaded_dirs == (), "no decision makes it trusted"
     done = _run(shared_tmp, tmp_path, "--trust", cwd=shared_tmp)
     assert done.returncode == 2
-    assert f"coding-agent: refusing to trust this project: {problem}" in done.stderr
+    assert f"coding-agent: error: refusing to trust this project: {problem}" in done.stderr
     assert not (tmp_path / "marker").exists()
 
 
@@ -375,7 +375,7 @@ def test_an_untrusted_project_runs_without_its_packages_and_warns(
     assert done.stdout.strip() == "Done."
     assert not (tmp_path / "marker").exists(), "the local package was not loaded"
     assert done.stderr.count("local facet package") == 1
-    assert f"coding-agent: {WARNING}" in done.stderr
+    assert f"coding-agent: warning: {WARNING}" in done.stderr
     assert not (tmp_path / "config" / "coding-agent" / "trust.json").exists(), "nothing decided"
 
 
@@ -407,7 +407,7 @@ def test_a_corrupt_trust_file_stops_the_cli_naming_the_file(project: Path, tmp_p
     path.write_text("{oops")
     done = _run(project, tmp_path, "--trust")
     assert done.returncode == 2
-    assert f"coding-agent: {path}: the trust file is corrupt" in done.stderr
+    assert f"coding-agent: error: {path}: the trust file is corrupt" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "marker").exists()
     assert path.read_text() == "{oops"
