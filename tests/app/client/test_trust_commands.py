@@ -50,7 +50,13 @@ def local_package(project: Path) -> Path:
     (project / ".git").mkdir()
     package = project / ".coding-agent" / "facets" / "local_pkg"
     package.mkdir(parents=True)
-    (package / "__init__.py").write_text('"""A project-local facet package."""\n')
+    (package / "__init__.py").write_text(
+        '"""A project-local facet package (it adds no facets)."""\n'
+        "from chord.packages import hookimpl\n\n\n"
+        "@hookimpl\n"
+        "def chord_facets(host):\n"
+        "    return []\n"
+    )
     return package
 
 

@@ -39,9 +39,13 @@ async def test_slash_opens_the_palette_with_every_command_and_its_description(
         assert not app.editor.palette.display
         await pilot.press("/")
         await docs.until(pilot, lambda: app.editor.palette.display)
-        assert _labels(app) == ["/help", "/quit"]
+        assert _labels(app) == ["/help", "/quit", "/stop"]
         descriptions = [item.description for item in app.editor.palette.suggestions]
-        assert descriptions == ["List the commands", "Leave the app (the session keeps running)"]
+        assert descriptions == [
+            "List the commands",
+            "Leave the app (the session keeps running)",
+            "Stop the session's worker and leave (asks when work is live)",
+        ]
         palette_region = app.editor.palette.region
         assert palette_region.bottom <= app.editor.region.y, "the palette sits above the editor"
 
@@ -73,8 +77,10 @@ async def test_down_moves_the_highlight_and_tab_accepts_it(conversation, docs) -
         await pilot.press("down")
         assert _selected(app) == "/quit"
         await pilot.press("down")
+        assert _selected(app) == "/stop"
+        await pilot.press("down")
         assert _selected(app) == "/help", "the highlight wraps around"
-        await pilot.press("up")
+        await pilot.press("up", "up")
         assert _selected(app) == "/quit"
         assert app.editor.text == "/", "up/down do not walk the history while the palette is open"
         await pilot.press("tab")
@@ -146,7 +152,7 @@ async def test_clicking_a_row_accepts_it(conversation, docs) -> None:
     async with app.run_test(size=(100, 40)) as pilot:
         await app.wait_rendered()
         await pilot.press("/")
-        await docs.until(pilot, lambda: _labels(app) == ["/help", "/quit"])
+        await docs.until(pilot, lambda: _labels(app) == ["/help", "/quit", "/stop"])
         await pilot.click("#editor-palette", offset=(4, 1))
         await docs.until(pilot, lambda: app.editor.text == "/quit ")
         assert app.focused is app.editor
