@@ -188,6 +188,18 @@ async def test_tree_continues_from_an_earlier_prompt_and_goes_back(
         await kit.wait_for(pilot, lambda: user_texts(kit, app) == ["alpha", "beta"], "root view")
         await pilot.press(*f"/branch {branch}", "enter")
         await kit.wait_for(pilot, lambda: client.conversation_id == branch, "/branch N")
+        # /resume addresses a branch as /tree shows it ("branch N", or "#N"): never a session id.
+        await pilot.press(*f"/resume branch {root}", "enter")
+        await kit.wait_for(pilot, lambda: client.conversation_id == root, "/resume branch N")
+        await kit.wait_for(pilot, lambda: user_texts(kit, app) == ["alpha", "beta"], "root again")
+        await pilot.press(*f"/resume #{branch}", "enter")
+        await kit.wait_for(pilot, lambda: client.conversation_id == branch, "/resume #N")
+        await pilot.press(*"/resume branch 999", "enter")
+        await kit.wait_for(
+            pilot, lambda: any("no branch 999" in m for _, m in kit.toasts(app)), "unknown branch"
+        )
+        assert client.conversation_id == branch
+        assert not any("Resuming session" in m for _, m in kit.toasts(app))  # same session
         seen["root"], seen["branch"] = root, branch
 
     keep = keeper(kit, session, agent_env, TREE_STEPS, tmp_path)

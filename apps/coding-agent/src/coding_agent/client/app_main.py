@@ -46,6 +46,7 @@ import anyio
 import anyio.abc
 from textual.screen import ModalScreen
 
+from chord.context import Context
 from chord.facets import Facet, FacetHost
 from chord.packages import (
     FacetDiscoveryError,
@@ -164,11 +165,19 @@ async def run_client(
     try:
         async with anyio.create_task_group() as group:
             control = _SessionControl(run, supervisor, group, toasts)
+            tree_host = _tree_host(app, client, control)
+
+            async def switch_branch(ref: str, ctx: Context) -> None:  # /resume branch N
+                if tree_host.switch_branch is None:
+                    app.notify("/resume: the tree commands are not active", severity="error")
+                    return
+                await tree_host.switch_branch(ref, ctx)
+
             facets: list[Facet] = [
                 client.facet(),
                 commands_facet(client, models=models),
-                session_commands_facet(control, cwd=session.cwd),
-                tree_commands_facet(_tree_host(app, client, control), cwd=session.cwd),
+                session_commands_facet(control, cwd=session.cwd, branch=switch_branch),
+                tree_commands_facet(tree_host, cwd=session.cwd),
             ]
             facets.append(trust_facet(session.cwd))  # /trust and the untrusted-packages warning
             for generation in generations:

@@ -11,7 +11,9 @@ and reports in toasts:
   after a confirmation, and choosing one switches the running TUI to it, as ``/resume`` does;
 * ``/resume [ID]`` — switch to the session with that id (or unique id prefix); without an id,
   the same picker. The control makes sure a worker serves the new session (reusing a running
-  one), moves the wire to it and lets the old session's worker go exactly as quitting would;
+  one), moves the wire to it and lets the old session's worker go exactly as quitting would.
+  ``/resume branch N`` (or ``/resume #N``) switches to branch ``N`` of this session instead,
+  as ``/branch N`` does (the branch numbers ``/tree`` shows);
 * ``/name TEXT`` — name the session (``<session>/name``; shown in the pickers and
   ``coding-agent sessions``); ``/name`` alone removes the name;
 * ``/reload`` — re-scan the feature packages and reload every one of them in both processes:
@@ -21,7 +23,8 @@ and reports in toasts:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
@@ -51,6 +54,7 @@ SESSION_COMMANDS_FACET_ID = "@coding-agent/session-commands"
 Severity = Literal["information", "warning", "error"]
 
 _PROMPT_SCAN_BYTES = 256 * 1024
+_BRANCH_REF = re.compile(r"(?:branch\s+#?|#)(\d+)", re.IGNORECASE)
 _PROMPT_WIDTH = 60
 
 
@@ -185,11 +189,14 @@ def session_commands_facet(
     *,
     cwd: str | Path,
     environ: Mapping[str, str] | None = None,
+    branch: Callable[[str, Context], Awaitable[None]] | None = None,
 ) -> Facet:
     """The facet registering ``/sessions``, ``/resume`` and ``/reload`` for ``control``.
 
     ``cwd`` is the project folder whose sessions ``/sessions`` lists; ``environ`` is where the
-    sessions folder is looked up (default ``os.environ``).
+    sessions folder is looked up (default ``os.environ``). ``branch`` switches to a branch of
+    this session (``/branch``'s handler, given ``N``): ``/resume branch N`` and ``/resume #N``
+    call it — a session id never has a space or a ``#``, so the two never mix up.
     """
 
     @define_facet(SESSION_COMMANDS_FACET_ID)
@@ -244,6 +251,13 @@ def session_commands_facet(
 
         async def resume(args: str, ctx: Context) -> None:
             ref = args.strip()
+            on_branch = _BRANCH_REF.fullmatch(ref)
+            if on_branch is not None:  # "branch N" / "#N": never a session id
+                if branch is None:
+                    tui.notify("/resume: branches are unavailable here", severity="error")
+                else:
+                    await branch(on_branch.group(1), ctx)
+                return
             try:
                 if ref:
                     target = open_session(ref, env=environ)
@@ -294,7 +308,10 @@ def session_commands_facet(
             )
             env.own(
                 tui.register_command(
-                    "resume", "Switch to a session: /resume [ID or prefix]", resume
+                    "resume",
+                    "Switch to a session or a branch: /resume [ID or prefix] · "
+                    "/resume branch N (or #N; see /tree)",
+                    resume,
                 )
             )
             env.own(

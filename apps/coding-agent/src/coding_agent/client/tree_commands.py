@@ -13,7 +13,8 @@ attached TUI sees and does exactly the same) and move the TUI to another branch 
 * ``/export [FILE]`` — write this branch as a self-contained HTML page (``.jsonl``: the raw
   entries) to ``FILE`` (default ``<session id>.html`` in the project folder);
 * ``/branch N`` — switch to branch ``N`` of this session (the numbers ``/tree`` shows; a
-  ``/fork``'s parent is a branch like any other);
+  ``/fork``'s parent is a branch like any other). ``/resume branch N`` (or ``/resume #N``) does
+  the same through :attr:`TreeHost.switch_branch`;
 * ``/label NAME`` — label the newest entry of this branch (shown on its node in ``/tree``);
 * ``/rewind`` (and Esc twice on an empty editor) — pick an earlier prompt of this branch, then
   what to rewind: the conversation and the files, the conversation only, or the files only. A
@@ -24,7 +25,7 @@ attached TUI sees and does exactly the same) and move the TUI to another branch 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, cast
@@ -230,6 +231,9 @@ class TreeHost:
         self.busy = busy
         self.restore_prompt = restore_prompt
         self.show_screen = show_screen
+        # Set when the facet is active: ``/branch``'s handler (args ``N`` or ``#N``), for
+        # ``/resume branch N``.
+        self.switch_branch: Callable[[str, Context], Awaitable[None]] | None = None
 
 
 def _plan_text(plan: Sequence[Mapping[str, Any]], cwd: Path | None) -> str:
@@ -470,6 +474,7 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
                 tui.register_command("branch", "Switch to a branch: /branch N (see /tree)", branch)
             )
             env.own(tui.register_key("ctrl+b", "Back to the branch you left", back_key))
+            host.switch_branch = branch
 
         env.on_activate(activate)
 
