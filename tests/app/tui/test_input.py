@@ -117,7 +117,9 @@ async def test_slash_commands_route_through_the_tui_service(conversation, docs) 
     app = CodingAgentApp(conversation)
     async with app.run_test(size=(100, 40)) as pilot:
         await app.wait_rendered()
-        assert set(app.tui.commands) == {"help", "quit", "stop"}, "only commands that have a handler"
+        assert set(app.tui.commands) == {"help", "quit", "stop"}, (
+            "only commands that have a handler"
+        )
         app.tui.register_command("index", "Index the repository", index)
         await pilot.press("/", "i", "n")
         assert app.editor.completions() == ["index"]
