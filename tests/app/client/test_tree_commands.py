@@ -155,8 +155,13 @@ def tree_lines(app: Any) -> list[str]:
 
 
 async def test_tree_continues_from_an_earlier_prompt_and_goes_back(
-    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path
+    kit: Any,
+    session: Session,
+    agent_env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", agent_env["XDG_STATE_HOME"])  # /sessions finds it
     seen: dict[str, Any] = {}
 
     async def test(pilot: Any) -> None:
@@ -200,11 +205,26 @@ async def test_tree_continues_from_an_earlier_prompt_and_goes_back(
         )
         assert client.conversation_id == branch
         assert not any("Resuming session" in m for _, m in kit.toasts(app))  # same session
+        # The picker lists this session's branches under it; choosing one switches to it.
+        await pilot.press(*"/sessions", "enter")
+        await kit.wait_for(
+            pilot, lambda: kit.picker_open(app, "Sessions of"), f"the picker {kit.toasts(app)}"
+        )
+        seen["picker"] = kit.options(app)
+        await pilot.press("down", "enter")  # the row under the session: its first branch
+        await kit.wait_for(pilot, lambda: client.conversation_id == root, "the picked branch")
         seen["root"], seen["branch"] = root, branch
 
     keep = keeper(kit, session, agent_env, TREE_STEPS, tmp_path)
     await kit.drive(session, keep, test)
     before, after = seen["before"], seen["after"]
+    mine, *rows = seen["picker"]
+    assert mine.startswith(session.id) and "2 branches" in mine
+    assert [r.strip().split(" — ")[0] for r in rows] == [
+        f"⎇ branch {seen['root']}",
+        f"⎇ branch {seen['branch']}",
+    ]
+    assert "alpha" in rows[0]  # a branch left shows its summary
     assert before[0].startswith(f"● branch {seen['root']}")
     assert "alpha" in before[1] and "faux/faux-1" in before[1] and "[checkpoint]" in before[1]
     assert "beta" in before[2]

@@ -136,7 +136,21 @@ def describe(session: Session) -> dict[str, Any]:
         "model": session_model(session),
         "size": session_size(session),
         "running": session.worker_running(),
+        "branches": session_branches(session),
     }
+
+
+def session_branches(session: Session) -> list[dict[str, Any]]:
+    """The session's branches (``/tree``'s numbers), oldest first: ``{"id", "summary"}``;
+    ``[]`` when its log cannot be read."""
+    from coding_agent.export import read_session_records
+    from coding_agent.session_tree import build_outline
+
+    try:
+        outline = build_outline(*read_session_records(session))
+    except (SessionError, OSError):
+        return []
+    return [{"id": c["id"], "summary": c.get("summary")} for c in outline["conversations"]]
 
 
 def _subsequence(needle: str, haystack: str) -> bool:

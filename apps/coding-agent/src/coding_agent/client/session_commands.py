@@ -204,7 +204,7 @@ def session_commands_facet(
         tui = env.use(Tui)
         worker_reload = env.use(ReloadService)
 
-        async def pick(title: str, ctx: Context) -> Session | None:
+        async def pick(title: str, ctx: Context) -> tuple[Session, str | None] | None:
             found = list_sessions(cwd, env=environ)
             if not found:
                 tui.notify("No sessions in this folder yet")
@@ -226,11 +226,26 @@ def session_commands_facet(
 
             modal = await tui.acquire_modal(ctx)  # one dialog at a time
             try:
-                screen = SessionPickerScreen(title, infos, current=current, delete=delete)
+                screen = SessionPickerScreen(
+                    title, infos, current=current, delete=delete, branch_rows=branch is not None
+                )
                 picked = await control.show_screen(screen)
             finally:
                 modal.close()
-            return by_id.get(picked) if isinstance(picked, str) else None
+            if not isinstance(picked, str):
+                return None
+            ident, _, on_branch = picked.partition("#")  # "ID#N": a branch row
+            target = by_id.get(ident)
+            return None if target is None else (target, on_branch or None)
+
+        async def switch_picked(picked: tuple[Session, str | None] | None, ctx: Context) -> None:
+            if picked is None:
+                return
+            target, on_branch = picked
+            if on_branch is None or target.id != control.session.id:
+                await switch(target)
+            if on_branch is not None and branch is not None:
+                await branch(on_branch, ctx)
 
         async def switch(target: Session) -> None:
             if target.id == control.session.id:
@@ -243,9 +258,7 @@ def session_commands_facet(
         async def sessions(args: str, ctx: Context) -> None:
             del args
             try:
-                target = await pick("Sessions of this folder", ctx)
-                if target is not None:
-                    await switch(target)
+                await switch_picked(await pick("Sessions of this folder", ctx), ctx)
             except Exception as error:
                 tui.notify(f"Could not switch sessions: {error}", severity="error")
 
@@ -260,11 +273,9 @@ def session_commands_facet(
                 return
             try:
                 if ref:
-                    target = open_session(ref, env=environ)
+                    await switch(open_session(ref, env=environ))
                 else:
-                    target = await pick("Resume a session", ctx)
-                if target is not None:
-                    await switch(target)
+                    await switch_picked(await pick("Resume a session", ctx), ctx)
             except SessionError as error:
                 tui.notify(f"/resume: {error}", severity="error")
             except Exception as error:

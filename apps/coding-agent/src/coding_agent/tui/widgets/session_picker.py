@@ -2,8 +2,9 @@
 
 Used by ``/sessions`` and ``/resume`` in the TUI, and by ``coding-agent --resume`` without an id
 (as a small app of its own). Each row shows the id, the name, the last activity, the first
-prompt, the model and the size (:func:`coding_agent.session_index.describe`); typing filters the
-rows (:func:`coding_agent.session_index.matches`: name, id prefix, prompt text).
+prompt, the model, the size and the number of branches
+(:func:`coding_agent.session_index.describe`); in the TUI, a row for each branch of a session
+with several (choosing one switches to that branch); typing filters the sessions (:func:`coding_agent.session_index.matches`: name, id prefix, prompt text).
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ def picker_row(info: dict[str, Any], *, current: str | None, now: datetime | Non
         parts.append(f"“{info['name']}”")
     parts += [_age(info["lastActivity"], moment), prompt]
     parts.append(f"{info.get('model') or 'default model'} · {human_size(int(info['size']))}")
+    branches = len(info.get("branches") or ())
+    if branches > 1:
+        parts.append(f"{branches} branches")
     row = "  ".join(parts)
     if info["id"] == current:
         row += "  (this session)"
@@ -64,7 +68,9 @@ def picker_row(info: dict[str, Any], *, current: str | None, now: datetime | Non
 class SessionPickerScreen(ModalScreen[str | None]):
     """Pick a session; returns its id (``None`` on Escape).
 
-    ``delete(id)`` removes a session and returns ``None``, or an error message to show."""
+    ``delete(id)`` removes a session and returns ``None``, or an error message to show. With
+    ``branch_rows``, a session with more than one branch (``/fork``, ``/rewind``, ``/tree``) has
+    a row under it for each branch; choosing one returns ``"ID#N"`` (branch ``N`` of ``ID``)."""
 
     DEFAULT_CSS = """
     SessionPickerScreen { align: center middle; }
@@ -90,9 +96,12 @@ class SessionPickerScreen(ModalScreen[str | None]):
         *,
         current: str | None = None,
         delete: Callable[[str], str | None] | None = None,
+        branch_rows: bool = False,
     ) -> None:
         super().__init__()
         self._title = title
+        self._branch_rows = branch_rows
+        self._ids: list[str] = []  # the option rows' ids, in order
         self.sessions = list(sessions)
         self.current = current
         self._delete = delete
@@ -117,9 +126,18 @@ class SessionPickerScreen(ModalScreen[str | None]):
         listing.clear_options()
         self.shown = [s for s in self.sessions if matches(s, query)]
         now = datetime.now(UTC)
-        listing.add_options(
-            [Option(picker_row(s, current=self.current, now=now), id=s["id"]) for s in self.shown]
-        )
+        options: list[Option] = []
+        for s in self.shown:
+            options.append(Option(picker_row(s, current=self.current, now=now), id=s["id"]))
+            branches = s.get("branches") or []
+            if self._branch_rows and len(branches) > 1:
+                for b in branches:
+                    summary = f" — {b['summary'][:_PROMPT]}" if b.get("summary") else ""
+                    options.append(
+                        Option(f"    ⎇ branch {b['id']}{summary}", id=f"{s['id']}#{b['id']}")
+                    )
+        self._ids = [str(o.id) for o in options]
+        listing.add_options(options)
         if self.shown:
             listing.highlighted = 0
 
@@ -139,15 +157,15 @@ class SessionPickerScreen(ModalScreen[str | None]):
     def _pick(self) -> None:
         listing = self.query_one("#sessions", OptionList)
         index = listing.highlighted
-        if index is not None and 0 <= index < len(self.shown):
-            self.dismiss(self.shown[index]["id"])
+        if index is not None and 0 <= index < len(self._ids):
+            self.dismiss(self._ids[index])
 
     def action_move(self, step: int) -> None:
         listing = self.query_one("#sessions", OptionList)
-        if not self.shown:
+        if not self._ids:
             return
         index = listing.highlighted if listing.highlighted is not None else -step
-        listing.highlighted = max(0, min(len(self.shown) - 1, index + step))
+        listing.highlighted = max(0, min(len(self._ids) - 1, index + step))
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -155,9 +173,10 @@ class SessionPickerScreen(ModalScreen[str | None]):
     def action_delete(self) -> None:
         listing = self.query_one("#sessions", OptionList)
         index = listing.highlighted
-        if self._delete is None or index is None or not 0 <= index < len(self.shown):
+        if self._delete is None or index is None or not 0 <= index < len(self._ids):
             return
-        target = self.shown[index]
+        wanted = self._ids[index].partition("#")[0]  # a branch row deletes its session
+        target = next(s for s in self.shown if s["id"] == wanted)
         label = f"“{target['name']}” ({target['id']})" if target.get("name") else target["id"]
         delete = self._delete
 
