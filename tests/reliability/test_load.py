@@ -111,9 +111,12 @@ def test_the_slow_client_overflows_its_queue_and_gets_a_fresh_snapshot(
     assert sum(report.round_frames) > 2 * CONFIG.peer_queue_limit
     assert fast.bytes_received > 2 * report.socket_buffer_bytes > 0
     # While blocked it received next to nothing; on release the worker's queue for it had
-    # collapsed into resets, so it caught up through fresh snapshots with far fewer updates
-    # than the revisions it missed, never through a gap.
+    # collapsed (Chord 0.87.1's grammar has no reset: a lagging keyed instance is closed and
+    # spawned afresh, see docs/wire.md), so it caught up through fresh snapshots with far fewer
+    # updates than the revisions it missed, never through a gap.
     assert slow.updates_when_fast_converged < CONFIG.peer_queue_limit
-    assert slow.rebaselines >= 1, "the slow client caught up without a fresh snapshot"
+    assert slow.rebaselines + slow.respawns >= 1, (
+        "the slow client caught up without a fresh snapshot"
+    )
     assert slow.updates < fast.updates
-    assert (slow.gaps, slow.respawns) == (0, 0)
+    assert slow.gaps == 0

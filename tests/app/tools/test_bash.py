@@ -207,7 +207,9 @@ SET_M_TREE = (
     "set -m; "
     "sleep 300 & echo pid $!; "
     "(sleep 300 & echo pid $!; wait) & echo pid $!; "
-    "setsid sleep 300 & echo pid $!; "
+    # -w: setsid (a job leader under set -m, so it forks) waits for its new-session child,
+    # which keeps the printed pid alive in a group of its own and the child reachable.
+    "setsid -w sleep 300 & echo pid $!; "
     "wait"
 )
 
