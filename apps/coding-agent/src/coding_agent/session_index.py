@@ -77,17 +77,9 @@ def set_session_name(session: Session, name: str) -> str | None:
 
 
 def last_activity(session: Session) -> datetime:
-    """When the session last changed: the newest storage file's mtime (else its creation)."""
-    newest = 0.0
-    try:
-        with os.scandir(session.storage_dir) as found:
-            for entry in found:
-                try:
-                    newest = max(newest, entry.stat().st_mtime)
-                except OSError:
-                    continue
-    except OSError:
-        pass
+    """When the session last changed (:meth:`Session.last_active`, the rule ``--continue``
+    picks by), else its creation."""
+    newest = session.last_active()
     if newest == 0.0:
         return session.created
     return datetime.fromtimestamp(newest, UTC)
