@@ -34,7 +34,7 @@ from chord.state import Delivery
 from facets_mcp.contract import McpServers
 from facets_mcp.session import connections_facet, session_facet
 from pico3 import HarnessOptions, MemoryStorage, Models
-from pico3.chord import Harness, HarnessService, harness_session_facet
+from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
 
 SERVER = str(Path(__file__).parents[1] / "tests" / "facets" / "mcp_feature" / "mcp_server.py")
 WARMUP = 20
@@ -62,7 +62,7 @@ async def main() -> None:
     handles: list[Any] = []
 
     def probe(env: FacetEnvironment) -> None:
-        handles.append(env.use(Harness))
+        handles.append(env.use(HarnessService))
         handles.append(env.use(McpServers))
 
     direct: list[float] = []
@@ -85,7 +85,7 @@ async def main() -> None:
             ClientSession(read, write) as client,
         ):
             await client.initialize()
-            harness: HarnessService = handles[0]
+            harness: HarnessServiceApi = handles[0]
             servers = handles[1]
             ready = anyio.Event()
 

@@ -30,7 +30,7 @@ from chord.context import BACKGROUND
 from chord.facets import FacetEnvironment, create_facet_host, define_facet
 from facets_subagents.session import session_facet
 from pico3 import HarnessOptions, JsonlStorage, Models, ToolDeclaration, ToolResult
-from pico3.chord import Harness, HarnessService, harness_session_facet
+from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
 from pico3.models.faux import FauxProvider, FauxResponse, FauxState, faux_response, faux_tool_call
 from pico3.models.provider import Request, ToolResultMessage, UserMessage
 
@@ -98,10 +98,10 @@ async def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="subagents-bench-"))
     provider: Any = SlowFaux(FauxProvider([model] * 100000))
     services = {"models": Models([provider]), "workspace": str(tmp)}
-    workers: list[HarnessService] = []
+    workers: list[HarnessServiceApi] = []
 
     def worker(env: FacetEnvironment) -> None:
-        harness = env.use(Harness)
+        harness = env.use(HarnessService)
         workers.append(harness)
         env.on_activate(lambda: env.own(harness.add_registration(lambda h: h.register_tool(NOTE))))
 

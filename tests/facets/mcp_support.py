@@ -25,7 +25,7 @@ from facets_mcp.contract import McpServers
 from facets_mcp.session import connections_facet
 from facets_mcp.session import session_facet as mcp_facet
 from pico3 import ConversationHandle, HarnessOptions, MemoryStorage, Models
-from pico3.chord import Harness, HarnessService, harness_session_facet
+from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
 from pico3.models.faux import FauxProvider, FauxStep
 
 SERVER = str(Path(__file__).parent / "mcp_feature" / "mcp_server.py")
@@ -60,7 +60,7 @@ def free_port() -> int:
 
 @dataclass
 class Session:
-    worker: HarnessService
+    worker: HarnessServiceApi
     host: FacetHost
     group: TaskGroup
     mcp: Any = None
@@ -128,12 +128,12 @@ async def session(
         "mcp_env": {"XDG_CONFIG_HOME": str(tmp / "config"), "HOME": str(tmp)},
     }
     options = HarnessOptions(services=services)
-    workers: list[HarnessService] = []
+    workers: list[HarnessServiceApi] = []
     approvals: list[dict[str, Any]] = []
     servers: list[Any] = []
 
     def worker(env: FacetEnvironment) -> None:
-        workers.append(env.use(Harness))
+        workers.append(env.use(HarnessService))
         servers.append(env.use(McpServers))
 
         async def decide(dialog: Any, ctx: Context) -> None:

@@ -55,10 +55,9 @@ from chord.state import Delivery
 from chord.transport import FrameConnection, serve_unix
 from chord.transport.unix import open_unix_stream
 from chord.wire import connect_service_source, provider_handler
-from pico3.chord import ConversationService, Harness, harness_session_facet
+from pico3.chord import ConversationService, HarnessService, harness_session_facet
 from pico3.chord.session import SessionHarness
-from pico3.harness import Harness as PicoHarness
-from pico3.harness import HarnessOptions
+from pico3.harness import Harness, HarnessOptions
 from pico3.kernel.tx import Transaction
 from pico3.models.faux import FauxProvider, FauxResponse, FauxState, faux_response, faux_tool_call
 from pico3.models.provider import Request, TextContent, ToolResultMessage, UserMessage
@@ -518,9 +517,9 @@ async def run_load(config: LoadConfig, directory: Path) -> LoadReport:
     changes = _Changes(config.timeout)
 
     def worker(env: FacetEnvironment) -> None:
-        box["session"] = env.use(Harness)
+        box["session"] = env.use(HarnessService)
 
-    def install(harness: PicoHarness) -> Callable[[], None]:
+    def install(harness: Harness) -> Callable[[], None]:
         removers = [harness.register_task_kind(kind), harness.register_tool(tool)]
 
         def remove() -> None:
@@ -708,7 +707,7 @@ async def run_baseline(config: LoadConfig, directory: Path, turns: int) -> tuple
     step = _model_step(config.tools_per_turn, config.payload_bytes)
     faux = FauxProvider([step] * (2 * turns))
     options = HarnessOptions(services={"models": Models([faux])})
-    harness = await PicoHarness.open(
+    harness = await Harness.open(
         JsonlStorage(directory / "baseline", fsync=False), options, BACKGROUND
     )
     async with harness:

@@ -59,8 +59,7 @@ from pico3 import (
     TransactionClosed,
     define_task,
 )
-from pico3.chord import ConversationService, harness_session_facet
-from pico3.chord import Harness as HarnessService
+from pico3.chord import ConversationService, HarnessService, harness_session_facet
 from pico3.hooks import BeforeToolApi, HookApi, ToolHookApi
 from pico3.models.faux import FauxProvider, faux_response, faux_tool_call
 from pico3.storage.records import Entry, Input, Task

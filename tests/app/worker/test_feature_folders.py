@@ -23,7 +23,7 @@ pytestmark = pytest.mark.anyio
 PLUGIN = """
 from chord.facets import define_facet
 from chord.packages import hookimpl
-from pico3.chord import Harness
+from pico3.chord import HarnessService
 from pico3.tools import ToolDeclaration, ToolResult
 
 WORD = "{word}"
@@ -34,7 +34,7 @@ async def execute(args, api, ctx):
 
 
 def setup(env):
-    harness = env.use(Harness)
+    harness = env.use(HarnessService)
     tool = ToolDeclaration(
         "shout",
         "Shout a text.",

@@ -33,9 +33,8 @@ from chord.transport import serve_unix
 from chord.wire import provider_handler
 from facets_approval.contract import ApprovalDialogs
 from facets_approval.plugin import chord_facets
-from pico3.chord import Harness, harness_session_facet
-from pico3.harness import Harness as OpenHarness
-from pico3.harness import HarnessOptions
+from pico3.chord import HarnessService, harness_session_facet
+from pico3.harness import Harness, HarnessOptions
 from pico3.models.faux import FauxProvider, faux_echo
 from pico3.storage import JsonlStorage
 from pico3.tools import ToolDeclaration, ToolResult
@@ -54,7 +53,7 @@ async def run_bash(args: dict[str, Any], api: Any, ctx: Context) -> ToolResult:
     return ToolResult.text("bash ran")
 
 
-def install_gate(h: OpenHarness) -> Callable[[], None]:
+def install_gate(h: Harness) -> Callable[[], None]:
     ns = h.namespace("gate", {})
 
     async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> None:
@@ -71,7 +70,7 @@ def install_gate(h: OpenHarness) -> Callable[[], None]:
 
 
 def worker(env: FacetEnvironment, hold: bool) -> None:
-    harness = env.use(Harness)
+    harness = env.use(HarnessService)
 
     async def seen(dialog: Any, ctx: Context) -> None:
         request = dialog.request.value
@@ -95,7 +94,7 @@ async def main(state: str, socket: str, hold: bool) -> None:
     workers: list[Any] = []
 
     def setup(env: FacetEnvironment) -> None:
-        workers.append(env.use(Harness))
+        workers.append(env.use(HarnessService))
         worker(env, hold)
 
     async with anyio.create_task_group() as group:

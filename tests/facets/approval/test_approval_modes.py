@@ -31,9 +31,8 @@ from facets_approval.session import (
     session_facet,
 )
 from facets_approval.tui import MODE_PANEL_ID, ModeLabel, mode_tui_facet, tui_facet
-from pico3.chord import Harness, HarnessService, harness_session_facet
-from pico3.harness import ConversationHandle, HarnessOptions
-from pico3.harness import Harness as OpenHarness
+from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
+from pico3.harness import ConversationHandle, Harness, HarnessOptions
 from pico3.models.faux import FauxProvider, FauxStep, faux_response, faux_tool_call
 from pico3.storage import JsonlStorage, MemoryStorage, Storage
 from pico3.tools import ToolDeclaration, ToolResult
@@ -65,7 +64,7 @@ def tool(name: str, path: Path) -> ToolDeclaration:
 
 @dataclass
 class Session:
-    worker: HarnessService
+    worker: HarnessServiceApi
     host: FacetHost
     group: TaskGroup
     effects: Path
@@ -110,10 +109,10 @@ async def session(
         "protected_paths": list(protected),
     }
     options = HarnessOptions(services=services)
-    workers: list[HarnessService] = []
+    workers: list[HarnessServiceApi] = []
 
     def worker(env: FacetEnvironment) -> None:
-        harness = env.use(Harness)
+        harness = env.use(HarnessService)
         workers.append(harness)
 
         def activate() -> None:
@@ -370,7 +369,7 @@ async def test_install_approval_reads_and_writes_the_mode_without_chord(tmp_path
     async def never(request: Any, ctx: Context) -> Any:
         raise AssertionError("auto mode never asks")
 
-    h = await OpenHarness.open(MemoryStorage(), None, BACKGROUND)
+    h = await Harness.open(MemoryStorage(), None, BACKGROUND)
     installation = install_approval(h, never)
     try:
         assert await installation.mode(BACKGROUND) == "ask"

@@ -22,9 +22,8 @@ from chord.services import InstanceAddress
 from facets_approval.contract import ApprovalDialogs
 from facets_approval.session import ApprovalRules, approval_session_facet, session_facet
 from facets_approval.tui import tui_facet
-from pico3.chord import Harness, HarnessService, harness_session_facet
-from pico3.harness import ConversationHandle, HarnessOptions
-from pico3.harness import Harness as OpenHarness
+from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
+from pico3.harness import ConversationHandle, Harness, HarnessOptions
 from pico3.models.faux import FauxProvider, FauxStep, faux_response, faux_tool_call
 from pico3.storage import JsonlStorage, MemoryStorage, Storage
 from pico3.tools import ToolDeclaration, ToolResult
@@ -54,7 +53,7 @@ class Tools:
 
 @dataclass
 class Session:
-    worker: HarnessService
+    worker: HarnessServiceApi
     host: FacetHost
     group: TaskGroup
     tools: Tools
@@ -86,7 +85,7 @@ def storage_at(path: Path) -> Callable[[], Storage]:
     return lambda: JsonlStorage(path / "session", fsync=False)
 
 
-Install = Callable[[OpenHarness], Callable[[], None]]
+Install = Callable[[Harness], Callable[[], None]]
 
 
 @asynccontextmanager
@@ -102,10 +101,10 @@ async def session(
     ``extra``); dispatch resumes once the host is up (seed §6.1)."""
     tools = Tools()
     options = HarnessOptions(services={"models": Models([FauxProvider(script)])})
-    workers: list[HarnessService] = []
+    workers: list[HarnessServiceApi] = []
 
     def worker(env: FacetEnvironment) -> None:
-        harness = env.use(Harness)
+        harness = env.use(HarnessService)
         workers.append(harness)
 
         def activate() -> None:
@@ -342,7 +341,7 @@ async def test_suspend_and_reopen_do_not_ask_again_when_the_decision_is_recorded
     gate_open = anyio.Event()
     held = anyio.Event()
 
-    def install_gate(h: OpenHarness) -> Callable[[], None]:
+    def install_gate(h: Harness) -> Callable[[], None]:
         ns = h.namespace("gate", {})
 
         async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> None:

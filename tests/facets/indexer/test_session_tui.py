@@ -33,7 +33,7 @@ from facets_indexer.session import indexer_session_facet
 from facets_indexer.store import IndexStore
 from facets_indexer.tui import IndexerPanel
 from facets_indexer.tui import tui_facet as indexer_tui_facet
-from pico3.chord import Harness, HarnessService, harness_session_facet
+from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
 from pico3.harness import HarnessOptions
 from pico3.storage import MemoryStorage
 
@@ -112,7 +112,7 @@ def make_tree(root: Path) -> None:
 @dataclass
 class Session:
     host: FacetHost
-    harness: HarnessService
+    harness: HarnessServiceApi
     group: TaskGroup
 
 
@@ -126,10 +126,10 @@ async def session(tmp_path: Path, gate: Gate) -> AsyncIterator[Session]:
             WORKSPACE_SERVICE: str(tmp_path / "repo"),
         }
     )
-    workers: list[HarnessService] = []
+    workers: list[HarnessServiceApi] = []
 
     def worker(env: FacetEnvironment) -> None:
-        workers.append(env.use(Harness))
+        workers.append(env.use(HarnessService))
 
     feature = indexer_session_facet(
         lambda: indexer_kind(batch_size=2, after_write=gate, use_git=False)

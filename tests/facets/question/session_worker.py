@@ -30,7 +30,7 @@ from chord.transport import serve_unix
 from chord.wire import provider_handler
 from facets_question.contract import QuestionDialogs
 from facets_question.plugin import chord_facets
-from pico3.chord import Harness, HarnessService, harness_session_facet
+from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
 from pico3.harness import HarnessOptions
 from pico3.models.faux import (
     FauxProvider,
@@ -57,7 +57,7 @@ def model(request: Request, state: FauxState) -> FauxResponse:
     return faux_response(faux_tool_call("question", QUESTION, id="q-1"))
 
 
-async def report_result(service: HarnessService) -> None:
+async def report_result(service: HarnessServiceApi) -> None:
     root = await service.harness.root(BACKGROUND)
     await root.wait_for_idle(BACKGROUND)
     for entry in await root.entries(BACKGROUND, limit=20, kind="pi.tool_result"):
@@ -68,10 +68,10 @@ async def report_result(service: HarnessService) -> None:
 async def main(state: str, socket: str) -> None:
     options = HarnessOptions(services={"models": Models([FauxProvider([model] * 10)])})
     storage = Path(state) / "session"
-    workers: list[HarnessService] = []
+    workers: list[HarnessServiceApi] = []
 
     def worker(env: FacetEnvironment) -> None:
-        workers.append(env.use(Harness))
+        workers.append(env.use(HarnessService))
 
         async def seen(dialog: Any, ctx: Context) -> None:
             request = dialog.request.value

@@ -22,7 +22,7 @@ from chord.services import InstanceAddress
 from facets_question.contract import QuestionDialogs, QuestionRequest, QuestionResponse
 from facets_question.session import question_tool, session_facet
 from facets_question.tui import tui_facet
-from pico3.chord import Harness, HarnessService, harness_session_facet
+from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
 from pico3.harness import ConversationHandle, HarnessOptions
 from pico3.models.faux import FauxProvider, FauxStep, faux_response, faux_tool_call
 from pico3.storage import MemoryStorage
@@ -37,7 +37,7 @@ ANSWER_MEMO = "tool:answer"
 
 @dataclass
 class Session:
-    worker: HarnessService
+    worker: HarnessServiceApi
     host: FacetHost
     group: TaskGroup
 
@@ -63,10 +63,10 @@ async def session(script: Sequence[FauxStep]) -> AsyncIterator[Session]:
     """A session worker as the app composes it: pico3's harness session facet and the question
     session facet; dispatch resumes once the host is up (seed §6.1)."""
     options = HarnessOptions(services={"models": Models([FauxProvider(script)])})
-    workers: list[HarnessService] = []
+    workers: list[HarnessServiceApi] = []
 
     def worker(env: FacetEnvironment) -> None:
-        workers.append(env.use(Harness))
+        workers.append(env.use(HarnessService))
 
     async with anyio.create_task_group() as group:
         harness_facet = harness_session_facet(MemoryStorage, options, task_group=group)

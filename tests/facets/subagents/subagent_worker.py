@@ -21,7 +21,7 @@ from chord.context import BACKGROUND
 from chord.facets import FacetEnvironment, create_facet_host, define_facet
 from facets_subagents.plugin import chord_facets
 from pico3 import HarnessOptions, JsonlStorage, Models, ToolDeclaration, ToolResult
-from pico3.chord import Harness, HarnessService, harness_session_facet
+from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
 from pico3.models.faux import FauxProvider, FauxResponse, FauxState, faux_response, faux_tool_call
 from pico3.models.provider import Request, ToolResultMessage, UserMessage
 
@@ -73,10 +73,10 @@ async def read_stdin(gate: anyio.Event, eof: anyio.Event) -> None:
 async def main(state: str) -> None:
     gate, eof = anyio.Event(), anyio.Event()
     services = {"models": Models([FauxProvider([model] * 50)]), "workspace": state}
-    workers: list[HarnessService] = []
+    workers: list[HarnessServiceApi] = []
 
     def worker(env: FacetEnvironment) -> None:
-        harness = env.use(Harness)
+        harness = env.use(HarnessService)
         workers.append(harness)
         env.on_activate(
             lambda: env.own(harness.add_registration(lambda h: h.register_tool(gate_tool(gate))))

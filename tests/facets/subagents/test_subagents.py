@@ -21,7 +21,7 @@ from facets_subagents.session import session_facet
 from facets_subagents.tui import subagents_in, transcript_text
 from facets_subagents.tui import tui_facet as agents_tui_facet
 from pico3 import HarnessOptions, JsonlStorage, Models, ToolDeclaration, ToolResult
-from pico3.chord import Harness, HarnessService, harness_session_facet
+from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
 from pico3.models.faux import FauxProvider, FauxResponse, FauxState, faux_response, faux_tool_call
 from pico3.models.provider import Request, ToolResultMessage, UserMessage
 
@@ -86,7 +86,7 @@ def note_tool(gate: anyio.Event | None) -> ToolDeclaration:
 
 
 class Session:
-    def __init__(self, service: HarnessService, host: Any) -> None:
+    def __init__(self, service: HarnessServiceApi, host: Any) -> None:
         self.service = service
         self.harness = service.harness
         self.host = host
@@ -101,10 +101,10 @@ async def session(
         "workspace": str(tmp),
         "mcp_env": {"XDG_CONFIG_HOME": str(tmp / "config")},
     }
-    workers: list[HarnessService] = []
+    workers: list[HarnessServiceApi] = []
 
     def worker(env: FacetEnvironment) -> None:
-        harness = env.use(Harness)
+        harness = env.use(HarnessService)
         workers.append(harness)
         env.on_activate(
             lambda: env.own(harness.add_registration(lambda h: h.register_tool(note_tool(gate))))

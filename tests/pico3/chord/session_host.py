@@ -18,7 +18,7 @@ from chord.context import BACKGROUND
 from chord.facets import FacetEnvironment, create_facet_host, define_facet
 from chord.transport import serve_unix
 from chord.wire import provider_handler
-from pico3.chord import Harness, harness_session_facet
+from pico3.chord import HarnessService, harness_session_facet
 from pico3.storage.jsonl import JsonlStorage
 
 
@@ -26,7 +26,7 @@ async def main(socket_path: str, store: str) -> None:
     box: dict[str, Any] = {}
 
     def worker(env: FacetEnvironment) -> None:
-        box["harness"] = env.use(Harness)
+        box["harness"] = env.use(HarnessService)
 
     async with anyio.create_task_group() as group:
         session = harness_session_facet(lambda: JsonlStorage(store, fsync=False), task_group=group)

@@ -25,11 +25,11 @@ from chord.state import Delivery
 from pico3.chord import (
     BridgeFailure,
     ConversationService,
-    Harness,
+    HarnessService,
     SessionHarness,
     harness_session_facet,
 )
-from pico3.harness import Harness as PicoHarness
+from pico3.harness import Harness
 from pico3.kernel.view import Envelope
 from pico3.storage.memory import MemoryStorage
 
@@ -130,7 +130,7 @@ class Session:
     errors: list[BaseException]
 
     @property
-    def pico(self) -> PicoHarness:
+    def pico(self) -> Harness:
         return self.harness.harness
 
     async def root_id(self) -> int:
@@ -139,7 +139,7 @@ class Session:
 
 def _worker(box: dict[str, Any]) -> Any:
     def setup(env: FacetEnvironment) -> None:
-        box["harness"] = env.use(Harness)
+        box["harness"] = env.use(HarnessService)
 
     return define_facet("worker", setup)
 
@@ -169,7 +169,7 @@ def _without_commit(view: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in view.items() if key != "commit"}
 
 
-async def _write_note(pico: PicoHarness, conversation_id: int, text: str) -> int:
+async def _write_note(pico: Harness, conversation_id: int, text: str) -> int:
     conversation = await pico.conversation(conversation_id, BACKGROUND)
     assert conversation is not None
     return await conversation.write("note", BACKGROUND, data={"text": text})
@@ -179,7 +179,7 @@ async def _write_note(pico: PicoHarness, conversation_id: int, text: str) -> int
 @pytest.mark.anyio
 async def test_a_presentation_observes_the_hydrated_view_of_an_existing_conversation() -> None:
     storage = MemoryStorage()
-    pico = await PicoHarness.open(storage, None, BACKGROUND)
+    pico = await Harness.open(storage, None, BACKGROUND)
     root = await pico.root(BACKGROUND)
     await root.write("note", BACKGROUND, data={"text": "before the worker started"})
     await pico.close(BACKGROUND)
@@ -460,7 +460,7 @@ async def test_disposing_the_host_closes_every_instance_and_the_harness() -> Non
         root_id = await s.root_id()
         observed = await s.presentation.wait_live(root_id)
     assert observed.closed
-    reopened = await PicoHarness.open(storage, None, BACKGROUND)  # the storage was released
+    reopened = await Harness.open(storage, None, BACKGROUND)  # the storage was released
     await reopened.close(BACKGROUND)
 
 
@@ -488,9 +488,9 @@ async def test_a_feature_registers_through_pi_harness_and_again_after_reopen() -
     installs: list[int] = []
 
     def feature(env: FacetEnvironment) -> None:
-        harness = env.use(Harness)
+        harness = env.use(HarnessService)
 
-        def install(pico: PicoHarness) -> Callable[[], None]:
+        def install(pico: Harness) -> Callable[[], None]:
             installs.append(id(pico))
             token = pico.namespace("demo", {"rewindable": {"on": True}}, view=lambda s: s)
             return token.unregister

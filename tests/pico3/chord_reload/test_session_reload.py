@@ -30,10 +30,9 @@ from chord.packages import (
     facet_package_from_folder,
     load_generation,
 )
-from pico3.chord import Harness, HarnessService, harness_session_facet
+from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
 from pico3.chord.reload import ReloadPath, reload_session_facets, session_around_reload
-from pico3.harness import Harness as OpenHarness
-from pico3.harness import HarnessOptions
+from pico3.harness import Harness, HarnessOptions
 from pico3.storage import MemoryStorage
 
 pytestmark = pytest.mark.anyio
@@ -53,7 +52,7 @@ SESSION = """\
 from __future__ import annotations
 
 from chord.facets import define_facet
-from pico3.chord.contract import Harness
+from pico3.chord.contract import HarnessService
 from pico3.tasks import Completion, Done, Next, define_task
 
 from . import version
@@ -83,7 +82,7 @@ def make_kind(services):
 
 
 def setup(env):
-    harness = env.use(Harness)
+    harness = env.use(HarnessService)
 
     def install(h):
         services = h.scheduler.services
@@ -160,17 +159,17 @@ class Changes:
 @dataclass
 class Worker:
     host: FacetHost
-    harness: HarnessService
+    harness: HarnessServiceApi
     package: FacetPackage
     project: Path
     log: list[str]
     changes: Changes
     gate: anyio.Event
-    probes: list[Callable[[OpenHarness], Awaitable[None]]]
+    probes: list[Callable[[Harness], Awaitable[None]]]
     paths: list[ReloadPath] = field(default_factory=list[ReloadPath])
 
     @property
-    def pico(self) -> OpenHarness:
+    def pico(self) -> Harness:
         return self.harness.harness
 
     async def create_task(self) -> int:
@@ -193,9 +192,9 @@ async def worker(tmp_path: Path) -> AsyncIterator[tuple[Worker, ReloadCoordinato
     log: list[str] = []
     changes = Changes()
     gate = anyio.Event()
-    probes: list[Callable[[OpenHarness], Awaitable[None]]] = []
+    probes: list[Callable[[Harness], Awaitable[None]]] = []
 
-    async def probe(h: OpenHarness) -> None:
+    async def probe(h: Harness) -> None:
         for check in probes:
             await check(h)
 
@@ -206,10 +205,10 @@ async def worker(tmp_path: Path) -> AsyncIterator[tuple[Worker, ReloadCoordinato
         "probe": probe,  # run by the package's on_activate; the test adds checks to `probes`
     }
     options = HarnessOptions(services=services)
-    handles: list[HarnessService] = []
+    handles: list[HarnessServiceApi] = []
 
     def own(env: FacetEnvironment) -> None:
-        handles.append(env.use(Harness))
+        handles.append(env.use(HarnessService))
 
     storage = MemoryStorage()
     coordinator: ReloadCoordinator | None = None
@@ -269,7 +268,7 @@ async def test_dispatch_is_held_during_the_quiescent_swap_and_released_after(
     seen: list[str] = []
     created: list[int] = []
 
-    async def probe(h: OpenHarness) -> None:
+    async def probe(h: Harness) -> None:
         # Runs in the new facet's on_activate, inside the swap: commits go on, dispatch waits.
         kind = h.scheduler.kinds.get("test.steps")
         root = await h.root(BACKGROUND)

@@ -617,12 +617,12 @@ def _start_failure(error: BaseException) -> bool:
 
 def _known_code(error: Exception) -> int | None:
     """The exit status of an error the user can fix (``None``: a bug, shown as a traceback)."""
-    from chord.packages import FacetDiscoveryError
+    from chord import FacetDiscoveryError
     from coding_agent.config import ConfigError
     from coding_agent.sessions import SessionError
     from coding_agent.trust import TrustError
     from coding_agent.worker.providers import RegistryError
-    from pico3.storage import CorruptStorage
+    from pico3 import CorruptStorage
 
     if isinstance(error, RegistryError):
         return EXIT_FAILED

@@ -32,10 +32,15 @@ from typing import Any, Literal, TextIO, cast
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from chord.context import BACKGROUND, Context
-from chord.facets import Facet, FacetEnvironment, define_facet
-from chord.services import define_service
-from chord.state import Delivery
+from chord import (
+    BACKGROUND,
+    Context,
+    Delivery,
+    Facet,
+    FacetEnvironment,
+    define_facet,
+    define_service,
+)
 from coding_agent.sessions import Session
 from coding_agent.worker.main import (
     WorkerConfig,
@@ -43,7 +48,7 @@ from coding_agent.worker.main import (
     open_session_host,
     session_worker_config,
 )
-from pico3.chord import ConversationService, ConversationServiceApi
+from pico3 import ConversationService, ConversationServiceApi
 
 __all__ = [
     "APPROVAL_DIALOGS",

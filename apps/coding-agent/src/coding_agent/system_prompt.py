@@ -45,7 +45,7 @@ from coding_agent.worker.context_files import (
     find_context_files,
     render_context_files,
 )
-from pico3.turn.sections import SystemSection, define_section
+from pico3 import SystemSection, define_section
 
 __all__ = [
     "APPEND_SYSTEM_FILE",

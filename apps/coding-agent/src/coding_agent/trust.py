@@ -51,7 +51,7 @@ from typing import Annotated
 
 import msgspec
 
-from chord.packages import FacetDiscoveryError, facet_package_from_folder
+from chord import FacetDiscoveryError, facet_package_from_folder
 
 __all__ = [
     "LOCAL_CONFIG_DIR",

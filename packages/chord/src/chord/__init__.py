@@ -1,17 +1,26 @@
 """chord: compose an application from facets that provide and use services by id.
 
-The most used names are re-exported here; the sub-packages are public too:
+**The public API** is this module, plus :mod:`chord.textual` (the ``Tui`` contract for
+presentation facets, which needs the extra ``[textual]``). A facet package or an application
+imports only from these two; the sub-packages below are chord's internal organisation and may
+change without notice (the workspace's import-linter contract, run by ``uv run lint-imports`` in
+CI, fails on a deep import from a feature package or the app; ``tests/test_exports.py`` pins the
+names).
 
-* :mod:`chord.context` — :class:`Context`, cancellation with reasons, deadlines, typed values.
-* :mod:`chord.json` — strict JSON: :func:`validate_json`, :func:`copy_json`, :func:`equal_json`.
-* :mod:`chord.delta` — the op engine (apply, diff, track, the wire path codec).
-* :mod:`chord.state` — replicated state: one writer, read-only replicas, ordered deliveries.
-* :mod:`chord.services` — service tokens (:func:`define_service`) and instance addresses.
-* :mod:`chord.facets` — facets, their environment and the host (:func:`create_facet_host`).
-* :mod:`chord.remote` — the service grammar, provider, binding and loopback.
-* :mod:`chord.transport` — NDJSON frames over Unix sockets, TCP, stdio and memory.
-* :mod:`chord.packages` — facet packages: entry-point discovery, generations, hot reload.
-* :mod:`chord.textual` — the ``Tui`` contract for presentation facets (extra ``[textual]``).
+* Cancellation and deadlines: :class:`Context`, :data:`BACKGROUND`, :func:`with_cancel`,
+  :func:`with_timeout`, :func:`cancel_scope`, typed values (:func:`create_context_key`).
+* Strict JSON: :data:`JsonValue`, :func:`validate_json`, :func:`copy_json`, :func:`equal_json`.
+* Replicated state: :class:`ReplicatedState` (read-only), :class:`MutableReplicatedState` (the
+  one writer), :class:`Delivery` (ordered ``hydrate`` / ``update`` deliveries).
+* Services and facets: :func:`define_service`, :class:`Service`, :func:`define_facet`,
+  :class:`Facet`, :class:`FacetEnvironment` (``provide`` / ``use`` / ``observe`` / ``own``),
+  :func:`create_facet_host`.
+* Remote services: :class:`RemoteServiceError`, bindings, the wire client and server
+  (:func:`connect_service_source`, :func:`provider_handler`) and the transports
+  (:func:`serve_unix`, :func:`connect_unix`, :class:`FrameConnection`).
+* Facet packages: :data:`hookimpl` (the ``chord_facets`` entry point marker), discovery
+  (:func:`installed_facet_packages`, :func:`facet_package_from_folder`), generations and hot
+  reload (:class:`ReloadCoordinator`, :class:`ReloadReport`).
 """
 
 from chord.context import (
@@ -49,18 +58,36 @@ from chord.facets import (
     static_facet_loader,
 )
 from chord.json import JsonError, JsonValue, copy_json, equal_json, is_json_value, validate_json
-from chord.packages import hookimpl
+from chord.packages import (
+    ENTRY_POINT_GROUP,
+    FacetDiscoveryError,
+    FacetGeneration,
+    FacetLoadError,
+    FacetPackage,
+    ReloadCoordinator,
+    ReloadOutcome,
+    ReloadReport,
+    discover_facet_packages,
+    facet_package_from_folder,
+    hookimpl,
+    installed_facet_packages,
+    load_facet_packages,
+    load_generation,
+    package_facet_loader,
+)
 from chord.remote import (
     RemoteServiceBinding,
     RemoteServiceError,
     RemoteServiceProvider,
     RemoteServiceSource,
+    ServiceCall,
     create_loopback_transport,
     create_remote_service_binding,
 )
 from chord.services import InstanceAddress, Service, ServiceMode, define_service
 from chord.state import (
     Delivery,
+    Listener,
     MutableReplicatedState,
     ReplicaState,
     ReplicatedState,
@@ -68,10 +95,20 @@ from chord.state import (
     replicated_state,
     replicated_state_from_source,
 )
+from chord.transport import FrameConnection, connect_tcp, connect_unix, serve_tcp, serve_unix
+from chord.wire import (
+    RemoteConnection,
+    WireServiceSource,
+    connect_service_source,
+    open_remote_connection,
+    provider_handler,
+    serve_provider,
+)
 
 __all__ = [
     "BACKGROUND",
     "BACKGROUND_CONTEXT",
+    "ENTRY_POINT_GROUP",
     "TODO",
     "TODO_CONTEXT",
     "AbortController",
@@ -82,14 +119,24 @@ __all__ = [
     "DeadlineExceeded",
     "Delivery",
     "Facet",
+    "FacetDiscoveryError",
     "FacetEnvironment",
+    "FacetGeneration",
     "FacetHost",
+    "FacetLoadError",
     "FacetLoader",
+    "FacetPackage",
+    "FrameConnection",
     "InstanceAddress",
     "JsonError",
     "JsonValue",
+    "Listener",
     "LoadedFacets",
     "MutableReplicatedState",
+    "ReloadCoordinator",
+    "ReloadOutcome",
+    "ReloadReport",
+    "RemoteConnection",
     "RemoteServiceBinding",
     "RemoteServiceError",
     "RemoteServiceProvider",
@@ -97,11 +144,16 @@ __all__ = [
     "ReplicaState",
     "ReplicatedState",
     "Service",
+    "ServiceCall",
     "ServiceMode",
     "ServiceSpawner",
+    "WireServiceSource",
     "await_with_context",
     "cancel_scope",
     "combine_facet_loaders",
+    "connect_service_source",
+    "connect_tcp",
+    "connect_unix",
     "copy_json",
     "create_context_key",
     "create_facet_host",
@@ -109,13 +161,24 @@ __all__ = [
     "create_remote_service_binding",
     "define_facet",
     "define_service",
+    "discover_facet_packages",
     "equal_json",
+    "facet_package_from_folder",
     "hookimpl",
+    "installed_facet_packages",
     "is_json_value",
     "is_replicated_state",
+    "load_facet_packages",
+    "load_generation",
+    "open_remote_connection",
+    "package_facet_loader",
+    "provider_handler",
     "replicated_state",
     "replicated_state_from_source",
     "run_with_context",
+    "serve_provider",
+    "serve_tcp",
+    "serve_unix",
     "static_facet_loader",
     "validate_json",
     "with_abort_signal",

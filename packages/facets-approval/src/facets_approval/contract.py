@@ -40,11 +40,7 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, Protocol, TypedDict
 
-from chord.context import Context
-from chord.json import JsonValue
-from chord.remote import RemoteServiceError
-from chord.services import define_service
-from chord.state import ReplicatedState
+from chord import Context, JsonValue, RemoteServiceError, ReplicatedState, define_service
 
 __all__ = [
     "DECISIONS",

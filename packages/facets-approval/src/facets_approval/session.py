@@ -60,15 +60,25 @@ from typing import Any, Literal
 
 import anyio
 
-from chord.context import BACKGROUND, Context, cancel_scope
-from chord.facets import Facet, FacetEnvironment, ServiceSpawner, define_facet
-from chord.state import MutableReplicatedState
-from pico3.chord.contract import Harness, HarnessService
-from pico3.harness import Harness as OpenHarness
-from pico3.kernel.namespaces import Namespace
-from pico3.kernel.tx import Transaction
-from pico3.tools import MISSING
-from pico3.turn.tool import TOOL_KIND
+from chord import (
+    BACKGROUND,
+    Context,
+    Facet,
+    FacetEnvironment,
+    MutableReplicatedState,
+    ServiceSpawner,
+    cancel_scope,
+    define_facet,
+)
+from pico3 import (
+    MISSING,
+    TOOL_KIND,
+    Harness,
+    HarnessService,
+    HarnessServiceApi,
+    Namespace,
+    Transaction,
+)
 
 from .contract import (
     DEFAULT_MODE,
@@ -241,7 +251,7 @@ class ApprovalInstallation:
     """What :func:`install_approval` returns: call it to uninstall (idempotent); it also reads
     and writes the session's durable permission mode while installed."""
 
-    def __init__(self, harness: OpenHarness, namespace: Namespace, unhook: Callable[[], None]):
+    def __init__(self, harness: Harness, namespace: Namespace, unhook: Callable[[], None]):
         self._harness = harness
         self._namespace = namespace
         self._unhook = unhook
@@ -269,7 +279,7 @@ class ApprovalInstallation:
 
 
 def install_approval(
-    harness: OpenHarness, ask: Ask, rules: ApprovalRules = DEFAULT_RULES
+    harness: Harness, ask: Ask, rules: ApprovalRules = DEFAULT_RULES
 ) -> ApprovalInstallation:
     """Register the ``approval`` namespace and its ``before_tool`` hook on ``harness``.
 
@@ -396,7 +406,7 @@ class _Modes:
     """The :data:`~.contract.ApprovalMode` provider: the replicated mirror and ``set_mode``
     (its only public members, so the only ones served)."""
 
-    def __init__(self, harness: HarnessService, state: MutableReplicatedState) -> None:
+    def __init__(self, harness: HarnessServiceApi, state: MutableReplicatedState) -> None:
         self._harness = harness
         self.state = state
         self._installation: ApprovalInstallation | None = None
@@ -404,10 +414,10 @@ class _Modes:
 
     def _registration(
         self, rules: ApprovalRules, ask: Ask
-    ) -> Callable[[OpenHarness], Callable[[], None]]:
+    ) -> Callable[[Harness], Callable[[], None]]:
         """The registration: install on every opening and remember the live installation."""
 
-        def install(h: OpenHarness) -> Callable[[], None]:
+        def install(h: Harness) -> Callable[[], None]:
             installation = install_approval(h, ask, rules)
             self._installation = installation
 
@@ -448,7 +458,7 @@ def approval_session_facet(rules: ApprovalRules = DEFAULT_RULES) -> Facet:
     """
 
     def setup(env: FacetEnvironment) -> None:
-        harness = env.use(Harness)
+        harness = env.use(HarnessService)
         dialogs = env.provide_many(ApprovalDialogs)
         ask = _dialog_ask(env, dialogs)
         modes = _Modes(harness, env.replicated_state({"mode": DEFAULT_MODE}))

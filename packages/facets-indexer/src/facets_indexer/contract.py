@@ -15,8 +15,7 @@ from typing import Literal, NotRequired, Protocol, TypedDict
 
 import msgspec
 
-from chord.context import Context
-from chord.services import Service, define_service
+from chord import Context, Service, define_service
 
 __all__ = [
     "INDEXER_KIND",

@@ -41,10 +41,18 @@ from typing import Any, cast
 import anyio.to_thread
 import msgspec
 
-from chord.context import Context
-from pico3.kernel.tx import Transaction
-from pico3.storage.records import Task
-from pico3.tasks import Completion, Done, Runtime, Step, TaskInfo, TaskKind, define_task
+from chord import Context
+from pico3 import (
+    Completion,
+    Done,
+    Runtime,
+    Step,
+    Task,
+    TaskInfo,
+    TaskKind,
+    Transaction,
+    define_task,
+)
 
 from .contract import INDEX_FILE_NAME, INDEXER_KIND, IndexerStage, IndexerStatus
 from .scan import DEFAULT_BATCH_SIZE, DEFAULT_MAX_FILE_BYTES, Batch, read_batch, scan_batches

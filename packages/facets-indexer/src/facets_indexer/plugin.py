@@ -9,8 +9,7 @@ stays inside it.
 
 from __future__ import annotations
 
-from chord.facets import Facet
-from chord.packages import hookimpl
+from chord import Facet, hookimpl
 
 from .session import session_facet
 from .tui import tui_facet

@@ -3,7 +3,7 @@
 Three contributions, all made through the harness (seed-plugins §6.2 "Indexer"):
 
 * the ``repo.indexer`` task kind (:mod:`.kind`), registered through
-  :meth:`~pico3.chord.contract.HarnessService.add_registration` in ``on_activate``, so it is
+  :meth:`~pico3.chord.contract.HarnessServiceApi.add_registration` in ``on_activate``, so it is
   present before ``resume()`` (indexer tasks may exist in storage) and again after every reopen;
 * the ``code_search`` tool (:func:`code_search_tool`), which lets the model query the index;
 * :data:`~.contract.IndexerService` (``pi.indexer``): ``start`` creates a background indexer
@@ -25,13 +25,17 @@ from typing import Any
 
 import anyio.to_thread
 
-from chord.context import Context
-from chord.facets import Facet, FacetEnvironment, define_facet
-from pico3.chord.contract import Harness, HarnessService
-from pico3.harness import Harness as OpenHarness
-from pico3.kernel.tx import Transaction
-from pico3.tasks import TaskKind
-from pico3.tools import ToolApi, ToolDeclaration, ToolResult
+from chord import Context, Facet, FacetEnvironment, define_facet
+from pico3 import (
+    Harness,
+    HarnessService,
+    HarnessServiceApi,
+    TaskKind,
+    ToolApi,
+    ToolDeclaration,
+    ToolResult,
+    Transaction,
+)
 
 from .contract import INDEXER_KIND, IndexerService, IndexRequest, IndexStarted
 from .kind import WORKSPACE_SERVICE, IndexerNotConfigured, index_file, indexer_kind
@@ -119,7 +123,7 @@ def code_search_tool(locate: Callable[[], Path]) -> ToolDeclaration:
     )
 
 
-def install_indexer(harness: OpenHarness, kind: TaskKind) -> Callable[[], None]:
+def install_indexer(harness: Harness, kind: TaskKind) -> Callable[[], None]:
     """Register ``kind`` and the ``code_search`` tool on ``harness``; returns the uninstaller
     (idempotent). The tool finds the index through the harness services (see :mod:`.kind`)."""
     services: Mapping[str, Any] = harness.scheduler.services
@@ -168,7 +172,7 @@ def _resolve_root(workspace: str | os.PathLike[str] | None, root: str) -> Path:
 class IndexerStarter:
     """:data:`~.contract.IndexerService` as the session facet provides it."""
 
-    def __init__(self, harness: HarnessService, kind: TaskKind) -> None:
+    def __init__(self, harness: HarnessServiceApi, kind: TaskKind) -> None:
         self._harness = harness
         self._kind = kind
 
@@ -210,7 +214,7 @@ def indexer_session_facet(make_kind: Callable[[], TaskKind] = indexer_kind) -> F
     :data:`session_facet`, which uses the default :func:`~.kind.indexer_kind`)."""
 
     def setup(env: FacetEnvironment) -> None:
-        harness = env.use(Harness)
+        harness = env.use(HarnessService)
         kind = make_kind()
         env.provide(IndexerService, IndexerStarter(harness, kind))
 

@@ -19,11 +19,9 @@ from typing import Any
 
 from textual.widgets import Static
 
-from chord.context import Context
-from chord.facets import FacetEnvironment, define_facet
-from chord.state import Delivery
+from chord import Context, Delivery, FacetEnvironment, define_facet
 from chord.textual import Tui
-from pico3.chord.contract import ConversationService
+from pico3 import ConversationService
 
 from .contract import INDEXER_KIND, IndexerService, IndexRequest
 

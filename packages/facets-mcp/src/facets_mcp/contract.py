@@ -15,9 +15,7 @@ from __future__ import annotations
 import re
 from typing import Literal, NotRequired, Protocol, TypedDict
 
-from chord.context import Context
-from chord.services import define_service
-from chord.state import ReplicatedState
+from chord import Context, ReplicatedState, define_service
 
 __all__ = [
     "SERVER_STATES",

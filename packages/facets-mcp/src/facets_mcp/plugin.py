@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from chord.facets import Facet
-from chord.packages import hookimpl
+from chord import Facet, hookimpl
 
 from .session import connections_facet, session_facet
 from .tui import tui_facet

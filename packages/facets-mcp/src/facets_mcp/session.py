@@ -34,13 +34,18 @@ from typing import Any
 
 import anyio
 
-from chord.context import BACKGROUND, Context, cancel_scope
-from chord.facets import FacetEnvironment, ServiceSpawner, define_facet
-from chord.remote import RemoteServiceError
-from chord.services import define_service
-from chord.state import MutableReplicatedState
-from pico3 import ToolApi, ToolDeclaration, ToolResult
-from pico3.chord import Harness, HarnessService
+from chord import (
+    BACKGROUND,
+    Context,
+    FacetEnvironment,
+    MutableReplicatedState,
+    RemoteServiceError,
+    ServiceSpawner,
+    cancel_scope,
+    define_facet,
+    define_service,
+)
+from pico3 import HarnessService, HarnessServiceApi, ToolApi, ToolDeclaration, ToolResult
 
 from .client import McpCallError, ServerRunner
 from .config import load_config
@@ -63,7 +68,7 @@ class McpHost:
 
     def __init__(
         self,
-        harness: HarnessService,
+        harness: HarnessServiceApi,
         state: MutableReplicatedState,
         connections: ServiceSpawner[Any],
     ) -> None:
@@ -263,7 +268,7 @@ class McpHost:
 def session_facet(env: FacetEnvironment) -> None:
     """Start the configured MCP servers in the background; offer their tools; provide
     ``mcp.servers``."""
-    harness = env.use(Harness)
+    harness = env.use(HarnessService)
     connections = env.provide_many(McpConnections)
     host = McpHost(harness, env.replicated_state({"servers": [], "errors": []}), connections)
     env.provide(McpServers, host)

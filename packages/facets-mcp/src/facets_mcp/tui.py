@@ -15,9 +15,7 @@ from typing import Any
 from textual.message import Message
 from textual.widgets import Static
 
-from chord.context import Context
-from chord.facets import FacetEnvironment, define_facet
-from chord.state import Delivery, ReplicatedState
+from chord import Context, Delivery, FacetEnvironment, ReplicatedState, define_facet
 from chord.textual import Tui
 
 from .contract import McpServers

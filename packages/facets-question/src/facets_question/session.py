@@ -24,12 +24,15 @@ from typing import Any
 
 import anyio
 
-from chord.context import Context, cancel_scope
-from chord.facets import FacetEnvironment, ServiceSpawner, define_facet
-from chord.state import MutableReplicatedState
-from pico3.chord.contract import Harness
-from pico3.harness import Harness as OpenHarness
-from pico3.tools import MISSING, ToolApi, ToolDeclaration, ToolResult
+from chord import (
+    Context,
+    FacetEnvironment,
+    MutableReplicatedState,
+    ServiceSpawner,
+    cancel_scope,
+    define_facet,
+)
+from pico3 import MISSING, Harness, HarnessService, ToolApi, ToolDeclaration, ToolResult
 
 from .contract import (
     QuestionDialogs,
@@ -111,7 +114,7 @@ def question_tool(ask: Ask) -> ToolDeclaration:
     )
 
 
-def install_question(harness: OpenHarness, ask: Ask) -> Callable[[], None]:
+def install_question(harness: Harness, ask: Ask) -> Callable[[], None]:
     """Register :func:`question_tool` on ``harness``; returns the (idempotent) unregister."""
     return harness.register_tool(question_tool(ask))
 
@@ -153,7 +156,7 @@ def _dialog_ask(env: FacetEnvironment, dialogs: ServiceSpawner[Any]) -> Ask:
 @define_facet("@pi/question")
 def session_facet(env: FacetEnvironment) -> None:
     """Register the ``question`` tool; answer it through keyed dialogs."""
-    harness = env.use(Harness)
+    harness = env.use(HarnessService)
     dialogs = env.provide_many(QuestionDialogs)
     ask = _dialog_ask(env, dialogs)
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chord.context import Context
-from chord.facets import FacetEnvironment, define_facet
+from chord import Context, FacetEnvironment, define_facet
 from chord.textual import Tui
 
 from .contract import QuestionDialogs, QuestionResponse

@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 
-from chord.context import Context
+from chord import Context
 from pico3 import (
     Completion,
     Done,

@@ -19,17 +19,17 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from chord.context import Context
-from chord.facets import FacetEnvironment, define_facet
+from chord import Context, FacetEnvironment, define_facet
 from pico3 import (
     GENERATION_KIND,
     MISSING,
     TOOL_KIND,
+    HarnessService,
+    HarnessServiceApi,
     ToolApi,
     ToolDeclaration,
     ToolResult,
 )
-from pico3.chord import Harness, HarnessService
 
 from .contract import AGENT_TOOL
 from .definitions import GENERAL_PURPOSE, Definitions, load_definitions
@@ -73,7 +73,7 @@ def _model(spec: str | None, fallback: Any) -> Any:
 class Subagents:
     """One activation's live pieces: definitions, the step board, the registration."""
 
-    def __init__(self, harness: HarnessService) -> None:
+    def __init__(self, harness: HarnessServiceApi) -> None:
         self._harness = harness
         self.board = StepBoard()
         self.kind = subagent_kind(self.board)
@@ -183,7 +183,7 @@ class Subagents:
 @define_facet("@pi/subagents")
 def session_facet(env: FacetEnvironment) -> None:
     """Register the ``agent`` tool, the ``subagents.run`` kind and the step hooks."""
-    harness = env.use(Harness)
+    harness = env.use(HarnessService)
     subagents = Subagents(harness)
 
     def activate() -> None:

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from chord.context import Context
-from chord.facets import FacetEnvironment, define_facet
-from chord.state import Delivery
+from chord import Context, Delivery, FacetEnvironment, define_facet
 from chord.textual import Choice, Tui
-from pico3.chord import ConversationService
+from pico3 import ConversationService
 
 from .contract import SUBAGENT_KIND
 

@@ -4,22 +4,61 @@ Conversations of immutable entries, three documents per conversation, namespaces
 commits on one ordered line per session persisted to a JSONL store with fsync before they are
 acknowledged, and a view document that clients render from alone.
 
-* :class:`Harness` — ``await Harness.open(storage, options, ctx)``; conversations via
-  :meth:`Harness.conversation`; plugin state via :meth:`Harness.namespace`.
-* :mod:`pico3.storage` — :class:`MemoryStorage` and :class:`JsonlStorage` (fsync modes, recovery).
-* :mod:`pico3.kernel` — the line, transactions, the membrane, documents, namespaces, the view.
-* :mod:`pico3.model` — records, entry kinds and context derivation.
-* :mod:`pico3.tasks` — :func:`define_task`, the scheduler, waiters, aborts and faults.
-* :mod:`pico3.turn` — the core turn loop: generation, tools, post-tools, collapse, placement.
-* :mod:`pico3.tools` / :mod:`pico3.hooks` — the extension surface (``register_tool``,
-  :class:`ToolApi`, hook points with :class:`BeforeToolApi`).
-* :mod:`pico3.models` — the provider contract and the scripted ``faux`` provider.
-* :class:`HarnessHandle` and :func:`reload` — one session across suspend and reopen.
+**The public API.** A feature package or an application imports only from this module and from
+:mod:`pico3.models` (the provider contract); every other module of pico3 is internal and may
+change without notice. The import-linter contract in the workspace's ``pyproject.toml`` (run by
+``uv run lint-imports`` in CI) fails on a deep import from a feature package or the app, and
+``tests/test_exports.py`` pins the names below.
+
+* The harness: :class:`Harness` (``await Harness.open(storage, options, ctx)``),
+  :class:`HarnessOptions`, :class:`ConversationHandle`, :class:`HarnessHandle`, :func:`reload`,
+  storages (:class:`MemoryStorage`, :class:`JsonlStorage`, the :class:`Storage` protocol).
+* Durable state: :func:`define_entry` / :class:`EntryKind` / :class:`NewEntry` (entries,
+  :data:`NOTICE_KIND` is the one core kind a feature may write), :class:`Namespace`,
+  :class:`Transaction`, :func:`memo_once`.
+* Work: :func:`define_task`, :class:`TaskKind`, :class:`Runtime`, :class:`Next` / :class:`Done`
+  (what a step returns), :data:`RETRY`, :class:`Task` (the record a step sees).
+* Tools and hooks: :class:`ToolDeclaration`, :class:`ToolApi`, :class:`ToolResult`,
+  :data:`MISSING`, :class:`OutputBuffer`, :class:`BeforeToolApi` and the other hook API types,
+  :func:`define_section` (system prompt sections), kinds :data:`TOOL_KIND`,
+  :data:`GENERATION_KIND`, :data:`JOB_KIND`.
+* The session services of the Chord worker (seed-plugins §6.1): the tokens
+  :data:`HarnessService` (``pi.harness``, local; its API is :class:`HarnessServiceApi`) and
+  :data:`ConversationService` (``pi.conversation``, remotable; :class:`ConversationServiceApi`),
+  the JSON shapes of the view and the methods, and :func:`harness_session_facet`.
 """
 
+from pico3.chord import (
+    HARNESS_FACET_ID,
+    CommitInfo,
+    ConversationInfo,
+    ConversationService,
+    ConversationServiceApi,
+    ConversationView,
+    EntryJson,
+    EntryScanJson,
+    ForkSpecJson,
+    HarnessService,
+    HarnessServiceApi,
+    InputAbortResult,
+    NewEntryJson,
+    ParentRef,
+    SendInputJson,
+    ViewEvent,
+    harness_session_facet,
+)
 from pico3.handle import HarnessHandle
 from pico3.harness import ConversationHandle, Harness, HarnessOptions
-from pico3.hooks import BeforeToolApi, HookRunner
+from pico3.hooks import (
+    BeforeToolApi,
+    BeforeToolOutcome,
+    HookApi,
+    HookRunner,
+    RequestHookApi,
+    ResponseHookApi,
+    ToolHookApi,
+)
+from pico3.jobs import JOB_KIND, job_input
 from pico3.kernel import (
     Closed,
     DetachedValue,
@@ -44,11 +83,15 @@ from pico3.model import (
     NewEntry,
     SectionSeed,
     SectionSeedRejected,
+    conversation_json,
     define_entry,
+    entry_json,
 )
+from pico3.model.entries import NOTICE_KIND
 from pico3.owned import OwnedConversation, OwnedSpec, create_owned
+from pico3.process_host import LocalProcessHost, ProcessHost, ProcessSpec, ProcessStatus
 from pico3.reload import reload
-from pico3.storage import JsonlStorage, MemoryStorage, Storage
+from pico3.storage import CorruptStorage, JsonlStorage, MemoryStorage, Storage, Task
 from pico3.tasks import (
     RETRY,
     Clock,
@@ -59,79 +102,127 @@ from pico3.tasks import (
     Next,
     NotQuiescent,
     Runtime,
+    Step,
     TaskFaulted,
     TaskInfo,
     TaskKind,
     UnknownTask,
     define_task,
 )
-from pico3.tools import MISSING, InvalidArguments, ToolApi, ToolDeclaration, ToolResult
+from pico3.tools import (
+    MISSING,
+    InvalidArguments,
+    OutputBounds,
+    OutputBuffer,
+    ToolApi,
+    ToolDeclaration,
+    ToolResult,
+)
 from pico3.turn import GENERATION_KIND, TOOL_KIND
 from pico3.turn.collapse import CollapseInProgress, NothingToCollapse
 from pico3.turn.conversation import InputHandle
 from pico3.turn.models import Models
 from pico3.turn.placement import ConversationBusy
+from pico3.turn.sections import SystemSection, define_section
 
 __all__ = [
     "GENERATION_KIND",
+    "HARNESS_FACET_ID",
+    "JOB_KIND",
     "MISSING",
+    "NOTICE_KIND",
     "RETRY",
     "TOOL_KIND",
     "BeforeToolApi",
+    "BeforeToolOutcome",
     "Clock",
     "Closed",
     "CollapseInProgress",
+    "CommitInfo",
     "Completion",
     "ConfigRejected",
     "ContractFault",
     "ConversationBusy",
     "ConversationHandle",
+    "ConversationInfo",
+    "ConversationService",
+    "ConversationServiceApi",
+    "ConversationView",
+    "CorruptStorage",
     "DetachedValue",
     "Done",
+    "EntryJson",
     "EntryKind",
     "EntryRejected",
+    "EntryScanJson",
     "Envelope",
     "Faulted",
     "Forbidden",
+    "ForkSpecJson",
     "Harness",
     "HarnessHandle",
     "HarnessOptions",
+    "HarnessService",
+    "HarnessServiceApi",
+    "HookApi",
     "HookRunner",
+    "InputAbortResult",
     "InputHandle",
     "InvalidArguments",
     "JsonlStorage",
+    "LocalProcessHost",
     "ManualClock",
     "MemoryStorage",
     "Models",
     "Namespace",
     "NestedLineOperation",
     "NewEntry",
+    "NewEntryJson",
     "Next",
     "NotQuiescent",
     "NothingToCollapse",
+    "OutputBounds",
+    "OutputBuffer",
     "OwnedConversation",
     "OwnedSpec",
+    "ParentRef",
+    "ProcessHost",
+    "ProcessSpec",
+    "ProcessStatus",
     "ReadAfterWrite",
+    "RequestHookApi",
+    "ResponseHookApi",
     "RevokedProxy",
     "Runtime",
     "SectionSeed",
     "SectionSeedRejected",
+    "SendInputJson",
     "StaleDefinition",
+    "Step",
     "Storage",
+    "SystemSection",
+    "Task",
     "TaskFaulted",
     "TaskInfo",
     "TaskKind",
     "ToolApi",
     "ToolDeclaration",
+    "ToolHookApi",
     "ToolResult",
     "Transaction",
     "TransactionClosed",
     "UnknownConversation",
     "UnknownTask",
+    "ViewEvent",
     "Watch",
+    "conversation_json",
     "create_owned",
     "define_entry",
+    "define_section",
     "define_task",
+    "entry_json",
+    "harness_session_facet",
+    "job_input",
     "memo_once",
     "reload",
 ]

@@ -46,19 +46,22 @@ import anyio
 import anyio.abc
 from textual.screen import ModalScreen
 
-from chord.context import Context
-from chord.facets import Facet, FacetHost
-from chord.packages import (
+from chord import (
+    Context,
+    Facet,
     FacetDiscoveryError,
     FacetGeneration,
+    FacetHost,
+    FrameConnection,
     ReloadCoordinator,
     ReloadReport,
+    WireServiceSource,
+    connect_service_source,
+    connect_unix,
     discover_facet_packages,
     load_generation,
 )
 from chord.textual import run_app_with_facets
-from chord.transport import FrameConnection, connect_unix
-from chord.wire import WireServiceSource, connect_service_source
 from coding_agent.client.commands import commands_facet
 from coding_agent.client.conversation_client import RemoteConversationClient
 from coding_agent.client.prompt_commands import prompt_commands_facet

@@ -32,8 +32,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any, TypeAlias
 
-from chord.context import Context
-from chord.facets import Facet, FacetEnvironment, define_facet
+from chord import Context, Facet, FacetEnvironment, define_facet
 from chord.textual import Choice, Severity, Tui
 from coding_agent.client.conversation_client import RemoteConversationClient
 from coding_agent.settings_changes import THINKING_LEVELS, next_thinking_level

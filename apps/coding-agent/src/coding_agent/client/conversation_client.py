@@ -31,13 +31,19 @@ from typing import Any, cast
 
 import anyio
 
-from chord.context import Context, cancel_scope
-from chord.facets import Facet, FacetEnvironment, define_facet
-from chord.state import Delivery, ReplicatedState
+from chord import (
+    Context,
+    Delivery,
+    Facet,
+    FacetEnvironment,
+    ReplicatedState,
+    cancel_scope,
+    define_facet,
+)
 from coding_agent.tui.client import InputAbortResult, SendMode, SessionInfo, ViewRelay
 from coding_agent.tui.document import model_label
 from coding_agent.worker.status import WorkerStatusService
-from pico3.chord import ConversationService
+from pico3 import ConversationService
 
 __all__ = [
     "CLIENT_FACET_ID",

@@ -23,8 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from chord.context import Context
-from chord.facets import Facet, FacetEnvironment, define_facet
+from chord import Context, Facet, FacetEnvironment, define_facet
 from chord.textual import Choice, Tui
 from coding_agent.client.conversation_client import RemoteConversationClient
 from coding_agent.prompt_templates import PromptTemplate, discover_templates, expand_template

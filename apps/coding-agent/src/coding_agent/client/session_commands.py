@@ -31,8 +31,7 @@ from typing import Any, Literal, Protocol, cast
 
 import msgspec
 
-from chord.context import Context
-from chord.facets import Facet, FacetEnvironment, define_facet
+from chord import Context, Facet, FacetEnvironment, define_facet
 from chord.textual import Tui
 from coding_agent.session_index import delete_session, describe, set_session_name
 from coding_agent.sessions import Session, SessionError, list_sessions, open_session

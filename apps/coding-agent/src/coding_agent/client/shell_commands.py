@@ -14,9 +14,7 @@ from typing import Any
 
 from textual.widgets import Static
 
-from chord.context import Context
-from chord.facets import Facet, FacetEnvironment, define_facet
-from chord.state import Delivery
+from chord import Context, Delivery, Facet, FacetEnvironment, define_facet
 from chord.textual import Tui
 from coding_agent.client.conversation_client import RemoteConversationClient, WorkerUnavailable
 from coding_agent.tui.shell import shell_text

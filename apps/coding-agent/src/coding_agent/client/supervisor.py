@@ -35,7 +35,7 @@ import anyio.abc
 import anyio.to_thread
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from chord.wire import WireServiceSource
+from chord import WireServiceSource
 from coding_agent.sessions import Session
 
 __all__ = [

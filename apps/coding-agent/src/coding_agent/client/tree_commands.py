@@ -38,8 +38,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode as UiNode
 
-from chord.context import Context
-from chord.facets import Facet, FacetEnvironment, define_facet
+from chord import Context, Facet, FacetEnvironment, define_facet
 from chord.textual import Choice, Tui
 from coding_agent.session_tree import TreeNode, build_tree, path_prompts
 from coding_agent.sessions import Session, SessionError

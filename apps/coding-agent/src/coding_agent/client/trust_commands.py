@@ -18,8 +18,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from chord.context import Context
-from chord.facets import Facet, FacetEnvironment, define_facet
+from chord import Context, Facet, FacetEnvironment, define_facet
 from chord.textual import Tui, TuiService
 from coding_agent.trust import LOCAL_FACETS_DIR, TrustError, TrustStore, check_project
 

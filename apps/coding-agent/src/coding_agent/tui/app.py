@@ -33,9 +33,7 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from chord.context import BACKGROUND, Context, with_cancel
-from chord.facets import Facet
-from chord.state import Delivery
+from chord import BACKGROUND, Context, Delivery, Facet, with_cancel
 from chord.textual import TextualTui, run_app_with_facets
 from coding_agent.images import ImageError, prepare_image_file
 from coding_agent.tui.attachments import image_paths

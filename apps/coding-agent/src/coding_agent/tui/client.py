@@ -20,8 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from chord.context import BACKGROUND, Context
-from chord.state import Delivery, Listener, ReplicatedState
+from chord import BACKGROUND, Context, Delivery, Listener, ReplicatedState
 
 __all__ = ["ConversationClient", "InputAbortResult", "SendMode", "SessionInfo", "ViewRelay"]
 

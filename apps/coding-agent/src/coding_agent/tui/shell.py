@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from rich.text import Text
 
-from chord.context import Context
+from chord import Context
 
 __all__ = ["ShellRunner", "parse_bang", "shell_text"]
 

@@ -26,12 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chord.context import Context
-from chord.facets import Facet, FacetEnvironment, define_facet
-from pico3.chord import Harness
-from pico3.harness import Harness as OpenHarness
-from pico3.turn.generation import GENERATION_KIND
-from pico3.turn.sections import SystemSection, define_section
+from chord import Context, Facet, FacetEnvironment, define_facet
+from pico3 import GENERATION_KIND, Harness, HarnessService, SystemSection, define_section
 
 __all__ = [
     "CONTEXT_FILES_FACET_ID",
@@ -140,7 +136,7 @@ def context_files_facet(cwd: str | os.PathLike[str]) -> Facet:
             elif sections[key] in draft:
                 draft.delete(sections[key])
 
-    def install(harness: OpenHarness) -> Callable[[], None]:
+    def install(harness: Harness) -> Callable[[], None]:
         removers: list[Callable[[], None]] = []
 
         def uninstall() -> None:
@@ -160,7 +156,7 @@ def context_files_facet(cwd: str | os.PathLike[str]) -> Facet:
         return uninstall
 
     def setup(env: FacetEnvironment) -> None:
-        harness = env.use(Harness)
+        harness = env.use(HarnessService)
         env.on_activate(lambda: env.own(harness.add_registration(install)))
 
     return define_facet(CONTEXT_FILES_FACET_ID, setup)

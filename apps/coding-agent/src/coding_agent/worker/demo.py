@@ -29,14 +29,16 @@ from typing import Any
 
 import msgspec
 
-from chord.context import Context
+from chord import Context
 from pico3.models import (
     FAUX_MODEL,
     AssistantMessage,
+    FauxDeferred,
     FauxProvider,
     FauxResponse,
     FauxState,
     FauxStep,
+    FauxToolCall,
     ModelInfo,
     Request,
     StreamEvent,
@@ -46,7 +48,6 @@ from pico3.models import (
     faux_thinking,
     faux_tool_call,
 )
-from pico3.models.faux import FauxDeferred, FauxToolCall
 
 __all__ = [
     "DEMO_NOTES_FILE",

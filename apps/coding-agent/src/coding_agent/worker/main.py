@@ -60,19 +60,24 @@ import anyio
 import anyio.abc
 import msgspec
 
-from chord.context import BACKGROUND
-from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, define_facet
-from chord.packages import (
+from chord import (
+    BACKGROUND,
+    Facet,
     FacetDiscoveryError,
+    FacetEnvironment,
     FacetGeneration,
+    FacetHost,
     ReloadCoordinator,
     ReloadReport,
+    RemoteServiceError,
+    ServiceCall,
+    create_facet_host,
+    define_facet,
     discover_facet_packages,
     load_facet_packages,
+    provider_handler,
+    serve_unix,
 )
-from chord.remote import RemoteServiceError, ServiceCall
-from chord.transport import serve_unix
-from chord.wire import provider_handler
 from coding_agent.config import ConfigError, load_config
 from coding_agent.permission_modes import PERMISSION_MODES
 from coding_agent.private import PrivacyError, private_dir, socket_folder
@@ -102,14 +107,18 @@ from coding_agent.worker.shell_service import shell_service_facet
 from coding_agent.worker.status import WorkerStatus
 from coding_agent.worker.tools_facet import tools_facet
 from coding_agent.worker.tree_service import session_tree_facet
-from pico3.chord import Harness, HarnessService, harness_session_facet
-from pico3.harness import HarnessOptions
+from pico3 import (
+    CorruptStorage,
+    HarnessOptions,
+    HarnessService,
+    HarnessServiceApi,
+    JsonlStorage,
+    LocalProcessHost,
+    Models,
+    harness_session_facet,
+    reload,
+)
 from pico3.models import ModelInfo
-from pico3.process_host import LocalProcessHost
-from pico3.reload import reload
-from pico3.storage import CorruptStorage
-from pico3.storage.jsonl import JsonlStorage
-from pico3.turn.models import Models
 
 __all__ = [
     "EXIT_BUSY",
@@ -178,7 +187,7 @@ class SessionRuntime:
     """A running session host: the facet host, ``pi.harness``, the model choice, the status."""
 
     host: FacetHost
-    harness: HarnessService
+    harness: HarnessServiceApi
     choice: ProviderChoice
     status: WorkerStatus
     coordinator: ReloadCoordinator | None = None
@@ -223,7 +232,7 @@ class StorageWatch:
 
 
 async def prepare_root(
-    harness: HarnessService,
+    harness: HarnessServiceApi,
     choice: ProviderChoice,
     *,
     explicit: bool,
@@ -343,7 +352,7 @@ async def open_session_host(
         }
         options = HarnessOptions(services=services, on_report=on_error)
         features = [facet for generation in generations for facet in generation.facets]
-        box: dict[str, HarnessService] = {}
+        box: dict[str, HarnessServiceApi] = {}
         status = WorkerStatus(
             session_id=session.id, cwd=str(session.cwd), dev=config.dev, models=_known(choice)
         )
@@ -355,7 +364,7 @@ async def open_session_host(
                 )
 
         def worker(env: FacetEnvironment) -> None:
-            box["harness"] = env.use(Harness)
+            box["harness"] = env.use(HarnessService)
 
         reloader = PackageReloader(  # /reload from a TUI: every package, on demand
             lambda: scan_packages(config.facets_dirs, installed=config.installed_features)
@@ -518,7 +527,7 @@ def _known(choice: ProviderChoice) -> list[ModelInfo]:
 
 def _coordinator(
     host: FacetHost,
-    harness: HarnessService,
+    harness: HarnessServiceApi,
     generations: list[FacetGeneration],
     status: WorkerStatus,
 ) -> ReloadCoordinator:

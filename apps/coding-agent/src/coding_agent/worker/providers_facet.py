@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chord.facets import Facet, FacetEnvironment, define_facet
+from chord import Facet, FacetEnvironment, define_facet
 from coding_agent.worker.demo import ScriptedProvider, demo_provider, load_script
 from coding_agent.worker.providers import resolve_model
+from pico3 import Models
 from pico3.models import ModelInfo, Provider
-from pico3.turn.models import Models
 
 __all__ = ["PROVIDERS_FACET_ID", "ProviderChoice", "providers_facet", "resolve_providers"]
 

@@ -30,17 +30,19 @@ from typing import Literal, Protocol, TypedDict
 
 import anyio
 
-from chord.context import Context
-from chord.facets import Facet, FacetEnvironment, define_facet
-from chord.packages import (
+from chord import (
+    Context,
+    Facet,
     FacetDiscoveryError,
+    FacetEnvironment,
     FacetPackage,
     ReloadCoordinator,
     ReloadReport,
+    define_facet,
+    define_service,
     facet_package_from_folder,
     installed_facet_packages,
 )
-from chord.services import define_service
 
 __all__ = [
     "RELOAD_FACET_ID",

@@ -28,11 +28,9 @@ from typing import Any, cast
 
 import anyio
 
-from chord.context import Context, cancel_scope
-from chord.facets import Facet, FacetEnvironment, define_facet
-from chord.state import Delivery
+from chord import Context, Delivery, Facet, FacetEnvironment, cancel_scope, define_facet
 from coding_agent.settings_changes import MODEL_CHANGE, THINKING_CHANGE, model_ref
-from pico3.chord import ConversationService
+from pico3 import ConversationService
 
 __all__ = ["SETTINGS_LOG_FACET_ID", "change_entries", "settings_log_facet"]
 

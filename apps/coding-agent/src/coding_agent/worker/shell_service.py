@@ -31,12 +31,18 @@ from typing import Any
 
 import anyio
 
-from chord.context import BACKGROUND, Context, with_cancel
-from chord.facets import Facet, FacetEnvironment, define_facet
-from chord.services import define_service
+from chord import (
+    BACKGROUND,
+    Context,
+    Facet,
+    FacetEnvironment,
+    define_facet,
+    define_service,
+    with_cancel,
+)
 from coding_agent.worker.tools.bash import BASH_TOOL
 from coding_agent.worker.tools.spec import ToolContext, ToolError, ToolResult
-from pico3.chord import Harness
+from pico3 import HarnessService
 
 __all__ = [
     "LIVE_TAIL_CHARS",
@@ -77,7 +83,7 @@ def shell_service_facet(cwd: str | os.PathLike[str], *, spill_dir: Path | None =
     folder = str(cwd)
 
     def setup(env: FacetEnvironment) -> None:
-        harness = env.use(Harness)
+        harness = env.use(HarnessService)
         state = env.replicated_state({"running": None})
         current: dict[str, Any] = {}
         lock = anyio.Lock()

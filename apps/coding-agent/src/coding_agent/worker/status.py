@@ -31,11 +31,15 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from chord.context import BACKGROUND
-from chord.facets import Facet, FacetEnvironment, define_facet
-from chord.packages import ReloadReport
-from chord.services import define_service
-from chord.state import MutableReplicatedState
+from chord import (
+    BACKGROUND,
+    Facet,
+    FacetEnvironment,
+    MutableReplicatedState,
+    ReloadReport,
+    define_facet,
+    define_service,
+)
 from pico3.models import ModelInfo
 
 __all__ = ["MAX_REPORTS", "STATUS_FACET_ID", "WorkerStatus", "WorkerStatusService"]

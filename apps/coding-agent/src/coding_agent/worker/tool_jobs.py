@@ -35,14 +35,19 @@ import shutil
 from typing import Any
 from urllib.parse import quote
 
-from chord.context import Context
+from chord import Context
 from coding_agent.worker.tools import JobInfo, ToolError
-from pico3.harness import Harness
-from pico3.jobs import JOB_KIND, job_input
-from pico3.kernel.errors import Forbidden
-from pico3.process_host import LocalProcessHost, ProcessHost, ProcessStatus
-from pico3.storage.records import Task
-from pico3.tools import ToolApi
+from pico3 import (
+    JOB_KIND,
+    Forbidden,
+    Harness,
+    LocalProcessHost,
+    ProcessHost,
+    ProcessStatus,
+    Task,
+    ToolApi,
+    job_input,
+)
 
 __all__ = ["HarnessJobs", "job_key"]
 

@@ -48,20 +48,26 @@ from typing import Any
 
 import anyio
 
-from chord.context import Context
-from chord.facets import Facet, FacetEnvironment, define_facet
+from chord import Context, Facet, FacetEnvironment, define_facet
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.tool_jobs import HarnessJobs
 from coding_agent.worker.tools import JobControl, ToolContext, ToolSpec, builtin_tools
 from coding_agent.worker.tools import ToolResult as SpecResult
 from coding_agent.worker.tools.bash import prune_spills
 from coding_agent.worker.tools.files import FileStamp
-from pico3.chord import Harness
-from pico3.harness import Harness as OpenHarness
-from pico3.kernel.namespaces import Namespace
-from pico3.kernel.tx import Transaction
-from pico3.tools import MISSING, OutputBounds, OutputBuffer, ToolApi, ToolDeclaration, ToolResult
-from pico3.turn.models import Models
+from pico3 import (
+    MISSING,
+    Harness,
+    HarnessService,
+    Models,
+    Namespace,
+    OutputBounds,
+    OutputBuffer,
+    ToolApi,
+    ToolDeclaration,
+    ToolResult,
+    Transaction,
+)
 
 __all__ = [
     "FILES_NAMESPACE",
@@ -96,7 +102,7 @@ class HarnessReadLedger:
     """A conversation's read stamps in the ``coding-agent.files`` namespace (durable)."""
 
     def __init__(
-        self, harness: OpenHarness, namespace: Namespace, conversation_id: int, ctx: Context
+        self, harness: Harness, namespace: Namespace, conversation_id: int, ctx: Context
     ) -> None:
         self._harness = harness
         self._namespace = namespace
@@ -281,7 +287,7 @@ def tools_facet(
         Path(spill).mkdir(mode=0o700, parents=True, exist_ok=True)
         prune_spills(spill)  # spill files older than the retention period go
     locks: dict[str, Any] = {}  # one lock table for the session: writes to a file serialise
-    opened: list[OpenHarness] = []  # the harness the tools are registered on (for job control)
+    opened: list[Harness] = []  # the harness the tools are registered on (for job control)
     namespaces: list[Namespace] = []  # its coding-agent.files namespace
 
     def jobs(api: ToolApi) -> JobControl | None:
@@ -319,7 +325,7 @@ def tools_facet(
         for spec in chosen
     ]
 
-    def install(harness: OpenHarness) -> Callable[[], None]:
+    def install(harness: Harness) -> Callable[[], None]:
         namespace = harness.namespace(FILES_NAMESPACE, {"rewindable": {"reads": {}}})
         opened.append(harness)
         namespaces.append(namespace)
@@ -345,7 +351,7 @@ def tools_facet(
         return uninstall
 
     def setup(env: FacetEnvironment) -> None:
-        harness = env.use(Harness)
+        harness = env.use(HarnessService)
         env.on_activate(lambda: env.own(harness.add_registration(install)))
 
     return define_facet(TOOLS_FACET_ID, setup)

@@ -26,9 +26,7 @@ from typing import Any, Literal, Protocol, cast
 import anyio
 from msgspec import UNSET
 
-from chord.context import Context
-from chord.facets import Facet, FacetEnvironment, define_facet
-from chord.services import define_service
+from chord import Context, Facet, FacetEnvironment, define_facet, define_service
 from coding_agent.session_tree import (
     BRANCH_KIND,
     LABEL_KIND,
@@ -39,8 +37,7 @@ from coding_agent.session_tree import (
     lineage,
 )
 from coding_agent.worker.file_history import FileHistory
-from pico3.chord import Harness, HarnessService
-from pico3.model.records import conversation_json, entry_json
+from pico3 import HarnessService, HarnessServiceApi, conversation_json, entry_json
 
 __all__ = ["TREE_FACET_ID", "SessionTreeApi", "SessionTreeService", "session_tree_facet"]
 
@@ -72,7 +69,7 @@ SessionTreeService = define_service("coding-agent.session-tree", SessionTreeApi)
 
 
 class _Tree:
-    def __init__(self, harness: HarnessService, history: FileHistory) -> None:
+    def __init__(self, harness: HarnessServiceApi, history: FileHistory) -> None:
         self._harness = harness
         self._history = history
         self._lock = anyio.Lock()
@@ -236,7 +233,7 @@ def session_tree_facet(history: FileHistory) -> Facet:
     """The worker facet serving :data:`SessionTreeService` over ``pi.harness`` and ``history``."""
 
     def setup(env: FacetEnvironment) -> None:
-        harness = env.use(Harness)
+        harness = env.use(HarnessService)
         env.provide(SessionTreeService, cast(Any, _Tree(harness, history)))
 
     return define_facet(TREE_FACET_ID, setup)

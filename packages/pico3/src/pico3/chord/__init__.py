@@ -1,6 +1,6 @@
 """pico3 as Chord facets: the built-in session plumbing of seed-plugins §6.1 (DECISIONS D6).
 
-* :mod:`pico3.chord.contract`: the service tokens :data:`Harness` (``pi.harness``, local) and
+* :mod:`pico3.chord.contract`: the service tokens :data:`HarnessService` (``pi.harness``, local) and
   :data:`ConversationService` (``pi.conversation``, keyed by conversation id, remotable) and the
   JSON shape of :class:`ConversationView` (the pico3 view plus ``commit.events``).
 * :mod:`pico3.chord.session`: :func:`harness_session_facet`, which provides both and spawns one
@@ -22,8 +22,8 @@ from pico3.chord.contract import (
     EntryJson,
     EntryScanJson,
     ForkSpecJson,
-    Harness,
     HarnessService,
+    HarnessServiceApi,
     InputAbortResult,
     NewEntryJson,
     ParentRef,
@@ -46,8 +46,8 @@ __all__ = [
     "EntryJson",
     "EntryScanJson",
     "ForkSpecJson",
-    "Harness",
     "HarnessService",
+    "HarnessServiceApi",
     "InputAbortResult",
     "NewEntryJson",
     "ParentRef",

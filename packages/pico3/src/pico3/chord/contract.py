@@ -2,9 +2,9 @@
 
 Two services connect every feature to the harness:
 
-* :data:`Harness` (``pi.harness``, **local**): the in-process harness handle. Session facets
+* :data:`HarnessService` (``pi.harness``, **local**): the in-process harness handle. Session facets
   ``use`` it to register tools, hooks, task kinds and namespaces (through
-  :meth:`HarnessService.add_registration`, so the registration is re-applied on every opening of
+  :meth:`HarnessServiceApi.add_registration`, so the registration is re-applied on every opening of
   the session), and the session worker uses it to ``resume``, ``hold``, ``suspend`` and
   ``reopen``. It never leaves its process.
 * :data:`ConversationService` (``pi.conversation``, **remotable**, keyed by the conversation id
@@ -34,8 +34,7 @@ from chord.state import ReplicatedState
 
 if TYPE_CHECKING:
     from pico3.handle import HarnessHandle
-    from pico3.harness import ConversationHandle
-    from pico3.harness import Harness as PicoHarness
+    from pico3.harness import ConversationHandle, Harness
 
 __all__ = [
     "CommitInfo",
@@ -46,8 +45,8 @@ __all__ = [
     "EntryJson",
     "EntryScanJson",
     "ForkSpecJson",
-    "Harness",
     "HarnessService",
+    "HarnessServiceApi",
     "InputAbortResult",
     "NewEntryJson",
     "ParentRef",
@@ -202,7 +201,7 @@ class ConversationServiceApi(Protocol):
         ...
 
 
-class HarnessService(Protocol):
+class HarnessServiceApi(Protocol):
     """The session's harness, in process (``pi.harness``).
 
     Registrations go through :meth:`add_registration`: ``install(harness) -> unregister`` runs
@@ -216,7 +215,7 @@ class HarnessService(Protocol):
         ...
 
     @property
-    def harness(self) -> PicoHarness:
+    def harness(self) -> Harness:
         """The current opening (raises when suspended)."""
         ...
 
@@ -226,7 +225,7 @@ class HarnessService(Protocol):
         ...
 
     def add_registration(
-        self, install: Callable[[PicoHarness], Callable[[], None]]
+        self, install: Callable[[Harness], Callable[[], None]]
     ) -> Callable[[], None]:
         """Apply ``install`` to this and every later opening; returns an idempotent remover."""
         ...
@@ -256,7 +255,9 @@ class HarnessService(Protocol):
         ...
 
 
-Harness: Service[HarnessService] = define_service("pi.harness", HarnessService, local=True)
+HarnessService: Service[HarnessServiceApi] = define_service(
+    "pi.harness", HarnessServiceApi, local=True
+)
 """``pi.harness``: the local harness handle (singleton; never remote)."""
 
 ConversationService: Service[ConversationServiceApi] = define_service(

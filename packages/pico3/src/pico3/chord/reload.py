@@ -20,7 +20,7 @@ swap the worker makes the moment safe for the harness, in the least disruptive w
 
 and :func:`reload_session_facets` is the same thing called directly.
 
-``harness`` is the ``pi.harness`` service (:class:`~pico3.chord.contract.HarnessService`), whose
+``harness`` is the ``pi.harness`` service (:class:`~pico3.chord.contract.HarnessServiceApi`), whose
 ``suspend`` closes the conversation instances before the storage closes and whose ``reopen``
 returns once every conversation has its new instance. Because registrations are made through
 ``add_registration`` in ``on_activate`` and released by ``env.own``, and the host retires the old
@@ -42,7 +42,7 @@ from typing import Literal
 from chord.context import BACKGROUND, Context
 from chord.facets import Facet
 from chord.packages import AroundReload, ReloadableHost
-from pico3.chord.contract import HarnessService
+from pico3.chord.contract import HarnessServiceApi
 from pico3.tasks.scheduler import NotQuiescent
 
 __all__ = ["ReloadPath", "reload_session_facets", "session_around_reload"]
@@ -53,7 +53,7 @@ not guarded at all."""
 
 
 async def _guarded(
-    harness: HarnessService,
+    harness: HarnessServiceApi,
     perform: Callable[[], Awaitable[None]],
     ctx: Context,
     abort_removed: bool,
@@ -81,7 +81,7 @@ async def _guarded(
 
 
 async def reload_session_facets(
-    harness: HarnessService,
+    harness: HarnessServiceApi,
     host: ReloadableHost,
     facets: Sequence[Facet],
     ctx: Context,
@@ -101,7 +101,7 @@ async def reload_session_facets(
 
 
 def session_around_reload(
-    harness: HarnessService,
+    harness: HarnessServiceApi,
     ctx: Context = BACKGROUND,
     *,
     abort_removed: bool = False,

@@ -4,7 +4,7 @@
 
     @define_facet("worker")
     def worker(env):                              # the session worker's own facet
-        handles["harness"] = env.use(Harness)
+        handles["harness"] = env.use(HarnessService)
 
     async with anyio.create_task_group() as tg:
         session = harness_session_facet(lambda: JsonlStorage(path), options, task_group=tg)
@@ -14,11 +14,11 @@
 
 What the facet does (seed-plugins §6.1, followed literally):
 
-* **setup** declares ``provide(Harness, session)`` and ``provide_many(ConversationService)``.
+* **setup** declares ``provide(HarnessService, session)`` and ``provide_many(ConversationService)``.
 * **on_activate** starts the session's runner in ``task_group`` (it owns the
   :class:`~pico3.handle.HarnessHandle` and the bridges' tasks), opens the harness *without*
   resuming (features register in their own ``on_activate``, which runs after this one because
-  they ``use(Harness)``), and spawns one instance per conversation that exists.
+  they ``use(HarnessService)``), and spawns one instance per conversation that exists.
 * Every conversation created later (a fork, a subagent) gets its instance too: a commit
   listener sees the commit that created it, and the session's supervisor task watches it.
 * Each instance's ``view`` is fed by a :class:`~pico3.chord.bridge.ViewBridge`: one envelope,
@@ -51,11 +51,10 @@ from chord.context import BACKGROUND, Context
 from chord.facets import Facet, FacetEnvironment, ServiceSpawner, define_facet
 from chord.state import MutableReplicatedState
 from pico3.chord.bridge import BRIDGE_QUEUE_LIMIT, BridgeFailure, ViewBridge
-from pico3.chord.contract import ConversationService, ConversationServiceApi, Harness
+from pico3.chord.contract import ConversationService, ConversationServiceApi, HarnessService
 from pico3.chord.endpoint import ConversationEndpoint
 from pico3.handle import HarnessHandle, Registration
-from pico3.harness import ConversationHandle, HarnessOptions
-from pico3.harness import Harness as PicoHarness
+from pico3.harness import ConversationHandle, Harness, HarnessOptions
 from pico3.kernel.errors import Closed
 from pico3.kernel.tx import Batch
 from pico3.storage.base import Storage
@@ -74,12 +73,12 @@ def _log_error(error: BaseException) -> None:
 # -- supervisor commands --------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class _Opened:
-    harness: PicoHarness
+    harness: Harness
 
 
 @dataclass(frozen=True, slots=True)
 class _Created:
-    harness: PicoHarness
+    harness: Harness
     conversation_ids: tuple[int, ...]
 
 
@@ -99,7 +98,7 @@ _Command = _Opened | _Created | _Respawn | _Barrier
 class SessionHarness:
     """``pi.harness`` as the session facet provides it (see the module docstring).
 
-    Implements :class:`~pico3.chord.contract.HarnessService`; :meth:`bridge` is diagnostics.
+    Implements :class:`~pico3.chord.contract.HarnessServiceApi`; :meth:`bridge` is diagnostics.
     """
 
     def __init__(
@@ -122,7 +121,7 @@ class SessionHarness:
         self._reporter = on_error or self._options.on_report or _log_error
         self._handle: HarnessHandle | None = None
         self._group: anyio.abc.TaskGroup | None = None
-        self._current: PicoHarness | None = None
+        self._current: Harness | None = None
         self._bridges: dict[int, ViewBridge] = {}
         self._active = False
         self._stop = anyio.Event()
@@ -137,7 +136,7 @@ class SessionHarness:
         except Exception as failure:  # a broken reporter must not break the bridge
             _log_error(failure)
 
-    # -- HarnessService ------------------------------------------------------------------------
+    # -- HarnessServiceApi ------------------------------------------------------------------------
     @property
     def handle(self) -> HarnessHandle:
         """The underlying :class:`~pico3.handle.HarnessHandle`."""
@@ -146,7 +145,7 @@ class SessionHarness:
         return self._handle
 
     @property
-    def harness(self) -> PicoHarness:
+    def harness(self) -> Harness:
         """The current opening (raises when suspended or closed)."""
         return self.handle.harness
 
@@ -243,7 +242,7 @@ class SessionHarness:
                     await self._done.wait()
 
     # -- triggers --------------------------------------------------------------------------------
-    def _install(self, harness: PicoHarness) -> Callable[[], None]:
+    def _install(self, harness: Harness) -> Callable[[], None]:
         """Applied to every opening: follow conversation creation and spawn what exists.
 
         Instances still live belong to an earlier opening (the handle was suspended and reopened
@@ -313,7 +312,7 @@ class SessionHarness:
                 if self._current is not None:
                     await self._spawn(self._current, cid)
 
-    async def _spawn(self, harness: PicoHarness, conversation_id: int) -> None:
+    async def _spawn(self, harness: Harness, conversation_id: int) -> None:
         """Watch ``conversation_id`` and spawn its instance, unless it has one or the opening
         is no longer current."""
         if not self._live(harness) or conversation_id in self._bridges:
@@ -348,7 +347,7 @@ class SessionHarness:
         assert self._group is not None
         self._group.start_soon(bridge.run)
 
-    def _live(self, harness: PicoHarness) -> bool:
+    def _live(self, harness: Harness) -> bool:
         return self._active and harness is self._current and self._group is not None
 
     def _close_bridges(self) -> None:
@@ -389,7 +388,7 @@ def harness_session_facet(
             queue_limit=queue_limit,
             on_error=on_error,
         )
-        env.provide(Harness, session)
+        env.provide(HarnessService, session)
 
         async def activate() -> None:
             await task_group.start(session.run)

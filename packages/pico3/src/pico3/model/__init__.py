@@ -7,6 +7,7 @@ from pico3.model.config import ABSENT, CORE_CONFIG, ConfigKey, ConfigRejected, r
 from pico3.model.context import DerivedContext, derive_context, repair_tool_results
 from pico3.model.entries import (
     CORE_KINDS,
+    NOTICE_KIND,
     EntryKind,
     EntryRejected,
     NewEntry,
@@ -30,6 +31,7 @@ __all__ = [
     "ABSENT",
     "CORE_CONFIG",
     "CORE_KINDS",
+    "NOTICE_KIND",
     "ConfigKey",
     "ConfigRejected",
     "Conversation",

@@ -29,6 +29,7 @@ from pico3.model.records import Entry, Message
 __all__ = [
     "CORE_KINDS",
     "MESSAGE_ROLES",
+    "NOTICE_KIND",
     "EntryKind",
     "EntryRejected",
     "NewEntry",
@@ -38,13 +39,16 @@ __all__ = [
     "new_entry_json",
 ]
 
+NOTICE_KIND = "pi.notice"
+"""The one core kind a feature may write: a notice carrying exactly one user model message."""
+
 CORE_KINDS = frozenset(
     {
         "pi.user",
         "pi.assistant",
         "pi.tool_result",
         "pi.system",
-        "pi.notice",
+        NOTICE_KIND,
         "pi.usage",
         "pi.summary",
         "pi.handoff",

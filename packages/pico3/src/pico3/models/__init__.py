@@ -21,6 +21,7 @@ from pico3.models.faux import (
     FauxResponse,
     FauxState,
     FauxStep,
+    FauxToolCall,
     faux_deferred,
     faux_demo_script,
     faux_echo,
@@ -76,7 +77,7 @@ from pico3.models.provider import (
     messages_from_json,
     retryable_status,
 )
-from pico3.models.retry import RetryPolicy, parse_retry_after, retry_call
+from pico3.models.retry import RetryPolicy, Sleep, parse_retry_after, retry_call
 from pico3.models.stream import ABORTED, MessageBuilder, abortable, reduce_events
 
 __all__ = [
@@ -93,6 +94,7 @@ __all__ = [
     "FauxResponse",
     "FauxState",
     "FauxStep",
+    "FauxToolCall",
     "FetchResult",
     "ImageContent",
     "Message",
@@ -103,6 +105,7 @@ __all__ = [
     "ProviderError",
     "Request",
     "RetryPolicy",
+    "Sleep",
     "StartEvent",
     "StopReason",
     "StreamEvent",

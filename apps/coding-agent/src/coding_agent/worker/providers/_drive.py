@@ -18,17 +18,17 @@ from typing import Any, Protocol
 
 import anyio
 
-from chord.context import Context, ContextCancelled
+from chord import Context, ContextCancelled
 from pico3.models import (
     ABORTED,
     MessageBuilder,
     ProviderError,
     RetryPolicy,
+    Sleep,
     StreamEvent,
     abortable,
     retry_call,
 )
-from pico3.models.retry import Sleep
 
 __all__ = ["SdkStream", "connection_error", "drive"]
 

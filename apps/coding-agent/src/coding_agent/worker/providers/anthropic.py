@@ -29,7 +29,7 @@ from typing import Any, cast
 import anyio
 import msgspec
 
-from chord.context import Context
+from chord import Context
 from coding_agent.worker.providers._drive import SdkStream, connection_error, drive
 from coding_agent.worker.providers._sse import Last, SseStream
 from pico3.models import (
@@ -42,6 +42,7 @@ from pico3.models import (
     ProviderError,
     Request,
     RetryPolicy,
+    Sleep,
     StreamEvent,
     SystemMessage,
     TextContent,
@@ -55,7 +56,6 @@ from pico3.models import (
     parse_retry_after,
     retryable_status,
 )
-from pico3.models.retry import Sleep
 
 __all__ = [
     "ANTHROPIC_MODELS",

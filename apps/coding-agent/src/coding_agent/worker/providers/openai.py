@@ -38,7 +38,7 @@ from typing import Any, Literal, cast
 import anyio
 import msgspec
 
-from chord.context import Context
+from chord import Context
 from coding_agent.worker.providers._drive import SdkStream, connection_error, drive
 from coding_agent.worker.providers._sse import Last, SseStream
 from coding_agent.worker.providers.text_tools import (
@@ -59,6 +59,7 @@ from pico3.models import (
     ProviderError,
     Request,
     RetryPolicy,
+    Sleep,
     StreamEvent,
     SystemMessage,
     TextContent,
@@ -70,7 +71,6 @@ from pico3.models import (
     parse_retry_after,
     retryable_status,
 )
-from pico3.models.retry import Sleep
 
 __all__ = [
     "LOCAL_COMPAT",

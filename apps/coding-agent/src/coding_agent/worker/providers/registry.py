@@ -54,8 +54,15 @@ from coding_agent.worker.providers.openai import (
     OpenAIProvider,
 )
 from coding_agent.worker.providers.text_tools import TOOL_CALLING_MODES, ToolCalling
-from pico3.models import FAUX_MODEL, FauxProvider, ModelCost, ModelInfo, Provider, RetryPolicy
-from pico3.models.retry import Sleep
+from pico3.models import (
+    FAUX_MODEL,
+    FauxProvider,
+    ModelCost,
+    ModelInfo,
+    Provider,
+    RetryPolicy,
+    Sleep,
+)
 
 __all__ = [
     "PROVIDERS",

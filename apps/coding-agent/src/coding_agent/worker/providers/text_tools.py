@@ -33,7 +33,7 @@ from typing import Any, Literal, cast
 
 import msgspec
 
-from chord.json import is_json_value
+from chord import is_json_value
 from pico3.models import (
     AssistantMessage,
     ImageContent,

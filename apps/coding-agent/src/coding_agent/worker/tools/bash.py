@@ -57,7 +57,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from chord.context import Context
+from chord import Context
 
 from .jobs import start_background
 from .procs import ProcessRecord, kill_command, start_time

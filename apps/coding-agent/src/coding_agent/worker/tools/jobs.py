@@ -34,7 +34,7 @@ from typing import Any, Literal, Protocol
 
 import anyio
 
-from chord.context import Context
+from chord import Context
 
 from .spec import ToolContext, ToolError, ToolResult, ToolSpec, resolve_path, text_result
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_tail

@@ -36,7 +36,7 @@ import anyio
 import jsonschema
 import jsonschema.exceptions
 
-from chord.context import BACKGROUND, Context
+from chord import BACKGROUND, Context
 
 if TYPE_CHECKING:
     from .files import ReadLedger
