@@ -42,6 +42,7 @@ from pico3.kernel.heads import check_heads
 from pico3.kernel.line import Line
 from pico3.kernel.namespaces import NamespaceRegistry
 from pico3.kernel.tx import Authority, Batch, Invoker, KindLookup, Transaction
+from pico3.kernel.tx.tasks import TaskOps
 from pico3.kernel.view import Delivery, ViewRegistry
 from pico3.model.config import CORE_CONFIG, ConfigKey
 from pico3.storage._tables import PRECHECKED
@@ -64,7 +65,7 @@ T = TypeVar("T")
 Builder = Callable[[Transaction, Context], "T | Awaitable[T]"]
 Reporter = Callable[[BaseException], None]
 CommitListener = Callable[[Batch], None]
-BusyProbe = Callable[[Transaction, int], bool]
+BusyProbe = Callable[[TaskOps, int], bool]
 Describe = Callable[[Task, "dict[str, Any] | None"], Any]
 """The task layer's status projection: ``(task, slot without memos) -> JSON`` for the view."""
 
@@ -162,7 +163,7 @@ class Kernel:
         """A fresh id from the session's one counter."""
         return self.storage.mint_id()
 
-    def busy(self, tx: Transaction, conversation_id: int) -> bool:
+    def busy(self, tx: TaskOps, conversation_id: int) -> bool:
         """Prospective busy (§2.7): a live non-background turn task in the conversation, judged
         against committed state plus ``tx``'s batch (see :meth:`Transaction.is_busy`)."""
         if self._busy is not None:
@@ -170,7 +171,8 @@ class Kernel:
         return tx.is_busy(conversation_id)
 
     def set_busy_probe(self, probe: BusyProbe | None) -> None:
-        """Install the task layer's busy judgement (the scheduler does this at open)."""
+        """Replace the busy judgement (by default :meth:`Transaction.is_busy`); tests use it to
+        make a conversation busy without running a turn."""
         self._busy = probe
 
     def add_fault_listener(self, listener: Callable[[Faulted], None]) -> None:

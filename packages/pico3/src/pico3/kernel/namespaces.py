@@ -21,20 +21,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from chord.json import JsonError, copy_json
 from pico3.kernel.errors import StaleDefinition
 from pico3.kernel.proxy import TrackedDict
-
-if TYPE_CHECKING:
-    from pico3.kernel.tx import Transaction
 
 __all__ = [
     "NAME_PATTERN",
     "Namespace",
     "NamespaceRegistry",
     "SliceDoc",
+    "SliceSource",
     "SliceView",
     "check_name",
     "merged_slice",
@@ -189,6 +187,16 @@ def _stored_slice(doc: Mapping[str, Any] | None, name: str) -> Mapping[str, Any]
     return found if type(found) is dict else None
 
 
+class SliceSource(Protocol):
+    """What a :class:`SliceView` needs of its transaction (``pico3.kernel.tx``'s documents
+    concern implements it); a protocol here, so this module imports nothing of the
+    transaction."""
+
+    def require_namespace(self, token: Namespace) -> Namespace: ...
+
+    def _slice_root(self, doc: SliceDoc) -> TrackedDict: ...
+
+
 class SliceView:
     """The fixed-key, merged view of one namespace inside one transaction.
 
@@ -199,7 +207,7 @@ class SliceView:
 
     __slots__ = ("_tx", "token")
 
-    def __init__(self, tx: Transaction, token: Namespace) -> None:
+    def __init__(self, tx: SliceSource, token: Namespace) -> None:
         self._tx = tx
         self.token = token
 
@@ -210,7 +218,7 @@ class SliceView:
                 f"(declared: {sorted(self.token.keys)})"
             )
         self._tx.require_namespace(self.token)
-        root = self._tx._slice_root(self.token.keys[key])  # pyright: ignore[reportPrivateUsage]
+        root = self._tx._slice_root(self.token.keys[key])
         if "plugins" not in root:
             root["plugins"] = {}
         plugins = root["plugins"]

@@ -1,0 +1,56 @@
+"""The kernel's record of one commit (:class:`Batch`): what the builder wrote, for persistence,
+the view and commit listeners."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pico3.kernel.errors import ReadAfterWrite
+from pico3.kernel.proxy import Membrane, Recorder
+from pico3.storage.records import DocRef, DocWrite, Entry, Input, Task, Write
+
+__all__ = ["Batch"]
+
+
+class Batch:
+    """The kernel's side of one commit: what the builder wrote, recorded for persistence, the
+    view and commit listeners. Builders never see it; they get the :class:`Transaction`."""
+
+    def __init__(self) -> None:
+        self.open = True
+        self.membrane = Membrane()
+        self.poison: ReadAfterWrite | None = None
+        self.writes: list[Write] = []
+        self.events: dict[int, list[dict[str, Any]]] = {}
+        self.recorders: dict[DocRef, Recorder] = {}
+        self.config_changed: dict[int, list[str]] = {}
+        self.new_entries: list[Entry] = []
+        self.changed_docs: set[DocRef] = set()
+        self.created: list[int] = []
+        self.tasks: dict[int, Task] = {}  # every task created or patched, as it ends up
+        self.task_conversations: set[int] = set()
+        self.inputs: dict[int, Input] = {}
+        # entries built from payloads this batch validated and copied itself (by id()): storage
+        # need not walk them again; their events share the payload until a view copies them
+        self.prechecked: list[int] = []
+        self.heads = False  # some appended entry carries a head (checked at commit end)
+        self.shared_events: set[int] = set()
+
+    def finish(self) -> list[Write]:
+        """Close the builder surface; flush documents into ``doc`` writes and config changes
+        into ``config.changed`` events. Returns the batch to persist."""
+        self.open = False
+        writes = list(self.writes)
+        for ref, recorder in self.recorders.items():
+            ops = recorder.take()
+            if ops:
+                self.changed_docs.add(ref)
+                writes.append(DocWrite(ref=ref, ops=[list(op) for op in ops]))
+        for cid, keys in self.config_changed.items():
+            self.events.setdefault(cid, []).append({"type": "config.changed", "keys": keys})
+        return writes
+
+    @property
+    def has_events(self) -> bool:
+        """True when any conversation got an event."""
+        return any(self.events.values())
