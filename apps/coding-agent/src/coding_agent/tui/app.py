@@ -30,6 +30,7 @@ from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
@@ -41,6 +42,7 @@ from coding_agent.tui.client import ConversationClient, SendMode
 from coding_agent.tui.document import inbox_text, model_label
 from coding_agent.tui.keybindings import ACTIONS, Keybindings
 from coding_agent.tui.shell import ShellRunner, parse_bang
+from coding_agent.tui.terminal import TerminalKeys, driver_for, on_protocol_reported
 from coding_agent.tui.widgets.editor import PromptEditor
 from coding_agent.tui.widgets.footer import StatusFooter
 from coding_agent.tui.widgets.messages import ThinkingBlock
@@ -48,7 +50,14 @@ from coding_agent.tui.widgets.queue import QueuePanel
 from coding_agent.tui.widgets.tasks import TasksPanel
 from coding_agent.tui.widgets.transcript import Transcript
 
-__all__ = ["FRAME_INTERVAL", "THEME_ALIASES", "CodingAgentApp", "run_tui", "turn_status"]
+__all__ = [
+    "FRAME_INTERVAL",
+    "THEME_ALIASES",
+    "CodingAgentApp",
+    "key_name",
+    "run_tui",
+    "turn_status",
+]
 
 THEME_ALIASES = {"dark": "textual-dark", "light": "textual-light"}
 """Short names of the ``theme`` setting (any Textual theme name works too)."""
@@ -63,6 +72,11 @@ DOUBLE_CTRL_C = 1.0
 
 UNAVAILABLE = "Worker unavailable — reconnecting…"
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def key_name(key: str) -> str:
+    """How a hint writes a Textual key name (``escape`` → ``esc``)."""
+    return "+".join("esc" if part == "escape" else part for part in key.split("+"))
 
 
 def turn_status(view: Mapping[str, Any]) -> str:
@@ -104,6 +118,10 @@ def _compaction_text(compaction: Any) -> str:
     if compaction.get("stage") == "retrying":
         return f"Compacting context — retrying (attempt {compaction.get('attempt')})"
     return f"Compacting context ({reason})…" if reason else "Compacting context…"
+
+
+class _ProtocolReported(Message):
+    """The terminal said it speaks the kitty keyboard protocol (Shift+Enter can arrive)."""
 
 
 class CodingAgentApp(App[None]):
@@ -165,6 +183,10 @@ class CodingAgentApp(App[None]):
         self._thinking_collapsed = True
         self._last_escape = 0.0
         self._last_ctrl_c = 0.0
+        self._held: list[tuple[str, bool]] = []  # submitted while the worker was unavailable
+        self._unhook_protocol: Any = lambda: None
+        self.terminal_keys = TerminalKeys()
+        """Which keys this terminal can deliver (hints name no other key)."""
         self.stop_requested = False
         """``/stop``: the user asked to stop the session's worker as the app exits."""
         self.render_passes = 0
@@ -176,6 +198,11 @@ class CodingAgentApp(App[None]):
         self.shell: ShellRunner | None = None
         """Runs ``!cmd`` / ``!!cmd`` lines in the worker (set by the client; ``None``: the
         lines are refused with a toast)."""
+
+    def get_driver_class(self) -> type[Any]:
+        """Textual's driver, with ESC Enter as Alt+Enter and the typeahead fix on Linux
+        (:mod:`coding_agent.tui.terminal`)."""
+        return driver_for(super().get_driver_class())
 
     @property
     def ctx(self) -> Context:
@@ -218,6 +245,14 @@ class CodingAgentApp(App[None]):
         if self._requested == 0 and self.client.view.value is None:
             self.apply_view(None, rebaseline=True)
         self.set_interval(0.1, self._tick)
+        self._unhook_protocol = on_protocol_reported(lambda: self.post_message(_ProtocolReported()))
+        self.watch_busy(self.busy)
+
+    @on(_ProtocolReported)
+    def _protocol_reported(self) -> None:
+        if not self.terminal_keys.protocol:
+            self.terminal_keys.protocol = True
+            self.watch_busy(self.busy)
 
     def _apply_settings(self) -> None:
         """The theme and the rebound keys (see :mod:`coding_agent.tui.keybindings`)."""
@@ -241,6 +276,7 @@ class CodingAgentApp(App[None]):
             self.notify(problem, title="keybindings.toml", severity="warning", timeout=30)
 
     def on_unmount(self) -> None:
+        self._unhook_protocol()
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -312,6 +348,8 @@ class CodingAgentApp(App[None]):
             self._set_status("")
             return
         self._unavailable.display = False
+        if self._held:
+            self._flush_held()
         if rebaseline or not await self.transcript.update(value):
             await self.transcript.rebuild(value)
             self.footer.rebase(value)
@@ -344,13 +382,47 @@ class CodingAgentApp(App[None]):
         line = Text()
         line.append(f"{_SPINNER[self._spin]} ", style="bold")
         line.append(self._status_text)
-        line.append("   esc to interrupt", style="dim")
+        abort = self._hint_key("abort")
+        if abort:
+            line.append(f"   {abort} to interrupt", style="dim")
         self._status.update(line)
 
     def watch_busy(self, busy: bool) -> None:
-        self.editor.border_subtitle = (
-            "enter steers · alt+enter follows up" if busy else "enter sends · shift+enter newline"
-        )
+        self.editor.follow_up_newline = not busy
+        self.editor.border_subtitle = " · ".join(self.key_hints(busy))
+
+    def _hint_key(self, *actions: str) -> str | None:
+        """The first key of ``actions`` (in order) that is bound and can arrive here."""
+        for action in actions:
+            for key in self.keybindings.keys_of(action):
+                if self.terminal_keys.can_deliver(key):
+                    return key_name(key)
+        return None
+
+    def key_hints(self, busy: bool) -> list[str]:
+        """The editor's key hints, from the active bindings and what this terminal delivers:
+        idle, how to send and how to break a line; while a turn runs, how to steer and how to
+        follow up. A key that cannot arrive (Shift+Enter in tmux) is never named."""
+        hints: list[str] = []
+        submit = self._hint_key("submit")
+        if busy:
+            if submit:
+                hints.append(f"{submit} steers")
+            follow = self._hint_key("follow_up")
+            if follow:
+                hints.append(f"{follow} follows up")
+            return hints
+        if submit:
+            hints.append(f"{submit} sends")
+        newline = self._hint_key("newline") if self._shift_enter_first() else None
+        newline = newline or self._hint_key("follow_up", "newline")
+        if newline:
+            hints.append(f"{newline} newline")
+        return hints
+
+    def _shift_enter_first(self) -> bool:
+        keys = self.keybindings.keys_of("newline")
+        return bool(keys) and self.terminal_keys.can_deliver(keys[0])
 
     # -- input -------------------------------------------------------------------------------
     @on(PromptEditor.Submitted)
@@ -403,11 +475,36 @@ class CodingAgentApp(App[None]):
         return "followUp" if follow_up else "steer"
 
     def send(self, text: str, *, follow_up: bool = False) -> None:
-        """Send ``text`` (in the background); on failure it returns to the editor."""
-        mode = self.send_mode(follow_up)
-        self.run_worker(self._send(text, mode), group="send")
+        """Send ``text`` (in the background); on failure it returns to the editor.
 
-    async def _send(self, text: str, mode: SendMode) -> None:
+        While the worker is unavailable (not connected yet, restarting) the text is held and
+        sent as soon as the view is back: typeahead is never lost nor left in the editor."""
+        if self._latest is None:
+            self._hold(text, follow_up)
+            return
+        mode = self.send_mode(follow_up)
+        self.run_worker(self._send(text, mode, follow_up), group="send")
+
+    @property
+    def held(self) -> list[str]:
+        """Texts submitted while the worker was unavailable, waiting to be sent."""
+        return [text for text, _ in self._held]
+
+    def _hold(self, text: str, follow_up: bool) -> None:
+        self._held.append((text, follow_up))
+        count = len(self._held)
+        self.notify(
+            f"Not connected yet: {'it' if count == 1 else f'{count} messages'} will be sent "
+            "as soon as the session worker is back",
+            timeout=4,
+        )
+
+    def _flush_held(self) -> None:
+        held, self._held = self._held, []
+        for text, follow_up in held:
+            self.send(text, follow_up=follow_up)
+
+    async def _send(self, text: str, mode: SendMode, follow_up: bool = False) -> None:
         try:
             content = await self._attach_images(text)
             if content is None:
@@ -415,6 +512,9 @@ class CodingAgentApp(App[None]):
                 return
             await self.client.send(content, mode, self._ctx)
         except Exception as error:
+            if self._latest is None:  # the worker went away meanwhile: send it when back
+                self._hold(text, follow_up)
+                return
             self.notify(f"Could not send: {error}", severity="error")
             self.editor.restore(text)
 
@@ -531,6 +631,8 @@ class CodingAgentApp(App[None]):
         """Keys registered by facets (``tui.register_key``, e.g. Shift+Tab for the permission
         mode) are claimed here, before the focused editor sees them."""
         if isinstance(event, events.Key) and not event.is_forwarded:
+            if self.terminal_keys.saw(event.key):  # a Shift+Enter arrived: hints may name it
+                self.watch_busy(self.busy)
             target = self._facet_keys.get(event.key)
             if target is not None:  # a key rebound in keybindings.toml
                 if self.tui.handle_key(target):

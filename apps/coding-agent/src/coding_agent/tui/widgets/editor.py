@@ -2,9 +2,10 @@
 
 Keys (pi's defaults, agent-features b14):
 
-* Enter submits; Alt+Enter submits as a follow-up (while a turn runs it waits for the turn's
-  end instead of steering it);
-* Shift+Enter or Ctrl+J inserts a newline (Shift+Enter needs a terminal that reports it);
+* Enter submits; while a turn runs, Alt+Enter submits as a follow-up (it waits for the turn's
+  end instead of steering it); with no turn running, Alt+Enter inserts a newline;
+* Shift+Enter or Ctrl+J inserts a newline (Shift+Enter needs a terminal that reports it: not
+  tmux, see :mod:`coding_agent.tui.terminal`);
 * Up on the first line / Down on the last line walk the history of submitted texts;
 * Tab completes a path being typed (a word containing ``/``);
 * Ctrl+G (bound by the app) edits the text in ``$VISUAL``/``$EDITOR``, see
@@ -129,6 +130,9 @@ class PromptEditor(TextArea):
         self._file_index: FileIndex | None = None
         self.key_actions: dict[str, str] = dict(DEFAULT_KEY_ACTIONS)
         """Key → ``submit``, ``follow_up`` or ``newline`` (keybindings.toml changes it)."""
+        self.follow_up_newline = True
+        """The follow-up key (Alt+Enter) inserts a newline: the app sets it while no turn
+        runs (there is nothing to follow up, and tmux delivers no Shift+Enter)."""
 
     # -- submission --------------------------------------------------------------------------
     def submit(self, *, follow_up: bool = False) -> None:
@@ -171,11 +175,11 @@ class PromptEditor(TextArea):
             else:
                 self.submit()
             return
-        if action == "follow_up":
+        if action == "follow_up" and not self.follow_up_newline:
             self._handled(event)
             self.submit(follow_up=True)
             return
-        if action == "newline":
+        if action in ("newline", "follow_up"):
             self._handled(event)
             start, end = self.selection
             self.replace("\n", start, end, maintain_selection_offset=False)
