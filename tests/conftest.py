@@ -8,6 +8,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,3 +86,25 @@ def other_python(other_user: pwd.struct_passwd) -> list[str]:
         if os.path.exists(python) and _runs_as(other_user, python):
             return [python, "-I"]
     pytest.fail(f"no Python interpreter that {other_user.pw_name} can run: tried {candidates}")
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[Any]:
+    """A throwaway PostgreSQL cluster for the whole run (issue 23): ``initdb`` in a temporary
+    folder, ``pg_ctl start`` on a free loopback port (and a Unix socket in the folder), stopped
+    and deleted at the end. Without the server binaries the tests are skipped, except in CI
+    (``CI=true``), where ``.ci/run`` installs them and their absence fails the tests."""
+    from pico3.storage.pg_cluster import PostgresMissing, TempCluster
+
+    # the tests commit with synchronous_commit=off and never pull the plug: no need to flush
+    cluster = TempCluster({"fsync": "off", "full_page_writes": "off"})
+    try:
+        cluster.start()
+    except PostgresMissing as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{exc}; CI must run the PostgreSQL tests")
+        pytest.skip(str(exc))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

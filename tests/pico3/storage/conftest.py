@@ -1,12 +1,14 @@
 """Shared fixtures for the storage tests: both backends behind one factory, and a state dump.
 
-``backend`` is parametrized over ``memory`` and ``jsonl``. ``backend.new()`` returns a storage
-object on the *same* backing store each time (the same ``MemoryStorage``, or a fresh
-``JsonlStorage`` on the same directory), which is what "reopen" means for each of them.
+``backend`` is parametrized over ``memory``, ``jsonl`` and ``postgresql``. ``backend.new()``
+returns a storage object on the *same* backing store each time (the same ``MemoryStorage``, a
+fresh ``JsonlStorage`` on the same directory, or a fresh ``PostgresStorage`` on the same session
+of the test cluster), which is what "reopen" means for each of them.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from pico3.storage import (
     EntryScan,
     JsonlStorage,
     MemoryStorage,
+    PostgresStorage,
     Storage,
     TaskScan,
 )
@@ -45,11 +48,17 @@ class Backend:
         return await self.opened()
 
 
-@pytest.fixture(params=["memory", "jsonl"])
+@pytest.fixture(params=["memory", "jsonl", "postgresql"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     if request.param == "memory":
         memory = MemoryStorage()
         return Backend("memory", lambda: memory, None)
+    if request.param == "postgresql":
+        cluster = request.getfixturevalue("postgres_cluster")
+        session = f"test-{uuid.uuid4().hex}"
+        return Backend(
+            "postgresql", lambda: PostgresStorage(cluster.conninfo, session, fsync=False), None
+        )
     directory = tmp_path / "session"
     return Backend("jsonl", lambda: JsonlStorage(directory, fsync=False), directory)
 

@@ -4,6 +4,7 @@
 * :mod:`pico3.storage.base`: the :class:`Storage` protocol and the storage errors.
 * :class:`MemoryStorage`: in memory, reopenable; the reference backend.
 * :class:`JsonlStorage`: a directory of append-only JSONL files with crash recovery.
+* :class:`PostgresStorage`: sessions in a PostgreSQL database (psycopg 3), with leases.
 
 Storage knows nothing of the kernel: it stores what it is given, atomically, and reads it back.
 """
@@ -11,6 +12,8 @@ Storage knows nothing of the kernel: it stores what it is given, atomically, and
 from pico3.storage.base import (
     CorruptStorage,
     InvalidBatch,
+    LeaseLost,
+    SchemaTooNew,
     Storage,
     StorageClosed,
     StorageError,
@@ -19,6 +22,7 @@ from pico3.storage.base import (
 )
 from pico3.storage.jsonl import JsonlStorage
 from pico3.storage.memory import MemoryStorage
+from pico3.storage.postgres import PostgresStorage
 from pico3.storage.records import (
     UNSET,
     Conversation,
@@ -58,9 +62,12 @@ __all__ = [
     "InputWrite",
     "InvalidBatch",
     "JsonlStorage",
+    "LeaseLost",
     "MemoryStorage",
     "Ops",
     "Parent",
+    "PostgresStorage",
+    "SchemaTooNew",
     "SectionSeed",
     "Storage",
     "StorageClosed",

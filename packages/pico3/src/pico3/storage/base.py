@@ -33,7 +33,11 @@ Errors
   (fail-stop, §3.10). Reopening recovers the last complete batch.
 * :class:`CorruptStorage`: ``open`` found stored data it cannot trust; ``path`` and ``line``
   name the place.
-* :class:`StorageClosed`, :class:`StorageInUse`: lifecycle misuse.
+* :class:`LeaseLost` (a :class:`StorageFailed`): another worker took over the session; the
+  commit wrote nothing and the storage is fail-stop.
+* :class:`SchemaTooNew`: the database's schema is newer than this code (PostgreSQL).
+* :class:`StorageClosed`, :class:`StorageInUse`: lifecycle misuse (a second opener, in this
+  process or another, gets :class:`StorageInUse` naming the holder).
 """
 
 from __future__ import annotations
@@ -57,6 +61,8 @@ from pico3.storage.records import (
 __all__ = [
     "CorruptStorage",
     "InvalidBatch",
+    "LeaseLost",
+    "SchemaTooNew",
     "Storage",
     "StorageClosed",
     "StorageError",
@@ -85,6 +91,18 @@ class StorageInUse(StorageError):
 
 class StorageFailed(StorageError):
     """A commit failed after it may have written something; the storage is now fail-stop."""
+
+
+class LeaseLost(StorageFailed):
+    """Another worker took this session's lease (its epoch, the fencing token, moved on).
+
+    Raised by the commit whose transaction found the epoch changed: that commit wrote nothing,
+    and the storage refuses every later commit. The worker must stop: the session now has a
+    different writer."""
+
+
+class SchemaTooNew(StorageError):
+    """The database was migrated by a newer pico3 than this one; nothing was changed."""
 
 
 class CorruptStorage(StorageError):

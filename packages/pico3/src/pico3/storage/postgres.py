@@ -1,0 +1,737 @@
+"""PostgresStorage: sessions in a PostgreSQL database (psycopg 3, async, a connection pool).
+
+The same contract as :class:`~pico3.storage.memory.MemoryStorage` and
+:class:`~pico3.storage.jsonl.JsonlStorage` (pico3-spec §3): batches are validated and staged in
+memory first, then written in *one* database transaction, then applied to the in-memory
+tables the reads serve from. Many sessions share one database; each is named by ``session``.
+
+Tables (schema version :data:`SCHEMA_VERSION`, see :data:`MIGRATIONS`)
+-----------------------------------------------------------------------
+``pico3_schema``
+    One row: the schema version. Migrations run at open, under an advisory lock, in one
+    transaction; a database whose version is newer than this code is refused with
+    :class:`~pico3.storage.base.SchemaTooNew` before anything is read or written.
+``pico3_sessions``
+    One row per session: its last ``seq``, the id high-water ``max_id``, and the *lease*:
+    ``epoch`` (the fencing token), ``holder`` (who, e.g. ``pid 123 on host``), ``lease_until``.
+``pico3_commits``
+    One row per commit ``(session, seq)``: the batch's main writes (msgspec JSON, ``bytea``),
+    the counterpart of a ``main.jsonl`` line. Every seq has a row, even an empty batch's.
+``pico3_sticky``
+    Sticky document ops per ``(session, conversation_id, seq)``; :meth:`truncate` deletes the
+    rows before the last base (the sidecar rewrite of JSONL).
+``pico3_task_patches``
+    A live task's transient patches (running, checkpoints, the abort mark) per
+    ``(session, task_id, seq)``; deleted in the transaction that publishes the task's terminal
+    record, exactly like a JSONL task sidecar.
+
+Publication point and durability
+--------------------------------
+A commit is one call of the ``pico3_commit`` SQL function in autocommit mode (one round trip):
+it checks the lease (``epoch``) and the previous seq on the session row, advances them, inserts
+the rows and deletes the retired task patches; the transaction's COMMIT is the publication
+point. Nothing is half-published: a failed transaction leaves no row. ``fsync=True`` (default)
+commits with ``synchronous_commit=on`` (acknowledged once the WAL is flushed on the server);
+``fsync=False`` with ``synchronous_commit=off`` (acknowledged before the flush: survives the
+death of the worker, and of the server process on a healthy machine, not a power loss of the
+database host). Any error after the call started makes the storage fail-stop
+(:class:`~pico3.storage.base.StorageFailed`); reopening recovers the last committed batch.
+
+One writer (the lease)
+----------------------
+``open`` takes the session's lease: it bumps ``epoch`` if nobody holds it or the holder's
+``lease_until`` has passed, and refuses with :class:`~pico3.storage.base.StorageInUse` naming the
+holder otherwise. A daemon thread renews the lease every quarter of ``lease_seconds`` (and every
+commit extends it). Every commit's transaction checks the epoch: a worker whose lease was taken
+(it stalled past the expiry, or its renewals could not reach the database) fails its next commit
+with :class:`~pico3.storage.base.LeaseLost`, having written nothing, and the storage refuses every
+later commit. ``close`` releases the lease so the next opener need not wait for the expiry.
+
+Open-time recovery
+------------------
+``open`` reads the session's rows in seq order (in chunks, one aggregated round trip each) and
+replays them through the same staging as a live commit. Rows that do not decode, a seq gap or
+a batch that does not replay fail open with :class:`~pico3.storage.base.CorruptStorage`
+naming the table, session and seq. Patch rows of terminal or unknown tasks are ignored and
+deleted (a retired task never resurrects).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+import socket
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import msgspec
+
+from chord.context import Context
+from pico3.storage._tables import Staged, Tables, TableStorage, current_prechecked, normalize_batch
+from pico3.storage.base import (
+    CorruptStorage,
+    InvalidBatch,
+    LeaseLost,
+    SchemaTooNew,
+    StorageError,
+    StorageFailed,
+    StorageInUse,
+)
+from pico3.storage.records import DocRef, DocWrite, TaskPatchWrite, TaskWrite, Write, is_base
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["LEASE_SECONDS", "MIGRATIONS", "SCHEMA_VERSION", "PostgresStorage", "migrate"]
+
+LEASE_SECONDS = 2.0
+"""Default lease expiry: a crashed worker's sessions can be taken over this long after its
+last renewal."""
+
+_MIGRATION_LOCK = 0x70696336  # pg_advisory_xact_lock key while migrating ("pic6")
+_CHUNK = 20000  # commits per aggregated read at open
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the tables and the commit function
+    """
+    CREATE TABLE pico3_sessions (
+        session text PRIMARY KEY,
+        seq bigint NOT NULL DEFAULT 0,
+        max_id bigint NOT NULL DEFAULT 0,
+        epoch bigint NOT NULL DEFAULT 0,
+        holder text,
+        lease_until timestamptz,
+        created timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE TABLE pico3_commits (
+        session text NOT NULL,
+        seq bigint NOT NULL,
+        writes bytea NOT NULL,
+        PRIMARY KEY (session, seq)
+    );
+    CREATE TABLE pico3_sticky (
+        session text NOT NULL,
+        conversation_id bigint NOT NULL,
+        seq bigint NOT NULL,
+        writes bytea NOT NULL,
+        PRIMARY KEY (session, conversation_id, seq)
+    );
+    CREATE TABLE pico3_task_patches (
+        session text NOT NULL,
+        task_id bigint NOT NULL,
+        seq bigint NOT NULL,
+        writes bytea NOT NULL,
+        PRIMARY KEY (session, task_id, seq)
+    );
+    CREATE FUNCTION pico3_commit(
+        p_session text, p_epoch bigint, p_seq bigint, p_max_id bigint, p_sync boolean,
+        p_lease_ms integer, p_writes bytea, p_sticky_ids bigint[], p_sticky bytea[],
+        p_task_ids bigint[], p_tasks bytea[], p_retired bigint[]
+    ) RETURNS void LANGUAGE plpgsql AS $$
+    DECLARE
+        found_epoch bigint;
+        found_seq bigint;
+    BEGIN
+        IF NOT p_sync THEN
+            PERFORM set_config('synchronous_commit', 'off', true);
+        END IF;
+        UPDATE pico3_sessions
+           SET seq = p_seq, max_id = p_max_id,
+               lease_until = clock_timestamp() + p_lease_ms * interval '1 millisecond'
+         WHERE session = p_session AND epoch = p_epoch AND seq = p_seq - 1;
+        IF NOT FOUND THEN
+            SELECT epoch, seq INTO found_epoch, found_seq
+              FROM pico3_sessions WHERE session = p_session;
+            IF found_epoch IS DISTINCT FROM p_epoch THEN
+                RAISE EXCEPTION 'lease of session % lost: epoch is now %, this writer holds %',
+                    p_session, found_epoch, p_epoch USING ERRCODE = 'P3L01';
+            END IF;
+            RAISE EXCEPTION 'session % is at seq %, this writer expected %',
+                p_session, found_seq, p_seq - 1 USING ERRCODE = 'P3S01';
+        END IF;
+        INSERT INTO pico3_commits (session, seq, writes) VALUES (p_session, p_seq, p_writes);
+        IF cardinality(p_sticky_ids) > 0 THEN
+            INSERT INTO pico3_sticky (session, conversation_id, seq, writes)
+            SELECT p_session, u.id, p_seq, u.w FROM unnest(p_sticky_ids, p_sticky) AS u(id, w);
+        END IF;
+        IF cardinality(p_task_ids) > 0 THEN
+            INSERT INTO pico3_task_patches (session, task_id, seq, writes)
+            SELECT p_session, u.id, p_seq, u.w FROM unnest(p_task_ids, p_tasks) AS u(id, w);
+        END IF;
+        IF cardinality(p_retired) > 0 THEN
+            DELETE FROM pico3_task_patches
+             WHERE session = p_session AND task_id = ANY(p_retired);
+        END IF;
+    END $$;
+    CREATE FUNCTION pico3_truncate_sticky(
+        p_session text, p_epoch bigint, p_conversation_id bigint, p_base bigint
+    ) RETURNS void LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM 1 FROM pico3_sessions WHERE session = p_session AND epoch = p_epoch FOR UPDATE;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'lease of session % lost', p_session USING ERRCODE = 'P3L01';
+        END IF;
+        DELETE FROM pico3_sticky
+         WHERE session = p_session AND conversation_id = p_conversation_id AND seq < p_base;
+    END $$;
+    """,
+)
+"""Schema migrations: ``MIGRATIONS[n - 1]`` takes the database from version ``n - 1`` to
+``n``. Append only; never edit a released one."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The schema version this code writes and reads."""
+
+_ENCODER = msgspec.json.Encoder()
+_BATCHES = msgspec.json.Decoder(list[list[Write]])
+_STICKY_NAME = re.compile(r"sticky-([1-9][0-9]*)\.jsonl")
+_TASK_NAME = re.compile(r"task-([1-9][0-9]*)\.jsonl")
+_LEASE_LOST = "P3L01"
+
+
+async def migrate(conn: AsyncConnection[Any]) -> int:
+    """Bring the database's pico3 schema to :data:`SCHEMA_VERSION`; return the version found.
+
+    Runs in one transaction under an advisory lock (concurrent openers wait, then find it
+    done). Raises :class:`SchemaTooNew` if the database is newer than this code."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        await conn.execute("CREATE TABLE IF NOT EXISTS pico3_schema (version integer NOT NULL)")
+        row = await (await conn.execute("SELECT version FROM pico3_schema")).fetchone()
+        found = 0 if row is None else int(row[0])
+        if found > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"the database's pico3 schema is version {found}, newer than this pico3 "
+                f"(it knows versions up to {SCHEMA_VERSION}); nothing was changed. Upgrade "
+                "pico3 (coding-agent) on this machine, or point it at another database"
+            )
+        for version in range(found + 1, SCHEMA_VERSION + 1):
+            await conn.execute(MIGRATIONS[version - 1])  # type: ignore[arg-type]
+        if row is None:
+            await conn.execute("INSERT INTO pico3_schema VALUES (%s)", (SCHEMA_VERSION,))
+        elif found < SCHEMA_VERSION:
+            await conn.execute("UPDATE pico3_schema SET version = %s", (SCHEMA_VERSION,))
+    return found
+
+
+def _holder() -> str:
+    return f"pid {os.getpid()} on {socket.gethostname()}"
+
+
+class PostgresStorage(TableStorage):
+    """A :class:`~pico3.storage.base.Storage` in PostgreSQL (see the module doc).
+
+    ``conninfo`` is a libpq connection string or URL (``postgresql://user@host/db``); or pass
+    ``pool``, an :class:`psycopg_pool.AsyncConnectionPool` shared by many sessions (opened by
+    its owner). ``session`` names the session inside the database. ``fsync`` maps to
+    ``synchronous_commit``; ``lease_seconds`` is the lease expiry. ``wait`` is how long
+    ``open`` waits for a held lease to expire (default 0: refuse at once). ``take_over=True``
+    takes the lease even though it is held: for a supervisor that knows the holder is dead (it
+    reaped it); should the holder be alive after all, its next commit fails with
+    :class:`LeaseLost`. With ``create=False`` a session the database does not hold is an error.
+    """
+
+    def __init__(
+        self,
+        conninfo: str | None = None,
+        session: str = "default",
+        *,
+        pool: AsyncConnectionPool | None = None,
+        fsync: bool = True,
+        lease_seconds: float = LEASE_SECONDS,
+        wait: float = 0.0,
+        take_over: bool = False,
+        create: bool = True,
+    ) -> None:
+        super().__init__()
+        if (conninfo is None) == (pool is None):
+            raise ValueError("PostgresStorage needs exactly one of conninfo or pool")
+        if not session:
+            raise ValueError("PostgresStorage needs a non-empty session name")
+        if lease_seconds <= 0:
+            raise ValueError(f"lease_seconds must be positive, not {lease_seconds}")
+        if conninfo is None:
+            assert pool is not None
+            if not isinstance(pool.conninfo, str):
+                raise ValueError("a shared pool needs a plain conninfo string (for lease renewal)")
+            conninfo = pool.conninfo
+        self._conninfo = conninfo
+        self._shared_pool = pool
+        self._pool: AsyncConnectionPool | None = None
+        self._session = session
+        self._fsync = fsync
+        self._lease_ms = max(1, round(lease_seconds * 1000))
+        self._create = create
+        self._wait = wait
+        self._take_over = take_over
+        self._epoch = 0
+        self._failed: BaseException | None = None
+        self._lock: anyio.Lock | None = None
+        self._sticky_base: dict[int, int] = {}  # conversation id -> seq of its last base
+        self._renewer: _Renewer | None = None
+
+    def __repr__(self) -> str:
+        return f"<PostgresStorage session={self._session!r} seq={self.seq}>"
+
+    @property
+    def session(self) -> str:
+        return self._session
+
+    @property
+    def fsync(self) -> bool:
+        return self._fsync
+
+    @property
+    def epoch(self) -> int:
+        """This opening's fencing token (0 when not open)."""
+        return self._epoch if self._open else 0
+
+    # open / close --------------------------------------------------------------------------
+
+    async def open(self, ctx: Context) -> None:
+        """Migrate the schema if needed, take the lease, replay the session; see the module doc."""
+        self._claim()
+        from psycopg_pool import AsyncConnectionPool
+
+        self._failed = None
+        self._lock = anyio.Lock()
+        if self._shared_pool is not None:
+            self._pool = self._shared_pool
+        else:
+            self._pool = AsyncConnectionPool(
+                self._conninfo,
+                min_size=1,
+                max_size=2,
+                open=False,
+                kwargs={"autocommit": True},
+            )
+            await self._pool.open(wait=True, timeout=30)
+        try:
+            async with self._pool.connection() as conn:
+                await conn.set_autocommit(True)
+                await migrate(conn)
+                self._epoch = await self._take_lease(conn)
+                try:
+                    tables = await self._load(conn)
+                except BaseException:
+                    with anyio.CancelScope(shield=True):
+                        await self._release_lease(conn)
+                    raise
+        except BaseException:
+            await self._close_pool()
+            raise
+        self._tables = tables
+        self._next_id = tables.high_water + 1
+        self._renewer = _Renewer(self._conninfo, self._session, self._epoch, self._lease_ms)
+        self._open = True
+
+    async def _take_lease(self, conn: AsyncConnection[Any]) -> int:
+        deadline = anyio.current_time() + self._wait
+        while True:
+            try:
+                return await self._try_lease(conn)
+            except _Held as held:
+                left = deadline - anyio.current_time()
+                if left <= 0:
+                    raise StorageInUse(str(held)) from None
+                await anyio.sleep(min(left, max(held.expires_in, 0.0) + 0.005))
+
+    async def _try_lease(self, conn: AsyncConnection[Any]) -> int:
+        if self._create:
+            await conn.execute(
+                "INSERT INTO pico3_sessions (session) VALUES (%s) ON CONFLICT DO NOTHING",
+                (self._session,),
+            )
+        row = await (
+            await conn.execute(
+                "UPDATE pico3_sessions SET epoch = epoch + 1, holder = %s, "
+                "lease_until = clock_timestamp() + %s * interval '1 millisecond' "
+                "WHERE session = %s AND (%s OR holder IS NULL OR lease_until < clock_timestamp()) "
+                "RETURNING epoch",
+                (_holder(), self._lease_ms, self._session, self._take_over),
+            )
+        ).fetchone()
+        if row is not None:
+            return int(row[0])
+        held = await (
+            await conn.execute(
+                "SELECT holder, epoch, "
+                "extract(epoch FROM lease_until - clock_timestamp())::float8 "
+                "FROM pico3_sessions WHERE session = %s",
+                (self._session,),
+            )
+        ).fetchone()
+        if held is None:
+            raise StorageError(
+                f"session {self._session!r} does not exist in the database (create=False); "
+                "check the session name, or create it first"
+            )
+        holder, epoch, left = held
+        left = max(0.0, left or 0.0)
+        raise _Held(
+            f"session {self._session!r} is open in another worker ({holder}, lease epoch "
+            f"{epoch}, expires in {left:.1f} s unless renewed); stop that worker, or wait for "
+            "its lease to expire",
+            left,
+        )
+
+    async def _release_lease(self, conn: AsyncConnection[Any]) -> None:
+        await conn.execute(
+            "UPDATE pico3_sessions SET holder = NULL, lease_until = NULL "
+            "WHERE session = %s AND epoch = %s",
+            (self._session, self._epoch),
+        )
+
+    async def _load(self, conn: AsyncConnection[Any]) -> Tables:
+        session = self._session
+        row = await (
+            await conn.execute(
+                "SELECT seq, max_id FROM pico3_sessions WHERE session = %s", (session,)
+            )
+        ).fetchone()
+        assert row is not None  # the lease row exists: we just took it
+        last, high_water = int(row[0]), int(row[1])
+        extra: dict[int, list[Write]] = {}
+        known: set[int] = set()
+        retired: set[int] = set()
+        base: dict[int, int] = {}
+        cursor = conn.cursor(binary=True)
+        await cursor.execute(
+            "SELECT conversation_id, seq, writes FROM pico3_sticky WHERE session = %s "
+            "ORDER BY seq, conversation_id",
+            (session,),
+        )
+        sticky = await cursor.fetchall()
+        await cursor.execute(
+            "SELECT task_id, seq, writes FROM pico3_task_patches WHERE session = %s "
+            "ORDER BY seq, task_id",
+            (session,),
+        )
+        patches = await cursor.fetchall()
+        await cursor.close()
+
+        tables = Tables()
+        enabled = gc.isenabled()
+        gc.disable()  # replay keeps every record (acyclic): see JsonlStorage._load_paused
+        try:
+            commits = await self._read_commits(conn, last)
+            for _, writes in commits:
+                self._scan_tasks(writes, known, retired)
+            self._collect(session, sticky, patches, extra, known, retired, base, last)
+            for number, writes in commits:
+                more = extra.get(number)
+                if more:
+                    writes = writes + more
+                try:
+                    tables.apply(tables.stage(writes, number))
+                except InvalidBatch as exc:
+                    raise CorruptStorage(
+                        f"pico3_commits[session={session!r}, seq {number}]",
+                        None,
+                        f"batch does not replay: {exc}",
+                    ) from None
+        finally:
+            if enabled:
+                gc.enable()
+        tables.high_water = max(tables.high_water, high_water)
+        stale = [id for id, _, _ in patches if id in retired or id not in known]
+        if stale:
+            await conn.execute(
+                "DELETE FROM pico3_task_patches WHERE session = %s AND task_id = ANY(%s)",
+                (session, sorted(set(stale))),
+            )
+        self._sticky_base = base
+        return tables
+
+    async def _read_commits(
+        self, conn: AsyncConnection[Any], last: int
+    ) -> list[tuple[int, list[Write]]]:
+        """Every commit row ``1..last`` in seq order, read in aggregated chunks."""
+        session = self._session
+        out: list[tuple[int, list[Write]]] = []
+        seq = 0
+        while seq < last:
+            stop = min(last, seq + _CHUNK)
+            cursor = conn.cursor(binary=True)
+            await cursor.execute(
+                "SELECT array_agg(seq ORDER BY seq), "
+                "string_agg(writes, '\\x2c'::bytea ORDER BY seq) FROM pico3_commits "
+                "WHERE session = %s AND seq > %s AND seq <= %s",
+                (session, seq, stop),
+            )
+            chunk = await cursor.fetchone()
+            await cursor.close()
+            seqs: list[int] = list(chunk[0]) if chunk is not None and chunk[0] else []
+            if seqs != list(range(seq + 1, stop + 1)):
+                have = set(seqs)
+                missing = next(n for n in range(seq + 1, stop + 1) if n not in have)
+                raise CorruptStorage(
+                    f"pico3_commits[session={session!r}]",
+                    None,
+                    f"commit seq {missing} is missing (the session row says seq {last})",
+                )
+            assert chunk is not None
+            try:
+                batches = _BATCHES.decode(b"[" + bytes(chunk[1]) + b"]")
+            except msgspec.DecodeError as exc:
+                raise CorruptStorage(
+                    f"pico3_commits[session={session!r}, seq {seq + 1}..{stop}]",
+                    None,
+                    f"malformed commit row: {exc}",
+                ) from None
+            out.extend(zip(seqs, batches, strict=True))
+            seq = stop
+        return out
+
+    @staticmethod
+    def _scan_tasks(writes: list[Write], known: set[int], retired: set[int]) -> None:
+        for write in writes:
+            if isinstance(write, TaskWrite):
+                known.add(write.task.id)
+                if write.task.status == "terminal":
+                    retired.add(write.task.id)
+            elif isinstance(write, TaskPatchWrite) and write.patch.status == "terminal":
+                retired.add(write.patch.id)
+
+    def _collect(
+        self,
+        session: str,
+        sticky: list[tuple[Any, ...]],
+        patches: list[tuple[Any, ...]],
+        extra: dict[int, list[Write]],
+        known: set[int],
+        retired: set[int],
+        base: dict[int, int],
+        last: int,
+    ) -> None:
+        """Decode the sidecar rows into ``extra`` (by seq); rows of terminal or unknown tasks
+        are skipped (a retired task never resurrects state)."""
+        decoder = msgspec.json.Decoder(list[Write])
+        for table, rows in (("pico3_sticky", sticky), ("pico3_task_patches", patches)):
+            for id, seq, raw in rows:
+                if table == "pico3_task_patches" and (id in retired or id not in known):
+                    continue
+                if seq > last:
+                    raise CorruptStorage(
+                        f"{table}[session={session!r}, id {id}, seq {seq}]",
+                        None,
+                        f"row is newer than the session's last commit (seq {last})",
+                    )
+                try:
+                    writes = decoder.decode(bytes(raw))
+                except msgspec.DecodeError as exc:
+                    raise CorruptStorage(
+                        f"{table}[session={session!r}, id {id}, seq {seq}]",
+                        None,
+                        f"malformed row: {exc}",
+                    ) from None
+                if table == "pico3_sticky":
+                    for write in writes:
+                        if isinstance(write, DocWrite) and is_base(write.ops):
+                            base[id] = seq
+                extra.setdefault(seq, []).extend(writes)
+
+    async def close(self, ctx: Context) -> None:
+        """Stop renewing, release the lease, return the connections (idempotent)."""
+        if not self._open:
+            return
+        renewer, self._renewer = self._renewer, None
+        if renewer is not None:
+            renewer.stop()
+        with anyio.CancelScope(shield=True):
+            lock = self._lock
+            assert lock is not None
+            async with lock:
+                self._open = False
+                try:
+                    if self._failed is None and self._pool is not None:
+                        async with self._pool.connection() as conn:
+                            await self._release_lease(conn)
+                except Exception:
+                    pass  # the lease then simply expires
+                finally:
+                    await self._close_pool()
+
+    async def _close_pool(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None and pool is not self._shared_pool:
+            await pool.close()
+
+    # commit --------------------------------------------------------------------------------
+
+    def _check_writable(self) -> Tables:
+        tables = self._check_open()
+        if self._failed is not None:
+            if isinstance(self._failed, LeaseLost):
+                raise LeaseLost(str(self._failed))
+            raise StorageFailed(f"{self!r}: an earlier commit failed ({self._failed})")
+        return tables
+
+    async def commit(self, writes: Sequence[Write], ctx: Context) -> int:
+        """Publish one batch in one transaction; return its seq. Only waiting for an earlier
+        commit can be cancelled; once this commit starts it runs to the end."""
+        self._check_writable()
+        prechecked = current_prechecked()
+        lock = self._lock
+        assert lock is not None
+        await lock.acquire()  # the only cancellable step: nothing has started yet
+        seq = 0
+        try:
+            with anyio.CancelScope(shield=True):
+                seq = await self._commit_locked(writes, prechecked)
+        finally:
+            lock.release()
+        return seq
+
+    async def _commit_locked(self, writes: Sequence[Write], prechecked: frozenset[int]) -> int:
+        tables = self._check_writable()
+        seq = tables.seq + 1
+        copies, raw = normalize_batch(writes, prechecked)
+        staged = tables.stage(copies, seq)
+        max_id = self._high_water_after(staged)
+        from pico3.storage.jsonl import JsonlStorage  # one routing rule for both backends
+
+        main, sidecars = JsonlStorage._route(staged)  # pyright: ignore[reportPrivateUsage]
+        sticky_ids: list[int] = []
+        sticky: list[bytes] = []
+        task_ids: list[int] = []
+        tasks: list[bytes] = []
+        if sidecars:
+            raw = _ENCODER.encode(main)
+            for name, items in sidecars.items():
+                match = _STICKY_NAME.fullmatch(name)
+                if match is not None:
+                    sticky_ids.append(int(match.group(1)))
+                    sticky.append(_ENCODER.encode(items))
+                else:
+                    found = _TASK_NAME.fullmatch(name)
+                    assert found is not None
+                    task_ids.append(int(found.group(1)))
+                    tasks.append(_ENCODER.encode(items))
+        pool = self._pool
+        assert pool is not None
+        try:
+            async with pool.connection() as conn:
+                await conn.execute(
+                    "SELECT pico3_commit(%s, %s, %s, %s, %s, %s, %s, "
+                    "%s::bigint[], %s::bytea[], %s::bigint[], %s::bytea[], %s::bigint[])",
+                    (
+                        self._session,
+                        self._epoch,
+                        seq,
+                        max_id,
+                        self._fsync,
+                        self._lease_ms,
+                        raw,
+                        sticky_ids,
+                        sticky,
+                        task_ids,
+                        tasks,
+                        list(staged.terminalized),
+                    ),
+                )
+        except Exception as exc:
+            self._failed = self._classify(exc, f"commit {seq}")
+            raise self._failed from exc
+        return self._publish(staged, max_id, sticky_ids)
+
+    def _classify(self, exc: Exception, what: str) -> StorageFailed:
+        if getattr(exc, "sqlstate", None) == _LEASE_LOST:
+            return LeaseLost(
+                f"session {self._session!r}: {what} refused, another worker took the lease "
+                f"(this worker held epoch {self._epoch}); nothing was written, this worker "
+                "must stop"
+            )
+        return StorageFailed(f"{self!r}: {what} failed: {exc}")
+
+    def _publish(self, staged: Staged, max_id: int, sticky_ids: list[int]) -> int:
+        self._tables.apply(staged)
+        self._tables.high_water = max_id
+        for ref, ops in staged.docs:
+            if ref.doc == "sticky" and is_base(ops) and isinstance(ref.conversation_id, int):
+                self._sticky_base[ref.conversation_id] = staged.seq
+        return staged.seq
+
+    async def truncate(self, ref: DocRef, ctx: Context) -> None:
+        """Delete a sticky document's rows before its last base; other documents are left."""
+        self._check_writable()
+        if ref.doc != "sticky" or not isinstance(ref.conversation_id, int):
+            return
+        cid = ref.conversation_id
+        lock = self._lock
+        assert lock is not None
+        await lock.acquire()
+        try:
+            with anyio.CancelScope(shield=True):
+                self._check_writable()
+                base = self._sticky_base.get(cid)
+                if base is not None:
+                    pool = self._pool
+                    assert pool is not None
+                    try:
+                        async with pool.connection() as conn:
+                            await conn.execute(
+                                "SELECT pico3_truncate_sticky(%s, %s, %s, %s)",
+                                (self._session, self._epoch, cid, base),
+                            )
+                    except Exception as exc:
+                        self._failed = self._classify(exc, "sticky truncation")
+                        raise self._failed from exc
+                self._tables.truncate_sticky(cid)
+        finally:
+            lock.release()
+
+
+class _Held(Exception):
+    def __init__(self, message: str, expires_in: float) -> None:
+        super().__init__(message)
+        self.expires_in = expires_in
+
+
+class _Renewer:
+    """Renews one lease from a daemon thread (its own connection), independent of the loop."""
+
+    def __init__(self, conninfo: str, session: str, epoch: int, lease_ms: int) -> None:
+        self._conninfo = conninfo
+        self._session = session
+        self._epoch = epoch
+        self._lease_ms = lease_ms
+        self._stop = threading.Event()
+        self.lost = False
+        self._thread = threading.Thread(
+            target=self._run, name=f"pico3-lease-{session}", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self) -> None:
+        import psycopg
+
+        conn: psycopg.Connection[Any] | None = None
+        interval = self._lease_ms / 4000
+        while not self._stop.wait(interval):
+            try:
+                if conn is None or conn.closed:
+                    conn = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=5)
+                row = conn.execute(
+                    "UPDATE pico3_sessions SET lease_until = clock_timestamp() + "
+                    "%s * interval '1 millisecond' WHERE session = %s AND epoch = %s "
+                    "RETURNING 1",
+                    (self._lease_ms, self._session, self._epoch),
+                ).fetchone()
+                if row is None:
+                    self.lost = True  # the next commit fails with LeaseLost
+                    break
+            except Exception:
+                if conn is not None:
+                    conn.close()
+                conn = None  # retry at the next tick; the epoch check keeps commits safe
+        if conn is not None:
+            conn.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)

@@ -1,0 +1,275 @@
+"""PostgresStorage beyond the shared contract (issue 23): migrations, row layout, corruption,
+the lease and its fencing token, with real worker processes for the fencing cases."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from chord.context import BACKGROUND
+from pico3.storage import (
+    Conversation,
+    ConversationWrite,
+    CorruptStorage,
+    DocRef,
+    DocWrite,
+    EntryScan,
+    PostgresStorage,
+    SchemaTooNew,
+    StorageInUse,
+    Task,
+    TaskPatch,
+    TaskPatchWrite,
+    TaskWrite,
+)
+from pico3.storage.postgres import SCHEMA_VERSION
+
+pytestmark = pytest.mark.anyio
+ctx = BACKGROUND
+CHILD = Path(__file__).with_name("_pg_child.py")
+TIMEOUT = 30.0
+
+
+@pytest.fixture
+def conninfo(postgres_cluster: Any) -> str:
+    return postgres_cluster.conninfo
+
+
+@pytest.fixture
+def session() -> str:
+    return f"pg-{uuid.uuid4().hex}"
+
+
+@pytest.fixture
+def fresh_db(postgres_cluster: Any) -> Iterator[str]:
+    """A database of its own (for schema tests), dropped afterwards."""
+    name = f"db_{uuid.uuid4().hex}"
+    with psycopg.connect(postgres_cluster.conninfo, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield postgres_cluster.conninfo.replace("dbname=postgres", f"dbname={name}")
+    finally:
+        with psycopg.connect(postgres_cluster.conninfo, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def query(conninfo: str, sql: str, *args: object) -> list[tuple[Any, ...]]:
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        cursor = conn.execute(sql, args)  # type: ignore[arg-type]
+        return cursor.fetchall() if cursor.description else []
+
+
+async def test_open_migrates_and_a_newer_database_is_refused_untouched(fresh_db: str) -> None:
+    storage = PostgresStorage(fresh_db, "s", fsync=False)
+    await storage.open(ctx)
+    await storage.close(ctx)
+    assert query(fresh_db, "SELECT version FROM pico3_schema") == [(SCHEMA_VERSION,)]
+    again = PostgresStorage(fresh_db, "s", fsync=False)  # already current: nothing to apply
+    await again.open(ctx)
+    await again.close(ctx)
+    query(fresh_db, "UPDATE pico3_schema SET version = %s", SCHEMA_VERSION + 1)
+    newer = PostgresStorage(fresh_db, "other", fsync=False)
+    with pytest.raises(SchemaTooNew, match=rf"version {SCHEMA_VERSION + 1}, newer than this"):
+        await newer.open(ctx)
+    assert query(fresh_db, "SELECT version FROM pico3_schema") == [(SCHEMA_VERSION + 1,)]
+    assert query(fresh_db, "SELECT session FROM pico3_sessions") == [("s",)]  # no new row
+
+
+async def test_task_patches_retire_with_the_task_and_truncate_drops_old_sticky_rows(
+    conninfo: str, session: str
+) -> None:
+    storage = PostgresStorage(conninfo, session, fsync=False)
+    await storage.open(ctx)
+    cid, tid = storage.mint_id(), storage.mint_id()
+    sticky = DocRef.sticky(cid)
+    await storage.commit(
+        [
+            ConversationWrite(Conversation(id=cid)),
+            TaskWrite(Task(id=tid, conversation_id=cid, kind="k")),
+            DocWrite(sticky, [["r", {"n": 0}]]),
+        ],
+        ctx,
+    )
+    for n in range(1, 4):
+        await storage.commit(
+            [
+                TaskPatchWrite(TaskPatch(id=tid, status="running", checkpoint={"n": n})),
+                DocWrite(sticky, [["s", ["n"], n]]),
+            ],
+            ctx,
+        )
+    patches = "SELECT count(*) FROM pico3_task_patches WHERE session = %s"
+    assert query(conninfo, patches, session) == [(3,)]
+    await storage.commit([DocWrite(sticky, [["r", {"n": 9}]])], ctx)
+    await storage.truncate(sticky, ctx)
+    rows = "SELECT seq FROM pico3_sticky WHERE session = %s ORDER BY seq"
+    assert query(conninfo, rows, session) == [(5,)]
+    outcome = {"completed": True, "result": 3}
+    await storage.commit(
+        [TaskPatchWrite(TaskPatch(id=tid, status="terminal", outcome=outcome))], ctx
+    )
+    assert query(conninfo, patches, session) == [(0,)]
+    await storage.close(ctx)
+    storage = PostgresStorage(conninfo, session, fsync=False)
+    await storage.open(ctx)
+    task = await storage.task(tid, ctx)
+    assert task is not None and task.status == "terminal" and task.outcome == outcome
+    assert await storage.doc(sticky, ctx) == [[["r", {"n": 9}]]]
+    await storage.close(ctx)
+
+
+async def test_a_damaged_or_missing_commit_row_fails_open_naming_it(
+    conninfo: str, session: str
+) -> None:
+    storage = PostgresStorage(conninfo, session, fsync=False)
+    await storage.open(ctx)
+    await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
+    await storage.commit([], ctx)
+    await storage.commit([], ctx)
+    await storage.close(ctx)
+    query(
+        conninfo,
+        "UPDATE pico3_commits SET writes = 'not json'::bytea WHERE session = %s AND seq = 2",
+        session,
+    )
+    with pytest.raises(CorruptStorage, match=rf"pico3_commits\[session='{session}'.*malformed"):
+        await PostgresStorage(conninfo, session, fsync=False).open(ctx)
+    query(conninfo, "DELETE FROM pico3_commits WHERE session = %s AND seq = 2", session)
+    with pytest.raises(CorruptStorage, match="commit seq 2 is missing"):
+        await PostgresStorage(conninfo, session, fsync=False).open(ctx)
+    # a refused open releases the lease it took: the next opener is not told "in use"
+    with pytest.raises(CorruptStorage):
+        await PostgresStorage(conninfo, session, fsync=False).open(ctx)
+
+
+async def test_a_second_opener_is_refused_naming_the_holder(conninfo: str, session: str) -> None:
+    first = PostgresStorage(conninfo, session, fsync=False)
+    await first.open(ctx)
+    second = PostgresStorage(conninfo, session, fsync=False)
+    with pytest.raises(StorageInUse, match=rf"open in another worker \(pid {os.getpid()} on "):
+        await second.open(ctx)
+    await first.close(ctx)
+    await second.open(ctx)  # close released the lease: no waiting for its expiry
+    assert second.epoch == first_epoch_plus_one(conninfo, session)
+    await second.close(ctx)
+
+
+def first_epoch_plus_one(conninfo: str, session: str) -> int:
+    ((epoch,),) = query(conninfo, "SELECT epoch FROM pico3_sessions WHERE session = %s", session)
+    return epoch
+
+
+class Worker:
+    """A ``_pg_child.py`` process and its output lines (read with a timeout)."""
+
+    def __init__(self, conninfo: str, session: str, lease: float, take: bool = False) -> None:
+        args = [sys.executable, str(CHILD), conninfo, session, str(lease)]
+        self.process = subprocess.Popen(
+            [*args, "take"] if take else args,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        self._buffer = ""
+
+    def line(self) -> str:
+        out = self.process.stdout
+        assert out is not None
+        while "\n" not in self._buffer:
+            ready, _, _ = select.select([out], [], [], TIMEOUT)
+            assert ready, "the worker stopped talking"
+            chunk = os.read(out.fileno(), 65536).decode()
+            assert chunk, f"the worker exited ({self.process.wait()})"
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split("\n", 1)
+        return line
+
+    def send(self, command: str) -> str:
+        assert self.process.stdin is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return self.line()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=TIMEOUT)
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+
+
+async def read_notes(conninfo: str, session: str) -> tuple[int, list[Any]]:
+    storage = PostgresStorage(conninfo, session, fsync=False)
+    await storage.open(ctx)
+    try:
+        entries = await storage.scan_entries(EntryScan(conversation_id=1, limit=100), ctx)
+        return storage.seq, [e.data for e in reversed(entries)]
+    finally:
+        await storage.close(ctx)
+
+
+async def test_a_worker_whose_lease_was_taken_fails_its_next_commit_and_writes_nothing(
+    conninfo: str, session: str
+) -> None:
+    first = Worker(conninfo, session, lease=30.0)
+    second: Worker | None = None
+    try:
+        opened = first.line().split()
+        assert opened[0] == "open", opened
+        assert first.send("commit") == "ack 2"
+        second = Worker(conninfo, session, lease=30.0)
+        assert second.line().startswith("inuse session"), "a live lease must be refused"
+        second.stop()
+        second = Worker(conninfo, session, lease=30.0, take=True)  # a supervisor's take-over
+        taken = second.line().split()
+        assert taken[:3] == ["open", str(int(opened[1]) + 1), "2"], taken
+        assert second.send("commit") == "ack 3"
+        for _ in range(2):  # the old worker is fenced now and stays fenced
+            reply = first.send("commit")
+            assert reply.startswith(f"lost session {session!r}: commit 3 refused"), reply
+            assert "nothing was written" in reply
+        assert second.send("commit") == "ack 4"
+        assert second.send("close") == "closed"
+        assert first.send("close") == "closed"
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+    seq, notes = await read_notes(conninfo, session)
+    assert seq == 4  # the fenced worker's two refused commits left nothing behind
+    pids = [first.process.pid, second.process.pid, second.process.pid]
+    assert notes == [{"pid": pid} for pid in pids]
+
+
+async def test_a_stalled_worker_loses_its_lease_at_expiry_to_a_waiting_opener(
+    conninfo: str, session: str
+) -> None:
+    stalled = Worker(conninfo, session, lease=0.3)
+    try:
+        assert stalled.line().startswith("open ")
+        assert stalled.send("commit") == "ack 2"
+        os.kill(stalled.process.pid, signal.SIGSTOP)  # stops its renewals too
+        waiting = PostgresStorage(conninfo, session, fsync=False, wait=TIMEOUT)
+        await waiting.open(ctx)  # returns once the database says the lease expired
+        assert waiting.seq == 2
+        await waiting.commit([], ctx)
+        os.kill(stalled.process.pid, signal.SIGCONT)
+        assert stalled.send("commit").startswith(f"lost session {session!r}")
+        await waiting.close(ctx)
+    finally:
+        os.kill(stalled.process.pid, signal.SIGCONT)
+        stalled.stop()
+    seq, notes = await read_notes(conninfo, session)
+    assert seq == 3 and notes == [{"pid": stalled.process.pid}]
