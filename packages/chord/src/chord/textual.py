@@ -59,6 +59,7 @@ __all__ = [
     "KeyBinding",
     "KeyHandler",
     "Modal",
+    "Severity",
     "SlashCommand",
     "TextualTui",
     "Tui",

@@ -90,7 +90,7 @@ from pico3.model import (
 from pico3.model.entries import NOTICE_KIND
 from pico3.owned import OwnedConversation, OwnedSpec, create_owned
 from pico3.process_host import LocalProcessHost, ProcessHost, ProcessSpec, ProcessStatus
-from pico3.reload import reload
+from pico3.reloading import reload
 from pico3.storage import CorruptStorage, JsonlStorage, MemoryStorage, Storage, Task
 from pico3.tasks import (
     RETRY,
