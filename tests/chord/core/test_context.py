@@ -32,7 +32,7 @@ NAME = create_context_key("name")
 ID = create_context_key("id")
 
 
-def test_roots_are_distinct_and_empty() -> None:  # chord-spec §7.1
+def test_roots_are_distinct_and_empty() -> None:
     assert BACKGROUND is BACKGROUND_CONTEXT
     assert BACKGROUND is not TODO
     assert BACKGROUND.abort_signal is None and TODO.abort_signal is None
@@ -43,7 +43,7 @@ def test_roots_are_distinct_and_empty() -> None:  # chord-spec §7.1
     assert str(TODO) == "[Context TODO_CONTEXT]"
 
 
-def test_with_value_layers_without_touching_the_parent() -> None:  # §7.2
+def test_with_value_layers_without_touching_the_parent() -> None:
     a = with_value(NAME, "outer", BACKGROUND)
     b = with_value(ID, 7, a)
     c = with_value(NAME, "inner", b)
@@ -67,7 +67,7 @@ def test_context_is_immutable() -> None:
         BACKGROUND._label = "x"  # type: ignore[misc]
 
 
-def test_child_cancel_leaves_parent_and_siblings() -> None:  # §7.3
+def test_child_cancel_leaves_parent_and_siblings() -> None:
     parent, cancel_parent = with_cancel(BACKGROUND)
     child, cancel_child = with_cancel(parent)
     sibling, _ = with_cancel(parent)
@@ -94,7 +94,7 @@ def test_cancel_without_reason_uses_aborted() -> None:
     assert ctx.reason == "aborted"
 
 
-def test_without_abort_signal_keeps_values() -> None:  # §7.4
+def test_without_abort_signal_keeps_values() -> None:
     ctx, cancel = with_cancel(with_value(NAME, "kept", BACKGROUND))
     cancel("x")
     detached = without_abort_signal(ctx)
@@ -258,7 +258,7 @@ async def test_run_with_context_returns_the_result_or_raises() -> None:
 
 
 @pytest.mark.anyio
-async def test_await_with_context_already_cancelled_raises_immediately() -> None:  # §7.5
+async def test_await_with_context_already_cancelled_raises_immediately() -> None:
     ctx, cancel = with_cancel(BACKGROUND)
     cancel("early")
 

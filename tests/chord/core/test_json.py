@@ -74,7 +74,7 @@ def test_cycles_are_rejected() -> None:
         copy_json(d)
 
 
-def test_shared_child_is_not_a_cycle_and_copy_breaks_aliasing() -> None:  # chord-spec §7.7
+def test_shared_child_is_not_a_cycle_and_copy_breaks_aliasing() -> None:
     shared = {"n": 1}
     value = {"a": shared, "b": shared}
     validate_json(value)
@@ -104,7 +104,7 @@ def test_prefix_path_is_reported() -> None:
     assert info.value.path == "$.entries[3].x"
 
 
-def test_equal_json_keeps_bool_and_int_apart() -> None:  # §7.6
+def test_equal_json_keeps_bool_and_int_apart() -> None:
     assert not equal_json(True, 1)
     assert not equal_json(0, False)
     assert not equal_json([True], [1])

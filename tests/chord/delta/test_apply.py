@@ -1,4 +1,4 @@
-"""Applying ops: in place and copy-on-write, all or nothing (chord-spec §4.1, §7 items 8-12)."""
+"""Applying ops: in place and copy-on-write, all or nothing (docs/design/chord.md#delta-ops)."""
 
 from __future__ import annotations
 

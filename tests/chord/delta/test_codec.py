@@ -1,4 +1,4 @@
-"""The wire path codec (chord-spec §4.12, §7 items 13-14)."""
+"""The wire path codec (docs/design/chord.md#path-codec)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Diffing revisions (chord-spec §4.2, §7 items 15-17)."""
+"""Diffing revisions (docs/design/chord.md#diff)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_identical_revisions_give_nothing() -> None:
     assert diff("x" * 3, "".join(["x", "xx"])) == []
 
 
-# pinned (§4.2)
+# pinned (docs/design/chord.md#diff)
 def test_emits_sets_and_deletes() -> None:
     expect_diff(
         {"keep": 1, "change": 1, "remove": True},
@@ -43,7 +43,7 @@ def test_emits_sets_and_deletes() -> None:
     )
 
 
-# pinned (§4.2)
+# pinned (docs/design/chord.md#diff)
 def test_emits_string_append_and_front_truncation() -> None:
     expect_diff({"text": "hello"}, {"text": "hello world"}, [("a", ("text",), " world")])
     expect_diff({"text": "hello world"}, {"text": "world"}, [("t", ("text",), 6)])
@@ -72,7 +72,7 @@ def test_insertion_removal_and_shift_are_splices() -> None:
     expect_diff({"values": [a, b, c]}, {"values": [b, c]}, [("p", ("values",), 0, 1, [])])
 
 
-# pinned (§4.2)
+# pinned (docs/design/chord.md#diff)
 def test_same_length_queue_update_is_two_splices() -> None:
     a, b, c, d = row("a"), row("b"), row("c"), row("d")
     expect_diff(
@@ -82,7 +82,7 @@ def test_same_length_queue_update_is_two_splices() -> None:
     )
 
 
-# pinned (§4.2)
+# pinned (docs/design/chord.md#diff)
 def test_pure_reorder_is_a_permutation() -> None:
     a, b, c = row("a"), row("b"), row("c")
     expect_diff({"values": [a, b, c]}, {"values": [c, a, b]}, [("m", ("values",), [2, 0, 1])])
@@ -96,7 +96,7 @@ def test_permutation_keeps_bool_and_int_apart() -> None:
     assert [type(x) for x in result["v"]] == [int, bool, int]
 
 
-# pinned (§4.2)
+# pinned (docs/design/chord.md#diff)
 def test_reordered_distinct_deep_equal_objects_give_nothing() -> None:
     first = {"nested": {"value": 1}}
     second = {"nested": {"value": 1}}
@@ -216,7 +216,7 @@ def test_push_pop_and_middle_removal_stay_narrow(size: int) -> None:
     )
 
 
-# item 17, pinned (§4.2)
+# pinned (docs/design/chord.md#diff)
 def test_forty_thousand_row_sparse_edits_stay_per_leaf() -> None:
     values = [{"value": v, "stable": {"value": v}} for v in range(40_000)]
     after = list(values)
@@ -266,7 +266,7 @@ def test_five_hundred_unshifts_do_not_snapshot_retained_rows() -> None:
     assert len(json.dumps(ops)) < 20_000
 
 
-# item 16, pinned (§4.2)
+# pinned (docs/design/chord.md#diff)
 def test_twenty_thousand_changed_keys_fold_into_a_replacement() -> None:
     before = {f"field{i}": 0 for i in range(20_000)}
     after = {f"field{i}": 1 for i in range(20_000)}

@@ -1,4 +1,4 @@
-"""Properties of the delta engine over random JSON documents (chord-spec §7 item 15).
+"""Properties of the delta engine over random JSON documents.
 
 Documents are generated with structural sharing in mind: a derived revision is built from the
 old one by a few random edits that copy only the containers they touch, the way a copy-on-write

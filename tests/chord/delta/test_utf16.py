@@ -1,4 +1,4 @@
-"""UTF-16 code units on the wire, code points in Python (chord-spec §8.8, DECISIONS D2)."""
+"""UTF-16 code units on the wire, code points in Python (docs/design/chord.md#delta-ops, docs/design/decisions.md#d2)."""
 
 from __future__ import annotations
 

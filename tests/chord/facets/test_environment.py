@@ -1,4 +1,4 @@
-"""The facet environment (chord-spec §2.4, §3.2): declarations, phases and disposal order."""
+"""The facet environment (docs/design/chord.md#facet-environment): declarations, phases and disposal order."""
 
 from __future__ import annotations
 

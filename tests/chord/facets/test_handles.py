@@ -1,4 +1,4 @@
-"""Per-facet service handles (chord-spec §2.4 ``use``, §3.7, items 72, 77, 78, 80)."""
+"""Per-facet service handles (docs/design/chord.md#facet-environment ``use``, docs/design/chord.md#handle-rules)."""
 
 from __future__ import annotations
 

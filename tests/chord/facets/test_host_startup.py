@@ -1,4 +1,4 @@
-"""Host startup, activation order and disposal (chord-spec §3.3-3.4, items 71, 79, 80)."""
+"""Host startup, activation order and disposal (docs/design/chord.md#host-startup, #disposal)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Graph validation at startup (chord-spec §3.3, item 82): clear errors naming the facets."""
+"""Graph validation at startup (docs/design/chord.md#host-startup): clear errors naming the facets."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Loaders (chord-spec §2.6, item 83): static and combined generations of facets."""
+"""Loaders (docs/design/chord.md#loaders): static and combined generations of facets."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Local keyed services (chord-spec §2.8 last bullet, item 76): the process-local registry."""
+"""Local keyed services (docs/design/chord.md#observe last bullet): the process-local registry."""
 
 from __future__ import annotations
 

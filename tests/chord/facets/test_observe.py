@@ -1,4 +1,4 @@
-"""Keyed observation of remotable services (chord-spec §2.8, items 57, 73, 74, 87, 88)."""
+"""Keyed observation of remotable services (docs/design/chord.md#observe)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``host.reload`` in decision D4's order (retire first), items 84-86 and 90 adapted to it."""
+"""``host.reload`` in docs/design/decisions.md#d4's order (retire first),  adapted to it."""
 
 from __future__ import annotations
 
@@ -214,7 +214,7 @@ def _slow_retiring_pair(
 
 @pytest.mark.anyio
 async def test_a_call_during_the_swap_waits_and_reaches_the_new_provider() -> None:
-    # item 84 adapted to D4: reader retires first, then names hangs in its deactivation
+    # adapted to docs/design/decisions.md#d4: reader retires first, then names hangs in its deactivation
     calls: list[str] = []
     handles: list[Any] = []
     in_window = anyio.Event()
@@ -321,7 +321,7 @@ async def test_local_members_during_the_swap_async_waits_sync_refuses() -> None:
 
 @pytest.mark.anyio
 async def test_a_failed_candidate_activation_restores_the_previous_generation() -> None:
-    # item 86 adapted to D4
+    # adapted to docs/design/decisions.md#d4
     trace: list[str] = []
     errors: list[BaseException] = []
     peer: list[Any] = []
@@ -448,7 +448,7 @@ async def test_the_host_cannot_be_disposed_or_reloaded_while_a_reload_runs() -> 
 async def test_a_subscriber_failing_on_a_retired_instance_is_reported_and_the_reload_completes() -> (
     None
 ):
-    # item 75 adapted to D4: retirement problems never undo the new generation
+    # adapted to docs/design/decisions.md#d4: retirement problems never undo the new generation
     Dialogs = define_service("test.reload.dialogs")
     errors: list[BaseException] = []
 

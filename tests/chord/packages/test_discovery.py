@@ -1,4 +1,4 @@
-"""Finding facet packages: entry points of group chord.facets, and development folders (D7)."""
+"""Finding facet packages: entry points of group chord.facets, and development folders (docs/design/decisions.md#d7)."""
 
 from __future__ import annotations
 

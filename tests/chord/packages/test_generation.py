@@ -1,4 +1,4 @@
-"""Per-generation import of facet packages (python-stack §5.3, DECISIONS D7)."""
+"""Per-generation import of facet packages (docs/design/reload.md#generations, docs/design/decisions.md#d7)."""
 
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ def test_absolute_imports_of_the_own_package_resolve_inside_the_generation(echo_
 
 
 def test_sources_are_compiled_fresh_even_when_size_and_mtime_are_unchanged(echo_package):
-    # A bytecode cache would hand back v1: same size, same mtime (python-stack §5.3).
+    # A bytecode cache would hand back v1: same size, same mtime (docs/design/reload.md#generations).
     package = the_package(echo_package)
     path = echo_package.set_behaviour("v1")
     first = load_generation(package, "session")

@@ -1,4 +1,4 @@
-"""The hot reload coordinator against a real facet host (issue 4; chord-spec §6.6, D4)."""
+"""The hot reload coordinator against a real facet host (issue 4; docs/design/reload.md#coordinator, docs/design/decisions.md#d4)."""
 
 from __future__ import annotations
 

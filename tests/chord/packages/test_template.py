@@ -1,4 +1,4 @@
-"""``chord new-facet``: the template writes a working facet package (issue 4, seed §6.2)."""
+"""``chord new-facet``: the template writes a working facet package (issue 4, docs/design/chord.md#feature-layout)."""
 
 from __future__ import annotations
 

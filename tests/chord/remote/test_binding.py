@@ -1,5 +1,4 @@
-"""The client binding over the loopback and a wire-codec transport (chord-spec §5.6; §7 items
-45, 50-57, 65-67)."""
+"""The client binding over the loopback and a wire-codec transport (docs/design/chord.md#binding)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Per-subscription wire codecs for service state ops (chord-spec §4.12, §7 item 69)."""
+"""Per-subscription wire codecs for service state ops (docs/design/chord.md#path-codec)."""
 
 from __future__ import annotations
 

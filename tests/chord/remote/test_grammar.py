@@ -1,4 +1,4 @@
-"""The service grammar: exact JSON shapes, control calls and strict parsers (chord-spec §5.1, §5.3)."""
+"""The service grammar: exact JSON shapes, control calls and strict parsers (docs/design/chord.md#service-calls, #snapshots-and-updates)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The in-process loopback transport and source (chord-spec §1, §8.4; §7 item 58)."""
+"""The in-process loopback transport and source (docs/design/chord.md#vocabulary, #observe)."""
 
 from __future__ import annotations
 

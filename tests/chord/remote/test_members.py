@@ -1,4 +1,4 @@
-"""Member classification of remotable implementations (chord-spec §5.2, §8.13)."""
+"""Member classification of remotable implementations (docs/design/chord.md#member-classification)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""RemoteServiceProvider: catalogue, lifecycle, invoke checks and subscriptions (chord-spec §5.4)."""
+"""RemoteServiceProvider: catalogue, lifecycle, invoke checks and subscriptions (docs/design/chord.md#provider-checks)."""
 
 from __future__ import annotations
 

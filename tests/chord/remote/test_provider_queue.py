@@ -1,4 +1,4 @@
-"""The provider's per-subscription op-level queue (chord-spec §4.8, §5.4; §7 items 59-64)."""
+"""The provider's per-subscription op-level queue (docs/design/chord.md#provider-queue, #provider-checks)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Attached source: exact frames republished as revisions (chord-spec §2.7, §7 items 40-42)."""
+"""Attached source: exact frames republished as revisions (docs/design/chord.md#replicated-state)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,6 @@ class CommitLog:
 
 
 def test_frames_committed_during_attach_drain_in_order_and_sequence_restarts() -> None:
-    # §7 item 40.
     log = CommitLog({"n": 0}, cursor=41)
     log.during_attach = lambda: (
         log.commit([("s", ("n",), 1)]),
@@ -89,7 +88,6 @@ def test_frames_committed_during_attach_drain_in_order_and_sequence_restarts() -
 
 
 def test_exact_value_and_ops_references_are_published() -> None:
-    # §7 item 41.
     log = CommitLog({"xs": []})
     state = replicated_state_from_source(log)
     published: list[Any] = []
@@ -119,7 +117,6 @@ def test_a_cursor_gap_is_reported_and_disposes_the_attachment(bad_cursor: Any) -
 
 
 def test_listener_errors_go_to_on_error_and_never_reach_the_source() -> None:
-    # §7 item 42.
     errors: list[BaseException] = []
     log = CommitLog({"n": 0})
     state = replicated_state_from_source(log, on_error=errors.append)

@@ -1,4 +1,4 @@
-"""Public subscription delivery: serialised, isolated, bounded (chord-spec §4.7, §7 items 32-36)."""
+"""Public subscription delivery: serialised, isolated, bounded (docs/design/chord.md#public-delivery)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ def bump(state: Any, n: int, ctx: Context = BACKGROUND) -> None:
 
 @pytest.mark.anyio
 async def test_async_subscriber_is_serialised_and_does_not_delay_others() -> None:
-    # §7 item 32.
     log: list[str] = []
     gate = anyio.Event()
     done = anyio.Event()
@@ -55,7 +54,6 @@ async def test_async_subscriber_is_serialised_and_does_not_delay_others() -> Non
 @pytest.mark.anyio
 @pytest.mark.parametrize("n", [100, 101, 102, 201, 202])
 async def test_overflow_keeps_the_hydration_and_the_newest_window(n: int) -> None:
-    # §7 item 33.
     received: list[Delivery] = []
     gate = anyio.Event()
     done = anyio.Event()
@@ -82,7 +80,6 @@ async def test_overflow_keeps_the_hydration_and_the_newest_window(n: int) -> Non
 
 @pytest.mark.anyio
 async def test_running_delivery_is_outside_the_bound_and_the_newest_frame_is_exact() -> None:
-    # §7 item 34.
     received: list[tuple[Any, Context, Delivery]] = []
     gate = anyio.Event()
     done = anyio.Event()
@@ -118,7 +115,6 @@ async def test_running_delivery_is_outside_the_bound_and_the_newest_frame_is_exa
 
 
 def test_reentrant_publication_from_a_sync_callback_stays_serialised() -> None:
-    # §7 item 35.
     state = replicated_state({"n": 0})
     log: list[str] = []
 
@@ -135,7 +131,6 @@ def test_reentrant_publication_from_a_sync_callback_stays_serialised() -> None:
 
 @pytest.mark.anyio
 async def test_unsubscribe_drops_the_queue_but_not_the_running_callback() -> None:
-    # §7 item 36.
     errors: list[BaseException] = []
     received: list[int] = []
     gate = anyio.Event()

@@ -1,4 +1,4 @@
-"""Draft semantics: copy-on-write proxies that record ops (chord-spec §4.3, §7 items 19-21, 31)."""
+"""Draft semantics: copy-on-write proxies that record ops (docs/design/chord.md#drafts)."""
 
 from __future__ import annotations
 
@@ -264,7 +264,7 @@ def test_dict_mutators_match_a_plain_dict() -> None:
 
 
 def test_string_ops_append_truncate_and_slide() -> None:
-    # §7 item 31: string t + a.
+    # string t + a.
     _, ops = run({"s": "hello"}, lambda d: d.__setitem__("s", d["s"] + " world"))
     assert ops == [("a", ("s",), " world")]
     _, ops = run({"s": "hello world"}, lambda d: d.__setitem__("s", "world"))
@@ -283,7 +283,6 @@ def test_truncation_counts_utf16_units() -> None:
 
 
 def test_list_shift_is_a_splice_and_reverse_a_permutation() -> None:
-    # §7 item 31.
     _, ops = run({"xs": [1, 2, 3]}, lambda d: d["xs"].pop(0))
     assert ops == [("p", ("xs",), 0, 1, [])]
     _, ops = run({"xs": [1, 2, 3]}, lambda d: d["xs"].reverse())

@@ -1,4 +1,4 @@
-"""MutableReplicatedState: change, replace, apply and publication (chord-spec §4.4, §7 22-31)."""
+"""MutableReplicatedState: change, replace, apply and publication (docs/design/chord.md#publication)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,6 @@ def sources(state: MutableReplicatedState) -> list[tuple[tuple[Any, ...], int]]:
 
 
 def test_subscribe_hydrates_synchronously_at_the_current_sequence() -> None:
-    # §7 item 22.
     state = replicated_state({"n": 0})
     state.change(BACKGROUND, lambda d: d.__setitem__("n", 1))
     seen: list[tuple[Any, Context, Delivery]] = []
@@ -41,7 +40,6 @@ def test_subscribe_hydrates_synchronously_at_the_current_sequence() -> None:
 
 
 def test_change_publishes_one_revision_sharing_untouched_subtrees() -> None:
-    # §7 item 23.
     initial = {"a": {"x": 1}, "b": {"y": [1, 2]}}
     state = replicated_state(initial)
     seen = follow(state)
@@ -72,7 +70,6 @@ def test_the_update_carries_the_changing_context() -> None:
 
 
 def test_a_change_that_restores_the_value_publishes_nothing() -> None:
-    # §7 item 24.
     initial = {"n": 1}
     state = replicated_state(initial)
     seen = follow(state)
@@ -89,7 +86,6 @@ def test_a_change_that_restores_the_value_publishes_nothing() -> None:
 
 
 def test_a_raising_callback_rolls_back_and_revokes_the_draft() -> None:
-    # §7 item 25.
     initial = {"n": 1, "xs": []}
     state = replicated_state(initial)
     escaped: list[Any] = []
@@ -118,7 +114,6 @@ def test_an_escaped_draft_raises_after_a_successful_change() -> None:
 
 
 def test_an_async_callback_is_rejected_and_rolled_back() -> None:
-    # §7 item 26.
     state = replicated_state({"n": 1})
 
     async def mutate(d: Any) -> None:
@@ -141,7 +136,6 @@ def test_an_async_callback_is_rejected_and_rolled_back() -> None:
 
 
 def test_nested_change_or_replace_inside_a_callback_raises_and_rolls_back() -> None:
-    # §7 item 27.
     state = replicated_state({"n": 1})
 
     def nested_change(d: Any) -> None:
@@ -165,7 +159,6 @@ def test_nested_change_or_replace_inside_a_callback_raises_and_rolls_back() -> N
 
 
 def test_a_change_from_a_listener_is_queued_after_the_current_publication() -> None:
-    # §7 item 28.
     state = replicated_state({"n": 0})
     order: list[tuple[str, int]] = []
     state.add_source_listener(lambda ops, seq, ctx: order.append(("source", seq)))
@@ -204,7 +197,6 @@ def test_a_subscriber_added_during_delivery_skips_what_its_hydration_covers() ->
 
 
 def test_a_failing_source_listener_raises_after_commit_and_full_delivery() -> None:
-    # §7 item 29.
     state = replicated_state({"n": 0})
     seen = follow(state)
     after: list[int] = []
@@ -265,7 +257,6 @@ def test_subscriber_errors_are_logged_by_default(caplog: pytest.LogCaptureFixtur
 
 
 def test_replace_with_an_equal_value_is_a_no_op() -> None:
-    # §7 item 30.
     initial = {"a": [1, {"b": 2}]}
     state = replicated_state(initial)
     state.replace(BACKGROUND, {"a": [1, {"b": 2}]})

@@ -1,4 +1,4 @@
-"""ReplicaState: the consumer-side replica (chord-spec §4.6, §4.7, §7 items 37-39)."""
+"""ReplicaState: the consumer-side replica (docs/design/chord.md#sequences, #public-delivery)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,6 @@ def test_a_cold_replica_has_no_value_and_hydrates_its_subscribers() -> None:
 
 
 def test_hydrate_requires_a_base_batch() -> None:
-    # §7 item 37.
     replica = ReplicaState()
     with pytest.raises(ReplicaError, match="not a base operation batch"):
         replica.hydrate(0, [("s", ("n",), 1)], BACKGROUND)
@@ -72,7 +71,6 @@ def test_a_gap_or_duplicate_clears_and_raises(sequence: int) -> None:
 def test_an_invalid_update_clears_and_raises_without_reporting(
     ops: list[Any], error: type[Exception]
 ) -> None:
-    # §7 item 38.
     errors: list[BaseException] = []
     replica = ReplicaState(on_error=errors.append)
     seen = follow(replica)
@@ -121,7 +119,6 @@ def test_rehydration_after_clear_is_a_hydrate_delivery() -> None:
 
 @pytest.mark.anyio
 async def test_clear_waits_for_the_running_callback_then_rehydrates() -> None:
-    # §7 item 39.
     log: list[str] = []
     gate = anyio.Event()
     done = anyio.Event()

@@ -1,4 +1,4 @@
-"""The long-lived Tracker: flush, rebase, discard, close (pico3-spec §6.2, chord-spec §4.3)."""
+"""The long-lived Tracker: flush, rebase, discard, close (docs/design/view.md#derivation, docs/design/chord.md#drafts)."""
 
 from __future__ import annotations
 

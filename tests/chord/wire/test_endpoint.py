@@ -1,4 +1,4 @@
-"""The per-peer endpoint (chord-spec §5.5; §7 item 70)."""
+"""The per-peer endpoint (docs/design/chord.md#endpoint)."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ async def test_a_wrong_argument_count_is_a_coded_error() -> None:
 
 @pytest.mark.anyio
 async def test_a_subscription_reset_drops_buffered_updates_and_suppresses_covered_ones() -> None:
-    # the hook a per-client queue uses on overflow (chord-spec §4.8)
+    # the hook a per-client queue uses on overflow (docs/design/chord.md#provider-queue)
     provider, state = _provider()
     received: list[ServiceProviderUpdate] = []
     subscription = provider.subscribe(Counter.id, "singleton", lambda u, ctx: received.append(u))

@@ -1,4 +1,4 @@
-"""A provider host in another process, consumed over a Unix socket (issue 3; chord-spec §5.10).
+"""A provider host in another process, consumed over a Unix socket (issue 3; docs/design/chord.md#connection-close).
 
 ``provider_host.py`` runs in a child process (``sys.executable``); the facet hosts here use and
 observe its services through :func:`chord.wire.connect_service_source`. Nothing sleeps to

@@ -1,5 +1,5 @@
 """serve_provider and RemoteConnection over an in-memory pipe: calls, cancellation, subscriptions,
-slow peers and bad input (docs/wire.md; chord-spec §4.8, §5.5, §5.7, §5.8, §5.10)."""
+slow peers and bad input (docs/wire.md; docs/design/chord.md#provider-queue, #endpoint, #provider-checks, #cancellation, #connection-close)."""
 
 from __future__ import annotations
 
@@ -241,7 +241,7 @@ async def test_updates_follow_the_snapshot_in_order_through_the_codecs() -> None
 
 @pytest.mark.anyio
 async def test_a_slow_peer_gets_one_replaced_instead_of_an_unbounded_queue() -> None:
-    # chord-spec §4.8 applied per client, in Chord 0.87.1's grammar: no `reset` on the wire
+    # docs/design/chord.md#provider-queue applied per client, in Chord 0.87.1's grammar: no `reset` on the wire
     world = World()
     client, server = memory_connection_pair(buffer=1)
     async with anyio.create_task_group() as group:

@@ -4,7 +4,7 @@
 * :class:`FacetEnvironment`: what ``setup`` declares with (``use``, ``observe``, ``provide``,
   ``provide_many``, ``replicated_state``, ``own``, ``on_activate``, ``on_deactivate``).
 * :func:`create_facet_host`: validates the graph, activates providers before consumers, reloads
-  facets in place (decision D4) and disposes in reverse; an async context manager.
+  facets in place (docs/design/decisions.md#d4) and disposes in reverse; an async context manager.
 * Loaders (:func:`static_facet_loader`, :func:`combine_facet_loaders`) produce generations of facets.
 """
 

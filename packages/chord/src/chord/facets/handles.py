@@ -19,7 +19,7 @@ facet noticing:
   the path). Each member is wrapped once per handle, so ``handle.state`` keeps its identity for
   the handle's whole life, also across reloads.
 
-During a reload (decision D4) the old provider retires before its replacement activates. The
+During a reload (docs/design/decisions.md#d4) the old provider retires before its replacement activates. The
 :class:`ServiceSlot` is then *gated*: an async call arriving in that window waits for the new
 provider (at most the host's ``reload_wait_seconds``, by default :data:`RELOAD_WAIT_SECONDS`)
 instead of failing. A local service's member that is not an async method cannot wait, so touching

@@ -5,7 +5,7 @@ anyio task group (observer tasks, async state listeners and binding work run the
 
     async with create_facet_host([harness_facet, approval_facet]) as host:
         ...                                  # every facet is active here
-        await host.reload([new_approval])    # shape-preserving hot reload (decision D4)
+        await host.reload([new_approval])    # shape-preserving hot reload (docs/design/decisions.md#d4)
     # disposed: facets in reverse activation order, then providers and bindings
 
 Startup (entering the context)
@@ -24,7 +24,7 @@ Startup (entering the context)
 6. Bindings become ready (remotable singletons hydrate), then facets activate in order.
 Any failure disposes what was built, in reverse, and re-raises.
 
-Reload (decision D4: retire first)
+Reload (docs/design/decisions.md#d4: retire first)
 ----------------------------------
 ``host.reload(candidates)`` replaces active facets by id, keeping every service handle:
 
@@ -527,7 +527,7 @@ class FacetHost:
         if failures:
             raise failures[0]
 
-    # -- reload (D4) ----------------------------------------------------------------------------
+    # -- reload (docs/design/decisions.md#d4) ----------------------------------------------------------------------------
     async def _reload(self, facets: tuple[Facet, ...]) -> None:
         staged: list[FacetRecord] = []
         try:

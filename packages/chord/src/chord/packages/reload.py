@@ -1,14 +1,14 @@
 """Hot reload: watch facet packages' sources and swap new generations into a running host.
 
-The coordinator sits *outside* the facet graph (chord-spec §6.6). It holds the current
+The coordinator sits *outside* the facet graph (docs/design/reload.md#coordinator). It holds the current
 :class:`~chord.packages.generation.FacetGeneration` of every loaded package and, when the sources
 of one change:
 
 1. loads a *candidate* generation of that package (fresh modules, compiled from source);
-2. calls ``host.reload(candidate.facets)`` (decision D4: set up, check shape, retire the old
+2. calls ``host.reload(candidate.facets)`` (docs/design/decisions.md#d4: set up, check shape, retire the old
    facets, activate the new ones; singleton handles keep their identity) — wrapped in the
    application's ``around_reload`` hook when given, so the app can make the moment safe (the
-   session worker holds or suspends its harness, seed §6.3);
+   session worker holds or suspends its harness, docs/design/reload.md#session-worker-reload);
 3. on success disposes the *retired* generation, on failure the *candidate*.
 
 Whatever goes wrong — a syntax error, an import error, a failing ``setup``, a failed activation —
@@ -64,7 +64,7 @@ ReloadOutcome = Literal["reloaded", "failed", "restart_required"]
 AroundReload = Callable[[Callable[[], Awaitable[None]]], Awaitable[None]]
 """The app's hook around a swap: ``await around_reload(perform)`` must await ``perform()`` once.
 
-For the session worker (seed §6.3)::
+For the session worker (docs/design/reload.md#session-worker-reload)::
 
     async def around_reload(perform):
         if harness.quiescent():

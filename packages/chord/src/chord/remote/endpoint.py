@@ -1,4 +1,4 @@
-"""The endpoint: what one remote peer sees of a provider (chord-spec §5.5).
+"""The endpoint: what one remote peer sees of a provider (docs/design/chord.md#endpoint).
 
 A :class:`~chord.remote.provider.RemoteServiceProvider` is shared by every peer; the endpoint is
 the per-peer half. It answers the ``$chord.service`` control calls and forwards everything else:
@@ -13,7 +13,7 @@ the per-peer half. It answers the ``$chord.service`` control calls and forwards 
 * any other call goes to ``provider.invoke``.
 
 A synchronous raise from ``publish`` reaches the publisher (the state's ``change``, ``replace``
-and so on, chord-spec §4.8). An awaitable returned by ``publish`` is not awaited; it is closed so
+and so on, docs/design/chord.md#provider-queue). An awaitable returned by ``publish`` is not awaited; it is closed so
 it is never reported as "never awaited".
 
 :meth:`RemoteServiceEndpoint.dispose` closes this peer's subscriptions (never anything the

@@ -10,7 +10,7 @@ services and serves two things:
   state member as ``[["r", value]]`` at its sequence, keyed instances sorted by key) and then
   streams :data:`ServiceProviderUpdate` values: state deltas, replacements, spawns and closes.
 
-Each subscription has its own op-level queue (chord-spec §4.8). Updates published before
+Each subscription has its own op-level queue (docs/design/chord.md#provider-queue). Updates published before
 :meth:`ProviderSubscription.activate` are buffered; activation and reentrant publication share one
 FIFO, and the listener never runs concurrently with itself. When 100 updates are pending and one
 more arrives, the whole queue is replaced by a single ``reset`` carrying a fresh snapshot, so a
@@ -163,7 +163,7 @@ class ProviderSubscription:
 
         Updates still buffered for this subscription are discarded and its suppression baseline
         becomes the fresh snapshot, so later notifications it already covers are not delivered
-        (chord-spec §4.8). A transport calls this when its own per-peer queue for the
+        (docs/design/chord.md#provider-queue). A transport calls this when its own per-peer queue for the
         subscription overflows. Raises ``RuntimeError`` once the subscription is closed.
         """
         subscriber = self._subscriber

@@ -1,4 +1,4 @@
-"""Replicated state: one writer, many read-only replicas of a JSON value (chord-spec §2.7, §4).
+"""Replicated state: one writer, many read-only replicas of a JSON value (docs/design/chord.md#replicated-state).
 
 * :func:`replicated_state` creates the authoritative :class:`MutableReplicatedState`
   (``change``/``replace``/``apply``/``subscribe``).

@@ -1,4 +1,4 @@
-"""A replicated state fed by an external commit stream (chord-spec §2.7, "attached source").
+"""A replicated state fed by an external commit stream (docs/design/chord.md#replicated-state, "attached source").
 
 Some owners already have an exact op log: every commit comes with its ops and a gapless cursor
 (pico3's conversation view is one). Re-deriving ops from a draft or a diff would waste work and

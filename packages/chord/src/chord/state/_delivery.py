@@ -1,4 +1,4 @@
-"""Value-level delivery to public subscribers (chord-spec §4.7) and the publication queue (§4.4).
+"""Value-level delivery to public subscribers (docs/design/chord.md#public-delivery) and the publication queue (docs/design/chord.md#publication).
 
 Every subscription owns a FIFO and runs one callback at a time. A synchronous callback runs inline,
 inside the publishing call; an asynchronous one (a callback that *returns* an awaitable) is
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 MAX_PENDING_DELIVERIES = 100
-"""Pending deliveries a subscription keeps besides the running one (chord-spec §4.7)."""
+"""Pending deliveries a subscription keeps besides the running one (docs/design/chord.md#public-delivery)."""
 
 _logger = logging.getLogger("chord")
 

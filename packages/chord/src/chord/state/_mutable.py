@@ -1,4 +1,4 @@
-"""The authoritative, writable replicated state (chord-spec §2.7, §4.3, §4.4; DECISIONS D3).
+"""The authoritative, writable replicated state (docs/design/chord.md#replicated-state, #drafts, #publication, docs/design/decisions.md#d3).
 
 ``MutableReplicatedState`` holds ``(value, sequence)``. Every published revision is an immutable
 JSON value; a new revision shares every untouched subtree with the previous one, and the previous
@@ -123,7 +123,7 @@ class MutableReplicatedState(Publisher):
         self._commit(value, (("r", value),), ctx)
 
     def apply(self, ctx: Context, ops: Iterable[Any]) -> None:
-        """Publish exactly ``ops`` as one revision (DECISIONS D3); no diffing, no normalising.
+        """Publish exactly ``ops`` as one revision (docs/design/decisions.md#d3); no diffing, no normalising.
 
         Every op is validated (shape, paths, JSON payloads) and applied to a copy-on-write
         revision before anything is published; a bad op raises and changes nothing.

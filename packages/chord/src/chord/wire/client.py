@@ -6,7 +6,7 @@ every incoming frame:
 
 * a ``result`` completes the waiting call with its id;
 * an ``update`` goes to its subscription, decoded by that subscription's own state decoder
-  (chord-spec §4.12) in arrival order, before any later frame is looked at.
+  (docs/design/chord.md#path-codec) in arrival order, before any later frame is looked at.
 
 Calls
     :meth:`~RemoteConnection.invoke` sends a ``request`` and waits for its ``result``. If the

@@ -14,12 +14,12 @@ Requests
     ``too_many_requests`` (the server never stops reading, so it always notices a disconnect).
 
 Subscriptions
-    ``$chord.service.subscribe`` gets a per-subscription state encoder (chord-spec §4.12). The
+    ``$chord.service.subscribe`` gets a per-subscription state encoder (docs/design/chord.md#path-codec). The
     endpoint activates the provider subscription before it returns the snapshot, so updates
     published in between are *held* and written right after the subscribe result. Updates are
     encoded in provider order as they are published and queued for the writer task.
 
-Slow peers (chord-spec §4.8, per client, in Chord 0.87.1's own grammar)
+Slow peers (docs/design/chord.md#provider-queue, per client, in Chord 0.87.1's own grammar)
     Each subscription may have at most ``queue_limit`` update frames waiting to be written. When
     another update arrives, the waiting frames are dropped and the subscription is *collapsed*:
     the server takes a fresh snapshot (:meth:`~chord.remote.ProviderSubscription.reset`) and

@@ -11,7 +11,7 @@
 
 When the connection is lost, calls in flight fail at once with ``unavailable`` and every binding
 is rebound with ``rebind(False)``: facade values become ``None``, keyed observer tasks abort and
-new calls are refused at once (nothing is queued or replayed; chord-spec §5.10). The supervisor
+new calls are refused at once (nothing is queued or replayed; docs/design/chord.md#connection-close). The supervisor
 reconnects with exponential backoff (:class:`Backoff`) and then calls ``rebind(True)`` on every
 binding, so each facade re-hydrates from a fresh snapshot (a ``hydrate`` delivery) and keyed
 instances reappear as new observations.
