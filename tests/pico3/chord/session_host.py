@@ -2,7 +2,7 @@
 
 Usage: ``python session_host.py SOCKET_PATH STORE_DIR``. It opens the harness on a JSONL store
 in ``STORE_DIR`` through :func:`pico3.chord.harness_session_facet`, resumes it once the facet host
-is active (as the session worker does, seed §6.1), serves the host's remotable services
+is active (as the session worker does, docs/design/chord.md#built-in-services), serves the host's remotable services
 (``pi.conversation``) on a Unix socket, prints ``READY`` and exits when its stdin reaches end of
 file, so it never outlives the test process that started it.
 """

@@ -1,4 +1,4 @@
-"""The seed bridge on its own: a real harness watch feeding a real replicated state (D3).
+"""The view bridge on its own: a real harness watch feeding a real replicated state (docs/design/decisions.md#d3).
 
 One envelope is one ``apply`` is one sequence; overflow and a publish error fail the bridge once,
 closing the watch and the instance; the commits that produced the envelopes are unaffected.

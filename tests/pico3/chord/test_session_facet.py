@@ -1,4 +1,4 @@
-"""The harness session facet through a loopback binding (seed §6.1, §7 "Chord"; issue 7 item 1).
+"""The harness session facet through a loopback binding (docs/design/chord.md#built-in-services, #observe; issue 7 item 1).
 
 A session facet (``harness_session_facet``) and a presentation facet that ``observe``s
 ``pi.conversation`` run in one facet host; the presentation sees exactly what a remote client
@@ -208,7 +208,7 @@ async def test_the_view_equals_a_fresh_watch_snapshot_plus_commit_events() -> No
         watch.stop()
 
 
-# -- one commit, one sequence (chord-spec §7 item 89; seed §7 "Chord") ----------------------------
+# -- one commit, one sequence (docs/design/chord.md#observe) ----------------------------
 @pytest.mark.anyio
 async def test_the_view_sequence_advances_by_exactly_one_per_harness_commit() -> None:
     async with session() as s:

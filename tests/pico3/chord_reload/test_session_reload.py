@@ -1,4 +1,4 @@
-"""Session-worker reload (seed-plugins §6.3): hold → reload → release when quiescent, suspend →
+"""Session-worker reload (docs/design/reload.md#session-worker-reload): hold → reload → release when quiescent, suspend →
 reload → reopen otherwise, wired to chord's ``ReloadCoordinator`` as its ``around_reload`` hook.
 
 The feature under reload is a real facet package written to a temporary folder and loaded as a
@@ -246,7 +246,7 @@ async def reload(coordinator: ReloadCoordinator, w: Worker, version: str) -> Rel
 async def test_a_quiescent_harness_is_held_not_suspended_and_old_unregisters_first(
     tmp_path: Path,
 ) -> None:
-    # chord-spec §7 item 90: the old unregister runs before the new register
+    # the old unregister runs before the new register
     async with worker(tmp_path) as (w, coordinator):
         opening = w.pico
         assert w.log == ["register v1"]

@@ -1,4 +1,4 @@
-"""The seed's custom-kind example (seed-plugins.md §4.3), written in Python against pico3.
+"""The custom-kind example of docs/design/harness.md#task-kinds (a repository indexer), written in Python against pico3.
 
 A background repository indexer, resumable and observable:
 
@@ -99,7 +99,7 @@ def make_indexer(
     with_describe: bool = True,
 ) -> TaskKind:
     """The ``repo.indexer`` kind writing to ``sink``. ``after_write(key)`` runs between the
-    effect and the next checkpoint (the crash window the seed describes); tests park there.
+    effect and the next checkpoint (the crash window of docs/design/storage.md#worst-cases); tests park there.
     ``with_describe=False`` leaves ``describe`` out (the view then shows ``{phase}``)."""
 
     async def write_batch(key: str, files: list[str] | None, ctx: Context) -> None:

@@ -1,5 +1,5 @@
-"""Seed §7 "Custom kind" with the seed's indexer example (seed-plugins.md §4.3; pico3-spec §9
-items 14-17, 135): resumable, observable through ``describe``, idempotent batches by key."""
+"""A custom task kind, the repository indexer example (docs/design/harness.md#task-kinds):
+resumable, observable through ``describe``, idempotent batches by key."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ async def test_the_indexer_writes_every_batch_once_and_notices_the_count(
 async def test_describe_output_appears_as_the_tasks_status_in_the_view(
     storage_factory: Any, clock: ManualClock, repo: Path, tmp_path: Path
 ) -> None:
-    # §9 item 15 (first half): tasks[id] = {kind, background, status: describe(task)}.
+    # tasks[id] = {kind, background, status: describe(task)}.
     parking = Parking()
     indexer = make_indexer(IdempotentSink(tmp_path / "sink"), after_write=parking)
     async with session(storage_factory, clock, indexer) as handle:
@@ -122,7 +122,6 @@ async def test_describe_output_appears_as_the_tasks_status_in_the_view(
 async def test_without_describe_the_status_is_the_phase(
     storage_factory: Any, clock: ManualClock, repo: Path, tmp_path: Path
 ) -> None:
-    # §9 item 15 (second half).
     parking = Parking()
     indexer = make_indexer(
         IdempotentSink(tmp_path / "sink"), after_write=parking, with_describe=False
@@ -138,7 +137,7 @@ async def test_without_describe_the_status_is_the_phase(
 async def test_the_kind_reads_its_config_default_and_a_later_set(
     storage_factory: Any, clock: ManualClock, repo: Path, tmp_path: Path
 ) -> None:
-    # §9 item 135 (custom kind defaults are visible before any set) and the seed's indexIgnore.
+    # Custom kind defaults are visible before any set, like the example's indexIgnore.
     sink = IdempotentSink(tmp_path / "sink")
     indexer = make_indexer(sink)
     async with session(storage_factory, clock, indexer) as handle:
@@ -171,7 +170,7 @@ async def test_a_suspend_inside_the_inflight_phase_repeats_the_keyed_effect_afte
         outcome = await outcome_of(handle, task_id)
     assert sink.deliveries() == ["b.py", "b.py", "src/d.py", "z.log"]
     assert list(sink.store()) == ["b.py", "src/d.py", "z.log"]  # one logical write per key
-    # As written in the seed, the recovery program repeats the effect but does not count that
+    # As the example is written, the recovery program repeats the effect but does not count that
     # batch's files again (the slot is progress, not the index): 5 files, 3 counted.
     assert outcome == {"status": "completed", "result": {"files": 3}}
 
@@ -179,7 +178,7 @@ async def test_a_suspend_inside_the_inflight_phase_repeats_the_keyed_effect_afte
 async def test_an_unregistered_kind_leaves_pending_tasks_pending_until_re_registered(
     storage_factory: Any, clock: ManualClock, repo: Path, tmp_path: Path
 ) -> None:
-    # Seed §7 / §9 item 16: not dispatched, not orphaned; a new registration dispatches it.
+    # not dispatched, not orphaned; a new registration dispatches it.
     sink = IdempotentSink(tmp_path / "sink")
     first = make_indexer(sink)
     async with session(storage_factory, clock) as handle:
@@ -203,7 +202,6 @@ async def test_an_unregistered_kind_leaves_pending_tasks_pending_until_re_regist
 async def test_a_kind_missing_at_open_orphans_its_tasks_and_only_at_open(
     storage_factory: Any, clock: ManualClock, repo: Path, tmp_path: Path
 ) -> None:
-    # Seed §7 / §9 item 17.
     sink = IdempotentSink(tmp_path / "sink")
     indexer = make_indexer(sink)
     async with session(storage_factory, clock) as handle:

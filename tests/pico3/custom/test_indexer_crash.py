@@ -1,8 +1,8 @@
-"""A real crash inside the indexer's in-flight phase (seed §7 "Custom kind"; pico3-spec §9 item
-14; issue 6 crash tests).
+"""A real crash inside the indexer's in-flight phase (docs/design/harness.md#task-kinds;
+issue 6 crash tests).
 
 A child process runs the seed indexer on JSONL storage and is SIGKILLed after the first batch's
-effect and before the next checkpoint, the worst case the seed describes. A second child reopens
+effect and before the next checkpoint, the worst case of docs/design/storage.md#worst-cases. A second child reopens
 the session: recovery enters the in-flight phase ``writing``, which repeats the write *with the
 same key*; the fake idempotent sink sees that key twice and keeps one logical write.
 """
@@ -84,7 +84,7 @@ def test_sigkill_inside_the_inflight_phase_repeats_the_keyed_effect_after_reopen
         finish(proc)
     assert line.startswith("done ")
     outcome = json.loads(line.removeprefix("done "))
-    # As written in the seed, `writing`'s recovery does not re-count the batch's files.
+    # As the example is written, `writing`'s recovery does not re-count the batch's files.
     assert outcome == {"status": "completed", "result": {"files": 1}}
     assert deliveries(tmp_path / "sink") == [
         {"key": "b.py", "files": ["a.py", "b.py"]},

@@ -1,5 +1,5 @@
-"""``before_tool`` and its BeforeToolApi on a real tool slot (pico3-spec §5.3-§5.4; seed §4.2 and
-§7 "Hooks" / "Memo"; §9 items 6, 7, 12, 13, 83-85)."""
+"""``before_tool`` and its BeforeToolApi on a real tool slot (docs/design/harness.md#hook-points,
+#before-tool, #memos)."""
 
 from __future__ import annotations
 
@@ -252,7 +252,7 @@ async def test_a_stale_namespace_token_rejects_every_api_write(
     await env.h.close(BACKGROUND)
 
 
-# -- the approval example of seed §4.2, in Python -------------------------------------------------
+# -- the approval example of docs/design/harness.md#before-tool, in Python -------------------------------------------------
 def install_approval(
     h: Harness, registry: HookRegistry, ask: Callable[[dict[str, Any], Context], Any]
 ) -> HookRegistration:

@@ -1,4 +1,4 @@
-"""The registration surface on a real harness (seed §3; pico3-spec §5.1, §7.1-§7.3): tools,
+"""The registration surface on a real harness (docs/design/harness.md#public-api, #hooks, #tool-api): tools,
 sections and hooks on ``h`` and ``c``, ``rt.hooks`` inside a running task, and the ToolApi over a
 task runtime."""
 
@@ -75,7 +75,7 @@ async def test_h_hooks_checks_both_tokens() -> None:
 
 
 async def test_rt_hooks_runs_harness_then_conversation_scopes_outermost_first() -> None:
-    """A custom kind's own point, run from its handler through ``rt.hooks`` (D8 G9)."""
+    """A custom kind's own point, run from its handler through ``rt.hooks`` (docs/design/decisions.md#d8-g9)."""
     calls: list[tuple[str, Any]] = []
     child_id: list[int] = []
 

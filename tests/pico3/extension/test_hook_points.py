@@ -1,5 +1,5 @@
-"""How each hook point folds its handlers' values, and the execution rules of pico3-spec §5.2
-(raises reported and skipped, cancellation always propagates) and §5.3 (the fold table)."""
+"""How each hook point folds its handlers' values, and the execution rules of docs/design/harness.md#hooks
+(raises reported and skipped, cancellation always propagates) and docs/design/harness.md#hook-points (the fold table)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Hook registration: tokens, exact idempotent removal, D8 G9 order and subtree scoping
-(pico3-spec §5.1; seed §3 token identity, §5 table row "hooks"; §9 item 19)."""
+"""Hook registration: tokens, exact idempotent removal, docs/design/decisions.md#d8-g9 order and subtree scoping
+(docs/design/harness.md#hooks, #namespaces, docs/design/reload.md#registrations)."""
 
 from __future__ import annotations
 
@@ -156,7 +156,7 @@ async def test_unregistering_the_namespace_retires_its_hooks() -> None:
 
 
 async def test_order_is_harness_wide_then_outermost_to_innermost_conversation() -> None:
-    # D8 G9. Conversation 1 owns 2 (a subagent), 2 owns 3.
+    # docs/design/decisions.md#d8-g9. Conversation 1 owns 2 (a subagent), 2 owns 3.
     owners = {3: 2, 2: 1}
 
     async def owner_of(cid: int, ctx: Context) -> int | None:

@@ -1,4 +1,4 @@
-"""The bounded stream buffer (pico3-spec §4.11.3 streaming, §9 item 88)."""
+"""The bounded stream buffer (docs/design/turn.md#tool streaming)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Tool and section registration: unique live names, exact idempotent removal, revisions
-(pico3-spec §4.10, §7.1; seed §5 table rows "tool / section"; §9 item 41)."""
+(docs/design/reload.md#registrations, docs/design/harness.md#public-api)."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def test_re_register_after_unregister_bumps_again() -> None:
 
 
 def test_snapshot_keeps_the_declaration_it_captured() -> None:
-    # An in-flight invocation keeps its captured declaration (seed §5).
+    # An in-flight invocation keeps its captured declaration (docs/design/reload.md#registrations).
     registry = ToolRegistry()
     captured = tool()
     remove = registry.register(captured)

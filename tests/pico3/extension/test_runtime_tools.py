@@ -1,4 +1,4 @@
-"""``ToolApi`` task helpers over a real task runtime (pico3-spec §7.3): a tool creates ordinary
+"""``ToolApi`` task helpers over a real task runtime (docs/design/harness.md#tool-api): a tool creates ordinary
 tasks, reads their slots (memos removed), waits for them, and stays inside its subtree."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""System sections and the draft ``system_instructions`` hooks edit (pico3-spec §4.11.2
-"System preparation details"; §5.3 row system_instructions)."""
+"""System sections and the draft ``system_instructions`` hooks edit (docs/design/turn.md#generation
+"System preparation details"; docs/design/harness.md#hook-points row system_instructions)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""ToolApi on a real tool slot: memos (seed §7 "Memo"; pico3-spec §9 items 1-6), progress,
-streaming flushes (§4.11.3, §9 items 89-90)."""
+"""ToolApi on a real tool slot: memos (docs/design/harness.md#memos), progress,
+streaming flushes (docs/design/turn.md#tool)."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ async def test_a_non_json_candidate_rejects_and_stores_nothing(
     await h.close(BACKGROUND)
 
 
-# -- the question tool of seed §4.1, in Python ----------------------------------------------------
+# -- the question tool of docs/design/harness.md#tools, in Python ----------------------------------------------------
 QUESTION_PARAMS = {
     "type": "object",
     "properties": {"question": {"type": "string"}},

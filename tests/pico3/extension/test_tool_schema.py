@@ -1,5 +1,5 @@
-"""Tool parameters are JSON Schema dicts validated with jsonschema (D8 G16); errors name the
-field (pico3-spec §4.11.3 "invalid arguments")."""
+"""Tool parameters are JSON Schema dicts validated with jsonschema (docs/design/decisions.md#d8-g16); errors name the
+field (docs/design/turn.md#tool)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``waitingOn`` through the real turn loop (pico3-spec §9 items 7-10; seed §7 "Hooks"): set in
+"""``waitingOn`` through the real turn loop (docs/design/harness.md#before-tool): set in
 its own envelope, cleared in the same envelope as ``started`` (allowed) or the synthetic result
 (blocked or raised), and never left durable after a conversation abort."""
 

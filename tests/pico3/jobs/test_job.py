@@ -1,4 +1,4 @@
-"""``pi.job`` with a real process host (pico3-spec §4.11.6, §9 items 27, 30, 47, 104-109)."""
+"""``pi.job`` with a real process host (docs/design/turn.md#jobs)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ class RecordingHost(LocalProcessHost):
 async def test_a_job_completes_with_exit_code_output_and_an_idle_notice(
     handle: HarnessHandle, tmp_path: Path
 ) -> None:
-    # §9 item 47: an idle job notice appends immediately.
+    # an idle job notice appends immediately.
     code = "import sys; print('hi'); print('oops', file=sys.stderr); sys.exit(3)"
     task_id = await create_job(handle, code, tmp_path, notify=True)
     outcome = await finished(handle, task_id)
@@ -104,7 +104,6 @@ async def test_spawning_is_committed_before_start_and_running_after(
     reports: list[BaseException],
     tmp_path: Path,
 ) -> None:
-    # §9 item 104 (first half).
     log: list[Any] = []
     with RecordingHost(tmp_path / "p", log) as host:
         async with open_session(storage_factory, clock, reports, host) as handle:
@@ -126,7 +125,6 @@ async def test_without_a_process_host_a_job_fails_spawn_before_any_checkpoint(
     reports: list[BaseException],
     tmp_path: Path,
 ) -> None:
-    # §9 item 104 (second half).
     log: list[Any] = []
     async with open_session(storage_factory, clock, reports, None) as handle:
         record_checkpoints(handle, log)
@@ -142,7 +140,6 @@ async def test_without_a_process_host_a_job_fails_spawn_before_any_checkpoint(
 async def test_a_refused_start_fails_spawn_with_a_notice(
     handle: HarnessHandle, tmp_path: Path
 ) -> None:
-    # §9 item 106 (first half).
     job = job_input(str(tmp_path / "missing"), cwd=str(tmp_path), notify=True)
     c = await handle.harness.root(ctx)
     task_id = await c.commit(lambda tx, _c: tx.create_task(JOB_KIND, job, background=True), ctx)
@@ -160,7 +157,7 @@ async def test_a_raising_status_fails_interrupted_without_rerun(
     reports: list[BaseException],
     tmp_path: Path,
 ) -> None:
-    # §9 item 106 (second half): even with rerun set, a raising status never starts again.
+    # even with rerun set, a raising status never starts again.
     log: list[Any] = []
     with RecordingHost(tmp_path / "p", log, fail="status") as host:
         async with open_session(storage_factory, clock, reports, host) as handle:
@@ -177,7 +174,7 @@ async def test_a_running_job_survives_suspend_and_reopen_and_completes_with_its_
     until: Any,
     tmp_path: Path,
 ) -> None:
-    # Seed §7 Reload / §9 items 27 and 30: the process keeps running across the suspend; the
+    # Reload / : the process keeps running across the suspend; the
     # reopened task re-finds it by key (no `unknown`) and completes with its exit code.
     gate = gates["job"]
     counter = tmp_path / "count"
@@ -207,7 +204,7 @@ async def test_a_key_the_host_does_not_know_fails_interrupted_unless_rerun(
     tmp_path: Path,
     rerun: bool,
 ) -> None:
-    # §9 item 105: reopen with a host that has no record of the key (an in-memory host after a
+    # reopen with a host that has no record of the key (an in-memory host after a
     # restart behaves so).
     gate = gates["unknown"]
     mark = tmp_path / "second-run"
@@ -259,7 +256,6 @@ async def test_aborting_a_job_without_a_key_kills_nothing(
     until: Any,
     tmp_path: Path,
 ) -> None:
-    # §9 item 107 (first half).
     log: list[Any] = []
     with RecordingHost(tmp_path / "p", log) as host:
         async with open_session(storage_factory, clock, reports, host) as handle:
@@ -280,7 +276,7 @@ async def test_abort_sends_term_waits_the_grace_period_then_kill(
     until: Any,
     tmp_path: Path,
 ) -> None:
-    # §9 item 107: TERM, 5 s (on the harness clock), KILL.
+    # TERM, 5 s (on the harness clock), KILL.
     gate = gates["stubborn"]
     code = f"import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN); {gate.reader}"
     log: list[Any] = []
@@ -327,7 +323,7 @@ async def test_a_kill_failure_is_a_failing_abort(
     until: Any,
     tmp_path: Path,
 ) -> None:
-    # §9 item 107 (last clause): the abort fails (a contract fault), it never claims a kill.
+    # the abort fails (a contract fault), it never claims a kill.
     gate = gates["unkillable"]
     log: list[Any] = []
     with RecordingHost(tmp_path / "p", log, fail="kill") as host:
@@ -348,7 +344,6 @@ async def test_a_recurring_job_notices_each_occurrence_and_abort_ends_the_schedu
     until: Any,
     tmp_path: Path,
 ) -> None:
-    # §9 item 108.
     start = clock.now()
     task_id = await create_job(handle, "print('tick')", tmp_path, notify=True, every=60_000)
     await until(handle, phase_is(handle, task_id, "waiting", occurrence=2))
@@ -375,7 +370,7 @@ async def test_a_recurring_job_runs_once_after_downtime_never_a_backlog(
     until: Any,
     tmp_path: Path,
 ) -> None:
-    # §9 item 108 (no backlog).
+    # (no backlog).
     every = 60_000
     task_id = await create_job(handle, "print('tick')", tmp_path, every=every)
     await until(handle, phase_is(handle, task_id, "waiting", occurrence=2))
@@ -399,7 +394,6 @@ async def test_recovery_from_waiting_sleeps_to_the_stored_deadline(
     until: Any,
     tmp_path: Path,
 ) -> None:
-    # §9 item 109.
     deadline = clock.now() + 10_000
     task_id = await create_job(handle, "print('late')", tmp_path, not_before=deadline)
     await until(handle, phase_is(handle, task_id, "waiting"))
@@ -417,7 +411,7 @@ async def test_recovery_from_waiting_sleeps_to_the_stored_deadline(
 async def test_the_view_describes_a_running_job_with_its_mirrored_output(
     handle: HarnessHandle, clock: ManualClock, gates: Any, until: Any, tmp_path: Path
 ) -> None:
-    # §9 item 15 for pi.job: describe = {stage, ...slot}.
+    # describe = {stage, ...slot}.
     gate = gates["view"]
     task_id = await create_job(handle, f"print('ready', flush=True); {gate.reader}", tmp_path)
     await until(handle, phase_is(handle, task_id, "running"))
@@ -472,7 +466,7 @@ async def test_a_job_created_with_a_bad_input_fails_spawn_naming_the_field(
 async def test_a_conversation_abort_leaves_a_background_job_running(
     handle: HarnessHandle, gates: Any, until: Any, tmp_path: Path
 ) -> None:
-    # §4.5 / §9 item 118: background work (jobs) survives a conversation abort.
+    # docs/design/harness.md#namespaces: background work (jobs) survives a conversation abort.
     gate = gates["survivor"]
     task_id = await create_job(handle, f"{gate.reader}; print('still here')", tmp_path)
     await until(handle, phase_is(handle, task_id, "running"))

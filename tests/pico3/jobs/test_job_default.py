@@ -1,4 +1,4 @@
-"""``pi.job`` is registered by every harness, like the core kinds (pico3-spec §4.11.6): a
+"""``pi.job`` is registered by every harness, like the core kinds (docs/design/turn.md#jobs): a
 stored job is never orphaned because a host forgot ``jobs.install``, and without a process host
 it fails ``spawn`` / ``"no process host"`` before any checkpoint."""
 

@@ -1,5 +1,5 @@
 """LocalProcessHost with real processes: idempotent start, captured output, tree kill, and
-records that outlive the host object (pico3-spec §4.11.6)."""
+records that outlive the host object (docs/design/turn.md#jobs)."""
 
 from __future__ import annotations
 

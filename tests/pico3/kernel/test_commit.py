@@ -1,4 +1,4 @@
-"""The line and the commit lifecycle (pico3-spec §2; §9 items 32-37, 43-45)."""
+"""The line and the commit lifecycle (docs/design/harness.md#commits)."""
 
 from __future__ import annotations
 

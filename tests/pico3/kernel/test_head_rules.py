@@ -1,4 +1,4 @@
-"""The head rules (pico3-spec §1.3, §1.4, §6.3): heads only move forward and never split an
+"""The head rules (docs/design/harness.md#entries, #context-derivation, docs/design/view.md#active-transcript): heads only move forward and never split an
 assistant/tool-result exchange; a violating batch is rejected whole and the session goes on."""
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ async def rejected(h: Harness, cid: int, *entries: NewEntry) -> EntryRejected:
 
 async def test_a_head_before_the_current_head_is_rejected(
     storage_factory: StorageFactory,
-) -> None:  # §1.3 heads only move forward
+) -> None:  # docs/design/harness.md#entries heads only move forward
     h, c = await open_root(storage_factory)
     first, second, third = await append(
         h,
@@ -112,7 +112,7 @@ async def test_two_heads_in_one_commit_are_checked_in_order(
 
 async def test_a_head_at_a_tool_result_splits_the_exchange_and_is_rejected(
     storage_factory: StorageFactory,
-) -> None:  # §1.3 a head never splits an assistant/tool-result exchange
+) -> None:  # docs/design/harness.md#entries a head never splits an assistant/tool-result exchange
     h, c = await open_root(storage_factory)
     _, call, first, second = await append(
         h,
@@ -179,7 +179,8 @@ async def test_bookkeeping_entries_do_not_hide_an_open_exchange(
 
 async def test_a_fork_that_cut_an_exchange_may_start_a_fresh_context(
     storage_factory: StorageFactory,
-) -> None:  # §1.4 step 6: results cut by a fork are synthesized, never stored
+) -> None:
+    # results cut by a fork are synthesized, never stored (docs/design/harness.md#context-derivation)
     h, c = await open_root(storage_factory)
     _, call, first, _ = await append(
         h,

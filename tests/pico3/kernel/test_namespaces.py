@@ -1,4 +1,4 @@
-"""Namespaces (pico3-spec §1.10; seed §7 "Namespaces" and "Entries", §9 items 2, 18-26)."""
+"""Namespaces (docs/design/harness.md#namespaces, #entries)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The conversation view, envelopes and watches (pico3-spec §6; §9 items 129-135)."""
+"""The conversation view, envelopes and watches (docs/design/view.md)."""
 
 from __future__ import annotations
 

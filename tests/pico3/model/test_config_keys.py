@@ -1,4 +1,4 @@
-"""Core configuration keys: validation and default resolution by presence (pico3-spec §1.7)."""
+"""Core configuration keys: validation and default resolution by presence (docs/design/harness.md#configuration)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_valid_values_are_stored_as_private_copies() -> None:
 def test_defaults_resolve_by_presence_and_model_stays_absent() -> None:
     resolved = resolve_config(CORE_CONFIG, {}, {})
     assert "model" not in resolved
-    assert resolved["followUpMode"] == "one-at-a-time"  # §9 item 135
+    assert resolved["followUpMode"] == "one-at-a-time"
     assert resolved["keepRecent"] == 20000
     stored = resolve_config(
         CORE_CONFIG, {"threshold": 0, "model": {"provider": "p", "modelId": "m"}}, {}

@@ -1,4 +1,4 @@
-"""Context derivation as a pure function of stored entries (pico3-spec §1.4)."""
+"""Context derivation as a pure function of stored entries (docs/design/harness.md#context-derivation)."""
 
 from __future__ import annotations
 

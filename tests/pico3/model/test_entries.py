@@ -1,4 +1,4 @@
-"""Entry kinds and the runtime write gate (pico3-spec §1.3; seed §7 "Entries")."""
+"""Entry kinds and the runtime write gate (docs/design/harness.md#entries)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pico3.storage.records import Entry
 USER = {"role": "user", "content": "hello", "timestamp": 0}
 
 
-def test_define_entry_raises_on_pi_prefix() -> None:  # §9 item 24
+def test_define_entry_raises_on_pi_prefix() -> None:
     with pytest.raises(ValueError, match="reserved"):
         define_entry("pi.x")
     with pytest.raises(ValueError, match="reserved"):
@@ -36,7 +36,7 @@ def test_malformed_kind_names_are_rejected(kind: Any) -> None:
 
 
 @pytest.mark.parametrize("kind", ["pi.user", "pi.assistant", "pi.reset", "pi.summary", "pi.other"])
-def test_non_core_write_of_reserved_kind_is_rejected(kind: str) -> None:  # §9 item 25
+def test_non_core_write_of_reserved_kind_is_rejected(kind: str) -> None:
     with pytest.raises(EntryRejected, match="reserved for core"):
         check_new_entry(NewEntry(kind=kind, model=[USER]), core=False)
 
@@ -64,7 +64,7 @@ def test_pi_notice_is_the_one_allowed_reserved_kind() -> None:
         ),
     ],
 )
-def test_pi_notice_shape_is_enforced(entry: NewEntry, problem: str) -> None:  # §9 item 26
+def test_pi_notice_shape_is_enforced(entry: NewEntry, problem: str) -> None:
     with pytest.raises(EntryRejected, match=problem):
         check_new_entry(entry, core=False)
 

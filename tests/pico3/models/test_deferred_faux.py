@@ -1,4 +1,4 @@
-"""Deferred answers in the provider contract and the faux provider (pico3-spec §8)."""
+"""Deferred answers in the provider contract and the faux provider (docs/design/turn.md#models)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Owned conversations (subagents): create, send, wait, abort through foreground owners, reach
-limited to the owned subtree, G5 config isolation (pico3-spec §4.5, §4.11.7, §9 items 40, 118;
-D8 G5)."""
+limited to the owned subtree, config isolation (docs/design/harness.md#owned-conversations, #abort,
+docs/design/decisions.md#d8-g5)."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ async def test_a_task_creates_an_owned_conversation_sends_and_waits_for_the_answ
 
 
 async def test_an_owned_child_never_inherits_core_rewindable_config(open_harness: Any) -> None:
-    # D8 G5: the parent's model and thinking level stay behind; without a seeded model the
+    # docs/design/decisions.md#d8-g5: the parent's model and thinking level stay behind; without a seeded model the
     # child's generation fails no_model instead of running on the parent's model.
     kind = supervisor()
     async with open_harness([faux_response("never used")], [kind]) as h:
@@ -149,7 +149,7 @@ async def test_an_owned_child_never_inherits_core_rewindable_config(open_harness
 
 
 async def test_an_inheriting_child_keeps_plugin_slices_and_its_seed(open_harness: Any) -> None:
-    # D8 G5: plugin slices are inherited from the fork point; seeded config applies; sticky
+    # docs/design/decisions.md#d8-g5: plugin slices are inherited from the fork point; seeded config applies; sticky
     # config starts at its defaults.
     kind = supervisor()
     async with open_harness([faux_response("seeded answer")], [kind]) as h:
@@ -176,7 +176,7 @@ async def test_an_inheriting_child_keeps_plugin_slices_and_its_seed(open_harness
 async def test_conversation_abort_reaches_the_subtree_through_a_foreground_owner(
     open_harness: Any, until: Any
 ) -> None:
-    # §4.5 / §9 item 118: marking walks through live foreground owners into owned children.
+    # docs/design/harness.md#abort: marking walks through live foreground owners into owned children.
     gate = anyio.Event()
     kind = supervisor()
     async with open_harness([faux_response(faux_pause(gate), "late")], [kind]) as h:
@@ -228,7 +228,7 @@ async def test_an_owner_aborting_its_child_resolves_the_input_aborted(
 async def test_a_task_cannot_reach_conversations_outside_its_owned_subtree(
     open_harness: Any,
 ) -> None:
-    # §9 item 40: not another task's child, not a sibling conversation, not its own.
+    # not another task's child, not a sibling conversation, not its own.
     owner_kind, other = supervisor(), intruder()
     async with open_harness([faux_response("mine")], [owner_kind, other]) as h:
         owner = await start(
@@ -342,7 +342,7 @@ async def test_a_reopened_owner_reattaches_and_its_resend_is_the_same_input(
 async def test_conversation_abort_walks_two_levels_of_foreground_owners(
     open_harness: Any, until: Any
 ) -> None:
-    # §4.5: root ─ outer (owns C1) ─ C1 ─ inner supervisor (owns C2) ─ C2 ─ generation.
+    # docs/design/harness.md#abort: root ─ outer (owns C1) ─ C1 ─ inner supervisor (owns C2) ─ C2 ─ generation.
     gate = anyio.Event()
     inner = supervisor()
 

@@ -6,7 +6,7 @@ and resumes. On an empty session it creates one task. ``STAGE`` says where the w
 
 * ``phase``    — inside the ordinary phase ``working`` (checkpoint ``{"phase": "working"}``);
 * ``inflight`` — after writing the in-flight checkpoint ``sending{key}`` *and* performing the
-  keyed effect, before the next checkpoint (the worst case the seed describes);
+  keyed effect, before the next checkpoint (the worst case of docs/design/storage.md#worst-cases);
 * ``recover``  — never parks: run to completion and print ``done <outcome json>``.
 
 Every handler entry is appended to ``DIR/log`` and every effect to ``DIR/sink`` (the fake

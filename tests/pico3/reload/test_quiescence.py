@@ -1,5 +1,5 @@
-"""Quiescence, hold, suspend and reopen (pico3-spec §4.8; D8 G7, G8; seed §5, §7 "Reload";
-§9 items 11, 27, 28, 29-adjacent)."""
+"""Quiescence, hold, suspend and reopen (docs/design/harness.md#scheduler,
+docs/design/reload.md#quiescent-reload, #suspend-and-reopen, docs/design/decisions.md#d8-g7, #d8-g8)."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ async def test_hold_defers_dispatch_but_not_commits_and_release_resumes(
 
 async def test_suspend_keeps_records_live_and_reopen_resumes_from_the_checkpoint(
     storage_factory: Callable[[], Storage], options: HarnessOptions
-) -> None:  # seed §5
+) -> None:  # docs/design/reload.md#registrations
     first, second = Worker(), Worker()
     async with HarnessHandle(storage_factory, options) as handle:
         remove = handle.add_registration(lambda h: h.register_task_kind(first.kind()))
@@ -256,7 +256,7 @@ async def test_suspend_with_abort_removed_aborts_tasks_of_removed_kinds(
 
 async def test_a_sleep_cut_by_suspend_resumes_to_its_stored_deadline(
     storage_factory: Callable[[], Storage], options: HarnessOptions, clock: Any
-) -> None:  # G22; cf. 109
+) -> None:  # docs/design/decisions.md#d8-g22
     async def initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Next:
         return Next({"phase": "waiting", "until": rt.now() + 10_000})
 
@@ -285,7 +285,7 @@ async def test_a_sleep_cut_by_suspend_resumes_to_its_stored_deadline(
 
 class Asker:
     """A task that asks a "human" unless a decision memo exists; the memo is written after the
-    answer, as the approval hook does (seed §4.2). Each step sets ``step`` for the test."""
+    answer, as the approval hook does (docs/design/harness.md#before-tool). Each step sets ``step`` for the test."""
 
     def __init__(self) -> None:
         self.asked = 0
@@ -320,7 +320,7 @@ class Asker:
 @pytest.mark.parametrize("when", ["before-memo", "after-memo"])
 async def test_a_decision_memo_survives_suspend_and_is_not_asked_again(
     storage_factory: Callable[[], Storage], options: HarnessOptions, when: str
-) -> None:  # seed §7 "Memo"/"Reload": re-ask before the memo, never after
+) -> None:  # docs/design/harness.md#memos, docs/design/reload.md#suspend-and-reopen: re-ask before the memo, never after
     asker = Asker()
     async with HarnessHandle(storage_factory, options) as handle:
         handle.add_registration(lambda h: h.register_task_kind(asker.kind()))

@@ -1,5 +1,5 @@
 """A namespace registered (or unregistered) while conversations are watched reaches their views
-with the next envelope, whatever that commit touches (seed §5: reload re-registers)."""
+with the next envelope, whatever that commit touches (docs/design/reload.md#registrations: reload re-registers)."""
 
 from __future__ import annotations
 

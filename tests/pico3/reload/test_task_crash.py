@@ -7,8 +7,7 @@ a chosen point; the test SIGKILLs it there and runs the child again to recover:
   checkpoint (``initial`` never runs twice) and the effect happens once;
 * killed after the in-flight checkpoint and the keyed effect: recovery enters the in-flight
   phase's handler (the recovery program), which repeats the effect *with the same key*; the
-  fake idempotent sink sees the key twice, one logical write (seed §7 "Custom kind";
-  pico3-spec §9 item 14).
+  fake idempotent sink sees the key twice, one logical write (docs/design/harness.md#task-kinds).
 """
 
 from __future__ import annotations

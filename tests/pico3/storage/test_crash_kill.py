@@ -13,7 +13,7 @@ A shorter run does the same with ``fsync=True``, where main.jsonl is written int
 zero tail (``pico3.storage._log``): a kill leaves committed lines followed by zeros, and the reopen
 must cut the zeros and keep every acknowledged commit.
 
-pico3-spec §3.5–§3.7 (fsync=False survives process death), §9 #120/#121/#124.
+docs/design/storage.md#fsync (fsync=False survives process death), #publication-point, #recovery.
 """
 
 from __future__ import annotations

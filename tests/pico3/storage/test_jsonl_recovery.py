@@ -1,4 +1,4 @@
-"""JsonlStorage open-time reconciliation (pico3-spec §3.7, §3.10; §9 #120–#126).
+"""JsonlStorage open-time reconciliation (docs/design/storage.md#recovery, #worst-cases).
 
 Crashes are staged by editing the files exactly as a dying writer would leave them: a torn
 final line, a sidecar record without its main marker, a marker whose sidecar never reached the
@@ -87,7 +87,6 @@ async def commit_tick(path: Path, cid: int, tid: int, n: int) -> None:
 
 @pytest.mark.parametrize("file", ["main.jsonl", "sticky-1.jsonl", "task-2.jsonl"])
 async def test_a_torn_final_line_is_cut_before_appending(tmp_path: Path, h, file: str) -> None:
-    # pico3-spec §9 #121
     cid, tid = await session(tmp_path)
     storage = await opened(tmp_path)
     before = await h.dump(storage)
@@ -106,7 +105,7 @@ async def test_a_torn_final_line_is_cut_before_appending(tmp_path: Path, h, file
 
 
 async def test_crash_before_the_main_marker_rolls_the_sidecars_back(tmp_path: Path, h) -> None:
-    # pico3-spec §9 #120/#124: the sidecars were appended, the marker never was
+    # the sidecars were appended, the marker never was
     cid, tid = await session(tmp_path)
     storage = await opened(tmp_path)
     before = await h.dump(storage)
@@ -122,7 +121,6 @@ async def test_crash_before_the_main_marker_rolls_the_sidecars_back(tmp_path: Pa
 
 
 async def test_crash_after_the_main_marker_keeps_the_whole_commit(tmp_path: Path, h) -> None:
-    # pico3-spec §9 #120
     cid, tid = await session(tmp_path)
     await commit_tick(tmp_path, cid, tid, 7)
     storage = await opened(tmp_path)
@@ -148,7 +146,6 @@ async def test_a_crash_between_two_sidecar_appends_rolls_back(tmp_path: Path, h)
 
 
 async def test_a_malformed_complete_line_fails_open_naming_file_and_line(tmp_path: Path) -> None:
-    # pico3-spec §9 #122
     cid, tid = await session(tmp_path)
     await commit_tick(tmp_path, cid, tid, 3)
     main = tmp_path / "main.jsonl"
@@ -179,7 +176,7 @@ async def test_a_record_without_seq_fails_open(tmp_path: Path) -> None:
 
 
 async def test_a_marker_naming_a_missing_sidecar_record_fails_open(tmp_path: Path) -> None:
-    # pico3-spec §9 #123: the marker reached the disk, the sidecar record did not
+    # the marker reached the disk, the sidecar record did not
     cid, tid = await session(tmp_path)
     await commit_tick(tmp_path, cid, tid, 3)
     drop_last_line(tmp_path / "task-2.jsonl")
@@ -197,7 +194,6 @@ async def test_a_missing_sticky_file_fails_open(tmp_path: Path) -> None:
 
 
 async def test_a_non_monotonic_seq_fails_open_naming_file_and_line(tmp_path: Path) -> None:
-    # pico3-spec §9 #126
     cid, tid = await session(tmp_path)
     await commit_tick(tmp_path, cid, tid, 3)
     await commit_tick(tmp_path, cid, tid, 4)
@@ -224,7 +220,7 @@ async def test_an_unconfirmed_record_before_a_confirmed_one_fails_open(tmp_path:
 
 
 async def test_a_stale_retired_task_sidecar_never_resurrects_state(tmp_path: Path, h) -> None:
-    # pico3-spec §9 #124: unlink happened after the terminal record... or did not happen
+    # unlink happened after the terminal record... or did not happen
     cid, tid = await session(tmp_path)
     await commit_tick(tmp_path, cid, tid, 3)
     stale = (tmp_path / "task-2.jsonl").read_bytes()
@@ -242,7 +238,6 @@ async def test_a_stale_retired_task_sidecar_never_resurrects_state(tmp_path: Pat
 
 
 async def test_the_id_high_water_survives_retired_sidecars(tmp_path: Path) -> None:
-    # pico3-spec §9 #125
     _, tid = await session(tmp_path)
     storage = await opened(tmp_path)
     minted = [storage.mint_id() for _ in range(5)]  # e.g. ids a checkpoint refers to

@@ -1,4 +1,4 @@
-"""JsonlStorage layout and publication (pico3-spec §3.3–§3.6, §3.9; D8 G14)."""
+"""JsonlStorage layout and publication (docs/design/storage.md#jsonl-files, #publication-point, #fsync, #sticky-truncation, docs/design/decisions.md#d8-g14)."""
 
 from __future__ import annotations
 
@@ -206,7 +206,7 @@ async def test_a_second_storage_on_the_same_directory_is_refused(tmp_path: Path)
 async def test_sticky_rewrite_keeps_state_and_uses_a_temp_file_and_rename(
     tmp_path: Path, h
 ) -> None:
-    # pico3-spec §9 #127 (the kernel calls truncate on its line; here: no append races it)
+    # (the kernel calls truncate on its line; here: no append races it)
     storage = await opened(tmp_path, fsync=True, thread_above=0.0)
     cid = await h.with_root(storage)
     sticky = DocRef.sticky(cid)

@@ -295,7 +295,7 @@ async def test_a_reader_sees_every_committed_line_while_the_storage_is_open(
 async def test_a_crash_mid_line_inside_the_zero_tail_opens_cleanly(
     tmp_path: Path, h, mode: str
 ) -> None:
-    # pico3-spec §3.7 step 1: what a durable writer leaves when it dies mid-append
+    # docs/design/storage.md#recovery: what a durable writer leaves when it dies mid-append
     storage = await opened(tmp_path)
     cid = await h.with_root(storage)
     await commit_entries(storage, cid, [100, 5000])

@@ -1,4 +1,4 @@
-"""MemoryStorage specifics (pico3-spec §3.2): reopenable from the same object, atomic batches."""
+"""MemoryStorage specifics (docs/design/storage.md#memory-backend): reopenable from the same object, atomic batches."""
 
 from __future__ import annotations
 
@@ -46,7 +46,6 @@ async def test_a_new_session_reopens_the_same_object_with_everything_committed(h
 
 
 async def test_a_failing_batch_changes_no_table_doc_seq_or_id_high_water(h) -> None:
-    # pico3-spec §9 #128
     storage = MemoryStorage()
     await storage.open(ctx)
     cid = await h.with_root(storage)

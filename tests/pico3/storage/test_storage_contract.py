@@ -1,4 +1,4 @@
-"""The storage contract (pico3-spec §3.1–§3.2), run against both backends.
+"""The storage contract (docs/design/storage.md#interface, #memory-backend), run against both backends.
 
 Every test gets ``backend`` (memory or jsonl) and ``h`` (helpers from conftest). Reopening goes
 through ``backend.reopen``, so each property also holds across a close/open cycle.
@@ -140,7 +140,7 @@ async def test_wrong_field_types_are_refused_naming_the_write(backend, h) -> Non
 
 
 async def test_structural_errors_refuse_the_whole_batch(backend, h) -> None:
-    # pico3-spec §9 #128: a failing batch changes no table, doc, seq or id high-water
+    # a failing batch changes no table, doc, seq or id high-water
     storage = await backend.opened()
     cid = await h.with_root(storage)
     e = entry(storage, cid)
@@ -337,7 +337,6 @@ async def test_session_and_sticky_docs_read_from_their_last_base(backend, h) -> 
 
 
 async def test_ids_are_never_reused_while_open_and_committed_ids_never(backend, h) -> None:
-    # pico3-spec §9 #33
     storage = await backend.opened()
     cid = await h.with_root(storage)
     wasted = storage.mint_id()  # minted in a builder that failed: never committed
@@ -352,7 +351,6 @@ async def test_ids_are_never_reused_while_open_and_committed_ids_never(backend, 
 
 
 async def test_a_second_open_is_refused_and_a_closed_storage_rejects(backend, h) -> None:
-    # pico3-spec §9 #45
     storage = await backend.opened()
     with pytest.raises(StorageInUse):
         await storage.open(ctx)
@@ -374,7 +372,6 @@ async def test_an_empty_batch_still_gets_a_seq(backend) -> None:
 
 
 async def test_terminal_tasks_stay_readable_after_many_retirements_and_reopen(backend, h) -> None:
-    # pico3-spec §9 #119
     storage = await backend.opened()
     cid = await h.with_root(storage)
     ids: list[int] = []

@@ -1,6 +1,6 @@
 """Fuzzed damage: truncate or corrupt any file of a JSONL session, then open it.
 
-The property (pico3-spec §3.7, §3.10): ``open`` either yields exactly the state after one of the
+The property (docs/design/storage.md#recovery, #worst-cases): ``open`` either yields exactly the state after one of the
 committed batches (a prefix of the history) or fails with :class:`CorruptStorage`; it never
 exposes half a commit and never fails with any other error.
 

@@ -1,4 +1,4 @@
-"""Task abort and conversation abort (pico3-spec §4.4, §4.5; §9 items 38, 60, 112-115, 118)."""
+"""Task abort and conversation abort (docs/design/harness.md#abort)."""
 
 from __future__ import annotations
 

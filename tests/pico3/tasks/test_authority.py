@@ -1,4 +1,4 @@
-"""What an ordinary task may touch (pico3-spec §2.3; §9 items 39-42)."""
+"""What an ordinary task may touch (docs/design/harness.md#authority)."""
 
 from __future__ import annotations
 

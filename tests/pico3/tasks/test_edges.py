@@ -1,6 +1,6 @@
 """Edges of the task contract: abort invocations may not create or checkpoint, scans after task
 writes poison, a raising ``describe`` leaves only its record, storage faults reject waiters,
-orphans' owned work is marked at resume (pico3-spec §2.5, §3.8, §4.4, §4.7; D8 G21)."""
+orphans' owned work is marked at resume (docs/design/harness.md#read-rules, docs/design/storage.md#open-and-resume, docs/design/harness.md#abort, #waiters, docs/design/decisions.md#d8-g21)."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ async def test_direct_task_reads_see_same_batch_creations_and_patches(
 
 async def test_a_raising_describe_drops_only_its_record_and_reports(
     harness: Harness, reports: list[BaseException]
-) -> None:  # G21
+) -> None:  # docs/design/decisions.md#d8-g21
     gate, parked = anyio.Event(), anyio.Event()
 
     async def park(task: TaskInfo, rt: Runtime, ctx: Context) -> Done:
@@ -175,7 +175,7 @@ async def test_a_storage_fault_rejects_waiters_with_faulted(clock: Any) -> None:
 
 async def test_resume_marks_foreground_work_owned_by_an_orphan(
     storage_factory: Any, options: HarnessOptions
-) -> None:  # §3.8
+) -> None:  # docs/design/storage.md#open-and-resume
     owner_kind = define_task("test.owner", initial=finish, phases={}, abort=noop_abort)
     child_kind = define_task("test.ownedchild", initial=finish, phases={}, abort=noop_abort)
     h = await Harness.open(storage_factory(), options, ctx)

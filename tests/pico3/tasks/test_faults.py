@@ -1,4 +1,4 @@
-"""Contract faults end the task ``faulted`` and the session lives on (D8 G6; §9 item 116)."""
+"""Contract faults end the task ``faulted`` and the session lives on (docs/design/decisions.md#d8-g6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A task's life: initial → checkpoints → Done; builders, retries, events, slots (§4.1, §4.2)."""
+"""A task's life: initial → checkpoints → Done; builders, retries, events, slots (docs/design/harness.md#task-kinds, #scheduler)."""
 
 from __future__ import annotations
 
@@ -220,7 +220,7 @@ async def _never() -> Any:
 
 async def test_clock_sleep_waits_for_the_injected_clock(
     harness: Harness, clock: Any
-) -> None:  # G22
+) -> None:  # docs/design/decisions.md#d8-g22
     async def initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Done:
         start = rt.now()
         await rt.sleep(start + 5000, ctx)

@@ -1,5 +1,5 @@
 """Memos on task slots: first writer wins, presence semantics, retired with the task
-(seed-plugins §2, §7 "Memo"; pico3-spec §9 items 1, 2, 5, 13)."""
+(docs/design/harness.md#durable-primitives, #memos)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Registration timing: unregister keeps pending tasks pending, orphaning only at resume, resume
-racing commits, terminal records after reopen (pico3-spec §4.10, §3.8; §9 items 16, 17, 111, 119)."""
+racing commits, terminal records after reopen (docs/design/reload.md#registrations, docs/design/storage.md#open-and-resume)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Waiters: wait_for_task / wait_for_input / wait_for_idle (pico3-spec §4.7; §9 item 117)."""
+"""Waiters: wait_for_task / wait_for_input / wait_for_idle (docs/design/harness.md#waiters)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""pi.collapse, threshold and overflow (pico3-spec §9 items 46, 78, 79, 97-103)."""
+"""pi.collapse, threshold and overflow."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def context_texts(request: Any) -> list[str]:
 
 
 async def test_manual_collapse_summarizes_and_moves_the_head(open_session) -> None:
-    # §9 101, 103: tool-free summarizer request; head = first retained entry after through
+    # tool-free summarizer request; head = first retained entry after through
     script = [
         faux_response("answer one"),
         faux_response("answer two"),
@@ -61,7 +61,6 @@ async def test_manual_collapse_summarizes_and_moves_the_head(open_session) -> No
 
 
 async def test_manual_collapse_rejects_nothing_to_collapse_and_in_progress(open_session) -> None:
-    # §9 102
     gate = anyio.Event()
     script = [faux_response("a1"), faux_response(faux_pause(gate), "S")]
     async with open_session(script) as s:
@@ -82,7 +81,6 @@ async def test_manual_collapse_rejects_nothing_to_collapse_and_in_progress(open_
 
 
 async def test_a_competing_head_stales_the_collapse(open_session) -> None:
-    # §9 97
     gate = anyio.Event()
     script = [faux_response("a1"), faux_response(faux_pause(gate), "S")]
     async with open_session(script, config={"keepRecent": 1}) as s:
@@ -100,7 +98,6 @@ async def test_a_competing_head_stales_the_collapse(open_session) -> None:
 
 
 async def test_before_collapse_decline_and_summary(open_session) -> None:
-    # §9 98
     answers: list[Any] = [{"decline": True}, {"summary": "HOOKED"}]
 
     def setup(h: Any) -> None:
@@ -123,7 +120,6 @@ async def test_before_collapse_decline_and_summary(open_session) -> None:
 
 
 async def test_collapse_without_a_model_fails_no_model(open_session) -> None:
-    # §9 100
     async with open_session([], model=False, config={"keepRecent": 1}) as s:
         for text in ("one", "two"):
             await s.root.write(
@@ -134,7 +130,6 @@ async def test_collapse_without_a_model_fails_no_model(open_session) -> None:
 
 
 async def test_summarizer_tool_calls_are_a_retryable_failure(open_session) -> None:
-    # §9 101
     script = [faux_response("a1"), faux_response(faux_tool_call("x", {})), faux_response("S")]
     async with open_session(script, config={"keepRecent": 1}) as s:
         await converse(s, "q1")
@@ -151,7 +146,6 @@ async def test_summarizer_tool_calls_are_a_retryable_failure(open_session) -> No
 async def test_threshold_creates_a_foreground_collapse_and_the_generation_completes(
     open_session,
 ) -> None:
-    # §9 78
     script = [faux_response("a1"), faux_response("a long enough answer"), faux_response("S")]
     async with open_session(script, config={"keepRecent": 1}) as s:
         await converse(s, "q1")
@@ -180,7 +174,6 @@ def small_model(window: int) -> FauxProvider:
 
 
 async def test_overflow_with_nothing_collapsible_notices_immediately(open_session) -> None:
-    # §9 46
     provider = small_model(60)
     async with open_session(provider=provider) as s:
         record = await (await s.root.send("x" * 400, BACKGROUND)).wait(BACKGROUND)
@@ -193,7 +186,6 @@ async def test_overflow_with_nothing_collapsible_notices_immediately(open_sessio
 
 
 async def test_overflow_collapses_and_a_replacement_generation_answers(open_session) -> None:
-    # §9 79
     provider = small_model(120)
     provider.set_responses([faux_response("short"), faux_response("S"), faux_response("fits now")])
     async with open_session(provider=provider, config={"keepRecent": 60}) as s:
@@ -211,7 +203,7 @@ async def test_overflow_collapses_and_a_replacement_generation_answers(open_sess
 async def test_overflow_replacement_fails_with_a_notice_when_the_collapse_failed(
     open_session,
 ) -> None:
-    # §9 79, D8 G13
+    # docs/design/decisions.md#d8-g13
     provider = small_model(120)
     provider.set_responses([faux_response("short"), faux_error("summarizer down")])
     async with open_session(provider=provider, config={"keepRecent": 60}) as s:

@@ -1,5 +1,5 @@
 """Crash tests: a real child process runs a turn on JSONL storage and is SIGKILLed at a crash
-point; the session is reopened here and checked (issue 6 "Tests"; pico3-spec §9 67, 86, 87)."""
+point; the session is reopened here and checked (issue 6 "Tests")."""
 
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ async def test_crash_during_a_generation_stream_retries_without_a_duplicate_assi
 async def test_crash_during_a_stream_without_retries_fails_with_no_assistant_entry(
     tmp_path: Path,
 ) -> None:
-    # §9 67: recovery from requesting with retry disabled -> failed, inputs unanswered/failed
+    # recovery from requesting with retry disabled -> failed, inputs unanswered/failed
     await crash("stream_no_retry", tmp_path)
     harness, root, _ = await reopen(tmp_path, [])
     async with harness:

@@ -1,4 +1,4 @@
-"""pi.generation with deferred answers (pico3-spec §4.11.2 ``deferred``, §6.1, §6.6, §8, §9 72).
+"""pi.generation with deferred answers (docs/design/turn.md#generation ``deferred``, docs/design/view.md#shape, #commit-mapping, docs/design/turn.md#models).
 
 A faux step answers with a handle instead of a message; the generation persists ``{handle,
 pollAt}``, sleeps on the ManualClock and polls with ``fetch_deferred``. Time moves only when a
@@ -49,7 +49,7 @@ def without_timestamp(message: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_deferred_answer_persists_handle_and_polls_at_poll_after(open_session) -> None:
-    # §9 72: pollAfterMs respected; §6.1 {stage: deferred, attempt, pollAt}; §6.5 event
+    # pollAfterMs respected; docs/design/view.md#shape {stage: deferred, attempt, pollAt}; docs/design/view.md#view-events event
     async with open_session([faux_deferred("the answer", poll_after_ms=7000)]) as s:
         start = s.clock.now()
         handle = await s.root.send("hi", BACKGROUND)
@@ -99,7 +99,7 @@ async def test_deferred_answer_persists_handle_and_polls_at_poll_after(open_sess
 
 
 async def test_poll_defaults_to_five_seconds(open_session) -> None:
-    # §9 72: pollAt = now + (pollAfterMs or 5000)
+    # pollAt = now + (pollAfterMs or 5000)
     async with open_session([faux_deferred("ok")]) as s:
         start = s.clock.now()
         handle = await s.root.send("hi", BACKGROUND)
@@ -111,7 +111,7 @@ async def test_poll_defaults_to_five_seconds(open_session) -> None:
 
 
 async def test_not_ready_re_defers_with_a_new_handle_and_poll_time(open_session) -> None:
-    # §9 72: a re-deferred handle refreshes the checkpoint
+    # a re-deferred handle refreshes the checkpoint
     script = [faux_deferred(faux_not_ready(poll_after_ms=3000), "finally", poll_after_ms=1000)]
     async with open_session(script) as s:
         start = s.clock.now()
@@ -140,7 +140,7 @@ async def test_not_ready_re_defers_with_a_new_handle_and_poll_time(open_session)
 
 
 async def test_abort_while_deferred_cancels_the_handle_and_ends_aborted(open_session) -> None:
-    # §9 72: abort calls cancel_deferred; §4.11.2 abort closure
+    # abort calls cancel_deferred; docs/design/turn.md#generation abort closure
     async with open_session([faux_deferred("never fetched")]) as s:
         handle = await s.root.send("hi", BACKGROUND)
         event = await s.wait_event("generation.deferred")
@@ -225,7 +225,7 @@ async def test_fetched_tool_calls_run_like_streamed_ones(open_session) -> None:
 
 
 async def test_after_response_sees_the_fetched_message_not_the_handle(open_session) -> None:
-    # §9 71: once per terminal message, deferred fetches included
+    # once per terminal message, deferred fetches included
     seen: list[tuple[str, int, str]] = []
 
     def observe(message: dict[str, Any], api: Any, ctx: Any) -> None:
@@ -249,7 +249,7 @@ async def test_after_response_sees_the_fetched_message_not_the_handle(open_sessi
 async def test_suspend_while_deferred_resumes_polling_without_a_new_request(
     tmp_path: Path,
 ) -> None:
-    # §4.11.2: deferred is not in-flight; recovery polls the persisted handle
+    # docs/design/turn.md#generation: deferred is not in-flight; recovery polls the persisted handle
     faux = FauxProvider([faux_deferred("after the restart", poll_after_ms=4000)])
 
     async def open_harness() -> tuple[Harness, ManualClock]:

@@ -1,4 +1,4 @@
-"""pi.generation: admission, outcomes, retry, streaming (pico3-spec §9 items noted per test)."""
+"""pi.generation: admission, outcomes, retry, streaming (docs/design/turn.md#generation)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ def _model_messages(request: Any) -> list[str]:
 
 
 async def test_idle_send_is_one_envelope_with_placed_added_started(open_session) -> None:
-    # §9 50
     gate = anyio.Event()
     async with open_session([faux_response(faux_pause(gate), "ok")]) as s:
         handle = await s.root.send("hi", BACKGROUND)
@@ -58,7 +57,7 @@ async def test_final_answer_resolves_input_done_with_the_answer(open_session) ->
 
 
 async def test_tool_calls_create_tools_and_post_tools_with_the_assistant(open_session) -> None:
-    # §9 63: N tool tasks + one post_tools atomically with the assistant entry
+    # N tool tasks + one post_tools atomically with the assistant entry
     gate = anyio.Event()
 
     async def noop(args: dict[str, Any], api: Any, ctx: Any) -> Any:
@@ -97,7 +96,7 @@ async def test_tool_calls_create_tools_and_post_tools_with_the_assistant(open_se
 
 
 async def test_retry_waits_backoff_then_succeeds_with_same_prep(open_session) -> None:
-    # §9 64, 69, 70: retrying{attempt 1} -> requesting{attempt 2}; failed attempt -> pi.usage
+    # retrying{attempt 1} -> requesting{attempt 2}; failed attempt -> pi.usage
     script = [faux_error("overloaded", retryable=True), faux_response("second time")]
     async with open_session(script) as s:
         handle = await s.root.send("hi", BACKGROUND)
@@ -117,7 +116,6 @@ async def test_retry_waits_backoff_then_succeeds_with_same_prep(open_session) ->
 
 
 async def test_retry_delay_doubles_and_is_capped(open_session) -> None:
-    # §9 70
     config = {
         "retry": {"enabled": True, "maxRetries": 5, "baseDelayMs": 1000, "maxAgentDelayMs": 3000}
     }
@@ -135,7 +133,6 @@ async def test_retry_delay_doubles_and_is_capped(open_session) -> None:
 
 
 async def test_retries_exhausted_fails_the_group(open_session) -> None:
-    # §9 70, 73
     config = {"retry": {"enabled": True, "maxRetries": 1, "baseDelayMs": 10, "maxAgentDelayMs": 10}}
     script = [faux_error("busy", retryable=True), faux_error("still busy", retryable=True)]
     async with open_session(script, config=config) as s:
@@ -149,7 +146,6 @@ async def test_retries_exhausted_fails_the_group(open_session) -> None:
 
 
 async def test_retry_disabled_fails_provider_without_retrying(open_session) -> None:
-    # §9 70
     config = {
         "retry": {"enabled": False, "maxRetries": 3, "baseDelayMs": 10, "maxAgentDelayMs": 10}
     }
@@ -163,7 +159,6 @@ async def test_retry_disabled_fails_provider_without_retrying(open_session) -> N
 async def test_non_retryable_error_is_display_only_and_never_reaches_a_request(
     open_session,
 ) -> None:
-    # §9 73, 74
     script = [faux_error("bad request", "partial words"), faux_response("fine")]
     async with open_session(script) as s:
         first = await (await s.root.send("one", BACKGROUND)).wait(BACKGROUND)
@@ -200,7 +195,7 @@ class _AbortingProvider:
 
 
 async def test_provider_side_aborted_stop_fails_the_group_as_provider(open_session) -> None:
-    # §9 73: a provider's in-band "aborted" is not an abort mark
+    # a provider's in-band "aborted" is not an abort mark
     async with open_session(provider=_AbortingProvider()) as s:
         record = await (await s.root.send("hi", BACKGROUND)).wait(BACKGROUND)
         assert record.status == "unanswered" and record.reason == "failed"
@@ -218,7 +213,6 @@ async def test_exhausted_script_is_a_provider_failure(open_session) -> None:
 
 
 async def test_missing_model_fails_no_model_and_settles_inputs(open_session) -> None:
-    # §9 76
     async with open_session([faux_response("never")], model=False) as s:
         record = await (await s.root.send("hi", BACKGROUND)).wait(BACKGROUND)
         assert record.status == "unanswered" and record.reason == "failed"
@@ -227,7 +221,7 @@ async def test_missing_model_fails_no_model_and_settles_inputs(open_session) -> 
 
 
 async def test_streaming_publishes_coalesced_increments_into_turn_message(open_session) -> None:
-    # §9 75: incremental updates (string appends), coalesced; stored message = reduced stream
+    # incremental updates (string appends), coalesced; stored message = reduced stream
     words = " ".join(f"word{i}" for i in range(400))
     gate = anyio.Event()
     async with open_session([faux_response(words, faux_pause(gate))]) as s:
@@ -256,7 +250,6 @@ def _streamed_text(view: Any) -> str | None:
 
 
 async def test_busy_send_queues_and_reject_writes_nothing(open_session) -> None:
-    # §9 51
     from pico3.turn.placement import ConversationBusy
 
     gate = anyio.Event()
@@ -279,7 +272,6 @@ async def test_busy_send_queues_and_reject_writes_nothing(open_session) -> None:
 
 
 async def test_duplicate_request_id_returns_the_original_and_writes_nothing(open_session) -> None:
-    # §9 52
     async with open_session([faux_response("a")]) as s:
         first = await s.root.send("one", BACKGROUND, request_id="r1")
         await first.wait(BACKGROUND)
@@ -289,7 +281,6 @@ async def test_duplicate_request_id_returns_the_original_and_writes_nothing(open
 
 
 async def test_input_abort_outcomes(open_session) -> None:
-    # §9 53
     gate = anyio.Event()
     async with open_session([faux_response(faux_pause(gate), "a")]) as s:
         first = await s.root.send("one", BACKGROUND)
@@ -307,7 +298,7 @@ async def test_input_abort_outcomes(open_session) -> None:
 
 
 async def test_several_inputs_of_one_group_resolve_to_the_same_answer(open_session) -> None:
-    # §9 59: follow-ups placed together at a final boundary form one group
+    # follow-ups placed together at a final boundary form one group
     gate = anyio.Event()
     config = {"followUpMode": "all"}
     async with open_session(
@@ -324,7 +315,6 @@ async def test_several_inputs_of_one_group_resolve_to_the_same_answer(open_sessi
 
 
 async def test_task_abort_keeps_queue_and_conversation_abort_withdraws(open_session) -> None:
-    # §9 60
     gate = anyio.Event()
     async with open_session([faux_response(faux_pause(gate), "a"), faux_response("b")]) as s:
         first = await s.root.send("one", BACKGROUND)
@@ -339,7 +329,7 @@ async def test_task_abort_keeps_queue_and_conversation_abort_withdraws(open_sess
 
 
 async def test_abort_mid_stream_keeps_the_partial_as_display_only(open_session) -> None:
-    # §6.6 "abort of a generation": display-only partial, turn deleted, turn.ended{aborted}
+    # docs/design/view.md#commit-mapping: display-only partial, turn deleted, turn.ended{aborted}
     gate = anyio.Event()
     async with open_session([faux_response("some partial words", faux_pause(gate), "rest")]) as s:
         handle = await s.root.send("hi", BACKGROUND)

@@ -1,5 +1,5 @@
 """Preparation (managed pi.system entries), generation hook points and boundary details
-(pico3-spec §9 items 58, 61, 65, 66, 71, 80, 81)."""
+."""
 
 from __future__ import annotations
 
@@ -35,7 +35,6 @@ async def systems(s: Any) -> list[Any]:
 
 
 async def test_baseline_then_no_entry_then_delta_with_removals_first(open_session) -> None:
-    # §9 81
     def setup(h: Any) -> None:
         for name in ("a", "b", "c"):
             h.register_tool(tool(name))
@@ -89,7 +88,6 @@ async def test_sections_render_into_the_system_prompt_and_deltas(open_session) -
 
 
 async def test_preparation_retries_when_the_tool_registry_moves_meanwhile(open_session) -> None:
-    # §9 80
     calls = []
     holder: dict[str, Any] = {}
 
@@ -115,7 +113,6 @@ async def test_preparation_retries_when_the_tool_registry_moves_meanwhile(open_s
 
 
 async def test_before_request_reruns_on_retry_and_is_never_persisted(open_session) -> None:
-    # §9 65
     seen: list[int] = []
 
     def setup(h: Any) -> None:
@@ -141,7 +138,6 @@ async def test_before_request_reruns_on_retry_and_is_never_persisted(open_sessio
 
 
 async def test_overflow_is_measured_on_the_post_hook_request(open_session) -> None:
-    # §9 66
     provider = FauxProvider(
         [], models=[ModelInfo(id="faux-1", provider="faux", context_window=60, max_output=10)]
     )
@@ -162,7 +158,6 @@ async def test_overflow_is_measured_on_the_post_hook_request(open_session) -> No
 
 
 async def test_after_response_runs_once_per_terminal_message(open_session) -> None:
-    # §9 71
     seen: list[tuple[str, int]] = []
 
     def setup(h: Any) -> None:
@@ -184,7 +179,6 @@ async def test_after_response_runs_once_per_terminal_message(open_session) -> No
 
 
 async def test_yield_continuation_keeps_the_group_and_a_trigger_discards_it(open_session) -> None:
-    # §9 61
     answers = [{"continue": "keep going"}, None]
 
     def setup(h: Any) -> None:
@@ -209,7 +203,6 @@ async def test_yield_continuation_keeps_the_group_and_a_trigger_discards_it(open
 async def test_idle_reset_stales_nothing_and_busy_reset_stales_older_follow_ups(
     open_session,
 ) -> None:
-    # §9 58
     gate = anyio.Event()
     from pico3.models.faux import faux_pause
 
@@ -261,7 +254,7 @@ async def test_fork_at_an_entry_continues_from_there_with_overrides(open_session
 async def test_a_head_past_the_baseline_forces_a_fresh_baseline_omitting_retained_deltas(
     open_session,
 ) -> None:
-    # §4.11.2 system preparation: fresh baseline after a head, omit edits for retained entries
+    # docs/design/turn.md#generation system preparation: fresh baseline after a head, omit edits for retained entries
     def setup(h: Any) -> None:
         for name in ("a", "b"):
             h.register_tool(tool(name))

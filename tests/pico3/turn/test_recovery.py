@@ -1,4 +1,4 @@
-"""Recovery through suspend and reopen in one process (pico3-spec §9 86, 87, 99; §4.8): a
+"""Recovery through suspend and reopen in one process (docs/design/harness.md#scheduler): a
 suspended session keeps its task records live, and a new harness on the same JSONL storage
 recovers them with whatever code is registered then."""
 
@@ -64,7 +64,7 @@ async def run_until_started(path: Path, tool: ToolDeclaration, started: anyio.Ev
 async def test_suspend_after_started_replays_only_a_safe_tool_that_still_fits(
     tmp_path: Path,
 ) -> None:
-    # §9 87: unsafe now, or schema-incompatible persisted args -> interrupted; else replay
+    # unsafe now, or schema-incompatible persisted args -> interrupted; else replay
     cases = {
         "replayed": declaration(lambda *a: _ok("replayed")),
         "unsafe now": declaration(lambda *a: _ok("ran"), replay="unsafe"),
@@ -101,7 +101,7 @@ async def _ok(value: str) -> ToolResult:
 
 
 async def test_suspend_before_started_reruns_checks_and_hooks_then_starts(tmp_path: Path) -> None:
-    # §9 86 (unsafe tool): the before_tool hook runs again after reopen; the tool runs once
+    # an unsafe tool: the before_tool hook runs again after reopen; the tool runs once
     asked: list[str] = []
     waiting = anyio.Event()
     ran: list[int] = []
@@ -138,7 +138,7 @@ async def test_suspend_before_started_reruns_checks_and_hooks_then_starts(tmp_pa
     harness, root, _ = await open_harness(tmp_path, [faux_response("after")], tool)
     async with harness:
         sticky = await root.sticky(BACKGROUND)
-        assert "waitingOn" not in sticky["turn"]["tools"][0]  # cleared by the suspend (§9 11)
+        assert "waitingOn" not in sticky["turn"]["tools"][0]  # cleared by the suspend
         install_hook(harness, block=False)
         await harness.resume(BACKGROUND)
         await root.wait_for_idle(BACKGROUND)
@@ -147,7 +147,7 @@ async def test_suspend_before_started_reruns_checks_and_hooks_then_starts(tmp_pa
 
 
 async def test_suspend_in_collapse_summarizing_counts_as_a_failed_attempt(tmp_path: Path) -> None:
-    # §9 99: never the same attempt twice
+    # never the same attempt twice
     gate = anyio.Event()
     script = [faux_response("a1"), faux_response(faux_pause(gate), "S")]
     harness, root, _ = await open_harness(tmp_path, script)

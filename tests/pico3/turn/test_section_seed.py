@@ -1,6 +1,6 @@
 """Section seeds: the private ``sections`` of a conversation record, which its canonical section
-fold starts from until it writes a managed ``pi.system`` entry of its own (pico3-spec §1.2,
-§4.11.2 "initial", §4.11.7, §6.1 "no section seed", fork row of §7)."""
+fold starts from until it writes a managed ``pi.system`` entry of its own (docs/design/harness.md#section-seeds,
+docs/design/turn.md#generation, docs/design/view.md#never-in-the-view, the fork of docs/design/harness.md#public-api)."""
 
 from __future__ import annotations
 
@@ -385,7 +385,7 @@ async def test_the_seed_never_appears_in_the_view_or_any_public_snapshot(
         watch = await fork.watch(ctx)
         envelopes: list[Any] = []
         watch.start(envelopes.append)
-        # §6.1: conversation carries only {id, parent?, owner?}.
+        # docs/design/view.md#shape: conversation carries only {id, parent?, owner?}.
         assert watch.view["conversation"] == {
             "id": fork.id,
             "parent": {"conversationId": s.root.id, "at": at},

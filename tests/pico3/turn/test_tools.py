@@ -1,4 +1,4 @@
-"""pi.tool and pi.post_tools (pico3-spec §9 items 82-96)."""
+"""pi.tool and pi.post_tools."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def tools_session(
 
 
 async def test_tool_round_appends_results_in_call_order_and_answers(open_session) -> None:
-    # §9 96: projection orders results by call index
+    # projection orders results by call index
     script = [calls(("echo", {"text": "a"}), ("echo", {"text": "b"})), faux_response("done")]
     async with tools_session(open_session, script, declare("echo", echo)) as s:
         record = await (await s.root.send("go", BACKGROUND)).wait(BACKGROUND)
@@ -88,7 +88,7 @@ async def test_tool_round_appends_results_in_call_order_and_answers(open_session
 
 
 async def test_call_to_a_tool_not_offered_is_an_error_result(open_session) -> None:
-    # §9 82: registered but not offered -> "not offered", registry not consulted
+    # registered but not offered -> "not offered", registry not consulted
     ran: list[str] = []
 
     async def spy(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
@@ -105,7 +105,6 @@ async def test_call_to_a_tool_not_offered_is_an_error_result(open_session) -> No
 
 
 async def test_missing_and_invalid_calls_are_error_results_not_faults(open_session) -> None:
-    # §9 83
     script = [calls(("echo", {"text": 5}), ("gone", {})), faux_response("done")]
 
     def unregister_gone(h: Any) -> None:
@@ -128,7 +127,6 @@ async def test_missing_and_invalid_calls_are_error_results_not_faults(open_sessi
 
 
 async def test_before_tool_block_and_identity_change_block_without_running(open_session) -> None:
-    # §9 83, 84, 85
     ran: list[str] = []
 
     async def spy(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
@@ -174,11 +172,11 @@ async def test_tool_raise_becomes_an_error_result(open_session) -> None:
         (result,) = await results(s)
         assert result.model[0]["isError"] and "kaput" in text_of(result)
         assert result.data["diagnostics"][0]["code"] == "threw"
-        assert "<harness>" in text_of(result)  # G11: diagnostics rendered for the model
+        # diagnostics rendered for the model (docs/design/decisions.md#d8-g11)
+        assert "<harness>" in text_of(result)
 
 
 async def test_streamed_output_becomes_content_bounded_with_a_warning(open_session) -> None:
-    # §9 88
     async def chatty(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
         for i in range(50):
             api.stream(f"line {i}\n")
@@ -199,7 +197,7 @@ async def test_streamed_output_becomes_content_bounded_with_a_warning(open_sessi
 
 
 async def test_returned_content_is_bounded_with_truncated_data_and_warning(open_session) -> None:
-    # §9 88: lines first then bytes, tail retention
+    # lines first then bytes, tail retention
     async def big(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
         return ToolResult.text("\n".join(f"row {i}" for i in range(100)))
 
@@ -238,7 +236,6 @@ def control_tool(name: str, control: dict[str, Any]) -> ToolDeclaration:
 
 
 async def test_terminate_ends_the_turn_done_with_the_assistant(open_session) -> None:
-    # §9 92
     script = [calls(("stop", {"text": "a"}))]
     async with tools_session(open_session, script, control_tool("stop", {"terminate": True})) as s:
         record = await (await s.root.send("go", BACKGROUND)).wait(BACKGROUND)
@@ -248,7 +245,7 @@ async def test_terminate_ends_the_turn_done_with_the_assistant(open_session) -> 
 
 
 async def test_handoff_beats_terminate_and_a_queued_follow_up_starts_fresh(open_session) -> None:
-    # §9 92: the handoff head lands before the final boundary
+    # the handoff head lands before the final boundary
     gate = anyio.Event()
 
     async def slow(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
@@ -276,7 +273,6 @@ async def test_handoff_beats_terminate_and_a_queued_follow_up_starts_fresh(open_
 
 
 async def test_add_tools_appends_in_call_order_with_one_write(open_session) -> None:
-    # §9 93
     tools = (
         control_tool("a", {"addTools": ["x", "y"]}),
         control_tool("b", {"addTools": ["y", "z"]}),
@@ -296,7 +292,6 @@ async def test_add_tools_appends_in_call_order_with_one_write(open_session) -> N
 
 
 async def test_steer_joins_at_post_tools_and_follow_up_waits_for_the_answer(open_session) -> None:
-    # §9 54, 55
     gate = anyio.Event()
 
     async def slow(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
@@ -325,7 +320,6 @@ async def test_steer_joins_at_post_tools_and_follow_up_waits_for_the_answer(open
 
 
 async def test_queued_reset_at_post_tools_terminates_the_group(open_session) -> None:
-    # §9 57, 58
     gate = anyio.Event()
 
     async def slow(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
@@ -349,7 +343,6 @@ async def test_queued_reset_at_post_tools_terminates_the_group(open_session) -> 
 
 
 async def test_parallel_tools_finishing_in_any_order_run_post_tools_once(open_session) -> None:
-    # §9 96
     gates = [anyio.Event(), anyio.Event()]
 
     async def gated(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
@@ -375,7 +368,7 @@ async def test_parallel_tools_finishing_in_any_order_run_post_tools_once(open_se
 async def test_aborting_a_tool_appends_an_aborted_result_and_post_tools_continues(
     open_session,
 ) -> None:
-    # §9 91, 94: an aborted tool has its aborted result; the turn goes on
+    # an aborted tool has its aborted result; the turn goes on
     async def hang(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
         await anyio.sleep_forever()
         raise AssertionError
@@ -392,7 +385,6 @@ async def test_aborting_a_tool_appends_an_aborted_result_and_post_tools_continue
 
 
 async def test_memos_never_reach_the_view_and_die_with_the_tool(open_session) -> None:
-    # §9 5, 13
     gate = anyio.Event()
     stored = anyio.Event()
 
@@ -417,7 +409,6 @@ async def test_memos_never_reach_the_view_and_die_with_the_tool(open_session) ->
 
 
 async def test_tool_abort_marks_owned_foreground_tasks_and_keeps_their_queues(open_session) -> None:
-    # §9 91
     from pico3.models.faux import faux_pause
 
     child_gate = anyio.Event()
@@ -457,7 +448,6 @@ async def test_tool_abort_marks_owned_foreground_tasks_and_keeps_their_queues(op
 
 
 async def test_waiting_on_is_cleared_with_started_and_with_a_block(open_session) -> None:
-    # §9 7, 8, 9
     decisions = {"allow": None, "deny": {"block": "denied"}}
 
     def setup(h: Any) -> None:
@@ -488,7 +478,7 @@ async def test_waiting_on_is_cleared_with_started_and_with_a_block(open_session)
 async def test_steering_mode_selects_one_or_all_steers_at_post_tools(
     open_session, mode: str
 ) -> None:
-    # §9 54, 55: writes and steers placed in id order; one or all steers per steeringMode
+    # writes and steers placed in id order; one or all steers per steeringMode
     gate = anyio.Event()
 
     async def slow(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
@@ -526,7 +516,6 @@ async def test_steering_mode_selects_one_or_all_steers_at_post_tools(
 
 
 async def test_collapse_never_makes_the_conversation_busy(open_session) -> None:
-    # §9 62
     gate = anyio.Event()
     script = [faux_response("a1"), faux_response(faux_pause(gate), "S"), faux_response("a2")]
     async with open_session(script, config={"keepRecent": 1}) as s:

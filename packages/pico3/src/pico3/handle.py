@@ -1,4 +1,4 @@
-"""``HarnessHandle``: one session across suspends and reopens (D8 G7).
+"""``HarnessHandle``: one session across suspends and reopens (docs/design/decisions.md#d8-g7).
 
 A :class:`~pico3.harness.Harness` is one opening of one storage. Reloading code while work is
 running needs more: close the session without terminalizing anything, swap registrations, and

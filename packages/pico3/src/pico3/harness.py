@@ -59,7 +59,7 @@ class HarnessOptions:
 
     ``on_report`` receives errors that never reach a caller (listener and projection failures,
     task faults). ``clock`` is the injectable time source of every durable timestamp and
-    deadline (D8 G22; default :class:`~pico3.tasks.clock.SystemClock`). ``services`` is handed
+    deadline (docs/design/decisions.md#d8-g22; default :class:`~pico3.tasks.clock.SystemClock`). ``services`` is handed
     through to task runtimes as ``rt.services`` (models, process host, ...).
     """
 
@@ -104,7 +104,7 @@ class Harness:
         from pico3.turn import install as _install_turn
 
         _install_turn(self)  # the core kinds (pi.generation, pi.tool, pi.post_tools, pi.collapse)
-        # The built-in pi.job (§4.11.6) is registered always, like the core kinds, so a stored
+        # The built-in pi.job (docs/design/turn.md#jobs) is registered always, like the core kinds, so a stored
         # job is never orphaned because a host forgot it. Without services["process_host"] a
         # job fails "spawn" ("no process host") before any checkpoint, as the spec says.
         self._scheduler.register(JOB_KIND)
@@ -195,7 +195,7 @@ class Harness:
         return await self._scheduler.abort_task(task_id, ctx)
 
     def quiescent(self) -> bool:
-        """True when the scheduler holds no invocation (D8 G8; records may be live)."""
+        """True when the scheduler holds no invocation (docs/design/decisions.md#d8-g8; records may be live)."""
         return self._scheduler.quiescent()
 
     def hold(self) -> Callable[[], None]:
@@ -340,7 +340,7 @@ class ConversationHandle:
         return await self.commit(lambda tx, _ctx: tx.context(self.id), ctx)
 
     async def abort(self, ctx: Context) -> None:
-        """Conversation abort (§4.5): withdraw queued steer/followUp inputs, mark every live
+        """Conversation abort (docs/design/harness.md#abort): withdraw queued steer/followUp inputs, mark every live
         foreground task here and in owned conversations; returns once they all ended."""
         await self._kernel_scheduler().abort_conversation(self.id, ctx)
 
@@ -357,7 +357,7 @@ class ConversationHandle:
         subtree: bool = False,
     ) -> HookRegistration:
         """Register hook handlers for this conversation only (with ``subtree``, also for the
-        conversations it owns, recursively); they run after harness-wide ones (D8 G9)."""
+        conversations it owns, recursively); they run after harness-wide ones (docs/design/decisions.md#d8-g9)."""
         self._kernel.check_usable()
         registry: HookRegistry = self._kernel_scheduler().harness.hook_registry
         return registry.register(

@@ -1,6 +1,6 @@
 """Hooks: code that task kinds call at named points, registered per namespace and kind.
 
-Registration (pico3-spec §5.1)::
+Registration (docs/design/harness.md#hooks)::
 
     undo = h.hooks(ns, tool_kind, {"before_tool": approve})                 # harness-wide
     undo = c.hooks(ns, tool_kind, {"after_tool": log}, subtree=True)        # one conversation
@@ -14,12 +14,12 @@ writing. Registrations are process state: never durable, never on the line. The 
 namespace removes its hooks too. A handler already running when it is removed runs to completion
 (only abort or suspend cancel it).
 
-Order (D8 G9): harness-wide registrations in registration order, then conversation-scoped ones
+Order (docs/design/decisions.md#d8-g9): harness-wide registrations in registration order, then conversation-scoped ones
 from the outermost owning ancestor down to the conversation itself (an ancestor's registration
 applies only with ``subtree=True``), each scope in registration order. So a child's handler runs
 after, and can override, its parent's.
 
-Execution (§5.2). Handlers run outside the line, inside the hosting task's invocation, as
+Execution (docs/design/harness.md#hooks). Handlers run outside the line, inside the hosting task's invocation, as
 ``handler(*payload, api, ctx)`` (sync or async). Cancellation always propagates and is never a
 hook failure. Any other exception is reported (``on_report``) and the handler is skipped, except
 at ``before_tool``, where it blocks the call. Hooks commit nothing themselves: they use handles or
@@ -27,7 +27,7 @@ their point's api. Hooks that run before a checkpoint (``before_tool``, ``system
 ``before_request``, ``before_collapse``) run again after a crash or a suspend/reopen, so a
 decision that must not repeat goes in the hosting task's slot through ``api.memo``.
 
-Points (§5.3) and how their values fold — :class:`HookRunner` implements each one:
+Points (docs/design/harness.md#hook-points) and how their values fold — :class:`HookRunner` implements each one:
 
 ================== ============== ========================================================
 kind               point          fold
@@ -271,7 +271,7 @@ class HookRegistry:
     async def bindings(
         self, kind: object, point: str, conversation_id: int, ctx: Context
     ) -> list[HookBinding]:
-        """The chain for ``point`` of ``kind`` in ``conversation_id``, in D8 G9 order."""
+        """The chain for ``point`` of ``kind`` in ``conversation_id``, in docs/design/decisions.md#d8-g9 order."""
         self._prune()
         name = _kind_name(kind)
         mine = [
@@ -350,7 +350,7 @@ class ResponseHookApi(HookApi):
 
 
 class BeforeToolApi:
-    """``before_tool``'s api, bound to one handler's namespace (pico3-spec §5.4).
+    """``before_tool``'s api, bound to one handler's namespace (docs/design/harness.md#before-tool).
 
     * :meth:`waiting` commits ``turn.tools[i].waitingOn = <namespace>`` with the event
       ``tool.waiting`` (idempotent). ``pi.tool`` clears it atomically with ``started`` or the
@@ -476,7 +476,7 @@ async def _maybe(value: Any) -> Any:
 class HookRunner:
     """Runs one kind's hook points for one hosting task (what ``rt.hooks`` is).
 
-    Each point method resolves its chain at the start (D8 G9 order) and skips a registration
+    Each point method resolves its chain at the start (docs/design/decisions.md#d8-g9 order) and skips a registration
     that was removed before its turn; a handler already running is never interrupted by an
     unregister.
     """
@@ -507,7 +507,7 @@ class HookRunner:
             raise ValueError(f"{self.kind} has no hook point {point!r}")
 
     async def bindings(self, point: str, ctx: Context) -> list[HookBinding]:
-        """The chain for ``point`` (G9 order)."""
+        """The chain for ``point`` (docs/design/decisions.md#d8-g9 order)."""
         self._check_point(point)
         return await self._registry.bindings(self._kind, point, self.conversation_id, ctx)
 

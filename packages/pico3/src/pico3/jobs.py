@@ -1,4 +1,4 @@
-"""``pi.job``: a durable task that runs an operating-system process (pico3-spec §4.11.6).
+"""``pi.job``: a durable task that runs an operating-system process (docs/design/turn.md#jobs).
 
 A job is an ordinary task (built-in, ordinary authority) whose effect is a process. It never
 spawns anything itself: it asks the :class:`~pico3.process_host.ProcessHost` found in

@@ -1,5 +1,5 @@
 """Owned conversations (subagents): conversations a task creates and answers for
-(pico3-spec §4.11.7, D8 G5).
+(docs/design/harness.md#owned-conversations, docs/design/decisions.md#d8-g5).
 
 A subagent is not a task kind. It is an ordinary conversation whose record names an *owner*
 task; the owner's ``owns`` lists it. Ownership is what everything else keys on:
@@ -8,9 +8,9 @@ task; the owner's ``owns`` lists it. Ownership is what everything else keys on:
   conversations whose owner chain reaches the task itself (:func:`owns`; terminal owners
   count). A child of *another* task in the same conversation is not in reach;
 * **abort**: a conversation abort marks the live foreground tasks of the conversation and,
-  through every live *foreground* owner, of the conversations it owns, recursively (§4.5);
+  through every live *foreground* owner, of the conversations it owns, recursively (docs/design/harness.md#abort);
   background owners (jobs, manual work) keep their children running;
-* **config isolation** (G5): an owned child never inherits the core rewindable config keys of
+* **config isolation** (docs/design/decisions.md#d8-g5): an owned child never inherits the core rewindable config keys of
   its source (``model``, ``thinkingLevel``, ...). The creation commit writes the seeded values
   and nothing else, so an absent core key reads its default and an absent ``model`` makes the
   child's first generation fail ``no_model`` rather than silently run on the parent's model.

@@ -2,7 +2,7 @@
 
 The harness never spawns a process itself. It is handed a :class:`ProcessHost` (through
 ``HarnessOptions(services={"process_host": host})``) and speaks to it with three calls, all
-keyed by a string the job persisted *before* the effect (pico3-spec §4.11.6):
+keyed by a string the job persisted *before* the effect (docs/design/turn.md#jobs):
 
 ``start(key, spec, ctx)``
     Idempotent per key: a second ``start`` of a key that is running or has exited does

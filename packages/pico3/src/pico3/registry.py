@@ -1,7 +1,7 @@
 """Named, revisioned registries: how tools and system sections are registered.
 
-A registration is process state, never durable (seed §2): code re-establishes it at startup or
-reload. Three rules make that safe (seed §5, pico3-spec §4.10):
+A registration is process state, never durable (docs/design/harness.md#durable-primitives): code re-establishes it at startup or
+reload. Three rules make that safe (docs/design/reload.md#registrations):
 
 * **Unique while live.** A name can be registered once; a second registration of a live name is
   rejected with :class:`DuplicateRegistration`. After the first is removed, the name is free

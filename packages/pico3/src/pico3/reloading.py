@@ -1,7 +1,7 @@
-"""Reloading code under a running session (seed-plugins §5, §6.3).
+"""Reloading code under a running session (docs/design/reload.md#registrations, #session-worker-reload).
 
 Reload replaces code, never durable state. What each registration does when it is undone and
-redone while the session is open (the seed's table):
+redone while the session is open (docs/design/reload.md#registrations):
 
 =============== ======================================= ======================================
 contribution    on unregister                           on re-register

@@ -1,13 +1,13 @@
 """Tools: declarations, the registry, argument validation, and the API a running tool gets.
 
 A tool is a :class:`ToolDeclaration`: a model-facing ``name`` and ``description``, ``parameters``
-as a JSON Schema dict (D8 G16, checked with :mod:`jsonschema` when the declaration is built), a
+as a JSON Schema dict (docs/design/decisions.md#d8-g16, checked with :mod:`jsonschema` when the declaration is built), a
 ``replay`` policy and output bounds, and ``execute(args, api, ctx) -> ToolResult``. Tools are
 registered on the harness (:class:`ToolRegistry`, a :class:`~pico3.registry.NamedRegistry`):
 names are unique while live, unregistering is exact and idempotent, and every change bumps the
-registry revision (pico3-spec §4.10). An invocation keeps the declaration it captured.
+registry revision (docs/design/reload.md#registrations). An invocation keeps the declaration it captured.
 
-Durability (seed §4.1). A tool has no checkpoint of its own; it runs inside ``pi.tool``, whose
+Durability (docs/design/harness.md#tools). A tool has no checkpoint of its own; it runs inside ``pi.tool``, whose
 ``started`` checkpoint is the effect evidence. What it keeps is in its **slot**
 (``turn.tools[i]``): streamed ``output``, ``progress``/``details``/``continuedBy``, and
 **memos**. :meth:`ToolApi.memo` is ``memo_once`` on that slot, one commit per call, with
@@ -20,7 +20,7 @@ presence semantics: ``None`` is a stored value, and a read of an absent memo ret
 
 Memos are keyed ``tool:<name>`` (hooks use ``hook:<namespace>:<name>``, see
 :mod:`pico3.hooks`), live in the tool task's slot and are deleted in the tool's terminal commit
-(D8 G10), so they never leak into a later call. They never appear in the view.
+(docs/design/decisions.md#d8-g10), so they never leak into a later call. They never appear in the view.
 
 Where the slot lives is ``pi.tool``'s business: a :class:`ToolApi` reaches it only through a
 :data:`SlotCommit` — "run this function on the tool's slot inside one commit with the tool task's
@@ -110,7 +110,7 @@ MISSING = Missing()
 @dataclass(frozen=True, slots=True)
 class OutputBounds:
     """How much of a tool's output is kept: ``max_bytes`` (UTF-8) and ``max_lines``, keeping the
-    ``head`` or the ``tail`` (pico3-spec §4.11.3; default 64 KiB / 200 lines / head)."""
+    ``head`` or the ``tail`` (docs/design/turn.md#tool; default 64 KiB / 200 lines / head)."""
 
     max_bytes: int = 64 * 1024
     max_lines: int = 200
@@ -524,7 +524,7 @@ class ToolRuntime(Protocol):
 
 
 class ToolApi:
-    """What ``execute(args, api, ctx)`` receives (pico3-spec §7.3). Tools never get commit,
+    """What ``execute(args, api, ctx)`` receives (docs/design/harness.md#tool-api). Tools never get commit,
     entry append, write or admission helpers; everything durable goes through the slot."""
 
     def __init__(

@@ -1,4 +1,4 @@
-"""pico3 as Chord facets: the built-in session plumbing of seed-plugins §6.1 (DECISIONS D6).
+"""pico3 as Chord facets: the built-in session plumbing of docs/design/chord.md#built-in-services (docs/design/decisions.md#d6).
 
 * :mod:`pico3.chord.contract`: the service tokens :data:`HarnessService` (``pi.harness``, local) and
   :data:`ConversationService` (``pi.conversation``, keyed by conversation id, remotable) and the

@@ -1,14 +1,14 @@
-"""The seed bridge: a bounded ordered adapter from a conversation's watch to its replicated view.
+"""The view bridge: a bounded ordered adapter from a conversation's watch to its replicated view.
 
 The harness delivers one raw :class:`~pico3.kernel.view.Envelope` per commit that changes a
-conversation, synchronously, off the line, inside the committing task (pico3-spec §6.7).
+conversation, synchronously, off the line, inside the committing task (docs/design/view.md#watch).
 Publishing a Chord revision there would run the provider's listeners inside somebody else's
 commit call. So the watch listener (:meth:`ViewBridge.push`) only *queues* the envelope, and the
 bridge's own task (:meth:`ViewBridge.run`) publishes it::
 
     view.apply(ctx, envelope.ops + [("s", ("commit", "events"), envelope.events)])
 
-one envelope = one ``apply`` = one publish = one Chord sequence (DECISIONS D3). Applying and
+one envelope = one ``apply`` = one publish = one Chord sequence (docs/design/decisions.md#d3). Applying and
 publishing are one synchronous call, so nothing can interleave between them.
 
 The queue is bounded (:data:`BRIDGE_QUEUE_LIMIT`). When it would overflow, or when ``apply``

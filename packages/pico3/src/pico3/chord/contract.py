@@ -1,4 +1,4 @@
-"""The built-in service contracts of the session worker (seed-plugins §6.1, DECISIONS D6).
+"""The built-in service contracts of the session worker (docs/design/chord.md#built-in-services, docs/design/decisions.md#d6).
 
 Two services connect every feature to the harness:
 
@@ -12,12 +12,12 @@ Two services connect every feature to the harness:
   conversation's methods. Presentations ``observe`` it, in the worker or across the wire.
 
 The ``view`` member's value is a :class:`ConversationView`: the pico3 view document
-(pico3-spec §6.1) plus ``commit.events``, the events of the commit that produced the current
+(docs/design/view.md#shape) plus ``commit.events``, the events of the commit that produced the current
 revision. Each harness commit that changes the conversation is exactly **one** revision of the
-state (one Chord sequence, DECISIONS D3), so a subscriber reads ``value["commit"]["events"]``
+state (one Chord sequence, docs/design/decisions.md#d3), so a subscriber reads ``value["commit"]["events"]``
 after every ``update`` delivery. A ``hydrate`` delivery is a rebaseline: its ``commit.events``
 belong to an earlier commit (or are empty after a respawn) and must not be replayed, and
-sequences are only comparable within one instance generation (chord-spec §8.17).
+sequences are only comparable within one instance generation (docs/design/chord.md#sequences).
 
 The JSON shapes below are documentation (``TypedDict``); every value on the wire is strict JSON.
 This module imports only chord's service and state types.
@@ -72,7 +72,7 @@ class ConversationInfo(TypedDict):
 
 
 ViewEvent = dict[str, Any]
-"""One event ``{"type": ..., ...}`` (pico3-spec §6.5: ``entry.added``, ``turn.started``, ...)."""
+"""One event ``{"type": ..., ...}`` (docs/design/view.md#view-events: ``entry.added``, ``turn.started``, ...)."""
 
 
 class CommitInfo(TypedDict):
@@ -82,7 +82,7 @@ class CommitInfo(TypedDict):
 
 
 class ConversationView(TypedDict):
-    """The value of ``ConversationService.view`` (pico3-spec §6.1 plus ``commit``).
+    """The value of ``ConversationService.view`` (docs/design/view.md#shape plus ``commit``).
 
     ``entries`` is the active transcript (from the newest head on), ``config`` every declared
     key's resolved value, ``inbox`` the queued inputs in admission order, ``turn`` the live turn
@@ -127,7 +127,7 @@ class ForkSpecJson(TypedDict):
     """``fork`` argument: ``rewindable`` overrides applied after inheriting the source's
     rewindable state as of ``at``; ``sticky`` seeds for the fresh sticky document (config keys);
     ``sections`` is the fork's private section seed (``[{key, value, rendered}]``: what its
-    first generation's system prompt starts from until it writes its own, pico3-spec §1.2);
+    first generation's system prompt starts from until it writes its own, docs/design/harness.md#section-seeds);
     ``abort`` first aborts the source's foreground work."""
 
     rewindable: NotRequired[dict[str, Any]]
@@ -160,7 +160,7 @@ class ConversationServiceApi(Protocol):
 
     @property
     def view(self) -> ReplicatedState:
-        """The :class:`ConversationView`; one revision per harness commit (D3)."""
+        """The :class:`ConversationView`; one revision per harness commit (docs/design/decisions.md#d3)."""
         ...
 
     async def send(self, input: SendInputJson, ctx: Context) -> int:
@@ -211,7 +211,7 @@ class HarnessServiceApi(Protocol):
 
     @property
     def handle(self) -> HarnessHandle:
-        """The underlying :class:`~pico3.handle.HarnessHandle` (D8 G7)."""
+        """The underlying :class:`~pico3.handle.HarnessHandle` (docs/design/decisions.md#d8-g7)."""
         ...
 
     @property
@@ -239,7 +239,7 @@ class HarnessServiceApi(Protocol):
         ...
 
     def quiescent(self) -> bool:
-        """True when no invocation is held (seed §5)."""
+        """True when no invocation is held (docs/design/reload.md#registrations)."""
         ...
 
     def hold(self) -> Callable[[], None]:

@@ -1,6 +1,6 @@
-"""What the session worker does when facet code is reloaded (seed-plugins §6.3).
+"""What the session worker does when facet code is reloaded (docs/design/reload.md#session-worker-reload).
 
-Reload replaces code, never durable state (seed §5). The facet host swaps facets; around that
+Reload replaces code, never durable state (docs/design/reload.md#registrations). The facet host swaps facets; around that
 swap the worker makes the moment safe for the harness, in the least disruptive way::
 
     if harness.quiescent():               # no invocation exists: nothing to interrupt
@@ -25,7 +25,7 @@ and :func:`reload_session_facets` is the same thing called directly.
 returns once every conversation has its new instance. Because registrations are made through
 ``add_registration`` in ``on_activate`` and released by ``env.own``, and the host retires the old
 facets before activating the new ones, the old unregister always runs before the new register
-(chord-spec §7 item 90) on both paths: while held, the harness stays open and sees that order
+ on both paths: while held, the harness stays open and sees that order
 directly; while suspended, the registrations are swapped in the handle and applied to the
 reopened harness.
 
@@ -88,9 +88,9 @@ async def reload_session_facets(
     *,
     abort_removed: bool = False,
 ) -> ReloadPath:
-    """``host.reload(facets)`` guarded as in seed §6.3; returns the path taken.
+    """``host.reload(facets)`` guarded as in docs/design/reload.md#session-worker-reload; returns the path taken.
 
-    ``abort_removed`` is the explicit host policy of seed §5 (live tasks whose kind the new code
+    ``abort_removed`` is the explicit host policy of docs/design/reload.md#registrations (live tasks whose kind the new code
     no longer registers end ``aborted``); it only matters on the suspend path.
     """
 

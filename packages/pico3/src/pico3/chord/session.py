@@ -9,10 +9,10 @@
     async with anyio.create_task_group() as tg:
         session = harness_session_facet(lambda: JsonlStorage(path), options, task_group=tg)
         async with create_facet_host([session, worker, *features]) as host:
-            await handles["harness"].resume(ctx)  # once every facet registered (seed §6.1)
+            await handles["harness"].resume(ctx)  # once every facet registered (docs/design/chord.md#built-in-services)
             ...                                   # serve host.services on the session socket
 
-What the facet does (seed-plugins §6.1, followed literally):
+What the facet does (docs/design/chord.md#built-in-services, followed literally):
 
 * **setup** declares ``provide(HarnessService, session)`` and ``provide_many(ConversationService)``.
 * **on_activate** starts the session's runner in ``task_group`` (it owns the
@@ -366,7 +366,7 @@ def harness_session_facet(
     on_error: Callable[[BaseException], None] | None = None,
     facet_id: str = HARNESS_FACET_ID,
 ) -> Facet:
-    """The session worker's harness facet (seed §6.1).
+    """The session worker's harness facet (docs/design/chord.md#built-in-services).
 
     ``storage_factory`` makes a fresh storage object over the session's place for every
     opening; ``options`` are the harness options (models and the process host go in

@@ -1,7 +1,7 @@
 """The three kinds of document and the kernel's cache of their current values.
 
 Each session has one *session* document; each conversation has a *rewindable* and a *sticky*
-one (pico3-spec §1.6). Documents are JSON objects changed only inside commits, through tracked
+one (docs/design/harness.md#documents). Documents are JSON objects changed only inside commits, through tracked
 proxies (:mod:`pico3.kernel.proxy`); each commit that changes a document persists that commit's
 ops as one ``doc`` write. Storage keeps the op logs (commit-granular, so the rewindable state "at
 entry X" is the document after the whole commit that appended X); the kernel keeps the folded

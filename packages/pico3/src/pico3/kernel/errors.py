@@ -1,6 +1,6 @@
 """The kernel's error types, in one place so callers can catch them precisely.
 
-Two families, matching pico3-spec §2.6:
+Two families, matching docs/design/harness.md#validation-and-faults:
 
 * **Rejections** (the session continues, nothing was recorded): :class:`Forbidden`,
   :class:`StaleDefinition`, :class:`ReadAfterWrite`, :class:`NestedLineOperation`,

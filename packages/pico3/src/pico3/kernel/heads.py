@@ -1,7 +1,7 @@
 """The head rules: a head only moves forward and never splits a tool-call exchange.
 
-An entry's ``head`` says "the model's context starts at entry ``head``" (pico3-spec §1.3,
-§1.4). Only core writes heads (resets, handoffs, collapse summaries), and every one of them
+An entry's ``head`` says "the model's context starts at entry ``head``" (docs/design/harness.md#entries,
+docs/design/harness.md#context-derivation). Only core writes heads (resets, handoffs, collapse summaries), and every one of them
 must keep the transcript derivable:
 
 * **forward only** — the new head may not name an entry before the conversation's current head
@@ -14,7 +14,7 @@ must keep the transcript derivable:
   ``model``) and tool results, the first model entry must not end with an assistant whose calls
   are still unanswered there, unless those results can never appear: the assistant is inherited
   from a fork parent whose later entries are cut off (context derivation synthesizes such
-  results, §1.4), and the head does not point at one of its results either.
+  results, docs/design/harness.md#context-derivation), and the head does not point at one of its results either.
 * **a visible target** — the target is the new entry itself (``head="self"``) or a fork-visible
   entry of the conversation (``head > id`` is refused when the entry is built).
 
@@ -23,7 +23,7 @@ after the builder returns and before anything is persisted, for the batch's entr
 a head — rare writes, so ordinary appends pay nothing. A violation raises
 :class:`~pico3.model.entries.EntryRejected`: the whole batch is discarded and the session goes
 on. Turn-loop code that can race a head (queued writes with explicit heads) checks first and
-records ``unanswered/stale`` instead (§6.8).
+records ``unanswered/stale`` instead (docs/design/turn.md#boundaries).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ order callers arrived (anyio's ``Lock`` hands ownership to waiters first-in, fir
 builders run while holding it.
 
 A builder that calls back into the session would wait for the line it is holding: a silent
-self-deadlock. Two guards turn that into :class:`NestedLineOperation` instead (DECISIONS D5):
+self-deadlock. Two guards turn that into :class:`NestedLineOperation` instead (docs/design/decisions.md#d5):
 
 * the builder's ``ctx`` carries this builder run's marker (a ``chord.context`` value), so a call
   made with the builder's ctx is recognised before queueing;

@@ -1,6 +1,6 @@
 """The conversation view: one JSON document per watched conversation, changed by envelopes.
 
-A client never sees kernel state. It sees a rendering-shaped document (pico3-spec §6.1)::
+A client never sees kernel state. It sees a rendering-shaped document (docs/design/view.md#shape)::
 
     {conversation, entries, config, inbox, tasks, plugins}
 
@@ -18,7 +18,7 @@ an append. The same envelope object goes to every watch of the conversation.
 What never appears: raw namespace slices (only a namespace's ``view`` projection, re-run when
 its merged slice changes), slot memos, task records, documents, storage seqs, section seeds.
 
-Watches (§6.7): :meth:`ViewRegistry.watch` captures a deep-copied snapshot and subscribes in one
+Watches (docs/design/view.md#watch): :meth:`ViewRegistry.watch` captures a deep-copied snapshot and subscribes in one
 line operation, so the first envelope is ``revision + 1``. Envelopes that arrive before
 :meth:`Watch.start` are buffered (256; overflow closes the watch). A listener that raises closes
 only its own watch and is reported; it never fails the writer. ``stop`` is idempotent.
@@ -313,7 +313,7 @@ class ViewRegistry:
                 slot = None
             try:
                 status = self._status(task, slot)
-            except Exception as exc:  # G21: the record leaves the view; the commit stands
+            except Exception as exc:  # docs/design/decisions.md#d8-g21: the record leaves the view; the commit stands
                 self.report(exc)
                 continue
             record: dict[str, Any] = {"kind": task.kind}
@@ -344,7 +344,7 @@ class ViewRegistry:
         try:
             projected = copy_json(token.view(copy_json(merged)), ("plugins", token.name))
         except Exception as exc:
-            # G21: the record leaves the view and is reported once; it is re-run (and may
+            # docs/design/decisions.md#d8-g21: the record leaves the view and is reported once; it is re-run (and may
             # come back) only when the slice changes. The commit stands.
             view.projections[token.name] = (merged, _FAILED, token)
             self.report(exc)

@@ -188,7 +188,7 @@ CORE_CONFIG: Mapping[str, ConfigKey] = {
         ConfigKey("followUpMode", "sticky", "one-at-a-time", _one_of("followUpMode", _MODES), True),
     )
 }
-"""The core keys (pico3-spec §1.7)."""
+"""The core keys (docs/design/harness.md#configuration)."""
 
 RESERVED_CONFIG_NAMES = frozenset({"set", "get", "reset", "plugins", "inbox", "turn", "tasks"})
 

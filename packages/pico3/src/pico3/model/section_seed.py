@@ -1,4 +1,4 @@
-"""Section seeds: the system sections a conversation starts from (pico3-spec §1.2, §4.11.7).
+"""Section seeds: the system sections a conversation starts from (docs/design/harness.md#section-seeds).
 
 A conversation's system prompt is made of *sections* (see :mod:`pico3.turn.sections`): each a
 ``key``, a JSON ``value`` and the ``rendered`` text the model is shown. Preparation folds them

@@ -2,7 +2,7 @@
 
 * :mod:`pico3.models.provider` — requests, messages, stream events, :class:`ModelInfo`,
   :class:`ProviderError`, the :class:`Provider` protocol and :class:`DeferringProvider` for
-  backends that may answer later through a :class:`Deferred` handle (pico3-spec §8).
+  backends that may answer later through a :class:`Deferred` handle (docs/design/turn.md#models).
 * :mod:`pico3.models.stream` — :class:`MessageBuilder` (how adapters emit events),
   :func:`reduce_events` and :func:`abortable`.
 * :mod:`pico3.models.retry` — :class:`RetryPolicy`, :func:`parse_retry_after`, :func:`retry_call`.

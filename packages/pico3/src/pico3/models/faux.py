@@ -277,7 +277,7 @@ def faux_fetch_error(message: str, *, retryable: bool = True) -> FauxFetchError:
 
 
 def faux_echo(request: Request, state: FauxState) -> FauxResponse:
-    """A reactive step for harness tests (pico3-spec §8's echo script).
+    """A reactive step for harness tests (docs/design/turn.md#faux-provider).
 
     The last message decides: user ``"tool:a,b"`` calls tools ``a`` and ``b`` with ``{}``;
     ``"error:x"`` fails with ``x``; a tool result answers ``"after tools"``; any other user text
@@ -478,7 +478,7 @@ class FauxProvider:
             api=info.api or "faux", provider=self.name, model=request.model, clock=self._clock
         )
 
-    # -- deferred answers (pico3-spec §8) -------------------------------------------------------
+    # -- deferred answers (docs/design/turn.md#models) -------------------------------------------------------
     def _defer(self, pending: _Pending) -> str:
         self._handles += 1
         handle = f"faux-deferred-{self._handles}"

@@ -11,7 +11,7 @@ never raises out of that stream. Every stream is ``start``, then any number of b
 * :class:`DoneEvent` with ``reason`` ``deferred``: the answer is not ready (a batch or
   background job); ``message.deferred`` carries an opaque :class:`Deferred` handle.
 
-Deferred answers (pico3-spec §8): a provider that may defer also implements
+Deferred answers (docs/design/turn.md#models): a provider that may defer also implements
 :class:`DeferringProvider`. The harness persists the handle in the generation's checkpoint and
 later calls ``fetch_deferred(model, handle, ctx)``, which answers with a terminal event exactly
 as the stream would have ended (a final ``done``, an ``error``, or another ``deferred`` done
@@ -162,7 +162,7 @@ class UserMessage(_Record, tag_field="role", tag="user"):
 
 
 class Deferred(_Record):
-    """A handle on an answer that is not ready yet (pico3-spec §8).
+    """A handle on an answer that is not ready yet (docs/design/turn.md#models).
 
     ``handle`` is opaque to the harness but must be strict JSON: it is stored in a checkpoint
     and handed back to :meth:`DeferringProvider.fetch_deferred` after any restart.

@@ -1,7 +1,7 @@
 """The write side of ``main.jsonl``: one durable append per commit, as cheap as the device allows.
 
-A commit is published by one line appended to ``main.jsonl`` (pico3-spec §3.4); with
-``fsync=True`` it is acknowledged only once that line is on stable storage (§3.6). The obvious way,
+A commit is published by one line appended to ``main.jsonl`` (docs/design/storage.md#publication-point); with
+``fsync=True`` it is acknowledged only once that line is on stable storage (docs/design/storage.md#publication-point). The obvious way,
 ``write`` on an ``O_APPEND`` descriptor then ``fsync``, makes every commit pay for a metadata
 commit as well: the file grew, so the filesystem must persist the new size (and, each time a new
 block is touched, the block allocation) before ``fsync`` returns. Databases avoid that in their
@@ -37,7 +37,7 @@ Without fsync (``"append"`` mode)
 
 What a crash leaves
     Complete committed lines followed by zeros (the preallocated region), possibly with part of the
-    in-flight line before them. Open cuts "bytes after the last newline" (pico3-spec §3.7 step 1),
+    in-flight line before them. Open cuts "bytes after the last newline" (docs/design/storage.md#recovery),
     which removes both. :meth:`MainLog.close` truncates the file to its logical end, so a file at
     rest is clean JSONL.
 """

@@ -1,4 +1,4 @@
-"""The storage interface of pico3 (pico3-spec §3.1) and the errors every backend raises.
+"""The storage interface of pico3 (docs/design/storage.md#interface) and the errors every backend raises.
 
 A :class:`Storage` is a small transactional database with exactly one writer, the session that
 opened it. It knows tables (conversations, entries, tasks, inputs) and append-only document op
@@ -23,14 +23,14 @@ commit; both built-in backends have it. A subclass that overrides ``commit`` alo
 failure, say) is never bypassed: the synchronous form counts only when one class defines both.
 
 Documents are returned as a :data:`~pico3.storage.records.DocLog` (op batches from the last base)
-rather than as folded values: folding is :mod:`chord.delta`'s job (one delta engine, D2), and the
+rather than as folded values: folding is :mod:`chord.delta`'s job (one delta engine, docs/design/decisions.md#d2), and the
 log is what the kernel needs to keep commit-granular history anyway.
 
 Errors
 ------
 * :class:`InvalidBatch`: the batch was refused before anything changed; the storage is fine.
 * :class:`StorageFailed`: a write failed part-way; the storage refuses every later commit
-  (fail-stop, §3.10). Reopening recovers the last complete batch.
+  (fail-stop, docs/design/storage.md#worst-cases). Reopening recovers the last complete batch.
 * :class:`CorruptStorage`: ``open`` found stored data it cannot trust; ``path`` and ``line``
   name the place.
 * :class:`LeaseLost` (a :class:`StorageFailed`): another worker took over the session; the

@@ -1,4 +1,4 @@
-"""JsonlStorage: a session as a directory of append-only JSON-lines files (pico3-spec §3.3–§3.9).
+"""JsonlStorage: a session as a directory of append-only JSON-lines files (docs/design/storage.md#jsonl-files, #publication-point, #fsync, #recovery, #open-and-resume, #sticky-truncation).
 
 Files
 -----
@@ -17,14 +17,14 @@ sequence number, ``maxId`` the id high-water after it, ``refs`` (main only) the 
 commit also wrote, and ``crc`` the CRC-32 of the line without its ``crc`` member (stronger than the
 spec: a flipped byte anywhere fails ``open`` instead of being replayed).
 
-Publication (§3.4)
+Publication (docs/design/storage.md#publication-point)
 ------------------
 A commit validates and stages the whole batch in memory first (no file is touched if that fails),
 appends each sidecar record, then appends the main record last. The main record is the
 publication point: a sidecar record counts only if the main record with its seq names its file.
 With ``fsync=True`` (the default) every sidecar record is fsynced before the main record is
 written durably, and the directory is fsynced after a file is created, renamed or unlinked
-(D8 G14). The main record's durable write is :class:`~pico3.storage._log.MainLog`'s: main is
+(docs/design/decisions.md#d8-g14). The main record's durable write is :class:`~pico3.storage._log.MainLog`'s: main is
 preallocated with written zeros and each record is one synchronous ``O_DIRECT`` block write (or
 ``pwrite`` + ``fdatasync`` where ``O_DIRECT`` is refused), which costs less than an append and
 an ``fsync``; ``close`` cuts the zero tail. Where fsync is slow (a moving average above 2 ms per
@@ -34,7 +34,7 @@ the fsync, and it runs inline. Either way one commit holds the writer lock from 
 its last, so file order is commit order. With ``fsync=False`` a commit survives the death of the
 process, not the loss of the machine.
 
-Recovery (§3.7)
+Recovery (docs/design/storage.md#recovery)
 ---------------
 A missing ``main.jsonl`` next to sidecar files (or whenever ``create=False``) fails ``open`` with
 :class:`~pico3.storage.base.CorruptStorage` naming it, before anything is created or cut.

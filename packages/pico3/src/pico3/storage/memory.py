@@ -1,4 +1,4 @@
-"""MemoryStorage: the reference backend, held entirely in process memory (pico3-spec §3.2).
+"""MemoryStorage: the reference backend, held entirely in process memory (docs/design/storage.md#memory-backend).
 
 Every batch is validated and staged in full before any table changes, so a refused batch
 changes no table, document, id high-water or seq. Committed state lives in the object, not in

@@ -1,4 +1,4 @@
-"""The durable records of a pico3 session and the writes that move them (pico3-spec §1, §3.1).
+"""The durable records of a pico3 session and the writes that move them (docs/design/harness.md#durable-primitives, docs/design/storage.md#interface).
 
 Everything a commit persists is one of six *writes*, a tagged union on the field ``type``:
 
@@ -102,7 +102,7 @@ class SectionSeed(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     ``value`` and the ``rendered`` text the model was (or will be) shown.
 
     It has exactly the shape of one member of a managed ``pi.system`` entry's ``sections``,
-    so a seed can stand in for the fold until the conversation writes its own entry (§4.11.7).
+    so a seed can stand in for the fold until the conversation writes its own entry (docs/design/harness.md#section-seeds).
     ``value`` is required and may be ``null`` (a stored null is a real value).
     """
 
@@ -112,7 +112,7 @@ class SectionSeed(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
 
 class Conversation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
-    """A conversation record (§1.2).
+    """A conversation record (docs/design/harness.md#conversations).
 
     ``sections`` is the private *section seed*: creation metadata that the first generation's
     preparation folds from while the conversation has no managed ``pi.system`` entry of its
@@ -127,7 +127,7 @@ class Conversation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
 
 
 class Entry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
-    """One immutable transcript entry (§1.3). ``model`` is what the model sees; absent means
+    """One immutable transcript entry (docs/design/harness.md#entries). ``model`` is what the model sees; absent means
     invisible to the model. ``head`` is already materialized (never the writer's ``"self"``)."""
 
     id: Id
@@ -141,7 +141,7 @@ class Entry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=Fa
 
 
 class Task(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
-    """A task record (§1.9). ``input`` and ``after`` never change after creation.
+    """A task record (docs/design/harness.md#tasks). ``input`` and ``after`` never change after creation.
 
     When a task turns ``terminal`` its transient fields (``checkpoint`` and the ``abort`` mark)
     are dropped unless the terminal patch itself sets them: they lived in the task's sidecar,
@@ -174,7 +174,7 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, g
 
 
 class Input(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
-    """A user input's lifecycle record (§1.5); ``request_id`` is unique per conversation."""
+    """A user input's lifecycle record (docs/design/harness.md#inputs-and-request-keys); ``request_id`` is unique per conversation."""
 
     id: Id
     conversation_id: Id
@@ -252,7 +252,7 @@ Write = ConversationWrite | EntryWrite | TaskWrite | TaskPatchWrite | InputWrite
 
 
 class EntryScan(msgspec.Struct, frozen=True, kw_only=True):
-    """A newest-first, fork-aware entry scan of ``conversation_id`` (§3.1).
+    """A newest-first, fork-aware entry scan of ``conversation_id`` (docs/design/storage.md#interface).
 
     ``before`` is an exclusive id bound; ``with_head`` keeps only entries that carry a head.
     """

@@ -1,4 +1,4 @@
-"""Clocks: where durable timestamps and deadlines come from (D8 G22).
+"""Clocks: where durable timestamps and deadlines come from (docs/design/decisions.md#d8-g22).
 
 Task code never reads ambient time. ``rt.now()`` gives epoch milliseconds for anything written
 to storage (retry deadlines, poll times, notices), and ``rt.sleep(until_ms, ctx)`` waits for an

@@ -1,4 +1,4 @@
-"""Invocation tokens: the unforgeable authority of one handler call (pico3-spec §4.3).
+"""Invocation tokens: the unforgeable authority of one handler call (docs/design/harness.md#invocation-tokens).
 
 Each handler call, transition commit, closure commit and abort call gets a fresh
 :class:`Invocation` ``{task_id, mode, alive}``. The runtime handed to the handler binds it, and

@@ -1,4 +1,4 @@
-"""Task kinds: how durable, resumable work is declared (pico3-spec §4.1).
+"""Task kinds: how durable, resumable work is declared (docs/design/harness.md#task-kinds).
 
 A kind is a small state machine whose program counter is the task's **checkpoint**::
 
@@ -32,7 +32,7 @@ A ``Next`` into an in-flight phase is a contract fault.
 
 Anything else a handler returns, or raises (other than cancellation by the scheduler), is a
 *contract fault*: the task ends ``{"status": "faulted", "error": ...}`` and the session goes on
-(D8 G6).
+(docs/design/decisions.md#d8-g6).
 """
 
 from __future__ import annotations
@@ -266,7 +266,7 @@ def define_task(
 def _check_authority(name: str, *, core: bool, builtin: bool) -> None:
     """Core authority belongs to the kernel's own ``pi.*`` kinds: a ``core=True`` flag on any
     other name confers nothing and is refused, and a ``pi.*`` name needs ``core`` or ``builtin``
-    (pico3-spec §2.3: "a user-supplied core: true or similar confers nothing")."""
+    (docs/design/harness.md#authority: "a user-supplied core: true or similar confers nothing")."""
     if core and not name.startswith("pi."):
         raise ValueError(
             f"task kind {name!r}: core authority is reserved for the kernel's 'pi.' kinds; "

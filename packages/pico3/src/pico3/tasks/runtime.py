@@ -1,4 +1,4 @@
-"""The runtime ``rt`` handed to a task's handlers (pico3-spec §4.9).
+"""The runtime ``rt`` handed to a task's handlers (docs/design/harness.md#runtime).
 
 One :class:`Runtime` per handler call, bound to that call's :class:`Invocation` token. Every
 method that touches the session checks the token first, and the kernel checks it again on the

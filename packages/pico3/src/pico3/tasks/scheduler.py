@@ -1,4 +1,4 @@
-"""The scheduler: one per session, dispatching every task of every conversation (§4.2).
+"""The scheduler: one per session, dispatching every task of every conversation (docs/design/harness.md#scheduler).
 
 It is disabled until :meth:`Scheduler.resume`. After that, every commit that touched a task, and
 every invocation that returns, *kicks* it: mark dirty and, unless a drain is already running or
@@ -20,11 +20,11 @@ closure commit return; that is the abort join. A run invocation loops: handler �
 transition commit → next handler, until ``Done``. Each handler call, transition and closure gets
 a fresh :class:`Invocation` token, revoked as soon as it returns.
 
-Contract faults (D8 G6): a handler or builder that raises (other than by the scheduler's own
+Contract faults (docs/design/decisions.md#d8-g6): a handler or builder that raises (other than by the scheduler's own
 cancellation) or returns a bad step ends the task ``{"status": "faulted", "error"}``, reported
 through ``on_report``; the session carries on.
 
-Quiescence (D8 G8): :meth:`quiescent` is true when no invocation exists — no phase handler, no
+Quiescence (docs/design/decisions.md#d8-g8): :meth:`quiescent` is true when no invocation exists — no phase handler, no
 sleep inside one, no waiting hook. :meth:`hold` (only when quiescent, else
 :class:`NotQuiescent`) stops reservation and dispatch until released; commits continue.
 :meth:`suspend` cancels every invocation, waits for them to unwind, clears ``waitingOn`` on live
@@ -57,7 +57,7 @@ __all__ = ["ContractFault", "NotQuiescent", "Scheduler", "TaskFaulted"]
 
 
 class NotQuiescent(RuntimeError):
-    """``hold()`` was called while an invocation exists (D8 G8)."""
+    """``hold()`` was called while an invocation exists (docs/design/decisions.md#d8-g8)."""
 
 
 class ContractFault(Exception):
@@ -550,7 +550,7 @@ class Scheduler:
             running.stop(reason)
 
     async def abort_conversation(self, conversation_id: int, ctx: Context) -> None:
-        """Conversation abort (§4.5): one commit withdraws queued steer/followUp inputs (queued
+        """Conversation abort (docs/design/harness.md#abort): one commit withdraws queued steer/followUp inputs (queued
         writes stay) and marks every live foreground task of the conversation and, through live
         foreground owners, of its owned conversations. Returns once every marked task ended."""
 

@@ -1,4 +1,4 @@
-"""Waiters: wait for a task to end, an input to resolve, or a conversation to go idle (§4.7).
+"""Waiters: wait for a task to end, an input to resolve, or a conversation to go idle (docs/design/harness.md#waiters).
 
 Registration happens *on the line*: read the state; if the wait is already satisfied, return at
 once; otherwise install the waiter before leaving the line. Resolution happens off the line in

@@ -1,5 +1,5 @@
 """``pi.collapse``: summarize the older part of a conversation and move its head
-(pico3-spec §4.11.5).
+(docs/design/turn.md#collapse).
 
 A collapse replaces everything through entry ``through`` with one ``pi.summary`` entry whose
 ``head`` is the first entry kept, so the model's context starts at the summary. It is core but
@@ -8,7 +8,7 @@ not a turn kind: it never makes a conversation busy. Three reasons create one:
 * ``threshold`` — after a generation, when ``threshold > 0`` and the context exceeds it
   (foreground: reached by conversation abort, counted by idle);
 * ``overflow`` — a request does not fit the model; a replacement generation waits for the
-  collapse (``after``) and reads its outcome first (D8 G13);
+  collapse (``after``) and reads its outcome first (docs/design/decisions.md#d8-g13);
 * ``manual`` — :meth:`ConversationHandle.collapse` (background).
 
 Phases: ``summarizing`` (in flight: the summarizer call), ``retrying``, ``prepared{summary}``.
@@ -188,7 +188,7 @@ async def overflow_step(task: TaskInfo, rt: Any, ctx: Context) -> Done:
 
 
 async def replacement_failed(task: TaskInfo, rt: Any, ctx: Context) -> Done | None:
-    """G13: a generation created after an overflow collapse reads its outcome first; when the
+    """docs/design/decisions.md#d8-g13: a generation created after an overflow collapse reads its outcome first; when the
     collapse did not complete, the group fails with a notice instead of looping."""
     if not task.after:
         return None

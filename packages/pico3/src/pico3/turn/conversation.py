@@ -3,7 +3,7 @@
 These are what :class:`~pico3.harness.ConversationHandle` exposes; each is one commit (or a
 read), taken with core authority because admission writes the inbox, the turn and input records.
 
-``send`` (pico3-spec §7.2):
+``send`` (docs/design/harness.md#public-api):
 
 * when the conversation is **idle**, one commit places older queued items (a final boundary),
   appends the ``pi.user`` entry, marks the input ``placed`` and creates the generation that

@@ -1,4 +1,4 @@
-"""``pi.generation``: one model call of a turn, recoverable at every step (pico3-spec §4.11.2).
+"""``pi.generation``: one model call of a turn, recoverable at every step (docs/design/turn.md#generation).
 
 Input ``{inputs: [input ids]}``: the generation owns the group of user inputs it answers.
 

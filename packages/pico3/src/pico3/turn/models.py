@@ -64,7 +64,7 @@ DEFAULT_RETRY: dict[str, Any] = {
     "baseDelayMs": 2000,
     "maxAgentDelayMs": 60000,
 }
-"""The ``retry`` config default (pico3-spec §1.7)."""
+"""The ``retry`` config default (docs/design/harness.md#configuration)."""
 
 
 def retry_delay_ms(retry: Mapping[str, Any], attempt: int) -> int | None:

@@ -3,7 +3,7 @@
 A conversation is *busy* while a turn task (``pi.generation``, ``pi.tool``, ``pi.post_tools``)
 lives in it. Nothing may split an assistant message from its tool results, so input that
 arrives while busy waits in ``sticky.inbox`` and is placed only at a *boundary*
-(pico3-spec §6.8):
+(docs/design/turn.md#boundaries):
 
 * ``"postTools"`` — after every tool result of an assistant message: queued writes land, and
   steering messages join the running group (the next generation sees them);

@@ -1,5 +1,5 @@
 """``pi.post_tools``: after every tool of an assistant message, decide how the turn goes on
-(pico3-spec §4.11.4).
+(docs/design/turn.md#post-tools).
 
 Input ``{inputs, assistant, tools: [tool task ids]}``; created with ``after = tools``, so the
 scheduler dispatches it exactly once, when the last tool task is terminal (in any order).

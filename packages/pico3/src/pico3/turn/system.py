@@ -21,7 +21,7 @@ baseline whose ``edits`` omit the managed entries still in context, so nothing i
 Preparation runs off the line; the transition builder re-takes the snapshot (settings, registry
 revisions, newest head, newest system entry) and answers ``"retry"`` when anything moved.
 
-**Section seed** (§1.2, §4.11.7). A conversation created with ``sections`` (a fork, a subagent)
+**Section seed** (docs/design/harness.md#section-seeds). A conversation created with ``sections`` (a fork, a subagent)
 folds its sections from that seed, not from entries, *while it has no local managed entry*:
 "local" means a ``pi.system`` entry of the conversation itself. Entries a fork inherits from
 its parent are context, not local: they still decide baseline versus delta (a seeded fork whose
@@ -240,7 +240,7 @@ async def prepare_system(rt: Any, cid: int, settings: dict[str, Any], ctx: Conte
 
 @dataclass(frozen=True)
 class OfferedTools:
-    """The tools of the final request (G12: folded from its system messages)."""
+    """The tools of the final request (docs/design/decisions.md#d8-g12: folded from its system messages)."""
 
     names: list[str]
     declarations: list[Any]

@@ -1,5 +1,5 @@
 """``pi.tool``: run one tool call, with its ``started`` checkpoint as effect evidence
-(pico3-spec §4.11.3).
+(docs/design/turn.md#tool).
 
 Input ``{assistant, call, offered, index}``; the task's slot is ``sticky.turn.tools[index]``.
 
@@ -26,7 +26,7 @@ the checks, hooks and tool again.
 The tool's output goes through :class:`~pico3.tools.ToolApi` (bounded stream buffer, flushed to
 ``slot.output``), then ``after_tool`` hooks may replace the result, then the closure bounds the
 content (lines first, then bytes; head or tail), appends the result entry, marks the slot
-``done``/``error`` and deletes its memos (D8 G10) in one commit.
+``done``/``error`` and deletes its memos (docs/design/decisions.md#d8-g10) in one commit.
 """
 
 from __future__ import annotations
@@ -262,7 +262,7 @@ def bound_content(
 def _message_content(
     content: list[dict[str, Any]], diagnostics: list[dict[str, Any]] | None
 ) -> list[dict[str, Any]]:
-    """G11: diagnostics become a trailing ``<harness>`` text block of the model message."""
+    """docs/design/decisions.md#d8-g11: diagnostics become a trailing ``<harness>`` text block of the model message."""
     if not diagnostics:
         return content
     lines = [f"[{d.get('severity', 'info')}] {d.get('message', '')}" for d in diagnostics]
