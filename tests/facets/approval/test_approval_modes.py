@@ -1,4 +1,4 @@
-"""Permission modes (agent-features "Permission modes"; issue 8 (e)2) over a real harness.
+"""Permission modes (docs/design/agent.md#features; issue 8 (e)2) over a real harness.
 
 A session host composes pico3's harness session facet (faux model), the approval session facet
 and tools ``read``, ``write``, ``edit`` and ``bash`` that append one line per run to an effects

@@ -1,6 +1,6 @@
 """The approval feature end to end: a harness with a faux model, the session facet in a session
 host, and presentation hosts (the real TUI facet over a scripted ``Tui``) joined through chord's
-loopback source — seed-plugins §7 "Chord" and issue 7's bad input.
+loopback source — docs/design/chord.md#observe and issue 7's bad input.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ async def session(
 ) -> AsyncIterator[Session]:
     """A session worker as the app composes it: pico3's harness session facet, the feature's
     session facets, and the worker's own facet (registers the bash and read tools, plus
-    ``extra``); dispatch resumes once the host is up (seed §6.1)."""
+    ``extra``); dispatch resumes once the host is up (docs/design/chord.md#built-in-services)."""
     tools = Tools()
     options = HarnessOptions(services={"models": Models([FauxProvider(script)])})
     workers: list[HarnessServiceApi] = []
@@ -229,7 +229,7 @@ def test_rules_reject_a_bare_string() -> None:
 
 
 async def test_a_late_presentation_sees_and_answers_the_open_dialog(kit: Any) -> None:
-    # seed §7 "Chord": late-joiner hydration of an open dialog instance
+    # docs/design/chord.md#observe: late-joiner hydration of an open dialog instance
     seen: list[Any] = []
     opened = anyio.Event()
 
@@ -335,7 +335,7 @@ async def test_bad_decisions_and_unknown_keys_are_refused_and_nothing_is_recorde
 async def test_suspend_and_reopen_do_not_ask_again_when_the_decision_is_recorded(
     kit: Any, tmp_path: Path
 ) -> None:
-    # seed §7 "Reload": a pending call is approved through the new generation without asking
+    # docs/design/reload.md#suspend-and-reopen: a pending call is approved through the new generation without asking
     # twice when a memo exists. A second before_tool hook (namespace "gate") holds the call
     # after the approval memo is written, so the suspend finds it pending with a memo.
     gate_open = anyio.Event()

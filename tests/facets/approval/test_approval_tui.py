@@ -112,7 +112,7 @@ async def test_two_open_dialogs_are_shown_one_after_the_other(kit: Any) -> None:
 async def test_a_presentation_that_connects_late_sees_and_answers_an_open_dialog(
     kit: Any,
 ) -> None:
-    # seed §7 "Chord": late-joiner hydration of an open dialog instance
+    # docs/design/chord.md#observe: late-joiner hydration of an open dialog instance
     app = kit.DialogApp()
     scripted = kit.ScriptedDialogs()
     async with (

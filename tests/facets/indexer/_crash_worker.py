@@ -7,7 +7,7 @@ fsynced) to ``DIR/attempts`` as ``<key> <written|held>``, before the commit that
 
 ``PARK`` is ``N`` (a number): after this process's N-th attempt, print ``parked <key>`` and wait
 to be SIGKILLed — the run is then between a batch write and its commit, the worst case of seed
-§4.3. ``PARK`` is ``recover``: run to the end and print ``done <outcome json>``.
+docs/design/harness.md#task-kinds. ``PARK`` is ``recover``: run to the end and print ``done <outcome json>``.
 """
 
 from __future__ import annotations

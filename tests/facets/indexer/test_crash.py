@@ -1,4 +1,4 @@
-"""The indexer survives SIGKILL (issue 7 "Tests"; seed §7 "Custom kind").
+"""The indexer survives SIGKILL (issue 7 "Tests"; docs/design/harness.md#task-kinds).
 
 A real child process (``_crash_worker.py``) indexes a real tree on ``JsonlStorage(fsync=False)``
 and is SIGKILLed right after a batch write, before the commit that records it: the checkpoint is

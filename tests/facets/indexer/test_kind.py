@@ -1,4 +1,4 @@
-"""The ``repo.indexer`` kind and the ``code_search`` tool on a real harness (seed-plugins §4.3).
+"""The ``repo.indexer`` kind and the ``code_search`` tool on a real harness (docs/design/harness.md#task-kinds).
 
 A real temporary working tree (with ``.gitignore`` files) is indexed into a real SQLite FTS5 file
 in the session's state folder; the model then finds lines through ``code_search`` (a faux model

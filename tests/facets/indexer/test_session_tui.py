@@ -261,7 +261,7 @@ async def test_start_rejects_bad_requests_and_starts_nothing(
     ("host", "ids"), [("session", ["@pi/indexer"]), ("tui", ["@pi/indexer"]), ("web", [])]
 )
 def test_the_entry_point_serves_one_facet_per_host(host: str, ids: list[str]) -> None:
-    # D7: found through the chord.facets entry point, never imported by name
+    # docs/design/decisions.md#d7: found through the chord.facets entry point, never imported by name
     (package,) = [p for p in installed_facet_packages() if p.distribution == "facets-indexer"]
     assert package.plugin_module == "facets_indexer.plugin"
     generation = load_generation(package, host)

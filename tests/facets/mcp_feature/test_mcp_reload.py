@@ -1,5 +1,5 @@
 """A hot reload of facets-mcp: a new generation of the package's code replaces the running one
-(seed §6.3: hold, reload, release); the servers are reconnected and the conversation goes on."""
+(docs/design/reload.md#session-worker-reload: hold, reload, release); the servers are reconnected and the conversation goes on."""
 
 from __future__ import annotations
 

@@ -108,7 +108,7 @@ def test_dialog_keys_are_conversation_and_call() -> None:
     ("host", "ids"), [("session", ["@pi/question"]), ("tui", ["@pi/question"]), ("web", [])]
 )
 def test_the_entry_point_serves_one_facet_per_host(host: str, ids: list[str]) -> None:
-    # D7: found through the chord.facets entry point, never imported by name
+    # docs/design/decisions.md#d7: found through the chord.facets entry point, never imported by name
     (package,) = [p for p in installed_facet_packages() if p.distribution == "facets-question"]
     assert package.plugin_module == "facets_question.plugin"
     generation = load_generation(package, host)

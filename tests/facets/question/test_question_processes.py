@@ -50,7 +50,7 @@ async def test_a_question_in_the_worker_is_answered_by_the_tui_process(
 
 
 async def test_a_killed_worker_asks_the_question_again(kit: Any, state: Path) -> None:
-    # seed §4.1: crash before the memo -> the safe tool is re-invoked and asks again
+    # docs/design/harness.md#tools: crash before the memo -> the safe tool is re-invoked and asks again
     async with worker(state, "w1") as first:
         assert await first.until("DIALOG") == "DIALOG 1:q-1"
         await first.kill()

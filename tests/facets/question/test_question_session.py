@@ -1,6 +1,6 @@
 """The question feature end to end: a harness with a faux model calling ``question``, the
 session facet in a session host, and presentation hosts (the real TUI facet over a scripted
-``Tui``) joined through chord's loopback source — seed-plugins §4.1, §7 "Chord" and "Memo",
+``Tui``) joined through chord's loopback source — docs/design/harness.md#tools, docs/design/chord.md#observe, docs/design/harness.md#memos,
 issue 7's bad input.
 """
 
@@ -61,7 +61,7 @@ def result_message(entry: Any) -> dict[str, Any]:
 @asynccontextmanager
 async def session(script: Sequence[FauxStep]) -> AsyncIterator[Session]:
     """A session worker as the app composes it: pico3's harness session facet and the question
-    session facet; dispatch resumes once the host is up (seed §6.1)."""
+    session facet; dispatch resumes once the host is up (docs/design/chord.md#built-in-services)."""
     options = HarnessOptions(services={"models": Models([FauxProvider(script)])})
     workers: list[HarnessServiceApi] = []
 
@@ -147,7 +147,7 @@ async def test_the_first_answer_wins_and_the_other_presentation_is_dismissed(kit
 
 
 async def test_a_late_presentation_sees_and_answers_the_open_question(kit: Any) -> None:
-    # seed §7 "Chord": late-joiner hydration of an open dialog instance
+    # docs/design/chord.md#observe: late-joiner hydration of an open dialog instance
     opened = anyio.Event()
 
     def watcher(env: FacetEnvironment) -> None:
@@ -241,7 +241,7 @@ async def test_wrongly_typed_tool_arguments_are_refused_by_the_schema() -> None:
     tool.validate({"question": "Ok?", "options": ["yes", "no"], "allowText": False})
 
 
-# -- the tool's memo, with a slot kept in a dict (seed §4.1 "a test wires a promise") -----------
+# -- the tool's memo, with a slot kept in a dict (docs/design/harness.md#tools) -----------
 class DictSlot:
     """A tool slot outside any harness: ``fn(tx, slot)`` runs on a plain dict."""
 
@@ -263,7 +263,7 @@ async def _never_asked(request: QuestionRequest, api: ToolApi, ctx: Context) -> 
 
 
 async def test_a_recorded_answer_is_returned_without_asking_again() -> None:
-    # seed §4.1: crash after the memo -> re-invoked, memo present, returns without asking
+    # docs/design/harness.md#tools: crash after the memo -> re-invoked, memo present, returns without asking
     slot = DictSlot()
     slot.slot["memos"] = {ANSWER_MEMO: {"outcome": "answered", "answer": "red"}}
     result = await question_tool(_never_asked).execute(COLOUR, tool_api(slot), BACKGROUND)
@@ -271,7 +271,7 @@ async def test_a_recorded_answer_is_returned_without_asking_again() -> None:
 
 
 async def test_two_racing_answers_both_return_the_recorded_winner() -> None:
-    # seed §4.1: two answers racing both receive the winner
+    # docs/design/harness.md#tools: two answers racing both receive the winner
     slot = DictSlot()
     release = anyio.Event()
     answers = iter(["red", "green"])

@@ -95,7 +95,7 @@ async def test_closing_the_instance_dismisses_the_question(kit: Any) -> None:
 async def test_a_presentation_that_connects_late_sees_and_answers_an_open_question(
     kit: Any,
 ) -> None:
-    # seed §7 "Chord": late-joiner hydration of an open dialog instance
+    # docs/design/chord.md#observe: late-joiner hydration of an open dialog instance
     app = kit.DialogApp()
     scripted = kit.ScriptedDialogs()
     async with (

@@ -1,4 +1,4 @@
-"""The approval feature (seed-plugins §4.2, §6.2): a tool call waits for a human's decision.
+"""The approval feature (docs/design/harness.md#before-tool, docs/design/chord.md#feature-layout): a tool call waits for a human's decision.
 
 * :mod:`.contract` — the JSON shapes, the ``pi.approval-dialog`` and ``approval.mode`` service
   ids and the permission modes (ask, accept-edits, plan, auto); no host code;

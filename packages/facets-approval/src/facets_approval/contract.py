@@ -1,6 +1,6 @@
 """What every side of the approval feature agrees on: JSON shapes and two service ids.
 
-The approval feature has three parts (seed-plugins §4.2, §6.2). The session worker's
+The approval feature has three parts (docs/design/harness.md#before-tool, docs/design/chord.md#feature-layout). The session worker's
 ``before_tool`` hook asks before a tool runs; the question is a keyed instance of
 :data:`ApprovalDialogs`, one per pending call, addressed ``f"{conversationId}:{callId}"``
 (:func:`dialog_key`); every presentation that observes the service shows a dialog and calls
@@ -16,8 +16,7 @@ recorded::
     check_decision({"decision": "allow", "by": "tui"})     # -> the same dict, checked
     check_decision({"decision": "maybe"})                  # RemoteServiceError: decision.decision ...
 
-**Permission modes.** The session also has one *permission mode* (agent-features, "Permission
-modes"), the singleton :data:`ApprovalMode` (``approval.mode``): its replicated ``state`` is
+**Permission modes.** The session also has one *permission mode* (docs/design/agent.md#features), the singleton :data:`ApprovalMode` (``approval.mode``): its replicated ``state`` is
 ``{"mode": <mode>}`` and ``set_mode`` changes it. The modes, in the order a presentation cycles
 through them (:data:`PERMISSION_MODES`, :func:`next_mode`):
 

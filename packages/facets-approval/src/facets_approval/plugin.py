@@ -1,4 +1,4 @@
-"""The plugin module named by the ``chord.facets`` entry point (DECISIONS D7).
+"""The plugin module named by the ``chord.facets`` entry point (docs/design/decisions.md#d7).
 
 The host calls ``chord_facets(host)`` once per loaded generation and keeps the facets for its own
 kind: the session worker gets the authority (:mod:`.session`), the TUI the presentation

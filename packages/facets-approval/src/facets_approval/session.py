@@ -1,7 +1,7 @@
 """The approval session facet: a ``before_tool`` hook that asks, a dialog per question, and the
 session's permission mode.
 
-Two layers, as in seed-plugins §4.2 and §6.2.
+Two layers, as in docs/design/harness.md#before-tool, docs/design/chord.md#feature-layout.
 
 :func:`install_approval` is the harness extension, usable without chord (a test wires ``ask`` to
 a future). It registers the namespace ``approval`` with a *sticky* ``autoAllow`` list (per

@@ -9,8 +9,8 @@ hydrated, so ``request.value`` is there). The task waits for chord's modal slot
 
 Closing the instance — the session recorded a decision, maybe from another presentation, or the
 call was aborted — cancels the observer's ``ctx``; that unwinds the wait for the slot or for the
-user, and ``modal.close()`` dismisses a dialog still on screen. Escape counts as *Deny*, like the
-seed's confirm dialog.
+user, and ``modal.close()`` dismisses a dialog still on screen. Escape counts as *Deny*, as a
+confirm dialog's Escape does.
 
 :data:`mode_tui_facet` (``@pi/approval-mode``) presents :data:`~.contract.ApprovalMode`: a
 one-line panel (:class:`ModeLabel`, ``#approval-mode``) always shows the session's mode and

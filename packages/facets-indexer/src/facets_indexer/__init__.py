@@ -1,4 +1,4 @@
-"""The indexer feature (seed-plugins §4.3, §6.2): a searchable index of the working tree.
+"""The indexer feature (docs/design/harness.md#task-kinds, docs/design/chord.md#feature-layout): a searchable index of the working tree.
 
 * :mod:`.contract` — the ``repo.indexer`` status shape and the ``pi.indexer`` service id;
 * :mod:`.scan` — the working tree as git sees it, cut into batches with stable keys;

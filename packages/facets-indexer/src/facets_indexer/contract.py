@@ -1,4 +1,4 @@
-"""What every side of the indexer feature agrees on, with no host imports (seed §4.3, §6.2).
+"""What every side of the indexer feature agrees on, with no host imports (docs/design/harness.md#task-kinds, docs/design/chord.md#feature-layout).
 
 The session facet registers the ``repo.indexer`` task kind; its ``describe()`` publishes an
 :class:`IndexerStatus` as ``view.tasks[id].status``, which is all a presentation facet needs to

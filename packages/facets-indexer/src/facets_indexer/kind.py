@@ -1,6 +1,6 @@
 """The ``repo.indexer`` task kind: index a working tree into the session's code index, resumably.
 
-This is the seed's custom-kind example (seed-plugins §4.3) made real. The durable program is the
+This is the custom-kind example of docs/design/harness.md#task-kinds made real. The durable program is the
 task's **checkpoint**; progress lives in the task's **slot** and reaches the view through
 ``describe()``; the index itself is an external effect made safe by an **idempotency key**::
 

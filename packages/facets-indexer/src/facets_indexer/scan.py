@@ -1,6 +1,6 @@
 """Scan a working tree the way git sees it, then cut the result into stable, resumable batches.
 
-The indexer (seed §4.3) checkpoints a *batch key* before it writes a batch and repeats the write
+The indexer (docs/design/harness.md#task-kinds) checkpoints a *batch key* before it writes a batch and repeats the write
 with the same key after a crash. That only works if a resumed scan regenerates the same batches, so
 everything here is deterministic:
 

@@ -1,6 +1,6 @@
 """The indexer session facet: the ``repo.indexer`` kind, the ``code_search`` tool, ``pi.indexer``.
 
-Three contributions, all made through the harness (seed-plugins §6.2 "Indexer"):
+Three contributions, all made through the harness (docs/design/chord.md#feature-layout):
 
 * the ``repo.indexer`` task kind (:mod:`.kind`), registered through
   :meth:`~pico3.chord.contract.HarnessServiceApi.add_registration` in ``on_activate``, so it is
@@ -13,7 +13,7 @@ Three contributions, all made through the harness (seed-plugins §6.2 "Indexer")
 :func:`install_indexer` is the harness half alone (kind + tool, one uninstaller), usable without
 chord. The facet's ``env.own`` releases the registration when the facet is retired, so a reload
 unregisters the old kind and tool before the new generation registers its own (the host retires
-first, chord-spec §7 item 90).
+first).
 """
 
 from __future__ import annotations

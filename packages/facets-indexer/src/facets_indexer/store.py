@@ -14,7 +14,7 @@ price is that a phrase never matches across a line break.
 transaction: if the key is already in ``batches`` it does nothing and returns ``False``; otherwise
 it replaces the batch's files and records the key, and commits both together. A process killed
 mid-batch therefore leaves the batch either wholly present (key and all rows) or wholly absent,
-which is what lets the indexer repeat a checkpointed write after a crash (seed §4.3).
+which is what lets the indexer repeat a checkpointed write after a crash (docs/design/harness.md#task-kinds).
 
 **Removal.** Files that left the tree are dropped by :meth:`IndexStore.prune`, given the paths of
 a complete scan; batch keys no file refers to any more are dropped with them.

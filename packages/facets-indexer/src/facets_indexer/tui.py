@@ -1,7 +1,7 @@
 """The indexer TUI facet: a progress panel and the ``/index`` command.
 
-The facet holds no authority and no state of its own. Progress is read from where the seed puts
-it (§4.3): every ``pi.conversation`` instance's ``view.tasks[id]`` of kind ``repo.indexer``,
+The facet holds no authority and no state of its own. Progress is read from where the design puts
+it (docs/design/harness.md#task-kinds, docs/design/view.md#shape): every ``pi.conversation`` instance's ``view.tasks[id]`` of kind ``repo.indexer``,
 whose ``status`` is the kind's ``describe()`` output (an :class:`~.contract.IndexerStatus`).
 The facet observes the conversation service (instances that existed before it connected arrive
 hydrated), keeps the latest rows per conversation in an :class:`IndexProgress`, and a panel

@@ -1,4 +1,4 @@
-"""The question feature (seed-plugins §4.1, §6.2): the model asks the user and waits.
+"""The question feature (docs/design/harness.md#tools, docs/design/chord.md#feature-layout): the model asks the user and waits.
 
 * :mod:`.contract` — the JSON shapes and the ``pi.question-dialog`` service id (no host code);
 * :mod:`.session` — the ``question`` tool (answer memo before and after asking) and the session

@@ -1,6 +1,6 @@
 """What every side of the question feature agrees on: JSON shapes and one service id.
 
-The model calls the ``question`` tool (seed-plugins §4.1); while it waits, the session worker
+The model calls the ``question`` tool (docs/design/harness.md#tools); while it waits, the session worker
 offers one keyed instance of :data:`QuestionDialogs` per call, addressed
 ``f"{conversationId}:{callId}"`` (:func:`dialog_key`), whose replicated ``request`` is a
 :class:`QuestionRequest`. Any presentation observing the service shows the question, with the

@@ -1,6 +1,6 @@
 """The question session facet: the ``question`` tool, and a dialog per waiting call.
 
-Two layers, as in seed-plugins §4.1 and §6.2.
+Two layers, as in docs/design/harness.md#tools, docs/design/chord.md#feature-layout.
 
 :func:`question_tool` is the harness tool, usable without chord (a test wires ``ask`` to a
 future). Its ``execute`` reads the ``answer`` memo on the tool's slot first (answered before a

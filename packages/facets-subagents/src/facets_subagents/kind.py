@@ -4,7 +4,7 @@ Input: ``{description, prompt, agent, systemPrompt, model, tools}`` (the agent d
 resolved when the call is made and stored with the task, so recovery never depends on files that
 may have changed). Phases:
 
-* initial: create the owned conversation (seed §4.6) **atomically with the checkpoint**
+* initial: create the owned conversation (docs/design/harness.md#owned-conversations) **atomically with the checkpoint**
   ``{"phase": "running", "child": id}`` — its model and ``selectedTools`` seeded, its system
   prompt a section seed — so a crash never makes a second child;
 * ``running``: re-attach the child, send the prompt with the request id ``<task>:prompt`` (a

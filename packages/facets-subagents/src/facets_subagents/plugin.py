@@ -1,4 +1,4 @@
-"""The plugin module named by the ``chord.facets`` entry point (DECISIONS D7)."""
+"""The plugin module named by the ``chord.facets`` entry point (docs/design/decisions.md#d7)."""
 
 from __future__ import annotations
 
