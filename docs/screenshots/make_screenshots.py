@@ -8,8 +8,8 @@ Run from the repository root::
 Every screen is the real :class:`coding_agent.tui.CodingAgentApp`, run headless by Textual's
 ``App.run_test`` at a fixed terminal size and saved with ``App.save_screenshot``. The app is
 driven the way it is in production: it follows a :class:`~coding_agent.tui.client.ViewRelay`
-pointed at a chord ``replicated_state`` holding a ``ConversationView`` document (pico3-spec
-§6.1). Only the worker is missing: :class:`ScreenshotConversation` is a read-only client whose
+pointed at a chord ``replicated_state`` holding a ``ConversationView`` document
+(docs/design/view.md#shape). Only the worker is missing: :class:`ScreenshotConversation` is a read-only client whose
 document is written here instead of by a harness. The dialogs are put up by the real approval
 and question TUI facets, in a facet host beside the app, through the app's
 :attr:`~coding_agent.tui.CodingAgentApp.tui` (see :func:`_open_dialog`).
@@ -134,7 +134,7 @@ class ScreenshotConversation:
         raise RuntimeError("the screenshot conversation is read-only (no queued input)")
 
 
-# -- view documents (pico3-spec §6.1) ------------------------------------------------------------
+# -- view documents (docs/design/view.md#shape) ------------------------------------------------------------
 def _view(entries: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "conversation": {"id": 1},

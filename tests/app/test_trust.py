@@ -1,4 +1,4 @@
-"""Project trust (issue 8, agent-features MUST "project trust before loading repo-local plugins").
+"""Project trust (issue 8, docs/design/agent.md#features, project trust).
 
 The store and the discovery in process, on real files; the command line as a real subprocess:
 a project whose ``.coding-agent/facets/marker_pkg`` writes a marker file when its session facet

@@ -1,6 +1,6 @@
-"""Authority: every forbidden write of the seed, through every surface, rejects and records nothing.
+"""Authority: every forbidden write (docs/design/harness.md#authority), through every surface, rejects and records nothing.
 
-Issue 9 item 4. The seed (seed-plugins §1.4, §2, §4, §5; pico3-spec §2.3, §2.6, §4.3) forbids
+Issue 9 item 4. The design (docs/design/harness.md#principles, #durable-primitives, #tools, docs/design/reload.md#registrations, docs/design/harness.md#authority, #validation-and-faults, #invocation-tokens) forbids
 extensions and hosts a fixed list of writes: outside their namespace, to ``turn`` and ``inbox``,
 to other tasks' slots, of ``pi.*`` entries (even after a cast), with stale tokens, and to core
 config. Each surface that can write is attacked here, on a real harness over JSONL storage:
@@ -531,7 +531,7 @@ async def test_a_custom_kind_cannot_make_any_forbidden_write_through_rt_commit(
         }
         assert box["window tools"] is True
 
-        # §4.3: the runtime's token died with its handler
+        # docs/design/harness.md#invocation-tokens: the runtime's token died with its handler
         late = await s.outcome(
             lambda: kept[0].commit(
                 lambda tx, cur, _c: tx.plugins(s.plan).__setitem__("mode", 1), ctx
@@ -545,7 +545,7 @@ async def _finish(task: TaskInfo, rt: Runtime, ctx: Context) -> Done:
 
 
 async def test_a_core_flag_confers_nothing_on_an_extension_kind(tmp_path: Path) -> None:
-    # pico3-spec §2.3: "a user-supplied core: true or similar confers nothing"
+    # docs/design/harness.md#authority: "a user-supplied core: true or similar confers nothing"
     with pytest.raises(ValueError, match=r"core authority is reserved for the kernel's 'pi\.'"):
         define_task("ext.sneaky", initial=_finish, phases={}, abort=_never_abort, core=True)
     forged = TaskKind(name="ext.sneaky", initial=_finish, phases={}, abort=_never_abort, core=True)

@@ -1,5 +1,5 @@
 """Load: 50 subagents with concurrent tool calls in one session worker, 10 clients attached over
-the chord wire, one of them slow (issue 9 item 3; chord-spec §4.8 per client, pico3-spec §4.11.7).
+the chord wire, one of them slow (issue 9 item 3; docs/design/chord.md#provider-queue per client, docs/design/harness.md#owned-conversations).
 
 The scenario (``load_scenario.py``) runs once per module. 50 supervisor tasks, created by one
 commit, each create an owned conversation whose turn makes 4 concurrent ``work`` calls, on

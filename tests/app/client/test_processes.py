@@ -1,4 +1,4 @@
-"""Two TUIs on one worker, and a worker that dies under a TUI (issue 8 §1, DECISIONS D9).
+"""Two TUIs on one worker, and a worker that dies under a TUI (issue 8 §1, docs/design/decisions.md#d9).
 
 * A TUI that quits leaves a worker it did not start running; a TUI attached later (the late
   joiner) sees the transcript, the running turn and the dialog still open, and can answer it.

@@ -1,5 +1,5 @@
-"""Thinking levels and model switches in the TUI, against a real worker (agent-features MUST rows
-"Thinking levels" and "Model switch mid-session").
+"""Thinking levels and model switches in the TUI, against a real worker (docs/design/agent.md#features:
+thinking levels, a model switch mid-session).
 
 * ``/thinking high`` sets the conversation's ``thinkingLevel``; the footer shows it beside the
   model, and the switch lands in the transcript as a dim marker line.

@@ -1,6 +1,6 @@
 """Text tool calling in the OpenAI adapter, with the real SDK against the local stub server.
 
-Covers the agent-features MUST row "native tool calling loop" for weak local models: a model in
+Covers the tool calling loop (docs/design/agent.md#features) for weak local models: a model in
 ``text`` mode gets no ``tools`` parameter, its fenced ``tool_call`` blocks become real tool calls,
 and a server that refuses tools switches the model to text mode for the rest of the session.
 """

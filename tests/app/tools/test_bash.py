@@ -1,4 +1,4 @@
-"""The bash tool (agent-features b5): exit codes, tail truncation, spill file, tree kill."""
+"""The bash tool (docs/design/agent.md#bash): exit codes, tail truncation, spill file, tree kill."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The edit tool (agent-features b4): exact multi-edit, clear errors, nothing half-applied."""
+"""The edit tool (docs/design/agent.md#edit): exact multi-edit, clear errors, nothing half-applied."""
 
 from __future__ import annotations
 

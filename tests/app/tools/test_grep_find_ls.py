@@ -1,4 +1,4 @@
-"""grep, find and ls (agent-features b6), each with ripgrep and with the pure-Python fallback."""
+"""grep, find and ls (docs/design/agent.md#grep-find-ls), each with ripgrep and with the pure-Python fallback."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The read tool (agent-features b2): windows, continuation hints, images, binaries, errors."""
+"""The read tool (docs/design/agent.md#read): windows, continuation hints, images, binaries, errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared truncation (agent-features b1): two caps, whole lines, head for reads, tail for bash."""
+"""Shared truncation (docs/design/agent.md#tool-output): two caps, whole lines, head for reads, tail for bash."""
 
 from __future__ import annotations
 

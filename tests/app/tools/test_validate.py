@@ -1,4 +1,4 @@
-"""Tool argument validation (decision G16): JSON Schema via jsonschema, errors name the field."""
+"""Tool argument validation (docs/design/decisions.md#d8-g16): JSON Schema via jsonschema, errors name the field."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The write tool (agent-features b3): parent folders, byte counts, overwrites, errors."""
+"""The write tool (docs/design/agent.md#write): parent folders, byte counts, overwrites, errors."""
 
 from __future__ import annotations
 

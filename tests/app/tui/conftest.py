@@ -3,7 +3,7 @@
 :class:`FakeConversation` plays the session worker's side. Its ``state`` is the authoritative
 view document (``replicated_state``), reached by the app through a :class:`ViewRelay` exactly as a
 real client would reach a remote replica; ``send``/``abort``/``input_abort`` record the call and
-apply what the harness would commit (pico3-spec §6.6) so the test sees the UI react.
+apply what the harness would commit (docs/design/view.md#commit-mapping) so the test sees the UI react.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Ctrl+G edits the prompt in ``$VISUAL``/``$EDITOR`` (agent-features: external editor, MUST).
+"""Ctrl+G edits the prompt in ``$VISUAL``/``$EDITOR`` (docs/design/agent.md#features).
 
 The editors here are real programs (a Python script, ``sh``) run as real child processes. Pilot
 apps are headless, so there the editor runs without suspending the app; one test runs the app

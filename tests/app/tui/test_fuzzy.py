@@ -1,4 +1,4 @@
-"""The fuzzy ranking behind the editor's dropdown (agent-features: ``/`` palette, ``@file``)."""
+"""The fuzzy ranking behind the editor's dropdown (docs/design/agent.md#features: the ``/`` palette, ``@file``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``@file`` mentions and Tab path completion in the prompt editor (agent-features, MUST)."""
+"""``@file`` mentions and Tab path completion in the prompt editor (docs/design/agent.md#features)."""
 
 from __future__ import annotations
 

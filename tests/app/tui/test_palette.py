@@ -1,4 +1,4 @@
-"""The ``/`` command palette above the prompt editor (agent-features: command palette, MUST)."""
+"""The ``/`` command palette above the prompt editor (docs/design/agent.md#features)."""
 
 from __future__ import annotations
 

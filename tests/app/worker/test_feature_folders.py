@@ -2,7 +2,7 @@
 
 A tiny facet package folder, ``shouter``, contributes a ``shout`` tool through its ``"session"``
 facet. With ``--facets-dir`` the worker loads it next to the installed features; with ``--dev``
-an edit of its source swaps the new code in while the session stays open (seed §6.3: the
+an edit of its source swaps the new code in while the session stays open (docs/design/reload.md#session-worker-reload: the
 harness is held while quiescent), and the next call runs the new code.
 """
 

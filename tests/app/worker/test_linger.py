@@ -1,6 +1,6 @@
 """An unattended worker stops by itself (coding_agent.worker.linger).
 
-The worker outlives its TUI (D9), so something must stop a worker nobody comes back to: once
+The worker outlives its TUI (docs/design/decisions.md#d9), so something must stop a worker nobody comes back to: once
 no client has been connected and nothing has been live for ``--linger`` seconds, it stops as on
 SIGTERM. A connection, or live work, holds it up for as long as it lasts.
 """

@@ -1,4 +1,4 @@
-"""Model and thinking-level switches become transcript entries (agent-features: model switch).
+"""Model and thinking-level switches become transcript entries (docs/design/agent.md#features).
 
 The worker's settings-log facet watches each conversation's view and writes a
 ``coding-agent.model_change`` / ``coding-agent.thinking_change`` entry after a config switch,

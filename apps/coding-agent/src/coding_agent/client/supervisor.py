@@ -1,7 +1,7 @@
 """Keep one session worker serving a session: start it, reuse it, restart it when it dies.
 
 The session worker (``python -m coding_agent.worker.main SESSION_DIR``) is its own process
-(DECISIONS D9): it owns the harness and serves it on a Unix socket in the session folder. The TUI
+(docs/design/decisions.md#d9): it owns the harness and serves it on a Unix socket in the session folder. The TUI
 process connects to that socket through a reconnecting wire source and never owns the worker's
 life the way a parent owns a child: the worker runs in its own process group, so it outlives a
 crashed TUI, and a second TUI can attach to it.

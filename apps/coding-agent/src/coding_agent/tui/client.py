@@ -1,7 +1,7 @@
 """What the TUI needs from a conversation: a replicated view and four actions.
 
 The presentation layer never talks to the harness. It renders one JSON document, the pico3
-``ConversationView`` (pico3-spec §6.1), and sends user intent back through a
+``ConversationView`` (docs/design/view.md#shape), and sends user intent back through a
 :class:`ConversationClient`. The real client wraps the chord ``ConversationService`` served by the
 session worker; tests and benchmarks use a client backed by a local ``replicated_state``.
 
@@ -30,7 +30,7 @@ SendMode = Literal["prompt", "steer", "followUp"]
 """``prompt`` when idle; while a turn runs, ``steer`` (Enter) or ``followUp`` (Alt+Enter)."""
 
 InputAbortResult = Literal["aborted", "already_placed", "not_found"]
-"""The outcome of cancelling a queued input (pico3-spec §7.2 ``input_abort``)."""
+"""The outcome of cancelling a queued input (docs/design/harness.md#public-api ``input_abort``)."""
 
 
 @dataclass(frozen=True, slots=True)

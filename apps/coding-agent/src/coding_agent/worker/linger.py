@@ -1,6 +1,6 @@
 """When an unattended worker stops by itself.
 
-A session worker outlives its TUI on purpose (DECISIONS D9): a crashed or closed terminal must
+A session worker outlives its TUI on purpose (docs/design/decisions.md#d9): a crashed or closed terminal must
 not stop a turn, a background job or a pending approval, and ``coding-agent --continue`` or
 ``attach`` reconnects to the same worker. Nothing would ever stop a worker nobody comes back to,
 though, so the worker *lingers*: once no client has been connected and nothing has been live

@@ -1,13 +1,13 @@
 """The session worker: one process that owns a session's harness and serves it on a socket.
 
-DECISIONS D9 splits the coding agent in two processes. This is the one with the authority: it
+docs/design/decisions.md#d9 splits the coding agent in two processes. This is the one with the authority: it
 opens the harness on the session's JSONL storage (fsync on, so a ``kill -9`` loses nothing that
 was committed), sets up the session facets, and serves their remotable services (``pi.conversation``
 and the features' dialogs) over a Unix socket in the session folder with the chord wire. TUIs come
 and go; the worker stays. A worker that dies is started again and resumes from storage: a turn
 that was streaming, waiting for approval or running a tool carries on.
 
-The facets, in the order the host gets them (seed-plugins §6.1):
+The facets, in the order the host gets them (docs/design/chord.md#built-in-services):
 
 1. ``@pi/harness`` — :func:`pico3.chord.harness_session_facet`: ``pi.harness`` and one
    ``pi.conversation`` instance per conversation;
@@ -27,7 +27,7 @@ Once the host is active (every facet registered its tools and hooks) the worker 
 root conversation (its model, and every registered tool selected), then calls
 ``pi.harness.resume``: recovery runs only now, with every hook in place.
 
-Command line (see ``/work/notes/APP-API.md``)::
+Command line::
 
     python -m coding_agent.worker.main SESSION_DIR [--model provider/id] [--faux-script FILE]
         [--dev] [--facets-dir DIR]... [--no-fsync] [--exit-on-stdin-eof]
@@ -531,7 +531,7 @@ def _coordinator(
     generations: list[FacetGeneration],
     status: WorkerStatus,
 ) -> ReloadCoordinator:
-    """``--dev``: reload facet packages when their sources change (seed §6.3 around a swap)."""
+    """``--dev``: reload facet packages when their sources change (docs/design/reload.md#session-worker-reload around a swap)."""
 
     async def around_reload(perform: Callable[[], Any]) -> None:
         await reload(harness.handle, perform, BACKGROUND)

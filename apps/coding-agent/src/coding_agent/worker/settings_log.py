@@ -1,4 +1,4 @@
-"""Record model and thinking-level switches as transcript entries (agent-features: model switch).
+"""Record model and thinking-level switches as transcript entries (docs/design/agent.md#features).
 
 The conversation's ``model`` and ``thinkingLevel`` live in its config, and a config change is a
 commit with no entry: the transcript alone would not say that the answers after some point came

@@ -1,6 +1,6 @@
 """The prompt editor: a multi-line ``TextArea`` with submit keys, history and completion.
 
-Keys (pi's defaults, agent-features b14):
+Keys (pi's defaults, docs/design/agent.md#keys):
 
 * Enter submits; while a turn runs, Alt+Enter submits as a follow-up (it waits for the turn's
   end instead of steering it); with no turn running, Alt+Enter inserts a newline;

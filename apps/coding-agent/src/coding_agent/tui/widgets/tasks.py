@@ -1,6 +1,6 @@
 """The background tasks panel: one row per live task of ``view.tasks``.
 
-The view holds only live non-turn tasks (pico3-spec §6.1): ``{kind, background?, marked?,
+The view holds only live non-turn tasks (docs/design/view.md#shape): ``{kind, background?, marked?,
 status}``, where ``status`` is what the kind's ``describe`` returned, or ``{phase}``. The panel
 shows a short summary of it and hides itself when nothing runs.
 """

@@ -3,7 +3,7 @@
 A tool is plain data plus one coroutine, independent of any harness:
 
 * :class:`ToolSpec` names the tool, describes it for the model and declares its arguments as a
-  JSON Schema dict (decision G16). :func:`validate_args` checks a call against that schema with
+  JSON Schema dict (docs/design/decisions.md#d8-g16). :func:`validate_args` checks a call against that schema with
   ``jsonschema`` and raises :class:`ToolArgumentError` naming the offending field.
 * :class:`ToolContext` is everything a tool needs from its caller: the working directory, the
   chord :class:`~chord.context.Context` that can abort it, and a few knobs tests turn
