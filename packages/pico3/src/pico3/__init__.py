@@ -22,7 +22,7 @@ change without notice. The import-linter contract in the workspace's ``pyproject
   :data:`MISSING`, :class:`OutputBuffer`, :class:`BeforeToolApi` and the other hook API types,
   :func:`define_section` (system prompt sections), kinds :data:`TOOL_KIND`,
   :data:`GENERATION_KIND`, :data:`JOB_KIND`.
-* The session services of the Chord worker (seed-plugins §6.1): the tokens
+* The session services of the Chord worker (docs/design/chord.md#built-in-services): the tokens
   :data:`HarnessService` (``pi.harness``, local; its API is :class:`HarnessServiceApi`) and
   :data:`ConversationService` (``pi.conversation``, remotable; :class:`ConversationServiceApi`),
   the JSON shapes of the view and the methods, and :func:`harness_session_facet`.

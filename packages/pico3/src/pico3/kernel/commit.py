@@ -1,6 +1,6 @@
 """The kernel: one session's line, its commit lifecycle and its in-memory indexes.
 
-:meth:`Kernel.commit` is the only way anything changes (pico3-spec §2.2):
+:meth:`Kernel.commit` is the only way anything changes (docs/design/harness.md#commits):
 
 1. check ``ctx`` before queueing, and refuse a nested call (:class:`NestedLineOperation`);
 2. enter the line; check the session is usable (else :class:`Closed` / :class:`Faulted`);
@@ -164,7 +164,7 @@ class Kernel:
         return self.storage.mint_id()
 
     def busy(self, tx: TaskOps, conversation_id: int) -> bool:
-        """Prospective busy (§2.7): a live non-background turn task in the conversation, judged
+        """Prospective busy (docs/design/turn.md#busy): a live non-background turn task in the conversation, judged
         against committed state plus ``tx``'s batch (see :meth:`Transaction.is_busy`)."""
         if self._busy is not None:
             return self._busy(tx, conversation_id)

@@ -4,18 +4,18 @@ A :class:`Transaction` is handed to a builder by :meth:`Kernel.commit`. It buffe
 (synchronously), answers reads (asynchronously when they go to storage) and hands out tracked
 proxies of documents. Its *authority* decides which methods work: one implementation, checked
 at runtime on every method, so a caller that casts past the types still cannot reach core
-operations (pico3-spec §2.3). Three authorities share it: ``HOST`` (handles), ``TASK``
+operations (docs/design/harness.md#authority). Three authorities share it: ``HOST`` (handles), ``TASK``
 (ordinary kinds' invocations: own conversation and owned subtree, own slot and checkpoint, no
 config writes, nothing at all from an abort invocation) and ``CORE`` (the kernel and the
 built-in kinds: raw documents, inputs, task records).
 
-Task records (§1.9): ``create_task`` (with ``after`` dependencies and ``background``), ``task``
+Task records (docs/design/harness.md#tasks): ``create_task`` (with ``after`` dependencies and ``background``), ``task``
 (direct read, batch-aware), ``tasks`` (a scan), ``slot`` (working state that retires with the
 terminal record), ``checkpoint`` (the kind's program counter), and the core-only ``set_task``,
 ``mark_task`` and ``finish_task``. A transaction run by a task carries its invocation token
 (:class:`Invoker`), which the kernel checks on the line before the builder runs.
 
-Read semantics (§2.5):
+Read semantics (docs/design/harness.md#read-rules):
 
 * direct reads (``entry``, ``conversation``, ``input``) see this batch's own writes;
 * scan-shaped reads (``newest_entry``, ``scan_entries``, ``context``) after an entry append in

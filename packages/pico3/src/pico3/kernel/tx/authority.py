@@ -52,7 +52,7 @@ class KindLookup(Protocol):
 
 
 TURN_KINDS = frozenset({"pi.generation", "pi.tool", "pi.post_tools"})
-"""Live non-background tasks of these kinds make their conversation busy (§2.7)."""
+"""Live non-background tasks of these kinds make their conversation busy (docs/design/turn.md#busy)."""
 
 VIEW_HIDDEN_KINDS = TURN_KINDS | {"pi.collapse"}
 """Kinds rendered elsewhere in the view (``turn``, ``compaction``), never under ``tasks``."""

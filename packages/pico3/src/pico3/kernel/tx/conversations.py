@@ -48,10 +48,10 @@ class ConversationOps(EntryOps, DocumentOps):
         ``owner`` makes it an owned conversation: the record carries ``owner`` and the owner
         task's ``owns`` gains the new id in this same commit. A task invocation may only own
         conversations itself (``owner`` = its own task); core may name any live task. An owned
-        conversation never inherits core rewindable config keys (D8 G5): only the seed sets
+        conversation never inherits core rewindable config keys (docs/design/decisions.md#d8-g5): only the seed sets
         them; plugin slices and kind keys are inherited.
 
-        ``sections`` is the private section seed (§1.2, §4.11.7): ``{key, value, rendered}``
+        ``sections`` is the private section seed (docs/design/harness.md#section-seeds): ``{key, value, rendered}``
         items (:class:`~pico3.storage.records.SectionSeed` or plain mappings) that the
         conversation's canonical section fold starts from while it has no managed
         ``pi.system`` entry of its own (see :mod:`pico3.turn.system`). It is validated and
@@ -96,7 +96,8 @@ class ConversationOps(EntryOps, DocumentOps):
                     "create_conversation: a task creates only conversations it owns "
                     f"(owner={self._invoker.task_id})"
                 )
-            if fork is not None:  # the parent must be in the task's subtree (§2.3)
+            # the parent must be in the task's subtree (docs/design/harness.md#authority)
+            if fork is not None:
                 self._task_scope(fork[0], "create_conversation(fork)")
         elif owner is not None and self._authority is not Authority.CORE:
             raise Forbidden("create_conversation: owner requires task or core authority")
@@ -118,7 +119,7 @@ class ConversationOps(EntryOps, DocumentOps):
         if not await self._visible(source, at):
             raise ValueError(f"entry {at} is not fork-visible from conversation {source}")
         base = await self.rewindable_as_of(source, at)
-        if owned:  # D8 G5: owned children never inherit core config
+        if owned:  # docs/design/decisions.md#d8-g5: owned children never inherit core config
             keys = self._kernel.config_keys
             base = {k: v for k, v in base.items() if not (k in keys and keys[k].core)}
         return Parent(conversation_id=source, at=at), base

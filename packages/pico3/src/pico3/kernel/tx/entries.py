@@ -198,7 +198,7 @@ class EntryOps(TaskOps):
     async def input_by_request(self, conversation_id: int, request_id: str) -> Input | None:
         """The input admitted with ``request_id`` in this conversation (this batch included).
 
-        Request keys are scoped per conversation (D8 G4); the lookup is a committed read that
+        Request keys are scoped per conversation (docs/design/decisions.md#d8-g4); the lookup is a committed read that
         happens before any write of a ``send``.
         """
         self._check()

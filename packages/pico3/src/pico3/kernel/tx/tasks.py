@@ -1,9 +1,9 @@
-"""Task records inside a commit (§1.9): create, read, scan, slot, checkpoint, finish, busy.
+"""Task records inside a commit (docs/design/harness.md#tasks): create, read, scan, slot, checkpoint, finish, busy.
 
 ``create_task`` (with ``after`` dependencies and ``background``), ``task`` (direct read,
 batch-aware), ``tasks`` (a scan), ``slot`` (working state that retires with the terminal
 record), ``checkpoint`` (the kind's program counter), the core-only ``set_task``, ``mark_task``
-and ``finish_task``, and the prospective busy judgement (§2.7) the entry writes consult.
+and ``finish_task``, and the prospective busy judgement (docs/design/turn.md#busy) the entry writes consult.
 """
 
 from __future__ import annotations
@@ -261,7 +261,7 @@ class TaskOps(TxBase):
 
     def set_closing(self, task_id: int | None) -> None:
         """Core: the task whose terminal closure runs in this commit counts as gone for
-        prospective busy (§2.7)."""
+        prospective busy (docs/design/turn.md#busy)."""
         self._require(Authority.CORE, "set_closing")
         self._closing = task_id
 
@@ -280,7 +280,7 @@ class TaskOps(TxBase):
         return [t for t in sorted(out.values(), key=lambda t: t.id) if t.status != "terminal"]
 
     def is_busy(self, conversation_id: int) -> bool:
-        """Prospective busy of a conversation judged against this batch (§2.7)."""
+        """Prospective busy of a conversation judged against this batch (docs/design/turn.md#busy)."""
         self._check()
         closing = self._closing
         for source in (self._kernel.task_index, self._batch.tasks):
