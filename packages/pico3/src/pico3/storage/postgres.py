@@ -1,7 +1,7 @@
 """PostgresStorage: sessions in a PostgreSQL database (psycopg 3, async, a connection pool).
 
 The same contract as :class:`~pico3.storage.memory.MemoryStorage` and
-:class:`~pico3.storage.jsonl.JsonlStorage` (pico3-spec §3): batches are validated and staged in
+:class:`~pico3.storage.jsonl.JsonlStorage` (docs/design/storage.md): batches are validated and staged in
 memory first, then written in *one* database transaction, then applied to the in-memory
 tables the reads serve from. Many sessions share one database; each is named by ``session``.
 
