@@ -1,4 +1,5 @@
-"""``chord new-facet``: the template writes a working facet package (issue 4, docs/design/chord.md#feature-layout)."""
+"""``chord new-facet NAME [PATH]``: the template writes a working facet package at PATH
+(docs/design/chord.md#feature-layout)."""
 
 from __future__ import annotations
 
@@ -23,12 +24,13 @@ FILES = {
     "src/my_greeter/py.typed",
     "src/my_greeter/session.py",
     "src/my_greeter/tui.py",
+    "tests/session_process.py",
     "tests/test_my_greeter.py",
 }
 
 
 def test_the_package_has_the_seed_shape_and_declares_its_entry_point(tmp_path):
-    target = new_facet_package("my-greeter", tmp_path)
+    target = new_facet_package("my-greeter", tmp_path / "my-greeter")
     assert target == tmp_path / "my-greeter"
     written = {str(p.relative_to(target)) for p in target.rglob("*") if p.is_file()}
     assert written == FILES
@@ -41,26 +43,53 @@ def test_the_package_has_the_seed_shape_and_declares_its_entry_point(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["my-greeter"]  # no staging folder left
     contract = (target / "src/my_greeter/contract.py").read_text()
     assert "import chord.textual" not in contract and "from chord.textual" not in contract
+    sources = pyproject["tool"]["uv"]["sources"]  # chord and pico3 are on no package index
+    for name, module in (("chord-runtime", "chord"), ("pico3", "pico3")):
+        folder = Path(sources[name]["path"])
+        assert folder.is_absolute() and (folder / "src" / module / "__init__.py").is_file()
+    source = sum(
+        len([line for line in (target / "src/my_greeter" / name).read_text().splitlines() if line])
+        for name in ("contract.py", "session.py", "tui.py", "plugin.py")
+    )
+    assert source < 180, f"the template's feature should stay small, it has {source} lines"
 
 
-def test_the_generated_package_passes_its_own_test(tmp_path):
-    target = new_facet_package("greeter", tmp_path)
-    environment = {**os.environ, "PYTHONPATH": str(target / "src")}
+def test_the_default_path_is_the_name_and_an_empty_folder_is_used(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert new_facet_package("greeter") == Path("greeter")
+    assert (tmp_path / "greeter" / "src" / "greeter" / "plugin.py").is_file()
+    (tmp_path / "empty").mkdir()
+    assert new_facet_package("other", "empty") == Path("empty")
+    assert (tmp_path / "empty" / "src" / "other" / "plugin.py").is_file()
+    assert new_facet_package("deep", tmp_path / "a" / "b") == tmp_path / "a" / "b"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "empty", "greeter"]
+
+
+def test_the_generated_package_passes_its_own_tests_with_uv_run_pytest(tmp_path):
+    """The README's one command, in the package's own folder, outside this workspace."""
+    target = new_facet_package("greeter", tmp_path / "greeter")
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("VIRTUAL_ENV", "UV_"))
+    }
+    environment |= {"UV_OFFLINE": "1", "UV_PYTHON_DOWNLOADS": "never"}  # never the internet
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        ["uv", "run", "pytest", "-q", "-p", "no:cacheprovider"],
         cwd=target,
         env=environment,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=240,
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "1 passed" in result.stdout
+    assert "3 passed" in result.stdout
+    assert (target / ".venv").is_dir()  # its own environment, not this workspace's
 
 
 def test_the_generated_package_loads_as_a_generation_for_each_host_kind(tmp_path):
-    (package,) = facet_package_from_folder(new_facet_package("greeter", tmp_path))
+    (package,) = facet_package_from_folder(new_facet_package("greeter", tmp_path / "greeter"))
     assert package.name == "greeter"
     assert package.reloadable
     for host, ids in (("session", ["@greeter/session"]), ("tui", ["@greeter/tui"]), ("web", [])):
@@ -97,32 +126,33 @@ def test_names_derive_from_the_given_name():
     )
 
 
-def test_the_command_writes_the_package(tmp_path, capsys):
-    assert main(["new-facet", "greeter", str(tmp_path)]) == 0
-    assert (tmp_path / "greeter" / "src" / "greeter" / "plugin.py").is_file()
-    assert f"created {tmp_path / 'greeter'}" in capsys.readouterr().out
+def test_the_command_writes_the_package_at_path(tmp_path, capsys):
+    assert main(["new-facet", "greeter", str(tmp_path / "work" / "greeter")]) == 0
+    assert (tmp_path / "work" / "greeter" / "src" / "greeter" / "plugin.py").is_file()
+    assert f"created {tmp_path / 'work' / 'greeter'}" in capsys.readouterr().out
 
 
-def test_the_command_refuses_an_existing_folder_and_leaves_it_alone(tmp_path, capsys):
+def test_the_command_refuses_a_non_empty_folder_and_leaves_it_alone(tmp_path, capsys):
     (tmp_path / "greeter").mkdir()
     (tmp_path / "greeter" / "mine.txt").write_text("keep")
     with pytest.raises(SystemExit) as caught:
-        main(["new-facet", "greeter", str(tmp_path)])
+        main(["new-facet", "greeter", str(tmp_path / "greeter")])
     assert caught.value.code == 1
-    assert "already exists" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "folder exists and is not empty" in err and "choose a new or empty folder" in err
     assert [p.name for p in (tmp_path / "greeter").iterdir()] == ["mine.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["greeter"]
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(SystemExit):
+        main(["new-facet", "greeter", str(tmp_path / "file")])
+    assert "is not a folder" in capsys.readouterr().err
 
 
-def test_the_command_reports_bad_names_and_missing_folders(tmp_path, capsys):
+def test_the_command_reports_bad_names(tmp_path, capsys):
     with pytest.raises(SystemExit) as caught:
-        main(["new-facet", "Bad Name", str(tmp_path)])
+        main(["new-facet", "Bad Name", str(tmp_path / "x")])
     assert caught.value.code == 2
     assert "invalid facet package name 'Bad Name'" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as caught:
-        main(["new-facet", "greeter", str(tmp_path / "missing")])
-    assert caught.value.code == 1
-    assert "directory does not exist" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
 
@@ -132,4 +162,4 @@ def test_the_console_script_is_installed():
         [str(script), "new-facet", "--help"], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0
-    assert "NAME" in result.stdout and "DIR" in result.stdout
+    assert "NAME" in result.stdout and "PATH" in result.stdout

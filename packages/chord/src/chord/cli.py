@@ -1,9 +1,10 @@
 """The ``chord`` command line (console script of ``chord-runtime``).
 
-``chord new-facet NAME [DIR]`` writes a new facet package (see ``docs/authoring-facets.md``)::
+``chord new-facet NAME [PATH]`` writes a new facet package into PATH (default ``./NAME``; see
+``docs/authoring-facets.md``)::
 
-    $ chord new-facet greeter packages/
-    created packages/greeter: a facet package with an entry point in group chord.facets
+    $ chord new-facet greeter ../greeter
+    created ../greeter: a facet package with an entry point in group chord.facets
 """
 
 from __future__ import annotations
@@ -26,11 +27,16 @@ def _parser() -> argparse.ArgumentParser:
     new_facet = commands.add_parser(
         "new-facet",
         help="write a new facet package (contract, session and TUI facets, a loopback test)",
-        description="Write a new facet package into DIR/NAME.",
+        description="Write a new facet package into the folder PATH (default ./NAME), "
+        "which must not exist or be empty.",
     )
     new_facet.add_argument("name", metavar="NAME", help="package name, e.g. greeter or my-feature")
     new_facet.add_argument(
-        "directory", metavar="DIR", nargs="?", default=".", help="parent folder (default: .)"
+        "path",
+        metavar="PATH",
+        nargs="?",
+        default=None,
+        help="the package's folder (default: ./NAME)",
     )
     return parser
 
@@ -41,13 +47,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     if arguments.command == "new-facet":
         try:
-            target = new_facet_package(arguments.name, arguments.directory)
+            target = new_facet_package(arguments.name, arguments.path)
         except FacetNameError as error:
             parser.exit(2, f"chord new-facet: error: {error}\n")
         except OSError as error:
             parser.exit(1, f"chord new-facet: error: {error}\n")
         print(f"created {target}: a facet package with an entry point in group {ENTRY_POINT_GROUP}")
-        print("next: install it (pip install -e) or pass its folder to the app; see its README")
+        print(f"next: cd {target} && uv run pytest; then coding-agent facets add {target}")
         return 0
     parser.error(f"unknown command {arguments.command!r}")
 
