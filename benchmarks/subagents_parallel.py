@@ -9,6 +9,9 @@ subagent (its own owned conversation) calls ``note`` once and reports. **baselin
 **parallel**: N = 10. ``ROUNDS`` turns of each are interleaved; the medians are compared. For
 scale it also prints a turn with ten plain ``note`` calls.
 
+The CPU time of each turn (the process's, median) is printed too: the machine may be shared,
+and latency added by parallel subagents is this process's CPU work, serialised on one thread.
+
 Run: ``uv run python benchmarks/subagents_parallel.py`` (targets: ten subagents add <= 20% to
 the parent's turn with one; peak RSS < 300 MB).
 """
@@ -37,6 +40,7 @@ from pico3.models.provider import Request, ToolResultMessage, UserMessage
 MODEL = {"provider": "faux", "modelId": "faux-1"}
 PARALLEL = 10
 ROUNDS = 6
+"""Turns of each kind (``--rounds``)."""
 LATENCY = 0.2
 
 
@@ -108,6 +112,9 @@ async def main() -> None:
     one: list[float] = []
     many: list[float] = []
     notes: list[float] = []
+    one_cpu: list[float] = []
+    many_cpu: list[float] = []
+    notes_cpu: list[float] = []
     async with anyio.create_task_group() as group:
         harness_facet = harness_session_facet(
             lambda: JsonlStorage(str(tmp / "store"), fsync=False),
@@ -122,19 +129,21 @@ async def main() -> None:
             root = await service.harness.root(BACKGROUND)
             await root.set_config({"model": MODEL, "selectedTools": ["note", "agent"]}, BACKGROUND)
 
-            async def turn(text: str) -> float:
-                start = time.perf_counter()
+            async def turn(text: str, cpu: list[float] | None = None) -> float:
+                start, used = time.perf_counter(), time.process_time()
                 handle = await root.send(text, BACKGROUND)
                 await handle.wait(BACKGROUND)
                 await root.wait_for_idle(BACKGROUND)
+                if cpu is not None:
+                    cpu.append(time.process_time() - used)
                 return time.perf_counter() - start
 
             await turn("warm up")
             await turn(f"agents {PARALLEL} warm up")
             for r in range(ROUNDS):
-                one.append(await turn(f"agents 1 round {r}"))
-                many.append(await turn(f"agents {PARALLEL} round {r}"))
-                notes.append(await turn(f"notes {r}"))
+                one.append(await turn(f"agents 1 round {r}", one_cpu))
+                many.append(await turn(f"agents {PARALLEL} round {r}", many_cpu))
+                notes.append(await turn(f"notes {r}", notes_cpu))
         group.cancel_scope.cancel()
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     o50, m50, n50 = statistics.median(one), statistics.median(many), statistics.median(notes)
@@ -142,9 +151,10 @@ async def main() -> None:
     print(
         f"parent turn latency, faux model answering after {LATENCY * 1e3:.0f} ms, {ROUNDS} turns each (same run, interleaved)"
     )
-    print(f"  1 subagent (note + report)          p50 {o50 * 1e3:7.1f} ms")
-    print(f"  {PARALLEL} subagents in parallel            p50 {m50 * 1e3:7.1f} ms")
-    print(f"  {PARALLEL} plain note calls (for scale)     p50 {n50 * 1e3:7.1f} ms")
+    cpu = [statistics.median(x) * 1e3 for x in (one_cpu, many_cpu, notes_cpu)]
+    print(f"  1 subagent (note + report)          p50 {o50 * 1e3:7.1f} ms   CPU {cpu[0]:6.1f} ms")
+    print(f"  {PARALLEL} subagents in parallel            p50 {m50 * 1e3:7.1f} ms   CPU {cpu[1]:6.1f} ms")
+    print(f"  {PARALLEL} plain note calls (for scale)     p50 {n50 * 1e3:7.1f} ms   CPU {cpu[2]:6.1f} ms")
     print(
         f"  added by {PARALLEL} parallel subagents over 1: {added:+.1f}%   (target <= 20%: {'met' if added <= 20 else 'MISSED'})"
     )

@@ -35,6 +35,7 @@ import msgspec
 from msgspec import UNSET
 
 from chord.context import Context
+from chord.delta.apply import apply
 from chord.json import copy_json, equal_json
 from pico3.kernel.errors import Closed, UnknownConversation
 from pico3.kernel.namespaces import Namespace, SliceDoc, merged_slice
@@ -219,27 +220,62 @@ class ViewRegistry:
         return view
 
     def after_commit(self, batch: Batch) -> list[Delivery]:
-        """Fold one persisted commit into every affected view; return the deliveries."""
+        """Fold one persisted commit into every affected view; return the deliveries.
+
+        Only the sections the commit can have changed are recomputed: the top-level keys its
+        document ops touched (:attr:`Batch.changed_keys`) name them (``turn`` for a streamed
+        delta, ``tasks`` for a task's slot, a config key for ``config``, ``plugins`` for a
+        namespace slice), and a task record written in the conversation refreshes ``tasks``.
+        A whole-document write, or registrations that changed, refresh everything."""
         deliveries: list[Delivery] = []
         changed = batch.changed_docs  # often empty (a plain write): then no ref is built
-        session_touched = self._stale or (bool(changed) and DocRef.session() in changed)
+        stale = self._stale
         self._stale = False
-        for cid, view in list(self._views.items()):
-            new = [entry for entry in batch.new_entries if entry.conversation_id == cid]
-            touched = (
-                session_touched
-                or cid in batch.task_conversations
-                or (
-                    bool(changed)
-                    and (DocRef.rewindable(cid) in changed or DocRef.sticky(cid) in changed)
-                )
+        keys = batch.changed_keys
+        session_plugins = bool(changed) and DocRef.session() in changed
+        if stale or session_plugins:
+            targets = list(self._views.items())
+        else:  # only the conversations this commit wrote to
+            affected = set(batch.events) | batch.task_conversations
+            affected.update(entry.conversation_id for entry in batch.new_entries)
+            affected.update(
+                ref.conversation_id
+                for ref in changed
+                if ref.doc != "session" and type(ref.conversation_id) is int
             )
+            views = self._views
+            targets = [(cid, views[cid]) for cid in affected if cid in views]
+            if len(targets) > 1:
+                order = {cid: n for n, cid in enumerate(views)}
+                targets.sort(key=lambda item: order[item[0]])
+        config_keys = self._kernel.config_keys
+        for cid, view in targets:
+            new = [entry for entry in batch.new_entries if entry.conversation_id == cid]
+            sections: frozenset[str] | set[str]
+            sticky_ops: list[Any] | None = None
+            if stale:
+                sections = _ALL_SECTIONS
+            else:
+                sections = set()
+                if changed:
+                    rewindable, sticky = DocRef.rewindable(cid), DocRef.sticky(cid)
+                    if rewindable in changed:
+                        sections |= _sections(keys.get(rewindable), config_keys)
+                    if sticky in changed:
+                        sticky_keys = keys.get(sticky)
+                        sections |= _sections(sticky_keys, config_keys)
+                        if sticky_keys is not None:
+                            sticky_ops = batch.doc_ops.get(sticky)
+                    if session_plugins:
+                        sections.add("plugins")
+                if cid in batch.task_conversations:
+                    sections.add("tasks")
             events = batch.events.get(cid, [])
-            if not new and not touched and not events:
+            if not new and not sections and not events:
                 continue
             shapes = {entry.id: self._fold_entry(view, entry) for entry in new}
-            if touched:
-                self._refresh(view)
+            if sections:
+                self._refresh(view, sections, sticky_ops)
             ops = view.recorder.take()
             if not ops and not events:
                 continue
@@ -269,22 +305,41 @@ class ViewRegistry:
         entries._append_owned(_DECODE(encoded), shape)  # pyright: ignore[reportPrivateUsage]
         return shape
 
-    def _refresh(self, view: _ConversationView) -> None:
+    def _refresh(
+        self,
+        view: _ConversationView,
+        sections: frozenset[str] | set[str] = frozenset(),
+        sticky_ops: list[Any] | None = None,
+    ) -> None:
+        """Recompute ``sections`` of the view (all of them when empty) and write what differs.
+
+        With ``sticky_ops`` (the commit's ops on the sticky document), ``turn`` is not
+        recomputed: those of its ops are replayed on the view (memos left out), which keeps a
+        streamed delta O(delta) instead of O(turn)."""
+        every = not sections
         documents = self._kernel.documents
         cid = view.conversation_id
         rewindable = documents.get(DocRef.rewindable(cid)) or {}
         sticky = documents.get(DocRef.sticky(cid)) or {}
-        session = documents.get(DocRef.session()) or {}
         root = view.root
-        _sync(root, "config", resolve_config(self._kernel.config_keys, rewindable, sticky))
-        _sync(root, "inbox", copy_json(sticky.get("inbox", [])))
-        _sync(root, "tasks", self._tasks(cid, sticky))
-        _optional(root, "turn", _turn_view(sticky.get("turn")))
-        _optional(
-            root,
-            "compaction",
-            copy_json(sticky["compaction"]) if "compaction" in sticky else _FAILED,
-        )
+        if every or "config" in sections:
+            _sync(root, "config", resolve_config(self._kernel.config_keys, rewindable, sticky))
+        if every or "inbox" in sections:
+            _sync(root, "inbox", copy_json(sticky.get("inbox", [])))
+        if every or "tasks" in sections:
+            _sync(root, "tasks", self._tasks(cid, sticky))
+        if every or "turn" in sections:
+            if sticky_ops is None or not _replay_turn(view, sticky_ops):
+                _optional(root, "turn", _turn_view(sticky.get("turn")))
+        if every or "compaction" in sections:
+            _optional(
+                root,
+                "compaction",
+                copy_json(sticky["compaction"]) if "compaction" in sticky else _FAILED,
+            )
+        if not (every or "plugins" in sections):
+            return
+        session = documents.get(DocRef.session()) or {}
         docs: dict[SliceDoc, dict[str, Any]] = {
             "rewindable": rewindable,
             "sticky": sticky,
@@ -354,6 +409,29 @@ class ViewRegistry:
 
 
 _FAILED: Any = object()
+_ALL_SECTIONS = frozenset({"config", "inbox", "tasks", "turn", "compaction", "plugins"})
+_KEY_SECTIONS = {
+    "inbox": "inbox",
+    "tasks": "tasks",
+    "turn": "turn",
+    "compaction": "compaction",
+    "plugins": "plugins",
+}
+"""The view section each top-level document key feeds (besides config keys)."""
+
+
+def _sections(keys: set[Any] | None, config_keys: Any) -> frozenset[str] | set[str]:
+    """The view sections fed by a document's changed top-level ``keys`` (``None``: all)."""
+    if keys is None:
+        return _ALL_SECTIONS
+    out: set[str] = set()
+    for key in keys:
+        section = _KEY_SECTIONS.get(key)
+        if section is not None:
+            out.add(section)
+        elif key in config_keys:
+            out.add("config")
+    return out
 _ENCODE = msgspec.json.Encoder().encode
 _DECODE = msgspec.json.Decoder().decode
 """A fast deep copy for JSON the kernel already validated (entries): encode once, decode."""
@@ -371,6 +449,75 @@ def _turn_view(turn: Any) -> Any:
             for slot in tools
         ]
     return out
+
+
+def _strip_memos(slot: Any) -> Any:
+    return {k: v for k, v in slot.items() if k != "memos"} if type(slot) is dict else slot
+
+
+def _turn_ops(ops: list[Any]) -> list[Any] | None:
+    """The sticky ``ops`` under ``turn`` as the view shows them (tool slots without ``memos``),
+    or ``None`` when one of them cannot be replayed (the caller recomputes ``turn``)."""
+    out: list[Any] = []
+    for op in ops:
+        verb, path = op[0], op[1]
+        if verb == "r" or not path:
+            return None
+        if path[0] != "turn":
+            continue
+        depth = len(path)
+        if depth == 1:
+            if verb == "d":
+                out.append(op)
+            elif verb == "s":
+                shown = _turn_view(op[2])
+                if shown is _FAILED:
+                    return None
+                out.append(("s", path, shown))
+            else:
+                return None
+        elif path[1] == "tools" and depth <= 3:
+            if depth == 2 and verb == "s" and type(op[2]) is list:
+                out.append(("s", path, [_strip_memos(slot) for slot in op[2]]))
+            elif depth == 2 and verb == "p":
+                out.append(("p", path, op[2], op[3], [_strip_memos(slot) for slot in op[4]]))
+            elif depth == 2 and verb == "m":
+                out.append(op)
+            elif depth == 3 and verb == "s":
+                out.append(("s", path, _strip_memos(op[2])))
+            elif depth == 3 and verb == "d":
+                out.append(op)
+            else:
+                return None
+        elif path[1] == "tools" and path[3] == "memos":
+            continue
+        else:
+            out.append(op)
+    return out
+
+
+def _replay_turn(view: _ConversationView, sticky_ops: list[Any]) -> bool:
+    """Replay the commit's ``turn`` ops on the view and record them for its envelope; False
+    when they cannot be (nothing changed then)."""
+    ops = _turn_ops(sticky_ops)
+    if ops is None:
+        return False
+    if not ops:
+        return True
+    # the view adopts one copy of the payloads, the envelope carries another
+    try:
+        apply(view.value, [_copy_op(op) for op in ops])
+    except (ValueError, TypeError):
+        return False
+    view.recorder.ops.extend(_copy_op(op) for op in ops)
+    return True
+
+
+def _copy_op(op: Any) -> Any:
+    """``op`` with its own copy of the payload (paths are tuples of scalars: shared)."""
+    if len(op) == 2:
+        return op
+    return (op[0], tuple(op[1]), *_DECODE(_ENCODE(op[2:])))
 
 
 def _own_events(

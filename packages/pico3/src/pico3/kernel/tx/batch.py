@@ -26,6 +26,11 @@ class Batch:
         self.config_changed: dict[int, list[str]] = {}
         self.new_entries: list[Entry] = []
         self.changed_docs: set[DocRef] = set()
+        # per changed document, the top-level keys its ops touched (``None``: the whole
+        # document); the views refresh only the sections those keys feed
+        self.changed_keys: dict[DocRef, set[Any] | None] = {}
+        self.doc_ops: dict[DocRef, list[Any]] = {}
+        """The ops each changed document recorded (shared with its write: read only)."""
         self.created: list[int] = []
         self.tasks: dict[int, Task] = {}  # every task created or patched, as it ends up
         self.task_conversations: set[int] = set()
@@ -45,6 +50,14 @@ class Batch:
             ops = recorder.take()
             if ops:
                 self.changed_docs.add(ref)
+                touched: set[Any] | None = set()
+                for op in ops:
+                    if op[0] == "r" or not op[1]:
+                        touched = None
+                        break
+                    touched.add(op[1][0])
+                self.changed_keys[ref] = touched
+                self.doc_ops[ref] = ops
                 writes.append(DocWrite(ref=ref, ops=[list(op) for op in ops]))
         for cid, keys in self.config_changed.items():
             self.events.setdefault(cid, []).append({"type": "config.changed", "keys": keys})
