@@ -153,8 +153,12 @@ async def main() -> None:
     )
     cpu = [statistics.median(x) * 1e3 for x in (one_cpu, many_cpu, notes_cpu)]
     print(f"  1 subagent (note + report)          p50 {o50 * 1e3:7.1f} ms   CPU {cpu[0]:6.1f} ms")
-    print(f"  {PARALLEL} subagents in parallel            p50 {m50 * 1e3:7.1f} ms   CPU {cpu[1]:6.1f} ms")
-    print(f"  {PARALLEL} plain note calls (for scale)     p50 {n50 * 1e3:7.1f} ms   CPU {cpu[2]:6.1f} ms")
+    print(
+        f"  {PARALLEL} subagents in parallel            p50 {m50 * 1e3:7.1f} ms   CPU {cpu[1]:6.1f} ms"
+    )
+    print(
+        f"  {PARALLEL} plain note calls (for scale)     p50 {n50 * 1e3:7.1f} ms   CPU {cpu[2]:6.1f} ms"
+    )
     print(
         f"  added by {PARALLEL} parallel subagents over 1: {added:+.1f}%   (target <= 20%: {'met' if added <= 20 else 'MISSED'})"
     )

@@ -328,9 +328,9 @@ class ViewRegistry:
             _sync(root, "inbox", copy_json(sticky.get("inbox", [])))
         if every or "tasks" in sections:
             _sync(root, "tasks", self._tasks(cid, sticky))
-        if every or "turn" in sections:
-            if sticky_ops is None or not _replay_turn(view, sticky_ops):
-                _optional(root, "turn", _turn_view(sticky.get("turn")))
+        replayed = sticky_ops is not None and _replay_turn(view, sticky_ops)
+        if (every or "turn" in sections) and not replayed:
+            _optional(root, "turn", _turn_view(sticky.get("turn")))
         if every or "compaction" in sections:
             _optional(
                 root,
@@ -432,6 +432,8 @@ def _sections(keys: set[Any] | None, config_keys: Any) -> frozenset[str] | set[s
         elif key in config_keys:
             out.add("config")
     return out
+
+
 _ENCODE = msgspec.json.Encoder().encode
 _DECODE = msgspec.json.Decoder().decode
 """A fast deep copy for JSON the kernel already validated (entries): encode once, decode."""
