@@ -8,6 +8,7 @@ import pytest
 
 from chord.context import Context
 from coding_agent.tui import CodingAgentApp
+from coding_agent.tui.widgets.help import HelpScreen
 
 pytestmark = pytest.mark.anyio
 
@@ -147,11 +148,21 @@ async def test_quit_command_exits(conversation, docs) -> None:
         await docs.until(pilot, lambda: not app.is_running)
 
 
-async def test_help_lists_the_registered_commands(conversation, docs) -> None:
+async def test_help_lists_the_registered_commands_and_stays_until_esc(conversation, docs) -> None:
     app = CodingAgentApp(conversation)
     async with app.run_test(size=(100, 40), notifications=True) as pilot:
         await app.wait_rendered()
         await pilot.press(*"/help", "enter")
-        await docs.until(pilot, lambda: any("/quit" in n.message for n in app._notifications))
-        note = next(n for n in app._notifications if "/quit" in n.message)
-        assert "/help" in note.message and "esc abort" in note.message
+        await docs.until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        shown = app.screen.text  # type: ignore[attr-defined]
+        assert "/help" in shown and "/quit" in shown and "esc abort" in shown
+        assert "pageup scroll up a page" in shown and "alt+enter newline (idle)" in shown
+        assert "shift+enter" not in shown  # this terminal cannot deliver it
+        await pilot.press("down", "pagedown", "a")  # keys do not close it
+        assert isinstance(app.screen, HelpScreen) and app.editor.text == ""
+        await pilot.press("escape")
+        await docs.until(pilot, lambda: not isinstance(app.screen, HelpScreen))
+        await pilot.press("f1")
+        await docs.until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.press("escape")
+        await docs.until(pilot, lambda: not isinstance(app.screen, HelpScreen))

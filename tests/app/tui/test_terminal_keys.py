@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pty
+import select
 import termios
 from typing import Any
 
@@ -61,6 +62,8 @@ def test_typeahead_read_in_cooked_mode_turns_back_into_enter() -> None:
         attrs = termios.tcgetattr(slave)
         assert attrs[3] & termios.ICANON and attrs[0] & termios.ICRNL  # a fresh, cooked pty
         os.write(master, b"hello\r")  # the user typed "hello" and Enter before raw mode
+        readable, _, _ = select.select([slave], [], [], 10)  # the line discipline got it
+        assert readable
         typed = _pending(slave)
         assert typed == b"hello\n"  # the line discipline made the Enter a newline (Ctrl+J)
         assert _keys(fix_typeahead(typed.decode())) == [*"hello", "enter"]

@@ -45,6 +45,7 @@ from coding_agent.tui.shell import ShellRunner, parse_bang
 from coding_agent.tui.terminal import TerminalKeys, driver_for, on_protocol_reported
 from coding_agent.tui.widgets.editor import PromptEditor
 from coding_agent.tui.widgets.footer import StatusFooter
+from coding_agent.tui.widgets.help import HelpScreen
 from coding_agent.tui.widgets.messages import ThinkingBlock
 from coding_agent.tui.widgets.queue import QueuePanel
 from coding_agent.tui.widgets.tasks import TasksPanel
@@ -137,6 +138,15 @@ class CodingAgentApp(App[None]):
         Binding("ctrl+t", "toggle_thinking", "Thinking", show=False, id="toggle_thinking"),
         Binding("ctrl+g", "external_editor", "External editor", show=False, id="external_editor"),
         Binding("ctrl+c", "interrupt", "Clear / quit", show=False, priority=True, id="interrupt"),
+        # Scrolling the transcript from the keyboard (the editor keeps the focus). Home/End
+        # scroll only while the editor is empty (else they move the cursor): check_action.
+        Binding("pageup", "scroll('page_up')", show=False, priority=True, id="page_up"),
+        Binding("pagedown", "scroll('page_down')", show=False, priority=True, id="page_down"),
+        Binding("home", "scroll('top')", show=False, priority=True, id="scroll_top"),
+        Binding("end", "scroll('bottom')", show=False, priority=True, id="scroll_bottom"),
+        Binding("ctrl+up", "scroll('previous')", show=False, priority=True, id="previous_message"),
+        Binding("ctrl+down", "scroll('next')", show=False, priority=True, id="next_message"),
+        Binding("f1", "help", show=False, id="help"),
     ]
 
     busy: reactive[bool] = reactive(False)
@@ -168,6 +178,7 @@ class CodingAgentApp(App[None]):
         self._unavailable = Static(UNAVAILABLE, id="unavailable", markup=False)
         self._compaction = Static(id="compaction", markup=False)
         self._status = Static(id="turn-status", markup=False)
+        self._scroll_hint = Static(id="scroll-hint", markup=False)
         self._ctx, self._cancel_ctx = with_cancel(BACKGROUND)
         self._latest: Any = None
         self._rebaseline = True
@@ -222,6 +233,7 @@ class CodingAgentApp(App[None]):
         with Vertical(id="panels"):
             yield self.tasks_panel
         yield self.queue
+        yield self._scroll_hint
         yield self._status
         yield self.editor.palette
         yield self.editor
@@ -231,6 +243,7 @@ class CodingAgentApp(App[None]):
         self._unavailable.display = False
         self._compaction.display = False
         self._status.display = False
+        self._scroll_hint.display = False
         self.editor.border_title = "›"
         self._apply_settings()
         self.footer.show(self.client.view.value)
@@ -372,6 +385,7 @@ class CodingAgentApp(App[None]):
         self._paint_status()
 
     def _tick(self) -> None:
+        self._paint_scroll_hint()  # the mouse wheel leaves/returns to follow mode too
         if self._status_text:
             self._spin = (self._spin + 1) % len(_SPINNER)
             self._paint_status()
@@ -614,6 +628,43 @@ class CodingAgentApp(App[None]):
         elif result == "already_placed":
             self.notify("Too late: that message was already delivered", severity="warning")
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Scroll keys belong to the transcript only on the main screen (a dialog or picker
+        keeps its own PageUp/Home), and Home/End only while the editor is empty."""
+        if action == "scroll":
+            if self.screen is not self.screen_stack[0]:
+                return False
+            if parameters and parameters[0] in ("top", "bottom"):
+                return not self.editor.text or not self.editor.has_focus
+        return True
+
+    def action_scroll(self, where: str) -> None:
+        """PageUp/PageDown, Home/End, Ctrl+Up/Ctrl+Down (message by message) in the transcript;
+        anything but the bottom leaves follow mode, the bottom returns to it."""
+        transcript = self.transcript
+        if where == "page_up":
+            transcript.page(-1)
+        elif where == "page_down":
+            transcript.page(1)
+        elif where == "top":
+            transcript.home()
+        elif where == "bottom":
+            transcript.follow()
+        elif where == "previous":
+            transcript.step(-1)
+        elif where == "next":
+            transcript.step(1)
+        self.call_after_refresh(self._paint_scroll_hint)
+
+    def _paint_scroll_hint(self) -> None:
+        following = self.transcript.following or self.transcript.max_scroll_y == 0
+        if following == (not self._scroll_hint.display):
+            return
+        self._scroll_hint.display = not following
+        if not following:
+            end = self._hint_key("scroll_bottom") or "end"
+            self._scroll_hint.update(f"↑ scrolled up · {end} returns to the bottom")
+
     def action_toggle_tools(self) -> None:
         self._tools_collapsed = not self._tools_collapsed
         self.transcript.set_tools_collapsed(self._tools_collapsed)
@@ -644,24 +695,40 @@ class CodingAgentApp(App[None]):
         await super().on_event(event)
 
     # -- built-in commands -------------------------------------------------------------------
-    def _help(self, args: str, ctx: Context) -> None:
-        del args, ctx
+    def help_text(self) -> str:
+        """What ``/help`` shows: the commands, then the keys as they are bound now (keys this
+        terminal cannot deliver are left out)."""
         lines = [
             f"/{c.name} — {c.description}"
             for c in sorted(self.tui.commands.values(), key=lambda c: c.name)
         ]
         bound = self.keybindings
-        shown = [
-            f"{'/'.join(bound.keys_of(name)).replace('escape', 'esc')} {action.description}"
-            for name, action in ACTIONS.items()
-            if action.kind != "facet"
-        ]
-        keys = " · ".join([*shown, "! / !! shell", "/ commands", "@ files", "tab completes paths"])
+        shown: list[str] = []
+        for name, action in ACTIONS.items():
+            if action.kind == "facet":
+                continue
+            keys = [key_name(k) for k in bound.keys_of(name) if self.terminal_keys.can_deliver(k)]
+            if name == "follow_up":
+                keys_text = "/".join(keys)
+                shown.append(f"{keys_text} newline (idle) / {action.description} (busy)")
+            elif keys:
+                shown.append(f"{'/'.join(keys)} {action.description}")
+        shown += ["! / !! shell", "/ commands", "@ files", "tab completes paths"]
         moved = {default: key for key, default in bound.facet_keys().items()}
-        keys += "".join(
-            f" · {moved.get(k.key, k.key)} {k.description.lower()}" for k in self.tui.keys.values()
-        )
-        self.notify("\n".join([*lines, "", keys]), title="Commands", timeout=20)
+        shown += [
+            f"{moved.get(k.key, k.key)} {k.description.lower()}" for k in self.tui.keys.values()
+        ]
+        return "\n".join(["Commands", *lines, "", "Keys", *shown])
+
+    def _help(self, args: str, ctx: Context) -> None:
+        del args, ctx
+        self.action_help()
+
+    def action_help(self) -> None:
+        """``/help`` or F1: the help screen (Esc closes it)."""
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen(self.help_text()))
 
     def _quit(self, args: str, ctx: Context) -> None:
         if args.strip() == "--stop":

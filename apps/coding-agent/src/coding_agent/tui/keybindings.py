@@ -20,6 +20,13 @@ The actions (:data:`ACTIONS`) and their default keys:
 ``toggle_tools`` ctrl+o             expand tool output
 ``toggle_thinking`` ctrl+t          expand thinking blocks
 ``external_editor`` ctrl+g          edit the prompt in ``$VISUAL``/``$EDITOR``
+``page_up``     pageup              scroll the transcript up a page (leaves follow mode)
+``page_down``   pagedown            scroll down a page (at the bottom: follow again)
+``scroll_top``  home                the top of the transcript (while the editor is empty)
+``scroll_bottom`` end               the bottom, following it again (editor empty)
+``previous_message`` ctrl+up        scroll to the previous message
+``next_message`` ctrl+down          scroll to the next message
+``help``        f1                  the help screen (also ``/help``)
 ``model_picker`` ctrl+l             the model picker
 ``next_thinking`` ctrl+y            the next thinking level
 ``next_model``  ctrl+p              the next model of the ``--models`` scope
@@ -72,6 +79,13 @@ ACTIONS: dict[str, Action] = {
     "toggle_tools": Action("app", ("ctrl+o",), "expand tool output"),
     "toggle_thinking": Action("app", ("ctrl+t",), "expand thinking"),
     "external_editor": Action("app", ("ctrl+g",), "external editor"),
+    "page_up": Action("app", ("pageup",), "scroll up a page"),
+    "page_down": Action("app", ("pagedown",), "scroll down a page"),
+    "scroll_top": Action("app", ("home",), "top of the transcript (editor empty)"),
+    "scroll_bottom": Action("app", ("end",), "back to the bottom (editor empty)"),
+    "previous_message": Action("app", ("ctrl+up",), "previous message"),
+    "next_message": Action("app", ("ctrl+down",), "next message"),
+    "help": Action("app", ("f1",), "help"),
     "model_picker": Action("facet", ("ctrl+l",), "model picker"),
     "next_thinking": Action("facet", ("ctrl+y",), "next thinking level"),
     "next_model": Action("facet", ("ctrl+p",), "next model"),

@@ -22,15 +22,22 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widget import Widget
-from textual.widgets import Collapsible, Markdown, Static
+from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from coding_agent.settings_changes import change_text
 from coding_agent.tui.document import content_text, entry_message
 from coding_agent.tui.shell import shell_text
+from coding_agent.tui.widgets.collapsible import QuietCollapsible
 from coding_agent.tui.widgets.tools import ToolCard
 
-__all__ = ["AssistantView", "MarkdownText", "MessageMarkdown", "ThinkingBlock", "entry_widget"]
+__all__ = [
+    "AssistantView",
+    "MarkdownText",
+    "MessageMarkdown",
+    "ThinkingBlock",
+    "entry_widget",
+]
 
 
 class MessageMarkdown(Markdown):
@@ -62,7 +69,7 @@ class MarkdownText(Static):
         self.source = source
 
 
-class ThinkingBlock(Collapsible):
+class ThinkingBlock(QuietCollapsible):
     """Model reasoning, collapsed by default (Ctrl+T toggles every block)."""
 
     def __init__(self, text: str) -> None:
@@ -285,7 +292,7 @@ def entry_widget(entry: Mapping[str, Any]) -> Widget | None:
     if kind in ("pi.summary", "pi.handoff"):
         title = "Earlier conversation summarised" if kind == "pi.summary" else "Handoff"
         body = MarkdownText(_user_text(entry), classes="summary-text")
-        return Collapsible(body, title=title, collapsed=True, classes="summary")
+        return QuietCollapsible(body, title=title, collapsed=True, classes="summary")
     if kind == "pi.reset":
         return Static("── context reset ──", classes="divider")
     if kind == "pi.usage":

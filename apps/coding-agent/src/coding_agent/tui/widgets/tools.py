@@ -21,9 +21,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widget import Widget
-from textual.widgets import Collapsible, Static
+from textual.widgets import Static
 
 from coding_agent.tui.document import content_text, entry_message, short_json
+from coding_agent.tui.widgets.collapsible import QuietCollapsible
 
 __all__ = ["ToolCard", "diff_text", "edit_preview"]
 
@@ -103,7 +104,7 @@ class ToolCard(Vertical):
         self._args = Static(classes="tool-args", markup=False)
         self._live = Static(classes="tool-live", markup=False)
         self._body = Static(classes="tool-output", markup=False)
-        self._output = Collapsible(self._body, title="Output", collapsed=True)
+        self._output = QuietCollapsible(self._body, title="Output", collapsed=True)
         self._output.add_class("tool-output-box")
         self._output.display = False
         self._live.display = False

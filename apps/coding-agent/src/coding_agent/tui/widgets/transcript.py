@@ -6,6 +6,12 @@ revision is reconciled by looking at its ends: widgets of entries older than the
 are removed, entries newer than the last rendered one are mounted. Anything else (a different
 document) is a *rebaseline*: :meth:`Transcript.rebuild` re-renders from scratch.
 
+**Following the bottom.** The transcript is *anchored*: while it follows the bottom, new text
+keeps the last line in view. Scrolling up (mouse, PageUp, Home, Ctrl+Up) leaves that mode, so
+a reply arriving meanwhile does not yank the view; reaching the bottom again (End, PageDown or
+Ctrl+Down to the end) returns to it (:attr:`Transcript.following`). Ctrl+Up/Ctrl+Down step
+message by message (:meth:`Transcript.step`).
+
 Only the tail is rendered: the newest :data:`TAIL` entries, with a "load earlier" button that
 mounts the previous page on demand, so a 10,000-entry session paints as fast as a short one.
 
@@ -82,6 +88,45 @@ class Transcript(VerticalScroll):
     def card(self, call_id: str) -> ToolCard | None:
         return self._cards.get(call_id)
 
+    # -- scrolling ---------------------------------------------------------------------------
+    @property
+    def following(self) -> bool:
+        """True while the view follows the bottom (new content stays in view)."""
+        released = bool(getattr(self, "_anchor_released", False))
+        return self.is_anchored and (not released or self.scroll_y >= self.max_scroll_y)
+
+    def follow(self) -> None:
+        """Go to the bottom and follow it again."""
+        self.anchor()
+
+    def page(self, direction: int) -> None:
+        """PageUp (``-1``) / PageDown (``1``); paging up leaves follow mode."""
+        if direction < 0:
+            self.scroll_page_up(animate=False)
+        elif self.scroll_y + self.scrollable_content_region.height >= self.max_scroll_y:
+            self.follow()
+        else:
+            self.scroll_page_down(animate=False)
+
+    def home(self) -> None:
+        """The top of what is rendered (leaves follow mode)."""
+        self.scroll_home(animate=False)
+
+    def step(self, direction: int) -> None:
+        """Ctrl+Up (``-1``): the previous message's top at the top of the view; Ctrl+Down
+        (``1``): the next one's (past the last, follow the bottom again)."""
+        top = round(self.scroll_y)
+        starts = sorted({child.virtual_region.y for child in self.children if child.display})
+        if direction < 0:
+            earlier = [y for y in starts if y < top]
+            self.scroll_to(y=earlier[-1] if earlier else 0, animate=False)
+            return
+        later = [y for y in starts if y > top]
+        if not later or later[0] >= self.max_scroll_y:
+            self.follow()
+        else:
+            self.scroll_to(y=later[0], animate=False)
+
     # -- rendering ---------------------------------------------------------------------------
     def on_mount(self) -> None:
         self.anchor()
@@ -107,7 +152,7 @@ class Transcript(VerticalScroll):
             if widgets:
                 await self.mount_all(widgets)
         await self._sync_turn(view, ())
-        self.scroll_end(animate=False, immediate=True)
+        self.follow()
 
     async def update(self, view: Mapping[str, Any]) -> bool:
         """Reconcile with the next revision; ``False`` when a rebuild is needed instead."""
@@ -152,8 +197,12 @@ class Transcript(VerticalScroll):
         await self.load_earlier()
 
     def set_tools_collapsed(self, collapsed: bool) -> None:
+        """Collapse or expand every tool output; a view following the bottom keeps following."""
+        following = self.following
         for card in self.query(ToolCard):
             card.set_collapsed(collapsed)
+        if following:
+            self.call_after_refresh(self.follow)
 
     # -- internals ---------------------------------------------------------------------------
     @staticmethod
