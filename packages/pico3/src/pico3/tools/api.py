@@ -1,4 +1,4 @@
-"""The API a running tool gets (pico3-spec §7.3): :class:`ToolApi` and the :class:`ToolRuntime`
+"""The API a running tool gets (docs/design/harness.md#tool-api): :class:`ToolApi` and the :class:`ToolRuntime`
 it reaches tasks and owned conversations through."""
 
 from __future__ import annotations
