@@ -60,7 +60,7 @@ def test_every_path_in_the_layout_exists() -> None:
 
 
 def test_every_package_folder_is_in_the_layout() -> None:
-    listed = {p for p in layout_entries() if p.is_dir()}
+    listed = {p.with_suffix("") if p.suffix == ".py" else p for p in layout_entries()}
     folders = [
         init.parent
         for pattern in ("packages/*/src/**/__init__.py", "apps/*/src/**/__init__.py")
