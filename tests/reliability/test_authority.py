@@ -1,6 +1,6 @@
 """Authority: every forbidden write (docs/design/harness.md#authority), through every surface, rejects and records nothing.
 
-Issue 9 item 4. The design (docs/design/harness.md#principles, #durable-primitives, #tools, docs/design/reload.md#registrations, docs/design/harness.md#authority, #validation-and-faults, #invocation-tokens) forbids
+Issue 9 item 4. The design (docs/design/harness.md#principles, #authority, #invocation-tokens) forbids
 extensions and hosts a fixed list of writes: outside their namespace, to ``turn`` and ``inbox``,
 to other tasks' slots, of ``pi.*`` entries (even after a cast), with stale tokens, and to core
 config. Each surface that can write is attacked here, on a real harness over JSONL storage:

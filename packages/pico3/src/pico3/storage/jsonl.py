@@ -1,4 +1,4 @@
-"""JsonlStorage: a session as a directory of append-only JSON-lines files (docs/design/storage.md#jsonl-files, #publication-point, #fsync, #recovery, #open-and-resume, #sticky-truncation).
+"""JsonlStorage: a session as a directory of append-only JSON-lines files (docs/design/storage.md).
 
 Files
 -----

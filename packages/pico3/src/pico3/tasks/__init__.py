@@ -1,4 +1,4 @@
-"""Tasks: durable, resumable work, and the scheduler that runs it (docs/design/harness.md#task-kinds, #scheduler, #invocation-tokens, #abort, #contract-faults, #waiters, #runtime, docs/design/reload.md#registrations).
+"""Tasks: durable, resumable work, and the scheduler that runs it (docs/design/harness.md#tasks).
 
 * :mod:`~pico3.tasks.kinds` — :func:`define_task`, :class:`Next`, :class:`Done`,
   :class:`Completion`, :data:`RETRY`, :class:`TaskInfo`.
