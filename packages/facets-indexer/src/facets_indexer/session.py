@@ -13,7 +13,7 @@ Three contributions, all made through the harness (docs/design/chord.md#feature-
 :func:`install_indexer` is the harness half alone (kind + tool, one uninstaller), usable without
 chord. The facet's ``env.own`` releases the registration when the facet is retired, so a reload
 unregisters the old kind and tool before the new generation registers its own (the host retires
-first).
+first, docs/design/decisions.md#d4).
 """
 
 from __future__ import annotations

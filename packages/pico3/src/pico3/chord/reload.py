@@ -25,7 +25,7 @@ and :func:`reload_session_facets` is the same thing called directly.
 returns once every conversation has its new instance. Because registrations are made through
 ``add_registration`` in ``on_activate`` and released by ``env.own``, and the host retires the old
 facets before activating the new ones, the old unregister always runs before the new register
- on both paths: while held, the harness stays open and sees that order
+(docs/design/decisions.md#d4) on both paths: while held, the harness stays open and sees that order
 directly; while suspended, the registrations are swapped in the handle and applied to the
 reopened harness.
 
