@@ -50,8 +50,11 @@ malformed, and unlinked.
 Privacy: a directory ``open`` creates is ``0700`` and every file it creates ``0600`` (the umask
 can only take bits away).
 
-One writer: a session holds an exclusive ``flock`` on ``main.jsonl`` while open, so a second
-opener (in this process or another) gets :class:`~pico3.storage.base.StorageInUse`.
+One writer: a session holds an exclusive ``flock`` on the session directory itself while open
+(taken before any file is created, cut or read), so a second opener, in this process or another,
+gets :class:`~pico3.storage.base.StorageInUse` naming the holder's pid (read from
+``/proc/locks`` where the system has it). The kernel drops the lock when the holder dies, however
+it dies: there is no stale lock file to clean up.
 """
 
 from __future__ import annotations
@@ -196,6 +199,49 @@ def _read_cut(path: str) -> bytes:
     return data
 
 
+def _lock_directory(path: str) -> int:
+    """Open ``path`` and take an exclusive ``flock`` on it; :class:`StorageInUse` names the
+    holder's pid when another open file description holds it."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    if fcntl is None:  # pragma: no cover - not POSIX
+        return fd
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _flock_holder(os.fstat(fd))
+        os.close(fd)
+        if holder is None:
+            who = "another worker"
+        elif holder == os.getpid():
+            who = f"this process (pid {holder}), through another storage object"
+        else:
+            who = f"pid {holder}"
+        raise StorageInUse(
+            f"{path} is open in another session: {who} holds its lock. Stop that worker, or "
+            "attach to it instead of opening the session a second time"
+        ) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _flock_holder(st: os.stat_result) -> int | None:
+    """The pid holding a ``flock`` on the file ``st`` describes, from ``/proc/locks``."""
+    want = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                fields = line.split()
+                if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK":
+                    continue  # a blocked waiter, or not a flock
+                if fields[5] == want:
+                    return int(fields[4]) or None  # 0: outside this pid namespace
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -233,7 +279,8 @@ class JsonlStorage(TableStorage):
         self._dir = os.fspath(Path(path))
         self._create = create
         self._fsync = fsync
-        self._main_fd = -1  # holds the flock; the log writes through its own descriptors
+        self._main_fd = -1  # keeps main.jsonl open; the log writes through its own descriptors
+        self._lock_fd = -1  # the directory, flocked while open
         self._log: MainLog | None = None
         self._fds: dict[str, int] = {}
         self._failed: BaseException | None = None
@@ -296,8 +343,11 @@ class JsonlStorage(TableStorage):
                 os.close(fd)
             self._fds.clear()
             if self._main_fd >= 0:
-                os.close(self._main_fd)  # also releases the flock
+                os.close(self._main_fd)
                 self._main_fd = -1
+            if self._lock_fd >= 0:
+                os.close(self._lock_fd)  # releases the flock, last
+                self._lock_fd = -1
 
     def _load_paused(self, tables: Tables) -> None:
         """:meth:`_load` with the cyclic garbage collector paused.
@@ -315,16 +365,12 @@ class JsonlStorage(TableStorage):
 
     def _load(self, tables: Tables) -> None:
         os.makedirs(self._dir, mode=_PRIVATE_DIR, exist_ok=True)
+        self._lock_fd = _lock_directory(self._dir)
         main_path = self._file(MAIN_FILE)
         created = not os.path.exists(main_path)
         if created:
             self._check_missing_main(main_path)
         self._main_fd = os.open(main_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, _PRIVATE_FILE)
-        if fcntl is not None:
-            try:
-                fcntl.flock(self._main_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise StorageInUse(f"{self._dir} is open in another session") from None
         names = sorted(os.listdir(self._dir))
         changed = created
         for name in names:
