@@ -91,7 +91,15 @@ from pico3.model.entries import NOTICE_KIND
 from pico3.owned import OwnedConversation, OwnedSpec, create_owned
 from pico3.process_host import LocalProcessHost, ProcessHost, ProcessSpec, ProcessStatus
 from pico3.reloading import reload
-from pico3.storage import CorruptStorage, JsonlStorage, MemoryStorage, Storage, Task
+from pico3.storage import (
+    CorruptStorage,
+    JsonlStorage,
+    MemoryStorage,
+    Storage,
+    StorageError,
+    StorageInUse,
+    Task,
+)
 from pico3.tasks import (
     RETRY,
     Clock,
@@ -103,6 +111,7 @@ from pico3.tasks import (
     NotQuiescent,
     Runtime,
     Step,
+    SystemClock,
     TaskFaulted,
     TaskInfo,
     TaskKind,
@@ -114,6 +123,7 @@ from pico3.tools import (
     InvalidArguments,
     OutputBounds,
     OutputBuffer,
+    SlotRejected,
     ToolApi,
     ToolDeclaration,
     ToolResult,
@@ -197,9 +207,13 @@ __all__ = [
     "SectionSeed",
     "SectionSeedRejected",
     "SendInputJson",
+    "SlotRejected",
     "StaleDefinition",
     "Step",
     "Storage",
+    "StorageError",
+    "StorageInUse",
+    "SystemClock",
     "SystemSection",
     "Task",
     "TaskFaulted",

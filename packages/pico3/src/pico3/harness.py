@@ -59,7 +59,7 @@ class HarnessOptions:
 
     ``on_report`` receives errors that never reach a caller (listener and projection failures,
     task faults). ``clock`` is the injectable time source of every durable timestamp and
-    deadline (docs/design/decisions.md#d8-g22; default :class:`~pico3.tasks.clock.SystemClock`). ``services`` is handed
+    deadline (docs/design/decisions.md#d8-g22; default :class:`~pico3.SystemClock`). ``services`` is handed
     through to task runtimes as ``rt.services`` (models, process host, ...).
     """
 
@@ -71,7 +71,7 @@ class HarnessOptions:
 class Harness:
     """One open session over one storage object.
 
-    Registered from the start: the core turn kinds (:data:`pico3.turn.CORE_KINDS`) and the
+    Registered from the start: the core turn kinds (``pi.generation``, ``pi.tool``, ``pi.post_tools``, ``pi.collapse``) and the
     built-in ``pi.job`` (:data:`pico3.jobs.JOB_KIND`), which needs ``services["process_host"]``
     to run anything and otherwise fails its jobs with ``spawn`` / ``"no process host"``.
     """
@@ -234,7 +234,7 @@ class Harness:
         defaults: Mapping[str, Mapping[str, Any]] | None = None,
         view: Callable[[dict[str, Any]], Any] | None = None,
     ) -> Namespace:
-        """Register a namespace; returns its token (see :mod:`pico3.kernel.namespaces`)."""
+        """Register a namespace; returns its token (see :class:`~pico3.Namespace`)."""
         self._kernel.check_usable()
         return self._kernel.namespaces.register(name, defaults, view)
 
@@ -296,7 +296,7 @@ class ConversationHandle:
         aborts this conversation's foreground work (conversation abort).
 
         ``sections`` seeds the fork's system sections (``{key, value, rendered}`` items, see
-        :mod:`pico3.model.section_seed`): its first generation folds from the seed instead of
+        :class:`~pico3.SectionSeed`): its first generation folds from the seed instead of
         the inherited ``pi.system`` entries, until it writes a managed entry of its own.
         Without it the fork keeps the sections its inherited transcript says are in effect.
         A bad seed raises ``SectionSeedRejected`` before anything (the abort included) runs."""

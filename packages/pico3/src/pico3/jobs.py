@@ -387,7 +387,7 @@ JOB_KIND: TaskKind = define_task(
     builtin=True,
 )
 """The built-in job kind (ordinary task authority). Register it before ``resume()`` so jobs
-found in storage recover: :func:`install`."""
+found in storage recover: ``pico3.jobs.install``."""
 
 
 def install(harness: Any) -> Callable[[], None]:

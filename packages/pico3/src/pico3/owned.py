@@ -66,7 +66,7 @@ class OwnedSpec:
     "profile": ...}`` / ``{"followUpMode": ...}``), validated by the kernel; the only core
     values the child gets (see the module docstring).
     ``sections``: the child's private section seed (``{key, value, rendered}`` items, see
-    :mod:`pico3.model.section_seed`), checked and deep-copied here; the child's first
+    :class:`~pico3.SectionSeed`), checked and deep-copied here; the child's first
     generation folds its system sections from it (not from any inherited ``pi.system``
     entry) until it writes one of its own. ``None``: no seed.
     """

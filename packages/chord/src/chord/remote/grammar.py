@@ -114,7 +114,7 @@ class ServiceCall:
 
     ``args`` excludes the trailing ``Context``. Keyed instances carry their ``instance``
     address; singletons have none. Construction trusts its input; use
-    :func:`parse_service_call` for JSON from a peer.
+    ``parse_service_call`` for JSON from a peer.
     """
 
     service_id: str

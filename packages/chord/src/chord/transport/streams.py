@@ -101,7 +101,7 @@ class FrameConnection:
         await self._write(encode_frame(frame))
 
     async def send_encoded(self, data: bytes) -> None:
-        """Write one frame already produced by :func:`~chord.transport.frames.encode_frame`
+        """Write one frame already produced by ``encode_frame``
         (a single line ending in a newline); lets a sender encode at enqueue time."""
         if not data.endswith(b"\n") or data.find(b"\n") != len(data) - 1:
             raise ValueError("an encoded frame is exactly one line ending in a newline")

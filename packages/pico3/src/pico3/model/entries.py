@@ -79,7 +79,7 @@ class EntryKind:
         self.kind = kind
 
     def is_(self, entry: object) -> bool:
-        """True when ``entry`` (an :class:`Entry` or its JSON shape) has this kind."""
+        """True when ``entry`` (an entry record or its JSON shape) has this kind."""
         if isinstance(entry, Entry):
             return entry.kind == self.kind
         if isinstance(entry, dict):

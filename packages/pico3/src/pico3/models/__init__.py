@@ -1,12 +1,15 @@
 """Models: the provider protocol, the scripted ``faux`` provider and a uniform retry policy.
 
-* :mod:`pico3.models.provider` — requests, messages, stream events, :class:`ModelInfo`,
+This module is public (an application implementing a model backend imports from it); its
+submodules are internal.
+
+* The provider contract — requests, messages, stream events, :class:`ModelInfo`,
   :class:`ProviderError`, the :class:`Provider` protocol and :class:`DeferringProvider` for
   backends that may answer later through a :class:`Deferred` handle (docs/design/turn.md#models).
-* :mod:`pico3.models.stream` — :class:`MessageBuilder` (how adapters emit events),
-  :func:`reduce_events` and :func:`abortable`.
-* :mod:`pico3.models.retry` — :class:`RetryPolicy`, :func:`parse_retry_after`, :func:`retry_call`.
-* :mod:`pico3.models.faux` — :class:`FauxProvider` and its script helpers.
+* Streams — :class:`MessageBuilder` (how adapters emit events), :func:`reduce_events` (raises
+  :class:`StreamProtocolError`) and :func:`abortable`.
+* Retries — :class:`RetryPolicy`, :func:`parse_retry_after`, :func:`retry_call`.
+* The scripted provider — :class:`FauxProvider` and its script helpers.
 
 Real backends (Anthropic, OpenAI and OpenAI-compatible servers) live with the app, which owns
 their SDK dependencies; pico3 itself needs no network.
@@ -78,7 +81,13 @@ from pico3.models.provider import (
     retryable_status,
 )
 from pico3.models.retry import RetryPolicy, Sleep, parse_retry_after, retry_call
-from pico3.models.stream import ABORTED, MessageBuilder, abortable, reduce_events
+from pico3.models.stream import (
+    ABORTED,
+    MessageBuilder,
+    StreamProtocolError,
+    abortable,
+    reduce_events,
+)
 
 __all__ = [
     "ABORTED",
@@ -109,6 +118,7 @@ __all__ = [
     "StartEvent",
     "StopReason",
     "StreamEvent",
+    "StreamProtocolError",
     "SystemMessage",
     "TextContent",
     "TextDeltaEvent",

@@ -186,7 +186,7 @@ request holds the whole context: keeping all of them grew without bound in long 
 
 @dataclass
 class FauxState:
-    """What a faux provider has seen, in order: its newest :data:`KEPT_REQUESTS` requests (all
+    """What a faux provider has seen, in order: its newest ``KEPT_REQUESTS`` requests (all
     of them until there are more), every fetched and cancelled handle."""
 
     requests: deque[Request] = field(default_factory=lambda: deque(maxlen=KEPT_REQUESTS))

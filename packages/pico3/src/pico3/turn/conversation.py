@@ -91,7 +91,7 @@ class InputHandle:
         return await _scheduler(self._kernel).waiters.wait_for_input(self.id, ctx)
 
     async def abort(self, ctx: Context) -> str:
-        """Withdraw the input if still queued (see :func:`abort_input`)."""
+        """Withdraw the input if still queued (see ``abort_input``)."""
         return await abort_input(self._kernel, self.conversation_id, self.id, ctx)
 
 

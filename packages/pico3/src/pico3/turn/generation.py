@@ -614,4 +614,4 @@ GENERATION_KIND: TaskKind = define_task(
     core=True,
     fault=settle_fault,
 )
-"""The ``pi.generation`` kind (registered by :func:`pico3.turn.install`)."""
+"""The ``pi.generation`` kind (registered by every :class:`~pico3.Harness`)."""

@@ -410,4 +410,4 @@ TOOL_KIND: TaskKind = define_task(
     turn=True,
     core=True,
 )
-"""The ``pi.tool`` kind (registered by :func:`pico3.turn.install`)."""
+"""The ``pi.tool`` kind (registered by every :class:`~pico3.Harness`)."""
