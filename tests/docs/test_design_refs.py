@@ -127,15 +127,39 @@ def _link_problems(line: str, where: Path, at: str) -> Iterator[str]:
             yield f"{at}: link to {target or where.name}#{fragment}, which has no such heading"
 
 
+_NOT_SOURCE = {
+    ".git",
+    ".venv",
+    "node_modules",
+    "__pycache__",
+    "site",
+    "build",
+    "dist",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".hypothesis",
+    ".mypy_cache",
+}
+
+
 def repository_files() -> list[Path]:
-    """Every file git tracks, plus new files it does not ignore."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-        text=True,
-    ).stdout
+    """Every file git tracks, plus new files it does not ignore (outside a git checkout: every
+    file but virtualenvs, caches and build output)."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+            text=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return [
+            path
+            for path in ROOT.rglob("*")
+            if not _NOT_SOURCE.intersection(path.relative_to(ROOT).parts)
+            and not any(part.endswith(".egg-info") for part in path.parts)
+        ]
     return [ROOT / name for name in listed.split("\0") if name]
 
 
