@@ -138,11 +138,13 @@ class _ScriptedModal:
         title: str,
         choices: Sequence[Choice | str],
         *,
-        body: str = "",
+        body: Any = "",
         allow_text: bool = False,
+        hint: str = "",
     ) -> str | None:
+        del hint
         values = [c if isinstance(c, str) else c.value for c in choices]
-        prompt = Prompt(title, values, body, allow_text)
+        prompt = Prompt(title, values, str(body), allow_text)
         self._prompt = prompt
         self._tui.show(prompt)
         with cancel_scope(self._ctx):

@@ -238,7 +238,7 @@ async def test_accept_edits_runs_edits_without_asking_and_bash_still_asks(
             await handle.wait(BACKGROUND)
         assert len(tui.prompts) == 1
         assert sorted(effects(s.effects)) == ["edit", "read", "write"]
-        assert "denied by tui" in (await s.results())["bash"]["content"][0]["text"]
+        assert "the user denied this call" in (await s.results())["bash"]["content"][0]["text"]
 
 
 async def test_plan_mode_blocks_every_tool_that_is_not_read_only_without_asking(

@@ -176,7 +176,7 @@ async def test_a_denied_call_is_blocked_with_who_denied_it(kit: Any) -> None:
         assert s.tools.runs == []
         (result,) = await s.results()
         assert result["isError"] is True
-        assert "denied by tui" in result["content"][0]["text"]
+        assert "the user denied this call" in result["content"][0]["text"]
 
 
 async def test_always_allow_adds_the_tool_to_the_sticky_auto_allow_list(kit: Any) -> None:
@@ -272,7 +272,7 @@ async def test_the_first_decision_wins_and_closing_dismisses_every_presentation(
             await handle.wait(BACKGROUND)
         assert s.tools.runs == []
         (result,) = await s.results()
-        assert "denied by tui" in result["content"][0]["text"]
+        assert "the user denied this call" in result["content"][0]["text"]
 
 
 async def test_bad_decisions_and_unknown_keys_are_refused_and_nothing_is_recorded(

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from chord.facets import create_facet_host
-from facets_approval.tui import PREVIEW_LINES, describe_call, tui_facet
+from facets_approval.tui import PREVIEW_LINES, describe_call, dialog_body, tui_facet
 
 pytestmark = pytest.mark.anyio
 
@@ -26,8 +26,11 @@ pytestmark = pytest.mark.anyio
         (["down", "enter"], {"decision": "allow", "always": True, "by": "tui"}),
         (["down", "down", "enter"], {"decision": "deny", "by": "tui"}),
         (["escape"], {"decision": "deny", "by": "tui"}),
+        (["y"], {"decision": "allow", "by": "tui"}),
+        (["a"], {"decision": "allow", "always": True, "by": "tui"}),
+        (["n"], {"decision": "deny", "by": "tui"}),
     ],
-    ids=["allow", "always-allow", "deny", "escape-denies"],
+    ids=["allow", "always-allow", "deny", "escape-denies", "y", "a", "n"],
 )
 async def test_the_modal_shows_the_call_and_sends_the_chosen_decision(
     kit: Any, keys: list[str], decision: dict[str, Any]
@@ -45,10 +48,12 @@ async def test_the_modal_shows_the_call_and_sends_the_chosen_decision(
         assert kit.title(screen) == "Allow bash?"
         assert "$ rm -rf build/" in kit.body(screen)
         assert kit.options(screen) == [
-            "Allow",
-            "Always allow bash in this conversation",
-            "Deny",
+            "y Allow",
+            "a Always allow bash in this conversation",
+            "n Deny",
         ]
+        hint = str(screen.query_one(".hint").render())
+        assert "y allow" in hint and "esc denies" in hint  # what Esc does, said on the dialog
         await pilot.press(*keys)
         with anyio.fail_after(10):
             await dialog.decided.wait()
@@ -150,3 +155,28 @@ def test_the_dialog_body_reads_each_coding_tool_in_its_own_terms() -> None:
     assert describe_call("deploy", {"to": "prod"}) == '{\n  "to": "prod"\n}'
     assert describe_call("edit", {"path": "m.py", "edits": [{"oldText": 1}]}).startswith("{")
     assert describe_call("bash", ["not", "an", "object"]).startswith("[")
+
+
+async def test_a_write_over_an_existing_file_says_so_and_diffs_are_coloured(kit: Any) -> None:
+    request = {
+        "conversationId": 1,
+        "callId": "call-1",
+        "taskId": 7,
+        "name": "write",
+        "args": {"path": "notes.md", "content": "new\n"},
+        "overwrites": 1234,
+    }
+    body = dialog_body(request)
+    assert body.plain.startswith("Overwrites the existing file (1,234 bytes now).")
+    edit = dialog_body(
+        {
+            **request,
+            "name": "edit",
+            "args": {"path": "a.py", "edits": [{"oldText": "x = 1", "newText": "x = 2"}]},
+        }
+    )
+    styles = {edit.plain[span.start : span.end]: str(span.style) for span in edit.spans}
+    assert styles["-x = 1"] == "red" and styles["+x = 2"] == "green"
+    assert "Overwrites" not in edit.plain
+    del request["overwrites"]
+    assert "Overwrites" not in dialog_body(request).plain

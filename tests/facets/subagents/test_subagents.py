@@ -238,9 +238,11 @@ class Modal:
         title: str,
         choices: Sequence[Choice | str],
         *,
-        body: str = "",
+        body: Any = "",
         allow_text: bool = False,
+        hint: str = "",
     ) -> str | None:
+        del hint
         shown = [c if isinstance(c, Choice) else Choice(c) for c in choices]
         self.tui.shown.append((title, shown, body))
         return shown[0].value

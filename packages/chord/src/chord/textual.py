@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
+from rich.text import Text
 from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -88,10 +89,14 @@ class Modal(Protocol):
         title: str,
         choices: Sequence[Choice | str],
         *,
-        body: str = "",
+        body: str | Text = "",
         allow_text: bool = False,
+        hint: str = "",
     ) -> str | None:
-        """Offer ``choices`` (and a free-text field when ``allow_text``); ``None`` on Escape."""
+        """Offer ``choices`` (and a free-text field when ``allow_text``); ``None`` on Escape.
+
+        ``body`` may be a Rich :class:`~rich.text.Text` (a coloured diff); ``hint`` is a dim
+        line under the options (say what the keys do, Escape included)."""
         ...
 
     def close(self) -> None:
@@ -106,6 +111,8 @@ class Choice:
     value: str
     label: str = ""
     description: str = ""
+    key: str = ""
+    """A shortcut key (``"y"``) that picks this choice at once; shown before the label."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,10 +210,19 @@ class ChoiceScreen(ModalScreen[str | None]):
     }
     ChoiceScreen .title { text-style: bold; margin-bottom: 1; }
     ChoiceScreen OptionList { height: auto; max-height: 15; }
+    ChoiceScreen .body { height: auto; max-height: 24; overflow-y: auto; margin-bottom: 1; }
+    ChoiceScreen .hint { color: $text-muted; margin-top: 1; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel")]  # noqa: RUF012
 
-    def __init__(self, title: str, choices: Sequence[Choice], body: str, allow_text: bool) -> None:
+    def __init__(
+        self,
+        title: str,
+        choices: Sequence[Choice],
+        body: str | Text,
+        allow_text: bool,
+        hint: str = "",
+    ) -> None:
         super().__init__()
         self._title, self._choices, self._body, self._allow_text = (
             title,
@@ -214,19 +230,33 @@ class ChoiceScreen(ModalScreen[str | None]):
             body,
             allow_text,
         )
+        self._hint = hint
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(self._title, classes="title")
             if self._body:
-                yield Static(self._body, markup=False)
+                yield Static(self._body, classes="body", markup=False)
             if self._choices:
                 yield OptionList(
-                    *(Option(c.label or c.value, id=str(i)) for i, c in enumerate(self._choices)),
+                    *(Option(_choice_label(c), id=str(i)) for i, c in enumerate(self._choices)),
                     id="choices",
                 )
             if self._allow_text:
                 yield Input(placeholder="Type an answer and press Enter", id="answer")
+            if self._hint:
+                yield Static(self._hint, classes="hint", markup=False)
+
+    def on_key(self, event: events.Key) -> None:
+        """A choice's shortcut key picks it (not while typing an answer)."""
+        if isinstance(self.focused, Input):
+            return
+        for choice in self._choices:
+            if choice.key and event.key == choice.key:
+                event.stop()
+                event.prevent_default()
+                self.dismiss(choice.value)
+                return
 
     def on_mount(self) -> None:
         if self._choices:
@@ -246,6 +276,13 @@ class ChoiceScreen(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def _choice_label(choice: Choice) -> Text:
+    label = Text(choice.label or choice.value)
+    if choice.key:
+        label = Text.assemble((f"{choice.key} ", "bold"), label)
+    return label
 
 
 def _in_app(app: App[Any]) -> AbstractContextManager[None]:
@@ -276,13 +313,14 @@ class _ModalSlot:
         title: str,
         choices: Sequence[Choice | str],
         *,
-        body: str = "",
+        body: str | Text = "",
         allow_text: bool = False,
+        hint: str = "",
     ) -> str | None:
         if not choices and not allow_text:
             raise ValueError("choose() needs choices, allow_text=True, or both")
         normalised = [Choice(c) if isinstance(c, str) else c for c in choices]
-        return await self._show(ChoiceScreen(title, normalised, body, allow_text))
+        return await self._show(ChoiceScreen(title, normalised, body, allow_text, hint))
 
     async def _show(self, screen: ModalScreen[ResultT]) -> ResultT:
         if self._closed:

@@ -81,12 +81,15 @@ class ApprovalRequest(TypedDict):
     name: str
     args: JsonValue
     reason: NotRequired[str]
+    overwrites: NotRequired[int]
+    """For ``write``: the size in bytes of the existing file the call would replace."""
 
 
 class ApprovalDecision(TypedDict):
     """A presentation's answer. ``always`` (only with ``allow``) also adds the tool to the
     conversation's ``autoAllow`` list, so it is not asked about again; ``by`` names who decided
-    (shown in a block reason: ``"denied by tui"``)."""
+    (``"tui"``: a person in a dialog, whose denial reads "the user denied this call"; any other
+    name shows in the block reason: ``"denied by headless"``)."""
 
     decision: Decision
     by: NotRequired[str]

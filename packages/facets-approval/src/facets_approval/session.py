@@ -21,7 +21,8 @@ time* (a mode changed while a turn runs applies to its next call):
      ask, and store the answer with ``api.memo("decision", candidate)`` — first writer wins,
      and every racer gets the winner;
   3. add the tool to ``autoAllow`` when the winning decision says ``always``, and block the call
-     (``"denied"`` / ``"denied by <who>"``) when it says ``deny``;
+     (``"the user denied this call"`` when a person answered in a dialog, else ``"denied"`` /
+     ``"denied by <who>"``) when it says ``deny``;
 * ``"run"`` (``auto``, or an edit in ``accept-edits``): runs without asking — unless a decision
   was already recorded for this very call (before a crash), which stands.
 
@@ -227,7 +228,21 @@ def confinement(
 
 def _block_reason(decision: ApprovalDecision) -> str:
     by = decision.get("by")
+    if by in ("tui", "user"):  # a person answered the dialog
+        return "the user denied this call"
     return f"denied by {by}" if by else "denied"
+
+
+def _existing_size(arguments: object, workspace: str | None) -> int | None:
+    """The size of the file a ``write`` would replace (``None``: no such file yet)."""
+    path = arguments.get("path") if isinstance(arguments, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if not isinstance(path, str) or not path or workspace is None:
+        return None
+    target = _resolve(path, workspace)
+    try:
+        return os.path.getsize(target) if os.path.isfile(target) else None
+    except OSError:
+        return None
 
 
 def plan_mode_reason(tool: str) -> str:
@@ -353,6 +368,10 @@ def install_approval(
             }
             if reason is not None:
                 request["reason"] = f"This asks in every mode but auto: {reason}."
+            if tool == "write":
+                existing = _existing_size(call.get("arguments"), where()[0])
+                if existing is not None:
+                    request["overwrites"] = existing
             candidate = check_decision(await ask(request, ctx))
             decision = await api.memo("decision", candidate, ctx)
         if decision["decision"] == "deny":

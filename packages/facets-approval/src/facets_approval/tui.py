@@ -9,8 +9,10 @@ hydrated, so ``request.value`` is there). The task waits for chord's modal slot
 
 Closing the instance — the session recorded a decision, maybe from another presentation, or the
 call was aborted — cancels the observer's ``ctx``; that unwinds the wait for the slot or for the
-user, and ``modal.close()`` dismisses a dialog still on screen. Escape counts as *Deny*, as a
-confirm dialog's Escape does.
+user, and ``modal.close()`` dismisses a dialog still on screen. ``y``/``a``/``n`` pick *Allow*,
+*Always* and *Deny* at once; Escape counts as *Deny*, as a confirm dialog's Escape does (the
+dialog's key line says so: the turn goes on, the model reads that the user denied the call). A
+``write`` over an existing file says so (the request's ``overwrites``); diffs are coloured.
 
 :data:`mode_tui_facet` (``@pi/approval-mode``) presents :data:`~.contract.ApprovalMode`: a
 one-line panel (:class:`ModeLabel`, ``#approval-mode``) always shows the session's mode and
@@ -28,6 +30,7 @@ import json
 from typing import Any, ClassVar
 
 import anyio
+from rich.text import Text
 from textual.message import Message
 from textual.widgets import Static
 
@@ -54,6 +57,7 @@ __all__ = [
     "approval_choices",
     "decision_for",
     "describe_call",
+    "dialog_body",
     "mode_choices",
     "mode_of",
     "mode_tui_facet",
@@ -66,12 +70,17 @@ DENY = "deny"
 
 
 def approval_choices(tool: str) -> list[Choice]:
-    """The options the modal offers for ``tool``, in order (the first is focused)."""
+    """The options the modal offers for ``tool``, in order (the first is focused), each with
+    its shortcut key: ``y`` allow, ``a`` always allow, ``n`` deny."""
     return [
-        Choice(ALLOW, "Allow"),
-        Choice(ALWAYS, f"Always allow {tool} in this conversation"),
-        Choice(DENY, "Deny"),
+        Choice(ALLOW, "Allow", key="y"),
+        Choice(ALWAYS, f"Always allow {tool} in this conversation", key="a"),
+        Choice(DENY, "Deny", key="n"),
     ]
+
+
+DIALOG_HINT = "y allow · a always · n deny · esc denies (the turn goes on without it)"
+"""The dialog's key line: what every key does, Escape included."""
 
 
 def decision_for(choice: str | None) -> ApprovalDecision:
@@ -135,11 +144,32 @@ def describe_call(name: str, args: Any) -> str:
     return _pretty(args)
 
 
-def _body(request: Any) -> str:
-    """The dialog's body: why it asks (when the request says), then the call."""
-    body = describe_call(request["name"], request["args"])
+def dialog_body(request: Any) -> Text:
+    """The dialog's body: why it asks (when the request says), that a ``write`` replaces an
+    existing file (``overwrites``), then the call, a diff's ``-``/``+`` lines in colour."""
+    out = Text()
     reason = request.get("reason")
-    return f"{reason}\n\n{body}" if isinstance(reason, str) and reason else body
+    if isinstance(reason, str) and reason:
+        out.append(reason + "\n\n", style="yellow")
+    overwrites = request.get("overwrites")
+    if request.get("name") == "write" and type(overwrites) is int:
+        out.append(
+            f"Overwrites the existing file ({overwrites:,} bytes now).\n\n", style="bold red"
+        )
+    for index, line in enumerate(describe_call(request["name"], request["args"]).splitlines()):
+        if index:
+            out.append("\n")
+        if line.startswith("@@") and line.endswith("@@"):
+            out.append(line, style="bold cyan")
+        elif line.startswith("+"):
+            out.append(line, style="green")
+        elif line.startswith("-"):
+            out.append(line, style="red")
+        elif line.startswith("$ "):
+            out.append(line, style="bold")
+        else:
+            out.append(line)
+    return out
 
 
 @define_facet("@pi/approval")
@@ -156,7 +186,8 @@ def tui_facet(env: FacetEnvironment) -> None:
             choice = await modal.choose(
                 f"Allow {request['name']}?",
                 approval_choices(request["name"]),
-                body=_body(request),
+                body=dialog_body(request),
+                hint=DIALOG_HINT,
             )
             await dialog.decide(decision_for(choice), ctx)
         finally:

@@ -397,7 +397,7 @@ class CodingAgentApp(App[None]):
         line.append(f"{_SPINNER[self._spin]} ", style="bold")
         line.append(self._status_text)
         abort = self._hint_key("abort")
-        if abort:
+        if abort and not self._status_text.startswith("Waiting on"):  # a dialog has the keys
             line.append(f"   {abort} to interrupt", style="dim")
         self._status.update(line)
 
