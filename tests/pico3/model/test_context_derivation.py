@@ -92,3 +92,50 @@ def test_missing_tool_result_is_synthesized_and_never_stored() -> None:
     assert fixed[1]["details"] == {"reason": "missing_after_fork"}
     assert fixed[2] == result("y")
     assert stored == [assistant, result("y")]  # input untouched
+
+
+def _assistant(*ids: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": [call(i) for i in ids], "timestamp": 0}
+
+
+def test_incremental_builder_matches_a_fresh_derivation_at_every_length() -> None:
+    """The builder extended one entry at a time (a shared, growing transcript) derives what a
+    fresh derivation of the same prefix does: open tool groups, results out of order, a
+    missing result, edits and heads (which derive from scratch)."""
+    import random
+
+    from pico3.model.context import ContextBuilder
+
+    rng = random.Random(15)
+    transcript: list[Entry] = []
+    builder = ContextBuilder()
+    pending: list[str] = []
+    for id in range(1, 400):
+        roll = rng.random()
+        if roll < 0.25:
+            ids = [f"c{id}.{n}" for n in range(rng.randint(1, 3))]
+            pending = ids[:]
+            rng.shuffle(pending)
+            made = Entry(id=id, conversation_id=1, kind="pi.assistant", model=[_assistant(*ids)])
+        elif roll < 0.55 and pending:
+            made = Entry(id=id, conversation_id=1, kind="pi.tool", model=[result(pending.pop())])
+        elif roll < 0.6:
+            target = rng.randint(1, id - 1)
+            edit = {"target": target, "action": rng.choice(["omit", "replace"])}
+            edit["messages"] = [user(f"r{id}")]
+            made = entry(id, f"e{id}", kind="pi.system", edits=[edit])
+        elif roll < 0.63:
+            made = Entry(id=id, conversation_id=1, kind="pi.summary", model=[user("S")], head=id)
+        elif roll < 0.65:
+            made = entry(id)  # no model: invisible
+        else:
+            made = entry(id, f"u{id}")
+            pending = pending if rng.random() < 0.5 else []
+        transcript.append(made)
+        got = builder.derive(transcript)
+        want = ContextBuilder().derive(list(transcript))
+        assert [e.id for e in got.entries] == [e.id for e in want.entries]
+        assert got.messages == want.messages
+        assert got.head is want.head
+    other = builder.derive(transcript[:50])  # another (shorter) transcript: from scratch
+    assert other.messages == derive_context(transcript[:50]).messages

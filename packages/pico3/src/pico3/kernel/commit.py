@@ -45,6 +45,7 @@ from pico3.kernel.tx import Authority, Batch, Invoker, KindLookup, Transaction
 from pico3.kernel.tx.tasks import TaskOps
 from pico3.kernel.view import Delivery, ViewRegistry
 from pico3.model.config import CORE_CONFIG, ConfigKey
+from pico3.model.context import ContextBuilder, DerivedContext
 from pico3.storage._tables import PRECHECKED
 from pico3.storage.base import InvalidBatch, Storage, sync_commit
 from pico3.storage.records import (
@@ -109,6 +110,8 @@ class Kernel:
         # The model context's transcript per conversation, read-only and shared (see
         # shared_transcript): entries are append-only, so a later read adds only the new tail.
         self._transcripts: dict[int, tuple[int, list[Entry]]] = {}
+        # The derived context of each cached transcript, extended as the transcript grows.
+        self._contexts: dict[int, ContextBuilder] = {}
         # Sticky commits since the document's last base, per sticky ref (see _compact_sticky).
         self._sticky_ops: dict[DocRef, int] = {}
 
@@ -466,6 +469,17 @@ class Kernel:
         entries = await self.transcript(conversation_id, at, ctx)
         self._transcripts[conversation_id] = (start, entries)
         return list(entries)
+
+    async def shared_context(
+        self, conversation_id: int, at: int | None, ctx: Context
+    ) -> DerivedContext:
+        """The derived context of :meth:`shared_transcript`, extended incrementally (its
+        entries and messages are shared: read-only)."""
+        visible = await self.shared_transcript(conversation_id, at, ctx)
+        builder = self._contexts.get(conversation_id)
+        if builder is None:
+            builder = self._contexts[conversation_id] = ContextBuilder()
+        return builder.derive(visible)
 
     async def _tail(
         self, conversation_id: int, last: int, at: int | None, ctx: Context

@@ -26,6 +26,7 @@ from pico3.model.records import Entry, Message
 
 __all__ = [
     "MISSING_RESULT_TEXT",
+    "ContextBuilder",
     "DerivedContext",
     "active_range_start",
     "derive_context",
@@ -54,28 +55,88 @@ def active_range_start(visible: Sequence[Entry]) -> tuple[Entry | None, int]:
 
 def derive_context(visible: Sequence[Entry]) -> DerivedContext:
     """Derive context from the fork-visible transcript ``visible`` (oldest first, through T)."""
-    head_entry, start = active_range_start(visible)
-    in_range = [entry for entry in visible if entry.id >= start]
-    edits: dict[int, dict[str, Any]] = {}
-    for entry in in_range:
-        if entry.edits is not UNSET:
-            for edit in entry.edits:
-                edits[edit["target"]] = edit
-    if head_entry is not None:
-        entries = [head_entry, *(entry for entry in in_range if entry.head is UNSET)]
-    else:
-        entries = in_range
-    messages: list[Message] = []
-    for entry in entries:
-        edit = edits.get(entry.id)
-        action = None if edit is None else edit.get("action")
-        if action == "omit":
-            continue
-        if edit is not None and action == "replace":
-            messages.extend(edit.get("messages") or ())
-        elif entry.model is not UNSET:
-            messages.extend(entry.model)
-    return DerivedContext(entries=entries, messages=repair_tool_results(messages), head=head_entry)
+    return ContextBuilder().derive(visible)
+
+
+class ContextBuilder:
+    """:func:`derive_context` over a transcript that grows at its end, extended incrementally.
+
+    Entries are append-only, so when ``visible`` starts with the transcript the last call saw
+    (the *same* entry objects: a shared transcript cache) and its new entries carry no head and
+    no edits, only those entries are derived and only the tool-result group still open at the
+    end is repaired again. Anything else (a new head, an edit, another transcript) derives from
+    scratch. The result equals :func:`derive_context` of ``visible`` either way."""
+
+    __slots__ = ("_edits", "_entries", "_first", "_head", "_last", "_out", "_raw", "_safe", "_seen")
+
+    def __init__(self) -> None:
+        self._seen = 0  # entries of the transcript consumed
+        self._first: Entry | None = None
+        self._last: Entry | None = None
+        self._head: Entry | None = None
+        self._edits: dict[int, dict[str, Any]] = {}
+        self._entries: list[Entry] = []
+        self._raw: list[Message] = []  # the messages before the tool-result repair
+        self._out: list[Message] = []  # the repaired messages
+        self._safe = (0, 0)  # (raw index, out length) before which the repair is final
+
+    def derive(self, visible: Sequence[Entry]) -> DerivedContext:
+        """The derived context of ``visible`` (oldest first, through T)."""
+        seen = self._seen
+        extends = (
+            0 < seen <= len(visible)
+            and visible[0] is self._first
+            and visible[seen - 1] is self._last
+            and all(e.head is UNSET and e.edits is UNSET for e in visible[seen:])
+        )
+        if not extends:
+            self._rebuild(visible)
+        elif seen < len(visible):
+            fresh = visible[seen:]
+            self._entries.extend(fresh)
+            self._add_messages(fresh)
+            self._seen, self._last = len(visible), visible[-1]
+            self._repair()
+        return DerivedContext(
+            entries=list(self._entries), messages=list(self._out), head=self._head
+        )
+
+    def _rebuild(self, visible: Sequence[Entry]) -> None:
+        head_entry, start = active_range_start(visible)
+        in_range = [entry for entry in visible if entry.id >= start]
+        edits: dict[int, dict[str, Any]] = {}
+        for entry in in_range:
+            if entry.edits is not UNSET:
+                for edit in entry.edits:
+                    edits[edit["target"]] = edit
+        self._head, self._edits = head_entry, edits
+        if head_entry is not None:
+            self._entries = [head_entry, *(entry for entry in in_range if entry.head is UNSET)]
+        else:
+            self._entries = in_range
+        self._raw, self._out, self._safe = [], [], (0, 0)
+        self._add_messages(self._entries)
+        self._seen = len(visible)
+        self._first = visible[0] if visible else None
+        self._last = visible[-1] if visible else None
+        self._repair()
+
+    def _add_messages(self, entries: Sequence[Entry]) -> None:
+        messages, edits = self._raw, self._edits
+        for entry in entries:
+            edit = edits.get(entry.id)
+            action = None if edit is None else edit.get("action")
+            if action == "omit":
+                continue
+            if edit is not None and action == "replace":
+                messages.extend(edit.get("messages") or ())
+            elif entry.model is not UNSET:
+                messages.extend(entry.model)
+
+    def _repair(self) -> None:
+        raw_start, out_len = self._safe
+        del self._out[out_len:]
+        self._safe = _repair_into(self._raw, raw_start, self._out)
 
 
 def _tool_calls(message: Message) -> list[dict[str, Any]]:
@@ -94,8 +155,17 @@ def _tool_calls(message: Message) -> list[dict[str, Any]]:
 def repair_tool_results(messages: Sequence[Message]) -> list[Message]:
     """Reorder tool results into call order and synthesize the missing ones (never stored)."""
     out: list[Message] = []
-    index = 0
+    _repair_into(messages, 0, out)
+    return out
+
+
+def _repair_into(messages: Sequence[Message], index: int, out: list[Message]) -> tuple[int, int]:
+    """Append the repair of ``messages[index:]`` to ``out``; returns ``(i, n)``: the repair of
+    ``messages[:i]`` is ``out[:n]`` whatever is appended to ``messages`` later (``i`` starts
+    the last group, which later tool results could still join)."""
+    safe = (index, len(out))
     while index < len(messages):
+        safe = (index, len(out))
         message = messages[index]
         out.append(message)
         index += 1
@@ -119,7 +189,7 @@ def repair_tool_results(messages: Sequence[Message]) -> list[Message]:
             out.append(found if found is not None else _missing_result(call, message))
         out.extend(result for result in results if any(result is v for v in by_id.values()))
         out.extend(extras)
-    return out
+    return safe
 
 
 def _missing_result(call: dict[str, Any], assistant: Message) -> Message:

@@ -299,20 +299,75 @@ def estimate_tokens(messages: Sequence[Message], system: Sequence[str] = ()) -> 
     chars = sum(len(section) for section in system)
     images = 0
     for message in messages:
-        content: Any = message.content
-        if isinstance(content, str):
-            chars += len(content)
-            continue
-        for block in content:
-            if isinstance(block, TextContent):
-                chars += len(block.text)
-            elif isinstance(block, ThinkingContent):
-                chars += len(block.thinking)
-            elif isinstance(block, ToolCall):
-                chars += len(block.name) + len(msgspec.json.encode(block.arguments))
-            else:
-                images += 1
+        more, pictures = message_weight(message)
+        chars += more
+        images += pictures
     return -(-chars // 4) + 1200 * images
+
+
+def message_weight(message: Message) -> tuple[int, int]:
+    """``(characters, images)`` of one message, as :func:`estimate_tokens` counts them."""
+    content: Any = message.content
+    if isinstance(content, str):
+        return len(content), 0
+    chars = images = 0
+    for block in content:
+        if isinstance(block, TextContent):
+            chars += len(block.text)
+        elif isinstance(block, ThinkingContent):
+            chars += len(block.thinking)
+        elif isinstance(block, ToolCall):
+            chars += len(block.name) + len(msgspec.json.encode(block.arguments))
+        else:
+            images += 1
+    return chars, images
+
+
+class MessageMemo:
+    """A context's model messages split into system sections and request records
+    (:func:`messages_from_json`) with their token estimate, remembered from the last call.
+
+    A long conversation's context is re-sent every turn from a transcript cache whose message
+    dicts are shared and never changed, so when a call's messages start with the last call's
+    (compared by identity first, then by value, in C) only the new ones are converted. Anything
+    else converts from scratch, so the result is always that of the call's messages."""
+
+    __slots__ = ("_chars", "_images", "_messages", "_seen", "_system")
+
+    def __init__(self) -> None:
+        self._seen: list[Mapping[str, Any]] = []
+        self._messages: list[Message] = []
+        self._system: list[str] = []
+        self._chars = 0
+        self._images = 0
+
+    def convert(self, raw: Sequence[Mapping[str, Any]]) -> tuple[list[Message], list[str], int]:
+        """``(records, system sections, token estimate)`` of ``raw``: the ``system`` messages'
+        non-empty contents, and :func:`messages_from_json` / :func:`estimate_tokens` of the
+        others."""
+        seen = self._seen
+        if len(raw) < len(seen) or raw[: len(seen)] != seen:
+            self._seen, self._messages, self._system = [], [], []
+            self._chars = self._images = 0
+            seen = self._seen
+        fresh = raw[len(seen) :]
+        history: list[Mapping[str, Any]] = []
+        system: list[str] = []
+        for message in fresh:
+            if message.get("role") != "system":
+                history.append(message)
+            elif message.get("content"):
+                system.append(message.get("content", ""))
+        converted = messages_from_json(history) if history else []  # bad input: nothing kept
+        self._system.extend(system)
+        for message in converted:
+            chars, images = message_weight(message)
+            self._chars += chars
+            self._images += images
+        self._messages.extend(converted)
+        seen.extend(fresh)
+        tokens = -(-self._chars // 4) + 1200 * self._images
+        return list(self._messages), list(self._system), tokens
 
 
 # -- stream events -----------------------------------------------------------------------------

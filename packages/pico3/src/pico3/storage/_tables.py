@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextvars
 import re
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -282,6 +283,11 @@ class Tables:
     conversations: dict[int, Conversation] = field(default_factory=dict)
     entries: dict[int, Entry] = field(default_factory=dict)
     by_conversation: dict[int, list[Entry]] = field(default_factory=dict)
+    heads: dict[int, list[Entry]] = field(default_factory=dict)
+    """Per conversation, its own entries that carry a ``head`` (oldest first): a head scan
+    reads these instead of walking the whole history."""
+    by_kind: dict[tuple[int, str], list[Entry]] = field(default_factory=dict)
+    """Per (conversation, kind), its own entries of that kind (oldest first)."""
     entry_seq: dict[int, int] = field(default_factory=dict)
     tasks: dict[int, Task] = field(default_factory=dict)
     inputs: dict[int, Input] = field(default_factory=dict)
@@ -409,7 +415,11 @@ class Tables:
             self.by_conversation.setdefault(conversation.id, [])
         for entry in staged.entries:
             self.entries[entry.id] = entry
-            self.by_conversation[entry.conversation_id].append(entry)
+            cid = entry.conversation_id
+            self.by_conversation[cid].append(entry)
+            if entry.head is not UNSET:
+                self.heads.setdefault(cid, []).append(entry)
+            self.by_kind.setdefault((cid, entry.kind), []).append(entry)
             self.entry_seq[entry.id] = seq
         if staged.tasks:
             self.tasks.update(staged.tasks)
@@ -438,6 +448,10 @@ class Tables:
             return False
         del log[:start]
         return True
+
+
+def _entry_id(entry: Entry) -> int:
+    return entry.id
 
 
 class TableStorage:
@@ -498,12 +512,17 @@ class TableStorage:
         conversation = tables.conversations.get(scan.conversation_id)
         cap = scan.before
         while conversation is not None and len(out) < scan.limit:
-            own = tables.by_conversation.get(conversation.id, [])
-            for entry in reversed(own):
+            if scan.with_head:  # the indexes hold the same entries, filtered
+                own = tables.heads.get(conversation.id, [])
+            elif scan.kind is not None:
+                own = tables.by_kind.get((conversation.id, scan.kind), [])
+            else:
+                own = tables.by_conversation.get(conversation.id, [])
+            end = len(own) if cap is None else bisect_left(own, cap, key=_entry_id)
+            for index in range(end - 1, -1, -1):
                 if len(out) >= scan.limit:
                     break
-                if cap is not None and entry.id >= cap:
-                    continue
+                entry = own[index]
                 if scan.kind is not None and entry.kind != scan.kind:
                     continue
                 if scan.with_head and entry.head is UNSET:

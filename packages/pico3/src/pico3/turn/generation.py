@@ -39,6 +39,7 @@ create tools, by construction.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -53,11 +54,10 @@ from pico3.models.provider import (
     DeferringProvider,
     DoneEvent,
     ErrorEvent,
+    MessageMemo,
     ProviderError,
     Request,
     ToolCall,
-    estimate_tokens,
-    messages_from_json,
 )
 from pico3.storage.records import Task
 from pico3.tasks.kinds import RETRY, Completion, Done, Next, TaskInfo, TaskKind, define_task
@@ -142,6 +142,20 @@ async def _initial(task: TaskInfo, rt: Any, ctx: Context) -> Any:
 
 
 # -- requesting ------------------------------------------------------------------------------
+_MEMOS: OrderedDict[int, MessageMemo] = OrderedDict()
+_MEMO_CONVERSATIONS = 64
+
+
+def _memo(conversation_id: int) -> MessageMemo:
+    """The request-message memo of a conversation (the most recently used few are kept; a
+    memo only recognises the very message objects it converted, so a stale one is harmless)."""
+    memo = _MEMOS.pop(conversation_id, None) or MessageMemo()
+    _MEMOS[conversation_id] = memo
+    if len(_MEMOS) > _MEMO_CONVERSATIONS:
+        _MEMOS.popitem(last=False)
+    return memo
+
+
 async def _prepared(task: TaskInfo, rt: Any, ctx: Context) -> Any:
     cid = task.conversation_id
     prep: dict[str, Any] = dict(task.checkpoint or {})
@@ -160,16 +174,15 @@ async def _prepared(task: TaskInfo, rt: Any, ctx: Context) -> Any:
     raw = await chain_before_request(rt, task, raw, cutoff, ctx)
     offered = request_tools(raw, getattr(rt.harness, "tools", None))
     level = prep.get("thinkingLevel", "off")
+    messages, system, tokens = _memo(cid).convert(raw)
     request = Request(
         model=resolved.info.id,
-        messages=messages_from_json([m for m in raw if m.get("role") != "system"]),
-        system=[
-            m.get("content", "") for m in raw if m.get("role") == "system" and m.get("content")
-        ],
+        messages=messages,
+        system=system,
         tools=offered.wire(),
         thinking_level=level if level in _LEVELS else "xhigh",
     )
-    if estimate_tokens(request.messages) > resolved.overflow_limit:
+    if tokens > resolved.overflow_limit:
         return await overflow_step(task, rt, ctx)
     attempt = prep["attempt"] + 1
     state = {**prep, "phase": "requesting", "attempt": attempt, "offered": offered.names}

@@ -31,6 +31,7 @@ import msgspec
 
 from chord import Context
 from coding_agent.worker.providers._drive import SdkStream, connection_error, drive
+from coding_agent.worker.providers._memo import FoldMemo
 from coding_agent.worker.providers._sse import Last, SseStream
 from pico3.models import (
     AssistantMessage,
@@ -140,6 +141,7 @@ class AnthropicProvider:
         self.name = name
         self._models = tuple(models)
         self._retry = retry or RetryPolicy()
+        self._wire = wire_memo()
         self._sleep = sleep or anyio.sleep
         self._clock = clock
         import anthropic  # imported on first use: the SDK costs about a second at start-up
@@ -195,7 +197,7 @@ class AnthropicProvider:
         mapper = _Mapper(builder, info)
 
         async def open() -> SdkStream:
-            params = build_params(request, info)  # bad input fails the stream
+            params = build_params(request, info, memo=self._wire)  # bad input fails the stream
             return await self._post(_ENCODER.encode(params))
 
         return drive(
@@ -210,12 +212,16 @@ class AnthropicProvider:
         )
 
 
-def build_params(request: Request, info: ModelInfo) -> dict[str, Any]:
-    """The keyword arguments of ``messages.create`` for ``request`` (always streaming)."""
+def build_params(
+    request: Request, info: ModelInfo, *, memo: FoldMemo | None = None
+) -> dict[str, Any]:
+    """The keyword arguments of ``messages.create`` for ``request`` (always streaming). With
+    ``memo`` the messages come JSON-encoded (see :mod:`._memo`): for the request body, not for
+    reading."""
     max_tokens = request.max_tokens or info.max_output
     params: dict[str, Any] = {
         "model": request.model,
-        "messages": _messages(request.messages),
+        "messages": _messages(request.messages) if memo is None else memo.render(request.messages),
         "max_tokens": max_tokens,
         "stream": True,
     }
@@ -243,7 +249,7 @@ def build_params(request: Request, info: ModelInfo) -> dict[str, Any]:
     return params
 
 
-def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def _messages(messages: Sequence[Message], *, cache: bool = True) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, UserMessage):
@@ -274,7 +280,7 @@ def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     for message in out:
         message.pop("_tool_results", None)
     last_user = next((m for m in reversed(out) if m["role"] == "user"), None)
-    if last_user is not None:
+    if last_user is not None and cache:
         if isinstance(last_user["content"], str):
             last_user["content"] = [{"type": "text", "text": last_user["content"]}]
         if last_user["content"]:
@@ -283,6 +289,63 @@ def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 "cache_control": {"type": "ephemeral"},
             }
     return out
+
+
+def wire_memo() -> FoldMemo:
+    """A memo of encoded request messages for :func:`build_params`."""
+    return FoldMemo(_Fold)
+
+
+class _Fold:
+    """:func:`_messages` as a left fold (see :class:`._memo.Fold`), every message JSON-encoded
+    (:class:`msgspec.Raw`) but the last user one, which carries the cache breakpoint.
+
+    Runs of tool results (across assistants with nothing to send) share one user message, so a
+    message is a *group* of records; only the last group can still grow."""
+
+    __slots__ = ("_assistant", "_groups", "_items", "_merging")
+
+    def __init__(self) -> None:
+        self._groups: list[list[Message]] = []
+        self._items: list[Any] = []  # the encoded groups but the last
+        self._assistant: list[bool] = []  # per group: an assistant message
+        self._merging = False  # the last group is a run of tool results
+
+    def feed(self, message: Message) -> None:
+        if isinstance(message, AssistantMessage):
+            if not _messages([message]):
+                return  # nothing to send: a run of tool results continues across it
+            self._merging = False
+            self._open([message], assistant=True)
+        elif isinstance(message, ToolResultMessage):
+            if self._merging:
+                self._groups[-1].append(message)
+            else:
+                self._open([message], assistant=False)
+            self._merging = True
+        else:
+            self._merging = False
+            self._open([message], assistant=False)
+
+    def _open(self, group: list[Message], *, assistant: bool) -> None:
+        if self._groups:
+            self._items.append(_encode_group(self._groups[-1]))
+        self._groups.append(group)
+        self._assistant.append(assistant)
+
+    def render(self) -> list[Any]:
+        if not self._groups:
+            return []
+        out = [*self._items, _encode_group(self._groups[-1])]
+        for index in range(len(out) - 1, -1, -1):
+            if not self._assistant[index]:
+                out[index] = _messages(self._groups[index])[0]
+                break
+        return out
+
+
+def _encode_group(group: list[Message]) -> msgspec.Raw:
+    return msgspec.Raw(_ENCODER.encode(_messages(group, cache=False)[0]))
 
 
 def _user_block(block: TextContent | ImageContent) -> dict[str, Any]:

@@ -40,6 +40,7 @@ import msgspec
 
 from chord import Context
 from coding_agent.worker.providers._drive import SdkStream, connection_error, drive
+from coding_agent.worker.providers._memo import FoldMemo
 from coding_agent.worker.providers._sse import Last, SseStream
 from coding_agent.worker.providers.text_tools import (
     ParsedCall,
@@ -61,7 +62,6 @@ from pico3.models import (
     RetryPolicy,
     Sleep,
     StreamEvent,
-    SystemMessage,
     TextContent,
     ToolCall,
     ToolResultMessage,
@@ -249,6 +249,7 @@ class OpenAIProvider:
         (the worker tells its clients)."""
         self._models = tuple(models)
         self._retry = retry or RetryPolicy()
+        self._wire = {True: wire_memo(True), False: wire_memo(False)}  # by "takes images"
         self._sleep = sleep or anyio.sleep
         self._clock = clock
         import openai  # imported on first use: the SDK costs about a second at start-up
@@ -308,7 +309,8 @@ class OpenAIProvider:
 
         async def create(mode: ToolCalling) -> SdkStream:
             # Bad input fails the stream. The mapper learns the mode before any chunk arrives.
-            params = build_params(request, info, self.compat, tool_calling=mode)
+            memo = self._wire[info.supports_images]
+            params = build_params(request, info, self.compat, tool_calling=mode, memo=memo)
             mapper.text_tools = mode == "text"
             return await self._post(_ENCODER.encode(params))
 
@@ -351,12 +353,14 @@ def build_params(
     compat: OpenAICompat,
     *,
     tool_calling: ToolCalling = "native",
+    memo: FoldMemo | None = None,
 ) -> dict[str, Any]:
     """The keyword arguments of ``chat.completions.create`` for ``request`` (streaming).
 
     With ``tool_calling="text"`` no ``tools`` parameter is sent: the tools are described in a
     last system section and the history is rendered as text (see
-    :mod:`~coding_agent.worker.providers.text_tools`)."""
+    :mod:`~coding_agent.worker.providers.text_tools`). With ``memo`` the messages come
+    JSON-encoded (see :mod:`._memo`): for the request body, not for reading."""
     text_tools = tool_calling == "text"
     system = list(request.system)
     history: Sequence[Message] = request.messages
@@ -368,7 +372,7 @@ def build_params(
     if system:
         role = "developer" if compat.developer_role else "system"
         messages.append({"role": role, "content": "\n\n".join(system)})
-    messages.extend(_messages(history, images=info.supports_images))
+    messages.extend(_messages(history, images=info.supports_images, memo=memo))
     params: dict[str, Any] = {
         "model": request.model,
         "messages": messages,
@@ -399,54 +403,95 @@ def build_params(
     return params
 
 
-def _messages(messages: Sequence[Message], *, images: bool = True) -> list[dict[str, Any]]:
+def _messages(
+    messages: Sequence[Message], *, images: bool = True, memo: FoldMemo | None = None
+) -> list[Any]:
     """Chat Completions messages. A ``tool`` message carries text only, so the images of a run
-    of tool results follow it as one user message (when the model takes images)."""
-    out: list[dict[str, Any]] = []
-    pictures: list[dict[str, Any]] = []
+    of tool results follow it as one user message (when the model takes images). With ``memo``
+    (made by :func:`wire_memo` for the same ``images``) they come JSON-encoded
+    (:class:`msgspec.Raw`), each record converted once (see :mod:`._memo`)."""
+    if memo is not None:
+        return memo.render(messages)
+    fold = _Fold(images, encode=False)
     for message in messages:
-        if pictures and not isinstance(message, ToolResultMessage):
-            out.append(_tool_images(pictures))
-            pictures = []
-        if isinstance(message, UserMessage):
-            if isinstance(message.content, str):
-                out.append({"role": "user", "content": message.content})
-            else:
-                out.append({"role": "user", "content": [_part(b) for b in message.content]})
-        elif isinstance(message, AssistantMessage):
-            text = "".join(b.text for b in message.content if isinstance(b, TextContent))
-            calls = [
-                {
-                    "id": b.id,
-                    "type": "function",
-                    "function": {
-                        "name": b.name,
-                        "arguments": msgspec.json.encode(b.arguments).decode(),
-                    },
-                }
-                for b in message.content
-                if isinstance(b, ToolCall)
-            ]
-            if not text and not calls:
-                continue
-            entry: dict[str, Any] = {"role": "assistant", "content": text or None}
-            if calls:
-                entry["tool_calls"] = calls
-            out.append(entry)
-        elif isinstance(message, ToolResultMessage):
-            text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
-            found = [_part(b) for b in message.content if isinstance(b, ImageContent)]
-            if found and images:
-                pictures.extend(found)
-                text += f"\n({len(found)} image(s) attached in the next message)"
-            elif found:
-                text += "\n(image output omitted: this model takes no images)"
-            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": text})
-        elif isinstance(message, SystemMessage):
-            out.append({"role": "system", "content": message.content})
-    if pictures:
-        out.append(_tool_images(pictures))
-    return out
+        fold.feed(message)
+    return fold.render()
+
+
+def wire_memo(images: bool) -> FoldMemo:
+    """A memo of encoded request messages for :func:`build_params` (models taking images or
+    not)."""
+    return FoldMemo(lambda: _Fold(images, encode=True))
+
+
+class _Fold:
+    """:func:`_messages` as a left fold (see :class:`._memo.Fold`)."""
+
+    __slots__ = ("_encode", "_images", "_out", "_pictures")
+
+    def __init__(self, images: bool, *, encode: bool) -> None:
+        self._images = images
+        self._encode = encode
+        self._out: list[Any] = []
+        self._pictures: list[dict[str, Any]] = []  # tool-result images awaiting their message
+
+    def feed(self, message: Message) -> None:
+        if self._pictures and not isinstance(message, ToolResultMessage):
+            self._out.append(_tool_images(self._pictures))
+            self._pictures = []
+        items, found = _message_items(message, self._images)
+        if self._encode:
+            self._out.extend(msgspec.Raw(_ENCODER.encode(item)) for item in items)
+        else:
+            self._out.extend(items)
+        self._pictures.extend(found)
+
+    def render(self) -> list[Any]:
+        if self._pictures:
+            return [*self._out, _tool_images(self._pictures)]
+        return list(self._out)
+
+
+def _message_items(
+    message: Message, images: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The Chat Completions messages of one record and the images it defers to the next
+    user message."""
+    if isinstance(message, UserMessage):
+        if isinstance(message.content, str):
+            return [{"role": "user", "content": message.content}], []
+        return [{"role": "user", "content": [_part(b) for b in message.content]}], []
+    if isinstance(message, AssistantMessage):
+        text = "".join(b.text for b in message.content if isinstance(b, TextContent))
+        calls = [
+            {
+                "id": b.id,
+                "type": "function",
+                "function": {
+                    "name": b.name,
+                    "arguments": msgspec.json.encode(b.arguments).decode(),
+                },
+            }
+            for b in message.content
+            if isinstance(b, ToolCall)
+        ]
+        if not text and not calls:
+            return [], []
+        entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            entry["tool_calls"] = calls
+        return [entry], []
+    if isinstance(message, ToolResultMessage):
+        text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
+        found = [_part(b) for b in message.content if isinstance(b, ImageContent)]
+        pictures: list[dict[str, Any]] = []
+        if found and images:
+            pictures = found
+            text += f"\n({len(found)} image(s) attached in the next message)"
+        elif found:
+            text += "\n(image output omitted: this model takes no images)"
+        return [{"role": "tool", "tool_call_id": message.tool_call_id, "content": text}], pictures
+    return [{"role": "system", "content": message.content}], []
 
 
 def _tool_images(parts: list[dict[str, Any]]) -> dict[str, Any]:

@@ -132,7 +132,7 @@ class EntryOps(TaskOps):
         self._scan_guard(conversation_id, "context")
         if at is not None and not await self._visible(conversation_id, at):
             raise ValueError(f"entry {at} is not fork-visible from conversation {conversation_id}")
-        return derive_context(await self._kernel.shared_transcript(conversation_id, at, self._ctx))
+        return await self._kernel.shared_context(conversation_id, at, self._ctx)
 
     def write(
         self,

@@ -1,0 +1,73 @@
+"""Request bodies built with the per-record wire memo are the bodies built without it."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import msgspec
+
+from coding_agent.worker.providers import anthropic, openai
+from pico3.models import ModelInfo, Request, messages_from_json
+
+PNG = {"type": "image", "data": "AA==", "mimeType": "image/png"}
+
+
+def _history(rng: random.Random, size: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for n in range(size):
+        roll = rng.random()
+        if roll < 0.3:
+            out.append({"role": "user", "content": f"u{n}"})
+        elif roll < 0.4:
+            out.append({"role": "user", "content": [{"type": "text", "text": f"t{n}"}, PNG]})
+        elif roll < 0.6:
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": f"a{n}"}]
+            if rng.random() < 0.5:
+                blocks.append({"type": "toolCall", "id": f"c{n}", "name": "ls", "arguments": {}})
+            if rng.random() < 0.2:
+                blocks = [{"type": "thinking", "thinking": ""}]  # nothing to send
+            out.append({"role": "assistant", "content": blocks})
+        elif roll < 0.9:
+            content: list[dict[str, Any]] = [{"type": "text", "text": f"r{n}"}]
+            if rng.random() < 0.3:
+                content.append(PNG)
+            out.append(
+                {"role": "toolResult", "toolCallId": f"c{n}", "toolName": "ls", "content": content}
+            )
+        else:
+            out.append({"role": "system", "content": f"s{n}"})
+    return out
+
+
+def test_memoized_bodies_match_plain_bodies_turn_after_turn() -> None:
+    rng = random.Random(15)
+    history = messages_from_json(_history(rng, 300))
+    oa_memos = {True: openai.wire_memo(True), False: openai.wire_memo(False)}
+    an_memo = anthropic.wire_memo()
+    for end in range(1, len(history) + 1, 7):  # the same records, growing: memo hits
+        request = Request(model="m", messages=history[:end], system=["sys"])
+        for images in (True, False):
+            info = ModelInfo(id="m", provider="openai", supports_images=images)
+            memo = oa_memos[images]
+            got = openai.build_params(request, info, openai.OPENAI_COMPAT, memo=memo)
+            plain = openai.build_params(request, info, openai.OPENAI_COMPAT)
+            assert json.loads(msgspec.json.encode(got)) == json.loads(msgspec.json.encode(plain))
+        info = ModelInfo(id="m", provider="anthropic")
+        got = anthropic.build_params(request, info, memo=an_memo)
+        plain = anthropic.build_params(request, info)
+        assert json.loads(msgspec.json.encode(got)) == json.loads(msgspec.json.encode(plain))
+
+
+def test_a_request_that_does_not_extend_the_last_one_folds_from_scratch() -> None:
+    """A rewound (shorter) or changed history, after a longer one, still gets its own body."""
+    history = messages_from_json(_history(random.Random(7), 60))
+    info = ModelInfo(id="m", provider="openai", supports_images=True)
+    memo = openai.wire_memo(info.supports_images)
+    changed = [*history[:30], *messages_from_json([{"role": "user", "content": "other"}])]
+    for messages in (history, history[:20], changed, history):
+        request = Request(model="m", messages=messages)
+        got = openai.build_params(request, info, openai.OPENAI_COMPAT, memo=memo)
+        plain = openai.build_params(request, info, openai.OPENAI_COMPAT)
+        assert json.loads(msgspec.json.encode(got)) == json.loads(msgspec.json.encode(plain))
