@@ -86,3 +86,22 @@ def test_format_tokens_and_task_summaries() -> None:
     assert task_summary({"phase": "scan", "done": 1, "total": 4}) == "scan · 1/4 (25%)"
     assert task_summary("waiting") == "waiting"
     assert task_summary({"odd": [1, 2]}) == '{"odd": [1, 2]}'
+
+
+def test_the_footer_keeps_model_cost_and_context_percent_when_narrow() -> None:
+    footer = StatusFooter(
+        SessionInfo(
+            "20261202-001331-5325d2", "/home/someone/projects/a-rather-long-name", "faux/x", 10_000
+        )
+    )
+    view = {"config": {}, "entries": [_assistant(1, input=7000, output=500, cost={"total": 1.5})]}
+    footer.totals.fold(view["entries"])
+    footer._view = view  # pyright: ignore[reportPrivateUsage]
+    wide = footer.status_line(300).plain
+    assert "20261202-001331-5325d2" in wide and "/home/someone/projects/a-rather-long-name" in wide
+    for width in (76, 56, 40):  # an 80- and a 60-column terminal, minus padding; and less
+        line = footer.status_line(width).plain
+        assert len(line) <= width, (width, line)
+        for part in ("faux/x", "$1.500", "ctx 75%"):
+            assert part in line, (width, part, line)
+    assert "a-rather-long-name" in footer.status_line(76).plain  # shortened before dropped

@@ -75,7 +75,8 @@ async def test_tool_call_shows_arguments_status_and_edit_diff(conversation, docs
         assert "-return 'hi'" in preview and "+return 'hello'" in preview
         assert bash_card.status == "running"
         assert "3 passed" in bash_card.live_text
-        assert '"timeout": 60' in bash_card.args_text
+        assert bash_card.header_text.endswith("bash: pytest -q  (timeout 60s)")
+        assert bash_card.args_text == ""  # the header says it all: no raw JSON
 
         def results(doc: Any) -> None:
             doc["entries"].append(
@@ -145,3 +146,22 @@ def test_edit_preview_accepts_both_argument_shapes() -> None:
         == "-x\n+y\n@@\n-p\n+q"
     )
     assert edit_preview({"path": "f"}) is None
+
+
+def test_tool_titles_speak_each_tools_terms() -> None:
+    from coding_agent.tui.widgets.tools import diff_counts, tool_title
+
+    assert tool_title("read", {"path": "src/x.py", "offset": 10, "limit": 71}) == (
+        "read src/x.py:10-80"
+    )
+    assert tool_title("read", {"path": "src/x.py"}) == "read src/x.py"
+    assert tool_title("bash", {"command": "pytest -q\necho more"}) == "bash: pytest -q"
+    edit = {"path": "src/x.py", "edits": [{"oldText": "a", "newText": "b\nc\nd"}]}
+    assert tool_title("edit", edit) == "edit src/x.py (+3 −1)"
+    assert tool_title("edit", edit, diff_counts("--- a\n+++ b\n@@\n-x\n-y\n+z")) == (
+        "edit src/x.py (+1 −2)"
+    )
+    assert tool_title("write", {"path": "n.md", "content": "1\n2\n"}) == "write n.md (2 lines)"
+    assert tool_title("grep", {"pattern": "TODO", "path": "src"}) == 'grep "TODO" in src'
+    assert tool_title("ask_user", {"question": "Which?", "options": ["a"]}) == "ask_user: Which?"
+    assert tool_title("mystery", {"n": 1}) == 'mystery {"n": 1}'

@@ -44,7 +44,7 @@ from coding_agent.tui.keybindings import ACTIONS, Keybindings
 from coding_agent.tui.shell import ShellRunner, parse_bang
 from coding_agent.tui.terminal import TerminalKeys, driver_for, on_protocol_reported
 from coding_agent.tui.widgets.editor import PromptEditor
-from coding_agent.tui.widgets.footer import StatusFooter
+from coding_agent.tui.widgets.footer import StatusFooter, short_cwd
 from coding_agent.tui.widgets.help import HelpScreen
 from coding_agent.tui.widgets.messages import ThinkingBlock
 from coding_agent.tui.widgets.queue import QueuePanel
@@ -179,6 +179,7 @@ class CodingAgentApp(App[None]):
         self._compaction = Static(id="compaction", markup=False)
         self._status = Static(id="turn-status", markup=False)
         self._scroll_hint = Static(id="scroll-hint", markup=False)
+        self._welcome = Static(id="welcome", markup=False)
         self._ctx, self._cancel_ctx = with_cancel(BACKGROUND)
         self._latest: Any = None
         self._rebaseline = True
@@ -229,6 +230,7 @@ class CodingAgentApp(App[None]):
     def compose(self) -> ComposeResult:
         yield self._unavailable
         yield self._compaction
+        yield self._welcome
         yield self.transcript
         with Vertical(id="panels"):
             yield self.tasks_panel
@@ -244,6 +246,7 @@ class CodingAgentApp(App[None]):
         self._compaction.display = False
         self._status.display = False
         self._scroll_hint.display = False
+        self._welcome.display = False
         self.editor.border_title = "›"
         self._apply_settings()
         self.footer.show(self.client.view.value)
@@ -368,6 +371,10 @@ class CodingAgentApp(App[None]):
             self.footer.rebase(value)
         else:
             self.footer.show(value)
+        entries = value.get("entries")
+        self._welcome.display = not entries
+        if not entries:
+            self._paint_welcome()
         tasks = value.get("tasks")
         self.tasks_panel.show(tasks if isinstance(tasks, dict) else None)
         inbox = value.get("inbox")
@@ -384,7 +391,43 @@ class CodingAgentApp(App[None]):
         self._status.display = bool(text)
         self._paint_status()
 
+    def welcome_text(self) -> Text:
+        """The first screen's line: which model, permission mode and folder this is, and how
+        to get help."""
+        session = self.client.session
+        model = model_label(self._latest, session.model)
+        mode = next(
+            (
+                getattr(w, "permission_mode", None)
+                for w in self.query("#approval-mode")
+                if getattr(w, "permission_mode", None)
+            ),
+            None,
+        )
+        line = Text()
+        line.append("coding-agent", style="bold")
+        line.append(f" · {model}")
+        if mode:
+            line.append(f" · mode {mode}")
+        line.append(f" · {short_cwd(session.cwd)}\n", style="")
+        help_key = self._hint_key("help")
+        line.append(
+            "Type a request and press enter. /help lists commands and keys"
+            + (f" ({help_key})" if help_key else "")
+            + "; / opens commands, @ mentions files, ! runs a shell command.",
+            style="dim",
+        )
+        return line
+
+    def _paint_welcome(self) -> None:
+        text = self.welcome_text()
+        if text.plain != getattr(self, "_welcome_plain", None):
+            self._welcome_plain = text.plain
+            self._welcome.update(text)
+
     def _tick(self) -> None:
+        if self._welcome.display:
+            self._paint_welcome()  # the permission mode arrives from a facet
         self._paint_scroll_hint()  # the mouse wheel leaves/returns to follow mode too
         if self._status_text:
             self._spin = (self._spin + 1) % len(_SPINNER)

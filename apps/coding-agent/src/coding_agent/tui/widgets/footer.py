@@ -19,7 +19,7 @@ from textual.widgets import Static
 from coding_agent.tui.client import SessionInfo
 from coding_agent.tui.document import UsageTotals, model_label, thinking_level
 
-__all__ = ["StatusFooter", "format_tokens"]
+__all__ = ["StatusFooter", "format_tokens", "short_cwd"]
 
 
 def format_tokens(count: int) -> str:
@@ -31,7 +31,8 @@ def format_tokens(count: int) -> str:
     return f"{count / 1_000_000:.1f}M"
 
 
-def _short_cwd(cwd: str) -> str:
+def short_cwd(cwd: str) -> str:
+    """``cwd`` with the home folder written ``~``."""
     home = os.path.expanduser("~")
     if home and home != "/" and (cwd == home or cwd.startswith(home + os.sep)):
         return "~" + cwd[len(home) :]
@@ -78,32 +79,63 @@ class StatusFooter(Static):
         """Paint again with the current session facts (a context window became known)."""
         self.update(self.status_line())
 
-    def status_line(self) -> Text:
+    def on_resize(self) -> None:
+        self.update(self.status_line())
+
+    def status_line(self, width: int | None = None) -> Text:
+        """The line, fitted to ``width`` cells (default: the widget's): the least needed
+        parts go first (cache counts, session id, then the folder is shortened and dropped,
+        then the token counts), so the model, the cost and the context % always show."""
         session = self._session if isinstance(self._session, SessionInfo) else self._session()
         totals = self.totals
         dim = "dim"
-        line = Text()
-        line.append(model_label(self._view, session.model), style="bold")
+        if width is None:
+            width = self.content_region.width if self.is_mounted else 0
         level = thinking_level(self._view)
-        if level != "off":
-            line.append(f" · thinking {level}", style="magenta")
-        line.append("  ")
-        line.append(_short_cwd(session.cwd), style=dim)
-        line.append("  ")
-        line.append(session.session_id, style=dim)  # what /resume and --resume take
-        line.append("   ")
-        line.append(f"↑{format_tokens(totals.input)} ↓{format_tokens(totals.output)}")
-        if totals.cache_read or totals.cache_write:
-            line.append(
-                f"  R{format_tokens(totals.cache_read)} W{format_tokens(totals.cache_write)}",
-                style=dim,
-            )
-        line.append(f"  ${totals.cost:.3f}")
+        cwd = short_cwd(session.cwd)
         window = session.context_window
+        ctx: tuple[str, str] | None = None
         if window:
             percent = 100.0 * totals.context_tokens / window
             style = "red" if percent >= 90 else "yellow" if percent >= 70 else ""
-            line.append(f"  ctx {percent:.0f}%", style=style)
-        if not self._available:
-            line.append("   reconnecting…", style="yellow")
+            ctx = (f"ctx {percent:.0f}%", style)
+        cache = (
+            f"R{format_tokens(totals.cache_read)} W{format_tokens(totals.cache_write)}"
+            if totals.cache_read or totals.cache_write
+            else ""
+        )
+        parts: dict[str, tuple[str, str]] = {
+            "model": (model_label(self._view, session.model), "bold"),
+            "thinking": (f"thinking {level}", "magenta") if level != "off" else ("", ""),
+            "cwd": (cwd, dim),
+            "session": (session.session_id, dim),  # what /resume and --resume take
+            "tokens": (f"↑{format_tokens(totals.input)} ↓{format_tokens(totals.output)}", ""),
+            "cache": (cache, dim),
+            "cost": (f"${totals.cost:.3f}", ""),
+            "ctx": ctx or ("", ""),
+            "offline": ("reconnecting…", "yellow") if not self._available else ("", ""),
+        }
+
+        def build() -> Text:
+            line = Text()
+            for name, (text, style) in parts.items():
+                if not text:
+                    continue
+                if line:
+                    line.append(" · " if name == "thinking" else "  ")
+                line.append(text, style=style)
+            return line
+
+        line = build()
+        for drop in ("cache", "session", "cwd-short", "cwd", "tokens", "thinking"):
+            if not width or line.cell_len <= width:
+                break
+            if drop == "cwd-short":
+                name = os.path.basename(cwd.rstrip(os.sep)) or cwd
+                parts["cwd"] = (name, dim)
+            else:
+                parts[drop] = ("", "")
+            line = build()
+        if width and line.cell_len > width:
+            line.truncate(width, overflow="ellipsis")
         return line

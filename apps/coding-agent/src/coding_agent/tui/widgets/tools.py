@@ -26,7 +26,7 @@ from textual.widgets import Static
 from coding_agent.tui.document import content_text, entry_message, short_json
 from coding_agent.tui.widgets.collapsible import QuietCollapsible
 
-__all__ = ["ToolCard", "diff_text", "edit_preview"]
+__all__ = ["ToolCard", "diff_counts", "diff_text", "edit_counts", "edit_preview", "tool_title"]
 
 _OUTPUT_PREVIEW_LINES = 12
 _LIVE_TAIL_LINES = 20
@@ -38,6 +38,8 @@ _STATUS_ICONS = {
     "aborted": ("■", "yellow"),
 }
 _SUMMARY_KEYS = ("command", "path", "pattern", "query", "url", "question")
+_TITLED = ("bash", "read", "write", "grep", "find", "ls")
+"""Tools whose header (:func:`tool_title`) says everything their arguments hold."""
 
 
 def diff_text(diff: str) -> Text:
@@ -79,14 +81,82 @@ def edit_preview(arguments: Mapping[str, Any]) -> str | None:
     return "\n".join(lines) if lines else None
 
 
-def _summary(name: str, arguments: Any) -> str:
-    if isinstance(arguments, dict):
-        for key in _SUMMARY_KEYS:
-            value = arguments.get(key)
-            if isinstance(value, str) and value:
-                first = value.splitlines()[0] if value.splitlines() else value
-                return first if len(first) <= 100 else first[:99] + "…"
-    return short_json(arguments, 100) if arguments else ""
+def _clip(text: str, limit: int = 100) -> str:
+    first = text.splitlines()[0] if text.splitlines() else text
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def _count_lines(text: Any) -> int:
+    return len(text.splitlines()) if isinstance(text, str) else 0
+
+
+def edit_counts(arguments: Any) -> tuple[int, int] | None:
+    """Lines an ``edit`` call adds and removes (from its replacements), or ``None``."""
+    if not isinstance(arguments, dict):
+        return None
+    edits = arguments.get("edits")
+    if not isinstance(edits, list):
+        if "oldText" in arguments or "newText" in arguments:
+            edits = [arguments]
+        else:
+            return None
+    added = removed = 0
+    for edit in edits:
+        if isinstance(edit, dict):
+            added += _count_lines(edit.get("newText"))
+            removed += _count_lines(edit.get("oldText"))
+    return added, removed
+
+
+def diff_counts(diff: str) -> tuple[int, int]:
+    """``(+added, −removed)`` lines of a unified diff."""
+    added = sum(
+        1 for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")
+    )
+    removed = sum(
+        1 for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")
+    )
+    return added, removed
+
+
+def tool_title(name: str, arguments: Any, counts: tuple[int, int] | None = None) -> str:
+    """The card's header in the tool's own terms: ``read src/x.py:10-80``, ``bash: pytest -q``,
+    ``edit src/x.py (+3 −1)``, ``write notes.md (12 lines)``, ``grep "TODO" in src``; another
+    tool shows its name and its first string argument (never raw JSON)."""
+    args: dict[str, Any] = arguments if isinstance(arguments, dict) else {}
+    path = args.get("path")
+    path = path if isinstance(path, str) and path else None
+    if name == "bash" and isinstance(args.get("command"), str):
+        extras = (
+            [f"timeout {args['timeout']}s"] if type(args.get("timeout")) in (int, float) else []
+        )
+        extras += ["background"] if args.get("background") is True else []
+        more = f"  ({', '.join(extras)})" if extras else ""
+        return f"bash: {_clip(args['command'])}{more}"
+    if name == "read" and path:
+        offset, limit = args.get("offset"), args.get("limit")
+        start = offset if type(offset) is int and offset > 0 else 1
+        if type(limit) is int and limit > 0:
+            return f"read {path}:{start}-{start + limit - 1}"
+        return f"read {path}:{start}-" if start > 1 else f"read {path}"
+    if name == "edit" and path:
+        counts = counts or edit_counts(args)
+        return f"edit {path} (+{counts[0]} −{counts[1]})" if counts else f"edit {path}"
+    if name == "write" and path:
+        lines = _count_lines(args.get("content"))
+        return f"write {path} ({lines} line{'s' if lines != 1 else ''})"
+    if name in ("grep", "find") and isinstance(args.get("pattern"), str):
+        where = f" in {path}" if path else ""
+        return f'{name} "{_clip(args["pattern"], 60)}"{where}'
+    if name == "ls":
+        return f"ls {path or '.'}"
+    for key in _SUMMARY_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return f"{name}: {_clip(value)}"
+    if args:
+        return f"{name} {short_json(args, 100)}"
+    return name
 
 
 class ToolCard(Vertical):
@@ -99,6 +169,7 @@ class ToolCard(Vertical):
         self._arguments: Any = call.get("arguments")
         self._status = "pending"
         self._extra = ""
+        self._counts: tuple[int, int] | None = None  # an edit's +/− from its result's diff
         self._result_seen = False
         self._header = Static(classes="tool-header", markup=False)
         self._args = Static(classes="tool-args", markup=False)
@@ -207,6 +278,7 @@ class ToolCard(Vertical):
         diff = details.get("diff") if isinstance(details, dict) else None
         lines = text.count("\n") + 1 if text else 0
         if isinstance(diff, str) and diff and not is_error:
+            self._counts = diff_counts(diff)
             self._shown["result"] = diff
             self._body.update(diff_text(diff))
             self._output.title = f"Diff · {text.splitlines()[0] if text else 'applied'}"
@@ -232,10 +304,10 @@ class ToolCard(Vertical):
         icon, style = _STATUS_ICONS.get(self._status, ("•", "dim"))
         header = Text()
         header.append(f"{icon} ", style=style)
-        header.append(self.tool_name, style="bold")
-        summary = _summary(self.tool_name, self._arguments)
-        if summary:
-            header.append(f"  {summary}", style="italic")
+        title = tool_title(self.tool_name, self._arguments, self._counts)
+        name, _, rest = title.partition(self.tool_name)
+        header.append(name + self.tool_name, style="bold")
+        header.append(rest)
         if self._extra:
             header.append(f"  · {self._extra}", style="dim")
         self._shown["header"] = header.plain
@@ -250,8 +322,8 @@ class ToolCard(Vertical):
         preview = edit_preview(arguments)
         if preview is not None:
             return diff_text(preview)
-        if _summarised(arguments):
-            return ""
+        if self.tool_name in _TITLED or _summarised(arguments):
+            return ""  # the header says it all (a write's content shows in its result)
         return json.dumps(arguments, indent=2, ensure_ascii=False)[:4000]
 
     def _render_args(self) -> None:
