@@ -220,3 +220,28 @@ async def test_an_unsafe_tool_with_an_interrupted_callback_reports_with_its_memo
                 "Tool call interrupted by a restart after it had started: "
                 "it may have had partial effects."
             )
+
+
+async def test_a_call_interrupted_by_a_restart_keeps_the_output_it_had_streamed(
+    tmp_path: Path,
+) -> None:
+    started = anyio.Event()
+
+    async def chatty(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
+        async with api.streaming(ctx):
+            api.stream("collected 3 items\n")
+            await api.flush(ctx)
+            started.set()
+            await anyio.sleep_forever()
+        raise AssertionError
+
+    never = declaration(lambda *a: _ok("ran"), replay="unsafe")
+    await run_until_started(tmp_path, declaration(chatty, replay="unsafe"), started)
+    harness, root, _ = await open_harness(tmp_path, [faux_response("after")], never)
+    async with harness:
+        await harness.resume(BACKGROUND)
+        await root.wait_for_idle(BACKGROUND)
+        (result,) = await results(root)
+    assert result.model[0]["isError"]
+    assert text(result).startswith("Tool call interrupted by a restart")
+    assert "Output before it stopped:\ncollected 3 items" in text(result)

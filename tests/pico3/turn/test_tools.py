@@ -384,6 +384,30 @@ async def test_aborting_a_tool_appends_an_aborted_result_and_post_tools_continue
         assert s.events("tool.aborted")[0]["entry"] == result.id
 
 
+async def test_an_aborted_tool_keeps_the_output_it_had_streamed(open_session) -> None:
+    flushed = anyio.Event()
+
+    async def chatty(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
+        async with api.streaming(ctx):
+            api.stream("line one\nline two\n")
+            await api.flush(ctx)
+            flushed.set()
+            await anyio.sleep_forever()
+        raise AssertionError
+
+    script = [calls(("chatty", {"text": "a"})), faux_response("done")]
+    async with tools_session(open_session, script, declare("chatty", chatty)) as s:
+        handle = await s.root.send("go", BACKGROUND)
+        started = await s.wait_event("tool.started")
+        await flushed.wait()
+        assert await s.harness.abort_task(started["taskId"], BACKGROUND) == "marked"
+        assert (await handle.wait(BACKGROUND)).status == "done"
+        (result,) = await results(s)
+        text = text_of(result)
+        assert result.model[0]["isError"] and text.startswith("Tool call aborted.")
+        assert "Output before it stopped:\nline one\nline two" in text
+
+
 async def test_memos_never_reach_the_view_and_die_with_the_tool(open_session) -> None:
     gate = anyio.Event()
     stored = anyio.Event()

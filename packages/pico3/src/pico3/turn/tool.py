@@ -284,6 +284,8 @@ def _result_closure(
 
     def close(tx: Transaction, current: Task, ctx: Context) -> Completion:
         content = result.content or [{"type": "text", "text": ""}]
+        if code == "interrupted":  # a restart cut the call short: keep what it had printed
+            content = _with_partial_output(content, _slot_output(tx, task))
         try:
             content = copy_json(content, ("result", "content"))
         except JsonError as exc:
@@ -353,6 +355,23 @@ def _synthetic(task: Any, rt: Any, text: str, code: str) -> Done:
     return Done(_result_closure(task, rt, call, result, OutputBounds(), code=code))
 
 
+def _slot_output(tx: Transaction, task: Any) -> str:
+    """The output the call had streamed into its slot (``""``: none, or no slot)."""
+    try:
+        output = tool_slot(tx, task).get("output")
+    except LookupError:
+        return ""
+    return output if isinstance(output, str) else ""
+
+
+def _with_partial_output(content: list[dict[str, Any]], partial: str) -> list[dict[str, Any]]:
+    """``content`` with the streamed ``partial`` output appended (an abort or a restart cut
+    the call short: what it printed is kept for the model and the user)."""
+    if not partial.strip():
+        return content
+    return [*content, {"type": "text", "text": f"Output before it stopped:\n{partial}"}]
+
+
 # -- abort -----------------------------------------------------------------------------------------
 async def _abort(task: Any, rt: Any, ctx: Context) -> Any:
     """Mark the live foreground tasks of the conversations this call owns (their queues stay),
@@ -373,19 +392,24 @@ async def _abort(task: Any, rt: Any, ctx: Context) -> Any:
             await rt.abort_task(child_task, ctx)
 
     def close(tx: Transaction, current: Task, ctx: Context) -> Any:
-        message = {
-            "role": "toolResult",
-            "toolCallId": call["id"],
-            "toolName": call.get("name", ""),
-            "content": [{"type": "text", "text": "Tool call aborted."}],
-            "isError": True,
-            "timestamp": now,
-        }
-        entry = tx.append_entry(cid, NewEntry(kind="pi.tool_result", model=[message]))
         try:
             slot = tool_slot(tx, task)
         except LookupError:
             slot = None
+        partial = slot.get("output") if slot is not None else None
+        content = _with_partial_output(
+            [{"type": "text", "text": "Tool call aborted."}],
+            partial if isinstance(partial, str) else "",
+        )
+        message = {
+            "role": "toolResult",
+            "toolCallId": call["id"],
+            "toolName": call.get("name", ""),
+            "content": content,
+            "isError": True,
+            "timestamp": now,
+        }
+        entry = tx.append_entry(cid, NewEntry(kind="pi.tool_result", model=[message]))
         if slot is not None:
             slot["status"] = "aborted"
             slot["entry"] = entry.id
