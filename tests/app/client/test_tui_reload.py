@@ -236,12 +236,12 @@ def _empty_package(folder: Path) -> Path:
     return folder
 
 
-async def test_a_rescan_reports_new_gone_and_unreadable_packages_as_needing_a_restart(
+async def test_a_rescan_adds_new_packages_retires_gone_ones_and_reports_unreadable_folders(
     tmp_path: Path,
 ) -> None:
     alpha = _empty_package(tmp_path / "alpha")
     folders: list[Path] = [alpha]
-    reloader = PackageReloader(lambda: scan_packages(folders, installed=False))
+    reloader = PackageReloader(lambda: scan_packages(folders, installed=False), "tui")
     with pytest.raises(RuntimeError, match="cannot be reloaded yet"):
         await reloader.reload_all()
     generation = load_generation(facet_package_from_folder(alpha)[0], "tui")
@@ -255,11 +255,9 @@ async def test_a_rescan_reports_new_gone_and_unreadable_packages_as_needing_a_re
         finally:
             await coordinator.dispose()
     assert [(o["package"], o["outcome"], o["ok"]) for o in first] == [("alpha", "reloaded", True)]
-    assert [(o["package"], o["outcome"]) for o in second] == [
-        ("(scan)", "failed"),
-        ("alpha", "restart_required"),
-        ("beta", "restart_required"),
+    assert [(o["package"], o["outcome"], o["ok"]) for o in second] == [
+        ("(scan)", "failed", False),
+        ("alpha", "removed", True),
+        ("beta", "added", True),
     ]
     assert "missing" in second[0]["message"] and "does not exist" in second[0]["message"]
-    assert "no longer found" in second[1]["message"]
-    assert "is new here" in second[2]["message"]

@@ -161,7 +161,7 @@ async def run_client(
     app = CodingAgentApp(client, keybindings=load_keybindings(), theme=theme)
     run = ClientRun(app, client, session)
     generations, problems = load_tui_facets(facets_dirs)
-    reloader = PackageReloader(lambda: scan_packages(facets_dirs))
+    reloader = PackageReloader(lambda: scan_packages(facets_dirs), "tui")
     run.reloader = reloader
     toasts = _WorkerReloadToasts(app)
     coordinator: ReloadCoordinator | None = None

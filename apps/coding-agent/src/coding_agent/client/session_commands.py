@@ -165,7 +165,11 @@ def summarize_reload(
     for where, outcomes in (("worker", worker), ("TUI", tui)):
         if outcomes is None:
             continue
-        reloaded = [o["package"] for o in outcomes if o["ok"]]
+        reloaded = [
+            o["package"] + (f" ({o['outcome']})" if o["outcome"] in ("added", "removed") else "")
+            for o in outcomes
+            if o["ok"]
+        ]
         lines.append(f"{where}: {', '.join(reloaded) if reloaded else 'nothing'}")
         for outcome in outcomes:
             if outcome["ok"]:

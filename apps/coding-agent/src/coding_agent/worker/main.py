@@ -367,7 +367,8 @@ async def open_session_host(
             box["harness"] = env.use(HarnessService)
 
         reloader = PackageReloader(  # /reload from a TUI: every package, on demand
-            lambda: scan_packages(config.facets_dirs, installed=config.installed_features)
+            lambda: scan_packages(config.facets_dirs, installed=config.installed_features),
+            "session",
         )
 
         async with anyio.create_task_group() as group:

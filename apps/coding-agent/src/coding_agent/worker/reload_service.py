@@ -10,8 +10,11 @@ both share. Given the host's coordinator and a way to scan for packages, :meth:`
    read is reported, and the other packages still reload);
 2. reloads every loaded package whose declaration is unchanged, through the coordinator (so a
    broken edit keeps the old generation serving, exactly as with ``--dev``);
-3. reports what a reload cannot do in a running host as ``restart_required``: a package found
-   now that was not loaded at start, one that is gone, one whose declaration changed.
+3. adds a package found now that was not loaded (installed with ``coding-agent facets add``,
+   say) and retires one that is gone (``facets remove``), in the running host
+   (:meth:`~chord.packages.ReloadCoordinator.add` / ``remove``); a package whose declaration
+   changed is retired and added again. A package that fails to load or activate is reported
+   ``failed`` and the running facets keep serving.
 
 Each outcome is one JSON object (the same shape the worker's status uses for reload reports)::
 
@@ -62,7 +65,7 @@ class ReloadOutcome(TypedDict):
     """What became of one package in one ``/reload`` (JSON, crosses the wire)."""
 
     package: str
-    outcome: Literal["reloaded", "failed", "restart_required"]
+    outcome: Literal["reloaded", "added", "removed", "failed", "restart_required"]
     ok: bool
     message: str
 
@@ -111,9 +114,12 @@ def scan_packages(folders: Sequence[str | Path] = (), *, installed: bool = True)
 
 
 def _outcome(
-    package: str, outcome: Literal["reloaded", "failed", "restart_required"], message: str
+    package: str,
+    outcome: Literal["reloaded", "added", "removed", "failed", "restart_required"],
+    message: str,
 ) -> ReloadOutcome:
-    return {"package": package, "outcome": outcome, "ok": outcome == "reloaded", "message": message}
+    ok = outcome in ("reloaded", "added", "removed")
+    return {"package": package, "outcome": outcome, "ok": ok, "message": message}
 
 
 def _from_report(report: ReloadReport) -> ReloadOutcome:
@@ -127,12 +133,14 @@ class PackageReloader:
 
     ``scan`` finds the packages now (typically :func:`scan_packages` over the host's folders).
     :attr:`coordinator` is set once the host runs (it owns the loaded generations);
-    :meth:`reload_all` before that fails with a clear message. :attr:`busy` is true while a
+    :meth:`reload_all` before that fails with a clear message. ``kind`` is the host kind new
+    packages are loaded for (``"session"`` or ``"tui"``). :attr:`busy` is true while a
     :meth:`reload_all` runs, so a report callback can leave the toasting to its caller.
     """
 
-    def __init__(self, scan: Callable[[], PackageScan]) -> None:
+    def __init__(self, scan: Callable[[], PackageScan], kind: str = "session") -> None:
         self._scan = scan
+        self._kind = kind
         self.coordinator: ReloadCoordinator | None = None
         self.busy = False
 
@@ -157,33 +165,20 @@ class PackageReloader:
             found = scan.packages.get(name)
             generation = loaded.get(name)
             if generation is None:
-                outcomes.append(
-                    _outcome(
-                        name,
-                        "restart_required",
-                        f"facet package {name!r} is new here; restart to load it",
-                    )
-                )
+                assert found is not None
+                outcomes.append(_from_report(await coordinator.add(found, self._kind)))
             elif found is None:
-                outcomes.append(
-                    _outcome(
-                        name,
-                        "restart_required",
-                        f"facet package {name!r} is no longer "
-                        f"found; restart to unload it (generation {generation.number} "
-                        "keeps serving)",
-                    )
-                )
+                outcomes.append(_from_report(await coordinator.remove(name)))
             elif found != generation.package:
-                outcomes.append(
-                    _outcome(
-                        name,
-                        "restart_required",
-                        f"facet package {name!r} is declared "
-                        f"differently now; restart to load it (generation "
-                        f"{generation.number} keeps serving)",
-                    )
-                )
+                removed = await coordinator.remove(name)
+                if not removed.ok:
+                    outcomes.append(_from_report(removed))
+                    continue
+                added = _from_report(await coordinator.add(found, self._kind))
+                if added["ok"]:
+                    added["message"] = f"facet package {name!r} was declared anew: reloaded"
+                    added["outcome"] = "reloaded"
+                outcomes.append(added)
             else:
                 outcomes.append(_from_report(await coordinator.reload(name)))
         return outcomes

@@ -90,6 +90,11 @@ class ServiceSlot:
         return not self.service.local
 
     @property
+    def bound(self) -> bool:
+        """True once :meth:`bind` routed the service (until :meth:`unbind`)."""
+        return self._bound
+
+    @property
     def swapping(self) -> bool:
         """True while a reload has retired the provider and not yet routed its replacement."""
         return self._gate is not None

@@ -47,6 +47,16 @@ Reload (docs/design/decisions.md#d4: retire first)
 
 Errors from retiring old facets do not undo a reload that otherwise succeeded; they are reported
 to ``on_error``.
+
+Adding and retiring (a package installed or removed while the application runs)
+--------------------------------------------------------------------------------
+``host.add(facets)`` sets up *new* facets (ids not active), checks their graph against what the
+host already serves (a provision may not collide with an active one; a requirement is met by an
+active facet, a candidate, or a service source, whose catalogue is asked again), offers their
+remotable provisions in the provider's catalogue, and activates them, providers first. If
+anything fails, what was added is disposed and withdrawn: the running facets were never touched.
+``host.retire(ids)`` deactivates facets (reverse activation order) and withdraws their
+provisions; it is refused while a remaining facet uses one of them.
 """
 
 from __future__ import annotations
@@ -128,6 +138,14 @@ def _check_facets(facets: Iterable[Facet], what: str) -> tuple[Facet, ...]:
         if not isinstance(facet, Facet):
             raise TypeError(f"{what} item {index} is not a Facet: {type(facet).__name__}")
     return result
+
+
+@dataclass(slots=True)
+class _Added:
+    """The routes :meth:`FacetHost.add` built for one added facet (undone by ``retire``)."""
+
+    binding: RemoteServices | None = None
+    registry: LocalKeyedRegistry | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +260,8 @@ class FacetHost:
         self._registry: LocalKeyedRegistry | None = None
         self._stack: AsyncExitStack | None = None
         self._group: anyio.abc.TaskGroup | None = None
+        self._external_modes: dict[str, ServiceMode] = {}
+        self._added: dict[str, _Added] = {}  # facet id -> what add() built for it
 
     # -- public surface -------------------------------------------------------------------------
     @property
@@ -331,6 +351,261 @@ class FacetHost:
             if self._phase == "reloading":
                 self._phase = "active"
 
+    async def add(self, facets: Sequence[Facet]) -> None:
+        """Set up and activate new facets in the running host (see the module docstring).
+
+        On any failure the candidates are disposed and withdrawn and the error is raised; the
+        facets that were running keep running, untouched.
+        """
+        if self._phase != "active":
+            raise RuntimeError(f"Facet host cannot add facets while {self._phase}")
+        candidates = _check_facets(facets, "Added facet list")
+        ids = [facet.id for facet in candidates]
+        if any(not facet_id for facet_id in ids):
+            raise RuntimeError("Facet ID must not be empty")
+        if len(set(ids)) != len(ids):
+            raise RuntimeError("Added facet IDs must be unique")
+        for facet_id in ids:
+            if facet_id in self._records:
+                raise RuntimeError(f"Facet {facet_id} is already active")
+        if not candidates:
+            return
+        self._phase = "reloading"
+        try:
+            await self._add(candidates)
+        finally:
+            if self._phase == "reloading":
+                self._phase = "active"
+
+    async def retire(self, facet_ids: Sequence[str]) -> None:
+        """Deactivate active facets and withdraw their provisions (see the module docstring)."""
+        if self._phase != "active":
+            raise RuntimeError(f"Facet host cannot retire facets while {self._phase}")
+        gone = set(facet_ids)
+        for facet_id in gone:
+            if facet_id not in self._records:
+                raise RuntimeError(f"Facet {facet_id} is not active")
+        provided = {
+            ref.service.id: record.id
+            for record in self._records.values()
+            if record.id in gone
+            for ref in record.provides
+        }
+        for record in self._records.values():
+            if record.id in gone:
+                continue
+            for ref in record.requires:
+                owner = provided.get(ref.service.id)
+                if owner is not None:
+                    raise RuntimeError(
+                        f"Facet {owner} cannot be retired: facet {record.id} uses its service "
+                        f"{ref.service.id} (retire both, or restart)"
+                    )
+        if not gone:
+            return
+        self._phase = "reloading"
+        try:
+            order = [facet_id for facet_id in self._order if facet_id in gone]
+            errors = await self._withdraw([self._records[facet_id] for facet_id in order])
+        finally:
+            if self._phase == "reloading":
+                self._phase = "active"
+        for error in errors:
+            self._report(error)
+
+    async def _withdraw(self, records: Sequence[FacetRecord]) -> list[Exception]:
+        """Dispose ``records`` (in reverse) and undo their routes; returns the errors."""
+        errors = await _dispose_records(reversed(records))
+        remotable: list[str] = []
+        for record in records:
+            self._records.pop(record.id, None)
+            if record.id in self._order:
+                self._order.remove(record.id)
+            for singleton in record.singletons:
+                slot = self._slots.pop(singleton.service.id, None)
+                if slot is not None:
+                    slot.unbind()
+                if not singleton.service.local:
+                    remotable.append(singleton.service.id)
+            for keyed in record.keyed:
+                self._keyed_sources.pop(keyed.service.id, None)
+                if not keyed.service.local:
+                    remotable.append(keyed.service.id)
+        try:
+            self.services.remove(remotable)
+        except Exception as error:
+            errors.append(error)
+        for record in records:
+            added = self._added.pop(record.id, None)
+            if added is None:
+                continue
+            if added.registry is not None:
+                try:
+                    added.registry.dispose()
+                except Exception as error:
+                    errors.append(error)
+            if added.binding is not None:
+                try:
+                    await added.binding.dispose(BACKGROUND)
+                except Exception as error:
+                    errors.append(error)
+        return errors
+
+    async def _add(self, facets: tuple[Facet, ...]) -> None:
+        staged: list[FacetRecord] = []
+        routed: list[FacetRecord] = []
+        try:
+            for facet in facets:
+                record = FacetRecord(facet, FacetLifecycle(facet.id))
+                staged.append(record)
+                self._run_setup(record)
+            served: dict[str, ServiceMode] = dict(self._external_modes)
+            for record in self._records.values():
+                for ref in record.provides:
+                    served[ref.service.id] = ref.mode
+            for record in staged:
+                for ref in record.provides:
+                    if ref.service.id in served:
+                        raise RuntimeError(
+                            f"Facet {record.id} provides {ref.service.id}, which this host "
+                            "already serves; restart required"
+                        )
+            await self._open_external(staged, served)
+            order = activation_order(staged, served)
+            self._bind_running()
+            for record in staged:
+                self._route_added(record)
+                routed.append(record)
+            for facet_id in order:
+                self._records[facet_id] = next(r for r in staged if r.id == facet_id)
+                self._order.append(facet_id)
+            connecting = [
+                added.binding
+                for facet_id in order
+                if (added := self._added.get(facet_id)) is not None and added.binding is not None
+            ]
+            for binding in connecting:
+                await binding.ready(BACKGROUND)
+            for facet_id in order:
+                await self._records[facet_id].lifecycle.activate()
+        except BaseException as error:
+            cleanup: list[Exception] = []
+            with anyio.CancelScope(shield=True):
+                cleanup = await self._withdraw(routed)  # only what this add offered
+                cleanup += await _dispose_records(reversed([r for r in staged if r not in routed]))
+            for record in staged:
+                self._added.pop(record.id, None)
+            if cleanup and isinstance(error, Exception):
+                raise ExceptionGroup(
+                    "Adding facets failed, and so did removing them again", [error, *cleanup]
+                ) from None
+            raise
+
+    async def _open_external(
+        self, records: Sequence[FacetRecord], served: dict[str, ServiceMode]
+    ) -> None:
+        """Bind the candidates' requirements that only a service source offers (asked again)."""
+        provided = {ref.service.id for record in records for ref in record.provides}
+        wanted = {
+            ref.service.id: ref
+            for record in records
+            for ref in record.requires
+            if ref.service.id not in served and ref.service.id not in provided
+        }
+        if not wanted or not self._sources:
+            return
+        for source in self._sources:
+            catalogue: dict[str, ServiceMode] = {
+                entry.service_id: entry.mode for entry in await source.catalogue(BACKGROUND)
+            }
+            found = [sid for sid in wanted if sid in catalogue]
+            if not found and not source.accepts_unavailable_services:
+                continue
+            if source.accepts_unavailable_services:
+                found = list(wanted)
+            binding = source.open(
+                services=found, assert_access=self._assert_target_access, on_error=self._report
+            )
+            self._source_bindings.append(binding)
+            for service_id in found:
+                ref = wanted.pop(service_id)
+                mode: ServiceMode = catalogue.get(service_id, ref.mode)
+                served[service_id] = mode
+                self._external_modes[service_id] = mode
+                if mode == "singleton":
+                    slot = self._slots.get(service_id)
+                    if slot is not None:
+                        slot.bind(binding.use(ref.service))
+                else:
+                    self._keyed_sources[service_id] = binding
+            await binding.ready(BACKGROUND)
+            if not wanted:
+                return
+
+    def _bind_running(self) -> None:
+        """Bind the slots the candidates created for singletons that running facets provide."""
+        for running in self._records.values():
+            added = self._added.get(running.id)
+            binding = added.binding if added is not None else self._binding
+            for singleton in running.singletons:
+                slot = self._slots.get(singleton.service.id)
+                if slot is None or slot.bound:
+                    continue
+                if singleton.service.local:
+                    slot.bind(singleton.implementation)
+                elif binding is not None:
+                    slot.bind(binding.use(singleton.service))
+
+    def _route_added(self, record: FacetRecord) -> None:
+        """Offer ``record``'s provisions: catalogue entries, its own loopback binding/registry."""
+        added = _Added()
+        self._added[record.id] = added
+        remotable: list[Service[Any]] = []
+        entries: list[Service[Any] | tuple[Service[Any], ServiceMode]] = []
+        local_keyed: list[Service[Any]] = []
+        for singleton in record.singletons:
+            if not singleton.service.local:
+                entries.append(singleton.service)
+                remotable.append(singleton.service)
+        for keyed in record.keyed:
+            if keyed.service.local:
+                local_keyed.append(keyed.service)
+            else:
+                entries.append((keyed.service, "keyed"))
+                remotable.append(keyed.service)
+        if entries:
+            self.services.extend(entries)
+            added.binding = create_remote_service_binding(
+                services=remotable,
+                transport=create_loopback_transport(self.services),
+                assert_access=self._assert_target_access,
+                on_error=self._report,
+                task_group=self._task_group,
+            )
+        if local_keyed:
+            added.registry = LocalKeyedRegistry(
+                local_keyed, task_group=self._task_group, on_error=self._report
+            )
+        for singleton in record.singletons:
+            slot = self._slots.get(singleton.service.id)
+            if singleton.service.local:
+                if slot is not None:
+                    slot.bind(singleton.implementation)
+                continue
+            self.services.provide(singleton.service, singleton.implementation)
+            if slot is not None:
+                assert added.binding is not None
+                slot.bind(added.binding.use(singleton.service))
+        for keyed in record.keyed:
+            if keyed.service.local:
+                assert added.registry is not None
+                keyed.spawner.connect(partial(added.registry.spawn, keyed.service))
+                self._keyed_sources[keyed.service.id] = added.registry
+            else:
+                assert added.binding is not None
+                keyed.spawner.connect(partial(self.services.spawn, keyed.service))
+                self._keyed_sources[keyed.service.id] = added.binding
+
     # -- startup --------------------------------------------------------------------------------
     @property
     def _task_group(self) -> anyio.abc.TaskGroup:
@@ -348,6 +623,7 @@ class FacetHost:
             records = list(self._records.values())
             self._phase = "assembling"
             external = await self._resolve_external(records)
+            self._external_modes = {sid: entry.mode for sid, entry in external.items()}
             self._order = activation_order(
                 records, {service_id: entry.mode for service_id, entry in external.items()}
             )

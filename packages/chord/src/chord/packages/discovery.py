@@ -27,6 +27,7 @@ name, so a checkout under development wins over the copy in the environment.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import tomllib
@@ -146,6 +147,7 @@ def installed_facet_packages(
     the entry point skipped instead, so one broken package cannot keep the others out.
     """
     found: dict[str, FacetPackage] = {}
+    importlib.invalidate_caches()  # a package installed since the last scan is seen too
     for entry_point in entry_points(group=group):
         try:
             package = _describe_entry_point(entry_point)
@@ -255,17 +257,22 @@ def _describe_entry_point(entry_point: EntryPoint) -> FacetPackage:
     where = f"entry point {entry_point.name!r} of {dist_name or 'an unknown distribution'}"
     module, attr = _split_value(entry_point.value, where)
     top = module.partition(".")[0]
+    editable_root = _editable_root(distribution) if distribution is not None else None
     try:
         spec = importlib.util.find_spec(top)  # a top-level name: imports nothing
     except (ImportError, ValueError) as error:
         raise FacetDiscoveryError(f"{where}: cannot locate package {top!r}: {error}") from error
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations and editable_root is not None:
+        # Installed editable after this process started: its .pth entry is not on sys.path
+        # yet, but the project folder says where the package is.
+        found = _find_package_dir(editable_root, top)
+        locations = [str(found)] if found is not None else []
     if not locations:
         raise FacetDiscoveryError(
             f"{where}: {top!r} is not an importable package (facet packages are packages)"
         )
     package_dir = Path(locations[0]).resolve()
-    editable_root = _editable_root(distribution) if distribution is not None else None
     return FacetPackage(
         name=entry_point.name,
         plugin_module=module,

@@ -15,7 +15,10 @@ Whatever goes wrong — a syntax error, an import error, a failing ``setup``, a 
 the running generation keeps serving, and the outcome is delivered as a :class:`ReloadReport`: to
 the log (logger ``chord.packages.reload``) and to the ``on_report`` callback the app shows.
 A change of *shape* (services or facets added or removed) cannot be reloaded in place; it is
-refused with "restart required" and reported the same way.
+refused with "restart required" and reported the same way. A package installed or uninstalled
+while the app runs is added with :meth:`ReloadCoordinator.add` or retired with
+:meth:`ReloadCoordinator.remove` (``host.add`` / ``host.retire``, inside ``around_reload``), with
+the same rule: a failure leaves the running generations serving.
 
 Watching uses :func:`watchfiles.awatch` over each reloadable package's source folder (``*.py``,
 recursively) and its project folder (``pyproject.toml`` only, not recursively, so a project's
@@ -46,7 +49,7 @@ import anyio.lowlevel
 from watchfiles import Change, DefaultFilter, awatch
 
 from chord.facets.facet import Facet
-from chord.packages.discovery import FacetDiscoveryError
+from chord.packages.discovery import FacetDiscoveryError, FacetPackage
 from chord.packages.generation import FacetGeneration, FacetLoadError, load_generation
 
 __all__ = [
@@ -59,7 +62,7 @@ __all__ = [
 
 _logger = logging.getLogger(__name__)
 
-ReloadOutcome = Literal["reloaded", "failed", "restart_required"]
+ReloadOutcome = Literal["reloaded", "added", "removed", "failed", "restart_required"]
 
 AroundReload = Callable[[Callable[[], Awaitable[None]]], Awaitable[None]]
 """The app's hook around a swap: ``await around_reload(perform)`` must await ``perform()`` once.
@@ -83,7 +86,9 @@ For the session worker (docs/design/reload.md#session-worker-reload)::
 
 
 class ReloadableHost(Protocol):
-    """What the coordinator needs of a facet host: :meth:`chord.facets.FacetHost.reload`."""
+    """What the coordinator needs of a facet host: :meth:`chord.facets.FacetHost.reload`
+    (and, for :meth:`ReloadCoordinator.add` and :meth:`ReloadCoordinator.remove`, ``add`` and
+    ``retire``)."""
 
     async def reload(self, facets: Sequence[Facet]) -> None: ...
 
@@ -114,8 +119,8 @@ class ReloadReport:
 
     @property
     def ok(self) -> bool:
-        """The new code serves and nothing failed."""
-        return self.outcome == "reloaded" and self.error is None
+        """The new code serves (or the package was added or removed) and nothing failed."""
+        return self.outcome in ("reloaded", "added", "removed") and self.error is None
 
 
 class _StopSignal:
@@ -351,12 +356,139 @@ class ReloadCoordinator:
             candidate=candidate.number,
         )
 
+    async def add(self, package: FacetPackage, kind: str) -> ReloadReport:
+        """Load ``package`` for host kind ``kind`` and add its facets to the running host.
+
+        A package already loaded is refused (reload it instead). On failure nothing is added
+        and the running generations keep serving; the report says why. Never raises for a bad
+        package (only cancellation propagates).
+        """
+        if self._disposed:
+            raise RuntimeError("the reload coordinator is disposed")
+        async with self._lock:
+            return self._deliver(await self._add(package, kind))
+
+    async def _add(self, package: FacetPackage, kind: str) -> ReloadReport:
+        name = package.name
+        started = time.perf_counter()
+
+        def report(
+            outcome: ReloadOutcome,
+            message: str,
+            generation: int = 0,
+            *,
+            stage: Literal["load", "reload"] | None = None,
+            error: BaseException | None = None,
+        ) -> ReloadReport:
+            return ReloadReport(
+                package=name,
+                outcome=outcome,
+                message=message,
+                generation=generation,
+                candidate=generation or None,
+                stage=stage,
+                error=error,
+                duration=time.perf_counter() - started,
+            )
+
+        if name in self._current:
+            return report("failed", f"facet package {name!r} is already loaded", stage="load")
+        try:
+            candidate = load_generation(package, kind)
+        except (FacetLoadError, FacetDiscoveryError) as error:
+            return report("failed", f"{error}; nothing was added", stage="load", error=error)
+        add = getattr(self._host, "add", None)
+        if add is None:
+            candidate.purge()
+            return report("restart_required", f"this host cannot add {name!r}; restart to load it")
+        done = False
+
+        async def perform() -> None:
+            nonlocal done
+            if done:
+                raise RuntimeError("around_reload called perform() twice")
+            await add(candidate.facets)
+            done = True
+
+        try:
+            if candidate.facets:
+                if self._around_reload is None:
+                    await perform()
+                else:
+                    await self._around_reload(perform)
+        except Exception as error:
+            if not done:
+                candidate.purge()
+                return report(
+                    "failed",
+                    f"facet package {name!r} was not added: {type(error).__name__}: {error}. "
+                    "The running facets keep serving",
+                    candidate.number,
+                    stage="reload",
+                    error=error,
+                )
+        except BaseException:
+            if done:
+                self._current[name] = candidate
+            else:
+                candidate.purge()
+            raise
+        self._current[name] = candidate
+        facets = ", ".join(facet.id for facet in candidate.facets) or "no facets for this host"
+        return report("added", f"facet package {name!r} added ({facets})", candidate.number)
+
+    async def remove(self, package: str) -> ReloadReport:
+        """Retire ``package``'s facets from the running host and dispose its generation."""
+        if self._disposed:
+            raise RuntimeError("the reload coordinator is disposed")
+        current = self.generation(package)
+        async with self._lock:
+            started = time.perf_counter()
+            retire = getattr(self._host, "retire", None)
+            ids = [facet.id for facet in current.facets]
+            try:
+                if retire is None:
+                    raise RuntimeError("this host cannot retire facets; restart required")
+                if ids:
+
+                    async def perform() -> None:
+                        await retire(ids)
+
+                    if self._around_reload is None:
+                        await perform()
+                    else:
+                        await self._around_reload(perform)
+            except Exception as error:
+                return self._deliver(
+                    ReloadReport(
+                        package=package,
+                        outcome="failed",
+                        message=f"facet package {package!r} was not removed: {error}. "
+                        f"Generation {current.number} keeps serving",
+                        generation=current.number,
+                        stage="reload",
+                        error=error,
+                        duration=time.perf_counter() - started,
+                    )
+                )
+            del self._current[package]
+            await current.dispose()
+            return self._deliver(
+                ReloadReport(
+                    package=package,
+                    outcome="removed",
+                    message=f"facet package {package!r} removed",
+                    generation=current.number,
+                    duration=time.perf_counter() - started,
+                )
+            )
+
     async def _commit(self, name: str, old: FacetGeneration, new: FacetGeneration) -> None:
         self._current[name] = new
         await old.dispose()
 
     def _deliver(self, report: ReloadReport) -> ReloadReport:
-        if report.outcome == "reloaded" and report.error is None:
+        if report.ok:
             _logger.info("%s (%.0f ms)", report.message, report.duration * 1000)
         elif report.outcome == "restart_required":
             _logger.warning("%s", report.message)

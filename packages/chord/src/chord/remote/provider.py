@@ -394,6 +394,60 @@ class RemoteServiceProvider:
 
     # -- disposal -----------------------------------------------------------------------------
 
+    def extend(self, entries: Sequence[Service[Any] | tuple[Service[Any], ServiceMode]]) -> None:
+        """Add services to the catalogue of a running provider (facets added to a running host).
+
+        The entries are checked as in the constructor; an id already offered is refused and
+        nothing is added. Peers see them in the next ``catalogue`` call.
+        """
+        self._assert_active()
+        added = RemoteServiceProvider(entries)
+        clash = sorted(set(added._registrations) & set(self._registrations))
+        if clash:
+            raise TypeError(f"Remote services already in the catalogue: {', '.join(clash)}")
+        self._catalogue = (*self._catalogue, *added._catalogue)
+        self._registrations.update(added._registrations)
+
+    def remove(self, service_ids: Sequence[str]) -> None:
+        """Take services out of the catalogue (their facets were retired from a running host).
+
+        Their subscribers get ``unavailable`` (singletons) and ``closed`` (each keyed instance),
+        then their end, as in :meth:`dispose`. Unknown ids are ignored.
+        """
+        self._assert_active()
+        errors: list[Exception] = []
+        for service_id in service_ids:
+            registration = self._registrations.get(service_id)
+            if registration is None:
+                continue
+            singleton = registration.singleton
+            if singleton is not None:
+                singleton.retire()
+                registration.singleton = None
+                try:
+                    self._emit(registration, ServiceUnavailableUpdate())
+                except Exception as error:
+                    errors.append(error)
+            for key, instance in list(registration.instances.items()):
+                instance.retire()
+                del registration.instances[key]
+                assert instance.address is not None
+                try:
+                    self._emit(registration, ServiceClosedUpdate(instance.address))
+                except Exception as error:
+                    errors.append(error)
+            for subscriber in registration.subscribers:
+                if subscriber.active and not subscriber.draining:
+                    subscriber.closed = True
+                    subscriber.buffer.clear()
+                else:
+                    subscriber.terminated = True
+            registration.subscribers.clear()
+            del self._registrations[service_id]
+        gone = set(service_ids)
+        self._catalogue = tuple(e for e in self._catalogue if e.service_id not in gone)
+        _raise_collected(errors, "Failed to remove remote services")
+
     def dispose(self) -> None:
         """Withdraw everything: subscribers get ``unavailable``/``closed``, then their end.
 
