@@ -22,9 +22,9 @@ from facets_indexer.contract import INDEX_FILE_NAME, INDEXER_KIND
 from facets_indexer.kind import STATE_DIR_SERVICE, AfterWrite, indexer_kind
 from facets_indexer.session import CODE_SEARCH, install_indexer
 from facets_indexer.store import IndexStore
+from pico3 import Harness
 from pico3.handle import HarnessHandle
 from pico3.harness import ConversationHandle, HarnessOptions
-from pico3.harness import Harness as OpenHarness
 from pico3.models.faux import FauxProvider, FauxStep, faux_response, faux_tool_call
 from pico3.storage import MemoryStorage
 from pico3.storage.records import Task
@@ -64,7 +64,7 @@ def make_tree(root: Path) -> dict[str, str]:
 
 @dataclass
 class Session:
-    harness: OpenHarness
+    harness: Harness
     root: ConversationHandle
     kind: TaskKind
     state: Path

@@ -9,7 +9,7 @@
   harness envelope into exactly one replicated-state revision.
 * :mod:`pico3.chord.endpoint`: :class:`ConversationEndpoint`, the instance's JSON methods.
 
-Feature packages import the contract (and this package), never the app.
+This package is internal: feature packages and the app import these names from :mod:`pico3`.
 """
 
 from pico3.chord.bridge import BRIDGE_QUEUE_LIMIT, BridgeFailure, ViewBridge

@@ -202,11 +202,14 @@ class ConversationServiceApi(Protocol):
 
 
 class HarnessServiceApi(Protocol):
-    """The session's harness, in process (``pi.harness``).
+    """The session's harness, in process: what ``env.use(HarnessService)`` returns.
+
+    Not to be confused with :class:`~pico3.Harness`, the harness class: :attr:`harness` is the
+    current opening, and ``install`` below receives each opening.
 
     Registrations go through :meth:`add_registration`: ``install(harness) -> unregister`` runs
     now (when open) and again on every reopen, before ``resume``; own the returned remover with
-    ``env.own``. The current :class:`~pico3.harness.Harness` is :attr:`harness`.
+    ``env.own``.
     """
 
     @property
@@ -258,7 +261,8 @@ class HarnessServiceApi(Protocol):
 HarnessService: Service[HarnessServiceApi] = define_service(
     "pi.harness", HarnessServiceApi, local=True
 )
-"""``pi.harness``: the local harness handle (singleton; never remote)."""
+"""The service token ``pi.harness``: the local harness handle (singleton; never remote); its
+API is :class:`HarnessServiceApi`."""
 
 ConversationService: Service[ConversationServiceApi] = define_service(
     "pi.conversation", ConversationServiceApi
