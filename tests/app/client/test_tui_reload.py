@@ -205,6 +205,11 @@ async def test_dev_mode_reloads_tui_facets_when_their_source_changes(
             pilot, lambda: "greet-v2" in app.tui.commands, "the edited command to appear"
         )
         seen["commands"] = sorted(c for c in app.tui.commands if c.startswith("greet"))
+        await kit.wait_for(
+            pilot,
+            lambda: any(m == "Reloaded greeter (TUI)" for _, m in kit.toasts(app)),
+            "the short notice of a successful hot reload",
+        )
         # The worker does not watch (no --dev there): it still serves v1.
         seen["v2"] = await _greet(kit, pilot, "v2")
         (package / "plugin.py").write_text("def broken(:\n")

@@ -419,10 +419,15 @@ async def _watch(
 def _tui_reload_toast(
     app: CodingAgentApp, reloader: PackageReloader
 ) -> Callable[[ReloadReport], None]:
-    """``--dev`` in the TUI: toast a failed reload (``/reload`` toasts its own summary)."""
+    """``--dev`` in the TUI: toast each hot reload, a short notice when it worked, an error
+    when it failed (``/reload`` toasts its own summary)."""
 
     def on_report(report: ReloadReport) -> None:
-        if not report.ok and not reloader.busy:
+        if reloader.busy:
+            return
+        if report.ok:
+            app.tui.notify(f"Reloaded {report.package} (TUI)")
+        else:
             app.tui.notify(
                 f"Reload of {report.package} (TUI) failed: {report.message}", severity="error"
             )
@@ -451,7 +456,8 @@ class _WorkerReloadToasts:
     def listener(self, status: dict[str, Any]) -> None:
         self._app.footer.repaint()
         pid = status.get("pid")
-        if pid != self._pid:  # a new worker counts its reports from 1 again
+        fresh = pid != self._pid  # reports from before this TUI saw the worker: no notices
+        if fresh:  # a new worker counts its reports from 1 again
             self._seen, self._pid = 0, pid
         failure = status.get("storageFailure")
         if isinstance(failure, str) and failure != self._storage_failure:
@@ -476,7 +482,9 @@ class _WorkerReloadToasts:
             if type(number) is not int or number <= self._seen:
                 continue
             self._seen = number
-            if report.get("ok") is False:
+            if report.get("ok") is True and not fresh and not self._holds:
+                self._app.tui.notify(f"Reloaded {report.get('package')}")  # a hot reload worked
+            elif report.get("ok") is False:
                 if self._holds:
                     self._held.append(cast(dict[str, Any], report))
                 else:

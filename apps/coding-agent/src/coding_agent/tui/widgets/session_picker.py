@@ -52,7 +52,7 @@ def picker_row(info: dict[str, Any], *, current: str | None, now: datetime | Non
     parts = [info["id"]]
     if info.get("name"):
         parts.append(f"“{info['name']}”")
-    parts += [_age(info["lastActivity"], moment), prompt]
+    parts += [f"active {_age(info['lastActivity'], moment)}", prompt]
     parts.append(f"{info.get('model') or 'default model'} · {human_size(int(info['size']))}")
     branches = len(info.get("branches") or ())
     if branches > 1:
@@ -97,8 +97,11 @@ class SessionPickerScreen(ModalScreen[str | None]):
         current: str | None = None,
         delete: Callable[[str], str | None] | None = None,
         branch_rows: bool = False,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
+        """``now`` is the clock the "active … ago" ages are measured with."""
         super().__init__()
+        self._now = now
         self._title = title
         self._branch_rows = branch_rows
         self._ids: list[str] = []  # the option rows' ids, in order
@@ -125,7 +128,7 @@ class SessionPickerScreen(ModalScreen[str | None]):
         listing = self.query_one("#sessions", OptionList)
         listing.clear_options()
         self.shown = [s for s in self.sessions if matches(s, query)]
-        now = datetime.now(UTC)
+        now = self._now()
         options: list[Option] = []
         for s in self.shown:
             options.append(Option(picker_row(s, current=self.current, now=now), id=s["id"]))
