@@ -49,6 +49,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "HarnessService",
             "HarnessServiceApi",
             "HookApi",
+        "HookRegistration",
             "HookRunner",
             "InputAbortResult",
             "InputHandle",

@@ -43,6 +43,7 @@ import msgspec
 
 from chord import Context
 from pico3 import (
+    NOTICE_KIND,
     Completion,
     Done,
     Runtime,
@@ -308,7 +309,7 @@ def _finish(root: str, removed: int, now: int) -> Done:
             "content": f"Indexed {files} files of {root} for code_search.",
             "timestamp": now,
         }
-        tx.write(current.conversation_id, "pi.notice", model=[message])
+        tx.write(current.conversation_id, NOTICE_KIND, model=[message])
         return Completion.completed({"files": files, "batches": batches, "removed": removed})
 
     return Done(close)
