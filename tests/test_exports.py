@@ -49,7 +49,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "HarnessService",
             "HarnessServiceApi",
             "HookApi",
-        "HookRegistration",
+            "HookRegistration",
             "HookRunner",
             "InputAbortResult",
             "InputHandle",
