@@ -4,7 +4,8 @@
 The rule is the import-linter contract ``public-api`` in the workspace's pyproject.toml; CI runs
 it as ``uv run lint-imports`` and this module runs it too, so ``pytest`` alone catches a deep
 import. It also shows the contract bites: a probe package with a deep import breaks it, naming the
-import, while the same probe with public imports keeps it.
+import, while the same probe with public imports keeps it; and the package ``chord new-facet``
+writes (which lives outside this workspace, so outside the contract) imports only public names.
 """
 
 from __future__ import annotations
@@ -133,3 +134,29 @@ def test_a_deep_import_breaks_the_contract_and_is_named(tmp_path: Path) -> None:
         "probe_feature.feature -> pico3.models.faux (l.7)",
     ):
         assert line in result.stdout, result.stdout
+
+
+def test_the_new_facet_template_imports_only_the_public_api(tmp_path: Path) -> None:
+    import ast
+
+    from chord.packages.scaffold import new_facet_package
+
+    target = new_facet_package("probe-feature", tmp_path / "probe-feature")
+    sources = sorted(target.rglob("*.py"))
+    assert len(sources) >= 5  # contract, session, tui, plugin, tests
+    allowed = {"pico3", "chord", *PUBLIC_MODULES}
+    deep: list[str] = []
+    for path in sources:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules = [node.module]
+            elif isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            else:
+                continue
+            deep += [
+                f"{path.relative_to(target)}:{node.lineno}: {module}"
+                for module in modules
+                if module.split(".")[0] in ("pico3", "chord") and module not in allowed
+            ]
+    assert not deep, "the template imports internal modules:\n" + "\n".join(deep)
