@@ -182,6 +182,25 @@ def test_an_import_time_exception_fails_the_load_with_the_module_named(echo_pack
     assert generation_modules() == []
 
 
+def test_another_hosts_module_is_compiled_but_not_imported(echo_package):
+    """A session host does not run ``tui.py`` (a worker would import Textual for nothing) but
+    still fails the load on its syntax error; the TUI host imports it."""
+    echo_package.write("tui.py", "raise LookupError('imported by the session host')\n")
+    generation = load_generation(the_package(echo_package), "session")
+    try:
+        assert "echo_pkg.tui" not in generation.modules
+        assert f"{generation.root}.echo_pkg.tui" not in sys.modules
+    finally:
+        generation.purge()
+    with pytest.raises(FacetLoadError, match=r"cannot import echo_pkg\.tui: LookupError"):
+        load_generation(the_package(echo_package), "tui")
+    echo_package.write("tui.py", "def broken(:\n")
+    with pytest.raises(FacetLoadError) as caught:
+        load_generation(the_package(echo_package), "session")
+    assert isinstance(caught.value.__cause__, SyntaxError)
+    assert generation_modules() == []
+
+
 def test_a_plugin_module_without_the_hook_is_a_plugin_error(echo_package):
     echo_package.write("plugin.py", "from .session import session_facet\n")
     with pytest.raises(FacetLoadError, match="has no @hookimpl chord_facets") as caught:

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 from chord import Facet, hookimpl
 
-from .session import session_facet
-from .tui import mode_tui_facet, tui_facet
-
 
 @hookimpl
 def chord_facets(host: str) -> list[Facet]:
     """``"session"`` → the session facet; ``"tui"`` → the dialog and permission-mode facets;
     other hosts nothing."""
     if host == "session":
+        from .session import session_facet
+
         return [session_facet]
     if host == "tui":
+        from .tui import mode_tui_facet, tui_facet
+
         return [tui_facet, mode_tui_facet]
     return []

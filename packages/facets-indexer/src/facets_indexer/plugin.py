@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from chord import Facet, hookimpl
 
-from .session import session_facet
-from .tui import tui_facet
-
 
 @hookimpl
 def chord_facets(host: str) -> list[Facet]:
     """``"session"`` → the session facet, ``"tui"`` → the TUI facet, other hosts nothing."""
     if host == "session":
+        from .session import session_facet
+
         return [session_facet]
     if host == "tui":
+        from .tui import tui_facet
+
         return [tui_facet]
     return []

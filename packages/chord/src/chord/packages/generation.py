@@ -22,7 +22,12 @@ dropped as a whole. What makes this work:
   Other modules (chord, msgspec, the installed copy of the package itself) are shared and never
   touched, so framework types stay identical across generations.
 * **Everything is imported up front.** A syntax or import error anywhere in the package fails the
-  load, not a call an hour later; a failed load removes whatever it had imported.
+  load, not a call an hour later; a failed load removes whatever it had imported. One exception
+  keeps a host from paying for another host's code (a session worker importing Textual): a
+  top-level module named after *another* host kind (``greeter/tui.py`` in a ``"session"`` host,
+  ``greeter/session.py`` in a ``"tui"`` host; see :data:`HOST_MODULES`) is only compiled (a
+  syntax error still fails the load), and imported when the package's own code imports it (a
+  plugin imports it inside ``chord_facets`` for that host).
 * **Disposal purges.** :meth:`FacetGeneration.dispose` removes the generation's modules from
   ``sys.modules``; once the host has dropped its facets, the generation's objects are garbage.
 
@@ -298,7 +303,7 @@ def load_generation(package: FacetPackage, host: str) -> FacetGeneration:
         container.__path__ = []  # a package that holds only what the loader puts in it
         container.__package__ = root
         sys.modules[root] = container
-        names = _import_all(package, root)
+        names = _import_all(package, root, host)
         plugin = sys.modules[f"{root}.{package.plugin_module}"]
         facets = _collect_facets(package, plugin, host, number)
     except BaseException:
@@ -309,15 +314,25 @@ def load_generation(package: FacetPackage, host: str) -> FacetGeneration:
     )
 
 
-def _import_all(package: FacetPackage, root: str) -> tuple[str, ...]:
-    """Import the package, its plugin module, then every other submodule; return their names."""
+HOST_MODULES = frozenset({"session", "tui"})
+"""Host kinds whose same-named top-level module a load for another host compiles but does not
+import (see the module docstring)."""
+
+
+def _import_all(package: FacetPackage, root: str, host: str) -> tuple[str, ...]:
+    """Import the package, its plugin module, then every other submodule but another host's
+    (compiled only); return the names imported."""
     order = [package.package, package.plugin_module]
     order += sorted(_submodules(package.package_dir, package.package))
+    others = {f"{package.package}.{kind}" for kind in HOST_MODULES if kind != host}
     seen: dict[str, None] = {}
     for name in order:
         if name in seen:
             continue
         try:
+            if name in others:
+                _compile_only(package.package_dir / f"{name.rpartition('.')[2]}.py")
+                continue
             importlib.import_module(f"{root}.{name}")
         except Exception as error:
             raise FacetLoadError(
@@ -328,6 +343,12 @@ def _import_all(package: FacetPackage, root: str) -> tuple[str, ...]:
             ) from error
         seen[name] = None
     return tuple(seen)
+
+
+def _compile_only(path: Path) -> None:
+    """Compile ``path`` (a module another host imports) to fail the load on a syntax error."""
+    if path.is_file():
+        compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
 
 
 def _describe(error: BaseException, root: str) -> str:
