@@ -197,7 +197,7 @@ class CodingAgentApp(App[None]):
         self._last_ctrl_c = 0.0
         self._held: list[tuple[str, bool]] = []  # submitted while the worker was unavailable
         self._unhook_protocol: Any = lambda: None
-        self.animate = True
+        self.spinner_moves = True
         """Spin the status line's spinner (snapshot tests turn it off to be deterministic)."""
         self.terminal_keys = TerminalKeys()
         """Which keys this terminal can deliver (hints name no other key)."""
@@ -431,7 +431,7 @@ class CodingAgentApp(App[None]):
         if self._welcome.display:
             self._paint_welcome()  # the permission mode arrives from a facet
         self._paint_scroll_hint()  # the mouse wheel leaves/returns to follow mode too
-        if self._status_text and self.animate:
+        if self._status_text and self.spinner_moves:
             self._spin = (self._spin + 1) % len(_SPINNER)
             self._paint_status()
 
