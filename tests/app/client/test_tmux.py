@@ -287,3 +287,33 @@ def test_quit_leaves_the_turn_running_ctrl_c_twice_quits_and_stop_asks(
     done = terminal.wait_text("three", "EXITED 0")
     assert f"Session {session.id} stopped" in done
     _until(lambda: not session.worker_running(), "the worker to stop")
+
+
+# -- issue 20: keys as tmux delivers them -----------------------------------------------------
+def test_typeahead_is_sent_by_its_enter_and_alt_enter_breaks_the_line(
+    terminal: Terminal, project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    script = _script(tmp_path, [{"text": "Got the early one."}, {"text": "Got both lines."}])
+    terminal.start("one", project, f"{BINARY} --faux-script {script}")
+    # Typed at once, while the program starts (the terminal is still in cooked mode, where
+    # Enter arrives as a newline): the text is kept and its Enter sends it.
+    terminal.type("one", "typed early")
+    terminal.press("one", "Enter")
+    terminal.wait_text("one", "Got the early one.")
+    screen = terminal.wait_text("one", "enter sends")
+    assert "alt+enter newline" in screen and "shift+enter" not in screen  # tmux has no Shift+Enter
+
+    terminal.type("one", "first line")
+    terminal.press("one", "M-Enter")  # tmux sends ESC Enter
+    terminal.type("one", "second line")
+    editor = terminal.wait_text("one", "second line")
+    assert "Got both lines." not in editor, "Alt+Enter did not send"
+    lines = [line for line in editor.splitlines() if "first line" in line or "second line" in line]
+    assert len(lines) == 2, editor  # two lines in the editor
+    terminal.press("one", "Enter")
+    terminal.wait_text("one", "Got both lines.")
+    [session] = list_sessions(env=agent_env)
+    terminal.type("one", "/stop")
+    terminal.press("one", "Enter")
+    terminal.wait_text("one", "EXITED 0")
+    assert not session.worker_running()
