@@ -247,7 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not trust this project folder (remembered): skip its local facet packages",
     )
     parser.add_argument("--name", metavar="TEXT", help="name the session (shown in pickers)")
-    commands = parser.add_subparsers(dest="command", metavar="{attach,config,sessions,export}")
+    commands = parser.add_subparsers(
+        dest="command", metavar="{attach,config,sessions,export,facets}"
+    )
     commands.add_parser(
         "config",
         help="print the effective configuration and where each value came from",
@@ -263,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     from coding_agent.session_cli import add_session_commands
 
     add_session_commands(commands)
+    from coding_agent.facets_cli import add_facets_commands
+
+    add_facets_commands(commands)
     return parser
 
 
@@ -529,7 +534,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     headless = args.prompt is not None or args.json is not None
-    if headless and args.command in ("attach", "config", "sessions", "export"):
+    if headless and args.command in ("attach", "config", "sessions", "export", "facets"):
         parser.error(f"{args.command} does not take -p or --json")
     args.facets_dir = [str(Path(folder).resolve()) for folder in args.facets_dir]
     if args.faux_script is not None:
@@ -538,6 +543,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         cwd = _cwd()
         if args.command == "config":
             return _print_config(cwd)
+        if args.command == "facets":
+            from coding_agent.facets_cli import run_facets_command
+
+            return run_facets_command(args, cwd)
         if args.command in ("sessions", "export"):
             from coding_agent.session_cli import run_session_command
 
