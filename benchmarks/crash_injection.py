@@ -118,7 +118,21 @@ def _table(
 
 
 async def _main(args: argparse.Namespace) -> int:
-    config = CrashConfig(kills=args.kills, max_delay=args.max_delay, fsync=args.fsync)
+    if args.postgres:  # the sessions live in a throwaway PostgreSQL cluster (issue 23)
+        from pico3.storage.pg_cluster import TempCluster
+
+        with TempCluster() as cluster:
+            args.postgres = False
+            return await _main_on(
+                args, f"postgresql://{cluster.user}@127.0.0.1:{cluster.port}/postgres"
+            )
+    return await _main_on(args, None)
+
+
+async def _main_on(args: argparse.Namespace, storage: str | None) -> int:
+    config = CrashConfig(
+        kills=args.kills, max_delay=args.max_delay, fsync=args.fsync, storage=storage
+    )
     reports: list[TrialReport] = []
     started = time.perf_counter()
     for trial in range(args.trials):
@@ -145,7 +159,8 @@ async def _main(args: argparse.Namespace) -> int:
             print(f"{trial + 1} trials, {time.perf_counter() - started:.0f} s", flush=True)
     elapsed = time.perf_counter() - started
     print(
-        f"crash injection: real worker ({'fsync on' if config.fsync else '--no-fsync'}), "
+        f"crash injection: real worker ({'fsync on' if config.fsync else '--no-fsync'}"
+        f"{', storage on PostgreSQL' if config.storage else ''}), "
         f"SIGKILL {config.kills}x per trial at random "
         f"points (a delay < {config.max_delay} s or < {config.max_updates} view updates), "
         f"seeds {args.seed}..{args.seed + len(reports) - 1}"
@@ -164,6 +179,11 @@ def main() -> int:
     )
     parser.add_argument(
         "--fsync", action="store_true", help="run the worker with fsync on (default: off)"
+    )
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="keep the sessions in a throwaway PostgreSQL cluster (worker --storage)",
     )
     parser.add_argument("--minutes", type=float, help="stop starting trials after M minutes")
     parser.add_argument("--progress", type=int, default=0, help="print a line every N trials")

@@ -148,6 +148,9 @@ class CrashConfig:
     fsync: bool = False
     """Run the worker with fsync on (the durable ``O_DIRECT`` log of :mod:`pico3.storage._log`)
     instead of ``--no-fsync``; process death must lose nothing acknowledged either way."""
+    storage: str | None = None
+    """A PostgreSQL URL: the worker keeps the session there (``--storage``) instead of in the
+    folder's JSONL files; a restarted worker waits out the killed one's lease."""
 
 
 @dataclass(frozen=True)
@@ -294,9 +297,16 @@ class _Worker:
     """The worker process of the trial, started and killed again and again."""
 
     def __init__(
-        self, session: Session, env: dict[str, str], script: Path, log: Path, fsync: bool = False
+        self,
+        session: Session,
+        env: dict[str, str],
+        script: Path,
+        log: Path,
+        fsync: bool = False,
+        storage: str | None = None,
     ) -> None:
         self._fsync = fsync
+        self._storage = storage
         self._session = session
         self._env = env
         self._script = script
@@ -312,6 +322,7 @@ class _Worker:
             "--faux-script",
             str(self._script),
             *(() if self._fsync else ("--no-fsync",)),
+            *(() if self._storage is None else ("--storage", self._storage)),
             "--exit-on-stdin-eof",
         ]
         with self._log.open("ab") as log:
@@ -648,7 +659,7 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
     session = create_session(workdir / "project", env=env)
     script = workdir / "script.json"
     script.write_text(json.dumps(_script(config.max_rounds, effects)))
-    worker = _Worker(session, env, script, workdir / "worker.log", config.fsync)
+    worker = _Worker(session, env, script, workdir / "worker.log", config.fsync, config.storage)
     client = _Client(seed, config.deny_ratio, report)
     timeout = config.timeout
 

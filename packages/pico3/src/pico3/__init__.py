@@ -12,7 +12,8 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 
 * The harness: :class:`Harness` (``await Harness.open(storage, options, ctx)``),
   :class:`HarnessOptions`, :class:`ConversationHandle`, :class:`HarnessHandle`, :func:`reload`,
-  storages (:class:`MemoryStorage`, :class:`JsonlStorage`, the :class:`Storage` protocol).
+  storages (:class:`MemoryStorage`, :class:`JsonlStorage`, :class:`PostgresStorage`, the
+  :class:`Storage` protocol).
 * Durable state: :func:`define_entry` / :class:`EntryKind` / :class:`NewEntry` (entries,
   :data:`NOTICE_KIND` is the one core kind a feature may write), :class:`Namespace`,
   :class:`Transaction`, :func:`memo_once`.
@@ -95,7 +96,9 @@ from pico3.reloading import reload
 from pico3.storage import (
     CorruptStorage,
     JsonlStorage,
+    LeaseLost,
     MemoryStorage,
+    PostgresStorage,
     Storage,
     StorageError,
     StorageInUse,
@@ -182,6 +185,7 @@ __all__ = [
     "InputHandle",
     "InvalidArguments",
     "JsonlStorage",
+    "LeaseLost",
     "LocalProcessHost",
     "ManualClock",
     "MemoryStorage",
@@ -198,6 +202,7 @@ __all__ = [
     "OwnedConversation",
     "OwnedSpec",
     "ParentRef",
+    "PostgresStorage",
     "ProcessHost",
     "ProcessSpec",
     "ProcessStatus",

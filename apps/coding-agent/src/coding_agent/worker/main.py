@@ -115,6 +115,7 @@ from pico3 import (
     JsonlStorage,
     LocalProcessHost,
     Models,
+    PostgresStorage,
     harness_session_facet,
     reload,
 )
@@ -168,6 +169,9 @@ class WorkerConfig:
     facets_dirs: tuple[Path, ...] = ()
     installed_features: bool = True
     fsync: bool = True
+    storage: str | None = None
+    """``--storage``: a PostgreSQL URL holding the session's commits (named by the session id)
+    instead of the folder's JSONL storage."""
     env: Mapping[str, str] | None = None
     model_config: Mapping[str, Any] | None = None
     permission_mode: str | None = None
@@ -375,7 +379,9 @@ async def open_session_host(
             storage_dir = str(session.storage_dir)
             history = FileHistory(session.path / "file-history", fsync=config.fsync)
             harness_facet = harness_session_facet(
-                lambda: JsonlStorage(storage_dir, fsync=config.fsync, create=False),
+                (lambda: _postgres_storage(config))
+                if config.storage
+                else (lambda: JsonlStorage(storage_dir, fsync=config.fsync, create=False)),
                 options,
                 task_group=group,
                 on_error=on_error,
@@ -543,6 +549,14 @@ def _coordinator(
         print(line, file=sys.stderr, flush=True)
 
     return ReloadCoordinator(host, generations, on_report=on_report, around_reload=around_reload)
+
+
+def _postgres_storage(config: WorkerConfig) -> PostgresStorage:
+    """The session on PostgreSQL. A worker restarted after a crash may find the dead one's
+    lease still valid: it waits up to 5 s for the expiry (2 s by default); a live holder
+    elsewhere, renewing its lease, is refused after that."""
+    assert config.storage is not None
+    return PostgresStorage(config.storage, config.session.id, fsync=config.fsync, wait=5.0)
 
 
 # -- the process ----------------------------------------------------------------------------------
@@ -730,6 +744,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-fsync", action="store_true", help="do not fsync the storage")
     parser.add_argument(
+        "--storage",
+        metavar="URL",
+        help="keep the session's commits in PostgreSQL (postgresql://…; the session id names "
+        "it there) instead of the folder's JSONL storage",
+    )
+    parser.add_argument(
         "--permission-mode",
         choices=PERMISSION_MODES,
         help="store this as the session's permission mode "
@@ -770,6 +790,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             linger=args.linger,
             permission_mode=args.permission_mode,
             fsync=not args.no_fsync,
+            storage=args.storage,
         )
     except (ConfigError, TrustError) as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
@@ -821,6 +842,7 @@ def session_worker_config(
     linger: float | None = None,
     permission_mode: str | None = None,
     fsync: bool = True,
+    storage: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> WorkerConfig:
     """The :class:`WorkerConfig` of a worker of ``session``: the options given here, else the
@@ -848,6 +870,7 @@ def session_worker_config(
         dev=dev if dev is not None else stored.dev,
         facets_dirs=tuple(folders),
         fsync=fsync,
+        storage=storage,
         env=environ,
         model_config=files.registry(),
         permission_mode=permission_mode,

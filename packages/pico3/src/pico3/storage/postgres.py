@@ -191,6 +191,19 @@ _BATCHES = msgspec.json.Decoder(list[list[Write]])
 _STICKY_NAME = re.compile(r"sticky-([1-9][0-9]*)\.jsonl")
 _TASK_NAME = re.compile(r"task-([1-9][0-9]*)\.jsonl")
 _LEASE_LOST = "P3L01"
+_COMMIT_MAIN = (
+    # the common commit (no sidecar rows, no retired task): one plain statement; no row
+    # inserted means the lease or the seq check failed, and _refused says which
+    "WITH claimed AS (UPDATE pico3_sessions SET seq = %(seq)s, max_id = %(max_id)s, "
+    "lease_until = clock_timestamp() + %(lease_ms)s * interval '1 millisecond' "
+    "WHERE session = %(session)s AND epoch = %(epoch)s AND seq = %(seq)s - 1 RETURNING 1) "
+    "INSERT INTO pico3_commits (session, seq, writes) "
+    "SELECT %(session)s, %(seq)s, %(writes)s FROM claimed"
+)
+_COMMIT = (
+    "SELECT pico3_commit(%s, %s, %s, %s, %s, %s, %s, "
+    "%s::bigint[], %s::bytea[], %s::bigint[], %s::bytea[], %s::bigint[])"
+)
 
 
 async def migrate(conn: AsyncConnection[Any]) -> int:
@@ -262,6 +275,7 @@ class PostgresStorage(TableStorage):
         self._conninfo = conninfo
         self._shared_pool = pool
         self._pool: AsyncConnectionPool | None = None
+        self._conn: AsyncConnection[Any] | None = None
         self._session = session
         self._fsync = fsync
         self._lease_ms = max(1, round(lease_seconds * 1000))
@@ -305,24 +319,29 @@ class PostgresStorage(TableStorage):
             self._pool = AsyncConnectionPool(
                 self._conninfo,
                 min_size=1,
-                max_size=2,
+                max_size=1,
                 open=False,
                 kwargs={"autocommit": True},
             )
             await self._pool.open(wait=True, timeout=30)
         try:
-            async with self._pool.connection() as conn:
-                await conn.set_autocommit(True)
-                await migrate(conn)
-                self._epoch = await self._take_lease(conn)
-                try:
-                    tables = await self._load(conn)
-                except BaseException:
-                    with anyio.CancelScope(shield=True):
-                        await self._release_lease(conn)
-                    raise
+            # the writer's connection, held while open: a commit is then one round trip with
+            # no pool checkout (a session's commits are sequential anyway)
+            conn = self._conn = await self._pool.getconn()
+            await conn.set_autocommit(True)
+            if not self._fsync:
+                await conn.execute("SET synchronous_commit = off")
+            await migrate(conn)
+            self._epoch = await self._take_lease(conn)
+            try:
+                tables = await self._load(conn)
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await self._release_lease(conn)
+                raise
         except BaseException:
-            await self._close_pool()
+            with anyio.CancelScope(shield=True):
+                await self._close_pool()
             raise
         self._tables = tables
         self._next_id = tables.high_water + 1
@@ -419,21 +438,22 @@ class PostgresStorage(TableStorage):
         gc.disable()  # replay keeps every record (acyclic): see JsonlStorage._load_paused
         try:
             commits = await self._read_commits(conn, last)
-            for _, writes in commits:
-                self._scan_tasks(writes, known, retired)
+            if patches:  # which tasks exist and which retired: judges the patch rows
+                for _, writes in commits:
+                    self._scan_tasks(writes, known, retired)
             self._collect(session, sticky, patches, extra, known, retired, base, last)
-            for number, writes in commits:
-                more = extra.get(number)
-                if more:
-                    writes = writes + more
-                try:
-                    tables.apply(tables.stage(writes, number))
-                except InvalidBatch as exc:
-                    raise CorruptStorage(
-                        f"pico3_commits[session={session!r}, seq {number}]",
-                        None,
-                        f"batch does not replay: {exc}",
-                    ) from None
+            stage, apply, more = tables.stage, tables.apply, extra.get
+            number = 0
+            try:
+                for number, writes in commits:
+                    added = more(number)
+                    apply(stage(writes + added if added else writes, number))
+            except InvalidBatch as exc:
+                raise CorruptStorage(
+                    f"pico3_commits[session={session!r}, seq {number}]",
+                    None,
+                    f"batch does not replay: {exc}",
+                ) from None
         finally:
             if enabled:
                 gc.enable()
@@ -548,9 +568,8 @@ class PostgresStorage(TableStorage):
             async with lock:
                 self._open = False
                 try:
-                    if self._failed is None and self._pool is not None:
-                        async with self._pool.connection() as conn:
-                            await self._release_lease(conn)
+                    if self._failed is None and self._conn is not None:
+                        await self._release_lease(self._conn)
                 except Exception:
                     pass  # the lease then simply expires
                 finally:
@@ -558,7 +577,17 @@ class PostgresStorage(TableStorage):
 
     async def _close_pool(self) -> None:
         pool, self._pool = self._pool, None
-        if pool is not None and pool is not self._shared_pool:
+        conn, self._conn = self._conn, None
+        if pool is None:
+            return
+        if conn is not None:
+            if not self._fsync and not conn.closed:
+                try:
+                    await conn.execute("RESET synchronous_commit")  # a shared pool's next user
+                except Exception:
+                    await conn.close()
+            await pool.putconn(conn)  # a broken connection is discarded by the pool
+        if pool is not self._shared_pool:
             await pool.close()
 
     # commit --------------------------------------------------------------------------------
@@ -612,32 +641,56 @@ class PostgresStorage(TableStorage):
                     assert found is not None
                     task_ids.append(int(found.group(1)))
                     tasks.append(_ENCODER.encode(items))
-        pool = self._pool
-        assert pool is not None
+        conn = self._conn
+        assert conn is not None
         try:
-            async with pool.connection() as conn:
-                await conn.execute(
-                    "SELECT pico3_commit(%s, %s, %s, %s, %s, %s, %s, "
-                    "%s::bigint[], %s::bytea[], %s::bigint[], %s::bytea[], %s::bigint[])",
-                    (
-                        self._session,
-                        self._epoch,
-                        seq,
-                        max_id,
-                        self._fsync,
-                        self._lease_ms,
-                        raw,
-                        sticky_ids,
-                        sticky,
-                        task_ids,
-                        tasks,
-                        list(staged.terminalized),
-                    ),
+            if not sidecars and not staged.terminalized:
+                cursor = await conn.execute(
+                    _COMMIT_MAIN,
+                    {
+                        "session": self._session,
+                        "epoch": self._epoch,
+                        "seq": seq,
+                        "max_id": max_id,
+                        "lease_ms": self._lease_ms,
+                        "writes": raw,
+                    },
                 )
+                if cursor.rowcount != 1:
+                    await self._refused(conn, seq)
+                return self._publish(staged, max_id, sticky_ids)
+            await conn.execute(
+                _COMMIT,
+                (
+                    self._session,
+                    self._epoch,
+                    seq,
+                    max_id,
+                    self._fsync,
+                    self._lease_ms,
+                    raw,
+                    sticky_ids or None,  # NULL: nothing to insert, and nothing to adapt
+                    sticky or None,
+                    task_ids or None,
+                    tasks or None,
+                    staged.terminalized or None,
+                ),
+            )
         except Exception as exc:
             self._failed = self._classify(exc, f"commit {seq}")
             raise self._failed from exc
         return self._publish(staged, max_id, sticky_ids)
+
+    async def _refused(self, conn: AsyncConnection[Any], seq: int) -> None:
+        """Raise what the failed checks of a commit mean: the lease moved on, or the seq."""
+        row = await (
+            await conn.execute(
+                "SELECT epoch, seq FROM pico3_sessions WHERE session = %s", (self._session,)
+            )
+        ).fetchone()
+        if row is None or row[0] != self._epoch:
+            raise _Refused(_LEASE_LOST, f"epoch is now {None if row is None else row[0]}")
+        raise _Refused("P3S01", f"session is at seq {row[1]}, this writer expected {seq - 1}")
 
     def _classify(self, exc: Exception, what: str) -> StorageFailed:
         if getattr(exc, "sqlstate", None) == _LEASE_LOST:
@@ -670,20 +723,25 @@ class PostgresStorage(TableStorage):
                 self._check_writable()
                 base = self._sticky_base.get(cid)
                 if base is not None:
-                    pool = self._pool
-                    assert pool is not None
+                    conn = self._conn
+                    assert conn is not None
                     try:
-                        async with pool.connection() as conn:
-                            await conn.execute(
-                                "SELECT pico3_truncate_sticky(%s, %s, %s, %s)",
-                                (self._session, self._epoch, cid, base),
-                            )
+                        await conn.execute(
+                            "SELECT pico3_truncate_sticky(%s, %s, %s, %s)",
+                            (self._session, self._epoch, cid, base),
+                        )
                     except Exception as exc:
                         self._failed = self._classify(exc, "sticky truncation")
                         raise self._failed from exc
                 self._tables.truncate_sticky(cid)
         finally:
             lock.release()
+
+
+class _Refused(Exception):
+    def __init__(self, sqlstate: str, message: str) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
 
 
 class _Held(Exception):
