@@ -1,0 +1,46 @@
+"""The session worker with its commits in PostgreSQL (``--storage postgresql://…``, issue 23).
+
+A prompt's turn is committed to the database, not to the folder's JSONL files; after a SIGKILL
+the next worker waits out the dead one's lease and serves the same transcript.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from worker_support import Client, connected, text_of, worker_process, write_script
+
+from chord.context import BACKGROUND
+from coding_agent.sessions import Session
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_worker_on_postgresql_commits_there_and_survives_a_sigkill(
+    session: Session, agent_env: dict[str, str], tmp_path: Path, postgres_cluster: Any
+) -> None:
+    url = f"postgresql://{postgres_cluster.user}@127.0.0.1:{postgres_cluster.port}/postgres"
+    script = write_script(tmp_path / "script.json", [{"text": "Stored in the database."}])
+    args = ("--faux-script", str(script), "--no-fsync", "--storage", url)
+    async with worker_process(session, agent_env, *args) as worker:
+        async with connected(Client(), worker.socket) as client:
+            await client.root.send({"content": "remember this"}, BACKGROUND)
+            await client.wait_for(client.turn_ended)
+        await worker.kill()  # its lease stays in the database until it expires
+    main = session.storage_dir / "main.jsonl"  # made empty with the session, and left so
+    assert not main.exists() or main.read_bytes() == b""
+    with psycopg.connect(postgres_cluster.conninfo) as conn:
+        row = conn.execute(
+            "SELECT seq, holder IS NOT NULL FROM pico3_sessions WHERE session = %s",
+            (session.id,),
+        ).fetchone()
+    assert row is not None and row[0] > 1 and row[1], row  # committed; the dead holder's lease
+    async with (
+        worker_process(session, agent_env, *args) as worker,  # waits out that lease
+        connected(Client(), worker.socket) as client,
+    ):
+        answers = [text_of(entry) for entry in client.entries("pi.assistant")]
+        assert answers == ["Stored in the database."]
