@@ -165,3 +165,26 @@ def test_tool_titles_speak_each_tools_terms() -> None:
     assert tool_title("grep", {"pattern": "TODO", "path": "src"}) == 'grep "TODO" in src'
     assert tool_title("ask_user", {"question": "Which?", "options": ["a"]}) == "ask_user: Which?"
     assert tool_title("mystery", {"n": 1}) == 'mystery {"n": 1}'
+
+
+async def test_a_tool_without_its_own_title_lists_its_other_arguments_not_json(
+    conversation, docs
+) -> None:
+    from coding_agent.tui import CodingAgentApp
+
+    call = {
+        "type": "toolCall",
+        "id": "q1",
+        "name": "question",
+        "arguments": {"question": "Which topic?", "options": ["Testing", "Docs"]},
+    }
+    conversation.change(
+        lambda doc: doc["entries"].append(docs.assistant_entry(1, docs.assistant_message(call)))
+    )
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 30)):
+        await app.wait_rendered()
+        card = app.transcript.card("q1")
+        assert card is not None
+        assert card.header_text.endswith("question: Which topic?")
+        assert card.args_text == "options: Testing · Docs"

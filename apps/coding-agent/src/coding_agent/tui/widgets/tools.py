@@ -324,7 +324,7 @@ class ToolCard(Vertical):
             return diff_text(preview)
         if self.tool_name in _TITLED or _summarised(arguments):
             return ""  # the header says it all (a write's content shows in its result)
-        return json.dumps(arguments, indent=2, ensure_ascii=False)[:4000]
+        return _other_arguments(arguments)
 
     def _render_args(self) -> None:
         shown = self._args_content()
@@ -332,6 +332,29 @@ class ToolCard(Vertical):
         self._args.update(shown)
         self._args.display = bool(self._shown["args"])
         self._place(self._args)
+
+
+def _other_arguments(arguments: Mapping[str, Any]) -> str:
+    """The arguments the header did not show, one ``key: value`` line each (lists of strings
+    joined), never a JSON dump."""
+    titled = next(
+        (k for k in _SUMMARY_KEYS if isinstance(arguments.get(k), str) and arguments.get(k)),
+        None,
+    )
+    if titled is None:
+        return json.dumps(arguments, indent=2, ensure_ascii=False)[:4000]
+    lines: list[str] = []
+    for key, value in arguments.items():
+        if key == titled:
+            continue
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):  # pyright: ignore[reportUnknownVariableType]
+            shown = " · ".join(value)  # pyright: ignore[reportUnknownArgumentType]
+        elif isinstance(value, str):
+            shown = value
+        else:
+            shown = short_json(value, 200)
+        lines.append(f"{key}: {_clip(shown, 200)}")
+    return "\n".join(lines)
 
 
 def _summarised(arguments: Mapping[str, Any]) -> bool:
