@@ -26,16 +26,16 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from datetime import timedelta
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 import httpx
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp import ClientSession, McpError, StdioServerParameters, types
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.message import SessionMessage
-from pydantic import ValidationError
+
+if TYPE_CHECKING:  # the MCP SDK (and pydantic) cost a worker start ~1 s of CPU: imported
+    # where a server is run or a result mapped, never at import time
+    from mcp import ClientSession, types
+    from mcp.shared.message import SessionMessage
 
 from .config import ServerSpec
 from .contract import McpPrompt, McpResource, McpServer, McpTool, ServerState, tool_name
@@ -69,6 +69,8 @@ class _Gone(Exception):
 
 def _describe(exc: BaseException) -> str:
     """A one-line reason, looking through exception groups."""
+    from mcp import McpError
+
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, McpError):
@@ -81,6 +83,8 @@ def _describe(exc: BaseException) -> str:
 
 def _garbage_text(exc: Exception) -> str:
     """What a line that is not JSON-RPC said (the SDK hands us its parse error)."""
+    from pydantic import ValidationError
+
     if isinstance(exc, ValidationError) and exc.errors():
         return repr(str(exc.errors()[0].get("input"))[:120])
     return _describe(exc)[:120]
@@ -211,6 +215,11 @@ class ServerRunner:
                 self._stderr.close()
 
     async def _serve(self, ready_at: list[float]) -> None:
+        from mcp import ClientSession, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared.message import SessionMessage
+
         spec = self.spec
         self._garbage = ""
         async with AsyncExitStack() as stack:
@@ -348,6 +357,8 @@ class ServerRunner:
     # -- calls ---------------------------------------------------------------------------------
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Call ``tool``; returns :func:`map_result`'s pieces or raises :class:`McpCallError`."""
+        from mcp import McpError
+
         name = self.spec.name
         session = self._session
         if session is None or self._state != "ready":
@@ -387,6 +398,8 @@ class ServerRunner:
 def _resource_text(
     resource: types.TextResourceContents | types.BlobResourceContents,
 ) -> dict[str, Any]:
+    from mcp import types
+
     uri = str(resource.uri)
     if isinstance(resource, types.TextResourceContents):
         return {"type": "text", "text": f"[resource {uri}]\n{resource.text}"}
@@ -399,6 +412,8 @@ def _resource_text(
 
 def map_result(result: types.CallToolResult, *, server: str, tool: str) -> dict[str, Any]:
     """``{"content", "is_error", "details"}`` for a ``ToolResult``."""
+    from mcp import types
+
     content: list[dict[str, Any]] = []
     for block in result.content:
         if isinstance(block, types.TextContent):

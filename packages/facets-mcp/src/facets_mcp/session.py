@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -47,7 +47,9 @@ from chord import (
 )
 from pico3 import HarnessService, HarnessServiceApi, ToolApi, ToolDeclaration, ToolResult
 
-from .client import McpCallError, ServerRunner
+if TYPE_CHECKING:
+    from .client import ServerRunner
+
 from .config import load_config
 from .contract import McpServer, McpServers, McpState, tool_name
 
@@ -129,6 +131,8 @@ class McpHost:
         if not config.servers:
             return
         cwd = str(workspace) if workspace is not None else None
+        from .client import ServerRunner  # the MCP SDK: imported only when a server is configured
+
         for spec in config.servers:
             runner = ServerRunner(spec, self._apply, cwd=cwd)
             self._runners[spec.name] = runner
@@ -252,6 +256,8 @@ class McpHost:
                     "stopped); try again",
                     is_error=True,
                 )
+            from .client import McpCallError  # imported already: a runner exists
+
             try:
                 with cancel_scope(ctx):
                     piece = await runner.call_tool(tool, dict(args))
