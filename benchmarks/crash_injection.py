@@ -3,9 +3,9 @@
 The long sibling of ``tests/reliability/test_crash_injection.py``; the scenario is the test's
 (``tests/reliability/crash_scenario.py``). Each trial is a fresh session served by
 ``python -m coding_agent.worker.main --no-fsync`` with scripted faux turns (parallel tool calls,
-approvals, questions, ``code_search``, a background job each round) and a background indexer
+approvals, questions, ``code_search``, a background job and a subagent each round) and a background indexer
 run; the worker is killed with ``SIGKILL`` ``--kills`` times at random points drawn from the
-trial's seed (``--seed + trial``) and started again each time, and every invariant is checked
+trial's seed (``--seed + trial``; some of them inside a running subagent) and started again each time, and every invariant is checked
 after each kill and at the end.
 
 Printed: one line per trial with a violation (seed, kill points, what broke), then a table of
@@ -101,6 +101,8 @@ def _table(
         ("dialogs answered", f"{sum(r.dialogs for r in reports):,}"),
         ("bash effects (each at most once)", f"{sum(r.effects for r in reports):,}"),
         ("background jobs (each ran once, exit 0)", f"{sum(r.jobs for r in reports):,}"),
+        ("subagents (each made once, reported once)", f"{sum(r.subagents for r in reports):,}"),
+        ("kills while a subagent ran (resumed)", f"{sum(r.subagent_kills for r in reports):,}"),
     ]
     rows += [(f"violations: {kind}", f"{count}") for kind, count in by_kind.items()]
     if restarts:

@@ -8,9 +8,11 @@ again on the same session each time; the client stays and reconnects on its own.
 
 The work
     The faux model follows a ``--faux-script`` of rounds. Each prompt ``round <r>`` is a turn of
-    four answers: ``read`` + two ``bash`` calls + ``ls`` at once; ``question`` + ``bash`` +
+    five answers: ``read`` + two ``bash`` calls + ``ls`` at once; ``question`` + ``bash`` +
     a background ``bash`` (a ``pi.job``); ``code_search`` + ``bash`` + ``job_output`` (the job
-    list); then the text ``Round <r> done.``. ``bash`` and ``question``
+    list); an ``agent`` call (a subagent, facets-subagents: a durable owned conversation with
+    its own script, keyed by its prompt ``subtask r<r>: …``, which runs ``bash`` + ``read`` and
+    reports ``Subtask <r> report.``); then the text ``Round <r> done.``. ``bash`` and ``question``
     wait for the client's dialogs (``pi.approval-dialog``, ``pi.question-dialog``); the client
     allows most calls and denies some (chosen per call id from the seed, so a call asked again
     after a crash gets the same answer). Each ``bash`` call appends its own token to an effects
@@ -40,7 +42,12 @@ The invariants (a :class:`Violation` per breach, by kind)
     recorded (a ``tool.started`` event for an approval, the call's result for either kind), no
     dialog for that call appears again.
     ``transcript``: after every restart, each tool result answers an earlier call of the same
-    name exactly once; at the end every call of a finished answer has its result.
+    name exactly once; at the end every call of a finished answer has its result (in the root
+    and in every subagent's conversation).
+    ``lost-commit`` covers the subagents' conversations too: at the end, every entry the client
+    ever saw in one is in its view rehydrated after the last restart, unchanged.
+    ``subagent``: every round's ``agent`` call made exactly one subagent conversation, and its
+    result (the only thing the parent sees) is that subagent's report, once, not an error.
     ``task-outcome``: after the last restart the session runs to idle: every round's turn ended
     with ``Round <r> done.`` exactly once, no task is live, the indexer wrote its
     ``Indexed <n> files`` notice with the project's file count.
@@ -108,6 +115,7 @@ VIOLATION_KINDS = (
     "dialog-repeated",
     "transcript",
     "task-outcome",
+    "subagent",
     "job-effect",
     "job-outcome",
     "reattach",
@@ -145,6 +153,9 @@ class CrashConfig:
     """Files in the project (what the indexer indexes)."""
     timeout: float = 120.0
     """Bound of every wait for progress (a worker start, a round, the final idle)."""
+    subagent_share: float = 0.2
+    """Share of kill points placed inside a running subagent (after a few of its view
+    updates); the others are a delay or a count of the root's view updates."""
     fsync: bool = False
     """Run the worker with fsync on (the durable ``O_DIRECT`` log of :mod:`pico3.storage._log`)
     instead of ``--no-fsync``; process death must lose nothing acknowledged either way."""
@@ -179,6 +190,10 @@ class TrialReport:
     """Dialogs the client answered."""
     jobs: int = 0
     """Background jobs that existed (each must have run once and ended with exit code 0)."""
+    subagents: int = 0
+    """Subagent conversations that existed (each round's one, each reported once)."""
+    subagent_kills: int = 0
+    """Kills that landed while a subagent ran (the restarted worker had to resume it)."""
 
 
 # -- the transcript -------------------------------------------------------------------------------
@@ -275,9 +290,42 @@ def _script(rounds: int, effects: Path) -> list[dict[str, Any]]:
                     {"name": "job_output", "arguments": {}},
                 ],
             },
+            {
+                "text": "A subagent checks the rest.",
+                "toolCalls": [
+                    {
+                        "name": "agent",
+                        "arguments": {"description": f"subtask {r}", "prompt": _subtask(r)},
+                    }
+                ],
+            },
             {"text": f"Round {r} done."},
         ]
     return steps
+
+
+def _subtask(r: int) -> str:
+    return f"subtask r{r}: run the check and report"
+
+
+def _subagent_scripts(rounds: int, effects: Path) -> list[dict[str, Any]]:
+    """Each round's subagent: its own conversation, scripted by its prompt."""
+    return [
+        {
+            "when": f"subtask r{r}:",
+            "steps": [
+                {
+                    "text": f"Subtask {r}: checking.",
+                    "toolCalls": [
+                        _bash(f"r{r}-s", effects),
+                        {"name": "read", "arguments": {"path": "README.md"}},
+                    ],
+                },
+                {"text": f"Subtask {r} report."},
+            ],
+        }
+        for r in range(rounds)
+    ]
 
 
 def _make_project(folder: Path, files: int) -> int:
@@ -390,6 +438,15 @@ class _Client:
     """Ids of the ``pi.job`` tasks the client saw in ``view.tasks``."""
     approved: set[str] = field(default_factory=set[str])
     """Call ids whose approval dialog the client answered."""
+    children: dict[int, dict[str, Any]] = field(default_factory=dict[int, dict[str, Any]])
+    """The latest view of each subagent conversation (``conversation.owner`` set)."""
+    child_seen: dict[int, dict[int, dict[str, Any]]] = field(
+        default_factory=dict[int, dict[int, dict[str, Any]]]
+    )
+    """Every entry the client saw in each subagent conversation."""
+    child_hydrations: dict[int, int] = field(default_factory=dict[int, int])
+    child_updates: int = 0
+    """View updates of subagent conversations (kill points count them)."""
     denied: set[str] = field(default_factory=set[str])
     _changed: anyio.Event = field(default_factory=anyio.Event)
 
@@ -405,18 +462,36 @@ class _Client:
     def _violation(self, kind: str, detail: str) -> None:
         self.report.violations.append(Violation(kind, detail))
 
+    def _take_child(self, value: dict[str, Any], delivery: Delivery) -> None:
+        cid = value["conversation"]["id"]
+        self.children[cid] = value
+        if delivery.kind == "hydrate":
+            self.child_hydrations[cid] = self.child_hydrations.get(cid, 0) + 1
+        else:
+            self.child_updates += 1
+            self._record_events(value)
+        seen = self.child_seen.setdefault(cid, {})
+        for entry in value["entries"]:
+            seen.setdefault(entry["id"], entry)
+            if entry["kind"] == "pi.tool_result":
+                for message in entry.get("model") or []:
+                    self.recorded.add(str(message.get("toolCallId")))
+
+    def _record_events(self, value: dict[str, Any]) -> None:
+        for event in value["commit"]["events"]:
+            # ``tool.started`` follows the approval memo's commit (the hook runs before
+            # it); a question's call starts before it asks, so only its result counts.
+            call_id = event.get("callId")
+            if event.get("type") == "tool.started" and call_id in self.approved:
+                self.recorded.add(str(event["callId"]))
+
     def _take(self, value: dict[str, Any], delivery: Delivery) -> None:
         self.view = value
         if delivery.kind == "hydrate":
             self.hydrations += 1
         else:
             self.updates += 1
-            for event in value["commit"]["events"]:
-                # ``tool.started`` follows the approval memo's commit (the hook runs before
-                # it); a question's call starts before it asks, so only its result counts.
-                call_id = event.get("callId")
-                if event.get("type") == "tool.started" and call_id in self.approved:
-                    self.recorded.add(str(event["callId"]))
+            self._record_events(value)
         for key, task in value["tasks"].items():
             if task.get("kind") == "pi.job":
                 self.jobs.add(int(key))
@@ -437,11 +512,19 @@ class _Client:
 
                 def deliver(value: Any, _ctx: Context, delivery: Delivery) -> None:
                     nonlocal mine
-                    if delivery.kind == "hydrate" and "parent" not in value["conversation"]:
+                    conversation = value["conversation"]
+                    if (
+                        delivery.kind == "hydrate"
+                        and "parent" not in conversation
+                        and "owner" not in conversation
+                    ):
                         mine = True
                         self.root, self.root_live = instance, True
                     if mine:
                         self._take(value, delivery)
+                        self._notify()
+                    elif "owner" in conversation:  # a subagent's owned conversation
+                        self._take_child(value, delivery)
                         self._notify()
 
                 stop = instance.view.subscribe(deliver)
@@ -492,6 +575,13 @@ def _entries(client: _Client) -> list[dict[str, Any]]:
     return client.view["entries"] if client.view is not None else []
 
 
+def _subagent_live(client: _Client) -> bool:
+    view = client.view
+    return view is not None and any(
+        task.get("kind") == "subagents.run" for task in view["tasks"].values()
+    )
+
+
 def _round_done(client: _Client, r: int) -> bool:
     view = client.view
     if view is None or not client.root_live or "turn" in view or view["inbox"]:
@@ -532,11 +622,52 @@ def _check_restart(client: _Client, before: dict[int, dict[str, Any]]) -> None:
         client._violation("transcript", problem)
 
 
+_SUBTASK = re.compile(r"subtask r(\d+):")
+
+
+def _check_subagents(client: _Client, rounds: int, entries: list[dict[str, Any]]) -> None:
+    """``subagent``, and the subagents' ``lost-commit`` and ``transcript`` breaches."""
+    client.report.subagents = len(client.children)
+    made: Counter[int] = Counter()
+    for view in client.children.values():
+        first = next((e for e in view["entries"] if e["kind"] == "pi.user"), None)
+        match = _SUBTASK.match(_text(first)) if first is not None else None
+        if match is not None:
+            made[int(match.group(1))] += 1
+    reports: Counter[str] = Counter()
+    for entry in entries:
+        message = (entry.get("model") or [{}])[0]
+        if entry["kind"] != "pi.tool_result" or message.get("toolName") != "agent":
+            continue
+        if message.get("isError"):
+            client._violation("subagent", f"agent call failed: {_text(entry)[:200]}")
+        reports[_text(entry)] += 1
+    for r in range(rounds):
+        if made[r] != 1:
+            client._violation("subagent", f"round {r}'s agent call made {made[r]} subagents")
+        if reports[f"Subtask {r} report."] != 1:
+            client._violation(
+                "subagent",
+                f"round {r}'s report reached the parent {reports[f'Subtask {r} report.']}x",
+            )
+    for cid, seen in client.child_seen.items():
+        now = {e["id"]: e for e in client.children[cid]["entries"]}
+        for entry_id, entry in seen.items():
+            if entry_id not in now:
+                client._violation("lost-commit", f"subagent {cid}: entry {entry_id} is gone")
+            elif not equal_json(now[entry_id], entry):
+                client._violation("lost-commit", f"subagent {cid}: entry {entry_id} changed")
+        for problem in transcript_problems(client.children[cid]["entries"], complete=True):
+            client._violation("transcript", f"subagent {cid}: {problem}")
+
+
 def _check_end(client: _Client, rounds: int, effects: Path, project_files: int) -> None:
     view = client.view
     assert view is not None
-    entries = view["entries"]
-    for problem in transcript_problems(entries, complete=True):
+    _check_subagents(client, rounds, view["entries"])
+    children = [e for child in client.children.values() for e in child["entries"]]
+    entries = view["entries"] + children  # the effects of subagents' bash calls count too
+    for problem in transcript_problems(view["entries"], complete=True):
         client._violation("transcript", problem)
     for r in range(rounds):
         count = sum(
@@ -546,6 +677,9 @@ def _check_end(client: _Client, rounds: int, effects: Path, project_files: int) 
             client._violation("task-outcome", f"round {r} ended {count} times")
     if view["tasks"]:
         client._violation("task-outcome", f"tasks still live at idle: {sorted(view['tasks'])}")
+    for cid, child in client.children.items():
+        if child["tasks"] or "turn" in child:
+            client._violation("task-outcome", f"subagent {cid} still busy at idle")
     indexed = [int(m.group(1)) for e in entries if (m := _INDEXED.search(_text(e)))]
     if project_files not in indexed:
         client._violation(
@@ -658,10 +792,18 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
     env["XDG_STATE_HOME"] = str(workdir / "state")
     session = create_session(workdir / "project", env=env)
     script = workdir / "script.json"
-    script.write_text(json.dumps(_script(config.max_rounds, effects)))
+    script.write_text(
+        json.dumps(
+            {
+                "steps": _script(config.max_rounds, effects),
+                "conversations": _subagent_scripts(config.max_rounds, effects),
+            }
+        )
+    )
     worker = _Worker(session, env, script, workdir / "worker.log", config.fsync, config.storage)
     client = _Client(seed, config.deny_ratio, report)
     timeout = config.timeout
+    child_hydrations: dict[int, int] = {}  # each subagent view's hydrations at the last kill
 
     async def drive_round(r: int) -> None:
         prompt = {"content": f"round {r}", "requestId": f"round-{r}"}
@@ -669,7 +811,17 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
         await client.wait_for(lambda: _round_done(client, r), timeout)
 
     async def kill_once() -> None:
-        if rng.random() < 0.5:
+        draw = rng.random()
+        if draw < config.subagent_share:
+            # once this round's subagent runs (or the round is over), after a few of its updates
+            more = rng.randint(1, 10)
+            point = f"in a subagent, after {more} of its view updates"
+            r = report.rounds
+            await client.wait_for(lambda: _subagent_live(client) or _round_done(client, r), timeout)
+            target = client.child_updates + more
+            with anyio.move_on_after(config.max_delay):
+                await client.wait_for(lambda: client.child_updates >= target, timeout)
+        elif draw < config.subagent_share + (1 - config.subagent_share) / 2:
             delay = rng.uniform(0, config.max_delay)
             point = f"after {delay:.3f} s"
             await anyio.sleep(delay)
@@ -680,8 +832,12 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
             with anyio.move_on_after(config.max_delay):
                 await client.wait_for(lambda: client.updates >= target, timeout)
         report.kill_points.append(f"round {report.rounds}, {point} (update {client.updates})")
+        if _subagent_live(client):
+            report.subagent_kills += 1
         started = time.perf_counter()
         hydrations = client.hydrations
+        nonlocal child_hydrations
+        child_hydrations = dict(client.child_hydrations)
         await worker.kill(timeout)
         try:
             await client.wait_for(lambda: not client.root_live, timeout)
@@ -773,6 +929,21 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
             )
         except TimeoutError:
             report.violations.append(Violation("task-outcome", "the session never became idle"))
+            return report
+        try:  # the subagents' views, rehydrated from storage after the last restart
+            await client.wait_for(
+                lambda: all(
+                    client.child_hydrations.get(cid, 0) > count
+                    and not client.children[cid]["tasks"]
+                    and "turn" not in client.children[cid]
+                    for cid, count in child_hydrations.items()
+                ),
+                timeout,
+            )
+        except TimeoutError:
+            report.violations.append(
+                Violation("reattach", "a subagent's view did not rehydrate after the last restart")
+            )
             return report
         _check_end(client, report.rounds, effects, project_files)
     return report

@@ -2,7 +2,8 @@
 
 Five sessions, ten ``SIGKILL``s each (50 kill points): every trial of
 :mod:`crash_scenario` drives ``python -m coding_agent.worker.main --no-fsync`` through scripted
-turns with parallel tool calls, approvals, questions, background jobs and the indexer, kills the
+turns with parallel tool calls, approvals, questions, background jobs, a subagent per round and
+the indexer, kills the
 worker at random
 points, starts it again and checks every invariant after each kill and at the end. The long runs
 are ``benchmarks/crash_injection.py --trials N`` (figures in ``docs/reliability.md``).
@@ -37,6 +38,20 @@ async def test_a_worker_killed_at_random_points_keeps_every_invariant(
     assert report.dialogs > 0  # approvals and questions were answered (before and after kills)
     assert report.effects > 0  # commands ran; none twice (checked as ``effect-repeated``)
     assert report.jobs > 0  # background jobs ran; each once, ending 0 (``job-*`` kinds)
+    assert report.subagents >= report.rounds  # one per round, each reported once (``subagent``)
+
+
+@pytest.mark.anyio
+async def test_a_worker_killed_inside_subagents_resumes_them(tmp_path: Path) -> None:
+    # Every kill point lands in the round's running subagent (its conversation streaming, its
+    # bash call waiting for approval or running, its report being written): the restarted
+    # worker resumes the same subagent, whose report reaches the parent once; no approval is
+    # asked twice, no bash effect runs twice, no acknowledged entry is lost (root or subagent).
+    config = CrashConfig(kills=3, rounds=2, subagent_share=1.0)
+    report = await run_trial(11, config, tmp_path)
+    assert report.violations == [], (report.kill_points, report.violations)
+    assert report.subagent_kills >= 2, report.kill_points
+    assert report.subagents == report.rounds >= 2
 
 
 @pytest.mark.anyio

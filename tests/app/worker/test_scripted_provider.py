@@ -85,3 +85,40 @@ def test_a_bad_script_is_refused_naming_the_file_and_field(tmp_path: Path) -> No
         load_script(path)
     with pytest.raises(ValueError, match="cannot read the faux script"):
         load_script(tmp_path / "missing.json")
+
+
+async def test_conversation_scripts_play_apart_by_system_prompt_or_first_message(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "script.json"
+    path.write_text(
+        '{"steps": [{"toolCalls": [{"name": "agent"}]}, {"text": "parent done"}],'
+        ' "conversations": ['
+        '  {"when": "subtask 1", "steps": [{"toolCalls": [{"name": "ls"}]}, {"text": "one"}]},'
+        '  {"when": "You are a reviewer", "steps": [{"text": "reviewed"}]}]}'
+    )
+    provider = ScriptedProvider(load_script(path))
+    parent = await answer(provider, [UserMessage("go")])
+    assert [getattr(b, "id", None) for b in parent.content] == ["faux_0_0"]
+    # a subagent's conversation, found by its first message: its own step 0, its own ids
+    child = await answer(provider, [UserMessage("subtask 1: look around")])
+    assert [getattr(b, "id", None) for b in child.content] == ["faux_c0_0_0"]
+    result = ToolResultMessage("faux_c0_0_0", "ls", [TextContent("ok")])
+    assert texts(await answer(provider, [UserMessage("subtask 1"), child, result])) == "one"
+    # found by its system prompt
+    request = Request(model="faux-1", messages=[UserMessage("x")], system=["You are a reviewer."])
+    events = [e async for e in provider.stream(request, BACKGROUND)]
+    assert texts(reduce_events(events)) == "reviewed"
+    # the parent's transcript is unaffected by the others
+    back = ToolResultMessage("faux_0_0", "agent", [TextContent("one")])
+    assert texts(await answer(provider, [UserMessage("go"), parent, back])) == "parent done"
+
+
+def test_a_conversation_script_needs_a_when(tmp_path: Path) -> None:
+    path = tmp_path / "script.json"
+    path.write_text('{"steps": [], "conversations": [{"when": "", "steps": []}]}')
+    with pytest.raises(ValueError, match=r"conversations\[0\]\.when is empty"):
+        load_script(path)
+    path.write_text('{"steps": [], "conversation": []}')
+    with pytest.raises(ValueError, match=r"invalid faux script: .*conversation"):
+        load_script(path)

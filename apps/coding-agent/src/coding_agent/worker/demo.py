@@ -17,6 +17,18 @@ Tests and users can script the model instead with a JSON file (:func:`load_scrip
 
     [{"text": "Let me look.", "toolCalls": [{"name": "ls", "arguments": {"path": "."}}]},
      {"thinking": "It is small.", "text": "This folder holds one file."}]
+
+or, to script conversations separately (a subagent's own conversation, say), an object whose
+``conversations`` each name a ``when`` text: a request whose system prompt or first user message
+contains it plays that script (the first match wins), every other request plays ``steps``::
+
+    {"steps": [{"toolCalls": [{"name": "agent", "arguments": {"description": "look",
+                                                              "prompt": "task 1: look"}}]},
+               {"text": "The subagent looked."}],
+     "conversations": [{"when": "task 1:", "steps": [{"text": "I looked."}]}]}
+
+Each script counts its own conversation's finished answers, and the tool calls of the ``n``-th
+conversation script get ids ``faux_c<n>_<step>_<i>``, so no two conversations share a call id.
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +64,10 @@ from pico3.models import (
 
 __all__ = [
     "DEMO_NOTES_FILE",
+    "ConversationScript",
+    "Script",
+    "ScriptConversation",
+    "ScriptFile",
     "ScriptStep",
     "ScriptToolCall",
     "ScriptedProvider",
@@ -76,10 +93,11 @@ def finished_assistant_messages(request: Request) -> int:
     )
 
 
-def _with_call_ids(response: FauxResponse, step: int) -> FauxResponse:
-    """Give unnamed tool calls ids derived from the step, so ids never repeat in a transcript."""
+def _with_call_ids(response: FauxResponse, step: int, prefix: str = "") -> FauxResponse:
+    """Give unnamed tool calls ids derived from the step, so ids never repeat in a transcript
+    (``prefix`` names the conversation script, so they never repeat across them either)."""
     blocks = tuple(
-        FauxToolCall(block.name, block.arguments, block.id or f"faux_{step}_{number}")
+        FauxToolCall(block.name, block.arguments, block.id or f"faux_{prefix}{step}_{number}")
         if isinstance(block, FauxToolCall)
         else block
         for number, block in enumerate(response.content)
@@ -94,25 +112,58 @@ def _with_call_ids(response: FauxResponse, step: int) -> FauxResponse:
     )
 
 
+@dataclass(frozen=True)
+class ConversationScript:
+    """The steps played to the conversations whose system prompt or first user message
+    contains ``when``."""
+
+    when: str
+    steps: Sequence[FauxStep]
+
+
+@dataclass(frozen=True)
+class Script:
+    """A whole script: ``steps`` for every conversation no :class:`ConversationScript` claims."""
+
+    steps: Sequence[FauxStep]
+    conversations: Sequence[ConversationScript] = ()
+
+
+def _first_user_text(request: Request) -> str:
+    for message in request.messages:
+        if isinstance(message, UserMessage):
+            if isinstance(message.content, str):
+                return message.content
+            return "".join(getattr(block, "text", "") for block in message.content)
+    return ""
+
+
 class ScriptedProvider:
     """A faux provider answering step ``n`` to a transcript with ``n`` finished answers.
 
     ``steps`` are :class:`~pico3.models.FauxResponse` values or callables of the request that
-    return one (deferred answers are not supported).
+    return one (deferred answers are not supported), or a :class:`Script` that also scripts
+    some conversations apart (``conversations``: the first whose ``when`` occurs in the
+    request's system prompt or first user message plays its own steps).
     ``fallback`` answers every request past the script (default: a note that it ended).
     Streaming is the :class:`~pico3.models.FauxProvider`'s: word by word, no wall-clock pacing.
     """
 
     def __init__(
         self,
-        steps: Sequence[FauxStep],
+        steps: Sequence[FauxStep] | Script,
         *,
+        conversations: Sequence[ConversationScript] = (),
         fallback: FauxStep | None = None,
         name: str = "faux",
         models: Sequence[ModelInfo] = (FAUX_MODEL,),
         chunk_chars: int = 16,
     ) -> None:
+        if isinstance(steps, Script):
+            conversations = [*steps.conversations, *conversations]
+            steps = steps.steps
         self._steps = list(steps)
+        self._conversations = [(c.when, list(c.steps)) for c in conversations]
         self._fallback: FauxStep = fallback if fallback is not None else _script_ended
         self._name = name
         self._models = tuple(models)
@@ -139,7 +190,8 @@ class ScriptedProvider:
         """Stream the step this transcript is at."""
         self.state.record(request)
         index = finished_assistant_messages(request)
-        step = self._steps[index] if index < len(self._steps) else self._fallback
+        prefix, steps = self._script(request)
+        step = steps[index] if index < len(steps) else self._fallback
         response = (
             step if isinstance(step, (FauxResponse, FauxDeferred)) else step(request, self.state)
         )
@@ -147,7 +199,17 @@ class ScriptedProvider:
             # A deferred answer is fetched later from the provider that handed it out; this
             # provider makes a fresh player per request, so it plays only immediate answers.
             raise TypeError(f"step {index}: ScriptedProvider plays FauxResponse steps only")
-        return self._player([_with_call_ids(response, index)]).stream(request, ctx)
+        return self._player([_with_call_ids(response, index, prefix)]).stream(request, ctx)
+
+    def _script(self, request: Request) -> tuple[str, Sequence[FauxStep]]:
+        """The call-id prefix and the steps of the script that plays ``request``."""
+        if self._conversations:
+            system = "\n".join(request.system)
+            first = _first_user_text(request)
+            for number, (when, steps) in enumerate(self._conversations):
+                if when in system or when in first:
+                    return f"c{number}_", steps
+        return "", self._steps
 
 
 def _script_ended(request: Request, state: FauxState) -> FauxResponse:
@@ -324,6 +386,20 @@ class ScriptStep(msgspec.Struct, forbid_unknown_fields=True, frozen=True, rename
     error: str | None = None
 
 
+class ScriptConversation(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """A conversation's own script in a JSON script file."""
+
+    when: str
+    steps: list[ScriptStep]
+
+
+class ScriptFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """The object form of a JSON script file."""
+
+    steps: list[ScriptStep] = msgspec.field(default_factory=list)
+    conversations: list[ScriptConversation] = msgspec.field(default_factory=list)
+
+
 def script_steps(steps: Sequence[ScriptStep]) -> list[FauxStep]:
     """Faux responses for parsed script steps."""
     responses: list[FauxStep] = []
@@ -341,8 +417,9 @@ def script_steps(steps: Sequence[ScriptStep]) -> list[FauxStep]:
     return responses
 
 
-def load_script(path: str | os.PathLike[str]) -> list[FauxStep]:
-    """Read a JSON script file (a list of :class:`ScriptStep` objects); errors name the path."""
+def load_script(path: str | os.PathLike[str]) -> Script:
+    """Read a JSON script file (a list of :class:`ScriptStep` objects, or a :class:`ScriptFile`
+    object with conversation scripts); errors name the path."""
     try:
         raw = Path(path).read_bytes()
     except OSError as error:
@@ -350,7 +427,18 @@ def load_script(path: str | os.PathLike[str]) -> list[FauxStep]:
             f"{os.fspath(path)}: cannot read the faux script: {error.strerror}"
         ) from None
     try:
-        steps = msgspec.json.decode(raw, type=list[ScriptStep])
+        parsed = msgspec.json.decode(raw, type=list[ScriptStep] | ScriptFile)
     except msgspec.DecodeError as error:
         raise ValueError(f"{os.fspath(path)}: invalid faux script: {error}") from None
-    return script_steps(steps)
+    if isinstance(parsed, list):
+        return Script(script_steps(parsed))
+    for number, conversation in enumerate(parsed.conversations):
+        if not conversation.when:
+            raise ValueError(
+                f"{os.fspath(path)}: invalid faux script: conversations[{number}].when is empty "
+                "(give a text its system prompt or first message contains)"
+            )
+    return Script(
+        script_steps(parsed.steps),
+        [ConversationScript(c.when, script_steps(c.steps)) for c in parsed.conversations],
+    )
