@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
 
 from chord.context import BACKGROUND, Context
 from chord.facets import FacetEnvironment, create_facet_host, define_facet
+from chord.packages import facet_package_from_folder, load_generation
 from chord.remote import LoopbackServiceSource
 from chord.state import replicated_state
 from chord.textual import Choice, tui_facet
@@ -22,12 +23,14 @@ from facets_subagents.tui import subagents_in, transcript_text
 from facets_subagents.tui import tui_facet as agents_tui_facet
 from pico3 import HarnessOptions, JsonlStorage, Models, ToolDeclaration, ToolResult
 from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
+from pico3.chord.reload import reload_session_facets
 from pico3.models.faux import FauxProvider, FauxResponse, FauxState, faux_response, faux_tool_call
 from pico3.models.provider import Request, ToolResultMessage, UserMessage
 
 pytestmark = pytest.mark.anyio
 
 MODEL = {"provider": "faux", "modelId": "faux-1"}
+PACKAGE = Path(__file__).parents[3] / "packages" / "facets-subagents"
 REVIEWER = """---
 name: reviewer
 description: Reviews things.
@@ -265,7 +268,11 @@ class ScriptedTui:
 
     def register_command(self, name: str, description: str, handler: Any) -> Callable[[], None]:
         self.commands[name] = handler
-        return lambda: self.commands.pop(name, None)
+
+        def unregister() -> None:
+            self.commands.pop(name, None)
+
+        return unregister
 
     def mount_panel(self, panel_id: str, factory: Any) -> Callable[[], None]:
         raise AssertionError("no panel")
@@ -279,7 +286,9 @@ async def test_slash_agents_lists_subagents_and_shows_a_transcript(tmp_path: Pat
     tui = ScriptedTui()
     async with session(tmp_path, script) as s, anyio.create_task_group() as group:
         source = LoopbackServiceSource(s.host.services, task_group=group)
-        async with create_facet_host([tui_facet(tui), agents_tui_facet], service_sources=[source]):
+        async with create_facet_host(
+            [tui_facet(cast(Any, tui)), agents_tui_facet], service_sources=[source]
+        ):
             await tui.commands["agents"]("", BACKGROUND)
             assert tui.toasts == ["No subagent has run in this session yet"]
             root = await s.harness.root(BACKGROUND)
@@ -296,3 +305,73 @@ async def test_slash_agents_lists_subagents_and_shows_a_transcript(tmp_path: Pat
             assert "→ note" in transcript and "[result] noted task A" in transcript
             assert "[agent] report: task A done" in transcript
         group.cancel_scope.cancel()
+
+
+async def test_a_reload_mid_subagent_keeps_it_running_and_the_parent_gets_its_report(
+    tmp_path: Path,
+) -> None:
+    # A hot reload of facets-subagents while a subagent runs: a new generation of the package's
+    # code replaces the running one (docs/design/reload.md#session-worker-reload: with invocations running, suspend and reopen); the subagent resumes in the same
+    # owned conversation under the new generation's kind, and the parent gets its report once.
+    gate = anyio.Event()
+    script = Script([{"description": "slow one", "prompt": "task A"}], gate)
+    async with session(tmp_path, script, gate) as s:
+        root = await s.harness.root(BACKGROUND)
+        watch = await root.watch(BACKGROUND)
+        mirror = replicated_state(watch.view)
+        changed = anyio.Event()
+
+        def listener(envelope: Any) -> None:
+            nonlocal changed
+            mirror.apply(BACKGROUND, envelope.ops)
+            changed.set()
+
+        watch.start(listener)
+        await root.send("go", BACKGROUND)
+        with anyio.fail_after(30):  # the subagent's note call waits on the gate
+            while not any(
+                st.get("progress", "").startswith("running note")
+                for _t, st in subagents_in(mirror.value)
+            ):
+                await changed.wait()
+                changed = anyio.Event()
+        ((_task, before),) = subagents_in(mirror.value)
+        old_tool = s.harness.tools.get("agent")
+        watch.stop()
+
+        (package,) = facet_package_from_folder(PACKAGE)
+        generation = load_generation(package, "session")
+        try:
+            path = await reload_session_facets(
+                s.service, s.host, list(generation.facets), BACKGROUND
+            )
+            assert path == "reopened"  # invocations were running: suspended, then recovered
+            harness = s.service.harness  # the reopened harness
+            new_tool = harness.tools.get("agent")
+            assert new_tool is not None and new_tool is not old_tool  # the new generation's
+            gate.set()
+            root = await harness.root(BACKGROUND)
+            with anyio.fail_after(30):
+                while not await root.entries(BACKGROUND, limit=1, kind="pi.tool_result"):
+                    await root.wait_for_idle(BACKGROUND)
+                await root.wait_for_idle(BACKGROUND)
+            results = list(
+                reversed(await root.entries(BACKGROUND, limit=100, kind="pi.tool_result"))
+            )
+            assert [r.model[0]["content"][0]["text"] for r in results] == [  # pyright: ignore[reportIndexIssue]
+                "report: task A done"
+            ]
+            # the same subagent conversation carried on: no second child was made
+            details = results[0].data["details"]  # pyright: ignore[reportIndexIssue]
+            assert details["conversation"] == before["conversation"]
+            final = await root.entries(BACKGROUND, limit=1, kind="pi.assistant")
+            assert final[0].model[0]["content"][0]["text"] == "all reports read"  # pyright: ignore[reportIndexIssue]
+            watch = await root.watch(BACKGROUND)
+            assert subagents_in(watch.view) == []
+            watch.stop()
+            # the subagent's model was asked twice (its note call, its report): the reopened
+            # harness re-ran the interrupted note call (replay safe), not the whole subagent
+            child_requests = [r for r in script.requests if any("subagent" in x for x in r.system)]
+            assert len(child_requests) == 2
+        finally:
+            await generation.dispose()

@@ -98,7 +98,9 @@ class McpHost:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def _services(self) -> Mapping[str, Any]:
-        return self._harness.harness.scheduler.services
+        # the handle's: readable while suspended (a reload with invocations running activates
+        # this facet between suspend and reopen)
+        return self._harness.handle.services
 
     async def start(self) -> None:
         services = self._services()

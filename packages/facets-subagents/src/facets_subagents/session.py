@@ -80,7 +80,9 @@ class Subagents:
         self.definitions = Definitions({GENERAL_PURPOSE.name: GENERAL_PURPOSE}, ())
 
     def load(self) -> None:
-        services = self._harness.harness.scheduler.services
+        # the handle's services: also readable while the harness is suspended (a reload with
+        # invocations running activates this facet between suspend and reopen)
+        services = self._harness.handle.services
         project = services.get("project_root") or services.get("workspace")
         self.definitions = load_definitions(
             project=project,

@@ -28,7 +28,7 @@ through ``status(key)`` after a reopen.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -79,6 +79,12 @@ class HarnessHandle:
         if self._harness is None:
             raise RuntimeError("the session is not open (open() or reopen() it)")
         return self._harness
+
+    @property
+    def services(self) -> Mapping[str, Any]:
+        """``HarnessOptions.services``, the same for every opening (readable while suspended:
+        a facet activated during a reload reads its settings here)."""
+        return self._options.services
 
     @property
     def is_open(self) -> bool:
