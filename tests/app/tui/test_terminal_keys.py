@@ -140,3 +140,18 @@ async def test_text_submitted_while_unavailable_is_sent_once_the_worker_is_back(
         conversation.relay.follow(conversation.state)  # back
         await docs.until(pilot, lambda: conversation.sent)
         assert conversation.sent == [("typed ahead", "prompt")] and app.held == []
+
+
+async def test_the_esc_hint_is_not_shown_while_a_dialog_has_the_keys(conversation, docs) -> None:
+    from chord.textual import ConfirmScreen
+
+    conversation.change(_busy)
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await app.wait_rendered()
+        status = app.query_one("#turn-status")
+        await docs.until(pilot, lambda: "esc to interrupt" in str(status.render()))
+        app.push_screen(ConfirmScreen("Sure?", "", "Yes", "No"))
+        await docs.until(pilot, lambda: "esc to interrupt" not in str(status.render()))
+        await pilot.press("escape")
+        await docs.until(pilot, lambda: "esc to interrupt" in str(status.render()))

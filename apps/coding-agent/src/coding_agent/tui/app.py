@@ -433,7 +433,7 @@ class CodingAgentApp(App[None]):
         self._paint_scroll_hint()  # the mouse wheel leaves/returns to follow mode too
         if self._status_text and self.spinner_moves:
             self._spin = (self._spin + 1) % len(_SPINNER)
-            self._paint_status()
+        self._paint_status()  # also: a dialog opened or closed, and the Esc hint follows
 
     def _paint_status(self) -> None:
         if not self._status_text:
@@ -442,7 +442,10 @@ class CodingAgentApp(App[None]):
         line.append(f"{_SPINNER[self._spin]} ", style="bold")
         line.append(self._status_text)
         abort = self._hint_key("abort")
-        if abort and not self._status_text.startswith("Waiting on"):  # a dialog has the keys
+        dialog = self.screen is not self.screen_stack[0] or self._status_text.startswith(
+            "Waiting on"
+        )
+        if abort and not dialog:  # a dialog has the keys (its own line says what Esc does)
             line.append(f"   {abort} to interrupt", style="dim")
         self._status.update(line)
 
