@@ -19,11 +19,11 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > Vertical {
-        width: 90%; max-width: 110; height: auto; max-height: 90%;
+        width: 90%; max-width: 110; height: 90%;
         border: round $accent; background: $surface; padding: 0 2;
     }
     HelpScreen .title { text-style: bold; margin: 1 0; }
-    HelpScreen VerticalScroll { height: auto; max-height: 100%; }
+    HelpScreen VerticalScroll { height: 1fr; }
     HelpScreen #help-close { color: $text-muted; margin-top: 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -38,10 +38,10 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label("Help", classes="title")
+            yield Label("Help  (esc closes)", classes="title")
             with VerticalScroll():
                 yield Static(self.text, id="help-text", markup=False)
-            yield Static("esc closes", id="help-close", markup=False)
+            yield Static("esc, q or f1 close · ↑↓ pgup pgdn scroll", id="help-close", markup=False)
 
     def action_close(self) -> None:
         self.dismiss(None)
