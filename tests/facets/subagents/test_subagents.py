@@ -18,6 +18,7 @@ from chord.packages import facet_package_from_folder, load_generation
 from chord.remote import LoopbackServiceSource
 from chord.state import replicated_state
 from chord.textual import Choice, tui_facet
+from coding_agent.tui.widgets.tasks import task_summary
 from facets_subagents.session import session_facet
 from facets_subagents.tui import subagents_in, transcript_text
 from facets_subagents.tui import tui_facet as agents_tui_facet
@@ -216,6 +217,8 @@ async def test_running_subagents_show_their_step_and_a_bad_type_is_an_error(tmp_
                 changed = anyio.Event()
         ((_task, status),) = subagents_in(views[-1])
         assert status["label"] == "slow one" and status["agent"] == "general-purpose"
+        # the app's tasks panel row for it: its label and current step
+        assert task_summary(status) == "slow one · running note (1 tool call)"
         child = await s.harness.conversation(status["conversation"], BACKGROUND)
         assert child is not None
         child_watch = await child.watch(BACKGROUND)
