@@ -257,6 +257,11 @@ async def test_a_rescan_adds_new_packages_retires_gone_ones_and_reports_unreadab
             first = await reloader.reload_all()
             folders[:] = [_empty_package(tmp_path / "beta"), tmp_path / "missing"]
             second = await reloader.reload_all()
+            broken = _empty_package(tmp_path / "gamma")
+            (broken / "plugin.py").write_text("def broken(:\n")
+            folders.append(broken)
+            third = await reloader.reload_all()
+            serving = sorted(coordinator.generations)
         finally:
             await coordinator.dispose()
     assert [(o["package"], o["outcome"], o["ok"]) for o in first] == [("alpha", "reloaded", True)]
@@ -266,3 +271,8 @@ async def test_a_rescan_adds_new_packages_retires_gone_ones_and_reports_unreadab
         ("beta", "added", True),
     ]
     assert "missing" in second[0]["message"] and "does not exist" in second[0]["message"]
+    # A new package that fails to load is reported; nothing else changes.
+    gamma = next(o for o in third if o["package"] == "gamma")
+    assert (gamma["outcome"], gamma["ok"]) == ("failed", False)
+    assert "SyntaxError" in gamma["message"] and "nothing was added" in gamma["message"]
+    assert serving == ["beta"]
