@@ -1,7 +1,8 @@
 """The session worker with its commits in PostgreSQL (``--storage postgresql://…``, issue 23).
 
 A prompt's turn is committed to the database, not to the folder's JSONL files; after a SIGKILL
-the next worker waits out the dead one's lease and serves the same transcript.
+the next worker waits out the dead one's lease and serves the same transcript. A worker whose
+lease another server took fails its next commit (LeaseLost), publishes nothing and exits.
 """
 
 from __future__ import annotations
@@ -9,12 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import psycopg
 import pytest
-from worker_support import Client, connected, text_of, worker_process, write_script
+from worker_support import TIMEOUT, Client, connected, text_of, worker_process, write_script
 
 from chord.context import BACKGROUND
+from chord.wire.errors import RemoteCallError
 from coding_agent.sessions import Session
+from coding_agent.worker.main import EXIT_STORAGE
+from pico3 import PostgresStorage
 
 pytestmark = pytest.mark.anyio
 
@@ -44,3 +49,38 @@ async def test_a_worker_on_postgresql_commits_there_and_survives_a_sigkill(
     ):
         answers = [text_of(entry) for entry in client.entries("pi.assistant")]
         assert answers == ["Stored in the database."]
+
+
+async def test_a_worker_whose_lease_is_taken_stops_at_its_next_commit_without_publishing(
+    session: Session, agent_env: dict[str, str], tmp_path: Path, postgres_cluster: Any
+) -> None:
+    url = f"postgresql://{postgres_cluster.user}@127.0.0.1:{postgres_cluster.port}/postgres"
+    script = write_script(tmp_path / "script.json", [{"text": "Never published."}])
+    args = ("--faux-script", str(script), "--no-fsync", "--storage", url)
+    log: list[str] = []
+    async with (
+        worker_process(session, agent_env, *args, on_stderr=log.append) as worker,
+        connected(Client(), worker.socket) as client,
+    ):
+        seq = await _seq(postgres_cluster.conninfo, session.id)
+        other = PostgresStorage(url, session.id, fsync=False, take_over=True)
+        await other.open(BACKGROUND)  # another server takes the session over
+        try:
+            with pytest.raises(RemoteCallError, match="another worker took the lease"):
+                await client.root.send({"content": "go"}, BACKGROUND)  # its commit: refused
+            with anyio.fail_after(TIMEOUT):
+                code = await worker.process.wait()
+            assert code == EXIT_STORAGE
+            assert other.seq == seq
+            assert await _seq(postgres_cluster.conninfo, session.id) == seq  # nothing new
+        finally:
+            await other.close(BACKGROUND)
+    assert any("another worker took the lease" in line for line in log), log
+
+
+async def _seq(conninfo: str, session: str) -> int:
+    async with await psycopg.AsyncConnection.connect(conninfo) as conn:
+        cursor = await conn.execute("SELECT seq FROM pico3_sessions WHERE session = %s", (session,))
+        row = await cursor.fetchone()
+    assert row is not None
+    return int(row[0])
