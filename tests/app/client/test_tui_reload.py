@@ -234,6 +234,17 @@ def chord_facets(host):
 """
 
 
+ONE_FACET_PLUGIN = """
+from chord.facets import define_facet
+from chord.packages import hookimpl
+
+
+@hookimpl
+def chord_facets(host):
+    return [define_facet("test/beta", lambda env: None)]
+"""
+
+
 def _empty_package(folder: Path) -> Path:
     folder.mkdir()
     (folder / "__init__.py").write_text('"""A facet package with no facets."""\n')
@@ -262,6 +273,9 @@ async def test_a_rescan_adds_new_packages_retires_gone_ones_and_reports_unreadab
             folders.append(broken)
             third = await reloader.reload_all()
             serving = sorted(coordinator.generations)
+            (tmp_path / "beta" / "plugin.py").write_text(ONE_FACET_PLUGIN)  # a shape change
+            fourth = await reloader.reload_all()
+            facet_ids = host.facet_ids
         finally:
             await coordinator.dispose()
     assert [(o["package"], o["outcome"], o["ok"]) for o in first] == [("alpha", "reloaded", True)]
@@ -276,3 +290,7 @@ async def test_a_rescan_adds_new_packages_retires_gone_ones_and_reports_unreadab
     assert (gamma["outcome"], gamma["ok"]) == ("failed", False)
     assert "SyntaxError" in gamma["message"] and "nothing was added" in gamma["message"]
     assert serving == ["beta"]
+    beta = next(o for o in fourth if o["package"] == "beta")
+    assert (beta["outcome"], beta["ok"]) == ("reloaded", True)
+    assert "changed its shape: retired and added again" in beta["message"]
+    assert facet_ids == ["test/beta"]

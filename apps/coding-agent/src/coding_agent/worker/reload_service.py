@@ -13,7 +13,8 @@ both share. Given the host's coordinator and a way to scan for packages, :meth:`
 3. adds a package found now that was not loaded (installed with ``coding-agent facets add``,
    say) and retires one that is gone (``facets remove``), in the running host
    (:meth:`~chord.packages.ReloadCoordinator.add` / ``remove``); a package whose declaration
-   changed is retired and added again. A package that fails to load or activate is reported
+   changed, or whose facets or services changed (reloading it in place would need a restart),
+   is retired and added again. A package that fails to load or activate is reported
    ``failed`` and the running facets keep serving.
 
 Each outcome is one JSON object (the same shape the worker's status uses for reload reports)::
@@ -170,18 +171,27 @@ class PackageReloader:
             elif found is None:
                 outcomes.append(_from_report(await coordinator.remove(name)))
             elif found != generation.package:
-                removed = await coordinator.remove(name)
-                if not removed.ok:
-                    outcomes.append(_from_report(removed))
-                    continue
-                added = _from_report(await coordinator.add(found, self._kind))
-                if added["ok"]:
-                    added["message"] = f"facet package {name!r} was declared anew: reloaded"
-                    added["outcome"] = "reloaded"
-                outcomes.append(added)
+                outcomes.append(await self._replace(coordinator, found, "was declared anew"))
             else:
-                outcomes.append(_from_report(await coordinator.reload(name)))
+                report = await coordinator.reload(name)
+                if report.outcome == "restart_required":  # its facets or services changed
+                    outcomes.append(await self._replace(coordinator, found, "changed its shape"))
+                else:
+                    outcomes.append(_from_report(report))
         return outcomes
+
+    async def _replace(
+        self, coordinator: ReloadCoordinator, package: FacetPackage, why: str
+    ) -> ReloadOutcome:
+        """Retire ``package``'s running generation and add its new one (a shape change)."""
+        removed = await coordinator.remove(package.name)
+        if not removed.ok:
+            return _from_report(removed)
+        added = _from_report(await coordinator.add(package, self._kind))
+        if added["ok"]:
+            added["outcome"] = "reloaded"
+            added["message"] = f"facet package {package.name!r} {why}: retired and added again"
+        return added
 
 
 class _Requests:
