@@ -145,6 +145,9 @@ class _ConversationView:
         self.watches: list[Watch] = []
         # namespace -> (merged slice, projection or _FAILED, token that projected it)
         self.projections: dict[str, tuple[dict[str, Any], Any, Namespace]] = {}
+        # task id -> (the record, the slot it was described with, its status): ``describe``
+        # turns record and slot into the status, so it runs again only when one of them changed
+        self.statuses: dict[int, tuple[Task, Any, Any]] = {}
 
 
 class ViewRegistry:
@@ -232,6 +235,9 @@ class ViewRegistry:
         stale = self._stale
         self._stale = False
         keys = batch.changed_keys
+        if stale:  # registrations changed (a kind's describe among them): describe again
+            for each in self._views.values():
+                each.statuses.clear()
         session_plugins = bool(changed) and DocRef.session() in changed
         if stale or session_plugins:
             targets = list(self._views.items())
@@ -327,7 +333,7 @@ class ViewRegistry:
         if every or "inbox" in sections:
             _sync(root, "inbox", copy_json(sticky.get("inbox", [])))
         if every or "tasks" in sections:
-            _sync(root, "tasks", self._tasks(cid, sticky))
+            _sync(root, "tasks", self._tasks(view, sticky))
         replayed = sticky_ops is not None and _replay_turn(view, sticky_ops)
         if (every or "turn" in sections) and not replayed:
             _optional(root, "turn", _turn_view(sticky.get("turn")))
@@ -354,10 +360,12 @@ class ViewRegistry:
                 projections[token.name] = projected
         _sync(root, "plugins", projections)
 
-    def _tasks(self, conversation_id: int, sticky: dict[str, Any]) -> dict[str, Any]:
+    def _tasks(self, view: _ConversationView, sticky: dict[str, Any]) -> dict[str, Any]:
         """``tasks[id] = {kind, background?, marked?, status}`` for live tasks shown there."""
+        conversation_id = view.conversation_id
         slots = sticky.get("tasks")
         out: dict[str, Any] = {}
+        cache, view.statuses = view.statuses, {}
         for task in self._kernel.live_tasks():
             if task.conversation_id != conversation_id or task.kind in VIEW_HIDDEN_KINDS:
                 continue
@@ -366,11 +374,17 @@ class ViewRegistry:
                 slot = {key: value for key, value in slot.items() if key != "memos"}
             else:
                 slot = None
-            try:
-                status = self._status(task, slot)
-            except Exception as exc:  # docs/design/decisions.md#d8-g21: the record leaves the view; the commit stands
-                self.report(exc)
-                continue
+            cached = cache.get(task.id)
+            if cached is not None and cached[0] is task and equal_json(cached[1], slot):
+                status = cached[2]
+            else:
+                try:
+                    status = self._status(task, slot)
+                except Exception as exc:  # docs/design/decisions.md#d8-g21: the record leaves the view; the commit stands
+                    self.report(exc)
+                    continue
+                cached = (task, copy_json(slot), status)
+            view.statuses[task.id] = cached
             record: dict[str, Any] = {"kind": task.kind}
             if task.background is True:
                 record["background"] = True

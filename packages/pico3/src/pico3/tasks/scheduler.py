@@ -138,8 +138,15 @@ class Scheduler:
         """Register ``kind`` (see :class:`KindRegistry`) and kick: pending tasks of that name
         may now dispatch."""
         unregister = self.kinds.register(kind)
+        views = self.kernel.views
+        views.mark_stale()  # statuses come from the kind's describe: shown again in full
+
+        def undo() -> None:
+            unregister()
+            views.mark_stale()
+
         self.kick()
-        return unregister
+        return undo
 
     def _describe(self, task: Task, slot: dict[str, Any] | None) -> Any:
         kind = self.kinds.get(task.kind)
