@@ -188,3 +188,39 @@ async def test_a_tool_without_its_own_title_lists_its_other_arguments_not_json(
         assert card is not None
         assert card.header_text.endswith("question: Which topic?")
         assert card.args_text == "options: Testing · Docs"
+
+
+async def test_an_aborted_call_keeps_the_partial_output_it_showed(conversation, docs) -> None:
+    from coding_agent.tui import CodingAgentApp
+
+    call = {"type": "toolCall", "id": "b1", "name": "bash", "arguments": {"command": "make"}}
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 30)):
+        await app.wait_rendered()
+
+        def running(doc: Any) -> None:
+            doc["turn"] = {
+                "inputs": [1],
+                "message": docs.assistant_message(call),
+                "tools": [{"callId": "b1", "name": "bash", "status": "running",
+                           "output": "compiling a.c\ncompiling b.c"}],
+            }  # fmt: skip
+
+        conversation.change(running)
+        await app.wait_rendered()
+        card = app.transcript.card("b1")
+        assert card is not None and "compiling b.c" in card.live_text
+
+        def aborted(doc: Any) -> None:
+            del doc["turn"]
+            doc["entries"].append(docs.assistant_entry(2, docs.assistant_message(call)))
+            doc["entries"].append(
+                docs.tool_result_entry(3, "b1", "bash", "Tool call aborted.", is_error=True)
+            )
+
+        conversation.change(aborted)
+        await app.wait_rendered()
+        card = app.transcript.card("b1")
+        assert card is not None
+        assert card.result_text.startswith("Tool call aborted.")
+        assert "Output before it stopped:\ncompiling a.c\ncompiling b.c" in card.result_text

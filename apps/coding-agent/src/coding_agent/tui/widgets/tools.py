@@ -273,6 +273,10 @@ class ToolCard(Vertical):
         self._extra = ""
         self._live.display = False
         text = content_text(message.get("content"))
+        live = self._shown["live"].strip()
+        if is_error and live and live.splitlines()[-1] not in text:
+            # Cut short (an abort) before its output reached the result: keep what was shown.
+            text = f"{text}\nOutput before it stopped:\n{live}"
         data = entry.get("data")
         details = data.get("details") if isinstance(data, dict) else None
         diff = details.get("diff") if isinstance(details, dict) else None
