@@ -296,6 +296,14 @@ def report(provider: str, turns: int) -> None:
         f"{provider} turn {marks[-1]:,} / turn {marks[0]:,}: {last / first:.2f}x "
         f"[target <= 1.2x] | baseline: {_at(base, marks[-1]) / _at(base, marks[0]):.2f}x"
     )
+    # The request body grows with the history, so the baseline's own cost grows; what the agent
+    # adds on top of it, and the CPU this process spends, show the agent's own growth.
+    over_first = first - _at(base, marks[0])
+    over_last = last - _at(base, marks[-1])
+    print(
+        f"{provider} turn {marks[-1]:,} / turn {marks[0]:,}, the agent's own part: overhead "
+        f"{over_last / over_first:.2f}x, CPU {_at(cpu, marks[-1]) / _at(cpu, marks[0]):.2f}x"
+    )
     total = sum(agent)
     print(
         f"{provider} {turns:,} turns: {total:,.1f} s | baseline {sum(base):,.1f} s "
