@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextvars
 import re
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -416,10 +416,10 @@ class Tables:
         for entry in staged.entries:
             self.entries[entry.id] = entry
             cid = entry.conversation_id
-            self.by_conversation[cid].append(entry)
+            _add(self.by_conversation[cid], entry)
             if entry.head is not UNSET:
-                self.heads.setdefault(cid, []).append(entry)
-            self.by_kind.setdefault((cid, entry.kind), []).append(entry)
+                _add(self.heads.setdefault(cid, []), entry)
+            _add(self.by_kind.setdefault((cid, entry.kind), []), entry)
             self.entry_seq[entry.id] = seq
         if staged.tasks:
             self.tasks.update(staged.tasks)
@@ -452,6 +452,14 @@ class Tables:
 
 def _entry_id(entry: Entry) -> int:
     return entry.id
+
+
+def _add(entries: list[Entry], entry: Entry) -> None:
+    """Add ``entry`` to an id-ordered list (ids are minted in commit order: an append)."""
+    if entries and entries[-1].id > entry.id:
+        insort(entries, entry, key=_entry_id)
+    else:
+        entries.append(entry)
 
 
 class TableStorage:
