@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import uuid
@@ -26,6 +27,8 @@ from pico3.storage import (
     EntryScan,
     PostgresStorage,
     SchemaTooNew,
+    StorageClosed,
+    StorageError,
     StorageInUse,
     Task,
     TaskPatch,
@@ -273,3 +276,18 @@ async def test_a_stalled_worker_loses_its_lease_at_expiry_to_a_waiting_opener(
         stalled.stop()
     seq, notes = await read_notes(conninfo, session)
     assert seq == 3 and notes == [{"pid": stalled.process.pid}]
+
+
+async def test_an_unreachable_server_fails_open_naming_it_without_the_password() -> None:
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"postgresql://agent:s3cret@127.0.0.1:{port}/agents"
+    storage = PostgresStorage(url, "s", connect_timeout=0.5)
+    with pytest.raises(
+        StorageError, match=rf"cannot reach PostgreSQL at 127.0.0.1:{port}/agents"
+    ) as info:
+        await storage.open(ctx)
+    assert "s3cret" not in str(info.value)
+    with pytest.raises(StorageClosed):
+        await storage.commit([], ctx)

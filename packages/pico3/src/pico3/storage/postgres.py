@@ -231,6 +231,19 @@ async def migrate(conn: AsyncConnection[Any]) -> int:
     return found
 
 
+def _where(conninfo: str) -> str:
+    """Host, port and database of ``conninfo``, never its password."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(conninfo)
+    except Exception:
+        return "the given address"
+    host = parts.get("host") or "the default host"
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"{host}{port}/{parts.get('dbname') or parts.get('user') or ''}"
+
+
 def _holder() -> str:
     return f"pid {os.getpid()} on {socket.gethostname()}"
 
@@ -246,6 +259,8 @@ class PostgresStorage(TableStorage):
     takes the lease even though it is held: for a supervisor that knows the holder is dead (it
     reaped it); should the holder be alive after all, its next commit fails with
     :class:`LeaseLost`. With ``create=False`` a session the database does not hold is an error.
+    A server that cannot be reached within ``connect_timeout`` seconds fails ``open`` with a
+    :class:`StorageError` naming its host, port and database (never the password).
     """
 
     def __init__(
@@ -259,6 +274,7 @@ class PostgresStorage(TableStorage):
         wait: float = 0.0,
         take_over: bool = False,
         create: bool = True,
+        connect_timeout: float = 10.0,
     ) -> None:
         super().__init__()
         if (conninfo is None) == (pool is None):
@@ -281,6 +297,7 @@ class PostgresStorage(TableStorage):
         self._lease_ms = max(1, round(lease_seconds * 1000))
         self._create = create
         self._wait = wait
+        self._connect_timeout = connect_timeout
         self._take_over = take_over
         self._epoch = 0
         self._failed: BaseException | None = None
@@ -323,7 +340,16 @@ class PostgresStorage(TableStorage):
                 open=False,
                 kwargs={"autocommit": True},
             )
-            await self._pool.open(wait=True, timeout=30)
+            try:
+                await self._pool.open(wait=True, timeout=self._connect_timeout)
+            except Exception as exc:
+                pool, self._pool = self._pool, None
+                await pool.close()
+                raise StorageError(
+                    f"cannot reach PostgreSQL at {_where(self._conninfo)} within "
+                    f"{self._connect_timeout:g} s to open session {self._session!r} ({exc}); "
+                    "check the URL and that the server is running"
+                ) from None
         try:
             # the writer's connection, held while open: a commit is then one round trip with
             # no pool checkout (a session's commits are sequential anyway)
