@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chord.packages import FacetDiscoveryError, FacetPackage, installed_facet_packages
+from chord import FacetDiscoveryError, FacetPackage, installed_facet_packages
 
 __all__ = ["FacetRow", "add_facets_commands", "facet_rows", "run_facets_command"]
 
@@ -115,7 +115,7 @@ def facet_rows(cwd: Path) -> tuple[list[FacetRow], list[str]]:
         )
         for package in installed_facet_packages(on_error=lambda error: problems.append(str(error)))
     ]
-    from chord.packages import facet_package_from_folder
+    from chord import facet_package_from_folder
     from coding_agent.trust import TrustError, TrustStore, check_project
 
     try:
