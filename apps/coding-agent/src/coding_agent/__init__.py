@@ -1,5 +1,8 @@
 """coding-agent: the reference terminal coding agent built from chord, pico3 and feature facets.
 
-A session worker process and a Textual TUI process joined by the chord wire. The application
-arrives with its issue; this module is the package's public surface.
+A session worker process (:mod:`coding_agent.worker`: the pico3 harness, providers, built-in
+tools) and a Textual TUI process (:mod:`coding_agent.client`, :mod:`coding_agent.tui`) joined by
+the chord wire; :mod:`coding_agent.cli` is the command line and :mod:`coding_agent.headless`
+the ``-p``/``--json`` modes. The package exports nothing itself: the console script runs
+:func:`coding_agent.cli.main`.
 """

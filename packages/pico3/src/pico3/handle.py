@@ -123,10 +123,6 @@ class HarnessHandle:
             await harness.resume(ctx)
         return harness
 
-    def resume_pending(self) -> bool:
-        """True when the open harness has not resumed yet."""
-        return self._harness is not None and not self._harness.scheduler.enabled
-
     async def resume(self, ctx: Context) -> list[int]:
         """Resume the current opening (when opened with ``resume=False``)."""
         return await self.harness.resume(ctx)

@@ -200,14 +200,6 @@ class HookRegistry:
         self._registrations: list[HookRegistration] = []
         self._seq = 0
 
-    def set_kind_check(self, kind_current: Callable[[object], bool] | None) -> None:
-        """Install the task layer's "is this kind token current" predicate."""
-        self._kind_current = kind_current
-
-    def set_owner_of(self, owner_of: OwnerOf | None) -> None:
-        """Install the ownership walk used for ``subtree`` registrations."""
-        self._owner_of = owner_of
-
     def register(
         self,
         namespace: Namespace,

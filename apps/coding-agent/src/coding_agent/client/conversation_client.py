@@ -94,8 +94,7 @@ class RemoteConversationClient:
 
     Create one, put :meth:`facet` in the TUI process's facet host (whose service source is the
     worker's socket) and give the client to :class:`~coding_agent.tui.CodingAgentApp`.
-    :attr:`attached` tells whether a live conversation instance is followed right now;
-    :meth:`wait_attached` / :meth:`wait_detached` let tests and the supervisor wait for it.
+    :attr:`attached` tells whether a live conversation instance is followed right now.
     """
 
     def __init__(self, session: SessionInfo) -> None:
@@ -107,9 +106,6 @@ class RemoteConversationClient:
         self._target: int | None = None  # None: the root
         self._status: dict[str, Any] | None = None
         self._status_listeners: list[Callable[[dict[str, Any]], None]] = []
-        self._attached = anyio.Event()
-        self._detached = anyio.Event()
-        self._detached.set()
         self.attachments = 0
         """How many times a conversation instance was followed (2 after one reconnect)."""
 
@@ -228,14 +224,6 @@ class RemoteConversationClient:
         """True while a live root conversation instance is followed."""
         return self._current is not None
 
-    async def wait_attached(self) -> None:
-        """Return once a live root conversation instance is followed."""
-        await self._attached.wait()
-
-    async def wait_detached(self) -> None:
-        """Return once no instance is followed (the worker went away)."""
-        await self._detached.wait()
-
     def facet(self) -> Facet:
         """The presentation facet that observes ``pi.conversation`` and feeds this client."""
 
@@ -291,8 +279,6 @@ class RemoteConversationClient:
             if self._current is instance:
                 self._current, self._current_id = None, None
                 self._relay.detach()
-                self._attached = anyio.Event()
-                self._detached.set()
                 self._choose()
 
     def _choose(self) -> None:
@@ -308,8 +294,6 @@ class RemoteConversationClient:
         self._current, self._current_id = instance, pick
         self._relay.follow(instance.view)
         self.attachments += 1
-        self._detached = anyio.Event()
-        self._attached.set()
 
 
 def conversation_client_facet(client: RemoteConversationClient) -> Facet:

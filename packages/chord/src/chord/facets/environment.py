@@ -99,10 +99,6 @@ class FacetLifecycle:
         if not self._access:
             raise RuntimeError(f"Facet {self.id} service handles cannot be used while {self.state}")
 
-    @property
-    def has_access(self) -> bool:
-        return self._access
-
     def revoke(self) -> None:
         """Switch service access off at once (the host is aborting)."""
         self._access = False

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import anyio
 import anyio.lowlevel
@@ -107,12 +107,3 @@ class Line:
         """End the builder run that :meth:`enter_builder` marked."""
         _ACTIVE.reset(token)
         self._running = None
-
-    @contextmanager
-    def running_builder(self, ctx: Context) -> Iterator[Context]:
-        """Mark a builder run for the ``with`` block; yields the builder's ctx."""
-        line_ctx, token = self.enter_builder(ctx)
-        try:
-            yield line_ctx
-        finally:
-            self.exit_builder(token)

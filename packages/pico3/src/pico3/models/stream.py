@@ -250,10 +250,6 @@ class MessageBuilder:
         """True once a terminal event was produced."""
         return self._finished
 
-    def has_open(self, index: int) -> bool:
-        """True while the block at ``index`` is open."""
-        return index in self._open
-
     # -- internals ------------------------------------------------------------------------------
     def _append(self, block: TextContent | ThinkingContent | ToolCall) -> int:
         if self._finished:

@@ -51,6 +51,8 @@ class TxBase:
         self._batch = batch
         self._ctx = ctx
         self._invoker = invoker
+        # the task whose closing commit this is (the scheduler sets it): it counts as gone for
+        # prospective busy (docs/design/turn.md#busy)
         self._closing: int | None = None
         self._entries: dict[int, Entry] = {}
         self._conversations: dict[int, Conversation] = {}
@@ -162,8 +164,6 @@ class TxBase:
                 return False
             current = self.conversation(owner.conversation_id)
         return False
-
-    _in_subtree = in_subtree  # old private name (kept for callers written before it went public)
 
     def _task_record(self, task_id: int) -> Task | None:
         found = self._batch.tasks.get(task_id)

@@ -259,12 +259,6 @@ class TaskOps(TxBase):
             self._batch.events.setdefault(record.conversation_id, []).append(event)
         return updated
 
-    def set_closing(self, task_id: int | None) -> None:
-        """Core: the task whose terminal closure runs in this commit counts as gone for
-        prospective busy (docs/design/turn.md#busy)."""
-        self._require(Authority.CORE, "set_closing")
-        self._closing = task_id
-
     def live_tasks(self, conversation_id: int) -> list[Task]:
         """Live tasks of a conversation as of this batch (committed index plus overlay); a
         direct read, not a scan."""
