@@ -117,10 +117,12 @@ PUBLIC: dict[str, frozenset[str]] = {
             "define_section",
             "define_task",
             "entry_json",
+            "fsync_dir",
             "harness_session_facet",
             "job_input",
             "memo_once",
             "reload",
+            "write_atomic",
         }
     ),
     "pico3.models": frozenset(
@@ -200,6 +202,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "AbortController",
             "AbortSignal",
             "BACKGROUND",
+            "Backoff",
             "BACKGROUND_CONTEXT",
             "Context",
             "ContextCancelled",

@@ -108,7 +108,7 @@ def _provider(server: StubServer, sleeps: _Sleeps | None = None, **kw: Any) -> A
         api_key="test-key",
         base_url=server.url,
         sleep=sleeps or _Sleeps(),
-        retry=kw.pop("retry", RetryPolicy(max_retries=2, base_delay=1.0)),
+        retry=kw.pop("retry", RetryPolicy(max_retries=2, base_delay=1.0, jitter=0.0)),
         **kw,
     )
 

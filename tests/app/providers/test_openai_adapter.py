@@ -82,7 +82,7 @@ def _provider(server: StubServer, sleeps: _Sleeps | None = None, **kw: Any) -> O
         base_url=f"{server.url}/v1",
         compat=kw.pop("compat", OPENAI_COMPAT),
         sleep=sleeps or _Sleeps(),
-        retry=RetryPolicy(max_retries=2, base_delay=1.0),
+        retry=RetryPolicy(max_retries=2, base_delay=1.0, jitter=0.0),
         **kw,
     )
 

@@ -92,7 +92,7 @@ def _provider(server: StubServer, **kw: Any) -> OpenAIProvider:
         base_url=f"{server.url}/v1",
         compat=kw.pop("compat", LOCAL_COMPAT),
         sleep=_Sleeps(),
-        retry=RetryPolicy(max_retries=2, base_delay=1.0),
+        retry=RetryPolicy(max_retries=2, base_delay=1.0, jitter=0.0),
         clock=lambda: 1_700_000_000.0,
         **kw,
     )

@@ -12,9 +12,19 @@ from pico3.models import ProviderError, RetryPolicy, parse_retry_after, retry_ca
 
 
 def test_backoff_doubles_from_the_base_and_is_capped() -> None:
-    policy = RetryPolicy(max_retries=5, base_delay=2.0, max_delay=10.0)
+    policy = RetryPolicy(max_retries=5, base_delay=2.0, max_delay=10.0, jitter=0.0)
     assert [policy.delay(n) for n in range(1, 6)] == [2.0, 4.0, 8.0, 10.0, 10.0]
     assert policy.delay(6) is None
+
+
+def test_backoff_is_jittered_below_the_ceiling_and_retry_after_is_not() -> None:
+    policy = RetryPolicy(max_retries=5, base_delay=2.0, max_delay=10.0)  # jitter 0.5
+    assert [policy.delay(n, random=lambda: 0.0) for n in range(1, 5)] == [2.0, 4.0, 8.0, 10.0]
+    assert [policy.delay(n, random=lambda: 0.5) for n in range(1, 5)] == [1.5, 3.0, 6.0, 7.5]
+    assert policy.delay(4, random=lambda: 0.999) == pytest.approx(5.005)
+    assert policy.delay(1, retry_after=7.5, random=lambda: 0.9) == 7.5
+    with pytest.raises(ValueError, match="jitter"):
+        RetryPolicy(jitter=1.5)
 
 
 def test_retry_after_wins_over_backoff_but_not_beyond_max_delay() -> None:
@@ -91,10 +101,11 @@ async def test_retry_call_waits_per_retry_after_then_backoff() -> None:
         BACKGROUND,
         sleep=sleep,
         on_retry=lambda n, d, _e: told.append((n, d)),
+        random=lambda: 0.5,  # the backoff wait is 2.0 less a quarter
     )
     assert result == "ok" and fn.calls == 3
-    assert slept == [5.0, 2.0]
-    assert told == [(1, 5.0), (2, 2.0)]
+    assert slept == [5.0, 1.5]
+    assert told == [(1, 5.0), (2, 1.5)]
 
 
 @pytest.mark.anyio

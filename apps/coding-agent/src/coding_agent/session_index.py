@@ -25,6 +25,7 @@ from typing import Any
 
 from coding_agent.private import PRIVATE_FILE
 from coding_agent.sessions import Session, SessionError
+from pico3 import write_atomic
 
 __all__ = [
     "delete_session",
@@ -66,13 +67,7 @@ def set_session_name(session: Session, name: str) -> str | None:
         raise SessionError(
             f"a session name has at most {NAME_LIMIT} characters ({len(flat)} given)"
         )
-    temporary = session.path / f".{NAME_FILE}.tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
-    with open(fd, "w", encoding="utf-8") as file:
-        file.write(flat + "\n")
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
+    write_atomic(path, flat + "\n", mode=PRIVATE_FILE)
     return flat
 
 

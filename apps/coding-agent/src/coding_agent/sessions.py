@@ -49,6 +49,7 @@ from coding_agent.private import (
     private_dir,
     private_tree,
 )
+from pico3 import write_atomic
 
 __all__ = [
     "METADATA_VERSION",
@@ -297,13 +298,7 @@ def remove_session(session: Session) -> None:
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
-    with open(fd, "wb") as file:
-        file.write(data + b"\n")
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
+    write_atomic(path, data + b"\n", mode=PRIVATE_FILE)
 
 
 def load_session(path: str | os.PathLike[str]) -> Session:

@@ -41,7 +41,6 @@ import grp
 import os
 import pwd
 import stat
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -52,6 +51,7 @@ from typing import Annotated
 import msgspec
 
 from chord import FacetDiscoveryError, facet_package_from_folder
+from pico3 import write_atomic
 
 __all__ = [
     "LOCAL_CONFIG_DIR",
@@ -300,22 +300,7 @@ class TrustStore:
             os.close(fd)  # closing drops the lock
 
     def _replace(self, data: bytes) -> None:
-        folder = self.path.parent
-        fd, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, self.path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-        directory = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(directory)  # the rename itself survives a crash
-        finally:
-            os.close(directory)
+        write_atomic(self.path, data)
 
 
 def is_trusted(project: str | os.PathLike[str], store: TrustStore | None = None) -> bool:

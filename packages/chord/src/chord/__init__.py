@@ -23,6 +23,7 @@ names).
   reload (:class:`ReloadCoordinator`, :class:`ReloadReport`).
 """
 
+from chord.backoff import Backoff
 from chord.context import (
     BACKGROUND,
     BACKGROUND_CONTEXT,
@@ -113,6 +114,7 @@ __all__ = [
     "TODO_CONTEXT",
     "AbortController",
     "AbortSignal",
+    "Backoff",
     "Context",
     "ContextCancelled",
     "ContextKey",

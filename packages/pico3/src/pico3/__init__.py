@@ -48,6 +48,7 @@ from pico3.chord import (
     ViewEvent,
     harness_session_facet,
 )
+from pico3.files import fsync_dir, write_atomic
 from pico3.handle import HarnessHandle
 from pico3.harness import ConversationHandle, Harness, HarnessOptions
 from pico3.hooks import (
@@ -242,8 +243,10 @@ __all__ = [
     "define_section",
     "define_task",
     "entry_json",
+    "fsync_dir",
     "harness_session_facet",
     "job_input",
     "memo_once",
     "reload",
+    "write_atomic",
 ]

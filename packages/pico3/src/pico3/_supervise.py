@@ -37,6 +37,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pico3.files import write_atomic
+
 
 def proc_start_time(pid: int) -> int | None:
     """The kernel start time of ``pid`` (``/proc/PID/stat`` field 22), or ``None``."""
@@ -49,10 +51,8 @@ def proc_start_time(pid: int) -> int | None:
 
 
 def write_json_atomic(path: Path, value: Any) -> None:
-    """Write ``value`` to ``path`` through a temporary file and a rename."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value), encoding="utf-8")
-    os.replace(tmp, path)
+    """Write ``value`` to ``path`` as JSON (:func:`pico3.files.write_atomic`: fsynced)."""
+    write_atomic(path, json.dumps(value))
 
 
 def _read_json(path: Path) -> Any:

@@ -54,6 +54,7 @@ import anyio
 from anyio.streams.text import TextReceiveStream
 
 from chord.context import Context, cancel_scope
+from pico3.files import write_atomic
 
 __all__ = [
     "KillSignal",
@@ -428,6 +429,4 @@ def _read_json(path: Path) -> Any:
 
 
 def _write_json(path: Path, value: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(value))

@@ -35,7 +35,7 @@ import anyio.abc
 import anyio.to_thread
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from chord import WireServiceSource
+from chord import Backoff, WireServiceSource
 from coding_agent.sessions import Session
 
 __all__ = [
@@ -53,6 +53,8 @@ EXIT_ALREADY_SERVED = 3
 """The worker's exit code when another worker already serves the session."""
 
 _MAX_FAILED_RESTARTS = 5
+RESTART_BACKOFF = Backoff(initial=0.4, maximum=3.2)
+"""The waits between failed restarts (0.4 s doubling to 3.2 s, jittered; see chord.Backoff)."""
 _LOCK_RACE_ATTEMPTS = 3
 _LOCK_RECHECK = 0.5
 
@@ -125,6 +127,8 @@ class WorkerSupervisor:
     :func:`coding_agent.worker.demo.load_script`). ``exit_with_parent`` ties the worker to this process (its stdin is a pipe and it exits on
     end-of-file): tests use it so no worker outlives them. ``on_event`` hears one short line
     per lifecycle event ("worker started (pid 12)", "worker exited (-9); restarting"…).
+    ``restart_backoff`` paces retries of a restart that failed (tests inject one with a fixed
+    ``random``).
     """
 
     def __init__(
@@ -141,8 +145,10 @@ class WorkerSupervisor:
         on_event: Callable[[str], None] | None = None,
         permission_mode: str | None = None,
         thinking: str | None = None,
+        restart_backoff: Backoff = RESTART_BACKOFF,
     ) -> None:
         self.session = session
+        self._restart_backoff = restart_backoff
         # ``--permission-mode``, ``--model`` and ``--thinking`` go to the first worker only: a
         # restarted worker keeps what the session stores (changed in a TUI meanwhile, say).
         self._permission_mode = permission_mode
@@ -185,6 +191,7 @@ class WorkerSupervisor:
             env=self._env,
             ready_timeout=self._ready_timeout,
             on_event=self._on_event,
+            restart_backoff=self._restart_backoff,
         )
 
     def command(self) -> list[str]:
@@ -246,8 +253,8 @@ class WorkerSupervisor:
     async def watch(self, source: WireServiceSource) -> None:
         """Restart the worker whenever ``source`` loses it; runs until cancelled.
 
-        A restart that fails is retried a few times with a growing delay; then the error is
-        raised (the caller decides whether the UI can go on).
+        A restart that fails is retried a few times, waiting ``restart_backoff``'s delays; then
+        the error is raised (the caller decides whether the UI can go on).
         """
         failures = 0
         while True:
@@ -267,7 +274,7 @@ class WorkerSupervisor:
                     self._event(f"restart failed: {error}")
                     if failures >= _MAX_FAILED_RESTARTS:
                         raise
-                    await anyio.sleep(0.2 * 2**failures)
+                    await anyio.sleep(self._restart_backoff.delay(failures))
                     continue
                 # The lock is held: another worker is starting, or the dying one has not
                 # released it yet (a killed process closes its socket and its lock one after

@@ -53,6 +53,7 @@ from typing import Any, Literal
 import msgspec
 
 from coding_agent.private import PRIVATE_FILE, private_tree
+from pico3 import fsync_dir, write_atomic
 
 __all__ = [
     "FileChange",
@@ -123,14 +124,6 @@ def _read(path: str) -> bytes | None:
         return None
 
 
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class FileHistory:
     """The pre-image store of one session (``<session>/file-history``)."""
 
@@ -148,8 +141,8 @@ class FileHistory:
         if not self.blobs.is_dir():
             private_tree(self.folder.parent, self.blobs)  # 0700: pre-images are the user's code
             if self._fsync:
-                _fsync_dir(self.folder)
-                _fsync_dir(self.folder.parent)
+                fsync_dir(self.folder)
+                fsync_dir(self.folder.parent)
 
     def store_blob(self, data: bytes) -> str:
         """Store ``data`` under its hash (once) and return the hash."""
@@ -158,16 +151,7 @@ class FileHistory:
         if target.exists():
             return digest
         self._ensure()
-        temporary = self.blobs / f".{digest}.{os.getpid()}.tmp"
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
-        with open(fd, "wb") as file:
-            file.write(data)
-            if self._fsync:
-                file.flush()
-                os.fsync(file.fileno())
-        os.replace(temporary, target)
-        if self._fsync:
-            _fsync_dir(self.blobs)
+        write_atomic(target, data, mode=PRIVATE_FILE, fsync=self._fsync)
         return digest
 
     def blob(self, digest: str) -> bytes:
@@ -414,16 +398,4 @@ class FileHistory:
 
 def _write_atomically(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.rewind-{os.getpid()}.tmp")
-    mode = None
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except OSError:
-        pass
-    with open(temporary, "wb") as file:
-        file.write(data)
-        file.flush()
-        os.fsync(file.fileno())
-    if mode is not None:
-        os.chmod(temporary, mode)
-    os.replace(temporary, path)
+    write_atomic(path, data, mode=None)  # a restored file keeps its permission bits

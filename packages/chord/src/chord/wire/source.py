@@ -12,20 +12,20 @@
 When the connection is lost, calls in flight fail at once with ``unavailable`` and every binding
 is rebound with ``rebind(False)``: facade values become ``None``, keyed observer tasks abort and
 new calls are refused at once (nothing is queued or replayed; docs/design/chord.md#connection-close). The supervisor
-reconnects with exponential backoff (:class:`Backoff`) and then calls ``rebind(True)`` on every
-binding, so each facade re-hydrates from a fresh snapshot (a ``hydrate`` delivery) and keyed
+reconnects with jittered exponential backoff (:class:`~chord.backoff.Backoff`) and then calls
+``rebind(True)`` on every binding, so each facade re-hydrates from a fresh snapshot (a ``hydrate`` delivery) and keyed
 instances reappear as new observations.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 from anyio.abc import TaskGroup
 
+from chord.backoff import Backoff
 from chord.context import BACKGROUND, Context, run_with_context
 from chord.json import JsonValue
 from chord.remote.binding import RemoteServiceBinding, create_remote_service_binding
@@ -48,24 +48,8 @@ def _default_report(error: BaseException) -> None:
     _logger.error("chord wire source error: %r", error, exc_info=error)
 
 
-@dataclass(frozen=True, slots=True)
-class Backoff:
-    """Reconnect delays: ``initial`` seconds, multiplied by ``factor`` up to ``maximum``."""
-
-    initial: float = 0.05
-    maximum: float = 2.0
-    factor: float = 2.0
-
-    def __post_init__(self) -> None:
-        if not (0 < self.initial <= self.maximum) or self.factor < 1:
-            raise ValueError("Backoff needs 0 < initial <= maximum and factor >= 1")
-
-    def delays(self) -> Iterator[float]:
-        """The delay before each retry of one outage."""
-        delay = self.initial
-        while True:
-            yield delay
-            delay = min(delay * self.factor, self.maximum)
+RECONNECT_BACKOFF = Backoff()
+"""Reconnect delays: 50 ms doubling to 2 s, jittered (:class:`~chord.backoff.Backoff`)."""
 
 
 class WireServiceSource:
@@ -77,7 +61,7 @@ class WireServiceSource:
         *,
         task_group: TaskGroup,
         on_error: ErrorReporter | None = None,
-        retry: Backoff = Backoff(),
+        retry: Backoff = RECONNECT_BACKOFF,
         accepts_unavailable_services: bool = False,
     ) -> None:
         self._connect = connect
@@ -257,7 +241,7 @@ def connect_service_source(
     *,
     task_group: TaskGroup,
     on_error: ErrorReporter | None = None,
-    retry: Backoff = Backoff(),
+    retry: Backoff = RECONNECT_BACKOFF,
     accepts_unavailable_services: bool = False,
 ) -> WireServiceSource:
     """A reconnecting service source over ``connect()`` (see the module docstring).

@@ -73,6 +73,7 @@ import anyio.to_thread
 import msgspec
 
 from chord.context import Context
+from pico3.files import fsync_dir
 from pico3.storage._log import MainLog
 from pico3.storage._tables import (
     Staged,
@@ -246,14 +247,6 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class JsonlStorage(TableStorage):
@@ -460,7 +453,7 @@ class JsonlStorage(TableStorage):
             os.unlink(self._file(name))
             changed = True
         if changed and self._fsync:
-            _fsync_dir(self._dir)
+            fsync_dir(self._dir)
         self._log = MainLog(main_path, durable=self._fsync)  # only once everything checked out
 
     def _check_missing_main(self, main_path: str) -> None:
@@ -633,7 +626,7 @@ class JsonlStorage(TableStorage):
                     continue
                 started = time.perf_counter()
                 if created:
-                    _fsync_dir(self._dir)  # the new sidecar's name is durable before publication
+                    fsync_dir(self._dir)  # the new sidecar's name is durable before publication
                 log.append(data)  # durable on return (see pico3.storage._log)
                 synced += time.perf_counter() - started
                 continue
@@ -677,7 +670,7 @@ class JsonlStorage(TableStorage):
                 pass  # harmless: main proves the retirement, open unlinks it later
         if retired and self._fsync:
             try:
-                _fsync_dir(self._dir)
+                fsync_dir(self._dir)
             except OSError:
                 pass
         return commit.seq
@@ -730,7 +723,7 @@ class JsonlStorage(TableStorage):
                     os.close(old)
                 os.replace(temp, path)
                 if self._fsync:
-                    _fsync_dir(self._dir)
+                    fsync_dir(self._dir)
         except CorruptStorage:
             raise
         except OSError as exc:
