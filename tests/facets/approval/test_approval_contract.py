@@ -127,3 +127,11 @@ def test_only_the_four_names_are_modes(word: str) -> None:
     else:
         with pytest.raises(RemoteServiceError, match="Invalid permission mode"):
             check_mode(word)
+
+
+def test_the_cli_names_exactly_the_contracts_modes() -> None:
+    """The app keeps a copy for argparse (it may not import a feature); the contract owns it."""
+    from coding_agent.permission_modes import PERMISSION_MODES as CLI_MODES
+    from facets_approval.contract import PERMISSION_MODES
+
+    assert CLI_MODES == PERMISSION_MODES

@@ -126,7 +126,6 @@ __all__ = [
     "EXIT_MODEL",
     "EXIT_STORAGE",
     "EXIT_USAGE",
-    "PERMISSION_MODES",
     "WORKER_FACET_ID",
     "SessionRuntime",
     "WorkerBusy",
