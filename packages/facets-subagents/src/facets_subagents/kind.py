@@ -173,10 +173,10 @@ def subagent_kind(board: StepBoard) -> TaskKind:
 
             report = await rt.commit(read, ctx)
             result = {"report": report, "conversation": cid}
-            return Done(lambda tx, cur, c: Completion.completed(result))
+            return Done(lambda _tx, _cur, _c: Completion.completed(result))
         reason = str(getattr(record, "reason", None) or record.status)
         failure = {"reason": reason, "conversation": cid}
-        return Done(lambda tx, cur, c: Completion.failed(failure))
+        return Done(lambda _tx, _cur, _c: Completion.failed(failure))
 
     return define_task(
         SUBAGENT_KIND,
