@@ -111,13 +111,24 @@ async def _drive(
 async def _greet(kit: Any, pilot: Any, version: str) -> str:
     """Run ``/greet-<version>`` and return the toast it shows."""
     app = kit.app_of(pilot)
-    before = len(kit.toasts(app))
-    await pilot.press(*f"/greet-{version}", "enter")
+    # Every toast shown from here on (a slow machine may expire a toast before it is read).
+    shown: list[str] = []
+    original = app.notify
 
-    def greeting() -> str | None:
-        return next((m for _, m in kit.toasts(app)[before:] if m.startswith("greet:")), None)
+    def notify(message: Any, *args: Any, **kwargs: Any) -> Any:
+        shown.append(str(message))
+        return original(message, *args, **kwargs)
 
-    await kit.wait_for(pilot, greeting, f"the /greet-{version} toast")
+    app.notify = notify
+    try:
+        await pilot.press(*f"/greet-{version}", "enter")
+
+        def greeting() -> str | None:
+            return next((m for m in shown if m.startswith("greet:")), None)
+
+        await kit.wait_for(pilot, greeting, f"the /greet-{version} toast")
+    finally:
+        del app.notify  # the class's own again
     found = greeting()
     assert found is not None
     return found
