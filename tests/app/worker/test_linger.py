@@ -3,6 +3,9 @@
 The worker outlives its TUI (docs/design/decisions.md#d9), so something must stop a worker nobody comes back to: once
 no client has been connected and nothing has been live for ``--linger`` seconds, it stops as on
 SIGTERM. A connection, or live work, holds it up for as long as it lasts.
+
+The waiter's tests run on trio's virtual clock (``MockClock`` with autojump): time advances only
+when every task is blocked, so "0.3 s later" is exact and no sleep races the linger.
 """
 
 from __future__ import annotations
@@ -11,12 +14,19 @@ from pathlib import Path
 
 import anyio
 import pytest
+from trio.testing import MockClock
 from worker_support import TIMEOUT, Client, connected, worker_process
 
 from coding_agent.sessions import Session
 from coding_agent.worker.linger import ClientCount, wait_unattended
 
 pytestmark = pytest.mark.anyio
+
+virtual_clock = pytest.mark.parametrize(
+    "anyio_backend",
+    [pytest.param(("trio", {"clock": MockClock(autojump_threshold=0)}), id="trio-virtual-clock")],
+)
+"""Run a test on trio with a virtual clock that jumps to the next deadline at once."""
 
 
 async def _hold(count: ClientCount, released: anyio.Event) -> None:
@@ -26,6 +36,7 @@ async def _hold(count: ClientCount, released: anyio.Event) -> None:
     await count.handler(inner)(object())
 
 
+@virtual_clock
 async def test_a_connected_client_or_live_work_holds_the_worker_up() -> None:
     count = ClientCount()
     busy = {"now": False}
@@ -54,6 +65,7 @@ async def test_a_connected_client_or_live_work_holds_the_worker_up() -> None:
             await returned.wait()
 
 
+@virtual_clock
 async def test_a_connection_restarts_the_wait() -> None:
     count = ClientCount()
     returned = anyio.Event()
