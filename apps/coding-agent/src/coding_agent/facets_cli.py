@@ -23,9 +23,10 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from chord import FacetDiscoveryError, FacetPackage, installed_facet_packages
+if TYPE_CHECKING:  # chord is imported where a command runs: `coding-agent --help` stays light
+    from chord import FacetPackage
 
 __all__ = ["FacetRow", "add_facets_commands", "facet_rows", "run_facets_command"]
 
@@ -103,6 +104,8 @@ def _version(distribution: str | None) -> str:
 
 def facet_rows(cwd: Path) -> tuple[list[FacetRow], list[str]]:
     """The rows of ``facets list`` and the problems found on the way (broken entry points)."""
+    from chord import FacetDiscoveryError, facet_package_from_folder, installed_facet_packages
+
     problems: list[str] = []
     rows = [
         FacetRow(
@@ -115,7 +118,6 @@ def facet_rows(cwd: Path) -> tuple[list[FacetRow], list[str]]:
         )
         for package in installed_facet_packages(on_error=lambda error: problems.append(str(error)))
     ]
-    from chord import facet_package_from_folder
     from coding_agent.trust import TrustError, TrustStore, check_project
 
     try:
@@ -136,6 +138,8 @@ def facet_rows(cwd: Path) -> tuple[list[FacetRow], list[str]]:
 
 
 def _distribution_of(name: str) -> str:
+    from chord import installed_facet_packages
+
     for package in installed_facet_packages(on_error=lambda _error: None):
         if name in (package.name, package.distribution) and package.distribution is not None:
             return package.distribution
@@ -146,6 +150,8 @@ def _distribution_of(name: str) -> str:
 
 def run_facets_command(args: Any, cwd: Path) -> int:
     """Run ``facets add|list|remove``; returns the exit status (1 with a message on failure)."""
+    from chord import FacetDiscoveryError, installed_facet_packages
+
     command = args.facets_command
     try:
         if command == "list":
