@@ -33,15 +33,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from chord.context import Context
 from chord.facets.registry import check_implementation
 from chord.services import Service, ServiceMode
 from chord.state import MutableReplicatedState
-
-if TYPE_CHECKING:
-    from chord.facets.facet import Facet
 
 __all__ = [
     "Disposal",
@@ -250,11 +247,22 @@ class FacetKernel(Protocol):
     def create_state(self, initial: Any) -> MutableReplicatedState: ...
 
 
+class FacetDefinition(Protocol):
+    """What a record needs of its :class:`~chord.facets.facet.Facet` (a protocol here, so this
+    module does not import the facet module, which names :class:`FacetEnvironment`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def setup(self) -> Callable[[FacetEnvironment], Any]: ...
+
+
 @dataclass(slots=True, eq=False)
 class FacetRecord:
     """The host's ledger for one facet incarnation: declarations, provisions and handles."""
 
-    facet: Facet
+    facet: FacetDefinition
     lifecycle: FacetLifecycle
     requires: list[ServiceReference] = field(default_factory=list)
     provides: list[ServiceReference] = field(default_factory=list)
