@@ -137,7 +137,9 @@ async def test_escape_aborts_a_running_turn(
     kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path
 ) -> None:
     never = tmp_path / "never-created"
-    steps = [{"text": "Waiting on a command.", "toolCalls": [_blocking_bash(never)]}]
+    call = _blocking_bash(never)
+    call["arguments"]["command"] = f"echo halfway there; {call['arguments']['command']}"
+    steps = [{"text": "Waiting on a command.", "toolCalls": [call]}]
     keeper = kit.supervisor(session, agent_env, faux_script=kit.script(tmp_path, steps))
 
     async def test(pilot: Any) -> None:
@@ -147,12 +149,15 @@ async def test_escape_aborts_a_running_turn(
         await kit.wait_for(pilot, lambda: _modal_title(app) == "Allow bash?", "the approval modal")
         await pilot.press("enter")
 
-        def bash_running() -> bool:
+        def bash_printing() -> bool:
             turn = app.view.get("turn") if isinstance(app.view, dict) else None
             tools = turn.get("tools", []) if isinstance(turn, dict) else []
-            return any(slot.get("status") == "running" for slot in tools)
+            return any(
+                slot.get("status") == "running" and "halfway" in str(slot.get("output", ""))
+                for slot in tools
+            )
 
-        await kit.wait_for(pilot, bash_running, "the command to run")
+        await kit.wait_for(pilot, bash_printing, "the command to run and print")
         assert app.busy or not kit.idle(app)
         await pilot.press("escape")
         await kit.wait_for(pilot, lambda: kit.idle(app), "the turn to end after Esc")
@@ -160,6 +165,9 @@ async def test_escape_aborts_a_running_turn(
         assert not app.busy
         [result] = kit.tool_results(app)
         assert result.get("isError") is True
+        # what the command printed before Esc stays in the result the model reads
+        text = "".join(block.get("text", "") for block in result["content"])
+        assert "Output before it stopped:\nhalfway there" in text
 
     await kit.drive(session, keeper, test)
 

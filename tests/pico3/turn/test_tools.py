@@ -408,6 +408,31 @@ async def test_an_aborted_tool_keeps_the_output_it_had_streamed(open_session) ->
         assert "Output before it stopped:\nline one\nline two" in text
 
 
+async def test_a_conversation_abort_keeps_the_output_the_tool_had_streamed(open_session) -> None:
+    # Esc in the TUI aborts the conversation, not the one task: the model still sees what ran
+    flushed = anyio.Event()
+
+    async def chatty(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
+        async with api.streaming(ctx):
+            api.stream("line one\nline two\n")
+            await api.flush(ctx)
+            flushed.set()
+            await anyio.sleep_forever()
+        raise AssertionError
+
+    script = [calls(("chatty", {"text": "a"})), faux_response("done")]
+    async with tools_session(open_session, script, declare("chatty", chatty)) as s:
+        handle = await s.root.send("go", BACKGROUND)
+        await s.wait_event("tool.started")
+        await flushed.wait()
+        await s.root.abort(BACKGROUND)
+        await handle.wait(BACKGROUND)
+        (result,) = await results(s)
+        text = text_of(result)
+        assert result.model[0]["isError"] and text.startswith("Tool call aborted.")
+        assert "Output before it stopped:\nline one\nline two" in text
+
+
 async def test_memos_never_reach_the_view_and_die_with_the_tool(open_session) -> None:
     gate = anyio.Event()
     stored = anyio.Event()

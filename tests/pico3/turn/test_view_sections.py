@@ -37,13 +37,16 @@ async def test_the_replica_equals_a_view_built_from_scratch_throughout_a_turn(
 ) -> None:
     gate = anyio.Event()
     started: list[str] = []
-    arrived = anyio.Event()
+    both = anyio.Event()
+    memoed: list[str] = []
     plan: Any = None
 
     async def slow(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
         started.append(str(args["text"]))
-        arrived.set()
         await api.memo("seen", args["text"], ctx)
+        memoed.append(str(args["text"]))
+        if len(memoed) == 2:
+            both.set()  # both calls are running and have written their memos
         await gate.wait()
         return ToolResult.text(f"slow {args['text']}")
 
@@ -76,8 +79,13 @@ async def test_the_replica_equals_a_view_built_from_scratch_throughout_a_turn(
         await same()
         await s.root.send("go", BACKGROUND)
         with anyio.fail_after(10):
-            await arrived.wait()
-            await s.wait_view(lambda v: "turn" in v and len(v["turn"].get("tools") or []) == 2)
+            await both.wait()
+
+            def running(v: dict[str, Any]) -> bool:
+                tools = v["turn"].get("tools") or [] if "turn" in v else []
+                return len(tools) == 2 and all(t["status"] == "running" for t in tools)
+
+            await s.wait_view(running)
         await same()  # mid-turn: streamed text, tool slots with memos hidden
         await s.root.send("and then?", BACKGROUND)  # queued: the inbox
         await same()

@@ -173,6 +173,11 @@ def _closure(task: Any, now: int):
 async def _abort(task: Any, rt: Any, ctx: Context) -> Any:
     cid = task.conversation_id
     inputs: list[int] = list(task.input["inputs"])
+    # A conversation abort marks the tools and this task together. Settle only once the tools
+    # have ended: settling deletes ``sticky.turn``, and with it the slots whose streamed output
+    # each aborted tool's result keeps for the model.
+    for tool_id in task.input["tools"]:
+        await rt.wait_for_task(tool_id, ctx)
 
     async def close(tx: Transaction, current: Task, ctx: Context) -> None:
         await settle(tx, cid, inputs, "aborted", None)
