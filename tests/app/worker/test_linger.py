@@ -29,8 +29,9 @@ virtual_clock = pytest.mark.parametrize(
 """Run a test on trio with a virtual clock that jumps to the next deadline at once."""
 
 
-async def _hold(count: ClientCount, released: anyio.Event) -> None:
+async def _hold(count: ClientCount, entered: anyio.Event, released: anyio.Event) -> None:
     async def inner(_connection: object) -> None:
+        entered.set()  # the handler counted this connection before calling us
         await released.wait()
 
     await count.handler(inner)(object())
@@ -41,10 +42,11 @@ async def test_a_connected_client_or_live_work_holds_the_worker_up() -> None:
     count = ClientCount()
     busy = {"now": False}
     returned = anyio.Event()
+    entered = anyio.Event()
     released = anyio.Event()
     async with anyio.create_task_group() as group:
-        group.start_soon(_hold, count, released)
-        await anyio.lowlevel.checkpoint()
+        group.start_soon(_hold, count, entered, released)
+        await entered.wait()  # a task started is not yet a task run: wait until it connected
         assert count.count == 1
 
         async def watch() -> None:
@@ -69,6 +71,7 @@ async def test_a_connected_client_or_live_work_holds_the_worker_up() -> None:
 async def test_a_connection_restarts_the_wait() -> None:
     count = ClientCount()
     returned = anyio.Event()
+    entered = anyio.Event()
     released = anyio.Event()
     async with anyio.create_task_group() as group:
 
@@ -78,7 +81,8 @@ async def test_a_connection_restarts_the_wait() -> None:
 
         group.start_soon(watch)
         await anyio.sleep(0.3)  # most of the linger has passed
-        group.start_soon(_hold, count, released)
+        group.start_soon(_hold, count, entered, released)
+        await entered.wait()
         await anyio.sleep(0.3)  # past the first deadline: the connection reset it
         assert not returned.is_set()
         released.set()
