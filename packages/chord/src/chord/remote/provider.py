@@ -420,29 +420,7 @@ class RemoteServiceProvider:
             registration = self._registrations.get(service_id)
             if registration is None:
                 continue
-            singleton = registration.singleton
-            if singleton is not None:
-                singleton.retire()
-                registration.singleton = None
-                try:
-                    self._emit(registration, ServiceUnavailableUpdate())
-                except Exception as error:
-                    errors.append(error)
-            for key, instance in list(registration.instances.items()):
-                instance.retire()
-                del registration.instances[key]
-                assert instance.address is not None
-                try:
-                    self._emit(registration, ServiceClosedUpdate(instance.address))
-                except Exception as error:
-                    errors.append(error)
-            for subscriber in registration.subscribers:
-                if subscriber.active and not subscriber.draining:
-                    subscriber.closed = True
-                    subscriber.buffer.clear()
-                else:
-                    subscriber.terminated = True
-            registration.subscribers.clear()
+            self._withdraw(registration, errors)
             del self._registrations[service_id]
         gone = set(service_ids)
         self._catalogue = tuple(e for e in self._catalogue if e.service_id not in gone)
@@ -459,33 +437,39 @@ class RemoteServiceProvider:
         self._disposed = True
         errors: list[Exception] = []
         for registration in self._registrations.values():
-            singleton = registration.singleton
-            if singleton is not None:
-                singleton.retire()
-                registration.singleton = None
-                try:
-                    self._emit(registration, ServiceUnavailableUpdate())
-                except Exception as error:
-                    errors.append(error)
-            for key, instance in list(registration.instances.items()):
-                instance.retire()
-                del registration.instances[key]
-                assert instance.address is not None
-                try:
-                    self._emit(registration, ServiceClosedUpdate(instance.address))
-                except Exception as error:
-                    errors.append(error)
-            for subscriber in registration.subscribers:
-                if subscriber.active and not subscriber.draining:
-                    subscriber.closed = True
-                    subscriber.buffer.clear()
-                else:
-                    subscriber.terminated = True
-            registration.subscribers.clear()
+            self._withdraw(registration, errors)
         self._registrations.clear()
         _raise_collected(errors, "Failed to dispose remote service provider")
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _withdraw(self, registration: _Registration, errors: list[Exception]) -> None:
+        """Retire ``registration``'s singleton and instances, emitting ``unavailable`` /
+        ``closed`` to its subscribers (emit failures go to ``errors``), then end every
+        subscriber: an idle active one now, a draining or not yet active one after it delivers."""
+        singleton = registration.singleton
+        if singleton is not None:
+            singleton.retire()
+            registration.singleton = None
+            try:
+                self._emit(registration, ServiceUnavailableUpdate())
+            except Exception as error:
+                errors.append(error)
+        for key, instance in list(registration.instances.items()):
+            instance.retire()
+            del registration.instances[key]
+            assert instance.address is not None
+            try:
+                self._emit(registration, ServiceClosedUpdate(instance.address))
+            except Exception as error:
+                errors.append(error)
+        for subscriber in registration.subscribers:
+            if subscriber.active and not subscriber.draining:
+                subscriber.closed = True
+                subscriber.buffer.clear()
+            else:
+                subscriber.terminated = True
+        registration.subscribers.clear()
 
     def _checked(self, service: Service[Any], mode: ServiceMode) -> _Registration:
         self._assert_active()
