@@ -440,7 +440,7 @@ def test_the_harness_service_token_and_the_harness_class_have_distinct_names() -
 
 def test_the_notice_kind_is_the_one_core_kind_a_feature_may_write() -> None:
     from pico3 import NOTICE_KIND, EntryRejected, NewEntry
-    from pico3.model import check_new_entry
+    from pico3.datamodel import check_new_entry
 
     assert NOTICE_KIND == "pi.notice"
     message = {"role": "user", "content": "the job finished"}

@@ -14,9 +14,9 @@ from msgspec import UNSET
 
 from chord.context import BACKGROUND, Context
 from chord.delta import apply_immutable
+from pico3.datamodel.section_seed import SectionSeedRejected, check_section_seed
 from pico3.harness import ConversationHandle, Harness
 from pico3.kernel.tx import Transaction
-from pico3.model.section_seed import SectionSeedRejected, check_section_seed
 from pico3.models.faux import faux_response, faux_tool_call
 from pico3.owned import OwnedSpec, create_owned_conversation
 from pico3.storage import (

@@ -48,6 +48,18 @@ from pico3.chord import (
     ViewEvent,
     harness_session_facet,
 )
+from pico3.datamodel import (
+    ConfigRejected,
+    EntryKind,
+    EntryRejected,
+    NewEntry,
+    SectionSeed,
+    SectionSeedRejected,
+    conversation_json,
+    define_entry,
+    entry_json,
+)
+from pico3.datamodel.entries import NOTICE_KIND
 from pico3.files import fsync_dir, write_atomic
 from pico3.handle import HarnessHandle
 from pico3.harness import ConversationHandle, Harness, HarnessOptions
@@ -79,18 +91,6 @@ from pico3.kernel import (
     Watch,
 )
 from pico3.kernel.documents import memo_once
-from pico3.model import (
-    ConfigRejected,
-    EntryKind,
-    EntryRejected,
-    NewEntry,
-    SectionSeed,
-    SectionSeedRejected,
-    conversation_json,
-    define_entry,
-    entry_json,
-)
-from pico3.model.entries import NOTICE_KIND
 from pico3.owned import OwnedConversation, OwnedSpec, create_owned
 from pico3.process_host import LocalProcessHost, ProcessHost, ProcessSpec, ProcessStatus
 from pico3.reloading import reload

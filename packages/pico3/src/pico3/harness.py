@@ -30,15 +30,15 @@ from typing import Any, Literal
 import anyio
 
 from chord.context import BACKGROUND, Context
+from pico3.datamodel.context import DerivedContext
+from pico3.datamodel.entries import EntryKind
+from pico3.datamodel.section_seed import check_section_seed
 from pico3.hooks import HookRegistration, HookRegistry, HookRunner, kernel_owner_of
 from pico3.kernel.commit import Kernel, Reporter
 from pico3.kernel.errors import Closed
 from pico3.kernel.namespaces import Namespace
 from pico3.kernel.tx import Transaction
 from pico3.kernel.view import Watch
-from pico3.model.context import DerivedContext
-from pico3.model.entries import EntryKind
-from pico3.model.section_seed import check_section_seed
 from pico3.registry import Registration
 from pico3.storage.base import Storage
 from pico3.storage.records import Entry, Input, SectionSeed, Task

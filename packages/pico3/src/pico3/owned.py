@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from chord.context import Context
+from pico3.datamodel.section_seed import check_section_seed
 from pico3.kernel.errors import Forbidden
 from pico3.kernel.tx import Transaction
-from pico3.model.section_seed import check_section_seed
 from pico3.storage.records import UNSET, Input, SectionSeed, Task
 
 if TYPE_CHECKING:

@@ -36,6 +36,8 @@ import anyio
 
 from chord.context import Context, without_abort_signal
 from chord.json import copy_json
+from pico3.datamodel.config import CORE_CONFIG, ConfigKey
+from pico3.datamodel.context import ContextBuilder, DerivedContext
 from pico3.kernel.documents import DocumentCache, fold_log
 from pico3.kernel.errors import Closed, Faulted, Forbidden, UnknownConversation
 from pico3.kernel.heads import check_heads
@@ -44,8 +46,6 @@ from pico3.kernel.namespaces import NamespaceRegistry
 from pico3.kernel.tx import Authority, Batch, Invoker, KindLookup, Transaction
 from pico3.kernel.tx.tasks import TaskOps
 from pico3.kernel.view import Delivery, ViewRegistry
-from pico3.model.config import CORE_CONFIG, ConfigKey
-from pico3.model.context import ContextBuilder, DerivedContext
 from pico3.storage._tables import PRECHECKED
 from pico3.storage.base import InvalidBatch, Storage, sync_commit
 from pico3.storage.records import (

@@ -37,12 +37,12 @@ from msgspec import UNSET
 from chord.context import Context
 from chord.delta.apply import apply
 from chord.json import copy_json, equal_json
+from pico3.datamodel.config import resolve_config
+from pico3.datamodel.records import conversation_json, entry_json
 from pico3.kernel.errors import Closed, UnknownConversation
 from pico3.kernel.namespaces import Namespace, SliceDoc, merged_slice
 from pico3.kernel.proxy import Membrane, Op, Recorder, TrackedDict, TrackedList
 from pico3.kernel.tx import VIEW_HIDDEN_KINDS
-from pico3.model.config import resolve_config
-from pico3.model.records import conversation_json, entry_json
 from pico3.storage.records import DocRef, Entry, Task
 
 if TYPE_CHECKING:

@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from chord.context import Context
+from pico3.datamodel.context import DerivedContext
 from pico3.kernel.errors import Forbidden
 from pico3.kernel.tx import Authority, Transaction
-from pico3.model.context import DerivedContext
 from pico3.storage.records import Entry, Input, Task
 from pico3.tasks.invocation import Invocation, InvocationMode
 

@@ -32,9 +32,9 @@ from msgspec import UNSET
 
 from chord.context import Context
 from chord.json import copy_json
+from pico3.datamodel.entries import NewEntry
 from pico3.kernel.errors import KernelError
 from pico3.kernel.tx import Transaction
-from pico3.model.entries import NewEntry
 from pico3.models.provider import (
     AssistantMessage,
     Request,

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from chord.context import Context
 from chord.json import JsonError, copy_json
+from pico3.datamodel.entries import NewEntry
 from pico3.kernel.tx import Authority, Transaction
-from pico3.model.entries import NewEntry
 from pico3.storage.records import Entry, EntryScan, Input
 from pico3.turn.collapse import (
     CollapseInProgress,

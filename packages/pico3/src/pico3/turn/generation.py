@@ -47,8 +47,8 @@ import msgspec
 
 from chord.context import Context
 from chord.json import JsonError, copy_json
+from pico3.datamodel.entries import NewEntry
 from pico3.kernel.tx import Transaction
-from pico3.model.entries import NewEntry
 from pico3.models.provider import (
     AssistantMessage,
     DeferringProvider,

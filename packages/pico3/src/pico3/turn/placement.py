@@ -36,9 +36,9 @@ from typing import Any, Literal
 from msgspec import UNSET
 
 from chord.json import copy_json
+from pico3.datamodel.entries import NewEntry
 from pico3.kernel.errors import KernelError
 from pico3.kernel.tx import Transaction
-from pico3.model.entries import NewEntry
 from pico3.storage.records import Input
 
 __all__ = [

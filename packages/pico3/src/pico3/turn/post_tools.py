@@ -28,9 +28,9 @@ from typing import Any
 from msgspec import UNSET
 
 from chord.context import Context
+from pico3.datamodel.context import MISSING_RESULT_TEXT
+from pico3.datamodel.entries import NewEntry
 from pico3.kernel.tx import Transaction
-from pico3.model.context import MISSING_RESULT_TEXT
-from pico3.model.entries import NewEntry
 from pico3.storage.records import Task
 from pico3.tasks.kinds import Completion, Done, TaskKind, define_task
 from pico3.turn.hooks import runner

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chord.json import JsonError, copy_json, equal_json
-from pico3.model.section_seed import section_key_problem
+from pico3.datamodel.section_seed import section_key_problem
 from pico3.registry import NamedRegistry, Registration, RegistrySnapshot
 
 __all__ = [

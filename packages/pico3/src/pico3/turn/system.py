@@ -40,8 +40,8 @@ from typing import Any
 
 from chord.context import Context
 from chord.json import copy_json, equal_json
+from pico3.datamodel.entries import NewEntry
 from pico3.kernel.tx import Transaction
-from pico3.model.entries import NewEntry
 from pico3.models.provider import Tool
 from pico3.storage.records import UNSET, SectionSeed
 from pico3.turn.hooks import system_instructions

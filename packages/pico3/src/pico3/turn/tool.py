@@ -36,8 +36,8 @@ from typing import Any
 
 from chord.context import Context
 from chord.json import JsonError, copy_json
+from pico3.datamodel.entries import NewEntry
 from pico3.kernel.tx import Transaction
-from pico3.model.entries import NewEntry
 from pico3.owned import create_owned_conversation
 from pico3.storage.records import Task
 from pico3.tasks.kinds import Completion, Done, TaskKind, define_task

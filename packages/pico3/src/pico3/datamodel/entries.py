@@ -24,7 +24,7 @@ from typing import Any, Literal
 import msgspec
 
 from chord.json import JsonError, copy_json
-from pico3.model.records import Entry, Message
+from pico3.datamodel.records import Entry, Message
 
 __all__ = [
     "CORE_KINDS",

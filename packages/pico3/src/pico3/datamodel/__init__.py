@@ -3,9 +3,9 @@
 Pure data and pure functions; nothing here touches storage or the line.
 """
 
-from pico3.model.config import ABSENT, CORE_CONFIG, ConfigKey, ConfigRejected, resolve_config
-from pico3.model.context import DerivedContext, derive_context, repair_tool_results
-from pico3.model.entries import (
+from pico3.datamodel.config import ABSENT, CORE_CONFIG, ConfigKey, ConfigRejected, resolve_config
+from pico3.datamodel.context import DerivedContext, derive_context, repair_tool_results
+from pico3.datamodel.entries import (
     CORE_KINDS,
     NOTICE_KIND,
     EntryKind,
@@ -15,7 +15,7 @@ from pico3.model.entries import (
     define_entry,
     is_reserved_kind,
 )
-from pico3.model.records import (
+from pico3.datamodel.records import (
     Conversation,
     Entry,
     Input,
@@ -25,7 +25,7 @@ from pico3.model.records import (
     entry_json,
     input_json,
 )
-from pico3.model.section_seed import SectionSeed, SectionSeedRejected, check_section_seed
+from pico3.datamodel.section_seed import SectionSeed, SectionSeedRejected, check_section_seed
 
 __all__ = [
     "ABSENT",

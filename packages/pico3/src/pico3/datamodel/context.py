@@ -22,7 +22,7 @@ from typing import Any
 
 from msgspec import UNSET
 
-from pico3.model.records import Entry, Message
+from pico3.datamodel.records import Entry, Message
 
 __all__ = [
     "MISSING_RESULT_TEXT",

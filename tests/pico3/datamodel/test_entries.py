@@ -7,7 +7,13 @@ from typing import Any
 import pytest
 from msgspec import UNSET
 
-from pico3.model.entries import EntryKind, EntryRejected, NewEntry, check_new_entry, define_entry
+from pico3.datamodel.entries import (
+    EntryKind,
+    EntryRejected,
+    NewEntry,
+    check_new_entry,
+    define_entry,
+)
 from pico3.storage.records import Entry
 
 USER = {"role": "user", "content": "hello", "timestamp": 0}
