@@ -36,7 +36,7 @@ from chord.json import copy_json
 from chord.state import MutableReplicatedState
 from chord.wire import RemoteCallError
 from pico3._text import check_storable
-from pico3.datamodel.records import entry_json
+from pico3.datamodel.json_shapes import entry_json
 from pico3.datamodel.section_seed import SectionSeedRejected, check_section_seed
 from pico3.kernel.errors import Closed, Faulted, Forbidden, KernelError, UnknownConversation
 from pico3.turn.collapse import CollapseInProgress, NothingToCollapse

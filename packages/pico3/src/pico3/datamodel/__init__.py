@@ -15,17 +15,9 @@ from pico3.datamodel.entries import (
     define_entry,
     is_reserved_kind,
 )
-from pico3.datamodel.records import (
-    Conversation,
-    Entry,
-    Input,
-    Message,
-    Parent,
-    conversation_json,
-    entry_json,
-    input_json,
-)
+from pico3.datamodel.json_shapes import Message, conversation_json, entry_json, input_json
 from pico3.datamodel.section_seed import SectionSeed, SectionSeedRejected, check_section_seed
+from pico3.storage.records import Conversation, Entry, Input, Parent
 
 __all__ = [
     "ABSENT",

@@ -22,7 +22,8 @@ from typing import Any
 
 from msgspec import UNSET
 
-from pico3.datamodel.records import Entry, Message
+from pico3.datamodel.json_shapes import Message
+from pico3.storage.records import Entry
 
 __all__ = [
     "MISSING_RESULT_TEXT",

@@ -24,7 +24,8 @@ from typing import Any, Literal
 import msgspec
 
 from chord.json import JsonError, copy_json
-from pico3.datamodel.records import Entry, Message
+from pico3.datamodel.json_shapes import Message
+from pico3.storage.records import Entry
 
 __all__ = [
     "CORE_KINDS",

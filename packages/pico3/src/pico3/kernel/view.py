@@ -38,7 +38,7 @@ from chord.context import Context
 from chord.delta.apply import apply
 from chord.json import copy_json, equal_json
 from pico3.datamodel.config import resolve_config
-from pico3.datamodel.records import conversation_json, entry_json
+from pico3.datamodel.json_shapes import conversation_json, entry_json
 from pico3.kernel.errors import Closed, UnknownConversation
 from pico3.kernel.namespaces import Namespace, SliceDoc, merged_slice
 from pico3.kernel.proxy import Membrane, Op, Recorder, TrackedDict, TrackedList

@@ -22,7 +22,7 @@ from pico3.datamodel.entries import (
     check_new_entry,
     new_entry_json,
 )
-from pico3.datamodel.records import entry_json
+from pico3.datamodel.json_shapes import entry_json
 from pico3.kernel.errors import ReadAfterWrite
 from pico3.kernel.tx.authority import Authority
 from pico3.kernel.tx.base import _kind_name

@@ -1,11 +1,11 @@
-"""The durable records of the data model, and their wire shapes.
+"""The JSON shapes of the durable records: what the view and the wire show of them.
 
-The records themselves (:class:`Conversation`, :class:`Entry`, :class:`Input`, :class:`Parent`)
-are the frozen msgspec Structs of :mod:`pico3.storage.records`: one definition serves storage,
-kernel and model. Everything here is *data* the kernel writes once and never edits. A
-conversation is a transcript container (optionally a fork of another one), an entry is one
-immutable transcript item, an input is the admission record of something a user or a plugin
-asked to put into a conversation. Ids are positive ints minted from one per-session counter.
+The records themselves (:class:`~pico3.storage.records.Conversation`, ``Entry``, ``Input``,
+``Parent``) are the frozen msgspec Structs of :mod:`pico3.storage.records`: one definition serves
+storage, kernel and data model, and this module only renders them. They are *data* the kernel
+writes once and never edits. A conversation is a transcript container (optionally a fork of
+another one), an entry is one immutable transcript item, an input is the admission record of
+something a user or a plugin asked to put into a conversation. Ids are positive ints minted from one per-session counter.
 
 Absent is not null: optional record fields default to ``msgspec.UNSET`` and are never encoded.
 Field names are Python's (``conversation_id``); :func:`entry_json` and friends render the
@@ -19,16 +19,10 @@ from typing import Any
 
 from msgspec import UNSET
 
-from pico3.storage.records import Conversation, Entry, Input, InputReason, InputStatus, Parent
+from pico3.storage.records import Conversation, Entry, Input
 
 __all__ = [
-    "Conversation",
-    "Entry",
-    "Input",
-    "InputReason",
-    "InputStatus",
     "Message",
-    "Parent",
     "conversation_json",
     "entry_json",
     "input_json",
