@@ -67,7 +67,7 @@ from pico3.turn.collapse import (
     start_collapse,
     threshold_through,
 )
-from pico3.turn.hooks import chain_before_request, observe_after_response, runner
+from pico3.turn.hook_points import chain_before_request, observe_after_response, runner
 from pico3.turn.models import DEFAULT_RETRY, ResolvedModel, resolve_model, retry_delay_ms
 from pico3.turn.placement import boundary, user_message
 from pico3.turn.state import (

@@ -33,7 +33,7 @@ from pico3.datamodel.entries import NewEntry
 from pico3.kernel.tx import Transaction
 from pico3.storage.records import Task
 from pico3.tasks.kinds import Completion, Done, TaskKind, define_task
-from pico3.turn.hooks import runner
+from pico3.turn.hook_points import runner
 from pico3.turn.placement import boundary, resolve_inputs, user_message
 from pico3.turn.state import (
     POST_TOOLS,

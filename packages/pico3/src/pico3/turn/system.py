@@ -44,7 +44,7 @@ from pico3.datamodel.entries import NewEntry
 from pico3.kernel.tx import Transaction
 from pico3.models.provider import Tool
 from pico3.storage.records import UNSET, SectionSeed
-from pico3.turn.hooks import system_instructions
+from pico3.turn.hook_points import system_instructions
 from pico3.turn.sections import SectionDraft, SectionState, freeze
 
 __all__ = ["OfferedTools", "SystemPlan", "prepare_system", "request_tools"]

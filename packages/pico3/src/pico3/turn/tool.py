@@ -50,7 +50,7 @@ from pico3.tools import (
     ToolDeclaration,
     ToolResult,
 )
-from pico3.turn.hooks import runner
+from pico3.turn.hook_points import runner
 from pico3.turn.state import TOOL
 
 __all__ = ["INTERRUPTED", "TOOL_KIND", "bound_content", "tool_slot"]

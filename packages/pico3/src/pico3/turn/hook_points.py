@@ -1,4 +1,4 @@
-"""How the core kinds reach the hook points of :mod:`pico3.hooks` from a task runtime.
+"""The hook points of :mod:`pico3.hooks` as the core kinds call them from a task runtime.
 
 Each core handler asks :func:`runner` for the :class:`~pico3.hooks.HookRunner` of its own task
 (kind, task id, conversation) and calls the point it needs. When the harness has no hook
