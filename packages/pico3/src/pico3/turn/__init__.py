@@ -6,7 +6,7 @@
 * :mod:`~pico3.turn.collapse` — ``pi.collapse``: summaries and head moves;
 * :mod:`~pico3.turn.placement` — admission and boundary placement of queued input;
 * :mod:`~pico3.turn.conversation` — send, reset/handoff, collapse, input abort, entries;
-* :mod:`~pico3.turn.stream` — coalescing a model stream into ``turn.message``;
+* :mod:`~pico3.turn.message_mirror` — coalescing a model stream into ``turn.message``;
 * :mod:`~pico3.turn.system` — the managed ``pi.system`` entries (sections, tool loadout);
 * :mod:`~pico3.turn.sections` — system sections and the draft hooks edit.
 

@@ -46,10 +46,10 @@ from pico3.models.provider import (
 from pico3.storage.records import Entry, Task
 from pico3.tasks.kinds import Completion, Done, Next, TaskInfo, TaskKind, define_task
 from pico3.turn.hook_points import runner
+from pico3.turn.message_mirror import stream_message
 from pico3.turn.models import DEFAULT_RETRY, resolve_model, retry_delay_ms
 from pico3.turn.placement import user_message
 from pico3.turn.state import end_turn, newest_head, start_generation
-from pico3.turn.stream import stream_message
 
 __all__ = [
     "COLLAPSE",

@@ -10,7 +10,7 @@ Phases (the checkpoint is the recovery program counter)::
                 preparation runs again.
     prepared    derive the request at `cutoff`, check overflow, attempt += 1, commit
                 "requesting" (+ generation.started) BEFORE calling the provider, stream the
-                answer into turn.message (coalesced, see pico3.turn.stream), classify.
+                answer into turn.message (coalesced, see pico3.turn.message_mirror), classify.
     requesting  in flight: entered only after a crash. The call may have happened; it counts
                 as a failed attempt ("interrupted") and retries, or fails.
     retrying    sleep until untilMs, then back to "prepared" with the same Prep.
@@ -68,6 +68,7 @@ from pico3.turn.collapse import (
     threshold_through,
 )
 from pico3.turn.hook_points import chain_before_request, observe_after_response, runner
+from pico3.turn.message_mirror import apply_partial, assistant_json, stream_message
 from pico3.turn.models import DEFAULT_RETRY, ResolvedModel, resolve_model, retry_delay_ms
 from pico3.turn.placement import boundary, user_message
 from pico3.turn.state import (
@@ -81,7 +82,6 @@ from pico3.turn.state import (
     start_generation,
     turn_doc,
 )
-from pico3.turn.stream import apply_partial, assistant_json, stream_message
 from pico3.turn.system import prepare_system, request_tools
 
 __all__ = ["DEFAULT_POLL_MS", "GENERATION_KIND", "settle_fault"]
