@@ -1,7 +1,7 @@
 """Benchmark: the coding agent's TUI — first paint and streaming at 2,000 tokens/s (issue 8).
 
 Everything runs headless (Textual's ``run_test``) against a view served by a real chord
-``replicated_state`` through the same :class:`~coding_agent.tui.client.ViewRelay` a live client
+``replicated_state`` through the same :class:`~coding_agent.tui.conversation.ViewRelay` a live client
 uses, so the cost of delivery is included.
 
 * first paint, empty session: from creating the app to the first rendered frame;
@@ -28,7 +28,7 @@ import anyio
 from chord.context import BACKGROUND, Context
 from chord.state import MutableReplicatedState, replicated_state
 from coding_agent.tui import CodingAgentApp, SessionInfo
-from coding_agent.tui.client import InputAbortResult, SendMode, ViewRelay
+from coding_agent.tui.conversation import InputAbortResult, SendMode, ViewRelay
 from coding_agent.tui.widgets import TAIL
 
 SIZE = (120, 40)

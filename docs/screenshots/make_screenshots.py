@@ -7,7 +7,7 @@ Run from the repository root::
 
 Every screen is the real :class:`coding_agent.tui.CodingAgentApp`, run headless by Textual's
 ``App.run_test`` at a fixed terminal size and saved with ``App.save_screenshot``. The app is
-driven the way it is in production: it follows a :class:`~coding_agent.tui.client.ViewRelay`
+driven the way it is in production: it follows a :class:`~coding_agent.tui.conversation.ViewRelay`
 pointed at a chord ``replicated_state`` holding a ``ConversationView`` document
 (docs/design/view.md#shape). Only the worker is missing: :class:`ScreenshotConversation` is a read-only client whose
 document is written here instead of by a harness. The dialogs are put up by the real approval
@@ -37,7 +37,7 @@ from chord.services import Service
 from chord.state import MutableReplicatedState, replicated_state
 from chord.textual import tui_facet
 from coding_agent.tui import CodingAgentApp
-from coding_agent.tui.client import InputAbortResult, SendMode, SessionInfo, ViewRelay
+from coding_agent.tui.conversation import InputAbortResult, SendMode, SessionInfo, ViewRelay
 from facets_approval.contract import ApprovalDialogs
 from facets_approval.tui import tui_facet as approval_tui_facet
 from facets_question.contract import QuestionDialogs
@@ -98,7 +98,7 @@ def greet(name: str) -> str:
 
 
 class ScreenshotConversation:
-    """A read-only :class:`~coding_agent.tui.client.ConversationClient` over a local document.
+    """A read-only :class:`~coding_agent.tui.conversation.ConversationClient` over a local document.
 
     ``state`` is a real chord ``replicated_state`` (the app reaches it through a
     :class:`ViewRelay`, as it reaches a worker's replica). Sending, aborting and cancelling

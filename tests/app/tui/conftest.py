@@ -15,7 +15,7 @@ import pytest
 
 from chord.context import BACKGROUND, Context
 from chord.state import MutableReplicatedState, replicated_state
-from coding_agent.tui.client import InputAbortResult, SendMode, SessionInfo, ViewRelay
+from coding_agent.tui.conversation import InputAbortResult, SendMode, SessionInfo, ViewRelay
 
 
 def empty_view(entries: list[dict[str, Any]] | None = None) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coding_agent.tui.client import SessionInfo
+from coding_agent.tui.conversation import SessionInfo
 from coding_agent.tui.document import UsageTotals, content_text, inbox_text, model_label
 from coding_agent.tui.widgets.footer import StatusFooter, format_tokens
 from coding_agent.tui.widgets.tasks import task_summary

@@ -4,7 +4,7 @@ The session worker serves one ``pi.conversation`` instance per conversation (key
 conversation id). The TUI process reaches them through a facet host whose service source is the
 wire (:func:`chord.wire.connect_service_source`). :func:`conversation_client_facet` is the
 presentation facet that *observes* that keyed service and points a
-:class:`~coding_agent.tui.client.ViewRelay` at the **root** conversation's ``view`` (the one
+:class:`~coding_agent.tui.conversation.ViewRelay` at the **root** conversation's ``view`` (the one
 without a parent or owner, the lowest id if there are several), or at the conversation chosen
 with :meth:`RemoteConversationClient.follow` (``/fork`` follows the new fork).
 
@@ -15,8 +15,8 @@ worker knows (the ``/model`` picker's list and the footer's context window) and 
 The wire does the hard part. When the worker goes away every observed instance's task is
 cancelled (its facade is unavailable), and when the worker is back each conversation reappears as
 a fresh observation, hydrated from a snapshot. The facet turns that into what the app expects:
-the relay :meth:`~coding_agent.tui.client.ViewRelay.detach`\\ es (the app shows "unavailable")
-and then :meth:`~coding_agent.tui.client.ViewRelay.follow`\\ s the new instance (a ``hydrate``
+the relay :meth:`~coding_agent.tui.conversation.ViewRelay.detach`\\ es (the app shows "unavailable")
+and then :meth:`~coding_agent.tui.conversation.ViewRelay.follow`\\ s the new instance (a ``hydrate``
 delivery: the app rebuilds its transcript from the new baseline).
 
 Actions go to whichever instance is current; with none (the worker is down) they fail at once
@@ -40,7 +40,7 @@ from chord import (
     cancel_scope,
     define_facet,
 )
-from coding_agent.tui.client import InputAbortResult, SendMode, SessionInfo, ViewRelay
+from coding_agent.tui.conversation import InputAbortResult, SendMode, SessionInfo, ViewRelay
 from coding_agent.tui.document import model_label
 from coding_agent.worker.status import WorkerStatusService
 from pico3 import ConversationService

@@ -8,7 +8,7 @@
 """
 
 from coding_agent.tui.app import CodingAgentApp, run_tui
-from coding_agent.tui.client import (
+from coding_agent.tui.conversation import (
     ConversationClient,
     InputAbortResult,
     SendMode,

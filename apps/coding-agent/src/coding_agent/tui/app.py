@@ -38,7 +38,7 @@ from chord import BACKGROUND, Context, Delivery, Facet, with_cancel
 from chord.textual import TextualTui, run_app_with_facets
 from coding_agent.images import ImageError, prepare_image_file
 from coding_agent.tui.attachments import image_paths
-from coding_agent.tui.client import ConversationClient, SendMode
+from coding_agent.tui.conversation import ConversationClient, SendMode
 from coding_agent.tui.document import inbox_text, model_label
 from coding_agent.tui.keybindings import ACTIONS, Keybindings
 from coding_agent.tui.shell import ShellRunner, parse_bang

@@ -16,7 +16,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
-from coding_agent.tui.client import SessionInfo
+from coding_agent.tui.conversation import SessionInfo
 from coding_agent.tui.document import UsageTotals, model_label, thinking_level
 
 __all__ = ["StatusFooter", "format_tokens", "short_cwd"]

@@ -6,7 +6,7 @@ from typing import Any
 
 from chord.context import BACKGROUND, Context
 from chord.state import Delivery, ReplicaState, replicated_state
-from coding_agent.tui.client import ViewRelay
+from coding_agent.tui.conversation import ViewRelay
 
 
 def _set(key: str, value: Any) -> Any:
