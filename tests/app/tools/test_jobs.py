@@ -21,7 +21,7 @@ import pytest
 
 from chord.context import BACKGROUND
 from coding_agent.tui.widgets.tasks import task_summary
-from coding_agent.worker.tool_jobs import HarnessJobs, job_key
+from coding_agent.worker.job_control import HarnessJobs, job_key
 from coding_agent.worker.tools import JOB_OUTPUT_TOOL, ToolContext, builtin_tools
 from coding_agent.worker.tools.bash import BASH_TOOL
 from coding_agent.worker.tools_facet import READ_ONLY_TOOLS, tool_declaration

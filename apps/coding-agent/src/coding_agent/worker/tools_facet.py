@@ -34,9 +34,9 @@ made only when a stamp changes (reading an unchanged file again costs none).
 Per-call memory: ``ToolContext.remember``/``recall`` are the call's memos (``ToolApi.memo``,
 in the tool task's slot, deleted with it), durable across a restart.
 
-Background jobs: every call gets a :class:`~coding_agent.worker.tool_jobs.HarnessJobs` as its
+Background jobs: every call gets a :class:`~coding_agent.worker.job_control.HarnessJobs` as its
 ``ToolContext.jobs``, built from the call's ``ToolApi`` and the harness the facet registered on
-(``bash`` with ``background: true``, ``job_output``, ``job_kill``; see :mod:`.tool_jobs`).
+(``bash`` with ``background: true``, ``job_output``, ``job_kill``; see :mod:`.job_control`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ import anyio
 
 from chord import Context, Facet, FacetEnvironment, define_facet
 from coding_agent.worker.file_history import FileHistory
-from coding_agent.worker.tool_jobs import HarnessJobs
+from coding_agent.worker.job_control import HarnessJobs
 from coding_agent.worker.tools import JobControl, ToolContext, ToolSpec, builtin_tools
 from coding_agent.worker.tools import ToolResult as SpecResult
 from coding_agent.worker.tools.bash import prune_spills

@@ -4,7 +4,7 @@ A dev server or a long build must not block the turn, and must not die with the 
 started it. So a background command is not run by the tool at all: the tool asks a
 :class:`JobControl` to start a *job*, gets its id back at once, and returns. What a job is
 belongs to the caller. In the coding agent it is a pico3 ``pi.job`` task (see
-:mod:`coding_agent.worker.tool_jobs`): created in the tool call's own durable commit, run by a
+:mod:`coding_agent.worker.job_control`): created in the tool call's own durable commit, run by a
 process host that outlives the worker, visible in the view's ``tasks`` while it runs, and
 re-found after a worker restart. The tools here only speak the protocol, so they stay
 independent of the harness like every other built-in tool.
