@@ -1,8 +1,10 @@
 """Ten parallel subagents on the faux model: the parent's turn latency next to the same turn
 with one subagent, in the same run; and the process's peak RSS.
 
-A session host as the worker composes it (pico3's harness facet on JSONL storage without fsync,
-facets-subagents, a trivial ``note`` tool). The faux model answers after ``LATENCY`` seconds (a
+A session host as the worker composes it (pico3's harness facet on JSONL storage with fsync on,
+the worker's default, facets-subagents, a trivial ``note`` tool). A second run with fsync off
+(``--no-fsync``; the worker's ``--no-fsync``) separates the storage's sync cost from CPU work; only
+the fsync-on figure is the target's. The faux model answers after ``LATENCY`` seconds (a
 model's time to first token; without it nothing distinguishes running in parallel from running in
 turn). A parent turn is one assistant message with N ``agent`` calls, then a final answer; each
 subagent (its own owned conversation) calls ``note`` once and reports. **baseline**: N = 1;
@@ -12,7 +14,7 @@ scale it also prints a turn with ten plain ``note`` calls.
 The CPU time of each turn (the process's, median) is printed too: the machine may be shared,
 and latency added by parallel subagents is this process's CPU work, serialised on one thread.
 
-Run: ``uv run python benchmarks/subagents_parallel.py`` (targets: ten subagents add <= 20% to
+Run: ``uv run python benchmarks/subagents_parallel.py [--rounds N] [--no-fsync]`` (targets: ten subagents add <= 20% to
 the parent's turn with one; peak RSS < 300 MB).
 """
 
@@ -98,7 +100,7 @@ NOTE = ToolDeclaration(
 )
 
 
-async def main() -> None:
+async def main(fsync: bool = True) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="subagents-bench-"))
     provider: Any = SlowFaux(FauxProvider([model] * 100000))
     services = {"models": Models([provider]), "workspace": str(tmp)}
@@ -117,7 +119,7 @@ async def main() -> None:
     notes_cpu: list[float] = []
     async with anyio.create_task_group() as group:
         harness_facet = harness_session_facet(
-            lambda: JsonlStorage(str(tmp / "store"), fsync=False),
+            lambda: JsonlStorage(str(tmp / "store"), fsync=fsync),
             HarnessOptions(services=services),
             task_group=group,
         )
@@ -149,7 +151,8 @@ async def main() -> None:
     o50, m50, n50 = statistics.median(one), statistics.median(many), statistics.median(notes)
     added = (m50 - o50) / o50 * 100
     print(
-        f"parent turn latency, faux model answering after {LATENCY * 1e3:.0f} ms, {ROUNDS} turns each (same run, interleaved)"
+        f"parent turn latency, fsync {'on (the worker default)' if fsync else 'off'}, faux model"
+        f" answering after {LATENCY * 1e3:.0f} ms, {ROUNDS} turns each (same run, interleaved)"
     )
     cpu = [statistics.median(x) * 1e3 for x in (one_cpu, many_cpu, notes_cpu)]
     print(f"  1 subagent (note + report)          p50 {o50 * 1e3:7.1f} ms   CPU {cpu[0]:6.1f} ms")
@@ -169,4 +172,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    args = sys.argv[1:]
+    if "--rounds" in args:
+        ROUNDS = int(args[args.index("--rounds") + 1])
+    anyio.run(main, "--no-fsync" not in args)
