@@ -27,10 +27,12 @@ Tables (schema version :data:`SCHEMA_VERSION`, see :data:`MIGRATIONS`)
 
 Publication point and durability
 --------------------------------
-A commit is one call of the ``pico3_commit`` SQL function in autocommit mode (one round trip):
-it checks the lease (``epoch``) and the previous seq on the session row, advances them, inserts
-the rows and deletes the retired task patches; the transaction's COMMIT is the publication
-point. Nothing is half-published: a failed transaction leaves no row. ``fsync=True`` (default)
+A commit is one prepared statement in autocommit mode (one round trip, on the connection and
+cursor the writer holds while open, no pool checkout): it checks the lease (``epoch``) and the
+previous seq on the session row, advances them and the lease expiry, inserts the rows and
+deletes the retired task patches; the transaction's COMMIT is the publication point. The common
+commit (main writes only) is one ``UPDATE ... RETURNING`` + ``INSERT`` statement; a commit with
+sidecar rows or a retiring task calls the ``pico3_commit`` SQL function. Nothing is half-published: a failed transaction leaves no row. ``fsync=True`` (default)
 commits with ``synchronous_commit=on`` (acknowledged once the WAL is flushed on the server);
 ``fsync=False`` with ``synchronous_commit=off`` (acknowledged before the flush: survives the
 death of the worker, and of the server process on a healthy machine, not a power loss of the
@@ -83,7 +85,7 @@ from pico3.storage.base import (
 from pico3.storage.records import DocRef, DocWrite, TaskPatchWrite, TaskWrite, Write, is_base
 
 if TYPE_CHECKING:
-    from psycopg import AsyncConnection
+    from psycopg import AsyncConnection, AsyncCursor
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["LEASE_SECONDS", "MIGRATIONS", "SCHEMA_VERSION", "PostgresStorage", "migrate"]
@@ -192,13 +194,13 @@ _STICKY_NAME = re.compile(r"sticky-([1-9][0-9]*)\.jsonl")
 _TASK_NAME = re.compile(r"task-([1-9][0-9]*)\.jsonl")
 _LEASE_LOST = "P3L01"
 _COMMIT_MAIN = (
-    # the common commit (no sidecar rows, no retired task): one plain statement; no row
-    # inserted means the lease or the seq check failed, and _refused says which
-    "WITH claimed AS (UPDATE pico3_sessions SET seq = %(seq)s, max_id = %(max_id)s, "
-    "lease_until = clock_timestamp() + %(lease_ms)s * interval '1 millisecond' "
-    "WHERE session = %(session)s AND epoch = %(epoch)s AND seq = %(seq)s - 1 RETURNING 1) "
-    "INSERT INTO pico3_commits (session, seq, writes) "
-    "SELECT %(session)s, %(seq)s, %(writes)s FROM claimed"
+    # the common commit (no sidecar rows, no retired task): one plain statement, each parameter
+    # once (max_id, lease ms, session, epoch, previous seq, writes); no row inserted means the
+    # lease or the seq check failed, and _refused says which
+    "WITH claimed AS (UPDATE pico3_sessions SET seq = seq + 1, max_id = %s, "
+    "lease_until = clock_timestamp() + %s * interval '1 millisecond' "
+    "WHERE session = %s AND epoch = %s AND seq = %s RETURNING session, seq) "
+    "INSERT INTO pico3_commits (session, seq, writes) SELECT session, seq, %s FROM claimed"
 )
 _COMMIT = (
     "SELECT pico3_commit(%s, %s, %s, %s, %s, %s, %s, "
@@ -292,6 +294,7 @@ class PostgresStorage(TableStorage):
         self._shared_pool = pool
         self._pool: AsyncConnectionPool | None = None
         self._conn: AsyncConnection[Any] | None = None
+        self._cursor: AsyncCursor[Any] | None = None  # the writer's, reused by every commit
         self._session = session
         self._fsync = fsync
         self._lease_ms = max(1, round(lease_seconds * 1000))
@@ -329,7 +332,7 @@ class PostgresStorage(TableStorage):
         from psycopg_pool import AsyncConnectionPool
 
         self._failed = None
-        self._lock = anyio.Lock()
+        self._lock = anyio.Lock(fast_acquire=True)  # uncontended: no extra loop iteration
         if self._shared_pool is not None:
             self._pool = self._shared_pool
         else:
@@ -371,6 +374,7 @@ class PostgresStorage(TableStorage):
             raise
         self._tables = tables
         self._next_id = tables.high_water + 1
+        self._cursor = conn.cursor()
         self._renewer = _Renewer(self._conninfo, self._session, self._epoch, self._lease_ms)
         self._open = True
 
@@ -604,6 +608,7 @@ class PostgresStorage(TableStorage):
     async def _close_pool(self) -> None:
         pool, self._pool = self._pool, None
         conn, self._conn = self._conn, None
+        self._cursor = None
         if pool is None:
             return
         if conn is not None:
@@ -648,6 +653,21 @@ class PostgresStorage(TableStorage):
         copies, raw = normalize_batch(writes, prechecked)
         staged = tables.stage(copies, seq)
         max_id = self._high_water_after(staged)
+        cursor = self._cursor
+        assert cursor is not None
+        if not staged.docs and not staged.tasks:  # nothing can go to a sidecar: one statement
+            try:
+                await cursor.execute(
+                    _COMMIT_MAIN,
+                    (max_id, self._lease_ms, self._session, self._epoch, seq - 1, raw),
+                    prepare=True,
+                )
+                if cursor.rowcount != 1:
+                    await self._refused(cursor, seq)
+            except Exception as exc:
+                self._failed = self._classify(exc, f"commit {seq}")
+                raise self._failed from exc
+            return self._publish(staged, max_id)
         from pico3.storage.jsonl import JsonlStorage  # one routing rule for both backends
 
         main, sidecars = JsonlStorage._route(staged)  # pyright: ignore[reportPrivateUsage]
@@ -667,25 +687,8 @@ class PostgresStorage(TableStorage):
                     assert found is not None
                     task_ids.append(int(found.group(1)))
                     tasks.append(_ENCODER.encode(items))
-        conn = self._conn
-        assert conn is not None
         try:
-            if not sidecars and not staged.terminalized:
-                cursor = await conn.execute(
-                    _COMMIT_MAIN,
-                    {
-                        "session": self._session,
-                        "epoch": self._epoch,
-                        "seq": seq,
-                        "max_id": max_id,
-                        "lease_ms": self._lease_ms,
-                        "writes": raw,
-                    },
-                )
-                if cursor.rowcount != 1:
-                    await self._refused(conn, seq)
-                return self._publish(staged, max_id, sticky_ids)
-            await conn.execute(
+            await cursor.execute(
                 _COMMIT,
                 (
                     self._session,
@@ -705,15 +708,14 @@ class PostgresStorage(TableStorage):
         except Exception as exc:
             self._failed = self._classify(exc, f"commit {seq}")
             raise self._failed from exc
-        return self._publish(staged, max_id, sticky_ids)
+        return self._publish(staged, max_id)
 
-    async def _refused(self, conn: AsyncConnection[Any], seq: int) -> None:
+    async def _refused(self, cursor: AsyncCursor[Any], seq: int) -> None:
         """Raise what the failed checks of a commit mean: the lease moved on, or the seq."""
-        row = await (
-            await conn.execute(
-                "SELECT epoch, seq FROM pico3_sessions WHERE session = %s", (self._session,)
-            )
-        ).fetchone()
+        await cursor.execute(
+            "SELECT epoch, seq FROM pico3_sessions WHERE session = %s", (self._session,)
+        )
+        row = await cursor.fetchone()
         if row is None or row[0] != self._epoch:
             raise _Refused(_LEASE_LOST, f"epoch is now {None if row is None else row[0]}")
         raise _Refused("P3S01", f"session is at seq {row[1]}, this writer expected {seq - 1}")
@@ -727,7 +729,7 @@ class PostgresStorage(TableStorage):
             )
         return StorageFailed(f"{self!r}: {what} failed: {exc}")
 
-    def _publish(self, staged: Staged, max_id: int, sticky_ids: list[int]) -> int:
+    def _publish(self, staged: Staged, max_id: int) -> int:
         self._tables.apply(staged)
         self._tables.high_water = max_id
         for ref, ops in staged.docs:
