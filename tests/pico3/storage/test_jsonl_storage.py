@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 
 from chord.context import BACKGROUND
@@ -30,14 +30,26 @@ from pico3.storage import (
     TaskPatchWrite,
     TaskWrite,
 )
+from pico3.storage._lines import read_lines
+from pico3.storage.jsonl import MAIN_FILE
 
 pytestmark = pytest.mark.anyio
 ctx = BACKGROUND
 
 
 def records(path: Path) -> list[dict[str, Any]]:
+    """Each line of a storage file, decoded whatever its format, in the v1 object shape (the
+    writes as the records encode them, ``refs`` as file names)."""
     data = path.read_bytes()  # while open with fsync, main.jsonl ends in preallocated zeros
-    return [json.loads(line) for line in data[: data.rfind(b"\n") + 1].splitlines()]
+    out: list[dict[str, Any]] = []
+    for _, _, line in read_lines(str(path), data[: data.rfind(b"\n") + 1], path.name == MAIN_FILE):
+        record = {"seq": line.seq, "maxId": line.max_id, "writes": msgspec.to_builtins(line.writes)}
+        if line.refs is not None:
+            record["refs"] = line.refs
+        if line.own:
+            record["own"] = True
+        out.append(record)
+    return out
 
 
 async def opened(path: Path, *, fsync: bool = False, thread_above: float = 0.002) -> JsonlStorage:

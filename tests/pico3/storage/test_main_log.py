@@ -16,6 +16,7 @@ import random
 import tempfile
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -36,6 +37,7 @@ from pico3.storage import (
     TaskPatchWrite,
     TaskWrite,
 )
+from pico3.storage._lines import read_lines
 from pico3.storage._log import BLOCK, MIN_CHUNK, MainLog
 
 ctx = BACKGROUND
@@ -242,7 +244,9 @@ async def closed_session(path: Path, h, sizes: list[int]) -> tuple[JsonlStorage,
 
 
 def committed_lines(data: bytes) -> list[dict[str, object]]:
-    return [json.loads(raw) for raw in data[: data.rfind(b"\n") + 1].splitlines()]
+    """main.jsonl's complete lines, decoded whatever their format, in the v1 object shape."""
+    lines = read_lines("main.jsonl", data[: data.rfind(b"\n") + 1], True)
+    return [{"seq": line.seq, "writes": msgspec.to_builtins(line.writes)} for _, _, line in lines]
 
 
 @pytest.mark.anyio

@@ -12,10 +12,11 @@ Files
     A live task's transient patches (status ``running``, checkpoints, the abort mark). Unlinked
     once the task's terminal record is published in main.
 
-Every line is one record ``{"seq", "maxId", "writes", "refs"?, "crc"}``: ``seq`` is the commit's
-sequence number, ``maxId`` the id high-water after it, ``refs`` (main only) the sidecar files the
-commit also wrote, and ``crc`` the CRC-32 of the line without its ``crc`` member (stronger than the
-spec: a flipped byte anywhere fails ``open`` instead of being replayed).
+Every line is one record: the commit's ``seq``, the id high-water after it, its writes, on main
+the sidecar files the commit also wrote, and a CRC-32 of the line (stronger than the spec: a
+flipped byte anywhere fails ``open`` instead of being replayed). The line formats (v1 objects,
+read only; v2 compact arrays, written) are :mod:`pico3.storage._lines`'s
+(docs/design/storage.md#line-formats).
 
 Publication (docs/design/storage.md#publication-point)
 ------------------
@@ -63,17 +64,15 @@ import gc
 import os
 import re
 import time
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
 
 import anyio
 import anyio.to_thread
-import msgspec
 
 from chord.context import Context
 from pico3.files import fsync_dir
+from pico3.storage._lines import Line, encode_line, read_lines
 from pico3.storage._log import MainLog
 from pico3.storage._tables import (
     Staged,
@@ -87,10 +86,8 @@ from pico3.storage.records import (
     UNSET,
     DocRef,
     DocWrite,
-    Seq,
     TaskPatchWrite,
     TaskWrite,
-    UnsetType,
     Write,
     is_base,
 )
@@ -105,7 +102,6 @@ __all__ = ["MAIN_FILE", "THREAD_ABOVE", "JsonlStorage"]
 MAIN_FILE = "main.jsonl"
 _STICKY = re.compile(r"sticky-([1-9][0-9]*)\.jsonl")
 _TASK = re.compile(r"task-([1-9][0-9]*)\.jsonl")
-_CRC_MEMBER = b',"crc":'
 THREAD_ABOVE = 0.002
 """Default average fsync seconds per commit above which the fsyncs move to a worker thread."""
 _COST_WEIGHT = 0.1
@@ -113,68 +109,9 @@ _PRIVATE_DIR = 0o700  # a new session directory, whatever the umask
 _PRIVATE_FILE = 0o600  # every file: transcripts are nobody else's business
 
 
-class _Record(msgspec.Struct, omit_defaults=True, gc=False):
-    seq: Seq
-    max_id: Annotated[int, msgspec.Meta(ge=0)] = msgspec.field(name="maxId")
-    writes: list[Write]
-    refs: list[str] | UnsetType = UNSET
-    crc: int | UnsetType = UNSET
-
-
-_ENCODER = msgspec.json.Encoder()
-_DECODER = msgspec.json.Decoder(_Record)
-
-
-def _encode_line(record: _Record) -> bytes:
-    return _finish_line(_ENCODER.encode(record))
-
-
-def _finish_line(body: bytes) -> bytes:
-    """Append the ``crc`` member (CRC-32 of ``body``, the record without it) and a newline."""
-    return b'%s,"crc":%d}\n' % (body[:-1], zlib.crc32(body))
-
-
-def _decode_line(path: str, line: int, raw: bytes) -> _Record:
-    try:
-        return _DECODER.decode(raw)
-    except msgspec.DecodeError as exc:
-        raise CorruptStorage(path, line, f"malformed record: {exc}") from None
-
-
-def _read_records(path: str) -> list[tuple[int, int, _Record]]:
-    """Cut a torn tail, then check every line: ``(line number, end offset, record)``.
-
-    The common case decodes the whole file in one call; only a failure falls back to decoding
-    line by line, to name the first bad line.
-    """
-    data = _read_cut(path)
-    if not data:
-        return []
-    lines = data.split(b"\n")
-    lines.pop()  # the empty string after the final newline
-    try:
-        records = _DECODER.decode_lines(data)
-    except msgspec.DecodeError:
-        records = []
-    if len(records) != len(lines):
-        records = [_decode_line(path, number, raw) for number, raw in enumerate(lines, 1)]
-    out: list[tuple[int, int, _Record]] = []
-    previous = 0
-    end = 0
-    for number, (raw, record) in enumerate(zip(lines, records, strict=True), 1):
-        end += len(raw) + 1
-        cut = raw.rfind(_CRC_MEMBER)
-        if record.crc is UNSET or cut < 0:
-            raise CorruptStorage(path, number, "record has no checksum")
-        if zlib.crc32(raw[:cut] + b"}") != record.crc:
-            raise CorruptStorage(path, number, "checksum mismatch (the line was altered)")
-        if record.seq <= previous:
-            raise CorruptStorage(
-                path, number, f"seq {record.seq} does not increase (previous seq {previous})"
-            )
-        previous = record.seq
-        out.append((number, end, record))
-    return out
+def _read_records(path: str, main: bool = False) -> list[tuple[int, int, Line]]:
+    """Cut a torn tail, then check every line: ``(line number, end offset, line)``."""
+    return read_lines(path, _read_cut(path), main)
 
 
 def _read_cut(path: str) -> bytes:
@@ -371,13 +308,13 @@ class JsonlStorage(TableStorage):
                 os.unlink(self._file(name))
                 changed = True
 
-        main = _read_records(main_path)
+        main = _read_records(main_path, main=True)
         markers: dict[int, frozenset[str]] = {}  # seq -> sidecar files its marker names
         known: set[int] = set()
         retired: dict[int, int] = {}  # task id -> seq of its terminal record
         high_water = 0
         for _, _, record in main:
-            if record.refs is not UNSET:
+            if record.refs is not None:
                 markers[record.seq] = frozenset(record.refs)
             if record.max_id > high_water:
                 high_water = record.max_id
@@ -435,7 +372,7 @@ class JsonlStorage(TableStorage):
 
         for line, _, record in main:
             writes = record.writes
-            if record.refs is not UNSET:
+            if record.refs is not None:
                 self._check_refs(main_path, line, record, found, retired, sticky_base)
                 more = extra.get(record.seq)
                 if more:
@@ -478,14 +415,14 @@ class JsonlStorage(TableStorage):
     def _check_refs(
         main_path: str,
         line: int,
-        record: _Record,
+        record: Line,
         found: set[tuple[int, str]],
         retired: dict[int, int],
         sticky_base: dict[str, int],
     ) -> None:
         """Every sidecar a marker names must hold its record, unless the gap is explained: the
         sticky file was rewritten from a later base, or the task retired later."""
-        for ref in () if record.refs is UNSET else record.refs:
+        for ref in record.refs or ():
             if (record.seq, ref) in found:
                 continue
             task = _TASK.fullmatch(ref)
@@ -569,18 +506,12 @@ class JsonlStorage(TableStorage):
     ) -> tuple[_Commit, list[tuple[str, bytes]]]:
         tables = self._check_writable()
         seq = tables.seq + 1
-        copies, raw = normalize_batch(writes, prechecked)
+        copies, _ = normalize_batch(writes, prechecked)
         staged = tables.stage(copies, seq)
         max_id = self._high_water_after(staged)
         main, sidecars = self._route(staged)
-        if not sidecars:  # the common case: reuse the batch's encoding for the main line
-            body = b'{"seq":%d,"maxId":%d,"writes":%s}' % (seq, max_id, raw)
-            return _Commit(staged, seq, max_id), [(MAIN_FILE, _finish_line(body))]
-        plan = [
-            (name, _encode_line(_Record(seq=seq, max_id=max_id, writes=items)))
-            for name, items in sidecars.items()
-        ]
-        plan.append((MAIN_FILE, _encode_line(_Record(seq, max_id, main, list(sidecars)))))
+        plan = [(name, encode_line(seq, max_id, items)) for name, items in sidecars.items()]
+        plan.append((MAIN_FILE, encode_line(seq, max_id, main, list(sidecars))))
         return _Commit(staged, seq, max_id), plan
 
     @staticmethod

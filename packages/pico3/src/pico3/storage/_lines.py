@@ -1,0 +1,469 @@
+"""The record lines of :class:`~pico3.storage.jsonl.JsonlStorage` (docs/design/storage.md#jsonl-files).
+
+Two line formats are read; only the second is written.
+
+**v1** (sessions written before the compact format): one JSON object per line,
+``{"seq", "maxId", "writes", "refs"?, "crc"}``, each write the tagged object of
+:data:`~pico3.storage.records.Write` (``{"type": "entry", "entry": {...}}``), ``refs`` the sidecar
+file names and ``crc`` the CRC-32 of the line without its ``crc`` member.
+
+**v2** (compact): one JSON array per line, ``[crc, seq, maxId, writes, refs?]``. ``crc`` is the
+CRC-32 of the bytes after ``[crc,`` (the rest of the line, without its newline). Each write is a
+positional array whose first element names its kind; absent members are ``null`` and trailing
+``null`` members are left out:
+
+======================================================= ======================================
+``["c", id, parent_id, parent_at, owner, sections]``    create a conversation
+``["e", id, cid, kind, model, data, head, edits, by]``  append an entry (``by``: ``by_task_id``)
+``["t", id, cid, kind, input, status, checkpoint,``     create a task (``status`` ``null``:
+``abort, outcome, after, owns, background]``            ``"pending"``; ``after``/``owns``
+                                                        ``null``: empty)
+``["p", id, status, checkpoint, abort, outcome, owns]`` patch a task (``checkpoint`` ``0``
+                                                        clears it)
+``["i", id, cid, status, request_id, entry, answer,``   create or replace an input (``detail``
+``reason, detail]``                                     is wrapped: ``[value]``, since ``null``
+                                                        is a value)
+``["d", doc, ops, cid]``                                document ops; ``doc`` is ``"s"``
+                                                        (session), ``"r"`` (rewindable) or
+                                                        ``"k"`` (sticky)
+======================================================= ======================================
+
+``refs`` on a main line names the sidecars the commit also wrote, as integers: ``c`` for
+``sticky-<c>.jsonl``, ``-t`` for ``task-<t>.jsonl``. On a sidecar line, ``refs`` present (``[]``)
+says the line is its own publication point: the commit wrote nothing else
+(docs/design/storage.md#publication-point).
+
+A v1 file opened by this code is appended to in v2: a file holds v1 lines, then v2 lines.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Annotated, Any
+
+import msgspec
+
+from pico3.storage.base import CorruptStorage
+from pico3.storage.records import (
+    UNSET,
+    Conversation,
+    ConversationWrite,
+    DocRef,
+    DocWrite,
+    Entry,
+    EntryWrite,
+    Id,
+    Input,
+    InputReason,
+    InputStatus,
+    InputWrite,
+    Ops,
+    Parent,
+    SectionSeed,
+    Seq,
+    Task,
+    TaskPatch,
+    TaskPatchWrite,
+    TaskStatus,
+    TaskWrite,
+    UnsetType,
+    Write,
+)
+
+__all__ = ["Line", "encode_line", "read_lines", "ref_name", "sidecar_ref"]
+
+_STICKY_PREFIX = "sticky-"
+_TASK_PREFIX = "task-"
+_SUFFIX = ".jsonl"
+
+
+class Line:
+    """One decoded record line, whichever format it was in."""
+
+    __slots__ = ("max_id", "own", "refs", "seq", "writes")
+
+    def __init__(
+        self, seq: int, max_id: int, writes: list[Write], refs: list[str] | None, own: bool
+    ) -> None:
+        self.seq = seq
+        self.max_id = max_id
+        self.writes = writes
+        self.refs = refs  # main: the sidecar files this commit also wrote
+        self.own = own  # sidecar: this line is its commit's publication point
+
+
+def ref_name(ref: int) -> str:
+    """The sidecar file a v2 ref names."""
+    return f"{_STICKY_PREFIX}{ref}{_SUFFIX}" if ref > 0 else f"{_TASK_PREFIX}{-ref}{_SUFFIX}"
+
+
+def sidecar_ref(name: str) -> int:
+    """The v2 ref of a sidecar file name (see :func:`ref_name`)."""
+    if name.startswith(_STICKY_PREFIX):
+        return int(name[len(_STICKY_PREFIX) : -len(_SUFFIX)])
+    return -int(name[len(_TASK_PREFIX) : -len(_SUFFIX)])
+
+
+# -- v1 ---------------------------------------------------------------------------------------
+
+_CRC_MEMBER = b',"crc":'
+
+
+class _V1(msgspec.Struct, omit_defaults=True, gc=False):
+    seq: Seq
+    max_id: Annotated[int, msgspec.Meta(ge=0)] = msgspec.field(name="maxId")
+    writes: list[Write]
+    refs: list[str] | UnsetType = UNSET
+    crc: int | UnsetType = UNSET
+
+
+_V1_DECODER = msgspec.json.Decoder(_V1)
+
+
+def _check_v1(path: str, number: int, raw: bytes, record: _V1) -> Line:
+    cut = raw.rfind(_CRC_MEMBER)
+    if record.crc is UNSET or cut < 0:
+        raise CorruptStorage(path, number, "record has no checksum")
+    if zlib.crc32(raw[:cut] + b"}") != record.crc:
+        raise CorruptStorage(path, number, "checksum mismatch (the line was altered)")
+    refs = None if record.refs is UNSET else record.refs
+    return Line(record.seq, record.max_id, record.writes, refs, False)
+
+
+# -- v2 ---------------------------------------------------------------------------------------
+
+
+class _C(msgspec.Struct, array_like=True, tag="c", gc=False):
+    id: Id
+    parent_id: Id | None = None
+    parent_at: Id | None = None
+    owner: Id | None = None
+    sections: list[SectionSeed] | None = None
+
+
+class _E(msgspec.Struct, array_like=True, tag="e", gc=False):
+    id: Id
+    cid: Id
+    kind: str
+    model: list[Any] | None = None
+    data: dict[str, Any] | None = None
+    head: Id | None = None
+    edits: list[Any] | None = None
+    by: Id | None = None
+
+
+class _T(msgspec.Struct, array_like=True, tag="t", gc=False):
+    id: Id
+    cid: Id
+    kind: str
+    input: Any = None
+    status: TaskStatus | None = None
+    checkpoint: dict[str, Any] | None = None
+    abort: bool | None = None
+    outcome: dict[str, Any] | None = None
+    after: list[Id] | None = None
+    owns: list[Id] | None = None
+    background: bool | None = None
+
+
+class _P(msgspec.Struct, array_like=True, tag="p", gc=False):
+    id: Id
+    status: TaskStatus | None = None
+    checkpoint: dict[str, Any] | Annotated[int, msgspec.Meta(ge=0, le=0)] | None = None
+    abort: bool | None = None
+    outcome: dict[str, Any] | None = None
+    owns: list[Id] | None = None
+
+
+class _I(msgspec.Struct, array_like=True, tag="i", gc=False):
+    id: Id
+    cid: Id
+    status: InputStatus
+    request_id: str | None = None
+    entry: Id | None = None
+    answer: Id | None = None
+    reason: InputReason | None = None
+    detail: Annotated[list[Any], msgspec.Meta(min_length=1, max_length=1)] | None = None
+
+
+class _D(msgspec.Struct, array_like=True, tag="d", gc=False):
+    doc: str
+    ops: Ops
+    cid: Id | None = None
+
+
+class _V2(msgspec.Struct, array_like=True, gc=False):
+    crc: int
+    seq: Seq
+    max_id: Annotated[int, msgspec.Meta(ge=0)]
+    writes: list[_C | _E | _T | _P | _I | _D]
+    refs: list[int] | None = None
+
+
+_V2_DECODER = msgspec.json.Decoder(_V2)
+_ENCODER = msgspec.json.Encoder()
+_DOCS = {"session": "s", "rewindable": "r", "sticky": "k"}
+_DOC_KINDS = {"s": "session", "r": "rewindable", "k": "sticky"}
+
+
+def _u(value: Any) -> Any:
+    """``None`` for UNSET (v2 writes an absent member as ``null``)."""
+    return None if value is UNSET else value
+
+
+def _trim(items: list[Any]) -> list[Any]:
+    while items[-1] is None:
+        items.pop()
+    return items
+
+
+def _write_v2(write: Write) -> list[Any]:
+    kind = type(write)
+    if kind is EntryWrite:
+        e = write.entry  # type: ignore[union-attr]
+        return _trim(
+            [
+                "e",
+                e.id,
+                e.conversation_id,
+                e.kind,
+                _u(e.model),
+                _u(e.data),
+                _u(e.head),
+                _u(e.edits),
+                _u(e.by_task_id),
+            ]
+        )
+    if kind is InputWrite:
+        i = write.input  # type: ignore[union-attr]
+        return _trim(
+            [
+                "i",
+                i.id,
+                i.conversation_id,
+                i.status,
+                _u(i.request_id),
+                _u(i.entry),
+                _u(i.answer),
+                _u(i.reason),
+                None if i.detail is UNSET else [i.detail],
+            ]
+        )
+    if kind is TaskPatchWrite:
+        p = write.patch  # type: ignore[union-attr]
+        checkpoint = p.checkpoint
+        return _trim(
+            [
+                "p",
+                p.id,
+                _u(p.status),
+                0 if checkpoint is None else _u(checkpoint),
+                _u(p.abort),
+                _u(p.outcome),
+                _u(p.owns),
+            ]
+        )
+    if kind is DocWrite:
+        d: DocWrite = write  # type: ignore[assignment]
+        return _trim(["d", _DOCS[d.ref.doc], d.ops, _u(d.ref.conversation_id)])
+    if kind is TaskWrite:
+        t = write.task  # type: ignore[union-attr]
+        return _trim(
+            [
+                "t",
+                t.id,
+                t.conversation_id,
+                t.kind,
+                t.input,
+                None if t.status == "pending" else t.status,
+                _u(t.checkpoint),
+                _u(t.abort),
+                _u(t.outcome),
+                t.after or None,
+                t.owns or None,
+                _u(t.background),
+            ]
+        )
+    c = write.conversation  # type: ignore[union-attr]
+    parent = c.parent
+    return _trim(
+        [
+            "c",
+            c.id,
+            None if parent is UNSET else parent.conversation_id,
+            None if parent is UNSET else parent.at,
+            _u(c.owner),
+            _u(c.sections),
+        ]
+    )
+
+
+def _set(value: Any) -> Any:
+    """UNSET for ``None`` (v2's absent member)."""
+    return UNSET if value is None else value
+
+
+def _write_v1(w: _C | _E | _T | _P | _I | _D) -> Write:
+    kind = type(w)
+    if kind is _E:
+        e: _E = w  # type: ignore[assignment]
+        return EntryWrite(
+            Entry(
+                id=e.id,
+                conversation_id=e.cid,
+                kind=e.kind,
+                model=_set(e.model),
+                data=_set(e.data),
+                head=_set(e.head),
+                edits=_set(e.edits),
+                by_task_id=_set(e.by),
+            )
+        )
+    if kind is _I:
+        i: _I = w  # type: ignore[assignment]
+        return InputWrite(
+            Input(
+                id=i.id,
+                conversation_id=i.cid,
+                status=i.status,
+                request_id=_set(i.request_id),
+                entry=_set(i.entry),
+                answer=_set(i.answer),
+                reason=_set(i.reason),
+                detail=UNSET if i.detail is None else i.detail[0],
+            )
+        )
+    if kind is _P:
+        p: _P = w  # type: ignore[assignment]
+        checkpoint = p.checkpoint
+        return TaskPatchWrite(
+            TaskPatch(
+                id=p.id,
+                status=_set(p.status),
+                checkpoint=None if checkpoint == 0 else _set(checkpoint),  # type: ignore[arg-type]
+                abort=_set(p.abort),
+                outcome=_set(p.outcome),
+                owns=_set(p.owns),
+            )
+        )
+    if kind is _D:
+        d: _D = w  # type: ignore[assignment]
+        doc = _DOC_KINDS.get(d.doc)
+        if doc is None:
+            raise ValueError(f"unknown document kind {d.doc!r}")
+        return DocWrite(DocRef(doc=doc, conversation_id=_set(d.cid)), d.ops)  # type: ignore[arg-type]
+    if kind is _T:
+        t: _T = w  # type: ignore[assignment]
+        return TaskWrite(
+            Task(
+                id=t.id,
+                conversation_id=t.cid,
+                kind=t.kind,
+                input=t.input,
+                status=t.status or "pending",
+                checkpoint=_set(t.checkpoint),
+                abort=_set(t.abort),
+                outcome=_set(t.outcome),
+                after=t.after or [],
+                owns=t.owns or [],
+                background=_set(t.background),
+            )
+        )
+    c: _C = w  # type: ignore[assignment]
+    if (c.parent_id is None) != (c.parent_at is None):
+        raise ValueError("a fork point needs both its conversation and its entry")
+    parent = UNSET if c.parent_id is None else Parent(conversation_id=c.parent_id, at=c.parent_at)  # type: ignore[arg-type]
+    return ConversationWrite(
+        Conversation(id=c.id, parent=parent, owner=_set(c.owner), sections=_set(c.sections))
+    )
+
+
+def encode_line(
+    seq: int, max_id: int, writes: list[Write], refs: list[str] | None = None, own: bool = False
+) -> bytes:
+    """One v2 line (newline included). ``refs`` (main) names the sidecars the commit also
+    wrote; ``own`` (sidecar) marks the line as its commit's publication point."""
+    items: list[Any] = [seq, max_id, [_write_v2(w) for w in writes]]
+    if refs:
+        items.append([sidecar_ref(name) for name in refs])
+    elif own:
+        items.append([])
+    body = _ENCODER.encode(items)
+    rest = body[1:]
+    return b"[%d,%s\n" % (zlib.crc32(rest), rest)
+
+
+def _check_v2(path: str, number: int, raw: bytes, record: _V2, main: bool) -> Line:
+    comma = raw.find(b",")
+    if zlib.crc32(memoryview(raw)[comma + 1 :]) != record.crc:
+        raise CorruptStorage(path, number, "checksum mismatch (the line was altered)")
+    try:
+        writes = [_write_v1(w) for w in record.writes]
+    except (ValueError, TypeError, msgspec.ValidationError) as exc:
+        raise CorruptStorage(path, number, f"malformed record: {exc}") from None
+    refs = record.refs
+    if main:
+        return Line(
+            record.seq, record.max_id, writes, [ref_name(r) for r in refs or ()] or None, False
+        )
+    if refs:
+        raise CorruptStorage(path, number, "malformed record: a sidecar line names other files")
+    return Line(record.seq, record.max_id, writes, None, refs is not None)
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+def _decode_one(path: str, number: int, raw: bytes) -> _V1 | _V2:
+    try:
+        if raw[:1] == b"[":
+            return _V2_DECODER.decode(raw)
+        return _V1_DECODER.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise CorruptStorage(path, number, f"malformed record: {exc}") from None
+
+
+def _decode_all(path: str, data: bytes, lines: list[bytes]) -> list[_V1 | _V2]:
+    """Decode every line; the common cases (all v2, all v1, v1 then v2) in one call each."""
+    split = 0 if data[:1] == b"[" else data.find(b"\n[") + 1
+    try:
+        if split == 0 and data[:1] == b"[":
+            records: list[_V1 | _V2] = list(_V2_DECODER.decode_lines(data))
+        elif split == 0:
+            records = list(_V1_DECODER.decode_lines(data))
+        else:
+            records = [
+                *_V1_DECODER.decode_lines(data[:split]),
+                *_V2_DECODER.decode_lines(data[split:]),
+            ]
+    except msgspec.DecodeError:
+        records = []
+    if len(records) != len(lines):
+        records = [_decode_one(path, number, raw) for number, raw in enumerate(lines, 1)]
+    return records
+
+
+def read_lines(path: str, data: bytes, main: bool) -> list[tuple[int, int, Line]]:
+    """Check every line of ``data`` (whole lines, as read and cut): ``(line number, end offset,
+    line)``. Fails with :class:`CorruptStorage` naming the first bad line."""
+    if not data:
+        return []
+    lines = data.split(b"\n")
+    lines.pop()  # the empty string after the final newline
+    records = _decode_all(path, data, lines)
+    out: list[tuple[int, int, Line]] = []
+    previous = 0
+    end = 0
+    for number, (raw, record) in enumerate(zip(lines, records, strict=True), 1):
+        end += len(raw) + 1
+        if type(record) is _V2:
+            line = _check_v2(path, number, raw, record, main)
+        else:
+            line = _check_v1(path, number, raw, record)  # type: ignore[arg-type]
+        if line.seq <= previous:
+            raise CorruptStorage(
+                path, number, f"seq {line.seq} does not increase (previous seq {previous})"
+            )
+        previous = line.seq
+        out.append((number, end, line))
+    return out

@@ -1,0 +1,117 @@
+"""JsonlStorage reads both of its line formats (docs/design/storage.md#line-formats).
+
+``fixtures/v1-session`` is a session written by the v1 (object-per-line) JsonlStorage from the
+commits of ``v1_session.py``; the same commits written today (v2, compact arrays) and the
+fixture must open to the same state, and a v1 session keeps working once v2 lines are appended.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chord.context import BACKGROUND
+from pico3.storage import (
+    DocRef,
+    DocWrite,
+    Entry,
+    EntryWrite,
+    JsonlStorage,
+    MemoryStorage,
+    Storage,
+    TaskPatch,
+    TaskPatchWrite,
+)
+
+pytestmark = pytest.mark.anyio
+ctx = BACKGROUND
+HERE = Path(__file__).parent
+FIXTURE = HERE / "fixtures" / "v1-session"
+
+
+def _script() -> Any:
+    spec = importlib.util.spec_from_file_location("v1_session", HERE / "v1_session.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def state(storage: Storage, h: Any) -> Any:
+    """The observable state plus the raw document logs and the next id."""
+    out = await h.dump(storage)
+    for cid in (1, 7):
+        for ref in (DocRef.sticky(cid), DocRef.rewindable(cid)):
+            out[f"log {ref.doc} {cid}"] = await storage.doc(ref, ctx)
+    out["log session"] = await storage.doc(DocRef.session(), ctx)
+    out["next id"] = storage.mint_id()
+    return out
+
+
+async def reference(h: Any, extra: bool = False) -> Any:
+    storage = MemoryStorage()
+    await storage.open(ctx)
+    await _script().write_session(storage)
+    await storage.close(ctx)
+    await storage.open(ctx)  # as reopened: the next id is one past the last one stored
+    if extra:
+        await more(storage)
+        await storage.close(ctx)
+        await storage.open(ctx)
+    return await state(storage, h)
+
+
+async def more(storage: Storage) -> None:
+    await storage.commit([TaskPatchWrite(TaskPatch(id=6, checkpoint={"c": 2}))], ctx)
+    await storage.commit(
+        [
+            EntryWrite(Entry(id=storage.mint_id(), conversation_id=7, kind="tick")),
+            DocWrite(DocRef.sticky(7), [["s", ["inbox"], [1]]]),
+        ],
+        ctx,
+    )
+
+
+def first_bytes(path: Path) -> list[bytes]:
+    return [line[:1] for line in path.read_bytes().splitlines()]
+
+
+async def test_a_v1_session_opens_to_the_state_its_commits_made(tmp_path: Path, h) -> None:
+    directory = tmp_path / "session"
+    shutil.copytree(FIXTURE, directory)
+    assert set(first_bytes(directory / "main.jsonl")) == {b"{"}  # really the old format
+    storage = JsonlStorage(directory, fsync=False)
+    await storage.open(ctx)
+    assert await state(storage, h) == await reference(h)
+    await storage.close(ctx)
+
+
+async def test_the_same_commits_written_today_open_to_the_same_state(tmp_path: Path, h) -> None:
+    storage = JsonlStorage(tmp_path, fsync=False)
+    await storage.open(ctx)
+    await _script().write_session(storage)
+    await storage.close(ctx)
+    assert set(first_bytes(tmp_path / "main.jsonl")) == {b"["}
+    storage = JsonlStorage(tmp_path, fsync=False)
+    await storage.open(ctx)
+    assert await state(storage, h) == await reference(h)
+    await storage.close(ctx)
+
+
+async def test_a_v1_session_appended_to_in_v2_reopens(tmp_path: Path, h) -> None:
+    directory = tmp_path / "session"
+    shutil.copytree(FIXTURE, directory)
+    storage = JsonlStorage(directory, fsync=True)
+    await storage.open(ctx)
+    await more(storage)
+    await storage.close(ctx)
+    assert first_bytes(directory / "main.jsonl")[0] == b"{"
+    assert first_bytes(directory / "main.jsonl")[-1] == b"["  # one file, both formats
+    storage = JsonlStorage(directory, fsync=False)
+    await storage.open(ctx)
+    assert await state(storage, h) == await reference(h, extra=True)
+    await storage.close(ctx)
