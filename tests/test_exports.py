@@ -15,6 +15,7 @@ import pytest
 PUBLIC: dict[str, frozenset[str]] = {
     "pico3": frozenset(
         {
+            "ArgumentSchema",
             "BeforeToolApi",
             "BeforeToolOutcome",
             "Clock",

@@ -147,7 +147,8 @@ async def test_json_string_edits_are_validated_too(tmp_path: Path, tools: ToolCo
     (tmp_path / "f.txt").write_text("a\n")
     result = await EDIT_TOOL.execute({"path": "f.txt", "edits": '[{"oldText": "a"}]'}, tools)
     assert result.is_error
-    assert result.details["field"] == "$.edits[0].newText"
+    assert result.details["problems"] == ["arguments.edits[0].newText: is required"]
+    assert result.text.startswith("Invalid arguments for tool 'edit': ")
 
 
 @pytest.mark.anyio
@@ -162,7 +163,7 @@ async def test_identical_result_empty_old_text_and_missing_file_are_errors(
     missing = await EDIT_TOOL.execute(edit_args("gone.txt", ("a", "b")), tools)
     assert missing.is_error and missing.text == "File not found: gone.txt"
     neither = await EDIT_TOOL.execute({"path": "f.txt"}, tools)
-    assert neither.is_error and neither.details["field"] == "$.edits"
+    assert neither.is_error and neither.details["problems"] == ["arguments.edits: is required"]
 
 
 @settings(max_examples=150, deadline=None)

@@ -264,7 +264,7 @@ async def test_background_calls_need_a_job_host(tmp_path: Path) -> None:
     result = await JOB_OUTPUT_TOOL.execute({}, context)
     assert result.is_error and "not available" in result.text
     result = await JOB_OUTPUT_TOOL.execute({"id": 0}, context)
-    assert result.is_error and "$.id" in result.text
+    assert result.is_error and "arguments.id: " in result.text
 
 
 def test_job_output_replays_after_a_crash_and_the_others_do_not() -> None:

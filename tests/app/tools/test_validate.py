@@ -1,4 +1,5 @@
-"""Tool argument validation (docs/design/decisions.md#d8-g16): JSON Schema via jsonschema, errors name the field."""
+"""Tool argument validation (docs/design/decisions.md#d8-g16): the built-in tools use pico3's one
+validator (``pico3.ArgumentSchema``), so a refused call reads the same on either side."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coding_agent.worker.tools import (
+    BASH_TOOL,
     EDIT_TOOL,
     READ_TOOL,
     ToolArgumentError,
@@ -19,6 +21,8 @@ from coding_agent.worker.tools import (
     builtin_tools,
     validate_args,
 )
+from coding_agent.worker.tools_facet import tool_declaration
+from pico3 import InvalidArguments
 
 
 def test_builtin_tools_have_unique_names_and_valid_schemas() -> None:
@@ -43,33 +47,58 @@ def test_builtin_tools_have_unique_names_and_valid_schemas() -> None:
 @pytest.mark.parametrize(
     ("spec", "args", "field"),
     [
-        (READ_TOOL, {}, "$.path"),
-        (READ_TOOL, {"path": 3}, "$.path"),
-        (READ_TOOL, {"path": "a", "offset": 0}, "$.offset"),
-        (READ_TOOL, {"path": "a", "bogus": True}, "$.bogus"),
-        (EDIT_TOOL, {"path": "a", "edits": [{"oldText": "x"}]}, "$.edits[0].newText"),
-        (EDIT_TOOL, {"path": "a", "edits": []}, "$.edits"),
-        (EDIT_TOOL, {"path": "a", "edits": [{"oldText": "x", "newText": 1}]}, "$.edits[0].newText"),
+        (READ_TOOL, {}, "arguments.path: is required"),
+        (READ_TOOL, {"path": 3}, "arguments.path: 3 is not of type 'string'"),
+        (READ_TOOL, {"path": "a", "offset": 0}, "arguments.offset: "),
+        (READ_TOOL, {"path": "a", "bogus": True}, "arguments.bogus: is not allowed"),
+        (EDIT_TOOL, {"path": "a", "edits": [{"oldText": "x"}]}, "arguments.edits[0].newText: "),
+        (EDIT_TOOL, {"path": "a", "edits": []}, "arguments.edits: "),
+        (
+            EDIT_TOOL,
+            {"path": "a", "edits": [{"oldText": "x", "newText": 1}]},
+            "arguments.edits[0].newText: 1 is not of type 'string'",
+        ),
     ],
 )
 def test_validation_errors_name_the_bad_field(spec: ToolSpec, args: Any, field: str) -> None:
     with pytest.raises(ToolArgumentError) as caught:
         validate_args(spec, args)
-    assert caught.value.field == field
-    assert str(caught.value).startswith(f"Invalid arguments for tool {spec.name!r}: {field}: ")
+    assert [p for p in caught.value.problems if p.startswith(field)], caught.value.problems
+    assert str(caught.value).startswith(f"Invalid arguments for tool {spec.name!r}: {field}")
 
 
 def test_non_object_arguments_are_rejected() -> None:
-    with pytest.raises(ToolArgumentError, match=r"\$: expected an object, got list"):
+    with pytest.raises(ToolArgumentError, match=r"arguments: \['path'\] is not of type 'object'"):
         validate_args(READ_TOOL, ["path"])
 
 
+def test_every_bad_field_is_named_with_the_allowed_ones_and_the_fix() -> None:
+    with pytest.raises(ToolArgumentError) as caught:
+        validate_args(READ_TOOL, {"offset": "3", "bogus": True})
+    assert str(caught.value) == (
+        "Invalid arguments for tool 'read': "
+        "arguments.path: is required; "
+        "arguments.bogus: is not allowed (the allowed properties are: limit, offset, path); "
+        "arguments.offset: '3' is not of type 'integer'. "
+        "Fix them and call 'read' again."
+    )
+
+
 @pytest.mark.anyio
-async def test_execute_turns_bad_arguments_into_an_error_result(tmp_path: Path) -> None:
-    result = await READ_TOOL.execute({"path": 7}, ToolContext(cwd=tmp_path))
+async def test_the_tool_and_the_harness_refuse_bad_arguments_with_the_same_text(
+    tmp_path: Path,
+) -> None:
+    """One validator, one message: what ``ToolSpec.execute`` returns for a bad call is exactly
+    what the harness's ``pi.tool`` tells the model (it validates with the declaration first)."""
+    args = {"command": 7, "timeout": -1}
+    result = await BASH_TOOL.execute(args, ToolContext(cwd=tmp_path))
+    with pytest.raises(InvalidArguments) as caught:
+        tool_declaration(BASH_TOOL, tmp_path).validate(args)
     assert result.is_error
-    assert result.text.startswith("Invalid arguments for tool 'read': $.path: ")
-    assert result.details["field"] == "$.path"
+    assert result.text == str(caught.value)
+    assert result.details["problems"] == caught.value.problems
+    assert result.text.startswith("Invalid arguments for tool 'bash': arguments.command: ")
+    assert result.text.endswith(". Fix them and call 'bash' again.")
 
 
 json_values = st.recursive(
@@ -110,8 +139,8 @@ def test_random_json_is_either_valid_or_a_clear_error(spec: ToolSpec, args: Any)
     try:
         checked = validate_args(spec, args)
     except ToolArgumentError as error:
-        assert error.field.startswith("$")
-        assert error.problem
+        assert error.problems
+        assert all(problem.startswith("arguments") for problem in error.problems)
         assert error.tool == spec.name
     else:
         assert checked is args

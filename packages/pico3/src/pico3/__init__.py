@@ -125,6 +125,7 @@ from pico3.tasks import (
 )
 from pico3.tools import (
     MISSING,
+    ArgumentSchema,
     InvalidArguments,
     OutputBounds,
     OutputBuffer,
@@ -148,6 +149,7 @@ __all__ = [
     "NOTICE_KIND",
     "RETRY",
     "TOOL_KIND",
+    "ArgumentSchema",
     "BeforeToolApi",
     "BeforeToolOutcome",
     "Clock",

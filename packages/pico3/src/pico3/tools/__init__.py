@@ -30,7 +30,8 @@ kernel-owned bounded buffer; :meth:`ToolApi.streaming` flushes it to the slot at
 
 Where each part lives: :mod:`~pico3.tools.declaration` (:class:`ToolDeclaration`,
 :class:`ToolResult`, :class:`ToolRegistry`, :func:`validate_arguments`),
-:mod:`~pico3.tools.schema` (checking a declared schema, :class:`InvalidArguments`),
+:mod:`~pico3.tools.schema` (:class:`ArgumentSchema`, the one argument validator, and
+:class:`InvalidArguments`),
 :mod:`~pico3.tools.output` (:class:`OutputBounds`, :class:`OutputBuffer`),
 :mod:`~pico3.tools.memo` (:data:`MISSING`, slot memos, :class:`SlotCommit`),
 :mod:`~pico3.tools.api` (:class:`ToolApi`) and :mod:`~pico3.tools.runtime` (the adapters the
@@ -57,11 +58,12 @@ from pico3.tools.memo import (
 )
 from pico3.tools.output import OutputBounds, OutputBuffer
 from pico3.tools.runtime import RuntimeTools, runtime_slot
-from pico3.tools.schema import InvalidArguments
+from pico3.tools.schema import ArgumentSchema, InvalidArguments
 
 __all__ = [
     "FREE_SLOT_FIELDS",
     "MISSING",
+    "ArgumentSchema",
     "InvalidArguments",
     "Missing",
     "OutputBounds",

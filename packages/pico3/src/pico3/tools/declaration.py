@@ -8,17 +8,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import jsonschema
-from jsonschema.exceptions import SchemaError
-from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
-
 from chord.context import Context
-from chord.json import JsonError, copy_json
+from chord.json import copy_json
 from pico3.registry import NamedRegistry, Registration, RegistrySnapshot
 from pico3.tools.api import ToolApi
 from pico3.tools.output import OutputBounds
-from pico3.tools.schema import InvalidArguments, _check_references, _path
+from pico3.tools.schema import ArgumentSchema
 
 __all__ = [
     "TOOL_NAME",
@@ -77,7 +72,7 @@ class ToolDeclaration:
     replay: Literal["safe", "unsafe"] = "unsafe"
     output: OutputBounds = field(default_factory=OutputBounds)
     interrupted: Execute | None = None
-    _validator: Validator = field(init=False, repr=False, compare=False)
+    _arguments: ArgumentSchema = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not TOOL_NAME.match(self.name):
@@ -92,29 +87,13 @@ class ToolDeclaration:
             raise TypeError(f"tool {self.name!r}: execute must be callable")
         if self.interrupted is not None and not callable(self.interrupted):
             raise TypeError(f"tool {self.name!r}: interrupted must be callable or None")
-        try:
-            schema = copy_json(self.parameters, ("parameters",))
-        except JsonError as exc:
-            raise ValueError(f"tool {self.name!r}: {exc}") from None
-        if not isinstance(schema, dict) or schema.get("type") != "object":
-            raise ValueError(
-                f'tool {self.name!r}: parameters must be a JSON Schema with "type": "object"'
-            )
-        cls = validator_for(schema, default=jsonschema.Draft202012Validator)
-        try:
-            cls.check_schema(schema)
-        except SchemaError as exc:
-            where = _path("parameters", exc.path)
-            raise ValueError(
-                f"tool {self.name!r}: invalid JSON Schema at {where}: {exc.message}"
-            ) from None
-        _check_references(self.name, schema)
-        object.__setattr__(self, "parameters", schema)
-        object.__setattr__(self, "_validator", cls(schema))
+        arguments = ArgumentSchema(self.name, self.parameters)
+        object.__setattr__(self, "parameters", arguments.parameters)
+        object.__setattr__(self, "_arguments", arguments)
 
     def validate(self, arguments: Any) -> None:
-        """Raise :class:`InvalidArguments` naming every bad field of ``arguments``."""
-        validate_arguments(self, arguments)
+        """Raise :class:`~pico3.tools.InvalidArguments` naming every bad field of ``arguments``."""
+        self._arguments.validate(arguments)
 
     def wire(self) -> dict[str, Any]:
         """The model-facing shape ``{name, description, parameters}`` (a fresh copy)."""
@@ -126,31 +105,12 @@ class ToolDeclaration:
 
 
 def validate_arguments(declaration: ToolDeclaration, arguments: Any) -> None:
-    """Validate ``arguments`` against the declaration's schema.
+    """Validate ``arguments`` against the declaration's schema (see :class:`ArgumentSchema`).
 
     Every problem names its field: ``arguments.path.to.field: <reason>``; a missing required
     property is reported at its own path (``arguments.question: is required``).
     """
-    problems: list[str] = []
-    seen: set[str] = set()
-    validator = declaration._validator  # pyright: ignore[reportPrivateUsage]
-    errors = sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.path])
-    for error in errors:
-        if error.validator == "required" and isinstance(error.instance, dict):
-            required = error.validator_value if isinstance(error.validator_value, list) else []
-            for name in required:
-                if name not in error.instance:
-                    line = f"{_path('arguments', [*error.path, name])}: is required"
-                    if line not in seen:
-                        seen.add(line)
-                        problems.append(line)
-            continue
-        line = f"{_path('arguments', error.path)}: {error.message}"
-        if line not in seen:
-            seen.add(line)
-            problems.append(line)
-    if problems:
-        raise InvalidArguments(declaration.name, problems)
+    declaration.validate(arguments)
 
 
 def _check_declaration(declaration: ToolDeclaration) -> str:

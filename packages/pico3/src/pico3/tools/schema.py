@@ -1,11 +1,33 @@
-"""Tool argument schemas: checked when a tool is declared, and every call validated against them
-(:class:`InvalidArguments` names each bad field)."""
+"""Tool argument schemas: checked when a tool is declared, and every call validated against them.
+
+This module is the one owner of tool-argument validation. :class:`ArgumentSchema` checks a tool's
+``parameters`` once (a JSON Schema object; only local ``$ref``) and validates each call against
+it; :class:`InvalidArguments` carries what is wrong, one problem per field, and renders the one
+message a model (or a person) reads::
+
+    Invalid arguments for tool 'read': arguments.path: is required; arguments.bogus: is not
+    allowed (the allowed properties are: limit, offset, path). Fix them and call 'read' again.
+
+Every problem starts with the field's path (``arguments.edits[0].newText``): a missing required
+property and an unexpected one are reported at their own paths, everything else with
+``jsonschema``'s message. :class:`~pico3.tools.ToolDeclaration` builds an :class:`ArgumentSchema`
+when it is declared, and the coding agent's built-in tools build one per tool, so a call rejected
+by either reads the same.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-__all__ = ["InvalidArguments"]
+import jsonschema
+from jsonschema.exceptions import SchemaError, ValidationError
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
+
+from chord.json import JsonError, copy_json
+
+__all__ = ["ArgumentSchema", "InvalidArguments"]
 
 
 _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
@@ -100,12 +122,106 @@ def _pointer_exists(schema: Any, segments: list[str]) -> bool:
 
 
 class InvalidArguments(ValueError):
-    """Tool arguments do not satisfy the tool's schema. ``problems`` name each field."""
+    """Tool arguments do not satisfy the tool's schema. ``problems`` name each field.
+
+    ``str()`` is the message of every rejected call: the tool, each problem (``path: reason``),
+    and what to do about it.
+    """
 
     def __init__(self, tool: str, problems: list[str]) -> None:
         self.tool = tool
         self.problems = problems
-        super().__init__(f"invalid arguments for tool {tool!r}: {'; '.join(problems)}")
+        super().__init__(
+            f"Invalid arguments for tool {tool!r}: {'; '.join(problems)}. "
+            f"Fix them and call {tool!r} again."
+        )
+
+
+class ArgumentSchema:
+    """One tool's ``parameters``, checked once, and the validator of every call against them.
+
+    Building one refuses a schema that is not JSON, not ``"type": "object"``, not valid for its
+    draft (2020-12 unless ``$schema`` says otherwise), or with a ``$ref`` validation could not
+    follow; the :class:`ValueError` names the tool and the place. :attr:`parameters` is a private
+    deep copy.
+    """
+
+    __slots__ = ("_validator", "parameters", "tool")
+
+    def __init__(self, tool: str, parameters: Any) -> None:
+        try:
+            schema = copy_json(parameters, ("parameters",))
+        except JsonError as exc:
+            raise ValueError(f"tool {tool!r}: {exc}") from None
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            raise ValueError(
+                f'tool {tool!r}: parameters must be a JSON Schema with "type": "object"'
+            )
+        cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+        try:
+            cls.check_schema(schema)
+        except SchemaError as exc:
+            where = _path("parameters", exc.path)
+            raise ValueError(
+                f"tool {tool!r}: invalid JSON Schema at {where}: {exc.message}"
+            ) from None
+        _check_references(tool, schema)
+        self.tool = tool
+        self.parameters: dict[str, Any] = schema
+        self._validator: Validator = cls(schema)
+
+    def problems(self, arguments: Any) -> list[str]:
+        """Every problem of ``arguments`` (``path: reason``, sorted by path); ``[]`` when valid."""
+        try:
+            errors = sorted(
+                self._validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.path]
+            )
+        except RecursionError:
+            return ["arguments: nested too deeply"]
+        problems: list[str] = []
+        for error in errors:
+            for line in _lines(error):
+                if line not in problems:
+                    problems.append(line)
+        return problems
+
+    def validate(self, arguments: Any) -> None:
+        """Raise :class:`InvalidArguments` naming every bad field of ``arguments``."""
+        problems = self.problems(arguments)
+        if problems:
+            raise InvalidArguments(self.tool, problems)
+
+
+def _lines(error: ValidationError) -> list[str]:
+    """The problems one ``jsonschema`` error stands for, each at the path of its field."""
+    instance: Any = error.instance
+    schema: Any = error.schema
+    if error.validator == "required" and isinstance(instance, dict):
+        required: Any = error.validator_value if isinstance(error.validator_value, list) else []
+        return [
+            f"{_path('arguments', [*error.path, name])}: is required"
+            for name in required  # pyright: ignore[reportUnknownVariableType]
+            if name not in instance
+        ]
+    if (
+        error.validator == "additionalProperties"
+        and error.validator_value is False
+        and isinstance(instance, dict)
+        and isinstance(schema, dict)
+    ):
+        allowed: list[str] = sorted(str(name) for name in schema.get("properties") or {})  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        patterns: list[str] = [str(p) for p in schema.get("patternProperties") or {}]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        hint = f" (the allowed properties are: {', '.join(allowed)})" if allowed else ""
+        extra = [
+            str(key)  # pyright: ignore[reportUnknownArgumentType]
+            for key in instance  # pyright: ignore[reportUnknownVariableType]
+            if key not in allowed and not any(_matches(p, str(key)) for p in patterns)  # pyright: ignore[reportUnknownArgumentType]
+        ]
+        if extra:
+            return [
+                f"{_path('arguments', [*error.path, key])}: is not allowed{hint}" for key in extra
+            ]
+    return [f"{_path('arguments', error.path)}: {error.message}"]
 
 
 def _path(root: str, parts: Any) -> str:
@@ -113,3 +229,10 @@ def _path(root: str, parts: Any) -> str:
     for part in parts:
         out += f"[{part}]" if isinstance(part, int) else f".{part}"
     return out
+
+
+def _matches(pattern: str, key: str) -> bool:
+    try:
+        return re.search(pattern, key) is not None
+    except re.error:
+        return False

@@ -104,7 +104,7 @@ async def _initial(task: Any, rt: Any, ctx: Context) -> Any:
         return _synthetic(task, rt, f"Tool {name!r} is not available (missing tool).", "missing")
     problem = _invalid(declaration, call.get("arguments"))
     if problem is not None:
-        return _synthetic(task, rt, f"Invalid arguments for {name!r}: {problem}", "invalid")
+        return _synthetic(task, rt, problem, "invalid")
     hooks = runner(rt, TOOL, task.id, task.conversation_id)
     if hooks is not None:
         outcome = await hooks.before_tool(call, _slot_commit(rt, task), ctx)
@@ -113,7 +113,7 @@ async def _initial(task: Any, rt: Any, ctx: Context) -> Any:
         call = outcome.call
         problem = _invalid(declaration, call.get("arguments"))
         if problem is not None:
-            return _synthetic(task, rt, f"Invalid arguments for {name!r}: {problem}", "invalid")
+            return _synthetic(task, rt, problem, "invalid")
     started = {"phase": "started", "replay": declaration.replay, "call": copy_json(call)}
 
     def start(tx: Transaction, current: Task, ctx: Context) -> None:
@@ -132,10 +132,11 @@ async def _initial(task: Any, rt: Any, ctx: Context) -> Any:
 
 
 def _invalid(declaration: ToolDeclaration, arguments: Any) -> str | None:
+    """The model-visible message of :class:`~pico3.tools.InvalidArguments`, or ``None``."""
     try:
         declaration.validate(arguments)
     except InvalidArguments as exc:
-        return "; ".join(exc.problems)
+        return str(exc)
     return None
 
 

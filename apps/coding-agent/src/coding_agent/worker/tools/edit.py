@@ -346,20 +346,22 @@ def _edits_from(args: dict[str, Any]) -> list[Edit]:
     raw = args.get("edits")
     legacy = "oldText" in args or "newText" in args
     if raw is not None and legacy:
-        raise ToolArgumentError("edit", "$", "give either edits or oldText/newText, not both")
+        raise ToolArgumentError(
+            "edit", ["arguments: give either edits or oldText/newText, not both"]
+        )
     if raw is None:
         if "oldText" not in args or "newText" not in args:
             missing = "oldText" if "oldText" not in args else "newText"
             if not legacy:
-                raise ToolArgumentError("edit", "$.edits", "'edits' is a required property")
-            raise ToolArgumentError("edit", f"$.{missing}", f"{missing!r} is a required property")
+                raise ToolArgumentError("edit", ["arguments.edits: is required"])
+            raise ToolArgumentError("edit", [f"arguments.{missing}: is required"])
         return [Edit(args["oldText"], args["newText"])]
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
         except ValueError as error:
             raise ToolArgumentError(
-                "edit", "$.edits", f"not a JSON array of edits: {error}"
+                "edit", [f"arguments.edits: not a JSON array of edits: {error}"]
             ) from None
         validate_args(_EDITS_ONLY, {"edits": raw})
     return [Edit(item["oldText"], item["newText"]) for item in raw]

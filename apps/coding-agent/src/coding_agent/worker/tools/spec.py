@@ -3,8 +3,9 @@
 A tool is plain data plus one coroutine, independent of any harness:
 
 * :class:`ToolSpec` names the tool, describes it for the model and declares its arguments as a
-  JSON Schema dict (docs/design/decisions.md#d8-g16). :func:`validate_args` checks a call against that schema with
-  ``jsonschema`` and raises :class:`ToolArgumentError` naming the offending field.
+  JSON Schema dict (docs/design/decisions.md#d8-g16). :func:`validate_args` checks a call against
+  that schema with pico3's :class:`~pico3.ArgumentSchema`, the validator the harness itself uses,
+  and raises :class:`ToolArgumentError` with the same message (every bad field, at its path).
 * :class:`ToolContext` is everything a tool needs from its caller: the working directory, the
   chord :class:`~chord.context.Context` that can abort it, and a few knobs tests turn
   (search backend, temp folder, per-file locks).
@@ -33,10 +34,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-import jsonschema
-import jsonschema.exceptions
 
 from chord import BACKGROUND, Context
+from pico3 import ArgumentSchema, InvalidArguments
 
 if TYPE_CHECKING:
     from .files import ReadLedger
@@ -72,16 +72,15 @@ class ToolError(Exception):
 
 
 class ToolArgumentError(ToolError):
-    """Arguments that do not match the tool's JSON Schema; ``field`` is the JSON path at fault."""
+    """Arguments a tool refuses: those its schema rejects, and the checks a schema cannot express
+    (``edit``'s two argument forms). ``problems`` are ``path: reason`` lines (``arguments.path:
+    is required``); the message is :class:`pico3.InvalidArguments`'s, so the model reads the same
+    text whichever side refused the call."""
 
-    def __init__(self, tool: str, field: str, problem: str) -> None:
-        super().__init__(
-            f"Invalid arguments for tool {tool!r}: {field}: {problem}",
-            {"field": field, "problem": problem},
-        )
+    def __init__(self, tool: str, problems: list[str]) -> None:
+        super().__init__(str(InvalidArguments(tool, problems)), {"problems": list(problems)})
         self.tool = tool
-        self.field = field
-        self.problem = problem
+        self.problems = problems
 
 
 @dataclass(frozen=True)
@@ -193,6 +192,18 @@ class ToolSpec:
     parameters: dict[str, Any]
     handler: ToolHandler
     recover: Recover | None = None
+    _arguments: ArgumentSchema = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_arguments", ArgumentSchema(self.name, self.parameters))
+
+    def check(self, args: Any) -> dict[str, Any]:
+        """``args`` when they fit :attr:`parameters`, else :class:`ToolArgumentError`."""
+        try:
+            self._arguments.validate(args)
+        except InvalidArguments as error:
+            raise ToolArgumentError(self.name, error.problems) from None
+        return args
 
     async def execute(
         self, args: Any, ctx: ToolContext, *, on_update: OnUpdate | None = None
@@ -231,45 +242,10 @@ def storable(value: Any) -> Any:
     return value
 
 
-def _field_path(error: jsonschema.exceptions.ValidationError) -> str:
-    path = "$"
-    for part in error.absolute_path:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return path
-
-
 def validate_args(spec: ToolSpec, args: Any) -> dict[str, Any]:
-    """Check ``args`` against ``spec.parameters``; return them or raise :class:`ToolArgumentError`.
-
-    The error names the field (as a ``$.a.b[0]`` path) and what is wrong with it. When several
-    fields are wrong, the one ``jsonschema`` considers most relevant is reported.
-    """
-    if not isinstance(args, dict):
-        raise ToolArgumentError(spec.name, "$", f"expected an object, got {type(args).__name__}")
-    validator = jsonschema.Draft202012Validator(spec.parameters)
-    try:
-        error = jsonschema.exceptions.best_match(validator.iter_errors(args))
-    except RecursionError:
-        raise ToolArgumentError(spec.name, "$", "arguments are nested too deeply") from None
-    if error is not None:
-        field_path = _field_path(error)
-        if error.validator == "required" and error.validator_value:
-            missing = [
-                name
-                for name in error.validator_value
-                if isinstance(error.instance, dict) and name not in error.instance
-            ]
-            if missing:
-                field_path = f"{field_path}.{missing[0]}"
-        elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            allowed = (
-                set(error.schema.get("properties", {})) if isinstance(error.schema, dict) else set()
-            )
-            extra = sorted(str(key) for key in error.instance if key not in allowed)
-            if extra:
-                field_path = f"{field_path}.{extra[0]}"
-        raise ToolArgumentError(spec.name, field_path, error.message)
-    return args
+    """Check ``args`` against ``spec.parameters``; return them or raise :class:`ToolArgumentError`
+    naming every bad field (``arguments.edits[0].newText: is required``)."""
+    return spec.check(args)
 
 
 def resolve_path(path: str, cwd: str | os.PathLike[str]) -> Path:
