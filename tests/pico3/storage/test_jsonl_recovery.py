@@ -226,9 +226,9 @@ async def test_a_stale_retired_task_sidecar_never_resurrects_state(tmp_path: Pat
     stale = (tmp_path / "task-2.jsonl").read_bytes()
     storage = await opened(tmp_path)
     await storage.commit([TaskPatchWrite(TaskPatch(id=tid, status="terminal"))], ctx)
-    assert not (tmp_path / "task-2.jsonl").exists()
     live = await h.dump(storage)
-    await storage.close(ctx)
+    await storage.close(ctx)  # the retirement thread's unlink is done once close returns
+    assert not (tmp_path / "task-2.jsonl").exists()
     (tmp_path / "task-2.jsonl").write_bytes(stale + b"garbage that is not json\n")
     (tmp_path / "task-99.jsonl").write_bytes(b"an unknown task's leftovers\n")
     storage = await opened(tmp_path)

@@ -119,12 +119,12 @@ async def test_terminal_record_goes_to_main_and_retires_the_task_file(tmp_path: 
         ],
         ctx,
     )
-    assert not (tmp_path / f"task-{tid}.jsonl").exists()
     last = records(tmp_path / "main.jsonl")[-1]
     assert [w["patch"].get("status") for w in last["writes"]] == [None, "terminal"]  # together
     assert "refs" not in last
     live = await h.dump(storage)
-    await storage.close(ctx)
+    await storage.close(ctx)  # the retirement thread's unlink is done once close returns
+    assert not (tmp_path / f"task-{tid}.jsonl").exists()
     storage = await opened(tmp_path)
     assert await h.dump(storage) == live
     await storage.close(ctx)

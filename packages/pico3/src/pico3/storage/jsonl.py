@@ -24,8 +24,10 @@ A commit validates and stages the whole batch in memory first (no file is touche
 appends each sidecar record, then appends the main record last. The main record is the
 publication point: a sidecar record counts only if the main record with its seq names its file.
 With ``fsync=True`` (the default) every sidecar record is fsynced before the main record is
-written durably, and the directory is fsynced after a file is created, renamed or unlinked
-(docs/design/decisions.md#d8-g14). The main record's durable write is :class:`~pico3.storage._log.MainLog`'s: main is
+written durably, and the directory is fsynced after a file is created or renamed
+(docs/design/decisions.md#d8-g14). A retired task's sidecar is unlinked by a thread of its own after
+the commit (main proves the retirement, so the unlink needs no directory fsync; ``close`` waits for
+it). The main record's durable write is :class:`~pico3.storage._log.MainLog`'s: main is
 preallocated with written zeros and each record is one synchronous ``O_DIRECT`` block write (or
 ``pwrite`` + ``fdatasync`` where ``O_DIRECT`` is refused), which costs less than an append and
 an ``fsync``; ``close`` cuts the zero tail. Where fsync is slow (a moving average above 2 ms per
@@ -62,7 +64,9 @@ from __future__ import annotations
 
 import gc
 import os
+import queue
 import re
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -213,6 +217,7 @@ class JsonlStorage(TableStorage):
         self._lock_fd = -1  # the directory, flocked while open
         self._log: MainLog | None = None
         self._fds: dict[str, int] = {}
+        self._retirer: _Retirer | None = None  # unlinks retired task sidecars, off the loop
         self._failed: BaseException | None = None
         self._lock: anyio.Lock | None = None
         self._limiter: anyio.CapacityLimiter | None = None
@@ -265,7 +270,10 @@ class JsonlStorage(TableStorage):
 
     def _close_files(self) -> None:
         log, self._log = self._log, None
+        retirer, self._retirer = self._retirer, None
         try:
+            if retirer is not None:
+                retirer.drain()  # every retired sidecar is gone while the flock is still held
             if log is not None:
                 log.close()  # cuts the preallocated tail while the flock is still held
         finally:
@@ -588,22 +596,14 @@ class JsonlStorage(TableStorage):
     def _publish(self, commit: _Commit) -> int:
         self._tables.apply(commit.staged)
         self._tables.high_water = commit.max_id
-        retired = False
         for id in commit.staged.terminalized:
             name = f"task-{id}.jsonl"
             fd = self._fds.pop(name, -1)
             if fd >= 0:
                 os.close(fd)
-            try:
-                os.unlink(self._file(name))
-                retired = True
-            except OSError:
-                pass  # harmless: main proves the retirement, open unlinks it later
-        if retired and self._fsync:
-            try:
-                fsync_dir(self._dir)
-            except OSError:
-                pass
+            if self._retirer is None:
+                self._retirer = _Retirer()
+            self._retirer.unlink(self._file(name))
         return commit.seq
 
     # sticky rewrite ------------------------------------------------------------------------
@@ -661,6 +661,39 @@ class JsonlStorage(TableStorage):
             self._failed = exc
             raise StorageFailed(f"{path}: sticky rewrite failed: {exc}") from exc
         self._tables.truncate_sticky(cid)
+
+
+class _Retirer:
+    """Unlinks retired task sidecars in a thread of its own, off the event loop.
+
+    A sidecar is retired once the main record that makes its task terminal is published (and,
+    with fsync, durable): from then on main proves the retirement and ``open`` ignores and
+    unlinks a sidecar that is still there, so the unlink needs neither to happen inside the
+    commit nor to be made durable (no directory fsync). On ext4 an unlink costs about as much as
+    an fsync (it waits on the journal); done inline it stalled the event loop once per task.
+    :meth:`drain` (``close``) waits until every queued unlink has run.
+    """
+
+    __slots__ = ("_queue", "_thread")
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="jsonl-retire", daemon=True)
+        self._thread.start()
+
+    def unlink(self, path: str) -> None:
+        self._queue.put(path)
+
+    def drain(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        while (path := self._queue.get()) is not None:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass  # harmless: main proves the retirement, open unlinks it later
 
 
 class _Commit:
