@@ -32,6 +32,7 @@ import msgspec
 from chord import Context
 from coding_agent.worker.providers._drive import SdkStream, connection_error, drive
 from coding_agent.worker.providers._memo import FoldMemo
+from coding_agent.worker.providers._sdk_import import defer_sdk_inits
 from coding_agent.worker.providers._sse import Last, SseStream
 from pico3.models import (
     AssistantMessage,
@@ -144,7 +145,8 @@ class AnthropicProvider:
         self._wire = wire_memo()
         self._sleep = sleep or anyio.sleep
         self._clock = clock
-        import anthropic  # imported on first use: the SDK costs about a second at start-up
+        defer_sdk_inits()  # the SDK's package __init__s run only if needed (see ._sdk_import)
+        import anthropic
 
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout

@@ -41,6 +41,7 @@ import msgspec
 from chord import Context
 from coding_agent.worker.providers._drive import SdkStream, connection_error, drive
 from coding_agent.worker.providers._memo import FoldMemo
+from coding_agent.worker.providers._sdk_import import defer_sdk_inits
 from coding_agent.worker.providers._sse import Last, SseStream
 from coding_agent.worker.providers.text_tools import (
     ParsedCall,
@@ -252,7 +253,8 @@ class OpenAIProvider:
         self._wire = {True: wire_memo(True), False: wire_memo(False)}  # by "takes images"
         self._sleep = sleep or anyio.sleep
         self._clock = clock
-        import openai  # imported on first use: the SDK costs about a second at start-up
+        defer_sdk_inits()  # the SDK's package __init__s run only if needed (see ._sdk_import)
+        import openai
 
         self._client = openai.AsyncOpenAI(
             api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout

@@ -1,0 +1,226 @@
+"""Import the provider SDKs without running their package initialisers up front.
+
+``import openai`` costs about 0.4 s of CPU and ``import anthropic`` about 1 s, nearly all of it
+in package ``__init__`` modules: the root package re-exports everything (the client, every
+exception, Azure/Bedrock/Vertex helpers) and each ``types`` package imports every one of its
+hundreds of pydantic models, although a streamed request built from a ready JSON body (see
+:mod:`._sse`) needs a client class, a few exceptions and a handful of models. Python offers no
+partial package import, so :func:`defer_sdk_inits` adds a meta-path finder that defers the
+``__init__`` of the two SDKs' root packages and of their ``types`` packages:
+
+* the package module is created (``__path__``, ``__spec__``, ...) but its ``__init__`` does not
+  run; submodules import as usual, so ``openai._client`` costs only what it imports;
+* a name the ``__init__`` would bind with ``from .x import name [as alias]`` (before its first
+  statement that is not an import) is resolved on first access by importing ``.x`` alone and
+  taking ``name`` from it: the very object the ``__init__`` binds (read from the ``__init__``'s
+  own source with :mod:`ast`, so a new SDK release needs no list here), then kept in the
+  package;
+* a submodule name imports that submodule, as ``hasattr(package, "x")`` then ``import`` would;
+* any other name runs the real ``__init__`` (in the package's own namespace, as a normal import
+  would have, once): ``import openai; openai.api_key`` still works, it merely pays then. A
+  ``types`` package whose ``__init__`` does anything but ``from .x import ...`` runs it at once.
+
+What the root ``__init__`` does besides re-exporting happens then too, except the SDK's log set
+up (``OPENAI_LOG`` / ``ANTHROPIC_LOG``), which runs when the root package is created, and the
+cosmetic renaming of exported classes' ``__module__`` to the root name. An SDK already imported
+is left alone. The SDK is still the whole request path (client, auth, base URL, headers,
+timeouts, status errors); only the import order changes.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import threading
+import types
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["SDK_ROOTS", "defer_sdk_inits", "deferred_exports"]
+
+SDK_ROOTS = frozenset({"openai", "anthropic"})
+"""The packages whose ``__init__`` (and ``types`` packages' ``__init__``) are deferred."""
+
+_lock = threading.Lock()
+
+
+def defer_sdk_inits() -> None:
+    """Install the deferring finder (idempotent). An SDK imported before keeps its full import."""
+    with _lock:
+        if not any(isinstance(finder, _DeferringFinder) for finder in sys.meta_path):
+            sys.meta_path.insert(0, _DeferringFinder())
+
+
+def _deferred(fullname: str) -> bool:
+    root, _, rest = fullname.partition(".")
+    return root in SDK_ROOTS and (not rest or rest == "types" or rest.startswith("types."))
+
+
+class _DeferringFinder(importlib.abc.MetaPathFinder):
+    """Finds the deferred packages through the normal path finder and swaps their loader."""
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None,
+        target: types.ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        if not _deferred(fullname):
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if (
+            spec is None
+            or spec.submodule_search_locations is None
+            or not isinstance(spec.loader, importlib.machinery.SourceFileLoader)
+        ):
+            return spec
+        spec.loader = _DeferredInit(spec.loader)
+        return spec
+
+
+class _Exports:
+    """What a package ``__init__`` binds with ``from .x import y`` (and whether that is all)."""
+
+    __slots__ = ("all", "names", "only_imports")
+
+    def __init__(self, source: str, package: str) -> None:
+        self.names: dict[str, tuple[str, str | None]] = {}
+        """name -> (absolute module, attribute or ``None`` for the module itself)."""
+        self.only_imports = True
+        self.all: list[str] | None = None
+        for statement in ast.parse(source).body:
+            if isinstance(statement, ast.ImportFrom) and statement.level == 0:
+                self.only_imports &= statement.module == "__future__"
+                continue  # an absolute import binds no re-export
+            if isinstance(statement, ast.ImportFrom):
+                base = package.rsplit(".", statement.level - 1)[0]
+                module = f"{base}.{statement.module}" if statement.module else base
+                for alias in statement.names:
+                    if alias.name == "*":
+                        self.only_imports = False
+                        continue
+                    bound = alias.asname or alias.name
+                    if statement.module:
+                        self.names.setdefault(bound, (module, alias.name))
+                    else:  # from . import sub
+                        self.names.setdefault(bound, (f"{module}.{alias.name}", None))
+                continue
+            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+                continue  # the docstring
+            if (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+                and statement.targets[0].id == "__all__"
+            ):
+                try:
+                    self.all = list(ast.literal_eval(statement.value))
+                    continue
+                except ValueError:
+                    pass
+            if isinstance(statement, ast.Import):
+                continue  # binds no re-export (``import typing as _t``)
+            # Anything else may define what a later import relies on (``openai._module_client``
+            # reads a function the root __init__ defines first): names past here are resolved
+            # by running the __init__.
+            self.only_imports = False
+            break
+
+
+class _DeferredInit(importlib.abc.Loader):
+    """Creates the package without running its ``__init__``; resolves names as they are used."""
+
+    def __init__(self, real: importlib.machinery.SourceFileLoader) -> None:
+        self._real = real
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        name = module.__name__
+        source = self._real.get_source(name)
+        exports = _Exports(source or "", name)
+        root = "." not in name
+        if not root and not exports.only_imports:
+            self._real.exec_module(module)  # an __init__ that does more: run it as usual
+            return
+        namespace = module.__dict__
+        namespace["__deferred_exports__"] = exports
+        if exports.all is not None and exports.only_imports:
+            namespace["__all__"] = exports.all
+        real = self._real
+
+        resolved: set[str] = set()
+        created = set(namespace)
+
+        def run_init() -> None:
+            namespace.pop("__getattr__", None)
+            namespace.pop("__dir__", None)
+            namespace.pop("__deferred_exports__", None)
+            # What someone set on the package meanwhile (``openai.api_key = ...``) would have
+            # been set after the __init__: it stays.
+            assigned = {
+                key: value
+                for key, value in namespace.items()
+                if key not in created
+                and key not in resolved
+                and not isinstance(value, types.ModuleType)
+            }
+            real.exec_module(module)
+            namespace.update(assigned)
+
+        def __getattr__(attr: str) -> Any:
+            target = exports.names.get(attr)
+            if target is not None:
+                value = _import_from(*target)
+                namespace[attr] = value
+                resolved.add(attr)
+                return value
+            if not attr.startswith("__"):
+                child = f"{name}.{attr}"
+                if importlib.machinery.PathFinder.find_spec(child, module.__path__) is not None:
+                    return importlib.import_module(child)
+            if root:
+                run_init()
+                return getattr(module, attr)
+            raise AttributeError(f"module {name!r} has no attribute {attr!r}")
+
+        def __dir__() -> list[str]:
+            return sorted(set(namespace) | set(exports.names))
+
+        namespace["__getattr__"] = __getattr__
+        namespace["__dir__"] = __dir__
+        if root:
+            _setup_logging(name)
+
+
+def _import_from(module: str, attr: str | None) -> Any:
+    """``from module import attr`` (``import module`` when ``attr`` is ``None``)."""
+    imported = importlib.import_module(module)
+    if attr is None:
+        return imported
+    try:
+        return getattr(imported, attr)
+    except AttributeError:  # a submodule not imported yet, as the import statement tries
+        return importlib.import_module(f"{module}.{attr}")
+
+
+def _setup_logging(root: str) -> None:
+    """The SDK's ``<ROOT>_LOG`` logging set-up, which its root ``__init__`` runs on import."""
+    try:
+        logs = importlib.import_module(f"{root}._utils._logs")
+    except ImportError:
+        return
+    setup = getattr(logs, "setup_logging", None)
+    if callable(setup):
+        setup()
+
+
+def deferred_exports(package: types.ModuleType) -> dict[str, tuple[str, str | None]] | None:
+    """The names a deferred package resolves lazily (``None`` once its ``__init__`` ran or if it
+    was never deferred): for tests comparing them with what the real ``__init__`` binds."""
+    exports = package.__dict__.get("__deferred_exports__")
+    return dict(exports.names) if isinstance(exports, _Exports) else None

@@ -1,0 +1,245 @@
+"""Deferred SDK package ``__init__``s (``_sdk_import``): the same objects, a fraction of the
+imports, and the real SDKs streaming from a local stub server. Each case runs in a fresh
+interpreter: this test process has imported both SDKs in full already."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+from stub_server import Reply, StubServer, sse
+
+_DESCRIBE = """
+import importlib, json, sys
+
+def describe(value):
+    kind = type(value).__name__
+    return [kind, getattr(value, "__qualname__", None) or getattr(value, "__name__", None)]
+"""
+
+
+def _python(code: str) -> Any:
+    """Run ``code`` in a fresh interpreter; the JSON it printed last."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+_PACKAGES = {
+    "openai": ["openai", "openai.types", "openai.types.chat", "openai.types.shared"],
+    "anthropic": ["anthropic", "anthropic.types", "anthropic.types.beta"],
+}
+
+
+@pytest.mark.parametrize("sdk", ["openai", "anthropic"])
+def test_deferred_names_are_what_the_real_init_binds(sdk: str) -> None:
+    # Every name a deferred package resolves lazily, compared with a plain import of the SDK.
+    deferred = _python(
+        _DESCRIBE
+        + f"""
+from coding_agent.worker.providers._sdk_import import defer_sdk_inits, deferred_exports
+defer_sdk_inits()
+out = {{}}
+for name in {_PACKAGES[sdk]!r}:
+    package = importlib.import_module(name)
+    exports = deferred_exports(package)
+    assert exports, name  # still deferred
+    out[name] = {{attr: describe(getattr(package, attr)) for attr in exports}}
+print(json.dumps(out))
+"""
+    )
+    plain = _python(
+        _DESCRIBE
+        + f"""
+wanted = {json.dumps({name: sorted(names) for name, names in deferred.items()})}
+out = {{}}
+for name, attrs in wanted.items():
+    package = importlib.import_module(name)
+    out[name] = {{attr: describe(getattr(package, attr)) for attr in attrs}}
+print(json.dumps(out))
+"""
+    )
+    assert plain == deferred
+    assert len(deferred[sdk]) > 40 and len(deferred[f"{sdk}.types"]) > 100
+
+
+def test_a_name_outside_the_re_exports_runs_the_real_init_once() -> None:
+    got = _python(
+        """
+import json, sys
+from coding_agent.worker.providers._sdk_import import defer_sdk_inits, deferred_exports
+defer_sdk_inits()
+import openai
+before = "openai.lib.azure" in sys.modules
+client_module = openai.AsyncOpenAI.__module__  # a re-export: openai._client alone
+still_deferred = deferred_exports(openai) is not None
+openai.api_key = "sk-set-before"  # set before the __init__ ran: it must stay set
+timeout = openai.timeout  # defined by the __init__ itself: runs it
+print(json.dumps({
+    "before": before,
+    "class": client_module,
+    "key": openai.api_key,
+    "still_deferred": still_deferred,
+    "after": "openai.lib.azure" in sys.modules,
+    "deferred_now": deferred_exports(openai) is not None,
+    "azure": openai.AzureOpenAI.__name__,
+    "timeout": type(timeout).__name__,
+}))
+"""
+    )
+    assert got == {
+        "before": False,
+        "class": "openai._client",
+        "key": "sk-set-before",
+        "still_deferred": True,
+        "after": True,
+        "deferred_now": False,
+        "azure": "AzureOpenAI",
+        "timeout": "Timeout",
+    }
+
+
+def test_an_sdk_imported_before_is_left_alone() -> None:
+    got = _python(
+        """
+import json, openai
+from coding_agent.worker.providers._sdk_import import defer_sdk_inits, deferred_exports
+defer_sdk_inits()
+import openai.types.chat
+print(json.dumps([deferred_exports(openai), deferred_exports(openai.types.chat)]))
+"""
+    )
+    assert got == [None, None]
+
+
+_STREAM = """
+import anyio, json, sys
+from chord.context import BACKGROUND
+from pico3.models import Request, UserMessage, TextDeltaEvent, ErrorEvent
+
+async def main():
+    provider = make()
+    request = Request(model=MODEL, messages=[UserMessage(content="hi")])
+    try:
+        events = [event async for event in provider.stream(request, BACKGROUND)]
+    finally:
+        await provider.aclose()
+    last = events[-1]
+    print(json.dumps({
+        "text": "".join(e.delta for e in events if isinstance(e, TextDeltaEvent)),
+        "last": type(last).__name__,
+        "error": last.error.error_message if isinstance(last, ErrorEvent) else None,
+        "heavy": sorted(m for m in HEAVY if m in sys.modules),
+    }))
+
+anyio.run(main)
+"""
+
+
+def _openai_chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return sse({"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": [choice]})
+
+
+def test_the_openai_adapter_streams_through_the_deferred_sdk() -> None:
+    events = [
+        _openai_chunk({"role": "assistant", "content": ""}),
+        _openai_chunk({"content": "Hel"}),
+        _openai_chunk({"content": "lo"}),
+        _openai_chunk({}, "stop"),
+        sse("[DONE]"),
+    ]
+    with StubServer([Reply(events=events)]) as server:
+        got = _python(
+            f"""
+from coding_agent.worker.providers.openai import OpenAIProvider
+MODEL = "gpt-4.1"
+HEAVY = ["openai.types.responses.response", "openai.lib.azure", "openai.types.batch"]
+def make():
+    return OpenAIProvider(api_key="test-key", base_url="{server.url}/v1")
+"""
+            + _STREAM
+        )
+        sent = server.requests[0]
+    assert got == {"text": "Hello", "last": "DoneEvent", "error": None, "heavy": []}
+    assert sent.headers["authorization"] == "Bearer test-key"
+    assert sent.headers["user-agent"].startswith("AsyncOpenAI/Python")  # the SDK's own headers
+
+
+def test_the_anthropic_adapter_reports_an_error_event_mid_stream_through_the_deferred_sdk() -> None:
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-6",
+            "content": [],
+            "stop_reason": None,
+            "usage": {"input_tokens": 5, "output_tokens": 1},
+        },
+    }
+    block = {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "text", "text": ""},
+    }
+    delta = {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "text_delta", "text": "Hi"},
+    }
+    error = {"type": "error", "error": {"type": "invalid_request_error", "message": "bad thing"}}
+    events = [
+        sse(start, "message_start"),
+        sse(block, "content_block_start"),
+        sse(delta, "content_block_delta"),
+        sse(error, "error"),
+    ]
+    with StubServer([Reply(events=events)]) as server:
+        got = _python(
+            f"""
+from coding_agent.worker.providers.anthropic import AnthropicProvider
+MODEL = "claude-sonnet-4-6"
+HEAVY = ["anthropic.lib.vertex", "anthropic.lib.bedrock", "anthropic.lib.tools", "anthropic.types.skill"]
+def make():
+    return AnthropicProvider(api_key="test-key", base_url="{server.url}")
+"""
+            + _STREAM
+        )
+        sent = server.requests[0]
+    assert got["text"] == "Hi" and got["last"] == "ErrorEvent" and got["heavy"] == []
+    assert "bad thing" in got["error"]
+    assert sent.headers["authorization"] == "Bearer test-key"
+    assert "anthropic-version" in sent.headers
+
+
+@pytest.mark.parametrize("sdk", ["openai", "anthropic"])
+def test_requests_are_the_same_with_the_sdk_imported_in_full(sdk: str) -> None:
+    # The same request through a fully imported SDK and a deferred one: same headers and body.
+    make = {
+        "openai": "from coding_agent.worker.providers.openai import OpenAIProvider as P\n"
+        "MODEL = 'gpt-4.1'\n"
+        "def make():\n    return P(api_key='k', base_url=URL + '/v1')\n",
+        "anthropic": "from coding_agent.worker.providers.anthropic import AnthropicProvider as P\n"
+        "MODEL = 'claude-sonnet-4-6'\n"
+        "def make():\n    return P(api_key='k', base_url=URL)\n",
+    }[sdk]
+    seen: list[tuple[dict[str, str], Any]] = []
+    for first in (f"import {sdk}\n", ""):
+        with StubServer([Reply(status=400, json_body={"error": {"message": "no"}})]) as server:
+            _python(f"{first}URL = {server.url!r}\nHEAVY = []\n{make}{_STREAM}")
+            sent = server.requests[0]
+        headers = {k: v for k, v in sent.headers.items() if k != "host"}
+        seen.append((headers, sent.body))
+    assert seen[0] == seen[1]
