@@ -62,7 +62,6 @@ it dies: there is no stale lock file to clean up.
 
 from __future__ import annotations
 
-import gc
 import os
 import queue
 import re
@@ -78,6 +77,7 @@ from chord.context import Context
 from pico3.files import fsync_dir
 from pico3.storage._lines import Line, encode_line, read_lines
 from pico3.storage._log import MainLog
+from pico3.storage._replay import TaskFates, gc_paused, replay
 from pico3.storage._tables import (
     Staged,
     Tables,
@@ -85,13 +85,12 @@ from pico3.storage._tables import (
     current_prechecked,
     normalize_batch,
 )
-from pico3.storage.base import CorruptStorage, InvalidBatch, StorageFailed, StorageInUse
+from pico3.storage.base import CorruptStorage, StorageFailed, StorageInUse
 from pico3.storage.records import (
     UNSET,
     DocRef,
     DocWrite,
     TaskPatchWrite,
-    TaskWrite,
     Write,
     is_base,
 )
@@ -293,13 +292,8 @@ class JsonlStorage(TableStorage):
         Replay allocates every record of the session and keeps them all (acyclic JSON); letting
         the collector rescan that growing heap on the way costs more than the replay itself.
         """
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             self._load(tables)
-        finally:
-            if enabled:
-                gc.enable()
 
     def _load(self, tables: Tables) -> None:
         os.makedirs(self._dir, mode=_PRIVATE_DIR, exist_ok=True)
@@ -318,23 +312,15 @@ class JsonlStorage(TableStorage):
 
         main = _read_records(main_path, main=True)
         markers: dict[int, frozenset[str]] = {}  # seq -> sidecar files its marker names
-        known: set[int] = set()
-        retired: dict[int, int] = {}  # task id -> seq of its terminal record
+        fates = TaskFates()
+        retired = fates.retired  # task id -> seq of its terminal record
         high_water = 0
         for _, _, record in main:
             if record.refs is not None:
                 markers[record.seq] = frozenset(record.refs)
             if record.max_id > high_water:
                 high_water = record.max_id
-            for write in record.writes:
-                kind = type(write)
-                if kind is TaskWrite:
-                    task = write.task  # type: ignore[union-attr]
-                    known.add(task.id)
-                    if task.status == "terminal":
-                        retired.setdefault(task.id, record.seq)
-                elif kind is TaskPatchWrite and write.patch.status == "terminal":  # type: ignore[union-attr]
-                    retired.setdefault(write.patch.id, record.seq)  # type: ignore[union-attr]
+            fates.scan(record.seq, record.writes)
 
         extra: dict[int, list[Write]] = {}
         found: set[tuple[int, str]] = set()
@@ -345,7 +331,7 @@ class JsonlStorage(TableStorage):
             task = _TASK.fullmatch(name)
             if task is not None:
                 id = int(task.group(1))
-                if id in retired or id not in known:
+                if not fates.live(id):
                     stale.append(name)  # never read: a retired sidecar cannot resurrect state
                     continue
             elif _STICKY.fullmatch(name) is None:
@@ -379,16 +365,14 @@ class JsonlStorage(TableStorage):
                 rollback.append((path, keep))
 
         for line, _, record in main:
-            writes = record.writes
             if record.refs is not None:
                 self._check_refs(main_path, line, record, found, retired, sticky_base)
-                more = extra.get(record.seq)
-                if more:
-                    writes = writes + more
-            try:
-                tables.apply(tables.stage(writes, record.seq))
-            except InvalidBatch as exc:
-                raise CorruptStorage(main_path, line, f"batch does not replay: {exc}") from None
+        replay(  # extra holds only what confirmed markers name
+            tables,
+            [(record.seq, record.writes) for _, _, record in main],
+            extra,
+            lambda seq: (main_path, next(line for line, _, r in main if r.seq == seq)),
+        )
         tables.high_water = max(tables.high_water, high_water)
 
         for path, keep in rollback:

@@ -60,29 +60,28 @@ deleted (a retired task never resurrects).
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
 
 from chord.context import Context
+from pico3.storage._replay import TaskFates, gc_paused, replay
 from pico3.storage._tables import Staged, Tables, TableStorage, current_prechecked, normalize_batch
 from pico3.storage.base import (
     CorruptStorage,
-    InvalidBatch,
     LeaseLost,
     SchemaTooNew,
     StorageError,
     StorageFailed,
     StorageInUse,
 )
-from pico3.storage.records import DocRef, DocWrite, TaskPatchWrite, TaskWrite, Write, is_base
+from pico3.storage.records import DocRef, DocWrite, Write, is_base
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection, AsyncCursor
@@ -95,7 +94,7 @@ LEASE_SECONDS = 2.0
 last renewal."""
 
 _MIGRATION_LOCK = 0x70696336  # pg_advisory_xact_lock key while migrating ("pic6")
-_CHUNK = 20000  # commits per aggregated read at open
+_CHUNK = 5000  # commits per aggregated read at open (small: the first arrives soon)
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the tables and the commit function
@@ -201,6 +200,13 @@ _COMMIT_MAIN = (
     "lease_until = clock_timestamp() + %s * interval '1 millisecond' "
     "WHERE session = %s AND epoch = %s AND seq = %s RETURNING session, seq) "
     "INSERT INTO pico3_commits (session, seq, writes) SELECT session, seq, %s FROM claimed"
+)
+_READ_CHUNK = (
+    # one chunk of commit rows as one row: the seqs, and the rows' JSON arrays joined into one
+    # JSON array (bytea: '[' row ',' row ... ']')
+    "SELECT array_agg(seq ORDER BY seq), "
+    "'\\x5b'::bytea || string_agg(writes, '\\x2c'::bytea ORDER BY seq) || '\\x5d'::bytea "
+    "FROM pico3_commits WHERE session = %s AND seq > %s AND seq <= %s"
 )
 _COMMIT = (
     "SELECT pico3_commit(%s, %s, %s, %s, %s, %s, %s, "
@@ -445,8 +451,7 @@ class PostgresStorage(TableStorage):
         assert row is not None  # the lease row exists: we just took it
         last, high_water = int(row[0]), int(row[1])
         extra: dict[int, list[Write]] = {}
-        known: set[int] = set()
-        retired: set[int] = set()
+        fates = TaskFates()
         base: dict[int, int] = {}
         cursor = conn.cursor(binary=True)
         await cursor.execute(
@@ -464,31 +469,25 @@ class PostgresStorage(TableStorage):
         await cursor.close()
 
         tables = Tables()
-        enabled = gc.isenabled()
-        gc.disable()  # replay keeps every record (acyclic): see JsonlStorage._load_paused
-        try:
-            commits = await self._read_commits(conn, last)
-            if patches:  # which tasks exist and which retired: judges the patch rows
-                for _, writes in commits:
-                    self._scan_tasks(writes, known, retired)
-            self._collect(session, sticky, patches, extra, known, retired, base, last)
-            stage, apply, more = tables.stage, tables.apply, extra.get
-            number = 0
-            try:
-                for number, writes in commits:
-                    added = more(number)
-                    apply(stage(writes + added if added else writes, number))
-            except InvalidBatch as exc:
-                raise CorruptStorage(
-                    f"pico3_commits[session={session!r}, seq {number}]",
-                    None,
-                    f"batch does not replay: {exc}",
-                ) from None
-        finally:
-            if enabled:
-                gc.enable()
+
+        def where(seq: int) -> tuple[str, None]:
+            return f"pico3_commits[session={session!r}, seq {seq}]", None
+
+        with gc_paused():
+            if patches:  # which tasks exist and which retired judges the patch rows: all first
+                commits: list[tuple[int, list[Write]]] = []
+                await self._read_commits(conn, last, commits.extend)
+                for seq, writes in commits:
+                    fates.scan(seq, writes)
+                self._collect(session, sticky, patches, extra, fates, base, last)
+                replay(tables, commits, extra, where)
+            else:  # replay each chunk while the server reads the next ones
+                self._collect(session, sticky, patches, extra, fates, base, last)
+                await self._read_commits(
+                    conn, last, lambda chunk: replay(tables, chunk, extra, where)
+                )
         tables.high_water = max(tables.high_water, high_water)
-        stale = [id for id, _, _ in patches if id in retired or id not in known]
+        stale = [id for id, _, _ in patches if not fates.live(id)]
         if stale:
             await conn.execute(
                 "DELETE FROM pico3_task_patches WHERE session = %s AND task_id = ANY(%s)",
@@ -498,54 +497,46 @@ class PostgresStorage(TableStorage):
         return tables
 
     async def _read_commits(
-        self, conn: AsyncConnection[Any], last: int
-    ) -> list[tuple[int, list[Write]]]:
-        """Every commit row ``1..last`` in seq order, read in aggregated chunks."""
-        session = self._session
-        out: list[tuple[int, list[Write]]] = []
-        seq = 0
-        while seq < last:
-            stop = min(last, seq + _CHUNK)
-            cursor = conn.cursor(binary=True)
-            await cursor.execute(
-                "SELECT array_agg(seq ORDER BY seq), "
-                "string_agg(writes, '\\x2c'::bytea ORDER BY seq) FROM pico3_commits "
-                "WHERE session = %s AND seq > %s AND seq <= %s",
-                (session, seq, stop),
-            )
-            chunk = await cursor.fetchone()
-            await cursor.close()
-            seqs: list[int] = list(chunk[0]) if chunk is not None and chunk[0] else []
-            if seqs != list(range(seq + 1, stop + 1)):
-                have = set(seqs)
-                missing = next(n for n in range(seq + 1, stop + 1) if n not in have)
-                raise CorruptStorage(
-                    f"pico3_commits[session={session!r}]",
-                    None,
-                    f"commit seq {missing} is missing (the session row says seq {last})",
-                )
-            assert chunk is not None
-            try:
-                batches = _BATCHES.decode(b"[" + bytes(chunk[1]) + b"]")
-            except msgspec.DecodeError as exc:
-                raise CorruptStorage(
-                    f"pico3_commits[session={session!r}, seq {seq + 1}..{stop}]",
-                    None,
-                    f"malformed commit row: {exc}",
-                ) from None
-            out.extend(zip(seqs, batches, strict=True))
-            seq = stop
-        return out
+        self,
+        conn: AsyncConnection[Any],
+        last: int,
+        consume: Callable[[list[tuple[int, list[Write]]]], None],
+    ) -> None:
+        """Hand every commit row ``1..last`` to ``consume`` in seq order, a chunk at a time.
 
-    @staticmethod
-    def _scan_tasks(writes: list[Write], known: set[int], retired: set[int]) -> None:
-        for write in writes:
-            if isinstance(write, TaskWrite):
-                known.add(write.task.id)
-                if write.task.status == "terminal":
-                    retired.add(write.task.id)
-            elif isinstance(write, TaskPatchWrite) and write.patch.status == "terminal":
-                retired.add(write.patch.id)
+        Each chunk is one aggregated row: its seqs, and its rows' JSON joined into one array
+        decoded in one msgspec call (no Python object per row). Every chunk's query is sent at
+        once in pipeline mode, so the server reads and ships the next chunks while ``consume``
+        works on one."""
+        session = self._session
+        bounds = [(seq, min(last, seq + _CHUNK)) for seq in range(0, last, _CHUNK)]
+        async with conn.pipeline():
+            cursors: list[AsyncCursor[Any]] = []
+            for seq, stop in bounds:
+                cursor = conn.cursor(binary=True)
+                await cursor.execute(_READ_CHUNK, (session, seq, stop))
+                cursors.append(cursor)
+            for (seq, stop), cursor in zip(bounds, cursors, strict=True):
+                chunk = await cursor.fetchone()
+                seqs: list[int] = list(chunk[0]) if chunk is not None and chunk[0] else []
+                if seqs != list(range(seq + 1, stop + 1)):
+                    have = set(seqs)
+                    missing = next(n for n in range(seq + 1, stop + 1) if n not in have)
+                    raise CorruptStorage(
+                        f"pico3_commits[session={session!r}]",
+                        None,
+                        f"commit seq {missing} is missing (the session row says seq {last})",
+                    )
+                assert chunk is not None
+                try:
+                    batches = _BATCHES.decode(chunk[1])
+                except msgspec.DecodeError as exc:
+                    raise CorruptStorage(
+                        f"pico3_commits[session={session!r}, seq {seq + 1}..{stop}]",
+                        None,
+                        f"malformed commit row: {exc}",
+                    ) from None
+                consume(list(zip(seqs, batches, strict=True)))
 
     def _collect(
         self,
@@ -553,8 +544,7 @@ class PostgresStorage(TableStorage):
         sticky: list[tuple[Any, ...]],
         patches: list[tuple[Any, ...]],
         extra: dict[int, list[Write]],
-        known: set[int],
-        retired: set[int],
+        fates: TaskFates,
         base: dict[int, int],
         last: int,
     ) -> None:
@@ -563,7 +553,7 @@ class PostgresStorage(TableStorage):
         decoder = msgspec.json.Decoder(list[Write])
         for table, rows in (("pico3_sticky", sticky), ("pico3_task_patches", patches)):
             for id, seq, raw in rows:
-                if table == "pico3_task_patches" and (id in retired or id not in known):
+                if table == "pico3_task_patches" and not fates.live(id):
                     continue
                 if seq > last:
                     raise CorruptStorage(
