@@ -55,21 +55,21 @@ def pids_in(text: str) -> list[int]:
 async def test_output_and_exit_code_zero(tools: ToolContext) -> None:
     result = await BASH_TOOL.execute({"command": "echo hi; echo err >&2; pwd"}, tools)
     assert not result.is_error
-    assert result.text == f"hi\nerr\n{tools.cwd}"
+    assert result.plain_text == f"hi\nerr\n{tools.cwd}"
     assert result.details["exit_code"] == 0
 
 
 @pytest.mark.anyio
 async def test_no_output_says_so(tools: ToolContext) -> None:
     result = await BASH_TOOL.execute({"command": "true"}, tools)
-    assert result.text == "(no output)"
+    assert result.plain_text == "(no output)"
 
 
 @pytest.mark.anyio
 async def test_non_zero_exit_is_an_error_naming_the_code(tools: ToolContext) -> None:
     result = await BASH_TOOL.execute({"command": "echo failing; exit 3"}, tools)
     assert result.is_error
-    assert result.text == "failing\n\nCommand exited with code 3"
+    assert result.plain_text == "failing\n\nCommand exited with code 3"
     assert result.details["exit_code"] == 3
 
 
@@ -77,9 +77,9 @@ async def test_non_zero_exit_is_an_error_naming_the_code(tools: ToolContext) -> 
 async def test_timeout_kills_the_whole_process_tree(tools: ToolContext) -> None:
     result = await BASH_TOOL.execute({"command": TREE, "timeout": 1}, tools)
     assert result.is_error
-    assert result.text.endswith("\n\nCommand timed out after 1 seconds")
+    assert result.plain_text.endswith("\n\nCommand timed out after 1 seconds")
     assert result.details["timed_out"] is True
-    pids = pids_in(result.text)
+    pids = pids_in(result.plain_text)
     assert len(pids) == 3
     assert await wait_gone(pids) == []
 
@@ -91,13 +91,13 @@ async def test_context_abort_kills_the_tree_and_reports_aborted(tools: ToolConte
     seen: list[int] = []
 
     def on_update(partial: ToolResult) -> None:
-        seen[:] = pids_in(partial.text)
+        seen[:] = pids_in(partial.plain_text)
         if len(seen) == 3:
             cancel("user pressed escape")
 
     result = await BASH_TOOL.execute({"command": TREE}, tools, on_update=on_update)
     assert result.is_error
-    assert result.text.endswith("\n\nCommand aborted")
+    assert result.plain_text.endswith("\n\nCommand aborted")
     assert result.details["aborted"] is True
     assert len(seen) == 3
     assert await wait_gone(seen) == []
@@ -123,7 +123,7 @@ async def test_anyio_cancellation_kills_the_tree_and_propagates(tools: ToolConte
 async def test_long_output_keeps_the_tail_and_spills_everything(tools: ToolContext) -> None:
     result = await BASH_TOOL.execute({"command": "seq 1 30000"}, tools)
     assert not result.is_error
-    body, footer = result.text.rsplit("\n\n", 1)
+    body, footer = result.plain_text.rsplit("\n\n", 1)
     assert body.split("\n") == [str(n) for n in range(28001, 30001)]
     path = result.details["full_output_path"]
     assert footer == f"[Showing lines 28001-30000 of 30000. Full output: {path}]"
@@ -135,7 +135,7 @@ async def test_long_output_keeps_the_tail_and_spills_everything(tools: ToolConte
 async def test_line_capped_small_output_still_gets_a_spill_file(tools: ToolContext) -> None:
     result = await BASH_TOOL.execute({"command": "seq 1 2500"}, tools)  # < 50KB, > 2000 lines
     path = result.details["full_output_path"]
-    assert result.text.endswith(f"[Showing lines 501-2500 of 2500. Full output: {path}]")
+    assert result.plain_text.endswith(f"[Showing lines 501-2500 of 2500. Full output: {path}]")
     assert await anyio.Path(path).read_text() == "".join(f"{n}\n" for n in range(1, 2501))
 
 
@@ -143,7 +143,7 @@ async def test_line_capped_small_output_still_gets_a_spill_file(tools: ToolConte
 async def test_byte_capped_output_names_the_limit(tools: ToolContext) -> None:
     command = "for i in $(seq 1 100); do printf '%0999d\\n' $i; done"
     result = await BASH_TOOL.execute({"command": command}, tools)
-    body, footer = result.text.rsplit("\n\n", 1)
+    body, footer = result.plain_text.rsplit("\n\n", 1)
     kept = body.split("\n")
     assert len(body.encode()) <= 50 * 1024
     assert kept[-1] == f"{100:0999d}"
@@ -166,7 +166,7 @@ async def test_a_background_process_holding_stdout_does_not_hang_the_call(
 ) -> None:
     # pi#7636: the shell exits, a child keeps the pipe; the call must still return.
     result = await BASH_TOOL.execute({"command": "sleep 1000 & echo pid $!"}, tools)
-    pids = pids_in(result.text)
+    pids = pids_in(result.plain_text)
     try:
         assert not result.is_error
         assert result.details["exit_code"] == 0
@@ -181,18 +181,20 @@ async def test_a_background_process_holding_stdout_does_not_hang_the_call(
 async def test_progress_updates_stream_partial_output(tools: ToolContext) -> None:
     updates: list[str] = []
     result = await BASH_TOOL.execute(
-        {"command": "echo first; echo second"}, tools, on_update=lambda r: updates.append(r.text)
+        {"command": "echo first; echo second"},
+        tools,
+        on_update=lambda r: updates.append(r.plain_text),
     )
     assert updates
     assert updates[-1] == "first\nsecond"
-    assert result.text == "first\nsecond"
+    assert result.plain_text == "first\nsecond"
 
 
 @pytest.mark.anyio
 async def test_very_long_output_keeps_exact_tail_and_full_spill(tools: ToolContext) -> None:
     # ~590 KB: far past the in-memory tail bound, so the bounded tail buffer is exercised.
     result = await BASH_TOOL.execute({"command": "seq 1 100000"}, tools)
-    body, footer = result.text.rsplit("\n\n", 1)
+    body, footer = result.plain_text.rsplit("\n\n", 1)
     assert body.split("\n") == [str(n) for n in range(98001, 100001)]
     path = result.details["full_output_path"]
     assert footer == f"[Showing lines 98001-100000 of 100000. Full output: {path}]"
@@ -226,7 +228,7 @@ async def test_abort_kills_set_m_children_in_other_process_groups(tools: ToolCon
     groups: set[int] = set()
 
     def on_update(partial: ToolResult) -> None:
-        seen[:] = pids_in(partial.text)
+        seen[:] = pids_in(partial.plain_text)
         if len(seen) == 4 and not groups:
             groups.update(group_of(pid) for pid in seen if alive(pid))
             cancel("user pressed escape")
@@ -241,7 +243,7 @@ async def test_abort_kills_set_m_children_in_other_process_groups(tools: ToolCon
 async def test_timeout_kills_set_m_children_in_other_process_groups(tools: ToolContext) -> None:
     result = await BASH_TOOL.execute({"command": SET_M_TREE, "timeout": 1}, tools)
     assert result.details["timed_out"] is True
-    pids = pids_in(result.text)
+    pids = pids_in(result.plain_text)
     assert len(pids) == 4
     assert await wait_gone(pids) == []
 

@@ -28,7 +28,7 @@ async def test_single_edit_replaces_and_reports_a_diff(tmp_path: Path, tools: To
     target.write_text("def f():\n    return 1\n")
     result = await EDIT_TOOL.execute(edit_args("m.py", ("return 1", "return 2")), tools)
     assert not result.is_error
-    assert result.text == "Successfully replaced 1 block in m.py."
+    assert result.plain_text == "Successfully replaced 1 block in m.py."
     assert target.read_text() == "def f():\n    return 2\n"
     assert result.details["first_changed_line"] == 2
     assert "-    return 1\n+    return 2\n" in result.details["patch"]
@@ -43,7 +43,7 @@ async def test_all_edits_match_the_original_content(tmp_path: Path, tools: ToolC
     target = tmp_path / "f.txt"
     target.write_text("a\nb\n")
     result = await EDIT_TOOL.execute(edit_args("f.txt", ("a\n", "b\n"), ("b\n", "c\n")), tools)
-    assert result.text == "Successfully replaced 2 blocks in f.txt."
+    assert result.plain_text == "Successfully replaced 2 blocks in f.txt."
     assert target.read_text() == "b\nc\n"
 
 
@@ -58,12 +58,12 @@ async def test_not_found_names_the_edit_and_shows_the_closest_region(
         edit_args("f.py", ("import os", "import sys"), ("    total = value * 3\n", "x")), tools
     )
     assert result.is_error
-    assert result.text.startswith(
+    assert result.plain_text.startswith(
         "Could not find edits[1] in f.py. The old text must match exactly including all "
         "whitespace and newlines.\nClosest match is around line 5:\n"
     )
-    assert "  5:     total = value * 2" in result.text
-    assert "  4: def compute(value):" in result.text
+    assert "  5:     total = value * 2" in result.plain_text
+    assert "  4: def compute(value):" in result.plain_text
     assert target.read_text() == original  # the valid first edit was not written either
 
 
@@ -71,8 +71,8 @@ async def test_not_found_names_the_edit_and_shows_the_closest_region(
 async def test_single_edit_not_found_uses_pis_wording(tmp_path: Path, tools: ToolContext) -> None:
     (tmp_path / "f.txt").write_text("alpha\n")
     result = await EDIT_TOOL.execute(edit_args("f.txt", ("zzzzzzzzzz", "y")), tools)
-    assert result.text.startswith("Could not find the exact text in f.txt.")
-    assert "File starts with:\n  1: alpha" in result.text
+    assert result.plain_text.startswith("Could not find the exact text in f.txt.")
+    assert "File starts with:\n  1: alpha" in result.plain_text
 
 
 @pytest.mark.anyio
@@ -83,7 +83,7 @@ async def test_ambiguous_match_is_rejected(tmp_path: Path, tools: ToolContext) -
         edit_args("f.txt", ("y = 2", "y = 3"), ("x = 1", "x = 0")), tools
     )
     assert result.is_error
-    assert result.text == (
+    assert result.plain_text == (
         "Found 2 occurrences of edits[1] in f.txt. Each oldText must be unique. "
         "Please provide more context to make it unique."
     )
@@ -99,7 +99,7 @@ async def test_overlapping_edits_are_rejected(tmp_path: Path, tools: ToolContext
         edit_args("f.txt", ("one two", "1 2"), ("two three", "2 3")), tools
     )
     assert result.is_error
-    assert result.text.startswith("edits[0] and edits[1] overlap in f.txt.")
+    assert result.plain_text.startswith("edits[0] and edits[1] overlap in f.txt.")
     assert target.read_text() == "one two three\n"
 
 
@@ -110,7 +110,7 @@ async def test_fuzzy_fallback_tolerates_trailing_spaces_and_smart_quotes(
     target = tmp_path / "f.py"
     target.write_bytes("keep = 1   \nmsg = “hello”  \nend = 2\n".encode())
     result = await EDIT_TOOL.execute(edit_args("f.py", ('msg = "hello"\n', 'msg = "bye"\n')), tools)
-    assert not result.is_error, result.text
+    assert not result.is_error, result.plain_text
     # Only the touched line changes; the untouched line keeps its trailing spaces.
     assert target.read_bytes() == b'keep = 1   \nmsg = "bye"\nend = 2\n'
 
@@ -122,7 +122,7 @@ async def test_crlf_line_endings_and_bom_are_kept(tmp_path: Path, tools: ToolCon
     result = await EDIT_TOOL.execute(
         edit_args("win.txt", ("line two\nline three", "second\nthird\nfourth")), tools
     )
-    assert not result.is_error, result.text
+    assert not result.is_error, result.plain_text
     assert target.read_bytes() == b"\xef\xbb\xbfline one\r\nsecond\r\nthird\r\nfourth\r\n"
     assert result.details["line_ending"] == "crlf"
     assert result.details["bom"] is True
@@ -148,7 +148,7 @@ async def test_json_string_edits_are_validated_too(tmp_path: Path, tools: ToolCo
     result = await EDIT_TOOL.execute({"path": "f.txt", "edits": '[{"oldText": "a"}]'}, tools)
     assert result.is_error
     assert result.details["problems"] == ["arguments.edits[0].newText: is required"]
-    assert result.text.startswith("Invalid arguments for tool 'edit': ")
+    assert result.plain_text.startswith("Invalid arguments for tool 'edit': ")
 
 
 @pytest.mark.anyio
@@ -157,11 +157,11 @@ async def test_identical_result_empty_old_text_and_missing_file_are_errors(
 ) -> None:
     (tmp_path / "f.txt").write_text("same\n")
     noop = await EDIT_TOOL.execute(edit_args("f.txt", ("same", "same")), tools)
-    assert noop.is_error and noop.text.startswith("No changes made to f.txt.")
+    assert noop.is_error and noop.plain_text.startswith("No changes made to f.txt.")
     empty = await EDIT_TOOL.execute(edit_args("f.txt", ("", "x")), tools)
-    assert empty.is_error and empty.text == "oldText must not be empty in f.txt."
+    assert empty.is_error and empty.plain_text == "oldText must not be empty in f.txt."
     missing = await EDIT_TOOL.execute(edit_args("gone.txt", ("a", "b")), tools)
-    assert missing.is_error and missing.text == "File not found: gone.txt"
+    assert missing.is_error and missing.plain_text == "File not found: gone.txt"
     neither = await EDIT_TOOL.execute({"path": "f.txt"}, tools)
     assert neither.is_error and neither.details["problems"] == ["arguments.edits: is required"]
 

@@ -260,11 +260,13 @@ async def test_background_calls_need_a_job_host(tmp_path: Path) -> None:
     context = ToolContext(cwd=tmp_path)
     result = await BASH_TOOL.execute({"command": "true", "background": True}, context)
     assert result.is_error
-    assert result.text == "Background jobs are not available here (this host runs no job host)."
+    assert (
+        result.plain_text == "Background jobs are not available here (this host runs no job host)."
+    )
     result = await JOB_OUTPUT_TOOL.execute({}, context)
-    assert result.is_error and "not available" in result.text
+    assert result.is_error and "not available" in result.plain_text
     result = await JOB_OUTPUT_TOOL.execute({"id": 0}, context)
-    assert result.is_error and "arguments.id: " in result.text
+    assert result.is_error and "arguments.id: " in result.plain_text
 
 
 def test_job_output_replays_after_a_crash_and_the_others_do_not() -> None:

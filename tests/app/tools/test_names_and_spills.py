@@ -26,8 +26,8 @@ async def test_ls_lists_names_that_are_not_utf8_with_their_bytes_escaped(tmp_pat
     make_bad_names(tmp_path)
     result = await LS_TOOL.execute({}, ToolContext(cwd=tmp_path))
     assert not result.is_error
-    assert result.text.split("\n") == ["bad\\xff.txt", "café.txt", "dir\\xfe/", "plain.txt"]
-    result.text.encode("utf-8")  # storable: no lone surrogates left
+    assert result.plain_text.split("\n") == ["bad\\xff.txt", "café.txt", "dir\\xfe/", "plain.txt"]
+    result.plain_text.encode("utf-8")  # storable: no lone surrogates left
 
 
 async def test_find_results_with_such_names_are_storable_too(tmp_path: Path) -> None:
@@ -36,8 +36,8 @@ async def test_find_results_with_such_names_are_storable_too(tmp_path: Path) -> 
         tools = ToolContext(cwd=tmp_path, search_backend=backend)
         result = await FIND_TOOL.execute({"pattern": "*.txt"}, tools)
         assert not result.is_error
-        assert len(result.text.split("\n")) == 3 and "plain.txt" in result.text
-        result.text.encode("utf-8")  # ripgrep shows U+FFFD, the Python search \xff
+        assert len(result.plain_text.split("\n")) == 3 and "plain.txt" in result.plain_text
+        result.plain_text.encode("utf-8")  # ripgrep shows U+FFFD, the Python search \xff
 
 
 async def test_old_spill_files_go_when_a_new_one_is_made(tmp_path: Path) -> None:

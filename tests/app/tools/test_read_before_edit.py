@@ -29,11 +29,11 @@ async def test_an_unread_file_is_refused_with_a_read_it_first_message(
     (tmp_path / "a.txt").write_text("one\n")
     refused = await EDIT_TOOL.execute(edit("one", "two"), tools)
     assert refused.is_error
-    assert refused.text.startswith("a.txt exists but has not been read in this conversation.")
-    assert "Read it first with the read tool" in refused.text
+    assert refused.plain_text.startswith("a.txt exists but has not been read in this conversation.")
+    assert "Read it first with the read tool" in refused.plain_text
     assert refused.details == {"reason": "not_read"}
     overwrite = await WRITE_TOOL.execute({"path": "a.txt", "content": "x"}, tools)
-    assert overwrite.is_error and "has not been read" in overwrite.text
+    assert overwrite.is_error and "has not been read" in overwrite.plain_text
     assert (tmp_path / "a.txt").read_text() == "one\n"  # untouched
 
     await READ_TOOL.execute({"path": "a.txt"}, tools)
@@ -50,7 +50,7 @@ async def test_a_file_changed_on_disk_since_the_read_is_refused(
     target.write_text("one and more\n")  # someone else changed it
     refused = await EDIT_TOOL.execute(edit("one", "two"), tools)
     assert refused.is_error
-    assert refused.text.startswith("a.txt has changed on disk since you last read it")
+    assert refused.plain_text.startswith("a.txt has changed on disk since you last read it")
     assert refused.details == {"reason": "changed_since_read"}
     assert target.read_text() == "one and more\n"
     await READ_TOOL.execute({"path": "a.txt"}, tools)
@@ -67,7 +67,7 @@ async def test_same_size_same_mtime_but_other_bytes_is_caught_by_the_hash(
     target.write_text("bbbb\n")
     os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
     refused = await WRITE_TOOL.execute({"path": "a.txt", "content": "c"}, tools)
-    assert refused.is_error and "changed on disk" in refused.text
+    assert refused.is_error and "changed on disk" in refused.plain_text
 
 
 async def test_a_touch_that_keeps_the_content_is_not_a_change(
@@ -105,4 +105,4 @@ async def test_writing_onto_a_fifo_is_refused_without_blocking(
     os.mkfifo(tmp_path / "pipe")
     result = await WRITE_TOOL.execute({"path": "pipe", "content": "x"}, tools)
     assert result.is_error
-    assert result.text == "Cannot write pipe: it is a FIFO (named pipe), not a regular file"
+    assert result.plain_text == "Cannot write pipe: it is a FIFO (named pipe), not a regular file"

@@ -27,7 +27,7 @@ from coding_agent.worker.tools import GREP_TOOL, READ_TOOL, ToolContext
 async def main():
     args = {"path": sys.argv[1], "limit": 10}
     result = await READ_TOOL.execute(args, ToolContext(cwd="."))
-    print(result.text.splitlines()[-1])
+    print(result.plain_text.splitlines()[-1])
     print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 anyio.run(main)
 """
@@ -65,11 +65,11 @@ async def test_a_huge_single_line_is_reported_without_loading_it(tmp_path: Path)
     wide = tmp_path / "wide.txt"
     wide.write_bytes(b"x" * (3 * 1024 * 1024) + b"\nnext\n")
     result = await READ_TOOL.execute({"path": "wide.txt"}, ToolContext(cwd=tmp_path))
-    assert result.text == (
+    assert result.plain_text == (
         "[Line 1 is 3.0MB, exceeds 50.0KB limit. Use bash: sed -n '1p' wide.txt | head -c 51200]"
     )
     second = await READ_TOOL.execute({"path": "wide.txt", "offset": 2}, ToolContext(cwd=tmp_path))
-    assert second.text == "next"
+    assert second.plain_text == "next"
 
 
 async def test_a_fifo_is_refused_at_once_and_never_blocks(tmp_path: Path) -> None:
@@ -77,28 +77,30 @@ async def test_a_fifo_is_refused_at_once_and_never_blocks(tmp_path: Path) -> Non
     with anyio.fail_after(5):
         result = await READ_TOOL.execute({"path": "pipe"}, ToolContext(cwd=tmp_path))
     assert result.is_error
-    assert result.text.startswith("Cannot read pipe: it is a FIFO (named pipe), not a regular file")
-    assert "head -c 1000 pipe" in result.text
+    assert result.plain_text.startswith(
+        "Cannot read pipe: it is a FIFO (named pipe), not a regular file"
+    )
+    assert "head -c 1000 pipe" in result.plain_text
 
 
 async def test_devices_and_sockets_are_refused(tmp_path: Path) -> None:
     tools = ToolContext(cwd=tmp_path)
     zero = await READ_TOOL.execute({"path": "/dev/zero"}, tools)
     assert zero.is_error
-    assert zero.text.startswith("Cannot read /dev/zero: it is a character device")
+    assert zero.plain_text.startswith("Cannot read /dev/zero: it is a character device")
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         server.bind(str(tmp_path / "s.sock"))
         sock = await READ_TOOL.execute({"path": "s.sock"}, tools)
     finally:
         server.close()
-    assert sock.is_error and sock.text.startswith("Cannot read s.sock: it is a socket")
+    assert sock.is_error and sock.plain_text.startswith("Cannot read s.sock: it is a socket")
 
 
 async def test_a_symlink_to_a_device_is_refused_too(tmp_path: Path) -> None:
     (tmp_path / "z").symlink_to("/dev/zero")
     result = await READ_TOOL.execute({"path": "z"}, ToolContext(cwd=tmp_path))
-    assert result.is_error and "it is a character device" in result.text
+    assert result.is_error and "it is a character device" in result.plain_text
 
 
 async def test_an_open_that_hangs_gives_up_after_its_timeout(
@@ -137,6 +139,8 @@ async def test_grep_skips_a_fifo_in_the_tree_and_refuses_one_named(
     with anyio.fail_after(20):
         found = await GREP_TOOL.execute({"pattern": "hello"}, tools)
         named = await GREP_TOOL.execute({"pattern": "hello", "path": "pipe"}, tools)
-    assert found.text == "a.txt:1: hello"
+    assert found.plain_text == "a.txt:1: hello"
     assert named.is_error
-    assert named.text == "Cannot search pipe: it is a FIFO (named pipe), not a file or a folder"
+    assert (
+        named.plain_text == "Cannot search pipe: it is a FIFO (named pipe), not a file or a folder"
+    )

@@ -22,7 +22,7 @@ from coding_agent.worker.tools import (
     validate_args,
 )
 from coding_agent.worker.tools_facet import tool_declaration
-from pico3 import InvalidArguments
+from pico3 import InvalidArguments, ToolResult
 
 
 def test_builtin_tools_have_unique_names_and_valid_schemas() -> None:
@@ -94,11 +94,12 @@ async def test_the_tool_and_the_harness_refuse_bad_arguments_with_the_same_text(
     result = await BASH_TOOL.execute(args, ToolContext(cwd=tmp_path))
     with pytest.raises(InvalidArguments) as caught:
         tool_declaration(BASH_TOOL, tmp_path).validate(args)
+    assert isinstance(result, ToolResult)  # one result type too: pico3's
     assert result.is_error
-    assert result.text == str(caught.value)
+    assert result.plain_text == str(caught.value)
     assert result.details["problems"] == caught.value.problems
-    assert result.text.startswith("Invalid arguments for tool 'bash': arguments.command: ")
-    assert result.text.endswith(". Fix them and call 'bash' again.")
+    assert result.plain_text.startswith("Invalid arguments for tool 'bash': arguments.command: ")
+    assert result.plain_text.endswith(". Fix them and call 'bash' again.")
 
 
 json_values = st.recursive(

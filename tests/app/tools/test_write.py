@@ -15,7 +15,7 @@ async def test_write_creates_parent_folders_and_counts_utf8_bytes(tmp_path: Path
     tools = ToolContext(cwd=tmp_path)
     result = await WRITE_TOOL.execute({"path": "a/b/c.txt", "content": "héllo\n"}, tools)
     assert not result.is_error
-    assert result.text == "Successfully wrote 7 bytes to a/b/c.txt"
+    assert result.plain_text == "Successfully wrote 7 bytes to a/b/c.txt"
     assert (tmp_path / "a" / "b" / "c.txt").read_bytes() == "héllo\n".encode()
     assert result.details == {"path": str(tmp_path / "a" / "b" / "c.txt"), "bytes": 7}
 
@@ -33,7 +33,7 @@ async def test_writing_onto_a_directory_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     result = await WRITE_TOOL.execute({"path": "d", "content": "x"}, ToolContext(cwd=tmp_path))
     assert result.is_error
-    assert result.text == "Cannot write d: it is a directory"
+    assert result.plain_text == "Cannot write d: it is a directory"
 
 
 @pytest.mark.anyio
@@ -43,7 +43,7 @@ async def test_writing_below_a_file_is_an_error(tmp_path: Path) -> None:
         {"path": "f/g.txt", "content": "x"}, ToolContext(cwd=tmp_path)
     )
     assert result.is_error
-    assert result.text.startswith("Cannot write f/g.txt:")
+    assert result.plain_text.startswith("Cannot write f/g.txt:")
 
 
 @pytest.mark.anyio

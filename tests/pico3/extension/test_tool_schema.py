@@ -104,3 +104,12 @@ def test_the_declaration_keeps_a_private_copy_of_its_schema() -> None:
         "description": "Ask.",
         "parameters": {"type": "object", "properties": {}, "required": []},
     }
+
+
+def test_a_result_s_plain_text_joins_its_text_blocks() -> None:
+    image = {"type": "image", "data": "AA==", "mimeType": "image/png"}
+    result = ToolResult(
+        content=[{"type": "text", "text": "a"}, image, {"type": "text", "text": "b"}]
+    )
+    assert result.plain_text == "a\nb"
+    assert ToolResult().plain_text == ""  # a streamed result has no content of its own

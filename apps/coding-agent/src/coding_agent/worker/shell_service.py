@@ -72,12 +72,6 @@ def model_text(command: str, output: str) -> str:
     return f"Ran `{command}`\n```\n{output}\n```"
 
 
-def _text(result: ToolResult) -> str:
-    return "\n".join(
-        str(block.get("text", "")) for block in result.content if block.get("type") == "text"
-    )
-
-
 def shell_service_facet(cwd: str | os.PathLike[str], *, spill_dir: Path | None = None) -> Facet:
     """The facet serving :data:`ShellService` for a session in ``cwd`` (module docstring)."""
     folder = str(cwd)
@@ -99,7 +93,7 @@ def shell_service_facet(cwd: str | os.PathLike[str], *, spill_dir: Path | None =
             show(dict(live))
 
             def on_update(partial: ToolResult) -> None:
-                live["output"] = _text(partial)[-LIVE_TAIL_CHARS:]
+                live["output"] = partial.plain_text[-LIVE_TAIL_CHARS:]
                 show(dict(live))
 
             if spill_dir is not None:
@@ -109,7 +103,7 @@ def shell_service_facet(cwd: str | os.PathLike[str], *, spill_dir: Path | None =
             )
             try:
                 result = await BASH_TOOL.handler({"command": command}, tools, on_update)
-                output, details = _text(result), result.details
+                output, details = result.plain_text, result.details
             except ToolError as error:
                 output, details = error.message, error.details
             return {

@@ -1,8 +1,8 @@
 """The built-in tools as a session facet: each :class:`ToolSpec` becomes a pico3 tool.
 
 The app's tools (:func:`~coding_agent.worker.tools.builtin_tools`) know nothing about the
-harness: they take ``(args, ToolContext)`` and return the app's ``ToolResult``. This module is
-the adapter in between. :func:`tool_declaration` wraps one spec as a
+harness: they take ``(args, ToolContext)`` and return a :class:`pico3.ToolResult` (the one result
+type of every tool). This module is the adapter in between. :func:`tool_declaration` wraps one spec as a
 :class:`pico3.tools.ToolDeclaration` whose ``execute(args, api, ctx)`` runs the spec in the
 session's project folder with the harness's context (so an abort kills a ``bash`` process tree)
 and hands ``content``, ``details`` and ``is_error`` back unchanged.
@@ -52,7 +52,6 @@ from chord import Context, Facet, FacetEnvironment, define_facet
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.job_control import HarnessJobs
 from coding_agent.worker.tools import JobControl, ToolContext, ToolSpec, builtin_tools
-from coding_agent.worker.tools import ToolResult as SpecResult
 from coding_agent.worker.tools.bash import prune_spills
 from coding_agent.worker.tools.files import FileStamp
 from pico3 import (
@@ -178,10 +177,10 @@ def tool_declaration(
         context = context_for(api, ctx)
         shown = [""]
 
-        def on_update(partial: SpecResult) -> None:
+        def on_update(partial: ToolResult) -> None:
             # A partial result is the whole live tail so far; stream only what is new. When the
             # tail window moved (long output), start the live buffer over from the new tail.
-            text = partial.text
+            text = partial.plain_text
             if text.startswith(shown[0]):
                 delta = text[len(shown[0]) :]
             else:
@@ -198,7 +197,7 @@ def tool_declaration(
         if history is not None and before is not None:
             await _record_bash(history, api, folder, before, ctx)
         return ToolResult(
-            content=list(result.content),
+            content=list(result.content or ()),
             is_error=result.is_error,
             details=dict(result.details) if result.details else None,
         )
@@ -210,7 +209,7 @@ def tool_declaration(
         async def report(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
             result = await recover(args, context_for(api, ctx))
             return ToolResult(
-                content=list(result.content),
+                content=list(result.content or ()),
                 is_error=True,
                 details=dict(result.details) if result.details else None,
             )

@@ -50,6 +50,13 @@ class ToolResult:
         """A one-text-block result."""
         return cls(content=[{"type": "text", "text": text}], is_error=is_error, details=details)
 
+    @property
+    def plain_text(self) -> str:
+        """All text blocks of ``content`` joined by newlines (what a plain-text model sees)."""
+        return "\n".join(
+            str(block["text"]) for block in self.content or () if block.get("type") == "text"
+        )
+
 
 Execute = Callable[[dict[str, Any], "ToolApi", Context], Awaitable[ToolResult]]
 

@@ -229,7 +229,7 @@ async def _image(
         },
     }
     note = f"Read image file {shown} {prepared.note()}"
-    return ToolResult([{"type": "text", "text": note}, prepared.block()], details)
+    return ToolResult(content=[{"type": "text", "text": note}, prepared.block()], details=details)
 
 
 def _read_all(fd: int, size: int) -> bytes:

@@ -9,9 +9,11 @@ A tool is plain data plus one coroutine, independent of any harness:
 * :class:`ToolContext` is everything a tool needs from its caller: the working directory, the
   chord :class:`~chord.context.Context` that can abort it, and a few knobs tests turn
   (search backend, temp folder, per-file locks).
-* :class:`ToolResult` follows pi's split: ``content`` is what the model sees (a list of
-  ``{"type": "text", "text": ...}`` blocks), ``details`` is structured data for the UI and for
-  state (diffs, truncation facts, spill-file paths), and ``is_error`` marks a failed call.
+* A tool returns pico3's :class:`~pico3.ToolResult`, the one result type of every tool, and
+  follows pi's split: ``content`` is what the model sees (a list of ``{"type": "text", "text":
+  ...}`` blocks; :attr:`~pico3.ToolResult.plain_text` joins their text), ``details`` is
+  structured data for the UI and for state (diffs, truncation facts, spill-file paths; always a
+  dict here), and ``is_error`` marks a failed call.
 
 Handlers signal an expected failure by raising :class:`ToolError`; :meth:`ToolSpec.execute`
 turns it (and bad arguments) into a result with ``is_error=True`` so the agent loop continues.
@@ -24,6 +26,7 @@ escapes of the original bytes (other lone surrogates become U+FFFD).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import time
@@ -36,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from chord import BACKGROUND, Context
-from pico3 import ArgumentSchema, InvalidArguments
+from pico3 import ArgumentSchema, InvalidArguments, ToolResult
 
 if TYPE_CHECKING:
     from .files import ReadLedger
@@ -83,27 +86,13 @@ class ToolArgumentError(ToolError):
         self.problems = problems
 
 
-@dataclass(frozen=True)
-class ToolResult:
-    """The outcome of one tool call: model-visible ``content``, structured ``details``."""
-
-    content: list[dict[str, Any]]
-    details: dict[str, Any] = field(default_factory=dict)
-    is_error: bool = False
-
-    @property
-    def text(self) -> str:
-        """All text blocks joined by newlines (what a plain-text model sees)."""
-        return "\n".join(
-            str(block["text"]) for block in self.content if block.get("type") == "text"
-        )
-
-
 def text_result(
     text: str, details: dict[str, Any] | None = None, *, is_error: bool = False
 ) -> ToolResult:
-    """A result holding a single text block."""
-    return ToolResult([{"type": "text", "text": text}], details or {}, is_error)
+    """A result holding a single text block (``details`` is always a dict for the app's tools)."""
+    return ToolResult(
+        content=[{"type": "text", "text": text}], details=details or {}, is_error=is_error
+    )
 
 
 OnUpdate = Callable[[ToolResult], None]
@@ -214,7 +203,11 @@ class ToolSpec:
             result = await self.handler(checked, ctx, on_update)
         except ToolError as error:
             result = text_result(error.message, error.details, is_error=True)
-        return ToolResult(storable(result.content), storable(result.details), result.is_error)
+        return dataclasses.replace(
+            result,
+            content=storable(result.content or []),
+            details=storable(result.details) if result.details is not None else {},
+        )
 
 
 def storable_text(text: str) -> str:
