@@ -14,6 +14,7 @@ import pytest
 
 from chord.context import BACKGROUND
 from pico3.storage import (
+    UNSET,
     Conversation,
     ConversationWrite,
     CorruptStorage,
@@ -63,6 +64,7 @@ async def session(path: Path) -> tuple[int, int]:
         [
             TaskPatchWrite(TaskPatch(id=tid, status="running")),
             DocWrite(DocRef.sticky(cid), [["s", ["n"], 1]]),
+            DocWrite(DocRef.rewindable(cid), [["s", ["m"], 1]]),  # main: a marker names both
         ],
         ctx,
     )
@@ -272,3 +274,76 @@ async def test_a_batch_that_does_not_replay_fails_open(tmp_path: Path) -> None:
     main.write_bytes(lines(main)[2])  # seq 3 alone: an entry in a conversation nobody created
     with pytest.raises(CorruptStorage, match=r"main\.jsonl:1: batch does not replay.*unknown conv"):
         await opened(tmp_path)
+
+
+async def sidecar_only(path: Path, cid: int, tid: int, n: int) -> None:
+    """One commit of the conversation's sticky ops and its task's checkpoint, nothing else:
+    published by its one sticky line."""
+    storage = await opened(path)
+    await storage.commit(
+        [
+            DocWrite(DocRef.sticky(cid), [["s", ["n"], n]]),
+            TaskPatchWrite(TaskPatch(id=tid, checkpoint={"phase": "own", "n": n})),
+        ],
+        ctx,
+    )
+    await storage.close(ctx)
+
+
+async def test_a_sidecar_published_commit_survives_and_a_lost_one_rolls_back(
+    tmp_path: Path, h
+) -> None:
+    cid, tid = await session(tmp_path)
+    main_size = (tmp_path / "main.jsonl").stat().st_size
+    await sidecar_only(tmp_path, cid, tid, 8)
+    assert (tmp_path / "main.jsonl").stat().st_size == main_size  # no main line at all
+    storage = await opened(tmp_path)
+    task = await storage.task(tid, ctx)
+    assert task is not None and task.checkpoint == {"phase": "own", "n": 8}
+    assert h.fold(await storage.doc(DocRef.sticky(cid), ctx)) == {"n": 8}
+    assert storage.seq == 3
+    await storage.close(ctx)
+    drop_last_line(tmp_path / "sticky-1.jsonl")  # the crash came before its line was whole
+    storage = await opened(tmp_path)
+    task = await storage.task(tid, ctx)
+    assert task is not None and task.checkpoint is UNSET
+    assert h.fold(await storage.doc(DocRef.sticky(cid), ctx)) == {"n": 1}
+    assert storage.seq == 2
+    await storage.close(ctx)
+
+
+async def test_a_sidecar_published_commit_after_an_unconfirmed_record_fails_open(
+    tmp_path: Path,
+) -> None:
+    cid, tid = await session(tmp_path)
+    await commit_tick(tmp_path, cid, tid, 3)
+    await sidecar_only(tmp_path, cid, tid, 4)
+    drop_last_line(tmp_path / "main.jsonl")  # the tick's marker: its sticky record is unconfirmed
+    with pytest.raises(CorruptStorage, match="follows an unconfirmed one at line 2"):
+        await opened(tmp_path)
+
+
+async def test_a_sticky_rewrite_keeps_the_live_tasks_patches_before_its_base(
+    tmp_path: Path, h
+) -> None:
+    cid, tid = await session(tmp_path)
+    await sidecar_only(tmp_path, cid, tid, 5)  # the checkpoint lives in the sticky file only
+    storage = await opened(tmp_path)
+    other = storage.mint_id()
+    await storage.commit(
+        [
+            TaskWrite(Task(id=other, conversation_id=cid, kind="k")),
+            DocWrite(DocRef.sticky(cid), [["r", {"n": 6}]]),
+        ],
+        ctx,
+    )
+    await storage.truncate(DocRef.sticky(cid), ctx)
+    live = await h.dump(storage)
+    await storage.close(ctx)
+    assert len(lines(tmp_path / "sticky-1.jsonl")) == 2  # the kept patch, then the base
+    storage = await opened(tmp_path)
+    assert await h.dump(storage) == live
+    task = await storage.task(tid, ctx)
+    assert task is not None and task.checkpoint == {"phase": "own", "n": 5}
+    assert h.fold(await storage.doc(DocRef.sticky(cid), ctx)) == {"n": 6}
+    await storage.close(ctx)

@@ -58,7 +58,7 @@ async def opened(path: Path, *, fsync: bool = False, thread_above: float = 0.002
     return storage
 
 
-async def test_writes_are_split_into_main_sticky_and_task_files(tmp_path: Path) -> None:
+async def test_writes_are_split_into_main_sticky_and_task_files(tmp_path: Path, h) -> None:
     storage = await opened(tmp_path)
     cid, tid = storage.mint_id(), storage.mint_id()
     await storage.commit(
@@ -98,10 +98,28 @@ async def test_writes_are_split_into_main_sticky_and_task_files(tmp_path: Path) 
         "status": "running",
         "checkpoint": {"phase": "a"},
     }
-    # a sticky-only commit still appends exactly one main marker: the publication point
+    # a sticky-only commit is published by its own sidecar line: main gets no line
     await storage.commit([DocWrite(DocRef.sticky(cid), [["s", ["k"], 1]])], ctx)
-    marker = records(tmp_path / "main.jsonl")[-1]
-    assert (marker["seq"], marker["writes"], marker["refs"]) == (2, [], [f"sticky-{cid}.jsonl"])
+    assert [r["seq"] for r in records(tmp_path / "main.jsonl")] == [1]
+    last = records(tmp_path / f"sticky-{cid}.jsonl")[-1]
+    assert (last["seq"], last.get("own")) == (2, True)
+    # and so is a commit of that conversation's sticky ops and its task's transient patches
+    await storage.commit(
+        [
+            DocWrite(DocRef.sticky(cid), [["s", ["k"], 2]]),
+            TaskPatchWrite(TaskPatch(id=tid, checkpoint={"phase": "b"})),
+        ],
+        ctx,
+    )
+    assert [r["seq"] for r in records(tmp_path / "main.jsonl")] == [1]
+    last = records(tmp_path / f"sticky-{cid}.jsonl")[-1]
+    assert (last["seq"], last.get("own"), len(last["writes"])) == (3, True, 2)
+    live = await h.dump(storage)
+    await storage.close(ctx)
+    storage = await opened(tmp_path)
+    assert await h.dump(storage) == live
+    task = await storage.task(tid, ctx)
+    assert task is not None and task.checkpoint == {"phase": "b"}
     await storage.close(ctx)
 
 

@@ -117,6 +117,34 @@ def _read_records(path: str, main: bool = False) -> list[tuple[int, int, Line]]:
     return read_lines(path, _read_cut(path), main)
 
 
+def _one_conversation(staged: Staged, sidecars: dict[str, list[Write]]) -> dict[str, list[Write]]:
+    """A commit with no main writes that writes one conversation's sticky document and
+    transient patches of that conversation's tasks goes to the sticky sidecar alone, so that
+    its one line can be its publication point (docs/design/storage.md#publication-point).
+    Otherwise ``sidecars`` unchanged."""
+    if len(sidecars) < 2:
+        return sidecars
+    sticky = [name for name in sidecars if _STICKY.fullmatch(name) is not None]
+    if len(sticky) != 1:
+        return sidecars
+    (name,) = sticky
+    cid = int(name[7:-6])
+    merged = list(sidecars[name])
+    for other, items in sidecars.items():
+        if other == name:
+            continue
+        for write in items:
+            patch = write.patch  # type: ignore[union-attr]  # a task sidecar holds patches only
+            if staged.tasks[patch.id].conversation_id != cid:
+                return sidecars
+        merged.extend(items)
+    return {name: merged}
+
+
+def _first(item: tuple[int, list[Write]]) -> int:
+    return item[0]
+
+
 def _read_cut(path: str) -> bytes:
     """The file's bytes through its last newline; anything after it is cut from the file.
 
@@ -323,6 +351,7 @@ class JsonlStorage(TableStorage):
             fates.scan(record.seq, record.writes)
 
         extra: dict[int, list[Write]] = {}
+        own: dict[int, tuple[str, int, list[Write]]] = {}  # seq -> a sidecar-published commit
         found: set[tuple[int, str]] = set()
         sticky_base: dict[str, int] = {}
         stale: list[str] = []
@@ -340,12 +369,20 @@ class JsonlStorage(TableStorage):
             records = _read_records(path)
             keep = 0
             unconfirmed: int | None = None
-            for index, (line, end, record) in enumerate(records):
-                marker = markers.get(record.seq)
-                if marker is None or name not in marker:
-                    if unconfirmed is None:
-                        unconfirmed = line
-                    continue
+            docs_seen = False  # a sticky rewrite may keep live tasks' patches before its base
+            for line, end, record in records:
+                if record.own:  # its own publication point: the commit wrote no other file
+                    if record.seq in markers or record.seq in own:
+                        raise CorruptStorage(
+                            path, line, f"seq {record.seq} is published twice (here and elsewhere)"
+                        )
+                    own[record.seq] = (path, line, record.writes)
+                else:
+                    marker = markers.get(record.seq)
+                    if marker is None or name not in marker:
+                        if unconfirmed is None:
+                            unconfirmed = line
+                        continue
                 if unconfirmed is not None:
                     raise CorruptStorage(
                         path,
@@ -353,26 +390,35 @@ class JsonlStorage(TableStorage):
                         f"confirmed record (seq {record.seq}) follows an unconfirmed one at "
                         f"line {unconfirmed}",
                     )
-                if index == 0 and any(
-                    isinstance(w, DocWrite) and is_base(w.ops) for w in record.writes
-                ):
-                    sticky_base[name] = record.seq
+                if not docs_seen:
+                    docs = [w for w in record.writes if isinstance(w, DocWrite)]
+                    if docs:
+                        docs_seen = True
+                        if any(is_base(w.ops) for w in docs):
+                            sticky_base[name] = record.seq
                 keep = end
+                high_water = max(high_water, record.max_id)
+                if record.own:
+                    continue
                 found.add((record.seq, name))
                 extra.setdefault(record.seq, []).extend(record.writes)
-                high_water = max(high_water, record.max_id)
             if unconfirmed is not None:
                 rollback.append((path, keep))
 
         for line, _, record in main:
             if record.refs is not None:
                 self._check_refs(main_path, line, record, found, retired, sticky_base)
-        replay(  # extra holds only what confirmed markers name
-            tables,
-            [(record.seq, record.writes) for _, _, record in main],
-            extra,
-            lambda seq: (main_path, next(line for line, _, r in main if r.seq == seq)),
-        )
+        commits = [(record.seq, record.writes) for _, _, record in main]
+        if own:  # merge the sidecar-published commits into commit order
+            commits.extend((seq, writes) for seq, (_, _, writes) in own.items())
+            commits.sort(key=_first)
+
+        def where(seq: int) -> tuple[str, int]:
+            if seq in own:
+                return own[seq][0], own[seq][1]
+            return main_path, next(line for line, _, r in main if r.seq == seq)
+
+        replay(tables, commits, extra, where)  # extra holds only what confirmed markers name
         tables.high_water = max(tables.high_water, high_water)
 
         for path, keep in rollback:
@@ -502,6 +548,13 @@ class JsonlStorage(TableStorage):
         staged = tables.stage(copies, seq)
         max_id = self._high_water_after(staged)
         main, sidecars = self._route(staged)
+        if not main and sidecars:
+            sidecars = _one_conversation(staged, sidecars)
+            if len(sidecars) == 1:  # the sidecar line is the publication point: no main line
+                ((name, items),) = sidecars.items()
+                return _Commit(staged, seq, max_id), [
+                    (name, encode_line(seq, max_id, items, own=True))
+                ]
         plan = [(name, encode_line(seq, max_id, items)) for name, items in sidecars.items()]
         plan.append((MAIN_FILE, encode_line(seq, max_id, main, list(sidecars))))
         return _Commit(staged, seq, max_id), plan
@@ -562,6 +615,10 @@ class JsonlStorage(TableStorage):
                 started = time.perf_counter()
                 os.fsync(fd)
                 synced += time.perf_counter() - started
+        if created and self._fsync and plan[-1][0] != MAIN_FILE:
+            started = time.perf_counter()
+            fsync_dir(self._dir)  # a sidecar-published commit in a new file: its name is durable
+            synced += time.perf_counter() - started
         if self._fsync:
             self._sync_cost += (synced - self._sync_cost) * _COST_WEIGHT
             self._offload = self._sync_cost > self._thread_above or self._thread_above <= 0
@@ -611,6 +668,24 @@ class JsonlStorage(TableStorage):
         finally:
             lock.release()
 
+    def _live_patches(self, records: list[tuple[int, int, Line]]) -> bytes:
+        """The lines, re-encoded with their patches only, of the records before a sticky base
+        that patch tasks still live: a sidecar-published commit may have put them in the sticky
+        file (:func:`_one_conversation`), and the rewrite must not lose them."""
+        tasks = self._tables.tasks
+        out: list[bytes] = []
+        for _, _, record in records:
+            patches: list[Write] = [
+                w
+                for w in record.writes
+                if isinstance(w, TaskPatchWrite)
+                and (task := tasks.get(w.patch.id)) is not None
+                and task.status != "terminal"
+            ]
+            if patches:
+                out.append(encode_line(record.seq, record.max_id, patches, own=record.own))
+        return b"".join(out)
+
     def _truncate_now(self, cid: int) -> None:
         name = f"sticky-{cid}.jsonl"
         path = self._file(name)
@@ -626,9 +701,10 @@ class JsonlStorage(TableStorage):
                 with open(path, "rb") as handle:
                     data = handle.read()
                 temp = path + ".tmp"
+                kept = self._live_patches(records[:start])
                 fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _PRIVATE_FILE)
                 try:
-                    _write_all(fd, data[records[start - 1][1] :])
+                    _write_all(fd, kept + data[records[start - 1][1] :])
                     if self._fsync:
                         os.fsync(fd)
                 finally:
