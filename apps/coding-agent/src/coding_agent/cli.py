@@ -248,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--name", metavar="TEXT", help="name the session (shown in pickers)")
     commands = parser.add_subparsers(
-        dest="command", metavar="{attach,config,sessions,export,facets}"
+        dest="command", metavar="{attach,serve,config,sessions,export,facets}"
     )
     commands.add_parser(
         "config",
@@ -261,7 +261,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="attach another TUI to a running session",
         description="Attach a second TUI to a session whose worker is running.",
     )
-    attach.add_argument("session", nargs="?", metavar="SESSION", help="session id or prefix")
+    attach.add_argument(
+        "session",
+        nargs="?",
+        metavar="SESSION",
+        help="session id or prefix, or tcp://HOST:PORT/SESSION on a coding-agent serve",
+    )
+    _add_server_client_flags(attach, suppress=True)
+    _add_server_client_flags(parser, suppress=False)
+    parser.add_argument(
+        "--server",
+        metavar="tcp://HOST:PORT[/SESSION]",
+        help="-p/--json: run the prompt on a coding-agent serve (a new session, or SESSION)",
+    )
+    from coding_agent.server.args import add_serve_command
+
+    add_serve_command(commands, _seconds)
     from coding_agent.session_cli import add_session_commands
 
     add_session_commands(commands)
@@ -269,6 +284,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_facets_commands(commands)
     return parser
+
+
+def _add_server_client_flags(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """``--token-file``, ``--tls-ca``, ``--insecure``: how a client reaches a server (on the
+    main parser for ``-p --server``, and on ``attach``, where they may follow the URL)."""
+    default: dict[str, Any] = {"default": argparse.SUPPRESS} if suppress else {}
+    parser.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="a server's bearer token (default: $CODING_AGENT_TOKEN)",
+        **default,
+    )
+    parser.add_argument(
+        "--tls-ca",
+        metavar="FILE",
+        help="the CA (or self-signed certificate) a server's TLS certificate is checked against",
+        **default,
+    )
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="plain TCP to a server without TLS (loopback addresses only)",
+        **default,
+    )
 
 
 def pick_session(
@@ -534,8 +573,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     headless = args.prompt is not None or args.json is not None
-    if headless and args.command in ("attach", "config", "sessions", "export", "facets"):
+    if headless and args.command in ("attach", "serve", "config", "sessions", "export", "facets"):
         parser.error(f"{args.command} does not take -p or --json")
+    if args.server is not None and not headless:
+        parser.error(
+            "--server is for -p/--json (a TUI attaches with: attach tcp://HOST:PORT/SESSION)"
+        )
     args.facets_dir = [str(Path(folder).resolve()) for folder in args.facets_dir]
     if args.faux_script is not None:
         args.faux_script = str(Path(args.faux_script).resolve())
@@ -543,6 +586,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         cwd = _cwd()
         if args.command == "config":
             return _print_config(cwd)
+        if args.command == "serve":
+            from coding_agent.server.main import run_serve
+
+            return run_serve(args, cwd)
+        if args.command == "attach" and (args.session or "").startswith("tcp://"):
+            from coding_agent.server.client_cli import run_remote_attach
+
+            return run_remote_attach(args)
+        if args.server is not None:
+            from coding_agent.server.client_cli import run_remote_headless
+
+            return run_remote_headless(args, _read_prompt(args, sys.stdin))
         if args.command == "facets":
             from coding_agent.facets_cli import run_facets_command
 

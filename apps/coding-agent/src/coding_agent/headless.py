@@ -243,10 +243,6 @@ async def run_headless(
     features = {generation.package.name for generation in generations}
     blocked: list[dict[str, Any]] = []
     extra = [_presentation(send_events, on_root), *_responders(features, approve, blocked)]
-    entries: dict[int, dict[str, Any]] = {}
-    status = "failed"
-    detail = ""
-    text = ""
     session = config.session
     async with (
         send_events,
@@ -254,41 +250,104 @@ async def run_headless(
         open_session_host(config, extra_facets=extra, generations=generations) as runtime,
     ):
         await chosen.wait()
-        model = _model_ref(found[0].view.value) or runtime.choice.ref
-        if verbose:
-            print(f"coding-agent: session {session.id} ({model}, {session.cwd})", file=errors)
-            errors.flush()
-        if mode == "json":
-            first = {"type": "session", "session": session.id, "model": model,
-                     "cwd": str(session.cwd)}  # fmt: skip
-            out.write(json.dumps(first, separators=(",", ":")) + "\n")
-            out.flush()
         watch = runtime.storage
         assert watch is not None
         watch.on_failure(send_events.close)  # the loop below ends: no more events will come
-        try:
-            input_id = await found[0].send({"content": prompt}, BACKGROUND)
-        except Exception:
-            if watch.message is None:
-                raise
-            input_id = -1
-        async for event in receive_events:
-            if mode == "json":
-                out.write(json.dumps(event, separators=(",", ":")) + "\n")
-                out.flush()
-            if event.get("type") == "entry.added":
-                entry = event["entry"]
-                entries[entry["id"]] = entry
-            if event.get("type") == "turn.ended" and input_id in event.get("inputs", []):
-                status = str(event.get("status"))
-                detail = str(event.get("detail") or event.get("reason") or "")
-                text = answer_text(entries.get(event.get("answer", -1)))
-                break
-        model = _model_ref(found[0].view.value) or model
+        turn = await follow_turn(
+            prompt,
+            found[0],
+            receive_events,
+            session_line={"session": session.id, "cwd": str(session.cwd)},
+            default_model=runtime.choice.ref,
+            mode=mode,
+            out=out,
+            err=errors,
+            verbose=verbose,
+            failed=lambda: watch.message is not None,
+        )
     if watch.message is not None:  # one line, and the exit code says what happened
         print(f"coding-agent: error: {watch.message}", file=errors)
         errors.flush()
         return EXIT_STORAGE
+    return report_turn(turn, blocked, mode=mode, out=out, err=errors, on_unanswered=on_unanswered)
+
+
+class TurnOutcome:
+    """How a headless turn ended: ``status`` (``done``, ``failed``…), its ``detail``, the
+    answer's ``text``, the entries it added and the model that ran it."""
+
+    def __init__(self) -> None:
+        self.status = "failed"
+        self.detail = ""
+        self.text = ""
+        self.entries: dict[int, dict[str, Any]] = {}
+        self.model: str | None = None
+
+
+async def follow_turn(
+    prompt: str,
+    conversation: ConversationServiceApi,
+    events: Any,
+    *,
+    session_line: dict[str, Any],
+    default_model: str | None,
+    mode: HeadlessMode,
+    out: TextIO,
+    err: TextIO,
+    verbose: bool,
+    failed: Callable[[], bool] = lambda: False,
+) -> TurnOutcome:
+    """Send ``prompt`` to ``conversation`` and read ``events`` (its view events, in order)
+    until the turn holding it ends; ``--json`` lines go to ``out`` as they come. The same for a
+    session in this process and one on a server (:mod:`coding_agent.server.client_cli`)."""
+    turn = TurnOutcome()
+    model = _model_ref(conversation.view.value) or default_model
+    session = session_line.get("session")
+    if verbose:
+        print(f"coding-agent: session {session} ({model}, {session_line.get('cwd')})", file=err)
+        err.flush()
+    if mode == "json":
+        first = {"type": "session", "session": session, "model": model,
+                 "cwd": session_line.get("cwd")}  # fmt: skip
+        out.write(json.dumps(first, separators=(",", ":")) + "\n")
+        out.flush()
+    try:
+        input_id = await conversation.send({"content": prompt}, BACKGROUND)
+    except Exception:
+        if not failed():
+            raise
+        input_id = -1
+    async for event in events:
+        if mode == "json":
+            out.write(json.dumps(event, separators=(",", ":")) + "\n")
+            out.flush()
+        if event.get("type") == "entry.added":
+            entry = event["entry"]
+            turn.entries[entry["id"]] = entry
+        if event.get("type") == "turn.ended" and input_id in event.get("inputs", []):
+            turn.status = str(event.get("status"))
+            turn.detail = str(event.get("detail") or event.get("reason") or "")
+            turn.text = answer_text(turn.entries.get(event.get("answer", -1)))
+            break
+    turn.model = _model_ref(conversation.view.value) or model
+    return turn
+
+
+def report_turn(
+    turn: TurnOutcome,
+    blocked: list[dict[str, Any]],
+    *,
+    mode: HeadlessMode,
+    out: TextIO,
+    err: TextIO,
+    on_unanswered: Callable[[], None] | None = None,
+) -> int:
+    """Write the outcome (the answer, or the ``--json`` result line; the error lines) and
+    return the exit code."""
+    errors = err
+    status, detail, text, entries, model = (
+        turn.status, turn.detail, turn.text, turn.entries, turn.model
+    )  # fmt: skip
     ok = status == "done"
     code = EXIT_OK if ok else EXIT_FAILED
     answered = any(

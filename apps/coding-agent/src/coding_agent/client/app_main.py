@@ -138,6 +138,7 @@ async def run_client(
     models: Sequence[str] = (),
     dev: bool = False,
     on_start: Callable[[ClientRun], Awaitable[None] | None] | None = None,
+    connect: Callable[[], Awaitable[FrameConnection]] | None = None,
     **run_options: Any,
 ) -> ClientRun:
     """Run the TUI of ``session`` until the app exits (see the module docstring).
@@ -147,7 +148,9 @@ async def run_client(
     change (the worker's ``--dev`` is the supervisor's option). ``on_start`` gets the
     :class:`ClientRun` once the facet host runs. ``run_options`` go to ``App.run_async``
     (``headless=True``, ``auto_pilot=...`` in tests). Stops a worker the supervisor started when
-    the app exits; ``/resume`` treats the session it leaves the same way.
+    the app exits; ``/resume`` treats the session it leaves the same way. ``connect`` replaces
+    dialling the session's socket (``attach tcp://…``: the session on a ``coding-agent serve``;
+    ``supervisor`` is ``None`` then, and ``/resume`` of another session is refused).
     """
     if supervisor is not None:
         await supervisor.ensure_started()
@@ -167,7 +170,7 @@ async def run_client(
     coordinator: ReloadCoordinator | None = None
     try:
         async with anyio.create_task_group() as group:
-            control = _SessionControl(run, supervisor, group, toasts)
+            control = _SessionControl(run, supervisor, group, toasts, connect)
             tree_host = _tree_host(app, client, control)
 
             async def switch_branch(ref: str, ctx: Context) -> None:  # /resume branch N
@@ -259,8 +262,10 @@ class _SessionControl:
         supervisor: WorkerSupervisor | None,
         group: anyio.abc.TaskGroup,
         toasts: _WorkerReloadToasts,
+        connect: Callable[[], Awaitable[FrameConnection]] | None = None,
     ) -> None:
         assert run.session is not None
+        self._remote_connect = connect
         self._run = run
         self._session: Session = run.session
         self._supervisor = supervisor
@@ -291,6 +296,10 @@ class _SessionControl:
             )
 
     async def _connect(self) -> FrameConnection:
+        if self._remote_connect is not None:
+            connection = await self._remote_connect()
+            self._arrived.set()
+            return connection
         path = self._session.socket_path
         connection = await connect_unix(path)
         if path != self._session.socket_path:  # switched while dialling: dial again
@@ -305,6 +314,11 @@ class _SessionControl:
                 raise RuntimeError("the TUI is closing")
             if session.id == self._session.id:
                 return
+            if self._remote_connect is not None:
+                raise RuntimeError(
+                    "this TUI is attached to a session on a server: attach to another one with "
+                    "coding-agent attach tcp://HOST:PORT/SESSION"
+                )
             keeper: WorkerSupervisor | None = None
             if self._supervisor is not None:
                 keeper = self._supervisor.for_session(session)

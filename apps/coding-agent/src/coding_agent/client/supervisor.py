@@ -88,6 +88,8 @@ def worker_command(
     python: str = sys.executable,
     permission_mode: str | None = None,
     thinking: str | None = None,
+    storage: str | None = None,
+    linger: float | None = None,
 ) -> list[str]:
     """The worker's command line. Whatever is not on it the worker takes from the launch
     settings stored in the session (:class:`~coding_agent.sessions.LaunchSettings`)."""
@@ -106,6 +108,10 @@ def worker_command(
         argv.append("--exit-on-stdin-eof")
     if permission_mode is not None:
         argv += ["--permission-mode", permission_mode]
+    if storage is not None:
+        argv += ["--storage", storage]
+    if linger is not None:
+        argv += ["--linger", repr(float(linger))]
     return argv
 
 
@@ -128,7 +134,8 @@ class WorkerSupervisor:
     end-of-file): tests use it so no worker outlives them. ``on_event`` hears one short line
     per lifecycle event ("worker started (pid 12)", "worker exited (-9); restarting"…).
     ``restart_backoff`` paces retries of a restart that failed (tests inject one with a fixed
-    ``random``).
+    ``random``). ``storage`` (a PostgreSQL URL) and ``linger`` (seconds) go on every worker's
+    command line (``coding-agent serve`` sets both).
     """
 
     def __init__(
@@ -146,8 +153,12 @@ class WorkerSupervisor:
         permission_mode: str | None = None,
         thinking: str | None = None,
         restart_backoff: Backoff = RESTART_BACKOFF,
+        storage: str | None = None,
+        linger: float | None = None,
     ) -> None:
         self.session = session
+        self._storage = storage
+        self._linger = linger
         self._restart_backoff = restart_backoff
         # ``--permission-mode``, ``--model`` and ``--thinking`` go to the first worker only: a
         # restarted worker keeps what the session stores (changed in a TUI meanwhile, say).
@@ -192,6 +203,8 @@ class WorkerSupervisor:
             ready_timeout=self._ready_timeout,
             on_event=self._on_event,
             restart_backoff=self._restart_backoff,
+            storage=self._storage,
+            linger=self._linger,
         )
 
     def command(self) -> list[str]:
@@ -205,7 +218,20 @@ class WorkerSupervisor:
             facets_dirs=self._facets_dirs,
             faux_script=self._faux_script,
             exit_with_parent=self._exit_with_parent,
+            storage=self._storage,
+            linger=self._linger,
         )
+
+    async def wait(self) -> int | None:
+        """Wait until the worker this supervisor started exits, and forget it; its exit status
+        (``None`` when there is none: nothing started, or already reaped)."""
+        process = self._process
+        if process is None:
+            return None
+        await process.wait()
+        if self._process is not process:
+            return process.returncode
+        return await self._reap()
 
     async def ensure_started(self) -> bool:
         """Make sure a worker serves the session; ``True`` if this call started it.

@@ -1,0 +1,59 @@
+"""The ``serve`` subcommand's flags. Only ``argparse`` here: ``coding-agent --help`` builds
+this parser and must not import the server (anyio, chord, ssl)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["DEFAULT_IDLE", "add_serve_command"]
+
+DEFAULT_IDLE = 300.0
+"""Seconds a worker stays with no client and nothing running before it stops (``--idle``)."""
+
+
+def add_serve_command(commands: Any, seconds: Any) -> None:
+    """Add ``serve`` to the command line's subcommands."""
+    serve = commands.add_parser(
+        "serve",
+        help="host many sessions: a worker per active session, for clients over a Unix socket "
+        "or TCP with TLS and a token",
+        description="Host sessions for clients (coding-agent attach, -p/--json --server). "
+        "See docs/server.md.",
+    )
+    serve.add_argument(
+        "--listen",
+        metavar="tcp://HOST:PORT",
+        help="also listen on TCP (needs --tls-cert, --tls-key and --token-file)",
+    )
+    serve.add_argument("--tls-cert", metavar="FILE", help="the server's certificate chain (PEM)")
+    serve.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
+    serve.add_argument(
+        "--token-file", metavar="FILE", help="the bearer token TCP clients must present (0600)"
+    )
+    serve.add_argument(
+        "--insecure",
+        action="store_true",
+        help="plain TCP without TLS, allowed only on a loopback address",
+    )
+    serve.add_argument(
+        "--socket",
+        metavar="PATH",
+        help="the Unix socket (default: <state>/coding-agent/server/serve.sock)",
+    )
+    serve.add_argument(
+        "--storage",
+        metavar="URL|DIR",
+        help="postgresql://… keeps the sessions' commits in PostgreSQL; a folder is the state "
+        "folder the session folders go in (default: $XDG_STATE_HOME)",
+    )
+    serve.add_argument(
+        "--idle",
+        type=seconds,
+        default=DEFAULT_IDLE,
+        metavar="SECONDS",
+        help=f"stop a session's worker after this long with no client and nothing running "
+        f"(default {DEFAULT_IDLE:g})",
+    )
+    serve.add_argument(
+        "--cwd", metavar="DIR", help="the project folder new sessions work in (default: here)"
+    )

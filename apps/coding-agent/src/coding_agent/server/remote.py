@@ -1,0 +1,192 @@
+"""The client side of ``coding-agent serve``: dial, TLS, token, preface, then the chord wire.
+
+``tcp://HOST:PORT/SESSION`` names a session on a server (``tcp://HOST:PORT`` alone: a new one
+for ``-p``/``--json``). TLS is on for every TCP address: the server's certificate is checked
+against the system's CAs or ``--tls-ca FILE`` (a self-signed server's certificate or its CA),
+and the host name must match it. ``--insecure`` dials plain TCP, and only to a loopback
+address. The token comes from ``--token-file FILE`` or ``$CODING_AGENT_TOKEN``.
+
+:func:`connect_server` returns a :class:`~chord.FrameConnection` that carries the chord wire
+from the first byte after the server's ``OK`` line, and the session the server named.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.streams.buffered import BufferedByteReceiveStream
+from anyio.streams.stapled import StapledByteStream
+
+from chord import FrameConnection, connect_unix
+from coding_agent.server.preface import (
+    MAX_PREFACE,
+    PREFACE_TIMEOUT,
+    PrefaceError,
+    Request,
+    encode_preface,
+    parse_reply,
+)
+from coding_agent.server.serve import is_loopback, parse_listen
+
+__all__ = [
+    "TOKEN_ENV",
+    "ServerAddress",
+    "ServerRefused",
+    "client_tls_context",
+    "connect_server",
+    "parse_server_url",
+    "resolve_token",
+    "session_connector",
+]
+
+TOKEN_ENV = "CODING_AGENT_TOKEN"
+"""The environment variable a client reads its token from (without ``--token-file``)."""
+
+
+class ServerRefused(ConnectionError):
+    """The server refused the connection at its preface (``code``: ``unauthorized``,
+    ``not_found``, ``start_failed``, ``bad_preface``); the message says why."""
+
+    def __init__(self, address: str, error: PrefaceError) -> None:
+        super().__init__(f"{address}: the server refused: {error.message} ({error.code})")
+        self.code = error.code
+
+
+@dataclass(frozen=True)
+class ServerAddress:
+    """Where a server listens: TCP (``host``, ``port``) or a Unix socket (``path``)."""
+
+    host: str = ""
+    port: int = 0
+    path: Path | None = None
+
+    def __str__(self) -> str:
+        if self.path is not None:
+            return f"unix:{self.path}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"tcp://{host}:{self.port}"
+
+
+def parse_server_url(url: str) -> tuple[ServerAddress, str | None]:
+    """``tcp://HOST:PORT[/SESSION]`` or ``unix:PATH`` → the address and the session id (if
+    any). Raises ``ValueError`` naming the form."""
+    if url.startswith("unix:"):
+        return ServerAddress(path=Path(url.removeprefix("unix:"))), None
+    if not url.startswith("tcp://"):
+        raise ValueError(f"{url!r} is not a server address: give tcp://HOST:PORT[/SESSION]")
+    rest = url.removeprefix("tcp://")
+    where, _, session = rest.partition("/")
+    try:
+        host, port = parse_listen(f"tcp://{where}")
+    except Exception:
+        raise ValueError(
+            f"{url!r} is not a server address: give tcp://HOST:PORT[/SESSION]"
+        ) from None
+    return ServerAddress(host=host, port=port), session or None
+
+
+def resolve_token(
+    token_file: str | os.PathLike[str] | None, env: Mapping[str, str] | None = None
+) -> str | None:
+    """The token from ``token_file`` (its first line) or ``$CODING_AGENT_TOKEN``, or ``None``."""
+    if token_file is not None:
+        try:
+            lines = Path(token_file).read_text().splitlines()
+        except OSError as error:
+            raise ValueError(
+                f"--token-file {token_file}: cannot read it: {error.strerror}"
+            ) from None
+        token = lines[0].strip() if lines else ""
+        if not token:
+            raise ValueError(f"--token-file {token_file}: the first line holds no token")
+        return token
+    value = (os.environ if env is None else env).get(TOKEN_ENV, "").strip()
+    return value or None
+
+
+def client_tls_context(ca_file: str | os.PathLike[str] | None = None) -> ssl.SSLContext:
+    """TLS 1.2+ with certificate and host name checks, against ``ca_file`` or the system CAs."""
+    try:
+        context = ssl.create_default_context(
+            cafile=os.fspath(ca_file) if ca_file is not None else None
+        )
+    except (OSError, ssl.SSLError) as error:
+        raise ValueError(f"--tls-ca {ca_file}: cannot load it: {error}") from None
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context
+
+
+async def connect_server(
+    address: ServerAddress,
+    request: Request,
+    *,
+    token: str | None = None,
+    tls: ssl.SSLContext | None = None,
+    insecure: bool = False,
+) -> tuple[FrameConnection, dict[str, Any]]:
+    """Dial ``address``, say the preface, and return the wire connection and the session info
+    (``{"session", "cwd", "model"}``). Raises :class:`ServerRefused` when the server says
+    ``ERR``, ``OSError`` when it cannot be reached, ``ssl.SSLError`` for a failed TLS check."""
+    stream: anyio.abc.ByteStream
+    if address.path is not None:
+        stream = (await connect_unix(address.path)).stream
+    elif insecure:
+        if not is_loopback(address.host):
+            raise ValueError(
+                f"{address}: --insecure (plain TCP) is only allowed to a loopback address; "
+                "use TLS (the server's --tls-cert, and --tls-ca FILE here for its certificate)"
+            )
+        stream = await anyio.connect_tcp(address.host, address.port)
+    else:
+        context = tls if tls is not None else client_tls_context()
+        stream = await anyio.connect_tcp(
+            address.host, address.port, ssl_context=context, tls_standard_compatible=False
+        )
+    try:
+        await stream.send(encode_preface(token, request))
+        buffered = BufferedByteReceiveStream(stream)
+        line = b""
+        with anyio.move_on_after(PREFACE_TIMEOUT * 6):  # the server may be starting a worker
+            try:
+                line = await buffered.receive_until(b"\n", MAX_PREFACE)
+            except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError):
+                raise ConnectionResetError(
+                    f"{address}: the server closed the connection before it answered"
+                ) from None
+        if not line:
+            raise TimeoutError(f"{address}: the server did not answer the preface")
+        try:
+            info = parse_reply(line)
+        except PrefaceError as error:
+            raise ServerRefused(str(address), error) from None
+    except BaseException:
+        await anyio.aclose_forcefully(stream)
+        raise
+    wire = StapledByteStream(stream, buffered)
+    return FrameConnection(wire, name=str(address)), info
+
+
+def session_connector(
+    address: ServerAddress,
+    session_id: str,
+    *,
+    token: str | None,
+    tls: ssl.SSLContext | None,
+    insecure: bool,
+) -> Callable[[], Awaitable[FrameConnection]]:
+    """A connect function for a reconnecting wire source: the session on the server, again."""
+
+    async def connect() -> FrameConnection:
+        conn, _info = await connect_server(
+            address, Request(session=session_id), token=token, tls=tls, insecure=insecure
+        )
+        return conn
+
+    return connect

@@ -1,0 +1,210 @@
+"""``coding-agent serve --listen tcp://…``: TLS (a CA and certificate made by ``trustme`` here)
+and a bearer token. A wrong token, no token and plain TCP to the TLS port are each refused
+before any session or worker is reached, and the server goes on serving good clients."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import trustme
+
+from coding_agent.server.preface import MAGIC, Request
+from coding_agent.server.remote import (
+    ServerRefused,
+    client_tls_context,
+    connect_server,
+    parse_server_url,
+)
+from coding_agent.sessions import list_sessions
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "s3cret-token-of-the-test-0123456789"
+
+
+@pytest.fixture
+def tls_files(tmp_path: Path) -> dict[str, Path]:
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    files = {
+        "ca": tmp_path / "ca.pem",
+        "cert": tmp_path / "server.pem",
+        "key": tmp_path / "server.key",
+        "token": tmp_path / "token",
+    }
+    ca.cert_pem.write_to_path(str(files["ca"]))
+    cert.cert_chain_pems[0].write_to_path(str(files["cert"]))
+    for pem in cert.cert_chain_pems[1:]:
+        pem.write_to_path(str(files["cert"]), append=True)
+    cert.private_key_pem.write_to_path(str(files["key"]))
+    files["token"].write_text(TOKEN + "\n")
+    os.chmod(files["token"], 0o600)
+    return files
+
+
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "coding_agent.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _serve_args(files: dict[str, Path], project: Path, faux: Path) -> list[str]:
+    return [
+        "--faux-script", str(faux), "serve", "--cwd", str(project),
+        "--listen", "tcp://127.0.0.1:0", "--tls-cert", str(files["cert"]),
+        "--tls-key", str(files["key"]), "--token-file", str(files["token"]),
+    ]  # fmt: skip
+
+
+def _no_worker(server: Any) -> bool:
+    return not any("worker started" in line for line in server.events)
+
+
+async def test_bad_clients_are_refused_before_any_service_and_a_good_one_works_after(
+    servers: Any,
+    agent_env: dict[str, str],
+    project: Path,
+    faux_script: Path,
+    tls_files: dict[str, Path],
+) -> None:
+    server = await servers(agent_env, _serve_args(tls_files, project, faux_script), lines=2)
+    address, _ = parse_server_url(server.tcp)
+    tls = client_tls_context(tls_files["ca"])
+
+    # A wrong token, with a request that is not even JSON: the token is checked first.
+    stream = await anyio.connect_tcp(
+        address.host, address.port, ssl_context=tls, tls_standard_compatible=False
+    )
+    await stream.send(MAGIC + b" wrong-token-0000000000000 {not json\n")
+    answer = b""
+    with anyio.fail_after(30):
+        try:
+            while True:
+                answer += await stream.receive()
+        except (anyio.EndOfStream, anyio.BrokenResourceError):
+            pass
+    await stream.aclose()
+    assert answer.startswith(b"ERR unauthorized "), answer
+    await server.wait_event(lambda e: "unauthorized" in e, "the refusal of a wrong token")
+
+    for token in ("another-wrong-token-000000000", None):
+        with pytest.raises(ServerRefused) as refused:
+            await connect_server(address, Request(new=True), token=token, tls=tls)
+        assert refused.value.code == "unauthorized"
+        assert "--token-file" in str(refused.value)
+
+    # Plain TCP to the TLS port, with the right token: the TLS handshake fails first.
+    plain = await anyio.connect_tcp(address.host, address.port)
+    await plain.send(MAGIC + f" {TOKEN} ".encode() + b'{"new": {}}\n')
+    received = b""
+    with anyio.fail_after(30):
+        try:
+            while True:
+                received += await plain.receive()
+        except (anyio.EndOfStream, anyio.BrokenResourceError):
+            pass
+    await plain.aclose()
+    assert b"OK" not in received
+    await server.wait_event(lambda e: "TLS handshake failed" in e, "the plain TCP refusal")
+
+    assert list_sessions(env=agent_env) == [], "no refused client made a session"
+    assert _no_worker(server), "no refused client started a worker"
+    assert server.process.returncode is None
+
+    # The server is unaffected: -p with the token and the CA runs end to end.
+    env = {**agent_env, "CODING_AGENT_TOKEN": TOKEN}
+    done = await anyio.to_thread.run_sync(
+        lambda: _cli(env, "--json", "hello", "--server", server.tcp, "--tls-ca",
+                     str(tls_files["ca"])),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    last = json.loads(done.stdout.splitlines()[-1])
+    assert last["ok"] is True and last["text"] == "Hello from the server."
+    session_id = json.loads(done.stdout.splitlines()[0])["session"]
+    # And the same session again, by URL, with the token from a file.
+    again = await anyio.to_thread.run_sync(
+        lambda: _cli(agent_env, "-p", "again", "--server", f"{server.tcp}/{session_id}",
+                     "--tls-ca", str(tls_files["ca"]), "--token-file", str(tls_files["token"])),
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == "Second answer.\n"
+
+
+async def test_a_client_refuses_a_certificate_it_cannot_check_and_says_how_to_fix_it(
+    servers: Any,
+    agent_env: dict[str, str],
+    project: Path,
+    faux_script: Path,
+    tls_files: dict[str, Path],
+) -> None:
+    server = await servers(agent_env, _serve_args(tls_files, project, faux_script), lines=2)
+    env = {**agent_env, "CODING_AGENT_TOKEN": TOKEN}
+    done = await anyio.to_thread.run_sync(lambda: _cli(env, "-p", "hi", "--server", server.tcp))
+    assert done.returncode == 1
+    assert "not trusted" in done.stderr and "--tls-ca FILE" in done.stderr
+    wrong = await anyio.to_thread.run_sync(
+        lambda: _cli(agent_env, "-p", "hi", "--server", server.tcp, "--tls-ca",
+                     str(tls_files["ca"])),
+    )  # fmt: skip
+    assert wrong.returncode == 2, "no token: refused"
+    assert "wrong or missing token" in wrong.stderr
+    assert list_sessions(env=agent_env) == []
+
+
+def test_tcp_without_tls_or_token_is_refused_at_start_naming_the_fix(
+    agent_env: dict[str, str], project: Path, tls_files: dict[str, Path]
+) -> None:
+    token = ["--token-file", str(tls_files["token"])]
+    no_tls = _cli(agent_env, "serve", "--cwd", str(project), "--listen", "tcp://0.0.0.0:0", *token)
+    assert no_tls.returncode == 2
+    assert "needs TLS: give --tls-cert FILE and --tls-key FILE" in no_tls.stderr
+    open_insecure = _cli(agent_env, "serve", "--listen", "tcp://0.0.0.0:0", "--insecure", *token)
+    assert open_insecure.returncode == 2
+    assert "only allowed on a loopback address" in open_insecure.stderr
+    no_token = _cli(
+        agent_env, "serve", "--listen", "tcp://127.0.0.1:0", "--tls-cert",
+        str(tls_files["cert"]), "--tls-key", str(tls_files["key"]),
+    )  # fmt: skip
+    assert no_token.returncode == 2 and "needs --token-file FILE" in no_token.stderr
+    os.chmod(tls_files["token"], 0o644)
+    readable = _cli(
+        agent_env, "serve", "--listen", "tcp://127.0.0.1:0", "--tls-cert",
+        str(tls_files["cert"]), "--tls-key", str(tls_files["key"]), *token,
+    )  # fmt: skip
+    assert readable.returncode == 2 and f"chmod 600 {tls_files['token']}" in readable.stderr
+
+
+async def test_insecure_plain_tcp_on_loopback_still_needs_the_token(
+    servers: Any,
+    agent_env: dict[str, str],
+    project: Path,
+    faux_script: Path,
+    tls_files: dict[str, Path],
+) -> None:
+    server = await servers(
+        agent_env,
+        ["--faux-script", str(faux_script), "serve", "--cwd", str(project), "--listen",
+         "tcp://127.0.0.1:0", "--insecure", "--token-file", str(tls_files["token"])],
+        lines=2,
+    )  # fmt: skip
+    address, _ = parse_server_url(server.tcp)
+    with pytest.raises(ServerRefused):
+        await connect_server(address, Request(new=True), insecure=True)
+    env = {**agent_env, "CODING_AGENT_TOKEN": TOKEN}
+    done = await anyio.to_thread.run_sync(
+        lambda: _cli(env, "-p", "hi", "--server", server.tcp, "--insecure")
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello from the server.\n"

@@ -1,0 +1,91 @@
+"""``coding-agent serve`` over its Unix socket: workers started on demand, reaped when idle,
+``-p`` end to end through the server, and the socket's folder and file modes."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from coding_agent.server.preface import Request
+from coding_agent.server.remote import ServerRefused, connect_server, parse_server_url
+from coding_agent.sessions import list_sessions, open_session
+
+pytestmark = pytest.mark.anyio
+
+
+def _cli(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "coding_agent.cli", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+async def test_p_runs_on_the_server_and_the_worker_is_started_on_demand_and_reaped_when_idle(
+    servers: Any, agent_env: dict[str, str], project: Path, faux_script: Path, tmp_path: Path
+) -> None:
+    server = await servers(
+        agent_env, ["--faux-script", str(faux_script), "serve", "--cwd", str(project),
+                    "--idle", "0.5"],
+    )  # fmt: skip
+    assert list_sessions(env=agent_env) == [], "nothing is started before a client asks"
+    elsewhere = tmp_path / "client-folder"
+    elsewhere.mkdir()
+    done = await anyio.to_thread.run_sync(
+        lambda: _cli(agent_env, "--json", "hello", "--server", server.unix, cwd=elsewhere)
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines[0]["type"] == "session" and lines[0]["cwd"] == str(project)
+    assert lines[-1] == {"type": "result", "ok": True, "status": "done",
+                         "text": "Hello from the server."}  # fmt: skip
+    session_id = lines[0]["session"]
+    session = open_session(session_id, env=agent_env)
+    assert session.cwd == project, "the session works in the server's project folder"
+    started = await server.wait_event(lambda e: "worker started" in e, "a worker start")
+    assert session_id in started
+    # Nobody is connected and nothing runs: the worker lingers 0.5 s, stops, the server reaps it.
+    await server.wait_event(lambda e: session_id in e and "reaped" in e, "the idle worker's reap")
+    assert not session.worker_running()
+    # The next client of the session gets a new worker, which resumes from storage.
+    mark = len(server.events)
+    address, _ = parse_server_url(server.unix)
+    conn, info = await connect_server(address, Request(session=session_id))
+    try:
+        assert info["session"] == session_id
+        await server.wait_event(lambda e: "worker started" in e, "a second start", start=mark)
+        assert session.worker_running()
+    finally:
+        await conn.aclose()
+    again = await anyio.to_thread.run_sync(
+        lambda: _cli(agent_env, "-p", "more", "--server", server.unix, cwd=elsewhere)
+    )
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == "Hello from the server.\n"  # a new session, so the script restarts
+
+
+async def test_the_unix_socket_is_private_and_unknown_sessions_are_refused(
+    servers: Any, agent_env: dict[str, str], project: Path
+) -> None:
+    server = await servers(agent_env, ["serve", "--cwd", str(project)])
+    path = Path(server.unix.removeprefix("unix:"))
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+    address, _ = parse_server_url(server.unix)
+    with pytest.raises(ServerRefused) as refused:
+        await connect_server(address, Request(session="no-such-session"))
+    assert refused.value.code == "not_found"
+    assert list_sessions(env=agent_env) == []
+    assert server.process.returncode is None
