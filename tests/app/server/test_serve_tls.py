@@ -208,3 +208,61 @@ async def test_insecure_plain_tcp_on_loopback_still_needs_the_token(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Hello from the server.\n"
+
+
+async def test_the_tui_attaches_to_a_session_on_the_server_over_tls(
+    servers: Any,
+    agent_env: dict[str, str],
+    project: Path,
+    faux_script: Path,
+    tls_files: dict[str, Path],
+) -> None:
+    from coding_agent.client import run_client
+    from coding_agent.server.client_cli import remote_session
+    from coding_agent.server.remote import session_connector
+
+    server = await servers(agent_env, _serve_args(tls_files, project, faux_script), lines=2)
+    address, _ = parse_server_url(server.tcp)
+    tls = client_tls_context(tls_files["ca"])
+    first, info = await connect_server(address, Request(new=True), token=TOKEN, tls=tls)
+    again = session_connector(address, info["session"], token=TOKEN, tls=tls, insecure=False)
+    pending = [first]
+
+    async def connect() -> Any:
+        return pending.pop() if pending else await again()
+
+    def answers(app: Any) -> list[str]:
+        view = app.view
+        found: list[str] = []
+        for entry in view["entries"] if isinstance(view, dict) else []:
+            for message in entry.get("model") or []:
+                for block in message.get("content") or []:
+                    if isinstance(block, dict) and block.get("type") == "text":
+                        found.append(block["text"])
+        return found
+
+    async def until(pilot: Any, predicate: Any, what: str) -> None:
+        try:
+            with anyio.fail_after(60):
+                while not predicate():
+                    await pilot.pause(0.02)
+        except TimeoutError:
+            raise AssertionError(f"timed out waiting for: {what}") from None
+
+    async def pilot_test(pilot: Any) -> None:
+        await until(pilot, lambda: isinstance(pilot.app.view, dict), "the session's view")
+        await pilot.press(*"hello", "enter")
+        await until(pilot, lambda: "Hello from the server." in answers(pilot.app), "the answer")
+        pilot.app.exit()
+
+    with anyio.fail_after(240):
+        run = await run_client(
+            remote_session(info, address),
+            supervisor=None,
+            connect=connect,
+            headless=True,
+            size=(110, 45),
+            auto_pilot=pilot_test,
+        )
+    assert run.session is not None and run.session.id == info["session"]
+    assert not pending, "the TUI used the first connection"
