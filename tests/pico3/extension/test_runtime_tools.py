@@ -112,3 +112,54 @@ async def test_a_tool_creates_reads_and_waits_for_an_ordinary_task() -> None:
     assert "ordinary tasks only" in report["forbidden"][0]
     assert "outside task" in report["forbidden"][1]
     assert "unknown ['priority']" in report["bad option"]
+
+
+async def test_a_memo_option_creates_the_task_once_in_the_commit_that_memoizes_it() -> None:
+    made: list[int] = []
+    report: dict[str, Any] = {}
+
+    async def child_initial(task: TaskInfo, rt: Any, ctx: Context) -> Done:
+        made.append(task.id)
+        return finish(None)
+
+    child_kind = define_task("repo.once", initial=child_initial, phases={}, abort=_abort)
+
+    async def tool_initial(task: TaskInfo, rt: Any, ctx: Context) -> Done:
+        api = ToolApi(
+            task_id=rt.task_id,
+            conversation_id=rt.conversation_id,
+            call_id="call_1",
+            slot=runtime_slot(rt),
+            runtime=RuntimeTools(rt),
+        )
+        seqs = [h.kernel.storage.seq]
+        # `after` this tool: the child only starts once the tool ended, so nothing else commits
+        options = {"memo": "job", "after": [rt.task_id]}
+        first = await api.task(child_kind, {"n": 1}, options, ctx)
+        seqs.append(h.kernel.storage.seq)
+        again = await api.task(child_kind, {"n": 2}, options, ctx)  # a re-run's call
+        seqs.append(h.kernel.storage.seq)
+        report.update(first=first, again=again, memo=await api.memo("job", ctx), seqs=seqs)
+        return finish(None)
+
+    tool_like = define_task(
+        "pi.test_tool", initial=tool_initial, phases={}, abort=_abort, core=True
+    )
+    async with await Harness.open(MemoryStorage(), None, BACKGROUND) as h:
+        h.register_task_kind(child_kind)
+        h.register_task_kind(tool_like)
+        root = await h.root(BACKGROUND)
+        await h.resume(BACKGROUND)
+        tool_task = await h.kernel.commit(
+            lambda tx, _ctx: tx.create_task(tool_like, {}),
+            BACKGROUND,
+            conversation_id=root.id,
+            authority=Authority.CORE,
+        )
+        await h.wait_for_task(tool_task, BACKGROUND)
+        await h.wait_for_task(report["first"], BACKGROUND)
+    assert report["first"] == report["again"] == report["memo"] == made[0]
+    assert len(made) == 1  # the second call found the memo and created nothing
+    first, created, found = report["seqs"]
+    assert created == first + 1  # one commit made the task and its memo
+    assert found == created  # a call that finds the memo writes nothing

@@ -6,7 +6,8 @@ may have changed). Phases:
 
 * initial: create the owned conversation (docs/design/harness.md#owned-conversations) **atomically with the checkpoint**
   ``{"phase": "running", "child": id}`` — its model and ``selectedTools`` seeded, its system
-  prompt a section seed — so a crash never makes a second child;
+  prompt a section seed — so a crash never makes a second child; the slot's first step
+  (``starting``) rides in the same commit;
 * ``running``: re-attach the child, send the prompt with the request id ``<task>:prompt`` (a
   resend after recovery is the same input, and the child's own turn resumes by itself), wait for
   the input's answer, and complete with ``{"report": <the child's final text>, "conversation"}``.
@@ -88,6 +89,10 @@ class StepBoard:
             await event.wait()
 
 
+STARTING = "starting"
+"""The step a subagent shows until its first tool call (written with its conversation)."""
+
+
 def final_text(entry: Any) -> str:
     """The text blocks of an answer entry's assistant message."""
     parts: list[str] = []
@@ -108,7 +113,7 @@ def _describe(task: TaskInfo) -> SubagentStatus:
     status: SubagentStatus = {
         "label": str(inp.get("description", "subagent")),
         "agent": str(inp.get("agent", "")),
-        "progress": str(slot.get("step") or ("starting" if task.checkpoint is None else "running")),
+        "progress": str(slot.get("step") or (STARTING if task.checkpoint is None else "running")),
     }
     child = (task.checkpoint or {}).get("child")
     if type(child) is int:
@@ -133,12 +138,13 @@ def subagent_kind(board: StepBoard) -> TaskKind:
         }
 
         async def create(tx: Transaction, current: Any, _ctx: Context) -> dict[str, Any]:
-            return {"phase": "running", "child": await create_owned(tx, current, spec)}
+            child = await create_owned(tx, current, spec)
+            tx.slot(current)["step"] = STARTING  # in this commit: no commit of its own
+            return {"phase": "running", "child": child}
 
         return Next(create)
 
-    async def write_step(rt: Runtime, child: int, ctx: Context) -> None:
-        shown = ""
+    async def write_step(rt: Runtime, child: int, shown: str, ctx: Context) -> None:
         while board.follows(child):
             step = board.step(child)
             if step and step != shown:
@@ -154,12 +160,13 @@ def subagent_kind(board: StepBoard) -> TaskKind:
         assert task.checkpoint is not None
         cid: int = task.checkpoint["child"]
         child = await OwnedConversation.attach(rt, cid, ctx)
-        board.start(cid, "resumed" if task.slot and task.slot.get("step") else "starting")
+        shown = str((task.slot or {}).get("step") or "")
+        board.start(cid, "resumed" if shown and shown != STARTING else STARTING)
         try:
             sent = await child.send(task.input["prompt"], ctx, request_id=f"{task.id}:prompt")
             records: list[Any] = []
             async with anyio.create_task_group() as group:
-                group.start_soon(write_step, rt, cid, ctx)
+                group.start_soon(write_step, rt, cid, shown, ctx)
                 records.append(await sent.wait(ctx))
                 group.cancel_scope.cancel()
             record = records[0]

@@ -4,7 +4,8 @@
 (:mod:`.definitions`; default ``general-purpose``), the model (the definition's, else the
 calling conversation's) and the tools (the definition's list, else the caller's selected tools
 without ``agent``), creates one ``subagents.run`` task (:mod:`.kind`) and waits for it. The task
-id is memoized on the tool's slot before waiting, and the tool is ``replay="safe"``: after a
+id is memoized on the tool's slot in the commit that creates it, and the tool is
+``replay="safe"``: after a
 crash the call runs again, finds the memo and waits for the same task, whose own recovery goes
 on with the same owned conversation. Several calls in one assistant message run in parallel
 (one ``pi.tool`` each). The caller sees only the final report (details: the conversation id).
@@ -125,9 +126,9 @@ class Subagents:
                 "model": _model(definition.model, config.get("model")),
                 "tools": tools,
             }
-            ref = await api.task(self.kind, task_input, {}, ctx)
-            created = ref if type(ref) is int else ref.id
-            task_id = await api.memo("task", created, ctx)  # first writer wins
+            # created and memoized in one commit: a crash never leaves a task without its memo
+            ref = await api.task(self.kind, task_input, {"memo": "task"}, ctx)
+            task_id = ref if type(ref) is int else ref.id
         task = await api.wait_for_task(task_id, ctx)
         outcome = task.outcome if isinstance(task.outcome, dict) else {}
         if outcome.get("status") == "completed":

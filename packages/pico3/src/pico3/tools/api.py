@@ -173,8 +173,13 @@ class ToolApi:
     async def task(
         self, kind: Any, input: Any, options: Mapping[str, Any] | None, ctx: Context
     ) -> Any:
-        """Create an ordinary task (``options``: ``background``, ``after``) in this tool's
-        conversation; returns its reference."""
+        """Create an ordinary task (``options``: ``background``, ``after``, ``memo``) in this
+        tool's conversation; returns its reference.
+
+        With ``memo: name`` the task is made at most once per call: the commit that creates it
+        also stores its id as the memo ``name`` (see :meth:`memo`), and a call that finds the
+        memo (the tool running again after a crash) returns the stored id and creates nothing.
+        One commit either way, so no crash can leave a task without its memo."""
         return await self._rt("task").create_task(kind, input, dict(options or {}), ctx)
 
     async def conversation(self, spec: Any, ctx: Context) -> Any:

@@ -10,7 +10,7 @@ from chord.context import Context
 from chord.json import copy_json
 from pico3.kernel.errors import Forbidden
 from pico3.kernel.tx import Transaction
-from pico3.tools.memo import SlotCommit
+from pico3.tools.memo import MISSING, SlotCommit, memo_key, slot_memo
 
 __all__ = ["RuntimeTools", "runtime_slot"]
 
@@ -49,15 +49,30 @@ class RuntimeTools:
         name = getattr(kind, "name", None)
         if not isinstance(name, str) or name in _CORE_KIND_NAMES or getattr(kind, "turn", False):
             raise Forbidden(f"tools may create ordinary tasks only, not {kind!r}")
-        unknown = set(options) - {"after", "background"}
+        unknown = set(options) - {"after", "background", "memo"}
         if unknown:
-            raise ValueError(f"task options: unknown {sorted(unknown)} (after, background)")
+            raise ValueError(f"task options: unknown {sorted(unknown)} (after, background, memo)")
         after = list(options.get("after", ()))
         background = bool(options.get("background", False))
-        return await self._rt.commit(
-            lambda tx, _cur, _ctx: tx.create_task(kind, input, after=after, background=background),
-            ctx,
-        )
+        memo = options.get("memo")
+        if memo is None:
+            return await self._rt.commit(
+                lambda tx, _cur, _ctx: tx.create_task(
+                    kind, input, after=after, background=background
+                ),
+                ctx,
+            )
+        key = memo_key("tool", memo)
+
+        def once(tx: Transaction, current: Any, _ctx: Context) -> Any:
+            slot = tx.slot(current)
+            stored = slot_memo(slot, key)
+            if stored is not MISSING:
+                return stored
+            task_id = tx.create_task(kind, input, after=after, background=background)
+            return slot_memo(slot, key, task_id)
+
+        return await self._rt.commit(once, ctx)
 
     async def _task_in_reach(self, tx: Any, task_id: int) -> Any:
         task = await tx.task(task_id)
