@@ -306,6 +306,19 @@ def test_apply_rejects_malformed_ops_before_anything_changes(
     assert state.sequence == 0 and len(seen) == 1
 
 
+def test_a_trusted_apply_publishes_the_ops_and_still_refuses_a_path_that_does_not_resolve() -> None:
+    initial = {"a": 0, "xs": []}
+    state = replicated_state(initial)
+    seen = sources(state)
+    batch = [("s", ("a",), 1), ("p", ("xs",), 0, 0, [{"b": 2}])]
+    state.apply(BACKGROUND, batch, trusted=True)
+    assert state.value == {"a": 1, "xs": [{"b": 2}]} and seen == [(tuple(batch), 1)]
+    before = state.value
+    with pytest.raises(PathError):
+        state.apply(BACKGROUND, [("s", ("a",), 2), ("s", ("missing", "deep"), 1)], trusted=True)
+    assert state.value is before and state.sequence == 1
+
+
 def test_apply_error_names_the_payload_path() -> None:
     state = replicated_state({"xs": []})
     with pytest.raises(JsonError, match=r"\$\.xs\[1\]"):

@@ -122,15 +122,18 @@ class MutableReplicatedState(Publisher):
             return
         self._commit(value, (("r", value),), ctx)
 
-    def apply(self, ctx: Context, ops: Iterable[Any]) -> None:
+    def apply(self, ctx: Context, ops: Iterable[Any], *, trusted: bool = False) -> None:
         """Publish exactly ``ops`` as one revision (docs/design/decisions.md#d3); no diffing, no normalising.
 
         Every op is validated (shape, paths, JSON payloads) and applied to a copy-on-write
         revision before anything is published; a bad op raises and changes nothing.
+        ``trusted=True`` skips the shape and JSON-payload check, for ops a caller built from
+        values it has already validated (pico3's view bridge: the kernel's own ops); applying
+        still refuses a path that does not resolve.
         """
         if self._busy:
             raise RuntimeError("replicated state cannot be applied to from a change callback")
-        batch = check_batch(ops)
+        batch = tuple(ops) if trusted else check_batch(ops)
         if not batch:
             return
         value = apply_immutable(self._value, list(batch))

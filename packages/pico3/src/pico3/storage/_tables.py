@@ -64,7 +64,8 @@ PRECHECKED: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
 )
 """Set around one ``commit`` call (this task only): the :class:`Entry` objects (by ``id()``)
 whose payloads (``model``, ``data``, ``edits``) the caller has already validated as strict JSON
-and owns exclusively, i.e. the kernel's own appends. Storage skips only their strict-JSON walk;
+and owns exclusively, i.e. the kernel's own appends, and the :class:`DocWrite` objects whose ops
+its document proxies recorded from validated values. Storage skips only their strict-JSON walk;
 record types, the typed round trip and staging still run. Use :func:`prechecked` or, on a hot
 path, ``token = PRECHECKED.set(ids)`` ... ``PRECHECKED.reset(token)``."""
 
@@ -166,10 +167,11 @@ def _check_write(write: object, index: int, prechecked: frozenset[int]) -> None:
             _check_json(entry, index, "entry", ("model", "data", "edits"))
     elif kind is DocWrite:
         _expect(write.ref, DocRef, index, "ref")  # type: ignore[union-attr]
-        try:  # ops may be chord.delta's in-memory tuples: copy_json accepts those
-            copy_json(write.ops, ("writes", index, "ops"))  # type: ignore[union-attr]
-        except JsonError as exc:
-            raise InvalidBatch(f"invalid write batch: {exc}") from None
+        if id(write) not in prechecked:
+            try:  # ops may be chord.delta's in-memory tuples: copy_json accepts those
+                copy_json(write.ops, ("writes", index, "ops"))  # type: ignore[union-attr]
+            except JsonError as exc:
+                raise InvalidBatch(f"invalid write batch: {exc}") from None
     elif kind is TaskPatchWrite:
         _expect(write.patch, TaskPatch, index, "patch")  # type: ignore[union-attr]
         _check_json(write.patch, index, "patch", ("checkpoint", "outcome"))  # type: ignore[union-attr]

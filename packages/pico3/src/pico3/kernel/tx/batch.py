@@ -35,8 +35,9 @@ class Batch:
         self.tasks: dict[int, Task] = {}  # every task created or patched, as it ends up
         self.task_conversations: set[int] = set()
         self.inputs: dict[int, Input] = {}
-        # entries built from payloads this batch validated and copied itself (by id()): storage
-        # need not walk them again; their events share the payload until a view copies them
+        # entries built from payloads this batch validated and copied itself, and doc writes
+        # of ops its document proxies recorded (by id()): storage need not walk them again;
+        # the entries' events share the payload until a view copies them
         self.prechecked: list[int] = []
         self.heads = False  # some appended entry carries a head (checked at commit end)
         self.shared_events: set[int] = set()
@@ -58,7 +59,10 @@ class Batch:
                     touched.add(op[1][0])
                 self.changed_keys[ref] = touched
                 self.doc_ops[ref] = ops
-                writes.append(DocWrite(ref=ref, ops=[list(op) for op in ops]))
+                write = DocWrite(ref=ref, ops=[list(op) for op in ops])
+                # the document proxy validated and copied every value it recorded
+                self.prechecked.append(id(write))
+                writes.append(write)
         for cid, keys in self.config_changed.items():
             self.events.setdefault(cid, []).append({"type": "config.changed", "keys": keys})
         return writes
