@@ -14,17 +14,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import psycopg
 import pytest
 
 from chord.context import BACKGROUND
 from pico3.storage import (
+    UNSET,
     Conversation,
     ConversationWrite,
     CorruptStorage,
     DocRef,
     DocWrite,
+    Entry,
     EntryScan,
+    EntryWrite,
     PostgresStorage,
     SchemaTooNew,
     StorageClosed,
@@ -34,6 +38,7 @@ from pico3.storage import (
     TaskPatch,
     TaskPatchWrite,
     TaskWrite,
+    postgres,
 )
 from pico3.storage.postgres import SCHEMA_VERSION
 
@@ -152,6 +157,40 @@ async def test_a_damaged_or_missing_commit_row_fails_open_naming_it(
         await PostgresStorage(conninfo, session, fsync=False).open(ctx)
     # a refused open releases the lease it took: the next opener is not told "in use"
     with pytest.raises(CorruptStorage):
+        await PostgresStorage(conninfo, session, fsync=False).open(ctx)
+
+
+async def test_open_replays_across_many_chunks_and_names_the_seq_that_does_not_replay(
+    conninfo: str, session: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres, "_CHUNK", 3)  # 12 commits: four pipelined chunk reads
+    storage = PostgresStorage(conninfo, session, fsync=False)
+    await storage.open(ctx)
+    cid = storage.mint_id()
+    await storage.commit([ConversationWrite(Conversation(id=cid))], ctx)
+    for n in range(11):
+        entry = Entry(id=storage.mint_id(), conversation_id=cid, kind="k", data={"n": n})
+        await storage.commit([EntryWrite(entry)], ctx)
+    await storage.close(ctx)
+    storage = PostgresStorage(conninfo, session, fsync=False)
+    await storage.open(ctx)
+    entries = await storage.scan_entries(EntryScan(conversation_id=cid, limit=100), ctx)
+    assert storage.seq == 12
+    assert sorted(e.data["n"] for e in entries if e.data is not UNSET) == list(range(11))
+    await storage.close(ctx)
+    # seq 8 becomes valid JSON that no longer commits: an entry of an unknown conversation
+    stray = msgspec.json.encode([EntryWrite(Entry(id=500, conversation_id=999, kind="k"))])
+    query(
+        conninfo,
+        "UPDATE pico3_commits SET writes = %s WHERE session = %s AND seq = 8",
+        stray,
+        session,
+    )
+    failed = rf"pico3_commits\[session='{session}', seq 8\]: batch does not replay.*999"
+    with pytest.raises(CorruptStorage, match=failed):
+        await PostgresStorage(conninfo, session, fsync=False).open(ctx)
+    # the refused open released its lease and left its connection usable
+    with pytest.raises(CorruptStorage, match=failed):
         await PostgresStorage(conninfo, session, fsync=False).open(ctx)
 
 
