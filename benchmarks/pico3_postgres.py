@@ -105,7 +105,11 @@ class Cost(NamedTuple):
     server_us: float
 
     def cpu(self) -> str:
-        return f"CPU/commit client {self.client_us:.0f} us + server {self.server_us:.0f} us"
+        busy = self.rate * (self.client_us + self.server_us) / 1e6  # CPU seconds per second
+        return (
+            f"CPU/commit client {self.client_us:.0f} us + server {self.server_us:.0f} us, "
+            f"{busy:.2f} cores busy"
+        )
 
 
 def entry(storage: PostgresStorage | JsonlStorage, n: int) -> EntryWrite:
