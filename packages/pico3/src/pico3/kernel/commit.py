@@ -330,11 +330,20 @@ class Kernel:
                     continue
             self.task_index[task.id] = task
 
-    def live_tasks(self) -> list[Task]:
-        """Every live (pending or running) task, in id order."""
-        return sorted(
-            (t for t in self.task_index.values() if t.status != "terminal"), key=lambda t: t.id
-        )
+    def live_tasks(self, conversation_id: int | None = None) -> list[Task]:
+        """Every live (pending or running) task, in id order; with ``conversation_id``, only
+        that conversation's (filtered before sorting: a view refresh per commit needs just its
+        own, however many subagents run beside it)."""
+        if conversation_id is None:
+            live = [t for t in self.task_index.values() if t.status != "terminal"]
+        else:
+            live = [
+                t
+                for t in self.task_index.values()
+                if t.conversation_id == conversation_id and t.status != "terminal"
+            ]
+        live.sort(key=_task_id)
+        return live
 
     def _persist_now(self, writes: list[Any], batch: Batch) -> bool:
         """Commit through the backend's synchronous form when it has one and needs no await
@@ -534,6 +543,10 @@ class _StorageCall:
         if exc is None or isinstance(exc, InvalidBatch):
             return False
         raise self._kernel._storage_failed(exc) from exc  # pyright: ignore[reportPrivateUsage]
+
+
+def _task_id(task: Task) -> int:
+    return task.id
 
 
 def _create_root(tx: Transaction, ctx: Context) -> Awaitable[int]:

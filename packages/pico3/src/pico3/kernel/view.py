@@ -366,8 +366,8 @@ class ViewRegistry:
         slots = sticky.get("tasks")
         out: dict[str, Any] = {}
         cache, view.statuses = view.statuses, {}
-        for task in self._kernel.live_tasks():
-            if task.conversation_id != conversation_id or task.kind in VIEW_HIDDEN_KINDS:
+        for task in self._kernel.live_tasks(conversation_id):
+            if task.kind in VIEW_HIDDEN_KINDS:
                 continue
             slot = slots.get(str(task.id)) if type(slots) is dict else None
             if type(slot) is dict:
