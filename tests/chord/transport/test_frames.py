@@ -98,6 +98,61 @@ def test_bad_frames_raise_a_named_error(line: bytes, code: str, needle: str) -> 
     assert needle in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("line", "code", "needle"),
+    [
+        # Compact lines, written the way an encoder writes them: each decodes on msgspec's fast
+        # path, and each is caught there and decoded again carefully, with the same error.
+        (b'{"type":"cancel","id":1,"id":2}', "invalid_json", "duplicate key 'id'"),
+        (b'{"type":"request","id":1,"call":{"x":1,"x":1}}', "invalid_json", "duplicate key 'x'"),
+        (b'{"type":"result","id":1,"ok":true,"ok":true}', "invalid_json", "duplicate key 'ok'"),
+        (b'{"type":"request","id":1,"call":{"x":1' + b"0" * 400 + b"}}", "invalid_frame", "double"),
+        (
+            b'{"type":"result","id":1,"ok":true,"result":[' + b"9" * 309 + b"]}",
+            "invalid_frame",
+            "double",
+        ),
+        (b'{"type":"cancel","id":9007199254740992}', "invalid_frame", "out of range"),
+        (b'{"type":"result","id":1,"ok":false}', "invalid_frame", "either"),
+        (b'{"type":"request","id":1,"call":{"x":NaN}}', "invalid_json", "NaN"),
+        (b'{"type":"part","data":"{}","last":true}', "invalid_frame", "part"),
+    ],
+)
+def test_canonical_bad_frames_raise_the_same_named_errors(
+    line: bytes, code: str, needle: str
+) -> None:
+    with pytest.raises(FrameError) as info:
+        decode_frame(line)
+    assert info.value.code == code
+    assert needle in str(info.value)
+
+
+def test_a_canonical_big_integer_below_the_double_range_is_kept_exactly() -> None:
+    digits = b"9" * 308  # below 1.8e308: a double holds it, so strict JSON takes it
+    frame = decode_frame(b'{"type":"result","id":1,"ok":true,"result":[' + digits + b"]}")
+    assert isinstance(frame, ResultFrame)
+    assert frame.result == [int(digits)]
+
+
+@pytest.mark.parametrize(
+    ("payload", "needle"),
+    [
+        ({"a": [1, float("nan")]}, r"non-finite number nan at \$\.result\.a\[1\]"),
+        ({"a": float("inf")}, r"non-finite number inf at \$\.result\.a"),
+        ({"a": (1, 2)}, r"tuple is not allowed at \$\.result\.a"),
+        ({1: "x"}, r"non-string key 1 at \$\.result"),
+        ({"a": {1, 2}}, r"set is not allowed at \$\.result\.a"),
+        ({"a": b"x"}, r"bytes is not allowed at \$\.result\.a"),
+        ({"a": 2**1100}, r"beyond the range of a double at \$\.result\.a"),
+    ],
+)
+def test_encode_refuses_what_msgspec_would_quietly_turn_into_other_json(
+    payload: object, needle: str
+) -> None:
+    with pytest.raises(FrameError, match=needle):
+        encode_frame(ResultFrame(id=1, ok=True, result=payload))
+
+
 def test_encode_refuses_non_strict_payloads_naming_the_path() -> None:
     with pytest.raises(FrameError, match=r"\$\.call\.args\[0\]"):
         encode_frame(RequestFrame(id=1, call={"args": [float("nan")]}))

@@ -17,6 +17,7 @@ from chord.transport import (
     ResultFrame,
     connect_tcp,
     connect_unix,
+    encode_frame,
     memory_connection_pair,
     open_process_connection,
     serve_tcp,
@@ -144,3 +145,57 @@ async def test_subprocess_stdio_round_trip(tmp_path: Path) -> None:
         assert await conn.receive() == ResultFrame(id=5, ok=True, result={"pong": {"ping": 1}})
         await conn.close("bye")
         assert await process.wait() == 0
+
+
+async def test_send_nowait_writes_whole_frames_and_a_partial_one_holds_other_senders(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "chord.sock"
+    received: list[object] = []
+    done = anyio.Event()
+
+    async def collect(conn: FrameConnection) -> None:
+        await first_sent.wait()  # let the client fill the socket buffer before reading
+        async for frame in conn:
+            received.append(frame)
+            if len(received) == 3:
+                done.set()
+
+    first_sent = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        await tg.start(serve_unix, path, collect)
+        async with await connect_unix(path) as conn:
+            small = encode_frame(CancelFrame(id=1))
+            assert conn.send_nowait(small) == "sent"
+            assert conn.bytes_sent == len(small)
+            big = encode_frame(ResultFrame(id=2, ok=True, result="x" * 4_000_000))
+            assert conn.send_nowait(big) == "partial"  # more than a socket buffer holds
+            assert conn.flush_needed
+            assert conn.send_nowait(small) == "busy"  # nothing may go between the halves
+            behind = anyio.Event()
+
+            async def send_behind() -> None:
+                await conn.send(CancelFrame(id=3))
+                behind.set()
+
+            tg.start_soon(send_behind)
+            first_sent.set()
+            await conn.flush()
+            assert not conn.flush_needed
+            await behind.wait()
+            await done.wait()
+        tg.cancel_scope.cancel()
+    assert [type(frame).__name__ for frame in received] == [
+        "CancelFrame",
+        "ResultFrame",
+        "CancelFrame",
+    ]
+    assert received[1] == ResultFrame(id=2, ok=True, result="x" * 4_000_000)
+    assert received[2] == CancelFrame(id=3)
+
+
+async def test_send_nowait_is_busy_on_a_stream_that_cannot_write_without_waiting() -> None:
+    client, server = memory_connection_pair()
+    async with client, server:
+        assert client.send_nowait(encode_frame(CancelFrame(id=1))) == "busy"
+        assert client.bytes_sent == 0

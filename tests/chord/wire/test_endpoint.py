@@ -113,9 +113,14 @@ async def test_a_raise_from_publish_reaches_the_publisher() -> None:
 async def test_a_wrong_argument_count_is_a_coded_error() -> None:
     provider, _state = _provider()
     endpoint = create_remote_service_endpoint(provider)
-    with pytest.raises(Exception, match="takes 0 argument") as error:
-        await endpoint.invoke(ServiceCall(Counter.id, "bump", (1, 2)), lambda *a: None, BACKGROUND)
-    assert getattr(error.value, "code", None) == "service_invalid_value"
+    for _ in range(2):  # the second time the provider answers from its per-member cache
+        with pytest.raises(Exception, match="takes 0 argument") as error:
+            await endpoint.invoke(
+                ServiceCall(Counter.id, "bump", (1, 2)), lambda *a: None, BACKGROUND
+            )
+        assert getattr(error.value, "code", None) == "service_invalid_value"
+    bump = ServiceCall(Counter.id, "bump", ())
+    assert await endpoint.invoke(bump, lambda *a: None, BACKGROUND) == 1  # a count that binds
 
 
 @pytest.mark.anyio

@@ -101,10 +101,21 @@ class RemoteServiceEndpoint:
         Returns the catalogue entries for ``catalogue``, the (decoded) snapshot for
         ``subscribe``, ``None`` for ``unsubscribe`` and the method's result otherwise.
         """
+        result = self.start(call, publish, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def start(
+        self, call: ServiceCall, publish: EndpointPublish, ctx: Context
+    ) -> ServiceSubscriptionSnapshot | tuple[ServiceCatalogueEntry, ...] | Any:
+        """:meth:`invoke` up to the method's first suspension: control calls are answered here,
+        and a method call returns what the method returned (an awaitable for an async method,
+        which the caller awaits; see :meth:`RemoteServiceProvider.start`)."""
         self._assert_active()
         control = decode_service_control_call(call)
         if control is None:
-            return await self._provider.invoke(call, ctx)
+            return self._provider.start(call, ctx)
         if isinstance(control, CatalogueControlCall):
             return self._provider.catalogue
         if isinstance(control, SubscribeControlCall):

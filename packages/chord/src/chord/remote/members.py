@@ -31,7 +31,7 @@ from __future__ import annotations
 import inspect
 import types
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from chord.state import ReplicaState, is_replicated_state
@@ -53,10 +53,15 @@ MemberShape: TypeAlias = Mapping[str, MemberKind]
 
 @dataclass(frozen=True, slots=True)
 class MethodMember:
-    """A callable member (already bound to its implementation)."""
+    """A callable member (already bound to its implementation).
+
+    ``arity`` caches, per argument count, whether the function takes that many arguments before
+    its ``Context`` (the provider asks ``inspect.signature`` once per count, not once per call).
+    """
 
     function: Callable[..., Any]
     kind: Literal["method"] = "method"
+    arity: dict[int, bool] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -342,7 +342,18 @@ class RemoteServiceProvider:
     # -- calls --------------------------------------------------------------------------------
 
     async def invoke(self, call: ServiceCall, ctx: Context) -> JsonValue | None:
-        """Run ``call`` and return its result (``None`` for a void method).
+        """Run ``call`` and return its result (``None`` for a void method); see :meth:`start`."""
+        result = self.start(call, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def start(self, call: ServiceCall, ctx: Context) -> Any:
+        """Check ``call`` and call its method; return what the method returned, which is an
+        awaitable for an async method (the caller awaits it) and the result otherwise.
+
+        A synchronous method thus runs to completion here, without a task or an event-loop pass
+        (the wire server answers such calls inline).
 
         Checks, in order: the id is in the catalogue (``service_not_allowed``); a singleton
         called with an address or a keyed service without one (``service_mode_mismatch``); a
@@ -365,11 +376,8 @@ class RemoteServiceProvider:
                 "service_member_mismatch",
                 f"Remote service member {call.service_id}.{call.member} is not a method",
             )
-        _check_arity(call, member.function)
-        result = member.function(*call.args, ctx)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        _check_arity(call, member)
+        return member.function(*call.args, ctx)
 
     # -- subscriptions ------------------------------------------------------------------------
 
@@ -627,6 +635,17 @@ class RemoteServiceProvider:
         )
 
 
+def _binds(function: Callable[..., Any], count: int) -> bool:
+    signature = _signature(function)
+    if signature is None:  # pragma: no cover - builtins without a signature
+        return True
+    try:
+        signature.bind(*([None] * count), BACKGROUND)
+    except TypeError:
+        return False
+    return True
+
+
 def _signature(function: Callable[..., Any]) -> inspect.Signature | None:
     try:
         return inspect.signature(function)
@@ -634,24 +653,35 @@ def _signature(function: Callable[..., Any]) -> inspect.Signature | None:
         return None
 
 
-def _check_arity(call: ServiceCall, function: Callable[..., Any]) -> None:
-    """Refuse a call whose argument count the method cannot accept (``service_invalid_value``)."""
-    signature = _signature(function)
-    if signature is None:  # pragma: no cover - builtins without a signature
+def _check_arity(call: ServiceCall, member: MethodMember) -> None:
+    """Refuse a call whose argument count the method cannot accept (``service_invalid_value``).
+
+    Whether a count binds depends on the count alone (arguments are positional), so the answer
+    is cached on the member (for a bounded number of counts: a peer cannot grow it at will).
+    """
+    count = len(call.args)
+    accepted = member.arity.get(count)
+    if accepted is None:
+        accepted = _binds(member.function, count)
+        if len(member.arity) < _ARITY_CACHE_SIZE:
+            member.arity[count] = accepted
+    if accepted:
         return
-    try:
-        signature.bind(*call.args, BACKGROUND)
-    except TypeError:
-        expected = sum(
-            1
-            for parameter in signature.parameters.values()
-            if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)
-        )
-        raise CallRejected(
-            "service_invalid_value",
-            f"Remote service method {call.service_id}.{call.member} takes {expected - 1} "
-            f"argument(s) before its Context, got {len(call.args)}",
-        ) from None
+    signature = _signature(member.function)
+    assert signature is not None  # a function without a signature binds every count
+    expected = sum(
+        1
+        for parameter in signature.parameters.values()
+        if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)
+    )
+    raise CallRejected(
+        "service_invalid_value",
+        f"Remote service method {call.service_id}.{call.member} takes {expected - 1} "
+        f"argument(s) before its Context, got {count}",
+    )
+
+
+_ARITY_CACHE_SIZE = 16
 
 
 def _describe_shape(shape: Mapping[str, MemberKind]) -> str:

@@ -142,7 +142,20 @@ def encode_frame(frame: Frame) -> bytes:
 
     Payloads (``call``, ``result``, ``update``) must be strict JSON; a violation raises
     :class:`FrameError` (``invalid_frame``) naming the path, and nothing is produced.
+
+    The check is fast for the usual payload: when decoding the encoded line gives back an equal
+    frame (and it holds no integer too large for a double), the payload was plain JSON values.
+    Anything msgspec encodes into something else (NaN as ``null``, a tuple, a set, bytes, a
+    date, a non-string key) decodes unequal, and :func:`~chord.json.validate_json` then walks
+    the payload to accept it or name the offending path.
     """
+    if type(frame) is not CancelFrame and type(frame) is not ClosedFrame:
+        try:
+            data = _encoder.encode(frame)
+            if _fast_decoder.decode(data) == frame and not _long_digits(data):
+                return data + b"\n"
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            pass  # the careful walk below names the problem
     try:
         if isinstance(frame, RequestFrame):
             validate_json(frame.call, ("call",))
@@ -205,7 +218,51 @@ def decode_frame(line: bytes | str) -> Frame:
     return frame
 
 
+_fast_decoder = msgspec.json.Decoder(_AnyFrame, strict=True)
+
+_DIGITS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x2E for byte in range(256))
+_LONG_DIGITS = b"0" * 309
+
+
+def _long_digits(data: bytes) -> bool:
+    """True when ``data`` holds 309 digits in a row: it may hold an integer beyond the range
+    of a double (about 1.8e308), which a canonical encoding does not exclude."""
+    return len(data) >= 309 and _LONG_DIGITS in data.translate(_DIGITS)
+
+
 def _decode_line(line: bytes | str) -> _AnyFrame:
+    """Decode one line strictly: a fast path for canonical frames, the careful path otherwise.
+
+    The fast path is one typed msgspec decode. It is taken only when re-encoding the decoded
+    frame gives back exactly ``line``: such a line is the canonical encoding of a frame, so it
+    holds no duplicate key (a duplicate is dropped by the decode and missing from the
+    re-encoding), no NaN or infinity, no ``7.0`` id, no lone surrogate (neither decodes nor
+    encodes) and no whitespace. Integers too large for a double are the one thing a canonical
+    line may still hold, so a line with 309 digits in a row takes the careful path too. Every
+    line the fast path does not accept is decoded by :func:`_decode_careful`, which names the
+    problem (``chord`` peers write canonical lines, so that is a foreign or broken peer's cost).
+    """
+    data = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
+    try:
+        frame = _fast_decoder.decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        frame = None
+    if frame is not None and _encoder.encode(frame) == data and not _long_digits(data):
+        _check_frame(frame)
+        return frame
+    return _decode_careful(line)
+
+
+def _check_frame(frame: _AnyFrame) -> None:
+    if isinstance(frame, (RequestFrame, ResultFrame, CancelFrame)) and not (
+        0 <= frame.id <= MAX_REQUEST_ID
+    ):
+        raise FrameError("invalid_frame", f"request id {frame.id} is out of range")
+    if isinstance(frame, ResultFrame) and (frame.ok == (frame.error is not None)):
+        raise FrameError("invalid_frame", "a result carries either ok=true or an error, not both")
+
+
+def _decode_careful(line: bytes | str) -> _AnyFrame:
     try:
         text = line.decode("utf-8") if isinstance(line, bytes) else line
     except UnicodeDecodeError as exc:
@@ -230,12 +287,7 @@ def _decode_line(line: bytes | str) -> _AnyFrame:
     except msgspec.ValidationError as exc:
         kind = raw.get("type")
         raise FrameError("invalid_frame", f"bad {kind!r} frame: {exc}") from None
-    if isinstance(frame, (RequestFrame, ResultFrame, CancelFrame)) and not (
-        0 <= frame.id <= MAX_REQUEST_ID
-    ):
-        raise FrameError("invalid_frame", f"request id {frame.id} is out of range")
-    if isinstance(frame, ResultFrame) and (frame.ok == (frame.error is not None)):
-        raise FrameError("invalid_frame", "a result carries either ok=true or an error, not both")
+    _check_frame(frame)
     return frame
 
 

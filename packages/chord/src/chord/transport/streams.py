@@ -23,7 +23,7 @@ import stat
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.abc
@@ -77,7 +77,8 @@ class FrameConnection:
         self.name = name
         self._decoder = FrameDecoder(max_frame_size, max_message_size)
         self._pending: list[Frame] = []
-        self._send_lock = anyio.Lock()
+        self._send_lock = anyio.Lock(fast_acquire=True)  # the stream's send is the checkpoint
+        self._rest: memoryview | None = None  # what send_nowait left of a frame, for flush
         self._closed = False
         self.bytes_sent = 0
         self.bytes_received = 0
@@ -106,6 +107,51 @@ class FrameConnection:
         if not data.endswith(b"\n") or data.find(b"\n") != len(data) - 1:
             raise ValueError("an encoded frame is exactly one line ending in a newline")
         await self._write(data)
+
+    def send_nowait(self, data: bytes) -> Literal["sent", "partial", "busy"]:
+        """Start writing one frame from ``encode_frame`` without waiting or yielding.
+
+        ``"busy"``: nothing was written, because that cannot start now (another send is under
+        way, the frame needs parts, or the stream cannot write without waiting: a full buffer, or
+        a stream without ``send_nowait``); send it with :meth:`send_encoded` instead.
+        ``"sent"``: all of it was written. ``"partial"``: only a part was; the rest is held here
+        with the send lock, and the caller must await :meth:`flush` to write it (other senders
+        wait for that, so frames never interleave).
+        """
+        send_now = getattr(self.stream, "send_nowait", None)
+        if (
+            send_now is None
+            or self._rest is not None
+            or self._send_lock.locked()
+            or len(data) - 1 > self._decoder.max_frame_size
+        ):
+            return "busy"
+        sent: int = send_now(data)
+        if sent == 0:
+            return "busy"
+        self.bytes_sent += sent
+        if sent == len(data):
+            return "sent"
+        self._send_lock.acquire_nowait()
+        self._rest = memoryview(data)[sent:]
+        return "partial"
+
+    @property
+    def flush_needed(self) -> bool:
+        """True while a frame :meth:`send_nowait` took is still partly unwritten."""
+        return self._rest is not None
+
+    async def flush(self) -> None:
+        """Write what :meth:`send_nowait` left of its frame (nothing if it wrote it all)."""
+        rest = self._rest
+        if rest is None:
+            return
+        try:
+            await self.stream.send(rest)  # type: ignore[arg-type]
+            self.bytes_sent += len(rest)
+        finally:
+            self._rest = None
+            self._send_lock.release()
 
     async def _write(self, data: bytes) -> None:
         limit = self._decoder.max_frame_size

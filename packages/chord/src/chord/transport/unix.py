@@ -76,6 +76,7 @@ class UnixSocketStream(anyio.abc.ByteStream):
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
         await anyio.lowlevel.checkpoint_if_cancelled()
+        waited = False
         while True:
             if self._closed:
                 raise anyio.ClosedResourceError
@@ -83,12 +84,14 @@ class UnixSocketStream(anyio.abc.ByteStream):
                 data = self._sock.recv(max_bytes)
             except BlockingIOError:
                 await anyio.wait_readable(self._sock)
+                waited = True
                 continue
             except _BROKEN as exc:
                 raise anyio.BrokenResourceError from exc
             if not data:
                 raise anyio.EndOfStream
-            await anyio.lowlevel.cancel_shielded_checkpoint()
+            if not waited:  # a receive is a checkpoint; one that waited has already yielded
+                await anyio.lowlevel.cancel_shielded_checkpoint()
             return data
 
     async def send(self, item: bytes) -> None:
@@ -106,6 +109,18 @@ class UnixSocketStream(anyio.abc.ByteStream):
                 raise anyio.BrokenResourceError from exc
             view = view[sent:]
         await anyio.lowlevel.cancel_shielded_checkpoint()
+
+    def send_nowait(self, data: bytes | memoryview) -> int:
+        """Write as much of ``data`` as the socket takes without waiting; return how much
+        (0 when its buffer is full). Not a checkpoint: for a caller that yields next anyway."""
+        if self._closed:
+            raise anyio.ClosedResourceError
+        try:
+            return self._sock.send(data)
+        except BlockingIOError:
+            return 0
+        except _BROKEN as exc:
+            raise anyio.BrokenResourceError from exc
 
     async def send_eof(self) -> None:
         if not self._closed:

@@ -61,6 +61,7 @@ from chord.transport.frames import (
     RequestFrame,
     ResultFrame,
     UpdateFrame,
+    encode_frame,
 )
 from chord.transport.streams import FrameConnection
 from chord.wire.errors import UNAVAILABLE, RemoteCallError, error_from_info
@@ -257,11 +258,18 @@ class RemoteConnection:
         self._next_request += 1
         pending = self._pending[request_id] = _Pending(transform)
         try:
-            frame = RequestFrame(id=request_id, call=call.to_json())
             try:
-                # Shielded: a frame cut in half by a cancellation would corrupt the stream.
-                with anyio.CancelScope(shield=True):
-                    await self._conn.send(frame)
+                data = encode_frame(RequestFrame(id=request_id, call=call.to_json()))
+                # Written at once when the socket takes it (no event-loop pass: the wait for the
+                # result is the checkpoint); otherwise shielded, as a frame cut in half by a
+                # cancellation would corrupt the stream.
+                written = self._conn.send_nowait(data)
+                if written != "sent":
+                    with anyio.CancelScope(shield=True):
+                        if written == "partial":
+                            await self._conn.flush()
+                        else:
+                            await self._conn.send_encoded(data)
             except FrameError as error:
                 raise RemoteServiceError(
                     "service_invalid_value", f"Remote service call cannot be sent: {error.message}"
@@ -270,8 +278,11 @@ class RemoteConnection:
                 self._assert_connected()
                 raise RemoteCallError(UNAVAILABLE, self._unavailable_message()) from None
             try:
-                with cancel_scope(ctx):
-                    await pending.done.wait()
+                if ctx.abort_signal is None and ctx.deadline is None:
+                    await pending.done.wait()  # nothing can cancel ctx: no scope to tie to it
+                else:
+                    with cancel_scope(ctx):
+                        await pending.done.wait()
             except BaseException:
                 if not pending.done.is_set() and self._lost is None:
                     await self._send_quietly(CancelFrame(id=request_id))

@@ -6,9 +6,11 @@ writes results and subscription updates. Every peer gets its own
 the :class:`~chord.remote.RemoteServiceProvider` and everything it owns are shared.
 
 Requests
-    Each request runs in its own task with a fresh ``with_cancel(BACKGROUND)`` context, inside
-    an anyio cancel scope tied to it (:func:`chord.context.cancel_scope`). A ``cancel`` frame
-    cancels that request's context and nothing else. Results and errors go back as ``result``
+    Each request gets a fresh ``with_cancel(BACKGROUND)`` context. Control calls and
+    synchronous methods are answered inline, in frame order, as the request is read (they cannot
+    suspend, so a task would only cost event-loop passes). An async method runs in its own task,
+    inside an anyio cancel scope tied to its context (:func:`chord.context.cancel_scope`); a
+    ``cancel`` frame cancels that request's context and nothing else. Results and errors go back as ``result``
     frames; errors are ``{code, message}`` (:mod:`chord.wire.errors`), never a stack trace. At
     most ``max_concurrent_requests`` run at once; a request beyond that is refused at once with
     ``too_many_requests`` (the server never stops reading, so it always notices a disconnect).
@@ -53,6 +55,7 @@ Ending
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -67,9 +70,9 @@ from chord.remote.endpoint import RemoteServiceEndpoint, create_remote_service_e
 from chord.remote.errors import CallRejected, ServiceGrammarError
 from chord.remote.grammar import (
     CatalogueControlCall,
-    ServiceCall,
     ServiceCatalogueEntry,
     ServiceClosedUpdate,
+    ServiceControlCall,
     ServiceInstanceSnapshot,
     ServiceProviderUpdate,
     ServiceReplacedUpdate,
@@ -364,52 +367,89 @@ class _Peer:
             )
             return None
         ctx, cancel = with_cancel(BACKGROUND)
-        self._inflight[request_id] = cancel
-        assert self._requests is not None
-        self._requests.start_soon(self._run_request, request_id, call, ctx)
+        control = decode_service_control_call(call)
+        stream: _Stream | None = None
+        if (
+            isinstance(control, SubscribeControlCall)
+            and control.subscription_id not in self._streams
+        ):
+            stream = self._streams[control.subscription_id] = _Stream(control.subscription_id)
+        try:
+            result = self._endpoint.start(call, self._publish, ctx)
+        except Exception as error:
+            self._request_failed(request_id, stream, error)
+            return None
+        if inspect.isawaitable(result):  # an async method: it runs in a task of its own
+            self._inflight[request_id] = cancel
+            assert self._requests is not None
+            self._requests.start_soon(self._await_request, request_id, control, stream, result, ctx)
+        else:  # a control call or a synchronous method: answered inline, no task
+            self._request_done(request_id, control, stream, result)
         return None
 
-    async def _run_request(self, request_id: int, call: ServiceCall, ctx: Context) -> None:
+    async def _await_request(
+        self,
+        request_id: int,
+        control: ServiceControlCall | None,
+        stream: _Stream | None,
+        awaitable: Awaitable[Any],
+        ctx: Context,
+    ) -> None:
         try:
-            control = decode_service_control_call(call)
-            stream: _Stream | None = None
-            if (
-                isinstance(control, SubscribeControlCall)
-                and control.subscription_id not in self._streams
-            ):
-                stream = self._streams[control.subscription_id] = _Stream(control.subscription_id)
             try:
                 with cancel_scope(ctx):
-                    result = await self._endpoint.invoke(call, self._publish, ctx)
+                    result = await awaitable
             except Exception as error:
-                if stream is not None and self._streams.get(stream.subscription_id) is stream:
-                    del self._streams[stream.subscription_id]
-                info = error_info(error)
-                if info.code == INTERNAL_ERROR:
-                    self._report(error)
-                self._push_result(request_id, None, info)
-                if isinstance(error, CallRejected):
-                    self._fail(f"{info.code}: request {request_id}: {info.message}")
+                self._request_failed(request_id, stream, error)
                 return
-            if stream is not None:
-                assert isinstance(result, ServiceSubscriptionSnapshot)
-                self._push_subscribed(request_id, stream, result)
-            elif isinstance(control, CatalogueControlCall):
-                assert isinstance(result, tuple)
-                entries: tuple[ServiceCatalogueEntry, ...] = result
-                self._push_result(request_id, [entry.to_json() for entry in entries], None)
-            else:
-                if isinstance(control, UnsubscribeControlCall):
-                    self._streams.pop(control.subscription_id, None)
-                self._push_result(request_id, result, None)
+            self._request_done(request_id, control, stream, result)
         finally:
             self._inflight.pop(request_id, None)
+
+    def _request_failed(self, request_id: int, stream: _Stream | None, error: Exception) -> None:
+        if stream is not None and self._streams.get(stream.subscription_id) is stream:
+            del self._streams[stream.subscription_id]
+        info = error_info(error)
+        if info.code == INTERNAL_ERROR:
+            self._report(error)
+        self._push_result(request_id, None, info)
+        if isinstance(error, CallRejected):
+            self._fail(f"{info.code}: request {request_id}: {info.message}")
+
+    def _request_done(
+        self,
+        request_id: int,
+        control: ServiceControlCall | None,
+        stream: _Stream | None,
+        result: Any,
+    ) -> None:
+        if stream is not None:
+            assert isinstance(result, ServiceSubscriptionSnapshot)
+            self._push_subscribed(request_id, stream, result)
+        elif isinstance(control, CatalogueControlCall):
+            assert isinstance(result, tuple)
+            entries: tuple[ServiceCatalogueEntry, ...] = result
+            self._push_result(request_id, [entry.to_json() for entry in entries], None)
+        else:
+            if isinstance(control, UnsubscribeControlCall):
+                self._streams.pop(control.subscription_id, None)
+            self._push_result(request_id, result, None)
 
     # -- writing ------------------------------------------------------------------------------
 
     def _push(self, data: bytes) -> None:
         if self._stopping:
             return
+        if not self._queue:
+            # Nothing waits before it: write it now when the socket takes it, sparing the writer
+            # task's wake-up. The reader never waits here; a full socket is the writer's job.
+            written = self._conn.send_nowait(data)
+            if written == "sent":
+                return
+            if written == "partial":  # the writer finishes this frame before anything else
+                self._queue.append(_Outgoing(None, None))
+                self._wake.set()
+                return
         self._pending_bytes += len(data)
         self._queue.append(_Outgoing(data, None))
         self._wake.set()
@@ -503,6 +543,17 @@ class _Peer:
                 while self._queue:
                     item = self._queue.popleft()
                     stream = item.stream
+                    if stream is None and item.data is None:  # the rest of a send_nowait
+                        with anyio.move_on_after(self._send_timeout) as scope:
+                            await self._conn.flush()
+                        if scope.cancelled_caught:
+                            self._slow = True
+                            self._fail(
+                                f"slow_consumer: a write blocked for {self._send_timeout:g} s; "
+                                "the client stopped reading"
+                            )
+                            return
+                        continue
                     if stream is None:
                         data = item.data
                         assert data is not None
