@@ -129,6 +129,7 @@ from pico3.models import Request, UserMessage, TextDeltaEvent, ErrorEvent
 
 async def main():
     provider = make()
+    made = sorted(m for m in ("openai", "anthropic") if m in sys.modules)
     request = Request(model=MODEL, messages=[UserMessage(content="hi")])
     try:
         events = [event async for event in provider.stream(request, BACKGROUND)]
@@ -140,6 +141,7 @@ async def main():
         "last": type(last).__name__,
         "error": last.error.error_message if isinstance(last, ErrorEvent) else None,
         "heavy": sorted(m for m in HEAVY if m in sys.modules),
+        "sdk_imported_by_the_provider": made,
     }))
 
 anyio.run(main)
@@ -171,7 +173,13 @@ def make():
             + _STREAM
         )
         sent = server.requests[0]
-    assert got == {"text": "Hello", "last": "DoneEvent", "error": None, "heavy": []}
+    assert got == {
+        "text": "Hello",
+        "last": "DoneEvent",
+        "error": None,
+        "heavy": [],
+        "sdk_imported_by_the_provider": [],  # the client is made at the first request
+    }
     assert sent.headers["authorization"] == "Bearer test-key"
     assert sent.headers["user-agent"].startswith("AsyncOpenAI/Python")  # the SDK's own headers
 
@@ -219,6 +227,7 @@ def make():
         )
         sent = server.requests[0]
     assert got["text"] == "Hi" and got["last"] == "ErrorEvent" and got["heavy"] == []
+    assert got["sdk_imported_by_the_provider"] == []
     assert "bad thing" in got["error"]
     assert sent.headers["authorization"] == "Bearer test-key"
     assert "anthropic-version" in sent.headers

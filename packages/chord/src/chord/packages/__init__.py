@@ -5,12 +5,14 @@ A feature is written as its own installable package (see ``docs/authoring-facets
 * its distribution declares an entry point in group ``chord.facets`` naming a plugin module;
 * that module's :data:`hookimpl` ``chord_facets(host)`` returns the facets for a host kind;
 * :func:`discover_facet_packages` finds installed packages and development folders;
-* :func:`load_generation` imports a private, fresh copy of a package (a :class:`FacetGeneration`);
+* :func:`load_generation` imports a private, fresh copy of a package (a :class:`FacetGeneration`),
+  compiling only what no :class:`CodeCache` entry holds for the very same source text;
 * :class:`ReloadCoordinator` watches the sources and swaps generations into a running host.
 """
 
 from __future__ import annotations
 
+from chord.packages.codecache import CodeCache, default_cache_dir
 from chord.packages.discovery import (
     ENTRY_POINT_GROUP,
     FacetDiscoveryError,
@@ -38,6 +40,7 @@ from chord.packages.reload import (
 __all__ = [
     "ENTRY_POINT_GROUP",
     "AroundReload",
+    "CodeCache",
     "FacetDiscoveryError",
     "FacetGeneration",
     "FacetLoadError",
@@ -46,6 +49,7 @@ __all__ = [
     "ReloadOutcome",
     "ReloadReport",
     "ReloadableHost",
+    "default_cache_dir",
     "discover_facet_packages",
     "facet_package_from_folder",
     "hookimpl",

@@ -11,9 +11,11 @@ generation-unique module names::
 so two generations live side by side until the host has cut over, and the retired one can be
 dropped as a whole. What makes this work:
 
-* **Source, never bytecode.** Every module is compiled from the current source text; no ``.pyc``
-  is read or written. A stale cache (an edit within the file system's mtime granularity, same
-  size) can therefore never resurrect old code.
+* **Source, never stale bytecode.** Every module's code comes from the current source text; no
+  ``.pyc`` is read or written. A ``.pyc`` cache (trusted by mtime and size) could resurrect old
+  code after an edit within the file system's mtime granularity; instead the compiled code is
+  cached under the SHA-256 of the source bytes and the file name (:mod:`.codecache`), so a load
+  reads every source and only an identical text can reuse a compile.
 * **Imports stay inside the generation.** Relative imports (``from .contract import Greeter``)
   resolve against the generation's package. Absolute imports of the package's own name
   (``import greeter.contract``) are mapped to the generation too: each generation module gets its
@@ -57,6 +59,7 @@ import pluggy
 from chord.facets.facet import Facet
 from chord.facets.loaders import FacetLoader, LoadedFacets
 from chord.packages import hookspecs
+from chord.packages.codecache import CodeCache, shared_code_cache
 from chord.packages.discovery import FacetPackage
 
 __all__ = [
@@ -97,21 +100,24 @@ class _Live:
     package: str
     package_dir: Path
     builtins: Mapping[str, Any]
+    code_cache: CodeCache
 
 
 _live: dict[str, _Live] = {}
 
 
 class _SourceLoader(importlib.machinery.SourceFileLoader):
-    """Compiles from the current source text, and runs the module with generation builtins."""
+    """Compiles the current source text (or reuses the compile of the very same text), and runs
+    the module with generation builtins."""
 
-    def __init__(self, fullname: str, path: str, builtins_: Mapping[str, Any]) -> None:
+    def __init__(self, fullname: str, path: str, live: _Live) -> None:
         super().__init__(fullname, path)
-        self._builtins = builtins_
+        self._builtins = live.builtins
+        self._code_cache = live.code_cache
 
     def get_code(self, fullname: str) -> types.CodeType:
         path = self.get_filename(fullname)
-        return compile(self.get_data(path), path, "exec", dont_inherit=True)
+        return self._code_cache.compile(self.get_data(path), path)
 
     def exec_module(self, module: types.ModuleType) -> None:
         # exec() keeps a __builtins__ that is already present: the generation's import mapping.
@@ -154,7 +160,7 @@ def _spec(
     spec = importlib.util.spec_from_file_location(
         fullname,
         file,
-        loader=_SourceLoader(fullname, str(file), live.builtins),
+        loader=_SourceLoader(fullname, str(file), live),
         submodule_search_locations=[str(file.parent)] if package else None,
     )
     return spec
@@ -284,17 +290,21 @@ def _purge(root: str) -> None:
         del sys.modules[name]
 
 
-def load_generation(package: FacetPackage, host: str) -> FacetGeneration:
+def load_generation(
+    package: FacetPackage, host: str, *, code_cache: CodeCache | None = None
+) -> FacetGeneration:
     """Import a fresh generation of ``package`` and collect its facets for host kind ``host``.
 
     Raises :class:`FacetLoadError` (``stage`` ``"import"`` or ``"plugin"``); a failed load leaves
     no module behind. Runs module code, so call it on the thread that owns the facets' objects.
+    ``code_cache`` holds compiled modules (default: the process's, see :mod:`.codecache`).
     """
     _install_finder()
     number = next(_counter)
     root = f"{GENERATION_PREFIX}{number}__"
+    cache = code_cache if code_cache is not None else shared_code_cache()
     _live[root] = _Live(
-        package.package, package.package_dir, _generation_builtins(root, package.package)
+        package.package, package.package_dir, _generation_builtins(root, package.package), cache
     )
     try:
         container = types.ModuleType(
@@ -303,7 +313,7 @@ def load_generation(package: FacetPackage, host: str) -> FacetGeneration:
         container.__path__ = []  # a package that holds only what the loader puts in it
         container.__package__ = root
         sys.modules[root] = container
-        names = _import_all(package, root, host)
+        names = _import_all(package, root, host, cache)
         plugin = sys.modules[f"{root}.{package.plugin_module}"]
         facets = _collect_facets(package, plugin, host, number)
     except BaseException:
@@ -319,7 +329,7 @@ HOST_MODULES = frozenset({"session", "tui"})
 import (see the module docstring)."""
 
 
-def _import_all(package: FacetPackage, root: str, host: str) -> tuple[str, ...]:
+def _import_all(package: FacetPackage, root: str, host: str, cache: CodeCache) -> tuple[str, ...]:
     """Import the package, its plugin module, then every other submodule but another host's
     (compiled only); return the names imported."""
     order = [package.package, package.plugin_module]
@@ -331,7 +341,7 @@ def _import_all(package: FacetPackage, root: str, host: str) -> tuple[str, ...]:
             continue
         try:
             if name in others:
-                _compile_only(package.package_dir / f"{name.rpartition('.')[2]}.py")
+                _compile_only(package.package_dir / f"{name.rpartition('.')[2]}.py", cache)
                 continue
             importlib.import_module(f"{root}.{name}")
         except Exception as error:
@@ -345,10 +355,10 @@ def _import_all(package: FacetPackage, root: str, host: str) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _compile_only(path: Path) -> None:
+def _compile_only(path: Path, cache: CodeCache) -> None:
     """Compile ``path`` (a module another host imports) to fail the load on a syntax error."""
     if path.is_file():
-        compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+        cache.compile(path.read_bytes(), str(path))
 
 
 def _describe(error: BaseException, root: str) -> str:

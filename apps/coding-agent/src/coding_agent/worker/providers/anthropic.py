@@ -22,9 +22,10 @@ last system section and the last user message carry ``cache_control`` so prompts
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import msgspec
@@ -58,6 +59,9 @@ from pico3.models import (
     parse_retry_after,
     retryable_status,
 )
+
+if TYPE_CHECKING:
+    import anthropic
 
 __all__ = [
     "ANTHROPIC_MODELS",
@@ -145,12 +149,24 @@ class AnthropicProvider:
         self._wire = wire_memo()
         self._sleep = sleep or anyio.sleep
         self._clock = clock
-        defer_sdk_inits()  # the SDK's package __init__s run only if needed (see ._sdk_import)
-        import anthropic
+        self._client_options: dict[str, Any] = {
+            "api_key": api_key,
+            "base_url": base_url,
+            "max_retries": 0,
+            "timeout": timeout,
+        }
+        self._sdk_client: anthropic.AsyncAnthropic | None = None
 
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
-        )
+    @property
+    def _client(self) -> anthropic.AsyncAnthropic:
+        """The SDK client, made (and the SDK imported) on first use: a worker serves before
+        its provider's SDK is imported, and a session that never asks the model never pays."""
+        if self._sdk_client is None:
+            defer_sdk_inits()  # the SDK's package __init__s run only if needed (._sdk_import)
+            import anthropic
+
+            self._sdk_client = anthropic.AsyncAnthropic(**self._client_options)
+        return self._sdk_client
 
     def models(self) -> Sequence[ModelInfo]:
         """The bundled (or configured) Anthropic models."""
@@ -172,8 +188,9 @@ class AnthropicProvider:
         )
 
     async def aclose(self) -> None:
-        """Close the SDK client's connection pool."""
-        await self._client.close()
+        """Close the SDK client's connection pool (if it was made)."""
+        if self._sdk_client is not None:
+            await self._sdk_client.close()
 
     async def _post(self, body: bytes) -> SdkStream:
         """POST a ready JSON body to ``/v1/messages`` through the SDK (its base URL, auth and
@@ -376,6 +393,8 @@ def classify_error(
     exc: BaseException, clock: Callable[[], float] = time.time
 ) -> ProviderError | None:
     """A :class:`ProviderError` for an ``anthropic`` SDK exception (``None`` for others)."""
+    if "anthropic" not in sys.modules:
+        return None  # no SDK exception can exist yet: importing the SDK to say so costs
     import anthropic
 
     if isinstance(exc, anthropic.APIStatusError):

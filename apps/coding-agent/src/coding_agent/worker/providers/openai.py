@@ -31,9 +31,10 @@ As with Anthropic, the client has ``max_retries=0`` and opening is retried by
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 import msgspec
@@ -72,6 +73,9 @@ from pico3.models import (
     parse_retry_after,
     retryable_status,
 )
+
+if TYPE_CHECKING:
+    import openai
 
 __all__ = [
     "LOCAL_COMPAT",
@@ -253,12 +257,24 @@ class OpenAIProvider:
         self._wire = {True: wire_memo(True), False: wire_memo(False)}  # by "takes images"
         self._sleep = sleep or anyio.sleep
         self._clock = clock
-        defer_sdk_inits()  # the SDK's package __init__s run only if needed (see ._sdk_import)
-        import openai
+        self._client_options: dict[str, Any] = {
+            "api_key": api_key,
+            "base_url": base_url,
+            "max_retries": 0,
+            "timeout": timeout,
+        }
+        self._sdk_client: openai.AsyncOpenAI | None = None
 
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
-        )
+    @property
+    def _client(self) -> openai.AsyncOpenAI:
+        """The SDK client, made (and the SDK imported) on first use: a worker serves before
+        its provider's SDK is imported, and a session that never asks the model never pays."""
+        if self._sdk_client is None:
+            defer_sdk_inits()  # the SDK's package __init__s run only if needed (._sdk_import)
+            import openai
+
+            self._sdk_client = openai.AsyncOpenAI(**self._client_options)
+        return self._sdk_client
 
     def models(self) -> Sequence[ModelInfo]:
         """The bundled (or configured) models."""
@@ -282,8 +298,9 @@ class OpenAIProvider:
         self._tool_calling[model_id] = mode
 
     async def aclose(self) -> None:
-        """Close the SDK client's connection pool."""
-        await self._client.close()
+        """Close the SDK client's connection pool (if it was made)."""
+        if self._sdk_client is not None:
+            await self._sdk_client.close()
 
     async def _post(self, body: bytes) -> SdkStream:
         """POST a ready JSON body to ``/chat/completions`` through the SDK (its base URL, auth,
@@ -514,6 +531,8 @@ def classify_error(
     exc: BaseException, clock: Callable[[], float] = time.time
 ) -> ProviderError | None:
     """A :class:`ProviderError` for an ``openai`` SDK exception (``None`` for others)."""
+    if "openai" not in sys.modules:
+        return None  # no SDK exception can exist yet: importing the SDK to say so costs
     import openai
 
     if isinstance(exc, openai.APIStatusError):
@@ -556,6 +575,8 @@ def rejects_tools(exc: BaseException) -> bool:
     vLLM: '"auto" tool choice requires --enable-auto-tool-choice'; llama.cpp: "tools param
     requires --jinja flag"). A bad tool schema or a context overflow that merely mentions
     functions is a different problem and does not count."""
+    if "openai" not in sys.modules:
+        return False
     import openai
 
     if not isinstance(exc, openai.APIStatusError) or exc.status_code not in _TOOL_REFUSAL_STATUS:
