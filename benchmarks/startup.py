@@ -10,6 +10,11 @@ the CPU time is the steadier of the two.
 * start → first provider request: ``coding-agent -p PROMPT --model openai/gpt-4.1`` (and the
   anthropic path) with the SDK pointed at a stub server in this process; measured from spawning
   the process to the first byte of the request arriving (one monotonic clock for both sides);
+* ``-p`` stream consumption: ``coding-agent -p`` against a stub server that streams an answer of
+  ``--tokens`` one-token deltas (on each provider's protocol), from the first byte of the stream
+  to the process's exit, in tokens per second (wall, and per CPU second of the process over the
+  same span, read from ``/proc``); next to a plain consumer of the same stream in the same run
+  (``httpx2`` + ``json.loads`` per event, the text joined and printed);
 * worker start → serving: ``python -m coding_agent.worker.main SESSION`` until it prints
   ``READY``, for sessions of 0, 1,000 and 10,000 entries, first start and after a ``SIGKILL``
   of the running worker (the restart a crashed worker gets).
@@ -21,15 +26,18 @@ unmeasured first, so the figures are those of an installed app after its first r
 (Facet packages are compiled from source at every load either way: see chord's generations.)
 
 Targets (issue 15): ``--help``/``--version`` <= 0.15 s; first request <= 0.5 s on both paths;
-worker start -> serving <= 0.4 s empty, <= 0.8 s at 10,000 entries.
+``-p`` stream consumption >= 30k tokens/s on both paths; worker start -> serving <= 0.4 s empty,
+<= 0.8 s at 10,000 entries.
 
-Run: ``uv run python benchmarks/startup.py [--runs N] [--quick] [--cold]`` (``--quick``: 3 runs, and
-sessions of 0 and 1,000 entries only).
+Run: ``uv run python benchmarks/startup.py [--runs N] [--quick] [--cold] [--tokens N] [--only
+WHAT]`` (``--quick``: 3 runs, and sessions of 0 and 1,000 entries only; ``--only`` one of
+``help``, ``first``, ``stream``, ``worker``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import statistics
@@ -171,6 +179,180 @@ def first_request(provider: str, runs: int, tmp: Path) -> Timing:
     return _median(samples[1:])
 
 
+def _stream_body(provider: str, tokens: int) -> bytes:
+    """An SSE answer of ``tokens`` one-token text deltas on ``provider``'s protocol."""
+    if provider == "openai":
+
+        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            body = {"id": "c1", "object": "chat.completion.chunk", "created": 0,
+                    "model": "gpt-4.1", "choices": [choice] if delta is not None else [], **extra}  # fmt: skip
+            return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+        parts = [chunk({"role": "assistant", "content": ""})]
+        parts += [chunk({"content": " tok"})] * tokens
+        parts.append(chunk({}, "stop"))
+        usage = {"prompt_tokens": 10, "completion_tokens": tokens, "total_tokens": tokens + 10}
+        parts.append(b"data: " + json.dumps({"id": "c1", "choices": [], "usage": usage}).encode())
+        parts.append(b"\n\ndata: [DONE]\n\n")
+        return b"".join(parts)
+
+    def event(kind: str, body: dict[str, Any]) -> bytes:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **body})}\n\n".encode()
+
+    message = {"id": "msg_1", "type": "message", "role": "assistant",
+               "model": "claude-sonnet-4-6", "content": [], "stop_reason": None,
+               "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}  # fmt: skip
+    delta = event(
+        "content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": " tok"}}
+    )
+    parts = [
+        event("message_start", {"message": message}),
+        event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+        delta * tokens,
+        event("content_block_stop", {"index": 0}),
+        event(
+            "message_delta",
+            {
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": tokens},
+            },
+        ),
+        event("message_stop", {}),
+    ]
+    return b"".join(parts)
+
+
+class StreamServer:
+    """A loopback server answering every POST with one prepared SSE body; notes when the body
+    starts going out."""
+
+    def __init__(self, body: bytes) -> None:
+        self.started = threading.Event()
+        self.at = 0.0
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length", "0")))
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.flush()
+                stub.at = time.monotonic()
+                stub.started.set()
+                self.wfile.write(body)
+
+        self._server = _Server(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_now(pid: int) -> float | None:
+    """The CPU seconds process ``pid`` used so far (Linux ``/proc``; ``None`` elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+_PLAIN_CONSUMER = """
+import json, sys, httpx2
+url, provider = sys.argv[1], sys.argv[2]
+path = "/v1/chat/completions" if provider == "openai" else "/v1/messages"
+text = []
+with httpx2.Client() as client, client.stream("POST", url + path, content=b"{}") as response:
+    for line in response.iter_lines():
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        event = json.loads(line[6:])
+        if provider == "openai":
+            for choice in event.get("choices") or ():
+                text.append((choice.get("delta") or {}).get("content") or "")
+        elif event.get("type") == "content_block_delta":
+            text.append(event["delta"].get("text", ""))
+sys.stdout.write("".join(text) + "\\n")
+"""
+
+
+def _consume(command: list[str], env: dict[str, str], cwd: Path, server: StreamServer,
+             tokens: int) -> Timing:  # fmt: skip
+    """(tokens per wall second, tokens per CPU second) from the stream's first byte to exit."""
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    try:
+        if not server.started.wait(120):
+            raise RuntimeError(f"{command[:3]}: no request arrived within 120 s")
+        cpu_start = _cpu_now(process.pid)
+        assert process.stdout is not None
+        out = process.stdout.read()
+        cpu = _reap(process, kill=False)
+        wall = time.monotonic() - server.at
+    finally:
+        if process.returncode is None:
+            _reap(process)
+    if out.count(b"tok") != tokens:
+        raise RuntimeError(f"{command[:3]}: printed {out.count(b'tok')} of {tokens} tokens")
+    spent = cpu - cpu_start if cpu_start is not None else float("nan")
+    return tokens / wall, tokens / spent if spent > 0 else float("nan")
+
+
+def stream_rates(provider: str, runs: int, tokens: int, tmp: Path) -> tuple[Timing, Timing]:
+    """Median (wall, CPU) token rates of ``coding-agent -p`` and of the plain consumer."""
+    body = _stream_body(provider, tokens)
+    project = tmp / "project-stream"
+    project.mkdir(exist_ok=True)
+    agent: list[Timing] = []
+    plain: list[Timing] = []
+    for _ in range(runs + 1):  # the first run may compile: unmeasured
+        for rates, command, url_suffix in (
+            (agent, None, ""),
+            (plain, [PYTHON, "-c", _PLAIN_CONSUMER], ""),
+        ):
+            server = StreamServer(body)
+            env = {k: v for k, v in ENV.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+            env["XDG_STATE_HOME"] = str(tmp / "state")
+            env["XDG_CONFIG_HOME"] = str(tmp / "config")
+            if command is None:
+                if provider == "openai":
+                    env.update(OPENAI_API_KEY="sk-bench", OPENAI_BASE_URL=f"{server.url}/v1")
+                    model = "openai/gpt-4.1"
+                else:
+                    env.update(ANTHROPIC_API_KEY="sk-ant-bench", ANTHROPIC_BASE_URL=server.url)
+                    model = "anthropic/claude-sonnet-4-6"
+                run = [AGENT, "-p", "hello", "--model", model]
+            else:
+                run = [*command, server.url + url_suffix, provider]
+            try:
+                rates.append(_consume(run, env, project, server, tokens))
+            finally:
+                server.close()
+    return _median(agent[1:]), _median(plain[1:])
+
+
+def _rate(timing: Timing) -> str:
+    return f"{timing[0]:,.0f} tok/s (per CPU second {timing[1]:,.0f})"
+
+
 async def _fill(session_dir: Path, entries: int) -> None:
     """Append ``entries`` transcript entries to the session's storage (plain notes)."""
     from chord.context import BACKGROUND
@@ -229,27 +411,42 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="processes per figure (median)")
     parser.add_argument("--quick", action="store_true", help="3 runs; sessions up to 1,000")
     parser.add_argument("--cold", action="store_true", help="cache no bytecode (see above)")
+    parser.add_argument("--tokens", type=int, default=50_000, help="tokens per streamed answer")
+    parser.add_argument("--only", choices=("help", "first", "stream", "worker"), default=None)
     args = parser.parse_args()
     runs = 3 if args.quick else args.runs
     cache = tempfile.TemporaryDirectory()
     if not args.cold:
         ENV.pop("PYTHONDONTWRITEBYTECODE", None)
         ENV["PYTHONPYCACHEPREFIX"] = cache.name
+        ENV["CHORD_CODE_CACHE"] = str(Path(cache.name) / "chord-code")
+    else:
+        ENV["CHORD_CODE_CACHE"] = "off"
     print("bytecode: " + ("none cached (--cold)" if args.cold else "cached after a first run"))
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     bare = timed([PYTHON, "-c", "pass"], runs)
     textual = timed([PYTHON, "-c", "import textual"], runs)
     base = f"baseline: python -c pass {_show(bare)}, import textual {_show(textual)}"
-    for flag in ("--help", "--version"):
-        took = timed([AGENT, flag], runs)
-        print(f"coding-agent {flag}: {_show(took)} [target <= 0.15 s] | {base}")
+    wanted = {args.only} if args.only else {"help", "first", "stream", "worker"}
+    if "help" in wanted:
+        for flag in ("--help", "--version"):
+            took = timed([AGENT, flag], runs)
+            print(f"coding-agent {flag}: {_show(took)} [target <= 0.15 s] | {base}")
     with tempfile.TemporaryDirectory() as tmp:
-        for provider in ("openai", "anthropic"):
+        for provider in ("openai", "anthropic") if "first" in wanted else ():
             took = first_request(provider, runs, Path(tmp))
             print(
                 f"start -> first provider request ({provider}): {_show(took)} "
                 f"[target <= 0.5 s] | {base}"
             )
-        for entries in (0, 1_000) if args.quick else (0, 1_000, 10_000):
+        for provider in ("openai", "anthropic") if "stream" in wanted else ():
+            agent, plain = stream_rates(provider, runs, args.tokens, Path(tmp))
+            print(
+                f"-p stream consumption ({provider}, {args.tokens:,} tokens): {_rate(agent)} "
+                f"[target >= 30,000 tok/s] | baseline: httpx2 + json.loads {_rate(plain)}"
+            )
+        sizes = (0, 1_000) if args.quick else (0, 1_000, 10_000)
+        for entries in sizes if "worker" in wanted else ():
             start, restart = worker_times(entries, runs, Path(tmp))
             target = 0.4 if entries == 0 else 0.8 if entries == 10_000 else None
             goal = f"[target <= {target} s]" if target is not None else "[no target]"

@@ -29,11 +29,10 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
-import httpx
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-if TYPE_CHECKING:  # the MCP SDK (and pydantic) cost a worker start ~1 s of CPU: imported
-    # where a server is run or a result mapped, never at import time
+if TYPE_CHECKING:  # the MCP SDK (and pydantic, and httpx with its rich CLI) cost a worker
+    # start ~1 s of CPU: imported where a server is run or a result mapped, never at import time
     from mcp import ClientSession, types
     from mcp.shared.message import SessionMessage
 
@@ -57,6 +56,8 @@ STABLE_AFTER = 60.0
 PING_EVERY = 15.0
 """HTTP servers are pinged this often (a stdio server's death shows as its stdout closing)."""
 STDERR_TAIL = 2000
+_REQUEST_TIMEOUT = 408
+"""The code the MCP SDK gives a request that timed out (``httpx.codes.REQUEST_TIMEOUT``)."""
 
 
 class McpCallError(Exception):
@@ -232,6 +233,8 @@ class ServerRunner:
                 )
                 read, write = await stack.enter_async_context(stdio_client(params, self._stderr))
             else:
+                import httpx
+
                 client = httpx.AsyncClient(
                     headers=dict(spec.headers), timeout=httpx.Timeout(30.0, read=300.0)
                 )
@@ -383,7 +386,7 @@ class ServerRunner:
                 f"MCP server {name!r} did not answer {tool} within {timeout:g} s{note}"
             ) from None
         except McpError as exc:
-            if exc.error.code == httpx.codes.REQUEST_TIMEOUT:
+            if exc.error.code == _REQUEST_TIMEOUT:
                 raise McpCallError(
                     f"MCP server {name!r} did not answer {tool} within {timeout:g} s"
                 ) from None

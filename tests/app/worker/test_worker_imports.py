@@ -1,0 +1,61 @@
+"""What a worker imports before it serves: no provider SDK (the client is made at the first
+request), no MCP SDK or httpx without an MCP server, no Textual."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from coding_agent.sessions import create_session
+
+_UNWANTED = ("openai", "anthropic", "httpx", "mcp", "pydantic", "textual")
+
+
+@pytest.mark.parametrize("model", ["anthropic/claude-sonnet-4-6", "openai/gpt-4.1"])
+def test_a_serving_worker_has_imported_no_sdk(tmp_path: Path, model: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    env.update(
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        OPENAI_API_KEY="sk-test",
+        ANTHROPIC_API_KEY="sk-ant-test",
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    session = create_session(project, env=env)
+    probe = textwrap.dedent(
+        f"""
+        import json, os, sys
+        from coding_agent.worker import main as worker
+
+        real = sys.stdout.write
+
+        def write(text):
+            if text.startswith("READY"):  # serving: report what is imported, and stop
+                unwanted = sorted(m for m in {_UNWANTED!r} if m in sys.modules)
+                real(json.dumps(unwanted) + "\\n")
+                sys.stdout.flush()
+                os._exit(0)
+            return real(text)
+
+        sys.stdout.write = write
+        worker.main([{str(session.path)!r}, "--model", {model!r}, "--linger", "0"])
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
