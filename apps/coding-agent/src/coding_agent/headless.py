@@ -296,10 +296,12 @@ async def follow_turn(
     err: TextIO,
     verbose: bool,
     failed: Callable[[], bool] = lambda: False,
+    latest: Callable[[], ConversationServiceApi] | None = None,
 ) -> TurnOutcome:
     """Send ``prompt`` to ``conversation`` and read ``events`` (its view events, in order)
     until the turn holding it ends; ``--json`` lines go to ``out`` as they come. The same for a
-    session in this process and one on a server (:mod:`coding_agent.server.client_cli`)."""
+    session in this process and one on a server (:mod:`coding_agent.server.client_cli`);
+    ``latest()`` is the conversation's facade now (a reconnect makes a new one)."""
     turn = TurnOutcome()
     model = _model_ref(conversation.view.value) or default_model
     session = session_line.get("session")
@@ -329,7 +331,9 @@ async def follow_turn(
             turn.detail = str(event.get("detail") or event.get("reason") or "")
             turn.text = answer_text(turn.entries.get(event.get("answer", -1)))
             break
-    turn.model = _model_ref(conversation.view.value) or model
+    # After a reconnect (another worker, another server) the conversation is a new facade.
+    current = latest() if latest is not None else conversation
+    turn.model = _model_ref(current.view.value) or model
     return turn
 
 

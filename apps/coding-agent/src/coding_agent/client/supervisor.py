@@ -90,6 +90,7 @@ def worker_command(
     thinking: str | None = None,
     storage: str | None = None,
     linger: float | None = None,
+    lease: float | None = None,
 ) -> list[str]:
     """The worker's command line. Whatever is not on it the worker takes from the launch
     settings stored in the session (:class:`~coding_agent.sessions.LaunchSettings`)."""
@@ -112,6 +113,8 @@ def worker_command(
         argv += ["--storage", storage]
     if linger is not None:
         argv += ["--linger", repr(float(linger))]
+    if lease is not None:
+        argv += ["--lease", repr(float(lease))]
     return argv
 
 
@@ -135,7 +138,8 @@ class WorkerSupervisor:
     per lifecycle event ("worker started (pid 12)", "worker exited (-9); restarting"…).
     ``restart_backoff`` paces retries of a restart that failed (tests inject one with a fixed
     ``random``). ``storage`` (a PostgreSQL URL) and ``linger`` (seconds) go on every worker's
-    command line (``coding-agent serve`` sets both).
+    command line (``coding-agent serve`` sets both), and ``lease`` (the PostgreSQL lease's
+    expiry, seconds).
     """
 
     def __init__(
@@ -155,8 +159,10 @@ class WorkerSupervisor:
         restart_backoff: Backoff = RESTART_BACKOFF,
         storage: str | None = None,
         linger: float | None = None,
+        lease: float | None = None,
     ) -> None:
         self.session = session
+        self._lease = lease
         self._storage = storage
         self._linger = linger
         self._restart_backoff = restart_backoff
@@ -205,6 +211,7 @@ class WorkerSupervisor:
             restart_backoff=self._restart_backoff,
             storage=self._storage,
             linger=self._linger,
+            lease=self._lease,
         )
 
     def command(self) -> list[str]:
@@ -220,6 +227,7 @@ class WorkerSupervisor:
             exit_with_parent=self._exit_with_parent,
             storage=self._storage,
             linger=self._linger,
+            lease=self._lease,
         )
 
     async def wait(self) -> int | None:

@@ -55,5 +55,13 @@ def add_serve_command(commands: Any, seconds: Any) -> None:
         f"(default {DEFAULT_IDLE:g})",
     )
     serve.add_argument(
+        "--lease",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help="with --storage postgresql://…: the session lease's expiry, how soon another server "
+        "takes over a session whose server died (default 2)",
+    )
+    serve.add_argument(
         "--cwd", metavar="DIR", help="the project folder new sessions work in (default: here)"
     )

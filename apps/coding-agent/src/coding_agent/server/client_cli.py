@@ -36,13 +36,13 @@ from coding_agent.headless import (
 )
 from coding_agent.server.preface import Request
 from coding_agent.server.remote import (
+    NoServerReachable,
     ServerAddress,
     ServerRefused,
     client_tls_context,
-    connect_server,
-    parse_server_url,
+    connect_any,
+    parse_server_urls,
     resolve_token,
-    session_connector,
 )
 from coding_agent.sessions import METADATA_VERSION, Session, SessionMetadata
 from pico3 import ConversationServiceApi
@@ -59,23 +59,37 @@ class _Dial:
     """The address and credentials of a server, from the command line."""
 
     def __init__(self, url: str, args: argparse.Namespace) -> None:
-        self.address, self.session = parse_server_url(url)
+        self.addresses, self.session = parse_server_urls(url)
+        self.address = self.addresses[0]
+        self.index = 0
+        """The address of the list that answered last: a reconnect tries it first."""
         self.token = resolve_token(getattr(args, "token_file", None))
         self.insecure = bool(getattr(args, "insecure", False))
         ca = getattr(args, "tls_ca", None)
         self.tls: ssl.SSLContext | None = None
-        if self.address.path is None and not self.insecure:
+        if any(address.path is None for address in self.addresses) and not self.insecure:
             self.tls = client_tls_context(ca)
 
     async def first(self, request: Request) -> tuple[FrameConnection, dict[str, Any]]:
-        return await connect_server(
-            self.address, request, token=self.token, tls=self.tls, insecure=self.insecure
+        conn, info, self.index = await connect_any(
+            self.addresses, request, token=self.token, tls=self.tls, insecure=self.insecure
         )
+        self.address = self.addresses[self.index]
+        return conn, info
 
     def again(self, session_id: str) -> Any:
-        return session_connector(
-            self.address, session_id, token=self.token, tls=self.tls, insecure=self.insecure
-        )
+        """Connect to the session again: the server that answered last first, then the next
+        ones of the list (failover)."""
+
+        async def connect() -> FrameConnection:
+            conn, _info, self.index = await connect_any(
+                self.addresses, Request(session=session_id), start=self.index,
+                token=self.token, tls=self.tls, insecure=self.insecure,
+            )  # fmt: skip
+            self.address = self.addresses[self.index]
+            return conn
+
+        return connect
 
 
 def _fail(message: str, code: int) -> int:
@@ -85,7 +99,7 @@ def _fail(message: str, code: int) -> int:
 
 def _dial_error(address: ServerAddress, error: BaseException) -> int | None:
     """The exit code (after its one line) of a failure to reach the server, else ``None``."""
-    if isinstance(error, ServerRefused):
+    if isinstance(error, (ServerRefused, NoServerReachable)):
         return _fail(str(error), EXIT_USAGE if error.code != "start_failed" else EXIT_FAILED)
     if isinstance(error, ssl.SSLCertVerificationError):
         return _fail(
@@ -244,6 +258,7 @@ async def run_headless_on_server(
                     out=out,
                     err=errors,
                     verbose=verbose,
+                    latest=lambda: found[-1],
                 )
         finally:
             with anyio.CancelScope(shield=True):

@@ -95,6 +95,7 @@ def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[s
         env=env,
         storage=storage,
         idle=args.idle,
+        lease=args.lease or None,
         faux_script=Path(args.faux_script) if args.faux_script else None,
         token=token,
         on_event=lambda line: print(f"coding-agent serve: {line}", file=sys.stderr, flush=True),

@@ -37,11 +37,14 @@ from coding_agent.server.serve import is_loopback, parse_listen
 
 __all__ = [
     "TOKEN_ENV",
+    "NoServerReachable",
     "ServerAddress",
     "ServerRefused",
     "client_tls_context",
+    "connect_any",
     "connect_server",
     "parse_server_url",
+    "parse_server_urls",
     "resolve_token",
     "session_connector",
 ]
@@ -90,6 +93,66 @@ def parse_server_url(url: str) -> tuple[ServerAddress, str | None]:
             f"{url!r} is not a server address: give tcp://HOST:PORT[/SESSION]"
         ) from None
     return ServerAddress(host=host, port=port), session or None
+
+
+def parse_server_urls(text: str) -> tuple[list[ServerAddress], str | None]:
+    """A comma-separated list of server URLs (``tcp://a:7433/S,tcp://b:7433/S``: the servers
+    of one database, tried in order) → the addresses and the session id. Raises
+    ``ValueError`` when the URLs name different sessions."""
+    addresses: list[ServerAddress] = []
+    session: str | None = None
+    for part in (piece.strip() for piece in text.split(",")):
+        if not part:
+            continue
+        address, named = parse_server_url(part)
+        if named is not None:
+            if session is not None and named != session:
+                raise ValueError(f"{text!r} names two sessions ({session}, {named}): name one")
+            session = named
+        addresses.append(address)
+    if not addresses:
+        raise ValueError(f"{text!r} is not a server address: give tcp://HOST:PORT[/SESSION]")
+    return addresses, session
+
+
+class NoServerReachable(ConnectionError):
+    """None of the servers of a list could be reached (the message has each one's reason)."""
+
+
+async def connect_any(
+    addresses: list[ServerAddress],
+    request: Request,
+    *,
+    start: int = 0,
+    token: str | None = None,
+    tls: ssl.SSLContext | None = None,
+    insecure: bool = False,
+) -> tuple[FrameConnection, dict[str, Any], int]:
+    """:func:`connect_server` to the first of ``addresses`` (from ``start`` on, wrapping) that
+    answers ``OK``; also returns its index. A wrong token is raised at once (every server of a
+    list has the same one); any other failure moves on to the next address."""
+    failures: list[tuple[ServerAddress, BaseException]] = []
+    for offset in range(len(addresses)):
+        index = (start + offset) % len(addresses)
+        try:
+            conn, info = await connect_server(
+                addresses[index], request, token=token, tls=tls, insecure=insecure
+            )
+        except ServerRefused as error:
+            if error.code in ("unauthorized", "bad_preface") or len(addresses) == 1:
+                raise
+            failures.append((addresses[index], error))
+        except OSError as error:
+            if len(addresses) == 1:
+                raise
+            failures.append((addresses[index], error))
+        else:
+            return conn, info, index
+    reasons = "; ".join(
+        str(error) if isinstance(error, ServerRefused) else f"{address}: {error}"
+        for address, error in failures
+    )
+    raise NoServerReachable(f"no server of the list answered: {reasons}")
 
 
 def resolve_token(

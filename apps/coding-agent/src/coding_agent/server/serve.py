@@ -97,6 +97,9 @@ class ServerOptions:
     storage: str | None = None
     """A PostgreSQL URL for the sessions' commits (``None``: JSONL in each session folder)."""
     idle: float = DEFAULT_IDLE
+    lease: float | None = None
+    """The PostgreSQL lease's expiry (seconds; ``None``: 2): how soon another server may take
+    over a session whose worker died."""
     faux_script: Path | None = None
     """New sessions' faux script (demos, tests)."""
     token: bytes | None = None
@@ -366,6 +369,7 @@ class SessionServer:
                     env=self.options.env,
                     storage=self.options.storage,
                     linger=self.options.idle,
+                    lease=self.options.lease,
                     on_event=lambda line, sid=session.id: self._event(f"session {sid}: {line}"),
                 )
             supervisor = slot.supervisor

@@ -171,6 +171,8 @@ class WorkerConfig:
     storage: str | None = None
     """``--storage``: a PostgreSQL URL holding the session's commits (named by the session id)
     instead of the folder's JSONL storage."""
+    lease: float | None = None
+    """``--lease``: the PostgreSQL lease's expiry in seconds (``None``: pico3's default, 2 s)."""
     env: Mapping[str, str] | None = None
     model_config: Mapping[str, Any] | None = None
     permission_mode: str | None = None
@@ -555,7 +557,15 @@ def _postgres_storage(config: WorkerConfig) -> PostgresStorage:
     lease still valid: it waits up to 5 s for the expiry (2 s by default); a live holder
     elsewhere, renewing its lease, is refused after that."""
     assert config.storage is not None
-    return PostgresStorage(config.storage, config.session.id, fsync=config.fsync, wait=5.0)
+    if config.lease is None:
+        return PostgresStorage(config.storage, config.session.id, fsync=config.fsync, wait=5.0)
+    return PostgresStorage(
+        config.storage,
+        config.session.id,
+        fsync=config.fsync,
+        lease_seconds=config.lease,
+        wait=max(5.0, 2.5 * config.lease),
+    )
 
 
 # -- the process ----------------------------------------------------------------------------------
@@ -749,6 +759,13 @@ def _parser() -> argparse.ArgumentParser:
         "it there) instead of the folder's JSONL storage",
     )
     parser.add_argument(
+        "--lease",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="with --storage postgresql://…: the session lease's expiry (default 2)",
+    )
+    parser.add_argument(
         "--permission-mode",
         choices=PERMISSION_MODES,
         help="store this as the session's permission mode "
@@ -790,6 +807,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             permission_mode=args.permission_mode,
             fsync=not args.no_fsync,
             storage=args.storage,
+            lease=args.lease or None,
         )
     except (ConfigError, TrustError) as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
@@ -843,6 +861,7 @@ def session_worker_config(
     fsync: bool = True,
     storage: str | None = None,
     env: Mapping[str, str] | None = None,
+    lease: float | None = None,
 ) -> WorkerConfig:
     """The :class:`WorkerConfig` of a worker of ``session``: the options given here, else the
     launch settings stored in ``session.json`` (:class:`~coding_agent.sessions.LaunchSettings`),
@@ -870,6 +889,7 @@ def session_worker_config(
         facets_dirs=tuple(folders),
         fsync=fsync,
         storage=storage,
+        lease=lease,
         env=environ,
         model_config=files.registry(),
         permission_mode=permission_mode,
