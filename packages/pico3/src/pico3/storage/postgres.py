@@ -51,8 +51,9 @@ later commit. ``close`` releases the lease so the next opener need not wait for 
 
 Open-time recovery
 ------------------
-``open`` reads the session's rows in seq order (in chunks, one aggregated round trip each) and
-replays them through the same staging as a live commit. Rows that do not decode, a seq gap or
+``open`` reads the session's rows in seq order, in chunks (one aggregated row each, every chunk's
+query sent at once in pipeline mode), and replays them with :func:`pico3.storage._replay.replay`,
+the replay JSONL uses: through the same staging as a live commit. Rows that do not decode, a seq gap or
 a batch that does not replay fail open with :class:`~pico3.storage.base.CorruptStorage`
 naming the table, session and seq. Patch rows of terminal or unknown tasks are ignored and
 deleted (a retired task never resurrects).
