@@ -159,7 +159,7 @@ def subagent_kind(board: StepBoard) -> TaskKind:
     async def running(task: TaskInfo, rt: Runtime, ctx: Context) -> Any:
         assert task.checkpoint is not None
         cid: int = task.checkpoint["child"]
-        child = await OwnedConversation.attach(rt, cid, ctx)
+        child = OwnedConversation(rt, cid)  # send checks the ownership (no read of its own)
         shown = str((task.slot or {}).get("step") or "")
         board.start(cid, "resumed" if shown and shown != STARTING else STARTING)
         try:
@@ -175,12 +175,12 @@ def subagent_kind(board: StepBoard) -> TaskKind:
         answer = getattr(record, "answer", None)
         if record.status == "done" and type(answer) is int:
 
-            async def read(tx: Transaction, _current: Any, _ctx: Context) -> str:
-                return final_text(await tx.entry(answer))
+            async def complete(tx: Transaction, _current: Any, _ctx: Context) -> Completion:
+                # the report is read in the commit that completes the task: no read of its own
+                report = final_text(await tx.entry(answer))
+                return Completion.completed({"report": report, "conversation": cid})
 
-            report = await rt.commit(read, ctx)
-            result = {"report": report, "conversation": cid}
-            return Done(lambda _tx, _cur, _c: Completion.completed(result))
+            return Done(complete)
         reason = str(getattr(record, "reason", None) or record.status)
         failure = {"reason": reason, "conversation": cid}
         return Done(lambda _tx, _cur, _c: Completion.failed(failure))
