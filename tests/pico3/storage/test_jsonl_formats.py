@@ -1,7 +1,7 @@
 """JsonlStorage reads both of its line formats (docs/design/storage.md#line-formats).
 
 ``fixtures/v1-session`` is a session written by the v1 (object-per-line) JsonlStorage from the
-commits of ``v1_session.py``; the same commits written today (v2, compact arrays) and the
+commits of ``v1_session.py`` (``fixtures/v2a-session``: the same, by the first v2 code); the same commits written today (v2, compact arrays) and the
 fixture must open to the same state, and a v1 session keeps working once v2 lines are appended.
 """
 
@@ -16,6 +16,9 @@ import pytest
 
 from chord.context import BACKGROUND
 from pico3.storage import (
+    Conversation,
+    ConversationWrite,
+    CorruptStorage,
     DocRef,
     DocWrite,
     Entry,
@@ -26,11 +29,13 @@ from pico3.storage import (
     TaskPatch,
     TaskPatchWrite,
 )
+from pico3.storage._lines import encode_line
 
 pytestmark = pytest.mark.anyio
 ctx = BACKGROUND
 HERE = Path(__file__).parent
 FIXTURE = HERE / "fixtures" / "v1-session"
+EARLY_V2 = HERE / "fixtures" / "v2a-session"  # the first v2 code's write tags "p" and "i"
 
 
 def _script() -> Any:
@@ -114,4 +119,53 @@ async def test_a_v1_session_appended_to_in_v2_reopens(tmp_path: Path, h) -> None
     storage = JsonlStorage(directory, fsync=False)
     await storage.open(ctx)
     assert await state(storage, h) == await reference(h, extra=True)
+    await storage.close(ctx)
+
+
+async def test_a_session_of_the_first_v2_tags_opens_to_the_same_state(tmp_path: Path, h) -> None:
+    directory = tmp_path / "session"
+    shutil.copytree(EARLY_V2, directory)
+    assert b'["p",' in (directory / "task-6.jsonl").read_bytes()
+    assert b'["i",' in (directory / "main.jsonl").read_bytes()
+    storage = JsonlStorage(directory, fsync=False)
+    await storage.open(ctx)
+    assert await state(storage, h) == await reference(h)
+    await storage.close(ctx)
+
+
+async def test_a_replayed_entry_payload_of_the_wrong_type_fails_open(tmp_path: Path) -> None:
+    storage = JsonlStorage(tmp_path, fsync=False)
+    await storage.open(ctx)
+    await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
+    await storage.close(ctx)
+    bad = Entry(id=2, conversation_id=1, kind="k", model={"not": "a list"})  # type: ignore[arg-type]
+    with (tmp_path / "main.jsonl").open("ab") as handle:
+        handle.write(encode_line(2, 2, [EntryWrite(bad)]))
+    with pytest.raises(CorruptStorage, match=r"main\.jsonl:2: malformed record: entry model"):
+        await JsonlStorage(tmp_path, fsync=False).open(ctx)
+
+
+async def test_an_entry_written_after_a_greater_id_is_found_as_of_its_commit(
+    tmp_path: Path,
+) -> None:
+    storage = JsonlStorage(tmp_path, fsync=False)
+    await storage.open(ctx)
+    cid = storage.mint_id()
+    await storage.commit([ConversationWrite(Conversation(id=cid))], ctx)
+    early, late = storage.mint_id(), storage.mint_id()
+    for n, id in enumerate((late, early)):  # the greater id first
+        await storage.commit(
+            [
+                EntryWrite(Entry(id=id, conversation_id=cid, kind="k", data={"n": n})),
+                DocWrite(DocRef.rewindable(cid), [["s", ["n"], n]]),
+            ],
+            ctx,
+        )
+    await storage.close(ctx)
+    storage = JsonlStorage(tmp_path, fsync=False)
+    await storage.open(ctx)
+    assert await storage.doc_as_of(cid, late, ctx) == [[["s", ["n"], 0]]]
+    assert await storage.doc_as_of(cid, early, ctx) == [[["s", ["n"], 0]], [["s", ["n"], 1]]]
+    found = await storage.entries([early, late], ctx)
+    assert (found[early].data, found[late].data) == ({"n": 1}, {"n": 0})
     await storage.close(ctx)

@@ -15,6 +15,7 @@ import os
 import random
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -39,8 +40,17 @@ from pico3.storage import (
 )
 from pico3.storage._lines import read_lines
 from pico3.storage._log import BLOCK, MIN_CHUNK, MainLog
+from pico3.storage._tables import readable
 
 ctx = BACKGROUND
+
+
+def plain(writes: list[Any]) -> Any:
+    """Writes as plain JSON data (a replayed entry's payloads are its stored text)."""
+    readied = [EntryWrite(readable(w.entry)) if isinstance(w, EntryWrite) else w for w in writes]
+    return msgspec.json.decode(msgspec.json.encode(readied))
+
+
 DURABLE = ["direct", "prealloc"]
 
 
@@ -246,7 +256,7 @@ async def closed_session(path: Path, h, sizes: list[int]) -> tuple[JsonlStorage,
 def committed_lines(data: bytes) -> list[dict[str, object]]:
     """main.jsonl's complete lines, decoded whatever their format, in the v1 object shape."""
     lines = read_lines("main.jsonl", data[: data.rfind(b"\n") + 1], True)
-    return [{"seq": line.seq, "writes": msgspec.to_builtins(line.writes)} for _, _, line in lines]
+    return [{"seq": line.seq, "writes": plain(line.writes)} for _, _, line in lines]
 
 
 @pytest.mark.anyio

@@ -18,9 +18,9 @@ positional array whose first element names its kind; absent members are ``null``
 ``["t", id, cid, kind, input, status, checkpoint,``     create a task (``status`` ``null``:
 ``abort, outcome, after, owns, background]``            ``"pending"``; ``after``/``owns``
                                                         ``null``: empty)
-``["p", id, status, checkpoint, abort, outcome, owns]`` patch a task (``checkpoint`` ``0``
+``["q", id, status, outcome, owns, checkpoint, abort]`` patch a task (``checkpoint`` ``0``
                                                         clears it)
-``["i", id, cid, status, request_id, entry, answer,``   create or replace an input (``detail``
+``["j", id, cid, status, entry, answer, request_id,``   create or replace an input (``detail``
 ``reason, detail]``                                     is wrapped: ``[value]``, since ``null``
                                                         is a value)
 ``["d", doc, ops, cid]``                                document ops; ``doc`` is ``"s"``
@@ -33,11 +33,19 @@ positional array whose first element names its kind; absent members are ``null``
 says the line is its own publication point: the commit wrote nothing else
 (docs/design/storage.md#publication-point).
 
+Also read (written by the first v2 code, for a day): ``["p", id, status, checkpoint, abort,
+outcome, owns]`` and ``["i", id, cid, status, request_id, entry, answer, reason, detail]``, the
+same writes as ``q`` and ``j`` with their members in another order.
+
+``maxId`` ``0`` on a main line says the line's own writes create its greatest id (replay
+raises the high-water mark from the ids it creates anyway).
+
 A v1 file opened by this code is appended to in v2: a file holds v1 lines, then v2 lines.
 """
 
 from __future__ import annotations
 
+import sys
 import zlib
 from typing import Annotated, Any
 
@@ -133,6 +141,26 @@ def _check_v1(path: str, number: int, raw: bytes, record: _V1) -> Line:
 # -- v2 ---------------------------------------------------------------------------------------
 
 
+_ABSENT = msgspec.Raw()
+_NULL_RAW = msgspec.Raw(b"null")
+
+
+def _body(raw: msgspec.Raw, opener: bytes, member: str) -> Any:
+    """An entry payload as read: UNSET when absent, else its JSON text (``bytes``, a private
+    copy, not a view of the file) once checked to be the right container type.
+
+    Storage hands out entries only through a msgspec round trip (``_tables.clone`` of
+    ``_tables.readable``), which decodes the text, so a replayed entry holds its payload as the
+    few bytes it is stored in instead of a tree of Python objects
+    (docs/design/storage.md#memory)."""
+    if not raw or raw == _NULL_RAW:
+        return UNSET
+    if memoryview(raw)[:1] != opener:
+        kind = "array" if opener == b"[" else "object"
+        raise ValueError(f"entry {member} is not a JSON {kind}")
+    return bytes(raw)  # wrapped in a Raw again only to be read (see _tables.readable)
+
+
 class _C(msgspec.Struct, array_like=True, tag="c", gc=False):
     id: Id
     parent_id: Id | None = None
@@ -142,13 +170,15 @@ class _C(msgspec.Struct, array_like=True, tag="c", gc=False):
 
 
 class _E(msgspec.Struct, array_like=True, tag="e", gc=False):
+    """An entry; its payloads stay encoded (see :func:`_body`)."""
+
     id: Id
     cid: Id
     kind: str
-    model: list[Any] | None = None
-    data: dict[str, Any] | None = None
+    model: msgspec.Raw = _ABSENT
+    data: msgspec.Raw = _ABSENT
     head: Id | None = None
-    edits: list[Any] | None = None
+    edits: msgspec.Raw = _ABSENT
     by: Id | None = None
 
 
@@ -175,6 +205,30 @@ class _P(msgspec.Struct, array_like=True, tag="p", gc=False):
     owns: list[Id] | None = None
 
 
+class _Q(msgspec.Struct, array_like=True, tag="q", gc=False):
+    """A task patch, members in the order a short turn leaves the fewest ``null`` s in."""
+
+    id: Id
+    status: TaskStatus | None = None
+    outcome: dict[str, Any] | None = None
+    owns: list[Id] | None = None
+    checkpoint: dict[str, Any] | Annotated[int, msgspec.Meta(ge=0, le=0)] | None = None
+    abort: bool | None = None
+
+
+class _J(msgspec.Struct, array_like=True, tag="j", gc=False):
+    """An input, members in the order a short turn leaves the fewest ``null`` s in."""
+
+    id: Id
+    cid: Id
+    status: InputStatus
+    entry: Id | None = None
+    answer: Id | None = None
+    request_id: str | None = None
+    reason: InputReason | None = None
+    detail: Annotated[list[Any], msgspec.Meta(min_length=1, max_length=1)] | None = None
+
+
 class _I(msgspec.Struct, array_like=True, tag="i", gc=False):
     id: Id
     cid: Id
@@ -196,7 +250,7 @@ class _V2(msgspec.Struct, array_like=True, gc=False):
     crc: int
     seq: Seq
     max_id: Annotated[int, msgspec.Meta(ge=0)]
-    writes: list[_C | _E | _T | _P | _I | _D]
+    writes: list[_C | _E | _T | _P | _Q | _I | _J | _D]
     refs: list[int] | None = None
 
 
@@ -238,13 +292,13 @@ def _write_v2(write: Write) -> list[Any]:
         i = write.input  # type: ignore[union-attr]
         return _trim(
             [
-                "i",
+                "j",
                 i.id,
                 i.conversation_id,
                 i.status,
-                _u(i.request_id),
                 _u(i.entry),
                 _u(i.answer),
+                _u(i.request_id),
                 _u(i.reason),
                 None if i.detail is UNSET else [i.detail],
             ]
@@ -254,13 +308,13 @@ def _write_v2(write: Write) -> list[Any]:
         checkpoint = p.checkpoint
         return _trim(
             [
-                "p",
+                "q",
                 p.id,
                 _u(p.status),
-                0 if checkpoint is None else _u(checkpoint),
-                _u(p.abort),
                 _u(p.outcome),
                 _u(p.owns),
+                0 if checkpoint is None else _u(checkpoint),
+                _u(p.abort),
             ]
         )
     if kind is DocWrite:
@@ -303,24 +357,25 @@ def _set(value: Any) -> Any:
     return UNSET if value is None else value
 
 
-def _write_v1(w: _C | _E | _T | _P | _I | _D) -> Write:
+def _write_v1(w: _C | _E | _T | _P | _Q | _I | _J | _D) -> Write:
     kind = type(w)
     if kind is _E:
         e: _E = w  # type: ignore[assignment]
+        kind = sys.intern(e.kind)  # every entry of a kind shares one string
         return EntryWrite(
             Entry(
                 id=e.id,
                 conversation_id=e.cid,
-                kind=e.kind,
-                model=_set(e.model),
-                data=_set(e.data),
+                kind=kind,
+                model=_body(e.model, b"[", "model"),
+                data=_body(e.data, b"{", "data"),
                 head=_set(e.head),
-                edits=_set(e.edits),
+                edits=_body(e.edits, b"[", "edits"),
                 by_task_id=_set(e.by),
             )
         )
-    if kind is _I:
-        i: _I = w  # type: ignore[assignment]
+    if kind is _J or kind is _I:
+        i: _J = w  # type: ignore[assignment]  # the same members, in another order
         return InputWrite(
             Input(
                 id=i.id,
@@ -333,8 +388,8 @@ def _write_v1(w: _C | _E | _T | _P | _I | _D) -> Write:
                 detail=UNSET if i.detail is None else i.detail[0],
             )
         )
-    if kind is _P:
-        p: _P = w  # type: ignore[assignment]
+    if kind is _Q or kind is _P:
+        p: _Q = w  # type: ignore[assignment]  # the same members, in another order
         checkpoint = p.checkpoint
         return TaskPatchWrite(
             TaskPatch(

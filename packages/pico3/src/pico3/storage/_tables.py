@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextvars
 import re
+from array import array
 from bisect import bisect_left, insort
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -101,6 +102,20 @@ def clone(value: Any, kind: Any = None) -> Any:
     if decoder is None:
         decoder = _CLONE_DECODERS[kind] = msgspec.json.Decoder(kind)
     return decoder.decode(_ENCODER.encode(value))
+
+
+def readable(entry: Entry) -> Entry:
+    """``entry`` ready for :func:`clone`: a payload a replay kept as its JSON text (``bytes``,
+    see ``pico3.storage._lines``) is wrapped so that the round trip decodes it."""
+    model, data, edits = entry.model, entry.data, entry.edits
+    if type(model) is bytes or type(data) is bytes or type(edits) is bytes:
+        return msgspec.structs.replace(
+            entry,
+            model=msgspec.Raw(model) if type(model) is bytes else model,
+            data=msgspec.Raw(data) if type(data) is bytes else data,  # type: ignore[arg-type]
+            edits=msgspec.Raw(edits) if type(edits) is bytes else edits,
+        )
+    return entry
 
 
 def _clone_log(log: list[tuple[int, Ops]], start: int) -> DocLog:
@@ -278,6 +293,36 @@ def patched(task: Task, patch: TaskPatch) -> Task:
     return msgspec.structs.replace(task, **changes)
 
 
+class EntrySeqs:
+    """Entry id -> the seq of the commit that appended it, in two flat arrays (16 bytes an
+    entry instead of a dict slot and an int object): entries are appended in commit order and
+    their ids, minted in order, nearly always increase, so a lookup is a bisection. An id
+    committed after a greater one (minted early, written late) goes to a small dict."""
+
+    __slots__ = ("_ids", "_late", "_seqs")
+
+    def __init__(self) -> None:
+        self._ids = array("q")
+        self._seqs = array("q")
+        self._late: dict[int, int] = {}
+
+    def add(self, entry_id: int, seq: int) -> None:
+        ids = self._ids
+        if ids and ids[-1] >= entry_id:
+            self._late[entry_id] = seq
+        else:
+            ids.append(entry_id)
+            self._seqs.append(seq)
+
+    def get(self, entry_id: int) -> int:
+        """The seq of a stored entry (``KeyError`` for an unknown one)."""
+        ids = self._ids
+        index = bisect_left(ids, entry_id)
+        if index < len(ids) and ids[index] == entry_id:
+            return self._seqs[index]
+        return self._late[entry_id]
+
+
 @dataclass
 class Tables:
     """Committed state: tables, document op logs, the seq and the id high-water."""
@@ -290,7 +335,7 @@ class Tables:
     reads these instead of walking the whole history."""
     by_kind: dict[tuple[int, str], list[Entry]] = field(default_factory=dict)
     """Per (conversation, kind), its own entries of that kind (oldest first)."""
-    entry_seq: dict[int, int] = field(default_factory=dict)
+    entry_seq: EntrySeqs = field(default_factory=EntrySeqs)
     tasks: dict[int, Task] = field(default_factory=dict)
     inputs: dict[int, Input] = field(default_factory=dict)
     requests: dict[tuple[int, str], int] = field(default_factory=dict)
@@ -422,7 +467,7 @@ class Tables:
             if entry.head is not UNSET:
                 _add(self.heads.setdefault(cid, []), entry)
             _add(self.by_kind.setdefault((cid, entry.kind), []), entry)
-            self.entry_seq[entry.id] = seq
+            self.entry_seq.add(entry.id, seq)
         if staged.tasks:
             self.tasks.update(staged.tasks)
         if staged.inputs:
@@ -514,7 +559,7 @@ class TableStorage:
 
     async def entries(self, ids: Sequence[int], ctx: Context) -> dict[int, Entry]:
         table = self._check_open().entries
-        return {id: clone(table[id]) for id in ids if id in table}
+        return {id: clone(readable(table[id])) for id in ids if id in table}
 
     async def scan_entries(self, scan: EntryScan, ctx: Context) -> list[Entry]:
         tables = self._check_open()
@@ -537,7 +582,7 @@ class TableStorage:
                     continue
                 if scan.with_head and entry.head is UNSET:
                     continue
-                out.append(entry)
+                out.append(readable(entry))
             parent = conversation.parent
             if parent is UNSET:
                 break
@@ -596,7 +641,7 @@ class TableStorage:
             conversation = tables.conversations[parent.conversation_id]
         if cap is not None and at > cap:
             return None
-        seq = tables.entry_seq[at]
+        seq = tables.entry_seq.get(at)
         log = [item for item in tables.rewindable.get(conversation.id, []) if item[0] <= seq]
         if not log:
             return None

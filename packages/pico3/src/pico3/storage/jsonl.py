@@ -556,7 +556,9 @@ class JsonlStorage(TableStorage):
                     (name, encode_line(seq, max_id, items, own=True))
                 ]
         plan = [(name, encode_line(seq, max_id, items)) for name, items in sidecars.items()]
-        plan.append((MAIN_FILE, encode_line(seq, max_id, main, list(sidecars))))
+        # maxId 0: this line's writes create the greatest id (replay raises the mark from them)
+        main_max = 0 if max_id <= staged.max_id else max_id
+        plan.append((MAIN_FILE, encode_line(seq, main_max, main, list(sidecars))))
         return _Commit(staged, seq, max_id), plan
 
     @staticmethod
