@@ -52,6 +52,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "HookApi",
             "HookRegistration",
             "HookRunner",
+            "IgnoreRules",
             "InputAbortResult",
             "InputHandle",
             "InvalidArguments",
@@ -123,6 +124,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "job_input",
             "memo_once",
             "reload",
+            "walk_files",
             "write_atomic",
         }
     ),

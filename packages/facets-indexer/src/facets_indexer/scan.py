@@ -4,15 +4,15 @@ The indexer (docs/design/harness.md#task-kinds) checkpoints a *batch key* before
 with the same key after a crash. That only works if a resumed scan regenerates the same batches, so
 everything here is deterministic:
 
-1. :func:`list_files` lists the files git would consider part of the working tree: ``.gitignore``
-   files at every level (deeper files win, and within a file the last matching pattern wins),
-   ``.git/info/exclude`` below them, and ``.git`` itself never. An excluded directory is not entered
-   at all, so (as in git) nothing beneath it can be re-included. Patterns are parsed by
-   :mod:`pathspec`. When ``git`` is installed and *root* is the top of a repository, ``git ls-files
-   -co --exclude-standard`` is used instead; both produce the same sorted list for an untracked
-   tree (tracked files are listed by git even if a pattern matches them, which is git's rule).
-   Global excludes (``core.excludesFile``) are deliberately ignored by both paths so the result
-   does not depend on who runs the scan.
+1. :func:`list_files` lists the files git would consider part of the working tree, with pico3's
+   one ``.gitignore`` walker (:func:`pico3.walk_files`, the rules the coding agent's tools use)
+   scoped the way ``git ls-files`` from a repository's top sees it: the root's ``.gitignore``
+   files at every level and its ``.git/info/exclude``, none of the folders above it, and no
+   nested repository's files. When ``git`` is installed and *root* is the top of a repository,
+   ``git ls-files -co --exclude-standard`` is used instead; both produce the same sorted list for
+   an untracked tree (tracked files are listed by git even if a pattern matches them, which is
+   git's rule). Global excludes (``core.excludesFile``) are deliberately ignored by both paths so
+   the result does not depend on who runs the scan.
 2. :func:`scan` keeps regular files no larger than ``max_file_bytes`` whose first
    :data:`SNIFF_BYTES` contain no NUL byte (git's own "is this binary" test).
 3. :func:`make_batches` cuts the sorted list into batches of ``batch_size`` files. A batch's key is
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -36,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+from pico3 import walk_files
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -61,10 +60,6 @@ DEFAULT_BATCH_SIZE = 64
 SNIFF_BYTES = 8000
 """How much of a file is searched for a NUL byte to call it binary (the figure git uses)."""
 
-# pathspec compiles every pattern into one regex that answers "is this path, or one of its parent
-# directories, matched?". The named group marks a match that ended at a directory separator.
-_DIR_MARK = "ps_d"
-
 
 @dataclass(frozen=True, slots=True)
 class ScannedFile:
@@ -84,111 +79,8 @@ class Batch:
     files: tuple[ScannedFile, ...]
 
 
-# ---------------------------------------------------------------------------------------------
-# Ignore rules
-
-
-@dataclass(frozen=True, slots=True)
-class _Rule:
-    regex: re.Pattern[str]
-    ignore: bool  # False for a negated ("!") pattern
-    dir_only: bool  # the pattern ended with "/": it never matches a file
-
-
-@dataclass(frozen=True, slots=True)
-class _Source:
-    base: str  # directory (relative to root, "" for the root) the patterns are relative to
-    rules: tuple[_Rule, ...]
-
-
-def _parse_rules(text: str) -> tuple[_Rule, ...]:
-    rules: list[_Rule] = []
-    for line in text.splitlines():
-        stripped = line.rstrip(" \t")
-        dir_only = stripped.endswith("/")
-        if stripped.endswith("/**/"):
-            # pathspec folds "a/**/" into "a/", which would also match "a" itself; git means
-            # "every directory below a", which is "a/**" restricted to directories.
-            line = stripped[:-1]
-        pattern = GitIgnoreSpecPattern(line)
-        if pattern.include is None or pattern.regex is None:
-            continue  # blank line or comment
-        rules.append(_Rule(pattern.regex, pattern.include, dir_only))
-    return tuple(rules)
-
-
-def _read_source(path: Path, base: str) -> _Source | None:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
-        return None
-    rules = _parse_rules(text)
-    return _Source(base, rules) if rules else None
-
-
-def _matches_itself(regex: re.Pattern[str], rel: str, is_dir: bool) -> bool:
-    """Whether a pattern matches *rel* itself (not merely one of its parent directories).
-
-    The walk never enters an excluded directory, so parents are already decided; asking only about
-    the entry itself is what git does, and it keeps idioms like ``*`` + ``!*/`` correct.
-    """
-    found = regex.search(rel)
-    if found is not None and found.groupdict().get(_DIR_MARK) is None:
-        return True
-    if is_dir:
-        # Directory-only patterns ("build/") match the directory spelled with its trailing slash.
-        probe = rel + "/"
-        for m in regex.finditer(probe):
-            if m.end() == len(probe) and m.groupdict().get(_DIR_MARK) is not None:
-                return True
-    return False
-
-
-def _is_ignored(sources: Sequence[_Source], rel: str, is_dir: bool) -> bool:
-    for source in reversed(sources):  # deepest .gitignore first
-        local = rel[len(source.base) + 1 :] if source.base else rel
-        for rule in reversed(source.rules):  # last matching pattern wins
-            if (is_dir or not rule.dir_only) and _matches_itself(rule.regex, local, is_dir):
-                return rule.ignore
-    return False
-
-
 def _walk(root: Path) -> list[str]:
-    found: list[str] = []
-    base_sources: list[_Source] = []
-    exclude = _read_source(root / ".git" / "info" / "exclude", "")
-    if exclude is not None:
-        base_sources.append(exclude)
-
-    def visit(directory: Path, rel_dir: str, sources: list[_Source]) -> None:
-        own = _read_source(directory / ".gitignore", rel_dir)
-        if own is not None:
-            sources = [*sources, own]
-        try:
-            with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            return
-        for entry in entries:
-            if entry.name == ".git":
-                continue
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if _is_ignored(sources, rel, is_dir):
-                continue
-            if is_dir:
-                if os.path.lexists(os.path.join(entry.path, ".git")):
-                    continue  # a nested repository is its own tree (git lists it as "dir/")
-                visit(Path(entry.path), rel, sources)
-            else:
-                found.append(rel)
-
-    visit(root, "", base_sources)
-    found.sort()
-    return found
+    return sorted(walk_files(root, ancestors=False, nested_repositories=False))
 
 
 def _git(root: Path, *args: str) -> bytes | None:

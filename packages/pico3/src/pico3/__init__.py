@@ -27,7 +27,12 @@ change without notice. The import-linter contract in the workspace's ``pyproject
   :data:`HarnessService` (``pi.harness``, local; its API is :class:`HarnessServiceApi`) and
   :data:`ConversationService` (``pi.conversation``, remotable; :class:`ConversationServiceApi`),
   the JSON shapes of the view and the methods, and :func:`harness_session_facet`.
+* Project files: :func:`walk_files` and :class:`IgnoreRules` (``.gitignore`` rules, one walker
+  for every tool and feature; loaded on first use, so ``pathspec`` stays off the import path of a
+  process that never walks a tree), :func:`write_atomic`, :func:`fsync_dir`.
 """
+
+import typing as _typing
 
 from pico3.chord import (
     HARNESS_FACET_ID,
@@ -141,6 +146,9 @@ from pico3.turn.models import Models
 from pico3.turn.placement import ConversationBusy
 from pico3.turn.sections import SystemSection, define_section
 
+if _typing.TYPE_CHECKING:
+    from pico3.ignore import IgnoreRules, walk_files
+
 __all__ = [
     "GENERATION_KIND",
     "HARNESS_FACET_ID",
@@ -184,6 +192,7 @@ __all__ = [
     "HookApi",
     "HookRegistration",
     "HookRunner",
+    "IgnoreRules",
     "InputAbortResult",
     "InputHandle",
     "InvalidArguments",
@@ -250,5 +259,20 @@ __all__ = [
     "job_input",
     "memo_once",
     "reload",
+    "walk_files",
     "write_atomic",
 ]
+
+_LAZY = {"IgnoreRules": "pico3.ignore", "walk_files": "pico3.ignore"}
+"""Public names imported on first use (see the module docstring)."""
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pico3' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -229,7 +229,7 @@ class FileHistory:
         not exclude, each content stored as a blob (so it can be restored); ``None`` when the
         project is over ``max_files`` files or ``max_bytes`` bytes (then bash is not tracked).
         A file whose size and mtime match the previous snapshot is not read again."""
-        from coding_agent.worker.tools.ignore import walk_files
+        from pico3 import walk_files
 
         base = Path(os.path.realpath(root))
         previous = self._last_snapshot

@@ -7,9 +7,8 @@ showing the previous list, and concurrent requests share one scan.
 
 :func:`scan_files` walks breadth first, so a huge folder deep down cannot crowd out the files
 near the root, and stops after ``limit`` files. It honours ``.gitignore`` exactly as the agent's
-own ``find`` and ``ls`` tools do (it reuses their rules from
-:mod:`coding_agent.worker.tools.ignore`) and never enters ``.git``, ``node_modules`` or
-``.venv``, ignored or not. Symlinked folders are not followed.
+own ``find`` and ``ls`` tools do (the same walker, :func:`pico3.walk_files`) and never enters
+``.git``, ``node_modules`` or ``.venv``, ignored or not. Symlinked folders are not followed.
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ def scan_files(
     Breadth first, each folder's entries in name order. A missing or unreadable ``root`` (or
     folder below it) contributes nothing rather than failing.
     """
-    from coding_agent.worker.tools.ignore import walk_files  # pathspec: load it off the UI
+    from pico3 import walk_files  # pathspec: load it off the UI
 
     walk = walk_files(
         root,

@@ -6,7 +6,7 @@ without ``/`` matches file names at any depth; one with ``/`` is anchored at the
 folder. Hidden files are included; ``.git`` and ``node_modules`` folders and ignored files are
 not. Paths come back relative to the searched folder, one a line, in path order.
 
-ripgrep (``rg --files``) lists the files when available, else :func:`.ignore.walk_files`.
+ripgrep (``rg --files``) lists the files when available, else :func:`pico3.walk_files`.
 Notices follow pi: ``[1000 results limit reached. Use limit=2000 for more, or refine pattern]``
 and the 50 KB cap; nothing found gives ``No files found matching pattern``.
 """
@@ -20,7 +20,8 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from .ignore import walk_files
+from pico3 import walk_files
+
 from .search import RG_COMMON_FLAGS, collect, glob_filter, open_rg, read_lines, use_ripgrep
 from .spec import (
     OnUpdate,

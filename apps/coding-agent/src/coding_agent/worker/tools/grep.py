@@ -31,8 +31,9 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
+from pico3 import walk_files
+
 from .files import describe_mode
-from .ignore import walk_files
 from .read import looks_binary
 from .search import RG_COMMON_FLAGS, collect, glob_filter, open_rg, read_lines, use_ripgrep
 from .spec import (

@@ -18,7 +18,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from .ignore import IgnoreRules
+from pico3 import IgnoreRules
+
 from .spec import (
     OnUpdate,
     ToolContext,
