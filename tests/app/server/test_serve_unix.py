@@ -89,3 +89,45 @@ async def test_the_unix_socket_is_private_and_unknown_sessions_are_refused(
     assert refused.value.code == "not_found"
     assert list_sessions(env=agent_env) == []
     assert server.process.returncode is None
+
+
+async def test_a_list_of_servers_skips_one_that_is_down_and_names_each_when_all_are(
+    servers: Any, agent_env: dict[str, str], project: Path, faux_script: Path, tmp_path: Path
+) -> None:
+    server = await servers(
+        agent_env, ["--faux-script", str(faux_script), "serve", "--cwd", str(project)]
+    )
+    dead = "tcp://127.0.0.1:1"  # nothing listens on port 1
+    done = await anyio.to_thread.run_sync(
+        lambda: _cli(agent_env, "-p", "hi", "--insecure", "--server", f"{dead},{server.unix}",
+                     cwd=tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello from the server.\n"
+    gone = tmp_path / "gone.sock"
+    down = await anyio.to_thread.run_sync(
+        lambda: _cli(agent_env, "-p", "hi", "--insecure", "--server", f"{dead},unix:{gone}",
+                     cwd=tmp_path),
+    )  # fmt: skip
+    assert down.returncode == 1
+    assert "no server of the list answered" in down.stderr
+    assert "tcp://127.0.0.1:1" in down.stderr and str(gone) in down.stderr
+
+
+def test_a_turn_that_ended_while_the_connection_was_down_is_read_from_the_view() -> None:
+    from coding_agent.headless import TurnOutcome, _ended_meanwhile
+
+    answer = {"id": 7, "kind": "pi.assistant", "model": [
+        {"role": "assistant", "content": [{"type": "text", "text": "Done meanwhile."}]}]}  # fmt: skip
+    user = {"id": 6, "kind": "pi.user"}
+    live = {"entries": [user], "turn": {"inputs": [3], "tools": []}, "inbox": []}
+    queued = {"entries": [user], "inbox": [{"id": 3, "mode": "followUp"}]}
+    ended = {"entries": [user, answer], "inbox": []}
+    for view in (live, queued):
+        assert not _ended_meanwhile(view, 3, TurnOutcome())
+    turn = TurnOutcome()
+    assert _ended_meanwhile(ended, 3, turn)
+    assert (turn.status, turn.text) == ("done", "Done meanwhile.")
+    failed = TurnOutcome()
+    assert _ended_meanwhile({"entries": [user], "inbox": []}, 3, failed)
+    assert failed.status == "failed" and "connection was down" in failed.detail

@@ -103,11 +103,21 @@ def _is_root(view: dict[str, Any]) -> bool:
     return "parent" not in view["conversation"]
 
 
+REHYDRATED = "coding-agent.rehydrated"
+"""The type of the event :func:`_presentation` adds (with ``rehydrate=True``) when the root's
+view is hydrated again (a reconnect, a collapse): events may have been missed, ``view`` is the
+current value. :func:`follow_turn` reads it; it is never written out."""
+
+
 def _presentation(
     events: MemoryObjectSendStream[Event],
     root: Callable[[ConversationServiceApi], None],
+    *,
+    rehydrate: bool = False,
 ) -> Facet:
-    """Follow the root conversation; every update's events go to ``events``."""
+    """Follow the root conversation; every update's events go to ``events`` (and, with
+    ``rehydrate``, a :data:`REHYDRATED` event for every hydrate after the first)."""
+    followed = [False]
 
     def setup(env: FacetEnvironment) -> None:
         async def on_instance(instance: ConversationServiceApi, ctx: Context) -> None:
@@ -116,9 +126,15 @@ def _presentation(
             def deliver(value: Any, _ctx: Context, delivery: Delivery) -> None:
                 nonlocal chosen
                 if delivery.kind == "hydrate":
+                    again = followed[0]
                     if not chosen and _is_root(value):
-                        chosen = True
+                        chosen = followed[0] = True
                         root(instance)
+                    if chosen and again and rehydrate:
+                        try:
+                            events.send_nowait({"type": REHYDRATED, "view": value})
+                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            pass
                     return
                 if chosen:
                     for event in value["commit"]["events"]:
@@ -320,6 +336,10 @@ async def follow_turn(
             raise
         input_id = -1
     async for event in events:
+        if event.get("type") == REHYDRATED:
+            if input_id >= 0 and _ended_meanwhile(event["view"], input_id, turn):
+                break
+            continue
         if mode == "json":
             out.write(json.dumps(event, separators=(",", ":")) + "\n")
             out.flush()
@@ -335,6 +355,29 @@ async def follow_turn(
     current = latest() if latest is not None else conversation
     turn.model = _model_ref(current.view.value) or model
     return turn
+
+
+def _ended_meanwhile(view: Any, input_id: int, turn: TurnOutcome) -> bool:
+    """Whether the turn of ``input_id`` ended while events were missed (``view`` no longer has
+    it live or queued); then ``turn`` is filled from the view (its newest answer)."""
+    if not isinstance(view, dict):
+        return False
+    live = view.get("turn")
+    if isinstance(live, dict) and input_id in (live.get("inputs") or []):
+        return False
+    if any(
+        isinstance(item, dict) and item.get("id") == input_id for item in view.get("inbox") or []
+    ):
+        return False
+    listed = [entry for entry in view.get("entries") or [] if isinstance(entry, dict)]
+    for entry in listed:
+        turn.entries.setdefault(entry["id"], entry)
+    answer = next((e for e in reversed(listed) if e.get("kind") == "pi.assistant"), None)
+    failed = answer is None or (answer.get("data") or {}).get("reason") == "error"
+    turn.status = "failed" if failed else "done"
+    turn.detail = "the turn ended while the connection was down" if failed else ""
+    turn.text = answer_text(answer)
+    return True
 
 
 def report_turn(

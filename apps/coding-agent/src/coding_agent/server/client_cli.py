@@ -99,7 +99,9 @@ def _fail(message: str, code: int) -> int:
 
 def _dial_error(address: ServerAddress, error: BaseException) -> int | None:
     """The exit code (after its one line) of a failure to reach the server, else ``None``."""
-    if isinstance(error, (ServerRefused, NoServerReachable)):
+    if isinstance(error, NoServerReachable):
+        return _fail(str(error), EXIT_FAILED)
+    if isinstance(error, ServerRefused):
         return _fail(str(error), EXIT_USAGE if error.code != "start_failed" else EXIT_FAILED)
     if isinstance(error, ssl.SSLCertVerificationError):
         return _fail(
@@ -245,7 +247,10 @@ async def run_headless_on_server(
         try:
             offered = {entry.service_id for entry in await source.catalogue(BACKGROUND)}
             features = {name for sid, name in _FEATURES.items() if sid in offered}
-            facets = [_presentation(send_events, on_root), *_responders(features, approve, blocked)]
+            facets = [
+                _presentation(send_events, on_root, rehydrate=True),
+                *_responders(features, approve, blocked),
+            ]
             async with create_facet_host(facets, service_sources=[source]):
                 await chosen.wait()
                 turn = await follow_turn(
