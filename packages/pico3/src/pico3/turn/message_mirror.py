@@ -14,7 +14,12 @@ caller-supplied ``flush`` commit when
 * :data:`FLUSH_INTERVAL` seconds passed since the last flush with something pending (a timer
   task covers a provider that goes quiet),
 
-and once more when the stream ends. The flush writes only what changed: a new block is
+and once more when the stream ends, unless it ended with a complete answer (``stop``,
+``toolUse``, ``length``): the commit that stores that answer follows at once and supersedes
+``turn.message``, so a flush of the tail would be a durable commit (an fsync) that no reader
+keeps; a crash in between loses only display text that recovery discards anyway (a generation
+interrupted while ``requesting`` deletes ``turn.message`` and retries). The flush writes only
+what changed: a new block is
 appended, a grown string is assigned (the tracked document records a string append), a tool
 call's arguments are set when they materialize. So a client folding the envelopes sees
 ``turn.message`` set once, then ``a`` ops on ``content.i.text``.
@@ -91,6 +96,7 @@ class MessageMirror:
         self._total = 0
         self._dirty = False
         self._first = True
+        self._superseded = False
         self._last = 0.0
         self._lock = anyio.Lock()
         self._wake = anyio.Event()
@@ -108,9 +114,14 @@ class MessageMirror:
         assert self._group is not None
         self._group.cancel_scope.cancel()
         await self._group.__aexit__(None, None, None)
-        if exc[0] is None:
+        if exc[0] is None and not self._superseded:
             await self.flush()
         return False
+
+    def supersede(self) -> None:
+        """The stream ended with a complete answer that the caller commits next: leaving the
+        block publishes nothing more (pending display text would be overwritten at once)."""
+        self._superseded = True
 
     async def _timer(self) -> None:
         while True:
@@ -238,6 +249,8 @@ async def stream_message(
             async for event in events:
                 if isinstance(event, DoneEvent):
                     terminal = _copy(event.message)
+                    if terminal.stop_reason not in ("error", "aborted"):
+                        mirror.supersede()  # the caller commits the answer itself, next
                 elif isinstance(event, ErrorEvent):
                     terminal = _copy(event.error)
                     retryable = event.retryable
