@@ -131,3 +131,30 @@ def test_a_turn_that_ended_while_the_connection_was_down_is_read_from_the_view()
     failed = TurnOutcome()
     assert _ended_meanwhile({"entries": [user], "inbox": []}, 3, failed)
     assert failed.status == "failed" and "connection was down" in failed.detail
+
+
+async def test_storage_dir_is_the_state_folder_of_the_servers_sessions(
+    servers: Any, agent_env: dict[str, str], project: Path, faux_script: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "server-state"
+    server = await servers(
+        agent_env,
+        ["--faux-script", str(faux_script), "serve", "--cwd", str(project), "--storage",
+         str(folder)],
+    )  # fmt: skip
+    done = await anyio.to_thread.run_sync(
+        lambda: _cli(agent_env, "-p", "hi", "--server", server.unix, "--verbose", cwd=tmp_path)
+    )
+    assert done.returncode == 0, done.stderr
+    assert list_sessions(env=agent_env) == [], "not in the client's (default) state folder"
+    [session] = list_sessions(env={"XDG_STATE_HOME": str(folder)})
+    assert f"session {session.id} " in done.stderr
+    assert stat.S_IMODE(os.stat(folder / "coding-agent" / "sessions").st_mode) == 0o700
+
+
+def test_attach_to_a_server_names_the_session_it_needs(
+    agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    done = _cli(agent_env, "attach", "tcp://127.0.0.1:7433", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "name the session: tcp://HOST:PORT/SESSION" in done.stderr
