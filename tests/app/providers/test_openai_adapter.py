@@ -350,3 +350,38 @@ async def test_abort_while_waiting_for_the_server_ends_the_read_at_once() -> Non
     error = events[-1]
     assert isinstance(error, ErrorEvent) and error.reason == "aborted"
     assert error.error.content == [TextContent(text="first")]
+
+
+# -- many events in one network read (the reader takes them as one batch) ---------------------
+@pytest.mark.anyio
+async def test_an_abort_stops_between_the_events_of_one_read() -> None:
+    body = "".join(_text_events(*"abcdefghij"))  # one write: the client reads it at once
+    ctx, cancel = with_cancel(BACKGROUND)
+    events: list[StreamEvent] = []
+    with StubServer([Reply(events=[body])]) as server:
+        provider = _provider(server)
+        try:
+            async for event in provider.stream(_request(), ctx):
+                events.append(event)
+                if isinstance(event, TextDeltaEvent):
+                    cancel()
+        finally:
+            await provider.aclose()
+    assert [e.delta for e in events if isinstance(e, TextDeltaEvent)] == ["a"]
+    error = events[-1]
+    assert isinstance(error, ErrorEvent) and error.reason == "aborted"
+    assert error.error.content == [TextContent(text="a")]
+
+
+@pytest.mark.anyio
+async def test_a_malformed_event_after_good_ones_in_the_same_read_keeps_them() -> None:
+    good = _text_events("ab", "cd", "ef")[:4]  # the role chunk and three deltas
+    body = "".join(good) + "data: {not json\n\n" + "".join(_text_events("never"))
+    with StubServer([Reply(events=[body])]) as server:
+        events = await _run(_provider(server), _request())
+    assert [e.delta for e in events if isinstance(e, TextDeltaEvent)] == ["ab", "cd", "ef"]
+    error = events[-1]
+    assert isinstance(error, ErrorEvent) and error.reason == "error"
+    assert "malformed stream chunk" in (error.error.error_message or "")
+    assert error.error.content == [TextContent(text="abcdef")]
+    assert len(server.requests) == 1  # a broken stream is not retried

@@ -6,7 +6,8 @@ into a :class:`~pico3.models.stream.MessageBuilder` (returning contract events),
 :class:`~pico3.models.ProviderError`. :func:`drive` does the rest the same way for both:
 
 * opening is retried per the :class:`~pico3.models.RetryPolicy` (the SDK's own retries are off);
-* every wait (connect, backoff, next chunk) is :func:`~pico3.models.abortable`, so a cancelled
+* every wait (connect, backoff, the next network read) is :func:`~pico3.models.abortable`, and
+  the events of one read are fed only while the context is not cancelled, so a cancelled
   context ends the stream with ``aborted`` at once and the HTTP response is closed;
 * no exception escapes: failures become one ``error`` event with the classification.
 """
@@ -14,7 +15,7 @@ into a :class:`~pico3.models.stream.MessageBuilder` (returning contract events),
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import anyio
 
@@ -34,9 +35,9 @@ __all__ = ["SdkStream", "connection_error", "drive"]
 
 
 class SdkStream(Protocol):
-    """What both SDKs' async streams offer."""
+    """A response's decoded events, a list per network read (see ``SseStream``)."""
 
-    def __aiter__(self) -> AsyncIterator[Any]: ...
+    def batches(self) -> AsyncIterator[list[Any]]: ...
 
     async def close(self) -> None: ...
 
@@ -81,20 +82,24 @@ async def drive(
         yield builder.fail("error", f"{type(exc).__name__}: {exc}")
         return
 
-    chunks = stream.__aiter__()
+    batches = stream.batches()
     try:
         while True:
             try:
-                chunk = await abortable(chunks.__anext__, ctx)
+                batch = await abortable(batches.__anext__, ctx)  # one wait per network read
             except StopAsyncIteration:
                 break
-            if chunk is ABORTED:
+            if not isinstance(batch, list):  # ABORTED
                 yield builder.abort(builder.message.usage)
                 return
-            for event in feed(chunk):
-                yield event
-            if builder.finished:
-                return
+            for chunk in cast("list[Any]", batch):
+                if ctx.cancelled:  # between the events of one read too
+                    yield builder.abort(builder.message.usage)
+                    return
+                for event in feed(chunk):
+                    yield event
+                if builder.finished:
+                    return
         for event in finish():
             yield event
         if not builder.finished:

@@ -43,7 +43,12 @@ Decode = Callable[[str | None, bytes], Any]
 
 
 class SseStream:
-    """The decoded events of one streamed response (an ``SdkStream`` for ``drive``)."""
+    """The decoded events of one streamed response (an ``SdkStream`` for ``drive``).
+
+    :meth:`batches` yields the events of each network read together (a read of a fast stream
+    holds hundreds), so the reader pays its per-await costs (an abortable wait, a cancel scope)
+    once per read rather than once per event; iterating the stream itself yields them one by
+    one. An error decoding an event comes after the events before it."""
 
     def __init__(self, response: RawResponse, decode: Decode) -> None:
         self._response = response
@@ -52,11 +57,17 @@ class SseStream:
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._events()
 
+    async def _events(self) -> AsyncIterator[Any]:
+        async for batch in self.batches():
+            for value in batch:
+                yield value
+
     async def close(self) -> None:
         """Close the HTTP response (a stream cut short closes its connection)."""
         await self._response.aclose()
 
-    async def _events(self) -> AsyncIterator[Any]:
+    async def batches(self) -> AsyncIterator[list[Any]]:
+        """The decoded events, a list per network read (never an empty one)."""
         decode = self._decode
         event: str | None = None
         data: list[bytes] = []
@@ -65,6 +76,7 @@ class SseStream:
         async for chunk in chunks:
             buffer = rest + chunk if rest else chunk
             start = 0
+            batch: list[Any] = []
             while True:
                 end = buffer.find(b"\n", start)
                 if end < 0:
@@ -85,17 +97,27 @@ class SseStream:
                         event = value.decode()
                     continue
                 if data or event is not None:
-                    decoded = decode(event, data[0] if len(data) == 1 else b"\n".join(data))
-                    event, data = None, []
+                    payload = data[0] if len(data) == 1 else b"\n".join(data)
+                    name, event, data = event, None, []
+                    try:
+                        decoded = decode(name, payload)
+                    except Exception:
+                        if batch:
+                            yield batch  # what came before the bad event, then the error
+                        raise
                     if isinstance(decoded, Last):
                         async for _ in chunks:  # the rest of the body: the connection stays
                             pass
                         if decoded.value is not None:
-                            yield decoded.value
+                            batch.append(decoded.value)
+                        if batch:
+                            yield batch
                         return
                     if decoded is not None:
-                        yield decoded
+                        batch.append(decoded)
             rest = buffer[start:]
+            if batch:
+                yield batch
         if rest.rstrip(b"\r").startswith(b"data:"):  # a last line without its newline
             value = rest.rstrip(b"\r")[5:]
             data.append(value[1:] if value[:1] == b" " else value)
@@ -104,4 +126,4 @@ class SseStream:
             if isinstance(decoded, Last):
                 decoded = decoded.value
             if decoded is not None:
-                yield decoded
+                yield [decoded]
