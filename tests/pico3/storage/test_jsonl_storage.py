@@ -31,7 +31,6 @@ from pico3.storage import (
     TaskWrite,
 )
 from pico3.storage._lines import read_lines
-from pico3.storage._tables import readable
 from pico3.storage.jsonl import MAIN_FILE
 
 pytestmark = pytest.mark.anyio
@@ -40,8 +39,7 @@ ctx = BACKGROUND
 
 def plain(writes: list[Any]) -> Any:
     """Writes as plain JSON data (a replayed entry's payloads are its stored text)."""
-    readied = [EntryWrite(readable(w.entry)) if isinstance(w, EntryWrite) else w for w in writes]
-    return msgspec.json.decode(msgspec.json.encode(readied))
+    return msgspec.json.decode(msgspec.json.encode(writes))
 
 
 def records(path: Path) -> list[dict[str, Any]]:

@@ -40,15 +40,13 @@ from pico3.storage import (
 )
 from pico3.storage._lines import read_lines
 from pico3.storage._log import BLOCK, MIN_CHUNK, MainLog
-from pico3.storage._tables import readable
 
 ctx = BACKGROUND
 
 
 def plain(writes: list[Any]) -> Any:
     """Writes as plain JSON data (a replayed entry's payloads are its stored text)."""
-    readied = [EntryWrite(readable(w.entry)) if isinstance(w, EntryWrite) else w for w in writes]
-    return msgspec.json.decode(msgspec.json.encode(readied))
+    return msgspec.json.decode(msgspec.json.encode(writes))
 
 
 DURABLE = ["direct", "prealloc"]

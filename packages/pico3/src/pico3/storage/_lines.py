@@ -146,19 +146,18 @@ _NULL_RAW = msgspec.Raw(b"null")
 
 
 def _body(raw: msgspec.Raw, opener: bytes, member: str) -> Any:
-    """An entry payload as read: UNSET when absent, else its JSON text (``bytes``, a private
-    copy, not a view of the file) once checked to be the right container type.
+    """An entry payload as read: UNSET when absent, else its JSON text (a ``msgspec.Raw``,
+    a private copy) once checked to be the right container type.
 
-    Storage hands out entries only through a msgspec round trip (``_tables.clone`` of
-    ``_tables.readable``), which decodes the text, so a replayed entry holds its payload as the
-    few bytes it is stored in instead of a tree of Python objects
-    (docs/design/storage.md#memory)."""
+    Storage hands out entries only through a msgspec round trip (``_tables.clone``), which
+    decodes the text, so a replayed entry holds its payload as the few bytes it is stored in
+    instead of a tree of Python objects (docs/design/storage.md#memory)."""
     if not raw or raw == _NULL_RAW:
         return UNSET
     if memoryview(raw)[:1] != opener:
         kind = "array" if opener == b"[" else "object"
         raise ValueError(f"entry {member} is not a JSON {kind}")
-    return bytes(raw)  # wrapped in a Raw again only to be read (see _tables.readable)
+    return raw.copy()  # the entry's own few bytes, not a view that keeps the file alive
 
 
 class _C(msgspec.Struct, array_like=True, tag="c", gc=False):

@@ -104,20 +104,6 @@ def clone(value: Any, kind: Any = None) -> Any:
     return decoder.decode(_ENCODER.encode(value))
 
 
-def readable(entry: Entry) -> Entry:
-    """``entry`` ready for :func:`clone`: a payload a replay kept as its JSON text (``bytes``,
-    see ``pico3.storage._lines``) is wrapped so that the round trip decodes it."""
-    model, data, edits = entry.model, entry.data, entry.edits
-    if type(model) is bytes or type(data) is bytes or type(edits) is bytes:
-        return msgspec.structs.replace(
-            entry,
-            model=msgspec.Raw(model) if type(model) is bytes else model,
-            data=msgspec.Raw(data) if type(data) is bytes else data,  # type: ignore[arg-type]
-            edits=msgspec.Raw(edits) if type(edits) is bytes else edits,
-        )
-    return entry
-
-
 def _clone_log(log: list[tuple[int, Ops]], start: int) -> DocLog:
     return clone([ops for _, ops in log[start:]], DocLog)
 
@@ -293,34 +279,53 @@ def patched(task: Task, patch: TaskPatch) -> Task:
     return msgspec.structs.replace(task, **changes)
 
 
-class EntrySeqs:
-    """Entry id -> the seq of the commit that appended it, in two flat arrays (16 bytes an
-    entry instead of a dict slot and an int object): entries are appended in commit order and
-    their ids, minted in order, nearly always increase, so a lookup is a bisection. An id
-    committed after a greater one (minted early, written late) goes to a small dict."""
+class EntryTable:
+    """The stored entries by id, with the seq of the commit that appended each: two flat
+    arrays and a list (about 27 bytes an entry instead of two dict slots and an int object).
 
-    __slots__ = ("_ids", "_late", "_seqs")
+    Entries are appended in commit order and their ids, minted in order, nearly always
+    increase, so a lookup is a bisection. An entry committed after one with a greater id
+    (minted early, written late) goes to a small dict instead."""
+
+    __slots__ = ("_entries", "_ids", "_late", "_seqs")
 
     def __init__(self) -> None:
         self._ids = array("q")
         self._seqs = array("q")
-        self._late: dict[int, int] = {}
+        self._entries: list[Entry] = []
+        self._late: dict[int, tuple[Entry, int]] = {}
 
-    def add(self, entry_id: int, seq: int) -> None:
+    def add(self, entry: Entry, seq: int) -> None:
         ids = self._ids
-        if ids and ids[-1] >= entry_id:
-            self._late[entry_id] = seq
+        if ids and ids[-1] >= entry.id:
+            self._late[entry.id] = (entry, seq)
         else:
-            ids.append(entry_id)
+            ids.append(entry.id)
             self._seqs.append(seq)
+            self._entries.append(entry)
 
-    def get(self, entry_id: int) -> int:
-        """The seq of a stored entry (``KeyError`` for an unknown one)."""
+    def _index(self, entry_id: int) -> int:
         ids = self._ids
         index = bisect_left(ids, entry_id)
-        if index < len(ids) and ids[index] == entry_id:
-            return self._seqs[index]
-        return self._late[entry_id]
+        return index if index < len(ids) and ids[index] == entry_id else -1
+
+    def get(self, entry_id: int) -> Entry | None:
+        index = self._index(entry_id)
+        if index >= 0:
+            return self._entries[index]
+        late = self._late.get(entry_id)
+        return None if late is None else late[0]
+
+    def seq(self, entry_id: int) -> int:
+        """The seq of a stored entry (``KeyError`` for an unknown one)."""
+        index = self._index(entry_id)
+        return self._seqs[index] if index >= 0 else self._late[entry_id][1]
+
+    def __contains__(self, entry_id: object) -> bool:
+        return type(entry_id) is int and (self._index(entry_id) >= 0 or entry_id in self._late)
+
+    def __len__(self) -> int:
+        return len(self._entries) + len(self._late)
 
 
 @dataclass
@@ -328,14 +333,14 @@ class Tables:
     """Committed state: tables, document op logs, the seq and the id high-water."""
 
     conversations: dict[int, Conversation] = field(default_factory=dict)
-    entries: dict[int, Entry] = field(default_factory=dict)
+    entries: EntryTable = field(default_factory=EntryTable)
+    """Entries by id, with the seq that appended each (for reads as of an entry)."""
     by_conversation: dict[int, list[Entry]] = field(default_factory=dict)
     heads: dict[int, list[Entry]] = field(default_factory=dict)
     """Per conversation, its own entries that carry a ``head`` (oldest first): a head scan
     reads these instead of walking the whole history."""
     by_kind: dict[tuple[int, str], list[Entry]] = field(default_factory=dict)
     """Per (conversation, kind), its own entries of that kind (oldest first)."""
-    entry_seq: EntrySeqs = field(default_factory=EntrySeqs)
     tasks: dict[int, Task] = field(default_factory=dict)
     inputs: dict[int, Input] = field(default_factory=dict)
     requests: dict[tuple[int, str], int] = field(default_factory=dict)
@@ -461,13 +466,12 @@ class Tables:
             self.conversations[conversation.id] = conversation
             self.by_conversation.setdefault(conversation.id, [])
         for entry in staged.entries:
-            self.entries[entry.id] = entry
+            self.entries.add(entry, seq)
             cid = entry.conversation_id
             _add(self.by_conversation[cid], entry)
             if entry.head is not UNSET:
                 _add(self.heads.setdefault(cid, []), entry)
             _add(self.by_kind.setdefault((cid, entry.kind), []), entry)
-            self.entry_seq.add(entry.id, seq)
         if staged.tasks:
             self.tasks.update(staged.tasks)
         if staged.inputs:
@@ -559,7 +563,12 @@ class TableStorage:
 
     async def entries(self, ids: Sequence[int], ctx: Context) -> dict[int, Entry]:
         table = self._check_open().entries
-        return {id: clone(readable(table[id])) for id in ids if id in table}
+        out: dict[int, Entry] = {}
+        for id in ids:
+            entry = table.get(id)
+            if entry is not None:
+                out[id] = clone(entry)
+        return out
 
     async def scan_entries(self, scan: EntryScan, ctx: Context) -> list[Entry]:
         tables = self._check_open()
@@ -582,7 +591,7 @@ class TableStorage:
                     continue
                 if scan.with_head and entry.head is UNSET:
                     continue
-                out.append(readable(entry))
+                out.append(entry)
             parent = conversation.parent
             if parent is UNSET:
                 break
@@ -641,7 +650,7 @@ class TableStorage:
             conversation = tables.conversations[parent.conversation_id]
         if cap is not None and at > cap:
             return None
-        seq = tables.entry_seq.get(at)
+        seq = tables.entries.seq(at)
         log = [item for item in tables.rewindable.get(conversation.id, []) if item[0] <= seq]
         if not log:
             return None
