@@ -104,3 +104,32 @@ async def test_close_wakes_a_waiting_reader(tmp_path: Path) -> None:
 async def test_connecting_to_a_missing_socket_raises(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         await open_unix_stream(tmp_path / "nothing.sock")
+
+
+async def test_a_slow_reader_gets_every_byte_in_order_in_pieces_of_at_most_max_bytes(
+    tmp_path: Path,
+) -> None:
+    """More than the reader buffers (it stops reading the socket until a receive), read in
+    small pieces: nothing is lost, reordered or returned beyond ``max_bytes``."""
+    path = str(tmp_path / "slow.sock")
+    payload = bytes(range(256)) * 4096  # 1 MiB
+
+    async def send_all(stream: UnixSocketStream) -> None:
+        async with stream:
+            await stream.send(payload)
+            await stream.send_eof()
+            await anyio.sleep_forever()
+
+    async with anyio.create_task_group() as group:
+        await group.start(partial(serve_unix_streams, path, send_all))
+        async with await open_unix_stream(path) as client:
+            received = bytearray()
+            while True:
+                try:
+                    piece = await client.receive(1000)
+                except anyio.EndOfStream:
+                    break
+                assert len(piece) <= 1000
+                received += piece
+            assert received == payload
+        group.cancel_scope.cancel()

@@ -9,6 +9,12 @@ the socket, waiting with anyio's readiness primitives, which tolerate that race,
 ``anyio.notify_closing`` before a close so a waiting task wakes with ``ClosedResourceError``.
 They behave the same on asyncio and trio.
 
+On asyncio a stream's reads go through a :class:`_LoopReader`: the socket stays registered with
+the event loop while the stream is open and its callback reads into a buffer, the way asyncio's
+own transports work, instead of registering and unregistering the socket around every wait (two
+``epoll_ctl`` calls and a selector-key update per frame). A receive cancelled while data arrives
+loses nothing: the data waits in the buffer, and the callback never completes a cancelled future.
+
 Only the user who runs the process is served and dialled: the socket file is made ``0600``
 right after ``bind`` (whatever the umask), the server reads each client's credentials
 (``SO_PEERCRED``) as it accepts it and closes a connection from any other uid before reading a
@@ -19,6 +25,7 @@ guard the socket.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 import os
@@ -59,6 +66,94 @@ def _refusal(sock: socket.socket) -> str | None:
     return f"the peer runs as uid {uid}, not as this process's uid {os.geteuid()}"
 
 
+_CHUNK = 65536
+_HIGH_WATER = 4 * _CHUNK
+"""Bytes a :class:`_LoopReader` buffers before it stops reading the socket (until a receive)."""
+
+
+class _LoopReader:
+    """asyncio only: the socket registered with the loop for as long as the stream reads."""
+
+    __slots__ = ("_buffer", "_eof", "_error", "_fd", "_loop", "_reading", "_sock", "_waiter")
+
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+        self._sock = sock
+        self._fd = sock.fileno()
+        self._loop = loop
+        self._buffer = bytearray()
+        self._eof = False
+        self._error: OSError | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._reading = False
+        self._resume()
+
+    def _resume(self) -> None:
+        if not self._reading and not self._eof and self._error is None:
+            self._loop.add_reader(self._fd, self._ready)
+            self._reading = True
+
+    def _pause(self) -> None:
+        if self._reading:
+            self._loop.remove_reader(self._fd)
+            self._reading = False
+
+    def _ready(self) -> None:
+        try:
+            data = self._sock.recv(_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._error = exc
+            self._pause()
+        else:
+            if not data:
+                self._eof = True
+                self._pause()
+            else:
+                self._buffer += data
+                if len(self._buffer) >= _HIGH_WATER:
+                    self._pause()  # a slow reader: the kernel's buffer pushes back on the peer
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def receive(self, max_bytes: int, stream: UnixSocketStream) -> bytes:
+        waited = False
+        while not self._buffer:
+            if stream._closed:  # pyright: ignore[reportPrivateUsage]
+                raise anyio.ClosedResourceError
+            if self._error is not None:
+                if isinstance(self._error, _BROKEN):
+                    raise anyio.BrokenResourceError from self._error
+                raise self._error
+            if self._eof:
+                raise anyio.EndOfStream
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+            waited = True
+        if len(self._buffer) <= max_bytes:
+            data = bytes(self._buffer)
+            self._buffer.clear()
+        else:
+            data = bytes(self._buffer[:max_bytes])
+            del self._buffer[:max_bytes]
+        self._resume()
+        if not waited:  # a receive is a checkpoint; one that waited has already yielded
+            await anyio.lowlevel.cancel_shielded_checkpoint()
+        return data
+
+    def close(self) -> None:
+        """Unregister (before the socket is closed); a waiting receive gets ClosedResourceError."""
+        self._pause()
+        self._eof = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(anyio.ClosedResourceError())
+
+
 class UnixSocketStream(anyio.abc.ByteStream):
     """A connected ``AF_UNIX`` stream socket. One reader and one writer at a time."""
 
@@ -66,6 +161,8 @@ class UnixSocketStream(anyio.abc.ByteStream):
         sock.setblocking(False)
         self._sock = sock
         self._closed = False
+        self._reader: _LoopReader | None = None
+        self._asyncio: bool | None = None  # the event loop's kind, learnt at the first receive
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
@@ -76,6 +173,17 @@ class UnixSocketStream(anyio.abc.ByteStream):
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
         await anyio.lowlevel.checkpoint_if_cancelled()
+        if self._reader is not None:
+            return await self._reader.receive(max_bytes, self)
+        if self._asyncio is None and not self._closed:
+            try:
+                loop = asyncio.get_running_loop()  # raises under trio
+            except RuntimeError:
+                self._asyncio = False
+            else:
+                self._asyncio = True
+                self._reader = _LoopReader(self._sock, loop)
+                return await self._reader.receive(max_bytes, self)
         waited = False
         while True:
             if self._closed:
@@ -132,6 +240,8 @@ class UnixSocketStream(anyio.abc.ByteStream):
     async def aclose(self) -> None:
         if not self._closed:
             self._closed = True
+            if self._reader is not None:
+                self._reader.close()
             anyio.notify_closing(self._sock)
             self._sock.close()
         await anyio.lowlevel.checkpoint()
