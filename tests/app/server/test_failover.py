@@ -25,9 +25,18 @@ pytestmark = pytest.mark.anyio
 TOKEN = "failover-token-0123456789abcdef"
 
 
+@pytest.mark.parametrize("state", ["shared", "separate"])
 async def test_a_sigkilled_servers_session_resumes_on_the_other_server(
-    servers: Any, agent_env: dict[str, str], project: Path, tmp_path: Path, postgres_cluster: Any
+    servers: Any,
+    agent_env: dict[str, str],
+    project: Path,
+    tmp_path: Path,
+    postgres_cluster: Any,
+    state: str,
 ) -> None:
+    """``shared``: both servers use one state folder (one machine). ``separate``: each has its
+    own, as on two machines; the second finds the session in the database's session directory
+    and makes its folder before it starts the worker."""
     url = f"postgresql://{postgres_cluster.user}@127.0.0.1:{postgres_cluster.port}/postgres"
     marker = tmp_path / "ran.txt"
     script = tmp_path / "failover.json"
@@ -45,7 +54,10 @@ async def test_a_sigkilled_servers_session_resumes_on_the_other_server(
         "--lease", "1", "--listen", "tcp://127.0.0.1:0", "--insecure", "--token-file", str(token),
     ]  # fmt: skip
     first = await servers(agent_env, [*common, "--socket", str(sockets / "a.sock")], lines=2)
-    second = await servers(agent_env, [*common, "--socket", str(sockets / "b.sock")], lines=2)
+    other_env = dict(agent_env)
+    if state == "separate":
+        other_env["XDG_STATE_HOME"] = str(tmp_path / "state-of-the-other-machine")
+    second = await servers(other_env, [*common, "--socket", str(sockets / "b.sock")], lines=2)
     client = await anyio.open_process(
         [sys.executable, "-m", "coding_agent.cli", "--json", "go", "--approve", "allow",
          "--insecure", "--server", f"{first.tcp},{second.tcp}"],
@@ -79,6 +91,8 @@ async def test_a_sigkilled_servers_session_resumes_on_the_other_server(
     lines = [json.loads(line) for line in out.splitlines()]
     assert lines[-1]["ok"] is True and lines[-1]["text"] == "Resumed on the other server."
     await second.wait_event(lambda e: "worker started" in e, "the second server's worker")
+    if state == "separate":
+        assert any("adopting it" in event for event in second.events), second.events
     assert marker.read_text() == "ran\n", "the interrupted command was not run again"
     results = [
         line["entry"] for line in lines

@@ -58,6 +58,7 @@ __all__ = [
     "Session",
     "SessionError",
     "SessionMetadata",
+    "adopt_session",
     "create_session",
     "latest_session",
     "list_sessions",
@@ -274,6 +275,32 @@ def create_session(
         except OSError:  # pragma: no cover - the same id appeared meanwhile
             shutil.rmtree(staging, ignore_errors=True)
     return Session(path, metadata)
+
+
+def adopt_session(metadata: SessionMetadata, *, env: Mapping[str, str] | None = None) -> Session:
+    """Make the folder of a session created elsewhere (another ``coding-agent serve`` on the
+    same PostgreSQL database) from its ``metadata``: ``session.json`` and an empty
+    ``storage/``, assembled under a hidden name and renamed into place. A folder that is there
+    already (a racing adopter) is used as it is."""
+    if not metadata.id or "/" in metadata.id or metadata.id.startswith("."):
+        raise SessionError(f"invalid session id {metadata.id!r}")
+    try:
+        root = private_tree(state_home(env), sessions_root(env))
+    except PrivacyError as error:
+        raise SessionError(str(error)) from None
+    path = root / metadata.id
+    if not path.exists():
+        staging = Path(tempfile.mkdtemp(prefix=f".{metadata.id}.", dir=root))
+        private_dir(staging / "storage")
+        os.close(
+            os.open(staging / "storage" / "main.jsonl", os.O_WRONLY | os.O_CREAT, PRIVATE_FILE)
+        )
+        _write_atomically(staging / "session.json", _encode(metadata))
+        try:
+            staging.rename(path)
+        except OSError:  # another adopter was first
+            shutil.rmtree(staging, ignore_errors=True)
+    return load_session(path)
 
 
 def _encode(metadata: SessionMetadata) -> bytes:

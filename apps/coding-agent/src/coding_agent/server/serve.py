@@ -40,6 +40,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import psycopg
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.tls import TLSListener
 
@@ -47,6 +48,7 @@ from chord import FrameConnection, connect_unix, serve_unix
 from coding_agent.client.supervisor import READY_TIMEOUT, WorkerStartError, WorkerSupervisor
 from coding_agent.private import PrivacyError, private_tree, socket_folder
 from coding_agent.server.args import DEFAULT_IDLE
+from coding_agent.server.directory import SessionDirectory
 from coding_agent.server.preface import (
     MAX_PREFACE,
     PREFACE_TIMEOUT,
@@ -62,6 +64,7 @@ from coding_agent.sessions import (
     LaunchSettings,
     Session,
     SessionError,
+    adopt_session,
     create_session,
     open_session,
     state_home,
@@ -220,6 +223,7 @@ class SessionServer:
     def __init__(self, options: ServerOptions) -> None:
         self.options = options
         self._slots: dict[str, _Slot] = {}
+        self._directory = SessionDirectory(options.storage) if options.storage else None
         self._group: anyio.abc.TaskGroup | None = None
         self.connections = 0
         """Connections relayed to a worker so far."""
@@ -291,7 +295,7 @@ class SessionServer:
         buffered = BufferedByteReceiveStream(stream)
         try:
             request = await self._read_request(buffered, token)
-            session = self._session_for(request)
+            session = await self._session_for(request)
             worker = await self._dial(session)
         except PrefaceError as error:
             self.refused += 1
@@ -331,21 +335,34 @@ class SessionServer:
         check_token(given, token)  # before anything else of the line is looked at
         return parse_request(rest)
 
-    def _session_for(self, request: Request) -> Session:
+    async def _session_for(self, request: Request) -> Session:
         env = self.options.env
+        directory = self._directory
         try:
             if request.new:
                 settings = LaunchSettings(
                     model=request.model,
                     faux_script=str(self.options.faux_script) if self.options.faux_script else None,
                 )
-                return create_session(self.options.cwd, settings=settings, env=env)
+                session = create_session(self.options.cwd, settings=settings, env=env)
+                if directory is not None:
+                    await directory.put(session.metadata)  # any server of the database may serve it
+                return session
             assert request.session is not None
-            return open_session(request.session, env=env)
+            try:
+                return open_session(request.session, env=env)
+            except SessionError:
+                metadata = await directory.get(request.session) if directory is not None else None
+                if metadata is None:
+                    raise
+                self._event(f"session {metadata.id}: made by another server; adopting it")
+                return adopt_session(metadata, env=env)
         except SessionError as error:
             raise PrefaceError(
                 "not_found" if not request.new else "start_failed", str(error)
             ) from None
+        except psycopg.Error as error:
+            raise PrefaceError("start_failed", f"the session directory failed: {error}") from None
 
     async def _dial(self, session: Session) -> FrameConnection:
         """A connection to the worker of ``session``, started first when none serves it."""

@@ -1,0 +1,64 @@
+"""The servers' shared session directory in PostgreSQL: which sessions exist, and their
+``session.json``, so any server of a database can serve any of its sessions (failover).
+
+With ``--storage postgresql://…`` a session's commits are in the database, but its folder
+(``session.json``, the worker's lock, socket and log) is on one server's disk. The server that
+creates a session stores its metadata here too (table ``coding_agent_sessions``, created when
+missing); a server asked for a session it has no folder of looks it up here and makes the folder
+(:func:`coding_agent.sessions.adopt_session`) before it starts the worker, which then replays
+the commits from the database. The row is written once, at creation: later changes of the
+launch settings (``/model``) stay in the folder of the server that made them, while the
+conversation's own model and settings are in its commits, so they follow it anyway.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import psycopg
+
+from coding_agent.sessions import SessionMetadata
+
+__all__ = ["SessionDirectory"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS coding_agent_sessions (
+    id text PRIMARY KEY,
+    metadata bytea NOT NULL,
+    created timestamptz NOT NULL DEFAULT now()
+)
+"""
+
+
+class SessionDirectory:
+    """``coding_agent_sessions`` on the database at ``url``."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._ready = False
+
+    async def _connect(self) -> psycopg.AsyncConnection:
+        conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True, connect_timeout=10)
+        if not self._ready:
+            await conn.execute(_SCHEMA)
+            self._ready = True
+        return conn
+
+    async def put(self, metadata: SessionMetadata) -> None:
+        """Record a new session (its creation metadata)."""
+        async with await self._connect() as conn:
+            await conn.execute(
+                "INSERT INTO coding_agent_sessions (id, metadata) VALUES (%s, %s) "
+                "ON CONFLICT (id) DO NOTHING",
+                (metadata.id, msgspec.json.encode(metadata)),
+            )
+
+    async def get(self, session_id: str) -> SessionMetadata | None:
+        """The metadata of ``session_id``, or ``None`` when no server of the database made it."""
+        async with await self._connect() as conn:
+            cursor = await conn.execute(
+                "SELECT metadata FROM coding_agent_sessions WHERE id = %s", (session_id,)
+            )
+            row = await cursor.fetchone()
+        if row is None:
+            return None
+        return msgspec.json.decode(bytes(row[0]), type=SessionMetadata)
