@@ -16,13 +16,9 @@ from typing import Any
 import pytest
 
 from coding_agent.client import WorkerSupervisor
-from coding_agent.client.session_commands import (
-    first_prompt,
-    session_age,
-    session_label,
-    summarize_reload,
-)
+from coding_agent.client.session_commands import session_age, session_label, summarize_reload
 from coding_agent.headless import run_print
+from coding_agent.session_index import first_prompt
 from coding_agent.sessions import Session, create_session
 
 pytestmark = pytest.mark.anyio

@@ -5,7 +5,7 @@ line, ``0600``), written atomically; no name is no file. Everything else is read
 folder without opening or locking it:
 
 * last activity — the newest modification time of the session's storage files (not creation);
-* first prompt — from the head of ``storage/main.jsonl`` (:func:`~coding_agent.client.session_commands.first_prompt`);
+* first prompt — from the head of ``storage/main.jsonl`` (:func:`first_prompt`);
 * model — the newest model the conversation was set to (read from the tail of ``main.jsonl``),
   else the one ``session.json`` names;
 * size — the bytes of every file in the folder.
@@ -21,7 +21,9 @@ import os
 import re
 import shutil
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
+
+import msgspec
 
 from coding_agent.private import PRIVATE_FILE
 from coding_agent.sessions import Session, SessionError
@@ -30,6 +32,7 @@ from pico3 import write_atomic
 __all__ = [
     "delete_session",
     "describe",
+    "first_prompt",
     "human_size",
     "last_activity",
     "matches",
@@ -109,10 +112,53 @@ def session_model(session: Session) -> str | None:
     return session.model
 
 
+_PROMPT_SCAN_BYTES = 256 * 1024
+_PROMPT_WIDTH = 60
+
+
+def _prompt_text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            cast(dict[str, Any], block).get("text")
+            for block in cast(list[Any], content)
+            if isinstance(block, dict)
+        ]
+        joined = " ".join(text for text in texts if isinstance(text, str))
+        return joined or None
+    return None
+
+
+def first_prompt(session: Session, *, width: int = _PROMPT_WIDTH) -> str | None:
+    """The session's first user prompt on one line, cut to ``width``; ``None`` if there is none
+    (yet) within the head of its storage file, or the file cannot be read."""
+    try:
+        with open(session.storage_dir / "main.jsonl", "rb") as file:
+            head = file.read(_PROMPT_SCAN_BYTES)
+    except OSError:
+        return None
+    decoder = msgspec.json.Decoder()
+    for line in head.split(b"\n"):
+        try:
+            record = decoder.decode(line)
+        except msgspec.DecodeError:
+            continue  # a blank line, or the line the read cut in two
+        writes = record.get("writes") if isinstance(record, dict) else None
+        for write in cast(list[Any], writes) if isinstance(writes, list) else []:
+            entry = write.get("entry") if isinstance(write, dict) else None
+            if not isinstance(entry, dict) or entry.get("kind") != "pi.user":
+                continue
+            for message in entry.get("model") or []:
+                text = _prompt_text(message.get("content")) if isinstance(message, dict) else None
+                if text and text.strip():
+                    flat = " ".join(text.split())
+                    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return None
+
+
 def describe(session: Session) -> dict[str, Any]:
     """One session as the picker and ``coding-agent sessions --json`` show it."""
-    from coding_agent.client.session_commands import first_prompt
-
     return {
         "id": session.id,
         "name": session_name(session),

@@ -29,11 +29,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
-import msgspec
-
 from chord import Context, Facet, FacetEnvironment, define_facet
 from chord.textual import Tui
-from coding_agent.session_index import delete_session, describe, set_session_name
+from coding_agent.session_index import delete_session, describe, first_prompt, set_session_name
 from coding_agent.sessions import Session, SessionError, list_sessions, open_session
 from coding_agent.tui.widgets.session_picker import SessionPickerScreen
 from coding_agent.worker.reload_service import ReloadOutcome, ReloadService
@@ -41,7 +39,6 @@ from coding_agent.worker.reload_service import ReloadOutcome, ReloadService
 __all__ = [
     "SESSION_COMMANDS_FACET_ID",
     "SessionControl",
-    "first_prompt",
     "session_age",
     "session_commands_facet",
     "session_label",
@@ -52,9 +49,7 @@ SESSION_COMMANDS_FACET_ID = "@coding-agent/session-commands"
 
 Severity = Literal["information", "warning", "error"]
 
-_PROMPT_SCAN_BYTES = 256 * 1024
 _BRANCH_REF = re.compile(r"(?:branch\s+#?|#)(\d+)", re.IGNORECASE)
-_PROMPT_WIDTH = 60
 
 
 class SessionControl(Protocol):
@@ -92,47 +87,6 @@ def session_age(created: datetime, now: datetime | None = None) -> str:
         if seconds >= size:
             return f"{seconds // size} {unit} ago"
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _prompt_text(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [
-            cast(dict[str, Any], block).get("text")
-            for block in cast(list[Any], content)
-            if isinstance(block, dict)
-        ]
-        joined = " ".join(text for text in texts if isinstance(text, str))
-        return joined or None
-    return None
-
-
-def first_prompt(session: Session, *, width: int = _PROMPT_WIDTH) -> str | None:
-    """The session's first user prompt on one line, cut to ``width``; ``None`` if there is none
-    (yet) within the head of its storage file, or the file cannot be read."""
-    try:
-        with open(session.storage_dir / "main.jsonl", "rb") as file:
-            head = file.read(_PROMPT_SCAN_BYTES)
-    except OSError:
-        return None
-    decoder = msgspec.json.Decoder()
-    for line in head.split(b"\n"):
-        try:
-            record = decoder.decode(line)
-        except msgspec.DecodeError:
-            continue  # a blank line, or the line the read cut in two
-        writes = record.get("writes") if isinstance(record, dict) else None
-        for write in cast(list[Any], writes) if isinstance(writes, list) else []:
-            entry = write.get("entry") if isinstance(write, dict) else None
-            if not isinstance(entry, dict) or entry.get("kind") != "pi.user":
-                continue
-            for message in entry.get("model") or []:
-                text = _prompt_text(message.get("content")) if isinstance(message, dict) else None
-                if text and text.strip():
-                    flat = " ".join(text.split())
-                    return flat if len(flat) <= width else flat[: width - 1] + "…"
-    return None
 
 
 def session_label(session: Session, *, current: str | None, now: datetime | None = None) -> str:
