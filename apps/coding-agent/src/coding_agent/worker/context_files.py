@@ -11,31 +11,26 @@ most specific instructions are read last and win when they disagree::
     /home/me/work/repo/pkg/CLAUDE.md
 
 The files are a system section of the conversation, ``context-files``, whose value is
-``{"files": [{"path", "content"}]}``. A ``system_instructions`` hook reads them afresh before
-every generation, so editing ``AGENTS.md`` mid-session takes effect on the next turn (the harness
+``{"files": [{"path", "content"}]}``. A ``system_instructions`` hook
+(:mod:`coding_agent.worker.system_prompt_facet`) reads them afresh before every generation, so editing ``AGENTS.md`` mid-session takes effect on the next turn (the harness
 stores a delta entry only when the text changed). Each file is capped at
 :data:`MAX_FILE_CHARS` characters so a runaway file cannot fill the context window.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chord import Context, Facet, FacetEnvironment, define_facet
-from pico3 import GENERATION_KIND, Harness, HarnessService, SystemSection, define_section
+from pico3 import SystemSection, define_section
 
 __all__ = [
-    "CONTEXT_FILES_FACET_ID",
     "CONTEXT_FILE_NAMES",
     "MAX_FILE_CHARS",
     "SECTION_KEY",
     "ContextFile",
-    "context_files_facet",
     "context_files_section",
     "find_context_files",
     "render_context_files",
@@ -48,9 +43,6 @@ MAX_FILE_CHARS = 100_000
 """Longest file content kept; the rest is replaced by a note."""
 
 SECTION_KEY = "context-files"
-CONTEXT_FILES_FACET_ID = "coding-agent/context-files"
-
-_log = logging.getLogger("coding_agent.worker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,57 +98,3 @@ def render_context_files(value: Any) -> str:
 def context_files_section() -> SystemSection:
     """The ``context-files`` section (key and renderer)."""
     return define_section(SECTION_KEY, render_context_files)
-
-
-def context_files_facet(cwd: str | os.PathLike[str]) -> Facet:
-    """A session facet building the system prompt's sections before every generation.
-
-    Besides ``context-files`` it owns the other sections of
-    :mod:`coding_agent.system_prompt`: the base prompt (or ``SYSTEM.md``),
-    ``APPEND_SYSTEM.md`` and the skills list. Every source is read afresh each time; a section
-    with nothing in it is left out (or removed, when its file disappears). Problems (a skill
-    whose frontmatter does not parse) are logged once each, never raised."""
-    from coding_agent.system_prompt import SECTION_ORDER, build_sections, prompt_sections
-
-    folder = Path(cwd)
-    sections = prompt_sections()
-    reported: set[str] = set()
-
-    async def instruct(payload: dict[str, Any], api: Any, ctx: Context) -> None:
-        built = build_sections(folder)
-        for warning in built.warnings:
-            if warning not in reported:
-                reported.add(warning)
-                _log.warning("%s", warning)
-        draft = payload["sections"]
-        for key in SECTION_ORDER:
-            value = built.values.get(key)
-            if value is not None:
-                draft.set(sections[key], value)
-            elif sections[key] in draft:
-                draft.delete(sections[key])
-
-    def install(harness: Harness) -> Callable[[], None]:
-        removers: list[Callable[[], None]] = []
-
-        def uninstall() -> None:
-            for remove in reversed(removers):
-                remove()
-            removers.clear()
-
-        try:
-            for key in SECTION_ORDER:
-                removers.append(harness.register_section(sections[key]))
-            ns = harness.namespace("context-files")
-            removers.append(ns.unregister)
-            removers.append(harness.hooks(ns, GENERATION_KIND, {"system_instructions": instruct}))
-        except BaseException:
-            uninstall()
-            raise
-        return uninstall
-
-    def setup(env: FacetEnvironment) -> None:
-        harness = env.use(HarnessService)
-        env.on_activate(lambda: env.own(harness.add_registration(install)))
-
-    return define_facet(CONTEXT_FILES_FACET_ID, setup)

@@ -90,7 +90,6 @@ from coding_agent.trust import (
     project_root_for,
     trust_path,
 )
-from coding_agent.worker.context_files import context_files_facet
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.gc_policy import freeze_after_turns
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
@@ -105,6 +104,7 @@ from coding_agent.worker.reload_service import PackageReloader, reload_service_f
 from coding_agent.worker.settings_log import settings_log_facet
 from coding_agent.worker.shell_service import shell_service_facet
 from coding_agent.worker.status import WorkerStatus
+from coding_agent.worker.system_prompt_facet import system_prompt_facet
 from coding_agent.worker.tools_facet import tools_facet
 from coding_agent.worker.tree_service import session_tree_facet
 from pico3 import (
@@ -397,7 +397,7 @@ async def open_session_host(
                     models=models,
                 ),
                 session_tree_facet(history),
-                context_files_facet(session.cwd),
+                system_prompt_facet(session.cwd),
                 shell_service_facet(session.cwd, spill_dir=session.path / "spill"),
                 define_facet(WORKER_FACET_ID, worker),
                 status.facet(),

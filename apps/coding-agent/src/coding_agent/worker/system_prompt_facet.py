@@ -1,0 +1,77 @@
+"""The system prompt as a session facet: every section rebuilt before each generation.
+
+:mod:`coding_agent.system_prompt` says what the sections are and reads their sources (the base
+prompt or ``SYSTEM.md``, ``APPEND_SYSTEM.md``, the ``AGENTS.md`` / ``CLAUDE.md`` files of
+:mod:`coding_agent.worker.context_files`, the skills); this facet registers them on the harness
+and fills them from a ``system_instructions`` hook, so an edited file applies from the next turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from chord import Context, Facet, FacetEnvironment, define_facet
+from coding_agent.system_prompt import SECTION_ORDER, build_sections, prompt_sections
+from pico3 import GENERATION_KIND, Harness, HarnessService
+
+__all__ = ["SYSTEM_PROMPT_FACET_ID", "system_prompt_facet"]
+
+SYSTEM_PROMPT_FACET_ID = "coding-agent/context-files"
+"""The id the facet has always had (a reload replaces facets by id)."""
+
+_log = logging.getLogger("coding_agent.worker")
+
+
+def system_prompt_facet(cwd: str | os.PathLike[str]) -> Facet:
+    """A session facet building the system prompt's sections before every generation.
+
+    It owns every section of :mod:`coding_agent.system_prompt`: the base prompt (or
+    ``SYSTEM.md``), ``APPEND_SYSTEM.md``, ``context-files`` and the skills list. Every source is read afresh each time; a section
+    with nothing in it is left out (or removed, when its file disappears). Problems (a skill
+    whose frontmatter does not parse) are logged once each, never raised."""
+    folder = Path(cwd)
+    sections = prompt_sections()
+    reported: set[str] = set()
+
+    async def instruct(payload: dict[str, Any], api: Any, ctx: Context) -> None:
+        built = build_sections(folder)
+        for warning in built.warnings:
+            if warning not in reported:
+                reported.add(warning)
+                _log.warning("%s", warning)
+        draft = payload["sections"]
+        for key in SECTION_ORDER:
+            value = built.values.get(key)
+            if value is not None:
+                draft.set(sections[key], value)
+            elif sections[key] in draft:
+                draft.delete(sections[key])
+
+    def install(harness: Harness) -> Callable[[], None]:
+        removers: list[Callable[[], None]] = []
+
+        def uninstall() -> None:
+            for remove in reversed(removers):
+                remove()
+            removers.clear()
+
+        try:
+            for key in SECTION_ORDER:
+                removers.append(harness.register_section(sections[key]))
+            ns = harness.namespace("context-files")
+            removers.append(ns.unregister)
+            removers.append(harness.hooks(ns, GENERATION_KIND, {"system_instructions": instruct}))
+        except BaseException:
+            uninstall()
+            raise
+        return uninstall
+
+    def setup(env: FacetEnvironment) -> None:
+        harness = env.use(HarnessService)
+        env.on_activate(lambda: env.own(harness.add_registration(install)))
+
+    return define_facet(SYSTEM_PROMPT_FACET_ID, setup)
