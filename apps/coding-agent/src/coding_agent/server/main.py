@@ -29,6 +29,7 @@ from coding_agent.server.serve import (
     default_socket_path,
     is_loopback,
     parse_listen,
+    prepare_socket_folder,
     read_token_file,
     server_tls_context,
 )
@@ -108,6 +109,7 @@ def run_serve(args: argparse.Namespace, cwd: Path) -> int:
     ``coding-agent: error:`` line naming the flag and the fix)."""
     try:
         options, run = _options(args, cwd)
+        prepare_socket_folder(run["socket_path"], options.env)  # before anything listens
     except ServerSetupError as error:
         print(f"coding-agent: error: {error}", file=sys.stderr)
         return 2
@@ -131,7 +133,13 @@ def run_serve(args: argparse.Namespace, cwd: Path) -> int:
                 await server.run(ready=ready, **run)
 
     try:
-        anyio.run(main, backend="asyncio")
+        try:
+            anyio.run(main, backend="asyncio")
+        except BaseExceptionGroup as group:  # one error inside the task groups' wrappers
+            sole: BaseException = group
+            while isinstance(sole, BaseExceptionGroup) and len(sole.exceptions) == 1:
+                sole = sole.exceptions[0]
+            raise sole from None
     except ServerSetupError as error:  # the socket's folder is not private, say
         print(f"coding-agent: error: {error}", file=sys.stderr)
         return 2

@@ -191,7 +191,9 @@ def prepare_socket_folder(path: Path, env: Mapping[str, str] | None = None) -> N
         else:
             socket_folder(path.parent)
     except PrivacyError as error:
-        raise ServerSetupError(str(error)) from None
+        raise ServerSetupError(
+            f"{error} (or give --socket a path in a folder only you can use: mode 0700)"
+        ) from None
 
 
 class _QuietTLSListener(TLSListener):
