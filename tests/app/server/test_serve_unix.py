@@ -158,3 +158,8 @@ def test_attach_to_a_server_names_the_session_it_needs(
     done = _cli(agent_env, "attach", "tcp://127.0.0.1:7433", cwd=tmp_path)
     assert done.returncode == 2
     assert "name the session: tcp://HOST:PORT/SESSION" in done.stderr
+    resumed = _cli(
+        agent_env, "-p", "hi", "--continue", "--server", "tcp://127.0.0.1:7433", cwd=tmp_path
+    )
+    assert resumed.returncode == 2
+    assert "--server takes the session in its URL" in resumed.stderr

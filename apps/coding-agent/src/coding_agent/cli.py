@@ -575,6 +575,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     headless = args.prompt is not None or args.json is not None
     if headless and args.command in ("attach", "serve", "config", "sessions", "export", "facets"):
         parser.error(f"{args.command} does not take -p or --json")
+    if args.server is not None and (args.continue_ or args.resume is not None):
+        parser.error("--server takes the session in its URL: --server tcp://HOST:PORT/SESSION")
     if args.server is not None and not headless:
         parser.error(
             "--server is for -p/--json (a TUI attaches with: attach tcp://HOST:PORT/SESSION)"
