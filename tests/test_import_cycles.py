@@ -36,13 +36,6 @@ KNOWN: list[frozenset[str]] = [
         }
     ),
     frozenset({"pico3.tasks.kinds", "pico3.tasks.runtime", "pico3.tasks.scheduler"}),
-    frozenset(
-        {
-            "coding_agent.worker.tools.files",
-            "coding_agent.worker.tools.jobs",
-            "coding_agent.worker.tools.spec",
-        }
-    ),
 ]
 """Cycles that exist today (to be removed); nothing may join them and no new one may appear."""
 

@@ -53,7 +53,7 @@ from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.job_control import HarnessJobs
 from coding_agent.worker.tools import JobControl, ToolContext, ToolSpec, builtin_tools
 from coding_agent.worker.tools.bash import prune_spills
-from coding_agent.worker.tools.files import FileStamp
+from coding_agent.worker.tools.host import FileStamp
 from pico3 import (
     MISSING,
     Harness,

@@ -23,7 +23,8 @@ from .bash import BASH_TOOL, DEFAULT_BASH_TIMEOUT, BashRun, run_bash
 from .edit import EDIT_TOOL, Edit, apply_edits
 from .find import FIND_TOOL
 from .grep import GREP_TOOL
-from .jobs import JOB_KILL_TOOL, JOB_OUTPUT_TOOL, JobControl, JobInfo, JobState
+from .host import JobControl, JobInfo, JobState
+from .jobs import JOB_KILL_TOOL, JOB_OUTPUT_TOOL
 from .ls import LS_TOOL
 from .read import READ_TOOL
 from .spec import (

@@ -7,9 +7,9 @@ Two things the file tools share:
   naming what it is; the open itself is non-blocking (``O_NONBLOCK``, so a FIFO without a writer
   cannot hang it) and runs in a worker thread bounded by :data:`OPEN_TIMEOUT` seconds, so a hung
   network mount cannot hang the call either.
-* :class:`FileStamp` is a file's size, modification time and (up to :data:`HASH_LIMIT` bytes)
-  SHA-256, recorded when ``read`` shows it and when ``write``/``edit`` write it. A
-  :class:`ReadLedger` keeps the stamps of one conversation: ``edit`` and ``write`` of an
+* :class:`~.host.FileStamp` is a file's size, modification time and (up to
+  :data:`~.host.HASH_LIMIT` bytes) SHA-256, recorded when ``read`` shows it and when ``write``/``edit`` write it. A
+  :class:`~.host.ReadLedger` keeps the stamps of one conversation: ``edit`` and ``write`` of an
   existing file refuse unless the ledger holds a stamp that still matches the file on disk
   (:func:`check_fresh`). The worker's ledger is durable (a rewindable namespace of the
   conversation, :mod:`coding_agent.worker.tools_facet`); :class:`MemoryReadLedger` is the
@@ -22,21 +22,17 @@ import hashlib
 import os
 import stat
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
 
 import anyio
 import anyio.to_thread
 
+from .host import HASH_LIMIT, FileStamp, ReadLedger
 from .spec import ToolError
 
 __all__ = [
-    "HASH_LIMIT",
     "OPEN_TIMEOUT",
-    "FileStamp",
     "MemoryReadLedger",
-    "ReadLedger",
     "check_fresh",
     "describe_mode",
     "hash_fd",
@@ -49,8 +45,6 @@ __all__ = [
 OPEN_TIMEOUT = 10.0
 """Seconds an open (with its ``stat``) may take before the call gives up."""
 
-HASH_LIMIT = 16 * 1024 * 1024
-"""Files up to this size are hashed for their stamp; bigger ones are stamped by size and time."""
 
 _CHUNK = 1024 * 1024
 
@@ -164,44 +158,6 @@ def hash_fd(fd: int, size: int) -> str | None:
 
 
 # -- stamps and the ledger -----------------------------------------------------------------------
-@dataclass(frozen=True)
-class FileStamp:
-    """What a file was when it was last read or written: size, mtime (ns) and maybe a hash."""
-
-    size: int
-    mtime_ns: int
-    sha256: str | None = None
-
-    @classmethod
-    def of(cls, info: os.stat_result, sha256: str | None) -> FileStamp:
-        return cls(info.st_size, info.st_mtime_ns, sha256)
-
-    @classmethod
-    def of_bytes(cls, info: os.stat_result, data: bytes) -> FileStamp:
-        sha = hashlib.sha256(data).hexdigest() if len(data) <= HASH_LIMIT else None
-        return cls(info.st_size, info.st_mtime_ns, sha)
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON object (the nanosecond mtime as a string: it exceeds JSON's safe integers)."""
-        return {"size": self.size, "mtimeNs": str(self.mtime_ns), "sha256": self.sha256}
-
-    @classmethod
-    def from_json(cls, value: Any) -> FileStamp | None:
-        if not isinstance(value, dict):
-            return None
-        size, mtime, sha = value.get("size"), value.get("mtimeNs"), value.get("sha256")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        if type(size) is not int or not isinstance(mtime, str) or not mtime.isdigit():
-            return None
-        return cls(size, int(mtime), sha if isinstance(sha, str) else None)
-
-
-class ReadLedger(Protocol):
-    """The stamps of the files one conversation has read or written, by :func:`ledger_key`."""
-
-    async def get(self, key: str) -> FileStamp | None: ...
-    async def put(self, key: str, stamp: FileStamp) -> None: ...
-
-
 class MemoryReadLedger:
     """A :class:`ReadLedger` held in memory (the worker's is durable)."""
 

@@ -29,98 +29,27 @@ A :class:`JobControl` reports a job as a :class:`JobInfo`; its failures are :cla
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import anyio
 
-from chord import Context
-
+from .host import JobControl, JobInfo
 from .spec import ToolContext, ToolError, ToolResult, ToolSpec, resolve_path, text_result
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_tail
 
 __all__ = [
     "JOB_KILL_TOOL",
     "JOB_OUTPUT_TOOL",
-    "JobControl",
-    "JobInfo",
-    "JobState",
     "describe_state",
     "start_background",
 ]
 
-JobState = Literal["starting", "running", "exited", "failed", "killed"]
-"""Where a job is: not started yet, running, ended by itself, never started or lost, stopped."""
 
 _STDERR_SHARE = 5
 """stderr gets at most 1/5 of the output budget when stdout has output too."""
 
 _LIST_LIMIT = 50
 """Jobs listed by ``job_output`` without an id (the newest)."""
-
-
-@dataclass(frozen=True)
-class JobInfo:
-    """What a :class:`JobControl` knows about one job.
-
-    ``stdout``/``stderr`` are the tails the process host keeps (``dropped_*`` bytes before
-    them are gone from the tail, not from the logs); ``stdout_path``/``stderr_path`` are the
-    complete logs when the host writes them to files. ``detail`` explains a ``failed`` state.
-    ``stopping`` is set once a kill was requested and the job has not ended yet.
-    """
-
-    id: int
-    command: str
-    state: JobState
-    exit_code: int | None = None
-    stdout: str = ""
-    stderr: str = ""
-    dropped_stdout: int = 0
-    dropped_stderr: int = 0
-    stdout_path: str | None = None
-    stderr_path: str | None = None
-    detail: str | None = None
-    stopping: bool = False
-
-    @property
-    def ended(self) -> bool:
-        """True once the job is over (exited, failed or killed)."""
-        return self.state in ("exited", "failed", "killed")
-
-    def as_details(self) -> dict[str, Any]:
-        """The job without its output, for a result's ``details``."""
-        details: dict[str, Any] = {"job_id": self.id, "command": self.command, "state": self.state}
-        if self.exit_code is not None:
-            details["exit_code"] = self.exit_code
-        if self.stdout_path is not None:
-            details["stdout_path"] = self.stdout_path
-        if self.stderr_path is not None:
-            details["stderr_path"] = self.stderr_path
-        if self.detail is not None:
-            details["detail"] = self.detail
-        if self.stopping:
-            details["stopping"] = True
-        return details
-
-
-class JobControl(Protocol):
-    """What the job tools need from their host (see the module docstring)."""
-
-    async def start(self, command: str, cwd: str, ctx: Context) -> JobInfo:
-        """Start ``bash -c command`` in ``cwd`` as a job, exactly once; return it (``starting``)."""
-        ...
-
-    async def get(self, job_id: int, ctx: Context) -> JobInfo:
-        """The job ``job_id`` with fresh output; :class:`ToolError` when there is no such job."""
-        ...
-
-    async def list(self, ctx: Context) -> list[JobInfo]:
-        """Every job of the conversation, oldest first."""
-        ...
-
-    async def kill(self, job_id: int, ctx: Context) -> JobInfo:
-        """Stop the job and wait until it ended; return it. An ended job is returned as is."""
-        ...
 
 
 def describe_state(job: JobInfo) -> str:

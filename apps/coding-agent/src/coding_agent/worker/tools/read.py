@@ -31,7 +31,8 @@ import anyio.to_thread
 
 from coding_agent.images import MAX_FILE_BYTES, ImageError, detect_image_type, prepare_image
 
-from .files import HASH_LIMIT, FileStamp, hash_fd, ledger_key, open_regular, read_whole
+from .files import hash_fd, ledger_key, open_regular, read_whole
+from .host import HASH_LIMIT, FileStamp
 from .spec import (
     OnUpdate,
     ToolContext,

@@ -34,16 +34,14 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import anyio
 
 from chord import BACKGROUND, Context
 from pico3 import ArgumentSchema, InvalidArguments, ToolResult
 
-if TYPE_CHECKING:
-    from .files import ReadLedger
-    from .jobs import JobControl
+from .host import JobControl, ReadLedger
 
 __all__ = [
     "OnUpdate",

@@ -1,0 +1,139 @@
+"""What the built-in tools need from their host, and the records they exchange with it.
+
+The tools stay independent of the harness: whoever runs them hands a :class:`~.spec.ToolContext`
+a :class:`ReadLedger` (the stamps of the files a conversation read or wrote, for read-before-edit)
+and a :class:`JobControl` (background jobs). This module holds those protocols and their records
+(:class:`FileStamp`, :class:`JobInfo`) and imports nothing of the tools, so every tool module and
+the context itself can name them without importing each other. The worker's answers are
+:class:`~coding_agent.worker.tools_facet.HarnessReadLedger` and
+:class:`~coding_agent.worker.job_control.HarnessJobs`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from chord import Context
+
+__all__ = [
+    "HASH_LIMIT",
+    "FileStamp",
+    "JobControl",
+    "JobInfo",
+    "JobState",
+    "ReadLedger",
+]
+
+HASH_LIMIT = 16 * 1024 * 1024
+"""Files up to this size are hashed for their stamp; bigger ones are stamped by size and time."""
+
+
+JobState = Literal["starting", "running", "exited", "failed", "killed"]
+"""Where a job is: not started yet, running, ended by itself, never started or lost, stopped."""
+
+
+# -- stamps and the ledger -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class FileStamp:
+    """What a file was when it was last read or written: size, mtime (ns) and maybe a hash."""
+
+    size: int
+    mtime_ns: int
+    sha256: str | None = None
+
+    @classmethod
+    def of(cls, info: os.stat_result, sha256: str | None) -> FileStamp:
+        return cls(info.st_size, info.st_mtime_ns, sha256)
+
+    @classmethod
+    def of_bytes(cls, info: os.stat_result, data: bytes) -> FileStamp:
+        sha = hashlib.sha256(data).hexdigest() if len(data) <= HASH_LIMIT else None
+        return cls(info.st_size, info.st_mtime_ns, sha)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON object (the nanosecond mtime as a string: it exceeds JSON's safe integers)."""
+        return {"size": self.size, "mtimeNs": str(self.mtime_ns), "sha256": self.sha256}
+
+    @classmethod
+    def from_json(cls, value: Any) -> FileStamp | None:
+        if not isinstance(value, dict):
+            return None
+        size, mtime, sha = value.get("size"), value.get("mtimeNs"), value.get("sha256")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        if type(size) is not int or not isinstance(mtime, str) or not mtime.isdigit():
+            return None
+        return cls(size, int(mtime), sha if isinstance(sha, str) else None)
+
+
+class ReadLedger(Protocol):
+    """The stamps of the files one conversation has read or written, by :func:`ledger_key`."""
+
+    async def get(self, key: str) -> FileStamp | None: ...
+    async def put(self, key: str, stamp: FileStamp) -> None: ...
+
+
+# -- jobs ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class JobInfo:
+    """What a :class:`JobControl` knows about one job.
+
+    ``stdout``/``stderr`` are the tails the process host keeps (``dropped_*`` bytes before
+    them are gone from the tail, not from the logs); ``stdout_path``/``stderr_path`` are the
+    complete logs when the host writes them to files. ``detail`` explains a ``failed`` state.
+    ``stopping`` is set once a kill was requested and the job has not ended yet.
+    """
+
+    id: int
+    command: str
+    state: JobState
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    dropped_stdout: int = 0
+    dropped_stderr: int = 0
+    stdout_path: str | None = None
+    stderr_path: str | None = None
+    detail: str | None = None
+    stopping: bool = False
+
+    @property
+    def ended(self) -> bool:
+        """True once the job is over (exited, failed or killed)."""
+        return self.state in ("exited", "failed", "killed")
+
+    def as_details(self) -> dict[str, Any]:
+        """The job without its output, for a result's ``details``."""
+        details: dict[str, Any] = {"job_id": self.id, "command": self.command, "state": self.state}
+        if self.exit_code is not None:
+            details["exit_code"] = self.exit_code
+        if self.stdout_path is not None:
+            details["stdout_path"] = self.stdout_path
+        if self.stderr_path is not None:
+            details["stderr_path"] = self.stderr_path
+        if self.detail is not None:
+            details["detail"] = self.detail
+        if self.stopping:
+            details["stopping"] = True
+        return details
+
+
+class JobControl(Protocol):
+    """What the job tools need from their host (see the module docstring)."""
+
+    async def start(self, command: str, cwd: str, ctx: Context) -> JobInfo:
+        """Start ``bash -c command`` in ``cwd`` as a job, exactly once; return it (``starting``)."""
+        ...
+
+    async def get(self, job_id: int, ctx: Context) -> JobInfo:
+        """The job ``job_id`` with fresh output; :class:`ToolError` when there is no such job."""
+        ...
+
+    async def list(self, ctx: Context) -> list[JobInfo]:
+        """Every job of the conversation, oldest first."""
+        ...
+
+    async def kill(self, job_id: int, ctx: Context) -> JobInfo:
+        """Stop the job and wait until it ended; return it. An ended job is returned as is."""
+        ...
