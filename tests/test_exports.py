@@ -124,6 +124,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "job_input",
             "memo_once",
             "reload",
+            "stored_writes",
             "walk_files",
             "write_atomic",
         }

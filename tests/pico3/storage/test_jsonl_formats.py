@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from chord.context import BACKGROUND
+from pico3 import stored_writes
 from pico3.storage import (
     Conversation,
     ConversationWrite,
@@ -169,3 +170,23 @@ async def test_an_entry_written_after_a_greater_id_is_found_as_of_its_commit(
     found = await storage.entries([early, late], ctx)
     assert (found[early].data, found[late].data) == ({"n": 1}, {"n": 0})
     await storage.close(ctx)
+
+
+async def test_stored_writes_reads_either_format_and_skips_what_does_not_decode(
+    tmp_path: Path,
+) -> None:
+    storage = JsonlStorage(tmp_path, fsync=False)
+    await storage.open(ctx)
+    await _script().write_session(storage)
+    await storage.close(ctx)
+    today = (tmp_path / "main.jsonl").read_bytes()
+    old = (FIXTURE / "main.jsonl").read_bytes()
+    writes = stored_writes(today)
+    assert writes == stored_writes(old)
+    assert [w["type"] for w in writes[:3]] == ["conversation", "doc", "doc"]
+    entry = next(w["entry"] for w in writes if w["type"] == "entry")
+    assert entry == {"id": 2, "conversation_id": 1, "kind": "pi.user", "model": [{"role": "user"}]}
+    torn = today + b'[123,99,0,[["e",' + bytes(64)  # a torn tail and preallocated zeros
+    assert stored_writes(torn) == writes
+    head = stored_writes(today[: len(today) // 2])  # a read cut a line in two
+    assert 0 < len(head) < len(writes) and writes[: len(head)] == head

@@ -26,7 +26,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-import msgspec
 from markdown_it import MarkdownIt
 
 from coding_agent.session_tree import build_outline, lineage
@@ -44,36 +43,30 @@ def read_session_records(session: Session) -> tuple[list[dict[str, Any]], list[d
         return [{"id": 1}], []
     except OSError as error:
         raise SessionError(f"{path}: cannot read: {error.strerror}") from None
-    decoder = msgspec.json.Decoder()
+    from pico3 import stored_writes
+
     conversations: list[dict[str, Any]] = []
     entries: list[dict[str, Any]] = []
-    for line in raw.split(b"\n"):
-        line = line.strip(b"\0 \r")
-        if not line:
-            continue
-        try:
-            record = decoder.decode(line)
-        except msgspec.DecodeError:
-            continue  # the unfinished tail of a crash
-        for write in record.get("writes") or []:
-            kind = write.get("type")
-            if kind == "conversation":
-                conv = write["conversation"]
-                shape: dict[str, Any] = {"id": conv["id"]}
-                parent = conv.get("parent")
-                if parent:
-                    shape["parent"] = {
-                        "conversationId": parent["conversation_id"],
-                        "at": parent["at"],
-                    }
-                if "owner" in conv:
-                    shape["owner"] = conv["owner"]
-                conversations.append(shape)
-            elif kind == "entry":
-                entry = write["entry"]
-                out = {k: v for k, v in entry.items() if k != "conversation_id"}
-                out["conversationId"] = entry["conversation_id"]
-                entries.append(out)
+    # lines that do not decode (the unfinished tail of a crash) are skipped
+    for write in stored_writes(raw):
+        kind = write.get("type")
+        if kind == "conversation":
+            conv = write["conversation"]
+            shape: dict[str, Any] = {"id": conv["id"]}
+            parent = conv.get("parent")
+            if parent:
+                shape["parent"] = {
+                    "conversationId": parent["conversation_id"],
+                    "at": parent["at"],
+                }
+            if "owner" in conv:
+                shape["owner"] = conv["owner"]
+            conversations.append(shape)
+        elif kind == "entry":
+            entry = write["entry"]
+            out = {k: v for k, v in entry.items() if k != "conversation_id"}
+            out["conversationId"] = entry["conversation_id"]
+            entries.append(out)
     return conversations, entries
 
 

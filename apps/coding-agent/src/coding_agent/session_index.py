@@ -23,8 +23,6 @@ import shutil
 from datetime import UTC, datetime
 from typing import Any, cast
 
-import msgspec
-
 from coding_agent.private import PRIVATE_FILE
 from coding_agent.sessions import Session, SessionError
 from pico3 import write_atomic
@@ -138,22 +136,18 @@ def first_prompt(session: Session, *, width: int = _PROMPT_WIDTH) -> str | None:
             head = file.read(_PROMPT_SCAN_BYTES)
     except OSError:
         return None
-    decoder = msgspec.json.Decoder()
-    for line in head.split(b"\n"):
-        try:
-            record = decoder.decode(line)
-        except msgspec.DecodeError:
-            continue  # a blank line, or the line the read cut in two
-        writes = record.get("writes") if isinstance(record, dict) else None
-        for write in cast(list[Any], writes) if isinstance(writes, list) else []:
-            entry = write.get("entry") if isinstance(write, dict) else None
-            if not isinstance(entry, dict) or entry.get("kind") != "pi.user":
-                continue
-            for message in entry.get("model") or []:
-                text = _prompt_text(message.get("content")) if isinstance(message, dict) else None
-                if text and text.strip():
-                    flat = " ".join(text.split())
-                    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    from pico3 import stored_writes
+
+    # a line the read cut in two does not decode and is skipped
+    for write in stored_writes(head):
+        entry = write.get("entry")
+        if not isinstance(entry, dict) or entry.get("kind") != "pi.user":
+            continue
+        for message in entry.get("model") or []:
+            text = _prompt_text(message.get("content")) if isinstance(message, dict) else None
+            if text and text.strip():
+                flat = " ".join(text.split())
+                return flat if len(flat) <= width else flat[: width - 1] + "…"
     return None
 
 

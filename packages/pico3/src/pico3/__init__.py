@@ -30,6 +30,8 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 * Project files: :func:`walk_files` and :class:`IgnoreRules` (``.gitignore`` rules, one walker
   for every tool and feature; loaded on first use, so ``pathspec`` stays off the import path of a
   process that never walks a tree), :func:`write_atomic`, :func:`fsync_dir`.
+* Read-only tools: :func:`stored_writes` decodes the writes of a JSONL session file's bytes
+  (either line format) without opening the session (loaded on first use).
 """
 
 import typing as _typing
@@ -148,6 +150,7 @@ from pico3.turn.sections import SystemSection, define_section
 
 if _typing.TYPE_CHECKING:
     from pico3.ignore import IgnoreRules, walk_files
+    from pico3.storage._lines import stored_writes
 
 __all__ = [
     "GENERATION_KIND",
@@ -259,11 +262,16 @@ __all__ = [
     "job_input",
     "memo_once",
     "reload",
+    "stored_writes",
     "walk_files",
     "write_atomic",
 ]
 
-_LAZY = {"IgnoreRules": "pico3.ignore", "walk_files": "pico3.ignore"}
+_LAZY = {
+    "IgnoreRules": "pico3.ignore",
+    "walk_files": "pico3.ignore",
+    "stored_writes": "pico3.storage._lines",
+}
 """Public names imported on first use (see the module docstring)."""
 
 

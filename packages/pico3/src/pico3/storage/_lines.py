@@ -78,7 +78,7 @@ from pico3.storage.records import (
     Write,
 )
 
-__all__ = ["Line", "encode_line", "read_lines", "ref_name", "sidecar_ref"]
+__all__ = ["Line", "encode_line", "read_lines", "ref_name", "sidecar_ref", "stored_writes"]
 
 _STICKY_PREFIX = "sticky-"
 _TASK_PREFIX = "task-"
@@ -521,3 +521,30 @@ def read_lines(path: str, data: bytes, main: bool) -> list[tuple[int, int, Line]
         previous = line.seq
         out.append((number, end, line))
     return out
+
+
+def stored_writes(data: bytes) -> list[dict[str, Any]]:
+    """Every write of every line of a JSONL storage file's bytes that decodes, in file order,
+    each as the plain JSON object of its record type (``{"type": "entry", "entry": {...}}``,
+    whichever line format it was stored in).
+
+    For read-only tools that look into a session without opening it (export, the session
+    picker): a line that does not decode — a torn tail, the zeros of main's preallocation, a
+    line a partial read cut in two — is skipped, and checksums are not checked."""
+    out: list[dict[str, Any]] = []
+    for raw in data.split(b"\n"):
+        raw = raw.strip(b"\0 \r")
+        if not raw:
+            continue
+        try:
+            if raw[:1] == b"[":
+                writes = [_write_v1(w) for w in _V2_DECODER.decode(raw).writes]
+            else:
+                writes = _V1_DECODER.decode(raw).writes
+        except (msgspec.DecodeError, ValueError, TypeError):
+            continue
+        out.extend(_PLAIN.decode(_ENCODER.encode(writes)))
+    return out
+
+
+_PLAIN = msgspec.json.Decoder(list[dict[str, Any]])
