@@ -35,7 +35,6 @@ KNOWN: list[frozenset[str]] = [
             "pico3.kernel.view",
         }
     ),
-    frozenset({"pico3.tasks.kinds", "pico3.tasks.runtime", "pico3.tasks.scheduler"}),
 ]
 """Cycles that exist today (to be removed); nothing may join them and no new one may appear."""
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from chord.context import Context
 from pico3.datamodel.context import DerivedContext
@@ -28,9 +28,33 @@ from pico3.storage.records import Entry, Input, Task
 from pico3.tasks.invocation import Invocation, InvocationMode
 
 if TYPE_CHECKING:
-    from pico3.tasks.scheduler import Scheduler
+    from pico3.kernel.commit import Kernel
+    from pico3.tasks.clock import Clock
+    from pico3.tasks.waiters import Waiters
 
-__all__ = ["DeadlockError", "Runtime", "TaskHarness"]
+__all__ = ["DeadlockError", "Runtime", "RuntimeHost", "TaskHarness"]
+
+
+class RuntimeHost(Protocol):
+    """What a :class:`Runtime` reaches through: the session's scheduler, seen from a task.
+
+    A protocol here, so this module does not import the scheduler that imports it
+    (:class:`~pico3.tasks.scheduler.Scheduler` is the one implementation).
+    """
+
+    @property
+    def kernel(self) -> Kernel: ...
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def services(self) -> Mapping[str, Any]: ...
+    @property
+    def harness(self) -> Any: ...
+    @property
+    def waiters(self) -> Waiters: ...
+    @property
+    def hooks_factory(self) -> Callable[[Any, int, int], Any] | None: ...
+    async def abort_task(self, task_id: int, ctx: Context) -> str: ...
 
 
 class DeadlockError(ValueError):
@@ -70,7 +94,7 @@ class Runtime:
 
     __slots__ = ("_kind", "_scheduler", "_token", "conversation_id", "task_id")
 
-    def __init__(self, scheduler: Scheduler, task: Task, token: Invocation, kind: Any) -> None:
+    def __init__(self, scheduler: RuntimeHost, task: Task, token: Invocation, kind: Any) -> None:
         self._scheduler = scheduler
         self._token = token
         self._kind = kind
