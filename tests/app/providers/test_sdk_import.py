@@ -252,3 +252,51 @@ def test_requests_are_the_same_with_the_sdk_imported_in_full(sdk: str) -> None:
         headers = {k: v for k, v in sent.headers.items() if k != "host"}
         seen.append((headers, sent.body))
     assert seen[0] == seen[1]
+
+
+@pytest.mark.parametrize("sdk", ["openai", "anthropic"])
+def test_the_fast_scan_reads_every_init_of_the_sdk_as_the_ast_does(sdk: str) -> None:
+    # The scan (regular expressions) is what start-up uses; ast is the reference.
+    import importlib.util
+    from pathlib import Path
+
+    from coding_agent.worker.providers._sdk_import import _parse, _scan, _Unsure
+
+    spec = importlib.util.find_spec(sdk)
+    assert spec is not None and spec.origin is not None
+    root = Path(spec.origin).parent
+    scanned = 0
+    for init in sorted(root.rglob("__init__.py")):
+        package = ".".join((sdk, *init.parent.relative_to(root).parts))
+        source = init.read_text(encoding="utf-8")
+        reference = _parse(source, package)
+        try:
+            fast = _scan(source, package)
+        except _Unsure:
+            continue
+        scanned += 1
+        assert (fast.names, fast.only_imports, fast.all) == (
+            reference.names,
+            reference.only_imports,
+            reference.all,
+        ), package
+    assert scanned > 50  # the scan is not just giving up
+
+
+def test_the_scan_is_unsure_of_forms_it_does_not_know() -> None:
+    from coding_agent.worker.providers._sdk_import import _Exports, _scan, _Unsure
+
+    for source in (
+        "from .a import b, \\\n    c\n",  # a line continuation
+        "from .a import b; x = 1\n",  # two statements on a line
+        "from .a import (b as 1)\n",
+    ):
+        with pytest.raises(_Unsure):
+            _scan(source, "pkg")
+    got = _Exports.of("from .a import b, \\\n    c\nx = 1\n", "pkg")
+    assert got.names == {"b": ("pkg.a", "b"), "c": ("pkg.a", "c")} and not got.only_imports
+    pure = _scan('"""Doc."""\n\nfrom .a import (\n    B as B,  # noqa\n    c,\n)\n', "pkg.sub")
+    assert pure.names == {"B": ("pkg.sub.a", "B"), "c": ("pkg.sub.a", "c")}
+    assert pure.only_imports
+    impure = _scan("from .a import b\nX = 1\nfrom .c import d\n", "pkg")
+    assert impure.names == {"b": ("pkg.a", "b")} and not impure.only_imports

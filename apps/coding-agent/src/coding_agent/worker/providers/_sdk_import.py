@@ -33,6 +33,7 @@ import ast
 import importlib
 import importlib.abc
 import importlib.machinery
+import re
 import sys
 import threading
 import types
@@ -86,48 +87,135 @@ class _Exports:
 
     __slots__ = ("all", "names", "only_imports")
 
-    def __init__(self, source: str, package: str) -> None:
+    def __init__(self) -> None:
         self.names: dict[str, tuple[str, str | None]] = {}
         """name -> (absolute module, attribute or ``None`` for the module itself)."""
         self.only_imports = True
         self.all: list[str] | None = None
-        for statement in ast.parse(source).body:
-            if isinstance(statement, ast.ImportFrom) and statement.level == 0:
-                self.only_imports &= statement.module == "__future__"
-                continue  # an absolute import binds no re-export
-            if isinstance(statement, ast.ImportFrom):
-                base = package.rsplit(".", statement.level - 1)[0]
-                module = f"{base}.{statement.module}" if statement.module else base
-                for alias in statement.names:
-                    if alias.name == "*":
-                        self.only_imports = False
-                        continue
-                    bound = alias.asname or alias.name
-                    if statement.module:
-                        self.names.setdefault(bound, (module, alias.name))
-                    else:  # from . import sub
-                        self.names.setdefault(bound, (f"{module}.{alias.name}", None))
+
+    @classmethod
+    def of(cls, source: str, package: str) -> _Exports:
+        """The exports of ``package``'s ``__init__`` source: scanned with a regular expression
+        (the SDKs' generated ``__init__``s are large: :mod:`ast` takes ~100 ms for anthropic's),
+        by :mod:`ast` when the scan meets anything it does not know for sure."""
+        try:
+            return _scan(source, package)
+        except _Unsure:
+            return _parse(source, package)
+
+    def bind(
+        self, package: str, level: int, module: str | None, names: list[tuple[str, str]]
+    ) -> None:
+        """Record ``from <level dots><module> import name [as bound], ...``."""
+        base = package.rsplit(".", level - 1)[0]
+        absolute = f"{base}.{module}" if module else base
+        for name, bound in names:
+            if name == "*":
+                self.only_imports = False
+            elif module:
+                self.names.setdefault(bound, (absolute, name))
+            else:  # from . import sub
+                self.names.setdefault(bound, (f"{absolute}.{name}", None))
+
+
+def _parse(source: str, package: str) -> _Exports:
+    """:class:`_Exports` read with :mod:`ast` (the reference the scan is tested against)."""
+    exports = _Exports()
+    for statement in ast.parse(source).body:
+        if isinstance(statement, ast.ImportFrom) and statement.level == 0:
+            exports.only_imports &= statement.module == "__future__"
+            continue  # an absolute import binds no re-export
+        if isinstance(statement, ast.ImportFrom):
+            names = [(a.name, a.asname or a.name) for a in statement.names]
+            exports.bind(package, statement.level, statement.module, names)
+            continue
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            continue  # the docstring
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and statement.targets[0].id == "__all__"
+        ):
+            try:
+                exports.all = list(ast.literal_eval(statement.value))
                 continue
-            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
-                continue  # the docstring
-            if (
-                isinstance(statement, ast.Assign)
-                and len(statement.targets) == 1
-                and isinstance(statement.targets[0], ast.Name)
-                and statement.targets[0].id == "__all__"
-            ):
-                try:
-                    self.all = list(ast.literal_eval(statement.value))
-                    continue
-                except ValueError:
-                    pass
-            if isinstance(statement, ast.Import):
-                continue  # binds no re-export (``import typing as _t``)
-            # Anything else may define what a later import relies on (``openai._module_client``
-            # reads a function the root __init__ defines first): names past here are resolved
-            # by running the __init__.
-            self.only_imports = False
-            break
+            except ValueError:
+                pass
+        if isinstance(statement, ast.Import):
+            continue  # binds no re-export (``import typing as _t``)
+        # Anything else may define what a later import relies on (``openai._module_client``
+        # reads a function the root __init__ defines first): names past here are resolved by
+        # running the __init__.
+        exports.only_imports = False
+        break
+    return exports
+
+
+class _Unsure(Exception):
+    """The scan met a form it does not handle: use :func:`_parse`."""
+
+
+_STATEMENT = re.compile(
+    r"""
+      (?P<from>from[ \t]+(?P<dots>\.*)(?P<module>[\w.]*)[ \t]+import[ \t]+
+        (?:\((?P<group>[^)]*)\)|(?P<line>[^\n#()]*?))[ \t]*(?:\#[^\n]*)?\n)
+    | (?P<blank>[ \t]*(?:\#[^\n]*)?\n)
+    | (?P<string>[rRuUbB]{0,2}(?:\"\"\"[\s\S]*?\"\"\"|'\'\'[\s\S]*?'\'\'|"[^"\\\n]*"|'[^'\\\n]*')[ \t]*(?:\#[^\n]*)?\n)
+    | (?P<import>import[ \t]+[\w. \t,]+(?:\#[^\n]*)?\n)
+    | (?P<all>__all__[ \t]*=[ \t]*(?P<value>\[[^\]]*\]|\([^)]*\))[ \t]*(?:\#[^\n]*)?\n)
+    """,
+    re.VERBOSE,
+)
+
+
+def _scan(source: str, package: str) -> _Exports:
+    """:func:`_parse`'s result, read with :data:`_STATEMENT`, one top-level statement at a
+    time; :class:`_Unsure` for anything it cannot be sure of (it then stops at the first
+    statement that is none of these, as the parse does)."""
+    if "\\\n" in source or ";" in source.split("__all__", 1)[0]:
+        raise _Unsure  # line continuations, several statements on a line
+    exports = _Exports()
+    text = source if source.endswith("\n") else source + "\n"
+    position, end = 0, len(text)
+    while position < end:
+        found = _STATEMENT.match(text, position)
+        if found is None:
+            exports.only_imports = False  # anything else: a later import may rely on it
+            return exports
+        position = found.end()
+        kind = next(k for k in ("blank", "string", "from", "import", "all") if found.group(k))
+        if kind in ("blank", "string", "import"):
+            continue
+        if kind == "all":
+            try:
+                exports.all = list(ast.literal_eval(found.group("value")))
+            except (ValueError, SyntaxError):
+                raise _Unsure from None
+            continue
+        dots, module = found.group("dots"), found.group("module")
+        listed = found.group("group")
+        listed = found.group("line") if listed is None else listed
+        if not dots:
+            exports.only_imports &= module == "__future__"
+            continue
+        names: list[tuple[str, str]] = []
+        for item in re.sub(r"\#[^\n]*", "", listed).split(","):
+            words = item.split()
+            if not words:
+                continue
+            if len(words) == 1 and (words[0].isidentifier() or words[0] == "*"):
+                names.append((words[0], words[0]))
+            elif len(words) == 3 and words[1] == "as" and words[0].isidentifier():
+                if not words[2].isidentifier():
+                    raise _Unsure
+                names.append((words[0], words[2]))
+            else:
+                raise _Unsure
+        if not names:
+            raise _Unsure
+        exports.bind(package, len(dots), module or None, names)
+    return exports
 
 
 class _DeferredInit(importlib.abc.Loader):
@@ -142,7 +230,7 @@ class _DeferredInit(importlib.abc.Loader):
     def exec_module(self, module: types.ModuleType) -> None:
         name = module.__name__
         source = self._real.get_source(name)
-        exports = _Exports(source or "", name)
+        exports = _Exports.of(source or "", name)
         root = "." not in name
         if not root and not exports.only_imports:
             self._real.exec_module(module)  # an __init__ that does more: run it as usual
