@@ -8,12 +8,8 @@ supervisor starts a new worker.
 
 from __future__ import annotations
 
-import errno
 import json
-import os
-import shutil
-import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,38 +27,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture(autouse=True)
 def lasting_toasts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(CodingAgentApp, "NOTIFICATION_TIMEOUT", 600)
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    folder = tmp_path / "disk"
-    folder.mkdir()
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        reason = "needs root and mount(8) for a small tmpfs"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{reason}; CI runs as root")
-        pytest.skip(reason)
-    subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", str(folder)],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False, capture_output=True)
-
-
-def _fill(disk: Path) -> None:
-    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        while True:
-            os.write(fd, b"\0" * 4096)
-    except OSError as error:
-        assert error.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
-    os.truncate(disk / "filler", os.stat(disk / "filler").st_size - 64 * 1024)
 
 
 async def _send_unstorable(socket: Path) -> None:
@@ -92,7 +56,12 @@ async def _send_unstorable(socket: Path) -> None:
 
 
 async def test_the_tui_says_why_when_the_storage_failed(
-    kit: Any, project: Path, agent_env: dict[str, str], small_disk: Path, tmp_path: Path
+    kit: Any,
+    project: Path,
+    agent_env: dict[str, str],
+    small_disk: Path,
+    fill_disk: Callable[[Path], Path],
+    tmp_path: Path,
 ) -> None:
     env = {**agent_env, "XDG_STATE_HOME": str(small_disk / "state")}
     session = create_session(project, env=env)
@@ -105,7 +74,7 @@ async def test_the_tui_says_why_when_the_storage_failed(
     async def test(pilot: Any) -> None:
         app = kit.app_of(pilot)
         await kit.wait_for(pilot, lambda: kit.idle(app), "the view")
-        await anyio.to_thread.run_sync(_fill, small_disk)
+        await anyio.to_thread.run_sync(fill_disk, small_disk)
         await _send_unstorable(session.socket_path)
         await kit.wait_for(pilot, lambda: failures(app), "the storage failure toast")
         seen["toasts"] = failures(app)

@@ -12,12 +12,10 @@ ENOSPC. Then:
 
 from __future__ import annotations
 
-import errno
 import os
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,45 +32,12 @@ BIG = "x" * 400_000
 """A prompt larger than the free space and than the log's preallocated room."""
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MiB tmpfs, unmounted after the test."""
-    folder = tmp_path / "disk"
-    folder.mkdir()
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        reason = "needs root and mount(8) for a small tmpfs"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{reason}; CI runs as root")
-        pytest.skip(reason)
-    subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", str(folder)],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False, capture_output=True)
-
-
-def _fill(disk: Path, leave: int = 64 * 1024) -> Path:
-    """Fill ``disk`` up, then free ``leave`` bytes (small writes such as session.json fit)."""
-    filler = disk / "filler"
-    chunk = b"\0" * 4096
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        while True:
-            os.write(fd, chunk)
-    except OSError as error:
-        assert error.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
-    os.truncate(filler, max(0, filler.stat().st_size - leave))
-    return filler
-
-
 async def test_a_full_disk_is_reported_to_clients_and_the_worker_exits_then_resumes(
-    small_disk: Path, project: Path, agent_env: dict[str, str], tmp_path: Path
+    small_disk: Path,
+    fill_disk: Callable[[Path], Path],
+    project: Path,
+    agent_env: dict[str, str],
+    tmp_path: Path,
 ) -> None:
     env = {**agent_env, "XDG_STATE_HOME": str(small_disk / "state")}
     session = create_session(project, env=env)
@@ -98,7 +63,7 @@ async def test_a_full_disk_is_reported_to_clients_and_the_worker_exits_then_resu
             stop = client.status.state.subscribe(lambda *_: client.notify())
             await client.root.send({"content": "first"}, BACKGROUND)
             await client.wait_for(client.turn_ended)
-            filler = await anyio.to_thread.run_sync(_fill, small_disk)
+            filler = await anyio.to_thread.run_sync(fill_disk, small_disk)
             try:
                 await client.root.send({"content": BIG}, BACKGROUND)
             except Exception as error:  # the input's own commit failed: said with its code
@@ -140,12 +105,16 @@ async def test_a_full_disk_is_reported_to_clients_and_the_worker_exits_then_resu
 
 
 async def test_print_mode_says_the_storage_failed_in_one_line_and_exits_5(
-    small_disk: Path, project: Path, agent_env: dict[str, str], tmp_path: Path
+    small_disk: Path,
+    fill_disk: Callable[[Path], Path],
+    project: Path,
+    agent_env: dict[str, str],
+    tmp_path: Path,
 ) -> None:
     env = {**agent_env, "XDG_STATE_HOME": str(small_disk / "state")}
     session: Session = create_session(project, env=env)
     script = write_script(tmp_path / "script.json", [{"text": "Never."}])
-    await anyio.to_thread.run_sync(_fill, small_disk)
+    await anyio.to_thread.run_sync(fill_disk, small_disk)
     argv = [sys.executable, "-m", "coding_agent.cli", "--resume", session.id, "-p", "Read:"]
     with anyio.fail_after(TIMEOUT):
         done = await anyio.run_process(  # the big part of the prompt is piped in
