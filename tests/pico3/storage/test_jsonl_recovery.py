@@ -347,3 +347,24 @@ async def test_a_sticky_rewrite_keeps_the_live_tasks_patches_before_its_base(
     assert task is not None and task.checkpoint == {"phase": "own", "n": 5}
     assert h.fold(await storage.doc(DocRef.sticky(cid), ctx)) == {"n": 6}
     await storage.close(ctx)
+
+
+async def test_a_lone_patch_joins_the_sticky_file_the_session_writes(tmp_path: Path, h) -> None:
+    storage = await opened(tmp_path)
+    cid = await h.with_root(storage)
+    tid = storage.mint_id()
+    await storage.commit([TaskWrite(Task(id=tid, conversation_id=cid, kind="k"))], ctx)
+    await storage.commit([TaskPatchWrite(TaskPatch(id=tid, status="running"))], ctx)
+    assert (tmp_path / f"task-{tid}.jsonl").exists()  # no sticky file written yet
+    other = storage.mint_id()
+    await storage.commit([TaskWrite(Task(id=other, conversation_id=cid, kind="k"))], ctx)
+    await storage.commit([DocWrite(DocRef.sticky(cid), [["s", ["n"], 1]])], ctx)
+    await storage.commit([TaskPatchWrite(TaskPatch(id=other, status="running"))], ctx)
+    assert not (tmp_path / f"task-{other}.jsonl").exists()  # the line went to sticky-<cid>
+    live = await h.dump(storage)
+    await storage.close(ctx)
+    storage = await opened(tmp_path)
+    assert await h.dump(storage) == live
+    task = await storage.task(other, ctx)
+    assert task is not None and task.status == "running"
+    await storage.close(ctx)

@@ -552,6 +552,14 @@ class JsonlStorage(TableStorage):
             sidecars = _one_conversation(staged, sidecars)
             if len(sidecars) == 1:  # the sidecar line is the publication point: no main line
                 ((name, items),) = sidecars.items()
+                if name.startswith("task-"):
+                    # a lone transient patch (a task going ``running``): into its conversation's
+                    # sticky sidecar when this session already writes that file, rather than
+                    # creating task-<id>.jsonl (a file create, its fsync and a folder fsync)
+                    patch = items[0].patch  # type: ignore[union-attr]
+                    sticky = f"sticky-{staged.tasks[patch.id].conversation_id}.jsonl"
+                    if sticky in self._fds:
+                        name = sticky
                 return _Commit(staged, seq, max_id), [
                     (name, encode_line(seq, max_id, items, own=True))
                 ]
