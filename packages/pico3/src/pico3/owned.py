@@ -41,7 +41,7 @@ from chord.context import Context
 from pico3.datamodel.section_seed import check_section_seed
 from pico3.kernel.errors import Forbidden
 from pico3.kernel.tx import Transaction
-from pico3.storage.records import UNSET, Input, SectionSeed, Task
+from pico3.storage.records import Input, SectionSeed, Task
 
 if TYPE_CHECKING:
     from pico3.tasks.runtime import Runtime
@@ -52,7 +52,6 @@ __all__ = [
     "OwnedSpec",
     "create_owned",
     "create_owned_conversation",
-    "owns",
 ]
 
 
@@ -146,25 +145,6 @@ async def create_owned_conversation(
     return OwnedConversation(rt, await rt.commit(build, ctx))
 
 
-async def owns(tx: Transaction, task_id: int, conversation_id: int) -> bool:
-    """True when ``conversation_id``'s owner chain reaches task ``task_id``: owned by it, or by
-    a task living in a conversation it owns, recursively (terminal owners count). A task's own
-    conversation is *not* owned by it, nor is a child of another task in that conversation."""
-    seen: set[int] = set()
-    current = tx.conversation(conversation_id)
-    while current is not None and current.id not in seen:
-        seen.add(current.id)
-        if current.owner is UNSET:
-            return False
-        if current.owner == task_id:
-            return True
-        owner = await tx.task(current.owner)
-        if owner is None:
-            return False
-        current = tx.conversation(owner.conversation_id)
-    return False
-
-
 @dataclass(frozen=True, slots=True)
 class OwnedInput:
     """An input sent to an owned conversation."""
@@ -212,7 +192,7 @@ class OwnedConversation:
         cid = self.id
 
         async def build(tx: Transaction, current: Task, _ctx: Context) -> bool:
-            return await owns(tx, current.id, cid)
+            return tx.owns(current.id, cid)
 
         if not await self._rt.commit(build, ctx):
             raise Forbidden(f"conversation {cid} is not owned by task {self._rt.task_id}")

@@ -149,8 +149,13 @@ class TxBase:
         own = self._task_record(task_id)
         if own is None:
             return False
-        if conversation_id == own.conversation_id:
-            return True
+        return conversation_id == own.conversation_id or self.owns(task_id, conversation_id)
+
+    def owns(self, task_id: int, conversation_id: int) -> bool:
+        """True when ``conversation_id``'s owner chain reaches task ``task_id``: owned by it, or
+        by a task living in a conversation it owns, recursively (terminal owners count: the
+        kernel keeps every owner task indexed). A task's own conversation is *not* owned by it,
+        nor is a child of another task in that conversation."""
         seen: set[int] = set()
         current = self.conversation(conversation_id)
         while current is not None and current.id not in seen:
