@@ -123,6 +123,46 @@ class ReloadReport:
         return self.outcome in ("reloaded", "added", "removed") and self.error is None
 
 
+class _Reporter:
+    """The reports of one attempt on one package: its name, its changes, and its clock.
+
+    ``generation`` is read when a report is made (the generation serving afterwards), unless the
+    call names it.
+    """
+
+    __slots__ = ("_generation", "_started", "changes", "package")
+
+    def __init__(
+        self, package: str, generation: Callable[[], int], changes: tuple[Path, ...] = ()
+    ) -> None:
+        self.package = package
+        self.changes = changes
+        self._generation = generation
+        self._started = time.perf_counter()
+
+    def __call__(
+        self,
+        outcome: ReloadOutcome,
+        message: str,
+        *,
+        generation: int | None = None,
+        candidate: int | None = None,
+        stage: Literal["load", "reload"] | None = None,
+        error: BaseException | None = None,
+    ) -> ReloadReport:
+        return ReloadReport(
+            package=self.package,
+            outcome=outcome,
+            message=message,
+            generation=self._generation() if generation is None else generation,
+            candidate=candidate,
+            stage=stage,
+            changes=self.changes,
+            error=error,
+            duration=time.perf_counter() - self._started,
+        )
+
+
 class _StopSignal:
     """The ``stop_event`` handed to :func:`watchfiles.awatch`.
 
@@ -250,27 +290,7 @@ class ReloadCoordinator:
 
     async def _reload(self, name: str, changes: tuple[Path, ...]) -> ReloadReport:
         current = self._current[name]
-        started = time.perf_counter()
-
-        def report(
-            outcome: ReloadOutcome,
-            message: str,
-            *,
-            candidate: int | None = None,
-            stage: Literal["load", "reload"] | None = None,
-            error: BaseException | None = None,
-        ) -> ReloadReport:
-            return ReloadReport(
-                package=name,
-                outcome=outcome,
-                message=message,
-                generation=self._current[name].number,
-                candidate=candidate,
-                stage=stage,
-                changes=changes,
-                error=error,
-                duration=time.perf_counter() - started,
-            )
+        report = _Reporter(name, lambda: self._current[name].number, changes)
 
         try:
             package = current.package
@@ -370,26 +390,7 @@ class ReloadCoordinator:
 
     async def _add(self, package: FacetPackage, kind: str) -> ReloadReport:
         name = package.name
-        started = time.perf_counter()
-
-        def report(
-            outcome: ReloadOutcome,
-            message: str,
-            generation: int = 0,
-            *,
-            stage: Literal["load", "reload"] | None = None,
-            error: BaseException | None = None,
-        ) -> ReloadReport:
-            return ReloadReport(
-                package=name,
-                outcome=outcome,
-                message=message,
-                generation=generation,
-                candidate=generation or None,
-                stage=stage,
-                error=error,
-                duration=time.perf_counter() - started,
-            )
+        report = _Reporter(name, lambda: 0)
 
         if name in self._current:
             return report("failed", f"facet package {name!r} is already loaded", stage="load")
@@ -423,7 +424,8 @@ class ReloadCoordinator:
                     "failed",
                     f"facet package {name!r} was not added: {type(error).__name__}: {error}. "
                     "The running facets keep serving",
-                    candidate.number,
+                    generation=candidate.number,
+                    candidate=candidate.number,
                     stage="reload",
                     error=error,
                 )
@@ -435,7 +437,12 @@ class ReloadCoordinator:
             raise
         self._current[name] = candidate
         facets = ", ".join(facet.id for facet in candidate.facets) or "no facets for this host"
-        return report("added", f"facet package {name!r} added ({facets})", candidate.number)
+        return report(
+            "added",
+            f"facet package {name!r} added ({facets})",
+            generation=candidate.number,
+            candidate=candidate.number,
+        )
 
     async def remove(self, package: str) -> ReloadReport:
         """Retire ``package``'s facets from the running host and dispose its generation."""
