@@ -33,8 +33,14 @@ from chord.facets import FacetEnvironment, create_facet_host, define_facet
 from chord.state import Delivery
 from facets_mcp.contract import McpServers
 from facets_mcp.session import connections_facet, session_facet
-from pico3 import HarnessOptions, MemoryStorage, Models
-from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
+from pico3 import (
+    HarnessOptions,
+    HarnessService,
+    HarnessServiceApi,
+    MemoryStorage,
+    Models,
+    harness_session_facet,
+)
 
 SERVER = str(Path(__file__).parents[1] / "tests" / "facets" / "mcp_feature" / "mcp_server.py")
 WARMUP = 20

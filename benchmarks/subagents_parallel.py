@@ -37,8 +37,16 @@ import anyio
 from chord.context import BACKGROUND
 from chord.facets import FacetEnvironment, create_facet_host, define_facet
 from facets_subagents.session import session_facet
-from pico3 import HarnessOptions, JsonlStorage, Models, ToolDeclaration, ToolResult
-from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
+from pico3 import (
+    HarnessOptions,
+    HarnessService,
+    HarnessServiceApi,
+    JsonlStorage,
+    Models,
+    ToolDeclaration,
+    ToolResult,
+    harness_session_facet,
+)
 from pico3.models.faux import FauxProvider, FauxResponse, FauxState, faux_response, faux_tool_call
 from pico3.models.provider import Request, ToolResultMessage, UserMessage
 

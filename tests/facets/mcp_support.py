@@ -24,8 +24,15 @@ from facets_approval.session import session_facet as approval_facet
 from facets_mcp.contract import McpServers
 from facets_mcp.session import connections_facet
 from facets_mcp.session import session_facet as mcp_facet
-from pico3 import ConversationHandle, HarnessOptions, MemoryStorage, Models
-from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
+from pico3 import (
+    ConversationHandle,
+    HarnessOptions,
+    HarnessService,
+    HarnessServiceApi,
+    MemoryStorage,
+    Models,
+    harness_session_facet,
+)
 from pico3.models.faux import FauxProvider, FauxStep
 
 SERVER = str(Path(__file__).parent / "mcp_feature" / "mcp_server.py")

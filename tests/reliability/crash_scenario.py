@@ -94,7 +94,7 @@ from chord.state import Delivery
 from chord.transport import connect_unix
 from chord.wire import Backoff, connect_service_source
 from coding_agent.sessions import Session, create_session
-from pico3.chord import ConversationService
+from pico3 import ConversationService
 
 __all__ = [
     "VIOLATION_KINDS",

@@ -55,7 +55,7 @@ from chord.state import Delivery
 from chord.transport import FrameConnection, serve_unix
 from chord.transport.unix import open_unix_stream
 from chord.wire import connect_service_source, provider_handler
-from pico3.chord import ConversationService, HarnessService, harness_session_facet
+from pico3 import ConversationService, HarnessService, harness_session_facet
 from pico3.chord.session import SessionHarness
 from pico3.harness import Harness, HarnessOptions
 from pico3.kernel.tx import Transaction

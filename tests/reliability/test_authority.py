@@ -40,11 +40,13 @@ from chord.state import Delivery
 from pico3 import (
     ConfigRejected,
     ConversationHandle,
+    ConversationService,
     EntryKind,
     EntryRejected,
     Forbidden,
     Harness,
     HarnessOptions,
+    HarnessService,
     JsonlStorage,
     Namespace,
     NewEntry,
@@ -58,8 +60,8 @@ from pico3 import (
     Transaction,
     TransactionClosed,
     define_task,
+    harness_session_facet,
 )
-from pico3.chord import ConversationService, HarnessService, harness_session_facet
 from pico3.hooks import BeforeToolApi, HookApi, ToolHookApi
 from pico3.models.faux import FauxProvider, faux_response, faux_tool_call
 from pico3.storage.records import Entry, Input, Task

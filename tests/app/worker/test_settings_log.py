@@ -20,7 +20,7 @@ from coding_agent.sessions import Session
 from coding_agent.settings_changes import MODEL_CHANGE, THINKING_CHANGE
 from coding_agent.worker.main import WorkerConfig, open_session_host
 from coding_agent.worker.settings_log import change_entries
-from pico3.chord import ConversationService
+from pico3 import ConversationService
 
 pytestmark = pytest.mark.anyio
 

@@ -33,7 +33,7 @@ from chord.state import Delivery
 from chord.transport import connect_unix
 from chord.wire import connect_service_source
 from coding_agent.sessions import Session
-from pico3.chord import ConversationService
+from pico3 import ConversationService
 
 TIMEOUT = 60.0
 """Bound of any single wait (starting a worker on a busy two-core machine is the slow part)."""

@@ -33,7 +33,7 @@ from chord.transport import serve_unix
 from chord.wire import provider_handler
 from facets_approval.contract import ApprovalDialogs
 from facets_approval.plugin import chord_facets
-from pico3.chord import HarnessService, harness_session_facet
+from pico3 import HarnessService, harness_session_facet
 from pico3.harness import Harness, HarnessOptions
 from pico3.models.faux import FauxProvider, faux_echo
 from pico3.storage import JsonlStorage

@@ -31,7 +31,7 @@ from facets_approval.session import (
     session_facet,
 )
 from facets_approval.tui import MODE_PANEL_ID, ModeLabel, mode_tui_facet, tui_facet
-from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
+from pico3 import HarnessService, HarnessServiceApi, harness_session_facet
 from pico3.harness import ConversationHandle, Harness, HarnessOptions
 from pico3.models.faux import FauxProvider, FauxStep, faux_response, faux_tool_call
 from pico3.storage import JsonlStorage, MemoryStorage, Storage

@@ -22,7 +22,7 @@ from chord.services import InstanceAddress
 from facets_approval.contract import ApprovalDialogs
 from facets_approval.session import ApprovalRules, approval_session_facet, session_facet
 from facets_approval.tui import tui_facet
-from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
+from pico3 import HarnessService, HarnessServiceApi, harness_session_facet
 from pico3.harness import ConversationHandle, Harness, HarnessOptions
 from pico3.models.faux import FauxProvider, FauxStep, faux_response, faux_tool_call
 from pico3.storage import JsonlStorage, MemoryStorage, Storage

@@ -33,7 +33,7 @@ from facets_indexer.session import indexer_session_facet
 from facets_indexer.store import IndexStore
 from facets_indexer.tui import IndexerPanel
 from facets_indexer.tui import tui_facet as indexer_tui_facet
-from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
+from pico3 import HarnessService, HarnessServiceApi, harness_session_facet
 from pico3.harness import HarnessOptions
 from pico3.storage import MemoryStorage
 

@@ -30,7 +30,7 @@ from chord.transport import serve_unix
 from chord.wire import provider_handler
 from facets_question.contract import QuestionDialogs
 from facets_question.plugin import chord_facets
-from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
+from pico3 import HarnessService, HarnessServiceApi, harness_session_facet
 from pico3.harness import HarnessOptions
 from pico3.models.faux import (
     FauxProvider,

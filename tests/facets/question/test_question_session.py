@@ -22,7 +22,7 @@ from chord.services import InstanceAddress
 from facets_question.contract import QuestionDialogs, QuestionRequest, QuestionResponse
 from facets_question.session import question_tool, session_facet
 from facets_question.tui import tui_facet
-from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
+from pico3 import HarnessService, HarnessServiceApi, harness_session_facet
 from pico3.harness import ConversationHandle, HarnessOptions
 from pico3.models.faux import FauxProvider, FauxStep, faux_response, faux_tool_call
 from pico3.storage import MemoryStorage

@@ -22,8 +22,16 @@ from coding_agent.tui.widgets.tasks import task_summary
 from facets_subagents.session import session_facet
 from facets_subagents.tui import subagents_in, transcript_text
 from facets_subagents.tui import tui_facet as agents_tui_facet
-from pico3 import HarnessOptions, JsonlStorage, Models, ToolDeclaration, ToolResult
-from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
+from pico3 import (
+    HarnessOptions,
+    HarnessService,
+    HarnessServiceApi,
+    JsonlStorage,
+    Models,
+    ToolDeclaration,
+    ToolResult,
+    harness_session_facet,
+)
 from pico3.chord.reload import reload_session_facets
 from pico3.models.faux import FauxProvider, FauxResponse, FauxState, faux_response, faux_tool_call
 from pico3.models.provider import Request, ToolResultMessage, UserMessage

@@ -18,7 +18,7 @@ from chord.context import BACKGROUND
 from chord.facets import FacetEnvironment, create_facet_host, define_facet
 from chord.transport import serve_unix
 from chord.wire import provider_handler
-from pico3.chord import HarnessService, harness_session_facet
+from pico3 import HarnessService, harness_session_facet
 from pico3.storage.jsonl import JsonlStorage
 
 

@@ -22,13 +22,9 @@ from chord.delta.apply import apply_immutable
 from chord.facets import FacetEnvironment, FacetHost, create_facet_host, define_facet
 from chord.remote import LoopbackServiceSource, ServiceProviderUpdate, ServiceStateUpdate
 from chord.state import Delivery
-from pico3.chord import (
-    BridgeFailure,
-    ConversationService,
-    HarnessService,
-    SessionHarness,
-    harness_session_facet,
-)
+from pico3 import ConversationService, HarnessService, harness_session_facet
+from pico3.chord.bridge import BridgeFailure
+from pico3.chord.session import SessionHarness
 from pico3.harness import Harness
 from pico3.kernel.view import Envelope
 from pico3.storage.memory import MemoryStorage

@@ -27,7 +27,7 @@ from chord.facets import FacetEnvironment, create_facet_host, define_facet
 from chord.state import Delivery
 from chord.transport import connect_unix
 from chord.wire import connect_service_source
-from pico3.chord import ConversationService
+from pico3 import ConversationService
 
 SCRIPT = Path(__file__).with_name("session_host.py")
 TIMEOUT = 20

@@ -30,7 +30,7 @@ from chord.packages import (
     facet_package_from_folder,
     load_generation,
 )
-from pico3.chord import HarnessService, HarnessServiceApi, harness_session_facet
+from pico3 import HarnessService, HarnessServiceApi, harness_session_facet
 from pico3.chord.reload import ReloadPath, reload_session_facets, session_around_reload
 from pico3.harness import Harness, HarnessOptions
 from pico3.storage import MemoryStorage

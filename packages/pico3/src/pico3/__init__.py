@@ -36,8 +36,7 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 
 import typing as _typing
 
-from pico3.chord import (
-    HARNESS_FACET_ID,
+from pico3.chord.contract import (
     CommitInfo,
     ConversationInfo,
     ConversationService,
@@ -53,8 +52,8 @@ from pico3.chord import (
     ParentRef,
     SendInputJson,
     ViewEvent,
-    harness_session_facet,
 )
+from pico3.chord.session import HARNESS_FACET_ID, harness_session_facet
 from pico3.datamodel import (
     ConfigRejected,
     EntryKind,

@@ -9,51 +9,6 @@
   harness envelope into exactly one replicated-state revision.
 * :mod:`pico3.chord.endpoint`: :class:`ConversationEndpoint`, the instance's JSON methods.
 
-This package is internal: feature packages and the app import these names from :mod:`pico3`.
+This package is internal and re-exports nothing: feature packages and the app import the public
+names from :mod:`pico3`, pico3's own modules from the module that defines them.
 """
-
-from pico3.chord.bridge import BRIDGE_QUEUE_LIMIT, BridgeFailure, ViewBridge
-from pico3.chord.contract import (
-    CommitInfo,
-    ConversationInfo,
-    ConversationService,
-    ConversationServiceApi,
-    ConversationView,
-    EntryJson,
-    EntryScanJson,
-    ForkSpecJson,
-    HarnessService,
-    HarnessServiceApi,
-    InputAbortResult,
-    NewEntryJson,
-    ParentRef,
-    SendInputJson,
-    ViewEvent,
-)
-from pico3.chord.endpoint import ConversationEndpoint
-from pico3.chord.session import HARNESS_FACET_ID, SessionHarness, harness_session_facet
-
-__all__ = [
-    "BRIDGE_QUEUE_LIMIT",
-    "HARNESS_FACET_ID",
-    "BridgeFailure",
-    "CommitInfo",
-    "ConversationEndpoint",
-    "ConversationInfo",
-    "ConversationService",
-    "ConversationServiceApi",
-    "ConversationView",
-    "EntryJson",
-    "EntryScanJson",
-    "ForkSpecJson",
-    "HarnessService",
-    "HarnessServiceApi",
-    "InputAbortResult",
-    "NewEntryJson",
-    "ParentRef",
-    "SendInputJson",
-    "SessionHarness",
-    "ViewBridge",
-    "ViewEvent",
-    "harness_session_facet",
-]
