@@ -331,25 +331,9 @@ class FacetHost:
 
     async def reload(self, facets: Sequence[Facet]) -> None:
         """Replace active facets by id, keeping their service shape (see the module docstring)."""
-        if self._phase != "active":
-            raise RuntimeError(f"Facet host cannot reload while {self._phase}")
-        candidates = _check_facets(facets, "Reloaded facet list")
-        ids = [facet.id for facet in candidates]
-        if any(not facet_id for facet_id in ids):
-            raise RuntimeError("Facet ID must not be empty")
-        if len(set(ids)) != len(ids):
-            raise RuntimeError("Reloaded facet IDs must be unique")
-        for facet_id in ids:
-            if facet_id not in self._records:
-                raise RuntimeError(f"Facet {facet_id} is not active")
-        if not candidates:
-            return
-        self._phase = "reloading"
-        try:
-            await self._reload(candidates)
-        finally:
-            if self._phase == "reloading":
-                self._phase = "active"
+        candidates = self._candidates(facets, "reload", "Reloaded", active=True)
+        if candidates:
+            await self._while_reloading(self._reload(candidates))
 
     async def add(self, facets: Sequence[Facet]) -> None:
         """Set up and activate new facets in the running host (see the module docstring).
@@ -357,22 +341,34 @@ class FacetHost:
         On any failure the candidates are disposed and withdrawn and the error is raised; the
         facets that were running keep running, untouched.
         """
+        candidates = self._candidates(facets, "add facets", "Added", active=False)
+        if candidates:
+            await self._while_reloading(self._add(candidates))
+
+    def _candidates(
+        self, facets: Sequence[Facet], action: str, label: str, *, active: bool
+    ) -> tuple[Facet, ...]:
+        """The checked facets of :meth:`reload` (each must be active) or :meth:`add` (none may
+        be): ids non-empty and unique, and the host active."""
         if self._phase != "active":
-            raise RuntimeError(f"Facet host cannot add facets while {self._phase}")
-        candidates = _check_facets(facets, "Added facet list")
+            raise RuntimeError(f"Facet host cannot {action} while {self._phase}")
+        candidates = _check_facets(facets, f"{label} facet list")
         ids = [facet.id for facet in candidates]
         if any(not facet_id for facet_id in ids):
             raise RuntimeError("Facet ID must not be empty")
         if len(set(ids)) != len(ids):
-            raise RuntimeError("Added facet IDs must be unique")
+            raise RuntimeError(f"{label} facet IDs must be unique")
         for facet_id in ids:
-            if facet_id in self._records:
-                raise RuntimeError(f"Facet {facet_id} is already active")
-        if not candidates:
-            return
+            if (facet_id in self._records) != active:
+                state = "not active" if active else "already active"
+                raise RuntimeError(f"Facet {facet_id} is {state}")
+        return candidates
+
+    async def _while_reloading(self, change: Awaitable[None]) -> None:
+        """Run ``change`` in the ``reloading`` phase, back to ``active`` unless it ended the host."""
         self._phase = "reloading"
         try:
-            await self._add(candidates)
+            await change
         finally:
             if self._phase == "reloading":
                 self._phase = "active"
