@@ -5,9 +5,11 @@ Files
 ``main.jsonl``
     Append-only, never rewritten: conversation creates, entries, inputs, rewindable and session
     document ops, task creates, every patch that must outlive the task (terminal status, outcome,
-    ``owns``), and exactly one *marker* record per commit.
+    ``owns``), and one record for every commit that has main writes or wrote more than one file.
 ``sticky-<cid>.jsonl``
-    Conversation ``cid``'s sticky document ops. Rewritten from its last base by :meth:`truncate`.
+    Conversation ``cid``'s sticky document ops, and transient patches of its tasks that a
+    sidecar-published commit put there. Rewritten from its last base by :meth:`truncate`
+    (keeping the patches of tasks still live).
 ``task-<id>.jsonl``
     A live task's transient patches (status ``running``, checkpoints, the abort mark). Unlinked
     once the task's terminal record is published in main.
@@ -23,6 +25,8 @@ Publication (docs/design/storage.md#publication-point)
 A commit validates and stages the whole batch in memory first (no file is touched if that fails),
 appends each sidecar record, then appends the main record last. The main record is the
 publication point: a sidecar record counts only if the main record with its seq names its file.
+A commit that writes one sidecar and nothing else has no main record: its one line, marked as its
+own publication point, is written whole or cut at open.
 With ``fsync=True`` (the default) every sidecar record is fsynced before the main record is
 written durably, and the directory is fsynced after a file is created or renamed
 (docs/design/decisions.md#d8-g14). A retired task's sidecar is unlinked by a thread of its own after
