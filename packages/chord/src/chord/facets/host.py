@@ -132,6 +132,32 @@ async def _dispose_records(records: Iterable[FacetRecord]) -> list[Exception]:
     return errors
 
 
+_Entry = Service[Any] | tuple[Service[Any], ServiceMode]
+"""A catalogue entry: a singleton service, or a keyed one with its mode."""
+
+
+def _provisions(
+    records: Iterable[FacetRecord],
+) -> tuple[list[_Entry], list[Service[Any]], list[Service[Any]]]:
+    """What ``records`` provide, in declaration order: the catalogue entries, the remotable
+    services (reached through a loopback binding) and the local keyed ones (a registry's)."""
+    entries: list[_Entry] = []
+    remotable: list[Service[Any]] = []
+    local_keyed: list[Service[Any]] = []
+    for record in records:
+        for singleton in record.singletons:
+            if not singleton.service.local:
+                entries.append(singleton.service)
+                remotable.append(singleton.service)
+        for keyed in record.keyed:
+            if keyed.service.local:
+                local_keyed.append(keyed.service)
+            else:
+                entries.append((keyed.service, "keyed"))
+                remotable.append(keyed.service)
+    return entries, remotable, local_keyed
+
+
 def _check_facets(facets: Iterable[Facet], what: str) -> tuple[Facet, ...]:
     result = tuple(facets)
     for index, facet in enumerate(result):
@@ -556,19 +582,7 @@ class FacetHost:
         """Offer ``record``'s provisions: catalogue entries, its own loopback binding/registry."""
         added = _Added()
         self._added[record.id] = added
-        remotable: list[Service[Any]] = []
-        entries: list[Service[Any] | tuple[Service[Any], ServiceMode]] = []
-        local_keyed: list[Service[Any]] = []
-        for singleton in record.singletons:
-            if not singleton.service.local:
-                entries.append(singleton.service)
-                remotable.append(singleton.service)
-        for keyed in record.keyed:
-            if keyed.service.local:
-                local_keyed.append(keyed.service)
-            else:
-                entries.append((keyed.service, "keyed"))
-                remotable.append(keyed.service)
+        entries, remotable, local_keyed = _provisions([record])
         if entries:
             self.services.extend(entries)
             added.binding = create_remote_service_binding(
@@ -717,20 +731,7 @@ class FacetHost:
         return external
 
     def _assemble(self, records: Sequence[FacetRecord]) -> None:
-        entries: list[Service[Any] | tuple[Service[Any], ServiceMode]] = []
-        remotable: list[Service[Any]] = []
-        local_keyed: list[Service[Any]] = []
-        for record in records:
-            for singleton in record.singletons:
-                if not singleton.service.local:
-                    entries.append(singleton.service)
-                    remotable.append(singleton.service)
-            for keyed in record.keyed:
-                if keyed.service.local:
-                    local_keyed.append(keyed.service)
-                else:
-                    entries.append((keyed.service, "keyed"))
-                    remotable.append(keyed.service)
+        entries, remotable, local_keyed = _provisions(records)
         provider = RemoteServiceProvider(entries)
         self._provider = provider
         self._binding = create_remote_service_binding(
