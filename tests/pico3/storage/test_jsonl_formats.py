@@ -27,8 +27,10 @@ from pico3.storage import (
     JsonlStorage,
     MemoryStorage,
     Storage,
+    Task,
     TaskPatch,
     TaskPatchWrite,
+    TaskWrite,
 )
 from pico3.storage._lines import encode_line
 
@@ -190,3 +192,15 @@ async def test_stored_writes_reads_either_format_and_skips_what_does_not_decode(
     assert stored_writes(torn) == writes
     head = stored_writes(today[: len(today) // 2])  # a read cut a line in two
     assert 0 < len(head) < len(writes) and writes[: len(head)] == head
+
+
+async def test_a_replayed_task_outcome_of_the_wrong_type_fails_open(tmp_path: Path) -> None:
+    storage = JsonlStorage(tmp_path, fsync=False)
+    await storage.open(ctx)
+    await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
+    await storage.close(ctx)
+    bad = Task(id=2, conversation_id=1, kind="k", outcome=[1])  # type: ignore[arg-type]
+    with (tmp_path / "main.jsonl").open("ab") as handle:
+        handle.write(encode_line(2, 2, [TaskWrite(bad)]))
+    with pytest.raises(CorruptStorage, match=r"main\.jsonl:2: malformed record: task outcome"):
+        await JsonlStorage(tmp_path, fsync=False).open(ctx)

@@ -156,7 +156,7 @@ def _body(raw: msgspec.Raw, opener: bytes, member: str) -> Any:
         return UNSET
     if memoryview(raw)[:1] != opener:
         kind = "array" if opener == b"[" else "object"
-        raise ValueError(f"entry {member} is not a JSON {kind}")
+        raise ValueError(f"{member} is not a JSON {kind}")
     return raw.copy()  # the entry's own few bytes, not a view that keeps the file alive
 
 
@@ -182,14 +182,16 @@ class _E(msgspec.Struct, array_like=True, tag="e", gc=False):
 
 
 class _T(msgspec.Struct, array_like=True, tag="t", gc=False):
+    """A task; its ``input`` and ``outcome`` stay encoded (see :func:`_body`)."""
+
     id: Id
     cid: Id
     kind: str
-    input: Any = None
+    input: msgspec.Raw = _ABSENT
     status: TaskStatus | None = None
     checkpoint: dict[str, Any] | None = None
     abort: bool | None = None
-    outcome: dict[str, Any] | None = None
+    outcome: msgspec.Raw = _ABSENT
     after: list[Id] | None = None
     owns: list[Id] | None = None
     background: bool | None = None
@@ -209,7 +211,7 @@ class _Q(msgspec.Struct, array_like=True, tag="q", gc=False):
 
     id: Id
     status: TaskStatus | None = None
-    outcome: dict[str, Any] | None = None
+    outcome: msgspec.Raw = _ABSENT
     owns: list[Id] | None = None
     checkpoint: dict[str, Any] | Annotated[int, msgspec.Meta(ge=0, le=0)] | None = None
     abort: bool | None = None
@@ -366,10 +368,10 @@ def _write_v1(w: _C | _E | _T | _P | _Q | _I | _J | _D) -> Write:
                 id=e.id,
                 conversation_id=e.cid,
                 kind=kind,
-                model=_body(e.model, b"[", "model"),
-                data=_body(e.data, b"{", "data"),
+                model=_body(e.model, b"[", "entry model"),
+                data=_body(e.data, b"{", "entry data"),
                 head=_set(e.head),
-                edits=_body(e.edits, b"[", "edits"),
+                edits=_body(e.edits, b"[", "entry edits"),
                 by_task_id=_set(e.by),
             )
         )
@@ -396,7 +398,9 @@ def _write_v1(w: _C | _E | _T | _P | _Q | _I | _J | _D) -> Write:
                 status=_set(p.status),
                 checkpoint=None if checkpoint == 0 else _set(checkpoint),  # type: ignore[arg-type]
                 abort=_set(p.abort),
-                outcome=_set(p.outcome),
+                outcome=_body(p.outcome, b"{", "task outcome")
+                if type(p.outcome) is msgspec.Raw
+                else _set(p.outcome),
                 owns=_set(p.owns),
             )
         )
@@ -413,11 +417,11 @@ def _write_v1(w: _C | _E | _T | _P | _Q | _I | _J | _D) -> Write:
                 id=t.id,
                 conversation_id=t.cid,
                 kind=t.kind,
-                input=t.input,
+                input=None if not t.input or t.input == _NULL_RAW else t.input.copy(),
                 status=t.status or "pending",
                 checkpoint=_set(t.checkpoint),
                 abort=_set(t.abort),
-                outcome=_set(t.outcome),
+                outcome=_body(t.outcome, b"{", "task outcome"),
                 after=t.after or [],
                 owns=t.owns or [],
                 background=_set(t.background),
