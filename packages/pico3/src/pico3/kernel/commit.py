@@ -38,6 +38,7 @@ from chord.context import Context, without_abort_signal
 from chord.json import copy_json
 from pico3.datamodel.config import CORE_CONFIG, ConfigKey
 from pico3.datamodel.context import ContextBuilder, DerivedContext
+from pico3.kernel.core import Describe, Reporter
 from pico3.kernel.documents import DocumentCache, fold_log
 from pico3.kernel.errors import Closed, Faulted, Forbidden, UnknownConversation
 from pico3.kernel.heads import check_heads
@@ -64,11 +65,8 @@ __all__ = ["Builder", "BusyProbe", "CommitListener", "Describe", "Kernel", "Repo
 
 T = TypeVar("T")
 Builder = Callable[[Transaction, Context], "T | Awaitable[T]"]
-Reporter = Callable[[BaseException], None]
 CommitListener = Callable[[Batch], None]
 BusyProbe = Callable[[TaskOps, int], bool]
-Describe = Callable[[Task, "dict[str, Any] | None"], Any]
-"""The task layer's status projection: ``(task, slot without memos) -> JSON`` for the view."""
 
 _log = logging.getLogger("pico3.kernel")
 _PAGE = 256

@@ -42,12 +42,12 @@ from pico3.datamodel.json_shapes import conversation_json, entry_json
 from pico3.kernel.errors import Closed, UnknownConversation
 from pico3.kernel.namespaces import Namespace, SliceDoc, merged_slice
 from pico3.kernel.proxy import Membrane, Op, Recorder, TrackedDict, TrackedList
-from pico3.kernel.tx import VIEW_HIDDEN_KINDS
+from pico3.kernel.tx.authority import VIEW_HIDDEN_KINDS
 from pico3.storage.records import DocRef, Entry, Task
 
 if TYPE_CHECKING:
-    from pico3.kernel.commit import Kernel
-    from pico3.kernel.tx import Batch
+    from pico3.kernel.core import KernelCore
+    from pico3.kernel.tx.batch import Batch
 
 __all__ = ["BUFFER_LIMIT", "Delivery", "Envelope", "Listener", "ViewRegistry", "Watch"]
 
@@ -153,7 +153,7 @@ class _ConversationView:
 class ViewRegistry:
     """The tracked views of one kernel, by conversation id."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelCore) -> None:
         self._kernel = kernel
         self._views: dict[int, _ConversationView] = {}
         self._stale = False

@@ -22,7 +22,7 @@ from pico3.storage._tables import clone
 from pico3.storage.records import Conversation, DocRef, Entry, Input, Task
 
 if TYPE_CHECKING:
-    from pico3.kernel.commit import Kernel
+    from pico3.kernel.core import KernelCore
 
 __all__ = ["TxBase"]
 
@@ -38,7 +38,7 @@ class TxBase:
 
     def __init__(
         self,
-        kernel: Kernel,
+        kernel: KernelCore,
         authority: Authority,
         conversation_id: int | None,
         batch: Batch,
