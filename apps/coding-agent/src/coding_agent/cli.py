@@ -7,6 +7,8 @@
     coding-agent --resume [ID]         a session by id (or prefix); without ID, pick from a list
     coding-agent attach [SESSION]      a second TUI on a running session (default: this folder's
                                        newest running one)
+    coding-agent attach tcp://HOST:PORT/SESSION   the TUI on a session of a coding-agent serve
+    coding-agent serve [--listen tcp://HOST:PORT ...]   host sessions (docs/server.md)
     coding-agent config                the effective configuration, and where each value came from
     coding-agent -p "prompt"           headless: print the final answer (piped stdin is added to
                                        the prompt: git diff | coding-agent -p "review this")
