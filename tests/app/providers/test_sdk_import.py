@@ -109,6 +109,39 @@ print(json.dumps({
     }
 
 
+def test_tracing_helpers_bound_by_the_client_import_at_their_first_call() -> None:
+    # anthropic._base_client binds finish_api_call_span (called only with a tracing span): the
+    # binding costs no import of the helpers (nor of the ~500 param type modules they import);
+    # a call imports them and answers as the real function does.
+    got = _python(
+        """
+import json, sys
+from coding_agent.worker.providers._sdk_import import defer_sdk_inits
+defer_sdk_inits()
+import anthropic._client
+from anthropic.lib import _tracing
+from anthropic.lib._tracing import messages_create_request_attributes as bound
+before = sorted(m for m in ("anthropic.lib._tracing._api_call",
+                            "anthropic.types.message_create_params") if m in sys.modules)
+body = {"output_config": {"format": {"type": "json_schema"}}}
+answer = bound(body)
+from anthropic.lib._tracing._api_call import messages_create_request_attributes as real
+print(json.dumps({
+    "before": before,
+    "name": bound.__name__,
+    "answer": answer,
+    "real": real(body),
+    "rebound": _tracing.messages_create_request_attributes is real,
+    "again": bound({}) == real({}),
+}))
+"""
+    )
+    assert got["before"] == []
+    assert got["name"] == "messages_create_request_attributes"
+    assert got["answer"] == got["real"] and got["answer"]  # {"gen_ai.output.type": "json"}
+    assert got["rebound"] and got["again"]
+
+
 def test_an_sdk_imported_before_is_left_alone() -> None:
     got = _python(
         """
@@ -219,7 +252,9 @@ def test_the_anthropic_adapter_reports_an_error_event_mid_stream_through_the_def
             f"""
 from coding_agent.worker.providers.anthropic import AnthropicProvider
 MODEL = "claude-sonnet-4-6"
-HEAVY = ["anthropic.lib.vertex", "anthropic.lib.bedrock", "anthropic.lib.tools", "anthropic.types.skill"]
+HEAVY = ["anthropic.lib.vertex", "anthropic.lib.bedrock", "anthropic.lib.tools", "anthropic.types.skill",
+         "anthropic.types.message_create_params", "anthropic.types.beta.message_create_params",
+         "anthropic.lib._tracing._api_call"]
 def make():
     return AnthropicProvider(api_key="test-key", base_url="{server.url}")
 """

@@ -45,6 +45,25 @@ __all__ = ["SDK_ROOTS", "defer_sdk_inits", "deferred_exports"]
 SDK_ROOTS = frozenset({"openai", "anthropic"})
 """The packages whose ``__init__`` (and ``types`` packages' ``__init__``) are deferred."""
 
+DEFERRED_PACKAGES = frozenset({"anthropic.lib._tracing"})
+"""Further packages whose ``__init__`` is deferred: anthropic's tracing helpers, which
+``anthropic._base_client`` imports (and, through them, ``message_create_params`` and the beta
+params: ~500 type modules) although they only run when OpenTelemetry tracing is on."""
+
+CALLED_ONLY: dict[str, frozenset[str]] = {
+    "anthropic.lib._tracing": frozenset(
+        {
+            "finish_api_call_span",
+            "messages_create_request_attributes",
+            "sessions_create_request_attributes",
+        }
+    ),
+}
+"""Exports of a deferred package that importers only call (never inspect): ``from package
+import name`` binds a forwarding function that imports the defining module at its first call,
+so binding the name costs nothing (``_base_client`` binds ``finish_api_call_span`` at import;
+it is called only when a tracing span exists)."""
+
 _lock = threading.Lock()
 
 
@@ -56,6 +75,8 @@ def defer_sdk_inits() -> None:
 
 
 def _deferred(fullname: str) -> bool:
+    if fullname in DEFERRED_PACKAGES:
+        return True
     root, _, rest = fullname.partition(".")
     return root in SDK_ROOTS and (not rest or rest == "types" or rest.startswith("types."))
 
@@ -243,6 +264,7 @@ class _DeferredInit(importlib.abc.Loader):
 
         resolved: set[str] = set()
         created = set(namespace)
+        called_only = CALLED_ONLY.get(name, frozenset())
 
         def run_init() -> None:
             namespace.pop("__getattr__", None)
@@ -262,6 +284,8 @@ class _DeferredInit(importlib.abc.Loader):
 
         def __getattr__(attr: str) -> Any:
             target = exports.names.get(attr)
+            if target is not None and attr in called_only and target[0] not in sys.modules:
+                return _forwarder(namespace, attr, target)
             if target is not None:
                 value = _import_from(*target)
                 namespace[attr] = value
@@ -283,6 +307,23 @@ class _DeferredInit(importlib.abc.Loader):
         namespace["__dir__"] = __dir__
         if root:
             _setup_logging(name)
+
+
+def _forwarder(namespace: dict[str, Any], attr: str, target: tuple[str, str | None]) -> Any:
+    """A function standing for the export ``attr``: at its first call it imports ``target``,
+    binds the real function in the package (``namespace``) and calls it (then every call)."""
+    real: list[Any] = []
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        if not real:
+            real.append(_import_from(*target))
+            namespace[attr] = real[0]
+        return real[0](*args, **kwargs)
+
+    forward.__name__ = forward.__qualname__ = attr
+    forward.__module__ = target[0]
+    forward.__deferred_target__ = target  # type: ignore[attr-defined]
+    return forward
 
 
 def _import_from(module: str, attr: str | None) -> Any:
