@@ -255,10 +255,7 @@ def _recorder(
     anchored at the assistant entry that made the call."""
 
     async def before_write(path: Path, data: bytes) -> None:
-        task = await api.get_task(api.task_id, ctx)
-        source: Any = task.input if task is not None else None
-        anchor = source.get("assistant") if isinstance(source, dict) else None
-        at = anchor if type(anchor) is int else api.task_id
+        at = await _anchor(api, ctx)
         await anyio.to_thread.run_sync(
             lambda: history.record(
                 path, data, conversation=api.conversation_id, anchor=at, tool=tool
