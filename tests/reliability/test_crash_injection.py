@@ -57,9 +57,11 @@ async def test_a_worker_killed_inside_subagents_resumes_them(tmp_path: Path) -> 
 @pytest.mark.anyio
 async def test_the_trial_reports_effects_that_ran_twice_or_despite_a_denial(tmp_path: Path) -> None:
     # Round 0's tokens are already in the effects file, as if a previous life had run them: the
-    # check must see each of them twice, and seed 7 denies the call of r0-a.
+    # check must see each of them twice, and seed 7 denies the call of r0-a. No kill: where a kill
+    # lands depends on the machine's speed, and one inside r0-b's call leaves r0-b interrupted,
+    # never run, so the figure this test pins would change from run to run.
     (tmp_path / "effects.log").write_text("r0-a\nr0-b\nr0-c\n")
-    report = await run_trial(7, CrashConfig(kills=1, rounds=1), tmp_path)
+    report = await run_trial(7, CrashConfig(kills=0, rounds=1), tmp_path)
     found = [(v.kind, v.detail) for v in report.violations]
     assert ("effect-repeated", "bash token r0-b ran 2 times") in found
     assert any(kind == "denied-effect" and "(token r0-a)" in detail for kind, detail in found)
