@@ -155,6 +155,55 @@ print(json.dumps([deferred_exports(openai), deferred_exports(openai.types.chat)]
     assert got == [None, None]
 
 
+def test_trio_is_hidden_from_httpcore_only_under_asyncio_and_only_within() -> None:
+    # httpcore2 imports trio only to use it under trio: the worker (asyncio) imports httpcore2
+    # as if trio were not installed; outside asyncio, or afterwards, trio imports as usual.
+    got = _python(
+        """
+import json, sys, anyio
+from coding_agent.worker.providers._sdk_import import trio_hidden_from_httpcore
+
+async def inside():
+    with trio_hidden_from_httpcore():
+        import httpcore2, httpcore2._synchronization as sync
+        try:
+            import trio
+            hidden = False
+        except ModuleNotFoundError:
+            hidden = True
+    pool = httpcore2.AsyncConnectionPool()  # usable under asyncio
+    async with pool:
+        pass
+    return hidden, sync.trio is None, sync.current_async_library()
+
+hidden, no_trio, library = anyio.run(inside)
+imported_meanwhile = "trio" in sys.modules
+import trio  # after the block: installed as ever
+print(json.dumps({
+    "hidden": hidden, "httpcore_without_trio": no_trio, "library": library,
+    "imported_meanwhile": imported_meanwhile, "after": trio.__name__,
+}))
+"""
+    )
+    assert got == {
+        "hidden": True,
+        "httpcore_without_trio": True,
+        "library": "asyncio",
+        "imported_meanwhile": False,
+        "after": "trio",
+    }
+    outside = _python(
+        """
+import json
+from coding_agent.worker.providers._sdk_import import trio_hidden_from_httpcore
+with trio_hidden_from_httpcore():  # not under asyncio: nothing hidden
+    import httpcore2._synchronization as sync
+print(json.dumps(sync.trio is not None))
+"""
+    )
+    assert outside is True
+
+
 _STREAM = """
 import anyio, json, sys
 from chord.context import BACKGROUND
@@ -199,7 +248,7 @@ def test_the_openai_adapter_streams_through_the_deferred_sdk() -> None:
             f"""
 from coding_agent.worker.providers.openai import OpenAIProvider
 MODEL = "gpt-4.1"
-HEAVY = ["openai.types.responses.response", "openai.lib.azure", "openai.types.batch"]
+HEAVY = ["trio", "openai.types.responses.response", "openai.lib.azure", "openai.types.batch"]
 def make():
     return OpenAIProvider(api_key="test-key", base_url="{server.url}/v1")
 """
@@ -252,7 +301,7 @@ def test_the_anthropic_adapter_reports_an_error_event_mid_stream_through_the_def
             f"""
 from coding_agent.worker.providers.anthropic import AnthropicProvider
 MODEL = "claude-sonnet-4-6"
-HEAVY = ["anthropic.lib.vertex", "anthropic.lib.bedrock", "anthropic.lib.tools", "anthropic.types.skill",
+HEAVY = ["trio", "anthropic.lib.vertex", "anthropic.lib.bedrock", "anthropic.lib.tools", "anthropic.types.skill",
          "anthropic.types.message_create_params", "anthropic.types.beta.message_create_params",
          "anthropic.lib._tracing._api_call"]
 def make():

@@ -30,6 +30,7 @@ timeouts, status errors); only the import order changes.
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -37,10 +38,10 @@ import re
 import sys
 import threading
 import types
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["SDK_ROOTS", "defer_sdk_inits", "deferred_exports"]
+__all__ = ["SDK_ROOTS", "defer_sdk_inits", "deferred_exports", "trio_hidden_from_httpcore"]
 
 SDK_ROOTS = frozenset({"openai", "anthropic"})
 """The packages whose ``__init__`` (and ``types`` packages' ``__init__``) are deferred."""
@@ -72,6 +73,52 @@ def defer_sdk_inits() -> None:
     with _lock:
         if not any(isinstance(finder, _DeferringFinder) for finder in sys.meta_path):
             sys.meta_path.insert(0, _DeferringFinder())
+
+
+@contextlib.contextmanager
+def trio_hidden_from_httpcore() -> Iterator[None]:
+    """Within: ``httpcore2``, if imported now (the SDK client's transport imports it), is
+    imported as if trio were not installed, when this runs under asyncio.
+
+    ``httpcore2`` imports trio (~30 ms of CPU) whenever it is installed, only to use it when it
+    runs under trio; without it, it uses anyio (asyncio) and refuses to run under trio with its
+    own error. The worker runs under asyncio only, so it hides trio from that one import.
+    Nothing changes when trio or ``httpcore2`` is imported already, or outside asyncio."""
+    hide = "trio" not in sys.modules and "httpcore2" not in sys.modules and _under_asyncio()
+    finder = _HiddenModule("trio")
+    if hide:
+        sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        if hide:
+            sys.meta_path.remove(finder)
+
+
+def _under_asyncio() -> bool:
+    import sniffio
+
+    try:
+        return sniffio.current_async_library() == "asyncio"
+    except sniffio.AsyncLibraryNotFoundError:
+        return False
+
+
+class _HiddenModule(importlib.abc.MetaPathFinder):
+    """Makes ``import <name>`` (and its submodules) fail as for a package not installed."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None,
+        target: types.ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname == self._name or fullname.startswith(f"{self._name}."):
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return None
 
 
 def _deferred(fullname: str) -> bool:

@@ -42,7 +42,10 @@ import msgspec
 from chord import Context
 from coding_agent.worker.providers._drive import SdkStream, connection_error, drive
 from coding_agent.worker.providers._memo import FoldMemo
-from coding_agent.worker.providers._sdk_import import defer_sdk_inits
+from coding_agent.worker.providers._sdk_import import (
+    defer_sdk_inits,
+    trio_hidden_from_httpcore,
+)
 from coding_agent.worker.providers._sse import Last, SseStream
 from coding_agent.worker.providers.text_tools import (
     ParsedCall,
@@ -271,9 +274,10 @@ class OpenAIProvider:
         its provider's SDK is imported, and a session that never asks the model never pays."""
         if self._sdk_client is None:
             defer_sdk_inits()  # the SDK's package __init__s run only if needed (._sdk_import)
-            import openai
+            with trio_hidden_from_httpcore():  # the worker runs under asyncio (._sdk_import)
+                import openai
 
-            self._sdk_client = openai.AsyncOpenAI(**self._client_options)
+                self._sdk_client = openai.AsyncOpenAI(**self._client_options)
         return self._sdk_client
 
     def models(self) -> Sequence[ModelInfo]:
