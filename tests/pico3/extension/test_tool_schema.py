@@ -84,6 +84,26 @@ def test_a_bad_schema_fails_when_the_tool_is_declared() -> None:
         declare({"type": "object", "properties": {"n": {"type": "integr"}}})
 
 
+def test_a_schema_checked_once_is_not_trusted_for_another_schema_or_a_bad_one() -> None:
+    # Passed checks are remembered by the schema's content (start-up declares the same schemas
+    # twice): an equal schema (other key order) is accepted and validates alike; a schema
+    # changed after a pass, or a bad one declared again, is still refused with its tool's name.
+    schema: dict[str, Any] = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    ToolDeclaration("first", "One.", schema, _run)
+    reordered = {"properties": {"n": {"type": "integer"}}, "type": "object"}
+    second = ToolDeclaration("second", "Two.", reordered, _run)
+    with pytest.raises(InvalidArguments, match="second"):
+        second.validate({"n": "x"})
+    schema["properties"]["n"]["type"] = "integr"
+    for name in ("third", "fourth"):
+        with pytest.raises(ValueError, match=rf"tool '{name}': invalid JSON Schema at parameters"):
+            ToolDeclaration(name, "Bad.", schema, _run)
+    dangling = {"type": "object", "properties": {"n": {"$ref": "#/$defs/missing"}}}
+    for name in ("fifth", "sixth"):
+        with pytest.raises(ValueError, match=name):
+            ToolDeclaration(name, "Bad ref.", dangling, _run)
+
+
 def test_parameters_must_describe_an_object() -> None:
     with pytest.raises(ValueError, match='"type": "object"'):
         declare({"type": "string"})

@@ -17,7 +17,9 @@ by either reads the same.
 
 from __future__ import annotations
 
+import json
 import re
+import threading
 from typing import Any
 
 import jsonschema
@@ -28,6 +30,14 @@ from jsonschema.validators import validator_for
 from chord.json import JsonError, copy_json
 
 __all__ = ["ArgumentSchema", "InvalidArguments"]
+
+_checked: set[str] = set()
+"""The schemas (canonical JSON) that passed :class:`ArgumentSchema`'s checks in this process:
+the checks depend on the schema alone, and a tool set declares the same schemas more than once
+(the app's built-in tools are checked as specs and again as declarations; ~1 ms each in
+``check_schema`` at start-up). Only passes are kept: a bad schema is refused, with its tool's
+name, every time."""
+_checked_lock = threading.Lock()
 
 
 _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
@@ -158,14 +168,18 @@ class ArgumentSchema:
                 f'tool {tool!r}: parameters must be a JSON Schema with "type": "object"'
             )
         cls = validator_for(schema, default=jsonschema.Draft202012Validator)
-        try:
-            cls.check_schema(schema)
-        except SchemaError as exc:
-            where = _path("parameters", exc.path)
-            raise ValueError(
-                f"tool {tool!r}: invalid JSON Schema at {where}: {exc.message}"
-            ) from None
-        _check_references(tool, schema)
+        key = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+        if key not in _checked:
+            try:
+                cls.check_schema(schema)
+            except SchemaError as exc:
+                where = _path("parameters", exc.path)
+                raise ValueError(
+                    f"tool {tool!r}: invalid JSON Schema at {where}: {exc.message}"
+                ) from None
+            _check_references(tool, schema)
+            with _checked_lock:
+                _checked.add(key)
         self.tool = tool
         self.parameters: dict[str, Any] = schema
         self._validator: Validator = cls(schema)
