@@ -142,6 +142,36 @@ print(json.dumps({
     assert got["rebound"] and got["again"]
 
 
+def test_the_status_error_maker_runs_its_module_at_its_first_call() -> None:
+    # anthropic._base_client binds make_status_error (called for an error status only): its
+    # module (~40 error models) runs at the first call, which answers as a full import does.
+    code = """
+import json, sys
+%s
+import httpx2
+from anthropic._base_client import make_status_error
+before = "anthropic.types.file_expired_error" in sys.modules
+body = {"type": "error", "error": {"type": "invalid_request_error", "message": "no"}}
+request = httpx2.Request("POST", "http://127.0.0.1/v1/messages")
+errors = [make_status_error("no", body=body, response=httpx2.Response(status, request=request))
+          for status in (400, 404, 529)]
+import anthropic._error_classes as module
+print(json.dumps({
+    "before": before,
+    "errors": [type(error).__qualname__ for error in errors],
+    "ran": hasattr(module, "ERROR_CLASSES") and "anthropic.types.file_expired_error" in sys.modules,
+}))
+"""
+    deferred = _python(
+        code
+        % "from coding_agent.worker.providers._sdk_import import defer_sdk_inits\ndefer_sdk_inits()"
+    )
+    plain = _python(code % "import anthropic")
+    assert deferred["before"] is False and plain["before"] is True
+    assert deferred["errors"] == plain["errors"] and deferred["ran"] and plain["ran"]
+    assert deferred["errors"][0] == "BadRequestError"
+
+
 def test_an_sdk_imported_before_is_left_alone() -> None:
     got = _python(
         """
@@ -303,7 +333,7 @@ from coding_agent.worker.providers.anthropic import AnthropicProvider
 MODEL = "claude-sonnet-4-6"
 HEAVY = ["trio", "anthropic.lib.vertex", "anthropic.lib.bedrock", "anthropic.lib.tools", "anthropic.types.skill",
          "anthropic.types.message_create_params", "anthropic.types.beta.message_create_params",
-         "anthropic.lib._tracing._api_call"]
+         "anthropic.lib._tracing._api_call", "anthropic.types.file_expired_error"]
 def make():
     return AnthropicProvider(api_key="test-key", base_url="{server.url}")
 """

@@ -38,7 +38,7 @@ import re
 import sys
 import threading
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 __all__ = ["SDK_ROOTS", "defer_sdk_inits", "deferred_exports", "trio_hidden_from_httpcore"]
@@ -64,6 +64,14 @@ CALLED_ONLY: dict[str, frozenset[str]] = {
 import name`` binds a forwarding function that imports the defining module at its first call,
 so binding the name costs nothing (``_base_client`` binds ``finish_api_call_span`` at import;
 it is called only when a tracing span exists)."""
+
+DEFERRED_MODULES: dict[str, frozenset[str]] = {
+    "anthropic._error_classes": frozenset({"make_status_error"}),
+}
+"""Modules whose code runs at the first use of anything but the listed call-only functions
+(bound as forwarders, as for :data:`CALLED_ONLY`): ``anthropic._base_client`` imports
+``make_status_error``, called only for an error status, whose module imports ~40 error
+models (~30 ms)."""
 
 _lock = threading.Lock()
 
@@ -137,6 +145,11 @@ class _DeferringFinder(importlib.abc.MetaPathFinder):
         path: Sequence[str] | None,
         target: types.ModuleType | None = None,
     ) -> importlib.machinery.ModuleSpec | None:
+        if fullname in DEFERRED_MODULES:
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            if spec is not None and isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+                spec.loader = _DeferredModule(spec.loader, DEFERRED_MODULES[fullname])
+            return spec
         if not _deferred(fullname):
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
@@ -332,7 +345,7 @@ class _DeferredInit(importlib.abc.Loader):
         def __getattr__(attr: str) -> Any:
             target = exports.names.get(attr)
             if target is not None and attr in called_only and target[0] not in sys.modules:
-                return _forwarder(namespace, attr, target)
+                return _forwarder(namespace, attr, target[0], lambda: _import_from(*target))
             if target is not None:
                 value = _import_from(*target)
                 namespace[attr] = value
@@ -356,21 +369,68 @@ class _DeferredInit(importlib.abc.Loader):
             _setup_logging(name)
 
 
-def _forwarder(namespace: dict[str, Any], attr: str, target: tuple[str, str | None]) -> Any:
-    """A function standing for the export ``attr``: at its first call it imports ``target``,
-    binds the real function in the package (``namespace``) and calls it (then every call)."""
+def _forwarder(
+    namespace: dict[str, Any], attr: str, module: str, resolve: Callable[[], Any]
+) -> Any:
+    """A function standing for ``attr`` (defined in ``module``): at its first call it takes the
+    real function from ``resolve()``, binds it in ``namespace`` and calls it (then every call)."""
     real: list[Any] = []
 
     def forward(*args: Any, **kwargs: Any) -> Any:
         if not real:
-            real.append(_import_from(*target))
+            real.append(resolve())
             namespace[attr] = real[0]
         return real[0](*args, **kwargs)
 
     forward.__name__ = forward.__qualname__ = attr
-    forward.__module__ = target[0]
-    forward.__deferred_target__ = target  # type: ignore[attr-defined]
+    forward.__module__ = module
     return forward
+
+
+class _DeferredModule(importlib.abc.Loader):
+    """Creates a module without running its code; runs it (once, in the module's namespace) at
+    the first use of a name other than the call-only ``names``, or the first call of one."""
+
+    def __init__(self, real: importlib.machinery.SourceFileLoader, names: frozenset[str]) -> None:
+        self._real = real
+        self._names = names
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        namespace = module.__dict__
+        real, names, lock = self._real, self._names, threading.Lock()
+        ran: list[bool] = []
+
+        def run() -> None:
+            with lock:
+                if not ran:
+                    namespace.pop("__getattr__", None)
+                    real.exec_module(module)
+                    ran.append(True)
+
+        def resolver(attr: str) -> Callable[[], Any]:
+            def resolve() -> Any:
+                run()
+                return namespace[attr]
+
+            return resolve
+
+        def __getattr__(attr: str) -> Any:
+            if attr in names and not ran:
+                return _forwarder(namespace, attr, module.__name__, resolver(attr))
+            if attr == "__path__":  # the import system asking whether it is a package: no
+                raise AttributeError(attr)
+            run()
+            try:
+                return namespace[attr]
+            except KeyError:
+                raise AttributeError(
+                    f"module {module.__name__!r} has no attribute {attr!r}"
+                ) from None
+
+        namespace["__getattr__"] = __getattr__
 
 
 def _import_from(module: str, attr: str | None) -> Any:
