@@ -22,8 +22,6 @@ from typing import Any, TextIO
 
 __all__ = ["add_session_commands", "pick_interactively", "run_session_command"]
 
-SESSION_COMMANDS = ("sessions", "export")
-
 
 def add_session_commands(commands: Any) -> None:
     """Add ``sessions`` and ``export`` to the CLI's subparsers."""

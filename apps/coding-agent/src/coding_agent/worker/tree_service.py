@@ -21,7 +21,7 @@ pure model it returns):
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Protocol, cast
 
 import anyio
 from msgspec import UNSET
@@ -43,7 +43,6 @@ __all__ = ["TREE_FACET_ID", "SessionTreeApi", "SessionTreeService", "session_tre
 
 TREE_FACET_ID = "coding-agent/session-tree"
 
-RewindMode = Literal["conversation", "files", "both"]
 _PAGE = 1024
 _FIRST_PAGE = 64
 

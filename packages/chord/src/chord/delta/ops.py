@@ -145,9 +145,6 @@ class PathError(ValueError):
         return PathError(self.reason, self.path, where=where)
 
 
-OpError: TypeAlias = InvalidOpError | UnsafePathError | PathError
-
-
 def describe_op(index: int | str, op: object) -> str:
     """Render ``op 3 ('s', ('a', 5))``: the position and shape of an op, without its payload."""
     label = f"op {index}" if isinstance(index, int) else str(index)

@@ -662,9 +662,6 @@ class DraftList(_Draft, MutableSequence[Any]):
     __hash__ = None  # type: ignore[assignment]
 
 
-Draft = DraftDict | DraftList
-
-
 def _root_draft(session: _Session) -> DraftDict | DraftList:
     root = session.root
     if type(root) is dict:

@@ -88,11 +88,6 @@ class FrameConnection:
         return self._decoder.max_frame_size
 
     @property
-    def peer_closed(self) -> bool:
-        """True once the peer sent a ``closed`` frame."""
-        return self._decoder.closed
-
-    @property
     def max_message_size(self) -> int:
         return self._decoder.max_message_size
 

@@ -612,11 +612,6 @@ class Scheduler:
         """True when no invocation exists (live task records may)."""
         return not self._running
 
-    @property
-    def invocations(self) -> int:
-        """How many invocations exist right now."""
-        return len(self._running)
-
     def hold(self) -> Callable[[], None]:
         """Stop reserving and dispatching until the returned (idempotent) release is called.
         Raises :class:`NotQuiescent` when an invocation exists. Holds nest."""

@@ -101,7 +101,6 @@ class MessageMirror:
         self._lock = anyio.Lock()
         self._wake = anyio.Event()
         self._group: anyio.abc.TaskGroup | None = None
-        self.flushes = 0
 
     async def __aenter__(self) -> MessageMirror:
         self._last = self._clock()
@@ -153,7 +152,6 @@ class MessageMirror:
             self._dirty = False
             self._pending = 0
             self._last = self._clock()
-            self.flushes += 1
             await self._flush_fn(self.snapshot())
 
     async def feed(self, event: StreamEvent) -> None:

@@ -76,11 +76,6 @@ class FileIndex:
         return self._files
 
     @property
-    def scanned(self) -> bool:
-        """Whether at least one scan has finished."""
-        return self._scanned_at is not None
-
-    @property
     def scanning(self) -> bool:
         """Whether a scan is running now."""
         return self._scan_done is not None
