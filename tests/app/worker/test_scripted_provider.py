@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from chord.context import BACKGROUND
@@ -121,4 +122,36 @@ def test_a_conversation_script_needs_a_when(tmp_path: Path) -> None:
         load_script(path)
     path.write_text('{"steps": [], "conversation": []}')
     with pytest.raises(ValueError, match=r"invalid faux script: .*conversation"):
+        load_script(path)
+
+
+async def test_a_script_latency_holds_every_answer_back_until_it_passed(tmp_path: Path) -> None:
+    path = tmp_path / "script.json"
+    path.write_text('{"steps": [{"text": "late"}], "latency": 600}')
+    script = load_script(path)
+    assert script.latency == 600
+    provider = ScriptedProvider(script)
+    started: list[Any] = []
+
+    async def first_event() -> None:
+        async for event in provider.stream(
+            Request(model="faux-1", messages=[UserMessage("hi")]), BACKGROUND
+        ):
+            started.append(event)
+            return
+
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as group:
+            group.start_soon(first_event)
+            await anyio.wait_all_tasks_blocked()
+            assert started == []  # waiting out the latency, nothing streamed yet
+            scope.cancel()
+    path.write_text('{"steps": [{"text": "now"}], "latency": 0}')
+    assert texts(await answer(ScriptedProvider(load_script(path)), [UserMessage("hi")])) == "now"
+
+
+def test_a_negative_latency_is_refused_naming_the_field(tmp_path: Path) -> None:
+    path = tmp_path / "script.json"
+    path.write_text('{"steps": [], "latency": -1}')
+    with pytest.raises(ValueError, match=r"script\.json: invalid faux script: latency is -1"):
         load_script(path)

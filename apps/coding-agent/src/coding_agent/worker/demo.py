@@ -29,6 +29,9 @@ contains it plays that script (the first match wins), every other request plays 
 
 Each script counts its own conversation's finished answers, and the tool calls of the ``n``-th
 conversation script get ids ``faux_c<n>_<step>_<i>``, so no two conversations share a call id.
+The object form may also give ``latency``: seconds every answer waits before it starts (a
+model's time to first token; ``benchmarks/subagents_parallel.py --worker`` uses it so that
+parallel conversations overlap their waits as they do with a real model). Default 0.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import msgspec
 
 from chord import Context
@@ -127,6 +131,8 @@ class Script:
 
     steps: Sequence[FauxStep]
     conversations: Sequence[ConversationScript] = ()
+    latency: float = 0.0
+    """Seconds each answer waits before it starts (see the module docstring)."""
 
 
 def _first_user_text(request: Request) -> str:
@@ -146,7 +152,8 @@ class ScriptedProvider:
     some conversations apart (``conversations``: the first whose ``when`` occurs in the
     request's system prompt or first user message plays its own steps).
     ``fallback`` answers every request past the script (default: a note that it ended).
-    Streaming is the :class:`~pico3.models.FauxProvider`'s: word by word, no wall-clock pacing.
+    Streaming is the :class:`~pico3.models.FauxProvider`'s: word by word, no wall-clock pacing;
+    ``latency`` (or the :class:`Script`'s) delays the start of every answer by that many seconds.
     """
 
     def __init__(
@@ -158,10 +165,13 @@ class ScriptedProvider:
         name: str = "faux",
         models: Sequence[ModelInfo] = (FAUX_MODEL,),
         chunk_chars: int = 16,
+        latency: float = 0.0,
     ) -> None:
         if isinstance(steps, Script):
             conversations = [*steps.conversations, *conversations]
+            latency = latency or steps.latency
             steps = steps.steps
+        self._latency = latency
         self._steps = list(steps)
         self._conversations = [(c.when, list(c.steps)) for c in conversations]
         self._fallback: FauxStep = fallback if fallback is not None else _script_ended
@@ -199,7 +209,15 @@ class ScriptedProvider:
             # A deferred answer is fetched later from the provider that handed it out; this
             # provider makes a fresh player per request, so it plays only immediate answers.
             raise TypeError(f"step {index}: ScriptedProvider plays FauxResponse steps only")
-        return self._player([_with_call_ids(response, index, prefix)]).stream(request, ctx)
+        played = self._player([_with_call_ids(response, index, prefix)]).stream(request, ctx)
+        return self._after_latency(played) if self._latency > 0 else played
+
+    async def _after_latency(
+        self, played: AsyncIterator[StreamEvent]
+    ) -> AsyncIterator[StreamEvent]:
+        await anyio.sleep(self._latency)
+        async for event in played:
+            yield event
 
     def _script(self, request: Request) -> tuple[str, Sequence[FauxStep]]:
         """The call-id prefix and the steps of the script that plays ``request``."""
@@ -398,6 +416,7 @@ class ScriptFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 
     steps: list[ScriptStep] = msgspec.field(default_factory=list)
     conversations: list[ScriptConversation] = msgspec.field(default_factory=list)
+    latency: float = 0.0
 
 
 def script_steps(steps: Sequence[ScriptStep]) -> list[FauxStep]:
@@ -438,7 +457,13 @@ def load_script(path: str | os.PathLike[str]) -> Script:
                 f"{os.fspath(path)}: invalid faux script: conversations[{number}].when is empty "
                 "(give a text its system prompt or first message contains)"
             )
+    if not 0 <= parsed.latency <= 600:
+        raise ValueError(
+            f"{os.fspath(path)}: invalid faux script: latency is {parsed.latency!r} "
+            "(give the seconds each answer waits, from 0 to 600)"
+        )
     return Script(
         script_steps(parsed.steps),
         [ConversationScript(c.when, script_steps(c.steps)) for c in parsed.conversations],
+        parsed.latency,
     )
