@@ -593,3 +593,42 @@ async def test_a_subscribe_abandoned_by_its_caller_is_cancelled_then_unsubscribe
         assert "gave up" in str(outcome[0])
         await connection.aclose()
         await server.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_client_gone_before_its_answer_ends_only_its_own_peer(tmp_path: Any) -> None:
+    """A request read after its client closed the socket: the answer, written at once, meets a
+    broken pipe. The peer ends quietly; the server and its other clients carry on."""
+    import socket
+
+    from chord.transport import connect_unix, encode_frame, serve_unix
+
+    world = World()
+    path = str(tmp_path / "gone.sock")
+    ended = anyio.Event()
+    failures: list[BaseException] = []
+
+    async def handle(conn: FrameConnection) -> None:
+        try:
+            await serve_provider(conn, world.provider)
+        except BaseException as error:  # what used to escape and end the whole server
+            failures.append(error)
+            raise
+        finally:
+            ended.set()
+
+    async with anyio.create_task_group() as group:
+        await group.start(serve_unix, path, handle)
+        raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        raw.connect(path)
+        call = {"serviceId": Counter.id, "member": "echo", "args": ["x"]}
+        raw.sendall(encode_frame(RequestFrame(id=1, call=call)))
+        raw.close()  # before the server has read a byte: its answer meets a closed socket
+        await ended.wait()
+        assert failures == []
+        async with await connect_unix(path) as conn, open_remote_connection(conn) as remote:
+            assert (
+                await remote.invoke(ServiceCall(Counter.id, "echo", ("still",)), BACKGROUND)
+                == "still"
+            )
+        group.cancel_scope.cancel()

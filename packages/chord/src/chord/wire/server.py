@@ -443,7 +443,14 @@ class _Peer:
         if not self._queue:
             # Nothing waits before it: write it now when the socket takes it, sparing the writer
             # task's wake-up. The reader never waits here; a full socket is the writer's job.
-            written = self._conn.send_nowait(data)
+            try:
+                written = self._conn.send_nowait(data)
+            except _BROKEN:  # the client is gone: end this peer as the writer would
+                self._queue.clear()
+                self._stopping = True
+                self._read_scope.cancel()
+                self._wake.set()
+                return
             if written == "sent":
                 return
             if written == "partial":  # the writer finishes this frame before anything else
