@@ -520,7 +520,7 @@ async def test_reopening_the_raw_handle_respawns_instances_of_the_earlier_openin
     async with session(resume=True) as s:
         root_id = await s.root_id()
         first = await s.presentation.wait_live(root_id)
-        handle = s.harness.handle  # what pico3.reloading.reload() drives
+        handle = s.harness.handle  # what pico3.registration_swap.reload() drives
 
         await handle.suspend(BACKGROUND)
         await handle.reopen(BACKGROUND)

@@ -13,7 +13,7 @@ from chord.context import BACKGROUND, Context
 from pico3.handle import HarnessHandle
 from pico3.harness import Harness, HarnessOptions
 from pico3.kernel import Authority, Transaction, memo_once
-from pico3.reloading import reload
+from pico3.registration_swap import reload
 from pico3.storage import Storage
 from pico3.tasks import Completion, Done, Next, NotQuiescent, Runtime, TaskInfo, define_task
 

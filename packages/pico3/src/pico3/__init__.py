@@ -99,7 +99,7 @@ from pico3.kernel import (
 from pico3.kernel.documents import memo_once
 from pico3.owned import OwnedConversation, OwnedSpec, create_owned
 from pico3.process_host import LocalProcessHost, ProcessHost, ProcessSpec, ProcessStatus
-from pico3.reloading import reload
+from pico3.registration_swap import reload
 from pico3.storage import (
     CorruptStorage,
     JsonlStorage,

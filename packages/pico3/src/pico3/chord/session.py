@@ -27,7 +27,7 @@ What the facet does (docs/design/chord.md#built-in-services, followed literally)
   caused it stands.
 * ``suspend`` closes every instance before the storage closes; ``reopen`` respawns them all
   from the new opening (so does reopening the raw handle, e.g. through
-  :func:`pico3.reloading.reload`: each opening first closes the instances of the one before).
+  :func:`pico3.registration_swap.reload`: each opening first closes the instances of the one before).
   Disposal closes the instances, the harness and the runner.
 
 Everything async that touches instances (watching, spawning, respawning) happens in one
@@ -246,7 +246,7 @@ class SessionHarness:
         """Applied to every opening: follow conversation creation and spawn what exists.
 
         Instances still live belong to an earlier opening (the handle was suspended and reopened
-        directly, e.g. by :func:`pico3.reloading.reload`): they are closed and respawned here."""
+        directly, e.g. by :func:`pico3.registration_swap.reload`): they are closed and respawned here."""
         self._current = harness
         self._close_bridges()
 

@@ -1,4 +1,10 @@
-"""Reloading code under a running session (docs/design/reload.md#registrations, #session-worker-reload).
+"""Reload's registration swap: new code's registrations under a running session
+(docs/design/reload.md#registrations, #session-worker-reload).
+
+This module owns the harness's side of a reload only. Watching sources and loading new facet
+generations is chord's (:mod:`chord.packages.reload`), wrapping a facet reload in this swap is the
+session worker's (:mod:`pico3.chord.reload`), and ``/reload`` on demand is the app's
+(:mod:`coding_agent.worker.reload_service`).
 
 Reload replaces code, never durable state. What each registration does when it is undone and
 redone while the session is open (docs/design/reload.md#registrations):
