@@ -32,7 +32,7 @@ from pico3 import (
     ToolResult,
     harness_session_facet,
 )
-from pico3.chord.reload import reload_session_facets
+from pico3.chord.around_reload import reload_session_facets
 from pico3.models.faux import FauxProvider, FauxResponse, FauxState, faux_response, faux_tool_call
 from pico3.models.provider import Request, ToolResultMessage, UserMessage
 

@@ -31,7 +31,7 @@ from chord.packages import (
     load_generation,
 )
 from pico3 import HarnessService, HarnessServiceApi, harness_session_facet
-from pico3.chord.reload import ReloadPath, reload_session_facets, session_around_reload
+from pico3.chord.around_reload import ReloadPath, reload_session_facets, session_around_reload
 from pico3.harness import Harness, HarnessOptions
 from pico3.storage import MemoryStorage
 

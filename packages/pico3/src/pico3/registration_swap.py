@@ -3,7 +3,7 @@
 
 This module owns the harness's side of a reload only. Watching sources and loading new facet
 generations is chord's (:mod:`chord.packages.reload`), wrapping a facet reload in this swap is the
-session worker's (:mod:`pico3.chord.reload`), and ``/reload`` on demand is the app's
+session worker's (:mod:`pico3.chord.around_reload`), and ``/reload`` on demand is the app's
 (:mod:`coding_agent.worker.reload_service`).
 
 Reload replaces code, never durable state. What each registration does when it is undone and

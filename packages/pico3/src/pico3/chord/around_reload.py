@@ -1,4 +1,5 @@
-"""What the session worker does when facet code is reloaded (docs/design/reload.md#session-worker-reload).
+"""Around a facet reload: what the session worker does to the harness while facet code is
+swapped (docs/design/reload.md#session-worker-reload).
 
 Reload replaces code, never durable state (docs/design/reload.md#registrations). The facet host swaps facets; around that
 swap the worker makes the moment safe for the harness, in the least disruptive way::
