@@ -2,7 +2,7 @@
 (docs/design/reload.md#registrations, #session-worker-reload).
 
 This module owns the harness's side of a reload only. Watching sources and loading new facet
-generations is chord's (:mod:`chord.packages.reload`), wrapping a facet reload in this swap is the
+generations is chord's (:mod:`chord.packages.reload_coordinator`), wrapping a facet reload in this swap is the
 session worker's (:mod:`pico3.chord.around_reload`), and ``/reload`` on demand is the app's
 (:mod:`coding_agent.worker.reload_service`).
 

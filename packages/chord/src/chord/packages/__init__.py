@@ -29,7 +29,7 @@ from chord.packages.generation import (
     package_facet_loader,
 )
 from chord.packages.hookspecs import hookimpl, hookspec
-from chord.packages.reload import (
+from chord.packages.reload_coordinator import (
     AroundReload,
     ReloadableHost,
     ReloadCoordinator,

@@ -60,7 +60,7 @@ __all__ = [
     "ReloadableHost",
 ]
 
-_logger = logging.getLogger(__name__)
+_logger = logging.getLogger("chord.packages.reload")  # the documented log name
 
 ReloadOutcome = Literal["reloaded", "added", "removed", "failed", "restart_required"]
 
