@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from chord.context import BACKGROUND, Context, with_cancel
+from chord.json import JsonError
 from chord.remote import (
     LoopbackServiceSource,
     RemoteServiceProvider,
@@ -111,4 +112,47 @@ async def test_loopback_source_offers_the_catalogue_and_opens_bindings() -> None
         assert models.state.value == {"revision": 7}
         await services.dispose(BACKGROUND)
     assert errors == []
+    provider.dispose()
+
+
+@pytest.mark.anyio
+async def test_a_loopback_replica_takes_the_providers_revisions_by_reference() -> None:
+    provider = RemoteServiceProvider([Models])
+    state = replicated_state({"revision": 7, "items": [{"a": 1}]})
+    provider.provide(Models, {"state": state})
+    errors: list[BaseException] = []
+    async with anyio.create_task_group() as group:
+        services = LoopbackServiceSource(provider, task_group=group).open(
+            services=[Models.id], assert_access=lambda: None, on_error=errors.append
+        )
+        models = services.use(Models)
+        await services.ready(BACKGROUND)
+        assert models.state.value is state.value
+        state.apply(BACKGROUND, [("s", ("revision",), 8)])
+        # the replica applies the same ops copy-on-write: what they did not touch stays shared
+        assert models.state.value == {"revision": 8, "items": [{"a": 1}]}
+        assert models.state.value["items"] is state.value["items"]
+        await services.dispose(BACKGROUND)
+    assert errors == []
+    provider.dispose()
+
+
+@pytest.mark.anyio
+async def test_a_binding_not_marked_trusted_checks_what_its_transport_hands_over() -> None:
+    # a provider state that skipped its own check (trusted=True) with a value that is not JSON:
+    # only a binding marked trusted (the loopback's) takes it without a second check
+    provider = RemoteServiceProvider([Models])
+    provider.provide(Models, {"state": replicated_state({"x": float("nan")}, trusted=True)})
+    errors: list[BaseException] = []
+    async with anyio.create_task_group() as group:
+        binding = create_remote_service_binding(
+            services=[Models],
+            transport=create_loopback_transport(provider),
+            on_error=errors.append,
+            task_group=group,
+        )
+        binding.use(Models)
+        with pytest.raises(JsonError, match="non-finite"):
+            await binding.ready(BACKGROUND)
+        await binding.dispose(BACKGROUND)
     provider.dispose()

@@ -179,3 +179,29 @@ def test_a_replica_hydrated_with_null_is_hydrated_and_takes_updates() -> None:
     replica.clear()
     with pytest.raises(ReplicaError, match="before hydration"):
         replica.update(6, [("r", 1)], BACKGROUND)
+
+
+def test_a_trusted_hydration_skips_the_payload_check_but_not_the_batch_rules() -> None:
+    # what the loopback transport hands over by reference was checked where it was published
+    assert_cold = ReplicaState()
+    with pytest.raises(JsonError):
+        assert_cold.hydrate(0, [("r", {"n": float("inf")})], BACKGROUND)
+    replica = ReplicaState()
+    base = {"n": float("inf"), "xs": [1]}
+    replica.hydrate(0, [("r", base)], BACKGROUND, trusted=True)
+    assert replica.value is base and replica.sequence == 0
+    with pytest.raises(ReplicaError, match="not a base operation batch"):
+        ReplicaState().hydrate(0, [("s", ("n",), 1)], BACKGROUND, trusted=True)
+
+
+def test_a_trusted_update_applies_copy_on_write_and_still_refuses_a_path_that_does_not_resolve() -> (
+    None
+):
+    replica = ReplicaState()
+    base = {"n": 0, "xs": [1]}
+    replica.hydrate(0, [("r", base)], BACKGROUND, trusted=True)
+    replica.update(1, [("s", ("n",), 1)], BACKGROUND, trusted=True)
+    assert replica.value == {"n": 1, "xs": [1]} and base == {"n": 0, "xs": [1]}
+    with pytest.raises(ValueError):
+        replica.update(2, [("s", ("missing", "x"), 1)], BACKGROUND, trusted=True)
+    assert replica.value is None and replica.sequence is None

@@ -244,7 +244,7 @@ class FacetKernel(Protocol):
     def start_observation(
         self, service: Service[Any], record: FacetRecord, handler: KeyedHandler
     ) -> Callable[[], None]: ...
-    def create_state(self, initial: Any) -> MutableReplicatedState: ...
+    def create_state(self, initial: Any, *, trusted: bool = False) -> MutableReplicatedState: ...
 
 
 class FacetDefinition(Protocol):
@@ -357,10 +357,13 @@ class FacetEnvironment:
         self._record.keyed.append(KeyedProvision(service, spawner))
         return spawner
 
-    def replicated_state(self, initial: Any) -> MutableReplicatedState:
-        """A new authoritative replicated state owning ``initial`` (a JSON object or array)."""
+    def replicated_state(self, initial: Any, *, trusted: bool = False) -> MutableReplicatedState:
+        """A new authoritative replicated state owning ``initial`` (a JSON object or array).
+
+        ``initial`` is checked as strict JSON unless ``trusted=True``, for a value the caller
+        built from values it has already checked (pico3's view: a checked copy of the kernel's)."""
         self._record.lifecycle.assert_running("create replicated state")
-        return self._kernel.create_state(initial)
+        return self._kernel.create_state(initial, trusted=trusted)
 
     def own(self, disposal: Disposal) -> None:
         """Run ``disposal`` when the facet is disposed (LIFO with ``on_deactivate``)."""

@@ -247,9 +247,11 @@ class _Kernel:
 
         return stop
 
-    def create_state(self, initial: Any) -> MutableReplicatedState:
+    def create_state(self, initial: Any, *, trusted: bool = False) -> MutableReplicatedState:
         host = self._host
-        return replicated_state(initial, task_group=host._task_group, on_error=host._report)
+        return replicated_state(
+            initial, task_group=host._task_group, on_error=host._report, trusted=trusted
+        )
 
 
 class FacetHost:
@@ -591,6 +593,7 @@ class FacetHost:
                 assert_access=self._assert_target_access,
                 on_error=self._report,
                 task_group=self._task_group,
+                trusted=True,
             )
         if local_keyed:
             added.registry = LocalKeyedRegistry(
@@ -740,6 +743,7 @@ class FacetHost:
             assert_access=self._assert_target_access,
             on_error=self._report,
             task_group=self._task_group,
+            trusted=True,
         )
         self._registry = LocalKeyedRegistry(
             local_keyed, task_group=self._task_group, on_error=self._report

@@ -108,6 +108,7 @@ class RemoteServiceBinding:
         on_error: ErrorReporter | None = None,
         assert_access: Callable[[], None] | None = None,
         task_group: TaskGroup | None = None,
+        trusted: bool = False,
     ) -> None:
         ids = [service if isinstance(service, str) else service.id for service in services]
         if len(set(ids)) != len(ids):
@@ -131,6 +132,7 @@ class RemoteServiceBinding:
             assert_access=self._assert_handle_access,
             open=self._open,
             schedule=self._schedule,
+            trusted=trusted,
         )
 
     # -- public API ---------------------------------------------------------------------------
@@ -458,13 +460,17 @@ def create_remote_service_binding(
     on_error: ErrorReporter | None = None,
     assert_access: Callable[[], None] | None = None,
     task_group: TaskGroup | None = None,
+    trusted: bool = False,
 ) -> RemoteServiceBinding:
     """Handles onto ``services`` (an allowlist of ids) reached through ``transport``.
 
     ``bound=False`` creates the facades without subscribing until ``rebind(True, ctx)``.
     ``on_error`` receives update and hydration failures (default: logged on ``chord.remote``).
     ``assert_access`` gates every handle access (a host raises until it is active).
-    ``task_group`` runs subscription starts and keyed observer tasks.
+    ``task_group`` runs subscription starts and keyed observer tasks. ``trusted=True`` (for a
+    loopback transport only: snapshots and ops passed by reference from states in this process,
+    checked when they were published) lets the replicas skip checking them again; anything that
+    crossed a wire must be checked, so the default is ``False``.
     """
     return RemoteServiceBinding(
         services=services,
@@ -473,4 +479,5 @@ def create_remote_service_binding(
         on_error=on_error,
         assert_access=assert_access,
         task_group=task_group,
+        trusted=trusted,
     )

@@ -159,6 +159,9 @@ class BindingRuntime:
     """Starts a subscription now; the returned function awaits its hand-off."""
     schedule: Callable[[StartOnce], None]
     """Runs a start in the binding's task group (or leaves it to ``ready``)."""
+    trusted: bool = False
+    """The transport hands over, by reference, snapshots and ops of provider states in this
+    process, which checked them on their way in (the loopback): replicas skip re-checking them."""
 
 
 # -- members ----------------------------------------------------------------------------------
@@ -206,11 +209,11 @@ class MemberSlot:
 
     def hydrate(self, sequence: int, ops: Sequence[Op], ctx: Context) -> None:
         self.describe("state")
-        self.replica.hydrate(sequence, ops, ctx)
+        self.replica.hydrate(sequence, ops, ctx, trusted=self._facade.runtime.trusted)
 
     def update(self, sequence: int, ops: Sequence[Op], ctx: Context) -> None:
         self.describe("state")
-        self.replica.update(sequence, ops, ctx)
+        self.replica.update(sequence, ops, ctx, trusted=self._facade.runtime.trusted)
 
     def call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Awaitable[JsonValue | None]:
         """Check the call here and now; the returned awaitable only does the transport part."""

@@ -112,4 +112,5 @@ class LoopbackServiceSource:
             on_error=on_error,
             assert_access=assert_access,
             task_group=self._task_group,
+            trusted=True,
         )

@@ -61,9 +61,15 @@ class ReplicaState(Publisher):
         hydrated = None if self._sequence < 0 else (self._epoch, self._sequence, self._value)
         return self._unsubscriber(self._subscribe(listener, hydrated))
 
-    def hydrate(self, sequence: int, ops: Iterable[Any], ctx: Context) -> None:
-        """Install a base batch (first op ``r``) at ``sequence`` and hydrate every subscriber."""
-        batch = check_batch(ops)
+    def hydrate(
+        self, sequence: int, ops: Iterable[Any], ctx: Context, *, trusted: bool = False
+    ) -> None:
+        """Install a base batch (first op ``r``) at ``sequence`` and hydrate every subscriber.
+
+        ``trusted=True`` skips the shape and JSON-payload check of the batch, for ops handed over
+        in-process by reference from a state that checked them on their way in (the loopback
+        transport); ops that came over a wire are always checked."""
+        batch = tuple(ops) if trusted else check_batch(ops)
         if not batch or batch[0][0] != "r":
             raise ReplicaError("replica hydration needs a base batch: not a base operation batch")
         value = batch[0][1]
@@ -74,8 +80,12 @@ class ReplicaState(Publisher):
         self._sequence = sequence
         self._enqueue("hydrate", value, self._epoch, sequence, batch, ctx)
 
-    def update(self, sequence: int, ops: Iterable[Any], ctx: Context) -> None:
-        """Apply the revision ``sequence`` (exactly previous + 1); otherwise clear and raise."""
+    def update(
+        self, sequence: int, ops: Iterable[Any], ctx: Context, *, trusted: bool = False
+    ) -> None:
+        """Apply the revision ``sequence`` (exactly previous + 1); otherwise clear and raise.
+
+        ``trusted`` as for :meth:`hydrate`; applying still refuses a path that does not resolve."""
         if self._sequence < 0:
             raise ReplicaError("replica update before hydration")
         if sequence != self._sequence + 1:
@@ -83,7 +93,7 @@ class ReplicaState(Publisher):
             self.clear()
             raise ReplicaError(f"replica sequence has a gap: expected {expected}, got {sequence}")
         try:
-            batch = check_batch(ops)
+            batch = tuple(ops) if trusted else check_batch(ops)
             value = apply_immutable(self._value, list(batch))
         except BaseException:
             self.clear()

@@ -41,6 +41,7 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import anyio
@@ -384,7 +385,9 @@ def harness_session_facet(
             storage_factory,
             options,
             spawner,
-            env.replicated_state,
+            # the view a watch captures is a checked copy of the kernel's (strict JSON): the
+            # state need not walk the whole transcript again to check it
+            partial(env.replicated_state, trusted=True),
             queue_limit=queue_limit,
             on_error=on_error,
         )
