@@ -19,8 +19,9 @@ serialised on one thread.
 **Through the worker** (the target's own words: "the worker stays under 300 MB"): the same
 turns against a real ``coding-agent`` worker process (``python -m coding_agent.worker.main``
 with ``--faux-script``, fsync on unless ``--no-fsync``), driven by a chord client over the
-session's Unix socket as a TUI does: it follows the root conversation's view and times each
-turn from ``send`` to the ``turn.ended`` event naming the input. The script plays the parent's
+session's Unix socket: the TUI's own ``RemoteConversationClient``, which follows the root
+conversation's view (``--follow-all``: the client also subscribes to every subagent's view), and
+each turn is timed from ``send`` to the ``turn.ended`` event naming the input. The script plays the parent's
 turns in order (N ``agent`` calls, then an answer; the scale turn: N ``read`` calls), each
 subagent its own conversation (one ``read`` of the project's README, then a report), every
 answer after the script's ``latency`` (the same :data:`LATENCY`). Printed: p50 per kind, the
@@ -29,7 +30,7 @@ process), the added percentage, and the worker's peak RSS (``VmHWM`` of
 ``/proc/<pid>/status``) after all the turns.
 
 Run: ``uv run python benchmarks/subagents_parallel.py [--rounds N] [--quick] [--no-fsync]
-[--worker | --in-process]`` (default: both measurements; ``--quick``: 2 rounds each; targets:
+[--worker | --in-process] [--follow-all]`` (default: both measurements; ``--quick``: 2 rounds each; targets:
 ten subagents add <= 20% to the parent's turn with one; peak RSS < 300 MB).
 """
 
@@ -57,7 +58,9 @@ from chord.services import define_service
 from chord.state import Delivery
 from chord.transport import connect_unix
 from chord.wire import connect_service_source
+from coding_agent.client.conversation_client import RemoteConversationClient
 from coding_agent.sessions import create_session
+from coding_agent.tui.conversation import SessionInfo
 from facets_subagents.session import session_facet
 from pico3 import (
     ConversationService,
@@ -278,14 +281,25 @@ def _status_kb(pid: int, key: str) -> int:
 
 
 class _Follower:
-    """The client's facet: follows the root conversation's view, collects the inputs whose
-    turn ended, and allows every approval dialog (counted)."""
+    """The client side: the TUI's own :class:`RemoteConversationClient` (it follows the root
+    conversation's view only), whose view events say which inputs' turns ended; every approval
+    dialog is allowed (and counted). With ``follow_all``, every conversation's view (each
+    subagent's too) is also subscribed to, as a client showing them all would."""
 
-    def __init__(self) -> None:
-        self.root: Any = None
+    def __init__(self, follow_all: bool = False) -> None:
+        self.client = RemoteConversationClient(SessionInfo(session_id="bench", cwd="."))
         self.ended: set[int] = set()
         self.approvals = 0
+        self._follow_all = follow_all
         self._changed = anyio.Event()
+        self.client.view.subscribe(self._deliver)
+
+    def _deliver(self, value: Any, _ctx: Context, delivery: Delivery) -> None:
+        if delivery.kind == "update" and value is not None:
+            for event in value["commit"]["events"]:
+                if event.get("type") == "turn.ended":
+                    self.ended.update(event.get("inputs") or [])
+        self._notify()
 
     def _notify(self) -> None:
         changed, self._changed = self._changed, anyio.Event()
@@ -296,24 +310,10 @@ class _Follower:
             while not predicate():
                 await self._changed.wait()
 
-    def facet(self) -> Any:
+    def facets(self) -> list[Any]:
         def setup(env: FacetEnvironment) -> None:
             async def on_conversation(instance: Any, ctx: Context) -> None:
-                mine = False
-
-                def deliver(value: Any, _ctx: Context, delivery: Delivery) -> None:
-                    nonlocal mine
-                    conversation = value["conversation"]
-                    if delivery.kind == "hydrate" and not {"parent", "owner"} & conversation.keys():
-                        mine, self.root = True, instance
-                        self._notify()
-                    elif mine and delivery.kind == "update":
-                        for event in value["commit"]["events"]:
-                            if event.get("type") == "turn.ended":
-                                self.ended.update(event.get("inputs") or [])
-                                self._notify()
-
-                stop = instance.view.subscribe(deliver)
+                stop = instance.view.subscribe(lambda *_: None)
                 try:
                     await ctx.wait_cancelled()
                 finally:
@@ -324,13 +324,14 @@ class _Follower:
                 await facade.decide({"decision": "allow", "by": "benchmark"}, BACKGROUND)
                 await ctx.wait_cancelled()
 
-            env.observe(ConversationService, on_conversation)
+            if self._follow_all:
+                env.observe(ConversationService, on_conversation)
             env.observe(APPROVALS, on_dialog)
 
-        return define_facet("bench/client", setup)
+        return [self.client.facet(), define_facet("bench/client", setup)]
 
 
-async def through_worker(fsync: bool = True) -> None:
+async def through_worker(fsync: bool = True, follow_all: bool = False) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="subagents-worker-bench-"))
     project = tmp / "project"
     project.mkdir()
@@ -368,15 +369,15 @@ async def through_worker(fsync: bool = True) -> None:
         if verb != "READY":
             raise RuntimeError(f"the worker did not start: {line!r}\n{log.read_text()[-2000:]}")
         socket = Path(path.strip())
-        follower = _Follower()
+        follower = _Follower(follow_all)
         async with anyio.create_task_group() as group:
             source = connect_service_source(lambda: connect_unix(socket), task_group=group)
-            async with create_facet_host([follower.facet()], service_sources=[source]):
-                await follower.wait_for(lambda: follower.root is not None)
+            async with create_facet_host(follower.facets(), service_sources=[source]):
+                await follower.wait_for(lambda: follower.client.attached)
                 for number, kind in enumerate(kinds):
                     start, used = time.perf_counter(), _cpu_seconds(process.pid)
                     text = f"{kind} turn {number}"
-                    sent = await follower.root.send({"content": text}, BACKGROUND)
+                    sent = await follower.client.send(text, "prompt", BACKGROUND)
                     await follower.wait_for(lambda: sent in follower.ended)  # noqa: B023
                     if number >= 2:
                         wall[kind].append(time.perf_counter() - start)
@@ -399,7 +400,8 @@ async def through_worker(fsync: bool = True) -> None:
     p50 = {kind: statistics.median(wall[kind]) for kind in wall}
     added = (p50["many"] - p50["one"]) / p50["one"] * 100
     print(
-        f"through the worker (a coding-agent worker process, chord client on its Unix socket),"
+        f"through the worker (a coding-agent worker process; the TUI's client on its Unix socket"
+        f"{', following every conversation' if follow_all else ', following the root'}),"
         f" fsync {'on (the worker default)' if fsync else 'off'}, faux script latency"
         f" {LATENCY * 1e3:.0f} ms, {ROUNDS} turns each (same run, interleaved)"
     )
@@ -434,4 +436,4 @@ if __name__ == "__main__":
     if "--worker" not in args:
         anyio.run(main, fsync_on)
     if "--in-process" not in args:
-        anyio.run(through_worker, fsync_on)
+        anyio.run(through_worker, fsync_on, "--follow-all" in args)
