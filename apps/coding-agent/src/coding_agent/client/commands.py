@@ -3,7 +3,7 @@
 The TUI app registers only ``/help`` and ``/quit``; every other command is contributed by a facet
 that can actually carry it out. This one owns the commands that are plain conversation methods:
 
-* ``/compact [instructions]`` — start a manual compaction of the context (``collapse``);
+* ``/compact [instructions]`` — start a manual compaction of the context (pico3's ``pi.collapse``);
   with nothing to compact yet (everything fits the recent turns kept) it says so in one line;
 * ``/new`` — start a fresh context in the same conversation (``reset``);
 * ``/model [provider/id]`` — switch the conversation's model (``config_set``); without an
@@ -119,7 +119,7 @@ def commands_facet(client: RemoteConversationClient, *, models: Sequence[str] = 
 
         async def compact(args: str, ctx: Context) -> _Outcome:
             try:
-                await client.collapse(args.strip() or None, ctx)
+                await client.compact(args.strip() or None, ctx)
             except Exception as error:  # the worker's own codes: nothing was written
                 code = getattr(error, "code", None)
                 if code == "nothing_to_compact":

@@ -141,8 +141,9 @@ class RemoteConversationClient:
         return cast(InputAbortResult, await self._instance().input_abort(input_id, ctx))
 
     # -- more of the conversation (for slash commands) ---------------------------------------
-    async def collapse(self, instructions: str | None, ctx: Context) -> int:
-        """Start a manual compaction; returns its task id."""
+    async def compact(self, instructions: str | None, ctx: Context) -> int:
+        """``/compact``: start a manual compaction (pico3's ``pi.collapse`` task, through the
+        conversation service's ``collapse``); returns its task id."""
         return cast(int, await self._instance().collapse(instructions, ctx))
 
     async def reset(self, ctx: Context) -> None:
