@@ -27,10 +27,11 @@ subagent its own conversation (one ``read`` of the project's README, then a repo
 answer after the script's ``latency`` (the same :data:`LATENCY`). Printed: p50 per kind, the
 worker's CPU per turn (utime + stime from ``/proc/<pid>/stat``, median; the client runs in this
 process), the added percentage, and the worker's peak RSS (``VmHWM`` of
-``/proc/<pid>/status``) after all the turns.
+``/proc/<pid>/status``) after all the turns. ``--py-spy OUT`` samples the worker through the
+whole run (``py-spy record --threads --idle --format raw``, py-spy on ``PATH``).
 
 Run: ``uv run python benchmarks/subagents_parallel.py [--rounds N] [--quick] [--no-fsync]
-[--worker | --in-process] [--follow-all]`` (default: both measurements; ``--quick``: 2 rounds each; targets:
+[--worker | --in-process] [--follow-all] [--py-spy OUT]`` (default: both measurements; ``--quick``: 2 rounds each; targets:
 ten subagents add <= 20% to the parent's turn with one; peak RSS < 300 MB).
 """
 
@@ -40,6 +41,7 @@ import asyncio
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -331,7 +333,9 @@ class _Follower:
         return [self.client.facet(), define_facet("bench/client", setup)]
 
 
-async def through_worker(fsync: bool = True, follow_all: bool = False) -> None:
+async def through_worker(
+    fsync: bool = True, follow_all: bool = False, profile: str | None = None
+) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="subagents-worker-bench-"))
     project = tmp / "project"
     project.mkdir()
@@ -370,6 +374,13 @@ async def through_worker(fsync: bool = True, follow_all: bool = False) -> None:
             raise RuntimeError(f"the worker did not start: {line!r}\n{log.read_text()[-2000:]}")
         socket = Path(path.strip())
         follower = _Follower(follow_all)
+        spy = None
+        if profile is not None:  # sample the worker for the whole run (py-spy's raw format)
+            spy = await anyio.open_process(
+                ["py-spy", "record", "--pid", str(process.pid), "--nonblocking", "--threads",
+                 "--idle", "--rate", "200", "--format", "raw", "-o", profile],
+                stdout=subprocess.DEVNULL,
+            )  # fmt: skip
         async with anyio.create_task_group() as group:
             source = connect_service_source(lambda: connect_unix(socket), task_group=group)
             async with create_facet_host(follower.facets(), service_sources=[source]):
@@ -384,6 +395,10 @@ async def through_worker(fsync: bool = True, follow_all: bool = False) -> None:
                         cpu[kind].append(_cpu_seconds(process.pid) - used)
                 peak_kb = _status_kb(process.pid, "VmHWM")
                 rss_kb = _status_kb(process.pid, "VmRSS")
+                if spy is not None:
+                    spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+                    with anyio.fail_after(BOUND):
+                        await spy.wait()
             await source.aclose()
             group.cancel_scope.cancel()
     finally:
@@ -435,5 +450,6 @@ if __name__ == "__main__":
     fsync_on = "--no-fsync" not in args
     if "--worker" not in args:
         anyio.run(main, fsync_on)
+    spied = args[args.index("--py-spy") + 1] if "--py-spy" in args else None
     if "--in-process" not in args:
-        anyio.run(through_worker, fsync_on, "--follow-all" in args)
+        anyio.run(through_worker, fsync_on, "--follow-all" in args, spied)
