@@ -25,8 +25,8 @@ import pytest
 from chord.facets import create_facet_host
 from chord.packages import ReloadCoordinator, facet_package_from_folder, load_generation
 from coding_agent.client import ClientRun, WorkerSupervisor, run_client
+from coding_agent.package_reload import PackageReloader, scan_packages
 from coding_agent.sessions import Session
-from coding_agent.worker.reload_service import PackageReloader, scan_packages
 
 pytestmark = pytest.mark.anyio
 

@@ -71,10 +71,10 @@ from coding_agent.client.supervisor import READY_TIMEOUT, WorkerSupervisor
 from coding_agent.client.tree_commands import TreeHost, tree_commands_facet
 from coding_agent.client.trust_commands import trust_facet
 from coding_agent.config import ConfigError, load_config
+from coding_agent.package_reload import PackageReloader, ReloadOutcome, scan_packages
 from coding_agent.sessions import Session
 from coding_agent.tui import CodingAgentApp, SessionInfo
 from coding_agent.tui.keybindings import load_keybindings
-from coding_agent.worker.reload_service import PackageReloader, ReloadOutcome, scan_packages
 
 __all__ = ["TUI_HOST", "ClientRun", "load_tui_facets", "run_client"]
 

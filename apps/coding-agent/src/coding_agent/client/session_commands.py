@@ -17,7 +17,7 @@ and reports in toasts:
 * ``/name TEXT`` — name the session (``<session>/name``; shown in the pickers and
   ``coding-agent sessions``); ``/name`` alone removes the name;
 * ``/reload`` — re-scan the feature packages and reload every one of them in both processes:
-  the worker's ``"session"`` facets through its :data:`~coding_agent.worker.reload_service.ReloadService`,
+  the worker's ``"session"`` facets through its :data:`~coding_agent.package_reload.ReloadService`,
   then this process's ``"tui"`` facets. One toast names what reloaded and every error.
 """
 
@@ -31,10 +31,10 @@ from typing import Any, Literal, Protocol, cast
 
 from chord import Context, Facet, FacetEnvironment, define_facet
 from chord.textual import Tui
+from coding_agent.package_reload import ReloadOutcome, ReloadService
 from coding_agent.session_index import delete_session, describe, first_prompt, set_session_name
 from coding_agent.sessions import Session, SessionError, list_sessions, open_session
 from coding_agent.tui.widgets.session_picker import SessionPickerScreen
-from coding_agent.worker.reload_service import ReloadOutcome, ReloadService
 
 __all__ = [
     "SESSION_COMMANDS_FACET_ID",

@@ -19,7 +19,7 @@ The facets, in the order the host gets them (docs/design/chord.md#built-in-servi
    ``APPEND_SYSTEM.md``, ``AGENTS.md`` / ``CLAUDE.md``, skills); ``coding-agent/shell`` — the
    user's ``!cmd`` runner (:mod:`.shell_service`);
 5. ``coding-agent/worker-status`` — ``coding-agent.worker``: session, pid, models, ``--dev`` reloads;
-   ``coding-agent/reload`` — ``coding-agent.reload``: ``/reload`` from a TUI (:mod:`.reload_service`);
+   ``coding-agent/reload`` — ``coding-agent.reload``: ``/reload`` from a TUI (:mod:`coding_agent.package_reload`);
 6. every installed feature package's ``"session"`` facets (entry points ``chord.facets``), and
    those of ``--facets-dir`` folders.
 
@@ -79,6 +79,7 @@ from chord import (
     serve_unix,
 )
 from coding_agent.config import ConfigError, load_config
+from coding_agent.package_reload import PackageReloader, reload_service_facet, scan_packages
 from coding_agent.permission_modes import PERMISSION_MODES
 from coding_agent.private import PrivacyError, private_dir, socket_folder
 from coding_agent.sessions import Session, SessionError, load_session, state_home, update_settings
@@ -100,7 +101,6 @@ from coding_agent.worker.providers_facet import (
     providers_facet,
     resolve_providers,
 )
-from coding_agent.worker.reload_service import PackageReloader, reload_service_facet, scan_packages
 from coding_agent.worker.settings_log import settings_log_facet
 from coding_agent.worker.shell_service import shell_service_facet
 from coding_agent.worker.status import WorkerStatus
