@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Callable
 from typing import Any
@@ -368,4 +369,29 @@ async def test_a_commit_to_another_conversation_reaches_only_its_watchers(
     theirs.start(b.append)
     await c.commit(lambda tx, ctx: tx.write(other.id, "ci.cross"), BACKGROUND)
     assert a == [] and len(b) == 1 and b[0].events[0]["entry"]["conversationId"] == other.id
+    await h.close(BACKGROUND)
+
+
+async def test_a_watch_snapshot_shares_the_entries_and_no_later_commit_reaches_it(
+    storage_factory: StorageFactory,
+) -> None:
+    h, c = await open_root(storage_factory)
+    await c.write("ci.a", BACKGROUND, data={"n": 1})
+    await c.write("ci.b", BACKGROUND, data={"n": 2})
+    first = await c.watch(BACKGROUND)
+    second = await c.watch(BACKGROUND)
+    before = copy.deepcopy(first.view)
+    # the entry objects are shared by every holder (immutable); the sections are each watch's own
+    assert first.view["entries"] and first.view["entries"][0] is second.view["entries"][0]
+    assert first.view["entries"] is not second.view["entries"]
+    assert first.view["config"] is not second.view["config"]
+    # the kernel writes its view in place: a config key, an appended entry, a head that drops
+    # every entry before it
+    await c.set_config({"thinkingLevel": "high"}, BACKGROUND)
+    await c.write("ci.c", BACKGROUND)
+    reset = await core_append(h, c.id, NewEntry(kind="pi.reset", head="self"))
+    assert first.view == before and second.view == before
+    later = await c.watch(BACKGROUND)
+    assert [entry["id"] for entry in later.view["entries"]] == [reset]
+    assert later.view["config"]["thinkingLevel"] == "high"
     await h.close(BACKGROUND)

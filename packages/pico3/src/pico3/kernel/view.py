@@ -18,7 +18,8 @@ an append. The same envelope object goes to every watch of the conversation.
 What never appears: raw namespace slices (only a namespace's ``view`` projection, re-run when
 its merged slice changes), slot memos, task records, documents, storage seqs, section seeds.
 
-Watches (docs/design/view.md#watch): :meth:`ViewRegistry.watch` captures a deep-copied snapshot and subscribes in one
+Watches (docs/design/view.md#watch): :meth:`ViewRegistry.watch` captures a snapshot (sections
+deep-copied, entry objects shared: see :func:`_snapshot`) and subscribes in one
 line operation, so the first envelope is ``revision + 1``. Envelopes that arrive before
 :meth:`Watch.start` are buffered (256; overflow closes the watch). A listener that raises closes
 only its own watch and is reported; it never fails the writer. ``stop`` is idempotent.
@@ -70,6 +71,17 @@ class Envelope:
             "ops": [_op_json(op) for op in self.ops],
             "events": self.events,
         }
+
+
+def _snapshot(value: dict[str, Any]) -> dict[str, Any]:
+    """A watch's copy of a tracked view: every section is deep-copied except ``entries``, whose
+    list is copied and whose entry objects are shared. The kernel writes sections in place, but
+    never inside an entry (``entries`` only sees splices), so no later commit reaches the
+    snapshot; entries are immutable by contract for every holder (docs/design/view.md#watch)."""
+    return {
+        key: list(section) if key == "entries" else copy_json(section)
+        for key, section in value.items()
+    }
 
 
 def _op_json(op: Op) -> list[Any]:
@@ -181,7 +193,7 @@ class ViewRegistry:
             if view is None:
                 view = await self._build(conversation_id, ctx)
                 self._views[conversation_id] = view
-            watch = Watch(conversation_id, copy_json(view.value), view.revision, self)
+            watch = Watch(conversation_id, _snapshot(view.value), view.revision, self)
             view.watches.append(watch)
             return watch
 
@@ -211,7 +223,9 @@ class ViewRegistry:
         transcript = await self._kernel.transcript(conversation_id, None, ctx)
         value: dict[str, Any] = {
             "conversation": conversation_json(record),
-            "entries": [copy_json(entry_json(entry)) for entry in transcript],
+            # the transcript is this build's own decode (storage hands out clones) of entries
+            # validated at their commit: the view keeps their values without another copy
+            "entries": [entry_json(entry) for entry in transcript],
             "config": {},
             "inbox": [],
             "tasks": {},
