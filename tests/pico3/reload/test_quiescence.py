@@ -235,6 +235,30 @@ async def test_reload_swaps_quietly_when_quiescent_and_by_reopen_when_busy(
     assert final.outcome == {"status": "completed", "result": "working:1"}
 
 
+async def test_a_swap_that_raises_while_busy_still_reopens_the_session(
+    storage_factory: Callable[[], Storage], options: HarnessOptions
+) -> None:
+    worker = Worker()
+    async with HarnessHandle(storage_factory, options) as handle:
+        handle.add_registration(lambda h: h.register_task_kind(worker.kind()))
+        await handle.open(ctx)
+        c = await handle.harness.root(ctx)
+        kind = handle.harness.scheduler.kinds.get("test.worker")
+        task_id = await c.commit(lambda tx, _c: tx.create_task(kind, None), ctx)
+        await worker.parked.wait()
+
+        def broken_swap() -> None:
+            raise RuntimeError("the candidate facets failed to activate")
+
+        with pytest.raises(RuntimeError, match="failed to activate"):
+            await reload(handle, broken_swap, ctx)
+        assert handle.is_open  # reopened with the registrations it had
+        worker.gate.set()
+        final = await handle.harness.wait_for_task(task_id, ctx)
+    assert worker.entries == ["initial", "working:1", "working:1"]
+    assert final.outcome == {"status": "completed", "result": "working:1"}
+
+
 async def test_suspend_with_abort_removed_aborts_tasks_of_removed_kinds(
     storage_factory: Callable[[], Storage], options: HarnessOptions
 ) -> None:

@@ -27,24 +27,40 @@ Two ways to swap, chosen by :func:`reload`:
 * **suspend and reopen** — otherwise: cancel every invocation and close the storage (records
   stay live), swap, open again; recovery reruns pre-effect phases, replays safe started tools,
   and re-enters in-flight phases. Memos make reruns cheap (a decision already made is not
-  asked again).
+  asked again). The session is opened again even when ``swap()`` raises (the error then goes to
+  the caller), so a failed reload never leaves it suspended.
+
+The target is anything with the harness's four reload methods (:class:`Swappable`): a
+:class:`~pico3.handle.HarnessHandle`, or the ``pi.harness`` service
+(:mod:`pico3.chord.around_reload` guards a facet reload with it).
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from typing import Literal, Protocol
 
 from chord.context import Context
-from pico3.handle import HarnessHandle
 from pico3.tasks.scheduler import NotQuiescent
 
-__all__ = ["reload"]
+__all__ = ["Swappable", "reload"]
+
+
+class Swappable(Protocol):
+    """What a registration swap needs of a session (HarnessHandle, HarnessServiceApi)."""
+
+    def quiescent(self) -> bool: ...
+
+    def hold(self) -> Callable[[], None]: ...
+
+    async def suspend(self, ctx: Context, *, abort_removed: bool = False) -> None: ...
+
+    def reopen(self, ctx: Context) -> Awaitable[object]: ...
 
 
 async def reload(
-    handle: HarnessHandle,
+    handle: Swappable,
     swap: Callable[[], Awaitable[None] | None],
     ctx: Context,
     *,
@@ -67,8 +83,10 @@ async def reload(
                 release()
             return "quiescent"
     await handle.suspend(ctx, abort_removed=abort_removed)
-    result = swap()
-    if inspect.isawaitable(result):
-        await result
-    await handle.reopen(ctx)
+    try:
+        result = swap()
+        if inspect.isawaitable(result):
+            await result
+    finally:
+        await handle.reopen(ctx)
     return "reopened"

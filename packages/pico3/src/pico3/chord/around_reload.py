@@ -44,7 +44,7 @@ from chord.context import BACKGROUND, Context
 from chord.facets import Facet
 from chord.packages import AroundReload, ReloadableHost
 from pico3.chord.contract import HarnessServiceApi
-from pico3.tasks.scheduler import NotQuiescent
+from pico3.registration_swap import reload
 
 __all__ = ["ReloadPath", "reload_session_facets", "session_around_reload"]
 
@@ -62,23 +62,7 @@ async def _guarded(
     if not harness.is_open:
         await perform()  # nothing runs: registrations are applied at the next opening
         return "closed"
-    if harness.quiescent():
-        try:
-            release = harness.hold()
-        except NotQuiescent:
-            pass  # an invocation started in between: suspend instead
-        else:
-            try:
-                await perform()
-            finally:
-                release()
-            return "quiescent"
-    await harness.suspend(ctx, abort_removed=abort_removed)
-    try:
-        await perform()
-    finally:
-        await harness.reopen(ctx)
-    return "reopened"
+    return await reload(harness, perform, ctx, abort_removed=abort_removed)
 
 
 async def reload_session_facets(
