@@ -372,7 +372,7 @@ async def test_a_commit_to_another_conversation_reaches_only_its_watchers(
     await h.close(BACKGROUND)
 
 
-async def test_a_watch_snapshot_shares_the_entries_and_no_later_commit_reaches_it(
+async def test_a_watch_snapshot_is_its_own_and_no_later_commit_or_other_holder_reaches_it(
     storage_factory: StorageFactory,
 ) -> None:
     h, c = await open_root(storage_factory)
@@ -381,12 +381,17 @@ async def test_a_watch_snapshot_shares_the_entries_and_no_later_commit_reaches_i
     first = await c.watch(BACKGROUND)
     second = await c.watch(BACKGROUND)
     before = copy.deepcopy(first.view)
-    # the entry objects are shared by every holder (immutable); the sections are each watch's own
-    assert first.view["entries"] and first.view["entries"][0] is second.view["entries"][0]
-    assert first.view["entries"] is not second.view["entries"]
-    assert first.view["config"] is not second.view["config"]
+    assert first.view["entries"][-1]["data"] == {"n": 2}
+    # a holder that vandalises its snapshot reaches neither another snapshot nor the view
+    first.view["entries"][-1]["data"]["n"] = "vandalized"
+    first.view["config"]["thinkingLevel"] = "vandalized"
+    assert second.view == before
+    first.view.clear()
+    first.view.update(copy.deepcopy(before))
     # the kernel writes its view in place: a config key, an appended entry, a head that drops
     # every entry before it
+    got: list[Envelope] = []
+    first.start(got.append)
     await c.set_config({"thinkingLevel": "high"}, BACKGROUND)
     await c.write("ci.c", BACKGROUND)
     reset = await core_append(h, c.id, NewEntry(kind="pi.reset", head="self"))
@@ -394,4 +399,5 @@ async def test_a_watch_snapshot_shares_the_entries_and_no_later_commit_reaches_i
     later = await c.watch(BACKGROUND)
     assert [entry["id"] for entry in later.view["entries"]] == [reset]
     assert later.view["config"]["thinkingLevel"] == "high"
+    assert fold(before, got) == later.view
     await h.close(BACKGROUND)

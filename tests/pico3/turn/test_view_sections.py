@@ -12,7 +12,6 @@ import anyio
 import pytest
 
 from chord.context import BACKGROUND, Context
-from chord.json import copy_json
 from pico3.harness import Harness
 from pico3.kernel.tx import Transaction
 from pico3.models.faux import faux_response, faux_text, faux_tool_call
@@ -27,7 +26,7 @@ async def rebuilt(h: Harness, cid: int) -> dict[str, Any]:
 
     async def capture() -> dict[str, Any]:
         view = await views._build(cid, BACKGROUND)  # pyright: ignore[reportPrivateUsage]
-        return copy_json(view.value)
+        return view.snapshot()
 
     return await h.kernel.on_line(capture, BACKGROUND)
 

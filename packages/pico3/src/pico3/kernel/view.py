@@ -18,8 +18,8 @@ an append. The same envelope object goes to every watch of the conversation.
 What never appears: raw namespace slices (only a namespace's ``view`` projection, re-run when
 its merged slice changes), slot memos, task records, documents, storage seqs, section seeds.
 
-Watches (docs/design/view.md#watch): :meth:`ViewRegistry.watch` captures a snapshot (sections
-deep-copied, entry objects shared: see :func:`_snapshot`) and subscribes in one
+Watches (docs/design/view.md#watch): :meth:`ViewRegistry.watch` captures a snapshot of its own
+(the view keeps entries as JSON bytes and decodes them for each snapshot) and subscribes in one
 line operation, so the first envelope is ``revision + 1``. Envelopes that arrive before
 :meth:`Watch.start` are buffered (256; overflow closes the watch). A listener that raises closes
 only its own watch and is reported; it never fails the writer. ``stop`` is idempotent.
@@ -71,17 +71,6 @@ class Envelope:
             "ops": [_op_json(op) for op in self.ops],
             "events": self.events,
         }
-
-
-def _snapshot(value: dict[str, Any]) -> dict[str, Any]:
-    """A watch's copy of a tracked view: every section is deep-copied except ``entries``, whose
-    list is copied and whose entry objects are shared. The kernel writes sections in place, but
-    never inside an entry (``entries`` only sees splices), so no later commit reaches the
-    snapshot; entries are immutable by contract for every holder (docs/design/view.md#watch)."""
-    return {
-        key: list(section) if key == "entries" else copy_json(section)
-        for key, section in value.items()
-    }
 
 
 def _op_json(op: Op) -> list[Any]:
@@ -148,9 +137,13 @@ class Watch:
 class _ConversationView:
     """The tracked view of one conversation and its watches."""
 
-    def __init__(self, conversation_id: int, value: dict[str, Any]) -> None:
+    def __init__(self, conversation_id: int, value: dict[str, Any], entries: list[Entry]) -> None:
         self.conversation_id = conversation_id
-        self.value = value
+        self.value = value  # its ``entries`` stays empty: the entries live in ``encoded``
+        # every entry's view shape as JSON bytes (immutable, a fraction of the decoded size),
+        # decoded afresh for each snapshot; their ids, for a head's drop
+        self.encoded: list[bytes] = [_ENCODE(entry_json(entry)) for entry in entries]
+        self.ids: list[int] = [entry.id for entry in entries]
         self.recorder = Recorder(Membrane())
         self.root = self.recorder.root(value)
         self.revision = 0
@@ -160,6 +153,16 @@ class _ConversationView:
         # task id -> (the record, the slot it was described with, its status): ``describe``
         # turns record and slot into the status, so it runs again only when one of them changed
         self.statuses: dict[int, tuple[Task, Any, Any]] = {}
+
+    def snapshot(self) -> dict[str, Any]:
+        """A copy of the view that shares nothing with it or with another snapshot: every
+        section deep-copied, the entries decoded from their bytes."""
+        return {
+            key: [_DECODE(entry) for entry in self.encoded]
+            if key == "entries"
+            else copy_json(section)
+            for key, section in self.value.items()
+        }
 
 
 class ViewRegistry:
@@ -193,7 +196,7 @@ class ViewRegistry:
             if view is None:
                 view = await self._build(conversation_id, ctx)
                 self._views[conversation_id] = view
-            watch = Watch(conversation_id, _snapshot(view.value), view.revision, self)
+            watch = Watch(conversation_id, view.snapshot(), view.revision, self)
             view.watches.append(watch)
             return watch
 
@@ -223,15 +226,13 @@ class ViewRegistry:
         transcript = await self._kernel.transcript(conversation_id, None, ctx)
         value: dict[str, Any] = {
             "conversation": conversation_json(record),
-            # the transcript is this build's own decode (storage hands out clones) of entries
-            # validated at their commit: the view keeps their values without another copy
-            "entries": [entry_json(entry) for entry in transcript],
+            "entries": [],  # kept encoded by the view (see _ConversationView)
             "config": {},
             "inbox": [],
             "tasks": {},
             "plugins": {},
         }
-        view = _ConversationView(conversation_id, value)
+        view = _ConversationView(conversation_id, value, transcript)
         self._refresh(view)
         view.recorder.take()
         return view
@@ -309,20 +310,23 @@ class ViewRegistry:
 
     def _fold_entry(self, view: _ConversationView, entry: Entry) -> Any:
         """Fold one committed entry into ``entries``; returns the shape the op carries."""
-        entries = view.root["entries"]
-        assert isinstance(entries, TrackedList)
+        ops = view.recorder.ops  # the entries' splices come before the sections' ops
+        ids = view.ids
         if entry.head is not UNSET:
-            raw: list[dict[str, Any]] = entries._raw  # pyright: ignore[reportPrivateUsage]
             drop = 0
-            while drop < len(raw) and raw[drop]["id"] < entry.head:
+            while drop < len(ids) and ids[drop] < entry.head:
                 drop += 1
             if drop:
-                del entries[0:drop]
-        # the entry was validated on its way in: two fast copies, one kept by the view, one
-        # carried by the op (and shared with this envelope's entry events)
+                del ids[:drop]
+                del view.encoded[:drop]
+                ops.append(("p", ("entries",), 0, drop, []))
+        # the entry was validated on its way in: the view keeps its bytes, the op carries a
+        # decode of them (shared with this envelope's entry events)
         encoded = _ENCODE(entry_json(entry))
         shape = _DECODE(encoded)
-        entries._append_owned(_DECODE(encoded), shape)  # pyright: ignore[reportPrivateUsage]
+        ops.append(("p", ("entries",), len(ids), 0, [shape]))
+        ids.append(entry.id)
+        view.encoded.append(encoded)
         return shape
 
     def _refresh(
