@@ -39,6 +39,10 @@ stderr, ``coding-agent: error: ...``. Exit status: 0 on success, 1 when the prov
 model failed (unknown model, missing API key, unreachable server, a failed turn), 2 for a usage,
 configuration or session error, 3 when a headless turn ended but a tool call was blocked for
 lack of approval, 130 when interrupted.
+
+Why one module: it is the one command line of the app: the parser, its subcommands and the dispatch
+that runs them share the flags and the error handling (usage errors, start failures and exit
+codes), so a reader sees every flag next to what it does.
 """
 
 from __future__ import annotations

@@ -46,6 +46,11 @@ kind               point          fold
 
 Custom kinds declare their own points (an optional ``hook_points`` attribute on the kind) and
 run them with :meth:`HookRunner.each`.
+
+Why one module: registration, the per-point APIs handed to handlers and the runner that calls them
+are one protocol: the runner's ordering, memo keys and stale-token checks are what the registry
+records, and ``BeforeToolApi``'s outcomes are what the runner folds. Split, each half would have to
+re-state the other's invariants.
 """
 
 from __future__ import annotations

@@ -15,6 +15,11 @@ panels mount in ``#panels``, ``/commands`` typed in the editor run through
 :meth:`~chord.textual.TextualTui.run_command`. The app itself registers only ``/help`` and
 ``/quit``; everything else (``/model``, ``/compact``, ``/sessions``…) is contributed by whoever
 can actually carry it out. Run it beside a facet host with :func:`run_tui`.
+
+Why one module: it is one Textual ``App`` class; its key bindings, actions, render loop,
+send/hold/abort queue and status line all share the app's private state (the newest view, the held
+inputs, the busy flag) and Textual dispatches to them by method name (``action_*``, ``watch_*``,
+message handlers), so they must stay methods of the one class.
 """
 
 from __future__ import annotations

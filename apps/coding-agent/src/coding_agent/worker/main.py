@@ -38,6 +38,12 @@ It prints ``READY <socket path>`` on stdout once it serves, and exits 0 on SIGTE
 by itself once no client has been connected and nothing has been running for ``--linger`` seconds
 (default 600; 0 never; see :mod:`coding_agent.worker.linger`).
 :func:`open_session_host` is the same setup without a socket, for the headless modes.
+
+Why one module: it is the worker process's composition root: the command line, the session host's
+setup (storage, facets in their order, features, permission mode) and the serving loop with its
+linger and stop rules. Each part is short and exists only to hand its result to the next; the order
+of the facets and the startup sequence are the point of the module, and reading them in one place
+is what keeps them right.
 """
 
 from __future__ import annotations

@@ -26,6 +26,11 @@ ops fold into one ``("r", value)``.
 :func:`track` wraps a root in a long-lived :class:`Tracker` (``flush`` hands out the ops recorded
 since the previous flush). ``MutableReplicatedState.change`` uses the same machinery for one
 synchronous callback.
+
+Why one module: the draft classes, the session that owns their copies and the op recorder are one
+mechanism: ``DraftDict`` and ``DraftList`` write through the shared ``_Draft`` base into the
+``_Session``'s copy-on-write bookkeeping, and the three rules above are upheld jointly by all of
+them. Splitting them would expose that private bookkeeping across modules.
 """
 
 from __future__ import annotations

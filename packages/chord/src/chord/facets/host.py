@@ -57,6 +57,12 @@ remotable provisions in the provider's catalogue, and activates them, providers 
 anything fails, what was added is disposed and withdrawn: the running facets were never touched.
 ``host.retire(ids)`` deactivates facets (reverse activation order) and withdraws their
 provisions; it is refused while a remaining facet uses one of them.
+
+Why one module: the host is one lifecycle state machine (startup, reload, add, retire, dispose)
+over one set of private records: the activation order, the routed provisions, the loopback bindings
+and the kernel of slots. Every phase reads and rewrites that same state, and the rollback paths
+undo each other's steps, so splitting the phases into modules would spread one invariant (a failed
+step leaves the running generation serving) over files that each see only part of it.
 """
 
 from __future__ import annotations

@@ -29,6 +29,10 @@ reload, so a burst of saves ends in one reload of the final code. Reloads never 
 ``run()`` stops promptly when cancelled or on :meth:`ReloadCoordinator.stop`: it sets the
 watcher's ``stop_event`` first, so the watcher thread returns within one step instead of at the
 Rust timeout.
+
+Why one module: ``ReloadCoordinator`` is one class: watching, coalescing, loading a candidate,
+swapping it in and disposing the loser all act on its table of current generations and its one-
+reload-at-a-time rule; the reporter, stop signal and source filter are small helpers only it uses.
 """
 
 from __future__ import annotations

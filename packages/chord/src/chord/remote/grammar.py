@@ -24,6 +24,10 @@ the stateful decoders in :mod:`chord.remote.codec`.
 
 Control calls (``$chord.service``) let a peer list the catalogue and open or close subscriptions
 over the same call channel as ordinary methods.
+
+Why one module: it is one protocol's grammar: every record's ``to_json`` and its ``parse_*``
+counterpart share the field checks (``_keys``, ``_id``, ``_integer``, ops) and the error paths, so
+writer and parser of each shape stay side by side and cannot disagree.
 """
 
 from __future__ import annotations

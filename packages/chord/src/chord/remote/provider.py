@@ -31,6 +31,11 @@ code. The catalogue is the provider's allowlist: any id outside it, including th
 ``$chord.service`` control id when it reaches ``invoke``, is ``service_not_allowed``, exactly as in
 Chord 0.87. After :meth:`RemoteServiceProvider.dispose` every operation raises
 ``RuntimeError("Remote service provider is disposed")``.
+
+Why one module: ``RemoteServiceProvider`` is one class whose calls, subscriptions, replacements and
+keyed spawns all act on one registry of instances and subscribers under one sequence discipline (a
+snapshot and the updates that follow it must agree). The helpers here exist only to keep that
+class's methods short.
 """
 
 from __future__ import annotations

@@ -51,6 +51,11 @@ Ending
     (:class:`~chord.remote.errors.CallRejected`) — is answered with its error and then ends the
     connection the same way. Failures that are normal between well-behaved peers (a withdrawn
     service, a closed or stale instance, a method's own error) are ordinary error results.
+
+Why one module: it serves one peer: ``_Peer`` owns the connection's frame reader, the in-flight
+requests and the subscriptions' outgoing streams, and the ordering guarantees above (inline answers
+in frame order, one collapsed update stream per subscription) come from those sharing one writer.
+The small helpers are the update collapsing that only this writer uses.
 """
 
 from __future__ import annotations

@@ -23,6 +23,11 @@ Watches (docs/design/view.md#watch): :meth:`ViewRegistry.watch` captures a snaps
 line operation, so the first envelope is ``revision + 1``. Envelopes that arrive before
 :meth:`Watch.start` are buffered (256; overflow closes the watch). A listener that raises closes
 only its own watch and is reported; it never fails the writer. ``stop`` is idempotent.
+
+Why one module: the view registry, its per-conversation tracked view and the watches are one
+mechanism: the registry writes the view in place after each commit and hands the same envelope to
+every watch whose snapshot it captured in the same line operation, so the revision numbering that
+ties snapshots and envelopes together lives in one place.
 """
 
 from __future__ import annotations

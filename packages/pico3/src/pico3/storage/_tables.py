@@ -16,6 +16,11 @@ write is walked in full.
 
 :class:`TableStorage` adds the lifecycle flags and the read half of the
 :class:`~pico3.storage.base.Storage` protocol on top; the backends add ``commit`` and ``open``.
+
+Why one module: staging and applying a batch are one atomicity rule (stage checks everything
+against the committed tables plus the batch's overlay, apply cannot fail), and
+:class:`TableStorage`'s reads serve those same private tables; split, apply and stage could drift
+apart, and every backend would import both halves anyway.
 """
 
 from __future__ import annotations

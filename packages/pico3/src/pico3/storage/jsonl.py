@@ -62,6 +62,12 @@ One writer: a session holds an exclusive ``flock`` on the session directory itse
 gets :class:`~pico3.storage.base.StorageInUse` naming the holder's pid (read from
 ``/proc/locks`` where the system has it). The kernel drops the lock when the holder dies, however
 it dies: there is no stale lock file to clean up.
+
+Why one module: it is one backend of the storage contract, and its file layout (main, sticky and
+task sidecars, the cut file, the lock) is read by open-time recovery and written by commit and
+truncate under one set of ordering rules; those rules are the module's whole content and they only
+hold when the writer and the recovery that checks them are read together. The shared staging and
+replay already live in ``_tables`` and ``_replay``.
 """
 
 from __future__ import annotations

@@ -57,6 +57,12 @@ the replay JSONL uses: through the same staging as a live commit. Rows that do n
 a batch that does not replay fail open with :class:`~pico3.storage.base.CorruptStorage`
 naming the table, session and seq. Patch rows of terminal or unknown tasks are ignored and
 deleted (a retired task never resurrects).
+
+Why one module: it is one backend of the storage contract: the schema and its migrations, the
+commit statement, the lease and its renewer, and open-time recovery all act on the same tables and
+the same fencing epoch, and each step's correctness depends on the others (a commit checks the
+epoch the lease took, recovery reads the rows the commit wrote). The shared staging and replay
+already live in ``_tables`` and ``_replay``.
 """
 
 from __future__ import annotations

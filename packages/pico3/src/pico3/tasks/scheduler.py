@@ -29,6 +29,11 @@ sleep inside one, no waiting hook. :meth:`hold` (only when quiescent, else
 :class:`NotQuiescent`) stops reservation and dispatch until released; commits continue.
 :meth:`suspend` cancels every invocation, waits for them to unwind, clears ``waitingOn`` on live
 tool slots in one commit, and leaves every task record live for the next open.
+
+Why one module: ``Scheduler`` is one state machine (disabled, draining, held, suspended) whose
+reservation, dispatch, phase transitions, contract faults and quiescence all share the private set
+of running invocations and the dirty flag; the rules above are properties of that one object, and
+moving methods out would only pass its private state around.
 """
 
 from __future__ import annotations

@@ -35,6 +35,10 @@ Classification of the terminal message (streamed, or fetched for a deferred hand
 
 Display-only assistants carry no ``model``, so they never reach a later request and never
 create tools, by construction.
+
+Why one module: it is one task kind: one function per phase of the state machine above, plus the
+builders they commit; the phases hand each other the same Prep checkpoint, so the whole recovery
+program reads top to bottom in one place.
 """
 
 from __future__ import annotations

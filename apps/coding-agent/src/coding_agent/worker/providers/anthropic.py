@@ -18,6 +18,10 @@ The client is built with ``max_retries=0``: opening the stream is retried by
 :func:`pico3.models.retry_call` so Anthropic and OpenAI back off the same way and honour
 ``Retry-After``. Thinking levels become ``budget_tokens`` (:data:`THINKING_BUDGETS`), and the
 last system section and the last user message carry ``cache_control`` so prompts are cached.
+
+Why one module: it is one provider's adapter: request building, the stream event records, the
+event-to-contract mapper and error classification all encode the same Messages API, and the mapping
+table above is implemented by them jointly.
 """
 
 from __future__ import annotations

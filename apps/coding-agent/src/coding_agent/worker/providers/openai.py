@@ -26,6 +26,11 @@ once in text mode and the model stays in text mode for the provider's lifetime (
 
 As with Anthropic, the client has ``max_retries=0`` and opening is retried by
 :func:`pico3.models.retry_call`.
+
+Why one module: it is one provider's adapter: request building, the wire records of the stream, the
+stream-to-contract mapper and error classification all encode the same API's shapes and the same
+compatibility profile (:class:`OpenAICompat`). Splitting would put halves of one wire format in
+different files.
 """
 
 from __future__ import annotations
