@@ -162,10 +162,9 @@ class _ConversationView:
     def snapshot(self) -> dict[str, Any]:
         """A copy of the view that shares nothing with it or with another snapshot: every
         section deep-copied, the entries decoded from their bytes."""
+        entries = _DECODE(b"[%s]" % b",".join(self.encoded))  # one decode of them all
         return {
-            key: [_DECODE(entry) for entry in self.encoded]
-            if key == "entries"
-            else copy_json(section)
+            key: entries if key == "entries" else copy_json(section)
             for key, section in self.value.items()
         }
 
