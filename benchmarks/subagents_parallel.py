@@ -26,7 +26,8 @@ turns in order (N ``agent`` calls, then an answer; the scale turn: N ``read`` ca
 subagent its own conversation (one ``read`` of the project's README, then a report), every
 answer after the script's ``latency`` (the same :data:`LATENCY`). Printed: p50 per kind, the
 worker's CPU per turn (utime + stime from ``/proc/<pid>/stat``, median; the client runs in this
-process), the added percentage, and the worker's peak RSS (``VmHWM`` of
+process) and the client's (this process's ``process_time``; on a two-core machine it competes
+with the worker), the added percentage, and the worker's peak RSS (``VmHWM`` of
 ``/proc/<pid>/status``) after all the turns. ``--py-spy OUT`` samples the worker through the
 whole run (``py-spy record --threads --idle --format raw``, py-spy on ``PATH``).
 
@@ -352,6 +353,7 @@ async def through_worker(
     command += [] if fsync else ["--no-fsync"]
     wall: dict[str, list[float]] = {"one": [], "many": [], "notes": []}
     cpu: dict[str, list[float]] = {"one": [], "many": [], "notes": []}
+    client: dict[str, list[float]] = {"one": [], "many": [], "notes": []}
     peak_kb = rss_kb = 0
     log = tmp / "worker.log"
     with log.open("wb") as stderr:
@@ -387,12 +389,14 @@ async def through_worker(
                 await follower.wait_for(lambda: follower.client.attached)
                 for number, kind in enumerate(kinds):
                     start, used = time.perf_counter(), _cpu_seconds(process.pid)
+                    mine = time.process_time()
                     text = f"{kind} turn {number}"
                     sent = await follower.client.send(text, "prompt", BACKGROUND)
                     await follower.wait_for(lambda: sent in follower.ended)  # noqa: B023
                     if number >= 2:
                         wall[kind].append(time.perf_counter() - start)
                         cpu[kind].append(_cpu_seconds(process.pid) - used)
+                        client[kind].append(time.process_time() - mine)
                 peak_kb = _status_kb(process.pid, "VmHWM")
                 rss_kb = _status_kb(process.pid, "VmRSS")
                 if spy is not None:
@@ -428,6 +432,7 @@ async def through_worker(
     for kind, label in labels.items():
         print(
             f"  {label}p50 {p50[kind] * 1e3:7.1f} ms   worker CPU {statistics.median(cpu[kind]) * 1e3:6.1f} ms"
+            f"   client CPU {statistics.median(client[kind]) * 1e3:6.1f} ms"
         )
     print(
         f"  added by {PARALLEL} parallel subagents over 1: {added:+.1f}%   (target <= 20%: {'met' if added <= 20 else 'MISSED'})"
