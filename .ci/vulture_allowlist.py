@@ -102,6 +102,7 @@ _.on_deactivate
 
 # Public API the tests and benchmarks use to drive and observe components: waits on events
 # instead of sleeps, test doubles' controls, counters and read-only views
+_.settle  # JsonlStorage.settle: tests compare a session folder's files
 _.wait_rendered
 _.wait_for_sleepers
 _.wait_quiescent

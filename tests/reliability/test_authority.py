@@ -106,9 +106,12 @@ class Session:
     other_ns: Namespace
     faux: FauxProvider
     reports: list[BaseException] = field(default_factory=list[BaseException])
+    storage: JsonlStorage | None = None
 
     async def state(self) -> tuple[dict[str, bytes], list[Any]]:
         """Every storage file's bytes, and the view of both conversations."""
+        if self.storage is not None:  # a task that just ended may still have its sidecar queued
+            self.storage.settle()
         files = {
             str(p.relative_to(self.path)): p.read_bytes()
             for p in sorted(self.path.rglob("*"))
@@ -144,7 +147,8 @@ async def open_session(
     faux = FauxProvider(script or [])
     reports: list[BaseException] = []
     options = HarnessOptions(on_report=reports.append, services={"models": Models([faux])})
-    harness = await Harness.open(JsonlStorage(path, fsync=False), options, ctx)
+    storage = JsonlStorage(path, fsync=False)
+    harness = await Harness.open(storage, options, ctx)
     async with harness:
         plan = harness.namespace("plan", PLAN_DEFAULTS)
         other_ns = harness.namespace("other", OTHER_DEFAULTS)
@@ -157,7 +161,7 @@ async def open_session(
         assert isinstance(placed.entry, int)
         other = await root.fork(placed.entry, ctx)
         await harness.resume(ctx)
-        yield Session(harness, root, other, path, plan, other_ns, faux, reports)
+        yield Session(harness, root, other, path, plan, other_ns, faux, reports, storage)
 
 
 def assert_rejected(outcomes: dict[str, Outcome], expected: dict[str, Expected]) -> None:

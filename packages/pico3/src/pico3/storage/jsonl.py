@@ -305,6 +305,17 @@ class JsonlStorage(TableStorage):
         self._open = False
         self._close_files()
 
+    def settle(self) -> None:
+        """Block until the retired task sidecars queued so far are unlinked.
+
+        Retirement unlinks them in a thread after the commit that ended their task (see
+        ``_Retirer``), so the folder's file list lags the published state for a moment. Call
+        this before comparing the folder's files (tests do); nothing else needs it, since
+        ``open`` ignores a retired sidecar that is still there.
+        """
+        if self._retirer is not None:
+            self._retirer.wait()
+
     def _close_files(self) -> None:
         log, self._log = self._log, None
         retirer, self._retirer = self._retirer, None
@@ -751,13 +762,14 @@ class _Retirer:
     unlinks a sidecar that is still there, so the unlink needs neither to happen inside the
     commit nor to be made durable (no directory fsync). On ext4 an unlink costs about as much as
     an fsync (it waits on the journal); done inline it stalled the event loop once per task.
-    :meth:`drain` (``close``) waits until every queued unlink has run.
+    :meth:`drain` (``close``) waits until every queued unlink has run and ends the thread;
+    :meth:`wait` waits for the unlinks queued so far and keeps it.
     """
 
     __slots__ = ("_queue", "_thread")
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[str | threading.Event | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="jsonl-retire", daemon=True)
         self._thread.start()
 
@@ -768,8 +780,16 @@ class _Retirer:
         self._queue.put(None)
         self._thread.join()
 
+    def wait(self) -> None:
+        done = threading.Event()
+        self._queue.put(done)
+        done.wait()
+
     def _run(self) -> None:
         while (path := self._queue.get()) is not None:
+            if isinstance(path, threading.Event):
+                path.set()
+                continue
             try:
                 os.unlink(path)
             except OSError:
