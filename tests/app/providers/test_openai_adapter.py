@@ -98,6 +98,20 @@ async def _run(provider: OpenAIProvider, request: Request) -> list[StreamEvent]:
         await provider.aclose()
 
 
+async def _run_cancelled_at_first_delta(provider: OpenAIProvider) -> list[StreamEvent]:
+    """Stream ``_request()`` and cancel the context at the first text delta; all events seen."""
+    ctx, cancel = with_cancel(BACKGROUND)
+    events: list[StreamEvent] = []
+    try:
+        async for event in provider.stream(_request(), ctx):
+            events.append(event)
+            if isinstance(event, TextDeltaEvent):
+                cancel()
+    finally:
+        await provider.aclose()
+    return events
+
+
 @pytest.mark.anyio
 async def test_plain_text_answer_with_usage_from_the_final_chunk() -> None:
     with StubServer([Reply(events=_text_events("Hel", "lo"))]) as server:
@@ -263,17 +277,8 @@ async def test_a_stream_cut_before_finish_reason_is_a_retryable_error() -> None:
 @pytest.mark.anyio
 async def test_abort_mid_stream_closes_the_connection_and_ends_aborted() -> None:
     reply = Reply(events=_text_events("first", "second"), hold_after=2)
-    ctx, cancel = with_cancel(BACKGROUND)
-    events: list[StreamEvent] = []
     with StubServer([reply]) as server:
-        provider = _provider(server)
-        try:
-            async for event in provider.stream(_request(), ctx):
-                events.append(event)
-                if isinstance(event, TextDeltaEvent):
-                    cancel()
-        finally:
-            await provider.aclose()
+        events = await _run_cancelled_at_first_delta(_provider(server))
         assert await anyio.to_thread.run_sync(server.disconnected.wait, 10)
     error = events[-1]
     assert isinstance(error, ErrorEvent) and error.reason == "aborted"
@@ -356,17 +361,8 @@ async def test_abort_while_waiting_for_the_server_ends_the_read_at_once() -> Non
 @pytest.mark.anyio
 async def test_an_abort_stops_between_the_events_of_one_read() -> None:
     body = "".join(_text_events(*"abcdefghij"))  # one write: the client reads it at once
-    ctx, cancel = with_cancel(BACKGROUND)
-    events: list[StreamEvent] = []
     with StubServer([Reply(events=[body])]) as server:
-        provider = _provider(server)
-        try:
-            async for event in provider.stream(_request(), ctx):
-                events.append(event)
-                if isinstance(event, TextDeltaEvent):
-                    cancel()
-        finally:
-            await provider.aclose()
+        events = await _run_cancelled_at_first_delta(_provider(server))
     assert [e.delta for e in events if isinstance(e, TextDeltaEvent)] == ["a"]
     error = events[-1]
     assert isinstance(error, ErrorEvent) and error.reason == "aborted"

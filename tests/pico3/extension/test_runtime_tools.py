@@ -28,17 +28,23 @@ def finish(result: Any) -> Done:
     return Done(lambda tx, current, ctx: Completion.completed(result))
 
 
+def _tool_api(rt: Any, call_id: str = "call_1", *, runtime: bool = True) -> ToolApi:
+    """The ``ToolApi`` a tool task's body gets (``runtime``: with the task helpers)."""
+    return ToolApi(
+        task_id=rt.task_id,
+        conversation_id=rt.conversation_id,
+        call_id=call_id,
+        slot=runtime_slot(rt),
+        runtime=RuntimeTools(rt) if runtime else None,
+    )
+
+
 async def test_a_tool_creates_reads_and_waits_for_an_ordinary_task() -> None:
     child_ready, child_release = anyio.Event(), anyio.Event()
     report: dict[str, Any] = {}
 
     async def child_initial(task: TaskInfo, rt: Any, ctx: Context) -> Done:
-        api = ToolApi(
-            task_id=rt.task_id,
-            conversation_id=rt.conversation_id,
-            call_id="-",
-            slot=runtime_slot(rt),
-        )
+        api = _tool_api(rt, call_id="-", runtime=False)
         await api.memo("key", "secret", ctx)
         child_ready.set()
         await child_release.wait()
@@ -53,13 +59,7 @@ async def test_a_tool_creates_reads_and_waits_for_an_ordinary_task() -> None:
     )
 
     async def tool_initial(task: TaskInfo, rt: Any, ctx: Context) -> Done:
-        api = ToolApi(
-            task_id=rt.task_id,
-            conversation_id=rt.conversation_id,
-            call_id="call_1",
-            slot=runtime_slot(rt),
-            runtime=RuntimeTools(rt),
-        )
+        api = _tool_api(rt)
         child = await api.task(child_kind, {"root": "."}, {"background": True}, ctx)
         await child_ready.wait()
         report["slot"] = await api.slot(child, ctx)
@@ -125,13 +125,7 @@ async def test_a_memo_option_creates_the_task_once_in_the_commit_that_memoizes_i
     child_kind = define_task("repo.once", initial=child_initial, phases={}, abort=_abort)
 
     async def tool_initial(task: TaskInfo, rt: Any, ctx: Context) -> Done:
-        api = ToolApi(
-            task_id=rt.task_id,
-            conversation_id=rt.conversation_id,
-            call_id="call_1",
-            slot=runtime_slot(rt),
-            runtime=RuntimeTools(rt),
-        )
+        api = _tool_api(rt)
         seqs = [h.kernel.storage.seq]
         # `after` this tool: the child only starts once the tool ended, so nothing else commits
         options = {"memo": "job", "after": [rt.task_id]}
