@@ -386,6 +386,9 @@ async def test_a_watch_snapshot_is_its_own_and_no_later_commit_or_other_holder_r
     first.view["entries"][-1]["data"]["n"] = "vandalized"
     first.view["config"]["thinkingLevel"] = "vandalized"
     assert second.view == before
+    entry_id = second.view["entries"][-1]["id"]
+    stored = await c.commit(lambda tx, ctx: tx.entry(entry_id), BACKGROUND)
+    assert stored.data == {"n": 2}
     first.view.clear()
     first.view.update(copy.deepcopy(before))
     # the kernel writes its view in place: a config key, an appended entry, a head that drops

@@ -147,8 +147,12 @@ class _ConversationView:
         self.value = value  # its ``entries`` stays empty: the entries live in ``encoded``
         # every entry's view shape as JSON bytes (immutable, a fraction of the decoded size),
         # decoded afresh for each snapshot; their ids, for a head's drop
-        self.encoded: list[bytes] = [_ENCODE(entry_json(entry)) for entry in entries]
+        shapes = [entry_json(entry) for entry in entries]
+        self.encoded: list[bytes] = [_ENCODE(shape) for shape in shapes]
         self.ids: list[int] = [entry.id for entry in entries]
+        # ``entries`` is the build's own decode (storage hands out clones) that nothing else
+        # holds: the first snapshot takes these shapes instead of decoding the bytes again
+        self.fresh: list[dict[str, Any]] | None = shapes
         self.recorder = Recorder(Membrane())
         self.root = self.recorder.root(value)
         self.revision = 0
@@ -162,7 +166,9 @@ class _ConversationView:
     def snapshot(self) -> dict[str, Any]:
         """A copy of the view that shares nothing with it or with another snapshot: every
         section deep-copied, the entries decoded from their bytes."""
-        entries = _DECODE(b"[%s]" % b",".join(self.encoded))  # one decode of them all
+        entries, self.fresh = self.fresh, None
+        if entries is None:
+            entries = _DECODE(b"[%s]" % b",".join(self.encoded))  # one decode of them all
         return {
             key: entries if key == "entries" else copy_json(section)
             for key, section in self.value.items()
@@ -314,6 +320,7 @@ class ViewRegistry:
 
     def _fold_entry(self, view: _ConversationView, entry: Entry) -> Any:
         """Fold one committed entry into ``entries``; returns the shape the op carries."""
+        view.fresh = None  # (never set by now: the first snapshot follows the build at once)
         ops = view.recorder.ops  # the entries' splices come before the sections' ops
         ids = view.ids
         if entry.head is not UNSET:
