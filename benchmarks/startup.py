@@ -107,7 +107,31 @@ class _Server(ThreadingHTTPServer):
         return None  # a client killed mid-request is expected here
 
 
-class FirstRequest:
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+class _Loopback:
+    """A threaded HTTP server on 127.0.0.1 (a free port) serving ``handler``."""
+
+    def _serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self._server = _Server(("127.0.0.1", 0), handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class FirstRequest(_Loopback):
     """A loopback server that notes when a request first arrives and answers 503 (the client
     gives up; only the arrival matters)."""
 
@@ -116,12 +140,7 @@ class FirstRequest:
         self.at = 0.0
         stub = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return None
-
+        class Handler(_Handler):
             def do_POST(self) -> None:
                 if not stub.arrived.is_set():
                     stub.at = time.monotonic()
@@ -133,17 +152,7 @@ class FirstRequest:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self._server = _Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._serve(Handler)
 
 
 def first_request(provider: str, runs: int, tmp: Path) -> Timing:
@@ -225,7 +234,7 @@ def _stream_body(provider: str, tokens: int) -> bytes:
     return b"".join(parts)
 
 
-class StreamServer:
+class StreamServer(_Loopback):
     """A loopback server answering every POST with one prepared SSE body; notes when the body
     starts going out."""
 
@@ -234,12 +243,7 @@ class StreamServer:
         self.at = 0.0
         stub = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return None
-
+        class Handler(_Handler):
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("content-length", "0")))
                 self.send_response(200)
@@ -251,17 +255,7 @@ class StreamServer:
                 stub.started.set()
                 self.wfile.write(body)
 
-        self._server = _Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._serve(Handler)
 
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
