@@ -253,7 +253,6 @@ def create_session(
         path = root / session_id
         if path.exists():  # pragma: no cover - 24 random bits collided in one second
             continue
-        staging = Path(tempfile.mkdtemp(prefix=f".{session_id}.", dir=root))
         metadata = SessionMetadata(
             version=METADATA_VERSION,
             id=session_id,
@@ -262,19 +261,27 @@ def create_session(
             model=model,
             settings=settings,
         )
-        private_dir(staging / "storage")
-        # The transcript exists from the start: a worker never creates one, so a missing
-        # main.jsonl is an error naming it, not an empty session (pico3's JsonlStorage create).
-        os.close(
-            os.open(staging / "storage" / "main.jsonl", os.O_WRONLY | os.O_CREAT, PRIVATE_FILE)
-        )
-        _write_atomically(staging / "session.json", _encode(metadata))
-        try:
-            staging.rename(path)
+        if _place_session(root, path, metadata):
             break
-        except OSError:  # pragma: no cover - the same id appeared meanwhile
-            shutil.rmtree(staging, ignore_errors=True)
     return Session(path, metadata)
+
+
+def _place_session(root: Path, path: Path, metadata: SessionMetadata) -> bool:
+    """Assemble a session folder for ``metadata`` (``session.json`` and ``storage/`` with an
+    empty ``main.jsonl``) under a hidden name in ``root`` and rename it to ``path``; False,
+    with nothing left behind, when ``path`` appeared meanwhile."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{metadata.id}.", dir=root))
+    private_dir(staging / "storage")
+    # The transcript exists from the start: a worker never creates one, so a missing
+    # main.jsonl is an error naming it, not an empty session (pico3's JsonlStorage create).
+    os.close(os.open(staging / "storage" / "main.jsonl", os.O_WRONLY | os.O_CREAT, PRIVATE_FILE))
+    _write_atomically(staging / "session.json", _encode(metadata))
+    try:
+        staging.rename(path)
+    except OSError:  # the same id appeared meanwhile (a racing adopter, or a collision)
+        shutil.rmtree(staging, ignore_errors=True)
+        return False
+    return True
 
 
 def adopt_session(metadata: SessionMetadata, *, env: Mapping[str, str] | None = None) -> Session:
@@ -290,16 +297,7 @@ def adopt_session(metadata: SessionMetadata, *, env: Mapping[str, str] | None = 
         raise SessionError(str(error)) from None
     path = root / metadata.id
     if not path.exists():
-        staging = Path(tempfile.mkdtemp(prefix=f".{metadata.id}.", dir=root))
-        private_dir(staging / "storage")
-        os.close(
-            os.open(staging / "storage" / "main.jsonl", os.O_WRONLY | os.O_CREAT, PRIVATE_FILE)
-        )
-        _write_atomically(staging / "session.json", _encode(metadata))
-        try:
-            staging.rename(path)
-        except OSError:  # another adopter was first
-            shutil.rmtree(staging, ignore_errors=True)
+        _place_session(root, path, metadata)  # False: another adopter was first
     return load_session(path)
 
 

@@ -41,7 +41,14 @@ import types
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["SDK_ROOTS", "defer_sdk_inits", "deferred_exports", "trio_hidden_from_httpcore"]
+__all__ = [
+    "SDK_ROOTS",
+    "defer_sdk_inits",
+    "deferred_exports",
+    "sdk_client",
+    "sdk_client_options",
+    "trio_hidden_from_httpcore",
+]
 
 SDK_ROOTS = frozenset({"openai", "anthropic"})
 """The packages whose ``__init__`` (and ``types`` packages' ``__init__``) are deferred."""
@@ -101,6 +108,23 @@ def trio_hidden_from_httpcore() -> Iterator[None]:
     finally:
         if hide:
             sys.meta_path.remove(finder)
+
+
+def sdk_client_options(api_key: str, base_url: str | None, timeout: float) -> dict[str, Any]:
+    """The keyword arguments a provider makes its SDK client with: no SDK retries (the
+    provider's :class:`RetryPolicy` retries)."""
+    return {"api_key": api_key, "base_url": base_url, "max_retries": 0, "timeout": timeout}
+
+
+def sdk_client(package: str, client: str, options: dict[str, Any]) -> Any:
+    """``package.client(**options)``, the SDK ``package`` imported now if it is not yet: a
+    worker serves before its provider's SDK is imported, and a session that never asks the
+    model never pays. The SDK's package ``__init__`` s run only if needed
+    (:func:`defer_sdk_inits`), and trio stays out of the import (the worker runs under asyncio:
+    :func:`trio_hidden_from_httpcore`)."""
+    defer_sdk_inits()
+    with trio_hidden_from_httpcore():
+        return getattr(importlib.import_module(package), client)(**options)
 
 
 def _under_asyncio() -> bool:

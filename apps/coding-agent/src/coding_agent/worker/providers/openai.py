@@ -47,10 +47,7 @@ import msgspec
 from chord import Context
 from coding_agent.worker.providers._drive import SdkStream, connection_error, drive
 from coding_agent.worker.providers._memo import FoldMemo
-from coding_agent.worker.providers._sdk_import import (
-    defer_sdk_inits,
-    trio_hidden_from_httpcore,
-)
+from coding_agent.worker.providers._sdk_import import sdk_client, sdk_client_options
 from coding_agent.worker.providers._sse import Last, SseStream
 from coding_agent.worker.providers.text_tools import (
     ParsedCall,
@@ -265,24 +262,16 @@ class OpenAIProvider:
         self._wire = {True: wire_memo(True), False: wire_memo(False)}  # by "takes images"
         self._sleep = sleep or anyio.sleep
         self._clock = clock
-        self._client_options: dict[str, Any] = {
-            "api_key": api_key,
-            "base_url": base_url,
-            "max_retries": 0,
-            "timeout": timeout,
-        }
+        self._client_options = sdk_client_options(api_key, base_url, timeout)
         self._sdk_client: openai.AsyncOpenAI | None = None
 
     @property
     def _client(self) -> openai.AsyncOpenAI:
-        """The SDK client, made (and the SDK imported) on first use: a worker serves before
-        its provider's SDK is imported, and a session that never asks the model never pays."""
+        """The SDK client, made (and the SDK imported) on first use (``._sdk_import.sdk_client``)."""
         if self._sdk_client is None:
-            defer_sdk_inits()  # the SDK's package __init__s run only if needed (._sdk_import)
-            with trio_hidden_from_httpcore():  # the worker runs under asyncio (._sdk_import)
-                import openai
-
-                self._sdk_client = openai.AsyncOpenAI(**self._client_options)
+            self._sdk_client = cast(
+                "openai.AsyncOpenAI", sdk_client("openai", "AsyncOpenAI", self._client_options)
+            )
         return self._sdk_client
 
     def models(self) -> Sequence[ModelInfo]:
