@@ -211,29 +211,37 @@ async def main(fsync: bool = True) -> None:
                 await turn(f"notes {r}", "notes")
         group.cancel_scope.cancel()
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    p50 = {kind: statistics.median(wall[kind]) for kind in wall}
-    added = (p50["many"] - p50["one"]) / p50["one"] * 100
     print(
         f"parent turn latency, fsync {'on (the worker default)' if fsync else 'off'}, faux model"
         f" answering after {LATENCY * 1e3:.0f} ms, {ROUNDS} turns each (same run, interleaved)"
     )
-    labels = {
-        "one": "1 subagent (note + report)      ",
-        "many": f"{PARALLEL} subagents in parallel        ",
-        "notes": f"{PARALLEL} plain note calls (for scale) ",
-    }
-    for kind, label in labels.items():
-        print(
-            f"  {label}p50 {p50[kind] * 1e3:7.1f} ms   CPU {statistics.median(cpu[kind]) * 1e3:6.1f} ms"
-            f"   loop busy {statistics.median(busy[kind]) * 1e3:6.1f} ms"
-        )
-    print(
-        f"  added by {PARALLEL} parallel subagents over 1: {added:+.1f}%   (target <= 20%: {'met' if added <= 20 else 'MISSED'})"
-    )
+    _print_turns("note", wall, {"CPU": cpu, "loop busy": busy})
     print(
         f"  peak RSS of the process: {rss_mb:.0f} MB   (target < 300 MB: {'met' if rss_mb < 300 else 'MISSED'})"
     )
     sys.stdout.flush()
+
+
+def _print_turns(
+    verb: str, wall: dict[str, list[float]], columns: dict[str, dict[str, list[float]]]
+) -> None:
+    """A row per kind of turn (p50 wall, then the median of each column) and the target line."""
+    p50 = {kind: statistics.median(wall[kind]) for kind in wall}
+    labels = {
+        "one": f"1 subagent ({verb} + report)      ",
+        "many": f"{PARALLEL} subagents in parallel        ",
+        "notes": f"{PARALLEL} plain {verb} calls (for scale) ",
+    }
+    for kind, label in labels.items():
+        figures = "".join(
+            f"   {name} {statistics.median(samples[kind]) * 1e3:6.1f} ms"
+            for name, samples in columns.items()
+        )
+        print(f"  {label}p50 {p50[kind] * 1e3:7.1f} ms{figures}")
+    added = (p50["many"] - p50["one"]) / p50["one"] * 100
+    print(
+        f"  added by {PARALLEL} parallel subagents over 1: {added:+.1f}%   (target <= 20%: {'met' if added <= 20 else 'MISSED'})"
+    )
 
 
 # -- through a real worker process ----------------------------------------------------------------
@@ -416,27 +424,13 @@ async def through_worker(
                     process.kill()
                     await process.wait()
             await process.aclose()
-    p50 = {kind: statistics.median(wall[kind]) for kind in wall}
-    added = (p50["many"] - p50["one"]) / p50["one"] * 100
     print(
         f"through the worker (a coding-agent worker process; the TUI's client on its Unix socket"
         f"{', following every conversation' if follow_all else ', following the root'}),"
         f" fsync {'on (the worker default)' if fsync else 'off'}, faux script latency"
         f" {LATENCY * 1e3:.0f} ms, {ROUNDS} turns each (same run, interleaved)"
     )
-    labels = {
-        "one": "1 subagent (read + report)      ",
-        "many": f"{PARALLEL} subagents in parallel        ",
-        "notes": f"{PARALLEL} plain read calls (for scale) ",
-    }
-    for kind, label in labels.items():
-        print(
-            f"  {label}p50 {p50[kind] * 1e3:7.1f} ms   worker CPU {statistics.median(cpu[kind]) * 1e3:6.1f} ms"
-            f"   client CPU {statistics.median(client[kind]) * 1e3:6.1f} ms"
-        )
-    print(
-        f"  added by {PARALLEL} parallel subagents over 1: {added:+.1f}%   (target <= 20%: {'met' if added <= 20 else 'MISSED'})"
-    )
+    _print_turns("read", wall, {"worker CPU": cpu, "client CPU": client})
     peak_mb = peak_kb / 1024
     print(
         f"  peak RSS of the worker process (VmHWM): {peak_mb:.0f} MB, now {rss_kb / 1024:.0f} MB"
