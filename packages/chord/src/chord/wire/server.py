@@ -549,6 +549,14 @@ class _Peer:
         _apply_to_view(stream.view, update)
         return data
 
+    def _blocked_write(self) -> None:
+        """A write blocked for the send timeout: the connection ends as a slow consumer."""
+        self._slow = True
+        self._fail(
+            f"slow_consumer: a write blocked for {self._send_timeout:g} s; "
+            "the client stopped reading"
+        )
+
     async def _write_loop(self) -> None:
         try:
             while True:
@@ -559,11 +567,7 @@ class _Peer:
                         with anyio.move_on_after(self._send_timeout) as scope:
                             await self._conn.flush()
                         if scope.cancelled_caught:
-                            self._slow = True
-                            self._fail(
-                                f"slow_consumer: a write blocked for {self._send_timeout:g} s; "
-                                "the client stopped reading"
-                            )
+                            self._blocked_write()
                             return
                         continue
                     if stream is None:
@@ -587,11 +591,7 @@ class _Peer:
                     with anyio.move_on_after(self._send_timeout) as scope:
                         await self._conn.send_encoded(data)
                     if scope.cancelled_caught:
-                        self._slow = True
-                        self._fail(
-                            f"slow_consumer: a write blocked for {self._send_timeout:g} s; "
-                            "the client stopped reading"
-                        )
+                        self._blocked_write()
                         return
                 if self._stopping:
                     return
