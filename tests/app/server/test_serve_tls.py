@@ -119,6 +119,18 @@ async def test_bad_clients_are_refused_before_any_service_and_a_good_one_works_a
     assert b"OK" not in received
     await server.wait_event(lambda e: "TLS handshake failed" in e, "the plain TCP refusal")
 
+    # A client that hangs up right after the TLS handshake, before any preface (the CLI does,
+    # when its token file holds no valid token): the server's refusal then meets a stream that
+    # has ended. Only that connection ends (the unhandled EndOfStream used to stop the server).
+    bad_token = tls_files["token"].with_name("bad-token")
+    bad_token.write_text("two words\n")
+    hung_up = await anyio.to_thread.run_sync(
+        lambda: _cli(agent_env, "-p", "hi", "--server", server.tcp, "--tls-ca",
+                     str(tls_files["ca"]), "--token-file", str(bad_token)),
+    )  # fmt: skip
+    assert hung_up.returncode == 2 and "one word" in hung_up.stderr, hung_up.stderr
+    await server.wait_event(lambda e: "ended before the preface" in e, "the hung-up client")
+
     assert list_sessions(env=agent_env) == [], "no refused client made a session"
     assert _no_worker(server), "no refused client started a worker"
     assert server.process.returncode is None

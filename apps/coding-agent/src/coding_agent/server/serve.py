@@ -33,7 +33,7 @@ import os
 import ssl
 import stat
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -279,7 +279,19 @@ class SessionServer:
     # -- connections -----------------------------------------------------------------------------
     async def _unix_client(self, conn: FrameConnection) -> None:
         # A Unix client was already checked to be of our uid; no token is asked of it.
-        await self._client(conn.stream, token=None, peer="unix")
+        await self._guarded(self._client(conn.stream, token=None, peer="unix"), "unix")
+
+    async def _guarded(self, connection: Awaitable[None], peer: str) -> None:
+        """Run one client's connection; whatever goes wrong in it ends that connection only.
+
+        The server's listeners run every connection in their own task group, so an error that
+        escaped one (a client that vanished in the middle of the preface's reply, a stream
+        error the relay did not expect) would stop the whole server and its workers.
+        """
+        try:
+            await connection
+        except Exception as error:
+            self._event(f"a connection ({peer}) failed: {type(error).__name__}: {error}")
 
     async def _tcp_client(self, stream: anyio.abc.ByteStream) -> None:
         try:
@@ -287,7 +299,9 @@ class SessionServer:
         except Exception:
             peer = "?"
         try:
-            await self._client(stream, token=self.options.token, peer=f"tcp {peer}")
+            await self._guarded(
+                self._client(stream, token=self.options.token, peer=f"tcp {peer}"), f"tcp {peer}"
+            )
         finally:
             await anyio.aclose_forcefully(stream)
 
@@ -305,7 +319,12 @@ class SessionServer:
             with anyio.move_on_after(1, shield=True):
                 try:
                     await stream.send(encode_reply(error=error))
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                except (
+                    anyio.EndOfStream,  # a TLS client that closed (e.g. it did not trust us)
+                    anyio.BrokenResourceError,
+                    anyio.ClosedResourceError,
+                    OSError,
+                ):
                     pass
             return
         try:
