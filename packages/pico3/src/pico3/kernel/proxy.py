@@ -362,13 +362,6 @@ class TrackedList(_Tracked, MutableSequence[Any]):
     def append(self, value: Any) -> None:
         self.insert(len(self._raw), value)
 
-    def _append_owned(self, stored: Any, op_value: Any) -> None:
-        """Kernel-internal (the view): append ``stored``, strict JSON that the caller validated
-        and owns, recording ``op_value``, an independent copy of it, in the splice op."""
-        self._check()
-        self._record(("p", self._path(), len(self._raw), 0, [op_value]))
-        self._raw.append(stored)
-
     def extend(self, values: Iterable[Any]) -> None:
         """Append several items as one splice."""
         self._check()
