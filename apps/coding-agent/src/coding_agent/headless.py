@@ -109,6 +109,19 @@ view is hydrated again (a reconnect, a collapse): events may have been missed, `
 current value. :func:`follow_turn` reads it; it is never written out."""
 
 
+class _Root:
+    """Called by :func:`_presentation` with each root conversation instance it follows: they
+    are in ``found``, and ``chosen`` is set at the first."""
+
+    def __init__(self) -> None:
+        self.found: list[ConversationServiceApi] = []
+        self.chosen = anyio.Event()
+
+    def __call__(self, instance: ConversationServiceApi) -> None:
+        self.found.append(instance)
+        self.chosen.set()
+
+
 def _presentation(
     events: MemoryObjectSendStream[Event],
     root: Callable[[ConversationServiceApi], None],
@@ -248,30 +261,24 @@ async def run_headless(
         raise ValueError(f"approve must be 'allow' or 'deny', got {approve!r}")
     errors = err if err is not None else sys.stderr
     send_events, receive_events = anyio.create_memory_object_stream[Event](math.inf)
-    found: list[ConversationServiceApi] = []
-    chosen = anyio.Event()
-
-    def on_root(instance: ConversationServiceApi) -> None:
-        found.append(instance)
-        chosen.set()
-
+    root = _Root()
     generations = load_features(config)
     features = {generation.package.name for generation in generations}
     blocked: list[dict[str, Any]] = []
-    extra = [_presentation(send_events, on_root), *_responders(features, approve, blocked)]
+    extra = [_presentation(send_events, root), *_responders(features, approve, blocked)]
     session = config.session
     async with (
         send_events,
         receive_events,
         open_session_host(config, extra_facets=extra, generations=generations) as runtime,
     ):
-        await chosen.wait()
+        await root.chosen.wait()
         watch = runtime.storage
         assert watch is not None
         watch.on_failure(send_events.close)  # the loop below ends: no more events will come
         turn = await follow_turn(
             prompt,
-            found[0],
+            root.found[0],
             receive_events,
             session_line={"session": session.id, "cwd": str(session.cwd)},
             default_model=runtime.choice.ref,

@@ -31,6 +31,7 @@ from coding_agent.headless import (
     TurnOutcome,
     _presentation,
     _responders,
+    _Root,
     follow_turn,
     report_turn,
 )
@@ -45,7 +46,6 @@ from coding_agent.server.remote import (
     resolve_token,
 )
 from coding_agent.sessions import METADATA_VERSION, Session, SessionMetadata
-from pico3 import ConversationServiceApi
 
 __all__ = ["remote_session", "run_headless_on_server", "run_remote_attach", "run_remote_headless"]
 
@@ -233,13 +233,7 @@ async def run_headless_on_server(
         return await again()
 
     send_events, receive_events = anyio.create_memory_object_stream[Event](math.inf)
-    found: list[ConversationServiceApi] = []
-    chosen = anyio.Event()
-
-    def on_root(instance: ConversationServiceApi) -> None:
-        found.append(instance)
-        chosen.set()
-
+    root = _Root()
     blocked: list[dict[str, Any]] = []
     turn: TurnOutcome | None = None
     async with anyio.create_task_group() as group, send_events, receive_events:
@@ -248,14 +242,14 @@ async def run_headless_on_server(
             offered = {entry.service_id for entry in await source.catalogue(BACKGROUND)}
             features = {name for sid, name in _FEATURES.items() if sid in offered}
             facets = [
-                _presentation(send_events, on_root, rehydrate=True),
+                _presentation(send_events, root, rehydrate=True),
                 *_responders(features, approve, blocked),
             ]
             async with create_facet_host(facets, service_sources=[source]):
-                await chosen.wait()
+                await root.chosen.wait()
                 turn = await follow_turn(
                     prompt,
-                    found[-1],
+                    root.found[-1],
                     receive_events,
                     session_line={"session": info.get("session"), "cwd": info.get("cwd")},
                     default_model=info.get("model"),
@@ -263,7 +257,7 @@ async def run_headless_on_server(
                     out=out,
                     err=errors,
                     verbose=verbose,
-                    latest=lambda: found[-1],
+                    latest=lambda: root.found[-1],
                 )
         finally:
             with anyio.CancelScope(shield=True):
