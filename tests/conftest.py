@@ -18,6 +18,19 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+_PROVIDER_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
+
+
+@pytest.fixture
+def agent_env(tmp_path: Path) -> dict[str, str]:
+    """The coding agent's environment: a private ``XDG_STATE_HOME`` under ``tmp_path``, no
+    provider keys (so the offline ``faux`` model answers) and no ``CODING_AGENT_TOKEN``."""
+    env = {key: value for key, value in os.environ.items() if key not in _PROVIDER_KEYS}
+    env.pop("CODING_AGENT_TOKEN", None)
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    return env
+
+
 OTHER_USER = "coding-agent-other"
 """The second local user of the permission tests (issue 24): created with ``useradd``."""
 

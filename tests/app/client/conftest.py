@@ -33,16 +33,6 @@ TIMEOUT = 60.0
 
 SIZE = (110, 45)
 
-_PROVIDER_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")
-
-
-@pytest.fixture
-def agent_env(tmp_path: Path) -> dict[str, str]:
-    """The environment of the worker: a private state folder and no provider keys."""
-    env = {key: value for key, value in os.environ.items() if key not in _PROVIDER_KEYS}
-    env["XDG_STATE_HOME"] = str(tmp_path / "state")
-    return env
-
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:

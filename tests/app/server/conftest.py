@@ -8,7 +8,6 @@ never on time.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -21,16 +20,12 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 TIMEOUT = 60.0
-_PROVIDER_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
 
 
 @pytest.fixture
-def agent_env(tmp_path: Path) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key not in _PROVIDER_KEYS}
-    env.pop("CODING_AGENT_TOKEN", None)
-    env["XDG_STATE_HOME"] = str(tmp_path / "state")
-    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
-    return env
+def agent_env(agent_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """``tests/conftest.py``'s environment, with a private ``XDG_CONFIG_HOME`` too."""
+    return {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "config")}
 
 
 @pytest.fixture

@@ -68,18 +68,30 @@ def _serve_args(files: dict[str, Path], project: Path, faux: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def _no_worker(server: Any) -> bool:
-    return not any("worker started" in line for line in server.events)
-
-
-async def test_bad_clients_are_refused_before_any_service_and_a_good_one_works_after(
+@pytest.fixture
+async def tls_server(
     servers: Any,
     agent_env: dict[str, str],
     project: Path,
     faux_script: Path,
     tls_files: dict[str, Path],
+) -> Any:
+    """A server on ``tcp://127.0.0.1`` with TLS and the token (and its Unix socket)."""
+    return await servers(agent_env, _serve_args(tls_files, project, faux_script), lines=2)
+
+
+async def _cli_in_thread(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return await anyio.to_thread.run_sync(lambda: _cli(env, *args))
+
+
+def _no_worker(server: Any) -> bool:
+    return not any("worker started" in line for line in server.events)
+
+
+async def test_bad_clients_are_refused_before_any_service_and_a_good_one_works_after(
+    tls_server: Any, agent_env: dict[str, str], tls_files: dict[str, Path]
 ) -> None:
-    server = await servers(agent_env, _serve_args(tls_files, project, faux_script), lines=2)
+    server = tls_server
     address, _ = parse_server_url(server.tcp)
     tls = client_tls_context(tls_files["ca"])
 
@@ -137,39 +149,33 @@ async def test_bad_clients_are_refused_before_any_service_and_a_good_one_works_a
 
     # The server is unaffected: -p with the token and the CA runs end to end.
     env = {**agent_env, "CODING_AGENT_TOKEN": TOKEN}
-    done = await anyio.to_thread.run_sync(
-        lambda: _cli(env, "--json", "hello", "--server", server.tcp, "--tls-ca",
-                     str(tls_files["ca"])),
-    )  # fmt: skip
+    done = await _cli_in_thread(
+        env, "--json", "hello", "--server", server.tcp, "--tls-ca", str(tls_files["ca"])
+    )
     assert done.returncode == 0, done.stderr
     last = json.loads(done.stdout.splitlines()[-1])
     assert last["ok"] is True and last["text"] == "Hello from the server."
     session_id = json.loads(done.stdout.splitlines()[0])["session"]
     # And the same session again, by URL, with the token from a file.
-    again = await anyio.to_thread.run_sync(
-        lambda: _cli(agent_env, "-p", "again", "--server", f"{server.tcp}/{session_id}",
-                     "--tls-ca", str(tls_files["ca"]), "--token-file", str(tls_files["token"])),
+    again = await _cli_in_thread(
+        agent_env, "-p", "again", "--server", f"{server.tcp}/{session_id}",
+        "--tls-ca", str(tls_files["ca"]), "--token-file", str(tls_files["token"]),
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert again.stdout == "Second answer.\n"
 
 
 async def test_a_client_refuses_a_certificate_it_cannot_check_and_says_how_to_fix_it(
-    servers: Any,
-    agent_env: dict[str, str],
-    project: Path,
-    faux_script: Path,
-    tls_files: dict[str, Path],
+    tls_server: Any, agent_env: dict[str, str], tls_files: dict[str, Path]
 ) -> None:
-    server = await servers(agent_env, _serve_args(tls_files, project, faux_script), lines=2)
+    server = tls_server
     env = {**agent_env, "CODING_AGENT_TOKEN": TOKEN}
-    done = await anyio.to_thread.run_sync(lambda: _cli(env, "-p", "hi", "--server", server.tcp))
+    done = await _cli_in_thread(env, "-p", "hi", "--server", server.tcp)
     assert done.returncode == 1
     assert "not trusted" in done.stderr and "--tls-ca FILE" in done.stderr
-    wrong = await anyio.to_thread.run_sync(
-        lambda: _cli(agent_env, "-p", "hi", "--server", server.tcp, "--tls-ca",
-                     str(tls_files["ca"])),
-    )  # fmt: skip
+    wrong = await _cli_in_thread(
+        agent_env, "-p", "hi", "--server", server.tcp, "--tls-ca", str(tls_files["ca"])
+    )
     assert wrong.returncode == 2, "no token: refused"
     assert "wrong or missing token" in wrong.stderr
     assert list_sessions(env=agent_env) == []
@@ -215,26 +221,19 @@ async def test_insecure_plain_tcp_on_loopback_still_needs_the_token(
     with pytest.raises(ServerRefused):
         await connect_server(address, Request(new=True), insecure=True)
     env = {**agent_env, "CODING_AGENT_TOKEN": TOKEN}
-    done = await anyio.to_thread.run_sync(
-        lambda: _cli(env, "-p", "hi", "--server", server.tcp, "--insecure")
-    )
+    done = await _cli_in_thread(env, "-p", "hi", "--server", server.tcp, "--insecure")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Hello from the server.\n"
 
 
 async def test_the_tui_attaches_to_a_session_on_the_server_over_tls(
-    servers: Any,
-    agent_env: dict[str, str],
-    project: Path,
-    faux_script: Path,
-    tls_files: dict[str, Path],
+    tls_server: Any, tls_files: dict[str, Path]
 ) -> None:
     from coding_agent.client import run_client
     from coding_agent.server.client_cli import remote_session
     from coding_agent.server.remote import session_connector
 
-    server = await servers(agent_env, _serve_args(tls_files, project, faux_script), lines=2)
-    address, _ = parse_server_url(server.tcp)
+    address, _ = parse_server_url(tls_server.tcp)
     tls = client_tls_context(tls_files["ca"])
     first, info = await connect_server(address, Request(new=True), token=TOKEN, tls=tls)
     again = session_connector(address, info["session"], token=TOKEN, tls=tls, insecure=False)

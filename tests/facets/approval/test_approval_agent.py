@@ -31,14 +31,6 @@ from facets_approval.tui import MODE_PANEL_ID
 pytestmark = pytest.mark.anyio
 
 TIMEOUT = 60.0
-_PROVIDER_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")
-
-
-@pytest.fixture
-def agent_env(tmp_path: Path) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key not in _PROVIDER_KEYS}
-    env["XDG_STATE_HOME"] = str(tmp_path / "state")
-    return env
 
 
 @pytest.fixture
