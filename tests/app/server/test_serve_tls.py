@@ -136,9 +136,9 @@ async def test_bad_clients_are_refused_before_any_service_and_a_good_one_works_a
     # has ended. Only that connection ends (the unhandled EndOfStream used to stop the server).
     bad_token = tls_files["token"].with_name("bad-token")
     bad_token.write_text("two words\n")
-    hung_up = await anyio.to_thread.run_sync(
-        lambda: _cli(agent_env, "-p", "hi", "--server", server.tcp, "--tls-ca",
-                     str(tls_files["ca"]), "--token-file", str(bad_token)),
+    hung_up = await _cli_in_thread(
+        agent_env, "-p", "hi", "--server", server.tcp, "--tls-ca", str(tls_files["ca"]),
+        "--token-file", str(bad_token),
     )  # fmt: skip
     assert hung_up.returncode == 2 and "one word" in hung_up.stderr, hung_up.stderr
     await server.wait_event(lambda e: "ended before the preface" in e, "the hung-up client")
