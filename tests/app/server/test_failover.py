@@ -99,4 +99,8 @@ async def test_a_sigkilled_servers_session_resumes_on_the_other_server(
         if line.get("type") == "entry.added" and line["entry"].get("kind") == "pi.tool_result"
     ]  # fmt: skip
     assert len(results) == 1, "one result for the one call"
+    # Entries committed while the client was reconnecting are reported from the rehydrated
+    # view: the --json stream has each of the turn's entries once, whichever side it came from.
+    added = [line["entry"]["id"] for line in lines if line.get("type") == "entry.added"]
+    assert len(added) == len(set(added)), added
     assert "interrupted" in json.dumps(results[0]).lower()

@@ -336,6 +336,7 @@ async def follow_turn(
                  "cwd": session_line.get("cwd")}  # fmt: skip
         out.write(json.dumps(first, separators=(",", ":")) + "\n")
         out.flush()
+    before = max((entry["id"] for entry in _listed(conversation.view.value)), default=-1)
     try:
         input_id = await conversation.send({"content": prompt}, BACKGROUND)
     except Exception:
@@ -344,9 +345,20 @@ async def follow_turn(
         input_id = -1
     async for event in events:
         if event.get("type") == REHYDRATED:
+            # Entries committed while the connection was down came with no event: report each
+            # once, from the rehydrated view, so a --json reader misses none of the turn's.
+            for entry in _listed(event["view"]):
+                if entry["id"] > before and entry["id"] not in turn.entries:
+                    turn.entries[entry["id"]] = entry
+                    if mode == "json":
+                        line = {"type": "entry.added", "entry": entry}
+                        out.write(json.dumps(line, separators=(",", ":")) + "\n")
+                        out.flush()
             if input_id >= 0 and _ended_meanwhile(event["view"], input_id, turn):
                 break
             continue
+        if event.get("type") == "entry.added" and event["entry"]["id"] in turn.entries:
+            continue  # already reported from a rehydrated view
         if mode == "json":
             out.write(json.dumps(event, separators=(",", ":")) + "\n")
             out.flush()
@@ -362,6 +374,13 @@ async def follow_turn(
     current = latest() if latest is not None else conversation
     turn.model = _model_ref(current.view.value) or model
     return turn
+
+
+def _listed(view: Any) -> list[dict[str, Any]]:
+    """The entries of a conversation's view document (none when it has no view yet)."""
+    if not isinstance(view, dict):
+        return []
+    return [entry for entry in view.get("entries") or [] if isinstance(entry, dict)]
 
 
 def _ended_meanwhile(view: Any, input_id: int, turn: TurnOutcome) -> bool:
