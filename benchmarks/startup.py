@@ -155,6 +155,23 @@ class FirstRequest(_Loopback):
         self._serve(Handler)
 
 
+def _stub_env(tmp: Path) -> dict[str, str]:
+    """``ENV`` without provider settings, with private state and config folders under ``tmp``."""
+    env = {k: v for k, v in ENV.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    env["XDG_STATE_HOME"] = str(tmp / "state")
+    env["XDG_CONFIG_HOME"] = str(tmp / "config")
+    return env
+
+
+def _use_stub(env: dict[str, str], provider: str, url: str) -> str:
+    """Point ``provider``'s SDK in ``env`` at the stub server at ``url``; the model to ask for."""
+    if provider == "openai":
+        env.update(OPENAI_API_KEY="sk-bench", OPENAI_BASE_URL=f"{url}/v1")
+        return "openai/gpt-4.1"
+    env.update(ANTHROPIC_API_KEY="sk-ant-bench", ANTHROPIC_BASE_URL=url)
+    return "anthropic/claude-sonnet-4-6"
+
+
 def first_request(provider: str, runs: int, tmp: Path) -> Timing:
     """Median (wall, CPU) from spawning ``coding-agent -p`` to its first provider request."""
     samples: list[Timing] = []
@@ -162,15 +179,8 @@ def first_request(provider: str, runs: int, tmp: Path) -> Timing:
     project.mkdir(exist_ok=True)
     for _ in range(runs + 1):  # the first run may compile: unmeasured
         server = FirstRequest()
-        env = {k: v for k, v in ENV.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
-        env["XDG_STATE_HOME"] = str(tmp / "state")
-        env["XDG_CONFIG_HOME"] = str(tmp / "config")
-        if provider == "openai":
-            env.update(OPENAI_API_KEY="sk-bench", OPENAI_BASE_URL=f"{server.url}/v1")
-            model = "openai/gpt-4.1"
-        else:
-            env.update(ANTHROPIC_API_KEY="sk-ant-bench", ANTHROPIC_BASE_URL=server.url)
-            model = "anthropic/claude-sonnet-4-6"
+        env = _stub_env(tmp)
+        model = _use_stub(env, provider, server.url)
         start = time.monotonic()
         process = subprocess.Popen(
             [AGENT, "-p", "hello", "--model", model],
@@ -325,17 +335,9 @@ def stream_rates(provider: str, runs: int, tokens: int, tmp: Path) -> tuple[Timi
             (plain, [PYTHON, "-c", _PLAIN_CONSUMER], ""),
         ):
             server = StreamServer(body)
-            env = {k: v for k, v in ENV.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
-            env["XDG_STATE_HOME"] = str(tmp / "state")
-            env["XDG_CONFIG_HOME"] = str(tmp / "config")
+            env = _stub_env(tmp)
             if command is None:
-                if provider == "openai":
-                    env.update(OPENAI_API_KEY="sk-bench", OPENAI_BASE_URL=f"{server.url}/v1")
-                    model = "openai/gpt-4.1"
-                else:
-                    env.update(ANTHROPIC_API_KEY="sk-ant-bench", ANTHROPIC_BASE_URL=server.url)
-                    model = "anthropic/claude-sonnet-4-6"
-                run = [AGENT, "-p", "hello", "--model", model]
+                run = [AGENT, "-p", "hello", "--model", _use_stub(env, provider, server.url)]
             else:
                 run = [*command, server.url + url_suffix, provider]
             try:
