@@ -84,6 +84,20 @@ async def _cli_in_thread(env: dict[str, str], *args: str) -> subprocess.Complete
     return await anyio.to_thread.run_sync(lambda: _cli(env, *args))
 
 
+async def _send_and_read_to_the_end(stream: Any, data: bytes) -> bytes:
+    """Send ``data``, then read all the server sends until it hangs up; the stream is closed."""
+    await stream.send(data)
+    received = b""
+    with anyio.fail_after(30):
+        try:
+            while True:
+                received += await stream.receive()
+        except (anyio.EndOfStream, anyio.BrokenResourceError):
+            pass
+    await stream.aclose()
+    return received
+
+
 def _no_worker(server: Any) -> bool:
     return not any("worker started" in line for line in server.events)
 
@@ -99,15 +113,9 @@ async def test_bad_clients_are_refused_before_any_service_and_a_good_one_works_a
     stream = await anyio.connect_tcp(
         address.host, address.port, ssl_context=tls, tls_standard_compatible=False
     )
-    await stream.send(MAGIC + b" wrong-token-0000000000000 {not json\n")
-    answer = b""
-    with anyio.fail_after(30):
-        try:
-            while True:
-                answer += await stream.receive()
-        except (anyio.EndOfStream, anyio.BrokenResourceError):
-            pass
-    await stream.aclose()
+    answer = await _send_and_read_to_the_end(
+        stream, MAGIC + b" wrong-token-0000000000000 {not json\n"
+    )
     assert answer.startswith(b"ERR unauthorized "), answer
     await server.wait_event(lambda e: "unauthorized" in e, "the refusal of a wrong token")
 
@@ -119,15 +127,9 @@ async def test_bad_clients_are_refused_before_any_service_and_a_good_one_works_a
 
     # Plain TCP to the TLS port, with the right token: the TLS handshake fails first.
     plain = await anyio.connect_tcp(address.host, address.port)
-    await plain.send(MAGIC + f" {TOKEN} ".encode() + b'{"new": {}}\n')
-    received = b""
-    with anyio.fail_after(30):
-        try:
-            while True:
-                received += await plain.receive()
-        except (anyio.EndOfStream, anyio.BrokenResourceError):
-            pass
-    await plain.aclose()
+    received = await _send_and_read_to_the_end(
+        plain, MAGIC + f" {TOKEN} ".encode() + b'{"new": {}}\n'
+    )
     assert b"OK" not in received
     await server.wait_event(lambda e: "TLS handshake failed" in e, "the plain TCP refusal")
 
