@@ -334,8 +334,7 @@ async def follow_turn(
     if mode == "json":
         first = {"type": "session", "session": session, "model": model,
                  "cwd": session_line.get("cwd")}  # fmt: skip
-        out.write(json.dumps(first, separators=(",", ":")) + "\n")
-        out.flush()
+        _json_line(out, first)
     before = max((entry["id"] for entry in _listed(conversation.view.value)), default=-1)
     try:
         input_id = await conversation.send({"content": prompt}, BACKGROUND)
@@ -351,17 +350,14 @@ async def follow_turn(
                 if entry["id"] > before and entry["id"] not in turn.entries:
                     turn.entries[entry["id"]] = entry
                     if mode == "json":
-                        line = {"type": "entry.added", "entry": entry}
-                        out.write(json.dumps(line, separators=(",", ":")) + "\n")
-                        out.flush()
+                        _json_line(out, {"type": "entry.added", "entry": entry})
             if input_id >= 0 and _ended_meanwhile(event["view"], input_id, turn):
                 break
             continue
         if event.get("type") == "entry.added" and event["entry"]["id"] in turn.entries:
             continue  # already reported from a rehydrated view
         if mode == "json":
-            out.write(json.dumps(event, separators=(",", ":")) + "\n")
-            out.flush()
+            _json_line(out, event)
         if event.get("type") == "entry.added":
             entry = event["entry"]
             turn.entries[entry["id"]] = entry
@@ -374,6 +370,12 @@ async def follow_turn(
     current = latest() if latest is not None else conversation
     turn.model = _model_ref(current.view.value) or model
     return turn
+
+
+def _json_line(out: TextIO, value: Any) -> None:
+    """Write one compact ``--json`` line and flush it (a reader acts on each as it comes)."""
+    out.write(json.dumps(value, separators=(",", ":")) + "\n")
+    out.flush()
 
 
 def _listed(view: Any) -> list[dict[str, Any]]:
@@ -395,7 +397,7 @@ def _ended_meanwhile(view: Any, input_id: int, turn: TurnOutcome) -> bool:
         isinstance(item, dict) and item.get("id") == input_id for item in view.get("inbox") or []
     ):
         return False
-    listed = [entry for entry in view.get("entries") or [] if isinstance(entry, dict)]
+    listed = _listed(view)
     for entry in listed:
         turn.entries.setdefault(entry["id"], entry)
     answer = next((e for e in reversed(listed) if e.get("kind") == "pi.assistant"), None)
@@ -436,7 +438,7 @@ def report_turn(
             result["error"] = detail
         if blocked:
             result["blocked"] = [_describe(request) for request in blocked]
-        out.write(json.dumps(result, separators=(",", ":")) + "\n")
+        _json_line(out, result)
     elif ok or text:
         out.write(text if text.endswith("\n") else text + "\n")
     out.flush()
