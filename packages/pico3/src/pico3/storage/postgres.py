@@ -20,6 +20,10 @@ Tables (schema version :data:`SCHEMA_VERSION`, see :data:`MIGRATIONS`)
 ``pico3_sticky``
     Sticky document ops per ``(session, conversation_id, seq)``; :meth:`truncate` deletes the
     rows before the last base (the sidecar rewrite of JSONL).
+``pico3_blobs``
+    Session blobs per ``(session, name)`` (:meth:`PostgresStorage.put_blobs`, schema 2): what an
+    application keeps beside the commits, fenced by the lease, not replayed at open
+    (:mod:`pico3.storage.pg_blobs`).
 ``pico3_task_patches``
     A live task's transient patches (running, checkpoints, the abort mark) per
     ``(session, task_id, seq)``; deleted in the transaction that publishes the task's terminal
@@ -71,7 +75,7 @@ import os
 import re
 import socket
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -88,6 +92,7 @@ from pico3.storage.base import (
     StorageFailed,
     StorageInUse,
 )
+from pico3.storage.pg_blobs import BlobStore
 from pico3.storage.records import DocRef, DocWrite, Write, is_base
 
 if TYPE_CHECKING:
@@ -186,6 +191,15 @@ MIGRATIONS: tuple[str, ...] = (
         DELETE FROM pico3_sticky
          WHERE session = p_session AND conversation_id = p_conversation_id AND seq < p_base;
     END $$;
+    """,
+    # 2: session blobs (pico3.storage.pg_blobs), fenced by the lease, never replayed at open
+    """
+    CREATE TABLE pico3_blobs (
+        session text NOT NULL,
+        name text COLLATE "C" NOT NULL,
+        data bytea NOT NULL,
+        PRIMARY KEY (session, name)
+    );
     """,
 )
 """Schema migrations: ``MIGRATIONS[n - 1]`` takes the database from version ``n - 1`` to
@@ -320,6 +334,7 @@ class PostgresStorage(TableStorage):
         self._lock: anyio.Lock | None = None
         self._sticky_base: dict[int, int] = {}  # conversation id -> seq of its last base
         self._renewer: _Renewer | None = None
+        self._blobs: BlobStore | None = None  # session blobs, on a connection of their own
 
     def __repr__(self) -> str:
         return f"<PostgresStorage session={self._session!r} seq={self.seq}>"
@@ -590,6 +605,9 @@ class PostgresStorage(TableStorage):
         if renewer is not None:
             renewer.stop()
         with anyio.CancelScope(shield=True):
+            blobs, self._blobs = self._blobs, None
+            if blobs is not None:
+                await blobs.close()
             lock = self._lock
             assert lock is not None
             async with lock:
@@ -761,6 +779,46 @@ class PostgresStorage(TableStorage):
                 self._tables.truncate_sticky(cid)
         finally:
             lock.release()
+
+    # session blobs (pico3.storage.pg_blobs) -----------------------------------------------
+
+    def _blob_store(self) -> BlobStore:
+        self._check_open()
+        if self._blobs is None:
+            self._blobs = BlobStore(
+                self._conninfo,
+                self._session,
+                fsync=self._fsync,
+                connect_timeout=self._connect_timeout,
+            )
+        return self._blobs
+
+    async def put_blobs(self, blobs: Mapping[str, bytes], ctx: Context) -> None:
+        """Store ``blobs`` (name -> bytes, each at most :data:`~pico3.storage.pg_blobs.BLOB_LIMIT`
+        bytes) atomically, replacing blobs of the same names, while this opening holds the
+        lease: a worker whose lease was taken stores nothing and gets :class:`LeaseLost` (the
+        storage is then fail-stop). Durable under the storage's ``fsync`` like a commit."""
+        self._check_writable()
+        store = self._blob_store()
+        with anyio.CancelScope(shield=True):  # never abandoned half-way, like a commit
+            try:
+                await store.put(blobs, self._epoch)
+            except LeaseLost as exc:
+                self._failed = exc
+                raise
+            except ValueError:
+                raise
+            except Exception as exc:
+                raise StorageError(f"{self!r}: storing blobs failed: {exc}") from exc
+
+    async def get_blob(self, name: str, ctx: Context) -> bytes | None:
+        """The session blob ``name`` (``None``: never stored)."""
+        return await self._blob_store().get(name)
+
+    async def blobs(self, prefix: str, ctx: Context, *, data: bool = True) -> dict[str, bytes]:
+        """The session blobs whose names start with ``prefix``, in name order (byte order);
+        ``data=False`` reads the names only (every value empty)."""
+        return await self._blob_store().under(prefix, data=data)
 
 
 class _Refused(Exception):

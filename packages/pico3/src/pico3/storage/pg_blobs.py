@@ -1,0 +1,157 @@
+"""Session blobs on PostgreSQL: named byte strings a session keeps beside its commits, fenced
+by the session's lease (table ``pico3_blobs``, schema migration 2 of
+:mod:`pico3.storage.postgres`).
+
+An application keeps here what is not part of the transcript but must follow the session to
+whichever worker serves it next, on whichever machine: the coding agent's file history (the
+pre-images ``/rewind`` restores), its background jobs' process records, its launch settings.
+They are not replayed at open (a pre-image is not loaded into memory until someone reads it),
+and they are not part of a commit's batch: a blob is stored by :meth:`PostgresStorage.put_blobs
+<pico3.storage.postgres.PostgresStorage.put_blobs>` in a transaction of its own, on a
+connection of its own (a large blob never holds up a commit), which checks the lease's epoch
+(``SELECT … FOR SHARE`` on the session row, just before its COMMIT, so a takeover waits for it
+or it sees the new epoch): a writer whose lease was taken stores nothing and gets
+:class:`~pico3.storage.base.LeaseLost`, exactly like its next commit would.
+
+Names are 1-400 printable ASCII characters (an application's own ``/``-separated path, say);
+one blob holds at most :data:`BLOB_LIMIT` bytes (a larger one is refused with ``ValueError``
+before anything is sent: the caller decides what to do without it). ``put_blobs`` stores every
+blob of its mapping atomically (one transaction), replacing a blob of the same name.
+
+:func:`read_blob` reads one blob without opening the session (no lease taken): for a process
+that must know a blob before it opens the session (the coding agent's worker reads its launch
+settings before it starts).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from pico3.storage.base import LeaseLost
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+__all__ = ["BLOB_LIMIT", "BlobStore", "check_blobs", "read_blob"]
+
+BLOB_LIMIT = 16 * 1024 * 1024
+"""The most bytes one session blob holds."""
+
+_NAME = re.compile(r"^[\x21-\x7e]{1,400}$")
+_FENCE = "SELECT epoch FROM pico3_sessions WHERE session = %s FOR SHARE"
+
+
+def check_blobs(blobs: Mapping[str, bytes]) -> None:
+    """Refuse (``ValueError`` naming it) a bad name or a blob over :data:`BLOB_LIMIT`."""
+    for name, data in blobs.items():
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ValueError(f"a blob name is 1-400 printable ASCII characters, not {name!r}")
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise ValueError(f"blob {name!r} must be bytes, not {type(data).__name__}")
+        if len(data) > BLOB_LIMIT:
+            raise ValueError(
+                f"blob {name!r} has {len(data)} bytes, over the limit of {BLOB_LIMIT} "
+                "(pico3.storage.pg_blobs.BLOB_LIMIT); it was not stored"
+            )
+
+
+class BlobStore:
+    """The blobs of one session, over a connection of their own (opened on first use)."""
+
+    def __init__(self, conninfo: str, session: str, *, fsync: bool, connect_timeout: float) -> None:
+        self._conninfo = conninfo
+        self._session = session
+        self._fsync = fsync
+        self._connect_timeout = connect_timeout
+        self._conn: AsyncConnection[Any] | None = None
+        self._lock = anyio.Lock()
+
+    async def _connection(self) -> AsyncConnection[Any]:
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
+            import psycopg
+
+            conn = await psycopg.AsyncConnection.connect(
+                self._conninfo, autocommit=True, connect_timeout=max(1, int(self._connect_timeout))
+            )
+            if not self._fsync:
+                await conn.execute("SET synchronous_commit = off")
+            self._conn = conn
+        return conn
+
+    async def put(self, blobs: Mapping[str, bytes], epoch: int) -> None:
+        """Store ``blobs`` in one transaction if the session's epoch is still ``epoch``."""
+        check_blobs(blobs)
+        if not blobs:
+            return
+        rows = [(self._session, name, bytes(data)) for name, data in blobs.items()]
+        async with self._lock:
+            conn = await self._connection()
+            async with conn.transaction(), conn.cursor() as cursor:
+                await cursor.executemany(
+                    "INSERT INTO pico3_blobs (session, name, data) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (session, name) DO UPDATE SET data = excluded.data",
+                    rows,
+                )
+                await cursor.execute(_FENCE, (self._session,))
+                row = await cursor.fetchone()
+                if row is None or int(row[0]) != epoch:
+                    found = None if row is None else row[0]
+                    raise LeaseLost(
+                        f"session {self._session!r}: storing blobs refused, another worker "
+                        f"took the lease (epoch is now {found}, this worker held {epoch}); "
+                        "nothing was stored, this worker must stop"
+                    )
+
+    async def get(self, name: str) -> bytes | None:
+        """The blob ``name``, or ``None``."""
+        async with self._lock:
+            conn = await self._connection()
+            cursor = await conn.execute(
+                "SELECT data FROM pico3_blobs WHERE session = %s AND name = %s",
+                (self._session, name),
+            )
+            row = await cursor.fetchone()
+        return None if row is None else bytes(row[0])
+
+    async def under(self, prefix: str, *, data: bool) -> dict[str, bytes]:
+        """Every blob whose name starts with ``prefix``, by name in name order (with
+        ``data=False`` the values are empty: names only)."""
+        column = "data" if data else "''::bytea"
+        async with self._lock:
+            conn = await self._connection()
+            cursor = await conn.execute(
+                f"SELECT name, {column} FROM pico3_blobs "
+                'WHERE session = %s AND starts_with(name, %s) ORDER BY name COLLATE "C"',
+                (self._session, prefix),
+            )
+            rows = await cursor.fetchall()
+        return {str(name): bytes(value) for name, value in rows}
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.close()
+
+
+async def read_blob(conninfo: str, session: str, name: str, *, connect_timeout: float = 10.0
+                    ) -> bytes | None:  # fmt: skip
+    """Blob ``name`` of ``session``, read without opening the session (no lease); ``None``
+    when it, or the blob table (a database no pico3 of schema 2 opened yet), is missing."""
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(
+        conninfo, autocommit=True, connect_timeout=max(1, int(connect_timeout))
+    ) as conn:
+        try:
+            cursor = await conn.execute(
+                "SELECT data FROM pico3_blobs WHERE session = %s AND name = %s", (session, name)
+            )
+        except psycopg.errors.UndefinedTable:
+            return None
+        row = await cursor.fetchone()
+    return None if row is None else bytes(row[0])
