@@ -9,7 +9,7 @@ import pytest
 from msgspec import UNSET
 
 from chord.context import BACKGROUND, Context
-from pico3.harness import Harness
+from pico3.harness import Harness, HarnessOptions
 from pico3.kernel import Envelope, Transaction
 from pico3.storage import Task
 from pico3.tasks import (
@@ -212,6 +212,37 @@ async def test_after_must_name_existing_tasks(harness: Harness) -> None:
     c = await harness.root(ctx)
     with pytest.raises(ValueError, match="after target 999"):
         await c.commit(lambda tx, _c: tx.create_task(kind, None, after=[999]), ctx)
+
+
+async def test_after_may_name_a_task_that_ended_before_a_reopen(
+    storage_factory: Any, options: HarnessOptions
+) -> None:
+    """A reopened session reads only its live tasks as records; the ended ones still count as
+    existing ``after`` targets, and an id that never was a task still does not."""
+    kind = define_task(
+        "test.quick", initial=lambda t, r, c: _done_now(), phases={}, abort=never_abort
+    )
+    first = await Harness.open(storage_factory(), options, ctx)
+    async with first:
+        first.register_task_kind(kind)
+        await first.resume(ctx)
+        ended = await create(first, kind)
+        await first.wait_for_task(ended, ctx)
+    reopened = await Harness.open(storage_factory(), options, ctx)
+    async with reopened:
+        reopened.register_task_kind(kind)
+        await reopened.resume(ctx)
+        later = await create(reopened, kind, after=[ended])
+        record = await reopened.wait_for_task(later, ctx)
+        assert record.outcome == {"status": "completed", "result": None}
+        assert record.after == [ended]
+        c = await reopened.root(ctx)
+        with pytest.raises(ValueError, match=f"after target {ended + 1000}"):
+            await c.commit(lambda tx, _c: tx.create_task(kind, None, after=[ended + 1000]), ctx)
+
+
+async def _done_now() -> Done:
+    return done(None)
 
 
 async def _never() -> Any:

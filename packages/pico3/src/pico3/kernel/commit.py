@@ -48,7 +48,7 @@ from pico3.kernel.tx import Authority, Batch, Invoker, KindLookup, Transaction
 from pico3.kernel.tx.tasks import TaskOps
 from pico3.kernel.view import Delivery, ViewRegistry
 from pico3.storage._tables import PRECHECKED
-from pico3.storage.base import InvalidBatch, Storage, sync_commit
+from pico3.storage.base import InvalidBatch, Storage, sync_commit, task_ids
 from pico3.storage.records import (
     UNSET,
     Conversation,
@@ -70,6 +70,7 @@ BusyProbe = Callable[[TaskOps, int], bool]
 
 _log = logging.getLogger("pico3.kernel")
 _PAGE = 256
+_LIVE = frozenset({"pending", "running"})
 _NO_DELIVERIES: list[Delivery] = []
 COMPACT_STICKY_AFTER = 24
 """A conversation's sticky op log is compacted at the commit that ends a turn once it holds at
@@ -124,10 +125,16 @@ class Kernel:
         try:
             for record in await storage.conversations(ctx):
                 kernel.conversations[record.id] = record
-            for task in await storage.scan_tasks(TaskScan(), ctx):
+            ids = task_ids(storage)
+            # only the live tasks are read as records; a long session's many terminal ones are
+            # known by id alone (``after`` targets), unless the backend cannot list ids
+            scan = TaskScan() if ids is None else TaskScan(status=_LIVE)
+            for task in await storage.scan_tasks(scan, ctx):
                 kernel.known_task_ids.add(task.id)
                 if task.status != "terminal":
                     kernel.task_index[task.id] = task
+            if ids is not None:
+                kernel.known_task_ids.update(ids)
             for record in kernel.conversations.values():
                 owner = record.owner
                 if owner is not UNSET and owner not in kernel.task_index:

@@ -618,6 +618,10 @@ class TableStorage:
         ]
         return clone(out, list[Task])
 
+    def task_ids(self) -> list[int]:
+        """Every stored task's id, in creation order (no record is copied)."""
+        return list(self._check_open().tasks)
+
     async def input(self, id: int, ctx: Context) -> Input | None:
         found = self._check_open().inputs.get(id)
         return None if found is None else clone(found)

@@ -22,6 +22,10 @@ kernel uses it when present (:func:`sync_commit`) to skip a cancel scope and a c
 commit; both built-in backends have it. A subclass that overrides ``commit`` alone (to inject a
 failure, say) is never bypassed: the synchronous form counts only when one class defines both.
 
+A backend may also offer ``task_ids() -> list[int]``: the id of every stored task, read
+without copying a record. The kernel's open uses it when present (:func:`task_ids`) to read
+only the live tasks as records; all built-in backends have it.
+
 Documents are returned as a :data:`~pico3.storage.records.DocLog` (op batches from the last base)
 rather than as folded values: folding is :mod:`chord.delta`'s job (one delta engine, docs/design/decisions.md#d2), and the
 log is what the kernel needs to keep commit-granular history anyway.
@@ -70,6 +74,7 @@ __all__ = [
     "StorageInUse",
     "SyncCommit",
     "sync_commit",
+    "task_ids",
 ]
 
 
@@ -213,3 +218,10 @@ def sync_commit(storage: object) -> Callable[[Sequence[Write]], int | None] | No
     commit = next((cls for cls in mro if "commit" in vars(cls)), None)
     nowait = next((cls for cls in mro if "commit_nowait" in vars(cls)), None)
     return storage.commit_nowait if commit is nowait else None
+
+
+def task_ids(storage: object) -> list[int] | None:
+    """``storage.task_ids()`` (every stored task's id) when the backend offers it, else
+    ``None`` (see the module doc)."""
+    method = getattr(storage, "task_ids", None)
+    return None if method is None else method()
