@@ -26,7 +26,7 @@ async def rebuilt(h: Harness, cid: int) -> dict[str, Any]:
 
     async def capture() -> dict[str, Any]:
         view = await views._build(cid, BACKGROUND)  # pyright: ignore[reportPrivateUsage]
-        return view.snapshot()
+        return await view.snapshot(h.kernel.storage, BACKGROUND)
 
     return await h.kernel.on_line(capture, BACKGROUND)
 

@@ -19,7 +19,8 @@ What never appears: raw namespace slices (only a namespace's ``view`` projection
 its merged slice changes), slot memos, task records, documents, storage seqs, section seeds.
 
 Watches (docs/design/view.md#watch): :meth:`ViewRegistry.watch` captures a snapshot of its own
-(the view keeps entries as JSON bytes and decodes them for each snapshot) and subscribes in one
+(the view keeps only its entries' ids; a snapshot reads the entries from storage, which hands
+out fresh clones, so no two holders share an entry object) and subscribes in one
 line operation, so the first envelope is ``revision + 1``. Envelopes that arrive before
 :meth:`Watch.start` are buffered (256; overflow closes the watch). A listener that raises closes
 only its own watch and is reported; it never fails the writer. ``stop`` is idempotent.
@@ -49,6 +50,7 @@ from pico3.kernel.errors import Closed, UnknownConversation
 from pico3.kernel.namespaces import Namespace, SliceDoc, merged_slice
 from pico3.kernel.proxy import Membrane, Op, Recorder, TrackedDict, TrackedList
 from pico3.kernel.tx.authority import VIEW_HIDDEN_KINDS
+from pico3.storage.base import Storage
 from pico3.storage.records import DocRef, Entry, Task
 
 if TYPE_CHECKING:
@@ -144,15 +146,13 @@ class _ConversationView:
 
     def __init__(self, conversation_id: int, value: dict[str, Any], entries: list[Entry]) -> None:
         self.conversation_id = conversation_id
-        self.value = value  # its ``entries`` stays empty: the entries live in ``encoded``
-        # every entry's view shape as JSON bytes (immutable, a fraction of the decoded size),
-        # decoded afresh for each snapshot; their ids, for a head's drop
-        shapes = [entry_json(entry) for entry in entries]
-        self.encoded: list[bytes] = [_ENCODE(shape) for shape in shapes]
+        self.value = value  # its ``entries`` stays empty: the entries stay in storage
+        # the ids of the entries the view shows, oldest first (for a head's drop, and for a
+        # snapshot to read them from storage: the view keeps no copy of its own)
         self.ids: list[int] = [entry.id for entry in entries]
         # ``entries`` is the build's own decode (storage hands out clones) that nothing else
-        # holds: the first snapshot takes these shapes instead of decoding the bytes again
-        self.fresh: list[dict[str, Any]] | None = shapes
+        # holds: the first snapshot takes their shapes instead of reading storage again
+        self.fresh: list[dict[str, Any]] | None = [entry_json(entry) for entry in entries]
         self.recorder = Recorder(Membrane())
         self.root = self.recorder.root(value)
         self.revision = 0
@@ -163,12 +163,13 @@ class _ConversationView:
         # turns record and slot into the status, so it runs again only when one of them changed
         self.statuses: dict[int, tuple[Task, Any, Any]] = {}
 
-    def snapshot(self) -> dict[str, Any]:
+    async def snapshot(self, storage: Storage, ctx: Context) -> dict[str, Any]:
         """A copy of the view that shares nothing with it or with another snapshot: every
-        section deep-copied, the entries decoded from their bytes."""
+        section deep-copied, the entries storage's own fresh clones of them (by id)."""
         entries, self.fresh = self.fresh, None
         if entries is None:
-            entries = _DECODE(b"[%s]" % b",".join(self.encoded))  # one decode of them all
+            found = await storage.entries(self.ids, ctx)
+            entries = [entry_json(found[entry_id]) for entry_id in self.ids]
         return {
             key: entries if key == "entries" else copy_json(section)
             for key, section in self.value.items()
@@ -206,7 +207,8 @@ class ViewRegistry:
             if view is None:
                 view = await self._build(conversation_id, ctx)
                 self._views[conversation_id] = view
-            watch = Watch(conversation_id, view.snapshot(), view.revision, self)
+            snapshot = await view.snapshot(self._kernel.storage, ctx)
+            watch = Watch(conversation_id, snapshot, view.revision, self)
             view.watches.append(watch)
             return watch
 
@@ -236,7 +238,7 @@ class ViewRegistry:
         transcript = await self._kernel.transcript(conversation_id, None, ctx)
         value: dict[str, Any] = {
             "conversation": conversation_json(record),
-            "entries": [],  # kept encoded by the view (see _ConversationView)
+            "entries": [],  # kept in storage, by id (see _ConversationView)
             "config": {},
             "inbox": [],
             "tasks": {},
@@ -329,15 +331,12 @@ class ViewRegistry:
                 drop += 1
             if drop:
                 del ids[:drop]
-                del view.encoded[:drop]
                 ops.append(("p", ("entries",), 0, drop, []))
-        # the entry was validated on its way in: the view keeps its bytes, the op carries a
-        # decode of them (shared with this envelope's entry events)
-        encoded = _ENCODE(entry_json(entry))
-        shape = _DECODE(encoded)
+        # the entry was validated on its way in and storage keeps it: the op carries a copy
+        # of its shape (shared with this envelope's entry events), the view only its id
+        shape = _DECODE(_ENCODE(entry_json(entry)))
         ops.append(("p", ("entries",), len(ids), 0, [shape]))
         ids.append(entry.id)
-        view.encoded.append(encoded)
         return shape
 
     def _refresh(
