@@ -17,6 +17,7 @@ PUBLIC: dict[str, frozenset[str]] = {
         {
             "ArgumentSchema",
             "BeforeToolApi",
+            "BLOB_LIMIT",
             "BeforeToolOutcome",
             "Clock",
             "Closed",
@@ -123,6 +124,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "harness_session_facet",
             "job_input",
             "memo_once",
+            "read_blob",
             "reload",
             "stored_writes",
             "walk_files",

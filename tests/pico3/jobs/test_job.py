@@ -69,6 +69,8 @@ class RecordingHost(LocalProcessHost):
             raise OSError("the host lost its state directory")
         if self.fail == "forgetful":
             return ProcessStatus.unknown()
+        if self.fail == "lost":  # started where this host cannot reach (another machine)
+            return ProcessStatus(state="lost", detail=f"{key} ran on a machine that is gone")
         return await super().status(key, ctx)
 
     async def kill(self, key: str, signal: KillSignal, ctx: Any) -> None:
@@ -227,6 +229,26 @@ async def test_a_key_the_host_does_not_know_fails_interrupted_unless_rerun(
             assert outcome["status"] == "failed"
             assert outcome["failure"]["reason"] == "interrupted"
             assert (await second.status(f"{task_id}:1", ctx)).state == "unknown"
+
+
+async def test_a_lost_key_fails_interrupted_and_is_never_started_again_even_with_rerun(
+    open_session: Any,
+    storage_factory: Any,
+    clock: ManualClock,
+    reports: list[BaseException],
+    tmp_path: Path,
+) -> None:
+    log: list[Any] = []
+    with RecordingHost(tmp_path / "p", log, fail="lost") as host:
+        async with open_session(storage_factory, clock, reports, host) as handle:
+            task_id = await create_job(handle, "pass", tmp_path, rerun=True, notify=True)
+            outcome = await finished(handle, task_id)
+            seen = await notices(handle)
+    assert outcome["failure"]["reason"] == "interrupted"
+    assert "ran on a machine that is gone; it is not started again" in outcome["failure"]["detail"]
+    key = f"{task_id}:1"
+    assert [e for e in log if e[0] == "start"] == [("start", key)]  # the first start only
+    assert [n["failure"] for n in seen] == ["interrupted"]
 
 
 async def test_a_host_that_forgets_a_restarted_key_again_fails_interrupted(

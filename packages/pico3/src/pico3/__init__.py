@@ -101,6 +101,7 @@ from pico3.owned import OwnedConversation, OwnedSpec, create_owned
 from pico3.process_host import LocalProcessHost, ProcessHost, ProcessSpec, ProcessStatus
 from pico3.registration_swap import reload
 from pico3.storage import (
+    BLOB_LIMIT,
     CorruptStorage,
     JsonlStorage,
     LeaseLost,
@@ -110,6 +111,7 @@ from pico3.storage import (
     StorageError,
     StorageInUse,
     Task,
+    read_blob,
 )
 from pico3.tasks import (
     RETRY,
@@ -152,6 +154,7 @@ if _typing.TYPE_CHECKING:
     from pico3.storage._lines import stored_writes
 
 __all__ = [
+    "BLOB_LIMIT",
     "GENERATION_KIND",
     "HARNESS_FACET_ID",
     "JOB_KIND",
@@ -260,6 +263,7 @@ __all__ = [
     "harness_session_facet",
     "job_input",
     "memo_once",
+    "read_blob",
     "reload",
     "stored_writes",
     "walk_files",

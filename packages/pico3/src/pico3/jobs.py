@@ -17,7 +17,9 @@ spawns anything itself: it asks the :class:`~pico3.process_host.ProcessHost` fou
 * Both are *in-flight* phases, entered by the scheduler only after a reopen. A reopened
   session therefore re-finds a running process by its key and completes with its exit code,
   provided the host outlived the old harness (a host that forgot the key answers ``unknown``,
-  and then the job starts the key again when ``rerun`` is set, else fails ``interrupted``).
+  and then the job starts the key again when ``rerun`` is set, else fails ``interrupted``; a
+  host that knows the key started where it can no longer reach answers ``lost``, and the job
+  fails ``interrupted`` without starting it again, ``rerun`` or not).
 * A recurring job (``every``) writes each occurrence's notice, resets its slot and sleeps in
   ``waiting`` until ``exit time + every``; after downtime it runs once, never a backlog.
 * Abort: before a key exists it ends ``{killed: false}`` without touching the host; otherwise
@@ -273,6 +275,9 @@ async def _poll(
         except Exception as exc:
             _reraise_if_cancelled(exc, ctx)
             return _fail(rt, job, "interrupted", f"status failed: {exc}")
+        if status.state == "lost":  # started out of reach (another machine): never again
+            detail = status.detail or f"the process host lost {key!r}"
+            return _fail(rt, job, "interrupted", f"{detail}; it is not started again")
         if status.state == "unknown":
             if not job.get("rerun"):
                 return _fail(rt, job, "interrupted", f"the process host does not know {key!r}")

@@ -11,7 +11,10 @@ keyed by a string the job persisted *before* the effect (docs/design/turn.md#job
     outcome returns normally and is resolved by ``status``.
 ``status(key, ctx)``
     A :class:`ProcessStatus`: ``running`` or ``exited`` with the captured output, or
-    ``unknown`` when the host has no usable record of the key.
+    ``unknown`` when the host has no usable record of the key, or ``lost`` when it knows the
+    key was started but can no longer observe or reach the process (it ran on a machine that
+    is gone): ``pi.job`` then fails the job ``interrupted`` and never starts the key again,
+    whatever ``rerun`` says.
 ``kill(key, signal, ctx)``
     ``"SIGTERM"`` or ``"SIGKILL"`` to the process tree; idempotent for exited and unknown keys.
 
@@ -112,16 +115,18 @@ class ProcessStatus:
     """What a host knows about a key.
 
     ``state`` is ``"running"``, ``"exited"`` (then ``exit_code`` is set; negative means killed
-    by that signal) or ``"unknown"``. ``stdout``/``stderr`` hold the captured tail of each
-    stream and ``dropped_stdout``/``dropped_stderr`` the number of bytes left out before it.
+    by that signal), ``"unknown"`` or ``"lost"`` (started, but out of reach: ``detail`` says
+    where). ``stdout``/``stderr`` hold the captured tail of each stream and
+    ``dropped_stdout``/``dropped_stderr`` the number of bytes left out before it.
     """
 
-    state: Literal["running", "exited", "unknown"]
+    state: Literal["running", "exited", "unknown", "lost"]
     exit_code: int | None = None
     stdout: str = ""
     stderr: str = ""
     dropped_stdout: int = 0
     dropped_stderr: int = 0
+    detail: str = ""
 
     @classmethod
     def unknown(cls) -> ProcessStatus:

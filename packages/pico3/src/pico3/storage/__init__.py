@@ -22,6 +22,7 @@ from pico3.storage.base import (
 )
 from pico3.storage.jsonl import JsonlStorage
 from pico3.storage.memory import MemoryStorage
+from pico3.storage.pg_blobs import BLOB_LIMIT, read_blob
 from pico3.storage.postgres import PostgresStorage
 from pico3.storage.records import (
     UNSET,
@@ -48,6 +49,7 @@ from pico3.storage.records import (
 )
 
 __all__ = [
+    "BLOB_LIMIT",
     "UNSET",
     "Conversation",
     "ConversationWrite",
@@ -81,4 +83,5 @@ __all__ = [
     "TaskWrite",
     "Write",
     "is_base",
+    "read_blob",
 ]
