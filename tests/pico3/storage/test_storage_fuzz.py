@@ -103,6 +103,10 @@ async def build(directory: Path, dump: Any) -> list[Any]:
         await storage.commit(batch, ctx)
         if index == 5:
             await storage.truncate(DocRef.sticky(1), ctx)  # sticky-1 now starts at a base
+        if index == 7:  # reopened: the last batch's task patch goes to task-6.jsonl, since this
+            await storage.close(ctx)  # opening has not written sticky-1 (earlier ones went there)
+            storage = JsonlStorage(directory, fsync=False)
+            await storage.open(ctx)
         states.append(await dump(storage))
     await storage.close(ctx)
     return states

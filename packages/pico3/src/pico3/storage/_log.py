@@ -91,15 +91,17 @@ class MainLog:
     The file must already end at a line boundary (open has cut any torn tail). ``durable=False``
     gives ``"append"`` mode; ``durable=True`` gives ``"direct"`` where ``O_DIRECT`` works and
     :attr:`use_direct` is true, ``"prealloc"`` otherwise. Not thread-safe: the caller serialises
-    appends (JsonlStorage holds its writer lock).
+    appends (JsonlStorage holds its writer lock). ``min_chunk`` is the smallest preallocation
+    step (JsonlStorage's sidecars, which stay small, take a smaller one than :data:`MIN_CHUNK`).
     """
 
     use_direct: ClassVar[bool] = True
     """Try ``O_DIRECT`` for durable logs; tests and benchmarks set it false to force
     ``"prealloc"``."""
 
-    def __init__(self, path: str, *, durable: bool) -> None:
+    def __init__(self, path: str, *, durable: bool, min_chunk: int = MIN_CHUNK) -> None:
         self._path = path
+        self._min_chunk = min_chunk
         self._direct_fd = -1
         self._buffer: mmap.mmap | None = None
         self._closed = False
@@ -208,7 +210,7 @@ class MainLog:
         On a full disk (or a file size limit) the step is dropped and only what ``needed``
         takes is written: the log then fails exactly when a plain append would, not a step
         earlier."""
-        step = max(MIN_CHUNK, min(self._end // 4, MAX_CHUNK) // BLOCK * BLOCK)
+        step = max(self._min_chunk, min(self._end // 4, MAX_CHUNK) // BLOCK * BLOCK)
         target = _align_up(max(needed, self._allocated + step))
         try:
             self._write_zeros(target)
@@ -271,6 +273,11 @@ class MainLog:
                 os.fsync(self._fd)
         finally:
             self._release()
+
+    def abandon(self) -> None:
+        """Close without cutting the preallocated zeros: for a file about to be unlinked (open
+        cuts a zero tail anyway). Idempotent."""
+        self._release()
 
     def _release(self) -> None:
         self._closed = True

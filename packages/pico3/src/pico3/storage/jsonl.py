@@ -77,7 +77,9 @@ import queue
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 import anyio
@@ -110,11 +112,16 @@ try:
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None
 
-__all__ = ["MAIN_FILE", "THREAD_ABOVE", "JsonlStorage"]
+__all__ = ["MAIN_FILE", "OPEN_SIDECARS", "SIDECAR_CHUNK", "THREAD_ABOVE", "JsonlStorage"]
 
 MAIN_FILE = "main.jsonl"
 _STICKY = re.compile(r"sticky-([1-9][0-9]*)\.jsonl")
 _TASK = re.compile(r"task-([1-9][0-9]*)\.jsonl")
+SIDECAR_CHUNK = 16 * 1024
+"""Smallest preallocation step of a sidecar's log (a subagent's sticky file holds a few KB)."""
+OPEN_SIDECARS = 32
+"""Sidecar logs kept open at once; the least recently written one beyond is closed (its zero tail
+cut), and opened again when written again."""
 THREAD_ABOVE = 0.002
 """Default average fsync seconds per commit above which the fsyncs move to a worker thread."""
 _COST_WEIGHT = 0.1
@@ -253,7 +260,9 @@ class JsonlStorage(TableStorage):
         self._main_fd = -1  # keeps main.jsonl open; the log writes through its own descriptors
         self._lock_fd = -1  # the directory, flocked while open
         self._log: MainLog | None = None
-        self._fds: dict[str, int] = {}
+        self._sidecars: OrderedDict[str, MainLog] = OrderedDict()  # open logs, least recent first
+        self._written: set[str] = set()  # sidecar files this opening has written
+        self._task_files: set[str] = set()  # task sidecars that may exist (unlinked on retiring)
         self._retirer: _Retirer | None = None  # unlinks retired task sidecars, off the loop
         self._failed: BaseException | None = None
         self._lock: anyio.Lock | None = None
@@ -324,10 +333,14 @@ class JsonlStorage(TableStorage):
                 retirer.drain()  # every retired sidecar is gone while the flock is still held
             if log is not None:
                 log.close()  # cuts the preallocated tail while the flock is still held
+            while self._sidecars:
+                self._sidecars.popitem(last=False)[1].close()  # and each sidecar's
         finally:
-            for fd in self._fds.values():
-                os.close(fd)
-            self._fds.clear()
+            for sidecar in self._sidecars.values():
+                sidecar.abandon()  # a close above failed: open cuts the tails it left
+            self._sidecars.clear()
+            self._written.clear()
+            self._task_files.clear()
             if self._main_fd >= 0:
                 os.close(self._main_fd)
                 self._main_fd = -1
@@ -384,6 +397,7 @@ class JsonlStorage(TableStorage):
                 if not fates.live(id):
                     stale.append(name)  # never read: a retired sidecar cannot resurrect state
                     continue
+                self._task_files.add(name)
             elif _STICKY.fullmatch(name) is None:
                 continue
             path = self._file(name)
@@ -568,19 +582,11 @@ class JsonlStorage(TableStorage):
         copies, _ = normalize_batch(writes, prechecked)
         staged = tables.stage(copies, seq)
         max_id = self._high_water_after(staged)
-        main, sidecars = self._route(staged)
+        main, sidecars = self._route(staged, self._written)
         if not main and sidecars:
             sidecars = _one_conversation(staged, sidecars)
             if len(sidecars) == 1:  # the sidecar line is the publication point: no main line
                 ((name, items),) = sidecars.items()
-                if name.startswith("task-"):
-                    # a lone transient patch (a task going ``running``): into its conversation's
-                    # sticky sidecar when this session already writes that file, rather than
-                    # creating task-<id>.jsonl (a file create, its fsync and a folder fsync)
-                    patch = items[0].patch  # type: ignore[union-attr]
-                    sticky = f"sticky-{staged.tasks[patch.id].conversation_id}.jsonl"
-                    if sticky in self._fds:
-                        name = sticky
                 return _Commit(staged, seq, max_id), [
                     (name, encode_line(seq, max_id, items, own=True))
                 ]
@@ -591,10 +597,15 @@ class JsonlStorage(TableStorage):
         return _Commit(staged, seq, max_id), plan
 
     @staticmethod
-    def _route(staged: Staged) -> tuple[list[Write], dict[str, list[Write]]]:
+    def _route(
+        staged: Staged, joinable: AbstractSet[str] = frozenset()
+    ) -> tuple[list[Write], dict[str, list[Write]]]:
         """Split a batch: sticky ops and transient task patches go to sidecars.
 
-        A task's patches stay together: if the task is terminal once the batch lands, or any of
+        A task's transient patches go to its conversation's sticky sidecar when that file is
+        in ``joinable`` (JSONL: the sticky files this opening has written), rather than to ``task-<id>.jsonl`` (a file create, its
+        fsync and a folder fsync per task; a parent's batch of tool calls starts them all in one
+        commit). A task's patches stay together: if the task is terminal once the batch lands, or any of
         its patches in the batch must outlive it (outcome, ``owns``), all of them go to main, so
         replay applies them in their original order and a retired sidecar loses nothing.
         """
@@ -616,7 +627,11 @@ class JsonlStorage(TableStorage):
             if isinstance(write, DocWrite) and write.ref.doc == "sticky":
                 sidecars.setdefault(f"sticky-{write.ref.conversation_id}.jsonl", []).append(write)
             elif isinstance(write, TaskPatchWrite) and write.patch.id not in durable:
-                sidecars.setdefault(f"task-{write.patch.id}.jsonl", []).append(write)
+                id = write.patch.id
+                name = f"sticky-{staged.tasks[id].conversation_id}.jsonl"
+                if name not in joinable:
+                    name = f"task-{id}.jsonl"
+                sidecars.setdefault(name, []).append(write)
             else:
                 main.append(write)
         return main, sidecars
@@ -637,42 +652,57 @@ class JsonlStorage(TableStorage):
                 log.append(data)  # durable on return (see pico3.storage._log)
                 synced += time.perf_counter() - started
                 continue
-            fd = self._fds.get(name, -1)
-            if fd < 0:
-                fd, new = self._open_sidecar(name)
+            sidecar = self._sidecars.get(name)
+            if sidecar is None:
+                sidecar, new = self._open_sidecar(name)
                 created = created or new
-            _write_all(fd, data)
-            if self._fsync:
-                started = time.perf_counter()
-                os.fsync(fd)
-                synced += time.perf_counter() - started
+            else:
+                self._sidecars.move_to_end(name)
+            started = time.perf_counter()
+            sidecar.append(data)  # durable on return with fsync (see pico3.storage._log)
+            synced += time.perf_counter() - started
         if created and self._fsync and plan[-1][0] != MAIN_FILE:
             started = time.perf_counter()
             fsync_dir(self._dir)  # a sidecar-published commit in a new file: its name is durable
             synced += time.perf_counter() - started
-        if self._fsync:
+        if self._fsync:  # (without fsync ``synced`` is a sidecar's plain write: not counted)
             self._sync_cost += (synced - self._sync_cost) * _COST_WEIGHT
             self._offload = self._sync_cost > self._thread_above or self._thread_above <= 0
 
-    def _open_sidecar(self, name: str) -> tuple[int, bool]:
+    def _open_sidecar(self, name: str) -> tuple[MainLog, bool]:
+        """The sidecar's log, the file created if new (then True: its name needs a folder
+        fsync before it is relied on). With fsync the log preallocates the file with written
+        zeros (a step of at least :data:`SIDECAR_CHUNK`), so each record is one synchronous block
+        write instead of an append and an ``fsync`` that must also commit the file's new size
+        (:mod:`pico3.storage._log`); beyond :data:`OPEN_SIDECARS` open logs, the least recently
+        written is closed (its zero tail cut)."""
         path = self._file(name)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, _PRIVATE_FILE)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _PRIVATE_FILE))
             created = True
         except FileExistsError:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
             created = False
-        self._fds[name] = fd
-        return fd, created
+        while len(self._sidecars) >= OPEN_SIDECARS:
+            self._sidecars.popitem(last=False)[1].close()
+        sidecar = MainLog(path, durable=self._fsync, min_chunk=SIDECAR_CHUNK)
+        self._sidecars[name] = sidecar
+        self._written.add(name)
+        if name.startswith("task-"):
+            self._task_files.add(name)
+        return sidecar, created
 
     def _publish(self, commit: _Commit) -> int:
         self._tables.apply(commit.staged)
         self._tables.high_water = commit.max_id
         for id in commit.staged.terminalized:
             name = f"task-{id}.jsonl"
-            fd = self._fds.pop(name, -1)
-            if fd >= 0:
-                os.close(fd)
+            if name not in self._task_files:
+                continue  # its patches went to a sticky sidecar, if it had any
+            self._task_files.discard(name)
+            self._written.discard(name)
+            sidecar = self._sidecars.pop(name, None)
+            if sidecar is not None:
+                sidecar.abandon()  # unlinked next: no need to cut its zeros
             if self._retirer is None:
                 self._retirer = _Retirer()
             self._retirer.unlink(self._file(name))
@@ -721,6 +751,9 @@ class JsonlStorage(TableStorage):
         name = f"sticky-{cid}.jsonl"
         path = self._file(name)
         try:
+            sidecar = self._sidecars.pop(name, None)
+            if sidecar is not None:
+                sidecar.close()  # cuts its zero tail; the next commit opens it again
             records = _read_records(path)
             start = 0
             for index in range(len(records) - 1, -1, -1):
@@ -740,9 +773,6 @@ class JsonlStorage(TableStorage):
                         os.fsync(fd)
                 finally:
                     os.close(fd)
-                old = self._fds.pop(name, -1)
-                if old >= 0:
-                    os.close(old)
                 os.replace(temp, path)
                 if self._fsync:
                     fsync_dir(self._dir)
