@@ -17,6 +17,14 @@ Run: ``uv run python benchmarks/crash_injection.py --trials N [--kills K] [--see
 [--max-delay SECONDS] [--minutes M] [--record FILE]`` (``--minutes`` stops starting trials after
 M minutes and says how many ran).
 
+``--postgres`` keeps the sessions in a throwaway PostgreSQL cluster. ``--failover [--lease L]``
+(issue 23 deliver 4) runs the same trials against two ``coding-agent serve`` on one throwaway
+cluster instead of one bare worker (``tests/reliability/crash_servers.py``): the client dials
+both, each kill is the SIGKILL of the server hosting the session *and* of its worker, the other
+server's worker takes the lease once it expires and resumes, and the killed server is started
+again; the table adds the failovers, the takeover time (SIGKILL → the other server's worker up)
+and the failover time (SIGKILL → the client's view hydrated on the other server).
+
 A long run can be split: ``--record FILE`` appends one JSON line per finished trial (so an
 interrupted run keeps what it did), and ``--report FILE...`` prints the table of the recorded
 trials of one or more files without running anything. Seeds must not repeat across the files.
@@ -104,11 +112,33 @@ def _table(
         ("subagents (each made once, reported once)", f"{sum(r.subagents for r in reports):,}"),
         ("kills while a subagent ran (resumed)", f"{sum(r.subagent_kills for r in reports):,}"),
     ]
+    if config.failover:
+        rows.append(
+            ("failovers (the other server took over)", f"{sum(r.failovers for r in reports):,}")
+        )
+        rows.append(
+            (
+                "kills that waited for a server to fail over to",
+                f"{sum(r.delayed_kills for r in reports):,} (the one killed before was "
+                "starting again)",
+            )
+        )
     rows += [(f"violations: {kind}", f"{count}") for kind, count in by_kind.items()]
+    takeovers = [s for r in reports for s in r.takeover_seconds]
+    if takeovers:
+        rows.append(
+            (
+                "takeover (kill to the other's worker up)",
+                f"mean {statistics.fmean(takeovers):.2f} s, "
+                f"median {statistics.median(takeovers):.2f} s, max {max(takeovers):.2f} s",
+            )
+        )
     if restarts:
         rows.append(
             (
-                "restart time (kill to view rehydrated)",
+                "failover time (kill to view rehydrated)"
+                if config.failover
+                else "restart time (kill to view rehydrated)",
                 f"mean {statistics.fmean(restarts):.2f} s, "
                 f"median {statistics.median(restarts):.2f} s, max {max(restarts):.2f} s",
             )
@@ -120,7 +150,7 @@ def _table(
 
 
 async def _main(args: argparse.Namespace) -> int:
-    if args.postgres:  # the sessions live in a throwaway PostgreSQL cluster (issue 23)
+    if args.postgres or args.failover:  # the sessions live in a throwaway cluster (issue 23)
         from pico3.storage.pg_cluster import TempCluster
 
         with TempCluster() as cluster:
@@ -133,7 +163,14 @@ async def _main(args: argparse.Namespace) -> int:
 
 async def _main_on(args: argparse.Namespace, storage: str | None) -> int:
     config = CrashConfig(
-        kills=args.kills, max_delay=args.max_delay, fsync=args.fsync, storage=storage
+        kills=args.kills,
+        max_delay=args.max_delay,
+        fsync=args.fsync,
+        storage=storage,
+        failover=args.failover,
+        lease=args.lease,
+        separate_state=args.separate_state,
+        servers=args.servers,
     )
     reports: list[TrialReport] = []
     started = time.perf_counter()
@@ -160,10 +197,21 @@ async def _main_on(args: argparse.Namespace, storage: str | None) -> int:
         if args.progress and (trial + 1) % args.progress == 0:
             print(f"{trial + 1} trials, {time.perf_counter() - started:.0f} s", flush=True)
     elapsed = time.perf_counter() - started
+    if config.failover:
+        what = (
+            f"{config.servers} coding-agent serve on one PostgreSQL database (--lease "
+            f"{config.lease:g}"
+            f"{', each its own state folder' if config.separate_state else ', one state folder'}), "
+            f"the client on all of them; SIGKILL of the server hosting the session and its "
+            f"worker"
+        )
+    else:
+        what = (
+            f"real worker ({'fsync on' if config.fsync else '--no-fsync'}"
+            f"{', storage on PostgreSQL' if config.storage else ''}), SIGKILL"
+        )
     print(
-        f"crash injection: real worker ({'fsync on' if config.fsync else '--no-fsync'}"
-        f"{', storage on PostgreSQL' if config.storage else ''}), "
-        f"SIGKILL {config.kills}x per trial at random "
+        f"crash injection: {what} {config.kills}x per trial at random "
         f"points (a delay < {config.max_delay} s or < {config.max_updates} view updates), "
         f"seeds {args.seed}..{args.seed + len(reports) - 1}"
     )
@@ -187,6 +235,25 @@ def main() -> int:
         action="store_true",
         help="keep the sessions in a throwaway PostgreSQL cluster (worker --storage)",
     )
+    parser.add_argument(
+        "--failover",
+        action="store_true",
+        help="two coding-agent serve on one throwaway PostgreSQL cluster host the session; "
+        "each kill is the SIGKILL of the one hosting it (and its worker), the client fails "
+        "over to the other, and the killed one is started again",
+    )
+    parser.add_argument(
+        "--lease", type=float, default=2.0, help="with --failover: the servers' --lease (s)"
+    )
+    parser.add_argument(
+        "--separate-state",
+        action="store_true",
+        help="with --failover: every server but the first has its own state folder (another "
+        "machine: it adopts the session from the database)",
+    )
+    parser.add_argument(
+        "--servers", type=int, default=2, help="with --failover: servers on the database (2)"
+    )
     parser.add_argument("--minutes", type=float, help="stop starting trials after M minutes")
     parser.add_argument("--progress", type=int, default=0, help="print a line every N trials")
     parser.add_argument("--record", type=Path, help="append each finished trial to FILE (JSONL)")
@@ -199,7 +266,16 @@ def main() -> int:
         if not reports:
             parser.error("no recorded trials in " + ", ".join(map(str, args.report)))
         print(f"recorded trials: {len(reports)} (seeds {_ranges([r.seed for r in reports])})")
-        print(_table(reports, len(reports), None, CrashConfig(kills=reports[0].kills)))
+        print(
+            _table(
+                reports,
+                len(reports),
+                None,
+                CrashConfig(
+                    kills=reports[0].kills, failover=any(r.takeover_seconds for r in reports)
+                ),
+            )
+        )
         return 1 if any(report.violations for report in reports) else 0
     if args.trials < 1 or args.kills < 1:
         parser.error("--trials and --kills must be >= 1")

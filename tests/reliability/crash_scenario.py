@@ -61,6 +61,14 @@ The invariants (a :class:`Violation` per breach, by kind)
     ``start`` / ``restart``: the worker starts on the fresh session, and again after every kill
     (it prints ``READY``; else its exit code and the end of its log are reported).
 
+Failover (``CrashConfig(failover=True, storage=URL)``, issue 23 deliver 4)
+    The same trial against two ``coding-agent serve`` on one PostgreSQL database
+    (:class:`crash_servers.ServerPair`): the client dials both (the last one that answered
+    first), a kill is the SIGKILL of the server hosting the session and of its worker, the other
+    server's worker takes the lease and resumes, and the killed server is started again. Every
+    invariant above is checked the same way; a failover whose worker does not start is a
+    ``restart`` breach.
+
 :func:`run_trial` returns a :class:`TrialReport` and asserts nothing: the test asserts and the
 benchmark prints. Nothing sleeps to synchronise; the only sleep is the random kill delay.
 """
@@ -76,7 +84,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,7 +93,9 @@ from typing import Any
 import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
+from crash_servers import ServerPair, WorkerFailed  # pyright: ignore[reportMissingImports]
 
+from chord import FrameConnection
 from chord.context import BACKGROUND, Context
 from chord.facets import FacetEnvironment, create_facet_host, define_facet
 from chord.json import equal_json
@@ -93,7 +103,7 @@ from chord.services import define_service
 from chord.state import Delivery
 from chord.transport import connect_unix
 from chord.wire import Backoff, connect_service_source
-from coding_agent.sessions import Session, create_session
+from coding_agent.sessions import LaunchSettings, Session, create_session
 from pico3 import ConversationService
 
 __all__ = [
@@ -162,6 +172,19 @@ class CrashConfig:
     storage: str | None = None
     """A PostgreSQL URL: the worker keeps the session there (``--storage``) instead of in the
     folder's JSONL files; a restarted worker waits out the killed one's lease."""
+    failover: bool = False
+    """With ``storage``: two ``coding-agent serve`` on that database host the session
+    (:class:`crash_servers.ServerPair`); a kill is the SIGKILL of the server hosting it and of
+    its worker, the client fails over to the other server, and the killed one is started again.
+    The servers' workers run with their defaults (``fsync`` is the database's)."""
+    lease: float = 2.0
+    """With ``failover``: the servers' ``--lease`` (the PostgreSQL lease's expiry, seconds)."""
+    separate_state: bool = False
+    """With ``failover``: every server but the first has a state folder of its own (another
+    machine), so it adopts the session from the database's session directory."""
+    servers: int = 2
+    """With ``failover``: how many servers share the database (with more than two, a kill
+    right after a failover need not wait for the killed server to be up again)."""
 
 
 @dataclass(frozen=True)
@@ -194,6 +217,12 @@ class TrialReport:
     """Subagent conversations that existed (each round's one, each reported once)."""
     subagent_kills: int = 0
     """Kills that landed while a subagent ran (the restarted worker had to resume it)."""
+    failovers: int = 0
+    """With ``failover``: kills after which the other server took the session over."""
+    takeover_seconds: list[float] = field(default_factory=list[float])
+    """With ``failover``: from each SIGKILL to the other server's worker started (lease taken)."""
+    delayed_kills: int = 0
+    """With ``failover``: kills that waited for the server killed before to listen again."""
 
 
 # -- the transcript -------------------------------------------------------------------------------
@@ -337,10 +366,6 @@ def _make_project(folder: Path, files: int) -> int:
 
 
 # -- the worker process ---------------------------------------------------------------------------
-class WorkerFailed(RuntimeError):
-    """The worker did not start (its exit code and the end of its log are in the message)."""
-
-
 class _Worker:
     """The worker process of the trial, started and killed again and again."""
 
@@ -397,14 +422,27 @@ class _Worker:
             tail = self._log.read_text(errors="replace")[-2000:]
             raise WorkerFailed(f"the worker did not start (exit code {code}): {line!r}\n{tail}")
 
-    async def kill(self, bound: float) -> None:
+    def connect(self) -> Callable[[], Awaitable[FrameConnection]]:
+        """The client's connect function: the worker's own socket."""
+        return lambda: connect_unix(self._session.socket_path)
+
+    async def __aenter__(self) -> _Worker:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.aclose()
+
+    async def kill(self, bound: float) -> float:
+        """SIGKILL the worker and wait for its end; the ``perf_counter`` time of the signal."""
         process = self.process
         assert process is not None
+        killed = time.perf_counter()
         process.send_signal(signal.SIGKILL)
         with anyio.fail_after(bound):
             await process.wait()
         await process.aclose()
         self.process = None
+        return killed
 
     async def aclose(self) -> None:
         process, self.process = self.process, None
@@ -790,8 +828,9 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
     project_files = _make_project(workdir / "project", config.files)
     env = {k: v for k, v in os.environ.items() if k not in _PROVIDER_KEYS}
     env["XDG_STATE_HOME"] = str(workdir / "state")
-    session = create_session(workdir / "project", env=env)
     script = workdir / "script.json"
+    settings = LaunchSettings(faux_script=str(script)) if config.failover else None
+    session = create_session(workdir / "project", settings=settings, env=env)
     script.write_text(
         json.dumps(
             {
@@ -800,7 +839,17 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
             }
         )
     )
-    worker = _Worker(session, env, script, workdir / "worker.log", config.fsync, config.storage)
+    worker: _Worker | ServerPair
+    if config.failover:
+        if config.storage is None:
+            raise ValueError("CrashConfig(failover=True) needs storage (a PostgreSQL URL)")
+        worker = ServerPair(
+            session, env, session.cwd, config.storage, config.lease, workdir / "servers.log",
+            separate=workdir / "state-of" if config.separate_state else None,
+            servers=config.servers,
+        )  # fmt: skip
+    else:
+        worker = _Worker(session, env, script, workdir / "worker.log", config.fsync, config.storage)
     client = _Client(seed, config.deny_ratio, report)
     timeout = config.timeout
     child_hydrations: dict[int, int] = {}  # each subagent view's hydrations at the last kill
@@ -834,11 +883,14 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
         report.kill_points.append(f"round {report.rounds}, {point} (update {client.updates})")
         if _subagent_live(client):
             report.subagent_kills += 1
-        started = time.perf_counter()
         hydrations = client.hydrations
         nonlocal child_hydrations
         child_hydrations = dict(client.child_hydrations)
-        await worker.kill(timeout)
+        try:
+            started = await worker.kill(timeout)
+        except WorkerFailed as error:
+            client._violation("restart", f"at kill {len(report.kill_points)}: {error}")
+            raise
         try:
             await client.wait_for(lambda: not client.root_live, timeout)
         except TimeoutError:
@@ -850,6 +902,10 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
         except WorkerFailed as error:
             client._violation("restart", f"after kill {len(report.kill_points)}: {error}")
             raise
+        if isinstance(worker, ServerPair):
+            report.failovers = worker.failovers
+            report.takeover_seconds = list(worker.takeover_seconds)
+            report.delayed_kills = worker.delayed_kills
         try:
             await client.wait_for(
                 lambda: client.root_live and client.hydrations > hydrations, timeout
@@ -884,7 +940,7 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
             report.rounds += 1
 
     async with AsyncExitStack() as stack:
-        stack.push_async_callback(worker.aclose)
+        await stack.enter_async_context(worker)
         try:
             await worker.start(timeout)
         except WorkerFailed as error:
@@ -892,7 +948,7 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
             return report
         group = await stack.enter_async_context(anyio.create_task_group())
         source = connect_service_source(
-            lambda: connect_unix(session.socket_path),
+            worker.connect(),
             task_group=group,
             on_error=lambda _error: None,
             retry=Backoff(initial=0.01, maximum=0.05),

@@ -55,6 +55,25 @@ async def test_a_worker_killed_inside_subagents_resumes_them(tmp_path: Path) -> 
 
 
 @pytest.mark.anyio
+async def test_a_server_killed_with_its_worker_fails_over_keeping_every_invariant(
+    tmp_path: Path, postgres_cluster: Any
+) -> None:
+    # Issue 23 deliver 4: two ``coding-agent serve`` on one PostgreSQL database, the client on
+    # both; each kill is the SIGKILL of the server hosting the session and of its worker, at a
+    # random point of the rounds (approvals, unsafe bash calls, jobs, the subagent). The other
+    # server's worker takes the lease once it expires (--lease 1) and resumes; the killed
+    # server is started again for the next kill. Every invariant of a worker kill holds.
+    url = f"postgresql://{postgres_cluster.user}@127.0.0.1:{postgres_cluster.port}/postgres"
+    config = CrashConfig(kills=3, rounds=2, storage=url, failover=True, lease=1.0)
+    report = await run_trial(21, config, tmp_path)
+    assert report.violations == [], (report.kill_points, report.violations)
+    assert report.kills == 3 and len(report.takeover_seconds) == 3
+    assert report.failovers == 3  # each time the *other* server took the session over
+    assert report.rounds >= 2 and report.dialogs > 0 and report.effects > 0
+    assert report.subagents >= report.rounds
+
+
+@pytest.mark.anyio
 async def test_the_trial_reports_effects_that_ran_twice_or_despite_a_denial(tmp_path: Path) -> None:
     # Round 0's tokens are already in the effects file, as if a previous life had run them: the
     # check must see each of them twice, and seed 7 denies the call of r0-a. No kill: where a kill
