@@ -93,6 +93,77 @@ async def test_open_migrates_and_a_newer_database_is_refused_untouched(fresh_db:
     assert query(fresh_db, "SELECT session FROM pico3_sessions") == [("s",)]  # no new row
 
 
+async def test_a_schema_2_database_upgrades_at_open_and_its_sessions_go_on(fresh_db: str) -> None:
+    # a database as schema 2 left it: a session of two commits, whose row kept seq and max_id
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        conn.execute("CREATE TABLE pico3_schema (version integer NOT NULL)")
+        for migration in postgres.MIGRATIONS[:2]:
+            conn.execute(migration)  # type: ignore[arg-type]
+        conn.execute("INSERT INTO pico3_schema VALUES (2)")
+        conn.execute("INSERT INTO pico3_sessions (session, seq, max_id) VALUES ('old', 2, 2)")
+        for seq, write in enumerate(
+            [
+                ConversationWrite(Conversation(id=1)),
+                EntryWrite(Entry(id=2, conversation_id=1, kind="note", data={"n": 1})),
+            ],
+            start=1,
+        ):
+            conn.execute(
+                "INSERT INTO pico3_commits (session, seq, writes) VALUES ('old', %s, %s)",
+                (seq, msgspec.json.encode([write])),
+            )
+    storage = PostgresStorage(fresh_db, "old", fsync=False)
+    await storage.open(ctx)
+    assert query(fresh_db, "SELECT version FROM pico3_schema") == [(SCHEMA_VERSION,)]
+    assert storage.seq == 2 and storage.mint_id() == 3
+    note = Entry(id=storage.mint_id(), conversation_id=1, kind="note", data={"n": 2})
+    assert await storage.commit([EntryWrite(note)], ctx) == 3
+    await storage.close(ctx)
+    rows = query(fresh_db, "SELECT seq, epoch, max_id FROM pico3_commits ORDER BY seq")
+    assert rows == [(1, None, None), (2, None, None), (3, storage_epoch(fresh_db, "old"), 4)]
+    again = PostgresStorage(fresh_db, "old", fsync=False)
+    await again.open(ctx)
+    entries = await again.scan_entries(EntryScan(conversation_id=1, limit=10), ctx)
+    assert [e.data for e in reversed(entries)] == [{"n": 1}, {"n": 2}]
+    assert again.mint_id() == 5  # the high-water came from the last commit row
+    await again.close(ctx)
+
+
+def storage_epoch(conninfo: str, session: str) -> int:
+    ((epoch,),) = query(conninfo, "SELECT epoch FROM pico3_sessions WHERE session = %s", session)
+    return epoch
+
+
+async def test_the_open_session_holds_its_lock_and_a_shared_pool_gets_it_back_free(
+    conninfo: str, session: str
+) -> None:
+    from psycopg_pool import AsyncConnectionPool
+
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        conninfo, min_size=1, max_size=1, open=False
+    )
+    async with pool:
+        storage = PostgresStorage(session=session, pool=pool, fsync=False)
+        await storage.open(ctx)
+        ((key,),) = query(
+            conninfo, "SELECT lock_key FROM pico3_sessions WHERE session = %s", session
+        )
+        lock = "SELECT pg_try_advisory_lock(%s, %s), pg_advisory_unlock_all()"
+        assert query(conninfo, lock, postgres._LOCK_CLASS, key)[0][0] is False  # pyright: ignore[reportPrivateUsage]
+        await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
+        await storage.close(ctx)
+        async with pool.connection() as conn:  # the same connection, without the lock
+            cursor = await conn.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                "AND pid = pg_backend_pid()"
+            )
+            assert await cursor.fetchone() == (0,)
+        assert query(conninfo, lock, postgres._LOCK_CLASS, key)[0][0] is True  # pyright: ignore[reportPrivateUsage]
+        assert query(conninfo, "SELECT seq FROM pico3_sessions WHERE session = %s", session) == [
+            (1,)
+        ]  # close recorded the last seq
+
+
 async def test_task_patches_retire_with_the_task_and_truncate_drops_old_sticky_rows(
     conninfo: str, session: str
 ) -> None:
@@ -293,6 +364,9 @@ async def test_a_worker_whose_lease_was_taken_fails_its_next_commit_and_writes_n
     assert seq == 4  # the fenced worker's two refused commits left nothing behind
     pids = [first.process.pid, second.process.pid, second.process.pid]
     assert notes == [{"pid": pid} for pid in pids]
+    epoch = int(opened[1])  # each commit row names its writer's epoch: never one after a newer
+    rows = query(conninfo, "SELECT seq, epoch FROM pico3_commits WHERE session = %s", session)
+    assert sorted(rows) == [(1, epoch), (2, epoch), (3, epoch + 1), (4, epoch + 1)]
 
 
 async def test_a_stalled_worker_loses_its_lease_at_expiry_to_a_waiting_opener(

@@ -12,11 +12,13 @@ Tables (schema version :data:`SCHEMA_VERSION`, see :data:`MIGRATIONS`)
     transaction; a database whose version is newer than this code is refused with
     :class:`~pico3.storage.base.SchemaTooNew` before anything is read or written.
 ``pico3_sessions``
-    One row per session: its last ``seq``, the id high-water ``max_id``, and the *lease*:
-    ``epoch`` (the fencing token), ``holder`` (who, e.g. ``pid 123 on host``), ``lease_until``.
+    One row per session: the *lease* (``epoch``, the fencing token; ``holder``, e.g. ``pid 123
+    on host``; ``lease_until``), ``lock_key`` (the session lock's key, schema 3), and ``seq``
+    and ``max_id`` as of the last ``close`` (a commit does not update this row).
 ``pico3_commits``
     One row per commit ``(session, seq)``: the batch's main writes (msgspec JSON, ``bytea``),
-    the counterpart of a ``main.jsonl`` line. Every seq has a row, even an empty batch's.
+    the counterpart of a ``main.jsonl`` line, with its writer's ``epoch`` and the id
+    high-water ``max_id`` after it (schema 3). Every seq has a row, even an empty batch's.
 ``pico3_sticky``
     Sticky document ops per ``(session, conversation_id, seq)``; :meth:`truncate` deletes the
     rows before the last base (the sidecar rewrite of JSONL).
@@ -32,26 +34,29 @@ Tables (schema version :data:`SCHEMA_VERSION`, see :data:`MIGRATIONS`)
 Publication point and durability
 --------------------------------
 A commit is one prepared statement in autocommit mode (one round trip, on the connection and
-cursor the writer holds while open, no pool checkout): it checks the lease (``epoch``) and the
-previous seq on the session row, advances them and the lease expiry, inserts the rows and
-deletes the retired task patches; the transaction's COMMIT is the publication point. The common
-commit (main writes only) is one ``UPDATE ... RETURNING`` + ``INSERT`` statement; a commit with
-sidecar rows or a retiring task calls the ``pico3_commit`` SQL function. Nothing is half-published: a failed transaction leaves no row. ``fsync=True`` (default)
+cursor the writer holds while open, no pool checkout) that inserts the rows and deletes the
+retired task patches; the transaction's COMMIT is the publication point. The common commit
+(main writes only) is one ``INSERT`` of the commit row; a commit with sidecar rows or a retiring
+task calls the ``pico3_commit`` SQL function. Nothing is half-published: a failed transaction
+leaves no row. ``fsync=True`` (default)
 commits with ``synchronous_commit=on`` (acknowledged once the WAL is flushed on the server);
 ``fsync=False`` with ``synchronous_commit=off`` (acknowledged before the flush: survives the
 death of the worker, and of the server process on a healthy machine, not a power loss of the
 database host). Any error after the call started makes the storage fail-stop
 (:class:`~pico3.storage.base.StorageFailed`); reopening recovers the last committed batch.
 
-One writer (the lease)
-----------------------
+One writer (the lease and the session lock)
+-------------------------------------------
 ``open`` takes the session's lease: it bumps ``epoch`` if nobody holds it or the holder's
 ``lease_until`` has passed, and refuses with :class:`~pico3.storage.base.StorageInUse` naming the
-holder otherwise. A daemon thread renews the lease every quarter of ``lease_seconds`` (and every
-commit extends it). Every commit's transaction checks the epoch: a worker whose lease was taken
-(it stalled past the expiry, or its renewals could not reach the database) fails its next commit
-with :class:`~pico3.storage.base.LeaseLost`, having written nothing, and the storage refuses every
-later commit. ``close`` releases the lease so the next opener need not wait for the expiry.
+holder otherwise. A daemon thread renews the lease every quarter of ``lease_seconds``. Then it
+takes the session lock, a session-level advisory lock the writer's connection holds until
+``close``, ending the backend of a previous holder that still holds it and waiting for it to
+exit: that lock, not a check in the commit, is the fence (the proof is in docs/design/storage.md,
+"Fencing on PostgreSQL"). A worker whose lease was taken (it stalled past the expiry, or its
+renewals could not reach the database) fails its next commit with
+:class:`~pico3.storage.base.LeaseLost`, having written nothing, and the storage refuses every
+later commit. ``close`` releases the lease and the lock so the next opener need not wait.
 
 Open-time recovery
 ------------------
@@ -63,9 +68,9 @@ naming the table, session and seq. Patch rows of terminal or unknown tasks are i
 deleted (a retired task never resurrects).
 
 Why one module: it is one backend of the storage contract: the schema and its migrations, the
-commit statement, the lease and its renewer, and open-time recovery all act on the same tables and
-the same fencing epoch, and each step's correctness depends on the others (a commit checks the
-epoch the lease took, recovery reads the rows the commit wrote). The shared staging and replay
+commit statement, the lease, the session lock and the renewer, and open-time recovery all act on
+the same tables and the same fence, and each step's correctness depends on the others (a commit
+relies on the lock the lease's holder took, recovery reads the rows the commit wrote). The shared staging and replay
 already live in ``_tables`` and ``_replay``.
 """
 
@@ -201,6 +206,42 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (session, name)
     );
     """,
+    # 3: fencing by the session lock (docs/design/storage.md, "Fencing on PostgreSQL"): each
+    # session gets the key of its advisory lock; a commit row records its writer's epoch and
+    # the id high-water after it, so a commit no longer updates the session row
+    """
+    ALTER TABLE pico3_sessions ADD COLUMN lock_key integer GENERATED BY DEFAULT AS IDENTITY;
+    ALTER TABLE pico3_sessions ADD CONSTRAINT pico3_sessions_lock_key UNIQUE (lock_key);
+    ALTER TABLE pico3_commits ADD COLUMN epoch bigint, ADD COLUMN max_id bigint;
+    DROP FUNCTION pico3_commit(
+        text, bigint, bigint, bigint, boolean, integer, bytea, bigint[], bytea[], bigint[],
+        bytea[], bigint[]
+    );
+    CREATE FUNCTION pico3_commit(
+        p_session text, p_epoch bigint, p_seq bigint, p_max_id bigint, p_sync boolean,
+        p_writes bytea, p_sticky_ids bigint[], p_sticky bytea[], p_task_ids bigint[],
+        p_tasks bytea[], p_retired bigint[]
+    ) RETURNS void LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NOT p_sync THEN
+            PERFORM set_config('synchronous_commit', 'off', true);
+        END IF;
+        INSERT INTO pico3_commits (session, seq, epoch, max_id, writes)
+        VALUES (p_session, p_seq, p_epoch, p_max_id, p_writes);
+        IF cardinality(p_sticky_ids) > 0 THEN
+            INSERT INTO pico3_sticky (session, conversation_id, seq, writes)
+            SELECT p_session, u.id, p_seq, u.w FROM unnest(p_sticky_ids, p_sticky) AS u(id, w);
+        END IF;
+        IF cardinality(p_task_ids) > 0 THEN
+            INSERT INTO pico3_task_patches (session, task_id, seq, writes)
+            SELECT p_session, u.id, p_seq, u.w FROM unnest(p_task_ids, p_tasks) AS u(id, w);
+        END IF;
+        IF cardinality(p_retired) > 0 THEN
+            DELETE FROM pico3_task_patches
+             WHERE session = p_session AND task_id = ANY(p_retired);
+        END IF;
+    END $$;
+    """,
 )
 """Schema migrations: ``MIGRATIONS[n - 1]`` takes the database from version ``n - 1`` to
 ``n``. Append only; never edit a released one."""
@@ -213,14 +254,17 @@ _BATCHES = msgspec.json.Decoder(list[list[Write]])
 _STICKY_NAME = re.compile(r"sticky-([1-9][0-9]*)\.jsonl")
 _TASK_NAME = re.compile(r"task-([1-9][0-9]*)\.jsonl")
 _LEASE_LOST = "P3L01"
+_LOCK_CLASS = 0x70696337  # the first key of every session's advisory lock ("pic7")
 _COMMIT_MAIN = (
-    # the common commit (no sidecar rows, no retired task): one plain statement, each parameter
-    # once (max_id, lease ms, session, epoch, previous seq, writes); no row inserted means the
-    # lease or the seq check failed, and _refused says which
-    "WITH claimed AS (UPDATE pico3_sessions SET seq = seq + 1, max_id = %s, "
-    "lease_until = clock_timestamp() + %s * interval '1 millisecond' "
-    "WHERE session = %s AND epoch = %s AND seq = %s RETURNING session, seq) "
-    "INSERT INTO pico3_commits (session, seq, writes) SELECT session, seq, %s FROM claimed"
+    # the common commit (no sidecar rows, no retired task): one plain INSERT; the session lock
+    # this connection holds is the fence (docs/design/storage.md, "Fencing on PostgreSQL")
+    "INSERT INTO pico3_commits (session, seq, epoch, max_id, writes) VALUES (%s, %s, %s, %s, %s)"
+)
+_HOLDS = (
+    # the backends other than this one that hold a session's lock (class, key)
+    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2 "
+    "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+    "AND classid::int8 = %s AND objid::int8 = %s AND pid <> pg_backend_pid()"
 )
 _READ_CHUNK = (
     # one chunk of commit rows as one row: the seqs, and the rows' JSON arrays joined into one
@@ -230,7 +274,7 @@ _READ_CHUNK = (
     "FROM pico3_commits WHERE session = %s AND seq > %s AND seq <= %s"
 )
 _COMMIT = (
-    "SELECT pico3_commit(%s, %s, %s, %s, %s, %s, %s, "
+    "SELECT pico3_commit(%s, %s, %s, %s, %s, %s, "
     "%s::bigint[], %s::bytea[], %s::bigint[], %s::bytea[], %s::bigint[])"
 )
 
@@ -328,8 +372,12 @@ class PostgresStorage(TableStorage):
         self._create = create
         self._wait = wait
         self._connect_timeout = connect_timeout
+        # how long ending a previous holder's backend may take (ms)
+        self._patience_ms = round(max(5.0, connect_timeout) * 1000)
         self._take_over = take_over
         self._epoch = 0
+        self._lock_key = 0  # the session's advisory lock is (_LOCK_CLASS, this)
+        self._backend = 0  # the writer connection's backend pid
         self._failed: BaseException | None = None
         self._lock: anyio.Lock | None = None
         self._sticky_base: dict[int, int] = {}  # conversation id -> seq of its last base
@@ -389,8 +437,10 @@ class PostgresStorage(TableStorage):
             if not self._fsync:
                 await conn.execute("SET synchronous_commit = off")
             await migrate(conn)
-            self._epoch = await self._take_lease(conn)
+            self._epoch, self._lock_key = await self._take_lease(conn)
             try:
+                self._backend = conn.info.backend_pid
+                await self._lock_session(conn)
                 tables = await self._load(conn)
             except BaseException:
                 with anyio.CancelScope(shield=True):
@@ -406,7 +456,7 @@ class PostgresStorage(TableStorage):
         self._renewer = _Renewer(self._conninfo, self._session, self._epoch, self._lease_ms)
         self._open = True
 
-    async def _take_lease(self, conn: AsyncConnection[Any]) -> int:
+    async def _take_lease(self, conn: AsyncConnection[Any]) -> tuple[int, int]:
         deadline = anyio.current_time() + self._wait
         while True:
             try:
@@ -417,7 +467,7 @@ class PostgresStorage(TableStorage):
                     raise StorageInUse(str(held)) from None
                 await anyio.sleep(min(left, max(held.expires_in, 0.0) + 0.005))
 
-    async def _try_lease(self, conn: AsyncConnection[Any]) -> int:
+    async def _try_lease(self, conn: AsyncConnection[Any]) -> tuple[int, int]:
         if self._create:
             await conn.execute(
                 "INSERT INTO pico3_sessions (session) VALUES (%s) ON CONFLICT DO NOTHING",
@@ -428,12 +478,12 @@ class PostgresStorage(TableStorage):
                 "UPDATE pico3_sessions SET epoch = epoch + 1, holder = %s, "
                 "lease_until = clock_timestamp() + %s * interval '1 millisecond' "
                 "WHERE session = %s AND (%s OR holder IS NULL OR lease_until < clock_timestamp()) "
-                "RETURNING epoch",
+                "RETURNING epoch, lock_key",
                 (_holder(), self._lease_ms, self._session, self._take_over),
             )
         ).fetchone()
         if row is not None:
-            return int(row[0])
+            return int(row[0]), int(row[1])
         held = await (
             await conn.execute(
                 "SELECT holder, epoch, "
@@ -456,22 +506,65 @@ class PostgresStorage(TableStorage):
             left,
         )
 
-    async def _release_lease(self, conn: AsyncConnection[Any]) -> None:
+    async def _lock_session(self, conn: AsyncConnection[Any]) -> None:
+        """Hold the session's lock on the writer's connection: the fence of every commit.
+
+        The lease is ours (the epoch just moved on), so a backend still holding the lock is a
+        previous holder's whose lease expired or was taken over: it is ended, and the lock is
+        ours once it exited, i.e. once every transaction it ran has committed or aborted (the
+        proof: docs/design/storage.md, "Fencing on PostgreSQL")."""
+        key = (_LOCK_CLASS, self._lock_key)
+        patience = self._patience_ms
         await conn.execute(
-            "UPDATE pico3_sessions SET holder = NULL, lease_until = NULL "
-            "WHERE session = %s AND epoch = %s",
-            (self._session, self._epoch),
+            f"SELECT pg_terminate_backend(pid, %s) FROM ({_HOLDS}) AS h", (patience, *key)
         )
+        try:
+            await conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{patience}ms",))
+            await conn.execute("SELECT pg_advisory_lock(%s, %s)", key)
+        except Exception as exc:
+            if getattr(exc, "sqlstate", None) != "55P03":  # not the lock timeout
+                raise
+            raise StorageError(
+                f"session {self._session!r}: the previous holder's database connection still "
+                f"holds the session's lock after {patience / 1000:g} s although its lease is "
+                "gone, and could not be ended (ending another role's connection needs the "
+                "pg_signal_backend role): end it (pg_terminate_backend) or grant that role"
+            ) from None
+        finally:
+            if not conn.closed:
+                await conn.execute("SELECT set_config('lock_timeout', '0', false)")
+
+    async def _release_lease(self, conn: AsyncConnection[Any]) -> None:
+        """Give the lease and the session's lock back; the session row records the last seq."""
+        await conn.execute(
+            "UPDATE pico3_sessions SET holder = NULL, lease_until = NULL, "
+            "seq = greatest(seq, %s), max_id = greatest(max_id, %s) "
+            "WHERE session = %s AND epoch = %s",
+            (self.seq, self._tables.high_water, self._session, self._epoch),
+        )
+        await conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_LOCK_CLASS, self._lock_key))
 
     async def _load(self, conn: AsyncConnection[Any]) -> Tables:
         session = self._session
+        # the last commit row says where the session is (the session row's seq and max_id are
+        # only brought up to date at close, and a commit row before schema 3 has no max_id)
         row = await (
             await conn.execute(
-                "SELECT seq, max_id FROM pico3_sessions WHERE session = %s", (session,)
+                "SELECT s.seq, s.max_id, s.epoch, s.holder, c.seq, c.max_id "
+                "FROM pico3_sessions s LEFT JOIN LATERAL (SELECT seq, max_id FROM pico3_commits "
+                "WHERE session = s.session ORDER BY seq DESC LIMIT 1) c ON true "
+                "WHERE s.session = %s",
+                (session,),
             )
         ).fetchone()
         assert row is not None  # the lease row exists: we just took it
-        last, high_water = int(row[0]), int(row[1])
+        if row[2] != self._epoch:  # taken over while this opener waited for the lock
+            raise StorageInUse(
+                f"session {session!r} was taken over by another worker ({row[3]}, lease epoch "
+                f"{row[2]}) while this one opened it; stop that worker, or open it later"
+            )
+        last = max(int(row[0]), int(row[4] or 0))
+        high_water = max(int(row[1]), int(row[5] or 0))
         extra: dict[int, list[Write]] = {}
         fates = TaskFates()
         base: dict[int, int] = {}
@@ -627,9 +720,11 @@ class PostgresStorage(TableStorage):
         if pool is None:
             return
         if conn is not None:
-            if not self._fsync and not conn.closed:
-                try:
-                    await conn.execute("RESET synchronous_commit")  # a shared pool's next user
+            if pool is self._shared_pool and not conn.closed:
+                try:  # for the pool's next user: no session lock, the default durability
+                    await conn.execute("SELECT pg_advisory_unlock_all()")
+                    if not self._fsync:
+                        await conn.execute("RESET synchronous_commit")
                 except Exception:
                     await conn.close()
             await pool.putconn(conn)  # a broken connection is discarded by the pool
@@ -664,6 +759,10 @@ class PostgresStorage(TableStorage):
 
     async def _commit_locked(self, writes: Sequence[Write], prechecked: frozenset[int]) -> int:
         tables = self._check_writable()
+        renewer = self._renewer
+        if renewer is not None and renewer.lost:  # the database said so: fail before sending
+            self._failed = self._lease_lost(f"commit {tables.seq + 1}")
+            raise self._failed
         seq = tables.seq + 1
         copies, raw = normalize_batch(writes, prechecked)
         staged = tables.stage(copies, seq)
@@ -673,14 +772,10 @@ class PostgresStorage(TableStorage):
         if not staged.docs and not staged.tasks:  # nothing can go to a sidecar: one statement
             try:
                 await cursor.execute(
-                    _COMMIT_MAIN,
-                    (max_id, self._lease_ms, self._session, self._epoch, seq - 1, raw),
-                    prepare=True,
+                    _COMMIT_MAIN, (self._session, seq, self._epoch, max_id, raw), prepare=True
                 )
-                if cursor.rowcount != 1:
-                    await self._refused(cursor, seq)
             except Exception as exc:
-                self._failed = self._classify(exc, f"commit {seq}")
+                self._failed = await self._failure(exc, seq)
                 raise self._failed from exc
             return self._publish(staged, max_id)
         from pico3.storage.jsonl import JsonlStorage  # one routing rule for both backends
@@ -711,7 +806,6 @@ class PostgresStorage(TableStorage):
                     seq,
                     max_id,
                     self._fsync,
-                    self._lease_ms,
                     raw,
                     sticky_ids or None,  # NULL: nothing to insert, and nothing to adapt
                     sticky or None,
@@ -721,27 +815,68 @@ class PostgresStorage(TableStorage):
                 ),
             )
         except Exception as exc:
-            self._failed = self._classify(exc, f"commit {seq}")
+            self._failed = await self._failure(exc, seq)
             raise self._failed from exc
         return self._publish(staged, max_id)
 
-    async def _refused(self, cursor: AsyncCursor[Any], seq: int) -> None:
-        """Raise what the failed checks of a commit mean: the lease moved on, or the seq."""
-        await cursor.execute(
-            "SELECT epoch, seq FROM pico3_sessions WHERE session = %s", (self._session,)
+    async def _failure(self, exc: Exception, seq: int) -> StorageFailed:
+        """What a failed commit ``seq`` means: :class:`LeaseLost` if another worker took the
+        lease and the commit is provably not stored, else :class:`StorageFailed`.
+
+        Asked on a connection of its own (the writer's may be gone): if the epoch moved on, the
+        writer's backend is ended (if it still holds the session's lock) and waited for, so no
+        transaction of it can still commit; then the commit row with this writer's epoch either
+        is there (published, the acknowledgement lost) or never will be."""
+        import psycopg
+
+        failed = StorageFailed(f"{self!r}: commit {seq} failed: {exc}")
+        key = (_LOCK_CLASS, self._lock_key)
+        try:
+            async with await psycopg.AsyncConnection.connect(
+                self._conninfo,
+                autocommit=True,
+                connect_timeout=max(1, round(self._connect_timeout)),
+            ) as probe:
+                row = await (
+                    await probe.execute(
+                        "SELECT epoch FROM pico3_sessions WHERE session = %s", (self._session,)
+                    )
+                ).fetchone()
+                if row is not None and row[0] == self._epoch:
+                    return failed  # the lease is still ours: an ordinary failure
+                ended = await (  # waits until it exited (its lock went with it)
+                    await probe.execute(
+                        f"SELECT pg_terminate_backend(pid, %s) FROM ({_HOLDS}) AS h WHERE pid = %s",
+                        (self._patience_ms, *key, self._backend),
+                    )
+                ).fetchone()
+                if ended is not None and not ended[0]:
+                    return failed  # still running after the wait: the outcome is unknown
+                stored = await (
+                    await probe.execute(
+                        "SELECT epoch FROM pico3_commits WHERE session = %s AND seq = %s",
+                        (self._session, seq),
+                    )
+                ).fetchone()
+        except Exception:
+            return failed  # the outcome is unknown: fail-stop, reopening finds what is stored
+        if stored is not None and stored[0] == self._epoch:
+            return StorageFailed(
+                f"{self!r}: commit {seq} was stored but its acknowledgement was lost, and "
+                "another worker took the lease since; this worker must stop"
+            )
+        return self._lease_lost(f"commit {seq}")
+
+    def _lease_lost(self, what: str) -> LeaseLost:
+        return LeaseLost(
+            f"session {self._session!r}: {what} refused, another worker took the lease "
+            f"(this worker held epoch {self._epoch}); nothing was written, this worker "
+            "must stop"
         )
-        row = await cursor.fetchone()
-        if row is None or row[0] != self._epoch:
-            raise _Refused(_LEASE_LOST, f"epoch is now {None if row is None else row[0]}")
-        raise _Refused("P3S01", f"session is at seq {row[1]}, this writer expected {seq - 1}")
 
     def _classify(self, exc: Exception, what: str) -> StorageFailed:
         if getattr(exc, "sqlstate", None) == _LEASE_LOST:
-            return LeaseLost(
-                f"session {self._session!r}: {what} refused, another worker took the lease "
-                f"(this worker held epoch {self._epoch}); nothing was written, this worker "
-                "must stop"
-            )
+            return self._lease_lost(what)
         return StorageFailed(f"{self!r}: {what} failed: {exc}")
 
     def _publish(self, staged: Staged, max_id: int) -> int:
@@ -819,12 +954,6 @@ class PostgresStorage(TableStorage):
         """The session blobs whose names start with ``prefix``, in name order (byte order);
         ``data=False`` reads the names only (every value empty)."""
         return await self._blob_store().under(prefix, data=data)
-
-
-class _Refused(Exception):
-    def __init__(self, sqlstate: str, message: str) -> None:
-        super().__init__(message)
-        self.sqlstate = sqlstate
 
 
 class _Held(Exception):
