@@ -11,6 +11,7 @@ documents. ``states[seq]`` is the dump after commit ``seq``.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -173,6 +174,43 @@ def test_damaged_files_open_to_a_whole_prefix_or_fail_clearly(reference, h, data
             return
         seq, state = outcome
         assert state == states[seq], f"seq {seq} is not a committed state"
+
+
+def test_a_lost_sidecar_published_commit_fails_open(reference, h) -> None:
+    """Found by the test above: main's last line cut (seq 9) and the sidecar that holds seq 7
+    (task 6 going running, published by its own line) cut before that line lose seq 7 while
+    seq 8 stays in main. No retirement and no sticky base explains the gap, so open fails naming
+    it instead of opening at seq 8 without seq 7."""
+    directory, states, files = reference
+    holder, offset = _own_line(directory, files, seq=7)
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / "session"
+        shutil.copytree(directory, copy)
+        os.truncate(copy / "main.jsonl", (copy / "main.jsonl").stat().st_size - 1)
+        os.truncate(copy / holder, offset)
+        outcome = anyio.run(reopen, copy, h.dump)
+        assert isinstance(outcome, CorruptStorage), f"opened at seq {outcome[0]}"
+        assert outcome.path == str(copy / "main.jsonl")
+        assert "seq 7 is missing" in outcome.reason and holder in outcome.reason
+        # the same damage to main alone opens at seq 8 (its torn last line cut)
+        shutil.rmtree(copy)
+        shutil.copytree(directory, copy)
+        os.truncate(copy / "main.jsonl", (copy / "main.jsonl").stat().st_size - 1)
+        seq, state = anyio.run(reopen, copy, h.dump)  # type: ignore[misc]
+        assert seq == 8 and state == states[8]
+
+
+def _own_line(directory: Path, files: list[str], seq: int) -> tuple[str, int]:
+    """The sidecar holding commit ``seq`` as its own line, and that line's offset."""
+    for name in files:
+        data = (directory / name).read_bytes()
+        offset = 0
+        for line in data.splitlines(keepends=True):
+            fields = json.loads(line)
+            if name != "main.jsonl" and fields[1] == seq and fields[4:] == [[]]:
+                return name, offset
+            offset += len(line)
+    raise AssertionError(f"no sidecar holds seq {seq} as its own line")
 
 
 # --------------------------------------------------------------------------------------------

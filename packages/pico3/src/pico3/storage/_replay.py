@@ -41,13 +41,14 @@ def gc_paused() -> Iterator[None]:
 
 
 class TaskFates:
-    """Which tasks a session's commits create (``known``) and the seq of each one's terminal
-    record (``retired``), from :meth:`scan` over every commit in seq order."""
+    """Which tasks a session's commits create (``known``: the seq of each one's create) and
+    the seq of each one's terminal record (``retired``), from :meth:`scan` over every commit in
+    seq order."""
 
     __slots__ = ("known", "retired")
 
     def __init__(self) -> None:
-        self.known: set[int] = set()
+        self.known: dict[int, int] = {}
         self.retired: dict[int, int] = {}
 
     def scan(self, seq: int, writes: list[Write]) -> None:
@@ -55,7 +56,7 @@ class TaskFates:
             kind = type(write)
             if kind is TaskWrite:
                 task = write.task  # type: ignore[union-attr]
-                self.known.add(task.id)
+                self.known.setdefault(task.id, seq)
                 if task.status == "terminal":
                     self.retired.setdefault(task.id, seq)
             elif kind is TaskPatchWrite and write.patch.status == "terminal":  # type: ignore[union-attr]
@@ -64,6 +65,13 @@ class TaskFates:
     def live(self, task_id: int) -> bool:
         """True when the task exists and has not retired: its sidecar patches replay."""
         return task_id in self.known and task_id not in self.retired
+
+    def lives(self) -> list[tuple[int, int]]:
+        """``(created, retired)`` seqs of every retired task, in creation order: a commit of
+        seq ``s`` with ``created < s < retired`` may have been one of its sidecar's own lines
+        (gone with the sidecar once the task retired)."""
+        known = self.known
+        return sorted((known.get(id, 0), seq) for id, seq in self.retired.items())
 
 
 def replay(

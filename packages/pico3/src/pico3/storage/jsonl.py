@@ -51,7 +51,8 @@ and carry a seq greater than the line before), keeps the sidecar records main co
 truncates an unconfirmed tail, and fails with :class:`~pico3.storage.base.CorruptStorage` naming
 the file and line when a confirmed record follows an unconfirmed one, when a marker names a
 sidecar record that is missing (unless a later sticky base or the task's retirement explains the
-gap), or when a batch does not replay. Sidecars of terminal or unknown tasks are ignored, even if
+gap), when a seq is missing below the last one replayed (a lost sidecar-published commit; the
+same two explanations aside), or when a batch does not replay. Sidecars of terminal or unknown tasks are ignored, even if
 malformed, and unlinked.
 
 Privacy: a directory ``open`` creates is ``0700`` and every file it creates ``0600`` (the umask
@@ -454,6 +455,7 @@ class JsonlStorage(TableStorage):
             return main_path, next(line for line, _, r in main if r.seq == seq)
 
         replay(tables, commits, extra, where)  # extra holds only what confirmed markers name
+        self._check_gaps(main_path, main, commits, own, fates, sticky_base, names)
         tables.high_water = max(tables.high_water, high_water)
 
         for path, keep in rollback:
@@ -482,6 +484,69 @@ class JsonlStorage(TableStorage):
             None,
             f"the session's transcript is missing{beside}; nothing was opened or changed. "
             "Restore the file from a backup, or delete the session folder to drop the session",
+        )
+
+    @staticmethod
+    def _check_gaps(
+        main_path: str,
+        main: list[tuple[int, int, Line]],
+        commits: list[tuple[int, list[Write]]],
+        own: dict[int, tuple[str, int, list[Write]]],
+        fates: TaskFates,
+        sticky_base: dict[str, int],
+        names: list[str],
+    ) -> None:
+        """Every seq below the last one replayed must be replayed, unless the gap is explained:
+        a commit published by its own sidecar line may be gone with its file's earlier records
+        (a sticky file rewritten from a later base) or with a task's sidecar (the task retired
+        later). Otherwise that commit was lost (a damaged sidecar) and opening at a later seq
+        would expose a history without it."""
+        expected = 1
+        rewritten = max(sticky_base.values(), default=0)
+        lives = fates.lives()
+        live_until = 0  # the latest retirement of the tasks created before the seq checked
+        next_life = 0
+        for seq, _ in commits:
+            missing = expected
+            expected = seq + 1
+            while missing < seq:
+                if missing >= rewritten:
+                    while next_life < len(lives) and lives[next_life][0] < missing:
+                        live_until = max(live_until, lives[next_life][1])
+                        next_life += 1
+                    if live_until <= missing:
+                        JsonlStorage._lost(main_path, main, own, fates, names, missing, seq)
+                missing += 1
+
+    @staticmethod
+    def _lost(
+        main_path: str,
+        main: list[tuple[int, int, Line]],
+        own: dict[int, tuple[str, int, list[Write]]],
+        fates: TaskFates,
+        names: list[str],
+        missing: int,
+        seq: int,
+    ) -> None:
+        """Raise :class:`CorruptStorage` for the lost commit ``missing`` (``seq``: the next one
+        replayed), naming the files that could have held it."""
+        if seq in own:
+            where = f"{own[seq][0]}:{own[seq][1]}"
+        else:
+            where = f"line {next(line for line, _, r in main if r.seq == seq)}"
+        sidecars = [
+            name
+            for name in names
+            if _STICKY.fullmatch(name) is not None
+            or ((task := _TASK.fullmatch(name)) is not None and fates.live(int(task.group(1))))
+        ]
+        held = ", ".join(sidecars) if sidecars else "a sidecar file that is gone"
+        raise CorruptStorage(
+            main_path,
+            None,
+            f"seq {missing} is missing: no file holds that commit, yet seq {seq} ({where}) "
+            f"follows it; it was published by its own sidecar line, lost from {held}. "
+            "Restore the session folder from a backup",
         )
 
     @staticmethod
