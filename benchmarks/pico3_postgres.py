@@ -18,7 +18,12 @@ folder, loopback TCP, ``fsync=on``, ``synchronous_commit=on``) serves every row.
 * The one-session loop and the bare loop alternate in blocks of 100 commits; the ratio is the
   median over adjacent pairs (each pair ran under the same load), the rates are the best blocks'.
   The 50 sessions run a few rounds (new sessions each) and keep the best. On a shared machine a
-  burst of someone else's work then spoils a block or a round, not a figure.
+  burst of someone else's work then spoils a block or a round, not a figure. Each round also
+  runs right after a 300-commit block of one session, and the line prints the median of those
+  pairs' ratios too: the disk's flush latency (shared with everyone's fsyncs) moves the one
+  session's rate by 4x within minutes, so a ratio of figures taken minutes apart says little.
+* **pgbench** (libpq in C, next to no client CPU) runs the bare ``INSERT`` with one client and
+  with 50 on the same server: what the server, the disk and the cores allow without Python.
 * Every rate is wall time; next to it the CPU per commit of the client (``process_time``) and
   of the server (the cluster's processes, from /proc), so a loaded machine can be told apart
   from a slow path.
@@ -208,6 +213,24 @@ async def sessions_in_process(
     finally:
         for storage in storages:
             await storage.close(ctx)
+
+
+async def solo_rate(conninfo: str, commits: int, tag: str) -> float:
+    """One session's commits/s over ``commits`` commits (batches built first), run right before a
+    round of the 50 sessions: the load of that moment is in both figures of the pair."""
+    storage = PostgresStorage(conninfo, f"solo-{tag}", fsync=True)
+    await storage.open(ctx)
+    try:
+        await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
+        for n in range(20):  # warm: prepared statement
+            await storage.commit([entry(storage, n)], ctx)
+        batches = [[entry(storage, n)] for n in range(commits)]
+        started = time.perf_counter()
+        for batch in batches:
+            await storage.commit(batch, ctx)
+        return commits / (time.perf_counter() - started)
+    finally:
+        await storage.close(ctx)
 
 
 def _child(
@@ -464,10 +487,13 @@ def main() -> None:
         # each round's 50 sessions are new ones; the best round is kept (a burst of someone
         # else's work on a shared machine then spoils one round, not the figure)
         many, syncs = Cost(0.0, 0.0, 0.0), 0.0
+        paired: list[float] = []
         for round in range(rounds):
+            solo = anyio.run(solo_rate, conninfo, 300, str(round))
             cost, flushes = concurrent_rate(
                 conninfo, server, sessions, commits, processes, str(round)
             )
+            paired.append(cost.rate / solo)
             if cost > many:
                 many, syncs = cost, flushes
         ceiling = processes * 1e6 / (many.client_us + many.server_us)
@@ -476,7 +502,9 @@ def main() -> None:
             f"{many.rate:,.0f} commits/s aggregate ({many.cpu()}; {syncs:.2f} WAL flushes per "
             f"commit); {many.rate / ours.rate:.1f}x one session (target >= 5x); the CPU bound "
             f"of {processes} cores at that CPU/commit: {ceiling:,.0f} commits/s "
-            f"= {ceiling / ours.rate:.1f}x one session"
+            f"= {ceiling / ours.rate:.1f}x one session; paired with a 300-commit one-session "
+            f"block run just before each round: median {statistics.median(paired):.1f}x over "
+            f"{rounds} rounds ({', '.join(f'{x:.1f}' for x in paired)})"
         )
         bound = pgbench_rates(cluster, server, size, sessions, processes, 2 if args.quick else 3)
         if bound is not None:
