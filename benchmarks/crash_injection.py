@@ -118,6 +118,13 @@ def _table(
         )
         rows.append(
             (
+                "second kills during a takeover",
+                f"{sum(r.takeover_kills for r in reports):,} (the server taking over, and "
+                "the worker it was starting)",
+            )
+        )
+        rows.append(
+            (
                 "kills that waited for a server to fail over to",
                 f"{sum(r.delayed_kills for r in reports):,} (the one killed before was "
                 "starting again)",
@@ -171,6 +178,7 @@ async def _main_on(args: argparse.Namespace, storage: str | None) -> int:
         lease=args.lease,
         separate_state=args.separate_state,
         servers=args.servers,
+        takeover_share=args.takeover_share,
     )
     reports: list[TrialReport] = []
     started = time.perf_counter()
@@ -253,6 +261,12 @@ def main() -> int:
     )
     parser.add_argument(
         "--servers", type=int, default=2, help="with --failover: servers on the database (2)"
+    )
+    parser.add_argument(
+        "--takeover-share",
+        type=float,
+        default=0.25,
+        help="with --failover: share of kills followed by a kill of the server taking over",
     )
     parser.add_argument("--minutes", type=float, help="stop starting trials after M minutes")
     parser.add_argument("--progress", type=int, default=0, help="print a line every N trials")

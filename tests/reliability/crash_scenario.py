@@ -185,6 +185,10 @@ class CrashConfig:
     servers: int = 2
     """With ``failover``: how many servers share the database (with more than two, a kill
     right after a failover need not wait for the killed server to be up again)."""
+    takeover_share: float = 0.25
+    """With ``failover``: share of kills followed, after a delay uniform in ``[0, 1.5 x
+    lease)``, by a second SIGKILL: of the server taking the session over (its worker
+    starting, waiting for the lease, replaying) or, once it took over, of that new host."""
 
 
 @dataclass(frozen=True)
@@ -223,6 +227,8 @@ class TrialReport:
     """With ``failover``: from each SIGKILL to the other server's worker started (lease taken)."""
     delayed_kills: int = 0
     """With ``failover``: kills that waited for the server killed before to listen again."""
+    takeover_kills: int = 0
+    """With ``failover``: second kills of the server taking the session over."""
 
 
 # -- the transcript -------------------------------------------------------------------------------
@@ -888,6 +894,9 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
         child_hydrations = dict(client.child_hydrations)
         try:
             started = await worker.kill(timeout)
+            if isinstance(worker, ServerPair) and rng.random() < config.takeover_share:
+                delay = rng.uniform(0, 1.5 * config.lease)
+                report.kill_points[-1] += f", then {await worker.kill_takeover(delay, timeout)}"
         except WorkerFailed as error:
             client._violation("restart", f"at kill {len(report.kill_points)}: {error}")
             raise
@@ -906,6 +915,7 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
             report.failovers = worker.failovers
             report.takeover_seconds = list(worker.takeover_seconds)
             report.delayed_kills = worker.delayed_kills
+            report.takeover_kills = worker.takeover_kills
         try:
             await client.wait_for(
                 lambda: client.root_live and client.hydrations > hydrations, timeout

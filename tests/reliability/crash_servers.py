@@ -77,6 +77,21 @@ class _Server:
         """Its own environment (``None``: the pair's)."""
 
 
+def _children(pid: int) -> list[int]:
+    """The pids of the children of process ``pid`` (Linux ``/proc``)."""
+    found: list[int] = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            found += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return found
+
+
 class WorkerFailed(RuntimeError):
     """The worker did not start (its exit code and the end of its log are in the message), or
     with a :class:`ServerPair`, a server did not, or the session's worker after a failover."""
@@ -126,6 +141,8 @@ class ServerPair:
         """Kills after which the *other* server's worker took the session."""
         self.takeover_seconds: list[float] = []
         """From each SIGKILL to the other server's ``worker started`` (lease taken, READY)."""
+        self.takeover_kills = 0
+        """Second kills that landed while another server was taking the session over."""
         self.delayed_kills = 0
         """Kills that waited for a server killed before to listen again (no other one was up
         when their drawn point came)."""
@@ -184,7 +201,7 @@ class ServerPair:
                             return
                         if "start_failed" in line:
                             raise WorkerFailed(f"server {server.name}: {line}")
-                    if server is not killed and self._exited(server):
+                    if server.listening and self._exited(server):  # not one we killed
                         raise WorkerFailed(f"server {server.name} exited: {self._tail()}")
                 await self._changed.wait()
 
@@ -208,28 +225,28 @@ class ServerPair:
                 if not waited:
                     self.delayed_kills, waited = self.delayed_kills + 1, True
                 await self._changed.wait()
-        worker, host.worker = host.worker, None
-        try:
-            pidfd: int | None = os.pidfd_open(worker)
-            os.kill(worker, signal.SIGSTOP)  # it must not see its server die and exit cleanly
-        except ProcessLookupError:  # it died already (the scenario's checks will say why)
-            pidfd = None
-        self._killed, self._killed_at = host, time.monotonic()
-        killed = time.perf_counter()
-        host.listening = False
-        host.process.kill()
-        if pidfd is not None:
-            try:
-                os.kill(worker, signal.SIGKILL)
-                with anyio.fail_after(bound):
-                    await anyio.to_thread.run_sync(select.select, [pidfd], [], [])
-            finally:
-                os.close(pidfd)
-        with anyio.fail_after(bound):
-            await host.process.wait()
-        await host.process.aclose()
-        self._relaunch(host, bound)
-        return killed
+        return await self._down(host, bound)
+
+    async def kill_takeover(self, delay: float, bound: float) -> str:
+        """``delay`` seconds after a :meth:`kill`, SIGKILL the server taking the session over
+        (and the worker it is starting, waiting for the lease or replaying); what was killed."""
+        await anyio.sleep(delay)
+        killed, since = self._killed, self._killed_at
+        assert killed is not None
+        hosts = [s for s in self._servers if s.worker is not None and not self._exited(s)]
+        if hosts:  # the takeover is over: kill the new host (its worker started after since)
+            target, what = hosts[0], "its worker up"
+        else:  # the next server of the client's list that is up: the one it dials
+            order = self._servers[self._servers.index(killed) + 1 :] + self._servers
+            up = [s for s in order if s.listening]
+            if not up:
+                return "no server up to kill in the takeover"
+            target = up[0]
+            starting = _children(target.process.pid) if target.process is not None else []
+            what = "its worker starting" if starting else "no worker yet"
+        self.takeover_kills += 1
+        await self._down(target, bound)
+        return f"killed {target.name} in the takeover ({what}, {time.monotonic() - since:.2f} s)"
 
     async def aclose(self) -> None:
         """SIGTERM every server (they stop their workers cleanly) and wait for them."""
@@ -251,6 +268,43 @@ class ServerPair:
             self._folder.rmdir()
 
     # -- internals ------------------------------------------------------------------------------
+    async def _down(self, server: _Server, bound: float) -> float:
+        """SIGKILL ``server`` and every worker it runs or is starting (its children: they are
+        stopped first, so none sees its server go and exits by itself), start the server again
+        in the background, and return the ``perf_counter`` time of the SIGKILL."""
+        process = server.process
+        assert process is not None
+        fds: list[int] = []
+        workers = _children(process.pid)
+        for pid in workers:
+            try:
+                fds.append(os.pidfd_open(pid))
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:  # it ended meanwhile
+                pass
+        self._killed, self._killed_at = server, time.monotonic()
+        killed = time.perf_counter()
+        server.listening, server.worker = False, None
+        process.kill()
+        try:
+            for pid in workers:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            with anyio.fail_after(bound):
+                for fd in fds:  # a pidfd reads as readable once its process has ended
+                    await anyio.to_thread.run_sync(
+                        select.select, [fd], [], [], abandon_on_cancel=True
+                    )
+                await process.wait()
+        finally:
+            for fd in fds:
+                os.close(fd)
+        await process.aclose()
+        self._relaunch(server, bound)
+        return killed
+
     def _relaunch(self, killed: _Server, bound: float) -> None:
         """Start the killed server again (same port and socket) in the background: a later
         :meth:`kill` with no other server up waits for it."""
@@ -316,7 +370,7 @@ class ServerPair:
                     line = (await stream.receive_until(b"\n", 1 << 20)).decode(errors="replace")
                 except (anyio.EndOfStream, anyio.IncompleteRead):
                     break
-                log.write(f"{server.name}: {line}\n")
+                log.write(f"{time.monotonic():.3f} {server.name}: {line}\n")
                 log.flush()
                 if server.process is process:
                     if (match := _STARTED.search(line)) is not None:
