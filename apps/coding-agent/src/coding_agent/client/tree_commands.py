@@ -246,13 +246,16 @@ def _plan_text(plan: Sequence[Mapping[str, Any]], cwd: Path | None) -> str:
 
     restore = [shown(p["path"]) for p in plan if p["action"] in ("restore", "delete")]
     conflicts = [shown(p["path"]) for p in plan if p["action"] == "conflict"]
-    if not restore and not conflicts:
+    lost = [shown(p["path"]) for p in plan if p["action"] == "lost"]
+    if not restore and not conflicts and not lost:
         return "The agent changed no files since then."
     lines = []
     if restore:
         lines.append(f"Files to restore: {', '.join(restore)}")
     if conflicts:
         lines.append(f"Changed outside the agent since (you decide): {', '.join(conflicts)}")
+    if lost:
+        lines.append(f"Too large to have been kept, left as they are: {', '.join(lost)}")
     return "\n".join(lines)
 
 

@@ -7,8 +7,9 @@ creates a session stores its metadata here too (table ``coding_agent_sessions``,
 missing); a server asked for a session it has no folder of looks it up here and makes the folder
 (:func:`coding_agent.sessions.adopt_session`) before it starts the worker, which then replays
 the commits from the database. The row is written once, at creation: later changes of the
-launch settings (``/model``) stay in the folder of the server that made them, while the
-conversation's own model and settings are in its commits, so they follow it anyway.
+launch settings (``/model``, ``/thinking``) are stored by the session's worker beside its
+commits (fenced by its lease, :mod:`coding_agent.worker.shared_state`), and a worker of any
+server reads them from there when it starts.
 """
 
 from __future__ import annotations

@@ -11,7 +11,12 @@ for it). Both are on stable storage (``fsync``) before the tool touches the file
       blobs/<sha256>     file contents, one file per distinct content (deduplicated by hash)
       journal.jsonl      one JSON object per change, in the order they happened
 
-(folders ``0700``, files ``0600``, like the rest of the session folder.)
+(folders ``0700``, files ``0600``, like the rest of the session folder.) With the session's
+commits in PostgreSQL the same blobs and lines are the session's blobs in the database instead
+(:class:`coding_agent.worker.shared_state.DatabaseHistoryStore`, a :class:`JournalStore`), so
+the worker of another server finds them after a failover; there one content holds at most
+16 MiB (:data:`pico3.BLOB_LIMIT`): a larger pre-image is not kept, and rewinding reports that
+file (action ``lost``) and leaves it as it is. The folder has no such bound.
 
 A journal line::
 
@@ -48,7 +53,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import msgspec
 
@@ -59,7 +64,10 @@ __all__ = [
     "FileChange",
     "FileHistory",
     "FilePlan",
+    "FolderStore",
+    "JournalStore",
     "Lineage",
+    "decode_journal",
 ]
 
 
@@ -85,7 +93,7 @@ Lineage = Mapping[int, int | None]
 """A branch's path: conversation id -> the newest entry id of it the branch sees (``None``: all,
 for the branch's own conversation)."""
 
-Action = Literal["restore", "delete", "unchanged", "conflict"]
+Action = Literal["restore", "delete", "unchanged", "conflict", "lost"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,19 +132,44 @@ def _read(path: str) -> bytes | None:
         return None
 
 
-class FileHistory:
-    """The pre-image store of one session (``<session>/file-history``)."""
+class JournalStore(Protocol):
+    """Where a :class:`FileHistory` keeps its blobs and journal: the session folder
+    (:class:`FolderStore`, the default), or the session's blobs in PostgreSQL
+    (:class:`coding_agent.worker.shared_state.DatabaseHistoryStore`). Every method may block
+    (the history runs in a worker thread)."""
+
+    def has(self, digest: str) -> bool:
+        """Whether the content ``digest`` is stored (so it can be restored)."""
+        ...
+
+    def put(self, blobs: Mapping[str, bytes]) -> None:
+        """Store contents by hash, durably, before returning (a store may leave out one over
+        its size bound: :meth:`has` then says so)."""
+        ...
+
+    def get(self, digest: str) -> bytes:
+        """The content ``digest`` (raises ``FileNotFoundError`` when it is not stored)."""
+        ...
+
+    def append(self, changes: Sequence[FileChange]) -> None:
+        """Append journal lines, durably, before returning."""
+        ...
+
+    def changes(self) -> list[FileChange]:
+        """Every journal line, oldest first."""
+        ...
+
+
+class FolderStore:
+    """Blobs and journal in ``<session>/file-history`` (see the module docstring)."""
 
     def __init__(self, folder: str | os.PathLike[str], *, fsync: bool = True) -> None:
         self.folder = Path(folder)
         self.blobs = self.folder / "blobs"
         self.journal_path = self.folder / "journal.jsonl"
         self._fsync = fsync
-        self._seq: int | None = None
-        self._last_snapshot: dict[str, tuple[int, int, str]] = {}
         self._encoder = msgspec.json.Encoder()
 
-    # -- recording -----------------------------------------------------------------------
     def _ensure(self) -> None:
         if not self.blobs.is_dir():
             private_tree(self.folder.parent, self.blobs)  # 0700: pre-images are the user's code
@@ -144,19 +177,82 @@ class FileHistory:
                 fsync_dir(self.folder)
                 fsync_dir(self.folder.parent)
 
+    def has(self, digest: str) -> bool:
+        return (self.blobs / digest).exists()
+
+    def put(self, blobs: Mapping[str, bytes]) -> None:
+        for digest, data in blobs.items():
+            self._ensure()
+            write_atomic(self.blobs / digest, data, mode=PRIVATE_FILE, fsync=self._fsync)
+
+    def get(self, digest: str) -> bytes:
+        return (self.blobs / digest).read_bytes()
+
+    def append(self, changes: Sequence[FileChange]) -> None:
+        self._ensure()
+        line = b"".join(self._encoder.encode(change) + b"\n" for change in changes)
+        fd = os.open(self.journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE)
+        with open(fd, "ab") as file:
+            file.write(line)
+            if self._fsync:
+                file.flush()
+                os.fsync(file.fileno())
+
+    def changes(self) -> list[FileChange]:
+        try:
+            raw = self.journal_path.read_bytes()
+        except FileNotFoundError:
+            return []
+        return decode_journal(raw.split(b"\n"))
+
+
+def decode_journal(lines: Iterable[bytes]) -> list[FileChange]:
+    """The journal lines among ``lines`` (a line a crash cut short is ignored)."""
+    decoder = msgspec.json.Decoder(FileChange)
+    out: list[FileChange] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            out.append(decoder.decode(line))
+        except msgspec.DecodeError:
+            continue  # the torn tail of a crash mid-append
+    return out
+
+
+class FileHistory:
+    """The pre-image store of one session (``<session>/file-history``, or ``store``)."""
+
+    def __init__(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        fsync: bool = True,
+        store: JournalStore | None = None,
+    ) -> None:
+        self.folder = Path(folder)
+        self.blobs = self.folder / "blobs"
+        self.journal_path = self.folder / "journal.jsonl"
+        self._store: JournalStore = store if store is not None else FolderStore(folder, fsync=fsync)
+        self._seq: int | None = None
+        self._last_snapshot: dict[str, tuple[int, int, str]] = {}
+
+    # -- recording -----------------------------------------------------------------------
     def store_blob(self, data: bytes) -> str:
         """Store ``data`` under its hash (once) and return the hash."""
         digest = _digest(data)
-        target = self.blobs / digest
-        if target.exists():
-            return digest
-        self._ensure()
-        write_atomic(target, data, mode=PRIVATE_FILE, fsync=self._fsync)
+        if not self._store.has(digest):
+            self._store.put({digest: data})
         return digest
 
     def blob(self, digest: str) -> bytes:
         """The content stored under ``digest``."""
-        return (self.blobs / digest).read_bytes()
+        return self._store.get(digest)
+
+    def kept(self, digest: str) -> bool:
+        """Whether the content ``digest`` is stored (a store with a size bound leaves out
+        larger contents: such a file is reported, never restored)."""
+        return self._store.has(digest)
 
     def _next_seq(self) -> int:
         if self._seq is None:
@@ -166,14 +262,7 @@ class FileHistory:
         return self._seq
 
     def _append(self, *changes: FileChange) -> None:
-        self._ensure()
-        line = b"".join(self._encoder.encode(change) + b"\n" for change in changes)
-        fd = os.open(self.journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE)
-        with open(fd, "ab") as file:
-            file.write(line)
-            if self._fsync:
-                file.flush()
-                os.fsync(file.fileno())
+        self._store.append(changes)
 
     def record(
         self,
@@ -234,6 +323,7 @@ class FileHistory:
         base = Path(os.path.realpath(root))
         previous = self._last_snapshot
         out: dict[str, tuple[int, int, str]] = {}
+        pending: dict[str, bytes] = {}  # new contents, stored together (one round trip)
         total = 0
         for relative in walk_files(base, max_entries=max_files * 4):
             if len(out) >= max_files:
@@ -255,7 +345,12 @@ class FileHistory:
             data = _read(path)
             if data is None:
                 continue
-            out[path] = (info.st_size, info.st_mtime_ns, self.store_blob(data))
+            digest = _digest(data)
+            if digest not in pending and not self._store.has(digest):
+                pending[digest] = data
+            out[path] = (info.st_size, info.st_mtime_ns, digest)
+        if pending:
+            self._store.put(pending)
         self._last_snapshot = out
         return out
 
@@ -296,20 +391,7 @@ class FileHistory:
     # -- reading -------------------------------------------------------------------------
     def changes(self) -> list[FileChange]:
         """Every journal line, oldest first (a line a crash cut short is ignored)."""
-        try:
-            raw = self.journal_path.read_bytes()
-        except FileNotFoundError:
-            return []
-        decoder = msgspec.json.Decoder(FileChange)
-        out: list[FileChange] = []
-        for line in raw.split(b"\n"):
-            if not line.strip():
-                continue
-            try:
-                out.append(decoder.decode(line))
-            except msgspec.DecodeError:
-                continue  # the torn tail of a crash mid-append
-        return out
+        return self._store.changes()
 
     @staticmethod
     def on_branch(changes: Iterable[FileChange], lineage: Lineage) -> list[FileChange]:
@@ -342,6 +424,9 @@ class FileHistory:
             target = earliest.before
             if current == target:
                 plans.append(FilePlan(path, "unchanged", target, current, "already as it was"))
+            elif target is not None and not self._store.has(target):
+                detail = "its earlier content was not kept (over the size bound): not restored"
+                plans.append(FilePlan(path, "lost", target, current, detail))
             elif current in (latest.after, latest.before):
                 action: Action = "delete" if target is None else "restore"
                 plans.append(FilePlan(path, action, target, current))
@@ -371,6 +456,9 @@ class FileHistory:
         changes: list[FileChange] = []
         for plan in plans:
             if plan.action == "unchanged":
+                continue
+            if plan.action == "lost":  # nothing to restore it from: it stays as it is
+                kept.append(plan.path)
                 continue
             if plan.action == "conflict" and plan.path not in chosen:
                 kept.append(plan.path)

@@ -86,6 +86,7 @@ class HarnessJobs:
 
     def _paths(self, key: str) -> tuple[str | None, str | None]:
         host = self._host()
+        host = getattr(host, "local", host)  # a SharedProcessHost's own (PostgreSQL storage)
         if not isinstance(host, LocalProcessHost):
             return None, None
         record = host.state_dir / quote(key, safe="")
@@ -145,7 +146,8 @@ class HarnessJobs:
             "stderr_path": stderr_path,
         }
         status = await self._status(key, ctx)
-        if status.state != "unknown":
+        seen = status.state in ("running", "exited")  # lost: ran on another machine
+        if seen:
             base.update(
                 stdout=status.stdout,
                 stderr=status.stderr,
@@ -154,7 +156,7 @@ class HarnessJobs:
             )
         if task.status == "terminal":
             return self._ended(task, base)
-        if status.state == "unknown":  # not started yet, or the host forgot: the slot's mirror
+        if not seen:  # not started yet, the host forgot, or lost: the slot's mirror
             slot = await self._api.slot(task.id, ctx)
             if isinstance(slot, dict):
                 base.update(
@@ -164,7 +166,7 @@ class HarnessJobs:
                     dropped_stderr=int(slot.get("droppedStderr", 0)),
                 )
         phase = checkpoint.get("phase")
-        state = "running" if phase == "running" or status.state != "unknown" else "starting"
+        state = "running" if phase == "running" or seen else "starting"
         return JobInfo(**base, state=state, stopping=task.abort is True)
 
     def _ended(self, task: Task, base: dict[str, Any]) -> JobInfo:

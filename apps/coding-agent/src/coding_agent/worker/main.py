@@ -108,6 +108,13 @@ from coding_agent.worker.providers_facet import (
     resolve_providers,
 )
 from coding_agent.worker.settings_log import settings_log_facet
+from coding_agent.worker.shared_state import (
+    DatabaseHistoryStore,
+    SharedProcessHost,
+    StorageBox,
+    carried_settings,
+    store_settings,
+)
 from coding_agent.worker.shell_service import shell_service_facet
 from coding_agent.worker.status import WorkerStatus
 from coding_agent.worker.system_prompt_facet import system_prompt_facet
@@ -353,11 +360,14 @@ async def open_session_host(
         # Background jobs (``pi.job``) run under a process host whose records live in the
         # session folder: they outlive this process and a restarted worker re-finds them.
         processes = LocalProcessHost(session.path / "processes")
+        # On PostgreSQL, what another server's worker needs after a failover goes to the
+        # session's blobs too (file history, process records, launch settings: .shared_state).
+        shared = StorageBox(lambda: _postgres_storage(config)) if config.storage else None
         services: dict[str, Any] = {
             "models": models,
             "state_dir": str(session.path / "state"),
             "workspace": str(session.cwd),
-            "process_host": processes,
+            "process_host": processes if shared is None else SharedProcessHost(processes, shared),
             "protected_paths": protected_paths(session, config),
             **_project_services(session.cwd, config.env),
         }
@@ -384,10 +394,14 @@ async def open_session_host(
 
         async with anyio.create_task_group() as group:
             storage_dir = str(session.storage_dir)
-            history = FileHistory(session.path / "file-history", fsync=config.fsync)
+            history = FileHistory(
+                session.path / "file-history",
+                fsync=config.fsync,
+                store=DatabaseHistoryStore(shared) if shared is not None else None,
+            )
             harness_facet = harness_session_facet(
-                (lambda: _postgres_storage(config))
-                if config.storage
+                shared.make
+                if shared is not None
                 else (lambda: JsonlStorage(storage_dir, fsync=config.fsync, create=False)),
                 options,
                 task_group=group,
@@ -408,7 +422,7 @@ async def open_session_host(
                 define_facet(WORKER_FACET_ID, worker),
                 status.facet(),
                 reload_service_facet(reloader),
-                settings_log_facet(on_root_change=_settings_recorder(session)),
+                settings_log_facet(on_root_change=_settings_recorder(session, shared, group)),
                 *features,
                 *extra_facets,
             ]
@@ -461,9 +475,19 @@ async def open_session_host(
             lock.release()
 
 
-def _settings_recorder(session: Session) -> Callable[[str | None, str], None]:
+def _settings_recorder(
+    session: Session, box: StorageBox | None, group: anyio.abc.TaskGroup
+) -> Callable[[str | None, str], None]:
     """Keep ``session.json``'s launch settings in step with ``/model`` and ``/thinking``, so
-    the next worker of the session starts on the model and level the user chose last."""
+    the next worker of the session starts on the model and level the user chose last; on
+    PostgreSQL in the session's blobs too, so a worker of another server does."""
+
+    async def carry() -> None:
+        assert box is not None
+        try:
+            await store_settings(box, session, BACKGROUND)
+        except Exception as error:  # a lost lease: this worker stops at its next commit
+            _log.warning("could not store the session's launch settings: %s", error)
 
     def record(model: str | None, thinking: str) -> None:
         try:
@@ -475,6 +499,9 @@ def _settings_recorder(session: Session) -> Callable[[str | None, str], None]:
             update_settings(current, changed)
         except (SessionError, OSError) as error:
             _log.warning("could not record the session's model and thinking level: %s", error)
+            return
+        if box is not None:
+            group.start_soon(carry)
 
     return record
 
@@ -797,6 +824,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="coding-agent worker: %(message)s")
     try:
         session = load_session(args.session_dir)
+        if args.storage:  # launch settings changed on another server's worker
+            session = carried_settings(session, args.storage)
     except SessionError as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_USAGE
