@@ -33,6 +33,7 @@ from pico3.storage import (
     SchemaTooNew,
     StorageClosed,
     StorageError,
+    StorageFailed,
     StorageInUse,
     Task,
     TaskPatch,
@@ -162,6 +163,26 @@ async def test_the_open_session_holds_its_lock_and_a_shared_pool_gets_it_back_fr
         assert query(conninfo, "SELECT seq FROM pico3_sessions WHERE session = %s", session) == [
             (1,)
         ]  # close recorded the last seq
+
+
+async def test_a_commit_the_server_refuses_fails_stop_naming_the_cause(
+    conninfo: str, session: str
+) -> None:
+    storage = PostgresStorage(conninfo, session, fsync=False)
+    await storage.open(ctx)
+    await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
+    query(  # a row at the next seq that no writer of this session made (the fence bypassed)
+        conninfo,
+        "INSERT INTO pico3_commits (session, seq, writes) VALUES (%s, 2, '[]'::bytea)",
+        session,
+    )
+    note = EntryWrite(Entry(id=storage.mint_id(), conversation_id=1, kind="note"))
+    with pytest.raises(StorageFailed, match=r"commit 2 failed: .*duplicate key"):
+        await storage.commit([note], ctx)
+    assert storage.seq == 1  # not published
+    with pytest.raises(StorageFailed, match="an earlier commit failed"):
+        await storage.commit([], ctx)
+    await storage.close(ctx)
 
 
 async def test_task_patches_retire_with_the_task_and_truncate_drops_old_sticky_rows(
