@@ -257,6 +257,72 @@ async def test_scan_tasks_filters_by_conversation_status_and_kind(backend, h) ->
     assert await storage.scan_tasks(TaskScan(status=frozenset({"running"})), ctx) == [t2]
 
 
+async def test_a_terminal_task_reads_back_whole_beside_live_ones_and_after_reopen(
+    backend, h
+) -> None:
+    # storage keeps a terminal task compactly (docs/design/storage.md#memory): every member
+    # still reads back, through task() and through scans that mix it with live tasks
+    storage = await backend.opened()
+    a = await h.with_root(storage)
+    b = await h.with_root(storage)
+    live = Task(id=storage.mint_id(), conversation_id=a, kind="x", input={"n": [1, 2]})
+    done = Task(
+        id=storage.mint_id(),
+        conversation_id=a,
+        kind="x",
+        input=["text", {"deep": None}],
+        after=[live.id],
+        background=True,
+    )
+    bare = Task(id=storage.mint_id(), conversation_id=b, kind="y")
+    await storage.commit([TaskWrite(live), TaskWrite(done), TaskWrite(bare)], ctx)
+    await storage.commit(
+        [
+            TaskPatchWrite(
+                TaskPatch(
+                    id=done.id,
+                    status="terminal",
+                    checkpoint={"phase": "last"},
+                    abort=True,
+                    outcome={"status": "completed", "result": {"ok": True}},
+                    owns=[bare.id],
+                )
+            ),
+            TaskPatchWrite(TaskPatch(id=bare.id, status="terminal")),
+        ],
+        ctx,
+    )
+    ended = Task(
+        id=done.id,
+        conversation_id=a,
+        kind="x",
+        input=["text", {"deep": None}],
+        status="terminal",
+        checkpoint={"phase": "last"},
+        abort=True,
+        outcome={"status": "completed", "result": {"ok": True}},
+        after=[live.id],
+        owns=[bare.id],
+        background=True,
+    )
+    bare_ended = Task(id=bare.id, conversation_id=b, kind="y", status="terminal")
+    for _ in range(2):
+        assert await storage.task(done.id, ctx) == ended
+        assert await storage.scan_tasks(TaskScan(), ctx) == [live, ended, bare_ended]
+        assert await storage.scan_tasks(TaskScan(kind="x"), ctx) == [live, ended]
+        assert await storage.scan_tasks(TaskScan(conversation_id=b), ctx) == [bare_ended]
+        terminal = frozenset({"terminal"})
+        assert await storage.scan_tasks(TaskScan(status=terminal), ctx) == [ended, bare_ended]
+        assert await storage.scan_tasks(TaskScan(status=frozenset({"pending"})), ctx) == [live]
+        copy = await storage.task(done.id, ctx)
+        assert copy is not None and copy.input is not None
+        copy.input[1]["deep"] = "changed"  # a private copy: the stored record is untouched
+        copy.after.append(0)
+        assert await storage.task(done.id, ctx) == ended
+        storage = await backend.reopen(storage)
+    await storage.close(ctx)
+
+
 async def test_scan_entries_is_newest_first_and_fork_aware(backend, h) -> None:
     storage = await backend.opened()
     root = await h.with_root(storage)

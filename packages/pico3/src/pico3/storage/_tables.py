@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextvars
 import re
+import sys
 from array import array
 from bisect import bisect_left, insort
 from collections.abc import Iterator, Sequence
@@ -333,6 +334,138 @@ class EntryTable:
         return len(self._entries) + len(self._late)
 
 
+class _Ended(msgspec.Struct, gc=False):
+    """A terminal task as :class:`TaskTable` keeps it: what a scan filters on, and the rest of
+    the record as the JSON text of a :class:`_Rest`."""
+
+    conversation_id: int
+    kind: str
+    rest: bytes
+
+
+class _Rest(msgspec.Struct, array_like=True, omit_defaults=True, gc=False):
+    """A terminal task's members besides id, conversation, kind and status, as one JSON array
+    (``null`` for an absent member; trailing absent ones left out)."""
+
+    input: Any = None
+    outcome: Any = None
+    after: list[int] = msgspec.field(default_factory=list[int])
+    owns: list[int] = msgspec.field(default_factory=list[int])
+    checkpoint: Any = None
+    abort: bool | None = None
+    background: bool | None = None
+
+
+_REST_DECODER = msgspec.json.Decoder(_Rest)
+
+
+def _unset(value: Any) -> Any:
+    return UNSET if value is None else value
+
+
+def _none(value: Any) -> Any:
+    return None if value is UNSET else value
+
+
+def _ended(task: Task) -> _Ended:
+    rest = _Rest(
+        task.input,
+        _none(task.outcome),
+        task.after,
+        task.owns,
+        _none(task.checkpoint),
+        _none(task.abort),
+        _none(task.background),
+    )
+    return _Ended(task.conversation_id, sys.intern(task.kind), _ENCODER.encode(rest))
+
+
+def _decoded(task_id: int, ended: _Ended) -> Task:
+    rest = _REST_DECODER.decode(ended.rest)
+    return Task(
+        id=task_id,
+        conversation_id=ended.conversation_id,
+        kind=ended.kind,
+        input=rest.input,
+        status="terminal",
+        checkpoint=_unset(rest.checkpoint),
+        abort=_unset(rest.abort),
+        outcome=_unset(rest.outcome),
+        after=rest.after,
+        owns=rest.owns,
+        background=_unset(rest.background),
+    )
+
+
+class TaskTable:
+    """The stored tasks by id, in creation order.
+
+    A long session's tasks are nearly all terminal (every generation, tool call and
+    post-tools step of every turn), and a terminal task is read rarely (by id, or by a scan
+    that asks for terminal ones). So a task that turns terminal is kept as its conversation,
+    its kind and the JSON text of the rest (:class:`_Ended`, about 270 bytes) instead of a
+    record with its payloads, lists and strings (about 670 bytes at 11,000 tasks, profiled);
+    a read decodes it, which is the private copy storage hands out anyway. Live tasks stay
+    records."""
+
+    __slots__ = ("_records",)
+
+    def __init__(self) -> None:
+        self._records: dict[int, Task | _Ended] = {}
+
+    def get(self, task_id: int) -> Task | None:
+        """The task (a fresh decode for a terminal one), or ``None``."""
+        found = self._records.get(task_id)
+        if isinstance(found, _Ended):
+            return _decoded(task_id, found)
+        return found
+
+    def copy(self, task_id: int) -> Task | None:
+        """A private copy of the task, or ``None``."""
+        found = self._records.get(task_id)
+        if isinstance(found, _Ended):
+            return _decoded(task_id, found)
+        return None if found is None else clone(found)
+
+    def scan(self, scan: TaskScan) -> list[Task]:
+        """Private copies of the tasks ``scan`` selects, in creation order."""
+        cid, statuses, kind = scan.conversation_id, scan.status, scan.kind
+        ended = statuses is None or "terminal" in statuses
+        out: list[Task] = []
+        live: list[int] = []  # where in ``out`` the live ones are (copied in one round trip)
+        for task_id, found in self._records.items():
+            if cid is not None and found.conversation_id != cid:
+                continue
+            if kind is not None and found.kind != kind:
+                continue
+            if isinstance(found, _Ended):
+                if ended:
+                    out.append(_decoded(task_id, found))
+            elif statuses is None or found.status in statuses:
+                live.append(len(out))
+                out.append(found)
+        if live:
+            copies = clone([out[index] for index in live], list[Task])
+            for index, copy in zip(live, copies, strict=True):
+                out[index] = copy
+        return out
+
+    def update(self, tasks: dict[int, Task]) -> None:
+        """Store ``tasks`` (created or patched), each in its place."""
+        records = self._records
+        for task_id, task in tasks.items():
+            records[task_id] = _ended(task) if task.status == "terminal" else task
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._records
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+
 @dataclass
 class Tables:
     """Committed state: tables, document op logs, the seq and the id high-water."""
@@ -346,7 +479,7 @@ class Tables:
     reads these instead of walking the whole history."""
     by_kind: dict[tuple[int, str], list[Entry]] = field(default_factory=dict)
     """Per (conversation, kind), its own entries of that kind (oldest first)."""
-    tasks: dict[int, Task] = field(default_factory=dict)
+    tasks: TaskTable = field(default_factory=TaskTable)
     inputs: dict[int, Input] = field(default_factory=dict)
     requests: dict[tuple[int, str], int] = field(default_factory=dict)
     session_log: list[tuple[int, Ops]] = field(default_factory=list)
@@ -605,18 +738,10 @@ class TableStorage:
         return clone(out, list[Entry])
 
     async def task(self, id: int, ctx: Context) -> Task | None:
-        found = self._check_open().tasks.get(id)
-        return None if found is None else clone(found)
+        return self._check_open().tasks.copy(id)
 
     async def scan_tasks(self, scan: TaskScan, ctx: Context) -> list[Task]:
-        out = [
-            task
-            for task in self._check_open().tasks.values()
-            if (scan.conversation_id is None or task.conversation_id == scan.conversation_id)
-            and (scan.status is None or task.status in scan.status)
-            and (scan.kind is None or task.kind == scan.kind)
-        ]
-        return clone(out, list[Task])
+        return self._check_open().tasks.scan(scan)
 
     def task_ids(self) -> list[int]:
         """Every stored task's id, in creation order (no record is copied)."""
