@@ -110,13 +110,26 @@ def clone(value: Any, kind: Any = None) -> Any:
     return decoder.decode(_ENCODER.encode(value))
 
 
-def _clone_log(log: list[tuple[int, Ops]], start: int) -> DocLog:
-    return clone([ops for _, ops in log[start:]], DocLog)
+LogItem = tuple[int, bool, bytes]
+"""One batch of a document's op log as the tables keep it: the seq that wrote it, whether it
+replaces the whole document (a base), and its ops as JSON text. A long session's rewindable
+log holds a batch per file read or edit; held as text it takes a fraction of the decoded ops'
+memory, and every read of it decodes a private copy anyway."""
+
+_DOC_LOG_DECODER = msgspec.json.Decoder(DocLog)
 
 
-def _last_base(log: list[tuple[int, Ops]]) -> int:
+def _logged(seq: int, ops: Ops) -> LogItem:
+    return (seq, is_base(ops), _ENCODER.encode(ops))
+
+
+def _clone_log(log: list[LogItem], start: int) -> DocLog:
+    return _DOC_LOG_DECODER.decode(b"[%s]" % b",".join([item[2] for item in log[start:]]))
+
+
+def _last_base(log: list[LogItem]) -> int:
     for index in range(len(log) - 1, -1, -1):
-        if is_base(log[index][1]):
+        if log[index][1]:
             return index
     return 0
 
@@ -482,9 +495,9 @@ class Tables:
     tasks: TaskTable = field(default_factory=TaskTable)
     inputs: dict[int, Input] = field(default_factory=dict)
     requests: dict[tuple[int, str], int] = field(default_factory=dict)
-    session_log: list[tuple[int, Ops]] = field(default_factory=list)
-    rewindable: dict[int, list[tuple[int, Ops]]] = field(default_factory=dict)
-    sticky: dict[int, list[tuple[int, Ops]]] = field(default_factory=dict)
+    session_log: list[LogItem] = field(default_factory=list)
+    rewindable: dict[int, list[LogItem]] = field(default_factory=dict)
+    sticky: dict[int, list[LogItem]] = field(default_factory=dict)
     seq: int = 0
     high_water: int = 0
 
@@ -616,13 +629,14 @@ class Tables:
             self.inputs.update(staged.inputs)
             self.requests.update(staged.requests)
         for ref, ops in staged.docs:
+            item = _logged(seq, ops)
             if ref.doc == "session":
-                if is_base(ops):
+                if item[1]:
                     self.session_log.clear()
-                self.session_log.append((seq, ops))
+                self.session_log.append(item)
             else:
                 logs = self.rewindable if ref.doc == "rewindable" else self.sticky
-                logs.setdefault(ref.conversation_id, []).append((seq, ops))  # type: ignore[arg-type]
+                logs.setdefault(ref.conversation_id, []).append(item)  # type: ignore[arg-type]
         self.seq = seq
         if staged.created:
             self.high_water = max(self.high_water, *staged.created)
