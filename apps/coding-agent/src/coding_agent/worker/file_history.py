@@ -49,6 +49,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -235,6 +236,7 @@ class FileHistory:
         self.journal_path = self.folder / "journal.jsonl"
         self._store: JournalStore = store if store is not None else FolderStore(folder, fsync=fsync)
         self._seq: int | None = None
+        self._seq_lock = threading.Lock()
         self._last_snapshot: dict[str, tuple[int, int, str]] = {}
 
     # -- recording -----------------------------------------------------------------------
@@ -255,11 +257,14 @@ class FileHistory:
         return self._store.has(digest)
 
     def _next_seq(self) -> int:
-        if self._seq is None:
-            changes = self.changes()
-            self._seq = changes[-1].seq if changes else 0
-        self._seq += 1
-        return self._seq
+        # Parallel tool calls record from several threads at once: each line gets its own seq
+        # (the database store names a line by it, so a duplicate would replace the other).
+        with self._seq_lock:
+            if self._seq is None:
+                changes = self.changes()
+                self._seq = max((change.seq for change in changes), default=0)
+            self._seq += 1
+            return self._seq
 
     def _append(self, *changes: FileChange) -> None:
         self._store.append(changes)
