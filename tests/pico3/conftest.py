@@ -1,5 +1,6 @@
-"""Shared pico3 fixtures: a storage factory over MemoryStorage and JsonlStorage(fsync=False)
-(every test that uses it runs on both), a manual clock, collected reports and an entered harness.
+"""Shared pico3 fixtures: a storage factory over MemoryStorage, JsonlStorage(fsync=False) and
+JsonlStorage(fsync=True) (every test that uses it runs on all three; with fsync the kernel commits
+through the storage's group commit, ``commit_deferred``), a manual clock, collected reports and an entered harness.
 
 Folders with needs of their own override these in their own conftest.
 """
@@ -19,13 +20,14 @@ from pico3.tasks import ManualClock
 StorageFactory = Callable[[], Storage]
 
 
-@pytest.fixture(params=["memory", "jsonl"])
+@pytest.fixture(params=["memory", "jsonl", "jsonl-fsync"])
 def storage_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StorageFactory:
     """A function giving a storage object for *the same* place on every call (reopen)."""
     if request.param == "memory":
         shared = MemoryStorage()
         return lambda: shared
-    return lambda: JsonlStorage(tmp_path / "session", fsync=False)
+    fsync = request.param == "jsonl-fsync"
+    return lambda: JsonlStorage(tmp_path / "session", fsync=fsync)
 
 
 @pytest.fixture

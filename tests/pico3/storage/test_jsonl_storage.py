@@ -352,3 +352,71 @@ async def test_a_missing_main_file_fails_loudly_and_changes_nothing(tmp_path: Pa
         storage = JsonlStorage(empty, fsync=False, create=False)
         await storage.open(ctx)
     assert os.listdir(empty) == [], "create=False creates nothing"
+
+
+@pytest.mark.parametrize("thread_above", [0.0, 10.0], ids=["worker-thread", "inline"])
+async def test_group_commit_publishes_at_once_and_writes_in_order_when_waited_for(
+    tmp_path: Path, h, thread_above: float
+) -> None:
+    storage = await opened(tmp_path, fsync=True, thread_above=thread_above)
+    cid = await h.with_root(storage)
+    assert storage.commit_deferred([]) is not None  # an empty batch queues too
+    seqs = []
+    for n in range(3):
+        e = Entry(id=storage.mint_id(), conversation_id=cid, kind="k", data={"n": n})
+        seq = storage.commit_deferred(
+            [EntryWrite(e), DocWrite(DocRef.sticky(cid), [["s", ["n"], n]])]
+        )
+        assert seq is not None
+        seqs.append(seq)
+    assert h.fold(await storage.doc(DocRef.sticky(cid), ctx)) == {"n": 2}  # visible at once
+    on_disk = [r["seq"] for r in records(tmp_path / "main.jsonl")]
+    assert seqs[0] not in on_disk  # queued, not written: nobody may report it yet
+    await storage.durable(seqs[1])
+    on_disk = [r["seq"] for r in records(tmp_path / "main.jsonl")]
+    assert on_disk[-3:] == seqs  # the writer took the whole queue, in order
+    await storage.durable(seqs[2])  # already written
+    # a plain commit behind queued ones writes them first
+    queued = storage.commit_deferred([DocWrite(DocRef.sticky(cid), [["s", ["q"], 1]])])
+    plain_seq = await storage.commit([DocWrite(DocRef.sticky(cid), [["s", ["p"], 1]])], ctx)
+    assert queued is not None and plain_seq == queued + 1
+    assert [r["seq"] for r in records(tmp_path / f"sticky-{cid}.jsonl")][-2:] == [queued, plain_seq]
+    last = storage.commit_deferred([DocWrite(DocRef.sticky(cid), [["s", ["last"], 1]])])
+    live = await h.dump(storage)
+    await storage.close(ctx)  # writes what is still queued
+    assert last is not None and records(tmp_path / f"sticky-{cid}.jsonl")[-1]["seq"] == last
+    storage = await opened(tmp_path, fsync=True)
+    assert await h.dump(storage) == live
+    await storage.close(ctx)
+
+
+async def test_group_commit_without_fsync_commits_plainly(tmp_path: Path, h) -> None:
+    storage = await opened(tmp_path)
+    await h.with_root(storage)
+    assert storage.commit_deferred([]) is None  # a plain write is cheaper than the queue
+    await storage.close(ctx)
+
+
+async def test_a_failed_queued_write_fails_it_and_every_batch_behind_it(tmp_path: Path, h) -> None:
+    storage = await opened(tmp_path, fsync=True)
+    cid = await h.with_root(storage)
+    other = storage.mint_id()
+    await storage.commit([ConversationWrite(Conversation(id=other))], ctx)
+    good = storage.commit_deferred([DocWrite(DocRef.sticky(cid), [["s", ["k"], 1]])])
+    (tmp_path / f"sticky-{other}.jsonl").mkdir()  # the sidecar cannot be opened for append
+    bad = storage.commit_deferred([DocWrite(DocRef.sticky(other), [["s", ["k"], 1]])])
+    behind = storage.commit_deferred([DocWrite(DocRef.sticky(cid), [["s", ["k"], 2]])])
+    assert good is not None and bad is not None and behind is not None
+    with pytest.raises(StorageFailed):
+        await storage.durable(behind)
+    await storage.durable(good)  # written before the failure: durable
+    with pytest.raises(StorageFailed):
+        await storage.durable(bad)
+    with pytest.raises(StorageFailed, match="an earlier commit failed"):
+        storage.commit_deferred([])
+    await storage.close(ctx)
+    (tmp_path / f"sticky-{other}.jsonl").rmdir()
+    storage = await opened(tmp_path)
+    assert storage.seq == good  # neither the failed batch nor the one behind it was published
+    assert h.fold(await storage.doc(DocRef.sticky(cid), ctx)) == {"k": 1}
+    await storage.close(ctx)

@@ -21,6 +21,15 @@
 9. off the line: deliver envelopes and call commit listeners. Their errors go to ``on_report``
    and never turn a persisted commit into a failure.
 
+With a backend's group commit (``commit_deferred``, :func:`~pico3.storage.base.deferred_commit`)
+step 7 publishes the batch in memory and queues its durable write; step 9 waits for it off the
+line, then delivers every queued batch through it in seq order (docs/design/harness.md#commits:
+nothing of a batch is reported before it is durable).
+
+Why one module: it is the commit lifecycle itself (line, builder, persist, fold, deliver) and the
+reads the builders and views make through it; the ordering rules above (what runs on the line,
+what waits for durability, in which order envelopes go out) only hold when read together.
+
 A builder failure (or a rejected write) before step 7 discards the batch and evicts every
 document the transaction touched, so its in-place mutations vanish; the session continues.
 """
@@ -29,6 +38,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypeVar
 
@@ -48,7 +58,7 @@ from pico3.kernel.tx import Authority, Batch, Invoker, KindLookup, Transaction
 from pico3.kernel.tx.tasks import TaskOps
 from pico3.kernel.view import Delivery, ViewRegistry
 from pico3.storage._tables import PRECHECKED
-from pico3.storage.base import InvalidBatch, Storage, sync_commit, task_ids
+from pico3.storage.base import InvalidBatch, Storage, deferred_commit, sync_commit, task_ids
 from pico3.storage.records import (
     UNSET,
     Conversation,
@@ -106,6 +116,10 @@ class Kernel:
         self._closed = False
         self._fault: BaseException | None = None
         self._commit_now = sync_commit(storage)
+        self._deferred = deferred_commit(storage)
+        # Group commit (the backend's commit_deferred): batches published in memory whose
+        # durable write is queued, in seq order, with what to deliver once each is durable.
+        self._acks: deque[tuple[int, Batch, list[Delivery]]] = deque()
         # The model context's transcript per conversation, read-only and shared (see
         # shared_transcript): entries are append-only, so a later read adds only the new tail.
         self._transcripts: dict[int, tuple[int, list[Entry]]] = {}
@@ -246,7 +260,8 @@ class Kernel:
                 writes = batch.finish()
                 compact = self._compact_sticky(writes) if batch.changed_docs else None
                 persisted = bool(writes) or batch.has_events
-                if persisted and not self._persist_now(writes, batch):
+                deferred = self._persist_deferred(writes, batch) if persisted else None
+                if persisted and deferred is None and not self._persist_now(writes, batch):
                     await self._persist(writes, batch, ctx)
             except BaseException:
                 batch.open = False
@@ -261,15 +276,59 @@ class Kernel:
                 self._index_tasks(batch)
             batch.membrane.revoke()
             if not persisted:
-                return result
-            deliveries = self._fold_views(batch) if self.views.active else _NO_DELIVERIES
+                # what the builder read may be a queued batch's: reported once that is durable
+                deferred = self._acks[-1][0] if self._acks else None
+                batch = None
+                deliveries = _NO_DELIVERIES
+            else:
+                deliveries = self._fold_views(batch) if self.views.active else _NO_DELIVERIES
+                if deferred is not None:
+                    self._acks.append((deferred, batch, deliveries))
         finally:
             line.release()
+        if deferred is not None:
+            await self._until_durable(deferred)
+            if batch is None:
+                return result
+        elif batch is None:
+            return result
+        elif self._acks:
+            self._acknowledge(self.storage.seq)  # the backend wrote the queue before this one
         if compact:
             await self._truncate(compact, ctx)
-        if deliveries or self._listeners:
+        if deferred is None and (deliveries or self._listeners):
             self._after(batch, deliveries)
         return result
+
+    def _persist_deferred(self, writes: list[Any], batch: Batch) -> int | None:
+        """Queue the batch through the backend's group commit when it has one (published in
+        memory now, durable later: :meth:`_until_durable`); None when it must commit now."""
+        deferred = self._deferred
+        if deferred is None:
+            return None
+        with _StorageCall(self, batch):
+            return deferred.commit_deferred(writes)
+
+    async def _until_durable(self, seq: int, *, deliver: bool = True) -> None:
+        """Off the line: wait until batch ``seq`` is durable, then deliver every queued batch
+        through it, in seq order (whichever waiter wakes first delivers for the others). On the
+        line (``deliver=False``) only wait: the batches' own waiters deliver off it."""
+        deferred = self._deferred
+        assert deferred is not None
+        try:
+            with anyio.CancelScope(shield=True):
+                await deferred.durable(seq)
+        except Exception as exc:
+            raise self._storage_failed(exc) from exc
+        if deliver:
+            self._acknowledge(seq)
+
+    def _acknowledge(self, seq: int) -> None:
+        acks = self._acks
+        while acks and acks[0][0] <= seq:
+            _, batch, deliveries = acks.popleft()
+            if deliveries or self._listeners:
+                self._after(batch, deliveries)
 
     def _compact_sticky(self, writes: list[Any]) -> list[DocRef] | None:
         """At the commit that ends a turn (its sticky ops delete ``turn``), write the sticky
@@ -368,6 +427,8 @@ class Kernel:
 
     def _storage_failed(self, exc: BaseException) -> Faulted:
         """Fail-stop the session after a storage failure; returns the error to raise."""
+        if self._fault is not None:  # a queued batch behind the one that failed
+            return Faulted(f"storage commit failed; the session is fail-stopped: {self._fault}")
         self._fault = exc
         fault = Faulted(f"storage commit failed; the session is fail-stopped: {exc}")
         for listener in list(self._fault_listeners):
@@ -412,6 +473,8 @@ class Kernel:
         async with self.line.hold(ctx):
             self.check_usable()
             ctx.raise_if_cancelled()
+            if self._acks:  # fn reports what it reads (a snapshot): queued batches first
+                await self._until_durable(self._acks[-1][0], deliver=False)
             return await fn()
 
     async def close(self, ctx: Context) -> None:
@@ -422,6 +485,8 @@ class Kernel:
         async with self.line.hold(ctx):
             if self._closed:
                 return
+            if self._acks and self._fault is None:
+                await self._until_durable(self._acks[-1][0])
             self._closed = True
             self.views.close_all()
             with anyio.CancelScope(shield=True):

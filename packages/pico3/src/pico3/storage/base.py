@@ -26,6 +26,14 @@ A backend may also offer ``task_ids() -> list[int]``: the id of every stored tas
 without copying a record. The kernel's open uses it when present (:func:`task_ids`) to read
 only the live tasks as records; all built-in backends have it.
 
+A backend may also offer group commit, ``commit_deferred(writes) -> int | None`` with
+``durable(seq)``: the batch is published in memory at once (later batches may build on it) and its
+durable write queued, and ``await durable(seq)`` returns once it is durable. The caller reports
+nothing of the batch before that; meanwhile other batches queue behind it and the backend writes
+them together (JSONL with fsync: one trip to its writer thread for all of them, each still
+durable on its own). ``None`` means nothing was done: await :meth:`Storage.commit`. The kernel uses
+it when present (:func:`deferred_commit`), under the same rule as ``commit_nowait``.
+
 Documents are returned as a :data:`~pico3.storage.records.DocLog` (op batches from the last base)
 rather than as folded values: folding is :mod:`chord.delta`'s job (one delta engine, docs/design/decisions.md#d2), and the
 log is what the kernel needs to keep commit-granular history anyway.
@@ -64,6 +72,7 @@ from pico3.storage.records import (
 
 __all__ = [
     "CorruptStorage",
+    "DeferredCommit",
     "InvalidBatch",
     "LeaseLost",
     "SchemaTooNew",
@@ -73,6 +82,7 @@ __all__ = [
     "StorageFailed",
     "StorageInUse",
     "SyncCommit",
+    "deferred_commit",
     "sync_commit",
     "task_ids",
 ]
@@ -203,6 +213,41 @@ class SyncCommit(Protocol):
         """Commit ``writes`` now and return the seq, or return ``None`` (nothing done) when the
         commit needs to await; raises what :meth:`Storage.commit` raises."""
         ...
+
+
+@runtime_checkable
+class DeferredCommit(Protocol):
+    """The optional group commit of a backend (see the module doc)."""
+
+    def commit_deferred(self, writes: Sequence[Write]) -> int | None:
+        """Publish ``writes`` in memory and queue their durable write; return the seq, or
+        ``None`` (nothing done) when the caller must await :meth:`Storage.commit` instead."""
+        ...
+
+    async def durable(self, seq: int) -> None:
+        """Return once batch ``seq`` is durable; raise :class:`StorageFailed` if its write
+        failed. Never abandoned: shield it from cancellation."""
+        ...
+
+
+def _same_class(storage: object, name: str) -> bool:
+    """``storage.<name>`` and ``storage.commit`` are defined by one class and neither is
+    replaced on the instance (a subclass that overrides ``commit`` alone is never bypassed)."""
+    own = getattr(storage, "__dict__", {})
+    if "commit" in own or name in own:
+        return False
+    mro = type(storage).__mro__
+    commit = next((cls for cls in mro if "commit" in vars(cls)), None)
+    other = next((cls for cls in mro if name in vars(cls)), None)
+    return commit is other
+
+
+def deferred_commit(storage: object) -> DeferredCommit | None:
+    """``storage`` as a :class:`DeferredCommit` when its group commit stands for the same code
+    as ``storage.commit`` (both defined by one class, neither replaced on the instance)."""
+    if not isinstance(storage, DeferredCommit) or not _same_class(storage, "commit_deferred"):
+        return None
+    return storage
 
 
 def sync_commit(storage: object) -> Callable[[Sequence[Write]], int | None] | None:

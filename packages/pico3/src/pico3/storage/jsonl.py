@@ -38,7 +38,10 @@ an ``fsync``; ``close`` cuts the zero tail. Where fsync is slow (a moving averag
 commit) that work runs in one worker thread (:func:`anyio.to_thread.run_sync` with a one-slot
 limiter) so the event loop keeps running; where it is fast, the thread hop would cost more than
 the fsync, and it runs inline. Either way one commit holds the writer lock from its first byte to
-its last, so file order is commit order. With ``fsync=False`` a commit survives the death of the
+its last, so file order is commit order. Group commit (:meth:`JsonlStorage.commit_deferred`, fsync
+on) publishes a batch in memory at once and queues its writes; the writer writes every queued
+batch in one go, in order, and :meth:`JsonlStorage.durable` returns once a batch's are done.
+With ``fsync=False`` a commit survives the death of the
 process, not the loss of the machine.
 
 Recovery (docs/design/storage.md#recovery)
@@ -271,6 +274,11 @@ class JsonlStorage(TableStorage):
         self._thread_above = thread_above
         self._sync_cost = 0.0  # moving average of the fsync seconds per commit
         self._offload = fsync and thread_above <= 0
+        # deferred commits (commit_deferred): published in memory, queued for the writer
+        self._pending: list[tuple[_Commit, list[tuple[str, bytes]]]] = []
+        self._durable_seq = 0  # every commit up to this seq is written (durably, with fsync)
+        self._flushing: anyio.Event | None = None  # set when the group being written is done
+        self._exclusive = False  # a commit or rewrite holds staged state: nothing may queue
 
     def __repr__(self) -> str:
         return f"<JsonlStorage {self._dir!r} seq={self.seq}>"
@@ -303,6 +311,9 @@ class JsonlStorage(TableStorage):
             raise
         self._tables = tables
         self._next_id = tables.high_water + 1
+        self._pending = []
+        self._durable_seq = tables.seq
+        self._exclusive = False
         self._open = True
 
     async def close(self, ctx: Context) -> None:
@@ -310,8 +321,12 @@ class JsonlStorage(TableStorage):
         if self._lock is not None and self._open:
             with anyio.CancelScope(shield=True):
                 async with self._lock:
-                    self._open = False
-                    self._close_files()
+                    try:
+                        if self._failed is None:
+                            await self._flush_locked()  # queued commits are written first
+                    finally:
+                        self._open = False
+                        self._close_files()
         self._open = False
         self._close_files()
 
@@ -604,10 +619,84 @@ class JsonlStorage(TableStorage):
         seq = 0
         try:
             with anyio.CancelScope(shield=True):
+                self._exclusive = True
+                await self._flush_locked()  # deferred commits queued ahead of this one
                 seq = await self._commit_locked(writes, prechecked)
         finally:
+            self._exclusive = False
             lock.release()
         return seq
+
+    def commit_deferred(self, writes: Sequence[Write]) -> int | None:
+        """Group commit: publish one batch in memory now and queue its durable write; return
+        its seq, which :meth:`durable` then waits for. ``None`` (nothing done) without fsync
+        (a write is cheaper than the queue) or while a :meth:`commit` or :meth:`truncate` is
+        under way; then the caller awaits :meth:`commit`.
+
+        The batch is visible to reads at once, so later batches may build on it; the caller
+        must not report it, or anything read from it, before :meth:`durable` returns. Queued
+        writes keep commit order, and the writer takes every batch queued by the time it is free
+        in one trip to its thread, so batches queued while a write runs share the next trip
+        instead of each holding the event loop through its own write. Each batch's publication
+        point is unchanged (its main record, or its own sidecar line, each durable on its own).
+        """
+        self._check_writable()
+        if not self._fsync or self._exclusive:
+            return None
+        commit, plan = self._prepare(writes, current_prechecked())
+        self._tables.apply(commit.staged)
+        self._tables.high_water = commit.max_id
+        self._pending.append((commit, plan))
+        return commit.seq
+
+    async def durable(self, seq: int) -> None:
+        """Return once batch ``seq`` (and every batch before it) is durable; raise
+        :class:`StorageFailed` if its write failed. Not cancellable: shield it, as
+        :meth:`commit` is."""
+        while self._durable_seq < seq:
+            if self._failed is not None:
+                raise StorageFailed(f"{self._dir}: commit {seq} failed: {self._failed}")
+            flushing = self._flushing
+            if flushing is not None:
+                await flushing.wait()  # a group is being written; it may hold this batch
+                continue
+            if not self._pending:
+                raise StorageFailed(f"{self._dir}: commit {seq} was never written (closed)")
+            lock = self._lock
+            assert lock is not None
+            async with lock:  # the writer is free: this caller writes the queue (leader)
+                if self._durable_seq < seq and self._failed is None:
+                    try:
+                        await self._flush_locked()
+                    except StorageFailed:
+                        pass  # the loop tells whether this batch was written before the failure
+
+    async def _flush_locked(self) -> None:
+        """Write every queued batch, in order (holding the writer lock), in one trip to the
+        writer thread when syncs are slow (see ``thread_above``), and retire their tasks'
+        sidecars."""
+        if not self._pending:
+            return
+        group, self._pending = self._pending, []
+        done = self._flushing = anyio.Event()
+        try:
+            if self._offload:  # slow syncs: the event loop runs on while the thread writes
+                await anyio.to_thread.run_sync(self._write_group, group, limiter=self._limiter)
+            else:  # fast ones cost less than the thread's wake-up; the line is free meanwhile
+                self._write_group(group)
+        except BaseException as exc:
+            if self._failed is None:
+                self._failed = exc
+            raise StorageFailed(f"{self._dir}: a queued commit failed: {exc}") from exc
+        finally:
+            self._flushing = None
+            done.set()
+
+    def _write_group(self, group: list[tuple[_Commit, list[tuple[str, bytes]]]]) -> None:
+        for commit, plan in group:
+            self._write_plan(plan)
+            self._durable_seq = commit.seq
+            self._retire(commit)
 
     def commit_nowait(self, writes: Sequence[Write]) -> int | None:
         """Publish one batch without awaiting, when nothing is queued ahead of it and fsyncs run
@@ -615,7 +704,7 @@ class JsonlStorage(TableStorage):
         self._check_writable()
         lock = self._lock
         assert lock is not None
-        if self._offload or lock.locked():
+        if self._offload or lock.locked() or self._pending:
             return None
         return self._commit_inline(writes, current_prechecked())  # nothing can interleave
 
@@ -651,15 +740,26 @@ class JsonlStorage(TableStorage):
         if not main and sidecars:
             sidecars = _one_conversation(staged, sidecars)
             if len(sidecars) == 1:  # the sidecar line is the publication point: no main line
+                self._note_sidecars(sidecars)
                 ((name, items),) = sidecars.items()
                 return _Commit(staged, seq, max_id), [
                     (name, encode_line(seq, max_id, items, own=True))
                 ]
+        self._note_sidecars(sidecars)
         plan = [(name, encode_line(seq, max_id, items)) for name, items in sidecars.items()]
         # maxId 0: this line's writes create the greatest id (replay raises the mark from them)
         main_max = 0 if max_id <= staged.max_id else max_id
         plan.append((MAIN_FILE, encode_line(seq, main_max, main, list(sidecars))))
         return _Commit(staged, seq, max_id), plan
+
+    def _note_sidecars(self, sidecars: dict[str, list[Write]]) -> None:
+        """Remember the sidecars a planned commit writes (before it is written: queued writes
+        keep commit order, so a later commit may rely on the file)."""
+        for name in sidecars:
+            if name not in self._written:
+                self._written.add(name)
+                if name.startswith("task-"):
+                    self._task_files.add(name)
 
     @staticmethod
     def _route(
@@ -751,14 +851,17 @@ class JsonlStorage(TableStorage):
             self._sidecars.popitem(last=False)[1].close()
         sidecar = MainLog(path, durable=self._fsync, min_chunk=SIDECAR_CHUNK)
         self._sidecars[name] = sidecar
-        self._written.add(name)
-        if name.startswith("task-"):
-            self._task_files.add(name)
         return sidecar, created
 
     def _publish(self, commit: _Commit) -> int:
         self._tables.apply(commit.staged)
         self._tables.high_water = commit.max_id
+        self._durable_seq = commit.seq
+        self._retire(commit)
+        return commit.seq
+
+    def _retire(self, commit: _Commit) -> None:
+        """Once ``commit`` is durable: unlink the sidecars of the tasks it ended."""
         for id in commit.staged.terminalized:
             name = f"task-{id}.jsonl"
             if name not in self._task_files:
@@ -771,7 +874,6 @@ class JsonlStorage(TableStorage):
             if self._retirer is None:
                 self._retirer = _Retirer()
             self._retirer.unlink(self._file(name))
-        return commit.seq
 
     # sticky rewrite ------------------------------------------------------------------------
 
@@ -789,9 +891,12 @@ class JsonlStorage(TableStorage):
         await lock.acquire()
         try:
             with anyio.CancelScope(shield=True):
+                self._exclusive = True  # the rewrite trims the tables in its thread
+                await self._flush_locked()
                 self._check_writable()
                 await anyio.to_thread.run_sync(self._truncate_now, cid, limiter=self._limiter)
         finally:
+            self._exclusive = False
             lock.release()
 
     def _live_patches(self, records: list[tuple[int, int, Line]]) -> bytes:
