@@ -87,6 +87,13 @@ def _recorded(paths: list[Path]) -> list[TrialReport]:
     return [reports[seed] for seed in sorted(reports)]
 
 
+def _spread(times: list[float]) -> str:
+    return (
+        f"mean {statistics.fmean(times):.2f} s, median {statistics.median(times):.2f} s, "
+        f"max {max(times):.2f} s ({len(times)})"
+    )
+
+
 def _table(
     reports: list[TrialReport], wanted: int, elapsed: float | None, config: CrashConfig
 ) -> str:
@@ -135,21 +142,21 @@ def _table(
     if takeovers:
         rows.append(
             (
-                "takeover (kill to the other's worker up)",
-                f"mean {statistics.fmean(takeovers):.2f} s, "
-                f"median {statistics.median(takeovers):.2f} s, max {max(takeovers):.2f} s",
+                "takeover (last kill to a worker up)",
+                _spread(takeovers),
             )
         )
-    if restarts:
-        rows.append(
-            (
-                "failover time (kill to view rehydrated)"
-                if config.failover
-                else "restart time (kill to view rehydrated)",
-                f"mean {statistics.fmean(restarts):.2f} s, "
-                f"median {statistics.median(restarts):.2f} s, max {max(restarts):.2f} s",
-            )
-        )
+    if config.failover:
+        once = [t for r in reports for n, t in enumerate(r.restart_seconds) if n not in r.twice]
+        twice = [t for r in reports for n, t in enumerate(r.restart_seconds) if n in r.twice]
+        for name, times in (
+            ("failover time (kill to view rehydrated)", once),
+            ("... with a second kill in the takeover", twice),
+        ):
+            if times:
+                rows.append((name, _spread(times)))
+    elif restarts:
+        rows.append(("restart time (kill to view rehydrated)", _spread(restarts)))
     width = max(len(name) for name, _ in rows)
     lines = [f"| {'measure':{width}} | value |", f"|{'-' * (width + 2)}|---|"]
     lines += [f"| {name:{width}} | {value} |" for name, value in rows]

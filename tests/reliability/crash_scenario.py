@@ -229,6 +229,9 @@ class TrialReport:
     """With ``failover``: kills that waited for the server killed before to listen again."""
     takeover_kills: int = 0
     """With ``failover``: second kills of the server taking the session over."""
+    twice: list[int] = field(default_factory=list[int])
+    """With ``failover``: the kills (indices of ``restart_seconds``) followed by a second kill
+    in their takeover (their failover time counts both)."""
 
 
 # -- the transcript -------------------------------------------------------------------------------
@@ -897,6 +900,7 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
             if isinstance(worker, ServerPair) and rng.random() < config.takeover_share:
                 delay = rng.uniform(0, 1.5 * config.lease)
                 report.kill_points[-1] += f", then {await worker.kill_takeover(delay, timeout)}"
+                report.twice.append(len(report.restart_seconds))
         except WorkerFailed as error:
             client._violation("restart", f"at kill {len(report.kill_points)}: {error}")
             raise

@@ -184,8 +184,12 @@ class ServerPair:
         if self._killed is None:
             if self._separate is not None:  # what the server that made it would record
                 await SessionDirectory(self._storage).put(self._session.metadata)
-            for server in self._servers:
-                await self._launch(server, bound)
+            try:
+                async with anyio.create_task_group() as group:  # all at once
+                    for server in self._servers:
+                        group.start_soon(self._launch, server, bound)
+            except* WorkerFailed as failed:
+                raise failed.exceptions[0] from None
             return
         killed, since = self._killed, self._killed_at
         with anyio.fail_after(bound):
@@ -282,6 +286,7 @@ class ServerPair:
                 os.kill(pid, signal.SIGSTOP)
             except ProcessLookupError:  # it ended meanwhile
                 pass
+        self._note(server, f"SIGKILL (and its workers: {workers})")
         self._killed, self._killed_at = server, time.monotonic()
         killed = time.perf_counter()
         server.listening, server.worker = False, None
@@ -324,7 +329,12 @@ class ServerPair:
     def _exited(self, server: _Server) -> bool:
         return server.process is None or server.process.returncode is not None
 
+    def _note(self, server: _Server, text: str) -> None:
+        with self._log.open("a", encoding="utf-8") as log:
+            log.write(f"{time.monotonic():.3f} {server.name}: {text}\n")
+
     async def _launch(self, server: _Server, bound: float) -> None:
+        self._note(server, "starting")
         command = [
             sys.executable, "-m", "coding_agent.cli", "serve", "--cwd", str(self._project),
             "--storage", self._storage, "--lease", repr(self._lease),
@@ -359,6 +369,7 @@ class ServerPair:
             ) from None
         server.port = int(tcp.rsplit(":", 1)[1])
         server.listening = True
+        self._note(server, f"listening ({tcp})")
         self._notify()
 
     async def _follow(self, server: _Server, process: anyio.abc.Process) -> None:
