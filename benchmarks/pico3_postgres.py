@@ -327,6 +327,8 @@ def pgbench_rates(
                     check=True,
                 )
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                while server.snapshot().keys() - ticks.keys():  # until the postmaster reaped
+                    time.sleep(0.01)  # pgbench's backends (their CPU then in its cutime)
                 used = server.between(ticks, server.snapshot())
                 found = re.search(r"actually processed: (\d+)", done.stdout)
                 tps = re.search(r"tps = ([\d.]+) \(without initial", done.stdout)
