@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import sys
 import zlib
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import msgspec
@@ -145,19 +146,27 @@ _ABSENT = msgspec.Raw()
 _NULL_RAW = msgspec.Raw(b"null")
 
 
-def _body(raw: msgspec.Raw, opener: bytes, member: str) -> Any:
+_ARRAY = 0x5B  # the first byte of a JSON array, "["
+_OBJECT = 0x7B  # "{"
+_NULL = 0x6E  # "n": a Raw holds valid JSON, so one that starts with "n" is null
+
+
+def _body(raw: msgspec.Raw, opener: int, member: str) -> Any:
     """An entry payload as read: UNSET when absent, else its JSON text (a ``msgspec.Raw``,
-    a private copy) once checked to be the right container type.
+    a private copy) once checked to be the right container type (``opener``: its first byte).
 
     Storage hands out entries only through a msgspec round trip (``_tables.clone``), which
     decodes the text, so a replayed entry holds its payload as the few bytes it is stored in
     instead of a tree of Python objects (docs/design/storage.md#memory)."""
-    if not raw or raw == _NULL_RAW:
+    if not raw:
         return UNSET
-    if memoryview(raw)[:1] != opener:
-        kind = "array" if opener == b"[" else "object"
-        raise ValueError(f"{member} is not a JSON {kind}")
-    return raw.copy()  # the entry's own few bytes, not a view that keeps the file alive
+    first = memoryview(raw)[0]
+    if first == opener:
+        return raw.copy()  # the entry's own few bytes, not a view that keeps the file alive
+    if first == _NULL:
+        return UNSET
+    kind = "array" if opener == _ARRAY else "object"
+    raise ValueError(f"{member} is not a JSON {kind}")
 
 
 class _C(msgspec.Struct, array_like=True, tag="c", gc=False):
@@ -358,82 +367,110 @@ def _set(value: Any) -> Any:
     return UNSET if value is None else value
 
 
-def _write_v1(w: _C | _E | _T | _P | _Q | _I | _J | _D) -> Write:
-    kind = type(w)
-    if kind is _E:
-        e: _E = w  # type: ignore[assignment]
-        kind = sys.intern(e.kind)  # every entry of a kind shares one string
-        return EntryWrite(
-            Entry(
-                id=e.id,
-                conversation_id=e.cid,
-                kind=kind,
-                model=_body(e.model, b"[", "entry model"),
-                data=_body(e.data, b"{", "entry data"),
-                head=_set(e.head),
-                edits=_body(e.edits, b"[", "entry edits"),
-                by_task_id=_set(e.by),
-            )
+# One converter per v2 write type, to the storage write it stands for (open replays every write
+# of a session through these: the common ones are written out rather than shared helpers).
+
+
+def _entry(e: _E) -> Write:
+    model, data, edits, head, by = e.model, e.data, e.edits, e.head, e.by
+    return EntryWrite(
+        Entry(
+            id=e.id,
+            conversation_id=e.cid,
+            kind=_intern(e.kind),  # every entry of a kind shares one string
+            model=_body(model, _ARRAY, "entry model") if model else UNSET,
+            data=_body(data, _OBJECT, "entry data") if data else UNSET,
+            head=UNSET if head is None else head,
+            edits=_body(edits, _ARRAY, "entry edits") if edits else UNSET,
+            by_task_id=UNSET if by is None else by,
         )
-    if kind is _J or kind is _I:
-        i: _J = w  # type: ignore[assignment]  # the same members, in another order
-        return InputWrite(
-            Input(
-                id=i.id,
-                conversation_id=i.cid,
-                status=i.status,
-                request_id=_set(i.request_id),
-                entry=_set(i.entry),
-                answer=_set(i.answer),
-                reason=_set(i.reason),
-                detail=UNSET if i.detail is None else i.detail[0],
-            )
+    )
+
+
+def _input(i: _J | _I) -> Write:  # the same members, in another order
+    request_id, entry, answer, reason, detail = i.request_id, i.entry, i.answer, i.reason, i.detail
+    return InputWrite(
+        Input(
+            id=i.id,
+            conversation_id=i.cid,
+            status=i.status,
+            request_id=UNSET if request_id is None else request_id,
+            entry=UNSET if entry is None else entry,
+            answer=UNSET if answer is None else answer,
+            reason=UNSET if reason is None else reason,
+            detail=UNSET if detail is None else detail[0],
         )
-    if kind is _Q or kind is _P:
-        p: _Q = w  # type: ignore[assignment]  # the same members, in another order
-        checkpoint = p.checkpoint
-        return TaskPatchWrite(
-            TaskPatch(
-                id=p.id,
-                status=_set(p.status),
-                checkpoint=None if checkpoint == 0 else _set(checkpoint),  # type: ignore[arg-type]
-                abort=_set(p.abort),
-                outcome=_body(p.outcome, b"{", "task outcome")
-                if type(p.outcome) is msgspec.Raw
-                else _set(p.outcome),
-                owns=_set(p.owns),
-            )
+    )
+
+
+def _patch(p: _Q | _P) -> Write:  # the same members, in another order
+    checkpoint, outcome = p.checkpoint, p.outcome
+    if type(outcome) is msgspec.Raw:
+        outcome = _body(outcome, _OBJECT, "task outcome") if outcome else UNSET
+    elif outcome is None:
+        outcome = UNSET
+    return TaskPatchWrite(
+        TaskPatch(
+            id=p.id,
+            status=_set(p.status),
+            checkpoint=None if checkpoint == 0 else _set(checkpoint),  # type: ignore[arg-type]
+            abort=_set(p.abort),
+            outcome=outcome,
+            owns=_set(p.owns),
         )
-    if kind is _D:
-        d: _D = w  # type: ignore[assignment]
-        doc = _DOC_KINDS.get(d.doc)
-        if doc is None:
-            raise ValueError(f"unknown document kind {d.doc!r}")
-        return DocWrite(DocRef(doc=doc, conversation_id=_set(d.cid)), d.ops)  # type: ignore[arg-type]
-    if kind is _T:
-        t: _T = w  # type: ignore[assignment]
-        return TaskWrite(
-            Task(
-                id=t.id,
-                conversation_id=t.cid,
-                kind=t.kind,
-                input=None if not t.input or t.input == _NULL_RAW else t.input.copy(),
-                status=t.status or "pending",
-                checkpoint=_set(t.checkpoint),
-                abort=_set(t.abort),
-                outcome=_body(t.outcome, b"{", "task outcome"),
-                after=t.after or [],
-                owns=t.owns or [],
-                background=_set(t.background),
-            )
+    )
+
+
+def _doc(d: _D) -> Write:
+    doc = _DOC_KINDS.get(d.doc)
+    if doc is None:
+        raise ValueError(f"unknown document kind {d.doc!r}")
+    return DocWrite(DocRef(doc=doc, conversation_id=_set(d.cid)), d.ops)  # type: ignore[arg-type]
+
+
+def _task(t: _T) -> Write:
+    return TaskWrite(
+        Task(
+            id=t.id,
+            conversation_id=t.cid,
+            kind=t.kind,
+            input=None if not t.input or t.input == _NULL_RAW else t.input.copy(),
+            status=t.status or "pending",
+            checkpoint=_set(t.checkpoint),
+            abort=_set(t.abort),
+            outcome=_body(t.outcome, _OBJECT, "task outcome"),
+            after=t.after or [],
+            owns=t.owns or [],
+            background=_set(t.background),
         )
-    c: _C = w  # type: ignore[assignment]
+    )
+
+
+def _conversation(c: _C) -> Write:
     if (c.parent_id is None) != (c.parent_at is None):
         raise ValueError("a fork point needs both its conversation and its entry")
     parent = UNSET if c.parent_id is None else Parent(conversation_id=c.parent_id, at=c.parent_at)  # type: ignore[arg-type]
     return ConversationWrite(
         Conversation(id=c.id, parent=parent, owner=_set(c.owner), sections=_set(c.sections))
     )
+
+
+_intern = sys.intern
+_FROM_V2: dict[type, Callable[[Any], Write]] = {
+    _E: _entry,
+    _J: _input,
+    _I: _input,
+    _Q: _patch,
+    _P: _patch,
+    _D: _doc,
+    _T: _task,
+    _C: _conversation,
+}
+
+
+def _write_v1(w: _C | _E | _T | _P | _Q | _I | _J | _D) -> Write:
+    """The storage write a v2 write stands for."""
+    return _FROM_V2[type(w)](w)
 
 
 def encode_line(
@@ -451,19 +488,32 @@ def encode_line(
     return b"[%d,%s\n" % (zlib.crc32(rest), rest)
 
 
-def _check_v2(path: str, number: int, raw: bytes, record: _V2, main: bool) -> Line:
-    comma = raw.find(b",")
-    if zlib.crc32(memoryview(raw)[comma + 1 :]) != record.crc:
+def _check_v2(
+    path: str,
+    number: int,
+    raw: bytes,
+    record: _V2,
+    main: bool,
+    names: dict[tuple[int, ...], tuple[str, ...]],
+) -> Line:
+    """``names``: the file names of the refs lists seen so far in this file (most lines of a
+    file name the same sidecars), shared by their lines."""
+    if zlib.crc32(memoryview(raw)[raw.find(b",") + 1 :]) != record.crc:
         raise CorruptStorage(path, number, "checksum mismatch (the line was altered)")
+    convert = _FROM_V2
     try:
-        writes = [_write_v1(w) for w in record.writes]
+        writes = [convert[type(w)](w) for w in record.writes]
     except (ValueError, TypeError, msgspec.ValidationError) as exc:
         raise CorruptStorage(path, number, f"malformed record: {exc}") from None
     refs = record.refs
     if main:
-        return Line(
-            record.seq, record.max_id, writes, [ref_name(r) for r in refs or ()] or None, False
-        )
+        if not refs:
+            return Line(record.seq, record.max_id, writes, None, False)
+        key = tuple(refs)
+        files = names.get(key)
+        if files is None:
+            files = names[key] = tuple(ref_name(r) for r in refs)
+        return Line(record.seq, record.max_id, writes, list(files), False)
     if refs:
         raise CorruptStorage(path, number, "malformed record: a sidecar line names other files")
     return Line(record.seq, record.max_id, writes, None, refs is not None)
@@ -510,12 +560,13 @@ def read_lines(path: str, data: bytes, main: bool) -> list[tuple[int, int, Line]
     lines.pop()  # the empty string after the final newline
     records = _decode_all(path, data, lines)
     out: list[tuple[int, int, Line]] = []
+    names: dict[tuple[int, ...], tuple[str, ...]] = {}
     previous = 0
     end = 0
     for number, (raw, record) in enumerate(zip(lines, records, strict=True), 1):
         end += len(raw) + 1
         if type(record) is _V2:
-            line = _check_v2(path, number, raw, record, main)
+            line = _check_v2(path, number, raw, record, main, names)
         else:
             line = _check_v1(path, number, raw, record)  # type: ignore[arg-type]
         if line.seq <= previous:

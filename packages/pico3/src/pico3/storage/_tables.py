@@ -525,15 +525,20 @@ class Tables:
         return staged
 
     def _claim(self, staged: Staged, id: int, index: int) -> None:
-        if (
-            id in staged.created
-            or id in self.entries
-            or id in self.conversations
-            or id in self.tasks
-            or id in self.inputs
+        created = staged.created
+        # ``high_water`` is at least every id the tables hold (apply raises it to the ids it
+        # adds, the backends only raise it further): a greater id needs no table lookup
+        if id in created or (
+            id <= self.high_water
+            and (
+                id in self.entries
+                or id in self.conversations
+                or id in self.tasks
+                or id in self.inputs
+            )
         ):
             raise InvalidBatch(f"writes[{index}]: id {id} is already in use")
-        staged.created.add(id)
+        created.add(id)
 
     def _need_conversation(self, staged: Staged, id: int, index: int) -> None:
         if id not in self.conversations and id not in staged.conversations:
@@ -616,18 +621,30 @@ class Tables:
         for conversation in staged.conversations.values():
             self.conversations[conversation.id] = conversation
             self.by_conversation.setdefault(conversation.id, [])
+        by_kind = self.by_kind
         for entry in staged.entries:
             self.entries.add(entry, seq)
             cid = entry.conversation_id
             _add(self.by_conversation[cid], entry)
             if entry.head is not UNSET:
                 _add(self.heads.setdefault(cid, []), entry)
-            _add(self.by_kind.setdefault((cid, entry.kind), []), entry)
+            key = (cid, entry.kind)
+            of_kind = by_kind.get(key)
+            if of_kind is None:
+                by_kind[key] = [entry]
+            else:
+                _add(of_kind, entry)
         if staged.tasks:
             self.tasks.update(staged.tasks)
-        if staged.inputs:
-            self.inputs.update(staged.inputs)
-            self.requests.update(staged.requests)
+        inputs = staged.inputs
+        if inputs:
+            if len(inputs) == 1:
+                for id, item in inputs.items():
+                    self.inputs[id] = item
+            else:
+                self.inputs.update(inputs)
+            if staged.requests:
+                self.requests.update(staged.requests)
         for ref, ops in staged.docs:
             item = _logged(seq, ops)
             if ref.doc == "session":
@@ -638,8 +655,11 @@ class Tables:
                 logs = self.rewindable if ref.doc == "rewindable" else self.sticky
                 logs.setdefault(ref.conversation_id, []).append(item)  # type: ignore[arg-type]
         self.seq = seq
-        if staged.created:
-            self.high_water = max(self.high_water, *staged.created)
+        created = staged.created
+        if created:
+            top = max(created)
+            if top > self.high_water:
+                self.high_water = top
 
     def truncate_sticky(self, conversation_id: int) -> bool:
         """Drop the sticky log before its last base; True when something was dropped."""
