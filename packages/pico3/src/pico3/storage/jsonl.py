@@ -76,6 +76,7 @@ replay already live in ``_tables`` and ``_replay``.
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import re
@@ -160,6 +161,17 @@ def _one_conversation(staged: Staged, sidecars: dict[str, list[Write]]) -> dict[
                 return sidecars
         merged.extend(items)
     return {name: merged}
+
+
+@functools.lru_cache(maxsize=1024)
+def _sidecar_kind(name: str) -> tuple[str, int]:
+    """``("task", id)`` for ``task-<id>.jsonl``, ``("sticky", cid)`` for ``sticky-<cid>.jsonl``,
+    else ``("", 0)`` (every main line names its sidecars: matched once per name)."""
+    task = _TASK.fullmatch(name)
+    if task is not None:
+        return "task", int(task.group(1))
+    sticky = _STICKY.fullmatch(name)
+    return ("sticky", int(sticky.group(1))) if sticky is not None else ("", 0)
 
 
 def _first(item: tuple[int, list[Write]]) -> int:
@@ -578,12 +590,12 @@ class JsonlStorage(TableStorage):
         for ref in record.refs or ():
             if (record.seq, ref) in found:
                 continue
-            task = _TASK.fullmatch(ref)
-            if task is not None:
-                retired_at = retired.get(int(task.group(1)))
+            kind, id = _sidecar_kind(ref)
+            if kind == "task":
+                retired_at = retired.get(id)
                 if retired_at is not None and record.seq < retired_at:
                     continue
-            elif _STICKY.fullmatch(ref) is not None:
+            elif kind == "sticky":
                 base = sticky_base.get(ref)
                 if base is not None and record.seq < base:
                     continue
