@@ -8,6 +8,12 @@ turn :func:`freeze_after_turns` moves everything alive into the permanent genera
 of objects frozen while still alive is reclaimed by a full collection every
 ``collect_every`` turns (``gc.unfreeze()``, ``gc.collect()``, ``gc.freeze()``), which bounds
 what freezing can hold on to.
+
+Opening a long session allocates its whole in-memory state at once (the storage replay, the
+views, their snapshots), all of it long-lived. :func:`pause_while_opening` keeps the collector
+off for the opening, which would otherwise rescan that growing heap (and the process's whole
+heap, once the new objects pass a quarter of it) several times before the host serves, and then
+freezes what the opening left, as the turn policy does after every turn.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import gc
 from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["freeze_after_turns"]
+__all__ = ["freeze_after_turns", "pause_while_opening"]
 
 
 class _Kernel(Protocol):
@@ -45,3 +51,32 @@ def freeze_after_turns(kernel: _Kernel, *, collect_every: int = 200) -> Callable
         gc.unfreeze()
 
     return stop
+
+
+_openings = [0, False]  # openings in progress; whether the collector was on before the first
+
+
+def pause_while_opening() -> Callable[[bool], None]:
+    """Pause the cycle collector while a session host opens; returns ``done(opened)``, to be
+    called once the host is open (``opened=True``: what is alive is frozen, the session state
+    the collector need not rescan) and again on every way out (later calls do nothing). The
+    collector is on again once every opening in progress is done, if it was on before the
+    first began; an opening leaves only a few dozen objects of cyclic garbage, reclaimed at the
+    turn policy's next full collection."""
+    if _openings[0] == 0:
+        _openings[1] = gc.isenabled()
+        gc.disable()
+    _openings[0] += 1
+    pending = [True]
+
+    def done(opened: bool) -> None:
+        if not pending[0]:
+            return
+        pending[0] = False
+        if opened:
+            gc.freeze()
+        _openings[0] -= 1
+        if _openings[0] == 0 and _openings[1]:
+            gc.enable()
+
+    return done

@@ -98,7 +98,7 @@ from coding_agent.trust import (
     trust_path,
 )
 from coding_agent.worker.file_history import FileHistory
-from coding_agent.worker.gc_policy import freeze_after_turns
+from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
 from coding_agent.worker.providers import OpenAIProvider, RegistryError
 from coding_agent.worker.providers.registry import TOOL_CALLING_ENV
@@ -347,6 +347,7 @@ async def open_session_host(
     coordinator: ReloadCoordinator | None = None
     processes: LocalProcessHost | None = None
     choice: ProviderChoice | None = None
+    opening = pause_while_opening()
     try:
         choice = resolve_providers(
             config.model if config.model is not None else session.model,
@@ -445,6 +446,7 @@ async def open_session_host(
                 if config.permission_mode is not None:
                     await apply_permission_mode(host, config.permission_mode)
                 await harness.resume(BACKGROUND)
+                opening(True)
                 unfreeze = freeze_after_turns(harness.harness.kernel)
                 runtime = SessionRuntime(host, harness, choice, status, storage=watch)
                 # The coordinator owns the generations: /reload uses it always, --dev watches.
@@ -461,6 +463,7 @@ async def open_session_host(
                         coordinator.stop()
             group.cancel_scope.cancel()
     finally:
+        opening(False)  # the collector is on again whichever way the opening ended
         try:
             with anyio.CancelScope(shield=True):
                 if coordinator is not None:
