@@ -125,6 +125,12 @@ def _table(
         )
         rows.append(
             (
+                "kills that only cut the worker off",
+                f"{sum(r.cutoffs for r in reports):,} (it went on after the takeover, fenced)",
+            )
+        )
+        rows.append(
+            (
                 "second kills during a takeover",
                 f"{sum(r.takeover_kills for r in reports):,} (the server taking over, and "
                 "the worker it was starting)",
@@ -186,6 +192,7 @@ async def _main_on(args: argparse.Namespace, storage: str | None) -> int:
         separate_state=args.separate_state,
         servers=args.servers,
         takeover_share=args.takeover_share,
+        cutoff_share=args.cutoff_share,
     )
     reports: list[TrialReport] = []
     started = time.perf_counter()
@@ -268,6 +275,13 @@ def main() -> int:
     )
     parser.add_argument(
         "--servers", type=int, default=2, help="with --failover: servers on the database (2)"
+    )
+    parser.add_argument(
+        "--cutoff-share",
+        type=float,
+        default=0.0,
+        help="with --failover --separate-state: share of kills that only stop the host's "
+        "workers (cut off), letting them go on once another server took the lease",
     )
     parser.add_argument(
         "--takeover-share",

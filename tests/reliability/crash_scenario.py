@@ -185,6 +185,11 @@ class CrashConfig:
     servers: int = 2
     """With ``failover``: how many servers share the database (with more than two, a kill
     right after a failover need not wait for the killed server to be up again)."""
+    cutoff_share: float = 0.0
+    """With ``failover`` and ``separate_state`` (a stopped worker on the same machine keeps its
+    folder's lock, so a server of that folder would wait for it): share of kills that SIGKILL
+    the host server but only stop its workers, which are let go on once another server's
+    worker took the lease. Fenced, they must exit without a trace in the session."""
     takeover_share: float = 0.25
     """With ``failover``: share of kills followed, after a delay uniform in ``[0, 1.5 x
     lease)``, by a second SIGKILL: of the server taking the session over (its worker
@@ -229,6 +234,8 @@ class TrialReport:
     """With ``failover``: kills that waited for the server killed before to listen again."""
     takeover_kills: int = 0
     """With ``failover``: second kills of the server taking the session over."""
+    cutoffs: int = 0
+    """With ``failover``: kills whose workers were only cut off (stopped, then let go on)."""
     twice: list[int] = field(default_factory=list[int])
     """With ``failover``: the kills (indices of ``restart_seconds``) followed by a second kill
     in their takeover (their failover time counts both)."""
@@ -852,6 +859,8 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
     if config.failover:
         if config.storage is None:
             raise ValueError("CrashConfig(failover=True) needs storage (a PostgreSQL URL)")
+        if config.cutoff_share and not config.separate_state:
+            raise ValueError("CrashConfig(cutoff_share=...) needs separate_state=True")
         worker = ServerPair(
             session, env, session.cwd, config.storage, config.lease, workdir / "servers.log",
             separate=workdir / "state-of" if config.separate_state else None,
@@ -895,6 +904,10 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
         hydrations = client.hydrations
         nonlocal child_hydrations
         child_hydrations = dict(client.child_hydrations)
+        if isinstance(worker, ServerPair) and config.cutoff_share:
+            worker.cut_off_next = rng.random() < config.cutoff_share
+            if worker.cut_off_next:
+                report.kill_points[-1] += " (its worker cut off: stopped, let go on later)"
         try:
             started = await worker.kill(timeout)
             if isinstance(worker, ServerPair) and rng.random() < config.takeover_share:
@@ -920,6 +933,7 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
             report.takeover_seconds = list(worker.takeover_seconds)
             report.delayed_kills = worker.delayed_kills
             report.takeover_kills = worker.takeover_kills
+            report.cutoffs = worker.cutoffs
         try:
             await client.wait_for(
                 lambda: client.root_live and client.hydrations > hydrations, timeout

@@ -31,6 +31,7 @@ stderr is kept in ``servers.log`` beside the trial's other files.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import select
@@ -147,6 +148,13 @@ class ServerPair:
         """Kills that waited for a server killed before to listen again (no other one was up
         when their drawn point came)."""
         self._standby_error: str | None = None
+        self.cut_off_next = False
+        """Set before a :meth:`kill`: leave the host's workers stopped, not killed (cut off from
+        their dead server, like a machine that froze), and let them go on once another
+        server's worker took the lease: fenced, they must stop without a trace."""
+        self.cutoffs = 0
+        self._frozen: list[tuple[int, int]] = []
+        """The cut-off workers still stopped: pid and pidfd."""
 
     async def __aenter__(self) -> ServerPair:
         self._group = await anyio.create_task_group().__aenter__()
@@ -202,6 +210,7 @@ class ServerPair:
                             if server is not killed:
                                 self.failovers += 1
                             self.takeover_seconds.append(at - since)
+                            await self._thaw(bound)
                             return
                         if "start_failed" in line:
                             raise WorkerFailed(f"server {server.name}: {line}")
@@ -229,7 +238,8 @@ class ServerPair:
                 if not waited:
                     self.delayed_kills, waited = self.delayed_kills + 1, True
                 await self._changed.wait()
-        return await self._down(host, bound)
+        cut_off, self.cut_off_next = self.cut_off_next, False
+        return await self._down(host, bound, cut_off)
 
     async def kill_takeover(self, delay: float, bound: float) -> str:
         """``delay`` seconds after a :meth:`kill`, SIGKILL the server taking the session over
@@ -254,6 +264,11 @@ class ServerPair:
 
     async def aclose(self) -> None:
         """SIGTERM every server (they stop their workers cleanly) and wait for them."""
+        for pid, fd in self._frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            os.close(fd)
+        self._frozen = []
         with anyio.CancelScope(shield=True):
             for server in self._servers:
                 process, server.process = server.process, None
@@ -272,27 +287,35 @@ class ServerPair:
             self._folder.rmdir()
 
     # -- internals ------------------------------------------------------------------------------
-    async def _down(self, server: _Server, bound: float) -> float:
+    async def _down(self, server: _Server, bound: float, cut_off: bool = False) -> float:
         """SIGKILL ``server`` and every worker it runs or is starting (its children: they are
         stopped first, so none sees its server go and exits by itself), start the server again
-        in the background, and return the ``perf_counter`` time of the SIGKILL."""
+        in the background, and return the ``perf_counter`` time of the SIGKILL. With
+        ``cut_off`` the workers are left stopped instead, until the takeover (:meth:`_thaw`)."""
         process = server.process
         assert process is not None
-        fds: list[int] = []
+        stopped: list[tuple[int, int]] = []
         workers = _children(process.pid)
         for pid in workers:
             try:
-                fds.append(os.pidfd_open(pid))
-                os.kill(pid, signal.SIGSTOP)
+                fd = os.pidfd_open(pid)
             except ProcessLookupError:  # it ended meanwhile
-                pass
-        self._note(server, f"SIGKILL (and its workers: {workers})")
+                continue
+            stopped.append((pid, fd))
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        fds = [fd for _pid, fd in stopped]
+        self._note(server, f"SIGKILL (its workers {'cut off' if cut_off else 'too'}: {workers})")
         self._killed, self._killed_at = server, time.monotonic()
         killed = time.perf_counter()
         server.listening, server.worker = False, None
         process.kill()
+        if cut_off:
+            self._frozen += stopped
+            self.cutoffs += 1
+            fds = []
         try:
-            for pid in workers:
+            for pid in workers if not cut_off else []:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
@@ -309,6 +332,30 @@ class ServerPair:
         await process.aclose()
         self._relaunch(server, bound)
         return killed
+
+    async def _thaw(self, bound: float) -> None:
+        """Let the cut-off workers go on (SIGCONT) and wait for their end: their server is gone
+        (their stdin ends) and another worker holds the lease."""
+        frozen, self._frozen = self._frozen, []
+        try:
+            for pid, _fd in frozen:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+            for pid, fd in frozen:
+                with anyio.move_on_after(bound) as waited:
+                    await anyio.to_thread.run_sync(
+                        select.select, [fd], [], [], abandon_on_cancel=True
+                    )
+                if waited.cancelled_caught:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                    raise WorkerFailed(
+                        f"a cut-off worker (pid {pid}) still ran {bound:g} s after another "
+                        "server's worker took its lease"
+                    )
+        finally:
+            for _pid, fd in frozen:
+                os.close(fd)
 
     def _relaunch(self, killed: _Server, bound: float) -> None:
         """Start the killed server again (same port and socket) in the background: a later
