@@ -165,6 +165,7 @@ async def test_file_history_settings_and_job_records_follow_a_session_to_the_oth
         assert adopted.settings.thinking == "high"  # the launch setting changed on A
         assert not (adopted.path / "file-history").exists()  # it is in the database
         async with attached(adopted.socket_path) as (client, tree):
+            assert client.view["config"]["thinkingLevel"] == "high"  # and the conversation's
 
             def notices() -> list[str]:
                 return [text_of(e) for e in client.entries("pi.notice")]
