@@ -3,9 +3,9 @@
 One session of about ``--entries`` stored entries (default 10,000) is built through the real
 agent path: the worker's own session host (:func:`coding_agent.worker.main.open_session_host`:
 the session facets, the installed features, JSONL storage with fsync on, permission mode
-``auto``) driven turn by turn, the model being the worker's scripted faux model (a JSON script,
-``--faux-script``) and the tools the real ones, run on a small project in a temporary folder.
-Each turn is what a coding turn looks like:
+``auto``) driven turn by turn, the model ``openai/gpt-4o`` served by a stub Chat Completions
+server on loopback (its own process; the real SDK as the client) and the tools the real ones,
+run on a small project in a temporary folder. Each turn is what a coding turn looks like:
 
 * the user's prompt (a few hundred bytes);
 * an assistant message with text and two tool calls: ``read`` of a module (a tool result of
@@ -13,7 +13,10 @@ Each turn is what a coding turn looks like:
 * an assistant message with text and an ``edit`` of that module (its result: a short diff);
 * the final answer (a few hundred bytes of text).
 
-That is seven entries per turn. The closed session is then reopened in the worker's session
+That is seven entries per turn. The stub answers from the request itself (the last message says
+which step the turn is at), so the history compacts as it would with this model: at its
+128k-token window the agent summarises (about every 80 turns), and the view then holds the
+entries since the summary. The closed session is then reopened in the worker's session
 host, as a restarted worker opens it (storage open, harness open and resume, the features, one
 view bridge and replicated view per conversation), and the memory it holds is measured twice:
 
@@ -23,14 +26,15 @@ view bridge and replicated view per conversation), and the memory it holds is me
 
 Both are printed per stored entry, next to baselines measured in the same run: the same
 measures for a 1-turn session of the same shape (what a host holds regardless of history), and
-the bytes of the session's storage on disk (the JSON it holds).
+the bytes of the session's storage on disk (the JSON it holds); then the tracemalloc peak while
+the host opened.
 
 Target (issue 15): worker memory held for a realistic 10k-entry session ≤ 2 KB/entry.
 
 Run: ``uv run python benchmarks/session_memory.py [--entries N] [--keep DIR | --reuse DIR]
 [--profile]``. ``--keep DIR`` leaves the built session in ``DIR`` (it must not exist);
 ``--reuse DIR`` measures a session kept that way instead of building one (building 10,000
-entries takes minutes); ``--profile`` also prints the tracemalloc snapshot's largest holders
+entries takes minutes; a ``bench.json`` there may name another ``model``); ``--profile`` also prints the tracemalloc snapshot's largest holders
 grouped by traceback.
 """
 
@@ -310,9 +314,10 @@ async def _entry_counts(runtime: Any) -> tuple[int, dict[str, int]]:
     return sum(kinds.values()), kinds
 
 
-async def held_tracemalloc(place: Path, profile: int) -> tuple[int, int, dict[str, int]]:
-    """(bytes tracemalloc sees held by the open host, stored entries, entries by kind); with
-    ``profile``, print the largest holders grouped by traceback."""
+async def held_tracemalloc(place: Path, profile: int) -> tuple[int, int, int, dict[str, int]]:
+    """(bytes tracemalloc sees held by the open host, the peak above the start while it
+    opened, stored entries, entries by kind); with ``profile``, print the largest holders
+    grouped by traceback."""
     from coding_agent.worker.main import open_session_host
 
     config = _config(place)
@@ -324,13 +329,14 @@ async def held_tracemalloc(place: Path, profile: int) -> tuple[int, int, dict[st
     base = tracemalloc.get_traced_memory()[0]
     async with open_session_host(config) as runtime:
         gc.collect()
-        held = tracemalloc.get_traced_memory()[0] - base
+        now, peak = tracemalloc.get_traced_memory()
+        held, peak = now - base, peak - base
         after = tracemalloc.take_snapshot() if profile else None
         tracemalloc.stop()
         count, kinds = await _entry_counts(runtime)
     if before is not None and after is not None:
         _print_profile(before, after, profile)
-    return held, count, kinds
+    return held, peak, count, kinds
 
 
 def _print_profile(before: Any, after: Any, top: int) -> None:
@@ -376,9 +382,10 @@ def held_rss(place: Path) -> int:
 
 
 def measure(place: Path, profile: int) -> dict[str, Any]:
-    held, count, kinds = anyio.run(held_tracemalloc, place, profile)
+    held, peak, count, kinds = anyio.run(held_tracemalloc, place, profile)
     return {
         "held": held,
+        "peak": peak,
         "entries": count,
         "kinds": kinds,
         "rss": held_rss(place),
@@ -389,7 +396,7 @@ def measure(place: Path, profile: int) -> dict[str, Any]:
 def report(big: dict[str, Any], one: dict[str, Any], turns: int) -> None:
     entries, extra = big["entries"], big["entries"] - one["entries"]
     kinds = ", ".join(f"{kind} {n:,}" for kind, n in sorted(big["kinds"].items()))
-    print(f"tool-turn session: {turns:,} turns, {entries:,} stored entries ({kinds})")
+    print(f"session: {turns:,} turns, {entries:,} stored entries ({kinds})")
     print(
         f"session storage on disk: {big['disk']:,} B = {big['disk'] / entries:,.0f} B/entry "
         f"| 1-turn session: {one['disk']:,} B"
@@ -403,6 +410,10 @@ def report(big: dict[str, Any], one: dict[str, Any], turns: int) -> None:
             f"the bytes on disk) | 1-turn session: {one[key] / 1e6:.1f} MB | above it: "
             f"{marginal:,.0f} B/entry [target <= {TARGET:,} B/entry]"
         )
+    print(
+        f"tracemalloc peak while the host opened: {big['peak'] / 1e6:.1f} MB "
+        f"({big['peak'] / entries:,.0f} B/entry) | 1-turn session: {one['peak'] / 1e6:.1f} MB"
+    )
 
 
 def main() -> None:
