@@ -103,6 +103,22 @@ class FrameConnection:
             raise ValueError("an encoded frame is exactly one line ending in a newline")
         await self._write(data)
 
+    async def send_encoded_many(self, frames: list[bytes]) -> None:
+        """Write frames from ``encode_frame`` in order, in one send when each fits in a frame
+        (a writer with several frames waiting wakes its peer once, not once per frame)."""
+        limit = self._decoder.max_frame_size
+        for data in frames:
+            if not data.endswith(b"\n") or data.find(b"\n") != len(data) - 1:
+                raise ValueError("an encoded frame is exactly one line ending in a newline")
+        if len(frames) == 1 or any(len(data) - 1 > limit for data in frames):
+            for data in frames:
+                await self._write(data)
+            return
+        joined = b"".join(frames)
+        async with self._send_lock:
+            await self.stream.send(joined)
+            self.bytes_sent += len(joined)
+
     def send_nowait(self, data: bytes) -> Literal["sent", "partial", "busy"]:
         """Start writing one frame from ``encode_frame`` without waiting or yielding.
 

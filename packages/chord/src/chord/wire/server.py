@@ -129,6 +129,10 @@ DEFAULT_MAX_CONCURRENT_REQUESTS: Final = 1024
 """Requests of one peer running at once; a further one is refused with ``too_many_requests``."""
 
 _FLUSH_SECONDS = 1.0
+_COALESCE_BYTES = 64 * 1024
+"""Frames waiting in a peer's queue are written together, in one send of at most about this
+many bytes (a group commit delivers several views' updates at once: one wake-up of the client,
+not one per frame)."""
 _BROKEN = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 _logger = logging.getLogger("chord.wire")
 
@@ -557,39 +561,61 @@ class _Peer:
             "the client stopped reading"
         )
 
+    def _take_frames(self) -> list[bytes] | None:
+        """The encoded frames at the head of the queue, up to :data:`_COALESCE_BYTES` (and up
+        to the rest of a ``send_nowait``, which is written on its own); ``None`` when an update
+        could not be encoded (the peer is ended)."""
+        frames: list[bytes] = []
+        size = 0
+        queue = self._queue
+        while queue and size < _COALESCE_BYTES:
+            item = queue[0]
+            stream = item.stream
+            if stream is None and item.data is None:
+                break
+            queue.popleft()
+            if stream is None:
+                data = item.data
+                assert data is not None
+                self._pending_bytes -= len(data)
+                if (
+                    self._drained is not None
+                    and self._pending_bytes <= self._max_pending_bytes // 2
+                ):
+                    self._drained.set()
+            else:
+                if item.epoch != stream.epoch:
+                    continue  # dropped by a collapse
+                if item.counted:
+                    stream.pending -= 1
+                assert item.update is not None
+                data = self._encode_update(stream, item.update)
+                if data is None:
+                    return None
+            frames.append(data)
+            size += len(data)
+        return frames
+
     async def _write_loop(self) -> None:
         try:
             while True:
                 while self._queue:
-                    item = self._queue.popleft()
-                    stream = item.stream
-                    if stream is None and item.data is None:  # the rest of a send_nowait
+                    item = self._queue[0]
+                    if item.stream is None and item.data is None:  # the rest of a send_nowait
+                        self._queue.popleft()
                         with anyio.move_on_after(self._send_timeout) as scope:
                             await self._conn.flush()
                         if scope.cancelled_caught:
                             self._blocked_write()
                             return
                         continue
-                    if stream is None:
-                        data = item.data
-                        assert data is not None
-                        self._pending_bytes -= len(data)
-                        if (
-                            self._drained is not None
-                            and self._pending_bytes <= self._max_pending_bytes // 2
-                        ):
-                            self._drained.set()
-                    else:
-                        if item.epoch != stream.epoch:
-                            continue  # dropped by a collapse
-                        if item.counted:
-                            stream.pending -= 1
-                        assert item.update is not None
-                        data = self._encode_update(stream, item.update)
-                        if data is None:
-                            return
+                    frames = self._take_frames()
+                    if frames is None:
+                        return
+                    if not frames:
+                        continue
                     with anyio.move_on_after(self._send_timeout) as scope:
-                        await self._conn.send_encoded(data)
+                        await self._conn.send_encoded_many(frames)
                     if scope.cancelled_caught:
                         self._blocked_write()
                         return
