@@ -446,7 +446,6 @@ async def open_session_host(
                 if config.permission_mode is not None:
                     await apply_permission_mode(host, config.permission_mode)
                 await harness.resume(BACKGROUND)
-                opening(True)
                 unfreeze = freeze_after_turns(harness.harness.kernel)
                 runtime = SessionRuntime(host, harness, choice, status, storage=watch)
                 # The coordinator owns the generations: /reload uses it always, --dev watches.
@@ -456,6 +455,7 @@ async def open_session_host(
                 if config.dev:
                     await group.start(coordinator.run)
                 try:
+                    opening(True)  # open: freeze what it loaded (``unfreeze`` undoes it)
                     yield runtime
                 finally:
                     unfreeze()
