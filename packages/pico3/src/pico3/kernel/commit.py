@@ -58,7 +58,7 @@ from pico3.kernel.tx import Authority, Batch, Invoker, KindLookup, Transaction
 from pico3.kernel.tx.tasks import TaskOps
 from pico3.kernel.view import Delivery, ViewRegistry
 from pico3.storage._tables import PRECHECKED
-from pico3.storage.base import InvalidBatch, Storage, deferred_commit, sync_commit, task_ids
+from pico3.storage.base import InvalidBatch, Storage, deferred_commit, has_task, sync_commit
 from pico3.storage.records import (
     UNSET,
     Conversation,
@@ -107,10 +107,12 @@ class Kernel:
         self._listeners: list[CommitListener] = []
         self._fault_listeners: list[Callable[[Faulted], None]] = []
         self._busy: BusyProbe | None = None
-        # tasks: live records (and the owners of conversations, for subtree checks), every
-        # task id this session knows, the task layer's kind lookup and status projection
+        # tasks: live records (and the owners of conversations, for subtree checks), the
+        # task layer's kind lookup and status projection. Whether an id is a task the storage
+        # answers (has_task); only a backend that cannot has the kernel keep every id.
         self.task_index: dict[int, Task] = {}
-        self.known_task_ids: set[int] = set()
+        self._has_task = has_task(storage)
+        self._task_ids: set[int] | None = set() if self._has_task is None else None
         self.kinds: KindLookup | None = None
         self.describe: Describe | None = None
         self._closed = False
@@ -139,16 +141,15 @@ class Kernel:
         try:
             for record in await storage.conversations(ctx):
                 kernel.conversations[record.id] = record
-            ids = task_ids(storage)
-            # only the live tasks are read as records; a long session's many terminal ones are
-            # known by id alone (``after`` targets), unless the backend cannot list ids
-            scan = TaskScan() if ids is None else TaskScan(status=_LIVE)
+            # only the live tasks are read as records; a long session's many terminal ones
+            # stay in storage (an ``after`` target asks it), unless the backend cannot answer
+            known = kernel._task_ids
+            scan = TaskScan() if known is not None else TaskScan(status=_LIVE)
             for task in await storage.scan_tasks(scan, ctx):
-                kernel.known_task_ids.add(task.id)
+                if known is not None:
+                    known.add(task.id)
                 if task.status != "terminal":
                     kernel.task_index[task.id] = task
-            if ids is not None:
-                kernel.known_task_ids.update(ids)
             for record in kernel.conversations.values():
                 owner = record.owner
                 if owner is not UNSET and owner not in kernel.task_index:
@@ -184,6 +185,16 @@ class Kernel:
     def mint_id(self) -> int:
         """A fresh id from the session's one counter."""
         return self.storage.mint_id()
+
+    def task_exists(self, task_id: int) -> bool:
+        """Whether ``task_id`` is a committed task of this session, live or terminal."""
+        if task_id in self.task_index:
+            return True
+        known = self._task_ids
+        if known is not None:
+            return task_id in known
+        assert self._has_task is not None
+        return self._has_task(task_id)
 
     def busy(self, tx: TaskOps, conversation_id: int) -> bool:
         """Prospective busy (docs/design/turn.md#busy): a live non-background turn task in the conversation, judged
@@ -380,8 +391,10 @@ class Kernel:
 
     def _index_tasks(self, batch: Batch) -> None:
         owners: set[int] | None = None  # built only when a task ended in this batch
+        known = self._task_ids
         for task in batch.tasks.values():
-            self.known_task_ids.add(task.id)
+            if known is not None:
+                known.add(task.id)
             if task.status == "terminal":
                 if owners is None:
                     owners = {

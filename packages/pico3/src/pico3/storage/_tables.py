@@ -781,6 +781,10 @@ class TableStorage:
         """Every stored task's id, in creation order (no record is copied)."""
         return list(self._check_open().tasks)
 
+    def has_task(self, id: int) -> bool:
+        """Whether a task of this id is stored, whatever its status (no record is copied)."""
+        return id in self._check_open().tasks
+
     async def input(self, id: int, ctx: Context) -> Input | None:
         found = self._check_open().inputs.get(id)
         return None if found is None else clone(found)

@@ -22,9 +22,11 @@ kernel uses it when present (:func:`sync_commit`) to skip a cancel scope and a c
 commit; both built-in backends have it. A subclass that overrides ``commit`` alone (to inject a
 failure, say) is never bypassed: the synchronous form counts only when one class defines both.
 
-A backend may also offer ``task_ids() -> list[int]``: the id of every stored task, read
-without copying a record. The kernel's open uses it when present (:func:`task_ids`) to read
-only the live tasks as records; all built-in backends have it.
+A backend may also offer ``has_task(id) -> bool``: whether a task of that id is stored (any
+status), answered without copying a record. The kernel uses it when present (:func:`has_task`):
+its open reads only the live tasks as records, and an ``after`` target that is no live task is
+looked up there, so the kernel holds no set of every task id a long session made; all built-in
+backends have it (and ``task_ids() -> list[int]``, every stored task's id).
 
 A backend may also offer group commit, ``commit_deferred(writes) -> int | None`` with
 ``durable(seq)``: the batch is published in memory at once (later batches may build on it) and its
@@ -83,8 +85,8 @@ __all__ = [
     "StorageInUse",
     "SyncCommit",
     "deferred_commit",
+    "has_task",
     "sync_commit",
-    "task_ids",
 ]
 
 
@@ -265,8 +267,7 @@ def sync_commit(storage: object) -> Callable[[Sequence[Write]], int | None] | No
     return storage.commit_nowait if commit is nowait else None
 
 
-def task_ids(storage: object) -> list[int] | None:
-    """``storage.task_ids()`` (every stored task's id) when the backend offers it, else
+def has_task(storage: object) -> Callable[[int], bool] | None:
+    """``storage.has_task`` (whether a task id is stored) when the backend offers it, else
     ``None`` (see the module doc)."""
-    method = getattr(storage, "task_ids", None)
-    return None if method is None else method()
+    return getattr(storage, "has_task", None)

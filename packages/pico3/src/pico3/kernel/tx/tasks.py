@@ -126,7 +126,7 @@ class TaskOps(TxBase):
         deps: list[int] = []
         for dep in after:
             exists = type(dep) is int and (
-                self._task_record(dep) is not None or dep in self._kernel.known_task_ids
+                self._task_record(dep) is not None or self._kernel.task_exists(dep)
             )
             if not exists:
                 raise ValueError(f"create_task({name}): after target {dep!r} does not exist")
