@@ -98,6 +98,12 @@ _CLONE_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
 _DOLLAR_INDEX = re.compile(r"`\$\[(\d+)\]")
 
 
+def encoded(value: Any) -> bytes:
+    """``value`` as JSON text in a bytes object of its own size, to be held: msgspec's
+    ``encode`` hands back its output buffer, which is about 1.5 times the text (tracemalloc)."""
+    return bytes(memoryview(_ENCODER.encode(value)))
+
+
 def clone(value: Any, kind: Any = None) -> Any:
     """A deep copy of ``value`` through msgspec, decoded as ``kind`` (default: its own type).
 
@@ -120,7 +126,7 @@ _DOC_LOG_DECODER = msgspec.json.Decoder(DocLog)
 
 
 def _logged(seq: int, ops: Ops) -> LogItem:
-    return (seq, is_base(ops), _ENCODER.encode(ops))
+    return (seq, is_base(ops), encoded(ops))
 
 
 def _clone_log(log: list[LogItem], start: int) -> DocLog:
@@ -390,7 +396,7 @@ def _ended(task: Task) -> _Ended:
         _none(task.abort),
         _none(task.background),
     )
-    return _Ended(task.conversation_id, sys.intern(task.kind), _ENCODER.encode(rest))
+    return _Ended(task.conversation_id, sys.intern(task.kind), encoded(rest))
 
 
 def _decoded(task_id: int, ended: _Ended) -> Task:
