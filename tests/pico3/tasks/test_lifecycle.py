@@ -11,7 +11,7 @@ from msgspec import UNSET
 from chord.context import BACKGROUND, Context
 from pico3.harness import Harness, HarnessOptions
 from pico3.kernel import Envelope, Transaction
-from pico3.storage import Task
+from pico3.storage import MemoryStorage, Task
 from pico3.tasks import (
     RETRY,
     Completion,
@@ -214,11 +214,28 @@ async def test_after_must_name_existing_tasks(harness: Harness) -> None:
         await c.commit(lambda tx, _c: tx.create_task(kind, None, after=[999]), ctx)
 
 
+class _NoTaskProbe(MemoryStorage):
+    """A backend without the optional ``has_task`` (the kernel then keeps every task id)."""
+
+    has_task = None  # pyright: ignore[reportAssignmentType, reportIncompatibleMethodOverride]
+
+
 async def test_after_may_name_a_task_that_ended_before_a_reopen(
     storage_factory: Any, options: HarnessOptions
 ) -> None:
     """A reopened session reads only its live tasks as records; the ended ones still count as
-    existing ``after`` targets, and an id that never was a task still does not."""
+    existing ``after`` targets (the kernel asks the storage), and an id that never was a task
+    still does not."""
+    await _after_across_reopen(storage_factory, options)
+
+
+async def test_after_targets_without_the_storage_task_probe(options: HarnessOptions) -> None:
+    """The same with a backend that cannot answer ``has_task``: the kernel keeps the ids."""
+    shared = _NoTaskProbe()
+    await _after_across_reopen(lambda: shared, options)
+
+
+async def _after_across_reopen(storage_factory: Any, options: HarnessOptions) -> None:
     kind = define_task(
         "test.quick", initial=lambda t, r, c: _done_now(), phases={}, abort=never_abort
     )
@@ -228,6 +245,9 @@ async def test_after_may_name_a_task_that_ended_before_a_reopen(
         await first.resume(ctx)
         ended = await create(first, kind)
         await first.wait_for_task(ended, ctx)
+        # an after target that ended in this session, before any reopen
+        again = await create(first, kind, after=[ended])
+        await first.wait_for_task(again, ctx)
     reopened = await Harness.open(storage_factory(), options, ctx)
     async with reopened:
         reopened.register_task_kind(kind)
