@@ -74,7 +74,10 @@ def test_the_walkthrough_runs_as_written(tmp_path: Path) -> None:
     finally:
         shutil.rmtree(ROOT / ENVIRONMENT, ignore_errors=True)
     output = result.stdout + result.stderr
-    assert result.returncode == 0, output
+    assert result.returncode == 0, output + (
+        "\n\nuv ran offline (UV_OFFLINE=1) from its cache; if it names a package missing from the"
+        " cache, fill the cache once with an online `uv sync` in a generated package, as .ci/run does."
+    )
     assert f"created {feature}" in result.stdout
     assert "3 passed" in result.stdout  # the package's own tests, from its folder
     assert "added my-feature (my-feature 0.1.0, editable): enabled" in result.stdout

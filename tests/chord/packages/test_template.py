@@ -15,6 +15,11 @@ from chord.cli import main
 from chord.packages import ENTRY_POINT_GROUP, facet_package_from_folder, load_generation
 from chord.packages.scaffold import FacetNameError, facet_names, new_facet_package
 
+OFFLINE_HINT = (
+    "\n\nuv ran offline (UV_OFFLINE=1) from its cache; if it names a package missing from the cache,"
+    " fill the cache once with an online `uv sync` in a generated package, as .ci/run does."
+)
+
 FILES = {
     "README.md",
     "pyproject.toml",
@@ -83,7 +88,7 @@ def test_the_generated_package_passes_its_own_tests_with_uv_run_pytest(tmp_path)
         timeout=240,
         check=False,
     )
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr + OFFLINE_HINT
     assert "3 passed" in result.stdout
     assert (target / ".venv").is_dir()  # its own environment, not this workspace's
 
