@@ -982,6 +982,8 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
             retry=Backoff(initial=0.01, maximum=0.05),
         )
         stack.push_async_callback(source.aclose)
+        if isinstance(worker, ServerPair):
+            stack.callback(worker.release)  # before the client closes (LIFO)
         await stack.enter_async_context(
             create_facet_host([client.facet()], service_sources=[source])
         )

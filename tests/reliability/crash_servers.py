@@ -153,6 +153,8 @@ class ServerPair:
         their dead server, like a machine that froze), and let them go on once another
         server's worker took the lease: fenced, they must stop without a trace."""
         self.cutoffs = 0
+        self._thaw_error: str | None = None
+        self._bound = 120.0
         self._frozen: list[tuple[int, int]] = []
         """The cut-off workers still stopped: pid and pidfd."""
 
@@ -211,6 +213,8 @@ class ServerPair:
                                 self.failovers += 1
                             self.takeover_seconds.append(at - since)
                             await self._thaw(bound)
+                            if self._thaw_error is not None:
+                                raise WorkerFailed(self._thaw_error)
                             return
                         if "start_failed" in line:
                             raise WorkerFailed(f"server {server.name}: {line}")
@@ -239,12 +243,14 @@ class ServerPair:
                     self.delayed_kills, waited = self.delayed_kills + 1, True
                 await self._changed.wait()
         cut_off, self.cut_off_next = self.cut_off_next, False
+        await self._thaw(bound)  # none stays stopped across another kill
         return await self._down(host, bound, cut_off)
 
     async def kill_takeover(self, delay: float, bound: float) -> str:
         """``delay`` seconds after a :meth:`kill`, SIGKILL the server taking the session over
         (and the worker it is starting, waiting for the lease or replaying); what was killed."""
         await anyio.sleep(delay)
+        await self._thaw(bound)
         killed, since = self._killed, self._killed_at
         assert killed is not None
         hosts = [s for s in self._servers if s.worker is not None and not self._exited(s)]
@@ -262,13 +268,18 @@ class ServerPair:
         await self._down(target, bound)
         return f"killed {target.name} in the takeover ({what}, {time.monotonic() - since:.2f} s)"
 
-    async def aclose(self) -> None:
-        """SIGTERM every server (they stop their workers cleanly) and wait for them."""
-        for pid, fd in self._frozen:
+    def release(self) -> None:
+        """SIGKILL the cut-off workers still stopped (before the client closes: a connection
+        relayed to a stopped worker would never answer)."""
+        frozen, self._frozen = self._frozen, []
+        for pid, fd in frozen:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             os.close(fd)
-        self._frozen = []
+
+    async def aclose(self) -> None:
+        """SIGTERM every server (they stop their workers cleanly) and wait for them."""
+        self.release()
         with anyio.CancelScope(shield=True):
             for server in self._servers:
                 process, server.process = server.process, None
@@ -349,7 +360,7 @@ class ServerPair:
                 if waited.cancelled_caught:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
-                    raise WorkerFailed(
+                    self._thaw_error = (
                         f"a cut-off worker (pid {pid}) still ran {bound:g} s after another "
                         "server's worker took its lease"
                     )
@@ -433,6 +444,8 @@ class ServerPair:
                 if server.process is process:
                     if (match := _STARTED.search(line)) is not None:
                         server.worker = int(match.group(1))
+                        if self._frozen and self._group is not None:  # the lease was taken
+                            self._group.start_soon(self._thaw, self._bound)
                     elif "worker exited" in line:
                         server.worker = None
                     server.events.append((time.monotonic(), line))
