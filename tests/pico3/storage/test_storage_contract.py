@@ -354,6 +354,41 @@ async def test_scan_entries_is_newest_first_and_fork_aware(backend, h) -> None:
     assert await scan(conversation_id=12345, limit=10) == []
 
 
+async def test_an_entry_minted_early_and_committed_late_reads_in_id_order(backend, h) -> None:
+    # storage keeps entries compactly, indexed by id (docs/design/storage.md#memory): an entry
+    # whose id was minted before an already committed one's still reads back whole, by id and
+    # in its place in scans, before and after a reopen
+    storage = await backend.opened()
+    root = await h.with_root(storage)
+    early = entry(storage, root, kind="test.head", model=[{"role": "user", "content": "é"}])
+    e1 = entry(storage, root, data={"n": [1, None, {"x": 1.5}]})
+    e2 = entry(storage, root, kind="test.head", head=e1.id, edits=[["s", ["a"], 1]], by_task_id=7)
+    await storage.commit([EntryWrite(e1), EntryWrite(e2)], ctx)
+    late = Entry(
+        id=early.id, conversation_id=root, kind="test.head", model=early.model, head=early.id
+    )
+    await storage.commit([EntryWrite(late)], ctx)
+
+    async def check(storage: Storage) -> None:
+        found = await storage.entries([e2.id, late.id, e1.id, 999_999], ctx)
+        assert found == {e2.id: e2, late.id: late, e1.id: e1}
+
+        async def scan(**fields: Any) -> list[Entry]:
+            return await storage.scan_entries(EntryScan(conversation_id=root, **fields), ctx)
+
+        assert await scan(limit=10) == [e2, e1, late]
+        assert await scan(limit=2) == [e2, e1]
+        assert await scan(limit=10, before=e2.id) == [e1, late]
+        assert await scan(limit=10, kind="test.head") == [e2, late]
+        assert await scan(limit=10, with_head=True) == [e2, late]
+        assert await scan(limit=1, with_head=True, kind="test.head", before=e2.id) == [late]
+        assert await scan(limit=10, with_head=True, kind="test.note") == []
+        assert await storage.doc_as_of(root, late.id, ctx) is None  # no rewindable doc
+
+    await check(storage)
+    await check(await backend.reopen(storage))
+
+
 async def test_doc_as_of_is_commit_granular_and_walks_the_fork_chain(backend, h) -> None:
     storage = await backend.opened()
     root = await h.with_root(storage)
