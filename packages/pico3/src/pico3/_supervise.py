@@ -1,6 +1,6 @@
 """The supervisor of one :class:`~pico3.process_host.LocalProcessHost` record.
 
-This file is run as a script (``python -I _supervise.py RECORD_DIR``), never imported by pico3:
+This file is run as a script (``python -I _supervise.py RECORD_DIR [CLAIM_FD]``), never imported by pico3:
 it uses the standard library only, so it starts fast and does not depend on the harness.
 
 Why a supervisor? A process started by the harness must outlive the harness (suspend/reopen,
@@ -8,7 +8,10 @@ or the harness process dying) and its exit code must still be known afterwards. 
 process's parent can learn its exit code, so the parent must be something that survives:
 this script. The host launches it in a new session; it forks once more and the intermediate
 exits at once (the classic double fork), so the harness has nothing left to reap and the
-supervisor is reparented away from it. Then the supervisor:
+supervisor is reparented away from it. It is handed the record's ``claim`` file, locked by the
+host, as an inherited descriptor (``RECORD_DIR CLAIM_FD``) and keeps it open, never passing it
+to the command, so the lock says "this record's supervisor lives" until it exits. Then the
+supervisor:
 
 1. writes ``supervisor.json`` ``{pid, start}`` so the host can tell whether it is alive;
 2. spawns the command of ``spec.json`` in a session (and group) of its own, appending stdout and
@@ -76,7 +79,9 @@ def _report(value: Any) -> None:
     os.close(devnull)
 
 
-def main(record: Path) -> int:
+def main(record: Path, claim: int | None = None) -> int:
+    if claim is not None:
+        os.set_inheritable(claim, False)  # held until this process exits; never the command's
     if os.fork() > 0:
         os._exit(0)  # the intermediate: the host reaps it at once
     me = os.getpid()
@@ -123,4 +128,4 @@ def main(record: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))
+    sys.exit(main(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else None))

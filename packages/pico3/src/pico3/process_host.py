@@ -30,6 +30,14 @@ even after the harness, or the whole Python process that ran it, went away — a
 supervisor died without writing an exit code (it was SIGKILLed, the machine rebooted) is
 *lost* and reads ``unknown``; ``start`` on a lost key starts the command afresh.
 
+Whether a supervisor is alive is answered by its *claim*: the host creates ``claim`` in the
+record, takes an exclusive ``flock`` on it and hands the open file to the supervisor before it
+launches it, so the lock is held, without a gap, from before the launch until the supervisor
+exits. A host SIGKILLed mid-launch leaves a record whose supervisor has not yet written
+``supervisor.json``; the claim still reads held, so the key reads ``running`` (and is never
+started a second time beside it), not lost. Records written before claims existed fall back to
+``supervisor.json``'s pid and start time.
+
 Limits, plainly: output is captured to files and ``status`` returns at most ``output_limit``
 bytes of each stream (the *tail*; ``dropped_*`` counts the bytes left out); killing reaches the
 command's process group, so a descendant that moves to a session or group of its own escapes;
@@ -210,8 +218,13 @@ class LocalProcessHost:
             # The launch is short and must not be abandoned halfway: a cancelled caller would
             # leave an unreaped intermediate process. Uncertain outcomes resolve via status().
             report: dict[str, Any] | None = None
-            with anyio.CancelScope(shield=True):
-                report = await _launch(record)
+            claim = os.open(record / _CLAIM, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(claim, fcntl.LOCK_EX)  # a fresh record: nobody else has it
+                with anyio.CancelScope(shield=True):
+                    report = await _launch(record, claim)
+            finally:
+                os.close(claim)  # the supervisor holds its own copy of the locked file
             if report is not None and report.get("ok") is False:
                 shutil.rmtree(record, ignore_errors=True)
                 raise ProcessStartError(
@@ -253,7 +266,12 @@ class LocalProcessHost:
         ctx.raise_if_cancelled()
         record = self._record(key)
         supervisor = _read_json(record / "supervisor.json")
-        if supervisor is not None:
+        if supervisor is None and _claim_held(record):
+            # Launched by a host that died before the supervisor wrote supervisor.json: the
+            # claim is released when the supervisor exits.
+            with cancel_scope(ctx):
+                await anyio.to_thread.run_sync(_await_claim, record, abandon_on_cancel=True)
+        elif supervisor is not None:
             fd = _pidfd(supervisor)
             if fd is not None:
                 try:
@@ -283,15 +301,17 @@ def _spec_json(spec: ProcessSpec) -> dict[str, Any]:
     }
 
 
-async def _launch(record: Path) -> dict[str, Any] | None:
-    """Run the supervisor; return its one-line report, or ``None`` when it gave none."""
+async def _launch(record: Path, claim: int) -> dict[str, Any] | None:
+    """Run the supervisor, handing it the locked ``claim`` file; return its one-line report,
+    or ``None`` when it gave none."""
     with open(record / "supervisor.log", "ab") as log:  # noqa: ASYNC230 - a local, short open
         process = await anyio.open_process(
-            [sys.executable, "-I", str(_SUPERVISOR), str(record)],
+            [sys.executable, "-I", str(_SUPERVISOR), str(record), str(claim)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=log,
             start_new_session=True,
+            pass_fds=(claim,),
         )
     async with process:
         assert process.stdout is not None
@@ -309,15 +329,52 @@ async def _launch(record: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+_CLAIM = "claim"
+
+
+def _claim_held(record: Path) -> bool | None:
+    """Is the record's claim locked (its supervisor alive or being launched)? ``None`` for a
+    record without a claim (written by a host before claims existed)."""
+    try:
+        fd = os.open(record / _CLAIM, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases the probe's own lock, if it got one
+    return False
+
+
+def _await_claim(record: Path) -> None:
+    """Block (in a worker thread) until the record's claim is released."""
+    try:
+        fd = os.open(record / _CLAIM, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    finally:
+        os.close(fd)
+
+
+def _supervisor_alive(record: Path) -> bool:
+    held = _claim_held(record)
+    if held is not None:
+        return held
+    supervisor = _read_json(record / "supervisor.json")
+    return supervisor is not None and _alive(supervisor)
+
+
 def _state(record: Path, limit: int) -> ProcessStatus:
     exited = _read_json(record / "exit.json")
-    if exited is None:
-        supervisor = _read_json(record / "supervisor.json")
-        if supervisor is None or not _alive(supervisor):
-            # It may have written the exit code between our two reads.
-            exited = _read_json(record / "exit.json")
-            if exited is None:
-                return ProcessStatus.unknown()
+    if exited is None and not _supervisor_alive(record):
+        # It may have written the exit code between our two reads.
+        exited = _read_json(record / "exit.json")
+        if exited is None:
+            return ProcessStatus.unknown()
     stdout, dropped_stdout = _tail(record / "stdout", limit)
     stderr, dropped_stderr = _tail(record / "stderr", limit)
     return ProcessStatus(
