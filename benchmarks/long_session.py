@@ -35,8 +35,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -44,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from _stub_process import StubProcess, serve_until_stdin_closes
 
 CHECKPOINTS = (10, 100, 500, 1_000, 2_000)
 WINDOW = 9
@@ -153,34 +152,7 @@ def serve() -> None:
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    host, port = server.server_address[:2]
-    print(f"http://{host!s}:{port}", flush=True)
-    import threading
-
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    sys.stdin.read()  # until the parent closes our stdin
-    server.shutdown()
-
-
-class StubServer:
-    """The stub server as a child process (``with StubServer() as url:``)."""
-
-    def __enter__(self) -> str:
-        self._process = subprocess.Popen(
-            [sys.executable, __file__, "--serve"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self._process.stdout is not None
-        return self._process.stdout.readline().strip()
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._process.stdin is not None
-        self._process.stdin.close()
-        self._process.wait(timeout=10)
+    serve_until_stdin_closes(ThreadingHTTPServer(("127.0.0.1", 0), Handler))
 
 
 # -- the agent ----------------------------------------------------------------------------
@@ -316,11 +288,11 @@ def _at(times: list[float], turn: int) -> float:
 
 
 def report(provider: str, turns: int) -> None:
-    with tempfile.TemporaryDirectory() as tmp, StubServer() as url:
+    with tempfile.TemporaryDirectory() as tmp, StubProcess(__file__) as url:
         agent, cpu, size, config = anyio.run(agent_run, provider, url, turns, Path(tmp))
         base = baseline_run(provider, url, turns)
         resumed = anyio.run(resume_run, config)
-    with tempfile.TemporaryDirectory() as tmp, StubServer() as url:
+    with tempfile.TemporaryDirectory() as tmp, StubProcess(__file__) as url:
         _, _, long_size, config = anyio.run(agent_run, provider, url, 1, Path(tmp), LONG_PROMPT)
         resumed_one = anyio.run(resume_run, config)
     marks = [c for c in CHECKPOINTS if c <= turns] or [turns]

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from _stub_process import StubProcess, serve_until_stdin_closes
 
 ENTRIES_PER_TURN = 7
 MODEL = "gpt-4o"  # a 128k-token window: a long session compacts as it would with this model
@@ -188,7 +189,6 @@ def _events(text: str, calls: list[tuple[str, dict[str, Any]]], serial: int) -> 
 
 def serve() -> None:
     """Serve until stdin closes; print the base URL first."""
-    import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     serials = iter(range(1, 10**9))
@@ -210,32 +210,7 @@ def serve() -> None:
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    host, port = server.server_address[:2]
-    print(f"http://{host!s}:{port}", flush=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    sys.stdin.read()
-    server.shutdown()
-
-
-class StubServer:
-    """The stub server as a child process (``with StubServer() as url:``)."""
-
-    def __enter__(self) -> str:
-        self._process = subprocess.Popen(
-            [sys.executable, __file__, "--serve"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self._process.stdout is not None
-        return self._process.stdout.readline().strip()
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._process.stdin is not None
-        self._process.stdin.close()
-        self._process.wait(timeout=10)
+    serve_until_stdin_closes(ThreadingHTTPServer(("127.0.0.1", 0), Handler))
 
 
 # -- building the session through the agent ------------------------------------------------------
@@ -272,7 +247,7 @@ async def build(place: Path, turns: int) -> float:
     session = create_session(project, env=_env(place / "state"))
     (place / "bench.json").write_text(json.dumps({"session": str(session.path), "turns": turns}))
     start = time.perf_counter()
-    with StubServer() as url:
+    with StubProcess(__file__) as url:
         await _drive(_config(place, url), turns)
     return time.perf_counter() - start
 
