@@ -11,8 +11,10 @@ caller-supplied ``flush`` commit when
   what the stream produced so far (so a long answer takes a number of commits that grows
   with the logarithm of its size, not with its size: each commit's main-log line and the
   joining of the text so far stay a small part of what is stored and done), or
-* :data:`FLUSH_INTERVAL` seconds passed since the last flush with something pending (a timer
-  task covers a provider that goes quiet),
+* what is pending has waited :data:`FLUSH_INTERVAL` seconds (a timer task covers a provider
+  that goes quiet); the wait counts from the first change not yet published, not from the
+  last flush, so the model's time to its first event (the stream's opening events arrive after
+  it, back to back) does not flush those events one commit ahead of the first delta's,
 
 and once more when the stream ends, unless it ended with a complete answer (``stop``,
 ``toolUse``, ``length``): the commit that stores that answer follows at once and supersedes
@@ -97,13 +99,12 @@ class MessageMirror:
         self._dirty = False
         self._first = True
         self._superseded = False
-        self._last = 0.0
+        self._since = 0.0  # when the oldest change not yet published arrived
         self._lock = anyio.Lock()
         self._wake = anyio.Event()
         self._group: anyio.abc.TaskGroup | None = None
 
     async def __aenter__(self) -> MessageMirror:
-        self._last = self._clock()
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
         self._group.start_soon(self._timer)
@@ -126,7 +127,7 @@ class MessageMirror:
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()
-            await anyio.sleep(max(0.0, self._last + FLUSH_INTERVAL - self._clock()))
+            await anyio.sleep(max(0.0, self._since + FLUSH_INTERVAL - self._clock()))
             if self._dirty:
                 await self.flush()
 
@@ -151,7 +152,6 @@ class MessageMirror:
                 return
             self._dirty = False
             self._pending = 0
-            self._last = self._clock()
             await self._flush_fn(self.snapshot())
 
     async def feed(self, event: StreamEvent) -> None:
@@ -169,7 +169,7 @@ class MessageMirror:
                     "model": partial.model,
                     "timestamp": partial.timestamp,
                 }
-                self._dirty = True
+                self._mark()
                 return
             case TextStartEvent():
                 self._open({"type": "text", "text": ""})
@@ -193,17 +193,22 @@ class MessageMirror:
                 content_delta = True
             case _:
                 return
-        self._dirty = True
+        self._mark()
         self._pending += grew
         self._total += grew
         threshold = max(FLUSH_BYTES, self._total // FLUSH_FRACTION)
         if (content_delta and self._first) or self._pending >= threshold:
             self._first = self._first and not content_delta
             await self.flush()
-        elif self._clock() - self._last >= FLUSH_INTERVAL:
+        elif self._clock() - self._since >= FLUSH_INTERVAL:
             await self.flush()
         else:
             self._wake.set()
+
+    def _mark(self) -> None:
+        if not self._dirty:
+            self._dirty = True
+            self._since = self._clock()
 
     def _open(self, block: dict[str, Any]) -> None:
         self._blocks.append(block)
