@@ -23,6 +23,7 @@ class SubagentStatus(TypedDict):
     agent: str
     """The agent definition's name (``subagent_type``)."""
     progress: str
-    """The current step: ``starting``, ``running grep (3 tool calls)``, ``writing its report``."""
+    """The current step: ``starting``, ``running grep (3 tool calls)`` (``resumed`` after a
+    restart); the final answer has no step of its own (the task completes next)."""
     conversation: NotRequired[int]
     """The subagent's conversation id, once it exists."""

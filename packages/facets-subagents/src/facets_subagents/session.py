@@ -10,8 +10,11 @@ crash the call runs again, finds the memo and waits for the same task, whose own
 on with the same owned conversation. Several calls in one assistant message run in parallel
 (one ``pi.tool`` each). The caller sees only the final report (details: the conversation id).
 
-Hooks (harness-wide, cheap for conversations that are not subagents) feed the
-:class:`~.kind.StepBoard`: each tool call of a subagent, and its last response.
+A hook (harness-wide, cheap for conversations that are not subagents) feeds the
+:class:`~.kind.StepBoard` each tool call of a subagent. Its final answer shows no step of its
+own: the model's answer is whole when the generation's hooks see it, and the commit that
+completes the task (and drops its step) follows with nothing to wait for in between, so a
+"writing its report" step would be one durable commit per subagent that no reader keeps.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ from typing import Any
 
 from chord import Context, FacetEnvironment, define_facet
 from pico3 import (
-    GENERATION_KIND,
     MISSING,
     TOOL_KIND,
     HarnessService,
@@ -150,16 +152,7 @@ class Subagents:
             async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> None:
                 board.tool(api.conversation_id, str(call.get("name", "?")))
 
-            async def after_response(message: Any, api: Any, ctx: Context) -> None:
-                content = message.get("content") if isinstance(message, dict) else None
-                calls = [
-                    b for b in content or [] if isinstance(b, dict) and b.get("type") == "toolCall"
-                ]
-                if not calls:
-                    board.set(api.conversation_id, "writing its report")
-
             undo.append(h.hooks(ns, TOOL_KIND, {"before_tool": before_tool}))
-            undo.append(h.hooks(ns, GENERATION_KIND, {"after_response": after_response}))
             undo.append(
                 h.register_tool(
                     ToolDeclaration(
