@@ -206,6 +206,50 @@ async def test_a_dependency_wakes_its_dependent_once_whatever_its_outcome(
     assert (await harness.get_task(a, ctx)).outcome == {"status": "failed", "failure": "boom"}  # type: ignore[union-attr]
 
 
+async def test_a_task_created_while_dispatch_is_on_is_claimed_in_its_creating_commit(
+    storage_factory: Any, options: HarnessOptions
+) -> None:
+    """No commit of its own marks a new task running when nothing stands in its way: it is
+    created running and dispatched once its creating commit is durable. Before ``resume()`` (or
+    with an ``after`` target still live) it is created pending and claimed by the drain."""
+    runs: list[Any] = []
+    started, gate = anyio.Event(), anyio.Event()
+
+    async def initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Done:
+        runs.append(task.input)
+        if task.input == "park":
+            started.set()
+            await gate.wait()
+        return done(task.input)
+
+    kind = define_task("test.claim", initial=initial, phases={}, abort=never_abort)
+    storage = storage_factory()
+    h = await Harness.open(storage, options, ctx)
+    async with h:
+        h.register_task_kind(kind)
+        early = await create(h, kind, "early")
+        assert (await h.get_task(early, ctx)).status == "pending"  # type: ignore[union-attr]
+        await h.resume(ctx)
+        assert (await h.wait_for_task(early, ctx)).outcome == {
+            "status": "completed",
+            "result": "early",
+        }
+        seq = storage.seq
+        late = await create(h, kind, "park")
+        assert storage.seq == seq + 1
+        assert (await h.get_task(late, ctx)).status == "running"  # type: ignore[union-attr]
+        waiting = await create(h, kind, "after", after=[late])
+        assert (await h.get_task(waiting, ctx)).status == "pending"  # type: ignore[union-attr]
+        await started.wait()
+        assert storage.seq == seq + 2  # the two creations; no claim of the parked task's own
+        gate.set()
+        assert (await h.wait_for_task(waiting, ctx)).outcome == {
+            "status": "completed",
+            "result": "after",
+        }
+        assert runs == ["early", "park", "after"]
+
+
 async def test_after_must_name_existing_tasks(harness: Harness) -> None:
     kind = define_task("test.dep", initial=lambda t, r, c: _never(), phases={}, abort=never_abort)
     harness.register_task_kind(kind)

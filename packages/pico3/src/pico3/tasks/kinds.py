@@ -336,6 +336,10 @@ class KindRegistry:
         return list(self._kinds)
 
     # -- KindLookup ------------------------------------------------------------------------
+    def starts_at_once(self, name: str) -> bool:
+        scheduler = self.scheduler
+        return scheduler is not None and name in self._kinds and scheduler.dispatches_at_once()
+
     def resolve(self, kind: object, *, core: bool) -> str:
         if isinstance(kind, TaskKind):
             if self._kinds.get(kind.name) is not kind:

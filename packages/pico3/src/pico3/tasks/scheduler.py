@@ -163,8 +163,13 @@ class Scheduler:
 
     def _on_commit(self, batch: Batch) -> None:
         self.waiters.on_commit(batch)
-        # only creations, ends and marks change what is eligible (a checkpoint does not)
-        if any(t.status != "running" or t.abort is True for t in batch.tasks.values()):
+        # only creations, ends and marks change what is eligible (a checkpoint does not); a
+        # task created running (claimed at creation) is one not yet dispatched
+        running = self._running
+        if any(
+            t.status != "running" or t.abort is True or t.id not in running
+            for t in batch.tasks.values()
+        ):
             self.kick()
 
     # -- resume / kick / drain ---------------------------------------------------------------
@@ -208,6 +213,10 @@ class Scheduler:
             self._draining = True
             assert self._tg is not None
             self._tg.start_soon(self._drain)
+
+    def dispatches_at_once(self) -> bool:
+        """Whether a new eligible task is dispatched once its creating commit is durable."""
+        return self._can_dispatch()
 
     def _can_dispatch(self) -> bool:
         return self._enabled and self._holds == 0 and self._tg is not None

@@ -50,6 +50,12 @@ class KindLookup(Protocol):
         """The kind's initial slot for ``input`` (``None`` when it declares none)."""
         ...
 
+    def starts_at_once(self, name: str) -> bool:
+        """Whether a new task of ``name`` with nothing to wait for is dispatched as soon as its
+        creating commit is durable (the kind registered, dispatch enabled and not held): then it
+        is created ``running``, claimed in that commit rather than in one of its own."""
+        ...
+
 
 TURN_KINDS = frozenset({"pi.generation", "pi.tool", "pi.post_tools"})
 """Live non-background tasks of these kinds make their conversation busy (docs/design/turn.md#busy)."""

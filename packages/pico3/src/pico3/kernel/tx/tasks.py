@@ -75,7 +75,11 @@ class TaskOps(TxBase):
         core kind's name) in the bound conversation (or ``conversation_id``); returns its id.
 
         ``after`` lists tasks that must be terminal (any outcome) before this one starts; they
-        must exist. The task is dispatched by the scheduler after this commit.
+        must exist. The task is dispatched by the scheduler after this commit; when nothing
+        stands in the way (no ``after``, dispatch enabled, the kind registered) it is created
+        ``running``: its claim rides in this commit instead of a commit of its own (a pending
+        task and a running one without a checkpoint recover alike: the handler runs from its
+        start).
         """
         self._check()
         lookup = self._kernel.kinds
@@ -103,7 +107,7 @@ class TaskOps(TxBase):
             conversation_id=cid,
             kind=name,
             input=payload,
-            status="pending",
+            status="running" if not deps and lookup.starts_at_once(name) else "pending",
             after=deps,
             background=True if background else UNSET,
         )
