@@ -41,6 +41,11 @@ same writes as ``q`` and ``j`` with their members in another order.
 raises the high-water mark from the ids it creates anyway).
 
 A v1 file opened by this code is appended to in v2: a file holds v1 lines, then v2 lines.
+
+Why one module: it is the on-disk line format itself, both directions: the v2 encoders and their
+readers sit side by side because a write's field order is the format (a reader built apart from
+its encoder is how the two drift), and the v1 reader beside them is what keeps old sessions
+opening. Splitting it would scatter one table of positions over several files.
 """
 
 from __future__ import annotations

@@ -87,15 +87,7 @@ class TaskOps(TxBase):
             raise Forbidden("create_task: this session has no task layer")
         name = lookup.resolve(kind, core=self._authority is Authority.CORE)
         cid = self._bound() if conversation_id is None else conversation_id
-        self._known(cid)
-        self._task_scope(cid, "create_task")
-        ordinary_builtin = name in ("pi.job", "pi.plugin")
-        if (
-            name.startswith("pi.")
-            and self._authority is not Authority.CORE
-            and not ordinary_builtin
-        ):
-            raise Forbidden(f"create_task: core kind {name!r} requires core authority")
+        self._may_create(cid, name)
         try:
             payload = copy_json(input, ("task", "input"))
         except JsonError as exc:
@@ -124,6 +116,19 @@ class TaskOps(TxBase):
                 event["background"] = True
             self._batch.events.setdefault(cid, []).append(event)
         return task_id
+
+    def _may_create(self, cid: int, name: str) -> None:
+        """Refuse a task in a conversation outside this transaction's scope, or of a core kind
+        (``pi.*`` but the ordinary ``pi.job``/``pi.plugin``) without core authority."""
+        self._known(cid)
+        self._task_scope(cid, "create_task")
+        ordinary_builtin = name in ("pi.job", "pi.plugin")
+        if (
+            name.startswith("pi.")
+            and self._authority is not Authority.CORE
+            and not ordinary_builtin
+        ):
+            raise Forbidden(f"create_task: core kind {name!r} requires core authority")
 
     def _task_deps(self, name: str, after: Sequence[int]) -> list[int]:
         """``after`` checked (every target exists) and deduplicated, in order."""
