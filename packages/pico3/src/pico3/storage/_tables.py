@@ -858,10 +858,6 @@ class TableStorage:
     async def scan_tasks(self, scan: TaskScan, ctx: Context) -> list[Task]:
         return self._check_open().tasks.scan(scan)
 
-    def task_ids(self) -> list[int]:
-        """Every stored task's id, in creation order (no record is copied)."""
-        return list(self._check_open().tasks)
-
     def has_task(self, id: int) -> bool:
         """Whether a task of this id is stored, whatever its status (no record is copied)."""
         return id in self._check_open().tasks

@@ -26,7 +26,7 @@ A backend may also offer ``has_task(id) -> bool``: whether a task of that id is 
 status), answered without copying a record. The kernel uses it when present (:func:`has_task`):
 its open reads only the live tasks as records, and an ``after`` target that is no live task is
 looked up there, so the kernel holds no set of every task id a long session made; all built-in
-backends have it (and ``task_ids() -> list[int]``, every stored task's id).
+backends have it.
 
 A backend may also offer group commit, ``commit_deferred(writes) -> int | None`` with
 ``durable(seq)``: the batch is published in memory at once (later batches may build on it) and its
