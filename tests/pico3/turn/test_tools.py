@@ -575,3 +575,24 @@ async def test_collapse_never_makes_the_conversation_busy(open_session) -> None:
         gate.set()
         await handle.wait(BACKGROUND)
         await s.harness.wait_for_task(task_id, BACKGROUND)
+
+
+def test_offered_tools_with_a_memo_are_the_fold_of_each_request() -> None:
+    from pico3.turn.system import ToolsMemo, request_tools
+
+    def system(added: list[str], removed: list[str] = []) -> dict[str, Any]:  # noqa: B006
+        return {"role": "system", "content": "", "tools_added": added, "tools_removed": removed}
+
+    def user(text: str) -> dict[str, Any]:
+        return {"role": "user", "content": text}
+
+    history = [system(["a", "b"]), user("1"), system(["c"], ["a"]), user("2")]
+    grown = [*history, user("3"), system(["a"], ["b"])]
+    edited = [system(["a", "b"]), user("1"), system(["d"]), user("2")]  # same length, new values
+    copied = [dict(m) for m in grown]  # equal values, other objects
+    memo = ToolsMemo()
+    for messages in (history, grown, history[:2], [user("x")], grown, edited, copied, []):
+        with_memo = request_tools(messages, None, ["fallback"], memo=memo)
+        assert with_memo == request_tools(messages, None, ["fallback"])
+    assert request_tools(grown, None, memo=memo).names == ["c", "a"]
+    assert request_tools([user("x")], None, ["f"], memo=memo).names == ["f"]

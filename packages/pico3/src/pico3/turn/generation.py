@@ -86,7 +86,7 @@ from pico3.turn.state import (
     start_generation,
     turn_doc,
 )
-from pico3.turn.system import prepare_system, request_tools
+from pico3.turn.system import ToolsMemo, prepare_system, request_tools
 
 __all__ = ["DEFAULT_POLL_MS", "GENERATION_KIND", "settle_fault"]
 
@@ -146,14 +146,15 @@ async def _initial(task: TaskInfo, rt: Any, ctx: Context) -> Any:
 
 
 # -- requesting ------------------------------------------------------------------------------
-_MEMOS: OrderedDict[int, MessageMemo] = OrderedDict()
+_MEMOS: OrderedDict[int, tuple[MessageMemo, ToolsMemo]] = OrderedDict()
 _MEMO_CONVERSATIONS = 64
 
 
-def _memo(conversation_id: int) -> MessageMemo:
-    """The request-message memo of a conversation (the most recently used few are kept; a
-    memo only recognises the very message objects it converted, so a stale one is harmless)."""
-    memo = _MEMOS.pop(conversation_id, None) or MessageMemo()
+def _memo(conversation_id: int) -> tuple[MessageMemo, ToolsMemo]:
+    """The request-message and offered-tools memos of a conversation (the most recently used
+    few are kept; a memo only skips the messages its last call saw, compared by value when not
+    the very same objects, so a stale one is harmless)."""
+    memo = _MEMOS.pop(conversation_id, None) or (MessageMemo(), ToolsMemo())
     _MEMOS[conversation_id] = memo
     if len(_MEMOS) > _MEMO_CONVERSATIONS:
         _MEMOS.popitem(last=False)
@@ -176,9 +177,10 @@ async def _prepared(task: TaskInfo, rt: Any, ctx: Context) -> Any:
     # copied for the hooks (which may change what they get) by chain_before_request.
     raw: list[dict[str, Any]] = [] if derived is None else derived.messages
     raw = await chain_before_request(rt, task, raw, cutoff, ctx)
-    offered = request_tools(raw, getattr(rt.harness, "tools", None))
+    message_memo, tools_memo = _memo(cid)
+    offered = request_tools(raw, getattr(rt.harness, "tools", None), memo=tools_memo)
     level = prep.get("thinkingLevel", "off")
-    messages, system, tokens = _memo(cid).convert(raw)
+    messages, system, tokens = message_memo.convert(raw)
     request = Request(
         model=resolved.info.id,
         messages=messages,

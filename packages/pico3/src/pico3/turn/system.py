@@ -47,7 +47,7 @@ from pico3.storage.records import UNSET, SectionSeed
 from pico3.turn.hook_points import system_instructions
 from pico3.turn.sections import SectionDraft, SectionState, freeze
 
-__all__ = ["OfferedTools", "SystemPlan", "prepare_system", "request_tools"]
+__all__ = ["OfferedTools", "SystemPlan", "ToolsMemo", "prepare_system", "request_tools"]
 
 _SETTINGS = ("model", "thinkingLevel", "selectedTools", "profile")
 
@@ -254,23 +254,16 @@ class OfferedTools:
 
 
 def request_tools(
-    messages: Sequence[dict[str, Any]], registry: Any, fallback: Sequence[str] = ()
+    messages: Sequence[dict[str, Any]],
+    registry: Any,
+    fallback: Sequence[str] = (),
+    memo: ToolsMemo | None = None,
 ) -> OfferedTools:
     """Fold ``tools_removed``/``tools_added`` of the request's system messages into the offered
     set; declarations come from ``registry`` (names it no longer knows are offered by name
-    only and fail ``missing tool`` if called)."""
-    names: list[str] = []
-    seen_system = False
-    for message in messages:
-        if message.get("role") != "system":
-            continue
-        seen_system = True
-        for name in message.get("tools_removed", []) or []:
-            if name in names:
-                names.remove(name)
-        for name in message.get("tools_added", []) or []:
-            if name not in names:
-                names.append(name)
+    only and fail ``missing tool`` if called). With ``memo`` (one per conversation) only the
+    messages after the last call's are folded."""
+    names, seen_system = (memo or ToolsMemo()).fold(messages)
     if not seen_system:
         names = list(fallback)
     declarations = []
@@ -279,3 +272,41 @@ def request_tools(
         if found is not None:
             declarations.append(found)
     return OfferedTools(names, declarations)
+
+
+class ToolsMemo:
+    """:func:`request_tools`' fold of the offered names, remembered from the last call.
+
+    A long conversation's request re-sends every message, but its system messages are few: when
+    a call's messages start with the last call's (compared by identity first, then by value, in
+    C, as :class:`pico3.models.MessageMemo` does) only the new ones are folded, so a late turn
+    does not walk the whole history. Anything else folds from scratch, so the result is always
+    the fold of the call's messages."""
+
+    __slots__ = ("_names", "_seen", "_system")
+
+    def __init__(self) -> None:
+        self._seen: list[dict[str, Any]] = []
+        self._names: list[str] = []
+        self._system = False
+
+    def fold(self, messages: Sequence[dict[str, Any]]) -> tuple[list[str], bool]:
+        """``(offered names, whether any system message was seen)`` of ``messages``."""
+        seen = self._seen
+        if len(messages) < len(seen) or messages[: len(seen)] != seen:
+            self._seen, self._names, self._system = [], [], False
+            seen = self._seen
+        fresh = messages[len(seen) :]
+        names = self._names
+        for message in fresh:
+            if message.get("role") != "system":
+                continue
+            self._system = True
+            for name in message.get("tools_removed", []) or []:
+                if name in names:
+                    names.remove(name)
+            for name in message.get("tools_added", []) or []:
+                if name not in names:
+                    names.append(name)
+        seen.extend(fresh)
+        return list(names), self._system
