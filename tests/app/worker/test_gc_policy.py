@@ -4,18 +4,30 @@ keeps the collector off while a session host opens."""
 from __future__ import annotations
 
 import gc
+import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 from chord.context import BACKGROUND
 from coding_agent.sessions import Session
-from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
+from coding_agent.worker.gc_policy import (
+    freeze_after_turns,
+    pause_for_start_up,
+    pause_while_opening,
+    start_up_done,
+)
 from coding_agent.worker.main import WorkerConfig, open_session_host
 from pico3.harness import Harness, HarnessOptions
 from pico3.models import FauxProvider, faux_response
 from pico3.storage import MemoryStorage
 from pico3.turn.models import Models
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "providers"))
+from stub_server import Reply, StubServer, sse
 
 pytestmark = pytest.mark.anyio
 
@@ -80,3 +92,60 @@ async def test_a_session_host_opens_with_the_collector_paused_and_serves_with_it
         async with open_session_host(WorkerConfig(session, faux_script=Path("/nonexistent"))):
             pass  # pragma: no cover - never entered
     assert gc.isenabled()  # a failed opening turns it on again too
+
+
+def test_the_start_up_pause_is_one_more_opening_and_ends_once() -> None:
+    gc.unfreeze()
+    pause_for_start_up()
+    pause_for_start_up()  # on already: the same pause
+    assert not gc.isenabled()
+    opening = pause_while_opening()
+    start_up_done()  # an opening still runs: frozen, the collector still off
+    assert gc.get_freeze_count() > 0 and not gc.isenabled()
+    opening(True)
+    assert gc.isenabled()
+    start_up_done()  # ended already: nothing happens
+    assert gc.isenabled()
+    gc.unfreeze()
+
+
+_HEADLESS = """
+import gc, json, os, sys
+collections = []
+gc.callbacks.append(lambda phase, info: phase == "start" and collections.append(info["generation"]))
+port = int(sys.argv[1])
+at_request = {}
+def hook(event, args):
+    address = args[1] if event == "socket.connect" else None
+    if isinstance(address, tuple) and address[1] == port and not at_request:
+        at_request.update(collections=list(collections), enabled=gc.isenabled())
+sys.addaudithook(hook)
+from coding_agent.cli import main
+collections.clear()  # from here on the command line's own start-up
+code = main(["-p", "hello", "--model", "openai/gpt-4.1"])
+print(json.dumps({"code": code, "at_request": at_request, "enabled": gc.isenabled()}))
+"""
+
+
+def test_a_headless_run_collects_nothing_before_its_first_request(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    # Everything a -p run allocates before it asks the model lives as long as the process; the
+    # SDK client ends the pause, so the request (and the rest of the run) has the collector on.
+    chunk = {"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}
+    events = [
+        sse({"id": "c1", "object": "chat.completion.chunk", "choices": [chunk]}),
+        "data: [DONE]\n\n",
+    ]
+    with StubServer([Reply(events=events)]) as server:
+        env = {**agent_env, "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": f"{server.url}/v1"}
+        port = server.url.rsplit(":", 1)[1]
+        done = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(_HEADLESS), port],
+            cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    got = json.loads(lines[-1])
+    assert lines[0] == "hi"
+    assert got == {"code": 0, "at_request": {"collections": [], "enabled": True}, "enabled": True}

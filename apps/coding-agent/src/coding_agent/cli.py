@@ -55,7 +55,7 @@ import math
 import os
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -575,10 +575,27 @@ def _cwd() -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (the console script exits with it)."""
+    """Run the command line; returns the exit status (the console script exits with it).
+
+    A local headless run (``-p``/``--json``) keeps the cycle collector off from here to its
+    first provider request, where the SDK client ends the pause (everything allocated until
+    then lives as long as the process: see :mod:`coding_agent.worker.gc_policy`); every other
+    command ends it once the command line is parsed, and every way out ends it."""
+    from coding_agent.worker.gc_policy import pause_for_start_up, start_up_done
+
+    pause_for_start_up()
+    try:
+        return _main(argv, start_up_done)
+    finally:
+        start_up_done()
+
+
+def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     headless = args.prompt is not None or args.json is not None
+    if not headless or args.server is not None:
+        start_up_done()  # a TUI, a server, a remote run: no first request of ours is next
     if headless and args.command in ("attach", "serve", "config", "sessions", "export", "facets"):
         parser.error(f"{args.command} does not take -p or --json")
     if args.server is not None and (args.continue_ or args.resume is not None):

@@ -41,6 +41,8 @@ import types
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from coding_agent.worker.gc_policy import start_up_done
+
 __all__ = [
     "SDK_ROOTS",
     "defer_sdk_inits",
@@ -121,10 +123,15 @@ def sdk_client(package: str, client: str, options: dict[str, Any]) -> Any:
     worker serves before its provider's SDK is imported, and a session that never asks the
     model never pays. The SDK's package ``__init__`` s run only if needed
     (:func:`defer_sdk_inits`), and trio stays out of the import (the worker runs under asyncio:
-    :func:`trio_hidden_from_httpcore`)."""
+    :func:`trio_hidden_from_httpcore`). A process's start-up pause of the cycle collector ends
+    here, once the client is made (the first request is next: see
+    :func:`~coding_agent.worker.gc_policy.pause_for_start_up`)."""
     defer_sdk_inits()
-    with trio_hidden_from_httpcore():
-        return getattr(importlib.import_module(package), client)(**options)
+    try:
+        with trio_hidden_from_httpcore():
+            return getattr(importlib.import_module(package), client)(**options)
+    finally:
+        start_up_done()
 
 
 def _under_asyncio() -> bool:
