@@ -71,3 +71,17 @@ def test_a_request_that_does_not_extend_the_last_one_folds_from_scratch() -> Non
         got = openai.build_params(request, info, openai.OPENAI_COMPAT, memo=memo)
         plain = openai.build_params(request, info, openai.OPENAI_COMPAT)
         assert json.loads(msgspec.json.encode(got)) == json.loads(msgspec.json.encode(plain))
+
+
+def test_anthropic_bodies_match_when_the_history_grows_one_record_at_a_time() -> None:
+    """The encoded prefix is joined as messages fall behind the last user message: every
+    growth (an assistant, a tool result joining a run, a new user message) still gives the
+    plain body."""
+    history = messages_from_json(_history(random.Random(19), 200))
+    info = ModelInfo(id="m", provider="anthropic")
+    memo = anthropic.wire_memo()
+    for end in [*range(1, len(history) + 1), len(history)]:  # the last one: the same again
+        request = Request(model="m", messages=history[:end])
+        got = anthropic.build_params(request, info, memo=memo)
+        plain = anthropic.build_params(request, info)
+        assert json.loads(msgspec.json.encode(got)) == json.loads(msgspec.json.encode(plain))
