@@ -118,7 +118,12 @@ at_request = {}
 def hook(event, args):
     address = args[1] if event == "socket.connect" else None
     if isinstance(address, tuple) and address[1] == port and not at_request:
-        at_request.update(collections=list(collections), enabled=gc.isenabled())
+        later = ("yaml", "pathspec", "xml.sax")  # only some tools and files need them
+        at_request.update(
+            collections=list(collections),
+            enabled=gc.isenabled(),
+            imported=sorted(name for name in later if name in sys.modules),
+        )
 sys.addaudithook(hook)
 from coding_agent.cli import main
 collections.clear()  # from here on the command line's own start-up
@@ -132,6 +137,8 @@ def test_a_headless_run_collects_nothing_before_its_first_request(
 ) -> None:
     # Everything a -p run allocates before it asks the model lives as long as the process; the
     # SDK client ends the pause, so the request (and the rest of the run) has the collector on.
+    # Nor does the run import before it what only some tools and files need (YAML frontmatter,
+    # glob patterns, the gitignore walker).
     chunk = {"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}
     events = [
         sse({"id": "c1", "object": "chat.completion.chunk", "choices": [chunk]}),
@@ -148,4 +155,8 @@ def test_a_headless_run_collects_nothing_before_its_first_request(
     lines = done.stdout.strip().splitlines()
     got = json.loads(lines[-1])
     assert lines[0] == "hi"
-    assert got == {"code": 0, "at_request": {"collections": [], "enabled": True}, "enabled": True}
+    assert got == {
+        "code": 0,
+        "at_request": {"collections": [], "enabled": True, "imported": []},
+        "enabled": True,
+    }

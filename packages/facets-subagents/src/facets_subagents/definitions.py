@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 __all__ = [
     "GENERAL_PURPOSE",
     "AgentDefinition",
@@ -91,6 +89,8 @@ def parse_definition(text: str, source: str) -> AgentDefinition:
     match = _FRONT.match(text.replace("\r\n", "\n"))
     if match is None:
         raise ValueError("no YAML frontmatter: start the file with --- name/description --- lines")
+    import yaml  # ~20 ms: a session without agent definitions never pays for it
+
     try:
         front = yaml.safe_load(match.group(1))
     except yaml.YAMLError as exc:

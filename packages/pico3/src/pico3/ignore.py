@@ -34,8 +34,10 @@ import os
 from collections import deque
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec  # imported at the first compile (~15 ms): importers of walk_files pay at use
 
 __all__ = ["IgnoreRules", "walk_files"]
 
@@ -83,6 +85,8 @@ def _rooted(line: str, base: str) -> str | None:
 def _compiled(pattern: str) -> pathspec.GitIgnoreSpec | None:
     """``pattern`` compiled once (folders share their ancestors' patterns), or ``None`` when
     pathspec cannot compile it: git skips a pattern it cannot read, and so do we."""
+    import pathspec
+
     try:
         return pathspec.GitIgnoreSpec.from_lines([pattern])
     except Exception:  # pathspec raises re.error or ValueError for a pattern it cannot compile
@@ -90,6 +94,8 @@ def _compiled(pattern: str) -> pathspec.GitIgnoreSpec | None:
 
 
 def _compile(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec:
+    import pathspec
+
     compiled = [spec for spec in map(_compiled, patterns) if spec is not None]
     return pathspec.GitIgnoreSpec([p for spec in compiled for p in spec.patterns])
 

@@ -26,7 +26,6 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
-import pathspec
 
 from .spec import ToolContext, ToolError
 
@@ -75,6 +74,8 @@ def glob_filter(pattern: str | None) -> Callable[[str], bool]:
     """
     if not pattern:
         return lambda _path: True
+    import pathspec  # ~15 ms: a search with a glob pays for it, not every start
+
     spec = pathspec.GitIgnoreSpec.from_lines([pattern])
     return spec.match_file
 
