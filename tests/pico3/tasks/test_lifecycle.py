@@ -250,6 +250,43 @@ async def test_a_task_created_while_dispatch_is_on_is_claimed_in_its_creating_co
         assert runs == ["early", "park", "after"]
 
 
+async def test_a_dependent_is_claimed_in_the_commit_that_ends_its_last_after_target(
+    storage_factory: Any, options: HarnessOptions
+) -> None:
+    """A task whose ``after`` targets are all terminal once a commit lands turns running in that
+    commit (the one that ends the last of them), not in a drain commit of its own, as a tool
+    call's last result claims its turn's post-tools step. Ending one target of two claims
+    nothing."""
+    gates = {name: anyio.Event() for name in ("a", "b", "c")}
+    started = {name: anyio.Event() for name in gates}
+
+    async def initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Done:
+        started[task.input].set()
+        await gates[task.input].wait()
+        return done(task.input)
+
+    kind = define_task("test.claim-after", initial=initial, phases={}, abort=never_abort)
+    storage = storage_factory()
+    h = await Harness.open(storage, options, ctx)
+    async with h:
+        h.register_task_kind(kind)
+        await h.resume(ctx)
+        a = await create(h, kind, "a")
+        b = await create(h, kind, "b")
+        c = await create(h, kind, "c", after=[a, b])
+        await started["a"].wait()
+        await started["b"].wait()
+        gates["a"].set()
+        await h.wait_for_task(a, ctx)
+        assert (await h.get_task(c, ctx)).status == "pending"  # type: ignore[union-attr]
+        seq = storage.seq
+        gates["b"].set()
+        await started["c"].wait()
+        assert storage.seq == seq + 1  # b's end, which claimed c
+        gates["c"].set()
+        assert (await h.wait_for_task(c, ctx)).outcome == {"status": "completed", "result": "c"}
+
+
 async def test_after_must_name_existing_tasks(harness: Harness) -> None:
     kind = define_task("test.dep", initial=lambda t, r, c: _never(), phases={}, abort=never_abort)
     harness.register_task_kind(kind)

@@ -266,7 +266,36 @@ class TaskOps(TxBase):
                 "outcome": status,
             }
             self._batch.events.setdefault(record.conversation_id, []).append(event)
+        self._claim_dependents(task_id)
         return updated
+
+    def _claim_dependents(self, task_id: int) -> None:
+        """Claim the tasks that wait on ``task_id`` alone (their other ``after`` tasks terminal)
+        when they are dispatched as soon as this commit is durable: each turns ``running`` in
+        this commit instead of in a drain commit of its own (as :meth:`create_task` claims a
+        task with nothing to wait for; a pending task and a running one without a checkpoint
+        recover alike). A tool call's last result claims its turn's ``pi.post_tools`` so."""
+        lookup = self._kernel.kinds
+        if lookup is None:
+            return
+        waiting = [
+            t
+            for source in (self._kernel.task_index, self._batch.tasks)
+            for t in source.values()
+            if t.status == "pending" and task_id in t.after
+        ]
+        for task in waiting:
+            if (
+                self._task_record(task.id) is not task  # the batch's version wins (seen once)
+                or task.abort is True
+                or not lookup.starts_at_once(task.kind)
+                or any(
+                    (dep := self._task_record(other)) is not None and dep.status != "terminal"
+                    for other in task.after
+                )
+            ):
+                continue
+            self._patch(TaskPatch(id=task.id, status="running"))
 
     def live_tasks(self, conversation_id: int) -> list[Task]:
         """Live tasks of a conversation as of this batch (committed index plus overlay); a
