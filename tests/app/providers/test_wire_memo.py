@@ -73,15 +73,20 @@ def test_a_request_that_does_not_extend_the_last_one_folds_from_scratch() -> Non
         assert json.loads(msgspec.json.encode(got)) == json.loads(msgspec.json.encode(plain))
 
 
-def test_anthropic_bodies_match_when_the_history_grows_one_record_at_a_time() -> None:
-    """The encoded prefix is joined as messages fall behind the last user message: every
-    growth (an assistant, a tool result joining a run, a new user message) still gives the
-    plain body."""
+def test_bodies_match_when_the_history_grows_one_record_at_a_time() -> None:
+    """The encoded messages are joined into one buffer as they become final: every growth (an
+    assistant, a tool result joining a run, images waiting for the run's end, a new user
+    message) still gives the plain body, and so does the same request again."""
     history = messages_from_json(_history(random.Random(19), 200))
-    info = ModelInfo(id="m", provider="anthropic")
-    memo = anthropic.wire_memo()
-    for end in [*range(1, len(history) + 1), len(history)]:  # the last one: the same again
+    an_info = ModelInfo(id="m", provider="anthropic")
+    an_memo = anthropic.wire_memo()
+    oa_info = ModelInfo(id="m", provider="openai", supports_images=True)
+    oa_memo = openai.wire_memo(True)
+    for end in [*range(1, len(history) + 1), len(history)]:
         request = Request(model="m", messages=history[:end])
-        got = anthropic.build_params(request, info, memo=memo)
-        plain = anthropic.build_params(request, info)
+        got = anthropic.build_params(request, an_info, memo=an_memo)
+        plain = anthropic.build_params(request, an_info)
+        assert json.loads(msgspec.json.encode(got)) == json.loads(msgspec.json.encode(plain))
+        got = openai.build_params(request, oa_info, openai.OPENAI_COMPAT, memo=oa_memo)
+        plain = openai.build_params(request, oa_info, openai.OPENAI_COMPAT)
         assert json.loads(msgspec.json.encode(got)) == json.loads(msgspec.json.encode(plain))

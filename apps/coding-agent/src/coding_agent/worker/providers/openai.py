@@ -442,31 +442,46 @@ def wire_memo(images: bool) -> FoldMemo:
 
 
 class _Fold:
-    """:func:`_messages` as a left fold (see :class:`._memo.Fold`)."""
+    """:func:`_messages` as a left fold (see :class:`._memo.Fold`).
 
-    __slots__ = ("_encode", "_images", "_out", "_pictures")
+    Encoding, every message is final once fed (a run of tool results' images follow it as a
+    message of their own, added when the run ends), so :meth:`render` joins the encoded messages
+    into one buffer (comma-separated) and hands it over as a single :class:`msgspec.Raw`, which
+    msgspec writes verbatim, so the array comes out as if each message were its own element:
+    the body's encoding is one copy of the history rather than a walk over thousands of small
+    objects scattered over the heap."""
+
+    __slots__ = ("_encode", "_images", "_out", "_pictures", "_prefix")
 
     def __init__(self, images: bool, *, encode: bool) -> None:
         self._images = images
         self._encode = encode
-        self._out: list[Any] = []
+        self._out: list[Any] = []  # encoding: the encoded messages not yet in ``_prefix``
+        self._prefix = b""  # encoding: the messages rendered so far, comma-separated
         self._pictures: list[dict[str, Any]] = []  # tool-result images awaiting their message
 
     def feed(self, message: Message) -> None:
         if self._pictures and not isinstance(message, ToolResultMessage):
-            self._out.append(_tool_images(self._pictures))
+            picture = _tool_images(self._pictures)
+            self._out.append(_ENCODER.encode(picture) if self._encode else picture)
             self._pictures = []
         items, found = _message_items(message, self._images)
         if self._encode:
-            self._out.extend(msgspec.Raw(_ENCODER.encode(item)) for item in items)
+            self._out.extend(_ENCODER.encode(item) for item in items)
         else:
             self._out.extend(items)
         self._pictures.extend(found)
 
     def render(self) -> list[Any]:
+        out: list[Any] = list(self._out)
+        if self._encode:
+            if out:
+                self._prefix = b",".join([self._prefix, *out] if self._prefix else out)
+                self._out = []
+            out = [msgspec.Raw(self._prefix)] if self._prefix else []
         if self._pictures:
-            return [*self._out, _tool_images(self._pictures)]
-        return list(self._out)
+            out.append(_tool_images(self._pictures))
+        return out
 
 
 def _message_items(
