@@ -54,6 +54,43 @@ async def test_each_turn_end_freezes_the_heap_and_stopping_unfreezes() -> None:
         assert gc.get_freeze_count() == 0
 
 
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+async def test_a_full_collection_waits_for_the_frozen_heap_to_grow_by_a_share() -> None:
+    import weakref
+
+    faux = FauxProvider([faux_response(f"answer {i}") for i in range(3)])
+    options = HarnessOptions(services={"models": Models([faux])})
+    harness = await Harness.open(MemoryStorage(), options, BACKGROUND)
+    gc.collect()
+    gc.freeze()  # as an opening leaves it
+    was_enabled = gc.isenabled()
+    gc.disable()  # only the policy collects
+    async with harness:
+        root = await harness.root(BACKGROUND)
+        await root.set_config({"model": {"provider": "faux", "modelId": "faux-1"}}, BACKGROUND)
+        await harness.resume(BACKGROUND)
+        stop = freeze_after_turns(harness.kernel, collect_every=1, growth=0.25)
+        try:
+            small = _Cycle()
+            kept = weakref.ref(small)
+            del small  # garbage, frozen at the turn's end; the heap grew by a little
+            assert (await (await root.send("q0", BACKGROUND)).wait(BACKGROUND)).status == "done"
+            assert kept() is not None  # no full collection: the heap did not grow enough
+            big = [_Cycle() for _ in range(gc.get_freeze_count() // 2)]
+            del big  # garbage: more than a quarter of the frozen heap
+            assert (await (await root.send("q1", BACKGROUND)).wait(BACKGROUND)).status == "done"
+            assert kept() is None  # a full collection reclaimed what freezing held
+            assert gc.get_freeze_count() > 0  # and froze what is alive again
+        finally:
+            stop()
+            if was_enabled:
+                gc.enable()
+
+
 def test_the_collector_is_off_while_openings_run_and_on_after_the_last() -> None:
     gc.unfreeze()
     assert gc.isenabled()
