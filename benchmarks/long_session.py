@@ -16,6 +16,10 @@ Printed per path:
   grown by one user and one assistant message per turn) built with plain ``json.dumps``, posted
   with plain ``httpx`` to the same server and the streamed answer parsed with plain
   ``json.loads`` — no agent, no SDK. ``overhead`` is the agent's ms/turn minus the baseline's;
+* the last turn's cost against turn 10 of a fresh session driven in a second host alternately
+  with the long session's last ten turns: the two are measured under the same load (the plain
+  ratio compares figures taken minutes apart, and a shared machine's load can change a lot in
+  between);
 * the wall time of all N turns and the session's bytes on disk after it is closed;
 * the resume: the closed session reopened in the worker's session host (best of three, wall and
   CPU), next to the same for a 1-turn session, and the Python memory the reopened host holds
@@ -46,6 +50,7 @@ from _stub_process import StubProcess, serve_until_stdin_closes
 
 CHECKPOINTS = (10, 100, 500, 1_000, 2_000)
 WINDOW = 9
+REFERENCE = 10  # turns of the reference session, alongside the long session's last ones
 ANSWER = ("Done", ": the short", " answer.")
 LONG_PROMPT = "Write the long answer."
 LONG_ANSWER = tuple(f"{i:07d} long streamed answer text. "[:25] for i in range(4_000))  # 100 KB
@@ -164,9 +169,17 @@ def _folder_bytes(path: Path) -> int:
 
 async def agent_run(
     provider: str, url: str, turns: int, tmp: Path, prompt: str | None = None
-) -> tuple[list[float], list[float], int, Any]:
+) -> tuple[list[float], list[float], int, Any, list[float], list[float]]:
     """(seconds per turn, CPU seconds per turn, session bytes on disk after close, the worker
-    config to reopen the session with); every turn sends ``prompt`` when given."""
+    config to reopen the session with, and the same two lists for the reference session);
+    every turn sends ``prompt`` when given.
+
+    The reference session is a fresh one in a second host, opened for the long session's last
+    ``REFERENCE`` turns and driven turn by turn alternately with them: its early turns are
+    measured under the load of the long session's late ones (on a shared machine the load can
+    change a lot in the minutes between the long session's turn 10 and its turn 2,000)."""
+    from contextlib import AsyncExitStack
+
     from chord.context import BACKGROUND
     from coding_agent.sessions import create_session
     from coding_agent.worker.main import WorkerConfig, open_session_host
@@ -188,18 +201,33 @@ async def agent_run(
     config = WorkerConfig(session, model=MODELS[provider], env=env)
     times: list[float] = []
     cpu: list[float] = []
-    async with open_session_host(config) as runtime:
+    ref_times: list[float] = []
+    ref_cpu: list[float] = []
+
+    async def turn(root: Any, text: str, into: tuple[list[float], list[float]]) -> None:
+        start, start_cpu = time.perf_counter(), time.process_time()
+        handle = await root.send(text, BACKGROUND)
+        record = await handle.wait(BACKGROUND)
+        into[0].append(time.perf_counter() - start)
+        into[1].append(time.process_time() - start_cpu)
+        if record.status != "done":
+            raise RuntimeError(f"turn {text!r} ended {record.status!r}: {record}")
+
+    async with AsyncExitStack() as stack:
+        runtime = await stack.enter_async_context(open_session_host(config))
         root = await runtime.harness.harness.root(BACKGROUND)
-        for turn in range(1, turns + 1):
-            start, start_cpu = time.perf_counter(), time.process_time()
-            text = prompt or f"Turn {turn}: answer briefly."
-            handle = await root.send(text, BACKGROUND)
-            record = await handle.wait(BACKGROUND)
-            times.append(time.perf_counter() - start)
-            cpu.append(time.process_time() - start_cpu)
-            if record.status != "done":
-                raise RuntimeError(f"turn {turn} ended {record.status!r}: {record}")
-    return times, cpu, _folder_bytes(session.path), config
+        reference: Any = None
+        for n in range(1, turns + 1):
+            if prompt is None and n == turns - REFERENCE + 1 and turns >= 2 * REFERENCE:
+                other = WorkerConfig(create_session(project, env=env), model=config.model, env=env)
+                host = await stack.enter_async_context(open_session_host(other))
+                reference = await host.harness.harness.root(BACKGROUND)
+            await turn(root, prompt or f"Turn {n}: answer briefly.", (times, cpu))
+            if reference is not None:
+                await turn(
+                    reference, f"Turn {len(ref_times) + 1}: answer briefly.", (ref_times, ref_cpu)
+                )
+    return times, cpu, _folder_bytes(session.path), config, ref_times, ref_cpu
 
 
 async def resume_run(config: Any, runs: int = 3) -> tuple[float, float, int, int]:
@@ -289,11 +317,15 @@ def _at(times: list[float], turn: int) -> float:
 
 def report(provider: str, turns: int) -> None:
     with tempfile.TemporaryDirectory() as tmp, StubProcess(__file__) as url:
-        agent, cpu, size, config = anyio.run(agent_run, provider, url, turns, Path(tmp))
+        agent, cpu, size, config, ref, ref_cpu = anyio.run(
+            agent_run, provider, url, turns, Path(tmp)
+        )
         base = baseline_run(provider, url, turns)
         resumed = anyio.run(resume_run, config)
     with tempfile.TemporaryDirectory() as tmp, StubProcess(__file__) as url:
-        _, _, long_size, config = anyio.run(agent_run, provider, url, 1, Path(tmp), LONG_PROMPT)
+        _, _, long_size, config, _, _ = anyio.run(
+            agent_run, provider, url, 1, Path(tmp), LONG_PROMPT
+        )
         resumed_one = anyio.run(resume_run, config)
     marks = [c for c in CHECKPOINTS if c <= turns] or [turns]
     if marks[-1] != turns:
@@ -309,6 +341,14 @@ def report(provider: str, turns: int) -> None:
         f"{provider} turn {marks[-1]:,} / turn {marks[0]:,}: {last / first:.2f}x "
         f"[target <= 1.2x] | baseline: {_at(base, marks[-1]) / _at(base, marks[0]):.2f}x"
     )
+    if ref:
+        near = _at(ref, REFERENCE)
+        print(
+            f"{provider} turn {marks[-1]:,} / turn {REFERENCE} of a fresh session driven alongside "
+            f"(same load): {last / near:.2f}x [target <= 1.2x] (its turn {REFERENCE}: "
+            f"{near:.1f} ms, CPU {_at(ref_cpu, REFERENCE):.1f} ms) | CPU "
+            f"{_at(cpu, marks[-1]) / _at(ref_cpu, REFERENCE):.2f}x"
+        )
     # The request body grows with the history, so the baseline's own cost grows; what the agent
     # adds on top of it, and the CPU this process spends, show the agent's own growth.
     over_first = first - _at(base, marks[0])
