@@ -12,7 +12,8 @@ may have changed). Phases:
   resend after recovery is the same input, and the child's own turn resumes by itself), wait for
   the input's answer, and complete with ``{"report": <the child's final text>, "conversation"}``.
   While it waits, the current step (:class:`StepBoard`, fed by the feature's hooks) is written
-  to the task's slot, which ``describe`` shows.
+  to the task's slot, which ``describe`` shows: :data:`STEP_INTERVAL` after it changes, the
+  newest step then (at most one commit a second).
 
 An abort ends the task; a conversation abort reaches the child through its foreground owner.
 """
@@ -91,6 +92,11 @@ class StepBoard:
 
 STARTING = "starting"
 """The step a subagent shows until its first tool call (written with its conversation)."""
+STEP_INTERVAL = 1.0
+"""Seconds a step change waits before it is written (then the newest step is): a step is one
+durable commit in the parent's conversation, and most of a subagent's tool calls (a read, a
+grep) end within milliseconds, so each written at once would cost the session a commit per
+tool call; this way a subagent writes at most one a second, and one that ends sooner none."""
 
 
 def final_text(entry: Any) -> str:
@@ -155,6 +161,7 @@ def subagent_kind(board: StepBoard) -> TaskKind:
 
                 await rt.commit(put, ctx)
             await board.changed(child)
+            await anyio.sleep(STEP_INTERVAL)  # the newest step then; at most one commit each
 
     async def running(task: TaskInfo, rt: Runtime, ctx: Context) -> Any:
         assert task.checkpoint is not None
