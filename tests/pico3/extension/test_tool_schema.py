@@ -133,3 +133,62 @@ def test_a_result_s_plain_text_joins_its_text_blocks() -> None:
     )
     assert result.plain_text == "a\nb"
     assert ToolResult().plain_text == ""  # a streamed result has no content of its own
+
+
+_PLAIN_CASES: list[Any] = [
+    QUESTION,
+    True,
+    {"type": ["string", "null"], "description": "d", "title": "t", "$comment": "c"},
+    {"type": "string", "enum": ["a", "b"], "default": "a", "format": "uri", "maxLength": 9},
+    {"type": "array", "items": False, "minItems": 0, "maxItems": 3, "uniqueItems": True},
+    {"type": "number", "minimum": -1.5, "exclusiveMaximum": 10, "const": 2},
+    {"type": "object", "additionalProperties": {"type": "integer"}, "minProperties": 1},
+    {"type": "object", "properties": {"a": True, "b": {}}, "required": []},
+    {"deprecated": True, "readOnly": False, "writeOnly": False},
+    # Refused by the meta-schema: each must read as not plain (check_schema then refuses it).
+    {"type": "integr"},
+    {"type": []},
+    {"type": ["string", "string"]},
+    {"type": 3},
+    {"properties": []},
+    {"properties": {"a": 3}},
+    {"items": [{"type": "string"}]},
+    {"required": ["a", "a"]},
+    {"required": "a"},
+    {"required": [1]},
+    {"enum": "a"},
+    {"description": 1},
+    {"minItems": -1},
+    {"minItems": 1.5},
+    {"minItems": True},
+    {"minimum": "1"},
+    {"minimum": True},
+    {"uniqueItems": 1},
+    {"additionalProperties": 1},
+    # Valid, but outside the plain keywords: check_schema decides.
+    {"type": "string", "pattern": "^a"},
+    {"anyOf": [{"type": "string"}]},
+    {"$schema": "http://json-schema.org/draft-07/schema#"},
+    {"minItems": 1.0},
+]
+
+
+@pytest.mark.parametrize("schema", _PLAIN_CASES)
+def test_a_schema_read_as_plain_is_one_the_meta_schema_accepts(schema: Any) -> None:
+    # Declaring a plain schema skips jsonschema's meta-schema walk (start-up: jsonschema is not
+    # even imported); that is sound only if every plain schema passes the walk.
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    from pico3.tools.schema import _plainly_valid  # pyright: ignore[reportPrivateUsage]
+
+    try:
+        Draft202012Validator.check_schema(schema)
+        accepted = True
+    except SchemaError:
+        accepted = False
+    if _plainly_valid(schema):
+        assert accepted
+    elif isinstance(schema, dict) and not accepted:
+        with pytest.raises(ValueError, match="invalid JSON Schema at parameters"):
+            declare({"type": "object", "properties": {"x": schema}})

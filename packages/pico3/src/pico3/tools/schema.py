@@ -20,14 +20,13 @@ from __future__ import annotations
 import json
 import re
 import threading
-from typing import Any
-
-import jsonschema
-from jsonschema.exceptions import SchemaError, ValidationError
-from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
+from typing import TYPE_CHECKING, Any
 
 from chord.json import JsonError, copy_json
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
 
 __all__ = ["ArgumentSchema", "InvalidArguments"]
 
@@ -38,6 +37,66 @@ the checks depend on the schema alone, and a tool set declares the same schemas 
 ``check_schema`` at start-up). Only passes are kept: a bad schema is refused, with its tool's
 name, every time."""
 _checked_lock = threading.Lock()
+
+
+_SIMPLE_TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
+_TEXTS = frozenset({"description", "title", "$comment", "format"})
+_COUNTS = frozenset(
+    {"minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties"}
+)
+_BOUNDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+_FLAGS = frozenset({"uniqueItems", "deprecated", "readOnly", "writeOnly"})
+
+
+def _plainly_valid(node: Any, depth: int = 0) -> bool:
+    """Whether ``node`` is a schema the 2020-12 meta-schema accepts, judged by a walk that knows
+    only the plain keywords tools use (``type``, ``properties``, ``required``, ``items``,
+    ``additionalProperties``, ``enum``, texts, bounds, counts, flags): ``False`` when it meets
+    anything else (``$schema``, ``$ref``, ``pattern``, ``anyOf``...), and ``check_schema`` then
+    decides. A ``True`` is what ``check_schema`` would say: each value is checked as the
+    meta-schema checks it. It spares the start-up ``jsonschema`` and its meta-schema walk (~1 ms
+    a tool; the import ~40 ms): a plain schema's first validation imports it."""
+    if isinstance(node, bool):
+        return True
+    if not isinstance(node, dict) or depth > 32:
+        return False
+    for key, value in node.items():  # pyright: ignore[reportUnknownVariableType]
+        if key == "type":
+            names: Any = [value] if isinstance(value, str) else value
+            ok = (
+                isinstance(names, list)
+                and bool(names)
+                and all(isinstance(n, str) and n in _SIMPLE_TYPES for n in names)  # pyright: ignore[reportUnknownVariableType]
+                and len(set(names)) == len(names)  # pyright: ignore[reportUnknownArgumentType]
+            )
+        elif key == "properties":
+            ok = isinstance(value, dict) and all(
+                _plainly_valid(sub, depth + 1)
+                for sub in value.values()  # pyright: ignore[reportUnknownVariableType]
+            )
+        elif key in ("items", "additionalProperties"):
+            ok = _plainly_valid(value, depth + 1)
+        elif key == "required":
+            ok = (
+                isinstance(value, list)
+                and all(isinstance(n, str) for n in value)  # pyright: ignore[reportUnknownVariableType]
+                and len(set(value)) == len(value)  # pyright: ignore[reportUnknownArgumentType]
+            )
+        elif key == "enum":
+            ok = isinstance(value, list)
+        elif key in _TEXTS:
+            ok = isinstance(value, str)
+        elif key in _COUNTS:
+            ok = type(value) is int and value >= 0
+        elif key in _BOUNDS:
+            ok = type(value) in (int, float)
+        elif key in _FLAGS:
+            ok = isinstance(value, bool)
+        else:
+            ok = key in ("default", "const")  # any value
+        if not ok:
+            return False
+    return True
 
 
 _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
@@ -167,28 +226,25 @@ class ArgumentSchema:
             raise ValueError(
                 f'tool {tool!r}: parameters must be a JSON Schema with "type": "object"'
             )
-        cls = validator_for(schema, default=jsonschema.Draft202012Validator)
         key = json.dumps(schema, sort_keys=True, separators=(",", ":"))
         if key not in _checked:
-            try:
-                cls.check_schema(schema)
-            except SchemaError as exc:
-                where = _path("parameters", exc.path)
-                raise ValueError(
-                    f"tool {tool!r}: invalid JSON Schema at {where}: {exc.message}"
-                ) from None
+            if not _plainly_valid(schema):
+                _check_schema(tool, schema)
             _check_references(tool, schema)
             with _checked_lock:
                 _checked.add(key)
         self.tool = tool
         self.parameters: dict[str, Any] = schema
-        self._validator: Validator = cls(schema)
+        self._validator: Validator | None = None  # made at the first call's validation
 
     def problems(self, arguments: Any) -> list[str]:
         """Every problem of ``arguments`` (``path: reason``, sorted by path); ``[]`` when valid."""
+        validator = self._validator
+        if validator is None:
+            validator = self._validator = _validator_class(self.parameters)(self.parameters)
         try:
             errors = sorted(
-                self._validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.path]
+                validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.path]
             )
         except RecursionError:
             return ["arguments: nested too deeply"]
@@ -204,6 +260,26 @@ class ArgumentSchema:
         problems = self.problems(arguments)
         if problems:
             raise InvalidArguments(self.tool, problems)
+
+
+def _validator_class(schema: dict[str, Any]) -> Any:
+    """The ``jsonschema`` validator of ``schema``'s draft (2020-12 unless ``$schema`` says
+    otherwise); ``jsonschema`` is imported here, at its first use."""
+    import jsonschema
+    from jsonschema.validators import validator_for
+
+    return validator_for(schema, default=jsonschema.Draft202012Validator)
+
+
+def _check_schema(tool: str, schema: dict[str, Any]) -> None:
+    """Refuse ``schema`` unless its draft's meta-schema accepts it (``check_schema``)."""
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        _validator_class(schema).check_schema(schema)
+    except SchemaError as exc:
+        where = _path("parameters", exc.path)
+        raise ValueError(f"tool {tool!r}: invalid JSON Schema at {where}: {exc.message}") from None
 
 
 def _lines(error: ValidationError) -> list[str]:
