@@ -144,6 +144,9 @@ def test_the_start_up_pause_is_one_more_opening_and_ends_once() -> None:
     start_up_done()  # ended already: nothing happens
     assert gc.isenabled()
     gc.unfreeze()
+    pause_for_start_up()  # a command line that runs no first request ends it without a freeze
+    start_up_done(freeze=False)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
 
 
 _HEADLESS = """

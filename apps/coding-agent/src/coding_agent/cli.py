@@ -585,9 +585,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     pause_for_start_up()
     try:
-        return _main(argv, start_up_done)
+        return _main(argv, lambda: start_up_done(freeze=False))
     finally:
-        start_up_done()
+        start_up_done(freeze=False)
 
 
 def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:

@@ -16,10 +16,7 @@ A failed install changes nothing and says why (the installer's own message is sh
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
-import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +67,8 @@ class FacetRow:
 
 
 def _installer() -> list[str]:
+    import shutil  # here, as subprocess below: the parser (--help) imports this module
+
     uv = shutil.which("uv")
     if uv is not None:
         return [uv, "pip"]
@@ -81,6 +80,8 @@ def _run_installer(arguments: list[str]) -> None:
     if command[1] == "pip" and command[0] != sys.executable:
         command[3:3] = ["--python", sys.executable]  # uv pip <verb> --python <this agent>
     environment = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    import subprocess
+
     result = subprocess.run(command, env=environment, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         output = (result.stderr or result.stdout).strip()
@@ -96,6 +97,8 @@ def _source(package: FacetPackage) -> str:
 def _version(distribution: str | None) -> str:
     if distribution is None:
         return "-"
+    import importlib.metadata  # ~25 ms (email, zipfile...): --help and -p need none of it
+
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:

@@ -117,9 +117,11 @@ def pause_for_start_up() -> None:
         _start_up.append(pause_while_opening())
 
 
-def start_up_done() -> None:
-    """End the start-up pause, if one is on: what is alive is frozen and the collector is on
-    again (unless an opening is in progress, or it was off before the pause). Idempotent; a
-    process that never paused is left alone."""
+def start_up_done(*, freeze: bool = True) -> None:
+    """End the start-up pause, if one is on: the collector is on again (unless an opening is in
+    progress, or it was off before the pause), what is alive frozen first when ``freeze`` (the
+    SDK client: the start-up's objects are the process's long-lived ones; a command line that is
+    done, or one that runs something else, freezes nothing). Idempotent; a process that never
+    paused is left alone."""
     while _start_up:
-        _start_up.pop()(True)
+        _start_up.pop()(freeze)
