@@ -16,10 +16,10 @@ Printed per path:
   grown by one user and one assistant message per turn) built with plain ``json.dumps``, posted
   with plain ``httpx`` to the same server and the streamed answer parsed with plain
   ``json.loads`` — no agent, no SDK. ``overhead`` is the agent's ms/turn minus the baseline's;
-* the last turn's cost against turn 10 of a fresh session driven in a second host alternately
-  with the long session's last ten turns: the two are measured under the same load (the plain
-  ratio compares figures taken minutes apart, and a shared machine's load can change a lot in
-  between);
+* the last turn's cost against turn 10 of a fresh session driven in a second host right after
+  the long session's last turn: the two are measured seconds apart, under the same load (the
+  plain ratio compares figures taken minutes apart, and a shared machine's load can change a
+  lot in between);
 * the wall time of all N turns and the session's bytes on disk after it is closed;
 * the resume: the closed session reopened in the worker's session host (best of three, wall and
   CPU), next to the same for a 1-turn session, and the Python memory the reopened host holds
@@ -50,7 +50,7 @@ from _stub_process import StubProcess, serve_until_stdin_closes
 
 CHECKPOINTS = (10, 100, 500, 1_000, 2_000)
 WINDOW = 9
-REFERENCE = 10  # turns of the reference session, alongside the long session's last ones
+REFERENCE = 10  # turns of the reference session, right after the long session's last one
 ANSWER = ("Done", ": the short", " answer.")
 LONG_PROMPT = "Write the long answer."
 LONG_ANSWER = tuple(f"{i:07d} long streamed answer text. "[:25] for i in range(4_000))  # 100 KB
@@ -174,12 +174,12 @@ async def agent_run(
     config to reopen the session with, and the same two lists for the reference session);
     every turn sends ``prompt`` when given.
 
-    The reference session is a fresh one in a second host, opened for the long session's last
-    ``REFERENCE`` turns and driven turn by turn alternately with them: its early turns are
-    measured under the load of the long session's late ones (on a shared machine the load can
-    change a lot in the minutes between the long session's turn 10 and its turn 2,000)."""
-    from contextlib import AsyncExitStack
-
+    The reference session is a fresh one in a second host, opened in the same process right
+    after the long session's last turn (its host still open) and driven through ``REFERENCE``
+    turns: its early turns are measured seconds after the long session's late ones, under the
+    same load (on a shared machine the load can change a lot in the minutes between the long
+    session's turn 10 and its turn 2,000). Nothing else runs meanwhile: a host opening while
+    the long session still had turns to go ran its start-up work inside them."""
     from chord.context import BACKGROUND
     from coding_agent.sessions import create_session
     from coding_agent.worker.main import WorkerConfig, open_session_host
@@ -213,20 +213,16 @@ async def agent_run(
         if record.status != "done":
             raise RuntimeError(f"turn {text!r} ended {record.status!r}: {record}")
 
-    async with AsyncExitStack() as stack:
-        runtime = await stack.enter_async_context(open_session_host(config))
+    async with open_session_host(config) as runtime:
         root = await runtime.harness.harness.root(BACKGROUND)
-        reference: Any = None
         for n in range(1, turns + 1):
-            if prompt is None and n == turns - REFERENCE + 1 and turns >= 2 * REFERENCE:
-                other = WorkerConfig(create_session(project, env=env), model=config.model, env=env)
-                host = await stack.enter_async_context(open_session_host(other))
-                reference = await host.harness.harness.root(BACKGROUND)
             await turn(root, prompt or f"Turn {n}: answer briefly.", (times, cpu))
-            if reference is not None:
-                await turn(
-                    reference, f"Turn {len(ref_times) + 1}: answer briefly.", (ref_times, ref_cpu)
-                )
+        if prompt is None and turns >= 2 * REFERENCE:
+            other = WorkerConfig(create_session(project, env=env), model=config.model, env=env)
+            async with open_session_host(other) as fresh:
+                reference = await fresh.harness.harness.root(BACKGROUND)
+                for n in range(1, REFERENCE + 1):
+                    await turn(reference, f"Turn {n}: answer briefly.", (ref_times, ref_cpu))
     return times, cpu, _folder_bytes(session.path), config, ref_times, ref_cpu
 
 
@@ -344,7 +340,7 @@ def report(provider: str, turns: int) -> None:
     if ref:
         near = _at(ref, REFERENCE)
         print(
-            f"{provider} turn {marks[-1]:,} / turn {REFERENCE} of a fresh session driven alongside "
+            f"{provider} turn {marks[-1]:,} / turn {REFERENCE} of a fresh session right after it "
             f"(same load): {last / near:.2f}x [target <= 1.2x] (its turn {REFERENCE}: "
             f"{near:.1f} ms, CPU {_at(ref_cpu, REFERENCE):.1f} ms) | CPU "
             f"{_at(cpu, marks[-1]) / _at(ref_cpu, REFERENCE):.2f}x"
