@@ -596,3 +596,36 @@ def test_offered_tools_with_a_memo_are_the_fold_of_each_request() -> None:
         assert with_memo == request_tools(messages, None, ["fallback"])
     assert request_tools(grown, None, memo=memo).names == ["c", "a"]
     assert request_tools([user("x")], None, ["f"], memo=memo).names == ["f"]
+
+
+async def test_a_write_riding_with_the_result_is_written_by_the_result_commit(open_session) -> None:
+    """``ToolApi.with_result``: what the builder writes is absent while the call runs and
+    present once its result is stored, with no commit of its own."""
+    holder: dict[str, Any] = {}
+    registered, gate = anyio.Event(), anyio.Event()
+
+    async def stamping(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
+        ns = holder["ns"]
+        api.with_result(lambda tx: tx.plugins(ns)["seen"].__setitem__(args["text"], True))
+        registered.set()
+        await gate.wait()
+        return ToolResult.text("ok")
+
+    def setup(h: Any) -> None:
+        holder["ns"] = h.namespace("ledger", {"rewindable": {"seen": {}}})
+
+    async def seen(s: Any) -> Any:
+        def read(tx: Any, _ctx: Context) -> Any:
+            value = tx.plugins(holder["ns"])["seen"]
+            return value.to_plain() if hasattr(value, "to_plain") else dict(value)
+
+        return await s.root.commit(read, BACKGROUND)
+
+    script = [calls(("w", {"text": "a"})), faux_response("done")]
+    async with tools_session(open_session, script, declare("w", stamping), setup=setup) as s:
+        handle = await s.root.send("go", BACKGROUND)
+        await registered.wait()
+        assert await seen(s) == {}
+        gate.set()
+        await handle.wait(BACKGROUND)
+        assert await seen(s) == {"a": True}

@@ -98,15 +98,28 @@ def _plain(value: Any) -> Any:
 
 
 class HarnessReadLedger:
-    """A conversation's read stamps in the ``coding-agent.files`` namespace (durable)."""
+    """A conversation's read stamps in the ``coding-agent.files`` namespace (durable).
+
+    Given the tool call's ``api``, a stamp the call puts rides in the commit that stores the
+    call's result (:meth:`~pico3.tools.ToolApi.with_result`), not in a commit of its own: it
+    says what the call read or wrote, which the result says too (a call that never gets its
+    result leaves no stamp, and a later edit asks for a fresh read); the call's own later gets
+    see it at once."""
 
     def __init__(
-        self, harness: Harness, namespace: Namespace, conversation_id: int, ctx: Context
+        self,
+        harness: Harness,
+        namespace: Namespace,
+        conversation_id: int,
+        ctx: Context,
+        api: ToolApi | None = None,
     ) -> None:
         self._harness = harness
         self._namespace = namespace
         self._conversation_id = conversation_id
         self._ctx = ctx
+        self._api = api
+        self._pending: dict[str, FileStamp] = {}  # put by this call, written with its result
 
     async def _commit(self, build: Callable[[Transaction, Context], Any]) -> Any:
         conversation = await self._harness.conversation(self._conversation_id, self._ctx)
@@ -115,6 +128,9 @@ class HarnessReadLedger:
         return await conversation.commit(build, self._ctx)
 
     async def get(self, key: str) -> FileStamp | None:
+        pending = self._pending.get(key)
+        if pending is not None:
+            return pending
         ns = self._namespace
 
         def read(tx: Transaction, _ctx: Context) -> Any:
@@ -123,16 +139,19 @@ class HarnessReadLedger:
         return FileStamp.from_json(await self._commit(read))
 
     async def put(self, key: str, stamp: FileStamp) -> None:
-        ns = self._namespace
+        api = self._api
+        if api is not None and key not in self._pending:  # written once, the newest stamp
+            api.with_result(lambda tx: self._write(tx, key, self._pending[key]))
+        if api is not None:
+            self._pending[key] = stamp
+            return
+        await self._commit(lambda tx, _ctx: self._write(tx, key, stamp))
+
+    def _write(self, tx: Transaction, key: str, stamp: FileStamp) -> None:
+        reads = tx.plugins(self._namespace)["reads"]
         value = stamp.to_json()
-
-        def write(tx: Transaction, _ctx: Context) -> None:
-            reads = tx.plugins(ns)["reads"]
-            if _plain(reads.get(key)) == value:
-                return  # unchanged: no commit
+        if _plain(reads.get(key)) != value:  # unchanged: nothing written
             reads[key] = value
-
-        await self._commit(write)
 
 
 def tool_declaration(
@@ -292,7 +311,7 @@ def tools_facet(
     def reads(api: ToolApi, ctx: Context) -> HarnessReadLedger | None:
         if not opened or not namespaces:
             return None
-        return HarnessReadLedger(opened[-1], namespaces[-1], api.conversation_id, ctx)
+        return HarnessReadLedger(opened[-1], namespaces[-1], api.conversation_id, ctx, api)
 
     def images(api: ToolApi, ctx: Context) -> Callable[[], Awaitable[bool]] | None:
         if models is None or not opened:

@@ -39,7 +39,8 @@ class ToolRuntime(Protocol):
 
 class ToolApi:
     """What ``execute(args, api, ctx)`` receives (docs/design/harness.md#tool-api). Tools never get commit,
-    entry append, write or admission helpers; everything durable goes through the slot."""
+    entry append, write or admission helpers; everything durable goes through the slot, or rides
+    in the commit that stores the call's result (:meth:`with_result`)."""
 
     def __init__(
         self,
@@ -62,6 +63,22 @@ class ToolApi:
         self._dirty = anyio.Event()
         self._flushed_text: str | None = None
         self._flush_error: BaseException | None = None
+        self._result_writes: list[Callable[[Transaction], None]] = []
+
+    # writes riding in the result's commit ----------------------------------------------------
+    def with_result(self, build: Callable[[Transaction], None]) -> None:
+        """Run ``build(tx)`` in the commit that stores this call's result (in registration
+        order, before the result entry): what it writes is durable with the result, never
+        before it, and takes no commit of its own. Nothing is written for a call that ends
+        without its result commit (a crash before it re-runs or interrupts the call). For
+        bookkeeping the call's own effects imply (a file it read), not for what another
+        call or a reader must see while this one still runs."""
+        self._result_writes.append(build)
+
+    @property
+    def result_writes(self) -> list[Callable[[Transaction], None]]:
+        """The builders :meth:`with_result` registered (the result closure runs them)."""
+        return list(self._result_writes)
 
     # streaming ---------------------------------------------------------------------------
     def stream(self, chunk: str | bytes) -> None:

@@ -31,7 +31,7 @@ content (lines first, then bytes; head or tail), appends the result entry, marks
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 from chord.context import Context
@@ -175,7 +175,10 @@ async def _report_interrupted(
         exc = _unwrap(raised)
         text = f"{INTERRUPTED} (Its clean-up failed: {type(exc).__name__}: {exc})"
         return _synthetic(task, rt, text, "interrupted")
-    return Done(_result_closure(task, rt, call, result, declaration.output, code="interrupted"))
+    closure = _result_closure(
+        task, rt, call, result, declaration.output, code="interrupted", writes=api.result_writes
+    )
+    return Done(closure)
 
 
 def _api(task: Any, rt: Any, declaration: ToolDeclaration, call: dict[str, Any]) -> ToolApi:
@@ -224,7 +227,10 @@ async def _invoke(
     hooks = runner(rt, TOOL, task.id, task.conversation_id)
     if hooks is not None:
         result = await hooks.after_tool(call, result, ctx)
-    return Done(_result_closure(task, rt, call, result, declaration.output, dropped=dropped))
+    closure = _result_closure(
+        task, rt, call, result, declaration.output, dropped=dropped, writes=api.result_writes
+    )
+    return Done(closure)
 
 
 def _unwrap(exc: BaseException) -> BaseException:
@@ -279,11 +285,14 @@ def _result_closure(
     *,
     code: str | None = None,
     dropped: dict[str, int] | None = None,
+    writes: Sequence[Callable[[Transaction], None]] = (),
 ):
     cid = task.conversation_id
     now = rt.now()
 
     def close(tx: Transaction, current: Task, ctx: Context) -> Completion:
+        for build in writes:  # ToolApi.with_result: durable with the result, no commit of its own
+            build(tx)
         content = result.content or [{"type": "text", "text": ""}]
         if code == "interrupted":  # a restart cut the call short: keep what it had printed
             content = _with_partial_output(content, _slot_output(tx, task))
