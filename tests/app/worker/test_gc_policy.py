@@ -158,7 +158,7 @@ at_request = {}
 def hook(event, args):
     address = args[1] if event == "socket.connect" else None
     if isinstance(address, tuple) and address[1] == port and not at_request:
-        later = ("yaml", "pathspec", "xml.sax", "jsonschema")  # only some tools and files need them
+        later = ("yaml", "pathspec", "xml.sax", "jsonschema", "watchfiles")  # only some tools and files need them
         at_request.update(
             collections=list(collections),
             enabled=gc.isenabled(),

@@ -44,17 +44,19 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import anyio
 import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
-from watchfiles import Change, DefaultFilter, awatch
 
 from chord.facets.facet import Facet
 from chord.packages.discovery import FacetDiscoveryError, FacetPackage
 from chord.packages.generation import FacetGeneration, FacetLoadError, load_generation
+
+if TYPE_CHECKING:
+    from watchfiles import Change
 
 __all__ = [
     "AroundReload",
@@ -191,15 +193,20 @@ class _StopSignal:
         return self._flag.is_set()
 
 
-class _SourceFilter(DefaultFilter):
-    """Python sources (recursive package watch) or ``pyproject.toml`` (project watch)."""
+class _SourceFilter:
+    """Python sources (recursive package watch) or ``pyproject.toml`` (project watch), of what
+    ``watchfiles``' default filter lets through. (``watchfiles`` is imported when a watch starts:
+    with ``multiprocessing`` ~20 ms, which a process that never watches, ``coding-agent -p``,
+    does not pay.)"""
 
     def __init__(self, *, python: bool) -> None:
-        super().__init__()
+        from watchfiles import DefaultFilter
+
+        self._default = DefaultFilter()
         self._python = python
 
     def __call__(self, change: Change, path: str) -> bool:
-        if not super().__call__(change, path):
+        if not self._default(change, path):
             return False
         if self._python:
             return path.endswith(".py")
@@ -572,6 +579,8 @@ class ReloadCoordinator:
     async def _watch(
         self, folders: Mapping[Path, str], recursive: bool, signal: _StopSignal
     ) -> None:
+        from watchfiles import awatch
+
         watch_filter = _SourceFilter(python=recursive)
         async for changes in awatch(
             *folders,
