@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,6 +193,8 @@ def _read(path: Path) -> _Layer | None:
     except UnicodeDecodeError as error:
         line = raw[: error.start].count(b"\n") + 1
         raise ConfigError(f"{path}:{line}: not UTF-8 text") from None
+    import tomllib  # only when a configuration file exists
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import Distribution, EntryPoint, entry_points
@@ -194,6 +193,8 @@ def _packages_in_folder(path: Path) -> list[FacetPackage]:
 
 def _packages_in_project(project_dir: Path) -> list[FacetPackage]:
     pyproject = project_dir / "pyproject.toml"
+    import tomllib  # a project folder only (installed packages need no TOML)
+
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
