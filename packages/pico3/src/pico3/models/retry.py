@@ -22,7 +22,6 @@ import math
 import random as _random
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 import anyio
@@ -105,6 +104,8 @@ def parse_retry_after(
     try:
         seconds = float(raw)
     except ValueError:
+        from email.utils import parsedate_to_datetime  # a dated Retry-After only
+
         try:
             when = parsedate_to_datetime(raw)
         except (TypeError, ValueError, IndexError):
