@@ -54,7 +54,7 @@ def records(path: Path) -> list[dict[str, Any]]:
             "writes": plain(line.writes),
         }
         if line.refs is not None:
-            record["refs"] = line.refs
+            record["refs"] = list(line.refs)
         if line.own:
             record["own"] = True
         out.append(record)

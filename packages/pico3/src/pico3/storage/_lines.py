@@ -97,12 +97,12 @@ class Line:
     __slots__ = ("max_id", "own", "refs", "seq", "writes")
 
     def __init__(
-        self, seq: int, max_id: int, writes: list[Write], refs: list[str] | None, own: bool
+        self, seq: int, max_id: int, writes: list[Write], refs: tuple[str, ...] | None, own: bool
     ) -> None:
         self.seq = seq
         self.max_id = max_id
         self.writes = writes
-        self.refs = refs  # main: the sidecar files this commit also wrote
+        self.refs = refs  # main: the sidecar files this commit also wrote (shared, read only)
         self.own = own  # sidecar: this line is its commit's publication point
 
 
@@ -140,7 +140,7 @@ def _check_v1(path: str, number: int, raw: bytes, record: _V1) -> Line:
         raise CorruptStorage(path, number, "record has no checksum")
     if zlib.crc32(raw[:cut] + b"}") != record.crc:
         raise CorruptStorage(path, number, "checksum mismatch (the line was altered)")
-    refs = None if record.refs is UNSET else record.refs
+    refs = None if record.refs is UNSET else tuple(record.refs)
     return Line(record.seq, record.max_id, record.writes, refs, False)
 
 
@@ -376,6 +376,20 @@ def _set(value: Any) -> Any:
 # of a session through these: the common ones are written out rather than shared helpers).
 
 
+def _payload(raw: msgspec.Raw, opener: int, member: str) -> Any:
+    """An entry payload as read (``raw`` not empty): its JSON text once checked to be the right
+    container type, or UNSET for ``null``. Unlike :func:`_body` it is not copied out of the
+    file's buffer: the tables keep no replayed entry, only the row they encode from it
+    (``_tables.EntryTable``), so the view lives only as long as the open's own buffer."""
+    first = memoryview(raw)[0]
+    if first == opener:
+        return raw
+    if first == _NULL:
+        return UNSET
+    kind = "array" if opener == _ARRAY else "object"
+    raise ValueError(f"{member} is not a JSON {kind}")
+
+
 def _entry(e: _E) -> Write:
     model, data, edits, head, by = e.model, e.data, e.edits, e.head, e.by
     return EntryWrite(
@@ -383,10 +397,10 @@ def _entry(e: _E) -> Write:
             id=e.id,
             conversation_id=e.cid,
             kind=_intern(e.kind),  # every entry of a kind shares one string
-            model=_body(model, _ARRAY, "entry model") if model else UNSET,
-            data=_body(data, _OBJECT, "entry data") if data else UNSET,
+            model=_payload(model, _ARRAY, "entry model") if model else UNSET,
+            data=_payload(data, _OBJECT, "entry data") if data else UNSET,
             head=UNSET if head is None else head,
-            edits=_body(edits, _ARRAY, "entry edits") if edits else UNSET,
+            edits=_payload(edits, _ARRAY, "entry edits") if edits else UNSET,
             by_task_id=UNSET if by is None else by,
         )
     )
@@ -414,14 +428,15 @@ def _patch(p: _Q | _P) -> Write:  # the same members, in another order
         outcome = _body(outcome, _OBJECT, "task outcome") if outcome else UNSET
     elif outcome is None:
         outcome = UNSET
+    status, abort, owns = p.status, p.abort, p.owns
     return TaskPatchWrite(
         TaskPatch(
             id=p.id,
-            status=_set(p.status),
+            status=UNSET if status is None else status,
             checkpoint=None if checkpoint == 0 else _set(checkpoint),  # type: ignore[arg-type]
-            abort=_set(p.abort),
+            abort=UNSET if abort is None else abort,
             outcome=outcome,
-            owns=_set(p.owns),
+            owns=UNSET if owns is None else owns,
         )
     )
 
@@ -518,7 +533,7 @@ def _check_v2(
         files = names.get(key)
         if files is None:
             files = names[key] = tuple(ref_name(r) for r in refs)
-        return Line(record.seq, record.max_id, writes, list(files), False)
+        return Line(record.seq, record.max_id, writes, files, False)
     if refs:
         raise CorruptStorage(path, number, "malformed record: a sidecar line names other files")
     return Line(record.seq, record.max_id, writes, None, refs is not None)

@@ -339,15 +339,16 @@ def _row(entry: Entry) -> bytes:
 
 
 def _from_row(row: _Row) -> Entry:
-    return Entry(
+    model, data, head, edits, by = row.model, row.data, row.head, row.edits, row.by_task_id
+    return Entry(  # the ``None`` checks written out: a view build decodes every entry here
         id=row.id,
         conversation_id=row.conversation_id,
         kind=row.kind,
-        model=_unset(row.model),
-        data=_unset(row.data),
-        head=_unset(row.head),
-        edits=_unset(row.edits),
-        by_task_id=_unset(row.by_task_id),
+        model=UNSET if model is None else model,
+        data=UNSET if data is None else data,
+        head=UNSET if head is None else head,
+        edits=UNSET if edits is None else edits,
+        by_task_id=UNSET if by is None else by,
     )
 
 
@@ -399,16 +400,33 @@ class EntryTable:
     def many(self, entry_ids: Sequence[int]) -> list[Entry]:
         """Private copies of stored entries, in the order of ``entry_ids`` (each must be
         stored), decoded in one call."""
-        raws: list[bytes] = []
-        for entry_id in entry_ids:
-            raw = self._raw(entry_id)
-            if raw is None:
-                raise KeyError(entry_id)
-            raws.append(raw)
-        if not raws:
+        if not entry_ids:
             return []
+        raws = self._run(entry_ids)
+        if raws is None:
+            raws = []
+            for entry_id in entry_ids:
+                raw = self._raw(entry_id)
+                if raw is None:
+                    raise KeyError(entry_id)
+                raws.append(raw)
         rows = _ROWS_DECODER.decode(b"[" + b",".join(raws) + b"]")
         return [_from_row(row) for row in rows]
+
+    def _run(self, entry_ids: Sequence[int]) -> list[bytes] | None:
+        """The rows of ``entry_ids`` when they are a run of consecutive stored entries (a scan
+        of a session with one conversation, or of its latest part: one bisection and one
+        array compare instead of a bisection per id), else ``None``."""
+        ids = self._ids
+        start = self._index(entry_ids[0])
+        end = start + len(entry_ids)
+        if start < 0 or end > len(ids):
+            return None
+        if type(entry_ids) is not array:
+            entry_ids = array("q", entry_ids)
+        if ids[start:end] != entry_ids:
+            return None
+        return self._rows[start:end]
 
     def seq(self, entry_id: int) -> int:
         """The seq of a stored entry (``KeyError`` for an unknown one)."""
@@ -585,6 +603,8 @@ class Tables:
             kind = type(write)
             if kind is EntryWrite:
                 self._stage_entry(staged, write.entry, index)  # type: ignore[union-attr]
+            elif kind is InputWrite:  # a turn writes about as many inputs as entries
+                self._stage_input(staged, write.input, index)  # type: ignore[union-attr]
             elif kind is DocWrite:
                 self._stage_doc(staged, write, index)  # type: ignore[arg-type]
             elif kind is TaskPatchWrite:
@@ -594,8 +614,6 @@ class Tables:
                 self._claim(staged, task.id, index)
                 self._need_conversation(staged, task.conversation_id, index)
                 staged.tasks[task.id] = task
-            elif kind is InputWrite:
-                self._stage_input(staged, write.input, index)  # type: ignore[union-attr]
             else:
                 self._stage_conversation(staged, write.conversation, index)  # type: ignore[union-attr]
         return staged

@@ -401,13 +401,13 @@ class JsonlStorage(TableStorage):
                 changed = True
 
         main = _read_records(main_path, main=True)
-        markers: dict[int, frozenset[str]] = {}  # seq -> sidecar files its marker names
+        markers: dict[int, tuple[str, ...]] = {}  # seq -> sidecar files its marker names
         fates = TaskFates()
         retired = fates.retired  # task id -> seq of its terminal record
         high_water = 0
         for _, _, record in main:
             if record.refs is not None:
-                markers[record.seq] = frozenset(record.refs)
+                markers[record.seq] = record.refs  # one tuple shared by the lines naming it
             if record.max_id > high_water:
                 high_water = record.max_id
             fates.scan(record.seq, record.writes)
