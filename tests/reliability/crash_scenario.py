@@ -928,6 +928,7 @@ async def run_trial(seed: int, config: CrashConfig, workdir: Path) -> TrialRepor
         except WorkerFailed as error:
             client._violation("restart", f"after kill {len(report.kill_points)}: {error}")
             raise
+        source.retry_now()  # as the TUI's supervisor does once the new worker is ready
         if isinstance(worker, ServerPair):
             report.failovers = worker.failovers
             report.takeover_seconds = list(worker.takeover_seconds)

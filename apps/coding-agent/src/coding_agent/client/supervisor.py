@@ -301,6 +301,9 @@ class WorkerSupervisor:
                 try:
                     if await self.ensure_started():
                         self.restarts += 1
+                        # It serves (its ready line is read): reconnect now, not at the end of
+                        # the source's backoff wait (up to 0.4 s at this point of a restart).
+                        source.retry_now()
                         break
                     failures = 0
                 except WorkerStartError as error:

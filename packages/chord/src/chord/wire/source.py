@@ -14,7 +14,9 @@ is rebound with ``rebind(False)``: facade values become ``None``, keyed observer
 new calls are refused at once (nothing is queued or replayed; docs/design/chord.md#connection-close). The supervisor
 reconnects with jittered exponential backoff (:class:`~chord.backoff.Backoff`) and then calls
 ``rebind(True)`` on every binding, so each facade re-hydrates from a fresh snapshot (a ``hydrate`` delivery) and keyed
-instances reappear as new observations.
+instances reappear as new observations. Whoever knows the provider is back (a supervisor that
+restarted the worker and read its ready line) calls :meth:`WireServiceSource.retry_now`: the
+next attempt is made at once instead of at the end of the backoff's current wait.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ class WireServiceSource:
         self._closing = False
         self._scope = anyio.CancelScope()
         self._stopped = anyio.Event()
+        self._retry_now = anyio.Event()
         self.connections = 0
         """How many connections were established so far (1 after the first, 2 after a
         reconnect)."""
@@ -161,6 +164,12 @@ class WireServiceSource:
         """Return once disconnected and every binding is unbound (values ``None``)."""
         await run_with_context(self._disconnected.wait, ctx)
 
+    def retry_now(self) -> None:
+        """Connect again at once if the loop is waiting out a backoff delay (the provider is
+        known to be back); the backoff goes on from its start if that attempt fails too.
+        Nothing happens while connected."""
+        self._retry_now.set()
+
     def start(self) -> None:
         """Start the connect/reconnect loop (idempotent; ``catalogue`` and ``open`` call it)."""
         if self._started:
@@ -197,10 +206,14 @@ class WireServiceSource:
             with self._scope:
                 delays = self._retry.delays()
                 while True:
+                    self._retry_now = anyio.Event()
                     try:
                         conn = await self._connect()
                     except OSError:
-                        await anyio.sleep(next(delays))
+                        with anyio.move_on_after(next(delays)):
+                            await self._retry_now.wait()
+                        if self._retry_now.is_set():
+                            delays = self._retry.delays()
                         continue
                     delays = self._retry.delays()
                     await self._serve(RemoteConnection(conn, on_error=self._report))
