@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,8 @@ ctx = BACKGROUND
 HERE = Path(__file__).parent
 FIXTURE = HERE / "fixtures" / "v1-session"
 EARLY_V2 = HERE / "fixtures" / "v2a-session"  # the first v2 code's write tags "p" and "i"
+NAMED_V2 = HERE / "fixtures" / "v2b-session"  # v2 before status codes: statuses by name
+STATUS_NAMES = (b'"pending"', b'"running"', b'"terminal"', b'"queued"', b'"placed"', b'"done"')
 
 
 def _script() -> Any:
@@ -134,6 +137,46 @@ async def test_a_session_of_the_first_v2_tags_opens_to_the_same_state(tmp_path: 
     await storage.open(ctx)
     assert await state(storage, h) == await reference(h)
     await storage.close(ctx)
+
+
+async def test_a_session_with_statuses_by_name_opens_to_the_same_state(tmp_path: Path, h) -> None:
+    directory = tmp_path / "session"
+    shutil.copytree(NAMED_V2, directory)
+    assert b'"running"' in (directory / "main.jsonl").read_bytes()
+    assert b'"unanswered"' in (directory / "main.jsonl").read_bytes()
+    assert b'"running"' in (directory / "sticky-1.jsonl").read_bytes()
+    storage = JsonlStorage(directory, fsync=False)
+    await storage.open(ctx)
+    assert await state(storage, h) == await reference(h)
+    await storage.close(ctx)
+
+
+async def test_statuses_are_written_as_codes_and_read_back_by_name(tmp_path: Path, h) -> None:
+    """A task's and an input's status is a small integer on disk (a short turn writes four),
+    the record's status name everywhere else."""
+    directory = tmp_path / "session"
+    storage = JsonlStorage(directory, fsync=False)
+    await storage.open(ctx)
+    await _script().write_session(storage)
+    await storage.close(ctx)
+    for path in directory.glob("*.jsonl"):
+        assert not any(name in path.read_bytes() for name in STATUS_NAMES), path.name
+    storage = JsonlStorage(directory, fsync=False)
+    await storage.open(ctx)
+    assert await state(storage, h) == await reference(h)
+    await storage.close(ctx)
+
+
+async def test_a_status_code_out_of_range_fails_open(tmp_path: Path) -> None:
+    storage = JsonlStorage(tmp_path, fsync=False)
+    await storage.open(ctx)
+    await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
+    await storage.close(ctx)
+    rest = b'2,0,[["t",2,1,"k",null,7]]]'  # a task of status code 7: there are three
+    with (tmp_path / "main.jsonl").open("ab") as file:
+        file.write(b"[%d,%s\n" % (zlib.crc32(rest), rest))
+    with pytest.raises(CorruptStorage, match=r"main\.jsonl"):
+        await JsonlStorage(tmp_path, fsync=False).open(ctx)
 
 
 async def test_a_replayed_entry_payload_of_the_wrong_type_fails_open(tmp_path: Path) -> None:

@@ -37,6 +37,11 @@ Also read (written by the first v2 code, for a day): ``["p", id, status, checkpo
 outcome, owns]`` and ``["i", id, cid, status, request_id, entry, answer, reason, detail]``, the
 same writes as ``q`` and ``j`` with their members in another order.
 
+A ``status`` is written as its code, the status's index in its record's list of statuses: a
+task's ``0`` pending, ``1`` running, ``2`` terminal; an input's ``0`` queued, ``1`` placed,
+``2`` done, ``3`` unanswered (a short turn writes four statuses; their names were 4% of its
+bytes). Lines written before the codes hold the names, and are read as well.
+
 ``maxId`` ``0`` on a main line says the line's own writes create its greatest id (replay
 raises the high-water mark from the ids it creates anyway).
 
@@ -195,6 +200,14 @@ class _E(msgspec.Struct, array_like=True, tag="e", gc=False):
     by: Id | None = None
 
 
+_TASK_STATUSES: tuple[TaskStatus, ...] = ("pending", "running", "terminal")
+_INPUT_STATUSES: tuple[InputStatus, ...] = ("queued", "placed", "done", "unanswered")
+_TASK_CODES = {status: code for code, status in enumerate(_TASK_STATUSES)}
+_INPUT_CODES = {status: code for code, status in enumerate(_INPUT_STATUSES)}
+_TaskCode = Annotated[int, msgspec.Meta(ge=0, lt=len(_TASK_STATUSES))]
+_InputCode = Annotated[int, msgspec.Meta(ge=0, lt=len(_INPUT_STATUSES))]
+
+
 class _T(msgspec.Struct, array_like=True, tag="t", gc=False):
     """A task; its ``input`` and ``outcome`` stay encoded (see :func:`_body`)."""
 
@@ -202,7 +215,7 @@ class _T(msgspec.Struct, array_like=True, tag="t", gc=False):
     cid: Id
     kind: str
     input: msgspec.Raw = _ABSENT
-    status: TaskStatus | None = None
+    status: _TaskCode | TaskStatus | None = None
     checkpoint: dict[str, Any] | None = None
     abort: bool | None = None
     outcome: msgspec.Raw = _ABSENT
@@ -224,7 +237,7 @@ class _Q(msgspec.Struct, array_like=True, tag="q", gc=False):
     """A task patch, members in the order a short turn leaves the fewest ``null`` s in."""
 
     id: Id
-    status: TaskStatus | None = None
+    status: _TaskCode | TaskStatus | None = None
     outcome: msgspec.Raw = _ABSENT
     owns: list[Id] | None = None
     checkpoint: dict[str, Any] | Annotated[int, msgspec.Meta(ge=0, le=0)] | None = None
@@ -236,7 +249,7 @@ class _J(msgspec.Struct, array_like=True, tag="j", gc=False):
 
     id: Id
     cid: Id
-    status: InputStatus
+    status: _InputCode | InputStatus
     entry: Id | None = None
     answer: Id | None = None
     request_id: str | None = None
@@ -310,7 +323,7 @@ def _write_v2(write: Write) -> list[Any]:
                 "j",
                 i.id,
                 i.conversation_id,
-                i.status,
+                _INPUT_CODES[i.status],
                 _u(i.entry),
                 _u(i.answer),
                 _u(i.request_id),
@@ -325,7 +338,7 @@ def _write_v2(write: Write) -> list[Any]:
             [
                 "q",
                 p.id,
-                _u(p.status),
+                None if p.status is UNSET else _TASK_CODES[p.status],
                 _u(p.outcome),
                 _u(p.owns),
                 0 if checkpoint is None else _u(checkpoint),
@@ -344,7 +357,7 @@ def _write_v2(write: Write) -> list[Any]:
                 t.conversation_id,
                 t.kind,
                 t.input,
-                None if t.status == "pending" else t.status,
+                None if t.status == "pending" else _TASK_CODES[t.status],
                 _u(t.checkpoint),
                 _u(t.abort),
                 _u(t.outcome),
@@ -412,7 +425,7 @@ def _input(i: _J | _I) -> Write:  # the same members, in another order
         Input(
             id=i.id,
             conversation_id=i.cid,
-            status=i.status,
+            status=_INPUT_STATUSES[status] if isinstance(status := i.status, int) else status,
             request_id=UNSET if request_id is None else request_id,
             entry=UNSET if entry is None else entry,
             answer=UNSET if answer is None else answer,
@@ -432,7 +445,11 @@ def _patch(p: _Q | _P) -> Write:  # the same members, in another order
     return TaskPatchWrite(
         TaskPatch(
             id=p.id,
-            status=UNSET if status is None else status,
+            status=UNSET
+            if status is None
+            else _TASK_STATUSES[status]
+            if isinstance(status, int)
+            else status,
             checkpoint=None if checkpoint == 0 else _set(checkpoint),  # type: ignore[arg-type]
             abort=UNSET if abort is None else abort,
             outcome=outcome,
@@ -455,7 +472,11 @@ def _task(t: _T) -> Write:
             conversation_id=t.cid,
             kind=t.kind,
             input=None if not t.input or t.input == _NULL_RAW else t.input.copy(),
-            status=t.status or "pending",
+            status="pending"
+            if (status := t.status) is None
+            else _TASK_STATUSES[status]
+            if isinstance(status, int)
+            else status,
             checkpoint=_set(t.checkpoint),
             abort=_set(t.abort),
             outcome=_body(t.outcome, _OBJECT, "task outcome"),
