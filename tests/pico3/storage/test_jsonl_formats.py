@@ -128,23 +128,28 @@ async def test_a_v1_session_appended_to_in_v2_reopens(tmp_path: Path, h) -> None
     await storage.close(ctx)
 
 
-async def test_a_session_of_the_first_v2_tags_opens_to_the_same_state(tmp_path: Path, h) -> None:
+@pytest.mark.parametrize(
+    ("fixture", "marks"),
+    [
+        pytest.param(
+            EARLY_V2,
+            {"task-6.jsonl": [b'["p",'], "main.jsonl": [b'["i",']},
+            id="the first v2 tags",
+        ),
+        pytest.param(
+            NAMED_V2,
+            {"main.jsonl": [b'"running"', b'"unanswered"'], "sticky-1.jsonl": [b'"running"']},
+            id="statuses by name",
+        ),
+    ],
+)
+async def test_a_session_of_an_earlier_v2_opens_to_the_same_state(
+    tmp_path: Path, h, fixture: Path, marks: dict[str, list[bytes]]
+) -> None:
     directory = tmp_path / "session"
-    shutil.copytree(EARLY_V2, directory)
-    assert b'["p",' in (directory / "task-6.jsonl").read_bytes()
-    assert b'["i",' in (directory / "main.jsonl").read_bytes()
-    storage = JsonlStorage(directory, fsync=False)
-    await storage.open(ctx)
-    assert await state(storage, h) == await reference(h)
-    await storage.close(ctx)
-
-
-async def test_a_session_with_statuses_by_name_opens_to_the_same_state(tmp_path: Path, h) -> None:
-    directory = tmp_path / "session"
-    shutil.copytree(NAMED_V2, directory)
-    assert b'"running"' in (directory / "main.jsonl").read_bytes()
-    assert b'"unanswered"' in (directory / "main.jsonl").read_bytes()
-    assert b'"running"' in (directory / "sticky-1.jsonl").read_bytes()
+    shutil.copytree(fixture, directory)
+    for name, needles in marks.items():  # the fixture holds what makes it that earlier format
+        assert all(needle in (directory / name).read_bytes() for needle in needles), name
     storage = JsonlStorage(directory, fsync=False)
     await storage.open(ctx)
     assert await state(storage, h) == await reference(h)
