@@ -1,7 +1,9 @@
 """JsonlStorage reads both of its line formats (docs/design/storage.md#line-formats).
 
 ``fixtures/v1-session`` is a session written by the v1 (object-per-line) JsonlStorage from the
-commits of ``v1_session.py`` (``fixtures/v2a-session``: the same, by the first v2 code); the same commits written today (v2, compact arrays) and the
+commits of ``v1_session.py`` (``fixtures/v2a-session``: the same, by the first v2 code;
+``fixtures/v2b-session``: by the v2 code before status codes); the same commits written today
+(v2, compact arrays) and the
 fixture must open to the same state, and a v1 session keeps working once v2 lines are appended.
 """
 

@@ -2,7 +2,8 @@
 every optional member used at least once, and one live task with transient patches.
 
 ``fixtures/v1-session`` was written by this script with the v1 (object-per-line) JsonlStorage,
-``fixtures/v2a-session`` with the first v2 code (write tags ``p`` and ``i``);
+``fixtures/v2a-session`` with the first v2 code (write tags ``p`` and ``i``),
+``fixtures/v2b-session`` with the v2 code before status codes (statuses by name);
 ``test_jsonl_formats.py`` replays the same commits into a fresh (v2) storage and compares.
 Run ``python tests/pico3/storage/v1_session.py DIR`` to write the session again.
 """
