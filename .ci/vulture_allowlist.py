@@ -144,3 +144,6 @@ _.attachments
 _.switches
 _.restarts
 _.refused  # coding_agent.server.serve: connections refused (no reader yet; serve's area)
+
+# typing.Protocol call signatures (pico3.tools.SlotCommit): Python calls the instance
+__call__
