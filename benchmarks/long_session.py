@@ -16,10 +16,14 @@ Printed per path:
   grown by one user and one assistant message per turn) built with plain ``json.dumps``, posted
   with plain ``httpx`` to the same server and the streamed answer parsed with plain
   ``json.loads`` — no agent, no SDK. ``overhead`` is the agent's ms/turn minus the baseline's;
-* the last turn's cost against turn 10 of a fresh session driven in a second host right after
-  the long session's last turn: the two are measured seconds apart, under the same load (the
-  plain ratio compares figures taken minutes apart, and a shared machine's load can change a
-  lot in between);
+* the late turns' cost against turn 10 of fresh sessions, *interleaved*: after the long
+  session's last turn, ``ROUNDS`` rounds each open a fresh session in a second host and drive
+  its turns 1 to 10, each followed at once by one more turn of the long session (turns N+1 to
+  N+10 in the first round, and so on). A round's ratio is the median of the long session's
+  turns over the median of the fresh one's turns 2 to 10 (the window of the turn-10 figure),
+  measured turn by turn side by side, so both sides share the machine's load of that moment;
+  the line prints the median of the rounds' ratios and each round's. The plain ratio compares
+  figures taken minutes apart, and a shared machine's load can change a lot in between;
 * the wall time of all N turns and the session's bytes on disk after it is closed;
 * the resume: the closed session reopened in the worker's session host (best of three, wall and
   CPU), next to the same for a 1-turn session, and the Python memory the reopened host holds
@@ -43,14 +47,15 @@ import tempfile
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 from _stub_process import StubProcess, serve_until_stdin_closes
 
 CHECKPOINTS = (10, 100, 500, 1_000, 2_000)
 WINDOW = 9
-REFERENCE = 10  # turns of the reference session, right after the long session's last one
+REFERENCE = 10  # turns of each fresh reference session, interleaved with the long session's
+ROUNDS = 8  # fresh reference sessions
 ANSWER = ("Done", ": the short", " answer.")
 LONG_PROMPT = "Write the long answer."
 LONG_ANSWER = tuple(f"{i:07d} long streamed answer text. "[:25] for i in range(4_000))  # 100 KB
@@ -167,19 +172,21 @@ def _folder_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+class Round(NamedTuple):
+    """One interleaved round: a fresh session's turns 1 to ``REFERENCE`` and the long session's
+    turn right after each (seconds and CPU seconds per turn)."""
+
+    fresh: list[float]
+    fresh_cpu: list[float]
+    late: list[float]
+    late_cpu: list[float]
+
+
 async def agent_run(
     provider: str, url: str, turns: int, tmp: Path, prompt: str | None = None
-) -> tuple[list[float], list[float], int, Any, list[float], list[float]]:
+) -> tuple[list[float], list[float], int, Any]:
     """(seconds per turn, CPU seconds per turn, session bytes on disk after close, the worker
-    config to reopen the session with, and the same two lists for the reference session);
-    every turn sends ``prompt`` when given.
-
-    The reference session is a fresh one in a second host, opened in the same process right
-    after the long session's last turn (its host still open) and driven through ``REFERENCE``
-    turns: its early turns are measured seconds after the long session's late ones, under the
-    same load (on a shared machine the load can change a lot in the minutes between the long
-    session's turn 10 and its turn 2,000). Nothing else runs meanwhile: a host opening while
-    the long session still had turns to go ran its start-up work inside them."""
+    config to reopen the session with); every turn sends ``prompt`` when given."""
     from chord.context import BACKGROUND
     from coding_agent.sessions import create_session
     from coding_agent.worker.main import WorkerConfig, open_session_host
@@ -201,29 +208,54 @@ async def agent_run(
     config = WorkerConfig(session, model=MODELS[provider], env=env)
     times: list[float] = []
     cpu: list[float] = []
-    ref_times: list[float] = []
-    ref_cpu: list[float] = []
-
-    async def turn(root: Any, text: str, into: tuple[list[float], list[float]]) -> None:
-        start, start_cpu = time.perf_counter(), time.process_time()
-        handle = await root.send(text, BACKGROUND)
-        record = await handle.wait(BACKGROUND)
-        into[0].append(time.perf_counter() - start)
-        into[1].append(time.process_time() - start_cpu)
-        if record.status != "done":
-            raise RuntimeError(f"turn {text!r} ended {record.status!r}: {record}")
 
     async with open_session_host(config) as runtime:
         root = await runtime.harness.harness.root(BACKGROUND)
         for n in range(1, turns + 1):
-            await turn(root, prompt or f"Turn {n}: answer briefly.", (times, cpu))
-        if prompt is None and turns >= 2 * REFERENCE:
-            other = WorkerConfig(create_session(project, env=env), model=config.model, env=env)
+            await _turn(root, prompt or f"Turn {n}: answer briefly.", (times, cpu))
+    return times, cpu, _folder_bytes(session.path), config
+
+
+async def _turn(root: Any, text: str, into: tuple[list[float], list[float]]) -> None:
+    from chord.context import BACKGROUND
+
+    start, start_cpu = time.perf_counter(), time.process_time()
+    handle = await root.send(text, BACKGROUND)
+    record = await handle.wait(BACKGROUND)
+    into[0].append(time.perf_counter() - start)
+    into[1].append(time.process_time() - start_cpu)
+    if record.status != "done":
+        raise RuntimeError(f"turn {text!r} ended {record.status!r}: {record}")
+
+
+async def interleaved_run(config: Any, turns: int) -> list[Round]:
+    """The closed long session (``turns`` turns) reopened in the worker's session host, its
+    next turns interleaved with fresh sessions' first ``REFERENCE`` turns: ``ROUNDS`` rounds,
+    each a fresh session in a second host (opened in the same process, its host closed before
+    the next round) whose every turn is followed at once by one turn of the long session, so
+    each late turn is measured right beside an early one, under the same load. (The long
+    session is reopened rather than kept open so that its bytes on disk and its resume are
+    measured at exactly ``turns`` turns.)"""
+    from chord.context import BACKGROUND
+    from coding_agent.sessions import create_session
+    from coding_agent.worker.main import WorkerConfig, open_session_host
+
+    rounds: list[Round] = []
+    async with open_session_host(config) as runtime:
+        root = await runtime.harness.harness.root(BACKGROUND)
+        late_turn = turns
+        for _ in range(ROUNDS):
+            one = Round([], [], [], [])
+            session = create_session(config.session.cwd, env=config.env)
+            other = WorkerConfig(session, model=config.model, env=config.env)
             async with open_session_host(other) as fresh:
                 reference = await fresh.harness.harness.root(BACKGROUND)
                 for n in range(1, REFERENCE + 1):
-                    await turn(reference, f"Turn {n}: answer briefly.", (ref_times, ref_cpu))
-    return times, cpu, _folder_bytes(session.path), config, ref_times, ref_cpu
+                    await _turn(reference, f"Turn {n}: answer briefly.", (one[0], one[1]))
+                    late_turn += 1
+                    await _turn(root, f"Turn {late_turn}: answer briefly.", (one[2], one[3]))
+            rounds.append(one)
+    return rounds
 
 
 async def resume_run(config: Any, runs: int = 3) -> tuple[float, float, int, int]:
@@ -313,15 +345,12 @@ def _at(times: list[float], turn: int) -> float:
 
 def report(provider: str, turns: int) -> None:
     with tempfile.TemporaryDirectory() as tmp, StubProcess(__file__) as url:
-        agent, cpu, size, config, ref, ref_cpu = anyio.run(
-            agent_run, provider, url, turns, Path(tmp)
-        )
+        agent, cpu, size, config = anyio.run(agent_run, provider, url, turns, Path(tmp))
         base = baseline_run(provider, url, turns)
         resumed = anyio.run(resume_run, config)
+        rounds = anyio.run(interleaved_run, config, turns) if turns >= 2 * REFERENCE else []
     with tempfile.TemporaryDirectory() as tmp, StubProcess(__file__) as url:
-        _, _, long_size, config, _, _ = anyio.run(
-            agent_run, provider, url, 1, Path(tmp), LONG_PROMPT
-        )
+        _, _, long_size, config = anyio.run(agent_run, provider, url, 1, Path(tmp), LONG_PROMPT)
         resumed_one = anyio.run(resume_run, config)
     marks = [c for c in CHECKPOINTS if c <= turns] or [turns]
     if marks[-1] != turns:
@@ -337,13 +366,20 @@ def report(provider: str, turns: int) -> None:
         f"{provider} turn {marks[-1]:,} / turn {marks[0]:,}: {last / first:.2f}x "
         f"[target <= 1.2x] | baseline: {_at(base, marks[-1]) / _at(base, marks[0]):.2f}x"
     )
-    if ref:
-        near = _at(ref, REFERENCE)
+    if rounds:
+        ratios = [statistics.median(one.late) / statistics.median(one.fresh[1:]) for one in rounds]
+        cpu_ratios = [
+            statistics.median(one.late_cpu) / statistics.median(one.fresh_cpu[1:]) for one in rounds
+        ]
+        fresh_ms = 1000 * statistics.median(t for one in rounds for t in one.fresh[1:])
+        late_ms = 1000 * statistics.median(t for one in rounds for t in one.late)
+        after = turns + len(rounds) * REFERENCE
         print(
-            f"{provider} turn {marks[-1]:,} / turn {REFERENCE} of a fresh session right after it "
-            f"(same load): {last / near:.2f}x [target <= 1.2x] (its turn {REFERENCE}: "
-            f"{near:.1f} ms, CPU {_at(ref_cpu, REFERENCE):.1f} ms) | CPU "
-            f"{_at(cpu, marks[-1]) / _at(ref_cpu, REFERENCE):.2f}x"
+            f"{provider} turns {turns + 1:,}-{after:,} / turn {REFERENCE} of fresh sessions, "
+            f"interleaved turn by turn ({len(rounds)} rounds): {statistics.median(ratios):.2f}x "
+            f"[target <= 1.2x] ({late_ms:.1f} / {fresh_ms:.1f} ms) | CPU "
+            f"{statistics.median(cpu_ratios):.2f}x | rounds: "
+            + " ".join(f"{r:.2f}" for r in ratios)
         )
     # The request body grows with the history, so the baseline's own cost grows; what the agent
     # adds on top of it, and the CPU this process spends, show the agent's own growth.

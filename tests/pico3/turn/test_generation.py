@@ -345,3 +345,22 @@ async def test_abort_mid_stream_keeps_the_partial_as_display_only(open_session) 
         ended = s.events("turn.ended")[-1]
         assert ended["status"] == "unanswered" and ended["reason"] == "aborted"
         assert "turn" not in s.view
+
+
+def test_a_harness_window_has_the_same_key_at_every_access_and_another_harness_another() -> None:
+    from pico3.tasks.runtime import TaskHarness
+
+    one, other = object(), object()
+    assert TaskHarness(one).key == TaskHarness(one).key
+    assert TaskHarness(one).key != TaskHarness(other).key
+
+
+def test_the_request_memos_of_two_harnesses_conversation_one_are_kept_apart() -> None:
+    # Two sessions in one process both have a conversation 1: each keeps its own memo, so
+    # alternating turns between them does not convert each one's whole history every turn.
+    from pico3.turn.generation import _memo
+
+    first, second = _memo(101, 1), _memo(202, 1)
+    assert first is not second
+    assert _memo(101, 1) is first
+    assert _memo(202, 1) is second

@@ -85,6 +85,12 @@ class TaskHarness:
         """The harness's section registry (or ``None``)."""
         return getattr(self._harness, "sections", None)
 
+    @property
+    def key(self) -> int:
+        """The same for every window on one harness while it lives (a new window is made at each
+        :attr:`Runtime.harness` access): what a per-harness cache keys by."""
+        return id(self._harness)
+
     def __repr__(self) -> str:
         return "<TaskHarness: tools and sections>"
 

@@ -146,16 +146,20 @@ async def _initial(task: TaskInfo, rt: Any, ctx: Context) -> Any:
 
 
 # -- requesting ------------------------------------------------------------------------------
-_MEMOS: OrderedDict[int, tuple[MessageMemo, ToolsMemo]] = OrderedDict()
+_MEMOS: OrderedDict[tuple[int, int], tuple[MessageMemo, ToolsMemo]] = OrderedDict()
 _MEMO_CONVERSATIONS = 64
 
 
-def _memo(conversation_id: int) -> tuple[MessageMemo, ToolsMemo]:
-    """The request-message and offered-tools memos of a conversation (the most recently used
-    few are kept; a memo only skips the messages its last call saw, compared by value when not
-    the very same objects, so a stale one is harmless)."""
-    memo = _MEMOS.pop(conversation_id, None) or (MessageMemo(), ToolsMemo())
-    _MEMOS[conversation_id] = memo
+def _memo(harness: int, conversation_id: int) -> tuple[MessageMemo, ToolsMemo]:
+    """The request-message and offered-tools memos of a conversation of the harness whose
+    :attr:`~pico3.tasks.runtime.TaskHarness.key` is ``harness`` (the most recently used few are
+    kept). Conversation ids are only unique within a harness's storage, so the key names the
+    harness too: two sessions hosted by one process each keep their own. A memo only skips the
+    messages its last call saw, compared by value when not the very same objects, so a stale one
+    (a harness gone and its key reused) is harmless."""
+    key = (harness, conversation_id)
+    memo = _MEMOS.pop(key, None) or (MessageMemo(), ToolsMemo())
+    _MEMOS[key] = memo
     if len(_MEMOS) > _MEMO_CONVERSATIONS:
         _MEMOS.popitem(last=False)
     return memo
@@ -177,7 +181,7 @@ async def _prepared(task: TaskInfo, rt: Any, ctx: Context) -> Any:
     # copied for the hooks (which may change what they get) by chain_before_request.
     raw: list[dict[str, Any]] = [] if derived is None else derived.messages
     raw = await chain_before_request(rt, task, raw, cutoff, ctx)
-    message_memo, tools_memo = _memo(cid)
+    message_memo, tools_memo = _memo(rt.harness.key, cid)
     offered = request_tools(raw, getattr(rt.harness, "tools", None), memo=tools_memo)
     level = prep.get("thinkingLevel", "off")
     messages, system, tokens = message_memo.convert(raw)
