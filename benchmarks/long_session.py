@@ -55,7 +55,7 @@ from _stub_process import StubProcess, serve_until_stdin_closes
 CHECKPOINTS = (10, 100, 500, 1_000, 2_000)
 WINDOW = 9
 REFERENCE = 10  # turns of each fresh reference session, interleaved with the long session's
-ROUNDS = 8  # fresh reference sessions
+ROUNDS = 12  # fresh reference sessions
 ANSWER = ("Done", ": the short", " answer.")
 LONG_PROMPT = "Write the long answer."
 LONG_ANSWER = tuple(f"{i:07d} long streamed answer text. "[:25] for i in range(4_000))  # 100 KB
