@@ -17,6 +17,7 @@ and grows each time a closed key is spawned again, so stale handles never reach 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, overload
 
@@ -41,6 +42,11 @@ class Service(Generic[T]):
     id: str
     local: bool = False
     contract: Any = None
+    lazy: frozenset[str] = frozenset()
+    """State members a remote consumer receives only while it subscribes to them (per keyed
+    instance): before and after, their value is ``None`` and no update of theirs crosses the
+    wire (docs/wire.md#lazy-state). For a state that changes often and that most consumers of
+    most instances never look at (a conversation's view)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str):
@@ -65,16 +71,24 @@ class Service(Generic[T]):
 
 
 @overload
-def define_service(id: str, contract: type[T], *, local: bool = False) -> Service[T]: ...
+def define_service(
+    id: str, contract: type[T], *, local: bool = False, lazy: Iterable[str] = ()
+) -> Service[T]: ...
 @overload
-def define_service(id: str, contract: None = None, *, local: bool = False) -> Service[Any]: ...
-def define_service(id: str, contract: Any = None, *, local: bool = False) -> Service[Any]:
+def define_service(
+    id: str, contract: None = None, *, local: bool = False, lazy: Iterable[str] = ()
+) -> Service[Any]: ...
+def define_service(
+    id: str, contract: Any = None, *, local: bool = False, lazy: Iterable[str] = ()
+) -> Service[Any]:
     """Define a service token.
 
     ``contract`` is an optional ``Protocol`` (or class) describing the members; it types the
-    handles ``use`` returns. Raises ``TypeError`` for an empty id or one starting with ``$chord.``.
+    handles ``use`` returns. ``lazy`` names the keyed state members a remote consumer receives
+    only while it subscribes to them (:attr:`Service.lazy`). Raises ``TypeError`` for an empty id
+    or one starting with ``$chord.``.
     """
-    return Service(id, local, contract)
+    return Service(id, local, contract, frozenset(lazy))
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -193,7 +193,12 @@ class RemoteServiceBinding:
         keyed = self._keyed.get(service.id)
         if keyed is None:
             keyed = KeyedBinding(
-                self._runtime, service.id, self._task_group, self._bound, self._drop_keyed
+                self._runtime,
+                service.id,
+                self._task_group,
+                self._bound,
+                self._drop_keyed,
+                service.lazy,
             )
             self._keyed[service.id] = keyed
             self._readiness += 1

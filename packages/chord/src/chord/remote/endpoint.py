@@ -10,6 +10,14 @@ the per-peer half. It answers the ``$chord.service`` control calls and forwards 
   caller has the snapshot: an adapter that writes responses asynchronously must hold a
   subscription's updates until its subscribe response is written (the wire server does);
 * ``unsubscribe(subscriptionId)`` closes one subscription;
+* ``mute(subscriptionId, member)``, ``follow(subscriptionId, instance, member)`` and
+  ``unfollow(...)`` (an extension Chord 0.87.1 never sends, docs/wire.md#lazy-state): after
+  ``mute``, the state updates of ``member`` are not forwarded, except for the instances this peer
+  follows. ``follow`` returns the member's current ``{"sequence", "value"}``
+  (:meth:`ProviderSubscription.state_of`; ``None`` for no such instance) and forwards every
+  update after it; ``unfollow`` stops forwarding again. Lifecycle updates (spawned, closed,
+  reset, ...) always go. Both run synchronously, so a transport that writes results and updates
+  in one queue (the wire server) writes the follow's result before the updates that continue it;
 * any other call goes to ``provider.invoke``.
 
 A synchronous raise from ``publish`` reaches the publisher (the state's ``change``, ``replace``
@@ -30,15 +38,20 @@ from typing import Any, Literal
 from chord.context import Context
 from chord.remote.grammar import (
     CatalogueControlCall,
+    FollowControlCall,
+    MuteControlCall,
     ServiceCall,
     ServiceCatalogueEntry,
+    ServiceClosedUpdate,
     ServiceProviderUpdate,
+    ServiceStateUpdate,
     ServiceSubscriptionSnapshot,
     SubscribeControlCall,
     UnsubscribeControlCall,
     decode_service_control_call,
 )
 from chord.remote.provider import ProviderSubscription, RemoteServiceProvider
+from chord.services import InstanceAddress
 
 __all__ = [
     "EndpointPublish",
@@ -74,6 +87,7 @@ class RemoteServiceEndpoint:
     def __init__(self, provider: RemoteServiceProvider) -> None:
         self._provider = provider
         self._subscriptions: dict[str, ProviderSubscription] = {}
+        self._muted: dict[str, _Muted] = {}
         self._disposed = False
 
     @property
@@ -120,7 +134,10 @@ class RemoteServiceEndpoint:
             return self._provider.catalogue
         if isinstance(control, SubscribeControlCall):
             return self._subscribe(control, publish)
+        if isinstance(control, (MuteControlCall, FollowControlCall)):
+            return self._mute(control)
         assert isinstance(control, UnsubscribeControlCall)
+        self._muted.pop(control.subscription_id, None)
         subscription = self._subscriptions.pop(control.subscription_id, None)
         if subscription is None:
             raise ServiceEndpointError(
@@ -136,6 +153,7 @@ class RemoteServiceEndpoint:
             return
         self._disposed = True
         subscriptions, self._subscriptions = self._subscriptions, {}
+        self._muted.clear()
         for subscription in subscriptions.values():
             subscription.close()
 
@@ -150,6 +168,9 @@ class RemoteServiceEndpoint:
             )
 
         def listener(update: ServiceProviderUpdate, ctx: Context) -> None:
+            muted = self._muted.get(subscription_id)
+            if muted is not None and not muted.forwards(update):
+                return
             outcome = publish(subscription_id, update, ctx)
             if outcome is not None and inspect.iscoroutine(outcome):
                 outcome.close()
@@ -159,9 +180,51 @@ class RemoteServiceEndpoint:
         subscription.activate()
         return subscription.snapshot
 
+    def _mute(self, control: MuteControlCall | FollowControlCall) -> dict[str, Any] | None:
+        subscription_id = control.subscription_id
+        subscription = self._subscriptions.get(subscription_id)
+        if subscription is None:
+            raise ServiceEndpointError(
+                "subscription_not_found", f"Service subscription was not found: {subscription_id}"
+            )
+        muted = self._muted.setdefault(subscription_id, _Muted())
+        if isinstance(control, MuteControlCall):
+            muted.members.add(control.member)
+            return None
+        key = (control.instance, control.member)
+        if not control.follow:
+            muted.followed.discard(key)
+            return None
+        current = subscription.state_of(control.instance, control.member)
+        if current is None:
+            return None
+        muted.followed.add(key)
+        return {"sequence": current[0], "value": current[1]}
+
     def _assert_active(self) -> None:
         if self._disposed:
             raise ServiceEndpointError("endpoint_disposed", "Remote service endpoint is disposed")
+
+
+class _Muted:
+    """One subscription's muted members and the (instance, member) pairs the peer follows."""
+
+    __slots__ = ("followed", "members")
+
+    def __init__(self) -> None:
+        self.members: set[str] = set()
+        self.followed: set[tuple[InstanceAddress | None, str]] = set()
+
+    def forwards(self, update: ServiceProviderUpdate) -> bool:
+        if isinstance(update, ServiceStateUpdate):
+            return (
+                update.member not in self.members
+                or (update.instance, update.member) in self.followed
+            )
+        if isinstance(update, ServiceClosedUpdate):  # a closed instance is followed no more
+            closed = update.instance
+            self.followed = {key for key in self.followed if key[0] != closed}
+        return True
 
 
 def create_remote_service_endpoint(provider: RemoteServiceProvider) -> RemoteServiceEndpoint:

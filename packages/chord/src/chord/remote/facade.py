@@ -168,9 +168,18 @@ class BindingRuntime:
 
 
 class MemberSlot:
-    """The state behind one facade attribute: its kind and its replica."""
+    """The state behind one facade attribute: its kind and its replica.
 
-    __slots__ = ("_expected", "_facade", "_kind", "name", "replica")
+    A **lazy** slot (a member the provider mutes for this consumer, docs/wire.md#lazy-state)
+    replicates only while it has subscribers: the first subscriber makes the facade follow it
+    (the provider answers with a rebaseline, one ``r`` at its current sequence, then every
+    update), the last one leaving unfollows it and clears the replica. Without subscribers its
+    value is ``None`` and every hydration and update of it is dropped; while following, an update
+    that does not continue the replica is one the provider sent before it heard of the follow and
+    is dropped, and a whole ``r`` rebaselines it.
+    """
+
+    __slots__ = ("_expected", "_facade", "_followers", "_kind", "_lazy", "name", "replica")
 
     def __init__(self, facade: InstanceFacade, name: str) -> None:
         self._facade = facade
@@ -180,6 +189,8 @@ class MemberSlot:
         )
         self._kind: MemberKind | None = None  # what the provider announced
         self._expected: MemberKind | None = None  # how the consumer used it
+        self._lazy = facade.follow is not None and name in facade.lazy
+        self._followers = 0
 
     def _label(self) -> str:
         return f"{self._facade.service_id}.{self.name}"
@@ -209,11 +220,53 @@ class MemberSlot:
 
     def hydrate(self, sequence: int, ops: Sequence[Op], ctx: Context) -> None:
         self.describe("state")
+        if self._lazy and self._followers == 0:
+            return  # nobody follows it: it stays cold
         self.replica.hydrate(sequence, ops, ctx, trusted=self._facade.runtime.trusted)
 
     def update(self, sequence: int, ops: Sequence[Op], ctx: Context) -> None:
         self.describe("state")
-        self.replica.update(sequence, ops, ctx, trusted=self._facade.runtime.trusted)
+        trusted = self._facade.runtime.trusted
+        if not self._lazy:
+            self.replica.update(sequence, ops, ctx, trusted=trusted)
+            return
+        if self._followers == 0:
+            return
+        current = self.replica.sequence
+        if current is not None and sequence == current + 1:
+            self.replica.update(sequence, ops, ctx, trusted=trusted)
+        elif len(ops) == 1 and ops[0][0] == "r" and (current is None or sequence > current):
+            self.replica.hydrate(sequence, ops, ctx, trusted=trusted)  # a follow's rebaseline
+        # else: sent before the provider heard of the follow (its rebaseline is on the way), or
+        # already covered by the rebaseline
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Subscribe to the replica; the first subscriber of a lazy slot follows it."""
+        unsubscribe = self.replica.subscribe(listener)
+        if not self._lazy:
+            return unsubscribe
+        self._followers += 1
+        if self._followers == 1:
+            self._follow(True)
+        stopped = False
+
+        def stop() -> None:
+            nonlocal stopped
+            if stopped:
+                return
+            stopped = True
+            unsubscribe()
+            self._followers -= 1
+            if self._followers == 0:
+                self.replica.clear()
+                self._follow(False)
+
+        return stop
+
+    def _follow(self, follow: bool) -> None:
+        request = self._facade.follow
+        if request is not None and self._facade.is_active():
+            request(self.name, follow)
 
     def call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Awaitable[JsonValue | None]:
         """Check the call here and now; the returned awaitable only does the transport part."""
@@ -297,7 +350,7 @@ class RemoteMember:
         if not callable(listener):
             raise TypeError("Replicated state subscription listener must be callable")
         self._slot.expect("state")
-        return self._slot.replica.subscribe(listener)
+        return self._slot.subscribe(listener)
 
     def __repr__(self) -> str:
         return f"<RemoteMember {self._slot._facade.service_id}.{self._slot.name}>"
@@ -306,7 +359,16 @@ class RemoteMember:
 class InstanceFacade:
     """The consumer's copy of one provider instance (a singleton, or one keyed generation)."""
 
-    __slots__ = ("_descriptions", "_slots", "address", "is_active", "runtime", "service_id")
+    __slots__ = (
+        "_descriptions",
+        "_slots",
+        "address",
+        "follow",
+        "is_active",
+        "lazy",
+        "runtime",
+        "service_id",
+    )
 
     def __init__(
         self,
@@ -314,11 +376,19 @@ class InstanceFacade:
         address: InstanceAddress | None,
         runtime: BindingRuntime,
         is_active: Callable[[], bool],
+        *,
+        lazy: frozenset[str] = frozenset(),
+        follow: Callable[[str, bool], None] | None = None,
     ) -> None:
         self.service_id = service_id
         self.address = address
         self.runtime = runtime
         self.is_active = is_active
+        self.lazy = lazy
+        """The state members the provider mutes for this consumer (:class:`MemberSlot`)."""
+        self.follow = follow
+        """``follow(member, True/False)`` asks the provider to send, or stop sending, one lazy
+        member of this instance (``None``: nothing is lazy)."""
         self._slots: dict[str, MemberSlot] = {}
         self._descriptions: dict[str, MemberKind] = {}
 

@@ -23,7 +23,10 @@ ids, short forms); the ``parse_wire_*`` variants validate that grammar and keep 
 the stateful decoders in :mod:`chord.remote.codec`.
 
 Control calls (``$chord.service``) let a peer list the catalogue and open or close subscriptions
-over the same call channel as ordinary methods.
+over the same call channel as ordinary methods. Three more (``mute``, ``follow``, ``unfollow``)
+are this implementation's extension for lazily replicated state members (docs/wire.md#lazy-state):
+Chord 0.87.1 neither sends nor recognises them, so a Chord peer never meets them, and a Chord
+provider refuses them (the Python binding then replicates eagerly, as Chord does).
 
 Why one module: it is one protocol's grammar: every record's ``to_json`` and its ``parse_*``
 counterpart share the field checks (``_keys``, ``_id``, ``_integer``, ops) and the error paths, so
@@ -45,6 +48,8 @@ __all__ = [
     "SERVICE_CONTROL_ID",
     "Address",
     "CatalogueControlCall",
+    "FollowControlCall",
+    "MuteControlCall",
     "Op",
     "ServiceCall",
     "ServiceCatalogueEntry",
@@ -74,6 +79,8 @@ __all__ = [
     "parse_wire_service_provider_update",
     "parse_wire_service_subscription_snapshot",
     "service_catalogue_call",
+    "service_follow_call",
+    "service_mute_call",
     "service_subscribe_call",
     "service_unsubscribe_call",
 ]
@@ -171,7 +178,40 @@ class UnsubscribeControlCall:
     type: ClassVar[Literal["unsubscribe"]] = "unsubscribe"
 
 
-ServiceControlCall: TypeAlias = CatalogueControlCall | SubscribeControlCall | UnsubscribeControlCall
+@dataclass(frozen=True, slots=True)
+class MuteControlCall:
+    """``$chord.service.mute(subscriptionId, member)``: stop sending the state updates of
+    ``member`` on that subscription, except for the instances the peer follows (an extension,
+    docs/wire.md#lazy-state)."""
+
+    subscription_id: str
+    member: str
+    type: ClassVar[Literal["mute"]] = "mute"
+
+
+@dataclass(frozen=True, slots=True)
+class FollowControlCall:
+    """``$chord.service.follow(subscriptionId, instance, member)`` (``follow=True``) or
+    ``unfollow(...)``: send, or stop sending, the updates of one muted member of one instance
+    (``instance`` is ``None`` for a singleton). An extension, docs/wire.md#lazy-state."""
+
+    subscription_id: str
+    instance: InstanceAddress | None
+    member: str
+    follow: bool
+
+    @property
+    def type(self) -> Literal["follow", "unfollow"]:
+        return "follow" if self.follow else "unfollow"
+
+
+ServiceControlCall: TypeAlias = (
+    CatalogueControlCall
+    | SubscribeControlCall
+    | UnsubscribeControlCall
+    | MuteControlCall
+    | FollowControlCall
+)
 
 
 def service_catalogue_call() -> ServiceCall:
@@ -187,6 +227,21 @@ def service_subscribe_call(subscription_id: str, service_id: str, mode: ServiceM
 def service_unsubscribe_call(subscription_id: str) -> ServiceCall:
     """The control call that closes subscription ``subscription_id``."""
     return ServiceCall(SERVICE_CONTROL_ID, "unsubscribe", (subscription_id,))
+
+
+def service_mute_call(subscription_id: str, member: str) -> ServiceCall:
+    """The control call that mutes state member ``member`` of subscription ``subscription_id``."""
+    return ServiceCall(SERVICE_CONTROL_ID, "mute", (subscription_id, member))
+
+
+def service_follow_call(
+    subscription_id: str, instance: InstanceAddress | None, member: str, follow: bool = True
+) -> ServiceCall:
+    """The control call that follows (or, with ``follow=False``, unfollows) one muted member."""
+    address = None if instance is None else address_to_json(instance)
+    return ServiceCall(
+        SERVICE_CONTROL_ID, "follow" if follow else "unfollow", (subscription_id, address, member)
+    )
 
 
 def _is_id(value: object) -> bool:
@@ -215,6 +270,19 @@ def decode_service_control_call(call: ServiceCall) -> ServiceControlCall | None:
         return SubscribeControlCall(args[0], args[1], args[2])
     if call.member == "unsubscribe" and len(args) == 1 and _is_id(args[0]):
         return UnsubscribeControlCall(args[0])
+    if call.member == "mute" and len(args) == 2 and _is_id(args[0]) and _is_id(args[1]):
+        return MuteControlCall(args[0], args[1])
+    if (
+        call.member in ("follow", "unfollow")
+        and len(args) == 3
+        and _is_id(args[0])
+        and _is_id(args[2])
+    ):
+        try:
+            address = None if args[1] is None else parse_address(args[1])
+        except ServiceGrammarError:
+            return None
+        return FollowControlCall(args[0], address, args[2], call.member == "follow")
     return None
 
 

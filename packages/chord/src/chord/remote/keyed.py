@@ -12,6 +12,13 @@ task's cancel scope, so a handler stuck in an ``await`` ends too; errors raised 
 normal cleanup and are not reported. The view handed to the handler refuses every access once the
 observation is closed, including methods captured earlier. The subscription closes when the last
 observer stops.
+
+Lazy members (the service's :attr:`~chord.services.Service.lazy`, docs/wire.md#lazy-state): when
+the subscription can mute (:class:`~chord.remote.source.LazyServiceSubscription`, the wire's), the
+binding mutes each lazy member before it installs the snapshot, and each instance's facade
+follows a lazy member while it has subscribers (:class:`~chord.remote.facade.MemberSlot`). The
+follow and unfollow calls go out one at a time, in the order they were asked for. A provider
+that refuses ``mute`` (Chord 0.87.1) keeps sending that member: the binding treats it as eager.
 """
 
 from __future__ import annotations
@@ -41,7 +48,12 @@ from chord.remote.grammar import (
     ServiceSpawnedUpdate,
     ServiceUnavailableUpdate,
 )
-from chord.remote.source import ObserveHandler, ServiceSubscription, ServiceUpdateListener
+from chord.remote.source import (
+    LazyServiceSubscription,
+    ObserveHandler,
+    ServiceSubscription,
+    ServiceUpdateListener,
+)
 from chord.services import InstanceAddress
 
 __all__ = ["KeyedBinding"]
@@ -187,8 +199,12 @@ class KeyedBinding:
         task_group: TaskGroup,
         bound: bool,
         on_empty: Callable[[KeyedBinding], None],
+        lazy: frozenset[str] = frozenset(),
     ) -> None:
         self._runtime = runtime
+        self._lazy = lazy
+        self._muted: frozenset[str] = frozenset()  # the lazy members the provider mutes now
+        self._follow_lock = anyio.Lock()
         self._service_id = service_id
         self._task_group = task_group
         self._bound = bound
@@ -264,6 +280,9 @@ class KeyedBinding:
                 raise RuntimeError(
                     f"Remote service {self._service_id} returned the wrong keyed snapshot"
                 )
+            self._muted = await self._mute(subscription)
+            if self._closed or not self._bound or self._revision != revision:
+                return  # the reset that made it stale closes the subscription
             for instance in snapshot.instances:
                 self._spawn(instance, BACKGROUND)
             subscription.activate()
@@ -276,6 +295,53 @@ class KeyedBinding:
         start = self._start = StartOnce(run, on_failure)
         self._runtime.schedule(start)
         return start
+
+    async def _mute(self, subscription: ServiceSubscription) -> frozenset[str]:
+        """Mute every lazy member the provider agrees to; returns those it muted."""
+        if not self._lazy or not isinstance(subscription, LazyServiceSubscription):
+            return frozenset()
+        muted: set[str] = set()
+        for member in sorted(self._lazy):
+            try:
+                await subscription.mute(member, BACKGROUND)
+            except Exception:  # a provider without the extension: the member stays eager
+                continue
+            muted.add(member)
+        return frozenset(muted)
+
+    def _follower(self, address: InstanceAddress) -> Callable[[str, bool], None] | None:
+        """The facade's ``follow(member, on)``, or ``None`` when nothing is muted."""
+        subscription = self._subscription
+        if not self._muted or not isinstance(subscription, LazyServiceSubscription):
+            return None
+        revision = self._revision
+
+        def follow(member: str, on: bool) -> None:
+            if self._revision == revision and not self._closed:
+                self._task_group.start_soon(
+                    self._send_follow, subscription, revision, address, member, on
+                )
+
+        return follow
+
+    async def _send_follow(
+        self,
+        subscription: LazyServiceSubscription,
+        revision: int,
+        address: InstanceAddress,
+        member: str,
+        on: bool,
+    ) -> None:
+        # One at a time, in the order asked (anyio's lock is fair): a follow never overtakes
+        # the unfollow asked before it.
+        async with self._follow_lock:
+            if self._revision != revision or self._closed:
+                return  # that subscription is gone; a new one starts muted and unfollowed
+            try:
+                await subscription.follow(address, member, on, BACKGROUND)
+            except Exception as error:
+                if self._revision == revision and getattr(error, "code", None) != "unavailable":
+                    self._runtime.report(error)
 
     async def rebind(self, bound: bool, ctx: Context) -> None:
         if self._closed:
@@ -364,7 +430,14 @@ class KeyedBinding:
         def is_active() -> bool:
             return entry is not None and entry.active and not self._closed
 
-        facade = InstanceFacade(self._service_id, address, self._runtime, is_active)
+        facade = InstanceFacade(
+            self._service_id,
+            address,
+            self._runtime,
+            is_active,
+            lazy=self._muted,
+            follow=self._follower(address),
+        )
         facade.install(snapshot, ctx)
         entry = _KeyedEntry(address, facade)
         self._directory.replace(entry)

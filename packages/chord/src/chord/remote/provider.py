@@ -180,6 +180,33 @@ class ProviderSubscription:
         _record_sequences(subscriber.sequences, snapshot.instances)
         return snapshot
 
+    def state_of(
+        self, address: InstanceAddress | None, member: str
+    ) -> tuple[int, JsonValue] | None:
+        """The current ``(sequence, value)`` of state ``member`` of the live instance at
+        ``address`` (``None``: the singleton), or ``None`` when there is no such instance or
+        state member.
+
+        A transport that stopped forwarding a member's updates to its peer (a muted member,
+        docs/wire.md#lazy-state) answers a follow with it: the peer rebaselines on it, and the
+        updates forwarded from then on continue from that sequence.
+        """
+        if self._subscriber.closed:
+            raise RuntimeError("Remote service subscription is closed")
+        registration = self._registration
+        if address is None:
+            instance = registration.singleton
+        else:
+            instance = registration.instances.get(address.key)
+            if instance is not None and instance.address != address:
+                instance = None
+        if instance is None or not instance.active:
+            return None
+        state = instance.classified.members.get(member)
+        if not isinstance(state, StateMember):
+            return None
+        return state.state.sequence, state.state.value
+
     def activate(self) -> None:
         """Deliver the buffered updates and every later one. A second call does nothing.
 

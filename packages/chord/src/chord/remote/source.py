@@ -30,9 +30,10 @@ from chord.remote.grammar import (
     ServiceProviderUpdate,
     ServiceSubscriptionSnapshot,
 )
-from chord.services import Service, ServiceMode
+from chord.services import InstanceAddress, Service, ServiceMode
 
 __all__ = [
+    "LazyServiceSubscription",
     "ObserveHandler",
     "RemoteServiceSource",
     "RemoteServiceTransport",
@@ -65,6 +66,23 @@ class ServiceSubscription(Protocol):
 
     def close(self, ctx: Context | None = None) -> Awaitable[None] | None:
         """Stop delivering; idempotent. A remote transport may return an awaitable."""
+        ...
+
+
+@runtime_checkable
+class LazyServiceSubscription(ServiceSubscription, Protocol):
+    """A subscription that can mute a state member and follow it per instance
+    (docs/wire.md#lazy-state; the wire client's subscriptions are, the loopback's are not: in
+    one process every update costs a reference, not a frame)."""
+
+    async def mute(self, member: str, ctx: Context) -> None:
+        """Stop receiving ``member``'s updates, except for the instances followed."""
+        ...
+
+    async def follow(
+        self, instance: InstanceAddress | None, member: str, follow: bool, ctx: Context
+    ) -> None:
+        """Receive (a rebaseline, then every update) or stop receiving one muted member."""
         ...
 
 

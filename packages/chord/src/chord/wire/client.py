@@ -44,16 +44,19 @@ from chord.remote.grammar import (
     ServiceCall,
     ServiceCatalogueEntry,
     ServiceProviderUpdate,
+    ServiceStateUpdate,
     ServiceSubscriptionSnapshot,
     parse_service_catalogue,
     parse_wire_service_provider_update,
     parse_wire_service_subscription_snapshot,
     service_catalogue_call,
+    service_follow_call,
+    service_mute_call,
     service_subscribe_call,
     service_unsubscribe_call,
 )
 from chord.remote.source import ServiceUpdateListener
-from chord.services import ServiceMode
+from chord.services import InstanceAddress, ServiceMode
 from chord.transport.frames import (
     CancelFrame,
     ClosedFrame,
@@ -163,6 +166,36 @@ class RemoteSubscription:
         self._closed = True
         self._buffer.clear()
         await self._connection._unsubscribe(self, BACKGROUND if ctx is None else ctx)
+
+    # -- lazy state (docs/wire.md#lazy-state) -------------------------------------------------
+
+    async def mute(self, member: str, ctx: Context) -> None:
+        """Ask the provider to stop sending ``member``'s state updates on this subscription,
+        except for the instances it follows (:meth:`follow`). A provider without the extension (Chord
+        0.87.1) refuses: the call raises and every update keeps coming."""
+        await self._connection._request(service_mute_call(self.subscription_id, member), ctx, None)
+
+    async def follow(
+        self, instance: InstanceAddress | None, member: str, follow: bool, ctx: Context
+    ) -> None:
+        """Follow (``follow=True``) or unfollow one muted member of one instance.
+
+        The provider answers a follow with the member's current sequence and value; the reader
+        hands them to the listener, as a ``state`` update whose ops are one ``r`` (a rebaseline),
+        before it reads the updates that continue it."""
+        call = service_follow_call(self.subscription_id, instance, member, follow)
+
+        def rebaseline(result: Any) -> None:
+            if not follow or result is None:
+                return
+            sequence = result.get("sequence") if isinstance(result, dict) else None
+            if type(sequence) is not int or sequence < 0 or "value" not in result:
+                raise RemoteServiceError(
+                    "service_invalid_value", f"Invalid follow result for {member}: {result!r}"
+                )
+            self._receive(ServiceStateUpdate(member, sequence, (("r", result["value"]),), instance))
+
+        await self._connection._request(call, ctx, rebaseline)
 
     # -- reader side --------------------------------------------------------------------------
 
