@@ -238,3 +238,68 @@ async def test_a_restarted_worker_serves_fresh_instances_of_the_persisted_conver
                     assert [e["data"] for e in again.value["entries"]] == [{"n": 1}]
             await source.aclose()
         group.cancel_scope.cancel()
+
+
+class Observer:
+    """Observes every ``pi.conversation`` instance without subscribing to any view."""
+
+    def __init__(self) -> None:
+        self.changes = Changes()
+        self.instances: dict[int, Any] = {}
+        self.facet = define_facet("observer", self._setup)
+
+    def _setup(self, env: FacetEnvironment) -> None:
+        async def on_instance(instance: Any, ctx: Context) -> None:
+            cid = instance.conversation.value["id"]
+            self.instances[cid] = instance
+            self.changes.notify()
+            await ctx.wait_cancelled()
+
+        env.observe(ConversationService, on_instance)
+
+
+@pytest.mark.anyio
+async def test_a_view_is_not_sent_to_a_client_that_does_not_follow_it(tmp_path: Path) -> None:
+    # pi.conversation's view is lazy across the wire (docs/wire.md#lazy-state): an observer
+    # learns which conversation an instance is from its small `conversation` identity, and a
+    # view reaches it only while it subscribes to that view.
+    socket, store = tmp_path / "worker.sock", tmp_path / "session"
+    async with worker_process(socket, store), anyio.create_task_group() as group:
+        source = connect_service_source(lambda: connect_unix(socket), task_group=group)
+        client = Observer()
+        async with create_facet_host([client.facet], service_sources=[source]):
+            await client.changes.wait_for(lambda: len(client.instances) == 1)
+            ((root_id, root),) = client.instances.items()
+            assert root.conversation.value == {"id": root_id}  # a root: no parent, no owner
+            for n in range(3):
+                await root.write({"kind": "note", "data": {"n": n}}, BACKGROUND)
+            assert root.view.value is None  # not followed: nothing of it was sent
+
+            # following it later hydrates it at its current revision, then streams it
+            deliveries: list[tuple[str, int, Any]] = []
+            changed = Changes()
+
+            def deliver(value: Any, _ctx: Context, delivery: Delivery) -> None:
+                deliveries.append((delivery.kind, delivery.sequence, value))
+                changed.notify()
+
+            stop = root.view.subscribe(deliver)
+            await changed.wait_for(lambda: len(deliveries) == 1)
+            kind, sequence, value = deliveries[0]
+            assert kind == "hydrate"
+            assert [e["data"] for e in value["entries"]] == [{"n": n} for n in range(3)]
+            await root.write({"kind": "note", "data": {"n": 3}}, BACKGROUND)
+            await changed.wait_for(lambda: len(deliveries) == 2)
+            assert deliveries[1][:2] == ("update", sequence + 1)
+
+            # a fork's identity names its parent; its view stays unsent until followed
+            at = deliveries[1][2]["entries"][-1]["id"]
+            child_id = await root.fork(at, {}, BACKGROUND)
+            await client.changes.wait_for(lambda: child_id in client.instances)
+            child = client.instances[child_id]
+            assert child.conversation.value["parent"] == {"conversationId": root_id, "at": at}
+            assert child.view.value is None
+
+            stop()  # the last subscriber leaving: the view goes cold again
+            assert root.view.value is None
+        await source.aclose()

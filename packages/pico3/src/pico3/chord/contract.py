@@ -8,8 +8,10 @@ Two services connect every feature to the harness:
   the session), and the session worker uses it to ``resume``, ``hold``, ``suspend`` and
   ``reopen``. It never leaves its process.
 * :data:`ConversationService` (``pi.conversation``, **remotable**, keyed by the conversation id
-  as a decimal string): one instance per conversation, with a replicated ``view`` and the
-  conversation's methods. Presentations ``observe`` it, in the worker or across the wire.
+  as a decimal string): one instance per conversation, with a replicated ``view`` (lazy across
+  the wire: sent to a remote consumer only while it subscribes to it), its small fixed
+  ``conversation`` identity and the conversation's methods. Presentations ``observe`` it, in the
+  worker or across the wire.
 
 The ``view`` member's value is a :class:`ConversationView`: the pico3 view document
 (docs/design/view.md#shape) plus ``commit.events``, the events of the commit that produced the current
@@ -160,7 +162,21 @@ class ConversationServiceApi(Protocol):
 
     @property
     def view(self) -> ReplicatedState:
-        """The :class:`ConversationView`; one revision per harness commit (docs/design/decisions.md#d3)."""
+        """The :class:`ConversationView`; one revision per harness commit (docs/design/decisions.md#d3).
+
+        **Lazy** across the wire (docs/wire.md#lazy-state): a remote consumer receives a
+        conversation's view only while it subscribes to it (``value`` is ``None`` otherwise), so
+        ten subagents' transcripts do not stream to a TUI that shows only the root. In the
+        worker's own process every consumer sees every view. Read :attr:`conversation` to tell
+        which conversation an instance is without following its view.
+        """
+        ...
+
+    @property
+    def conversation(self) -> ReplicatedState:
+        """The :class:`ConversationInfo` (``{id, parent?, owner?}``, as in ``view.conversation``):
+        fixed for the instance's life, small, and replicated eagerly. A root conversation has
+        neither ``parent`` nor ``owner``; a subagent's has its ``owner``."""
         ...
 
     async def send(self, input: SendInputJson, ctx: Context) -> int:
@@ -265,6 +281,7 @@ HarnessService: Service[HarnessServiceApi] = define_service(
 API is :class:`HarnessServiceApi`."""
 
 ConversationService: Service[ConversationServiceApi] = define_service(
-    "pi.conversation", ConversationServiceApi
+    "pi.conversation", ConversationServiceApi, lazy=("view",)
 )
-"""``pi.conversation``: remotable, keyed by ``str(conversation_id)``."""
+"""``pi.conversation``: remotable, keyed by ``str(conversation_id)``; its ``view`` is lazy (a
+remote consumer receives it only while it subscribes to it)."""

@@ -108,10 +108,12 @@ class ConversationEndpoint:
         conversation: ConversationHandle,
         view: MutableReplicatedState,
         settle: Callable[[], Awaitable[None]],
+        info: MutableReplicatedState,
     ) -> None:
         self._conversation = conversation
         self._settle = settle
         self.view = view
+        self.conversation = info
 
     @_coded
     async def send(self, input: Any, ctx: Context) -> int:

@@ -338,7 +338,8 @@ class SessionHarness:
         )
         watch.start(bridge.push)  # envelopes queue from here on; the bridge publishes them
         try:
-            endpoint = ConversationEndpoint(conversation, view, self.settle)
+            info = self._create_state(dict(watch.view["conversation"]))
+            endpoint = ConversationEndpoint(conversation, view, self.settle, info)
             close = self._spawner.spawn(str(conversation_id), endpoint)
         except BaseException:
             watch.stop()
