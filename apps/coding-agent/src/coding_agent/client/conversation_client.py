@@ -6,7 +6,9 @@ wire (:func:`chord.wire.connect_service_source`). :func:`conversation_client_fac
 presentation facet that *observes* that keyed service and points a
 :class:`~coding_agent.tui.conversation.ViewRelay` at the **root** conversation's ``view`` (the one
 without a parent or owner, the lowest id if there are several), or at the conversation chosen
-with :meth:`RemoteConversationClient.follow` (``/fork`` follows the new fork).
+with :meth:`RemoteConversationClient.follow` (``/fork`` follows the new fork). It tells them
+apart by each instance's small ``conversation`` identity; a ``view`` is lazy across the wire
+(docs/wire.md#lazy-state), so only the followed conversation's view is sent to the TUI.
 
 The facet also reads the worker's status service (``coding-agent.worker``): the models the
 worker knows (the ``/model`` picker's list and the footer's context window) and the outcome of
@@ -65,14 +67,12 @@ class WorkerUnavailable(RuntimeError):
         super().__init__("the session worker is unavailable (reconnecting)")
 
 
-def root_rank(view: Any) -> int | None:
-    """The conversation id of ``view`` if it is a root conversation (no parent, no owner).
+def root_rank(info: Any) -> int | None:
+    """The conversation id of ``info`` (an instance's ``conversation`` value, a
+    :class:`~pico3.ConversationInfo`) if it is a root conversation (no parent, no owner).
 
-    Returns ``None`` for forks, subagents and values that are not a conversation view yet.
+    Returns ``None`` for forks, subagents and values that are not a conversation's identity.
     """
-    if not isinstance(view, dict):
-        return None
-    info = cast(dict[str, Any], view).get("conversation")
     if not isinstance(info, dict):
         return None
     info = cast(dict[str, Any], info)
@@ -82,9 +82,8 @@ def root_rank(view: Any) -> int | None:
     return conversation_id
 
 
-def _conversation_id(view: Any) -> int | None:
-    """The id of any conversation ``view`` (``None`` before it hydrates)."""
-    info = cast(dict[str, Any], view).get("conversation") if isinstance(view, dict) else None
+def _conversation_id(info: Any) -> int | None:
+    """The id in any conversation's identity ``info``."""
     conversation_id = cast(dict[str, Any], info).get("id") if isinstance(info, dict) else None
     return conversation_id if type(conversation_id) is int else None
 
@@ -247,29 +246,18 @@ class RemoteConversationClient:
         return current
 
     async def _observe(self, instance: Any, ctx: Context) -> None:
-        """One observed conversation instance, for as long as it lives (``ctx`` ends with it)."""
-        view = instance.view
-        if _conversation_id(view.value) is None:
-            # Not hydrated yet: wait for the first value that says which conversation it is.
-            ready = anyio.Event()
+        """One observed conversation instance, for as long as it lives (``ctx`` ends with it).
 
-            def first(value: Any, ctx: Context, delivery: Delivery) -> None:
-                del ctx, delivery
-                if value is not None:
-                    ready.set()
-
-            unsubscribe = view.subscribe(first)
-            try:
-                with cancel_scope(ctx):
-                    await ready.wait()
-            finally:
-                unsubscribe()
-            if ctx.cancelled:
-                return
-        conversation_id = _conversation_id(view.value)
+        Which conversation it is comes from its small ``conversation`` identity (replicated
+        before this runs), never from its ``view``: a view crosses the wire only while someone
+        subscribes to it (docs/wire.md#lazy-state), and only the followed one is subscribed
+        to (by the relay), so the subagents' views are not sent to this process at all.
+        """
+        info = instance.conversation.value
+        conversation_id = _conversation_id(info)
         if conversation_id is None:
             return
-        self._live[conversation_id] = (instance, root_rank(view.value) is not None)
+        self._live[conversation_id] = (instance, root_rank(info) is not None)
         try:
             self._choose()
             with cancel_scope(ctx):
