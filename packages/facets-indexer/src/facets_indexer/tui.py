@@ -157,12 +157,16 @@ class IndexerPanel(Static):
 
 @define_facet("@pi/indexer")
 def tui_facet(env: FacetEnvironment) -> None:
-    """Mount the progress panel, follow every conversation's view, offer ``/index``."""
+    """Mount the progress panel, follow the views of the conversations no subagent owns (an
+    index task runs in the root unless a caller names another conversation; a subagent's view
+    is lazy across the wire and left unsubscribed, docs/wire.md#lazy-state), offer ``/index``."""
     tui = env.use(Tui)
     indexer = env.use(IndexerService)
     progress = IndexProgress()
 
     async def follow(conversation: Any, ctx: Context) -> None:
+        if "owner" in conversation.conversation.value:
+            return  # a subagent's conversation
         owner = object()
         seen: list[int] = []
 

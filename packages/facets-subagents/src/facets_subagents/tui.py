@@ -1,17 +1,23 @@
 """The subagents TUI facet: ``/agents`` opens a subagent's transcript.
 
 Running subagents already show in the app's tasks panel: their task's ``status`` is a
-:class:`~.contract.SubagentStatus` (label, agent, current step). This facet follows every
-``pi.conversation`` instance (subagents' conversations included, hydrated when the TUI joins),
-remembers the subagents it has seen (running or finished), and ``/agents`` offers them; picking
-one shows its transcript: the prompt, each assistant message, each tool call and its result.
+:class:`~.contract.SubagentStatus` (label, agent, current step). This facet observes every
+``pi.conversation`` instance and follows the views of the conversations that no subagent owns
+(the root and its forks: their ``tasks`` hold the subagents' statuses), remembers the subagents
+it has seen (running or finished), and ``/agents`` offers them; picking one shows its
+transcript: the prompt, each assistant message, each tool call and its result, read from the
+subagent's view as it is then. A subagent's own view is subscribed to only for that moment: a
+view is lazy across the wire (docs/wire.md#lazy-state), so ten running subagents do not stream
+their transcripts to a TUI nobody opened them in.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from chord import Context, Delivery, FacetEnvironment, define_facet
+import anyio
+
+from chord import Context, Delivery, FacetEnvironment, cancel_scope, define_facet
 from chord.textual import Choice, Tui
 from pico3 import ConversationService
 
@@ -65,27 +71,52 @@ def transcript_text(view: Any, limit: int = 4000) -> str:
 def tui_facet(env: FacetEnvironment) -> None:
     """Follow conversations; ``/agents`` shows a subagent's transcript."""
     tui = env.use(Tui)
-    views: dict[int, Any] = {}
+    views: dict[int, Any] = {}  # the followed conversations' views
+    instances: dict[int, Any] = {}  # every live conversation instance
     seen: dict[int, dict[str, Any]] = {}  # child conversation id -> last status
 
     async def follow(conversation: Any, ctx: Context) -> None:
-        mine: list[int] = []
+        info = conversation.conversation.value
+        cid = info["id"]
+        instances[cid] = conversation
 
         def deliver(value: Any, _ctx: Context, _delivery: Delivery) -> None:
-            cid = value["conversation"]["id"]
-            if not mine:
-                mine.append(cid)
             views[cid] = value
             for _task, status in subagents_in(value):
                 child = status.get("conversation")
                 if type(child) is int:
                     seen[child] = dict(status)
 
-        stop = conversation.view.subscribe(deliver)
+        # a subagent's view is read when its transcript is shown, never streamed meanwhile
+        stop = None if "owner" in info else conversation.view.subscribe(deliver)
         try:
             await ctx.wait_cancelled()
         finally:
+            if stop is not None:
+                stop()
+            if instances.get(cid) is conversation:
+                del instances[cid]
+
+    async def current_view(cid: int, ctx: Context) -> Any:
+        """Conversation ``cid``'s view as it is now (subscribed to just long enough)."""
+        conversation = instances.get(cid)
+        if conversation is None:
+            return views.get(cid)
+        first: list[Any] = []
+        ready = anyio.Event()
+
+        def deliver(value: Any, _ctx: Context, _delivery: Delivery) -> None:
+            if value is not None and not first:
+                first.append(value)
+                ready.set()
+
+        stop = conversation.view.subscribe(deliver)
+        try:
+            with cancel_scope(ctx), anyio.move_on_after(5):
+                await ready.wait()
+        finally:
             stop()
+        return first[0] if first else views.get(cid)
 
     async def agents(args: str, ctx: Context) -> None:
         if not seen:
@@ -113,7 +144,7 @@ def tui_facet(env: FacetEnvironment) -> None:
             await modal.choose(
                 f"Subagent: {seen[cid].get('label')}",
                 [Choice("close", "Close")],
-                body=transcript_text(views.get(cid)),
+                body=transcript_text(await current_view(cid, ctx)),
             )
         finally:
             modal.close()
