@@ -18,6 +18,8 @@ from chord.packages import facet_package_from_folder, load_generation
 from chord.remote import LoopbackServiceSource
 from chord.state import replicated_state
 from chord.textual import Choice, tui_facet
+from chord.transport import memory_connection_pair
+from chord.wire import connect_service_source, serve_provider
 from coding_agent.tui.widgets.tasks import task_summary
 from facets_subagents.session import session_facet
 from facets_subagents.tui import subagents_in, transcript_text
@@ -292,11 +294,28 @@ class ScriptedTui:
         raise AssertionError("no key")
 
 
-async def test_slash_agents_lists_subagents_and_shows_a_transcript(tmp_path: Path) -> None:
+def _source(transport: str, provider: Any, group: Any) -> Any:
+    """The TUI's service source: in process, or over the wire to the session's provider (where a
+    conversation's view is lazy: sent only while the TUI subscribes to it)."""
+    if transport == "loopback":
+        return LoopbackServiceSource(provider, task_group=group)
+
+    async def connect() -> Any:
+        client, server = memory_connection_pair()
+        group.start_soon(serve_provider, server, provider)
+        return client
+
+    return connect_service_source(connect, task_group=group)
+
+
+@pytest.mark.parametrize("transport", ["loopback", "wire"])
+async def test_slash_agents_lists_subagents_and_shows_a_transcript(
+    tmp_path: Path, transport: str
+) -> None:
     script = Script([{"description": "look around", "prompt": "task A"}])
     tui = ScriptedTui()
     async with session(tmp_path, script) as s, anyio.create_task_group() as group:
-        source = LoopbackServiceSource(s.host.services, task_group=group)
+        source = _source(transport, s.host.services, group)
         async with create_facet_host(
             [tui_facet(cast(Any, tui)), agents_tui_facet], service_sources=[source]
         ):
