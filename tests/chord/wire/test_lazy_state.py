@@ -117,6 +117,13 @@ class Instances:
         return self._live[key]
 
 
+async def _observed(binding: Any, service: Any = Chats) -> tuple[Instances, Any]:
+    """Observe ``service`` through ``binding``: the instances, and instance ``"1"`` once seen."""
+    instances = Instances()
+    binding.observe(service, instances.observe)
+    return instances, await instances.get("1")
+
+
 async def _until(state: Any, predicate: Any) -> list[tuple[str, Any]]:
     """Subscribe to ``state`` and wait until ``predicate(value)``; returns the deliveries."""
     seen: list[tuple[str, Any]] = []
@@ -138,9 +145,7 @@ async def test_a_lazy_view_is_not_sent_to_a_client_that_does_not_follow_it() -> 
     world = World()
     world.spawn("1")
     async with connected(world) as (binding, tap, _):
-        instances = Instances()
-        binding.observe(Chats, instances.observe)
-        first = await instances.get("1")
+        instances, first = await _observed(binding)
         world.spawn("2")  # spawned after the subscription: muted from the start too
         second = await instances.get("2")
         world.bump("1", 5)
@@ -156,9 +161,7 @@ async def test_following_a_lazy_view_later_hydrates_it_and_streams_its_updates()
     world = World()
     world.spawn("1")
     async with connected(world) as (binding, tap, _):
-        instances = Instances()
-        binding.observe(Chats, instances.observe)
-        chat = await instances.get("1")
+        _, chat = await _observed(binding)
         world.bump("1", 3)
         seen = await _until(chat.view, lambda v: v is not None and v["n"] == 3)
         assert seen == [("hydrate", {"n": 3})]  # the current value, not the stale snapshot
@@ -176,9 +179,7 @@ async def test_the_last_subscriber_leaving_stops_the_updates() -> None:
     world = World()
     world.spawn("1")
     async with connected(world) as (binding, tap, _):
-        instances = Instances()
-        binding.observe(Chats, instances.observe)
-        chat = await instances.get("1")
+        _, chat = await _observed(binding)
         await _until(chat.view, lambda v: v is not None)  # follows, then leaves
         await _roundtrip(chat)  # the unfollow goes out meanwhile (a task of the binding's)...
         await _roundtrip(chat)  # ...so the provider read it before this call
@@ -195,9 +196,7 @@ async def test_a_service_without_lazy_members_is_sent_whole() -> None:
     world = World()
     world.spawn("1", EagerChats)
     async with connected(world) as (binding, tap, _):
-        instances = Instances()
-        binding.observe(EagerChats, instances.observe)
-        chat = await instances.get("1")
+        _, chat = await _observed(binding, EagerChats)
         world.bump("1", 2)
         await _roundtrip(chat)
         assert tap.updates[("1", "view")] == 2
