@@ -51,6 +51,7 @@ async def test_thinking_high_sets_the_level_the_footer_shows_it_and_a_marker_rec
     async def test(pilot: Any) -> None:
         app = kit.app_of(pilot)
         await kit.wait_for(pilot, lambda: kit.idle(app) and app.client.models, "the view")
+        await app.wait_rendered()  # the footer paints the view at the render after it came
         seen["footer before"] = str(app.footer.status_line())
         await pilot.press(*"/thinking high", "enter")
         await kit.wait_for(pilot, lambda: _level(app) == "high", "the level to be set")

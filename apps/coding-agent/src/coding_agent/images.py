@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import base64
 import io
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 __all__ = [
     "IMAGE_SUFFIXES",
@@ -58,8 +59,7 @@ def detect_image_type(head: bytes) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class PreparedImage:
+class PreparedImage(msgspec.Struct, frozen=True):
     """An image ready for a request: base64 ``data`` in ``mime_type``, its size, and the size
     of the original when it was scaled down."""
 

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from coding_agent.trust import (
     LOCAL_CONFIG_DIR,
@@ -98,8 +99,7 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
     return {str(key): value for key, value in data.items()}, body
 
 
-@dataclass(frozen=True, slots=True)
-class Places:
+class Places(msgspec.Struct, frozen=True):
     """The folders prompt material is read from, for one working folder.
 
     ``config`` is ``$XDG_CONFIG_HOME/coding-agent``; ``home`` the user's home folder;

@@ -37,7 +37,6 @@ import secrets
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -123,8 +122,7 @@ def sessions_root(env: Mapping[str, str] | None = None) -> Path:
     return state_home(env) / "coding-agent" / "sessions"
 
 
-@dataclass(frozen=True, slots=True)
-class Session:
+class Session(msgspec.Struct, frozen=True):
     """One session folder and what ``session.json`` says about it."""
 
     path: Path

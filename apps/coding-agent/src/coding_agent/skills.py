@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from coding_agent.resources import FrontmatterError, Places, read_text, split_frontmatter
 
 __all__ = [
@@ -77,8 +79,7 @@ _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _SKIPPED_DIRS = {"node_modules", "__pycache__"}
 
 
-@dataclass(frozen=True, slots=True)
-class Skill:
+class Skill(msgspec.Struct, frozen=True):
     """One discovered skill."""
 
     name: str

@@ -26,9 +26,10 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from coding_agent.resources import Places, read_text
 from coding_agent.skills import (
@@ -120,8 +121,7 @@ def prompt_sections() -> dict[str, SystemSection]:
     }
 
 
-@dataclass(frozen=True, slots=True)
-class BuiltSections:
+class BuiltSections(msgspec.Struct, frozen=True):
     """The section values for one generation (``None``: the section is left out), where each
     came from (for ``/context``), and the warnings met on the way."""
 

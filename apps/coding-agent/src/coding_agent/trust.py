@@ -43,7 +43,6 @@ import pwd
 import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -310,8 +309,7 @@ def is_trusted(project: str | os.PathLike[str], store: TrustStore | None = None)
 
 
 # -- one start of the agent -----------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class ProjectTrust:
+class ProjectTrust(msgspec.Struct, frozen=True):
     """The trust picture of one project at one start: what it carries and what may load."""
 
     root: Path

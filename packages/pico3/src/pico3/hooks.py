@@ -57,8 +57,9 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
+
+import msgspec
 
 from chord.context import Context
 from chord.json import JsonError, copy_json
@@ -164,8 +165,7 @@ class HookRegistration:
         return f"<HookRegistration {self.namespace.name!r} on {_kind_name(self.kind)} ({scope})>"
 
 
-@dataclass(frozen=True, slots=True)
-class HookBinding:
+class HookBinding(msgspec.Struct, frozen=True):
     """One registration's handler for one point, as resolved for one chain."""
 
     registration: HookRegistration
@@ -316,8 +316,7 @@ def kernel_owner_of(kernel: Kernel) -> OwnerOf:
 
 
 # -- what handlers receive ---------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class HookApi:
+class HookApi(msgspec.Struct, frozen=True):
     """Identity only: which kind, task and conversation the hook runs in."""
 
     kind: str
@@ -325,22 +324,19 @@ class HookApi:
     conversation_id: int
 
 
-@dataclass(frozen=True, slots=True)
-class ToolHookApi(HookApi):
+class ToolHookApi(HookApi, frozen=True):
     """``after_tool``'s api: identity plus the call id."""
 
     call_id: str
 
 
-@dataclass(frozen=True, slots=True)
-class RequestHookApi(HookApi):
+class RequestHookApi(HookApi, frozen=True):
     """``before_request``'s api: identity plus the preparation cutoff."""
 
     cutoff: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class ResponseHookApi(HookApi):
+class ResponseHookApi(HookApi, frozen=True):
     """``after_response``'s api: identity plus the attempt number."""
 
     attempt: int
@@ -447,8 +443,7 @@ class BeforeToolApi:
         await self._slot(lambda tx, _slot: tx.emit(token, name, data), ctx)
 
 
-@dataclass(frozen=True, slots=True)
-class BeforeToolOutcome:
+class BeforeToolOutcome(msgspec.Struct, frozen=True):
     """The folded ``before_tool`` chain: the final call, or a block reason."""
 
     call: dict[str, Any]

@@ -37,6 +37,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+import msgspec
+
 from chord.context import Context
 from pico3.datamodel.section_seed import check_section_seed
 from pico3.kernel.errors import Forbidden
@@ -145,8 +147,7 @@ async def create_owned_conversation(
     return OwnedConversation(rt, await rt.commit(build, ctx))
 
 
-@dataclass(frozen=True, slots=True)
-class OwnedInput:
+class OwnedInput(msgspec.Struct, frozen=True):
     """An input sent to an owned conversation."""
 
     id: int

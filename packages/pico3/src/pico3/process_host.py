@@ -62,6 +62,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from urllib.parse import quote
 
 import anyio
+import msgspec
 from anyio.streams.text import TextReceiveStream
 
 from chord.context import Context, cancel_scope
@@ -118,8 +119,7 @@ class ProcessSpec:
             raise ValueError("ProcessSpec.env must map strings to strings")
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessStatus:
+class ProcessStatus(msgspec.Struct, frozen=True):
     """What a host knows about a key.
 
     ``state`` is ``"running"``, ``"exited"`` (then ``exit_code`` is set; negative means killed

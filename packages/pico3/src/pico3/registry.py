@@ -18,9 +18,10 @@ reload. Three rules make that safe (docs/design/reload.md#registrations):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Generic, TypeVar
+
+import msgspec
 
 __all__ = ["DuplicateRegistration", "NamedRegistry", "Registration", "RegistrySnapshot"]
 
@@ -31,8 +32,7 @@ class DuplicateRegistration(ValueError):
     """The name is already registered by a live registration."""
 
 
-@dataclass(frozen=True, slots=True)
-class RegistrySnapshot(Generic[T]):
+class RegistrySnapshot(msgspec.Struct, Generic[T], frozen=True):
     """An immutable view of a registry at one revision."""
 
     revision: int

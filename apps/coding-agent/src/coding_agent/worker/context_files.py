@@ -20,9 +20,10 @@ stores a delta entry only when the text changed). Each file is capped at
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from pico3 import SystemSection, define_section
 
@@ -45,8 +46,7 @@ MAX_FILE_CHARS = 100_000
 SECTION_KEY = "context-files"
 
 
-@dataclass(frozen=True, slots=True)
-class ContextFile:
+class ContextFile(msgspec.Struct, frozen=True):
     """One instruction file: its absolute path and (possibly capped) text."""
 
     path: str

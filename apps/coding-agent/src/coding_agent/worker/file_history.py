@@ -52,7 +52,6 @@ import stat
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -97,8 +96,7 @@ for the branch's own conversation)."""
 Action = Literal["restore", "delete", "unchanged", "conflict", "lost"]
 
 
-@dataclass(frozen=True, slots=True)
-class FilePlan:
+class FilePlan(msgspec.Struct, frozen=True):
     """What rewinding does to one file."""
 
     path: str

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from chord import Facet, FacetEnvironment, define_facet
 from coding_agent.worker.demo import ScriptedProvider, demo_provider, load_script
@@ -29,8 +30,7 @@ __all__ = ["PROVIDERS_FACET_ID", "ProviderChoice", "providers_facet", "resolve_p
 PROVIDERS_FACET_ID = "coding-agent/providers"
 
 
-@dataclass(frozen=True, slots=True)
-class ProviderChoice:
+class ProviderChoice(msgspec.Struct, frozen=True):
     """The providers of a session and the model new conversations use."""
 
     providers: tuple[Provider, ...]

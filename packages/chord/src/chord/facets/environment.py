@@ -35,6 +35,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
+import msgspec
+
 from chord.context import Context
 from chord.facets.registry import check_implementation
 from chord.services import Service, ServiceMode
@@ -213,8 +215,7 @@ class ServiceSpawner(Generic[T]):
         return close
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceReference:
+class ServiceReference(msgspec.Struct, frozen=True):
     """One declared requirement or provision: a service in a mode."""
 
     service: Service[Any]
@@ -225,14 +226,12 @@ class ServiceReference:
         return (self.service.id, self.mode)
 
 
-@dataclass(slots=True)
-class SingletonProvision:
+class SingletonProvision(msgspec.Struct):
     service: Service[Any]
     implementation: object
 
 
-@dataclass(slots=True)
-class KeyedProvision:
+class KeyedProvision(msgspec.Struct):
     service: Service[Any]
     spawner: ServiceSpawner[Any]
 

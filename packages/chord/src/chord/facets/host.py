@@ -71,13 +71,13 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
 from typing import Any, Literal, NoReturn
 
 import anyio
 import anyio.abc
+import msgspec
 
 from chord.context import BACKGROUND, Context
 from chord.facets.environment import (
@@ -172,16 +172,14 @@ def _check_facets(facets: Iterable[Facet], what: str) -> tuple[Facet, ...]:
     return result
 
 
-@dataclass(slots=True)
-class _Added:
+class _Added(msgspec.Struct):
     """The routes :meth:`FacetHost.add` built for one added facet (undone by ``retire``)."""
 
     binding: RemoteServices | None = None
     registry: LocalKeyedRegistry | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class _External:
+class _External(msgspec.Struct, frozen=True):
     service: Service[Any]
     mode: ServiceMode
     source: RemoteServiceSource

@@ -13,10 +13,10 @@ plugin manager). The reload coordinator owns the generations: after a successful
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import anyio
+import msgspec
 
 from chord.facets.facet import Facet
 
@@ -27,8 +27,7 @@ async def _nothing() -> None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class LoadedFacets:
+class LoadedFacets(msgspec.Struct, frozen=True):
     """One loaded generation: its facets and the function that releases it."""
 
     facets: tuple[Facet, ...]

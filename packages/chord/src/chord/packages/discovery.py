@@ -35,10 +35,11 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import unquote, urlparse
+
+import msgspec
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -57,8 +58,7 @@ class FacetDiscoveryError(Exception):
     """A facet package could not be described: a bad folder, declaration or entry point."""
 
 
-@dataclass(frozen=True, slots=True)
-class FacetPackage:
+class FacetPackage(msgspec.Struct, frozen=True):
     """Where a facet package lives and how to load it. Describes; never imports.
 
     ``plugin_module`` is the dotted module named by the entry point (``"greeter.plugin"``), and
@@ -268,8 +268,7 @@ class _Distribution(Protocol):
     def read_text(self, filename: str) -> str | None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class _EntryPoint:
+class _EntryPoint(msgspec.Struct, frozen=True):
     name: str
     value: str
     dist: _Distribution | None

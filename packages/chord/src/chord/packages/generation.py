@@ -50,10 +50,10 @@ import itertools
 import sys
 import types
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
 import pluggy
 
 from chord.facets.facet import Facet
@@ -93,8 +93,7 @@ class FacetLoadError(Exception):
         self.stage: Literal["import", "plugin"] = stage
 
 
-@dataclass(frozen=True, slots=True)
-class _Live:
+class _Live(msgspec.Struct, frozen=True):
     """What the finder needs to know about a generation while its modules may be imported."""
 
     package: str

@@ -42,7 +42,6 @@ import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -50,6 +49,7 @@ import anyio
 import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
+import msgspec
 
 from chord.facets.facet import Facet
 from chord.packages.discovery import FacetDiscoveryError, FacetPackage
@@ -99,8 +99,7 @@ class ReloadableHost(Protocol):
     async def reload(self, facets: Sequence[Facet]) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class ReloadReport:
+class ReloadReport(msgspec.Struct, frozen=True):
     """The outcome of one reload attempt of one facet package.
 
     ``generation`` is the generation serving the package afterwards (the candidate after a

@@ -21,8 +21,9 @@ Method members carry no ops and pass through untouched.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, Generic, TypeVar
+
+from msgspec.structs import replace
 
 from chord.delta import decoder, encoder
 from chord.remote.grammar import (

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
+import msgspec
 from anyio.abc import TaskGroup
 
 from chord.context import Context
@@ -143,8 +143,7 @@ class StartOnce:
             pass
 
 
-@dataclass(frozen=True, slots=True)
-class BindingRuntime:
+class BindingRuntime(msgspec.Struct, frozen=True):
     """What facades and keyed bindings need from the binding that owns them."""
 
     transport: RemoteServiceTransport

@@ -10,8 +10,10 @@ Chord does not define framing, routing or transports, but it does define *what* 
 * the :data:`ServiceProviderUpdate` stream that follows it: ``state``, ``reset``, ``unavailable``,
   ``replaced``, ``spawned`` and ``closed``.
 
-Records are frozen dataclasses with snake_case fields; :meth:`to_json` produces the camelCase JSON
-of @earendil-works/chord 0.87, so a TypeScript peer reads what Python writes. The ``parse_*``
+Records are frozen :class:`msgspec.Struct` types with snake_case fields (defining one costs a
+fiftieth of a frozen slotted dataclass, and every process start defines them all);
+:meth:`to_json` produces the camelCase JSON of @earendil-works/chord 0.87, so a TypeScript peer
+reads what Python writes. The ``parse_*``
 functions accept only that exact JSON: unknown keys, missing keys, empty ids, out-of-range numbers,
 unknown ``type`` or ``kind`` values and invalid ops raise :class:`ServiceGrammarError`, whose
 message names the record (``"Invalid service call"``) and the field (``$.instance.generation``).
@@ -36,8 +38,9 @@ writer and parser of each shape stay side by side and cannot disagree.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, NoReturn, TypeAlias
+
+import msgspec
 
 from chord.delta import assert_valid_wire_op, decode_ops
 from chord.json import format_path, integral
@@ -119,8 +122,7 @@ def ops_to_json(ops: Sequence[Sequence[Any]]) -> list[list[Any]]:
 # -- calls ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceCall:
+class ServiceCall(msgspec.Struct, frozen=True):
     """One method invocation: ``{serviceId, instance?, member, args}``.
 
     ``args`` excludes the trailing ``Context``. Keyed instances carry their ``instance``
@@ -142,8 +144,7 @@ class ServiceCall:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceCatalogueEntry:
+class ServiceCatalogueEntry(msgspec.Struct, frozen=True):
     """One offered service: ``{serviceId, mode}``."""
 
     service_id: str
@@ -153,15 +154,13 @@ class ServiceCatalogueEntry:
         return {"serviceId": self.service_id, "mode": self.mode}
 
 
-@dataclass(frozen=True, slots=True)
-class CatalogueControlCall:
+class CatalogueControlCall(msgspec.Struct, frozen=True):
     """``$chord.service.catalogue()``: list the provider's catalogue."""
 
     type: ClassVar[Literal["catalogue"]] = "catalogue"
 
 
-@dataclass(frozen=True, slots=True)
-class SubscribeControlCall:
+class SubscribeControlCall(msgspec.Struct, frozen=True):
     """``$chord.service.subscribe(subscriptionId, serviceId, mode)``: open a subscription."""
 
     subscription_id: str
@@ -170,16 +169,14 @@ class SubscribeControlCall:
     type: ClassVar[Literal["subscribe"]] = "subscribe"
 
 
-@dataclass(frozen=True, slots=True)
-class UnsubscribeControlCall:
+class UnsubscribeControlCall(msgspec.Struct, frozen=True):
     """``$chord.service.unsubscribe(subscriptionId)``: close a subscription."""
 
     subscription_id: str
     type: ClassVar[Literal["unsubscribe"]] = "unsubscribe"
 
 
-@dataclass(frozen=True, slots=True)
-class MuteControlCall:
+class MuteControlCall(msgspec.Struct, frozen=True):
     """``$chord.service.mute(subscriptionId, member)``: stop sending the state updates of
     ``member`` on that subscription, except for the instances the peer follows (an extension,
     docs/wire.md#lazy-state)."""
@@ -189,8 +186,7 @@ class MuteControlCall:
     type: ClassVar[Literal["mute"]] = "mute"
 
 
-@dataclass(frozen=True, slots=True)
-class FollowControlCall:
+class FollowControlCall(msgspec.Struct, frozen=True):
     """``$chord.service.follow(subscriptionId, instance, member)`` (``follow=True``) or
     ``unfollow(...)``: send, or stop sending, the updates of one muted member of one instance
     (``instance`` is ``None`` for a singleton). An extension, docs/wire.md#lazy-state."""
@@ -289,8 +285,7 @@ def decode_service_control_call(call: ServiceCall) -> ServiceControlCall | None:
 # -- snapshots --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceMethodSnapshot:
+class ServiceMethodSnapshot(msgspec.Struct, frozen=True):
     """A method member: ``{name, kind: "method"}``."""
 
     name: str
@@ -300,8 +295,7 @@ class ServiceMethodSnapshot:
         return {"name": self.name, "kind": "method"}
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceStateSnapshot:
+class ServiceStateSnapshot(msgspec.Struct, frozen=True):
     """A state member at ``sequence``: ``{name, kind: "state", sequence, ops}``.
 
     In a subscription snapshot ``ops`` is the base batch ``(("r", value),)``.
@@ -324,8 +318,7 @@ class ServiceStateSnapshot:
 ServiceMemberSnapshot: TypeAlias = ServiceMethodSnapshot | ServiceStateSnapshot
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceInstanceSnapshot:
+class ServiceInstanceSnapshot(msgspec.Struct, frozen=True):
     """One live instance: its members (sorted by name) and, when keyed, its address."""
 
     members: tuple[ServiceMemberSnapshot, ...]
@@ -339,8 +332,7 @@ class ServiceInstanceSnapshot:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceSubscriptionSnapshot:
+class ServiceSubscriptionSnapshot(msgspec.Struct, frozen=True):
     """Everything a new subscriber starts from. Keyed instances are sorted by key."""
 
     service_id: str
@@ -358,8 +350,7 @@ class ServiceSubscriptionSnapshot:
 # -- updates ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceStateUpdate:
+class ServiceStateUpdate(msgspec.Struct, frozen=True):
     """One published revision of a state member; ``sequence`` is the member's new sequence."""
 
     member: str
@@ -378,8 +369,7 @@ class ServiceStateUpdate:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceResetUpdate:
+class ServiceResetUpdate(msgspec.Struct, frozen=True):
     """Start over from ``snapshot``: sent when a subscriber's queue overflowed."""
 
     snapshot: ServiceSubscriptionSnapshot
@@ -389,8 +379,7 @@ class ServiceResetUpdate:
         return {"type": "reset", "snapshot": self.snapshot.to_json()}
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceUnavailableUpdate:
+class ServiceUnavailableUpdate(msgspec.Struct, frozen=True):
     """The singleton was withdrawn or the provider disposed; values become ``None``."""
 
     type: ClassVar[Literal["unavailable"]] = "unavailable"
@@ -399,8 +388,7 @@ class ServiceUnavailableUpdate:
         return {"type": "unavailable"}
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceReplacedUpdate:
+class ServiceReplacedUpdate(msgspec.Struct, frozen=True):
     """The singleton has a new implementation (same member shape); rehydrate from ``snapshot``."""
 
     snapshot: ServiceInstanceSnapshot
@@ -410,8 +398,7 @@ class ServiceReplacedUpdate:
         return {"type": "replaced", "snapshot": self.snapshot.to_json()}
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceSpawnedUpdate:
+class ServiceSpawnedUpdate(msgspec.Struct, frozen=True):
     """A keyed instance went live."""
 
     instance: ServiceInstanceSnapshot
@@ -421,8 +408,7 @@ class ServiceSpawnedUpdate:
         return {"type": "spawned", "instance": self.instance.to_json()}
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceClosedUpdate:
+class ServiceClosedUpdate(msgspec.Struct, frozen=True):
     """A keyed instance closed."""
 
     instance: InstanceAddress

@@ -34,6 +34,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+import msgspec
+
 from chord.state import ReplicaState, is_replicated_state
 
 __all__ = [
@@ -64,16 +66,14 @@ class MethodMember:
     arity: dict[int, bool] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class StateMember:
+class StateMember(msgspec.Struct, frozen=True):
     """A replicated state member (a ``MutableReplicatedState``)."""
 
     state: Any
     kind: Literal["state"] = "state"
 
 
-@dataclass(frozen=True, slots=True)
-class ClassifiedImplementation:
+class ClassifiedImplementation(msgspec.Struct, frozen=True):
     """An implementation and its members, sorted by name."""
 
     implementation: object

@@ -19,9 +19,9 @@ go to ``on_error`` and never reach the source.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+import msgspec
 from anyio.abc import TaskGroup
 
 from chord.context import Context
@@ -40,16 +40,14 @@ __all__ = [
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class SourceSnapshot(Generic[T]):
+class SourceSnapshot(msgspec.Struct, Generic[T], frozen=True):
     """The value at the attach boundary and the cursor of the last commit it includes."""
 
     value: T
     cursor: int
 
 
-@dataclass(frozen=True, slots=True)
-class SourceFrame(Generic[T]):
+class SourceFrame(msgspec.Struct, Generic[T], frozen=True):
     """One commit after the boundary: its cursor, resulting value, exact ops and context."""
 
     cursor: int

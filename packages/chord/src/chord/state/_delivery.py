@@ -21,9 +21,9 @@ import inspect
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias
 
+import msgspec
 from anyio.abc import TaskGroup
 
 from chord.context import BACKGROUND, Context
@@ -43,8 +43,7 @@ MAX_PENDING_DELIVERIES = 100
 _logger = logging.getLogger("chord")
 
 
-@dataclass(frozen=True, slots=True)
-class Delivery:
+class Delivery(msgspec.Struct, frozen=True):
     """What a listener call carries besides the value: first sight (``hydrate``) or a revision."""
 
     kind: Literal["hydrate", "update"]

@@ -40,12 +40,12 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import anyio
 import anyio.abc
+import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from chord.context import BACKGROUND, Context
@@ -72,24 +72,20 @@ def _log_error(error: BaseException) -> None:
 
 
 # -- supervisor commands --------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class _Opened:
+class _Opened(msgspec.Struct, frozen=True):
     harness: Harness
 
 
-@dataclass(frozen=True, slots=True)
-class _Created:
+class _Created(msgspec.Struct, frozen=True):
     harness: Harness
     conversation_ids: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class _Respawn:
+class _Respawn(msgspec.Struct, frozen=True):
     bridge: ViewBridge
 
 
-@dataclass(frozen=True, slots=True)
-class _Barrier:
+class _Barrier(msgspec.Struct, frozen=True):
     done: anyio.Event
 
 

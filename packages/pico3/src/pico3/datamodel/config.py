@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
+
+import msgspec
 
 from chord.json import JsonError, copy_json
 
@@ -55,8 +56,7 @@ class ConfigRejected(ValueError):
     """A config value or key was refused; nothing was written."""
 
 
-@dataclass(frozen=True, slots=True)
-class ConfigKey:
+class ConfigKey(msgspec.Struct, frozen=True):
     """One declared key: its document, its default (or :data:`ABSENT`) and its validator.
 
     ``validate`` receives a private copy and returns the value to store, or raises

@@ -17,9 +17,9 @@ come from one session counter, so that order is id order. Derivation never calls
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from msgspec import UNSET
 
 from pico3.datamodel.json_shapes import Message
@@ -37,8 +37,7 @@ __all__ = [
 MISSING_RESULT_TEXT = "Tool result unavailable: history ends before this call completed."
 
 
-@dataclass(frozen=True, slots=True)
-class DerivedContext:
+class DerivedContext(msgspec.Struct, frozen=True):
     """The entries in context (``[H] + headless range``) and the model messages they produce."""
 
     entries: list[Entry]

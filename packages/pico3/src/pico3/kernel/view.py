@@ -63,8 +63,7 @@ BUFFER_LIMIT = 256
 """Envelopes a watch buffers before :meth:`Watch.start`; one more closes the watch."""
 
 
-@dataclass(frozen=True, slots=True)
-class Envelope:
+class Envelope(msgspec.Struct, frozen=True):
     """One commit's change to one conversation's view."""
 
     revision: int

@@ -102,23 +102,20 @@ FAUX_MODEL = ModelInfo(
 """The default faux model."""
 
 
-@dataclass(frozen=True)
-class FauxText:
+class FauxText(msgspec.Struct, frozen=True):
     """Text the faux model says."""
 
     text: str
 
 
-@dataclass(frozen=True)
-class FauxThinking:
+class FauxThinking(msgspec.Struct, frozen=True):
     """Thinking the faux model shows."""
 
     thinking: str
     signature: str | None = None
 
 
-@dataclass(frozen=True)
-class FauxToolCall:
+class FauxToolCall(msgspec.Struct, frozen=True):
     """A tool call; ``id`` ``None`` becomes ``call_<n>_<i>`` (call number, block number)."""
 
     name: str
@@ -126,8 +123,7 @@ class FauxToolCall:
     id: str | None = None
 
 
-@dataclass(frozen=True, eq=False)
-class FauxPause:
+class FauxPause(msgspec.Struct, frozen=True, eq=False):
     """Stop streaming until ``gate`` is set (or the context is cancelled)."""
 
     gate: anyio.Event
@@ -136,8 +132,7 @@ class FauxPause:
 FauxBlock = FauxText | FauxThinking | FauxToolCall | FauxPause
 
 
-@dataclass(frozen=True)
-class FauxResponse:
+class FauxResponse(msgspec.Struct, frozen=True):
     """One scripted answer.
 
     ``stop_reason`` ``None`` means ``toolUse`` when there are tool calls, else ``stop``. With
@@ -153,15 +148,13 @@ class FauxResponse:
     usage: Usage | None = None
 
 
-@dataclass(frozen=True)
-class FauxNotReady:
+class FauxNotReady(msgspec.Struct, frozen=True):
     """A poll answer: still not ready; a new handle, polled after ``poll_after_ms``."""
 
     poll_after_ms: int | None = None
 
 
-@dataclass(frozen=True)
-class FauxFetchError:
+class FauxFetchError(msgspec.Struct, frozen=True):
     """A poll answer: asking failed (the fetch raises ``ProviderError``)."""
 
     message: str
@@ -171,8 +164,7 @@ class FauxFetchError:
 FauxPoll = FauxResponse | FauxNotReady | FauxFetchError
 
 
-@dataclass(frozen=True)
-class FauxDeferred:
+class FauxDeferred(msgspec.Struct, frozen=True):
     """A step that answers with a deferred handle; fetches take ``polls`` in order."""
 
     polls: tuple[FauxPoll, ...]

@@ -41,6 +41,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
+import msgspec
 from msgspec import UNSET
 
 from chord.context import Context
@@ -71,8 +72,7 @@ RETRY: Final = "retry"
 """What a ``Next(builder)`` returns when the handler's snapshot became stale."""
 
 
-@dataclass(frozen=True, slots=True)
-class Completion:
+class Completion(msgspec.Struct, frozen=True):
     """How a task ends normally: ``completed`` with a result, or ``failed`` with a failure.
 
     Both values are strict JSON. Build with :meth:`completed` / :meth:`failed`.
@@ -101,8 +101,7 @@ class Completion:
             raise ValueError(f"completion {key}: {exc}") from None
 
 
-@dataclass(frozen=True, slots=True)
-class TaskInfo:
+class TaskInfo(msgspec.Struct, frozen=True):
     """A snapshot of a task handed to handlers and ``describe``.
 
     ``slot`` is a plain copy of the task's slot (``describe`` gets it without ``memos``);
@@ -153,15 +152,13 @@ Closure: TypeAlias = Callable[[Transaction, Task, Context], "Completion | Awaita
 AbortClosure: TypeAlias = Callable[[Transaction, Task, Context], Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Next:
+class Next(msgspec.Struct, frozen=True):
     """Advance: to a checkpoint dict, or through a transition builder run on the line."""
 
     target: dict[str, Any] | TransitionBuilder
 
 
-@dataclass(frozen=True, slots=True)
-class Done:
+class Done(msgspec.Struct, frozen=True):
     """Finish: ``closure(tx, current, ctx) -> Completion`` runs on the line; the kernel adds the
     terminal record (and retires the slot) in the same commit."""
 

@@ -19,8 +19,9 @@ It never waits for the generation: the returned :class:`InputHandle` does that o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
 
 from chord.context import Context
 from chord.json import JsonError, copy_json
@@ -74,8 +75,7 @@ def _scheduler(kernel: Kernel) -> Any:
     return scheduler
 
 
-@dataclass(frozen=True, slots=True)
-class InputHandle:
+class InputHandle(msgspec.Struct, frozen=True):
     """A user input's id and ways to follow it."""
 
     id: int

@@ -9,16 +9,16 @@ when the provider is unknown: the generation then fails ``no_model``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from pico3.models.provider import ModelInfo, Provider
 
 __all__ = ["DEFAULT_RETRY", "Models", "ResolvedModel", "resolve_model", "retry_delay_ms"]
 
 
-@dataclass(frozen=True, slots=True)
-class ResolvedModel:
+class ResolvedModel(msgspec.Struct, frozen=True):
     """A provider and the metadata of one of its models."""
 
     provider: Provider

@@ -30,9 +30,9 @@ input record reads. Inputs move only forward: ``queued → placed → done | una
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
+import msgspec
 from msgspec import UNSET
 
 from chord.json import copy_json
@@ -59,8 +59,7 @@ class ConversationBusy(KernelError):
     """``send(..., when_busy="reject")`` while a turn is running; nothing was written."""
 
 
-@dataclass(frozen=True, slots=True)
-class BoundaryResult:
+class BoundaryResult(msgspec.Struct, frozen=True):
     """What a boundary placed.
 
     ``triggers`` are the placed steer/follow-up inputs (in id order); ``terminated`` is true

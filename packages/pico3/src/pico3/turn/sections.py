@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from chord.json import JsonError, copy_json, equal_json
 from pico3.datamodel.section_seed import section_key_problem
 from pico3.registry import NamedRegistry, Registration, RegistrySnapshot
@@ -76,8 +78,7 @@ class SectionRegistry(NamedRegistry[SystemSection]):
         return super().snapshot()
 
 
-@dataclass(frozen=True, slots=True)
-class SectionState:
+class SectionState(msgspec.Struct, frozen=True):
     """A section as stored: its value and the text it rendered to."""
 
     value: Any

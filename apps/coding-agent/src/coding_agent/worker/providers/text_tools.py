@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import msgspec
@@ -71,8 +70,7 @@ OPEN_FENCE = "```tool_call"
 """The opening fence; the block ends at a line that starts with :data:`FENCE`."""
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedCall:
+class ParsedCall(msgspec.Struct, frozen=True):
     """One complete tool call read from the text: a tool ``name`` and its JSON ``arguments``."""
 
     name: str
