@@ -39,7 +39,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -116,8 +115,7 @@ def _with_call_ids(response: FauxResponse, step: int, prefix: str = "") -> FauxR
     )
 
 
-@dataclass(frozen=True)
-class ConversationScript:
+class ConversationScript(msgspec.Struct, frozen=True):
     """The steps played to the conversations whose system prompt or first user message
     contains ``when``."""
 
@@ -125,8 +123,7 @@ class ConversationScript:
     steps: Sequence[FauxStep]
 
 
-@dataclass(frozen=True)
-class Script:
+class Script(msgspec.Struct, frozen=True):
     """A whole script: ``steps`` for every conversation no :class:`ConversationScript` claims."""
 
     steps: Sequence[FauxStep]

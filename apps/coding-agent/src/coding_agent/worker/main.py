@@ -170,8 +170,7 @@ class WorkerBusy(SessionError):
     """Another process (a worker, or a headless run) holds the session's lock."""
 
 
-@dataclass(frozen=True)
-class WorkerConfig:
+class WorkerConfig(msgspec.Struct, frozen=True):
     """What a session host needs: the session and the worker's options."""
 
     session: Session

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -145,8 +144,7 @@ class ModelEntry(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
         )
 
 
-@dataclass(frozen=True)
-class ModelSelection:
+class ModelSelection(msgspec.Struct, frozen=True):
     """The resolved provider and the model's metadata; ``ref`` is ``provider/id``."""
 
     provider: Provider

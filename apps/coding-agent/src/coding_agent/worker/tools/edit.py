@@ -35,10 +35,10 @@ import difflib
 import itertools
 import json
 import unicodedata
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import msgspec
 
 from .files import check_fresh, read_whole, record_written
 from .spec import (
@@ -100,16 +100,14 @@ EDIT_PARAMETERS: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
-class Edit:
+class Edit(msgspec.Struct, frozen=True):
     """One replacement: ``old_text`` (must occur once) becomes ``new_text``."""
 
     old_text: str
     new_text: str
 
 
-@dataclass(frozen=True)
-class _Span:
+class _Span(msgspec.Struct, frozen=True):
     index: int
     start: int
     end: int

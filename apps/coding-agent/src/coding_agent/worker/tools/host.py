@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol
+
+import msgspec
 
 from chord import Context
 
@@ -36,8 +37,7 @@ JobState = Literal["starting", "running", "exited", "failed", "killed"]
 
 
 # -- stamps and the ledger -----------------------------------------------------------------------
-@dataclass(frozen=True)
-class FileStamp:
+class FileStamp(msgspec.Struct, frozen=True):
     """What a file was when it was last read or written: size, mtime (ns) and maybe a hash."""
 
     size: int
@@ -75,8 +75,7 @@ class ReadLedger(Protocol):
 
 
 # -- jobs ----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class JobInfo:
+class JobInfo(msgspec.Struct, frozen=True):
     """What a :class:`JobControl` knows about one job.
 
     ``stdout``/``stderr`` are the tails the process host keeps (``dropped_*`` bytes before

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import os
 import signal
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 __all__ = ["ProcessRecord", "command_processes", "kill_command", "start_time"]
 
@@ -115,8 +116,7 @@ def kill_command(session: int) -> int:
     return len(stopped)
 
 
-@dataclass(frozen=True)
-class ProcessRecord:
+class ProcessRecord(msgspec.Struct, frozen=True):
     """A running command as ``bash`` records it: its session id (the shell's pid) and the
     shell's start time."""
 
