@@ -251,9 +251,11 @@ async def interleaved_run(config: Any, turns: int) -> list[Round]:
             async with open_session_host(other) as fresh:
                 reference = await fresh.harness.harness.root(BACKGROUND)
                 for n in range(1, REFERENCE + 1):
-                    await _turn(reference, f"Turn {n}: answer briefly.", (one[0], one[1]))
+                    await _turn(reference, f"Turn {n}: answer briefly.", (one.fresh, one.fresh_cpu))
                     late_turn += 1
-                    await _turn(root, f"Turn {late_turn}: answer briefly.", (one[2], one[3]))
+                    await _turn(
+                        root, f"Turn {late_turn}: answer briefly.", (one.late, one.late_cpu)
+                    )
             rounds.append(one)
     return rounds
 
