@@ -181,8 +181,9 @@ async def _prepared(task: TaskInfo, rt: Any, ctx: Context) -> Any:
     # copied for the hooks (which may change what they get) by chain_before_request.
     raw: list[dict[str, Any]] = [] if derived is None else derived.messages
     raw = await chain_before_request(rt, task, raw, cutoff, ctx)
-    message_memo, tools_memo = _memo(rt.harness.key, cid)
-    offered = request_tools(raw, getattr(rt.harness, "tools", None), memo=tools_memo)
+    harness = rt.harness  # a new window at every access
+    message_memo, tools_memo = _memo(harness.key, cid)
+    offered = request_tools(raw, getattr(harness, "tools", None), memo=tools_memo)
     level = prep.get("thinkingLevel", "off")
     messages, system, tokens = message_memo.convert(raw)
     request = Request(
