@@ -41,6 +41,7 @@ class Tap:
     def __init__(self, conn: FrameConnection) -> None:
         self._conn = conn
         self.updates: dict[tuple[str, str], int] = {}
+        self.lifecycle: list[dict[str, Any]] = []  # the other updates (spawned, closed, ...)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
@@ -52,6 +53,8 @@ class Tap:
             if update.get("type") == "state":
                 key = (update["instance"]["key"], update["member"])
                 self.updates[key] = self.updates.get(key, 0) + 1
+            else:
+                self.lifecycle.append(update)
         return frame
 
 
@@ -59,15 +62,21 @@ class World:
     def __init__(self) -> None:
         self.provider = RemoteServiceProvider([(Chats, "keyed"), (EagerChats, "keyed")])
         self.views: dict[str, Any] = {}
+        self.infos: dict[str, Any] = {}
 
     def spawn(self, key: str, service: Any = Chats) -> None:
         view = self.views[key] = replicated_state({"n": 0})
-        info = replicated_state({"id": key})
+        info = self.infos[key] = replicated_state({"id": key})
         self.provider.spawn(service, key, {"view": view, "info": info, "ping": _ping})
 
     def bump(self, key: str, times: int = 1) -> None:
         for _ in range(times):
             self.views[key].change(BACKGROUND, lambda d: d.__setitem__("n", d["n"] + 1))
+
+    def rename(self, key: str, times: int = 1) -> None:
+        """Change the eager ``info`` member of instance ``key``."""
+        for i in range(times):
+            self.infos[key].change(BACKGROUND, lambda d, i=i: d.__setitem__("name", f"n{i}"))
 
 
 def _ping(ctx: Context) -> str:
@@ -75,11 +84,13 @@ def _ping(ctx: Context) -> str:
 
 
 @asynccontextmanager
-async def connected(world: World) -> AsyncIterator[tuple[Any, Tap, anyio.abc.TaskGroup]]:
+async def connected(
+    world: World, queue_limit: int = 256
+) -> AsyncIterator[tuple[Any, Tap, anyio.abc.TaskGroup]]:
     client, server = memory_connection_pair()
     tap = Tap(client)
     async with anyio.create_task_group() as group:
-        group.start_soon(serve_provider, server, world.provider)
+        group.start_soon(lambda: serve_provider(server, world.provider, queue_limit=queue_limit))
         remote = RemoteConnection(tap)  # type: ignore[arg-type]
         group.start_soon(remote.run)
         binding = create_remote_service_binding(
@@ -201,3 +212,32 @@ async def test_a_service_without_lazy_members_is_sent_whole() -> None:
         await _roundtrip(chat)
         assert tap.updates[("1", "view")] == 2
         assert chat.view.value == {"n": 2}
+
+
+async def test_a_collapse_respawns_only_instances_whose_received_members_changed() -> None:
+    # A slow client's queue overflows: the waiting frames are dropped and each instance the
+    # client holds is compared with a fresh snapshot. Instance 1 changed only in its muted view,
+    # which the client does not receive, so it stays; instance 2's eager info changed, so it is
+    # closed and spawned again at its current value.
+    world = World()
+    world.spawn("1")
+    world.spawn("2")
+    async with connected(world, queue_limit=2) as (binding, tap, _):
+        instances, first = await _observed(binding)
+        second = await instances.get("2")
+        await _roundtrip(first)
+        tap.lifecycle.clear()
+        world.bump("1", 6)
+        world.rename("2", 6)  # more updates than the queue holds, published at once: a collapse
+        await _roundtrip(first)
+        assert (await instances.get("2")) is not second  # respawned: a new instance
+        assert (await instances.get("2")).info.value == {"id": "2", "name": "n5"}
+        touched = sorted(
+            (u["type"], (u.get("instance") or {}).get("key") or u["instance"]["instance"]["key"])
+            for u in tap.lifecycle
+        )
+        assert touched == [("closed", "2"), ("spawned", "2")]
+        assert tap.updates.get(("1", "view"), 0) == 0
+        # and the view that stayed still hydrates at its current value when followed
+        seen = await _until(first.view, lambda v: v is not None)
+        assert seen == [("hydrate", {"n": 6})]

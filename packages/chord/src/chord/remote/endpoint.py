@@ -201,9 +201,23 @@ class RemoteServiceEndpoint:
         muted.followed.add(key)
         return {"sequence": current[0], "value": current[1]}
 
+    def unfollowed(self, subscription_id: str) -> Callable[[InstanceAddress | None, str], bool]:
+        """A test of which state members this peer does not receive on ``subscription_id``: a
+        member it muted, of an instance it does not follow. The wire's collapse leaves them out
+        of its comparison (their sequences on the peer are stale by design, not changed)."""
+        muted = self._muted.get(subscription_id)
+        if muted is None or not muted.members:
+            return _nothing_unfollowed
+        members, followed = muted.members, muted.followed
+        return lambda instance, member: member in members and (instance, member) not in followed
+
     def _assert_active(self) -> None:
         if self._disposed:
             raise ServiceEndpointError("endpoint_disposed", "Remote service endpoint is disposed")
+
+
+def _nothing_unfollowed(instance: InstanceAddress | None, member: str) -> bool:
+    return False
 
 
 class _Muted:

@@ -152,6 +152,23 @@ def _sequences(instance: ServiceInstanceSnapshot) -> dict[str, int]:
     return {m.name: m.sequence for m in instance.members if isinstance(m, ServiceStateSnapshot)}
 
 
+def _same_sequences(
+    fresh: dict[str, int],
+    held: dict[str, int],
+    address: InstanceAddress | None,
+    unfollowed: Callable[[InstanceAddress | None, str], bool] | None,
+) -> bool:
+    """Whether the peer's ``held`` sequences are current, the members it does not receive aside."""
+    if fresh == held:
+        return True
+    if unfollowed is None or fresh.keys() != held.keys():
+        return False
+    return all(
+        sequence == held[member] or unfollowed(address, member)
+        for member, sequence in fresh.items()
+    )
+
+
 def _view_of(snapshot: ServiceSubscriptionSnapshot) -> _View:
     return {
         (i.instance.key if i.instance is not None else None): (i.instance, _sequences(i))
@@ -183,9 +200,16 @@ def _apply_to_view(view: _View, update: ServiceProviderUpdate) -> None:
 
 
 def _collapse_updates(
-    view: _View, snapshot: ServiceSubscriptionSnapshot
+    view: _View,
+    snapshot: ServiceSubscriptionSnapshot,
+    unfollowed: Callable[[InstanceAddress | None, str], bool] | None = None,
 ) -> list[ServiceProviderUpdate]:
-    """The updates, in Chord 0.87.1's grammar, that take a peer holding ``view`` to ``snapshot``."""
+    """The updates, in Chord 0.87.1's grammar, that take a peer holding ``view`` to ``snapshot``.
+
+    ``unfollowed(address, member)`` names the members the peer muted and does not follow
+    (docs/wire.md#lazy-state): the peer's copy of those is stale by design, so a change to one
+    alone does not close and respawn its instance (which would send its whole value once).
+    """
     if snapshot.mode == "singleton":
         if snapshot.instances:
             return [ServiceReplacedUpdate(snapshot.instances[0])]
@@ -198,7 +222,7 @@ def _collapse_updates(
         if (
             instance is not None
             and instance.instance == address
-            and _sequences(instance) == sequences
+            and _same_sequences(_sequences(instance), sequences, address, unfollowed)
         ):
             current.add(key)  # type: ignore[arg-type]
             continue
@@ -535,7 +559,8 @@ class _Peer:
     def _collapse(self, stream: _Stream, snapshot: ServiceSubscriptionSnapshot) -> None:
         stream.epoch += 1  # the frames still waiting are skipped by the writer
         stream.pending = 0
-        for update in _collapse_updates(stream.view, snapshot):
+        unfollowed = self._endpoint.unfollowed(stream.subscription_id)
+        for update in _collapse_updates(stream.view, snapshot, unfollowed):
             self._queue.append(_Outgoing(None, stream, update))
         self._wake.set()
 
