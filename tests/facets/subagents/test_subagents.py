@@ -261,7 +261,7 @@ class Modal:
         del hint
         shown = [c if isinstance(c, Choice) else Choice(c) for c in choices]
         self.tui.shown.append((title, shown, body))
-        return shown[0].value
+        return self.tui.picks.pop(0) if self.tui.picks else shown[0].value
 
     def close(self) -> None:
         pass
@@ -272,6 +272,7 @@ class ScriptedTui:
         self.commands: dict[str, Callable[[str, Context], Any]] = {}
         self.toasts: list[str] = []
         self.shown: list[tuple[str, list[Choice], str]] = []
+        self.picks: list[str] = []  # the values chosen, in order (then the first choice)
 
     async def acquire_modal(self, ctx: Context) -> Modal:
         return Modal(self)
@@ -334,6 +335,69 @@ async def test_slash_agents_lists_subagents_and_shows_a_transcript(
             assert "[prompt] task A" in transcript
             assert "→ note" in transcript and "[result] noted task A" in transcript
             assert "[agent] report: task A done" in transcript
+        group.cancel_scope.cancel()
+
+
+PLANNER = """---
+name: planner
+description: Plans by delegating.
+tools: agent, note
+---
+You are the planner.
+"""
+
+
+class NestedScript(Script):
+    """The parent asks the planner; the planner asks a general-purpose subagent (which notes
+    and reports, as in :class:`Script`) and reports what it heard."""
+
+    def __call__(self, request: Request, state: FauxState) -> FauxResponse:
+        last = request.messages[-1]
+        if any("planner" in s for s in request.system):
+            self.requests.append(request)
+            if isinstance(last, UserMessage):
+                call = {"description": "dig in", "prompt": "task B"}
+                return faux_response(faux_tool_call("agent", call, id="p1"))
+            return faux_response("plan: " + _text(last))
+        return super().__call__(request, state)
+
+
+@pytest.mark.parametrize("transport", ["loopback", "wire"])
+async def test_slash_agents_shows_a_subagents_own_subagents_under_it(
+    tmp_path: Path, transport: str
+) -> None:
+    agents = tmp_path / "config" / "coding-agent" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "planner.md").write_text(PLANNER)
+    call = {"description": "make a plan", "prompt": "task A", "subagent_type": "planner"}
+    script = NestedScript([call])
+    tui = ScriptedTui()
+    async with session(tmp_path, script) as s, anyio.create_task_group() as group:
+        source = _source(transport, s.host.services, group)
+        async with create_facet_host(
+            [tui_facet(cast(Any, tui)), agents_tui_facet], service_sources=[source]
+        ):
+            root = await s.harness.root(BACKGROUND)
+            handle = await root.send("go", BACKGROUND)
+            with anyio.fail_after(30):
+                await handle.wait(BACKGROUND)
+                await root.wait_for_idle(BACKGROUND)
+            (report,) = await tool_results(s)
+            assert report.model[0]["content"][0]["text"] == "plan: report: task B done"
+            await tui.commands["agents"]("", BACKGROUND)
+            (title, choices, _body), _transcript = tui.shown
+            assert title == "Subagents"
+            assert [c.label for c in choices] == [
+                "● make a plan (planner)",
+                "  ↳ ● dig in (general-purpose)",
+            ]
+            assert [c.description for c in choices] == ["finished", "finished"]
+            tui.picks = [choices[1].value]
+            await tui.commands["agents"]("", BACKGROUND)
+            *_, (t2, _c2, transcript) = tui.shown
+            assert t2 == "Subagent: dig in"
+            assert "[prompt] task B" in transcript
+            assert "[agent] report: task B done" in transcript
         group.cancel_scope.cancel()
 
 

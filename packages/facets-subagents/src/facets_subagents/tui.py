@@ -4,7 +4,8 @@ Running subagents already show in the app's tasks panel: their task's ``status``
 :class:`~.contract.SubagentStatus` (label, agent, current step). This facet observes every
 ``pi.conversation`` instance and follows the views of the conversations that no subagent owns
 (the root and its forks: their ``tasks`` hold the subagents' statuses), remembers the subagents
-it has seen (running or finished), and ``/agents`` offers them; picking one shows its
+it has seen (running or finished), and ``/agents`` offers them, each subagent's own subagents
+indented under it (found in its view when ``/agents`` runs); picking one shows its
 transcript: the prompt, each assistant message, each tool call and its result, read from the
 subagent's view as it is then. A subagent's own view is subscribed to only for that moment: a
 view is lazy across the wire (docs/wire.md#lazy-state), so ten running subagents do not stream
@@ -21,9 +22,9 @@ from chord import Context, Delivery, FacetEnvironment, cancel_scope, define_face
 from chord.textual import Choice, Tui
 from pico3 import ConversationService
 
-from .contract import SUBAGENT_KIND
+from .contract import AGENT_TOOL, SUBAGENT_KIND
 
-__all__ = ["subagents_in", "transcript_text", "tui_facet"]
+__all__ = ["finished_subagents_in", "subagents_in", "transcript_text", "tui_facet"]
 
 
 def subagents_in(view: Any) -> list[tuple[int, dict[str, Any]]]:
@@ -36,6 +37,30 @@ def subagents_in(view: Any) -> list[tuple[int, dict[str, Any]]]:
             if isinstance(status, dict):
                 found.append((int(key), status))
     return sorted(found)
+
+
+def finished_subagents_in(view: Any) -> list[tuple[int, dict[str, Any]]]:
+    """``(conversation id, status)`` of the subagents a conversation's ``agent`` calls ran to
+    their end, read from its entries (a finished task leaves the view's ``tasks``): the call's
+    ``description`` is the label, its result's details name the agent and the conversation."""
+    labels: dict[str, str] = {}
+    found: list[tuple[int, dict[str, Any]]] = []
+    entries = view.get("entries") if isinstance(view, dict) else None
+    for entry in entries or []:
+        for message in entry.get("model") or []:
+            if message.get("role") == "assistant" and isinstance(message.get("content"), list):
+                for block in message["content"]:
+                    if isinstance(block, dict) and block.get("name") == AGENT_TOOL:
+                        arguments = block.get("arguments")
+                        if isinstance(arguments, dict):
+                            labels[str(block.get("id"))] = str(arguments.get("description", ""))
+            elif message.get("role") == "toolResult" and message.get("toolName") == AGENT_TOOL:
+                details = (entry.get("data") or {}).get("details") or {}
+                child = details.get("conversation") if isinstance(details, dict) else None
+                if type(child) is int:
+                    label = labels.get(str(message.get("toolCallId")), "subagent")
+                    found.append((child, {"label": label, "agent": details.get("agent", "")}))
+    return found
 
 
 def _blocks(content: Any) -> list[str]:
@@ -118,6 +143,31 @@ def tui_facet(env: FacetEnvironment) -> None:
             stop()
         return first[0] if first else views.get(cid)
 
+    async def nested(ctx: Context) -> tuple[dict[int, int], set[Any]]:
+        """The subagents' own subagents (``child -> parent``) and which of them run.
+
+        They show in their parent subagent's view, which no one here follows: while a live
+        conversation some task owns is not yet accounted for, the known subagents' views are
+        read once each (a session whose subagents start none reads nothing)."""
+        parents: dict[int, int] = {}
+        running: set[Any] = set()
+        looked: set[int] = set()
+        while True:
+            owned = {c for c, i in instances.items() if "owner" in i.conversation.value}
+            todo = [c for c in seen if c in instances and c not in looked]
+            if not owned - seen.keys() or not todo:
+                return parents, running
+            for parent in todo:
+                looked.add(parent)
+                view = await current_view(parent, ctx)
+                live = {s.get("conversation"): dict(s) for _t, s in subagents_in(view)}
+                done = dict(finished_subagents_in(view))
+                for child, status in {**done, **live}.items():
+                    if type(child) is int and child != parent:
+                        seen[child] = status
+                        parents[child] = parent
+                running |= live.keys()
+
     async def agents(args: str, ctx: Context) -> None:
         if not seen:
             tui.notify("No subagent has run in this session yet")
@@ -127,13 +177,29 @@ def tui_facet(env: FacetEnvironment) -> None:
             for view in views.values()
             for _task, status in subagents_in(view)
         }
+        parents, nested_running = await nested(ctx)
+        running |= nested_running
+
+        def depth(cid: int) -> int:
+            level, at = 0, cid
+            while at in parents and level < 8:
+                level, at = level + 1, parents[at]
+            return level
+
+        def order(cid: int) -> list[int]:  # a subagent's own subagents follow it
+            path = [cid]
+            while path[0] in parents and len(path) < 9:
+                path.insert(0, parents[path[0]])
+            return path
+
         choices = [
             Choice(
                 str(cid),
+                f"{'  ' * depth(cid)}{'↳ ' if depth(cid) else ''}"
                 f"{'◐' if cid in running else '●'} {status.get('label')} ({status.get('agent')})",
                 status.get("progress", "") if cid in running else "finished",
             )
-            for cid, status in sorted(seen.items())
+            for cid, status in sorted(seen.items(), key=lambda item: order(item[0]))
         ]
         modal = await tui.acquire_modal(ctx)
         try:
