@@ -21,6 +21,7 @@ from chord.textual import Choice, tui_facet
 from chord.transport import memory_connection_pair
 from chord.wire import connect_service_source, serve_provider
 from coding_agent.tui.widgets.tasks import task_summary
+from facets_subagents.kind import StepBoard
 from facets_subagents.session import session_facet
 from facets_subagents.tui import subagents_in, transcript_text
 from facets_subagents.tui import tui_facet as agents_tui_facet
@@ -401,6 +402,40 @@ async def test_slash_agents_shows_a_subagents_own_subagents_under_it(
         group.cancel_scope.cancel()
 
 
+async def test_a_nested_subagents_step_shows_in_its_parents_row(tmp_path: Path) -> None:
+    # The root's tasks hold the first-level subagents only: the planner's row ends with what
+    # the subagent it runs is doing.
+    agents = tmp_path / "config" / "coding-agent" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "planner.md").write_text(PLANNER)
+    gate = anyio.Event()
+    call = {"description": "make a plan", "prompt": "task A", "subagent_type": "planner"}
+    async with session(tmp_path, NestedScript([call]), gate) as s:
+        root = await s.harness.root(BACKGROUND)
+        watch = await root.watch(BACKGROUND)
+        changed = anyio.Event()
+        mirror = replicated_state(watch.view)
+
+        def listener(envelope: Any) -> None:
+            mirror.apply(BACKGROUND, envelope.ops)
+            changed.set()
+
+        watch.start(listener)
+        handle = await root.send("go", BACKGROUND)
+        wanted = "running agent (1 tool call) › running note (1 tool call)"
+        with anyio.fail_after(30):
+            while not any(st.get("progress") == wanted for _t, st in subagents_in(mirror.value)):
+                await changed.wait()
+                changed = anyio.Event()
+        ((_task, status),) = subagents_in(mirror.value)
+        assert task_summary(status) == f"make a plan · {wanted}"
+        gate.set()
+        with anyio.fail_after(30):
+            await handle.wait(BACKGROUND)
+        watch.stop()
+        assert subagents_in(mirror.value) == []
+
+
 async def test_a_reload_mid_subagent_keeps_it_running_and_the_parent_gets_its_report(
     tmp_path: Path,
 ) -> None:
@@ -469,3 +504,23 @@ async def test_a_reload_mid_subagent_keeps_it_running_and_the_parent_gets_its_re
             assert len(child_requests) == 2
         finally:
             await generation.dispose()
+
+
+def test_the_step_board_shows_a_running_childs_step_after_its_parents_until_it_stops() -> None:
+    board = StepBoard()
+    board.start(1, "starting")
+    board.tool(1, "agent")
+    board.start(2, "starting", parent=1)
+    assert board.step(1) == "running agent (1 tool call) › starting"
+    board.start(3, "starting", parent=2)
+    board.tool(3, "grep")
+    assert board.step(2) == "starting › running grep (1 tool call)"
+    assert board.step(1) == "running agent (1 tool call) › starting › running grep (1 tool call)"
+    board.tool(1, "read")  # the parent's own step replaces the chain until the child's next
+    assert board.step(1) == "running read (2 tool calls)"
+    board.stop(3)
+    assert board.step(2) == "starting"
+    board.stop(2)
+    assert board.step(1) == "running read (2 tool calls)"
+    board.start(4, "starting", parent=99)  # a parent the board does not follow: none
+    assert board.step(4) == "starting" and board.step(1) == "running read (2 tool calls)"

@@ -24,6 +24,8 @@ class SubagentStatus(TypedDict):
     """The agent definition's name (``subagent_type``)."""
     progress: str
     """The current step: ``starting``, ``running grep (3 tool calls)`` (``resumed`` after a
-    restart); the final answer has no step of its own (the task completes next)."""
+    restart); the final answer has no step of its own (the task completes next). While the
+    subagent runs one of its own, the step ends with that one's: ``running agent (1 tool call) ›
+    running grep (2 tool calls)``."""
     conversation: NotRequired[int]
     """The subagent's conversation id, once it exists."""

@@ -45,26 +45,40 @@ __all__ = ["StepBoard", "final_text", "subagent_kind"]
 
 class StepBoard:
     """The live step of each running subagent, by its conversation id (not durable: after a
-    restart it starts again from ``resumed``)."""
+    restart it starts again from ``resumed``).
+
+    A subagent run by another subagent (a definition that lists ``agent``) has a parent on the
+    board: while it runs, the parent's step ends with the child's (``running agent (1 tool
+    call) › running grep (2 tool calls)``), so the tasks panel, which shows the first-level
+    subagents, shows what the nested one is doing."""
 
     def __init__(self) -> None:
-        self._steps: dict[int, str] = {}
+        self._own: dict[int, str] = {}  # each subagent's own step
+        self._steps: dict[int, str] = {}  # its own step, then its running child's
         self._tools: dict[int, int] = {}
+        self._parents: dict[int, int] = {}
         self._changed: dict[int, anyio.Event] = {}
 
     def follows(self, conversation_id: int) -> bool:
         return conversation_id in self._changed
 
-    def start(self, conversation_id: int, step: str) -> None:
-        self._steps[conversation_id] = step
+    def start(self, conversation_id: int, step: str, parent: int | None = None) -> None:
+        self._own[conversation_id] = self._steps[conversation_id] = step
         self._changed.setdefault(conversation_id, anyio.Event())
+        if parent is not None and parent != conversation_id and parent in self._own:
+            self._parents[conversation_id] = parent
+            self._show(conversation_id, step)
 
     def stop(self, conversation_id: int) -> None:
+        self._own.pop(conversation_id, None)
         self._steps.pop(conversation_id, None)
         self._tools.pop(conversation_id, None)
+        parent = self._parents.pop(conversation_id, None)
         event = self._changed.pop(conversation_id, None)
         if event is not None:
             event.set()
+        if parent is not None and parent in self._own:  # the parent's own step again
+            self._show(parent, self._own[parent])
 
     def step(self, conversation_id: int) -> str:
         return self._steps.get(conversation_id, "")
@@ -72,10 +86,23 @@ class StepBoard:
     def set(self, conversation_id: int, step: str) -> None:
         if conversation_id not in self._changed:
             return
-        self._steps[conversation_id] = step
-        event = self._changed[conversation_id]
-        self._changed[conversation_id] = anyio.Event()
-        event.set()
+        self._own[conversation_id] = step
+        self._show(conversation_id, step)
+
+    def _show(self, conversation_id: int, step: str) -> None:
+        at: int | None = conversation_id
+        for _ in range(8):  # up the chain of parents (a definition may nest a few levels)
+            if at is None or at not in self._changed:
+                return
+            self._steps[at] = step
+            event = self._changed[at]
+            self._changed[at] = anyio.Event()
+            event.set()
+            parent = self._parents.get(at)
+            if parent is None or parent not in self._own:
+                return
+            step = f"{self._own[parent]} › {step}"
+            at = parent
 
     def tool(self, conversation_id: int, name: str) -> None:
         if conversation_id not in self._changed:
@@ -168,7 +195,9 @@ def subagent_kind(board: StepBoard) -> TaskKind:
         cid: int = task.checkpoint["child"]
         child = OwnedConversation(rt, cid)  # send checks the ownership (no read of its own)
         shown = str((task.slot or {}).get("step") or "")
-        board.start(cid, "resumed" if shown and shown != STARTING else STARTING)
+        board.start(
+            cid, "resumed" if shown and shown != STARTING else STARTING, task.conversation_id
+        )
         try:
             sent = await child.send(task.input["prompt"], ctx, request_id=f"{task.id}:prompt")
             records: list[Any] = []
