@@ -395,7 +395,8 @@ async def test_slash_agents_shows_a_subagents_own_subagents_under_it(
             assert [c.description for c in choices] == ["finished", "finished"]
             tui.picks = [choices[1].value]
             await tui.commands["agents"]("", BACKGROUND)
-            *_, (t2, _c2, transcript) = tui.shown
+            *_, (_t, again, _b), (t2, _c2, transcript) = tui.shown
+            assert [c.label for c in again] == [c.label for c in choices]  # still nested
             assert t2 == "Subagent: dig in"
             assert "[prompt] task B" in transcript
             assert "[agent] report: task B done" in transcript

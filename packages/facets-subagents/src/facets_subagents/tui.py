@@ -50,7 +50,11 @@ def finished_subagents_in(view: Any) -> list[tuple[int, dict[str, Any]]]:
         for message in entry.get("model") or []:
             if message.get("role") == "assistant" and isinstance(message.get("content"), list):
                 for block in message["content"]:
-                    if isinstance(block, dict) and block.get("name") == AGENT_TOOL:
+                    if (
+                        isinstance(block, dict)
+                        and block.get("type") == "toolCall"
+                        and block.get("name") == AGENT_TOOL
+                    ):
                         arguments = block.get("arguments")
                         if isinstance(arguments, dict):
                             labels[str(block.get("id"))] = str(arguments.get("description", ""))
@@ -99,6 +103,7 @@ def tui_facet(env: FacetEnvironment) -> None:
     views: dict[int, Any] = {}  # the followed conversations' views
     instances: dict[int, Any] = {}  # every live conversation instance
     seen: dict[int, dict[str, Any]] = {}  # child conversation id -> last status
+    parents: dict[int, int] = {}  # a subagent's own subagent -> the subagent that ran it
 
     async def follow(conversation: Any, ctx: Context) -> None:
         info = conversation.conversation.value
@@ -143,20 +148,25 @@ def tui_facet(env: FacetEnvironment) -> None:
             stop()
         return first[0] if first else views.get(cid)
 
-    async def nested(ctx: Context) -> tuple[dict[int, int], set[Any]]:
-        """The subagents' own subagents (``child -> parent``) and which of them run.
+    async def nested(ctx: Context) -> set[Any]:
+        """Record the subagents' own subagents in ``seen`` and ``parents``; returns the ones
+        that run now.
 
-        They show in their parent subagent's view, which no one here follows: while a live
-        conversation some task owns is not yet accounted for, the known subagents' views are
-        read once each (a session whose subagents start none reads nothing)."""
-        parents: dict[int, int] = {}
+        They show in their parent subagent's view, which no one here follows, so views are read
+        once each: those of the subagents known to have run some (which of them still run?),
+        and, while a live conversation some task owns is unaccounted for, every other known
+        subagent's (a session whose subagents start none reads nothing)."""
         running: set[Any] = set()
         looked: set[int] = set()
         while True:
             owned = {c for c, i in instances.items() if "owner" in i.conversation.value}
-            todo = [c for c in seen if c in instances and c not in looked]
-            if not owned - seen.keys() or not todo:
-                return parents, running
+            hunting = bool(owned - seen.keys())
+            known = set(parents.values())
+            todo = [
+                c for c in seen if c in instances and c not in looked and (hunting or c in known)
+            ]
+            if not todo:
+                return running
             for parent in todo:
                 looked.add(parent)
                 view = await current_view(parent, ctx)
@@ -168,6 +178,13 @@ def tui_facet(env: FacetEnvironment) -> None:
                         parents[child] = parent
                 running |= live.keys()
 
+    def lineage(cid: int) -> list[int]:
+        """``cid``'s chain of parent subagents, the first-level one first, ``cid`` last."""
+        path = [cid]
+        while path[0] in parents and len(path) < 9:
+            path.insert(0, parents[path[0]])
+        return path
+
     async def agents(args: str, ctx: Context) -> None:
         if not seen:
             tui.notify("No subagent has run in this session yet")
@@ -177,30 +194,19 @@ def tui_facet(env: FacetEnvironment) -> None:
             for view in views.values()
             for _task, status in subagents_in(view)
         }
-        parents, nested_running = await nested(ctx)
-        running |= nested_running
-
-        def depth(cid: int) -> int:
-            level, at = 0, cid
-            while at in parents and level < 8:
-                level, at = level + 1, parents[at]
-            return level
-
-        def order(cid: int) -> list[int]:  # a subagent's own subagents follow it
-            path = [cid]
-            while path[0] in parents and len(path) < 9:
-                path.insert(0, parents[path[0]])
-            return path
-
-        choices = [
-            Choice(
-                str(cid),
-                f"{'  ' * depth(cid)}{'↳ ' if depth(cid) else ''}"
-                f"{'◐' if cid in running else '●'} {status.get('label')} ({status.get('agent')})",
-                status.get("progress", "") if cid in running else "finished",
+        running |= await nested(ctx)
+        choices: list[Choice] = []
+        for cid, status in sorted(seen.items(), key=lambda item: lineage(item[0])):
+            depth = len(lineage(cid)) - 1  # a subagent's own subagents follow it, indented
+            mark = "◐" if cid in running else "●"
+            choices.append(
+                Choice(
+                    str(cid),
+                    f"{'  ' * depth}{'↳ ' if depth else ''}"
+                    f"{mark} {status.get('label')} ({status.get('agent')})",
+                    status.get("progress", "") if cid in running else "finished",
+                )
             )
-            for cid, status in sorted(seen.items(), key=lambda item: order(item[0]))
-        ]
         modal = await tui.acquire_modal(ctx)
         try:
             picked = await modal.choose("Subagents", choices)
