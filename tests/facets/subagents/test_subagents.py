@@ -525,3 +525,6 @@ def test_the_step_board_shows_a_running_childs_step_after_its_parents_until_it_s
     assert board.step(1) == "running read (2 tool calls)"
     board.start(4, "starting", parent=99)  # a parent the board does not follow: none
     assert board.step(4) == "starting" and board.step(1) == "running read (2 tool calls)"
+    board.start(99, "resumed")  # after a restart a parent may resume after its child
+    board.tool(4, "ls")
+    assert board.step(99) == "resumed › running ls (1 tool call)"

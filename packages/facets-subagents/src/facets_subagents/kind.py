@@ -65,7 +65,8 @@ class StepBoard:
     def start(self, conversation_id: int, step: str, parent: int | None = None) -> None:
         self._own[conversation_id] = self._steps[conversation_id] = step
         self._changed.setdefault(conversation_id, anyio.Event())
-        if parent is not None and parent != conversation_id and parent in self._own:
+        if parent is not None and parent != conversation_id:
+            # kept even if the parent is not (yet) on the board: a restart may resume it later
             self._parents[conversation_id] = parent
             self._show(conversation_id, step)
 
@@ -90,9 +91,9 @@ class StepBoard:
         self._show(conversation_id, step)
 
     def _show(self, conversation_id: int, step: str) -> None:
-        at: int | None = conversation_id
+        at = conversation_id
         for _ in range(8):  # up the chain of parents (a definition may nest a few levels)
-            if at is None or at not in self._changed:
+            if at not in self._changed:
                 return
             self._steps[at] = step
             event = self._changed[at]
