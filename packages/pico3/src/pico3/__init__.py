@@ -31,7 +31,7 @@ change without notice. The import-linter contract in the workspace's ``pyproject
   for every tool and feature; loaded on first use, so ``pathspec`` stays off the import path of a
   process that never walks a tree), :func:`write_atomic`, :func:`fsync_dir`.
 * Read-only tools: :func:`stored_writes` decodes the writes of a JSONL session file's bytes
-  (either line format) without opening the session (loaded on first use).
+  (either line format) without opening the session.
 """
 
 import typing as _typing
@@ -112,6 +112,7 @@ from pico3.storage import (
     StorageInUse,
     Task,
     read_blob,
+    stored_writes,
 )
 from pico3.tasks import (
     RETRY,
@@ -151,7 +152,6 @@ from pico3.turn.sections import SystemSection, define_section
 
 if _typing.TYPE_CHECKING:
     from pico3.ignore import IgnoreRules, walk_files
-    from pico3.storage._lines import stored_writes
 
 __all__ = [
     "BLOB_LIMIT",
@@ -273,7 +273,6 @@ __all__ = [
 _LAZY = {
     "IgnoreRules": "pico3.ignore",
     "walk_files": "pico3.ignore",
-    "stored_writes": "pico3.storage._lines",
 }
 """Public names imported on first use (see the module docstring)."""
 

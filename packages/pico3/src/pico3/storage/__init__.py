@@ -5,10 +5,12 @@
 * :class:`MemoryStorage`: in memory, reopenable; the reference backend.
 * :class:`JsonlStorage`: a directory of append-only JSONL files with crash recovery.
 * :class:`PostgresStorage`: sessions in a PostgreSQL database (psycopg 3), with leases.
+* :func:`stored_writes`: the writes of a JSONL file's bytes, for read-only tools.
 
 Storage knows nothing of the kernel: it stores what it is given, atomically, and reads it back.
 """
 
+from pico3.storage._lines import stored_writes
 from pico3.storage.base import (
     CorruptStorage,
     InvalidBatch,
@@ -84,4 +86,5 @@ __all__ = [
     "Write",
     "is_base",
     "read_blob",
+    "stored_writes",
 ]
