@@ -22,7 +22,7 @@ from pico3.harness import ConversationHandle, Harness
 from pico3.kernel.tx import Transaction
 from pico3.kernel.view import Envelope
 from pico3.storage import InvalidBatch, Storage
-from pico3.storage._tables import current_prechecked
+from pico3.storage.base import current_prechecked
 from pico3.storage.records import Entry, EntryWrite
 
 pytestmark = pytest.mark.anyio

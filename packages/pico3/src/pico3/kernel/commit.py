@@ -57,8 +57,14 @@ from pico3.kernel.namespaces import NamespaceRegistry
 from pico3.kernel.tx import Authority, Batch, Invoker, KindLookup, Transaction
 from pico3.kernel.tx.tasks import TaskOps
 from pico3.kernel.view import Delivery, ViewRegistry
-from pico3.storage._tables import PRECHECKED
-from pico3.storage.base import InvalidBatch, Storage, deferred_commit, has_task, sync_commit
+from pico3.storage.base import (
+    PRECHECKED,
+    InvalidBatch,
+    Storage,
+    deferred_commit,
+    has_task,
+    sync_commit,
+)
 from pico3.storage.records import (
     UNSET,
     Conversation,
@@ -605,7 +611,7 @@ class Kernel:
 
 class _StorageCall:
     """Around one storage commit: the batch's prechecked entries published in
-    :data:`~pico3.storage._tables.PRECHECKED` (the entries this batch built from payloads it
+    :data:`~pico3.storage.base.PRECHECKED` (the entries this batch built from payloads it
     validated and copied itself, which storage need not walk again; every other check still
     runs), and any failure but a refused batch turned into the session's fault."""
 

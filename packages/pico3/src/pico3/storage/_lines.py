@@ -165,7 +165,7 @@ def _body(raw: msgspec.Raw, opener: int, member: str) -> Any:
     """An entry payload as read: UNSET when absent, else its JSON text (a ``msgspec.Raw``,
     a private copy) once checked to be the right container type (``opener``: its first byte).
 
-    Storage hands out entries only through a msgspec round trip (``_tables.clone``), which
+    Storage hands out entries only through a msgspec round trip (``records.clone``), which
     decodes the text, so a replayed entry holds its payload as the few bytes it is stored in
     instead of a tree of Python objects (docs/design/storage.md#memory)."""
     if not raw:

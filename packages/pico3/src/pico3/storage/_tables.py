@@ -10,9 +10,9 @@ backend writes its files between the two steps.
 record types, and a typed msgspec round trip that yields the private copies the tables keep.
 One shortcut, for the kernel only: the entries it built itself from payloads it has just
 strictly validated and copied (and still owns exclusively) are named for the duration of one
-``commit`` call with :func:`prechecked`, and their strict-JSON walk is not repeated. Every
-other check (record types, the typed round trip, staging) still runs for them, and every other
-write is walked in full.
+``commit`` call with :func:`~pico3.storage.base.prechecked`, and their strict-JSON walk is not
+repeated. Every other check (record types, the typed round trip, staging) still runs for them,
+and every other write is walked in full.
 
 :class:`TableStorage` adds the lifecycle flags and the read half of the
 :class:`~pico3.storage.base.Storage` protocol on top; the backends add ``commit`` and ``open``.
@@ -25,13 +25,11 @@ apart, and every backend would import both halves anyway.
 
 from __future__ import annotations
 
-import contextvars
 import re
 import sys
 from array import array
 from bisect import bisect_left, insort
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +38,7 @@ import msgspec
 from chord.context import Context
 from chord.json import JsonError, copy_json, validate_json
 from pico3._text import lone_surrogate
-from pico3.storage.base import InvalidBatch, StorageClosed, StorageInUse
+from pico3.storage.base import EMPTY, InvalidBatch, StorageClosed, StorageInUse
 from pico3.storage.records import (
     UNSET,
     Conversation,
@@ -62,39 +60,13 @@ from pico3.storage.records import (
     TaskScan,
     TaskWrite,
     Write,
+    clone,
     is_base,
+    patched,
 )
-
-EMPTY: frozenset[int] = frozenset()
-PRECHECKED: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
-    "pico3_storage_prechecked", default=EMPTY
-)
-"""Set around one ``commit`` call (this task only): the :class:`Entry` objects (by ``id()``)
-whose payloads (``model``, ``data``, ``edits``) the caller has already validated as strict JSON
-and owns exclusively, i.e. the kernel's own appends, and the :class:`DocWrite` objects whose ops
-its document proxies recorded from validated values. Storage skips only their strict-JSON walk;
-record types, the typed round trip and staging still run. Use :func:`prechecked` or, on a hot
-path, ``token = PRECHECKED.set(ids)`` ... ``PRECHECKED.reset(token)``."""
-
-
-@contextmanager
-def prechecked(entry_ids: frozenset[int]) -> Iterator[None]:
-    """Set :data:`PRECHECKED` for the block."""
-    token = PRECHECKED.set(entry_ids)
-    try:
-        yield
-    finally:
-        PRECHECKED.reset(token)
-
-
-def current_prechecked() -> frozenset[int]:
-    """The entries :data:`PRECHECKED` names now (empty outside a :func:`prechecked` block)."""
-    return PRECHECKED.get()
-
 
 _ENCODER = msgspec.json.Encoder()
 _BATCH_DECODER = msgspec.json.Decoder(list[Write])
-_CLONE_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
 _DOLLAR_INDEX = re.compile(r"`\$\[(\d+)\]")
 
 
@@ -102,18 +74,6 @@ def encoded(value: Any) -> bytes:
     """``value`` as JSON text in a bytes object of its own size, to be held: msgspec's
     ``encode`` hands back its output buffer, which is about 1.5 times the text (tracemalloc)."""
     return bytes(memoryview(_ENCODER.encode(value)))
-
-
-def clone(value: Any, kind: Any = None) -> Any:
-    """A deep copy of ``value`` through msgspec, decoded as ``kind`` (default: its own type).
-
-    Lists of records need ``kind`` (``list[Entry]``); a plain ``list`` would decode to dicts.
-    """
-    kind = type(value) if kind is None else kind
-    decoder = _CLONE_DECODERS.get(kind)
-    if decoder is None:
-        decoder = _CLONE_DECODERS[kind] = msgspec.json.Decoder(kind)
-    return decoder.decode(_ENCODER.encode(value))
 
 
 LogItem = tuple[int, bool, bytes]
@@ -224,7 +184,7 @@ def normalize_batch(
     """Validate a caller's batch; return private, type-checked copies of its writes and their
     JSON encoding (a JSON array, reusable as the ``writes`` member of a record line).
 
-    ``prechecked`` (see :data:`PRECHECKED`) names entries whose strict-JSON walk is skipped."""
+    ``prechecked`` (see :data:`~pico3.storage.base.PRECHECKED`) names entries whose strict-JSON walk is skipped."""
     kind = type(writes)
     if kind is not list and kind is not tuple:
         if isinstance(writes, str | bytes) or not isinstance(writes, Sequence):
@@ -283,25 +243,6 @@ class Staged:
     def max_id(self) -> int:
         """The greatest id this batch creates (0 if none)."""
         return max(self.created, default=0)
-
-
-def patched(task: Task, patch: TaskPatch) -> Task:
-    """``task`` with ``patch`` applied (see :class:`Task` for what terminal drops)."""
-    changes: dict[str, Any] = {}
-    if patch.status is not UNSET:
-        changes["status"] = patch.status
-        if patch.status == "terminal" and task.status != "terminal":
-            changes["checkpoint"] = UNSET
-            changes["abort"] = UNSET
-    if patch.checkpoint is not UNSET:
-        changes["checkpoint"] = UNSET if patch.checkpoint is None else patch.checkpoint
-    if patch.abort is not UNSET:
-        changes["abort"] = patch.abort
-    if patch.outcome is not UNSET:
-        changes["outcome"] = patch.outcome
-    if patch.owns is not UNSET:
-        changes["owns"] = patch.owns
-    return msgspec.structs.replace(task, **changes)
 
 
 class _Row(msgspec.Struct, array_like=True, gc=False):

@@ -36,6 +36,10 @@ them together (JSONL with fsync: one trip to its writer thread for all of them, 
 durable on its own). ``None`` means nothing was done: await :meth:`Storage.commit`. The kernel uses
 it when present (:func:`deferred_commit`), under the same rule as ``commit_nowait``.
 
+One shortcut crosses the interface: around one commit the kernel names, in :data:`PRECHECKED`
+(:func:`prechecked`), the records it built itself from payloads it has just validated and copied;
+a backend reads them with :func:`current_prechecked` and skips only their strict-JSON walk.
+
 Documents are returned as a :data:`~pico3.storage.records.DocLog` (op batches from the last base)
 rather than as folded values: folding is :mod:`chord.delta`'s job (one delta engine, docs/design/decisions.md#d2), and the
 log is what the kernel needs to keep commit-granular history anyway.
@@ -56,7 +60,9 @@ Errors
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextvars
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Protocol, runtime_checkable
 
 from chord.context import Context
@@ -73,6 +79,7 @@ from pico3.storage.records import (
 )
 
 __all__ = [
+    "PRECHECKED",
     "CorruptStorage",
     "DeferredCommit",
     "InvalidBatch",
@@ -84,8 +91,10 @@ __all__ = [
     "StorageFailed",
     "StorageInUse",
     "SyncCommit",
+    "current_prechecked",
     "deferred_commit",
     "has_task",
+    "prechecked",
     "sync_commit",
 ]
 
@@ -271,3 +280,30 @@ def has_task(storage: object) -> Callable[[int], bool] | None:
     """``storage.has_task`` (whether a task id is stored) when the backend offers it, else
     ``None`` (see the module doc)."""
     return getattr(storage, "has_task", None)
+
+
+EMPTY: frozenset[int] = frozenset()
+PRECHECKED: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "pico3_storage_prechecked", default=EMPTY
+)
+"""Set around one ``commit`` call (this task only): the :class:`Entry` objects (by ``id()``)
+whose payloads (``model``, ``data``, ``edits``) the caller has already validated as strict JSON
+and owns exclusively, i.e. the kernel's own appends, and the :class:`DocWrite` objects whose ops
+its document proxies recorded from validated values. Storage skips only their strict-JSON walk;
+record types, the typed round trip and staging still run. Use :func:`prechecked` or, on a hot
+path, ``token = PRECHECKED.set(ids)`` ... ``PRECHECKED.reset(token)``."""
+
+
+@contextmanager
+def prechecked(entry_ids: frozenset[int]) -> Iterator[None]:
+    """Set :data:`PRECHECKED` for the block."""
+    token = PRECHECKED.set(entry_ids)
+    try:
+        yield
+    finally:
+        PRECHECKED.reset(token)
+
+
+def current_prechecked() -> frozenset[int]:
+    """The entries :data:`PRECHECKED` names now (empty outside a :func:`prechecked` block)."""
+    return PRECHECKED.get()

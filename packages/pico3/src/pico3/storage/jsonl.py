@@ -99,10 +99,9 @@ from pico3.storage._tables import (
     Staged,
     Tables,
     TableStorage,
-    current_prechecked,
     normalize_batch,
 )
-from pico3.storage.base import CorruptStorage, StorageFailed, StorageInUse
+from pico3.storage.base import CorruptStorage, StorageFailed, StorageInUse, current_prechecked
 from pico3.storage.records import (
     UNSET,
     DocRef,

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from chord.context import Context
-from pico3.storage._tables import TableStorage, current_prechecked, normalize_batch
+from pico3.storage._tables import TableStorage, normalize_batch
+from pico3.storage.base import current_prechecked
 from pico3.storage.records import DocRef, Write
 
 __all__ = ["MemoryStorage"]

@@ -89,7 +89,7 @@ import msgspec
 
 from chord.context import Context
 from pico3.storage._replay import TaskFates, gc_paused, replay
-from pico3.storage._tables import Staged, Tables, TableStorage, current_prechecked, normalize_batch
+from pico3.storage._tables import Staged, Tables, TableStorage, normalize_batch
 from pico3.storage.base import (
     CorruptStorage,
     LeaseLost,
@@ -97,6 +97,7 @@ from pico3.storage.base import (
     StorageError,
     StorageFailed,
     StorageInUse,
+    current_prechecked,
 )
 from pico3.storage.pg_blobs import BlobStore
 from pico3.storage.records import DocRef, DocWrite, Write, is_base

@@ -28,6 +28,10 @@ application JSON: a backend checks that they are strict JSON (:mod:`chord.json`)
 never looks inside them. Document ops are the decoded ops of :mod:`chord.delta` (``["s", path,
 value]`` and friends); the storage layer knows only one thing about them, that a batch whose first
 op is ``["r", value]`` replaces the whole document (a *base*, see :func:`is_base`).
+
+Two helpers every layer above shares: :func:`clone` (a private deep copy of a record through
+msgspec, how storage and the kernel hand records out) and :func:`patched` (a :class:`Task` with a
+:class:`TaskPatch` applied).
 """
 
 from __future__ import annotations
@@ -67,7 +71,9 @@ __all__ = [
     "TaskWrite",
     "UnsetType",
     "Write",
+    "clone",
     "is_base",
+    "patched",
 ]
 
 Id = Annotated[int, msgspec.Meta(ge=1, le=MAX_SAFE_INTEGER)]
@@ -278,3 +284,38 @@ def is_base(ops: Ops) -> bool:
         return False
     first = ops[0]
     return bool(first) and first[0] == "r"
+
+
+def patched(task: Task, patch: TaskPatch) -> Task:
+    """``task`` with ``patch`` applied (see :class:`Task` for what terminal drops)."""
+    changes: dict[str, Any] = {}
+    if patch.status is not UNSET:
+        changes["status"] = patch.status
+        if patch.status == "terminal" and task.status != "terminal":
+            changes["checkpoint"] = UNSET
+            changes["abort"] = UNSET
+    if patch.checkpoint is not UNSET:
+        changes["checkpoint"] = UNSET if patch.checkpoint is None else patch.checkpoint
+    if patch.abort is not UNSET:
+        changes["abort"] = patch.abort
+    if patch.outcome is not UNSET:
+        changes["outcome"] = patch.outcome
+    if patch.owns is not UNSET:
+        changes["owns"] = patch.owns
+    return msgspec.structs.replace(task, **changes)
+
+
+_CLONE_ENCODER = msgspec.json.Encoder()
+_CLONE_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def clone(value: Any, kind: Any = None) -> Any:
+    """A deep copy of ``value`` through msgspec, decoded as ``kind`` (default: its own type).
+
+    Lists of records need ``kind`` (``list[Entry]``); a plain ``list`` would decode to dicts.
+    """
+    kind = type(value) if kind is None else kind
+    decoder = _CLONE_DECODERS.get(kind)
+    if decoder is None:
+        decoder = _CLONE_DECODERS[kind] = msgspec.json.Decoder(kind)
+    return decoder.decode(_CLONE_ENCODER.encode(value))

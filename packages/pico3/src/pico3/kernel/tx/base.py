@@ -18,8 +18,7 @@ from pico3.kernel.errors import Forbidden, TransactionClosed, UnknownConversatio
 from pico3.kernel.proxy import Recorder, TrackedDict
 from pico3.kernel.tx.authority import Authority, Invoker
 from pico3.kernel.tx.batch import Batch
-from pico3.storage._tables import clone
-from pico3.storage.records import Conversation, DocRef, Entry, Input, Task
+from pico3.storage.records import Conversation, DocRef, Entry, Input, Task, clone
 
 if TYPE_CHECKING:
     from pico3.kernel.core import KernelCore

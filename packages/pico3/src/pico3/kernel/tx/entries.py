@@ -27,7 +27,6 @@ from pico3.kernel.errors import ReadAfterWrite
 from pico3.kernel.tx.authority import Authority
 from pico3.kernel.tx.base import _kind_name
 from pico3.kernel.tx.tasks import TaskOps
-from pico3.storage._tables import clone
 from pico3.storage.records import (
     Conversation,
     DocRef,
@@ -36,6 +35,7 @@ from pico3.storage.records import (
     EntryWrite,
     Input,
     InputWrite,
+    clone,
 )
 
 __all__ = ["EntryOps"]

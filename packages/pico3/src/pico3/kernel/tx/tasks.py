@@ -25,6 +25,7 @@ from pico3.storage.records import (
     TaskPatchWrite,
     TaskScan,
     TaskWrite,
+    patched,
 )
 
 __all__ = ["TaskOps"]
@@ -205,8 +206,6 @@ class TaskOps(TxBase):
         self._patch(TaskPatch(id=task_id, checkpoint=value))
 
     def _patch(self, patch: TaskPatch) -> Task:
-        from pico3.storage._tables import patched
-
         record = self._task_record(patch.id)
         if record is None:
             raise ValueError(f"task {patch.id} is not live in this session")
