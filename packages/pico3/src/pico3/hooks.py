@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import msgspec
 
@@ -70,12 +70,12 @@ from pico3.tools import SlotCommit, ToolResult, memo_key, slot_memo, split_memo_
 
 if TYPE_CHECKING:
     from pico3.kernel.commit import Kernel
-    from pico3.turn.sections import SectionDraft
 
 __all__ = [
     "CORE_POINTS",
     "BeforeToolApi",
     "BeforeToolOutcome",
+    "Draft",
     "HookApi",
     "HookBinding",
     "HookRegistration",
@@ -87,6 +87,18 @@ __all__ = [
     "ToolHookApi",
     "kernel_owner_of",
 ]
+
+
+class Draft(Protocol):
+    """What ``system_instructions`` needs of the draft its handlers edit: a snapshot before each
+    handler, restored when the handler raises. The turn loop passes its
+    :class:`~pico3.turn.sections.SectionDraft`; hooks sit below the turn and know it only by
+    this shape."""
+
+    def snapshot(self) -> object: ...
+
+    def restore(self, saved: object) -> None: ...
+
 
 CORE_POINTS: Mapping[str, frozenset[str]] = {
     "pi.generation": frozenset(
@@ -565,7 +577,7 @@ class HookRunner:
     # core points ---------------------------------------------------------------------------
     async def system_instructions(
         self,
-        draft: SectionDraft,
+        draft: Draft,
         config: Mapping[str, Any],
         tools: Sequence[Any],
         ctx: Context,
