@@ -6,11 +6,19 @@ was removed by moving the protocol a module needed to a leaf module (as
 ``pico3.kernel.core.KernelCore``, ``pico3.tasks.runtime.RuntimeHost``,
 ``chord.facets.environment.FacetDefinition`` and ``coding_agent.worker.tools.host`` did), or the
 code that needed the other side to a module of its own. The test fails on any cycle.
+
+A cycle that exists only for the type checker still counts: it is an arrow pointing back up,
+and the next runtime import along it is a circular import. The probes below show the graph the
+test reads has those arrows (``if TYPE_CHECKING:`` and function-level imports alike).
 """
 
 from __future__ import annotations
 
+import textwrap
+from pathlib import Path
+
 import grimp
+import pytest
 
 PACKAGES = (
     "chord",
@@ -22,6 +30,12 @@ PACKAGES = (
     "facets_subagents",
     "coding_agent",
 )
+
+
+def project_graph(*packages: str) -> grimp.ImportGraph:
+    """The import graph of ``packages``: every import, ``TYPE_CHECKING`` and function-level ones
+    included (no cache, so the graph is always today's code)."""
+    return grimp.build_graph(*packages, exclude_type_checking_imports=False, cache_dir=None)
 
 
 def _imports(graph: grimp.ImportGraph, module: str) -> list[str]:
@@ -83,8 +97,59 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert cycles(graph) == [frozenset({"a.x", "a.y"})]
 
 
+def _probe_package(root: Path, name: str, modules: dict[str, str]) -> None:
+    package = root / name
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for module, source in modules.items():
+        (package / f"{module}.py").write_text(textwrap.dedent(source))
+
+
+def test_a_cycle_only_the_type_checker_sees_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _probe_package(
+        tmp_path,
+        "probe_typing_cycle",
+        {
+            "upper": "from probe_typing_cycle.lower import Low\n",
+            "lower": """
+                from typing import TYPE_CHECKING
+                if TYPE_CHECKING:
+                    from probe_typing_cycle.upper import High
+                class Low: ...
+            """,
+            "apart": "import json\n",
+        },
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = cycles(project_graph("probe_typing_cycle"))
+    assert found == [frozenset({"probe_typing_cycle.upper", "probe_typing_cycle.lower"})]
+
+
+def test_a_cycle_through_a_function_level_import_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _probe_package(
+        tmp_path,
+        "probe_late_cycle",
+        {
+            "a": "from probe_late_cycle import b\n",
+            "b": """
+                def later():
+                    from probe_late_cycle import c
+                    return c
+            """,
+            "c": "import probe_late_cycle.a\n",
+        },
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = cycles(project_graph("probe_late_cycle"))
+    assert found == [frozenset({"probe_late_cycle.a", "probe_late_cycle.b", "probe_late_cycle.c"})]
+
+
 def test_there_is_no_import_cycle() -> None:
-    graph = grimp.build_graph(*PACKAGES, exclude_type_checking_imports=False)
+    graph = project_graph(*PACKAGES)
     found = cycles(graph)
     assert not found, "import cycles (TYPE_CHECKING included): " + "; ".join(
         " <-> ".join(sorted(c)) for c in found
