@@ -44,7 +44,17 @@ from pico3.models.provider import (
     messages_from_json,
 )
 from pico3.storage.records import Entry, Task
-from pico3.tasks.kinds import Completion, Done, Next, TaskInfo, TaskKind, define_task
+from pico3.tasks.kinds import (
+    AbortClosure,
+    Completion,
+    Done,
+    Next,
+    Step,
+    TaskInfo,
+    TaskKind,
+    define_task,
+)
+from pico3.tasks.runtime import Runtime
 from pico3.turn.hook_points import runner
 from pico3.turn.message_mirror import stream_message
 from pico3.turn.models import DEFAULT_RETRY, resolve_model, retry_delay_ms
@@ -156,7 +166,7 @@ def start_collapse(
 
 
 # -- overflow (called by pi.generation) ----------------------------------------------------------
-async def overflow_step(task: TaskInfo, rt: Any, ctx: Context) -> Done:
+async def overflow_step(task: TaskInfo, rt: Runtime, ctx: Context) -> Done:
     """The request does not fit: collapse and retry in a replacement generation, or fail."""
     cid = task.conversation_id
     inputs = list(task.input["inputs"])
@@ -187,7 +197,7 @@ async def overflow_step(task: TaskInfo, rt: Any, ctx: Context) -> Done:
     return Done(close)
 
 
-async def replacement_failed(task: TaskInfo, rt: Any, ctx: Context) -> Done | None:
+async def replacement_failed(task: TaskInfo, rt: Runtime, ctx: Context) -> Done | None:
     """docs/design/decisions.md#d8-g13: a generation created after an overflow collapse reads its outcome first; when the
     collapse did not complete, the group fails with a notice instead of looping."""
     if not task.after:
@@ -246,7 +256,7 @@ def _failed(task: TaskInfo, reason: str, detail: str) -> Done:
     return Done(close)
 
 
-async def _initial(task: TaskInfo, rt: Any, ctx: Context) -> Any:
+async def _initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
     cid = task.conversation_id
     settings = await rt.rewindable(cid, ctx)
     sticky = await rt.sticky(cid, ctx)
@@ -322,7 +332,7 @@ def _guarded(
     return build
 
 
-async def _summarize(task: TaskInfo, rt: Any, state: dict[str, Any], ctx: Context) -> Any:
+async def _summarize(task: TaskInfo, rt: Runtime, state: dict[str, Any], ctx: Context) -> Any:
     cid = task.conversation_id
     resolved = resolve_model(rt, state["model"])
     if resolved is None:
@@ -394,7 +404,7 @@ def _retry(
     return build
 
 
-async def _summarizing(task: TaskInfo, rt: Any, ctx: Context) -> Any:
+async def _summarizing(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
     """Recovery: the interrupted call counts as a failed attempt, never replayed as itself."""
     state: dict[str, Any] = dict(task.checkpoint or {})
     delay = retry_delay_ms(state["retry"], state["attempt"])
@@ -403,7 +413,7 @@ async def _summarizing(task: TaskInfo, rt: Any, ctx: Context) -> Any:
     return Next(_retry(task, state, rt.now() + delay, "interrupted"))
 
 
-async def _retrying(task: TaskInfo, rt: Any, ctx: Context) -> Any:
+async def _retrying(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
     state: dict[str, Any] = dict(task.checkpoint or {})
     await rt.sleep(state["untilMs"], ctx)
     following = {k: v for k, v in state.items() if k not in ("untilMs", "lastError")}
@@ -414,7 +424,7 @@ async def _retrying(task: TaskInfo, rt: Any, ctx: Context) -> Any:
     return await _summarize(task, rt, following, ctx)
 
 
-async def _prepared(task: TaskInfo, rt: Any, ctx: Context) -> Any:
+async def _prepared(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
     cid = task.conversation_id
     state: dict[str, Any] = dict(task.checkpoint or {})
     through = task.input["through"]
@@ -456,7 +466,7 @@ async def _prepared(task: TaskInfo, rt: Any, ctx: Context) -> Any:
     return Done(close)
 
 
-async def _abort(task: TaskInfo, rt: Any, ctx: Context) -> Any:
+async def _abort(task: TaskInfo, rt: Runtime, ctx: Context) -> AbortClosure:
     cid = task.conversation_id
 
     def close(tx: Transaction, current: Task, ctx: Context) -> None:

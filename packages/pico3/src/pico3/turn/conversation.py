@@ -45,6 +45,7 @@ from pico3.turn.state import newest_head, start_generation
 
 if TYPE_CHECKING:
     from pico3.kernel.commit import Kernel
+    from pico3.tasks.scheduler import Scheduler
 
 __all__ = [
     "InputHandle",
@@ -68,7 +69,7 @@ def _clock_now(kernel: Kernel) -> int:
     return int(clock.now())
 
 
-def _scheduler(kernel: Kernel) -> Any:
+def _scheduler(kernel: Kernel) -> Scheduler:
     scheduler = getattr(kernel.kinds, "scheduler", None)
     if scheduler is None:
         raise RuntimeError("this session has no task layer")

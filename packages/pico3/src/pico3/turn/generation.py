@@ -64,7 +64,18 @@ from pico3.models.provider import (
     ToolCall,
 )
 from pico3.storage.records import Task
-from pico3.tasks.kinds import RETRY, Completion, Done, Next, TaskInfo, TaskKind, define_task
+from pico3.tasks.kinds import (
+    RETRY,
+    AbortClosure,
+    Completion,
+    Done,
+    Next,
+    Step,
+    TaskInfo,
+    TaskKind,
+    define_task,
+)
+from pico3.tasks.runtime import Runtime
 from pico3.turn.collapse import (
     overflow_step,
     replacement_failed,
@@ -105,7 +116,7 @@ def _give_up(retry: dict[str, Any]) -> str:
 
 
 # -- preparation -----------------------------------------------------------------------------
-async def _initial(task: TaskInfo, rt: Any, ctx: Context) -> Any:
+async def _initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
     cid = task.conversation_id
     replaced = await replacement_failed(task, rt, ctx)
     if replaced is not None:
@@ -165,7 +176,7 @@ def _memo(harness: int, conversation_id: int) -> tuple[MessageMemo, ToolsMemo]:
     return memo
 
 
-async def _prepared(task: TaskInfo, rt: Any, ctx: Context) -> Any:
+async def _prepared(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
     cid = task.conversation_id
     prep: dict[str, Any] = dict(task.checkpoint or {})
     resolved = resolve_model(rt, prep["model"])
@@ -240,12 +251,12 @@ def _error(detail: str) -> AssistantMessage:
 
 async def _defer(
     task: TaskInfo,
-    rt: Any,
+    rt: Runtime,
     resolved: ResolvedModel,
     state: dict[str, Any],
     message: AssistantMessage,
     ctx: Context,
-) -> Any:
+) -> Step:
     """Persist a deferred answer's handle: ``deferred{handle, pollAt}`` + ``generation.deferred``.
 
     A handle the harness could never use (the provider cannot fetch, or the handle is not
@@ -288,7 +299,7 @@ def _defer_builder(
     return build
 
 
-async def _deferred(task: TaskInfo, rt: Any, ctx: Context) -> Any:
+async def _deferred(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
     """Poll a deferred handle at ``pollAt`` (also the recovery path: nothing is re-sent)."""
     state: dict[str, Any] = dict(task.checkpoint or {})
     await rt.sleep(state["pollAt"], ctx)
@@ -343,7 +354,7 @@ def _copy_message(message: AssistantMessage) -> AssistantMessage:
     return msgspec.convert(msgspec.to_builtins(message), AssistantMessage)
 
 
-async def _cancel_deferred(rt: Any, checkpoint: dict[str, Any], ctx: Context) -> None:
+async def _cancel_deferred(rt: Runtime, checkpoint: dict[str, Any], ctx: Context) -> None:
     """Best effort: give a deferred handle up. Failures are reported, never raised."""
     resolved = resolve_model(rt, checkpoint.get("model"))
     if resolved is None or not isinstance(resolved.provider, DeferringProvider):
@@ -359,12 +370,12 @@ async def _cancel_deferred(rt: Any, checkpoint: dict[str, Any], ctx: Context) ->
 
 async def _classify(
     task: TaskInfo,
-    rt: Any,
+    rt: Runtime,
     state: dict[str, Any],
     message: AssistantMessage,
     retryable: bool,
     ctx: Context,
-) -> Any:
+) -> Step:
     attempt: int = state["attempt"]
     retry: dict[str, Any] = state["retry"]
     now = rt.now()
@@ -391,7 +402,7 @@ async def _classify(
 
 
 # -- recovery and retry ----------------------------------------------------------------------
-async def _requesting(task: TaskInfo, rt: Any, ctx: Context) -> Any:
+async def _requesting(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
     """Recovery only: the call may have happened. It counts as a failed attempt."""
     state: dict[str, Any] = dict(task.checkpoint or {})
     delay = retry_delay_ms(state["retry"], state["attempt"])
@@ -438,7 +449,7 @@ def _retry_builder(
     return build
 
 
-async def _retrying(task: TaskInfo, rt: Any, ctx: Context) -> Any:
+async def _retrying(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
     state: dict[str, Any] = dict(task.checkpoint or {})
     await rt.sleep(state["untilMs"], ctx)
     cid = task.conversation_id
@@ -595,7 +606,7 @@ def _final_closure(
 
 
 # -- abort and faults ------------------------------------------------------------------------------
-async def _abort(task: TaskInfo, rt: Any, ctx: Context) -> Any:
+async def _abort(task: TaskInfo, rt: Runtime, ctx: Context) -> AbortClosure:
     cid = task.conversation_id
     inputs = list(task.input["inputs"])
     if isinstance(task.checkpoint, dict) and task.checkpoint.get("phase") == "deferred":

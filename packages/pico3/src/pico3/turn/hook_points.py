@@ -14,6 +14,8 @@ from typing import Any
 from chord.context import Context
 from chord.json import copy_json
 from pico3.hooks import HookRegistry, HookRunner
+from pico3.tasks.kinds import TaskInfo
+from pico3.tasks.runtime import Runtime
 from pico3.turn.sections import SectionDraft
 
 __all__ = [
@@ -24,7 +26,7 @@ __all__ = [
 ]
 
 
-def runner(rt: Any, kind: str, task_id: int, conversation_id: int) -> HookRunner | None:
+def runner(rt: Runtime, kind: str, task_id: int, conversation_id: int) -> HookRunner | None:
     """The hook runner of one core task, or ``None`` without a hook registry."""
     hooks = getattr(rt, "hooks", None)
     if isinstance(hooks, HookRunner):
@@ -50,7 +52,7 @@ class _Kind:
 
 
 async def chain_before_request(
-    rt: Any, task: Any, messages: list[dict[str, Any]], cutoff: int, ctx: Context
+    rt: Runtime, task: TaskInfo, messages: list[dict[str, Any]], cutoff: int, ctx: Context
 ) -> list[dict[str, Any]]:
     """Run ``before_request`` on ``{"messages": [...]}``; returns the final messages.
 
@@ -66,7 +68,7 @@ async def chain_before_request(
 
 
 async def observe_after_response(
-    rt: Any, task: Any, message: dict[str, Any], attempt: int, ctx: Context
+    rt: Runtime, task: TaskInfo, message: dict[str, Any], attempt: int, ctx: Context
 ) -> None:
     """Run ``after_response`` observers on a terminal message."""
     hooks = runner(rt, "pi.generation", task.id, task.conversation_id)
@@ -75,7 +77,7 @@ async def observe_after_response(
 
 
 async def system_instructions(
-    rt: Any,
+    rt: Runtime,
     draft: SectionDraft,
     settings: Mapping[str, Any],
     loadout: Sequence[str],

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from pico3.models.provider import ModelInfo, Provider
+from pico3.tasks.runtime import Runtime
 
 __all__ = ["DEFAULT_RETRY", "Models", "ResolvedModel", "resolve_model", "retry_delay_ms"]
 
@@ -78,7 +79,7 @@ def retry_delay_ms(retry: Mapping[str, Any], attempt: int) -> int | None:
     return int(min(base * 2 ** (attempt - 1), cap))
 
 
-def resolve_model(rt: Any, ref: Any) -> ResolvedModel | None:
+def resolve_model(rt: Runtime, ref: Any) -> ResolvedModel | None:
     """The provider and model named by ``ref`` through the task runtime's
     ``services["models"]`` (``None``: no such provider, or no models service)."""
     models = rt.services.get("models")

@@ -32,7 +32,17 @@ from pico3.datamodel.context import MISSING_RESULT_TEXT
 from pico3.datamodel.entries import NewEntry
 from pico3.kernel.tx import Transaction
 from pico3.storage.records import Task
-from pico3.tasks.kinds import Completion, Done, TaskKind, define_task
+from pico3.tasks.kinds import (
+    AbortClosure,
+    Closure,
+    Completion,
+    Done,
+    Step,
+    TaskInfo,
+    TaskKind,
+    define_task,
+)
+from pico3.tasks.runtime import Runtime
 from pico3.turn.hook_points import runner
 from pico3.turn.placement import boundary, resolve_inputs, user_message
 from pico3.turn.state import (
@@ -65,7 +75,7 @@ def fold_controls(controls: list[dict[str, Any] | None]) -> tuple[list[str], boo
     return add, terminate, handoff
 
 
-async def _initial(task: Any, rt: Any, ctx: Context) -> Any:
+async def _initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
     tool_ids: list[int] = list(task.input["tools"])
 
     async def read(tx: Transaction, current: Task, ctx: Context) -> list[Task | None]:
@@ -84,7 +94,7 @@ async def _initial(task: Any, rt: Any, ctx: Context) -> Any:
     return Done(_closure(task, rt.now()))
 
 
-def _closure(task: Any, now: int):
+def _closure(task: TaskInfo, now: int) -> Closure:
     cid = task.conversation_id
     inputs: list[int] = list(task.input["inputs"])
     assistant: int = task.input["assistant"]
@@ -170,7 +180,7 @@ def _closure(task: Any, now: int):
     return close
 
 
-async def _abort(task: Any, rt: Any, ctx: Context) -> Any:
+async def _abort(task: TaskInfo, rt: Runtime, ctx: Context) -> AbortClosure:
     cid = task.conversation_id
     inputs: list[int] = list(task.input["inputs"])
     # A conversation abort marks the tools and this task together. Settle only once the tools

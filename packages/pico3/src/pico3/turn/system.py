@@ -43,21 +43,24 @@ from chord.json import copy_json, equal_json
 from pico3.datamodel.entries import NewEntry
 from pico3.kernel.tx import Transaction
 from pico3.models.provider import Tool
-from pico3.storage.records import UNSET, SectionSeed
+from pico3.registry import NamedRegistry
+from pico3.storage.records import UNSET, SectionSeed, Task
+from pico3.tasks.runtime import Runtime
+from pico3.tools import ToolDeclaration, ToolRegistry
 from pico3.turn.hook_points import system_instructions
-from pico3.turn.sections import SectionDraft, SectionState, freeze
+from pico3.turn.sections import SectionDraft, SectionRegistry, SectionState, freeze
 
 __all__ = ["OfferedTools", "SystemPlan", "ToolsMemo", "prepare_system", "request_tools"]
 
 _SETTINGS = ("model", "thinkingLevel", "selectedTools", "profile")
 
 
-def _registry(rt: Any, name: str) -> Any:
+def _registry(rt: Runtime, name: str) -> Any:
     harness = getattr(rt, "harness", None)
     return getattr(harness, name, None)
 
 
-def _revision(registry: Any) -> int:
+def _revision(registry: NamedRegistry[Any] | None) -> int:
     return int(getattr(registry, "revision", 0)) if registry is not None else 0
 
 
@@ -72,7 +75,7 @@ class SystemPlan:
     sections_revision: int
     head: int | None
     snapshot: _Snapshot
-    registries: tuple[Any, Any] = field(default=(None, None))
+    registries: tuple[ToolRegistry | None, SectionRegistry | None] = field(default=(None, None))
 
     @property
     def previous(self) -> dict[str, Any] | None:
@@ -198,17 +201,19 @@ def _canonical(snapshot: _Snapshot, seed: list[SectionSeed] | None) -> dict[str,
     return canonical
 
 
-async def prepare_system(rt: Any, cid: int, settings: dict[str, Any], ctx: Context) -> SystemPlan:
+async def prepare_system(
+    rt: Runtime, cid: int, settings: dict[str, Any], ctx: Context
+) -> SystemPlan:
     """Snapshot settings and registries, seed a section draft from the canonical sections
     (the section seed while it is in effect, else the newest managed entry's), run
     ``system_instructions`` and freeze the desired sections and loadout."""
-    tools_registry = _registry(rt, "tools")
-    sections_registry = _registry(rt, "sections")
+    tools_registry: ToolRegistry | None = _registry(rt, "tools")
+    sections_registry: SectionRegistry | None = _registry(rt, "sections")
     tools_revision = _revision(tools_registry)
     sections_revision = _revision(sections_registry)
 
     async def read(
-        tx: Transaction, current: Any, ctx: Context
+        tx: Transaction, current: Task, ctx: Context
     ) -> tuple[_Snapshot, list[SectionSeed] | None]:
         snapshot = await _snapshot(tx, cid)
         return snapshot, _section_seed(tx, cid, snapshot)
@@ -243,7 +248,7 @@ class OfferedTools:
     """The tools of the final request (docs/design/decisions.md#d8-g12: folded from its system messages)."""
 
     names: list[str]
-    declarations: list[Any]
+    declarations: list[ToolDeclaration]
 
     def wire(self) -> list[Tool]:
         """The provider-facing tool list."""
@@ -255,7 +260,7 @@ class OfferedTools:
 
 def request_tools(
     messages: Sequence[dict[str, Any]],
-    registry: Any,
+    registry: ToolRegistry | None,
     fallback: Sequence[str] = (),
     memo: ToolsMemo | None = None,
 ) -> OfferedTools:

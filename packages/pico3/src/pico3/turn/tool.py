@@ -40,14 +40,17 @@ from pico3.datamodel.entries import NewEntry
 from pico3.kernel.tx import Transaction
 from pico3.owned import create_owned_conversation
 from pico3.storage.records import Task
-from pico3.tasks.kinds import Completion, Done, TaskKind, define_task
+from pico3.tasks.kinds import AbortClosure, Completion, Done, Step, TaskInfo, TaskKind, define_task
+from pico3.tasks.runtime import Runtime
 from pico3.tools import (
     InvalidArguments,
     OutputBounds,
     OutputBuffer,
     RuntimeTools,
+    SlotCommit,
     ToolApi,
     ToolDeclaration,
+    ToolRegistry,
     ToolResult,
 )
 from pico3.turn.hook_points import runner
@@ -62,7 +65,7 @@ INTERRUPTED = (
 """The result of an interrupted ``"unsafe"`` call whose tool has no ``interrupted`` callback."""
 
 
-def tool_slot(tx: Transaction, task: Any) -> MutableMapping[str, Any]:
+def tool_slot(tx: Transaction, task: TaskInfo) -> MutableMapping[str, Any]:
     """The tracked slot of a tool task: ``sticky.turn.tools[index]`` (checked by call id)."""
     sticky = tx.document("sticky", task.conversation_id)
     index = task.input["index"]
@@ -74,17 +77,17 @@ def tool_slot(tx: Transaction, task: Any) -> MutableMapping[str, Any]:
     return tools[index]
 
 
-def _registry(rt: Any) -> Any:
+def _registry(rt: Runtime) -> ToolRegistry | None:
     return getattr(getattr(rt, "harness", None), "tools", None)
 
 
-def _declaration(rt: Any, name: str) -> ToolDeclaration | None:
+def _declaration(rt: Runtime, name: str) -> ToolDeclaration | None:
     registry = _registry(rt)
     found = registry.get(name) if registry is not None else None
     return found if isinstance(found, ToolDeclaration) else None
 
 
-def _slot_commit(rt: Any, task: Any):
+def _slot_commit(rt: Runtime, task: TaskInfo) -> SlotCommit:
     async def commit(
         fn: Callable[[Transaction, MutableMapping[str, Any]], Any], ctx: Context
     ) -> Any:
@@ -94,7 +97,7 @@ def _slot_commit(rt: Any, task: Any):
 
 
 # -- the normal path ---------------------------------------------------------------------------
-async def _initial(task: Any, rt: Any, ctx: Context) -> Any:
+async def _initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
     call: dict[str, Any] = dict(task.input["call"])
     name = call.get("name", "")
     if name not in task.input["offered"]:
@@ -140,9 +143,10 @@ def _invalid(declaration: ToolDeclaration, arguments: Any) -> str | None:
     return None
 
 
-async def _started(task: Any, rt: Any, ctx: Context) -> Any:
+async def _started(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
     """Recovery after a crash in ``started``: replay only when it is safe."""
     checkpoint = task.checkpoint
+    assert checkpoint is not None  # the started phase runs from its checkpoint
     call = dict(checkpoint["call"])
     declaration = _declaration(rt, call.get("name", ""))
     if declaration is None:
@@ -159,8 +163,8 @@ async def _started(task: Any, rt: Any, ctx: Context) -> Any:
 
 
 async def _report_interrupted(
-    task: Any, rt: Any, declaration: ToolDeclaration, call: dict[str, Any], ctx: Context
-) -> Any:
+    task: TaskInfo, rt: Runtime, declaration: ToolDeclaration, call: dict[str, Any], ctx: Context
+) -> Step:
     """The declaration's ``interrupted`` callback closes the call (as an error); if it fails,
     the generic :data:`INTERRUPTED` result does, naming the failure."""
     assert declaration.interrupted is not None
@@ -181,7 +185,9 @@ async def _report_interrupted(
     return Done(closure)
 
 
-def _api(task: Any, rt: Any, declaration: ToolDeclaration, call: dict[str, Any]) -> ToolApi:
+def _api(
+    task: TaskInfo, rt: Runtime, declaration: ToolDeclaration, call: dict[str, Any]
+) -> ToolApi:
     return ToolApi(
         task_id=task.id,
         conversation_id=task.conversation_id,
@@ -193,8 +199,8 @@ def _api(task: Any, rt: Any, declaration: ToolDeclaration, call: dict[str, Any])
 
 
 async def _invoke(
-    task: Any, rt: Any, declaration: ToolDeclaration, call: dict[str, Any], ctx: Context
-) -> Any:
+    task: TaskInfo, rt: Runtime, declaration: ToolDeclaration, call: dict[str, Any], ctx: Context
+) -> Step:
     api = _api(task, rt, declaration, call)
     arguments = copy_json(call.get("arguments", {}))
     try:
@@ -277,8 +283,8 @@ def _message_content(
 
 
 def _result_closure(
-    task: Any,
-    rt: Any,
+    task: TaskInfo,
+    rt: Runtime,
     call: dict[str, Any],
     result: ToolResult,
     bounds: OutputBounds,
@@ -359,13 +365,13 @@ def _result_closure(
     return close
 
 
-def _synthetic(task: Any, rt: Any, text: str, code: str) -> Done:
+def _synthetic(task: TaskInfo, rt: Runtime, text: str, code: str) -> Done:
     call = dict(task.input["call"])
     result = ToolResult.text(text, is_error=True)
     return Done(_result_closure(task, rt, call, result, OutputBounds(), code=code))
 
 
-def _slot_output(tx: Transaction, task: Any) -> str:
+def _slot_output(tx: Transaction, task: TaskInfo) -> str:
     """The output the call had streamed into its slot (``""``: none, or no slot)."""
     try:
         output = tool_slot(tx, task).get("output")
@@ -383,7 +389,7 @@ def _with_partial_output(content: list[dict[str, Any]], partial: str) -> list[di
 
 
 # -- abort -----------------------------------------------------------------------------------------
-async def _abort(task: Any, rt: Any, ctx: Context) -> Any:
+async def _abort(task: TaskInfo, rt: Runtime, ctx: Context) -> AbortClosure:
     """Mark the live foreground tasks of the conversations this call owns (their queues stay),
     then close with an aborted result."""
     cid = task.conversation_id
