@@ -1,4 +1,5 @@
-"""What a transaction and the view read of the kernel: the :class:`KernelCore` protocol.
+"""What a transaction and the view read of the kernel: the :class:`KernelCore` protocol, and
+the :class:`KindLookup` the task layer installs on the kernel.
 
 A leaf module (nothing of the kernel's line, commit or view is imported here), so
 :mod:`pico3.kernel.tx` and :mod:`pico3.kernel.view` name the kernel they work for without
@@ -18,11 +19,10 @@ if TYPE_CHECKING:
     from pico3.datamodel.context import DerivedContext
     from pico3.kernel.documents import DocumentCache
     from pico3.kernel.namespaces import NamespaceRegistry
-    from pico3.kernel.tx.authority import KindLookup
     from pico3.storage.base import Storage
     from pico3.storage.records import Conversation, Entry, Task
 
-__all__ = ["Describe", "KernelCore", "Reporter"]
+__all__ = ["Describe", "KernelCore", "KindLookup", "Reporter"]
 
 T = TypeVar("T")
 
@@ -31,6 +31,25 @@ Reporter = Callable[[BaseException], None]
 
 Describe = Callable[["Task", "dict[str, Any] | None"], Any]
 """The task layer's status projection: ``(task, slot without memos) -> JSON`` for the view."""
+
+
+class KindLookup(Protocol):
+    """What the kernel asks the task layer about kinds (installed by the scheduler)."""
+
+    def resolve(self, kind: object, *, core: bool) -> str:
+        """The kind name of ``kind``: the registered kind object (any authority) or, for core
+        callers, a registered name. Raises ``StaleDefinition`` for a stale object."""
+        ...
+
+    def initial_slot(self, name: str, input: Any) -> dict[str, Any] | None:
+        """The kind's initial slot for ``input`` (``None`` when it declares none)."""
+        ...
+
+    def starts_at_once(self, name: str) -> bool:
+        """Whether a new task of ``name`` with nothing to wait for is dispatched as soon as its
+        creating commit is durable (the kind registered, dispatch enabled and not held): then it
+        is created ``running``, claimed in that commit rather than in one of its own."""
+        ...
 
 
 class KernelCore(Protocol):

@@ -274,7 +274,7 @@ def _check_authority(name: str, *, core: bool, builtin: bool) -> None:
 
 
 class KindRegistry:
-    """The registered kinds of one session (the kernel's :class:`~pico3.kernel.tx.KindLookup`).
+    """The registered kinds of one session (the kernel's :class:`~pico3.kernel.core.KindLookup`).
 
     Registering adds the kind's config keys to the session (collisions reject); unregistering
     removes them. Pending tasks of an unregistered kind stay pending; they are dispatched again

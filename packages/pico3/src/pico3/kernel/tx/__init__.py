@@ -37,12 +37,12 @@ the task layer share with it.
 
 from __future__ import annotations
 
+from pico3.kernel.core import KindLookup
 from pico3.kernel.tx.authority import (
     TURN_KINDS,
     VIEW_HIDDEN_KINDS,
     Authority,
     Invoker,
-    KindLookup,
 )
 from pico3.kernel.tx.batch import Batch
 from pico3.kernel.tx.config import ConfigFacade

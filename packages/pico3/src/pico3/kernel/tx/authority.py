@@ -1,16 +1,16 @@
-"""Who commits: the :class:`Authority` levels, the task :class:`Invoker` token and the
-:class:`KindLookup` the task layer installs, plus the kind sets busy and the view judge by.
+"""Who commits: the :class:`Authority` levels and the task :class:`Invoker` token, plus the
+kind sets busy and the view judge by.
 
 A leaf module (it imports nothing of the kernel), so the task layer and the kernel both name
-these protocols without importing each other.
+these without importing each other.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
-__all__ = ["TURN_KINDS", "VIEW_HIDDEN_KINDS", "Authority", "Invoker", "KindLookup"]
+__all__ = ["TURN_KINDS", "VIEW_HIDDEN_KINDS", "Authority", "Invoker"]
 
 
 class Authority(enum.Enum):
@@ -36,25 +36,6 @@ class Invoker(Protocol):
 
     @property
     def alive(self) -> bool: ...
-
-
-class KindLookup(Protocol):
-    """What the kernel asks the task layer about kinds (installed by the scheduler)."""
-
-    def resolve(self, kind: object, *, core: bool) -> str:
-        """The kind name of ``kind``: the registered kind object (any authority) or, for core
-        callers, a registered name. Raises ``StaleDefinition`` for a stale object."""
-        ...
-
-    def initial_slot(self, name: str, input: Any) -> dict[str, Any] | None:
-        """The kind's initial slot for ``input`` (``None`` when it declares none)."""
-        ...
-
-    def starts_at_once(self, name: str) -> bool:
-        """Whether a new task of ``name`` with nothing to wait for is dispatched as soon as its
-        creating commit is durable (the kind registered, dispatch enabled and not held): then it
-        is created ``running``, claimed in that commit rather than in one of its own."""
-        ...
 
 
 TURN_KINDS = frozenset({"pi.generation", "pi.tool", "pi.post_tools"})
