@@ -3,7 +3,8 @@
 Every rule on the page names the contract that enforces it by its id, and every contract in the
 root pyproject.toml is named on the page, so a rule cannot be stated without being enforced nor a
 contract added without being explained. That the contracts are kept is checked by running
-lint-imports (tests/test_public_api.py).
+lint-imports (tests/test_public_api.py). A contract that lists feature packages lists all of
+them, so a new package cannot slip past a rule.
 """
 
 from __future__ import annotations
@@ -28,10 +29,27 @@ def named_rules() -> list[str]:
     return re.findall(r"^- `([a-z0-9-]+)`:", _section("Layer rules"), flags=re.MULTILINE)
 
 
-def contract_ids() -> list[str]:
+def contracts() -> list[dict]:
     with (ROOT / "pyproject.toml").open("rb") as f:
-        contracts = tomllib.load(f)["tool"]["importlinter"]["contracts"]
-    return [c["id"] for c in contracts]
+        return tomllib.load(f)["tool"]["importlinter"]["contracts"]
+
+
+def contract_ids() -> list[str]:
+    return [c["id"] for c in contracts()]
+
+
+def feature_packages() -> set[str]:
+    """Every feature package, found on disk."""
+    return {p.parent.name for p in ROOT.glob("packages/facets-*/src/*/__init__.py")}
+
+
+def _top_level_names(values: list[str]) -> set[str]:
+    """The root packages a contract field names (``a.b | c`` layer strings included)."""
+    names = set()
+    for value in values:
+        for part in value.split("|"):
+            names.add(part.strip().strip("()").split(".")[0])
+    return names
 
 
 def test_the_page_names_rules() -> None:
@@ -48,3 +66,17 @@ def test_every_rule_on_the_page_is_a_contract() -> None:
 def test_every_contract_is_a_rule_on_the_page() -> None:
     unnamed = sorted(set(contract_ids()) - set(named_rules()))
     assert not unnamed, f"contracts docs/architecture.md's 'Layer rules' does not name: {unnamed}"
+
+
+def test_a_contract_that_lists_feature_packages_lists_every_one() -> None:
+    features = feature_packages()
+    assert {"facets_approval", "facets_subagents"} <= features
+    short: list[str] = []
+    for contract in contracts():
+        for field, values in contract.items():
+            if not isinstance(values, list) or field == "ignore_imports":
+                continue
+            named = _top_level_names(values)
+            if named & features and not features <= named:
+                short.append(f"{contract['id']}.{field} lacks {sorted(features - named)}")
+    assert not short, "pyproject.toml's import contracts miss feature packages: " + "; ".join(short)
