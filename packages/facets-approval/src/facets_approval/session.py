@@ -26,13 +26,15 @@ time* (a mode changed while a turn runs applies to its next call):
 * ``"run"`` (``auto``, or an edit in ``accept-edits``): runs without asking — unless a decision
   was already recorded for this very call (before a crash), which stands.
 
-Confinement (:func:`confinement`): in every mode but ``auto``, an edit tool's target ``path`` is
-resolved the way the tools resolve it (``@`` dropped, ``~`` expanded, relative to the
-workspace) with every symlink followed. A target outside the workspace (the harness service
-``workspace``, the session's folder) asks even in ``accept-edits``; a target inside one of the
-*protected* paths (the harness service ``protected_paths``: the agent's own configuration, its
-trust file, a project's ``.coding-agent/`` folder with its facets, the session storage) asks in
-``ask`` and ``accept-edits`` alike. Neither is covered by the ``autoAllow`` list: such a call
+Confinement (:func:`confinement`), a separate step after the mode and the ``autoAllow`` list
+that can only turn "run" into "ask": in every mode but ``auto``, an edit tool's target ``path``
+is resolved the way the tools resolve it (``@`` dropped, ``~`` expanded, relative to the
+workspace). A target that makes the machine run code (:func:`guarded_reason` over the harness
+service ``guarded_paths``, whose list and reasons the app owns: ``.git/``, ``.mcp.json``,
+``.vscode/``, the agent's own configuration, trust file and state...; in any folder, checked as
+written and with symlinks resolved, case-insensitively) asks in ``ask`` and ``accept-edits``
+alike, and so does a target outside the workspace (the harness service ``workspace``, the
+session's folder; symlinks followed). Neither is covered by the ``autoAllow`` list: such a call
 asks every time, and the dialog's request says why (``reason``).
 
 The memo lives in the tool task's slot and is deleted with it; nothing needs cleaning up. The
@@ -55,7 +57,9 @@ mirror: it reads storage. A stored value that is not a mode (edited by hand) cou
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+import stat
+import unicodedata
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -96,6 +100,7 @@ from .contract import (
 
 __all__ = [
     "DEFAULT_RULES",
+    "GUARDED_PATHS_SERVICE",
     "NAMESPACE",
     "Action",
     "ApprovalInstallation",
@@ -103,6 +108,7 @@ __all__ = [
     "Ask",
     "approval_session_facet",
     "confinement",
+    "guarded_reason",
     "install_approval",
     "plan_mode_reason",
     "session_facet",
@@ -110,6 +116,10 @@ __all__ = [
 
 NAMESPACE = "approval"
 """The namespace string: memo keys, the ``autoAllow`` slice and the ``mode`` are stored under it."""
+
+GUARDED_PATHS_SERVICE = "guarded_paths"
+"""The harness service listing the files whose change makes the machine run code (the app
+provides it: ``[{"pattern": ".git/", "reason": "git runs ..."}, ...]``)."""
 
 Ask = Callable[[ApprovalRequest, Context], Awaitable[ApprovalDecision]]
 """``ask(request, ctx) -> decision``: how a decision is obtained (a dialog, a test's future)."""
@@ -204,23 +214,111 @@ def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def confinement(
-    arguments: object, workspace: str | None, protected: Sequence[str] = ()
-) -> str | None:
-    """Why an edit with ``arguments`` must ask whatever the mode (but ``auto``), or ``None``.
+def _fold(name: str) -> str:
+    """A path component as a case-insensitive file system (macOS, Windows) compares it:
+    Unicode-normalised, case-folded, without the trailing dots and blanks NTFS ignores."""
+    return unicodedata.normalize("NFC", name).casefold().rstrip(" .") or name
 
-    The target is ``arguments["path"]`` resolved against ``workspace`` with symlinks followed
-    (a symlinked file or folder pointing out of the workspace is outside). A target inside a
-    ``protected`` path is the agent's own configuration; one not inside ``workspace`` is
-    outside the project; an edit without a usable ``path``, or with no workspace known, cannot
-    be confined and asks too."""
+
+def _parts(path: str) -> list[str]:
+    return [_fold(part) for part in path.replace(os.sep, "/").split("/") if part]
+
+
+def _pattern_hit(parts: Sequence[str], pattern: str) -> bool:
+    """Whether a relative ``pattern`` (``.mcp.json``, ``.git/``: a folder and what is in it)
+    occurs in ``parts``, a path's folded components, at any depth."""
+    folder = pattern.endswith("/")
+    want = _parts(pattern)
+    size = len(want)
+    if not size:
+        return False
+    return any(
+        list(parts[start : start + size]) == want and (folder or start + size == len(parts))
+        for start in range(len(parts) - size + 1)
+    )
+
+
+def _entries(guarded: Iterable[object]) -> list[tuple[str, str]]:
+    """``(pattern, reason)`` of every usable entry: ``{"pattern", "reason"}`` mappings (the
+    harness service ``guarded_paths``) or bare absolute paths (the agent's own files)."""
+    found: list[tuple[str, str]] = []
+    for entry in guarded:
+        if isinstance(entry, str | os.PathLike):
+            found.append((os.fspath(entry), _OWN_FILES))  # pyright: ignore[reportUnknownArgumentType]
+        elif isinstance(entry, Mapping):
+            pattern, reason = entry.get("pattern"), entry.get("reason")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            if isinstance(pattern, str) and pattern:
+                found.append(
+                    (pattern, reason if isinstance(reason, str) and reason else _OWN_FILES)
+                )
+    return found
+
+
+_OWN_FILES = "it changes the agent's own configuration, trust or state"
+
+
+def _hard_linked(path: str) -> bool:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_nlink > 1
+
+
+def guarded_reason(target: str, workspace: str, guarded: Iterable[object]) -> str | None:
+    """Why writing ``target`` makes the machine run code (it must ask), or ``None``.
+
+    ``guarded`` is the harness service ``guarded_paths`` (the app owns the list and each
+    reason). A relative pattern is matched in every folder below ``workspace`` (anywhere in
+    the path when ``target`` is outside it); an absolute one covers that file or folder. Both
+    the path as written (normalised, a symlinked ``.git`` still reads ``.git/config``) and its
+    real path (``hooks -> .git/hooks``) are checked, case-insensitively; a regular file with
+    other hard links asks too, since a write changes every name of it."""
+    expanded = os.path.expanduser(workspace)
+    spelled = os.path.normpath(
+        target if os.path.isabs(target) else os.path.join(os.path.abspath(expanded), target)
+    )
+    real = os.path.realpath(spelled)
+    homes = (os.path.normpath(os.path.abspath(expanded)), os.path.realpath(expanded))
+    for pattern, reason in _entries(guarded):
+        absolute = os.path.isabs(os.path.expanduser(pattern))
+        for path, home in ((spelled, homes[0]), (real, homes[1])):
+            if absolute:
+                place = os.path.expanduser(pattern)
+                hit = any(
+                    _within("/".join(_parts(path)), "/".join(_parts(where)))
+                    for where in {os.path.normpath(place), os.path.realpath(place)}
+                )
+            else:
+                inside = _within(path, home)
+                hit = _pattern_hit(_parts(os.path.relpath(path, home) if inside else path), pattern)
+            if hit:
+                return f"{reason} ({real})"
+    if _hard_linked(real):
+        return f"the file has other hard links, and a write changes every one of them ({real})"
+    return None
+
+
+def confinement(
+    arguments: object, workspace: str | None, guarded: Sequence[object] = ()
+) -> str | None:
+    """Why an edit with ``arguments`` must ask whatever the mode (but ``auto``), the rules
+    and the ``autoAllow`` list, or ``None``. A separate step, run after everything that could
+    let the call run: its answer only ever turns "run" into "ask".
+
+    The target is ``arguments["path"]`` resolved against ``workspace``. A target that makes the
+    machine run code (:func:`guarded_reason`: ``.git/``, ``.mcp.json``, the agent's own
+    configuration...) says so; one not inside ``workspace`` (symlinks followed) is outside the
+    project; an edit without a usable ``path``, or with no workspace known, cannot be confined
+    and asks too."""
     path = arguments.get("path") if isinstance(arguments, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     if not isinstance(path, str) or not path or workspace is None:
         return "its target path is not known, so it cannot be confined to the project"
+    spelled = path[1:] if path.startswith("@") else path
+    reason = guarded_reason(os.path.expanduser(spelled), workspace, guarded)
+    if reason is not None:
+        return reason
     target = _resolve(path, workspace)
-    for guarded in protected:
-        if _within(target, os.path.realpath(os.path.expanduser(guarded))):
-            return f"it changes the agent's own configuration or trust ({target})"
     if not _within(target, os.path.realpath(os.path.expanduser(workspace))):
         return f"its target is outside the project ({target})"
     return None
@@ -325,13 +423,13 @@ def install_approval(
         declaration = harness.tools.get(tool)
         return declaration is not None and declaration.replay == "safe"
 
-    def where() -> tuple[str | None, list[str]]:
+    def where() -> tuple[str | None, list[object]]:
         services: Any = getattr(getattr(harness, "scheduler", None), "services", None) or {}
         workspace = services.get("workspace")
-        protected = services.get("protected_paths") or ()
+        guarded = services.get(GUARDED_PATHS_SERVICE) or ()
         return (
             workspace if isinstance(workspace, str) else None,
-            [str(p) for p in protected if isinstance(p, str | os.PathLike)],  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            list(guarded) if isinstance(guarded, list | tuple) else [],  # pyright: ignore[reportUnknownArgumentType]
         )
 
     async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> dict[str, str] | None:
@@ -347,9 +445,9 @@ def install_approval(
         if action == "block":
             return {"block": plan_mode_reason(tool)}
         reason: str | None = None
-        if rules.is_edit(tool) and mode != "auto":
-            workspace, protected = where()
-            reason = confinement(call.get("arguments"), workspace, protected)
+        if rules.is_edit(tool) and mode != "auto":  # after the rules: may only turn run into ask
+            workspace, guarded = where()
+            reason = confinement(call.get("arguments"), workspace, guarded)
             if reason is not None:
                 action = "ask"
         if action == "ask" and auto_allowed and reason is None:
