@@ -67,7 +67,7 @@ def calls(*paths: str) -> dict[str, Any]:
 
 
 def test_every_entry_of_the_list_is_in_the_table() -> None:
-    assert CODE_PATH_PATTERNS == set(REASONS)
+    assert set(REASONS) == CODE_PATH_PATTERNS
 
 
 async def test_accept_edits_asks_for_every_guarded_path_with_its_reason(
@@ -97,7 +97,9 @@ async def test_accept_edits_asks_for_every_guarded_path_with_its_reason(
         await client.wait_for(client.turn_ended)
 
     assert (project / "src" / "ok.py").read_text() == "x\n"  # an ordinary file: no dialog
-    reasons = {dialog.request["args"]["path"]: dialog.request["reason"] for dialog in client.approvals}
+    reasons = {
+        dialog.request["args"]["path"]: dialog.request["reason"] for dialog in client.approvals
+    }
     assert sorted(reasons) == sorted(guarded)  # each guarded write asked, nothing else did
     for path, pattern in TARGETS:
         reason = reasons[path]
@@ -149,7 +151,10 @@ async def test_auto_still_runs_guarded_writes(
     script = write_script(tmp_path / "script.json", [calls(*targets), {"text": "done"}])
     client = Client(approve=allow)
     args = ("--faux-script", str(script), "--permission-mode", "auto")
-    async with worker_process(session, agent_env, *args) as worker, connected(client, worker.socket):
+    async with (
+        worker_process(session, agent_env, *args) as worker,
+        connected(client, worker.socket),
+    ):
         await client.root.send({"content": "write them"}, BACKGROUND)
         await client.wait_for(client.turn_ended)
         results = [text_of(entry) for entry in client.entries("pi.tool_result")]

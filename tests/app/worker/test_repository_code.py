@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from worker_support import Client, allow, connected, text_of, worker_process, write_script
 
@@ -105,5 +106,5 @@ async def test_index_and_file_history_run_nothing_the_repository_configured(
     assert os.listdir(markers) == []
 
     # The trap was armed: plain git in the same repository runs the scripts.
-    subprocess.run(["git", "status"], cwd=repo, capture_output=True, check=False)
+    await anyio.run_process(["git", "status"], cwd=repo, check=False)
     assert {"fsmonitor", "process"} <= set(os.listdir(markers))
