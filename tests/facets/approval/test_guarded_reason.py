@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from coding_agent.guarded_paths import guarded_paths
-from facets_approval.session import confinement, guarded_reason
+from facets_approval.guarded import guarded_reason
+from facets_approval.session import confinement
 
 GUARDED = guarded_paths({"XDG_CONFIG_HOME": "/nonexistent/config"}, state_dir="/nonexistent/state")
 
