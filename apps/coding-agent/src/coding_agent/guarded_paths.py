@@ -8,7 +8,7 @@ permission rule says, a ``write`` or ``edit`` of such a file asks, and the dialo
 
 The worker hands the list to the approval feature as the harness service ``guarded_paths``
 (:func:`guarded_paths`): a list of ``{"pattern": ..., "reason": ...}``. The approval feature
-(``facets_approval.session.guarded_reason``) matches it; the two packages share only this
+(``facets_approval.guarded.guarded_reason``) matches it; the two packages share only this
 JSON shape. A pattern is either
 
 * **relative** (:data:`CODE_PATHS`): matched in every folder of the project, nested ones
