@@ -10,11 +10,23 @@ ask. The table is the app's own list, so a new entry is tested by adding its fil
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
-from worker_support import Client, allow, connected, deny, text_of, worker_process, write_script
+from worker_support import (
+    TIMEOUT,
+    Client,
+    allow,
+    connected,
+    deny,
+    text_of,
+    worker_process,
+    write_script,
+)
 
 from chord.context import BACKGROUND
 from coding_agent.guarded_paths import CODE_PATHS
@@ -162,3 +174,31 @@ async def test_auto_still_runs_guarded_writes(
     assert all(text.startswith("Successfully wrote") for text in results), results
     for target in targets:
         assert (session.cwd / target).read_text() == "x\n"
+
+
+async def test_the_binary_in_accept_edits_blocks_a_guarded_write_and_says_why(
+    project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    # `coding-agent -p --permission-mode accept-edits`: notes.txt is written, .mcp.json is not
+    # (exit 3), and the blocked line gives the reason and the one mode that would run it.
+    script = write_script(
+        tmp_path / "script.json", [calls(".mcp.json", "notes.txt"), {"text": "done"}]
+    )
+    binary = Path(sys.executable).with_name("coding-agent")
+    command = [str(binary), "-p", "write them", "--permission-mode", "accept-edits"]
+    with anyio.fail_after(TIMEOUT):
+        result = await anyio.run_process(
+            [*command, "--faux-script", str(script)],
+            env={**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "config")},
+            cwd=project,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    assert result.returncode == 3, result.stderr.decode()
+    assert result.stderr.decode() == (
+        "coding-agent: error: blocked the write call (.mcp.json): it needs approval in every "
+        f"mode but auto: {REASONS['.mcp.json']} ({project / '.mcp.json'}), and -p/--json asks "
+        "nobody; allow it with --approve allow or --permission-mode auto\n"
+    )
+    assert (project / "notes.txt").read_text() == "x\n"
+    assert not (project / ".mcp.json").exists()
