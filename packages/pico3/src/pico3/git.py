@@ -43,9 +43,9 @@ similar) has no use for any of them, so it does not depend on whether the projec
 * Diff drivers: ``diff``, ``log`` and ``show`` always get ``--no-ext-diff --no-textconv``
   (``diff.external``, ``diff.<d>.command`` and ``diff.<d>.textconv`` are then never run).
 * Transports (``core.sshCommand``, ``core.gitProxy``, ``core.askPass``) need nothing: none of
-  the accepted commands (:data:`GIT_COMMANDS`) talks to a remote.
+  the accepted commands (``_COMMANDS``) talks to a remote.
 * Aliases need nothing either: a built-in command always wins over an alias of the same name,
-  and only the built-ins of :data:`GIT_COMMANDS` are accepted.
+  and only the built-ins of ``_COMMANDS`` are accepted.
 * The system configuration is not read (``GIT_CONFIG_NOSYSTEM=1``); inherited variables that
   would point git at another repository or add configuration (``GIT_DIR``, ``GIT_WORK_TREE``,
   ``GIT_CONFIG_PARAMETERS``, ...) are dropped, so ``cwd`` decides; git stays off the terminal
@@ -63,9 +63,9 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 
-__all__ = ["GIT_COMMANDS", "run_git"]
+__all__ = ["run_git"]
 
-GIT_COMMANDS = frozenset({"ls-files", "rev-parse", "status", "diff", "log", "show", "ls-tree"})
+_COMMANDS = frozenset({"ls-files", "rev-parse", "status", "diff", "log", "show", "ls-tree"})
 """The git commands :func:`run_git` accepts: built-ins that only read, never an alias."""
 
 _DIFFING = frozenset({"diff", "log", "show"})
@@ -143,14 +143,21 @@ def run_git(
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``git <args>`` in ``cwd`` with no repository-configured program able to run.
 
-    ``args[0]`` must be a command of :data:`GIT_COMMANDS` (``ValueError`` otherwise); stdout
+    Switched off, as command-line configuration that beats every file: ``core.fsmonitor``,
+    hooks (``core.hooksPath=/dev/null``), every filter driver any configuration defines (so no
+    ``.gitattributes`` filter runs), external diff and textconv drivers (``--no-ext-diff
+    --no-textconv``), the pager, credential helpers, automatic gc; the system configuration is
+    not read. Use it for the agent's own git, trusted project or not.
+
+    ``args[0]`` must be one of the read-only built-ins ``ls-files``, ``rev-parse``, ``status``,
+    ``diff``, ``log``, ``show``, ``ls-tree`` (``ValueError`` otherwise); stdout
     and stderr are captured as bytes, stdin is ``/dev/null``, a non-zero exit is returned, not
     raised. ``env`` is the environment to start from (default: this process's). Raises
     ``FileNotFoundError`` when git is not installed, ``subprocess.TimeoutExpired`` past
     ``timeout``, ``OSError`` when it cannot be started.
     """
-    if not args or args[0] not in GIT_COMMANDS:
-        allowed = ", ".join(sorted(GIT_COMMANDS))
+    if not args or args[0] not in _COMMANDS:
+        allowed = ", ".join(sorted(_COMMANDS))
         raise ValueError(f"run_git runs only git's built-in {allowed}; got {list(args)!r}")
     git = shutil.which("git")
     if git is None:
