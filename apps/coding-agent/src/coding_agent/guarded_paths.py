@@ -11,8 +11,9 @@ The worker hands the list to the approval feature as the harness service ``guard
 (``facets_approval.guarded.guarded_reason``) matches it; the two packages share only this
 JSON shape. A pattern is either
 
-* **relative** (:data:`CODE_PATHS`): matched in every folder of the project, nested ones
-  included (``sub/.vscode/tasks.json``, a nested repository's ``.git/config``); a trailing
+* **relative** (:data:`CODE_PATHS`): matched at any depth of the target's absolute path, so in
+  every folder of the project (``sub/.vscode/tasks.json``, a nested repository's
+  ``.git/config``) and above it (a project inside ``~/.claude/`` is Claude Code's); a trailing
   ``/`` means the folder and everything in it (a file of that name too: a worktree's ``.git``
   file), otherwise the file itself; or
 * **absolute** (the agent's own files, added by :func:`guarded_paths`): that file or folder

@@ -4,7 +4,8 @@ The list itself is not here: the application owns it (the coding agent's
 ``coding_agent/guarded_paths.py``, one entry per file or folder with the reason a dialog shows)
 and hands it to the approval feature as the harness service :data:`GUARDED_PATHS_SERVICE`, a list
 of ``{"pattern": ..., "reason": ...}``. A pattern is *relative* (``.git/``, ``.mcp.json``:
-matched in every folder of the project, a trailing ``/`` meaning the folder and everything in it)
+matched at any depth of the target's absolute path, a trailing ``/`` meaning the folder and
+everything in it)
 or *absolute* (that file or folder and everything in it). :func:`guarded_reason` answers "why
 does writing this target need a person's yes?"; :func:`facets_approval.session.confinement` calls
 it as the last step of every edit's decision, after the mode, the ``autoAllow`` list and any
@@ -85,29 +86,25 @@ def guarded_reason(target: str, workspace: str, guarded: Iterable[object]) -> st
     """Why writing ``target`` makes the machine run code (it must ask), or ``None``.
 
     ``guarded`` is the harness service ``guarded_paths`` (the app owns the list and each
-    reason). A relative pattern is matched in every folder below ``workspace`` (anywhere in
-    the path when ``target`` is outside it); an absolute one covers that file or folder. Both
-    the path as written (normalised, a symlinked ``.git`` still reads ``.git/config``) and its
-    real path (``hooks -> .git/hooks``) are checked, case-insensitively; a regular file with
-    other hard links asks too, since a write changes every name of it."""
-    expanded = os.path.expanduser(workspace)
-    spelled = os.path.normpath(
-        target if os.path.isabs(target) else os.path.join(os.path.abspath(expanded), target)
-    )
+    reason); ``target`` is resolved against ``workspace``. A relative pattern is matched at any
+    depth of the absolute path (a project that itself lives in a ``.git`` or ``.claude`` folder
+    is inside one too); an absolute one covers that file or folder. Both the path as written
+    (normalised: a symlinked ``.git`` still reads ``.git/config``) and its real path (``hooks ->
+    .git/hooks``) are checked, case-insensitively; a regular file with other hard links asks
+    too, since a write changes every name of it."""
+    base = os.path.abspath(os.path.expanduser(workspace))
+    spelled = os.path.normpath(os.path.join(base, target))  # an absolute target stays itself
     real = os.path.realpath(spelled)
-    homes = (os.path.normpath(os.path.abspath(expanded)), os.path.realpath(expanded))
     for pattern, reason in _entries(guarded):
-        absolute = os.path.isabs(os.path.expanduser(pattern))
-        for path, home in ((spelled, homes[0]), (real, homes[1])):
-            if absolute:
-                place = os.path.expanduser(pattern)
+        place = os.path.expanduser(pattern)
+        for path in (spelled, real):
+            if os.path.isabs(place):
                 hit = any(
                     path_within("/".join(_parts(path)), "/".join(_parts(where)))
                     for where in {os.path.normpath(place), os.path.realpath(place)}
                 )
             else:
-                inside = path_within(path, home)
-                hit = _pattern_hit(_parts(os.path.relpath(path, home) if inside else path), pattern)
+                hit = _pattern_hit(_parts(path), pattern)
             if hit:
                 return f"{reason} ({real})"
     if _hard_linked(real):
