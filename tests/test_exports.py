@@ -126,6 +126,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "memo_once",
             "read_blob",
             "reload",
+            "run_git",
             "stored_writes",
             "walk_files",
             "write_atomic",

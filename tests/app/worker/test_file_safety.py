@@ -196,7 +196,7 @@ async def test_accept_edits_confines_writes_to_the_project_in_the_real_worker(
     reasons = [dialog.request.get("reason", "") for dialog in client.approvals]
     assert len(reasons) == 2
     assert "outside the project" in reasons[0]
-    assert "the agent's own configuration or trust" in reasons[1]
+    assert "the agent's trust file" in reasons[1]
 
 
 async def test_ls_of_a_non_utf8_name_and_old_spill_files_in_the_real_worker(

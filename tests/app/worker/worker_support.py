@@ -27,7 +27,7 @@ import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from chord.context import BACKGROUND, Context
-from chord.facets import FacetEnvironment, create_facet_host, define_facet
+from chord.facets import Facet, FacetEnvironment, create_facet_host, define_facet
 from chord.services import define_service
 from chord.state import Delivery
 from chord.transport import connect_unix
@@ -236,8 +236,9 @@ def text_of(entry: dict[str, Any]) -> str:
 
 
 @asynccontextmanager
-async def connected(client: Client, socket: Path) -> AsyncIterator[Client]:
-    """Run ``client`` against the worker on ``socket`` (reconnecting across restarts).
+async def connected(client: Client, socket: Path, *extra: Facet) -> AsyncIterator[Client]:
+    """Run ``client`` (and the ``extra`` facets) against the worker on ``socket`` (reconnecting
+    across restarts).
 
     The host's start waits for the worker's service list; a worker that is gone for good
     (crashed, or stopped by ``--linger``) fails the test after ``TIMEOUT`` instead of hanging."""
@@ -255,7 +256,7 @@ async def connected(client: Client, socket: Path) -> AsyncIterator[Client]:
             lambda: connect_unix(socket), task_group=group, on_error=lambda _error: None
         )
         try:
-            async with create_facet_host([client.facet()], service_sources=[source]):
+            async with create_facet_host([client.facet(), *extra], service_sources=[source]):
                 await client.wait_for(lambda: client.root is not None and not client.root_closed)
                 attached.set()
                 yield client

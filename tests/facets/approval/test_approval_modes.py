@@ -106,7 +106,7 @@ async def session(
     services = {
         "models": Models([FauxProvider(script)]),
         "workspace": str(effects_path.parent),  # the project: where the calls' paths point
-        "protected_paths": list(protected),
+        "guarded_paths": list(protected),
     }
     options = HarnessOptions(services=services)
     workers: list[HarnessServiceApi] = []
@@ -535,7 +535,7 @@ async def test_accept_edits_asks_for_every_write_that_leaves_the_project(
         assert effects(s.effects) == ["write", "write"]  # only the two inside the project ran
     reasons = sorted(asked)
     assert sum("outside the project" in r for r in reasons) == 4
-    assert sum("the agent's own configuration or trust" in r for r in reasons) == 1
+    assert sum("the agent's own configuration, trust or state" in r for r in reasons) == 1
     assert all(r.startswith("This asks in every mode but auto: ") for r in reasons)
     assert any(str(outside / "target.txt") in r for r in reasons)  # the symlink was followed
 

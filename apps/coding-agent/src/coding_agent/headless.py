@@ -197,7 +197,18 @@ def _describe(request: Any, what: str = "") -> str:
     return f"{name}{what} ({detail})" if detail else f"{name}{what}"
 
 
-def _remedy(name: str) -> str:
+def _needs(request: dict[str, Any]) -> str:
+    """Why the call needed approval: the request's reason (an edit that asks in every mode but
+    ``auto``: a file that runs code, a target outside the project), or just that it does."""
+    reason = request.get("reason")
+    if isinstance(reason, str) and reason.startswith("This asks in every mode but auto: "):
+        return "it needs approval in every mode but auto: " + reason.split(": ", 1)[1].rstrip(".")
+    return "it needs approval"
+
+
+def _remedy(name: str, request: dict[str, Any]) -> str:
+    if isinstance(request.get("reason"), str):  # accept-edits would ask again
+        return "--approve allow or --permission-mode auto"
     if name in ("write", "edit"):
         return "--approve allow or --permission-mode accept-edits (or auto)"
     return "--approve allow or --permission-mode auto"
@@ -445,8 +456,8 @@ def report_turn(
     for request in blocked:
         name = str(request.get("name") or "tool")
         print(
-            f"coding-agent: error: blocked the {_describe(request, ' call')}: it needs approval, "
-            f"and -p/--json asks nobody; allow it with {_remedy(name)}",
+            f"coding-agent: error: blocked the {_describe(request, ' call')}: {_needs(request)}, "
+            f"and -p/--json asks nobody; allow it with {_remedy(name, request)}",
             file=errors,
         )
     if not ok:

@@ -43,8 +43,9 @@ from coding_agent.worker.context_files import (
     SECTION_KEY as CONTEXT_FILES_KEY,
 )
 from coding_agent.worker.context_files import (
-    find_context_files,
+    SkippedFile,
     render_context_files,
+    scan_context_files,
 )
 from pico3 import SystemSection, define_section
 
@@ -123,12 +124,14 @@ def prompt_sections() -> dict[str, SystemSection]:
 
 class BuiltSections(msgspec.Struct, frozen=True):
     """The section values for one generation (``None``: the section is left out), where each
-    came from (for ``/context``), and the warnings met on the way."""
+    came from (for ``/context``), the warnings met on the way, and the context files not read
+    (another user could have written them)."""
 
     values: dict[str, Any]
     sources: dict[str, str]
     warnings: tuple[str, ...]
     skills: SkillSet
+    skipped: tuple[SkippedFile, ...] = ()
 
 
 def _file_text(path: Path, warnings: list[str]) -> str | None:
@@ -166,7 +169,9 @@ def build_sections(
     else:
         values[APPEND_SYSTEM_KEY] = None
 
-    files = find_context_files(cwd)
+    scanned = scan_context_files(cwd)
+    files = scanned.files
+    warnings.extend(f"{skip.path}: not read: {skip.reason}" for skip in scanned.skipped)
     values[CONTEXT_FILES_KEY] = {"files": [f.to_json() for f in files]} if files else None
     if files:
         sources[CONTEXT_FILES_KEY] = ", ".join(f.path for f in files)
@@ -177,4 +182,4 @@ def build_sections(
     if values[SKILLS_SECTION_KEY] is not None:
         listed = [s for s in skills.skills if s.model_invocable]
         sources[SKILLS_SECTION_KEY] = f"{len(listed)} skill{'s' if len(listed) != 1 else ''}"
-    return BuiltSections(values, sources, tuple(warnings), skills)
+    return BuiltSections(values, sources, tuple(warnings), skills, tuple(scanned.skipped))

@@ -22,8 +22,9 @@ through them (:data:`PERMISSION_MODES`, :func:`next_mode`):
 
 * ``ask`` (the default) — a tool the rules mark as needing approval asks;
 * ``accept-edits`` — file edits (``write``, ``edit``) inside the project run without asking; an
-  edit outside it (symlinks followed) or of the agent's own configuration asks; ``bash`` and the other
-  tools that need approval still ask;
+  edit outside it (symlinks followed), of a file that makes the machine run code (``.git/``,
+  ``.mcp.json``, ...) or of the agent's own configuration asks; ``bash`` and the other tools
+  that need approval still ask;
 * ``plan`` — read-only: every tool that is not read-only is blocked without asking, and the
   model is told the session is in plan mode (read, then propose a plan);
 * ``auto`` — nothing asks; every call runs.
@@ -72,7 +73,8 @@ class ApprovalRequest(TypedDict):
     ``conversationId`` and ``taskId`` are the harness ids of the conversation and of the
     ``pi.tool`` task; ``callId`` is the model's id for the call; ``args`` its arguments.
     ``reason``, when present, says why this call asks although the mode or the ``autoAllow``
-    list would let it run (an edit outside the project, or of the agent's own configuration).
+    list would let it run (an edit outside the project, of a file that makes the machine run
+    code, or of the agent's own configuration).
     """
 
     conversationId: int

@@ -26,13 +26,15 @@ time* (a mode changed while a turn runs applies to its next call):
 * ``"run"`` (``auto``, or an edit in ``accept-edits``): runs without asking — unless a decision
   was already recorded for this very call (before a crash), which stands.
 
-Confinement (:func:`confinement`): in every mode but ``auto``, an edit tool's target ``path`` is
-resolved the way the tools resolve it (``@`` dropped, ``~`` expanded, relative to the
-workspace) with every symlink followed. A target outside the workspace (the harness service
-``workspace``, the session's folder) asks even in ``accept-edits``; a target inside one of the
-*protected* paths (the harness service ``protected_paths``: the agent's own configuration, its
-trust file, a project's ``.coding-agent/`` folder with its facets, the session storage) asks in
-``ask`` and ``accept-edits`` alike. Neither is covered by the ``autoAllow`` list: such a call
+Confinement (:func:`confinement`), a separate step after the mode and the ``autoAllow`` list
+that can only turn "run" into "ask": in every mode but ``auto``, an edit tool's target ``path``
+is resolved the way the tools resolve it (``@`` dropped, ``~`` expanded, relative to the
+workspace). A target that makes the machine run code (:func:`guarded_reason` over the harness
+service ``guarded_paths``, whose list and reasons the app owns: ``.git/``, ``.mcp.json``,
+``.vscode/``, the agent's own configuration, trust file and state...; in any folder, checked as
+written and with symlinks resolved, case-insensitively) asks in ``ask`` and ``accept-edits``
+alike, and so does a target outside the workspace (the harness service ``workspace``, the
+session's folder; symlinks followed). Neither is covered by the ``autoAllow`` list: such a call
 asks every time, and the dialog's request says why (``reason``).
 
 The memo lives in the tool task's slot and is deleted with it; nothing needs cleaning up. The
@@ -93,6 +95,7 @@ from .contract import (
     check_mode,
     dialog_key,
 )
+from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, path_within
 
 __all__ = [
     "DEFAULT_RULES",
@@ -200,28 +203,27 @@ def _resolve(path: str, workspace: str) -> str:
     return os.path.realpath(expanded)
 
 
-def _within(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
-
-
 def confinement(
-    arguments: object, workspace: str | None, protected: Sequence[str] = ()
+    arguments: object, workspace: str | None, guarded: Sequence[object] = ()
 ) -> str | None:
-    """Why an edit with ``arguments`` must ask whatever the mode (but ``auto``), or ``None``.
+    """Why an edit with ``arguments`` must ask whatever the mode (but ``auto``), the rules
+    and the ``autoAllow`` list, or ``None``. A separate step, run after everything that could
+    let the call run: its answer only ever turns "run" into "ask".
 
-    The target is ``arguments["path"]`` resolved against ``workspace`` with symlinks followed
-    (a symlinked file or folder pointing out of the workspace is outside). A target inside a
-    ``protected`` path is the agent's own configuration; one not inside ``workspace`` is
-    outside the project; an edit without a usable ``path``, or with no workspace known, cannot
-    be confined and asks too."""
+    The target is ``arguments["path"]`` resolved against ``workspace``. A target that makes the
+    machine run code (:func:`guarded_reason`: ``.git/``, ``.mcp.json``, the agent's own
+    configuration...) says so; one not inside ``workspace`` (symlinks followed) is outside the
+    project; an edit without a usable ``path``, or with no workspace known, cannot be confined
+    and asks too."""
     path = arguments.get("path") if isinstance(arguments, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     if not isinstance(path, str) or not path or workspace is None:
         return "its target path is not known, so it cannot be confined to the project"
+    spelled = path[1:] if path.startswith("@") else path
+    reason = guarded_reason(os.path.expanduser(spelled), workspace, guarded)
+    if reason is not None:
+        return reason
     target = _resolve(path, workspace)
-    for guarded in protected:
-        if _within(target, os.path.realpath(os.path.expanduser(guarded))):
-            return f"it changes the agent's own configuration or trust ({target})"
-    if not _within(target, os.path.realpath(os.path.expanduser(workspace))):
+    if not path_within(target, os.path.realpath(os.path.expanduser(workspace))):
         return f"its target is outside the project ({target})"
     return None
 
@@ -325,13 +327,13 @@ def install_approval(
         declaration = harness.tools.get(tool)
         return declaration is not None and declaration.replay == "safe"
 
-    def where() -> tuple[str | None, list[str]]:
+    def where() -> tuple[str | None, list[object]]:
         services: Any = getattr(getattr(harness, "scheduler", None), "services", None) or {}
         workspace = services.get("workspace")
-        protected = services.get("protected_paths") or ()
+        guarded = services.get(GUARDED_PATHS_SERVICE) or ()
         return (
             workspace if isinstance(workspace, str) else None,
-            [str(p) for p in protected if isinstance(p, str | os.PathLike)],  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            list(guarded) if isinstance(guarded, list | tuple) else [],  # pyright: ignore[reportUnknownArgumentType]
         )
 
     async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> dict[str, str] | None:
@@ -347,9 +349,9 @@ def install_approval(
         if action == "block":
             return {"block": plan_mode_reason(tool)}
         reason: str | None = None
-        if rules.is_edit(tool) and mode != "auto":
-            workspace, protected = where()
-            reason = confinement(call.get("arguments"), workspace, protected)
+        if rules.is_edit(tool) and mode != "auto":  # after the rules: may only turn run into ask
+            workspace, guarded = where()
+            reason = confinement(call.get("arguments"), workspace, guarded)
             if reason is not None:
                 action = "ask"
         if action == "ask" and auto_allowed and reason is None:

@@ -12,7 +12,9 @@ everything here is deterministic:
    ``git ls-files -co --exclude-standard`` is used instead; both produce the same sorted list for
    an untracked tree (tracked files are listed by git even if a pattern matches them, which is
    git's rule). Global excludes (``core.excludesFile``) are deliberately ignored by both paths so
-   the result does not depend on who runs the scan.
+   the result does not depend on who runs the scan. git runs through :func:`pico3.run_git`,
+   which switches off everything a repository can make git run (``core.fsmonitor``, hooks,
+   filter drivers): listing a cloned stranger's repository runs none of its code.
 2. :func:`scan` keeps regular files no larger than ``max_file_bytes`` whose first
    :data:`SNIFF_BYTES` contain no NUL byte (git's own "is this binary" test).
 3. :func:`make_batches` cuts the sorted list into batches of ``batch_size`` files. A batch's key is
@@ -28,14 +30,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import stat
-import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pico3 import walk_files
+from pico3 import run_git, walk_files
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -84,16 +84,13 @@ def _walk(root: Path) -> list[str]:
 
 
 def _git(root: Path, *args: str) -> bytes | None:
-    """Run git in *root* and return its stdout, or ``None`` if git is missing or fails."""
-    git = shutil.which("git")
-    if git is None:
-        return None
+    """Run git in *root* and return its stdout, or ``None`` if git is missing or fails.
+
+    Through :func:`pico3.run_git`, always (trusted project or not): nothing the repository
+    configures runs (``core.fsmonitor``, hooks, filter drivers), and the user's global
+    excludes are ignored."""
     try:
-        done = subprocess.run(
-            [git, "-c", f"core.excludesFile={os.devnull}", "-C", str(root), *args],
-            capture_output=True,
-            check=False,
-        )
+        done = run_git(root, *args)
     except OSError:
         return None
     return done.stdout if done.returncode == 0 else None

@@ -29,7 +29,9 @@ change without notice. The import-linter contract in the workspace's ``pyproject
   the JSON shapes of the view and the methods, and :func:`harness_session_facet`.
 * Project files: :func:`walk_files` and :class:`IgnoreRules` (``.gitignore`` rules, one walker
   for every tool and feature; loaded on first use, so ``pathspec`` stays off the import path of a
-  process that never walks a tree), :func:`write_atomic`, :func:`fsync_dir`.
+  process that never walks a tree), :func:`write_atomic`, :func:`fsync_dir`, and :func:`run_git`
+  (git for the agent's own purposes, with every program a repository configures switched off:
+  fsmonitor, hooks, filters, diff drivers; also loaded on first use).
 * Read-only tools: :func:`stored_writes` decodes the writes of a JSONL session file's bytes
   (either line format) without opening the session.
 """
@@ -151,6 +153,7 @@ from pico3.turn.placement import ConversationBusy
 from pico3.turn.sections import SystemSection, define_section
 
 if _typing.TYPE_CHECKING:
+    from pico3.git import run_git
     from pico3.ignore import IgnoreRules, walk_files
 
 __all__ = [
@@ -265,6 +268,7 @@ __all__ = [
     "memo_once",
     "read_blob",
     "reload",
+    "run_git",
     "stored_writes",
     "walk_files",
     "write_atomic",
@@ -273,6 +277,7 @@ __all__ = [
 _LAZY = {
     "IgnoreRules": "pico3.ignore",
     "walk_files": "pico3.ignore",
+    "run_git": "pico3.git",
 }
 """Public names imported on first use (see the module docstring)."""
 

@@ -9,7 +9,10 @@
 * ``/context`` lists everything in the system prompt, section by section with its size in
   tokens and where it comes from, plus the tools offered; picking a section shows its text.
   It shows what the model was last sent (the newest ``pi.system`` entry); before the first
-  request, a preview built from the files as they are now.
+  request, a preview built from the files as they are now. Below them, one row per
+  ``AGENTS.md`` / ``CLAUDE.md`` above the project that was *not* read, with the reason
+  (another user owns it or could have written it: :func:`~coding_agent.worker.context_files.
+  context_file_problem`), checked afresh from this folder.
 
 Discovery problems (frontmatter that is not YAML, a skill without a description, a template
 whose name collides with a command) are warning toasts naming the file; nothing here raises.
@@ -19,7 +22,7 @@ A prompt sent while a turn runs is queued as a follow-up.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +38,15 @@ from coding_agent.system_prompt import (
     estimate_tokens,
     prompt_sections,
 )
+from coding_agent.worker.context_files import SkippedFile, scan_context_files
 
-__all__ = ["PROMPT_COMMANDS_FACET_ID", "context_rows", "prompt_commands_facet", "sent_system"]
+__all__ = [
+    "PROMPT_COMMANDS_FACET_ID",
+    "context_rows",
+    "prompt_commands_facet",
+    "sent_system",
+    "skipped_rows",
+]
 
 PROMPT_COMMANDS_FACET_ID = "@coding-agent/prompt-commands"
 
@@ -79,6 +89,21 @@ def context_rows(sections: Mapping[str, Any], tools: list[str]) -> list[tuple[st
     if tools:
         rows.append(("tools", 0, f"{len(tools)}: {', '.join(tools)}", "\n".join(tools)))
     return rows
+
+
+def skipped_rows(skipped: Sequence[SkippedFile]) -> list[tuple[str, int, str, str]]:
+    """One ``/context`` row per context file that was not read: ``(key, 0, source, text)``."""
+    return [
+        (
+            f"not read: {skip.path}",
+            0,
+            skip.reason,
+            f"{skip.path} is not part of the system prompt: {skip.reason}.\n\nAbove the project "
+            "folder, AGENTS.md and CLAUDE.md are read only from folders you own that no other "
+            "user can write to.",
+        )
+        for skip in skipped
+    ]
 
 
 def _preview(cwd: str | os.PathLike[str]) -> dict[str, Any]:
@@ -212,6 +237,10 @@ def prompt_commands_facet(client: RemoteConversationClient, cwd: str | os.PathLi
             tools = [t for t in data.get("tools", []) if isinstance(t, str)]
             rows = context_rows(data["sections"], tools)
             total = sum(tokens for _, tokens, _, _ in rows)
+            try:
+                rows += skipped_rows(scan_context_files(folder).skipped)
+            except OSError:  # the folder is not on this machine (a remote session)
+                pass
             when = (
                 "Preview: nothing has been sent yet; this is what the next request will hold."
                 if preview

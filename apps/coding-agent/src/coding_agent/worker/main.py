@@ -85,18 +85,13 @@ from chord import (
     serve_unix,
 )
 from coding_agent.config import ConfigError, load_config
+from coding_agent.guarded_paths import SERVICE as GUARDED_PATHS_SERVICE
+from coding_agent.guarded_paths import guarded_paths
 from coding_agent.package_reload import PackageReloader, reload_service_facet, scan_packages
 from coding_agent.permission_modes import PERMISSION_MODES
 from coding_agent.private import PrivacyError, private_dir, socket_folder
 from coding_agent.sessions import Session, SessionError, load_session, state_home, update_settings
-from coding_agent.trust import (
-    TrustError,
-    TrustStore,
-    check_project,
-    config_home,
-    project_root_for,
-    trust_path,
-)
+from coding_agent.trust import TrustError, TrustStore, check_project
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
@@ -290,20 +285,17 @@ def load_features(config: WorkerConfig) -> list[FacetGeneration]:
     return load_facet_packages(packages, "session")
 
 
-def protected_paths(session: Session, config: WorkerConfig) -> list[str]:
-    """What an edit always asks about, in every mode but ``auto`` (the approval feature reads
-    the harness service ``protected_paths``): the agent's configuration folder and trust file,
-    the project's ``.coding-agent/`` folders (facets are code that loads), the ``--facets-dir``
-    folders, and the agent's session storage."""
+def protected_paths(session: Session, config: WorkerConfig) -> list[dict[str, str]]:
+    """What an edit always asks about, in every mode but ``auto``, with the reason the dialog
+    shows (the approval feature reads the harness service ``guarded_paths``): the files that
+    run code (:data:`coding_agent.guarded_paths.CODE_PATHS`, in every folder of the project),
+    the agent's configuration folder and trust file, the ``--facets-dir`` folders, and the
+    agent's session storage."""
+    del session  # the project's own .coding-agent/ folders are in CODE_PATHS
     env = config.env
-    return [
-        str(config_home(env) / "coding-agent"),
-        str(trust_path(env)),
-        str(session.cwd / ".coding-agent"),
-        str(project_root_for(session.cwd) / ".coding-agent"),
-        *(str(folder) for folder in config.facets_dirs),
-        str(state_home(env) / "coding-agent"),
-    ]
+    return guarded_paths(
+        env, facets_dirs=config.facets_dirs, state_dir=state_home(env) / "coding-agent"
+    )
 
 
 @asynccontextmanager
@@ -368,7 +360,7 @@ async def open_session_host(
             "state_dir": str(session.path / "state"),
             "workspace": str(session.cwd),
             "process_host": processes if shared is None else SharedProcessHost(processes, shared),
-            "protected_paths": protected_paths(session, config),
+            GUARDED_PATHS_SERVICE: protected_paths(session, config),
             **_project_services(session.cwd, config.env),
         }
         options = HarnessOptions(services=services, on_report=on_error)

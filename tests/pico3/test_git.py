@@ -1,0 +1,120 @@
+"""pico3.run_git: git for the agent's own purposes runs nothing a repository configured.
+
+A real repository whose ``.git/config`` points ``core.fsmonitor``, a ``.gitattributes``-selected
+filter driver (``clean`` and ``process``), a diff driver's ``textconv``, ``diff.external`` and a
+``post-index-change`` hook at scripts that leave a marker file. Plain git runs them (the test
+proves the trap is armed); :func:`pico3.run_git` never does, whatever the command.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pico3 import run_git
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+def armed_repository(root: Path) -> tuple[Path, Path]:
+    """A committed repository with every trap set; returns (repo, marker folder)."""
+    markers = root / "markers"
+    markers.mkdir()
+    repo = root / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", ".")
+    (repo / "a.txt").write_text("hello\n")
+    (repo / "b.Weird").write_text("weird\n")
+    (repo / ".gitattributes").write_text("*.txt filter=evil diff=evil\n*.Weird filter=Odd.One\n")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "init")
+
+    def script(name: str, body: str = "") -> str:
+        path = root / f"{name}.sh"
+        path.write_text(f"#!/bin/sh\ntouch {markers / name}\n{body}")
+        path.chmod(0o755)
+        return str(path)
+
+    config = {
+        "core.fsmonitor": script("fsmonitor"),
+        "filter.evil.clean": script("clean", "cat\n"),
+        "filter.evil.process": script("process"),
+        "filter.evil.required": "true",
+        "filter.Odd.One.clean": script("odd", "cat\n"),
+        "diff.evil.textconv": script("textconv", 'cat "$1"\n'),
+        "diff.external": script("external"),
+    }
+    for key, value in config.items():
+        _git(repo, "config", key, value)
+    hook = Path(script("hook"))
+    shutil.copy(hook, repo / ".git" / "hooks" / "post-index-change")
+    stamp = (repo / "a.txt").stat()  # same size, newer time: status must hash (filter) it
+    os.utime(repo / "a.txt", ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 10**10))
+    (repo / "b.Weird").write_text("weird\nchanged\n")
+    return repo, markers
+
+
+def test_plain_git_runs_the_repositorys_programs(tmp_path: Path) -> None:
+    # The trap is real: without run_git, an ordinary listing and status run the scripts.
+    repo, markers = armed_repository(tmp_path)
+    subprocess.run(["git", "ls-files", "-co"], cwd=repo, capture_output=True, check=False)
+    subprocess.run(["git", "status"], cwd=repo, capture_output=True, check=False)
+    assert {"fsmonitor", "process"} <= set(os.listdir(markers))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("ls-files", "-z", "--cached", "--others", "--exclude-standard"),
+        ("rev-parse", "--show-toplevel"),
+        ("status", "--porcelain"),
+        ("diff",),
+        ("diff", "HEAD"),
+        ("log", "-p", "-1"),
+        ("show", "HEAD"),
+    ],
+)
+def test_run_git_runs_none_of_them(tmp_path: Path, args: tuple[str, ...]) -> None:
+    repo, markers = armed_repository(tmp_path)
+    done = run_git(repo, *args)
+    assert done.returncode == 0, done.stderr
+    assert os.listdir(markers) == []
+
+
+def test_run_git_still_does_the_job(tmp_path: Path) -> None:
+    repo, markers = armed_repository(tmp_path)
+    listed = run_git(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    assert sorted(listed.stdout.split(b"\0")[:-1]) == [b".gitattributes", b"a.txt", b"b.Weird"]
+    status = run_git(repo, "status", "--porcelain").stdout.decode()
+    assert status == " M b.Weird\n"  # a.txt's content was compared (unfiltered): unchanged
+    assert "+changed" in run_git(repo, "diff").stdout.decode()
+    assert os.listdir(markers) == []
+
+
+def test_inherited_git_variables_do_not_redirect_it(tmp_path: Path) -> None:
+    repo, markers = armed_repository(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    env = {
+        **os.environ,
+        "GIT_DIR": str(other),
+        "GIT_CONFIG_PARAMETERS": "'core.fsmonitor'='" + str(tmp_path / "fsmonitor.sh") + "'",
+    }
+    done = run_git(repo, "rev-parse", "--show-toplevel", env=env)
+    assert done.stdout.decode().strip() == str(repo)
+    assert os.listdir(markers) == []
+
+
+def test_run_git_refuses_other_commands(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"run_git runs only git's built-in .*got \['commit'\]"):
+        run_git(tmp_path, "commit")
+    with pytest.raises(ValueError, match=r"got \[\]"):
+        run_git(tmp_path)
