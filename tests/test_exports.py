@@ -265,6 +265,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "equal_json",
             "facet_package_from_folder",
             "hookimpl",
+            "inert",
             "installed_facet_packages",
             "is_json_value",
             "is_replicated_state",
