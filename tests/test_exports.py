@@ -304,6 +304,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "TextualTui",
             "Tui",
             "TuiService",
+            "inert_text",
             "run_app_with_facets",
             "tui_facet",
         }

@@ -46,8 +46,12 @@ they arrive.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-__all__ = ["inert"]
+if TYPE_CHECKING:
+    from rich.text import Text
+
+__all__ = ["inert", "inert_text"]
 
 _RANGES = (
     (0x00, 0x08),
@@ -127,3 +131,29 @@ def inert(text: str) -> str:
         return text
     out = pattern.sub(_replace, text)
     return text if out == text else out  # only emoji were found
+
+
+def inert_text(text: str | Text) -> Text:
+    """``text`` as a Rich :class:`~rich.text.Text` made inert (:func:`chord.inert`), its styles
+    kept: a coloured diff whose lines hold an ESC still shows in colour, with ``\\x1b`` in
+    place of the ESC. A ``str`` becomes plain text (never markup). Public as
+    :func:`chord.textual.inert_text` (Rich comes with the ``textual`` extra; it is imported
+    only when this is called)."""
+    from rich.text import Span, Text
+
+    if isinstance(text, str):
+        return Text(inert(text))
+    if inert(text.plain) is text.plain:
+        return text
+    # Between two consecutive span edges every span covers the whole piece, so each piece's
+    # spans stretch to its escaped length unchanged.
+    edges = sorted({edge for span in text.spans for edge in (span.start, span.end)})
+    pieces: list[Text] = []
+    for piece in text.divide(edges):
+        shown = inert(piece.plain)
+        if shown is piece.plain:
+            pieces.append(piece)
+            continue
+        spans = [Span(0, len(shown), span.style) for span in piece.spans]
+        pieces.append(Text(shown, style=piece.style, spans=spans, end=""))
+    return text.blank_copy().join(pieces)
