@@ -188,7 +188,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self._title, classes="title")
+            yield Label(self._title, classes="title", markup=False)
             if self._body:
                 yield Static(self._body, classes="body", markup=False)
             with Horizontal():
@@ -241,7 +241,7 @@ class ChoiceScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self._title, classes="title")
+            yield Label(self._title, classes="title", markup=False)
             if self._body:
                 yield Static(self._body, classes="body", markup=False)
             if self._choices:

@@ -36,10 +36,11 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from chord import BACKGROUND, Context, Delivery, Facet, with_cancel
+from chord import BACKGROUND, Context, Delivery, Facet, inert, with_cancel
 from chord.textual import TextualTui, run_app_with_facets
 from coding_agent.images import ImageError, prepare_image_file
 from coding_agent.tui.attachments import image_paths
@@ -232,6 +233,21 @@ class CodingAgentApp(App[None]):
     def view(self) -> Any:
         """The newest view value delivered (may be ahead of what is on screen)."""
         return self._latest
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A toast, made inert (:func:`chord.inert`) and plain text unless ``markup`` is asked
+        for: a toast often quotes a command, a tool's output or a server's error."""
+        super().notify(
+            inert(message), title=inert(title), severity=severity, timeout=timeout, markup=markup
+        )
 
     # -- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
