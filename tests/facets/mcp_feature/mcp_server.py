@@ -36,8 +36,8 @@ def build(name: str, port: int, *, ansi: bool = False) -> FastMCP:
 
     if ansi:
 
-        @server.tool(description="Answers with terminal escapes.")
-        def ansi() -> str:  # pyright: ignore[reportUnusedFunction]
+        @server.tool(name="ansi", description="Answers with terminal escapes.")
+        def escapes() -> str:  # pyright: ignore[reportUnusedFunction]
             return ANSI_RESULT
 
     @server.tool(description="Echo the text back.")
