@@ -14,8 +14,8 @@ user, and ``modal.close()`` dismisses a dialog still on screen. ``y``/``a``/``n`
 dialog's key line says so: the turn goes on, the model reads that the user denied the call). A
 ``write`` over an existing file says so (the request's ``overwrites``); diffs are coloured.
 Everything the dialog shows of the call is inert (:func:`chord.inert`): an ESC in a command
-shows as ``\x1b`` (a conceal code cannot hide ``; curl … | sh``), a bidi override as
-``\u202e``, and the lines are split only where the call has a newline.
+shows as ``\\x1b`` (a conceal code cannot hide ``; curl … | sh``), a bidi override as
+``\\u202e``, and the lines are split only where the call has a newline.
 
 :data:`mode_tui_facet` (``@pi/approval-mode``) presents :data:`~.contract.ApprovalMode`: a
 one-line panel (:class:`ModeLabel`, ``#approval-mode``) always shows the session's mode and

@@ -12,7 +12,7 @@ without parsing the text again.
 not know render as a dim one-liner when they carry text, and not at all otherwise.
 
 Every text shown here is made inert first (:func:`chord.inert`): an ESC, a bidi override or an
-invisible format character from the model, a tool or a file shows as its escape (``\x1b[8m``),
+invisible format character from the model, a tool or a file shows as its escape (``\\x1b[8m``),
 in the Markdown source too (fragments of a stream one by one; ``inert`` works piece by piece),
 and plain text is never read as markup (``Text``, or a ``Static`` with ``markup=False``).
 """

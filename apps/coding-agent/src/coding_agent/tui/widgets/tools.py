@@ -10,7 +10,7 @@ stored). Three sources feed it, in order of arrival:
 
 Output is collapsible (Ctrl+O toggles every card); errors and diffs start expanded. Every text
 a card shows (header, arguments, live tail, result, diff) is made inert (:func:`chord.inert`):
-an ESC in a command or in a tool's output shows as ``\x1b``, never acts on the terminal.
+an ESC in a command or in a tool's output shows as ``\\x1b``, never acts on the terminal.
 """
 
 from __future__ import annotations
