@@ -60,8 +60,8 @@ from chord.facets import (
     define_facet,
     static_facet_loader,
 )
-from chord.inert import inert
 from chord.json import JsonError, JsonValue, copy_json, equal_json, is_json_value, validate_json
+from chord.neutralize import inert
 from chord.packages import (
     ENTRY_POINT_GROUP,
     FacetDiscoveryError,

@@ -54,7 +54,7 @@ from textual.widgets.option_list import Option
 
 from chord.context import BACKGROUND, Context, ContextCancelled, cancel_scope
 from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, define_facet
-from chord.inert import inert, inert_text
+from chord.neutralize import inert, inert_text
 from chord.remote import RemoteServiceSource
 from chord.services import define_service
 
