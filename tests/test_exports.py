@@ -266,6 +266,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "equal_json",
             "facet_package_from_folder",
             "hookimpl",
+            "inert",
             "installed_facet_packages",
             "is_json_value",
             "is_replicated_state",
@@ -304,6 +305,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "TextualTui",
             "Tui",
             "TuiService",
+            "inert_text",
             "run_app_with_facets",
             "tui_facet",
         }

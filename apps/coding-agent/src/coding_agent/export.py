@@ -15,6 +15,11 @@ diffs of ``edit`` coloured line by line. It has no script and loads nothing: no 
 is made when it is opened. ``--format jsonl`` writes a header line
 ``{"type": "session", "id", "cwd", "branch"}`` and then every entry of the branch, oldest
 first, in the view's JSON shape.
+
+No control character appears raw in the page: the finished page is made inert
+(:func:`chord.inert`, which adds no ``<`` or ``&``), so an ESC, a bidi override or a zero-width
+space from the model, a tool or a file reads as ``\\x1b``, ``\\u202e``, ``\\u200b``. JSONL is data
+and keeps every character (JSON escapes the C0 controls as ``\\u001b``).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any, cast
 
 from markdown_it import MarkdownIt
 
+from chord import inert
 from coding_agent.session_tree import build_outline, lineage
 from coding_agent.sessions import Session, SessionError
 
@@ -209,7 +215,7 @@ def export_html(session: Session, branch: int | None = None, *, name: str | None
             elif role == "assistant":
                 parts.append(_assistant(message, markdown, results))
     parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+    return inert("\n".join(parts) + "\n")  # no control character raw in the page
 
 
 def _assistant(

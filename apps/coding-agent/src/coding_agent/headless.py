@@ -18,6 +18,11 @@ event is one line of JSON, and the last is ``{"type": "result", "ok", "status", 
 code is 0 when the turn ended ``done``, 1 when it did not (the provider or model failed), 3 when
 it ended but a tool call was blocked because nobody could approve it, 5 when the session's
 storage failed (disk full, I/O error, read-only): one ``coding-agent: error:`` line says so.
+
+**Escapes** (issue 36): ``-p`` writes the answer made inert (:func:`chord.inert`: an ESC shows as
+``\\x1b``) when ``out`` is a terminal, and exactly as the model wrote it otherwise (a pipe or a
+file gets the model's bytes). ``--json`` lines are ASCII JSON (``\\u001b``), safe on a terminal
+and exact once parsed. The ``coding-agent: error:`` lines are always inert.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from chord import (
     FacetEnvironment,
     define_facet,
     define_service,
+    inert,
 )
 from coding_agent.sessions import Session
 from coding_agent.worker.main import (
@@ -194,7 +200,15 @@ def _describe(request: Any, what: str = "") -> str:
                 break
     if len(detail) > 60:
         detail = detail[:57] + "..."
-    return f"{name}{what} ({detail})" if detail else f"{name}{what}"
+    return inert(f"{name}{what} ({detail})" if detail else f"{name}{what}")
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal (a closed or odd stream is not)."""
+    try:
+        return stream.isatty()
+    except (OSError, ValueError):
+        return False
 
 
 def _needs(request: dict[str, Any]) -> str:
@@ -451,6 +465,7 @@ def report_turn(
             result["blocked"] = [_describe(request) for request in blocked]
         _json_line(out, result)
     elif ok or text:
+        text = inert(text) if _is_terminal(out) else text  # a pipe or a file gets exact bytes
         out.write(text if text.endswith("\n") else text + "\n")
     out.flush()
     for request in blocked:
@@ -461,7 +476,7 @@ def report_turn(
             file=errors,
         )
     if not ok:
-        why = f": {detail}" if detail else ""
+        why = f": {inert(detail)}" if detail else ""
         print(f"coding-agent: error: the turn ended {status} (model {model}){why}", file=errors)
     elif blocked:
         code = EXIT_BLOCKED

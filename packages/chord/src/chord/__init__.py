@@ -9,6 +9,8 @@ names).
 
 * Cancellation and deadlines: :class:`Context`, :data:`BACKGROUND`, :func:`with_cancel`,
   :func:`with_timeout`, :func:`cancel_scope`, typed values (:func:`create_context_key`).
+* Text safe to show: :func:`inert` (terminal controls, bidi and invisible characters made
+  visible; every presentation applies it to text from the model, tools, files and servers).
 * Strict JSON: :data:`JsonValue`, :func:`validate_json`, :func:`copy_json`, :func:`equal_json`.
 * Replicated state: :class:`ReplicatedState` (read-only), :class:`MutableReplicatedState` (the
   one writer), :class:`Delivery` (ordered ``hydrate`` / ``update`` deliveries).
@@ -59,6 +61,7 @@ from chord.facets import (
     static_facet_loader,
 )
 from chord.json import JsonError, JsonValue, copy_json, equal_json, is_json_value, validate_json
+from chord.neutralize import inert
 from chord.packages import (
     ENTRY_POINT_GROUP,
     FacetDiscoveryError,
@@ -167,6 +170,7 @@ __all__ = [
     "equal_json",
     "facet_package_from_folder",
     "hookimpl",
+    "inert",
     "installed_facet_packages",
     "is_json_value",
     "is_replicated_state",

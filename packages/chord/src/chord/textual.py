@@ -13,6 +13,11 @@ service, whose contract is :class:`TuiService`:
 * :meth:`~TuiService.register_key` — a global key (``"shift+tab"``) that runs a handler,
   unregistered by the returned function.
 
+What a dialog or a toast shows is made inert (:func:`chord.inert`; :func:`inert_text` for a Rich
+``Text``, keeping its colours): its title, body, choices and hint, and a toast's message, which
+is never read as Textual markup. Text from the model, a tool, a file or a server cannot hide
+part of itself, retitle the window or reorder what it shows.
+
 Keys need the app's cooperation, like ``/commands``: Textual hands a key to the focused widget
 (the prompt editor) unless an *App-level* check claims it first, so the app routes every key it
 receives through :meth:`TextualTui.handle_key` before Textual does::
@@ -33,7 +38,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
@@ -49,6 +54,7 @@ from textual.widgets.option_list import Option
 
 from chord.context import BACKGROUND, Context, ContextCancelled, cancel_scope
 from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, define_facet
+from chord.neutralize import inert, inert_text
 from chord.remote import RemoteServiceSource
 from chord.services import define_service
 
@@ -65,6 +71,7 @@ __all__ = [
     "TextualTui",
     "Tui",
     "TuiService",
+    "inert_text",
     "run_app_with_facets",
     "tui_facet",
 ]
@@ -181,7 +188,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self._title, classes="title")
+            yield Label(self._title, classes="title", markup=False)
             if self._body:
                 yield Static(self._body, classes="body", markup=False)
             with Horizontal():
@@ -234,7 +241,7 @@ class ChoiceScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self._title, classes="title")
+            yield Label(self._title, classes="title", markup=False)
             if self._body:
                 yield Static(self._body, classes="body", markup=False)
             if self._choices:
@@ -285,6 +292,12 @@ def _choice_label(choice: Choice) -> Text:
     return label
 
 
+def _inert_choice(choice: Choice) -> Choice:
+    """``choice`` with what it shows made inert (its value is returned as is)."""
+    label = inert(choice.label or choice.value)
+    return replace(choice, label=label, description=inert(choice.description))
+
+
 def _in_app(app: App[Any]) -> AbstractContextManager[None]:
     """Textual's context variables (the active app) for work started by facet tasks.
 
@@ -306,6 +319,7 @@ class _ModalSlot:
     async def confirm(
         self, title: str, body: str = "", *, yes: str = "Allow", no: str = "Deny"
     ) -> bool:
+        title, body, yes, no = inert(title), inert(body), inert(yes), inert(no)
         return bool(await self._show(ConfirmScreen(title, body, yes, no)))
 
     async def choose(
@@ -319,8 +333,9 @@ class _ModalSlot:
     ) -> str | None:
         if not choices and not allow_text:
             raise ValueError("choose() needs choices, allow_text=True, or both")
-        normalised = [Choice(c) if isinstance(c, str) else c for c in choices]
-        return await self._show(ChoiceScreen(title, normalised, body, allow_text, hint))
+        normalised = [_inert_choice(Choice(c) if isinstance(c, str) else c) for c in choices]
+        screen = ChoiceScreen(inert(title), normalised, inert_text(body), allow_text, inert(hint))
+        return await self._show(screen)
 
     async def _show(self, screen: ModalScreen[ResultT]) -> ResultT:
         if self._closed:
@@ -404,10 +419,12 @@ class TextualTui:
         self._modal_lock.release()
 
     def notify(self, message: str, *, severity: Severity = "information") -> None:
+        """A toast of ``message`` made inert, shown as plain text (not markup)."""
+        message = inert(message)
         if not self.ready:
-            self._early.append(lambda: self.app.notify(message, severity=severity))
+            self._early.append(lambda: self.app.notify(message, severity=severity, markup=False))
             return
-        self.app.notify(message, severity=severity)
+        self.app.notify(message, severity=severity, markup=False)
 
     def register_command(
         self, name: str, description: str, handler: CommandHandler

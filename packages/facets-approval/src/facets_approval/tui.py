@@ -13,6 +13,9 @@ user, and ``modal.close()`` dismisses a dialog still on screen. ``y``/``a``/``n`
 *Always* and *Deny* at once; Escape counts as *Deny*, as a confirm dialog's Escape does (the
 dialog's key line says so: the turn goes on, the model reads that the user denied the call). A
 ``write`` over an existing file says so (the request's ``overwrites``); diffs are coloured.
+Everything the dialog shows of the call is inert (:func:`chord.inert`): an ESC in a command
+shows as ``\\x1b`` (a conceal code cannot hide ``; curl … | sh``), a bidi override as
+``\\u202e``, and the lines are split only where the call has a newline.
 
 :data:`mode_tui_facet` (``@pi/approval-mode``) presents :data:`~.contract.ApprovalMode`: a
 one-line panel (:class:`ModeLabel`, ``#approval-mode``) always shows the session's mode and
@@ -34,7 +37,7 @@ from rich.text import Text
 from textual.message import Message
 from textual.widgets import Static
 
-from chord import Context, Delivery, FacetEnvironment, ReplicatedState, define_facet
+from chord import Context, Delivery, FacetEnvironment, ReplicatedState, define_facet, inert
 from chord.textual import Choice, Tui
 
 from .contract import (
@@ -93,7 +96,7 @@ def decision_for(choice: str | None) -> ApprovalDecision:
 
 
 def _pretty(args: Any) -> str:
-    return json.dumps(args, indent=2, ensure_ascii=False, sort_keys=True)
+    return inert(json.dumps(args, indent=2, ensure_ascii=False, sort_keys=True))
 
 
 PREVIEW_LINES = 30
@@ -112,7 +115,8 @@ def describe_call(name: str, args: Any) -> str:
     The coding tools get a reading made for them (``bash``: the command line; ``write``: the
     path and the start of the content; ``edit``: the path and each replacement as ``-``/``+``
     lines). Any other tool, or arguments of an unexpected shape, show as indented JSON, so
-    nothing the model sent is ever hidden.
+    nothing the model sent is ever hidden. The text is inert (:func:`chord.inert`), made so
+    before it is split into lines (a form feed or U+2028 is shown, not taken for a newline).
     """
     if not isinstance(args, dict):
         return _pretty(args)
@@ -120,16 +124,16 @@ def describe_call(name: str, args: Any) -> str:
     path = fields.get("path")
     if name == "bash" and isinstance(fields.get("command"), str):
         extras = [f"{key}: {fields[key]}" for key in ("timeout", "background") if key in fields]
-        return "\n".join([f"$ {fields['command']}", *extras])
+        return inert("\n".join([f"$ {fields['command']}", *extras]))
     if name == "write" and isinstance(path, str) and isinstance(fields.get("content"), str):
         content: str = fields["content"]
-        lines = content.splitlines()
-        size = len(content.encode("utf-8"))
-        head = f"{path}  ({len(lines)} line(s), {size:,} bytes)"
+        lines = inert(content).splitlines()  # inert first: only a newline is left to split on
+        size = len(content.encode("utf-8", "surrogatepass"))
+        head = inert(f"{path}  ({len(lines)} line(s), {size:,} bytes)")
         return "\n".join([head, "", *_clip(lines)])
     edits = fields.get("edits")
     if name == "edit" and isinstance(path, str) and isinstance(edits, list) and edits:
-        out = [path]
+        out = [inert(path)]
         for number, edit in enumerate(edits, 1):  # type: ignore[arg-type]
             if not isinstance(edit, dict):
                 return _pretty(args)
@@ -137,8 +141,8 @@ def describe_call(name: str, args: Any) -> str:
             if not isinstance(old, str) or not isinstance(new, str):
                 return _pretty(args)
             out += ["", f"@@ replacement {number} of {len(edits)} @@"]
-            diff = [f"-{line}" for line in old.splitlines()]
-            diff += [f"+{line}" for line in new.splitlines()]
+            diff = [f"-{line}" for line in inert(old).splitlines()]
+            diff += [f"+{line}" for line in inert(new).splitlines()]
             out += _clip(diff)
         return "\n".join(out)
     return _pretty(args)
@@ -150,7 +154,7 @@ def dialog_body(request: Any) -> Text:
     out = Text()
     reason = request.get("reason")
     if isinstance(reason, str) and reason:
-        out.append(reason + "\n\n", style="yellow")
+        out.append(inert(reason) + "\n\n", style="yellow")
     overwrites = request.get("overwrites")
     if request.get("name") == "write" and type(overwrites) is int:
         out.append(

@@ -19,7 +19,7 @@ from typing import Any
 
 from textual.widgets import Static
 
-from chord import Context, Delivery, FacetEnvironment, define_facet
+from chord import Context, Delivery, FacetEnvironment, define_facet, inert
 from chord.textual import Tui
 from pico3 import ConversationService
 
@@ -137,8 +137,8 @@ class IndexerPanel(Static):
 
     @property
     def text(self) -> str:
-        """What the panel shows now."""
-        return "\n".join(progress_text(row) for row in self.progress.rows())
+        """What the panel shows now (inert: file names are the repository's to choose)."""
+        return inert("\n".join(progress_text(row) for row in self.progress.rows()))
 
     def on_mount(self) -> None:
         self._stop = self.progress.listen(self._render_rows)

@@ -15,7 +15,7 @@ from typing import Any
 from textual.message import Message
 from textual.widgets import Static
 
-from chord import Context, Delivery, FacetEnvironment, ReplicatedState, define_facet
+from chord import Context, Delivery, FacetEnvironment, ReplicatedState, define_facet, inert
 from chord.textual import Tui
 
 from .contract import McpServers
@@ -31,7 +31,8 @@ def _count(n: int, what: str) -> str:
 
 
 def panel_text(state: Any) -> str:
-    """The panel's text for an :class:`~.contract.McpState` value."""
+    """The panel's text for an :class:`~.contract.McpState` value, made inert
+    (:func:`chord.inert`): a server's names, errors and stderr are the server's to choose."""
     if not isinstance(state, dict):
         return "MCP: not available"
     lines = ["MCP servers"]
@@ -67,7 +68,7 @@ def panel_text(state: Any) -> str:
         for prompt in server.get("prompts") or []:
             args = ", ".join(prompt.get("arguments") or [])
             lines.append(f"    prompt: {prompt.get('name')}({args})")
-    return "\n".join(lines)
+    return inert("\n".join(lines))
 
 
 class McpPanel(Static):

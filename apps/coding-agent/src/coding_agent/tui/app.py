@@ -36,10 +36,11 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from chord import BACKGROUND, Context, Delivery, Facet, with_cancel
+from chord import BACKGROUND, Context, Delivery, Facet, inert, with_cancel
 from chord.textual import TextualTui, run_app_with_facets
 from coding_agent.images import ImageError, prepare_image_file
 from coding_agent.tui.attachments import image_paths
@@ -233,6 +234,21 @@ class CodingAgentApp(App[None]):
         """The newest view value delivered (may be ahead of what is on screen)."""
         return self._latest
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A toast, made inert (:func:`chord.inert`) and plain text unless ``markup`` is asked
+        for: a toast often quotes a command, a tool's output or a server's error."""
+        super().notify(
+            inert(message), title=inert(title), severity=severity, timeout=timeout, markup=markup
+        )
+
     # -- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield self._unavailable
@@ -386,7 +402,7 @@ class CodingAgentApp(App[None]):
         self.tasks_panel.show(tasks if isinstance(tasks, dict) else None)
         inbox = value.get("inbox")
         await self.queue.show(inbox if isinstance(inbox, list) else None)
-        compaction = _compaction_text(value.get("compaction"))
+        compaction = inert(_compaction_text(value.get("compaction")))
         self._compaction.update(compaction)
         self._compaction.display = bool(compaction)
         self.busy = isinstance(value.get("turn"), dict)
@@ -445,7 +461,7 @@ class CodingAgentApp(App[None]):
             return
         line = Text()
         line.append(f"{_SPINNER[self._spin]} ", style="bold")
-        line.append(self._status_text)
+        line.append(inert(self._status_text))  # a tool's name or progress, say
         abort = self._hint_key("abort")
         dialog = self.screen is not self.screen_stack[0] or self._status_text.startswith(
             "Waiting on"

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from rich.text import Text
 
-from chord import Context
+from chord import Context, inert
 
 __all__ = ["ShellRunner", "parse_bang", "shell_text"]
 
@@ -45,13 +45,14 @@ def parse_bang(text: str) -> tuple[str, bool] | None:
 
 
 def shell_text(command: str, output: str, *, excluded: bool, status: str = "") -> Text:
-    """How a ``!`` command looks: ``! $ command`` (a note when excluded), then its output."""
+    """How a ``!`` command looks: ``! $ command`` (a note when excluded), then its output; both
+    made inert (:func:`chord.inert`)."""
     line = Text()
-    line.append(f"{'!!' if excluded else '!'} $ {command}", style="bold")
+    line.append(f"{'!!' if excluded else '!'} $ {inert(command)}", style="bold")
     if excluded:
         line.append("  (not sent to the model)", style="dim")
     if status:
         line.append(f"  {status}", style="dim")
     if output:
-        line.append("\n" + output.rstrip("\n"))
+        line.append("\n" + inert(output.rstrip("\n")))
     return line

@@ -10,6 +10,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
+from chord import inert
+
 __all__ = ["HelpScreen"]
 
 
@@ -40,7 +42,7 @@ class HelpScreen(ModalScreen[None]):
         with Vertical():
             yield Label("Help  (esc closes)", classes="title")
             with VerticalScroll():
-                yield Static(self.text, id="help-text", markup=False)
+                yield Static(inert(self.text), id="help-text", markup=False)  # facets' words
             yield Static("esc, q or f1 close · ↑↓ pgup pgdn scroll", id="help-close", markup=False)
 
     def action_close(self) -> None:

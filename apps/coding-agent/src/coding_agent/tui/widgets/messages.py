@@ -10,6 +10,11 @@ without parsing the text again.
 :func:`entry_widget` picks the widget for any other entry kind: a model or thinking-level switch
 (:mod:`coding_agent.settings_changes`) is a dim marker line ("Model: a/b → c/d"); kinds it does
 not know render as a dim one-liner when they carry text, and not at all otherwise.
+
+Every text shown here is made inert first (:func:`chord.inert`): an ESC, a bidi override or an
+invisible format character from the model, a tool or a file shows as its escape (``\\x1b[8m``),
+in the Markdown source too (fragments of a stream one by one; ``inert`` works piece by piece),
+and plain text is never read as markup (``Text``, or a ``Static`` with ``markup=False``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
+from chord import inert
 from coding_agent.settings_changes import change_text
 from coding_agent.tui.document import content_text, entry_message
 from coding_agent.tui.shell import shell_text
@@ -65,7 +71,7 @@ class MarkdownText(Static):
     """
 
     def __init__(self, source: str, **kwargs: Any) -> None:
-        super().__init__(RichMarkdown(source, code_theme="ansi_dark"), **kwargs)
+        super().__init__(RichMarkdown(inert(source), code_theme="ansi_dark"), **kwargs)
         self.source = source
 
 
@@ -74,7 +80,7 @@ class ThinkingBlock(QuietCollapsible):
 
     def __init__(self, text: str) -> None:
         self._text = text
-        self._static = Static(text, classes="thinking-text", markup=False)
+        self._static = Static(inert(text), classes="thinking-text", markup=False)
         super().__init__(self._static, title="Thinking", collapsed=True, classes="thinking")
 
     @property
@@ -84,7 +90,7 @@ class ThinkingBlock(QuietCollapsible):
     def set_text(self, text: str) -> None:
         if text != self._text:
             self._text = text
-            self._static.update(text)
+            self._static.update(inert(text))
 
 
 class AssistantView(Vertical):
@@ -189,7 +195,7 @@ class AssistantView(Vertical):
             widget = ToolCard(block)
             self.cards[widget.call_id] = widget
         else:
-            widget = Static(f"[{kind}]", classes="dim-line", markup=False)
+            widget = Static(inert(f"[{kind}]"), classes="dim-line", markup=False)
         self._kinds.append(kind)
         self._widgets.append(widget)
         self._written.append(written)
@@ -208,7 +214,7 @@ class AssistantView(Vertical):
             if isinstance(text, str) and text != self._written[index]:
                 self._written[index] = text
                 widget.source = text
-                widget.update(RichMarkdown(text, code_theme="ansi_dark"))
+                widget.update(RichMarkdown(inert(text), code_theme="ansi_dark"))
         elif kind == "text" and isinstance(widget, MessageMarkdown):
             text = block.get("text")
             if not isinstance(text, str) or text == self._written[index]:
@@ -220,12 +226,12 @@ class AssistantView(Vertical):
                 if stream is None:
                     stream = Markdown.get_stream(widget)
                     self._streams[index] = stream
-                await stream.write(text[len(written) :])
+                await stream.write(inert(text[len(written) :]))
             else:  # not an append: replace once
                 stream = self._streams.pop(index, None)
                 if stream is not None:
                     await stream.stop()
-                await widget.update(text)
+                await widget.update(inert(text))
         elif kind == "thinking" and isinstance(widget, ThinkingBlock):
             thinking = block.get("thinking")
             if isinstance(thinking, str):
@@ -255,7 +261,7 @@ class AssistantView(Vertical):
             note = f"✗ {error}" if isinstance(error, str) and error else "✗ the model failed"
         elif reason == "length":
             note = "… stopped at the output limit"
-        self._note_text = note
+        self._note_text = note = inert(note)
         self._note.update(note)
         self._note.display = bool(note)
         self._note.set_class(reason == "error", "is-error")
@@ -274,7 +280,7 @@ def entry_widget(entry: Mapping[str, Any]) -> Widget | None:
     if kind == "pi.user":
         text = _user_text(entry)
         classes = "user continuation" if data.get("continuation") else "user"
-        return Static(Text(text), classes=classes)
+        return Static(Text(inert(text)), classes=classes)
     if kind == "pi.assistant":
         message = entry_message(entry, "assistant")
         if message is None:
@@ -288,7 +294,7 @@ def entry_widget(entry: Mapping[str, Any]) -> Widget | None:
         card.set_result(entry)
         return card
     if kind == "pi.notice":
-        return Static(Text(f"ⓘ {_user_text(entry)}"), classes="notice")
+        return Static(Text(inert(f"ⓘ {_user_text(entry)}")), classes="notice")
     if kind in ("pi.summary", "pi.handoff"):
         title = "Earlier conversation summarised" if kind == "pi.summary" else "Handoff"
         body = MarkdownText(_user_text(entry), classes="summary-text")
@@ -301,7 +307,7 @@ def entry_widget(entry: Mapping[str, Any]) -> Widget | None:
             attempt = data.get("attempt")
             label = f"attempt {attempt} failed" if attempt is not None else "attempt failed"
             detail = error if isinstance(error, str) else content_text(error) or str(error)
-            return Static(Text(f"↻ {label}: {detail}"), classes="dim-line")
+            return Static(Text(inert(f"↻ {label}: {detail}")), classes="dim-line")
         return None
     if kind == "pi.system":
         return None
@@ -309,10 +315,10 @@ def entry_widget(entry: Mapping[str, Any]) -> Widget | None:
         return Static(_shell_entry_text(data), classes="shell")
     change = change_text(entry)
     if change is not None:  # a model or thinking-level switch: one dim marker line
-        return Static(Text(change), classes="dim-line settings-change")
+        return Static(Text(inert(change)), classes="dim-line settings-change")
     text = _user_text(entry) or content_text(data.get("text") or data.get("message"))
     if text:
-        return Static(Text(f"{kind}: {text}"), classes="dim-line")
+        return Static(Text(inert(f"{kind}: {text}")), classes="dim-line")
     return None
 
 

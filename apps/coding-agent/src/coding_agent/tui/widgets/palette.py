@@ -17,6 +17,8 @@ from textual import on
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from chord import inert
+
 __all__ = ["CompletionPalette", "Suggestion"]
 
 
@@ -98,7 +100,7 @@ class CompletionPalette(OptionList):
 
 def _row(item: Suggestion) -> Text:
     row = Text(no_wrap=True, overflow="ellipsis")
-    row.append(item.label, style="bold")
+    row.append(inert(item.label), style="bold")  # a file name, a skill's description…
     if item.description:
-        row.append(f"  {item.description}", style="dim")
+        row.append(inert(f"  {item.description}"), style="dim")
     return row

@@ -16,6 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, Static
 
+from chord import inert
 from coding_agent.tui.document import inbox_text
 
 __all__ = ["QueuePanel"]
@@ -33,7 +34,7 @@ class _Row(Horizontal):
     def compose(self) -> ComposeResult:
         label = Text()
         label.append(f"↳ {_MODE_LABELS.get(self._mode, self._mode)} ", style="bold")
-        first = self._text.splitlines()[0] if self._text else ""
+        first = inert(self._text.splitlines()[0] if self._text else "")
         label.append(first if len(first) <= 200 else first[:199] + "…")
         yield Static(label, classes="queue-text")
         yield Button("✕", id=f"cancel-{self.input_id}", classes="queue-cancel")

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -21,6 +22,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from chord import inert
 from chord.textual import ConfirmScreen
 from coding_agent.session_index import human_size, matches
 
@@ -131,13 +133,17 @@ class SessionPickerScreen(ModalScreen[str | None]):
         now = self._now()
         options: list[Option] = []
         for s in self.shown:
-            options.append(Option(picker_row(s, current=self.current, now=now), id=s["id"]))
+            row = Text(inert(picker_row(s, current=self.current, now=now)))  # never markup
+            options.append(Option(row, id=s["id"]))
             branches = s.get("branches") or []
             if self._branch_rows and len(branches) > 1:
                 for b in branches:
                     summary = f" — {b['summary'][:_PROMPT]}" if b.get("summary") else ""
                     options.append(
-                        Option(f"    ⎇ branch {b['id']}{summary}", id=f"{s['id']}#{b['id']}")
+                        Option(
+                            Text(inert(f"    ⎇ branch {b['id']}{summary}")),
+                            id=f"{s['id']}#{b['id']}",
+                        )
                     )
         self._ids = [str(o.id) for o in options]
         listing.add_options(options)
@@ -181,6 +187,7 @@ class SessionPickerScreen(ModalScreen[str | None]):
         wanted = self._ids[index].partition("#")[0]  # a branch row deletes its session
         target = next(s for s in self.shown if s["id"] == wanted)
         label = f"“{target['name']}” ({target['id']})" if target.get("name") else target["id"]
+        label = inert(label)
         delete = self._delete
 
         def answered(yes: bool | None) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
+from chord import inert
 from coding_agent.tui.document import short_json
 
 __all__ = ["TasksPanel", "task_summary"]
@@ -67,9 +68,9 @@ class TasksPanel(Static):
             text.append("\n")
             icon = "■" if task.get("marked") else "◐"
             text.append(f"{icon} ", style="yellow" if task.get("marked") else "cyan")
-            text.append(str(task.get("kind", "task")), style="bold")
+            text.append(inert(str(task.get("kind", "task"))), style="bold")
             text.append(f" #{key}  ", style="dim")
-            text.append(task_summary(task.get("status")))
+            text.append(inert(task_summary(task.get("status"))))  # a job's output, say
             if task.get("marked"):
                 text.append("  (stopping)", style="dim")
         self.summary = text.plain

@@ -8,7 +8,9 @@ stored). Three sources feed it, in order of arrival:
 * the ``pi.tool_result`` entry (the result text, ``isError`` and ``details``; an edit's
   ``details.diff`` is shown as a coloured diff).
 
-Output is collapsible (Ctrl+O toggles every card); errors and diffs start expanded.
+Output is collapsible (Ctrl+O toggles every card); errors and diffs start expanded. Every text
+a card shows (header, arguments, live tail, result, diff) is made inert (:func:`chord.inert`):
+an ESC in a command or in a tool's output shows as ``\\x1b``, never acts on the terminal.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.markup import escape
 from textual.widget import Widget
 from textual.widgets import Static
 
+from chord import inert
 from coding_agent.tui.document import content_text, entry_message, short_json
 from coding_agent.tui.widgets.collapsible import QuietCollapsible
 
@@ -43,9 +47,9 @@ _TITLED = ("bash", "read", "write", "grep", "find", "ls")
 
 
 def diff_text(diff: str) -> Text:
-    """Colour a diff: ``+`` lines green, ``-`` lines red, headers and context dim."""
+    """Colour a diff: ``+`` lines green, ``-`` lines red, headers and context dim (inert)."""
     out = Text()
-    for index, line in enumerate(diff.splitlines()):
+    for index, line in enumerate(inert(diff).splitlines()):
         if index:
             out.append("\n")
         if line.startswith(("+++", "---", "@@")):
@@ -256,7 +260,7 @@ class ToolCard(Vertical):
         self._extra = " · ".join(extra)
         output = slot.get("output")
         if isinstance(output, str) and output:
-            tail = "\n".join(output.splitlines()[-_LIVE_TAIL_LINES:])
+            tail = inert("\n".join(output.splitlines()[-_LIVE_TAIL_LINES:]))
             self._shown["live"] = tail
             self._live.update(tail)
             self._live.display = True
@@ -272,7 +276,7 @@ class ToolCard(Vertical):
         self._status = "error" if is_error else "done"
         self._extra = ""
         self._live.display = False
-        text = content_text(message.get("content"))
+        text = inert(content_text(message.get("content")))
         live = self._shown["live"].strip()
         if is_error and live and live.splitlines()[-1] not in text:
             # Cut short (an abort) before its output reached the result: keep what was shown.
@@ -283,9 +287,10 @@ class ToolCard(Vertical):
         lines = text.count("\n") + 1 if text else 0
         if isinstance(diff, str) and diff and not is_error:
             self._counts = diff_counts(diff)
-            self._shown["result"] = diff
+            self._shown["result"] = inert(diff)
             self._body.update(diff_text(diff))
-            self._output.title = f"Diff · {text.splitlines()[0] if text else 'applied'}"
+            first = escape(text.splitlines()[0]) if text else "applied"  # a title is markup
+            self._output.title = f"Diff · {first}"
             self._output.collapsed = False
             self.add_class("has-diff")
         else:
@@ -308,12 +313,13 @@ class ToolCard(Vertical):
         icon, style = _STATUS_ICONS.get(self._status, ("•", "dim"))
         header = Text()
         header.append(f"{icon} ", style=style)
-        title = tool_title(self.tool_name, self._arguments, self._counts)
-        name, _, rest = title.partition(self.tool_name)
-        header.append(name + self.tool_name, style="bold")
+        title = inert(tool_title(self.tool_name, self._arguments, self._counts))
+        tool = inert(self.tool_name)
+        name, _, rest = title.partition(tool)
+        header.append(name + tool, style="bold")
         header.append(rest)
         if self._extra:
-            header.append(f"  · {self._extra}", style="dim")
+            header.append(inert(f"  · {self._extra}"), style="dim")
         self._shown["header"] = header.plain
         self._header.update(header)
         for name in _STATUS_ICONS:
@@ -328,7 +334,7 @@ class ToolCard(Vertical):
             return diff_text(preview)
         if self.tool_name in _TITLED or _summarised(arguments):
             return ""  # the header says it all (a write's content shows in its result)
-        return _other_arguments(arguments)
+        return inert(_other_arguments(arguments))
 
     def _render_args(self) -> None:
         shown = self._args_content()
