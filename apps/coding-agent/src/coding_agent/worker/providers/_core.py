@@ -84,9 +84,7 @@ class Sdk(msgspec.Struct, frozen=True):
 class _SdkClient(Protocol):
     """What the core uses of a Stainless SDK client (``AsyncAnthropic``, ``AsyncOpenAI``)."""
 
-    async def post(
-        self, path: str, *, cast_to: Any, content: bytes, options: Any, stream: bool
-    ) -> Any: ...
+    async def post(self, path: str, **request: Any) -> Any: ...
 
     async def close(self) -> None: ...
 
