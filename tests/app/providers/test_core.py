@@ -109,6 +109,9 @@ class _EchoProvider(SdkProvider):
     def _wire_memo(self, key: Hashable) -> FoldMemo:
         return FoldMemo(_Fold)
 
+    def _client_keywords(self) -> dict[str, Any]:  # what this SDK's client takes besides
+        return {**super()._client_keywords(), "default_headers": {"x-echo": "1"}}
+
     def _params(self, request: Request, info: ModelInfo, mapper: Mapper) -> dict[str, Any]:
         if request.max_tokens == 13:
             raise ProviderError("echo: 13 is unlucky", retryable=False)
@@ -171,6 +174,7 @@ async def test_an_adapter_of_wire_mapping_alone_streams_priced_usage() -> None:
         sent = server.requests[0]
     assert sent.path == "/echo" and sent.body == {"model": "echo-1", "history": ["hi"]}
     assert sent.headers["authorization"] == "Bearer k"  # the SDK's auth, not ours
+    assert sent.headers["x-echo"] == "1"  # the adapter's own client keywords
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.message.content == [TextContent(text="Hello")]
     usage = done.message.usage

@@ -15,6 +15,12 @@ A provider adapter (``anthropic``, ``openai``, and any later one) subclasses
 * **error mapping**: :meth:`SdkProvider._classify`; the Stainless-generated SDKs (``anthropic``,
   ``openai``) share :func:`classify_stainless` and only say what a status error means.
 
+Where an SDK differs from these two, an adapter overrides one more method, still its own wire:
+:meth:`SdkProvider._client_keywords` for a client made with other credentials (the Anthropic
+SDK's Bedrock and Vertex clients take a region and cloud credentials, not an API key), and
+:meth:`SdkProvider._post` for a client that does not send a raw streamed POST (it must return an
+:class:`~._drive.SdkStream`: decoded events, a list per network read, and ``close``).
+
 The core does the rest the same way for every adapter: the SDK client's lifecycle (made, and the
 SDK imported with its package ``__init__`` s deferred, at the first request: see
 :mod:`._sdk_import`; closed by ``aclose``), the request body encoded once by msgspec with the
@@ -218,11 +224,16 @@ class SdkProvider:
         return ModelInfo(id=model_id, provider=self.name, api=self.api)
 
     # -- the core -------------------------------------------------------------------------------
+    def _client_keywords(self) -> dict[str, Any]:
+        """The keyword arguments of the SDK's client class: the API key, base URL and timeout,
+        and no SDK retries (:func:`~._sdk_import.sdk_client_options`)."""
+        return self._client_options
+
     @property
     def _client(self) -> _SdkClient:
         """The SDK client, made (and the SDK imported) on first use (``._sdk_import.sdk_client``)."""
         if self._sdk_client is None:
-            client = sdk_client(self.sdk.package, self.sdk.client, self._client_options)
+            client = sdk_client(self.sdk.package, self.sdk.client, self._client_keywords())
             self._sdk_client = cast("_SdkClient", client)
         return self._sdk_client
 
