@@ -31,7 +31,7 @@ from pico3.models import (
     retry_call,
 )
 
-__all__ = ["SdkStream", "connection_error", "drive"]
+__all__ = ["SdkStream", "drive"]
 
 
 class SdkStream(Protocol):
@@ -116,32 +116,3 @@ async def drive(
     finally:
         with anyio.CancelScope(shield=True):
             await stream.close()
-
-
-_UNREACHABLE = ("connection refused", "name or service not known", "nodename nor servname")
-
-
-def connection_error(provider: str, exc: BaseException) -> ProviderError:
-    """The error for an SDK's connection failure, naming the URL. A refused connection or an
-    unknown host is final (retrying cannot help and would hide it for a minute); a reset or
-    an interrupted connection is retried."""
-    request = getattr(exc, "request", None)
-    url = getattr(request, "url", None)
-    where = f" to {url}" if url is not None else ""
-    cause: BaseException | None = exc
-    seen = 0
-    while cause is not None and seen < 10:
-        text = str(cause).lower()
-        if isinstance(cause, ConnectionRefusedError) or any(s in text for s in _UNREACHABLE):
-            why = (
-                "connection refused"
-                if "refused" in text or isinstance(cause, ConnectionRefusedError)
-                else "unknown host"
-            )
-            return ProviderError(
-                f"{provider}: cannot connect{where}: {why} (is the server running, and is the "
-                "base URL right?)",
-                retryable=False,
-            )
-        cause, seen = cause.__cause__ or cause.__context__, seen + 1
-    return ProviderError(f"{provider}: connection failed{where}: {exc}", retryable=True)

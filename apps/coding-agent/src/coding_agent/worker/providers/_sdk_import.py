@@ -13,8 +13,9 @@ partial package import, so :func:`defer_sdk_inits` adds a meta-path finder that 
 * a name the ``__init__`` would bind with ``from .x import name [as alias]`` (before its first
   statement that is not an import) is resolved on first access by importing ``.x`` alone and
   taking ``name`` from it: the very object the ``__init__`` binds (read from the ``__init__``'s
-  own source with :mod:`ast`, so a new SDK release needs no list here), then kept in the
-  package;
+  own source, so a new SDK release needs no list here), then kept in the package; a name the
+  rest of a root ``__init__`` binds again is taken from its last top-level
+  ``from .y import name``, or else left to the ``__init__`` itself;
 * a submodule name imports that submodule, as ``hasattr(package, "x")`` then ``import`` would;
 * any other name runs the real ``__init__`` (in the package's own namespace, as a normal import
   would have, once): ``import openai; openai.api_key`` still works, it merely pays then. A
@@ -25,6 +26,29 @@ up (``OPENAI_LOG`` / ``ANTHROPIC_LOG``), which runs when the root package is cre
 cosmetic renaming of exported classes' ``__module__`` to the root name. An SDK already imported
 is left alone. The SDK is still the whole request path (client, auth, base URL, headers,
 timeouts, status errors); only the import order changes.
+
+Never a broken import (an SDK upgrade may change any ``__init__``): a package ``__init__`` the
+hook does not understand runs as usual: no source at hand, no ``from .x import name``
+re-exports (say, a release that loads lazily by itself), a non-root one that does anything
+else, or any error while reading it. A name that fails to resolve alone (its module needs what
+the ``__init__`` does first) runs the real ``__init__``. The call-only forwarders stand only for
+functions their module defines with ``def``. And if a deferred import still fails,
+:func:`sdk_client` forgets that SDK's modules and imports it plainly from then on.
+``tests/app/providers/test_sdk_import_fallback.py`` proves each case on stand-in SDK packages.
+
+Why it is worth it, measured (``benchmarks/startup.py --quick``, 2 shared loaded cores, with
+the hook and with ``defer_sdk_inits`` left out of :func:`sdk_client`): start -> first provider
+request, openai 0.81 s (CPU 0.32 s) with it against 0.98 s (CPU 0.51 s) without; anthropic
+0.84 s (CPU 0.31 s) against 2.86 s (CPU 1.07 s). Importing the client alone in a fresh
+process: openai 0.39 s CPU and 661 modules against 0.65 s and 1,085; anthropic 0.38 s and 630
+modules against 1.53 s and 3,744. Without it the first request's CPU time alone exceeds its
+0.5 s target on both paths. The alternative, dropping the SDKs for plain ``httpx2`` requests, would lose what
+they are kept for (auth, headers, base URLs, timeouts, status errors, and the Bedrock and
+Vertex clients of the Anthropic SDK) and change the requests on the wire.
+
+Why one module: it is one import hook. The reader of the ``__init__`` sources (scan, parse,
+later bindings) decides what the loaders may defer, and the loaders, forwarders and fallbacks
+act on exactly what it read; apart, each half would encode the other's assumptions.
 """
 
 from __future__ import annotations
@@ -83,6 +107,7 @@ DEFERRED_MODULES: dict[str, frozenset[str]] = {
 models (~30 ms)."""
 
 _lock = threading.Lock()
+_PREFIXES = tuple(sorted(SDK_ROOTS))
 
 
 def defer_sdk_inits() -> None:
@@ -129,9 +154,31 @@ def sdk_client(package: str, client: str, options: dict[str, Any]) -> Any:
     defer_sdk_inits()
     try:
         with trio_hidden_from_httpcore():
-            return getattr(importlib.import_module(package), client)(**options)
+            try:
+                made = getattr(importlib.import_module(package), client)
+            except Exception:
+                if not _plain_again(package):
+                    raise  # a plain import fails as well: the SDK's own error
+                made = getattr(importlib.import_module(package), client)
+            return made(**options)  # which imports the transport: trio stays hidden
     finally:
         start_up_done()
+
+
+_PLAIN: set[str] = set()
+"""SDK roots imported plainly from now on (their deferred import failed)."""
+
+
+def _plain_again(root: str) -> bool:
+    """After a deferred import of ``root`` failed in a way nothing foresaw: forget every
+    module of it and import it plainly from now on (``False`` if it was plain already)."""
+    with _lock:
+        if root in _PLAIN:
+            return False
+        _PLAIN.add(root)
+        for name in [n for n in sys.modules if n == root or n.startswith(f"{root}.")]:
+            del sys.modules[name]
+    return True
 
 
 def _under_asyncio() -> bool:
@@ -161,9 +208,11 @@ class _HiddenModule(importlib.abc.MetaPathFinder):
 
 
 def _deferred(fullname: str) -> bool:
+    root, _, rest = fullname.partition(".")
+    if root in _PLAIN:
+        return False
     if fullname in DEFERRED_PACKAGES:
         return True
-    root, _, rest = fullname.partition(".")
     return root in SDK_ROOTS and (not rest or rest == "types" or rest.startswith("types."))
 
 
@@ -176,9 +225,23 @@ class _DeferringFinder(importlib.abc.MetaPathFinder):
         path: Sequence[str] | None,
         target: types.ModuleType | None = None,
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname in DEFERRED_MODULES:
+        if not fullname.startswith(_PREFIXES):
+            return None
+        try:
+            return self._find(fullname, path)
+        except Exception:  # anything unforeseen: the usual finders import it as ever
+            return None
+
+    def _find(
+        self, fullname: str, path: Sequence[str] | None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname in DEFERRED_MODULES and fullname.partition(".")[0] not in _PLAIN:
             spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-            if spec is not None and isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+            if (
+                spec is not None
+                and isinstance(spec.loader, importlib.machinery.SourceFileLoader)
+                and _defines_functions(spec.loader, fullname, DEFERRED_MODULES[fullname])
+            ):
                 spec.loader = _DeferredModule(spec.loader, DEFERRED_MODULES[fullname])
             return spec
         if not _deferred(fullname):
@@ -341,11 +404,13 @@ class _DeferredInit(importlib.abc.Loader):
 
     def exec_module(self, module: types.ModuleType) -> None:
         name = module.__name__
-        source = self._real.get_source(name)
-        exports = _Exports.of(source or "", name)
         root = "." not in name
-        if not root and not exports.only_imports:
-            self._real.exec_module(module)  # an __init__ that does more: run it as usual
+        try:
+            exports = _understood(self._real, name, root=root)
+        except Exception:  # anything unforeseen in reading it: not understood
+            exports = None
+        if exports is None:
+            self._real.exec_module(module)  # not an __init__ it understands: run it as usual
             return
         namespace = module.__dict__
         namespace["__deferred_exports__"] = exports
@@ -375,10 +440,19 @@ class _DeferredInit(importlib.abc.Loader):
 
         def __getattr__(attr: str) -> Any:
             target = exports.names.get(attr)
-            if target is not None and attr in called_only and target[0] not in sys.modules:
+            if (
+                target is not None
+                and attr in called_only
+                and target[0] not in sys.modules
+                and _defines_functions(None, target[0], frozenset({attr}))
+            ):
                 return _forwarder(namespace, attr, target[0], lambda: _import_from(*target))
             if target is not None:
-                value = _import_from(*target)
+                try:
+                    value = _import_from(*target)
+                except Exception:  # it needs what the __init__ does before: run it
+                    run_init()
+                    return getattr(module, attr)
                 namespace[attr] = value
                 resolved.add(attr)
                 return value
@@ -398,6 +472,98 @@ class _DeferredInit(importlib.abc.Loader):
         namespace["__dir__"] = __dir__
         if root:
             _setup_logging(name)
+
+
+def _understood(
+    real: importlib.machinery.SourceFileLoader, name: str, *, root: bool
+) -> _Exports | None:
+    """The exports of package ``name``'s ``__init__`` when deferring it is sound, else ``None``
+    (run it as usual): its source must be at hand and bind names with ``from .x import y``;
+    a non-root one must do nothing else. A root one's names that its later statements bind
+    again are resolved as those bind them (a later ``from .x import y``) or by running it."""
+    source = real.get_source(name)
+    if source is None:
+        return None  # compiled only: nothing to read
+    exports = _Exports.of(source, name)
+    if not exports.names or (not root and not exports.only_imports):
+        return None
+    if not exports.only_imports:
+        _rebound(source, name, exports)
+    return exports
+
+
+def _rebound(source: str, package: str, exports: _Exports) -> None:
+    """Update ``exports`` for the names a root ``__init__`` binds again after its leading
+    imports (``DEFAULT_TIMEOUT`` imported from ``_constants``, then from ``_base_client``): a
+    top-level ``from .x import y`` moves the name there, any other binding (an assignment,
+    ``def``, ``class``, an import in a block) leaves it to the ``__init__`` itself. Names a later
+    ``import *`` binds are not known here (the test comparing every name with a full import
+    guards them)."""
+    leading = True
+    for statement in ast.parse(source).body:
+        if leading and _leading_statement(statement):
+            continue
+        leading = False
+        if isinstance(statement, ast.ImportFrom) and statement.level:
+            moved = _Exports()
+            names = [(a.name, a.asname or a.name) for a in statement.names]
+            moved.bind(package, statement.level, statement.module, names)
+            for bound, target in moved.names.items():
+                if bound in exports.names:
+                    exports.names[bound] = target
+            continue
+        for bound in _bindings(statement):
+            exports.names.pop(bound, None)
+
+
+def _leading_statement(statement: ast.stmt) -> bool:
+    """A statement :func:`_parse` reads past (an import, the docstring, ``__all__ = [...]``)."""
+    if isinstance(statement, ast.Import | ast.ImportFrom):
+        return True
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+        return True
+    return (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and statement.targets[0].id == "__all__"
+    )
+
+
+def _bindings(statement: ast.stmt) -> Iterator[str]:
+    """The module-level names ``statement`` may bind (not those inside a function or class)."""
+    pending: list[ast.AST] = [statement]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield node.name
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            yield node.id
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                yield (alias.asname or alias.name).partition(".")[0]
+        pending.extend(ast.iter_child_nodes(node))
+
+
+_DEF = r"^(?:async[ \t]+)?def[ \t]+{}[ \t]*\("
+
+
+def _defines_functions(
+    loader: importlib.machinery.SourceFileLoader | None, module: str, names: frozenset[str]
+) -> bool:
+    """Whether ``module``'s source defines each of ``names`` with a top-level ``def`` (so a
+    forwarder can stand for it until its first call). ``loader`` or the path finder finds it."""
+    if loader is None:
+        parent, _, _ = module.rpartition(".")
+        path = getattr(sys.modules.get(parent), "__path__", None)
+        spec = importlib.machinery.PathFinder.find_spec(module, path)
+        found = spec.loader if spec is not None else None
+        if not isinstance(found, importlib.machinery.SourceFileLoader):
+            return False
+        loader = found
+    source = loader.get_source(module) or ""
+    return all(re.search(_DEF.format(re.escape(name)), source, re.MULTILINE) for name in names)
 
 
 def _forwarder(

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
-__all__ = ["Last", "RawResponse", "SseStream"]
+__all__ = ["Decode", "Last", "RawResponse", "SseStream"]
 
 
 class RawResponse(Protocol):
@@ -40,6 +40,7 @@ class Last:
 
 
 Decode = Callable[[str | None, bytes], Any]
+"""``decode(event_name, data)``: one event's value, ``None`` to skip it, or ``Last(value)``."""
 
 
 class SseStream:

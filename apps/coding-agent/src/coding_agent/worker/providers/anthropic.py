@@ -14,31 +14,30 @@ input_json/signature                        ``toolcall_delta`` (raw JSON) / sign
                                             -> length, ``tool_use`` -> toolUse)
 ==========================================  ============================================
 
-The client is built with ``max_retries=0``: opening the stream is retried by
-:func:`pico3.models.retry_call` so Anthropic and OpenAI back off the same way and honour
-``Retry-After``. Thinking levels become ``budget_tokens`` (:data:`THINKING_BUDGETS`), and the
-last system section and the last user message carry ``cache_control`` so prompts are cached.
-
-Why one module: it is one provider's adapter: request building, the stream event records, the
-event-to-contract mapper and error classification all encode the same Messages API, and the mapping
-table above is implemented by them jointly.
+This module is the wire mapping only (request building, event mapping, error mapping); the SDK
+client, the streaming loop, retries with ``Retry-After``, cancellation, usage pricing and the
+message memo are the shared core's (:mod:`._core`). Thinking levels become ``budget_tokens``
+(:data:`THINKING_BUDGETS`), and the last system section and the last user message carry
+``cache_control`` so prompts are cached.
 """
 
 from __future__ import annotations
 
-import sys
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, cast
 
-import anyio
 import msgspec
 
-from chord import Context
-from coding_agent.worker.providers._drive import SdkStream, connection_error, drive
+from coding_agent.worker.providers._core import (
+    ENCODER,
+    Mapper,
+    Sdk,
+    SdkProvider,
+    classify_stainless,
+)
 from coding_agent.worker.providers._memo import FoldMemo
-from coding_agent.worker.providers._sdk_import import sdk_client, sdk_client_options
-from coding_agent.worker.providers._sse import Last, SseStream
+from coding_agent.worker.providers._sse import Last
 from pico3.models import (
     AssistantMessage,
     ImageContent,
@@ -48,8 +47,6 @@ from pico3.models import (
     ModelInfo,
     ProviderError,
     Request,
-    RetryPolicy,
-    Sleep,
     StreamEvent,
     SystemMessage,
     TextContent,
@@ -57,15 +54,9 @@ from pico3.models import (
     ThinkingLevel,
     ToolCall,
     ToolResultMessage,
-    Usage,
     UserMessage,
-    compute_cost,
-    parse_retry_after,
     retryable_status,
 )
-
-if TYPE_CHECKING:
-    import anthropic
 
 __all__ = [
     "ANTHROPIC_MODELS",
@@ -130,101 +121,6 @@ _STOP_REASONS = {
     "model_context_window_exceeded": "length",
     "tool_use": "toolUse",
 }
-
-
-class AnthropicProvider:
-    """A :class:`pico3.models.Provider` backed by ``anthropic.AsyncAnthropic``."""
-
-    def __init__(
-        self,
-        *,
-        api_key: str,
-        base_url: str | None = None,
-        models: Sequence[ModelInfo] = ANTHROPIC_MODELS,
-        retry: RetryPolicy | None = None,
-        sleep: Sleep | None = None,
-        clock: Callable[[], float] = time.time,
-        timeout: float = 600.0,
-        name: str = "anthropic",
-    ) -> None:
-        self.name = name
-        self._models = tuple(models)
-        self._retry = retry or RetryPolicy()
-        self._wire = wire_memo()
-        self._sleep = sleep or anyio.sleep
-        self._clock = clock
-        self._client_options = sdk_client_options(api_key, base_url, timeout)
-        self._sdk_client: anthropic.AsyncAnthropic | None = None
-
-    @property
-    def _client(self) -> anthropic.AsyncAnthropic:
-        """The SDK client, made (and the SDK imported) on first use (``._sdk_import.sdk_client``)."""
-        if self._sdk_client is None:
-            client = sdk_client("anthropic", "AsyncAnthropic", self._client_options)
-            self._sdk_client = cast("anthropic.AsyncAnthropic", client)
-        return self._sdk_client
-
-    def models(self) -> Sequence[ModelInfo]:
-        """The bundled (or configured) Anthropic models."""
-        return self._models
-
-    def model(self, model_id: str) -> ModelInfo:
-        """Metadata for ``model_id``; an unknown id gets defaults and no price (unpriced)."""
-        for info in self._models:
-            if info.id == model_id:
-                return info
-        return ModelInfo(
-            id=model_id,
-            provider=self.name,
-            api=API,
-            context_window=200_000,
-            max_output=32_000,
-            supports_thinking=True,
-            supports_images=True,
-        )
-
-    async def aclose(self) -> None:
-        """Close the SDK client's connection pool (if it was made)."""
-        if self._sdk_client is not None:
-            await self._sdk_client.close()
-
-    async def _post(self, body: bytes) -> SdkStream:
-        """POST a ready JSON body to ``/v1/messages`` through the SDK (its base URL, auth and
-        version headers, timeout and status errors) and read the raw event stream with msgspec
-        instead of the SDK's per-event pydantic models."""
-        import httpx2
-
-        response = await self._client.post(
-            "/v1/messages",
-            cast_to=httpx2.Response,
-            content=body,
-            options={"headers": _JSON_HEADERS},
-            stream=True,
-        )
-        return SseStream(response, _decode_event)
-
-    def stream(self, request: Request, ctx: Context) -> AsyncIterator[StreamEvent]:
-        """Stream ``request`` through the Messages API."""
-        info = self.model(request.model)
-        builder = MessageBuilder(
-            api=API, provider=self.name, model=request.model, clock=self._clock
-        )
-        mapper = _Mapper(builder, info)
-
-        async def open() -> SdkStream:
-            params = build_params(request, info, memo=self._wire)  # bad input fails the stream
-            return await self._post(_ENCODER.encode(params))
-
-        return drive(
-            builder,
-            open=open,
-            feed=mapper.feed,
-            finish=mapper.finish,
-            classify=lambda exc: classify_error(exc, self._clock),
-            policy=self._retry,
-            sleep=self._sleep,
-            ctx=ctx,
-        )
 
 
 def build_params(
@@ -380,7 +276,7 @@ class _Fold:
 
 
 def _encode_group(group: list[Message]) -> bytes:
-    return _ENCODER.encode(_messages(group, cache=False)[0])
+    return ENCODER.encode(_messages(group, cache=False)[0])
 
 
 def _user_block(block: TextContent | ImageContent) -> dict[str, Any]:
@@ -409,34 +305,22 @@ def classify_error(
     exc: BaseException, clock: Callable[[], float] = time.time
 ) -> ProviderError | None:
     """A :class:`ProviderError` for an ``anthropic`` SDK exception (``None`` for others)."""
-    if "anthropic" not in sys.modules:
-        return None  # no SDK exception can exist yet: importing the SDK to say so costs
-    import anthropic
+    return classify_stainless(exc, "anthropic", _status_error, clock)
 
-    if isinstance(exc, anthropic.APIStatusError):
-        kind, detail = _error_body(exc.body)
-        status = exc.status_code
-        retryable = retryable_status(status) or kind in {
-            "overloaded_error",
-            "api_error",
-            "rate_limit_error",
-            "timeout_error",
-        }
-        if status == 200:  # an ``event: error`` inside a started stream
-            retryable = kind in {"overloaded_error", "api_error", "rate_limit_error"}
-        return ProviderError(
-            f"anthropic {status} {kind or 'error'}: {detail or exc.message}",
-            retryable=retryable,
-            retry_after=parse_retry_after(dict(exc.response.headers), clock),
-            status=status,
-        )
-    if isinstance(exc, anthropic.APITimeoutError):
-        return ProviderError("anthropic: request timed out", retryable=True)
-    if isinstance(exc, anthropic.APIConnectionError):
-        return connection_error("anthropic", exc)
-    if isinstance(exc, anthropic.APIError):
-        return ProviderError(f"anthropic: {exc}", retryable=False)
-    return None
+
+def _status_error(exc: Any) -> tuple[str, bool]:
+    """An ``anthropic.APIStatusError``'s message and whether it is worth retrying."""
+    kind, detail = _error_body(exc.body)
+    status = exc.status_code
+    retryable = retryable_status(status) or kind in {
+        "overloaded_error",
+        "api_error",
+        "rate_limit_error",
+        "timeout_error",
+    }
+    if status == 200:  # an ``event: error`` inside a started stream
+        retryable = kind in _RETRYABLE_IN_STREAM
+    return f"anthropic {status} {kind or 'error'}: {detail or exc.message}", retryable
 
 
 def _error_body(body: object) -> tuple[str, str]:
@@ -448,8 +332,6 @@ def _error_body(body: object) -> tuple[str, str]:
     return "", ""
 
 
-_ENCODER = msgspec.json.Encoder()
-_JSON_HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
 _RETRYABLE_IN_STREAM = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 
 
@@ -519,14 +401,12 @@ def _decode_event(event: str | None, data: bytes) -> Any:
     return Last(decoded) if decoded.type == "message_stop" else decoded
 
 
-class _Mapper:
+class _Mapper(Mapper):
     """Feeds raw Messages-API stream events into a builder."""
 
     def __init__(self, builder: MessageBuilder, info: ModelInfo) -> None:
-        self._builder = builder
-        self._info = info
+        super().__init__(builder, info)
         self._blocks: dict[int, int] = {}
-        self._usage = Usage()
         self._stop: str | None = None
 
     def feed(self, event: Any) -> list[StreamEvent]:
@@ -586,11 +466,8 @@ class _Mapper:
             return self._end()
         return []
 
-    def finish(self) -> list[StreamEvent]:
-        return []  # a stream without message_stop is incomplete; drive() reports it
-
     def _end(self) -> list[StreamEvent]:
-        usage = self._priced()
+        usage = self.priced()
         reason = _STOP_REASONS.get(self._stop or "")
         if reason is None:
             return [
@@ -601,26 +478,51 @@ class _Mapper:
     def _take_usage(self, usage: Any) -> None:
         if usage is None:
             return
-        for field, attr in (
-            ("input", "input_tokens"),
-            ("output", "output_tokens"),
-            ("cache_read", "cache_read_input_tokens"),
-            ("cache_write", "cache_creation_input_tokens"),
-        ):
-            value = getattr(usage, attr, None)
-            if isinstance(value, int):
-                setattr(self._usage, field, value)
-        self._builder.message.usage = self._priced()
+        counts = {
+            field: value
+            for field, attr in _USAGE_FIELDS
+            if isinstance(value := getattr(usage, attr, None), int)
+        }
+        self.count(**counts)
 
-    def _priced(self) -> Usage:
-        usage = self._usage
-        usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write
-        usage.cost = compute_cost(usage, self._info)
-        return Usage(
-            input=usage.input,
-            output=usage.output,
-            cache_read=usage.cache_read,
-            cache_write=usage.cache_write,
-            total_tokens=usage.total_tokens,
-            cost=usage.cost,
+
+_USAGE_FIELDS = (
+    ("input", "input_tokens"),
+    ("output", "output_tokens"),
+    ("cache_read", "cache_read_input_tokens"),
+    ("cache_write", "cache_creation_input_tokens"),
+)
+
+
+class AnthropicProvider(SdkProvider):
+    """A :class:`pico3.models.Provider` backed by ``anthropic.AsyncAnthropic`` (keyword
+    arguments: :class:`._core.SdkProvider`)."""
+
+    api = API
+    sdk = Sdk(
+        package="anthropic", client="AsyncAnthropic", path="/v1/messages", decode=_decode_event
+    )
+    bundled = ANTHROPIC_MODELS
+
+    def _unknown(self, model_id: str) -> ModelInfo:
+        return ModelInfo(
+            id=model_id,
+            provider=self.name,
+            api=API,
+            context_window=200_000,
+            max_output=32_000,
+            supports_thinking=True,
+            supports_images=True,
         )
+
+    def _wire_memo(self, key: Hashable) -> FoldMemo:
+        return wire_memo()
+
+    def _params(self, request: Request, info: ModelInfo, mapper: Mapper) -> dict[str, Any]:
+        return build_params(request, info, memo=self._memo())
+
+    def _mapper(self, builder: MessageBuilder, info: ModelInfo) -> Mapper:
+        return _Mapper(builder, info)
+
+    def _classify(self, exc: BaseException) -> ProviderError | None:
+        return classify_error(exc, self._clock)

@@ -24,8 +24,9 @@ refuses a request because it has tools (a 400, 404 or 422 saying tools are unsup
 Ollama's "does not support tools"; see :func:`rejects_tools`), the same request is sent again at
 once in text mode and the model stays in text mode for the provider's lifetime (the session).
 
-As with Anthropic, the client has ``max_retries=0`` and opening is retried by
-:func:`pico3.models.retry_call`.
+This module is the wire mapping only (request building, event mapping, error mapping); the SDK
+client, the streaming loop, retries with ``Retry-After``, cancellation, usage pricing and the
+message memo are the shared core's (:mod:`._core`).
 
 Why one module: it is one provider's adapter: request building, the wire records of the stream, the
 stream-to-contract mapper and error classification all encode the same API's shapes and the same
@@ -38,17 +39,22 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, Literal, Unpack, cast
 
-import anyio
 import msgspec
 
-from chord import Context
-from coding_agent.worker.providers._drive import SdkStream, connection_error, drive
+from coding_agent.worker.providers._core import (
+    ENCODER,
+    Mapper,
+    ProviderOptions,
+    Sdk,
+    SdkProvider,
+    classify_stainless,
+)
+from coding_agent.worker.providers._drive import SdkStream
 from coding_agent.worker.providers._memo import FoldMemo
-from coding_agent.worker.providers._sdk_import import sdk_client, sdk_client_options
-from coding_agent.worker.providers._sse import Last, SseStream
+from coding_agent.worker.providers._sse import Last
 from coding_agent.worker.providers.text_tools import (
     ParsedCall,
     TextToolParser,
@@ -66,21 +72,13 @@ from pico3.models import (
     ModelInfo,
     ProviderError,
     Request,
-    RetryPolicy,
-    Sleep,
     StreamEvent,
     TextContent,
     ToolCall,
     ToolResultMessage,
-    Usage,
     UserMessage,
-    compute_cost,
-    parse_retry_after,
     retryable_status,
 )
-
-if TYPE_CHECKING:
-    import openai
 
 __all__ = [
     "LOCAL_COMPAT",
@@ -164,9 +162,6 @@ REASONING_EFFORT = {
 
 _FINISH = {"stop": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
 
-_ENCODER = msgspec.json.Encoder()
-_JSON_HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-
 
 # The parts of a ``chat.completion.chunk`` the mapper reads (unknown fields are ignored).
 class _Function(msgspec.Struct):
@@ -228,140 +223,6 @@ def _decode_chunk(event: str | None, data: bytes) -> Any:
             message = "An error occurred during streaming"
         raise ProviderError(f"openai: {message}", retryable=False)
     return chunk
-
-
-class OpenAIProvider:
-    """A :class:`pico3.models.Provider` backed by ``openai.AsyncOpenAI`` Chat Completions.
-
-    ``tool_calling`` maps model ids to their tool-calling mode; other models use
-    ``compat.tool_calling``. A model the server refused tools for switches to ``text`` by itself
-    (:meth:`tool_calling` tells the current mode)."""
-
-    def __init__(
-        self,
-        *,
-        api_key: str,
-        base_url: str | None = None,
-        compat: OpenAICompat | None = None,
-        models: Sequence[ModelInfo] = OPENAI_MODELS,
-        retry: RetryPolicy | None = None,
-        sleep: Sleep | None = None,
-        clock: Callable[[], float] = time.time,
-        timeout: float = 600.0,
-        name: str = "openai",
-        tool_calling: Mapping[str, ToolCalling] | None = None,
-    ) -> None:
-        self.name = name
-        self.compat = compat or (OPENAI_COMPAT if base_url is None else LOCAL_COMPAT)
-        self._tool_calling: dict[str, ToolCalling] = dict(tool_calling or {})
-        self.on_text_fallback: Callable[[str], None] | None = None
-        """Called with the model id when a model refused native tools and switched to text
-        (the worker tells its clients)."""
-        self._models = tuple(models)
-        self._retry = retry or RetryPolicy()
-        self._wire = {True: wire_memo(True), False: wire_memo(False)}  # by "takes images"
-        self._sleep = sleep or anyio.sleep
-        self._clock = clock
-        self._client_options = sdk_client_options(api_key, base_url, timeout)
-        self._sdk_client: openai.AsyncOpenAI | None = None
-
-    @property
-    def _client(self) -> openai.AsyncOpenAI:
-        """The SDK client, made (and the SDK imported) on first use (``._sdk_import.sdk_client``)."""
-        if self._sdk_client is None:
-            self._sdk_client = cast(
-                "openai.AsyncOpenAI", sdk_client("openai", "AsyncOpenAI", self._client_options)
-            )
-        return self._sdk_client
-
-    def models(self) -> Sequence[ModelInfo]:
-        """The bundled (or configured) models."""
-        return self._models
-
-    def model(self, model_id: str) -> ModelInfo:
-        """Metadata for ``model_id``; an unknown id (say, a local model) is unpriced."""
-        for info in self._models:
-            if info.id == model_id:
-                return info
-        return ModelInfo(id=model_id, provider=self.name, api=API)
-
-    def tool_calling(self, model_id: str) -> ToolCalling:
-        """How ``model_id`` calls tools now: ``native`` or ``text``."""
-        return self._tool_calling.get(model_id, self.compat.tool_calling)
-
-    def set_tool_calling(self, model_id: str, mode: ToolCalling) -> None:
-        """Use ``mode`` for ``model_id`` from the next request on."""
-        if mode not in ("native", "text"):
-            raise ValueError(f"tool calling must be 'native' or 'text', got {mode!r}")
-        self._tool_calling[model_id] = mode
-
-    async def aclose(self) -> None:
-        """Close the SDK client's connection pool (if it was made)."""
-        if self._sdk_client is not None:
-            await self._sdk_client.close()
-
-    async def _post(self, body: bytes) -> SdkStream:
-        """POST a ready JSON body to ``/chat/completions`` through the SDK (its base URL, auth,
-        headers, timeout and status errors) and read the raw event stream with msgspec: the
-        SDK's parameter transform and per-chunk pydantic models cost more than the rest of a
-        late turn together."""
-        import httpx2
-
-        response = await self._client.post(
-            "/chat/completions",
-            cast_to=httpx2.Response,
-            content=body,
-            options={"headers": _JSON_HEADERS, "security": {"bearer_auth": True}},
-            stream=True,
-        )
-        return SseStream(response, _decode_chunk)
-
-    def stream(self, request: Request, ctx: Context) -> AsyncIterator[StreamEvent]:
-        """Stream ``request`` through Chat Completions."""
-        info = self.model(request.model)
-        builder = MessageBuilder(
-            api=API, provider=self.name, model=request.model, clock=self._clock
-        )
-        mapper = _Mapper(builder, info)
-
-        async def create(mode: ToolCalling) -> SdkStream:
-            # Bad input fails the stream. The mapper learns the mode before any chunk arrives.
-            memo = self._wire[info.supports_images]
-            params = build_params(request, info, self.compat, tool_calling=mode, memo=memo)
-            mapper.text_tools = mode == "text"
-            return await self._post(_ENCODER.encode(params))
-
-        async def open() -> SdkStream:
-            mode = self.tool_calling(request.model)
-            if mode == "text" or not request.tools:
-                return await create(mode)
-            try:
-                return await create("native")
-            except Exception as exc:
-                if not rejects_tools(exc):
-                    raise
-                detail = exc
-            _log.warning(
-                "%s/%s refused native tool calling (%s); using text tool calls from now on",
-                self.name,
-                request.model,
-                detail,
-            )
-            self.set_tool_calling(request.model, "text")
-            if self.on_text_fallback is not None:
-                self.on_text_fallback(request.model)
-            return await create("text")
-
-        return drive(
-            builder,
-            open=open,
-            feed=mapper.feed,
-            finish=mapper.finish,
-            classify=lambda exc: classify_error(exc, self._clock),
-            policy=self._retry,
-            sleep=self._sleep,
-            ctx=ctx,
-        )
 
 
 def build_params(
@@ -463,11 +324,11 @@ class _Fold:
     def feed(self, message: Message) -> None:
         if self._pictures and not isinstance(message, ToolResultMessage):
             picture = _tool_images(self._pictures)
-            self._out.append(_ENCODER.encode(picture) if self._encode else picture)
+            self._out.append(ENCODER.encode(picture) if self._encode else picture)
             self._pictures = []
         items, found = _message_items(message, self._images)
         if self._encode:
-            self._out.extend(_ENCODER.encode(item) for item in items)
+            self._out.extend(ENCODER.encode(item) for item in items)
         else:
             self._out.extend(items)
         self._pictures.extend(found)
@@ -544,25 +405,13 @@ def classify_error(
     exc: BaseException, clock: Callable[[], float] = time.time
 ) -> ProviderError | None:
     """A :class:`ProviderError` for an ``openai`` SDK exception (``None`` for others)."""
-    if "openai" not in sys.modules:
-        return None  # no SDK exception can exist yet: importing the SDK to say so costs
-    import openai
+    return classify_stainless(exc, "openai", _status_error, clock)
 
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        return ProviderError(
-            f"openai {status}: {_detail(exc.body) or exc.message}",
-            retryable=retryable_status(status),
-            retry_after=parse_retry_after(dict(exc.response.headers), clock),
-            status=status,
-        )
-    if isinstance(exc, openai.APITimeoutError):
-        return ProviderError("openai: request timed out", retryable=True)
-    if isinstance(exc, openai.APIConnectionError):
-        return connection_error("openai", exc)
-    if isinstance(exc, openai.APIError):  # an error object inside a started stream
-        return ProviderError(f"openai: {exc.message}", retryable=False)
-    return None
+
+def _status_error(exc: Any) -> tuple[str, bool]:
+    """An ``openai.APIStatusError``'s message and whether it is worth retrying."""
+    status = exc.status_code
+    return f"openai {status}: {_detail(exc.body) or exc.message}", retryable_status(status)
 
 
 _TOOL_REFUSAL_STATUS = frozenset({400, 404, 422})
@@ -613,12 +462,11 @@ def _detail(body: object) -> str:
     return ""
 
 
-class _Mapper:
+class _Mapper(Mapper):
     """Feeds Chat Completions chunks into a builder."""
 
     def __init__(self, builder: MessageBuilder, info: ModelInfo) -> None:
-        self._builder = builder
-        self._info = info
+        super().__init__(builder, info)
         self._text: int | None = None
         self._thinking: int | None = None
         self._calls: dict[int, int] = {}
@@ -733,7 +581,95 @@ class _Mapper:
         prompt = raw.prompt_tokens or 0
         details = getattr(raw, "prompt_tokens_details", None)
         cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
-        usage = Usage(input=prompt - cached, output=raw.completion_tokens or 0, cache_read=cached)
-        usage.total_tokens = usage.input + usage.output + usage.cache_read
-        usage.cost = compute_cost(usage, self._info)
-        self._builder.message.usage = usage
+        self.count(input=prompt - cached, output=raw.completion_tokens or 0, cache_read=cached)
+
+
+class OpenAIProvider(SdkProvider):
+    """A :class:`pico3.models.Provider` backed by ``openai.AsyncOpenAI`` Chat Completions
+    (keyword arguments: :class:`._core.SdkProvider`'s, and these).
+
+    ``compat`` is what the server supports (:data:`OPENAI_COMPAT` by default,
+    :data:`LOCAL_COMPAT` with a ``base_url``). ``tool_calling`` maps model ids to their
+    tool-calling mode; other models use ``compat.tool_calling``. A model the server refused
+    tools for switches to ``text`` by itself (:meth:`tool_calling` tells the current mode)."""
+
+    api = API
+    sdk = Sdk(
+        package="openai",
+        client="AsyncOpenAI",
+        path="/chat/completions",
+        decode=_decode_chunk,
+        options={"security": {"bearer_auth": True}},
+    )
+    bundled = OPENAI_MODELS
+
+    def __init__(
+        self,
+        *,
+        compat: OpenAICompat | None = None,
+        tool_calling: Mapping[str, ToolCalling] | None = None,
+        **options: Unpack[ProviderOptions],
+    ) -> None:
+        super().__init__(**options)
+        local = options.get("base_url") is not None
+        self.compat = compat or (LOCAL_COMPAT if local else OPENAI_COMPAT)
+        self._tool_calling: dict[str, ToolCalling] = dict(tool_calling or {})
+        self.on_text_fallback: Callable[[str], None] | None = None
+        """Called with the model id when a model refused native tools and switched to text
+        (the worker tells its clients)."""
+
+    def tool_calling(self, model_id: str) -> ToolCalling:
+        """How ``model_id`` calls tools now: ``native`` or ``text``."""
+        return self._tool_calling.get(model_id, self.compat.tool_calling)
+
+    def set_tool_calling(self, model_id: str, mode: ToolCalling) -> None:
+        """Use ``mode`` for ``model_id`` from the next request on."""
+        if mode not in ("native", "text"):
+            raise ValueError(f"tool calling must be 'native' or 'text', got {mode!r}")
+        self._tool_calling[model_id] = mode
+
+    def _wire_memo(self, key: Hashable) -> FoldMemo:
+        return wire_memo(bool(key))  # by "the model takes images"
+
+    def _mapper(self, builder: MessageBuilder, info: ModelInfo) -> Mapper:
+        return _Mapper(builder, info)
+
+    def _classify(self, exc: BaseException) -> ProviderError | None:
+        return classify_error(exc, self._clock)
+
+    def _params(self, request: Request, info: ModelInfo, mapper: Mapper) -> dict[str, Any]:
+        """The body in the model's current tool-calling mode (the mapper learns the mode
+        before any chunk arrives)."""
+        return self._params_in(request, info, mapper, self.tool_calling(request.model))
+
+    def _params_in(
+        self, request: Request, info: ModelInfo, mapper: Mapper, mode: ToolCalling
+    ) -> dict[str, Any]:
+        memo = self._memo(info.supports_images)
+        params = build_params(request, info, self.compat, tool_calling=mode, memo=memo)
+        cast("_Mapper", mapper).text_tools = mode == "text"
+        return params
+
+    async def _open(self, request: Request, info: ModelInfo, mapper: Mapper) -> SdkStream:
+        """Send ``request``; when the server refuses its tools (:func:`rejects_tools`), send it
+        again at once in text mode, which the model keeps from then on."""
+        if self.tool_calling(request.model) == "text" or not request.tools:
+            return await super()._open(request, info, mapper)
+        try:
+            return await self._post(
+                ENCODER.encode(self._params_in(request, info, mapper, "native"))
+            )
+        except Exception as exc:
+            if not rejects_tools(exc):
+                raise
+            detail = exc
+        _log.warning(
+            "%s/%s refused native tool calling (%s); using text tool calls from now on",
+            self.name,
+            request.model,
+            detail,
+        )
+        self.set_tool_calling(request.model, "text")
+        if self.on_text_fallback is not None:
+            self.on_text_fallback(request.model)
+        return await super()._open(request, info, mapper)
