@@ -34,6 +34,7 @@ __all__ = [
     "NOT_YET",
     "Frontmatter",
     "ToolList",
+    "description_text",
     "map_tools",
     "parse_frontmatter",
     "resolve_model",

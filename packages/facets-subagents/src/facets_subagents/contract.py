@@ -52,6 +52,9 @@ class AgentInfo(TypedDict):
     description: str
     source: str
     """The file it came from (``built-in`` for ``general-purpose``)."""
+    writtenName: NotRequired[str]
+    """The ``name`` as the file writes it, when it is not an id as it stands (``api.designer``
+    for ``api-designer``)."""
 
 
 class WaitingFolder(TypedDict):

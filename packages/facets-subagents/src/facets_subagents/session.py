@@ -39,7 +39,7 @@ from pico3 import (
 )
 
 from .claude_code import resolve_model
-from .contract import AGENT_TOOL, DefinitionsSummary, SubagentDefinitions
+from .contract import AGENT_TOOL, AgentInfo, DefinitionsSummary, SubagentDefinitions
 from .definitions import GENERAL_PURPOSE, AgentDefinition, Definitions, agent_id, load_definitions
 from .kind import StepBoard, subagent_kind
 
@@ -112,11 +112,14 @@ class Subagents:
     async def summary(self, ctx: Context) -> DefinitionsSummary:
         """:class:`~.contract.SubagentDefinitionsApi`: what was loaded, skipped, left waiting."""
         found = self.definitions
+        agents: list[AgentInfo] = []
+        for d in found.agents.values():
+            info: AgentInfo = {"name": d.name, "description": d.description, "source": d.source}
+            if d.written_name:
+                info["writtenName"] = d.written_name
+            agents.append(info)
         return {
-            "agents": [
-                {"name": d.name, "description": d.description, "source": d.source}
-                for d in found.agents.values()
-            ],
+            "agents": agents,
             "skipped": list(found.errors),
             "warnings": list(found.warnings),
             "waiting": [{"folder": w.folder, "count": w.count} for w in found.waiting],
