@@ -279,14 +279,26 @@ def test_model_aliases_map_to_the_callers_provider_and_are_configurable() -> Non
 @given(st.text(max_size=80))
 def test_a_normalised_name_is_a_usable_id_and_stays_as_it_is(name: str) -> None:
     normalised = agent_id(name)
-    assert normalised == "" or re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,62}[a-z0-9]?", normalised)
+    assert normalised == "" or re.fullmatch(r"[a-z0-9]([a-z0-9_-]{0,62}[a-z0-9])?", normalised)
     assert agent_id(normalised) == normalised
 
 
-def test_names_are_normalised_not_refused() -> None:
+def test_names_are_normalised_not_refused(tmp_path: Path) -> None:
     assert agent_id("api.designer") == "api-designer"
     assert agent_id("PowerShell 5.1 Expert") == "powershell-5-1-expert"
     assert agent_id("code_reviewer") == "code_reviewer"
+    # a name with nothing usable: the file's name is the id
+    write(claude_dir(tmp_path) / "Kanji Helper.md", AUDITOR.replace("security-auditor", "漢字"))
+    found = load_definitions(env=env_for(tmp_path)).agents
+    assert found["kanji-helper"].written_name == "漢字"
+
+
+def test_a_project_at_home_does_not_wait_for_its_own_claude_agents(tmp_path: Path) -> None:
+    write(claude_dir(tmp_path) / "auditor.md", AUDITOR)
+    loaded = load_definitions(
+        project=tmp_path / "home", project_trusted=False, env=env_for(tmp_path)
+    )
+    assert "security-auditor" in loaded.agents and loaded.waiting == ()
 
 
 # -- through the real worker ----------------------------------------------------------------------

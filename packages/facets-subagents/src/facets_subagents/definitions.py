@@ -144,7 +144,19 @@ def agent_folders(
     folders = [claude_agents_dir(env), user_agents_dir(env)]
     if project is not None and project_trusted:
         folders += [Path(project) / folder for folder in PROJECT_FOLDERS]
-    return folders
+    return _distinct(folders)
+
+
+def _distinct(folders: list[Path]) -> list[Path]:
+    """``folders`` without a repeat (a project at ``~`` has ``~/.claude/agents`` as its own)."""
+    seen: set[Path] = set()
+    kept: list[Path] = []
+    for folder in folders:
+        key = folder.resolve()
+        if key not in seen:
+            seen.add(key)
+            kept.append(folder)
+    return kept
 
 
 def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str, ...]]:
@@ -161,10 +173,11 @@ def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str
     written = fields.get("name")
     if written is None or (isinstance(written, str) and not written.strip()):
         raise ValueError('1: the frontmatter has no name: add "name: <agent-id>"')
-    name = agent_id(str(written))
+    name = agent_id(str(written)) or agent_id(Path(source).stem)  # "日本語" → the file's name
     if not name:
         raise ValueError(
-            f"{front.lines.get('name', 1)}: name {written!r} has no letter or digit to make an id"
+            f"{front.lines.get('name', 1)}: neither name {written!r} nor the file's name has a "
+            "letter or digit to make an id of"
         )
     description = fields.get("description")
     if description is None or not str(description).strip():
@@ -227,10 +240,16 @@ def _folder(
         into[definition.name] = definition
 
 
-def waiting_definitions(project: str | os.PathLike[str]) -> tuple[Waiting, ...]:
-    """An untrusted project's agent folders with ``*.md`` files, and how many each holds."""
+def waiting_definitions(
+    project: str | os.PathLike[str], env: Mapping[str, str] | None = None
+) -> tuple[Waiting, ...]:
+    """An untrusted project's agent folders with ``*.md`` files, and how many each holds (not
+    a folder read anyway: ``~/.claude/agents`` when the project is ``~``)."""
     found: list[Waiting] = []
+    read_anyway = {folder.resolve() for folder in agent_folders(None, False, env)}
     for folder in PROJECT_FOLDERS:
+        if (Path(project) / folder).resolve() in read_anyway:
+            continue
         count = len(_agent_files(Path(project) / folder))
         if count:
             found.append(Waiting(folder, count))
@@ -249,5 +268,5 @@ def load_definitions(
     warnings: list[str] = []
     for folder in agent_folders(project, project_trusted, env):
         _folder(folder, agents, errors, warnings)
-    waiting = () if project is None or project_trusted else waiting_definitions(project)
+    waiting = () if project is None or project_trusted else waiting_definitions(project, env)
     return Definitions(agents, tuple(errors), tuple(warnings), waiting)
