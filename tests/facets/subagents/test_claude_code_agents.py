@@ -399,12 +399,13 @@ async def test_a_claude_code_agent_runs_in_the_worker_with_its_mapped_tools(
             entries = roots[-1]["entries"] if roots else []
             return any(text_of(e) == "parent done" for e in entries)
 
-        await client.wait_for(answered)
-        (child_id,) = children
-        await client.wait_for(
-            lambda: any(e["kind"] == "pi.tool_result" for e in children[child_id]["entries"])
-        )
-        view = children[child_id]
+        def child_read() -> bool:
+            return any(
+                e["kind"] == "pi.tool_result" for view in children.values() for e in view["entries"]
+            )
+
+        await client.wait_for(lambda: answered() and child_read())
+        (view,) = children.values()
         assert view["config"]["selectedTools"] == ["read", "grep", "find"]
         assert view["config"]["model"] == {"provider": "faux", "modelId": "faux-1"}  # inherits
         (result,) = [e for e in view["entries"] if e["kind"] == "pi.tool_result"]
