@@ -6,7 +6,8 @@ so ``api.designer`` finds ``api-designer``), the model (the definition's — an 
 ``sonnet`` mapped to the caller's provider by :func:`.claude_code.resolve_model`, with the
 session's environment, the ``mcp_env`` harness service, as its configuration — else the calling
 conversation's) and the tools (the definition's list, less the names no tool of the session
-answers to, each warned about once; else the caller's selected tools without ``agent``), creates one ``subagents.run`` task (:mod:`.kind`) and waits for it. The task
+answers to, each warned about once; else the caller's selected tools without ``agent``),
+creates one ``subagents.run`` task (:mod:`.kind`) and waits for it. The task
 id is memoized on the tool's slot in the commit that creates it, and the tool is
 ``replay="safe"``: after a
 crash the call runs again, finds the memo and waits for the same task, whose own recovery goes
@@ -104,7 +105,8 @@ class Subagents:
             )
 
     def warn(self, message: str) -> None:
-        """Log ``message`` once per activation's life (a reload does not repeat it)."""
+        """Log ``message`` once in this facet's life (activated again after a suspend, it does
+        not repeat it)."""
         if message not in self._warned:
             self._warned.add(message)
             _log.warning("%s", message)
