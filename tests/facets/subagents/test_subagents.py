@@ -383,9 +383,7 @@ async def test_slash_agents_definitions_names_what_loaded_what_did_not_and_what_
     assert title == "Agent definitions" and [c.value for c in choices] == ["close"]
     assert body == "\n".join(
         [
-            "Loaded (2):",
-            "  general-purpose — built-in",
-            f"  code-reviewer (written 'code.reviewer') — {reviewer}",
+            "Waiting: .claude/agents (2) — /trust, then restart, to load them",
             "",
             "Skipped (1):",
             f"  {broken}:1: no frontmatter: start the file with a --- line, name: and "
@@ -395,12 +393,12 @@ async def test_slash_agents_definitions_names_what_loaded_what_did_not_and_what_
             f"  {reviewer}:4: WebFetch: Claude Code tool this agent does not have yet; the "
             "subagent runs without it",
             "",
-            "Waiting: .claude/agents (2) — /trust, then restart, to load them",
+            "Loaded (2): general-purpose, code-reviewer (code.reviewer)",
         ]
     )
     # a section only when it has something
     assert definitions_text({"agents": [], "skipped": [], "warnings": [], "waiting": []}) == (
-        "Loaded (0):"
+        "Loaded (0)"
     )
 
 

@@ -110,21 +110,24 @@ def transcript_text(view: Any, limit: int = 4000) -> str:
 
 
 def definitions_text(summary: DefinitionsSummary) -> str:
-    """``/agents definitions``'s body: the loaded agents, then what was skipped, loaded without
-    a tool, or waits for trust (a section only when it has something)."""
-    lines = [f"Loaded ({len(summary['agents'])}):"]
-    for agent in summary["agents"]:
-        written = f" (written {agent['writtenName']!r})" if "writtenName" in agent else ""
-        lines.append(f"  {agent['name']}{written} — {agent['source']}")
-    if summary["skipped"]:
-        lines += ["", f"Skipped ({len(summary['skipped'])}):"]
-        lines += [f"  {problem}" for problem in summary["skipped"]]
-    if summary["warnings"]:
-        lines += ["", f"Loaded with a note ({len(summary['warnings'])}):"]
-        lines += [f"  {note}" for note in summary["warnings"]]
+    """``/agents definitions``'s body: first what needs the reader (folders waiting for trust,
+    files skipped, files loaded without a tool: a section only when it has something), then the
+    loaded agents' ids (a long list is clipped last)."""
+    lines: list[str] = []
     if summary["waiting"]:
         folders = ", ".join(f"{w['folder']} ({w['count']})" for w in summary["waiting"])
-        lines += ["", f"Waiting: {folders} — /trust, then restart, to load them"]
+        lines += [f"Waiting: {folders} — /trust, then restart, to load them", ""]
+    if summary["skipped"]:
+        lines += [f"Skipped ({len(summary['skipped'])}):"]
+        lines += [f"  {problem}" for problem in summary["skipped"]] + [""]
+    if summary["warnings"]:
+        lines += [f"Loaded with a note ({len(summary['warnings'])}):"]
+        lines += [f"  {note}" for note in summary["warnings"]] + [""]
+    names = [
+        f"{a['name']} ({a['writtenName']})" if "writtenName" in a else a["name"]
+        for a in summary["agents"]
+    ]
+    lines.append(f"Loaded ({len(names)})" + (f": {', '.join(names)}" if names else ""))
     return "\n".join(lines)
 
 
