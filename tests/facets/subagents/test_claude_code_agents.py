@@ -187,6 +187,18 @@ def test_published_shapes_load_with_their_name_description_model_and_tools(
     assert found["general-purpose"] is GENERAL_PURPOSE
 
 
+@pytest.mark.parametrize("tools", ["*", "'*'", "['*']", "\n  - '*'"])
+def test_a_star_gives_the_callers_tools(tmp_path: Path, tools: str) -> None:
+    write(
+        claude_dir(tmp_path) / "any.md",
+        LISTED.replace(
+            LISTED[LISTED.index("tools:") : LISTED.index("model:")], f"tools: {tools}\n"
+        ),
+    )
+    loaded = load_definitions(env=env_for(tmp_path))
+    assert loaded.agents["team-lead"].tools is None and loaded.warnings == ()
+
+
 def test_what_is_skipped_or_loads_without_a_tool_is_named_with_file_and_line(
     tmp_path: Path,
 ) -> None:

@@ -187,7 +187,7 @@ def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str
     warnings: tuple[str, ...] = ()
     tools: tuple[str, ...] | None = None
     tool_lines: tuple[tuple[str, int], ...] = ()
-    if fields.get("tools") is not None:
+    if fields.get("tools") not in (None, "*", ["*"]):  # "*": every tool, as no line says
         line = front.lines.get("tools", 1)
         try:
             mapped = map_tools(fields["tools"], source, line, front.item_lines.get("tools", ()))
