@@ -209,11 +209,13 @@ def test_what_is_skipped_or_loads_without_a_tool_is_named_with_file_and_line(
     firmware = write(agents / "firmware.md", NO_TOOLS)
     plain = write(agents / "content-creator.md", NO_FRONTMATTER)
     nameless = write(agents / "nameless.md", NO_NAME)
+    junk = write(agents / "junk.md", "---\nJust a Title: in the frontmatter\n---\nBody.\n")
     quiet = write(agents / "quiet.md", NO_DESCRIPTION)
     loaded = load_definitions(env=env_for(tmp_path))
     assert list(loaded.errors) == [
         f"{plain}:1: no frontmatter: start the file with a --- line, name: and description: "
         "lines, and a closing --- line; the agent is skipped",
+        f'{junk}:1: the frontmatter has no name: add "name: <agent-id>"; the agent is skipped',
         f'{nameless}:1: the frontmatter has no name: add "name: <agent-id>"; the agent is skipped',
         f'{quiet}:1: the frontmatter has no description: add "description: <when to use this '
         'agent>"; the agent is skipped',

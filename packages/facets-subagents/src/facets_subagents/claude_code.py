@@ -91,31 +91,32 @@ class Frontmatter:
     """For a field written as a YAML block list (``- Read`` lines): each item's line."""
 
 
-def _starts_field(line: str) -> str | None:
+def _starts_field(line: str) -> tuple[str, int] | None:
+    """``(key, where its value starts)`` when ``line`` starts a field."""
     match = _KEY.match(line)
     if match is None:
         return None
     key = match.group(1)
     if key in _FIELDS or (key == key.lower() and key not in _PROSE):
-        return key
+        return key, match.end()
     return None
 
 
 def parse_frontmatter(block: str, first_line: int = 2) -> Frontmatter:
     """Read a frontmatter ``block`` (the text between the ``---`` lines, whose first line is
-    line ``first_line`` of the file). Raises ``ValueError`` only for text with no field at all.
-    """
+    line ``first_line`` of the file). Never raises: text with no field gives no fields (and the
+    caller reports the missing ``name``)."""
     import yaml  # ~20 ms: a session without agent definitions never pays for it
 
-    starts: list[tuple[str, int]] = []  # (key, index of its first line in the block)
+    starts: list[tuple[str, int, int]] = []  # (key, its first line's index, its value's column)
     raw_lines = block.split("\n")
     for index, line in enumerate(raw_lines):
-        key = _starts_field(line)
-        if key is not None:
-            starts.append((key, index))
-    lines = {key: first_line + index for key, index in starts}
+        found = _starts_field(line)
+        if found is not None:
+            starts.append((found[0], index, found[1]))
+    lines = {key: first_line + index for key, index, _column in starts}
     item_lines: dict[str, tuple[int, ...]] = {}
-    for n, (key, index) in enumerate(starts):
+    for n, (key, index, _column) in enumerate(starts):
         end = starts[n + 1][1] if n + 1 < len(starts) else len(raw_lines)
         items = tuple(
             first_line + i for i in range(index + 1, end) if raw_lines[i].lstrip().startswith("- ")
@@ -129,10 +130,8 @@ def parse_frontmatter(block: str, first_line: int = 2) -> Frontmatter:
     if isinstance(loaded, dict):
         fields: dict[str, Any] = {str(k): v for k, v in loaded.items()}  # pyright: ignore[reportUnknownVariableType]
         return Frontmatter(fields, lines, item_lines)
-    if not starts:
-        raise ValueError("the frontmatter has no fields (name: ..., description: ...)")
     fields = {}
-    for n, (key, index) in enumerate(starts):
+    for n, (key, index, column) in enumerate(starts):
         end = starts[n + 1][1] if n + 1 < len(starts) else len(raw_lines)
         text = "\n".join(raw_lines[index:end])
         try:
@@ -143,7 +142,7 @@ def parse_frontmatter(block: str, first_line: int = 2) -> Frontmatter:
             fields[key] = one[key]
             continue
         # as Claude Code reads it: the text after "key:", continuation lines joined
-        first = raw_lines[index][_KEY.match(raw_lines[index]).end() :]  # pyright: ignore[reportOptionalMemberAccess]
+        first = raw_lines[index][column:]
         rest = [line.strip() for line in raw_lines[index + 1 : end]]
         fields[key] = "\n".join([first.strip(), *rest]).strip()
     return Frontmatter(fields, lines, item_lines)
