@@ -187,6 +187,13 @@ def test_published_shapes_load_with_their_name_description_model_and_tools(
     assert found["general-purpose"] is GENERAL_PURPOSE
 
 
+def test_disallowed_tools_are_mapped_and_never_offered(tmp_path: Path) -> None:
+    text = AUDITOR.replace("color: red", "color: red\ndisallowedTools: Bash, Write, MultiEdit")
+    write(claude_dir(tmp_path) / "auditor.md", text)
+    auditor = load_definitions(env=env_for(tmp_path)).agents["security-auditor"]
+    assert auditor.tools is None and auditor.disallowed == ("bash", "write", "edit")
+
+
 @pytest.mark.parametrize("tools", ["*", "'*'", "['*']", "\n  - '*'"])
 def test_a_star_gives_the_callers_tools(tmp_path: Path, tools: str) -> None:
     write(
@@ -320,6 +327,7 @@ READER = """---
 name: notes.reader
 description: "Reads notes: use it when a note must be read."
 tools: Read, Grep, Glob, context-manager
+disallowedTools: Grep
 model: sonnet
 color: green
 ---
@@ -420,7 +428,7 @@ async def test_a_claude_code_agent_runs_in_the_worker_with_its_mapped_tools(
 
         await client.wait_for(lambda: answered() and child_read())
         (view,) = children.values()
-        assert view["config"]["selectedTools"] == ["read", "grep", "find"]
+        assert view["config"]["selectedTools"] == ["read", "find"]  # Grep is disallowed
         assert view["config"]["model"] == {"provider": "faux", "modelId": "faux-1"}  # inherits
         (result,) = [e for e in view["entries"] if e["kind"] == "pi.tool_result"]
         message = result["model"][0]

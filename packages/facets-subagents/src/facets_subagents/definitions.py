@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .claude_code import description_text, map_tools, parse_frontmatter
+from .claude_code import CLAUDE_TOOLS, description_text, map_tools, parse_frontmatter
 
 __all__ = [
     "GENERAL_PURPOSE",
@@ -71,6 +71,8 @@ class AgentDefinition:
     """``(tool, line)``: where each tool was listed, for a warning when it is not there."""
     written_name: str = ""
     """The ``name`` as written, when :func:`agent_id` changed it."""
+    disallowed: tuple[str, ...] = ()
+    """``disallowedTools`` (our names): never offered, whatever the tools are."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -194,6 +196,10 @@ def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str
         except ValueError as exc:
             raise ValueError(f"{line}: {exc}") from None
         tools, tool_lines, warnings = mapped.tools, mapped.lines, mapped.warnings
+    disallowed = fields.get("disallowedTools")
+    if disallowed is not None and _names(disallowed) is None:
+        line = front.lines.get("disallowedTools", 1)
+        raise ValueError(f"{line}: disallowedTools must be a list of tool names or a string")
     model = fields.get("model")
     if model is not None and not isinstance(model, str | int | float):
         line = front.lines.get("model", 1)
@@ -212,9 +218,19 @@ def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str
             source=source,
             tool_lines=tool_lines,
             written_name="" if name == written else str(written),
+            disallowed=tuple(CLAUDE_TOOLS.get(t, t) for t in _names(disallowed) or ()),
         ),
         warnings,
     )
+
+
+def _names(value: Any) -> list[str] | None:
+    """A comma-separated string's or a list's names (``None`` for another value)."""
+    if isinstance(value, str):
+        return [t.strip() for t in value.split(",") if t.strip()]
+    if isinstance(value, list):
+        return [str(t).strip() for t in value if str(t).strip()]  # pyright: ignore[reportUnknownVariableType,reportUnknownArgumentType]
+    return None
 
 
 def _agent_files(folder: Path) -> list[Path]:

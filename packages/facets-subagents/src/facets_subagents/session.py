@@ -176,6 +176,7 @@ class Subagents:
                 tools = self.tools_for(definition)
             else:
                 tools = [t for t in config.get("selectedTools") or [] if t != AGENT_TOOL]
+            tools = [t for t in tools if t not in definition.disallowed]
             model, note = resolve_model(definition.model, config.get("model"), self.env)
             if note is not None:
                 self.warn(f"{definition.source}: {note}")
