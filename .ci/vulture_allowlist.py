@@ -96,6 +96,7 @@ restarts
 retryInSeconds
 taskId
 whenBusy
+writtenName
 
 # chord's facet environment: public API for facet authors
 _.on_deactivate

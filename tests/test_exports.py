@@ -373,7 +373,12 @@ PUBLIC: dict[str, frozenset[str]] = {
         {
             "AGENT_TOOL",
             "SUBAGENT_KIND",
+            "AgentInfo",
+            "DefinitionsSummary",
+            "SubagentDefinitions",
+            "SubagentDefinitionsApi",
             "SubagentStatus",
+            "WaitingFolder",
         }
     ),
 }

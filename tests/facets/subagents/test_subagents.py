@@ -23,7 +23,7 @@ from chord.wire import connect_service_source, serve_provider
 from coding_agent.tui.widgets.tasks import task_summary
 from facets_subagents.kind import StepBoard
 from facets_subagents.session import session_facet
-from facets_subagents.tui import subagents_in, transcript_text
+from facets_subagents.tui import definitions_text, subagents_in, transcript_text
 from facets_subagents.tui import tui_facet as agents_tui_facet
 from pico3 import (
     HarnessOptions,
@@ -114,7 +114,7 @@ async def session(
     services = {
         "models": Models([FauxProvider([script] * 50)]),
         "workspace": str(tmp),
-        "mcp_env": {"XDG_CONFIG_HOME": str(tmp / "config")},
+        "mcp_env": {"XDG_CONFIG_HOME": str(tmp / "config"), "HOME": str(tmp / "home")},
     }
     workers: list[HarnessServiceApi] = []
 
@@ -322,7 +322,9 @@ async def test_slash_agents_lists_subagents_and_shows_a_transcript(
             [tui_facet(cast(Any, tui)), agents_tui_facet], service_sources=[source]
         ):
             await tui.commands["agents"]("", BACKGROUND)
-            assert tui.toasts == ["No subagent has run in this session yet"]
+            assert tui.toasts == [
+                "No subagent has run in this session yet (/agents definitions: the agents it has)"
+            ]
             root = await s.harness.root(BACKGROUND)
             handle = await root.send("go", BACKGROUND)
             with anyio.fail_after(30):
@@ -337,6 +339,67 @@ async def test_slash_agents_lists_subagents_and_shows_a_transcript(
             assert "→ note" in transcript and "[result] noted task A" in transcript
             assert "[agent] report: task A done" in transcript
         group.cancel_scope.cancel()
+
+
+CLAUDE_REVIEWER = """---
+name: code.reviewer
+description: Use this agent when: a change is ready for review.
+tools: Read, Grep, WebFetch
+model: sonnet
+---
+You review code.
+"""
+
+
+@pytest.mark.parametrize("transport", ["loopback", "wire"])
+async def test_slash_agents_definitions_names_what_loaded_what_did_not_and_what_waits(
+    tmp_path: Path, transport: str
+) -> None:
+    claude = tmp_path / "home" / ".claude" / "agents"
+    (claude / "review").mkdir(parents=True)
+    reviewer = claude / "review" / "code-reviewer.md"
+    reviewer.write_text(CLAUDE_REVIEWER)
+    broken = claude / "notes.md"
+    broken.write_text("# Just notes\n")
+    waiting = tmp_path / ".claude" / "agents"  # the workspace's: an untrusted project
+    waiting.mkdir(parents=True)
+    (waiting / "a.md").write_text(REVIEWER)
+    (waiting / "b.md").write_text(REVIEWER)
+    tui = ScriptedTui()
+    async with session(tmp_path, Script([])) as s, anyio.create_task_group() as group:
+        source = _source(transport, s.host.services, group)
+        async with create_facet_host(
+            [tui_facet(cast(Any, tui)), agents_tui_facet], service_sources=[source]
+        ):
+            await tui.commands["agents"]("definitions", BACKGROUND)
+        # the model is offered it under its id, with its description as written
+        declaration = s.harness.tools.get("agent")
+        assert declaration is not None
+        assert "- code-reviewer: Use this agent when: a change is ready for review." in (
+            declaration.description
+        )
+        group.cancel_scope.cancel()
+    ((title, choices, body),) = tui.shown
+    assert title == "Agent definitions" and [c.value for c in choices] == ["close"]
+    assert body == "\n".join(
+        [
+            "Waiting: .claude/agents (2) — /trust, then restart, to load them",
+            "",
+            "Skipped (1):",
+            f"  {broken}:1: no frontmatter: start the file with a --- line, name: and "
+            "description: lines, and a closing --- line; the agent is skipped",
+            "",
+            "Loaded with a note (1):",
+            f"  {reviewer}:4: WebFetch: Claude Code tool this agent does not have yet; the "
+            "subagent runs without it",
+            "",
+            "Loaded (2): general-purpose, code-reviewer (code.reviewer)",
+        ]
+    )
+    # a section only when it has something
+    assert definitions_text({"agents": [], "skipped": [], "warnings": [], "waiting": []}) == (
+        "Loaded (0)"
+    )
 
 
 PLANNER = """---

@@ -5,13 +5,28 @@ conversation (the subagent's transcript) and its ``describe`` is a :class:`Subag
 which every conversation view shows under ``tasks[id].status`` (the TUI's tasks panel renders
 it). Presentations find the subagent's own conversation through ``status.conversation`` and its
 view through the ordinary ``pi.conversation`` service.
+
+:data:`SubagentDefinitions` (``subagents.definitions``) tells any host which agent definitions
+the session loaded, which files it skipped or loaded with a note (each naming the file and
+line), and which folders of an untrusted project wait for ``/trust`` (with their file count).
 """
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+from typing import NotRequired, Protocol, TypedDict
 
-__all__ = ["AGENT_TOOL", "SUBAGENT_KIND", "SubagentStatus"]
+from chord import Context, Service, define_service
+
+__all__ = [
+    "AGENT_TOOL",
+    "SUBAGENT_KIND",
+    "AgentInfo",
+    "DefinitionsSummary",
+    "SubagentDefinitions",
+    "SubagentDefinitionsApi",
+    "SubagentStatus",
+    "WaitingFolder",
+]
 
 SUBAGENT_KIND = "subagents.run"
 AGENT_TOOL = "agent"
@@ -29,3 +44,43 @@ class SubagentStatus(TypedDict):
     running grep (2 tool calls)``."""
     conversation: NotRequired[int]
     """The subagent's conversation id, once it exists."""
+
+
+class AgentInfo(TypedDict):
+    name: str
+    """The id ``subagent_type`` takes."""
+    description: str
+    source: str
+    """The file it came from (``built-in`` for ``general-purpose``)."""
+    writtenName: NotRequired[str]
+    """The ``name`` as the file writes it, when it is not an id as it stands (``api.designer``
+    for ``api-designer``)."""
+
+
+class WaitingFolder(TypedDict):
+    folder: str
+    """Relative to the project root: ``.claude/agents`` or ``.coding-agent/agents``."""
+    count: int
+    """Its agent files (``*.md``, searched recursively)."""
+
+
+class DefinitionsSummary(TypedDict):
+    agents: list[AgentInfo]
+    skipped: list[str]
+    """Files not loaded, each ``path:line: problem; the agent is skipped``."""
+    warnings: list[str]
+    """Files loaded with a note (a tool they do not get), each ``path:line: ...``."""
+    waiting: list[WaitingFolder]
+    """An untrusted project's agent folders (empty when trusted, or when it has none)."""
+
+
+class SubagentDefinitionsApi(Protocol):
+    async def summary(self, ctx: Context) -> DefinitionsSummary:
+        """What the session's subagents feature loaded, skipped and leaves waiting."""
+        ...
+
+
+SubagentDefinitions: Service[SubagentDefinitionsApi] = define_service(
+    "subagents.definitions", SubagentDefinitionsApi
+)
+"""``subagents.definitions``: provided by the session facet (a remotable singleton)."""

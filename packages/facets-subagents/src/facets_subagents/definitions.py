@@ -5,16 +5,24 @@
     ---
     name: reviewer
     description: Reviews a diff for bugs. Use after a change.
-    tools: read, grep, find        # optional: a list or a comma-separated string
-    model: anthropic/claude-sonnet-4-5   # optional: provider/id, or "inherit" (the default)
-    ---
+    tools: Read, Grep, Glob        # optional: a list or a comma-separated string
+    model: sonnet                  # optional: inherit (the default), sonnet, opus, haiku,
+    ---                            #           provider/id, or a model id of the caller's provider
     You are a careful code reviewer. ...     (the body is the subagent's system prompt)
 
-They are read from ``$XDG_CONFIG_HOME/coding-agent/agents/*.md`` (default ``~/.config``) and, in
-a trusted project, ``.coding-agent/agents/*.md`` (a project agent replaces a user agent of the
-same name). A file that does not parse, or lacks ``name`` or ``description``, is reported (naming
-the file and the fix) and skipped. :data:`GENERAL_PURPOSE` is always there: the parent's tools
-(except ``agent``) and model, and a short system prompt.
+Folders, each searched recursively for ``*.md`` (a ``README.md`` is not an agent), later ones
+replacing an agent of the same name: ``~/.claude/agents/`` (Claude Code's),
+``$XDG_CONFIG_HOME/coding-agent/agents/`` (ours; default ``~/.config``), and in a **trusted**
+project ``.claude/agents/`` then ``.coding-agent/agents/``. In an untrusted project those two are
+not read: :attr:`Definitions.waiting` counts their files (for a "what is waiting" line).
+
+The frontmatter is read as Claude Code reads it (:mod:`.claude_code`): YAML it tolerates (an
+unquoted ``: `` in a description), ``\\n`` escapes, Claude Code's tool names and model aliases. A
+name is normalised into an id (:func:`agent_id`: lowercase, each run of other characters than
+letters, digits, ``-`` and ``_`` one ``-``: ``api.designer`` → ``api-designer``), never refused.
+A file is skipped, with a warning naming it and the line, only where Claude Code skips it too:
+no frontmatter, no ``name``, no ``description``. :data:`GENERAL_PURPOSE` is always there: the
+parent's tools (except ``agent``) and model, and a short system prompt.
 """
 
 from __future__ import annotations
@@ -22,21 +30,30 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .claude_code import CLAUDE_TOOLS, description_text, map_tools, parse_frontmatter
 
 __all__ = [
     "GENERAL_PURPOSE",
     "AgentDefinition",
     "Definitions",
+    "Waiting",
+    "agent_folders",
+    "agent_id",
+    "claude_agents_dir",
     "load_definitions",
     "parse_definition",
     "user_agents_dir",
+    "waiting_definitions",
 ]
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_OTHER = re.compile(r"[^a-z0-9_-]+")
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)(.*)\Z", re.S)
+PROJECT_FOLDERS = (".claude/agents", ".coding-agent/agents")
+"""A project's agent folders (relative to its root), read only when it is trusted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +62,17 @@ class AgentDefinition:
     description: str
     system_prompt: str
     tools: tuple[str, ...] | None = None
-    """``None``: the parent's tools (without ``agent``)."""
+    """Our tool names; ``None``: the parent's tools (without ``agent``)."""
     model: str | None = None
-    """``provider/id``; ``None``: the parent's model."""
+    """``provider/id``, an alias (``sonnet``, ``opus``, ``haiku``) or a bare model id, resolved
+    when the agent runs (:func:`.claude_code.resolve_model`); ``None``: the parent's model."""
     source: str = "built-in"
+    tool_lines: tuple[tuple[str, int], ...] = ()
+    """``(tool, line)``: where each tool was listed, for a warning when it is not there."""
+    written_name: str = ""
+    """The ``name`` as written, when :func:`agent_id` changed it."""
+    disallowed: tuple[str, ...] = ()
+    """``disallowedTools`` (our names): never offered, whatever the tools are."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,77 +97,179 @@ GENERAL_PURPOSE = AgentDefinition(
 
 
 @dataclass(frozen=True, slots=True)
+class Waiting:
+    """Agent files of an untrusted project, not read until it is trusted."""
+
+    folder: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
 class Definitions:
     agents: Mapping[str, AgentDefinition]
     errors: tuple[str, ...]
+    """Files skipped, each naming the file, the line and the fix."""
+    warnings: tuple[str, ...] = ()
+    """Loaded, with a note (a tool it does not get), each naming the file and line."""
+    waiting: tuple[Waiting, ...] = field(default=())
+    """The untrusted project's agent folders that hold ``*.md`` files, with their count."""
+
+
+def agent_id(name: str) -> str:
+    """``name`` as an agent id: lowercase; each run of characters other than letters, digits,
+    ``-`` and ``_`` becomes one ``-``; no ``-`` at either end; at most 64 characters
+    (``api.designer`` → ``api-designer``, ``Code Reviewer`` → ``code-reviewer``). ``""`` when
+    nothing is left."""
+    return _OTHER.sub("-", name.strip().lower()).strip("-_")[:64].strip("-_")
 
 
 def user_agents_dir(env: Mapping[str, str] | None = None) -> Path:
     environ = os.environ if env is None else env
-    base = environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    base = environ.get("XDG_CONFIG_HOME") or str(_home(environ) / ".config")
     return Path(base) / "coding-agent" / "agents"
 
 
-def parse_definition(text: str, source: str) -> AgentDefinition:
-    """One definition; raises ``ValueError`` naming the problem."""
-    match = _FRONT.match(text.replace("\r\n", "\n"))
-    if match is None:
-        raise ValueError("no YAML frontmatter: start the file with --- name/description --- lines")
-    import yaml  # ~20 ms: a session without agent definitions never pays for it
+def _home(environ: Mapping[str, str]) -> Path:
+    home = environ.get("HOME")
+    return Path(home) if home else Path.home()
 
-    try:
-        front = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
-        raise ValueError(f"the frontmatter is not valid YAML ({exc})") from None
-    if not isinstance(front, dict):
-        raise ValueError("the frontmatter must be a mapping (name: ..., description: ...)")
-    fields: dict[str, Any] = {str(k): v for k, v in front.items()}  # pyright: ignore[reportUnknownVariableType]
-    name = fields.get("name")
-    if not isinstance(name, str) or not _NAME.match(name):
+
+def claude_agents_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Claude Code's user agents: ``~/.claude/agents`` (``HOME`` from ``env``)."""
+    return _home(os.environ if env is None else env) / ".claude" / "agents"
+
+
+def agent_folders(
+    project: str | os.PathLike[str] | None, project_trusted: bool, env: Mapping[str, str] | None
+) -> list[Path]:
+    """The folders read, lowest precedence first."""
+    folders = [claude_agents_dir(env), user_agents_dir(env)]
+    if project is not None and project_trusted:
+        folders += [Path(project) / folder for folder in PROJECT_FOLDERS]
+    return _distinct(folders)
+
+
+def _distinct(folders: list[Path]) -> list[Path]:
+    """``folders`` without a repeat (a project at ``~`` has ``~/.claude/agents`` as its own)."""
+    seen: set[Path] = set()
+    kept: list[Path] = []
+    for folder in folders:
+        key = folder.resolve()
+        if key not in seen:
+            seen.add(key)
+            kept.append(folder)
+    return kept
+
+
+def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str, ...]]:
+    """One definition and its warnings; raises ``ValueError`` naming the problem (prefixed
+    with the line, ``"3: ..."``, when one line is at fault)."""
+    match = _FRONT.match(text.lstrip("\ufeff").replace("\r\n", "\n"))
+    if match is None:
         raise ValueError(
-            "name must be lowercase letters, digits, '-' or '_' (at most 64), got " + repr(name)
+            "1: no frontmatter: start the file with a --- line, name: and description: lines, "
+            "and a closing --- line"
+        )
+    front = parse_frontmatter(match.group(1))
+    fields = front.fields
+    written = fields.get("name")
+    if written is None or (isinstance(written, str) and not written.strip()):
+        raise ValueError('1: the frontmatter has no name: add "name: <agent-id>"')
+    name = agent_id(str(written)) or agent_id(Path(source).stem)  # "日本語" → the file's name
+    if not name:
+        raise ValueError(
+            f"{front.lines.get('name', 1)}: neither name {written!r} nor the file's name has a "
+            "letter or digit to make an id of"
         )
     description = fields.get("description")
-    if not isinstance(description, str) or not description.strip():
-        raise ValueError("description is required (when to use this agent)")
-    tools_field = fields.get("tools")
-    tools: tuple[str, ...] | None
-    if tools_field is None:
-        tools = None
-    elif isinstance(tools_field, str):
-        tools = tuple(t.strip() for t in tools_field.split(",") if t.strip())
-    elif isinstance(tools_field, list) and all(isinstance(t, str) for t in tools_field):  # pyright: ignore[reportUnknownVariableType]
-        tools = tuple(str(t) for t in tools_field)  # pyright: ignore[reportUnknownVariableType,reportUnknownArgumentType]
-    else:
-        raise ValueError("tools must be a list of tool names or a comma-separated string")
+    if description is None or not str(description).strip():
+        raise ValueError(
+            '1: the frontmatter has no description: add "description: <when to use this agent>"'
+        )
+    warnings: tuple[str, ...] = ()
+    tools: tuple[str, ...] | None = None
+    tool_lines: tuple[tuple[str, int], ...] = ()
+    if fields.get("tools") not in (None, "*", ["*"]):  # "*": every tool, as no line says
+        line = front.lines.get("tools", 1)
+        try:
+            mapped = map_tools(fields["tools"], source, line, front.item_lines.get("tools", ()))
+        except ValueError as exc:
+            raise ValueError(f"{line}: {exc}") from None
+        tools, tool_lines, warnings = mapped.tools, mapped.lines, mapped.warnings
+    disallowed = fields.get("disallowedTools")
+    if disallowed is not None and _names(disallowed) is None:
+        line = front.lines.get("disallowedTools", 1)
+        raise ValueError(f"{line}: disallowedTools must be a list of tool names or a string")
     model = fields.get("model")
-    if model is not None and (
-        not isinstance(model, str) or (model != "inherit" and "/" not in model)
-    ):
-        raise ValueError(f'model must be "provider/id" or "inherit", got {model!r}')
+    if model is not None and not isinstance(model, str | int | float):
+        line = front.lines.get("model", 1)
+        raise ValueError(f'{line}: model must be a name ("sonnet", "provider/id"), got {model!r}')
+    model = None if model is None or str(model).strip() in ("", "inherit") else str(model).strip()
     body = match.group(2).strip()
-    if not body:
-        raise ValueError("the body (the agent's system prompt) is empty")
-    return AgentDefinition(
-        name=name,
-        description=description.strip(),
-        system_prompt=body,
-        tools=tools,
-        model=None if model in (None, "inherit") else model,
-        source=source,
+    text_description = description_text(str(description))
+    return (
+        AgentDefinition(
+            name=name,
+            description=text_description,
+            # an empty body: Claude Code runs the agent anyway, so it is told its role at least
+            system_prompt=body or f"You are the {name} agent: {text_description}",
+            tools=tools,
+            model=model,
+            source=source,
+            tool_lines=tool_lines,
+            written_name="" if name == written else str(written),
+            disallowed=tuple(CLAUDE_TOOLS.get(t, t) for t in _names(disallowed) or ()),
+        ),
+        warnings,
     )
 
 
-def _folder(folder: Path, into: dict[str, AgentDefinition], errors: list[str]) -> None:
+def _names(value: Any) -> list[str] | None:
+    """A comma-separated string's or a list's names (``None`` for another value)."""
+    if isinstance(value, str):
+        return [t.strip() for t in value.split(",") if t.strip()]
+    if isinstance(value, list):
+        return [str(t).strip() for t in value if str(t).strip()]  # pyright: ignore[reportUnknownVariableType,reportUnknownArgumentType]
+    return None
+
+
+def _agent_files(folder: Path) -> list[Path]:
     if not folder.is_dir():
-        return
-    for path in sorted(folder.glob("*.md")):
+        return []
+    return sorted(p for p in folder.rglob("*.md") if p.name.lower() != "readme.md")
+
+
+def _folder(
+    folder: Path, into: dict[str, AgentDefinition], errors: list[str], warnings: list[str]
+) -> None:
+    for path in _agent_files(folder):
         try:
-            definition = parse_definition(path.read_text(encoding="utf-8"), str(path))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            errors.append(f"{path}: {exc}; the agent is skipped")
+            definition, notes = parse_definition(path.read_text(encoding="utf-8"), str(path))
+        except (OSError, UnicodeDecodeError) as exc:
+            errors.append(f"{path}: cannot read it ({exc}); the agent is skipped")
             continue
+        except ValueError as exc:
+            # "3: problem" names the line: "path:3: problem"
+            errors.append(f"{path}:{exc}; the agent is skipped")
+            continue
+        warnings.extend(notes)
         into[definition.name] = definition
+
+
+def waiting_definitions(
+    project: str | os.PathLike[str], env: Mapping[str, str] | None = None
+) -> tuple[Waiting, ...]:
+    """An untrusted project's agent folders with ``*.md`` files, and how many each holds (not
+    a folder read anyway: ``~/.claude/agents`` when the project is ``~``)."""
+    found: list[Waiting] = []
+    read_anyway = {folder.resolve() for folder in agent_folders(None, False, env)}
+    for folder in PROJECT_FOLDERS:
+        if (Path(project) / folder).resolve() in read_anyway:
+            continue
+        count = len(_agent_files(Path(project) / folder))
+        if count:
+            found.append(Waiting(folder, count))
+    return tuple(found)
 
 
 def load_definitions(
@@ -152,9 +278,11 @@ def load_definitions(
     project_trusted: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> Definitions:
+    """Every definition of the folders (:func:`agent_folders`), with the problems met."""
     agents: dict[str, AgentDefinition] = {GENERAL_PURPOSE.name: GENERAL_PURPOSE}
     errors: list[str] = []
-    _folder(user_agents_dir(env), agents, errors)
-    if project is not None and project_trusted:
-        _folder(Path(project) / ".coding-agent" / "agents", agents, errors)
-    return Definitions(agents, tuple(errors))
+    warnings: list[str] = []
+    for folder in agent_folders(project, project_trusted, env):
+        _folder(folder, agents, errors, warnings)
+    waiting = () if project is None or project_trusted else waiting_definitions(project, env)
+    return Definitions(agents, tuple(errors), tuple(warnings), waiting)

@@ -1,9 +1,13 @@
 """The subagents session facet: the ``agent`` tool and the ``subagents.run`` kind.
 
 ``agent({description, prompt, subagent_type?})`` resolves the agent definition
-(:mod:`.definitions`; default ``general-purpose``), the model (the definition's, else the
-calling conversation's) and the tools (the definition's list, else the caller's selected tools
-without ``agent``), creates one ``subagents.run`` task (:mod:`.kind`) and waits for it. The task
+(:mod:`.definitions`; default ``general-purpose``; ``subagent_type`` normalised as names are,
+so ``api.designer`` finds ``api-designer``), the model (the definition's — an alias such as
+``sonnet`` mapped to the caller's provider by :func:`.claude_code.resolve_model`, with the
+session's environment, the ``mcp_env`` harness service, as its configuration — else the calling
+conversation's) and the tools (the definition's list, less the names no tool of the session
+answers to, each warned about once; else the caller's selected tools without ``agent``),
+creates one ``subagents.run`` task (:mod:`.kind`) and waits for it. The task
 id is memoized on the tool's slot in the commit that creates it, and the tool is
 ``replay="safe"``: after a
 crash the call runs again, finds the memo and waits for the same task, whose own recovery goes
@@ -20,7 +24,8 @@ completes the task (and drops its step) follows with nothing to wait for in betw
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from chord import Context, FacetEnvironment, define_facet
@@ -34,8 +39,9 @@ from pico3 import (
     ToolResult,
 )
 
-from .contract import AGENT_TOOL
-from .definitions import GENERAL_PURPOSE, Definitions, load_definitions
+from .claude_code import resolve_model
+from .contract import AGENT_TOOL, AgentInfo, DefinitionsSummary, SubagentDefinitions
+from .definitions import GENERAL_PURPOSE, AgentDefinition, Definitions, agent_id, load_definitions
 from .kind import StepBoard, subagent_kind
 
 __all__ = ["AGENT_PARAMETERS", "NAMESPACE", "Subagents", "session_facet"]
@@ -66,13 +72,6 @@ AGENT_PARAMETERS: dict[str, Any] = {
 }
 
 
-def _model(spec: str | None, fallback: Any) -> Any:
-    if spec is None:
-        return fallback
-    provider, _, model_id = spec.partition("/")
-    return {"provider": provider, "modelId": model_id}
-
-
 class Subagents:
     """One activation's live pieces: definitions, the step board, the registration."""
 
@@ -81,19 +80,74 @@ class Subagents:
         self.board = StepBoard()
         self.kind = subagent_kind(self.board)
         self.definitions = Definitions({GENERAL_PURPOSE.name: GENERAL_PURPOSE}, ())
+        self.env: Mapping[str, str] = os.environ
+        self._warned: set[str] = set()
 
     def load(self) -> None:
         # the handle's services: also readable while the harness is suspended (a reload with
         # invocations running activates this facet between suspend and reopen)
         services = self._harness.handle.services
         project = services.get("project_root") or services.get("workspace")
+        env = services.get("mcp_env")
+        self.env = os.environ if env is None else env
         self.definitions = load_definitions(
             project=project,
             project_trusted=bool(services.get("project_trusted", False)),
-            env=services.get("mcp_env"),
+            env=self.env,
         )
-        for error in self.definitions.errors:
-            _log.warning("%s", error)
+        for problem in (*self.definitions.errors, *self.definitions.warnings):
+            self.warn(problem)
+        for waiting in self.definitions.waiting:
+            _log.info(
+                "%s (%d agent file(s)) not loaded: the project is not trusted",
+                waiting.folder,
+                waiting.count,
+            )
+
+    def warn(self, message: str) -> None:
+        """Log ``message`` once in this facet's life (activated again after a suspend, it does
+        not repeat it)."""
+        if message not in self._warned:
+            self._warned.add(message)
+            _log.warning("%s", message)
+
+    async def summary(self, ctx: Context) -> DefinitionsSummary:
+        """:class:`~.contract.SubagentDefinitionsApi`: what was loaded, skipped, left waiting."""
+        found = self.definitions
+        agents: list[AgentInfo] = []
+        for d in found.agents.values():
+            info: AgentInfo = {"name": d.name, "description": d.description, "source": d.source}
+            if d.written_name:
+                info["writtenName"] = d.written_name
+            agents.append(info)
+        return {
+            "agents": agents,
+            "skipped": list(found.errors),
+            "warnings": list(found.warnings),
+            "waiting": [{"folder": w.folder, "count": w.count} for w in found.waiting],
+        }
+
+    def tools_for(self, definition: AgentDefinition) -> list[str]:
+        """The definition's tools the session has (each missing one warned about once)."""
+        assert definition.tools is not None
+        registry = self._harness.harness.tools
+        lines = dict(definition.tool_lines)
+        tools: list[str] = []
+        for name in definition.tools:
+            # an MCP server's tools appear when it has started: its names are kept regardless
+            if name in registry or name.startswith("mcp__"):
+                tools.append(name)
+                continue
+            self.warn(
+                f"{definition.source}:{lines.get(name, 1)}: tool {name!r} is not available in "
+                "this session; the subagent runs without it"
+            )
+        if definition.tools and not tools:
+            self.warn(
+                f"{definition.source}: none of the agent's tools is available in this session, "
+                "so the subagent has no tools"
+            )
+        return tools
 
     def description(self) -> str:
         agents = "\n".join(f"- {d.name}: {d.description}" for d in self.definitions.agents.values())
@@ -108,7 +162,9 @@ class Subagents:
         task_id = await api.memo("task", ctx)
         name = str(args.get("subagent_type") or GENERAL_PURPOSE.name)
         if task_id is MISSING:
-            definition = self.definitions.agents.get(name)
+            definition = self.definitions.agents.get(name) or self.definitions.agents.get(
+                agent_id(name)
+            )
             if definition is None:
                 known = ", ".join(sorted(self.definitions.agents))
                 return ToolResult.text(
@@ -117,15 +173,19 @@ class Subagents:
             parent = await self._harness.harness.conversation(api.conversation_id, ctx)
             config = await parent.config(ctx) if parent is not None else {}
             if definition.tools is not None:
-                tools = list(definition.tools)
+                tools = self.tools_for(definition)
             else:
                 tools = [t for t in config.get("selectedTools") or [] if t != AGENT_TOOL]
+            tools = [t for t in tools if t not in definition.disallowed]
+            model, note = resolve_model(definition.model, config.get("model"), self.env)
+            if note is not None:
+                self.warn(f"{definition.source}: {note}")
             task_input = {
                 "description": str(args["description"]),
                 "prompt": str(args["prompt"]),
                 "agent": definition.name,
                 "systemPrompt": definition.system_prompt,
-                "model": _model(definition.model, config.get("model")),
+                "model": model,
                 "tools": tools,
             }
             # created and memoized in one commit: a crash never leaves a task without its memo
@@ -176,11 +236,22 @@ class Subagents:
         return uninstall
 
 
+class _DefinitionsService:
+    """:data:`~.contract.SubagentDefinitions` (a remotable service exposes methods only)."""
+
+    def __init__(self, subagents: Subagents) -> None:
+        self._subagents = subagents
+
+    async def summary(self, ctx: Context) -> DefinitionsSummary:
+        return await self._subagents.summary(ctx)
+
+
 @define_facet("@pi/subagents")
 def session_facet(env: FacetEnvironment) -> None:
     """Register the ``agent`` tool, the ``subagents.run`` kind and the step hooks."""
     harness = env.use(HarnessService)
     subagents = Subagents(harness)
+    env.provide(SubagentDefinitions, _DefinitionsService(subagents))
 
     def activate() -> None:
         subagents.load()

@@ -10,6 +10,11 @@ transcript: the prompt, each assistant message, each tool call and its result, r
 subagent's view as it is then. A subagent's own view is subscribed to only for that moment: a
 view is lazy across the wire (docs/wire.md#lazy-state), so ten running subagents do not stream
 their transcripts to a TUI nobody opened them in.
+
+``/agents definitions`` shows the agent definitions the session loaded (name and file), the
+files it skipped and those it loaded without a tool (each ``path:line: why``), and an untrusted
+project's agent folders that wait for ``/trust`` — read from the session's
+:data:`~.contract.SubagentDefinitions`.
 """
 
 from __future__ import annotations
@@ -22,9 +27,17 @@ from chord import Context, Delivery, FacetEnvironment, cancel_scope, define_face
 from chord.textual import Choice, Tui
 from pico3 import ConversationService
 
-from .contract import AGENT_TOOL, SUBAGENT_KIND
+from .contract import AGENT_TOOL, SUBAGENT_KIND, DefinitionsSummary, SubagentDefinitions
 
-__all__ = ["finished_subagents_in", "subagents_in", "transcript_text", "tui_facet"]
+__all__ = [
+    "definitions_text",
+    "finished_subagents_in",
+    "subagents_in",
+    "transcript_text",
+    "tui_facet",
+]
+
+NOTHING_RAN = "No subagent has run in this session yet (/agents definitions: the agents it has)"
 
 
 def subagents_in(view: Any) -> list[tuple[int, dict[str, Any]]]:
@@ -96,10 +109,33 @@ def transcript_text(view: Any, limit: int = 4000) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
+def definitions_text(summary: DefinitionsSummary) -> str:
+    """``/agents definitions``'s body: first what needs the reader (folders waiting for trust,
+    files skipped, files loaded without a tool: a section only when it has something), then the
+    loaded agents' ids (a long list is clipped last)."""
+    lines: list[str] = []
+    if summary["waiting"]:
+        folders = ", ".join(f"{w['folder']} ({w['count']})" for w in summary["waiting"])
+        lines += [f"Waiting: {folders} — /trust, then restart, to load them", ""]
+    if summary["skipped"]:
+        lines += [f"Skipped ({len(summary['skipped'])}):"]
+        lines += [f"  {problem}" for problem in summary["skipped"]] + [""]
+    if summary["warnings"]:
+        lines += [f"Loaded with a note ({len(summary['warnings'])}):"]
+        lines += [f"  {note}" for note in summary["warnings"]] + [""]
+    names = [
+        f"{a['name']} ({a['writtenName']})" if "writtenName" in a else a["name"]
+        for a in summary["agents"]
+    ]
+    lines.append(f"Loaded ({len(names)})" + (f": {', '.join(names)}" if names else ""))
+    return "\n".join(lines)
+
+
 @define_facet("@pi/subagents")
 def tui_facet(env: FacetEnvironment) -> None:
     """Follow conversations; ``/agents`` shows a subagent's transcript."""
     tui = env.use(Tui)
+    definitions = env.use(SubagentDefinitions)
     views: dict[int, Any] = {}  # the followed conversations' views
     instances: dict[int, Any] = {}  # every live conversation instance
     seen: dict[int, dict[str, Any]] = {}  # child conversation id -> last status
@@ -185,9 +221,22 @@ def tui_facet(env: FacetEnvironment) -> None:
             path.insert(0, parents[path[0]])
         return path
 
+    async def show_definitions(ctx: Context) -> None:
+        summary = await definitions.summary(ctx)
+        modal = await tui.acquire_modal(ctx)
+        try:
+            await modal.choose(
+                "Agent definitions", [Choice("close", "Close")], body=definitions_text(summary)
+            )
+        finally:
+            modal.close()
+
     async def agents(args: str, ctx: Context) -> None:
+        if args.strip() in ("definitions", "defs"):
+            await show_definitions(ctx)
+            return
         if not seen:
-            tui.notify("No subagent has run in this session yet")
+            tui.notify(NOTHING_RAN)
             return
         running = {
             status.get("conversation")
@@ -222,7 +271,13 @@ def tui_facet(env: FacetEnvironment) -> None:
             modal.close()
 
     def activate() -> None:
-        env.own(tui.register_command("agents", "Show a subagent's transcript", agents))
+        env.own(
+            tui.register_command(
+                "agents",
+                "Show a subagent's transcript (definitions: the agents loaded, skipped, waiting)",
+                agents,
+            )
+        )
 
     env.observe(ConversationService, follow)
     env.on_activate(activate)
