@@ -2,13 +2,15 @@
 
 ``python mcp_server.py [--http PORT] [--name NAME] [--marker FILE]``: stdio by default, streamable
 HTTP on 127.0.0.1:PORT with ``--http``. With ``--marker`` the server appends one line to FILE
-each time it starts (the restart tests count them).
+each time it starts (the restart tests count them); with ``--env-dump FILE`` it writes its
+environment to FILE as JSON when it starts (the secrets tests read it).
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import json
 import os
 import sys
 
@@ -78,7 +80,11 @@ def main() -> None:
     parser.add_argument("--name", default="echo")
     parser.add_argument("--marker", default="")
     parser.add_argument("--fail", action="store_true", help="exit at once with a message")
+    parser.add_argument("--env-dump", default="")
     args = parser.parse_args()
+    if args.env_dump:
+        with open(args.env_dump, "w") as f:
+            json.dump(dict(os.environ), f)
     if args.marker:
         with open(args.marker, "a") as f:
             f.write(f"{os.getpid()}\n")

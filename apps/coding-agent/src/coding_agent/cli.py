@@ -485,6 +485,8 @@ async def _run_headless(args: argparse.Namespace, session: Session, prompt: str)
     config = session_worker_config(
         session, model=args.model, thinking=args.thinking, permission_mode=args.permission_mode
     )
+    if config.environment is not None:  # this process is the worker now: keys stay in config.env
+        config.environment.withhold_from_process()
     mode = "json" if args.json is not None else "print"
 
     def unanswered() -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 
+from coding_agent.server.remote import TOKEN_ENV
 from coding_agent.server.serve import (
     ServerOptions,
     ServerSetupError,
@@ -41,6 +42,7 @@ _POSTGRES = ("postgresql://", "postgres://")
 
 def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[str, Any]]:
     env = dict(os.environ)
+    env.pop(TOKEN_ENV, None)  # a client's token: no worker (nor what it runs) needs it
     storage: str | None = None
     if args.storage:
         if args.storage.startswith(_POSTGRES):
