@@ -63,6 +63,7 @@ from coding_agent.permission_modes import PERMISSION_MODES
 from coding_agent.settings_changes import THINKING_LEVELS
 
 if TYPE_CHECKING:
+    from coding_agent.config import EffectiveConfig
     from coding_agent.sessions import LaunchSettings, Session, SessionError
 
 __all__ = ["build_parser", "main", "pick_session"]
@@ -550,6 +551,7 @@ def _print_config(cwd: Path) -> int:
         for flag, value in dict(values.get("compat") or {}).items():
             key = f"providers.{name}.compat.{flag}"
             show(key, value, config.origin.get(key, "?"))
+    _show_secrets(config, show)
     for model_entry in config.models:
         ref = f"{model_entry['provider']}/{model_entry['id']}"
         details = ", ".join(
@@ -560,6 +562,24 @@ def _print_config(cwd: Path) -> int:
     for text, origin in lines:
         print(f"{text:<{width}}  # {origin}")
     return 0
+
+
+def _show_secrets(config: EffectiveConfig, show: Callable[[str, Any, str], None]) -> None:
+    """The ``secrets`` lines of ``coding-agent config``: what child processes never see."""
+    from coding_agent.secret_env import secret_names
+
+    names = secret_names(secrets=config.secrets, registry=config.registry())
+    withheld = [name for name in names if name not in config.secrets_passthrough]
+    origin = "withheld from bash, ! commands, jobs, MCP servers: provider keys, server token"
+    if "secrets" in config.origin:
+        origin += f" + {config.origin['secrets']}"
+    show("secrets", ", ".join(withheld), origin)
+    if config.secrets_passthrough:
+        show(
+            "secrets_passthrough",
+            ", ".join(config.secrets_passthrough),
+            config.origin.get("secrets_passthrough", "?"),
+        )
 
 
 def _cwd() -> Path:

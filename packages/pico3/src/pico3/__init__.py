@@ -38,6 +38,12 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 
 import typing as _typing
 
+from pico3.child_env import (
+    CHILD_ENVIRONMENT_SERVICE,
+    MIN_SECRET_LENGTH,
+    WELL_KNOWN_SECRETS,
+    ChildEnvironment,
+)
 from pico3.chord.contract import (
     CommitInfo,
     ConversationInfo,
@@ -56,12 +62,6 @@ from pico3.chord.contract import (
     ViewEvent,
 )
 from pico3.chord.session import HARNESS_FACET_ID, harness_session_facet
-from pico3.child_env import (
-    CHILD_ENVIRONMENT_SERVICE,
-    MIN_SECRET_LENGTH,
-    WELL_KNOWN_SECRETS,
-    ChildEnvironment,
-)
 from pico3.datamodel import (
     ConfigRejected,
     EntryKind,
