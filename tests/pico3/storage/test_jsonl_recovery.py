@@ -323,9 +323,9 @@ async def test_a_sidecar_published_commit_after_an_unconfirmed_record_fails_open
         await opened(tmp_path)
     # main.jsonl lost the line (issue 36 item 8): the error names it, not the intact sticky file
     assert str(caught.value) == (
-        f"{tmp_path / 'main.jsonl'}: ends at seq 2 (2 lines), yet sticky-1.jsonl holds seq 4 "
-        "(line 3), published after seq 3 (line 2) whose line here is missing: main.jsonl lost "
-        "lines at its end (it was cut or truncated). Restore it from a backup"
+        f"{tmp_path / 'main.jsonl'}: ends at seq 2 (line 2), yet sticky-1.jsonl holds seq 3 "
+        "(line 2), written after it: main.jsonl lost lines at its end (it was cut or truncated) "
+        "and the session cannot be opened without them. Restore it from a backup"
     )
 
 

@@ -379,6 +379,7 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]
     """The session to run and whether this command created it."""
     from coding_agent.sessions import (
         LaunchSettings,
+        check_writable,
         create_session,
         latest_session,
         list_sessions,
@@ -403,11 +404,15 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]
     if args.continue_:
         session = latest_session(cwd, on_broken=_warn_broken)
         if session is not None:
+            check_writable(session)
             return session, False
     elif args.resume is not None:
         if args.resume:
-            return open_session(args.resume), False
-        return pick_session(list_sessions(cwd, on_broken=_warn_broken)), False
+            session = open_session(args.resume)
+        else:
+            session = pick_session(list_sessions(cwd, on_broken=_warn_broken))
+        check_writable(session)
+        return session, False
     return create_session(cwd, settings=_launch_settings(args, LaunchSettings())), True
 
 

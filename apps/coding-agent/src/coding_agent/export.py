@@ -35,7 +35,7 @@ from typing import Any, cast
 from markdown_it import MarkdownIt
 
 from coding_agent.session_tree import build_outline, lineage
-from coding_agent.sessions import Session, SessionError
+from coding_agent.sessions import Session, SessionError, open_regular
 
 __all__ = ["branch_entries", "export_html", "export_jsonl", "read_session_records"]
 
@@ -44,7 +44,8 @@ def read_session_records(session: Session) -> tuple[list[dict[str, Any]], list[d
     """``(conversations, entries)`` of ``session`` in view shapes, in commit order."""
     path = session.storage_dir / "main.jsonl"
     try:
-        raw = path.read_bytes()
+        with open(open_regular(path), "rb") as file:  # a FIFO or a device is refused
+            raw = file.read()
     except FileNotFoundError:
         return [{"id": 1}], []
     except OSError as error:

@@ -89,7 +89,14 @@ from coding_agent.package_reload import PackageReloader, reload_service_facet, s
 from coding_agent.permission_modes import PERMISSION_MODES
 from coding_agent.private import PrivacyError, private_dir, socket_folder
 from coding_agent.secret_env import child_environment
-from coding_agent.sessions import Session, SessionError, load_session, state_home, update_settings
+from coding_agent.sessions import (
+    Session,
+    SessionError,
+    check_writable,
+    load_session,
+    state_home,
+    update_settings,
+)
 from coding_agent.trust import (
     TrustError,
     TrustStore,
@@ -332,6 +339,7 @@ async def open_session_host(
     :class:`~coding_agent.worker.providers.RegistryError` or ``ValueError`` for a bad model or
     faux script before anything is opened."""
     session = config.session
+    check_writable(session)  # a read-only folder: one line naming it, not a traceback later
     try:  # 0700 whatever the umask (a folder of an older version is tightened)
         private_dir(session.path)
         private_dir(session.storage_dir)

@@ -297,6 +297,22 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def _lost_end(
+    main_path: str, main: list[tuple[int, int, Line]], beyond: tuple[str, int, int]
+) -> CorruptStorage:
+    """``main.jsonl`` lost lines at its end: a sidecar holds a record written after them
+    (``beyond``: its file name, line and seq) that the session cannot be opened without."""
+    name, line, seq = beyond
+    last = main[-1][2].seq if main else 0
+    return CorruptStorage(
+        main_path,
+        None,
+        f"ends at seq {last} (line {len(main)}), yet {name} holds seq {seq} (line {line}), "
+        f"written after it: {MAIN_FILE} lost lines at its end (it was cut or truncated) and the "
+        "session cannot be opened without them. Restore it from a backup",
+    )
+
+
 class JsonlStorage(TableStorage):
     """A :class:`~pico3.storage.base.Storage` in a directory of JSONL files (see module doc).
 
@@ -465,6 +481,8 @@ class JsonlStorage(TableStorage):
         sticky_base: dict[str, int] = {}
         stale: list[str] = []
         rollback: list[tuple[str, int]] = []  # unconfirmed sidecar tails, cut once all is checked
+        last = main[-1][2].seq if main else 0
+        beyond: tuple[str, int, int] | None = None  # a sidecar record written after main's end
         for name in names:
             task = _TASK.fullmatch(name)
             if task is not None:
@@ -493,18 +511,12 @@ class JsonlStorage(TableStorage):
                     if marker is None or name not in marker:
                         if unconfirmed is None:
                             unconfirmed, unconfirmed_seq = line, record.seq
+                            if record.seq > last and beyond is None:
+                                beyond = (name, line, record.seq)
                         continue
                 if unconfirmed is not None:
-                    last = main[-1][2].seq if main else 0
                     if unconfirmed_seq > last:  # main ends before a commit published after it
-                        raise CorruptStorage(
-                            main_path,
-                            None,
-                            f"ends at seq {last} ({len(main)} lines), yet {name} holds seq "
-                            f"{record.seq} (line {line}), published after seq {unconfirmed_seq} "
-                            f"(line {unconfirmed}) whose line here is missing: {MAIN_FILE} lost "
-                            "lines at its end (it was cut or truncated). Restore it from a backup",
-                        )
+                        raise _lost_end(main_path, main, (name, unconfirmed, unconfirmed_seq))
                     raise CorruptStorage(
                         path,
                         line,
@@ -526,9 +538,14 @@ class JsonlStorage(TableStorage):
             if unconfirmed is not None:
                 rollback.append((path, keep))
 
-        for line, _, record in main:
-            if record.refs is not None:
-                self._check_refs(main_path, line, record, found, retired, sticky_base)
+        try:
+            for line, _, record in main:
+                if record.refs is not None:
+                    self._check_refs(main_path, line, record, found, retired, sticky_base)
+        except CorruptStorage:
+            if beyond is None:
+                raise
+            raise _lost_end(main_path, main, beyond) from None
         commits = [(record.seq, record.writes) for _, _, record in main]
         if own:  # merge the sidecar-published commits into commit order
             commits.extend((seq, writes) for seq, (_, _, writes) in own.items())
