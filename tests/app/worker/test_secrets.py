@@ -113,6 +113,6 @@ async def test_a_bang_command_sees_no_secret(
             "coding-agent.shell", "run", (root.id, f"cat /proc/self/environ > {out}", False)
         )
         done = await runtime.host.services.invoke(call, BACKGROUND)
-    assert done["exitCode"] == 0
+    assert isinstance(done, dict) and done["exitCode"] == 0
     _assert_clean(_environ(out))
     assert os.environ["ANTHROPIC_API_KEY"] == KEY  # an in-process host leaves os.environ alone

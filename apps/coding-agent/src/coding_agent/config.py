@@ -371,10 +371,10 @@ def _merge(config: EffectiveConfig, layer: _Layer, path: Path) -> None:
             setattr(config, key, data[key])
             config.origin[key] = origin([key])
     for key in ("secrets", "secrets_passthrough"):
-        values: list[str] = getattr(config, key)
-        for name in cast(list[str], data.get(key) or []):
-            if name not in values:
-                values.append(name)
+        listed: list[str] = getattr(config, key)
+        for variable in cast(list[str], data.get(key) or []):
+            if variable not in listed:
+                listed.append(variable)
         if key in data:
             config.origin[key] = origin([key])
     providers = cast(dict[str, dict[str, Any]], data.get("providers") or {})
