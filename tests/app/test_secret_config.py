@@ -101,3 +101,29 @@ def test_coding_agent_config_lists_what_is_withheld(tmp_path: Path) -> None:
     assert withheld.endswith(f"provider keys, server token + {path}:1")
     passed = next(line for line in lines if line.startswith("secrets_passthrough = "))
     assert passed.startswith("secrets_passthrough = NPM_TOKEN") and passed.endswith(f"{path}:2")
+
+
+HIDE = """
+import subprocess
+from coding_agent.secret_env import hide_secrets_from_proc
+hide_secrets_from_proc()
+with open("/proc/self/environ", "rb") as handle:
+    print("block:", b"sk-ant-api03" in handle.read())
+child = subprocess.run(["sh", "-c", "echo $ANTHROPIC_API_KEY"], capture_output=True, text=True)
+print("child:", child.stdout.strip())
+"""
+
+
+def test_the_tui_keeps_its_keys_for_the_worker_but_not_in_its_proc_environ(
+    tmp_path: Path,
+) -> None:
+    # the TUI starts its worker with the key; a command reading the TUI's /proc environ finds
+    # nothing (what /proc/<pid>/environ shows is blanked, the C library's copy is kept)
+    key = "sk-ant-api03-hide0123456789abcdefghijklmnop"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(XDG_CONFIG_HOME=str(tmp_path), HOME=str(tmp_path), ANTHROPIC_API_KEY=key)
+    done = subprocess.run(
+        [sys.executable, "-c", HIDE], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["block: False", f"child: {key}"]

@@ -3,7 +3,8 @@
 The real worker holds a provider key, the server token and a variable the config lists in
 ``secrets``; the ``bash`` tool, a background job and a ``!`` command read their own
 ``/proc/self/environ``: none of them holds a secret, and a variable named in
-``secrets_passthrough`` is there.
+``secrets_passthrough`` is there. Nor does the worker's, which ``bash`` reads as
+``/proc/$PPID/environ``.
 """
 
 from __future__ import annotations
@@ -71,7 +72,10 @@ async def test_bash_and_a_background_job_of_the_real_worker_see_no_secret(
                 "toolCalls": [
                     {
                         "name": "bash",
-                        "arguments": {"command": f"cat /proc/self/environ > {out}/bash.env"},
+                        "arguments": {
+                            "command": f"cat /proc/self/environ > {out}/bash.env; "
+                            f"cat /proc/$PPID/environ > {out}/worker.env"
+                        },
                     }
                 ],
             },
@@ -97,6 +101,10 @@ async def test_bash_and_a_background_job_of_the_real_worker_see_no_secret(
         await client.wait_for(lambda: client.turn_ended() and bool(client.entries("pi.notice")))
     _assert_clean(_environ(out / "bash.env"))
     _assert_clean(_environ(out / "job.env"))
+    # the worker's own environment block, which /proc shows its children, holds no secret
+    worker = _environ(out / "worker.env")
+    assert KEY not in str(worker) and TOKEN not in str(worker) and LISTED not in str(worker)
+    assert PASSED not in str(worker) and "PATH" in worker
 
 
 async def test_a_bang_command_sees_no_secret(

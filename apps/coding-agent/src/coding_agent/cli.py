@@ -419,6 +419,9 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]
 async def _run_tui(args: argparse.Namespace, session: Session, tui_dirs: list[str]) -> int:
     from coding_agent.client.app_main import run_client
     from coding_agent.client.supervisor import WorkerStartError, WorkerSupervisor
+    from coding_agent.secret_env import hide_secrets_from_proc
+
+    hide_secrets_from_proc(session.cwd)  # the worker's commands may read /proc/<this pid>/environ
 
     # The worker reads its launch settings from session.json; only the explicit choices that
     # change the conversation (model, thinking level, permission mode) go on its command line.

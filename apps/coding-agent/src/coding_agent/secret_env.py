@@ -33,6 +33,7 @@ __all__ = [
     "KEY_SHAPES",
     "SERVER_TOKEN_ENV",
     "child_environment",
+    "hide_secrets_from_proc",
     "redact",
     "secret_names",
     "secret_values",
@@ -117,6 +118,23 @@ def secret_values(
         if len(value) >= MIN_SECRET_LENGTH:
             found.setdefault(value, name)
     return found
+
+
+def hide_secrets_from_proc(cwd: str | os.PathLike[str] | None = None) -> None:
+    """Blank the secret variables of project ``cwd`` in this process's ``/proc/self/environ``
+    and keep them in ``os.environ`` (:meth:`pico3.ChildEnvironment.hide_from_proc`): for the
+    TUI, which starts its worker with them, so that a command reading its ancestors'
+    environments finds no key there."""
+    from coding_agent.config import ConfigError, load_config
+
+    try:
+        config = load_config(Path(cwd) if cwd is not None else None)
+    except ConfigError:  # reported where the config is used; the usual names still count
+        ChildEnvironment(secret_names()).hide_from_proc()
+        return
+    ChildEnvironment(
+        secret_names(secrets=config.secrets, registry=config.registry())
+    ).hide_from_proc()
 
 
 def _shaped(match: re.Match[str]) -> str:

@@ -16,6 +16,13 @@ command) asks it instead of passing ``os.environ`` on.
 * :meth:`ChildEnvironment.withhold_from_process` removes the withheld variables from this
   process's own ``os.environ``, for a process that has read what it needs (a session worker
   after resolving its providers): then no spawn, not even one by a library, inherits them.
+  It also blanks them in the environment block the kernel gave the process at ``exec``, which
+  ``/proc/<pid>/environ`` shows to every process of the user: a command reading its parent's
+  (``/proc/$PPID/environ``) finds nothing. :meth:`ChildEnvironment.hide_from_proc` does that
+  blanking alone, for a process that keeps the secrets (the TUI restarts its worker with them).
+  Limits, plainly: a command runs as the user, so it can read whatever the user can (a
+  ``~/.bashrc`` that exports a key, a config file holding one); this keeps keys out of the
+  environment, it is not a sandbox. Linux only (elsewhere the blanking does nothing).
 
 A session hands its instance to features as the harness service ``"child_environment"``
 (``HarnessOptions(services={"child_environment": ...})``); :meth:`ChildEnvironment.of` reads it
@@ -119,7 +126,44 @@ class ChildEnvironment:
 
     def withhold_from_process(self) -> None:
         """Remove the withheld names from ``os.environ`` (this process's own children and every
-        library's spawns inherit nothing of them). Only for a process that has read its
-        secrets already; the values stay known to :meth:`scrub` and :meth:`values`."""
+        library's spawns inherit nothing of them) and blank them in ``/proc/self/environ``. Only
+        for a process that has read its secrets already; the values stay known to
+        :meth:`scrub` and :meth:`values`."""
         for name in self.withheld:
             os.environ.pop(name, None)
+        self.hide_from_proc()  # the passed-through ones too (they stay in os.environ)
+
+    def hide_from_proc(self) -> None:
+        """Blank every secret (withheld or passed through) in ``/proc/self/environ`` and keep
+        it in ``os.environ``: each is set again first, which moves the C library's copy out
+        of the block the kernel shows."""
+        for name in self.secrets:
+            value = os.environ.get(name)
+            if value is not None:
+                os.environ[name] = value  # setenv: a fresh copy, no longer in the exec block
+        _blank_initial_environment(self.secrets)
+
+
+def _blank_initial_environment(names: frozenset[str]) -> None:
+    """Overwrite each ``NAME=value`` of ``names`` with NUL bytes in the environment block the
+    kernel set up at ``exec`` (``env_start``..``env_end`` of ``/proc/self/stat``), through
+    ``/proc/self/mem``. ``unsetenv`` and ``setenv`` only move the C library's pointers away
+    from that block; ``/proc/<pid>/environ`` reads the block itself. Best effort: where
+    ``/proc`` is missing or refuses, nothing changes."""
+    try:
+        with open("/proc/self/stat", "rb") as handle:
+            stat = handle.read()
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        start, end = int(fields[47]), int(fields[48])  # fields 50 and 51: env_start, env_end
+        with open("/proc/self/mem", "r+b", buffering=0) as mem:
+            mem.seek(start)
+            block = mem.read(end - start)
+            offset = 0
+            for item in block.split(b"\0"):
+                name = item.partition(b"=")[0].decode("utf-8", "replace")
+                if item and name in names:
+                    mem.seek(start + offset)
+                    mem.write(b"\0" * len(item))
+                offset += len(item) + 1
+    except (OSError, ValueError, IndexError):
+        return
