@@ -94,6 +94,30 @@ def test_main_jsonl_cut_in_the_middle_is_named_as_the_damaged_file(
     assert "sticky-1.jsonl holds seq" in line  # the evidence, in the intact sidecar
 
 
+def test_a_nul_in_the_last_committed_line_is_named_not_dropped(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    # the report: a session in plan mode came back in auto, its last commit silently dropped
+    done = _run(["-p", "hello", "--permission-mode", "plan"], agent_env, project)
+    assert done.returncode in (0, 3), done.stderr
+    (session,) = json.loads(_run(["sessions", "--json"], agent_env, project).stdout)
+    main = _folder(agent_env, session["id"]) / "storage" / "main.jsonl"
+    data = main.read_bytes()
+    start = data.rfind(b"\n", 0, len(data) - 1) + 1
+    at = next(i for i in range(start + 8, len(data) - 2) if i % 512 and (i + 1) % 512)
+    main.write_bytes(data[:at] + b"\0" + data[at + 1 :])
+    again = _run(["-p", "again", "--continue"], agent_env, project)
+    number = data.count(b"\n")
+    assert again.returncode == 2
+    assert again.stderr == (
+        f"coding-agent: error: {main}:{number}: a NUL byte at column "
+        f"{at - start + 1} of this complete line, between bytes that were written: not a torn "
+        "write (a power loss leaves whole sectors of zeros) but damage to an acknowledged "
+        "commit; nothing was cut. Restore the file from a backup (the file was left as it is)\n"
+    )
+    assert main.read_bytes()[at] == 0 and len(main.read_bytes()) == len(data)
+
+
 @pytest.fixture
 def read_only_state(tmp_path: Path) -> Iterator[Path]:
     """A tmpfs for ``XDG_STATE_HOME`` that :func:`remount_read_only` makes read-only (root

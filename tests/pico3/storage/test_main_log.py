@@ -377,6 +377,21 @@ async def test_a_stray_nul_in_a_complete_last_line_fails_open_and_cuts_nothing(
 
 
 @pytest.mark.anyio
+async def test_a_nul_for_the_first_byte_of_a_line_away_from_a_sector_edge_is_damage(
+    tmp_path: Path, h
+) -> None:
+    _, main = await closed_session(tmp_path, h, [100, 100])
+    clean = main.read_bytes()
+    start = clean.rfind(b"\n", 0, len(clean) - 1) + 1
+    assert (start + 1) % 512 != 0  # a lost sector would end here: not this layout
+    main.write_bytes(clean[:start] + b"\0" + clean[start + 1 :])
+    with pytest.raises(CorruptStorage) as caught:
+        await opened(tmp_path)
+    assert caught.value.line == clean.count(b"\n")
+    assert caught.value.reason.startswith("a NUL byte at column 1 of this complete line")
+
+
+@pytest.mark.anyio
 async def test_a_torn_sector_holding_one_byte_of_the_line_is_still_a_torn_write(
     tmp_path: Path, h
 ) -> None:

@@ -234,15 +234,17 @@ def _whole_record(path: str, line: bytes, main: bool) -> bool:
 
 
 def _torn_sectors(data: bytes, start: int, stop: int) -> bool:
-    """Whether every run of NUL bytes in ``data[start:stop]`` can be a sector that did not
-    land: longer than one byte, or one byte at the line's start or beside a sector boundary."""
+    """Whether every run of NUL bytes in ``data[start:stop]`` can be part of sectors that did
+    not land. A lost sector's part of the line ends at a sector boundary (the newline landed)
+    and begins at one or at the line's start; a run of one byte is held to exactly that (the
+    line began on a sector's last byte), a longer run is taken as torn as it is (a run of zeros
+    is what a lost write leaves; a stray NUL is not)."""
     at = data.find(b"\0", start, stop)
     while at >= 0:
         end = at
         while end < stop and data[end] == 0:
             end += 1
-        single = end - at == 1
-        if single and at != start and at % SECTOR != 0 and end % SECTOR != 0:
+        if end - at == 1 and not (end % SECTOR == 0 and (at == start or at % SECTOR == 0)):
             return False
         at = data.find(b"\0", end, stop)
     return True
