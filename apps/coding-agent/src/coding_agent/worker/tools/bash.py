@@ -265,9 +265,9 @@ async def run_bash(
 
     ``on_start`` receives the command's :class:`~.procs.ProcessRecord` before the command is
     let run (if it raises, nothing runs and the error propagates). ``env`` is the command's
-    whole environment (default: this process's without :data:`~pico3.WELL_KNOWN_SECRETS`). Returns normally on exit,
-    timeout and context abort (the flags say which). A cancelled anyio task kills every
-    process of the command and re-raises the cancellation.
+    whole environment (default: this process's without :data:`~pico3.WELL_KNOWN_SECRETS`).
+    Returns normally on exit, timeout and context abort (the flags say which). A cancelled
+    anyio task kills every process of the command and re-raises the cancellation.
     """
     run = BashRun()
     sink = _Sink(run, spill_dir or tempfile.gettempdir(), max_bytes, on_output)
