@@ -15,6 +15,10 @@ import pytest
 PUBLIC: dict[str, frozenset[str]] = {
     "pico3": frozenset(
         {
+            "CHILD_ENVIRONMENT_SERVICE",
+            "MIN_SECRET_LENGTH",
+            "ChildEnvironment",
+            "WELL_KNOWN_SECRETS",
             "ArgumentSchema",
             "BeforeToolApi",
             "BLOB_LIMIT",

@@ -124,15 +124,23 @@ async def session(
     *,
     trusted: bool = False,
     allow: bool = True,
+    services: dict[str, Any] | None = None,
 ) -> AsyncIterator[Session]:
     """A session host: pico3's harness facet, the approval facet (its dialogs answered by a
-    test facet: allow, or deny), the MCP facet; resumed."""
+    test facet: allow, or deny), the MCP facet; resumed. ``services`` join the harness's
+    (``mcp_env`` entries are added to the config's environment)."""
+    extra = dict(services or {})
     services = {
         "models": Models([FauxProvider(list(script))]),
         "workspace": str(tmp),
         "project_root": str(tmp),
         "project_trusted": trusted,
-        "mcp_env": {"XDG_CONFIG_HOME": str(tmp / "config"), "HOME": str(tmp)},
+        **extra,
+        "mcp_env": {
+            "XDG_CONFIG_HOME": str(tmp / "config"),
+            "HOME": str(tmp),
+            **extra.get("mcp_env", {}),
+        },
     }
     options = HarnessOptions(services=services)
     workers: list[HarnessServiceApi] = []

@@ -1,16 +1,18 @@
 """A real MCP server for the tests, written with the SDK's FastMCP.
 
-``python mcp_server.py [--http PORT] [--name NAME] [--marker FILE] [--ansi]``: stdio by default,
-streamable HTTP on 127.0.0.1:PORT with ``--http``. With ``--marker`` the server appends one line
-to FILE each time it starts (the restart tests count them). With ``--ansi`` it has one more tool,
-``ansi``, whose result holds terminal escapes (a conceal code, an OSC window title, a bidi
-override): what a hostile server could send.
+``python mcp_server.py [--http PORT] [--name NAME] [--marker FILE] [--ansi] [--env-dump FILE]``:
+stdio by default, streamable HTTP on 127.0.0.1:PORT with ``--http``. With ``--marker`` the server
+appends one line to FILE each time it starts (the restart tests count them). With ``--ansi`` it
+has one more tool, ``ansi``, whose result holds terminal escapes (a conceal code, an OSC window
+title, a bidi override): what a hostile server could send. With ``--env-dump FILE`` it writes its
+environment to FILE as JSON when it starts (the secrets tests read it).
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import json
 import os
 import sys
 
@@ -91,7 +93,11 @@ def main() -> None:
     parser.add_argument("--marker", default="")
     parser.add_argument("--fail", action="store_true", help="exit at once with a message")
     parser.add_argument("--ansi", action="store_true", help="add the tool 'ansi'")
+    parser.add_argument("--env-dump", default="")
     args = parser.parse_args()
+    if args.env_dump:
+        with open(args.env_dump, "w") as f:
+            json.dump(dict(os.environ), f)
     if args.marker:
         with open(args.marker, "a") as f:
             f.write(f"{os.getpid()}\n")

@@ -319,6 +319,26 @@ async def test_a_sidecar_published_commit_after_an_unconfirmed_record_fails_open
     await commit_tick(tmp_path, cid, tid, 3)
     await sidecar_only(tmp_path, cid, tid, 4)
     drop_last_line(tmp_path / "main.jsonl")  # the tick's marker: its sticky record is unconfirmed
+    with pytest.raises(CorruptStorage) as caught:
+        await opened(tmp_path)
+    # main.jsonl lost the line (issue 36 item 8): the error names it, not the intact sticky file
+    assert str(caught.value) == (
+        f"{tmp_path / 'main.jsonl'}: ends at seq 2 (line 2), yet sticky-1.jsonl holds seq 3 "
+        "(line 2), written after it: main.jsonl lost lines at its end (it was cut or truncated) "
+        "and the session cannot be opened without them. Restore it from a backup"
+    )
+
+
+async def test_an_unconfirmed_record_inside_mains_range_still_names_the_sidecar(
+    tmp_path: Path,
+) -> None:
+    cid, tid = await session(tmp_path)
+    await commit_tick(tmp_path, cid, tid, 3)
+    await sidecar_only(tmp_path, cid, tid, 4)
+    await commit_tick(tmp_path, cid, tid, 5)
+    main = tmp_path / "main.jsonl"
+    kept = lines(main)
+    main.write_bytes(b"".join(kept[:-2] + kept[-1:]))  # seq 3's marker gone, seq 5's kept
     with pytest.raises(CorruptStorage, match="follows an unconfirmed one at line 2"):
         await opened(tmp_path)
 

@@ -353,6 +353,74 @@ async def test_a_last_line_torn_by_power_loss_is_cut(tmp_path: Path, h) -> None:
 
 
 @pytest.mark.anyio
+async def test_a_stray_nul_in_a_complete_last_line_fails_open_and_cuts_nothing(
+    tmp_path: Path, h
+) -> None:
+    # issue 36 item 8: one NUL between written bytes is damage, not a torn write; the
+    # acknowledged commit (a permission mode, say) must not vanish without a word
+    _, main = await closed_session(tmp_path, h, [100, 100])
+    clean = main.read_bytes()
+    start = clean.rfind(b"\n", 0, len(clean) - 1) + 1
+    at = next(i for i in range(start + 20, len(clean) - 5) if i % 512 != 0 and (i + 1) % 512 != 0)
+    damaged = clean[:at] + b"\0" + clean[at + 1 :]
+    main.write_bytes(damaged)
+    with pytest.raises(CorruptStorage) as caught:
+        await opened(tmp_path)
+    number = clean.count(b"\n")
+    assert str(caught.value) == (
+        f"{main}:{number}: a NUL byte at column {at - start + 1} of this complete "
+        "line, between bytes that were written: not a torn write (a power loss leaves whole "
+        "sectors of zeros) but damage to an acknowledged commit; nothing was cut. Restore the "
+        "file from a backup"
+    )
+    assert main.read_bytes() == damaged  # left as it is
+
+
+@pytest.mark.anyio
+async def test_a_nul_for_the_first_byte_of_a_line_away_from_a_sector_edge_is_damage(
+    tmp_path: Path, h
+) -> None:
+    _, main = await closed_session(tmp_path, h, [100, 100])
+    clean = main.read_bytes()
+    start = clean.rfind(b"\n", 0, len(clean) - 1) + 1
+    assert (start + 1) % 512 != 0  # a lost sector would end here: not this layout
+    main.write_bytes(clean[:start] + b"\0" + clean[start + 1 :])
+    with pytest.raises(CorruptStorage) as caught:
+        await opened(tmp_path)
+    assert caught.value.line == clean.count(b"\n")
+    assert caught.value.reason.startswith("a NUL byte at column 1 of this complete line")
+
+
+@pytest.mark.anyio
+async def test_a_torn_sector_holding_one_byte_of_the_line_is_still_a_torn_write(
+    tmp_path: Path, h
+) -> None:
+    # the in-flight line began on the last byte of a sector that did not land: one NUL, at
+    # the line's start, is a torn write all the same (cut, never acknowledged)
+    pad = 100
+    for attempt in range(8):  # a checksum's digits may shift the length by one or two
+        folder = tmp_path / str(attempt)
+        folder.mkdir()
+        storage, main = await closed_session(folder, h, [100, pad])
+        size = main.stat().st_size
+        if size % 512 == 511:
+            break
+        pad += (511 - size) % 512
+    else:
+        pytest.fail("could not place a line at the last byte of a sector")
+    clean = main.read_bytes()
+    reopened = await opened(folder)
+    await commit_entries(reopened, 1, [50])
+    await reopened.close(ctx)
+    torn = main.read_bytes()[len(clean) :]
+    main.write_bytes(clean + b"\0" + torn[1:] + b"\0" * 5000)
+    again = await opened(folder)
+    assert again.seq == storage.seq
+    await again.close(ctx)
+    assert main.read_bytes() == clean
+
+
+@pytest.mark.anyio
 async def test_fsync_off_keeps_the_plain_append(tmp_path: Path, h) -> None:
     storage = await opened(tmp_path, fsync=False)
     assert main_log(storage).mode == "append"

@@ -63,6 +63,7 @@ from coding_agent.permission_modes import PERMISSION_MODES
 from coding_agent.settings_changes import THINKING_LEVELS
 
 if TYPE_CHECKING:
+    from coding_agent.config import EffectiveConfig
     from coding_agent.sessions import LaunchSettings, Session, SessionError
 
 __all__ = ["build_parser", "main", "pick_session"]
@@ -378,6 +379,7 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]
     """The session to run and whether this command created it."""
     from coding_agent.sessions import (
         LaunchSettings,
+        check_writable,
         create_session,
         latest_session,
         list_sessions,
@@ -402,17 +404,24 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]
     if args.continue_:
         session = latest_session(cwd, on_broken=_warn_broken)
         if session is not None:
+            check_writable(session)
             return session, False
     elif args.resume is not None:
         if args.resume:
-            return open_session(args.resume), False
-        return pick_session(list_sessions(cwd, on_broken=_warn_broken)), False
+            session = open_session(args.resume)
+        else:
+            session = pick_session(list_sessions(cwd, on_broken=_warn_broken))
+        check_writable(session)
+        return session, False
     return create_session(cwd, settings=_launch_settings(args, LaunchSettings())), True
 
 
 async def _run_tui(args: argparse.Namespace, session: Session, tui_dirs: list[str]) -> int:
     from coding_agent.client.app_main import run_client
     from coding_agent.client.supervisor import WorkerStartError, WorkerSupervisor
+    from coding_agent.secret_env import hide_secrets_from_proc
+
+    hide_secrets_from_proc(session.cwd)  # the worker's commands may read /proc/<this pid>/environ
 
     # The worker reads its launch settings from session.json; only the explicit choices that
     # change the conversation (model, thinking level, permission mode) go on its command line.
@@ -485,6 +494,8 @@ async def _run_headless(args: argparse.Namespace, session: Session, prompt: str)
     config = session_worker_config(
         session, model=args.model, thinking=args.thinking, permission_mode=args.permission_mode
     )
+    if config.environment is not None:  # this process is the worker now: keys stay in config.env
+        config.environment.withhold_from_process()
     mode = "json" if args.json is not None else "print"
 
     def unanswered() -> None:
@@ -548,6 +559,7 @@ def _print_config(cwd: Path) -> int:
         for flag, value in dict(values.get("compat") or {}).items():
             key = f"providers.{name}.compat.{flag}"
             show(key, value, config.origin.get(key, "?"))
+    _show_secrets(config, show)
     for model_entry in config.models:
         ref = f"{model_entry['provider']}/{model_entry['id']}"
         details = ", ".join(
@@ -558,6 +570,24 @@ def _print_config(cwd: Path) -> int:
     for text, origin in lines:
         print(f"{text:<{width}}  # {origin}")
     return 0
+
+
+def _show_secrets(config: EffectiveConfig, show: Callable[[str, Any, str], None]) -> None:
+    """The ``secrets`` lines of ``coding-agent config``: what child processes never see."""
+    from coding_agent.secret_env import secret_names
+
+    names = secret_names(secrets=config.secrets, registry=config.registry())
+    withheld = [name for name in names if name not in config.secrets_passthrough]
+    origin = "withheld from bash, ! commands, jobs, MCP servers: provider keys, server token"
+    if "secrets" in config.origin:
+        origin += f" + {config.origin['secrets']}"
+    show("secrets", ", ".join(withheld), origin)
+    if config.secrets_passthrough:
+        show(
+            "secrets_passthrough",
+            ", ".join(config.secrets_passthrough),
+            config.origin.get("secrets_passthrough", "?"),
+        )
 
 
 def _cwd() -> Path:

@@ -6,6 +6,8 @@ Both are TOML (read with the standard library's ``tomllib``) and have the same k
     model = "openai/qwen2.5-coder:7b"     # the default model (--model overrides it)
     thinking = "medium"                   # the default thinking level of new sessions
     theme = "light"                       # the TUI's theme: dark, light or a Textual theme
+    secrets = ["GITHUB_TOKEN"]            # more variables kept from bash, jobs, MCP servers...
+    secrets_passthrough = ["GITHUB_TOKEN"]  # secrets they may see after all (user file only)
 
     [providers.openai]                    # anthropic or openai
     base_url = "http://127.0.0.1:11434/v1"
@@ -27,7 +29,10 @@ Both are TOML (read with the standard library's ``tomllib``) and have the same k
 The project file applies only when the project is trusted (``--trust``, ``/trust``): like its
 facet packages, it could point the agent at another server. On top of the user's file its
 ``model``, ``thinking`` and ``theme`` replace the user's, its providers are merged key by key, and its
-``models`` replace the user's entries of the same ``provider``/``id``.
+``models`` replace the user's entries of the same ``provider``/``id``. A project's ``secrets``
+are added to the user's; ``secrets_passthrough`` is read from the user's file only (a project
+that passes a key to the commands it runs is the attack it guards against): in a project file
+it is an error. What the two keys do: :mod:`coding_agent.secret_env`.
 
 A file that does not parse, a key that does not exist or a value of the wrong type is a
 :class:`ConfigError` naming the file, the line and the key; nothing is guessed.
@@ -61,7 +66,10 @@ __all__ = [
 CONFIG_NAME = "config.toml"
 
 _THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
-_TOP_KEYS = ("model", "thinking", "theme", "providers", "models")
+_TOP_KEYS = (
+    "model", "thinking", "theme", "providers", "models", "secrets", "secrets_passthrough",
+)  # fmt: skip
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class ConfigError(Exception):
@@ -87,6 +95,10 @@ class EffectiveConfig:
     theme: str | None = None
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     models: list[dict[str, Any]] = field(default_factory=list)
+    secrets: list[str] = field(default_factory=list)
+    """``secrets``: more variable names withheld from child processes (user's and project's)."""
+    secrets_passthrough: list[str] = field(default_factory=list)
+    """``secrets_passthrough``: secret names child processes get all the same (user's file)."""
     files: list[Path] = field(default_factory=list)
     """The files that were read, in order (the user's first)."""
     user_file: Path | None = None
@@ -138,6 +150,7 @@ def load_config(
         layer = _read(path)
         if layer is None:
             continue
+        _check_secrets(layer, user=path == config.user_file)
         config.files.append(path)
         _merge(config, layer, path)
     _check_registry(config)
@@ -169,6 +182,8 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
     theme: str | None = None
     providers: dict[str, _ProviderFile] = msgspec.field(default_factory=dict)
     models: list[_ModelFile] = msgspec.field(default_factory=list)
+    secrets: list[str] = msgspec.field(default_factory=list)
+    secrets_passthrough: list[str] = msgspec.field(default_factory=list)
 
 
 @dataclass
@@ -320,6 +335,23 @@ def _check_values(layer: _Layer) -> None:
         )  # fmt: skip
 
 
+def _check_secrets(layer: _Layer, user: bool) -> None:
+    parsed = layer.parsed
+    for key in ("secrets", "secrets_passthrough"):
+        for name in getattr(parsed, key):
+            if not _VARIABLE.fullmatch(name):
+                raise _error(
+                    layer.path, layer.text, [key],
+                    f"{name!r} is not an environment variable name (letters, digits, _)",
+                )  # fmt: skip
+    if parsed.secrets_passthrough and not user:
+        raise _error(
+            layer.path, layer.text, ["secrets_passthrough"],
+            "only your own config.toml may pass secrets to commands (a project could hand "
+            "your keys to what it runs): move the key to your user config",
+        )  # fmt: skip
+
+
 def _themes() -> set[str]:
     """The ``theme`` values: ``dark``, ``light`` and Textual's built-in theme names."""
     from textual.theme import BUILTIN_THEMES
@@ -337,6 +369,13 @@ def _merge(config: EffectiveConfig, layer: _Layer, path: Path) -> None:
     for key in ("model", "thinking", "theme"):
         if key in data:
             setattr(config, key, data[key])
+            config.origin[key] = origin([key])
+    for key in ("secrets", "secrets_passthrough"):
+        listed: list[str] = getattr(config, key)
+        for variable in cast(list[str], data.get(key) or []):
+            if variable not in listed:
+                listed.append(variable)
+        if key in data:
             config.origin[key] = origin([key])
     providers = cast(dict[str, dict[str, Any]], data.get("providers") or {})
     for name, values in providers.items():

@@ -12,9 +12,15 @@ was forked from (default: the branch with the newest entry).
 The HTML page has everything inline: the CSS, the Markdown rendered to HTML (``markdown-it``,
 raw HTML in messages escaped), tool calls and their results as collapsible ``<details>``, the
 diffs of ``edit`` coloured line by line. It has no script and loads nothing: no network request
-is made when it is opened. ``--format jsonl`` writes a header line
-``{"type": "session", "id", "cwd", "branch"}`` and then every entry of the branch, oldest
-first, in the view's JSON shape.
+is made when it is opened (a Markdown image becomes a link to its address, and the page's
+``Content-Security-Policy`` forbids every fetch but its own inline CSS). ``--format jsonl``
+writes a header line ``{"type": "session", "id", "cwd", "branch"}`` and then every entry of the
+branch, oldest first, in the view's JSON shape.
+
+Both formats redact secrets (:mod:`coding_agent.secret_env`): the value of each secret variable
+(provider keys, the server token, the config's ``secrets``) in the exporting process's
+environment and each ``api_key`` of the config files becomes ``[redacted NAME]``, and text shaped
+like a well-known key (``sk-…``, ``ghp_…``, ``AKIA…``, ``xoxb-…``) ``[redacted key]``.
 
 No control character appears raw in the page: the finished page is made inert
 (:func:`chord.inert`, which adds no ``<`` or ``&``), so an ESC, a bidi override or a zero-width
@@ -35,7 +41,7 @@ from markdown_it import MarkdownIt
 
 from chord import inert
 from coding_agent.session_tree import build_outline, lineage
-from coding_agent.sessions import Session, SessionError
+from coding_agent.sessions import Session, SessionError, open_regular
 
 __all__ = ["branch_entries", "export_html", "export_jsonl", "read_session_records"]
 
@@ -44,7 +50,8 @@ def read_session_records(session: Session) -> tuple[list[dict[str, Any]], list[d
     """``(conversations, entries)`` of ``session`` in view shapes, in commit order."""
     path = session.storage_dir / "main.jsonl"
     try:
-        raw = path.read_bytes()
+        with open(open_regular(path), "rb") as file:  # a FIFO or a device is refused
+            raw = file.read()
     except FileNotFoundError:
         return [{"id": 1}], []
     except OSError as error:
@@ -102,9 +109,13 @@ def branch_entries(session: Session, branch: int | None = None) -> tuple[int, li
     return chosen, found
 
 
-def export_jsonl(session: Session, branch: int | None = None) -> str:
-    """The branch as JSON lines: a header, then every entry."""
+def export_jsonl(
+    session: Session, branch: int | None = None, *, secrets: Mapping[str, str] | None = None
+) -> str:
+    """The branch as JSON lines: a header, then every entry (``secrets``: value → name of what
+    to redact; default :func:`~coding_agent.secret_env.secret_values` of the session's folder)."""
     chosen, entries = branch_entries(session, branch)
+    entries = _redacted(entries, _secrets_of(session, secrets))
     header = {"type": "session", "id": session.id, "cwd": str(session.cwd), "branch": chosen}
     lines = [json.dumps(header, ensure_ascii=False)]
     lines += [json.dumps(entry, ensure_ascii=False) for entry in entries]
@@ -174,10 +185,20 @@ def _diff(text: str) -> str:
     return "<pre>" + "".join(out) + "</pre>"
 
 
-def export_html(session: Session, branch: int | None = None, *, name: str | None = None) -> str:
-    """The branch as one self-contained HTML page."""
+def export_html(
+    session: Session,
+    branch: int | None = None,
+    *,
+    name: str | None = None,
+    secrets: Mapping[str, str] | None = None,
+) -> str:
+    """The branch as one self-contained HTML page (``secrets`` as in :func:`export_jsonl`)."""
     chosen, entries = branch_entries(session, branch)
+    values = _secrets_of(session, secrets)
+    entries = _redacted(entries, values)
+    name = _redact(name, values) if name is not None else None
     markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
+    markdown.add_render_rule("image", _image_as_link)
     results: dict[str, dict[str, Any]] = {}
     for entry in entries:
         for message in entry.get("model") or []:
@@ -191,8 +212,8 @@ def export_html(session: Session, branch: int | None = None, *, name: str | None
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         # No script, nothing fetched: the page works offline and makes no request.
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'\">",
+        f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">',
+        '<meta name="referrer" content="no-referrer">',
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<header><h1>{html.escape(title)}</h1>",
         f"<p>Session <code>{html.escape(session.id)}</code> · branch {chosen} · "
@@ -254,6 +275,48 @@ def _assistant(
         f'<section class="msg assistant"><span class="meta">{html.escape(model)} '
         f'{_time(message)}</span><div class="role">assistant</div>{"".join(body)}</section>'
     )
+
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; font-src 'none'; "
+    "script-src 'none'; connect-src 'none'; media-src 'none'; object-src 'none'; "
+    "frame-src 'none'; base-uri 'none'; form-action 'none'"
+)
+"""The export's policy: its inline ``<style>`` and nothing else (no fetch of any kind)."""
+
+
+def _image_as_link(renderer: Any, tokens: Any, index: int, options: Any, env: Any) -> str:
+    """A Markdown image rendered as a link to its address: opening the page fetches nothing."""
+    token = tokens[index]
+    src = str(token.attrGet("src") or "")
+    alt = renderer.renderInlineAsText(token.children or [], options, env) or src
+    href = html.escape(src, quote=True)
+    return f'<a class="image" href="{href}" rel="noreferrer">[image: {html.escape(alt)}]</a>'
+
+
+def _secrets_of(session: Session, secrets: Mapping[str, str] | None) -> Mapping[str, str]:
+    if secrets is not None:
+        return secrets
+    from coding_agent.secret_env import secret_values
+
+    return secret_values(session.cwd)
+
+
+def _redact(text: str, values: Mapping[str, str]) -> str:
+    from coding_agent.secret_env import redact
+
+    return redact(text, values)
+
+
+def _redacted(value: Any, values: Mapping[str, str]) -> Any:
+    """``value`` (entries, JSON shapes) with every string redacted (:func:`_redact`)."""
+    if isinstance(value, str):
+        return _redact(value, values)
+    if isinstance(value, list):
+        return [_redacted(item, values) for item in cast(list[Any], value)]
+    if isinstance(value, dict):
+        return {k: _redacted(v, values) for k, v in cast(dict[str, Any], value).items()}
+    return value
 
 
 def _brief(arguments: Any) -> str:

@@ -8,6 +8,8 @@
 
 ``sessions`` prints one line per session (id, name, last activity, model, size, first prompt);
 ``--json`` prints a JSON array of :func:`coding_agent.session_index.describe` objects instead.
+A session folder that cannot be read (a ``session.json`` that is broken, a FIFO, a device, too
+big) is a warning naming the file on stderr.
 ``export`` writes a branch of the session (:mod:`coding_agent.export`) to ``FILE`` (default:
 ``<id>.html`` / ``<id>.jsonl`` in the current folder; ``-o -`` writes to stdout).
 """
@@ -53,7 +55,11 @@ def run_session_command(args: argparse.Namespace, cwd: Path, stream: TextIO | No
     if args.command == "sessions":
         from coding_agent.session_index import describe, human_size
 
-        infos = [describe(s) for s in list_sessions(None if args.all else cwd)]
+        def broken(error: Exception) -> None:  # named, never skipped without a word
+            print(f"coding-agent: warning: {error}", file=sys.stderr)
+
+        found = list_sessions(None if args.all else cwd, on_broken=broken)
+        infos = [describe(s) for s in found]
         infos.sort(key=lambda info: info["lastActivity"], reverse=True)
         if args.as_json:
             out.write(json.dumps(infos, ensure_ascii=False, indent=2) + "\n")

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from coding_agent.private import PRIVATE_FILE
-from coding_agent.sessions import Session, SessionError
+from coding_agent.sessions import Session, SessionError, open_regular, read_regular
 from pico3 import write_atomic
 
 __all__ = [
@@ -48,9 +48,10 @@ _MODEL = re.compile(rb'"provider":"([^"\\]{1,100})","modelId":"([^"\\]{1,200})"'
 
 def session_name(session: Session) -> str | None:
     """The session's name, or ``None``."""
-    try:
-        text = (session.path / NAME_FILE).read_text(encoding="utf-8").strip()
-    except (FileNotFoundError, UnicodeDecodeError):
+    try:  # a FIFO or a device in its place is no name (and never blocks the listing)
+        raw = read_regular(session.path / NAME_FILE, 4 * NAME_LIMIT + 16, "a name file")
+        text = raw.decode("utf-8").strip()
+    except (OSError, SessionError, UnicodeDecodeError):
         return None
     return text or None
 
@@ -97,11 +98,11 @@ def session_model(session: Session) -> str | None:
     """The newest ``provider/id`` the session's conversation was set to, else ``session.json``'s."""
     path = session.storage_dir / "main.jsonl"
     try:
-        with open(path, "rb") as file:
+        with open(open_regular(path), "rb") as file:
             size = file.seek(0, os.SEEK_END)
             file.seek(max(0, size - _TAIL_BYTES))
             tail = file.read()
-    except OSError:
+    except (OSError, SessionError):
         return session.model
     found = _MODEL.findall(tail)
     if found:
@@ -132,9 +133,9 @@ def first_prompt(session: Session, *, width: int = _PROMPT_WIDTH) -> str | None:
     """The session's first user prompt on one line, cut to ``width``; ``None`` if there is none
     (yet) within the head of its storage file, or the file cannot be read."""
     try:
-        with open(session.storage_dir / "main.jsonl", "rb") as file:
+        with open(open_regular(session.storage_dir / "main.jsonl"), "rb") as file:
             head = file.read(_PROMPT_SCAN_BYTES)
-    except OSError:
+    except (OSError, SessionError):
         return None
     from pico3 import stored_writes
 

@@ -35,6 +35,7 @@ import hashlib
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -51,6 +52,7 @@ from coding_agent.private import (
 from pico3 import write_atomic
 
 __all__ = [
+    "METADATA_LIMIT",
     "METADATA_VERSION",
     "SOCKET_PATH_LIMIT",
     "LaunchSettings",
@@ -58,11 +60,14 @@ __all__ = [
     "SessionError",
     "SessionMetadata",
     "adopt_session",
+    "check_writable",
     "create_session",
     "latest_session",
     "list_sessions",
     "load_session",
+    "open_regular",
     "open_session",
+    "read_regular",
     "remove_session",
     "sessions_root",
     "state_home",
@@ -206,8 +211,8 @@ class Session(msgspec.Struct, frozen=True):
 
     def worker_running(self) -> bool:
         """True while some process holds :attr:`lock_path` (a worker serves the session)."""
-        try:
-            fd = os.open(self.lock_path, os.O_RDONLY)
+        try:  # O_NONBLOCK: a FIFO in its place must not hang the listing
+            fd = os.open(self.lock_path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
         except FileNotFoundError:
             return False
         try:
@@ -219,6 +224,80 @@ class Session(msgspec.Struct, frozen=True):
         finally:
             os.close(fd)
         return False
+
+
+METADATA_LIMIT = 1024 * 1024
+"""The most bytes a ``session.json`` may hold (it holds a few hundred)."""
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+_FIX = "move it away, or delete the session folder"
+
+
+def open_regular(path: str | os.PathLike[str]) -> int:
+    """A read-only descriptor of ``path`` if it is a regular file (after symlinks), else
+    :class:`SessionError` naming it and what it is. Opened with ``O_NONBLOCK``, so a FIFO does
+    not block the open, and checked with ``fstat`` before a byte is read (a FIFO, a device such
+    as ``/dev/zero``, a socket never is). ``OSError`` (missing, unreadable) is the caller's."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a file")
+            raise SessionError(
+                f"{path}: not a regular file but {kind}: refusing to read it ({_FIX})"
+            )
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
+    """The bytes of regular file ``path`` (:func:`open_regular`), refusing one of more than
+    ``limit`` bytes with a :class:`SessionError` naming it (``what`` names the kind of file:
+    ``"a session.json"``)."""
+    fd = open_regular(path)
+    chunks: list[bytes] = []
+    total = size = 0
+    try:
+        size = os.fstat(fd).st_size
+        while size <= limit and total <= limit:  # a file growing as it is read stops too
+            chunk = os.read(fd, limit + 1 - total)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    finally:
+        os.close(fd)
+    if size > limit or total > limit:
+        raise SessionError(
+            f"{path}: {max(size, total)} bytes, more than {what} holds (at most {limit}): "
+            f"refusing to read it ({_FIX})"
+        )
+    return b"".join(chunks)
+
+
+def check_writable(session: Session) -> None:
+    """Raise :class:`SessionError` naming the first of the session folder, its storage folder
+    and its ``main.jsonl`` that this process cannot write (a read-only mount, a folder or file
+    without write permission): every command that runs the session writes there, and finding
+    out at the first commit would end in a traceback."""
+    storage = session.storage_dir
+    for path in (session.path, storage, storage / "main.jsonl"):
+        if path.exists() and not os.access(path, os.W_OK):
+            raise SessionError(
+                f"{path}: cannot write to the session (read-only): it records every change "
+                "there; make it writable again (chmod u+w, or mount it read-write), or start a "
+                "new session"
+            )
 
 
 def _new_id(now: datetime) -> str:
@@ -329,7 +408,7 @@ def load_session(path: str | os.PathLike[str]) -> Session:
     folder = Path(path).expanduser().absolute()
     metadata_path = folder / "session.json"
     try:
-        raw = metadata_path.read_bytes()
+        raw = read_regular(metadata_path, METADATA_LIMIT, "a session.json")
     except FileNotFoundError:
         raise SessionError(f"{folder}: not a session folder (no session.json)") from None
     except OSError as error:
@@ -407,7 +486,7 @@ def open_session(id_or_prefix: str, *, env: Mapping[str, str] | None = None) -> 
         raise SessionError(f"invalid session id {id_or_prefix!r}")
     root = sessions_root(env)
     exact = root / id_or_prefix
-    if (exact / "session.json").is_file():
+    if os.path.lexists(exact / "session.json"):  # whatever it is: load_session names a bad one
         return load_session(exact)
     matches = [s for s in list_sessions(env=env) if s.id.startswith(id_or_prefix)]
     if not matches:

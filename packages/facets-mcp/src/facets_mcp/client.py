@@ -36,6 +36,8 @@ if TYPE_CHECKING:  # the MCP SDK (and pydantic, and httpx with its rich CLI) cos
     from mcp import ClientSession, types
     from mcp.shared.message import SessionMessage
 
+from pico3 import ChildEnvironment
+
 from .config import ServerSpec
 from .contract import McpPrompt, McpResource, McpServer, McpTool, ServerState, tool_name
 
@@ -113,10 +115,14 @@ class ServerRunner:
         notify: Callable[[McpServer, list[dict[str, Any]]], Awaitable[None]],
         *,
         cwd: str | None = None,
+        environment: ChildEnvironment | None = None,
     ) -> None:
         self.spec = spec
         self._notify = notify
         self._cwd = spec.cwd or cwd
+        # a stdio server starts with the MCP SDK's short default environment (HOME, PATH,
+        # ...) plus its ``env`` block, scrubbed: a secret reaches it only when passed through
+        self._environment = environment if environment is not None else ChildEnvironment.default()
         self._session: ClientSession | None = None
         self._state: ServerState = "starting"
         self._error = ""
@@ -229,7 +235,10 @@ class ServerRunner:
                     self._stderr.close()
                 self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
                 params = StdioServerParameters(
-                    command=spec.command, args=list(spec.args), env=dict(spec.env), cwd=self._cwd
+                    command=spec.command,
+                    args=list(spec.args),
+                    env=self._environment.scrub(spec.env),
+                    cwd=self._cwd,
                 )
                 read, write = await stack.enter_async_context(stdio_client(params, self._stderr))
             else:

@@ -23,7 +23,9 @@ the new generation starts them again; the conversation is untouched.
 Where things are comes from the harness's ``services``: ``workspace`` (the working folder, the
 servers' working directory), ``project_root`` (where ``.mcp.json`` is looked for, default the
 workspace) and ``project_trusted`` (default ``False``); ``mcp_env`` may replace ``os.environ``
-(tests).
+(tests). A stdio server's ``env`` block is scrubbed by the session's
+:class:`~pico3.ChildEnvironment` (service ``child_environment``): a secret variable, or a value
+holding one (``"${ANTHROPIC_API_KEY}"``), reaches the server only when the user passed it through.
 """
 
 from __future__ import annotations
@@ -45,7 +47,14 @@ from chord import (
     define_facet,
     define_service,
 )
-from pico3 import HarnessService, HarnessServiceApi, ToolApi, ToolDeclaration, ToolResult
+from pico3 import (
+    ChildEnvironment,
+    HarnessService,
+    HarnessServiceApi,
+    ToolApi,
+    ToolDeclaration,
+    ToolResult,
+)
 
 if TYPE_CHECKING:
     from .client import ServerRunner
@@ -136,7 +145,9 @@ class McpHost:
         from .client import ServerRunner  # the MCP SDK: imported only when a server is configured
 
         for spec in config.servers:
-            runner = ServerRunner(spec, self._apply, cwd=cwd)
+            runner = ServerRunner(
+                spec, self._apply, cwd=cwd, environment=ChildEnvironment.of(services)
+            )
             self._runners[spec.name] = runner
             self._closers.append(self._connections.spawn(spec.name, _Connection(runner)))
 

@@ -27,6 +27,8 @@ change without notice. The import-linter contract in the workspace's ``pyproject
   :data:`HarnessService` (``pi.harness``, local; its API is :class:`HarnessServiceApi`) and
   :data:`ConversationService` (``pi.conversation``, remotable; :class:`ConversationServiceApi`),
   the JSON shapes of the view and the methods, and :func:`harness_session_facet`.
+* Child processes: :class:`ChildEnvironment` (the environment a session's child processes
+  get, without its secrets; the harness service :data:`CHILD_ENVIRONMENT_SERVICE`).
 * Project files: :func:`walk_files` and :class:`IgnoreRules` (``.gitignore`` rules, one walker
   for every tool and feature; loaded on first use, so ``pathspec`` stays off the import path of a
   process that never walks a tree), :func:`write_atomic`, :func:`fsync_dir`, and :func:`run_git`
@@ -38,6 +40,12 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 
 import typing as _typing
 
+from pico3.child_env import (
+    CHILD_ENVIRONMENT_SERVICE,
+    MIN_SECRET_LENGTH,
+    WELL_KNOWN_SECRETS,
+    ChildEnvironment,
+)
 from pico3.chord.contract import (
     CommitInfo,
     ConversationInfo,
@@ -158,16 +166,20 @@ if _typing.TYPE_CHECKING:
 
 __all__ = [
     "BLOB_LIMIT",
+    "CHILD_ENVIRONMENT_SERVICE",
     "GENERATION_KIND",
     "HARNESS_FACET_ID",
     "JOB_KIND",
+    "MIN_SECRET_LENGTH",
     "MISSING",
     "NOTICE_KIND",
     "RETRY",
     "TOOL_KIND",
+    "WELL_KNOWN_SECRETS",
     "ArgumentSchema",
     "BeforeToolApi",
     "BeforeToolOutcome",
+    "ChildEnvironment",
     "Clock",
     "Closed",
     "CollapseInProgress",

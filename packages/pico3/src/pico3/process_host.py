@@ -66,6 +66,7 @@ import msgspec
 from anyio.streams.text import TextReceiveStream
 
 from chord.context import Context, cancel_scope
+from pico3.child_env import ChildEnvironment
 from pico3.files import write_atomic
 
 __all__ = [
@@ -99,7 +100,8 @@ class ProcessHostBusy(RuntimeError):
 @dataclass(frozen=True, slots=True)
 class ProcessSpec:
     """What to run: ``command`` with ``args`` in ``cwd``; ``env`` entries are laid over the
-    host's own environment (so ``PATH`` and friends still apply)."""
+    host's own environment (so ``PATH`` and friends still apply). A host withholds its
+    :class:`~pico3.ChildEnvironment`'s secrets from both."""
 
     command: str
     args: tuple[str, ...] = ()
@@ -169,14 +171,23 @@ class LocalProcessHost:
 
     One instance per state directory at a time (an advisory lock enforces it; the lock dies
     with the process holding it). :meth:`close` releases the directory and leaves every
-    process running. Usable as a context manager.
+    process running. Usable as a context manager. ``environment`` says what a command's
+    environment leaves out (default :meth:`~pico3.ChildEnvironment.default`): the supervisor
+    starts with :meth:`~pico3.ChildEnvironment.environ` and a spec's ``env`` is scrubbed.
     """
 
-    def __init__(self, state_dir: str | os.PathLike[str], *, output_limit: int = 64 * 1024):
+    def __init__(
+        self,
+        state_dir: str | os.PathLike[str],
+        *,
+        output_limit: int = 64 * 1024,
+        environment: ChildEnvironment | None = None,
+    ):
         if output_limit < 0:
             raise ValueError("output_limit must be >= 0")
         self.state_dir = Path(state_dir)
         self.output_limit = output_limit
+        self.environment = environment if environment is not None else ChildEnvironment.default()
         self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._lock_fd: int | None = os.open(self.state_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -214,7 +225,7 @@ class LocalProcessHost:
                 _kill_child(record, signal.SIGKILL)
                 shutil.rmtree(record)
             record.mkdir()
-            _write_json(record / "spec.json", _spec_json(spec))
+            _write_json(record / "spec.json", _spec_json(spec, self.environment))
             # The launch is short and must not be abandoned halfway: a cancelled caller would
             # leave an unreaped intermediate process. Uncertain outcomes resolve via status().
             report: dict[str, Any] | None = None
@@ -222,7 +233,7 @@ class LocalProcessHost:
             try:
                 fcntl.flock(claim, fcntl.LOCK_EX)  # a fresh record: nobody else has it
                 with anyio.CancelScope(shield=True):
-                    report = await _launch(record, claim)
+                    report = await _launch(record, claim, self.environment.environ())
             finally:
                 os.close(claim)  # the supervisor holds its own copy of the locked file
             if report is not None and report.get("ok") is False:
@@ -292,18 +303,18 @@ class LocalProcessHost:
             raise RuntimeError("the process host is closed")
 
 
-def _spec_json(spec: ProcessSpec) -> dict[str, Any]:
+def _spec_json(spec: ProcessSpec, environment: ChildEnvironment) -> dict[str, Any]:
     return {
         "command": spec.command,
         "args": list(spec.args),
         "cwd": spec.cwd,
-        "env": None if spec.env is None else dict(spec.env),
+        "env": None if spec.env is None else environment.scrub(spec.env),
     }
 
 
-async def _launch(record: Path, claim: int) -> dict[str, Any] | None:
-    """Run the supervisor, handing it the locked ``claim`` file; return its one-line report,
-    or ``None`` when it gave none."""
+async def _launch(record: Path, claim: int, env: Mapping[str, str]) -> dict[str, Any] | None:
+    """Run the supervisor in ``env`` (the command inherits it), handing it the locked
+    ``claim`` file; return its one-line report, or ``None`` when it gave none."""
     with open(record / "supervisor.log", "ab") as log:  # noqa: ASYNC230 - a local, short open
         process = await anyio.open_process(
             [sys.executable, "-I", str(_SUPERVISOR), str(record), str(claim)],
@@ -312,6 +323,7 @@ async def _launch(record: Path, claim: int) -> dict[str, Any] | None:
             stderr=log,
             start_new_session=True,
             pass_fds=(claim,),
+            env=env,
         )
     async with process:
         assert process.stdout is not None

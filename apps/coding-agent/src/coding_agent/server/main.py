@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 
+from coding_agent.server.remote import TOKEN_ENV
 from coding_agent.server.serve import (
     ServerOptions,
     ServerSetupError,
@@ -41,6 +42,7 @@ _POSTGRES = ("postgresql://", "postgres://")
 
 def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[str, Any]]:
     env = dict(os.environ)
+    env.pop(TOKEN_ENV, None)  # a client's token: no worker (nor what it runs) needs it
     storage: str | None = None
     if args.storage:
         if args.storage.startswith(_POSTGRES):
@@ -114,6 +116,9 @@ def run_serve(args: argparse.Namespace, cwd: Path) -> int:
         print(f"coding-agent: error: {error}", file=sys.stderr)
         return 2
     server = SessionServer(options)
+    from coding_agent.secret_env import hide_secrets_from_proc
+
+    hide_secrets_from_proc(options.cwd)  # its workers' commands may read /proc/<pid>/environ
 
     def ready(addresses: list[str]) -> None:
         for address in addresses:

@@ -90,8 +90,20 @@ from coding_agent.guarded_paths import guarded_paths
 from coding_agent.package_reload import PackageReloader, reload_service_facet, scan_packages
 from coding_agent.permission_modes import PERMISSION_MODES
 from coding_agent.private import PrivacyError, private_dir, socket_folder
-from coding_agent.sessions import Session, SessionError, load_session, state_home, update_settings
-from coding_agent.trust import TrustError, TrustStore, check_project
+from coding_agent.secret_env import child_environment
+from coding_agent.sessions import (
+    Session,
+    SessionError,
+    check_writable,
+    load_session,
+    state_home,
+    update_settings,
+)
+from coding_agent.trust import (
+    TrustError,
+    TrustStore,
+    check_project,
+)
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
@@ -116,6 +128,8 @@ from coding_agent.worker.system_prompt_facet import system_prompt_facet
 from coding_agent.worker.tools_facet import tools_facet
 from coding_agent.worker.tree_service import session_tree_facet
 from pico3 import (
+    CHILD_ENVIRONMENT_SERVICE,
+    ChildEnvironment,
     CorruptStorage,
     HarnessOptions,
     HarnessService,
@@ -192,6 +206,10 @@ class WorkerConfig(msgspec.Struct, frozen=True):
     """``--thinking``: set as the root conversation's thinking level (an explicit choice)."""
     default_thinking: str | None = None
     """The thinking level a *new* root conversation starts with (the config file's)."""
+    environment: ChildEnvironment | None = None
+    """What the session's child processes get for an environment (``None``: the provider
+    keys' defaults, :meth:`pico3.ChildEnvironment.default`); see
+    :mod:`coding_agent.secret_env`."""
 
 
 @dataclass
@@ -317,6 +335,7 @@ async def open_session_host(
     :class:`~coding_agent.worker.providers.RegistryError` or ``ValueError`` for a bad model or
     faux script before anything is opened."""
     session = config.session
+    check_writable(session)  # a read-only folder: one line naming it, not a traceback later
     try:  # 0700 whatever the umask (a folder of an older version is tightened)
         private_dir(session.path)
         private_dir(session.storage_dir)
@@ -351,7 +370,8 @@ async def open_session_host(
         # indexer's SQLite index) and what they work on (facets-indexer's service keys).
         # Background jobs (``pi.job``) run under a process host whose records live in the
         # session folder: they outlive this process and a restarted worker re-finds them.
-        processes = LocalProcessHost(session.path / "processes")
+        environment = config.environment or ChildEnvironment.default()
+        processes = LocalProcessHost(session.path / "processes", environment=environment)
         # On PostgreSQL, what another server's worker needs after a failover goes to the
         # session's blobs too (file history, process records, launch settings: .shared_state).
         shared = StorageBox(lambda: _postgres_storage(config)) if config.storage else None
@@ -361,6 +381,7 @@ async def open_session_host(
             "workspace": str(session.cwd),
             "process_host": processes if shared is None else SharedProcessHost(processes, shared),
             GUARDED_PATHS_SERVICE: protected_paths(session, config),
+            CHILD_ENVIRONMENT_SERVICE: environment,
             **_project_services(session.cwd, config.env),
         }
         options = HarnessOptions(services=services, on_report=on_error)
@@ -407,10 +428,13 @@ async def open_session_host(
                     spill_dir=session.path / "spill",
                     history=history,
                     models=models,
+                    environment=environment,
                 ),
                 session_tree_facet(history),
                 system_prompt_facet(session.cwd),
-                shell_service_facet(session.cwd, spill_dir=session.path / "spill"),
+                shell_service_facet(
+                    session.cwd, spill_dir=session.path / "spill", environment=environment
+                ),
                 define_facet(WORKER_FACET_ID, worker),
                 status.facet(),
                 reload_service_facet(reloader),
@@ -841,6 +865,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, TrustError) as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_USAGE
+    if config.environment is not None:  # the providers read their keys from config.env
+        config.environment.withhold_from_process()
 
     def ready(socket: Path) -> None:
         sys.stdout.write(f"READY {socket}\n")
@@ -925,6 +951,12 @@ def session_worker_config(
         linger=stay if stay is not None else DEFAULT_LINGER,
         thinking=thinking,
         default_thinking=stored.thinking or files.thinking,
+        environment=child_environment(
+            secrets=files.secrets,
+            passthrough=files.secrets_passthrough,
+            registry=files.registry(),
+            env=environ,
+        ),
     )
 
 

@@ -42,7 +42,7 @@ from chord import (
 )
 from coding_agent.worker.tools.bash import BASH_TOOL
 from coding_agent.worker.tools.spec import ToolContext, ToolError, ToolResult
-from pico3 import HarnessService
+from pico3 import ChildEnvironment, HarnessService
 
 __all__ = [
     "LIVE_TAIL_CHARS",
@@ -72,8 +72,14 @@ def model_text(command: str, output: str) -> str:
     return f"Ran `{command}`\n```\n{output}\n```"
 
 
-def shell_service_facet(cwd: str | os.PathLike[str], *, spill_dir: Path | None = None) -> Facet:
-    """The facet serving :data:`ShellService` for a session in ``cwd`` (module docstring)."""
+def shell_service_facet(
+    cwd: str | os.PathLike[str],
+    *,
+    spill_dir: Path | None = None,
+    environment: ChildEnvironment | None = None,
+) -> Facet:
+    """The facet serving :data:`ShellService` for a session in ``cwd`` (module docstring);
+    commands run in ``environment`` (default: the harness service ``child_environment``)."""
     folder = str(cwd)
 
     def setup(env: FacetEnvironment) -> None:
@@ -99,7 +105,10 @@ def shell_service_facet(cwd: str | os.PathLike[str], *, spill_dir: Path | None =
             if spill_dir is not None:
                 await anyio.Path(spill_dir).mkdir(parents=True, exist_ok=True)
             tools = ToolContext(
-                folder, ctx=ctx, temp_dir=str(spill_dir) if spill_dir is not None else None
+                folder,
+                ctx=ctx,
+                temp_dir=str(spill_dir) if spill_dir is not None else None,
+                environment=environment or ChildEnvironment.of(harness.handle.services),
             )
             try:
                 result = await BASH_TOOL.handler({"command": command}, tools, on_update)

@@ -56,6 +56,7 @@ from coding_agent.worker.tools.bash import prune_spills
 from coding_agent.worker.tools.host import FileStamp
 from pico3 import (
     MISSING,
+    ChildEnvironment,
     Harness,
     HarnessService,
     Models,
@@ -164,10 +165,12 @@ def tool_declaration(
     reads: Callable[[ToolApi, Context], HarnessReadLedger | None] | None = None,
     history: FileHistory | None = None,
     images: Callable[[ToolApi, Context], Callable[[], Awaitable[bool]] | None] | None = None,
+    environment: Callable[[], ChildEnvironment] | None = None,
 ) -> ToolDeclaration:
     """``spec`` as a pico3 tool running in ``cwd`` (bash spills long output to ``spill_dir``;
     ``jobs`` gives each call its background-job control, ``reads`` its read ledger; ``history``
-    records the pre-image of every file ``write`` and ``edit`` change, for ``/rewind``)."""
+    records the pre-image of every file ``write`` and ``edit`` change, for ``/rewind``;
+    ``environment`` gives the :class:`~pico3.ChildEnvironment` its processes start in)."""
     locks: dict[str, Any] = file_locks if file_locks is not None else {}
     folder = os.fspath(cwd)
 
@@ -190,6 +193,7 @@ def tool_declaration(
             recall=recall,
             before_write=_recorder(history, api, spec.name, ctx) if history is not None else None,
             accepts_images=images(api, ctx) if images is not None else None,
+            environment=environment() if environment is not None else ChildEnvironment.default(),
         )
 
     async def execute(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
@@ -291,11 +295,14 @@ def tools_facet(
     spill_dir: str | os.PathLike[str] | None = None,
     history: FileHistory | None = None,
     models: Models | None = None,
+    environment: ChildEnvironment | None = None,
 ) -> Facet:
     """A session facet registering ``specs`` (default: every built-in tool) on the harness;
     with ``history``, ``write`` and ``edit`` journal each file's pre-image there first.
     ``models`` resolves the conversation's model, so ``read`` knows whether images may be
-    returned to it (without it, they are)."""
+    returned to it (without it, they are). The processes the tools start get ``environment``
+    (default: the harness service ``child_environment``, else
+    :meth:`~pico3.ChildEnvironment.default`)."""
     chosen = list(builtin_tools() if specs is None else specs)
     spill = os.fspath(spill_dir) if spill_dir is not None else None
     if spill is not None:
@@ -312,6 +319,13 @@ def tools_facet(
         if not opened or not namespaces:
             return None
         return HarnessReadLedger(opened[-1], namespaces[-1], api.conversation_id, ctx, api)
+
+    def child_environment() -> ChildEnvironment:
+        if environment is not None:
+            return environment
+        if opened:
+            return ChildEnvironment.of(opened[-1].scheduler.services)
+        return ChildEnvironment.default()
 
     def images(api: ToolApi, ctx: Context) -> Callable[[], Awaitable[bool]] | None:
         if models is None or not opened:
@@ -336,6 +350,7 @@ def tools_facet(
             reads=reads,
             history=history,
             images=images,
+            environment=child_environment,
         )
         for spec in chosen
     ]

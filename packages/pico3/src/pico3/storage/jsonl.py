@@ -135,7 +135,7 @@ _PRIVATE_FILE = 0o600  # every file: transcripts are nobody else's business
 
 def _read_records(path: str, main: bool = False) -> list[tuple[int, int, Line]]:
     """Cut a torn tail, then check every line: ``(line number, end offset, line)``."""
-    return read_lines(path, _read_cut(path), main)
+    return read_lines(path, _read_cut(path, main), main)
 
 
 def _one_conversation(staged: Staged, sidecars: dict[str, list[Write]]) -> dict[str, list[Write]]:
@@ -177,13 +177,21 @@ def _first(item: tuple[int, list[Write]]) -> int:
     return item[0]
 
 
-def _read_cut(path: str) -> bytes:
+def _read_cut(path: str, main: bool = False) -> bytes:
     """The file's bytes through its last newline; anything after it is cut from the file.
 
-    A last line holding a NUL byte is cut too: a line we write never has one (JSON escapes
-    control characters), so it is the in-flight write, torn by a power loss that persisted its
-    last sector (newline included) and not an earlier one, which still reads as the zeros of the
-    preallocated region. It was never acknowledged. A NUL in any earlier line fails open."""
+    A complete last line (it ends in a newline) holding a NUL byte is judged by what it holds:
+
+    * it decodes and passes its checksum: it is kept, whatever bytes it holds;
+    * its NUL bytes are whole sectors that never landed (:func:`_torn_sectors`): it is the
+      in-flight write, torn by a power loss that persisted its last sector (newline included)
+      and not an earlier one, which still reads as the zeros of the preallocated region. It was
+      never acknowledged, and it is cut;
+    * otherwise (a stray NUL between written bytes of one sector) the line was damaged after it
+      was written: an acknowledged commit cannot be read, and open fails naming the file and
+      line (:class:`CorruptStorage`) instead of dropping it without a word.
+
+    A NUL in any earlier line fails open (the line does not decode)."""
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -192,12 +200,53 @@ def _read_cut(path: str) -> bytes:
     end = data.rfind(b"\n") + 1
     if end:
         start = data.rfind(b"\n", 0, end - 1) + 1
-        if data.find(b"\0", start, end) >= 0:
+        nul = data.find(b"\0", start, end)
+        if nul >= 0 and not _whole_record(path, data[start:end], main):
+            if not _torn_sectors(data, start, end - 1):
+                line = data.count(b"\n", 0, start) + 1
+                raise CorruptStorage(
+                    path,
+                    line,
+                    f"a NUL byte at column {nul - start + 1} of this complete line, between "
+                    "bytes that were written: not a torn write (a power loss leaves whole "
+                    "sectors of zeros) but damage to an acknowledged commit; nothing was cut. "
+                    "Restore the file from a backup",
+                )
             end = start
     if end != len(data):
         os.truncate(path, end)
         data = data[:end]
     return data
+
+
+SECTOR = 512
+"""The smallest unit a device writes whole (a torn write loses whole sectors)."""
+
+
+def _whole_record(path: str, line: bytes, main: bool) -> bool:
+    """Whether ``line`` (with its newline) decodes and passes its checksum."""
+    try:
+        read_lines(path, line, main)
+    except CorruptStorage:
+        return False
+    return True
+
+
+def _torn_sectors(data: bytes, start: int, stop: int) -> bool:
+    """Whether every run of NUL bytes in ``data[start:stop]`` can be part of sectors that did
+    not land. A lost sector's part of the line ends at a sector boundary (the newline landed)
+    and begins at one or at the line's start; a run of one byte is held to exactly that (the
+    line began on a sector's last byte), a longer run is taken as torn as it is (a run of zeros
+    is what a lost write leaves; a stray NUL is not)."""
+    at = data.find(b"\0", start, stop)
+    while at >= 0:
+        end = at
+        while end < stop and data[end] == 0:
+            end += 1
+        if end - at == 1 and not (end % SECTOR == 0 and (at == start or at % SECTOR == 0)):
+            return False
+        at = data.find(b"\0", end, stop)
+    return True
 
 
 def _lock_directory(path: str) -> int:
@@ -247,6 +296,22 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def _lost_end(
+    main_path: str, main: list[tuple[int, int, Line]], beyond: tuple[str, int, int]
+) -> CorruptStorage:
+    """``main.jsonl`` lost lines at its end: a sidecar holds a record written after them
+    (``beyond``: its file name, line and seq) that the session cannot be opened without."""
+    name, line, seq = beyond
+    last = main[-1][2].seq if main else 0
+    return CorruptStorage(
+        main_path,
+        None,
+        f"ends at seq {last} (line {len(main)}), yet {name} holds seq {seq} (line {line}), "
+        f"written after it: {MAIN_FILE} lost lines at its end (it was cut or truncated) and the "
+        "session cannot be opened without them. Restore it from a backup",
+    )
 
 
 class JsonlStorage(TableStorage):
@@ -417,6 +482,8 @@ class JsonlStorage(TableStorage):
         sticky_base: dict[str, int] = {}
         stale: list[str] = []
         rollback: list[tuple[str, int]] = []  # unconfirmed sidecar tails, cut once all is checked
+        last = main[-1][2].seq if main else 0
+        beyond: tuple[str, int, int] | None = None  # a sidecar record written after main's end
         for name in names:
             task = _TASK.fullmatch(name)
             if task is not None:
@@ -431,6 +498,7 @@ class JsonlStorage(TableStorage):
             records = _read_records(path)
             keep = 0
             unconfirmed: int | None = None
+            unconfirmed_seq = 0
             docs_seen = False  # a sticky rewrite may keep live tasks' patches before its base
             for line, end, record in records:
                 if record.own:  # its own publication point: the commit wrote no other file
@@ -443,9 +511,13 @@ class JsonlStorage(TableStorage):
                     marker = markers.get(record.seq)
                     if marker is None or name not in marker:
                         if unconfirmed is None:
-                            unconfirmed = line
+                            unconfirmed, unconfirmed_seq = line, record.seq
+                            if record.seq > last and beyond is None:
+                                beyond = (name, line, record.seq)
                         continue
                 if unconfirmed is not None:
+                    if unconfirmed_seq > last:  # main ends before a commit published after it
+                        raise _lost_end(main_path, main, (name, unconfirmed, unconfirmed_seq))
                     raise CorruptStorage(
                         path,
                         line,
@@ -467,9 +539,14 @@ class JsonlStorage(TableStorage):
             if unconfirmed is not None:
                 rollback.append((path, keep))
 
-        for line, _, record in main:
-            if record.refs is not None:
-                self._check_refs(main_path, line, record, found, retired, sticky_base)
+        try:
+            for line, _, record in main:
+                if record.refs is not None:
+                    self._check_refs(main_path, line, record, found, retired, sticky_base)
+        except CorruptStorage:
+            if beyond is None:
+                raise
+            raise _lost_end(main_path, main, beyond) from None
         commits = [(record.seq, record.writes) for _, _, record in main]
         if own:  # merge the sidecar-published commits into commit order
             commits.extend((seq, writes) for seq, (_, _, writes) in own.items())

@@ -72,6 +72,7 @@ __all__ = [
     "ProviderSettings",
     "RegistryConfig",
     "RegistryError",
+    "key_variables",
     "parse_model_ref",
     "parse_registry_config",
     "resolve_model",
@@ -304,6 +305,17 @@ _ENV = {
     ("openai", "api_key"): "OPENAI_API_KEY",
     ("openai", "base_url"): "OPENAI_BASE_URL",
 }
+
+
+def key_variables(config: RegistryConfig | None = None) -> tuple[str, ...]:
+    """Every environment variable a provider key is read from: ``ANTHROPIC_API_KEY``,
+    ``OPENAI_API_KEY`` and each provider's ``api_key_env`` in ``config`` (the secrets a session
+    withholds from its child processes, :mod:`coding_agent.secret_env`)."""
+    names = [name for (_, field), name in _ENV.items() if field == "api_key"]
+    for settings in config.providers.values() if config is not None else ():
+        if settings.api_key_env and settings.api_key_env not in names:
+            names.append(settings.api_key_env)
+    return tuple(names)
 
 
 def _key_env(config: RegistryConfig, provider: str) -> str:

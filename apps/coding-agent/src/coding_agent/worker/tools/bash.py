@@ -49,7 +49,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +58,7 @@ import anyio.abc
 import anyio.to_thread
 
 from chord import Context
+from pico3 import ChildEnvironment
 
 from .jobs import start_background
 from .procs import ProcessRecord, kill_command, start_time
@@ -257,14 +258,16 @@ async def run_bash(
     max_bytes: int = DEFAULT_MAX_BYTES,
     on_output: Callable[[str], None] | None = None,
     on_start: Callable[[ProcessRecord], Awaitable[None]] | None = None,
+    env: Mapping[str, str] | None = None,
     ctx: Context,
 ) -> BashRun:
     """Run ``command`` with ``bash -c`` in ``cwd``; see the module docstring for the contract.
 
     ``on_start`` receives the command's :class:`~.procs.ProcessRecord` before the command is
-    let run (if it raises, nothing runs and the error propagates). Returns normally on exit,
-    timeout and context abort (the flags say which). A cancelled anyio task kills every
-    process of the command and re-raises the cancellation.
+    let run (if it raises, nothing runs and the error propagates). ``env`` is the command's
+    whole environment (default: this process's without :data:`~pico3.WELL_KNOWN_SECRETS`).
+    Returns normally on exit, timeout and context abort (the flags say which). A cancelled
+    anyio task kills every process of the command and re-raises the cancellation.
     """
     run = BashRun()
     sink = _Sink(run, spill_dir or tempfile.gettempdir(), max_bytes, on_output)
@@ -272,6 +275,7 @@ async def run_bash(
     process = await anyio.open_process(
         [shell, "-c", _GATE, shell, command],
         cwd=cwd,
+        env=dict(env) if env is not None else ChildEnvironment.default().environ(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -351,6 +355,7 @@ async def _bash(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
         spill_dir=tools.spill_dir,
         on_output=progress if on_update is not None else None,
         on_start=started if remember is not None else None,
+        env=tools.child_env(),
     )
     cut = truncate_tail(run.tail)
     truncated = cut.truncated or run.total_bytes > DEFAULT_MAX_BYTES

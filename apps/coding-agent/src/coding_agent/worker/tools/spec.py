@@ -39,7 +39,7 @@ from typing import Any, Literal
 import anyio
 
 from chord import BACKGROUND, Context
-from pico3 import ArgumentSchema, InvalidArguments, ToolResult
+from pico3 import ArgumentSchema, ChildEnvironment, InvalidArguments, ToolResult
 
 from .host import JobControl, ReadLedger
 
@@ -115,7 +115,9 @@ class ToolContext:
     ``before_write`` is called by ``write`` and ``edit`` with the resolved path and the bytes
     about to be written, inside the file's lock, right before the file changes (the session
     records the file's pre-image there, for ``/rewind``); when it fails, the file is left alone
-    and the call fails.
+    and the call fails. ``environment`` is what the processes a tool starts (``bash``, a
+    background job, ripgrep) get for an environment: this process's without the session's
+    secrets (default :meth:`~pico3.ChildEnvironment.default`).
     """
 
     cwd: str | os.PathLike[str]
@@ -131,6 +133,11 @@ class ToolContext:
     """Whether the conversation's current model takes images (``read`` of an image file is
     refused when it says no); ``None``: not known, images are returned."""
     before_write: Callable[[Path, bytes], Awaitable[None]] | None = None
+    environment: ChildEnvironment = field(default_factory=ChildEnvironment.default)
+
+    def child_env(self) -> dict[str, str]:
+        """The whole environment of a process this call starts (see :attr:`environment`)."""
+        return self.environment.environ()
 
     async def about_to_write(self, path: Path, data: bytes, shown: str) -> None:
         """Run :attr:`before_write` (if any) for ``path``; a failure becomes a :class:`ToolError`."""
