@@ -103,7 +103,7 @@ def test_dialog_keys_are_conversation_and_call() -> None:
     ("host", "ids"),
     [
         ("session", ["@pi/approval"]),
-        ("tui", ["@pi/approval", "@pi/approval-mode"]),
+        ("tui", ["@pi/approval", "@pi/approval-mode", "@pi/approval-permissions"]),
         ("web", []),
     ],
 )

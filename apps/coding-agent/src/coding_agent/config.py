@@ -15,6 +15,10 @@ Both are TOML (read with the standard library's ``tomllib``) and have the same k
     max_tokens_field = "max_tokens"
     reasoning_effort = false
 
+    [permissions]                         # permission rules (coding_agent.permissions)
+    allow = ["Bash(npm run test:*)"]
+    deny = ["Read(./.env)"]
+
     [[models]]                            # custom and local models (pi's models.json)
     provider = "openai"
     id = "qwen2.5-coder:7b"
@@ -27,7 +31,9 @@ Both are TOML (read with the standard library's ``tomllib``) and have the same k
 The project file applies only when the project is trusted (``--trust``, ``/trust``): like its
 facet packages, it could point the agent at another server. On top of the user's file its
 ``model``, ``thinking`` and ``theme`` replace the user's, its providers are merged key by key, and its
-``models`` replace the user's entries of the same ``provider``/``id``.
+``models`` replace the user's entries of the same ``provider``/``id``. ``[permissions]`` lists are
+not merged here: every file's rules apply side by side (deny beats ask beats allow, whatever the
+file), see :mod:`coding_agent.permissions`.
 
 A file that does not parse, a key that does not exist or a value of the wrong type is a
 :class:`ConfigError` naming the file, the line and the key; nothing is guessed.
@@ -61,7 +67,7 @@ __all__ = [
 CONFIG_NAME = "config.toml"
 
 _THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
-_TOP_KEYS = ("model", "thinking", "theme", "providers", "models")
+_TOP_KEYS = ("model", "thinking", "theme", "providers", "models", "permissions")
 
 
 class ConfigError(Exception):
@@ -163,12 +169,22 @@ class _ModelFile(msgspec.Struct, forbid_unknown_fields=True):
     tool_calling: str | None = None
 
 
+class _PermissionsFile(msgspec.Struct, forbid_unknown_fields=True):
+    """``[permissions]``: the rule lists (their grammar is facets-approval's; a rule that does
+    not parse is reported by it, not here: see :mod:`coding_agent.permissions`)."""
+
+    allow: list[str] = msgspec.field(default_factory=list)
+    ask: list[str] = msgspec.field(default_factory=list)
+    deny: list[str] = msgspec.field(default_factory=list)
+
+
 class _File(msgspec.Struct, forbid_unknown_fields=True):
     model: str | None = None
     thinking: str | None = None
     theme: str | None = None
     providers: dict[str, _ProviderFile] = msgspec.field(default_factory=dict)
     models: list[_ModelFile] = msgspec.field(default_factory=list)
+    permissions: _PermissionsFile | None = None
 
 
 @dataclass

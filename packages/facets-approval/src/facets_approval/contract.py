@@ -235,15 +235,15 @@ class ApprovalRulesApi(Protocol):
         """Follows :class:`RulesState`."""
         ...
 
-    async def refresh(self, ctx: Context) -> None:
+    async def refresh(self, ctx: Context) -> RulesState:
         """Read every source again (files may have changed, a rewind may have dropped a
-        session rule) and publish."""
+        session rule), publish and return the new state."""
         ...
 
-    async def remove(self, entry: RuleEntry, ctx: Context) -> None:
+    async def remove(self, entry: RuleEntry, ctx: Context) -> RulesState:
         """Remove ``entry`` from its source (the session's storage or the file it came from),
-        then publish. Raises ``service_invalid_value`` for a malformed entry or one that is no
-        longer there."""
+        then publish and return the new state. Raises ``service_invalid_value`` for a malformed
+        entry, one that is no longer there, or a file that cannot be changed."""
         ...
 
 

@@ -34,7 +34,7 @@ import anyio
 from chord import Context, MutableReplicatedState, RemoteServiceError
 from pico3 import Harness, Namespace, Transaction
 
-from .contract import RuleEntry, RuleScope, check_rule_entry
+from .contract import RuleEntry, RuleScope, RulesState, check_rule_entry
 from .rules import RULE_KINDS, RuleError, RuleSet, SourcedRule, parse_rule
 
 __all__ = [
@@ -229,15 +229,17 @@ class RulesProvider:
         self.state = state
         self._lock = anyio.Lock()
 
-    async def _publish(self, ctx: Context) -> None:
+    async def _publish(self, ctx: Context) -> RulesState:
         entries, problems = await self._live().rules(ctx)
-        self.state.replace(ctx, {"rules": entries, "problems": problems})
+        state: RulesState = {"rules": entries, "problems": problems}
+        self.state.replace(ctx, state)
+        return state
 
-    async def refresh(self, ctx: Context) -> None:
+    async def refresh(self, ctx: Context) -> RulesState:
         async with self._lock:
-            await self._publish(ctx)
+            return await self._publish(ctx)
 
-    async def remove(self, entry: Any, ctx: Context) -> None:
+    async def remove(self, entry: Any, ctx: Context) -> RulesState:
         checked = check_rule_entry(entry)  # raises before anything is changed
         async with self._lock:
             installation = self._live()
@@ -257,4 +259,4 @@ class RulesProvider:
                     "service_invalid_value",
                     f"{checked['rule']} was not found in {checked['source']}",
                 )
-            await self._publish(ctx)
+            return await self._publish(ctx)

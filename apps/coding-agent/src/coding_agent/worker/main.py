@@ -87,6 +87,7 @@ from chord import (
 from coding_agent.config import ConfigError, load_config
 from coding_agent.package_reload import PackageReloader, reload_service_facet, scan_packages
 from coding_agent.permission_modes import PERMISSION_MODES
+from coding_agent.permissions import PermissionFiles
 from coding_agent.private import PrivacyError, private_dir, socket_folder
 from coding_agent.sessions import Session, SessionError, load_session, state_home, update_settings
 from coding_agent.trust import (
@@ -369,6 +370,9 @@ async def open_session_host(
             "workspace": str(session.cwd),
             "process_host": processes if shared is None else SharedProcessHost(processes, shared),
             "protected_paths": protected_paths(session, config),
+            # The permission rules' files (config.toml, Claude Code's settings) for the
+            # approval feature, which parses and applies them (coding_agent.permissions).
+            "permission_rules": PermissionFiles(session.cwd, config.env),
             **_project_services(session.cwd, config.env),
         }
         options = HarnessOptions(services=services, on_report=on_error)
