@@ -90,7 +90,7 @@ _FETCH_TOOLS = frozenset({"web_fetch", "fetch"})
 _FOLDER_TOOLS = frozenset({"grep", "find", "ls"})
 """Tools whose ``path`` defaults to the session's folder."""
 
-_RULE = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)(?:\((.*)\))?", re.DOTALL)
+_RULE = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*(?:__\*)?)(?:\((.*)\))?", re.DOTALL)
 _HOST = re.compile(
     r"(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*"
 )
@@ -146,6 +146,8 @@ def _parse(text: str) -> Rule:
             "expected Tool or Tool(specifier), e.g. Bash(npm run test:*) or Read(./.env)"
         )
     name, spec = found.group(1), found.group(2)
+    if name.endswith("__*") and not name.startswith("mcp__"):
+        raise RuleError("only an MCP server takes __* (mcp__server__*); write the tool's name")
     if name.startswith("mcp__"):
         return _mcp_rule(stripped, name, spec)
     tools = frozenset(_CLAUDE_TOOLS.get(name, (name,)))
@@ -215,7 +217,7 @@ def _bash_rule(text: str, spec: str) -> Rule:
     )
 
 
-def _glob(pattern: str) -> str:
+def _glob(pattern: str, whole: str) -> str:
     out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
@@ -241,7 +243,7 @@ def _glob(pattern: str) -> str:
         elif char == "[":
             end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^") else i + 1)
             if end < 0 or end == i + 1:
-                raise RuleError(f"unclosed [ in the path pattern {pattern!r}")
+                raise RuleError(f"unclosed [ in the path pattern {whole!r}")
             body = pattern[i + 1 : end]
             if body[0] in "!^":
                 body = "^" + body[1:]
@@ -273,7 +275,7 @@ def _path_regex(pattern: str, root: str, home: str) -> re.Pattern[str]:
     if not rest:
         return re.compile(f"{head}(?:/.*)?", re.DOTALL)
     middle = "(?:.*/)?" if anywhere else ""
-    return re.compile(f"{head}/{middle}{_glob(rest)}(?:/.*)?", re.DOTALL)
+    return re.compile(f"{head}/{middle}{_glob(rest, pattern)}(?:/.*)?", re.DOTALL)
 
 
 def _candidates(path: str, workspace: str) -> tuple[str, str]:
