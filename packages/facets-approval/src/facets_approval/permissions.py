@@ -12,9 +12,13 @@ Three kinds of source, gathered by :class:`RuleStore` into one :class:`~.rules.R
   ``<file>: deny rule 'Bash(git * x)' is invalid (a `*` … is allowed only at the end …); it is
   ignored``. A bad rule is never fatal and never silently dropped.
 * **The session** — the standing choices made at ``session`` scope: the key ``rules`` of the
-  ``approval`` namespace in the *root conversation's rewindable document* (durable; a rewind of
-  the conversation to before the choice drops it; a fork keeps the rules of its fork point).
-  Every conversation of the session, subagents included, follows the root's rules.
+  ``approval`` namespace in the *rewindable document of the user's conversation* — the one the
+  call belongs to, or for a subagent's call the conversation at the top of its owner chain, so
+  a subagent follows (and adds to) its parent's rules. Durable (a worker restart keeps them) and
+  rewindable: a rewind or a branch is a fork, which inherits the rules as of its fork point, so
+  rewinding to before a choice drops the rule, and a rule chosen on one branch stays there.
+  ``/permissions`` lists the session rules of the conversation that last ran a tool (the one the
+  user is working in; the root before any call).
 * **Older sessions** — a conversation's ``autoAllow`` list (sticky), what "Always allow <tool>"
   stored before permission rules existed. It is honoured unchanged, as whole-tool allow rules
   of that conversation, listed by ``/permissions`` (source ``autoAllow``) and removable there;
@@ -43,6 +47,7 @@ __all__ = [
     "RuleStore",
     "RulesProvider",
     "session_rule_reader",
+    "top_conversation",
 ]
 
 PERMISSION_SOURCE = "permission_rules"
@@ -72,6 +77,27 @@ def _services(harness: Harness) -> Mapping[str, Any]:
     return getattr(getattr(harness, "scheduler", None), "services", None) or {}
 
 
+async def top_conversation(harness: Harness, conversation_id: int, ctx: Context) -> int:
+    """The conversation at the top of ``conversation_id``'s owner chain (itself when no
+    subagent task owns it)."""
+    seen: set[int] = set()
+    current = conversation_id
+    while current not in seen:
+        seen.add(current)
+        handle = await harness.conversation(current, ctx)
+        if handle is None:
+            break
+        record = await handle.commit(lambda tx, _ctx, cid=current: tx.conversation(cid), ctx)
+        owner = getattr(record, "owner", None)
+        if not isinstance(owner, int):
+            break
+        task = await harness.get_task(owner, ctx)
+        if task is None:
+            break
+        current = task.conversation_id
+    return current
+
+
 def session_rule_reader(ns: Namespace) -> Any:
     """A builder reading the root's session rules (a list of rule strings)."""
 
@@ -92,7 +118,26 @@ class RuleStore:
         self._harness = harness
         self._ns = ns
         self._reported: set[str] = set()
+        self._tops: dict[int, int] = {}
         self.problems: list[str] = []
+        self.current: int | None = None
+        """The user's conversation that last ran a tool (``/permissions`` lists its rules)."""
+
+    async def top(self, conversation_id: int, ctx: Context) -> int:
+        """:func:`top_conversation`, cached (a conversation's owner never changes)."""
+        found = self._tops.get(conversation_id)
+        if found is None:
+            found = await top_conversation(self._harness, conversation_id, ctx)
+            self._tops[conversation_id] = found
+        return found
+
+    async def listed(self, ctx: Context) -> Any:
+        """The conversation whose session rules ``/permissions`` shows and edits."""
+        if self.current is not None:
+            handle = await self._harness.conversation(self.current, ctx)
+            if handle is not None:
+                return handle
+        return await self._harness.root(ctx)
 
     @property
     def source(self) -> PermissionSource | None:
@@ -173,8 +218,9 @@ class RuleStore:
             self.report(problem)
         return RuleSet(rules, root=root, workspace=workspace), entries
 
-    async def keep(self, rule: str, scope: RuleScope, ctx: Context) -> None:
-        """Keep the allow ``rule`` at ``scope`` (a dialog's standing choice); idempotent."""
+    async def keep(self, rule: str, scope: RuleScope, conversation_id: int, ctx: Context) -> None:
+        """Keep the allow ``rule`` at ``scope`` (a dialog's standing choice for a call in
+        ``conversation_id``); idempotent."""
         parse_rule(rule)  # the offered rule always parses; a bad one never reaches a file
         if scope == "session":
             ns = self._ns
@@ -184,7 +230,8 @@ class RuleStore:
                 if rule not in stored:
                     tx.plugins(ns)["rules"] = [*stored, rule]
 
-            await (await self._harness.root(ctx)).commit(write, ctx)
+            top = await self._harness.conversation(await self.top(conversation_id, ctx), ctx)
+            await (top or await self._harness.root(ctx)).commit(write, ctx)
             return
         source = self.source
         if source is None:
@@ -210,7 +257,7 @@ class RuleStore:
                 tx.plugins(ns)[key] = [r for r in stored if r != entry["rule"]]
                 return True
 
-            return bool(await (await self._harness.root(ctx)).commit(write, ctx))
+            return bool(await (await self.listed(ctx)).commit(write, ctx))
         source = self.source
         if source is None:
             return False

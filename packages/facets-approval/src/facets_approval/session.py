@@ -5,7 +5,8 @@ Two layers, as in docs/design/harness.md#before-tool, docs/design/chord.md#featu
 
 :func:`install_approval` is the harness extension, usable without chord (a test wires ``ask`` to
 a future). It registers the namespace ``approval`` with a *rewindable* ``rules`` list (the
-session-scope permission rules, kept in the root conversation), a *sticky* ``autoAllow`` list
+session-scope permission rules, kept in the user's conversation: see :mod:`.permissions`), a
+*sticky* ``autoAllow`` list
 (what "always allow <tool>" stored before permission rules; still honoured, see
 :mod:`.permissions`), a *session* ``mode`` (one permission mode for the whole session, every
 conversation and subagent included; see :mod:`.contract`) and a ``before_tool`` hook on
@@ -32,8 +33,8 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
      scopes that can keep it, unless an ask rule or confinement made it ask — and store the
      answer with ``api.memo("decision", candidate)`` — first writer wins, and every racer gets
      the winner;
-  3. keep the standing rule when the winning decision carries one (session: the root's
-     ``rules``; project/user: appended to that ``config.toml`` by the app's source), and block
+  3. keep the standing rule when the winning decision carries one (session: the user's
+     conversation's ``rules``; project/user: appended to that ``config.toml`` by the app's source), and block
      the call (``"the user denied this call"`` when a person answered in a dialog, else
      ``"denied"`` / ``"denied by <who>"``) when it says ``deny``;
 * ``"run"`` (``auto``, or an edit in ``accept-edits``): runs without asking — unless a decision
@@ -322,15 +323,15 @@ class ApprovalInstallation:
         await (await self._harness.root(ctx)).commit(write, ctx)
 
     async def rules(self, ctx: Context) -> tuple[list[RuleEntry], list[str]]:
-        """Every rule in force (the root's session rules and ``autoAllow`` included) and the
-        problems found reading them."""
+        """Every rule in force (the session rules and ``autoAllow`` of the conversation
+        ``/permissions`` shows included) and the problems found reading them."""
         ns = self._namespace
 
         def read(tx: Transaction, _ctx: Context) -> tuple[list[str], list[str]]:
             auto = tx.plugins(ns)["autoAllow"]
             return session_rule_reader(ns)(tx, _ctx), [a for a in auto if isinstance(a, str)]
 
-        session, auto_allow = await (await self._harness.root(ctx)).commit(read, ctx)
+        session, auto_allow = await (await self.store.listed(ctx)).commit(read, ctx)
         _rules, entries = self.store.build(session, auto_allow, None)
         return entries, list(self.store.problems)
 
@@ -392,9 +393,12 @@ def install_approval(
             if conversation is None:  # pragma: no cover - the hosting task's conversation exists
                 raise RuntimeError(f"conversation {api.conversation_id} is not open")
             mode, auto_allow, session = await conversation.commit(current, ctx)
-            root = await harness.root(ctx)
-            if root.id != conversation.id:  # the session's rules are the root conversation's
-                session = await root.commit(session_rule_reader(ns), ctx)
+            top = await store.top(conversation.id, ctx)
+            store.current = top
+            if top != conversation.id:  # a subagent follows its user conversation's rules
+                owner = await harness.conversation(top, ctx)
+                if owner is not None:
+                    session = await owner.commit(session_rule_reader(ns), ctx)
             verdict = store.build(session, auto_allow, workspace)[0].evaluate(tool, arguments)
             if verdict.kind == "deny":
                 return {"block": rule_block_reason(tool, verdict.why)}
@@ -441,7 +445,7 @@ def install_approval(
             return {"block": _block_reason(decision)}
         if decision.get("rule") and decision.get("scope"):
             try:
-                await store.keep(decision["rule"], decision["scope"], ctx)
+                await store.keep(decision["rule"], decision["scope"], api.conversation_id, ctx)
             except (OSError, ValueError) as error:  # the call is allowed; the rule is not kept
                 store.report(f"the rule {decision['rule']} was not kept: {error}")
         return None
