@@ -96,6 +96,11 @@ restarts
 retryInSeconds
 taskId
 whenBusy
+# ... or decoded from a file only to check its shape (config.toml's [permissions] lists, read by
+# coding_agent.permissions and the approval feature)
+permissions
+allow
+deny
 
 # chord's facet environment: public API for facet authors
 _.on_deactivate
