@@ -282,6 +282,12 @@ class RulesProvider:
         self.state.replace(ctx, state)
         return state
 
+    def publish_files(self, ctx: Context) -> None:
+        """Publish the files' rules and problems without touching storage (at activation: a
+        presentation shows the problems at once; ``refresh`` adds the session's rules)."""
+        _rules, entries = self._live().store.build((), (), None)
+        self.state.replace(ctx, {"rules": entries, "problems": list(self._live().store.problems)})
+
     async def refresh(self, ctx: Context) -> RulesState:
         async with self._lock:
             return await self._publish(ctx)

@@ -558,7 +558,7 @@ def approval_session_facet(rules: ApprovalRules = DEFAULT_RULES) -> Facet:
         async def activate() -> None:
             env.own(harness.add_registration(modes._registration(rules, ask)))
             await modes._refresh(BACKGROUND)
-            await listing.refresh(BACKGROUND)
+            listing.publish_files(BACKGROUND)
 
         env.on_activate(activate)
 
