@@ -10,17 +10,22 @@ comments kept); Escape closes without a change.
 
 Problems are also shown once as a notice when this presentation first sees them (the session's
 log has each once too): a rule that does not parse is never silently ignored.
+
+Textual is imported only inside the facet: a session worker loading this package imports every
+module but ``tui`` (chord's generation loader), and a worker never imports Textual.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chord import Context, Delivery, FacetEnvironment, RemoteServiceError, define_facet
-from chord.textual import Choice, Tui
 
 from .contract import ApprovalRulesService, RuleEntry
+
+if TYPE_CHECKING:
+    from chord.textual import Choice
 
 __all__ = ["describe_source", "permissions_tui_facet", "rule_choices"]
 
@@ -42,6 +47,8 @@ def describe_source(source: str) -> str:
 
 def rule_choices(rules: list[RuleEntry]) -> list[Choice]:
     """One option per rule (value: its index), deny first, then ask, then allow."""
+    from chord.textual import Choice
+
     order = {"deny": 0, "ask": 1, "allow": 2}
     ranked = sorted(range(len(rules)), key=lambda i: (order.get(rules[i]["kind"], 3), i))
     return [
@@ -62,6 +69,8 @@ def _problems_text(problems: list[str]) -> str:
 @define_facet("@pi/approval-permissions")
 def permissions_tui_facet(env: FacetEnvironment) -> None:
     """``/permissions`` lists the rules and removes one; new problems show as a notice."""
+    from chord.textual import Choice, Tui
+
     tui = env.use(Tui)
     rules_service = env.use(ApprovalRulesService)
     shown: set[str] = set()
