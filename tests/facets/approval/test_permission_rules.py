@@ -380,6 +380,18 @@ def test_a_denied_part_denies_the_whole_line(parts: list[str], operator: str) ->
     assert (ruleset.evaluate("bash", {"command": line}).kind == "deny") == any(denied)
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=80))
+def test_any_text_is_analysed_without_an_error_and_never_allowed_if_it_hides_something(
+    text: str,
+) -> None:
+    found = analyse_command(text)
+    verdict = rules("allow Bash(ls:*)").evaluate("bash", {"command": text}).kind
+    assert verdict in (None, "allow")
+    if verdict == "allow":
+        assert found.allowable and all(part.words[0] == "ls" for part in found.parts)
+
+
 def test_home_defaults_to_the_user_home() -> None:
     ruleset = RuleSet(
         [SourcedRule(parse_rule("Read(~/.aws/**)"), "deny", "f")], root=ROOT, workspace=ROOT

@@ -82,6 +82,12 @@ _WORDS = frozenset(
         "file_descriptor",
         "test_operator",
         "regex",
+        "unary_expression",
+        "binary_expression",
+        "parenthesized_expression",
+        "postfix_expression",
+        "ternary_expression",
+        "array",
     }
 )
 """Nodes that are values: only searched for the command substitutions they may hold."""
@@ -93,7 +99,7 @@ _CONTROL = {
     "while_statement": "a `while` loop",
     "case_statement": "a `case` statement",
     "function_definition": "a function definition",
-    "test_command": "a `[[ … ]]` test",
+    "test_command": "a `[ … ]` or `[[ … ]]` test",
     "arithmetic_expansion": "arithmetic",
     "declaration_command": "a variable declaration (`export`, `declare`, `local`, …)",
     "unset_command": "`unset`",
