@@ -98,6 +98,7 @@ class CommandTui:
         self.commands: dict[str, Any] = {}
         self.registered = anyio.Event()
         self.notices: list[str] = []
+        self.bodies: list[str] = []
         self.dialogs: list[tuple[str, list[str], anyio.Event, list[str | None]]] = []
         self._changed = anyio.Event()
         self._taken = 0
@@ -114,9 +115,12 @@ class CommandTui:
         tui = self
 
         class Modal:
-            async def choose(self, title: str, choices: Any, **_options: Any) -> str | None:
+            async def choose(
+                self, title: str, choices: Any, *, body: Any = "", **_: Any
+            ) -> str | None:
                 answered, answer = anyio.Event(), list[str | None]([None])
                 labels = [f"{c.value}={c.label}" for c in choices]
+                tui.bodies.append(str(body))
                 tui.dialogs.append((title, labels, answered, answer))
                 changed, tui._changed = tui._changed, anyio.Event()
                 changed.set()
@@ -167,6 +171,13 @@ async def test_a_project_rule_is_written_to_the_project_config_and_removed_by_pe
     config = session.cwd / ".coding-agent" / "config.toml"
     config.parent.mkdir()
     config.write_text("# the team's settings\n")
+    claude = session.cwd / ".claude" / "settings.local.json"
+    claude.parent.mkdir()
+    claude.write_text('{"permissions": {"deny": ["Bash(git push --force"]}}')
+    problem = (
+        f"{claude}: deny rule 'Bash(git push --force' is invalid (expected Tool or "
+        "Tool(specifier), e.g. Bash(npm run test:*) or Read(./.env)); it is ignored"
+    )
     script = write_script(tmp_path / "script.json", [bash("echo hi there"), {"text": "one"}])
     offers: list[dict[str, Any]] = []
     client = Client(approve=keep_at("project", offers))
@@ -190,11 +201,15 @@ async def test_a_project_rule_is_written_to_the_project_config_and_removed_by_pe
                 title, labels, respond = await tui.next_dialog()
                 assert title == "Permission rules (1): Enter removes the chosen one"
                 assert labels == [f"0=allow  Bash(echo hi:*)  — {config}"]
+                assert tui.bodies[0] == f"Problems (these rules do not apply):\n• {problem}"
                 respond("0")
                 title, labels, respond = await tui.next_dialog()
                 assert title == "Remove the allow rule Bash(echo hi:*)?"
                 respond("remove")
-            assert tui.notices == [f"Removed the allow rule Bash(echo hi:*) from {config}"]
+            assert tui.notices == [
+                f"Permission rules: {problem}",  # once, when this presentation first saw it
+                f"Removed the allow rule Bash(echo hi:*) from {config}",
+            ]
     assert config.read_text() == "# the team's settings\n\n[permissions]\nallow = []\n"
 
 
