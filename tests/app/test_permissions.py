@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from coding_agent.cli import main
 from coding_agent.config import ConfigError, load_config
 from coding_agent.permissions import PermissionFiles
 from coding_agent.trust import TrustStore, trust_path
@@ -204,3 +205,23 @@ def test_a_rule_is_removed_from_toml_and_from_claude_json(
     with pytest.raises(ValueError) as caught:
         files.remove("Bash", "allow", "/etc/passwd")
     assert str(caught.value) == "/etc/passwd is not one of this session's permission files"
+
+
+def test_coding_agent_config_lists_the_rules_and_what_it_did_not_read(
+    env: dict[str, str],
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    paths = every_file(env, project)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.chdir(project)
+    assert main(["config"]) == 0
+    lines = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert f"permissions.allow = Bash(git diff:*) # {paths['user']}" in lines
+    assert f"permissions.deny = Read(~/.ssh/**) # {paths['claude-user']}" in lines
+    assert not any("Bash(npm run test:*)" in line for line in lines)  # untrusted: not read
+    reason = "not read, the project is not trusted (/trust to trust it)"
+    assert f"# permission rules: {paths['claude-project']}: {reason}" in lines
