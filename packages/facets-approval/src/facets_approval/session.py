@@ -6,12 +6,11 @@ Two layers, as in docs/design/harness.md#before-tool, docs/design/chord.md#featu
 :func:`install_approval` is the harness extension, usable without chord (a test wires ``ask`` to
 a future). It registers the namespace ``approval`` with a *rewindable* ``rules`` list (the
 session-scope permission rules, kept in the user's conversation: see :mod:`.permissions`), a
-*sticky* ``autoAllow`` list
-(what "always allow <tool>" stored before permission rules; still honoured, see
-:mod:`.permissions`), a *session* ``mode`` (one permission mode for the whole session, every
-conversation and subagent included; see :mod:`.contract`) and a ``before_tool`` hook on
-``pi.tool``. For each call the hook first asks the permission rules (:mod:`.rules`: the files'
-rules through the harness service ``permission_rules``, the session's, ``autoAllow``) for a
+*sticky* ``autoAllow`` list (what "always allow <tool>" stored before permission rules; still
+honoured, see :mod:`.permissions`), a *session* ``mode`` (one permission mode for the whole
+session, every conversation and subagent included; see :mod:`.contract`) and a ``before_tool``
+hook on ``pi.tool``. For each call the hook first asks the permission rules (:mod:`.rules`: the
+files' rules through the harness service ``permission_rules``, the session's, ``autoAllow``) for a
 :class:`~.rules.Verdict`, then :meth:`ApprovalRules.action` what the call's tool gets in the mode
 read *at decision time* (a mode changed while a turn runs applies to its next call):
 
@@ -34,9 +33,9 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
      answer with ``api.memo("decision", candidate)`` — first writer wins, and every racer gets
      the winner;
   3. keep the standing rule when the winning decision carries one (session: the user's
-     conversation's ``rules``; project/user: appended to that ``config.toml`` by the app's source), and block
-     the call (``"the user denied this call"`` when a person answered in a dialog, else
-     ``"denied"`` / ``"denied by <who>"``) when it says ``deny``;
+     conversation's ``rules``; project/user: appended to that ``config.toml`` by the app's
+     source), and block the call (``"the user denied this call"`` when a person answered in a
+     dialog, else ``"denied"`` / ``"denied by <who>"``) when it says ``deny``;
 * ``"run"`` (``auto``, or an edit in ``accept-edits``): runs without asking — unless a decision
   was already recorded for this very call (before a crash), which stands.
 

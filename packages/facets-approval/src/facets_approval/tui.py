@@ -69,7 +69,8 @@ __all__ = [
 ALLOW = "allow"
 DENY = "deny"
 STANDING = "rule:"
-"""The value prefix of a standing choice: ``"rule:session"``, ``"rule:project"``, ``"rule:user"``."""
+"""The value prefix of a standing choice: ``"rule:session"``, ``"rule:project"`` or
+``"rule:user"``."""
 
 SCOPE_LABELS: dict[str, str] = {
     "session": "in this session",
