@@ -292,8 +292,8 @@ async def test_the_dialog_offers_a_narrow_rule_at_each_scope_and_keeps_the_chose
         await s.run("second")  # covered by the project rule: no dialog
         assert len(c.tui.prompts) == 1
         handle = await (await s.root()).send("third", BACKGROUND)
-        third = await c.tui.next_prompt()  # `npm run lint` is not covered, and a compound
-        assert third.choices == ["allow", "deny"]  # line gets no standing rule
+        third = await c.tui.next_prompt()  # `npm run lint` is the one part not covered yet
+        assert third.choices == ["allow", "rule:session", "rule:project", "rule:user", "deny"]
         third.answer("deny")
         with anyio.fail_after(10):
             await handle.wait(BACKGROUND)

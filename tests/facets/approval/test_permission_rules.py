@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from facets_approval.rules import RuleError, RuleSet, SourcedRule, parse_rule, suggest_rule
+from facets_approval.rules import RuleError, RuleSet, SourcedRule, parse_rule
 from facets_approval.shell import analyse_command
+from facets_approval.suggest import suggest_rule
 
 ROOT = "/work/project"
 HOME = "/home/me"
@@ -324,6 +325,29 @@ def test_the_narrow_rule_a_dialog_offers(
     if found is not None:  # it parses and allows exactly this call
         assert rules(f"allow {found}").evaluate(tool, args).kind == "allow"
         assert found not in ("Bash", "Bash(*)")
+
+
+@pytest.mark.parametrize(
+    ("allowed", "command", "offered"),
+    [
+        (("Bash(npm run test:*)",), "npm run test && npm run lint", "Bash(npm run lint:*)"),
+        (("Bash(git diff:*)",), "git diff | grep -v x", "Bash(grep:*)"),
+        (("Bash(ls:*)",), "(ls; cd src && make)", None),  # two commands are not covered yet
+        (("Bash(ls:*)",), "ls $(rm x)", "Bash(rm x)"),
+        ((), "ls -la $HOME", "Bash(ls:*)"),  # a run-time word after the prefix is fine
+        ((), "rm -rf $DIR", None),  # an exact rule cannot hold $DIR
+        ((), "$CMD", None),
+    ],
+)
+def test_a_compound_line_is_offered_the_rule_for_its_one_uncovered_command(
+    allowed: tuple[str, ...], command: str, offered: str | None
+) -> None:
+    existing = rules(*(f"allow {rule}" for rule in allowed))
+    found = suggest_rule("bash", {"command": command}, root=ROOT, workspace=ROOT, rules=existing)
+    assert found == offered
+    if found is not None:
+        with_it = rules(*(f"allow {rule}" for rule in (*allowed, found)))
+        assert with_it.evaluate("bash", {"command": command}).kind == "allow"
 
 
 # -- the property ---------------------------------------------------------------------------------

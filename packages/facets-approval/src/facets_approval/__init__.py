@@ -6,8 +6,9 @@
   and mode, the session's durable mode and rules, the decision memo) and the session facet that
   spawns one dialog per question and provides the mode and the rules;
 * :mod:`.rules` — the permission-rule grammar (``Bash(npm run test:*)``, ``Read(./.env)``, …),
-  matching, deny > ask > allow, and the narrow rule a dialog offers; :mod:`.shell` — what a bash
-  command runs, read with tree-sitter-bash; :mod:`.permissions` — where rules come from and go;
+  matching, deny > ask > allow; :mod:`.suggest` — the narrow rule a dialog offers; :mod:`.shell`
+  — what a bash command runs, read with tree-sitter-bash; :mod:`.permissions` — where rules
+  come from and go;
 * :mod:`.tui` — the TUI facets: a modal per open dialog (allow once / allow a narrow rule at a
   scope / deny), and the mode label with Shift+Tab and ``/mode``; :mod:`.permissions_tui` —
   ``/permissions``;

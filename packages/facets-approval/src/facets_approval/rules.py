@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -68,7 +67,6 @@ __all__ = [
     "SourcedRule",
     "Verdict",
     "parse_rule",
-    "suggest_rule",
 ]
 
 RuleKind = Literal["allow", "ask", "deny"]
@@ -479,117 +477,3 @@ class RuleSet:
             domain = rule.domain.removeprefix("*.")
             return "yes" if host == domain or host.endswith("." + domain) else "no"
         return "no"
-
-
-_EXACT_ONLY = frozenset(
-    [
-        "rm",
-        "rmdir",
-        "mv",
-        "cp",
-        "dd",
-        "chmod",
-        "chown",
-        "chgrp",
-        "ln",
-        "sudo",
-        "doas",
-        "su",
-        "curl",
-        "wget",
-        "kill",
-        "pkill",
-        "killall",
-        "shred",
-        "truncate",
-        "python",
-        "python3",
-        "node",
-        "deno",
-        "bun",
-        "perl",
-        "ruby",
-        "php",
-        "bash",
-        "sh",
-        "zsh",
-        "npx",
-        "uvx",
-        "pipx",
-        "env",
-        "xargs",
-        "find",
-        "ssh",
-        "scp",
-        "rsync",
-        "docker",
-        "eval",
-        "exec",
-    ]
-)
-"""Commands whose standing choice is the exact command, never a prefix (a prefix of them is
-close to "run anything" or "delete anything")."""
-
-_SUBCOMMAND = re.compile(r"[A-Za-z][A-Za-z0-9_:-]*")
-
-
-def _quoted(words: Sequence[str]) -> str:
-    return " ".join(shlex.quote(word) for word in words)
-
-
-def suggest_rule(
-    tool: str, args: object, *, root: str | None = None, workspace: str | None = None
-) -> str | None:
-    """The narrow allow rule a dialog offers as its standing choice for this call, or ``None``.
-
-    ``bash``: one plain command → its command and subcommand as a prefix (``npm run test:*``,
-    ``git diff:*``, ``ls:*``), the exact command for commands whose prefix would be too broad
-    (``rm``, interpreters, ``curl``, …); a compound or unanalysable line gets none. ``edit`` →
-    ``Edit(./path)``, ``write`` → ``Write(./path)`` (``//abs`` outside the project), an MCP tool
-    → its own name, another tool its name. Never ``Bash`` or ``Bash(*)``. The rule is checked
-    to allow this very call."""
-    fields: dict[str, object] = args if isinstance(args, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-    suggestion: str | None = None
-    if tool == "bash":
-        command = fields.get("command")
-        analysis = analyse_command(command) if isinstance(command, str) else None
-        if analysis is None or not analysis.allowable or len(analysis.parts) != 1:
-            return None
-        words = analysis.parts[0].words
-        if any(word is None for word in words) or not words:
-            return None
-        literal = [w for w in words if w is not None]
-        if os.path.basename(literal[0]) in _EXACT_ONLY or "/" in literal[0]:
-            suggestion = f"Bash({_quoted(literal)})"
-        else:
-            keep = 1
-            if len(literal) > 1 and _SUBCOMMAND.fullmatch(literal[1]):
-                keep = 2
-                if (
-                    literal[1] in ("run", "exec", "x", "run-script")
-                    and len(literal) > 2
-                    and _SUBCOMMAND.fullmatch(literal[2])
-                ):
-                    keep = 3
-            suggestion = f"Bash({_quoted(literal[:keep])}:*)"
-    elif tool in ("edit", "write"):
-        path = fields.get("path")
-        if not isinstance(path, str) or not path:
-            return None
-        here = workspace or os.getcwd()
-        target = _candidates(path, here)[0]
-        base = os.path.normpath(root or here)
-        escaped = re.sub(r"([*?\[\]\\])", r"\\\1", target)
-        if target.startswith(base.rstrip("/") + "/"):
-            escaped = "./" + re.sub(r"([*?\[\]\\])", r"\\\1", os.path.relpath(target, base))
-        else:
-            escaped = "/" + escaped
-        suggestion = f"{'Edit' if tool == 'edit' else 'Write'}({escaped})"
-    else:
-        suggestion = tool
-    try:
-        rule = parse_rule(suggestion)
-    except RuleError:
-        return None
-    check = RuleSet([SourcedRule(rule, "allow", "session")], root=root, workspace=workspace)
-    return suggestion if check.evaluate(tool, args).kind == "allow" else None

@@ -28,7 +28,7 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
   1. read the decision memo (``api.memo("decision")`` on the tool task's slot: decided before a
      crash or a reload?);
   2. otherwise commit ``waiting`` (the view shows ``turn.tools[i].waitingOn = "approval"``),
-     ask — the request offers a narrow standing rule (:func:`~.rules.suggest_rule`) at the
+     ask — the request offers a narrow standing rule (:func:`~.suggest.suggest_rule`) at the
      scopes that can keep it, unless an ask rule or confinement made it ask — and store the
      answer with ``api.memo("decision", candidate)`` — first writer wins, and every racer gets
      the winner;
@@ -111,7 +111,7 @@ from .contract import (
     dialog_key,
 )
 from .permissions import RulesProvider, RuleStore, session_rule_reader
-from .rules import suggest_rule
+from .suggest import suggest_rule
 
 __all__ = [
     "DEFAULT_RULES",
@@ -380,7 +380,8 @@ def install_approval(
         if rules.is_read_only(tool) and safe:
             # Runs in every mode unless a deny or ask rule names it; session rules only allow,
             # so the files' rules decide without reading storage.
-            verdict = store.build((), (), workspace)[0].evaluate(tool, arguments)
+            ruleset = store.build((), (), workspace)[0]
+            verdict = ruleset.evaluate(tool, arguments)
             if verdict.kind == "deny":
                 return {"block": rule_block_reason(tool, verdict.why)}
             if verdict.kind != "ask":
@@ -398,7 +399,8 @@ def install_approval(
                 owner = await harness.conversation(top, ctx)
                 if owner is not None:
                     session = await owner.commit(session_rule_reader(ns), ctx)
-            verdict = store.build(session, auto_allow, workspace)[0].evaluate(tool, arguments)
+            ruleset = store.build(session, auto_allow, workspace)[0]
+            verdict = ruleset.evaluate(tool, arguments)
             if verdict.kind == "deny":
                 return {"block": rule_block_reason(tool, verdict.why)}
             action = rules.action(tool, mode, replay_safe=safe)
@@ -430,7 +432,9 @@ def install_approval(
             if reason is not None:
                 request["reason"] = reason
             else:  # a standing choice: a narrow rule that would allow this very call
-                offer = suggest_rule(tool, arguments, root=store.root(), workspace=workspace)
+                offer = suggest_rule(
+                    tool, arguments, root=store.root(), workspace=workspace, rules=ruleset
+                )
                 if offer is not None:
                     request["rule"] = offer
                     request["scopes"] = store.scopes()
