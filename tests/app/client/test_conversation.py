@@ -24,7 +24,8 @@ ANSWER = "Hello from the faux model. The answer is **forty-two**, as always."
 def _modal_title(app: Any) -> str | None:
     screen = app.screen
     if isinstance(screen, ChoiceScreen):
-        return str(screen.query_one(".title").render())
+        titles = screen.query(".title")  # none yet while the pushed screen is composed
+        return str(titles.first().render()) if titles else None
     return None
 
 
