@@ -97,6 +97,11 @@ retryInSeconds
 taskId
 whenBusy
 writtenName
+# ... or decoded from a file only to check its shape (config.toml's [permissions] lists, read by
+# coding_agent.permissions and the approval feature)
+permissions
+allow
+deny
 
 # chord's facet environment: public API for facet authors
 _.on_deactivate

@@ -24,10 +24,13 @@ _PROVIDER_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANT
 @pytest.fixture
 def agent_env(tmp_path: Path) -> dict[str, str]:
     """The coding agent's environment: a private ``XDG_STATE_HOME`` under ``tmp_path``, no
-    provider keys (so the offline ``faux`` model answers) and no ``CODING_AGENT_TOKEN``."""
+    provider keys (so the offline ``faux`` model answers), no ``CODING_AGENT_TOKEN``, and an
+    empty Claude Code folder (``CLAUDE_CONFIG_DIR``: the developer's own permission rules in
+    ``~/.claude/settings.json`` must not decide a test's tool calls)."""
     env = {key: value for key, value in os.environ.items() if key not in _PROVIDER_KEYS}
     env.pop("CODING_AGENT_TOKEN", None)
     env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    env["CLAUDE_CONFIG_DIR"] = str(tmp_path / "claude")
     return env
 
 

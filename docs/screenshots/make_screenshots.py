@@ -340,6 +340,8 @@ _APPROVAL_REQUEST: dict[str, Any] = {
     "taskId": 3,
     "name": "edit",
     "args": _EDIT_ARGS,
+    "rule": "Edit(./src/greeter.py)",  # the narrow standing rule the session offers (suggest_rule)
+    "scopes": ["session", "project", "user"],
 }
 _QUESTION_REQUEST: dict[str, Any] = {
     "conversationId": 1,

@@ -24,7 +24,8 @@ ANSWER = "Hello from the faux model. The answer is **forty-two**, as always."
 def _modal_title(app: Any) -> str | None:
     screen = app.screen
     if isinstance(screen, ChoiceScreen):
-        return str(screen.query_one(".title").render())
+        titles = screen.query(".title")  # none yet while the pushed screen is composed
+        return str(titles.first().render()) if titles else None
     return None
 
 
@@ -85,7 +86,7 @@ async def test_a_tool_call_waits_for_approval_and_its_result_is_rendered(
         await kit.wait_for(pilot, lambda: _modal_title(app) == "Allow write?", "the approval modal")
         assert not (project / "notes.txt").exists()
         options = app.screen.query_one(OptionList)
-        assert str(options.get_option_at_index(0).prompt) == "y Allow"  # y is its shortcut
+        assert str(options.get_option_at_index(0).prompt) == "y Allow once"  # y is its shortcut
         await pilot.press("enter")  # the first option: Allow
         await kit.wait_for(
             pilot, lambda: "The file is written." in kit.assistant_texts(app), "the end"

@@ -41,7 +41,8 @@ async def test_the_approval_screenshot_shows_the_dialog_over_the_conversation(
     assert svg.startswith("<svg")
     text = _svg_text(svg)
     assert "Allow edit?" in text
-    assert "Allow" in text and "Always allow edit in this conversation" in text and "Deny" in text
+    assert "Allow once" in text and "Allow Edit(./src/greeter.py) in this session" in text
+    assert "Deny" in text
     assert "@@ replacement 1 of 1 @@" in text  # the call, as the approval facet reads an edit
     assert '+return "hello, " + name' in text  # the edit card, dimmed behind the dialog
     assert "anthropic/claude-sonnet-4-5" in text  # the footer

@@ -120,7 +120,7 @@ def _dialog(screen_factory: Any) -> Any:
 def _approval(request: dict[str, Any]) -> ChoiceScreen:
     return ChoiceScreen(
         f"Allow {request['name']}?",
-        approval_choices(request["name"]),
+        approval_choices(request),
         dialog_body(request),
         False,
         DIALOG_HINT,
@@ -142,7 +142,9 @@ def test_the_bash_approval_dialog(snap_compare: Any) -> None:
 
 def test_the_edit_approval_dialog_with_its_coloured_diff(snap_compare: Any) -> None:
     args = {"path": "src/app.py", "edits": [{"oldText": "x = 1\ny = 2", "newText": "x = 10"}]}
-    request = _request("edit", args)
+    request = _request(
+        "edit", args, rule="Edit(./src/app.py)", scopes=["session", "project", "user"]
+    )
     assert snap_compare(
         _app(), terminal_size=(100, 30), run_before=_dialog(lambda: _approval(request))
     )

@@ -130,19 +130,22 @@ async def test_accept_edits_asks_for_every_guarded_path_with_its_reason(
 async def test_an_always_allowed_write_still_asks_for_a_guarded_path(
     session: Session, agent_env: dict[str, str], tmp_path: Path
 ) -> None:
-    # "Always allow write" in ask mode covers ordinary files, never a guarded one.
-    always: list[str] = []
+    # A standing allow rule chosen in the dialog (this path, this session) covers the same file
+    # again, and no dialog of a guarded file offers one.
+    kept: list[str] = []
 
     async def policy(facade: Any, request: dict[str, Any], ctx: Any) -> None:
         if "reason" in request:
+            assert "rule" not in request  # a guarded path offers no standing choice
             await deny(facade, request, ctx)
         else:
-            always.append(request["args"]["path"])
-            await facade.decide({"decision": "allow", "always": True, "by": "test"}, BACKGROUND)
+            kept.append(request["rule"])
+            decision = {"decision": "allow", "rule": request["rule"], "scope": "session"}
+            await facade.decide({**decision, "by": "test"}, BACKGROUND)
 
     script = write_script(
         tmp_path / "script.json",
-        [calls("a.txt"), calls("b.txt"), calls(".mcp.json"), {"text": "done"}],
+        [calls("a.txt"), calls("a.txt"), calls(".mcp.json"), {"text": "done"}],
     )
     client = Client(approve=policy)
     async with (
@@ -151,9 +154,9 @@ async def test_an_always_allowed_write_still_asks_for_a_guarded_path(
     ):
         await client.root.send({"content": "write them"}, BACKGROUND)
         await client.wait_for(client.turn_ended)
-    assert always == ["a.txt"]  # b.txt ran on the standing "always"
+    assert kept == ["Write(./a.txt)"]  # the second write ran on the kept rule
     assert [d.request["args"]["path"] for d in client.approvals] == ["a.txt", ".mcp.json"]
-    assert (session.cwd / "b.txt").exists() and not (session.cwd / ".mcp.json").exists()
+    assert (session.cwd / "a.txt").exists() and not (session.cwd / ".mcp.json").exists()
 
 
 async def test_auto_still_runs_guarded_writes(

@@ -68,6 +68,49 @@ def bash_request(call_id: str = "call-1", command: str = "ls -la") -> dict[str, 
     }
 
 
+class RuleSource:
+    """An in-memory permission source (the harness service ``permission_rules``) with the
+    app's interface: ``load``, ``add``, ``remove``; ``files`` maps a file name to its rules."""
+
+    def __init__(
+        self,
+        rules: dict[str, list[tuple[str, str]]] | None = None,
+        *,
+        root: str | None = None,
+        scopes: tuple[str, ...] = ("user",),
+        problems: tuple[str, ...] = (),
+    ) -> None:
+        self.files: dict[str, list[tuple[str, str]]] = {
+            k: list(v) for k, v in (rules or {}).items()
+        }
+        self.root = root
+        self.scopes = scopes
+        self.problems = problems
+
+    def load(self) -> dict[str, Any]:
+        rules = [
+            {"rule": rule, "kind": kind, "source": source, "scope": source.split("/")[0]}
+            for source, entries in self.files.items()
+            for kind, rule in entries
+        ]
+        found: dict[str, Any] = {"rules": rules, "scopes": list(self.scopes)}
+        found["problems"] = list(self.problems)
+        if self.root is not None:
+            found["root"] = self.root
+        return found
+
+    def add(self, rule: str, kind: str, scope: str) -> str:
+        source = f"{scope}/config.toml"
+        self.files.setdefault(source, []).append((kind, rule))
+        return source
+
+    def remove(self, rule: str, kind: str, source: str) -> None:
+        entries = self.files.get(source, [])
+        if (kind, rule) not in entries:
+            raise ValueError(f"{source} has no {kind} rule {rule}")
+        entries.remove((kind, rule))
+
+
 class ScriptedTui(dialog_support.ScriptedTui):
     """The scripted ``Tui`` (:mod:`dialog_support`), naming the approval facet in its errors."""
 
@@ -79,6 +122,7 @@ class Kit:
     import a conftest module by name)."""
 
     DialogApp = dialog_support.DialogApp
+    RuleSource = RuleSource
     ScriptedDialogs = ScriptedDialogs
     ScriptedTui = ScriptedTui
     bash_request = staticmethod(bash_request)

@@ -28,8 +28,8 @@ from facets_approval.contract import (
         {"decision": "allow"},
         {"decision": "deny"},
         {"decision": "deny", "by": "tui"},
-        {"decision": "allow", "always": True, "by": "web"},
-        {"decision": "allow", "always": False},
+        {"decision": "allow", "rule": "Bash(git diff:*)", "scope": "session", "by": "web"},
+        {"decision": "allow", "rule": "Edit(./src/app.py)", "scope": "user"},
     ],
 )
 def test_well_formed_decisions_are_returned_as_fresh_copies(value: dict[str, Any]) -> None:
@@ -45,8 +45,26 @@ def test_well_formed_decisions_are_returned_as_fresh_copies(value: dict[str, Any
         ({}, "decision.decision is required"),
         ({"decision": "allow", "by": ""}, "decision.by must be a non-empty string"),
         ({"decision": "allow", "by": 7}, "decision.by must be a non-empty string, got 7"),
-        ({"decision": "allow", "always": 1}, "decision.always must be a bool, got 1"),
-        ({"decision": "deny", "always": True}, "decision.always applies only to 'allow'"),
+        (
+            {"decision": "allow", "always": True},
+            "unknown field(s) always (allowed: decision, by, rule, scope)",
+        ),
+        (
+            {"decision": "deny", "rule": "Bash(ls:*)", "scope": "session"},
+            "decision.rule and decision.scope apply only to 'allow'",
+        ),
+        (
+            {"decision": "allow", "rule": "Bash(ls:*)"},
+            "decision.scope must be one of session, project, user, got None",
+        ),
+        (
+            {"decision": "allow", "scope": "user"},
+            "decision.rule must be a non-empty string with a scope, got None",
+        ),
+        (
+            {"decision": "allow", "rule": "Bash(ls:*)", "scope": "everywhere"},
+            "decision.scope must be one of session, project, user, got 'everywhere'",
+        ),
         ({"decision": "allow", "note": "x"}, "unknown field(s) note"),
         (["allow"], "expected an object, got list"),
         ("allow", "expected an object, got str"),
@@ -85,7 +103,7 @@ def test_dialog_keys_are_conversation_and_call() -> None:
     ("host", "ids"),
     [
         ("session", ["@pi/approval"]),
-        ("tui", ["@pi/approval", "@pi/approval-mode"]),
+        ("tui", ["@pi/approval", "@pi/approval-mode", "@pi/approval-permissions"]),
         ("web", []),
     ],
 )

@@ -102,12 +102,15 @@ async def session(
     storage: Callable[[], Storage] = MemoryStorage,
     facets: Sequence[Any] = (session_facet,),
     protected: Sequence[str] = (),
+    rules: Any = None,
 ) -> AsyncIterator[Session]:
     services = {
         "models": Models([FauxProvider(script)]),
         "workspace": str(effects_path.parent),  # the project: where the calls' paths point
         "guarded_paths": list(protected),
     }
+    if rules is not None:  # the permission source (the app's config files, here in memory)
+        services["permission_rules"] = rules
     options = HarnessOptions(services=services)
     workers: list[HarnessServiceApi] = []
 
@@ -259,13 +262,15 @@ async def test_plan_mode_blocks_every_tool_that_is_not_read_only_without_asking(
         assert results["read"]["isError"] is False
 
 
-async def test_plan_mode_wins_over_always_allow(kit: Any, tmp_path: Path) -> None:
+async def test_plan_mode_wins_over_an_allow_rule(kit: Any, tmp_path: Path) -> None:
     script = [calls("bash"), faux_response("one"), calls("bash"), faux_response("two")]
-    async with session(script, tmp_path / "effects") as s, client(s, kit) as (tui, modes):
-        handle = await (await s.root()).send("first", BACKGROUND)
-        (await tui.next_prompt()).answer("always")
-        with anyio.fail_after(10):
-            await handle.wait(BACKGROUND)
+    source = kit.RuleSource({"user/config.toml": [("allow", "Bash")]})
+    async with (
+        session(script, tmp_path / "effects", rules=source) as s,
+        client(s, kit) as (tui, modes),
+    ):
+        await s.run("first")  # the allow rule runs it without asking
+        assert tui.prompts == []
         await modes.set_mode("plan", BACKGROUND)
         await s.run("second")
         assert effects(s.effects) == ["bash"]  # the second call was blocked
@@ -553,9 +558,9 @@ async def test_the_agents_own_files_ask_even_when_always_allowed_and_run_only_in
         client(s, kit) as (tui, modes),
     ):
         handle = await (await s.root()).send("go", BACKGROUND)
-        first = await tui.next_prompt()  # ask mode: ok.txt asks; "always" allows write
+        first = await tui.next_prompt()  # ask mode: ok.txt asks; a session rule allows it
         assert not first.body.startswith("This asks")
-        first.answer("always")
+        first.answer("rule:session")
         second = await tui.next_prompt()  # the facet folder asks although write is allowed
         assert second.body.startswith("This asks in every mode but auto: it changes the agent's")
         await modes.set_mode("auto", BACKGROUND)  # an explicit auto lets the next one run

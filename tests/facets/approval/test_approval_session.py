@@ -154,7 +154,7 @@ async def test_an_allowed_call_runs_after_the_dialog_and_the_view_shows_waiting(
         # The observer task got the hydrated request: the call, its args, its ids.
         assert prompt.title == "Allow bash?"
         assert prompt.body == "$ bash 0"
-        assert prompt.choices == ["allow", "always", "deny"]
+        assert prompt.choices == ["allow", "rule:session", "deny"]
         slot = await s.tool_slot()
         assert slot["waitingOn"] == "approval"
         assert s.tools.runs == []
@@ -179,15 +179,15 @@ async def test_a_denied_call_is_blocked_with_who_denied_it(kit: Any) -> None:
         assert "the user denied this call" in result["content"][0]["text"]
 
 
-async def test_always_allow_adds_the_tool_to_the_sticky_auto_allow_list(kit: Any) -> None:
+async def test_a_session_rule_is_kept_in_the_root_rewindable_document(kit: Any) -> None:
     script = [calls("bash"), faux_response("one"), calls("bash"), faux_response("two")]
     async with session(script) as s, presentation(s, kit) as tui:
         handle = await (await s.root()).send("first", BACKGROUND)
-        (await tui.next_prompt()).answer("always")
+        (await tui.next_prompt()).answer("rule:session")  # "Allow Bash(bash 0) in this session"
         with anyio.fail_after(10):
             await handle.wait(BACKGROUND)
-        sticky = await (await s.root()).sticky(BACKGROUND)
-        assert sticky["plugins"]["approval"]["autoAllow"] == ["bash"]
+        rewindable = await (await s.root()).rewindable(BACKGROUND)
+        assert rewindable["plugins"]["approval"]["rules"] == ["Bash(bash 0)"]
         await s.run("second")  # not asked again
         assert len(tui.prompts) == 1
         assert [name for name, _ in s.tools.runs] == ["bash", "bash"]
@@ -301,6 +301,8 @@ async def test_bad_decisions_and_unknown_keys_are_refused_and_nothing_is_recorde
             bad: list[Any] = [
                 {"decision": "maybe"},
                 {"decision": "deny", "always": True},
+                {"decision": "allow", "rule": "Bash(*)", "scope": "session"},  # not offered
+                {"decision": "allow", "rule": "Bash(bash 0)", "scope": "user"},  # not offered
                 {"decision": "allow", "by": 3},
                 {"decision": "allow", "reason": "x"},
                 "allow",
@@ -381,7 +383,7 @@ async def test_suspend_and_reopen_do_not_ask_again_when_the_decision_is_recorded
         del handle
 
 
-async def test_the_textual_modal_approves_a_real_call_always(kit: Any) -> None:
+async def test_the_textual_modal_keeps_a_narrow_session_rule(kit: Any) -> None:
     # The whole chain: model call -> hook -> dialog instance -> Textual modal (Pilot) -> memo.
     app = kit.DialogApp()
     script = [calls("bash"), faux_response("one"), calls("bash"), faux_response("two")]
@@ -394,15 +396,16 @@ async def test_the_textual_modal_approves_a_real_call_always(kit: Any) -> None:
         screen = await app.shown_dialog(pilot)
         assert kit.title(screen) == "Allow bash?"
         assert kit.body(screen) == "$ bash 0"
-        await pilot.press("down", "enter")  # "Always allow bash in this conversation"
+        assert kit.options(screen)[1] == "Allow Bash(bash 0) in this session"
+        await pilot.press("down", "enter")
         with anyio.fail_after(10):
             await handle.wait(BACKGROUND)
         await app.until(lambda: app.dialog() is None)
         await s.run("again")  # auto-allowed: no dialog
         assert app.dialog() is None
         assert [name for name, _ in s.tools.runs] == ["bash", "bash"]
-        sticky = await (await s.root()).sticky(BACKGROUND)
-        assert sticky["plugins"]["approval"]["autoAllow"] == ["bash"]
+        rewindable = await (await s.root()).rewindable(BACKGROUND)
+        assert rewindable["plugins"]["approval"]["rules"] == ["Bash(bash 0)"]
 
 
 async def test_aborting_the_conversation_closes_the_dialog_everywhere(kit: Any) -> None:

@@ -18,19 +18,26 @@ from facets_approval.tui import PREVIEW_LINES, describe_call, dialog_body, tui_f
 
 pytestmark = pytest.mark.anyio
 
+RULE = "Bash(rm -rf build/)"
+"""The narrow rule the scripted request offers (the session computes it: ``suggest_rule``)."""
+
 
 @pytest.mark.parametrize(
     ("keys", "decision"),
     [
         (["enter"], {"decision": "allow", "by": "tui"}),
-        (["down", "enter"], {"decision": "allow", "always": True, "by": "tui"}),
-        (["down", "down", "enter"], {"decision": "deny", "by": "tui"}),
+        (["down", "enter"], {"decision": "allow", "rule": RULE, "scope": "session", "by": "tui"}),
+        (
+            ["down", "down", "enter"],
+            {"decision": "allow", "rule": RULE, "scope": "user", "by": "tui"},
+        ),
+        (["down", "down", "down", "enter"], {"decision": "deny", "by": "tui"}),
         (["escape"], {"decision": "deny", "by": "tui"}),
         (["y"], {"decision": "allow", "by": "tui"}),
-        (["a"], {"decision": "allow", "always": True, "by": "tui"}),
+        (["a", "n"], {"decision": "deny", "by": "tui"}),  # no single letter keeps a rule
         (["n"], {"decision": "deny", "by": "tui"}),
     ],
-    ids=["allow", "always-allow", "deny", "escape-denies", "y", "a", "n"],
+    ids=["allow", "session-rule", "user-rule", "deny", "escape-denies", "y", "a-is-no-key", "n"],
 )
 async def test_the_modal_shows_the_call_and_sends_the_chosen_decision(
     kit: Any, keys: list[str], decision: dict[str, Any]
@@ -43,13 +50,16 @@ async def test_the_modal_shows_the_call_and_sends_the_chosen_decision(
         create_facet_host([scripted.facet]) as session,
         kit.presentation(session, [tui_facet], app.tui, group),
     ):
-        dialog, _close = scripted.open("1:call-1", kit.bash_request(command="rm -rf build/"))
+        request = kit.bash_request(command="rm -rf build/")
+        request |= {"rule": RULE, "scopes": ["session", "user"]}
+        dialog, _close = scripted.open("1:call-1", request)
         screen = await app.shown_dialog(pilot)
         assert kit.title(screen) == "Allow bash?"
         assert "$ rm -rf build/" in kit.body(screen)
         assert kit.options(screen) == [
-            "y Allow",
-            "a Always allow bash in this conversation",
+            "y Allow once",
+            f"Allow {RULE} in this session",
+            f"Allow {RULE} everywhere (your config.toml)",
             "n Deny",
         ]
         hint = str(screen.query_one(".hint").render())
@@ -104,7 +114,7 @@ async def test_two_open_dialogs_are_shown_one_after_the_other(kit: Any) -> None:
         await pilot.press("enter")  # allow the one on screen
         await app.until(lambda: app.dialog() not in (None, screen))  # then the other one shows
         await pilot.pause()
-        await pilot.press("down", "down", "enter")  # deny the other one
+        await pilot.press("down", "enter")  # deny the other one (Allow once, Deny: no rule offered)
         with anyio.fail_after(10):
             await first.decided.wait()
             await second.decided.wait()

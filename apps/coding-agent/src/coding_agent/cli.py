@@ -566,9 +566,16 @@ def _print_config(cwd: Path) -> int:
             f"{key}={value}" for key, value in model_entry.items() if key not in ("provider", "id")
         )
         show(f"models.{ref}", details or "(defaults)", config.origin.get(f"models.{ref}", "?"))
+    from coding_agent.permissions import PermissionFiles
+
+    permissions = PermissionFiles(cwd).load()  # the rules' grammar is checked by the session
+    for rule in permissions["rules"]:
+        show(f"permissions.{rule['kind']}", rule["rule"], rule["source"])
     width = min(max(len(text) for text, _ in lines), 56)
     for text, origin in lines:
         print(f"{text:<{width}}  # {origin}")
+    for problem in permissions["problems"]:
+        print(f"# permission rules: {problem}")
     return 0
 
 

@@ -17,6 +17,10 @@ Both are TOML (read with the standard library's ``tomllib``) and have the same k
     max_tokens_field = "max_tokens"
     reasoning_effort = false
 
+    [permissions]                         # permission rules (coding_agent.permissions)
+    allow = ["Bash(npm run test:*)"]
+    deny = ["Read(./.env)"]
+
     [[models]]                            # custom and local models (pi's models.json)
     provider = "openai"
     id = "qwen2.5-coder:7b"
@@ -32,7 +36,9 @@ facet packages, it could point the agent at another server. On top of the user's
 ``models`` replace the user's entries of the same ``provider``/``id``. A project's ``secrets``
 are added to the user's; ``secrets_passthrough`` is read from the user's file only (a project
 that passes a key to the commands it runs is the attack it guards against): in a project file
-it is an error. What the two keys do: :mod:`coding_agent.secret_env`.
+it is an error. What the two keys do: :mod:`coding_agent.secret_env`. ``[permissions]`` lists are
+not merged here: every file's rules apply side by side (deny beats ask beats allow, whatever the
+file), see :mod:`coding_agent.permissions`.
 
 A file that does not parse, a key that does not exist or a value of the wrong type is a
 :class:`ConfigError` naming the file, the line and the key; nothing is guessed.
@@ -68,6 +74,7 @@ CONFIG_NAME = "config.toml"
 _THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 _TOP_KEYS = (
     "model", "thinking", "theme", "providers", "models", "secrets", "secrets_passthrough",
+    "permissions",
 )  # fmt: skip
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -176,6 +183,15 @@ class _ModelFile(msgspec.Struct, forbid_unknown_fields=True):
     tool_calling: str | None = None
 
 
+class _PermissionsFile(msgspec.Struct, forbid_unknown_fields=True):
+    """``[permissions]``: the rule lists (their grammar is facets-approval's; a rule that does
+    not parse is reported by it, not here: see :mod:`coding_agent.permissions`)."""
+
+    allow: list[str] = msgspec.field(default_factory=list)
+    ask: list[str] = msgspec.field(default_factory=list)
+    deny: list[str] = msgspec.field(default_factory=list)
+
+
 class _File(msgspec.Struct, forbid_unknown_fields=True):
     model: str | None = None
     thinking: str | None = None
@@ -184,6 +200,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
     models: list[_ModelFile] = msgspec.field(default_factory=list)
     secrets: list[str] = msgspec.field(default_factory=list)
     secrets_passthrough: list[str] = msgspec.field(default_factory=list)
+    permissions: _PermissionsFile | None = None
 
 
 @dataclass

@@ -2,11 +2,16 @@
 
 * :mod:`.contract` — the JSON shapes, the ``pi.approval-dialog`` and ``approval.mode`` service
   ids and the permission modes (ask, accept-edits, plan, auto); no host code;
-* :mod:`.session` — ``install_approval`` (the ``before_tool`` hook deciding by rules and mode, the
-  sticky ``autoAllow`` list, the session's durable mode, the decision memo) and the session
-  facet that spawns one dialog per question and provides the mode;
-* :mod:`.tui` — the TUI facets: a modal per open dialog (allow / always allow / deny), and the
-  mode label with Shift+Tab and ``/mode``;
+* :mod:`.session` — ``install_approval`` (the ``before_tool`` hook deciding by permission rules
+  and mode, the session's durable mode and rules, the decision memo) and the session facet that
+  spawns one dialog per question and provides the mode and the rules;
+* :mod:`.rules` — the permission-rule grammar (``Bash(npm run test:*)``, ``Read(./.env)``, …),
+  matching, deny > ask > allow; :mod:`.suggest` — the narrow rule a dialog offers; :mod:`.shell`
+  — what a bash command runs, read with tree-sitter-bash; :mod:`.permissions` — where rules
+  come from and go;
+* :mod:`.tui` — the TUI facets: a modal per open dialog (allow once / allow a narrow rule at a
+  scope / deny), and the mode label with Shift+Tab and ``/mode``; :mod:`.permissions_tui` —
+  ``/permissions``;
 * :mod:`.plugin` — the ``chord.facets`` entry point.
 
 Nothing is imported here on purpose: the host imports the plugin module named by the entry point.

@@ -16,6 +16,18 @@ recorded::
     check_decision({"decision": "allow", "by": "tui"})     # -> the same dict, checked
     check_decision({"decision": "maybe"})                  # RemoteServiceError: decision.decision ...
 
+**Standing choices.** A dialog may offer a narrow permission rule (the request's ``rule``, e.g.
+``Bash(npm run test:*)``, ``Edit(./src/app.py)``, ``mcp__github__get_issue``; never all of
+bash) at the scopes in ``scopes`` (``session``: this session's storage, rewound with the
+conversation; ``project``: the trusted project's ``.coding-agent/config.toml``; ``user``: the
+user's ``config.toml``). A decision ``{"decision": "allow", "rule": …, "scope": …}`` allows the
+call and adds that allow rule; :func:`check_decision` given the request refuses a rule or a scope
+the dialog did not offer. (This replaces the older ``always`` flag, which allowed a whole tool.)
+
+**Rules.** :data:`ApprovalRulesService` (``approval.rules``) publishes every rule in force with
+its source and the problems found reading them (:class:`RulesState`); ``remove`` deletes one
+from where it came from (:class:`RuleEntry`).
+
 **Permission modes.** The session also has one *permission mode* (docs/design/agent.md#features), the singleton :data:`ApprovalMode` (``approval.mode``): its replicated ``state`` is
 ``{"mode": <mode>}`` and ``set_mode`` changes it. The modes, in the order a presentation cycles
 through them (:data:`PERMISSION_MODES`, :func:`next_mode`):
@@ -47,17 +59,24 @@ __all__ = [
     "DEFAULT_MODE",
     "MODE_DESCRIPTIONS",
     "PERMISSION_MODES",
+    "RULE_SCOPES",
     "ApprovalDecision",
     "ApprovalDialog",
     "ApprovalDialogs",
     "ApprovalMode",
     "ApprovalModeApi",
     "ApprovalRequest",
+    "ApprovalRulesApi",
+    "ApprovalRulesService",
     "Decision",
     "ModeState",
     "PermissionMode",
+    "RuleEntry",
+    "RuleScope",
+    "RulesState",
     "check_decision",
     "check_mode",
+    "check_rule_entry",
     "dialog_key",
     "next_mode",
 ]
@@ -66,15 +85,22 @@ Decision = Literal["allow", "deny"]
 DECISIONS: tuple[Decision, ...] = ("allow", "deny")
 """The decisions a dialog accepts."""
 
+RuleScope = Literal["session", "project", "user"]
+RULE_SCOPES: tuple[RuleScope, ...] = ("session", "project", "user")
+"""Where a standing choice's rule is kept: the session's storage, the trusted project's
+``config.toml``, the user's ``config.toml``."""
+
 
 class ApprovalRequest(TypedDict):
     """The replicated ``request`` of one dialog: which call waits for approval.
 
     ``conversationId`` and ``taskId`` are the harness ids of the conversation and of the
     ``pi.tool`` task; ``callId`` is the model's id for the call; ``args`` its arguments.
-    ``reason``, when present, says why this call asks although the mode or the ``autoAllow``
-    list would let it run (an edit outside the project, of a file that makes the machine run
-    code, or of the agent's own configuration).
+    ``reason``, when present, says why this call asks although the mode or an allow rule
+    would let it run (an edit outside the project, of a file that makes the machine run code, or
+    of the agent's own configuration; an ask rule). ``rule`` is the narrow allow rule the dialog
+    may offer as a standing choice and ``scopes`` where it may be kept (both absent: no standing
+    choice).
     """
 
     conversationId: int
@@ -85,17 +111,20 @@ class ApprovalRequest(TypedDict):
     reason: NotRequired[str]
     overwrites: NotRequired[int]
     """For ``write``: the size in bytes of the existing file the call would replace."""
+    rule: NotRequired[str]
+    scopes: NotRequired[list[RuleScope]]
 
 
 class ApprovalDecision(TypedDict):
-    """A presentation's answer. ``always`` (only with ``allow``) also adds the tool to the
-    conversation's ``autoAllow`` list, so it is not asked about again; ``by`` names who decided
-    (``"tui"``: a person in a dialog, whose denial reads "the user denied this call"; any other
-    name shows in the block reason: ``"denied by headless"``)."""
+    """A presentation's answer. ``rule`` and ``scope`` (together, only with ``allow``) also
+    keep the request's offered allow rule at that scope, so matching calls do not ask again;
+    ``by`` names who decided (``"tui"``: a person in a dialog, whose denial reads "the user
+    denied this call"; any other name shows in the block reason: ``"denied by headless"``)."""
 
     decision: Decision
     by: NotRequired[str]
-    always: NotRequired[bool]
+    rule: NotRequired[str]
+    scope: NotRequired[RuleScope]
 
 
 class ApprovalDialog(Protocol):
@@ -130,19 +159,21 @@ def _invalid(message: str) -> RemoteServiceError:
     return RemoteServiceError("service_invalid_value", f"Invalid approval decision: {message}")
 
 
-def check_decision(value: object) -> ApprovalDecision:
+def check_decision(value: object, request: object = None) -> ApprovalDecision:
     """Return ``value`` as a checked :class:`ApprovalDecision` (a fresh dict).
 
     Raises :class:`~chord.remote.RemoteServiceError` (``service_invalid_value``) naming the
     problem: not an object, an unknown key, a ``decision`` other than ``"allow"``/``"deny"``,
-    a ``by`` that is not a non-empty string, an ``always`` that is not a bool or comes with
-    ``deny``.
+    a ``by`` that is not a non-empty string, a ``rule`` without a ``scope`` (or the reverse), a
+    ``rule``/``scope`` with ``deny``, and — given the ``request`` it answers — a rule other than
+    the one the request offered or a scope not among its ``scopes``.
     """
     if not isinstance(value, dict):
         raise _invalid(f"expected an object, got {type(value).__name__}")
-    unknown = sorted(str(key) for key in value if key not in ("decision", "by", "always"))
+    fields = ("decision", "by", "rule", "scope")
+    unknown = sorted(str(key) for key in value if key not in fields)  # pyright: ignore[reportUnknownVariableType]
     if unknown:
-        raise _invalid(f"unknown field(s) {', '.join(unknown)} (allowed: decision, by, always)")
+        raise _invalid(f"unknown field(s) {', '.join(unknown)} (allowed: {', '.join(fields)})")
     if "decision" not in value:
         raise _invalid("decision.decision is required ('allow' or 'deny')")
     decision = value["decision"]
@@ -154,14 +185,99 @@ def check_decision(value: object) -> ApprovalDecision:
         if not isinstance(by, str) or not by:
             raise _invalid(f"decision.by must be a non-empty string, got {by!r}")
         checked["by"] = by
-    if "always" in value:
-        always = value["always"]
-        if type(always) is not bool:
-            raise _invalid(f"decision.always must be a bool, got {always!r}")
-        if always and decision != "allow":
-            raise _invalid("decision.always applies only to 'allow'")
-        checked["always"] = always
+    if "rule" in value or "scope" in value:
+        rule, scope = value.get("rule"), value.get("scope")
+        if decision != "allow":
+            raise _invalid("decision.rule and decision.scope apply only to 'allow'")
+        if not isinstance(rule, str) or not rule:
+            raise _invalid(f"decision.rule must be a non-empty string with a scope, got {rule!r}")
+        if scope not in RULE_SCOPES or not isinstance(scope, str):
+            raise _invalid(f"decision.scope must be one of {', '.join(RULE_SCOPES)}, got {scope!r}")
+        if isinstance(request, dict):
+            offered, scopes = request.get("rule"), request.get("scopes") or []  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            if rule != offered:
+                raise _invalid(
+                    f"decision.rule {rule!r} is not the rule the dialog offered ({offered!r})"
+                )
+            if scope not in scopes:
+                raise _invalid(
+                    f"decision.scope {scope!r} is not offered here (offered: {scopes!r})"
+                )
+        checked["rule"] = rule
+        checked["scope"] = scope  # type: ignore[typeddict-item] - one of RULE_SCOPES
     return checked
+
+
+# -- permission rules --------------------------------------------------------------------------
+class RuleEntry(TypedDict):
+    """One rule in force: its ``rule`` text, ``kind`` (allow, ask, deny), ``source`` (a file's
+    path, ``"session"`` for this session's storage, ``"autoAllow"`` for a conversation's
+    "always allow" list of an older version) and ``scope`` (``user``, ``project``,
+    ``claude-user``, ``claude-project``, ``claude-local``, ``session``)."""
+
+    rule: str
+    kind: Literal["allow", "ask", "deny"]
+    source: str
+    scope: str
+
+
+class RulesState(TypedDict):
+    """The replicated ``state`` of :data:`ApprovalRulesService`: every rule in force (invalid
+    ones left out) and one line per problem (an invalid rule: its file, the rule and why)."""
+
+    rules: list[RuleEntry]
+    problems: list[str]
+
+
+class ApprovalRulesApi(Protocol):
+    """The session's permission rules (the singleton :data:`ApprovalRulesService`)."""
+
+    @property
+    def state(self) -> ReplicatedState:
+        """Follows :class:`RulesState`."""
+        ...
+
+    async def refresh(self, ctx: Context) -> RulesState:
+        """Read every source again (files may have changed, a rewind may have dropped a
+        session rule), publish and return the new state."""
+        ...
+
+    async def remove(self, entry: RuleEntry, ctx: Context) -> RulesState:
+        """Remove ``entry`` from its source (the session's storage or the file it came from),
+        then publish and return the new state. Raises ``service_invalid_value`` for a malformed
+        entry, one that is no longer there, or a file that cannot be changed."""
+        ...
+
+
+ApprovalRulesService = define_service("approval.rules", ApprovalRulesApi)
+"""``approval.rules``: remotable singleton, provided by the approval session facet."""
+
+
+def check_rule_entry(value: object) -> RuleEntry:
+    """Return ``value`` as a checked :class:`RuleEntry`; raises ``service_invalid_value``."""
+    if not isinstance(value, dict):
+        raise RemoteServiceError(
+            "service_invalid_value",
+            f"Invalid rule entry: expected an object, got {type(value).__name__}",
+        )
+    for key in ("rule", "kind", "source", "scope"):
+        field = value.get(key)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        if not isinstance(field, str) or not field:
+            raise RemoteServiceError(
+                "service_invalid_value",
+                f"Invalid rule entry: {key} must be a non-empty string, got {field!r}",
+            )
+    if value["kind"] not in ("allow", "ask", "deny"):
+        raise RemoteServiceError(
+            "service_invalid_value",
+            f"Invalid rule entry: kind must be allow, ask or deny, got {value['kind']!r}",
+        )
+    return {
+        "rule": value["rule"],
+        "kind": value["kind"],
+        "source": value["source"],
+        "scope": value["scope"],
+    }
 
 
 # -- permission modes --------------------------------------------------------------------------

@@ -14,14 +14,15 @@ from chord import Facet, hookimpl
 
 @hookimpl
 def chord_facets(host: str) -> list[Facet]:
-    """``"session"`` → the session facet; ``"tui"`` → the dialog and permission-mode facets;
-    other hosts nothing."""
+    """``"session"`` → the session facet; ``"tui"`` → the dialog, permission-mode and
+    ``/permissions`` facets; other hosts nothing."""
     if host == "session":
         from .session import session_facet
 
         return [session_facet]
     if host == "tui":
+        from .permissions_tui import permissions_tui_facet
         from .tui import mode_tui_facet, tui_facet
 
-        return [tui_facet, mode_tui_facet]
+        return [tui_facet, mode_tui_facet, permissions_tui_facet]
     return []

@@ -4,25 +4,38 @@ session's permission mode.
 Two layers, as in docs/design/harness.md#before-tool, docs/design/chord.md#feature-layout.
 
 :func:`install_approval` is the harness extension, usable without chord (a test wires ``ask`` to
-a future). It registers the namespace ``approval`` with a *sticky* ``autoAllow`` list (per
-conversation, not rewound by forks: which tools this conversation never asks about again), a
-*session* ``mode`` (one permission mode for the whole session, every conversation and subagent
-included; see :mod:`.contract`) and a ``before_tool`` hook on ``pi.tool``. For each call the
-hook asks :meth:`ApprovalRules.action` what the call's tool gets in the mode read *at decision
-time* (a mode changed while a turn runs applies to its next call):
+a future). It registers the namespace ``approval`` with a *rewindable* ``rules`` list (the
+session-scope permission rules, kept in the user's conversation: see :mod:`.permissions`), a
+*sticky* ``autoAllow`` list (what "always allow <tool>" stored before permission rules; still
+honoured, see :mod:`.permissions`), a *session* ``mode`` (one permission mode for the whole
+session, every conversation and subagent included; see :mod:`.contract`) and a ``before_tool``
+hook on ``pi.tool``. For each call the hook first asks the permission rules (:mod:`.rules`: the
+files' rules through the harness service ``permission_rules``, the session's, ``autoAllow``) for a
+:class:`~.rules.Verdict`, then :meth:`ApprovalRules.action` what the call's tool gets in the mode
+read *at decision time* (a mode changed while a turn runs applies to its next call):
 
-* a read-only tool runs at once, in every mode, without touching storage;
-* ``"block"`` (plan mode, a tool that is not read-only) blocks the call without asking; the
-  reason tells the model the session is in plan mode and it must only read and propose a plan;
-* ``"ask"``: allowed at once when the tool is in ``autoAllow``; otherwise
+* a **deny** rule blocks the call in every mode, ``auto`` included; the reason names the rule
+  and its file (:func:`rule_block_reason`);
+* a read-only tool runs at once, in every mode, without touching storage — unless an ask rule
+  names it (``ask: ["Read(./.env)"]``), which asks;
+* ``"block"`` (plan mode, a tool that is not read-only) blocks the call without asking, whatever
+  allow rules say (plan mode stays read-only); the reason tells the model the session is in plan
+  mode and it must only read and propose a plan;
+* an **ask** rule asks, in every mode (``auto`` and ``accept-edits`` too), saying which rule;
+* an **allow** rule runs a call the mode would ask about — but never one :func:`confinement`
+  guards (below);
+* ``"ask"``:
   1. read the decision memo (``api.memo("decision")`` on the tool task's slot: decided before a
      crash or a reload?);
   2. otherwise commit ``waiting`` (the view shows ``turn.tools[i].waitingOn = "approval"``),
-     ask, and store the answer with ``api.memo("decision", candidate)`` — first writer wins,
-     and every racer gets the winner;
-  3. add the tool to ``autoAllow`` when the winning decision says ``always``, and block the call
-     (``"the user denied this call"`` when a person answered in a dialog, else ``"denied"`` /
-     ``"denied by <who>"``) when it says ``deny``;
+     ask — the request offers a narrow standing rule (:func:`~.suggest.suggest_rule`) at the
+     scopes that can keep it, unless an ask rule or confinement made it ask — and store the
+     answer with ``api.memo("decision", candidate)`` — first writer wins, and every racer gets
+     the winner;
+  3. keep the standing rule when the winning decision carries one (session: the user's
+     conversation's ``rules``; project/user: appended to that ``config.toml`` by the app's
+     source), and block the call (``"the user denied this call"`` when a person answered in a
+     dialog, else ``"denied"`` / ``"denied by <who>"``) when it says ``deny``;
 * ``"run"`` (``auto``, or an edit in ``accept-edits``): runs without asking — unless a decision
   was already recorded for this very call (before a crash), which stands.
 
@@ -34,7 +47,7 @@ service ``guarded_paths``, whose list and reasons the app owns: ``.git/``, ``.mc
 ``.vscode/``, the agent's own configuration, trust file and state...; in any folder, checked as
 written and with symlinks resolved, case-insensitively) asks in ``ask`` and ``accept-edits``
 alike, and so does a target outside the workspace (the harness service ``workspace``, the
-session's folder; symlinks followed). Neither is covered by the ``autoAllow`` list: such a call
+session's folder; symlinks followed). Neither is covered by the ``autoAllow`` list or an allow rule: such a call
 asks every time, and the dialog's request says why (``reason``).
 
 The memo lives in the tool task's slot and is deleted with it; nothing needs cleaning up. The
@@ -47,7 +60,9 @@ waiting, closed by the single ``finally`` whatever happens (answer, abort, suspe
 dismisses the dialog in every presentation. ``decide`` only validates and resolves the local wait;
 the durable first-writer rule is the memo, where the durability is.
 
-The facet also provides :data:`~.contract.ApprovalMode`. The durable value is the namespace's
+The facet also provides :data:`~.contract.ApprovalRulesService` (every rule with its source and
+the problems found, refreshed on demand; ``remove`` deletes a rule where it lives) and
+:data:`~.contract.ApprovalMode`. The durable value is the namespace's
 session-document key (``plugins.approval.mode``, so it survives a worker restart); the service's
 replicated ``state`` mirrors it for presentations: it is read from storage when the facet
 activates, and ``set_mode`` validates, commits, then publishes. The hook never trusts the
@@ -90,12 +105,16 @@ from .contract import (
     ApprovalDialogs,
     ApprovalMode,
     ApprovalRequest,
+    ApprovalRulesService,
     PermissionMode,
+    RuleEntry,
     check_decision,
     check_mode,
     dialog_key,
 )
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, path_within
+from .permissions import RulesProvider, RuleStore, session_rule_reader
+from .suggest import suggest_rule
 
 __all__ = [
     "DEFAULT_RULES",
@@ -108,11 +127,13 @@ __all__ = [
     "confinement",
     "install_approval",
     "plan_mode_reason",
+    "rule_block_reason",
     "session_facet",
 ]
 
 NAMESPACE = "approval"
-"""The namespace string: memo keys, the ``autoAllow`` slice and the ``mode`` are stored under it."""
+"""The namespace string: memo keys, the ``rules`` and ``autoAllow`` slices and the ``mode`` are
+stored under it."""
 
 Ask = Callable[[ApprovalRequest, Context], Awaitable[ApprovalDecision]]
 """``ask(request, ctx) -> decision``: how a decision is obtained (a dialog, a test's future)."""
@@ -256,6 +277,11 @@ def plan_mode_reason(tool: str) -> str:
     )
 
 
+def rule_block_reason(tool: str, why: str) -> str:
+    """The block reason the model reads for a call a deny rule stops."""
+    return f"{tool} was not run: {why}, so it is denied. Do not try to get around the rule."
+
+
 def _stored_mode(value: object) -> PermissionMode:
     """A stored mode, or :data:`~.contract.DEFAULT_MODE` for anything that is not a mode."""
     for mode in PERMISSION_MODES:
@@ -268,10 +294,13 @@ class ApprovalInstallation:
     """What :func:`install_approval` returns: call it to uninstall (idempotent); it also reads
     and writes the session's durable permission mode while installed."""
 
-    def __init__(self, harness: Harness, namespace: Namespace, unhook: Callable[[], None]):
+    def __init__(
+        self, harness: Harness, namespace: Namespace, unhook: Callable[[], None], store: RuleStore
+    ):
         self._harness = harness
         self._namespace = namespace
         self._unhook = unhook
+        self.store = store
 
     def __call__(self) -> None:
         """Remove the hook and retire the namespace token; stored state stays."""
@@ -294,6 +323,19 @@ class ApprovalInstallation:
 
         await (await self._harness.root(ctx)).commit(write, ctx)
 
+    async def rules(self, ctx: Context) -> tuple[list[RuleEntry], list[str]]:
+        """Every rule in force (the session rules and ``autoAllow`` of the conversation
+        ``/permissions`` shows included) and the problems found reading them."""
+        ns = self._namespace
+
+        def read(tx: Transaction, _ctx: Context) -> tuple[list[str], list[str]]:
+            auto = tx.plugins(ns)["autoAllow"]
+            return session_rule_reader(ns)(tx, _ctx), [a for a in auto if isinstance(a, str)]
+
+        session, auto_allow = await (await self.store.listed(ctx)).commit(read, ctx)
+        _rules, entries = self.store.build(session, auto_allow, None)
+        return entries, list(self.store.problems)
+
 
 def install_approval(
     harness: Harness, ask: Ask, rules: ApprovalRules = DEFAULT_RULES
@@ -301,27 +343,23 @@ def install_approval(
     """Register the ``approval`` namespace and its ``before_tool`` hook on ``harness``.
 
     Returns the :class:`ApprovalInstallation`, which is also the uninstaller (idempotent): it
-    removes the hook and retires the namespace token; the stored ``autoAllow`` lists, mode and
-    decision memos stay, so a re-installation finds them.
+    removes the hook and retires the namespace token; the stored rules, ``autoAllow`` lists, mode
+    and decision memos stay, so a re-installation finds them.
     """
     ns = harness.namespace(
-        NAMESPACE, {"sticky": {"autoAllow": []}, "session": {"mode": DEFAULT_MODE}}
+        NAMESPACE,
+        {
+            "rewindable": {"rules": []},
+            "sticky": {"autoAllow": []},
+            "session": {"mode": DEFAULT_MODE},
+        },
     )
+    store = RuleStore(harness, ns)
 
-    def current(tool: str) -> Callable[[Transaction, Context], tuple[PermissionMode, bool]]:
-        def read(tx: Transaction, _ctx: Context) -> tuple[PermissionMode, bool]:
-            state = tx.plugins(ns)
-            return _stored_mode(state["mode"]), tool in list(state["autoAllow"])
-
-        return read
-
-    def remember(tool: str) -> Callable[[Transaction, Context], None]:
-        def write(tx: Transaction, _ctx: Context) -> None:
-            allowed = list(tx.plugins(ns)["autoAllow"])
-            if tool not in allowed:
-                tx.plugins(ns)["autoAllow"] = [*allowed, tool]
-
-        return write
+    def current(tx: Transaction, ctx: Context) -> tuple[PermissionMode, list[str], list[str]]:
+        state = tx.plugins(ns)
+        auto = [a for a in state["autoAllow"] if isinstance(a, str)]
+        return _stored_mode(state["mode"]), auto, session_rule_reader(ns)(tx, ctx)
 
     def replay_safe(tool: str) -> bool:
         declaration = harness.tools.get(tool)
@@ -338,23 +376,48 @@ def install_approval(
 
     async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> dict[str, str] | None:
         tool = call["name"]
+        arguments = call.get("arguments", {})
         safe = replay_safe(tool)
-        if rules.is_read_only(tool) and safe:  # runs in every mode: no need to read the mode
-            return None
-        conversation = await harness.conversation(api.conversation_id, ctx)
-        if conversation is None:  # pragma: no cover - the hosting task's conversation exists
-            raise RuntimeError(f"conversation {api.conversation_id} is not open")
-        mode, auto_allowed = await conversation.commit(current(tool), ctx)
-        action = rules.action(tool, mode, replay_safe=safe)
-        if action == "block":
-            return {"block": plan_mode_reason(tool)}
+        workspace = where()[0]
+        if rules.is_read_only(tool) and safe:
+            # Runs in every mode unless a deny or ask rule names it; session rules only allow,
+            # so the files' rules decide without reading storage.
+            ruleset = store.build((), (), workspace)[0]
+            verdict = ruleset.evaluate(tool, arguments)
+            if verdict.kind == "deny":
+                return {"block": rule_block_reason(tool, verdict.why)}
+            if verdict.kind != "ask":
+                return None
+            mode: PermissionMode = DEFAULT_MODE
+            action: Action = "ask"
+        else:
+            conversation = await harness.conversation(api.conversation_id, ctx)
+            if conversation is None:  # pragma: no cover - the hosting task's conversation exists
+                raise RuntimeError(f"conversation {api.conversation_id} is not open")
+            mode, auto_allow, session = await conversation.commit(current, ctx)
+            top = await store.top(conversation.id, ctx)
+            store.current = top
+            if top != conversation.id:  # a subagent follows its user conversation's rules
+                owner = await harness.conversation(top, ctx)
+                if owner is not None:
+                    session = await owner.commit(session_rule_reader(ns), ctx)
+            ruleset = store.build(session, auto_allow, workspace)[0]
+            verdict = ruleset.evaluate(tool, arguments)
+            if verdict.kind == "deny":
+                return {"block": rule_block_reason(tool, verdict.why)}
+            action = rules.action(tool, mode, replay_safe=safe)
+            if action == "block":  # plan mode stays read-only: no allow rule unlocks it
+                return {"block": plan_mode_reason(tool)}
         reason: str | None = None
+        if verdict.kind == "ask":
+            action = "ask"
+            reason = f"This asks because {verdict.why}."
         if rules.is_edit(tool) and mode != "auto":  # after the rules: may only turn run into ask
             workspace, guarded = where()
-            reason = confinement(call.get("arguments"), workspace, guarded)
-            if reason is not None:
-                action = "ask"
-        if action == "ask" and auto_allowed and reason is None:
+            confined = confinement(arguments, workspace, guarded)
+            if confined is not None:
+                action, reason = "ask", f"This asks in every mode but auto: {confined}."
+        if action == "ask" and verdict.kind == "allow" and reason is None:
             return None
         decision = await api.memo("decision", ctx)
         if decision is MISSING:
@@ -366,20 +429,30 @@ def install_approval(
                 "callId": api.call_id,
                 "taskId": api.task_id,
                 "name": tool,
-                "args": call.get("arguments", {}),
+                "args": arguments,
             }
             if reason is not None:
-                request["reason"] = f"This asks in every mode but auto: {reason}."
+                request["reason"] = reason
+            else:  # a standing choice: a narrow rule that would allow this very call
+                offer = suggest_rule(
+                    tool, arguments, root=store.root(), workspace=workspace, rules=ruleset
+                )
+                if offer is not None:
+                    request["rule"] = offer
+                    request["scopes"] = store.scopes()
             if tool == "write":
-                existing = _existing_size(call.get("arguments"), where()[0])
+                existing = _existing_size(arguments, workspace)
                 if existing is not None:
                     request["overwrites"] = existing
-            candidate = check_decision(await ask(request, ctx))
+            candidate = check_decision(await ask(request, ctx), request)
             decision = await api.memo("decision", candidate, ctx)
         if decision["decision"] == "deny":
             return {"block": _block_reason(decision)}
-        if decision.get("always"):
-            await conversation.commit(remember(tool), ctx)
+        if decision.get("rule") and decision.get("scope"):
+            try:
+                await store.keep(decision["rule"], decision["scope"], api.conversation_id, ctx)
+            except (OSError, ValueError) as error:  # the call is allowed; the rule is not kept
+                store.report(f"the rule {decision['rule']} was not kept: {error}")
         return None
 
     try:
@@ -387,7 +460,7 @@ def install_approval(
     except BaseException:
         ns.unregister()
         raise
-    return ApprovalInstallation(harness, ns, unhook)
+    return ApprovalInstallation(harness, ns, unhook, store)
 
 
 class _Dialog:
@@ -399,7 +472,7 @@ class _Dialog:
         self._decision: ApprovalDecision | None = None
 
     async def decide(self, decision: Any, ctx: Context) -> None:
-        checked = check_decision(decision)  # raises before anything is resolved
+        checked = check_decision(decision, self.request.value)  # raises before anything is resolved
         if self._decision is None:
             self._decision = checked
             self._decided.set()
@@ -484,10 +557,13 @@ def approval_session_facet(rules: ApprovalRules = DEFAULT_RULES) -> Facet:
         ask = _dialog_ask(env, dialogs)
         modes = _Modes(harness, env.replicated_state({"mode": DEFAULT_MODE}))
         env.provide(ApprovalMode, modes)
+        listing = RulesProvider(modes._live, env.replicated_state({"rules": [], "problems": []}))
+        env.provide(ApprovalRulesService, listing)
 
         async def activate() -> None:
             env.own(harness.add_registration(modes._registration(rules, ask)))
             await modes._refresh(BACKGROUND)
+            listing.publish_files(BACKGROUND)
 
         env.on_activate(activate)
 

@@ -5,12 +5,13 @@
 including instances that were already open when this presentation connected (they arrive
 hydrated, so ``request.value`` is there). The task waits for chord's modal slot
 (:meth:`~chord.textual.TuiService.acquire_modal`, one dialog on screen at a time), offers
-*Allow*, *Always allow <tool>* and *Deny*, and calls ``decide``.
+*Allow once*, the request's narrow standing rule at each offered scope (:func:`approval_choices`)
+and *Deny*, and calls ``decide``.
 
 Closing the instance — the session recorded a decision, maybe from another presentation, or the
 call was aborted — cancels the observer's ``ctx``; that unwinds the wait for the slot or for the
-user, and ``modal.close()`` dismisses a dialog still on screen. ``y``/``a``/``n`` pick *Allow*,
-*Always* and *Deny* at once; Escape counts as *Deny*, as a confirm dialog's Escape does (the
+user, and ``modal.close()`` dismisses a dialog still on screen. ``y``/``n`` pick *Allow once*
+and *Deny* at once (a standing choice has no single-letter key); Escape counts as *Deny*, as a confirm dialog's Escape does (the
 dialog's key line says so: the turn goes on, the model reads that the user denied the call). A
 ``write`` over an existing file says so (the request's ``overwrites``); diffs are coloured.
 Everything the dialog shows of the call is inert (:func:`chord.inert`): an ESC in a command
@@ -52,10 +53,11 @@ from .contract import (
 
 __all__ = [
     "ALLOW",
-    "ALWAYS",
     "CYCLE_KEY",
     "DENY",
     "MODE_PANEL_ID",
+    "SCOPE_LABELS",
+    "STANDING",
     "ModeLabel",
     "approval_choices",
     "decision_for",
@@ -68,30 +70,48 @@ __all__ = [
 ]
 
 ALLOW = "allow"
-ALWAYS = "always"
 DENY = "deny"
+STANDING = "rule:"
+"""The value prefix of a standing choice: ``"rule:session"``, ``"rule:project"`` or
+``"rule:user"``."""
+
+SCOPE_LABELS: dict[str, str] = {
+    "session": "in this session",
+    "project": "in this project (.coding-agent/config.toml)",
+    "user": "everywhere (your config.toml)",
+}
+"""How a dialog names each scope of a standing choice."""
 
 
-def approval_choices(tool: str) -> list[Choice]:
-    """The options the modal offers for ``tool``, in order (the first is focused), each with
-    its shortcut key: ``y`` allow, ``a`` always allow, ``n`` deny."""
-    return [
-        Choice(ALLOW, "Allow", key="y"),
-        Choice(ALWAYS, f"Always allow {tool} in this conversation", key="a"),
-        Choice(DENY, "Deny", key="n"),
-    ]
+def approval_choices(request: Any) -> list[Choice]:
+    """The options the modal offers for ``request``, in order (the first is focused): *Allow
+    once*, one standing choice per scope the request offers (its narrow ``rule``, e.g. "Allow
+    Bash(npm run test:*) in this session"; never a whole tool like bash), and *Deny*."""
+    choices = [Choice(ALLOW, "Allow once", key="y")]
+    rule = request.get("rule") if isinstance(request, dict) else None
+    scopes = request.get("scopes") if isinstance(request, dict) else None
+    if isinstance(rule, str) and rule and isinstance(scopes, list):
+        for scope in scopes:
+            if scope in SCOPE_LABELS:
+                choices.append(Choice(STANDING + scope, f"Allow {rule} {SCOPE_LABELS[scope]}"))
+    choices.append(Choice(DENY, "Deny", key="n"))
+    return choices
 
 
-DIALOG_HINT = "y allow · a always · n deny · esc denies (the turn goes on without it)"
+DIALOG_HINT = "y allow once · n deny · esc denies (the turn goes on without it)"
 """The dialog's key line: what every key does, Escape included."""
 
 
-def decision_for(choice: str | None) -> ApprovalDecision:
-    """The decision a modal answer stands for (``None``, i.e. Escape, denies)."""
+def decision_for(choice: str | None, request: Any = None) -> ApprovalDecision:
+    """The decision a modal answer stands for (``None``, i.e. Escape, denies); a standing
+    choice carries the request's offered ``rule`` and its scope."""
     if choice == ALLOW:
         return {"decision": "allow", "by": "tui"}
-    if choice == ALWAYS:
-        return {"decision": "allow", "always": True, "by": "tui"}
+    if choice is not None and choice.startswith(STANDING) and isinstance(request, dict):
+        rule = request.get("rule")
+        scope = choice.removeprefix(STANDING)
+        if isinstance(rule, str) and scope in ("session", "project", "user"):
+            return {"decision": "allow", "by": "tui", "rule": rule, "scope": scope}  # type: ignore[typeddict-item]
     return {"decision": "deny", "by": "tui"}
 
 
@@ -189,11 +209,11 @@ def tui_facet(env: FacetEnvironment) -> None:
         try:
             choice = await modal.choose(
                 f"Allow {request['name']}?",
-                approval_choices(request["name"]),
+                approval_choices(request),
                 body=dialog_body(request),
                 hint=DIALOG_HINT,
             )
-            await dialog.decide(decision_for(choice), ctx)
+            await dialog.decide(decision_for(choice, request), ctx)
         finally:
             modal.close()
 

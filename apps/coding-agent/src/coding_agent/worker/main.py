@@ -89,6 +89,7 @@ from coding_agent.guarded_paths import SERVICE as GUARDED_PATHS_SERVICE
 from coding_agent.guarded_paths import guarded_paths
 from coding_agent.package_reload import PackageReloader, reload_service_facet, scan_packages
 from coding_agent.permission_modes import PERMISSION_MODES
+from coding_agent.permissions import PermissionFiles
 from coding_agent.private import PrivacyError, private_dir, socket_folder
 from coding_agent.secret_env import child_environment
 from coding_agent.sessions import (
@@ -382,6 +383,9 @@ async def open_session_host(
             "process_host": processes if shared is None else SharedProcessHost(processes, shared),
             GUARDED_PATHS_SERVICE: protected_paths(session, config),
             CHILD_ENVIRONMENT_SERVICE: environment,
+            # The permission rules' files (config.toml, Claude Code's settings) for the
+            # approval feature, which parses and applies them (coding_agent.permissions).
+            "permission_rules": PermissionFiles(session.cwd, config.env),
             **_project_services(session.cwd, config.env),
         }
         options = HarnessOptions(services=services, on_report=on_error)

@@ -1,0 +1,315 @@
+"""Where the permission rules come from, and where a new or removed one goes.
+
+Three kinds of source, gathered by :class:`RuleStore` into one :class:`~.rules.RuleSet`:
+
+* **Files** — the app hands the feature a *permission source* as the harness service
+  ``permission_rules`` (the feature never imports the app; see :class:`PermissionSource`): the
+  user's and the trusted project's ``config.toml`` (``[permissions]`` ``allow``/``ask``/``deny``)
+  and Claude Code's ``settings.json`` files. Its ``load()`` returns the raw rules with their
+  files; this module parses them, so one grammar (:func:`~.rules.parse_rule`) serves every file.
+  A rule that does not parse is left out and reported once (a warning in the worker's log and a
+  line in :attr:`RuleStore.problems`, which the ``/permissions`` view and a notice show):
+  ``<file>: deny rule 'Bash(git * x)' is invalid (a `*` … is allowed only at the end …); it is
+  ignored``. A bad rule is never fatal and never silently dropped.
+* **The session** — the standing choices made at ``session`` scope: the key ``rules`` of the
+  ``approval`` namespace in the *rewindable document of the user's conversation* — the one the
+  call belongs to, or for a subagent's call the conversation at the top of its owner chain, so
+  a subagent follows (and adds to) its parent's rules. Durable (a worker restart keeps them) and
+  rewindable: a rewind or a branch is a fork, which inherits the rules as of its fork point, so
+  rewinding to before a choice drops the rule, and a rule chosen on one branch stays there.
+  ``/permissions`` lists the session rules of the conversation that last ran a tool (the one the
+  user is working in; the root before any call).
+* **Older sessions** — a conversation's ``autoAllow`` list (sticky), what "Always allow <tool>"
+  stored before permission rules existed. It is honoured unchanged, as whole-tool allow rules
+  of that conversation, listed by ``/permissions`` (source ``autoAllow``) and removable there;
+  nothing is migrated or rewritten.
+
+Only allow rules are ever *added* here (a dialog's standing choice); any kind can be removed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+import anyio
+
+from chord import Context, MutableReplicatedState, RemoteServiceError
+from pico3 import Harness, Namespace, Transaction
+
+from .contract import RuleEntry, RuleScope, RulesState, check_rule_entry
+from .rules import RULE_KINDS, RuleError, RuleSet, SourcedRule, parse_rule
+
+__all__ = [
+    "PERMISSION_SOURCE",
+    "PermissionSource",
+    "RuleStore",
+    "RulesProvider",
+    "session_rule_reader",
+    "top_conversation",
+]
+
+PERMISSION_SOURCE = "permission_rules"
+"""The harness service (``HarnessOptions.services``) holding the app's :class:`PermissionSource`."""
+
+_log = logging.getLogger("facets_approval")
+
+
+class PermissionSource(Protocol):
+    """What the app provides as the harness service ``permission_rules`` (duck-typed).
+
+    ``load()`` returns ``{"root": <project root>, "scopes": [...], "rules": [{"rule", "kind",
+    "source", "scope"}, ...], "problems": [...]}``: ``scopes`` are where :meth:`add` can write
+    (``"user"``, plus ``"project"`` in a trusted project); ``problems`` name files that could
+    not be read. ``add(rule, kind, scope)`` appends a rule to that scope's file and returns the
+    file's path; ``remove(rule, kind, source)`` deletes it from the file ``source``. Both raise
+    ``ValueError`` with a message for the user."""
+
+    def load(self) -> Mapping[str, Any]: ...
+
+    def add(self, rule: str, kind: str, scope: str) -> str: ...
+
+    def remove(self, rule: str, kind: str, source: str) -> None: ...
+
+
+def _services(harness: Harness) -> Mapping[str, Any]:
+    return getattr(getattr(harness, "scheduler", None), "services", None) or {}
+
+
+async def top_conversation(harness: Harness, conversation_id: int, ctx: Context) -> int:
+    """The conversation at the top of ``conversation_id``'s owner chain (itself when no
+    subagent task owns it)."""
+    seen: set[int] = set()
+    current = conversation_id
+    while current not in seen:
+        seen.add(current)
+        handle = await harness.conversation(current, ctx)
+        if handle is None:
+            break
+        record = await handle.commit(lambda tx, _ctx, cid=current: tx.conversation(cid), ctx)
+        owner = getattr(record, "owner", None)
+        if not isinstance(owner, int):
+            break
+        task = await harness.get_task(owner, ctx)
+        if task is None:
+            break
+        current = task.conversation_id
+    return current
+
+
+def session_rule_reader(ns: Namespace) -> Any:
+    """A builder reading the root's session rules (a list of rule strings)."""
+
+    def read(tx: Transaction, _ctx: Context) -> list[str]:
+        stored = tx.plugins(ns)["rules"]  # a tracked proxy of the stored list
+        if isinstance(stored, str | bytes | dict) or not hasattr(stored, "__iter__"):
+            return []  # edited by hand into something else: no session rules
+        return [r for r in stored if isinstance(r, str)]
+
+    return read
+
+
+class RuleStore:
+    """The rules of one harness: file rules from the app's source, the root's session rules,
+    and a conversation's old ``autoAllow`` list, parsed and checked."""
+
+    def __init__(self, harness: Harness, ns: Namespace) -> None:
+        self._harness = harness
+        self._ns = ns
+        self._reported: set[str] = set()
+        self._tops: dict[int, int] = {}
+        self.problems: list[str] = []
+        self.current: int | None = None
+        """The user's conversation that last ran a tool (``/permissions`` lists its rules)."""
+
+    async def top(self, conversation_id: int, ctx: Context) -> int:
+        """:func:`top_conversation`, cached (a conversation's owner never changes)."""
+        found = self._tops.get(conversation_id)
+        if found is None:
+            found = await top_conversation(self._harness, conversation_id, ctx)
+            self._tops[conversation_id] = found
+        return found
+
+    async def listed(self, ctx: Context) -> Any:
+        """The conversation whose session rules ``/permissions`` shows and edits."""
+        if self.current is not None:
+            handle = await self._harness.conversation(self.current, ctx)
+            if handle is not None:
+                return handle
+        return await self._harness.root(ctx)
+
+    @property
+    def source(self) -> PermissionSource | None:
+        found = _services(self._harness).get(PERMISSION_SOURCE)
+        return found if found is not None and hasattr(found, "load") else None
+
+    def _files(self) -> tuple[list[dict[str, Any]], list[str], str | None, list[RuleScope]]:
+        source = self.source
+        if source is None:
+            return [], [], None, []
+        try:
+            loaded = source.load()
+        except Exception as error:  # a source must never stop a decision; it is reported
+            return [], [f"cannot read the permission rules: {error}"], None, []
+        raw = loaded.get("rules") or []
+        root = loaded.get("root")
+        offered = loaded.get("scopes") or ()
+        scopes: list[RuleScope] = [s for s in ("project", "user") if s in offered]
+        return (
+            list(raw),
+            [str(p) for p in loaded.get("problems") or ()],
+            root if isinstance(root, str) else None,
+            scopes,
+        )
+
+    def root(self) -> str | None:
+        """The project root the source names (``./`` patterns are relative to it)."""
+        return self._files()[2]
+
+    def report(self, problem: str) -> None:
+        """Report ``problem`` once (the log and :attr:`problems`)."""
+        if problem not in self._reported:
+            self._reported.add(problem)
+            _log.warning("permission rules: %s", problem)
+        if problem not in self.problems:
+            self.problems.append(problem)
+
+    def scopes(self) -> list[RuleScope]:
+        """Where a standing choice may be kept: ``session`` always, then the source's."""
+        return ["session", *self._files()[3]]
+
+    def build(
+        self, session: Sequence[str], auto_allow: Sequence[str], workspace: str | None
+    ) -> tuple[RuleSet, list[RuleEntry]]:
+        """The rule set for a decision and the entries ``/permissions`` lists."""
+        raw, problems, root, _scopes = self._files()
+        raw = [
+            *raw,
+            *(
+                {"rule": r, "kind": "allow", "source": "session", "scope": "session"}
+                for r in session
+            ),
+            *(
+                {"rule": r, "kind": "allow", "source": "autoAllow", "scope": "session"}
+                for r in auto_allow
+            ),
+        ]
+        rules: list[SourcedRule] = []
+        entries: list[RuleEntry] = []
+        for item in raw:
+            text, kind = item.get("rule"), item.get("kind")
+            source, scope = str(item.get("source", "?")), str(item.get("scope", "?"))
+            if kind not in RULE_KINDS:
+                problems.append(f"{source}: {kind!r} is not a rule list (allow, ask or deny)")
+                continue
+            try:
+                rule = parse_rule(text)
+            except RuleError as error:
+                problems.append(
+                    f"{source}: {kind} rule {text!r} is invalid ({error}); it is ignored"
+                )
+                continue
+            rules.append(SourcedRule(rule, kind, source))
+            entries.append({"rule": rule.text, "kind": kind, "source": source, "scope": scope})
+        kept = [p for p in self.problems if p.startswith("the rule ")]  # failed keeps stay listed
+        self.problems = []
+        for problem in [*problems, *kept]:
+            self.report(problem)
+        return RuleSet(rules, root=root, workspace=workspace), entries
+
+    async def keep(self, rule: str, scope: RuleScope, conversation_id: int, ctx: Context) -> None:
+        """Keep the allow ``rule`` at ``scope`` (a dialog's standing choice for a call in
+        ``conversation_id``); idempotent."""
+        parse_rule(rule)  # the offered rule always parses; a bad one never reaches a file
+        if scope == "session":
+            ns = self._ns
+
+            def write(tx: Transaction, _ctx: Context) -> None:
+                stored = list(tx.plugins(ns)["rules"] or [])
+                if rule not in stored:
+                    tx.plugins(ns)["rules"] = [*stored, rule]
+
+            top = await self._harness.conversation(await self.top(conversation_id, ctx), ctx)
+            await (top or await self._harness.root(ctx)).commit(write, ctx)
+            return
+        source = self.source
+        if source is None:
+            raise ValueError(f"no configuration file can hold a {scope} rule in this session")
+        existing = [
+            r
+            for r in self._files()[0]
+            if r.get("rule") == rule and r.get("kind") == "allow" and r.get("scope") == scope
+        ]
+        if not existing:
+            await anyio.to_thread.run_sync(source.add, rule, "allow", scope)
+
+    async def remove(self, entry: RuleEntry, ctx: Context) -> bool:
+        """Remove ``entry`` from its source; False when it was not there."""
+        ns = self._ns
+        if entry["source"] in ("session", "autoAllow"):
+            key = "rules" if entry["source"] == "session" else "autoAllow"
+
+            def write(tx: Transaction, _ctx: Context) -> bool:
+                stored = list(tx.plugins(ns)[key] or [])
+                if entry["rule"] not in stored:
+                    return False
+                tx.plugins(ns)[key] = [r for r in stored if r != entry["rule"]]
+                return True
+
+            return bool(await (await self.listed(ctx)).commit(write, ctx))
+        source = self.source
+        if source is None:
+            return False
+        await anyio.to_thread.run_sync(source.remove, entry["rule"], entry["kind"], entry["source"])
+        return True
+
+
+class RulesProvider:
+    """The :data:`~.contract.ApprovalRulesService` provider: the published rules and problems,
+    ``refresh`` and ``remove`` (its only public members, so the only ones served). ``live``
+    returns the current :class:`~.session.ApprovalInstallation` (raising while the session is
+    not open)."""
+
+    def __init__(self, live: Callable[[], Any], state: MutableReplicatedState) -> None:
+        self._live = live
+        self.state = state
+        self._lock = anyio.Lock()
+
+    async def _publish(self, ctx: Context) -> RulesState:
+        entries, problems = await self._live().rules(ctx)
+        state: RulesState = {"rules": entries, "problems": problems}
+        self.state.replace(ctx, state)
+        return state
+
+    def publish_files(self, ctx: Context) -> None:
+        """Publish the files' rules and problems without touching storage (at activation: a
+        presentation shows the problems at once; ``refresh`` adds the session's rules)."""
+        _rules, entries = self._live().store.build((), (), None)
+        self.state.replace(ctx, {"rules": entries, "problems": list(self._live().store.problems)})
+
+    async def refresh(self, ctx: Context) -> RulesState:
+        async with self._lock:
+            return await self._publish(ctx)
+
+    async def remove(self, entry: Any, ctx: Context) -> RulesState:
+        checked = check_rule_entry(entry)  # raises before anything is changed
+        async with self._lock:
+            installation = self._live()
+            entries, _problems = await installation.rules(ctx)
+            if checked not in entries:
+                raise RemoteServiceError(
+                    "service_invalid_value",
+                    f"No {checked['kind']} rule {checked['rule']} in {checked['source']} "
+                    "(already removed?)",
+                )
+            try:
+                removed = await installation.store.remove(checked, ctx)
+            except (OSError, ValueError) as error:
+                raise RemoteServiceError("service_invalid_value", str(error)) from None
+            if not removed:
+                raise RemoteServiceError(
+                    "service_invalid_value",
+                    f"{checked['rule']} was not found in {checked['source']}",
+                )
+            return await self._publish(ctx)

@@ -1,0 +1,240 @@
+"""Permission rules through the real worker process (issue 36 deliver 3).
+
+A standing choice at session scope survives a SIGKILLed worker; one at project scope is
+appended to the trusted project's ``.coding-agent/config.toml`` and ``/permissions`` (the
+approval feature's TUI facet, over the wire) removes it again; a deny rule in a trusted
+project's ``.claude/settings.json`` blocks a command with a reason naming the rule and the file,
+and the same file is not read while the project is untrusted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from worker_support import TIMEOUT, Client, connected, deny, text_of, worker_process, write_script
+
+from chord.context import BACKGROUND, Context, cancel_scope
+from chord.facets import create_facet_host
+from chord.textual import tui_facet
+from chord.transport import connect_unix
+from chord.wire import connect_service_source
+from coding_agent.sessions import Session
+from coding_agent.trust import TrustStore, trust_path
+from facets_approval.permissions_tui import permissions_tui_facet
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def env(agent_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """The worker's environment with a private home and configuration folder."""
+    return {
+        **agent_env,
+        "HOME": str(tmp_path / "home"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
+
+
+def bash(command: str) -> dict[str, Any]:
+    return {"toolCalls": [{"name": "bash", "arguments": {"command": command}}]}
+
+
+def keep_at(scope: str, offers: list[dict[str, Any]]) -> Any:
+    """A policy answering "allow and keep the offered rule at ``scope``" (recording offers)."""
+
+    async def policy(facade: Any, request: dict[str, Any], ctx: Context) -> None:
+        offers.append(request)
+        decision = {"decision": "allow", "by": "test", "rule": request["rule"], "scope": scope}
+        await facade.decide(decision, BACKGROUND)
+
+    return policy
+
+
+def results(client: Client) -> list[str]:
+    return [text_of(entry) for entry in client.entries("pi.tool_result")]
+
+
+async def test_a_session_rule_is_durable_across_a_worker_restart(
+    session: Session, env: dict[str, str], tmp_path: Path
+) -> None:
+    script = write_script(
+        tmp_path / "script.json",
+        [bash("echo one"), {"text": "one"}, bash("echo one two"), {"text": "two"}],
+    )
+    offers: list[dict[str, Any]] = []
+    client = Client(approve=keep_at("session", offers))
+    async with (
+        worker_process(session, env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "first"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+        assert [offer["rule"] for offer in offers] == ["Bash(echo one:*)"]
+        assert offers[0]["scopes"] == ["session", "user"]  # the project is not trusted
+        await worker.kill()  # SIGKILL: only what was committed survives
+        await client.wait_for(lambda: client.root_closed)
+
+    client = Client(approve=deny)  # any dialog now would be denied
+    async with (
+        worker_process(session, env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "second"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+        assert client.approvals == []  # the stored session rule allowed it
+        assert results(client)[-1].strip() == "one two"
+
+
+class CommandTui:
+    """The TUI service without a screen, for ``/permissions``: commands, notices, and dialogs
+    a test answers (``next_dialog``)."""
+
+    def __init__(self) -> None:
+        self.commands: dict[str, Any] = {}
+        self.registered = anyio.Event()
+        self.notices: list[str] = []
+        self.bodies: list[str] = []
+        self.dialogs: list[tuple[str, list[str], anyio.Event, list[str | None]]] = []
+        self._changed = anyio.Event()
+        self._taken = 0
+
+    def register_command(self, name: str, description: str, handler: Any) -> Callable[[], None]:
+        self.commands[name] = handler
+        self.registered.set()
+        return lambda: self.commands.pop(name, None)
+
+    def notify(self, message: str, *, severity: str = "information") -> None:
+        self.notices.append(message)
+
+    async def acquire_modal(self, ctx: Context) -> Any:
+        tui = self
+
+        class Modal:
+            async def choose(
+                self, title: str, choices: Any, *, body: Any = "", **_: Any
+            ) -> str | None:
+                answered, answer = anyio.Event(), list[str | None]([None])
+                labels = [f"{c.value}={c.label}" for c in choices]
+                tui.bodies.append(str(body))
+                tui.dialogs.append((title, labels, answered, answer))
+                changed, tui._changed = tui._changed, anyio.Event()
+                changed.set()
+                with cancel_scope(ctx):
+                    await answered.wait()
+                return answer[0]
+
+            def close(self) -> None:
+                return None
+
+        return Modal()
+
+    async def next_dialog(self) -> tuple[str, list[str], Callable[[str], None]]:
+        with anyio.fail_after(TIMEOUT):
+            while len(self.dialogs) <= self._taken:
+                await self._changed.wait()
+        title, labels, answered, answer = self.dialogs[self._taken]
+        self._taken += 1
+
+        def respond(value: str) -> None:
+            answer[0] = value
+            answered.set()
+
+        return title, labels, respond
+
+
+@asynccontextmanager
+async def presentation(socket: Path, tui: CommandTui) -> AsyncIterator[None]:
+    """The ``/permissions`` facet reaching the worker on ``socket`` over the wire."""
+    async with anyio.create_task_group() as group:
+        source = connect_service_source(lambda: connect_unix(socket), task_group=group)
+        try:
+            async with create_facet_host(
+                [tui_facet(tui), permissions_tui_facet],  # type: ignore[arg-type] - the part it uses
+                service_sources=[source],
+            ):
+                with anyio.fail_after(TIMEOUT):
+                    await tui.registered.wait()  # the facet activated
+                yield
+        finally:
+            await source.aclose()
+
+
+async def test_a_project_rule_is_written_to_the_project_config_and_removed_by_permissions(
+    session: Session, env: dict[str, str], tmp_path: Path
+) -> None:
+    TrustStore(trust_path(env)).set(session.cwd, True)
+    config = session.cwd / ".coding-agent" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("# the team's settings\n")
+    claude = session.cwd / ".claude" / "settings.local.json"
+    claude.parent.mkdir()
+    claude.write_text('{"permissions": {"deny": ["Bash(git push --force"]}}')
+    problem = (
+        f"{claude}: deny rule 'Bash(git push --force' is invalid (expected Tool or "
+        "Tool(specifier), e.g. Bash(npm run test:*) or Read(./.env)); it is ignored"
+    )
+    script = write_script(tmp_path / "script.json", [bash("echo hi there"), {"text": "one"}])
+    offers: list[dict[str, Any]] = []
+    client = Client(approve=keep_at("project", offers))
+    async with (
+        worker_process(session, env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "first"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+        assert offers[0]["rule"] == "Bash(echo hi:*)"
+        assert offers[0]["scopes"] == ["session", "project", "user"]
+        assert (
+            config.read_text()
+            == '# the team\'s settings\n\n[permissions]\nallow = ["Bash(echo hi:*)"]\n'
+        )
+
+        tui = CommandTui()
+        async with presentation(worker.socket, tui):
+            async with anyio.create_task_group() as group:
+                group.start_soon(tui.commands["permissions"], "", BACKGROUND)
+                title, labels, respond = await tui.next_dialog()
+                assert title == "Permission rules (1): Enter removes the chosen one"
+                assert labels == [f"0=allow  Bash(echo hi:*)  — {config}"]
+                assert tui.bodies[0] == f"Problems (these rules do not apply):\n• {problem}"
+                respond("0")
+                title, labels, respond = await tui.next_dialog()
+                assert title == "Remove the allow rule Bash(echo hi:*)?"
+                respond("remove")
+            assert tui.notices == [
+                f"Permission rules: {problem}",  # once, when this presentation first saw it
+                f"Removed the allow rule Bash(echo hi:*) from {config}",
+            ]
+    assert config.read_text() == "# the team's settings\n\n[permissions]\nallow = []\n"
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+async def test_a_claude_deny_rule_blocks_in_a_trusted_project_only(
+    session: Session, env: dict[str, str], tmp_path: Path, trusted: bool
+) -> None:
+    settings = session.cwd / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"permissions": {"deny": ["Bash(rm:*)"], "allow": ["Bash(echo:*)"]}}')
+    if trusted:
+        TrustStore(trust_path(env)).set(session.cwd, True)
+    (session.cwd / "keep.txt").write_text("x")
+    script = write_script(
+        tmp_path / "script.json", [bash("echo ok && rm keep.txt"), {"text": "done"}]
+    )
+    client = Client(approve=deny)
+    args = ("--faux-script", str(script), "--permission-mode", "auto")
+    async with worker_process(session, env, *args) as worker, connected(client, worker.socket):
+        await client.root.send({"content": "go"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+        (result,) = results(client)
+    if trusted:
+        assert f"the deny rule Bash(rm:*) in {settings} matches, so it is denied" in result
+        assert (session.cwd / "keep.txt").exists()
+    else:  # the project's settings are not read: auto mode runs it
+        assert not (session.cwd / "keep.txt").exists()
+    assert client.approvals == []

@@ -1,0 +1,426 @@
+"""Permission rules over a real harness (issue 36 deliver 3): deny beats ask beats allow beats
+the mode, the dialog's narrow standing choice at a scope, session rules that are durable and
+rewindable, the old ``autoAllow`` list still honoured, and ``/permissions``.
+
+The session host composes pico3's harness session facet (faux model), the approval session
+facet and tools that record their runs; the file rules come from an in-memory permission source
+(``kit.RuleSource``, the app's interface; the app's real files are tested in
+``tests/app/test_permissions.py`` and through the real worker). Presentations reach the
+session's services through chord's loopback source, as a TUI process reaches the worker.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.abc import TaskGroup
+
+from chord.context import BACKGROUND, Context
+from chord.facets import FacetEnvironment, FacetHost, create_facet_host, define_facet
+from chord.remote import RemoteServiceError
+from facets_approval.contract import ApprovalMode, ApprovalRulesService
+from facets_approval.permissions_tui import permissions_tui_facet
+from facets_approval.session import plan_mode_reason, rule_block_reason, session_facet
+from facets_approval.tui import tui_facet
+from pico3 import HarnessService, HarnessServiceApi, harness_session_facet
+from pico3.harness import ConversationHandle, HarnessOptions
+from pico3.models.faux import FauxProvider, FauxStep, faux_response, faux_tool_call
+from pico3.storage import JsonlStorage, MemoryStorage, Storage
+from pico3.tools import ToolDeclaration, ToolResult
+from pico3.turn.models import Models
+
+pytestmark = pytest.mark.anyio
+
+MODEL = {"provider": "faux", "modelId": "faux-1"}
+TOOLS = ("read", "grep", "write", "edit", "bash")
+SAFE = frozenset({"read", "grep"})
+USER = "user/config.toml"
+
+
+def call(name: str, call_id: str, **args: Any) -> Any:
+    return faux_tool_call(name, args, id=call_id)
+
+
+def turn(*calls: Any) -> FauxStep:
+    return faux_response(*calls)
+
+
+@dataclass
+class Session:
+    worker: HarnessServiceApi
+    host: FacetHost
+    group: TaskGroup
+    runs: list[tuple[str, dict[str, Any]]]
+
+    async def root(self) -> ConversationHandle:
+        return await self.worker.harness.root(BACKGROUND)
+
+    async def run(self, text: str, conversation: ConversationHandle | None = None) -> None:
+        target = conversation or await self.root()
+        handle = await target.send(text, BACKGROUND)
+        with anyio.fail_after(10):
+            await handle.wait(BACKGROUND)
+
+    async def results(self, conversation: ConversationHandle | None = None) -> dict[str, str]:
+        """The tool results' texts by call id (the newest wins)."""
+        target = conversation or await self.root()
+        out: dict[str, str] = {}
+        for entry in reversed(await target.entries(BACKGROUND, limit=200)):
+            if entry.kind == "pi.tool_result":
+                message: Any = entry.model
+                out[message[0]["toolCallId"]] = message[0]["content"][0]["text"]
+        return out
+
+
+@asynccontextmanager
+async def session(
+    script: Sequence[FauxStep],
+    workspace: Path,
+    *,
+    source: Any = None,
+    storage: Callable[[], Storage] = MemoryStorage,
+    facets: Sequence[Any] = (session_facet,),
+    protected: Sequence[str] = (),
+) -> AsyncIterator[Session]:
+    services: dict[str, Any] = {
+        "models": Models([FauxProvider(script)]),
+        "workspace": str(workspace),
+        "guarded_paths": list(protected),
+    }
+    if source is not None:
+        services["permission_rules"] = source
+    runs: list[tuple[str, dict[str, Any]]] = []
+    workers: list[HarnessServiceApi] = []
+
+    def declaration(name: str) -> ToolDeclaration:
+        async def execute(args: dict[str, Any], api: Any, ctx: Context) -> ToolResult:
+            runs.append((name, args))
+            return ToolResult.text(f"{name} ran")
+
+        replay = "safe" if name in SAFE else "unsafe"
+        return ToolDeclaration(
+            name, f"The {name} tool.", {"type": "object"}, execute, replay=replay
+        )
+
+    def worker(env: FacetEnvironment) -> None:
+        harness = env.use(HarnessService)
+        workers.append(harness)
+
+        def activate() -> None:
+            for name in TOOLS:
+                tool = declaration(name)
+                env.own(harness.add_registration(lambda h, d=tool: h.register_tool(d)))
+
+        env.on_activate(activate)
+
+    async with anyio.create_task_group() as group:
+        harness = harness_session_facet(
+            storage, HarnessOptions(services=services), task_group=group
+        )
+        async with create_facet_host(
+            [harness, *facets, define_facet("test/worker", worker)]
+        ) as host:
+            (service,) = workers
+            await service.resume(BACKGROUND)
+            root = await service.harness.root(BACKGROUND)
+            await root.set_config({"model": MODEL, "selectedTools": list(TOOLS)}, BACKGROUND)
+            yield Session(service, host, group, runs)
+        group.cancel_scope.cancel()
+
+
+class CommandTui:
+    """The scripted ``Tui`` plus what ``/permissions`` needs: commands and notices."""
+
+    def __init__(self, kit: Any) -> None:
+        self.scripted = kit.ScriptedTui()
+        self.commands: dict[str, Any] = {}
+        self.notices: list[tuple[str, str]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.scripted, name)
+
+    def notify(self, message: str, *, severity: str = "information") -> None:
+        self.notices.append((message, severity))
+
+    def register_command(self, name: str, description: str, handler: Any) -> Callable[[], None]:
+        self.commands[name] = handler
+        return lambda: self.commands.pop(name, None)
+
+
+@dataclass
+class Client:
+    tui: Any
+    modes: Any
+    rules: Any
+    commands: CommandTui = field(repr=False, default=None)  # type: ignore[assignment]
+
+
+@asynccontextmanager
+async def client(s: Session, kit: Any) -> AsyncIterator[Client]:
+    """The dialog and ``/permissions`` facets over a scripted ``Tui``, plus a facet using the
+    mode and rules services."""
+    found: list[Any] = []
+
+    def services(env: FacetEnvironment) -> None:
+        found.extend([env.use(ApprovalMode), env.use(ApprovalRulesService)])
+
+    commands = CommandTui(kit)
+    facets = [tui_facet, permissions_tui_facet, define_facet("services", services)]
+    async with kit.presentation(s.host, facets, commands, s.group):
+        yield Client(commands.scripted, found[0], found[1], commands)
+
+
+STANDING = ["allow", "rule:session", "rule:user", "deny"]
+
+
+@pytest.mark.parametrize("mode", ["ask", "accept-edits", "auto", "plan"])
+async def test_deny_beats_ask_beats_allow_beats_the_mode(
+    kit: Any, tmp_path: Path, mode: str
+) -> None:
+    source = kit.RuleSource(
+        {USER: [("allow", "Bash"), ("ask", "Bash(git push:*)"), ("deny", "Bash(rm:*)")]}
+    )
+    script = [
+        turn(call("bash", "ls", command="ls -la"), call("bash", "push", command="git push"),
+             call("bash", "rm", command="cd x && rm -rf build")),
+        faux_response("done"),
+    ]  # fmt: skip
+    async with session(script, tmp_path, source=source) as s, client(s, kit) as c:
+        await c.modes.set_mode(mode, BACKGROUND)
+        handle = await (await s.root()).send("go", BACKGROUND)
+        if mode != "plan":  # the ask rule asks even in auto and beats the allow rule
+            prompt = await c.tui.next_prompt()
+            assert prompt.title == "Allow bash?"
+            assert prompt.body.startswith(
+                f"This asks because the ask rule Bash(git push:*) in {USER} matches."
+            )
+            assert prompt.choices == ["allow", "deny"]  # no standing rule against an ask rule
+            prompt.answer("allow")
+        with anyio.fail_after(10):
+            await handle.wait(BACKGROUND)
+        results = await s.results()
+    denied = rule_block_reason("bash", f"the deny rule Bash(rm:*) in {USER} matches")
+    assert denied in results["rm"]  # in every mode, plan and auto included
+    if mode == "plan":  # plan stays read-only whatever allow rules say
+        assert plan_mode_reason("bash") in results["ls"]
+        assert plan_mode_reason("bash") in results["push"]
+        assert s.runs == [] and c.tui.prompts == []
+    else:
+        assert results["ls"] == results["push"] == "bash ran"
+        assert sorted(args["command"] for _, args in s.runs) == ["git push", "ls -la"]
+        assert len(c.tui.prompts) == 1
+
+
+async def test_read_only_tools_follow_deny_and_ask_rules_even_in_auto(
+    kit: Any, tmp_path: Path
+) -> None:
+    source = kit.RuleSource(
+        {USER: [("deny", "Read(./.env)"), ("ask", "Read(./secrets/**)"), ("allow", "Read")]},
+        root=str(tmp_path),
+    )
+    script = [
+        turn(call("read", "env", path=".env"), call("grep", "key", path="secrets/k", pattern="x"),
+             call("read", "readme", path="README.md")),
+        faux_response("done"),
+    ]  # fmt: skip
+    async with session(script, tmp_path, source=source) as s, client(s, kit) as c:
+        await c.modes.set_mode("auto", BACKGROUND)
+        handle = await (await s.root()).send("go", BACKGROUND)
+        prompt = await c.tui.next_prompt()
+        assert prompt.title == "Allow grep?"
+        assert f"the ask rule Read(./secrets/**) in {USER} matches" in prompt.body
+        prompt.answer("deny")
+        with anyio.fail_after(10):
+            await handle.wait(BACKGROUND)
+        results = await s.results()
+    assert (
+        rule_block_reason("read", f"the deny rule Read(./.env) in {USER} matches") in results["env"]
+    )
+    assert "the user denied this call" in results["key"]
+    assert s.runs == [("read", {"path": "README.md"})]
+
+
+async def test_no_allow_rule_covers_a_guarded_path(kit: Any, tmp_path: Path) -> None:
+    source = kit.RuleSource({USER: [("allow", "Edit")]})  # every edit and write
+    guarded = str(tmp_path / ".coding-agent" / "facets" / "x.py")
+    script = [
+        turn(
+            call("write", "ok", path="ok.txt", content="x"),
+            call("write", "bad", path=guarded, content="x"),
+        ),
+        faux_response("done"),
+    ]
+    async with (
+        session(script, tmp_path, source=source, protected=[str(tmp_path / ".coding-agent")]) as s,
+        client(s, kit) as c,
+    ):
+        handle = await (await s.root()).send("go", BACKGROUND)
+        prompt = await c.tui.next_prompt()  # only the guarded one asks
+        assert prompt.body.startswith("This asks in every mode but auto: ")
+        assert prompt.choices == ["allow", "deny"]  # and offers no standing rule
+        prompt.answer("deny")
+        with anyio.fail_after(10):
+            await handle.wait(BACKGROUND)
+    assert s.runs == [("write", {"path": "ok.txt", "content": "x"})]
+
+
+async def test_the_dialog_offers_a_narrow_rule_at_each_scope_and_keeps_the_chosen_one(
+    kit: Any, tmp_path: Path
+) -> None:
+    source = kit.RuleSource(scopes=("project", "user"), root=str(tmp_path))
+    script = [
+        turn(call("bash", "c1", command="npm run test -- --watch")), faux_response("one"),
+        turn(call("bash", "c2", command="npm run test")), faux_response("two"),
+        turn(call("bash", "c3", command="npm run test && npm run lint")), faux_response("three"),
+        turn(call("edit", "c4", path="src/app.py", edits=[])), faux_response("four"),
+    ]  # fmt: skip
+    async with session(script, tmp_path, source=source) as s, client(s, kit) as c:
+        handle = await (await s.root()).send("first", BACKGROUND)
+        first = await c.tui.next_prompt()
+        assert first.choices == ["allow", "rule:session", "rule:project", "rule:user", "deny"]
+        first.answer("rule:project")
+        with anyio.fail_after(10):
+            await handle.wait(BACKGROUND)
+        assert source.files == {"project/config.toml": [("allow", "Bash(npm run test:*)")]}
+        await s.run("second")  # covered by the project rule: no dialog
+        assert len(c.tui.prompts) == 1
+        handle = await (await s.root()).send("third", BACKGROUND)
+        third = await c.tui.next_prompt()  # `npm run lint` is the one part not covered yet
+        assert third.choices == ["allow", "rule:session", "rule:project", "rule:user", "deny"]
+        third.answer("deny")
+        with anyio.fail_after(10):
+            await handle.wait(BACKGROUND)
+        handle = await (await s.root()).send("fourth", BACKGROUND)
+        fourth = await c.tui.next_prompt()
+        assert fourth.choices == ["allow", "rule:session", "rule:project", "rule:user", "deny"]
+        fourth.answer("rule:session")
+        with anyio.fail_after(10):
+            await handle.wait(BACKGROUND)
+        state = await c.rules.refresh(BACKGROUND)
+    assert {(r["rule"], r["source"]) for r in state["rules"]} == {
+        ("Bash(npm run test:*)", "project/config.toml"),
+        ("Edit(./src/app.py)", "session"),
+    }
+    assert [args.get("command") for name, args in s.runs if name == "bash"] == [
+        "npm run test -- --watch",
+        "npm run test",
+    ]
+
+
+async def test_a_session_rule_is_durable_across_a_restart_and_rewound_with_the_conversation(
+    kit: Any, tmp_path: Path
+) -> None:
+    storage = lambda: JsonlStorage(tmp_path / "session", fsync=False)  # noqa: E731
+    script = [turn(call("bash", "c1", command="git status")), faux_response("one")]
+    async with session(script, tmp_path, storage=storage) as s, client(s, kit) as c:
+        handle = await (await s.root()).send("first", BACKGROUND)
+        (await c.tui.next_prompt()).answer("rule:session")
+        with anyio.fail_after(10):
+            await handle.wait(BACKGROUND)
+    again = [turn(call("bash", "c2", command="git status -s")), faux_response("two")] * 2
+    async with session(again, tmp_path, storage=storage) as s, client(s, kit) as c:
+        root = await s.root()
+        rewindable = await root.rewindable(BACKGROUND)
+        assert rewindable["plugins"]["approval"]["rules"] == ["Bash(git status:*)"]
+        await s.run("after the restart")  # the stored rule allows it: no dialog
+        assert c.tui.prompts == [] and len(s.runs) == 1
+        entries = await root.entries(BACKGROUND, limit=100)
+        first_prompt = min(e.id for e in entries if e.kind == "pi.user")
+        rewound = await root.fork(first_prompt, BACKGROUND)  # a rewind: before the choice
+        assert (await rewound.rewindable(BACKGROUND))["plugins"]["approval"]["rules"] == []
+        handle = await rewound.send("on the rewound branch", BACKGROUND)
+        prompt = await c.tui.next_prompt()  # the rule is gone on this branch: it asks
+        assert prompt.title == "Allow bash?"
+        prompt.answer("deny")
+        with anyio.fail_after(10):
+            await handle.wait(BACKGROUND)
+
+
+async def test_an_old_auto_allow_list_is_honoured_listed_and_removable(
+    kit: Any, tmp_path: Path
+) -> None:
+    storage = lambda: JsonlStorage(tmp_path / "session", fsync=False)  # noqa: E731
+    async with session([], tmp_path, storage=storage, facets=()) as s:
+        # What "Always allow bash in this conversation" stored before permission rules.
+        ns = s.worker.harness.namespace("approval", {"sticky": {"autoAllow": []}})
+        await (await s.root()).commit(
+            lambda tx, _ctx: tx.plugins(ns).__setitem__("autoAllow", ["bash"]), BACKGROUND
+        )
+        ns.unregister()
+    script = [turn(call("bash", "c1", command="make")), faux_response("one")] * 2
+    async with session(script, tmp_path, storage=storage) as s, client(s, kit) as c:
+        await s.run("first")
+        assert c.tui.prompts == [] and len(s.runs) == 1  # still honoured
+        state = await c.rules.refresh(BACKGROUND)
+        entry = {"rule": "bash", "kind": "allow", "source": "autoAllow", "scope": "session"}
+        assert state["rules"] == [entry]
+        await c.rules.remove(entry, BACKGROUND)
+        handle = await (await s.root()).send("second", BACKGROUND)
+        (await c.tui.next_prompt()).answer("deny")  # it asks again
+        with anyio.fail_after(10):
+            await handle.wait(BACKGROUND)
+        with pytest.raises(
+            RemoteServiceError, match=r"No allow rule bash in autoAllow \(already removed\?\)"
+        ):
+            await c.rules.remove(entry, BACKGROUND)
+
+
+async def test_an_invalid_rule_is_reported_once_with_its_file_and_why(
+    kit: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = kit.RuleSource({USER: [("allow", "Bash(git * x)"), ("deny", "Read(./.env)")]})
+    script = [turn(call("bash", "c1", command="git diff x")), faux_response("one")]
+    problem = (
+        f"{USER}: allow rule 'Bash(git * x)' is invalid (a `*` (or another pattern or $expansion) "
+        "is allowed only at the end, as a prefix: Bash(git log:*)); it is ignored"
+    )
+    with caplog.at_level(logging.WARNING, logger="facets_approval"):
+        async with session(script, tmp_path, source=source) as s, client(s, kit) as c:
+            handle = await (await s.root()).send("go", BACKGROUND)
+            (await c.tui.next_prompt()).answer("deny")  # the bad allow rule allows nothing
+            with anyio.fail_after(10):
+                await handle.wait(BACKGROUND)
+            state = await c.rules.refresh(BACKGROUND)
+            await c.rules.refresh(BACKGROUND)
+    assert state["problems"] == [problem]
+    assert state["rules"] == [
+        {"rule": "Read(./.env)", "kind": "deny", "source": USER, "scope": "user"}
+    ]
+    logged = [r.getMessage() for r in caplog.records if "permission rules" in r.getMessage()]
+    assert logged == [f"permission rules: {problem}"]  # once, however often it was read
+    assert c.commands.notices == [(f"Permission rules: {problem}", "warning")]
+
+
+async def test_permissions_lists_every_rule_with_its_source_and_removes_one(
+    kit: Any, tmp_path: Path
+) -> None:
+    source = kit.RuleSource(
+        {USER: [("allow", "Bash(ls:*)")], "claude/settings.json": [("deny", "Read(./.env)")]}
+    )
+    async with session([], tmp_path, source=source) as s, client(s, kit) as c:
+        command = c.commands.commands["permissions"]
+        async with anyio.create_task_group() as group:
+            group.start_soon(command, "", BACKGROUND)
+            listing = await c.tui.next_prompt()
+            assert listing.title == "Permission rules (2): Enter removes the chosen one"
+            assert listing.choices == ["1", "0"]  # deny first, then allow
+            listing.answer("0")
+            confirm = await c.tui.next_prompt()
+            assert confirm.title == "Remove the allow rule Bash(ls:*)?"
+            assert confirm.choices == ["remove", "keep"]
+            confirm.answer("remove")
+        assert source.files[USER] == []
+        assert source.files["claude/settings.json"] == [("deny", "Read(./.env)")]
+        assert c.commands.notices[-1] == (
+            f"Removed the allow rule Bash(ls:*) from {USER}",
+            "information",
+        )
+        state = await c.rules.refresh(BACKGROUND)
+        assert [r["rule"] for r in state["rules"]] == ["Read(./.env)"]
