@@ -15,6 +15,7 @@ import pytest
 PUBLIC: dict[str, frozenset[str]] = {
     "pico3": frozenset(
         {
+            "ApprovalAuthority",
             "ArgumentSchema",
             "BeforeToolApi",
             "BLOB_LIMIT",
