@@ -16,8 +16,9 @@ hold it. In ``print`` mode the text of the final answer is the only thing writte
 event is one line of JSON, and the last is ``{"type": "result", "ok", "status", "text",
 "error"?, "blocked"?}``. Failures go to ``err`` as ``coding-agent: error: ...`` lines. The exit
 code is 0 when the turn ended ``done``, 1 when it did not (the provider or model failed), 3 when
-it ended but a tool call was blocked because nobody could approve it, 5 when the session's
-storage failed (disk full, I/O error, read-only): one ``coding-agent: error:`` line says so.
+it ended but a tool call was blocked because nobody could approve it (``--approve deny``, or no
+approval package serves the session: the line names the package and the command that restores
+it), 5 when the session's storage failed (disk full, I/O error, read-only): one ``coding-agent: error:`` line says so.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ __all__ = [
     "run_headless",
     "run_json",
     "run_print",
+    "unapproved_calls",
 ]
 
 HeadlessMode = Literal["print", "json"]
@@ -423,6 +425,7 @@ def report_turn(
     status, detail, text, entries, model = (
         turn.status, turn.detail, turn.text, turn.entries, turn.model
     )  # fmt: skip
+    blocked = [*blocked, *unapproved_calls(entries)]
     ok = status == "done"
     code = EXIT_OK if ok else EXIT_FAILED
     answered = any(
@@ -444,11 +447,10 @@ def report_turn(
     out.flush()
     for request in blocked:
         name = str(request.get("name") or "tool")
-        print(
-            f"coding-agent: error: blocked the {_describe(request, ' call')}: it needs approval, "
-            f"and -p/--json asks nobody; allow it with {_remedy(name)}",
-            file=errors,
-        )
+        why = request.get("reason")
+        if not isinstance(why, str):
+            why = f"it needs approval, and -p/--json asks nobody; allow it with {_remedy(name)}"
+        print(f"coding-agent: error: blocked the {_describe(request, ' call')}: {why}", file=errors)
     if not ok:
         why = f": {detail}" if detail else ""
         print(f"coding-agent: error: the turn ended {status} (model {model}){why}", file=errors)
@@ -456,6 +458,47 @@ def report_turn(
         code = EXIT_BLOCKED
     errors.flush()
     return code
+
+
+def unapproved_calls(entries: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls the harness blocked because no approval package serves the session
+    (docs/design/harness.md#approval-gate: a tool result with the diagnostic code
+    ``unapproved``), as ``{name, args, reason}``, in order. No flag allows them: the reason
+    names the missing package and the command that restores it."""
+    calls: dict[str, dict[str, Any]] = {}
+    found: list[dict[str, Any]] = []
+    for entry in (entries[key] for key in sorted(entries)):
+        messages: list[Any] = entry.get("model") or []
+        for message in messages:
+            if not isinstance(message, dict):
+                continue
+            message = cast(dict[str, Any], message)
+            for block in message.get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "toolCall":
+                    call = cast(dict[str, Any], block)
+                    calls[str(call.get("id"))] = call
+            if message.get("role") != "toolResult" or entry.get("kind") != "pi.tool_result":
+                continue
+            diagnostics = (entry.get("data") or {}).get("diagnostics") or []
+            reason = next(
+                (
+                    str(d.get("message", ""))
+                    for d in diagnostics
+                    if isinstance(d, dict) and d.get("code") == "unapproved"
+                ),
+                None,
+            )
+            if reason is None:
+                continue
+            call = calls.get(str(message.get("toolCallId")), {})
+            found.append(
+                {
+                    "name": message.get("toolName") or call.get("name"),
+                    "args": call.get("arguments"),
+                    "reason": reason.removeprefix("Tool call blocked: "),
+                }
+            )
+    return found
 
 
 def _config(

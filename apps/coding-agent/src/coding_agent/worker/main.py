@@ -88,6 +88,7 @@ from coding_agent.config import ConfigError, load_config
 from coding_agent.package_reload import PackageReloader, reload_service_facet, scan_packages
 from coding_agent.permission_modes import PERMISSION_MODES
 from coding_agent.private import PrivacyError, private_dir, socket_folder
+from coding_agent.safety import unapproved_reason
 from coding_agent.sessions import Session, SessionError, load_session, state_home, update_settings
 from coding_agent.trust import (
     TrustError,
@@ -371,7 +372,11 @@ async def open_session_host(
             "protected_paths": protected_paths(session, config),
             **_project_services(session.cwd, config.env),
         }
-        options = HarnessOptions(services=services, on_report=on_error)
+        # No approval package, no unapproved calls: pico3 blocks them (the approval gate) and
+        # the model and the user read which package is missing and what restores it.
+        options = HarnessOptions(
+            services=services, on_report=on_error, unapproved=unapproved_reason()
+        )
         features = [facet for generation in generations for facet in generation.facets]
         box: dict[str, HarnessServiceApi] = {}
         status = WorkerStatus(
