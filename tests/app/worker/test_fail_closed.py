@@ -1,7 +1,8 @@
 """Approvals fail closed in the real session worker (issue 36, item 1): a ``/reload`` that
 retires the approval package, or whose new generation fails to load, leaves the session with no
 approval authority, and the next call that needs approval is blocked (named package, nothing
-run), even in ``auto`` mode. (Absent and removed packages: tests/app/test_fail_closed_install.py.)
+run), even in ``auto`` mode; an installed approval package that fails to load at start is
+skipped and ``-p`` exits 3. (Absent and removed packages: tests/app/test_fail_closed_install.py.)
 
 The worker runs in this process (:func:`open_session_host`, as ``-p`` does) with the approval
 package from a ``--facets-dir`` copy, so the test can take it away or break it; ``/reload`` is the
@@ -10,6 +11,7 @@ worker's own ``coding-agent.reload`` service.
 
 from __future__ import annotations
 
+import io
 import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,6 +23,7 @@ import pytest
 from worker_support import TIMEOUT, write_script
 
 from chord import BACKGROUND, FacetEnvironment, define_facet
+from coding_agent.headless import EXIT_BLOCKED, run_headless
 from coding_agent.package_reload import ReloadService
 from coding_agent.sessions import Session
 from coding_agent.worker.main import SessionRuntime, WorkerConfig, open_session_host
@@ -121,3 +124,43 @@ async def test_an_approval_package_that_fails_to_load_on_reload_blocks_the_next_
         assert outcome["outcome"] == "failed" and outcome["ok"] is False
         _blocked_for_want_of_approval(await _turn(runtime))
         assert not (session.cwd / "two.txt").exists()
+
+
+async def test_an_installed_approval_package_that_fails_to_load_blocks_and_p_exits_3(
+    session: Session,
+    agent_env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # An install of facets-approval whose code does not import, found first on sys.path (the
+    # first distribution of a name wins, as in importlib.metadata): the worker skips it, logs
+    # why, and starts without an approval authority.
+    site = tmp_path / "site"
+    package = site / "facets_approval_broken"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "plugin.py").write_text("def chord_facets(:\n")
+    dist_info = site / "facets_approval-0.1.0.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: facets-approval\nVersion: 0.1.0\n"
+    )
+    (dist_info / "entry_points.txt").write_text(
+        "[chord.facets]\nfacets-approval = facets_approval_broken.plugin\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("CHORD_CODE_CACHE", "off")
+    script = write_script(tmp_path / "s.json", [_bash("touch x.txt"), {"text": "done"}])
+    config = WorkerConfig(session, faux_script=script, fsync=False, env=agent_env)
+    out, err = io.StringIO(), io.StringIO()
+    assert await run_headless("go", config, mode="print", out=out, err=err) == EXIT_BLOCKED
+    assert out.getvalue() == "done\n"
+    assert err.getvalue() == (
+        "coding-agent: error: blocked the bash call (touch x.txt): bash needs approval and no "
+        "approval package serves this session, so it was not run: facets-approval is installed "
+        "but not serving this session (it failed to load or a reload retired it: see the "
+        "worker's log); /reload loads it again, or start the agent again.\n"
+    )
+    assert "skipping a broken facet package: facet package 'facets-approval'" in caplog.text
+    assert not (session.cwd / "x.txt").exists()

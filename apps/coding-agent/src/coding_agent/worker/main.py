@@ -73,6 +73,7 @@ from chord import (
     FacetEnvironment,
     FacetGeneration,
     FacetHost,
+    FacetLoadError,
     ReloadCoordinator,
     ReloadReport,
     RemoteServiceError,
@@ -280,15 +281,31 @@ async def prepare_root(
 def load_features(config: WorkerConfig) -> list[FacetGeneration]:
     """Load one generation of every feature package's ``"session"`` facets: the installed ones
     (entry points ``chord.facets``, unless ``installed_features`` is off) and ``facets_dirs``.
-    A broken installed package is logged and skipped; a broken folder raises."""
+    A broken installed package (its entry point, or its import) is logged and skipped, so the
+    session starts without it (without facets-approval, pico3's approval gate then blocks every
+    call that needs approval, naming the package); a broken folder raises (it was asked for)."""
 
-    def skip(error: FacetDiscoveryError) -> None:
+    def skip(error: FacetDiscoveryError | FacetLoadError) -> None:
         _log.error("skipping a broken facet package: %s", error)
 
     packages = discover_facet_packages(
         config.facets_dirs, installed=config.installed_features, on_error=skip
     )
-    return load_facet_packages(packages, "session")
+    loaded: list[FacetGeneration] = []
+    try:
+        for package in packages:
+            if package.folder is not None:
+                loaded.extend(load_facet_packages([package], "session"))
+                continue
+            try:
+                loaded.extend(load_facet_packages([package], "session"))
+            except FacetLoadError as error:
+                skip(error)
+    except BaseException:
+        for generation in reversed(loaded):
+            generation.purge()
+        raise
+    return loaded
 
 
 def protected_paths(session: Session, config: WorkerConfig) -> list[str]:
