@@ -508,9 +508,7 @@ async def run_load(config: LoadConfig, directory: Path) -> LoadReport:
     barriers = _Barriers(config.tools_per_turn, config.timeout)
     step = _model_step(config.tools_per_turn, config.payload_bytes)
     faux = FauxProvider([step] * (2 * config.conversations * config.rounds))
-    options = HarnessOptions(
-        require_approval=False, services={"models": Models([faux])}, on_report=errors.append
-    )
+    options = HarnessOptions(services={"models": Models([faux])}, on_report=errors.append)
     kind = _supervisor(config.tools_per_turn)
     tool = _declare(barriers)
     socket = directory / "worker.sock"
@@ -708,7 +706,7 @@ async def run_baseline(config: LoadConfig, directory: Path, turns: int) -> tuple
     barriers = _Barriers(config.tools_per_turn, config.timeout)
     step = _model_step(config.tools_per_turn, config.payload_bytes)
     faux = FauxProvider([step] * (2 * turns))
-    options = HarnessOptions(require_approval=False, services={"models": Models([faux])})
+    options = HarnessOptions(services={"models": Models([faux])})
     harness = await Harness.open(
         JsonlStorage(directory / "baseline", fsync=False), options, BACKGROUND
     )
