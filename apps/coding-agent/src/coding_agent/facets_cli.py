@@ -1,7 +1,7 @@
 """``coding-agent facets add|list|remove``: feature packages in the agent's own environment.
 
-* ``facets add PATH`` installs the package at PATH **editable** (edits reload with ``--dev`` or
-  ``/reload``); ``facets add REQUIREMENT`` installs a requirement (``my-feature==1.2``, a wheel,
+* ``facets add PATH`` installs the package folder at PATH **editable** (edits reload with
+  ``--dev`` or ``/reload``; a wheel file at PATH is installed as it is); ``facets add REQUIREMENT`` installs a requirement (``my-feature==1.2``, a wheel,
   a URL). Both install into the environment this agent runs from (``sys.executable``), with
   ``uv pip`` when uv is on PATH, else ``python -m pip``. An installed package is enabled: the
   next session loads it, and a running agent loads it on ``/reload``.
@@ -183,12 +183,12 @@ def run_facets_command(args: Any, cwd: Path) -> int:
         if command == "add":
             target: str = args.target
             path = Path(target).expanduser()
-            editable = path.exists()
+            editable = path.is_dir()  # a folder; a wheel file is installed as it is
             before = {p.name for p in installed_facet_packages(on_error=lambda _error: None)}
             if editable:
                 _run_installer(["install", "-e", str(path.resolve())])
             else:
-                _run_installer(["install", target])
+                _run_installer(["install", str(path.resolve()) if path.is_file() else target])
             after = installed_facet_packages(on_error=lambda _error: None)
             added = [p for p in after if p.name not in before]
             if not added:

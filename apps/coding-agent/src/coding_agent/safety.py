@@ -58,30 +58,37 @@ DEFAULT_PACKAGES: tuple[str, ...] = (
 _APP_DISTRIBUTION = "pico-coding-agent"
 
 
-def source_checkout() -> Path | None:
-    """The clone the agent was installed from, when it is known: the workspace this module
-    runs from (an editable or ``uv run`` install), else the folder recorded in the app's
-    ``direct_url.json`` (``uv tool install ./apps/coding-agent``, ``pip install
-    ./apps/coding-agent``). ``None`` for a wheel or an index install."""
-    here = Path(__file__).resolve()
-    candidates: list[Path] = []
-    if len(here.parents) > 4:
-        candidates.append(here.parents[4])  # <clone>/apps/coding-agent/src/coding_agent/
+def _installed_from() -> Path | None:
+    """The local path the app was installed from (``direct_url.json``): its project folder
+    (``uv tool install ./apps/coding-agent``, ``pip install ./apps/coding-agent``) or its wheel
+    (``pip install dist/*.whl``). ``None`` for an index install or when nothing is recorded."""
     try:
         import importlib.metadata  # here: only a block or `doctor` needs it
 
         text = importlib.metadata.distribution(_APP_DISTRIBUTION).read_text("direct_url.json")
     except Exception:
-        text = None
-    if text:
-        try:
-            url = json.loads(text).get("url", "")
-        except (ValueError, AttributeError):
-            url = ""
-        parsed = urlparse(url) if isinstance(url, str) else None
-        if parsed is not None and parsed.scheme == "file":
-            app = Path(unquote(parsed.path))
-            candidates.append(app.parent.parent)  # <clone>/apps/coding-agent
+        return None
+    try:
+        url = json.loads(text or "{}").get("url", "")
+    except (ValueError, AttributeError):
+        return None
+    parsed = urlparse(url) if isinstance(url, str) else None
+    if parsed is None or parsed.scheme != "file":
+        return None
+    return Path(unquote(parsed.path))
+
+
+def source_checkout() -> Path | None:
+    """The clone the agent was installed from, when it is known: the workspace this module
+    runs from (an editable or ``uv run`` install), else the clone holding the project folder
+    recorded in the app's ``direct_url.json``. ``None`` for a wheel or an index install."""
+    here = Path(__file__).resolve()
+    candidates: list[Path] = []
+    if len(here.parents) > 4:
+        candidates.append(here.parents[4])  # <clone>/apps/coding-agent/src/coding_agent/
+    origin = _installed_from()
+    if origin is not None and origin.suffix != ".whl":
+        candidates.append(origin.parent.parent)  # <clone>/apps/coding-agent
     for root in candidates:
         if (root / "packages" / APPROVAL_PACKAGE / "pyproject.toml").is_file():
             return root
@@ -89,10 +96,16 @@ def source_checkout() -> Path | None:
 
 
 def restore_command(package: str) -> str:
-    """The command that installs ``package`` again into this agent's environment."""
+    """The command that installs ``package`` again into this agent's environment: from the
+    clone the agent came from, else from the wheel beside the app's own wheel."""
     root = source_checkout()
     if root is not None:
         return f"coding-agent facets add {root / 'packages' / package}"
+    origin = _installed_from()
+    if origin is not None and origin.suffix == ".whl":
+        wheels = sorted(origin.parent.glob(f"{package.replace('-', '_')}-*.whl"))
+        if wheels:
+            return f"coding-agent facets add {wheels[-1]}"
     return (
         f"coding-agent facets add <the agent's source>/packages/{package} (or install the "
         "agent again the way you installed it: its packages come with it)"
