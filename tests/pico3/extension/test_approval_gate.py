@@ -148,10 +148,12 @@ async def test_calls_run_while_the_authority_is_live_and_are_blocked_once_it_is_
         await h.resume(BACKGROUND)
         await _turn(root, h)
         assert tools.ran == ["effect"] and authority.alive
+        assert h.approval_authorities() == [authority]
         authority()  # the feature's uninstall
         authority()  # idempotent
         await _turn(root, h)
         assert tools.ran == ["effect"] and not authority.alive
+        assert h.approval_authorities() == []
         # a new authority; then its *hook* goes (the namespace retired by a reload): none again
         second = install_authority(h, name="approval2")
         await _turn(root, h)

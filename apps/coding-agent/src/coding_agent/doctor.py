@@ -97,7 +97,7 @@ async def _provides_authority(facets: tuple[object, ...]) -> bool:
         )
         async with host:
             await box[0].resume(BACKGROUND)
-            live = bool(box[0].harness.approval.live())
+            live = bool(box[0].harness.approval_authorities())
         group.cancel_scope.cancel()
     return live
 

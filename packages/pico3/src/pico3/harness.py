@@ -98,6 +98,8 @@ class Harness:
         # re-established by code at startup or reload; never durable.
         self.tools = ToolRegistry()
         self.sections = SectionRegistry()
+        # The approval gate pi.tool applies (docs/design/harness.md#approval-gate): on unless
+        # the options say otherwise; its authorities are registrations like the others.
         self.approval = ApprovalGate(required=options.require_approval, reason=options.unapproved)
         kinds = self._scheduler.kinds
         self.hook_registry = HookRegistry(
@@ -193,6 +195,11 @@ class Harness:
         if isinstance(hook, HookRegistration) and hook not in self.hook_registry.registrations():
             raise ValueError(f"{hook!r} is not a live hook registration of this harness")
         return self.approval.register(hook)
+
+    def approval_authorities(self) -> list[ApprovalAuthority]:
+        """The live approval authorities, in registration order (none: every call that needs
+        approval is blocked; docs/design/harness.md#approval-gate)."""
+        return self.approval.live()
 
     async def resume(self, ctx: Context) -> list[int]:
         """Orphan live tasks of unregistered kinds, then start dispatching (once)."""
