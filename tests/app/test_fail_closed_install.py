@@ -104,8 +104,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     uv = shutil.which("uv")
     assert uv is not None, "uv is on PATH wherever this workspace's tests run (uv run pytest)"
     agent = Installed(tmp_path_factory.mktemp("uv-tool"))
+    # --reinstall: build this checkout's packages afresh (uv reuses a cached build of a local
+    # package whose pyproject.toml did not change)
+    app = str(ROOT / "apps" / "coding-agent")
     done = subprocess.run(
-        [uv, "tool", "install", "--python", sys.executable, str(ROOT / "apps" / "coding-agent")],
+        [uv, "tool", "install", "--reinstall", "--python", sys.executable, app],
         env=agent.env,
         capture_output=True,
         text=True,

@@ -59,8 +59,11 @@ def check_safety_package(package_name: str) -> SafetyCheck:
 
         approves = anyio.run(_provides_authority, generation.facets)
     except Exception as error:
+        while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+            error = error.exceptions[0]  # the one failure inside the task group
+        why = f"{type(error).__name__}: {error}"
         return SafetyCheck(
-            package_name, False, f"installed ({where}), loads, but fails to start: {error}"
+            package_name, False, f"installed ({where}), loads, but fails to start: {why}"
         )
     finally:
         generation.purge()
