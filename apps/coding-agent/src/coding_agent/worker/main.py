@@ -294,12 +294,11 @@ def load_features(config: WorkerConfig) -> list[FacetGeneration]:
     loaded: list[FacetGeneration] = []
     try:
         for package in packages:
-            if package.folder is not None:
-                loaded.extend(load_facet_packages([package], "session"))
-                continue
             try:
                 loaded.extend(load_facet_packages([package], "session"))
             except FacetLoadError as error:
+                if package.folder is not None:  # a --facets-dir folder: asked for, so it fails
+                    raise
                 skip(error)
     except BaseException:
         for generation in reversed(loaded):
