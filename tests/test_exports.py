@@ -15,6 +15,7 @@ import pytest
 PUBLIC: dict[str, frozenset[str]] = {
     "pico3": frozenset(
         {
+            "ApprovalAuthority",
             "CHILD_ENVIRONMENT_SERVICE",
             "MIN_SECRET_LENGTH",
             "ChildEnvironment",

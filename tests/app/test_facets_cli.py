@@ -44,3 +44,20 @@ def test_remove_names_an_unknown_package_and_the_fix(capsys: pytest.CaptureFixtu
     err = capsys.readouterr().err
     assert "no installed facet package is named 'no-such-feature'" in err
     assert "coding-agent facets list" in err
+
+
+def test_remove_refuses_a_safety_package_without_force_and_says_what_follows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["facets", "remove", "facets-approval"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(
+        "coding-agent facets remove: error: refusing to remove facets-approval: the agent's "
+        "safety depends on it (without facets-approval, every tool call that needs approval "
+    )
+    assert captured.err.endswith(
+        "Remove it anyway with `coding-agent facets remove facets-approval --force`.\n"
+    )
+    assert main(["facets", "list"]) == 0  # still installed
+    assert any(line.startswith("facets-approval ") for line in capsys.readouterr().out.split("\n"))

@@ -43,7 +43,9 @@ def reports() -> list[BaseException]:
 
 @pytest.fixture
 def options(clock: ManualClock, reports: list[BaseException]) -> HarnessOptions:
-    return HarnessOptions(on_report=reports.append, clock=clock)
+    """The approval gate is off here (nobody approves these tests' tools); it is on by default
+    and tested on its own in tests/pico3/extension/test_approval_gate.py."""
+    return HarnessOptions(on_report=reports.append, clock=clock, require_approval=False)
 
 
 @pytest.fixture

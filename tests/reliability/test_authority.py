@@ -145,7 +145,9 @@ async def open_session(
     path = tmp_path / "session"
     faux = FauxProvider(script or [])
     reports: list[BaseException] = []
-    options = HarnessOptions(on_report=reports.append, services={"models": Models([faux])})
+    options = HarnessOptions(
+        require_approval=False, on_report=reports.append, services={"models": Models([faux])}
+    )
     storage = JsonlStorage(path, fsync=False)
     harness = await Harness.open(storage, options, ctx)
     async with harness:

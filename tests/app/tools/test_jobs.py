@@ -82,7 +82,9 @@ async def open_agent(tmp_path: Path, script: list[FauxStep]) -> AsyncIterator[Ag
     cwd.mkdir(parents=True)
     host = LocalProcessHost(tmp_path / "processes")
     services = {"models": Models([FauxProvider(script)]), "process_host": host}
-    harness = await Harness.open(MemoryStorage(), HarnessOptions(services=services), BACKGROUND)
+    # the job tools alone, no approval feature: the approval gate is off for this harness
+    options = HarnessOptions(services=services, require_approval=False)
+    harness = await Harness.open(MemoryStorage(), options, BACKGROUND)
     try:
         async with harness:
             for spec in builtin_tools():

@@ -67,7 +67,8 @@ async def turn_with_hook(
     options = HarnessOptions(clock=ManualClock(1_000_000), services={"models": Models([faux])})
     async with await Harness.open(MemoryStorage(), options, BACKGROUND) as h:
         h.register_tool(GATED)
-        h.hooks(h.namespace("approval"), TOOL_KIND, {"before_tool": handler})
+        hook = h.hooks(h.namespace("approval"), TOOL_KIND, {"before_tool": handler})
+        h.register_approval_authority(hook)  # the approval gate lets what it allows run
         root = await h.root(BACKGROUND)
         await root.set_config({"model": MODEL, "selectedTools": ["gated"]}, BACKGROUND)
         watch = await root.watch(BACKGROUND)

@@ -39,7 +39,9 @@ def open_harness(storage_factory: Callable[[], Storage]) -> Callable[..., Any]:
         script: Iterable[FauxStep] = (), kinds: Iterable[TaskKind] = ()
     ) -> AsyncIterator[Harness]:
         options = HarnessOptions(
-            clock=ManualClock(), services={"models": Models([FauxProvider(script)])}
+            require_approval=False,
+            clock=ManualClock(),
+            services={"models": Models([FauxProvider(script)])},
         )
         harness = await Harness.open(storage_factory(), options, BACKGROUND)
         async with harness:

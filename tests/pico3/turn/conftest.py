@@ -107,7 +107,10 @@ def open_session(storage_factory: Callable[[], Storage]) -> Callable[..., Any]:
         clock = ManualClock(1_000_000)
         reports: list[BaseException] = []
         options = HarnessOptions(
-            on_report=reports.append, clock=clock, services={"models": Models([faux])}
+            require_approval=False,
+            on_report=reports.append,
+            clock=clock,
+            services={"models": Models([faux])},
         )
         harness = await Harness.open(storage or storage_factory(), options, BACKGROUND)
         async with harness:

@@ -58,7 +58,9 @@ async def main(scenario: str, directory: Path) -> None:
         script = [faux_response("partial answer words ", faux_pause(never), "never")]
     else:
         script = [faux_response(faux_tool_call("effect", {}))]
-    options = HarnessOptions(services={"models": Models([FauxProvider(script)])})
+    options = HarnessOptions(
+        require_approval=False, services={"models": Models([FauxProvider(script)])}
+    )
     harness = await Harness.open(
         JsonlStorage(directory / "store", fsync=False), options, BACKGROUND
     )

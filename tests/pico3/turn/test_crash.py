@@ -55,7 +55,9 @@ async def reopen(
     directory: Path, script: list[Any], **tool: Any
 ) -> tuple[Harness, Any, ManualClock]:
     clock = ManualClock(2_000_000_000_000)
-    options = HarnessOptions(clock=clock, services={"models": Models([FauxProvider(script)])})
+    options = HarnessOptions(
+        require_approval=False, clock=clock, services={"models": Models([FauxProvider(script)])}
+    )
     harness = await Harness.open(
         JsonlStorage(directory / "store", fsync=False), options, BACKGROUND
     )

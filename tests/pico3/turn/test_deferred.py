@@ -254,7 +254,9 @@ async def test_suspend_while_deferred_resumes_polling_without_a_new_request(
 
     async def open_harness() -> tuple[Harness, ManualClock]:
         clock = ManualClock(1_000_000)
-        options = HarnessOptions(clock=clock, services={"models": Models([faux])})
+        options = HarnessOptions(
+            require_approval=False, clock=clock, services={"models": Models([faux])}
+        )
         harness = await Harness.open(JsonlStorage(tmp_path, fsync=False), options, BACKGROUND)
         return harness, clock
 

@@ -33,7 +33,9 @@ async def open_harness(
     path: Path, script: list[Any], *tools: ToolDeclaration
 ) -> tuple[Harness, Any, ManualClock]:
     clock = ManualClock(1_000_000)
-    options = HarnessOptions(clock=clock, services={"models": Models([FauxProvider(script)])})
+    options = HarnessOptions(
+        require_approval=False, clock=clock, services={"models": Models([FauxProvider(script)])}
+    )
     harness = await Harness.open(JsonlStorage(path, fsync=False), options, BACKGROUND)
     for tool in tools:
         harness.register_tool(tool)

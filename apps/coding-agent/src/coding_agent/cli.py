@@ -10,6 +10,7 @@
     coding-agent attach tcp://HOST:PORT/SESSION   the TUI on a session of a coding-agent serve
     coding-agent serve [--listen tcp://HOST:PORT ...]   host sessions (docs/server.md)
     coding-agent config                the effective configuration, and where each value came from
+    coding-agent doctor                are the packages the agent's safety depends on live? (1: no)
     coding-agent -p "prompt"           headless: print the final answer (piped stdin is added to
                                        the prompt: git diff | coding-agent -p "review this")
     coding-agent --json "prompt"       headless: stream the view events as JSON lines
@@ -255,13 +256,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--name", metavar="TEXT", help="name the session (shown in pickers)")
     commands = parser.add_subparsers(
-        dest="command", metavar="{attach,serve,config,sessions,export,facets}"
+        dest="command", metavar="{attach,serve,config,doctor,sessions,export,facets}"
     )
     commands.add_parser(
         "config",
         help="print the effective configuration and where each value came from",
         description="Print the effective configuration (config.toml files, environment, "
         "defaults) and where each value came from.",
+    )
+    commands.add_parser(
+        "doctor",
+        help="check that the packages the agent's safety depends on are live",
+        description="Check that every package the agent's safety depends on (facets-approval) "
+        "is installed, loads and approves tool calls; list the default feature packages. "
+        "Exits 1 when a safety package is not live (tool calls that need approval are then "
+        "blocked).",
     )
     attach = commands.add_parser(
         "attach",
@@ -633,7 +642,9 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
     headless = args.prompt is not None or args.json is not None
     if not headless or args.server is not None:
         start_up_done()  # a TUI, a server, a remote run: no first request of ours is next
-    if headless and args.command in ("attach", "serve", "config", "sessions", "export", "facets"):
+    if headless and args.command in (
+        "attach", "serve", "config", "doctor", "sessions", "export", "facets"
+    ):  # fmt: skip
         parser.error(f"{args.command} does not take -p or --json")
     if args.server is not None and (args.continue_ or args.resume is not None):
         parser.error("--server takes the session in its URL: --server tcp://HOST:PORT/SESSION")
@@ -648,6 +659,10 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         cwd = _cwd()
         if args.command == "config":
             return _print_config(cwd)
+        if args.command == "doctor":
+            from coding_agent.doctor import run_doctor
+
+            return run_doctor(sys.stdout, sys.stderr)
         if args.command == "serve":
             from coding_agent.server.main import run_serve
 

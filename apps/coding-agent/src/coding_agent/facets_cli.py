@@ -1,7 +1,7 @@
 """``coding-agent facets add|list|remove``: feature packages in the agent's own environment.
 
-* ``facets add PATH`` installs the package at PATH **editable** (edits reload with ``--dev`` or
-  ``/reload``); ``facets add REQUIREMENT`` installs a requirement (``my-feature==1.2``, a wheel,
+* ``facets add PATH`` installs the package folder at PATH **editable** (edits reload with
+  ``--dev`` or ``/reload``; a wheel file at PATH is installed as it is); ``facets add REQUIREMENT`` installs a requirement (``my-feature==1.2``, a wheel,
   a URL). Both install into the environment this agent runs from (``sys.executable``), with
   ``uv pip`` when uv is on PATH, else ``python -m pip``. An installed package is enabled: the
   next session loads it, and a running agent loads it on ``/reload``.
@@ -9,7 +9,9 @@
   distribution, version, source) and the project's ``.coding-agent/facets`` folders, with their
   trust and state.
 * ``facets remove NAME`` uninstalls the distribution that provides facet package NAME; a running
-  agent retires it on ``/reload``.
+  agent retires it on ``/reload``. A package the agent's safety depends on
+  (:data:`coding_agent.safety.SAFETY_PACKAGES`: ``facets-approval``) is refused unless
+  ``--force`` is given, with what follows (every call that needs approval is then blocked).
 
 A failed install changes nothing and says why (the installer's own message is shown).
 """
@@ -49,9 +51,16 @@ def add_facets_commands(commands: Any) -> None:
         "remove",
         help="uninstall a feature package",
         description="Uninstall the distribution providing facet package NAME; a running "
-        "agent retires it on /reload.",
+        "agent retires it on /reload. A package the agent's safety depends on (facets-approval) "
+        "is refused unless --force is given: without it every tool call that needs approval "
+        "is blocked.",
     )
     remove.add_argument("name", metavar="NAME")
+    remove.add_argument(
+        "--force",
+        action="store_true",
+        help="remove a package the agent's safety depends on (facets-approval) anyway",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,12 +149,14 @@ def facet_rows(cwd: Path) -> tuple[list[FacetRow], list[str]]:
     return rows, problems
 
 
-def _distribution_of(name: str) -> str:
+def _distribution_of(name: str) -> tuple[str, str]:
+    """The facet package named ``name`` (or provided by distribution ``name``): its package
+    name and its distribution."""
     from chord import installed_facet_packages
 
     for package in installed_facet_packages(on_error=lambda _error: None):
         if name in (package.name, package.distribution) and package.distribution is not None:
-            return package.distribution
+            return package.name, package.distribution
     raise LookupError(
         f"no installed facet package is named {name!r}; `coding-agent facets list` shows them"
     )
@@ -172,12 +183,12 @@ def run_facets_command(args: Any, cwd: Path) -> int:
         if command == "add":
             target: str = args.target
             path = Path(target).expanduser()
-            editable = path.exists()
+            editable = path.is_dir()  # a folder; a wheel file is installed as it is
             before = {p.name for p in installed_facet_packages(on_error=lambda _error: None)}
             if editable:
                 _run_installer(["install", "-e", str(path.resolve())])
             else:
-                _run_installer(["install", target])
+                _run_installer(["install", str(path.resolve()) if path.is_file() else target])
             after = installed_facet_packages(on_error=lambda _error: None)
             added = [p for p in after if p.name not in before]
             if not added:
@@ -192,9 +203,25 @@ def run_facets_command(args: Any, cwd: Path) -> int:
             print("a running agent loads it on /reload; new sessions load it at start")
             return 0
         if command == "remove":
-            distribution = _distribution_of(args.name)
+            from coding_agent.safety import removal_consequence, restore_command
+
+            package, distribution = _distribution_of(args.name)
+            consequence = removal_consequence(package)
+            if consequence is not None and not args.force:
+                print(
+                    f"coding-agent facets remove: error: refusing to remove {package}: the "
+                    f"agent's safety depends on it ({consequence}). Remove it anyway with "
+                    f"`coding-agent facets remove {args.name} --force`.",
+                    file=sys.stderr,
+                )
+                return 1
             _run_installer(["uninstall", distribution])
             print(f"removed {args.name} ({distribution}); a running agent retires it on /reload")
+            if consequence is not None:
+                print(
+                    f"warning: {consequence}; restore it with `{restore_command(package)}`",
+                    file=sys.stderr,
+                )
             return 0
     except (RuntimeError, LookupError, FacetDiscoveryError, OSError) as error:
         print(f"coding-agent facets {command}: error: {error}", file=sys.stderr)

@@ -16,8 +16,10 @@ hold it. In ``print`` mode the text of the final answer is the only thing writte
 event is one line of JSON, and the last is ``{"type": "result", "ok", "status", "text",
 "error"?, "blocked"?}``. Failures go to ``err`` as ``coding-agent: error: ...`` lines. The exit
 code is 0 when the turn ended ``done``, 1 when it did not (the provider or model failed), 3 when
-it ended but a tool call was blocked because nobody could approve it, 5 when the session's
-storage failed (disk full, I/O error, read-only): one ``coding-agent: error:`` line says so.
+it ended but a tool call was blocked because nobody could approve it (``--approve deny``, or no
+approval package serves the session: the line names the package and the command that restores
+it), 5 when the session's storage failed (disk full, I/O error, read-only): one
+``coding-agent: error:`` line says so.
 
 **Escapes** (issue 36): ``-p`` writes the answer made inert (:func:`chord.inert`: an ESC shows as
 ``\\x1b``) when ``out`` is a terminal, and exactly as the model wrote it otherwise (a pipe or a
@@ -68,6 +70,7 @@ __all__ = [
     "run_headless",
     "run_json",
     "run_print",
+    "unapproved_calls",
 ]
 
 HeadlessMode = Literal["print", "json"]
@@ -217,11 +220,16 @@ def _needs(request: dict[str, Any]) -> str:
     reason = request.get("reason")
     if isinstance(reason, str) and reason.startswith("This asks in every mode but auto: "):
         return "it needs approval in every mode but auto: " + reason.split(": ", 1)[1].rstrip(".")
+    if isinstance(reason, str) and reason.startswith("This asks because "):  # an ask rule
+        return "it needs approval: " + reason.removeprefix("This asks because ").rstrip(".")
     return "it needs approval"
 
 
 def _remedy(name: str, request: dict[str, Any]) -> str:
-    if isinstance(request.get("reason"), str):  # accept-edits would ask again
+    reason = request.get("reason")
+    if isinstance(reason, str) and reason.startswith("This asks because "):
+        return "--approve allow (an ask rule asks in every mode)"
+    if isinstance(reason, str):  # accept-edits would ask again
         return "--approve allow or --permission-mode auto"
     if name in ("write", "edit"):
         return "--approve allow or --permission-mode accept-edits (or auto)"
@@ -448,6 +456,7 @@ def report_turn(
     status, detail, text, entries, model = (
         turn.status, turn.detail, turn.text, turn.entries, turn.model
     )  # fmt: skip
+    blocked = [*blocked, *unapproved_calls(entries)]
     ok = status == "done"
     code = EXIT_OK if ok else EXIT_FAILED
     answered = any(
@@ -470,10 +479,16 @@ def report_turn(
     out.flush()
     for request in blocked:
         name = str(request.get("name") or "tool")
+        why = request.get("reason")
+        if isinstance(why, str) and not why.startswith("This asks "):
+            line = why  # no approval package serves the session: the reason names it and the fix
+        else:
+            line = (
+                f"{_needs(request)}, and -p/--json asks nobody; "
+                f"allow it with {_remedy(name, request)}"
+            )
         print(
-            f"coding-agent: error: blocked the {_describe(request, ' call')}: {_needs(request)}, "
-            f"and -p/--json asks nobody; allow it with {_remedy(name, request)}",
-            file=errors,
+            f"coding-agent: error: blocked the {_describe(request, ' call')}: {line}", file=errors
         )
     if not ok:
         why = f": {inert(detail)}" if detail else ""
@@ -482,6 +497,47 @@ def report_turn(
         code = EXIT_BLOCKED
     errors.flush()
     return code
+
+
+def unapproved_calls(entries: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls the harness blocked because no approval package serves the session
+    (docs/design/harness.md#approval-gate: a tool result with the diagnostic code
+    ``unapproved``), as ``{name, args, reason}``, in order. No flag allows them: the reason
+    names the missing package and the command that restores it."""
+    calls: dict[str, dict[str, Any]] = {}
+    found: list[dict[str, Any]] = []
+    for entry in (entries[key] for key in sorted(entries)):
+        messages: list[Any] = entry.get("model") or []
+        for message in messages:
+            if not isinstance(message, dict):
+                continue
+            message = cast(dict[str, Any], message)
+            for block in message.get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "toolCall":
+                    call = cast(dict[str, Any], block)
+                    calls[str(call.get("id"))] = call
+            if message.get("role") != "toolResult" or entry.get("kind") != "pi.tool_result":
+                continue
+            diagnostics = (entry.get("data") or {}).get("diagnostics") or []
+            reason = next(
+                (
+                    str(d.get("message", ""))
+                    for d in diagnostics
+                    if isinstance(d, dict) and d.get("code") == "unapproved"
+                ),
+                None,
+            )
+            if reason is None:
+                continue
+            call = calls.get(str(message.get("toolCallId")), {})
+            found.append(
+                {
+                    "name": message.get("toolName") or call.get("name"),
+                    "args": call.get("arguments"),
+                    "reason": reason.removeprefix("Tool call blocked: "),
+                }
+            )
+    return found
 
 
 def _config(

@@ -456,10 +456,18 @@ def install_approval(
         return None
 
     try:
-        unhook = harness.hooks(ns, TOOL_KIND, {"before_tool": before_tool})
+        hook = harness.hooks(ns, TOOL_KIND, {"before_tool": before_tool})
+        # The core blocks every call that needs approval while no authority serves the session
+        # (docs/design/harness.md#approval-gate): this hook is it, from here to the uninstall.
+        authority = harness.register_approval_authority(hook)
     except BaseException:
         ns.unregister()
         raise
+
+    def unhook() -> None:
+        authority()
+        hook()
+
     return ApprovalInstallation(harness, ns, unhook, store)
 
 

@@ -19,6 +19,9 @@ change without notice. The import-linter contract in the workspace's ``pyproject
   :class:`Transaction`, :func:`memo_once`.
 * Work: :func:`define_task`, :class:`TaskKind`, :class:`Runtime`, :class:`Next` / :class:`Done`
   (what a step returns), :data:`RETRY`, :class:`Task` (the record a step sees).
+* The approval gate (docs/design/harness.md#approval-gate): a call not declared replay-safe
+  runs only when an :class:`ApprovalAuthority` (``h.register_approval_authority(hook)``)
+  ruled on it; ``HarnessOptions.unapproved`` words the block when none could.
 * Tools and hooks: :class:`ToolDeclaration`, :class:`ToolApi`, :class:`ToolResult`,
   :data:`MISSING`, :class:`OutputBuffer`, :class:`BeforeToolApi` and the other hook API types,
   :func:`define_section` (system prompt sections), kinds :data:`TOOL_KIND`,
@@ -40,6 +43,7 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 
 import typing as _typing
 
+from pico3.approval import ApprovalAuthority
 from pico3.child_env import (
     CHILD_ENVIRONMENT_SERVICE,
     MIN_SECRET_LENGTH,
@@ -176,6 +180,7 @@ __all__ = [
     "RETRY",
     "TOOL_KIND",
     "WELL_KNOWN_SECRETS",
+    "ApprovalAuthority",
     "ArgumentSchema",
     "BeforeToolApi",
     "BeforeToolOutcome",

@@ -30,6 +30,7 @@ from typing import Any, Literal
 import anyio
 
 from chord.context import BACKGROUND, Context
+from pico3.approval import ApprovalAuthority, ApprovalGate, Unapproved
 from pico3.datamodel.context import DerivedContext
 from pico3.datamodel.entries import EntryKind
 from pico3.datamodel.section_seed import check_section_seed
@@ -61,11 +62,21 @@ class HarnessOptions:
     task faults). ``clock`` is the injectable time source of every durable timestamp and
     deadline (docs/design/decisions.md#d8-g22; default :class:`~pico3.SystemClock`). ``services`` is handed
     through to task runtimes as ``rt.services`` (models, process host, ...).
+
+    The approval gate (docs/design/harness.md#approval-gate): a tool call not declared
+    ``replay="safe"`` runs only when an approval authority
+    (:meth:`Harness.register_approval_authority`) ruled on it. ``unapproved`` is the reason
+    the model reads when none could (a string, or ``reason(call) -> str``; the application
+    names the package that is missing and how to restore it). ``require_approval=False`` turns
+    the gate off, for an embedding with nobody to ask (a unit test, a batch run of its own
+    tools); it is on by default.
     """
 
     on_report: Reporter | None = None
     clock: Clock | None = None
     services: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    unapproved: Unapproved | str | None = None
+    require_approval: bool = True
 
 
 class Harness:
@@ -87,6 +98,9 @@ class Harness:
         # re-established by code at startup or reload; never durable.
         self.tools = ToolRegistry()
         self.sections = SectionRegistry()
+        # The approval gate pi.tool applies (docs/design/harness.md#approval-gate): on unless
+        # the options say otherwise; its authorities are registrations like the others.
+        self.approval = ApprovalGate(required=options.require_approval, reason=options.unapproved)
         kinds = self._scheduler.kinds
         self.hook_registry = HookRegistry(
             kernel.namespaces,
@@ -169,6 +183,23 @@ class Harness:
         handlers that recovery re-runs (``before_tool``, ...) before :meth:`resume`."""
         self._kernel.check_usable()
         return self.hook_registry.register(namespace, kind, handlers)
+
+    def register_approval_authority(self, hook: HookRegistration) -> ApprovalAuthority:
+        """Make ``hook`` — a live ``before_tool`` registration on ``pi.tool``, what
+        :meth:`hooks` returned — an approval authority (docs/design/harness.md#approval-gate):
+        while it is live, a call that needs approval may run once its handler ran and did not
+        block it. Returns the :class:`~pico3.ApprovalAuthority`, an idempotent remover;
+        removing the hook (or retiring its namespace) ends it too. Register it together with
+        the hook, in the same registration, so a reload swaps both at once."""
+        self._kernel.check_usable()
+        if isinstance(hook, HookRegistration) and hook not in self.hook_registry.registrations():
+            raise ValueError(f"{hook!r} is not a live hook registration of this harness")
+        return self.approval.register(hook)
+
+    def approval_authorities(self) -> list[ApprovalAuthority]:
+        """The live approval authorities, in registration order (none: every call that needs
+        approval is blocked; docs/design/harness.md#approval-gate)."""
+        return self.approval.live()
 
     async def resume(self, ctx: Context) -> list[int]:
         """Orphan live tasks of unregistered kinds, then start dispatching (once)."""

@@ -456,10 +456,15 @@ class BeforeToolApi:
 
 
 class BeforeToolOutcome(msgspec.Struct, frozen=True):
-    """The folded ``before_tool`` chain: the final call, or a block reason."""
+    """The folded ``before_tool`` chain: the final call, or a block reason.
+
+    ``ruled`` holds the registrations whose handler ran for the call and did not block it, in
+    chain order: the approval gate (docs/design/harness.md#approval-gate) lets a call that needs
+    approval run only when a live approval authority is among them."""
 
     call: dict[str, Any]
     block: str | None = None
+    ruled: tuple[HookRegistration, ...] = ()
 
     @property
     def blocked(self) -> bool:
@@ -660,12 +665,14 @@ class HookRunner:
         :class:`BeforeToolApi` bound to its namespace, and ``ctx``; it returns ``None``,
         ``{"call": new_call}`` or ``{"block": reason}``. The first block stops the chain; a
         raise blocks (and is reported); a rewrite that changes ``id``, ``name`` or
-        ``namespace`` blocks with "call identity changed"."""
+        ``namespace`` blocks with "call identity changed". The outcome's ``ruled`` lists the
+        registrations that ran and let the call through (the approval gate reads it)."""
         try:
             current: dict[str, Any] = copy_json(dict(call), ("call",))
         except JsonError as exc:
             raise ValueError(str(exc)) from None
         call_id = str(current.get("id", ""))
+        ruled: list[HookRegistration] = []
         for binding in await self.bindings("before_tool", ctx):
             if not binding.live:
                 continue
@@ -684,6 +691,7 @@ class HookRunner:
                 self._failed(exc, ctx)
                 return BeforeToolOutcome(current, f"{ns} hook raised {type(exc).__name__}: {exc}")
             if value is None:
+                ruled.append(binding.registration)
                 continue
             if not isinstance(value, Mapping) or not value or set(value) - {"call", "block"}:
                 return BeforeToolOutcome(
@@ -696,6 +704,7 @@ class HookRunner:
                 return BeforeToolOutcome(current, block if isinstance(block, str) else str(block))
             new = value.get("call")
             if new is None:
+                ruled.append(binding.registration)
                 continue
             if not isinstance(new, Mapping) or any(
                 new.get(key) != current.get(key) for key in _IDENTITY
@@ -705,4 +714,5 @@ class HookRunner:
                 current = copy_json(dict(new), ("call",))
             except JsonError as exc:
                 return BeforeToolOutcome(current, f"{ns} hook returned a non-JSON call: {exc}")
-        return BeforeToolOutcome(current, None)
+            ruled.append(binding.registration)
+        return BeforeToolOutcome(current, None, tuple(ruled))

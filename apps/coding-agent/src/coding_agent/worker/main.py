@@ -73,6 +73,7 @@ from chord import (
     FacetEnvironment,
     FacetGeneration,
     FacetHost,
+    FacetLoadError,
     ReloadCoordinator,
     ReloadReport,
     RemoteServiceError,
@@ -91,6 +92,7 @@ from coding_agent.package_reload import PackageReloader, reload_service_facet, s
 from coding_agent.permission_modes import PERMISSION_MODES
 from coding_agent.permissions import PermissionFiles
 from coding_agent.private import PrivacyError, private_dir, socket_folder
+from coding_agent.safety import unapproved_reason
 from coding_agent.secret_env import child_environment
 from coding_agent.sessions import (
     Session,
@@ -293,15 +295,30 @@ async def prepare_root(
 def load_features(config: WorkerConfig) -> list[FacetGeneration]:
     """Load one generation of every feature package's ``"session"`` facets: the installed ones
     (entry points ``chord.facets``, unless ``installed_features`` is off) and ``facets_dirs``.
-    A broken installed package is logged and skipped; a broken folder raises."""
+    A broken installed package (its entry point, or its import) is logged and skipped, so the
+    session starts without it (without facets-approval, pico3's approval gate then blocks every
+    call that needs approval, naming the package); a broken folder raises (it was asked for)."""
 
-    def skip(error: FacetDiscoveryError) -> None:
+    def skip(error: FacetDiscoveryError | FacetLoadError) -> None:
         _log.error("skipping a broken facet package: %s", error)
 
     packages = discover_facet_packages(
         config.facets_dirs, installed=config.installed_features, on_error=skip
     )
-    return load_facet_packages(packages, "session")
+    loaded: list[FacetGeneration] = []
+    try:
+        for package in packages:
+            try:
+                loaded.extend(load_facet_packages([package], "session"))
+            except FacetLoadError as error:
+                if package.folder is not None:  # a --facets-dir folder: asked for, so it fails
+                    raise
+                skip(error)
+    except BaseException:
+        for generation in reversed(loaded):
+            generation.purge()
+        raise
+    return loaded
 
 
 def protected_paths(session: Session, config: WorkerConfig) -> list[dict[str, str]]:
@@ -388,7 +405,11 @@ async def open_session_host(
             "permission_rules": PermissionFiles(session.cwd, config.env),
             **_project_services(session.cwd, config.env),
         }
-        options = HarnessOptions(services=services, on_report=on_error)
+        # No approval package, no unapproved calls: pico3 blocks them (the approval gate) and
+        # the model and the user read which package is missing and what restores it.
+        options = HarnessOptions(
+            services=services, on_report=on_error, unapproved=unapproved_reason()
+        )
         features = [facet for generation in generations for facet in generation.facets]
         box: dict[str, HarnessServiceApi] = {}
         status = WorkerStatus(

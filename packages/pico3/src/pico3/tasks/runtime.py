@@ -68,6 +68,7 @@ class TaskHarness:
     ``tools`` and ``sections`` are the harness's :class:`~pico3.tools.ToolRegistry` and
     :class:`~pico3.turn.sections.SectionRegistry` (``None`` on a bare scheduler without a
     harness): the generation reads the tool loadout and the system sections from them.
+    ``approval`` is its approval gate, which ``pi.tool`` applies.
     """
 
     __slots__ = ("_harness",)
@@ -84,6 +85,12 @@ class TaskHarness:
     def sections(self) -> Any:
         """The harness's section registry (or ``None``)."""
         return getattr(self._harness, "sections", None)
+
+    @property
+    def approval(self) -> Any:
+        """The harness's approval gate (``pi.tool`` reads it; docs/design/harness.md#approval-gate),
+        or ``None`` on a bare scheduler without a harness."""
+        return getattr(self._harness, "approval", None)
 
     @property
     def key(self) -> int:

@@ -10,8 +10,13 @@ a fault:
 1. not in ``offered`` (the request's tools) → "not offered" (the registry is not consulted);
 2. not registered → "missing tool";
 3. arguments invalid against the schema → "invalid arguments";
-4. ``before_tool`` hooks: a block, a raise or a changed call identity → "blocked: …";
-5. the final (possibly rewritten) arguments are validated again.
+4. a call that needs approval (not declared ``replay="safe"``) with no live approval
+   authority → "blocked: <the gate's reason>" (code ``unapproved``,
+   docs/design/harness.md#approval-gate);
+5. ``before_tool`` hooks: a block, a raise or a changed call identity → "blocked: …";
+6. the final (possibly rewritten) arguments are validated again;
+7. a call that needs approval runs only if a live authority ran in the chain and did not
+   block it (it may have been retired meanwhile) → else "blocked" as in 4.
 
 Then one commit writes ``started{replay, call}``, ``status = running``, clears ``waitingOn`` and
 emits ``tool.started``. That commit is the evidence that the effect may have begun: after a
@@ -36,6 +41,7 @@ from typing import Any
 
 from chord.context import Context
 from chord.json import JsonError, copy_json
+from pico3.approval import ApprovalGate, needs_approval
 from pico3.datamodel.entries import NewEntry
 from pico3.kernel.tx import Transaction
 from pico3.owned import create_owned_conversation
@@ -108,15 +114,22 @@ async def _initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
     problem = _invalid(declaration, call.get("arguments"))
     if problem is not None:
         return _synthetic(task, rt, problem, "invalid")
+    gate = _gate(rt) if needs_approval(declaration) else None
+    if gate is not None and not gate.live():  # nobody can approve: block before any hook
+        return _unapproved(task, rt, gate, call)
     hooks = runner(rt, TOOL, task.id, task.conversation_id)
+    ruled: tuple[Any, ...] = ()
     if hooks is not None:
         outcome = await hooks.before_tool(call, _slot_commit(rt, task), ctx)
         if outcome.blocked:
             return _synthetic(task, rt, f"Tool call blocked: {outcome.block}", "blocked")
         call = outcome.call
+        ruled = outcome.ruled
         problem = _invalid(declaration, call.get("arguments"))
         if problem is not None:
             return _synthetic(task, rt, problem, "invalid")
+    if gate is not None and not gate.ruled(ruled):  # the authority left, or never ruled
+        return _unapproved(task, rt, gate, call)
     started = {"phase": "started", "replay": declaration.replay, "call": copy_json(call)}
 
     def start(tx: Transaction, current: Task, ctx: Context) -> None:
@@ -132,6 +145,21 @@ async def _initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
 
     await rt.commit(start, ctx)
     return await _invoke(task, rt, declaration, call, ctx)
+
+
+def _gate(rt: Any) -> ApprovalGate | None:
+    """The harness's approval gate when it is on (docs/design/harness.md#approval-gate). A
+    runtime with a tool registry but no gate (not a :class:`~pico3.Harness`) gets a closed one."""
+    gate = getattr(getattr(rt, "harness", None), "approval", None)
+    if not isinstance(gate, ApprovalGate):
+        return ApprovalGate()
+    return gate if gate.required else None
+
+
+def _unapproved(task: Any, rt: Any, gate: ApprovalGate, call: dict[str, Any]) -> Done:
+    """The block of a call that needs approval when no approval authority ruled on it."""
+    reason = gate.reason({k: call.get(k) for k in ("id", "name", "arguments")})
+    return _synthetic(task, rt, f"Tool call blocked: {reason}", "unapproved")
 
 
 def _invalid(declaration: ToolDeclaration, arguments: Any) -> str | None:
