@@ -4,18 +4,31 @@
 each server with its transport, its state (``starting``, ``ready``, ``failed`` with the reason,
 the tail of its stderr and when it is tried again), its tool count and tools, and the resources
 and prompts it offers; configuration problems come first. ``/mcp restart NAME`` starts a server
-again at once. The facet holds no authority and no state of its own.
+again at once. ``/mcp login NAME`` logs in to a remote server with OAuth: it prints the
+authorization URL (a notification, and the panel while the login waits) and opens it with
+:mod:`webbrowser` (``$BROWSER``, ``xdg-open``); the worker's loopback callback gets the redirect. The facet holds no authority and no state of its own.
 """
 
 from __future__ import annotations
 
+import webbrowser
 from collections.abc import Callable
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from textual.message import Message
 from textual.widgets import Static
 
-from chord import Context, Delivery, FacetEnvironment, ReplicatedState, define_facet, inert
+from chord import (
+    Context,
+    Delivery,
+    FacetEnvironment,
+    RemoteServiceError,
+    ReplicatedState,
+    define_facet,
+    inert,
+)
 from chord.textual import Tui
 
 from .contract import McpServers
@@ -59,6 +72,8 @@ def panel_text(state: Any) -> str:
             lines.append(
                 f"    retrying in {server['retryInSeconds']:g} s (/mcp restart {server.get('name')})"
             )
+        if server.get("loginUrl"):
+            lines.append(f"    log in: open {server['loginUrl']}")
         for line in (server.get("stderr") or "").splitlines()[-8:]:
             lines.append(f"    stderr| {line}")
         if tools:
@@ -119,7 +134,7 @@ class McpPanel(Static):
 
 @define_facet("@pi/mcp")
 def tui_facet(env: FacetEnvironment) -> None:
-    """Offer ``/mcp`` (toggle the panel) and ``/mcp restart NAME``."""
+    """Offer ``/mcp`` (toggle the panel), ``/mcp restart NAME`` and ``/mcp login NAME``."""
     tui = env.use(Tui)
     servers = env.use(McpServers)
     panels: list[McpPanel] = []
@@ -138,13 +153,37 @@ def tui_facet(env: FacetEnvironment) -> None:
             await servers.restart(words[1], ctx)
             tui.notify(f"Restarting MCP server {words[1]}")
             return
+        if words[:1] == ["login"]:
+            if len(words) != 2:
+                tui.notify("Usage: /mcp login NAME", severity="warning")
+                return
+            await _login(words[1], ctx)
+            return
         if words:
             tui.notify(
-                "Usage: /mcp (show or hide the panel) or /mcp restart NAME", severity="warning"
+                "Usage: /mcp (show or hide the panel), /mcp restart NAME or /mcp login NAME",
+                severity="warning",
             )
             return
         for panel in panels:
             panel.display = not panel.display
+
+    async def _login(name: str, ctx: Context) -> None:
+        try:
+            url = await servers.login(name, ctx)
+        except RemoteServiceError as exc:
+            tui.notify(f"MCP login {name}: {exc.message}", severity="error")
+            return
+        if url is None:
+            tui.notify(f"MCP server {name} connected without asking for a login")
+            return
+        tui.notify(inert(f"Log in to MCP server {name}: open {url}"))
+        for panel in panels:
+            panel.display = True  # the URL stays there until the browser comes back
+        try:
+            await anyio.to_thread.run_sync(webbrowser.open, url)
+        except Exception:  # no browser here: the URL is shown
+            pass
 
     def activate() -> None:
         env.own(tui.mount_panel(PANEL_ID, make))
