@@ -20,11 +20,17 @@ import anyio
 import httpx
 import pytest
 from mcp_support import SDK_LEAKS, SERVER, free_port, session, write_config
+from textual.app import App, ComposeResult
+from textual.containers import Vertical
 
 from chord import RemoteServiceError
 from chord.context import BACKGROUND
+from chord.facets import create_facet_host
+from chord.remote import LoopbackServiceSource
+from chord.textual import TextualTui, tui_facet
 from facets_mcp.auth import token_path
-from facets_mcp.tui import panel_text
+from facets_mcp.tui import open_in_browser, panel_text
+from facets_mcp.tui import tui_facet as mcp_tui_facet
 from pico3.models.faux import FauxStep, faux_response, faux_tool_call
 
 pytestmark = [pytest.mark.anyio, *SDK_LEAKS]
@@ -121,3 +127,97 @@ async def test_login_is_refused_for_stdio_and_unknown_servers(tmp_path: Path) ->
             await s.mcp.login("local", BACKGROUND)
         with pytest.raises(RemoteServiceError, match="Unknown MCP server 'nope'"):
             await s.mcp.login("nope", BACKGROUND)
+
+
+BROWSER = """#!{python}
+# a browser for the test: records the URL, follows the authorization to the callback
+import sys, httpx
+open({record!r}, "a").write(sys.argv[1] + "\\n")
+page = httpx.get(sys.argv[1], follow_redirects=True, timeout=30)
+open({record!r}, "a").write(page.text + "\\n")
+"""
+
+
+class PanelApp(App[None]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tui = TextualTui(self, ready=False)
+
+    def compose(self) -> ComposeResult:
+        yield Vertical(id="panels")
+
+    def on_mount(self) -> None:
+        self.tui.mark_ready()
+
+
+async def test_the_login_command_prints_the_url_and_opens_the_browser(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import webbrowser
+
+    record = tmp_path / "browser.log"
+    browser = tmp_path / "browser"
+    browser.write_text(BROWSER.format(python=sys.executable, record=str(record)))
+    browser.chmod(0o700)
+    monkeypatch.setenv("BROWSER", str(browser))
+    monkeypatch.setattr(webbrowser, "_tryorder", None)  # read $BROWSER again
+    monkeypatch.setattr(webbrowser, "_browsers", {})
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    write_config(tmp_path / "config", {"remote": {"type": "http", "url": url}})
+    process = await anyio.open_process(
+        [sys.executable, SERVER, "--http", str(port), "--oauth", str(tmp_path / "g.log")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    app = PanelApp()
+    services = {"agent_state_dir": str(tmp_path / "state")}
+    try:
+        async with session(tmp_path, services=services) as s, app.run_test() as pilot:
+            source = LoopbackServiceSource(s.host.services, task_group=s.group)
+            facets = [tui_facet(app.tui), mcp_tui_facet]
+            async with create_facet_host(facets, service_sources=[source]):
+                await s.until(
+                    lambda v: any("needs login" in x.get("error", "") for x in v["servers"])
+                )
+                assert await app.tui.run_command("/mcp login remote", BACKGROUND) is True
+                await s.server("remote", "ready")
+                await pilot.pause()
+                opened, answer = record.read_text().splitlines()[:2]
+                assert opened.startswith(f"http://127.0.0.1:{port}/authorize?")
+                assert answer == "Logged in. You can close this tab."
+                toasts = [n.message for n in app._notifications]  # pyright: ignore[reportPrivateUsage]
+                assert f"Log in to MCP server remote: open {opened}" in toasts
+                assert await app.tui.run_command("/mcp login local", BACKGROUND) is True
+                await pilot.pause()  # the toast is a message to the app
+                errors = [n.message for n in app._notifications if n.severity == "error"]  # pyright: ignore[reportPrivateUsage]
+                assert errors == [
+                    "MCP login local: Unknown MCP server 'local' (configured: remote)"
+                ]
+    finally:
+        process.terminate()
+        with anyio.fail_after(10):
+            await process.wait()
+        await process.aclose()
+
+
+def test_no_console_browser_is_started_without_a_desktop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``$BROWSER`` and a display, nothing is run (lynx or w3m would take the TUI's
+    terminal): the URL shown is the way; on a desktop, ``xdg-open`` gets it."""
+    if sys.platform == "darwin":
+        pytest.skip("macOS always has a graphical browser (open)")
+    record = tmp_path / "opened"
+    fake = tmp_path / "bin" / "xdg-open"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\necho "$1" > {record}\n')
+    fake.chmod(0o700)
+    for name in ("BROWSER", "DISPLAY", "WAYLAND_DISPLAY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PATH", str(fake.parent))
+    assert open_in_browser("http://127.0.0.1:1/authorize?x=1") is False
+    assert not record.exists()
+    monkeypatch.setenv("DISPLAY", ":0")
+    assert open_in_browser("http://127.0.0.1:1/authorize?x=1") is True
+    assert record.read_text() == "http://127.0.0.1:1/authorize?x=1\n"

@@ -5,12 +5,16 @@ each server with its transport, its state (``starting``, ``ready``, ``failed`` w
 the tail of its stderr and when it is tried again), its tool count and tools, and the resources
 and prompts it offers; configuration problems come first. ``/mcp restart NAME`` starts a server
 again at once. ``/mcp login NAME`` logs in to a remote server with OAuth: it prints the
-authorization URL (a notification, and the panel while the login waits) and opens it with
-:mod:`webbrowser` (``$BROWSER``, ``xdg-open``); the worker's loopback callback gets the redirect. The facet holds no authority and no state of its own.
+authorization URL (a notification, and the panel while the login waits) and opens it
+(:func:`open_in_browser`: ``$BROWSER``, macOS, or ``xdg-open`` on a desktop); the worker's loopback callback gets the redirect. The facet holds no authority and no state of its own.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 import webbrowser
 from collections.abc import Callable
 from typing import Any
@@ -33,7 +37,7 @@ from chord.textual import Tui
 
 from .contract import McpServers
 
-__all__ = ["PANEL_ID", "McpPanel", "panel_text", "tui_facet"]
+__all__ = ["PANEL_ID", "McpPanel", "open_in_browser", "panel_text", "tui_facet"]
 
 PANEL_ID = "mcp"
 _ICONS = {"starting": "◐", "ready": "●", "failed": "✗", "stopped": "○"}
@@ -132,6 +136,32 @@ class McpPanel(Static):
             listener()
 
 
+def open_in_browser(url: str) -> bool:
+    """Open ``url`` in a graphical browser; ``False`` when there is none to use.
+
+    ``$BROWSER`` (the user's choice) and macOS go through :mod:`webbrowser`; elsewhere only
+    ``xdg-open`` on a desktop (``DISPLAY`` or ``WAYLAND_DISPLAY``): :mod:`webbrowser` would fall
+    back to a console browser (``lynx``, ``w3m``) that fights the TUI for the terminal."""
+    if os.environ.get("BROWSER") or sys.platform == "darwin":
+        return webbrowser.open(url)
+    opener = shutil.which("xdg-open")
+    if opener is None or not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return False
+    try:  # called in a thread: xdg-open hands the URL over and exits
+        done = subprocess.run(
+            [opener, url],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
 @define_facet("@pi/mcp")
 def tui_facet(env: FacetEnvironment) -> None:
     """Offer ``/mcp`` (toggle the panel), ``/mcp restart NAME`` and ``/mcp login NAME``."""
@@ -181,7 +211,7 @@ def tui_facet(env: FacetEnvironment) -> None:
         for panel in panels:
             panel.display = True  # the URL stays there until the browser comes back
         try:
-            await anyio.to_thread.run_sync(webbrowser.open, url)
+            await anyio.to_thread.run_sync(open_in_browser, url)
         except Exception:  # no browser here: the URL is shown
             pass
 
