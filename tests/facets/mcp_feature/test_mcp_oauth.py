@@ -4,7 +4,8 @@ authorization server (``mcp_server.py --oauth``: dynamic client registration, PK
 Without a token the server shows ``needs login: /mcp login NAME`` (no retry loop, no traceback);
 ``login`` returns the authorization URL; the test plays the browser (follows it to the worker's
 loopback callback); the tool call then succeeds; the token file is 0600 in the agent's state; a
-restarted worker reuses it; an expired token is refreshed, not logged in again."""
+restarted worker reuses it; an expired token is refreshed, not logged in again; a token the
+authorization server no longer knows means *needs login* again."""
 
 from __future__ import annotations
 
@@ -50,10 +51,9 @@ async def test_login_call_token_file_restart_and_refresh(tmp_path: Path) -> None
     state = tmp_path / "agent-state"
     write_config(tmp_path / "config", {"remote": {"type": "http", "url": url}})
     services = {"agent_state_dir": str(state)}
+    command = [sys.executable, SERVER, "--http", str(port), "--oauth", str(grants)]
     process = await anyio.open_process(
-        [sys.executable, SERVER, "--http", str(port), "--oauth", str(grants), "--name", "remote"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     tokens = token_path(state, "remote", url)
     try:
@@ -113,6 +113,30 @@ async def test_login_call_token_file_restart_and_refresh(tmp_path: Path) -> None
         assert renewed["tokens"]["access_token"] != first["tokens"]["access_token"]
         assert renewed["expiresAt"] > time.time()
         assert stat.S_IMODE(tokens.stat().st_mode) == 0o600
+
+        # the authorization server forgot everything (restarted): the stored token is refused,
+        # so the server needs a login again; the login registers a new client
+        process.terminate()
+        with anyio.fail_after(10):
+            await process.wait()
+        await process.aclose()
+        process = await anyio.open_process(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        async with session(tmp_path, echo_script("fresh"), services=services) as s:
+            await s.until(
+                lambda v: (
+                    v["servers"][0].get("error") == "needs login: /mcp login remote (in the TUI)"
+                )
+            )
+            authorization = await s.mcp.login("remote", BACKGROUND)
+            assert authorization is not None
+            async with httpx.AsyncClient(follow_redirects=True, timeout=30) as browser:
+                assert "Logged in" in (await browser.get(authorization)).text
+            await s.server("remote", "ready")
+            (echo,) = await s.turn()
+            assert echo["content"][0]["text"] == "echo: fresh"
+        assert grants.read_text().split()[-3:] == ["register", "authorize", "authorization_code"]
     finally:
         process.terminate()
         with anyio.fail_after(10):
