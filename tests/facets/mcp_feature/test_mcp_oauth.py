@@ -29,7 +29,7 @@ from chord.context import BACKGROUND
 from chord.facets import create_facet_host
 from chord.remote import LoopbackServiceSource
 from chord.textual import TextualTui, tui_facet
-from facets_mcp.auth import token_path
+from facets_mcp.auth import TokenFile, oauth_provider, token_path
 from facets_mcp.tui import open_in_browser, panel_text
 from facets_mcp.tui import tui_facet as mcp_tui_facet
 from pico3.models.faux import FauxStep, faux_response, faux_tool_call
@@ -113,6 +113,28 @@ async def test_login_call_token_file_restart_and_refresh(tmp_path: Path) -> None
         assert renewed["tokens"]["access_token"] != first["tokens"]["access_token"]
         assert renewed["expiresAt"] > time.time()
         assert stat.S_IMODE(tokens.stat().st_mode) == 0o600
+
+        # two sessions' workers share the file: one refreshes (the server rotates the refresh
+        # token), the other takes the new tokens from the file instead of refreshing with the
+        # rotated one (which would fail and ask for a login)
+        one, other = TokenFile(tokens), TokenFile(tokens)
+        auth_one = oauth_provider("remote", url, one, None)
+        auth_other = oauth_provider("remote", url, other, None)
+        assert auth_one is not None and auth_other is not None
+        probe = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        async with httpx.AsyncClient(auth=auth_other) as b, httpx.AsyncClient(auth=auth_one) as a:
+            assert (await b.post(url, json=probe)).status_code != 401
+            expired = json.loads(tokens.read_text())
+            expired["expiresAt"] = time.time() - 60
+            tokens.write_text(json.dumps(expired))
+            assert (await a.post(url, json=probe)).status_code != 401  # refreshes
+            refreshed = json.loads(tokens.read_text())["tokens"]["access_token"]
+            assert refreshed != expired["tokens"]["access_token"]
+            auth_other.context.token_expiry_time = time.time() - 1  # expired in its memory too
+            assert (await b.post(url, json=probe)).status_code != 401
+            assert auth_other.context.current_tokens is not None
+            assert auth_other.context.current_tokens.access_token == refreshed
+        assert grants.read_text().split()[-2:] == ["refresh_token", "refresh_token"]
 
         # the authorization server forgot everything (restarted): the stored token is refused,
         # so the server needs a login again; the login registers a new client

@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
@@ -100,12 +101,25 @@ class TokenFile:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._data: dict[str, Any] | None = None
+        self._seen: tuple[int, int] | None = None
         self.provider: OAuthClientProvider | None = None
         """Set by :func:`oauth_provider`: its discovered metadata is saved with the tokens."""
 
+    def _stamp(self) -> tuple[int, int] | None:
+        """The file's identity: every save replaces it (a new inode)."""
+        try:
+            found = self.path.stat() if self.path is not None else None
+        except OSError:
+            return None
+        return None if found is None else (found.st_ino, found.st_mtime_ns)
+
     def _load(self) -> dict[str, Any]:
+        """The file's content, read again when another process replaced it since."""
+        if self._data is not None and self.path is not None and self._stamp() != self._seen:
+            self._data = None
         if self._data is None:
             self._data = {}
+            self._seen = self._stamp()
             if self.path is not None:
                 try:
                     found = json.loads(self.path.read_text(encoding="utf-8"))
@@ -120,14 +134,35 @@ class TokenFile:
             return
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.path.parent, 0o700)
-        temporary = self.path.with_suffix(".tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # a name of its own: another session's worker may write the same server's file
+        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.{id(self)}.tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_EXCL, 0o600)
         try:
             os.fchmod(fd, 0o600)
             os.write(fd, json.dumps(self._load(), indent=1).encode())
         finally:
             os.close(fd)
         os.replace(temporary, self.path)
+        self._seen = self._stamp()
+
+    def adopt_newer(self, provider: OAuthClientProvider) -> None:
+        """When another session's worker wrote the file since (it refreshed, and the server
+        rotated the refresh token this one holds), take its tokens instead of refreshing."""
+        from mcp.shared.auth import OAuthToken
+
+        if self.path is None or self._data is None or self._stamp() == self._seen:
+            return
+        raw = self._load().get("tokens")
+        if not isinstance(raw, dict):
+            return
+        try:
+            provider.context.current_tokens = OAuthToken.model_validate(raw)
+        except ValueError:
+            return
+        expires = self._load().get("expiresAt")
+        provider.context.token_expiry_time = (
+            float(expires) if isinstance(expires, int | float) else None
+        )
 
     def has_tokens(self) -> bool:
         return isinstance(self._load().get("tokens"), dict)
@@ -329,6 +364,7 @@ def oauth_provider(
     """The httpx auth for one connection: ``None`` when no token is stored and no login runs
     (a 401 then says *needs login* without registering a client); otherwise the SDK's provider,
     which adds the token, refreshes it, and in a login runs the whole flow."""
+    import httpx
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import OAuthClientMetadata
     from pydantic import AnyUrl
@@ -348,6 +384,21 @@ def oauth_provider(
         return await login.callback()
 
     class _Provider(OAuthClientProvider):
+        async def _auth_flow(
+            self, request: httpx.Request
+        ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+            if self._initialized:
+                storage.adopt_newer(self)
+            flow = super()._auth_flow(request)
+            try:
+                step = await flow.__anext__()
+                while True:
+                    step = await flow.asend((yield step))
+            except StopAsyncIteration:
+                return
+            finally:
+                await flow.aclose()
+
         async def _initialize(self) -> None:
             await super()._initialize()
             storage.restore(self)
