@@ -1,11 +1,11 @@
 """One MCP server's connection, run in its observer task on the worker's loop.
 
 :class:`ServerRunner` owns one server: it starts it (a subprocess over stdio, a streamable
-HTTP endpoint, or a legacy HTTP+SSE endpoint; the remote ones with OAuth when they ask for it,
-see :mod:`.auth`), initializes the MCP session, lists its tools, resources and prompts, reports each
-change through ``notify`` and serves :meth:`ServerRunner.call_tool`. When the server dies (its
-stdout closes, a ping goes unanswered) or cannot be started, it is ``failed`` with the reason and
-the tail of its stderr, and it is started again after a backoff (0.5 s, doubling, at most 30 s;
+HTTP endpoint or a legacy HTTP+SSE one, with OAuth when a remote server asks, see :mod:`.auth`),
+initializes the MCP session, lists its tools, resources and prompts, reports each change through
+``notify`` and serves :meth:`ServerRunner.call_tool`. When the server dies (its stdout closes,
+a ping goes unanswered) or cannot be started, it is ``failed`` with the reason and the tail
+of its stderr, and it is started again after a backoff (0.5 s, doubling, at most 30 s;
 back to 0.5 s after it stayed ready for a minute). :meth:`ServerRunner.restart` starts it again
 at once.
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # the MCP SDK (and pydantic, and httpx with its rich CLI) cos
 
 from pico3 import ChildEnvironment
 
-from .auth import LoginFlow, LoginNeeded, TokenFile, needs_login, token_path
+from .auth import LOGIN_TIMEOUT, LoginFlow, LoginNeeded, TokenFile, needs_login, token_path
 from .config import ServerSpec
 from .contract import McpPrompt, McpResource, McpServer, McpTool, ServerState, tool_name
 
@@ -298,7 +298,8 @@ class ServerRunner:
             group = await stack.enter_async_context(anyio.create_task_group())
             group.start_soon(self._pump, read, inbound, closed)
             session = await stack.enter_async_context(ClientSession(session_read, write))
-            with anyio.fail_after(INIT_TIMEOUT):
+            # a login happens inside the first request: the user gets LOGIN_TIMEOUT for it
+            with anyio.fail_after(INIT_TIMEOUT + (LOGIN_TIMEOUT if self._attempt else 0)):
                 initialized = await session.initialize()
                 self._tools = await self._list_tools(session)
                 caps = initialized.capabilities

@@ -22,9 +22,9 @@ the new generation starts them again; the conversation is untouched.
 
 Where things are comes from the harness's ``services``: ``workspace`` (the working folder, the
 servers' working directory), ``project_root`` (where ``.mcp.json`` is looked for, default the
-workspace) and ``project_trusted`` (default ``False``); ``agent_state_dir`` (else ``state_dir``) is where
-remote servers' OAuth tokens are kept (:mod:`.auth`, ``mcp-auth/`` in it); ``mcp_env`` may replace ``os.environ``
-(tests). A stdio server's ``env`` block is scrubbed by the session's
+workspace) and ``project_trusted`` (default ``False``); ``agent_state_dir`` (else ``state_dir``)
+holds remote servers' OAuth tokens (:mod:`.auth`, in ``mcp-auth/``); ``mcp_env`` may replace
+``os.environ`` (tests). A stdio server's ``env`` block is scrubbed by the session's
 :class:`~pico3.ChildEnvironment` (service ``child_environment``): a secret variable, or a value
 holding one (``"${ANTHROPIC_API_KEY}"``), reaches the server only when the user passed it through.
 """

@@ -6,7 +6,8 @@ the tail of its stderr and when it is tried again), its tool count and tools, an
 and prompts it offers; configuration problems come first. ``/mcp restart NAME`` starts a server
 again at once. ``/mcp login NAME`` logs in to a remote server with OAuth: it prints the
 authorization URL (a notification, and the panel while the login waits) and opens it
-(:func:`open_in_browser`: ``$BROWSER``, macOS, or ``xdg-open`` on a desktop); the worker's loopback callback gets the redirect. The facet holds no authority and no state of its own.
+(:func:`open_in_browser`: ``$BROWSER``, macOS, or ``xdg-open`` on a desktop); the worker's
+loopback callback gets the redirect. The facet holds no authority and no state of its own.
 """
 
 from __future__ import annotations
