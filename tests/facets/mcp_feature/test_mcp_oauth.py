@@ -166,6 +166,41 @@ async def test_login_call_token_file_restart_and_refresh(tmp_path: Path) -> None
         await process.aclose()
 
 
+async def test_a_refused_login_says_so_and_waits_for_another(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    write_config(tmp_path / "config", {"remote": {"type": "http", "url": url}})
+    process = await anyio.open_process(
+        [sys.executable, SERVER, "--http", str(port), "--oauth", str(tmp_path / "g.log")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    services = {"agent_state_dir": str(tmp_path / "state")}
+    try:
+        async with session(tmp_path, services=services) as s:
+            await s.until(lambda v: "needs login" in v["servers"][0].get("error", ""))
+            authorization = await s.mcp.login("remote", BACKGROUND)
+            assert authorization is not None
+            query = parse_qs(urlsplit(authorization).query)
+            # the user said no: the authorization server sends the browser back with an error
+            refused = f"{query['redirect_uri'][0]}?error=access_denied&state={query['state'][0]}"
+            async with httpx.AsyncClient(timeout=30) as browser:
+                page = await browser.get(refused)
+            assert "The login was refused" in page.text
+            await s.until(lambda v: "login failed" in v["servers"][0].get("error", ""))
+            (failed,) = s.state().value["servers"]
+            assert failed["error"] == (
+                "login failed: the authorization server refused the login: access_denied; "
+                "/mcp login remote to try again"
+            )
+            assert "retryInSeconds" not in failed and "loginUrl" not in failed
+    finally:
+        process.terminate()
+        with anyio.fail_after(10):
+            await process.wait()
+        await process.aclose()
+
+
 async def test_login_is_refused_for_stdio_and_unknown_servers(tmp_path: Path) -> None:
     write_config(tmp_path / "config", {"local": {"command": sys.executable, "args": [SERVER]}})
     async with session(tmp_path) as s:

@@ -42,7 +42,7 @@ __all__ = [
     "LoginFlow",
     "LoginNeeded",
     "TokenFile",
-    "needs_login",
+    "login_problem",
     "oauth_provider",
     "token_path",
 ]
@@ -63,11 +63,15 @@ class LoginFailed(Exception):
     """A login did not complete (refused, timed out, the callback carried an error)."""
 
 
-def needs_login(exc: BaseException) -> bool:
-    """Whether ``exc`` (or one it groups, wraps or follows) says the server wants a login:
-    :class:`LoginNeeded`, or an HTTP ``401`` met without an OAuth provider."""
+def login_problem(exc: BaseException, server: str, *, logging_in: bool) -> str | None:
+    """The one line to show when ``exc`` (or one it groups, wraps or follows) is about OAuth:
+    *needs login* for :class:`LoginNeeded` or an HTTP ``401``; *login failed* for
+    :class:`LoginFailed`, or (``logging_in``) an error of the SDK's flow. ``None`` otherwise:
+    the connection failed for another reason and is retried as usual."""
     import httpx
+    from mcp.client.auth import OAuthFlowError
 
+    found: list[BaseException] = []
     seen: set[int] = set()
     todo: list[BaseException] = [exc]
     while todo:
@@ -75,16 +79,23 @@ def needs_login(exc: BaseException) -> bool:
         if id(item) in seen:
             continue
         seen.add(id(item))
-        if isinstance(item, LoginNeeded):
-            return True
-        if isinstance(item, httpx.HTTPStatusError) and item.response.status_code == 401:
-            return True
+        found.append(item)
         if isinstance(item, BaseExceptionGroup):
             todo.extend(item.exceptions)
-        for linked in (item.__cause__, item.__context__):
-            if linked is not None:
-                todo.append(linked)
-    return False
+        todo.extend(x for x in (item.__cause__, item.__context__) if x is not None)
+    again = f"; /mcp login {server} to try again"
+    for item in found:
+        if isinstance(item, LoginFailed):
+            return f"login failed: {item}{again}"
+    for item in found:
+        if isinstance(item, LoginNeeded):
+            return str(item)
+        if isinstance(item, httpx.HTTPStatusError) and item.response.status_code == 401:
+            return str(LoginNeeded(server))
+    for item in found:
+        if logging_in and isinstance(item, OAuthFlowError):
+            return f"login failed: {item}{again}"
+    return None
 
 
 def token_path(folder: str | os.PathLike[str], server: str, url: str) -> Path:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # the MCP SDK (and pydantic, and httpx with its rich CLI) cos
 
 from pico3 import ChildEnvironment
 
-from .auth import LOGIN_TIMEOUT, LoginFlow, LoginNeeded, TokenFile, needs_login, token_path
+from .auth import LOGIN_TIMEOUT, LoginFlow, TokenFile, login_problem, token_path
 from .config import ServerSpec
 from .contract import McpPrompt, McpResource, McpServer, McpTool, ServerState, tool_name
 
@@ -216,10 +216,9 @@ class ServerRunner:
                 try:
                     await self._serve(ready_at)
                 except Exception as exc:
-                    self._needs_login = needs_login(exc)
-                    self._error = (
-                        str(LoginNeeded(self.spec.name)) if self._needs_login else _describe(exc)
-                    )
+                    problem = login_problem(exc, self.spec.name, logging_in=login is not None)
+                    self._needs_login = problem is not None
+                    self._error = problem or _describe(exc)
                 self._session = None
                 if login is not None:  # that login is over, whatever happened
                     login.settle(self._error or "the connection ended")
