@@ -77,6 +77,13 @@ _.__package__
 _.__qualname__
 _._proc  # asyncio's subprocess transport: cleared so it does not kill a worker we let go
 
+# the MCP SDK's TokenStorage protocol (facets_mcp.auth.TokenFile: called by OAuthClientProvider)
+_.get_tokens
+_.set_tokens
+_.get_client_info
+_.set_client_info
+_.token_expiry_time  # the SDK's OAuthContext field TokenFile.restore sets
+
 # msgspec Struct fields: decoded from or encoded onto the wire (JSON shapes), read by peers
 agent
 allowText
@@ -92,6 +99,7 @@ input_tokens
 output_tokens
 question
 requestId
+loginUrl
 restarts
 retryInSeconds
 taskId

@@ -66,7 +66,8 @@ def test_bad_files_and_entries_are_named_and_skipped(tmp_path: Path) -> None:
             "mcpServers": {
                 "ok": {"command": "x"},
                 "nocmd": {"args": []},
-                "sse": {"type": "sse", "url": "http://h/sse"},
+                "sse": {"type": "sse", "url": "http://h/sse", "headers": {"K": "${K:-k}"}},
+                "ws": {"type": "websocket", "url": "ws://h/ws"},
                 "typo": {"command": "x", "arg": []},
                 "bad name!": {"command": "x"},
                 "off": {"command": "x", "disabled": True},
@@ -74,10 +75,11 @@ def test_bad_files_and_entries_are_named_and_skipped(tmp_path: Path) -> None:
         },
     )
     config = load_config(env=env)
-    assert [s.name for s in config.servers] == ["ok"]
+    assert [(s.name, s.transport) for s in config.servers] == [("ok", "stdio"), ("sse", "sse")]
+    assert config.servers[1].url == "http://h/sse" and config.servers[1].headers == {"K": "k"}
     text = "\n".join(config.errors)
     assert "server 'nocmd': a stdio server needs \"command\"" in text
-    assert 'type "sse"' in text and "not supported" in text
+    assert 'server \'ws\': type must be "stdio", "http" or "sse", got \'websocket\'' in text
     assert "unknown key(s) arg" in text
     assert "server 'bad name!'" in text
     assert all(e.endswith("it is skipped") for e in config.errors)

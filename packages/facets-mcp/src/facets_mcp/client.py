@@ -1,10 +1,11 @@
 """One MCP server's connection, run in its observer task on the worker's loop.
 
-:class:`ServerRunner` owns one server: it starts it (a subprocess over stdio, or a streamable
-HTTP endpoint), initializes the MCP session, lists its tools, resources and prompts, reports each
-change through ``notify`` and serves :meth:`ServerRunner.call_tool`. When the server dies (its
-stdout closes, a ping goes unanswered) or cannot be started, it is ``failed`` with the reason and
-the tail of its stderr, and it is started again after a backoff (0.5 s, doubling, at most 30 s;
+:class:`ServerRunner` owns one server: it starts it (a subprocess over stdio, a streamable
+HTTP endpoint or a legacy HTTP+SSE one, with OAuth when a remote server asks, see :mod:`.auth`),
+initializes the MCP session, lists its tools, resources and prompts, reports each change through
+``notify`` and serves :meth:`ServerRunner.call_tool`. When the server dies (its stdout closes,
+a ping goes unanswered) or cannot be started, it is ``failed`` with the reason and the tail
+of its stderr, and it is started again after a backoff (0.5 s, doubling, at most 30 s;
 back to 0.5 s after it stayed ready for a minute). :meth:`ServerRunner.restart` starts it again
 at once.
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # the MCP SDK (and pydantic, and httpx with its rich CLI) cos
 
 from pico3 import ChildEnvironment
 
+from .auth import LOGIN_TIMEOUT, LoginFlow, TokenFile, login_problem, token_path
 from .config import ServerSpec
 from .contract import McpPrompt, McpResource, McpServer, McpTool, ServerState, tool_name
 
@@ -116,8 +118,17 @@ class ServerRunner:
         *,
         cwd: str | None = None,
         environment: ChildEnvironment | None = None,
+        auth_dir: str | None = None,
     ) -> None:
         self.spec = spec
+        # OAuth (remote servers): the tokens' file under the agent's state, a login in progress
+        self._tokens = TokenFile(
+            token_path(auth_dir, spec.name, spec.url) if auth_dir and spec.url else None
+        )
+        self._login: LoginFlow | None = None
+        self._attempt: LoginFlow | None = None
+        """The login the current connection runs (``_login`` may be a newer one)."""
+        self._needs_login = False
         self._notify = notify
         self._cwd = spec.cwd or cwd
         # a stdio server starts with the MCP SDK's short default environment (HOME, PATH,
@@ -175,6 +186,8 @@ class ServerRunner:
             server["stderr"] = stderr
         if self._retry_in is not None and self._state == "failed":
             server["retryInSeconds"] = self._retry_in
+        if self._login is not None and self._login.authorization_url:
+            server["loginUrl"] = self._login.authorization_url
         return server
 
     def tool_schemas(self) -> list[dict[str, Any]]:
@@ -198,16 +211,28 @@ class ServerRunner:
                 self._state, self._retry_in = "starting", None
                 await self._publish()
                 ready_at: list[float] = []
+                login = self._attempt = self._login
+                self._needs_login = False
                 try:
                     await self._serve(ready_at)
                 except Exception as exc:
-                    self._error = _describe(exc)
+                    problem = login_problem(exc, self.spec.name, logging_in=login is not None)
+                    self._needs_login = problem is not None
+                    self._error = problem or _describe(exc)
                 self._session = None
+                if login is not None:  # that login is over, whatever happened
+                    login.settle(self._error or "the connection ended")
+                    await login.aclose()
+                    if self._login is login:
+                        self._login = None
                 if ready_at and time.monotonic() - ready_at[0] >= STABLE_AFTER:
                     backoff = MIN_BACKOFF
                 self._state = "failed"
                 if self._restart_now.is_set():
                     self._retry_in = 0.0
+                elif self._needs_login:  # no retry loop: /mcp login (or restart) goes on
+                    await self._publish()
+                    await self._restart_now.wait()
                 else:
                     self._retry_in = backoff
                     await self._publish()
@@ -244,13 +269,25 @@ class ServerRunner:
             else:
                 import httpx
 
-                client = httpx.AsyncClient(
-                    headers=dict(spec.headers), timeout=httpx.Timeout(30.0, read=300.0)
-                )
-                await stack.enter_async_context(client)
-                read, write, _ = await stack.enter_async_context(
-                    streamable_http_client(spec.url, http_client=client)
-                )
+                from .auth import oauth_provider
+
+                auth = oauth_provider(spec.name, spec.url, self._tokens, self._login)
+                if spec.transport == "sse":
+                    from mcp.client.sse import sse_client
+
+                    read, write = await stack.enter_async_context(
+                        sse_client(spec.url, dict(spec.headers), 30.0, 300.0, auth=auth)
+                    )
+                else:
+                    client = httpx.AsyncClient(
+                        headers=dict(spec.headers),
+                        timeout=httpx.Timeout(30.0, read=300.0),
+                        auth=auth,
+                    )
+                    await stack.enter_async_context(client)
+                    read, write, _ = await stack.enter_async_context(
+                        streamable_http_client(spec.url, http_client=client)
+                    )
             inbound, session_read = anyio.create_memory_object_stream[SessionMessage | Exception](
                 16
             )
@@ -260,7 +297,8 @@ class ServerRunner:
             group = await stack.enter_async_context(anyio.create_task_group())
             group.start_soon(self._pump, read, inbound, closed)
             session = await stack.enter_async_context(ClientSession(session_read, write))
-            with anyio.fail_after(INIT_TIMEOUT):
+            # a login happens inside the first request: the user gets LOGIN_TIMEOUT for it
+            with anyio.fail_after(INIT_TIMEOUT + (LOGIN_TIMEOUT if self._attempt else 0)):
                 initialized = await session.initialize()
                 self._tools = await self._list_tools(session)
                 caps = initialized.capabilities
@@ -268,10 +306,14 @@ class ServerRunner:
                 self._prompts = await self._list_prompts(session) if caps.prompts else []
             self._session = session
             self._state, self._error = "ready", ""
+            if self._attempt is not None:  # logged in, or the server did not ask
+                self._attempt.settle()
+                if self._login is self._attempt:
+                    self._login = None
             ready_at.append(time.monotonic())
             await self._publish()
             async with anyio.create_task_group() as watch:
-                if spec.transport == "http":
+                if spec.transport != "stdio":
                     watch.start_soon(self._heartbeat, session, closed)
 
                 async def ended() -> None:
@@ -365,6 +407,25 @@ class ServerRunner:
             cursor = page.nextCursor
             if not cursor:
                 return found
+
+    async def login(self) -> str | None:
+        """Start an OAuth login (``/mcp login``): drop the stored tokens, connect again with a
+        loopback callback; the authorization URL to open, or ``None`` when the server connected
+        without asking. Raises :class:`~.auth.LoginFailed` when the connection failed first."""
+        if self.spec.transport == "stdio":
+            raise ValueError(f"MCP server {self.spec.name!r} runs over stdio: it needs no login")
+        if self._login is not None:
+            await self._login.aclose()
+        flow = LoginFlow(self.spec.name)
+        await flow.open()
+        self._tokens.forget_tokens()
+        self._login = flow
+        self.restart()
+        with anyio.fail_after(INIT_TIMEOUT):
+            url = await flow.url()
+        if url is not None:
+            await self._publish()  # the panel shows the URL until the browser comes back
+        return url
 
     # -- calls ---------------------------------------------------------------------------------
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -12,8 +12,10 @@ Two files, in Claude Code's ``mcpServers`` shape::
 * the project's ``.mcp.json`` at its root, read only when the project is trusted.
 
 A project server replaces a user server of the same name. ``type`` is ``stdio`` (the default
-when ``command`` is given) or ``http`` (``streamable-http`` is accepted too; the default when
-``url`` is given); ``sse`` is refused with a message. ``${VAR}`` and ``${VAR:-default}`` are
+when ``command`` is given), ``http`` (``streamable-http`` is accepted too; the default when
+``url`` is given) or ``sse`` (the legacy HTTP+SSE transport: ``url`` is the SSE endpoint, as
+Claude Code writes it). An ``http`` or ``sse`` server that answers 401 is logged in to with OAuth
+(:mod:`.auth`): no configuration. ``${VAR}`` and ``${VAR:-default}`` are
 expanded in ``command``, ``args``, ``env``, ``url`` and ``headers``. Our own optional key
 ``timeout`` is the seconds one tool call may take (default 120).
 
@@ -54,7 +56,7 @@ class ServerSpec:
     """One checked server entry."""
 
     name: str
-    transport: Literal["stdio", "http"]
+    transport: Literal["stdio", "http", "sse"]
     source: str
     command: str = ""
     args: tuple[str, ...] = ()
@@ -119,13 +121,8 @@ def _server(name: str, raw: object, source: str, environ: Mapping[str, str]) -> 
         kind = "http" if "url" in entry and "command" not in entry else "stdio"
     if kind == "streamable-http":
         kind = "http"
-    if kind == "sse":
-        raise ValueError(
-            'type "sse" (the deprecated HTTP+SSE transport) is not supported: use a streamable '
-            'HTTP endpoint ("type": "http") or a stdio command'
-        )
-    if kind not in ("stdio", "http"):
-        raise ValueError(f'type must be "stdio" or "http", got {kind!r}')
+    if kind not in ("stdio", "http", "sse"):
+        raise ValueError(f'type must be "stdio", "http" or "sse", got {kind!r}')
     timeout = entry.get("timeout", DEFAULT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
@@ -161,13 +158,18 @@ def _server(name: str, raw: object, source: str, environ: Mapping[str, str]) -> 
         )
     url = entry.get("url")
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise ValueError('an http server needs "url" (http:// or https://)')
+        raise ValueError(f'an {kind} server needs "url" (http:// or https://)')
     headers = {
         k: _expand(v, environ)
         for k, v in _string_map(entry.get("headers", {}), '"headers"').items()
     }
     return ServerSpec(
-        name, "http", source, url=_expand(url, environ), headers=headers, timeout=float(timeout)
+        name,
+        "sse" if kind == "sse" else "http",
+        source,
+        url=_expand(url, environ),
+        headers=headers,
+        timeout=float(timeout),
     )
 
 

@@ -60,7 +60,7 @@ class McpServer(TypedDict):
     """One configured server as the panel shows it."""
 
     name: str
-    transport: Literal["stdio", "http"]
+    transport: Literal["stdio", "http", "sse"]
     source: str
     """The configuration file that declared it."""
     state: ServerState
@@ -75,6 +75,8 @@ class McpServer(TypedDict):
     """How many times it was started again after dying."""
     retryInSeconds: NotRequired[float]
     """When ``failed``: the backoff before the next start."""
+    loginUrl: NotRequired[str]
+    """While an OAuth login (``/mcp login``) waits for the browser: the URL to open."""
 
 
 class McpState(TypedDict):
@@ -94,6 +96,14 @@ class McpServersApi(Protocol):
     async def restart(self, name: str, ctx: Context) -> None:
         """Stop server ``name`` and start it again now (no backoff); raises
         ``service_invalid_value`` for an unknown name."""
+        ...
+
+    async def login(self, name: str, ctx: Context) -> str | None:
+        """Start an OAuth login for remote server ``name``: the authorization URL to open in a
+        browser (the worker's loopback callback receives the redirect; the server's state
+        follows), or ``None`` when the server connected without asking for one. Raises
+        ``service_invalid_value`` for an unknown or stdio server, or when the server failed
+        before asking (the message says why)."""
         ...
 
 

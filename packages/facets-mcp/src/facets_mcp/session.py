@@ -22,8 +22,9 @@ the new generation starts them again; the conversation is untouched.
 
 Where things are comes from the harness's ``services``: ``workspace`` (the working folder, the
 servers' working directory), ``project_root`` (where ``.mcp.json`` is looked for, default the
-workspace) and ``project_trusted`` (default ``False``); ``mcp_env`` may replace ``os.environ``
-(tests). A stdio server's ``env`` block is scrubbed by the session's
+workspace) and ``project_trusted`` (default ``False``); ``agent_state_dir`` (else ``state_dir``)
+holds remote servers' OAuth tokens (:mod:`.auth`, in ``mcp-auth/``); ``mcp_env`` may replace
+``os.environ`` (tests). A stdio server's ``env`` block is scrubbed by the session's
 :class:`~pico3.ChildEnvironment` (service ``child_environment``): a secret variable, or a value
 holding one (``"${ANTHROPIC_API_KEY}"``), reaches the server only when the user passed it through.
 """
@@ -105,6 +106,25 @@ class McpHost:
             )
         runner.restart()
 
+    async def login(self, name: Any, ctx: Context) -> str | None:
+        runner = self._runners.get(name) if isinstance(name, str) else None
+        if runner is None or self._closing:
+            known = ", ".join(self._order) or "none"
+            raise RemoteServiceError(
+                "service_invalid_value", f"Unknown MCP server {name!r} (configured: {known})"
+            )
+        from .auth import LoginFailed
+
+        try:
+            return await runner.login()
+        except (ValueError, LoginFailed) as exc:
+            raise RemoteServiceError("service_invalid_value", str(exc)) from None
+        except TimeoutError:
+            raise RemoteServiceError(
+                "service_invalid_value",
+                f"MCP server {name!r} did not ask for a login in time; see /mcp",
+            ) from None
+
     # -- lifecycle -----------------------------------------------------------------------------
     def _services(self) -> Mapping[str, Any]:
         # the handle's: readable while suspended (a reload with invocations running activates
@@ -142,11 +162,17 @@ class McpHost:
         if not config.servers:
             return
         cwd = str(workspace) if workspace is not None else None
+        # OAuth tokens live under the agent's state (all sessions), else the session's
+        auth_dir = services.get("agent_state_dir") or services.get("state_dir")
         from .client import ServerRunner  # the MCP SDK: imported only when a server is configured
 
         for spec in config.servers:
             runner = ServerRunner(
-                spec, self._apply, cwd=cwd, environment=ChildEnvironment.of(services)
+                spec,
+                self._apply,
+                cwd=cwd,
+                environment=ChildEnvironment.of(services),
+                auth_dir=str(auth_dir) if auth_dir else None,
             )
             self._runners[spec.name] = runner
             self._closers.append(self._connections.spawn(spec.name, _Connection(runner)))

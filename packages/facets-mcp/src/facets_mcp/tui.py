@@ -4,23 +4,41 @@
 each server with its transport, its state (``starting``, ``ready``, ``failed`` with the reason,
 the tail of its stderr and when it is tried again), its tool count and tools, and the resources
 and prompts it offers; configuration problems come first. ``/mcp restart NAME`` starts a server
-again at once. The facet holds no authority and no state of its own.
+again at once. ``/mcp login NAME`` logs in to a remote server with OAuth: it prints the
+authorization URL (a notification, and the panel while the login waits) and opens it
+(:func:`open_in_browser`: ``$BROWSER``, macOS, or ``xdg-open`` on a desktop); the worker's
+loopback callback gets the redirect. The facet holds no authority and no state of its own.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import webbrowser
 from collections.abc import Callable
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from textual.message import Message
 from textual.widgets import Static
 
-from chord import Context, Delivery, FacetEnvironment, ReplicatedState, define_facet, inert
+from chord import (
+    Context,
+    Delivery,
+    FacetEnvironment,
+    RemoteServiceError,
+    ReplicatedState,
+    define_facet,
+    inert,
+)
 from chord.textual import Tui
 
 from .contract import McpServers
 
-__all__ = ["PANEL_ID", "McpPanel", "panel_text", "tui_facet"]
+__all__ = ["PANEL_ID", "McpPanel", "open_in_browser", "panel_text", "tui_facet"]
 
 PANEL_ID = "mcp"
 _ICONS = {"starting": "◐", "ready": "●", "failed": "✗", "stopped": "○"}
@@ -59,6 +77,8 @@ def panel_text(state: Any) -> str:
             lines.append(
                 f"    retrying in {server['retryInSeconds']:g} s (/mcp restart {server.get('name')})"
             )
+        if server.get("loginUrl"):
+            lines.append(f"    log in: open {server['loginUrl']}")
         for line in (server.get("stderr") or "").splitlines()[-8:]:
             lines.append(f"    stderr| {line}")
         if tools:
@@ -117,9 +137,35 @@ class McpPanel(Static):
             listener()
 
 
+def open_in_browser(url: str) -> bool:
+    """Open ``url`` in a graphical browser; ``False`` when there is none to use.
+
+    ``$BROWSER`` (the user's choice) and macOS go through :mod:`webbrowser`; elsewhere only
+    ``xdg-open`` on a desktop (``DISPLAY`` or ``WAYLAND_DISPLAY``): :mod:`webbrowser` would fall
+    back to a console browser (``lynx``, ``w3m``) that fights the TUI for the terminal."""
+    if os.environ.get("BROWSER") or sys.platform == "darwin":
+        return webbrowser.open(url)
+    opener = shutil.which("xdg-open")
+    if opener is None or not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return False
+    try:  # called in a thread: xdg-open hands the URL over and exits
+        done = subprocess.run(
+            [opener, url],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
 @define_facet("@pi/mcp")
 def tui_facet(env: FacetEnvironment) -> None:
-    """Offer ``/mcp`` (toggle the panel) and ``/mcp restart NAME``."""
+    """Offer ``/mcp`` (toggle the panel), ``/mcp restart NAME`` and ``/mcp login NAME``."""
     tui = env.use(Tui)
     servers = env.use(McpServers)
     panels: list[McpPanel] = []
@@ -138,13 +184,37 @@ def tui_facet(env: FacetEnvironment) -> None:
             await servers.restart(words[1], ctx)
             tui.notify(f"Restarting MCP server {words[1]}")
             return
+        if words[:1] == ["login"]:
+            if len(words) != 2:
+                tui.notify("Usage: /mcp login NAME", severity="warning")
+                return
+            await _login(words[1], ctx)
+            return
         if words:
             tui.notify(
-                "Usage: /mcp (show or hide the panel) or /mcp restart NAME", severity="warning"
+                "Usage: /mcp (show or hide the panel), /mcp restart NAME or /mcp login NAME",
+                severity="warning",
             )
             return
         for panel in panels:
             panel.display = not panel.display
+
+    async def _login(name: str, ctx: Context) -> None:
+        try:
+            url = await servers.login(name, ctx)
+        except RemoteServiceError as exc:
+            tui.notify(f"MCP login {name}: {exc.message}", severity="error")
+            return
+        if url is None:
+            tui.notify(f"MCP server {name} connected without asking for a login")
+            return
+        tui.notify(inert(f"Log in to MCP server {name}: open {url}"))
+        for panel in panels:
+            panel.display = True  # the URL stays there until the browser comes back
+        try:
+            await anyio.to_thread.run_sync(open_in_browser, url)
+        except Exception:  # no browser here: the URL is shown
+            pass
 
     def activate() -> None:
         env.own(tui.mount_panel(PANEL_ID, make))

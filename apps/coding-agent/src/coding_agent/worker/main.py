@@ -396,6 +396,8 @@ async def open_session_host(
         services: dict[str, Any] = {
             "models": models,
             "state_dir": str(session.path / "state"),
+            # the agent's own state, shared by all sessions (facets-mcp's OAuth tokens)
+            "agent_state_dir": str(state_home(config.env) / "coding-agent"),
             "workspace": str(session.cwd),
             "process_host": processes if shared is None else SharedProcessHost(processes, shared),
             GUARDED_PATHS_SERVICE: protected_paths(session, config),
