@@ -291,10 +291,13 @@ PUBLIC: dict[str, frozenset[str]] = {
     ),
     "chord.textual": frozenset(
         {
+            "ARMING_SECONDS",
+            "CLOSED_NOTICE",
             "Choice",
             "ChoiceScreen",
             "CommandHandler",
             "ConfirmScreen",
+            "DialogScreen",
             "KeyBinding",
             "KeyHandler",
             "Modal",

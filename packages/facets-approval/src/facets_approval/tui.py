@@ -9,9 +9,12 @@ hydrated, so ``request.value`` is there). The task waits for chord's modal slot
 
 Closing the instance — the session recorded a decision, maybe from another presentation, or the
 call was aborted — cancels the observer's ``ctx``; that unwinds the wait for the slot or for the
-user, and ``modal.close()`` dismisses a dialog still on screen. ``y``/``a``/``n`` pick *Allow*,
-*Always* and *Deny* at once; Escape counts as *Deny*, as a confirm dialog's Escape does (the
-dialog's key line says so: the turn goes on, the model reads that the user denied the call). A
+user, and ``modal.close()`` dismisses a dialog still on screen (with a notice that it was
+answered in another window). The user picks with ↑↓ or an option's number and answers with
+Enter (chord's dialogs take no single-letter answers and ignore keys for a moment after they
+appear, so typing never answers one); Escape counts as *Deny*, as a confirm dialog's Escape does
+(the dialog's key line says so: the turn goes on, the model reads that the user denied the
+call). A
 ``write`` over an existing file says so (the request's ``overwrites``); diffs are coloured.
 
 :data:`mode_tui_facet` (``@pi/approval-mode``) presents :data:`~.contract.ApprovalMode`: a
@@ -70,17 +73,17 @@ DENY = "deny"
 
 
 def approval_choices(tool: str) -> list[Choice]:
-    """The options the modal offers for ``tool``, in order (the first is focused), each with
-    its shortcut key: ``y`` allow, ``a`` always allow, ``n`` deny."""
+    """The options the modal offers for ``tool``, in order (the first is highlighted when the
+    dialog opens; the dialog numbers them 1, 2, 3)."""
     return [
-        Choice(ALLOW, "Allow", key="y"),
-        Choice(ALWAYS, f"Always allow {tool} in this conversation", key="a"),
-        Choice(DENY, "Deny", key="n"),
+        Choice(ALLOW, "Allow"),
+        Choice(ALWAYS, f"Always allow {tool} in this conversation"),
+        Choice(DENY, "Deny"),
     ]
 
 
-DIALOG_HINT = "y allow · a always · n deny · esc denies (the turn goes on without it)"
-"""The dialog's key line: what every key does, Escape included."""
+DIALOG_HINT = "esc denies (the turn goes on without it)"
+"""The end of the dialog's key line (chord's dialog names the keys that choose and answer)."""
 
 
 def decision_for(choice: str | None) -> ApprovalDecision:
