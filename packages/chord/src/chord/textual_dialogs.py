@@ -54,6 +54,9 @@ at it: keys already on their way when it opened never answer it."""
 ARMING_LINE = "… (keys typed now stay in the editor)"
 """The key line while a dialog is arming."""
 
+BODY_ROWS = 24
+"""The most rows a dialog's body takes (fewer when the screen is small); the rest scrolls."""
+
 ResultT = TypeVar("ResultT")
 
 
@@ -78,7 +81,7 @@ class _DialogBody(VerticalScroll, can_focus=False):
     out of view changes (the "more" line)."""
 
     DEFAULT_CSS = """
-    _DialogBody { height: auto; }
+    _DialogBody { height: auto; max-height: 24; }
     _DialogBody > Static { height: auto; }
     """
 
@@ -98,6 +101,19 @@ class _DialogBody(VerticalScroll, can_focus=False):
             parent = parent.parent
         if parent is not None:
             parent.update_more()
+
+
+class _KeysLine(Static):
+    """The dialog's dim key line ("…" while arming); when it wraps to another row, the body
+    gets one row less."""
+
+    def __init__(self) -> None:
+        super().__init__(ARMING_LINE, classes="keys", markup=False)
+
+    def on_resize(self) -> None:
+        screen = self.screen
+        if isinstance(screen, DialogScreen):
+            screen.call_after_refresh(screen.fit_body)
 
 
 def body_text(content: str | Text) -> Static:
@@ -180,6 +196,10 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
     # -- arming ----------------------------------------------------------------------------
     def on_mount(self) -> None:
         self._disarm()
+        self.call_after_refresh(self.fit_body)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.fit_body)
 
     def _disarm(self) -> None:
         self._armed = False
@@ -195,6 +215,7 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
         self._armed = True
         self.remove_class("-arming")
         self._set_keys_line(self.keys_line())
+        self.call_after_refresh(self.fit_body)  # the key line may now take another row
         target = self.focus_target()
         if target is not None and self.focused is None:
             target.focus()
@@ -275,6 +296,24 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
             else:
                 body.scroll_page_down(animate=False)
 
+    def fit_body(self) -> None:
+        """Give the body the rows the dialog's box leaves it (at most 80% of the screen), so
+        the options and the key line always show: a long body scrolls instead of pushing them
+        out of the box."""
+        for body in self.query(_DialogBody):
+            box = body.parent
+            if not isinstance(box, Widget):
+                continue
+            used = box.styles.gutter.height + 1  # the "more" line's row, kept whether shown
+            for child in box.children:
+                if child is body or child.has_class("more") or not child.display:
+                    continue
+                used += child.outer_size.height + child.styles.margin.top
+                used += child.styles.margin.bottom
+            rows = max(3, min(BODY_ROWS, int(self.size.height * 0.8) - used))
+            if body.styles.max_height is None or body.styles.max_height.value != rows:
+                body.styles.max_height = rows
+
     def update_more(self) -> None:
         """Refresh the "more" line from the body's scroll position."""
         for body in self.query(_DialogBody):
@@ -328,7 +367,7 @@ class ConfirmScreen(DialogScreen[bool]):
         border: thick $accent; background: $surface; padding: 1 2;
     }
     ConfirmScreen .title { text-style: bold; margin-bottom: 1; }
-    ConfirmScreen .body { height: auto; max-height: 20; overflow-y: auto; }
+    ConfirmScreen .body { height: auto; overflow-y: auto; }
     ConfirmScreen .more { color: $text-muted; }
     ConfirmScreen Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
     ConfirmScreen Button { margin-left: 2; }
@@ -347,7 +386,7 @@ class ConfirmScreen(DialogScreen[bool]):
             with Horizontal():
                 yield Button(f"1 {self._yes}", id="yes", variant="success")
                 yield Button(f"2 {self._no}", id="no", variant="error")
-            yield Static(ARMING_LINE, classes="keys", markup=False)
+            yield _KeysLine()
 
     def focus_target(self) -> Widget | None:
         return self.query_one("#yes", Button)
@@ -388,7 +427,7 @@ class ChoiceScreen(DialogScreen[str | None]):
     ChoiceScreen .title { text-style: bold; margin-bottom: 1; }
     ChoiceScreen OptionList { height: auto; max-height: 15; margin-top: 1; }
     ChoiceScreen.-arming OptionList { opacity: 50%; }
-    ChoiceScreen .body { height: auto; max-height: 24; overflow-y: auto; }
+    ChoiceScreen .body { height: auto; overflow-y: auto; }
     ChoiceScreen .more { color: $text-muted; }
     ChoiceScreen .keys { color: $text-muted; margin-top: 1; }
     """
@@ -426,7 +465,7 @@ class ChoiceScreen(DialogScreen[str | None]):
                 yield Input(
                     placeholder="Type an answer and press Enter", id="answer", select_on_focus=False
                 )
-            yield Static(ARMING_LINE, classes="keys", markup=False)
+            yield _KeysLine()
 
     def focus_target(self) -> Widget | None:
         if self._choices:
