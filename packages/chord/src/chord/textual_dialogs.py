@@ -218,7 +218,7 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
         self.call_after_refresh(self.fit_body)  # the key line may now take another row
         target = self.focus_target()
         if target is not None and self.focused is None:
-            target.focus()
+            self.set_focus(target)  # at once (Widget.focus() waits a message): armed = ready
 
     def _set_keys_line(self, text: str) -> None:
         for line in self.query(".keys").results(Static):
@@ -250,7 +250,7 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
             self._swallow(event)
             field = self.takes_text() if self._armed else None
             if field is not None:
-                field.focus()
+                self.set_focus(field)
                 field.insert_text_at_cursor(event.character)
             else:
                 self._to_editor(event.character)
@@ -265,7 +265,7 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
         event.stop()
         field = self.takes_text() if self._armed else None
         if field is not None:
-            field.focus()
+            self.set_focus(field)
             field.insert_text_at_cursor(event.text.splitlines()[0] if event.text else "")
         else:
             self._to_editor(event.text)
@@ -397,13 +397,13 @@ class ConfirmScreen(DialogScreen[bool]):
     def number_key(self, number: int) -> bool:
         if number not in (1, 2):
             return False
-        self.query_one("#yes" if number == 1 else "#no", Button).focus()
+        self.set_focus(self.query_one("#yes" if number == 1 else "#no", Button))
         return True
 
     def extra_key(self, event: events.Key) -> bool:
         if event.key not in ("left", "right"):
             return False
-        self.query_one("#yes" if event.key == "left" else "#no", Button).focus()
+        self.set_focus(self.query_one("#yes" if event.key == "left" else "#no", Button))
         return True
 
     @on(Button.Pressed)
@@ -492,7 +492,7 @@ class ChoiceScreen(DialogScreen[str | None]):
         if not 1 <= number <= min(len(self._choices), 9):
             return False
         options = self.query_one("#choices", OptionList)
-        options.focus()
+        self.set_focus(options)
         options.highlighted = number - 1
         return True
 
