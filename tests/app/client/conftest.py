@@ -180,9 +180,10 @@ def picker_open(app: Any, title: str) -> bool:
     screen = app.screen
     if isinstance(screen, ChoiceScreen):
         return title in (dialog_title(app) or "")
-    return isinstance(screen, SessionPickerScreen) and title in str(
-        screen.query_one(".title").render()
-    )
+    if not isinstance(screen, SessionPickerScreen):
+        return False
+    titles = screen.query(".title")  # empty while the screen still composes: not open yet
+    return bool(titles) and title in str(titles.first().render())
 
 
 _NUMBER = re.compile(r"[1-9]\. ")

@@ -109,7 +109,7 @@ class Modal(Protocol):
 
         The user moves with ↑↓ or an option's number and answers with Enter, never with a
         single letter; the dialog takes no answer for :data:`ARMING_SECONDS` after it appears
-        (see :mod:`chord.textual_dialogs`). ``body`` may be a Rich :class:`~rich.text.Text` (a
+        (see :class:`DialogScreen`). ``body`` may be a Rich :class:`~rich.text.Text` (a
         coloured diff); a body taller than the dialog scrolls and says how much more there is.
         ``hint`` ends the dim key line under the options: say what Escape means here (the
         dialog names the other keys itself)."""

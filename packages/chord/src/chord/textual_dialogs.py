@@ -134,8 +134,18 @@ def more_text(above: int, below: int) -> str:
 
 
 class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
-    """The mechanics every chord dialog shares (see the module docstring): arming, text keys to
-    the editor underneath, a scrolling body with its "more" line, and a once-only answer.
+    """The mechanics every chord dialog shares, so that typed text never answers one:
+
+    * **arming**: for :data:`ARMING_SECONDS` after it appears the dialog answers nothing (its
+      options greyed, its key line "…"); text keys (and a paste) go on into the text field
+      focused under it (the prompt editor) and start that time again; Enter, Escape and arrows
+      do nothing;
+    * **deliberate keys**: no letter answers; ↑↓ or a number move, Enter answers, Escape
+      cancels; a dialog with its own text field takes typed letters there once armed;
+    * **one answer**: a second key, a click or :meth:`close_from_outside` after the answer do
+      nothing, and only the dialog's own screen is ever popped;
+    * **nothing cut**: a body taller than its box scrolls (PgUp/PgDn) under a line saying how
+      many lines are out of view, and the options and key line always keep their rows.
 
     A subclass composes its widgets (the body through :meth:`body_widgets`, the key line as a
     ``Static`` with class ``keys``), says which widget takes the focus once armed
