@@ -147,8 +147,8 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
     * **nothing cut**: a body taller than its box scrolls (PgUp/PgDn) under a line saying how
       many lines are out of view, and the options and key line always keep their rows.
 
-    A subclass composes its widgets (the body through :meth:`body_widgets`, the key line as a
-    ``Static`` with class ``keys``), says which widget takes the focus once armed
+    A subclass composes its widgets (the body through :meth:`body_widgets`, the key line
+    through :meth:`keys_widget`), says which widget takes the focus once armed
     (:meth:`focus_target`) and what its key line says (:meth:`keys_line`), and answers through
     :meth:`answer`.
     """
@@ -202,6 +202,10 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
         if body:
             yield _DialogBody(body)
             yield Static("", classes="more", markup=False)
+
+    def keys_widget(self) -> Static:
+        """The dim key line ("…" while arming, then :meth:`keys_line`)."""
+        return _KeysLine()
 
     # -- arming ----------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -396,7 +400,7 @@ class ConfirmScreen(DialogScreen[bool]):
             with Horizontal():
                 yield Button(f"1 {self._yes}", id="yes", variant="success")
                 yield Button(f"2 {self._no}", id="no", variant="error")
-            yield _KeysLine()
+            yield self.keys_widget()
 
     def focus_target(self) -> Widget | None:
         return self.query_one("#yes", Button)
@@ -475,7 +479,7 @@ class ChoiceScreen(DialogScreen[str | None]):
                 yield Input(
                     placeholder="Type an answer and press Enter", id="answer", select_on_focus=False
                 )
-            yield _KeysLine()
+            yield self.keys_widget()
 
     def focus_target(self) -> Widget | None:
         if self._choices:
