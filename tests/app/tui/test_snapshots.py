@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 
-from chord.textual import Choice, ChoiceScreen, ConfirmScreen
+from chord.textual import Choice, ChoiceScreen, ConfirmScreen, DialogScreen
 from coding_agent.tui import CodingAgentApp
 from coding_agent.tui.widgets.session_picker import SessionPickerScreen
 from facets_approval.tui import DIALOG_HINT, approval_choices, dialog_body
@@ -111,14 +111,14 @@ def test_the_tasks_panel(snap_compare: Any) -> None:
 
 
 def _dialog(screen_factory: Any) -> Any:
-    """Show the dialog and wait until it is armed (takes answers: its key line is final)."""
+    """Show the dialog (a chord dialog: once armed, its key line final)."""
 
     async def run_before(pilot: Any) -> None:
         await _rendered(pilot)
         screen = screen_factory()
         await pilot.app.push_screen(screen)
         with anyio.fail_after(20):
-            while not screen.armed:
+            while isinstance(screen, DialogScreen) and not screen.armed:
                 await pilot.pause(0.02)
         await pilot.pause()
 
