@@ -36,8 +36,8 @@ async def wait_for_screen(pilot: Pilot[None], kind: type[DialogScreen[Any]]) -> 
 
 async def test_confirm_returns_the_users_answer() -> None:
     app = DemoApp()
+    answers: list[bool] = []
     async with app.run_test() as pilot, anyio.create_task_group() as tg:
-        answers: list[bool] = []
 
         async def ask() -> None:
             modal = await app.tui.acquire_modal(BACKGROUND)
@@ -54,8 +54,8 @@ async def test_confirm_returns_the_users_answer() -> None:
 
 async def test_escape_denies() -> None:
     app = DemoApp()
+    answers: list[bool] = []
     async with app.run_test() as pilot, anyio.create_task_group() as tg:
-        answers: list[bool] = []
 
         async def ask() -> None:
             modal = await app.tui.acquire_modal(BACKGROUND)
