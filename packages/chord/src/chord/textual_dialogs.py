@@ -357,14 +357,18 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
             self.app.notify(notice, severity="warning")
 
     def _finish(self, result: ResultT | None) -> bool:
+        """Answer once: ``True`` if this call took the dialog off the screen."""
         if self._answered:
             return False
         self._answered = True
         if self._arm_timer is not None:
             self._arm_timer.stop()
-        app = self.app
+        try:
+            app = self.app
+        except RuntimeError:  # no active app (Textual's NoActiveAppError): it is gone
+            return False
         if self not in app.screen_stack:
-            return True  # never shown, or already gone
+            return False  # never shown, or already gone
         while app.screen is not self:  # a screen opened over the dialog goes with it
             app.screen.dismiss()
         self.dismiss(result)
