@@ -14,8 +14,8 @@ answered in another window). The user picks with ↑↓ or an option's number an
 Enter (chord's dialogs take no single-letter answers and ignore keys for a moment after they
 appear, so typing never answers one); Escape counts as *Deny*, as a confirm dialog's Escape does
 (the dialog's key line says so: the turn goes on, the model reads that the user denied the
-call). A
-``write`` over an existing file says so (the request's ``overwrites``); diffs are coloured.
+call). A ``write`` over an existing file says so (the request's ``overwrites``); diffs are
+coloured.
 
 :data:`mode_tui_facet` (``@pi/approval-mode``) presents :data:`~.contract.ApprovalMode`: a
 one-line panel (:class:`ModeLabel`, ``#approval-mode``) always shows the session's mode and
