@@ -297,8 +297,8 @@ async def test_a_long_body_scrolls_and_says_how_much_more_there_is(body_kind: st
         last = str(more.render())  # everything below is in view now: only lines above
         assert last.startswith("↑ ") and last.endswith(" lines above · PgUp/PgDn scroll")
         # The count is the body's lines out of view: all of them but the rows it shows.
-        body = screen.query_one(_DialogBody)
-        assert int(last.split()[1]) == 61 - body.scrollable_content_region.height
+        box = screen.query_one(_DialogBody)
+        assert int(last.split()[1]) == 61 - box.scrollable_content_region.height
         assert asker.answers == []  # scrolling answers nothing
         await pilot.press("pageup")
         await until(pilot, lambda: "↓" in str(more.render()), "scrolled back up")
