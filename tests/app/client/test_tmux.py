@@ -406,3 +406,32 @@ def test_two_terminals_answer_one_dialog_at_once_one_decision_and_a_notice(
     terminal.press("one", "Enter")
     terminal.wait_text("one", "EXITED 0")
     assert not session.worker_running()
+
+
+def test_a_dialog_longer_than_its_box_says_how_much_more_and_scrolls_to_it(
+    terminal: Terminal, project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    # 60 blank lines push the end of the command out of the dialog (issue 36 item 6).
+    script = _script(
+        tmp_path,
+        [_bash("echo hello" + "\n" * 60 + "echo payload-at-the-end"), {"text": "Denied it."}],
+    )
+    terminal.start("one", project, f"{BINARY} --faux-script {script}")
+    terminal.wait_text("one", "enter sends")
+    terminal.type("one", "run it")
+    terminal.press("one", "Enter")
+    screen = terminal.wait_dialog("one", "Allow bash?")
+    assert "more lines ↓" in screen and "PgUp/PgDn scroll" in screen
+    assert "payload-at-the-end" not in screen
+    for _ in range(6):
+        terminal.press("one", "PageDown")
+    screen = terminal.wait_text("one", "payload-at-the-end")
+    assert "lines above" in screen and "more lines ↓" not in screen
+    assert "Allow bash?" in screen  # scrolling answered nothing
+    terminal.press("one", "Escape")  # deny
+    terminal.wait_text("one", "Denied it.")
+    [session] = list_sessions(env=agent_env)
+    terminal.type("one", "/stop")
+    terminal.press("one", "Enter")
+    terminal.wait_text("one", "EXITED 0")
+    assert not session.worker_running()
