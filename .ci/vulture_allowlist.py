@@ -34,6 +34,7 @@ _.on_key
 _.on_mount
 _.on_unmount
 _.on_resize
+_.on_paste
 _.on_tree_node_expanded
 _.on_tree_node_selected
 _.on_mcp_panel_changed  # facets_mcp.tui: the panel's Changed message
@@ -118,6 +119,7 @@ _.on_deactivate
 # instead of sleeps, test doubles' controls, counters and read-only views
 _.settle  # JsonlStorage.settle: tests compare a session folder's files
 _.wait_rendered
+_.armed  # chord's DialogScreen: tests press a dialog's keys once it takes answers
 _.wait_for_sleepers
 _.wait_quiescent
 _.sleepers

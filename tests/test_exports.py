@@ -298,10 +298,13 @@ PUBLIC: dict[str, frozenset[str]] = {
     ),
     "chord.textual": frozenset(
         {
+            "ARMING_SECONDS",
+            "CLOSED_NOTICE",
             "Choice",
             "ChoiceScreen",
             "CommandHandler",
             "ConfirmScreen",
+            "DialogScreen",
             "KeyBinding",
             "KeyHandler",
             "Modal",

@@ -28,14 +28,13 @@ from typing import Any
 
 import anyio
 from textual.pilot import Pilot
-from textual.screen import ModalScreen
 
 from chord.context import Context
 from chord.facets import Facet, FacetEnvironment, create_facet_host, define_facet
 from chord.facets.environment import ServiceSpawner
 from chord.services import Service
 from chord.state import MutableReplicatedState, replicated_state
-from chord.textual import tui_facet
+from chord.textual import DialogScreen, tui_facet
 from coding_agent.tui import CodingAgentApp
 from coding_agent.tui.conversation import InputAbortResult, SendMode, SessionInfo, ViewRelay
 from facets_approval.contract import ApprovalDialogs
@@ -323,12 +322,12 @@ def _open_dialog(
                 answer_member: unanswered,
             }
             spawners[0].spawn(f"{request['conversationId']}:{request['callId']}", instance)
-            for _ in range(500):  # bounded: the dialog mounts within a few refreshes
-                if isinstance(app.screen, ModalScreen):
-                    break
-                await pilot.pause()
-            else:
-                raise RuntimeError("the dialog never appeared")
+            try:  # the dialog as the user answers it: armed (its key line final)
+                with anyio.fail_after(30):
+                    while not (isinstance(app.screen, DialogScreen) and app.screen.armed):
+                        await pilot.pause(0.02)
+            except TimeoutError:
+                raise RuntimeError("the dialog never appeared") from None
             yield
 
     return scene

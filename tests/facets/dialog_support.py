@@ -73,11 +73,13 @@ class DialogApp(App[None]):
         return screen if isinstance(screen, ChoiceScreen) else None
 
     async def shown_dialog(self, pilot: Any) -> ChoiceScreen:
-        """The dialog on screen once it is mounted and focused (waits for it)."""
+        """The dialog on screen once it takes answers: a dialog answers nothing while it arms
+        (``ARMING_SECONDS`` after it appears), so keys are pressed only once it is armed.
+        Polls the dialog's state between frames, with a deadline."""
         await self.until(lambda: self.dialog() is not None)
-        await pilot.pause()  # let the screen finish mounting before keys are pressed
-        screen = self.dialog()
-        assert screen is not None
+        with anyio.fail_after(20):
+            while not ((screen := self.dialog()) is not None and screen.armed):
+                await pilot.pause(0.01)
         return screen
 
 
@@ -86,7 +88,7 @@ def dialog_title(screen: ChoiceScreen) -> str:
 
 
 def dialog_body(screen: ChoiceScreen) -> str:
-    return str(next(iter(screen.query(Static).exclude(".title"))).content)
+    return str(screen.query_one(".body Static", Static).content)
 
 
 def dialog_options(screen: ChoiceScreen) -> list[str]:

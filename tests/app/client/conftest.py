@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -23,7 +24,7 @@ import anyio
 import pytest
 from textual.widgets import OptionList
 
-from chord.textual import ChoiceScreen
+from chord.textual import ChoiceScreen, DialogScreen
 from coding_agent.client import ClientRun, WorkerSupervisor, run_client
 from coding_agent.sessions import Session, create_session
 from coding_agent.tui import CodingAgentApp
@@ -157,20 +158,44 @@ def toasts(app: Any) -> list[tuple[str, str]]:
     return [(n.severity, n.message) for n in app._notifications]
 
 
+def dialog_ready(app: Any, kind: type[DialogScreen[Any]] = DialogScreen) -> bool:
+    """Whether a ``kind`` dialog is on screen and takes answers (chord's dialogs answer
+    nothing while they arm, ``ARMING_SECONDS`` after they appear: press keys only then)."""
+    screen = app.screen
+    return isinstance(screen, kind) and screen.armed
+
+
+def dialog_title(app: Any) -> str | None:
+    """The title of the dialog on screen once it takes answers (``None`` before)."""
+    if not dialog_ready(app):
+        return None
+    return str(app.screen.query_one(".title").render())
+
+
 def picker_open(app: Any, title: str) -> bool:
-    """Whether a choice dialog titled ``title`` is on screen."""
+    """Whether a choice dialog titled ``title`` is on screen (and, for chord's dialogs,
+    armed: ready for keys)."""
     from coding_agent.tui.widgets.session_picker import SessionPickerScreen
 
     screen = app.screen
-    return isinstance(screen, ChoiceScreen | SessionPickerScreen) and title in str(
-        screen.query_one(".title").render()
-    )
+    if isinstance(screen, ChoiceScreen):
+        return title in (dialog_title(app) or "")
+    if not isinstance(screen, SessionPickerScreen):
+        return False
+    titles = screen.query(".title")  # empty while the screen still composes: not open yet
+    return bool(titles) and title in str(titles.first().render())
+
+
+_NUMBER = re.compile(r"[1-9]\. ")
 
 
 def options(app: Any) -> list[str]:
-    """The option labels of the choice dialog on screen."""
+    """The option labels of the choice dialog on screen (without a dialog's ``1.`` numbers)."""
     listing = app.screen.query_one(OptionList)
-    return [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]
+    labels = [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]
+    if isinstance(app.screen, ChoiceScreen):
+        labels = [_NUMBER.sub("", label, count=1) for label in labels]
+    return labels
 
 
 @pytest.fixture
@@ -180,6 +205,8 @@ def kit() -> SimpleNamespace:
         TIMEOUT=TIMEOUT,
         app_of=app_of,
         assistant_texts=assistant_texts,
+        dialog_ready=dialog_ready,
+        dialog_title=dialog_title,
         drive=drive,
         entries=entries,
         idle=idle,

@@ -22,10 +22,11 @@ ANSWER = "Hello from the faux model. The answer is **forty-two**, as always."
 
 
 def _modal_title(app: Any) -> str | None:
+    """The title of the choice dialog on screen once it takes answers (armed: mounted, and
+    past the time it ignores keys), else ``None``."""
     screen = app.screen
-    if isinstance(screen, ChoiceScreen):
-        titles = screen.query(".title")  # none yet while the pushed screen is composed
-        return str(titles.first().render()) if titles else None
+    if isinstance(screen, ChoiceScreen) and screen.armed:
+        return str(screen.query_one(".title").render())
     return None
 
 
@@ -86,7 +87,7 @@ async def test_a_tool_call_waits_for_approval_and_its_result_is_rendered(
         await kit.wait_for(pilot, lambda: _modal_title(app) == "Allow write?", "the approval modal")
         assert not (project / "notes.txt").exists()
         options = app.screen.query_one(OptionList)
-        assert str(options.get_option_at_index(0).prompt) == "y Allow once"  # y is its shortcut
+        assert str(options.get_option_at_index(0).prompt) == "1. Allow once"  # numbered, no letter
         await pilot.press("enter")  # the first option: Allow
         await kit.wait_for(
             pilot, lambda: "The file is written." in kit.assistant_texts(app), "the end"

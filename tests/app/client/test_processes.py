@@ -23,9 +23,12 @@ QUESTION = {"question": "Which colour?", "options": ["Red", "Blue"], "allowText"
 
 
 def _question_open(app: Any) -> bool:
+    """The question dialog is on screen and takes answers (armed, so surely mounted)."""
     screen = app.screen
-    return isinstance(screen, ChoiceScreen) and "Which colour?" in str(
-        screen.query_one(".title").render()
+    return (
+        isinstance(screen, ChoiceScreen)
+        and screen.armed
+        and "Which colour?" in str(screen.query_one(".title").render())
     )
 
 

@@ -145,7 +145,7 @@ async def test_context_lists_every_section_with_its_size(
         await kit.wait_for(pilot, lambda: kit.picker_open(app, "System prompt"), "the listing")
         seen["sent"] = kit.options(app)
         await pilot.press("enter")  # the first row: the system section's text
-        await kit.wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the text")
+        await kit.wait_for(pilot, lambda: kit.dialog_ready(app, ConfirmScreen), "the text")
         seen["text"] = "\n".join(str(s.render()) for s in app.screen.query(Static))
         await pilot.press("escape")
 

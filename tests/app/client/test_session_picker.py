@@ -51,14 +51,14 @@ async def test_the_picker_filters_and_deletes_after_a_confirmation(
         await kit.wait_for(pilot, lambda: kit.options(app)[0].startswith(beta.id), "by id")
         seen["by_id"] = kit.options(app)
         await pilot.press("ctrl+d")
-        await kit.wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await kit.wait_for(pilot, lambda: kit.dialog_ready(app, ConfirmScreen), "the confirmation")
         seen["question"] = str(app.screen.query_one(".title").render())
-        await pilot.press("n")  # keep it
+        await pilot.press("right", "enter")  # keep it
         await kit.wait_for(pilot, lambda: kit.picker_open(app, "Sessions of"), "the picker back")
         assert beta.path.exists()
         await pilot.press("ctrl+d")
-        await kit.wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "asked again")
-        await pilot.press("y")
+        await kit.wait_for(pilot, lambda: kit.dialog_ready(app, ConfirmScreen), "asked again")
+        await pilot.press("enter")  # the focused "yes"
         await kit.wait_for(pilot, lambda: not beta.path.exists(), "the session deleted")
         await kit.wait_for(pilot, lambda: kit.picker_open(app, "Sessions of"), "the picker")
         await pilot.press(*(["backspace"] * 17))

@@ -85,6 +85,13 @@ class Terminal:
     def wait_text(self, window: str, needle: str) -> str:
         return self.wait(window, lambda text: needle in text, repr(needle))
 
+    def wait_dialog(self, window: str, title: str) -> str:
+        """Wait until the dialog titled ``title`` takes answers: its key line names Enter
+        (while it arms, ignoring keys already on their way, the line reads "…")."""
+        return self.wait(
+            window, lambda text: title in text and "enter answers" in text, f"dialog {title!r}"
+        )
+
 
 @pytest.fixture
 def terminal(agent_env: dict[str, str]) -> Iterator[Terminal]:
@@ -133,12 +140,11 @@ def test_the_binary_runs_the_demo_attaches_a_second_terminal_and_quits(
 
     terminal.type("one", "show me around")
     terminal.press("one", "Enter")
-    terminal.wait_text("one", "What should the demo notes be about?")
-    screen = terminal.screen("one")
+    screen = terminal.wait_dialog("one", "What should the demo notes be about?")
     assert "Testing" in screen and "Documentation" in screen
     terminal.press("one", "Enter")  # "Testing"
     for tool in ("write", "edit", "bash"):
-        terminal.wait_text("one", f"Allow {tool}?")
+        terminal.wait_dialog("one", f"Allow {tool}?")
         terminal.press("one", "Enter")  # Allow
     final = terminal.wait_text("one", "That was the offline demo")
     assert "Topic: Testing" in final  # the edit's diff, rendered
@@ -275,14 +281,14 @@ def test_quit_leaves_the_turn_running_ctrl_c_twice_quits_and_stop_asks(
     terminal.wait_text("three", "sleep 60")
     terminal.type("three", "/stop")
     terminal.press("three", "Enter")
-    terminal.wait_text("three", "Stop the session's worker?")
+    terminal.wait_dialog("three", "Stop the session's worker?")
     assert "A turn is running" in terminal.screen("three")
     terminal.press("three", "Escape")  # keep it running
     terminal.wait_text("three", "The worker keeps running")
     assert session.worker_running()
     terminal.type("three", "/quit --stop")
     terminal.press("three", "Enter")
-    terminal.wait_text("three", "Stop the session's worker?")
+    terminal.wait_dialog("three", "Stop the session's worker?")
     terminal.press("three", "Enter")  # Stop
     done = terminal.wait_text("three", "EXITED 0")
     assert f"Session {session.id} stopped" in done
@@ -312,6 +318,118 @@ def test_typeahead_is_sent_by_its_enter_and_alt_enter_breaks_the_line(
     assert len(lines) == 2, editor  # two lines in the editor
     terminal.press("one", "Enter")
     terminal.wait_text("one", "Got both lines.")
+    [session] = list_sessions(env=agent_env)
+    terminal.type("one", "/stop")
+    terminal.press("one", "Enter")
+    terminal.wait_text("one", "EXITED 0")
+    assert not session.worker_running()
+
+
+# -- issue 36 item 2: dialogs need deliberate keys --------------------------------------------
+def test_keys_sent_in_one_burst_as_a_dialog_opens_answer_nothing_and_stay_in_the_editor(
+    terminal: Terminal, project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    script = _script(
+        tmp_path,
+        [_bash("echo ran > ran.txt"), {"text": "Done after the dialog."}],
+    )
+    terminal.start("one", project, f"{BINARY} --faux-script {script}")
+    terminal.wait_text("one", "enter sends")
+    terminal.type("one", "run it")
+    terminal.press("one", "Enter")
+    terminal.wait_text("one", "Allow bash?")
+    # One burst, as a user typing on when the dialog pops up: the letters of the old
+    # shortcuts (y, a, n), a number, and Enter after each word.
+    terminal.press("one", "yes", "Enter", " always", "Enter", " 1", "Enter", " no", "Enter")
+    # The dialog is still open and armed again once the typing stopped; the text is in the
+    # editor under it.
+    terminal.wait(
+        "one",
+        lambda text: (
+            "Allow bash?" in text and "enter answers" in text and "yes always 1 no" in text
+        ),
+        "the dialog armed again over the typed text",
+    )
+    assert not (project / "ran.txt").exists(), "a typed key answered the dialog"
+    terminal.press("one", "3", "Enter")  # Deny, on purpose
+    screen = terminal.wait_text("one", "Done after the dialog.")
+    assert not (project / "ran.txt").exists()
+    assert "yes always 1 no" in screen
+    terminal.press("one", "C-c")  # Ctrl+C clears the editor: the text was there, unsent
+    terminal.wait("one", lambda text: "yes always 1 no" not in text, "the editor cleared")
+    [session] = list_sessions(env=agent_env)
+    terminal.type("one", "/stop")
+    terminal.press("one", "Enter")
+    terminal.wait_text("one", "EXITED 0")
+    assert not session.worker_running()
+
+
+def test_two_terminals_answer_one_dialog_at_once_one_decision_and_a_notice(
+    terminal: Terminal, project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    script = _script(
+        tmp_path,
+        [_bash("echo one >> log.txt"), {"text": "First answered."},
+         _bash("echo two >> log.txt"), {"text": "Second answered."}],
+    )  # fmt: skip
+    terminal.start("one", project, f"{BINARY} --faux-script {script}")
+    terminal.wait_text("one", "enter sends")
+    [session] = list_sessions(env=agent_env)
+    terminal.start("two", project, f"{BINARY} attach {session.id}")
+    terminal.wait_text("two", "enter sends")
+
+    terminal.type("one", "first")
+    terminal.press("one", "Enter")
+    terminal.wait_dialog("one", "Allow bash?")
+    terminal.wait_dialog("two", "Allow bash?")
+    terminal.press("one", "Enter")  # Allow, in both terminals at once
+    terminal.press("two", "Enter")
+    for window in ("one", "two"):
+        terminal.wait_text(window, "First answered.")
+    assert (project / "log.txt").read_text() == "one\n"  # one decision: the command ran once
+
+    terminal.type("one", "second")
+    terminal.press("one", "Enter")
+    terminal.wait_dialog("two", "Allow bash?")
+    terminal.wait_dialog("one", "Allow bash?")
+    terminal.press("two", "Enter")  # answered in the second terminal only
+    notice = terminal.wait_text("one", "Already answered in another window")
+    assert "Traceback" not in notice
+    terminal.wait_text("one", "Second answered.")
+    assert (project / "log.txt").read_text() == "one\ntwo\n"
+    for window in ("one", "two"):
+        assert "EXITED" not in terminal.screen(window)  # no crash in either
+    terminal.type("two", "/quit")
+    terminal.press("two", "Enter")
+    terminal.wait_text("two", "EXITED 0")
+    terminal.type("one", "/stop")
+    terminal.press("one", "Enter")
+    terminal.wait_text("one", "EXITED 0")
+    assert not session.worker_running()
+
+
+def test_a_dialog_longer_than_its_box_says_how_much_more_and_scrolls_to_it(
+    terminal: Terminal, project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    # 60 blank lines push the end of the command out of the dialog (issue 36 item 6).
+    script = _script(
+        tmp_path,
+        [_bash("echo hello" + "\n" * 60 + "echo payload-at-the-end"), {"text": "Denied it."}],
+    )
+    terminal.start("one", project, f"{BINARY} --faux-script {script}")
+    terminal.wait_text("one", "enter sends")
+    terminal.type("one", "run it")
+    terminal.press("one", "Enter")
+    screen = terminal.wait_dialog("one", "Allow bash?")
+    assert "more lines ↓" in screen and "PgUp/PgDn scroll" in screen
+    assert "payload-at-the-end" not in screen
+    for _ in range(6):
+        terminal.press("one", "PageDown")
+    screen = terminal.wait_text("one", "payload-at-the-end")
+    assert "lines above" in screen and "more lines ↓" not in screen
+    assert "Allow bash?" in screen  # scrolling answered nothing
+    terminal.press("one", "Escape")  # deny
+    terminal.wait_text("one", "Denied it.")
     [session] = list_sessions(env=agent_env)
     terminal.type("one", "/stop")
     terminal.press("one", "Enter")

@@ -64,10 +64,10 @@ async def choose(kit: Any, pilot: Any, title: str, downs: int) -> None:
 
 async def confirm(kit: Any, pilot: Any, key: str) -> str:
     app = kit.app_of(pilot)
-    await kit.wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "a conflict dialog")
+    await kit.wait_for(pilot, lambda: kit.dialog_ready(app, ConfirmScreen), "a conflict dialog")
     dialog = app.screen
     title = str(dialog.query_one(".title").render())
-    await pilot.press(key)
+    await pilot.press(*{"y": ["1", "enter"], "n": ["2", "enter"]}[key])
     await kit.wait_for(pilot, lambda: app.screen is not dialog, "it to close")
     return title
 

@@ -61,7 +61,8 @@ def local_package(project: Path) -> Path:
 
 
 def _confirm_open(app: Any) -> bool:
-    return isinstance(app.screen, ConfirmScreen)
+    screen = app.screen
+    return isinstance(screen, ConfirmScreen) and screen.armed
 
 
 async def test_untrusted_packages_warn_once_and_trust_asks_then_records(
@@ -80,13 +81,13 @@ async def test_untrusted_packages_warn_once_and_trust_asks_then_records(
         seen["warnings"] = [m for s, m in kit.toasts(app) if s == "warning"]
         await pilot.press(*"/trust", "enter")
         await kit.wait_for(pilot, lambda: _confirm_open(app), "the trust dialog")
-        seen["dialog"] = str(app.screen.query_one(".body").render())
-        await pilot.press("n")
+        seen["dialog"] = str(app.screen.query_one(".body Static").render())
+        await pilot.press("escape")
         await kit.wait_for(pilot, lambda: said(app, "Trust unchanged"), "the refusal")
         seen["after_cancel"] = trust_path().exists()
         await pilot.press(*"/trust", "enter")
         await kit.wait_for(pilot, lambda: _confirm_open(app), "the trust dialog again")
-        await pilot.press("y")
+        await pilot.press("enter")
         await kit.wait_for(pilot, lambda: said(app, f"Trusted {project}."), "the trust toast")
         await pilot.press(*"/trust", "enter")
         await kit.wait_for(pilot, lambda: said(app, "is already trusted"), "already trusted")

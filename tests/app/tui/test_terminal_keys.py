@@ -151,7 +151,9 @@ async def test_the_esc_hint_is_not_shown_while_a_dialog_has_the_keys(conversatio
         await app.wait_rendered()
         status = app.query_one("#turn-status")
         await docs.until(pilot, lambda: "esc to interrupt" in str(status.render()))
-        app.push_screen(ConfirmScreen("Sure?", "", "Yes", "No"))
+        dialog = ConfirmScreen("Sure?", "", "Yes", "No")
+        app.push_screen(dialog)
         await docs.until(pilot, lambda: "esc to interrupt" not in str(status.render()))
+        await docs.until(pilot, lambda: dialog.armed)  # it answers no key before
         await pilot.press("escape")
         await docs.until(pilot, lambda: "esc to interrupt" in str(status.render()))

@@ -134,8 +134,8 @@ async def test_keys_are_not_claimed_while_a_modal_dialog_is_on_screen() -> None:
                 modal.close()
 
         group.start_soon(ask)
-        with anyio.fail_after(5):
-            while not isinstance(app.screen, ChoiceScreen):
+        with anyio.fail_after(20):  # a dialog answers nothing until it is armed
+            while not (isinstance(app.screen, ChoiceScreen) and app.screen.armed):
                 await pilot.pause()
         assert not app.tui.handle_key("shift+tab")  # the dialog keeps its own keys
         await pilot.press("escape")

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
+from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
 from chord.context import BACKGROUND, ContextCancelled, with_cancel
-from chord.textual import ChoiceScreen, ConfirmScreen, TextualTui
+from chord.textual import ChoiceScreen, ConfirmScreen, DialogScreen, TextualTui
 
 pytestmark = pytest.mark.anyio
 
@@ -23,18 +26,18 @@ class DemoApp(App[None]):
         self.tui = TextualTui(self)
 
 
-async def wait_for_screen(app: App[None], kind: type) -> None:
-    for _ in range(200):
-        if isinstance(app.screen, kind):
-            return
-        await anyio.sleep(0.005)
-    raise AssertionError(f"{kind.__name__} never appeared; screen is {app.screen!r}")
+async def wait_for_screen(pilot: Pilot[None], kind: type[DialogScreen[Any]]) -> None:
+    """Wait (polling between frames, with a deadline) until a ``kind`` dialog takes answers:
+    a dialog answers nothing while it arms (ARMING_SECONDS after it appears)."""
+    with anyio.fail_after(20):
+        while not (isinstance(pilot.app.screen, kind) and pilot.app.screen.armed):
+            await pilot.pause(0.01)
 
 
 async def test_confirm_returns_the_users_answer() -> None:
     app = DemoApp()
+    answers: list[bool] = []
     async with app.run_test() as pilot, anyio.create_task_group() as tg:
-        answers: list[bool] = []
 
         async def ask() -> None:
             modal = await app.tui.acquire_modal(BACKGROUND)
@@ -44,15 +47,15 @@ async def test_confirm_returns_the_users_answer() -> None:
                 modal.close()
 
         tg.start_soon(ask)
-        await wait_for_screen(app, ConfirmScreen)
-        await pilot.press("y")
+        await wait_for_screen(pilot, ConfirmScreen)
+        await pilot.press("enter")  # the focused "yes"
     assert answers == [True]
 
 
 async def test_escape_denies() -> None:
     app = DemoApp()
+    answers: list[bool] = []
     async with app.run_test() as pilot, anyio.create_task_group() as tg:
-        answers: list[bool] = []
 
         async def ask() -> None:
             modal = await app.tui.acquire_modal(BACKGROUND)
@@ -60,7 +63,7 @@ async def test_escape_denies() -> None:
             modal.close()
 
         tg.start_soon(ask)
-        await wait_for_screen(app, ConfirmScreen)
+        await wait_for_screen(pilot, ConfirmScreen)
         await pilot.press("escape")
     assert answers == [False]
 
@@ -82,14 +85,14 @@ async def test_modals_are_served_one_at_a_time_in_order() -> None:
 
         first_holding = anyio.Event()
         tg.start_soon(ask, "first", None)
-        await wait_for_screen(app, ConfirmScreen)
+        await wait_for_screen(pilot, ConfirmScreen)
         first_holding.set()
         tg.start_soon(ask, "second", first_holding)
         await pilot.pause()
         assert len(app.screen_stack) == 2  # only one dialog on screen
-        await pilot.press("y")
-        await wait_for_screen(app, ConfirmScreen)
-        await pilot.press("n")
+        await pilot.press("enter")
+        await wait_for_screen(pilot, ConfirmScreen)
+        await pilot.press("2", "enter")
     assert order == ["first", "second"]
 
 
@@ -109,7 +112,7 @@ async def test_cancelling_the_context_dismisses_the_dialog() -> None:
                 modal.close()
 
         tg.start_soon(ask)
-        await wait_for_screen(app, ConfirmScreen)
+        await wait_for_screen(pilot, ConfirmScreen)
         cancel("dialog closed by the session")
         await pilot.pause()
         for _ in range(100):
@@ -134,12 +137,12 @@ async def test_choose_picks_an_option_or_free_text() -> None:
             modal.close()
 
         tg.start_soon(ask)
-        await wait_for_screen(app, ChoiceScreen)
+        await wait_for_screen(pilot, ChoiceScreen)
         await pilot.press("down", "enter")
-        for _ in range(200):
-            if len(picked) == 1 and isinstance(app.screen, ChoiceScreen):
-                break
-            await pilot.pause(0.005)
+        with anyio.fail_after(20):
+            while len(picked) != 1:
+                await pilot.pause(0.01)
+        await wait_for_screen(pilot, ChoiceScreen)
         await pilot.press(*"blue", "enter")
     assert picked == ["green", "blue"]
 
@@ -178,7 +181,6 @@ async def test_panels_mount_and_unmount() -> None:
 
 
 async def test_run_app_with_facets_hosts_presentation_facets_beside_the_app() -> None:
-    from textual.pilot import Pilot
 
     from chord.facets import FacetEnvironment, define_facet
     from chord.services import define_service

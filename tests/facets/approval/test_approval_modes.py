@@ -458,7 +458,7 @@ async def test_the_mode_command_sets_picks_and_rejects(kit: Any, tmp_path: Path)
         group.start_soon(app.tui.run_command, "/mode", BACKGROUND)
         screen = await app.shown_dialog(pilot)
         assert kit.title(screen) == "Permission mode (now: plan)"
-        options = kit.options(screen)
+        options = [o.split(". ", 1)[1] for o in kit.options(screen)]  # numbered 1. 2. …
         assert [o.replace("●", "").split()[0] for o in options] == list(PERMISSION_MODES)
         assert options[2].startswith("●") and not options[0].startswith("●")
         await pilot.press("down", "down", "down", "enter")  # auto

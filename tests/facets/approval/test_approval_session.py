@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 from anyio.abc import TaskGroup
+from textual import events
 
 from chord.context import BACKGROUND, Context, cancel_scope
 from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, define_facet
@@ -406,6 +407,75 @@ async def test_the_textual_modal_keeps_a_narrow_session_rule(kit: Any) -> None:
         assert [name for name, _ in s.tools.runs] == ["bash", "bash"]
         rewindable = await (await s.root()).rewindable(BACKGROUND)
         assert rewindable["plugins"]["approval"]["rules"] == ["Bash(bash 0)"]
+
+
+NOTICE = "Already answered in another window (or no longer needed): Allow bash?"
+
+
+async def _notices(app: Any, pilot: Any) -> list[str]:
+    """The toasts ``app`` showed, once it handled the ones posted so far."""
+    await pilot.pause()
+    return [n.message for n in app._notifications]
+
+
+async def test_another_window_answering_closes_the_dialog_here_with_a_notice(kit: Any) -> None:
+    # Two presentations of one session: the Textual one (Pilot) and a scripted one. The
+    # scripted window answers; the dialog on the Textual screen goes, saying why.
+    app = kit.DialogApp()
+    async with (
+        session([calls("bash"), faux_response("done")]) as s,
+        app.run_test() as pilot,
+        kit.presentation(s.host, [tui_facet], app.tui, s.group),
+        presentation(s, kit) as other,
+    ):
+        handle = await (await s.root()).send("go", BACKGROUND)
+        screen = await app.shown_dialog(pilot)
+        prompt = await other.next_prompt()
+        prompt.answer("allow")
+        with anyio.fail_after(10):
+            await handle.wait(BACKGROUND)
+        await app.until(lambda: app.dialog() is None)
+        with anyio.fail_after(10):
+            while NOTICE not in await _notices(app, pilot):
+                pass
+        assert screen.answered and len(app.screen_stack) == 1
+        await pilot.press("enter")  # a late key reaches the editor's screen, not the dialog
+        assert s.tools.runs == [("bash", {"command": "bash 0"})]
+
+
+async def test_two_windows_answering_at_once_make_one_decision_and_no_crash(kit: Any) -> None:
+    app = kit.DialogApp()
+    script = [calls("bash"), faux_response("done"), calls("bash"), faux_response("two")]
+    async with (
+        session(script) as s,
+        app.run_test() as pilot,
+        kit.presentation(s.host, [tui_facet], app.tui, s.group),
+        presentation(s, kit) as other,
+    ):
+        handle = await (await s.root()).send("go", BACKGROUND)
+        screen = await app.shown_dialog(pilot)
+        prompt = await other.next_prompt()
+        # At once: the other window denies, this one presses Enter (Allow) twice.
+        prompt.answer("deny")
+        app.post_message(events.Key("enter", None))
+        app.post_message(events.Key("enter", None))
+        with anyio.fail_after(10):
+            await handle.wait(BACKGROUND)
+        await app.until(lambda: app.dialog() is None)
+        assert screen.answered and len(app.screen_stack) == 1
+        # One decision, whichever came first: the call ran once or not at all, and each window
+        # was asked once.
+        assert s.tools.runs in ([], [("bash", {"command": "bash 0"})])
+        assert len(other.prompts) == 1
+        # The session and both windows go on: the next call asks both again; Deny here.
+        again = await (await s.root()).send("again", BACKGROUND)
+        await other.next_prompt()
+        second = await app.shown_dialog(pilot)
+        assert second is not screen
+        await pilot.press("3", "enter")
+        with anyio.fail_after(10):
+            await again.wait(BACKGROUND)
+        assert len(s.tools.runs) <= 1  # the second call was denied
 
 
 async def test_aborting_the_conversation_closes_the_dialog_everywhere(kit: Any) -> None:

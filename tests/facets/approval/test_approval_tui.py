@@ -33,11 +33,11 @@ RULE = "Bash(rm -rf build/)"
         ),
         (["down", "down", "down", "enter"], {"decision": "deny", "by": "tui"}),
         (["escape"], {"decision": "deny", "by": "tui"}),
-        (["y"], {"decision": "allow", "by": "tui"}),
-        (["a", "n"], {"decision": "deny", "by": "tui"}),  # no single letter keeps a rule
-        (["n"], {"decision": "deny", "by": "tui"}),
+        (["1", "enter"], {"decision": "allow", "by": "tui"}),
+        (["2", "enter"], {"decision": "allow", "rule": RULE, "scope": "session", "by": "tui"}),
+        (["4", "enter"], {"decision": "deny", "by": "tui"}),
     ],
-    ids=["allow", "session-rule", "user-rule", "deny", "escape-denies", "y", "a-is-no-key", "n"],
+    ids=["allow", "session-rule", "user-rule", "deny", "escape-denies", "1", "2", "4"],
 )
 async def test_the_modal_shows_the_call_and_sends_the_chosen_decision(
     kit: Any, keys: list[str], decision: dict[str, Any]
@@ -57,18 +57,42 @@ async def test_the_modal_shows_the_call_and_sends_the_chosen_decision(
         assert kit.title(screen) == "Allow bash?"
         assert "$ rm -rf build/" in kit.body(screen)
         assert kit.options(screen) == [
-            "y Allow once",
-            f"Allow {RULE} in this session",
-            f"Allow {RULE} everywhere (your config.toml)",
-            "n Deny",
+            "1. Allow once",
+            f"2. Allow {RULE} in this session",
+            f"3. Allow {RULE} everywhere (your config.toml)",
+            "4. Deny",
         ]
-        hint = str(screen.query_one(".hint").render())
-        assert "y allow" in hint and "esc denies" in hint  # what Esc does, said on the dialog
+        hint = str(screen.query_one(".keys").render())
+        assert "enter answers" in hint and "esc denies" in hint  # what Esc does, said on it
         await pilot.press(*keys)
         with anyio.fail_after(10):
             await dialog.decided.wait()
         assert dialog.decisions == [decision]
         await app.until(lambda: app.dialog() is None)  # the modal slot was given back
+        group.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("letter", ["y", "a", "n"])
+async def test_a_letter_answers_nothing(kit: Any, letter: str) -> None:
+    # The old single-key shortcuts: "a" of a word chose "Always allow bash" (issue 36 item 2).
+    app = kit.DialogApp()
+    scripted = kit.ScriptedDialogs()
+    async with (
+        app.run_test() as pilot,
+        anyio.create_task_group() as group,
+        create_facet_host([scripted.facet]) as session,
+        kit.presentation(session, [tui_facet], app.tui, group),
+    ):
+        dialog, _close = scripted.open("1:call-1", kit.bash_request())
+        screen = await app.shown_dialog(pilot)
+        await pilot.press(letter)
+        assert dialog.decisions == [] and app.dialog() is screen and not screen.answered
+        assert not screen.armed  # a text key arms the dialog again
+        screen = await app.shown_dialog(pilot)
+        await pilot.press("2", "enter")  # Allow once, Deny: this request offers no rule
+        with anyio.fail_after(10):
+            await dialog.decided.wait()
+        assert dialog.decisions == [{"decision": "deny", "by": "tui"}]
         group.cancel_scope.cancel()
 
 
@@ -86,6 +110,11 @@ async def test_closing_the_instance_dismisses_the_modal_without_a_decision(kit: 
         close()  # e.g. another presentation's decision was recorded, or the call was aborted
         await app.until(lambda: app.dialog() is None)
         assert dialog.decisions == []
+        notice = "Already answered in another window (or no longer needed): Allow bash?"
+        with anyio.fail_after(10):  # the toast is a message the app handles next
+            while not app._notifications:
+                await pilot.pause(0.01)
+        assert [n.message for n in app._notifications] == [notice]
         # The slot is free again: the next dialog shows and can be answered.
         second, _ = scripted.open("1:call-2", kit.bash_request("call-2", "make"))
         screen = await app.shown_dialog(pilot)
@@ -113,7 +142,7 @@ async def test_two_open_dialogs_are_shown_one_after_the_other(kit: Any) -> None:
         shown_first = "$ first" in kit.body(screen)
         await pilot.press("enter")  # allow the one on screen
         await app.until(lambda: app.dialog() not in (None, screen))  # then the other one shows
-        await pilot.pause()
+        await app.shown_dialog(pilot)
         await pilot.press("down", "enter")  # deny the other one (Allow once, Deny: no rule offered)
         with anyio.fail_after(10):
             await first.decided.wait()

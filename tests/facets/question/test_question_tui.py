@@ -25,10 +25,20 @@ pytestmark = pytest.mark.anyio
         ({}, ["enter"], {"outcome": "answered", "answer": "red", "by": "tui"}),
         ({}, ["down", "enter"], {"outcome": "answered", "answer": "green", "by": "tui"}),
         ({}, ["tab", *"blue", "enter"], {"outcome": "answered", "answer": "blue", "by": "tui"}),
+        ({}, [*"blue", "enter"], {"outcome": "answered", "answer": "blue", "by": "tui"}),
+        ({}, ["2", "enter"], {"outcome": "answered", "answer": "green", "by": "tui"}),
         ({"options": ()}, [*"Ada", "enter"], {"outcome": "answered", "answer": "Ada", "by": "tui"}),
         ({}, ["escape"], {"outcome": "cancelled", "by": "tui"}),
     ],
-    ids=["first-option", "second-option", "free-text", "text-only", "escape-cancels"],
+    ids=[
+        "first-option",
+        "second-option",
+        "free-text",
+        "free-text-no-tab",
+        "number",
+        "text-only",
+        "escape-cancels",
+    ],
 )
 async def test_the_modal_offers_options_and_free_text_and_submits_the_answer(
     kit: Any, request_kwargs: dict[str, Any], keys: list[str], response: dict[str, Any]
@@ -46,7 +56,8 @@ async def test_the_modal_offers_options_and_free_text_and_submits_the_answer(
         screen = await app.shown_dialog(pilot)
         assert kit.title(screen) == "Which colour?"
         if request["options"]:
-            assert kit.options(screen) == request["options"]
+            numbered = [f"{n}. {o}" for n, o in enumerate(request["options"], 1)]
+            assert kit.options(screen) == numbered
         assert len(screen.query(Input)) == 1  # free text allowed
         await pilot.press(*keys)
         with anyio.fail_after(10):

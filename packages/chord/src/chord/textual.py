@@ -4,7 +4,8 @@ Presentation facets never touch the Textual ``App`` directly. They ``use`` the l
 service, whose contract is :class:`TuiService`:
 
 * :meth:`~TuiService.acquire_modal` — wait for *the* modal slot (one dialog on screen at a time,
-  first come, first served), then ask a yes/no question or offer choices on the :class:`Modal`;
+  first come, first served), then ask a yes/no question or offer choices on the :class:`Modal`
+  (answered with deliberate keys only: see :class:`DialogScreen`);
 * :meth:`~TuiService.notify` — a transient toast;
 * :meth:`~TuiService.register_command` — a ``/slash`` command, unregistered by the returned
   function (own it with ``env.own``);
@@ -43,26 +44,32 @@ from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
 from rich.text import Text
-from textual import events, on
-from textual.app import App, ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual import events
+from textual.app import App
 from textual.screen import ModalScreen
 from textual.widget import Widget
-from textual.widgets import Button, Input, Label, OptionList, Static
-from textual.widgets.option_list import Option
 
 from chord.context import BACKGROUND, Context, ContextCancelled, cancel_scope
 from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, define_facet
 from chord.neutralize import inert, inert_text
 from chord.remote import RemoteServiceSource
 from chord.services import define_service
+from chord.textual_dialogs import (
+    ARMING_SECONDS,
+    Choice,
+    ChoiceScreen,
+    ConfirmScreen,
+    DialogScreen,
+)
 
 __all__ = [
+    "ARMING_SECONDS",
+    "CLOSED_NOTICE",
     "Choice",
     "ChoiceScreen",
     "CommandHandler",
     "ConfirmScreen",
+    "DialogScreen",
     "KeyBinding",
     "KeyHandler",
     "Modal",
@@ -81,6 +88,11 @@ CommandHandler = Callable[[str, Context], Awaitable[None] | None]
 KeyHandler = Callable[[Context], Awaitable[None] | None]
 ResultT = TypeVar("ResultT")
 
+CLOSED_NOTICE = "Already answered in another window (or no longer needed): {title}"
+"""The toast shown when a dialog the user had on screen is taken away unanswered: its holder's
+context was cancelled (another window answered it, the call was aborted) or it closed the
+slot. ``{title}`` is the dialog's title."""
+
 
 class Modal(Protocol):
     """The modal slot, held until :meth:`close` (or the acquiring context is cancelled)."""
@@ -88,7 +100,7 @@ class Modal(Protocol):
     async def confirm(
         self, title: str, body: str = "", *, yes: str = "Allow", no: str = "Deny"
     ) -> bool:
-        """Ask a yes/no question; ``False`` also when the user presses Escape."""
+        """Ask a yes/no question (←→ or 1/2, then Enter); ``False`` also on Escape."""
         ...
 
     async def choose(
@@ -102,24 +114,17 @@ class Modal(Protocol):
     ) -> str | None:
         """Offer ``choices`` (and a free-text field when ``allow_text``); ``None`` on Escape.
 
-        ``body`` may be a Rich :class:`~rich.text.Text` (a coloured diff); ``hint`` is a dim
-        line under the options (say what the keys do, Escape included)."""
+        The user moves with ↑↓ or an option's number and answers with Enter, never with a
+        single letter; the dialog takes no answer for :data:`ARMING_SECONDS` after it appears
+        (see :class:`DialogScreen`). ``body`` may be a Rich :class:`~rich.text.Text` (a
+        coloured diff); a body taller than the dialog scrolls and says how much more there is.
+        ``hint`` ends the dim key line under the options: say what Escape means here (the
+        dialog names the other keys itself)."""
         ...
 
     def close(self) -> None:
         """Give the slot back (idempotent); a dialog still on screen is dismissed."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class Choice:
-    """One option of :meth:`Modal.choose`: the ``value`` returned and the ``label`` shown."""
-
-    value: str
-    label: str = ""
-    description: str = ""
-    key: str = ""
-    """A shortcut key (``"y"``) that picks this choice at once; shown before the label."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,136 +167,6 @@ Tui = define_service("chord.tui", TuiService, local=True)
 """The local service presentation facets ``use`` to reach the terminal UI."""
 
 
-class ConfirmScreen(ModalScreen[bool]):
-    """A yes/no dialog: ``y`` / Enter on the focused button, ``n`` or Escape to refuse."""
-
-    DEFAULT_CSS = """
-    ConfirmScreen { align: center middle; }
-    ConfirmScreen > Vertical {
-        width: 80%; max-width: 100; height: auto; max-height: 80%;
-        border: thick $accent; background: $surface; padding: 1 2;
-    }
-    ConfirmScreen .title { text-style: bold; margin-bottom: 1; }
-    ConfirmScreen .body { max-height: 20; overflow-y: auto; margin-bottom: 1; }
-    ConfirmScreen Horizontal { height: auto; align-horizontal: right; }
-    ConfirmScreen Button { margin-left: 2; }
-    """
-    BINDINGS = [  # noqa: RUF012 - Textual's declared class attribute
-        Binding("y", "answer(True)", "Yes"),
-        Binding("n", "answer(False)", "No"),
-        Binding("escape", "answer(False)", "Cancel"),
-    ]
-
-    def __init__(self, title: str, body: str, yes: str, no: str) -> None:
-        super().__init__()
-        self._title, self._body, self._yes, self._no = title, body, yes, no
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Label(self._title, classes="title", markup=False)
-            if self._body:
-                yield Static(self._body, classes="body", markup=False)
-            with Horizontal():
-                yield Button(self._yes, id="yes", variant="success")
-                yield Button(self._no, id="no", variant="error")
-
-    def on_mount(self) -> None:
-        self.query_one("#yes", Button).focus()
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
-
-    def action_answer(self, value: bool) -> None:
-        self.dismiss(value)
-
-
-class ChoiceScreen(ModalScreen[str | None]):
-    """Pick one option (arrows + Enter) or type an answer; Escape returns ``None``."""
-
-    DEFAULT_CSS = """
-    ChoiceScreen { align: center middle; }
-    ChoiceScreen > Vertical {
-        width: 80%; max-width: 100; height: auto; max-height: 80%;
-        border: thick $accent; background: $surface; padding: 1 2;
-    }
-    ChoiceScreen .title { text-style: bold; margin-bottom: 1; }
-    ChoiceScreen OptionList { height: auto; max-height: 15; }
-    ChoiceScreen .body { height: auto; max-height: 24; overflow-y: auto; margin-bottom: 1; }
-    ChoiceScreen .hint { color: $text-muted; margin-top: 1; }
-    """
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]  # noqa: RUF012
-
-    def __init__(
-        self,
-        title: str,
-        choices: Sequence[Choice],
-        body: str | Text,
-        allow_text: bool,
-        hint: str = "",
-    ) -> None:
-        super().__init__()
-        self._title, self._choices, self._body, self._allow_text = (
-            title,
-            list(choices),
-            body,
-            allow_text,
-        )
-        self._hint = hint
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Label(self._title, classes="title", markup=False)
-            if self._body:
-                yield Static(self._body, classes="body", markup=False)
-            if self._choices:
-                yield OptionList(
-                    *(Option(_choice_label(c), id=str(i)) for i, c in enumerate(self._choices)),
-                    id="choices",
-                )
-            if self._allow_text:
-                yield Input(placeholder="Type an answer and press Enter", id="answer")
-            if self._hint:
-                yield Static(self._hint, classes="hint", markup=False)
-
-    def on_key(self, event: events.Key) -> None:
-        """A choice's shortcut key picks it (not while typing an answer)."""
-        if isinstance(self.focused, Input):
-            return
-        for choice in self._choices:
-            if choice.key and event.key == choice.key:
-                event.stop()
-                event.prevent_default()
-                self.dismiss(choice.value)
-                return
-
-    def on_mount(self) -> None:
-        if self._choices:
-            self.query_one("#choices", OptionList).focus()
-        elif self._allow_text:
-            self.query_one("#answer", Input).focus()
-
-    @on(OptionList.OptionSelected)
-    def _selected(self, event: OptionList.OptionSelected) -> None:
-        index = int(event.option.id or 0)
-        self.dismiss(self._choices[index].value)
-
-    @on(Input.Submitted, "#answer")
-    def _typed(self, event: Input.Submitted) -> None:
-        if event.value.strip():
-            self.dismiss(event.value)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-
-def _choice_label(choice: Choice) -> Text:
-    label = Text(choice.label or choice.value)
-    if choice.key:
-        label = Text.assemble((f"{choice.key} ", "bold"), label)
-    return label
-
-
 def _inert_choice(choice: Choice) -> Choice:
     """``choice`` with what it shows made inert (its value is returned as is)."""
     label = inert(choice.label or choice.value)
@@ -308,19 +183,26 @@ def _in_app(app: App[Any]) -> AbstractContextManager[None]:
 
 
 class _ModalSlot:
-    """The concrete :class:`Modal`: shows one screen at a time for its holder."""
+    """The concrete :class:`Modal`: shows one dialog at a time for its holder.
+
+    The dialog is answered once (:class:`DialogScreen`): the user's answer, or the holder
+    giving it up (its context cancelled, e.g. because another window answered, or ``close()``),
+    whichever comes first; the other finds it answered. A dialog taken away while the user had
+    it on screen unanswered leaves a :data:`CLOSED_NOTICE` toast.
+    """
 
     def __init__(self, tui: TextualTui, ctx: Context) -> None:
         self._tui = tui
         self._ctx = ctx
         self._closed = False
-        self._screen: ModalScreen[Any] | None = None
+        self._screen: DialogScreen[Any] | None = None
+        self._title = ""
 
     async def confirm(
         self, title: str, body: str = "", *, yes: str = "Allow", no: str = "Deny"
     ) -> bool:
         title, body, yes, no = inert(title), inert(body), inert(yes), inert(no)
-        return bool(await self._show(ConfirmScreen(title, body, yes, no)))
+        return bool(await self._show(ConfirmScreen(title, body, yes, no), title))
 
     async def choose(
         self,
@@ -334,22 +216,23 @@ class _ModalSlot:
         if not choices and not allow_text:
             raise ValueError("choose() needs choices, allow_text=True, or both")
         normalised = [_inert_choice(Choice(c) if isinstance(c, str) else c) for c in choices]
-        screen = ChoiceScreen(inert(title), normalised, inert_text(body), allow_text, inert(hint))
-        return await self._show(screen)
+        title = inert(title)
+        screen = ChoiceScreen(title, normalised, inert_text(body), allow_text, inert(hint))
+        return await self._show(screen, title)
 
-    async def _show(self, screen: ModalScreen[ResultT]) -> ResultT:
+    async def _show(self, screen: DialogScreen[ResultT], title: str) -> ResultT | None:
         if self._closed:
             raise RuntimeError("this modal was closed; acquire a new one")
         if self._screen is not None:
             raise RuntimeError("this modal is already showing a dialog")
         done = anyio.Event()
-        result: list[ResultT] = []
+        result: list[ResultT | None] = []
 
         def finished(value: ResultT | None) -> None:
-            result.append(value)  # type: ignore[arg-type]
+            result.append(value)
             done.set()
 
-        self._screen = screen
+        self._screen, self._title = screen, title
         try:
             with _in_app(self._tui.app):
                 self._tui.app.push_screen(screen, finished)
@@ -357,17 +240,22 @@ class _ModalSlot:
                 await done.wait()
             return result[0]
         finally:
-            if not done.is_set() and screen.is_attached:
-                screen.dismiss(None)
+            if not done.is_set():
+                self._take_away(screen)
             self._screen = None
+
+    def _take_away(self, screen: DialogScreen[Any]) -> None:
+        """Close ``screen`` unanswered (idempotent; a no-op once the user answered it)."""
+        with _in_app(self._tui.app):
+            screen.close_from_outside(CLOSED_NOTICE.format(title=self._title))
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         screen = self._screen
-        if screen is not None and screen.is_attached:
-            screen.dismiss(None)
+        if screen is not None:
+            self._take_away(screen)
         self._tui._release_modal()
 
 

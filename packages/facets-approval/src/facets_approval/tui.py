@@ -10,10 +10,13 @@ and *Deny*, and calls ``decide``.
 
 Closing the instance — the session recorded a decision, maybe from another presentation, or the
 call was aborted — cancels the observer's ``ctx``; that unwinds the wait for the slot or for the
-user, and ``modal.close()`` dismisses a dialog still on screen. ``y``/``n`` pick *Allow once*
-and *Deny* at once (a standing choice has no single-letter key); Escape counts as *Deny*, as a confirm dialog's Escape does (the
-dialog's key line says so: the turn goes on, the model reads that the user denied the call). A
-``write`` over an existing file says so (the request's ``overwrites``); diffs are coloured.
+user, and ``modal.close()`` dismisses a dialog still on screen (with a notice that it was
+answered in another window). The user picks with ↑↓ or an option's number and answers with
+Enter (chord's dialogs take no single-letter answers and ignore keys for a moment after they
+appear, so typing never answers one); Escape counts as *Deny*, as a confirm dialog's Escape does
+(the dialog's key line says so: the turn goes on, the model reads that the user denied the
+call). A ``write`` over an existing file says so (the request's ``overwrites``); diffs are
+coloured.
 Everything the dialog shows of the call is inert (:func:`chord.inert`): an ESC in a command
 shows as ``\\x1b`` (a conceal code cannot hide ``; curl … | sh``), a bidi override as
 ``\\u202e``, and the lines are split only where the call has a newline.
@@ -84,22 +87,23 @@ SCOPE_LABELS: dict[str, str] = {
 
 
 def approval_choices(request: Any) -> list[Choice]:
-    """The options the modal offers for ``request``, in order (the first is focused): *Allow
-    once*, one standing choice per scope the request offers (its narrow ``rule``, e.g. "Allow
-    Bash(npm run test:*) in this session"; never a whole tool like bash), and *Deny*."""
-    choices = [Choice(ALLOW, "Allow once", key="y")]
+    """The options the modal offers for ``request``, in order (the first is highlighted when the
+    dialog opens; the dialog numbers them 1, 2, 3…): *Allow once*, one standing choice per scope
+    the request offers (its narrow ``rule``, e.g. "Allow Bash(npm run test:*) in this session";
+    never a whole tool like bash), and *Deny*."""
+    choices = [Choice(ALLOW, "Allow once")]
     rule = request.get("rule") if isinstance(request, dict) else None
     scopes = request.get("scopes") if isinstance(request, dict) else None
     if isinstance(rule, str) and rule and isinstance(scopes, list):
         for scope in scopes:
             if scope in SCOPE_LABELS:
                 choices.append(Choice(STANDING + scope, f"Allow {rule} {SCOPE_LABELS[scope]}"))
-    choices.append(Choice(DENY, "Deny", key="n"))
+    choices.append(Choice(DENY, "Deny"))
     return choices
 
 
-DIALOG_HINT = "y allow once · n deny · esc denies (the turn goes on without it)"
-"""The dialog's key line: what every key does, Escape included."""
+DIALOG_HINT = "esc denies (the turn goes on without it)"
+"""The end of the dialog's key line (chord's dialog names the keys that choose and answer)."""
 
 
 def decision_for(choice: str | None, request: Any = None) -> ApprovalDecision:
