@@ -94,6 +94,8 @@ PUBLIC: dict[str, frozenset[str]] = {
             "StaleDefinition",
             "StorageError",
             "StorageInUse",
+            "StorageUnreachable",
+            "SchemaTooNew",
             "SystemClock",
             "SlotRejected",
             "Step",

@@ -7,13 +7,23 @@ lease another server took fails its next commit (LeaseLost), publishes nothing a
 
 from __future__ import annotations
 
+import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import anyio
 import psycopg
 import pytest
-from worker_support import TIMEOUT, Client, connected, text_of, worker_process, write_script
+from worker_support import (
+    TIMEOUT,
+    Client,
+    connected,
+    text_of,
+    worker_command,
+    worker_process,
+    write_script,
+)
 
 from chord.context import BACKGROUND
 from chord.wire.errors import RemoteCallError
@@ -87,3 +97,22 @@ async def _seq(conninfo: str, session: str) -> int:
         row = await cursor.fetchone()
     assert row is not None
     return int(row[0])
+
+
+async def test_a_worker_that_cannot_reach_postgresql_says_so_in_one_line_and_exits_5(
+    session: Session, agent_env: dict[str, str]
+) -> None:
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"postgresql://agent:s3cret@127.0.0.1:{port}/agents"
+    command = worker_command(session, "--no-fsync", "--storage", url)
+    with anyio.fail_after(TIMEOUT):
+        done = await anyio.run_process(
+            command, env=agent_env, stdin=subprocess.DEVNULL, check=False
+        )
+    errors = done.stderr.decode()
+    assert done.returncode == EXIT_STORAGE, errors
+    assert "Traceback" not in errors and "s3cret" not in errors, errors
+    [line] = errors.splitlines()
+    assert line.startswith(f"coding-agent worker: cannot reach PostgreSQL at 127.0.0.1:{port}/")

@@ -124,6 +124,7 @@ from pico3 import (
     LocalProcessHost,
     Models,
     PostgresStorage,
+    StorageError,
     harness_session_facet,
     reload,
 )
@@ -862,6 +863,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CorruptStorage as error:
         print(f"coding-agent worker: {error} (the file was left as it is)", file=sys.stderr)
         return EXIT_USAGE
+    except StorageError as error:  # at open: unreachable, in use, schema too new or too old
+        print(f"coding-agent worker: {error}", file=sys.stderr)
+        return EXIT_STORAGE
     except SessionError as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_USAGE

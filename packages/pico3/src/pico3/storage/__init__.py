@@ -21,6 +21,7 @@ from pico3.storage.base import (
     StorageError,
     StorageFailed,
     StorageInUse,
+    StorageUnreachable,
 )
 from pico3.storage.jsonl import JsonlStorage
 from pico3.storage.memory import MemoryStorage
@@ -78,6 +79,7 @@ __all__ = [
     "StorageError",
     "StorageFailed",
     "StorageInUse",
+    "StorageUnreachable",
     "Task",
     "TaskPatch",
     "TaskPatchWrite",

@@ -1,4 +1,4 @@
-"""PostgresStorage: sessions in a PostgreSQL database (psycopg 3, async, a connection pool).
+"""PostgresStorage: sessions in a PostgreSQL database (psycopg 3, async).
 
 The same contract as :class:`~pico3.storage.memory.MemoryStorage` and
 :class:`~pico3.storage.jsonl.JsonlStorage` (docs/design/storage.md): batches are validated and staged in
@@ -58,6 +58,16 @@ renewals could not reach the database) fails its next commit with
 :class:`~pico3.storage.base.LeaseLost`, having written nothing, and the storage refuses every
 later commit. ``close`` releases the lease and the lock so the next opener need not wait.
 
+A lost connection
+-----------------
+Before each statement the writer polls its idle connection (anything readable is the server's
+goodbye: a restart, a terminated backend) and reconnects, re-taking the fence like ``open``
+(the epoch must still be this writer's, the session lock is taken on the new connection, the
+epoch checked again under it, and the last stored seq must be the one this writer knows). A
+connection lost with a commit in flight is reconnected the same way; then the commit row of that
+seq with this writer's epoch says whether it was published (it is not sent again) or not (it is
+sent once more). See docs/postgresql.md, "Faults".
+
 Open-time recovery
 ------------------
 ``open`` reads the session's rows in seq order, in chunks (one aggregated row each, every chunk's
@@ -76,12 +86,14 @@ already live in ``_tables`` and ``_replay``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import select
 import socket
 import struct
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -97,6 +109,7 @@ from pico3.storage.base import (
     StorageError,
     StorageFailed,
     StorageInUse,
+    StorageUnreachable,
     current_prechecked,
 )
 from pico3.storage.pg_blobs import BlobStore
@@ -324,6 +337,17 @@ def _where(conninfo: str) -> str:
     return f"{host}{port}/{parts.get('dbname') or parts.get('user') or ''}"
 
 
+def unreachable(conninfo: str, timeout: float, what: str, exc: BaseException) -> StorageUnreachable:
+    """The one-line :class:`StorageUnreachable` for a failed connection to ``conninfo``: its
+    host, port and database (never the password), the cause's first line, and the fix."""
+    text = str(exc).strip()
+    cause = text.splitlines()[0] if text else type(exc).__name__
+    return StorageUnreachable(
+        f"cannot reach PostgreSQL at {_where(conninfo)} within {timeout:g} s to {what} "
+        f"({cause}); check the URL and that the server is running"
+    )
+
+
 def _holder() -> str:
     return f"pid {os.getpid()} on {socket.gethostname()}"
 
@@ -386,6 +410,7 @@ class PostgresStorage(TableStorage):
         self._lock_key = 0  # the session's advisory lock is (_LOCK_CLASS, this)
         self._backend = 0  # the writer connection's backend pid
         self._prepared = False  # the writer's connection holds the prepared main commit
+        self._direct = False  # the writer's connection is a reconnection's own, not the pool's
         self._session_bytes = b""
         self._epoch_bytes = b""
         self._failed: BaseException | None = None
@@ -415,13 +440,15 @@ class PostgresStorage(TableStorage):
     async def open(self, ctx: Context) -> None:
         """Migrate the schema if needed, take the lease, replay the session; see the module doc."""
         self._claim()
-        from psycopg_pool import AsyncConnectionPool
-
         self._failed = None
         self._lock = anyio.Lock(fast_acquire=True)  # uncontended: no extra loop iteration
+        # the writer's connection, held while open: a commit is then one round trip with no
+        # pool checkout (a session's commits are sequential anyway)
+        from psycopg_pool import AsyncConnectionPool
+
         if self._shared_pool is not None:
             self._pool = self._shared_pool
-        else:
+        else:  # a pool of one: it closes its connection even if this storage is never closed
             self._pool = AsyncConnectionPool(
                 self._conninfo,
                 min_size=1,
@@ -429,20 +456,24 @@ class PostgresStorage(TableStorage):
                 open=False,
                 kwargs={"autocommit": True},
             )
-            try:
-                await self._pool.open(wait=True, timeout=self._connect_timeout)
-            except Exception as exc:
-                pool, self._pool = self._pool, None
-                await pool.close()
-                raise StorageError(
-                    f"cannot reach PostgreSQL at {_where(self._conninfo)} within "
-                    f"{self._connect_timeout:g} s to open session {self._session!r} ({exc}); "
-                    "check the URL and that the server is running"
-                ) from None
         try:
-            # the writer's connection, held while open: a commit is then one round trip with
-            # no pool checkout (a session's commits are sequential anyway)
-            conn = self._conn = await self._pool.getconn()
+            if self._pool is not self._shared_pool:
+                await self._pool.open(wait=True, timeout=self._connect_timeout)
+            conn = await self._pool.getconn(timeout=self._connect_timeout)
+        except Exception as exc:
+            pool, self._pool = self._pool, None
+            if pool is not self._shared_pool:
+                await pool.close()
+            reason: BaseException = exc
+            try:  # the pool only says it timed out: one connection attempt says why
+                probe = await self._connect()
+            except Exception as cause:
+                reason = cause
+            else:
+                await probe.close()
+            raise self._unreachable(reason, f"open session {self._session!r}") from None
+        self._conn = conn
+        try:
             await conn.set_autocommit(True)
             if not self._fsync:
                 await conn.execute("SET synchronous_commit = off")
@@ -732,6 +763,11 @@ class PostgresStorage(TableStorage):
         conn, self._conn = self._conn, None
         self._cursor = None
         prepared, self._prepared = self._prepared, False
+        direct, self._direct = self._direct, False
+        if direct and conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()  # a reconnection's own connection, not the pool's
+            conn = None
         if pool is None:
             return
         if conn is not None:
@@ -747,6 +783,16 @@ class PostgresStorage(TableStorage):
             await pool.putconn(conn)  # a broken connection is discarded by the pool
         if pool is not self._shared_pool:
             await pool.close()
+
+    async def _connect(self) -> AsyncConnection[Any]:
+        """A new connection of this storage's own (autocommit)."""
+        import psycopg
+
+        return await psycopg.AsyncConnection.connect(
+            self._conninfo,
+            autocommit=True,
+            connect_timeout=max(1, round(self._connect_timeout)),
+        )
 
     # commit --------------------------------------------------------------------------------
 
@@ -784,14 +830,14 @@ class PostgresStorage(TableStorage):
         copies, raw = normalize_batch(writes, prechecked)
         staged = tables.stage(copies, seq)
         max_id = self._high_water_after(staged)
-        cursor = self._cursor
-        assert cursor is not None
+        await self._ensure_writer(f"commit {seq}", tables.seq)
         if not staged.docs and not staged.tasks:  # nothing can go to a sidecar: one statement
-            try:
-                await self._send_main(seq, max_id, raw)
-            except Exception as exc:
-                self._failed = await self._failure(exc, seq)
-                raise self._failed from exc
+            main_raw = raw
+
+            async def send_main() -> None:
+                await self._send_main(seq, max_id, main_raw)
+
+            await self._send(send_main, seq)
             return self._publish(staged, max_id)
         from pico3.storage.jsonl import JsonlStorage  # one routing rule for both backends
 
@@ -812,27 +858,179 @@ class PostgresStorage(TableStorage):
                     assert found is not None
                     task_ids.append(int(found.group(1)))
                     tasks.append(_ENCODER.encode(items))
+        params = (
+            self._session,
+            self._epoch,
+            seq,
+            max_id,
+            self._fsync,
+            raw,
+            sticky_ids or None,  # NULL: nothing to insert, and nothing to adapt
+            sticky or None,
+            task_ids or None,
+            tasks or None,
+            staged.terminalized or None,
+        )
+
+        async def send_function() -> None:
+            cursor = self._cursor
+            assert cursor is not None
+            await cursor.execute(_COMMIT, params)
+
+        await self._send(send_function, seq)
+        return self._publish(staged, max_id)
+
+    # a broken connection: reconnect, re-take the fence, never send a commit twice -----------
+
+    async def _send(self, send: Callable[[], Awaitable[None]], seq: int) -> None:
+        """Send commit ``seq`` by ``send()``; on failure make the storage fail-stop, unless the
+        connection itself was lost: then reconnect (:meth:`_reconnect`, which re-takes the
+        session's lock, so the old connection's backend is gone and its transaction finished),
+        look whether the commit row is stored with this writer's epoch (then it was published
+        and only its acknowledgement lost) and send it once more only if it is not."""
         try:
-            await cursor.execute(
-                _COMMIT,
-                (
-                    self._session,
-                    self._epoch,
-                    seq,
-                    max_id,
-                    self._fsync,
-                    raw,
-                    sticky_ids or None,  # NULL: nothing to insert, and nothing to adapt
-                    sticky or None,
-                    task_ids or None,
-                    tasks or None,
-                    staged.terminalized or None,
-                ),
-            )
+            await send()
+            return
+        except Exception as exc:
+            if not self._lost(exc):
+                self._failed = await self._failure(exc, seq)
+                raise self._failed from exc
+            first = exc
+        try:
+            last, epoch = await self._reconnect(f"commit {seq}")
+        except Exception:
+            self._failed = await self._failure(first, seq)  # the lease's fate decides
+            raise self._failed from first
+        if last == seq and epoch == self._epoch:
+            return  # published; only the acknowledgement went with the connection
+        if last != seq - 1:
+            self._failed = self._gap(last, seq - 1)
+            raise self._failed from first
+        try:
+            await send()
         except Exception as exc:
             self._failed = await self._failure(exc, seq)
             raise self._failed from exc
-        return self._publish(staged, max_id)
+
+    async def _ensure_writer(self, what: str, seq: int) -> None:
+        """Before a statement: replace the writer's connection if the server ended it while
+        idle (a restart, an idle timeout, a terminated backend), so the next prompt after a
+        PostgreSQL restart is not lost. Nothing was sent, so nothing can be sent twice. A
+        server still unreachable raises :class:`StorageUnreachable` and leaves the storage
+        usable (the next commit tries again); a lost lease is :class:`LeaseLost` (fail-stop)."""
+        if not self._writer_broken():
+            return
+        try:
+            last, _ = await self._reconnect(what)
+        except StorageUnreachable:
+            raise
+        except LeaseLost as exc:
+            self._failed = exc
+            raise
+        except Exception as exc:
+            self._failed = StorageFailed(f"{self!r}: reconnecting before {what} failed: {exc}")
+            raise self._failed from exc
+        if last != seq:
+            self._failed = self._gap(last, seq)
+            raise self._failed
+
+    def _gap(self, stored: int, expected: int) -> StorageFailed:
+        return StorageFailed(
+            f"{self!r}: after reconnecting, the database's last commit of session "
+            f"{self._session!r} is seq {stored}, this worker expected {expected}: the database "
+            "lost commits it had acknowledged (a crash with synchronous_commit=off?); reopen "
+            "the session to continue from what is stored"
+        )
+
+    def _writer_broken(self) -> bool:
+        """Whether the writer's idle connection is gone. With no statement in flight the
+        server has nothing to say, so anything readable is its goodbye (an error, then EOF):
+        one poll of the socket, no round trip. A rare false alarm (an asynchronous notice)
+        costs one reconnect, which is safe."""
+        from psycopg import pq
+
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
+            return True
+        pgconn = conn.pgconn
+        if pgconn.status != pq.ConnStatus.OK:
+            return True
+        try:
+            readable, _, _ = select.select([pgconn.socket], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
+
+    def _lost(self, exc: Exception) -> bool:
+        """Whether ``exc`` is the connection's end (not an error of the statement)."""
+        from psycopg import pq
+
+        state = getattr(exc, "sqlstate", None) or ""
+        if state.startswith(("57P", "08")):  # admin/crash shutdown, connection exceptions
+            return True
+        conn = self._conn
+        return conn is None or conn.closed or conn.broken or conn.pgconn.status != pq.ConnStatus.OK
+
+    async def _reconnect(self, what: str) -> tuple[int, int]:
+        """A fresh writer's connection in place of a broken one; return the session's last
+        stored seq and that row's epoch.
+
+        Safe because it re-takes the fence the way ``open`` does: the epoch must still be this
+        writer's (else :class:`LeaseLost`), then the session's lock is taken on the new
+        connection (a backend of the old one that still holds it is ended and waited for), and
+        the epoch is checked again under the lock. From then on no transaction of the old
+        connection can still commit, so the stored rows are final."""
+        pool = self._pool
+        old, self._conn = self._conn, None
+        self._cursor = None
+        self._prepared = False
+        if old is not None:
+            with contextlib.suppress(Exception):
+                await old.close()
+            if pool is self._shared_pool and not self._direct and pool is not None:
+                with contextlib.suppress(Exception):
+                    await pool.putconn(old)  # the pool discards it (and makes a new one)
+        if pool is not None and pool is not self._shared_pool:
+            self._pool = None  # a pool of one would reconnect in the background, logging
+            await pool.close()
+        # a connection of its own, not the pool's: the pool retries a lost server with a
+        # growing backoff, this connects at once (and is closed, not returned, at close)
+        self._direct = True
+        try:
+            conn = await self._connect()
+        except Exception as exc:
+            raise self._unreachable(
+                exc, f"reconnect for {what} of session {self._session!r}"
+            ) from None
+        self._conn = conn
+        if not self._fsync:
+            await conn.execute("SET synchronous_commit = off")
+        if await self._stored_epoch(conn) != self._epoch:
+            raise self._lease_lost(what)
+        self._backend = conn.info.backend_pid
+        await self._lock_session(conn)
+        if await self._stored_epoch(conn) != self._epoch:
+            raise self._lease_lost(what)
+        row = await (
+            await conn.execute(
+                "SELECT seq, epoch FROM pico3_commits WHERE session = %s ORDER BY seq DESC LIMIT 1",
+                (self._session,),
+            )
+        ).fetchone()
+        await conn.execute(_PREPARE_MAIN)
+        self._prepared = True
+        self._cursor = conn.cursor()
+        if row is None:
+            return 0, 0
+        return int(row[0]), int(row[1] or 0)
+
+    async def _stored_epoch(self, conn: AsyncConnection[Any]) -> int | None:
+        row = await (
+            await conn.execute(
+                "SELECT epoch FROM pico3_sessions WHERE session = %s", (self._session,)
+            )
+        ).fetchone()
+        return None if row is None else int(row[0])
 
     async def _send_main(self, seq: int, max_id: int, raw: bytes) -> None:
         """The common commit, straight through libpq (no query conversion, no adaptation, no
@@ -851,6 +1049,7 @@ class PostgresStorage(TableStorage):
         while pgconn.flush():
             await anyio.wait_writable(fd)
         failed: str | None = None
+        state: bytes | None = None
         while True:
             while pgconn.is_busy():
                 await anyio.wait_readable(fd)
@@ -860,8 +1059,11 @@ class PostgresStorage(TableStorage):
                 break
             if result.status != pq.ExecStatus.COMMAND_OK:
                 failed = (result.error_message or b"no message").decode(errors="replace")
+                state = result.error_field(pq.DiagnosticField.SQLSTATE)
         if failed is not None:
-            raise StorageError(failed.strip())
+            error = StorageError(failed.strip())
+            error.sqlstate = None if state is None else state.decode()  # type: ignore[attr-defined]
+            raise error
 
     async def _failure(self, exc: Exception, seq: int) -> StorageFailed:
         """What a failed commit ``seq`` means: :class:`LeaseLost` if another worker took the
@@ -911,6 +1113,9 @@ class PostgresStorage(TableStorage):
             )
         return self._lease_lost(f"commit {seq}")
 
+    def _unreachable(self, exc: BaseException, what: str) -> StorageUnreachable:
+        return unreachable(self._conninfo, self._connect_timeout, what, exc)
+
     def _lease_lost(self, what: str) -> LeaseLost:
         return LeaseLost(
             f"session {self._session!r}: {what} refused, another worker took the lease "
@@ -945,6 +1150,7 @@ class PostgresStorage(TableStorage):
                 self._check_writable()
                 base = self._sticky_base.get(cid)
                 if base is not None:
+                    await self._ensure_writer("sticky truncation", self.seq)
                     conn = self._conn
                     assert conn is not None
                     try:
