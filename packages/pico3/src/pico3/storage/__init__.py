@@ -15,6 +15,7 @@ from pico3.storage.base import (
     CorruptStorage,
     InvalidBatch,
     LeaseLost,
+    SchemaNotMigrated,
     SchemaTooNew,
     Storage,
     StorageClosed,
@@ -26,7 +27,7 @@ from pico3.storage.base import (
 from pico3.storage.jsonl import JsonlStorage
 from pico3.storage.memory import MemoryStorage
 from pico3.storage.pg_blobs import BLOB_LIMIT, read_blob
-from pico3.storage.postgres import PostgresStorage
+from pico3.storage.postgres import PostgresStorage, migrate_database
 from pico3.storage.records import (
     UNSET,
     Conversation,
@@ -72,6 +73,7 @@ __all__ = [
     "Ops",
     "Parent",
     "PostgresStorage",
+    "SchemaNotMigrated",
     "SchemaTooNew",
     "SectionSeed",
     "Storage",
@@ -87,6 +89,7 @@ __all__ = [
     "TaskWrite",
     "Write",
     "is_base",
+    "migrate_database",
     "read_blob",
     "stored_writes",
 ]

@@ -54,6 +54,7 @@ Errors
 * :class:`LeaseLost` (a :class:`StorageFailed`): another worker took over the session; the
   commit wrote nothing and the storage is fail-stop.
 * :class:`SchemaTooNew`: the database's schema is newer than this code (PostgreSQL).
+* :class:`SchemaNotMigrated`: the database's schema is older and migrating at open is off.
 * :class:`StorageUnreachable`: the database server could not be reached (PostgreSQL).
 * :class:`StorageClosed`, :class:`StorageInUse`: lifecycle misuse (a second opener, in this
   process or another, gets :class:`StorageInUse` naming the holder).
@@ -85,6 +86,7 @@ __all__ = [
     "DeferredCommit",
     "InvalidBatch",
     "LeaseLost",
+    "SchemaNotMigrated",
     "SchemaTooNew",
     "Storage",
     "StorageClosed",
@@ -131,6 +133,11 @@ class LeaseLost(StorageFailed):
 
 class SchemaTooNew(StorageError):
     """The database was migrated by a newer pico3 than this one; nothing was changed."""
+
+
+class SchemaNotMigrated(StorageError):
+    """The database's schema is older than this code and it was told not to migrate at open
+    (PostgreSQL, ``migrate=False``): run the explicit migration step first. Nothing changed."""
 
 
 class StorageUnreachable(StorageError):

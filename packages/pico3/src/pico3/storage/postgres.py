@@ -8,8 +8,11 @@ tables the reads serve from. Many sessions share one database; each is named by 
 Tables (schema version :data:`SCHEMA_VERSION`, see :data:`MIGRATIONS`)
 -----------------------------------------------------------------------
 ``pico3_schema``
-    One row: the schema version. Migrations run at open, under an advisory lock, in one
-    transaction; a database whose version is newer than this code is refused with
+    One row: the schema version and ``compatible``, the oldest code version that still works
+    on it (:data:`COMPATIBLE`). Migrations run at open (``migrate=False``: refused with
+    :class:`~pico3.storage.base.SchemaNotMigrated`, see :func:`migrate_database`), under an
+    advisory lock and a lock timeout, in one transaction; a database whose version is newer
+    than this code and not compatible with it is refused with
     :class:`~pico3.storage.base.SchemaTooNew` before anything is read or written.
 ``pico3_sessions``
     One row per session: the *lease* (``epoch``, the fencing token; ``holder``, e.g. ``pid 123
@@ -105,6 +108,7 @@ from pico3.storage._tables import Staged, Tables, TableStorage, normalize_batch
 from pico3.storage.base import (
     CorruptStorage,
     LeaseLost,
+    SchemaNotMigrated,
     SchemaTooNew,
     StorageError,
     StorageFailed,
@@ -119,7 +123,16 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection, AsyncCursor
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["LEASE_SECONDS", "MIGRATIONS", "SCHEMA_VERSION", "PostgresStorage", "migrate"]
+__all__ = [
+    "COMPATIBLE",
+    "LEASE_SECONDS",
+    "MIGRATIONS",
+    "MIGRATION_LOCK_TIMEOUT",
+    "SCHEMA_VERSION",
+    "PostgresStorage",
+    "migrate",
+    "migrate_database",
+]
 
 LEASE_SECONDS = 2.0
 """Default lease expiry: a crashed worker's sessions can be taken over this long after its
@@ -264,6 +277,18 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this code writes and reads."""
 
+COMPATIBLE: tuple[int, ...] = (1, 1, 3)
+"""``COMPATIBLE[n - 1]``: the oldest code version that still works on schema ``n`` (recorded in
+``pico3_schema.compatible`` by the code that migrates to ``n``). Code of version ``c`` opens a
+database of a newer version ``n`` only when ``COMPATIBLE[n - 1] <= c``: so a migration that only
+adds (a table, a nullable column, an index, a function under a new name) keeps the previous
+value, and servers on the previous release go on using the database while their peer is
+upgraded; one that changes what older code reads or writes raises it to ``n``. The rule is in
+docs/postgresql.md, "Schema changes and rolling upgrades"."""
+
+MIGRATION_LOCK_TIMEOUT = 10.0
+"""How long (seconds) a migration waits for any lock before it gives up, changing nothing."""
+
 _ENCODER = msgspec.json.Encoder()
 _BATCHES = msgspec.json.Decoder(list[list[Write]])
 _STICKY_NAME = re.compile(r"sticky-([1-9][0-9]*)\.jsonl")
@@ -299,29 +324,116 @@ _COMMIT = (
 )
 
 
-async def migrate(conn: AsyncConnection[Any]) -> int:
+async def _schema_state(conn: AsyncConnection[Any]) -> tuple[int, int | None]:
+    """The database's pico3 schema version (0: none yet) and the oldest code version it stays
+    compatible with (``None``: not recorded, i.e. only code of exactly that version)."""
+    cursor = await conn.execute("SELECT to_regclass('pico3_schema') IS NOT NULL")
+    exists = await cursor.fetchone()
+    if exists is None or not exists[0]:
+        return 0, None
+    cursor = await conn.execute("SELECT row_to_json(s)::text FROM pico3_schema s LIMIT 1")
+    row = await cursor.fetchone()
+    if row is None or row[0] is None:
+        return 0, None
+    state = msgspec.json.decode(row[0])
+    compatible = state.get("compatible")
+    return int(state["version"]), None if compatible is None else int(compatible)
+
+
+def _check_not_too_new(found: int, compatible: int | None) -> bool:
+    """Whether a database at ``found`` is newer than this code but compatible with it (True);
+    raises :class:`SchemaTooNew` if it is newer and not; False if it is not newer."""
+    if found <= SCHEMA_VERSION:
+        return False
+    if compatible is not None and compatible <= SCHEMA_VERSION:
+        return True
+    back = "" if compatible is None else f"; the database needs version {compatible} or newer"
+    raise SchemaTooNew(
+        f"the database's pico3 schema is version {found}, newer than this pico3 (it knows "
+        f"versions up to {SCHEMA_VERSION}{back}); nothing was changed. Upgrade pico3 "
+        "(coding-agent) on this machine, or point it at another database"
+    )
+
+
+def _not_migrated(found: int) -> SchemaNotMigrated:
+    return SchemaNotMigrated(
+        f"the database's pico3 schema is at version {found}, this pico3 needs version "
+        f"{SCHEMA_VERSION}; run `coding-agent db migrate URL` (or pico3.migrate_database(url)) "
+        "with a role that may change the schema, then start again"
+    )
+
+
+async def migrate(
+    conn: AsyncConnection[Any], *, lock_timeout: float = MIGRATION_LOCK_TIMEOUT
+) -> int:
     """Bring the database's pico3 schema to :data:`SCHEMA_VERSION`; return the version found.
 
-    Runs in one transaction under an advisory lock (concurrent openers wait, then find it
-    done). Raises :class:`SchemaTooNew` if the database is newer than this code."""
-    async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-        await conn.execute("CREATE TABLE IF NOT EXISTS pico3_schema (version integer NOT NULL)")
-        row = await (await conn.execute("SELECT version FROM pico3_schema")).fetchone()
-        found = 0 if row is None else int(row[0])
-        if found > SCHEMA_VERSION:
-            raise SchemaTooNew(
-                f"the database's pico3 schema is version {found}, newer than this pico3 "
-                f"(it knows versions up to {SCHEMA_VERSION}); nothing was changed. Upgrade "
-                "pico3 (coding-agent) on this machine, or point it at another database"
+    Nothing is locked when the schema is current (or newer and compatible: see
+    :data:`COMPATIBLE`). Otherwise it runs in one transaction under an advisory lock, so
+    concurrent first users wait, then find it done (``CREATE … IF NOT EXISTS`` alone is not
+    safe: two creators of one table race on ``pg_type``), with ``lock_timeout`` bounding every
+    wait for a lock (the advisory lock, and the tables a migration alters under traffic): past
+    it, :class:`StorageError` and nothing changed. Raises :class:`SchemaTooNew` if the database
+    is newer than this code and not compatible with it."""
+    found, compatible = await _schema_state(conn)
+    if found == SCHEMA_VERSION or _check_not_too_new(found, compatible):
+        return found
+    try:
+        async with conn.transaction():
+            await conn.execute(
+                "SELECT set_config('lock_timeout', %s, true)",
+                (f"{max(1, round(lock_timeout * 1000))}ms",),
             )
-        for version in range(found + 1, SCHEMA_VERSION + 1):
-            await conn.execute(MIGRATIONS[version - 1])  # type: ignore[arg-type]
-        if row is None:
-            await conn.execute("INSERT INTO pico3_schema VALUES (%s)", (SCHEMA_VERSION,))
-        elif found < SCHEMA_VERSION:
-            await conn.execute("UPDATE pico3_schema SET version = %s", (SCHEMA_VERSION,))
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            await conn.execute("CREATE TABLE IF NOT EXISTS pico3_schema (version integer NOT NULL)")
+            found, compatible = await _schema_state(conn)  # another may have migrated meanwhile
+            if found == SCHEMA_VERSION or _check_not_too_new(found, compatible):
+                return found
+            await conn.execute(
+                "ALTER TABLE pico3_schema ADD COLUMN IF NOT EXISTS compatible integer"
+            )
+            for version in range(found + 1, SCHEMA_VERSION + 1):
+                await conn.execute(MIGRATIONS[version - 1])  # type: ignore[arg-type]
+            await conn.execute("DELETE FROM pico3_schema")
+            await conn.execute(
+                "INSERT INTO pico3_schema (version, compatible) VALUES (%s, %s)",
+                (SCHEMA_VERSION, COMPATIBLE[SCHEMA_VERSION - 1]),
+            )
+    except Exception as exc:
+        if getattr(exc, "sqlstate", None) != "55P03":  # not the lock timeout
+            raise
+        raise StorageError(
+            f"migrating the pico3 schema from version {found} to {SCHEMA_VERSION} waited more "
+            f"than {lock_timeout:g} s for a lock (another migration, or a long transaction on "
+            "a pico3 table, holds it); nothing was changed: retry, or end that transaction"
+        ) from None
     return found
+
+
+async def migrate_database(
+    conninfo: str,
+    *,
+    lock_timeout: float = MIGRATION_LOCK_TIMEOUT,
+    connect_timeout: float = 10.0,
+) -> tuple[int, int]:
+    """The explicit migration step: bring the pico3 schema of the database at ``conninfo`` to
+    this code's :data:`SCHEMA_VERSION`; return ``(found, now)``. Safe to run while servers use
+    the database and from several places at once (see :func:`migrate`); run it with a role
+    that may change the schema. ``now`` is ``found`` when the database is already current or
+    newer and compatible. Raises :class:`SchemaTooNew`, :class:`StorageUnreachable`, or
+    :class:`StorageError` (a lock not granted within ``lock_timeout``)."""
+    import psycopg
+
+    try:
+        conn = await psycopg.AsyncConnection.connect(
+            conninfo, autocommit=True, connect_timeout=max(1, round(connect_timeout))
+        )
+    except Exception as exc:
+        raise unreachable(conninfo, connect_timeout, "migrate its pico3 schema", exc) from None
+    async with conn:
+        found = await migrate(conn, lock_timeout=lock_timeout)
+        now, _ = await _schema_state(conn)
+    return found, now
 
 
 def _where(conninfo: str) -> str:
@@ -364,7 +476,10 @@ class PostgresStorage(TableStorage):
     reaped it); should the holder be alive after all, its next commit fails with
     :class:`LeaseLost`. With ``create=False`` a session the database does not hold is an error.
     A server that cannot be reached within ``connect_timeout`` seconds fails ``open`` with a
-    :class:`StorageError` naming its host, port and database (never the password).
+    :class:`StorageUnreachable` naming its host, port and database (never the password).
+    ``migrate=True`` (the default) brings an older schema up to date at open (:func:`migrate`);
+    with ``migrate=False`` an older schema is refused with :class:`SchemaNotMigrated` and the
+    explicit step, :func:`migrate_database` (``coding-agent db migrate``), must run first.
     """
 
     def __init__(
@@ -379,6 +494,7 @@ class PostgresStorage(TableStorage):
         take_over: bool = False,
         create: bool = True,
         connect_timeout: float = 10.0,
+        migrate: bool = True,
     ) -> None:
         super().__init__()
         if (conninfo is None) == (pool is None):
@@ -401,6 +517,7 @@ class PostgresStorage(TableStorage):
         self._fsync = fsync
         self._lease_ms = max(1, round(lease_seconds * 1000))
         self._create = create
+        self._migrate = migrate
         self._wait = wait
         self._connect_timeout = connect_timeout
         # how long ending a previous holder's backend may take (ms)
@@ -438,7 +555,7 @@ class PostgresStorage(TableStorage):
     # open / close --------------------------------------------------------------------------
 
     async def open(self, ctx: Context) -> None:
-        """Migrate the schema if needed, take the lease, replay the session; see the module doc."""
+        """Migrate the schema if needed (and allowed), take the lease, replay the session; see the module doc."""
         self._claim()
         self._failed = None
         self._lock = anyio.Lock(fast_acquire=True)  # uncontended: no extra loop iteration
@@ -477,7 +594,12 @@ class PostgresStorage(TableStorage):
             await conn.set_autocommit(True)
             if not self._fsync:
                 await conn.execute("SET synchronous_commit = off")
-            await migrate(conn)
+            if self._migrate:
+                await migrate(conn)
+            else:
+                found, compatible = await _schema_state(conn)
+                if not _check_not_too_new(found, compatible) and found < SCHEMA_VERSION:
+                    raise _not_migrated(found)
             self._epoch, self._lock_key = await self._take_lease(conn)
             try:
                 self._backend = conn.info.backend_pid
