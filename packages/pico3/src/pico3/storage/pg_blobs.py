@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from pico3.storage.base import LeaseLost
+from pico3.storage.base import LeaseLost, StorageUnreachable
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["BLOB_LIMIT", "BlobStore", "check_blobs", "read_blob"]
+__all__ = ["BLOB_LIMIT", "BlobStore", "check_blobs", "read_blob", "unreachable"]
 
 BLOB_LIMIT = 16 * 1024 * 1024
 """The most bytes one session blob holds."""
@@ -60,6 +60,30 @@ def check_blobs(blobs: Mapping[str, bytes]) -> None:
                 f"blob {name!r} has {len(data)} bytes, over the limit of {BLOB_LIMIT} "
                 "(pico3.storage.pg_blobs.BLOB_LIMIT); it was not stored"
             )
+
+
+def _where(conninfo: str) -> str:
+    """Host, port and database of ``conninfo``, never its password."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(conninfo)
+    except Exception:
+        return "the given address"
+    host = parts.get("host") or "the default host"
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"{host}{port}/{parts.get('dbname') or parts.get('user') or ''}"
+
+
+def unreachable(conninfo: str, timeout: float, what: str, exc: BaseException) -> StorageUnreachable:
+    """The one-line :class:`StorageUnreachable` for a failed connection to ``conninfo``: its
+    host, port and database (never the password), the cause's first line, and the fix."""
+    text = str(exc).strip()
+    cause = text.splitlines()[0] if text else type(exc).__name__
+    return StorageUnreachable(
+        f"cannot reach PostgreSQL at {_where(conninfo)} within {timeout:g} s to {what} "
+        f"({cause}); check the URL and that the server is running"
+    )
 
 
 class BlobStore:
@@ -173,8 +197,6 @@ async def read_blob(conninfo: str, session: str, name: str, *, connect_timeout: 
             conninfo, autocommit=True, connect_timeout=max(1, int(connect_timeout))
         )
     except psycopg.OperationalError as exc:
-        from pico3.storage.postgres import unreachable
-
         raise unreachable(conninfo, connect_timeout, f"read blob {name!r}", exc) from None
     async with connection as conn:
         try:

@@ -116,7 +116,7 @@ from pico3.storage.base import (
     StorageUnreachable,
     current_prechecked,
 )
-from pico3.storage.pg_blobs import BlobStore
+from pico3.storage.pg_blobs import BlobStore, unreachable
 from pico3.storage.records import DocRef, DocWrite, Write, is_base
 
 if TYPE_CHECKING:
@@ -434,30 +434,6 @@ async def migrate_database(
         found = await migrate(conn, lock_timeout=lock_timeout)
         now, _ = await _schema_state(conn)
     return found, now
-
-
-def _where(conninfo: str) -> str:
-    """Host, port and database of ``conninfo``, never its password."""
-    from psycopg.conninfo import conninfo_to_dict
-
-    try:
-        parts = conninfo_to_dict(conninfo)
-    except Exception:
-        return "the given address"
-    host = parts.get("host") or "the default host"
-    port = f":{parts['port']}" if parts.get("port") else ""
-    return f"{host}{port}/{parts.get('dbname') or parts.get('user') or ''}"
-
-
-def unreachable(conninfo: str, timeout: float, what: str, exc: BaseException) -> StorageUnreachable:
-    """The one-line :class:`StorageUnreachable` for a failed connection to ``conninfo``: its
-    host, port and database (never the password), the cause's first line, and the fix."""
-    text = str(exc).strip()
-    cause = text.splitlines()[0] if text else type(exc).__name__
-    return StorageUnreachable(
-        f"cannot reach PostgreSQL at {_where(conninfo)} within {timeout:g} s to {what} "
-        f"({cause}); check the URL and that the server is running"
-    )
 
 
 def _holder() -> str:
