@@ -1,12 +1,17 @@
 """PostgresStorage under database faults (issue 42): a PostgreSQL restart under an idle session,
-a broken connection mid-commit, and the one-line typed errors the app prints."""
+a broken connection, a database that is down, a frozen backend (the commit bound and the lease
+that stops), and the TCP liveness settings of every connection."""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import psycopg
 import pytest
 
@@ -18,8 +23,10 @@ from pico3.storage import (
     EntryScan,
     EntryWrite,
     PostgresStorage,
+    StorageFailed,
     StorageUnreachable,
 )
+from pico3.storage.pg_blobs import with_liveness
 from pico3.storage.pg_cluster import PostgresMissing, TempCluster
 
 pytestmark = pytest.mark.anyio
@@ -33,8 +40,6 @@ def own_cluster() -> Iterator[TempCluster]:
     try:
         cluster.start()
     except PostgresMissing as exc:
-        import os
-
         if os.environ.get("CI") == "true":
             pytest.fail(f"{exc}; CI must run the PostgreSQL tests")
         pytest.skip(str(exc))
@@ -140,3 +145,97 @@ async def test_an_unreachable_database_at_the_next_commit_is_one_line_and_recove
     finally:
         await storage.close(ctx)
     assert await notes(conninfo, session) == [2]
+
+
+def writer_backend(conninfo: str, session: str) -> int:
+    """The pid of the backend holding the session's lock (the writer's connection)."""
+    ((pid,),) = query(
+        conninfo,
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND granted "
+        "AND objid::int8 = (SELECT lock_key FROM pico3_sessions WHERE session = %s)",
+        session,
+    )
+    return int(pid)
+
+
+def lease_expired(conninfo: str, session: str) -> bool:
+    ((expired,),) = query(
+        conninfo,
+        "SELECT lease_until < clock_timestamp() FROM pico3_sessions WHERE session = %s",
+        session,
+    )
+    return bool(expired)
+
+
+async def test_a_frozen_backend_fails_the_commit_within_the_bound_and_stops_the_lease(
+    own_cluster: TempCluster,
+) -> None:
+    conninfo = own_cluster.conninfo
+    session = f"frozen-{uuid.uuid4().hex}"
+    storage = PostgresStorage(conninfo, session, fsync=False, lease_seconds=1.0, commit_timeout=2.0)
+    await storage.open(ctx)
+    fences: list[str] = []
+    storage.on_fence(fences.append)
+    backend = 0
+    try:
+        await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
+        backend = writer_backend(conninfo, session)
+        os.kill(backend, signal.SIGSTOP)
+        with anyio.fail_after(30), pytest.raises(StorageFailed) as info:
+            await note(storage, 1)  # fails once commit_timeout passed, not when the OS gives up
+        message = str(info.value)
+        assert "\n" not in message
+        assert message.startswith(
+            f"session {session!r}: commit 2 got no answer from PostgreSQL at 127.0.0.1:"
+        )
+        assert "within 2 s" in message and "stopped renewing the session's lease" in message
+        assert fences and "no answer from PostgreSQL within 2 s" in fences[0]
+        with pytest.raises(StorageFailed):  # fail-stop
+            await note(storage, 2)
+        for _ in range(600):  # the renewals stopped: the lease runs out (polled, 30 s at most)
+            if lease_expired(conninfo, session):
+                break
+            await anyio.sleep(0.05)
+        assert lease_expired(conninfo, session)
+    finally:
+        if backend:
+            os.kill(backend, signal.SIGCONT)
+        await storage.close(ctx)
+    successor = PostgresStorage(conninfo, session, fsync=False, wait=30.0)
+    await successor.open(ctx)  # the lease expired: taken over (the old backend ended)
+    try:
+        assert successor.seq in (1, 2)  # the stalled commit's fate was unknown, now it is known
+        assert successor.epoch == storage_epoch_after(conninfo, session)
+    finally:
+        await successor.close(ctx)
+
+
+def storage_epoch_after(conninfo: str, session: str) -> int:
+    ((epoch,),) = query(conninfo, "SELECT epoch FROM pico3_sessions WHERE session = %s", session)
+    return int(epoch)
+
+
+async def test_every_connection_carries_keepalive_and_tcp_user_timeout(
+    own_cluster: TempCluster,
+) -> None:
+    assert with_liveness("host=db keepalives_idle=30") == (
+        "host=db keepalives_idle=30 keepalives=1 keepalives_interval=2 keepalives_count=3 "
+        "tcp_user_timeout=15000"
+    )  # what the caller set wins
+    session = f"alive-{uuid.uuid4().hex}"
+    storage = PostgresStorage(own_cluster.conninfo, session, fsync=False)
+    await storage.open(ctx)
+    try:
+        conn = storage._conn  # pyright: ignore[reportPrivateUsage]
+        assert conn is not None
+        sock = socket.socket(fileno=os.dup(conn.pgconn.socket))
+        try:
+            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 5
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL) == 2
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == 3
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == 15000
+        finally:
+            sock.close()
+    finally:
+        await storage.close(ctx)

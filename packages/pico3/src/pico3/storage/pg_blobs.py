@@ -38,7 +38,16 @@ from pico3.storage.base import LeaseLost, StorageUnreachable
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["BLOB_LIMIT", "BlobStore", "check_blobs", "read_blob", "unreachable"]
+__all__ = [
+    "BLOB_LIMIT",
+    "LIVENESS",
+    "BlobStore",
+    "address_of",
+    "check_blobs",
+    "read_blob",
+    "unreachable",
+    "with_liveness",
+]
 
 BLOB_LIMIT = 16 * 1024 * 1024
 """The most bytes one session blob holds."""
@@ -62,7 +71,33 @@ def check_blobs(blobs: Mapping[str, bytes]) -> None:
             )
 
 
-def _where(conninfo: str) -> str:
+LIVENESS: dict[str, str] = {
+    "keepalives": "1",
+    "keepalives_idle": "5",
+    "keepalives_interval": "2",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "15000",
+}
+"""The libpq TCP settings every pico3 connection carries unless its conninfo sets them: an idle
+connection whose peer is gone (a network cut, a dead host) is found dead within 5 + 3 × 2 = 11 s
+of keepalive probes, and one with data unacknowledged for 15 s is closed by the kernel
+(``TCP_USER_TIMEOUT``, Linux), instead of the ~15 minutes of TCP retransmissions. Unix-socket
+connections ignore them."""
+
+
+def with_liveness(conninfo: str) -> str:
+    """``conninfo`` with :data:`LIVENESS` added for every key it does not set itself."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    try:
+        given = conninfo_to_dict(conninfo)
+    except Exception:
+        return conninfo  # a malformed string: let the connection attempt say what is wrong
+    missing = {key: value for key, value in LIVENESS.items() if key not in given}
+    return make_conninfo(conninfo, **missing) if missing else conninfo
+
+
+def address_of(conninfo: str) -> str:
     """Host, port and database of ``conninfo``, never its password."""
     from psycopg.conninfo import conninfo_to_dict
 
@@ -81,7 +116,7 @@ def unreachable(conninfo: str, timeout: float, what: str, exc: BaseException) ->
     text = str(exc).strip()
     cause = text.splitlines()[0] if text else type(exc).__name__
     return StorageUnreachable(
-        f"cannot reach PostgreSQL at {_where(conninfo)} within {timeout:g} s to {what} "
+        f"cannot reach PostgreSQL at {address_of(conninfo)} within {timeout:g} s to {what} "
         f"({cause}); check the URL and that the server is running"
     )
 
@@ -194,7 +229,7 @@ async def read_blob(conninfo: str, session: str, name: str, *, connect_timeout: 
 
     try:
         connection = await psycopg.AsyncConnection.connect(
-            conninfo, autocommit=True, connect_timeout=max(1, int(connect_timeout))
+            with_liveness(conninfo), autocommit=True, connect_timeout=max(1, int(connect_timeout))
         )
     except psycopg.OperationalError as exc:
         raise unreachable(conninfo, connect_timeout, f"read blob {name!r}", exc) from None

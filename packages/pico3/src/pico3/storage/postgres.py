@@ -96,6 +96,7 @@ import select
 import socket
 import struct
 import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -116,7 +117,7 @@ from pico3.storage.base import (
     StorageUnreachable,
     current_prechecked,
 )
-from pico3.storage.pg_blobs import BlobStore, unreachable
+from pico3.storage.pg_blobs import BlobStore, address_of, unreachable, with_liveness
 from pico3.storage.records import DocRef, DocWrite, Write, is_base
 
 if TYPE_CHECKING:
@@ -124,6 +125,7 @@ if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = [
+    "COMMIT_TIMEOUT",
     "COMPATIBLE",
     "LEASE_SECONDS",
     "MIGRATIONS",
@@ -137,6 +139,11 @@ __all__ = [
 LEASE_SECONDS = 2.0
 """Default lease expiry: a crashed worker's sessions can be taken over this long after its
 last renewal."""
+
+COMMIT_TIMEOUT = 15.0
+"""Default bound (seconds) on a commit in flight: past it the storage fails (fail-stop) with a
+one-line error and stops renewing the lease, so a frozen backend or a cut network ends the
+session within it instead of hanging it (docs/postgresql.md, "Liveness")."""
 
 _MIGRATION_LOCK = 0x70696336  # pg_advisory_xact_lock key while migrating ("pic6")
 _CHUNK = 5000  # commits per aggregated read at open (small: the first arrives soon)
@@ -471,6 +478,7 @@ class PostgresStorage(TableStorage):
         create: bool = True,
         connect_timeout: float = 10.0,
         migrate: bool = True,
+        commit_timeout: float = COMMIT_TIMEOUT,
     ) -> None:
         super().__init__()
         if (conninfo is None) == (pool is None):
@@ -479,12 +487,14 @@ class PostgresStorage(TableStorage):
             raise ValueError("PostgresStorage needs a non-empty session name")
         if lease_seconds <= 0:
             raise ValueError(f"lease_seconds must be positive, not {lease_seconds}")
+        if commit_timeout <= 0:
+            raise ValueError(f"commit_timeout must be positive, not {commit_timeout}")
         if conninfo is None:
             assert pool is not None
             if not isinstance(pool.conninfo, str):
                 raise ValueError("a shared pool needs a plain conninfo string (for lease renewal)")
             conninfo = pool.conninfo
-        self._conninfo = conninfo
+        self._conninfo = with_liveness(conninfo)  # keepalive and tcp_user_timeout by default
         self._shared_pool = pool
         self._pool: AsyncConnectionPool | None = None
         self._conn: AsyncConnection[Any] | None = None
@@ -510,6 +520,11 @@ class PostgresStorage(TableStorage):
         self._lock: anyio.Lock | None = None
         self._sticky_base: dict[int, int] = {}  # conversation id -> seq of its last base
         self._renewer: _Renewer | None = None
+        self._commit_timeout = commit_timeout
+        self._busy_since: float | None = None  # monotonic start of the commit in flight
+        self._stalled = False  # a commit outlived commit_timeout: fail-stop, renewal stopped
+        self._lease_t0 = 0.0  # monotonic time just before the lease was last taken
+        self._fence_callbacks: list[Callable[[str], None]] = []
         self._blobs: BlobStore | None = None  # session blobs, on a connection of their own
 
     def __repr__(self) -> str:
@@ -596,7 +611,8 @@ class PostgresStorage(TableStorage):
         self._cursor = conn.cursor()
         self._session_bytes = self._session.encode(conn.info.encoding)
         self._epoch_bytes = _INT8(self._epoch)
-        self._renewer = _Renewer(self._conninfo, self._session, self._epoch, self._lease_ms)
+        self._stalled = False
+        self._renewer = _Renewer(self, self._lease_t0)
         self._open = True
 
     async def _take_lease(self, conn: AsyncConnection[Any]) -> tuple[int, int]:
@@ -611,6 +627,7 @@ class PostgresStorage(TableStorage):
                 await anyio.sleep(min(left, max(held.expires_in, 0.0) + 0.005))
 
     async def _try_lease(self, conn: AsyncConnection[Any]) -> tuple[int, int]:
+        self._lease_t0 = time.monotonic()  # the lease lasts at least lease_seconds from here
         if self._create:
             await conn.execute(
                 "INSERT INTO pico3_sessions (session) VALUES (%s) ON CONFLICT DO NOTHING",
@@ -928,15 +945,30 @@ class PostgresStorage(TableStorage):
         copies, raw = normalize_batch(writes, prechecked)
         staged = tables.stage(copies, seq)
         max_id = self._high_water_after(staged)
-        await self._ensure_writer(f"commit {seq}", tables.seq)
-        if not staged.docs and not staged.tasks:  # nothing can go to a sidecar: one statement
-            main_raw = raw
+        self._busy_since = time.monotonic()  # the watchdog bounds it (commit_timeout)
+        try:
+            await self._ensure_writer(f"commit {seq}", tables.seq)
+            if not staged.docs and not staged.tasks:  # nothing can go to a sidecar: one statement
+                main_raw = raw
 
-            async def send_main() -> None:
-                await self._send_main(seq, max_id, main_raw)
+                async def send_main() -> None:
+                    await self._send_main(seq, max_id, main_raw)
 
-            await self._send(send_main, seq)
-            return self._publish(staged, max_id)
+                await self._send(send_main, seq)
+                return self._publish(staged, max_id)
+            return await self._commit_function(staged, seq, max_id, raw)
+        except Exception as exc:
+            if self._stalled:
+                self._failed = self._stall_error(seq)
+                raise self._failed from exc
+            if isinstance(self._failed, LeaseLost):
+                self._fence(str(self._failed))
+            raise
+        finally:
+            self._busy_since = None
+
+    async def _commit_function(self, staged: Staged, seq: int, max_id: int, raw: bytes) -> int:
+        """A commit with sidecar rows or a retiring task: the ``pico3_commit`` function."""
         from pico3.storage.jsonl import JsonlStorage  # one routing rule for both backends
 
         main, sidecars = JsonlStorage._route(staged)  # pyright: ignore[reportPrivateUsage]
@@ -990,6 +1022,8 @@ class PostgresStorage(TableStorage):
             await send()
             return
         except Exception as exc:
+            if self._stalled:
+                raise
             if not self._lost(exc):
                 self._failed = await self._failure(exc, seq)
                 raise self._failed from exc
@@ -1009,6 +1043,60 @@ class PostgresStorage(TableStorage):
         except Exception as exc:
             self._failed = await self._failure(exc, seq)
             raise self._failed from exc
+
+    def _stall_error(self, seq: int) -> StorageFailed:
+        return StorageFailed(
+            f"session {self._session!r}: commit {seq} got no answer from PostgreSQL at "
+            f"{address_of(self._conninfo)} within {self._commit_timeout:g} s (the database, or "
+            "the network to it, is stalled); whether it was stored is unknown, so this worker "
+            "stopped renewing the session's lease and must stop: another worker takes the "
+            "session over once the lease expires, and finds what was stored"
+        )
+
+    # self-fencing ------------------------------------------------------------------------------
+
+    def on_fence(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``callback(reason)`` when this writer must stop its effects outside the
+        database (kill its commands' process groups): once the lease might expire before the
+        next renewal lands (no renewal succeeded for 3/4 of ``lease_seconds``: a margin before
+        the expiry another worker waits for), once a commit stalled past ``commit_timeout``,
+        and at once when the storage learns of :class:`LeaseLost`. Called from the storage's
+        watchdog thread (or the event loop, for ``LeaseLost``): it must be quick and
+        thread-safe (``os.killpg`` is). Returns a function that unregisters it."""
+        self._fence_callbacks.append(callback)
+
+        def remove() -> None:
+            if callback in self._fence_callbacks:
+                self._fence_callbacks.remove(callback)
+
+        return remove
+
+    def _fence(self, reason: str) -> None:
+        for callback in list(self._fence_callbacks):
+            try:
+                callback(reason)
+            except Exception:  # one failing listener must not spare the others
+                pass
+
+    def _watch(self, now: float) -> bool:
+        """The watchdog's check of the commit in flight (its thread): True once it has been
+        pending longer than ``commit_timeout``. Then the storage is marked stalled and the
+        writer's socket shut down, so the waiting commit wakes up and fails at once."""
+        since = self._busy_since
+        if self._stalled or since is None or now - since <= self._commit_timeout:
+            return self._stalled
+        self._stalled = True
+        conn = self._conn
+        try:
+            if conn is not None:
+                dup = socket.socket(fileno=os.dup(conn.pgconn.socket))
+                try:
+                    dup.shutdown(socket.SHUT_RDWR)
+                finally:
+                    dup.close()
+        except Exception:
+            pass  # no socket (reconnecting): the commit fails at its next step
+        return True
 
     async def _ensure_writer(self, what: str, seq: int) -> None:
         """Before a statement: replace the writer's connection if the server ended it while
@@ -1311,19 +1399,31 @@ class _Held(Exception):
 
 
 class _Renewer:
-    """Renews one lease from a daemon thread (its own connection), independent of the loop."""
+    """Renews one lease from a daemon thread (its own connection), independent of the loop, and
+    registers with the process-wide :class:`_Watchdog`, which fences the storage when the lease
+    may run out before the next renewal lands, or when a commit stalls.
 
-    def __init__(self, conninfo: str, session: str, epoch: int, lease_ms: int) -> None:
-        self._conninfo = conninfo
-        self._session = session
-        self._epoch = epoch
-        self._lease_ms = lease_ms
+    A renewal starts every quarter of the lease. The watchdog fires the storage's fence
+    callbacks once no renewal succeeded for three quarters of the lease (the lease, renewed at
+    the database's clock, cannot have expired before ``last_ok + lease``: a quarter of it is the
+    margin to stop effects in), again after each renewal that succeeded in between, and stops
+    the renewals for good when a commit stalled past the storage's ``commit_timeout``."""
+
+    def __init__(self, storage: PostgresStorage, taken: float) -> None:
+        self._storage = storage
+        self._conninfo = storage._conninfo  # pyright: ignore[reportPrivateUsage]
+        self._session = storage._session  # pyright: ignore[reportPrivateUsage]
+        self._epoch = storage._epoch  # pyright: ignore[reportPrivateUsage]
+        self._lease_ms = storage._lease_ms  # pyright: ignore[reportPrivateUsage]
         self._stop = threading.Event()
         self.lost = False
+        self.last_ok = taken  # monotonic time just before the last successful renewal began
+        self.fenced = False  # the fence callbacks fired since the last successful renewal
         self._thread = threading.Thread(
-            target=self._run, name=f"pico3-lease-{session}", daemon=True
+            target=self._run, name=f"pico3-lease-{self._session}", daemon=True
         )
         self._thread.start()
+        _Watchdog.get().add(self)
 
     def _run(self) -> None:
         import psycopg
@@ -1331,6 +1431,7 @@ class _Renewer:
         conn: psycopg.Connection[Any] | None = None
         interval = self._lease_ms / 4000
         while not self._stop.wait(interval):
+            started = time.monotonic()
             try:
                 if conn is None or conn.closed:
                     conn = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=5)
@@ -1343,6 +1444,9 @@ class _Renewer:
                 if row is None:
                     self.lost = True  # the next commit fails with LeaseLost
                     break
+                if not self._stop.is_set():
+                    self.last_ok = started
+                    self.fenced = False
             except Exception:
                 if conn is not None:
                     conn.close()
@@ -1350,6 +1454,77 @@ class _Renewer:
         if conn is not None:
             conn.close()
 
+    def check(self, now: float) -> None:
+        """The watchdog's tick (its thread)."""
+        storage = self._storage
+        if self._stop.is_set():
+            return
+        if storage._watch(now):  # pyright: ignore[reportPrivateUsage]
+            self._stop.set()  # the lease must run out: another worker takes over
+            storage._fence(  # pyright: ignore[reportPrivateUsage]
+                f"session {self._session!r}: a commit got no answer from PostgreSQL within "
+                f"{storage._commit_timeout:g} s"  # pyright: ignore[reportPrivateUsage]
+            )
+            return
+        if self.lost:
+            storage._fence(  # pyright: ignore[reportPrivateUsage]
+                f"session {self._session!r}: another worker took the lease"
+            )
+            self._stop.set()
+            return
+        lease = self._lease_ms / 1000
+        if not self.fenced and now - self.last_ok > lease * 0.75:
+            self.fenced = True
+            storage._fence(  # pyright: ignore[reportPrivateUsage]
+                f"session {self._session!r}: no lease renewal succeeded for "
+                f"{now - self.last_ok:.1f} s (lease {lease:g} s); stopping effects before it "
+                "can expire"
+            )
+
     def stop(self) -> None:
         self._stop.set()
+        _Watchdog.get().remove(self)
         self._thread.join(timeout=10)
+
+
+class _Watchdog:
+    """One daemon thread per process that ticks every open storage's :meth:`_Renewer.check`
+    (every 50 ms): it runs even when the event loop or a renewal is stuck."""
+
+    _instance: _Watchdog | None = None
+    _guard = threading.Lock()
+    TICK = 0.05
+
+    def __init__(self) -> None:
+        self._renewers: set[_Renewer] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pico3-lease-watchdog", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def get(cls) -> _Watchdog:
+        with cls._guard:
+            if cls._instance is None or not cls._instance._thread.is_alive():
+                cls._instance = _Watchdog()
+            return cls._instance
+
+    def add(self, renewer: _Renewer) -> None:
+        with self._lock:
+            self._renewers.add(renewer)
+
+    def remove(self, renewer: _Renewer) -> None:
+        with self._lock:
+            self._renewers.discard(renewer)
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(self.TICK)
+            with self._lock:
+                renewers = list(self._renewers)
+            now = time.monotonic()
+            for renewer in renewers:
+                try:
+                    renewer.check(now)
+                except Exception:
+                    pass
