@@ -52,7 +52,11 @@ One writer (the lease and the session lock)
 -------------------------------------------
 ``open`` takes the session's lease: it bumps ``epoch`` if nobody holds it or the holder's
 ``lease_until`` has passed, and refuses with :class:`~pico3.storage.base.StorageInUse` naming the
-holder otherwise. A daemon thread renews the lease every quarter of ``lease_seconds``. Then it
+holder otherwise. A daemon thread renews the lease every quarter of ``lease_seconds``; a
+process-wide watchdog thread bounds a commit in flight (``commit_timeout``: past it the commit
+fails and the renewals stop) and calls the :meth:`PostgresStorage.on_fence` callbacks when no
+renewal succeeded for three quarters of the lease (before it can expire), on such a stall, and
+on ``LeaseLost``, so the owner can kill its commands (self-fencing). Then it
 takes the session lock, a session-level advisory lock the writer's connection holds until
 ``close``, ending the backend of a previous holder that still holds it and waiting for it to
 exit: that lock, not a check in the commit, is the fence (the proof is in docs/design/storage.md,
@@ -97,6 +101,7 @@ import socket
 import struct
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -513,7 +518,8 @@ class PostgresStorage(TableStorage):
         self._lock_key = 0  # the session's advisory lock is (_LOCK_CLASS, this)
         self._backend = 0  # the writer connection's backend pid
         self._prepared = False  # the writer's connection holds the prepared main commit
-        self._direct = False  # the writer's connection is a reconnection's own, not the pool's
+        self._direct = False  # the writer's connection is this storage's own, not a pool's
+        self._finalizers: list[weakref.finalize[Any, Any]] = []  # close own connections if leaked
         self._session_bytes = b""
         self._epoch_bytes = b""
         self._failed: BaseException | None = None
@@ -524,7 +530,7 @@ class PostgresStorage(TableStorage):
         self._busy_since: float | None = None  # monotonic start of the commit in flight
         self._stalled = False  # a commit outlived commit_timeout: fail-stop, renewal stopped
         self._lease_t0 = 0.0  # monotonic time just before the lease was last taken
-        self._fence_callbacks: list[Callable[[str], None]] = []
+        self._fence_callbacks: list[Callable[[str], object]] = []
         self._blobs: BlobStore | None = None  # session blobs, on a connection of their own
 
     def __repr__(self) -> str:
@@ -552,34 +558,16 @@ class PostgresStorage(TableStorage):
         self._lock = anyio.Lock(fast_acquire=True)  # uncontended: no extra loop iteration
         # the writer's connection, held while open: a commit is then one round trip with no
         # pool checkout (a session's commits are sequential anyway)
-        from psycopg_pool import AsyncConnectionPool
-
-        if self._shared_pool is not None:
-            self._pool = self._shared_pool
-        else:  # a pool of one: it closes its connection even if this storage is never closed
-            self._pool = AsyncConnectionPool(
-                self._conninfo,
-                min_size=1,
-                max_size=1,
-                open=False,
-                kwargs={"autocommit": True},
-            )
         try:
-            if self._pool is not self._shared_pool:
-                await self._pool.open(wait=True, timeout=self._connect_timeout)
-            conn = await self._pool.getconn(timeout=self._connect_timeout)
+            if self._shared_pool is not None:
+                self._pool = self._shared_pool
+                conn = await self._pool.getconn(timeout=self._connect_timeout)
+            else:  # a connection of its own (a pool would retry a refused server, logging)
+                conn = await self._connect()
+                self._direct = True
         except Exception as exc:
-            pool, self._pool = self._pool, None
-            if pool is not self._shared_pool:
-                await pool.close()
-            reason: BaseException = exc
-            try:  # the pool only says it timed out: one connection attempt says why
-                probe = await self._connect()
-            except Exception as cause:
-                reason = cause
-            else:
-                await probe.close()
-            raise self._unreachable(reason, f"open session {self._session!r}") from None
+            self._pool = None
+            raise self._unreachable(exc, f"open session {self._session!r}") from None
         self._conn = conn
         try:
             await conn.set_autocommit(True)
@@ -881,8 +869,11 @@ class PostgresStorage(TableStorage):
         direct, self._direct = self._direct, False
         if direct and conn is not None:
             with contextlib.suppress(Exception):
-                await conn.close()  # a reconnection's own connection, not the pool's
+                await conn.close()  # this storage's own connection, not a pool's
             conn = None
+        finalizers, self._finalizers = self._finalizers, []
+        for finalizer in finalizers:
+            finalizer()  # closes what is still open (nothing, normally) and forgets it
         if pool is None:
             return
         if conn is not None:
@@ -896,18 +887,19 @@ class PostgresStorage(TableStorage):
                 except Exception:
                     await conn.close()
             await pool.putconn(conn)  # a broken connection is discarded by the pool
-        if pool is not self._shared_pool:
-            await pool.close()
 
     async def _connect(self) -> AsyncConnection[Any]:
-        """A new connection of this storage's own (autocommit)."""
+        """A new connection of this storage's own (autocommit), closed at :meth:`close`, or
+        when this storage is collected unclosed."""
         import psycopg
 
-        return await psycopg.AsyncConnection.connect(
+        conn = await psycopg.AsyncConnection.connect(
             self._conninfo,
             autocommit=True,
             connect_timeout=max(1, round(self._connect_timeout)),
         )
+        self._finalizers.append(weakref.finalize(self, _finish, conn))
+        return conn
 
     # commit --------------------------------------------------------------------------------
 
@@ -1055,7 +1047,7 @@ class PostgresStorage(TableStorage):
 
     # self-fencing ------------------------------------------------------------------------------
 
-    def on_fence(self, callback: Callable[[str], None]) -> Callable[[], None]:
+    def on_fence(self, callback: Callable[[str], object]) -> Callable[[], None]:
         """Call ``callback(reason)`` when this writer must stop its effects outside the
         database (kill its commands' process groups): once the lease might expire before the
         next renewal lands (no renewal succeeded for 3/4 of ``lease_seconds``: a margin before
@@ -1173,12 +1165,9 @@ class PostgresStorage(TableStorage):
         if old is not None:
             with contextlib.suppress(Exception):
                 await old.close()
-            if pool is self._shared_pool and not self._direct and pool is not None:
+            if pool is not None and not self._direct:
                 with contextlib.suppress(Exception):
-                    await pool.putconn(old)  # the pool discards it (and makes a new one)
-        if pool is not None and pool is not self._shared_pool:
-            self._pool = None  # a pool of one would reconnect in the background, logging
-            await pool.close()
+                    await pool.putconn(old)  # the shared pool discards it (and makes a new one)
         # a connection of its own, not the pool's: the pool retries a lost server with a
         # growing backoff, this connects at once (and is closed, not returned, at close)
         self._direct = True
@@ -1390,6 +1379,13 @@ class PostgresStorage(TableStorage):
         """The session blobs whose names start with ``prefix``, in name order (byte order);
         ``data=False`` reads the names only (every value empty)."""
         return await self._blob_store().under(prefix, data=data)
+
+
+def _finish(conn: AsyncConnection[Any]) -> None:
+    """Close ``conn`` without the event loop (libpq's ``PQfinish``): for a storage collected
+    while open; the lease then expires."""
+    if not conn.closed:
+        conn.pgconn.finish()
 
 
 class _Held(Exception):
