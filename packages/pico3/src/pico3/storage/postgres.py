@@ -1335,6 +1335,8 @@ class PostgresStorage(TableStorage):
                         )
                     except Exception as exc:
                         self._failed = self._classify(exc, "sticky truncation")
+                        if isinstance(self._failed, LeaseLost):
+                            self._fence(str(self._failed))
                         raise self._failed from exc
                 self._tables.truncate_sticky(cid)
         finally:
@@ -1365,6 +1367,7 @@ class PostgresStorage(TableStorage):
                 await store.put(blobs, self._epoch)
             except LeaseLost as exc:
                 self._failed = exc
+                self._fence(str(exc))
                 raise
             except ValueError:
                 raise
