@@ -905,6 +905,11 @@ class PostgresStorage(TableStorage):
 
     def _check_writable(self) -> Tables:
         tables = self._check_open()
+        if self._stalled and self._failed is None:  # stalled just as a commit returned
+            self._failed = StorageFailed(
+                f"{self!r}: a commit got no answer from PostgreSQL within "
+                f"{self._commit_timeout:g} s, so the lease renewals stopped; this worker must stop"
+            )
         if self._failed is not None:
             if isinstance(self._failed, LeaseLost):
                 raise LeaseLost(str(self._failed))
@@ -1134,10 +1139,11 @@ class PostgresStorage(TableStorage):
         if pgconn.status != pq.ConnStatus.OK:
             return True
         try:
-            readable, _, _ = select.select([pgconn.socket], [], [], 0)
+            poller = select.poll()  # not select(): a process of many sessions has fds > 1023
+            poller.register(pgconn.socket, select.POLLIN)
+            return bool(poller.poll(0))
         except (OSError, ValueError):
             return True
-        return bool(readable)
 
     def _lost(self, exc: Exception) -> bool:
         """Whether ``exc`` is the connection's end (not an error of the statement)."""
