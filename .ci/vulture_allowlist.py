@@ -160,6 +160,7 @@ _.attachments
 _.switches
 _.restarts
 _.refused  # coding_agent.server.serve: connections refused (no reader yet; serve's area)
+_.pause  # pico3.storage.pg_cluster.TempCluster: a database outage in the fault tests
 
 # typing.Protocol call signatures (pico3.tools.SlotCommit): Python calls the instance
 __call__

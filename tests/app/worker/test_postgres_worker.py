@@ -7,13 +7,24 @@ lease another server took fails its next commit (LeaseLost), publishes nothing a
 
 from __future__ import annotations
 
+import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import anyio
 import psycopg
 import pytest
-from worker_support import TIMEOUT, Client, connected, text_of, worker_process, write_script
+from psycopg import sql
+from worker_support import (
+    TIMEOUT,
+    Client,
+    connected,
+    text_of,
+    worker_command,
+    worker_process,
+    write_script,
+)
 
 from chord.context import BACKGROUND
 from chord.wire.errors import RemoteCallError
@@ -87,3 +98,65 @@ async def _seq(conninfo: str, session: str) -> int:
         row = await cursor.fetchone()
     assert row is not None
     return int(row[0])
+
+
+async def test_a_worker_that_cannot_reach_postgresql_says_so_in_one_line_and_exits_5(
+    session: Session, agent_env: dict[str, str]
+) -> None:
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"postgresql://agent:s3cret@127.0.0.1:{port}/agents"
+    command = worker_command(session, "--no-fsync", "--storage", url)
+    with anyio.fail_after(TIMEOUT):
+        done = await anyio.run_process(
+            command, env=agent_env, stdin=subprocess.DEVNULL, check=False
+        )
+    errors = done.stderr.decode()
+    assert done.returncode == EXIT_STORAGE, errors
+    assert "Traceback" not in errors and "s3cret" not in errors, errors
+    [line] = errors.splitlines()
+    assert line.startswith(f"coding-agent worker: cannot reach PostgreSQL at 127.0.0.1:{port}/")
+
+
+async def test_a_newer_schema_or_a_held_session_is_one_line_and_exit_5(
+    session: Session, agent_env: dict[str, str], postgres_cluster: Any
+) -> None:
+    name = f"db_{session.id.replace('-', '_')}"
+    with psycopg.connect(postgres_cluster.conninfo, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = f"postgresql://{postgres_cluster.user}@127.0.0.1:{postgres_cluster.port}/{name}"
+    try:
+        holder = PostgresStorage(url, session.id, fsync=False, lease_seconds=30.0)
+        await holder.open(BACKGROUND)  # a live worker elsewhere holds the session
+        try:
+            lines = await _failed_start(session, agent_env, url)
+        finally:
+            await holder.close(BACKGROUND)
+        assert lines[0].startswith(
+            f"coding-agent worker: session {session.id!r} is open in another worker (pid "
+        ), lines
+        with psycopg.connect(url, autocommit=True) as conn:  # a release this one cannot use
+            conn.execute("UPDATE pico3_schema SET version = 99, compatible = 99")
+        lines = await _failed_start(session, agent_env, url)
+        assert lines[0].startswith(
+            "coding-agent worker: the database's pico3 schema is version 99, newer than this pico3"
+        ), lines
+    finally:
+        with psycopg.connect(postgres_cluster.conninfo, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+async def _failed_start(session: Session, agent_env: dict[str, str], url: str) -> list[str]:
+    """Start a worker that must fail; its stderr's lines (exactly one, no traceback)."""
+    command = worker_command(session, "--no-fsync", "--storage", url)
+    with anyio.fail_after(TIMEOUT):
+        done = await anyio.run_process(
+            command, env=agent_env, stdin=subprocess.DEVNULL, check=False
+        )
+    errors = done.stderr.decode()
+    assert done.returncode == EXIT_STORAGE, errors
+    assert "Traceback" not in errors, errors
+    lines = errors.splitlines()
+    assert len(lines) == 1, lines
+    return lines

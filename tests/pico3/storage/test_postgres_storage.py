@@ -86,7 +86,12 @@ async def test_open_migrates_and_a_newer_database_is_refused_untouched(fresh_db:
     again = PostgresStorage(fresh_db, "s", fsync=False)  # already current: nothing to apply
     await again.open(ctx)
     await again.close(ctx)
-    query(fresh_db, "UPDATE pico3_schema SET version = %s", SCHEMA_VERSION + 1)
+    query(  # a newer release whose migration older code must not run on
+        fresh_db,
+        "UPDATE pico3_schema SET version = %s, compatible = %s",
+        SCHEMA_VERSION + 1,
+        SCHEMA_VERSION + 1,
+    )
     newer = PostgresStorage(fresh_db, "other", fsync=False)
     with pytest.raises(SchemaTooNew, match=rf"version {SCHEMA_VERSION + 1}, newer than this"):
         await newer.open(ctx)

@@ -9,6 +9,7 @@
                                        newest running one)
     coding-agent attach tcp://HOST:PORT/SESSION   the TUI on a session of a coding-agent serve
     coding-agent serve [--listen tcp://HOST:PORT ...]   host sessions (docs/server.md)
+    coding-agent db migrate postgresql://…   migrate the sessions' database (docs/postgresql.md)
     coding-agent config                the effective configuration, and where each value came from
     coding-agent doctor                are the packages the agent's safety depends on live? (1: no)
     coding-agent -p "prompt"           headless: print the final answer (piped stdin is added to
@@ -256,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--name", metavar="TEXT", help="name the session (shown in pickers)")
     commands = parser.add_subparsers(
-        dest="command", metavar="{attach,serve,config,doctor,sessions,export,facets}"
+        dest="command", metavar="{attach,serve,config,doctor,sessions,export,facets,db}"
     )
     commands.add_parser(
         "config",
@@ -299,6 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
     from coding_agent.facets_cli import add_facets_commands
 
     add_facets_commands(commands)
+    from coding_agent.db_cli import add_db_commands
+
+    add_db_commands(commands)
     return parser
 
 
@@ -643,7 +647,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
     if not headless or args.server is not None:
         start_up_done()  # a TUI, a server, a remote run: no first request of ours is next
     if headless and args.command in (
-        "attach", "serve", "config", "doctor", "sessions", "export", "facets"
+        "attach", "serve", "config", "doctor", "sessions", "export", "facets", "db"
     ):  # fmt: skip
         parser.error(f"{args.command} does not take -p or --json")
     if args.server is not None and (args.continue_ or args.resume is not None):
@@ -675,6 +679,10 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
             from coding_agent.server.client_cli import run_remote_headless
 
             return run_remote_headless(args, _read_prompt(args, sys.stdin))
+        if args.command == "db":
+            from coding_agent.db_cli import run_db_command
+
+            return run_db_command(args)
         if args.command == "facets":
             from coding_agent.facets_cli import run_facets_command
 

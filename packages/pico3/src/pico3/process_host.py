@@ -38,6 +38,10 @@ exits. A host SIGKILLed mid-launch leaves a record whose supervisor has not yet 
 started a second time beside it), not lost. Records written before claims existed fall back to
 ``supervisor.json``'s pid and start time.
 
+:meth:`LocalProcessHost.fence` kills every running command at once, synchronously and from any
+thread: the self-fencing of a worker that may lose its session (registered with
+:meth:`pico3.PostgresStorage.on_fence`).
+
 Limits, plainly: output is captured to files and ``status`` returns at most ``output_limit``
 bytes of each stream (the *tail*; ``dropped_*`` counts the bytes left out); killing reaches the
 command's process group, so a descendant that moves to a session or group of its own escapes;
@@ -59,7 +63,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import anyio
 import msgspec
@@ -265,6 +269,35 @@ class LocalProcessHost:
             # then reads the request, so one of the two always delivers the signal.
             _write_json(record / "kill.json", {"signal": signal})
             _kill_child(record, _SIGNALS[signal])
+
+    def fence(self, reason: str = "") -> list[str]:
+        """Kill every running command of this host now (SIGKILL to each one's process group and
+        session): self-fencing, for a worker that may lose its session to another worker (its
+        lease could not be renewed, or was lost) and must not let its commands go on writing
+        beside the new writer's. Synchronous and thread-safe, with no await: meant to be
+        registered as a storage's fence callback
+        (``storage.on_fence(host.fence)``, :meth:`pico3.PostgresStorage.on_fence`), which runs
+        on the storage's watchdog thread even while the event loop is stuck. Writes
+        ``fenced.json`` (``reason``) and a SIGKILL request into each record (so a supervisor
+        still launching delivers it too); returns the keys it killed."""
+        if self._lock_fd is None:
+            return []
+        killed: list[str] = []
+        try:
+            records = sorted(self.state_dir.iterdir())
+        except OSError:
+            return killed
+        for record in records:
+            if not record.is_dir() or (record / "exit.json").exists():
+                continue
+            try:
+                _write_json(record / "fenced.json", {"reason": reason})
+                _write_json(record / "kill.json", {"signal": "SIGKILL"})
+                _kill_child(record, signal.SIGKILL)
+            except OSError:
+                continue
+            killed.append(unquote(record.name))
+        return killed
 
     async def wait(self, key: str, ctx: Context) -> ProcessStatus:
         """Wait until ``key`` is no longer running, then return its status.

@@ -141,6 +141,7 @@ from pico3 import (
     LocalProcessHost,
     Models,
     PostgresStorage,
+    StorageError,
     harness_session_facet,
     reload,
 )
@@ -392,7 +393,9 @@ async def open_session_host(
         processes = LocalProcessHost(session.path / "processes", environment=environment)
         # On PostgreSQL, what another server's worker needs after a failover goes to the
         # session's blobs too (file history, process records, launch settings: .shared_state).
-        shared = StorageBox(lambda: _postgres_storage(config)) if config.storage else None
+        shared = (
+            StorageBox(lambda: _postgres_storage(config, processes)) if config.storage else None
+        )
         services: dict[str, Any] = {
             "models": models,
             "state_dir": str(session.path / "state"),
@@ -630,20 +633,24 @@ def _coordinator(
     return ReloadCoordinator(host, generations, on_report=on_report, around_reload=around_reload)
 
 
-def _postgres_storage(config: WorkerConfig) -> PostgresStorage:
+def _postgres_storage(config: WorkerConfig, processes: LocalProcessHost) -> PostgresStorage:
     """The session on PostgreSQL. A worker restarted after a crash may find the dead one's
     lease still valid: it waits up to 5 s for the expiry (2 s by default); a live holder
-    elsewhere, renewing its lease, is refused after that."""
+    elsewhere, renewing its lease, is refused after that. Self-fencing: the session's commands
+    are killed before its lease can expire unrenewed, and at once on ``LeaseLost``."""
     assert config.storage is not None
     if config.lease is None:
-        return PostgresStorage(config.storage, config.session.id, fsync=config.fsync, wait=5.0)
-    return PostgresStorage(
-        config.storage,
-        config.session.id,
-        fsync=config.fsync,
-        lease_seconds=config.lease,
-        wait=max(5.0, 2.5 * config.lease),
-    )
+        storage = PostgresStorage(config.storage, config.session.id, fsync=config.fsync, wait=5.0)
+    else:
+        storage = PostgresStorage(
+            config.storage,
+            config.session.id,
+            fsync=config.fsync,
+            lease_seconds=config.lease,
+            wait=max(5.0, 2.5 * config.lease),
+        )
+    storage.on_fence(processes.fence)
+    return storage
 
 
 # -- the process ----------------------------------------------------------------------------------
@@ -915,6 +922,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CorruptStorage as error:
         print(f"coding-agent worker: {error} (the file was left as it is)", file=sys.stderr)
         return EXIT_USAGE
+    except StorageError as error:  # at open: unreachable, in use, schema too new or too old
+        print(f"coding-agent worker: {error}", file=sys.stderr)
+        return EXIT_STORAGE
     except SessionError as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -50,6 +50,7 @@ from pico3 import (
     PostgresStorage,
     ProcessSpec,
     ProcessStatus,
+    StorageUnreachable,
     read_blob,
 )
 
@@ -238,6 +239,8 @@ def carried_settings(session: Session, url: str) -> Session:
         if raw is None:
             return session
         settings = msgspec.json.decode(raw, type=LaunchSettings)
+    except StorageUnreachable:
+        return session  # the storage's open says so, in its one line
     except Exception as error:
         _log.warning("could not read the session's launch settings from the database: %s", error)
         return session

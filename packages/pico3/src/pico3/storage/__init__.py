@@ -15,17 +15,19 @@ from pico3.storage.base import (
     CorruptStorage,
     InvalidBatch,
     LeaseLost,
+    SchemaNotMigrated,
     SchemaTooNew,
     Storage,
     StorageClosed,
     StorageError,
     StorageFailed,
     StorageInUse,
+    StorageUnreachable,
 )
 from pico3.storage.jsonl import JsonlStorage
 from pico3.storage.memory import MemoryStorage
 from pico3.storage.pg_blobs import BLOB_LIMIT, read_blob
-from pico3.storage.postgres import PostgresStorage
+from pico3.storage.postgres import PostgresStorage, migrate_database
 from pico3.storage.records import (
     UNSET,
     Conversation,
@@ -71,6 +73,7 @@ __all__ = [
     "Ops",
     "Parent",
     "PostgresStorage",
+    "SchemaNotMigrated",
     "SchemaTooNew",
     "SectionSeed",
     "Storage",
@@ -78,6 +81,7 @@ __all__ = [
     "StorageError",
     "StorageFailed",
     "StorageInUse",
+    "StorageUnreachable",
     "Task",
     "TaskPatch",
     "TaskPatchWrite",
@@ -85,6 +89,7 @@ __all__ = [
     "TaskWrite",
     "Write",
     "is_base",
+    "migrate_database",
     "read_blob",
     "stored_writes",
 ]

@@ -54,6 +54,8 @@ Errors
 * :class:`LeaseLost` (a :class:`StorageFailed`): another worker took over the session; the
   commit wrote nothing and the storage is fail-stop.
 * :class:`SchemaTooNew`: the database's schema is newer than this code (PostgreSQL).
+* :class:`SchemaNotMigrated`: the database's schema is older and migrating at open is off.
+* :class:`StorageUnreachable`: the database server could not be reached (PostgreSQL).
 * :class:`StorageClosed`, :class:`StorageInUse`: lifecycle misuse (a second opener, in this
   process or another, gets :class:`StorageInUse` naming the holder).
 """
@@ -84,12 +86,14 @@ __all__ = [
     "DeferredCommit",
     "InvalidBatch",
     "LeaseLost",
+    "SchemaNotMigrated",
     "SchemaTooNew",
     "Storage",
     "StorageClosed",
     "StorageError",
     "StorageFailed",
     "StorageInUse",
+    "StorageUnreachable",
     "SyncCommit",
     "current_prechecked",
     "deferred_commit",
@@ -129,6 +133,16 @@ class LeaseLost(StorageFailed):
 
 class SchemaTooNew(StorageError):
     """The database was migrated by a newer pico3 than this one; nothing was changed."""
+
+
+class SchemaNotMigrated(StorageError):
+    """The database's schema is older than this code and it was told not to migrate at open
+    (PostgreSQL, ``migrate=False``): run the explicit migration step first. Nothing changed."""
+
+
+class StorageUnreachable(StorageError):
+    """The database server could not be reached (refused, timed out, down); the message names
+    its address (never a password) and how long was waited. Nothing was written."""
 
 
 class CorruptStorage(StorageError):

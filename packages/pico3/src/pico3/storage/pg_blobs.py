@@ -11,7 +11,9 @@ and they are not part of a commit's batch: a blob is stored by :meth:`PostgresSt
 connection of its own (a large blob never holds up a commit), which checks the lease's epoch
 (``SELECT … FOR SHARE`` on the session row, just before its COMMIT, so a takeover waits for it
 or it sees the new epoch): a writer whose lease was taken stores nothing and gets
-:class:`~pico3.storage.base.LeaseLost`, exactly like its next commit would.
+:class:`~pico3.storage.base.LeaseLost`, exactly like its next commit would. A connection the
+server ended (a PostgreSQL restart) is replaced and the operation run once more: a read
+trivially, a ``put`` because it is idempotent (the same rows, under the same epoch check).
 
 Names are 1-400 printable ASCII characters (an application's own ``/``-separated path, say);
 one blob holds at most :data:`BLOB_LIMIT` bytes (a larger one is refused with ``ValueError``
@@ -26,21 +28,31 @@ settings before it starts).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from pico3.storage.base import LeaseLost
+from pico3.storage.base import LeaseLost, StorageUnreachable
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["BLOB_LIMIT", "BlobStore", "check_blobs", "read_blob"]
+__all__ = [
+    "BLOB_LIMIT",
+    "LIVENESS",
+    "BlobStore",
+    "address_of",
+    "check_blobs",
+    "read_blob",
+    "unreachable",
+    "with_liveness",
+]
 
 BLOB_LIMIT = 16 * 1024 * 1024
 """The most bytes one session blob holds."""
 
+_T = TypeVar("_T")
 _NAME = re.compile(r"^[\x21-\x7e]{1,400}$")
 _FENCE = "SELECT epoch FROM pico3_sessions WHERE session = %s FOR SHARE"
 
@@ -57,6 +69,56 @@ def check_blobs(blobs: Mapping[str, bytes]) -> None:
                 f"blob {name!r} has {len(data)} bytes, over the limit of {BLOB_LIMIT} "
                 "(pico3.storage.pg_blobs.BLOB_LIMIT); it was not stored"
             )
+
+
+LIVENESS: dict[str, str] = {
+    "keepalives": "1",
+    "keepalives_idle": "5",
+    "keepalives_interval": "2",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "15000",
+}
+"""The libpq TCP settings every pico3 connection carries unless its conninfo sets them: an idle
+connection whose peer is gone (a network cut, a dead host) is found dead within 5 + 3 × 2 = 11 s
+of keepalive probes, and one with data unacknowledged for 15 s is closed by the kernel
+(``TCP_USER_TIMEOUT``, Linux), instead of the ~15 minutes of TCP retransmissions. Unix-socket
+connections ignore them."""
+
+
+def with_liveness(conninfo: str) -> str:
+    """``conninfo`` with :data:`LIVENESS` added for every key it does not set itself."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    try:
+        given = conninfo_to_dict(conninfo)
+    except Exception:
+        return conninfo  # a malformed string: let the connection attempt say what is wrong
+    missing = {key: value for key, value in LIVENESS.items() if key not in given}
+    return make_conninfo(conninfo, **missing) if missing else conninfo
+
+
+def address_of(conninfo: str) -> str:
+    """Host, port and database of ``conninfo``, never its password."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(conninfo)
+    except Exception:
+        return "the given address"
+    host = parts.get("host") or "the default host"
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"{host}{port}/{parts.get('dbname') or parts.get('user') or ''}"
+
+
+def unreachable(conninfo: str, timeout: float, what: str, exc: BaseException) -> StorageUnreachable:
+    """The one-line :class:`StorageUnreachable` for a failed connection to ``conninfo``: its
+    host, port and database (never the password), the cause's first line, and the fix."""
+    text = str(exc).strip()
+    cause = text.splitlines()[0] if text else type(exc).__name__
+    return StorageUnreachable(
+        f"cannot reach PostgreSQL at {address_of(conninfo)} within {timeout:g} s to {what} "
+        f"({cause}); check the URL and that the server is running"
+    )
 
 
 class BlobStore:
@@ -83,14 +145,29 @@ class BlobStore:
             self._conn = conn
         return conn
 
+    async def _run(self, op: Callable[[AsyncConnection[Any]], Awaitable[_T]]) -> _T:
+        """``op(conn)`` under the lock; once more on a fresh connection if the connection (not
+        the statement) failed."""
+        async with self._lock:
+            conn = await self._connection()
+            try:
+                return await op(conn)
+            except LeaseLost:
+                raise
+            except Exception:
+                if not (conn.closed or conn.broken):
+                    raise
+                self._conn = None
+            return await op(await self._connection())
+
     async def put(self, blobs: Mapping[str, bytes], epoch: int) -> None:
         """Store ``blobs`` in one transaction if the session's epoch is still ``epoch``."""
         check_blobs(blobs)
         if not blobs:
             return
         rows = [(self._session, name, bytes(data)) for name, data in blobs.items()]
-        async with self._lock:
-            conn = await self._connection()
+
+        async def put(conn: AsyncConnection[Any]) -> None:
             async with conn.transaction(), conn.cursor() as cursor:
                 await cursor.executemany(
                     "INSERT INTO pico3_blobs (session, name, data) VALUES (%s, %s, %s) "
@@ -107,29 +184,35 @@ class BlobStore:
                         "nothing was stored, this worker must stop"
                     )
 
+        await self._run(put)
+
     async def get(self, name: str) -> bytes | None:
         """The blob ``name``, or ``None``."""
-        async with self._lock:
-            conn = await self._connection()
+
+        async def get(conn: AsyncConnection[Any]) -> Any:
             cursor = await conn.execute(
                 "SELECT data FROM pico3_blobs WHERE session = %s AND name = %s",
                 (self._session, name),
             )
-            row = await cursor.fetchone()
+            return await cursor.fetchone()
+
+        row = await self._run(get)
         return None if row is None else bytes(row[0])
 
     async def under(self, prefix: str, *, data: bool) -> dict[str, bytes]:
         """Every blob whose name starts with ``prefix``, by name in name order (with
         ``data=False`` the values are empty: names only)."""
         column = "data" if data else "''::bytea"
-        async with self._lock:
-            conn = await self._connection()
+
+        async def under(conn: AsyncConnection[Any]) -> list[Any]:
             cursor = await conn.execute(
                 f"SELECT name, {column} FROM pico3_blobs "
                 'WHERE session = %s AND starts_with(name, %s) ORDER BY name COLLATE "C"',
                 (self._session, prefix),
             )
-            rows = await cursor.fetchall()
+            return await cursor.fetchall()
+
+        rows = await self._run(under)
         return {str(name): bytes(value) for name, value in rows}
 
     async def close(self) -> None:
@@ -144,9 +227,13 @@ async def read_blob(conninfo: str, session: str, name: str, *, connect_timeout: 
     when it, or the blob table (a database no pico3 of schema 2 opened yet), is missing."""
     import psycopg
 
-    async with await psycopg.AsyncConnection.connect(
-        conninfo, autocommit=True, connect_timeout=max(1, int(connect_timeout))
-    ) as conn:
+    try:
+        connection = await psycopg.AsyncConnection.connect(
+            with_liveness(conninfo), autocommit=True, connect_timeout=max(1, int(connect_timeout))
+        )
+    except psycopg.OperationalError as exc:
+        raise unreachable(conninfo, connect_timeout, f"read blob {name!r}", exc) from None
+    async with connection as conn:
         try:
             cursor = await conn.execute(
                 "SELECT data FROM pico3_blobs WHERE session = %s AND name = %s", (session, name)

@@ -154,6 +154,47 @@ class TempCluster:
             raise
         return self
 
+    def pause(self) -> None:
+        """Stop the server (fast mode: every connection is ended) but keep its data, for
+        :meth:`resume`: what a database outage looks like to its clients."""
+        assert self.folder is not None and self._bin is not None, "the cluster is not started"
+        self._run(str(self._bin / "pg_ctl"), "stop", "-D", str(self.folder / "data"), "-m", "fast")
+
+    def resume(self) -> None:
+        """Start the server :meth:`pause` stopped, on the same port; returns once it accepts
+        connections."""
+        assert self.folder is not None and self._bin is not None, "the cluster is not started"
+        self._run(
+            str(self._bin / "pg_ctl"),
+            "start",
+            "-D",
+            str(self.folder / "data"),
+            "-w",
+            "-t",
+            "60",
+            "-l",
+            str(self.folder / "server.log"),
+        )
+
+    def restart(self) -> None:
+        """Restart the server (``pg_ctl restart``, fast mode: every connection is ended), on the
+        same port; returns once it accepts connections again."""
+        assert self.folder is not None and self._bin is not None, "the cluster is not started"
+        data = self.folder / "data"
+        self._run(
+            str(self._bin / "pg_ctl"),
+            "restart",
+            "-D",
+            str(data),
+            "-m",
+            "fast",
+            "-w",
+            "-t",
+            "60",
+            "-l",
+            str(self.folder / "server.log"),
+        )
+
     def stop(self) -> None:
         """Stop the server (fast shutdown) and delete the folder. Idempotent."""
         folder, self.folder = self.folder, None

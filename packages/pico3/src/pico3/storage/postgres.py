@@ -1,4 +1,4 @@
-"""PostgresStorage: sessions in a PostgreSQL database (psycopg 3, async, a connection pool).
+"""PostgresStorage: sessions in a PostgreSQL database (psycopg 3, async).
 
 The same contract as :class:`~pico3.storage.memory.MemoryStorage` and
 :class:`~pico3.storage.jsonl.JsonlStorage` (docs/design/storage.md): batches are validated and staged in
@@ -8,8 +8,11 @@ tables the reads serve from. Many sessions share one database; each is named by 
 Tables (schema version :data:`SCHEMA_VERSION`, see :data:`MIGRATIONS`)
 -----------------------------------------------------------------------
 ``pico3_schema``
-    One row: the schema version. Migrations run at open, under an advisory lock, in one
-    transaction; a database whose version is newer than this code is refused with
+    One row: the schema version and ``compatible``, the oldest code version that still works
+    on it (:data:`COMPATIBLE`). Migrations run at open (``migrate=False``: refused with
+    :class:`~pico3.storage.base.SchemaNotMigrated`, see :func:`migrate_database`), under an
+    advisory lock and a lock timeout, in one transaction; a database whose version is newer
+    than this code and not compatible with it is refused with
     :class:`~pico3.storage.base.SchemaTooNew` before anything is read or written.
 ``pico3_sessions``
     One row per session: the *lease* (``epoch``, the fencing token; ``holder``, e.g. ``pid 123
@@ -49,7 +52,11 @@ One writer (the lease and the session lock)
 -------------------------------------------
 ``open`` takes the session's lease: it bumps ``epoch`` if nobody holds it or the holder's
 ``lease_until`` has passed, and refuses with :class:`~pico3.storage.base.StorageInUse` naming the
-holder otherwise. A daemon thread renews the lease every quarter of ``lease_seconds``. Then it
+holder otherwise. A daemon thread renews the lease every quarter of ``lease_seconds``; a
+process-wide watchdog thread bounds a commit in flight (``commit_timeout``: past it the commit
+fails and the renewals stop) and calls the :meth:`PostgresStorage.on_fence` callbacks when no
+renewal succeeded for three quarters of the lease (before it can expire), on such a stall, and
+on ``LeaseLost``, so the owner can kill its commands (self-fencing). Then it
 takes the session lock, a session-level advisory lock the writer's connection holds until
 ``close``, ending the backend of a previous holder that still holds it and waiting for it to
 exit: that lock, not a check in the commit, is the fence (the proof is in docs/design/storage.md,
@@ -57,6 +64,16 @@ exit: that lock, not a check in the commit, is the fence (the proof is in docs/d
 renewals could not reach the database) fails its next commit with
 :class:`~pico3.storage.base.LeaseLost`, having written nothing, and the storage refuses every
 later commit. ``close`` releases the lease and the lock so the next opener need not wait.
+
+A lost connection
+-----------------
+Before each statement the writer polls its idle connection (anything readable is the server's
+goodbye: a restart, a terminated backend) and reconnects, re-taking the fence like ``open``
+(the epoch must still be this writer's, the session lock is taken on the new connection, the
+epoch checked again under it, and the last stored seq must be the one this writer knows). A
+connection lost with a commit in flight is reconnected the same way; then the commit row of that
+seq with this writer's epoch says whether it was published (it is not sent again) or not (it is
+sent once more). See docs/postgresql.md, "Faults".
 
 Open-time recovery
 ------------------
@@ -76,12 +93,16 @@ already live in ``_tables`` and ``_replay``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import select
 import socket
 import struct
 import threading
-from collections.abc import Callable, Mapping, Sequence
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -93,24 +114,41 @@ from pico3.storage._tables import Staged, Tables, TableStorage, normalize_batch
 from pico3.storage.base import (
     CorruptStorage,
     LeaseLost,
+    SchemaNotMigrated,
     SchemaTooNew,
     StorageError,
     StorageFailed,
     StorageInUse,
+    StorageUnreachable,
     current_prechecked,
 )
-from pico3.storage.pg_blobs import BlobStore
+from pico3.storage.pg_blobs import BlobStore, address_of, unreachable, with_liveness
 from pico3.storage.records import DocRef, DocWrite, Write, is_base
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection, AsyncCursor
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["LEASE_SECONDS", "MIGRATIONS", "SCHEMA_VERSION", "PostgresStorage", "migrate"]
+__all__ = [
+    "COMMIT_TIMEOUT",
+    "COMPATIBLE",
+    "LEASE_SECONDS",
+    "MIGRATIONS",
+    "MIGRATION_LOCK_TIMEOUT",
+    "SCHEMA_VERSION",
+    "PostgresStorage",
+    "migrate",
+    "migrate_database",
+]
 
 LEASE_SECONDS = 2.0
 """Default lease expiry: a crashed worker's sessions can be taken over this long after its
 last renewal."""
+
+COMMIT_TIMEOUT = 15.0
+"""Default bound (seconds) on a commit in flight: past it the storage fails (fail-stop) with a
+one-line error and stops renewing the lease, so a frozen backend or a cut network ends the
+session within it instead of hanging it (docs/postgresql.md, "Liveness")."""
 
 _MIGRATION_LOCK = 0x70696336  # pg_advisory_xact_lock key while migrating ("pic6")
 _CHUNK = 5000  # commits per aggregated read at open (small: the first arrives soon)
@@ -251,6 +289,18 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this code writes and reads."""
 
+COMPATIBLE: tuple[int, ...] = (1, 1, 3)
+"""``COMPATIBLE[n - 1]``: the oldest code version that still works on schema ``n`` (recorded in
+``pico3_schema.compatible`` by the code that migrates to ``n``). Code of version ``c`` opens a
+database of a newer version ``n`` only when ``COMPATIBLE[n - 1] <= c``: so a migration that only
+adds (a table, a nullable column, an index, a function under a new name) keeps the previous
+value, and servers on the previous release go on using the database while their peer is
+upgraded; one that changes what older code reads or writes raises it to ``n``. The rule is in
+docs/postgresql.md, "Schema changes and rolling upgrades"."""
+
+MIGRATION_LOCK_TIMEOUT = 10.0
+"""How long (seconds) a migration waits for any lock before it gives up, changing nothing."""
+
 _ENCODER = msgspec.json.Encoder()
 _BATCHES = msgspec.json.Decoder(list[list[Write]])
 _STICKY_NAME = re.compile(r"sticky-([1-9][0-9]*)\.jsonl")
@@ -286,42 +336,116 @@ _COMMIT = (
 )
 
 
-async def migrate(conn: AsyncConnection[Any]) -> int:
+async def _schema_state(conn: AsyncConnection[Any]) -> tuple[int, int | None]:
+    """The database's pico3 schema version (0: none yet) and the oldest code version it stays
+    compatible with (``None``: not recorded, i.e. only code of exactly that version)."""
+    cursor = await conn.execute("SELECT to_regclass('pico3_schema') IS NOT NULL")
+    exists = await cursor.fetchone()
+    if exists is None or not exists[0]:
+        return 0, None
+    cursor = await conn.execute("SELECT row_to_json(s)::text FROM pico3_schema s LIMIT 1")
+    row = await cursor.fetchone()
+    if row is None or row[0] is None:
+        return 0, None
+    state = msgspec.json.decode(row[0])
+    compatible = state.get("compatible")
+    return int(state["version"]), None if compatible is None else int(compatible)
+
+
+def _check_not_too_new(found: int, compatible: int | None) -> bool:
+    """Whether a database at ``found`` is newer than this code but compatible with it (True);
+    raises :class:`SchemaTooNew` if it is newer and not; False if it is not newer."""
+    if found <= SCHEMA_VERSION:
+        return False
+    if compatible is not None and compatible <= SCHEMA_VERSION:
+        return True
+    back = "" if compatible is None else f"; the database needs version {compatible} or newer"
+    raise SchemaTooNew(
+        f"the database's pico3 schema is version {found}, newer than this pico3 (it knows "
+        f"versions up to {SCHEMA_VERSION}{back}); nothing was changed. Upgrade pico3 "
+        "(coding-agent) on this machine, or point it at another database"
+    )
+
+
+def _not_migrated(found: int) -> SchemaNotMigrated:
+    return SchemaNotMigrated(
+        f"the database's pico3 schema is at version {found}, this pico3 needs version "
+        f"{SCHEMA_VERSION}; run `coding-agent db migrate URL` (or pico3.migrate_database(url)) "
+        "with a role that may change the schema, then start again"
+    )
+
+
+async def migrate(
+    conn: AsyncConnection[Any], *, lock_timeout: float = MIGRATION_LOCK_TIMEOUT
+) -> int:
     """Bring the database's pico3 schema to :data:`SCHEMA_VERSION`; return the version found.
 
-    Runs in one transaction under an advisory lock (concurrent openers wait, then find it
-    done). Raises :class:`SchemaTooNew` if the database is newer than this code."""
-    async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-        await conn.execute("CREATE TABLE IF NOT EXISTS pico3_schema (version integer NOT NULL)")
-        row = await (await conn.execute("SELECT version FROM pico3_schema")).fetchone()
-        found = 0 if row is None else int(row[0])
-        if found > SCHEMA_VERSION:
-            raise SchemaTooNew(
-                f"the database's pico3 schema is version {found}, newer than this pico3 "
-                f"(it knows versions up to {SCHEMA_VERSION}); nothing was changed. Upgrade "
-                "pico3 (coding-agent) on this machine, or point it at another database"
+    Nothing is locked when the schema is current (or newer and compatible: see
+    :data:`COMPATIBLE`). Otherwise it runs in one transaction under an advisory lock, so
+    concurrent first users wait, then find it done (``CREATE … IF NOT EXISTS`` alone is not
+    safe: two creators of one table race on ``pg_type``), with ``lock_timeout`` bounding every
+    wait for a lock (the advisory lock, and the tables a migration alters under traffic): past
+    it, :class:`StorageError` and nothing changed. Raises :class:`SchemaTooNew` if the database
+    is newer than this code and not compatible with it."""
+    found, compatible = await _schema_state(conn)
+    if found == SCHEMA_VERSION or _check_not_too_new(found, compatible):
+        return found
+    try:
+        async with conn.transaction():
+            await conn.execute(
+                "SELECT set_config('lock_timeout', %s, true)",
+                (f"{max(1, round(lock_timeout * 1000))}ms",),
             )
-        for version in range(found + 1, SCHEMA_VERSION + 1):
-            await conn.execute(MIGRATIONS[version - 1])  # type: ignore[arg-type]
-        if row is None:
-            await conn.execute("INSERT INTO pico3_schema VALUES (%s)", (SCHEMA_VERSION,))
-        elif found < SCHEMA_VERSION:
-            await conn.execute("UPDATE pico3_schema SET version = %s", (SCHEMA_VERSION,))
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            await conn.execute("CREATE TABLE IF NOT EXISTS pico3_schema (version integer NOT NULL)")
+            found, compatible = await _schema_state(conn)  # another may have migrated meanwhile
+            if found == SCHEMA_VERSION or _check_not_too_new(found, compatible):
+                return found
+            await conn.execute(
+                "ALTER TABLE pico3_schema ADD COLUMN IF NOT EXISTS compatible integer"
+            )
+            for version in range(found + 1, SCHEMA_VERSION + 1):
+                await conn.execute(MIGRATIONS[version - 1])  # type: ignore[arg-type]
+            await conn.execute("DELETE FROM pico3_schema")
+            await conn.execute(
+                "INSERT INTO pico3_schema (version, compatible) VALUES (%s, %s)",
+                (SCHEMA_VERSION, COMPATIBLE[SCHEMA_VERSION - 1]),
+            )
+    except Exception as exc:
+        if getattr(exc, "sqlstate", None) != "55P03":  # not the lock timeout
+            raise
+        raise StorageError(
+            f"migrating the pico3 schema from version {found} to {SCHEMA_VERSION} waited more "
+            f"than {lock_timeout:g} s for a lock (another migration, or a long transaction on "
+            "a pico3 table, holds it); nothing was changed: retry, or end that transaction"
+        ) from None
     return found
 
 
-def _where(conninfo: str) -> str:
-    """Host, port and database of ``conninfo``, never its password."""
-    from psycopg.conninfo import conninfo_to_dict
+async def migrate_database(
+    conninfo: str,
+    *,
+    lock_timeout: float = MIGRATION_LOCK_TIMEOUT,
+    connect_timeout: float = 10.0,
+) -> tuple[int, int]:
+    """The explicit migration step: bring the pico3 schema of the database at ``conninfo`` to
+    this code's :data:`SCHEMA_VERSION`; return ``(found, now)``. Safe to run while servers use
+    the database and from several places at once (see :func:`migrate`); run it with a role
+    that may change the schema. ``now`` is ``found`` when the database is already current or
+    newer and compatible. Raises :class:`SchemaTooNew`, :class:`StorageUnreachable`, or
+    :class:`StorageError` (a lock not granted within ``lock_timeout``)."""
+    import psycopg
 
     try:
-        parts = conninfo_to_dict(conninfo)
-    except Exception:
-        return "the given address"
-    host = parts.get("host") or "the default host"
-    port = f":{parts['port']}" if parts.get("port") else ""
-    return f"{host}{port}/{parts.get('dbname') or parts.get('user') or ''}"
+        conn = await psycopg.AsyncConnection.connect(
+            conninfo, autocommit=True, connect_timeout=max(1, round(connect_timeout))
+        )
+    except Exception as exc:
+        raise unreachable(conninfo, connect_timeout, "migrate its pico3 schema", exc) from None
+    async with conn:
+        found = await migrate(conn, lock_timeout=lock_timeout)
+        now, _ = await _schema_state(conn)
+    return found, now
 
 
 def _holder() -> str:
@@ -340,7 +464,10 @@ class PostgresStorage(TableStorage):
     reaped it); should the holder be alive after all, its next commit fails with
     :class:`LeaseLost`. With ``create=False`` a session the database does not hold is an error.
     A server that cannot be reached within ``connect_timeout`` seconds fails ``open`` with a
-    :class:`StorageError` naming its host, port and database (never the password).
+    :class:`StorageUnreachable` naming its host, port and database (never the password).
+    ``migrate=True`` (the default) brings an older schema up to date at open (:func:`migrate`);
+    with ``migrate=False`` an older schema is refused with :class:`SchemaNotMigrated` and the
+    explicit step, :func:`migrate_database` (``coding-agent db migrate``), must run first.
     """
 
     def __init__(
@@ -355,6 +482,8 @@ class PostgresStorage(TableStorage):
         take_over: bool = False,
         create: bool = True,
         connect_timeout: float = 10.0,
+        migrate: bool = True,
+        commit_timeout: float = COMMIT_TIMEOUT,
     ) -> None:
         super().__init__()
         if (conninfo is None) == (pool is None):
@@ -363,12 +492,14 @@ class PostgresStorage(TableStorage):
             raise ValueError("PostgresStorage needs a non-empty session name")
         if lease_seconds <= 0:
             raise ValueError(f"lease_seconds must be positive, not {lease_seconds}")
+        if commit_timeout <= 0:
+            raise ValueError(f"commit_timeout must be positive, not {commit_timeout}")
         if conninfo is None:
             assert pool is not None
             if not isinstance(pool.conninfo, str):
                 raise ValueError("a shared pool needs a plain conninfo string (for lease renewal)")
             conninfo = pool.conninfo
-        self._conninfo = conninfo
+        self._conninfo = with_liveness(conninfo)  # keepalive and tcp_user_timeout by default
         self._shared_pool = pool
         self._pool: AsyncConnectionPool | None = None
         self._conn: AsyncConnection[Any] | None = None
@@ -377,6 +508,7 @@ class PostgresStorage(TableStorage):
         self._fsync = fsync
         self._lease_ms = max(1, round(lease_seconds * 1000))
         self._create = create
+        self._migrate = migrate
         self._wait = wait
         self._connect_timeout = connect_timeout
         # how long ending a previous holder's backend may take (ms)
@@ -386,12 +518,19 @@ class PostgresStorage(TableStorage):
         self._lock_key = 0  # the session's advisory lock is (_LOCK_CLASS, this)
         self._backend = 0  # the writer connection's backend pid
         self._prepared = False  # the writer's connection holds the prepared main commit
+        self._direct = False  # the writer's connection is this storage's own, not a pool's
+        self._finalizers: list[weakref.finalize[Any, Any]] = []  # close own connections if leaked
         self._session_bytes = b""
         self._epoch_bytes = b""
         self._failed: BaseException | None = None
         self._lock: anyio.Lock | None = None
         self._sticky_base: dict[int, int] = {}  # conversation id -> seq of its last base
         self._renewer: _Renewer | None = None
+        self._commit_timeout = commit_timeout
+        self._busy_since: float | None = None  # monotonic start of the commit in flight
+        self._stalled = False  # a commit outlived commit_timeout: fail-stop, renewal stopped
+        self._lease_t0 = 0.0  # monotonic time just before the lease was last taken
+        self._fence_callbacks: list[Callable[[str], object]] = []
         self._blobs: BlobStore | None = None  # session blobs, on a connection of their own
 
     def __repr__(self) -> str:
@@ -413,40 +552,33 @@ class PostgresStorage(TableStorage):
     # open / close --------------------------------------------------------------------------
 
     async def open(self, ctx: Context) -> None:
-        """Migrate the schema if needed, take the lease, replay the session; see the module doc."""
+        """Migrate the schema if needed (and allowed), take the lease, replay the session; see the module doc."""
         self._claim()
-        from psycopg_pool import AsyncConnectionPool
-
         self._failed = None
         self._lock = anyio.Lock(fast_acquire=True)  # uncontended: no extra loop iteration
-        if self._shared_pool is not None:
-            self._pool = self._shared_pool
-        else:
-            self._pool = AsyncConnectionPool(
-                self._conninfo,
-                min_size=1,
-                max_size=1,
-                open=False,
-                kwargs={"autocommit": True},
-            )
-            try:
-                await self._pool.open(wait=True, timeout=self._connect_timeout)
-            except Exception as exc:
-                pool, self._pool = self._pool, None
-                await pool.close()
-                raise StorageError(
-                    f"cannot reach PostgreSQL at {_where(self._conninfo)} within "
-                    f"{self._connect_timeout:g} s to open session {self._session!r} ({exc}); "
-                    "check the URL and that the server is running"
-                ) from None
+        # the writer's connection, held while open: a commit is then one round trip with no
+        # pool checkout (a session's commits are sequential anyway)
         try:
-            # the writer's connection, held while open: a commit is then one round trip with
-            # no pool checkout (a session's commits are sequential anyway)
-            conn = self._conn = await self._pool.getconn()
+            if self._shared_pool is not None:
+                self._pool = self._shared_pool
+                conn = await self._pool.getconn(timeout=self._connect_timeout)
+            else:  # a connection of its own (a pool would retry a refused server, logging)
+                conn = await self._connect()
+                self._direct = True
+        except Exception as exc:
+            self._pool = None
+            raise self._unreachable(exc, f"open session {self._session!r}") from None
+        self._conn = conn
+        try:
             await conn.set_autocommit(True)
             if not self._fsync:
                 await conn.execute("SET synchronous_commit = off")
-            await migrate(conn)
+            if self._migrate:
+                await migrate(conn)
+            else:
+                found, compatible = await _schema_state(conn)
+                if not _check_not_too_new(found, compatible) and found < SCHEMA_VERSION:
+                    raise _not_migrated(found)
             self._epoch, self._lock_key = await self._take_lease(conn)
             try:
                 self._backend = conn.info.backend_pid
@@ -467,7 +599,8 @@ class PostgresStorage(TableStorage):
         self._cursor = conn.cursor()
         self._session_bytes = self._session.encode(conn.info.encoding)
         self._epoch_bytes = _INT8(self._epoch)
-        self._renewer = _Renewer(self._conninfo, self._session, self._epoch, self._lease_ms)
+        self._stalled = False
+        self._renewer = _Renewer(self, self._lease_t0)
         self._open = True
 
     async def _take_lease(self, conn: AsyncConnection[Any]) -> tuple[int, int]:
@@ -482,6 +615,7 @@ class PostgresStorage(TableStorage):
                 await anyio.sleep(min(left, max(held.expires_in, 0.0) + 0.005))
 
     async def _try_lease(self, conn: AsyncConnection[Any]) -> tuple[int, int]:
+        self._lease_t0 = time.monotonic()  # the lease lasts at least lease_seconds from here
         if self._create:
             await conn.execute(
                 "INSERT INTO pico3_sessions (session) VALUES (%s) ON CONFLICT DO NOTHING",
@@ -732,6 +866,14 @@ class PostgresStorage(TableStorage):
         conn, self._conn = self._conn, None
         self._cursor = None
         prepared, self._prepared = self._prepared, False
+        direct, self._direct = self._direct, False
+        if direct and conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()  # this storage's own connection, not a pool's
+            conn = None
+        finalizers, self._finalizers = self._finalizers, []
+        for finalizer in finalizers:
+            finalizer()  # closes what is still open (nothing, normally) and forgets it
         if pool is None:
             return
         if conn is not None:
@@ -745,13 +887,29 @@ class PostgresStorage(TableStorage):
                 except Exception:
                     await conn.close()
             await pool.putconn(conn)  # a broken connection is discarded by the pool
-        if pool is not self._shared_pool:
-            await pool.close()
+
+    async def _connect(self) -> AsyncConnection[Any]:
+        """A new connection of this storage's own (autocommit), closed at :meth:`close`, or
+        when this storage is collected unclosed."""
+        import psycopg
+
+        conn = await psycopg.AsyncConnection.connect(
+            self._conninfo,
+            autocommit=True,
+            connect_timeout=max(1, round(self._connect_timeout)),
+        )
+        self._finalizers.append(weakref.finalize(self, _finish, conn))
+        return conn
 
     # commit --------------------------------------------------------------------------------
 
     def _check_writable(self) -> Tables:
         tables = self._check_open()
+        if self._stalled and self._failed is None:  # stalled just as a commit returned
+            self._failed = StorageFailed(
+                f"{self!r}: a commit got no answer from PostgreSQL within "
+                f"{self._commit_timeout:g} s, so the lease renewals stopped; this worker must stop"
+            )
         if self._failed is not None:
             if isinstance(self._failed, LeaseLost):
                 raise LeaseLost(str(self._failed))
@@ -784,15 +942,30 @@ class PostgresStorage(TableStorage):
         copies, raw = normalize_batch(writes, prechecked)
         staged = tables.stage(copies, seq)
         max_id = self._high_water_after(staged)
-        cursor = self._cursor
-        assert cursor is not None
-        if not staged.docs and not staged.tasks:  # nothing can go to a sidecar: one statement
-            try:
-                await self._send_main(seq, max_id, raw)
-            except Exception as exc:
-                self._failed = await self._failure(exc, seq)
+        self._busy_since = time.monotonic()  # the watchdog bounds it (commit_timeout)
+        try:
+            await self._ensure_writer(f"commit {seq}", tables.seq)
+            if not staged.docs and not staged.tasks:  # nothing can go to a sidecar: one statement
+                main_raw = raw
+
+                async def send_main() -> None:
+                    await self._send_main(seq, max_id, main_raw)
+
+                await self._send(send_main, seq)
+                return self._publish(staged, max_id)
+            return await self._commit_function(staged, seq, max_id, raw)
+        except Exception as exc:
+            if self._stalled:
+                self._failed = self._stall_error(seq)
                 raise self._failed from exc
-            return self._publish(staged, max_id)
+            if isinstance(self._failed, LeaseLost):
+                self._fence(str(self._failed))
+            raise
+        finally:
+            self._busy_since = None
+
+    async def _commit_function(self, staged: Staged, seq: int, max_id: int, raw: bytes) -> int:
+        """A commit with sidecar rows or a retiring task: the ``pico3_commit`` function."""
         from pico3.storage.jsonl import JsonlStorage  # one routing rule for both backends
 
         main, sidecars = JsonlStorage._route(staged)  # pyright: ignore[reportPrivateUsage]
@@ -812,27 +985,233 @@ class PostgresStorage(TableStorage):
                     assert found is not None
                     task_ids.append(int(found.group(1)))
                     tasks.append(_ENCODER.encode(items))
+        params = (
+            self._session,
+            self._epoch,
+            seq,
+            max_id,
+            self._fsync,
+            raw,
+            sticky_ids or None,  # NULL: nothing to insert, and nothing to adapt
+            sticky or None,
+            task_ids or None,
+            tasks or None,
+            staged.terminalized or None,
+        )
+
+        async def send_function() -> None:
+            cursor = self._cursor
+            assert cursor is not None
+            await cursor.execute(_COMMIT, params)
+
+        await self._send(send_function, seq)
+        return self._publish(staged, max_id)
+
+    # a broken connection: reconnect, re-take the fence, never send a commit twice -----------
+
+    async def _send(self, send: Callable[[], Awaitable[None]], seq: int) -> None:
+        """Send commit ``seq`` by ``send()``; on failure make the storage fail-stop, unless the
+        connection itself was lost: then reconnect (:meth:`_reconnect`, which re-takes the
+        session's lock, so the old connection's backend is gone and its transaction finished),
+        look whether the commit row is stored with this writer's epoch (then it was published
+        and only its acknowledgement lost) and send it once more only if it is not."""
         try:
-            await cursor.execute(
-                _COMMIT,
-                (
-                    self._session,
-                    self._epoch,
-                    seq,
-                    max_id,
-                    self._fsync,
-                    raw,
-                    sticky_ids or None,  # NULL: nothing to insert, and nothing to adapt
-                    sticky or None,
-                    task_ids or None,
-                    tasks or None,
-                    staged.terminalized or None,
-                ),
-            )
+            await send()
+            return
+        except Exception as exc:
+            if self._stalled:
+                raise
+            if not self._lost(exc):
+                self._failed = await self._failure(exc, seq)
+                raise self._failed from exc
+            first = exc
+        try:
+            last, epoch = await self._reconnect(f"commit {seq}")
+        except Exception:
+            self._failed = await self._failure(first, seq)  # the lease's fate decides
+            raise self._failed from first
+        if last == seq and epoch == self._epoch:
+            return  # published; only the acknowledgement went with the connection
+        if last != seq - 1:
+            self._failed = self._gap(last, seq - 1)
+            raise self._failed from first
+        try:
+            await send()
         except Exception as exc:
             self._failed = await self._failure(exc, seq)
             raise self._failed from exc
-        return self._publish(staged, max_id)
+
+    def _stall_error(self, seq: int) -> StorageFailed:
+        return StorageFailed(
+            f"session {self._session!r}: commit {seq} got no answer from PostgreSQL at "
+            f"{address_of(self._conninfo)} within {self._commit_timeout:g} s (the database, or "
+            "the network to it, is stalled); whether it was stored is unknown, so this worker "
+            "stopped renewing the session's lease and must stop: another worker takes the "
+            "session over once the lease expires, and finds what was stored"
+        )
+
+    # self-fencing ------------------------------------------------------------------------------
+
+    def on_fence(self, callback: Callable[[str], object]) -> Callable[[], None]:
+        """Call ``callback(reason)`` when this writer must stop its effects outside the
+        database (kill its commands' process groups): once the lease might expire before the
+        next renewal lands (no renewal succeeded for 3/4 of ``lease_seconds``: a margin before
+        the expiry another worker waits for), once a commit stalled past ``commit_timeout``,
+        and at once when the storage learns of :class:`LeaseLost`. Called from the storage's
+        watchdog thread (or the event loop, for ``LeaseLost``): it must be quick and
+        thread-safe (``os.killpg`` is). Returns a function that unregisters it."""
+        self._fence_callbacks.append(callback)
+
+        def remove() -> None:
+            if callback in self._fence_callbacks:
+                self._fence_callbacks.remove(callback)
+
+        return remove
+
+    def _fence(self, reason: str) -> None:
+        for callback in list(self._fence_callbacks):
+            try:
+                callback(reason)
+            except Exception:  # one failing listener must not spare the others
+                pass
+
+    def _watch(self, now: float) -> bool:
+        """The watchdog's check of the commit in flight (its thread): True once it has been
+        pending longer than ``commit_timeout``. Then the storage is marked stalled and the
+        writer's socket shut down, so the waiting commit wakes up and fails at once."""
+        since = self._busy_since
+        if self._stalled or since is None or now - since <= self._commit_timeout:
+            return self._stalled
+        self._stalled = True
+        conn = self._conn
+        try:
+            if conn is not None:
+                dup = socket.socket(fileno=os.dup(conn.pgconn.socket))
+                try:
+                    dup.shutdown(socket.SHUT_RDWR)
+                finally:
+                    dup.close()
+        except Exception:
+            pass  # no socket (reconnecting): the commit fails at its next step
+        return True
+
+    async def _ensure_writer(self, what: str, seq: int) -> None:
+        """Before a statement: replace the writer's connection if the server ended it while
+        idle (a restart, an idle timeout, a terminated backend), so the next prompt after a
+        PostgreSQL restart is not lost. Nothing was sent, so nothing can be sent twice. A
+        server still unreachable raises :class:`StorageUnreachable` and leaves the storage
+        usable (the next commit tries again); a lost lease is :class:`LeaseLost` (fail-stop)."""
+        if not self._writer_broken():
+            return
+        try:
+            last, _ = await self._reconnect(what)
+        except StorageUnreachable:
+            raise
+        except LeaseLost as exc:
+            self._failed = exc
+            raise
+        except Exception as exc:
+            self._failed = StorageFailed(f"{self!r}: reconnecting before {what} failed: {exc}")
+            raise self._failed from exc
+        if last != seq:
+            self._failed = self._gap(last, seq)
+            raise self._failed
+
+    def _gap(self, stored: int, expected: int) -> StorageFailed:
+        return StorageFailed(
+            f"{self!r}: after reconnecting, the database's last commit of session "
+            f"{self._session!r} is seq {stored}, this worker expected {expected}: the database "
+            "lost commits it had acknowledged (a crash with synchronous_commit=off?); reopen "
+            "the session to continue from what is stored"
+        )
+
+    def _writer_broken(self) -> bool:
+        """Whether the writer's idle connection is gone. With no statement in flight the
+        server has nothing to say, so anything readable is its goodbye (an error, then EOF):
+        one poll of the socket, no round trip. A rare false alarm (an asynchronous notice)
+        costs one reconnect, which is safe."""
+        from psycopg import pq
+
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
+            return True
+        pgconn = conn.pgconn
+        if pgconn.status != pq.ConnStatus.OK:
+            return True
+        try:
+            poller = select.poll()  # not select(): a process of many sessions has fds > 1023
+            poller.register(pgconn.socket, select.POLLIN)
+            return bool(poller.poll(0))
+        except (OSError, ValueError):
+            return True
+
+    def _lost(self, exc: Exception) -> bool:
+        """Whether ``exc`` is the connection's end (not an error of the statement)."""
+        from psycopg import pq
+
+        state = getattr(exc, "sqlstate", None) or ""
+        if state.startswith(("57P", "08")):  # admin/crash shutdown, connection exceptions
+            return True
+        conn = self._conn
+        return conn is None or conn.closed or conn.broken or conn.pgconn.status != pq.ConnStatus.OK
+
+    async def _reconnect(self, what: str) -> tuple[int, int]:
+        """A fresh writer's connection in place of a broken one; return the session's last
+        stored seq and that row's epoch.
+
+        Safe because it re-takes the fence the way ``open`` does: the epoch must still be this
+        writer's (else :class:`LeaseLost`), then the session's lock is taken on the new
+        connection (a backend of the old one that still holds it is ended and waited for), and
+        the epoch is checked again under the lock. From then on no transaction of the old
+        connection can still commit, so the stored rows are final."""
+        pool = self._pool
+        old, self._conn = self._conn, None
+        self._cursor = None
+        self._prepared = False
+        if old is not None:
+            with contextlib.suppress(Exception):
+                await old.close()
+            if pool is not None and not self._direct:
+                with contextlib.suppress(Exception):
+                    await pool.putconn(old)  # the shared pool discards it (and makes a new one)
+        # a connection of its own, not the pool's: the pool retries a lost server with a
+        # growing backoff, this connects at once (and is closed, not returned, at close)
+        self._direct = True
+        try:
+            conn = await self._connect()
+        except Exception as exc:
+            raise self._unreachable(
+                exc, f"reconnect for {what} of session {self._session!r}"
+            ) from None
+        self._conn = conn
+        if not self._fsync:
+            await conn.execute("SET synchronous_commit = off")
+        if await self._stored_epoch(conn) != self._epoch:
+            raise self._lease_lost(what)
+        self._backend = conn.info.backend_pid
+        await self._lock_session(conn)
+        if await self._stored_epoch(conn) != self._epoch:
+            raise self._lease_lost(what)
+        row = await (
+            await conn.execute(
+                "SELECT seq, epoch FROM pico3_commits WHERE session = %s ORDER BY seq DESC LIMIT 1",
+                (self._session,),
+            )
+        ).fetchone()
+        await conn.execute(_PREPARE_MAIN)
+        self._prepared = True
+        self._cursor = conn.cursor()
+        if row is None:
+            return 0, 0
+        return int(row[0]), int(row[1] or 0)
+
+    async def _stored_epoch(self, conn: AsyncConnection[Any]) -> int | None:
+        row = await (
+            await conn.execute(
+                "SELECT epoch FROM pico3_sessions WHERE session = %s", (self._session,)
+            )
+        ).fetchone()
+        return None if row is None else int(row[0])
 
     async def _send_main(self, seq: int, max_id: int, raw: bytes) -> None:
         """The common commit, straight through libpq (no query conversion, no adaptation, no
@@ -851,6 +1230,7 @@ class PostgresStorage(TableStorage):
         while pgconn.flush():
             await anyio.wait_writable(fd)
         failed: str | None = None
+        state: bytes | None = None
         while True:
             while pgconn.is_busy():
                 await anyio.wait_readable(fd)
@@ -860,8 +1240,11 @@ class PostgresStorage(TableStorage):
                 break
             if result.status != pq.ExecStatus.COMMAND_OK:
                 failed = (result.error_message or b"no message").decode(errors="replace")
+                state = result.error_field(pq.DiagnosticField.SQLSTATE)
         if failed is not None:
-            raise StorageError(failed.strip())
+            error = StorageError(failed.strip())
+            error.sqlstate = None if state is None else state.decode()  # type: ignore[attr-defined]
+            raise error
 
     async def _failure(self, exc: Exception, seq: int) -> StorageFailed:
         """What a failed commit ``seq`` means: :class:`LeaseLost` if another worker took the
@@ -911,6 +1294,9 @@ class PostgresStorage(TableStorage):
             )
         return self._lease_lost(f"commit {seq}")
 
+    def _unreachable(self, exc: BaseException, what: str) -> StorageUnreachable:
+        return unreachable(self._conninfo, self._connect_timeout, what, exc)
+
     def _lease_lost(self, what: str) -> LeaseLost:
         return LeaseLost(
             f"session {self._session!r}: {what} refused, another worker took the lease "
@@ -945,6 +1331,7 @@ class PostgresStorage(TableStorage):
                 self._check_writable()
                 base = self._sticky_base.get(cid)
                 if base is not None:
+                    await self._ensure_writer("sticky truncation", self.seq)
                     conn = self._conn
                     assert conn is not None
                     try:
@@ -954,6 +1341,8 @@ class PostgresStorage(TableStorage):
                         )
                     except Exception as exc:
                         self._failed = self._classify(exc, "sticky truncation")
+                        if isinstance(self._failed, LeaseLost):
+                            self._fence(str(self._failed))
                         raise self._failed from exc
                 self._tables.truncate_sticky(cid)
         finally:
@@ -984,6 +1373,7 @@ class PostgresStorage(TableStorage):
                 await store.put(blobs, self._epoch)
             except LeaseLost as exc:
                 self._failed = exc
+                self._fence(str(exc))
                 raise
             except ValueError:
                 raise
@@ -1000,6 +1390,13 @@ class PostgresStorage(TableStorage):
         return await self._blob_store().under(prefix, data=data)
 
 
+def _finish(conn: AsyncConnection[Any]) -> None:
+    """Close ``conn`` without the event loop (libpq's ``PQfinish``): for a storage collected
+    while open; the lease then expires."""
+    if not conn.closed:
+        conn.pgconn.finish()
+
+
 class _Held(Exception):
     def __init__(self, message: str, expires_in: float) -> None:
         super().__init__(message)
@@ -1007,19 +1404,31 @@ class _Held(Exception):
 
 
 class _Renewer:
-    """Renews one lease from a daemon thread (its own connection), independent of the loop."""
+    """Renews one lease from a daemon thread (its own connection), independent of the loop, and
+    registers with the process-wide :class:`_Watchdog`, which fences the storage when the lease
+    may run out before the next renewal lands, or when a commit stalls.
 
-    def __init__(self, conninfo: str, session: str, epoch: int, lease_ms: int) -> None:
-        self._conninfo = conninfo
-        self._session = session
-        self._epoch = epoch
-        self._lease_ms = lease_ms
+    A renewal starts every quarter of the lease. The watchdog fires the storage's fence
+    callbacks once no renewal succeeded for three quarters of the lease (the lease, renewed at
+    the database's clock, cannot have expired before ``last_ok + lease``: a quarter of it is the
+    margin to stop effects in), again after each renewal that succeeded in between, and stops
+    the renewals for good when a commit stalled past the storage's ``commit_timeout``."""
+
+    def __init__(self, storage: PostgresStorage, taken: float) -> None:
+        self._storage = storage
+        self._conninfo = storage._conninfo  # pyright: ignore[reportPrivateUsage]
+        self._session = storage._session  # pyright: ignore[reportPrivateUsage]
+        self._epoch = storage._epoch  # pyright: ignore[reportPrivateUsage]
+        self._lease_ms = storage._lease_ms  # pyright: ignore[reportPrivateUsage]
         self._stop = threading.Event()
         self.lost = False
+        self.last_ok = taken  # monotonic time just before the last successful renewal began
+        self.fenced = False  # the fence callbacks fired since the last successful renewal
         self._thread = threading.Thread(
-            target=self._run, name=f"pico3-lease-{session}", daemon=True
+            target=self._run, name=f"pico3-lease-{self._session}", daemon=True
         )
         self._thread.start()
+        _Watchdog.get().add(self)
 
     def _run(self) -> None:
         import psycopg
@@ -1027,6 +1436,7 @@ class _Renewer:
         conn: psycopg.Connection[Any] | None = None
         interval = self._lease_ms / 4000
         while not self._stop.wait(interval):
+            started = time.monotonic()
             try:
                 if conn is None or conn.closed:
                     conn = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=5)
@@ -1039,6 +1449,9 @@ class _Renewer:
                 if row is None:
                     self.lost = True  # the next commit fails with LeaseLost
                     break
+                if not self._stop.is_set():
+                    self.last_ok = started
+                    self.fenced = False
             except Exception:
                 if conn is not None:
                     conn.close()
@@ -1046,6 +1459,77 @@ class _Renewer:
         if conn is not None:
             conn.close()
 
+    def check(self, now: float) -> None:
+        """The watchdog's tick (its thread)."""
+        storage = self._storage
+        if self._stop.is_set():
+            return
+        if storage._watch(now):  # pyright: ignore[reportPrivateUsage]
+            self._stop.set()  # the lease must run out: another worker takes over
+            storage._fence(  # pyright: ignore[reportPrivateUsage]
+                f"session {self._session!r}: a commit got no answer from PostgreSQL within "
+                f"{storage._commit_timeout:g} s"  # pyright: ignore[reportPrivateUsage]
+            )
+            return
+        if self.lost:
+            storage._fence(  # pyright: ignore[reportPrivateUsage]
+                f"session {self._session!r}: another worker took the lease"
+            )
+            self._stop.set()
+            return
+        lease = self._lease_ms / 1000
+        if not self.fenced and now - self.last_ok > lease * 0.75:
+            self.fenced = True
+            storage._fence(  # pyright: ignore[reportPrivateUsage]
+                f"session {self._session!r}: no lease renewal succeeded for "
+                f"{now - self.last_ok:.1f} s (lease {lease:g} s); stopping effects before it "
+                "can expire"
+            )
+
     def stop(self) -> None:
         self._stop.set()
+        _Watchdog.get().remove(self)
         self._thread.join(timeout=10)
+
+
+class _Watchdog:
+    """One daemon thread per process that ticks every open storage's :meth:`_Renewer.check`
+    (every 50 ms): it runs even when the event loop or a renewal is stuck."""
+
+    _instance: _Watchdog | None = None
+    _guard = threading.Lock()
+    TICK = 0.05
+
+    def __init__(self) -> None:
+        self._renewers: set[_Renewer] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pico3-lease-watchdog", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def get(cls) -> _Watchdog:
+        with cls._guard:
+            if cls._instance is None or not cls._instance._thread.is_alive():
+                cls._instance = _Watchdog()
+            return cls._instance
+
+    def add(self, renewer: _Renewer) -> None:
+        with self._lock:
+            self._renewers.add(renewer)
+
+    def remove(self, renewer: _Renewer) -> None:
+        with self._lock:
+            self._renewers.discard(renewer)
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(self.TICK)
+            with self._lock:
+                renewers = list(self._renewers)
+            now = time.monotonic()
+            for renewer in renewers:
+                try:
+                    renewer.check(now)
+                except Exception:
+                    pass
