@@ -351,7 +351,9 @@ def test_keys_sent_in_one_burst_as_a_dialog_opens_answer_nothing_and_stay_in_the
         "the dialog armed again over the typed text",
     )
     assert not (project / "ran.txt").exists(), "a typed key answered the dialog"
-    terminal.press("one", "3", "Enter")  # Deny, on purpose
+    terminal.press(
+        "one", "2", "Enter"
+    )  # Deny, on purpose (Allow once, Deny: a redirection offers no rule)
     screen = terminal.wait_text("one", "Done after the dialog.")
     assert not (project / "ran.txt").exists()
     assert "yes always 1 no" in screen

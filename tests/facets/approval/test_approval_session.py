@@ -397,7 +397,7 @@ async def test_the_textual_modal_keeps_a_narrow_session_rule(kit: Any) -> None:
         screen = await app.shown_dialog(pilot)
         assert kit.title(screen) == "Allow bash?"
         assert kit.body(screen) == "$ bash 0"
-        assert kit.options(screen)[1] == "Allow Bash(bash 0) in this session"
+        assert kit.options(screen)[1] == "2. Allow Bash(bash 0) in this session"
         await pilot.press("down", "enter")
         with anyio.fail_after(10):
             await handle.wait(BACKGROUND)
