@@ -93,14 +93,7 @@ UNMAPPED = {
 }
 
 
-class _Kind:
-    """A core kind token by name (the hook registry matches core kinds by name)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
-COLLAPSE = _Kind("pi.collapse")
+COLLAPSE_KIND = "pi.collapse"
 _activations = 0  # per process: SessionStart's source is "startup" only the first time
 
 
@@ -304,7 +297,8 @@ class Hooks:
         if conversation is None:  # pragma: no cover - the generation's conversation exists
             return {"messages": messages}
         stored = await self._stored_prompts(conversation, ctx)
-        last = messages[-1] if messages else None
+        # the newest message the model reads (system prompt messages are placed after it)
+        last = next((m for m in reversed(messages) if m.get("role") != "system"), None)
         continuation = self._continued.get(api.conversation_id)
         if isinstance(last, dict) and last.get("role") == "user":
             key = _prompt_key(last)
@@ -435,7 +429,10 @@ class Hooks:
                     {"before_request": self.before_request, "on_yield": self.on_yield},
                 )
             )
-            undo.append(h.hooks(ns, COLLAPSE, {"before_collapse": self.before_collapse}))
+            # the collapse kind's token is not exported: the scheduler's registered one is it
+            collapse = h.scheduler.kinds.get(COLLAPSE_KIND)
+            if collapse is not None:
+                undo.append(h.hooks(ns, collapse, {"before_collapse": self.before_collapse}))
         except BaseException:
             for fn in reversed(undo):
                 fn()

@@ -46,18 +46,18 @@ def pre_verdict(run: HookRun) -> dict[str, str]:
     the session's approval). Plain JSON: it is the memo."""
     if run.exit_code == 2:
         reason = _text(run.stderr) or "(the hook gave no reason on stderr)"
-        return {"block": f"Blocked by a PreToolUse hook: {reason}"}
+        return {"block": f"PreToolUse hook: {reason}"}
     output = run.output
     if output is None:
         return {"block": ""}
     if output.get("continue") is False:
         reason = _text(output.get("stopReason")) or "the hook asked to stop"
-        return {"block": f"Stopped by a PreToolUse hook: {reason}"}
+        return {"block": f"PreToolUse hook stopped it: {reason}"}
     specific = _specific(output)
     decision = specific.get("permissionDecision")
     reason = _text(specific.get("permissionDecisionReason")) or _text(output.get("reason"))
     if decision == "deny" or (decision is None and output.get("decision") == "block"):
-        return {"block": f"Denied by a PreToolUse hook: {reason or 'no reason given'}"}
+        return {"block": f"PreToolUse hook denied it: {reason or 'no reason given'}"}
     if decision == "ask":
         return {
             "block": "A PreToolUse hook asks the user to confirm this call, which hooks cannot "

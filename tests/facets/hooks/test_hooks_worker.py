@@ -1,0 +1,349 @@
+"""Claude Code hooks through the real session worker (issue 39, item 4).
+
+Each test writes a temporary HOME whose ``~/.claude/settings.json`` holds hooks in Claude Code's
+shape (real shell commands and Python scripts), runs ``coding_agent.worker.main`` with a scripted
+faux model in ``auto`` mode (so the session's approval lets every call through and what is
+blocked is blocked by a hook), and checks what the model read and what happened on disk.
+Nothing sleeps to synchronise: the tests wait on the conversation's view, on lines of the
+worker's stderr and, for the crash, on a marker file a hook writes (polled with a deadline).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from chord.context import BACKGROUND
+from chord.facets import FacetEnvironment, define_facet
+from coding_agent.sessions import create_session
+from facets_hooks.contract import HooksListing
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "app" / "worker"))  # worker_support
+from worker_support import (  # pyright: ignore[reportMissingImports]
+    TIMEOUT,
+    Client,
+    connected,
+    text_of,
+    worker_process,
+)
+
+pytestmark = pytest.mark.anyio
+
+PYTHON = sys.executable
+
+BLOCK_RM = """import json, sys
+call = json.load(sys.stdin)
+assert call["hook_event_name"] == "PreToolUse" and call["tool_name"] == "Bash", call
+if "rm -rf" in call["tool_input"]["command"]:
+    print("rm -rf is not allowed in this project; delete files one by one", file=sys.stderr)
+    sys.exit(2)
+"""
+
+DENY_SECRETS = """import json, sys
+call = json.load(sys.stdin)
+if call["tool_input"]["file_path"].endswith("secrets.env"):
+    print(json.dumps({"hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": "secrets.env is off limits",
+    }}))
+"""
+
+FORMATTER = """import json, pathlib, sys
+call = json.load(sys.stdin)
+with open(sys.argv[1], "a") as log:
+    log.write(call["tool_name"] + "\\n")
+path = pathlib.Path(call["tool_input"]["file_path"])
+path.write_text(path.read_text().upper())
+"""
+
+ADD_CONTEXT = """import json, sys
+call = json.load(sys.stdin)
+assert call["hook_event_name"] == "UserPromptSubmit" and call["prompt"] == "what is the code?"
+print(json.dumps({"hookSpecificOutput": {
+    "hookEventName": "UserPromptSubmit",
+    "additionalContext": "The deploy code is PELICAN-7.",
+}}))
+"""
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def home_env(tmp: Path) -> dict[str, str]:
+    home = tmp / "home"
+    return {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(tmp / "config"),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+    }
+
+
+def settings(tmp: Path, hooks: dict[str, Any]) -> Path:
+    return write(tmp / "home" / ".claude" / "settings.json", json.dumps({"hooks": hooks}))
+
+
+def command(command: str, timeout: float | None = None) -> dict[str, Any]:
+    hook: dict[str, Any] = {"type": "command", "command": command}
+    if timeout is not None:
+        hook["timeout"] = timeout
+    return hook
+
+
+def script(tmp: Path, steps: Any) -> Path:
+    return write(tmp / "script.json", json.dumps(steps))
+
+
+async def run_turn(
+    tmp: Path,
+    env: dict[str, str],
+    steps: Any,
+    prompt: str = "go",
+    stderr: list[str] | None = None,
+    listing: list[Any] | None = None,
+) -> Client:
+    """One turn in a fresh worker; returns the client once the turn ended."""
+    project = tmp / "project"
+    project.mkdir(exist_ok=True)
+    session = create_session(project, env=env)
+    client = Client()
+    lines: list[str] = [] if stderr is None else stderr
+
+    def on_stderr(line: str) -> None:
+        lines.append(line)
+        client.notify()
+
+    def observer(fenv: FacetEnvironment) -> None:
+        if listing is not None:
+            listing.append(fenv.use(HooksListing))
+
+    async with (
+        worker_process(
+            session,
+            env,
+            "--faux-script",
+            str(script(tmp, steps)),
+            "--permission-mode",
+            "auto",
+            on_stderr=on_stderr,
+        ) as worker,
+        connected(client, worker.socket, define_facet("test/hooks", observer)),
+    ):
+        await client.root.send({"content": prompt}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+        if listing is not None:
+            with anyio.fail_after(TIMEOUT):
+                listing[:] = [await listing[0].summary(BACKGROUND)]
+    return client
+
+
+def results(client: Client) -> list[dict[str, Any]]:
+    return [entry["model"][0] for entry in client.entries("pi.tool_result")]
+
+
+async def test_a_pre_tool_use_hook_blocks_rm_rf_with_its_stderr_reaching_the_model(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    hook = write(tmp_path / "hooks" / "block_rm.py", BLOCK_RM)
+    source = settings(
+        tmp_path, {"PreToolUse": [{"matcher": "Bash", "hooks": [command(f"{PYTHON} {hook}")]}]}
+    )
+    write(tmp_path / "config" / "coding-agent" / "hooks.json", "{not json")
+    build = tmp_path / "project" / "build"
+    write(build / "keep.txt", "kept\n")
+    steps = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "rm -rf build"}}]},
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo hello"}}]},
+        {"text": "done"},
+    ]
+    listing: list[Any] = []
+    client = await run_turn(tmp_path, env, steps, listing=listing)
+    blocked, allowed = results(client)
+    assert blocked["isError"] is True
+    assert blocked["content"][0]["text"] == (
+        "Tool call blocked: PreToolUse hook: rm -rf is not allowed in this project; delete "
+        "files one by one"
+    )
+    assert (build / "keep.txt").read_text() == "kept\n"
+    assert allowed["isError"] is False and "hello" in allowed["content"][0]["text"]
+    # /hooks's source: the hook with its file, and the broken file named with its problem
+    (summary,) = listing
+    assert [(h["event"], h["matcher"], h["source"]) for h in summary["hooks"]] == [
+        ("PreToolUse", "Bash", str(source))
+    ]
+    bad = tmp_path / "config" / "coding-agent" / "hooks.json"
+    assert summary["problems"] == [
+        f"{bad}:1:2: not valid JSON (Expecting property name enclosed in double quotes); its "
+        "hooks are not loaded"
+    ]
+
+
+async def test_a_pre_tool_use_hook_whose_json_denies_keeps_the_file_unwritten(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    hook = write(tmp_path / "hooks" / "deny.py", DENY_SECRETS)
+    settings(
+        tmp_path,
+        {"PreToolUse": [{"matcher": "Edit|Write", "hooks": [command(f"{PYTHON} {hook}")]}]},
+    )
+    steps = [
+        {"toolCalls": [{"name": "write", "arguments": {"path": "secrets.env", "content": "K=1"}}]},
+        {"toolCalls": [{"name": "write", "arguments": {"path": "notes.md", "content": "hi\n"}}]},
+        {"text": "done"},
+    ]
+    client = await run_turn(tmp_path, env, steps)
+    denied, written = results(client)
+    assert denied["isError"] is True
+    assert denied["content"][0]["text"] == (
+        "Tool call blocked: PreToolUse hook denied it: secrets.env is off limits"
+    )
+    assert not (tmp_path / "project" / "secrets.env").exists()
+    assert written["isError"] is False
+    assert (tmp_path / "project" / "notes.md").read_text() == "hi\n"
+
+
+async def test_a_user_prompt_submit_hook_adds_context_the_model_reads(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    hook = write(tmp_path / "hooks" / "context.py", ADD_CONTEXT)
+    settings(tmp_path, {"UserPromptSubmit": [{"hooks": [command(f"{PYTHON} {hook}")]}]})
+    steps = {
+        "steps": [{"text": "I was not told the code"}],
+        "conversations": [{"when": "PELICAN-7", "steps": [{"text": "the code is PELICAN-7"}]}],
+    }
+    stderr: list[str] = []
+    client = await run_turn(tmp_path, env, steps, prompt="what is the code?", stderr=stderr)
+    answers = [text_of(e) for e in client.view["entries"] if e["kind"] == "pi.assistant"]
+    assert answers == ["the code is PELICAN-7"], stderr
+
+
+async def test_a_post_tool_use_formatter_runs_after_every_edit_and_changes_the_file(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    log = tmp_path / "formatted.log"
+    hook = write(tmp_path / "hooks" / "format.py", FORMATTER)
+    settings(
+        tmp_path,
+        {"PostToolUse": [{"matcher": "Edit|Write", "hooks": [command(f"{PYTHON} {hook} {log}")]}]},
+    )
+    edit = {"path": "a.txt", "edits": [{"oldText": "HELLO", "newText": "bye"}]}
+    steps = [
+        {"toolCalls": [{"name": "write", "arguments": {"path": "a.txt", "content": "hello\n"}}]},
+        # the formatter changed the file after the write: read it again (the edit tool refuses
+        # a file changed since it was last read), then the edit finds HELLO, not hello
+        {"toolCalls": [{"name": "read", "arguments": {"path": "a.txt"}}]},
+        {"toolCalls": [{"name": "edit", "arguments": edit}]},
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo not an edit"}}]},
+        {"text": "done"},
+    ]
+    client = await run_turn(tmp_path, env, steps)
+    assert [r["isError"] for r in results(client)] == [False] * 4, results(client)
+    assert "HELLO" in results(client)[1]["content"][0]["text"]
+    assert (tmp_path / "project" / "a.txt").read_text() == "BYE\n"
+    assert log.read_text().splitlines() == ["Write", "Edit"]
+
+
+async def test_a_hook_that_outlives_its_timeout_is_stopped_and_the_call_goes_on(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    started = tmp_path / "started"
+    slow = command(f"echo started > {started}; sleep 120; exit 2", timeout=1)
+    settings(tmp_path, {"PreToolUse": [{"matcher": "*", "hooks": [slow]}]})
+    steps = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo ran > ran.txt"}}]},
+        {"text": "done"},
+    ]
+    stderr: list[str] = []
+    client = await run_turn(tmp_path, env, steps, stderr=stderr)
+    assert started.exists()
+    (result,) = results(client)
+    assert result["isError"] is False
+    assert (tmp_path / "project" / "ran.txt").read_text() == "ran\n"
+    assert any("timed out after 1 s; it was stopped" in line for line in stderr), stderr
+
+
+async def test_an_untrusted_projects_settings_hooks_are_not_run(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    block_all = {"PreToolUse": [{"matcher": "*", "hooks": [command("exit 2")]}]}
+    project_settings = write(
+        tmp_path / "project" / ".claude" / "settings.json", json.dumps({"hooks": block_all})
+    )
+    steps = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo ran > ran.txt"}}]},
+        {"text": "done"},
+    ]
+    listing: list[Any] = []
+    client = await run_turn(tmp_path, env, steps, listing=listing)
+    (result,) = results(client)
+    assert result["isError"] is False
+    assert (tmp_path / "project" / "ran.txt").exists()
+    (summary,) = listing
+    assert summary["hooks"] == [] and summary["waiting"] == [str(project_settings)]
+
+
+async def _until_file(path: Path) -> None:
+    """Poll for ``path`` within the deadline: a hook process in another process group writes
+    it, and nothing in this process can be told when (no event to wait on)."""
+    with anyio.fail_after(TIMEOUT):
+        while not await anyio.to_thread.run_sync(path.exists):  # noqa: ASYNC110
+            await anyio.sleep(0.05)
+
+
+async def test_a_pre_tool_use_verdict_survives_a_sigkill_before_the_tool_starts(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    # Two hooks on Bash. The first records each run and allows; the second records each run,
+    # then waits for `go`. The worker is killed while the second runs: the first's verdict is
+    # already a memo on the tool's slot. After the restart the first is not run again, the
+    # second (running when the worker died) runs again, and the command runs once.
+    env = {**agent_env, **home_env(tmp_path)}
+    first, second, go = tmp_path / "first.marker", tmp_path / "second.marker", tmp_path / "go"
+    hooks = [
+        command(f"echo run >> {first}"),
+        command(f"echo run >> {second}; while [ ! -f {go} ]; do sleep 0.05; done"),
+    ]
+    settings(tmp_path, {"PreToolUse": [{"matcher": "Bash", "hooks": hooks}]})
+    steps = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo ran >> ran.txt"}}]},
+        {"text": "done"},
+    ]
+    project = tmp_path / "project"
+    project.mkdir()
+    session = create_session(project, env=env)
+    faux = str(script(tmp_path, steps))
+    args = ("--faux-script", faux, "--permission-mode", "auto")
+    client = Client()
+    async with (
+        worker_process(session, env, *args) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "go"}, BACKGROUND)
+        await _until_file(second)
+        await worker.kill()
+    assert first.read_text() == "run\n"
+    assert not (project / "ran.txt").exists()
+    go.write_text("")
+    client = Client()
+    async with (
+        worker_process(session, env, *args) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.wait_for(lambda: any(text_of(e) == "done" for e in client.view["entries"]))
+    assert first.read_text() == "run\n"  # decided before the crash: not run again
+    assert second.read_text() == "run\nrun\n"  # running when the worker died: run again
+    assert (project / "ran.txt").read_text() == "ran\n"
