@@ -18,10 +18,12 @@ from typing import Any
 import anyio
 import pytest
 
-from chord.context import BACKGROUND
+from chord.context import BACKGROUND, Context
 from chord.facets import FacetEnvironment, define_facet
+from chord.textual import Choice, tui_facet
 from coding_agent.sessions import create_session
 from facets_hooks.contract import HooksListing
+from facets_hooks.tui import tui_facet as hooks_tui_facet
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "app" / "worker"))  # worker_support
 from worker_support import (  # pyright: ignore[reportMissingImports]
@@ -109,6 +111,7 @@ async def run_turn(
     prompt: str = "go",
     stderr: list[str] | None = None,
     listing: list[Any] | None = None,
+    tui: ScriptedTui | None = None,
 ) -> Client:
     """One turn in a fresh worker; returns the client once the turn ended."""
     project = tmp / "project"
@@ -135,14 +138,47 @@ async def run_turn(
             "auto",
             on_stderr=on_stderr,
         ) as worker,
-        connected(client, worker.socket, define_facet("test/hooks", observer)),
+        connected(
+            client,
+            worker.socket,
+            define_facet("test/hooks", observer),
+            *(() if tui is None else (tui_facet(tui), hooks_tui_facet)),  # pyright: ignore[reportArgumentType]
+        ),
     ):
         await client.root.send({"content": prompt}, BACKGROUND)
         await client.wait_for(client.turn_ended)
+        if tui is not None:
+            with anyio.fail_after(TIMEOUT):
+                await tui.commands["hooks"]("", BACKGROUND)
         if listing is not None:
             with anyio.fail_after(TIMEOUT):
                 listing[:] = [await listing[0].summary(BACKGROUND)]
     return client
+
+
+class ScriptedTui:
+    """The ``Tui`` service without a screen: commands by name, modals recorded."""
+
+    def __init__(self) -> None:
+        self.commands: dict[str, Any] = {}
+        self.shown: list[tuple[str, list[str], str]] = []
+
+    async def acquire_modal(self, ctx: Context) -> Any:
+        return self
+
+    async def choose(self, title: str, choices: list[Choice], *, body: Any = "") -> str | None:
+        self.shown.append((title, [c.value for c in choices], str(body)))
+        return choices[0].value
+
+    def close(self) -> None:
+        pass
+
+    def notify(self, message: str, *, severity: str = "information") -> None:
+        raise AssertionError(f"unexpected notice: {message}")
+
+    def register_command(self, name: str, description: str, handler: Any) -> Any:
+        self.commands[name] = handler
+        return lambda: self.commands.pop(name, None)
 
 
 def results(client: Client) -> list[dict[str, Any]]:
@@ -166,7 +202,9 @@ async def test_a_pre_tool_use_hook_blocks_rm_rf_with_its_stderr_reaching_the_mod
         {"text": "done"},
     ]
     listing: list[Any] = []
-    client = await run_turn(tmp_path, env, steps, listing=listing)
+    tui = ScriptedTui()
+    stderr: list[str] = []
+    client = await run_turn(tmp_path, env, steps, listing=listing, tui=tui, stderr=stderr)
     blocked, allowed = results(client)
     assert blocked["isError"] is True
     assert blocked["content"][0]["text"] == (
@@ -181,9 +219,23 @@ async def test_a_pre_tool_use_hook_blocks_rm_rf_with_its_stderr_reaching_the_mod
         ("PreToolUse", "Bash", str(source))
     ]
     bad = tmp_path / "config" / "coding-agent" / "hooks.json"
-    assert summary["problems"] == [
+    problem = (
         f"{bad}:1:2: not valid JSON (Expecting property name enclosed in double quotes); its "
         "hooks are not loaded"
+    )
+    assert summary["problems"] == [problem]
+    assert sum(problem in line for line in stderr) == 1, stderr  # said once on the worker's log
+    # /hooks, in the TUI process, over the wire
+    assert tui.shown == [
+        (
+            "Hooks",
+            ["close"],
+            f"PreToolUse [Bash]: {PYTHON} {hook}\n"
+            f"    timeout 60 s · {source}\n"
+            "\n"
+            "Not loaded:\n"
+            f"  {problem}",
+        )
     ]
 
 
@@ -226,6 +278,23 @@ async def test_a_user_prompt_submit_hook_adds_context_the_model_reads(
     client = await run_turn(tmp_path, env, steps, prompt="what is the code?", stderr=stderr)
     answers = [text_of(e) for e in client.view["entries"] if e["kind"] == "pi.assistant"]
     assert answers == ["the code is PELICAN-7"], stderr
+
+
+async def test_a_session_start_hooks_stdout_is_context_before_the_first_prompt(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    started = command(
+        f"""{PYTHON} -c 'import json,sys; e=json.load(sys.stdin); print("Branch: main; source", e["source"])'"""
+    )
+    settings(tmp_path, {"SessionStart": [{"hooks": [started]}]})
+    steps = {
+        "steps": [{"text": "no branch known"}],
+        "conversations": [{"when": "Branch: main; source startup", "steps": [{"text": "main"}]}],
+    }
+    client = await run_turn(tmp_path, env, steps)
+    answers = [text_of(e) for e in client.view["entries"] if e["kind"] == "pi.assistant"]
+    assert answers == ["main"]
 
 
 async def test_a_post_tool_use_formatter_runs_after_every_edit_and_changes_the_file(
@@ -294,6 +363,39 @@ async def test_an_untrusted_projects_settings_hooks_are_not_run(
     assert (tmp_path / "project" / "ran.txt").exists()
     (summary,) = listing
     assert summary["hooks"] == [] and summary["waiting"] == [str(project_settings)]
+
+
+STOP_ONCE = """import json, sys
+event = json.load(sys.stdin)
+assert event["hook_event_name"] == "Stop", event
+if not event["stop_hook_active"]:
+    print("run the tests before you stop", file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+async def test_a_stop_hook_makes_the_model_go_on_once_with_its_reason(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    prompts = tmp_path / "prompts.log"
+    hook = write(tmp_path / "hooks" / "stop.py", STOP_ONCE)
+    settings(
+        tmp_path,
+        {
+            "Stop": [{"hooks": [command(f"{PYTHON} {hook}")]}],
+            # the continuation is not a prompt of the user: this runs once
+            "UserPromptSubmit": [{"hooks": [command(f"cat >> {prompts}; echo >> {prompts}")]}],
+        },
+    )
+    steps = [{"text": "all done"}, {"text": "the tests pass"}]
+    client = await run_turn(tmp_path, env, steps)
+    answers = [text_of(e) for e in client.view["entries"] if e["kind"] == "pi.assistant"]
+    assert answers == ["all done", "the tests pass"]
+    users = [text_of(e) for e in client.view["entries"] if e["kind"] == "pi.user"]
+    assert users[-1] == "run the tests before you stop"
+    (logged,) = prompts.read_text().splitlines()
+    assert json.loads(logged)["prompt"] == "go"
 
 
 async def _until_file(path: Path) -> None:
