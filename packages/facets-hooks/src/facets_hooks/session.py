@@ -18,7 +18,7 @@ Each event and where it runs (docs/design/harness.md#hook-points):
                       message; ``stop_hook_active`` says the turn already continued so.
 ``SubagentStop``      ``on_yield`` of a subagent's (owned) conversation, the same way.
 ``SessionStart``      when the feature activates (worker start, ``/reload``): source
-                      ``startup`` (``resume`` on a later activation in the same process);
+                      ``startup`` for an empty session, else ``resume``;
                       ``additionalContext`` or plain stdout is added before the first prompt.
 ``SessionEnd``        when the feature deactivates (worker exit, ``/reload``): reason ``other``;
                       started and not waited for.
@@ -94,7 +94,6 @@ UNMAPPED = {
 
 
 COLLAPSE_KIND = "pi.collapse"
-_activations = 0  # per process: SessionStart's source is "startup" only the first time
 
 
 def _add_text(message: dict[str, Any], text: str, *, before: bool = False) -> None:
@@ -374,9 +373,10 @@ class Hooks:
         return None
 
     async def session_start(self, ctx: Context) -> None:
-        global _activations
-        _activations += 1
-        source = "startup" if _activations == 1 else "resume"
+        """Run the ``SessionStart`` hooks: source ``startup`` for a session with no prompt in it
+        yet, ``resume`` for one that has (a restarted worker, ``coding-agent --resume``)."""
+        root = await self._harness.harness.root(ctx)
+        source = "resume" if await root.entries(ctx, limit=1, kind="pi.user") else "startup"
         parts: list[str] = []
         for hook in self.loaded.for_event("SessionStart"):
             context = start_context(
