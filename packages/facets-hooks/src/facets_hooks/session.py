@@ -342,6 +342,8 @@ class Hooks:
         return {"messages": messages}
 
     async def on_yield(self, answer: Any, api: Any, ctx: Context) -> Any:
+        if not (self.loaded.for_event("Stop") or self.loaded.for_event("SubagentStop")):
+            return None
         owned = await self.owned(api.conversation_id, ctx)
         event = "SubagentStop" if owned else "Stop"
         hooks = self.loaded.for_event(event)
