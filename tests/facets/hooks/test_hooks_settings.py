@@ -207,7 +207,6 @@ def test_hooks_text_lists_event_matcher_command_source_and_what_waits() -> None:
                     "command": "notify-send hi",
                     "timeout": 5.0,
                     "source": "/h/.claude/settings.json",
-                    "note": "not run: why",
                 }
             ],
             "problems": [],
@@ -217,7 +216,6 @@ def test_hooks_text_lists_event_matcher_command_source_and_what_waits() -> None:
     assert text == (
         "Notification: notify-send hi\n"
         "    timeout 5 s · /h/.claude/settings.json\n"
-        "    not run: why\n"
         "\n"
         "Waiting for /trust (and a restart):\n"
         "  /p/.claude/settings.json"

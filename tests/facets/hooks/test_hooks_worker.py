@@ -398,6 +398,40 @@ async def test_a_stop_hook_makes_the_model_go_on_once_with_its_reason(
     assert json.loads(logged)["prompt"] == "go"
 
 
+async def test_a_notification_hook_runs_while_a_call_waits_for_approval(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    told = tmp_path / "told.json"
+    settings(
+        tmp_path,
+        {"Notification": [{"hooks": [command(f"cat > {told}.tmp; mv {told}.tmp {told}")]}]},
+    )
+    steps = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo ran > ran.txt"}}]},
+        {"text": "done"},
+    ]
+    project = tmp_path / "project"
+    project.mkdir()
+    session = create_session(project, env=env)
+    faux = str(script(tmp_path, steps))
+    client = Client()  # the default mode asks: the call waits on the approval dialog
+    async with (
+        worker_process(session, env, "--faux-script", faux, "--permission-mode", "ask") as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "go"}, BACKGROUND)
+        await client.wait_for(lambda: bool(client.approvals))
+        await _until_file(told)  # told while the dialog is open
+        assert not (project / "ran.txt").exists()
+        await client.approvals[0].facade.decide({"decision": "allow", "by": "test"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+    event = json.loads(told.read_text())
+    assert event["hook_event_name"] == "Notification"
+    assert event["message"] == "Claude needs your permission to use Bash"
+    assert (project / "ran.txt").read_text() == "ran\n"
+
+
 async def _until_file(path: Path) -> None:
     """Poll for ``path`` within the deadline: a hook process in another process group writes
     it, and nothing in this process can be told when (no event to wait on)."""

@@ -43,8 +43,6 @@ class HookInfo(TypedDict):
     """Seconds (the entry's ``timeout``, else 60)."""
     source: str
     """The settings file it came from."""
-    note: str
-    """Why it does not run as written (``""`` when it does): an event with no hook point."""
 
 
 class HooksSummary(TypedDict):

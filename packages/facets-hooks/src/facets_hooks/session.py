@@ -24,9 +24,10 @@ Each event and where it runs (docs/design/harness.md#hook-points):
                       started and not waited for.
 ``PreCompact``        ``before_collapse`` of ``pi.collapse``: trigger ``manual`` for
                       ``/compact``, else ``auto``; it cannot stop the compaction.
-``Notification``      not run: pico3 has no hook point for "the agent waits for the user"
-                      (the approval dialog is the approval feature's own). ``/hooks`` lists
-                      such hooks with that note.
+``Notification``      a tool call of any conversation starts waiting on the approval dialog
+                      ("Claude needs your permission to use Bash") or on a question ("Claude
+                      is waiting for your input"): once per call, seen in the conversation's
+                      view (``turn.tools[i].waitingOn``); not for Claude Code's idle prompt.
 ===================== ==================================================================
 
 **Safety.** A hook only ever adds restrictions: the session's approval (modes, rules, guarded
@@ -54,11 +55,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from chord import BACKGROUND, Context, FacetEnvironment, cancel_scope, define_facet
 from pico3 import (
@@ -66,6 +70,7 @@ from pico3 import (
     MISSING,
     TOOL_KIND,
     ChildEnvironment,
+    ConversationService,
     HarnessService,
     HarnessServiceApi,
     ToolResult,
@@ -86,11 +91,6 @@ __all__ = ["NAMESPACE", "Hooks", "session_facet"]
 
 _log = logging.getLogger("facets_hooks")
 NAMESPACE = "hooks"
-
-UNMAPPED = {
-    "Notification": "not run: no hook point says the agent waits for the user (the approval "
-    "dialog belongs to the approval feature)",
-}
 
 
 COLLAPSE_KIND = "pi.collapse"
@@ -169,7 +169,6 @@ class Hooks:
                 "command": h.command,
                 "timeout": h.timeout,
                 "source": h.source,
-                "note": UNMAPPED.get(h.event, ""),
             }
             for h in self.loaded.hooks
         ]
@@ -390,6 +389,13 @@ class Hooks:
             "SessionStart hook additional context: " + "\n".join(parts) if parts else ""
         )
 
+    async def notify(self, message: str, ctx: Context) -> None:
+        """Run the ``Notification`` hooks with ``message`` (their output is for the user)."""
+        for hook in self.loaded.for_event("Notification"):
+            run = await self.run(hook, self.payload("Notification", message=message), ctx)
+            if run.exit_code == 2 and run.stderr.strip():
+                _log.warning("Notification hook `%s`: %s", hook.command, run.stderr.strip())
+
     def session_end(self) -> None:
         """Start the ``SessionEnd`` hooks; they are not waited for (the worker is leaving)."""
         payload = json.dumps(self.payload("SessionEnd", reason="other")).encode()
@@ -457,19 +463,68 @@ class _ListingService:
         return self._hooks.summary()
 
 
+WAITING_MESSAGES = {
+    "approval": "Claude needs your permission to use {tool}",
+    "question": "Claude is waiting for your input",
+}
+"""The ``Notification`` message for a tool call waiting on a feature (its ``waitingOn``)."""
+
+
+def waiting_calls(view: object) -> list[tuple[str, str, str]]:
+    """``(call id, waiting on, tool)`` of a conversation view's tool calls that wait for the
+    user (on the approval dialog or a question)."""
+    turn = view.get("turn") if isinstance(view, dict) else None
+    tools = turn.get("tools") if isinstance(turn, dict) else None
+    found: list[tuple[str, str, str]] = []
+    for slot in tools if isinstance(tools, list) else []:  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(slot, dict) and slot.get("waitingOn") in WAITING_MESSAGES:  # pyright: ignore[reportUnknownMemberType]
+            found.append((str(slot.get("callId")), str(slot["waitingOn"]), str(slot.get("name"))))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+    return found
+
+
 @define_facet("@pi/hooks")
 def session_facet(env: FacetEnvironment) -> None:
     """Load the hooks, register them on the hook points, run ``SessionStart`` (and
-    ``SessionEnd`` at deactivation), and provide ``hooks.list``."""
+    ``SessionEnd`` at deactivation) and ``Notification`` (when a call waits for the user), and
+    provide ``hooks.list``."""
     harness = env.use(HarnessService)
     hooks = Hooks(harness)
+    loaded = anyio.Event()
     env.provide(HooksListing, _ListingService(hooks))
+
+    async def on_conversation(instance: Any, ctx: Context) -> None:
+        """``Notification``: each call of this conversation that starts waiting on the approval
+        dialog or a question, once (only while Notification hooks are loaded)."""
+        with cancel_scope(ctx):
+            await loaded.wait()
+        if not hooks.loaded.for_event("Notification"):
+            return
+        send, receive = anyio.create_memory_object_stream[str](math.inf)
+        told: set[str] = set()
+
+        def deliver(value: Any, _ctx: Context, _delivery: Any) -> None:
+            for call, on, tool in waiting_calls(value):
+                if call not in told:
+                    told.add(call)
+                    name = tool_names(tool, None)[0]
+                    send.send_nowait(WAITING_MESSAGES[on].format(tool=name))
+
+        stop = instance.view.subscribe(deliver)
+        try:
+            with cancel_scope(ctx), receive:
+                async for message in receive:
+                    await hooks.notify(message, ctx)
+        finally:
+            stop()
+            send.close()
 
     async def activate() -> None:
         hooks.load()
+        loaded.set()
         env.own(harness.add_registration(hooks.install))
         env.own(hooks.session_end)
         if hooks.loaded.for_event("SessionStart"):
             await hooks.session_start(BACKGROUND)
 
+    env.observe(ConversationService, on_conversation)
     env.on_activate(activate)

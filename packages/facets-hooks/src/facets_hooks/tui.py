@@ -30,8 +30,6 @@ def hooks_text(summary: HooksSummary) -> str:
         matcher = f" [{hook['matcher']}]" if hook["matcher"] else ""
         lines.append(f"{hook['event']}{matcher}: {hook['command']}")
         lines.append(f"    timeout {hook['timeout']:g} s · {hook['source']}")
-        if hook["note"]:
-            lines.append(f"    {hook['note']}")
     if summary["problems"]:
         lines.append("")
         lines.append("Not loaded:")
