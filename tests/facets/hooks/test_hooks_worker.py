@@ -432,6 +432,44 @@ async def test_a_notification_hook_runs_while_a_call_waits_for_approval(
     assert (project / "ran.txt").read_text() == "ran\n"
 
 
+async def test_a_pre_compact_hook_runs_before_a_manual_compaction(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    told = tmp_path / "compact.json"
+    hook = command(f"cat > {told}.tmp; mv {told}.tmp {told}")
+    never = tmp_path / "auto.json"
+    settings(
+        tmp_path,
+        {
+            "PreCompact": [
+                {"matcher": "auto", "hooks": [command(f"cat > {never}")]},
+                {"matcher": "manual", "hooks": [hook]},
+            ]
+        },
+    )
+    steps = [{"text": "first"}, {"text": "second"}, {"text": "a summary"}]
+    project = tmp_path / "project"
+    project.mkdir()
+    session = create_session(project, env=env)
+    faux = str(script(tmp_path, steps))
+    client = Client()
+    async with (
+        worker_process(session, env, "--faux-script", faux) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "one"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+        await client.root.send({"content": "two"}, BACKGROUND)
+        await client.wait_for(lambda: client.turn_ended(2))
+        await client.root.config_set({"keepRecent": 1}, BACKGROUND)  # keep only the last turn
+        await client.root.collapse(None, BACKGROUND)
+        await _until_file(told)
+    event = json.loads(told.read_text())
+    assert event["hook_event_name"] == "PreCompact" and event["trigger"] == "manual"
+    assert not never.exists()  # its matcher names the other trigger (run first, in file order)
+
+
 async def _until_file(path: Path) -> None:
     """Poll for ``path`` within the deadline: a hook process in another process group writes
     it, and nothing in this process can be told when (no event to wait on)."""

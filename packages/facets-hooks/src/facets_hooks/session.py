@@ -361,12 +361,9 @@ class Hooks:
     async def before_collapse(
         self, reason: str, through: int, entries: Any, api: Any, ctx: Context
     ) -> None:
-        hooks = self.loaded.for_event("PreCompact")
-        payload = self.payload(
-            "PreCompact",
-            trigger="manual" if reason == "manual" else "auto",
-            custom_instructions="",
-        )
+        trigger = "manual" if reason == "manual" else "auto"
+        hooks = [h for h in self.loaded.for_event("PreCompact") if h.matches((trigger,))]
+        payload = self.payload("PreCompact", trigger=trigger, custom_instructions="")
         for hook in hooks:
             run = await self.run(hook, payload, ctx)
             if run.exit_code == 2 and run.stderr.strip():
@@ -379,7 +376,7 @@ class Hooks:
         root = await self._harness.harness.root(ctx)
         source = "resume" if await root.entries(ctx, limit=1, kind="pi.user") else "startup"
         parts: list[str] = []
-        for hook in self.loaded.for_event("SessionStart"):
+        for hook in [h for h in self.loaded.for_event("SessionStart") if h.matches((source,))]:
             context = start_context(
                 await self.run(hook, self.payload("SessionStart", source=source), ctx)
             )

@@ -46,8 +46,10 @@ __all__ = [
 DEFAULT_TIMEOUT = 60.0
 """Seconds a hook command may run when its entry sets no ``timeout`` (Claude Code's default)."""
 
-TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
-"""The events whose ``matcher`` is a tool-name pattern (the others ignore it, as Claude Code)."""
+MATCHED_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PreCompact", "SessionStart"})
+"""The events with a ``matcher``, as Claude Code: a tool-name pattern (``PreToolUse``,
+``PostToolUse``), the trigger (``PreCompact``: ``manual``/``auto``) or the source
+(``SessionStart``: ``startup``/``resume``); the other events ignore it."""
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,7 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
                 matcher, pattern = _matcher(group.get("matcher"), at, problems)  # pyright: ignore[reportUnknownMemberType]
             except ValueError:
                 continue
-            if event not in TOOL_EVENTS:
+            if event not in MATCHED_EVENTS:
                 pattern = None  # Claude Code ignores the matcher of the other events
             for h, hook in enumerate(group["hooks"]):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
                 here = f"{at}.hooks[{h}]"
