@@ -280,21 +280,37 @@ async def test_a_user_prompt_submit_hook_adds_context_the_model_reads(
     assert answers == ["the code is PELICAN-7"], stderr
 
 
-async def test_a_session_start_hooks_stdout_is_context_before_the_first_prompt(
+async def test_session_start_stdout_is_context_before_the_first_prompt_and_session_end_runs(
     tmp_path: Path, agent_env: dict[str, str]
 ) -> None:
     env = {**agent_env, **home_env(tmp_path)}
     started = command(
         f"""{PYTHON} -c 'import json,sys; e=json.load(sys.stdin); print("Branch: main; source", e["source"])'"""
     )
-    settings(tmp_path, {"SessionStart": [{"hooks": [started]}]})
+    ended = tmp_path / "ended.json"
+    settings(
+        tmp_path,
+        {
+            "SessionStart": [
+                {"matcher": "resume", "hooks": [command("echo UNWANTED")]},
+                {"matcher": "startup", "hooks": [started]},
+            ],
+            "SessionEnd": [{"hooks": [command(f"cat > {ended}.tmp; mv {ended}.tmp {ended}")]}],
+        },
+    )
     steps = {
         "steps": [{"text": "no branch known"}],
-        "conversations": [{"when": "Branch: main; source startup", "steps": [{"text": "main"}]}],
+        "conversations": [
+            {"when": "UNWANTED", "steps": [{"text": "the resume hook ran"}]},
+            {"when": "Branch: main; source startup", "steps": [{"text": "main"}]},
+        ],
     }
     client = await run_turn(tmp_path, env, steps)
     answers = [text_of(e) for e in client.view["entries"] if e["kind"] == "pi.assistant"]
     assert answers == ["main"]
+    # the worker has stopped: its SessionEnd hook was started on the way out
+    await _until_file(ended)
+    assert json.loads(ended.read_text())["hook_event_name"] == "SessionEnd"
 
 
 async def test_a_post_tool_use_formatter_runs_after_every_edit_and_changes_the_file(
