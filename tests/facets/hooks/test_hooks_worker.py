@@ -280,6 +280,25 @@ async def test_a_user_prompt_submit_hook_adds_context_the_model_reads(
     assert answers == ["the code is PELICAN-7"], stderr
 
 
+async def test_a_user_prompt_submit_hook_that_exits_2_keeps_the_prompt_from_the_model(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    guard = command("grep -q password && { echo 'no passwords in prompts' >&2; exit 2; }; exit 0")
+    settings(tmp_path, {"UserPromptSubmit": [{"hooks": [guard]}]})
+    steps = {
+        "steps": [{"text": "I read the prompt"}],
+        "conversations": [
+            {"when": "blocked by a UserPromptSubmit hook", "steps": [{"text": "blocked"}]}
+        ],
+    }
+    stderr: list[str] = []
+    client = await run_turn(tmp_path, env, steps, prompt="my password is hunter2", stderr=stderr)
+    answers = [text_of(e) for e in client.view["entries"] if e["kind"] == "pi.assistant"]
+    assert answers == ["blocked"]
+    assert any("blocked a prompt: no passwords in prompts" in line for line in stderr), stderr
+
+
 async def test_session_start_stdout_is_context_before_the_first_prompt_and_session_end_runs(
     tmp_path: Path, agent_env: dict[str, str]
 ) -> None:

@@ -281,40 +281,29 @@ class Hooks:
 
     async def before_request(self, request: Any, api: Any, ctx: Context) -> Any:
         prompt_hooks = self.loaded.for_event("UserPromptSubmit")
-        if not (prompt_hooks or self.session_context):
+        if not (prompt_hooks or self.session_context or self._continued):
             return None
         messages: list[dict[str, Any]] = request.get("messages") or []
         users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
         if not users or await self.owned(api.conversation_id, ctx):
             return None
-        if self.session_context:
-            _add_text(users[0], self.session_context, before=True)
-        if not prompt_hooks:
-            return {"messages": messages}
-        conversation = await self._harness.harness.conversation(api.conversation_id, ctx)
-        if conversation is None:  # pragma: no cover - the generation's conversation exists
-            return {"messages": messages}
-        stored = await self._stored_prompts(conversation, ctx)
         # the newest message the model reads (system prompt messages are placed after it)
         last = next((m for m in reversed(messages) if m.get("role") != "system"), None)
-        continuation = self._continued.get(api.conversation_id)
-        if isinstance(last, dict) and last.get("role") == "user":
-            key = _prompt_key(last)
-            if continuation is not None and _prompt_text(last) == continuation:
-                pass  # a Stop hook's continuation, not a prompt of the user
-            elif key not in stored:
-                self._continued.pop(api.conversation_id, None)
-                verdict = {"context": "", "blocked": ""}
-                payload = self.payload("UserPromptSubmit", prompt=_prompt_text(last))
-                for hook in prompt_hooks:
-                    found = prompt_verdict(await self.run(hook, payload, ctx))
-                    if found["context"]:
-                        verdict["context"] = "\n".join(
-                            p for p in (verdict["context"], found["context"]) if p
-                        )
-                    if found["blocked"]:
-                        verdict["blocked"] = found["blocked"]
-                        break
+        prompt = last if isinstance(last, dict) and last.get("role") == "user" else None
+        if prompt is not None and _prompt_text(prompt) != self._continued.get(api.conversation_id):
+            self._continued.pop(api.conversation_id, None)  # a prompt of the user: a new stop
+        else:
+            prompt = None  # the model's own turn goes on, or a Stop hook's continuation
+        keys = [_prompt_key(message) for message in users]  # before anything is added
+        stored: dict[str, Any] = {}
+        if prompt_hooks:
+            conversation = await self._harness.harness.conversation(api.conversation_id, ctx)
+            if conversation is None:  # pragma: no cover - the generation's conversation exists
+                return None
+            stored = await self._stored_prompts(conversation, ctx)
+            if prompt is not None and _prompt_key(prompt) not in stored:
+                key = _prompt_key(prompt)
+                verdict = await self._prompt_verdict(prompt_hooks, _prompt_text(prompt), ctx)
                 stored[key] = verdict
                 ns = self._ns
 
@@ -324,12 +313,12 @@ class Hooks:
                     tx.plugins(ns)["prompts"] = prompts
 
                 await conversation.commit(write, ctx)
-        for message in users:
-            verdict = stored.get(_prompt_key(message))
+        for message, key in zip(users, keys, strict=True):
+            verdict = stored.get(key)
             if not isinstance(verdict, dict):
                 continue
             if verdict.get("blocked"):
-                _log.warning("a UserPromptSubmit hook blocked the prompt: %s", verdict["blocked"])
+                self.warn(f"a UserPromptSubmit hook blocked a prompt: {verdict['blocked']}")
                 message["content"] = (
                     "(The user's prompt was blocked by a UserPromptSubmit hook and is not shown. "
                     "Do nothing; say only that the prompt was blocked by a hook.)"
@@ -338,7 +327,27 @@ class Hooks:
                 _add_text(
                     message, f"UserPromptSubmit hook additional context: {verdict['context']}"
                 )
+        if self.session_context:
+            _add_text(users[0], self.session_context, before=True)
         return {"messages": messages}
+
+    async def _prompt_verdict(
+        self, hooks: list[HookSpec], prompt: str, ctx: Context
+    ) -> dict[str, str]:
+        """Run the ``UserPromptSubmit`` hooks on ``prompt``: their contexts joined, or the
+        first block."""
+        verdict = {"context": "", "blocked": ""}
+        payload = self.payload("UserPromptSubmit", prompt=prompt)
+        for hook in hooks:
+            found = prompt_verdict(await self.run(hook, payload, ctx))
+            if found["context"]:
+                verdict["context"] = "\n".join(
+                    p for p in (verdict["context"], found["context"]) if p
+                )
+            if found["blocked"]:
+                verdict["blocked"] = found["blocked"]
+                break
+        return verdict
 
     async def on_yield(self, answer: Any, api: Any, ctx: Context) -> Any:
         if not (self.loaded.for_event("Stop") or self.loaded.for_event("SubagentStop")):
