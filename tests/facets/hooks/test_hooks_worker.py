@@ -56,8 +56,9 @@ if call["tool_input"]["file_path"].endswith("secrets.env"):
     }}))
 """
 
-FORMATTER = """import json, pathlib, sys
+FORMATTER = """import json, os, pathlib, sys
 call = json.load(sys.stdin)
+assert os.environ["CLAUDE_PROJECT_DIR"] == os.getcwd() == call["cwd"], call
 with open(sys.argv[1], "a") as log:
     log.write(call["tool_name"] + "\\n")
 path = pathlib.Path(call["tool_input"]["file_path"])
