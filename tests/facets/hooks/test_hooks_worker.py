@@ -22,6 +22,7 @@ from chord.context import BACKGROUND, Context
 from chord.facets import FacetEnvironment, define_facet
 from chord.textual import Choice, tui_facet
 from coding_agent.sessions import create_session
+from coding_agent.trust import TrustStore
 from facets_hooks.contract import HooksListing
 from facets_hooks.tui import tui_facet as hooks_tui_facet
 
@@ -504,6 +505,38 @@ async def test_a_pre_compact_hook_runs_before_a_manual_compaction(
     event = json.loads(told.read_text())
     assert event["hook_event_name"] == "PreCompact" and event["trigger"] == "manual"
     assert not never.exists()  # its matcher names the other trigger (run first, in file order)
+
+
+async def test_a_trusted_projects_settings_and_local_settings_hooks_run(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    project = tmp_path / "project"
+    said = command("echo 'the project says no' >&2; exit 2")
+    write(
+        project / ".claude" / "settings.json",
+        json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [said]}]}}),
+    )
+    log = tmp_path / "local.log"
+    local = command(f'echo "$CLAUDE_PROJECT_DIR" >> {log}')
+    write(
+        project / ".claude" / "settings.local.json",
+        json.dumps({"hooks": {"PreToolUse": [{"matcher": "Write", "hooks": [local]}]}}),
+    )
+    TrustStore.default(env).set(project, True)
+    steps = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo ran > ran.txt"}}]},
+        {"toolCalls": [{"name": "write", "arguments": {"path": "w.txt", "content": "w"}}]},
+        {"text": "done"},
+    ]
+    client = await run_turn(tmp_path, env, steps)
+    blocked, written = results(client)
+    assert (
+        blocked["content"][0]["text"] == "Tool call blocked: PreToolUse hook: the project says no"
+    )
+    assert not (project / "ran.txt").exists()
+    assert written["isError"] is False
+    assert log.read_text() == f"{project.resolve()}\n"
 
 
 async def _until_file(path: Path) -> None:
