@@ -4,10 +4,14 @@ item 4): real files in a temporary HOME, no worker."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
-from facets_hooks.protocol import HookRun, claude_tool, tool_names
+import anyio
+import pytest
+
+from facets_hooks.protocol import HookRun, claude_tool, run_command, tool_names
 from facets_hooks.settings import load_hooks, parse_settings
 from facets_hooks.tui import hooks_text
 from facets_hooks.verdicts import post_notes, pre_verdict, prompt_verdict, stop_continuation
@@ -220,3 +224,29 @@ def test_hooks_text_lists_event_matcher_command_source_and_what_waits() -> None:
         "Waiting for /trust (and a restart):\n"
         "  /p/.claude/settings.json"
     )
+
+
+@pytest.mark.anyio
+async def test_a_hook_that_reads_no_input_of_a_large_payload_still_times_out(
+    tmp_path: Path,
+) -> None:
+    payload = {"tool_response": {"content": "x" * (1 << 20)}}  # more than a pipe holds
+    with anyio.fail_after(60):
+        run = await run_command(
+            "sleep 120", payload, env=dict(os.environ), cwd=str(tmp_path), seconds=1
+        )
+    assert run.timed_out and run.exit_code is None
+
+
+@pytest.mark.anyio
+async def test_a_hook_reads_its_json_and_its_exit_code_and_output_are_kept(
+    tmp_path: Path,
+) -> None:
+    run = await run_command(
+        "cat; echo oops >&2; exit 3",
+        {"hook_event_name": "Stop"},
+        env=dict(os.environ),
+        cwd=str(tmp_path),
+        seconds=30,
+    )
+    assert run == HookRun(3, '{"hook_event_name": "Stop"}', "oops\n")

@@ -178,15 +178,18 @@ async def run_command(
         async with anyio.create_task_group() as group:
             group.start_soon(_drain, process.stdout, out)
             group.start_soon(_drain, process.stderr, err)
-            stdin = process.stdin
-            if stdin is not None:
-                try:
-                    await stdin.send(data)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    pass  # the hook does not read its input: fine
-                finally:
-                    await stdin.aclose()
+            # the timeout covers writing the input too: a hook that reads none of a large
+            # payload would otherwise hold the write forever
             with anyio.move_on_after(seconds) as scope:
+                stdin = process.stdin
+                if stdin is not None:
+                    try:
+                        await stdin.send(data)
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        pass  # the hook does not read its input: fine
+                    finally:
+                        with anyio.CancelScope(shield=True):
+                            await stdin.aclose()
                 await process.wait()
             if scope.cancelled_caught:
                 timed_out = True
