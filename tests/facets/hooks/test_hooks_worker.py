@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "app" / "worker"))  # worker_
 from worker_support import (  # pyright: ignore[reportMissingImports]
     TIMEOUT,
     Client,
+    allow,
     connected,
     text_of,
     worker_process,
@@ -114,12 +115,14 @@ async def run_turn(
     stderr: list[str] | None = None,
     listing: list[Any] | None = None,
     tui: ScriptedTui | None = None,
+    mode: str = "auto",
+    approve: Any = None,
 ) -> Client:
     """One turn in a fresh worker; returns the client once the turn ended."""
     project = tmp / "project"
     project.mkdir(exist_ok=True)
     session = create_session(project, env=env)
-    client = Client()
+    client = Client(approve=approve)
     lines: list[str] = [] if stderr is None else stderr
 
     def on_stderr(line: str) -> None:
@@ -137,7 +140,7 @@ async def run_turn(
             "--faux-script",
             str(script(tmp, steps)),
             "--permission-mode",
-            "auto",
+            mode,
             on_stderr=on_stderr,
         ) as worker,
         connected(
@@ -537,6 +540,44 @@ async def test_a_trusted_projects_settings_and_local_settings_hooks_run(
     assert not (project / "ran.txt").exists()
     assert written["isError"] is False
     assert log.read_text() == f"{project.resolve()}\n"
+
+
+async def test_a_hooks_allow_never_lets_through_a_call_the_sessions_approval_blocks(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    allow = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
+    settings(
+        tmp_path,
+        {"PreToolUse": [{"matcher": "*", "hooks": [command(f"echo '{json.dumps(allow)}'")]}]},
+    )
+    steps = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo ran > ran.txt"}}]},
+        {"text": "done"},
+    ]
+    client = await run_turn(tmp_path, env, steps, mode="plan")
+    (result,) = results(client)
+    assert result["isError"] is True and "plan mode" in result["content"][0]["text"]
+    assert not (tmp_path / "project" / "ran.txt").exists()
+
+
+async def test_a_hooks_allow_does_not_skip_the_approval_dialog(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    marker = tmp_path / "hook.ran"
+    allow_json = json.dumps(
+        {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
+    )
+    hook = command(f"touch {marker}; echo '{allow_json}'")
+    settings(tmp_path, {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]})
+    steps = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo ran > ran.txt"}}]},
+        {"text": "done"},
+    ]
+    client = await run_turn(tmp_path, env, steps, mode="ask", approve=allow)
+    assert [d.request["name"] for d in client.approvals] == ["bash"]  # asked all the same
+    assert marker.exists() and (tmp_path / "project" / "ran.txt").read_text() == "ran\n"
 
 
 async def _until_file(path: Path) -> None:
