@@ -348,17 +348,20 @@ async def test_a_post_tool_use_formatter_runs_after_every_edit_and_changes_the_f
         {"PostToolUse": [{"matcher": "Edit|Write", "hooks": [command(f"{PYTHON} {hook} {log}")]}]},
     )
     edit = {"path": "a.txt", "edits": [{"oldText": "HELLO", "newText": "bye"}]}
+    failing = {"oldText": "not in the file", "newText": "x"}
     steps = [
         {"toolCalls": [{"name": "write", "arguments": {"path": "a.txt", "content": "hello\n"}}]},
         # the formatter changed the file after the write: read it again (the edit tool refuses
         # a file changed since it was last read), then the edit finds HELLO, not hello
         {"toolCalls": [{"name": "read", "arguments": {"path": "a.txt"}}]},
+        # an edit that fails: PostToolUse runs after a call that succeeded only
+        {"toolCalls": [{"name": "edit", "arguments": {**edit, "edits": [failing]}}]},
         {"toolCalls": [{"name": "edit", "arguments": edit}]},
         {"toolCalls": [{"name": "bash", "arguments": {"command": "echo not an edit"}}]},
         {"text": "done"},
     ]
     client = await run_turn(tmp_path, env, steps)
-    assert [r["isError"] for r in results(client)] == [False] * 4, results(client)
+    assert [r["isError"] for r in results(client)] == [False, False, True, False, False]
     assert "HELLO" in results(client)[1]["content"][0]["text"]
     assert (tmp_path / "project" / "a.txt").read_text() == "BYE\n"
     assert log.read_text().splitlines() == ["Write", "Edit"]

@@ -6,7 +6,8 @@ Each event and where it runs (docs/design/harness.md#hook-points):
 ``PreToolUse``        ``before_tool`` of ``pi.tool``: exit 2, ``permissionDecision: "deny"``
                       or ``"ask"``, ``decision: "block"`` or ``continue: false`` block the call
                       and the model reads the reason; ``"allow"``/``"approve"`` add nothing.
-``PostToolUse``       ``after_tool`` of ``pi.tool``: exit 2's stderr, a ``decision: "block"``
+``PostToolUse``       ``after_tool`` of ``pi.tool``, after a call that succeeded (not after an
+                      error result, as Claude Code): exit 2's stderr, a ``decision: "block"``
                       reason and ``additionalContext`` are added to the result the model reads.
 ``UserPromptSubmit``  ``before_request`` of ``pi.generation``, once per prompt of the user (not
                       for a subagent's task, nor for a ``Stop`` hook's continuation):
@@ -200,6 +201,9 @@ class Hooks:
         elif run.exit_code not in (0, 2):
             detail = run.stderr.strip() or "no output on stderr"
             _log.warning("%s failed with exit code %s: %s", where, run.exit_code, detail)
+        message = (run.output or {}).get("systemMessage")
+        if isinstance(message, str) and message.strip():  # for the user, not the model
+            _log.warning("%s: %s", where, message.strip())
         return run
 
     async def owned(self, conversation_id: int, ctx: Context) -> bool:
@@ -238,10 +242,10 @@ class Hooks:
         name, arguments = str(call.get("name", "")), call.get("arguments", {})
         names = tool_names(name, arguments)
         hooks = [h for h in self.loaded.for_event("PostToolUse") if h.matches(names)]
-        if not hooks:
+        if not hooks or result.is_error:  # as Claude Code: after a call that succeeded
             return None
         tool_name, tool_input = claude_tool(name, arguments, self.cwd)
-        response: dict[str, Any] = {"content": result.plain_text, "is_error": result.is_error}
+        response: dict[str, Any] = {"content": result.plain_text, "success": True}
         if isinstance(tool_input, dict) and "file_path" in tool_input:
             response["filePath"] = tool_input["file_path"]
         payload = self.payload(

@@ -11,10 +11,11 @@
 
 The JSON output's fields, as Claude Code names them: ``continue`` (``false`` stops: for a tool
 call it blocks with ``stopReason``), ``stopReason``, ``suppressOutput`` (accepted; the worker
-shows no hook's stdout anyway), ``decision`` (``"block"``; ``"approve"`` adds nothing),
-``reason``, and ``hookSpecificOutput`` with ``permissionDecision`` (``"allow"``, ``"deny"``,
-``"ask"``) and ``permissionDecisionReason`` (``PreToolUse``) or ``additionalContext``
-(``UserPromptSubmit``, ``SessionStart``, ``PostToolUse``).
+shows no hook's stdout anyway), ``systemMessage`` (logged for the user), ``decision``
+(``"block"``; ``"approve"`` adds nothing), ``reason``, and ``hookSpecificOutput`` with
+``permissionDecision`` (``"allow"``, ``"deny"``, ``"ask"``) and ``permissionDecisionReason``
+(``PreToolUse``) or ``additionalContext`` (``UserPromptSubmit``, ``SessionStart``,
+``PostToolUse``).
 """
 
 from __future__ import annotations
