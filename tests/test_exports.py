@@ -400,6 +400,15 @@ PUBLIC: dict[str, frozenset[str]] = {
             "WaitingFolder",
         }
     ),
+    "facets_hooks.contract": frozenset(
+        {
+            "EVENTS",
+            "HookInfo",
+            "HooksListing",
+            "HooksListingApi",
+            "HooksSummary",
+        }
+    ),
 }
 
 # Modules whose every public attribute must be exported (packages whose __init__ only re-exports).

@@ -28,6 +28,7 @@ PACKAGES = (
     "facets_indexer",
     "facets_mcp",
     "facets_subagents",
+    "facets_hooks",
     "coding_agent",
 )
 

@@ -1,0 +1,14 @@
+"""The hooks feature: Claude Code's hooks, in its settings format and protocol, on pico3's hook
+points (docs/design/harness.md#hooks).
+
+* :mod:`.contract` — the events, the ``hooks.list`` service id and its JSON shapes; no host code;
+* :mod:`.settings` — reading hooks from Claude Code's settings files and our own;
+* :mod:`.protocol` — the tool names and inputs as Claude Code spells them, running one hook
+  command (stdin JSON, timeout, exit code, JSON output);
+* :mod:`.session` — the session facet: each event on its hook point, ``PreToolUse`` decisions
+  memoized on the tool task's slot;
+* :mod:`.tui` — ``/hooks``;
+* :mod:`.plugin` — the ``chord.facets`` entry point.
+
+Nothing is imported here on purpose: the host imports the plugin module named by the entry point.
+"""

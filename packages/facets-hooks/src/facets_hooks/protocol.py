@@ -1,0 +1,210 @@
+"""Claude Code's hook protocol: its tool names and inputs, and running one hook command.
+
+**Names.** A matcher is written against Claude Code's tool names, so each of our tools is matched
+(and shown in ``tool_name``) by its Claude Code name: ``bash`` → ``Bash``, ``read`` → ``Read``,
+``write`` → ``Write``, ``edit`` → ``Edit`` (``MultiEdit`` when it carries several edits; a
+matcher naming either takes it), ``grep`` → ``Grep``, ``find`` → ``Glob``, ``ls`` → ``LS``;
+``mcp__server__tool`` and every other name as it is. ``tool_input`` uses Claude Code's field
+names where ours differ (``file_path`` for ``path``, made absolute; ``old_string``/``new_string``
+for ``oldText``/``newText``; ``-i`` for grep's ``ignoreCase``; ``run_in_background`` for bash's
+``background``); fields Claude Code does not have are passed as they are.
+
+**A command** (:func:`run_command`) runs through a POSIX shell (``$SHELL`` when it is bash, zsh,
+sh, dash or ksh, else ``/bin/sh``) as ``<shell> -c <command>``, in the project folder, with the
+session's child environment (secrets withheld) plus ``CLAUDE_PROJECT_DIR``; the event's JSON is
+its stdin. When its timeout passes, or the call is cancelled, its whole process group is killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from anyio.abc import ByteReceiveStream
+
+__all__ = [
+    "CLAUDE_NAMES",
+    "HookRun",
+    "claude_tool",
+    "run_command",
+    "shell_for",
+    "tool_names",
+]
+
+CLAUDE_NAMES: dict[str, str] = {
+    "bash": "Bash",
+    "read": "Read",
+    "write": "Write",
+    "edit": "Edit",
+    "grep": "Grep",
+    "find": "Glob",
+    "ls": "LS",
+}
+"""Our tool name → Claude Code's (for matching and ``tool_name``)."""
+
+_OUTPUT_LIMIT = 1 << 20
+"""Bytes of a hook's stdout and of its stderr that are kept (the rest is read and dropped)."""
+
+
+def tool_names(tool: str, arguments: object) -> tuple[str, ...]:
+    """Every name a matcher may take ``tool`` by: Claude Code's (first) and ours."""
+    if tool == "edit":
+        return ("Edit", "MultiEdit", "edit")
+    mapped = CLAUDE_NAMES.get(tool)
+    return (mapped, tool) if mapped else (tool,)
+
+
+def _absolute(path: object, cwd: str) -> object:
+    if not isinstance(path, str) or not path:
+        return path
+    spelled = path[1:] if path.startswith("@") else path
+    return os.path.normpath(os.path.join(cwd, os.path.expanduser(spelled)))
+
+
+def claude_tool(tool: str, arguments: object, cwd: str) -> tuple[str, Any]:
+    """``(tool_name, tool_input)`` as Claude Code would send them for a call of ``tool``."""
+    if not isinstance(arguments, dict):
+        return CLAUDE_NAMES.get(tool, tool), arguments
+    args: dict[str, Any] = dict(arguments)  # pyright: ignore[reportUnknownArgumentType]
+    if tool in ("read", "write", "edit") and "path" in args:
+        args["file_path"] = _absolute(args.pop("path"), cwd)
+    if tool == "edit":
+        edits = args.pop("edits", None)
+        if "oldText" in args or "newText" in args:
+            edits = [{"oldText": args.pop("oldText", ""), "newText": args.pop("newText", "")}]
+        pairs = [
+            {"old_string": e.get("oldText", ""), "new_string": e.get("newText", "")}
+            for e in (edits if isinstance(edits, list) else [])  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(e, dict)
+        ]
+        if len(pairs) == 1:
+            return "Edit", {**args, **pairs[0]}
+        return "MultiEdit", {**args, "edits": pairs}
+    if tool == "grep" and "ignoreCase" in args:
+        args["-i"] = args.pop("ignoreCase")
+    if tool == "bash" and "background" in args:
+        args["run_in_background"] = args.pop("background")
+    if tool in ("grep", "find", "ls") and isinstance(args.get("path"), str):
+        args["path"] = _absolute(args["path"], cwd)
+    return CLAUDE_NAMES.get(tool, tool), args
+
+
+@dataclass(frozen=True)
+class HookRun:
+    """What one hook command did: its exit code (``None`` when it timed out or could not
+    start), its stdout and stderr (decoded, each at most 1 MiB kept), and whether it timed out.
+    ``output`` is stdout parsed when it is a JSON object, else ``None``."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+    @property
+    def output(self) -> dict[str, Any] | None:
+        if self.exit_code != 0:
+            return None
+        text = self.stdout.strip()
+        if not text.startswith("{"):
+            return None
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            return None
+        return value if isinstance(value, dict) else None  # pyright: ignore[reportUnknownVariableType]
+
+
+def shell_for(env: Mapping[str, str]) -> str:
+    """The shell hook commands run with: ``$SHELL`` when it is a POSIX one, else ``/bin/sh``."""
+    shell = env.get("SHELL") or ""
+    if os.path.basename(shell) in ("bash", "zsh", "sh", "dash", "ksh") and os.path.isfile(shell):
+        return shell
+    return "/bin/sh"
+
+
+async def _drain(stream: ByteReceiveStream | None, into: bytearray) -> None:
+    if stream is None:
+        return
+    try:
+        async for chunk in stream:
+            if len(into) < _OUTPUT_LIMIT:
+                into.extend(chunk[: _OUTPUT_LIMIT - len(into)])
+    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        return
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def run_command(
+    command: str,
+    payload: Mapping[str, Any],
+    *,
+    env: Mapping[str, str],
+    cwd: str,
+    seconds: float,
+) -> HookRun:
+    """Run one hook ``command`` with ``payload`` as JSON on stdin (see the module docstring).
+
+    Never raises for the command's own failure: one that cannot start is a :class:`HookRun`
+    with exit code ``None`` and the reason in ``stderr``. Cancellation kills the process group
+    and propagates. ``seconds`` is the hook's timeout."""
+    data = json.dumps(payload).encode()
+    try:
+        process = await anyio.open_process(
+            [shell_for(env), "-c", command],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd or None,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return HookRun(None, "", f"the hook could not start: {exc}")
+    out, err = bytearray(), bytearray()
+    timed_out = False
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_drain, process.stdout, out)
+            group.start_soon(_drain, process.stderr, err)
+            # the timeout covers writing the input too: a hook that reads none of a large
+            # payload would otherwise hold the write forever
+            with anyio.move_on_after(seconds) as scope:
+                stdin = process.stdin
+                if stdin is not None:
+                    try:
+                        await stdin.send(data)
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        pass  # the hook does not read its input: fine
+                    finally:
+                        with anyio.CancelScope(shield=True):
+                            await stdin.aclose()
+                await process.wait()
+            if scope.cancelled_caught:
+                timed_out = True
+                _kill_group(process.pid)
+                await process.wait()
+            # a background child of the hook may hold its pipes open: read on for a moment only
+            group.cancel_scope.deadline = anyio.current_time() + 2
+    finally:
+        if process.returncode is None:
+            _kill_group(process.pid)
+            with anyio.CancelScope(shield=True):
+                await process.wait()
+        with anyio.CancelScope(shield=True):
+            await process.aclose()
+    stdout, stderr = out.decode(errors="replace"), err.decode(errors="replace")
+    if timed_out:
+        return HookRun(None, stdout, stderr, timed_out=True)
+    return HookRun(process.returncode, stdout, stderr)

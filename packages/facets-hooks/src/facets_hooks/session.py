@@ -1,0 +1,540 @@
+"""The hooks session facet: Claude Code's hook events on pico3's hook points.
+
+Each event and where it runs (docs/design/harness.md#hook-points):
+
+===================== ==================================================================
+``PreToolUse``        ``before_tool`` of ``pi.tool``: exit 2, ``permissionDecision: "deny"``
+                      or ``"ask"``, ``decision: "block"`` or ``continue: false`` block the call
+                      and the model reads the reason; ``"allow"``/``"approve"`` add nothing.
+``PostToolUse``       ``after_tool`` of ``pi.tool``, after a call that succeeded (not after an
+                      error result, as Claude Code): exit 2's stderr, a ``decision: "block"``
+                      reason and ``additionalContext`` are added to the result the model reads.
+``UserPromptSubmit``  ``before_request`` of ``pi.generation``, once per prompt of the user (not
+                      for a subagent's task, nor for a ``Stop`` hook's continuation):
+                      ``additionalContext`` or plain stdout is added after the prompt in every
+                      request; exit 2 or ``decision: "block"`` replace the prompt with a note
+                      that a hook blocked it.
+``Stop``              ``on_yield`` of a conversation nobody owns: exit 2's stderr or a
+                      ``decision: "block"`` reason continues the turn with it as the next
+                      message; ``stop_hook_active`` says the turn already continued so.
+``SubagentStop``      ``on_yield`` of a subagent's (owned) conversation, the same way.
+``SessionStart``      when the feature activates (worker start, ``/reload``): source
+                      ``startup`` for an empty session, else ``resume``;
+                      ``additionalContext`` or plain stdout is added before the first prompt.
+``SessionEnd``        when the feature deactivates (worker exit, ``/reload``): reason ``other``;
+                      started and not waited for.
+``PreCompact``        ``before_collapse`` of ``pi.collapse``: trigger ``manual`` for
+                      ``/compact``, else ``auto``; it cannot stop the compaction.
+``Notification``      a tool call of any conversation starts waiting on the approval dialog
+                      ("Claude needs your permission to use Bash") or on a question ("Claude
+                      is waiting for your input"): once per call, seen in the conversation's
+                      view (``turn.tools[i].waitingOn``); not for Claude Code's idle prompt.
+===================== ==================================================================
+
+**Safety.** A hook only ever adds restrictions: the session's approval (modes, rules, guarded
+paths) keeps deciding whether a call may run, and a hook's ``"allow"`` never lets through what
+approval would block or ask about (Claude Code lets an ``allow`` skip the prompt; we do not).
+A hook's ``"ask"`` cannot open the approval dialog (the approval feature owns it), so it blocks
+the call with the hook's reason, telling the model the user must confirm: fail closed.
+
+**Durability.** Each ``PreToolUse`` hook's verdict is a memo on the tool task's slot
+(``api.memo("pre:<hook key>")``), written when the hook ends: after a crash or a reload the
+``before_tool`` chain runs again, finds the verdicts of the hooks that ended and runs only the
+others (one that was running when the worker died runs again, from the start). The hooks of an
+event run one after another, in file order; the first that blocks a tool call ends the chain.
+A ``UserPromptSubmit`` verdict is stored in the conversation's rewindable state (``hooks``
+namespace, ``prompts``), so a restarted worker neither runs it again nor loses its context. A
+``PostToolUse``, ``Stop`` or ``PreCompact`` hook may run again after a crash that falls between
+the hook and the commit that records what follows it.
+
+What a hook says to the *user* (a non-blocking error, a timeout, stderr of an event whose
+stderr is for the user) goes to the worker's log (``coding-agent worker: ...``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from chord import BACKGROUND, Context, FacetEnvironment, cancel_scope, define_facet
+from pico3 import (
+    GENERATION_KIND,
+    MISSING,
+    TOOL_KIND,
+    ChildEnvironment,
+    ConversationService,
+    HarnessService,
+    HarnessServiceApi,
+    ToolResult,
+)
+
+from .contract import HookInfo, HooksListing, HooksSummary
+from .protocol import HookRun, claude_tool, run_command, shell_for, tool_names
+from .settings import HookSpec, LoadedHooks, load_hooks
+from .verdicts import (
+    post_notes,
+    pre_verdict,
+    prompt_verdict,
+    start_context,
+    stop_continuation,
+)
+
+__all__ = ["NAMESPACE", "Hooks", "session_facet"]
+
+_log = logging.getLogger("facets_hooks")
+NAMESPACE = "hooks"
+
+
+COLLAPSE_KIND = "pi.collapse"
+
+
+def _add_text(message: dict[str, Any], text: str, *, before: bool = False) -> None:
+    content = message.get("content")
+    if isinstance(content, str):
+        message["content"] = f"{text}\n\n{content}" if before else f"{content}\n\n{text}"
+    elif isinstance(content, list):
+        block = {"type": "text", "text": text}
+        message["content"] = [block, *content] if before else [*content, block]  # pyright: ignore[reportUnknownVariableType]
+
+
+def _prompt_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts = [b.get("text", "") for b in content or [] if isinstance(b, dict)]  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    return "".join(str(p) for p in parts)  # pyright: ignore[reportUnknownVariableType]
+
+
+def _prompt_key(message: dict[str, Any]) -> str:
+    raw = json.dumps([message.get("content"), message.get("timestamp")], sort_keys=True)
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+class Hooks:
+    """One activation's hooks: the loaded settings and the handlers on the hook points."""
+
+    def __init__(self, harness: HarnessServiceApi) -> None:
+        self._harness = harness
+        self.loaded = LoadedHooks()
+        self.cwd = os.getcwd()
+        self.session_id = ""
+        self.child_env: dict[str, str] = {}
+        self.session_context = ""
+        self._prompts: dict[int, dict[str, Any]] = {}  # conversation -> stored verdicts
+        self._continued: dict[int, str] = {}  # conversation -> the Stop continuation it got
+        self._warned: set[str] = set()
+        self._ns: Any = None
+
+    # -- loading ----------------------------------------------------------------------------
+    def load(self) -> None:
+        services = self._harness.handle.services
+        project = services.get("project_root") or services.get("workspace")
+        self.cwd = str(services.get("workspace") or project or os.getcwd())
+        env = services.get("mcp_env")
+        settings_env = os.environ if env is None else env
+        self.loaded = load_hooks(
+            env=settings_env,
+            project=project,
+            project_trusted=bool(services.get("project_trusted", False)),
+        )
+        state_dir = services.get("state_dir")
+        self.session_id = Path(state_dir).parent.name if isinstance(state_dir, str) else ""
+        self.child_env = ChildEnvironment.of(services).environ(
+            {"CLAUDE_PROJECT_DIR": str(project or self.cwd)}
+        )
+        for problem in self.loaded.problems:
+            self.warn(problem)
+        for waiting in self.loaded.waiting:
+            self.warn(f"{waiting}: hooks not loaded: the project is not trusted (/trust)")
+
+    def warn(self, message: str) -> None:
+        """Log ``message`` once in this facet's life."""
+        if message not in self._warned:
+            self._warned.add(message)
+            _log.warning("%s", message)
+
+    def summary(self) -> HooksSummary:
+        hooks: list[HookInfo] = [
+            {
+                "event": h.event,
+                "matcher": h.matcher,
+                "command": h.command,
+                "timeout": h.timeout,
+                "source": h.source,
+            }
+            for h in self.loaded.hooks
+        ]
+        return {
+            "hooks": hooks,
+            "problems": list(self.loaded.problems),
+            "waiting": list(self.loaded.waiting),
+        }
+
+    # -- running ----------------------------------------------------------------------------
+    def payload(self, event: str, **fields: Any) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "transcript_path": "",
+            "cwd": self.cwd,
+            "hook_event_name": event,
+            **fields,
+        }
+
+    async def run(self, hook: HookSpec, payload: dict[str, Any], ctx: Context) -> HookRun:
+        """Run one hook; what it says to the user (a failure, a timeout) is logged."""
+        with cancel_scope(ctx):
+            run = await run_command(
+                hook.command, payload, env=self.child_env, cwd=self.cwd, seconds=hook.timeout
+            )
+        where = f"{hook.event} hook `{hook.command}` ({hook.source})"
+        if run.timed_out:
+            _log.warning("%s timed out after %g s; it was stopped", where, hook.timeout)
+        elif run.exit_code not in (0, 2):
+            detail = run.stderr.strip() or "no output on stderr"
+            _log.warning("%s failed with exit code %s: %s", where, run.exit_code, detail)
+        message = (run.output or {}).get("systemMessage")
+        if isinstance(message, str) and message.strip():  # for the user, not the model
+            _log.warning("%s: %s", where, message.strip())
+        return run
+
+    async def owned(self, conversation_id: int, ctx: Context) -> bool:
+        """Whether a task owns the conversation (a subagent's)."""
+        registry = getattr(self._harness.harness, "hook_registry", None)
+        if registry is None:
+            return False
+        return len(await registry.ancestry(conversation_id, ctx)) > 1
+
+    async def before_tool(self, call: dict[str, Any], api: Any, ctx: Context) -> Any:
+        name, arguments = str(call.get("name", "")), call.get("arguments", {})
+        names = tool_names(name, arguments)
+        hooks = [h for h in self.loaded.for_event("PreToolUse") if h.matches(names)]
+        if not hooks:
+            return None
+        tool_name, tool_input = claude_tool(name, arguments, self.cwd)
+        payload = self.payload(
+            "PreToolUse",
+            tool_name=tool_name,
+            tool_input=tool_input,
+            tool_use_id=str(call.get("id", "")),
+        )
+        for hook in hooks:
+            key = f"pre:{hook.key}"
+            verdict = await api.memo(key, ctx)
+            if verdict is MISSING:
+                await api.waiting(ctx)
+                verdict = await api.memo(key, pre_verdict(await self.run(hook, payload, ctx)), ctx)
+            if isinstance(verdict, dict) and verdict.get("block"):
+                return {"block": str(verdict["block"])}  # pyright: ignore[reportUnknownArgumentType]
+        return None
+
+    async def after_tool(
+        self, call: dict[str, Any], result: ToolResult, api: Any, ctx: Context
+    ) -> ToolResult | None:
+        name, arguments = str(call.get("name", "")), call.get("arguments", {})
+        names = tool_names(name, arguments)
+        hooks = [h for h in self.loaded.for_event("PostToolUse") if h.matches(names)]
+        if not hooks or result.is_error:  # as Claude Code: after a call that succeeded
+            return None
+        tool_name, tool_input = claude_tool(name, arguments, self.cwd)
+        response: dict[str, Any] = {"content": result.plain_text, "success": True}
+        if isinstance(tool_input, dict) and "file_path" in tool_input:
+            response["filePath"] = tool_input["file_path"]
+        payload = self.payload(
+            "PostToolUse",
+            tool_name=tool_name,
+            tool_input=tool_input,
+            tool_response=response,
+            tool_use_id=str(call.get("id", "")),
+        )
+        notes: list[str] = []
+        for hook in hooks:
+            notes.extend(post_notes(await self.run(hook, payload, ctx)))
+        if not notes:
+            return None
+        extra = [{"type": "text", "text": f"\n\n{note}"} for note in notes]
+        return ToolResult(
+            content=[*(result.content or []), *extra],
+            is_error=result.is_error,
+            details=result.details,
+            diagnostics=result.diagnostics,
+            control=result.control,
+        )
+
+    async def _stored_prompts(self, conversation: Any, ctx: Context) -> dict[str, Any]:
+        cid = conversation.id if hasattr(conversation, "id") else None
+        if isinstance(cid, int) and cid in self._prompts:
+            return self._prompts[cid]
+        ns = self._ns
+
+        def read(tx: Any, _ctx: Context) -> dict[str, Any]:
+            return dict(tx.plugins(ns)["prompts"])
+
+        stored = await conversation.commit(read, ctx)
+        if isinstance(cid, int):
+            self._prompts[cid] = stored
+        return stored
+
+    async def before_request(self, request: Any, api: Any, ctx: Context) -> Any:
+        prompt_hooks = self.loaded.for_event("UserPromptSubmit")
+        if not (prompt_hooks or self.session_context or self._continued):
+            return None
+        messages: list[dict[str, Any]] = request.get("messages") or []
+        users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+        if not users or await self.owned(api.conversation_id, ctx):
+            return None
+        # the newest message the model reads (system prompt messages are placed after it)
+        last = next((m for m in reversed(messages) if m.get("role") != "system"), None)
+        prompt = last if isinstance(last, dict) and last.get("role") == "user" else None
+        if prompt is not None and _prompt_text(prompt) != self._continued.get(api.conversation_id):
+            self._continued.pop(api.conversation_id, None)  # a prompt of the user: a new stop
+        else:
+            prompt = None  # the model's own turn goes on, or a Stop hook's continuation
+        keys = [_prompt_key(message) for message in users]  # before anything is added
+        stored: dict[str, Any] = {}
+        if prompt_hooks:
+            conversation = await self._harness.harness.conversation(api.conversation_id, ctx)
+            if conversation is None:  # pragma: no cover - the generation's conversation exists
+                return None
+            stored = await self._stored_prompts(conversation, ctx)
+            if prompt is not None and _prompt_key(prompt) not in stored:
+                key = _prompt_key(prompt)
+                verdict = await self._prompt_verdict(prompt_hooks, _prompt_text(prompt), ctx)
+                stored[key] = verdict
+                ns = self._ns
+
+                def write(tx: Any, _ctx: Context) -> None:
+                    prompts = dict(tx.plugins(ns)["prompts"])
+                    prompts.setdefault(key, verdict)
+                    tx.plugins(ns)["prompts"] = prompts
+
+                await conversation.commit(write, ctx)
+        for message, key in zip(users, keys, strict=True):
+            verdict = stored.get(key)
+            if not isinstance(verdict, dict):
+                continue
+            if verdict.get("blocked"):
+                self.warn(f"a UserPromptSubmit hook blocked a prompt: {verdict['blocked']}")
+                message["content"] = (
+                    "(The user's prompt was blocked by a UserPromptSubmit hook and is not shown. "
+                    "Do nothing; say only that the prompt was blocked by a hook.)"
+                )
+            elif verdict.get("context"):
+                _add_text(
+                    message, f"UserPromptSubmit hook additional context: {verdict['context']}"
+                )
+        if self.session_context:
+            _add_text(users[0], self.session_context, before=True)
+        return {"messages": messages}
+
+    async def _prompt_verdict(
+        self, hooks: list[HookSpec], prompt: str, ctx: Context
+    ) -> dict[str, str]:
+        """Run the ``UserPromptSubmit`` hooks on ``prompt``: their contexts joined, or the
+        first block."""
+        verdict = {"context": "", "blocked": ""}
+        payload = self.payload("UserPromptSubmit", prompt=prompt)
+        for hook in hooks:
+            found = prompt_verdict(await self.run(hook, payload, ctx))
+            if found["context"]:
+                verdict["context"] = "\n".join(
+                    p for p in (verdict["context"], found["context"]) if p
+                )
+            if found["blocked"]:
+                verdict["blocked"] = found["blocked"]
+                break
+        return verdict
+
+    async def on_yield(self, answer: Any, api: Any, ctx: Context) -> Any:
+        if not (self.loaded.for_event("Stop") or self.loaded.for_event("SubagentStop")):
+            return None
+        owned = await self.owned(api.conversation_id, ctx)
+        event = "SubagentStop" if owned else "Stop"
+        hooks = self.loaded.for_event(event)
+        if not hooks:
+            return None
+        active = api.conversation_id in self._continued
+        payload = self.payload(event, stop_hook_active=active)
+        for hook in hooks:
+            reason = stop_continuation(await self.run(hook, payload, ctx))
+            if reason:
+                self._continued[api.conversation_id] = reason
+                return {"continue": reason}
+        self._continued.pop(api.conversation_id, None)
+        return None
+
+    async def before_collapse(
+        self, reason: str, through: int, entries: Any, api: Any, ctx: Context
+    ) -> None:
+        trigger = "manual" if reason == "manual" else "auto"
+        hooks = [h for h in self.loaded.for_event("PreCompact") if h.matches((trigger,))]
+        payload = self.payload("PreCompact", trigger=trigger, custom_instructions="")
+        for hook in hooks:
+            run = await self.run(hook, payload, ctx)
+            if run.exit_code == 2 and run.stderr.strip():
+                _log.warning("PreCompact hook `%s`: %s", hook.command, run.stderr.strip())
+        return None
+
+    async def session_start(self, ctx: Context) -> None:
+        """Run the ``SessionStart`` hooks: source ``startup`` for a session with no prompt in it
+        yet, ``resume`` for one that has (a restarted worker, ``coding-agent --resume``)."""
+        root = await self._harness.harness.root(ctx)
+        source = "resume" if await root.entries(ctx, limit=1, kind="pi.user") else "startup"
+        parts: list[str] = []
+        for hook in [h for h in self.loaded.for_event("SessionStart") if h.matches((source,))]:
+            context = start_context(
+                await self.run(hook, self.payload("SessionStart", source=source), ctx)
+            )
+            if context:
+                parts.append(context)
+        self.session_context = (
+            "SessionStart hook additional context: " + "\n".join(parts) if parts else ""
+        )
+
+    async def notify(self, message: str, ctx: Context) -> None:
+        """Run the ``Notification`` hooks with ``message`` (their output is for the user)."""
+        for hook in self.loaded.for_event("Notification"):
+            run = await self.run(hook, self.payload("Notification", message=message), ctx)
+            if run.exit_code == 2 and run.stderr.strip():
+                _log.warning("Notification hook `%s`: %s", hook.command, run.stderr.strip())
+
+    def session_end(self) -> None:
+        """Start the ``SessionEnd`` hooks; they are not waited for (the worker is leaving)."""
+        payload = json.dumps(self.payload("SessionEnd", reason="other")).encode()
+        for hook in self.loaded.for_event("SessionEnd"):
+            try:
+                process = subprocess.Popen(
+                    [shell_for(self.child_env), "-c", hook.command],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    env=self.child_env,
+                    cwd=self.cwd if os.path.isdir(self.cwd) else None,
+                    start_new_session=True,
+                )
+                assert process.stdin is not None
+                process.stdin.write(payload)
+                process.stdin.close()
+            except OSError as exc:
+                _log.warning("SessionEnd hook `%s` could not start: %s", hook.command, exc)
+
+    # -- registration -----------------------------------------------------------------------
+    def install(self, h: Any) -> Callable[[], None]:
+        undo: list[Callable[[], None]] = []
+        try:
+            self._ns = ns = h.namespace(NAMESPACE, {"rewindable": {"prompts": {}}})
+            self._prompts.clear()
+            undo.append(ns.unregister)
+            undo.append(
+                h.hooks(
+                    ns,
+                    TOOL_KIND,
+                    {"before_tool": self.before_tool, "after_tool": self.after_tool},
+                )
+            )
+            undo.append(
+                h.hooks(
+                    ns,
+                    GENERATION_KIND,
+                    {"before_request": self.before_request, "on_yield": self.on_yield},
+                )
+            )
+            # the collapse kind's token is not exported: the scheduler's registered one is it
+            collapse = h.scheduler.kinds.get(COLLAPSE_KIND)
+            if collapse is not None:
+                undo.append(h.hooks(ns, collapse, {"before_collapse": self.before_collapse}))
+        except BaseException:
+            for fn in reversed(undo):
+                fn()
+            raise
+
+        def uninstall() -> None:
+            for fn in reversed(undo):
+                fn()
+
+        return uninstall
+
+
+class _ListingService:
+    """:data:`~.contract.HooksListing` (a remotable service exposes methods only)."""
+
+    def __init__(self, hooks: Hooks) -> None:
+        self._hooks = hooks
+
+    async def summary(self, ctx: Context) -> HooksSummary:
+        return self._hooks.summary()
+
+
+WAITING_MESSAGES = {
+    "approval": "Claude needs your permission to use {tool}",
+    "question": "Claude is waiting for your input",
+}
+"""The ``Notification`` message for a tool call waiting on a feature (its ``waitingOn``)."""
+
+
+def waiting_calls(view: object) -> list[tuple[str, str, str]]:
+    """``(call id, waiting on, tool)`` of a conversation view's tool calls that wait for the
+    user (on the approval dialog or a question)."""
+    turn = view.get("turn") if isinstance(view, dict) else None
+    tools = turn.get("tools") if isinstance(turn, dict) else None
+    found: list[tuple[str, str, str]] = []
+    for slot in tools if isinstance(tools, list) else []:  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(slot, dict) and slot.get("waitingOn") in WAITING_MESSAGES:  # pyright: ignore[reportUnknownMemberType]
+            found.append((str(slot.get("callId")), str(slot["waitingOn"]), str(slot.get("name"))))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+    return found
+
+
+@define_facet("@pi/hooks")
+def session_facet(env: FacetEnvironment) -> None:
+    """Load the hooks, register them on the hook points, run ``SessionStart`` (and
+    ``SessionEnd`` at deactivation) and ``Notification`` (when a call waits for the user), and
+    provide ``hooks.list``."""
+    harness = env.use(HarnessService)
+    hooks = Hooks(harness)
+    loaded = anyio.Event()
+    env.provide(HooksListing, _ListingService(hooks))
+
+    async def on_conversation(instance: Any, ctx: Context) -> None:
+        """``Notification``: each call of this conversation that starts waiting on the approval
+        dialog or a question, once (only while Notification hooks are loaded)."""
+        with cancel_scope(ctx):
+            await loaded.wait()
+        if not hooks.loaded.for_event("Notification"):
+            return
+        send, receive = anyio.create_memory_object_stream[str](math.inf)
+        told: set[str] = set()
+
+        def deliver(value: Any, _ctx: Context, _delivery: Any) -> None:
+            for call, on, tool in waiting_calls(value):
+                if call not in told:
+                    told.add(call)
+                    name = tool_names(tool, None)[0]
+                    send.send_nowait(WAITING_MESSAGES[on].format(tool=name))
+
+        stop = instance.view.subscribe(deliver)
+        try:
+            with cancel_scope(ctx), receive:
+                async for message in receive:
+                    await hooks.notify(message, ctx)
+        finally:
+            stop()
+            send.close()
+
+    async def activate() -> None:
+        hooks.load()
+        loaded.set()
+        env.own(harness.add_registration(hooks.install))
+        env.own(hooks.session_end)
+        if hooks.loaded.for_event("SessionStart"):
+            await hooks.session_start(BACKGROUND)
+
+    env.observe(ConversationService, on_conversation)
+    env.on_activate(activate)

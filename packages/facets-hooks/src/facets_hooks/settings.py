@@ -1,0 +1,248 @@
+"""Reading hooks from the files Claude Code reads them from, and from our own.
+
+The files, in the order their hooks run:
+
+1. the user's Claude Code settings, ``~/.claude/settings.json`` (``$CLAUDE_CONFIG_DIR/settings.json``
+   when that variable is set, as Claude Code does);
+2. our own, ``$XDG_CONFIG_HOME/coding-agent/hooks.json`` (default ``~/.config``), in exactly the
+   same shape (``{"hooks": {...}}``), so a user moves a block between the two unchanged;
+3. in a *trusted* project only, ``.claude/settings.json`` and ``.claude/settings.local.json``.
+   An untrusted project's files are not read for their hooks; :attr:`LoadedHooks.waiting` names
+   those that exist.
+
+The shape is Claude Code's::
+
+    {"hooks": {"PreToolUse": [{"matcher": "Edit|Write",
+                               "hooks": [{"type": "command", "command": "...", "timeout": 30}]}]}}
+
+Nothing is silently dropped and nothing is fatal: a file that is not JSON, or a part of one that
+is not in this shape (an unknown event, a matcher that is not a regular expression, a hook whose
+``type`` is not ``"command"``, a missing ``command``, a bad ``timeout``), becomes one line of
+:attr:`LoadedHooks.problems` naming the file and the problem; the rest of the file loads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .contract import EVENTS
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "HookSpec",
+    "LoadedHooks",
+    "load_hooks",
+    "parse_settings",
+    "settings_files",
+]
+
+DEFAULT_TIMEOUT = 60.0
+"""Seconds a hook command may run when its entry sets no ``timeout`` (Claude Code's default)."""
+
+MATCHED_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PreCompact", "SessionStart"})
+"""The events with a ``matcher``, as Claude Code: a tool-name pattern (``PreToolUse``,
+``PostToolUse``), the trigger (``PreCompact``: ``manual``/``auto``) or the source
+(``SessionStart``: ``startup``/``resume``); the other events ignore it."""
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    """One hook command: its event, matcher, command, timeout (seconds) and source file."""
+
+    event: str
+    matcher: str
+    command: str
+    timeout: float
+    source: str
+    position: int
+    """Its place among the file's hooks (two identical entries stay two hooks)."""
+    pattern: re.Pattern[str] | None = field(default=None, compare=False)
+
+    @property
+    def key(self) -> str:
+        """A stable name for this hook (memo keys): same file, event, matcher, command, place."""
+        text = "\0".join((self.source, self.event, self.matcher, self.command, str(self.position)))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def matches(self, names: tuple[str, ...]) -> bool:
+        """Whether the matcher takes a tool known by any of ``names`` (Claude Code's names).
+        ``""`` and ``"*"`` take every tool; otherwise the matcher is a regular expression that
+        must match a whole name (``Edit|Write``, ``mcp__github__.*``)."""
+        if self.pattern is None:
+            return True
+        return any(self.pattern.fullmatch(name) for name in names)
+
+
+@dataclass(frozen=True)
+class LoadedHooks:
+    hooks: tuple[HookSpec, ...] = ()
+    problems: tuple[str, ...] = ()
+    waiting: tuple[str, ...] = ()
+
+    def for_event(self, event: str) -> list[HookSpec]:
+        return [hook for hook in self.hooks if hook.event == event]
+
+
+def _claude_dir(env: Mapping[str, str]) -> Path:
+    configured = env.get("CLAUDE_CONFIG_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    return Path(env.get("HOME") or os.path.expanduser("~")) / ".claude"
+
+
+def _our_file(env: Mapping[str, str]) -> Path:
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(
+        env.get("HOME") or os.path.expanduser("~"), ".config"
+    )
+    return Path(base) / "coding-agent" / "hooks.json"
+
+
+def settings_files(
+    env: Mapping[str, str], project: str | os.PathLike[str] | None, trusted: bool
+) -> tuple[list[Path], list[Path]]:
+    """``(files to read, untrusted project files left unread)``, each existing file once."""
+    user = [_claude_dir(env) / "settings.json", _our_file(env)]
+    project_files: list[Path] = []
+    if project is not None:
+        folder = Path(project) / ".claude"
+        project_files = [folder / "settings.json", folder / "settings.local.json"]
+    seen: set[str] = set()
+    read: list[Path] = []
+    waiting: list[Path] = []
+    for path, is_project in [*((p, False) for p in user), *((p, True) for p in project_files)]:
+        if not path.is_file():
+            continue
+        real = os.path.realpath(path)
+        if real in seen:  # a project at home: its .claude/settings.json is the user's
+            continue
+        seen.add(real)
+        (waiting if is_project and not trusted else read).append(path)
+    return read, waiting
+
+
+def _matcher(value: object, where: str, problems: list[str]) -> tuple[str, re.Pattern[str] | None]:
+    if value is None:
+        return "", None
+    if not isinstance(value, str):
+        problems.append(f"{where}: matcher must be a string, got {json.dumps(value)}; skipped")
+        raise ValueError
+    if value in ("", "*"):
+        return value, None
+    try:
+        return value, re.compile(value)
+    except re.error as exc:
+        problems.append(f"{where}: matcher {value!r} is not a regular expression ({exc}); skipped")
+        raise ValueError from None
+
+
+def _timeout(value: object, where: str, problems: list[str]) -> float:
+    if value is None:
+        return DEFAULT_TIMEOUT
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        problems.append(
+            f"{where}: timeout must be a positive number of seconds, got {json.dumps(value)}; "
+            f"it runs with the default {DEFAULT_TIMEOUT:g} s"
+        )
+        return DEFAULT_TIMEOUT
+    return float(value)
+
+
+def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]]:
+    """The hooks of one parsed settings file, and its problems (each ``<source>: ...``)."""
+    problems: list[str] = []
+    hooks: list[HookSpec] = []
+    if not isinstance(data, dict):
+        return [], [f"{source}: expected a JSON object, got {type(data).__name__}; not loaded"]
+    table: Any = data.get("hooks")  # pyright: ignore[reportUnknownMemberType]
+    if table is None:
+        return [], []
+    if not isinstance(table, dict):
+        return [], [f'{source}: "hooks" must be an object of events; not loaded']
+    position = 0
+    for event, groups in table.items():  # pyright: ignore[reportUnknownVariableType]
+        where = f"{source}: hooks.{event}"
+        if event not in EVENTS:
+            problems.append(f"{where}: unknown event (known: {', '.join(EVENTS)}); skipped")
+            continue
+        if not isinstance(groups, list):
+            problems.append(f"{where}: must be a list of matcher groups; skipped")
+            continue
+        for g, group in enumerate(groups):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            at = f"{where}[{g}]"
+            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):  # pyright: ignore[reportUnknownMemberType]
+                problems.append(f'{at}: expected {{"matcher": ..., "hooks": [...]}}; skipped')
+                continue
+            try:
+                matcher, pattern = _matcher(group.get("matcher"), at, problems)  # pyright: ignore[reportUnknownMemberType]
+            except ValueError:
+                continue
+            if event not in MATCHED_EVENTS:
+                pattern = None  # Claude Code ignores the matcher of the other events
+            for h, hook in enumerate(group["hooks"]):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+                here = f"{at}.hooks[{h}]"
+                if not isinstance(hook, dict):
+                    problems.append(f"{here}: expected an object; skipped")
+                    continue
+                kind = hook.get("type", "command")  # pyright: ignore[reportUnknownMemberType]
+                if kind != "command":
+                    problems.append(
+                        f'{here}: type {json.dumps(kind)} is not supported (only "command"); '
+                        "skipped"
+                    )
+                    continue
+                command = hook.get("command")  # pyright: ignore[reportUnknownMemberType]
+                if not isinstance(command, str) or not command.strip():
+                    problems.append(f'{here}: "command" must be a non-empty string; skipped')
+                    continue
+                timeout = _timeout(hook.get("timeout"), here, problems)  # pyright: ignore[reportUnknownMemberType]
+                hooks.append(
+                    HookSpec(event, matcher, command, timeout, source, position, pattern)  # pyright: ignore[reportUnknownArgumentType]
+                )
+                position += 1
+    return hooks, problems
+
+
+def load_hooks(
+    *,
+    env: Mapping[str, str],
+    project: str | os.PathLike[str] | None = None,
+    project_trusted: bool = False,
+) -> LoadedHooks:
+    """Every hook of the files :func:`settings_files` names, in that order; never raises for
+    a file's content (its problems are in the result)."""
+    read, waiting = settings_files(env, project, project_trusted)
+    hooks: list[HookSpec] = []
+    problems: list[str] = []
+    for path in read:
+        source = str(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            problems.append(
+                f"{source}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); its hooks are "
+                "not loaded"
+            )
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{source}: cannot be read ({exc}); its hooks are not loaded")
+            continue
+        found, trouble = parse_settings(data, source)
+        hooks.extend(found)
+        problems.extend(trouble)
+    held = [str(path) for path in waiting if _has_hooks(path)]
+    return LoadedHooks(tuple(hooks), tuple(problems), tuple(held))
+
+
+def _has_hooks(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return True  # unread, so unknown: say it waits
+    return isinstance(data, dict) and bool(data.get("hooks"))  # pyright: ignore[reportUnknownMemberType]

@@ -1,0 +1,61 @@
+"""The hooks TUI facet: ``/hooks`` lists every hook the session loaded.
+
+Each hook shows its event, matcher, command, timeout and the settings file it came from; below
+them, the files and entries that were not loaded (each naming the file and the problem) and an
+untrusted project's settings files whose hooks wait for ``/trust``. Read from the session's
+:data:`~.contract.HooksListing`.
+"""
+
+from __future__ import annotations
+
+from chord import Context, FacetEnvironment, define_facet
+from chord.textual import Choice, Tui
+
+from .contract import HooksListing, HooksSummary
+
+__all__ = ["hooks_text", "tui_facet"]
+
+
+def hooks_text(summary: HooksSummary) -> str:
+    """The ``/hooks`` text of a summary."""
+    lines: list[str] = []
+    hooks = summary["hooks"]
+    if not hooks:
+        lines.append(
+            "No hooks. Claude Code's settings (~/.claude/settings.json, a trusted project's "
+            ".claude/settings.json and .claude/settings.local.json) and "
+            "~/.config/coding-agent/hooks.json hold them."
+        )
+    for hook in hooks:
+        matcher = f" [{hook['matcher']}]" if hook["matcher"] else ""
+        lines.append(f"{hook['event']}{matcher}: {hook['command']}")
+        lines.append(f"    timeout {hook['timeout']:g} s · {hook['source']}")
+    if summary["problems"]:
+        lines.append("")
+        lines.append("Not loaded:")
+        lines.extend(f"  {problem}" for problem in summary["problems"])
+    if summary["waiting"]:
+        lines.append("")
+        lines.append("Waiting for /trust (and a restart):")
+        lines.extend(f"  {path}" for path in summary["waiting"])
+    return "\n".join(lines)
+
+
+@define_facet("@pi/hooks")
+def tui_facet(env: FacetEnvironment) -> None:
+    """Register ``/hooks``."""
+    tui = env.use(Tui)
+    listing = env.use(HooksListing)
+
+    async def show(args: str, ctx: Context) -> None:
+        summary = await listing.summary(ctx)
+        modal = await tui.acquire_modal(ctx)
+        try:
+            await modal.choose("Hooks", [Choice("close", "Close")], body=hooks_text(summary))
+        finally:
+            modal.close()
+
+    def activate() -> None:
+        env.own(tui.register_command("hooks", "List the hooks and the files they come from", show))
+
+    env.on_activate(activate)

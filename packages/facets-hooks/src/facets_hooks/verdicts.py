@@ -1,0 +1,123 @@
+"""What a hook's exit code and output mean for each event (Claude Code's rules).
+
+* Exit 0: success. Stdout that is a JSON object is the hook's *output* (below); other stdout is
+  shown to nobody, except for ``UserPromptSubmit`` and ``SessionStart``, where it is context
+  added for the model.
+* Exit 2: a blocking error; stderr is the reason. ``PreToolUse``: the call is blocked and the
+  model reads it. ``PostToolUse``: the model reads it beside the result (the tool already ran).
+  ``UserPromptSubmit``: the prompt is blocked. ``Stop``/``SubagentStop``: the model goes on with
+  it as its next instruction. Other events: shown to the user only.
+* Any other exit code, or a timeout: a non-blocking error, shown to the user; nothing changes.
+
+The JSON output's fields, as Claude Code names them: ``continue`` (``false`` stops: for a tool
+call it blocks with ``stopReason``), ``stopReason``, ``suppressOutput`` (accepted; the worker
+shows no hook's stdout anyway), ``systemMessage`` (logged for the user), ``decision``
+(``"block"``; ``"approve"`` adds nothing), ``reason``, and ``hookSpecificOutput`` with
+``permissionDecision`` (``"allow"``, ``"deny"``, ``"ask"``) and ``permissionDecisionReason``
+(``PreToolUse``) or ``additionalContext`` (``UserPromptSubmit``, ``SessionStart``,
+``PostToolUse``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .protocol import HookRun
+
+__all__ = [
+    "post_notes",
+    "pre_verdict",
+    "prompt_verdict",
+    "start_context",
+    "stop_continuation",
+]
+
+
+def _specific(output: dict[str, Any]) -> dict[str, Any]:
+    value = output.get("hookSpecificOutput")
+    return value if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
+def _text(value: object) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def pre_verdict(run: HookRun) -> dict[str, str]:
+    """A ``PreToolUse`` hook's verdict: ``{"block": reason}`` (``""``: the call may go on to
+    the session's approval). Plain JSON: it is the memo."""
+    if run.exit_code == 2:
+        reason = _text(run.stderr) or "(the hook gave no reason on stderr)"
+        return {"block": f"PreToolUse hook: {reason}"}
+    output = run.output
+    if output is None:
+        return {"block": ""}
+    if output.get("continue") is False:
+        reason = _text(output.get("stopReason")) or "the hook asked to stop"
+        return {"block": f"PreToolUse hook stopped it: {reason}"}
+    specific = _specific(output)
+    decision = specific.get("permissionDecision")
+    reason = _text(specific.get("permissionDecisionReason")) or _text(output.get("reason"))
+    if decision == "deny" or (decision is None and output.get("decision") == "block"):
+        return {"block": f"PreToolUse hook denied it: {reason or 'no reason given'}"}
+    if decision == "ask":
+        return {
+            "block": "A PreToolUse hook asks the user to confirm this call, which hooks cannot "
+            "do here, so it was not run. Ask the user to confirm, or to run it themselves"
+            + (f": {reason}" if reason else ".")
+        }
+    return {"block": ""}
+
+
+def post_notes(run: HookRun) -> list[str]:
+    """What a ``PostToolUse`` hook adds to the result the model reads."""
+    if run.exit_code == 2:
+        reason = _text(run.stderr)
+        return [f"PostToolUse hook feedback: {reason}"] if reason else []
+    output = run.output
+    if output is None:
+        return []
+    notes: list[str] = []
+    if output.get("decision") == "block":
+        notes.append(f"PostToolUse hook feedback: {_text(output.get('reason')) or 'blocked'}")
+    context = _text(_specific(output).get("additionalContext"))
+    if context:
+        notes.append(f"PostToolUse hook additional context: {context}")
+    return notes
+
+
+def prompt_verdict(run: HookRun) -> dict[str, str]:
+    """A ``UserPromptSubmit`` hook's verdict: ``{"context": ..., "blocked": reason}``."""
+    if run.exit_code == 2:
+        return {"context": "", "blocked": _text(run.stderr) or "blocked by a hook"}
+    if run.exit_code != 0:
+        return {"context": "", "blocked": ""}
+    output = run.output
+    if output is None:
+        return {"context": _text(run.stdout), "blocked": ""}
+    if output.get("continue") is False:
+        return {"context": "", "blocked": _text(output.get("stopReason")) or "stopped by a hook"}
+    if output.get("decision") == "block":
+        return {"context": "", "blocked": _text(output.get("reason")) or "blocked by a hook"}
+    return {"context": _text(_specific(output).get("additionalContext")), "blocked": ""}
+
+
+def stop_continuation(run: HookRun) -> str:
+    """What a ``Stop``/``SubagentStop`` hook tells the model to go on with (``""``: stop)."""
+    if run.exit_code == 2:
+        return _text(run.stderr)
+    output = run.output
+    if output is None or output.get("continue") is False:
+        return ""
+    if output.get("decision") == "block":
+        return _text(output.get("reason"))
+    return ""
+
+
+def start_context(run: HookRun) -> str:
+    """What a ``SessionStart`` hook adds to the context (``""``: nothing)."""
+    if run.exit_code != 0:
+        return ""
+    output = run.output
+    if output is None:
+        return _text(run.stdout)
+    return _text(_specific(output).get("additionalContext"))
