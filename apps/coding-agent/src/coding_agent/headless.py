@@ -10,6 +10,11 @@ open_session_host`, no socket) plus a small presentation facet that does what a 
   unless told to), a question is cancelled. The dialog services are named by id only
   (``pi.approval-dialog``, ``pi.question-dialog``); the app imports no feature package.
 
+* it waits, before the first request, for the configured MCP servers (the ``mcp.servers``
+  service, by id) to be ready or failed, at most the configuration's ``startup_timeout`` (default
+  30 s): the first request then offers their tools. A server that failed or is not ready in time
+  gets one ``coding-agent: warning:`` line on ``err``; the run goes on without its tools.
+
 The prompt is sent with ``send``; the run ends with the ``turn.ended`` event whose ``inputs``
 hold it. In ``print`` mode the text of the final answer is the only thing written to ``out``; in
 ``json`` mode the first line is ``{"type": "session", "session", "model", "cwd"}``, then each
@@ -47,6 +52,7 @@ from chord import (
     define_service,
     inert,
 )
+from coding_agent.headless_mcp import McpWatch
 from coding_agent.sessions import Session
 from coding_agent.worker.main import (
     WorkerConfig,
@@ -291,6 +297,9 @@ async def run_headless(
     features = {generation.package.name for generation in generations}
     blocked: list[dict[str, Any]] = []
     extra = [_presentation(send_events, root), *_responders(features, approve, blocked)]
+    mcp = McpWatch() if "facets-mcp" in features else None
+    if mcp is not None:
+        extra.append(mcp.facet())
     session = config.session
     async with (
         send_events,
@@ -298,6 +307,8 @@ async def run_headless(
         open_session_host(config, extra_facets=extra, generations=generations) as runtime,
     ):
         await root.chosen.wait()
+        if mcp is not None:  # the first request offers the servers' tools
+            await mcp.settled(errors)
         watch = runtime.storage
         assert watch is not None
         watch.on_failure(send_events.close)  # the loop below ends: no more events will come

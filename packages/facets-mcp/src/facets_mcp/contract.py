@@ -81,6 +81,10 @@ class McpState(TypedDict):
     servers: list[McpServer]
     errors: list[str]
     """Configuration problems (a file that is not JSON, a server entry that is not valid)."""
+    startupTimeout: NotRequired[float]
+    """The configuration's ``startup_timeout``; present once the configuration is read (the
+    ``servers`` are then every configured server): ``-p``/``--json`` wait for each to be ready
+    or failed, at most this long."""
 
 
 class McpServersApi(Protocol):

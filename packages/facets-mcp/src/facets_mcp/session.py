@@ -90,6 +90,7 @@ class McpHost:
         self._closers: list[Callable[[], None]] = []
         self._servers: dict[str, McpServer] = {}
         self._errors: list[str] = []
+        self._startup_timeout: float | None = None
         self._order: list[str] = []
         self._registered: dict[str, tuple[Any, Callable[[], None]]] = {}
         self._closing = False
@@ -122,6 +123,7 @@ class McpHost:
             env=env,
         )
         self._errors = list(config.errors)
+        self._startup_timeout = config.startup_timeout
         for message in config.errors:
             _log.warning("%s", message)
         self._order = [spec.name for spec in config.servers]
@@ -167,6 +169,8 @@ class McpHost:
             "servers": [self._servers[name] for name in self._order if name in self._servers],
             "errors": list(self._errors),
         }
+        if self._startup_timeout is not None:
+            value["startupTimeout"] = self._startup_timeout
         self.state.replace(BACKGROUND, value)
 
     async def _apply(self, server: McpServer, tools: list[dict[str, Any]]) -> None:
