@@ -21,9 +21,10 @@ JSON text when the server sent no content).
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TextIO
@@ -116,13 +117,16 @@ class ServerRunner:
         *,
         cwd: str | None = None,
         environment: ChildEnvironment | None = None,
+        inherit: Mapping[str, str] | None = None,
     ) -> None:
         self.spec = spec
         self._notify = notify
         self._cwd = spec.cwd or cwd
-        # a stdio server starts with the MCP SDK's short default environment (HOME, PATH,
-        # ...) plus its ``env`` block, scrubbed: a secret reaches it only when passed through
+        # a stdio server inherits the user's environment (``inherit``, default os.environ when
+        # it starts) plus its ``env`` block, both scrubbed: a secret reaches it only when passed
+        # through (as Claude Code does, minus the agent's own keys)
         self._environment = environment if environment is not None else ChildEnvironment.default()
+        self._inherit = inherit
         self._session: ClientSession | None = None
         self._state: ServerState = "starting"
         self._error = ""
@@ -183,6 +187,11 @@ class ServerRunner:
             for t in self._tools
         ]
 
+    def child_env(self) -> dict[str, str]:
+        """A stdio server's whole environment: the user's, then its ``env`` block, scrubbed."""
+        inherited = os.environ if self._inherit is None else self._inherit
+        return self._environment.scrub({**inherited, **self.spec.env})
+
     async def _publish(self) -> None:
         await self._notify(self.snapshot(), self.tool_schemas())
 
@@ -237,7 +246,7 @@ class ServerRunner:
                 params = StdioServerParameters(
                     command=spec.command,
                     args=list(spec.args),
-                    env=self._environment.scrub(spec.env),
+                    env=self.child_env(),
                     cwd=self._cwd,
                 )
                 read, write = await stack.enter_async_context(stdio_client(params, self._stderr))

@@ -23,7 +23,8 @@ the new generation starts them again; the conversation is untouched.
 Where things are comes from the harness's ``services``: ``workspace`` (the working folder, the
 servers' working directory), ``project_root`` (where ``.mcp.json`` is looked for, default the
 workspace) and ``project_trusted`` (default ``False``); ``mcp_env`` may replace ``os.environ``
-(tests). A stdio server's ``env`` block is scrubbed by the session's
+(tests). A stdio server inherits that environment (a certificate file, a proxy, a token the user
+exported) with its ``env`` block on top, both scrubbed by the session's
 :class:`~pico3.ChildEnvironment` (service ``child_environment``): a secret variable, or a value
 holding one (``"${ANTHROPIC_API_KEY}"``), reaches the server only when the user passed it through.
 """
@@ -148,7 +149,11 @@ class McpHost:
 
         for spec in config.servers:
             runner = ServerRunner(
-                spec, self._apply, cwd=cwd, environment=ChildEnvironment.of(services)
+                spec,
+                self._apply,
+                cwd=cwd,
+                environment=ChildEnvironment.of(services),
+                inherit=env,
             )
             self._runners[spec.name] = runner
             self._closers.append(self._connections.spawn(spec.name, _Connection(runner)))
