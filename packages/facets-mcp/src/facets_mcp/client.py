@@ -5,8 +5,9 @@ HTTP endpoint), initializes the MCP session, lists its tools, resources and prom
 change through ``notify`` and serves :meth:`ServerRunner.call_tool`. When the server dies (its
 stdout closes, a ping goes unanswered) or cannot be started, it is ``failed`` with the reason and
 the tail of its stderr, and it is started again after a backoff (0.5 s, doubling, at most 30 s;
-back to 0.5 s after it stayed ready for a minute). :meth:`ServerRunner.restart` starts it again
-at once.
+back to 0.5 s after it stayed ready for a minute). After :data:`GIVE_UP_AFTER` starts in a row
+that never became ready (a missing binary, a server that exits at once) it is not started again
+(``gaveUpAfter`` in its state). :meth:`ServerRunner.restart` starts it again at once.
 
 A call never takes more than the server's ``timeout``; a hang, an answer that is not JSON-RPC, a
 result the SDK refuses or a dead server make that one call raise :class:`McpCallError` with a
@@ -39,10 +40,12 @@ if TYPE_CHECKING:  # the MCP SDK (and pydantic, and httpx with its rich CLI) cos
 
 from pico3 import ChildEnvironment
 
-from .config import ServerSpec
+from .config import DEFAULT_MAX_MESSAGE_BYTES, ServerSpec
 from .contract import McpPrompt, McpResource, McpServer, McpTool, ServerState, tool_name
+from .stdio import TOO_LARGE_CODE, MessageTooLarge, bounded_stdio_client
 
 __all__ = [
+    "GIVE_UP_AFTER",
     "INIT_TIMEOUT",
     "MAX_BACKOFF",
     "McpCallError",
@@ -54,6 +57,9 @@ INIT_TIMEOUT = 30.0
 """Seconds a server may take to start and answer ``initialize`` and the listings."""
 MIN_BACKOFF = 0.5
 MAX_BACKOFF = 30.0
+GIVE_UP_AFTER = 5
+"""Starts in a row that fail before the server is ready, after which it is not started again
+until ``/mcp restart NAME`` (or the next session)."""
 STABLE_AFTER = 60.0
 """A server ready this long gets its backoff reset."""
 PING_EVERY = 15.0
@@ -118,6 +124,7 @@ class ServerRunner:
         cwd: str | None = None,
         environment: ChildEnvironment | None = None,
         inherit: Mapping[str, str] | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         self.spec = spec
         self._notify = notify
@@ -127,15 +134,18 @@ class ServerRunner:
         # through (as Claude Code does, minus the agent's own keys)
         self._environment = environment if environment is not None else ChildEnvironment.default()
         self._inherit = inherit
+        self._max_bytes = max_message_bytes
         self._session: ClientSession | None = None
         self._state: ServerState = "starting"
         self._error = ""
         self._retry_in: float | None = None
+        self._gave_up = False
         self._restarts = 0
         self._tools: list[types.Tool] = []
         self._resources: list[McpResource] = []
         self._prompts: list[McpPrompt] = []
         self._garbage = ""
+        self._refused = ""
         self._restart_now = anyio.Event()
         self._stderr: TextIO | None = None
 
@@ -179,6 +189,8 @@ class ServerRunner:
             server["stderr"] = stderr
         if self._retry_in is not None and self._state == "failed":
             server["retryInSeconds"] = self._retry_in
+        if self._gave_up and self._state == "failed":
+            server["gaveUpAfter"] = GIVE_UP_AFTER
         return server
 
     def tool_schemas(self) -> list[dict[str, Any]]:
@@ -202,9 +214,10 @@ class ServerRunner:
 
     async def run(self) -> None:
         backoff = MIN_BACKOFF
+        failures = 0  # starts in a row that never became ready
         try:
             while True:
-                self._state, self._retry_in = "starting", None
+                self._state, self._retry_in, self._gave_up = "starting", None, False
                 await self._publish()
                 ready_at: list[float] = []
                 try:
@@ -214,9 +227,17 @@ class ServerRunner:
                 self._session = None
                 if ready_at and time.monotonic() - ready_at[0] >= STABLE_AFTER:
                     backoff = MIN_BACKOFF
+                failures = 0 if ready_at else failures + 1
                 self._state = "failed"
                 if self._restart_now.is_set():
                     self._retry_in = 0.0
+                    failures = 0
+                elif failures >= GIVE_UP_AFTER:
+                    # a missing binary, a server that exits at once: not retried forever
+                    self._gave_up = True
+                    await self._publish()
+                    await self._restart_now.wait()
+                    failures, backoff = 0, MIN_BACKOFF
                 else:
                     self._retry_in = backoff
                     await self._publish()
@@ -232,7 +253,6 @@ class ServerRunner:
 
     async def _serve(self, ready_at: list[float]) -> None:
         from mcp import ClientSession, StdioServerParameters
-        from mcp.client.stdio import stdio_client
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared.message import SessionMessage
 
@@ -249,7 +269,11 @@ class ServerRunner:
                     env=self.child_env(),
                     cwd=self._cwd,
                 )
-                read, write = await stack.enter_async_context(stdio_client(params, self._stderr))
+                read, write = await stack.enter_async_context(
+                    bounded_stdio_client(
+                        params, self._stderr, max_bytes=self._max_bytes, name=spec.name
+                    )
+                )
             else:
                 import httpx
 
@@ -311,6 +335,9 @@ class ServerRunner:
         try:
             async with inbound:
                 async for message in read:
+                    if isinstance(message, MessageTooLarge):
+                        self._refused = str(message)
+                        continue
                     if isinstance(message, Exception):
                         self._garbage = _garbage_text(message)
                         continue  # the session would only log it; calls time out clearly
@@ -400,10 +427,14 @@ class ServerRunner:
                 if self._garbage
                 else ""
             )
+            if self._refused:
+                note += f"; {self._refused}"
             raise McpCallError(
                 f"MCP server {name!r} did not answer {tool} within {timeout:g} s{note}"
             ) from None
         except McpError as exc:
+            if exc.error.code == TOO_LARGE_CODE and exc.error.message.startswith("MCP server"):
+                raise McpCallError(exc.error.message) from None  # it names the server and cap
             if exc.error.code == _REQUEST_TIMEOUT:
                 raise McpCallError(
                     f"MCP server {name!r} did not answer {tool} within {timeout:g} s"

@@ -75,6 +75,9 @@ class McpServer(TypedDict):
     """How many times it was started again after dying."""
     retryInSeconds: NotRequired[float]
     """When ``failed``: the backoff before the next start."""
+    gaveUpAfter: NotRequired[int]
+    """When ``failed`` and not tried again: after this many failed starts in a row (``restart``
+    tries again)."""
 
 
 class McpState(TypedDict):

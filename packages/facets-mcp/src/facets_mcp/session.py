@@ -154,6 +154,7 @@ class McpHost:
                 cwd=cwd,
                 environment=ChildEnvironment.of(services),
                 inherit=env,
+                max_message_bytes=config.max_message_bytes,
             )
             self._runners[spec.name] = runner
             self._closers.append(self._connections.spawn(spec.name, _Connection(runner)))

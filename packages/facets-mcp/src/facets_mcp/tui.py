@@ -1,133 +1,156 @@
-"""The MCP TUI facet: the ``/mcp`` panel and command.
+"""The MCP TUI facet: the ``/mcp`` screen and command.
 
-``/mcp`` shows (or hides) a panel that follows :data:`~.contract.McpServers`' replicated state:
-each server with its transport, its state (``starting``, ``ready``, ``failed`` with the reason,
-the tail of its stderr and when it is tried again), its tool count and tools, and the resources
-and prompts it offers; configuration problems come first. ``/mcp restart NAME`` starts a server
-again at once. The facet holds no authority and no state of its own.
+``/mcp`` opens a screen listing every configured server, **failed ones first** (then starting,
+then ready), one line each with its state, transport and tool count, and the configuration
+problems above; the list scrolls (arrows, Page Up/Down), so no server is out of reach. Picking a
+server shows its details (:func:`server_lines`): the reason it failed, the last lines of its
+stderr, whether it is tried again or was given up on, its tools, resources and prompts, and
+the tools left out (task-augmented ones); **Restart** starts it again at once. ``/mcp restart
+NAME`` does that without the screen. :func:`panel_text` is the whole state as text (the same
+lines, failed servers first). The facet holds no authority and no state of its own; every text
+is made inert (:func:`chord.inert`): a server's names, errors and stderr are the server's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-from textual.message import Message
-from textual.widgets import Static
-
-from chord import Context, Delivery, FacetEnvironment, ReplicatedState, define_facet, inert
-from chord.textual import Tui
+from chord import Context, FacetEnvironment, define_facet, inert
+from chord.textual import Choice, Tui
 
 from .contract import McpServers
 
-__all__ = ["PANEL_ID", "McpPanel", "panel_text", "tui_facet"]
+__all__ = ["panel_text", "server_lines", "sorted_servers", "tui_facet"]
 
-PANEL_ID = "mcp"
 _ICONS = {"starting": "◐", "ready": "●", "failed": "✗", "stopped": "○"}
+_ORDER = {"failed": 0, "stopped": 1, "starting": 2, "ready": 3}
+NONE_CONFIGURED = (
+    "(none configured: add mcpServers to ~/.config/coding-agent/mcp.json "
+    "or a trusted project's .mcp.json)"
+)
 
 
 def _count(n: int, what: str) -> str:
     return f"{n} {what}{'' if n == 1 else 's'}"
 
 
+def sorted_servers(state: Any) -> list[dict[str, Any]]:
+    """The state's servers, failed ones first (then stopped, starting, ready), each group in
+    configuration order."""
+    if not isinstance(state, dict):
+        return []
+    found = cast(dict[str, Any], state).get("servers") or []
+    servers = [cast(dict[str, Any], s) for s in found if isinstance(s, dict)]
+    return sorted(servers, key=lambda s: _ORDER.get(str(s.get("state")), 0))
+
+
+def _head(server: dict[str, Any]) -> str:
+    tools = server.get("tools") or []
+    icon = _ICONS.get(str(server.get("state")), "?")
+    head = (
+        f"{icon} {server.get('name')} "
+        f"({server.get('transport')}) {server.get('state')} · {_count(len(tools), 'tool')}"
+    )
+    if server.get("restarts"):
+        head += f" · {_count(server['restarts'], 'restart')}"
+    return head
+
+
+def server_lines(server: dict[str, Any]) -> list[str]:
+    """One server as lines (not yet inert): its head, then its details indented."""
+    lines = [_head(server)]
+    tools = server.get("tools") or []
+    if server.get("error"):
+        lines.append(f"    error: {server['error']}")
+    if server.get("state") == "failed" and "gaveUpAfter" in server:
+        lines.append(
+            f"    gave up after {server['gaveUpAfter']} failed starts in a row; "
+            f"/mcp restart {server.get('name')} tries again"
+        )
+    elif server.get("state") == "failed" and "retryInSeconds" in server:
+        lines.append(
+            f"    retrying in {server['retryInSeconds']:g} s (/mcp restart {server.get('name')})"
+        )
+    for line in (server.get("stderr") or "").splitlines()[-8:]:
+        lines.append(f"    stderr| {line}")
+    if tools:
+        lines.append("    tools: " + ", ".join(t.get("tool", "?") for t in tools))
+    for note in server.get("notes") or []:
+        lines.append(f"    note: {note}")
+    for resource in server.get("resources") or []:
+        lines.append(f"    resource: {resource.get('name')} <{resource.get('uri')}>")
+    for prompt in server.get("prompts") or []:
+        args = ", ".join(prompt.get("arguments") or [])
+        lines.append(f"    prompt: {prompt.get('name')}({args})")
+    return lines
+
+
 def panel_text(state: Any) -> str:
-    """The panel's text for an :class:`~.contract.McpState` value, made inert
-    (:func:`chord.inert`): a server's names, errors and stderr are the server's to choose."""
+    """The whole state as text (failed servers first), made inert (:func:`chord.inert`)."""
     if not isinstance(state, dict):
         return "MCP: not available"
     lines = ["MCP servers"]
     for error in state.get("errors") or []:
         lines.append(f"  ! {error}")
-    servers = state.get("servers") or []
+    servers = sorted_servers(state)
     if not servers:
-        lines.append(
-            "  (none configured: add mcpServers to ~/.config/coding-agent/mcp.json "
-            "or a trusted project's .mcp.json)"
-        )
+        lines.append("  " + NONE_CONFIGURED)
     for server in servers:
-        tools = server.get("tools") or []
-        head = (
-            f"{_ICONS.get(server.get('state'), '?')} {server.get('name')} "
-            f"({server.get('transport')}) {server.get('state')} · {_count(len(tools), 'tool')}"
-        )
-        if server.get("restarts"):
-            head += f" · {_count(server['restarts'], 'restart')}"
-        lines.append(head)
-        if server.get("error"):
-            lines.append(f"    error: {server['error']}")
-        if server.get("state") == "failed" and "retryInSeconds" in server:
-            lines.append(
-                f"    retrying in {server['retryInSeconds']:g} s (/mcp restart {server.get('name')})"
-            )
-        for line in (server.get("stderr") or "").splitlines()[-8:]:
-            lines.append(f"    stderr| {line}")
-        if tools:
-            lines.append("    tools: " + ", ".join(t.get("tool", "?") for t in tools))
-        for resource in server.get("resources") or []:
-            lines.append(f"    resource: {resource.get('name')} <{resource.get('uri')}>")
-        for prompt in server.get("prompts") or []:
-            args = ", ".join(prompt.get("arguments") or [])
-            lines.append(f"    prompt: {prompt.get('name')}({args})")
+        lines += server_lines(server)
     return inert("\n".join(lines))
-
-
-class McpPanel(Static):
-    """The ``/mcp`` panel: follows a state, hidden until toggled."""
-
-    DEFAULT_CSS = """
-    McpPanel { height: auto; max-height: 20; padding: 0 1; overflow-y: auto; }
-    """
-
-    class Changed(Message):
-        def __init__(self, value: Any) -> None:
-            super().__init__()
-            self.value = value
-
-    def __init__(self, state: ReplicatedState) -> None:
-        super().__init__("", markup=False, id="mcp-panel")
-        self._state = state
-        self._unsubscribe: Any = None
-        self.text = panel_text(state.value)
-        self.display = False
-        self._listeners: list[Callable[[], None]] = []
-
-    def listen(self, listener: Callable[[], None]) -> Callable[[], None]:
-        """Call ``listener()`` after every change of :attr:`text`; returns the remover."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
-
-    def on_mount(self) -> None:
-        self._unsubscribe = self._state.subscribe(self._on_state)
-        self.update(self.text)
-
-    def on_unmount(self) -> None:
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-
-    def _on_state(self, value: Any, ctx: Context, delivery: Delivery) -> None:
-        del ctx, delivery
-        self.post_message(McpPanel.Changed(value))
-
-    def on_mcp_panel_changed(self, message: McpPanel.Changed) -> None:
-        message.stop()
-        self.text = panel_text(message.value)
-        self.update(self.text)
-        for listener in list(self._listeners):
-            listener()
 
 
 @define_facet("@pi/mcp")
 def tui_facet(env: FacetEnvironment) -> None:
-    """Offer ``/mcp`` (toggle the panel) and ``/mcp restart NAME``."""
+    """Offer ``/mcp`` (the servers' screen) and ``/mcp restart NAME``."""
     tui = env.use(Tui)
     servers = env.use(McpServers)
-    panels: list[McpPanel] = []
 
-    def make() -> McpPanel:
-        panel = McpPanel(servers.state)
-        panels.append(panel)
-        return panel
+    async def restart(name: str, ctx: Context) -> None:
+        await servers.restart(name, ctx)
+        tui.notify(inert(f"Restarting MCP server {name}"))
+
+    async def screen(ctx: Context) -> None:
+        modal = await tui.acquire_modal(ctx)
+        try:
+            while True:
+                state = servers.state.value
+                state = state if isinstance(state, dict) else {}
+                listed = sorted_servers(state)
+                body = "\n".join(f"! {e}" for e in state.get("errors") or [])
+                if not listed:
+                    body = "\n".join(filter(None, [body, NONE_CONFIGURED]))
+                choices = [
+                    Choice(
+                        str(server.get("name")),
+                        _head(server),
+                        str(server.get("error") or "")[:120],
+                    )
+                    for server in listed
+                ]
+                picked = await modal.choose(
+                    "MCP servers",
+                    [*choices, Choice("\0close", "Close")],
+                    body=body,
+                    hint="Enter: a server's details · Escape: close",
+                )
+                found = next((s for s in listed if s.get("name") == picked), None)
+                if found is None:
+                    return
+                name = str(found.get("name"))
+                action = await modal.choose(
+                    f"MCP server {name}",
+                    [Choice("restart", "Restart", key="r"), Choice("back", "Back", key="b")],
+                    body="\n".join(server_lines(found)),
+                    hint="Escape: close",
+                )
+                if action == "restart":
+                    await restart(name, ctx)
+                    return
+                if action != "back":
+                    return
+        finally:
+            modal.close()
 
     async def command(args: str, ctx: Context) -> None:
         words = args.split()
@@ -135,19 +158,17 @@ def tui_facet(env: FacetEnvironment) -> None:
             if len(words) != 2:
                 tui.notify("Usage: /mcp restart NAME", severity="warning")
                 return
-            await servers.restart(words[1], ctx)
-            tui.notify(f"Restarting MCP server {words[1]}")
+            await restart(words[1], ctx)
             return
         if words:
             tui.notify(
-                "Usage: /mcp (show or hide the panel) or /mcp restart NAME", severity="warning"
+                "Usage: /mcp (the servers: state, tools, resources, prompts) or /mcp restart NAME",
+                severity="warning",
             )
             return
-        for panel in panels:
-            panel.display = not panel.display
+        await screen(ctx)
 
     def activate() -> None:
-        env.own(tui.mount_panel(PANEL_ID, make))
         env.own(
             tui.register_command(
                 "mcp", "Show the MCP servers, their tools, resources and prompts", command
