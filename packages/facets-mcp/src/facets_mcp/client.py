@@ -13,21 +13,18 @@ A call never takes more than the server's ``timeout``; a hang, an answer that is
 result the SDK refuses or a dead server make that one call raise :class:`McpCallError` with a
 message naming the server, the tool and what happened. The runner itself survives all of them.
 
-Results are mapped to the harness's tool-result pieces (:func:`map_result`): text blocks, images
-(``{"type": "image", "data", "mimeType"}``), embedded text resources as text, other resources,
-audio and resource links as a short text note, and ``structuredContent`` in ``details`` (and as
-JSON text when the server sent no content).
+Results are mapped to the harness's tool-result pieces by :func:`~.results.map_result`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from datetime import timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
@@ -41,7 +38,17 @@ if TYPE_CHECKING:  # the MCP SDK (and pydantic, and httpx with its rich CLI) cos
 from pico3 import ChildEnvironment
 
 from .config import DEFAULT_MAX_MESSAGE_BYTES, ServerSpec
-from .contract import McpPrompt, McpResource, McpServer, McpTool, ServerState, tool_name
+from .contract import (
+    McpPrompt,
+    McpResource,
+    McpServer,
+    McpTemplate,
+    McpTool,
+    ServerState,
+    tool_name,
+)
+from .listing import list_prompts, list_resources, list_templates, list_tools
+from .results import map_contents, map_result, resource_text
 from .stdio import TOO_LARGE_CODE, MessageTooLarge, bounded_stdio_client
 
 __all__ = [
@@ -50,7 +57,6 @@ __all__ = [
     "MAX_BACKOFF",
     "McpCallError",
     "ServerRunner",
-    "map_result",
 ]
 
 INIT_TIMEOUT = 30.0
@@ -105,6 +111,12 @@ def _tail(text: str) -> str:
     return text[-STDERR_TAIL:] if len(text) > STDERR_TAIL else text
 
 
+def _needs_task(tool: types.Tool) -> bool:
+    """Whether ``tool`` must be called task-augmented (``execution.taskSupport: required``)."""
+    execution = tool.execution
+    return execution is not None and execution.taskSupport == "required"
+
+
 def _schema(raw: Any) -> dict[str, Any]:
     schema: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
     schema.setdefault("type", "object")
@@ -125,6 +137,7 @@ class ServerRunner:
         environment: ChildEnvironment | None = None,
         inherit: Mapping[str, str] | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        root: str | None = None,
     ) -> None:
         self.spec = spec
         self._notify = notify
@@ -146,6 +159,13 @@ class ServerRunner:
         self._prompts: list[McpPrompt] = []
         self._garbage = ""
         self._refused = ""
+        self._root = root
+        self._instructions = ""
+        self._capabilities: types.ServerCapabilities | None = None
+        self._templates: list[McpTemplate] = []
+        self._notes: list[str] = []
+        self._changed: set[str] = set()
+        self._change = anyio.Event()
         self._restart_now = anyio.Event()
         self._stderr: TextIO | None = None
 
@@ -182,6 +202,10 @@ class ServerRunner:
             "prompts": list(self._prompts),
             "restarts": self._restarts,
         }
+        if self._templates:
+            server["templates"] = list(self._templates)
+        if self._notes:
+            server["notes"] = list(self._notes)
         if self._error:
             server["error"] = self._error
         stderr = self.stderr_tail()
@@ -292,13 +316,19 @@ class ServerRunner:
             closed = anyio.Event()
             group = await stack.enter_async_context(anyio.create_task_group())
             group.start_soon(self._pump, read, inbound, closed)
-            session = await stack.enter_async_context(ClientSession(session_read, write))
+            session = await stack.enter_async_context(
+                ClientSession(
+                    session_read,
+                    write,
+                    list_roots_callback=self._list_roots,
+                    message_handler=self._on_message,
+                )
+            )
             with anyio.fail_after(INIT_TIMEOUT):
                 initialized = await session.initialize()
-                self._tools = await self._list_tools(session)
-                caps = initialized.capabilities
-                self._resources = await self._list_resources(session) if caps.resources else []
-                self._prompts = await self._list_prompts(session) if caps.prompts else []
+                self._instructions = (initialized.instructions or "").strip()
+                self._capabilities = initialized.capabilities
+                await self._refresh(session, {"tools", "resources", "prompts"})
             self._session = session
             self._state, self._error = "ready", ""
             ready_at.append(time.monotonic())
@@ -317,6 +347,7 @@ class ServerRunner:
 
                 watch.start_soon(ended)
                 watch.start_soon(restart)
+                watch.start_soon(self._follow_changes, session)
             self._session = None
             group.cancel_scope.cancel()
             if self._restart_now.is_set():
@@ -359,52 +390,137 @@ class ServerRunner:
                 closed.set()
                 return
 
-    @staticmethod
-    async def _list_tools(session: ClientSession) -> list[types.Tool]:
-        tools: list[types.Tool] = []
-        cursor: str | None = None
-        while True:
-            page = await session.list_tools(cursor)
-            tools += page.tools
-            cursor = page.nextCursor
-            if not cursor:
-                return tools
+    # -- what the server offers, and its changes -----------------------------------------------
+    async def _refresh(self, session: ClientSession, kinds: set[str]) -> None:
+        """List ``kinds`` (tools, resources, prompts) again; tools that need task-augmented
+        execution are left out with a note."""
+        caps = self._capabilities
+        if caps is None:
+            return
+        if "tools" in kinds:
+            tools = await list_tools(session) if caps.tools else []
+            self._tools = [t for t in tools if not _needs_task(t)]
+            self._notes = [
+                f"tool {t.name!r} is hidden: it requires task-augmented execution, which this "
+                "client does not support"
+                for t in tools
+                if _needs_task(t)
+            ]
+        if "resources" in kinds:
+            self._resources = await list_resources(session) if caps.resources else []
+            self._templates = await list_templates(session) if caps.resources else []
+        if "prompts" in kinds:
+            self._prompts = await list_prompts(session) if caps.prompts else []
 
-    @staticmethod
-    async def _list_resources(session: ClientSession) -> list[McpResource]:
-        found: list[McpResource] = []
-        cursor: str | None = None
-        while True:
-            page = await session.list_resources(cursor)
-            for r in page.resources:
-                item: McpResource = {"uri": str(r.uri), "name": r.name}
-                if r.description:
-                    item["description"] = r.description
-                if r.mimeType:
-                    item["mimeType"] = r.mimeType
-                found.append(item)
-            cursor = page.nextCursor
-            if not cursor:
-                return found
+    async def _on_message(self, message: Any) -> None:
+        """The session's handler for what the server sends on its own: a ``list_changed``
+        notification marks that list for :meth:`_follow_changes` (listing here would wait on
+        the very loop that delivers the answer)."""
+        from mcp import types
 
-    @staticmethod
-    async def _list_prompts(session: ClientSession) -> list[McpPrompt]:
-        found: list[McpPrompt] = []
-        cursor: str | None = None
+        if not isinstance(message, types.ServerNotification):
+            return
+        root = message.root
+        if isinstance(root, types.ToolListChangedNotification):
+            self._changed.add("tools")
+        elif isinstance(root, types.ResourceListChangedNotification):
+            self._changed.add("resources")
+        elif isinstance(root, types.PromptListChangedNotification):
+            self._changed.add("prompts")
+        else:
+            return
+        self._change.set()
+
+    async def _follow_changes(self, session: ClientSession) -> None:
         while True:
-            page = await session.list_prompts(cursor)
-            for p in page.prompts:
-                item: McpPrompt = {"name": p.name, "arguments": [a.name for a in p.arguments or []]}
-                if p.description:
-                    item["description"] = p.description
-                found.append(item)
-            cursor = page.nextCursor
-            if not cursor:
-                return found
+            await self._change.wait()
+            self._change = anyio.Event()
+            kinds, self._changed = self._changed, set()
+            try:
+                with anyio.fail_after(INIT_TIMEOUT):
+                    await self._refresh(session, kinds)
+            except Exception as exc:  # the connection's death shows elsewhere
+                self._error = f"could not list {', '.join(sorted(kinds))} again: {_describe(exc)}"
+            await self._publish()
+
+    async def _list_roots(self, context: Any) -> Any:
+        """``roots/list``: the project folder."""
+        from mcp import types
+        from pydantic import FileUrl
+
+        del context
+        if not self._root:
+            return types.ListRootsResult(roots=[])
+        path = Path(self._root)
+        return types.ListRootsResult(
+            roots=[types.Root(uri=FileUrl(path.as_uri()), name=path.name or str(path))]
+        )
+
+    @property
+    def instructions(self) -> str:
+        """The server's ``instructions`` from ``initialize`` (empty when none, or not ready)."""
+        return self._instructions if self._state == "ready" else ""
 
     # -- calls ---------------------------------------------------------------------------------
-    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Call ``tool``; returns :func:`map_result`'s pieces or raises :class:`McpCallError`."""
+    async def call_tool(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        on_progress: Callable[[str], None] | None = None,
+    ) -> dict[str, Any]:
+        """Call ``tool``; returns :func:`map_result`'s pieces or raises :class:`McpCallError`.
+        ``on_progress`` hears each progress notification as one line (``3/10 · message``)."""
+
+        async def heard(progress: float, total: float | None, message: str | None) -> None:
+            if on_progress is not None:
+                on_progress(_progress_text(progress, total, message))
+
+        timeout = self.spec.timeout
+        result = await self._request(
+            tool,
+            lambda session: session.call_tool(
+                tool,
+                arguments,
+                read_timeout_seconds=timedelta(seconds=timeout),
+                progress_callback=heard if on_progress is not None else None,
+            ),
+        )
+        return map_result(result, server=self.spec.name, tool=tool)
+
+    async def read_resource(self, uri: str) -> list[dict[str, Any]]:
+        """``resources/read`` of ``uri`` (a listed resource, or a template filled in)."""
+        from pydantic import AnyUrl, ValidationError
+
+        try:
+            url = AnyUrl(uri)
+        except ValidationError:
+            raise McpCallError(f"{uri!r} is not a URI (scheme://...)") from None
+        result = await self._request(f"read {uri}", lambda session: session.read_resource(url))
+        return map_contents(result)
+
+    async def get_prompt(self, prompt: str, arguments: dict[str, str]) -> list[dict[str, Any]]:
+        """``prompts/get``: the prompt's messages as ``{"role", "text"}`` (other content as a
+        short note)."""
+        from mcp import types
+
+        result = await self._request(
+            f"prompt {prompt}", lambda session: session.get_prompt(prompt, arguments)
+        )
+        messages: list[dict[str, Any]] = []
+        for message in result.messages:
+            content = message.content
+            if isinstance(content, types.TextContent):
+                text = content.text
+            elif isinstance(content, types.EmbeddedResource):
+                text = resource_text(content.resource)["text"]
+            else:
+                text = f"[{content.type} content, not shown]"
+            messages.append({"role": message.role, "text": text})
+        return messages
+
+    async def _request(self, what: str, send: Callable[[ClientSession], Awaitable[Any]]) -> Any:
+        """``send(session)`` bounded by the server's ``timeout``; every failure is an
+        :class:`McpCallError` naming the server, ``what`` and what happened."""
         from mcp import McpError
 
         name = self.spec.name
@@ -418,9 +534,7 @@ class ServerRunner:
         timeout = self.spec.timeout
         try:
             with anyio.fail_after(timeout):
-                result = await session.call_tool(
-                    tool, arguments, read_timeout_seconds=timedelta(seconds=timeout)
-                )
+                return await send(session)
         except TimeoutError:
             note = (
                 f"; it also wrote output that is not JSON-RPC: {self._garbage}"
@@ -430,66 +544,23 @@ class ServerRunner:
             if self._refused:
                 note += f"; {self._refused}"
             raise McpCallError(
-                f"MCP server {name!r} did not answer {tool} within {timeout:g} s{note}"
+                f"MCP server {name!r} did not answer {what} within {timeout:g} s{note}"
             ) from None
         except McpError as exc:
             if exc.error.code == TOO_LARGE_CODE and exc.error.message.startswith("MCP server"):
                 raise McpCallError(exc.error.message) from None  # it names the server and cap
             if exc.error.code == _REQUEST_TIMEOUT:
                 raise McpCallError(
-                    f"MCP server {name!r} did not answer {tool} within {timeout:g} s"
+                    f"MCP server {name!r} did not answer {what} within {timeout:g} s"
                 ) from None
-            raise McpCallError(f"MCP server {name!r} failed {tool}: {exc.error.message}") from None
+            raise McpCallError(f"MCP server {name!r} failed {what}: {exc.error.message}") from None
         except Exception as exc:
             raise McpCallError(
-                f"MCP server {name!r} gave an unusable answer to {tool}: {_describe(exc)}"
+                f"MCP server {name!r} gave an unusable answer to {what}: {_describe(exc)}"
             ) from None
-        return map_result(result, server=name, tool=tool)
 
 
-def _resource_text(
-    resource: types.TextResourceContents | types.BlobResourceContents,
-) -> dict[str, Any]:
-    from mcp import types
-
-    uri = str(resource.uri)
-    if isinstance(resource, types.TextResourceContents):
-        return {"type": "text", "text": f"[resource {uri}]\n{resource.text}"}
-    mime = resource.mimeType or "application/octet-stream"
-    if mime.startswith("image/"):
-        return {"type": "image", "data": resource.blob, "mimeType": mime}
-    size = len(resource.blob) * 3 // 4
-    return {"type": "text", "text": f"[resource {uri}: {mime}, about {size} bytes, not shown]"}
-
-
-def map_result(result: types.CallToolResult, *, server: str, tool: str) -> dict[str, Any]:
-    """``{"content", "is_error", "details"}`` for a ``ToolResult``."""
-    from mcp import types
-
-    content: list[dict[str, Any]] = []
-    for block in result.content:
-        if isinstance(block, types.TextContent):
-            content.append({"type": "text", "text": block.text})
-        elif isinstance(block, types.ImageContent):
-            content.append({"type": "image", "data": block.data, "mimeType": block.mimeType})
-        elif isinstance(block, types.AudioContent):
-            size = len(block.data) * 3 // 4
-            content.append(
-                {
-                    "type": "text",
-                    "text": f"[audio: {block.mimeType}, about {size} bytes, not shown]",
-                }
-            )
-        elif isinstance(block, types.ResourceLink):
-            content.append({"type": "text", "text": f"[resource link: {block.name} <{block.uri}>]"})
-        elif isinstance(block, types.EmbeddedResource):  # pyright: ignore[reportUnnecessaryIsInstance]
-            content.append(_resource_text(block.resource))
-    details: dict[str, Any] = {"server": server, "tool": tool}
-    structured = result.structuredContent
-    if structured is not None:
-        details["structuredContent"] = structured
-        if not content:
-            content.append({"type": "text", "text": json.dumps(structured, ensure_ascii=False)})
-    if not content:
-        content.append({"type": "text", "text": "(no output)"})
-    return {"content": content, "is_error": bool(result.isError), "details": details}
+def _progress_text(done: float, total: float | None, message: str | None) -> str:
+    """``3/10 · message`` (``3`` without a total; numbers without a needless ``.0``)."""
+    text = f"{done:g}/{total:g}" if total else f"{done:g}"
+    return f"{text} · {message}" if message else text

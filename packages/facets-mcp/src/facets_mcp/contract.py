@@ -13,7 +13,7 @@ This module imports no host code (no Textual, no harness, no MCP SDK).
 from __future__ import annotations
 
 import re
-from typing import Literal, NotRequired, Protocol, TypedDict
+from typing import Any, Literal, NotRequired, Protocol, TypedDict
 
 from chord import Context, ReplicatedState, define_service
 
@@ -25,6 +25,7 @@ __all__ = [
     "McpServers",
     "McpServersApi",
     "McpState",
+    "McpTemplate",
     "McpTool",
     "ServerState",
     "tool_name",
@@ -50,6 +51,14 @@ class McpResource(TypedDict):
     mimeType: NotRequired[str]
 
 
+class McpTemplate(TypedDict):
+    """A resource template (RFC 6570 ``uriTemplate``): read with the URI filled in."""
+
+    uriTemplate: str
+    name: str
+    description: NotRequired[str]
+
+
 class McpPrompt(TypedDict):
     name: str
     description: NotRequired[str]
@@ -71,6 +80,9 @@ class McpServer(TypedDict):
     tools: list[McpTool]
     resources: list[McpResource]
     prompts: list[McpPrompt]
+    templates: NotRequired[list[McpTemplate]]
+    notes: NotRequired[list[str]]
+    """What is not offered, and why (a tool that requires task-augmented execution)."""
     restarts: int
     """How many times it was started again after dying."""
     retryInSeconds: NotRequired[float]
@@ -101,6 +113,14 @@ class McpServersApi(Protocol):
     async def restart(self, name: str, ctx: Context) -> None:
         """Stop server ``name`` and start it again now (no backoff); raises
         ``service_invalid_value`` for an unknown name."""
+        ...
+
+    async def get_prompt(
+        self, server: str, prompt: str, arguments: dict[str, str], ctx: Context
+    ) -> dict[str, Any]:
+        """``prompts/get`` of ``prompt`` of ``server``: ``{"messages": [{"role", "text"}]}``,
+        or ``{"error": why}`` when the server failed (not ready, an unknown prompt, a missing
+        argument); raises ``service_invalid_value`` for an unknown server."""
         ...
 
 

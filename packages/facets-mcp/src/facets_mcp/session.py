@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 
 from .config import load_config
 from .contract import McpServer, McpServers, McpState, tool_name
+from .offers import ProgressSlot, instructions_registration, resource_tools
 
 __all__ = ["McpConnections", "McpHost", "connections_facet", "session_facet"]
 
@@ -96,6 +97,8 @@ class McpHost:
         self._registered: dict[str, tuple[Any, Callable[[], None]]] = {}
         self._closing = False
         self._lock = anyio.Lock()
+        self._extras: list[Callable[[], None]] = []
+        self._resource_tools = False
 
     # -- the service ---------------------------------------------------------------------------
     async def restart(self, name: Any, ctx: Context) -> None:
@@ -106,6 +109,21 @@ class McpHost:
                 "service_invalid_value", f"Unknown MCP server {name!r} (configured: {known})"
             )
         runner.restart()
+
+    async def get_prompt(self, server: Any, prompt: Any, arguments: Any, ctx: Context) -> Any:
+        runner = self._runners.get(server) if isinstance(server, str) else None
+        if runner is None or self._closing:
+            known = ", ".join(self._order) or "none"
+            raise RemoteServiceError(
+                "service_invalid_value", f"Unknown MCP server {server!r} (configured: {known})"
+            )
+        from .client import McpCallError  # imported already: a runner exists
+
+        wanted = {str(k): str(v) for k, v in dict(arguments or {}).items()}
+        try:
+            return {"messages": await runner.get_prompt(str(prompt), wanted)}
+        except McpCallError as exc:
+            return {"error": str(exc)}
 
     # -- lifecycle -----------------------------------------------------------------------------
     def _services(self) -> Mapping[str, Any]:
@@ -147,6 +165,10 @@ class McpHost:
         cwd = str(workspace) if workspace is not None else None
         from .client import ServerRunner  # the MCP SDK: imported only when a server is configured
 
+        self._extras.append(
+            self._harness.add_registration(instructions_registration(lambda: self._runners))
+        )
+
         for spec in config.servers:
             runner = ServerRunner(
                 spec,
@@ -155,6 +177,7 @@ class McpHost:
                 environment=ChildEnvironment.of(services),
                 inherit=env,
                 max_message_bytes=config.max_message_bytes,
+                root=str(project) if project is not None else cwd,
             )
             self._runners[spec.name] = runner
             self._closers.append(self._connections.spawn(spec.name, _Connection(runner)))
@@ -167,6 +190,9 @@ class McpHost:
         for _declarations, remove in self._registered.values():
             remove()
         self._registered.clear()
+        for remove in reversed(self._extras):
+            remove()
+        self._extras.clear()
         self._runners.clear()
 
     # -- news from a runner (on the worker's loop) ----------------------------------------------
@@ -196,9 +222,30 @@ class McpHost:
                     t for t in self._servers.get(name, server)["tools"] if t["name"] in kept
                 ]
             if server["state"] == "ready":  # selected before the state says ready
-                await self._select(self._names(name))
+                names = self._names(name)
+                if not self._resource_tools and (server["resources"] or server.get("templates")):
+                    self._resource_tools = True
+                    names += self._add_resource_tools()
+                await self._select(names)
             self._servers[name] = shown
             self._publish_state()
+
+    def _add_resource_tools(self) -> list[str]:
+        """Register ``mcp__list_resources`` and ``mcp__read_resource`` (once a server offers
+        resources); returns their names."""
+        declarations = resource_tools(lambda: self._runners)
+
+        def install(h: Any) -> Callable[[], None]:
+            removers = [h.register_tool(d) for d in declarations if d.name not in h.tools.names()]
+
+            def undo() -> None:
+                for remove in reversed(removers):
+                    remove()
+
+            return undo
+
+        self._extras.append(self._harness.add_registration(install))
+        return [d.name for d in declarations]
 
     def _names(self, server: str) -> list[str]:
         registered = self._registered.get(server)
@@ -281,9 +328,14 @@ class McpHost:
                 )
             from .client import McpCallError  # imported already: a runner exists
 
+            progress = ProgressSlot(api)
+            piece: dict[str, Any] = {}
             try:
                 with cancel_scope(ctx):
-                    piece = await runner.call_tool(tool, dict(args))
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(progress.run, ctx)
+                        piece = await runner.call_tool(tool, dict(args), progress.heard)
+                        group.cancel_scope.cancel()
             except McpCallError as exc:
                 return ToolResult.text(str(exc), is_error=True)
             return ToolResult(
