@@ -13,7 +13,8 @@ from mcp_support import SDK_LEAKS, session, stdio_server, write_config
 
 from chord.context import BACKGROUND
 from facets_mcp.client import GIVE_UP_AFTER
-from facets_mcp.tui import panel_text
+from facets_mcp.tui import panel_text, prompt_arguments
+from pico3.models.faux import faux_response
 from facets_mcp.tui import tui_facet as mcp_tui_facet
 
 pytestmark = [pytest.mark.anyio, *SDK_LEAKS]
@@ -101,3 +102,25 @@ def test_panel_text_puts_failed_servers_first() -> None:
     failed = {"name": "b", "transport": "http", "state": "failed", "error": "refused", "tools": []}
     text = panel_text({"servers": [ready, failed], "errors": []})
     assert text.index("✗ b (http) failed") < text.index("● a (stdio) ready")
+
+
+async def test_a_servers_prompt_is_a_command_that_sends_its_text(tmp_path: Path) -> None:
+    write_config(tmp_path / "config", {"x": stdio_server("--extras")})
+    app = DialogApp()
+    async with session(tmp_path, [faux_response("compared")]) as s, app.run_test() as pilot:
+        await s.server("x", "ready")
+        async with presentation(s.host, [mcp_tui_facet], app.tui, s.group):
+            await pilot.pause()
+            assert {"mcp__x__compare", "mcp__x__review"} <= set(app.tui.commands)
+            line = "/mcp__x__compare apples 'big green pears'"
+            assert await app.tui.run_command(line, BACKGROUND) is True
+            root = await s.root()
+            await root.wait_for_idle(BACKGROUND)
+            (user,) = await root.entries(BACKGROUND, kind="pi.user")
+            assert "Compare apples with big green pears" in repr(user.model)
+
+
+def test_prompt_arguments_fill_in_order_and_by_name() -> None:
+    assert prompt_arguments(["a", "b"], "one two three") == {"a": "one", "b": "two three"}
+    assert prompt_arguments(["a", "b"], "b=x 'y z'") == {"b": "x", "a": "y z"}
+    assert prompt_arguments(["code"], "") == {}

@@ -6,22 +6,40 @@ problems above; the list scrolls (arrows, Page Up/Down), so no server is out of 
 server shows its details (:func:`server_lines`): the reason it failed, the last lines of its
 stderr, whether it is tried again or was given up on, its tools, resources and prompts, and
 the tools left out (task-augmented ones); **Restart** starts it again at once. ``/mcp restart
-NAME`` does that without the screen. :func:`panel_text` is the whole state as text (the same
+NAME`` does that without the screen.
+
+Every prompt of a ready server is a command ``/mcp__<server>__<prompt> ARGS``
+(:func:`prompt_command`): the words of ``ARGS`` fill the prompt's arguments in order (quote a
+word with spaces; the last argument takes the rest; ``name=value`` names one), the server's
+prompt is fetched (``prompts/get``) and its text is sent to the root conversation as your
+message. The commands follow the servers (a ``list_changed`` adds or removes them). :func:`panel_text` is the whole state as text (the same
 lines, failed servers first). The facet holds no authority and no state of its own; every text
 is made inert (:func:`chord.inert`): a server's names, errors and stderr are the server's.
 """
 
 from __future__ import annotations
 
+import logging
+import shlex
+from collections.abc import Callable
 from typing import Any, cast
 
-from chord import Context, FacetEnvironment, define_facet, inert
+from chord import Context, Delivery, FacetEnvironment, define_facet, inert
 from chord.textual import Choice, Tui
+from pico3 import ConversationService
 
-from .contract import McpServers
+from .contract import McpServers, tool_name
 
-__all__ = ["panel_text", "server_lines", "sorted_servers", "tui_facet"]
+__all__ = [
+    "panel_text",
+    "prompt_arguments",
+    "prompt_command",
+    "server_lines",
+    "sorted_servers",
+    "tui_facet",
+]
 
+_log = logging.getLogger("facets_mcp")
 _ICONS = {"starting": "◐", "ready": "●", "failed": "✗", "stopped": "○"}
 _ORDER = {"failed": 0, "stopped": 1, "starting": 2, "ready": 3}
 NONE_CONFIGURED = (
@@ -85,6 +103,32 @@ def server_lines(server: dict[str, Any]) -> list[str]:
     return lines
 
 
+def prompt_command(server: str, prompt: str) -> str:
+    """The command of ``prompt`` of ``server``: ``mcp__<server>__<prompt>`` (as tools are named)."""
+    return tool_name(server, prompt)
+
+
+def prompt_arguments(names: list[str], text: str) -> dict[str, str]:
+    """``text`` (the words after the command) as the prompt's arguments ``names``: in order,
+    the last taking the rest; a word ``name=value`` names one. Raises ``ValueError`` for
+    unbalanced quotes."""
+    words = shlex.split(text)
+    found: dict[str, str] = {}
+    rest: list[str] = []
+    for word in words:
+        key, sep, value = word.partition("=")
+        if sep and key in names and key not in found:
+            found[key] = value
+        else:
+            rest.append(word)
+    free = [n for n in names if n not in found]
+    for i, name in enumerate(free):
+        if i >= len(rest):
+            break
+        found[name] = " ".join(rest[i:]) if i == len(free) - 1 else rest[i]
+    return found
+
+
 def panel_text(state: Any) -> str:
     """The whole state as text (failed servers first), made inert (:func:`chord.inert`)."""
     if not isinstance(state, dict):
@@ -105,6 +149,77 @@ def tui_facet(env: FacetEnvironment) -> None:
     """Offer ``/mcp`` (the servers' screen) and ``/mcp restart NAME``."""
     tui = env.use(Tui)
     servers = env.use(McpServers)
+
+    roots: list[Any] = []
+    commands: dict[str, tuple[tuple[str, str, tuple[str, ...]], Callable[[], None]]] = {}
+    active = [False]
+
+    async def follow(conversation: Any, ctx: Context) -> None:
+        info = conversation.conversation.value
+        if isinstance(info, dict) and ("parent" in info or "owner" in info):
+            return  # a subagent's or a fork's: prompts go to the root
+        roots.append(conversation)
+        try:
+            await ctx.wait_cancelled()
+        finally:
+            roots.remove(conversation)
+
+    def run_prompt(server: str, prompt: str, names: tuple[str, ...]) -> Any:
+        async def handler(args: str, ctx: Context) -> None:
+            try:
+                arguments = prompt_arguments(list(names), args)
+            except ValueError as exc:
+                tui.notify(f"/{prompt_command(server, prompt)}: {exc}", severity="warning")
+                return
+            got = await servers.get_prompt(server, prompt, arguments, ctx)
+            if "error" in got:
+                tui.notify(inert(str(got["error"])), severity="error")
+                return
+            text = "\n\n".join(m["text"] for m in got.get("messages") or [])
+            if not roots:
+                tui.notify("No conversation to send the prompt to", severity="error")
+                return
+            await roots[-1].send({"content": text}, ctx)
+
+        return handler
+
+    def sync(value: Any) -> None:
+        """Register a command per ready server's prompt; drop the ones gone."""
+        wanted: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+        for server in sorted_servers(value):
+            if server.get("state") != "ready":
+                continue
+            for prompt in server.get("prompts") or []:
+                key = (str(server.get("name")), str(prompt.get("name")))
+                names = tuple(str(a) for a in prompt.get("arguments") or [])
+                wanted[prompt_command(*key)] = (*key, names)
+        for name in list(commands):
+            if wanted.get(name) != commands[name][0]:
+                commands.pop(name)[1]()
+        for name, (server, prompt, names) in wanted.items():
+            if name in commands:
+                continue
+            usage = " ".join(f"<{n}>" for n in names)
+            try:
+                remove = tui.register_command(
+                    name,
+                    inert(f"MCP prompt {prompt} of {server}" + (f": {usage}" if usage else "")),
+                    run_prompt(server, prompt, names),
+                )
+            except ValueError as exc:  # a name taken by another command: that one stays
+                _log.warning("MCP prompt %s of %s is not a command: %s", prompt, server, exc)
+                continue
+            commands[name] = ((server, prompt, names), remove)
+
+    def on_state(value: Any, _ctx: Context, _delivery: Delivery) -> None:
+        if active[0]:
+            sync(value)
+
+    def drop_all() -> None:
+        active[0] = False
+        for _key, remove in commands.values():
+            remove()
+        commands.clear()
 
     async def restart(name: str, ctx: Context) -> None:
         await servers.restart(name, ctx)
@@ -169,10 +284,15 @@ def tui_facet(env: FacetEnvironment) -> None:
         await screen(ctx)
 
     def activate() -> None:
+        active[0] = True
+        env.own(drop_all)
+        env.own(servers.state.subscribe(on_state))
+        sync(servers.state.value)
         env.own(
             tui.register_command(
                 "mcp", "Show the MCP servers, their tools, resources and prompts", command
             )
         )
 
+    env.observe(ConversationService, follow)
     env.on_activate(activate)
