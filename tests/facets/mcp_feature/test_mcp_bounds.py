@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import json
 import resource
+import subprocess
+import sys
 from pathlib import Path
 
+import anyio
 import pytest
-from mcp_support import SDK_LEAKS, session, stdio_server, write_config
+from mcp_support import SDK_LEAKS, SERVER, free_port, session, stdio_server, write_config
 
+from chord.context import BACKGROUND
 from facets_mcp.stdio import _request_id  # pyright: ignore[reportPrivateUsage]
 from pico3.models.faux import faux_response, faux_tool_call
 
@@ -53,3 +57,36 @@ def test_the_id_of_a_refused_answer_is_read_from_its_head_only() -> None:
     # an "id" inside the result is not the answer's
     assert _request_id(b'{"jsonrpc":"2.0","result":{"id":3}') is None
     assert _request_id(b"not json at all") is None
+
+
+async def test_an_oversized_http_reply_is_refused_too(tmp_path: Path) -> None:
+    port = free_port()
+    process = await anyio.open_process(
+        [sys.executable, SERVER, "--http", str(port), "--name", "web", "--big"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        server = {"type": "http", "url": f"http://127.0.0.1:{port}/mcp"}
+        path = write_config(tmp_path / "config", {"web": server})
+        path.write_text(json.dumps({**json.loads(path.read_text()), "max_message_bytes": MIB}))
+        script = [
+            faux_response(faux_tool_call("mcp__web__big", {"megabytes": 8}, id="c0")),
+            faux_response(faux_tool_call("mcp__web__echo", {"text": "still here"}, id="c1")),
+            faux_response("done"),
+        ]
+        async with session(tmp_path, script) as s:
+            await s.server("web", "failed", "ready")
+            await s.mcp.restart("web", BACKGROUND)  # the server may have come after the first try
+            await s.server("web", "ready")
+            huge, echo = await s.turn()
+        assert huge["isError"] is True
+        assert huge["content"][0]["text"].startswith(
+            "MCP server 'web' sent a message of more than 1048576 bytes"
+        )
+        assert echo["content"][0]["text"] == "echo: still here"
+    finally:
+        process.terminate()
+        with anyio.fail_after(10):
+            await process.wait()
+        await process.aclose()

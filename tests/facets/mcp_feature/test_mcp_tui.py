@@ -14,8 +14,8 @@ from mcp_support import SDK_LEAKS, session, stdio_server, write_config
 from chord.context import BACKGROUND
 from facets_mcp.client import GIVE_UP_AFTER
 from facets_mcp.tui import panel_text, prompt_arguments
-from pico3.models.faux import faux_response
 from facets_mcp.tui import tui_facet as mcp_tui_facet
+from pico3.models.faux import faux_response
 
 pytestmark = [pytest.mark.anyio, *SDK_LEAKS]
 

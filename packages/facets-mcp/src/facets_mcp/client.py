@@ -301,8 +301,12 @@ class ServerRunner:
             else:
                 import httpx
 
+                from .http_bound import BoundedTransport
+
                 client = httpx.AsyncClient(
-                    headers=dict(spec.headers), timeout=httpx.Timeout(30.0, read=300.0)
+                    headers=dict(spec.headers),
+                    timeout=httpx.Timeout(30.0, read=300.0),
+                    transport=BoundedTransport(self._max_bytes, spec.name),
                 )
                 await stack.enter_async_context(client)
                 read, write, _ = await stack.enter_async_context(

@@ -330,14 +330,17 @@ class McpHost:
 
             progress = ProgressSlot(api)
             piece: dict[str, Any] = {}
-            try:
-                with cancel_scope(ctx):
-                    async with anyio.create_task_group() as group:
-                        group.start_soon(progress.run, ctx)
+            failed: list[str] = []
+            with cancel_scope(ctx):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(progress.run, ctx)
+                    try:  # caught here: a task group would wrap it in a group
                         piece = await runner.call_tool(tool, dict(args), progress.heard)
-                        group.cancel_scope.cancel()
-            except McpCallError as exc:
-                return ToolResult.text(str(exc), is_error=True)
+                    except McpCallError as exc:
+                        failed.append(str(exc))
+                    group.cancel_scope.cancel()
+            if failed:
+                return ToolResult.text(failed[0], is_error=True)
             return ToolResult(
                 content=piece["content"], is_error=piece["is_error"], details=piece["details"]
             )
