@@ -49,6 +49,9 @@ async def test_the_screen_lists_every_server_failed_first_and_gives_up_on_a_miss
             group.start_soon(app.tui.run_command, "/mcp", BACKGROUND)
             screen = await app.shown_dialog(pilot)
             assert dialog_title(screen) == "MCP servers"
+            assert "Not supported (servers are told so when they connect): sampling, " in (
+                dialog_body(screen)
+            )
             options = dialog_options(screen)
             # every server is listed (15 > the 12 lines the old panel had), failed ones first
             assert len(options) == MISSING + 3  # + echo, broken, Close
@@ -100,8 +103,10 @@ def test_panel_text_without_servers_says_where_to_configure() -> None:
 def test_panel_text_puts_failed_servers_first() -> None:
     ready = {"name": "a", "transport": "stdio", "state": "ready", "tools": []}
     failed = {"name": "b", "transport": "http", "state": "failed", "error": "refused", "tools": []}
+    ready["notes"] = ["tool 'q' is hidden: it requires task-augmented execution"]
     text = panel_text({"servers": [ready, failed], "errors": []})
     assert text.index("✗ b (http) failed") < text.index("● a (stdio) ready")
+    assert "    note: tool 'q' is hidden: it requires task-augmented execution" in text
 
 
 async def test_a_servers_prompt_is_a_command_that_sends_its_text(tmp_path: Path) -> None:

@@ -42,6 +42,10 @@ __all__ = [
 _log = logging.getLogger("facets_mcp")
 _ICONS = {"starting": "◐", "ready": "●", "failed": "✗", "stopped": "○"}
 _ORDER = {"failed": 0, "stopped": 1, "starting": 2, "ready": 3}
+NOT_SUPPORTED = (
+    "Not supported (servers are told so when they connect): sampling, elicitation, "
+    "task-augmented tools (hidden)"
+)
 NONE_CONFIGURED = (
     "(none configured: add mcpServers to ~/.config/coding-agent/mcp.json "
     "or a trusted project's .mcp.json)"
@@ -141,6 +145,7 @@ def panel_text(state: Any) -> str:
         lines.append("  " + NONE_CONFIGURED)
     for server in servers:
         lines += server_lines(server)
+    lines.append(NOT_SUPPORTED)
     return inert("\n".join(lines))
 
 
@@ -233,8 +238,8 @@ def tui_facet(env: FacetEnvironment) -> None:
                 state = state if isinstance(state, dict) else {}
                 listed = sorted_servers(state)
                 body = "\n".join(f"! {e}" for e in state.get("errors") or [])
-                if not listed:
-                    body = "\n".join(filter(None, [body, NONE_CONFIGURED]))
+                body = "\n".join(filter(None, [body, NONE_CONFIGURED if not listed else ""]))
+                body = "\n".join(filter(None, [body, NOT_SUPPORTED]))
                 choices = [
                     Choice(
                         str(server.get("name")),
