@@ -367,6 +367,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "McpServers",
             "McpServersApi",
             "McpState",
+            "McpTemplate",
             "McpTool",
             "SERVER_STATES",
             "ServerState",
