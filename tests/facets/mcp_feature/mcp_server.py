@@ -1,7 +1,8 @@
 """A real MCP server for the tests, written with the SDK's FastMCP.
 
 ``python mcp_server.py [--http PORT] [--name NAME] [--marker FILE] [--ansi] [--env-dump FILE]``:
-stdio by default, streamable HTTP on 127.0.0.1:PORT with ``--http``. With ``--marker`` the server
+stdio by default, streamable HTTP on 127.0.0.1:PORT with ``--http`` (answers as SSE streams, or
+as JSON bodies with ``--json-response``). With ``--marker`` the server
 appends one line to FILE each time it starts (the restart tests count them). With ``--ansi`` it
 has one more tool, ``ansi``, whose result holds terminal escapes (a conceal code, an OSC window
 title, a bidi override): what a hostile server could send. With ``--env-dump FILE`` it writes its
@@ -97,7 +98,13 @@ def add_extras(server: FastMCP) -> None:
 
 
 def build(
-    name: str, port: int, *, ansi: bool = False, big: bool = False, extras: bool = False
+    name: str,
+    port: int,
+    *,
+    ansi: bool = False,
+    big: bool = False,
+    extras: bool = False,
+    json_response: bool = False,
 ) -> FastMCP:
     server = TaskServer(
         name,
@@ -105,6 +112,7 @@ def build(
         port=port,
         log_level="WARNING",
         instructions=INSTRUCTIONS if extras else None,
+        json_response=json_response,
     )
     if extras:
         add_extras(server)
@@ -175,6 +183,7 @@ def main() -> None:
     parser.add_argument("--env-dump", default="")
     parser.add_argument("--big", action="store_true", help="add the tool 'big'")
     parser.add_argument("--extras", action="store_true", help="instructions, templates, ...")
+    parser.add_argument("--json-response", action="store_true", help="HTTP: JSON, not SSE")
     args = parser.parse_args()
     if args.env_dump:
         with open(args.env_dump, "w") as f:
@@ -185,7 +194,14 @@ def main() -> None:
     if args.fail:
         sys.stderr.write("cannot start: missing API key\n")
         sys.exit(2)
-    server = build(args.name, args.http, ansi=args.ansi, big=args.big, extras=args.extras)
+    server = build(
+        args.name,
+        args.http,
+        ansi=args.ansi,
+        big=args.big,
+        extras=args.extras,
+        json_response=args.json_response,
+    )
     server.run("streamable-http" if args.http else "stdio")
 
 

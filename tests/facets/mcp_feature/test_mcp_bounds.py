@@ -59,10 +59,12 @@ def test_the_id_of_a_refused_answer_is_read_from_its_head_only() -> None:
     assert _request_id(b"not json at all") is None
 
 
-async def test_an_oversized_http_reply_is_refused_too(tmp_path: Path) -> None:
+@pytest.mark.parametrize("answers", ["sse", "json"])
+async def test_an_oversized_http_reply_is_refused_too(tmp_path: Path, answers: str) -> None:
     port = free_port()
+    json_response = ["--json-response"] if answers == "json" else []
     process = await anyio.open_process(
-        [sys.executable, SERVER, "--http", str(port), "--name", "web", "--big"],
+        [sys.executable, SERVER, "--http", str(port), "--name", "web", "--big", *json_response],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
