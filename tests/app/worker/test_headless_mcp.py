@@ -82,3 +82,25 @@ async def test_headless_waits_no_longer_than_startup_timeout(
         "coding-agent: warning: MCP server slow was not ready after 0.5 s (startup_timeout in "
         "mcp.json); going on without its tools\n"
     )
+
+
+async def test_headless_declines_a_servers_elicitation(
+    session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    servers = {"x": {"command": sys.executable, "args": [SERVER, "--extras"]}}
+    env = _config(tmp_path, agent_env, {"mcpServers": servers})
+    script = write_script(
+        tmp_path / "s.json",
+        [{"toolCalls": [{"name": "mcp__x__ask", "arguments": {}}]}, {"text": "done"}],
+    )
+    config = WorkerConfig(session, faux_script=script, env=env)
+    out, err = io.StringIO(), io.StringIO()
+    code = await run_headless("go", config, mode="json", out=out, err=err, approve="allow")
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    (result,) = [
+        line["entry"]
+        for line in lines
+        if line["type"] == "entry.added" and line["entry"]["kind"] == "pi.tool_result"
+    ]
+    assert result["model"][0]["content"][0]["text"] == "decline"
+    assert code == 0 and err.getvalue() == ""

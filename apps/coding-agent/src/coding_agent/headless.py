@@ -7,7 +7,7 @@ open_session_host`, no socket) plus a small presentation facet that does what a 
   event of every revision (``view["commit"]["events"]``) on, in order;
 * it answers the features' dialogs, since nobody is there to click: an approval gets the
   ``approve`` policy (``"deny"`` by default: a headless run never runs ``bash`` or edits files
-  unless told to), a question is cancelled. The dialog services are named by id only
+  unless told to), a question is cancelled, an MCP server's elicitation is declined. The dialog services are named by id only
   (``pi.approval-dialog``, ``pi.question-dialog``); the app imports no feature package.
 
 * it waits, before the first request, for the configured MCP servers (the ``mcp.servers``
@@ -93,6 +93,9 @@ APPROVAL_DIALOGS = define_service("pi.approval-dialog")
 
 QUESTION_DIALOGS = define_service("pi.question-dialog")
 """The question feature's dialogs, by id (``submit({"outcome", "answer"?, "by"?})``)."""
+
+MCP_ELICITATIONS = define_service("mcp.elicitation")
+"""The MCP feature's elicitations, by id (``submit({"action", "content"?})``)."""
 
 _FEATURE_SERVICES = {"facets-approval": APPROVAL_DIALOGS, "facets-question": QUESTION_DIALOGS}
 
@@ -254,6 +257,12 @@ def _responders(
         facets.append(_responder(APPROVAL_DIALOGS, decide))
     if "facets-question" in features:
         facets.append(_responder(QUESTION_DIALOGS, cancel))
+    if "facets-mcp" in features:  # a server asking the user: nobody to ask
+
+        async def decline(dialog: Any, ctx: Context) -> None:
+            await dialog.submit({"action": "decline"}, ctx)
+
+        facets.append(_responder(MCP_ELICITATIONS, decline))
     return facets
 
 

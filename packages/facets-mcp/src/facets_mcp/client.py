@@ -47,8 +47,8 @@ from .contract import (
     ServerState,
     tool_name,
 )
-from .listing import list_prompts, list_resources, list_templates, list_tools
-from .results import map_contents, map_result, resource_text
+from .listing import list_prompts, list_resources, list_templates, list_tools, needs_task
+from .results import map_contents, map_result, progress_text, resource_text
 from .stdio import TOO_LARGE_CODE, MessageTooLarge, bounded_stdio_client
 
 __all__ = [
@@ -111,12 +111,6 @@ def _tail(text: str) -> str:
     return text[-STDERR_TAIL:] if len(text) > STDERR_TAIL else text
 
 
-def _needs_task(tool: types.Tool) -> bool:
-    """Whether ``tool`` must be called task-augmented (``execution.taskSupport: required``)."""
-    execution = tool.execution
-    return execution is not None and execution.taskSupport == "required"
-
-
 def _schema(raw: Any) -> dict[str, Any]:
     schema: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
     schema.setdefault("type", "object")
@@ -165,6 +159,7 @@ class ServerRunner:
         self._templates: list[McpTemplate] = []
         self._notes: list[str] = []
         self._changed: set[str] = set()
+        self._askers: list[Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]] = []
         self._change = anyio.Event()
         self._restart_now = anyio.Event()
         self._stderr: TextIO | None = None
@@ -326,6 +321,7 @@ class ServerRunner:
                     write,
                     list_roots_callback=self._list_roots,
                     message_handler=self._on_message,
+                    elicitation_callback=self._elicitation,
                 )
             )
             with anyio.fail_after(INIT_TIMEOUT):
@@ -403,12 +399,12 @@ class ServerRunner:
             return
         if "tools" in kinds:
             tools = await list_tools(session) if caps.tools else []
-            self._tools = [t for t in tools if not _needs_task(t)]
+            self._tools = [t for t in tools if not needs_task(t)]
             self._notes = [
                 f"tool {t.name!r} is hidden: it requires task-augmented execution, which this "
                 "client does not support"
                 for t in tools
-                if _needs_task(t)
+                if needs_task(t)
             ]
         if "resources" in kinds:
             self._resources = await list_resources(session) if caps.resources else []
@@ -460,6 +456,25 @@ class ServerRunner:
             roots=[types.Root(uri=FileUrl(path.as_uri()), name=path.name or str(path))]
         )
 
+    async def _elicitation(self, context: Any, params: Any) -> Any:
+        """``elicitation/create``: asked through the newest running call's ``on_elicit`` (its
+        tool call records the answer); outside a call it is refused."""
+        from mcp import types
+
+        del context
+        if not self._askers:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message="this client answers elicitations only during a tool call",
+            )
+        request: dict[str, Any] = {"message": params.message, "mode": params.mode}
+        if isinstance(params, types.ElicitRequestURLParams):
+            request["url"] = params.url
+        else:
+            request["schema"] = params.requestedSchema
+        answer = await self._askers[-1](request)
+        return types.ElicitResult(action=answer["action"], content=answer.get("content"))
+
     @property
     def instructions(self) -> str:
         """The server's ``instructions`` from ``initialize`` (empty when none, or not ready)."""
@@ -471,25 +486,38 @@ class ServerRunner:
         tool: str,
         arguments: dict[str, Any],
         on_progress: Callable[[str], None] | None = None,
+        on_elicit: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None = None,
     ) -> dict[str, Any]:
         """Call ``tool``; returns :func:`map_result`'s pieces or raises :class:`McpCallError`.
-        ``on_progress`` hears each progress notification as one line (``3/10 · message``)."""
+        ``on_progress`` hears each progress notification as one line (``3/10 · message``);
+        ``on_elicit`` answers the server's elicitations while the call runs (an
+        :class:`~.contract.ElicitationRequest` without ``server`` in, an
+        :class:`~.contract.ElicitationResponse` out)."""
 
         async def heard(progress: float, total: float | None, message: str | None) -> None:
             if on_progress is not None:
-                on_progress(_progress_text(progress, total, message))
+                on_progress(progress_text(progress, total, message))
 
+        if on_elicit is not None:
+            self._askers.append(on_elicit)
+        try:
+            result = await self._call(tool, arguments, heard if on_progress else None)
+        finally:
+            if on_elicit is not None:
+                self._askers.remove(on_elicit)
+        return map_result(result, server=self.spec.name, tool=tool)
+
+    async def _call(self, tool: str, arguments: dict[str, Any], heard: Any) -> types.CallToolResult:
         timeout = self.spec.timeout
-        result = await self._request(
+        return await self._request(
             tool,
             lambda session: session.call_tool(
                 tool,
                 arguments,
                 read_timeout_seconds=timedelta(seconds=timeout),
-                progress_callback=heard if on_progress is not None else None,
+                progress_callback=heard,
             ),
         )
-        return map_result(result, server=self.spec.name, tool=tool)
 
     async def read_resource(self, uri: str) -> list[dict[str, Any]]:
         """``resources/read`` of ``uri`` (a listed resource, or a template filled in)."""
@@ -562,9 +590,3 @@ class ServerRunner:
             raise McpCallError(
                 f"MCP server {name!r} gave an unusable answer to {what}: {_describe(exc)}"
             ) from None
-
-
-def _progress_text(done: float, total: float | None, message: str | None) -> str:
-    """``3/10 · message`` (``3`` without a total; numbers without a needless ``.0``)."""
-    text = f"{done:g}/{total:g}" if total else f"{done:g}"
-    return f"{text} · {message}" if message else text

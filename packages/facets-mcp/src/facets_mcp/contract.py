@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, NotRequired, Protocol, TypedDict
 
-from chord import Context, ReplicatedState, define_service
+from chord import Context, RemoteServiceError, ReplicatedState, define_service
 
 __all__ = [
     "SERVER_STATES",
@@ -134,3 +134,89 @@ def tool_name(server: str, tool: str) -> str:
     """The model-facing name of ``tool`` of ``server``: ``mcp__<server>__<tool>``, every
     character a provider refuses replaced by ``_``, at most 64 characters."""
     return _UNSAFE.sub("_", f"mcp__{server}__{tool}")[:64]
+
+
+# -- elicitation: a server asks the user, during a tool call -------------------------------------
+ELICITATION_ACTIONS = ("accept", "decline", "cancel")
+
+
+class ElicitationRequest(TypedDict):
+    """What a server asks (``elicitation/create``): ``form`` mode with a flat JSON Schema of
+    strings, numbers, integers, booleans and enums; or ``url`` mode (open a page)."""
+
+    server: str
+    message: str
+    mode: Literal["form", "url"]
+    schema: NotRequired[dict[str, Any]]
+    url: NotRequired[str]
+
+
+class ElicitationResponse(TypedDict):
+    action: Literal["accept", "decline", "cancel"]
+    content: NotRequired[dict[str, Any]]
+    """With ``accept`` in form mode: a value per property of the schema."""
+
+
+class ElicitationDialog(Protocol):
+    """One pending elicitation (a keyed instance of :data:`McpElicitations`)."""
+
+    @property
+    def request(self) -> ReplicatedState:
+        """Follows :class:`ElicitationRequest`; set once when the dialog opens."""
+        ...
+
+    async def submit(self, response: ElicitationResponse, ctx: Context) -> None:
+        """Answer it; raises ``service_invalid_value`` for a response that does not fit."""
+        ...
+
+
+McpElicitations = define_service("mcp.elicitation", ElicitationDialog)
+"""Keyed ``"<conversationId>:<callId>:<n>"``; provided by the session facet while a tool call
+waits for the answer. The TUI asks the user; ``-p``/``--json`` decline."""
+
+
+def _bad(why: str) -> RemoteServiceError:
+    return RemoteServiceError("service_invalid_value", f"elicitation response: {why}")
+
+
+def check_elicitation(response: Any, request: ElicitationRequest) -> ElicitationResponse:
+    """A checked copy of ``response`` for ``request``, else ``service_invalid_value`` naming the
+    field: the action is one of :data:`ELICITATION_ACTIONS`; an accepted form answers every
+    required property with a value of its type (an enum's one of its values)."""
+    if not isinstance(response, dict):
+        raise _bad("must be an object")
+    action = response.get("action")  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
+    if action not in ELICITATION_ACTIONS:
+        raise _bad(f"action must be one of {', '.join(ELICITATION_ACTIONS)}, got {action!r}")
+    if action != "accept" or request["mode"] != "form":
+        return {"action": action}  # pyright: ignore[reportReturnType]
+    content: Any = response.get("content") or {}  # pyright: ignore[reportUnknownMemberType]
+    if not isinstance(content, dict):
+        raise _bad("content must be an object")
+    schema = request.get("schema") or {}
+    properties: dict[str, Any] = schema.get("properties") or {}
+    checked: dict[str, Any] = {}
+    for name, value in content.items():  # pyright: ignore[reportUnknownVariableType]
+        spec = properties.get(str(name))  # pyright: ignore[reportUnknownArgumentType]
+        if not isinstance(spec, dict):
+            raise _bad(f"{name!r} is not a field of the form")
+        checked[str(name)] = _field(str(name), value, spec)  # pyright: ignore[reportUnknownArgumentType]
+    for name in schema.get("required") or []:
+        if name not in checked:
+            raise _bad(f"the required field {name!r} is missing")
+    return {"action": "accept", "content": checked}
+
+
+def _field(name: str, value: Any, spec: dict[str, Any]) -> Any:
+    kind = spec.get("type")
+    ok = {
+        "string": isinstance(value, str),
+        "boolean": isinstance(value, bool),
+        "integer": isinstance(value, int) and not isinstance(value, bool),
+        "number": isinstance(value, int | float) and not isinstance(value, bool),
+    }.get(str(kind), False)
+    if not ok:
+        raise _bad(f"{name!r} must be a {kind}, got {value!r}")
+    if "enum" in spec and value not in spec["enum"]:
+        raise _bad(f"{name!r} must be one of {spec['enum']!r}, got {value!r}")
+    return value

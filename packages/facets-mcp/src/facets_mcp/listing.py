@@ -9,7 +9,7 @@ if TYPE_CHECKING:
 
 from .contract import McpPrompt, McpResource, McpTemplate
 
-__all__ = ["list_prompts", "list_resources", "list_templates", "list_tools"]
+__all__ = ["list_prompts", "list_resources", "list_templates", "list_tools", "needs_task"]
 
 
 async def list_tools(session: ClientSession) -> list[types.Tool]:
@@ -68,3 +68,9 @@ async def list_prompts(session: ClientSession) -> list[McpPrompt]:
         cursor = page.nextCursor
         if not cursor:
             return found
+
+
+def needs_task(tool: types.Tool) -> bool:
+    """Whether ``tool`` must be called task-augmented (``execution.taskSupport: required``)."""
+    execution = tool.execution
+    return execution is not None and execution.taskSupport == "required"

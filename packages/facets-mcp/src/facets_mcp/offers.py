@@ -9,6 +9,10 @@
   templates) and ``mcp__read_resource`` (``server`` and ``uri``: a listed resource, or a
   template's URI filled in), registered once a server offers resources. Their names start with
   ``mcp__`` like every MCP tool, so the approval feature's rules for ``mcp__*`` apply.
+* **Elicitation**: :func:`elicitation_asker` answers a server's ``elicitation/create`` during
+  a call with a keyed instance of :data:`~.contract.McpElicitations` (the TUI asks the user,
+  ``-p``/``--json`` decline); the answer is a memo on the tool's slot (``elicitation-<n>``, the
+  n-th of the call) before the server gets it, so it is recorded once and never asked again.
 * **Progress**: :class:`ProgressSlot` puts a call's progress notifications in its tool slot's
   ``progress`` (the tool card shows it), newest first, one commit at a time.
 """
@@ -20,8 +24,18 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from chord import Context
-from pico3 import GENERATION_KIND, Harness, ToolApi, ToolDeclaration, ToolResult, define_section
+from chord import Context, MutableReplicatedState, ServiceSpawner, cancel_scope
+from pico3 import (
+    GENERATION_KIND,
+    MISSING,
+    Harness,
+    ToolApi,
+    ToolDeclaration,
+    ToolResult,
+    define_section,
+)
+
+from .contract import ElicitationRequest, ElicitationResponse, check_elicitation
 
 if TYPE_CHECKING:
     from .client import ServerRunner
@@ -32,6 +46,7 @@ __all__ = [
     "MAX_INSTRUCTIONS",
     "READ_RESOURCE",
     "ProgressSlot",
+    "elicitation_asker",
     "instructions_registration",
     "render_instructions",
     "resource_tools",
@@ -210,3 +225,54 @@ class ProgressSlot:
                 free["progress"] = line[:200]
 
             await self._api.progress(update, ctx)
+
+
+class _Elicitation:
+    """One open elicitation: the replicated request and ``submit``, which resolves the wait."""
+
+    def __init__(self, request: ElicitationRequest, state: MutableReplicatedState) -> None:
+        self._checked_against = request
+        self.request = state
+        self._answered = anyio.Event()
+        self._response: ElicitationResponse | None = None
+
+    async def submit(self, response: Any, ctx: Context) -> None:
+        del ctx
+        checked = check_elicitation(response, self._checked_against)  # raises before resolving
+        if self._response is None:
+            self._response = checked
+            self._answered.set()
+
+    async def wait(self, ctx: Context) -> ElicitationResponse:
+        with cancel_scope(ctx):
+            await self._answered.wait()
+        assert self._response is not None
+        return self._response
+
+
+def elicitation_asker(
+    server: str,
+    api: ToolApi,
+    ctx: Context,
+    dialogs: ServiceSpawner[Any],
+    state: Callable[[dict[str, Any]], MutableReplicatedState],
+) -> Callable[[dict[str, Any]], Any]:
+    """The ``on_elicit`` of one call of ``server`` (see the module docstring)."""
+    count = [0]
+
+    async def ask(raw: dict[str, Any]) -> dict[str, Any]:
+        count[0] += 1
+        name = f"elicitation-{count[0]}"
+        found = await api.memo(name, ctx)  # answered before a crash?
+        if found is not MISSING:
+            return found
+        request: ElicitationRequest = {"server": server, **raw}  # type: ignore[typeddict-item]
+        dialog = _Elicitation(request, state(dict(request)))
+        close = dialogs.spawn(f"{api.conversation_id}:{api.call_id}:{count[0]}", dialog)
+        try:
+            answer = await dialog.wait(ctx)
+        finally:
+            close()
+        return await api.memo(name, dict(answer), ctx)  # first writer wins
+
+    return ask

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mcp import types
 
-__all__ = ["map_contents", "map_result", "resource_text"]
+__all__ = ["map_contents", "map_result", "progress_text", "resource_text"]
 
 
 def resource_text(
@@ -69,3 +69,9 @@ def map_result(result: types.CallToolResult, *, server: str, tool: str) -> dict[
     if not content:
         content.append({"type": "text", "text": "(no output)"})
     return {"content": content, "is_error": bool(result.isError), "details": details}
+
+
+def progress_text(done: float, total: float | None, message: str | None) -> str:
+    """``3/10 · message`` (``3`` without a total; numbers without a needless ``.0``)."""
+    text = f"{done:g}/{total:g}" if total else f"{done:g}"
+    return f"{text} · {message}" if message else text

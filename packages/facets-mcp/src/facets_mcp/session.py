@@ -61,8 +61,8 @@ if TYPE_CHECKING:
     from .client import ServerRunner
 
 from .config import load_config
-from .contract import McpServer, McpServers, McpState, tool_name
-from .offers import ProgressSlot, instructions_registration, resource_tools
+from .contract import McpElicitations, McpServer, McpServers, McpState, tool_name
+from .offers import ProgressSlot, elicitation_asker, instructions_registration, resource_tools
 
 __all__ = ["McpConnections", "McpHost", "connections_facet", "session_facet"]
 
@@ -84,8 +84,12 @@ class McpHost:
         harness: HarnessServiceApi,
         state: MutableReplicatedState,
         connections: ServiceSpawner[Any],
+        elicitations: ServiceSpawner[Any] | None = None,
+        states: Callable[[dict[str, Any]], MutableReplicatedState] | None = None,
     ) -> None:
         self._harness = harness
+        self._elicitations = elicitations
+        self._states = states
         self.state = state
         self._connections = connections
         self._runners: dict[str, ServerRunner] = {}
@@ -247,6 +251,11 @@ class McpHost:
         self._extras.append(self._harness.add_registration(install))
         return [d.name for d in declarations]
 
+    def _asker(self, server: str, api: ToolApi, ctx: Context) -> Any:
+        if self._elicitations is None or self._states is None:
+            return None
+        return elicitation_asker(server, api, ctx, self._elicitations, self._states)
+
     def _names(self, server: str) -> list[str]:
         registered = self._registered.get(server)
         return [] if registered is None else [d.name for d in registered[0]]
@@ -335,7 +344,9 @@ class McpHost:
                 async with anyio.create_task_group() as group:
                     group.start_soon(progress.run, ctx)
                     try:  # caught here: a task group would wrap it in a group
-                        piece = await runner.call_tool(tool, dict(args), progress.heard)
+                        piece = await runner.call_tool(
+                            tool, dict(args), progress.heard, self._asker(server, api, ctx)
+                        )
                     except McpCallError as exc:
                         failed.append(str(exc))
                     group.cancel_scope.cancel()
@@ -354,7 +365,14 @@ def session_facet(env: FacetEnvironment) -> None:
     ``mcp.servers``."""
     harness = env.use(HarnessService)
     connections = env.provide_many(McpConnections)
-    host = McpHost(harness, env.replicated_state({"servers": [], "errors": []}), connections)
+    elicitations = env.provide_many(McpElicitations)
+    host = McpHost(
+        harness,
+        env.replicated_state({"servers": [], "errors": []}),
+        connections,
+        elicitations,
+        env.replicated_state,
+    )
     env.provide(McpServers, host)
 
     async def activate() -> None:

@@ -12,7 +12,12 @@ Every prompt of a ready server is a command ``/mcp__<server>__<prompt> ARGS``
 (:func:`prompt_command`): the words of ``ARGS`` fill the prompt's arguments in order (quote a
 word with spaces; the last argument takes the rest; ``name=value`` names one), the server's
 prompt is fetched (``prompts/get``) and its text is sent to the root conversation as your
-message. The commands follow the servers (a ``list_changed`` adds or removes them). :func:`panel_text` is the whole state as text (the same
+message. The commands follow the servers (a ``list_changed`` adds or removes them).
+
+A server's elicitation during a tool call (:data:`~.contract.McpElicitations`) is a dialog
+(:func:`ask_elicitation`): each field of its form in turn (an enum's values and a boolean's
+yes/no as choices, text and numbers typed), with **Decline** always offered and Escape
+cancelling; a ``url`` elicitation shows the page to open. :func:`panel_text` is the whole state as text (the same
 lines, failed servers first). The facet holds no authority and no state of its own; every text
 is made inert (:func:`chord.inert`): a server's names, errors and stderr are the server's.
 """
@@ -25,12 +30,13 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from chord import Context, Delivery, FacetEnvironment, define_facet, inert
-from chord.textual import Choice, Tui
+from chord.textual import Choice, Modal, Tui
 from pico3 import ConversationService
 
-from .contract import McpServers, tool_name
+from .contract import ElicitationResponse, McpElicitations, McpServers, tool_name
 
 __all__ = [
+    "ask_elicitation",
     "panel_text",
     "prompt_arguments",
     "prompt_command",
@@ -133,6 +139,78 @@ def prompt_arguments(names: list[str], text: str) -> dict[str, str]:
     return found
 
 
+_DECLINE = "\0decline"
+_SKIP = "\0skip"
+
+
+def _typed(kind: str, text: str) -> Any:
+    """``text`` as a ``kind`` value (``ValueError`` when it is not one)."""
+    if kind == "integer":
+        return int(text.strip())
+    if kind == "number":
+        return float(text.strip())
+    return text
+
+
+async def ask_elicitation(modal: Modal, request: Any) -> ElicitationResponse:
+    """Ask the user what an elicitation request asks (see the module docstring)."""
+    title = f"MCP server {request.get('server')} asks"
+    message = str(request.get("message") or "")
+    if request.get("mode") == "url":
+        picked = await modal.choose(
+            title,
+            [Choice("accept", "I opened it", key="o"), Choice(_DECLINE, "Decline", key="d")],
+            body=f"{message}\n\n{request.get('url')}",
+            hint="Open the page yourself · Escape: cancel",
+        )
+        if picked is None:
+            return {"action": "cancel"}
+        return {"action": "accept" if picked == "accept" else "decline"}
+    schema = request.get("schema") or {}
+    required = set(schema.get("required") or [])
+    content: dict[str, Any] = {}
+    for name, spec in (schema.get("properties") or {}).items():
+        kind = str(spec.get("type"))
+        label = str(spec.get("title") or name)
+        about = f" ({spec['description']})" if spec.get("description") else ""
+        choices: list[Choice] = []
+        if "enum" in spec:
+            choices = [Choice(str(v)) for v in spec["enum"]]
+        elif kind == "boolean":
+            choices = [Choice("true", "Yes", key="y"), Choice("false", "No", key="n")]
+        if name not in required:
+            choices.append(Choice(_SKIP, "Skip"))
+        choices.append(Choice(_DECLINE, "Decline"))
+        problem = ""
+        while True:
+            picked = await modal.choose(
+                title,
+                choices,
+                body=f"{message}\n\n{label}{about}{problem}",
+                allow_text="enum" not in spec and kind != "boolean",
+                hint="Escape: cancel",
+            )
+            if picked is None:
+                return {"action": "cancel"}
+            if picked == _DECLINE:
+                return {"action": "decline"}
+            if picked == _SKIP:
+                break
+            if kind == "boolean":
+                content[name] = picked == "true"
+                break
+            enum = spec.get("enum")
+            if enum is not None:
+                content[name] = next(v for v in enum if str(v) == picked)
+                break
+            try:
+                content[name] = _typed(kind, picked)
+                break
+            except ValueError:
+                problem = f"\n\n{picked!r} is not {'an' if kind == 'integer' else 'a'} {kind}"
+    return {"action": "accept", "content": content}
+
+
 def panel_text(state: Any) -> str:
     """The whole state as text (failed servers first), made inert (:func:`chord.inert`)."""
     if not isinstance(state, dict):
@@ -226,6 +304,15 @@ def tui_facet(env: FacetEnvironment) -> None:
             remove()
         commands.clear()
 
+    async def on_elicitation(dialog: Any, ctx: Context) -> None:
+        request = dialog.request.value
+        modal = await tui.acquire_modal(ctx)
+        try:
+            response = await ask_elicitation(modal, request)
+        finally:
+            modal.close()
+        await dialog.submit(response, ctx)
+
     async def restart(name: str, ctx: Context) -> None:
         await servers.restart(name, ctx)
         tui.notify(inert(f"Restarting MCP server {name}"))
@@ -300,4 +387,5 @@ def tui_facet(env: FacetEnvironment) -> None:
         )
 
     env.observe(ConversationService, follow)
+    env.observe(McpElicitations, on_elicitation)
     env.on_activate(activate)
