@@ -104,3 +104,34 @@ async def test_headless_declines_a_servers_elicitation(
     ]
     assert result["model"][0]["content"][0]["text"] == "decline"
     assert code == 0 and err.getvalue() == ""
+
+
+async def test_headless_sampling_follows_approve(
+    session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    servers = {"x": {"command": sys.executable, "args": [SERVER, "--extras"]}}
+    env = _config(tmp_path, agent_env, {"mcpServers": servers})
+    script = tmp_path / "s.json"
+    script.write_text(
+        json.dumps(
+            {
+                "steps": [
+                    {"toolCalls": [{"name": "mcp__x__sample", "arguments": {"topic": "tea"}}]},
+                    {"text": "done"},
+                ],
+                # the server's sampling request (its system prompt says "Be brief.")
+                "conversations": [{"when": "Be brief.", "steps": [{"text": "A drink."}]}],
+            }
+        )
+    )
+    config = WorkerConfig(session, faux_script=script, env=env)
+    out, err = io.StringIO(), io.StringIO()
+    code = await run_headless("go", config, mode="json", out=out, err=err, approve="allow")
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    (result,) = [
+        line["entry"]
+        for line in lines
+        if line["type"] == "entry.added" and line["entry"]["kind"] == "pi.tool_result"
+    ]
+    assert result["model"][0]["content"][0]["text"] == "sampled (faux/faux-1): A drink."
+    assert code == 0

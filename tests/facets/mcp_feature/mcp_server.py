@@ -12,7 +12,7 @@ With ``--extras`` it has ``instructions``, a resource template ``memo://note/{na
 ``compare(a, b)`` and the tools ``grow`` (adds the tool ``extra`` and the resource
 ``memo://extra``, then sends both ``list_changed``), ``roots`` (the client's roots),
 ``progress(release)`` (three progress notifications, then reads the FIFO ``release``),
-``ask`` (elicits a name, an age and a colour) and ``queued``, which requires task-augmented execution.
+``ask`` (elicits a name, an age and a colour), ``sample(topic)`` (asks the client's model) and ``queued``, which requires task-augmented execution.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import os
 import sys
 
 import anyio
-from mcp import types
+from mcp import McpError, types
 from mcp.server.fastmcp import Context, FastMCP, Image
 from pydantic import BaseModel, Field
 
@@ -100,6 +100,21 @@ def add_extras(server: FastMCP) -> None:
             person = result.data
             return f"hello {person.name} ({person.color}, {person.age})"
         return result.action
+
+    @server.tool(description="Asks the client's model to summarize a topic (sampling).")
+    async def sample(topic: str, ctx: Context) -> str:  # pyright: ignore[reportUnusedFunction]
+        message = types.SamplingMessage(
+            role="user", content=types.TextContent(type="text", text=f"Summarize {topic}")
+        )
+        try:
+            result = await ctx.session.create_message(
+                [message], max_tokens=64, system_prompt="Be brief."
+            )
+        except McpError as exc:
+            return f"refused: {exc.error.message}"
+        content = result.content
+        text = content.text if isinstance(content, types.TextContent) else "?"
+        return f"sampled ({result.model}): {text}"
 
     @server.tool(description="Needs task-augmented execution.")
     def queued() -> str:  # pyright: ignore[reportUnusedFunction]

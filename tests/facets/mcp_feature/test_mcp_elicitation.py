@@ -124,3 +124,38 @@ async def test_a_response_that_does_not_fit_the_form_is_refused() -> None:
     assert check_elicitation({"action": "decline", "content": {"n": 3}}, request) == {
         "action": "decline"
     }
+
+
+async def test_a_sampling_request_is_shown_then_allowed_or_denied(tmp_path: Path) -> None:
+    write_config(tmp_path / "config", {"x": stdio_server("--extras")})
+    script = [
+        faux_response(faux_tool_call("mcp__x__sample", {"topic": "tea"}, id="c0")),
+        faux_response("Tea is a drink."),  # the sampling request's answer
+        faux_response(faux_tool_call("mcp__x__sample", {"topic": "coffee"}, id="c1")),
+        faux_response("done"),
+    ]
+    tui = Tui()
+    async with session(tmp_path, script) as s:
+        await s.server("x", "ready")
+        async with presentation(s.host, [mcp_tui_facet], tui, s.group):
+            results: list[Any] = []
+            async with anyio.create_task_group() as group:
+
+                async def turn() -> None:
+                    results.extend(await s.turn())
+
+                group.start_soon(turn)
+                allowed = await tui.next_prompt()
+                assert allowed.title == "MCP server x asks to use the model"
+                assert allowed.choices == ["allow", "deny"]
+                assert "Up to 64 tokens" in allowed.body and "[system]\nBe brief." in allowed.body
+                assert "[user]\nSummarize tea" in allowed.body
+                allowed.answer("allow")
+                denied = await tui.next_prompt()
+                assert "Summarize coffee" in denied.body
+                denied.answer("deny")
+    tea, coffee = results
+    assert tea["content"][0]["text"] == "sampled (faux/faux-1): Tea is a drink."
+    assert coffee["content"][0]["text"] == (
+        "refused: the user denied MCP server 'x' the use of the model"
+    )

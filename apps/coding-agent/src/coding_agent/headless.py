@@ -7,7 +7,7 @@ open_session_host`, no socket) plus a small presentation facet that does what a 
   event of every revision (``view["commit"]["events"]``) on, in order;
 * it answers the features' dialogs, since nobody is there to click: an approval gets the
   ``approve`` policy (``"deny"`` by default: a headless run never runs ``bash`` or edits files
-  unless told to), a question is cancelled, an MCP server's elicitation is declined. The dialog services are named by id only
+  unless told to), a question is cancelled, an MCP server's elicitation is declined and its sampling request follows ``approve``. The dialog services are named by id only
   (``pi.approval-dialog``, ``pi.question-dialog``); the app imports no feature package.
 
 * it waits, before the first request, for the configured MCP servers (the ``mcp.servers``
@@ -94,6 +94,8 @@ APPROVAL_DIALOGS = define_service("pi.approval-dialog")
 QUESTION_DIALOGS = define_service("pi.question-dialog")
 """The question feature's dialogs, by id (``submit({"outcome", "answer"?, "by"?})``)."""
 
+MCP_SAMPLING = define_service("mcp.sampling")
+"""The MCP feature's sampling approvals, by id (``decide({"decision"})``)."""
 MCP_ELICITATIONS = define_service("mcp.elicitation")
 """The MCP feature's elicitations, by id (``submit({"action", "content"?})``)."""
 
@@ -263,6 +265,11 @@ def _responders(
             await dialog.submit({"action": "decline"}, ctx)
 
         facets.append(_responder(MCP_ELICITATIONS, decline))
+
+        async def sample(dialog: Any, ctx: Context) -> None:  # as --approve says
+            await dialog.decide({"decision": approve}, ctx)
+
+        facets.append(_responder(MCP_SAMPLING, sample))
     return facets
 
 

@@ -24,7 +24,6 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from datetime import timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
@@ -37,6 +36,7 @@ if TYPE_CHECKING:  # the MCP SDK (and pydantic, and httpx with its rich CLI) cos
 
 from pico3 import ChildEnvironment
 
+from .callbacks import elicitation_callback, roots_callback, sampling_callback
 from .config import DEFAULT_MAX_MESSAGE_BYTES, ServerSpec
 from .contract import (
     McpPrompt,
@@ -132,6 +132,7 @@ class ServerRunner:
         inherit: Mapping[str, str] | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         root: str | None = None,
+        sampler: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None,
     ) -> None:
         self.spec = spec
         self._notify = notify
@@ -159,6 +160,7 @@ class ServerRunner:
         self._templates: list[McpTemplate] = []
         self._notes: list[str] = []
         self._changed: set[str] = set()
+        self._sampler = sampler
         self._askers: list[Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]] = []
         self._change = anyio.Event()
         self._restart_now = anyio.Event()
@@ -319,9 +321,10 @@ class ServerRunner:
                 ClientSession(
                     session_read,
                     write,
-                    list_roots_callback=self._list_roots,
+                    list_roots_callback=roots_callback(self._root),
                     message_handler=self._on_message,
-                    elicitation_callback=self._elicitation,
+                    elicitation_callback=elicitation_callback(self._askers),
+                    sampling_callback=sampling_callback(self.spec.name, self._sampler),
                 )
             )
             with anyio.fail_after(INIT_TIMEOUT):
@@ -442,38 +445,6 @@ class ServerRunner:
             except Exception as exc:  # the connection's death shows elsewhere
                 self._error = f"could not list {', '.join(sorted(kinds))} again: {_describe(exc)}"
             await self._publish()
-
-    async def _list_roots(self, context: Any) -> Any:
-        """``roots/list``: the project folder."""
-        from mcp import types
-        from pydantic import FileUrl
-
-        del context
-        if not self._root:
-            return types.ListRootsResult(roots=[])
-        path = Path(self._root)
-        return types.ListRootsResult(
-            roots=[types.Root(uri=FileUrl(path.as_uri()), name=path.name or str(path))]
-        )
-
-    async def _elicitation(self, context: Any, params: Any) -> Any:
-        """``elicitation/create``: asked through the newest running call's ``on_elicit`` (its
-        tool call records the answer); outside a call it is refused."""
-        from mcp import types
-
-        del context
-        if not self._askers:
-            return types.ErrorData(
-                code=types.INVALID_REQUEST,
-                message="this client answers elicitations only during a tool call",
-            )
-        request: dict[str, Any] = {"message": params.message, "mode": params.mode}
-        if isinstance(params, types.ElicitRequestURLParams):
-            request["url"] = params.url
-        else:
-            request["schema"] = params.requestedSchema
-        answer = await self._askers[-1](request)
-        return types.ElicitResult(action=answer["action"], content=answer.get("content"))
 
     @property
     def instructions(self) -> str:

@@ -220,3 +220,32 @@ def _field(name: str, value: Any, spec: dict[str, Any]) -> Any:
     if "enum" in spec and value not in spec["enum"]:
         raise _bad(f"{name!r} must be one of {spec['enum']!r}, got {value!r}")
     return value
+
+
+# -- sampling: a server asks to use the session's model -------------------------------------------
+class SamplingRequest(TypedDict):
+    """What a server asks the model (``sampling/createMessage``), as the user approves it."""
+
+    server: str
+    messages: list[dict[str, str]]
+    """``{"role": "user" | "assistant", "text"}`` each (other content as a short note)."""
+    systemPrompt: NotRequired[str]
+    maxTokens: int
+
+
+class SamplingDialog(Protocol):
+    """One pending sampling approval (a keyed instance of :data:`McpSampling`)."""
+
+    @property
+    def request(self) -> ReplicatedState:
+        """Follows :class:`SamplingRequest`."""
+        ...
+
+    async def decide(self, decision: dict[str, Any], ctx: Context) -> None:
+        """``{"decision": "allow" | "deny"}``; anything else is ``service_invalid_value``."""
+        ...
+
+
+McpSampling = define_service("mcp.sampling", SamplingDialog)
+"""Keyed ``"<server>:<n>"``; provided by the session facet while a server's sampling request
+waits for approval. The TUI shows the request; ``-p``/``--json`` follow ``--approve``."""

@@ -243,7 +243,7 @@ class _Elicitation:
             self._response = checked
             self._answered.set()
 
-    async def wait(self, ctx: Context) -> ElicitationResponse:
+    async def _wait(self, ctx: Context) -> ElicitationResponse:
         with cancel_scope(ctx):
             await self._answered.wait()
         assert self._response is not None
@@ -270,7 +270,7 @@ def elicitation_asker(
         dialog = _Elicitation(request, state(dict(request)))
         close = dialogs.spawn(f"{api.conversation_id}:{api.call_id}:{count[0]}", dialog)
         try:
-            answer = await dialog.wait(ctx)
+            answer = await dialog._wait(ctx)  # pyright: ignore[reportPrivateUsage]
         finally:
             close()
         return await api.memo(name, dict(answer), ctx)  # first writer wins

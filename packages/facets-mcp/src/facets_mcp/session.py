@@ -61,8 +61,9 @@ if TYPE_CHECKING:
     from .client import ServerRunner
 
 from .config import load_config
-from .contract import McpElicitations, McpServer, McpServers, McpState, tool_name
+from .contract import McpElicitations, McpSampling, McpServer, McpServers, McpState, tool_name
 from .offers import ProgressSlot, elicitation_asker, instructions_registration, resource_tools
+from .sampling import session_sampler
 
 __all__ = ["McpConnections", "McpHost", "connections_facet", "session_facet"]
 
@@ -86,10 +87,16 @@ class McpHost:
         connections: ServiceSpawner[Any],
         elicitations: ServiceSpawner[Any] | None = None,
         states: Callable[[dict[str, Any]], MutableReplicatedState] | None = None,
+        sampling: ServiceSpawner[Any] | None = None,
     ) -> None:
         self._harness = harness
         self._elicitations = elicitations
         self._states = states
+        self._sampler = (
+            session_sampler(harness, sampling, states)
+            if sampling is not None and states is not None
+            else None
+        )
         self.state = state
         self._connections = connections
         self._runners: dict[str, ServerRunner] = {}
@@ -182,6 +189,7 @@ class McpHost:
                 inherit=env,
                 max_message_bytes=config.max_message_bytes,
                 root=str(project) if project is not None else cwd,
+                sampler=self._sampler,
             )
             self._runners[spec.name] = runner
             self._closers.append(self._connections.spawn(spec.name, _Connection(runner)))
@@ -366,12 +374,14 @@ def session_facet(env: FacetEnvironment) -> None:
     harness = env.use(HarnessService)
     connections = env.provide_many(McpConnections)
     elicitations = env.provide_many(McpElicitations)
+    sampling = env.provide_many(McpSampling)
     host = McpHost(
         harness,
         env.replicated_state({"servers": [], "errors": []}),
         connections,
         elicitations,
         env.replicated_state,
+        sampling,
     )
     env.provide(McpServers, host)
 

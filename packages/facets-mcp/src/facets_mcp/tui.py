@@ -17,7 +17,9 @@ message. The commands follow the servers (a ``list_changed`` adds or removes the
 A server's elicitation during a tool call (:data:`~.contract.McpElicitations`) is a dialog
 (:func:`ask_elicitation`): each field of its form in turn (an enum's values and a boolean's
 yes/no as choices, text and numbers typed), with **Decline** always offered and Escape
-cancelling; a ``url`` elicitation shows the page to open. :func:`panel_text` is the whole state as text (the same
+cancelling; a ``url`` elicitation shows the page to open. A server's sampling request
+(:data:`~.contract.McpSampling`) shows what it would send to the model (:func:`sampling_body`)
+with **Allow** and **Deny** (Escape denies). :func:`panel_text` is the whole state as text (the same
 lines, failed servers first). The facet holds no authority and no state of its own; every text
 is made inert (:func:`chord.inert`): a server's names, errors and stderr are the server's.
 """
@@ -33,13 +35,14 @@ from chord import Context, Delivery, FacetEnvironment, define_facet, inert
 from chord.textual import Choice, Modal, Tui
 from pico3 import ConversationService
 
-from .contract import ElicitationResponse, McpElicitations, McpServers, tool_name
+from .contract import ElicitationResponse, McpElicitations, McpSampling, McpServers, tool_name
 
 __all__ = [
     "ask_elicitation",
     "panel_text",
     "prompt_arguments",
     "prompt_command",
+    "sampling_body",
     "server_lines",
     "sorted_servers",
     "tui_facet",
@@ -49,8 +52,8 @@ _log = logging.getLogger("facets_mcp")
 _ICONS = {"starting": "◐", "ready": "●", "failed": "✗", "stopped": "○"}
 _ORDER = {"failed": 0, "stopped": 1, "starting": 2, "ready": 3}
 NOT_SUPPORTED = (
-    "Not supported (servers are told so when they connect): sampling, elicitation, "
-    "task-augmented tools (hidden)"
+    "Not supported (servers are told so when they connect): task-augmented tools (hidden); "
+    "sampling asks you first, elicitation only during a tool call"
 )
 NONE_CONFIGURED = (
     "(none configured: add mcpServers to ~/.config/coding-agent/mcp.json "
@@ -211,6 +214,16 @@ async def ask_elicitation(modal: Modal, request: Any) -> ElicitationResponse:
     return {"action": "accept", "content": content}
 
 
+def sampling_body(request: Any) -> str:
+    """What a sampling request would send to the model, for the approval dialog (inert)."""
+    lines = [f"Up to {request.get('maxTokens')} tokens from the session's model, for:"]
+    if request.get("systemPrompt"):
+        lines += ["", "[system]", str(request["systemPrompt"])]
+    for message in request.get("messages") or []:
+        lines += ["", f"[{message.get('role')}]", str(message.get("text"))]
+    return inert("\n".join(lines))
+
+
 def panel_text(state: Any) -> str:
     """The whole state as text (failed servers first), made inert (:func:`chord.inert`)."""
     if not isinstance(state, dict):
@@ -313,6 +326,20 @@ def tui_facet(env: FacetEnvironment) -> None:
             modal.close()
         await dialog.submit(response, ctx)
 
+    async def on_sampling(dialog: Any, ctx: Context) -> None:
+        request = dialog.request.value
+        modal = await tui.acquire_modal(ctx)
+        try:
+            picked = await modal.choose(
+                f"MCP server {request.get('server')} asks to use the model",
+                [Choice("allow", "Allow", key="a"), Choice("deny", "Deny", key="d")],
+                body=sampling_body(request),
+                hint="Escape: deny",
+            )
+        finally:
+            modal.close()
+        await dialog.decide({"decision": "allow" if picked == "allow" else "deny"}, ctx)
+
     async def restart(name: str, ctx: Context) -> None:
         await servers.restart(name, ctx)
         tui.notify(inert(f"Restarting MCP server {name}"))
@@ -388,4 +415,5 @@ def tui_facet(env: FacetEnvironment) -> None:
 
     env.observe(ConversationService, follow)
     env.observe(McpElicitations, on_elicitation)
+    env.observe(McpSampling, on_sampling)
     env.on_activate(activate)
