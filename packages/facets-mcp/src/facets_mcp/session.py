@@ -14,7 +14,12 @@ added to the root conversation's ``selectedTools``. The calls go through the app
 like any other tool; its default rules ask for every ``mcp__*`` tool. A call is sent to the
 server's current connection; a failure
 (the server hung, answered garbage, died) is that call's error result. While a server restarts
-its tools stay registered and a call says so.
+its tools stay registered and a call says so. Beside them (:mod:`.offers`): the servers'
+``instructions`` as a system section, ``mcp__list_resources``/``mcp__read_resource`` once a
+server offers resources, a call's progress in its slot, a server's elicitation during a call as
+a keyed :data:`~.contract.McpElicitations` dialog (its answer a memo on the call's slot), and
+its sampling requests through :mod:`.sampling` (a :data:`~.contract.McpSampling` approval, then
+the root conversation's model).
 
 The service's replicated ``state`` (:class:`~.contract.McpState`) follows every server. Nothing
 here is durable: a hot reload disposes the facet (the instances close, which stops the servers) and
