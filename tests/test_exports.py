@@ -361,8 +361,17 @@ PUBLIC: dict[str, frozenset[str]] = {
     ),
     "facets_mcp.contract": frozenset(
         {
+            "ELICITATION_ACTIONS",
+            "ElicitationDialog",
+            "ElicitationRequest",
+            "ElicitationResponse",
+            "McpElicitations",
             "McpPrompt",
             "McpResource",
+            "McpSampling",
+            "SamplingDialog",
+            "SamplingRequest",
+            "check_elicitation",
             "McpServer",
             "McpServers",
             "McpServersApi",
