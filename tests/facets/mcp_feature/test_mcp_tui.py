@@ -49,7 +49,7 @@ async def test_the_screen_lists_every_server_failed_first_and_gives_up_on_a_miss
             group.start_soon(app.tui.run_command, "/mcp", BACKGROUND)
             screen = await app.shown_dialog(pilot)
             assert dialog_title(screen) == "MCP servers"
-            assert "Not supported (servers are told so when they connect): sampling, " in (
+            assert "Not supported: tools that require task-augmented execution" in (
                 dialog_body(screen)
             )
             options = dialog_options(screen)

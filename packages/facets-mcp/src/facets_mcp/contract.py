@@ -18,16 +18,25 @@ from typing import Any, Literal, NotRequired, Protocol, TypedDict
 from chord import Context, RemoteServiceError, ReplicatedState, define_service
 
 __all__ = [
+    "ELICITATION_ACTIONS",
     "SERVER_STATES",
+    "ElicitationDialog",
+    "ElicitationRequest",
+    "ElicitationResponse",
+    "McpElicitations",
     "McpPrompt",
     "McpResource",
+    "McpSampling",
     "McpServer",
     "McpServers",
     "McpServersApi",
     "McpState",
     "McpTemplate",
     "McpTool",
+    "SamplingDialog",
+    "SamplingRequest",
     "ServerState",
+    "check_elicitation",
     "tool_name",
 ]
 

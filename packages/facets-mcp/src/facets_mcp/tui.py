@@ -52,8 +52,8 @@ _log = logging.getLogger("facets_mcp")
 _ICONS = {"starting": "◐", "ready": "●", "failed": "✗", "stopped": "○"}
 _ORDER = {"failed": 0, "stopped": 1, "starting": 2, "ready": 3}
 NOT_SUPPORTED = (
-    "Not supported (servers are told so when they connect): task-augmented tools (hidden); "
-    "sampling asks you first, elicitation only during a tool call"
+    "Not supported: tools that require task-augmented execution (hidden). A server's "
+    "sampling request asks you first; its elicitation is answered during a tool call only."
 )
 NONE_CONFIGURED = (
     "(none configured: add mcpServers to ~/.config/coding-agent/mcp.json "
