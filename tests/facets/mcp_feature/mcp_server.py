@@ -12,7 +12,8 @@ With ``--extras`` it has ``instructions``, a resource template ``memo://note/{na
 ``compare(a, b)`` and the tools ``grow`` (adds the tool ``extra`` and the resource
 ``memo://extra``, then sends both ``list_changed``), ``roots`` (the client's roots),
 ``progress(release)`` (three progress notifications, then reads the FIFO ``release``),
-``ask`` (elicits a name, an age and a colour), ``sample(topic)`` (asks the client's model) and ``queued``, which requires task-augmented execution.
+``ask`` (elicits a name, an age and a colour), ``ask_hold(marker)`` (elicits, writes its pid
+and the name to the FIFO ``marker``, then hangs), ``sample(topic)`` (asks the client's model) and ``queued``, which requires task-augmented execution.
 """
 
 from __future__ import annotations
@@ -100,6 +101,15 @@ def add_extras(server: FastMCP) -> None:
             person = result.data
             return f"hello {person.name} ({person.color}, {person.age})"
         return result.action
+
+    @server.tool(description="Elicits a name, writes it and its pid to 'marker', then hangs.")
+    async def ask_hold(marker: str, ctx: Context) -> str:  # pyright: ignore[reportUnusedFunction]
+        result = await ctx.elicit("Who are you?", Person)
+        name = result.data.name if result.action == "accept" else result.action
+        with open(marker, "w") as f:  # noqa: ASYNC230 - a FIFO the test reads
+            f.write(f"{os.getpid()} {name}\n")
+        await anyio.sleep_forever()  # the test kills the worker meanwhile
+        return "never"
 
     @server.tool(description="Asks the client's model to summarize a topic (sampling).")
     async def sample(topic: str, ctx: Context) -> str:  # pyright: ignore[reportUnusedFunction]
