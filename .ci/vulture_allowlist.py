@@ -37,7 +37,6 @@ _.on_resize
 _.on_paste
 _.on_tree_node_expanded
 _.on_tree_node_selected
-_.on_mcp_panel_changed  # facets_mcp.tui: the panel's Changed message
 _.on_mode_label_changed  # facets_approval.tui: the label's Changed message
 _.action_abort
 _.action_answer
@@ -103,6 +102,8 @@ requestId
 loginUrl
 restarts
 retryInSeconds
+gaveUpAfter
+startupTimeout
 taskId
 whenBusy
 writtenName

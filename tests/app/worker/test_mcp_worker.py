@@ -5,7 +5,10 @@ the faux model calls its tool, the approval dialog reaches the client, the resul
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -92,3 +95,81 @@ async def test_the_worker_offers_mcp_tools_and_serves_their_state(
         assert approval.request["name"] == "mcp__echo__echo"
         (result,) = client.entries("pi.tool_result")
         assert text_of(result) == "echo: wire"
+
+
+MCP_ELICITATIONS = define_service("mcp.elicitation")
+
+
+async def test_an_answered_elicitation_is_not_asked_again_after_a_sigkill(
+    session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    marker = tmp_path / "answered"
+    os.mkfifo(marker)
+    config = tmp_path / "config" / "coding-agent" / "mcp.json"
+    config.parent.mkdir(parents=True)
+    server = {"command": sys.executable, "args": [str(SERVER), "--extras"]}
+    config.write_text(json.dumps({"mcpServers": {"x": server}}))
+    env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    call = {"name": "mcp__x__ask_hold", "arguments": {"marker": str(marker)}}
+    script = write_script(tmp_path / "script.json", [{"toolCalls": [call]}, {"text": "Done."}])
+    client = Client(approve=allow)
+    asked: list[Any] = []
+    ready: list[bool] = []
+
+    def answering(fenv: FacetEnvironment) -> None:
+        servers = fenv.use(MCP_SERVERS)
+
+        def deliver(value: Any, _ctx: Context, _d: Delivery) -> None:
+            if any(s["state"] == "ready" for s in (value or {}).get("servers", [])):
+                ready.append(True)
+                client.notify()
+
+        async def follow() -> None:
+            fenv.own(servers.state.subscribe(deliver))
+
+        fenv.on_activate(follow)
+
+        async def answer(dialog: Any, ctx: Context) -> None:
+            asked.append(dict(dialog.request.value))
+            client.notify()
+            content = {"name": "Ada", "age": 36, "color": "red"}
+            await dialog.submit({"action": "accept", "content": content}, ctx)
+
+        fenv.observe(MCP_ELICITATIONS, answer)
+
+    elicitations = define_facet("test/elicitations", answering)
+    args = ("--faux-script", str(script))
+    pid = 0
+    try:
+        async with (
+            worker_process(session, env, *args) as first,
+            connected(client, first.socket, elicitations),
+        ):
+            await client.wait_for(lambda: bool(ready))  # its tool is offered
+            await client.root.send({"content": "who am I?"}, BACKGROUND)
+
+            def heard() -> str:  # the server writes the answer it got into the FIFO
+                with marker.open() as fifo:
+                    return fifo.read()
+
+            with anyio.fail_after(30):
+                pid_text, name = (await anyio.to_thread.run_sync(heard)).split()
+            pid = int(pid_text)
+            assert name == "Ada" and len(asked) == 1
+            await first.kill()  # SIGKILL mid-call, after the answer
+            await client.wait_for(lambda: client.root_closed)
+            async with worker_process(session, env, *args):
+                await client.wait_for(
+                    lambda: (
+                        not client.root_closed
+                        and any(text_of(e) == "Done." for e in client.entries("pi.assistant"))
+                    )
+                )
+                (result,) = client.entries("pi.tool_result")
+                # not sent again (replay "unsafe"): an error result names the restart
+                assert "restart" in text_of(result), text_of(result)
+        assert len(asked) == 1  # answered once, never asked again
+    finally:
+        if pid:  # the killed worker's server outlived it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

@@ -89,3 +89,21 @@ def test_tool_names_are_provider_safe() -> None:
     assert tool_name("files", "read_file") == "mcp__files__read_file"
     assert tool_name("my.server", "do it") == "mcp__my_server__do_it"
     assert len(tool_name("s", "x" * 100)) == 64
+
+
+def test_startup_timeout_and_max_message_bytes_next_to_mcp_servers(tmp_path: Path) -> None:
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    path = tmp_path / "cfg" / "coding-agent" / "mcp.json"
+    write(path, {"mcpServers": {}})
+    config = load_config(env=env)
+    assert (config.startup_timeout, config.max_message_bytes) == (30.0, 32 * 1024 * 1024)
+    write(path, {"mcpServers": {}, "startup_timeout": 5, "max_message_bytes": 4096})
+    config = load_config(env=env)
+    assert (config.startup_timeout, config.max_message_bytes) == (5.0, 4096)
+    write(path, {"mcpServers": {}, "startup_timeout": "soon", "max_message_bytes": 10})
+    config = load_config(env=env)
+    assert (config.startup_timeout, config.max_message_bytes) == (30.0, 32 * 1024 * 1024)
+    assert [e.split(": ", 1)[1].split(" must")[0] for e in config.errors] == [
+        "startup_timeout",
+        "max_message_bytes",
+    ]

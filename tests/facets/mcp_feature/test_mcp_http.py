@@ -10,6 +10,7 @@ import anyio
 import pytest
 from mcp_support import SDK_LEAKS, SERVER, free_port, session, write_config
 
+from chord.context import BACKGROUND
 from pico3.models.faux import faux_response, faux_tool_call
 
 pytestmark = [pytest.mark.anyio, *SDK_LEAKS]
@@ -37,6 +38,8 @@ async def test_http_tools_with_headers_and_a_server_that_comes_late(tmp_path: Pa
             stderr=subprocess.DEVNULL,
         )
         try:
+            # now, not after the backoff (which gives up after 5 failed starts)
+            await s.mcp.restart("web", BACKGROUND)
             ready = await s.server("web", "ready")
             assert ready["transport"] == "http" and len(ready["tools"]) >= 5
             echo, add = await s.turn()

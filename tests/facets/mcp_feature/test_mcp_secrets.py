@@ -53,3 +53,29 @@ async def test_without_a_session_policy_the_well_known_keys_stay_out(tmp_path: P
         await s.server("echo", "ready")
     found = json.loads(dump.read_text())
     assert "OPENAI_API_KEY" not in found and found["PLAIN"] == "plain-value"
+
+
+async def test_a_stdio_server_inherits_the_users_environment_without_the_secrets(
+    tmp_path: Path,
+) -> None:
+    # issue 40 item 2: a certificate file or a made-up variable the user exported reaches the
+    # server as with Claude Code; the agent's own keys do not, nor a variable holding one
+    dump = tmp_path / "server.env.json"
+    env = {"FROM_BLOCK": "${MADE_UP_VAR}-block", "DEFAULTED": "${UNSET_VAR:-fallback}"}
+    write_config(tmp_path / "config", {"echo": stdio_server("--env-dump", str(dump), env=env)})
+    source = {
+        "SSL_CERT_FILE": str(tmp_path / "ca.pem"),
+        "MADE_UP_VAR": "made-up-value",
+        "ANTHROPIC_API_KEY": KEY,
+        "COPY_OF_KEY": KEY,
+    }
+    environment = ChildEnvironment(["ANTHROPIC_API_KEY"], source=source)
+    services = {CHILD_ENVIRONMENT_SERVICE: environment, "mcp_env": source}
+    async with session(tmp_path, services=services) as s:
+        await s.server("echo", "ready")
+    found = json.loads(dump.read_text())
+    assert found["SSL_CERT_FILE"] == str(tmp_path / "ca.pem")
+    assert found["MADE_UP_VAR"] == "made-up-value"
+    assert found["FROM_BLOCK"] == "made-up-value-block" and found["DEFAULTED"] == "fallback"
+    assert "ANTHROPIC_API_KEY" not in found and "COPY_OF_KEY" not in found
+    assert KEY not in json.dumps(found)

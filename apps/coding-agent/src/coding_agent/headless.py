@@ -7,8 +7,13 @@ open_session_host`, no socket) plus a small presentation facet that does what a 
   event of every revision (``view["commit"]["events"]``) on, in order;
 * it answers the features' dialogs, since nobody is there to click: an approval gets the
   ``approve`` policy (``"deny"`` by default: a headless run never runs ``bash`` or edits files
-  unless told to), a question is cancelled. The dialog services are named by id only
+  unless told to), a question is cancelled, an MCP server's elicitation is declined and its sampling request follows ``approve``. The dialog services are named by id only
   (``pi.approval-dialog``, ``pi.question-dialog``); the app imports no feature package.
+
+* it waits, before the first request, for the configured MCP servers (the ``mcp.servers``
+  service, by id) to be ready or failed, at most the configuration's ``startup_timeout`` (default
+  30 s): the first request then offers their tools. A server that failed or is not ready in time
+  gets one ``coding-agent: warning:`` line on ``err``; the run goes on without its tools.
 
 The prompt is sent with ``send``; the run ends with the ``turn.ended`` event whose ``inputs``
 hold it. In ``print`` mode the text of the final answer is the only thing written to ``out``; in
@@ -49,6 +54,7 @@ from chord import (
     define_service,
     inert,
 )
+from coding_agent.headless_mcp import McpWatch
 from coding_agent.sessions import Session
 from coding_agent.worker.main import (
     WorkerConfig,
@@ -90,6 +96,11 @@ APPROVAL_DIALOGS = define_service("pi.approval-dialog")
 
 QUESTION_DIALOGS = define_service("pi.question-dialog")
 """The question feature's dialogs, by id (``submit({"outcome", "answer"?, "by"?})``)."""
+
+MCP_SAMPLING = define_service("mcp.sampling")
+"""The MCP feature's sampling approvals, by id (``decide({"decision"})``)."""
+MCP_ELICITATIONS = define_service("mcp.elicitation")
+"""The MCP feature's elicitations, by id (``submit({"action", "content"?})``)."""
 
 _FEATURE_SERVICES = {"facets-approval": APPROVAL_DIALOGS, "facets-question": QUESTION_DIALOGS}
 
@@ -256,6 +267,17 @@ def _responders(
         facets.append(_responder(APPROVAL_DIALOGS, decide))
     if "facets-question" in features:
         facets.append(_responder(QUESTION_DIALOGS, cancel))
+    if "facets-mcp" in features:  # a server asking the user: nobody to ask
+
+        async def decline(dialog: Any, ctx: Context) -> None:
+            await dialog.submit({"action": "decline"}, ctx)
+
+        facets.append(_responder(MCP_ELICITATIONS, decline))
+
+        async def sample(dialog: Any, ctx: Context) -> None:  # as --approve says
+            await dialog.decide({"decision": approve}, ctx)
+
+        facets.append(_responder(MCP_SAMPLING, sample))
     return facets
 
 
@@ -299,6 +321,9 @@ async def run_headless(
     features = {generation.package.name for generation in generations}
     blocked: list[dict[str, Any]] = []
     extra = [_presentation(send_events, root), *_responders(features, approve, blocked)]
+    mcp = McpWatch() if "facets-mcp" in features else None
+    if mcp is not None:
+        extra.append(mcp.facet())
     session = config.session
     async with (
         send_events,
@@ -306,6 +331,8 @@ async def run_headless(
         open_session_host(config, extra_facets=extra, generations=generations) as runtime,
     ):
         await root.chosen.wait()
+        if mcp is not None:  # the first request offers the servers' tools
+            await mcp.settled(errors)
         watch = runtime.storage
         assert watch is not None
         watch.on_failure(send_events.close)  # the loop below ends: no more events will come

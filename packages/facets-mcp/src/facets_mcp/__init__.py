@@ -1,11 +1,16 @@
-"""The MCP feature: MCP servers' tools for the model, and the ``/mcp`` panel.
+"""The MCP feature: MCP servers' tools, resources, prompts and instructions for the model, and
+``/mcp``.
 
-* :mod:`.contract` — the ``mcp.servers`` service id, its JSON state and :func:`tool_name`;
+* :mod:`.contract` — the service ids (``mcp.servers``, ``mcp.elicitation``, ``mcp.sampling``),
+  their JSON shapes and :func:`tool_name`;
 * :mod:`.config` — the user's ``mcp.json`` and a trusted project's ``.mcp.json``;
-* :mod:`.client` — one server's connection (stdio, streamable HTTP or HTTP+SSE);
+* :mod:`.client` — one server's connection (stdio, streamable HTTP or HTTP+SSE) on the worker's
+  loop, with :mod:`.stdio` / :mod:`.http_bound` (the size cap), :mod:`.listing`, :mod:`.results`
+  and :mod:`.callbacks` (roots, elicitation, sampling);
 * :mod:`.auth` — OAuth for remote servers: token files, ``/mcp login``'s callback;
-* :mod:`.session` — the session facet: servers in the background, tools on the harness;
-* :mod:`.tui` — the TUI facet: ``/mcp``;
+* :mod:`.session` — the session facet: servers in the background, tools on the harness, with
+  :mod:`.offers` (instructions, resource tools, progress, elicitation) and :mod:`.sampling`;
+* :mod:`.tui` — the TUI facet: ``/mcp``, the prompt commands, the dialogs;
 * :mod:`.plugin` — the ``chord.facets`` entry point.
 
 Nothing is imported here on purpose: the host imports the plugin module named by the entry point.

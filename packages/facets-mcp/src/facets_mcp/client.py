@@ -6,25 +6,24 @@ initializes the MCP session, lists its tools, resources and prompts, reports eac
 ``notify`` and serves :meth:`ServerRunner.call_tool`. When the server dies (its stdout closes,
 a ping goes unanswered) or cannot be started, it is ``failed`` with the reason and the tail
 of its stderr, and it is started again after a backoff (0.5 s, doubling, at most 30 s;
-back to 0.5 s after it stayed ready for a minute). :meth:`ServerRunner.restart` starts it again
-at once.
+back to 0.5 s after it stayed ready for a minute). After :data:`GIVE_UP_AFTER` starts in a row
+that never became ready (a missing binary, a server that exits at once) it is not started again
+(``gaveUpAfter`` in its state); a server that needs a login waits for ``/mcp login`` instead of
+retrying. :meth:`ServerRunner.restart` starts it again at once.
 
 A call never takes more than the server's ``timeout``; a hang, an answer that is not JSON-RPC, a
 result the SDK refuses or a dead server make that one call raise :class:`McpCallError` with a
 message naming the server, the tool and what happened. The runner itself survives all of them.
 
-Results are mapped to the harness's tool-result pieces (:func:`map_result`): text blocks, images
-(``{"type": "image", "data", "mimeType"}``), embedded text resources as text, other resources,
-audio and resource links as a short text note, and ``structuredContent`` in ``details`` (and as
-JSON text when the server sent no content).
+Results are mapped to the harness's tool-result pieces by :func:`~.results.map_result`.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TextIO
@@ -40,21 +39,36 @@ if TYPE_CHECKING:  # the MCP SDK (and pydantic, and httpx with its rich CLI) cos
 from pico3 import ChildEnvironment
 
 from .auth import LOGIN_TIMEOUT, LoginFlow, TokenFile, login_problem, token_path
-from .config import ServerSpec
-from .contract import McpPrompt, McpResource, McpServer, McpTool, ServerState, tool_name
+from .callbacks import elicitation_callback, roots_callback, sampling_callback
+from .config import DEFAULT_MAX_MESSAGE_BYTES, ServerSpec
+from .contract import (
+    McpPrompt,
+    McpResource,
+    McpServer,
+    McpTemplate,
+    McpTool,
+    ServerState,
+    tool_name,
+)
+from .listing import list_prompts, list_resources, list_templates, list_tools, needs_task
+from .results import map_contents, map_result, progress_text, resource_text
+from .stdio import TOO_LARGE_CODE, MessageTooLarge, bounded_stdio_client
 
 __all__ = [
+    "GIVE_UP_AFTER",
     "INIT_TIMEOUT",
     "MAX_BACKOFF",
     "McpCallError",
     "ServerRunner",
-    "map_result",
 ]
 
 INIT_TIMEOUT = 30.0
 """Seconds a server may take to start and answer ``initialize`` and the listings."""
 MIN_BACKOFF = 0.5
 MAX_BACKOFF = 30.0
+GIVE_UP_AFTER = 5
+"""Starts in a row that fail before the server is ready, after which it is not started again
+until ``/mcp restart NAME`` (or the next session)."""
 STABLE_AFTER = 60.0
 """A server ready this long gets its backoff reset."""
 PING_EVERY = 15.0
@@ -119,6 +133,10 @@ class ServerRunner:
         cwd: str | None = None,
         environment: ChildEnvironment | None = None,
         auth_dir: str | None = None,
+        inherit: Mapping[str, str] | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        root: str | None = None,
+        sampler: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None,
     ) -> None:
         self.spec = spec
         # OAuth (remote servers): the tokens' file under the agent's state, a login in progress
@@ -131,18 +149,32 @@ class ServerRunner:
         self._needs_login = False
         self._notify = notify
         self._cwd = spec.cwd or cwd
-        # a stdio server starts with the MCP SDK's short default environment (HOME, PATH,
-        # ...) plus its ``env`` block, scrubbed: a secret reaches it only when passed through
+        # a stdio server inherits the user's environment (``inherit``, default os.environ when
+        # it starts) plus its ``env`` block, both scrubbed: a secret reaches it only when passed
+        # through (as Claude Code does, minus the agent's own keys)
         self._environment = environment if environment is not None else ChildEnvironment.default()
+        self._inherit = inherit
+        self._max_bytes = max_message_bytes
         self._session: ClientSession | None = None
         self._state: ServerState = "starting"
         self._error = ""
         self._retry_in: float | None = None
+        self._gave_up = False
         self._restarts = 0
         self._tools: list[types.Tool] = []
         self._resources: list[McpResource] = []
         self._prompts: list[McpPrompt] = []
         self._garbage = ""
+        self._refused = ""
+        self._root = root
+        self._instructions = ""
+        self._capabilities: types.ServerCapabilities | None = None
+        self._templates: list[McpTemplate] = []
+        self._notes: list[str] = []
+        self._changed: set[str] = set()
+        self._sampler = sampler
+        self._askers: list[Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]] = []
+        self._change = anyio.Event()
         self._restart_now = anyio.Event()
         self._stderr: TextIO | None = None
 
@@ -179,6 +211,10 @@ class ServerRunner:
             "prompts": list(self._prompts),
             "restarts": self._restarts,
         }
+        if self._templates:
+            server["templates"] = list(self._templates)
+        if self._notes:
+            server["notes"] = list(self._notes)
         if self._error:
             server["error"] = self._error
         stderr = self.stderr_tail()
@@ -188,6 +224,8 @@ class ServerRunner:
             server["retryInSeconds"] = self._retry_in
         if self._login is not None and self._login.authorization_url:
             server["loginUrl"] = self._login.authorization_url
+        if self._gave_up and self._state == "failed":
+            server["gaveUpAfter"] = GIVE_UP_AFTER
         return server
 
     def tool_schemas(self) -> list[dict[str, Any]]:
@@ -195,6 +233,11 @@ class ServerRunner:
             {"tool": t.name, "description": t.description or "", "schema": _schema(t.inputSchema)}
             for t in self._tools
         ]
+
+    def child_env(self) -> dict[str, str]:
+        """A stdio server's whole environment: the user's, then its ``env`` block, scrubbed."""
+        inherited = os.environ if self._inherit is None else self._inherit
+        return self._environment.scrub({**inherited, **self.spec.env})
 
     async def _publish(self) -> None:
         await self._notify(self.snapshot(), self.tool_schemas())
@@ -206,9 +249,10 @@ class ServerRunner:
 
     async def run(self) -> None:
         backoff = MIN_BACKOFF
+        failures = 0  # starts in a row that never became ready
         try:
             while True:
-                self._state, self._retry_in = "starting", None
+                self._state, self._retry_in, self._gave_up = "starting", None, False
                 await self._publish()
                 ready_at: list[float] = []
                 login = self._attempt = self._login
@@ -227,12 +271,21 @@ class ServerRunner:
                         self._login = None
                 if ready_at and time.monotonic() - ready_at[0] >= STABLE_AFTER:
                     backoff = MIN_BACKOFF
+                failures = 0 if ready_at else failures + 1
                 self._state = "failed"
                 if self._restart_now.is_set():
                     self._retry_in = 0.0
+                    failures = 0
                 elif self._needs_login:  # no retry loop: /mcp login (or restart) goes on
                     await self._publish()
                     await self._restart_now.wait()
+                    failures, backoff = 0, MIN_BACKOFF
+                elif failures >= GIVE_UP_AFTER:
+                    # a missing binary, a server that exits at once: not retried forever
+                    self._gave_up = True
+                    await self._publish()
+                    await self._restart_now.wait()
+                    failures, backoff = 0, MIN_BACKOFF
                 else:
                     self._retry_in = backoff
                     await self._publish()
@@ -248,7 +301,6 @@ class ServerRunner:
 
     async def _serve(self, ready_at: list[float]) -> None:
         from mcp import ClientSession, StdioServerParameters
-        from mcp.client.stdio import stdio_client
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared.message import SessionMessage
 
@@ -262,28 +314,51 @@ class ServerRunner:
                 params = StdioServerParameters(
                     command=spec.command,
                     args=list(spec.args),
-                    env=self._environment.scrub(spec.env),
+                    env=self.child_env(),
                     cwd=self._cwd,
                 )
-                read, write = await stack.enter_async_context(stdio_client(params, self._stderr))
+                read, write = await stack.enter_async_context(
+                    bounded_stdio_client(
+                        params, self._stderr, max_bytes=self._max_bytes, name=spec.name
+                    )
+                )
             else:
                 import httpx
 
                 from .auth import oauth_provider
+                from .http_bound import BoundedTransport
 
                 auth = oauth_provider(spec.name, spec.url, self._tokens, self._login)
+                max_bytes = self._max_bytes
+
+                def bounded_client(
+                    headers: dict[str, str] | None = None,
+                    timeout: httpx.Timeout | None = None,
+                    auth: httpx.Auth | None = None,
+                ) -> httpx.AsyncClient:
+                    """An httpx client whose messages are held to the size cap."""
+                    return httpx.AsyncClient(
+                        headers=headers,
+                        timeout=timeout if timeout is not None else httpx.Timeout(30.0, read=300.0),
+                        auth=auth,
+                        transport=BoundedTransport(max_bytes, spec.name),
+                    )
+
                 if spec.transport == "sse":
                     from mcp.client.sse import sse_client
 
                     read, write = await stack.enter_async_context(
-                        sse_client(spec.url, dict(spec.headers), 30.0, 300.0, auth=auth)
+                        sse_client(
+                            spec.url,
+                            dict(spec.headers),
+                            30.0,
+                            300.0,
+                            httpx_client_factory=bounded_client,
+                            auth=auth,
+                        )
                     )
                 else:
-                    client = httpx.AsyncClient(
-                        headers=dict(spec.headers),
-                        timeout=httpx.Timeout(30.0, read=300.0),
-                        auth=auth,
-                    )
+                    client = bounded_client(dict(spec.headers), auth=auth)
                     await stack.enter_async_context(client)
                     read, write, _ = await stack.enter_async_context(
                         streamable_http_client(spec.url, http_client=client)
@@ -296,14 +371,22 @@ class ServerRunner:
             closed = anyio.Event()
             group = await stack.enter_async_context(anyio.create_task_group())
             group.start_soon(self._pump, read, inbound, closed)
-            session = await stack.enter_async_context(ClientSession(session_read, write))
+            session = await stack.enter_async_context(
+                ClientSession(
+                    session_read,
+                    write,
+                    list_roots_callback=roots_callback(self._root),
+                    message_handler=self._on_message,
+                    elicitation_callback=elicitation_callback(self._askers),
+                    sampling_callback=sampling_callback(self.spec.name, self._sampler),
+                )
+            )
             # a login happens inside the first request: the user gets LOGIN_TIMEOUT for it
             with anyio.fail_after(INIT_TIMEOUT + (LOGIN_TIMEOUT if self._attempt else 0)):
                 initialized = await session.initialize()
-                self._tools = await self._list_tools(session)
-                caps = initialized.capabilities
-                self._resources = await self._list_resources(session) if caps.resources else []
-                self._prompts = await self._list_prompts(session) if caps.prompts else []
+                self._instructions = (initialized.instructions or "").strip()
+                self._capabilities = initialized.capabilities
+                await self._refresh(session, {"tools", "resources", "prompts"})
             self._session = session
             self._state, self._error = "ready", ""
             if self._attempt is not None:  # logged in, or the server did not ask
@@ -326,6 +409,7 @@ class ServerRunner:
 
                 watch.start_soon(ended)
                 watch.start_soon(restart)
+                watch.start_soon(self._follow_changes, session)
             self._session = None
             group.cancel_scope.cancel()
             if self._restart_now.is_set():
@@ -344,6 +428,9 @@ class ServerRunner:
         try:
             async with inbound:
                 async for message in read:
+                    if isinstance(message, MessageTooLarge):
+                        self._refused = str(message)
+                        continue
                     if isinstance(message, Exception):
                         self._garbage = _garbage_text(message)
                         continue  # the session would only log it; calls time out clearly
@@ -365,48 +452,63 @@ class ServerRunner:
                 closed.set()
                 return
 
-    @staticmethod
-    async def _list_tools(session: ClientSession) -> list[types.Tool]:
-        tools: list[types.Tool] = []
-        cursor: str | None = None
-        while True:
-            page = await session.list_tools(cursor)
-            tools += page.tools
-            cursor = page.nextCursor
-            if not cursor:
-                return tools
+    # -- what the server offers, and its changes -----------------------------------------------
+    async def _refresh(self, session: ClientSession, kinds: set[str]) -> None:
+        """List ``kinds`` (tools, resources, prompts) again; tools that need task-augmented
+        execution are left out with a note."""
+        caps = self._capabilities
+        if caps is None:
+            return
+        if "tools" in kinds:
+            tools = await list_tools(session) if caps.tools else []
+            self._tools = [t for t in tools if not needs_task(t)]
+            self._notes = [
+                f"tool {t.name!r} is hidden: it requires task-augmented execution, which this "
+                "client does not support"
+                for t in tools
+                if needs_task(t)
+            ]
+        if "resources" in kinds:
+            self._resources = await list_resources(session) if caps.resources else []
+            self._templates = await list_templates(session) if caps.resources else []
+        if "prompts" in kinds:
+            self._prompts = await list_prompts(session) if caps.prompts else []
 
-    @staticmethod
-    async def _list_resources(session: ClientSession) -> list[McpResource]:
-        found: list[McpResource] = []
-        cursor: str | None = None
-        while True:
-            page = await session.list_resources(cursor)
-            for r in page.resources:
-                item: McpResource = {"uri": str(r.uri), "name": r.name}
-                if r.description:
-                    item["description"] = r.description
-                if r.mimeType:
-                    item["mimeType"] = r.mimeType
-                found.append(item)
-            cursor = page.nextCursor
-            if not cursor:
-                return found
+    async def _on_message(self, message: Any) -> None:
+        """The session's handler for what the server sends on its own: a ``list_changed``
+        notification marks that list for :meth:`_follow_changes` (listing here would wait on
+        the very loop that delivers the answer)."""
+        from mcp import types
 
-    @staticmethod
-    async def _list_prompts(session: ClientSession) -> list[McpPrompt]:
-        found: list[McpPrompt] = []
-        cursor: str | None = None
+        if not isinstance(message, types.ServerNotification):
+            return
+        root = message.root
+        if isinstance(root, types.ToolListChangedNotification):
+            self._changed.add("tools")
+        elif isinstance(root, types.ResourceListChangedNotification):
+            self._changed.add("resources")
+        elif isinstance(root, types.PromptListChangedNotification):
+            self._changed.add("prompts")
+        else:
+            return
+        self._change.set()
+
+    async def _follow_changes(self, session: ClientSession) -> None:
         while True:
-            page = await session.list_prompts(cursor)
-            for p in page.prompts:
-                item: McpPrompt = {"name": p.name, "arguments": [a.name for a in p.arguments or []]}
-                if p.description:
-                    item["description"] = p.description
-                found.append(item)
-            cursor = page.nextCursor
-            if not cursor:
-                return found
+            await self._change.wait()
+            self._change = anyio.Event()
+            kinds, self._changed = self._changed, set()
+            try:
+                with anyio.fail_after(INIT_TIMEOUT):
+                    await self._refresh(session, kinds)
+            except Exception as exc:  # the connection's death shows elsewhere
+                self._error = f"could not list {', '.join(sorted(kinds))} again: {_describe(exc)}"
+            await self._publish()
+
+    @property
+    def instructions(self) -> str:
+        """The server's ``instructions`` from ``initialize`` (empty when none, or not ready)."""
+        return self._instructions if self._state == "ready" else ""
 
     async def login(self) -> str | None:
         """Start an OAuth login (``/mcp login``): drop the stored tokens, connect again with a
@@ -428,8 +530,78 @@ class ServerRunner:
         return url
 
     # -- calls ---------------------------------------------------------------------------------
-    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Call ``tool``; returns :func:`map_result`'s pieces or raises :class:`McpCallError`."""
+    async def call_tool(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        on_progress: Callable[[str], None] | None = None,
+        on_elicit: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None = None,
+    ) -> dict[str, Any]:
+        """Call ``tool``; returns :func:`map_result`'s pieces or raises :class:`McpCallError`.
+        ``on_progress`` hears each progress notification as one line (``3/10 · message``);
+        ``on_elicit`` answers the server's elicitations while the call runs (an
+        :class:`~.contract.ElicitationRequest` without ``server`` in, an
+        :class:`~.contract.ElicitationResponse` out)."""
+
+        async def heard(progress: float, total: float | None, message: str | None) -> None:
+            if on_progress is not None:
+                on_progress(progress_text(progress, total, message))
+
+        if on_elicit is not None:
+            self._askers.append(on_elicit)
+        try:
+            result = await self._call(tool, arguments, heard if on_progress else None)
+        finally:
+            if on_elicit is not None:
+                self._askers.remove(on_elicit)
+        return map_result(result, server=self.spec.name, tool=tool)
+
+    async def _call(self, tool: str, arguments: dict[str, Any], heard: Any) -> types.CallToolResult:
+        timeout = self.spec.timeout
+        return await self._request(
+            tool,
+            lambda session: session.call_tool(
+                tool,
+                arguments,
+                read_timeout_seconds=timedelta(seconds=timeout),
+                progress_callback=heard,
+            ),
+        )
+
+    async def read_resource(self, uri: str) -> list[dict[str, Any]]:
+        """``resources/read`` of ``uri`` (a listed resource, or a template filled in)."""
+        from pydantic import AnyUrl, ValidationError
+
+        try:
+            url = AnyUrl(uri)
+        except ValidationError:
+            raise McpCallError(f"{uri!r} is not a URI (scheme://...)") from None
+        result = await self._request(f"read {uri}", lambda session: session.read_resource(url))
+        return map_contents(result)
+
+    async def get_prompt(self, prompt: str, arguments: dict[str, str]) -> list[dict[str, Any]]:
+        """``prompts/get``: the prompt's messages as ``{"role", "text"}`` (other content as a
+        short note)."""
+        from mcp import types
+
+        result = await self._request(
+            f"prompt {prompt}", lambda session: session.get_prompt(prompt, arguments)
+        )
+        messages: list[dict[str, Any]] = []
+        for message in result.messages:
+            content = message.content
+            if isinstance(content, types.TextContent):
+                text = content.text
+            elif isinstance(content, types.EmbeddedResource):
+                text = resource_text(content.resource)["text"]
+            else:
+                text = f"[{content.type} content, not shown]"
+            messages.append({"role": message.role, "text": text})
+        return messages
+
+    async def _request(self, what: str, send: Callable[[ClientSession], Awaitable[Any]]) -> Any:
+        """``send(session)`` bounded by the server's ``timeout``; every failure is an
+        :class:`McpCallError` naming the server, ``what`` and what happened."""
         from mcp import McpError
 
         name = self.spec.name
@@ -443,74 +615,27 @@ class ServerRunner:
         timeout = self.spec.timeout
         try:
             with anyio.fail_after(timeout):
-                result = await session.call_tool(
-                    tool, arguments, read_timeout_seconds=timedelta(seconds=timeout)
-                )
+                return await send(session)
         except TimeoutError:
             note = (
                 f"; it also wrote output that is not JSON-RPC: {self._garbage}"
                 if self._garbage
                 else ""
             )
+            if self._refused:
+                note += f"; {self._refused}"
             raise McpCallError(
-                f"MCP server {name!r} did not answer {tool} within {timeout:g} s{note}"
+                f"MCP server {name!r} did not answer {what} within {timeout:g} s{note}"
             ) from None
         except McpError as exc:
+            if exc.error.code == TOO_LARGE_CODE and exc.error.message.startswith("MCP server"):
+                raise McpCallError(exc.error.message) from None  # it names the server and cap
             if exc.error.code == _REQUEST_TIMEOUT:
                 raise McpCallError(
-                    f"MCP server {name!r} did not answer {tool} within {timeout:g} s"
+                    f"MCP server {name!r} did not answer {what} within {timeout:g} s"
                 ) from None
-            raise McpCallError(f"MCP server {name!r} failed {tool}: {exc.error.message}") from None
+            raise McpCallError(f"MCP server {name!r} failed {what}: {exc.error.message}") from None
         except Exception as exc:
             raise McpCallError(
-                f"MCP server {name!r} gave an unusable answer to {tool}: {_describe(exc)}"
+                f"MCP server {name!r} gave an unusable answer to {what}: {_describe(exc)}"
             ) from None
-        return map_result(result, server=name, tool=tool)
-
-
-def _resource_text(
-    resource: types.TextResourceContents | types.BlobResourceContents,
-) -> dict[str, Any]:
-    from mcp import types
-
-    uri = str(resource.uri)
-    if isinstance(resource, types.TextResourceContents):
-        return {"type": "text", "text": f"[resource {uri}]\n{resource.text}"}
-    mime = resource.mimeType or "application/octet-stream"
-    if mime.startswith("image/"):
-        return {"type": "image", "data": resource.blob, "mimeType": mime}
-    size = len(resource.blob) * 3 // 4
-    return {"type": "text", "text": f"[resource {uri}: {mime}, about {size} bytes, not shown]"}
-
-
-def map_result(result: types.CallToolResult, *, server: str, tool: str) -> dict[str, Any]:
-    """``{"content", "is_error", "details"}`` for a ``ToolResult``."""
-    from mcp import types
-
-    content: list[dict[str, Any]] = []
-    for block in result.content:
-        if isinstance(block, types.TextContent):
-            content.append({"type": "text", "text": block.text})
-        elif isinstance(block, types.ImageContent):
-            content.append({"type": "image", "data": block.data, "mimeType": block.mimeType})
-        elif isinstance(block, types.AudioContent):
-            size = len(block.data) * 3 // 4
-            content.append(
-                {
-                    "type": "text",
-                    "text": f"[audio: {block.mimeType}, about {size} bytes, not shown]",
-                }
-            )
-        elif isinstance(block, types.ResourceLink):
-            content.append({"type": "text", "text": f"[resource link: {block.name} <{block.uri}>]"})
-        elif isinstance(block, types.EmbeddedResource):  # pyright: ignore[reportUnnecessaryIsInstance]
-            content.append(_resource_text(block.resource))
-    details: dict[str, Any] = {"server": server, "tool": tool}
-    structured = result.structuredContent
-    if structured is not None:
-        details["structuredContent"] = structured
-        if not content:
-            content.append({"type": "text", "text": json.dumps(structured, ensure_ascii=False)})
-    if not content:
-        content.append({"type": "text", "text": "(no output)"})
-    return {"content": content, "is_error": bool(result.isError), "details": details}

@@ -19,6 +19,11 @@ Claude Code writes it). An ``http`` or ``sse`` server that answers 401 is logged
 expanded in ``command``, ``args``, ``env``, ``url`` and ``headers``. Our own optional key
 ``timeout`` is the seconds one tool call may take (default 120).
 
+Two settings of our own may sit next to ``mcpServers`` (a trusted project's replace the user's):
+``startup_timeout`` (seconds ``-p``/``--json`` wait for the servers to be ready or failed before
+the first request, default 30) and ``max_message_bytes`` (the largest message a server may send,
+default 32 MiB: a larger one fails that call, or the connection, with a message naming the cap).
+
 A file that is missing is no error; one that is not JSON, or an entry that is not valid, is
 reported (:attr:`McpConfig.errors`, naming the file, the server and the fix) and skipped: the
 other servers load.
@@ -35,17 +40,25 @@ from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "DEFAULT_STARTUP_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "McpConfig",
     "ServerSpec",
     "load_config",
     "parse_servers",
+    "parse_settings",
     "project_config_path",
     "user_config_path",
 ]
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds one tool call may take unless the server's ``timeout`` says otherwise."""
+
+DEFAULT_STARTUP_TIMEOUT = 30.0
+"""Seconds ``-p``/``--json`` wait for the servers before the first request."""
+DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+"""The largest message a server may send unless ``max_message_bytes`` says otherwise."""
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -71,6 +84,8 @@ class ServerSpec:
 class McpConfig:
     servers: tuple[ServerSpec, ...]
     errors: tuple[str, ...]
+    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
 
 def user_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -193,7 +208,38 @@ def parse_servers(
     return servers, errors
 
 
-def _read(path: Path, environ: Mapping[str, str]) -> tuple[list[ServerSpec], list[str]]:
+def parse_settings(data: object, source: str) -> tuple[dict[str, Any], list[str]]:
+    """Our settings next to ``mcpServers`` (``startup_timeout``, ``max_message_bytes``) and
+    the problems found; a bad value is reported and the default kept."""
+    if not isinstance(data, dict):
+        return {}, []
+    found: dict[str, Any] = {}
+    errors: list[str] = []
+    raw: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
+    timeout = raw.get("startup_timeout")
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
+            errors.append(
+                f"{source}: startup_timeout must be a number of seconds >= 0, got {timeout!r}; "
+                f"the default {DEFAULT_STARTUP_TIMEOUT:g} is used"
+            )
+        else:
+            found["startup_timeout"] = float(timeout)
+    cap = raw.get("max_message_bytes")
+    if cap is not None:
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1024:
+            errors.append(
+                f"{source}: max_message_bytes must be a whole number of bytes >= 1024, got "
+                f"{cap!r}; the default {DEFAULT_MAX_MESSAGE_BYTES} is used"
+            )
+        else:
+            found["max_message_bytes"] = cap
+    return found, errors
+
+
+def _read(
+    path: Path, environ: Mapping[str, str], settings: dict[str, Any]
+) -> tuple[list[ServerSpec], list[str]]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -204,7 +250,10 @@ def _read(path: Path, environ: Mapping[str, str]) -> tuple[list[ServerSpec], lis
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         return [], [f"{path}: not valid JSON ({exc}); fix the file, its servers are skipped"]
-    return parse_servers(data, str(path), environ)
+    found, problems = parse_settings(data, str(path))
+    settings.update(found)
+    servers, errors = parse_servers(data, str(path), environ)
+    return servers, problems + errors
 
 
 def load_config(
@@ -218,14 +267,15 @@ def load_config(
     environ = os.environ if env is None else env
     by_name: dict[str, ServerSpec] = {}
     errors: list[str] = []
-    servers, problems = _read(user_config_path(environ), environ)
+    settings: dict[str, Any] = {}
+    servers, problems = _read(user_config_path(environ), environ, settings)
     errors += problems
     for spec in servers:
         by_name[spec.name] = spec
     if project is not None:
         path = project_config_path(project)
         if project_trusted:
-            servers, problems = _read(path, environ)
+            servers, problems = _read(path, environ, settings)
             errors += problems
             for spec in servers:
                 by_name[spec.name] = spec
@@ -234,4 +284,4 @@ def load_config(
                 f"{path}: not loaded because the project is not trusted "
                 "(coding-agent --trust, or /trust, then restart)"
             )
-    return McpConfig(tuple(by_name.values()), tuple(errors))
+    return McpConfig(tuple(by_name.values()), tuple(errors), **settings)

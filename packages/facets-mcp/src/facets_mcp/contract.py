@@ -13,20 +13,30 @@ This module imports no host code (no Textual, no harness, no MCP SDK).
 from __future__ import annotations
 
 import re
-from typing import Literal, NotRequired, Protocol, TypedDict
+from typing import Any, Literal, NotRequired, Protocol, TypedDict
 
-from chord import Context, ReplicatedState, define_service
+from chord import Context, RemoteServiceError, ReplicatedState, define_service
 
 __all__ = [
+    "ELICITATION_ACTIONS",
     "SERVER_STATES",
+    "ElicitationDialog",
+    "ElicitationRequest",
+    "ElicitationResponse",
+    "McpElicitations",
     "McpPrompt",
     "McpResource",
+    "McpSampling",
     "McpServer",
     "McpServers",
     "McpServersApi",
     "McpState",
+    "McpTemplate",
     "McpTool",
+    "SamplingDialog",
+    "SamplingRequest",
     "ServerState",
+    "check_elicitation",
     "tool_name",
 ]
 
@@ -50,6 +60,14 @@ class McpResource(TypedDict):
     mimeType: NotRequired[str]
 
 
+class McpTemplate(TypedDict):
+    """A resource template (RFC 6570 ``uriTemplate``): read with the URI filled in."""
+
+    uriTemplate: str
+    name: str
+    description: NotRequired[str]
+
+
 class McpPrompt(TypedDict):
     name: str
     description: NotRequired[str]
@@ -71,18 +89,28 @@ class McpServer(TypedDict):
     tools: list[McpTool]
     resources: list[McpResource]
     prompts: list[McpPrompt]
+    templates: NotRequired[list[McpTemplate]]
+    notes: NotRequired[list[str]]
+    """What is not offered, and why (a tool that requires task-augmented execution)."""
     restarts: int
     """How many times it was started again after dying."""
     retryInSeconds: NotRequired[float]
     """When ``failed``: the backoff before the next start."""
     loginUrl: NotRequired[str]
     """While an OAuth login (``/mcp login``) waits for the browser: the URL to open."""
+    gaveUpAfter: NotRequired[int]
+    """When ``failed`` and not tried again: after this many failed starts in a row (``restart``
+    tries again)."""
 
 
 class McpState(TypedDict):
     servers: list[McpServer]
     errors: list[str]
     """Configuration problems (a file that is not JSON, a server entry that is not valid)."""
+    startupTimeout: NotRequired[float]
+    """The configuration's ``startup_timeout``; present once the configuration is read (the
+    ``servers`` are then every configured server): ``-p``/``--json`` wait for each to be ready
+    or failed, at most this long."""
 
 
 class McpServersApi(Protocol):
@@ -106,6 +134,14 @@ class McpServersApi(Protocol):
         before asking (the message says why)."""
         ...
 
+    async def get_prompt(
+        self, server: str, prompt: str, arguments: dict[str, str], ctx: Context
+    ) -> dict[str, Any]:
+        """``prompts/get`` of ``prompt`` of ``server``: ``{"messages": [{"role", "text"}]}``,
+        or ``{"error": why}`` when the server failed (not ready, an unknown prompt, a missing
+        argument); raises ``service_invalid_value`` for an unknown server."""
+        ...
+
 
 McpServers = define_service("mcp.servers", McpServersApi)
 """Provided by the session facet; the TUI observes and calls it."""
@@ -117,3 +153,118 @@ def tool_name(server: str, tool: str) -> str:
     """The model-facing name of ``tool`` of ``server``: ``mcp__<server>__<tool>``, every
     character a provider refuses replaced by ``_``, at most 64 characters."""
     return _UNSAFE.sub("_", f"mcp__{server}__{tool}")[:64]
+
+
+# -- elicitation: a server asks the user, during a tool call -------------------------------------
+ELICITATION_ACTIONS = ("accept", "decline", "cancel")
+
+
+class ElicitationRequest(TypedDict):
+    """What a server asks (``elicitation/create``): ``form`` mode with a flat JSON Schema of
+    strings, numbers, integers, booleans and enums; or ``url`` mode (open a page)."""
+
+    server: str
+    message: str
+    mode: Literal["form", "url"]
+    schema: NotRequired[dict[str, Any]]
+    url: NotRequired[str]
+
+
+class ElicitationResponse(TypedDict):
+    action: Literal["accept", "decline", "cancel"]
+    content: NotRequired[dict[str, Any]]
+    """With ``accept`` in form mode: a value per property of the schema."""
+
+
+class ElicitationDialog(Protocol):
+    """One pending elicitation (a keyed instance of :data:`McpElicitations`)."""
+
+    @property
+    def request(self) -> ReplicatedState:
+        """Follows :class:`ElicitationRequest`; set once when the dialog opens."""
+        ...
+
+    async def submit(self, response: ElicitationResponse, ctx: Context) -> None:
+        """Answer it; raises ``service_invalid_value`` for a response that does not fit."""
+        ...
+
+
+McpElicitations = define_service("mcp.elicitation", ElicitationDialog)
+"""Keyed ``"<conversationId>:<callId>:<n>"``; provided by the session facet while a tool call
+waits for the answer. The TUI asks the user; ``-p``/``--json`` decline."""
+
+
+def _bad(why: str) -> RemoteServiceError:
+    return RemoteServiceError("service_invalid_value", f"elicitation response: {why}")
+
+
+def check_elicitation(response: Any, request: ElicitationRequest) -> ElicitationResponse:
+    """A checked copy of ``response`` for ``request``, else ``service_invalid_value`` naming the
+    field: the action is one of :data:`ELICITATION_ACTIONS`; an accepted form answers every
+    required property with a value of its type (an enum's one of its values)."""
+    if not isinstance(response, dict):
+        raise _bad("must be an object")
+    action = response.get("action")  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
+    if action not in ELICITATION_ACTIONS:
+        raise _bad(f"action must be one of {', '.join(ELICITATION_ACTIONS)}, got {action!r}")
+    if action != "accept" or request["mode"] != "form":
+        return {"action": action}  # pyright: ignore[reportReturnType]
+    content: Any = response.get("content") or {}  # pyright: ignore[reportUnknownMemberType]
+    if not isinstance(content, dict):
+        raise _bad("content must be an object")
+    schema = request.get("schema") or {}
+    properties: dict[str, Any] = schema.get("properties") or {}
+    checked: dict[str, Any] = {}
+    for name, value in content.items():  # pyright: ignore[reportUnknownVariableType]
+        spec = properties.get(str(name))  # pyright: ignore[reportUnknownArgumentType]
+        if not isinstance(spec, dict):
+            raise _bad(f"{name!r} is not a field of the form")
+        checked[str(name)] = _field(str(name), value, spec)  # pyright: ignore[reportUnknownArgumentType]
+    for name in schema.get("required") or []:
+        if name not in checked:
+            raise _bad(f"the required field {name!r} is missing")
+    return {"action": "accept", "content": checked}
+
+
+def _field(name: str, value: Any, spec: dict[str, Any]) -> Any:
+    kind = spec.get("type")
+    ok = {
+        "string": isinstance(value, str),
+        "boolean": isinstance(value, bool),
+        "integer": isinstance(value, int) and not isinstance(value, bool),
+        "number": isinstance(value, int | float) and not isinstance(value, bool),
+    }.get(str(kind), False)
+    if not ok:
+        raise _bad(f"{name!r} must be a {kind}, got {value!r}")
+    if "enum" in spec and value not in spec["enum"]:
+        raise _bad(f"{name!r} must be one of {spec['enum']!r}, got {value!r}")
+    return value
+
+
+# -- sampling: a server asks to use the session's model -------------------------------------------
+class SamplingRequest(TypedDict):
+    """What a server asks the model (``sampling/createMessage``), as the user approves it."""
+
+    server: str
+    messages: list[dict[str, str]]
+    """``{"role": "user" | "assistant", "text"}`` each (other content as a short note)."""
+    systemPrompt: NotRequired[str]
+    maxTokens: int
+
+
+class SamplingDialog(Protocol):
+    """One pending sampling approval (a keyed instance of :data:`McpSampling`)."""
+
+    @property
+    def request(self) -> ReplicatedState:
+        """Follows :class:`SamplingRequest`."""
+        ...
+
+    async def decide(self, decision: dict[str, Any], ctx: Context) -> None:
+        """``{"decision": "allow" | "deny"}``; anything else is ``service_invalid_value``."""
+        ...
+
+
+McpSampling = define_service("mcp.sampling", SamplingDialog)
+"""Keyed ``"<server>:<n>"``; provided by the session facet while a server's sampling request
+waits for approval. The TUI shows the request; ``-p``/``--json`` follow ``--approve``."""

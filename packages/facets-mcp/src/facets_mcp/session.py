@@ -14,7 +14,12 @@ added to the root conversation's ``selectedTools``. The calls go through the app
 like any other tool; its default rules ask for every ``mcp__*`` tool. A call is sent to the
 server's current connection; a failure
 (the server hung, answered garbage, died) is that call's error result. While a server restarts
-its tools stay registered and a call says so.
+its tools stay registered and a call says so. Beside them (:mod:`.offers`): the servers'
+``instructions`` as a system section, ``mcp__list_resources``/``mcp__read_resource`` once a
+server offers resources, a call's progress in its slot, a server's elicitation during a call as
+a keyed :data:`~.contract.McpElicitations` dialog (its answer a memo on the call's slot), and
+its sampling requests through :mod:`.sampling` (a :data:`~.contract.McpSampling` approval, then
+the root conversation's model).
 
 The service's replicated ``state`` (:class:`~.contract.McpState`) follows every server. Nothing
 here is durable: a hot reload disposes the facet (the instances close, which stops the servers) and
@@ -24,7 +29,8 @@ Where things are comes from the harness's ``services``: ``workspace`` (the worki
 servers' working directory), ``project_root`` (where ``.mcp.json`` is looked for, default the
 workspace) and ``project_trusted`` (default ``False``); ``agent_state_dir`` (else ``state_dir``)
 holds remote servers' OAuth tokens (:mod:`.auth`, in ``mcp-auth/``); ``mcp_env`` may replace
-``os.environ`` (tests). A stdio server's ``env`` block is scrubbed by the session's
+``os.environ`` (tests). A stdio server inherits that environment (a certificate file, a proxy, a
+token the user exported) with its ``env`` block on top, both scrubbed by the session's
 :class:`~pico3.ChildEnvironment` (service ``child_environment``): a secret variable, or a value
 holding one (``"${ANTHROPIC_API_KEY}"``), reaches the server only when the user passed it through.
 """
@@ -61,7 +67,9 @@ if TYPE_CHECKING:
     from .client import ServerRunner
 
 from .config import load_config
-from .contract import McpServer, McpServers, McpState, tool_name
+from .contract import McpElicitations, McpSampling, McpServer, McpServers, McpState, tool_name
+from .offers import ProgressSlot, elicitation_asker, instructions_registration, resource_tools
+from .sampling import session_sampler
 
 __all__ = ["McpConnections", "McpHost", "connections_facet", "session_facet"]
 
@@ -83,18 +91,31 @@ class McpHost:
         harness: HarnessServiceApi,
         state: MutableReplicatedState,
         connections: ServiceSpawner[Any],
+        elicitations: ServiceSpawner[Any] | None = None,
+        states: Callable[[dict[str, Any]], MutableReplicatedState] | None = None,
+        sampling: ServiceSpawner[Any] | None = None,
     ) -> None:
         self._harness = harness
+        self._elicitations = elicitations
+        self._states = states
+        self._sampler = (
+            session_sampler(harness, sampling, states)
+            if sampling is not None and states is not None
+            else None
+        )
         self.state = state
         self._connections = connections
         self._runners: dict[str, ServerRunner] = {}
         self._closers: list[Callable[[], None]] = []
         self._servers: dict[str, McpServer] = {}
         self._errors: list[str] = []
+        self._startup_timeout: float | None = None
         self._order: list[str] = []
         self._registered: dict[str, tuple[Any, Callable[[], None]]] = {}
         self._closing = False
         self._lock = anyio.Lock()
+        self._extras: list[Callable[[], None]] = []
+        self._resource_tools = False
 
     # -- the service ---------------------------------------------------------------------------
     async def restart(self, name: Any, ctx: Context) -> None:
@@ -125,6 +146,21 @@ class McpHost:
                 f"MCP server {name!r} did not ask for a login in time; see /mcp",
             ) from None
 
+    async def get_prompt(self, server: Any, prompt: Any, arguments: Any, ctx: Context) -> Any:
+        runner = self._runners.get(server) if isinstance(server, str) else None
+        if runner is None or self._closing:
+            known = ", ".join(self._order) or "none"
+            raise RemoteServiceError(
+                "service_invalid_value", f"Unknown MCP server {server!r} (configured: {known})"
+            )
+        from .client import McpCallError  # imported already: a runner exists
+
+        wanted = {str(k): str(v) for k, v in dict(arguments or {}).items()}
+        try:
+            return {"messages": await runner.get_prompt(str(prompt), wanted)}
+        except McpCallError as exc:
+            return {"error": str(exc)}
+
     # -- lifecycle -----------------------------------------------------------------------------
     def _services(self) -> Mapping[str, Any]:
         # the handle's: readable while suspended (a reload with invocations running activates
@@ -142,6 +178,7 @@ class McpHost:
             env=env,
         )
         self._errors = list(config.errors)
+        self._startup_timeout = config.startup_timeout
         for message in config.errors:
             _log.warning("%s", message)
         self._order = [spec.name for spec in config.servers]
@@ -166,6 +203,10 @@ class McpHost:
         auth_dir = services.get("agent_state_dir") or services.get("state_dir")
         from .client import ServerRunner  # the MCP SDK: imported only when a server is configured
 
+        self._extras.append(
+            self._harness.add_registration(instructions_registration(lambda: self._runners))
+        )
+
         for spec in config.servers:
             runner = ServerRunner(
                 spec,
@@ -173,6 +214,10 @@ class McpHost:
                 cwd=cwd,
                 environment=ChildEnvironment.of(services),
                 auth_dir=str(auth_dir) if auth_dir else None,
+                inherit=env,
+                max_message_bytes=config.max_message_bytes,
+                root=str(project) if project is not None else cwd,
+                sampler=self._sampler,
             )
             self._runners[spec.name] = runner
             self._closers.append(self._connections.spawn(spec.name, _Connection(runner)))
@@ -185,6 +230,9 @@ class McpHost:
         for _declarations, remove in self._registered.values():
             remove()
         self._registered.clear()
+        for remove in reversed(self._extras):
+            remove()
+        self._extras.clear()
         self._runners.clear()
 
     # -- news from a runner (on the worker's loop) ----------------------------------------------
@@ -193,6 +241,8 @@ class McpHost:
             "servers": [self._servers[name] for name in self._order if name in self._servers],
             "errors": list(self._errors),
         }
+        if self._startup_timeout is not None:
+            value["startupTimeout"] = self._startup_timeout
         self.state.replace(BACKGROUND, value)
 
     async def _apply(self, server: McpServer, tools: list[dict[str, Any]]) -> None:
@@ -212,9 +262,35 @@ class McpHost:
                     t for t in self._servers.get(name, server)["tools"] if t["name"] in kept
                 ]
             if server["state"] == "ready":  # selected before the state says ready
-                await self._select(self._names(name))
+                names = self._names(name)
+                if not self._resource_tools and (server["resources"] or server.get("templates")):
+                    self._resource_tools = True
+                    names += self._add_resource_tools()
+                await self._select(names)
             self._servers[name] = shown
             self._publish_state()
+
+    def _add_resource_tools(self) -> list[str]:
+        """Register ``mcp__list_resources`` and ``mcp__read_resource`` (once a server offers
+        resources); returns their names."""
+        declarations = resource_tools(lambda: self._runners)
+
+        def install(h: Any) -> Callable[[], None]:
+            removers = [h.register_tool(d) for d in declarations if d.name not in h.tools.names()]
+
+            def undo() -> None:
+                for remove in reversed(removers):
+                    remove()
+
+            return undo
+
+        self._extras.append(self._harness.add_registration(install))
+        return [d.name for d in declarations]
+
+    def _asker(self, server: str, api: ToolApi, ctx: Context) -> Any:
+        if self._elicitations is None or self._states is None:
+            return None
+        return elicitation_asker(server, api, ctx, self._elicitations, self._states)
 
     def _names(self, server: str) -> list[str]:
         registered = self._registered.get(server)
@@ -297,11 +373,21 @@ class McpHost:
                 )
             from .client import McpCallError  # imported already: a runner exists
 
-            try:
-                with cancel_scope(ctx):
-                    piece = await runner.call_tool(tool, dict(args))
-            except McpCallError as exc:
-                return ToolResult.text(str(exc), is_error=True)
+            progress = ProgressSlot(api)
+            piece: dict[str, Any] = {}
+            failed: list[str] = []
+            with cancel_scope(ctx):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(progress.run, ctx)
+                    try:  # caught here: a task group would wrap it in a group
+                        piece = await runner.call_tool(
+                            tool, dict(args), progress.heard, self._asker(server, api, ctx)
+                        )
+                    except McpCallError as exc:
+                        failed.append(str(exc))
+                    group.cancel_scope.cancel()
+            if failed:
+                return ToolResult.text(failed[0], is_error=True)
             return ToolResult(
                 content=piece["content"], is_error=piece["is_error"], details=piece["details"]
             )
@@ -315,7 +401,16 @@ def session_facet(env: FacetEnvironment) -> None:
     ``mcp.servers``."""
     harness = env.use(HarnessService)
     connections = env.provide_many(McpConnections)
-    host = McpHost(harness, env.replicated_state({"servers": [], "errors": []}), connections)
+    elicitations = env.provide_many(McpElicitations)
+    sampling = env.provide_many(McpSampling)
+    host = McpHost(
+        harness,
+        env.replicated_state({"servers": [], "errors": []}),
+        connections,
+        elicitations,
+        env.replicated_state,
+        sampling,
+    )
     env.provide(McpServers, host)
 
     async def activate() -> None:

@@ -1,140 +1,259 @@
-"""The MCP TUI facet: the ``/mcp`` panel and command.
+"""The MCP TUI facet: the ``/mcp`` screen and command.
 
-``/mcp`` shows (or hides) a panel that follows :data:`~.contract.McpServers`' replicated state:
-each server with its transport, its state (``starting``, ``ready``, ``failed`` with the reason,
-the tail of its stderr and when it is tried again), its tool count and tools, and the resources
-and prompts it offers; configuration problems come first. ``/mcp restart NAME`` starts a server
-again at once. ``/mcp login NAME`` logs in to a remote server with OAuth: it prints the
-authorization URL (a notification, and the panel while the login waits) and opens it
+``/mcp`` opens a screen listing every configured server, **failed ones first** (then starting,
+then ready), one line each with its state, transport and tool count, and the configuration
+problems above; the list scrolls (arrows, Page Up/Down), so no server is out of reach. Picking a
+server shows its details (:func:`server_lines`): the reason it failed, the last lines of its
+stderr, whether it is tried again or was given up on, its tools, resources and prompts, and
+the tools left out (task-augmented ones); **Restart** starts it again at once. ``/mcp restart
+NAME`` does that without the screen.
+
+Every prompt of a ready server is a command ``/mcp__<server>__<prompt> ARGS``
+(:func:`prompt_command`): the words of ``ARGS`` fill the prompt's arguments in order (quote a
+word with spaces; the last argument takes the rest; ``name=value`` names one), the server's
+prompt is fetched (``prompts/get``) and its text is sent to the root conversation as your
+message. The commands follow the servers (a ``list_changed`` adds or removes them).
+
+A server's elicitation during a tool call (:data:`~.contract.McpElicitations`) is a dialog
+(:func:`ask_elicitation`): each field of its form in turn (an enum's values and a boolean's
+yes/no as choices, text and numbers typed), with **Decline** always offered and Escape
+cancelling; a ``url`` elicitation shows the page to open. A server's sampling request
+(:data:`~.contract.McpSampling`) shows what it would send to the model (:func:`sampling_body`)
+with **Allow** and **Deny** (Escape denies). :func:`panel_text` is the whole state as text (the same
+lines, failed servers first). The facet holds no authority and no state of its own; every text
+is made inert (:func:`chord.inert`): a server's names, errors and stderr are the server's.
+
+``/mcp login NAME`` logs in to a remote server with OAuth: it prints the authorization URL (a
+notification, and the server's details while the login waits) and opens it
 (:func:`open_in_browser`: ``$BROWSER``, macOS, or ``xdg-open`` on a desktop); the worker's
-loopback callback gets the redirect. The facet holds no authority and no state of its own.
+loopback callback gets the redirect.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 import webbrowser
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.to_thread
-from textual.message import Message
-from textual.widgets import Static
 
-from chord import (
-    Context,
-    Delivery,
-    FacetEnvironment,
-    RemoteServiceError,
-    ReplicatedState,
-    define_facet,
-    inert,
-)
-from chord.textual import Tui
+from chord import Context, Delivery, FacetEnvironment, RemoteServiceError, define_facet, inert
+from chord.textual import Choice, Modal, Tui
+from pico3 import ConversationService
 
-from .contract import McpServers
+from .contract import ElicitationResponse, McpElicitations, McpSampling, McpServers, tool_name
 
-__all__ = ["PANEL_ID", "McpPanel", "open_in_browser", "panel_text", "tui_facet"]
+__all__ = [
+    "ask_elicitation",
+    "open_in_browser",
+    "panel_text",
+    "prompt_arguments",
+    "prompt_command",
+    "sampling_body",
+    "server_lines",
+    "sorted_servers",
+    "tui_facet",
+]
 
-PANEL_ID = "mcp"
+_log = logging.getLogger("facets_mcp")
 _ICONS = {"starting": "◐", "ready": "●", "failed": "✗", "stopped": "○"}
+_ORDER = {"failed": 0, "stopped": 1, "starting": 2, "ready": 3}
+NOT_SUPPORTED = (
+    "Not supported: tools that require task-augmented execution (hidden). A server's "
+    "sampling request asks you first; its elicitation is answered during a tool call only."
+)
+NONE_CONFIGURED = (
+    "(none configured: add mcpServers to ~/.config/coding-agent/mcp.json "
+    "or a trusted project's .mcp.json)"
+)
 
 
 def _count(n: int, what: str) -> str:
     return f"{n} {what}{'' if n == 1 else 's'}"
 
 
+def sorted_servers(state: Any) -> list[dict[str, Any]]:
+    """The state's servers, failed ones first (then stopped, starting, ready), each group in
+    configuration order."""
+    if not isinstance(state, dict):
+        return []
+    found = cast(dict[str, Any], state).get("servers") or []
+    servers = [cast(dict[str, Any], s) for s in found if isinstance(s, dict)]
+    return sorted(servers, key=lambda s: _ORDER.get(str(s.get("state")), 0))
+
+
+def _head(server: dict[str, Any]) -> str:
+    tools = server.get("tools") or []
+    icon = _ICONS.get(str(server.get("state")), "?")
+    head = (
+        f"{icon} {server.get('name')} "
+        f"({server.get('transport')}) {server.get('state')} · {_count(len(tools), 'tool')}"
+    )
+    if server.get("restarts"):
+        head += f" · {_count(server['restarts'], 'restart')}"
+    return head
+
+
+def server_lines(server: dict[str, Any]) -> list[str]:
+    """One server as lines (not yet inert): its head, then its details indented."""
+    lines = [_head(server)]
+    tools = server.get("tools") or []
+    if server.get("error"):
+        lines.append(f"    error: {server['error']}")
+    if server.get("state") == "failed" and "gaveUpAfter" in server:
+        lines.append(
+            f"    gave up after {server['gaveUpAfter']} failed starts in a row; "
+            f"/mcp restart {server.get('name')} tries again"
+        )
+    elif server.get("state") == "failed" and "retryInSeconds" in server:
+        lines.append(
+            f"    retrying in {server['retryInSeconds']:g} s (/mcp restart {server.get('name')})"
+        )
+    if server.get("loginUrl"):
+        lines.append(f"    log in: open {server['loginUrl']}")
+    for line in (server.get("stderr") or "").splitlines()[-8:]:
+        lines.append(f"    stderr| {line}")
+    if tools:
+        lines.append("    tools: " + ", ".join(t.get("tool", "?") for t in tools))
+    for note in server.get("notes") or []:
+        lines.append(f"    note: {note}")
+    for resource in server.get("resources") or []:
+        lines.append(f"    resource: {resource.get('name')} <{resource.get('uri')}>")
+    for prompt in server.get("prompts") or []:
+        args = ", ".join(prompt.get("arguments") or [])
+        lines.append(f"    prompt: {prompt.get('name')}({args})")
+    return lines
+
+
+def prompt_command(server: str, prompt: str) -> str:
+    """The command of ``prompt`` of ``server``: ``mcp__<server>__<prompt>`` (as tools are named)."""
+    return tool_name(server, prompt)
+
+
+def prompt_arguments(names: list[str], text: str) -> dict[str, str]:
+    """``text`` (the words after the command) as the prompt's arguments ``names``: in order,
+    the last taking the rest; a word ``name=value`` names one. Raises ``ValueError`` for
+    unbalanced quotes."""
+    words = shlex.split(text)
+    found: dict[str, str] = {}
+    rest: list[str] = []
+    for word in words:
+        key, sep, value = word.partition("=")
+        if sep and key in names and key not in found:
+            found[key] = value
+        else:
+            rest.append(word)
+    free = [n for n in names if n not in found]
+    for i, name in enumerate(free):
+        if i >= len(rest):
+            break
+        found[name] = " ".join(rest[i:]) if i == len(free) - 1 else rest[i]
+    return found
+
+
+_DECLINE = "\0decline"
+_SKIP = "\0skip"
+
+
+def _typed(kind: str, text: str) -> Any:
+    """``text`` as a ``kind`` value (``ValueError`` when it is not one)."""
+    if kind == "integer":
+        return int(text.strip())
+    if kind == "number":
+        return float(text.strip())
+    return text
+
+
+async def ask_elicitation(modal: Modal, request: Any) -> ElicitationResponse:
+    """Ask the user what an elicitation request asks (see the module docstring)."""
+    title = f"MCP server {request.get('server')} asks"
+    message = str(request.get("message") or "")
+    if request.get("mode") == "url":
+        picked = await modal.choose(
+            title,
+            [Choice("accept", "I opened it"), Choice(_DECLINE, "Decline")],
+            body=f"{message}\n\n{request.get('url')}",
+            hint="Open the page yourself · Escape: cancel",
+        )
+        if picked is None:
+            return {"action": "cancel"}
+        return {"action": "accept" if picked == "accept" else "decline"}
+    schema = request.get("schema") or {}
+    required = set(schema.get("required") or [])
+    content: dict[str, Any] = {}
+    for name, spec in (schema.get("properties") or {}).items():
+        kind = str(spec.get("type"))
+        label = str(spec.get("title") or name)
+        about = f" ({spec['description']})" if spec.get("description") else ""
+        choices: list[Choice] = []
+        if "enum" in spec:
+            choices = [Choice(str(v)) for v in spec["enum"]]
+        elif kind == "boolean":
+            choices = [Choice("true", "Yes"), Choice("false", "No")]
+        if name not in required:
+            choices.append(Choice(_SKIP, "Skip"))
+        choices.append(Choice(_DECLINE, "Decline"))
+        problem = ""
+        while True:
+            picked = await modal.choose(
+                title,
+                choices,
+                body=f"{message}\n\n{label}{about}{problem}",
+                allow_text="enum" not in spec and kind != "boolean",
+                hint="Escape: cancel",
+            )
+            if picked is None:
+                return {"action": "cancel"}
+            if picked == _DECLINE:
+                return {"action": "decline"}
+            if picked == _SKIP:
+                break
+            if kind == "boolean":
+                content[name] = picked == "true"
+                break
+            enum = spec.get("enum")
+            if enum is not None:
+                content[name] = next(v for v in enum if str(v) == picked)
+                break
+            try:
+                content[name] = _typed(kind, picked)
+                break
+            except ValueError:
+                problem = f"\n\n{picked!r} is not {'an' if kind == 'integer' else 'a'} {kind}"
+    return {"action": "accept", "content": content}
+
+
+def sampling_body(request: Any) -> str:
+    """What a sampling request would send to the model, for the approval dialog (inert)."""
+    lines = [f"Up to {request.get('maxTokens')} tokens from the session's model, for:"]
+    if request.get("systemPrompt"):
+        lines += ["", "[system]", str(request["systemPrompt"])]
+    for message in request.get("messages") or []:
+        lines += ["", f"[{message.get('role')}]", str(message.get("text"))]
+    return inert("\n".join(lines))
+
+
 def panel_text(state: Any) -> str:
-    """The panel's text for an :class:`~.contract.McpState` value, made inert
-    (:func:`chord.inert`): a server's names, errors and stderr are the server's to choose."""
+    """The whole state as text (failed servers first), made inert (:func:`chord.inert`)."""
     if not isinstance(state, dict):
         return "MCP: not available"
     lines = ["MCP servers"]
     for error in state.get("errors") or []:
         lines.append(f"  ! {error}")
-    servers = state.get("servers") or []
+    servers = sorted_servers(state)
     if not servers:
-        lines.append(
-            "  (none configured: add mcpServers to ~/.config/coding-agent/mcp.json "
-            "or a trusted project's .mcp.json)"
-        )
+        lines.append("  " + NONE_CONFIGURED)
     for server in servers:
-        tools = server.get("tools") or []
-        head = (
-            f"{_ICONS.get(server.get('state'), '?')} {server.get('name')} "
-            f"({server.get('transport')}) {server.get('state')} · {_count(len(tools), 'tool')}"
-        )
-        if server.get("restarts"):
-            head += f" · {_count(server['restarts'], 'restart')}"
-        lines.append(head)
-        if server.get("error"):
-            lines.append(f"    error: {server['error']}")
-        if server.get("state") == "failed" and "retryInSeconds" in server:
-            lines.append(
-                f"    retrying in {server['retryInSeconds']:g} s (/mcp restart {server.get('name')})"
-            )
-        if server.get("loginUrl"):
-            lines.append(f"    log in: open {server['loginUrl']}")
-        for line in (server.get("stderr") or "").splitlines()[-8:]:
-            lines.append(f"    stderr| {line}")
-        if tools:
-            lines.append("    tools: " + ", ".join(t.get("tool", "?") for t in tools))
-        for resource in server.get("resources") or []:
-            lines.append(f"    resource: {resource.get('name')} <{resource.get('uri')}>")
-        for prompt in server.get("prompts") or []:
-            args = ", ".join(prompt.get("arguments") or [])
-            lines.append(f"    prompt: {prompt.get('name')}({args})")
+        lines += server_lines(server)
+    lines.append(NOT_SUPPORTED)
     return inert("\n".join(lines))
-
-
-class McpPanel(Static):
-    """The ``/mcp`` panel: follows a state, hidden until toggled."""
-
-    DEFAULT_CSS = """
-    McpPanel { height: auto; max-height: 20; padding: 0 1; overflow-y: auto; }
-    """
-
-    class Changed(Message):
-        def __init__(self, value: Any) -> None:
-            super().__init__()
-            self.value = value
-
-    def __init__(self, state: ReplicatedState) -> None:
-        super().__init__("", markup=False, id="mcp-panel")
-        self._state = state
-        self._unsubscribe: Any = None
-        self.text = panel_text(state.value)
-        self.display = False
-        self._listeners: list[Callable[[], None]] = []
-
-    def listen(self, listener: Callable[[], None]) -> Callable[[], None]:
-        """Call ``listener()`` after every change of :attr:`text`; returns the remover."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
-
-    def on_mount(self) -> None:
-        self._unsubscribe = self._state.subscribe(self._on_state)
-        self.update(self.text)
-
-    def on_unmount(self) -> None:
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-
-    def _on_state(self, value: Any, ctx: Context, delivery: Delivery) -> None:
-        del ctx, delivery
-        self.post_message(McpPanel.Changed(value))
-
-    def on_mcp_panel_changed(self, message: McpPanel.Changed) -> None:
-        message.stop()
-        self.text = panel_text(message.value)
-        self.update(self.text)
-        for listener in list(self._listeners):
-            listener()
 
 
 def open_in_browser(url: str) -> bool:
@@ -165,15 +284,149 @@ def open_in_browser(url: str) -> bool:
 
 @define_facet("@pi/mcp")
 def tui_facet(env: FacetEnvironment) -> None:
-    """Offer ``/mcp`` (toggle the panel), ``/mcp restart NAME`` and ``/mcp login NAME``."""
+    """Offer ``/mcp`` (the servers' screen), ``/mcp restart NAME`` and ``/mcp login NAME``."""
     tui = env.use(Tui)
     servers = env.use(McpServers)
-    panels: list[McpPanel] = []
 
-    def make() -> McpPanel:
-        panel = McpPanel(servers.state)
-        panels.append(panel)
-        return panel
+    roots: list[Any] = []
+    commands: dict[str, tuple[tuple[str, str, tuple[str, ...]], Callable[[], None]]] = {}
+    active = [False]
+
+    async def follow(conversation: Any, ctx: Context) -> None:
+        info = conversation.conversation.value
+        if isinstance(info, dict) and ("parent" in info or "owner" in info):
+            return  # a subagent's or a fork's: prompts go to the root
+        roots.append(conversation)
+        try:
+            await ctx.wait_cancelled()
+        finally:
+            roots.remove(conversation)
+
+    def run_prompt(server: str, prompt: str, names: tuple[str, ...]) -> Any:
+        async def handler(args: str, ctx: Context) -> None:
+            try:
+                arguments = prompt_arguments(list(names), args)
+            except ValueError as exc:
+                tui.notify(f"/{prompt_command(server, prompt)}: {exc}", severity="warning")
+                return
+            got = await servers.get_prompt(server, prompt, arguments, ctx)
+            if "error" in got:
+                tui.notify(inert(str(got["error"])), severity="error")
+                return
+            text = "\n\n".join(m["text"] for m in got.get("messages") or [])
+            if not roots:
+                tui.notify("No conversation to send the prompt to", severity="error")
+                return
+            await roots[-1].send({"content": text}, ctx)
+
+        return handler
+
+    def sync(value: Any) -> None:
+        """Register a command per ready server's prompt; drop the ones gone."""
+        wanted: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+        for server in sorted_servers(value):
+            if server.get("state") != "ready":
+                continue
+            for prompt in server.get("prompts") or []:
+                key = (str(server.get("name")), str(prompt.get("name")))
+                names = tuple(str(a) for a in prompt.get("arguments") or [])
+                wanted[prompt_command(*key)] = (*key, names)
+        for name in list(commands):
+            if wanted.get(name) != commands[name][0]:
+                commands.pop(name)[1]()
+        for name, (server, prompt, names) in wanted.items():
+            if name in commands:
+                continue
+            usage = " ".join(f"<{n}>" for n in names)
+            try:
+                remove = tui.register_command(
+                    name,
+                    inert(f"MCP prompt {prompt} of {server}" + (f": {usage}" if usage else "")),
+                    run_prompt(server, prompt, names),
+                )
+            except ValueError as exc:  # a name taken by another command: that one stays
+                _log.warning("MCP prompt %s of %s is not a command: %s", prompt, server, exc)
+                continue
+            commands[name] = ((server, prompt, names), remove)
+
+    def on_state(value: Any, _ctx: Context, _delivery: Delivery) -> None:
+        if active[0]:
+            sync(value)
+
+    def drop_all() -> None:
+        active[0] = False
+        for _key, remove in commands.values():
+            remove()
+        commands.clear()
+
+    async def on_elicitation(dialog: Any, ctx: Context) -> None:
+        request = dialog.request.value
+        modal = await tui.acquire_modal(ctx)
+        try:
+            response = await ask_elicitation(modal, request)
+        finally:
+            modal.close()
+        await dialog.submit(response, ctx)
+
+    async def on_sampling(dialog: Any, ctx: Context) -> None:
+        request = dialog.request.value
+        modal = await tui.acquire_modal(ctx)
+        try:
+            picked = await modal.choose(
+                f"MCP server {request.get('server')} asks to use the model",
+                [Choice("allow", "Allow"), Choice("deny", "Deny")],
+                body=sampling_body(request),
+                hint="Escape: deny",
+            )
+        finally:
+            modal.close()
+        await dialog.decide({"decision": "allow" if picked == "allow" else "deny"}, ctx)
+
+    async def restart(name: str, ctx: Context) -> None:
+        await servers.restart(name, ctx)
+        tui.notify(inert(f"Restarting MCP server {name}"))
+
+    async def screen(ctx: Context) -> None:
+        modal = await tui.acquire_modal(ctx)
+        try:
+            while True:
+                state = servers.state.value
+                state = state if isinstance(state, dict) else {}
+                listed = sorted_servers(state)
+                body = "\n".join(f"! {e}" for e in state.get("errors") or [])
+                body = "\n".join(filter(None, [body, NONE_CONFIGURED if not listed else ""]))
+                body = "\n".join(filter(None, [body, NOT_SUPPORTED]))
+                choices = [
+                    Choice(
+                        str(server.get("name")),
+                        _head(server),
+                        str(server.get("error") or "")[:120],
+                    )
+                    for server in listed
+                ]
+                picked = await modal.choose(
+                    "MCP servers",
+                    [*choices, Choice("\0close", "Close")],
+                    body=body,
+                    hint="Enter: a server's details · Escape: close",
+                )
+                found = next((s for s in listed if s.get("name") == picked), None)
+                if found is None:
+                    return
+                name = str(found.get("name"))
+                action = await modal.choose(
+                    f"MCP server {name}",
+                    [Choice("restart", "Restart"), Choice("back", "Back")],
+                    body="\n".join(server_lines(found)),
+                    hint="Escape: close",
+                )
+                if action == "restart":
+                    await restart(name, ctx)
+                    return
+                if action != "back":
+                    return
+        finally:
+            modal.close()
 
     async def command(args: str, ctx: Context) -> None:
         words = args.split()
@@ -181,8 +434,7 @@ def tui_facet(env: FacetEnvironment) -> None:
             if len(words) != 2:
                 tui.notify("Usage: /mcp restart NAME", severity="warning")
                 return
-            await servers.restart(words[1], ctx)
-            tui.notify(f"Restarting MCP server {words[1]}")
+            await restart(words[1], ctx)
             return
         if words[:1] == ["login"]:
             if len(words) != 2:
@@ -192,12 +444,12 @@ def tui_facet(env: FacetEnvironment) -> None:
             return
         if words:
             tui.notify(
-                "Usage: /mcp (show or hide the panel), /mcp restart NAME or /mcp login NAME",
+                "Usage: /mcp (the servers: state, tools, resources, prompts), /mcp restart NAME "
+                "or /mcp login NAME",
                 severity="warning",
             )
             return
-        for panel in panels:
-            panel.display = not panel.display
+        await screen(ctx)
 
     async def _login(name: str, ctx: Context) -> None:
         try:
@@ -208,20 +460,25 @@ def tui_facet(env: FacetEnvironment) -> None:
         if url is None:
             tui.notify(f"MCP server {name} connected without asking for a login")
             return
+        # the URL also stays in the server's details (/mcp) until the browser comes back
         tui.notify(inert(f"Log in to MCP server {name}: open {url}"))
-        for panel in panels:
-            panel.display = True  # the URL stays there until the browser comes back
         try:
             await anyio.to_thread.run_sync(open_in_browser, url)
         except Exception:  # no browser here: the URL is shown
             pass
 
     def activate() -> None:
-        env.own(tui.mount_panel(PANEL_ID, make))
+        active[0] = True
+        env.own(drop_all)
+        env.own(servers.state.subscribe(on_state))
+        sync(servers.state.value)
         env.own(
             tui.register_command(
                 "mcp", "Show the MCP servers, their tools, resources and prompts", command
             )
         )
 
+    env.observe(ConversationService, follow)
+    env.observe(McpElicitations, on_elicitation)
+    env.observe(McpSampling, on_sampling)
     env.on_activate(activate)

@@ -74,6 +74,10 @@ def _source(key: str, value: Any) -> str:
     skills = data.get("skills")
     if isinstance(skills, list):
         return f"{len(skills)} skill{'s' if len(skills) != 1 else ''}"
+    servers = data.get("servers")  # facets-mcp's mcp-instructions
+    if isinstance(servers, list):
+        names = [str(s.get("name")) for s in servers if isinstance(s, dict)]
+        return "MCP server" + ("s " if len(names) != 1 else " ") + ", ".join(names)
     return ""
 
 
