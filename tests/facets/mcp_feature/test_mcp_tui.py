@@ -52,7 +52,8 @@ async def test_the_screen_lists_every_server_failed_first_and_gives_up_on_a_miss
             assert "Not supported: tools that require task-augmented execution" in (
                 dialog_body(screen)
             )
-            options = dialog_options(screen)
+            # the dialog numbers options 1-9 ("1. "), and indents the rest as far: labels follow
+            options = [o[3:] for o in dialog_options(screen)]
             # every server is listed (15 > the 12 lines the old panel had), failed ones first
             assert len(options) == MISSING + 3  # + echo, broken, Close
             assert options[-2].startswith("● echo (stdio) ready · 7 tools")
@@ -68,8 +69,8 @@ async def test_the_screen_lists_every_server_failed_first_and_gives_up_on_a_miss
             assert dialog_title(details) == "MCP server broken"
             body = dialog_body(details)
             assert "stderr| cannot start: missing API key" in body
-            assert dialog_options(details) == ["r Restart", "b Back"]
-            await pilot.press("b")  # back to the list, then a missing binary's details
+            assert dialog_options(details) == ["1. Restart", "2. Back"]
+            await pilot.press("2", "enter")  # back to the list, then a missing binary's details
             await app.until(lambda: (d := app.dialog()) is not None and d is not details)
             listed = await app.shown_dialog(pilot)
             await pilot.press("enter")  # the first: m00
@@ -77,7 +78,7 @@ async def test_the_screen_lists_every_server_failed_first_and_gives_up_on_a_miss
             missing = await app.shown_dialog(pilot)
             assert f"gave up after {GIVE_UP_AFTER} failed starts" in dialog_body(missing)
             assert "/mcp restart m00 tries again" in dialog_body(missing)
-            await pilot.press("r")  # Restart: tried once more
+            await pilot.press("1", "enter")  # Restart: tried once more
             await s.until(
                 lambda v: any(
                     x["name"] == "m00" and x["restarts"] == GIVE_UP_AFTER for x in v["servers"]
