@@ -52,6 +52,7 @@ DEFAULT_PACKAGES: tuple[str, ...] = (
     "facets-indexer",
     "facets-mcp",
     "facets-subagents",
+    "facets-hooks",
 )
 """The feature packages every install of the app brings (its pyproject depends on them)."""
 
