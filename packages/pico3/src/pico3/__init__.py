@@ -31,7 +31,9 @@ change without notice. The import-linter contract in the workspace's ``pyproject
   :data:`ConversationService` (``pi.conversation``, remotable; :class:`ConversationServiceApi`),
   the JSON shapes of the view and the methods, and :func:`harness_session_facet`.
 * Child processes: :class:`ChildEnvironment` (the environment a session's child processes
-  get, without its secrets; the harness service :data:`CHILD_ENVIRONMENT_SERVICE`).
+  get, without its secrets; the harness service :data:`CHILD_ENVIRONMENT_SERVICE`), and
+  :class:`Sandbox` (bubblewrap: :class:`SandboxPolicy`, :func:`sandbox_available`,
+  :func:`explain_refusal`; the harness service :data:`SANDBOX_SERVICE`).
 * Project files: :func:`walk_files` and :class:`IgnoreRules` (``.gitignore`` rules, one walker
   for every tool and feature; loaded on first use, so ``pathspec`` stays off the import path of a
   process that never walks a tree), :func:`write_atomic`, :func:`fsync_dir`, and :func:`run_git`
@@ -114,6 +116,16 @@ from pico3.kernel.documents import memo_once
 from pico3.owned import OwnedConversation, OwnedSpec, create_owned
 from pico3.process_host import LocalProcessHost, ProcessHost, ProcessSpec, ProcessStatus
 from pico3.registration_swap import reload
+from pico3.sandbox import (
+    DEFAULT_DENY_READ,
+    OUTSIDE_HINT,
+    SANDBOX_SERVICE,
+    Sandbox,
+    SandboxPolicy,
+    SandboxStatus,
+    explain_refusal,
+    sandbox_available,
+)
 from pico3.storage import (
     BLOB_LIMIT,
     CorruptStorage,
@@ -185,6 +197,14 @@ __all__ = [
     "BeforeToolApi",
     "BeforeToolOutcome",
     "ChildEnvironment",
+    "DEFAULT_DENY_READ",
+    "OUTSIDE_HINT",
+    "SANDBOX_SERVICE",
+    "Sandbox",
+    "SandboxPolicy",
+    "SandboxStatus",
+    "explain_refusal",
+    "sandbox_available",
     "Clock",
     "Closed",
     "CollapseInProgress",

@@ -93,6 +93,7 @@ from coding_agent.permission_modes import PERMISSION_MODES
 from coding_agent.permissions import PermissionFiles
 from coding_agent.private import PrivacyError, private_dir, socket_folder
 from coding_agent.safety import unapproved_reason
+from coding_agent.sandbox_setup import sandbox_policy, session_sandbox
 from coding_agent.secret_env import child_environment
 from coding_agent.sessions import (
     Session,
@@ -132,6 +133,7 @@ from coding_agent.worker.tools_facet import tools_facet
 from coding_agent.worker.tree_service import session_tree_facet
 from pico3 import (
     CHILD_ENVIRONMENT_SERVICE,
+    SANDBOX_SERVICE,
     ChildEnvironment,
     CorruptStorage,
     HarnessOptions,
@@ -141,6 +143,7 @@ from pico3 import (
     LocalProcessHost,
     Models,
     PostgresStorage,
+    Sandbox,
     harness_session_facet,
     reload,
 )
@@ -209,6 +212,10 @@ class WorkerConfig(msgspec.Struct, frozen=True):
     """``--thinking``: set as the root conversation's thinking level (an explicit choice)."""
     default_thinking: str | None = None
     """The thinking level a *new* root conversation starts with (the config file's)."""
+    sandbox: bool = False
+    """``sandbox.enabled``: the session's commands run in :mod:`pico3.sandbox` (when it works)."""
+    sandbox_deny_read: tuple[str, ...] = ()
+    sandbox_allow_write: tuple[str, ...] = ()
     environment: ChildEnvironment | None = None
     """What the session's child processes get for an environment (``None``: the provider
     keys' defaults, :meth:`pico3.ChildEnvironment.default`); see
@@ -402,6 +409,7 @@ async def open_session_host(
             "process_host": processes if shared is None else SharedProcessHost(processes, shared),
             GUARDED_PATHS_SERVICE: protected_paths(session, config),
             CHILD_ENVIRONMENT_SERVICE: environment,
+            **_sandbox_service(config),
             # The permission rules' files (config.toml, Claude Code's settings) for the
             # approval feature, which parses and applies them (coding_agent.permissions).
             "permission_rules": PermissionFiles(session.cwd, config.env),
@@ -572,6 +580,26 @@ async def _close_providers(choice: ProviderChoice) -> None:
         aclose = getattr(provider, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+def _sandbox_service(config: WorkerConfig) -> dict[str, Any]:
+    """``{SANDBOX_SERVICE: sandbox}`` when ``sandbox.enabled`` is on and bubblewrap works here;
+    when it is on but cannot start, the worker says why once (commands then run unsandboxed,
+    each still asked about as the permission mode says)."""
+    if not config.sandbox:
+        return {}
+    policy = sandbox_policy(
+        config.session.cwd,
+        config.session.id,
+        env=config.env,
+        deny_read=config.sandbox_deny_read,
+        allow_write=config.sandbox_allow_write,
+    )
+    found = session_sandbox(policy, config.env)
+    if isinstance(found, Sandbox):
+        return {SANDBOX_SERVICE: found}
+    _log.warning("sandbox.enabled is on but the sandbox is unavailable: %s", found.reason)
+    return {}
 
 
 PERMISSION_MODE_SERVICE = "approval.mode"
@@ -978,6 +1006,9 @@ def session_worker_config(
         linger=stay if stay is not None else DEFAULT_LINGER,
         thinking=thinking,
         default_thinking=stored.thinking or files.thinking,
+        sandbox=files.sandbox_enabled,
+        sandbox_deny_read=tuple(files.sandbox_deny_read),
+        sandbox_allow_write=tuple(files.sandbox_allow_write),
         environment=child_environment(
             secrets=files.secrets,
             passthrough=files.secrets_passthrough,

@@ -1,0 +1,295 @@
+"""Issue 41: commands run in the OS sandbox (pico3.Sandbox, bubblewrap).
+
+Real escapes are attempted from inside through the real ``bash`` tool, each refused with a line
+the model can act on; allowed work (files, git, the temporary folder) succeeds; nothing a
+command starts outlives its call; a sandboxed command interrupted by a worker kill is killed,
+whole namespace and all, before the restarted worker reports.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_file_safety import call, processes_in, wait_gone
+from worker_support import Client, allow, connected, text_of, worker_process, write_script
+
+from chord.context import BACKGROUND
+from coding_agent.sandbox_setup import sandbox_policy, session_sandbox
+from coding_agent.sessions import Session
+from coding_agent.worker.tools import ToolContext, ToolError
+from coding_agent.worker.tools.bash import BASH_TOOL
+from pico3 import Sandbox, SandboxStatus, sandbox_available
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(not sandbox_available().available, reason=sandbox_available().reason),
+]
+
+
+def program(pid: int) -> bytes:
+    """The program process ``pid`` runs (its argv[0])."""
+    with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+        return cmdline.read().split(b"\0")[0]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("PRIVATE-KEY-MATERIAL\n")
+    (home / ".bashrc").write_text("# the user's\n")
+    return home
+
+
+@pytest.fixture
+def env(tmp_path: Path, home: Path) -> dict[str, str]:
+    environ = dict(os.environ)
+    environ.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+    )
+    trust = tmp_path / "config" / "coding-agent" / "trust.json"
+    trust.parent.mkdir(parents=True)
+    trust.write_text('{"version": 1, "projects": {"SECRET-TRUST": true}}')
+    return environ
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "README.md").write_text("hello\n")
+    return folder
+
+
+@pytest.fixture
+def sandbox(project: Path, env: dict[str, str], tmp_path: Path) -> Sandbox:
+    policy = sandbox_policy(project, f"test-{os.getpid()}-{tmp_path.name}", env=env)
+    found = session_sandbox(policy, env)
+    assert isinstance(found, Sandbox), found
+    return found
+
+
+async def bash(command: str, project: Path, sandbox: Sandbox | None) -> str:
+    """The real bash tool's text (a failure's text too)."""
+    try:
+        result = await BASH_TOOL.handler(
+            {"command": command}, ToolContext(project, sandbox=sandbox), None
+        )
+    except ToolError as error:
+        return error.message
+    return result.plain_text
+
+
+def run_in(env: dict[str, str]) -> Any:
+    """``bash`` with the test's ``HOME`` (the tool's environment is this process's)."""
+    return lambda command, project, sandbox: bash(
+        f"export HOME={env['HOME']}; {command}", project, sandbox
+    )
+
+
+async def test_writes_outside_the_project_are_refused_with_a_line_saying_so(
+    project: Path, env: dict[str, str], home: Path, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    run = run_in(env)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / "link").symlink_to(outside)
+    attempts = [
+        "echo evil >> ~/.bashrc",
+        "echo evil > link/planted",
+        "echo evil > ../outside/planted",
+        f"echo evil > /proc/self/root{home}/.bashrc",
+    ]
+    for command in attempts:
+        text = await run(command, project, sandbox)
+        assert "Read-only file system" in text, (command, text)
+        assert "[Sandbox: the sandbox refused a write" in text
+        assert "outside_sandbox: true" in text
+    assert (home / ".bashrc").read_text() == "# the user's\n"
+    assert list(outside.iterdir()) == []
+
+
+async def test_credentials_and_the_agents_files_are_unreadable(
+    project: Path, env: dict[str, str], sandbox: Sandbox, tmp_path: Path
+) -> None:
+    run = run_in(env)
+    trust = tmp_path / "config" / "coding-agent" / "trust.json"
+    for command in ("cat ~/.ssh/id_rsa", f"cat {trust}", "cat /proc/self/root$HOME/.ssh/id_rsa"):
+        text = await run(command, project, sandbox)
+        assert "PRIVATE-KEY-MATERIAL" not in text and "SECRET-TRUST" not in text, text
+        assert "Command exited with code 1" in text
+        assert "is hidden inside the sandbox" in text, (command, text)
+
+
+@pytest.fixture
+def loopback_server() -> Iterator[int]:
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    accepted: list[socket.socket] = []
+
+    def serve() -> None:
+        try:
+            while True:
+                accepted.append(server.accept()[0])
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield port
+    server.close()
+    for conn in accepted:
+        conn.close()
+    thread.join(timeout=10)
+
+
+async def test_no_network_no_dns_no_nested_namespaces(
+    project: Path, env: dict[str, str], sandbox: Sandbox, loopback_server: int
+) -> None:
+    run = run_in(env)
+    # the server answers outside the sandbox...
+    with socket.create_connection(("127.0.0.1", loopback_server), timeout=10):
+        pass
+    text = await run(f"exec 3<>/dev/tcp/127.0.0.1/{loopback_server}", project, sandbox)
+    assert "Connection refused" in text
+    assert "[Sandbox: the sandbox has no network" in text
+    dns = "python3 -c 'import socket; socket.getaddrinfo(\"example.com\", 443)'"
+    text = await run(dns, project, sandbox)
+    assert "Temporary failure in name resolution" in text or "Name or service not known" in text
+    assert "the sandbox has no network" in text
+    text = await run("unshare -r true", project, sandbox)
+    assert "unshare failed" in text and "Command exited with code 1" in text
+    text = await run("unshare -m true", project, sandbox)
+    assert "Operation not permitted" in text and "[Sandbox:" in text
+
+
+async def test_nothing_a_command_starts_outlives_its_call(
+    project: Path, env: dict[str, str], sandbox: Sandbox
+) -> None:
+    marker = "4242.4242"
+    text = await bash(f"sleep {marker} & echo started $!", project, sandbox)
+    assert text.startswith("started")
+
+    def left() -> list[int]:
+        found = []
+        for name in os.listdir("/proc"):
+            try:
+                if name.isdigit() and marker in Path(f"/proc/{name}/cmdline").read_text():
+                    found.append(int(name))
+            except OSError:
+                continue
+        return found
+
+    await wait_gone(left())
+    assert left() == []
+    # unsandboxed, the same command leaves its process behind (the sandbox is what ends it)
+    await bash(f"sleep {marker} & echo started", project, None)
+    stray = left()
+    assert stray
+    for pid in stray:
+        os.kill(pid, 9)
+    await wait_gone(stray)
+
+
+async def test_allowed_work_succeeds(project: Path, env: dict[str, str], sandbox: Sandbox) -> None:
+    command = (
+        "git init -q . && git -c user.email=a@b -c user.name=a add -A && "
+        "git -c user.email=a@b -c user.name=a commit -qm first && git log --oneline | wc -l && "
+        "printf 'int main(){return 0;}' > t.c && python3 -c 'print(2+2)' && "
+        "echo scratch > $TMPDIR/scratch && cat $TMPDIR/scratch && echo $TMPDIR"
+    )
+    text = await bash(command, project, sandbox)
+    lines = text.splitlines()
+    assert lines[:3] == ["1", "4", "scratch"], text
+    assert lines[3] == sandbox.policy.temp_dir
+    assert (project / ".git").is_dir() and (project / "t.c").exists()
+    assert (Path(sandbox.policy.temp_dir) / "scratch").read_text() == "scratch\n"
+    # the project's code-running files stay read-only inside
+    text = await bash("echo evil > .git/hooks/pre-commit", project, sandbox)
+    assert "Read-only file system" in text
+    assert not (project / ".git" / "hooks" / "pre-commit").exists()
+
+
+async def test_outside_sandbox_runs_unconfined(
+    project: Path, env: dict[str, str], home: Path, sandbox: Sandbox
+) -> None:
+    args = {"command": f"echo ok >> {home}/.bashrc", "outside_sandbox": True, "reason": "r"}
+    result = await BASH_TOOL.handler(args, ToolContext(project, sandbox=sandbox), None)
+    assert result.details is not None and result.details["sandboxed"] is False
+    assert (home / ".bashrc").read_text().endswith("ok\n")
+
+
+def test_without_bwrap_on_path_the_sandbox_is_unavailable(
+    project: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    hidden = {**env, "PATH": str(bare)}
+    found = session_sandbox(sandbox_policy(project, "s", env=hidden), hidden)
+    assert isinstance(found, SandboxStatus) and not found.available
+    assert "bubblewrap (bwrap) is not on PATH" in found.reason
+
+
+async def test_a_sandboxed_command_interrupted_by_a_worker_kill_is_killed_with_its_namespace(
+    session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    config = tmp_path / "xdg-config"
+    (config / "coding-agent").mkdir(parents=True)
+    (config / "coding-agent" / "config.toml").write_text("[sandbox]\nenabled = true\n")
+    env = {**agent_env, "XDG_CONFIG_HOME": str(config)}
+    # the grandchild: started in the background inside, it would outlive a plain process kill
+    command = "sleep 5.4321 & echo started; sleep 3; echo ran >> f"
+    script = write_script(tmp_path / "script.json", [call("bash", command=command), {"text": "ok"}])
+
+    def live_output() -> str:
+        turn = client.view.get("turn") or {}
+        return "".join(slot.get("output", "") for slot in turn.get("tools", []))
+
+    client = Client(approve=allow)
+    async with (
+        worker_process(session, env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "run it"}, BACKGROUND)
+        await client.wait_for(lambda: "started" in live_output())
+        running = processes_in(session.cwd)
+        names = [program(pid) for pid in running]
+        assert any(name.endswith(b"bwrap") for name in names), names
+        assert len(running) >= 3  # bwrap, its namespace's init, the shell, the sleeps
+        await worker.kill()
+        await client.wait_for(lambda: client.root_closed)
+    # --die-with-parent: the worker's death ends the namespace, every process of it, at once
+    await wait_gone(running)
+    assert processes_in(session.cwd) == []
+
+    client = Client(approve=allow)
+    async with (
+        worker_process(session, env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.wait_for(lambda: bool(client.entries("pi.tool_result")))
+        (result,) = client.entries("pi.tool_result")
+        text = text_of(result)
+        assert text.startswith("Command interrupted by a worker restart after it had started")
+        assert "It was no longer running." in text
+        others = [pid for pid in processes_in(session.cwd) if pid != worker.process.pid]
+        assert others == []
+        await client.wait_for(client.turn_ended)
+    assert not (session.cwd / "f").exists()
+
+
+def test_the_probe_runs_the_real_binary() -> None:
+    status = sandbox_available()
+    assert status.bwrap is not None and os.path.samefile(status.bwrap, shutil.which("bwrap") or "")
+    done = subprocess.run([status.bwrap, "--version"], capture_output=True, text=True, check=True)
+    assert "bubblewrap" in done.stdout
