@@ -22,15 +22,20 @@ from test_file_safety import call, processes_in, wait_gone
 from worker_support import Client, allow, connected, text_of, worker_process, write_script
 
 from chord.context import BACKGROUND
+from coding_agent.config import ConfigError, load_config
 from coding_agent.sandbox_setup import sandbox_policy, session_sandbox
 from coding_agent.sessions import Session
 from coding_agent.worker.tools import ToolContext, ToolError
 from coding_agent.worker.tools.bash import BASH_TOOL
 from pico3 import Sandbox, SandboxStatus, sandbox_available
 
+_STATUS = sandbox_available()
+if not _STATUS.available and os.environ.get("CODING_AGENT_REQUIRE_SANDBOX"):  # CI: .ci/run
+    raise RuntimeError(f"the sandbox tests need bubblewrap: {_STATUS.reason}")
+
 pytestmark = [
     pytest.mark.anyio,
-    pytest.mark.skipif(not sandbox_available().available, reason=sandbox_available().reason),
+    pytest.mark.skipif(not _STATUS.available, reason=_STATUS.reason),
 ]
 
 
@@ -293,3 +298,20 @@ def test_the_probe_runs_the_real_binary() -> None:
     assert status.bwrap is not None and os.path.samefile(status.bwrap, shutil.which("bwrap") or "")
     done = subprocess.run([status.bwrap, "--version"], capture_output=True, text=True, check=True)
     assert "bubblewrap" in done.stdout
+
+
+def test_sandbox_config_a_project_turns_it_on_but_cannot_widen_it(
+    project: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    user = tmp_path / "config" / "coding-agent" / "config.toml"
+    user.write_text('[sandbox]\ndeny_read = ["~/.kube"]\nallow_write = ["~/.cache/uv"]\n')
+    local = project / ".coding-agent" / "config.toml"
+    local.parent.mkdir()
+    local.write_text('[sandbox]\nenabled = true\ndeny_read = ["~/.pgpass"]\n')
+    config = load_config(project, env=env, trusted=True)
+    assert config.sandbox_enabled
+    assert config.sandbox_deny_read == ["~/.kube", "~/.pgpass"]
+    assert config.sandbox_allow_write == ["~/.cache/uv"]
+    local.write_text('[sandbox]\nallow_write = ["~"]\n')
+    with pytest.raises(ConfigError, match=r"only your own config\.toml may widen the sandbox"):
+        load_config(project, env=env, trusted=True)

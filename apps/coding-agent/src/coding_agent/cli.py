@@ -569,6 +569,7 @@ def _print_config(cwd: Path) -> int:
             key = f"providers.{name}.compat.{flag}"
             show(key, value, config.origin.get(key, "?"))
     _show_secrets(config, show)
+    _show_sandbox(config, show)
     for model_entry in config.models:
         ref = f"{model_entry['provider']}/{model_entry['id']}"
         details = ", ".join(
@@ -604,6 +605,27 @@ def _show_secrets(config: EffectiveConfig, show: Callable[[str, Any, str], None]
             ", ".join(config.secrets_passthrough),
             config.origin.get("secrets_passthrough", "?"),
         )
+
+
+def _show_sandbox(config: EffectiveConfig, show: Callable[[str, Any, str], None]) -> None:
+    """The ``sandbox`` lines of ``coding-agent config``: the policy and whether it can start."""
+    from pico3 import DEFAULT_DENY_READ, sandbox_available
+
+    status = sandbox_available()
+    show("sandbox", "available" if status.available else "unavailable", status.reason)
+    show("sandbox.enabled", config.sandbox_enabled, config.origin.get("sandbox.enabled", "default"))
+    hidden = [*DEFAULT_DENY_READ, "the agent's config and session storage"]
+    origin = "built in" + (
+        f" + {config.origin['sandbox.deny_read']}" if config.sandbox_deny_read else ""
+    )
+    show("sandbox.deny_read", ", ".join([*hidden, *config.sandbox_deny_read]), origin)
+    writable = ["the project", "$TMPDIR (the session's)", *config.sandbox_allow_write]
+    show(
+        "sandbox.allow_write",
+        ", ".join(writable),
+        config.origin.get("sandbox.allow_write", "built in"),
+    )
+    show("sandbox.network", "none", "built in (sandbox.allow_domains is not implemented)")
 
 
 def _cwd() -> Path:
