@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 from test_file_safety import call, processes_in, wait_gone
-from worker_support import Client, allow, connected, text_of, worker_process, write_script
+from worker_support import Client, allow, connected, deny, text_of, worker_process, write_script
 
 from chord.context import BACKGROUND
+from coding_agent.client.commands import sandbox_text
 from coding_agent.config import ConfigError, load_config
 from coding_agent.sandbox_setup import sandbox_policy, session_sandbox
 from coding_agent.sessions import Session
@@ -79,7 +80,7 @@ def project(tmp_path: Path) -> Path:
 @pytest.fixture
 def sandbox(project: Path, env: dict[str, str], tmp_path: Path) -> Sandbox:
     policy = sandbox_policy(project, f"test-{os.getpid()}-{tmp_path.name}", env=env)
-    found = session_sandbox(policy, env)
+    found = session_sandbox(policy, env, enforced=True)
     assert isinstance(found, Sandbox), found
     return found
 
@@ -315,3 +316,97 @@ def test_sandbox_config_a_project_turns_it_on_but_cannot_widen_it(
     local.write_text('[sandbox]\nallow_write = ["~"]\n')
     with pytest.raises(ConfigError, match=r"only your own config\.toml may widen the sandbox"):
         load_config(project, env=env, trusted=True)
+
+
+async def test_sandbox_mode_runs_commands_inside_without_asking_and_asks_to_run_outside(
+    session: Session, agent_env: dict[str, str], tmp_path: Path, home: Path
+) -> None:
+    env = {**agent_env, "HOME": str(home), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    script = write_script(
+        tmp_path / "script.json",
+        [
+            call("bash", command="echo built > out.txt && cat out.txt"),
+            call("bash", command="echo evil >> ~/.bashrc"),
+            call("bash", command="echo net >> ~/.bashrc", outside_sandbox=True, reason="need it"),
+            {"text": "done"},
+        ],
+    )
+    client = Client(approve=deny)
+    args = ("--faux-script", str(script), "--permission-mode", "sandbox")
+    async with worker_process(session, env, *args) as worker, connected(client, worker.socket):
+        await client.root.send({"content": "work"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+    texts = [text_of(entry) for entry in client.entries("pi.tool_result")]
+    assert texts[0] == "built"
+    assert "Read-only file system" in texts[1] and "outside_sandbox: true" in texts[1]
+    assert texts[2] == "Tool call blocked: denied by test"
+    # one dialog, for the call that asked to run outside; it says so and why
+    assert [d.request["name"] for d in client.approvals] == ["bash"]
+    reason = client.approvals[0].request.get("reason", "")
+    assert "OUTSIDE the sandbox" in reason and "need it" in reason
+    assert (session.cwd / "out.txt").read_text() == "built\n"
+    assert (home / ".bashrc").read_text() == "# the user's\n"
+
+
+async def test_sandbox_mode_without_bubblewrap_asks_as_ask_mode_does(
+    session: Session, agent_env: dict[str, str], tmp_path: Path, home: Path
+) -> None:
+    bare = tmp_path / "bin"  # bash only: bwrap is not on this PATH
+    bare.mkdir()
+    (bare / "bash").symlink_to(shutil.which("bash") or "/bin/bash")
+    env = {**agent_env, "HOME": str(home), "PATH": str(bare)}
+    script = write_script(
+        tmp_path / "script.json",
+        [call("bash", command="echo evil >> ~/.bashrc"), {"text": "done"}],
+    )
+    client = Client(approve=deny)
+    args = ("--faux-script", str(script), "--permission-mode", "sandbox")
+    async with worker_process(session, env, *args) as worker, connected(client, worker.socket):
+        await client.root.send({"content": "work"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+    (dialog,) = client.approvals
+    assert "the OS sandbox cannot start here" in dialog.request.get("reason", "")
+    assert "blocked: denied" in text_of(client.entries("pi.tool_result")[0])
+    assert (home / ".bashrc").read_text() == "# the user's\n"
+
+
+async def test_a_sandbox_not_enforced_takes_only_the_calls_sent_in(
+    project: Path, env: dict[str, str], home: Path, tmp_path: Path
+) -> None:
+    policy = sandbox_policy(project, f"test-{os.getpid()}-{tmp_path.name}", env=env)
+    found = session_sandbox(policy, env)
+    assert isinstance(found, Sandbox) and not found.enforced
+    tools = ToolContext(project, sandbox=found)
+    write = f"echo x >> {home}/.bashrc"
+    inside = await BASH_TOOL.handler({"command": f"true; {write}"}, tools, None)
+    assert inside.details is not None and inside.details["sandboxed"] is False
+    with pytest.raises(ToolError, match="Read-only file system"):
+        await BASH_TOOL.handler({"command": write, "outside_sandbox": False}, tools, None)
+    assert (home / ".bashrc").read_text() == "# the user's\nx\n"
+
+
+def test_the_sandbox_command_says_what_the_status_says() -> None:
+    assert sandbox_text(None) == (
+        "The worker has not said anything about the sandbox yet",
+        "warning",
+    )
+    text, severity = sandbox_text(
+        {"sandbox": {"available": False, "reason": "bubblewrap (bwrap) is not on PATH"}}
+    )
+    assert severity == "warning"
+    assert text.startswith("The OS sandbox is unavailable: bubblewrap (bwrap) is not on PATH.")
+    assert "asks as ask mode does" in text
+    said = sandbox_text(
+        {
+            "sandbox": {
+                "available": True,
+                "reason": "bubblewrap (/usr/bin/bwrap)",
+                "enforced": False,
+                "policy": ["network: none"],
+            }
+        }
+    )
+    assert said == (
+        "OS sandbox: bubblewrap (/usr/bin/bwrap); the sandbox permission mode (Shift+Tab) runs "
+        "commands in it without asking.\nnetwork: none"
+    )

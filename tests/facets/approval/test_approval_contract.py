@@ -119,9 +119,15 @@ def test_the_entry_point_serves_one_facet_per_host(host: str, ids: list[str]) ->
 
 
 def test_modes_cycle_ask_accept_edits_plan_auto_and_around() -> None:
-    assert PERMISSION_MODES == ("ask", "accept-edits", "plan", "auto")
+    assert PERMISSION_MODES == ("ask", "accept-edits", "sandbox", "plan", "auto")
     assert DEFAULT_MODE == "ask"
-    assert [next_mode(m) for m in PERMISSION_MODES] == ["accept-edits", "plan", "auto", "ask"]
+    assert [next_mode(m) for m in PERMISSION_MODES] == [
+        "accept-edits",
+        "sandbox",
+        "plan",
+        "auto",
+        "ask",
+    ]
     assert ApprovalMode.id == "approval.mode" and not ApprovalMode.local
 
 
@@ -131,7 +137,7 @@ def test_a_value_that_is_not_a_mode_is_an_invalid_value_naming_it(value: object)
         check_mode(value)
     assert caught.value.code == "service_invalid_value"
     assert caught.value.message == (
-        f"Invalid permission mode {value!r} (expected one of ask, accept-edits, plan, auto)"
+        f"Invalid permission mode {value!r} (expected one of ask, accept-edits, sandbox, plan, auto)"
     )
     with pytest.raises(RemoteServiceError):
         next_mode(value)  # type: ignore[arg-type]

@@ -20,7 +20,7 @@
     --model provider/id                the model (default: the offline ``faux`` demo without a key)
     --models PATTERNS                  the models Ctrl+P cycles through (``anthropic/*,openai/gpt-5*``)
     --dev, --facets-dir DIR            hot-reload facet packages from DIR (passed to the worker)
-    --permission-mode MODE             ask, accept-edits, plan or auto, stored in the session
+    --permission-mode MODE             ask, accept-edits, sandbox, plan or auto, stored in the session
                                        (without it a session keeps its stored mode)
     --tool-calling native|text         how OpenAI-compatible models call tools (text: fenced
                                        blocks, for local models without native tool calling)

@@ -8,8 +8,10 @@ agent's session storage, and ``sandbox.deny_read``. Inside the project, the file
 machine run code later, outside the sandbox (``.git/hooks``, ``.git/config``,
 ``.coding-agent``, ``.mcp.json``, ``.vscode``), stay read-only.
 
-It returns the :class:`pico3.Sandbox` when ``sandbox.enabled`` is on and bubblewrap works here,
-else the :class:`pico3.SandboxStatus` saying why not (the worker says so once at start).
+:func:`session_sandbox` returns the :class:`pico3.Sandbox` when bubblewrap works here (enforced
+for every command when ``sandbox.enabled`` is on; else used by the ``sandbox`` permission mode),
+else the :class:`pico3.SandboxStatus` saying why not (the worker publishes it in its status;
+the TUI says so once at start and in ``/sandbox``).
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def sandbox_policy(
 
 
 def session_sandbox(
-    policy: SandboxPolicy, env: Mapping[str, str] | None = None
+    policy: SandboxPolicy, env: Mapping[str, str] | None = None, *, enforced: bool = False
 ) -> Sandbox | SandboxStatus:
     """The sandbox enforcing ``policy``, or why there is none (``bwrap`` looked up on ``env``'s
     ``PATH``). The temporary folder is made private to the user."""
@@ -74,4 +76,4 @@ def session_sandbox(
     parent = Path(policy.temp_dir).parent
     parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     Path(policy.temp_dir).mkdir(mode=0o700, exist_ok=True)
-    return Sandbox(policy, status)
+    return Sandbox(policy, status, enforced)

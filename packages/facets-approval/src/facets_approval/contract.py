@@ -37,6 +37,16 @@ through them (:data:`PERMISSION_MODES`, :func:`next_mode`):
   edit outside it (symlinks followed), of a file that makes the machine run code (``.git/``,
   ``.mcp.json``, ...) or of the agent's own configuration asks; ``bash`` and the other tools
   that need approval still ask;
+* ``sandbox`` — as ``accept-edits``, and commands (``bash``, its background jobs) run without
+  asking inside the OS sandbox (:class:`pico3.Sandbox`: writes only in the project, no
+  network, credentials hidden). A command the model asks to run outside (``outside_sandbox:
+  true`` with a ``reason``) asks, and the dialog says so; no allow rule covers it. Where the
+  sandbox cannot start (no harness service ``sandbox``: no bubblewrap, user namespaces off, not
+  Linux) the mode behaves as ``ask``, never as ``auto``, and each dialog says why. It sits
+  after ``accept-edits`` and before ``plan`` and ``auto``: one more step of autonomy that stays
+  confined, so Shift+Tab from ``ask`` reaches it before it reaches unconfined ``auto``. Not the
+  default: a session that never chose a mode asks (the sandbox changes what commands can do,
+  so it is a choice);
 * ``plan`` — read-only: every tool that is not read-only is blocked without asking, and the
   model is told the session is in plan mode (read, then propose a plan);
 * ``auto`` — nothing asks; every call runs.
@@ -281,8 +291,8 @@ def check_rule_entry(value: object) -> RuleEntry:
 
 
 # -- permission modes --------------------------------------------------------------------------
-PermissionMode = Literal["ask", "accept-edits", "plan", "auto"]
-PERMISSION_MODES: tuple[PermissionMode, ...] = ("ask", "accept-edits", "plan", "auto")
+PermissionMode = Literal["ask", "accept-edits", "sandbox", "plan", "auto"]
+PERMISSION_MODES: tuple[PermissionMode, ...] = ("ask", "accept-edits", "sandbox", "plan", "auto")
 """Every mode, in cycling order (Shift+Tab goes one step to the right, wrapping around)."""
 
 DEFAULT_MODE: PermissionMode = "ask"
@@ -291,6 +301,7 @@ DEFAULT_MODE: PermissionMode = "ask"
 MODE_DESCRIPTIONS: dict[PermissionMode, str] = {
     "ask": "ask before tools that need approval",
     "accept-edits": "file edits in the project run without asking; bash still asks",
+    "sandbox": "edits in the project and commands in the OS sandbox run without asking",
     "plan": "read-only: only read and propose a plan",
     "auto": "nothing asks; every tool runs",
 }
@@ -339,6 +350,7 @@ def check_mode(value: object) -> PermissionMode:
 
 
 def next_mode(mode: PermissionMode) -> PermissionMode:
-    """The mode after ``mode`` in cycling order: ask → accept-edits → plan → auto → ask."""
+    """The mode after ``mode`` in cycling order: ask → accept-edits → sandbox → plan → auto →
+    ask."""
     index = PERMISSION_MODES.index(check_mode(mode))
     return PERMISSION_MODES[(index + 1) % len(PERMISSION_MODES)]

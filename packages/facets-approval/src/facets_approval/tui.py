@@ -21,7 +21,7 @@ shows as ``\\x1b`` (a conceal code cannot hide ``; curl … | sh``), a bidi over
 :data:`mode_tui_facet` (``@pi/approval-mode``) presents :data:`~.contract.ApprovalMode`: a
 one-line panel (:class:`ModeLabel`, ``#approval-mode``) always shows the session's mode and
 follows the service's replicated ``state`` (a late joiner hydrates with the current mode);
-**Shift+Tab** cycles ask → accept-edits → plan → auto → ask; ``/mode NAME`` sets a mode and
+**Shift+Tab** cycles ask → accept-edits → sandbox → plan → auto → ask; ``/mode NAME`` sets a mode and
 ``/mode`` alone offers a picker. The facet only asks: ``set_mode`` in the session worker
 validates, stores and publishes, and every presentation's label follows the publication.
 It is a separate facet so that a presentation whose session has no mode service still shows
@@ -260,6 +260,7 @@ class ModeLabel(Static):
     DEFAULT_CSS = """
     ModeLabel { height: 1; width: 100%; padding: 0 1; color: $text-muted; }
     ModeLabel.-accept-edits { color: $success; }
+    ModeLabel.-sandbox { color: $success; }
     ModeLabel.-plan { color: $warning; }
     ModeLabel.-auto { color: $error; }
     """
@@ -360,7 +361,7 @@ def mode_tui_facet(env: FacetEnvironment) -> None:
         env.own(
             tui.register_command(
                 "mode",
-                "Show or set the permission mode: /mode [ask|accept-edits|plan|auto]",
+                "Show or set the permission mode: /mode [ask|accept-edits|sandbox|plan|auto]",
                 command,
             )
         )

@@ -229,20 +229,28 @@ def _existing(paths: Iterable[str]) -> list[str]:
 @dataclass(frozen=True, slots=True)
 class Sandbox:
     """A :class:`SandboxPolicy` and the bubblewrap that enforces it (an available
-    :class:`SandboxStatus`; :meth:`create` finds one)."""
+    :class:`SandboxStatus`; :meth:`create` finds one).
+
+    ``enforced``: every command of the host runs inside unless its call was approved to run
+    outside; otherwise (the default) only the calls a permission mode sends in do (the ``bash``
+    tool's ``outside_sandbox: false``, which facets-approval's ``sandbox`` mode sets).
+    """
 
     policy: SandboxPolicy
     status: SandboxStatus = field(default_factory=lambda: sandbox_available())
+    enforced: bool = False
 
     def __post_init__(self) -> None:
         if not self.status.available or self.status.bwrap is None:
             raise RuntimeError(f"no sandbox: {self.status.reason}")
 
     @classmethod
-    def create(cls, policy: SandboxPolicy, path: str | None = None) -> Sandbox | SandboxStatus:
+    def create(
+        cls, policy: SandboxPolicy, path: str | None = None, *, enforced: bool = False
+    ) -> Sandbox | SandboxStatus:
         """The sandbox for ``policy``, or the :class:`SandboxStatus` saying why there is none."""
         status = sandbox_available(path)
-        return cls(policy, status) if status.available else status
+        return cls(policy, status, enforced) if status.available else status
 
     def wrap(
         self, argv: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[str, str]

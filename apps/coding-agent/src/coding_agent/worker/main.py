@@ -396,6 +396,7 @@ async def open_session_host(
         # Background jobs (``pi.job``) run under a process host whose records live in the
         # session folder: they outlive this process and a restarted worker re-finds them.
         environment = config.environment or ChildEnvironment.default()
+        sandbox_service, sandbox_status = _sandbox_service(config)
         processes = LocalProcessHost(session.path / "processes", environment=environment)
         # On PostgreSQL, what another server's worker needs after a failover goes to the
         # session's blobs too (file history, process records, launch settings: .shared_state).
@@ -409,7 +410,7 @@ async def open_session_host(
             "process_host": processes if shared is None else SharedProcessHost(processes, shared),
             GUARDED_PATHS_SERVICE: protected_paths(session, config),
             CHILD_ENVIRONMENT_SERVICE: environment,
-            **_sandbox_service(config),
+            **sandbox_service,
             # The permission rules' files (config.toml, Claude Code's settings) for the
             # approval feature, which parses and applies them (coding_agent.permissions).
             "permission_rules": PermissionFiles(session.cwd, config.env),
@@ -423,7 +424,11 @@ async def open_session_host(
         features = [facet for generation in generations for facet in generation.facets]
         box: dict[str, HarnessServiceApi] = {}
         status = WorkerStatus(
-            session_id=session.id, cwd=str(session.cwd), dev=config.dev, models=_known(choice)
+            session_id=session.id,
+            cwd=str(session.cwd),
+            dev=config.dev,
+            models=_known(choice),
+            sandbox=sandbox_status,
         )
         for provider in choice.providers:
             if isinstance(provider, OpenAIProvider):
@@ -582,12 +587,9 @@ async def _close_providers(choice: ProviderChoice) -> None:
             await aclose()
 
 
-def _sandbox_service(config: WorkerConfig) -> dict[str, Any]:
-    """``{SANDBOX_SERVICE: sandbox}`` when ``sandbox.enabled`` is on and bubblewrap works here;
-    when it is on but cannot start, the worker says why once (commands then run unsandboxed,
-    each still asked about as the permission mode says)."""
-    if not config.sandbox:
-        return {}
+def _sandbox_service(config: WorkerConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The harness service ``sandbox`` (``{}`` when bubblewrap cannot start here) and what the
+    worker's status says of it (``available``, ``reason``, ``enforced``, ``policy`` lines)."""
     policy = sandbox_policy(
         config.session.cwd,
         config.session.id,
@@ -595,11 +597,14 @@ def _sandbox_service(config: WorkerConfig) -> dict[str, Any]:
         deny_read=config.sandbox_deny_read,
         allow_write=config.sandbox_allow_write,
     )
-    found = session_sandbox(policy, config.env)
-    if isinstance(found, Sandbox):
-        return {SANDBOX_SERVICE: found}
-    _log.warning("sandbox.enabled is on but the sandbox is unavailable: %s", found.reason)
-    return {}
+    found = session_sandbox(policy, config.env, enforced=config.sandbox)
+    available = isinstance(found, Sandbox)
+    reason = found.status.reason if isinstance(found, Sandbox) else found.reason
+    said = {"available": available, "reason": reason, "enforced": config.sandbox}
+    said["policy"] = policy.describe()
+    if not available:
+        _log.warning("the sandbox is unavailable: %s", reason)
+    return ({SANDBOX_SERVICE: found} if available else {}), said
 
 
 PERMISSION_MODE_SERVICE = "approval.mode"

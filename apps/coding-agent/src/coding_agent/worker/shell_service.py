@@ -68,9 +68,10 @@ class ShellBusy(RuntimeError):
 
 
 def _sandbox(services: Any) -> Sandbox | None:
-    """The session's sandbox (the harness service ``sandbox``): ``!`` commands run in it too."""
+    """The session's sandbox when it is enforced (``sandbox.enabled``): ``!`` commands (the
+    user's own) run in it then; the ``sandbox`` permission mode governs the model's calls."""
     found = services.get(SANDBOX_SERVICE) if services is not None else None
-    return found if isinstance(found, Sandbox) else None
+    return found if isinstance(found, Sandbox) and found.enforced else None
 
 
 def model_text(command: str, output: str) -> str:

@@ -21,8 +21,10 @@ result is written, and the result says the command was interrupted after it star
 have had partial effects.
 
 Sandbox: with a :class:`pico3.Sandbox` in the context (``ToolContext.sandbox``, the session's
-when sandboxing is on) the command runs inside it, unless the call says ``outside_sandbox:
-true`` (the approval feature asks the user about such a call; see its ``sandbox`` mode). When a
+when bubblewrap works) the command runs inside it when the sandbox is enforced
+(``sandbox.enabled``) or the call says ``outside_sandbox: false`` (the approval feature's
+``sandbox`` mode rewrites every command it lets run without asking so), and never when it says
+``outside_sandbox: true`` (the approval feature asks the user about such a call). When a
 sandboxed command fails and its output shows a refusal (a read-only file system, a hidden path,
 no network), one line is added before the exit code saying what the sandbox refused and how to
 ask to run outside (:func:`pico3.explain_refusal`), so the model does not retry the same thing.
@@ -344,6 +346,17 @@ async def run_bash(
     return run
 
 
+def _sandbox_for(args: dict[str, Any], tools: ToolContext) -> Sandbox | None:
+    """The sandbox this call runs in: ``None`` when it says ``outside_sandbox: true`` or no
+    sandbox is known; the session's when it is enforced (``sandbox.enabled``) or the call says
+    ``outside_sandbox: false`` (the ``sandbox`` permission mode's hook sets that)."""
+    sandbox = tools.sandbox
+    outside = args.get("outside_sandbox")
+    if sandbox is None or outside is True:
+        return None
+    return sandbox if sandbox.enforced or outside is False else None
+
+
 def _footer(run: BashRun, cut: Truncation) -> str:
     last = run.total_lines
     first = last - cut.output_lines + 1
@@ -356,7 +369,7 @@ def _footer(run: BashRun, cut: Truncation) -> str:
 
 
 async def _bash(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None) -> ToolResult:
-    sandbox = None if args.get("outside_sandbox") is True else tools.sandbox
+    sandbox = _sandbox_for(args, tools)
     if args.get("background") is True:
         return await start_background(args, tools, sandbox)
     timeout = float(args.get("timeout") or DEFAULT_BASH_TIMEOUT)
