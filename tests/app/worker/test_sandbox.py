@@ -410,3 +410,29 @@ def test_the_sandbox_command_says_what_the_status_says() -> None:
         "OS sandbox: bubblewrap (/usr/bin/bwrap); the sandbox permission mode (Shift+Tab) runs "
         "commands in it without asking.\nnetwork: none"
     )
+
+
+async def test_a_background_job_in_sandbox_mode_runs_inside(
+    session: Session, agent_env: dict[str, str], tmp_path: Path, home: Path
+) -> None:
+    env = {**agent_env, "HOME": str(home)}
+    command = "echo evil >> ~/.bashrc; echo inside > inside.txt; echo finished"
+    script = write_script(
+        tmp_path / "script.json",
+        [call("bash", command=command, background=True), {"text": "Started."}],
+    )
+    client = Client(approve=deny)  # nothing may ask
+    args = ("--faux-script", str(script), "--permission-mode", "sandbox")
+    async with worker_process(session, env, *args) as worker, connected(client, worker.socket):
+        await client.root.send({"content": "start it"}, BACKGROUND)
+        await client.wait_for(
+            lambda: any("exited with code" in text_of(e) for e in client.entries("pi.notice"))
+        )
+        notices = [text_of(entry) for entry in client.entries("pi.notice")]
+    assert notices == [f"Job `bash -c {command}` exited with code 0."]
+    assert client.approvals == []
+    (record,) = [p for p in (session.path / "processes").iterdir() if (p / "stdout").exists()]
+    assert (record / "stdout").read_text() == "finished\n"
+    assert "Read-only file system" in (record / "stderr").read_text()
+    assert (session.cwd / "inside.txt").read_text() == "inside\n"
+    assert (home / ".bashrc").read_text() == "# the user's\n"

@@ -112,7 +112,10 @@ class HarnessJobs:
             value = job_input(_shell(), ["-c", command], cwd=cwd, notify=True, rerun=True)
         else:  # the job's argv is bwrap's: the process host needs no sandbox of its own
             argv, environ = sandbox.wrap([_shell(), "-c", command], cwd=cwd, env={})
-            value = job_input(argv[0], argv[1:], cwd=cwd, env=environ, notify=True, rerun=True)
+            label = f"{_shell()} -c {command}"  # notices show the command, not bwrap's argv
+            value = job_input(
+                argv[0], argv[1:], cwd=cwd, env=environ, notify=True, rerun=True, label=label
+            )
         job_id: int = await self._api.task(JOB_KIND, value, {"background": True}, ctx)
         stdout, stderr = self._paths(job_key(job_id))
         return JobInfo(job_id, command, "starting", stdout_path=stdout, stderr_path=stderr)
