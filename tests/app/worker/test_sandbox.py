@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -436,3 +437,38 @@ async def test_a_background_job_in_sandbox_mode_runs_inside(
     assert "Read-only file system" in (record / "stderr").read_text()
     assert (session.cwd / "inside.txt").read_text() == "inside\n"
     assert (home / ".bashrc").read_text() == "# the user's\n"
+
+
+async def test_a_project_in_the_home_folder_keeps_the_start_up_files_read_only(
+    env: dict[str, str], home: Path, tmp_path: Path
+) -> None:
+    policy = sandbox_policy(home, f"test-{os.getpid()}-{tmp_path.name}-home", env=env)
+    found = session_sandbox(policy, env, enforced=True)
+    assert isinstance(found, Sandbox)
+    text = await bash("echo ok > notes.txt && echo evil >> .bashrc", home, found)
+    assert "Read-only file system" in text
+    assert (home / "notes.txt").read_text() == "ok\n"  # the project itself is writable
+    assert (home / ".bashrc").read_text() == "# the user's\n"
+    assert "PRIVATE" not in await bash("cat .ssh/id_rsa", home, found)
+
+
+def test_coding_agent_config_shows_the_sandbox(tmp_path: Path) -> None:
+    config = tmp_path / "config" / "coding-agent" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[sandbox]\nenabled = true\ndeny_read = ["~/.kube"]\n')
+    environ = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    environ.update(
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        HOME=str(tmp_path),
+    )
+    binary = Path(sys.executable).with_name("coding-agent")
+    done = subprocess.run(
+        [str(binary), "config"], env=environ, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    lines = {line.split(" = ")[0]: line for line in done.stdout.splitlines() if " = " in line}
+    assert lines["sandbox"].startswith("sandbox = available")
+    assert lines["sandbox.enabled"].endswith(f"# {config}:2")
+    assert "~/.ssh" in lines["sandbox.deny_read"] and "~/.kube" in lines["sandbox.deny_read"]
+    assert lines["sandbox.network"].startswith("sandbox.network = none")

@@ -6,7 +6,8 @@ writable, besides the user's ``sandbox.allow_write``; unreadable: :data:`pico3.D
 (``~/.ssh``, ``~/.aws``, ...), the agent's configuration folder (its trust file inside), the
 agent's session storage, and ``sandbox.deny_read``. Inside the project, the files that make the
 machine run code later, outside the sandbox (``.git/hooks``, ``.git/config``,
-``.coding-agent``, ``.mcp.json``, ``.vscode``), stay read-only.
+``.coding-agent``, ``.mcp.json``, ``.vscode``) stay read-only, and so do the shell's and git's
+start-up files in the home folder (:data:`HOME_READ_ONLY`, for a project opened in ``~``).
 
 :func:`session_sandbox` returns the :class:`pico3.Sandbox` when bubblewrap works here (enforced
 for every command when ``sandbox.enabled`` is on; else used by the ``sandbox`` permission mode),
@@ -25,7 +26,13 @@ from coding_agent.sessions import state_home
 from coding_agent.trust import config_home
 from pico3 import DEFAULT_DENY_READ, Sandbox, SandboxPolicy, SandboxStatus, sandbox_available
 
-__all__ = ["PROJECT_READ_ONLY", "sandbox_policy", "sandbox_temp_dir", "session_sandbox"]
+__all__ = [
+    "HOME_READ_ONLY",
+    "PROJECT_READ_ONLY",
+    "sandbox_policy",
+    "sandbox_temp_dir",
+    "session_sandbox",
+]
 
 PROJECT_READ_ONLY: tuple[str, ...] = (
     ".git/hooks",
@@ -35,6 +42,12 @@ PROJECT_READ_ONLY: tuple[str, ...] = (
     ".vscode",
 )
 """Paths in the project a sandboxed command may not change: each makes code run outside."""
+
+HOME_READ_ONLY: tuple[str, ...] = (
+    "~/.bashrc", "~/.bash_profile", "~/.profile", "~/.zshrc", "~/.zprofile", "~/.gitconfig",
+)  # fmt: skip
+"""Shell and git start-up files kept read-only even when a writable path holds them (a project
+opened in the home folder): a command that planted code there would run it outside later."""
 
 
 def sandbox_temp_dir(session_id: str) -> Path:
@@ -60,7 +73,7 @@ def sandbox_policy(
         temp_dir=str(sandbox_temp_dir(session_id)),
         allow_write=tuple(allow_write),
         deny_read=(*DEFAULT_DENY_READ, *own, *deny_read),
-        read_only=tuple(os.path.join(root, p) for p in PROJECT_READ_ONLY),
+        read_only=(*(os.path.join(root, p) for p in PROJECT_READ_ONLY), *HOME_READ_ONLY),
         home=home,
     )
 
