@@ -472,3 +472,37 @@ def test_coding_agent_config_shows_the_sandbox(tmp_path: Path) -> None:
     assert lines["sandbox.enabled"].endswith(f"# {config}:2")
     assert "~/.ssh" in lines["sandbox.deny_read"] and "~/.kube" in lines["sandbox.deny_read"]
     assert lines["sandbox.network"].startswith("sandbox.network = none")
+
+
+async def allow_inside(facade: Any, request: dict[str, Any], ctx: Any) -> None:
+    """The dialog's "Allow inside the sandbox"."""
+    await facade.decide({"decision": "allow", "by": "test", "sandboxed": True}, BACKGROUND)
+
+
+async def test_ask_mode_offers_to_run_a_command_inside_the_sandbox(
+    session: Session, agent_env: dict[str, str], tmp_path: Path, home: Path
+) -> None:
+    env = {**agent_env, "HOME": str(home)}
+    script = write_script(
+        tmp_path / "script.json",
+        [
+            call("bash", command="echo evil >> ~/.bashrc"),
+            call("write", path="notes.txt", content="x\n"),
+            {"text": "done"},
+        ],
+    )
+    client = Client(approve=allow_inside)
+    async with (
+        worker_process(session, env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "work"}, BACKGROUND)
+        await client.wait_for(lambda: bool(client.entries("pi.tool_result")))
+        client.approve = allow  # the write's dialog offers no sandbox
+        await client.wait_for(client.turn_ended)
+    first, second = client.approvals
+    assert first.request.get("sandbox") is True
+    assert "sandbox" not in second.request
+    text = text_of(client.entries("pi.tool_result")[0])
+    assert "Read-only file system" in text and "[Sandbox:" in text
+    assert (home / ".bashrc").read_text() == "# the user's\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -47,7 +48,7 @@ def test_well_formed_decisions_are_returned_as_fresh_copies(value: dict[str, Any
         ({"decision": "allow", "by": 7}, "decision.by must be a non-empty string, got 7"),
         (
             {"decision": "allow", "always": True},
-            "unknown field(s) always (allowed: decision, by, rule, scope)",
+            "unknown field(s) always (allowed: decision, by, rule, scope, sandboxed)",
         ),
         (
             {"decision": "deny", "rule": "Bash(ls:*)", "scope": "session"},
@@ -159,3 +160,30 @@ def test_the_cli_names_exactly_the_contracts_modes() -> None:
     from facets_approval.contract import PERMISSION_MODES
 
     assert CLI_MODES == PERMISSION_MODES
+
+
+def test_a_sandboxed_decision_needs_an_allow_the_request_offered() -> None:
+    offered = {"name": "bash", "sandbox": True}
+    decision = {"decision": "allow", "by": "tui", "sandboxed": True}
+    assert check_decision(decision, offered) == decision
+    for bad, message in (
+        ({"decision": "allow", "sandboxed": "yes"}, "decision.sandboxed must be a boolean"),
+        ({"decision": "deny", "sandboxed": True}, "applies only to 'allow'"),
+        (
+            {"decision": "allow", "sandboxed": True, "rule": "Bash(x)", "scope": "session"},
+            "cannot keep a rule",
+        ),
+    ):
+        with pytest.raises(RemoteServiceError, match=re.escape(message)):
+            check_decision(bad, {**offered, "rule": "Bash(x)", "scopes": ["session"]})
+    with pytest.raises(RemoteServiceError, match="did not offer the sandbox"):
+        check_decision(decision, {"name": "bash"})
+
+
+def test_the_dialog_offers_the_sandbox_only_when_the_request_does() -> None:
+    from facets_approval.tui import SANDBOXED, approval_choices, decision_for
+
+    values = [choice.value for choice in approval_choices({"name": "bash", "sandbox": True})]
+    assert values == ["allow", SANDBOXED, "deny"]
+    assert SANDBOXED not in [c.value for c in approval_choices({"name": "bash"})]
+    assert decision_for(SANDBOXED) == {"decision": "allow", "by": "tui", "sandboxed": True}

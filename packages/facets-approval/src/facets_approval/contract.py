@@ -123,6 +123,9 @@ class ApprovalRequest(TypedDict):
     """For ``write``: the size in bytes of the existing file the call would replace."""
     rule: NotRequired[str]
     scopes: NotRequired[list[RuleScope]]
+    sandbox: NotRequired[bool]
+    """``True``: the call can run inside the OS sandbox instead (a command, where a sandbox can
+    start); a dialog offers "Allow inside the sandbox" (a decision with ``sandboxed``)."""
 
 
 class ApprovalDecision(TypedDict):
@@ -135,6 +138,9 @@ class ApprovalDecision(TypedDict):
     by: NotRequired[str]
     rule: NotRequired[str]
     scope: NotRequired[RuleScope]
+    sandboxed: NotRequired[bool]
+    """With ``allow``, when the request offered ``sandbox``: run the call inside the OS sandbox
+    (never with a standing ``rule``: a rule would let later calls run unconfined)."""
 
 
 class ApprovalDialog(Protocol):
@@ -180,7 +186,7 @@ def check_decision(value: object, request: object = None) -> ApprovalDecision:
     """
     if not isinstance(value, dict):
         raise _invalid(f"expected an object, got {type(value).__name__}")
-    fields = ("decision", "by", "rule", "scope")
+    fields = ("decision", "by", "rule", "scope", "sandboxed")
     unknown = sorted(str(key) for key in value if key not in fields)  # pyright: ignore[reportUnknownVariableType]
     if unknown:
         raise _invalid(f"unknown field(s) {', '.join(unknown)} (allowed: {', '.join(fields)})")
@@ -215,7 +221,22 @@ def check_decision(value: object, request: object = None) -> ApprovalDecision:
                 )
         checked["rule"] = rule
         checked["scope"] = scope  # type: ignore[typeddict-item] - one of RULE_SCOPES
+    if "sandboxed" in value:
+        _check_sandboxed(value["sandboxed"], checked, request)
+        checked["sandboxed"] = value["sandboxed"]
     return checked
+
+
+def _check_sandboxed(sandboxed: object, checked: ApprovalDecision, request: object) -> None:
+    """``decision.sandboxed``: a boolean, only with a plain ``allow`` the request offered."""
+    if not isinstance(sandboxed, bool):
+        raise _invalid(f"decision.sandboxed must be a boolean, got {sandboxed!r}")
+    if sandboxed and checked["decision"] != "allow":
+        raise _invalid("decision.sandboxed applies only to 'allow'")
+    if sandboxed and "rule" in checked:
+        raise _invalid("decision.sandboxed cannot keep a rule (it would run later calls outside)")
+    if sandboxed and isinstance(request, dict) and request.get("sandbox") is not True:  # pyright: ignore[reportUnknownMemberType]
+        raise _invalid("decision.sandboxed: this dialog did not offer the sandbox")
 
 
 # -- permission rules --------------------------------------------------------------------------

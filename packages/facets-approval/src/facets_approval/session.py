@@ -38,7 +38,8 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
      dialog, else ``"denied"`` / ``"denied by <who>"``) when it says ``deny``;
 * ``"run"`` (``auto``, an edit in ``accept-edits`` or ``sandbox``, a command in ``sandbox`` with
   a sandbox available: its call is rewritten to ``outside_sandbox: false``, so the tool runs it
-  inside; see :mod:`.sandboxing`): runs without asking — unless a decision
+  inside; see :mod:`.sandboxing`; a dialog's "Allow inside the sandbox" does the same): runs
+  without asking — unless a decision
   was already recorded for this very call (before a crash), which stands.
 
 Confinement (:func:`confinement`), a separate step after the mode and the ``autoAllow`` list
@@ -477,6 +478,8 @@ def install_approval(
                 if offer is not None:
                     request["rule"] = offer
                     request["scopes"] = store.scopes()
+            if done is None and tool in rules.sandboxed and sandbox_ready():
+                request["sandbox"] = True  # "Allow inside the sandbox" (in ask mode, say)
             if tool == "write":
                 existing = _existing_size(arguments, workspace)
                 if existing is not None:
@@ -485,6 +488,9 @@ def install_approval(
             decision = await api.memo("decision", candidate, ctx)
         if decision["decision"] == "deny":
             return {"block": _block_reason(decision)}
+        if decision.get("sandboxed") is True and isinstance(arguments, dict):
+            inside = {**arguments, "outside_sandbox": False}  # pyright: ignore[reportUnknownVariableType]
+            done = {"call": {**call, "arguments": inside}}
         if decision.get("rule") and decision.get("scope"):
             try:
                 await store.keep(decision["rule"], decision["scope"], api.conversation_id, ctx)

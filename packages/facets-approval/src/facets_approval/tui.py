@@ -55,6 +55,7 @@ __all__ = [
     "ALLOW",
     "CYCLE_KEY",
     "DENY",
+    "SANDBOXED",
     "MODE_PANEL_ID",
     "SCOPE_LABELS",
     "STANDING",
@@ -70,6 +71,8 @@ __all__ = [
 ]
 
 ALLOW = "allow"
+SANDBOXED = "sandboxed"
+"""The value of "Allow inside the sandbox" (offered when the request says ``sandbox``)."""
 DENY = "deny"
 STANDING = "rule:"
 """The value prefix of a standing choice: ``"rule:session"``, ``"rule:project"`` or
@@ -85,9 +88,13 @@ SCOPE_LABELS: dict[str, str] = {
 
 def approval_choices(request: Any) -> list[Choice]:
     """The options the modal offers for ``request``, in order (the first is focused): *Allow
-    once*, one standing choice per scope the request offers (its narrow ``rule``, e.g. "Allow
+    once*, *Allow inside the sandbox* (when the request offers ``sandbox``), one standing choice per scope the request offers (its narrow ``rule``, e.g. "Allow
     Bash(npm run test:*) in this session"; never a whole tool like bash), and *Deny*."""
     choices = [Choice(ALLOW, "Allow once", key="y")]
+    if isinstance(request, dict) and request.get("sandbox") is True:
+        choices.append(
+            Choice(SANDBOXED, "Allow inside the sandbox (no network, writes only in the project)")
+        )
     rule = request.get("rule") if isinstance(request, dict) else None
     scopes = request.get("scopes") if isinstance(request, dict) else None
     if isinstance(rule, str) and rule and isinstance(scopes, list):
@@ -107,6 +114,8 @@ def decision_for(choice: str | None, request: Any = None) -> ApprovalDecision:
     choice carries the request's offered ``rule`` and its scope."""
     if choice == ALLOW:
         return {"decision": "allow", "by": "tui"}
+    if choice == SANDBOXED:
+        return {"decision": "allow", "by": "tui", "sandboxed": True}
     if choice is not None and choice.startswith(STANDING) and isinstance(request, dict):
         rule = request.get("rule")
         scope = choice.removeprefix(STANDING)
