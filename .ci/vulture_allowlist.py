@@ -161,3 +161,6 @@ _.refused  # coding_agent.server.serve: connections refused (no reader yet; serv
 
 # typing.Protocol call signatures (pico3.tools.SlotCommit): Python calls the instance
 __call__
+
+# socketserver: a class attribute the server reads (pico3.sandbox_proxy's server)
+daemon_threads

@@ -28,6 +28,8 @@ PUBLIC: dict[str, frozenset[str]] = {
             "SandboxStatus",
             "explain_refusal",
             "sandbox_available",
+            "DomainProxy",
+            "domain_allowed",
             "ArgumentSchema",
             "BeforeToolApi",
             "BLOB_LIMIT",

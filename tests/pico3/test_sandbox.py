@@ -17,6 +17,7 @@ from pico3 import (
     Sandbox,
     SandboxPolicy,
     SandboxStatus,
+    domain_allowed,
     explain_refusal,
     job_input,
     sandbox_available,
@@ -95,3 +96,11 @@ def test_a_job_label_is_checked_and_kept() -> None:
     assert value["label"] == "bash -c x"
     with pytest.raises(ValueError, match=r"pi\.job input\.label"):
         job_input("bwrap", cwd="/", label="")
+
+
+def test_domains_match_exactly_or_under_a_wildcard() -> None:
+    allow = ["pypi.org", "*.pythonhosted.org"]
+    assert domain_allowed("pypi.org", allow) and domain_allowed("PyPI.org.", allow)
+    assert domain_allowed("files.pythonhosted.org", allow)
+    assert not domain_allowed("pythonhosted.org", allow)  # the wildcard means a subdomain
+    assert not domain_allowed("evilpypi.org", allow) and not domain_allowed("pypi.org.evil", allow)

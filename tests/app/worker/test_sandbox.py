@@ -8,9 +8,11 @@ whole namespace and all, before the restarted worker reports.
 
 from __future__ import annotations
 
+import http.server
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -18,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from test_file_safety import call, processes_in, wait_gone
 from worker_support import Client, allow, connected, deny, text_of, worker_process, write_script
@@ -29,7 +32,7 @@ from coding_agent.sandbox_setup import sandbox_policy, session_sandbox
 from coding_agent.sessions import Session
 from coding_agent.worker.tools import ToolContext, ToolError
 from coding_agent.worker.tools.bash import BASH_TOOL
-from pico3 import Sandbox, SandboxStatus, sandbox_available
+from pico3 import DomainProxy, Sandbox, SandboxStatus, sandbox_available
 
 _STATUS = sandbox_available()
 if not _STATUS.available and os.environ.get("CODING_AGENT_REQUIRE_SANDBOX"):  # CI: .ci/run
@@ -506,3 +509,105 @@ async def test_ask_mode_offers_to_run_a_command_inside_the_sandbox(
     text = text_of(client.entries("pi.tool_result")[0])
     assert "Read-only file system" in text and "[Sandbox:" in text
     assert (home / ".bashrc").read_text() == "# the user's\n"
+
+
+@pytest.fixture
+def https_server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    """A local HTTPS server whose certificate (for ``localhost``) a CA of its own signed: the
+    port and the CA's certificate."""
+    folder = tmp_path / "tls"
+    folder.mkdir()
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+            "ca.pem", "-days", "2", "-subj", "/CN=sandbox test CA")  # fmt: skip
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out",
+            "server.csr", "-subj", "/CN=localhost")  # fmt: skip
+    (folder / "ext").write_text("subjectAltName=DNS:localhost\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "ext")  # fmt: skip
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(folder / "server.pem", folder / "server.key")
+
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"hello over https\n")
+
+        def log_message(self, format: str, *args: Any) -> None:
+            del format, args
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1], folder / "ca.pem"
+    server.shutdown()
+    server.server_close()
+
+
+async def test_allowed_domains_are_reached_through_the_proxy_and_nothing_else(
+    project: Path, env: dict[str, str], tmp_path: Path, https_server: tuple[int, Path]
+) -> None:
+    port, ca = https_server
+    policy = sandbox_policy(
+        project, f"test-{os.getpid()}-{tmp_path.name}", env=env, allow_domains=["localhost"]
+    )
+    assert policy.proxy_socket is not None
+    proxy = DomainProxy(policy.proxy_socket, policy.allow_domains).start()
+    try:
+        found = session_sandbox(policy, env, enforced=True)
+        assert isinstance(found, Sandbox)
+        # --noproxy '': localhost too goes through the proxy (NO_PROXY keeps a command's own
+        # local servers direct); the proxy, outside, reaches the host's localhost
+        curl = f"curl -sS --noproxy '' --cacert {ca}"
+        text = await bash(f"{curl} https://localhost:{port}/", project, found)
+        assert text == "hello over https"
+        text = await bash(f"{curl} https://127.0.0.1:{port}/", project, found)  # not listed
+        assert "CONNECT tunnel failed, response 403" in text
+        assert "[Sandbox: the sandbox's proxy refused that domain" in text
+        text = await bash(f"exec 3<>/dev/tcp/127.0.0.1/{port}", project, found)  # no way around
+        assert "Connection refused" in text
+        assert proxy.refused == ["127.0.0.1"]
+    finally:
+        proxy.close()
+    assert not await anyio.Path(policy.proxy_socket).exists()
+
+
+def test_allow_domains_come_from_the_users_file_only(project: Path, env: dict[str, str]) -> None:
+    local = project / ".coding-agent" / "config.toml"
+    local.parent.mkdir()
+    local.write_text('[sandbox]\nallow_domains = ["evil.example"]\n')
+    with pytest.raises(ConfigError, match=r"move sandbox\.allow_domains there"):
+        load_config(project, env=env, trusted=True)
+
+
+async def test_the_worker_runs_the_proxy_of_its_allowed_domains(
+    session: Session, agent_env: dict[str, str], tmp_path: Path, https_server: tuple[int, Path]
+) -> None:
+    port, ca = https_server
+    config = tmp_path / "xdg-config" / "coding-agent" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[sandbox]\nallow_domains = ["localhost"]\n')
+    env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "xdg-config")}
+    curl = f"curl -sS --noproxy '' --cacert {ca}"
+    script = write_script(
+        tmp_path / "script.json",
+        [
+            call("bash", command=f"{curl} https://localhost:{port}/"),
+            call("bash", command=f"{curl} https://127.0.0.1:{port}/"),
+            {"text": "done"},
+        ],
+    )
+    client = Client(approve=deny)
+    args = ("--faux-script", str(script), "--permission-mode", "sandbox")
+    async with worker_process(session, env, *args) as worker, connected(client, worker.socket):
+        await client.root.send({"content": "fetch"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+    texts = [text_of(entry) for entry in client.entries("pi.tool_result")]
+    assert texts[0] == "hello over https"
+    assert "[Sandbox: the sandbox's proxy refused that domain" in texts[1]
+    assert client.approvals == []

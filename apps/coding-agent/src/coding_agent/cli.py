@@ -625,7 +625,12 @@ def _show_sandbox(config: EffectiveConfig, show: Callable[[str, Any, str], None]
         ", ".join(writable),
         config.origin.get("sandbox.allow_write", "built in"),
     )
-    show("sandbox.network", "none", "built in (sandbox.allow_domains is not implemented)")
+    if config.sandbox_allow_domains:
+        domains = ", ".join(config.sandbox_allow_domains)
+        origin = config.origin.get("sandbox.allow_domains", "?")
+        show("sandbox.allow_domains", f"{domains} (HTTPS through the sandbox's proxy)", origin)
+    else:
+        show("sandbox.network", "none", "built in (sandbox.allow_domains opens HTTPS to domains)")
 
 
 def _cwd() -> Path:

@@ -25,6 +25,7 @@ Both are TOML (read with the standard library's ``tomllib``) and have the same k
     enabled = true                        # every command sandboxed, in every permission mode
     deny_read = ["~/.kube"]               # more paths commands may not read
     allow_write = ["~/.cache/uv"]         # more paths commands may write (user file only)
+    allow_domains = ["pypi.org", "*.pythonhosted.org"]  # HTTPS out, via a proxy (user file only)
 
     [[models]]                            # custom and local models (pi's models.json)
     provider = "openai"
@@ -45,8 +46,8 @@ it is an error. What the two keys do: :mod:`coding_agent.secret_env`. ``[permiss
 not merged here: every file's rules apply side by side (deny beats ask beats allow, whatever the
 file), see :mod:`coding_agent.permissions`. ``[sandbox]``: ``enabled`` is on when either file
 says so (a project can turn the sandbox on, not off), ``deny_read`` lists are joined, and
-``allow_write`` is read from the user's file only (in a project file it is an error: a project
-that widens its own sandbox is what the sandbox guards against).
+``allow_write`` and ``allow_domains`` are read from the user's file only (in a project file they
+are an error: a project that widens its own sandbox is what the sandbox guards against).
 
 A file that does not parse, a key that does not exist or a value of the wrong type is a
 :class:`ConfigError` naming the file, the line and the key; nothing is guessed.
@@ -120,6 +121,8 @@ class EffectiveConfig:
     """``sandbox.deny_read``: paths hidden from commands besides the built-in ones."""
     sandbox_allow_write: list[str] = field(default_factory=list)
     """``sandbox.allow_write``: paths commands may write besides the project (user's file)."""
+    sandbox_allow_domains: list[str] = field(default_factory=list)
+    """``sandbox.allow_domains``: domains commands reach over HTTPS via the proxy (user's file)."""
     files: list[Path] = field(default_factory=list)
     """The files that were read, in order (the user's first)."""
     user_file: Path | None = None
@@ -212,6 +215,7 @@ class _SandboxFile(msgspec.Struct, forbid_unknown_fields=True):
     enabled: bool = False
     deny_read: list[str] = msgspec.field(default_factory=list)
     allow_write: list[str] = msgspec.field(default_factory=list)
+    allow_domains: list[str] = msgspec.field(default_factory=list)
 
 
 class _File(msgspec.Struct, forbid_unknown_fields=True):
@@ -384,12 +388,14 @@ def _check_secrets(layer: _Layer, user: bool) -> None:
                     layer.path, layer.text, [key],
                     f"{name!r} is not an environment variable name (letters, digits, _)",
                 )  # fmt: skip
-    if parsed.sandbox is not None and parsed.sandbox.allow_write and not user:
-        raise _error(
-            layer.path, layer.text, ["sandbox", "allow_write"],
-            "only your own config.toml may widen the sandbox (a project could make its commands "
-            "write anywhere); move sandbox.allow_write there",
-        )  # fmt: skip
+    widened = parsed.sandbox is not None and not user
+    for key in ("allow_write", "allow_domains"):
+        if widened and getattr(parsed.sandbox, key):
+            raise _error(
+                layer.path, layer.text, ["sandbox", key],
+                "only your own config.toml may widen the sandbox (a project could let its "
+                f"commands write anywhere or reach any server); move sandbox.{key} there",
+            )  # fmt: skip
     if parsed.secrets_passthrough and not user:
         raise _error(
             layer.path, layer.text, ["secrets_passthrough"],
@@ -426,7 +432,11 @@ def _merge(config: EffectiveConfig, layer: _Layer, path: Path) -> None:
     sandbox = layer.parsed.sandbox
     if sandbox is not None:
         config.sandbox_enabled = config.sandbox_enabled or sandbox.enabled
-        for name, paths in (("deny_read", sandbox.deny_read), ("allow_write", sandbox.allow_write)):
+        for name, paths in (
+            ("deny_read", sandbox.deny_read),
+            ("allow_write", sandbox.allow_write),
+            ("allow_domains", sandbox.allow_domains),
+        ):
             listed = cast(list[str], getattr(config, f"sandbox_{name}"))
             listed.extend(p for p in paths if p not in listed)
             if paths:

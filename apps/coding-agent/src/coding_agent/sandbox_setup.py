@@ -2,7 +2,8 @@
 
 :func:`session_sandbox` builds the policy of one session: the project folder and a temporary
 folder of the session's own (``<tmp>/coding-agent-<uid>/<session id>``, created ``0700``)
-writable, besides the user's ``sandbox.allow_write``; unreadable: :data:`pico3.DEFAULT_DENY_READ`
+writable, besides the user's ``sandbox.allow_write``; with ``sandbox.allow_domains``, a
+:class:`pico3.DomainProxy` socket (:func:`proxy_socket_path`) as the only way out; unreadable: :data:`pico3.DEFAULT_DENY_READ`
 (``~/.ssh``, ``~/.aws``, ...), the agent's configuration folder (its trust file inside), the
 agent's session storage, and ``sandbox.deny_read``. Inside the project, the files that make the
 machine run code later, outside the sandbox (``.git/hooks``, ``.git/config``,
@@ -29,6 +30,7 @@ from pico3 import DEFAULT_DENY_READ, Sandbox, SandboxPolicy, SandboxStatus, sand
 __all__ = [
     "HOME_READ_ONLY",
     "PROJECT_READ_ONLY",
+    "proxy_socket_path",
     "sandbox_policy",
     "sandbox_temp_dir",
     "session_sandbox",
@@ -55,6 +57,12 @@ def sandbox_temp_dir(session_id: str) -> Path:
     return Path(tempfile.gettempdir()) / f"coding-agent-{os.getuid()}" / session_id
 
 
+def proxy_socket_path(session_id: str) -> Path:
+    """Where the session's :class:`pico3.DomainProxy` listens (its folder is bound into the
+    sandbox read-only; a folder of its own, so a restarted worker's new socket shows there)."""
+    return sandbox_temp_dir(session_id).parent / f"{session_id}.proxy" / "proxy.sock"
+
+
 def sandbox_policy(
     project: str | os.PathLike[str],
     session_id: str,
@@ -62,6 +70,7 @@ def sandbox_policy(
     env: Mapping[str, str] | None = None,
     deny_read: Sequence[str] = (),
     allow_write: Sequence[str] = (),
+    allow_domains: Sequence[str] = (),
 ) -> SandboxPolicy:
     """The policy of the session ``session_id`` working on ``project`` (see the module docs)."""
     environ = os.environ if env is None else env
@@ -75,6 +84,8 @@ def sandbox_policy(
         deny_read=(*DEFAULT_DENY_READ, *own, *deny_read),
         read_only=(*(os.path.join(root, p) for p in PROJECT_READ_ONLY), *HOME_READ_ONLY),
         home=home,
+        proxy_socket=str(proxy_socket_path(session_id)) if allow_domains else None,
+        allow_domains=tuple(allow_domains),
     )
 
 

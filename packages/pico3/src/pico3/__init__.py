@@ -33,7 +33,8 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 * Child processes: :class:`ChildEnvironment` (the environment a session's child processes
   get, without its secrets; the harness service :data:`CHILD_ENVIRONMENT_SERVICE`), and
   :class:`Sandbox` (bubblewrap: :class:`SandboxPolicy`, :func:`sandbox_available`,
-  :func:`explain_refusal`; the harness service :data:`SANDBOX_SERVICE`).
+  :func:`explain_refusal`; the harness service :data:`SANDBOX_SERVICE`; :class:`DomainProxy`,
+  the sandbox's only way out to ``allow_domains``).
 * Project files: :func:`walk_files` and :class:`IgnoreRules` (``.gitignore`` rules, one walker
   for every tool and feature; loaded on first use, so ``pathspec`` stays off the import path of a
   process that never walks a tree), :func:`write_atomic`, :func:`fsync_dir`, and :func:`run_git`
@@ -126,6 +127,7 @@ from pico3.sandbox import (
     explain_refusal,
     sandbox_available,
 )
+from pico3.sandbox_proxy import DomainProxy, domain_allowed
 from pico3.storage import (
     BLOB_LIMIT,
     CorruptStorage,
@@ -215,6 +217,7 @@ __all__ = [
     "ConversationView",
     "CorruptStorage",
     "DetachedValue",
+    "DomainProxy",
     "Done",
     "EntryJson",
     "EntryKind",
@@ -296,6 +299,7 @@ __all__ = [
     "define_entry",
     "define_section",
     "define_task",
+    "domain_allowed",
     "entry_json",
     "explain_refusal",
     "fsync_dir",

@@ -17,7 +17,9 @@ What a sandboxed command gets (:class:`SandboxPolicy`):
   ``/dev/null`` over a file. They are laid last, so a denied path inside the project stays
   hidden;
 * **no network** (``--unshare-net``: only a loopback of its own; DNS fails), unless the policy
-  says ``network=True``;
+  says ``network=True``; with a ``proxy_socket`` the allowed domains are reachable over HTTPS
+  through :class:`~pico3.sandbox_proxy.DomainProxy` and nothing else (``HTTPS_PROXY`` points
+  at a forwarder inside; see :mod:`pico3.sandbox_proxy`);
 * a fresh **PID namespace** (``--unshare-pid``) whose first process is bubblewrap's: when the
   command's shell exits, or bubblewrap is killed (``--die-with-parent``), the kernel kills every
   process left in the namespace, so nothing started by a command outlives its call. The caller
@@ -48,6 +50,8 @@ import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from pico3.sandbox_proxy import FORWARDER, PROXY_PORT
 
 __all__ = [
     "DEFAULT_DENY_READ",
@@ -181,6 +185,11 @@ class SandboxPolicy:
     home: str | None = None
     read_only: tuple[str, ...] = ()
     """Paths inside a writable one that stay read-only (laid over it; ``.git/hooks``...)."""
+    proxy_socket: str | None = None
+    """The unix socket of the :class:`~pico3.sandbox_proxy.DomainProxy` that is the sandbox's
+    only way out (``None``: no network at all). Its folder is bound in read-only."""
+    allow_domains: tuple[str, ...] = ()
+    """The domains that proxy lets through (shown by :meth:`describe`)."""
 
     def writable(self) -> list[str]:
         """The writable paths, resolved (the ones that exist)."""
@@ -207,6 +216,9 @@ class SandboxPolicy:
                     names.append(name)
         return names
 
+    def _network(self) -> str:
+        return _network(self)
+
     def describe(self) -> list[str]:
         """The policy as lines a person reads (``/sandbox``, ``coding-agent config``)."""
         return [
@@ -214,8 +226,16 @@ class SandboxPolicy:
             *(f"  writable: {p}" for p in (self.project, self.temp_dir, *self.allow_write)),
             *(f"  read-only inside: {p}" for p in self.read_only),
             *(f"  unreadable: {p}" for p in self.deny_read),
-            f"network: {'the host network' if self.network else 'none'}",
+            f"network: {self._network()}",
         ]
+
+
+def _network(policy: SandboxPolicy) -> str:
+    if policy.network:
+        return "the host network"
+    if policy.proxy_socket is not None:
+        return "HTTPS to " + ", ".join(policy.allow_domains) + " only (through the proxy)"
+    return "none"
 
 
 def _existing(paths: Iterable[str]) -> list[str]:
@@ -273,13 +293,32 @@ class Sandbox:
                 wrapped += ["--tmpfs", path, "--remount-ro", path]
             else:
                 wrapped += ["--ro-bind", "/dev/null", path]
-        wrapped += ["--chdir", os.fspath(cwd), "--", *argv]
         environ = dict(env)
         environ["TMPDIR"] = os.path.realpath(policy.temp_dir)
+        if policy.proxy_socket is not None and not policy.network:
+            folder = os.path.dirname(os.path.realpath(policy.proxy_socket))
+            wrapped += ["--ro-bind", folder, folder]
+            python = [sys.executable, "-I", "-S", "-c", FORWARDER, str(PROXY_PORT)]
+            argv = [*python, os.path.realpath(policy.proxy_socket), *argv]
+            url = f"http://127.0.0.1:{PROXY_PORT}"
+            for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+                environ[name] = url
+            environ["NO_PROXY"] = environ["no_proxy"] = "localhost,127.0.0.1"
+        wrapped += ["--chdir", os.fspath(cwd), "--", *argv]
         return wrapped, environ
 
 
 _REFUSALS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        (
+            "domain not allowed by the sandbox",
+            "CONNECT tunnel failed, response 403",
+            "Tunnel connection failed: 403",
+            "403 Forbidden",
+        ),
+        "the sandbox's proxy refused that domain: only the sandbox.allow_domains are reachable, "
+        "over HTTPS",
+    ),
     (
         ("Read-only file system",),
         "the sandbox refused a write: only the project folder and the temporary folder "

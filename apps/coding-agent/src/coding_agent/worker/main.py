@@ -136,6 +136,7 @@ from pico3 import (
     SANDBOX_SERVICE,
     ChildEnvironment,
     CorruptStorage,
+    DomainProxy,
     HarnessOptions,
     HarnessService,
     HarnessServiceApi,
@@ -216,6 +217,7 @@ class WorkerConfig(msgspec.Struct, frozen=True):
     """``sandbox.enabled``: the session's commands run in :mod:`pico3.sandbox` (when it works)."""
     sandbox_deny_read: tuple[str, ...] = ()
     sandbox_allow_write: tuple[str, ...] = ()
+    sandbox_allow_domains: tuple[str, ...] = ()
     environment: ChildEnvironment | None = None
     """What the session's child processes get for an environment (``None``: the provider
     keys' defaults, :meth:`pico3.ChildEnvironment.default`); see
@@ -381,6 +383,7 @@ async def open_session_host(
             raise
     coordinator: ReloadCoordinator | None = None
     processes: LocalProcessHost | None = None
+    proxy: DomainProxy | None = None
     choice: ProviderChoice | None = None
     opening = pause_while_opening()
     try:
@@ -396,7 +399,7 @@ async def open_session_host(
         # Background jobs (``pi.job``) run under a process host whose records live in the
         # session folder: they outlive this process and a restarted worker re-finds them.
         environment = config.environment or ChildEnvironment.default()
-        sandbox_service, sandbox_status = _sandbox_service(config)
+        sandbox_service, sandbox_status, proxy = _sandbox_service(config)
         processes = LocalProcessHost(session.path / "processes", environment=environment)
         # On PostgreSQL, what another server's worker needs after a failover goes to the
         # session's blobs too (file history, process records, launch settings: .shared_state).
@@ -530,6 +533,8 @@ async def open_session_host(
         finally:
             if processes is not None:
                 processes.close()  # the jobs' processes keep running
+            if proxy is not None:
+                proxy.close()  # a job's forwarder finds the next worker's socket
             lock.release()
 
 
@@ -587,15 +592,19 @@ async def _close_providers(choice: ProviderChoice) -> None:
             await aclose()
 
 
-def _sandbox_service(config: WorkerConfig) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The harness service ``sandbox`` (``{}`` when bubblewrap cannot start here) and what the
-    worker's status says of it (``available``, ``reason``, ``enforced``, ``policy`` lines)."""
+def _sandbox_service(
+    config: WorkerConfig,
+) -> tuple[dict[str, Any], dict[str, Any], DomainProxy | None]:
+    """The harness service ``sandbox`` (``{}`` when bubblewrap cannot start here), what the
+    worker's status says of it (``available``, ``reason``, ``enforced``, ``policy`` lines) and
+    the started :class:`pico3.DomainProxy` of ``sandbox.allow_domains`` (the caller closes it)."""
     policy = sandbox_policy(
         config.session.cwd,
         config.session.id,
         env=config.env,
         deny_read=config.sandbox_deny_read,
         allow_write=config.sandbox_allow_write,
+        allow_domains=config.sandbox_allow_domains,
     )
     found = session_sandbox(policy, config.env, enforced=config.sandbox)
     available = isinstance(found, Sandbox)
@@ -604,7 +613,11 @@ def _sandbox_service(config: WorkerConfig) -> tuple[dict[str, Any], dict[str, An
     said["policy"] = policy.describe()
     if not available:
         _log.warning("the sandbox is unavailable: %s", reason)
-    return ({SANDBOX_SERVICE: found} if available else {}), said
+        return {}, said, None
+    proxy = None
+    if policy.proxy_socket is not None:
+        proxy = DomainProxy(policy.proxy_socket, policy.allow_domains).start()
+    return {SANDBOX_SERVICE: found}, said, proxy
 
 
 PERMISSION_MODE_SERVICE = "approval.mode"
@@ -1014,6 +1027,7 @@ def session_worker_config(
         sandbox=files.sandbox_enabled,
         sandbox_deny_read=tuple(files.sandbox_deny_read),
         sandbox_allow_write=tuple(files.sandbox_allow_write),
+        sandbox_allow_domains=tuple(files.sandbox_allow_domains),
         environment=child_environment(
             secrets=files.secrets,
             passthrough=files.secrets_passthrough,
