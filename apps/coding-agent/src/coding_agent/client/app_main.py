@@ -210,6 +210,8 @@ async def run_client(
                 if dev:
                     await group.start(coordinator.run)
                 client.on_status(toasts.listener)
+                if client.status is not None:  # arrived before the listener: say it too
+                    app.call_later(toasts.listener, client.status)
                 for problem in [*problems, *settings_problems]:
                     app.tui.notify(problem, severity="warning")
                 if on_start is not None:
