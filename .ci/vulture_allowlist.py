@@ -165,3 +165,6 @@ _.pause  # pico3.storage.pg_cluster.TempCluster: a database outage in the fault 
 
 # typing.Protocol call signatures (pico3.tools.SlotCommit): Python calls the instance
 __call__
+
+# socketserver: a class attribute the server reads (pico3.sandbox_proxy's server)
+daemon_threads

@@ -4,10 +4,13 @@
   conversation's model, and the footer shows the new model and its context %.
 * ``/fork`` forks at the latest entry and the TUI follows the fork; the next prompt goes there.
 * A failed ``--dev`` reload in the worker shows up in the TUI as an error toast.
+* ``/sandbox`` shows the OS sandbox's policy; an unavailable sandbox is said once at start and
+  by ``/sandbox`` (issue 41).
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -154,3 +157,46 @@ async def test_compact_says_nothing_to_compact_then_compacts(
     assert seen["fresh"] == [("information", "Nothing to compact yet")]
     assert ("information", "Compacting the context…") in seen["after"]
     assert not any("failed" in message for _, message in seen["after"])
+
+
+async def test_sandbox_shows_the_policy_and_an_unavailable_sandbox_is_said_once(
+    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def answered(app: Any) -> bool:  # /sandbox's answer (not the notice at start)
+        said = [m for _, m in kit.toasts(app)]
+        return any(m.startswith("OS sandbox:") or "Commands run unsandboxed" in m for m in said)
+
+    def noticed(app: Any) -> bool:
+        return any("Commands are not sandboxed" in m for _, m in kit.toasts(app))
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app) and app.client.status, "the status")
+        await pilot.press(*"/sandbox", "enter")
+        await kit.wait_for(pilot, lambda: answered(app), "/sandbox's answer")
+        if seen.get("expect_notice"):
+            await kit.wait_for(pilot, lambda: noticed(app), "the notice at start")
+        seen["toasts"] = [m for _, m in kit.toasts(app)]
+
+    # bubblewrap works here: /sandbox shows when commands run in it and the policy
+    keeper = WorkerSupervisor(session, exit_with_parent=True, env=agent_env)
+    await kit.drive(session, keeper, test)
+    (shown,) = [m for m in seen["toasts"] if m.startswith("OS sandbox:")]
+    assert "the sandbox permission mode (Shift+Tab) runs commands in it" in shown
+    assert f"writable: {session.cwd}" in shown and "unreadable: ~/.ssh" in shown
+    assert not any("unavailable" in m for m in seen["toasts"])
+
+    # bubblewrap hidden from PATH: said once at start, and by /sandbox
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    (bare / "bash").symlink_to(shutil.which("bash") or "/bin/bash")
+    hidden = {**agent_env, "PATH": str(bare)}
+    keeper = WorkerSupervisor(session, exit_with_parent=True, env=hidden)
+    seen["expect_notice"] = True
+    await kit.drive(session, keeper, test)
+    unavailable = [m for m in seen["toasts"] if "OS sandbox is unavailable" in m]
+    assert len(unavailable) == 2  # the notice at start, then /sandbox's answer
+    assert all("bubblewrap (bwrap) is not on PATH" in m for m in unavailable)
+    assert any("asks as ask mode does" in m for m in unavailable)

@@ -81,7 +81,7 @@ def err_of(capsys: pytest.CaptureFixture[str]) -> str:
         (["-p"], '-p needs a prompt: -p "PROMPT", or pipe one in (echo PROMPT | coding-agent -p)'),
         (["--json"], '--json needs a prompt: --json "PROMPT", or pipe one in (echo PROMPT | coding-agent --json)'),
         (["--thinking", "hot", "-p", "x"], "argument --thinking: invalid choice: 'hot' (choose from 'off', 'minimal', 'low', 'medium', 'high', 'xhigh') (see coding-agent --help)"),
-        (["--permission-mode", "yolo", "-p", "x"], "argument --permission-mode: invalid choice: 'yolo' (choose from 'ask', 'accept-edits', 'plan', 'auto') (see coding-agent --help)"),
+        (["--permission-mode", "yolo", "-p", "x"], "argument --permission-mode: invalid choice: 'yolo' (choose from 'ask', 'accept-edits', 'sandbox', 'plan', 'auto') (see coding-agent --help)"),
         (["-p", "x", "attach"], "attach does not take -p or --json (see coding-agent --help)"),
         (["--resume", "nope", "-p", "x"], None),
     ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -47,7 +48,7 @@ def test_well_formed_decisions_are_returned_as_fresh_copies(value: dict[str, Any
         ({"decision": "allow", "by": 7}, "decision.by must be a non-empty string, got 7"),
         (
             {"decision": "allow", "always": True},
-            "unknown field(s) always (allowed: decision, by, rule, scope)",
+            "unknown field(s) always (allowed: decision, by, rule, scope, sandboxed)",
         ),
         (
             {"decision": "deny", "rule": "Bash(ls:*)", "scope": "session"},
@@ -119,9 +120,15 @@ def test_the_entry_point_serves_one_facet_per_host(host: str, ids: list[str]) ->
 
 
 def test_modes_cycle_ask_accept_edits_plan_auto_and_around() -> None:
-    assert PERMISSION_MODES == ("ask", "accept-edits", "plan", "auto")
+    assert PERMISSION_MODES == ("ask", "accept-edits", "sandbox", "plan", "auto")
     assert DEFAULT_MODE == "ask"
-    assert [next_mode(m) for m in PERMISSION_MODES] == ["accept-edits", "plan", "auto", "ask"]
+    assert [next_mode(m) for m in PERMISSION_MODES] == [
+        "accept-edits",
+        "sandbox",
+        "plan",
+        "auto",
+        "ask",
+    ]
     assert ApprovalMode.id == "approval.mode" and not ApprovalMode.local
 
 
@@ -131,7 +138,7 @@ def test_a_value_that_is_not_a_mode_is_an_invalid_value_naming_it(value: object)
         check_mode(value)
     assert caught.value.code == "service_invalid_value"
     assert caught.value.message == (
-        f"Invalid permission mode {value!r} (expected one of ask, accept-edits, plan, auto)"
+        f"Invalid permission mode {value!r} (expected one of ask, accept-edits, sandbox, plan, auto)"
     )
     with pytest.raises(RemoteServiceError):
         next_mode(value)  # type: ignore[arg-type]
@@ -153,3 +160,30 @@ def test_the_cli_names_exactly_the_contracts_modes() -> None:
     from facets_approval.contract import PERMISSION_MODES
 
     assert CLI_MODES == PERMISSION_MODES
+
+
+def test_a_sandboxed_decision_needs_an_allow_the_request_offered() -> None:
+    offered = {"name": "bash", "sandbox": True}
+    decision = {"decision": "allow", "by": "tui", "sandboxed": True}
+    assert check_decision(decision, offered) == decision
+    for bad, message in (
+        ({"decision": "allow", "sandboxed": "yes"}, "decision.sandboxed must be a boolean"),
+        ({"decision": "deny", "sandboxed": True}, "applies only to 'allow'"),
+        (
+            {"decision": "allow", "sandboxed": True, "rule": "Bash(x)", "scope": "session"},
+            "cannot keep a rule",
+        ),
+    ):
+        with pytest.raises(RemoteServiceError, match=re.escape(message)):
+            check_decision(bad, {**offered, "rule": "Bash(x)", "scopes": ["session"]})
+    with pytest.raises(RemoteServiceError, match="did not offer the sandbox"):
+        check_decision(decision, {"name": "bash"})
+
+
+def test_the_dialog_offers_the_sandbox_only_when_the_request_does() -> None:
+    from facets_approval.tui import SANDBOXED, approval_choices, decision_for
+
+    values = [choice.value for choice in approval_choices({"name": "bash", "sandbox": True})]
+    assert values == ["allow", SANDBOXED, "deny"]
+    assert SANDBOXED not in [c.value for c in approval_choices({"name": "bash"})]
+    assert decision_for(SANDBOXED) == {"decision": "allow", "by": "tui", "sandboxed": True}

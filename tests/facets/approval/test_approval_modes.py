@@ -317,7 +317,7 @@ async def test_a_bad_mode_is_rejected_with_a_clear_error_and_changes_nothing(
                 await modes.set_mode(bad, BACKGROUND)
             assert caught.value.code == "service_invalid_value"
             assert f"Invalid permission mode {bad!r}" in caught.value.message
-            assert "expected one of ask, accept-edits, plan, auto" in caught.value.message
+            assert "expected one of ask, accept-edits, sandbox, plan, auto" in caught.value.message
         assert modes.state.value == {"mode": "plan"}
         assert await s.stored_mode() == "plan"
 
@@ -426,13 +426,14 @@ async def test_shift_tab_cycles_the_mode_and_the_label_follows(kit: Any, tmp_pat
         await pilot.press("shift+tab")
         await label_shows(app, pilot, "accept-edits")
         assert await s.stored_mode() == "accept-edits"
-        await pilot.press("shift+tab", "shift+tab", "shift+tab")  # quick presses queue up
+        await pilot.press("shift+tab", "shift+tab", "shift+tab", "shift+tab")  # presses queue up
         await label_shows(app, pilot, "ask")
         await until_state(modes.state, {"mode": "ask"})
         assert await s.stored_mode() == "ask"
         assert [m for i, m in enumerate(seen) if i == 0 or seen[i - 1] != m] == [
             "ask",
             "accept-edits",
+            "sandbox",
             "plan",
             "auto",
             "ask",
@@ -460,8 +461,8 @@ async def test_the_mode_command_sets_picks_and_rejects(kit: Any, tmp_path: Path)
         assert kit.title(screen) == "Permission mode (now: plan)"
         options = [o.split(". ", 1)[1] for o in kit.options(screen)]  # numbered 1. 2. …
         assert [o.replace("●", "").split()[0] for o in options] == list(PERMISSION_MODES)
-        assert options[2].startswith("●") and not options[0].startswith("●")
-        await pilot.press("down", "down", "down", "enter")  # auto
+        assert options[3].startswith("●") and not options[0].startswith("●")
+        await pilot.press("down", "down", "down", "down", "enter")  # auto
         await label_shows(app, pilot, "auto")
         assert await s.stored_mode() == "auto"
 

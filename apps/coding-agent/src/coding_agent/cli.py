@@ -21,7 +21,7 @@
     --model provider/id                the model (default: the offline ``faux`` demo without a key)
     --models PATTERNS                  the models Ctrl+P cycles through (``anthropic/*,openai/gpt-5*``)
     --dev, --facets-dir DIR            hot-reload facet packages from DIR (passed to the worker)
-    --permission-mode MODE             ask, accept-edits, plan or auto, stored in the session
+    --permission-mode MODE             ask, accept-edits, sandbox, plan or auto, stored in the session
                                        (without it a session keeps its stored mode)
     --tool-calling native|text         how OpenAI-compatible models call tools (text: fenced
                                        blocks, for local models without native tool calling)
@@ -573,6 +573,7 @@ def _print_config(cwd: Path) -> int:
             key = f"providers.{name}.compat.{flag}"
             show(key, value, config.origin.get(key, "?"))
     _show_secrets(config, show)
+    _show_sandbox(config, show)
     for model_entry in config.models:
         ref = f"{model_entry['provider']}/{model_entry['id']}"
         details = ", ".join(
@@ -608,6 +609,32 @@ def _show_secrets(config: EffectiveConfig, show: Callable[[str, Any, str], None]
             ", ".join(config.secrets_passthrough),
             config.origin.get("secrets_passthrough", "?"),
         )
+
+
+def _show_sandbox(config: EffectiveConfig, show: Callable[[str, Any, str], None]) -> None:
+    """The ``sandbox`` lines of ``coding-agent config``: the policy and whether it can start."""
+    from pico3 import DEFAULT_DENY_READ, sandbox_available
+
+    status = sandbox_available()
+    show("sandbox", "available" if status.available else "unavailable", status.reason)
+    show("sandbox.enabled", config.sandbox_enabled, config.origin.get("sandbox.enabled", "default"))
+    hidden = [*DEFAULT_DENY_READ, "the agent's config and session storage"]
+    origin = "built in" + (
+        f" + {config.origin['sandbox.deny_read']}" if config.sandbox_deny_read else ""
+    )
+    show("sandbox.deny_read", ", ".join([*hidden, *config.sandbox_deny_read]), origin)
+    writable = ["the project", "$TMPDIR (the session's)", *config.sandbox_allow_write]
+    show(
+        "sandbox.allow_write",
+        ", ".join(writable),
+        config.origin.get("sandbox.allow_write", "built in"),
+    )
+    if config.sandbox_allow_domains:
+        domains = ", ".join(config.sandbox_allow_domains)
+        origin = config.origin.get("sandbox.allow_domains", "?")
+        show("sandbox.allow_domains", f"{domains} (HTTPS through the sandbox's proxy)", origin)
+    else:
+        show("sandbox.network", "none", "built in (sandbox.allow_domains opens HTTPS to domains)")
 
 
 def _cwd() -> Path:

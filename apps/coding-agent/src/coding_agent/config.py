@@ -21,6 +21,12 @@ Both are TOML (read with the standard library's ``tomllib``) and have the same k
     allow = ["Bash(npm run test:*)"]
     deny = ["Read(./.env)"]
 
+    [sandbox]                             # the OS sandbox of commands (pico3.Sandbox)
+    enabled = true                        # every command sandboxed, in every permission mode
+    deny_read = ["~/.kube"]               # more paths commands may not read
+    allow_write = ["~/.cache/uv"]         # more paths commands may write (user file only)
+    allow_domains = ["pypi.org", "*.pythonhosted.org"]  # HTTPS out, via a proxy (user file only)
+
     [[models]]                            # custom and local models (pi's models.json)
     provider = "openai"
     id = "qwen2.5-coder:7b"
@@ -38,7 +44,10 @@ are added to the user's; ``secrets_passthrough`` is read from the user's file on
 that passes a key to the commands it runs is the attack it guards against): in a project file
 it is an error. What the two keys do: :mod:`coding_agent.secret_env`. ``[permissions]`` lists are
 not merged here: every file's rules apply side by side (deny beats ask beats allow, whatever the
-file), see :mod:`coding_agent.permissions`.
+file), see :mod:`coding_agent.permissions`. ``[sandbox]``: ``enabled`` is on when either file
+says so (a project can turn the sandbox on, not off), ``deny_read`` lists are joined, and
+``allow_write`` and ``allow_domains`` are read from the user's file only (in a project file they
+are an error: a project that widens its own sandbox is what the sandbox guards against).
 
 A file that does not parse, a key that does not exist or a value of the wrong type is a
 :class:`ConfigError` naming the file, the line and the key; nothing is guessed.
@@ -74,7 +83,7 @@ CONFIG_NAME = "config.toml"
 _THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 _TOP_KEYS = (
     "model", "thinking", "theme", "providers", "models", "secrets", "secrets_passthrough",
-    "permissions",
+    "permissions", "sandbox",
 )  # fmt: skip
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -106,6 +115,14 @@ class EffectiveConfig:
     """``secrets``: more variable names withheld from child processes (user's and project's)."""
     secrets_passthrough: list[str] = field(default_factory=list)
     """``secrets_passthrough``: secret names child processes get all the same (user's file)."""
+    sandbox_enabled: bool = False
+    """``sandbox.enabled``: every command runs sandboxed, whatever the permission mode."""
+    sandbox_deny_read: list[str] = field(default_factory=list)
+    """``sandbox.deny_read``: paths hidden from commands besides the built-in ones."""
+    sandbox_allow_write: list[str] = field(default_factory=list)
+    """``sandbox.allow_write``: paths commands may write besides the project (user's file)."""
+    sandbox_allow_domains: list[str] = field(default_factory=list)
+    """``sandbox.allow_domains``: domains commands reach over HTTPS via the proxy (user's file)."""
     files: list[Path] = field(default_factory=list)
     """The files that were read, in order (the user's first)."""
     user_file: Path | None = None
@@ -192,6 +209,15 @@ class _PermissionsFile(msgspec.Struct, forbid_unknown_fields=True):
     deny: list[str] = msgspec.field(default_factory=list)
 
 
+class _SandboxFile(msgspec.Struct, forbid_unknown_fields=True):
+    """``[sandbox]``: see :mod:`pico3.sandbox` for what a sandboxed command may do."""
+
+    enabled: bool = False
+    deny_read: list[str] = msgspec.field(default_factory=list)
+    allow_write: list[str] = msgspec.field(default_factory=list)
+    allow_domains: list[str] = msgspec.field(default_factory=list)
+
+
 class _File(msgspec.Struct, forbid_unknown_fields=True):
     model: str | None = None
     thinking: str | None = None
@@ -201,6 +227,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
     secrets: list[str] = msgspec.field(default_factory=list)
     secrets_passthrough: list[str] = msgspec.field(default_factory=list)
     permissions: _PermissionsFile | None = None
+    sandbox: _SandboxFile | None = None
 
 
 @dataclass
@@ -361,6 +388,14 @@ def _check_secrets(layer: _Layer, user: bool) -> None:
                     layer.path, layer.text, [key],
                     f"{name!r} is not an environment variable name (letters, digits, _)",
                 )  # fmt: skip
+    widened = parsed.sandbox is not None and not user
+    for key in ("allow_write", "allow_domains"):
+        if widened and getattr(parsed.sandbox, key):
+            raise _error(
+                layer.path, layer.text, ["sandbox", key],
+                "only your own config.toml may widen the sandbox (a project could let its "
+                f"commands write anywhere or reach any server); move sandbox.{key} there",
+            )  # fmt: skip
     if parsed.secrets_passthrough and not user:
         raise _error(
             layer.path, layer.text, ["secrets_passthrough"],
@@ -394,6 +429,20 @@ def _merge(config: EffectiveConfig, layer: _Layer, path: Path) -> None:
                 listed.append(variable)
         if key in data:
             config.origin[key] = origin([key])
+    sandbox = layer.parsed.sandbox
+    if sandbox is not None:
+        config.sandbox_enabled = config.sandbox_enabled or sandbox.enabled
+        for name, paths in (
+            ("deny_read", sandbox.deny_read),
+            ("allow_write", sandbox.allow_write),
+            ("allow_domains", sandbox.allow_domains),
+        ):
+            listed = cast(list[str], getattr(config, f"sandbox_{name}"))
+            listed.extend(p for p in paths if p not in listed)
+            if paths:
+                config.origin[f"sandbox.{name}"] = origin(["sandbox", name])
+        if sandbox.enabled:
+            config.origin["sandbox.enabled"] = origin(["sandbox", "enabled"])
     providers = cast(dict[str, dict[str, Any]], data.get("providers") or {})
     for name, values in providers.items():
         merged = config.providers.setdefault(name, {})

@@ -11,5 +11,5 @@ from __future__ import annotations
 
 __all__ = ["PERMISSION_MODES"]
 
-PERMISSION_MODES = ("ask", "accept-edits", "plan", "auto")
+PERMISSION_MODES = ("ask", "accept-edits", "sandbox", "plan", "auto")
 """What ``--permission-mode`` accepts: the approval contract's modes, in its order."""

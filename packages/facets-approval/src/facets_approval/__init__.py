@@ -1,7 +1,7 @@
 """The approval feature (docs/design/harness.md#before-tool, docs/design/chord.md#feature-layout): a tool call waits for a human's decision.
 
 * :mod:`.contract` — the JSON shapes, the ``pi.approval-dialog`` and ``approval.mode`` service
-  ids and the permission modes (ask, accept-edits, plan, auto); no host code;
+  ids and the permission modes (ask, accept-edits, sandbox, plan, auto); no host code;
 * :mod:`.session` — ``install_approval`` (the ``before_tool`` hook deciding by permission rules
   and mode, the session's durable mode and rules, the decision memo) and the session facet that
   spawns one dialog per question and provides the mode and the rules;

@@ -37,6 +37,16 @@ through them (:data:`PERMISSION_MODES`, :func:`next_mode`):
   edit outside it (symlinks followed), of a file that makes the machine run code (``.git/``,
   ``.mcp.json``, ...) or of the agent's own configuration asks; ``bash`` and the other tools
   that need approval still ask;
+* ``sandbox`` — as ``accept-edits``, and commands (``bash``, its background jobs) run without
+  asking inside the OS sandbox (:class:`pico3.Sandbox`: writes only in the project, no
+  network, credentials hidden). A command the model asks to run outside (``outside_sandbox:
+  true`` with a ``reason``) asks, and the dialog says so; no allow rule covers it. Where the
+  sandbox cannot start (no harness service ``sandbox``: no bubblewrap, user namespaces off, not
+  Linux) the mode behaves as ``ask``, never as ``auto``, and each dialog says why. It sits
+  after ``accept-edits`` and before ``plan`` and ``auto``: one more step of autonomy that stays
+  confined, so Shift+Tab from ``ask`` reaches it before it reaches unconfined ``auto``. Not the
+  default: a session that never chose a mode asks (the sandbox changes what commands can do,
+  so it is a choice);
 * ``plan`` — read-only: every tool that is not read-only is blocked without asking, and the
   model is told the session is in plan mode (read, then propose a plan);
 * ``auto`` — nothing asks; every call runs.
@@ -113,6 +123,9 @@ class ApprovalRequest(TypedDict):
     """For ``write``: the size in bytes of the existing file the call would replace."""
     rule: NotRequired[str]
     scopes: NotRequired[list[RuleScope]]
+    sandbox: NotRequired[bool]
+    """``True``: the call can run inside the OS sandbox instead (a command, where a sandbox can
+    start); a dialog offers "Allow inside the sandbox" (a decision with ``sandboxed``)."""
 
 
 class ApprovalDecision(TypedDict):
@@ -125,6 +138,9 @@ class ApprovalDecision(TypedDict):
     by: NotRequired[str]
     rule: NotRequired[str]
     scope: NotRequired[RuleScope]
+    sandboxed: NotRequired[bool]
+    """With ``allow``, when the request offered ``sandbox``: run the call inside the OS sandbox
+    (never with a standing ``rule``: a rule would let later calls run unconfined)."""
 
 
 class ApprovalDialog(Protocol):
@@ -170,7 +186,7 @@ def check_decision(value: object, request: object = None) -> ApprovalDecision:
     """
     if not isinstance(value, dict):
         raise _invalid(f"expected an object, got {type(value).__name__}")
-    fields = ("decision", "by", "rule", "scope")
+    fields = ("decision", "by", "rule", "scope", "sandboxed")
     unknown = sorted(str(key) for key in value if key not in fields)  # pyright: ignore[reportUnknownVariableType]
     if unknown:
         raise _invalid(f"unknown field(s) {', '.join(unknown)} (allowed: {', '.join(fields)})")
@@ -205,7 +221,22 @@ def check_decision(value: object, request: object = None) -> ApprovalDecision:
                 )
         checked["rule"] = rule
         checked["scope"] = scope  # type: ignore[typeddict-item] - one of RULE_SCOPES
+    if "sandboxed" in value:
+        _check_sandboxed(value["sandboxed"], checked, request)
+        checked["sandboxed"] = value["sandboxed"]
     return checked
+
+
+def _check_sandboxed(sandboxed: object, checked: ApprovalDecision, request: object) -> None:
+    """``decision.sandboxed``: a boolean, only with a plain ``allow`` the request offered."""
+    if not isinstance(sandboxed, bool):
+        raise _invalid(f"decision.sandboxed must be a boolean, got {sandboxed!r}")
+    if sandboxed and checked["decision"] != "allow":
+        raise _invalid("decision.sandboxed applies only to 'allow'")
+    if sandboxed and "rule" in checked:
+        raise _invalid("decision.sandboxed cannot keep a rule (it would run later calls outside)")
+    if sandboxed and isinstance(request, dict) and request.get("sandbox") is not True:  # pyright: ignore[reportUnknownMemberType]
+        raise _invalid("decision.sandboxed: this dialog did not offer the sandbox")
 
 
 # -- permission rules --------------------------------------------------------------------------
@@ -281,8 +312,8 @@ def check_rule_entry(value: object) -> RuleEntry:
 
 
 # -- permission modes --------------------------------------------------------------------------
-PermissionMode = Literal["ask", "accept-edits", "plan", "auto"]
-PERMISSION_MODES: tuple[PermissionMode, ...] = ("ask", "accept-edits", "plan", "auto")
+PermissionMode = Literal["ask", "accept-edits", "sandbox", "plan", "auto"]
+PERMISSION_MODES: tuple[PermissionMode, ...] = ("ask", "accept-edits", "sandbox", "plan", "auto")
 """Every mode, in cycling order (Shift+Tab goes one step to the right, wrapping around)."""
 
 DEFAULT_MODE: PermissionMode = "ask"
@@ -291,6 +322,7 @@ DEFAULT_MODE: PermissionMode = "ask"
 MODE_DESCRIPTIONS: dict[PermissionMode, str] = {
     "ask": "ask before tools that need approval",
     "accept-edits": "file edits in the project run without asking; bash still asks",
+    "sandbox": "edits in the project and commands in the OS sandbox run without asking",
     "plan": "read-only: only read and propose a plan",
     "auto": "nothing asks; every tool runs",
 }
@@ -339,6 +371,7 @@ def check_mode(value: object) -> PermissionMode:
 
 
 def next_mode(mode: PermissionMode) -> PermissionMode:
-    """The mode after ``mode`` in cycling order: ask → accept-edits → plan → auto → ask."""
+    """The mode after ``mode`` in cycling order: ask → accept-edits → sandbox → plan → auto →
+    ask."""
     index = PERMISSION_MODES.index(check_mode(mode))
     return PERMISSION_MODES[(index + 1) % len(PERMISSION_MODES)]

@@ -36,7 +36,10 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
      conversation's ``rules``; project/user: appended to that ``config.toml`` by the app's
      source), and block the call (``"the user denied this call"`` when a person answered in a
      dialog, else ``"denied"`` / ``"denied by <who>"``) when it says ``deny``;
-* ``"run"`` (``auto``, or an edit in ``accept-edits``): runs without asking — unless a decision
+* ``"run"`` (``auto``, an edit in ``accept-edits`` or ``sandbox``, a command in ``sandbox`` with
+  a sandbox available: its call is rewritten to ``outside_sandbox: false``, so the tool runs it
+  inside; see :mod:`.sandboxing`; a dialog's "Allow inside the sandbox" does the same): runs
+  without asking — unless a decision
   was already recorded for this very call (before a crash), which stands.
 
 Confinement (:func:`confinement`), a separate step after the mode and the ``autoAllow`` list
@@ -67,6 +70,11 @@ session-document key (``plugins.approval.mode``, so it survives a worker restart
 replicated ``state`` mirrors it for presentations: it is read from storage when the facet
 activates, and ``set_mode`` validates, commits, then publishes. The hook never trusts the
 mirror: it reads storage. A stored value that is not a mode (edited by hand) counts as ``ask``.
+
+Why one module: the hook's decision (rules, mode, confinement, the sandbox, the durable memo) is
+one sequence whose order is the safety argument (only later steps turn "run" into "ask"); the
+facet that hosts it is its only caller. The words of the sandbox mode live in
+:mod:`.sandboxing`, the rule grammar in :mod:`.rules`.
 """
 
 from __future__ import annotations
@@ -90,11 +98,13 @@ from chord import (
 )
 from pico3 import (
     MISSING,
+    SANDBOX_SERVICE,
     TOOL_KIND,
     Harness,
     HarnessService,
     HarnessServiceApi,
     Namespace,
+    Sandbox,
     Transaction,
 )
 
@@ -114,6 +124,7 @@ from .contract import (
 )
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, path_within
 from .permissions import RulesProvider, RuleStore, session_rule_reader
+from .sandboxing import SANDBOX_UNAVAILABLE, outside_sandbox
 from .suggest import suggest_rule
 
 __all__ = [
@@ -164,10 +175,14 @@ class ApprovalRules:
         default_factory=lambda: frozenset({"bash", "write", "edit", "mcp__*"})
     )
     edits: frozenset[str] = field(default_factory=lambda: frozenset({"write", "edit"}))
+    sandboxed: frozenset[str] = field(default_factory=lambda: frozenset({"bash"}))
+    """The tools whose calls run inside the OS sandbox in ``sandbox`` mode (they take
+    ``outside_sandbox`` and ``reason`` arguments)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ask", _tool_names(self.ask, "ask"))
         object.__setattr__(self, "edits", _tool_names(self.edits, "edits"))
+        object.__setattr__(self, "sandboxed", _tool_names(self.sandboxed, "sandboxed"))
 
     def needs_approval(self, tool: str) -> bool:
         """True when a call of ``tool`` must be approved (in ``ask`` mode). A name ending in
@@ -187,16 +202,19 @@ class ApprovalRules:
     def action(self, tool: str, mode: PermissionMode, *, replay_safe: bool = True) -> Action:
         """What a call of ``tool`` gets in ``mode`` (``"run"``, ``"ask"`` or ``"block"``)::
 
-            mode           read-only   edit    other tools that need approval
-            ask            run         ask     ask
-            accept-edits   run         run     ask
-            plan           run *       block   block
-            auto           run         run     run
+            mode           read-only   edit    sandboxed (bash)   other tools that need approval
+            ask            run         ask     ask                ask
+            accept-edits   run         run     ask                ask
+            sandbox        run         run     run **             ask
+            plan           run *       block   block              block
+            auto           run         run     run                run
 
         (An edit the ``ask`` rules do not name runs in ``ask`` mode too.) ``*`` Plan mode trusts
         a tool the rules do not name only when its declaration says so too: ``replay_safe`` is
         the tool's ``replay == "safe"`` (no effect outside the conversation), and a tool that is
         not declared safe (``job_kill``, a plugin's deploy tool, an unknown name) is blocked.
+        ``**`` Inside the sandbox: the hook asks instead when the call says ``outside_sandbox``
+        or no sandbox can start here (the mode then behaves as ``ask``).
         """
         if mode == "auto":
             return "run"
@@ -204,7 +222,9 @@ class ApprovalRules:
             return "run" if replay_safe or mode != "plan" else "block"
         if mode == "plan":
             return "block"
-        if mode == "accept-edits" and self.is_edit(tool):
+        if mode in ("accept-edits", "sandbox") and self.is_edit(tool):
+            return "run"
+        if mode == "sandbox" and tool in self.sandboxed:
             return "run"
         return "ask" if self.needs_approval(tool) else "run"
 
@@ -374,7 +394,11 @@ def install_approval(
             list(guarded) if isinstance(guarded, list | tuple) else [],  # pyright: ignore[reportUnknownArgumentType]
         )
 
-    async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> dict[str, str] | None:
+    def sandbox_ready() -> bool:
+        services: Any = getattr(getattr(harness, "scheduler", None), "services", None) or {}
+        return isinstance(services.get(SANDBOX_SERVICE), Sandbox)
+
+    async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> dict[str, Any] | None:
         tool = call["name"]
         arguments = call.get("arguments", {})
         safe = replay_safe(tool)
@@ -390,6 +414,7 @@ def install_approval(
                 return None
             mode: PermissionMode = DEFAULT_MODE
             action: Action = "ask"
+            unsandboxed = False
         else:
             conversation = await harness.conversation(api.conversation_id, ctx)
             if conversation is None:  # pragma: no cover - the hosting task's conversation exists
@@ -397,6 +422,7 @@ def install_approval(
             mode, auto_allow, session = await conversation.commit(current, ctx)
             top = await store.top(conversation.id, ctx)
             store.current = top
+            unsandboxed = False
             if top != conversation.id:  # a subagent follows its user conversation's rules
                 owner = await harness.conversation(top, ctx)
                 if owner is not None:
@@ -405,6 +431,8 @@ def install_approval(
             verdict = ruleset.evaluate(tool, arguments)
             if verdict.kind == "deny":
                 return {"block": rule_block_reason(tool, verdict.why)}
+            if mode == "sandbox" and not sandbox_ready():  # unavailable: safer, not weaker
+                mode, unsandboxed = "ask", True
             action = rules.action(tool, mode, replay_safe=safe)
             if action == "block":  # plan mode stays read-only: no allow rule unlocks it
                 return {"block": plan_mode_reason(tool)}
@@ -412,17 +440,27 @@ def install_approval(
         if verdict.kind == "ask":
             action = "ask"
             reason = f"This asks because {verdict.why}."
+        done: dict[str, Any] | None = None  # what letting the call through returns
+        if mode == "sandbox" and tool in rules.sandboxed and isinstance(arguments, dict):
+            outside = outside_sandbox(arguments)  # pyright: ignore[reportUnknownArgumentType]
+            if outside is not None:  # after the rules: no allow rule covers it
+                action, reason = "ask", " ".join(filter(None, (reason, outside)))
+            else:  # the tool runs it inside: the call says so (pico3 validates it again)
+                inside = {**arguments, "outside_sandbox": False}  # pyright: ignore[reportUnknownVariableType]
+                done = {"call": {**call, "arguments": inside}}
+        elif unsandboxed and action == "ask" and reason is None:
+            reason = f"This asks because {SANDBOX_UNAVAILABLE}."
         if rules.is_edit(tool) and mode != "auto":  # after the rules: may only turn run into ask
             workspace, guarded = where()
             confined = confinement(arguments, workspace, guarded)
             if confined is not None:
                 action, reason = "ask", f"This asks in every mode but auto: {confined}."
         if action == "ask" and verdict.kind == "allow" and reason is None:
-            return None
+            return done
         decision = await api.memo("decision", ctx)
         if decision is MISSING:
             if action == "run":
-                return None
+                return done
             await api.waiting(ctx)
             request: ApprovalRequest = {
                 "conversationId": api.conversation_id,
@@ -440,6 +478,8 @@ def install_approval(
                 if offer is not None:
                     request["rule"] = offer
                     request["scopes"] = store.scopes()
+            if done is None and tool in rules.sandboxed and sandbox_ready():
+                request["sandbox"] = True  # "Allow inside the sandbox" (in ask mode, say)
             if tool == "write":
                 existing = _existing_size(arguments, workspace)
                 if existing is not None:
@@ -448,12 +488,15 @@ def install_approval(
             decision = await api.memo("decision", candidate, ctx)
         if decision["decision"] == "deny":
             return {"block": _block_reason(decision)}
+        if decision.get("sandboxed") is True and isinstance(arguments, dict):
+            inside = {**arguments, "outside_sandbox": False}  # pyright: ignore[reportUnknownVariableType]
+            done = {"call": {**call, "arguments": inside}}
         if decision.get("rule") and decision.get("scope"):
             try:
                 await store.keep(decision["rule"], decision["scope"], api.conversation_id, ctx)
             except (OSError, ValueError) as error:  # the call is allowed; the rule is not kept
                 store.report(f"the rule {decision['rule']} was not kept: {error}")
-        return None
+        return done
 
     try:
         hook = harness.hooks(ns, TOOL_KIND, {"before_tool": before_tool})

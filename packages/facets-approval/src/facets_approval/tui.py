@@ -24,7 +24,7 @@ shows as ``\\x1b`` (a conceal code cannot hide ``; curl … | sh``), a bidi over
 :data:`mode_tui_facet` (``@pi/approval-mode``) presents :data:`~.contract.ApprovalMode`: a
 one-line panel (:class:`ModeLabel`, ``#approval-mode``) always shows the session's mode and
 follows the service's replicated ``state`` (a late joiner hydrates with the current mode);
-**Shift+Tab** cycles ask → accept-edits → plan → auto → ask; ``/mode NAME`` sets a mode and
+**Shift+Tab** cycles ask → accept-edits → sandbox → plan → auto → ask; ``/mode NAME`` sets a mode and
 ``/mode`` alone offers a picker. The facet only asks: ``set_mode`` in the session worker
 validates, stores and publishes, and every presentation's label follows the publication.
 It is a separate facet so that a presentation whose session has no mode service still shows
@@ -59,6 +59,7 @@ __all__ = [
     "CYCLE_KEY",
     "DENY",
     "MODE_PANEL_ID",
+    "SANDBOXED",
     "SCOPE_LABELS",
     "STANDING",
     "ModeLabel",
@@ -73,6 +74,8 @@ __all__ = [
 ]
 
 ALLOW = "allow"
+SANDBOXED = "sandboxed"
+"""The value of "Allow inside the sandbox" (offered when the request says ``sandbox``)."""
 DENY = "deny"
 STANDING = "rule:"
 """The value prefix of a standing choice: ``"rule:session"``, ``"rule:project"`` or
@@ -88,10 +91,15 @@ SCOPE_LABELS: dict[str, str] = {
 
 def approval_choices(request: Any) -> list[Choice]:
     """The options the modal offers for ``request``, in order (the first is highlighted when the
-    dialog opens; the dialog numbers them 1, 2, 3…): *Allow once*, one standing choice per scope
-    the request offers (its narrow ``rule``, e.g. "Allow Bash(npm run test:*) in this session";
-    never a whole tool like bash), and *Deny*."""
+    dialog opens; the dialog numbers them 1, 2, 3…): *Allow once*, *Allow inside the sandbox*
+    (when the request offers ``sandbox``), one standing choice per scope the request offers (its
+    narrow ``rule``, e.g. "Allow Bash(npm run test:*) in this session"; never a whole tool like
+    bash), and *Deny*."""
     choices = [Choice(ALLOW, "Allow once")]
+    if isinstance(request, dict) and request.get("sandbox") is True:
+        choices.append(
+            Choice(SANDBOXED, "Allow inside the sandbox (no network, writes only in the project)")
+        )
     rule = request.get("rule") if isinstance(request, dict) else None
     scopes = request.get("scopes") if isinstance(request, dict) else None
     if isinstance(rule, str) and rule and isinstance(scopes, list):
@@ -111,6 +119,8 @@ def decision_for(choice: str | None, request: Any = None) -> ApprovalDecision:
     choice carries the request's offered ``rule`` and its scope."""
     if choice == ALLOW:
         return {"decision": "allow", "by": "tui"}
+    if choice == SANDBOXED:
+        return {"decision": "allow", "by": "tui", "sandboxed": True}
     if choice is not None and choice.startswith(STANDING) and isinstance(request, dict):
         rule = request.get("rule")
         scope = choice.removeprefix(STANDING)
@@ -264,6 +274,7 @@ class ModeLabel(Static):
     DEFAULT_CSS = """
     ModeLabel { height: 1; width: 100%; padding: 0 1; color: $text-muted; }
     ModeLabel.-accept-edits { color: $success; }
+    ModeLabel.-sandbox { color: $success; }
     ModeLabel.-plan { color: $warning; }
     ModeLabel.-auto { color: $error; }
     """
@@ -364,7 +375,7 @@ def mode_tui_facet(env: FacetEnvironment) -> None:
         env.own(
             tui.register_command(
                 "mode",
-                "Show or set the permission mode: /mode [ask|accept-edits|plan|auto]",
+                "Show or set the permission mode: /mode [ask|accept-edits|sandbox|plan|auto]",
                 command,
             )
         )

@@ -31,7 +31,10 @@ change without notice. The import-linter contract in the workspace's ``pyproject
   :data:`ConversationService` (``pi.conversation``, remotable; :class:`ConversationServiceApi`),
   the JSON shapes of the view and the methods, and :func:`harness_session_facet`.
 * Child processes: :class:`ChildEnvironment` (the environment a session's child processes
-  get, without its secrets; the harness service :data:`CHILD_ENVIRONMENT_SERVICE`).
+  get, without its secrets; the harness service :data:`CHILD_ENVIRONMENT_SERVICE`), and
+  :class:`Sandbox` (bubblewrap: :class:`SandboxPolicy`, :func:`sandbox_available`,
+  :func:`explain_refusal`; the harness service :data:`SANDBOX_SERVICE`; :class:`DomainProxy`,
+  the sandbox's only way out to ``allow_domains``).
 * Project files: :func:`walk_files` and :class:`IgnoreRules` (``.gitignore`` rules, one walker
   for every tool and feature; loaded on first use, so ``pathspec`` stays off the import path of a
   process that never walks a tree), :func:`write_atomic`, :func:`fsync_dir`, and :func:`run_git`
@@ -114,6 +117,17 @@ from pico3.kernel.documents import memo_once
 from pico3.owned import OwnedConversation, OwnedSpec, create_owned
 from pico3.process_host import LocalProcessHost, ProcessHost, ProcessSpec, ProcessStatus
 from pico3.registration_swap import reload
+from pico3.sandbox import (
+    DEFAULT_DENY_READ,
+    OUTSIDE_HINT,
+    SANDBOX_SERVICE,
+    Sandbox,
+    SandboxPolicy,
+    SandboxStatus,
+    explain_refusal,
+    sandbox_available,
+)
+from pico3.sandbox_proxy import DomainProxy, domain_allowed
 from pico3.storage import (
     BLOB_LIMIT,
     CorruptStorage,
@@ -175,13 +189,16 @@ if _typing.TYPE_CHECKING:
 __all__ = [
     "BLOB_LIMIT",
     "CHILD_ENVIRONMENT_SERVICE",
+    "DEFAULT_DENY_READ",
     "GENERATION_KIND",
     "HARNESS_FACET_ID",
     "JOB_KIND",
     "MIN_SECRET_LENGTH",
     "MISSING",
     "NOTICE_KIND",
+    "OUTSIDE_HINT",
     "RETRY",
+    "SANDBOX_SERVICE",
     "TOOL_KIND",
     "WELL_KNOWN_SECRETS",
     "ApprovalAuthority",
@@ -204,6 +221,7 @@ __all__ = [
     "ConversationView",
     "CorruptStorage",
     "DetachedValue",
+    "DomainProxy",
     "Done",
     "EntryJson",
     "EntryKind",
@@ -252,6 +270,9 @@ __all__ = [
     "ResponseHookApi",
     "RevokedProxy",
     "Runtime",
+    "Sandbox",
+    "SandboxPolicy",
+    "SandboxStatus",
     "SchemaNotMigrated",
     "SchemaTooNew",
     "SectionSeed",
@@ -285,7 +306,9 @@ __all__ = [
     "define_entry",
     "define_section",
     "define_task",
+    "domain_allowed",
     "entry_json",
+    "explain_refusal",
     "fsync_dir",
     "harness_session_facet",
     "job_input",
@@ -294,6 +317,7 @@ __all__ = [
     "read_blob",
     "reload",
     "run_git",
+    "sandbox_available",
     "stored_writes",
     "walk_files",
     "write_atomic",

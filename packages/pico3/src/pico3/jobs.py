@@ -64,11 +64,14 @@ def job_input(
     rerun: bool = False,
     every: int | None = None,
     not_before: int | None = None,
+    label: str | None = None,
 ) -> dict[str, Any]:
     """A checked ``pi.job`` input (raises ``ValueError`` naming the bad field).
 
     ``every`` (ms) makes the job recurring; ``not_before`` (epoch ms, harness clock) delays the
-    first occurrence; ``rerun`` starts the key again when the host has forgotten it.
+    first occurrence; ``rerun`` starts the key again when the host has forgotten it; ``label``
+    is the command line notices show instead of the argv (a sandboxed job's argv is
+    ``bwrap …``; its label is the command the user knows).
     """
     value: dict[str, Any] = {
         "command": command,
@@ -83,6 +86,8 @@ def job_input(
         value["every"] = every
     if not_before is not None:
         value["notBefore"] = not_before
+    if label is not None:
+        value["label"] = label
     _check_input(value)
     return value
 
@@ -96,6 +101,8 @@ def _check_input(value: Any) -> None:
     args = value.get("args", [])
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise ValueError("pi.job input.args: must be a list of strings")
+    if "label" in value and (not isinstance(value["label"], str) or not value["label"]):
+        raise ValueError("pi.job input.label: must be a non-empty string")
     env = value.get("env")
     if env is not None and (
         not isinstance(env, dict)
@@ -147,7 +154,8 @@ def _describe(task: TaskInfo) -> Any:
 
 
 def _command_line(job: dict[str, Any]) -> str:
-    return " ".join([job["command"], *job.get("args", [])])
+    label = job.get("label")
+    return label if isinstance(label, str) else " ".join([job["command"], *job.get("args", [])])
 
 
 def _notice(tx: Transaction, current: Task, text: str, data: dict[str, Any], now: int) -> None:

@@ -210,6 +210,8 @@ async def run_client(
                 if dev:
                     await group.start(coordinator.run)
                 client.on_status(toasts.listener)
+                if client.status is not None:  # arrived before the listener: say it too
+                    app.call_later(toasts.listener, client.status)
                 for problem in [*problems, *settings_problems]:
                     app.tui.notify(problem, severity="warning")
                 if on_start is not None:
@@ -466,6 +468,7 @@ class _WorkerReloadToasts:
         self._held: list[dict[str, Any]] = []
         self._text_tools: set[str] = set()  # models already said to call tools through text
         self._storage_failure: str | None = None  # the last storage failure said
+        self._sandbox_said = False  # "the sandbox is unavailable" said once
 
     def listener(self, status: dict[str, Any]) -> None:
         self._app.footer.repaint()
@@ -480,6 +483,18 @@ class _WorkerReloadToasts:
                 f"{failure}. The session worker stops; it is started again and resumes from "
                 "what was stored (nothing acknowledged is lost) once the cause is fixed",
                 severity="error",
+            )
+        sandbox = status.get("sandbox")
+        if (
+            isinstance(sandbox, dict)
+            and sandbox.get("available") is False
+            and not self._sandbox_said
+        ):
+            self._sandbox_said = True
+            self._app.tui.notify(
+                f"The OS sandbox is unavailable: {sandbox.get('reason')}. Commands are not "
+                "sandboxed; the sandbox permission mode asks as ask mode does (/sandbox)",
+                severity="warning",
             )
         switched = status.get("textToolCalling")
         for model in cast(list[Any], switched) if isinstance(switched, list) else []:

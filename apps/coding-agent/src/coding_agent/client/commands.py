@@ -15,6 +15,8 @@ that can actually carry it out. This one owns the commands that are plain conver
   Switching a model that cannot reason to a level above ``off`` is allowed (the level is kept
   for the next model that can) and the toast says so;
 * ``/fork`` — fork the conversation at its latest entry and show the fork;
+* ``/sandbox`` — the OS sandbox of commands: whether it can start here (and why not), when
+  commands run in it, and its policy (:func:`sandbox_text`, from the worker's status);
 * Ctrl+P — switch to the next model of the *scope*: the known models matching the
   ``--models`` patterns (shell-style, on ``provider/id``: ``anthropic/*,openai/gpt-5*``), in the
   order the patterns name them; without ``--models``, every model the worker knows.
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from fnmatch import fnmatchcase
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 from chord import Context, Facet, FacetEnvironment, define_facet
 from chord.textual import Choice, Severity, Tui
@@ -84,6 +86,28 @@ def next_in_scope(scope: Sequence[str], current: str) -> str | None:
     if current not in scope:
         return scope[0]
     return scope[(scope.index(current) + 1) % len(scope)]
+
+
+def sandbox_text(status: dict[str, Any] | None) -> _Outcome:
+    """What ``/sandbox`` says: whether the sandbox can start, when commands run in it, and the
+    policy (from the worker's status document; see :mod:`coding_agent.worker.status`)."""
+    sandbox = status.get("sandbox") if status is not None else None
+    if not isinstance(sandbox, dict):
+        return ("The worker has not said anything about the sandbox yet", "warning")
+    said = cast(dict[str, Any], sandbox)
+    if said.get("available") is not True:
+        return (
+            f"The OS sandbox is unavailable: {said.get('reason')}. Commands run unsandboxed; "
+            "the sandbox permission mode asks as ask mode does.",
+            "warning",
+        )
+    when = (
+        "every command runs in it (sandbox.enabled)"
+        if said.get("enforced")
+        else "the sandbox permission mode (Shift+Tab) runs commands in it without asking"
+    )
+    lines = [f"OS sandbox: {said.get('reason')}; {when}.", *map(str, said.get("policy") or [])]
+    return "\n".join(lines)
 
 
 def commands_facet(client: RemoteConversationClient, *, models: Sequence[str] = ()) -> Facet:
@@ -221,7 +245,17 @@ def commands_facet(client: RemoteConversationClient, *, models: Sequence[str] = 
             client.follow(conversation_id)
             return f"Forked: now in conversation {conversation_id}"
 
+        async def sandbox(args: str, ctx: Context) -> _Outcome:
+            del args, ctx
+            return sandbox_text(client.status)
+
         def activate() -> None:
+            env.own(
+                tui.register_command(
+                    "sandbox", "Show the OS sandbox of commands: policy, availability",
+                    guarded(sandbox),
+                )
+            )  # fmt: skip
             env.own(
                 tui.register_command(
                     "compact", "Summarise the context to free space", guarded(compact)

@@ -44,6 +44,7 @@ from pico3 import (
     LocalProcessHost,
     ProcessHost,
     ProcessStatus,
+    Sandbox,
     Task,
     ToolApi,
     job_input,
@@ -67,8 +68,8 @@ def _command(task: Task) -> str:
     """The user's command of a job created by :meth:`HarnessJobs.start` (else its argv)."""
     value: Any = task.input if isinstance(task.input, dict) else {}
     args = value.get("args") or []
-    if len(args) == 2 and args[0] == "-c" and isinstance(args[1], str):
-        return args[1]
+    if len(args) >= 2 and args[-2] == "-c" and isinstance(args[-1], str):
+        return args[-1]  # bash -c COMMAND, sandboxed or not
     return " ".join([str(value.get("command", "?")), *map(str, args)])
 
 
@@ -102,10 +103,19 @@ class HarnessJobs:
             return ProcessStatus.unknown()
 
     # -- JobControl --------------------------------------------------------------------------
-    async def start(self, command: str, cwd: str, ctx: Context) -> JobInfo:
+    async def start(
+        self, command: str, cwd: str, ctx: Context, sandbox: Sandbox | None = None
+    ) -> JobInfo:
         if self._host() is None:
             raise ToolError("Background jobs are not available: the worker has no process host.")
-        value = job_input(_shell(), ["-c", command], cwd=cwd, notify=True, rerun=True)
+        if sandbox is None:
+            value = job_input(_shell(), ["-c", command], cwd=cwd, notify=True, rerun=True)
+        else:  # the job's argv is bwrap's: the process host needs no sandbox of its own
+            argv, environ = sandbox.wrap([_shell(), "-c", command], cwd=cwd, env={})
+            label = f"{_shell()} -c {command}"  # notices show the command, not bwrap's argv
+            value = job_input(
+                argv[0], argv[1:], cwd=cwd, env=environ, notify=True, rerun=True, label=label
+            )
         job_id: int = await self._api.task(JOB_KIND, value, {"background": True}, ctx)
         stdout, stderr = self._paths(job_key(job_id))
         return JobInfo(job_id, command, "starting", stdout_path=stdout, stderr_path=stderr)

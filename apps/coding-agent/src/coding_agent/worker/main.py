@@ -93,6 +93,7 @@ from coding_agent.permission_modes import PERMISSION_MODES
 from coding_agent.permissions import PermissionFiles
 from coding_agent.private import PrivacyError, private_dir, socket_folder
 from coding_agent.safety import unapproved_reason
+from coding_agent.sandbox_setup import sandbox_policy, session_sandbox
 from coding_agent.secret_env import child_environment
 from coding_agent.sessions import (
     Session,
@@ -132,8 +133,10 @@ from coding_agent.worker.tools_facet import tools_facet
 from coding_agent.worker.tree_service import session_tree_facet
 from pico3 import (
     CHILD_ENVIRONMENT_SERVICE,
+    SANDBOX_SERVICE,
     ChildEnvironment,
     CorruptStorage,
+    DomainProxy,
     HarnessOptions,
     HarnessService,
     HarnessServiceApi,
@@ -141,6 +144,7 @@ from pico3 import (
     LocalProcessHost,
     Models,
     PostgresStorage,
+    Sandbox,
     StorageError,
     harness_session_facet,
     reload,
@@ -210,6 +214,11 @@ class WorkerConfig(msgspec.Struct, frozen=True):
     """``--thinking``: set as the root conversation's thinking level (an explicit choice)."""
     default_thinking: str | None = None
     """The thinking level a *new* root conversation starts with (the config file's)."""
+    sandbox: bool = False
+    """``sandbox.enabled``: the session's commands run in :mod:`pico3.sandbox` (when it works)."""
+    sandbox_deny_read: tuple[str, ...] = ()
+    sandbox_allow_write: tuple[str, ...] = ()
+    sandbox_allow_domains: tuple[str, ...] = ()
     environment: ChildEnvironment | None = None
     """What the session's child processes get for an environment (``None``: the provider
     keys' defaults, :meth:`pico3.ChildEnvironment.default`); see
@@ -375,6 +384,7 @@ async def open_session_host(
             raise
     coordinator: ReloadCoordinator | None = None
     processes: LocalProcessHost | None = None
+    proxy: DomainProxy | None = None
     choice: ProviderChoice | None = None
     opening = pause_while_opening()
     try:
@@ -390,6 +400,7 @@ async def open_session_host(
         # Background jobs (``pi.job``) run under a process host whose records live in the
         # session folder: they outlive this process and a restarted worker re-finds them.
         environment = config.environment or ChildEnvironment.default()
+        sandbox_service, sandbox_status, proxy = _sandbox_service(config)
         processes = LocalProcessHost(session.path / "processes", environment=environment)
         # On PostgreSQL, what another server's worker needs after a failover goes to the
         # session's blobs too (file history, process records, launch settings: .shared_state).
@@ -405,6 +416,7 @@ async def open_session_host(
             "process_host": processes if shared is None else SharedProcessHost(processes, shared),
             GUARDED_PATHS_SERVICE: protected_paths(session, config),
             CHILD_ENVIRONMENT_SERVICE: environment,
+            **sandbox_service,
             # The permission rules' files (config.toml, Claude Code's settings) for the
             # approval feature, which parses and applies them (coding_agent.permissions).
             "permission_rules": PermissionFiles(session.cwd, config.env),
@@ -418,7 +430,11 @@ async def open_session_host(
         features = [facet for generation in generations for facet in generation.facets]
         box: dict[str, HarnessServiceApi] = {}
         status = WorkerStatus(
-            session_id=session.id, cwd=str(session.cwd), dev=config.dev, models=_known(choice)
+            session_id=session.id,
+            cwd=str(session.cwd),
+            dev=config.dev,
+            models=_known(choice),
+            sandbox=sandbox_status,
         )
         for provider in choice.providers:
             if isinstance(provider, OpenAIProvider):
@@ -520,6 +536,8 @@ async def open_session_host(
         finally:
             if processes is not None:
                 processes.close()  # the jobs' processes keep running
+            if proxy is not None:
+                proxy.close()  # a job's forwarder finds the next worker's socket
             lock.release()
 
 
@@ -575,6 +593,34 @@ async def _close_providers(choice: ProviderChoice) -> None:
         aclose = getattr(provider, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+def _sandbox_service(
+    config: WorkerConfig,
+) -> tuple[dict[str, Any], dict[str, Any], DomainProxy | None]:
+    """The harness service ``sandbox`` (``{}`` when bubblewrap cannot start here), what the
+    worker's status says of it (``available``, ``reason``, ``enforced``, ``policy`` lines) and
+    the started :class:`pico3.DomainProxy` of ``sandbox.allow_domains`` (the caller closes it)."""
+    policy = sandbox_policy(
+        config.session.cwd,
+        config.session.id,
+        env=config.env,
+        deny_read=config.sandbox_deny_read,
+        allow_write=config.sandbox_allow_write,
+        allow_domains=config.sandbox_allow_domains,
+    )
+    found = session_sandbox(policy, config.env, enforced=config.sandbox)
+    available = isinstance(found, Sandbox)
+    reason = found.status.reason if isinstance(found, Sandbox) else found.reason
+    said = {"available": available, "reason": reason, "enforced": config.sandbox}
+    said["policy"] = policy.describe()
+    if not available:
+        _log.warning("the sandbox is unavailable: %s", reason)
+        return {}, said, None
+    proxy = None
+    if policy.proxy_socket is not None:
+        proxy = DomainProxy(policy.proxy_socket, policy.allow_domains).start()
+    return {SANDBOX_SERVICE: found}, said, proxy
 
 
 PERMISSION_MODE_SERVICE = "approval.mode"
@@ -988,6 +1034,10 @@ def session_worker_config(
         linger=stay if stay is not None else DEFAULT_LINGER,
         thinking=thinking,
         default_thinking=stored.thinking or files.thinking,
+        sandbox=files.sandbox_enabled,
+        sandbox_deny_read=tuple(files.sandbox_deny_read),
+        sandbox_allow_write=tuple(files.sandbox_allow_write),
+        sandbox_allow_domains=tuple(files.sandbox_allow_domains),
         environment=child_environment(
             secrets=files.secrets,
             passthrough=files.secrets_passthrough,

@@ -42,7 +42,7 @@ from chord import (
 )
 from coding_agent.worker.tools.bash import BASH_TOOL
 from coding_agent.worker.tools.spec import ToolContext, ToolError, ToolResult
-from pico3 import ChildEnvironment, HarnessService
+from pico3 import SANDBOX_SERVICE, ChildEnvironment, HarnessService, Sandbox
 
 __all__ = [
     "LIVE_TAIL_CHARS",
@@ -65,6 +65,13 @@ ShellService = define_service("coding-agent.shell")
 
 class ShellBusy(RuntimeError):
     """Another ``!`` command is still running."""
+
+
+def _sandbox(services: Any) -> Sandbox | None:
+    """The session's sandbox when it is enforced (``sandbox.enabled``): ``!`` commands (the
+    user's own) run in it then; the ``sandbox`` permission mode governs the model's calls."""
+    found = services.get(SANDBOX_SERVICE) if services is not None else None
+    return found if isinstance(found, Sandbox) and found.enforced else None
 
 
 def model_text(command: str, output: str) -> str:
@@ -109,6 +116,7 @@ def shell_service_facet(
                 ctx=ctx,
                 temp_dir=str(spill_dir) if spill_dir is not None else None,
                 environment=environment or ChildEnvironment.of(harness.handle.services),
+                sandbox=_sandbox(harness.handle.services),
             )
             try:
                 result = await BASH_TOOL.handler({"command": command}, tools, on_update)

@@ -21,7 +21,9 @@ started, so a client tells a new report from one it has seen even once old ones 
 ``textToolCalling`` names the models that refused native tool calling during this worker's life
 and now call tools through fenced text blocks (a TUI says so once). ``storageFailure`` is
 ``null``, or why the session's storage failed (``"the session's storage failed: [Errno 28] No
-space left on device"``): the worker stops right after, and a TUI says so. A client reaches it with
+space left on device"``): the worker stops right after, and a TUI says so. ``sandbox`` is the
+OS sandbox of the session's commands: ``{"available", "reason", "enforced", "policy": [lines]}``
+(a TUI says once when it is unavailable, and ``/sandbox`` shows it). A client reaches it with
 ``env.use(define_service("coding-agent.worker"))`` and subscribes to ``handle.state``.
 """
 
@@ -68,7 +70,13 @@ class WorkerStatus:
     """Collects the worker's facts and publishes them through :meth:`facet`'s service."""
 
     def __init__(
-        self, *, session_id: str, cwd: str, dev: bool, models: Sequence[ModelInfo] = ()
+        self,
+        *,
+        session_id: str,
+        cwd: str,
+        dev: bool,
+        models: Sequence[ModelInfo] = (),
+        sandbox: dict[str, Any] | None = None,
     ) -> None:
         self._document: dict[str, Any] = {
             "sessionId": session_id,
@@ -88,6 +96,7 @@ class WorkerStatus:
             "reloads": [],
             "textToolCalling": [],
             "storageFailure": None,
+            "sandbox": dict(sandbox) if sandbox is not None else None,
         }
         self._reports = 0
         self._state: MutableReplicatedState | None = None

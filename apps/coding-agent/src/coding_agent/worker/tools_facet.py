@@ -56,6 +56,7 @@ from coding_agent.worker.tools.bash import prune_spills
 from coding_agent.worker.tools.host import FileStamp
 from pico3 import (
     MISSING,
+    SANDBOX_SERVICE,
     ChildEnvironment,
     Harness,
     HarnessService,
@@ -63,6 +64,7 @@ from pico3 import (
     Namespace,
     OutputBounds,
     OutputBuffer,
+    Sandbox,
     ToolApi,
     ToolDeclaration,
     ToolResult,
@@ -166,6 +168,7 @@ def tool_declaration(
     history: FileHistory | None = None,
     images: Callable[[ToolApi, Context], Callable[[], Awaitable[bool]] | None] | None = None,
     environment: Callable[[], ChildEnvironment] | None = None,
+    sandbox: Callable[[], Sandbox | None] | None = None,
 ) -> ToolDeclaration:
     """``spec`` as a pico3 tool running in ``cwd`` (bash spills long output to ``spill_dir``;
     ``jobs`` gives each call its background-job control, ``reads`` its read ledger; ``history``
@@ -194,6 +197,7 @@ def tool_declaration(
             before_write=_recorder(history, api, spec.name, ctx) if history is not None else None,
             accepts_images=images(api, ctx) if images is not None else None,
             environment=environment() if environment is not None else ChildEnvironment.default(),
+            sandbox=sandbox() if sandbox is not None else None,
         )
 
     async def execute(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
@@ -327,6 +331,10 @@ def tools_facet(
             return ChildEnvironment.of(opened[-1].scheduler.services)
         return ChildEnvironment.default()
 
+    def session_sandbox() -> Sandbox | None:
+        found = opened[-1].scheduler.services.get(SANDBOX_SERVICE) if opened else None
+        return found if isinstance(found, Sandbox) else None
+
     def images(api: ToolApi, ctx: Context) -> Callable[[], Awaitable[bool]] | None:
         if models is None or not opened:
             return None
@@ -351,6 +359,7 @@ def tools_facet(
             history=history,
             images=images,
             environment=child_environment,
+            sandbox=session_sandbox,
         )
         for spec in chosen
     ]

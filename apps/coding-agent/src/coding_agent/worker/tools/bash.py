@@ -1,7 +1,7 @@
 """The ``bash`` tool: run a command, keep the end of its output, never leave a process behind.
 
 Arguments: ``command``, ``timeout`` (seconds, default :data:`DEFAULT_BASH_TIMEOUT`) and
-``background``. With ``background: true`` the command is not run here: it becomes a durable job
+``background`` (and ``outside_sandbox`` with a ``reason``, below). With ``background: true`` the command is not run here: it becomes a durable job
 (:mod:`.jobs`) and the call returns at once with the job's id and where its output goes.
 
 The command runs as ``bash -c COMMAND`` in the working directory, with stdin at end of file,
@@ -19,6 +19,15 @@ exits without running anything. A worker that dies while the command runs leaves
 behind: the restarted worker's :func:`recover` kills what is left of the command *before* the
 result is written, and the result says the command was interrupted after it started and may
 have had partial effects.
+
+Sandbox: with a :class:`pico3.Sandbox` in the context (``ToolContext.sandbox``, the session's
+when bubblewrap works) the command runs inside it when the sandbox is enforced
+(``sandbox.enabled``) or the call says ``outside_sandbox: false`` (the approval feature's
+``sandbox`` mode rewrites every command it lets run without asking so), and never when it says
+``outside_sandbox: true`` (the approval feature asks the user about such a call). When a
+sandboxed command fails and its output shows a refusal (a read-only file system, a hidden path,
+no network), one line is added before the exit code saying what the sandbox refused and how to
+ask to run outside (:func:`pico3.explain_refusal`), so the model does not retry the same thing.
 
 Output handling follows pi: the text the model sees is tail-truncated to 2000 lines / 50 KB
 (errors and results come last); as soon as the output passes 50 KB, all of it, byte for byte,
@@ -58,7 +67,7 @@ import anyio.abc
 import anyio.to_thread
 
 from chord import Context
-from pico3 import ChildEnvironment
+from pico3 import ChildEnvironment, Sandbox, explain_refusal
 
 from .jobs import start_background
 from .procs import ProcessRecord, kill_command, start_time
@@ -136,6 +145,18 @@ BASH_PARAMETERS: dict[str, Any] = {
                 "Run as a background job (dev servers, watchers, long builds): returns at once "
                 "with a job id; read it with job_output, stop it with job_kill. No timeout."
             ),
+        },
+        "outside_sandbox": {
+            "type": "boolean",
+            "description": (
+                "Run outside the sandbox (network, files outside the project). Only when the "
+                "sandbox refused the command and the task needs it; give a reason. The user is "
+                "asked."
+            ),
+        },
+        "reason": {
+            "type": "string",
+            "description": "Why the command must run outside the sandbox (shown to the user).",
         },
     },
     "required": ["command"],
@@ -259,9 +280,13 @@ async def run_bash(
     on_output: Callable[[str], None] | None = None,
     on_start: Callable[[ProcessRecord], Awaitable[None]] | None = None,
     env: Mapping[str, str] | None = None,
+    sandbox: Sandbox | None = None,
     ctx: Context,
 ) -> BashRun:
     """Run ``command`` with ``bash -c`` in ``cwd``; see the module docstring for the contract.
+
+    With a ``sandbox`` the shell runs inside it (:meth:`pico3.Sandbox.wrap`): ``bwrap`` is the
+    process started (the session leader the record names), the gate waits inside.
 
     ``on_start`` receives the command's :class:`~.procs.ProcessRecord` before the command is
     let run (if it raises, nothing runs and the error propagates). ``env`` is the command's
@@ -272,10 +297,16 @@ async def run_bash(
     run = BashRun()
     sink = _Sink(run, spill_dir or tempfile.gettempdir(), max_bytes, on_output)
     shell = _shell()
+    argv = [shell, "-c", _GATE, shell, command]
+    environ = dict(env) if env is not None else ChildEnvironment.default().environ()
+    if sandbox is not None:
+        argv, environ = await anyio.to_thread.run_sync(
+            lambda: sandbox.wrap(argv, cwd=os.fspath(cwd), env=environ)
+        )
     process = await anyio.open_process(
-        [shell, "-c", _GATE, shell, command],
+        argv,
         cwd=cwd,
-        env=dict(env) if env is not None else ChildEnvironment.default().environ(),
+        env=environ,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -315,6 +346,17 @@ async def run_bash(
     return run
 
 
+def _sandbox_for(args: dict[str, Any], tools: ToolContext) -> Sandbox | None:
+    """The sandbox this call runs in: ``None`` when it says ``outside_sandbox: true`` or no
+    sandbox is known; the session's when it is enforced (``sandbox.enabled``) or the call says
+    ``outside_sandbox: false`` (the ``sandbox`` permission mode's hook sets that)."""
+    sandbox = tools.sandbox
+    outside = args.get("outside_sandbox")
+    if sandbox is None or outside is True:
+        return None
+    return sandbox if sandbox.enforced or outside is False else None
+
+
 def _footer(run: BashRun, cut: Truncation) -> str:
     last = run.total_lines
     first = last - cut.output_lines + 1
@@ -327,8 +369,9 @@ def _footer(run: BashRun, cut: Truncation) -> str:
 
 
 async def _bash(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None) -> ToolResult:
+    sandbox = _sandbox_for(args, tools)
     if args.get("background") is True:
-        return await start_background(args, tools)
+        return await start_background(args, tools, sandbox)
     timeout = float(args.get("timeout") or DEFAULT_BASH_TIMEOUT)
     cwd = resolve_path(".", tools.cwd)
     if not await anyio.Path(cwd).is_dir():
@@ -356,6 +399,7 @@ async def _bash(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
         on_output=progress if on_update is not None else None,
         on_start=started if remember is not None else None,
         env=tools.child_env(),
+        sandbox=sandbox,
     )
     cut = truncate_tail(run.tail)
     truncated = cut.truncated or run.total_bytes > DEFAULT_MAX_BYTES
@@ -368,6 +412,7 @@ async def _bash(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
         "aborted": run.aborted,
         "total_bytes": run.total_bytes,
         "total_lines": run.total_lines,
+        "sandboxed": sandbox is not None,
     }
     if truncated:
         text += "\n\n" + _footer(run, cut)
@@ -378,6 +423,9 @@ async def _bash(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
     if run.timed_out:
         raise ToolError(f"{text}\n\nCommand timed out after {timeout:g} seconds", details)
     if run.exit_code != 0:
+        refused = explain_refusal(run.tail, sandbox.policy.hidden_names()) if sandbox else None
+        if refused is not None:
+            text += "\n" + refused
         raise ToolError(f"{text}\n\nCommand exited with code {run.exit_code}", details)
     return text_result(text, details)
 

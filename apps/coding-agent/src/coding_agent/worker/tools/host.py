@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from chord import Context
+from pico3 import Sandbox
 
 __all__ = [
     "HASH_LIMIT",
@@ -121,8 +122,11 @@ class JobInfo(msgspec.Struct, frozen=True):
 class JobControl(Protocol):
     """What the job tools need from their host (see the module docstring)."""
 
-    async def start(self, command: str, cwd: str, ctx: Context) -> JobInfo:
-        """Start ``bash -c command`` in ``cwd`` as a job, exactly once; return it (``starting``)."""
+    async def start(
+        self, command: str, cwd: str, ctx: Context, sandbox: Sandbox | None = None
+    ) -> JobInfo:
+        """Start ``bash -c command`` in ``cwd`` as a job, exactly once; return it (``starting``).
+        With a ``sandbox``, the job runs inside it (its whole process tree dies with it)."""
         ...
 
     async def get(self, job_id: int, ctx: Context) -> JobInfo:

@@ -33,6 +33,8 @@ from typing import Any
 
 import anyio
 
+from pico3 import Sandbox
+
 from .host import JobControl, JobInfo
 from .spec import ToolContext, ToolError, ToolResult, ToolSpec, resolve_path, text_result
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_tail
@@ -77,14 +79,17 @@ def _where(job: JobInfo) -> str:
     return f"Output: {job.stdout_path} (stdout), {job.stderr_path} (stderr)"
 
 
-async def start_background(args: dict[str, Any], tools: ToolContext) -> ToolResult:
-    """``bash`` with ``background: true``: start the command as a job and return at once."""
+async def start_background(
+    args: dict[str, Any], tools: ToolContext, sandbox: Sandbox | None = None
+) -> ToolResult:
+    """``bash`` with ``background: true``: start the command as a job and return at once
+    (inside ``sandbox`` when one is given)."""
     jobs = _jobs(tools)
     cwd = resolve_path(".", tools.cwd)
     if not await anyio.Path(cwd).is_dir():
         raise ToolError(f"Working directory does not exist: {cwd}")
     command: str = args["command"]
-    job = await jobs.start(command, str(cwd), tools.ctx)
+    job = await jobs.start(command, str(cwd), tools.ctx, sandbox)
     text = (
         f"Started background job {job.id}: {command}\n{_where(job)}\n"
         f"Read its status and output with job_output (id {job.id}); stop it with job_kill."

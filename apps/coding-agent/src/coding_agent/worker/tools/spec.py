@@ -39,7 +39,7 @@ from typing import Any, Literal
 import anyio
 
 from chord import BACKGROUND, Context
-from pico3 import ArgumentSchema, ChildEnvironment, InvalidArguments, ToolResult
+from pico3 import ArgumentSchema, ChildEnvironment, InvalidArguments, Sandbox, ToolResult
 
 from .host import JobControl, ReadLedger
 
@@ -118,6 +118,7 @@ class ToolContext:
     and the call fails. ``environment`` is what the processes a tool starts (``bash``, a
     background job, ripgrep) get for an environment: this process's without the session's
     secrets (default :meth:`~pico3.ChildEnvironment.default`).
+    ``sandbox`` is the :class:`~pico3.Sandbox` those commands run in, when sandboxing is on.
     """
 
     cwd: str | os.PathLike[str]
@@ -134,6 +135,8 @@ class ToolContext:
     refused when it says no); ``None``: not known, images are returned."""
     before_write: Callable[[Path, bytes], Awaitable[None]] | None = None
     environment: ChildEnvironment = field(default_factory=ChildEnvironment.default)
+    sandbox: Sandbox | None = None
+    """The sandbox commands run in (``bash``, its background jobs), ``None``: unsandboxed."""
 
     def child_env(self) -> dict[str, str]:
         """The whole environment of a process this call starts (see :attr:`environment`)."""

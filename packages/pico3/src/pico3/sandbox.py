@@ -1,0 +1,359 @@
+"""The OS sandbox a session's commands run in: bubblewrap (``bwrap``) on Linux.
+
+One owner of "how a command is confined": the ``bash`` tool, ``!`` commands and background jobs
+ask :meth:`Sandbox.wrap` to turn their argv, working directory and environment into the argv
+that runs them inside, and never build a ``bwrap`` command line themselves.
+
+What a sandboxed command gets (:class:`SandboxPolicy`):
+
+* the whole file system **read-only** (``--ro-bind / /``), a fresh ``/dev`` and a ``/proc`` of
+  its own PID namespace;
+* **writable**: the project folder, the session's temporary folder (``TMPDIR`` points there;
+  ``/tmp`` itself stays read-only) and the ``allow_write`` paths, but for the ``read_only``
+  paths inside them (the host names what runs code outside: ``.git/hooks``...);
+* **unreadable**: the ``deny_read`` paths (:data:`DEFAULT_DENY_READ`: ``~/.ssh``, ``~/.aws``,
+  ``~/.gnupg``, ``~/.config/gcloud``, ``~/.docker``, ``~/.netrc``; the host adds its own
+  configuration, trust file and session state): an empty read-only tmpfs over a folder,
+  ``/dev/null`` over a file. They are laid last, so a denied path inside the project stays
+  hidden;
+* **no network** (``--unshare-net``: only a loopback of its own; DNS fails), unless the policy
+  says ``network=True``; with a ``proxy_socket`` the allowed domains are reachable over HTTPS
+  through :class:`~pico3.sandbox_proxy.DomainProxy` and nothing else (``HTTPS_PROXY`` points
+  at a forwarder inside; see :mod:`pico3.sandbox_proxy`);
+* a fresh **PID namespace** (``--unshare-pid``) whose first process is bubblewrap's: when the
+  command's shell exits, or bubblewrap is killed (``--die-with-parent``), the kernel kills every
+  process left in the namespace, so nothing started by a command outlives its call. The caller
+  still starts ``bwrap`` as a session leader and kills that session on abort, as for any command;
+* ``--new-session`` (no ``TIOCSTI`` into the user's terminal), every capability dropped
+  (``--cap-drop ALL``: bubblewrap keeps a root caller's otherwise, and ``mount`` would work), and
+  ``--disable-userns`` where bubblewrap supports it (0.8 and later): ``unshare`` inside fails.
+
+:func:`sandbox_available` says whether a sandbox can start here, and why not (not Linux,
+``bwrap`` not on ``PATH``, user namespaces disabled): it runs ``bwrap`` once per binary with the
+same options and caches the answer. A host that cannot sandbox must say so and ask instead of
+running commands unconfined; this module only reports. macOS's ``sandbox-exec`` is not
+implemented.
+
+:func:`explain_refusal` reads a failed command's output for the marks of a refusal (a read-only
+file system, permission denied, no network) and returns the one line that tells the model what
+happened and how to ask to run outside (:data:`OUTSIDE_HINT`).
+
+Standard library only (a leaf of pico3's layers).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pico3.sandbox_proxy import FORWARDER, PROXY_PORT
+
+__all__ = [
+    "DEFAULT_DENY_READ",
+    "OUTSIDE_HINT",
+    "SANDBOX_SERVICE",
+    "Sandbox",
+    "SandboxPolicy",
+    "SandboxStatus",
+    "explain_refusal",
+    "sandbox_available",
+]
+
+SANDBOX_SERVICE = "sandbox"
+"""The key of the session's :class:`Sandbox` in ``HarnessOptions.services`` (absent: none)."""
+
+DEFAULT_DENY_READ: tuple[str, ...] = (
+    "~/.ssh",
+    "~/.aws",
+    "~/.gnupg",
+    "~/.config/gcloud",
+    "~/.docker",
+    "~/.netrc",
+)
+"""Credentials no sandboxed command may read (``~`` is the user's home)."""
+
+OUTSIDE_HINT = (
+    "if the task really needs it, run the command again with outside_sandbox: true and a "
+    "reason (the user is asked)"
+)
+"""How the model asks to run a command outside the sandbox."""
+
+_PROBE_TIMEOUT = 20.0
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxStatus:
+    """Whether a sandbox can start: ``available``, the ``bwrap`` path, whether it can disable
+    nested user namespaces, and ``reason`` (why not; when available, what runs it)."""
+
+    available: bool
+    reason: str
+    bwrap: str | None = None
+    disable_userns: bool = False
+
+
+_probed: dict[str, SandboxStatus] = {}
+
+
+def _probe(bwrap: str, disable_userns: bool) -> subprocess.CompletedProcess[str]:
+    argv = [bwrap, *_namespace_options(disable_userns, network=False)]
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"]
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT, stdin=subprocess.DEVNULL
+    )
+
+
+def sandbox_available(path: str | None = None) -> SandboxStatus:
+    """Can a sandbox start here? ``path`` is the ``PATH`` to find ``bwrap`` on (default this
+    process's). The first call per ``bwrap`` binary starts one sandbox (``true``) to find out;
+    later calls return the cached answer."""
+    if not sys.platform.startswith("linux"):
+        return SandboxStatus(
+            False,
+            f"the sandbox needs Linux with bubblewrap; this is {platform.system()} "
+            "(macOS sandbox-exec is not implemented)",
+        )
+    bwrap = shutil.which("bwrap", path=path)
+    if bwrap is None:
+        return SandboxStatus(
+            False, "bubblewrap (bwrap) is not on PATH: install it (apt-get install bubblewrap)"
+        )
+    bwrap = os.path.realpath(bwrap)
+    cached = _probed.get(bwrap)
+    if cached is not None:
+        return cached
+    try:
+        done = _probe(bwrap, disable_userns=True)
+        disable = done.returncode == 0
+        if not disable and "disable-userns" in done.stderr:  # bubblewrap before 0.8
+            done = _probe(bwrap, disable_userns=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        status = SandboxStatus(False, f"bubblewrap ({bwrap}) could not be run: {error}", bwrap)
+    else:
+        if done.returncode == 0:
+            status = SandboxStatus(True, f"bubblewrap ({bwrap})", bwrap, disable)
+        else:
+            said = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            status = SandboxStatus(
+                False,
+                f"bubblewrap cannot start a sandbox here ({said}): unprivileged user "
+                "namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1)",
+                bwrap,
+            )
+    _probed[bwrap] = status
+    return status
+
+
+def _namespace_options(disable_userns: bool, *, network: bool) -> list[str]:
+    # --cap-drop ALL matters when the user is root: bubblewrap keeps a privileged caller's
+    # capabilities otherwise (an unprivileged caller's are dropped anyway).
+    options = ["--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
+    options += ["--cap-drop", "ALL"]
+    if network:
+        options.append("--share-net")
+    if disable_userns:
+        options.append("--disable-userns")
+    return options
+
+
+def _expand(path: str, home: str | None) -> str:
+    if home is not None and (path == "~" or path.startswith("~/")):
+        path = home + path[1:]
+    return os.path.realpath(os.path.expanduser(path))
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxPolicy:
+    """What a sandboxed command may touch (see the module docstring).
+
+    ``project`` and ``temp_dir`` are writable, and so is every ``allow_write`` path; every
+    ``deny_read`` path (``~`` is ``home``, default ``$HOME``) is unreadable; ``network`` keeps
+    the host's network (default: none). Paths are resolved (symlinks followed) when a command is
+    wrapped, so a path that appears later is covered too.
+    """
+
+    project: str
+    temp_dir: str
+    allow_write: tuple[str, ...] = ()
+    deny_read: tuple[str, ...] = DEFAULT_DENY_READ
+    network: bool = False
+    home: str | None = None
+    read_only: tuple[str, ...] = ()
+    """Paths inside a writable one that stay read-only (laid over it; ``.git/hooks``...)."""
+    proxy_socket: str | None = None
+    """The unix socket of the :class:`~pico3.sandbox_proxy.DomainProxy` that is the sandbox's
+    only way out (``None``: no network at all). Its folder is bound in read-only."""
+    allow_domains: tuple[str, ...] = ()
+    """The domains that proxy lets through (shown by :meth:`describe`)."""
+
+    def writable(self) -> list[str]:
+        """The writable paths, resolved (the ones that exist)."""
+        paths = [self.project, self.temp_dir, *self.allow_write]
+        return _existing(_expand(p, self.home) for p in paths)
+
+    def kept_read_only(self) -> list[str]:
+        """The read-only paths inside writable ones, resolved (the ones that exist)."""
+        return _existing(_expand(p, self.home) for p in self.read_only)
+
+    def hidden(self) -> list[str]:
+        """The unreadable paths, resolved (the ones that exist)."""
+        return _existing(_expand(p, self.home) for p in self.deny_read)
+
+    def hidden_names(self) -> list[str]:
+        """Every spelling of the unreadable paths an error message may show: as configured,
+        ``~`` expanded, and resolved."""
+        names: list[str] = []
+        for path in self.deny_read:
+            home = self.home or os.path.expanduser("~")
+            plain = home + path[1:] if path == "~" or path.startswith("~/") else path
+            for name in (path, plain, _expand(path, self.home)):
+                if name not in names:
+                    names.append(name)
+        return names
+
+    def _network(self) -> str:
+        return _network(self)
+
+    def describe(self) -> list[str]:
+        """The policy as lines a person reads (``/sandbox``, ``coding-agent config``)."""
+        return [
+            "read-only: the whole file system, except:",
+            *(f"  writable: {p}" for p in (self.project, self.temp_dir, *self.allow_write)),
+            *(f"  read-only inside: {p}" for p in self.read_only),
+            *(f"  unreadable: {p}" for p in self.deny_read),
+            f"network: {self._network()}",
+        ]
+
+
+def _network(policy: SandboxPolicy) -> str:
+    if policy.network:
+        return "the host network"
+    if policy.proxy_socket is not None:
+        return "HTTPS to " + ", ".join(policy.allow_domains) + " only (through the proxy)"
+    return "none"
+
+
+def _existing(paths: Iterable[str]) -> list[str]:
+    seen: list[str] = []
+    for path in paths:
+        if path not in seen and os.path.lexists(path):
+            seen.append(path)
+    return seen
+
+
+@dataclass(frozen=True, slots=True)
+class Sandbox:
+    """A :class:`SandboxPolicy` and the bubblewrap that enforces it (an available
+    :class:`SandboxStatus`; :meth:`create` finds one).
+
+    ``enforced``: every command of the host runs inside unless its call was approved to run
+    outside; otherwise (the default) only the calls a permission mode sends in do (the ``bash``
+    tool's ``outside_sandbox: false``, which facets-approval's ``sandbox`` mode sets).
+    """
+
+    policy: SandboxPolicy
+    status: SandboxStatus = field(default_factory=lambda: sandbox_available())
+    enforced: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.status.available or self.status.bwrap is None:
+            raise RuntimeError(f"no sandbox: {self.status.reason}")
+
+    @classmethod
+    def create(
+        cls, policy: SandboxPolicy, path: str | None = None, *, enforced: bool = False
+    ) -> Sandbox | SandboxStatus:
+        """The sandbox for ``policy``, or the :class:`SandboxStatus` saying why there is none."""
+        status = sandbox_available(path)
+        return cls(policy, status, enforced) if status.available else status
+
+    def wrap(
+        self, argv: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[str, str]
+    ) -> tuple[list[str], dict[str, str]]:
+        """``argv`` run in ``cwd`` inside the sandbox: the ``bwrap`` argv and its environment
+        (``env`` with ``TMPDIR`` set to the session's temporary folder). Creates the temporary
+        folder when missing."""
+        policy = self.policy
+        os.makedirs(policy.temp_dir, exist_ok=True)
+        bwrap = self.status.bwrap
+        assert bwrap is not None
+        wrapped = [bwrap, *_namespace_options(self.status.disable_userns, network=policy.network)]
+        wrapped += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        for path in policy.writable():
+            wrapped += ["--bind", path, path]
+        for path in policy.kept_read_only():
+            wrapped += ["--ro-bind", path, path]
+        for path in policy.hidden():
+            if os.path.isdir(path):
+                wrapped += ["--tmpfs", path, "--remount-ro", path]
+            else:
+                wrapped += ["--ro-bind", "/dev/null", path]
+        environ = dict(env)
+        environ["TMPDIR"] = os.path.realpath(policy.temp_dir)
+        if policy.proxy_socket is not None and not policy.network:
+            folder = os.path.dirname(os.path.realpath(policy.proxy_socket))
+            wrapped += ["--ro-bind", folder, folder]
+            python = [sys.executable, "-I", "-S", "-c", FORWARDER, str(PROXY_PORT)]
+            argv = [*python, os.path.realpath(policy.proxy_socket), *argv]
+            url = f"http://127.0.0.1:{PROXY_PORT}"
+            for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+                environ[name] = url
+            environ["NO_PROXY"] = environ["no_proxy"] = "localhost,127.0.0.1"
+        wrapped += ["--chdir", os.fspath(cwd), "--", *argv]
+        return wrapped, environ
+
+
+_REFUSALS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        (
+            "domain not allowed by the sandbox",
+            "CONNECT tunnel failed, response 403",
+            "Tunnel connection failed: 403",
+            "403 Forbidden",
+        ),
+        "the sandbox's proxy refused that domain: only the sandbox.allow_domains are reachable, "
+        "over HTTPS",
+    ),
+    (
+        ("Read-only file system",),
+        "the sandbox refused a write: only the project folder and the temporary folder "
+        "($TMPDIR) are writable",
+    ),
+    (
+        (
+            "Network is unreachable",
+            "Temporary failure in name resolution",
+            "Could not resolve",
+            "Name or service not known",
+            "Connection refused",
+            "No address associated",
+        ),
+        "the sandbox has no network: connections and DNS lookups fail",
+    ),
+    (
+        ("Permission denied", "Operation not permitted"),
+        "the sandbox may have refused this: credentials and the agent's own files are hidden, "
+        "and new namespaces are not allowed",
+    ),
+)
+
+
+def explain_refusal(output: str, hidden: Iterable[str] = ()) -> str | None:
+    """The one line to add to a failed sandboxed command's result when its ``output`` shows a
+    refusal (what the sandbox refused, and how to ask to run outside), or ``None``. ``hidden``
+    are the paths the sandbox hides (as written and resolved): output naming one says so."""
+    for path in hidden:
+        if path and path in output:
+            return (
+                f"[Sandbox: {path} is hidden inside the sandbox (credentials and the agent's own "
+                f"files are unreadable); {OUTSIDE_HINT}.]"
+            )
+    for marks, what in _REFUSALS:
+        if any(mark in output for mark in marks):
+            return f"[Sandbox: {what}; {OUTSIDE_HINT}.]"
+    return None

@@ -1,0 +1,613 @@
+"""Issue 41: commands run in the OS sandbox (pico3.Sandbox, bubblewrap).
+
+Real escapes are attempted from inside through the real ``bash`` tool, each refused with a line
+the model can act on; allowed work (files, git, the temporary folder) succeeds; nothing a
+command starts outlives its call; a sandboxed command interrupted by a worker kill is killed,
+whole namespace and all, before the restarted worker reports.
+"""
+
+from __future__ import annotations
+
+import http.server
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from test_file_safety import call, processes_in, wait_gone
+from worker_support import Client, allow, connected, deny, text_of, worker_process, write_script
+
+from chord.context import BACKGROUND
+from coding_agent.client.commands import sandbox_text
+from coding_agent.config import ConfigError, load_config
+from coding_agent.sandbox_setup import sandbox_policy, session_sandbox
+from coding_agent.sessions import Session
+from coding_agent.worker.tools import ToolContext, ToolError
+from coding_agent.worker.tools.bash import BASH_TOOL
+from pico3 import DomainProxy, Sandbox, SandboxStatus, sandbox_available
+
+_STATUS = sandbox_available()
+if not _STATUS.available and os.environ.get("CODING_AGENT_REQUIRE_SANDBOX"):  # CI: .ci/run
+    raise RuntimeError(f"the sandbox tests need bubblewrap: {_STATUS.reason}")
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(not _STATUS.available, reason=_STATUS.reason),
+]
+
+
+def program(pid: int) -> bytes:
+    """The program process ``pid`` runs (its argv[0])."""
+    with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+        return cmdline.read().split(b"\0")[0]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("PRIVATE-KEY-MATERIAL\n")
+    (home / ".bashrc").write_text("# the user's\n")
+    return home
+
+
+@pytest.fixture
+def env(tmp_path: Path, home: Path) -> dict[str, str]:
+    environ = dict(os.environ)
+    environ.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+    )
+    trust = tmp_path / "config" / "coding-agent" / "trust.json"
+    trust.parent.mkdir(parents=True)
+    trust.write_text('{"version": 1, "projects": {"SECRET-TRUST": true}}')
+    return environ
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "README.md").write_text("hello\n")
+    return folder
+
+
+@pytest.fixture
+def sandbox(project: Path, env: dict[str, str], tmp_path: Path) -> Sandbox:
+    policy = sandbox_policy(project, f"test-{os.getpid()}-{tmp_path.name}", env=env)
+    found = session_sandbox(policy, env, enforced=True)
+    assert isinstance(found, Sandbox), found
+    return found
+
+
+async def bash(command: str, project: Path, sandbox: Sandbox | None) -> str:
+    """The real bash tool's text (a failure's text too)."""
+    try:
+        result = await BASH_TOOL.handler(
+            {"command": command}, ToolContext(project, sandbox=sandbox), None
+        )
+    except ToolError as error:
+        return error.message
+    return result.plain_text
+
+
+def run_in(env: dict[str, str]) -> Any:
+    """``bash`` with the test's ``HOME`` (the tool's environment is this process's)."""
+    return lambda command, project, sandbox: bash(
+        f"export HOME={env['HOME']}; {command}", project, sandbox
+    )
+
+
+async def test_writes_outside_the_project_are_refused_with_a_line_saying_so(
+    project: Path, env: dict[str, str], home: Path, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    run = run_in(env)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / "link").symlink_to(outside)
+    attempts = [
+        "echo evil >> ~/.bashrc",
+        "echo evil > link/planted",
+        "echo evil > ../outside/planted",
+        f"echo evil > /proc/self/root{home}/.bashrc",
+    ]
+    for command in attempts:
+        text = await run(command, project, sandbox)
+        assert "Read-only file system" in text, (command, text)
+        assert "[Sandbox: the sandbox refused a write" in text
+        assert "outside_sandbox: true" in text
+    assert (home / ".bashrc").read_text() == "# the user's\n"
+    assert list(outside.iterdir()) == []
+
+
+async def test_credentials_and_the_agents_files_are_unreadable(
+    project: Path, env: dict[str, str], sandbox: Sandbox, tmp_path: Path
+) -> None:
+    run = run_in(env)
+    trust = tmp_path / "config" / "coding-agent" / "trust.json"
+    for command in ("cat ~/.ssh/id_rsa", f"cat {trust}", "cat /proc/self/root$HOME/.ssh/id_rsa"):
+        text = await run(command, project, sandbox)
+        assert "PRIVATE-KEY-MATERIAL" not in text and "SECRET-TRUST" not in text, text
+        assert "Command exited with code 1" in text
+        assert "is hidden inside the sandbox" in text, (command, text)
+
+
+@pytest.fixture
+def loopback_server() -> Iterator[int]:
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    accepted: list[socket.socket] = []
+
+    def serve() -> None:
+        try:
+            while True:
+                accepted.append(server.accept()[0])
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield port
+    server.close()
+    for conn in accepted:
+        conn.close()
+    thread.join(timeout=10)
+
+
+async def test_no_network_no_dns_no_nested_namespaces(
+    project: Path, env: dict[str, str], sandbox: Sandbox, loopback_server: int
+) -> None:
+    run = run_in(env)
+    # the server answers outside the sandbox...
+    with socket.create_connection(("127.0.0.1", loopback_server), timeout=10):
+        pass
+    text = await run(f"exec 3<>/dev/tcp/127.0.0.1/{loopback_server}", project, sandbox)
+    assert "Connection refused" in text
+    assert "[Sandbox: the sandbox has no network" in text
+    dns = "python3 -c 'import socket; socket.getaddrinfo(\"example.com\", 443)'"
+    text = await run(dns, project, sandbox)
+    assert "Temporary failure in name resolution" in text or "Name or service not known" in text
+    assert "the sandbox has no network" in text
+    text = await run("unshare -r true", project, sandbox)
+    assert "unshare failed" in text and "Command exited with code 1" in text
+    text = await run("unshare -m true", project, sandbox)
+    assert "Operation not permitted" in text and "[Sandbox:" in text
+
+
+async def test_nothing_a_command_starts_outlives_its_call(
+    project: Path, env: dict[str, str], sandbox: Sandbox
+) -> None:
+    marker = "4242.4242"
+    text = await bash(f"sleep {marker} & echo started $!", project, sandbox)
+    assert text.startswith("started")
+
+    def left() -> list[int]:
+        found = []
+        for name in os.listdir("/proc"):
+            try:
+                if name.isdigit() and marker in Path(f"/proc/{name}/cmdline").read_text():
+                    found.append(int(name))
+            except OSError:
+                continue
+        return found
+
+    await wait_gone(left())
+    assert left() == []
+    # unsandboxed, the same command leaves its process behind (the sandbox is what ends it)
+    await bash(f"sleep {marker} & echo started", project, None)
+    stray = left()
+    assert stray
+    for pid in stray:
+        os.kill(pid, 9)
+    await wait_gone(stray)
+
+
+async def test_allowed_work_succeeds(project: Path, env: dict[str, str], sandbox: Sandbox) -> None:
+    command = (
+        "git init -q . && git -c user.email=a@b -c user.name=a add -A && "
+        "git -c user.email=a@b -c user.name=a commit -qm first && git log --oneline | wc -l && "
+        "printf 'int main(){return 0;}' > t.c && python3 -c 'print(2+2)' && "
+        "echo scratch > $TMPDIR/scratch && cat $TMPDIR/scratch && echo $TMPDIR"
+    )
+    text = await bash(command, project, sandbox)
+    lines = text.splitlines()
+    assert lines[:3] == ["1", "4", "scratch"], text
+    assert lines[3] == sandbox.policy.temp_dir
+    assert (project / ".git").is_dir() and (project / "t.c").exists()
+    assert (Path(sandbox.policy.temp_dir) / "scratch").read_text() == "scratch\n"
+    # the project's code-running files stay read-only inside
+    text = await bash("echo evil > .git/hooks/pre-commit", project, sandbox)
+    assert "Read-only file system" in text
+    assert not (project / ".git" / "hooks" / "pre-commit").exists()
+
+
+async def test_outside_sandbox_runs_unconfined(
+    project: Path, env: dict[str, str], home: Path, sandbox: Sandbox
+) -> None:
+    args = {"command": f"echo ok >> {home}/.bashrc", "outside_sandbox": True, "reason": "r"}
+    result = await BASH_TOOL.handler(args, ToolContext(project, sandbox=sandbox), None)
+    assert result.details is not None and result.details["sandboxed"] is False
+    assert (home / ".bashrc").read_text().endswith("ok\n")
+
+
+def test_without_bwrap_on_path_the_sandbox_is_unavailable(
+    project: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    hidden = {**env, "PATH": str(bare)}
+    found = session_sandbox(sandbox_policy(project, "s", env=hidden), hidden)
+    assert isinstance(found, SandboxStatus) and not found.available
+    assert "bubblewrap (bwrap) is not on PATH" in found.reason
+
+
+async def test_a_sandboxed_command_interrupted_by_a_worker_kill_is_killed_with_its_namespace(
+    session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    config = tmp_path / "xdg-config"
+    (config / "coding-agent").mkdir(parents=True)
+    (config / "coding-agent" / "config.toml").write_text("[sandbox]\nenabled = true\n")
+    env = {**agent_env, "XDG_CONFIG_HOME": str(config)}
+    # the grandchild: started in the background inside, it would outlive a plain process kill
+    command = "sleep 5.4321 & echo started; sleep 3; echo ran >> f"
+    script = write_script(tmp_path / "script.json", [call("bash", command=command), {"text": "ok"}])
+
+    def live_output() -> str:
+        turn = client.view.get("turn") or {}
+        return "".join(slot.get("output", "") for slot in turn.get("tools", []))
+
+    client = Client(approve=allow)
+    async with (
+        worker_process(session, env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "run it"}, BACKGROUND)
+        await client.wait_for(lambda: "started" in live_output())
+        running = processes_in(session.cwd)
+        names = [program(pid) for pid in running]
+        assert any(name.endswith(b"bwrap") for name in names), names
+        assert len(running) >= 3  # bwrap, its namespace's init, the shell, the sleeps
+        await worker.kill()
+        await client.wait_for(lambda: client.root_closed)
+    # --die-with-parent: the worker's death ends the namespace, every process of it, at once
+    await wait_gone(running)
+    assert processes_in(session.cwd) == []
+
+    client = Client(approve=allow)
+    async with (
+        worker_process(session, env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.wait_for(lambda: bool(client.entries("pi.tool_result")))
+        (result,) = client.entries("pi.tool_result")
+        text = text_of(result)
+        assert text.startswith("Command interrupted by a worker restart after it had started")
+        assert "It was no longer running." in text
+        others = [pid for pid in processes_in(session.cwd) if pid != worker.process.pid]
+        assert others == []
+        await client.wait_for(client.turn_ended)
+    assert not (session.cwd / "f").exists()
+
+
+def test_the_probe_runs_the_real_binary() -> None:
+    status = sandbox_available()
+    assert status.bwrap is not None and os.path.samefile(status.bwrap, shutil.which("bwrap") or "")
+    done = subprocess.run([status.bwrap, "--version"], capture_output=True, text=True, check=True)
+    assert "bubblewrap" in done.stdout
+
+
+def test_sandbox_config_a_project_turns_it_on_but_cannot_widen_it(
+    project: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    user = tmp_path / "config" / "coding-agent" / "config.toml"
+    user.write_text('[sandbox]\ndeny_read = ["~/.kube"]\nallow_write = ["~/.cache/uv"]\n')
+    local = project / ".coding-agent" / "config.toml"
+    local.parent.mkdir()
+    local.write_text('[sandbox]\nenabled = true\ndeny_read = ["~/.pgpass"]\n')
+    config = load_config(project, env=env, trusted=True)
+    assert config.sandbox_enabled
+    assert config.sandbox_deny_read == ["~/.kube", "~/.pgpass"]
+    assert config.sandbox_allow_write == ["~/.cache/uv"]
+    local.write_text('[sandbox]\nallow_write = ["~"]\n')
+    with pytest.raises(ConfigError, match=r"only your own config\.toml may widen the sandbox"):
+        load_config(project, env=env, trusted=True)
+
+
+async def test_sandbox_mode_runs_commands_inside_without_asking_and_asks_to_run_outside(
+    session: Session, agent_env: dict[str, str], tmp_path: Path, home: Path
+) -> None:
+    env = {**agent_env, "HOME": str(home), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    script = write_script(
+        tmp_path / "script.json",
+        [
+            call("bash", command="echo built > out.txt && cat out.txt"),
+            call("bash", command="echo evil >> ~/.bashrc"),
+            call("bash", command="echo net >> ~/.bashrc", outside_sandbox=True, reason="need it"),
+            {"text": "done"},
+        ],
+    )
+    client = Client(approve=deny)
+    args = ("--faux-script", str(script), "--permission-mode", "sandbox")
+    async with worker_process(session, env, *args) as worker, connected(client, worker.socket):
+        await client.root.send({"content": "work"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+    texts = [text_of(entry) for entry in client.entries("pi.tool_result")]
+    assert texts[0] == "built"
+    assert "Read-only file system" in texts[1] and "outside_sandbox: true" in texts[1]
+    assert texts[2] == "Tool call blocked: denied by test"
+    # one dialog, for the call that asked to run outside; it says so and why
+    assert [d.request["name"] for d in client.approvals] == ["bash"]
+    reason = client.approvals[0].request.get("reason", "")
+    assert "OUTSIDE the sandbox" in reason and "need it" in reason
+    assert (session.cwd / "out.txt").read_text() == "built\n"
+    assert (home / ".bashrc").read_text() == "# the user's\n"
+
+
+async def test_sandbox_mode_without_bubblewrap_asks_as_ask_mode_does(
+    session: Session, agent_env: dict[str, str], tmp_path: Path, home: Path
+) -> None:
+    bare = tmp_path / "bin"  # bash only: bwrap is not on this PATH
+    bare.mkdir()
+    (bare / "bash").symlink_to(shutil.which("bash") or "/bin/bash")
+    env = {**agent_env, "HOME": str(home), "PATH": str(bare)}
+    script = write_script(
+        tmp_path / "script.json",
+        [call("bash", command="echo evil >> ~/.bashrc"), {"text": "done"}],
+    )
+    client = Client(approve=deny)
+    args = ("--faux-script", str(script), "--permission-mode", "sandbox")
+    async with worker_process(session, env, *args) as worker, connected(client, worker.socket):
+        await client.root.send({"content": "work"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+    (dialog,) = client.approvals
+    assert "the OS sandbox cannot start here" in dialog.request.get("reason", "")
+    assert "blocked: denied" in text_of(client.entries("pi.tool_result")[0])
+    assert (home / ".bashrc").read_text() == "# the user's\n"
+
+
+async def test_a_sandbox_not_enforced_takes_only_the_calls_sent_in(
+    project: Path, env: dict[str, str], home: Path, tmp_path: Path
+) -> None:
+    policy = sandbox_policy(project, f"test-{os.getpid()}-{tmp_path.name}", env=env)
+    found = session_sandbox(policy, env)
+    assert isinstance(found, Sandbox) and not found.enforced
+    tools = ToolContext(project, sandbox=found)
+    write = f"echo x >> {home}/.bashrc"
+    inside = await BASH_TOOL.handler({"command": f"true; {write}"}, tools, None)
+    assert inside.details is not None and inside.details["sandboxed"] is False
+    with pytest.raises(ToolError, match="Read-only file system"):
+        await BASH_TOOL.handler({"command": write, "outside_sandbox": False}, tools, None)
+    assert (home / ".bashrc").read_text() == "# the user's\nx\n"
+
+
+def test_the_sandbox_command_says_what_the_status_says() -> None:
+    assert sandbox_text(None) == (
+        "The worker has not said anything about the sandbox yet",
+        "warning",
+    )
+    text, severity = sandbox_text(
+        {"sandbox": {"available": False, "reason": "bubblewrap (bwrap) is not on PATH"}}
+    )
+    assert severity == "warning"
+    assert text.startswith("The OS sandbox is unavailable: bubblewrap (bwrap) is not on PATH.")
+    assert "asks as ask mode does" in text
+    said = sandbox_text(
+        {
+            "sandbox": {
+                "available": True,
+                "reason": "bubblewrap (/usr/bin/bwrap)",
+                "enforced": False,
+                "policy": ["network: none"],
+            }
+        }
+    )
+    assert said == (
+        "OS sandbox: bubblewrap (/usr/bin/bwrap); the sandbox permission mode (Shift+Tab) runs "
+        "commands in it without asking.\nnetwork: none"
+    )
+
+
+async def test_a_background_job_in_sandbox_mode_runs_inside(
+    session: Session, agent_env: dict[str, str], tmp_path: Path, home: Path
+) -> None:
+    env = {**agent_env, "HOME": str(home)}
+    command = "echo evil >> ~/.bashrc; echo inside > inside.txt; echo finished"
+    script = write_script(
+        tmp_path / "script.json",
+        [call("bash", command=command, background=True), {"text": "Started."}],
+    )
+    client = Client(approve=deny)  # nothing may ask
+    args = ("--faux-script", str(script), "--permission-mode", "sandbox")
+    async with worker_process(session, env, *args) as worker, connected(client, worker.socket):
+        await client.root.send({"content": "start it"}, BACKGROUND)
+        await client.wait_for(
+            lambda: any("exited with code" in text_of(e) for e in client.entries("pi.notice"))
+        )
+        notices = [text_of(entry) for entry in client.entries("pi.notice")]
+    assert notices == [f"Job `bash -c {command}` exited with code 0."]
+    assert client.approvals == []
+    (record,) = [p for p in (session.path / "processes").iterdir() if (p / "stdout").exists()]
+    assert (record / "stdout").read_text() == "finished\n"
+    assert "Read-only file system" in (record / "stderr").read_text()
+    assert (session.cwd / "inside.txt").read_text() == "inside\n"
+    assert (home / ".bashrc").read_text() == "# the user's\n"
+
+
+async def test_a_project_in_the_home_folder_keeps_the_start_up_files_read_only(
+    env: dict[str, str], home: Path, tmp_path: Path
+) -> None:
+    policy = sandbox_policy(home, f"test-{os.getpid()}-{tmp_path.name}-home", env=env)
+    found = session_sandbox(policy, env, enforced=True)
+    assert isinstance(found, Sandbox)
+    text = await bash("echo ok > notes.txt && echo evil >> .bashrc", home, found)
+    assert "Read-only file system" in text
+    assert (home / "notes.txt").read_text() == "ok\n"  # the project itself is writable
+    assert (home / ".bashrc").read_text() == "# the user's\n"
+    assert "PRIVATE" not in await bash("cat .ssh/id_rsa", home, found)
+
+
+def test_coding_agent_config_shows_the_sandbox(tmp_path: Path) -> None:
+    config = tmp_path / "config" / "coding-agent" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[sandbox]\nenabled = true\ndeny_read = ["~/.kube"]\n')
+    environ = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    environ.update(
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        HOME=str(tmp_path),
+    )
+    binary = Path(sys.executable).with_name("coding-agent")
+    done = subprocess.run(
+        [str(binary), "config"], env=environ, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    lines = {line.split(" = ")[0]: line for line in done.stdout.splitlines() if " = " in line}
+    assert lines["sandbox"].startswith("sandbox = available")
+    assert lines["sandbox.enabled"].endswith(f"# {config}:2")
+    assert "~/.ssh" in lines["sandbox.deny_read"] and "~/.kube" in lines["sandbox.deny_read"]
+    assert lines["sandbox.network"].startswith("sandbox.network = none")
+
+
+async def allow_inside(facade: Any, request: dict[str, Any], ctx: Any) -> None:
+    """The dialog's "Allow inside the sandbox"."""
+    await facade.decide({"decision": "allow", "by": "test", "sandboxed": True}, BACKGROUND)
+
+
+async def test_ask_mode_offers_to_run_a_command_inside_the_sandbox(
+    session: Session, agent_env: dict[str, str], tmp_path: Path, home: Path
+) -> None:
+    env = {**agent_env, "HOME": str(home)}
+    script = write_script(
+        tmp_path / "script.json",
+        [
+            call("bash", command="echo evil >> ~/.bashrc"),
+            call("write", path="notes.txt", content="x\n"),
+            {"text": "done"},
+        ],
+    )
+    client = Client(approve=allow_inside)
+    async with (
+        worker_process(session, env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "work"}, BACKGROUND)
+        await client.wait_for(lambda: bool(client.entries("pi.tool_result")))
+        client.approve = allow  # the write's dialog offers no sandbox
+        await client.wait_for(client.turn_ended)
+    first, second = client.approvals
+    assert first.request.get("sandbox") is True
+    assert "sandbox" not in second.request
+    text = text_of(client.entries("pi.tool_result")[0])
+    assert "Read-only file system" in text and "[Sandbox:" in text
+    assert (home / ".bashrc").read_text() == "# the user's\n"
+
+
+@pytest.fixture
+def https_server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    """A local HTTPS server whose certificate (for ``localhost``) a CA of its own signed: the
+    port and the CA's certificate."""
+    folder = tmp_path / "tls"
+    folder.mkdir()
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+            "ca.pem", "-days", "2", "-subj", "/CN=sandbox test CA")  # fmt: skip
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out",
+            "server.csr", "-subj", "/CN=localhost")  # fmt: skip
+    (folder / "ext").write_text("subjectAltName=DNS:localhost\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "ext")  # fmt: skip
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(folder / "server.pem", folder / "server.key")
+
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"hello over https\n")
+
+        def log_message(self, format: str, *args: Any) -> None:
+            del format, args
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1], folder / "ca.pem"
+    server.shutdown()
+    server.server_close()
+
+
+async def test_allowed_domains_are_reached_through_the_proxy_and_nothing_else(
+    project: Path, env: dict[str, str], tmp_path: Path, https_server: tuple[int, Path]
+) -> None:
+    port, ca = https_server
+    policy = sandbox_policy(
+        project, f"test-{os.getpid()}-{tmp_path.name}", env=env, allow_domains=["localhost"]
+    )
+    assert policy.proxy_socket is not None
+    proxy = DomainProxy(policy.proxy_socket, policy.allow_domains).start()
+    try:
+        found = session_sandbox(policy, env, enforced=True)
+        assert isinstance(found, Sandbox)
+        # --noproxy '': localhost too goes through the proxy (NO_PROXY keeps a command's own
+        # local servers direct); the proxy, outside, reaches the host's localhost
+        curl = f"curl -sS --noproxy '' --cacert {ca}"
+        text = await bash(f"{curl} https://localhost:{port}/", project, found)
+        assert text == "hello over https"
+        text = await bash(f"{curl} https://127.0.0.1:{port}/", project, found)  # not listed
+        assert "CONNECT tunnel failed, response 403" in text
+        assert "[Sandbox: the sandbox's proxy refused that domain" in text
+        text = await bash(f"exec 3<>/dev/tcp/127.0.0.1/{port}", project, found)  # no way around
+        assert "Connection refused" in text
+        assert proxy.refused == ["127.0.0.1"]
+    finally:
+        proxy.close()
+    assert not await anyio.Path(policy.proxy_socket).exists()
+
+
+def test_allow_domains_come_from_the_users_file_only(project: Path, env: dict[str, str]) -> None:
+    local = project / ".coding-agent" / "config.toml"
+    local.parent.mkdir()
+    local.write_text('[sandbox]\nallow_domains = ["evil.example"]\n')
+    with pytest.raises(ConfigError, match=r"move sandbox\.allow_domains there"):
+        load_config(project, env=env, trusted=True)
+
+
+async def test_the_worker_runs_the_proxy_of_its_allowed_domains(
+    session: Session, agent_env: dict[str, str], tmp_path: Path, https_server: tuple[int, Path]
+) -> None:
+    port, ca = https_server
+    config = tmp_path / "xdg-config" / "coding-agent" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[sandbox]\nallow_domains = ["localhost"]\n')
+    env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "xdg-config")}
+    curl = f"curl -sS --noproxy '' --cacert {ca}"
+    script = write_script(
+        tmp_path / "script.json",
+        [
+            call("bash", command=f"{curl} https://localhost:{port}/"),
+            call("bash", command=f"{curl} https://127.0.0.1:{port}/"),
+            {"text": "done"},
+        ],
+    )
+    client = Client(approve=deny)
+    args = ("--faux-script", str(script), "--permission-mode", "sandbox")
+    async with worker_process(session, env, *args) as worker, connected(client, worker.socket):
+        await client.root.send({"content": "fetch"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+    texts = [text_of(entry) for entry in client.entries("pi.tool_result")]
+    assert texts[0] == "hello over https"
+    assert "[Sandbox: the sandbox's proxy refused that domain" in texts[1]
+    assert client.approvals == []

@@ -1,0 +1,106 @@
+"""pico3.Sandbox: the bwrap argv a policy makes, refusals explained, availability (issue 41).
+
+The escapes themselves are attempted through the real ``bash`` tool in
+tests/app/worker/test_sandbox.py; here the policy's shape and the unavailable paths.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pico3 import (
+    OUTSIDE_HINT,
+    Sandbox,
+    SandboxPolicy,
+    SandboxStatus,
+    domain_allowed,
+    explain_refusal,
+    job_input,
+    sandbox_available,
+)
+
+needs_bwrap = pytest.mark.skipif(
+    not sandbox_available().available, reason=sandbox_available().reason
+)
+
+
+def _policy(tmp_path: Path) -> SandboxPolicy:
+    project, home = tmp_path / "project", tmp_path / "home"
+    (project / ".git" / "hooks").mkdir(parents=True, exist_ok=True)
+    (project / ".secret").mkdir(exist_ok=True)
+    (home / ".ssh").mkdir(parents=True, exist_ok=True)
+    (home / ".netrc").write_text("machine x password p\n")
+    return SandboxPolicy(
+        project=str(project),
+        temp_dir=str(tmp_path / "tmp"),
+        deny_read=("~/.ssh", "~/.netrc", "~/.aws", str(project / ".secret")),
+        read_only=(str(project / ".git" / "hooks"),),
+        home=str(home),
+    )
+
+
+@needs_bwrap
+def test_the_argv_binds_then_hides_and_keeps_read_only(tmp_path: Path) -> None:
+    policy = _policy(tmp_path)
+    argv, env = Sandbox(policy).wrap(["true"], cwd=policy.project, env={"A": "1"})
+    assert env == {"A": "1", "TMPDIR": str(tmp_path / "tmp")}
+    assert (tmp_path / "tmp").is_dir()
+    for option in ("--unshare-all", "--die-with-parent", "--new-session", "--cap-drop"):
+        assert option in argv
+    assert "--share-net" not in argv
+    assert argv[-2:] == ["--", "true"]
+    joined = " ".join(argv)
+    project = policy.project
+    bind = joined.index(f"--bind {project} {project}")
+    hooks = joined.index(f"--ro-bind {project}/.git/hooks")
+    hidden = joined.index(f"--tmpfs {project}/.secret --remount-ro {project}/.secret")
+    assert bind < hooks < hidden  # later mounts win: hidden beats writable
+    assert f"--ro-bind /dev/null {tmp_path}/home/.netrc" in joined
+    assert "/.aws" not in joined  # a path that does not exist is not mounted
+    done = subprocess.run(
+        [*argv[:-1], "cat", f"{tmp_path}/home/.netrc"], env=env, capture_output=True, text=True
+    )
+    assert "password" not in done.stdout + done.stderr  # /dev/null over it: nothing to read
+
+
+def test_refusals_are_explained_in_one_line() -> None:
+    line = explain_refusal("bash: line 1: /x: Read-only file system")
+    assert line is not None and line.startswith("[Sandbox: the sandbox refused a write")
+    assert line.endswith(f"{OUTSIDE_HINT}.]") and "\n" not in line
+    net = explain_refusal("curl: (6) Could not resolve host: example.com")
+    assert net is not None and "no network" in net
+    hidden = explain_refusal("cat: /h/.ssh/id_rsa: No such file or directory", ["/h/.ssh"])
+    assert hidden is not None and "/h/.ssh is hidden inside the sandbox" in hidden
+    assert explain_refusal("error: tests failed") is None
+
+
+def test_without_bwrap_on_path_there_is_no_sandbox(tmp_path: Path) -> None:
+    status = sandbox_available(str(tmp_path))
+    assert status == SandboxStatus(
+        False, "bubblewrap (bwrap) is not on PATH: install it (apt-get install bubblewrap)"
+    )
+    found = Sandbox.create(_policy(tmp_path), str(tmp_path))
+    assert found == status
+    with pytest.raises(RuntimeError, match="no sandbox: bubblewrap"):
+        Sandbox(_policy(tmp_path), status)
+
+
+def test_a_job_label_is_checked_and_kept() -> None:
+    value = job_input(
+        "/usr/bin/bwrap", ["--", "bash", "-c", "x"], cwd=os.getcwd(), label="bash -c x"
+    )
+    assert value["label"] == "bash -c x"
+    with pytest.raises(ValueError, match=r"pi\.job input\.label"):
+        job_input("bwrap", cwd="/", label="")
+
+
+def test_domains_match_exactly_or_under_a_wildcard() -> None:
+    allow = ["pypi.org", "*.pythonhosted.org"]
+    assert domain_allowed("pypi.org", allow) and domain_allowed("PyPI.org.", allow)
+    assert domain_allowed("files.pythonhosted.org", allow)
+    assert not domain_allowed("pythonhosted.org", allow)  # the wildcard means a subdomain
+    assert not domain_allowed("evilpypi.org", allow) and not domain_allowed("pypi.org.evil", allow)
