@@ -3,6 +3,8 @@
 * :mod:`~coding_agent.worker.providers.anthropic` — Anthropic Messages API (``anthropic`` SDK).
 * :mod:`~coding_agent.worker.providers.openai` — Chat Completions (``openai`` SDK), which also
   covers OpenAI-compatible servers (Ollama, llama.cpp, vLLM) through ``base_url``.
+* :mod:`~coding_agent.worker.providers.openai_responses` — the Responses API (``openai`` SDK):
+  reasoning items replayed encrypted across turns (``store=false``).
 * :mod:`~coding_agent.worker.providers.registry` — ``--model provider/id``, environment
   variables and config to a :class:`ModelSelection`; ``faux`` when nothing is configured.
 
@@ -22,6 +24,10 @@ from coding_agent.worker.providers.openai import (
     OpenAICompat,
     OpenAIProvider,
 )
+from coding_agent.worker.providers.openai_responses import (
+    RESPONSES_MODELS,
+    OpenAIResponsesProvider,
+)
 from coding_agent.worker.providers.registry import (
     ModelSelection,
     RegistryError,
@@ -34,10 +40,12 @@ __all__ = [
     "LOCAL_COMPAT",
     "OPENAI_COMPAT",
     "OPENAI_MODELS",
+    "RESPONSES_MODELS",
     "AnthropicProvider",
     "ModelSelection",
     "OpenAICompat",
     "OpenAIProvider",
+    "OpenAIResponsesProvider",
     "RegistryError",
     "parse_model_ref",
     "resolve_model",

@@ -180,6 +180,8 @@ class SdkProvider:
     sdk: ClassVar[Sdk]
     bundled: ClassVar[tuple[ModelInfo, ...]]
     """The models known without configuration (the first is the default)."""
+    default_name: ClassVar[str] = ""
+    """The provider's name when none is given (empty: the SDK package's name)."""
 
     def __init__(
         self,
@@ -193,7 +195,7 @@ class SdkProvider:
         timeout: float = 600.0,
         name: str | None = None,
     ) -> None:
-        self.name = name or self.sdk.package
+        self.name = name or self.default_name or self.sdk.package
         self._models = tuple(self.bundled if models is None else models)
         self._retry = retry or RetryPolicy()
         self._sleep = sleep or anyio.sleep

@@ -171,7 +171,10 @@ def _messages(messages: Sequence[Message], *, cache: bool = True) -> list[dict[s
             )
             out.append({"role": "user", "content": content})
         elif isinstance(message, AssistantMessage):
-            blocks = [b for b in (_assistant_block(b) for b in message.content) if b is not None]
+            signed = message.api in ("", API)  # another API's signatures mean nothing here
+            blocks = [
+                b for b in (_assistant_block(b, signed) for b in message.content) if b is not None
+            ]
             if blocks:
                 out.append({"role": "assistant", "content": blocks})
         elif isinstance(message, ToolResultMessage):
@@ -288,16 +291,24 @@ def _user_block(block: TextContent | ImageContent) -> dict[str, Any]:
     }
 
 
-def _assistant_block(block: TextContent | ThinkingContent | ToolCall) -> dict[str, Any] | None:
+def _assistant_block(
+    block: TextContent | ThinkingContent | ToolCall, signed: bool = True
+) -> dict[str, Any] | None:
     if isinstance(block, TextContent):
         return {"type": "text", "text": block.text} if block.text else None
     if isinstance(block, ToolCall):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
+    if not signed:
+        return None if block.redacted else _unsigned(block)
     if block.redacted and block.signature:
         return {"type": "redacted_thinking", "data": block.signature}
     if block.signature:
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-    # Unsigned thinking (another provider's) cannot be replayed as thinking: keep it as text.
+    return _unsigned(block)
+
+
+def _unsigned(block: ThinkingContent) -> dict[str, Any] | None:
+    """Unsigned thinking (another provider's) cannot be replayed as thinking: kept as text."""
     return {"type": "text", "text": block.thinking} if block.thinking else None
 
 

@@ -52,6 +52,10 @@ from coding_agent.worker.providers.openai import (
     OpenAICompat,
     OpenAIProvider,
 )
+from coding_agent.worker.providers.openai_responses import (
+    RESPONSES_MODELS,
+    OpenAIResponsesProvider,
+)
 from coding_agent.worker.providers.text_tools import TOOL_CALLING_MODES, ToolCalling
 from pico3.models import (
     FAUX_MODEL,
@@ -75,10 +79,11 @@ __all__ = [
     "key_variables",
     "parse_model_ref",
     "parse_registry_config",
+    "provider_variables",
     "resolve_model",
 ]
 
-PROVIDERS = ("anthropic", "openai", "faux")
+PROVIDERS = ("anthropic", "openai", "openai-responses", "faux")
 """The built-in provider names."""
 
 TOOL_CALLING_ENV = "CODING_AGENT_TOOL_CALLING"
@@ -296,6 +301,22 @@ def resolve_model(
             tool_calling=per_model,
         )
         return ModelSelection(openai_provider, openai_provider.model(model_id))
+    if name == "openai-responses":
+        key = _setting(settings, environ, name, "api_key")
+        base_url = _setting(settings, environ, name, "base_url")
+        if not key and not base_url:
+            raise RegistryError(
+                f"openai-responses needs an API key: set {_key_env(settings, name)} or "
+                f"providers.openai-responses.api_key in {settings.source}"
+            )
+        responses_provider = OpenAIResponsesProvider(
+            api_key=key or "local",
+            base_url=base_url,
+            models=_models(settings, name, RESPONSES_MODELS),
+            retry=retry,
+            sleep=sleep,
+        )
+        return ModelSelection(responses_provider, responses_provider.model(model_id))
     raise RegistryError(f"unknown provider {name!r} in {ref!r} (known: {', '.join(PROVIDERS)})")
 
 
@@ -304,6 +325,8 @@ _ENV = {
     ("anthropic", "base_url"): "ANTHROPIC_BASE_URL",
     ("openai", "api_key"): "OPENAI_API_KEY",
     ("openai", "base_url"): "OPENAI_BASE_URL",
+    ("openai-responses", "api_key"): "OPENAI_API_KEY",
+    ("openai-responses", "base_url"): "OPENAI_BASE_URL",
 }
 
 
@@ -311,11 +334,24 @@ def key_variables(config: RegistryConfig | None = None) -> tuple[str, ...]:
     """Every environment variable a provider key is read from: ``ANTHROPIC_API_KEY``,
     ``OPENAI_API_KEY`` and each provider's ``api_key_env`` in ``config`` (the secrets a session
     withholds from its child processes, :mod:`coding_agent.secret_env`)."""
-    names = [name for (_, field), name in _ENV.items() if field == "api_key"]
+    names: list[str] = []
+    for (_, field), name in _ENV.items():
+        if field in _SECRET_FIELDS and name not in names:
+            names.append(name)
     for settings in config.providers.values() if config is not None else ():
         if settings.api_key_env and settings.api_key_env not in names:
             names.append(settings.api_key_env)
     return tuple(names)
+
+
+_SECRET_FIELDS = frozenset({"api_key"})
+"""The :data:`_ENV` fields whose variables hold credentials."""
+
+
+def provider_variables() -> dict[tuple[str, str], str]:
+    """The environment variable each provider reads each setting from, by ``(provider,
+    field)`` (``field`` is a ``[providers.NAME]`` key: ``api_key``, ``base_url``...)."""
+    return dict(_ENV)
 
 
 def _key_env(config: RegistryConfig, provider: str) -> str:
