@@ -554,7 +554,7 @@ def _print_config(cwd: Path) -> int:
     for name in names:
         values = dict(config.providers.get(name, {}))
         env_key = values.get("api_key_env")
-        for field in ("base_url", "api_key_env", "api_key"):
+        for field in ("base_url", "region", "project", "profile", "api_key_env", "api_key"):
             key = f"providers.{name}.{field}"
             if field in values:
                 shown = "(set)" if field == "api_key" else values[field]

@@ -64,6 +64,7 @@ __all__ = [
     "AnthropicProvider",
     "build_params",
     "classify_error",
+    "decode_event",
 ]
 
 API = "anthropic-messages"
@@ -335,11 +336,17 @@ def _status_error(exc: Any) -> tuple[str, bool]:
 
 
 def _error_body(body: object) -> tuple[str, str]:
+    """An error body's kind and message: Anthropic's (and Vertex's) ``{"error": {...}}``, or
+    Bedrock's ``{"message": ...}``."""
     if isinstance(body, dict):
-        error = cast("dict[str, Any]", body).get("error")
+        body = cast("dict[str, Any]", body)
+        error = body.get("error")
         if isinstance(error, dict):
             error = cast("dict[str, Any]", error)
             return str(error.get("type", "")), str(error.get("message", ""))
+        message = body.get("message") or body.get("Message")
+        if isinstance(message, str):
+            return "", message
     return "", ""
 
 
@@ -389,7 +396,7 @@ class _Event(msgspec.Struct):
 _EVENT = msgspec.json.Decoder(_Event)
 
 
-def _decode_event(event: str | None, data: bytes) -> Any:
+def decode_event(event: str | None, data: bytes) -> Any:
     """One SSE event of a Messages stream (as the SDK reads it: unnamed events and ``ping`` are
     skipped, ``error`` fails the stream, ``message_stop`` is the last)."""
     if event is None or event == "ping" or (not data and event != "error"):
@@ -511,7 +518,7 @@ class AnthropicProvider(SdkProvider):
 
     api = API
     sdk = Sdk(
-        package="anthropic", client="AsyncAnthropic", path="/v1/messages", decode=_decode_event
+        package="anthropic", client="AsyncAnthropic", path="/v1/messages", decode=decode_event
     )
     bundled = ANTHROPIC_MODELS
 

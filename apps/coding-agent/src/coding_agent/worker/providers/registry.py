@@ -9,7 +9,14 @@ Resolution, in order:
    ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL``; with none, the offline ``faux`` provider.
 
 Credentials and endpoints come from the config first, then the environment:
-``ANTHROPIC_API_KEY`` (and ``ANTHROPIC_BASE_URL``), ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``.
+``ANTHROPIC_API_KEY`` (and ``ANTHROPIC_BASE_URL``), ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``
+(``openai`` and ``openai-responses`` share them); ``bedrock``: ``AWS_REGION`` (or
+``AWS_DEFAULT_REGION``), ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN``,
+``AWS_PROFILE`` or a Bedrock API key ``AWS_BEARER_TOKEN_BEDROCK``; ``vertex``:
+``ANTHROPIC_VERTEX_PROJECT_ID`` (or ``GOOGLE_CLOUD_PROJECT``), ``CLOUD_ML_REGION`` (default
+``global``) and Google credentials (``GOOGLE_APPLICATION_CREDENTIALS`` or Application Default
+Credentials; a static access token as ``api_key``). Cloud credentials are read when the
+provider is made: the worker withholds them from its own environment afterwards.
 An OpenAI-compatible local server needs no real key; ``"local"`` is sent when none is set.
 
 Tool calling (OpenAI-compatible models only): ``native`` sends the API's ``tools`` parameter,
@@ -45,6 +52,14 @@ from typing import Any
 import msgspec
 
 from coding_agent.worker.providers.anthropic import ANTHROPIC_MODELS, AnthropicProvider
+from coding_agent.worker.providers.cloud import (
+    AWS_SECRET_VARIABLES,
+    BEDROCK_MODELS,
+    GOOGLE_SECRET_VARIABLES,
+    VERTEX_MODELS,
+    BedrockProvider,
+    VertexProvider,
+)
 from coding_agent.worker.providers.openai import (
     LOCAL_COMPAT,
     OPENAI_COMPAT,
@@ -83,7 +98,7 @@ __all__ = [
     "resolve_model",
 ]
 
-PROVIDERS = ("anthropic", "openai", "openai-responses", "faux")
+PROVIDERS = ("anthropic", "openai", "openai-responses", "bedrock", "vertex", "faux")
 """The built-in provider names."""
 
 TOOL_CALLING_ENV = "CODING_AGENT_TOOL_CALLING"
@@ -102,6 +117,12 @@ class ProviderSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """The environment variable holding the key (instead of the provider's usual one)."""
     base_url: str | None = None
     compat: OpenAICompat | None = None
+    region: str | None = None
+    """``bedrock``: the AWS region; ``vertex``: the Vertex location (``global``, ``us-east5``…)."""
+    project: str | None = None
+    """``vertex``: the Google Cloud project id."""
+    profile: str | None = None
+    """``bedrock``: the ``~/.aws`` profile (instead of ``AWS_PROFILE``)."""
 
 
 class RegistryConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -317,6 +338,44 @@ def resolve_model(
             sleep=sleep,
         )
         return ModelSelection(responses_provider, responses_provider.model(model_id))
+    if name == "vertex":
+        project = _setting(settings, environ, name, "project") or environ.get(
+            "GOOGLE_CLOUD_PROJECT"
+        )
+        if not project:
+            raise RegistryError(
+                "vertex needs a Google Cloud project: set ANTHROPIC_VERTEX_PROJECT_ID or "
+                f"providers.vertex.project in {settings.source}"
+            )
+        vertex_provider = VertexProvider(
+            api_key=_setting(settings, environ, name, "api_key") or "",
+            base_url=_setting(settings, environ, name, "base_url"),
+            region=_setting(settings, environ, name, "region") or "global",
+            project=project,
+            credentials_file=environ.get("GOOGLE_APPLICATION_CREDENTIALS") or None,
+            models=_models(settings, name, VERTEX_MODELS),
+            retry=retry,
+            sleep=sleep,
+        )
+        return ModelSelection(vertex_provider, vertex_provider.model(model_id))
+    if name == "bedrock":
+        region = _setting(settings, environ, name, "region") or environ.get("AWS_DEFAULT_REGION")
+        if not region:
+            raise RegistryError(
+                "bedrock needs an AWS region: set AWS_REGION or providers.bedrock.region in "
+                f"{settings.source}"
+            )
+        bedrock_provider = BedrockProvider(
+            api_key=_setting(settings, environ, name, "api_key") or "",
+            base_url=_setting(settings, environ, name, "base_url"),
+            region=region,
+            aws={k: environ[k] for k in AWS_SECRET_VARIABLES[:3] if environ.get(k)},
+            profile=_setting(settings, environ, name, "profile"),
+            models=_models(settings, name, BEDROCK_MODELS),
+            retry=retry,
+            sleep=sleep,
+        )
+        return ModelSelection(bedrock_provider, bedrock_provider.model(model_id))
     raise RegistryError(f"unknown provider {name!r} in {ref!r} (known: {', '.join(PROVIDERS)})")
 
 
@@ -327,17 +386,26 @@ _ENV = {
     ("openai", "base_url"): "OPENAI_BASE_URL",
     ("openai-responses", "api_key"): "OPENAI_API_KEY",
     ("openai-responses", "base_url"): "OPENAI_BASE_URL",
+    ("bedrock", "api_key"): "AWS_BEARER_TOKEN_BEDROCK",
+    ("bedrock", "base_url"): "ANTHROPIC_BEDROCK_BASE_URL",
+    ("bedrock", "region"): "AWS_REGION",
+    ("bedrock", "profile"): "AWS_PROFILE",
+    ("vertex", "base_url"): "ANTHROPIC_VERTEX_BASE_URL",
+    ("vertex", "region"): "CLOUD_ML_REGION",
+    ("vertex", "project"): "ANTHROPIC_VERTEX_PROJECT_ID",
 }
 
 
 def key_variables(config: RegistryConfig | None = None) -> tuple[str, ...]:
     """Every environment variable a provider key is read from: ``ANTHROPIC_API_KEY``,
-    ``OPENAI_API_KEY`` and each provider's ``api_key_env`` in ``config`` (the secrets a session
+    ``OPENAI_API_KEY``, the AWS keys and ``GOOGLE_APPLICATION_CREDENTIALS`` (Bedrock, Vertex)
+    and each provider's ``api_key_env`` in ``config`` (the secrets a session
     withholds from its child processes, :mod:`coding_agent.secret_env`)."""
     names: list[str] = []
     for (_, field), name in _ENV.items():
         if field in _SECRET_FIELDS and name not in names:
             names.append(name)
+    names.extend(n for n in (*AWS_SECRET_VARIABLES, *GOOGLE_SECRET_VARIABLES) if n not in names)
     for settings in config.providers.values() if config is not None else ():
         if settings.api_key_env and settings.api_key_env not in names:
             names.append(settings.api_key_env)
@@ -354,12 +422,13 @@ def provider_variables() -> dict[tuple[str, str], str]:
     return dict(_ENV)
 
 
-def _key_env(config: RegistryConfig, provider: str) -> str:
-    """The environment variable that holds ``provider``'s key (``api_key_env`` or the usual)."""
+def _key_env(config: RegistryConfig, provider: str) -> str | None:
+    """The environment variable that holds ``provider``'s key (``api_key_env`` or the usual;
+    ``None``: Vertex has no usual one)."""
     settings = config.providers.get(provider)
     if settings is not None and settings.api_key_env:
         return settings.api_key_env
-    return _ENV[(provider, "api_key")]
+    return _ENV.get((provider, "api_key"))
 
 
 def _setting(
@@ -369,9 +438,8 @@ def _setting(
     value = getattr(settings, field) if settings is not None else None
     if value:
         return value
-    if field == "api_key":
-        return env.get(_key_env(config, provider)) or None
-    return env.get(_ENV[(provider, field)]) or None
+    variable = _key_env(config, provider) if field == "api_key" else _ENV.get((provider, field))
+    return (env.get(variable) or None) if variable is not None else None
 
 
 def _models(
