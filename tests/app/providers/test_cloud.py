@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import json
 import struct
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,7 @@ from pico3.models import (
 )
 
 PNG = "iVBORw0KGgo="
+BINARY = Path(sys.executable).with_name("coding-agent")
 READ = Tool(
     name="read",
     description="Read a file",
@@ -322,3 +325,69 @@ def test_bedrock_needs_a_region_and_the_cloud_secrets_are_withheld() -> None:
                  "AWS_BEARER_TOKEN_BEDROCK", "GOOGLE_APPLICATION_CREDENTIALS"):  # fmt: skip
         assert name in names
     assert len(names) == len(set(names))
+
+
+def test_a_headless_run_on_bedrock_signs_with_the_keys_the_worker_withholds(
+    agent_env: dict[str, str], aws_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The real binary: the worker reads the AWS keys when it makes the provider, withholds
+    them from its own environment, and still signs the request with them."""
+    model = "us.anthropic.claude-haiku-4-5"
+    answer = [
+        _events(model)[0],
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi."}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+        {"type": "message_stop"},
+    ]  # fmt: skip
+    reply = Reply(headers=EVENT_STREAM, events=[_chunk(e) for e in answer])
+    with StubServer([reply]) as server:
+        env = {**agent_env, **aws_env, "XDG_CONFIG_HOME": str(tmp_path / "config"),
+               "AWS_CONFIG_FILE": str(tmp_path / "aws-config"),
+               "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "aws-credentials"),
+               "ANTHROPIC_BEDROCK_BASE_URL": server.url}  # fmt: skip
+        done = subprocess.run(
+            [str(BINARY), "-p", "hi", "--model", f"bedrock/{model}"],
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "Hi.\n", "")
+    [sent] = server.requests
+    assert sent.path == f"/model/{model}/invoke-with-response-stream"
+    assert sent.headers["authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+
+
+def test_coding_agent_config_shows_the_cloud_settings(
+    agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The README's config lines are valid and ``coding-agent config`` shows where each came
+    from (the region from the file, the project from the environment)."""
+    config = tmp_path / "config" / "coding-agent" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        'model = "bedrock/us.anthropic.claude-sonnet-4-6"\n\n'
+        '[providers.bedrock]\nregion = "eu-west-1"\nprofile = "work"\n\n'
+        '[providers.vertex]\nregion = "us-east5"\n'
+    )
+    env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "ANTHROPIC_VERTEX_PROJECT_ID": "my-gcp-project"}  # fmt: skip
+    done = subprocess.run(
+        [str(BINARY), "config"], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
+    assert f"model = bedrock/us.anthropic.claude-sonnet-4-6 # {config}:1" in lines
+    assert f"providers.bedrock.region = eu-west-1 # {config}:4" in lines
+    assert f"providers.bedrock.profile = work # {config}:5" in lines
+    assert f"providers.vertex.region = us-east5 # {config}:8" in lines
+    assert (
+        "providers.vertex.project = my-gcp-project # environment $ANTHROPIC_VERTEX_PROJECT_ID"
+        in lines
+    )
