@@ -10,7 +10,8 @@ Resolution, in order:
 
 Credentials and endpoints come from the config first, then the environment:
 ``ANTHROPIC_API_KEY`` (and ``ANTHROPIC_BASE_URL``), ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``
-(``openai`` and ``openai-responses`` share them); ``bedrock``: ``AWS_REGION`` (or
+(``openai`` and ``openai-responses`` share them); ``google``: ``GEMINI_API_KEY`` or
+``GOOGLE_API_KEY`` (``GOOGLE_GEMINI_BASE_URL``); ``bedrock``: ``AWS_REGION`` (or
 ``AWS_DEFAULT_REGION``), ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN``,
 ``AWS_PROFILE`` or a Bedrock API key ``AWS_BEARER_TOKEN_BEDROCK``; ``vertex``:
 ``ANTHROPIC_VERTEX_PROJECT_ID`` (or ``GOOGLE_CLOUD_PROJECT``), ``CLOUD_ML_REGION`` (default
@@ -60,6 +61,7 @@ from coding_agent.worker.providers.cloud import (
     BedrockProvider,
     VertexProvider,
 )
+from coding_agent.worker.providers.google import GOOGLE_MODELS, GoogleProvider
 from coding_agent.worker.providers.openai import (
     LOCAL_COMPAT,
     OPENAI_COMPAT,
@@ -98,7 +100,7 @@ __all__ = [
     "resolve_model",
 ]
 
-PROVIDERS = ("anthropic", "openai", "openai-responses", "bedrock", "vertex", "faux")
+PROVIDERS = ("anthropic", "openai", "openai-responses", "google", "bedrock", "vertex", "faux")
 """The built-in provider names."""
 
 TOOL_CALLING_ENV = "CODING_AGENT_TOOL_CALLING"
@@ -338,6 +340,21 @@ def resolve_model(
             sleep=sleep,
         )
         return ModelSelection(responses_provider, responses_provider.model(model_id))
+    if name == "google":
+        key = _setting(settings, environ, name, "api_key") or environ.get("GOOGLE_API_KEY")
+        if not key:
+            raise RegistryError(
+                f"google needs an API key: set {_key_env(settings, name)} (or GOOGLE_API_KEY) or "
+                f"providers.google.api_key in {settings.source}"
+            )
+        google_provider = GoogleProvider(
+            api_key=key,
+            base_url=_setting(settings, environ, name, "base_url"),
+            models=_models(settings, name, GOOGLE_MODELS),
+            retry=retry,
+            sleep=sleep,
+        )
+        return ModelSelection(google_provider, google_provider.model(model_id))
     if name == "vertex":
         project = _setting(settings, environ, name, "project") or environ.get(
             "GOOGLE_CLOUD_PROJECT"
@@ -386,6 +403,8 @@ _ENV = {
     ("openai", "base_url"): "OPENAI_BASE_URL",
     ("openai-responses", "api_key"): "OPENAI_API_KEY",
     ("openai-responses", "base_url"): "OPENAI_BASE_URL",
+    ("google", "api_key"): "GEMINI_API_KEY",
+    ("google", "base_url"): "GOOGLE_GEMINI_BASE_URL",
     ("bedrock", "api_key"): "AWS_BEARER_TOKEN_BEDROCK",
     ("bedrock", "base_url"): "ANTHROPIC_BEDROCK_BASE_URL",
     ("bedrock", "region"): "AWS_REGION",
@@ -405,7 +424,8 @@ def key_variables(config: RegistryConfig | None = None) -> tuple[str, ...]:
     for (_, field), name in _ENV.items():
         if field in _SECRET_FIELDS and name not in names:
             names.append(name)
-    names.extend(n for n in (*AWS_SECRET_VARIABLES, *GOOGLE_SECRET_VARIABLES) if n not in names)
+    extra = ("GOOGLE_API_KEY", *AWS_SECRET_VARIABLES, *GOOGLE_SECRET_VARIABLES)
+    names.extend(n for n in extra if n not in names)
     for settings in config.providers.values() if config is not None else ():
         if settings.api_key_env and settings.api_key_env not in names:
             names.append(settings.api_key_env)
