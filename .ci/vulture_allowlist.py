@@ -161,3 +161,7 @@ _.refused  # coding_agent.server.serve: connections refused (no reader yet; serv
 
 # typing.Protocol call signatures (pico3.tools.SlotCommit): Python calls the instance
 __call__
+
+# coding_agent.worker.providers.presets: the delta field a preset streams reasoning in (the
+# table documents it; the adapter reads both fields; the preset tests check it)
+_.thinking_field

@@ -36,6 +36,10 @@ def test_the_withheld_names_are_the_provider_keys_the_token_and_the_listed_ones(
         "ANTHROPIC_API_KEY",
         "OPENAI_API_KEY",
         "GEMINI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "GROQ_API_KEY",
+        "DEEPSEEK_API_KEY",
+        "MISTRAL_API_KEY",
         "AWS_BEARER_TOKEN_BEDROCK",
         "GOOGLE_API_KEY",
         "AWS_ACCESS_KEY_ID",
@@ -57,6 +61,10 @@ def test_the_withheld_names_are_the_provider_keys_the_token_and_the_listed_ones(
         "ANTHROPIC_API_KEY",
         "OPENAI_API_KEY",
         "GEMINI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "GROQ_API_KEY",
+        "DEEPSEEK_API_KEY",
+        "MISTRAL_API_KEY",
         "AWS_BEARER_TOKEN_BEDROCK",
         "GOOGLE_API_KEY",
         "AWS_ACCESS_KEY_ID",
@@ -110,7 +118,8 @@ def test_coding_agent_config_lists_what_is_withheld(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     withheld = next(line for line in lines if line.startswith("secrets = "))
     assert withheld.startswith(
-        "secrets = ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, AWS_BEARER_TOKEN_BEDROCK, "
+        "secrets = ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY, "
+        "GROQ_API_KEY, DEEPSEEK_API_KEY, MISTRAL_API_KEY, AWS_BEARER_TOKEN_BEDROCK, "
         "GOOGLE_API_KEY, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, "
         "GOOGLE_APPLICATION_CREDENTIALS, "
         "CODING_AGENT_TOKEN, GITHUB_TOKEN  # "

@@ -73,6 +73,7 @@ from coding_agent.worker.providers.openai_responses import (
     RESPONSES_MODELS,
     OpenAIResponsesProvider,
 )
+from coding_agent.worker.providers.presets import PRESETS
 from coding_agent.worker.providers.text_tools import TOOL_CALLING_MODES, ToolCalling
 from pico3.models import (
     FAUX_MODEL,
@@ -100,8 +101,20 @@ __all__ = [
     "resolve_model",
 ]
 
-PROVIDERS = ("anthropic", "openai", "openai-responses", "google", "bedrock", "vertex", "faux")
-"""The built-in provider names."""
+PROVIDERS = (
+    "anthropic",
+    "openai",
+    "openai-responses",
+    "google",
+    "bedrock",
+    "vertex",
+    "faux",
+    *PRESETS,
+)
+"""The built-in provider names (the OpenAI-compatible presets last: :mod:`.presets`)."""
+
+_CHAT_COMPLETIONS = frozenset({"openai", *PRESETS})
+"""The providers speaking Chat Completions (``tool_calling`` applies to their models)."""
 
 TOOL_CALLING_ENV = "CODING_AGENT_TOOL_CALLING"
 """The environment variable that forces ``native`` or ``text`` tool calling for every model."""
@@ -231,9 +244,9 @@ def parse_registry_config(config: Mapping[str, Any] | None) -> RegistryConfig:
                 f"invalid model config: unknown provider {model.provider!r} at "
                 f"`$.models[{index}].provider`"
             )
-        if model.tool_calling is not None and model.provider != "openai":
+        if model.tool_calling is not None and model.provider not in _CHAT_COMPLETIONS:
             raise RegistryError(
-                f"invalid model config: tool_calling applies to openai models only, not "
+                f"invalid model config: tool_calling applies to openai(-compatible) models only, not "
                 f"{model.provider!r} - at `$.models[{index}].tool_calling`"
             )
     return parsed
@@ -324,6 +337,8 @@ def resolve_model(
             tool_calling=per_model,
         )
         return ModelSelection(openai_provider, openai_provider.model(model_id))
+    if name in PRESETS:
+        return _preset(name, model_id, settings, environ, config, forced, retry, sleep)
     if name == "openai-responses":
         key = _setting(settings, environ, name, "api_key")
         base_url = _setting(settings, environ, name, "base_url")
@@ -396,6 +411,49 @@ def resolve_model(
     raise RegistryError(f"unknown provider {name!r} in {ref!r} (known: {', '.join(PROVIDERS)})")
 
 
+def _preset(
+    name: str,
+    model_id: str,
+    settings: RegistryConfig,
+    environ: Mapping[str, str],
+    config: Mapping[str, Any] | None,
+    forced: ToolCalling | None,
+    retry: RetryPolicy | None,
+    sleep: Sleep | None,
+) -> ModelSelection:
+    """An OpenAI-compatible preset: its table row, with the config's settings on top (the
+    ``compat`` keys given replace the preset's, the others stay)."""
+    preset = PRESETS[name]
+    key = _setting(settings, environ, name, "api_key")
+    if not key and preset.key_variable is not None:
+        raise RegistryError(
+            f"{name} needs an API key: set {_key_env(settings, name)} or "
+            f"providers.{name}.api_key in {settings.source}"
+        )
+    raw = dict((config or {}).get("providers", {}).get(name, {}).get("compat") or {})
+    compat = msgspec.structs.replace(preset.compat, **raw)
+    per_model: dict[str, ToolCalling] = {
+        m.id: m.tool_calling
+        for m in settings.models
+        if m.provider == name and m.tool_calling is not None
+    }
+    if forced is not None:
+        compat = msgspec.structs.replace(compat, tool_calling=forced)
+        per_model = {}
+    models = tuple(m.info(OPENAI_MODELS[0].api) for m in settings.models if m.provider == name)
+    provider = OpenAIProvider(
+        name=name,
+        api_key=key or "local",
+        base_url=_setting(settings, environ, name, "base_url") or preset.base_url,
+        compat=compat,
+        models=models,
+        retry=retry,
+        sleep=sleep,
+        tool_calling=per_model,
+    )
+    return ModelSelection(provider, provider.model(model_id))
+
+
 _ENV = {
     ("anthropic", "api_key"): "ANTHROPIC_API_KEY",
     ("anthropic", "base_url"): "ANTHROPIC_BASE_URL",
@@ -405,6 +463,7 @@ _ENV = {
     ("openai-responses", "base_url"): "OPENAI_BASE_URL",
     ("google", "api_key"): "GEMINI_API_KEY",
     ("google", "base_url"): "GOOGLE_GEMINI_BASE_URL",
+    **{(p.name, "api_key"): p.key_variable for p in PRESETS.values() if p.key_variable},
     ("bedrock", "api_key"): "AWS_BEARER_TOKEN_BEDROCK",
     ("bedrock", "base_url"): "ANTHROPIC_BEDROCK_BASE_URL",
     ("bedrock", "region"): "AWS_REGION",
