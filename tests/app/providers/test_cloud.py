@@ -289,7 +289,7 @@ async def test_bedrock_signs_the_request_and_reads_the_event_stream(
 async def test_bedrock_exception_frames_and_status_errors_are_one_line(
     aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    model = "us.anthropic.claude-haiku-4-5"
+    model = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
     throttled = [_chunk(_events(model)[0]), _exception("throttlingException", "Too many tokens")]
     denied = Reply(403, json_body={"message": "The security token included in the request is invalid."})  # fmt: skip
     sleeps = _Sleeps()
@@ -332,7 +332,7 @@ def test_a_headless_run_on_bedrock_signs_with_the_keys_the_worker_withholds(
 ) -> None:
     """The real binary: the worker reads the AWS keys when it makes the provider, withholds
     them from its own environment, and still signs the request with them."""
-    model = "us.anthropic.claude-haiku-4-5"
+    model = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
     answer = [
         _events(model)[0],
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},

@@ -86,7 +86,7 @@ BEDROCK_MODELS: tuple[ModelInfo, ...] = tuple(
         (
             "us.anthropic.claude-sonnet-4-6",
             "us.anthropic.claude-opus-4-7",
-            "us.anthropic.claude-haiku-4-5",
+            "us.anthropic.claude-haiku-4-5-20251001-v1:0",
         ),
         strict=True,
     )

@@ -53,6 +53,7 @@ from typing import Any
 import msgspec
 
 from coding_agent.worker.providers.anthropic import ANTHROPIC_MODELS, AnthropicProvider
+from coding_agent.worker.providers.catalog import catalog_models
 from coding_agent.worker.providers.cloud import (
     AWS_SECRET_VARIABLES,
     BEDROCK_MODELS,
@@ -440,7 +441,7 @@ def _preset(
     if forced is not None:
         compat = msgspec.structs.replace(compat, tool_calling=forced)
         per_model = {}
-    models = tuple(m.info(OPENAI_MODELS[0].api) for m in settings.models if m.provider == name)
+    models = _models(settings, name, (), OPENAI_MODELS[0].api)
     provider = OpenAIProvider(
         name=name,
         api_key=key or "local",
@@ -522,9 +523,15 @@ def _setting(
 
 
 def _models(
-    config: RegistryConfig, provider: str, bundled: Sequence[ModelInfo]
+    config: RegistryConfig, provider: str, bundled: Sequence[ModelInfo], api: str | None = None
 ) -> tuple[ModelInfo, ...]:
-    api = bundled[0].api
+    """``provider``'s models: the bundled ones (first the default), then the shipped
+    catalog's others (:mod:`.catalog`), each replaced by a ``[[models]]`` entry of the same id,
+    then the entries for models neither knows."""
+    api = api or bundled[0].api
+    known = [*bundled]
+    ids = {m.id for m in bundled}
+    known.extend(m for m in catalog_models(provider, api) if m.id not in ids)
     overrides = {m.id: m.info(api) for m in config.models if m.provider == provider}
-    merged = [overrides.pop(m.id, m) for m in bundled]
+    merged = [overrides.pop(m.id, m) for m in known]
     return (*merged, *overrides.values())
