@@ -99,6 +99,7 @@ __all__ = [
     "parse_model_ref",
     "parse_registry_config",
     "provider_variables",
+    "reachable_providers",
     "resolve_model",
 ]
 
@@ -410,6 +411,48 @@ def resolve_model(
         )
         return ModelSelection(bedrock_provider, bedrock_provider.model(model_id))
     raise RegistryError(f"unknown provider {name!r} in {ref!r} (known: {', '.join(PROVIDERS)})")
+
+
+def reachable_providers(
+    *,
+    env: Mapping[str, str] | None = None,
+    config: Mapping[str, Any] | None = None,
+    skip: frozenset[str] = frozenset(),
+) -> list[Provider]:
+    """Every provider (but those named in ``skip`` and ``faux``) whose credentials are set in
+    ``env`` or ``config``, made as :func:`resolve_model` makes it: what ``/model`` can switch to.
+    A local preset counts once ``[providers.NAME]`` configures it; Bedrock once a region and a
+    credential (keys, a profile, an API key, or a ``[providers.bedrock]`` table) are set."""
+    environ = os.environ if env is None else env
+    settings = parse_registry_config(config)
+    found: list[Provider] = []
+    for name in PROVIDERS:
+        if name in skip or name == "faux" or not _has_credentials(name, settings, environ):
+            continue
+        try:
+            found.append(resolve_model(f"{name}/-", env=environ, config=config).provider)
+        except RegistryError:
+            continue  # half configured: the provider says what is missing when chosen
+    return found
+
+
+def _has_credentials(name: str, settings: RegistryConfig, env: Mapping[str, str]) -> bool:
+    key = _setting(settings, env, name, "api_key")
+    if name == "google":
+        return bool(key or env.get("GOOGLE_API_KEY"))
+    if name == "bedrock":
+        region = _setting(settings, env, name, "region") or env.get("AWS_DEFAULT_REGION")
+        signed = any(env.get(k) for k in AWS_SECRET_VARIABLES[:2])
+        profile = _setting(settings, env, name, "profile")
+        return bool(region and (key or signed or profile or name in settings.providers))
+    if name == "vertex":
+        return bool(_setting(settings, env, name, "project") or env.get("GOOGLE_CLOUD_PROJECT"))
+    if name == "openai":
+        return bool(key or _setting(settings, env, name, "base_url"))
+    preset = PRESETS.get(name)
+    if preset is not None and preset.key_variable is None:
+        return name in settings.providers
+    return bool(key)
 
 
 def _preset(
