@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from coding_agent.worker.providers_facet import resolve_providers
 
 
-def _names(env: dict[str, str], config: dict[str, object] | None = None, ref: str | None = None) -> list[str]:  # fmt: skip
+def _names(env: dict[str, str], config: Mapping[str, Any] | None = None, ref: str | None = None) -> list[str]:  # fmt: skip
     choice = resolve_providers(ref, env=env, config=config)
     return [provider.name for provider in choice.providers]
 
