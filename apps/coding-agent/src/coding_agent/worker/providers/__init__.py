@@ -28,10 +28,6 @@ from coding_agent.worker.providers.openai import (
     OpenAICompat,
     OpenAIProvider,
 )
-from coding_agent.worker.providers.openai_responses import (
-    RESPONSES_MODELS,
-    OpenAIResponsesProvider,
-)
 from coding_agent.worker.providers.registry import (
     ModelSelection,
     RegistryError,
@@ -44,12 +40,10 @@ __all__ = [
     "LOCAL_COMPAT",
     "OPENAI_COMPAT",
     "OPENAI_MODELS",
-    "RESPONSES_MODELS",
     "AnthropicProvider",
     "ModelSelection",
     "OpenAICompat",
     "OpenAIProvider",
-    "OpenAIResponsesProvider",
     "RegistryError",
     "parse_model_ref",
     "resolve_model",

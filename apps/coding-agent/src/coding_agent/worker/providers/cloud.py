@@ -47,9 +47,7 @@ from coding_agent.worker.providers.anthropic import (
 from pico3.models import ModelInfo, ProviderError, Request
 
 __all__ = [
-    "AWS_SECRET_VARIABLES",
     "BEDROCK_MODELS",
-    "GOOGLE_SECRET_VARIABLES",
     "VERTEX_MODELS",
     "BedrockProvider",
     "EventStream",
@@ -59,17 +57,6 @@ __all__ = [
 
 VERTEX_VERSION = "vertex-2023-10-16"
 BEDROCK_VERSION = "bedrock-2023-05-31"
-
-AWS_SECRET_VARIABLES = (
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_BEARER_TOKEN_BEDROCK",
-)
-"""The AWS credentials a Bedrock provider reads from the environment (withheld from children)."""
-
-GOOGLE_SECRET_VARIABLES = ("GOOGLE_APPLICATION_CREDENTIALS",)
-"""The Google credentials a Vertex provider reads from the environment (withheld too)."""
 
 _CLOUD_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 

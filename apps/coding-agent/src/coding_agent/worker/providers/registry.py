@@ -54,25 +54,12 @@ import msgspec
 
 from coding_agent.worker.providers.anthropic import ANTHROPIC_MODELS, AnthropicProvider
 from coding_agent.worker.providers.catalog import catalog_models
-from coding_agent.worker.providers.cloud import (
-    AWS_SECRET_VARIABLES,
-    BEDROCK_MODELS,
-    GOOGLE_SECRET_VARIABLES,
-    VERTEX_MODELS,
-    BedrockProvider,
-    VertexProvider,
-)
-from coding_agent.worker.providers.google import GOOGLE_MODELS, GoogleProvider
 from coding_agent.worker.providers.openai import (
     LOCAL_COMPAT,
     OPENAI_COMPAT,
     OPENAI_MODELS,
     OpenAICompat,
     OpenAIProvider,
-)
-from coding_agent.worker.providers.openai_responses import (
-    RESPONSES_MODELS,
-    OpenAIResponsesProvider,
 )
 from coding_agent.worker.providers.presets import PRESETS
 from coding_agent.worker.providers.text_tools import TOOL_CALLING_MODES, ToolCalling
@@ -87,6 +74,8 @@ from pico3.models import (
 )
 
 __all__ = [
+    "AWS_SECRET_VARIABLES",
+    "GOOGLE_SECRET_VARIABLES",
     "PROVIDERS",
     "TOOL_CALLING_ENV",
     "ModelEntry",
@@ -117,6 +106,17 @@ PROVIDERS = (
 
 _CHAT_COMPLETIONS = frozenset({"openai", *PRESETS})
 """The providers speaking Chat Completions (``tool_calling`` applies to their models)."""
+
+AWS_SECRET_VARIABLES = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
+)
+"""The AWS credentials a Bedrock provider reads from the environment (withheld from children)."""
+
+GOOGLE_SECRET_VARIABLES = ("GOOGLE_APPLICATION_CREDENTIALS",)
+"""The Google credentials a Vertex provider reads from the environment (withheld too)."""
 
 TOOL_CALLING_ENV = "CODING_AGENT_TOOL_CALLING"
 """The environment variable that forces ``native`` or ``text`` tool calling for every model."""
@@ -342,6 +342,11 @@ def resolve_model(
     if name in PRESETS:
         return _preset(name, model_id, settings, environ, config, forced, retry, sleep)
     if name == "openai-responses":
+        from coding_agent.worker.providers.openai_responses import (
+            RESPONSES_MODELS,
+            OpenAIResponsesProvider,
+        )
+
         key = _setting(settings, environ, name, "api_key")
         base_url = _setting(settings, environ, name, "base_url")
         if not key and not base_url:
@@ -358,6 +363,8 @@ def resolve_model(
         )
         return ModelSelection(responses_provider, responses_provider.model(model_id))
     if name == "google":
+        from coding_agent.worker.providers.google import GOOGLE_MODELS, GoogleProvider
+
         key = _setting(settings, environ, name, "api_key") or environ.get("GOOGLE_API_KEY")
         if not key:
             raise RegistryError(
@@ -373,6 +380,8 @@ def resolve_model(
         )
         return ModelSelection(google_provider, google_provider.model(model_id))
     if name == "vertex":
+        from coding_agent.worker.providers.cloud import VERTEX_MODELS, VertexProvider
+
         project = _setting(settings, environ, name, "project") or environ.get(
             "GOOGLE_CLOUD_PROJECT"
         )
@@ -393,6 +402,8 @@ def resolve_model(
         )
         return ModelSelection(vertex_provider, vertex_provider.model(model_id))
     if name == "bedrock":
+        from coding_agent.worker.providers.cloud import BEDROCK_MODELS, BedrockProvider
+
         region = _setting(settings, environ, name, "region") or environ.get("AWS_DEFAULT_REGION")
         if not region:
             raise RegistryError(
