@@ -168,3 +168,6 @@ __call__
 
 # socketserver: a class attribute the server reads (pico3.sandbox_proxy's server)
 daemon_threads
+# coding_agent.worker.providers.presets: the delta field a preset streams reasoning in (the
+# table documents it; the adapter reads both fields; the preset tests check it)
+_.thinking_field

@@ -35,6 +35,17 @@ def test_the_withheld_names_are_the_provider_keys_the_token_and_the_listed_ones(
     assert secret_names(secrets=config.secrets, registry=config.registry()) == (
         "ANTHROPIC_API_KEY",
         "OPENAI_API_KEY",
+        "GEMINI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "GROQ_API_KEY",
+        "DEEPSEEK_API_KEY",
+        "MISTRAL_API_KEY",
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "GOOGLE_API_KEY",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "GOOGLE_APPLICATION_CREDENTIALS",
         "LOCAL_LLM_KEY",
         "CODING_AGENT_TOKEN",
         "GITHUB_TOKEN",
@@ -49,6 +60,17 @@ def test_the_withheld_names_are_the_provider_keys_the_token_and_the_listed_ones(
     assert environment.withheld == {
         "ANTHROPIC_API_KEY",
         "OPENAI_API_KEY",
+        "GEMINI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "GROQ_API_KEY",
+        "DEEPSEEK_API_KEY",
+        "MISTRAL_API_KEY",
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "GOOGLE_API_KEY",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "GOOGLE_APPLICATION_CREDENTIALS",
         "LOCAL_LLM_KEY",
         "CODING_AGENT_TOKEN",
         "GITHUB_TOKEN",
@@ -96,7 +118,11 @@ def test_coding_agent_config_lists_what_is_withheld(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     withheld = next(line for line in lines if line.startswith("secrets = "))
     assert withheld.startswith(
-        "secrets = ANTHROPIC_API_KEY, OPENAI_API_KEY, CODING_AGENT_TOKEN, GITHUB_TOKEN  # "
+        "secrets = ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY, "
+        "GROQ_API_KEY, DEEPSEEK_API_KEY, MISTRAL_API_KEY, AWS_BEARER_TOKEN_BEDROCK, "
+        "GOOGLE_API_KEY, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, "
+        "GOOGLE_APPLICATION_CREDENTIALS, "
+        "CODING_AGENT_TOKEN, GITHUB_TOKEN  # "
     )
     assert withheld.endswith(f"provider keys, server token + {path}:1")
     passed = next(line for line in lines if line.startswith("secrets_passthrough = "))

@@ -120,7 +120,8 @@ def test_a_bad_model_or_a_missing_key_fails_with_one_line_and_leaves_no_session(
 
     assert main(["-p", "hi", "--model", "nope/x"]) == 1
     assert err_of(capsys) == (
-        "coding-agent: error: unknown provider 'nope' in 'nope/x' (known: anthropic, openai, faux)\n"
+        "coding-agent: error: unknown provider 'nope' in 'nope/x' (known: anthropic, openai, "
+        "openai-responses, google, bedrock, vertex, faux, openrouter, groq, deepseek, mistral, ollama, lmstudio, vllm, llamacpp)\n"
     )
     assert main(["-p", "hi", "--model", "anthropic/claude-sonnet-4-5"]) == 1
     config_file = Path(env["XDG_CONFIG_HOME"]) / "coding-agent" / "config.toml"
@@ -134,7 +135,7 @@ def test_a_bad_model_or_a_missing_key_fails_with_one_line_and_leaves_no_session(
     assert (
         err.startswith(
             "coding-agent: error: unknown provider 'nope' in 'nope/x' (known: anthropic, openai, "
-            "faux) (worker log: "
+            "openai-responses, google, bedrock, vertex, faux, openrouter, groq, deepseek, mistral, ollama, lmstudio, vllm, llamacpp) (worker log: "
         )
         and err.count("\n") == 1
     )

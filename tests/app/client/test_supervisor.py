@@ -64,6 +64,6 @@ async def test_a_worker_that_cannot_start_raises_with_its_message(
     assert failed.value.status == 4
     assert failed.value.reason() == (
         "unknown provider 'no-such-provider' in 'no-such-provider/model' "
-        "(known: anthropic, openai, faux)"
+        "(known: anthropic, openai, openai-responses, google, bedrock, vertex, faux, openrouter, groq, deepseek, mistral, ollama, lmstudio, vllm, llamacpp)"
     )
     assert keeper.pid is None and not session.worker_running()

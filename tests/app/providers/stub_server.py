@@ -4,7 +4,9 @@ Each request pops the next :class:`Reply` from the script: a plain JSON reply (e
 chunked ``text/event-stream`` body written event by event. A reply may stop half way at a
 ``hold`` (a :class:`threading.Event`) so a test can abort mid-stream; the server then waits for
 the client to hang up and sets :attr:`StubServer.disconnected`, which is how a test proves that
-aborting closed the HTTP stream. Every request is recorded (method, path, headers, JSON body).
+aborting closed the HTTP stream. Every request is recorded (method, path, headers, JSON body;
+a form body as a dict). A reply's events may be binary frames (Bedrock's AWS event stream)
+with their own ``content-type``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qsl
 
 
 @dataclass
@@ -25,7 +28,7 @@ class Reply:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     json_body: Any = None
-    events: Sequence[str] = ()
+    events: Sequence[str | bytes] = ()  # SSE text, or binary frames (set a content-type)
     hold_after: int | None = None  # stop after this many events until ``hold`` is set
 
 
@@ -93,7 +96,7 @@ class StubServer:
                         "POST",
                         self.path,
                         {k.lower(): v for k, v in self.headers.items()},
-                        json.loads(raw) if raw else None,
+                        _body(raw, self.headers.get("content-type", "")),
                     )
                 )
                 reply = stub.replies.popleft() if stub.replies else Reply(404, json_body={})
@@ -110,7 +113,8 @@ class StubServer:
                 self.send_response(reply.status)
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
-                self.send_header("content-type", "text/event-stream")
+                if "content-type" not in reply.headers:
+                    self.send_header("content-type", "text/event-stream")
                 self.send_header("transfer-encoding", "chunked")
                 self.end_headers()
                 for number, event in enumerate(_chunks(reply.events)):
@@ -118,7 +122,7 @@ class StubServer:
                         stub.holding.set()
                         self._wait_for_hangup()
                         return
-                    data = event.encode()
+                    data = event if isinstance(event, bytes) else event.encode()
                     self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                     self.wfile.flush()
                 self.wfile.write(b"0\r\n\r\n")
@@ -140,5 +144,17 @@ class StubServer:
         return Handler
 
 
-def _chunks(events: Sequence[str]) -> Iterator[str]:
+def _chunks(events: Sequence[str | bytes]) -> Iterator[str | bytes]:
     yield from events
+
+
+def _body(raw: bytes, content_type: str) -> Any:
+    """A request body: JSON decoded, a form (an OAuth token request) as a dict, else text."""
+    if not raw:
+        return None
+    if content_type.startswith("application/x-www-form-urlencoded"):
+        return dict(parse_qsl(raw.decode()))
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode(errors="replace")

@@ -344,3 +344,28 @@ async def test_bad_request_input_ends_the_stream_with_an_error_without_calling_t
     error = events[-1]
     assert isinstance(error, ErrorEvent) and not error.retryable
     assert error.error.error_message == "unknown thinking level 'extreme'"
+
+
+def test_another_apis_signed_thinking_is_replayed_as_text_not_as_thinking() -> None:
+    """An OpenAI Responses or Gemini signature means nothing to Anthropic (it would be refused):
+    thinking from another API goes back as text, its signature dropped."""
+    from pico3.models import AssistantMessage
+
+    foreign = AssistantMessage(
+        content=[
+            ThinkingContent(thinking="hmm", signature="gAAAA-encrypted"),
+            TextContent(text="ok"),
+        ],
+        api="openai-responses",
+    )
+    ours = AssistantMessage(
+        content=[ThinkingContent(thinking="yes", signature="sig"), TextContent(text="ok")],
+        api="anthropic-messages",
+    )
+    info = AnthropicProvider(api_key="k").model(MODEL)
+    for message, first in (
+        (foreign, {"type": "text", "text": "hmm"}),
+        (ours, {"type": "thinking", "thinking": "yes", "signature": "sig"}),
+    ):
+        request = Request(model=MODEL, messages=[UserMessage(content="q"), message])
+        assert build_params(request, info)["messages"][1]["content"][0] == first

@@ -522,7 +522,7 @@ async def _run_headless(args: argparse.Namespace, session: Session, prompt: str)
 
 def _print_config(cwd: Path) -> int:
     from coding_agent.config import load_config
-    from coding_agent.worker.providers.registry import resolve_model
+    from coding_agent.worker.providers.registry import provider_variables, resolve_model
 
     config = load_config(cwd)
     lines: list[tuple[str, str]] = []
@@ -551,22 +551,21 @@ def _print_config(cwd: Path) -> int:
     show("model", model, origin)
     show("thinking", config.thinking or "off", config.origin.get("thinking", "default"))
     environment = {
-        "providers.anthropic.api_key": "ANTHROPIC_API_KEY",
-        "providers.anthropic.base_url": "ANTHROPIC_BASE_URL",
-        "providers.openai.api_key": "OPENAI_API_KEY",
-        "providers.openai.base_url": "OPENAI_BASE_URL",
+        f"providers.{name}.{field}": variable
+        for (name, field), variable in provider_variables().items()
     }
-    for name in ("anthropic", "openai"):
+    names = dict.fromkeys([*(name for name, _ in provider_variables()), *config.providers])
+    for name in names:
         values = dict(config.providers.get(name, {}))
         env_key = values.get("api_key_env")
-        for field in ("base_url", "api_key_env", "api_key"):
+        for field in ("base_url", "region", "project", "profile", "api_key_env", "api_key"):
             key = f"providers.{name}.{field}"
             if field in values:
                 shown = "(set)" if field == "api_key" else values[field]
                 show(key, shown, config.origin.get(key, "?"))
             elif field != "api_key_env":
-                variable = env_key if field == "api_key" and env_key else environment[key]
-                if os.environ.get(variable):
+                variable = env_key if field == "api_key" and env_key else environment.get(key)
+                if variable and os.environ.get(variable):
                     shown = "(set)" if field == "api_key" else os.environ[variable]
                     show(key, shown, f"environment ${variable}")
         for flag, value in dict(values.get("compat") or {}).items():

@@ -187,6 +187,9 @@ class _ProviderFile(msgspec.Struct, forbid_unknown_fields=True):
     api_key: str | None = None
     api_key_env: str | None = None
     compat: dict[str, Any] | None = None
+    region: str | None = None  # bedrock, vertex
+    project: str | None = None  # vertex
+    profile: str | None = None  # bedrock
 
 
 class _ModelFile(msgspec.Struct, forbid_unknown_fields=True):

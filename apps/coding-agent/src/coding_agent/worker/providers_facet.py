@@ -4,8 +4,10 @@ The turn loop finds a conversation's model through ``HarnessOptions.services["mo
 object the worker creates before the harness exists. :func:`resolve_providers` decides what goes
 in it — the model chosen by ``--model`` / the environment / the config
 (:func:`~coding_agent.worker.providers.resolve_model`), plus the offline ``faux`` provider, which
-is always present so ``/model faux/faux-1`` works anywhere — and :func:`providers_facet` adds
-those providers to the shared ``Models`` when the session's facets are set up.
+is always present so ``/model faux/faux-1`` works anywhere, plus every other provider whose
+credentials are set (:func:`~coding_agent.worker.providers.registry.reachable_providers`), so
+``/model`` lists what the configured keys can reach — and :func:`providers_facet` adds those
+providers to the shared ``Models`` when the session's facets are set up.
 
 The faux provider is the :mod:`~coding_agent.worker.demo` one: the built-in tour by default, or
 a JSON script (``--faux-script``). It answers from the transcript, so it resumes after a crash.
@@ -22,6 +24,7 @@ import msgspec
 from chord import Facet, FacetEnvironment, define_facet
 from coding_agent.worker.demo import ScriptedProvider, demo_provider, load_script
 from coding_agent.worker.providers import resolve_model
+from coding_agent.worker.providers.registry import reachable_providers
 from pico3 import Models
 from pico3.models import ModelInfo, Provider
 
@@ -68,6 +71,8 @@ def resolve_providers(
         model = faux.model(model.id)
     else:
         providers.append(selection.provider)
+    skip = frozenset({faux.name, selection.provider.name})
+    providers.extend(reachable_providers(env=env, config=config, skip=skip))
     return ProviderChoice(tuple(providers), model)
 
 

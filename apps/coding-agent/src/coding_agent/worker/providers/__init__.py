@@ -3,6 +3,12 @@
 * :mod:`~coding_agent.worker.providers.anthropic` — Anthropic Messages API (``anthropic`` SDK).
 * :mod:`~coding_agent.worker.providers.openai` — Chat Completions (``openai`` SDK), which also
   covers OpenAI-compatible servers (Ollama, llama.cpp, vLLM) through ``base_url``.
+* :mod:`~coding_agent.worker.providers.openai_responses` — the Responses API (``openai`` SDK):
+  reasoning items replayed encrypted across turns (``store=false``).
+* :mod:`~coding_agent.worker.providers.google` — Gemini (``google-genai``): thought summaries,
+  thought signatures replayed, function calling, images.
+* :mod:`~coding_agent.worker.providers.cloud` — Claude on Bedrock and Vertex (the Anthropic
+  SDK's cloud clients, the Anthropic mapping).
 * :mod:`~coding_agent.worker.providers.registry` — ``--model provider/id``, environment
   variables and config to a :class:`ModelSelection`; ``faux`` when nothing is configured.
 

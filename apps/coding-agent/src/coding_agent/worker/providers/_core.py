@@ -180,6 +180,8 @@ class SdkProvider:
     sdk: ClassVar[Sdk]
     bundled: ClassVar[tuple[ModelInfo, ...]]
     """The models known without configuration (the first is the default)."""
+    default_name: ClassVar[str] = ""
+    """The provider's name when none is given (empty: the SDK package's name)."""
 
     def __init__(
         self,
@@ -193,7 +195,7 @@ class SdkProvider:
         timeout: float = 600.0,
         name: str | None = None,
     ) -> None:
-        self.name = name or self.sdk.package
+        self.name = name or self.default_name or self.sdk.package
         self._models = tuple(self.bundled if models is None else models)
         self._retry = retry or RetryPolicy()
         self._sleep = sleep or anyio.sleep
@@ -264,22 +266,28 @@ class SdkProvider:
         """Send ``request`` (once per attempt: bad input fails the stream)."""
         return await self._post(ENCODER.encode(self._params(request, info, mapper)))
 
-    async def _post(self, body: bytes) -> SdkStream:
+    async def _post(self, body: bytes, path: str | None = None) -> SdkStream:
         """POST a ready JSON body through the SDK (its base URL, auth and version headers,
-        timeout and status errors) and read the raw event stream with msgspec instead of the
-        SDK's parameter transforms and per-event pydantic models, which cost more than the
-        rest of a late turn together."""
+        timeout and status errors) to ``path`` (the SDK's unless given: an API whose path
+        names the model) and read the raw event stream (:meth:`_stream`) with msgspec instead
+        of the SDK's parameter transforms and per-event pydantic models, which cost more than
+        the rest of a late turn together."""
         import httpx2
 
         sdk = self.sdk
         response = await self._client.post(
-            sdk.path,
+            sdk.path if path is None else path,
             cast_to=httpx2.Response,
             content=body,
             options={"headers": _JSON_HEADERS, **sdk.options},
             stream=True,
         )
-        return SseStream(response, sdk.decode)
+        return self._stream(response)
+
+    def _stream(self, response: Any) -> SdkStream:
+        """The decoded events of a streamed ``httpx2.Response``: server-sent events, each
+        ``sdk.decode`` d (an API framing its stream otherwise overrides this)."""
+        return SseStream(response, self.sdk.decode)
 
     def stream(self, request: Request, ctx: Context) -> AsyncIterator[StreamEvent]:
         """Stream ``request``: ``start`` first, exactly one terminal event last."""

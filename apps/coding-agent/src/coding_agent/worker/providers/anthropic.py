@@ -64,6 +64,7 @@ __all__ = [
     "AnthropicProvider",
     "build_params",
     "classify_error",
+    "decode_event",
 ]
 
 API = "anthropic-messages"
@@ -171,7 +172,10 @@ def _messages(messages: Sequence[Message], *, cache: bool = True) -> list[dict[s
             )
             out.append({"role": "user", "content": content})
         elif isinstance(message, AssistantMessage):
-            blocks = [b for b in (_assistant_block(b) for b in message.content) if b is not None]
+            signed = message.api in ("", API)  # another API's signatures mean nothing here
+            blocks = [
+                b for b in (_assistant_block(b, signed) for b in message.content) if b is not None
+            ]
             if blocks:
                 out.append({"role": "assistant", "content": blocks})
         elif isinstance(message, ToolResultMessage):
@@ -288,16 +292,24 @@ def _user_block(block: TextContent | ImageContent) -> dict[str, Any]:
     }
 
 
-def _assistant_block(block: TextContent | ThinkingContent | ToolCall) -> dict[str, Any] | None:
+def _assistant_block(
+    block: TextContent | ThinkingContent | ToolCall, signed: bool = True
+) -> dict[str, Any] | None:
     if isinstance(block, TextContent):
         return {"type": "text", "text": block.text} if block.text else None
     if isinstance(block, ToolCall):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
+    if not signed:
+        return None if block.redacted else _unsigned(block)
     if block.redacted and block.signature:
         return {"type": "redacted_thinking", "data": block.signature}
     if block.signature:
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-    # Unsigned thinking (another provider's) cannot be replayed as thinking: keep it as text.
+    return _unsigned(block)
+
+
+def _unsigned(block: ThinkingContent) -> dict[str, Any] | None:
+    """Unsigned thinking (another provider's) cannot be replayed as thinking: kept as text."""
     return {"type": "text", "text": block.thinking} if block.thinking else None
 
 
@@ -324,11 +336,17 @@ def _status_error(exc: Any) -> tuple[str, bool]:
 
 
 def _error_body(body: object) -> tuple[str, str]:
+    """An error body's kind and message: Anthropic's (and Vertex's) ``{"error": {...}}``, or
+    Bedrock's ``{"message": ...}``."""
     if isinstance(body, dict):
-        error = cast("dict[str, Any]", body).get("error")
+        body = cast("dict[str, Any]", body)
+        error = body.get("error")
         if isinstance(error, dict):
             error = cast("dict[str, Any]", error)
             return str(error.get("type", "")), str(error.get("message", ""))
+        message = body.get("message") or body.get("Message")
+        if isinstance(message, str):
+            return "", message
     return "", ""
 
 
@@ -378,7 +396,7 @@ class _Event(msgspec.Struct):
 _EVENT = msgspec.json.Decoder(_Event)
 
 
-def _decode_event(event: str | None, data: bytes) -> Any:
+def decode_event(event: str | None, data: bytes) -> Any:
     """One SSE event of a Messages stream (as the SDK reads it: unnamed events and ``ping`` are
     skipped, ``error`` fails the stream, ``message_stop`` is the last)."""
     if event is None or event == "ping" or (not data and event != "error"):
@@ -500,7 +518,7 @@ class AnthropicProvider(SdkProvider):
 
     api = API
     sdk = Sdk(
-        package="anthropic", client="AsyncAnthropic", path="/v1/messages", decode=_decode_event
+        package="anthropic", client="AsyncAnthropic", path="/v1/messages", decode=decode_event
     )
     bundled = ANTHROPIC_MODELS
 

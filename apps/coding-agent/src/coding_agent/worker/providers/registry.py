@@ -9,7 +9,15 @@ Resolution, in order:
    ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL``; with none, the offline ``faux`` provider.
 
 Credentials and endpoints come from the config first, then the environment:
-``ANTHROPIC_API_KEY`` (and ``ANTHROPIC_BASE_URL``), ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``.
+``ANTHROPIC_API_KEY`` (and ``ANTHROPIC_BASE_URL``), ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``
+(``openai`` and ``openai-responses`` share them); ``google``: ``GEMINI_API_KEY`` or
+``GOOGLE_API_KEY`` (``GOOGLE_GEMINI_BASE_URL``); ``bedrock``: ``AWS_REGION`` (or
+``AWS_DEFAULT_REGION``), ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN``,
+``AWS_PROFILE`` or a Bedrock API key ``AWS_BEARER_TOKEN_BEDROCK``; ``vertex``:
+``ANTHROPIC_VERTEX_PROJECT_ID`` (or ``GOOGLE_CLOUD_PROJECT``), ``CLOUD_ML_REGION`` (default
+``global``) and Google credentials (``GOOGLE_APPLICATION_CREDENTIALS`` or Application Default
+Credentials; a static access token as ``api_key``). Cloud credentials are read when the
+provider is made: the worker withholds them from its own environment afterwards.
 An OpenAI-compatible local server needs no real key; ``"local"`` is sent when none is set.
 
 Tool calling (OpenAI-compatible models only): ``native`` sends the API's ``tools`` parameter,
@@ -45,6 +53,7 @@ from typing import Any
 import msgspec
 
 from coding_agent.worker.providers.anthropic import ANTHROPIC_MODELS, AnthropicProvider
+from coding_agent.worker.providers.catalog import catalog_models
 from coding_agent.worker.providers.openai import (
     LOCAL_COMPAT,
     OPENAI_COMPAT,
@@ -52,6 +61,7 @@ from coding_agent.worker.providers.openai import (
     OpenAICompat,
     OpenAIProvider,
 )
+from coding_agent.worker.providers.presets import PRESETS
 from coding_agent.worker.providers.text_tools import TOOL_CALLING_MODES, ToolCalling
 from pico3.models import (
     FAUX_MODEL,
@@ -64,6 +74,8 @@ from pico3.models import (
 )
 
 __all__ = [
+    "AWS_SECRET_VARIABLES",
+    "GOOGLE_SECRET_VARIABLES",
     "PROVIDERS",
     "TOOL_CALLING_ENV",
     "ModelEntry",
@@ -75,11 +87,36 @@ __all__ = [
     "key_variables",
     "parse_model_ref",
     "parse_registry_config",
+    "provider_variables",
+    "reachable_providers",
     "resolve_model",
 ]
 
-PROVIDERS = ("anthropic", "openai", "faux")
-"""The built-in provider names."""
+PROVIDERS = (
+    "anthropic",
+    "openai",
+    "openai-responses",
+    "google",
+    "bedrock",
+    "vertex",
+    "faux",
+    *PRESETS,
+)
+"""The built-in provider names (the OpenAI-compatible presets last: :mod:`.presets`)."""
+
+_CHAT_COMPLETIONS = frozenset({"openai", *PRESETS})
+"""The providers speaking Chat Completions (``tool_calling`` applies to their models)."""
+
+AWS_SECRET_VARIABLES = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
+)
+"""The AWS credentials a Bedrock provider reads from the environment (withheld from children)."""
+
+GOOGLE_SECRET_VARIABLES = ("GOOGLE_APPLICATION_CREDENTIALS",)
+"""The Google credentials a Vertex provider reads from the environment (withheld too)."""
 
 TOOL_CALLING_ENV = "CODING_AGENT_TOOL_CALLING"
 """The environment variable that forces ``native`` or ``text`` tool calling for every model."""
@@ -97,6 +134,12 @@ class ProviderSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """The environment variable holding the key (instead of the provider's usual one)."""
     base_url: str | None = None
     compat: OpenAICompat | None = None
+    region: str | None = None
+    """``bedrock``: the AWS region; ``vertex``: the Vertex location (``global``, ``us-east5``…)."""
+    project: str | None = None
+    """``vertex``: the Google Cloud project id."""
+    profile: str | None = None
+    """``bedrock``: the ``~/.aws`` profile (instead of ``AWS_PROFILE``)."""
 
 
 class RegistryConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -203,9 +246,9 @@ def parse_registry_config(config: Mapping[str, Any] | None) -> RegistryConfig:
                 f"invalid model config: unknown provider {model.provider!r} at "
                 f"`$.models[{index}].provider`"
             )
-        if model.tool_calling is not None and model.provider != "openai":
+        if model.tool_calling is not None and model.provider not in _CHAT_COMPLETIONS:
             raise RegistryError(
-                f"invalid model config: tool_calling applies to openai models only, not "
+                f"invalid model config: tool_calling applies to openai(-compatible) models only, not "
                 f"{model.provider!r} - at `$.models[{index}].tool_calling`"
             )
     return parsed
@@ -296,7 +339,174 @@ def resolve_model(
             tool_calling=per_model,
         )
         return ModelSelection(openai_provider, openai_provider.model(model_id))
+    if name in PRESETS:
+        return _preset(name, model_id, settings, environ, config, forced, retry, sleep)
+    if name == "openai-responses":
+        from coding_agent.worker.providers.openai_responses import (
+            RESPONSES_MODELS,
+            OpenAIResponsesProvider,
+        )
+
+        key = _setting(settings, environ, name, "api_key")
+        base_url = _setting(settings, environ, name, "base_url")
+        if not key and not base_url:
+            raise RegistryError(
+                f"openai-responses needs an API key: set {_key_env(settings, name)} or "
+                f"providers.openai-responses.api_key in {settings.source}"
+            )
+        responses_provider = OpenAIResponsesProvider(
+            api_key=key or "local",
+            base_url=base_url,
+            models=_models(settings, name, RESPONSES_MODELS),
+            retry=retry,
+            sleep=sleep,
+        )
+        return ModelSelection(responses_provider, responses_provider.model(model_id))
+    if name == "google":
+        from coding_agent.worker.providers.google import GOOGLE_MODELS, GoogleProvider
+
+        key = _setting(settings, environ, name, "api_key") or environ.get("GOOGLE_API_KEY")
+        if not key:
+            raise RegistryError(
+                f"google needs an API key: set {_key_env(settings, name)} (or GOOGLE_API_KEY) or "
+                f"providers.google.api_key in {settings.source}"
+            )
+        google_provider = GoogleProvider(
+            api_key=key,
+            base_url=_setting(settings, environ, name, "base_url"),
+            models=_models(settings, name, GOOGLE_MODELS),
+            retry=retry,
+            sleep=sleep,
+        )
+        return ModelSelection(google_provider, google_provider.model(model_id))
+    if name == "vertex":
+        from coding_agent.worker.providers.cloud import VERTEX_MODELS, VertexProvider
+
+        project = _setting(settings, environ, name, "project") or environ.get(
+            "GOOGLE_CLOUD_PROJECT"
+        )
+        if not project:
+            raise RegistryError(
+                "vertex needs a Google Cloud project: set ANTHROPIC_VERTEX_PROJECT_ID or "
+                f"providers.vertex.project in {settings.source}"
+            )
+        vertex_provider = VertexProvider(
+            api_key=_setting(settings, environ, name, "api_key") or "",
+            base_url=_setting(settings, environ, name, "base_url"),
+            region=_setting(settings, environ, name, "region") or "global",
+            project=project,
+            credentials_file=environ.get("GOOGLE_APPLICATION_CREDENTIALS") or None,
+            models=_models(settings, name, VERTEX_MODELS),
+            retry=retry,
+            sleep=sleep,
+        )
+        return ModelSelection(vertex_provider, vertex_provider.model(model_id))
+    if name == "bedrock":
+        from coding_agent.worker.providers.cloud import BEDROCK_MODELS, BedrockProvider
+
+        region = _setting(settings, environ, name, "region") or environ.get("AWS_DEFAULT_REGION")
+        if not region:
+            raise RegistryError(
+                "bedrock needs an AWS region: set AWS_REGION or providers.bedrock.region in "
+                f"{settings.source}"
+            )
+        bedrock_provider = BedrockProvider(
+            api_key=_setting(settings, environ, name, "api_key") or "",
+            base_url=_setting(settings, environ, name, "base_url"),
+            region=region,
+            aws={k: environ[k] for k in AWS_SECRET_VARIABLES[:3] if environ.get(k)},
+            profile=_setting(settings, environ, name, "profile"),
+            models=_models(settings, name, BEDROCK_MODELS),
+            retry=retry,
+            sleep=sleep,
+        )
+        return ModelSelection(bedrock_provider, bedrock_provider.model(model_id))
     raise RegistryError(f"unknown provider {name!r} in {ref!r} (known: {', '.join(PROVIDERS)})")
+
+
+def reachable_providers(
+    *,
+    env: Mapping[str, str] | None = None,
+    config: Mapping[str, Any] | None = None,
+    skip: frozenset[str] = frozenset(),
+) -> list[Provider]:
+    """Every provider (but those named in ``skip`` and ``faux``) whose credentials are set in
+    ``env`` or ``config``, made as :func:`resolve_model` makes it: what ``/model`` can switch to.
+    A local preset counts once ``[providers.NAME]`` configures it; Bedrock once a region and a
+    credential (keys, a profile, an API key, or a ``[providers.bedrock]`` table) are set."""
+    environ = os.environ if env is None else env
+    settings = parse_registry_config(config)
+    found: list[Provider] = []
+    for name in PROVIDERS:
+        if name in skip or name == "faux" or not _has_credentials(name, settings, environ):
+            continue
+        try:
+            found.append(resolve_model(f"{name}/-", env=environ, config=config).provider)
+        except RegistryError:
+            continue  # half configured: the provider says what is missing when chosen
+    return found
+
+
+def _has_credentials(name: str, settings: RegistryConfig, env: Mapping[str, str]) -> bool:
+    key = _setting(settings, env, name, "api_key")
+    if name == "google":
+        return bool(key or env.get("GOOGLE_API_KEY"))
+    if name == "bedrock":
+        region = _setting(settings, env, name, "region") or env.get("AWS_DEFAULT_REGION")
+        signed = any(env.get(k) for k in AWS_SECRET_VARIABLES[:2])
+        profile = _setting(settings, env, name, "profile")
+        return bool(region and (key or signed or profile or name in settings.providers))
+    if name == "vertex":
+        return bool(_setting(settings, env, name, "project") or env.get("GOOGLE_CLOUD_PROJECT"))
+    if name == "openai":
+        return bool(key or _setting(settings, env, name, "base_url"))
+    preset = PRESETS.get(name)
+    if preset is not None and preset.key_variable is None:
+        return name in settings.providers
+    return bool(key)
+
+
+def _preset(
+    name: str,
+    model_id: str,
+    settings: RegistryConfig,
+    environ: Mapping[str, str],
+    config: Mapping[str, Any] | None,
+    forced: ToolCalling | None,
+    retry: RetryPolicy | None,
+    sleep: Sleep | None,
+) -> ModelSelection:
+    """An OpenAI-compatible preset: its table row, with the config's settings on top (the
+    ``compat`` keys given replace the preset's, the others stay)."""
+    preset = PRESETS[name]
+    key = _setting(settings, environ, name, "api_key")
+    if not key and preset.key_variable is not None:
+        raise RegistryError(
+            f"{name} needs an API key: set {_key_env(settings, name)} or "
+            f"providers.{name}.api_key in {settings.source}"
+        )
+    raw = dict((config or {}).get("providers", {}).get(name, {}).get("compat") or {})
+    compat = msgspec.structs.replace(preset.compat, **raw)
+    per_model: dict[str, ToolCalling] = {
+        m.id: m.tool_calling
+        for m in settings.models
+        if m.provider == name and m.tool_calling is not None
+    }
+    if forced is not None:
+        compat = msgspec.structs.replace(compat, tool_calling=forced)
+        per_model = {}
+    models = _models(settings, name, (), OPENAI_MODELS[0].api)
+    provider = OpenAIProvider(
+        name=name,
+        api_key=key or "local",
+        base_url=_setting(settings, environ, name, "base_url") or preset.base_url,
+        compat=compat,
+        models=models,
+        retry=retry,
+        sleep=sleep,
+        tool_calling=per_model,
+    )
+    return ModelSelection(provider, provider.model(model_id))
 
 
 _ENV = {
@@ -304,26 +514,55 @@ _ENV = {
     ("anthropic", "base_url"): "ANTHROPIC_BASE_URL",
     ("openai", "api_key"): "OPENAI_API_KEY",
     ("openai", "base_url"): "OPENAI_BASE_URL",
+    ("openai-responses", "api_key"): "OPENAI_API_KEY",
+    ("openai-responses", "base_url"): "OPENAI_BASE_URL",
+    ("google", "api_key"): "GEMINI_API_KEY",
+    ("google", "base_url"): "GOOGLE_GEMINI_BASE_URL",
+    **{(p.name, "api_key"): p.key_variable for p in PRESETS.values() if p.key_variable},
+    ("bedrock", "api_key"): "AWS_BEARER_TOKEN_BEDROCK",
+    ("bedrock", "base_url"): "ANTHROPIC_BEDROCK_BASE_URL",
+    ("bedrock", "region"): "AWS_REGION",
+    ("bedrock", "profile"): "AWS_PROFILE",
+    ("vertex", "base_url"): "ANTHROPIC_VERTEX_BASE_URL",
+    ("vertex", "region"): "CLOUD_ML_REGION",
+    ("vertex", "project"): "ANTHROPIC_VERTEX_PROJECT_ID",
 }
 
 
 def key_variables(config: RegistryConfig | None = None) -> tuple[str, ...]:
     """Every environment variable a provider key is read from: ``ANTHROPIC_API_KEY``,
-    ``OPENAI_API_KEY`` and each provider's ``api_key_env`` in ``config`` (the secrets a session
+    ``OPENAI_API_KEY``, the AWS keys and ``GOOGLE_APPLICATION_CREDENTIALS`` (Bedrock, Vertex)
+    and each provider's ``api_key_env`` in ``config`` (the secrets a session
     withholds from its child processes, :mod:`coding_agent.secret_env`)."""
-    names = [name for (_, field), name in _ENV.items() if field == "api_key"]
+    names: list[str] = []
+    for (_, field), name in _ENV.items():
+        if field in _SECRET_FIELDS and name not in names:
+            names.append(name)
+    extra = ("GOOGLE_API_KEY", *AWS_SECRET_VARIABLES, *GOOGLE_SECRET_VARIABLES)
+    names.extend(n for n in extra if n not in names)
     for settings in config.providers.values() if config is not None else ():
         if settings.api_key_env and settings.api_key_env not in names:
             names.append(settings.api_key_env)
     return tuple(names)
 
 
-def _key_env(config: RegistryConfig, provider: str) -> str:
-    """The environment variable that holds ``provider``'s key (``api_key_env`` or the usual)."""
+_SECRET_FIELDS = frozenset({"api_key"})
+"""The :data:`_ENV` fields whose variables hold credentials."""
+
+
+def provider_variables() -> dict[tuple[str, str], str]:
+    """The environment variable each provider reads each setting from, by ``(provider,
+    field)`` (``field`` is a ``[providers.NAME]`` key: ``api_key``, ``base_url``...)."""
+    return dict(_ENV)
+
+
+def _key_env(config: RegistryConfig, provider: str) -> str | None:
+    """The environment variable that holds ``provider``'s key (``api_key_env`` or the usual;
+    ``None``: Vertex has no usual one)."""
     settings = config.providers.get(provider)
     if settings is not None and settings.api_key_env:
         return settings.api_key_env
-    return _ENV[(provider, "api_key")]
+    return _ENV.get((provider, "api_key"))
 
 
 def _setting(
@@ -333,15 +572,20 @@ def _setting(
     value = getattr(settings, field) if settings is not None else None
     if value:
         return value
-    if field == "api_key":
-        return env.get(_key_env(config, provider)) or None
-    return env.get(_ENV[(provider, field)]) or None
+    variable = _key_env(config, provider) if field == "api_key" else _ENV.get((provider, field))
+    return (env.get(variable) or None) if variable is not None else None
 
 
 def _models(
-    config: RegistryConfig, provider: str, bundled: Sequence[ModelInfo]
+    config: RegistryConfig, provider: str, bundled: Sequence[ModelInfo], api: str | None = None
 ) -> tuple[ModelInfo, ...]:
-    api = bundled[0].api
+    """``provider``'s models: the bundled ones (first the default), then the shipped
+    catalog's others (:mod:`.catalog`), each replaced by a ``[[models]]`` entry of the same id,
+    then the entries for models neither knows."""
+    api = api or bundled[0].api
+    known = [*bundled]
+    ids = {m.id for m in bundled}
+    known.extend(m for m in catalog_models(provider, api) if m.id not in ids)
     overrides = {m.id: m.info(api) for m in config.models if m.provider == provider}
-    merged = [overrides.pop(m.id, m) for m in bundled]
+    merged = [overrides.pop(m.id, m) for m in known]
     return (*merged, *overrides.values())

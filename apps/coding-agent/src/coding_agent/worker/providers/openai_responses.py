@@ -1,0 +1,445 @@
+"""OpenAI Responses adapter: ``POST /responses``, streamed, through the official ``openai`` SDK.
+
+The Responses API is the one OpenAI's reasoning and Codex models are meant for: a turn's output
+is a list of *items* (``reasoning``, ``message``, ``function_call``), and the reasoning items
+are carried into the next request so the model keeps its chain of thought across tool calls.
+Requests are stateless (``store: false``, as Codex sends them): nothing is kept on OpenAI's
+side, and the reasoning comes back encrypted (``include: ["reasoning.encrypted_content"]``) to
+be replayed verbatim.
+
+Where the reasoning is kept: a reasoning item becomes a thinking block whose text is the
+item's summary (what the TUI shows as thinking) and whose ``signature`` is the item's
+``encrypted_content``, the field the Anthropic adapter uses for its thinking signatures. The
+block is part of the assistant message, so it is stored in the session and a resumed session
+replays it. Only blocks of this API are replayed as reasoning (another provider's signature
+means nothing here; its thinking is left out).
+
+Streaming maps like this (``output_index`` keys the blocks):
+
+==============================================  ==========================================
+``response.output_item.added`` reasoning /      ``thinking_start`` / ``text_start`` /
+message / function_call                         ``toolcall_start`` (``call_id``, ``name``)
+``response.reasoning_summary_text.delta``       ``thinking_delta`` (summary parts joined by
+(and ``response.reasoning_text.delta``)         a blank line)
+``response.output_text.delta`` (and refusals)   ``text_delta``
+``response.function_call_arguments.delta``      ``toolcall_delta``
+``response.output_item.done``                   ``*_end``; a reasoning item's encrypted
+                                                content becomes the block's signature
+``response.completed``                          ``done`` (``toolUse`` when a function was
+                                                called), usage: input, cached input, output
+``response.incomplete`` / ``response.failed``   ``length`` / the error; ``error`` events too
+==============================================  ==========================================
+
+Images are ``input_image`` parts (data URLs) in user messages and in tool results (a
+``function_call_output`` may carry text and images). OpenAI caches prompts by itself; cached
+input tokens are reported as ``cache_read``. Status errors, retries with ``Retry-After`` and
+connection errors are the ``openai`` SDK's, classified as the Chat Completions adapter does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import msgspec
+
+from coding_agent.worker.providers._core import ENCODER, Mapper, Sdk, SdkProvider
+from coding_agent.worker.providers._memo import FoldMemo
+from coding_agent.worker.providers._sse import Last
+from coding_agent.worker.providers.openai import REASONING_EFFORT, classify_error
+from pico3.models import (
+    AssistantMessage,
+    ImageContent,
+    Message,
+    MessageBuilder,
+    ModelCost,
+    ModelInfo,
+    ProviderError,
+    Request,
+    StreamEvent,
+    SystemMessage,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+
+__all__ = ["API", "RESPONSES_MODELS", "OpenAIResponsesProvider", "build_params"]
+
+API = "openai-responses"
+
+RESPONSES_MODELS: tuple[ModelInfo, ...] = (
+    ModelInfo(
+        id="gpt-5",
+        provider="openai-responses",
+        api=API,
+        context_window=400_000,
+        max_output=128_000,
+        cost=ModelCost(input=1.25, output=10, cache_read=0.125),
+        supports_thinking=True,
+        supports_images=True,
+    ),
+    ModelInfo(
+        id="gpt-5-codex",
+        provider="openai-responses",
+        api=API,
+        context_window=400_000,
+        max_output=128_000,
+        cost=ModelCost(input=1.25, output=10, cache_read=0.125),
+        supports_thinking=True,
+        supports_images=True,
+    ),
+    ModelInfo(
+        id="gpt-5-mini",
+        provider="openai-responses",
+        api=API,
+        context_window=400_000,
+        max_output=128_000,
+        cost=ModelCost(input=0.25, output=2, cache_read=0.025),
+        supports_thinking=True,
+        supports_images=True,
+    ),
+    ModelInfo(
+        id="gpt-4.1",
+        provider="openai-responses",
+        api=API,
+        context_window=1_047_576,
+        max_output=32_768,
+        cost=ModelCost(input=2, output=8, cache_read=0.5),
+        supports_images=True,
+    ),
+)
+"""Bundled metadata (dollars per million tokens, list prices as last known; override them with
+``[[models]]``). The first entry is the default model."""
+
+_RETRYABLE_CODES = frozenset({"server_error", "rate_limit_exceeded", "server_is_overloaded"})
+
+
+def build_params(
+    request: Request, info: ModelInfo, *, memo: FoldMemo | None = None
+) -> dict[str, Any]:
+    """The JSON body of ``POST /responses`` for ``request`` (streaming, stateless). With
+    ``memo`` the input items come JSON-encoded (see :mod:`._memo`)."""
+    params: dict[str, Any] = {
+        "model": request.model,
+        "input": _input(request.messages) if memo is None else memo.render(request.messages),
+        "stream": True,
+        "store": False,
+        "max_output_tokens": request.max_tokens or info.max_output,
+    }
+    if request.system:
+        params["instructions"] = "\n\n".join(request.system)
+    if request.tools:
+        params["tools"] = [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+                "strict": False,
+            }
+            for t in request.tools
+        ]
+    if info.supports_thinking:
+        params["include"] = ["reasoning.encrypted_content"]
+        if request.thinking_level != "off":
+            effort = REASONING_EFFORT.get(request.thinking_level)
+            if effort is None:
+                raise ProviderError(
+                    f"unknown thinking level {request.thinking_level!r}", retryable=False
+                )
+            params["reasoning"] = {"effort": effort, "summary": "auto"}
+    return params
+
+
+def _input(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    return [item for message in messages for item in _items(message)]
+
+
+def _items(message: Message) -> list[dict[str, Any]]:
+    """The input items of one record."""
+    if isinstance(message, UserMessage):
+        if isinstance(message.content, str):
+            return [{"role": "user", "content": message.content}]
+        return [{"role": "user", "content": [_part(b) for b in message.content]}]
+    if isinstance(message, AssistantMessage):
+        return _assistant_items(message)
+    if isinstance(message, ToolResultMessage):
+        output: Any
+        if any(isinstance(b, ImageContent) for b in message.content):
+            output = [_part(b) for b in message.content]
+        else:
+            output = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
+        return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": output}]
+    if isinstance(message, SystemMessage):
+        return [{"role": "developer", "content": message.content}]
+    return []
+
+
+def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
+    """An answer's items in order: reasoning (this API's only, replayed with its encrypted
+    content), text as an assistant message, function calls."""
+    out: list[dict[str, Any]] = []
+    ours = message.api == API
+    for block in message.content:
+        if isinstance(block, ThinkingContent):
+            if ours and block.signature:
+                summary = (
+                    [{"type": "summary_text", "text": block.thinking}] if block.thinking else []
+                )
+                out.append(
+                    {"type": "reasoning", "summary": summary, "encrypted_content": block.signature}
+                )
+        elif isinstance(block, TextContent):
+            if block.text:
+                out.append({"role": "assistant", "content": block.text})
+        else:
+            out.append(_call_item(block))
+    return out
+
+
+def _call_item(call: ToolCall) -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "call_id": call.id,
+        "name": call.name,
+        "arguments": msgspec.json.encode(call.arguments).decode(),
+    }
+
+
+def _part(block: TextContent | ImageContent) -> dict[str, Any]:
+    if isinstance(block, TextContent):
+        return {"type": "input_text", "text": block.text}
+    url = f"data:{block.mime_type};base64,{block.data}"
+    return {"type": "input_image", "image_url": url, "detail": "auto"}
+
+
+class _Fold:
+    """:func:`_input` as a left fold (see :class:`._memo.Fold`): every record's items are final
+    once fed, so they are encoded then and joined into one buffer handed over as a single
+    :class:`msgspec.Raw`."""
+
+    __slots__ = ("_out", "_prefix")
+
+    def __init__(self) -> None:
+        self._out: list[bytes] = []
+        self._prefix = b""
+
+    def feed(self, message: Message) -> None:
+        self._out.extend(ENCODER.encode(item) for item in _items(message))
+
+    def render(self) -> list[Any]:
+        if self._out:
+            self._prefix = b",".join([self._prefix, *self._out] if self._prefix else self._out)
+            self._out = []
+        return [msgspec.Raw(self._prefix)] if self._prefix else []
+
+
+# The parts of the Responses stream events the mapper reads (unknown fields are ignored).
+class _Item(msgspec.Struct):
+    type: str = ""
+    id: str | None = None
+    call_id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+    encrypted_content: str | None = None
+
+
+class _InputDetails(msgspec.Struct):
+    cached_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    input_tokens_details: _InputDetails | None = None
+
+
+class _Incomplete(msgspec.Struct):
+    reason: str | None = None
+
+
+class _Error(msgspec.Struct):
+    code: str | None = None
+    message: str | None = None
+
+
+class _Response(msgspec.Struct):
+    status: str | None = None
+    usage: _Usage | None = None
+    incomplete_details: _Incomplete | None = None
+    error: _Error | None = None
+
+
+class _Event(msgspec.Struct):
+    type: str = ""
+    output_index: int = 0
+    summary_index: int = 0
+    delta: str = ""
+    item: _Item | None = None
+    response: _Response | None = None
+    code: str | None = None
+    message: str | None = None
+
+
+_EVENT = msgspec.json.Decoder(_Event)
+_LAST = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+def _decode_event(event: str | None, data: bytes) -> Any:
+    """One SSE event of a Responses stream: ``error`` fails the stream, ``response.completed``
+    (or ``incomplete``/``failed``) is the last."""
+    if not data or data.startswith(b"[DONE]"):
+        return None
+    try:
+        decoded = _EVENT.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ProviderError(f"openai: malformed stream event ({exc})", retryable=False) from None
+    if decoded.type == "error" or event == "error":
+        code = decoded.code or "error"
+        raise ProviderError(
+            f"openai 200 {code}: {decoded.message or data.decode(errors='replace')}",
+            retryable=code in _RETRYABLE_CODES,
+            status=200,
+        )
+    return Last(decoded) if decoded.type in _LAST else decoded
+
+
+class _Mapper(Mapper):
+    """Feeds Responses stream events into a builder."""
+
+    def __init__(self, builder: MessageBuilder, info: ModelInfo) -> None:
+        super().__init__(builder, info)
+        self._blocks: dict[int, int] = {}  # output_index -> content index
+        self._streamed: set[int] = set()  # output indexes whose arguments came as deltas
+        self._called = False
+
+    def feed(self, event: Any) -> list[StreamEvent]:
+        builder = self._builder
+        kind = event.type
+        if kind == "response.output_item.added":
+            item = event.item
+            if item.type == "reasoning":
+                index, opened = builder.open_thinking()
+            elif item.type == "message":
+                index, opened = builder.open_text()
+            elif item.type == "function_call":
+                self._called = True
+                index, opened = builder.open_tool_call(
+                    item.call_id or item.id or "", item.name or ""
+                )
+            else:
+                return []  # server tools and other item kinds are not part of the contract
+            self._blocks[event.output_index] = index
+            return [opened]
+        index = self._blocks.get(event.output_index)
+        if kind in _DELTAS:
+            if index is None or not event.delta:
+                return []
+            if kind == "response.function_call_arguments.delta":
+                self._streamed.add(event.output_index)
+            return [builder.delta(index, event.delta)]
+        if kind == "response.reasoning_summary_part.added":
+            if index is None or event.summary_index == 0:
+                return []
+            return [builder.delta(index, "\n\n")]
+        if kind == "response.output_item.done":
+            if index is None:
+                return []
+            del self._blocks[event.output_index]
+            streamed = event.output_index in self._streamed
+            item = event.item
+            out: list[StreamEvent] = []
+            if item.type == "reasoning" and item.encrypted_content:
+                builder.set_signature(index, item.encrypted_content)
+            elif item.type == "function_call" and item.arguments and not streamed:
+                out.append(builder.delta(index, item.arguments))
+            out.append(builder.close(index))
+            return out
+        if kind in _LAST:
+            return self._end(event.response)
+        return []
+
+    def _end(self, response: _Response | None) -> list[StreamEvent]:
+        builder = self._builder
+        if response is not None and response.usage is not None:
+            usage = response.usage
+            details = usage.input_tokens_details
+            cached = (details.cached_tokens or 0) if details is not None else 0
+            self.count(
+                input=(usage.input_tokens or 0) - cached,
+                output=usage.output_tokens or 0,
+                cache_read=cached,
+            )
+        priced = self.priced()
+        status = response.status if response is not None else None
+        if status == "completed":
+            return builder.done("toolUse" if self._called else "stop", priced)
+        if status == "incomplete":
+            details = response.incomplete_details if response is not None else None
+            reason = details.reason if details is not None else None
+            if reason == "max_output_tokens":
+                return builder.done("length", priced)
+            return [builder.fail("error", f"openai: response incomplete ({reason})", usage=priced)]
+        error = response.error if response is not None else None
+        code = (error.code if error is not None else None) or "error"
+        message = (error.message if error is not None else None) or f"response {status}"
+        return [
+            builder.fail(
+                "error",
+                f"openai 200 {code}: {message}",
+                retryable=code in _RETRYABLE_CODES,
+                usage=priced,
+            )
+        ]
+
+
+_DELTAS = frozenset(
+    {
+        "response.output_text.delta",
+        "response.refusal.delta",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_text.delta",
+        "response.function_call_arguments.delta",
+    }
+)
+
+
+class OpenAIResponsesProvider(SdkProvider):
+    """A :class:`pico3.models.Provider` for the Responses API backed by ``openai.AsyncOpenAI``
+    (keyword arguments: :class:`._core.SdkProvider`)."""
+
+    api = API
+    sdk = Sdk(
+        package="openai",
+        client="AsyncOpenAI",
+        path="/responses",
+        decode=_decode_event,
+        options={"security": {"bearer_auth": True}},
+    )
+    bundled = RESPONSES_MODELS
+    default_name = "openai-responses"
+
+    def _unknown(self, model_id: str) -> ModelInfo:
+        return ModelInfo(
+            id=model_id,
+            provider=self.name,
+            api=API,
+            context_window=400_000,
+            max_output=128_000,
+            supports_thinking=True,
+            supports_images=True,
+        )
+
+    def _wire_memo(self, key: Hashable) -> FoldMemo:
+        return FoldMemo(_Fold)
+
+    def _params(self, request: Request, info: ModelInfo, mapper: Mapper) -> dict[str, Any]:
+        return build_params(request, info, memo=self._memo())
+
+    def _mapper(self, builder: MessageBuilder, info: ModelInfo) -> Mapper:
+        return _Mapper(builder, info)
+
+    def _classify(self, exc: BaseException) -> ProviderError | None:
+        return classify_error(exc, self._clock)
