@@ -258,7 +258,8 @@ async def test_a_sandboxed_command_interrupted_by_a_worker_kill_is_killed_with_i
     (config / "coding-agent" / "config.toml").write_text("[sandbox]\nenabled = true\n")
     env = {**agent_env, "XDG_CONFIG_HOME": str(config)}
     # the grandchild: started in the background inside, it would outlive a plain process kill
-    command = "sleep 5.4321 & echo started; sleep 3; echo ran >> f"
+    # (never done by itself: "ran" would mean the kill came too late, whatever the load)
+    command = "sleep 5.4321 & echo started; sleep 600; echo ran >> f"
     script = write_script(tmp_path / "script.json", [call("bash", command=command), {"text": "ok"}])
 
     def live_output() -> str:
