@@ -182,6 +182,11 @@ class SdkProvider:
     """The models known without configuration (the first is the default)."""
     default_name: ClassVar[str] = ""
     """The provider's name when none is given (empty: the SDK package's name)."""
+    mapper_type: ClassVar[type[Mapper]]
+    """The :class:`Mapper` subclass that reads this API's events (a new one per response)."""
+    unknown: ClassVar[ModelInfo | None] = None
+    """What a model the bundle and the configuration do not know is taken to be (its ``id`` and
+    ``provider`` filled in; ``None``: the :class:`~pico3.models.ModelInfo` defaults)."""
 
     def __init__(
         self,
@@ -206,8 +211,8 @@ class SdkProvider:
 
     # -- what an adapter supplies ---------------------------------------------------------------
     def _mapper(self, builder: MessageBuilder, info: ModelInfo) -> Mapper:
-        """A new mapper for one response."""
-        raise NotImplementedError
+        """A new mapper for one response (a :attr:`mapper_type`)."""
+        return self.mapper_type(builder, info)
 
     def _params(self, request: Request, info: ModelInfo, mapper: Mapper) -> dict[str, Any]:
         """The JSON body of ``request`` (its messages from :meth:`_memo`)."""
@@ -222,8 +227,11 @@ class SdkProvider:
         raise NotImplementedError
 
     def _unknown(self, model_id: str) -> ModelInfo:
-        """Metadata for a model the bundle and the configuration do not know (unpriced)."""
-        return ModelInfo(id=model_id, provider=self.name, api=self.api)
+        """Metadata for a model the bundle and the configuration do not know (unpriced: from
+        :attr:`unknown`)."""
+        if self.unknown is None:
+            return ModelInfo(id=model_id, provider=self.name, api=self.api)
+        return msgspec.structs.replace(self.unknown, id=model_id, provider=self.name)
 
     # -- the core -------------------------------------------------------------------------------
     def _client_keywords(self) -> dict[str, Any]:

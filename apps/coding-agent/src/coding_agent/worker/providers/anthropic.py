@@ -521,26 +521,22 @@ class AnthropicProvider(SdkProvider):
         package="anthropic", client="AsyncAnthropic", path="/v1/messages", decode=decode_event
     )
     bundled = ANTHROPIC_MODELS
-
-    def _unknown(self, model_id: str) -> ModelInfo:
-        return ModelInfo(
-            id=model_id,
-            provider=self.name,
-            api=API,
-            context_window=200_000,
-            max_output=32_000,
-            supports_thinking=True,
-            supports_images=True,
-        )
+    mapper_type = _Mapper
+    unknown = ModelInfo(
+        id="",
+        provider="",
+        api=API,
+        context_window=200_000,
+        max_output=32_000,
+        supports_thinking=True,
+        supports_images=True,
+    )
 
     def _wire_memo(self, key: Hashable) -> FoldMemo:
         return wire_memo()
 
     def _params(self, request: Request, info: ModelInfo, mapper: Mapper) -> dict[str, Any]:
         return build_params(request, info, memo=self._memo())
-
-    def _mapper(self, builder: MessageBuilder, info: ModelInfo) -> Mapper:
-        return _Mapper(builder, info)
 
     def _classify(self, exc: BaseException) -> ProviderError | None:
         return classify_error(exc, self._clock)

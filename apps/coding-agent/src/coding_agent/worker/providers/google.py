@@ -380,6 +380,16 @@ class GoogleProvider(SdkProvider):
     sdk = Sdk(package="google.genai", client="Client", path="", decode=lambda _e, _d: None)
     bundled = GOOGLE_MODELS
     default_name = "google"
+    mapper_type = _Mapper
+    unknown = ModelInfo(
+        id="",
+        provider="",
+        api=API,
+        context_window=1_048_576,
+        max_output=65_536,
+        supports_thinking=True,
+        supports_images=True,
+    )
 
     def _client_keywords(self) -> dict[str, Any]:
         options = self._client_options
@@ -388,25 +398,11 @@ class GoogleProvider(SdkProvider):
             http["base_url"] = options["base_url"]
         return {"api_key": options["api_key"], "http_options": http}
 
-    def _unknown(self, model_id: str) -> ModelInfo:
-        return ModelInfo(
-            id=model_id,
-            provider=self.name,
-            api=API,
-            context_window=1_048_576,
-            max_output=65_536,
-            supports_thinking=True,
-            supports_images=True,
-        )
-
     def _wire_memo(self, key: Hashable) -> FoldMemo:
         return FoldMemo(_Fold)
 
     def _params(self, request: Request, info: ModelInfo, mapper: Mapper) -> dict[str, Any]:
         return build_params(request, info, memo=self._memo())
-
-    def _mapper(self, builder: MessageBuilder, info: ModelInfo) -> Mapper:
-        return _Mapper(builder, info)
 
     def _classify(self, exc: BaseException) -> ProviderError | None:
         return classify_error(exc, self._clock)

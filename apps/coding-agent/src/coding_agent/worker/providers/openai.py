@@ -602,6 +602,7 @@ class OpenAIProvider(SdkProvider):
         options={"security": {"bearer_auth": True}},
     )
     bundled = OPENAI_MODELS
+    mapper_type = _Mapper
 
     def __init__(
         self,
@@ -630,9 +631,6 @@ class OpenAIProvider(SdkProvider):
 
     def _wire_memo(self, key: Hashable) -> FoldMemo:
         return wire_memo(bool(key))  # by "the model takes images"
-
-    def _mapper(self, builder: MessageBuilder, info: ModelInfo) -> Mapper:
-        return _Mapper(builder, info)
 
     def _classify(self, exc: BaseException) -> ProviderError | None:
         return classify_error(exc, self._clock)
