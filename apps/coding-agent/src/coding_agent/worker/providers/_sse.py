@@ -39,6 +39,20 @@ class Last:
         self.value = value
 
 
+async def add_event(decoded: Any, batch: list[Any], chunks: AsyncIterator[Any]) -> bool:
+    """Append a decoder's result to ``batch`` (``None`` adds nothing); ``True`` when it was a
+    :class:`Last`, after the rest of the body is read and dropped so the connection stays
+    usable (the caller yields what ``batch`` holds and stops)."""
+    last = isinstance(decoded, Last)
+    if last:
+        async for _ in chunks:
+            pass
+        decoded = decoded.value
+    if decoded is not None:
+        batch.append(decoded)
+    return last
+
+
 Decode = Callable[[str | None, bytes], Any]
 """``decode(event_name, data)``: one event's value, ``None`` to skip it, or ``Last(value)``."""
 
@@ -106,16 +120,10 @@ class SseStream:
                         if batch:
                             yield batch  # what came before the bad event, then the error
                         raise
-                    if isinstance(decoded, Last):
-                        async for _ in chunks:  # the rest of the body: the connection stays
-                            pass
-                        if decoded.value is not None:
-                            batch.append(decoded.value)
+                    if await add_event(decoded, batch, chunks):
                         if batch:
                             yield batch
                         return
-                    if decoded is not None:
-                        batch.append(decoded)
             rest = buffer[start:]
             if batch:
                 yield batch

@@ -38,7 +38,7 @@ import msgspec
 
 from coding_agent.worker.providers._core import ENCODER, Mapper, ProviderOptions, Sdk
 from coding_agent.worker.providers._drive import SdkStream
-from coding_agent.worker.providers._sse import Last, RawResponse
+from coding_agent.worker.providers._sse import RawResponse, add_event
 from coding_agent.worker.providers.anthropic import (
     ANTHROPIC_MODELS,
     AnthropicProvider,
@@ -293,16 +293,10 @@ class EventStream:
             batch: list[Any] = []
             for frame in frames:
                 decoded = self._decode(frame.headers, frame.payload)
-                if isinstance(decoded, Last):
-                    async for _ in chunks:  # the rest of the body: the connection stays
-                        pass
-                    if decoded.value is not None:
-                        batch.append(decoded.value)
+                if await add_event(decoded, batch, chunks):
                     if batch:
                         yield batch
                     return
-                if decoded is not None:
-                    batch.append(decoded)
             if batch:
                 yield batch
 
