@@ -7,6 +7,7 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
+from provider_support import Sleeps, collect
 from stub_server import Reply, StubServer, sse
 
 from chord.context import BACKGROUND, with_cancel
@@ -95,19 +96,11 @@ def _error_body(kind: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
-class _Sleeps:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-def _provider(server: StubServer, sleeps: _Sleeps | None = None, **kw: Any) -> AnthropicProvider:
+def _provider(server: StubServer, sleeps: Sleeps | None = None, **kw: Any) -> AnthropicProvider:
     return AnthropicProvider(
         api_key="test-key",
         base_url=server.url,
-        sleep=sleeps or _Sleeps(),
+        sleep=sleeps or Sleeps(),
         retry=kw.pop("retry", RetryPolicy(max_retries=2, base_delay=1.0, jitter=0.0)),
         **kw,
     )
@@ -117,17 +110,10 @@ def _request(**kw: Any) -> Request:
     return Request(model=MODEL, messages=[UserMessage(content="hi")], **kw)
 
 
-async def _run(provider: AnthropicProvider, request: Request) -> list[StreamEvent]:
-    try:
-        return [event async for event in provider.stream(request, BACKGROUND)]
-    finally:
-        await provider.aclose()
-
-
 @pytest.mark.anyio
 async def test_plain_text_answer_streams_deltas_usage_and_cost() -> None:
     with StubServer([Reply(events=_text_events("Hello", ", world"))]) as server:
-        events = await _run(_provider(server), _request(system=["be brief"]))
+        events = await collect(_provider(server), _request(system=["be brief"]))
     assert isinstance(events[0], StartEvent)
     assert [e.delta for e in events if isinstance(e, TextDeltaEvent)] == ["Hello", ", world"]
     done = events[-1]
@@ -166,7 +152,7 @@ async def test_tool_call_arguments_arrive_as_json_fragments() -> None:
     ]
     tools = [Tool(name="read", description="Read a file", parameters={"type": "object"})]
     with StubServer([Reply(events=events_in)]) as server:
-        events = await _run(_provider(server), _request(tools=tools))
+        events = await collect(_provider(server), _request(tools=tools))
     fragments = [e.delta for e in events if isinstance(e, ToolCallDeltaEvent)]
     assert fragments == ['{"path": "sr', 'c/a.py", "limit": 5}']
     done = events[-1]
@@ -193,7 +179,7 @@ async def test_thinking_blocks_keep_their_signature_and_budget_is_sent() -> None
         *_end("max_tokens", 9),
     ]
     with StubServer([Reply(events=events_in)]) as server:
-        events = await _run(_provider(server), _request(thinking_level="low", max_tokens=1000))
+        events = await collect(_provider(server), _request(thinking_level="low", max_tokens=1000))
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.reason == "length"
     assert done.message.content == [
@@ -212,9 +198,9 @@ async def test_429_waits_for_retry_after_and_retries_once() -> None:
         Reply(429, {"retry-after": "7"}, _error_body("rate_limit_error", "slow down")),
         Reply(events=_text_events("ok")),
     ]
-    sleeps = _Sleeps()
+    sleeps = Sleeps()
     with StubServer(replies) as server:
-        events = await _run(_provider(server, sleeps), _request())
+        events = await collect(_provider(server, sleeps), _request())
     assert sleeps.waits == [7.0]
     assert len(server.requests) == 2
     done = events[-1]
@@ -227,9 +213,9 @@ async def test_500_backs_off_then_succeeds() -> None:
         Reply(500, json_body=_error_body("api_error", "boom")),
         Reply(events=_text_events("ok")),
     ]
-    sleeps = _Sleeps()
+    sleeps = Sleeps()
     with StubServer(replies) as server:
-        events = await _run(_provider(server, sleeps), _request())
+        events = await collect(_provider(server, sleeps), _request())
     assert sleeps.waits == [1.0] and len(server.requests) == 2
     assert isinstance(events[-1], DoneEvent)
 
@@ -237,9 +223,9 @@ async def test_500_backs_off_then_succeeds() -> None:
 @pytest.mark.anyio
 async def test_400_is_not_retried_and_surfaces_the_servers_message() -> None:
     replies = [Reply(400, json_body=_error_body("invalid_request_error", "max_tokens: too big"))]
-    sleeps = _Sleeps()
+    sleeps = Sleeps()
     with StubServer(replies) as server:
-        events = await _run(_provider(server, sleeps), _request())
+        events = await collect(_provider(server, sleeps), _request())
     assert sleeps.waits == [] and len(server.requests) == 1
     error = events[-1]
     assert isinstance(error, ErrorEvent) and error.reason == "error" and not error.retryable
@@ -255,7 +241,7 @@ async def test_overloaded_error_inside_the_stream_is_retryable_and_keeps_partial
         sse(_error_body("overloaded_error", "Overloaded"), "error"),
     ]
     with StubServer([Reply(events=events_in)]) as server:
-        events = await _run(_provider(server), _request())
+        events = await collect(_provider(server), _request())
     error = events[-1]
     assert isinstance(error, ErrorEvent) and error.retryable
     assert "overloaded_error: Overloaded" in (error.error.error_message or "")
@@ -265,9 +251,9 @@ async def test_overloaded_error_inside_the_stream_is_retryable_and_keeps_partial
 @pytest.mark.anyio
 async def test_retries_give_up_with_the_last_error() -> None:
     replies = [Reply(503, json_body=_error_body("api_error", f"down {i}")) for i in range(3)]
-    sleeps = _Sleeps()
+    sleeps = Sleeps()
     with StubServer(replies) as server:
-        events = await _run(_provider(server, sleeps), _request())
+        events = await collect(_provider(server, sleeps), _request())
     assert sleeps.waits == [1.0, 2.0] and len(server.requests) == 3
     error = events[-1]
     assert isinstance(error, ErrorEvent) and error.retryable
@@ -339,7 +325,7 @@ def test_history_is_converted_with_tool_results_grouped() -> None:
 async def test_bad_request_input_ends_the_stream_with_an_error_without_calling_the_server() -> None:
     bad = msgspec.structs.replace(_request(), thinking_level="extreme")
     with StubServer([]) as server:
-        events = await _run(_provider(server), bad)
+        events = await collect(_provider(server), bad)
     assert server.requests == []
     error = events[-1]
     assert isinstance(error, ErrorEvent) and not error.retryable

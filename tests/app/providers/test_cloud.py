@@ -8,12 +8,12 @@ import base64
 import json
 import struct
 import subprocess
-import sys
 import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
+from provider_support import BINARY, PNG, READ, Sleeps, ask, collect
 from stub_server import Reply, StubServer, sse
 
 from chord.context import BACKGROUND
@@ -23,23 +23,12 @@ from pico3.models import (
     DoneEvent,
     ErrorEvent,
     ImageContent,
-    Provider,
     Request,
     RetryPolicy,
-    StreamEvent,
     TextContent,
     ThinkingContent,
-    Tool,
     ToolCall,
     UserMessage,
-)
-
-PNG = "iVBORw0KGgo="
-BINARY = Path(sys.executable).with_name("coding-agent")
-READ = Tool(
-    name="read",
-    description="Read a file",
-    parameters={"type": "object", "properties": {"path": {"type": "string"}}},
 )
 
 
@@ -82,21 +71,6 @@ def _expected_answer() -> list[Any]:
     ]
 
 
-class _Sleeps:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-async def _run(provider: Provider, request: Request) -> list[StreamEvent]:
-    try:
-        return [event async for event in provider.stream(request, BACKGROUND)]
-    finally:
-        await provider.aclose()  # pyright: ignore[reportAttributeAccessIssue]
-
-
 def _assert_messages_body(body: dict[str, Any], version: str) -> None:
     assert "model" not in body and body["anthropic_version"] == version
     assert body["tools"][0]["name"] == "read"
@@ -107,13 +81,13 @@ def _assert_messages_body(body: dict[str, Any], version: str) -> None:
 
 
 # -- Vertex ----------------------------------------------------------------------------------------
-def _vertex(server: StubServer, sleeps: _Sleeps | None = None, **kw: Any) -> VertexProvider:
+def _vertex(server: StubServer, sleeps: Sleeps | None = None, **kw: Any) -> VertexProvider:
     return VertexProvider(
         api_key=kw.pop("api_key", "ya29.static-token"),
         base_url=f"{server.url}/v1",
         region="us-east5",
         project="my-project",
-        sleep=sleeps or _Sleeps(),
+        sleep=sleeps or Sleeps(),
         retry=RetryPolicy(max_retries=2, base_delay=1.0, jitter=0.0),
         **kw,
     )
@@ -124,7 +98,7 @@ async def test_vertex_streams_a_tool_call_to_the_project_path_with_the_access_to
     model = "claude-sonnet-4-6"
     script = [sse(e, e["type"]) for e in _events(model)]
     with StubServer([Reply(events=script)]) as server:
-        events = await _run(_vertex(server), _request(model))
+        events = await collect(_vertex(server), _request(model))
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.reason == "toolUse"
     assert done.message.content == _expected_answer()
@@ -174,7 +148,7 @@ async def test_vertex_gets_its_token_from_google_application_credentials(tmp_pat
                "ANTHROPIC_VERTEX_BASE_URL": f"{server.url}/v1",
                "GOOGLE_APPLICATION_CREDENTIALS": str(key_file)}  # fmt: skip
         selection = resolve_model(f"vertex/{model}", env=env)
-        events = await _run(selection.provider, _request(model))
+        events = await collect(selection.provider, _request(model))
     assert isinstance(events[-1], DoneEvent)
     exchange, call = server.requests
     assert exchange.path == "/token"
@@ -194,9 +168,9 @@ async def test_vertex_errors_name_the_provider_and_429_honours_retry_after() -> 
                     "RESOURCE_EXHAUSTED", "message": "Quota exceeded"}})  # fmt: skip
     denied = Reply(403, json_body={"error": {"code": 403, "status": "PERMISSION_DENIED",
                    "message": "Permission denied on resource project my-project."}})  # fmt: skip
-    sleeps = _Sleeps()
+    sleeps = Sleeps()
     with StubServer([limited, denied]) as server:
-        events = await _run(_vertex(server, sleeps), _request("claude-sonnet-4-6"))
+        events = await collect(_vertex(server, sleeps), _request("claude-sonnet-4-6"))
     assert sleeps.waits == [4.0] and len(server.requests) == 2
     error = events[-1]
     assert isinstance(error, ErrorEvent) and not error.retryable
@@ -269,7 +243,7 @@ async def test_bedrock_signs_the_request_and_reads_the_event_stream(
         env = {**aws_env, "ANTHROPIC_BEDROCK_BASE_URL": server.url}
         selection = resolve_model(f"bedrock/{model}", env=env)
         assert isinstance(selection.provider, BedrockProvider)
-        events = await _run(selection.provider, _request(model))
+        events = await collect(selection.provider, _request(model))
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.reason == "toolUse"
     assert done.message.content == _expected_answer()
@@ -292,7 +266,7 @@ async def test_bedrock_exception_frames_and_status_errors_are_one_line(
     model = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
     throttled = [_chunk(_events(model)[0]), _exception("throttlingException", "Too many tokens")]
     denied = Reply(403, json_body={"message": "The security token included in the request is invalid."})  # fmt: skip
-    sleeps = _Sleeps()
+    sleeps = Sleeps()
     with StubServer([Reply(headers=EVENT_STREAM, events=throttled), denied]) as server:
         provider = BedrockProvider(
             api_key="",
@@ -347,16 +321,7 @@ def test_a_headless_run_on_bedrock_signs_with_the_keys_the_worker_withholds(
                "AWS_CONFIG_FILE": str(tmp_path / "aws-config"),
                "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "aws-credentials"),
                "ANTHROPIC_BEDROCK_BASE_URL": server.url}  # fmt: skip
-        done = subprocess.run(
-            [str(BINARY), "-p", "hi", "--model", f"bedrock/{model}"],
-            cwd=tmp_path,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        done = ask(f"bedrock/{model}", tmp_path, env)
     assert (done.returncode, done.stdout, done.stderr) == (0, "Hi.\n", "")
     [sent] = server.requests
     assert sent.path == f"/model/{model}/invoke-with-response-stream"

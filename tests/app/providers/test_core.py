@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
+from provider_support import Sleeps, collect
 from stub_server import Reply, StubServer, sse
 
 from chord.context import BACKGROUND, with_cancel
@@ -135,19 +136,11 @@ def _events(*texts: str, end: bool = True) -> list[str]:
     return [*out, sse({"kind": "end"})] if end else out
 
 
-class _Sleeps:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-def _provider(server: StubServer, sleeps: _Sleeps | None = None) -> _EchoProvider:
+def _provider(server: StubServer, sleeps: Sleeps | None = None) -> _EchoProvider:
     return _EchoProvider(
         api_key="k",
         base_url=server.url,
-        sleep=sleeps or _Sleeps(),
+        sleep=sleeps or Sleeps(),
         retry=RetryPolicy(max_retries=2, base_delay=1.0, jitter=0.0),
     )
 
@@ -157,20 +150,13 @@ def _request(*texts: str, max_tokens: int | None = None) -> Request:
     return Request(model="echo-1", messages=messages, max_tokens=max_tokens)
 
 
-async def _run(provider: _EchoProvider, request: Request) -> list[StreamEvent]:
-    try:
-        return [event async for event in provider.stream(request, BACKGROUND)]
-    finally:
-        await provider.aclose()
-
-
 @pytest.mark.anyio
 async def test_an_adapter_of_wire_mapping_alone_streams_priced_usage() -> None:
     with StubServer([Reply(events=_events("Hel", "lo"))]) as server:
         provider = _provider(server)
         assert provider.name == "openai" and provider.models() == (ECHO,)
         assert provider._sdk_client is None  # made at the first request
-        events = await _run(provider, _request("hi"))
+        events = await collect(provider, _request("hi"))
         sent = server.requests[0]
     assert sent.path == "/echo" and sent.body == {"model": "echo-1", "history": ["hi"]}
     assert sent.headers["authorization"] == "Bearer k"  # the SDK's auth, not ours
@@ -189,9 +175,9 @@ async def test_the_core_retries_after_retry_after_and_ends_with_the_adapters_err
         Reply(status=429, headers={"retry-after": "7"}, json_body={"error": "slow"}),
         Reply(status=400, json_body={"error": "bad"}),
     ]
-    sleeps = _Sleeps()
+    sleeps = Sleeps()
     with StubServer(replies) as server:
-        events = await _run(_provider(server, sleeps), _request())
+        events = await collect(_provider(server, sleeps), _request())
     assert sleeps.waits == [7.0] and len(server.requests) == 2
     error = events[-1]
     assert isinstance(error, ErrorEvent) and not error.retryable
@@ -201,7 +187,7 @@ async def test_the_core_retries_after_retry_after_and_ends_with_the_adapters_err
 @pytest.mark.anyio
 async def test_bad_input_from_the_body_builder_fails_the_stream_without_a_request() -> None:
     with StubServer([]) as server:
-        events = await _run(_provider(server), _request(max_tokens=13))
+        events = await collect(_provider(server), _request(max_tokens=13))
         assert server.requests == []
     error = events[-1]
     assert isinstance(error, ErrorEvent) and error.error.error_message == "echo: 13 is unlucky"
@@ -210,7 +196,7 @@ async def test_bad_input_from_the_body_builder_fails_the_stream_without_a_reques
 @pytest.mark.anyio
 async def test_a_stream_cut_short_or_cancelled_ends_once_with_the_usage_so_far() -> None:
     with StubServer([Reply(events=_events("a", end=False))]) as server:
-        events = await _run(_provider(server), _request())
+        events = await collect(_provider(server), _request())
     cut = events[-1]
     assert isinstance(cut, ErrorEvent) and cut.retryable
     assert cut.error.usage is not None and cut.error.usage.output == 500_000

@@ -4,12 +4,11 @@ speaks ``streamGenerateContent?alt=sse``."""
 from __future__ import annotations
 
 import base64
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from provider_support import PNG, READ, Sleeps, ask, collect_each
 from stub_server import Reply, StubServer, sse
 
 from chord.context import BACKGROUND
@@ -22,11 +21,9 @@ from pico3.models import (
     ImageContent,
     Request,
     RetryPolicy,
-    StreamEvent,
     TextContent,
     ThinkingContent,
     ThinkingDeltaEvent,
-    Tool,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -35,14 +32,7 @@ from pico3.models import (
     reduce_events,
 )
 
-PNG = "iVBORw0KGgo="
-BINARY = Path(sys.executable).with_name("coding-agent")
 SIGNATURE = b"\x01gemini-thought-signature\xff"
-READ = Tool(
-    name="read",
-    description="Read a file",
-    parameters={"type": "object", "properties": {"path": {"type": "string"}}},
-)
 
 
 def _chunk(*parts: dict[str, Any], finish: str | None = None, usage: dict[str, int] | None = None) -> str:  # fmt: skip
@@ -68,28 +58,13 @@ def _camel(fields: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class _Sleeps:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-def _provider(server: StubServer, sleeps: _Sleeps | None = None) -> GoogleProvider:
+def _provider(server: StubServer, sleeps: Sleeps | None = None) -> GoogleProvider:
     return GoogleProvider(
         api_key="gemini-key",
         base_url=server.url,
-        sleep=sleeps or _Sleeps(),
+        sleep=sleeps or Sleeps(),
         retry=RetryPolicy(max_retries=2, base_delay=1.0, jitter=0.0),
     )
-
-
-async def _run(provider: GoogleProvider, *requests: Request) -> list[list[StreamEvent]]:
-    try:
-        return [[e async for e in provider.stream(r, BACKGROUND)] for r in requests]
-    finally:
-        await provider.aclose()
 
 
 @pytest.mark.anyio
@@ -181,7 +156,7 @@ async def test_images_are_inline_data_in_user_turns_and_after_tool_results() -> 
         ),
     ]  # fmt: skip
     with StubServer([Reply(events=[_chunk({"text": "A cat."}, finish="STOP")])]) as server:
-        [events] = await _run(
+        [events] = await collect_each(
             _provider(server), Request(model="gemini-2.5-flash", messages=messages)
         )
     done = events[-1]
@@ -199,9 +174,9 @@ async def test_429_honours_retry_after_and_a_400_is_one_line() -> None:
                     "Resource has been exhausted", "status": "RESOURCE_EXHAUSTED"}})  # fmt: skip
     bad = Reply(400, json_body={"error": {"code": 400, "message": "API key not valid.",
                                           "status": "INVALID_ARGUMENT"}})  # fmt: skip
-    sleeps = _Sleeps()
+    sleeps = Sleeps()
     with StubServer([limited, bad]) as server:
-        [events] = await _run(
+        [events] = await collect_each(
             _provider(server, sleeps), Request(model="gemini-2.5-pro", messages=[UserMessage(content="hi")])
         )  # fmt: skip
     assert sleeps.waits == [6.0] and len(server.requests) == 2
@@ -216,7 +191,7 @@ async def test_a_blocked_answer_and_a_truncated_one() -> None:
     truncated = [_chunk({"text": "long"}, finish="MAX_TOKENS")]
     request = Request(model="gemini-2.5-pro", messages=[UserMessage(content="hi")])
     with StubServer([Reply(events=blocked), Reply(events=truncated)]) as server:
-        blocked_events, truncated_events = await _run(_provider(server), request, request)
+        blocked_events, truncated_events = await collect_each(_provider(server), request, request)
     error = blocked_events[-1]
     assert isinstance(error, ErrorEvent) and not error.retryable
     assert error.error.error_message == "google: the answer was blocked (SAFETY)"
@@ -240,10 +215,6 @@ def test_a_headless_run_on_gemini(agent_env: dict[str, str], tmp_path: Path) -> 
     with StubServer([Reply(events=answer)]) as server:
         env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "config"),
                "GEMINI_API_KEY": "gemini-key", "GOOGLE_GEMINI_BASE_URL": server.url}  # fmt: skip
-        done = subprocess.run(
-            [str(BINARY), "-p", "hi", "--model", "google/gemini-2.5-flash"],
-            cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-            timeout=120, check=False,
-        )  # fmt: skip
+        done = ask("google/gemini-2.5-flash", tmp_path, env)
     assert (done.returncode, done.stdout, done.stderr) == (0, "Hello there.\n", "")
     assert server.requests[0].headers["x-goog-api-key"] == "gemini-key"

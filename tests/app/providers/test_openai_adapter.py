@@ -6,6 +6,7 @@ from typing import Any
 
 import anyio
 import pytest
+from provider_support import Sleeps, collect
 from stub_server import Reply, StubServer, sse
 
 from chord.context import BACKGROUND, with_cancel
@@ -68,20 +69,12 @@ def _text_events(*parts: str) -> list[str]:
     ]
 
 
-class _Sleeps:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-def _provider(server: StubServer, sleeps: _Sleeps | None = None, **kw: Any) -> OpenAIProvider:
+def _provider(server: StubServer, sleeps: Sleeps | None = None, **kw: Any) -> OpenAIProvider:
     return OpenAIProvider(
         api_key="test-key",
         base_url=f"{server.url}/v1",
         compat=kw.pop("compat", OPENAI_COMPAT),
-        sleep=sleeps or _Sleeps(),
+        sleep=sleeps or Sleeps(),
         retry=RetryPolicy(max_retries=2, base_delay=1.0, jitter=0.0),
         **kw,
     )
@@ -89,13 +82,6 @@ def _provider(server: StubServer, sleeps: _Sleeps | None = None, **kw: Any) -> O
 
 def _request(**kw: Any) -> Request:
     return Request(model=kw.pop("model", MODEL), messages=[UserMessage(content="hi")], **kw)
-
-
-async def _run(provider: OpenAIProvider, request: Request) -> list[StreamEvent]:
-    try:
-        return [event async for event in provider.stream(request, BACKGROUND)]
-    finally:
-        await provider.aclose()
 
 
 async def _run_cancelled_at_first_delta(provider: OpenAIProvider) -> list[StreamEvent]:
@@ -115,7 +101,7 @@ async def _run_cancelled_at_first_delta(provider: OpenAIProvider) -> list[Stream
 @pytest.mark.anyio
 async def test_plain_text_answer_with_usage_from_the_final_chunk() -> None:
     with StubServer([Reply(events=_text_events("Hel", "lo"))]) as server:
-        events = await _run(_provider(server), _request(system=["a", "b"]))
+        events = await collect(_provider(server), _request(system=["a", "b"]))
     assert [e.delta for e in events if isinstance(e, TextDeltaEvent)] == ["Hel", "lo"]
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.reason == "stop"
@@ -169,7 +155,7 @@ async def test_parallel_tool_calls_stream_arguments_by_index() -> None:
     ]
     tools = [Tool(name="read", description="Read", parameters={"type": "object"})]
     with StubServer([Reply(events=events_in)]) as server:
-        events = await _run(_provider(server), _request(tools=tools))
+        events = await collect(_provider(server), _request(tools=tools))
     assert [e.delta for e in events if isinstance(e, ToolCallDeltaEvent)] == [
         '{"path":',
         "{}",
@@ -201,7 +187,7 @@ async def test_local_server_reasoning_and_compat_profile() -> None:
     ]
     no_usage = LOCAL_COMPAT.__class__(usage_in_streaming=False, max_tokens_field="max_tokens")
     with StubServer([Reply(events=events_in)]) as server:
-        events = await _run(
+        events = await collect(
             _provider(server, compat=no_usage), _request(model="qwen3:8b", max_tokens=256)
         )
     done = events[-1]
@@ -229,9 +215,9 @@ async def test_429_waits_for_retry_after_and_retries_once() -> None:
             }
         },
     )
-    sleeps = _Sleeps()
+    sleeps = Sleeps()
     with StubServer([limited, Reply(events=_text_events("ok"))]) as server:
-        events = await _run(_provider(server, sleeps), _request())
+        events = await collect(_provider(server, sleeps), _request())
     assert sleeps.waits == [3.0] and len(server.requests) == 2
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.message.content == [TextContent(text="ok")]
@@ -240,9 +226,9 @@ async def test_429_waits_for_retry_after_and_retries_once() -> None:
 @pytest.mark.anyio
 async def test_500_backs_off_then_succeeds() -> None:
     failed = Reply(500, json_body={"error": {"message": "internal", "type": "server_error"}})
-    sleeps = _Sleeps()
+    sleeps = Sleeps()
     with StubServer([failed, Reply(events=_text_events("ok"))]) as server:
-        events = await _run(_provider(server, sleeps), _request())
+        events = await collect(_provider(server, sleeps), _request())
     assert sleeps.waits == [1.0] and len(server.requests) == 2
     assert isinstance(events[-1], DoneEvent)
 
@@ -255,9 +241,9 @@ async def test_400_is_not_retried_and_surfaces_the_servers_message() -> None:
             "error": {"message": "Unknown parameter: 'x'.", "type": "invalid_request_error"}
         },
     )
-    sleeps = _Sleeps()
+    sleeps = Sleeps()
     with StubServer([bad]) as server:
-        events = await _run(_provider(server, sleeps), _request())
+        events = await collect(_provider(server, sleeps), _request())
     assert sleeps.waits == [] and len(server.requests) == 1
     error = events[-1]
     assert isinstance(error, ErrorEvent) and not error.retryable
@@ -268,7 +254,7 @@ async def test_400_is_not_retried_and_surfaces_the_servers_message() -> None:
 async def test_a_stream_cut_before_finish_reason_is_a_retryable_error() -> None:
     events_in = [_chunk({"role": "assistant", "content": "par"}), sse("[DONE]")]
     with StubServer([Reply(events=events_in)]) as server:
-        events = await _run(_provider(server), _request())
+        events = await collect(_provider(server), _request())
     error = events[-1]
     assert isinstance(error, ErrorEvent) and error.retryable
     assert error.error.content == [TextContent(text="par")]
@@ -374,7 +360,7 @@ async def test_a_malformed_event_after_good_ones_in_the_same_read_keeps_them() -
     good = _text_events("ab", "cd", "ef")[:4]  # the role chunk and three deltas
     body = "".join(good) + "data: {not json\n\n" + "".join(_text_events("never"))
     with StubServer([Reply(events=[body])]) as server:
-        events = await _run(_provider(server), _request())
+        events = await collect(_provider(server), _request())
     assert [e.delta for e in events if isinstance(e, TextDeltaEvent)] == ["ab", "cd", "ef"]
     error = events[-1]
     assert isinstance(error, ErrorEvent) and error.reason == "error"

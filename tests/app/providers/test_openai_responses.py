@@ -3,12 +3,11 @@ speaks the Responses SSE protocol."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from provider_support import PNG, READ, Sleeps, ask, collect_each
 from stub_server import Reply, StubServer, sse
 
 from chord.context import BACKGROUND
@@ -21,11 +20,9 @@ from pico3.models import (
     ImageContent,
     Request,
     RetryPolicy,
-    StreamEvent,
     TextContent,
     ThinkingContent,
     ThinkingDeltaEvent,
-    Tool,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -34,9 +31,7 @@ from pico3.models import (
     reduce_events,
 )
 
-PNG = "iVBORw0KGgo="
 ENCRYPTED = "gAAAAB-encrypted-reasoning-blob=="
-BINARY = Path(sys.executable).with_name("coding-agent")
 
 
 def _event(kind: str, **fields: Any) -> str:
@@ -106,35 +101,13 @@ def _reasoning_item(index: int, *summaries: str) -> list[str]:
     return out
 
 
-class _Sleeps:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-def _provider(server: StubServer, sleeps: _Sleeps | None = None) -> OpenAIResponsesProvider:
+def _provider(server: StubServer, sleeps: Sleeps | None = None) -> OpenAIResponsesProvider:
     return OpenAIResponsesProvider(
         api_key="test-key",
         base_url=f"{server.url}/v1",
-        sleep=sleeps or _Sleeps(),
+        sleep=sleeps or Sleeps(),
         retry=RetryPolicy(max_retries=2, base_delay=1.0, jitter=0.0),
     )
-
-
-async def _run(provider: OpenAIResponsesProvider, *requests: Request) -> list[list[StreamEvent]]:
-    try:
-        return [[event async for event in provider.stream(r, BACKGROUND)] for r in requests]
-    finally:
-        await provider.aclose()
-
-
-READ = Tool(
-    name="read",
-    description="Read a file",
-    parameters={"type": "object", "properties": {"path": {"type": "string"}}},
-)
 
 
 @pytest.mark.anyio
@@ -149,7 +122,7 @@ async def test_a_streamed_answer_with_a_tool_call_and_its_usage_and_cost() -> No
         tools=[READ],
     )  # fmt: skip
     with StubServer([Reply(events=script)]) as server:
-        [events] = await _run(_provider(server), request)
+        [events] = await collect_each(_provider(server), request)
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.reason == "toolUse"
     assert done.message.content == [
@@ -257,7 +230,7 @@ async def test_images_go_as_input_image_parts_in_user_messages_and_tool_results(
         ),
     ]
     with StubServer([Reply(events=[*_text_item(0, "A cat."), _completed()])]) as server:
-        [events] = await _run(_provider(server), Request(model="gpt-5", messages=messages))
+        [events] = await collect_each(_provider(server), Request(model="gpt-5", messages=messages))
     assert isinstance(events[-1], DoneEvent)
     sent = server.requests[0].body["input"]
     assert sent[0] == {
@@ -290,10 +263,10 @@ async def test_429_waits_for_retry_after_and_retries() -> None:
             }
         },
     )
-    sleeps = _Sleeps()
+    sleeps = Sleeps()
     script = [*_text_item(0, "ok"), _completed()]
     with StubServer([limited, Reply(events=script)]) as server:
-        [events] = await _run(_provider(server, sleeps), Request(model="gpt-5", messages=[UserMessage(content="hi")]))  # fmt: skip
+        [events] = await collect_each(_provider(server, sleeps), Request(model="gpt-5", messages=[UserMessage(content="hi")]))  # fmt: skip
     assert sleeps.waits == [7.0] and len(server.requests) == 2
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.message.content == [TextContent(text="ok")]
@@ -311,10 +284,12 @@ async def test_stream_errors_and_truncation_end_the_turn_as_the_contract_says() 
             "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"},
             "usage": {"input_tokens": 5, "output_tokens": 9}}),
     ]  # fmt: skip
-    sleeps = _Sleeps()
+    sleeps = Sleeps()
     request = Request(model="gpt-5", messages=[UserMessage(content="hi")])
     with StubServer([Reply(events=failed), Reply(events=truncated)]) as server:
-        error_events, length_events = await _run(_provider(server, sleeps), request, request)
+        error_events, length_events = await collect_each(
+            _provider(server, sleeps), request, request
+        )
     error = error_events[-1]
     assert isinstance(error, ErrorEvent) and error.retryable
     assert error.error.error_message == "openai 200 server_error: The server had an error"
@@ -348,16 +323,7 @@ def test_a_status_error_is_the_headless_one_line_error(
     env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "config"), "OPENAI_API_KEY": "sk-test"}
     with StubServer([bad]) as server:
         env["OPENAI_BASE_URL"] = f"{server.url}/v1"
-        done = subprocess.run(
-            [str(BINARY), "-p", "hi", "--model", "openai-responses/gpt-5"],
-            cwd=tmp_path,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        done = ask("openai-responses/gpt-5", tmp_path, env)
     assert done.returncode == 1
     assert done.stderr == (
         "coding-agent: error: the turn ended unanswered (model openai-responses/gpt-5): "

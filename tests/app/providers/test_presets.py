@@ -6,27 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from provider_support import READ, collect
 from stub_server import Reply, StubServer, sse
 
-from chord.context import BACKGROUND
 from coding_agent.worker.providers.openai import OpenAIProvider
 from coding_agent.worker.providers.presets import PRESETS
 from coding_agent.worker.providers.registry import key_variables, resolve_model
 from pico3.models import (
     DoneEvent,
     Request,
-    StreamEvent,
     TextContent,
     ThinkingContent,
-    Tool,
     ToolCall,
     UserMessage,
-)
-
-READ = Tool(
-    name="read",
-    description="Read a file",
-    parameters={"type": "object", "properties": {"path": {"type": "string"}}},
 )
 
 
@@ -52,13 +44,6 @@ def _answer(thinking_field: str, *, usage_in_last: bool = False) -> list[str]:
 
 def _config(name: str, url: str, **extra: Any) -> dict[str, Any]:
     return {"providers": {name: {"base_url": url, **extra}}}
-
-
-async def _run(provider: Any, request: Request) -> list[StreamEvent]:
-    try:
-        return [event async for event in provider.stream(request, BACKGROUND)]
-    finally:
-        await provider.aclose()
 
 
 def test_every_preset_resolves_to_its_url_key_and_quirks() -> None:
@@ -106,7 +91,7 @@ async def test_a_preset_streams_reasoning_and_a_tool_call_with_its_quirks(
             model="vendor/model-1", messages=[UserMessage(content="hi")], tools=[READ],
             thinking_level="high",
         )  # fmt: skip
-        events = await _run(selection.provider, request)
+        events = await collect(selection.provider, request)
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.reason == "toolUse"
     assert done.message.provider == name
@@ -135,7 +120,7 @@ async def test_config_compat_keys_replace_only_theirs_and_a_local_server_needs_n
         assert isinstance(provider, OpenAIProvider)
         assert provider.compat.max_tokens_field == "max_tokens"  # the preset's, kept
         assert provider.compat.usage_in_streaming is False  # the config's
-        events = await _run(
+        events = await collect(
             provider, Request(model="qwen3:8b", messages=[UserMessage(content="hi")])
         )
     done = events[-1]
