@@ -326,7 +326,7 @@ class ServerRunner:
                 import httpx
 
                 from .auth import oauth_provider
-                from .http_bound import BoundedTransport
+                from .http_bound import bounded_transport
 
                 auth = oauth_provider(spec.name, spec.url, self._tokens, self._login)
                 max_bytes = self._max_bytes
@@ -341,7 +341,7 @@ class ServerRunner:
                         headers=headers,
                         timeout=timeout if timeout is not None else httpx.Timeout(30.0, read=300.0),
                         auth=auth,
-                        transport=BoundedTransport(max_bytes, spec.name),
+                        transport=bounded_transport(max_bytes, spec.name),
                     )
 
                 if spec.transport == "sse":
