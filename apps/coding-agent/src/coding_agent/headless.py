@@ -30,6 +30,12 @@ it), 5 when the session's storage failed (disk full, I/O error, read-only): one
 ``\\x1b``) when ``out`` is a terminal, and exactly as the model wrote it otherwise (a pipe or a
 file gets the model's bytes). ``--json`` lines are ASCII JSON (``\\u001b``), safe on a terminal
 and exact once parsed. The ``coding-agent: error:`` lines are always inert.
+
+Why one module: it is the headless contract end to end, one prompt in and one outcome out:
+which events are printed, which dialogs are answered and how, and which exit code and error line
+a turn's outcome gets. Those rules refer to each other (a denied dialog is a blocked call is exit
+3 is the blocked line), so they are read and changed together; the MCP wait, which is not part
+of the contract, lives in :mod:`coding_agent.headless_mcp`.
 """
 
 from __future__ import annotations

@@ -16,6 +16,13 @@ result the SDK refuses or a dead server make that one call raise :class:`McpCall
 message naming the server, the tool and what happened. The runner itself survives all of them.
 
 Results are mapped to the harness's tool-result pieces by :func:`~.results.map_result`.
+
+Why one module: :class:`ServerRunner` is one state machine, a server's life from start to
+restart (the transport it opens, the session it initializes, the listings it refreshes, the
+calls it serves, the login it waits for, the back-off it gives up after), and every branch reads
+and writes the same few fields of it. What is not that machine already lives beside it (the size
+caps in :mod:`.stdio` and :mod:`.http_bound`, OAuth in :mod:`.auth`, listings and results in
+:mod:`.listing` and :mod:`.results`, the server's requests in :mod:`.callbacks`).
 """
 
 from __future__ import annotations
