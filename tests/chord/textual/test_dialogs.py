@@ -19,6 +19,7 @@ from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.widgets import OptionList, Static, TextArea
 
+from chord import textual_dialogs
 from chord.context import BACKGROUND, ContextCancelled, with_cancel
 from chord.textual import (
     ARMING_SECONDS,
@@ -131,8 +132,14 @@ async def test_keys_typed_as_a_dialog_opens_answer_nothing_and_stay_in_the_edito
     assert asker.answers == ["deny"]
 
 
-async def test_a_dialog_shows_it_is_arming_and_arms_after_the_stated_time() -> None:
+async def test_a_dialog_shows_it_is_arming_and_arms_after_the_stated_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     assert ARMING_SECONDS == 0.4
+    # While a check of the arming state runs, the arming time is an hour: a loaded machine
+    # cannot let it run out between a key and the check (no timing is asserted).
+    hour = 3600.0
+    monkeypatch.setattr(textual_dialogs, "ARMING_SECONDS", hour)
     app = EditorApp()
     asker = Asker(app)
     async with app.run_test() as pilot, anyio.create_task_group() as group:
@@ -143,13 +150,20 @@ async def test_a_dialog_shows_it_is_arming_and_arms_after_the_stated_time() -> N
         assert screen is not None
         assert not screen.armed and screen.has_class("-arming")
         assert keys_line(screen) == ARMING_LINE
+        # A text key while arming goes to the editor and starts the (stated) time again.
+        monkeypatch.setattr(textual_dialogs, "ARMING_SECONDS", ARMING_SECONDS)
+        await pilot.press("w")
         screen = await armed_dialog(pilot)
         assert "enter answers" in keys_line(screen)
         # A text key at an armed dialog goes to the editor and arms it again.
+        monkeypatch.setattr(textual_dialogs, "ARMING_SECONDS", hour)
         await pilot.press("x")
         assert not screen.armed and keys_line(screen) == ARMING_LINE
-        assert app.editor_text == "x"
+        assert app.editor_text == "wx"
+        monkeypatch.setattr(textual_dialogs, "ARMING_SECONDS", ARMING_SECONDS)
+        await pilot.press("y")
         await armed_dialog(pilot)
+        assert app.editor_text == "wxy"
         await pilot.press("enter")
         await until(pilot, lambda: asker.answers, "the answer")
     assert asker.answers == ["allow"]

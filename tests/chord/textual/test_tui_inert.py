@@ -85,6 +85,8 @@ async def test_a_choice_dialog_shows_title_body_choices_and_hint_inert() -> None
 
         tg.start_soon(ask)
         await _until(lambda: isinstance(app.screen, ChoiceScreen), "the dialog opens")
+        # armed: its key line (the hint) is final and it takes Escape
+        await _until(lambda: getattr(app.screen, "armed", False), "the dialog is armed")
         await pilot.pause()
         shown = _screen_text(app)
         assert f"Allow {SHOWN}?" in shown
@@ -113,6 +115,8 @@ async def test_a_confirm_dialog_shows_title_and_body_inert() -> None:
 
         tg.start_soon(ask)
         await _until(lambda: isinstance(app.screen, ConfirmScreen), "the dialog opens")
+        # armed: its key line (the hint) is final and it takes Escape
+        await _until(lambda: getattr(app.screen, "armed", False), "the dialog is armed")
         await pilot.pause()
         shown = _screen_text(app)
         assert f"Run {SHOWN}?" in shown and SHOWN in shown.splitlines()

@@ -13,7 +13,9 @@ from typing import Any
 import anyio
 import pytest
 
+from chord import textual_dialogs
 from chord.facets import create_facet_host
+from chord.textual import ARMING_SECONDS
 from facets_approval.tui import PREVIEW_LINES, describe_call, dialog_body, tui_facet
 
 pytestmark = pytest.mark.anyio
@@ -73,7 +75,9 @@ async def test_the_modal_shows_the_call_and_sends_the_chosen_decision(
 
 
 @pytest.mark.parametrize("letter", ["y", "a", "n"])
-async def test_a_letter_answers_nothing(kit: Any, letter: str) -> None:
+async def test_a_letter_answers_nothing(
+    kit: Any, letter: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The old single-key shortcuts: "a" of a word chose "Always allow bash" (issue 36 item 2).
     app = kit.DialogApp()
     scripted = kit.ScriptedDialogs()
@@ -85,9 +89,14 @@ async def test_a_letter_answers_nothing(kit: Any, letter: str) -> None:
     ):
         dialog, _close = scripted.open("1:call-1", kit.bash_request())
         screen = await app.shown_dialog(pilot)
+        # the arming time is an hour while the key is checked (a loaded machine cannot let it
+        # run out before the check), then the stated time again
+        monkeypatch.setattr(textual_dialogs, "ARMING_SECONDS", 3600.0)
         await pilot.press(letter)
         assert dialog.decisions == [] and app.dialog() is screen and not screen.answered
         assert not screen.armed  # a text key arms the dialog again
+        monkeypatch.setattr(textual_dialogs, "ARMING_SECONDS", ARMING_SECONDS)
+        await pilot.press(letter)  # (restarts the stated time)
         screen = await app.shown_dialog(pilot)
         await pilot.press("2", "enter")  # Allow once, Deny: this request offers no rule
         with anyio.fail_after(10):
