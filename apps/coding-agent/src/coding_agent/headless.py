@@ -489,7 +489,7 @@ def report_turn(
     status, detail, text, entries, model = (
         turn.status, turn.detail, turn.text, turn.entries, turn.model
     )  # fmt: skip
-    blocked = [*blocked, *unapproved_calls(entries)]
+    unapproved = unapproved_calls(entries)
     ok = status == "done"
     code = EXIT_OK if ok else EXIT_FAILED
     answered = any(
@@ -503,30 +503,30 @@ def report_turn(
         result: dict[str, Any] = {"type": "result", "ok": ok, "status": status, "text": text}
         if not ok:
             result["error"] = detail
-        if blocked:
-            result["blocked"] = [_describe(request) for request in blocked]
+        if blocked or unapproved:
+            result["blocked"] = [_describe(request) for request in [*blocked, *unapproved]]
         _json_line(out, result)
     elif ok or text:
         text = inert(text) if _is_terminal(out) else text  # a pipe or a file gets exact bytes
         out.write(text if text.endswith("\n") else text + "\n")
     out.flush()
-    for request in blocked:
+    for request in blocked:  # a dialog nobody here answers
         name = str(request.get("name") or "tool")
-        why = request.get("reason")
-        if isinstance(why, str) and not why.startswith("This asks "):
-            line = why  # no approval package serves the session: the reason names it and the fix
-        else:
-            line = (
-                f"{_needs(request)}, and -p/--json asks nobody; "
-                f"allow it with {_remedy(name, request)}"
-            )
+        line = (
+            f"{_needs(request)}, and -p/--json asks nobody; allow it with {_remedy(name, request)}"
+        )
         print(
             f"coding-agent: error: blocked the {_describe(request, ' call')}: {line}", file=errors
+        )
+    for request in unapproved:  # no approval package: the reason names it and the fix
+        print(
+            f"coding-agent: error: blocked the {_describe(request, ' call')}: {request['reason']}",
+            file=errors,
         )
     if not ok:
         why = f": {inert(detail)}" if detail else ""
         print(f"coding-agent: error: the turn ended {status} (model {model}){why}", file=errors)
-    elif blocked:
+    elif blocked or unapproved:
         code = EXIT_BLOCKED
     errors.flush()
     return code
