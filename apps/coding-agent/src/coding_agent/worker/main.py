@@ -331,19 +331,6 @@ def load_features(config: WorkerConfig) -> list[FacetGeneration]:
     return loaded
 
 
-def protected_paths(session: Session, config: WorkerConfig) -> list[dict[str, str]]:
-    """What an edit always asks about, in every mode but ``auto``, with the reason the dialog
-    shows (the approval feature reads the harness service ``guarded_paths``): the files that
-    run code (:data:`coding_agent.guarded_paths.CODE_PATHS`, in every folder of the project),
-    the agent's configuration folder and trust file, the ``--facets-dir`` folders, and the
-    agent's session storage."""
-    del session  # the project's own .coding-agent/ folders are in CODE_PATHS
-    env = config.env
-    return guarded_paths(
-        env, facets_dirs=config.facets_dirs, state_dir=state_home(env) / "coding-agent"
-    )
-
-
 @asynccontextmanager
 async def open_session_host(
     config: WorkerConfig,
@@ -414,7 +401,13 @@ async def open_session_host(
             "agent_state_dir": str(state_home(config.env) / "coding-agent"),
             "workspace": str(session.cwd),
             "process_host": processes if shared is None else SharedProcessHost(processes, shared),
-            GUARDED_PATHS_SERVICE: protected_paths(session, config),
+            # what an edit asks about in every mode but auto, with the reason the dialog shows:
+            # the files that run code, the agent's config and trust, --facets-dir, its state
+            GUARDED_PATHS_SERVICE: guarded_paths(
+                config.env,
+                facets_dirs=config.facets_dirs,
+                state_dir=state_home(config.env) / "coding-agent",
+            ),
             CHILD_ENVIRONMENT_SERVICE: environment,
             **sandbox_service,
             # The permission rules' files (config.toml, Claude Code's settings) for the
