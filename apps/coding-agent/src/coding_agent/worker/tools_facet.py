@@ -42,7 +42,7 @@ Background jobs: every call gets a :class:`~coding_agent.worker.job_control.Harn
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,13 @@ import anyio
 from chord import Context, Facet, FacetEnvironment, define_facet
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.job_control import HarnessJobs
-from coding_agent.worker.tools import JobControl, ToolContext, ToolSpec, builtin_tools
+from coding_agent.worker.tools import (
+    JobControl,
+    ToolContext,
+    ToolSpec,
+    WebSettings,
+    builtin_tools,
+)
 from coding_agent.worker.tools.bash import prune_spills
 from coding_agent.worker.tools.host import FileStamp
 from pico3 import (
@@ -300,14 +306,17 @@ def tools_facet(
     history: FileHistory | None = None,
     models: Models | None = None,
     environment: ChildEnvironment | None = None,
+    web: WebSettings | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Facet:
     """A session facet registering ``specs`` (default: every built-in tool) on the harness;
     with ``history``, ``write`` and ``edit`` journal each file's pre-image there first.
     ``models`` resolves the conversation's model, so ``read`` knows whether images may be
     returned to it (without it, they are). The processes the tools start get ``environment``
     (default: the harness service ``child_environment``, else
-    :meth:`~pico3.ChildEnvironment.default`)."""
-    chosen = list(builtin_tools() if specs is None else specs)
+    :meth:`~pico3.ChildEnvironment.default`). ``web`` configures ``web_fetch`` and
+    ``web_search`` (whose key is read from ``env``)."""
+    chosen = list(builtin_tools(web, env) if specs is None else specs)
     spill = os.fspath(spill_dir) if spill_dir is not None else None
     if spill is not None:
         Path(spill).mkdir(mode=0o700, parents=True, exist_ok=True)
