@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from coding_agent.sessions import (
+from coding_agent.session_files.folders import (
     SOCKET_PATH_LIMIT,
     SessionError,
     create_session,
