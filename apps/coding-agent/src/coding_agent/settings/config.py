@@ -67,7 +67,8 @@ from typing import Any, cast
 
 import msgspec
 
-from coding_agent.settings.trust import LOCAL_CONFIG_DIR, config_home, is_trusted, project_root_for
+from coding_agent.settings.trust import LOCAL_CONFIG_DIR, is_trusted, project_root_for
+from coding_agent.settings.xdg import config_home
 
 __all__ = [
     "CONFIG_NAME",

@@ -90,7 +90,6 @@ from coding_agent.session_files.folders import (
     SessionError,
     check_writable,
     load_session,
-    state_home,
     update_settings,
 )
 from coding_agent.session_files.private import PrivacyError, private_dir, socket_folder
@@ -112,6 +111,7 @@ from coding_agent.settings.trust import (
     TrustStore,
     check_project,
 )
+from coding_agent.settings.xdg import state_home
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
