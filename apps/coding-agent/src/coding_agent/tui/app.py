@@ -56,6 +56,7 @@ from coding_agent.tui.widgets.messages import ThinkingBlock
 from coding_agent.tui.widgets.queue import QueuePanel
 from coding_agent.tui.widgets.tasks import TasksPanel
 from coding_agent.tui.widgets.transcript import Transcript
+from coding_agent.worker.tools.todo import TODO_NAMESPACE
 
 __all__ = [
     "FRAME_INTERVAL",
@@ -399,7 +400,12 @@ class CodingAgentApp(App[None]):
         if not entries:
             self._paint_welcome()
         tasks = value.get("tasks")
-        self.tasks_panel.show(tasks if isinstance(tasks, dict) else None)
+        plugins = value.get("plugins")
+        todo = plugins.get(TODO_NAMESPACE) if isinstance(plugins, dict) else None
+        self.tasks_panel.show(
+            tasks if isinstance(tasks, dict) else None,
+            todo.get("todos") if isinstance(todo, dict) else None,
+        )
         inbox = value.get("inbox")
         await self.queue.show(inbox if isinstance(inbox, list) else None)
         compaction = inert(_compaction_text(value.get("compaction")))

@@ -1,5 +1,6 @@
 """The coding agent's built-in tools: read, write, edit, bash, grep, find, ls, the job tools and
-the web tools (``web_fetch``; ``web_search`` when a backend is configured: :mod:`.web`).
+the ``todo`` list (:mod:`.todo`) and the web tools (``web_fetch``; ``web_search`` when a backend
+is configured: :mod:`.web`).
 
 Each tool is a :class:`ToolSpec`: a name, a description for the model, a JSON Schema for its
 arguments, and an async handler. They do not depend on the harness; a harness registers
@@ -42,6 +43,7 @@ from .spec import (
     text_result,
     validate_args,
 )
+from .todo import TODO_NAMESPACE, TODO_TOOL, TodoStore
 from .web import WebSettings
 from .web_fetch import web_fetch_tool
 from .web_search import web_search_tool
@@ -57,6 +59,8 @@ __all__ = [
     "JOB_OUTPUT_TOOL",
     "LS_TOOL",
     "READ_TOOL",
+    "TODO_NAMESPACE",
+    "TODO_TOOL",
     "WRITE_TOOL",
     "BashRun",
     "Edit",
@@ -65,6 +69,7 @@ __all__ = [
     "JobState",
     "OnUpdate",
     "SearchBackend",
+    "TodoStore",
     "ToolArgumentError",
     "ToolContext",
     "ToolError",
@@ -86,7 +91,7 @@ def builtin_tools(
     web: WebSettings | None = None, env: Mapping[str, str] | None = None
 ) -> list[ToolSpec]:
     """All built-in tools, in the order they are offered: read, bash, edit, write, grep, find, ls,
-    job_output, job_kill, web_fetch, and web_search when ``web`` names a search backend (its
+    job_output, job_kill, todo, web_fetch, and web_search when ``web`` names a search backend (its
     key is read from ``env``, default ``os.environ``)."""
     settings = web if web is not None else WebSettings()
     web_tools = [web_fetch_tool(settings)]
@@ -102,5 +107,6 @@ def builtin_tools(
         LS_TOOL,
         JOB_OUTPUT_TOOL,
         JOB_KILL_TOOL,
+        TODO_TOOL,
         *web_tools,
     ]
