@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from coding_agent.session_files.folders import create_session
 from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.secret_env import secret_names
-from coding_agent.session_files.folders import create_session
 from coding_agent.worker.main import session_worker_config
 from coding_agent.worker.tools import WebSettings, builtin_tools
 
