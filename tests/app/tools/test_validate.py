@@ -38,6 +38,7 @@ def test_builtin_tools_have_unique_names_and_valid_schemas() -> None:
         "ls",
         "job_output",
         "job_kill",
+        "todo",
         "web_fetch",
     ]
     with_search = builtin_tools(WebSettings(search_backend="brave"))
@@ -136,6 +137,7 @@ known_keys = st.sampled_from(
         "url",
         "query",
         "count",
+        "todos",
     ]
 )
 tool_args = st.dictionaries(known_keys | st.text(max_size=6), json_values, max_size=5)

@@ -132,11 +132,8 @@ async def test_the_todo_list_survives_a_sigkill_and_follows_a_fork(
             await root.wait_for_idle(BACKGROUND)  # recovery: replay-safe calls run again
         assert await _todos(root) == SECOND
         entries = list(reversed(await root.entries(BACKGROUND, limit=100)))
-        results = [
-            e.model[0]
-            for e in entries
-            if e.kind == "pi.tool_result" and e.model[0]["toolName"] == "todo"  # type: ignore[index]
-        ]
+        messages: list[Any] = [e.model[0] for e in entries if e.kind == "pi.tool_result"]  # pyright: ignore[reportIndexIssue]
+        results = [m for m in messages if m["toolName"] == "todo"]
         assert [r["isError"] for r in results] == [False, False]
         assert "[x] Read the code\n[~] Fix the bug" in results[1]["content"][0]["text"]
         first_turn_end = next(

@@ -435,6 +435,7 @@ async def open_session_host(
             dev=config.dev,
             models=_known(choice),
             sandbox=sandbox_status,
+            unconfigured=choice.unreachable,
         )
         for provider in choice.providers:
             if isinstance(provider, OpenAIProvider):

@@ -48,6 +48,14 @@ _Outcome: TypeAlias = str | tuple[str, Severity]
 """What a command says when it is done: a message, or a message and a toast severity."""
 
 
+def _needs(why: str) -> str:
+    """The short form of an unconfigured provider's reason for a picker row: what it needs
+    (``"needs an API key: set ANTHROPIC_API_KEY or …"`` → ``"set ANTHROPIC_API_KEY"``)."""
+    _, _, rest = why.partition(": ")
+    short = rest.split(" or ", 1)[0].split(" in ", 1)[0] if rest else why
+    return short.strip() or why
+
+
 class CommandError(ValueError):
     """A command's argument was refused before anything was sent to the worker."""
 
@@ -179,11 +187,21 @@ def commands_facet(client: RemoteConversationClient, *, models: Sequence[str] = 
                     )
                     for m in known
                 ]
+                choices += [
+                    Choice(f"{name}/", f"{name}/…  (not available: {_needs(why)})")
+                    for name, why in client.unconfigured.items()
+                ]
                 picked = await pick("Switch the model", choices, ctx)
                 if picked is None:
                     return "Model unchanged"
                 ref = picked
             provider, slash, model_id = ref.partition("/")
+            missing = client.unconfigured.get(provider)
+            if missing is not None:
+                raise CommandError(
+                    f"Cannot switch to {ref}: {missing}. Keys are read when the session's "
+                    "worker starts: set it, quit, and start the agent again"
+                )
             if not slash or not provider or not model_id:
                 raise CommandError(f"model {ref!r} is not provider/id")
             await client.config_set({"model": {"provider": provider, "modelId": model_id}}, ctx)
