@@ -522,7 +522,8 @@ async def _run_headless(args: argparse.Namespace, session: Session, prompt: str)
 
 def _print_config(cwd: Path) -> int:
     from coding_agent.settings.config import load_config
-    from coding_agent.worker.providers.registry import provider_variables, resolve_model
+    from coding_agent.settings.model_config import provider_variables
+    from coding_agent.worker.providers.registry import resolve_model
 
     config = load_config(cwd)
     lines: list[tuple[str, str]] = []
@@ -795,8 +796,8 @@ def _known_code(error: Exception) -> int | None:
     from chord import FacetDiscoveryError
     from coding_agent.session_files.folders import SessionError
     from coding_agent.settings.config import ConfigError
+    from coding_agent.settings.model_config import RegistryError
     from coding_agent.settings.trust import TrustError
-    from coding_agent.worker.providers import RegistryError
     from pico3 import CorruptStorage
 
     if isinstance(error, RegistryError):

@@ -472,7 +472,7 @@ def _merge(config: EffectiveConfig, layer: _Layer, path: Path) -> None:
 def _check_registry(config: EffectiveConfig) -> None:
     """Validate the merged values as the registry will (provider names, compat flags, prices),
     naming the file and line of the key at fault."""
-    from coding_agent.worker.providers.registry import RegistryError, parse_registry_config
+    from coding_agent.settings.model_config import RegistryError, parse_registry_config
 
     try:
         parse_registry_config(config.registry())

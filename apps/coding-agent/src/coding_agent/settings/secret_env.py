@@ -63,7 +63,7 @@ def secret_names(
 ) -> tuple[str, ...]:
     """The secret variable names: the provider keys the registry (config dict ``registry``)
     reads, :data:`SERVER_TOKEN_ENV` and ``secrets`` (the config's list)."""
-    from coding_agent.worker.providers.registry import key_variables, parse_registry_config
+    from coding_agent.settings.model_config import key_variables, parse_registry_config
 
     try:
         parsed = parse_registry_config(registry) if registry is not None else None

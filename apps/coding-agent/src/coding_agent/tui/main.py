@@ -62,9 +62,10 @@ from chord import (
     load_generation,
 )
 from chord.textual import run_app_with_facets
+from coding_agent.contracts import ReloadOutcome
 from coding_agent.session_files.folders import Session
 from coding_agent.settings.config import ConfigError, load_config
-from coding_agent.settings.package_reload import PackageReloader, ReloadOutcome, scan_packages
+from coding_agent.settings.package_reload import PackageReloader, scan_packages
 from coding_agent.supervisor import READY_TIMEOUT, WorkerSupervisor
 from coding_agent.tui import CodingAgentApp, SessionInfo
 from coding_agent.tui.commands.core import commands_facet
