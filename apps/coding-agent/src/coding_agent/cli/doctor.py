@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TextIO
 
+from coding_agent.settings.safety import DEFAULT_PACKAGES, SAFETY_PACKAGES, restore_command
+
 __all__ = ["SafetyCheck", "check_safety_package", "run_doctor"]
 
 
@@ -120,7 +122,6 @@ def run_doctor(out: TextIO, err: TextIO) -> int:
     """Print the checks to ``out`` (the problems to ``err``); 0 when every safety package is
     live, 1 otherwise."""
     from chord import installed_facet_packages
-    from coding_agent.settings.safety import DEFAULT_PACKAGES, SAFETY_PACKAGES, restore_command
 
     status = 0
     print("safety packages (without them the agent blocks what it cannot ask about):", file=out)

@@ -414,6 +414,7 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
             if host.session is None or current is None:
                 tui.notify("/export: the worker is unavailable", severity="error")
                 return
+            # lazy: start-up time (the exporter loads on the first /export)
             from coding_agent.session_files.export import write_export
             from coding_agent.session_files.index import session_name
 

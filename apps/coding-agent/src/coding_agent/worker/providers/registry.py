@@ -183,6 +183,7 @@ def resolve_model(
     if name in PRESETS:
         return _preset(name, model_id, settings, environ, config, forced, retry, sleep)
     if name == "openai-responses":
+        # lazy: start-up time (an SDK loads only when its provider is used)
         from coding_agent.worker.providers.openai_responses import (
             RESPONSES_MODELS,
             OpenAIResponsesProvider,
@@ -204,6 +205,7 @@ def resolve_model(
         )
         return ModelSelection(responses_provider, responses_provider.model(model_id))
     if name == "google":
+        # lazy: start-up time (an SDK loads only when its provider is used)
         from coding_agent.worker.providers.google import GOOGLE_MODELS, GoogleProvider
 
         key = provider_setting(settings, environ, name, "api_key") or environ.get("GOOGLE_API_KEY")
@@ -221,6 +223,7 @@ def resolve_model(
         )
         return ModelSelection(google_provider, google_provider.model(model_id))
     if name == "vertex":
+        # lazy: start-up time (an SDK loads only when its provider is used)
         from coding_agent.worker.providers.cloud import VERTEX_MODELS, VertexProvider
 
         project = provider_setting(settings, environ, name, "project") or environ.get(
@@ -243,6 +246,7 @@ def resolve_model(
         )
         return ModelSelection(vertex_provider, vertex_provider.model(model_id))
     if name == "bedrock":
+        # lazy: start-up time (an SDK loads only when its provider is used)
         from coding_agent.worker.providers.cloud import BEDROCK_MODELS, BedrockProvider
 
         region = provider_setting(settings, environ, name, "region") or environ.get(
