@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TextIO
 
-from coding_agent.settings.safety import DEFAULT_PACKAGES, SAFETY_PACKAGES, restore_command
+from coding_agent.settings.safety import SAFETY_PACKAGES, default_packages, restore_command
 
 __all__ = ["SafetyCheck", "check_safety_package", "run_doctor"]
 
@@ -137,7 +137,7 @@ def run_doctor(out: TextIO, err: TextIO) -> int:
             )
     installed = {p.name: p for p in installed_facet_packages(on_error=lambda _error: None)}
     print("default feature packages:", file=out)
-    for name in DEFAULT_PACKAGES:
+    for name in default_packages():
         if name in SAFETY_PACKAGES:
             continue
         package = installed.get(name)
