@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TextIO
 
-from coding_agent.settings.safety import SAFETY_PACKAGES, default_packages, restore_command
+from coding_agent.settings import safety
 
 __all__ = ["SafetyCheck", "check_safety_package", "run_doctor"]
 
@@ -125,26 +125,26 @@ def run_doctor(out: TextIO, err: TextIO) -> int:
 
     status = 0
     print("safety packages (without them the agent blocks what it cannot ask about):", file=out)
-    for name, consequence in SAFETY_PACKAGES.items():
+    for name, consequence in safety.SAFETY_PACKAGES.items():
         check = check_safety_package(name)
         print(f"  {name}: {'live' if check.live else 'MISSING'}: {check.detail}", file=out)
         if not check.live:
             status = 1
             print(
                 f"coding-agent doctor: error: {name} is not live, so {consequence}; restore it "
-                f"with `{restore_command(name)}`",
+                f"with `{safety.restore_command(name)}`",
                 file=err,
             )
     installed = {p.name: p for p in installed_facet_packages(on_error=lambda _error: None)}
     print("default feature packages:", file=out)
-    for name in default_packages():
-        if name in SAFETY_PACKAGES:
+    for name in safety.default_packages():
+        if name in safety.SAFETY_PACKAGES:
             continue
         package = installed.get(name)
         state = (
             f"installed ({package.distribution or name} {_version(package.distribution)})"
             if package is not None
-            else f"not installed (restore: `{restore_command(name)}`)"
+            else f"not installed (restore: `{safety.restore_command(name)}`)"
         )
         print(f"  {name}: {state}", file=out)
     out.flush()
