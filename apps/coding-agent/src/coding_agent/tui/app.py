@@ -43,6 +43,7 @@ from textual.widgets import Static
 from chord import BACKGROUND, Context, Delivery, Facet, inert, with_cancel
 from chord.textual import TextualTui, run_app_with_facets
 from coding_agent.context.images import ImageError, prepare_image_file
+from coding_agent.contracts import TODO_NAMESPACE
 from coding_agent.tui.attachments import image_paths
 from coding_agent.tui.conversation import ConversationClient, SendMode
 from coding_agent.tui.document import inbox_text, model_label
@@ -56,7 +57,6 @@ from coding_agent.tui.widgets.messages import ThinkingBlock
 from coding_agent.tui.widgets.queue import QueuePanel
 from coding_agent.tui.widgets.tasks import TasksPanel
 from coding_agent.tui.widgets.transcript import Transcript
-from coding_agent.worker.tools.todo import TODO_NAMESPACE
 
 __all__ = [
     "FRAME_INTERVAL",

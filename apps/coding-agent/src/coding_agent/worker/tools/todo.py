@@ -21,13 +21,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from coding_agent.contracts import TODO_NAMESPACE
+
 from .host import TodoStore
 from .spec import OnUpdate, ToolContext, ToolError, ToolResult, ToolSpec, text_result
 
 __all__ = ["TODO_NAMESPACE", "TODO_STATUSES", "TODO_TOOL", "TodoStore", "todo_text"]
-
-TODO_NAMESPACE = "coding-agent.todo"
-"""The namespace holding each conversation's todo list (rewindable ``todos``, projected)."""
 
 TODO_STATUSES = ("pending", "in_progress", "completed")
 _MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
