@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from coding_agent.cli.main import main
 from coding_agent.session_files.folders import create_session
 from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.secret_env import secret_names
@@ -102,3 +103,30 @@ def test_a_project_file_may_not_configure_the_web_tools(tmp_path: Path, table: s
     (project / ".coding-agent" / "config.toml").write_text(table)
     with pytest.raises(ConfigError, match=r"only your own config.toml may configure web_"):
         load_config(project, env=env, trusted=True)
+
+
+def test_coding_agent_config_shows_the_web_settings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in _env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("BRAVE_API_KEY", raising=False)
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    assert main(["config"]) == 0
+    out = capsys.readouterr().out
+    assert "web_fetch.allow_private = none (public addresses only)" in out
+    assert "web_search = off" in out
+    path = _user_file(tmp_path, '[web_search]\nbackend = "brave"\n')
+    assert main(["config"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(
+        line.startswith("web_search.backend = brave") and line.endswith(f"# {path}:2")
+        for line in lines
+    )
+    assert any(
+        line.startswith("web_search.api_key_env = BRAVE_API_KEY")
+        and "NOT SET: web_search will fail" in line
+        for line in lines
+    )
