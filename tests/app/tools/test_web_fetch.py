@@ -64,6 +64,7 @@ ROUTES = {
         {"Content-Type": "text/html"},
     ),
     "/stall": _stall,
+    "/denied.png": lambda h: h.reply(403, b"\x89PNG", {"Content-Type": "image/png"}),
 }
 
 
@@ -190,6 +191,11 @@ async def test_an_error_status_is_an_error_with_the_page_text(server: Server) ->
     assert result.is_error
     assert "answered HTTP 410" in result.plain_text
     assert "This page was removed." in result.plain_text
+
+
+async def test_an_error_status_with_a_binary_body_names_the_status(server: Server) -> None:
+    result = await _fetch({"url": server.url("/denied.png")})
+    assert result.is_error and "answered HTTP 403 (image/png)" in result.plain_text
 
 
 async def test_a_server_that_does_not_answer_times_out(server: Server) -> None:

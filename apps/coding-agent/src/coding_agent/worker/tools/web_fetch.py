@@ -228,6 +228,11 @@ def _wrapped(text: str) -> list[str]:
 
 def _page_result(page: _Page, args: dict[str, Any]) -> ToolResult:
     kind = _kind(page.content_type, page.body)
+    if kind is None and page.status >= 400:
+        raise ToolError(
+            f"{page.url} answered HTTP {page.status} ({page.content_type})",
+            {"url": page.url, "status": page.status},
+        )
     if kind is None:
         raise ToolError(
             f"{page.url} is {page.content_type}, which web_fetch does not read (it reads HTML, "
