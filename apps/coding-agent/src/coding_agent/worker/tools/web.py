@@ -152,14 +152,6 @@ def _guarded_backend(settings: WebSettings) -> Any:
             assert error is not None
             raise error
 
-        async def connect_unix_socket(
-            self,
-            path: str,
-            timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
-            socket_options: Any = None,
-        ) -> httpcore.AsyncNetworkStream:  # pragma: no cover - never configured
-            raise AddressRefused("web_fetch does not connect to unix sockets")
-
         async def sleep(self, seconds: float) -> None:
             await self._inner.sleep(seconds)
 
