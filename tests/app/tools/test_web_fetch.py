@@ -64,6 +64,12 @@ ROUTES = {
         {"Content-Type": "text/html"},
     ),
     "/stall": _stall,
+    "/untyped": lambda h: h.reply(
+        200, "<!DOCTYPE html><h1>Hi</h1>", {"Content-Type": "application/octet-stream"}
+    ),
+    "/blob": lambda h: h.reply(
+        200, b"\x00\x01binary", {"Content-Type": "application/octet-stream"}
+    ),
     "/denied.png": lambda h: h.reply(403, b"\x89PNG", {"Content-Type": "image/png"}),
 }
 
@@ -119,6 +125,15 @@ async def test_json_is_pretty_printed_and_text_returned_as_is(server: Server) ->
     assert json.dumps({"a": [1, 2], "b": "ü"}, indent=2, ensure_ascii=False) in data.plain_text
     plain = await _fetch({"url": server.url("/notes.txt")})
     assert plain.plain_text.endswith("plain\ntext")
+
+
+async def test_an_untyped_body_is_sniffed(server: Server) -> None:
+    page = await _fetch({"url": server.url("/untyped")})
+    assert not page.is_error and "# Hi" in page.plain_text
+    blob = await _fetch({"url": server.url("/blob")})
+    assert blob.is_error and "application/octet-stream, which web_fetch does not read" in (
+        blob.plain_text
+    )
 
 
 async def test_a_binary_type_is_refused_naming_it(server: Server) -> None:

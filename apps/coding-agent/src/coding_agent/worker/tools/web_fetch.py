@@ -47,6 +47,8 @@ MAX_TIMEOUT = 120
 _WRAP = 2000  # characters: a longer line (minified JSON, one-line HTML text) is split
 _ACCEPT = "text/html, text/markdown;q=0.95, text/plain;q=0.9, application/json;q=0.9, */*;q=0.1"
 _HTML = frozenset({"text/html", "application/xhtml+xml"})
+_SNIFFED = frozenset({"", "application/octet-stream"})
+"""Types that say nothing: the body's first bytes decide (a NUL byte: binary)."""
 _TEXT_APPS = frozenset(
     {
         "application/json", "application/xml", "application/javascript",
@@ -143,9 +145,11 @@ async def _download(url: str, settings: WebSettings, seconds: float) -> _Page | 
                 if response.is_redirect and location:
                     target = _checked_url(urljoin(current, location))
                     if not _same_site(current, target):
-                        host = urlsplit(target).hostname or ""
+                        parts = urlsplit(target)
+                        host = parts.hostname or ""
+                        port = parts.port or (443 if parts.scheme == "https" else 80)
                         check_host(host, settings)
-                        await resolve_checked(host, urlsplit(target).port or 443, settings)
+                        await resolve_checked(host, port, settings)
                         return _Elsewhere(current, target)
                     current = target
                     continue
@@ -157,7 +161,12 @@ async def _download(url: str, settings: WebSettings, seconds: float) -> _Page | 
                 body = bytearray()
                 page = _Page(str(response.url), response.status_code, "", charset, b"", False)
                 page.content_type = content_type.strip().lower()
-                if response.status_code < 400 and _kind(page.content_type, b"") is None:
+                sniffed = page.content_type in _SNIFFED
+                if (
+                    response.status_code < 400
+                    and not sniffed
+                    and _kind(page.content_type, b"") is None
+                ):
                     return page  # refused by its type: the body is not read
                 async for chunk in response.aiter_bytes():
                     body.extend(chunk)
