@@ -188,7 +188,11 @@ async def expand_in_tui(
     return expand_template(template, args, cwd=cwd, outputs=outputs)
 
 
-def prompt_commands_facet(client: RemoteConversationClient, cwd: str | os.PathLike[str]) -> Facet:
+def prompt_commands_facet(
+    client: RemoteConversationClient,
+    cwd: str | os.PathLike[str],
+    rescans: list[Callable[[], None]] | None = None,
+) -> Facet:
     """The facet registering ``/skills``, ``/skill:NAME``, the prompt templates and
     ``/context`` for the project in ``cwd`` (module docstring)."""
     folder = Path(cwd)
@@ -355,6 +359,9 @@ def prompt_commands_facet(client: RemoteConversationClient, cwd: str | os.PathLi
                 )
             )
             refresh()
+            if rescans is not None:  # /trust: a trusted project's commands appear at once
+                rescans.append(refresh)
+                env.own(lambda: rescans.remove(refresh))
 
             def unregister_all() -> None:
                 for unregister in registered:
