@@ -41,17 +41,44 @@ def check_answer(value: object, request: Any) -> str:
     return str(value)
 
 
+class Spawned:
+    """The facet's spawner, and an event set at each spawn (so a test waits without polling)."""
+
+    def __init__(self, spawner: Any) -> None:
+        self.spawner = spawner
+        self.spawned = anyio.Event()
+
+    def spawn(self, key: str, implementation: Any) -> Any:
+        close = self.spawner.spawn(key, implementation)
+        self.spawned.set()
+        return close
+
+    @property
+    def keys(self) -> list[str]:
+        return self.spawner.keys
+
+    async def wait(self) -> None:
+        with anyio.fail_after(10):
+            await self.spawned.wait()
+
+
 class Session:
     """A session facet asking through :data:`Questions`; ``dialogs`` once it is set up."""
 
     def __init__(self, answer: str = "submit") -> None:
         self.dialogs: Dialogs[Any, str] | None = None
+        self.spawned: Spawned | None = None
         self.answer = answer
 
         def setup(env: FacetEnvironment) -> None:
             self.dialogs = provide_dialogs(env, Questions, check_answer, answer=self.answer)
+            self.spawned = self.dialogs.spawner = Spawned(self.dialogs.spawner)
 
         self.facet = define_facet("test/session", setup)
+
+    async def opened(self) -> None:
+        assert self.spawned is not None
+        await self.spawned.wait()
 
     async def ask(self, key: str, ctx: Context = BACKGROUND) -> str:
         assert self.dialogs is not None
@@ -59,8 +86,8 @@ class Session:
 
     @property
     def keys(self) -> list[str]:
-        assert self.dialogs is not None
-        return self.dialogs.spawner.keys  # type: ignore[attr-defined] - a ServiceSpawner
+        assert self.spawned is not None
+        return self.spawned.keys
 
 
 class Presentation:
@@ -157,15 +184,16 @@ async def test_cancelling_the_ask_raises_and_dismisses_the_dialog() -> None:
 async def test_with_no_presentation_the_dialog_waits_for_one_to_attach() -> None:
     session = Session()
     answers: list[str] = []
+    answered = anyio.Event()
     async with anyio.create_task_group() as group, create_facet_host([session.facet]) as host:
 
         async def ask() -> None:
             answers.append(await session.ask("1:call-1"))
+            answered.set()
 
         group.start_soon(ask)
-        with anyio.fail_after(10):
-            while session.keys != ["1:call-1"]:
-                await anyio.sleep(0.005)  # poll until the ask has spawned its dialog
+        await session.opened()
+        assert session.keys == ["1:call-1"]
         assert answers == []  # nobody attached: nothing answers on the user's behalf
 
         presentation = Presentation(["red"])  # attaches later, in another host, remotely
@@ -174,8 +202,7 @@ async def test_with_no_presentation_the_dialog_waits_for_one_to_attach() -> None
             await presentation.wait_seen()  # the open dialog arrives with its request
             assert presentation.seen == [{"question": "Colour?", "options": ["red", "blue"]}]
             with anyio.fail_after(10):
-                while not answers:
-                    await anyio.sleep(0.005)
+                await answered.wait()
         assert answers == ["red"]
         assert session.keys == []
         group.cancel_scope.cancel()
@@ -185,9 +212,7 @@ async def test_a_second_ask_under_a_live_key_is_refused() -> None:
     session = Session()
     async with anyio.create_task_group() as group, create_facet_host([session.facet]):
         group.start_soon(session.ask, "1:call-1")
-        with anyio.fail_after(10):
-            while session.keys != ["1:call-1"]:
-                await anyio.sleep(0.005)
+        await session.opened()
         with pytest.raises(RuntimeError, match="already has a live instance with key 1:call-1"):
             await session.ask("1:call-1")
         group.cancel_scope.cancel()
