@@ -80,7 +80,9 @@ async def test_the_guides_dialog_example_asks_in_a_real_tui_and_the_tool_gets_th
             (service,) = workers
             await service.resume(BACKGROUND)
             root = await service.harness.root(BACKGROUND)
-            await root.set_config({"model": MODEL, "selectedTools": ["pick_environment"]}, BACKGROUND)
+            await root.set_config(
+                {"model": MODEL, "selectedTools": ["pick_environment"]}, BACKGROUND
+            )
             source = LoopbackServiceSource(session.services, task_group=group)
             tui_facets = [chord_tui_facet(app.tui), example.tui_facet]
             async with create_facet_host(tui_facets, service_sources=[source]):
