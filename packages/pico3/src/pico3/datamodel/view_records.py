@@ -34,14 +34,16 @@ JSON did not change, which is what a renderer tests to skip work.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import msgspec
 
 from pico3.models.provider import (
     AssistantMessage,
+    ImageContent,
     Message,
+    TextContent,
     ToolResultMessage,
     Usage,
     UserMessage,
@@ -96,22 +98,31 @@ class ViewEntry(_Record, frozen=True):
     edits: list[dict[str, Any]] | None = None
     by_task_id: int | None = None
 
-
-class _ModelEntry(ViewEntry, frozen=True):
-    """An entry that carries model messages."""
-
-    model: list[Message] = msgspec.field(default_factory=list[Message])
+    @property
+    def messages(self) -> Sequence[Message]:
+        """The entry's model messages as records (empty when it carries none)."""
+        return ()
 
     def _first(self, cls: type[_M]) -> _M | None:
-        for message in self.model:
+        for message in self.messages:
             if isinstance(message, cls):
                 return message
         return None
 
     @property
     def user_message(self) -> UserMessage | None:
-        """The first user message of ``model`` (``None`` when there is none)."""
+        """The first user message of the entry's model messages, or ``None``."""
         return self._first(UserMessage)
+
+
+class _ModelEntry(ViewEntry, frozen=True):
+    """An entry that carries model messages."""
+
+    model: list[Message] = msgspec.field(default_factory=list[Message])
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        return self.model
 
 
 class UserData(_Record, frozen=True):
@@ -238,15 +249,15 @@ class CustomEntry(ViewEntry, frozen=True):
     error: str | None = None
 
     @property
-    def user_message(self) -> UserMessage | None:
-        """The first user message of ``model`` as a record, when one decodes."""
+    def messages(self) -> Sequence[Message]:
+        """The messages of ``model`` that decode as model messages (others are left out)."""
+        out: list[Message] = []
         for message in self.model or ():
-            if message.get("role") == "user":
-                try:
-                    return msgspec.convert(message, UserMessage)
-                except msgspec.ValidationError:
-                    return None
-        return None
+            try:
+                out.append(msgspec.convert(message, Message))
+            except msgspec.ValidationError:
+                continue
+        return out
 
 
 _KINDS: dict[str, type[ViewEntry]] = {
@@ -328,11 +339,12 @@ class ViewTurn(_Record, frozen=True):
 
 class QueuedInput(_Record, frozen=True):
     """One item of ``inbox``: a user input waiting to ``steer`` or ``followUp`` the turn
-    (``input``: the send's JSON), or a passive write (``mode`` ``write``, ``entry`` its
-    entry without an id)."""
+    (``content``: what was sent; ``input``: the send's JSON), or a passive write (``mode``
+    ``write``; ``entry``: its entry, without an id)."""
 
     id: int
     mode: str = ""
+    content: str | list[TextContent | ImageContent] | None = None
     input: Any = None
     entry: ViewEntry | None = None
 
@@ -497,11 +509,13 @@ class ViewDecoder:
             if type(item) is not dict or type(item.get("id")) is not int:  # pyright: ignore[reportUnknownMemberType]
                 continue
             entry = item.get("entry")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            sent = item.get("input")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
             out.append(
                 QueuedInput(
                     id=item["id"],
                     mode=str(item.get("mode", "")),  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-                    input=item.get("input"),  # pyright: ignore[reportUnknownMemberType]
+                    content=_content(sent.get("content")) if type(sent) is dict else None,  # pyright: ignore[reportUnknownMemberType]
+                    input=sent,
                     entry=_entry(entry) if type(entry) is dict else None,
                 )
             )
@@ -518,6 +532,13 @@ class ViewDecoder:
             message=self._section("message", get("message"), _message),
             tools=self._section("tools", get("tools"), _slots),
         )
+
+
+def _content(value: Any) -> str | list[TextContent | ImageContent] | None:
+    try:
+        return msgspec.convert(value, str | list[TextContent | ImageContent] | None)
+    except msgspec.ValidationError:
+        return None
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
