@@ -433,7 +433,7 @@ class ViewDecoder:
         # id(entry JSON) -> (that JSON, its record): the JSON is kept, so the id stays its own
         self._by_object: dict[int, tuple[Any, ViewEntry]] = {}
         # (conversationId, id) -> (JSON, record): an equal entry after a re-hydrate
-        self._by_key: dict[tuple[Any, Any], tuple[Any, ViewEntry]] = {}
+        self._by_key: dict[tuple[int, int], tuple[Any, ViewEntry]] = {}
 
     def decode(self, value: Mapping[str, Any] | None) -> View | None:
         """The typed view of ``value`` (the replica's current value)."""
@@ -471,14 +471,16 @@ class ViewDecoder:
             return hit[1]
         key = None
         if type(value) is dict:
-            key = (value.get("conversationId"), value.get("id"))  # pyright: ignore[reportUnknownMemberType]
-            hit = self._by_key.get(key)
-            if hit is not None and hit[0] == value:
-                self._by_object[id(value)] = (value, hit[1])
-                return hit[1]
+            cid, ident = value.get("conversationId"), value.get("id")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            if type(cid) is int and type(ident) is int:
+                key = (cid, ident)
+                hit = self._by_key.get(key)
+                if hit is not None and hit[0] == value:
+                    self._by_object[id(value)] = (value, hit[1])
+                    return hit[1]
         record = _entry(value)
         self._by_object[id(value)] = (value, record)
-        if key is not None and key[1] is not None:
+        if key is not None:
             self._by_key[key] = (value, record)
         return record
 

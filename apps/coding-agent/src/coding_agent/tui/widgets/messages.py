@@ -280,7 +280,11 @@ def _block_kind(block: AssistantBlock) -> str:
     return _BLOCK_KINDS[type(block)]
 
 
-_BLOCK_KINDS: dict[type, str] = {TextContent: "text", ThinkingContent: "thinking", ToolCall: "toolCall"}
+_BLOCK_KINDS: dict[type, str] = {
+    TextContent: "text",
+    ThinkingContent: "thinking",
+    ToolCall: "toolCall",
+}
 
 
 def entry_widget(entry: ViewEntry) -> Widget | None:
