@@ -29,7 +29,7 @@ from chord.state import replicated_state
 from pico3 import ViewDecoder, view_from_json
 
 sys.path.insert(0, str(Path(__file__).parent))
-from app_startup import _entries, _token, _view  # noqa: E402  (a sibling script, not a package)
+from app_startup import _entries, _token, _view  # a sibling script, not a package
 
 
 def _streaming_revisions(entries: int, tokens: int) -> list[Any]:
@@ -108,6 +108,6 @@ def main(quick: bool) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="decoding the view into typed records")
     parser.add_argument("--quick", action="store_true", help="2,000 entries, 500 tokens")
     main(parser.parse_args().quick)
