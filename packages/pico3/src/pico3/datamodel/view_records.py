@@ -169,10 +169,12 @@ class AssistantEntry(_ModelEntry, frozen=True):
 
 
 class ToolResultData(_Record, frozen=True):
-    """``data`` of a ``pi.tool_result`` entry: the tool's ``details`` (an edit's ``diff``, ...)
-    and ``synthesized`` for a result the harness wrote for a call that never ran."""
+    """``data`` of a ``pi.tool_result`` entry: the tool's ``details`` (an edit's ``diff``, ...),
+    its ``diagnostics`` (``{severity, message, code?}``, JSON as the tool wrote them) and
+    ``synthesized`` for a result the harness wrote for a call that never ran."""
 
     details: Any = None
+    diagnostics: list[Any] = msgspec.field(default_factory=list[Any])
     synthesized: bool = False
 
 
@@ -185,6 +187,14 @@ class ToolResultEntry(_ModelEntry, frozen=True):
     def message(self) -> ToolResultMessage | None:
         """The tool result message (``None`` when the entry carries none)."""
         return self._first(ToolResultMessage)
+
+    def diagnostic(self, code: str) -> str | None:
+        """The ``message`` of the first diagnostic with ``code`` (``unapproved``: the approval
+        gate blocked the call, docs/design/harness.md#approval-gate), or ``None``."""
+        for item in self.data.diagnostics:
+            if type(item) is dict and item.get("code") == code:  # pyright: ignore[reportUnknownMemberType]
+                return str(item.get("message", ""))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        return None
 
     @property
     def diff(self) -> str | None:
