@@ -30,10 +30,10 @@ from coding_agent.settings.trust import (
     LOCAL_CONFIG_DIR,
     TrustError,
     TrustStore,
-    config_home,
     folder_problem,
     project_root_for,
 )
+from coding_agent.settings.xdg import config_home
 
 __all__ = [
     "MAX_RESOURCE_CHARS",

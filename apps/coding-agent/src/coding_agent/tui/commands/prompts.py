@@ -94,6 +94,22 @@ def context_rows(sections: Mapping[str, Any], tools: list[str]) -> list[tuple[st
         rows.append(
             (key, estimate_tokens(f"## {key}\n{text}"), _source(key, state.get("value")), text)
         )
+        value = state.get("value")
+        files = value.get("files") if key == "context-files" and isinstance(value, dict) else None
+        for item in files if isinstance(files, list) else ():  # each memory file, and why
+            if isinstance(item, dict):
+                content = str(item.get("content", ""))
+                why = str(item.get("reason") or "")
+                rows.append(
+                    (
+                        f"  {item.get('path', '?')}",
+                        estimate_tokens(content),
+                        why,
+                        f"{item.get('path', '?')}"
+                        + (f" ({why})" if why else "")
+                        + f"\n\n{content}",
+                    )
+                )
     if tools:
         rows.append(("tools", 0, f"{len(tools)}: {', '.join(tools)}", "\n".join(tools)))
     return rows
@@ -106,9 +122,10 @@ def skipped_rows(skipped: Sequence[SkippedFile]) -> list[tuple[str, int, str, st
             f"not read: {skip.path}",
             0,
             skip.reason,
-            f"{skip.path} is not part of the system prompt: {skip.reason}.\n\nAbove the project "
-            "folder, AGENTS.md and CLAUDE.md are read only from folders you own that no other "
-            "user can write to.",
+            f"{skip.path} is not part of the system prompt: {skip.reason}.\n\nOutside the "
+            "project, memory files (AGENTS.md, CLAUDE.md and their @imports) are read only from "
+            "folders you own that no other user can write to, and a project's files import only "
+            "files inside the project.",
         )
         for skip in skipped
     ]
