@@ -30,6 +30,12 @@ change without notice. The import-linter contract in the workspace's ``pyproject
   :data:`HarnessService` (``pi.harness``, local; its API is :class:`HarnessServiceApi`) and
   :data:`ConversationService` (``pi.conversation``, remotable; :class:`ConversationServiceApi`),
   the JSON shapes of the view and the methods, and :func:`harness_session_facet`.
+* The view as typed records (docs/design/view.md#typed-records): :class:`ViewDecoder` (one per
+  followed replica; reuses what did not change) and :func:`view_from_json` give a :class:`View`
+  of :class:`ViewEntry` records by kind (:class:`UserEntry`, :class:`AssistantEntry`,
+  :class:`ToolResultEntry`, …; :class:`CustomEntry` keeps an unknown kind's JSON), the
+  :class:`ViewTurn` (:class:`GenerationStatus`, :class:`ToolSlot`), :class:`QueuedInput`,
+  :class:`ViewTask` and :class:`CompactionStatus`.
 * Child processes: :class:`ChildEnvironment` (the environment a session's child processes
   get, without its secrets; the harness service :data:`CHILD_ENVIRONMENT_SERVICE`), and
   :class:`Sandbox` (bubblewrap: :class:`SandboxPolicy`, :func:`sandbox_available`,
