@@ -238,6 +238,12 @@ class CodingAgentApp(App[None]):
         """The newest view value delivered (may be ahead of what is on screen)."""
         return self._latest
 
+    @property
+    def decoded_view(self) -> View | None:
+        """:attr:`view` as pico3's typed records (``None`` while the worker is unavailable);
+        decoded once per revision, whoever asks."""
+        return self._decoder.decode(self._latest)
+
     def notify(
         self,
         message: str,
@@ -420,7 +426,7 @@ class CodingAgentApp(App[None]):
         """The first screen's line: which model, permission mode and folder this is, and how
         to get help."""
         session = self.client.session
-        model = model_label(self._decoder.decode(self._latest), session.model)
+        model = model_label(self.decoded_view, session.model)
         mode = next(
             (
                 getattr(w, "permission_mode", None)
@@ -632,11 +638,11 @@ class CodingAgentApp(App[None]):
         return blocks
 
     def _is_busy(self) -> bool:
-        view = self._decoder.decode(self._latest)
+        view = self.decoded_view
         return view is not None and view.turn is not None
 
     def _queued(self) -> list[tuple[int, str]]:
-        view = self._decoder.decode(self._latest)
+        view = self.decoded_view
         return [
             (item.id, inbox_text(item))
             for item in (view.inbox if view is not None else ())
@@ -808,7 +814,7 @@ class CodingAgentApp(App[None]):
         """What would be cut short if the worker stopped now (``None``: nothing)."""
         if self._is_busy():
             return "A turn is running"
-        view = self._decoder.decode(self._latest)
+        view = self.decoded_view
         tasks = view.tasks if view is not None else None
         if tasks:
             return f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} (a job, say) still running"
