@@ -89,6 +89,7 @@ from pico3.datamodel import (
     entry_json,
 )
 from pico3.datamodel.entries import NOTICE_KIND
+from pico3.datamodel.view_decoder import ViewDecoder, view_from_json
 from pico3.datamodel.view_records import (
     AssistantData,
     AssistantEntry,
@@ -110,12 +111,10 @@ from pico3.datamodel.view_records import (
     UserEntry,
     View,
     ViewConversation,
-    ViewDecoder,
     ViewEntry,
     ViewParent,
     ViewTask,
     ViewTurn,
-    view_from_json,
 )
 from pico3.files import fsync_dir, write_atomic
 from pico3.handle import HarnessHandle
