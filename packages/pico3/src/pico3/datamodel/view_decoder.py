@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 import msgspec
@@ -98,7 +99,8 @@ def _entry(value: Any) -> ViewEntry:
 _T = TypeVar("_T")
 _BULK = 256
 """Entries decoded at once from which the garbage collector is paused meanwhile."""
-_EMPTY: dict[str, Any] = {}
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+"""An absent ``config``/``plugins``/``tasks``: empty, and nobody's to change."""
 
 
 def _convert(value: Any, cls: type[_T], where: str) -> _T:
