@@ -782,8 +782,19 @@ def _run(args: argparse.Namespace, session: Session, new: bool, headless: bool, 
     from coding_agent.settings.trust import check_project
 
     project = check_project(session.cwd, decide=args.trust)
-    if headless and (warning := project.warning("--trust")) is not None:
-        print(f"coding-agent: warning: {warning}", file=sys.stderr)
+    if headless and not project.trusted:
+        # lazy: start-up time (the command line imports only what the chosen command runs)
+        from coding_agent.settings.waiting import describe_waiting, waiting_for_trust
+
+        waiting = [] if project.problem is not None else waiting_for_trust(project.root)
+        marked = " (marked untrusted)" if project.decision is not None else ""
+        warning = (
+            f"this project's own setup waits for --trust{marked}: {describe_waiting(waiting)}"
+            if waiting
+            else project.warning("--trust")
+        )
+        if warning is not None:
+            print(f"coding-agent: warning: {warning}", file=sys.stderr)
     previous: LaunchSettings | None = None
     if args.command != "attach":
         previous = session.settings

@@ -115,7 +115,7 @@ def skill_roots(places: Places) -> list[Path]:
     """The folders searched for skills, in precedence order (see the module docstring)."""
     roots = [
         places.config / "skills",
-        places.home / ".claude" / "skills",
+        places.claude_user / "skills",
         places.home / ".pi" / "agent" / "skills",
         places.home / ".agents" / "skills",
         *places.project_dirs(".coding-agent/skills", ".claude/skills", ".agents/skills"),

@@ -187,11 +187,12 @@ async def run_client(
                 session_commands_facet(control, cwd=session.cwd, branch=switch_branch),
                 tree_commands_facet(tree_host, cwd=session.cwd),
             ]
-            facets.append(trust_facet(session.cwd))  # /trust and the untrusted-packages warning
+            rescans: list[Callable[[], None]] = []  # what /trust scans again
+            facets.append(trust_facet(session.cwd, rescans=rescans))  # /trust, what waits for it
             for generation in generations:
                 facets.extend(generation.facets)
             # Last: a prompt template never takes a name a command of the app or a package has.
-            facets.append(prompt_commands_facet(client, session.cwd))
+            facets.append(prompt_commands_facet(client, session.cwd, rescans))
             shell = RemoteShellRunner(client)  # !cmd and !!cmd
             app.shell = shell
             facets.append(shell.facet())
