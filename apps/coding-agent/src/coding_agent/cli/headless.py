@@ -412,7 +412,7 @@ async def run_headless(
 
 class TurnOutcome:
     """How a headless turn ended: ``status`` (``done``, ``failed``…), its ``detail``, the
-    answer's ``text``, the entries it added and the model that ran it."""
+    answer's ``text``, the entries it added (pico3 records, by id) and the model that ran it."""
 
     def __init__(self) -> None:
         self.status = "failed"
