@@ -13,8 +13,13 @@ from typing import Any
 
 import pytest
 
-from chord.packages import CodeCache, default_cache_dir, facet_package_from_folder, load_generation
-from chord.packages.discovery import FacetPackage
+from chord.facet_packages import (
+    CodeCache,
+    default_cache_dir,
+    facet_package_from_folder,
+    load_generation,
+)
+from chord.facet_packages.discovery import FacetPackage
 
 
 def the_package(echo_package: Any) -> FacetPackage:
@@ -126,8 +131,8 @@ def test_the_default_loader_uses_the_folder_the_environment_names(echo_package, 
     script = textwrap.dedent(
         f"""
         import json
-        from chord.packages import facet_package_from_folder, load_generation
-        from chord.packages.codecache import shared_code_cache
+        from chord.facet_packages import facet_package_from_folder, load_generation
+        from chord.facet_packages.codecache import shared_code_cache
         (package,) = facet_package_from_folder({str(echo_package.project)!r})
         load_generation(package, "session").purge()
         cache = shared_code_cache()

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from chord.packages import (
+from chord.facet_packages import (
     ENTRY_POINT_GROUP,
     FacetDiscoveryError,
     discover_facet_packages,
@@ -193,7 +193,7 @@ def _as_metadata_reads(group: str) -> list[tuple[str, str, str | None, str | Non
 
 
 def _as_scanned(group: str) -> list[tuple[str, str, str | None, str | None]]:
-    from chord.packages.discovery import _scanned_entry_points  # pyright: ignore[reportPrivateUsage]
+    from chord.facet_packages.discovery import _scanned_entry_points  # pyright: ignore[reportPrivateUsage]
 
     scanned = _scanned_entry_points(group)
     assert scanned is not None

@@ -15,15 +15,15 @@ import anyio
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from chord.facets import FacetEnvironment, FacetHost, create_facet_host, define_facet
-from chord.packages import (
+from chord.facet_packages import (
     FacetGeneration,
     ReloadCoordinator,
     ReloadReport,
     facet_package_from_folder,
     load_generation,
 )
-from chord.packages.generation import GENERATION_PREFIX
+from chord.facet_packages.generation import GENERATION_PREFIX
+from chord.facets import FacetEnvironment, FacetHost, create_facet_host, define_facet
 from chord.services import define_service
 
 Echo = define_service("test.echo", local=True)  # the same id the package provides
@@ -187,7 +187,7 @@ async def test_adding_a_facet_to_the_package_is_refused_with_restart_required(ec
             "plugin.py",
             """\
             from chord.facets import define_facet
-            from chord.packages import hookimpl
+            from chord.facet_packages import hookimpl
 
             from .session import session_facet
 
@@ -372,7 +372,7 @@ async def test_an_edited_pyproject_is_read_again_and_reloads(echo_package):
         echo_package.write(
             "alt_plugin.py",
             """\
-            from chord.packages import hookimpl
+            from chord.facet_packages import hookimpl
 
             from .session import session_facet
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from chord.cli import main
-from chord.packages import ENTRY_POINT_GROUP, facet_package_from_folder, load_generation
-from chord.packages.scaffold import FacetNameError, facet_names, new_facet_package
+from chord.facet_packages import ENTRY_POINT_GROUP, facet_package_from_folder, load_generation
+from chord.facet_packages.scaffold import FacetNameError, facet_names, new_facet_package
 
 OFFLINE_HINT = (
     "\n\nuv ran offline (UV_OFFLINE=1) from its cache; if it names a package missing from the cache,"

@@ -1,7 +1,7 @@
 """A session worker for the wire tests, run as a separate process.
 
 Usage: ``python session_host.py SOCKET_PATH STORE_DIR``. It opens the harness on a JSONL store
-in ``STORE_DIR`` through :func:`pico3.chord.harness_session_facet`, resumes it once the facet host
+in ``STORE_DIR`` through :func:`pico3.facets.harness_session_facet`, resumes it once the facet host
 is active (as the session worker does, docs/design/chord.md#built-in-services), serves the host's remotable services
 (``pi.conversation``) on a Unix socket, prints ``READY`` and exits when its stdin reaches end of
 file, so it never outlives the test process that started it.

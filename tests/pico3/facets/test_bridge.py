@@ -17,7 +17,7 @@ import pytest
 
 from chord.context import BACKGROUND, Context
 from chord.state import Delivery, MutableReplicatedState, replicated_state
-from pico3.chord.bridge import BRIDGE_QUEUE_LIMIT, BridgeFailure, ViewBridge
+from pico3.facets.bridge import BRIDGE_QUEUE_LIMIT, BridgeFailure, ViewBridge
 from pico3.harness import ConversationHandle, Harness
 from pico3.kernel.view import Watch
 from pico3.storage.memory import MemoryStorage

@@ -23,8 +23,8 @@ from chord.facets import FacetEnvironment, FacetHost, create_facet_host, define_
 from chord.remote import LoopbackServiceSource, ServiceProviderUpdate, ServiceStateUpdate
 from chord.state import Delivery
 from pico3 import ConversationService, HarnessService, harness_session_facet
-from pico3.chord.bridge import BridgeFailure
-from pico3.chord.session import SessionHarness
+from pico3.facets.bridge import BridgeFailure
+from pico3.facets.session import SessionHarness
 from pico3.harness import Harness
 from pico3.kernel.view import Envelope
 from pico3.storage.memory import MemoryStorage

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pico3.datamodel.config import CORE_CONFIG, ConfigRejected, check_value, resolve_config
+from pico3.session_data.config import CORE_CONFIG, ConfigRejected, check_value, resolve_config
 
 
 @pytest.mark.parametrize(

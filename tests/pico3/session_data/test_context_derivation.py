@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pico3.datamodel.context import MISSING_RESULT_TEXT, derive_context, repair_tool_results
+from pico3.session_data.context import MISSING_RESULT_TEXT, derive_context, repair_tool_results
 from pico3.storage.records import UNSET, Entry
 
 
@@ -104,7 +104,7 @@ def test_incremental_builder_matches_a_fresh_derivation_at_every_length() -> Non
     missing result, edits and heads (which derive from scratch)."""
     import random
 
-    from pico3.datamodel.context import ContextBuilder
+    from pico3.session_data.context import ContextBuilder
 
     rng = random.Random(15)
     transcript: list[Entry] = []

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from msgspec import UNSET
 
-from pico3.datamodel.entries import (
+from pico3.session_data.entries import (
     EntryKind,
     EntryRejected,
     NewEntry,

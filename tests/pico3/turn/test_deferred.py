@@ -29,8 +29,8 @@ from pico3.models.stream import MessageBuilder
 from pico3.storage import JsonlStorage, MemoryStorage
 from pico3.tasks.clock import ManualClock
 from pico3.tools import ToolDeclaration, ToolResult
-from pico3.turn import GENERATION_KIND
-from pico3.turn.generation import DEFAULT_POLL_MS
+from pico3.turn import MODEL_CALL_KIND
+from pico3.turn.model_call import DEFAULT_POLL_MS
 from pico3.turn.models import Models
 
 pytestmark = pytest.mark.anyio
@@ -233,7 +233,7 @@ async def test_after_response_sees_the_fetched_message_not_the_handle(open_sessi
         seen.append((message["stopReason"], api.attempt, text))
 
     def setup(h: Any) -> None:
-        h.hooks(h.namespace("watcher"), GENERATION_KIND, {"after_response": observe})
+        h.hooks(h.namespace("watcher"), MODEL_CALL_KIND, {"after_response": observe})
 
     script = [faux_deferred(faux_not_ready(), "late")]
     async with open_session(script, setup=setup) as s:

@@ -358,7 +358,7 @@ def test_a_harness_window_has_the_same_key_at_every_access_and_another_harness_a
 def test_the_request_memos_of_two_harnesses_conversation_one_are_kept_apart() -> None:
     # Two sessions in one process both have a conversation 1: each keeps its own memo, so
     # alternating turns between them does not convert each one's whole history every turn.
-    from pico3.turn.generation import _memo
+    from pico3.turn.model_call import _memo
 
     first, second = _memo(101, 1), _memo(202, 1)
     assert first is not second

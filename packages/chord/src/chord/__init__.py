@@ -48,21 +48,7 @@ from chord.context import (
     with_value,
     without_abort_signal,
 )
-from chord.facets import (
-    Facet,
-    FacetEnvironment,
-    FacetHost,
-    FacetLoader,
-    LoadedFacets,
-    ServiceSpawner,
-    combine_facet_loaders,
-    create_facet_host,
-    define_facet,
-    static_facet_loader,
-)
-from chord.json import JsonError, JsonValue, copy_json, equal_json, is_json_value, validate_json
-from chord.neutralize import inert
-from chord.packages import (
+from chord.facet_packages import (
     ENTRY_POINT_GROUP,
     FacetDiscoveryError,
     FacetGeneration,
@@ -79,6 +65,20 @@ from chord.packages import (
     load_generation,
     package_facet_loader,
 )
+from chord.facets import (
+    Facet,
+    FacetEnvironment,
+    FacetHost,
+    FacetLoader,
+    LoadedFacets,
+    ServiceSpawner,
+    combine_facet_loaders,
+    create_facet_host,
+    define_facet,
+    static_facet_loader,
+)
+from chord.json import JsonError, JsonValue, copy_json, equal_json, is_json_value, validate_json
+from chord.neutralize import inert
 from chord.remote import (
     RemoteServiceBinding,
     RemoteServiceError,

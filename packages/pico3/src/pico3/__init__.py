@@ -25,7 +25,7 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 * Tools and hooks: :class:`ToolDeclaration`, :class:`ToolApi`, :class:`ToolResult`,
   :data:`MISSING`, :class:`OutputBuffer`, :class:`BeforeToolApi` and the other hook API types,
   :func:`define_section` (system prompt sections), kinds :data:`TOOL_KIND`,
-  :data:`GENERATION_KIND`, :data:`JOB_KIND`.
+  :data:`MODEL_CALL_KIND`, :data:`JOB_KIND`.
 * The session services of the Chord worker (docs/design/chord.md#built-in-services): the tokens
   :data:`HarnessService` (``pi.harness``, local; its API is :class:`HarnessServiceApi`) and
   :data:`ConversationService` (``pi.conversation``, remotable; :class:`ConversationServiceApi`),
@@ -53,7 +53,7 @@ from pico3.child_env import (
     WELL_KNOWN_SECRETS,
     ChildEnvironment,
 )
-from pico3.chord.contract import (
+from pico3.facets.contract import (
     CommitInfo,
     ConversationInfo,
     ConversationService,
@@ -70,19 +70,7 @@ from pico3.chord.contract import (
     SendInputJson,
     ViewEvent,
 )
-from pico3.chord.session import HARNESS_FACET_ID, harness_session_facet
-from pico3.datamodel import (
-    ConfigRejected,
-    EntryKind,
-    EntryRejected,
-    NewEntry,
-    SectionSeed,
-    SectionSeedRejected,
-    conversation_json,
-    define_entry,
-    entry_json,
-)
-from pico3.datamodel.entries import NOTICE_KIND
+from pico3.facets.session import HARNESS_FACET_ID, harness_session_facet
 from pico3.files import fsync_dir, write_atomic
 from pico3.handle import HarnessHandle
 from pico3.harness import ConversationHandle, Harness, HarnessOptions
@@ -128,6 +116,18 @@ from pico3.sandbox import (
     sandbox_available,
 )
 from pico3.sandbox_proxy import DomainProxy, domain_allowed
+from pico3.session_data import (
+    ConfigRejected,
+    EntryKind,
+    EntryRejected,
+    NewEntry,
+    SectionSeed,
+    SectionSeedRejected,
+    conversation_json,
+    define_entry,
+    entry_json,
+)
+from pico3.session_data.entries import NOTICE_KIND
 from pico3.storage import (
     BLOB_LIMIT,
     CorruptStorage,
@@ -175,7 +175,7 @@ from pico3.tools import (
     ToolDeclaration,
     ToolResult,
 )
-from pico3.turn import GENERATION_KIND, TOOL_KIND
+from pico3.turn import MODEL_CALL_KIND, TOOL_KIND
 from pico3.turn.collapse import CollapseInProgress, NothingToCollapse
 from pico3.turn.conversation import InputHandle
 from pico3.turn.models import Models
@@ -190,11 +190,11 @@ __all__ = [
     "BLOB_LIMIT",
     "CHILD_ENVIRONMENT_SERVICE",
     "DEFAULT_DENY_READ",
-    "GENERATION_KIND",
     "HARNESS_FACET_ID",
     "JOB_KIND",
     "MIN_SECRET_LENGTH",
     "MISSING",
+    "MODEL_CALL_KIND",
     "NOTICE_KIND",
     "OUTSIDE_HINT",
     "RETRY",

@@ -12,8 +12,8 @@ A feature is written as its own installable package (see ``docs/authoring-facets
 
 from __future__ import annotations
 
-from chord.packages.codecache import CodeCache, default_cache_dir
-from chord.packages.discovery import (
+from chord.facet_packages.codecache import CodeCache, default_cache_dir
+from chord.facet_packages.discovery import (
     ENTRY_POINT_GROUP,
     FacetDiscoveryError,
     FacetPackage,
@@ -21,15 +21,15 @@ from chord.packages.discovery import (
     facet_package_from_folder,
     installed_facet_packages,
 )
-from chord.packages.generation import (
+from chord.facet_packages.generation import (
     FacetGeneration,
     FacetLoadError,
     load_facet_packages,
     load_generation,
     package_facet_loader,
 )
-from chord.packages.hookspecs import hookimpl, hookspec
-from chord.packages.reload_coordinator import (
+from chord.facet_packages.hookspecs import hookimpl, hookspec
+from chord.facet_packages.reload_coordinator import (
     AroundReload,
     ReloadableHost,
     ReloadCoordinator,

@@ -7,9 +7,9 @@ group ``chord.facets``::
     greeter = "greeter.plugin"
 
 The entry point's value names the *plugin module*: the module holding the ``chord_facets(host)``
-hook implementation (see :mod:`chord.packages.hookspecs`). Discovery only *describes* packages as
+hook implementation (see :mod:`chord.facet_packages.hookspecs`). Discovery only *describes* packages as
 :class:`FacetPackage` records, it imports nothing: loading is the job of
-:mod:`chord.packages.generation`, which imports a fresh copy of the package per generation.
+:mod:`chord.facet_packages.generation`, which imports a fresh copy of the package per generation.
 
 Two sources, one record type:
 

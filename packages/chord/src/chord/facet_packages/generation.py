@@ -56,11 +56,11 @@ from typing import Any, Literal
 import msgspec
 import pluggy
 
+from chord.facet_packages import hookspecs
+from chord.facet_packages.codecache import CodeCache, shared_code_cache
+from chord.facet_packages.discovery import FacetPackage
 from chord.facets.facet import Facet
 from chord.facets.loaders import FacetLoader, LoadedFacets
-from chord.packages import hookspecs
-from chord.packages.codecache import CodeCache, shared_code_cache
-from chord.packages.discovery import FacetPackage
 
 __all__ = [
     "GENERATION_PREFIX",
@@ -407,7 +407,7 @@ def _collect_facets(
     except pluggy.PluginValidationError as error:
         raise fail(f"invalid hook implementation: {error}") from error
     if not manager.hook.chord_facets.get_hookimpls():
-        raise fail("has no @hookimpl chord_facets(host) (from chord.packages import hookimpl)")
+        raise fail("has no @hookimpl chord_facets(host) (from chord import hookimpl)")
     try:
         results: list[object] = manager.hook.chord_facets(host=host)
     except Exception as error:

@@ -1,7 +1,7 @@
 """Hot reload: watch facet packages' sources and swap new generations into a running host.
 
 The coordinator sits *outside* the facet graph (docs/design/reload.md#coordinator). It holds the current
-:class:`~chord.packages.generation.FacetGeneration` of every loaded package and, when the sources
+:class:`~chord.facet_packages.generation.FacetGeneration` of every loaded package and, when the sources
 of one change:
 
 1. loads a *candidate* generation of that package (fresh modules, compiled from source);
@@ -13,7 +13,7 @@ of one change:
 
 Whatever goes wrong — a syntax error, an import error, a failing ``setup``, a failed activation —
 the running generation keeps serving, and the outcome is delivered as a :class:`ReloadReport`: to
-the log (logger ``chord.packages.reload``) and to the ``on_report`` callback the app shows.
+the log (logger ``chord.facet_packages.reload``) and to the ``on_report`` callback the app shows.
 A change of *shape* (services or facets added or removed) cannot be reloaded in place; it is
 refused with "restart required" and reported the same way. A package installed or uninstalled
 while the app runs is added with :meth:`ReloadCoordinator.add` or retired with
@@ -51,9 +51,9 @@ import anyio.from_thread
 import anyio.lowlevel
 import msgspec
 
+from chord.facet_packages.discovery import FacetDiscoveryError, FacetPackage
+from chord.facet_packages.generation import FacetGeneration, FacetLoadError, load_generation
 from chord.facets.facet import Facet
-from chord.packages.discovery import FacetDiscoveryError, FacetPackage
-from chord.packages.generation import FacetGeneration, FacetLoadError, load_generation
 
 if TYPE_CHECKING:
     from watchfiles import Change
@@ -66,7 +66,7 @@ __all__ = [
     "ReloadableHost",
 ]
 
-_logger = logging.getLogger("chord.packages.reload")  # the documented log name
+_logger = logging.getLogger("chord.facet_packages.reload")  # the documented log name
 
 ReloadOutcome = Literal["reloaded", "added", "removed", "failed", "restart_required"]
 
@@ -230,7 +230,7 @@ class ReloadCoordinator:
                 tg.cancel_scope.cancel()
         await coordinator.dispose()
 
-    Only :attr:`~chord.packages.discovery.FacetPackage.reloadable` packages (editable installs
+    Only :attr:`~chord.facet_packages.discovery.FacetPackage.reloadable` packages (editable installs
     and development folders) are watched; :meth:`reload` reloads any package on demand.
     """
 

@@ -94,7 +94,7 @@ def new_facet_package(name: str, path: str | Path | None = None) -> Path:
     staging = parent / f".{names.distribution}-{uuid.uuid4().hex[:12]}.partial"
     staging.mkdir()  # unlike tempfile.mkdtemp, honours the umask: the result is an ordinary folder
     try:
-        _render(files("chord.packages") / "template", staging, names, _sources())
+        _render(files("chord.facet_packages") / "template", staging, names, _sources())
         os.rename(staging, target)  # onto an empty folder too (POSIX rename of directories)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -14,14 +14,14 @@ swap the worker makes the moment safe for the harness, in the least disruptive w
         await harness.reopen(ctx)         # recovery runs against the new registrations
 
 :func:`session_around_reload` packages this as the ``around_reload`` hook of chord's
-:class:`~chord.packages.ReloadCoordinator` (the app's ``--dev`` mode)::
+:class:`~chord.facet_packages.ReloadCoordinator` (the app's ``--dev`` mode)::
 
     coordinator = ReloadCoordinator(host, generations,
                                     around_reload=session_around_reload(harness))
 
 and :func:`reload_session_facets` is the same thing called directly.
 
-``harness`` is the ``pi.harness`` service (:class:`~pico3.chord.contract.HarnessServiceApi`), whose
+``harness`` is the ``pi.harness`` service (:class:`~pico3.facets.contract.HarnessServiceApi`), whose
 ``suspend`` closes the conversation instances before the storage closes and whose ``reopen``
 returns once every conversation has its new instance. Because registrations are made through
 ``add_registration`` in ``on_activate`` and released by ``env.own``, and the host retires the old
@@ -41,9 +41,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
 from chord.context import BACKGROUND, Context
+from chord.facet_packages import AroundReload, ReloadableHost
 from chord.facets import Facet
-from chord.packages import AroundReload, ReloadableHost
-from pico3.chord.contract import HarnessServiceApi
+from pico3.facets.contract import HarnessServiceApi
 from pico3.registration_swap import reload
 
 __all__ = ["ReloadPath", "reload_session_facets", "session_around_reload"]
@@ -92,7 +92,7 @@ def session_around_reload(
     abort_removed: bool = False,
     on_path: Callable[[ReloadPath], None] | None = None,
 ) -> AroundReload:
-    """The ``around_reload`` hook for :class:`~chord.packages.ReloadCoordinator`.
+    """The ``around_reload`` hook for :class:`~chord.facet_packages.ReloadCoordinator`.
 
     ``ctx`` bounds the suspend and reopen (the worker's lifetime context); ``on_path`` learns
     which path each reload took (for the log or a toast).

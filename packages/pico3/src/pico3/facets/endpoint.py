@@ -2,7 +2,7 @@
 
 :class:`ConversationEndpoint` is the implementation object the session facet spawns per
 conversation. Its public members are exactly the remotable members of
-:class:`~pico3.chord.contract.ConversationServiceApi`: the ``view`` replicated state and one
+:class:`~pico3.facets.contract.ConversationServiceApi`: the ``view`` replicated state and one
 method per :class:`~pico3.harness.ConversationHandle` operation. Arguments arrive as strict JSON
 (from the wire or a loopback binding), so every method checks its argument's shape first and
 raises a ``ValueError`` naming the field before anything is committed; that includes text that
@@ -36,9 +36,9 @@ from chord.json import copy_json
 from chord.state import MutableReplicatedState
 from chord.wire import RemoteCallError
 from pico3._text import check_storable
-from pico3.datamodel.json_shapes import entry_json
-from pico3.datamodel.section_seed import SectionSeedRejected, check_section_seed
 from pico3.kernel.errors import Closed, Faulted, Forbidden, KernelError, UnknownConversation
+from pico3.session_data.json_shapes import entry_json
+from pico3.session_data.section_seed import SectionSeedRejected, check_section_seed
 from pico3.turn.collapse import CollapseInProgress, NothingToCollapse
 from pico3.turn.placement import ConversationBusy
 

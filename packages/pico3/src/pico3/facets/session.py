@@ -21,7 +21,7 @@ What the facet does (docs/design/chord.md#built-in-services, followed literally)
   they ``use(HarnessService)``), and spawns one instance per conversation that exists.
 * Every conversation created later (a fork, a subagent) gets its instance too: a commit
   listener sees the commit that created it, and the session's supervisor task watches it.
-* Each instance's ``view`` is fed by a :class:`~pico3.chord.bridge.ViewBridge`: one envelope,
+* Each instance's ``view`` is fed by a :class:`~pico3.facets.bridge.ViewBridge`: one envelope,
   one ``view.apply``, one sequence. A bridge that overflows or whose publish raises is closed and
   its conversation respawned from a fresh snapshot (a new instance generation); the commit that
   caused it stands.
@@ -51,9 +51,9 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from chord.context import BACKGROUND, Context
 from chord.facets import Facet, FacetEnvironment, ServiceSpawner, define_facet
 from chord.state import MutableReplicatedState
-from pico3.chord.bridge import BRIDGE_QUEUE_LIMIT, BridgeFailure, ViewBridge
-from pico3.chord.contract import ConversationService, ConversationServiceApi, HarnessService
-from pico3.chord.endpoint import ConversationEndpoint
+from pico3.facets.bridge import BRIDGE_QUEUE_LIMIT, BridgeFailure, ViewBridge
+from pico3.facets.contract import ConversationService, ConversationServiceApi, HarnessService
+from pico3.facets.endpoint import ConversationEndpoint
 from pico3.handle import HarnessHandle, Registration
 from pico3.harness import ConversationHandle, Harness, HarnessOptions
 from pico3.kernel.errors import Closed
@@ -64,7 +64,7 @@ __all__ = ["HARNESS_FACET_ID", "SessionHarness", "harness_session_facet"]
 
 HARNESS_FACET_ID = "@pi/harness"
 
-_log = logging.getLogger("pico3.chord")
+_log = logging.getLogger("pico3.facets")
 
 
 def _log_error(error: BaseException) -> None:
@@ -95,7 +95,7 @@ _Command = _Opened | _Created | _Respawn | _Barrier
 class SessionHarness:
     """``pi.harness`` as the session facet provides it (see the module docstring).
 
-    Implements :class:`~pico3.chord.contract.HarnessServiceApi`; :meth:`bridge` is diagnostics.
+    Implements :class:`~pico3.facets.contract.HarnessServiceApi`; :meth:`bridge` is diagnostics.
     """
 
     def __init__(
@@ -371,7 +371,7 @@ def harness_session_facet(
     ``options.services`` and outlive every opening). ``task_group`` runs the session's runner
     and must outlive the facet host. ``queue_limit`` bounds each view bridge; ``on_error``
     receives bridge failures and supervisor errors (default: ``options.on_report``, else the
-    ``pico3.chord`` logger). The worker calls ``resume`` on ``pi.harness`` once the host is up.
+    ``pico3.facets`` logger). The worker calls ``resume`` on ``pi.harness`` once the host is up.
     """
     if type(queue_limit) is not int or queue_limit < 1:
         raise ValueError(f"queue_limit must be a positive int, got {queue_limit!r}")

@@ -4,7 +4,7 @@ This module is public (an application implementing a model backend imports from 
 submodules are internal.
 
 * The provider contract — requests, messages, stream events, :class:`ModelInfo`,
-  :class:`ProviderError`, the :class:`Provider` protocol and :class:`DeferringProvider` for
+  :class:`ModelProviderError`, the :class:`ModelProvider` protocol and :class:`DeferringModelProvider` for
   backends that may answer later through a :class:`Deferred` handle (docs/design/turn.md#models).
 * Streams — :class:`MessageBuilder` (how adapters emit events), :func:`reduce_events` (raises
   :class:`StreamProtocolError`) and :func:`abortable`.
@@ -41,7 +41,7 @@ from pico3.models.provider import (
     AssistantMessage,
     Cost,
     Deferred,
-    DeferringProvider,
+    DeferringModelProvider,
     DoneEvent,
     ErrorEvent,
     FetchResult,
@@ -49,8 +49,8 @@ from pico3.models.provider import (
     Message,
     ModelCost,
     ModelInfo,
-    Provider,
-    ProviderError,
+    ModelProvider,
+    ModelProviderError,
     Request,
     StartEvent,
     StopReason,
@@ -95,7 +95,7 @@ __all__ = [
     "AssistantMessage",
     "Cost",
     "Deferred",
-    "DeferringProvider",
+    "DeferringModelProvider",
     "DoneEvent",
     "ErrorEvent",
     "FauxDeferred",
@@ -110,8 +110,8 @@ __all__ = [
     "MessageBuilder",
     "ModelCost",
     "ModelInfo",
-    "Provider",
-    "ProviderError",
+    "ModelProvider",
+    "ModelProviderError",
     "Request",
     "RetryPolicy",
     "Sleep",

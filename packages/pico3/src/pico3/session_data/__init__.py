@@ -3,9 +3,9 @@
 Pure data and pure functions; nothing here touches storage or the line.
 """
 
-from pico3.datamodel.config import ABSENT, CORE_CONFIG, ConfigKey, ConfigRejected, resolve_config
-from pico3.datamodel.context import DerivedContext, derive_context, repair_tool_results
-from pico3.datamodel.entries import (
+from pico3.session_data.config import ABSENT, CORE_CONFIG, ConfigKey, ConfigRejected, resolve_config
+from pico3.session_data.context import DerivedContext, derive_context, repair_tool_results
+from pico3.session_data.entries import (
     CORE_KINDS,
     NOTICE_KIND,
     EntryKind,
@@ -15,8 +15,8 @@ from pico3.datamodel.entries import (
     define_entry,
     is_reserved_kind,
 )
-from pico3.datamodel.json_shapes import Message, conversation_json, entry_json, input_json
-from pico3.datamodel.section_seed import SectionSeed, SectionSeedRejected, check_section_seed
+from pico3.session_data.json_shapes import Message, conversation_json, entry_json, input_json
+from pico3.session_data.section_seed import SectionSeed, SectionSeedRejected, check_section_seed
 from pico3.storage.records import Conversation, Entry, Input, Parent
 
 __all__ = [

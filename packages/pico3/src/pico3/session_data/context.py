@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from pico3.datamodel.json_shapes import Message
+from pico3.session_data.json_shapes import Message
 from pico3.storage.records import Entry
 
 __all__ = [

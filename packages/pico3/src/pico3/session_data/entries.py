@@ -24,7 +24,7 @@ from typing import Any, Literal
 import msgspec
 
 from chord.json import JsonError, copy_json
-from pico3.datamodel.json_shapes import Message
+from pico3.session_data.json_shapes import Message
 from pico3.storage.records import Entry
 
 __all__ = [

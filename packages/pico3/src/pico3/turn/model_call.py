@@ -1,6 +1,6 @@
 """``pi.generation``: one model call of a turn, recoverable at every step (docs/design/turn.md#generation).
 
-Input ``{inputs: [input ids]}``: the generation owns the group of user inputs it answers.
+Input ``{inputs: [input ids]}``: the model call owns the group of user inputs it answers.
 
 Phases (the checkpoint is the recovery program counter)::
 
@@ -19,7 +19,7 @@ Phases (the checkpoint is the recovery program counter)::
                 pollAt, fetch_deferred(handle); another handle → refresh the checkpoint (new
                 handle, new pollAt, generation.deferred again); a message → turn.message, then
                 classify it exactly like a streamed one. Not in-flight: after a reopen the
-                generation just polls again, it never re-sends the request. Abort gives the
+                model call just polls again, it never re-sends the request. Abort gives the
                 handle up with a best-effort cancel_deferred.
 
 Classification of the terminal message (streamed, or fetched for a deferred handle):
@@ -31,7 +31,7 @@ Classification of the terminal message (streamed, or fetched for a deferred hand
 * tool calls → the assistant entry, one ``pi.tool`` per call and one ``pi.post_tools`` after
   them, atomically;
 * a final answer → the assistant entry, inputs ``done``, the final boundary, and a successor
-  generation for whatever the boundary placed.
+  model call for whatever the boundary placed.
 
 Display-only assistants carry no ``model``, so they never reach a later request and never
 create tools, by construction.
@@ -51,18 +51,18 @@ import msgspec
 
 from chord.context import Context
 from chord.json import JsonError, copy_json
-from pico3.datamodel.entries import NewEntry
 from pico3.kernel.tx import Transaction
 from pico3.models.provider import (
     AssistantMessage,
-    DeferringProvider,
+    DeferringModelProvider,
     DoneEvent,
     ErrorEvent,
     MessageMemo,
-    ProviderError,
+    ModelProviderError,
     Request,
     ToolCall,
 )
+from pico3.session_data.entries import NewEntry
 from pico3.storage.records import Task
 from pico3.tasks.kinds import (
     RETRY,
@@ -87,19 +87,19 @@ from pico3.turn.message_mirror import apply_partial, assistant_json, stream_mess
 from pico3.turn.models import DEFAULT_RETRY, ResolvedModel, resolve_model, retry_delay_ms
 from pico3.turn.placement import boundary, user_message
 from pico3.turn.state import (
-    GENERATION,
+    MODEL_CALL,
     POST_TOOLS,
     TOOL,
     end_turn,
     newest_head,
     settle,
     settle_fault,
-    start_generation,
+    start_model_call,
     turn_doc,
 )
 from pico3.turn.system import ToolsMemo, prepare_system, request_tools
 
-__all__ = ["DEFAULT_POLL_MS", "GENERATION_KIND", "settle_fault"]
+__all__ = ["DEFAULT_POLL_MS", "MODEL_CALL_KIND", "settle_fault"]
 
 _LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 
@@ -265,7 +265,7 @@ async def _defer(
     assert deferred is not None
     problem: str | None = None
     handle: Any = None
-    if not isinstance(resolved.provider, DeferringProvider):
+    if not isinstance(resolved.provider, DeferringModelProvider):
         problem = f"provider {resolved.provider.name!r} deferred but cannot fetch_deferred"
     else:
         try:
@@ -330,13 +330,13 @@ async def _fetch(
     resolved: ResolvedModel, handle: Any, ctx: Context
 ) -> tuple[AssistantMessage, bool]:
     """The fetched terminal message and whether an error is retryable. A fetch that raises is
-    an error message like a stream that raises: retryable unless a ``ProviderError`` says not."""
+    an error message like a stream that raises: retryable unless a ``ModelProviderError`` says not."""
     provider = resolved.provider
-    if not isinstance(provider, DeferringProvider):
+    if not isinstance(provider, DeferringModelProvider):
         return _error(f"provider {provider.name!r} cannot fetch_deferred"), False
     try:
         answer: Any = await provider.fetch_deferred(resolved.info.id, handle, ctx)
-    except ProviderError as exc:
+    except ModelProviderError as exc:
         ctx.raise_if_cancelled()
         return _error(f"deferred fetch failed: {exc.message}"), exc.retryable
     except Exception as exc:
@@ -357,7 +357,7 @@ def _copy_message(message: AssistantMessage) -> AssistantMessage:
 async def _cancel_deferred(rt: Runtime, checkpoint: dict[str, Any], ctx: Context) -> None:
     """Best effort: give a deferred handle up. Failures are reported, never raised."""
     resolved = resolve_model(rt, checkpoint.get("model"))
-    if resolved is None or not isinstance(resolved.provider, DeferringProvider):
+    if resolved is None or not isinstance(resolved.provider, DeferringModelProvider):
         return
     try:
         await resolved.provider.cancel_deferred(resolved.info.id, checkpoint.get("handle"), ctx)
@@ -393,7 +393,7 @@ async def _classify(
     if calls:
         return Done(_tool_calls_closure(task, now, message, calls, state))
     continuation: str | None = None
-    hooks = runner(rt, GENERATION, task.id, task.conversation_id)
+    hooks = runner(rt, MODEL_CALL, task.id, task.conversation_id)
     if hooks is not None:
         answer = await hooks.on_yield(assistant_json(message), ctx)
         if isinstance(answer, dict) and isinstance(answer.get("continue"), str):
@@ -470,7 +470,7 @@ async def _retrying(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
 def _failure_closure(
     task: TaskInfo, now: int, reason: str, detail: str, message: AssistantMessage | None
 ) -> Callable[[Transaction, Task, Context], Awaitable[Completion]]:
-    """Settle a failed generation: a display-only entry (when there is a message), inputs
+    """Settle a failed model call: a display-only entry (when there is a message), inputs
     ``unanswered/failed``, ``turn.ended``, the final boundary and a successor for triggers."""
     cid = task.conversation_id
     inputs = list(task.input["inputs"])
@@ -593,7 +593,7 @@ def _final_closure(
                     data={"continuation": True, "from": assistant},
                 ),
             )
-            result["successor"] = start_generation(tx, cid, inputs, new_turn=False)
+            result["successor"] = start_model_call(tx, cid, inputs, new_turn=False)
             return Completion.completed(result)
         successor = await end_turn(
             tx, cid, inputs, head=placed.head, now=now, answer=assistant, placed=placed
@@ -634,8 +634,8 @@ async def _abort(task: TaskInfo, rt: Runtime, ctx: Context) -> AbortClosure:
     return close
 
 
-GENERATION_KIND: TaskKind = define_task(
-    GENERATION,
+MODEL_CALL_KIND: TaskKind = define_task(
+    MODEL_CALL,
     initial=_initial,
     phases={
         "prepared": _prepared,
