@@ -1,4 +1,4 @@
-"""pi.generation with deferred answers (docs/design/turn.md#generation ``deferred``, docs/design/view.md#shape, #commit-mapping, docs/design/turn.md#models).
+"""pi.generation with deferred answers (docs/design/turn.md#model-call ``deferred``, docs/design/view.md#shape, #commit-mapping, docs/design/turn.md#models).
 
 A faux step answers with a handle instead of a message; the generation persists ``{handle,
 pollAt}``, sleeps on the ManualClock and polls with ``fetch_deferred``. Time moves only when a
@@ -140,7 +140,7 @@ async def test_not_ready_re_defers_with_a_new_handle_and_poll_time(open_session)
 
 
 async def test_abort_while_deferred_cancels_the_handle_and_ends_aborted(open_session) -> None:
-    # abort calls cancel_deferred; docs/design/turn.md#generation abort closure
+    # abort calls cancel_deferred; docs/design/turn.md#model-call abort closure
     async with open_session([faux_deferred("never fetched")]) as s:
         handle = await s.root.send("hi", BACKGROUND)
         event = await s.wait_event("generation.deferred")
@@ -249,7 +249,7 @@ async def test_after_response_sees_the_fetched_message_not_the_handle(open_sessi
 async def test_suspend_while_deferred_resumes_polling_without_a_new_request(
     tmp_path: Path,
 ) -> None:
-    # docs/design/turn.md#generation: deferred is not in-flight; recovery polls the persisted handle
+    # docs/design/turn.md#model-call: deferred is not in-flight; recovery polls the persisted handle
     faux = FauxProvider([faux_deferred("after the restart", poll_after_ms=4000)])
 
     async def open_harness() -> tuple[Harness, ManualClock]:

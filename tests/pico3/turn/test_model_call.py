@@ -1,4 +1,4 @@
-"""pi.generation: admission, outcomes, retry, streaming (docs/design/turn.md#generation)."""
+"""pi.generation: admission, outcomes, retry, streaming (docs/design/turn.md#model-call)."""
 
 from __future__ import annotations
 

@@ -254,7 +254,7 @@ async def test_fork_at_an_entry_continues_from_there_with_overrides(open_session
 async def test_a_head_past_the_baseline_forces_a_fresh_baseline_omitting_retained_deltas(
     open_session,
 ) -> None:
-    # docs/design/turn.md#generation system preparation: fresh baseline after a head, omit edits for retained entries
+    # docs/design/turn.md#model-call system preparation: fresh baseline after a head, omit edits for retained entries
     def setup(h: Any) -> None:
         for name in ("a", "b"):
             h.register_tool(tool(name))

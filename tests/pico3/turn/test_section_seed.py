@@ -1,6 +1,6 @@
 """Section seeds: the private ``sections`` of a conversation record, which its canonical section
 fold starts from until it writes a managed ``pi.system`` entry of its own (docs/design/harness.md#section-seeds,
-docs/design/turn.md#generation, docs/design/view.md#never-in-the-view, the fork of docs/design/harness.md#public-api)."""
+docs/design/turn.md#model-call, docs/design/view.md#never-in-the-view, the fork of docs/design/harness.md#public-api)."""
 
 from __future__ import annotations
 

@@ -46,6 +46,7 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 
 import typing as _typing
 
+from pico3._renamed import renamed_attribute as _renamed_attribute
 from pico3.approval import ApprovalAuthority
 from pico3.child_env import (
     CHILD_ENVIRONMENT_SERVICE,
@@ -333,8 +334,8 @@ _LAZY = {
 
 def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pico3' has no attribute {name!r}")
+    if module is None:  # a deprecated old name (pico3._renamed), or no such attribute
+        return _renamed_attribute("pico3", name)
     import importlib
 
     value = getattr(importlib.import_module(module), name)

@@ -8,6 +8,11 @@ A feature is written as its own installable package (see ``docs/authoring-facets
 * :func:`load_generation` imports a private, fresh copy of a package (a :class:`FacetGeneration`),
   compiling only what no :class:`CodeCache` entry holds for the very same source text;
 * :class:`ReloadCoordinator` watches the sources and swaps generations into a running host.
+
+Named ``facet_packages`` for what it handles, not just "packages", which read as the monorepo's
+``packages/`` folder (issue 37). A *generation* here, and everywhere in chord, is one numbered
+incarnation of something reloaded or respawned; pico3's one model call is the *model call* (its
+durable task name ``pi.generation`` keeps the old spelling).
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@
   harness envelope into exactly one replicated-state revision.
 * :mod:`pico3.facets.endpoint`: :class:`ConversationEndpoint`, the instance's JSON methods.
 
+Named ``facets`` for what it holds, pico3's own facets and their service contracts, not after
+the runtime package it builds on (issue 37: a second "chord" inside pico3 read as chord itself).
+Chord's facet machinery is :mod:`chord.facets`; the word means the same in both, a unit a host
+composes.
+
 This package is internal and re-exports nothing: feature packages and the app import the public
 names from :mod:`pico3`, pico3's own modules from the module that defines them.
 """

@@ -85,6 +85,8 @@ def _op_json(op: Op) -> list[Any]:
 
 Listener = Callable[[Envelope], None]
 PendingEnvelope = Callable[[], None]
+"""One envelope for one watch, handed over when called, once its commit is durable (not
+:class:`chord.Delivery`, the ``hydrate``/``update`` mark chord's listeners receive)."""
 
 
 @dataclass(eq=False)

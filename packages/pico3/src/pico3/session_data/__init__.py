@@ -1,6 +1,11 @@
-"""The pico3 data model: records, entry kinds, context derivation and configuration keys.
+"""The rules over a session's data: entry kinds, configuration keys, section seeds, the records' JSON shapes and context derivation.
 
-Pure data and pure functions; nothing here touches storage or the line.
+Pure data and pure functions; nothing here touches storage or the line. The durable records
+themselves (:class:`Conversation`, :class:`Entry`, :class:`Input`, ...) are defined in
+:mod:`pico3.storage.records`, the layer below, and re-exported here.
+
+Named ``session_data``, not "data model", so that "model" means one thing in pico3, the language
+model of :mod:`pico3.models` (issue 37).
 """
 
 from pico3.session_data.config import ABSENT, CORE_CONFIG, ConfigKey, ConfigRejected, resolve_config

@@ -97,7 +97,9 @@ _SUFFIX = ".jsonl"
 
 
 class StoredCommit:
-    """One decoded record line, whichever format it was in."""
+    """One commit as decoded from its record line, whichever format the line was in.
+
+    (Not :class:`pico3.kernel.line.StoredCommit`, the session's FIFO mutex.)"""
 
     __slots__ = ("max_id", "own", "refs", "seq", "writes")
 

@@ -1,4 +1,9 @@
-"""``pi.generation``: one model call of a turn, recoverable at every step (docs/design/turn.md#generation).
+"""``pi.generation``: one model call of a turn, recoverable at every step (docs/design/turn.md#model-call).
+
+The kind is the *model call* in Python (:data:`MODEL_CALL_KIND`, this module) because
+"generation" is chord's word for a reload model call. The durable strings keep their old
+spelling: the kind name ``pi.generation`` is stored in every session's task records, and the
+view's ``turn.generation`` status and the ``generation.*`` events are read by clients.
 
 Input ``{inputs: [input ids]}``: the model call owns the group of user inputs it answers.
 
@@ -649,4 +654,4 @@ MODEL_CALL_KIND: TaskKind = define_task(
     core=True,
     fault=settle_fault,
 )
-"""The ``pi.generation`` kind (registered by every :class:`~pico3.Harness`)."""
+"""The model call kind, durable name ``pi.generation`` (registered by every :class:`~pico3.Harness`)."""

@@ -1,5 +1,8 @@
 """Shared pieces of the turn kinds: ``sticky.turn``, turn events, successors, failure settling.
 
+The model call's status stays under the key ``generation`` (a view field clients read), as its
+kind keeps the durable name ``pi.generation``; in Python it is the model call throughout.
+
 ``sticky.turn`` is the turn's rendering-shaped working state, kept by the core kinds in the same
 commits as their checkpoints so the view can show it without looking at task records::
 
@@ -35,6 +38,7 @@ __all__ = [
 ]
 
 MODEL_CALL = "pi.generation"
+"""The model call's task kind name. Durable (stored in sessions), so it keeps the old spelling."""
 TOOL = "pi.tool"
 POST_TOOLS = "pi.post_tools"
 
