@@ -55,7 +55,7 @@ FILES = {
         'session_facet = define_facet("bench/echo", lambda env: env.provide(Echo, _Echo()))\n'
     ),
     "src/bench_echo/plugin.py": (
-        "from chord.facet_packages import hookimpl\n\nfrom .session import session_facet\n\n\n"
+        "from chord import hookimpl\n\nfrom .session import session_facet\n\n\n"
         "@hookimpl\ndef chord_facets(host):\n    return [session_facet]\n"
     ),
 }

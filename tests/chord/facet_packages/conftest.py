@@ -55,7 +55,7 @@ session_facet = define_facet("test/echo", setup)
 PLUGIN = """\
 from __future__ import annotations
 
-from chord.facet_packages import hookimpl
+from chord import hookimpl
 
 from .session import session_facet
 

@@ -213,7 +213,7 @@ def test_a_misspelt_hook_is_a_plugin_error(echo_package):
     echo_package.write(
         "plugin.py",
         """\
-        from chord.facet_packages import hookimpl
+        from chord import hookimpl
 
         @hookimpl
         def chord_facet(host):
@@ -235,7 +235,7 @@ def test_a_misspelt_hook_is_a_plugin_error(echo_package):
 def test_a_bad_hook_result_is_a_plugin_error(echo_package, body, message):
     echo_package.write(
         "plugin.py",
-        f"from chord.facet_packages import hookimpl\n\n@hookimpl\ndef chord_facets(host):\n    {body}\n",
+        f"from chord import hookimpl\n\n@hookimpl\ndef chord_facets(host):\n    {body}\n",
     )
     with pytest.raises(FacetLoadError, match=message) as caught:
         load_generation(the_package(echo_package), "session")
@@ -274,7 +274,7 @@ def test_an_entry_point_attribute_names_the_object_carrying_the_hooks(echo_packa
     echo_package.write(
         "plugin.py",
         """\
-        from chord.facet_packages import hookimpl
+        from chord import hookimpl
 
         from .session import session_facet
 

@@ -187,7 +187,7 @@ async def test_adding_a_facet_to_the_package_is_refused_with_restart_required(ec
             "plugin.py",
             """\
             from chord.facets import define_facet
-            from chord.facet_packages import hookimpl
+            from chord import hookimpl
 
             from .session import session_facet
 
@@ -372,7 +372,7 @@ async def test_an_edited_pyproject_is_read_again_and_reloads(echo_package):
         echo_package.write(
             "alt_plugin.py",
             """\
-            from chord.facet_packages import hookimpl
+            from chord import hookimpl
 
             from .session import session_facet
 

@@ -36,7 +36,7 @@ PLUGIN = '''
 
 from chord.context import Context
 from chord.facets import define_facet
-from chord.facet_packages import hookimpl
+from chord import hookimpl
 from chord.services import define_service
 from chord.textual import Tui
 
@@ -237,7 +237,7 @@ async def test_dev_mode_reloads_tui_facets_when_their_source_changes(
 
 
 EMPTY_PLUGIN = """
-from chord.facet_packages import hookimpl
+from chord import hookimpl
 
 
 @hookimpl
@@ -248,7 +248,7 @@ def chord_facets(host):
 
 ONE_FACET_PLUGIN = """
 from chord.facets import define_facet
-from chord.facet_packages import hookimpl
+from chord import hookimpl
 
 
 @hookimpl

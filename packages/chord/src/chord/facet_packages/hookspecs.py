@@ -4,7 +4,7 @@ A facet package names one *plugin module* in its ``chord.facets`` entry point. T
 a :data:`hookimpl`-marked function ``chord_facets(host)`` which returns the facets the package
 contributes to a host of that kind (``"session"``, ``"tui"``, ...)::
 
-    from chord.facet_packages import hookimpl
+    from chord import hookimpl
 
     @hookimpl
     def chord_facets(host: str) -> list[Facet]:
