@@ -5,7 +5,7 @@ commits on one ordered line per session persisted to a JSONL store with fsync be
 acknowledged, and a view document that clients render from alone.
 
 **The public API.** A feature package or an application imports only from this module and from
-:mod:`pico3.models` (the provider contract); every other module of pico3 is internal and may
+:mod:`pico3.models` (the model provider contract); every other module of pico3 is internal and may
 change without notice. The import-linter contract in the workspace's ``pyproject.toml`` (run by
 ``uv run lint-imports`` in CI) fails on a deep import from a feature package or the app, and
 ``tests/test_exports.py`` pins the names below.
