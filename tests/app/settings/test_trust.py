@@ -28,13 +28,13 @@ from coding_agent.settings.trust import (
     TrustError,
     TrustStore,
     check_project,
-    config_home,
     find_local_config,
     is_trusted,
     local_facets_dirs,
     project_root_for,
     trust_path,
 )
+from coding_agent.settings.xdg import config_home
 
 PLUGIN = """
 from pathlib import Path

@@ -62,17 +62,19 @@ from chord import (
     load_generation,
 )
 from chord.textual import run_app_with_facets
+from coding_agent.contracts import ReloadOutcome
 from coding_agent.session_files.folders import Session
 from coding_agent.settings.config import ConfigError, load_config
-from coding_agent.settings.package_reload import PackageReloader, ReloadOutcome, scan_packages
+from coding_agent.settings.package_reload import PackageReloader, scan_packages
 from coding_agent.supervisor import READY_TIMEOUT, WorkerSupervisor
-from coding_agent.tui import CodingAgentApp, SessionInfo
+from coding_agent.tui.app import CodingAgentApp
 from coding_agent.tui.commands.core import commands_facet
 from coding_agent.tui.commands.prompts import prompt_commands_facet
 from coding_agent.tui.commands.sessions import session_commands_facet
 from coding_agent.tui.commands.shell import RemoteShellRunner
 from coding_agent.tui.commands.tree import TreeHost, tree_commands_facet
 from coding_agent.tui.commands.trust import trust_facet
+from coding_agent.tui.conversation import SessionInfo
 from coding_agent.tui.conversation_client import RemoteConversationClient
 from coding_agent.tui.keybindings import load_keybindings
 
