@@ -172,7 +172,7 @@ daemon_threads
 # table documents it; the adapter reads both fields; the preset tests check it)
 _.thinking_field
 
-# pico3's view records (pico3.datamodel.view_records): wire fields a client of the view reads
+# pico3's view records (pico3.session_data.view_records): wire fields a client of the view reads
 _.synthesized
 _.retry_at
 _.continued_by

@@ -31,7 +31,6 @@ from pico3 import (
     ViewEntry,
     view_from_json,
 )
-from pico3.datamodel import CORE_KINDS
 from pico3.models import AssistantMessage, TextContent, ThinkingContent, ToolCall
 from pico3.models.faux import (
     faux_error,
@@ -40,6 +39,7 @@ from pico3.models.faux import (
     faux_thinking,
     faux_tool_call,
 )
+from pico3.session_data import CORE_KINDS
 from pico3.tools import ToolApi, ToolDeclaration, ToolResult
 
 pytestmark = pytest.mark.anyio

@@ -29,7 +29,7 @@ worker as after a restart, and the transcript rebuilds from the new view. The se
 is treated as ``/quit`` treats it: its worker keeps running (a turn carries on) and stops by
 itself once it has lingered with no client; ``/stop`` is what ends a worker.
 
-The TUI's own facet packages are owned by a :class:`~chord.packages.ReloadCoordinator` over the
+The TUI's own facet packages are owned by a :class:`~chord.facet_packages.ReloadCoordinator` over the
 facet host: ``/reload`` reloads every one of them (after the worker's), and with ``dev`` it
 watches their sources like the worker's ``--dev``, a failed reload showing as an error toast
 while the previous generation keeps serving.
