@@ -106,7 +106,7 @@ async def test_fork_follows_the_new_conversation(
 
 
 PLUGIN = """
-from chord.packages import hookimpl
+from chord import hookimpl
 
 
 @hookimpl

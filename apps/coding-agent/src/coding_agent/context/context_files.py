@@ -5,7 +5,7 @@ Coding agents read a project's instructions from Markdown files next to the code
 own from their home folder. We read all the places Claude Code and pi read, in this order (outer
 and more general first, so the most specific instructions come last and win when they disagree)::
 
-    ~/.claude/CLAUDE.md                      # your Claude Code memory
+    ~/.claude/CLAUDE.md                      # your Claude Code memory ($CLAUDE_CONFIG_DIR)
     ~/.pi/agent/AGENTS.md (or CLAUDE.md)     # your pi memory
     $XDG_CONFIG_HOME/coding-agent/AGENTS.md  # your memory for this agent
     /home/me/AGENTS.md                       # each folder from / down to the working folder:
@@ -57,7 +57,7 @@ from typing import Any
 import msgspec
 
 from coding_agent.settings.trust import folder_owner, folder_problem, project_root_for
-from coding_agent.settings.xdg import config_home
+from coding_agent.settings.xdg import claude_home, config_home
 from pico3 import SystemSection, define_section
 
 __all__ = [
@@ -256,7 +256,7 @@ def _user_files(env: Mapping[str, str], home: Path) -> list[tuple[Path, str]]:
     pi = home / ".pi" / "agent"
     pi_file = pi / "AGENTS.md" if (pi / "AGENTS.md").is_file() else pi / "CLAUDE.md"
     return [
-        (home / ".claude" / "CLAUDE.md", "your Claude Code memory"),
+        (claude_home({**env, "HOME": str(home)}) / "CLAUDE.md", "your Claude Code memory"),
         (pi_file, "your pi memory"),
         (config_home(env) / "coding-agent" / "AGENTS.md", "your memory"),
     ]

@@ -29,7 +29,7 @@ worker as after a restart, and the transcript rebuilds from the new view. The se
 is treated as ``/quit`` treats it: its worker keeps running (a turn carries on) and stops by
 itself once it has lingered with no client; ``/stop`` is what ends a worker.
 
-The TUI's own facet packages are owned by a :class:`~chord.packages.ReloadCoordinator` over the
+The TUI's own facet packages are owned by a :class:`~chord.facet_packages.ReloadCoordinator` over the
 facet host: ``/reload`` reloads every one of them (after the worker's), and with ``dev`` it
 watches their sources like the worker's ``--dev``, a failed reload showing as an error toast
 while the previous generation keeps serving.
@@ -187,11 +187,12 @@ async def run_client(
                 session_commands_facet(control, cwd=session.cwd, branch=switch_branch),
                 tree_commands_facet(tree_host, cwd=session.cwd),
             ]
-            facets.append(trust_facet(session.cwd))  # /trust and the untrusted-packages warning
+            rescans: list[Callable[[], None]] = []  # what /trust scans again
+            facets.append(trust_facet(session.cwd, rescans=rescans))  # /trust, what waits for it
             for generation in generations:
                 facets.extend(generation.facets)
             # Last: a prompt template never takes a name a command of the app or a package has.
-            facets.append(prompt_commands_facet(client, session.cwd))
+            facets.append(prompt_commands_facet(client, session.cwd, rescans))
             shell = RemoteShellRunner(client)  # !cmd and !!cmd
             app.shell = shell
             facets.append(shell.facet())
@@ -411,8 +412,8 @@ def _tree_host(app: CodingAgentApp, client: RemoteConversationClient, control: A
         return await _show_screen(app, screen)
 
     def busy() -> bool:
-        view = app.view
-        return isinstance(view, dict) and isinstance(view.get("turn"), dict)
+        view = app.decoded_view
+        return view is not None and view.turn is not None
 
     return TreeHost(
         conversation_id=lambda: client.conversation_id,

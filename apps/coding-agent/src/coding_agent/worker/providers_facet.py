@@ -33,7 +33,7 @@ from coding_agent.worker.demo import ScriptedProvider, demo_provider, load_scrip
 from coding_agent.worker.providers import resolve_model
 from coding_agent.worker.providers.registry import reachable_providers, unreachable_providers
 from pico3 import Models
-from pico3.models import MessageBuilder, ModelInfo, Provider, Request, StreamEvent
+from pico3.models import MessageBuilder, ModelInfo, ModelProvider, Request, StreamEvent
 
 __all__ = [
     "PROVIDERS_FACET_ID",
@@ -49,7 +49,7 @@ PROVIDERS_FACET_ID = "coding-agent/providers"
 class ProviderChoice(msgspec.Struct, frozen=True):
     """The providers of a session and the model new conversations use."""
 
-    providers: tuple[Provider, ...]
+    providers: tuple[ModelProvider, ...]
     model: ModelInfo
     unreachable: dict[str, str] = msgspec.field(default_factory=dict)
     """The providers without credentials, by name: why each cannot be used (names the key)."""
@@ -80,7 +80,7 @@ def resolve_providers(
         faux = ScriptedProvider(load_script(faux_script))
     else:
         faux = demo_provider()
-    providers: list[Provider] = [faux]
+    providers: list[ModelProvider] = [faux]
     model = selection.model
     if model.provider == faux.name:
         model = faux.model(model.id)
@@ -124,7 +124,7 @@ class UnconfiguredProvider:
         )
 
 
-def providers_facet(models: Models, providers: Sequence[Provider]) -> Facet:
+def providers_facet(models: Models, providers: Sequence[ModelProvider]) -> Facet:
     """A session facet adding ``providers`` to ``models`` (the harness's ``services["models"]``).
 
     Adding is idempotent by name, so a facet set up again (a reload) changes nothing."""
