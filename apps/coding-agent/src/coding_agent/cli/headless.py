@@ -268,9 +268,33 @@ def _remedy(name: str, request: dict[str, Any]) -> str:
 
 
 def _responders(
-    features: set[str], approve: Literal["allow", "deny"], blocked: list[dict[str, Any]]
+    features: set[str],
+    approve: Literal["allow", "deny"],
+    blocked: list[dict[str, Any]],
+    *,
+    wait: float | None = None,
+    waiting: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[Facet]:
+    """The headless answers to the features' dialogs. With ``wait`` (``--wait-for-approval``) an
+    approval is parked: left open for whoever attaches (a TUI, an editor) for ``wait`` seconds
+    (``math.inf``: until answered), then answered as ``approve`` says. An answer from elsewhere
+    closes the dialog, which cancels the wait; a worker restart reopens it and the wait starts
+    again. ``waiting`` hears each parked request."""
+
     async def decide(dialog: Any, ctx: Context) -> None:
+        if wait is not None:
+            try:
+                request = dialog.request.value
+            except Exception:  # the dialog went away meanwhile
+                return
+            if waiting is not None and isinstance(request, dict):
+                waiting(cast(dict[str, Any], request))
+            if math.isinf(wait):
+                await ctx.wait_cancelled()  # answered elsewhere: the dialog closes, ctx ends
+                return
+            with anyio.move_on_after(wait):
+                await ctx.wait_cancelled()
+                return
         if approve == "deny":
             try:
                 request = dialog.request.value
