@@ -5,7 +5,7 @@ commits on one ordered line per session persisted to a JSONL store with fsync be
 acknowledged, and a view document that clients render from alone.
 
 **The public API.** A feature package or an application imports only from this module and from
-:mod:`pico3.models` (the provider contract); every other module of pico3 is internal and may
+:mod:`pico3.models` (the model provider contract); every other module of pico3 is internal and may
 change without notice. The import-linter contract in the workspace's ``pyproject.toml`` (run by
 ``uv run lint-imports`` in CI) fails on a deep import from a feature package or the app, and
 ``tests/test_exports.py`` pins the names below.
@@ -52,6 +52,7 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 
 import typing as _typing
 
+from pico3._renamed import renamed_attribute as _renamed_attribute
 from pico3.approval import ApprovalAuthority
 from pico3.child_env import (
     CHILD_ENVIRONMENT_SERVICE,
@@ -392,8 +393,8 @@ _LAZY = {
 
 def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pico3' has no attribute {name!r}")
+    if module is None:  # a deprecated old name (pico3._renamed), or no such attribute
+        return _renamed_attribute("pico3", name)
     import importlib
 
     value = getattr(importlib.import_module(module), name)
