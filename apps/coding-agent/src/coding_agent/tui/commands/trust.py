@@ -16,70 +16,86 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from chord import Context, Facet, FacetEnvironment, define_facet
-from chord.textual import Tui, TuiService
+from chord.textual import (
+    Arguments,
+    Command,
+    CommandError,
+    CommandOutcome,
+    Tui,
+    TuiService,
+    register_commands,
+)
 from coding_agent.settings.trust import LOCAL_FACETS_DIR, TrustError, TrustStore, check_project
 
-__all__ = ["TRUST_FACET_ID", "trust_facet"]
+__all__ = ["TRUST_COMMANDS", "TRUST_FACET_ID", "TrustTarget", "trust", "trust_facet"]
 
 TRUST_FACET_ID = "@coding-agent/trust"
+
+
+@dataclass(frozen=True, slots=True)
+class TrustTarget:
+    """What ``/trust`` acts on: the TUI (its confirmation), the project folder and where the
+    trust store is looked up (``environ``; default ``os.environ``, read when used)."""
+
+    tui: TuiService
+    cwd: str | os.PathLike[str]
+    environ: Mapping[str, str] | None = None
+
+    def store(self) -> TrustStore:
+        return TrustStore.default(self.environ)
+
+
+async def trust(target: TrustTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/trust``: after a confirmation, trust this project folder (its packages load at the
+    next start)."""
+    try:
+        project = check_project(target.cwd, store=target.store())
+    except TrustError as error:
+        raise CommandError(str(error)) from error
+    if project.problem is not None:
+        raise CommandError(f"Cannot trust this project: {project.problem}")
+    if project.trusted:
+        return f"{project.root} is already trusted"
+    if not await _confirm(target.tui, project.root, project.owner, project.facets_dirs, ctx):
+        return "Trust unchanged"
+    try:
+        target.store().set(project.root, True)
+    except TrustError as error:
+        raise CommandError(str(error)) from error
+    count = len(project.facets_dirs)
+    # /reload swaps new code into packages already loaded; adding packages to a running
+    # session takes a restart (its scan reports them as restart_required).
+    load = (
+        f" Restart coding-agent (coding-agent --continue) to load its {count} local "
+        f"facet package{'' if count == 1 else 's'}."
+        if count
+        else ""
+    )
+    return f"Trusted {project.root}.{load}"
+
+
+TRUST_COMMANDS: tuple[Command[TrustTarget], ...] = (
+    Command("trust", "Trust this folder: load its own facet packages", trust),
+)
 
 
 def trust_facet(cwd: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None) -> Facet:
     """The facet warning about untrusted local packages in ``cwd``'s project and adding
     ``/trust``. ``environ`` locates the trust store (default ``os.environ``, read when used)."""
 
-    def store() -> TrustStore:
-        return TrustStore.default(environ)
-
     @define_facet(TRUST_FACET_ID)
     def setup(env: FacetEnvironment) -> None:
         tui = env.use(Tui)
-
-        async def trust(args: str, ctx: Context) -> None:
-            if args:
-                tui.notify("/trust takes no arguments", severity="warning")
-                return
-            try:
-                project = check_project(cwd, store=store())
-            except TrustError as error:
-                tui.notify(str(error), severity="error")
-                return
-            if project.problem is not None:
-                tui.notify(f"Cannot trust this project: {project.problem}", severity="error")
-                return
-            if project.trusted:
-                tui.notify(f"{project.root} is already trusted")
-                return
-            if not await _confirm(tui, project.root, project.owner, project.facets_dirs, ctx):
-                tui.notify("Trust unchanged")
-                return
-            try:
-                store().set(project.root, True)
-            except TrustError as error:
-                tui.notify(str(error), severity="error")
-                return
-            count = len(project.facets_dirs)
-            # /reload swaps new code into packages already loaded; adding packages to a running
-            # session takes a restart (its scan reports them as restart_required).
-            load = (
-                f" Restart coding-agent (coding-agent --continue) to load its {count} local "
-                f"facet package{'' if count == 1 else 's'}."
-                if count
-                else ""
-            )
-            tui.notify(f"Trusted {project.root}.{load}")
+        target = TrustTarget(tui, cwd, environ)
 
         def activate() -> None:
-            env.own(
-                tui.register_command(
-                    "trust", "Trust this folder: load its own facet packages", trust
-                )
-            )
+            env.own(register_commands(tui, TRUST_COMMANDS, target))
             try:
-                notice = check_project(cwd, store=store()).warning("/trust")
+                notice = check_project(cwd, store=target.store()).warning("/trust")
             except TrustError as error:
                 tui.notify(str(error), severity="error")
                 return
