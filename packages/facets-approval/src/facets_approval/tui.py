@@ -386,7 +386,8 @@ MODE_COMMANDS = (
         "mode",
         "Show or set the permission mode",
         set_mode,
-        args=(Arg("mode", optional=True, choices=tuple(PERMISSION_MODES)),),
+        # Not limited to ``choices``: the session validates the mode (and says which exist).
+        args=(Arg("mode", optional=True, hint=f"[{'|'.join(PERMISSION_MODES)}]"),),
     ),
 )
 
