@@ -453,7 +453,7 @@ BRANCH = Command(
 
 TREE_COMMANDS: tuple[Command[TreeTarget], ...] = (
     Command("tree", "Navigate the session's branches", tree),
-    Command("label", "Label this point", label, args=(Arg("name", rest=True),)),
+    Command("label", "Label this point", label, args=(Arg("name", rest=True, hint="NAME"),)),
     Command("rewind", "Rewind the conversation, the files or both (Esc Esc)", rewind),
     Command(
         "export",
