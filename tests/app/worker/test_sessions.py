@@ -20,8 +20,8 @@ from coding_agent.session_files.folders import (
     load_session,
     open_session,
     sessions_root,
-    state_home,
 )
+from coding_agent.settings.xdg import state_home
 
 
 @pytest.fixture

@@ -43,8 +43,11 @@ from chord.textual import (
 from coding_agent.context.context_files import SkippedFile, scan_context_files
 from coding_agent.context.prompt_templates import (
     PromptTemplate,
+    TemplateError,
+    bash_allowed,
     discover_templates,
     expand_template,
+    shell_commands,
 )
 from coding_agent.context.resources import FrontmatterError, Places
 from coding_agent.context.skills import Skill, SkillSet, discover_skills, invoke_skill
@@ -54,7 +57,8 @@ from coding_agent.context.system_prompt import (
     estimate_tokens,
     prompt_sections,
 )
-from coding_agent.tui.conversation_client import RemoteConversationClient
+from coding_agent.contracts import ShellService
+from coding_agent.tui.conversation_client import RemoteConversationClient, WorkerUnavailable
 
 __all__ = [
     "PROMPT_COMMANDS",
@@ -64,6 +68,7 @@ __all__ = [
     "TemplateTarget",
     "context",
     "context_rows",
+    "expand_in_tui",
     "list_skills",
     "prompt_commands_facet",
     "refresh",
@@ -115,6 +120,22 @@ def context_rows(sections: Mapping[str, Any], tools: list[str]) -> list[tuple[st
         rows.append(
             (key, estimate_tokens(f"## {key}\n{text}"), _source(key, state.get("value")), text)
         )
+        value = state.get("value")
+        files = value.get("files") if key == "context-files" and isinstance(value, dict) else None
+        for item in files if isinstance(files, list) else ():  # each memory file, and why
+            if isinstance(item, dict):
+                content = str(item.get("content", ""))
+                why = str(item.get("reason") or "")
+                rows.append(
+                    (
+                        f"  {item.get('path', '?')}",
+                        estimate_tokens(content),
+                        why,
+                        f"{item.get('path', '?')}"
+                        + (f" ({why})" if why else "")
+                        + f"\n\n{content}",
+                    )
+                )
     if tools:
         rows.append(("tools", 0, f"{len(tools)}: {', '.join(tools)}", "\n".join(tools)))
     return rows
@@ -127,9 +148,10 @@ def skipped_rows(skipped: Sequence[SkippedFile]) -> list[tuple[str, int, str, st
             f"not read: {skip.path}",
             0,
             skip.reason,
-            f"{skip.path} is not part of the system prompt: {skip.reason}.\n\nAbove the project "
-            "folder, AGENTS.md and CLAUDE.md are read only from folders you own that no other "
-            "user can write to.",
+            f"{skip.path} is not part of the system prompt: {skip.reason}.\n\nOutside the "
+            "project, memory files (AGENTS.md, CLAUDE.md and their @imports) are read only from "
+            "folders you own that no other user can write to, and a project's files import only "
+            "files inside the project.",
         )
         for skip in skipped
     ]
@@ -146,6 +168,47 @@ def _preview(cwd: str | os.PathLike[str]) -> dict[str, Any]:
     return {"sections": sections, "tools": []}
 
 
+async def expand_in_tui(
+    template: PromptTemplate,
+    args: str,
+    tui: Any,
+    shell: Any,
+    client: RemoteConversationClient,
+    cwd: Path,
+    ctx: Context,
+) -> str | None:
+    """``/NAME args`` expanded for sending: its ``!`cmd``` commands run first, through the
+    worker's ``!cmd`` runner (the ``bash`` tool's executor, in the sandbox when it is on; each
+    shown in the transcript and not sent on its own), after a dialog unless the template's
+    ``allowed-tools`` allows each (``Bash(git status:*)``). ``None``: the user said no."""
+    commands = shell_commands(template, args)
+    asked = [command for command in commands if not bash_allowed(template, command)]
+    if asked:
+        modal = await tui.acquire_modal(ctx)
+        try:
+            run = await modal.confirm(
+                f"/{template.name} runs {'a command' if len(asked) == 1 else 'commands'} first",
+                "\n".join(f"$ {command}" for command in asked)
+                + f"\n\nFrom {template.path}. They run as !cmd does: in the project folder, in "
+                "the sandbox when it is on; their output goes into the prompt.",
+                yes="Run and send",
+                no="Cancel",
+            )
+        finally:
+            modal.close()
+        if not run:
+            tui.notify(f"/{template.name} was not sent: its commands were not run")
+            return None
+    outputs: dict[str, str] = {}
+    for command in commands:
+        conversation = client.conversation_id
+        if conversation is None:
+            raise WorkerUnavailable()
+        data = await shell.run(conversation, command, False, ctx)
+        outputs[command] = str(data.get("output", "")) if isinstance(data, dict) else ""
+    return expand_template(template, args, cwd=cwd, outputs=outputs)
+
+
 @dataclass(slots=True)
 class PromptsTarget:
     """What the prompt commands act on: the conversation client (prompts are sent to it), the
@@ -153,6 +216,7 @@ class PromptsTarget:
 
     client: RemoteConversationClient
     tui: TuiService
+    shell: Any  # the worker's ShellService (a remote service handle): a template's !`cmd`
     folder: Path
     skills: SkillSet = field(default_factory=SkillSet)
     registered: list[Callable[[], None]] = field(default_factory=lambda: [])
@@ -192,8 +256,18 @@ async def run_skill(target: SkillTarget, args: Arguments, ctx: Context) -> Comma
 
 
 async def run_template(target: TemplateTarget, args: Arguments, ctx: Context) -> CommandOutcome:
-    """``/NAME [args]``: send the template with the arguments substituted."""
-    text = expand_template(target.template, args.text)
+    """``/NAME [args]``: send the template with the arguments substituted (its ``!`cmd```
+    commands run first: :func:`expand_in_tui`)."""
+    prompts = target.prompts
+    try:
+        text = await expand_in_tui(
+            target.template, args.text, prompts.tui, prompts.shell, prompts.client,
+            prompts.folder, ctx,
+        )  # fmt: skip
+    except TemplateError as error:
+        raise CommandError(str(error)) from error
+    if text is None:  # the user said no to its commands
+        return None
     if not text:
         return Notice(f"/{target.template.name} expands to nothing", "warning")
     await target.prompts.client.send(text, "prompt", ctx)
@@ -283,7 +357,7 @@ async def context(target: PromptsTarget, args: Arguments, ctx: Context) -> Comma
         data = _preview(target.folder)
     tools = [t for t in data.get("tools", []) if isinstance(t, str)]
     rows = context_rows(data["sections"], tools)
-    total = sum(tokens for _, tokens, _, _ in rows)
+    total = sum(tokens for key, tokens, _, _ in rows if not key.startswith("  "))
     try:
         rows += skipped_rows(scan_context_files(target.folder).skipped)
     except OSError:  # the folder is not on this machine (a remote session)
@@ -320,19 +394,32 @@ PROMPT_COMMANDS: tuple[Command[PromptsTarget], ...] = (
 file found (:func:`refresh`)."""
 
 
-def prompt_commands_facet(client: RemoteConversationClient, cwd: str | os.PathLike[str]) -> Facet:
+def prompt_commands_facet(
+    client: RemoteConversationClient,
+    cwd: str | os.PathLike[str],
+    rescans: list[Callable[[], None]] | None = None,
+) -> Facet:
     """The facet registering ``/skills``, ``/skill:NAME``, the prompt templates and
-    ``/context`` for the project in ``cwd`` (module docstring)."""
+    ``/context`` for the project in ``cwd`` (module docstring). It adds its scan to
+    ``rescans`` while active (``/trust`` calls it: a trusted project's commands appear at
+    once)."""
     folder = Path(cwd)
 
     @define_facet(PROMPT_COMMANDS_FACET_ID)
     def setup(env: FacetEnvironment) -> None:
         tui = env.use(Tui)
-        target = PromptsTarget(client, tui, folder)
+        target = PromptsTarget(client, tui, env.use(ShellService), folder)
+
+        def rescan() -> None:
+            refresh(target)
 
         def activate() -> None:
             env.own(register_commands(tui, PROMPT_COMMANDS, target))
             refresh(target)
+            if rescans is not None:
+                scans = rescans
+                scans.append(rescan)
+                env.own(lambda: scans.remove(rescan))
             env.own(target.unregister_all)
 
         env.on_activate(activate)

@@ -1,6 +1,6 @@
 """The TUI's session tree commands: ``/tree``, ``/label NAME`` and ``/rewind`` (Esc Esc).
 
-They call the worker's :data:`~coding_agent.worker.tree_service.SessionTreeService` (so a second,
+They call the worker's :data:`~coding_agent.contracts.SessionTreeService` (so a second,
 attached TUI sees and does exactly the same) and move the TUI to another branch with
 :meth:`~coding_agent.tui.RemoteConversationClient.follow`:
 
@@ -52,11 +52,9 @@ from chord.textual import (
     TuiService,
     register_commands,
 )
-from coding_agent.session_files.export import write_export
+from coding_agent.contracts import SessionTreeService
 from coding_agent.session_files.folders import Session, SessionError
-from coding_agent.session_files.index import session_name
 from coding_agent.session_files.tree import TreeNode, build_tree, path_prompts
-from coding_agent.worker.tree_service import SessionTreeService
 
 __all__ = [
     "TREE_COMMANDS",
@@ -416,6 +414,10 @@ async def export(target: TreeTarget, args: Arguments, ctx: Context) -> CommandOu
     current = target.host.conversation_id()
     if target.host.session is None or current is None:
         raise CommandError("/export: the worker is unavailable")
+    # lazy: start-up time (the exporter loads on the first /export)
+    from coding_agent.session_files.export import write_export
+    from coding_agent.session_files.index import session_name
+
     session = target.host.session()
     wanted = args["file"] or f"{session.id}.html"
 
