@@ -22,7 +22,9 @@ GUIDE = Path(__file__).resolve().parents[2] / "docs" / "authoring-facets.md"
 
 def _section() -> str:
     text = GUIDE.read_text(encoding="utf-8")
-    return text[text.index("### Add a slash command") :]
+    section = text[text.index("### Add a slash command") :]
+    following = re.search(r"^##? ", section[3:], flags=re.MULTILINE)  # the next section
+    return section if following is None else section[: following.start() + 3]
 
 
 def _example() -> dict[str, Any]:
