@@ -133,6 +133,7 @@ from coding_agent.worker.tools_facet import tools_facet
 from coding_agent.worker.tree_service import session_tree_facet
 from pico3 import (
     CHILD_ENVIRONMENT_SERVICE,
+    SANDBOX_MODE_SERVICE,
     SANDBOX_SERVICE,
     ChildEnvironment,
     CorruptStorage,
@@ -145,6 +146,7 @@ from pico3 import (
     Models,
     PostgresStorage,
     Sandbox,
+    SandboxMode,
     StorageError,
     harness_session_facet,
     reload,
@@ -613,7 +615,8 @@ def _sandbox_service(
     proxy = None
     if policy.proxy_socket is not None:
         proxy = DomainProxy(policy.proxy_socket, policy.allow_domains).start()
-    return {SANDBOX_SERVICE: found}, said, proxy
+    # the approval feature keeps SandboxMode current: hooks run inside in the sandbox mode too
+    return {SANDBOX_SERVICE: found, SANDBOX_MODE_SERVICE: SandboxMode()}, said, proxy
 
 
 PERMISSION_MODE_SERVICE = "approval.mode"
