@@ -92,7 +92,7 @@ class ServerProcess:
 async def start_server(
     env: dict[str, str], args: Sequence[str], group: anyio.abc.TaskGroup, *, lines: int = 1
 ) -> ServerProcess:
-    command = [sys.executable, "-m", "coding_agent.cli", *args]
+    command = [sys.executable, "-m", "coding_agent.cli.main", *args]
     process = await anyio.open_process(
         command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )

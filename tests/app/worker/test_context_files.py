@@ -7,7 +7,7 @@ import pwd
 from pathlib import Path
 from typing import Any
 
-from coding_agent.worker.context_files import (
+from coding_agent.context.context_files import (
     MAX_FILE_CHARS,
     find_context_files,
     render_context_files,

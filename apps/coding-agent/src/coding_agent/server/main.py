@@ -116,7 +116,7 @@ def run_serve(args: argparse.Namespace, cwd: Path) -> int:
         print(f"coding-agent: error: {error}", file=sys.stderr)
         return 2
     server = SessionServer(options)
-    from coding_agent.secret_env import hide_secrets_from_proc
+    from coding_agent.settings.secret_env import hide_secrets_from_proc
 
     hide_secrets_from_proc(options.cwd)  # its workers' commands may read /proc/<pid>/environ
 

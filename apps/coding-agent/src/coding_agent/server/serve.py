@@ -2,7 +2,7 @@
 
 The server owns no harness itself. For every connection it reads the preface
 (:mod:`.preface`: the token first, then which session), makes sure a session worker serves that
-session (the same worker process and supervisor the TUI uses, :mod:`coding_agent.client.
+session (the same worker process and supervisor the TUI uses, :mod:`coding_agent.tui.
 supervisor`, started on demand), dials the worker's own Unix socket and from then on relays
 bytes both ways. The chord wire between the client and the worker is untouched: the server
 never decodes a frame, so whatever speaks the wire to a worker (our client, Chord 0.87.1) speaks
@@ -45,8 +45,6 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.tls import TLSListener
 
 from chord import FrameConnection, connect_unix, serve_unix
-from coding_agent.client.supervisor import READY_TIMEOUT, WorkerStartError, WorkerSupervisor
-from coding_agent.private import PrivacyError, private_tree, socket_folder
 from coding_agent.server.args import DEFAULT_IDLE
 from coding_agent.server.directory import SessionDirectory
 from coding_agent.server.preface import (
@@ -59,7 +57,7 @@ from coding_agent.server.preface import (
     parse_request,
     split_preface,
 )
-from coding_agent.sessions import (
+from coding_agent.session_files.folders import (
     SOCKET_PATH_LIMIT,
     LaunchSettings,
     Session,
@@ -67,8 +65,10 @@ from coding_agent.sessions import (
     adopt_session,
     create_session,
     open_session,
-    state_home,
 )
+from coding_agent.session_files.private import PrivacyError, private_tree, socket_folder
+from coding_agent.settings.xdg import state_home
+from coding_agent.supervisor import READY_TIMEOUT, WorkerStartError, WorkerSupervisor
 
 __all__ = [
     "DEFAULT_IDLE",

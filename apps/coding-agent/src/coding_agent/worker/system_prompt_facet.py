@@ -1,8 +1,8 @@
 """The system prompt as a session facet: every section rebuilt before each generation.
 
-:mod:`coding_agent.system_prompt` says what the sections are and reads their sources (the base
+:mod:`coding_agent.context.system_prompt` says what the sections are and reads their sources (the base
 prompt or ``SYSTEM.md``, ``APPEND_SYSTEM.md``, the ``AGENTS.md`` / ``CLAUDE.md`` files of
-:mod:`coding_agent.worker.context_files`, the skills); this facet registers them on the harness
+:mod:`coding_agent.context.context_files`, the skills); this facet registers them on the harness
 and fills them from a ``system_instructions`` hook, so an edited file applies from the next turn.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from chord import Context, Facet, FacetEnvironment, define_facet
-from coding_agent.system_prompt import SECTION_ORDER, build_sections, prompt_sections
+from coding_agent.context.system_prompt import SECTION_ORDER, build_sections, prompt_sections
 from pico3 import GENERATION_KIND, Harness, HarnessService
 
 __all__ = ["SYSTEM_PROMPT_FACET_ID", "system_prompt_facet"]
@@ -29,7 +29,7 @@ _log = logging.getLogger("coding_agent.worker")
 def system_prompt_facet(cwd: str | os.PathLike[str]) -> Facet:
     """A session facet building the system prompt's sections before every generation.
 
-    It owns every section of :mod:`coding_agent.system_prompt`: the base prompt (or
+    It owns every section of :mod:`coding_agent.context.system_prompt`: the base prompt (or
     ``SYSTEM.md``), ``APPEND_SYSTEM.md``, ``context-files`` and the skills list. Every source is read afresh each time; a section
     with nothing in it is left out (or removed, when its file disappears). Problems (a skill
     whose frontmatter does not parse) are logged once each, never raised."""

@@ -1,7 +1,7 @@
 """``coding-agent.session-tree``: the session tree, branching, labels and ``/rewind``, in the worker.
 
 The TUI's ``/tree``, ``/label`` and ``/rewind`` (and every attached TUI alike) call this
-remotable singleton; it works on the harness directly (:mod:`coding_agent.session_tree` is the
+remotable singleton; it works on the harness directly (:mod:`coding_agent.session_files.tree` is the
 pure model it returns):
 
 * ``outline()`` — every branch of the session and its user prompts (time, model, labels,
@@ -27,7 +27,7 @@ import anyio
 from msgspec import UNSET
 
 from chord import Context, Facet, FacetEnvironment, define_facet, define_service
-from coding_agent.session_tree import (
+from coding_agent.session_files.tree import (
     BRANCH_KIND,
     LABEL_KIND,
     SUMMARY_KIND,

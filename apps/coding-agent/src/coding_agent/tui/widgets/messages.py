@@ -8,7 +8,7 @@ while a parse runs), and :meth:`AssistantView.finalize` turns it into the stored
 without parsing the text again.
 
 :func:`entry_widget` picks the widget for any other entry kind: a model or thinking-level switch
-(:mod:`coding_agent.settings_changes`) is a dim marker line ("Model: a/b → c/d"); kinds it does
+(:mod:`coding_agent.settings.changes`) is a dim marker line ("Model: a/b → c/d"); kinds it does
 not know render as a dim one-liner when they carry text, and not at all otherwise.
 
 Every text shown here is made inert first (:func:`chord.inert`): an ESC, a bidi override or an
@@ -31,7 +31,7 @@ from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from chord import inert
-from coding_agent.settings_changes import change_text
+from coding_agent.settings.changes import change_text
 from coding_agent.tui.document import content_text, entry_message
 from coding_agent.tui.shell import shell_text
 from coding_agent.tui.widgets.collapsible import QuietCollapsible

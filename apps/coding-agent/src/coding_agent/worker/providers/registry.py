@@ -533,7 +533,7 @@ def key_variables(config: RegistryConfig | None = None) -> tuple[str, ...]:
     """Every environment variable a provider key is read from: ``ANTHROPIC_API_KEY``,
     ``OPENAI_API_KEY``, the AWS keys and ``GOOGLE_APPLICATION_CREDENTIALS`` (Bedrock, Vertex)
     and each provider's ``api_key_env`` in ``config`` (the secrets a session
-    withholds from its child processes, :mod:`coding_agent.secret_env`)."""
+    withholds from its child processes, :mod:`coding_agent.settings.secret_env`)."""
     names: list[str] = []
     for (_, field), name in _ENV.items():
         if field in _SECRET_FIELDS and name not in names:

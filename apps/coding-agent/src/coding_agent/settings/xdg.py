@@ -1,0 +1,33 @@
+"""Where the agent keeps its files: the XDG config and state homes (the XDG Base Directory spec).
+
+``config_home()/coding-agent/`` holds what the user writes (config.toml, trust.json,
+keybindings.toml); ``state_home()/coding-agent/`` holds what the agent writes (sessions, the
+server's folder, MCP tokens). Both read the environment given (a session's, in the worker) or
+``os.environ``, and fall back to the spec's defaults when the variable is unset or relative.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+__all__ = ["config_home", "state_home"]
+
+
+def config_home(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CONFIG_HOME``, or ``~/.config`` when unset or not absolute (XDG spec)."""
+    return _home(env, "XDG_CONFIG_HOME", ".config")
+
+
+def state_home(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_STATE_HOME``, or ``~/.local/state`` when unset or not absolute (XDG spec)."""
+    return _home(env, "XDG_STATE_HOME", ".local/state")
+
+
+def _home(env: Mapping[str, str] | None, variable: str, default: str) -> Path:
+    environ = os.environ if env is None else env
+    value = environ.get(variable, "")
+    if value and os.path.isabs(value):
+        return Path(value)
+    return Path(os.path.expanduser("~")) / default
