@@ -40,10 +40,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 if TYPE_CHECKING:  # the MCP SDK (and pydantic, and httpx with its rich CLI) cost a worker
     # start ~1 s of CPU: imported where a server is run or a result mapped, never at import time
-    from mcp import ClientSession, types
+    from mcp import ClientSession, StdioServerParameters, types
     from mcp.shared.message import SessionMessage
 
-from pico3 import ChildEnvironment
+from pico3 import ChildEnvironment, Sandbox
 
 from .auth import LOGIN_TIMEOUT, LoginFlow, TokenFile, login_problem, token_path
 from .callbacks import elicitation_callback, roots_callback, sampling_callback
@@ -91,6 +91,18 @@ class McpCallError(Exception):
 
 class _Gone(Exception):
     """The connection ended."""
+
+
+class _Unsandboxed(Exception):
+    """A server configured with ``sandbox: true`` and no sandbox to run it in: never retried."""
+
+
+UNSANDBOXED = (
+    'MCP server {name!r} has "sandbox": true but the OS sandbox is not available in this '
+    "session (see /sandbox or coding-agent config for why), so it is not started; remove "
+    '"sandbox" from its entry to run it unconfined'
+)
+"""Why a ``sandbox: true`` server is not started where no sandbox can start."""
 
 
 def _describe(exc: BaseException) -> str:
@@ -144,8 +156,11 @@ class ServerRunner:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         root: str | None = None,
         sampler: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.spec = spec
+        self._sandbox = sandbox
+        """The session's sandbox: a ``sandbox: true`` stdio server runs in it."""
         # OAuth (remote servers): the tokens' file under the agent's state, a login in progress
         self._tokens = TokenFile(
             token_path(auth_dir, spec.name, spec.url) if auth_dir and spec.url else None
@@ -233,6 +248,8 @@ class ServerRunner:
             server["loginUrl"] = self._login.authorization_url
         if self._gave_up and self._state == "failed":
             server["gaveUpAfter"] = GIVE_UP_AFTER
+        if spec.sandbox:
+            server["sandboxed"] = True
         return server
 
     def tool_schemas(self) -> list[dict[str, Any]]:
@@ -245,6 +262,23 @@ class ServerRunner:
         """A stdio server's whole environment: the user's, then its ``env`` block, scrubbed."""
         inherited = os.environ if self._inherit is None else self._inherit
         return self._environment.scrub({**inherited, **self.spec.env})
+
+    def _stdio_parameters(self) -> StdioServerParameters:
+        """How a stdio server is started: its command, or with ``sandbox: true`` the session's
+        ``bwrap`` running it (:meth:`pico3.Sandbox.wrap`: the agent's command policy)."""
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import get_default_environment
+
+        spec = self.spec
+        argv, environ = [spec.command, *spec.args], self.child_env()
+        if spec.sandbox:
+            if self._sandbox is None:
+                raise _Unsandboxed(UNSANDBOXED.format(name=spec.name))
+            cwd = self._cwd or os.getcwd()
+            argv, environ = self._sandbox.wrap(
+                argv, cwd=cwd, env={**get_default_environment(), **environ}
+            )
+        return StdioServerParameters(command=argv[0], args=argv[1:], env=environ, cwd=self._cwd)
 
     async def _publish(self) -> None:
         await self._notify(self.snapshot(), self.tool_schemas())
@@ -266,6 +300,8 @@ class ServerRunner:
                 self._needs_login = False
                 try:
                     await self._serve(ready_at)
+                except _Unsandboxed as exc:  # not a failure a retry could mend
+                    self._error, failures = str(exc), GIVE_UP_AFTER - 1
                 except Exception as exc:
                     problem = login_problem(exc, self.spec.name, logging_in=login is not None)
                     self._needs_login = problem is not None
@@ -307,7 +343,7 @@ class ServerRunner:
                 self._stderr.close()
 
     async def _serve(self, ready_at: list[float]) -> None:
-        from mcp import ClientSession, StdioServerParameters
+        from mcp import ClientSession
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared.message import SessionMessage
 
@@ -318,12 +354,7 @@ class ServerRunner:
                 if self._stderr is not None:
                     self._stderr.close()
                 self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-                params = StdioServerParameters(
-                    command=spec.command,
-                    args=list(spec.args),
-                    env=self.child_env(),
-                    cwd=self._cwd,
-                )
+                params = self._stdio_parameters()
                 read, write = await stack.enter_async_context(
                     bounded_stdio_client(
                         params, self._stderr, max_bytes=self._max_bytes, name=spec.name

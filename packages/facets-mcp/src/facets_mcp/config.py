@@ -16,8 +16,11 @@ when ``command`` is given), ``http`` (``streamable-http`` is accepted too; the d
 ``url`` is given) or ``sse`` (the legacy HTTP+SSE transport: ``url`` is the SSE endpoint, as
 Claude Code writes it). An ``http`` or ``sse`` server that answers 401 is logged in to with OAuth
 (:mod:`.auth`): no configuration. ``${VAR}`` and ``${VAR:-default}`` are
-expanded in ``command``, ``args``, ``env``, ``url`` and ``headers``. Our own optional key
-``timeout`` is the seconds one tool call may take (default 120).
+expanded in ``command``, ``args``, ``env``, ``url`` and ``headers``. Our own optional keys:
+``timeout``, the seconds one tool call may take (default 120), and, for a stdio server,
+``sandbox: true``: the server runs in the session's OS sandbox (:class:`pico3.Sandbox`, the
+policy of the agent's commands: the project and ``$TMPDIR`` writable, credentials hidden, no
+network but ``sandbox.allow_domains``); where no sandbox can start such a server is not started.
 
 Two settings of our own may sit next to ``mcpServers`` (a trusted project's replace the user's):
 ``startup_timeout`` (seconds ``-p``/``--json`` wait for the servers to be ready or failed before
@@ -78,6 +81,8 @@ class ServerSpec:
     url: str = ""
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
     timeout: float = DEFAULT_TIMEOUT
+    sandbox: bool = False
+    """A stdio server that runs in the session's OS sandbox (``"sandbox": true``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +147,13 @@ def _server(name: str, raw: object, source: str, environ: Mapping[str, str]) -> 
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     allowed = {"type", "timeout", "disabled"} | (
-        {"command", "args", "env", "cwd"} if kind == "stdio" else {"url", "headers"}
+        {"command", "args", "env", "cwd", "sandbox"} if kind == "stdio" else {"url", "headers"}
     )
+    if kind != "stdio" and "sandbox" in entry:
+        raise ValueError(
+            f'"sandbox" is for stdio servers only (a {kind} server is not a process the agent '
+            "starts); remove it"
+        )
     unknown = sorted(set(entry) - allowed)
     if unknown:
         raise ValueError(
@@ -161,6 +171,9 @@ def _server(name: str, raw: object, source: str, environ: Mapping[str, str]) -> 
         cwd = entry.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
             raise ValueError('"cwd" must be a string')
+        sandbox = entry.get("sandbox", False)
+        if not isinstance(sandbox, bool):
+            raise ValueError(f'"sandbox" must be true or false, got {sandbox!r}')
         return ServerSpec(
             name,
             "stdio",
@@ -170,6 +183,7 @@ def _server(name: str, raw: object, source: str, environ: Mapping[str, str]) -> 
             env=env,
             cwd=cwd,
             timeout=float(timeout),
+            sandbox=sandbox,
         )
     url = entry.get("url")
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):

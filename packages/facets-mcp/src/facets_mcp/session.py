@@ -55,9 +55,11 @@ from chord import (
     define_service,
 )
 from pico3 import (
+    SANDBOX_SERVICE,
     ChildEnvironment,
     HarnessService,
     HarnessServiceApi,
+    Sandbox,
     ToolApi,
     ToolDeclaration,
     ToolResult,
@@ -207,6 +209,7 @@ class McpHost:
             self._harness.add_registration(instructions_registration(lambda: self._runners))
         )
 
+        sandbox = services.get(SANDBOX_SERVICE)  # for the servers with "sandbox": true
         for spec in config.servers:
             runner = ServerRunner(
                 spec,
@@ -218,6 +221,7 @@ class McpHost:
                 max_message_bytes=config.max_message_bytes,
                 root=str(project) if project is not None else cwd,
                 sampler=self._sampler,
+                sandbox=sandbox if isinstance(sandbox, Sandbox) else None,
             )
             self._runners[spec.name] = runner
             self._closers.append(self._connections.spawn(spec.name, _Connection(runner)))

@@ -94,7 +94,8 @@ def _head(server: dict[str, Any]) -> str:
     icon = _ICONS.get(str(server.get("state")), "?")
     head = (
         f"{icon} {server.get('name')} "
-        f"({server.get('transport')}) {server.get('state')} · {_count(len(tools), 'tool')}"
+        f"({server.get('transport')}{', sandboxed' if server.get('sandboxed') else ''}) "
+        f"{server.get('state')} · {_count(len(tools), 'tool')}"
     )
     if server.get("restarts"):
         head += f" · {_count(server['restarts'], 'restart')}"
