@@ -11,6 +11,12 @@ that never became ready (a missing binary, a server that exits at once) it is no
 (``gaveUpAfter`` in its state); a server that needs a login waits for ``/mcp login`` instead of
 retrying. :meth:`ServerRunner.restart` starts it again at once.
 
+A stdio server can be put to sleep (:meth:`ServerRunner.suspend`, by :mod:`.idle` while no
+client is attached to a lingering worker): its process is stopped, its state is ``stopped``, its
+tools, resources, prompts and instructions stay known, and the next request
+(:meth:`ServerRunner.call_tool`, a resource read, a prompt) or :meth:`ServerRunner.wake` starts
+it again; the request waits for it to be ready (at most :data:`INIT_TIMEOUT`).
+
 A call never takes more than the server's ``timeout``; a hang, an answer that is not JSON-RPC, a
 result the SDK refuses or a dead server make that one call raise :class:`McpCallError` with a
 message naming the server, the tool and what happened. The runner itself survives all of them.
@@ -93,6 +99,10 @@ class _Gone(Exception):
     """The connection ended."""
 
 
+class _Asleep(Exception):
+    """The server was stopped to sleep (:meth:`ServerRunner.suspend`)."""
+
+
 class _Unsandboxed(Exception):
     """A server configured with ``sandbox: true`` and no sandbox to run it in: never retried."""
 
@@ -103,6 +113,14 @@ UNSANDBOXED = (
     '"sandbox" from its entry to run it unconfined'
 )
 """Why a ``sandbox: true`` server is not started where no sandbox can start."""
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The first exception inside (nested) exception groups: a task group wraps what its
+    body raises."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _describe(exc: BaseException) -> str:
@@ -116,7 +134,7 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc}"
     text = str(exc) or type(exc).__name__
-    return text if isinstance(exc, _Gone) else f"{type(exc).__name__}: {text}"
+    return text if isinstance(exc, _Gone | _Unsandboxed) else f"{type(exc).__name__}: {text}"
 
 
 def _garbage_text(exc: Exception) -> str:
@@ -199,6 +217,15 @@ class ServerRunner:
         self._change = anyio.Event()
         self._restart_now = anyio.Event()
         self._stderr: TextIO | None = None
+        self._sleep_now = anyio.Event()
+        self._wake = anyio.Event()
+        self.asleep = False
+        """Stopped by :meth:`suspend` until the next use (state ``stopped``)."""
+        self.busy = 0
+        """Requests in flight."""
+        self.last_used = time.monotonic()
+        """When the last request ended (or the runner was made)."""
+        self._published = anyio.Event()
 
     # -- what the panel shows ----------------------------------------------------------------
     def stderr_tail(self) -> str:
@@ -281,12 +308,33 @@ class ServerRunner:
         return StdioServerParameters(command=argv[0], args=argv[1:], env=environ, cwd=self._cwd)
 
     async def _publish(self) -> None:
+        published, self._published = self._published, anyio.Event()
+        published.set()
         await self._notify(self.snapshot(), self.tool_schemas())
+
+    async def state_changed(self) -> None:
+        """Wait for the next state the runner publishes."""
+        await self._published.wait()
+
+    @property
+    def state(self) -> ServerState:
+        return self._state
+
+    def suspend(self) -> None:
+        """Stop a ready stdio server's process until the next use (see the module
+        docstring); anything else is left as it is."""
+        if self.spec.transport == "stdio" and self._state == "ready" and not self.busy:
+            self._sleep_now.set()
+
+    def wake(self) -> None:
+        """Start a sleeping server again (no-op when it is not asleep)."""
+        self._wake.set()
 
     # -- the life ------------------------------------------------------------------------------
     def restart(self) -> None:
         """Start again now: drop the connection if any, skip the backoff."""
         self._restart_now.set()
+        self._wake.set()
 
     async def run(self) -> None:
         backoff = MIN_BACKOFF
@@ -300,9 +348,13 @@ class ServerRunner:
                 self._needs_login = False
                 try:
                     await self._serve(ready_at)
-                except _Unsandboxed as exc:  # not a failure a retry could mend
-                    self._error, failures = str(exc), GIVE_UP_AFTER - 1
                 except Exception as exc:
+                    inner = _innermost(exc)
+                    if isinstance(inner, _Asleep):
+                        await self._sleep()
+                        continue
+                    if isinstance(inner, _Unsandboxed):  # not a failure a retry could mend
+                        failures = GIVE_UP_AFTER - 1
                     problem = login_problem(exc, self.spec.name, logging_in=login is not None)
                     self._needs_login = problem is not None
                     self._error = problem or _describe(exc)
@@ -341,6 +393,17 @@ class ServerRunner:
             self._session = None
             if self._stderr is not None:
                 self._stderr.close()
+
+    async def _sleep(self) -> None:
+        """Stay ``stopped`` until :meth:`wake` (or :meth:`restart`)."""
+        self._session, self._state, self._error = None, "stopped", ""
+        self.asleep = True
+        if not self._wake.is_set():
+            await self._publish()
+            await self._wake.wait()
+        self.asleep = False
+        self._sleep_now, self._wake = anyio.Event(), anyio.Event()
+        self._restart_now = anyio.Event()
 
     async def _serve(self, ready_at: list[float]) -> None:
         from mcp import ClientSession
@@ -445,13 +508,20 @@ class ServerRunner:
                     await self._restart_now.wait()
                     watch.cancel_scope.cancel()
 
+                async def sleep() -> None:
+                    await self._sleep_now.wait()
+                    watch.cancel_scope.cancel()
+
                 watch.start_soon(ended)
                 watch.start_soon(restart)
+                watch.start_soon(sleep)
                 watch.start_soon(self._follow_changes, session)
             self._session = None
             group.cancel_scope.cancel()
             if self._restart_now.is_set():
                 raise _Gone("restarted on request")
+            if self._sleep_now.is_set():
+                raise _Asleep
             if spec.transport == "stdio":
                 raise _Gone("the server exited (its output closed)")
             raise _Gone(self._error or "the server stopped answering")
@@ -546,7 +616,7 @@ class ServerRunner:
     @property
     def instructions(self) -> str:
         """The server's ``instructions`` from ``initialize`` (empty when none, or not ready)."""
-        return self._instructions if self._state == "ready" else ""
+        return self._instructions if self._state == "ready" or self.asleep else ""
 
     async def login(self) -> str | None:
         """Start an OAuth login (``/mcp login``): drop the stored tokens, connect again with a
@@ -639,7 +709,25 @@ class ServerRunner:
 
     async def _request(self, what: str, send: Callable[[ClientSession], Awaitable[Any]]) -> Any:
         """``send(session)`` bounded by the server's ``timeout``; every failure is an
-        :class:`McpCallError` naming the server, ``what`` and what happened."""
+        :class:`McpCallError` naming the server, ``what`` and what happened. A sleeping
+        server is woken first."""
+        self.busy += 1
+        try:
+            if self.asleep or self._sleep_now.is_set():
+                await self._awake()
+            return await self._send(what, send)
+        finally:
+            self.busy -= 1
+            self.last_used = time.monotonic()
+
+    async def _awake(self) -> None:
+        """Wake a sleeping server and wait until it is ready or failed (bounded)."""
+        with anyio.move_on_after(INIT_TIMEOUT):
+            while self.asleep or self._sleep_now.is_set() or self._state == "starting":
+                self.wake()
+                await self.state_changed()
+
+    async def _send(self, what: str, send: Callable[[ClientSession], Awaitable[Any]]) -> Any:
         from mcp import McpError
 
         name = self.spec.name

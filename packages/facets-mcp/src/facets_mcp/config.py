@@ -26,6 +26,8 @@ Two settings of our own may sit next to ``mcpServers`` (a trusted project's repl
 ``startup_timeout`` (seconds ``-p``/``--json`` wait for the servers to be ready or failed before
 the first request, default 30) and ``max_message_bytes`` (the largest message a server may send,
 default 32 MiB: a larger one fails that call, or the connection, with a message naming the cap).
+A third, ``idle_timeout`` (seconds, default 60; 0 never), is how long a lingering worker keeps its
+stdio servers running with no client attached and no request (:mod:`.idle`).
 
 A file that is missing is no error; one that is not JSON, or an entry that is not valid, is
 reported (:attr:`McpConfig.errors`, naming the file, the server and the fix) and skipped: the
@@ -43,6 +45,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
+    "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_STARTUP_TIMEOUT",
     "DEFAULT_TIMEOUT",
@@ -60,6 +63,8 @@ DEFAULT_TIMEOUT = 120.0
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 """Seconds ``-p``/``--json`` wait for the servers before the first request."""
+DEFAULT_IDLE_TIMEOUT = 60.0
+"""Seconds a stdio server keeps running with no client attached and no request (0: always)."""
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 """The largest message a server may send unless ``max_message_bytes`` says otherwise."""
 
@@ -91,6 +96,7 @@ class McpConfig:
     errors: tuple[str, ...]
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
 
 
 def user_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -223,8 +229,8 @@ def parse_servers(
 
 
 def parse_settings(data: object, source: str) -> tuple[dict[str, Any], list[str]]:
-    """Our settings next to ``mcpServers`` (``startup_timeout``, ``max_message_bytes``) and
-    the problems found; a bad value is reported and the default kept."""
+    """Our settings next to ``mcpServers`` (``startup_timeout``, ``max_message_bytes``,
+    ``idle_timeout``) and the problems found; a bad value is reported and the default kept."""
     if not isinstance(data, dict):
         return {}, []
     found: dict[str, Any] = {}
@@ -239,6 +245,15 @@ def parse_settings(data: object, source: str) -> tuple[dict[str, Any], list[str]
             )
         else:
             found["startup_timeout"] = float(timeout)
+    idle = raw.get("idle_timeout")
+    if idle is not None:
+        if isinstance(idle, bool) or not isinstance(idle, int | float) or idle < 0:
+            errors.append(
+                f"{source}: idle_timeout must be a number of seconds >= 0 (0: never stop), got "
+                f"{idle!r}; the default {DEFAULT_IDLE_TIMEOUT:g} is used"
+            )
+        else:
+            found["idle_timeout"] = float(idle)
     cap = raw.get("max_message_bytes")
     if cap is not None:
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1024:

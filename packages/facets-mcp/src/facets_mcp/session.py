@@ -29,7 +29,9 @@ Where things are comes from the harness's ``services``: ``workspace`` (the worki
 servers' working directory), ``project_root`` (where ``.mcp.json`` is looked for, default the
 workspace) and ``project_trusted`` (default ``False``); ``agent_state_dir`` (else ``state_dir``)
 holds remote servers' OAuth tokens (:mod:`.auth`, in ``mcp-auth/``); ``mcp_env`` may replace
-``os.environ`` (tests). A stdio server inherits that environment (a certificate file, a proxy, a
+``os.environ`` (tests); ``sandbox`` (a :class:`pico3.Sandbox`) runs the stdio servers whose
+entry says ``"sandbox": true``; ``attendance`` (a :class:`pico3.Attendance`, the worker's
+clients) lets :mod:`.idle` stop stdio servers while nobody is attached. A stdio server inherits that environment (a certificate file, a proxy, a
 token the user exported) with its ``env`` block on top, both scrubbed by the session's
 :class:`~pico3.ChildEnvironment` (service ``child_environment``): a secret variable, or a value
 holding one (``"${ANTHROPIC_API_KEY}"``), reaches the server only when the user passed it through.
@@ -55,7 +57,9 @@ from chord import (
     define_service,
 )
 from pico3 import (
+    ATTENDANCE_SERVICE,
     SANDBOX_SERVICE,
+    Attendance,
     ChildEnvironment,
     HarnessService,
     HarnessServiceApi,
@@ -210,6 +214,9 @@ class McpHost:
         )
 
         sandbox = services.get(SANDBOX_SERVICE)  # for the servers with "sandbox": true
+        # who is attached (a worker's clients): stdio servers sleep while nobody is (.idle)
+        attendance = services.get(ATTENDANCE_SERVICE)
+        attendance = attendance if isinstance(attendance, Attendance) else None
         for spec in config.servers:
             runner = ServerRunner(
                 spec,
@@ -224,7 +231,8 @@ class McpHost:
                 sandbox=sandbox if isinstance(sandbox, Sandbox) else None,
             )
             self._runners[spec.name] = runner
-            self._closers.append(self._connections.spawn(spec.name, _Connection(runner)))
+            connection = _Connection(runner, attendance, config.idle_timeout)
+            self._closers.append(self._connections.spawn(spec.name, connection))
 
     async def stop(self) -> None:
         self._closing = True
@@ -425,14 +433,27 @@ def session_facet(env: FacetEnvironment) -> None:
 
 
 class _Connection:
-    """The implementation of one :data:`McpConnections` instance."""
+    """The implementation of one :data:`McpConnections` instance: the runner, and with an
+    attendance the watch that stops its server while nobody is attached (:mod:`.idle`)."""
 
-    def __init__(self, runner: ServerRunner) -> None:
+    def __init__(
+        self, runner: ServerRunner, attendance: Attendance | None, idle_timeout: float
+    ) -> None:
         self._runner = runner
+        self._attendance = attendance
+        self._idle_timeout = idle_timeout
 
     async def run(self, ctx: Context) -> None:
         with cancel_scope(ctx):
-            await self._runner.run()
+            async with anyio.create_task_group() as group:
+                if self._attendance is not None:
+                    from .idle import stop_while_unattended
+
+                    group.start_soon(
+                        stop_while_unattended, self._runner, self._attendance, self._idle_timeout
+                    )
+                await self._runner.run()
+                group.cancel_scope.cancel()
 
 
 @define_facet("@pi/mcp-connections")

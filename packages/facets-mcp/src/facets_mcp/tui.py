@@ -117,6 +117,11 @@ def server_lines(server: dict[str, Any]) -> list[str]:
         lines.append(
             f"    retrying in {server['retryInSeconds']:g} s (/mcp restart {server.get('name')})"
         )
+    if server.get("state") == "stopped":
+        lines.append(
+            "    stopped while no client is attached; it starts again on the next use, or when "
+            "a client attaches"
+        )
     if server.get("loginUrl"):
         lines.append(f"    log in: open {server['loginUrl']}")
     for line in (server.get("stderr") or "").splitlines()[-8:]:
