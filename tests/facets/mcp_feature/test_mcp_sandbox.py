@@ -55,8 +55,10 @@ async def test_a_sandboxed_server_cannot_read_ssh_keys_nor_write_outside_the_pro
     write_config(
         tmp_path / "config",
         {
-            "boxed": stdio_server("--name", "boxed", "--files", sandbox=True),
-            "open": stdio_server("--name", "open", "--files"),
+            "boxed": stdio_server(
+                "--name", "boxed", "--files", str(project / "reads"), sandbox=True
+            ),
+            "open": stdio_server("--name", "open", "--files", str(project / "reads")),
         },
     )
     script = calls(

@@ -16,7 +16,7 @@ server's current connection; a failure
 (the server hung, answered garbage, died) is that call's error result. While a server restarts
 its tools stay registered and a call says so. Beside them (:mod:`.offers`): the servers'
 ``instructions`` as a system section, ``mcp__list_resources``/``mcp__read_resource`` once a
-server offers resources, a call's progress in its slot, a server's elicitation during a call as
+server offers resources, ``@server:uri`` mentions in a prompt resolved (:mod:`.mentions`), a call's progress in its slot, a server's elicitation during a call as
 a keyed :data:`~.contract.McpElicitations` dialog (its answer a memo on the call's slot), and
 its sampling requests through :mod:`.sampling` (a :data:`~.contract.McpSampling` approval, then
 the root conversation's model).
@@ -74,6 +74,7 @@ if TYPE_CHECKING:
 
 from .config import load_config
 from .contract import McpElicitations, McpSampling, McpServer, McpServers, McpState, tool_name
+from .mentions import mentions_registration
 from .offers import ProgressSlot, elicitation_asker, instructions_registration, resource_tools
 from .sampling import session_sampler
 
@@ -211,6 +212,11 @@ class McpHost:
 
         self._extras.append(
             self._harness.add_registration(instructions_registration(lambda: self._runners))
+        )
+        self._extras.append(  # @server:uri in a prompt attaches the resource (.mentions)
+            self._harness.add_registration(
+                mentions_registration(self._harness, lambda: self._runners)
+            )
         )
 
         sandbox = services.get(SANDBOX_SERVICE)  # for the servers with "sandbox": true
