@@ -171,6 +171,7 @@ def describe(session: Session) -> dict[str, Any]:
 def session_branches(session: Session) -> list[dict[str, Any]]:
     """The session's branches (``/tree``'s numbers), oldest first: ``{"id", "summary"}``;
     ``[]`` when its log cannot be read."""
+    # lazy: start-up time (listing sessions does not load the exporter)
     from coding_agent.session_files.export import read_session_records
     from coding_agent.session_files.tree import build_outline
 

@@ -4,6 +4,8 @@
 keybindings.toml); ``state_home()/coding-agent/`` holds what the agent writes (sessions, the
 server's folder, MCP tokens). Both read the environment given (a session's, in the worker) or
 ``os.environ``, and fall back to the spec's defaults when the variable is unset or relative.
+:func:`claude_home` is Claude Code's user folder, whose agents, commands, skills, memory and
+settings the agent reads too.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["config_home", "state_home"]
+__all__ = ["claude_home", "config_home", "state_home"]
 
 
 def config_home(env: Mapping[str, str] | None = None) -> Path:
@@ -31,3 +33,13 @@ def _home(env: Mapping[str, str] | None, variable: str, default: str) -> Path:
     if value and os.path.isabs(value):
         return Path(value)
     return Path(os.path.expanduser("~")) / default
+
+
+def claude_home(env: Mapping[str, str] | None = None) -> Path:
+    """Claude Code's user folder: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    environ = os.environ if env is None else env
+    configured = environ.get("CLAUDE_CONFIG_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    home = environ.get("HOME")
+    return (Path(home) if home else Path.home()) / ".claude"

@@ -96,6 +96,7 @@ from coding_agent.session_files.private import PrivacyError, private_dir, socket
 from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.guarded_paths import SERVICE as GUARDED_PATHS_SERVICE
 from coding_agent.settings.guarded_paths import guarded_paths
+from coding_agent.settings.model_config import TOOL_CALLING_ENV, RegistryError
 from coding_agent.settings.package_reload import (
     PackageReloader,
     reload_service_facet,
@@ -115,8 +116,7 @@ from coding_agent.settings.xdg import state_home
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
-from coding_agent.worker.providers import OpenAIProvider, RegistryError
-from coding_agent.worker.providers.registry import TOOL_CALLING_ENV
+from coding_agent.worker.providers import OpenAIProvider
 from coding_agent.worker.providers_facet import (
     ProviderChoice,
     providers_facet,
