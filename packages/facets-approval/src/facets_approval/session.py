@@ -583,18 +583,20 @@ class _Modes:
             raise RuntimeError("the session is not open (suspended or closing); try again")
         return installation
 
-    def _publish(self, mode: PermissionMode, ctx: Context) -> None:
+    def _publish(self, mode: PermissionMode, ctx: Context, *, stored: bool = False) -> None:
         """Publish ``mode``, and tell the host's :class:`pico3.SandboxMode` (when it has one)
-        whether the session's commands, user hooks included, now run in the sandbox."""
+        whether the session's commands, user hooks included, now run in the sandbox. The
+        ``stored`` mode read at activation only raises it: a host that starts the session in
+        ``sandbox`` mode says so before it applies the mode (SessionStart hooks run between)."""
         found = self._harness.handle.services.get(SANDBOX_MODE_SERVICE)
         if isinstance(found, SandboxMode):
-            found.active = mode == "sandbox"
+            found.active = (found.active and stored) or mode == "sandbox"
         self.state.replace(ctx, {"mode": mode})
 
     async def _refresh(self, ctx: Context) -> None:
         """Publish the stored mode (at activation)."""
         async with self._lock:
-            self._publish(await self._live().mode(ctx), ctx)
+            self._publish(await self._live().mode(ctx), ctx, stored=True)
 
     async def set_mode(self, mode: Any, ctx: Context) -> None:
         checked = check_mode(mode)  # raises before anything is written or published

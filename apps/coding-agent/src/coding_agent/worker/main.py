@@ -628,7 +628,9 @@ def _sandbox_service(
     if policy.proxy_socket is not None:
         proxy = DomainProxy(policy.proxy_socket, policy.allow_domains).start()
     # the approval feature keeps SandboxMode current: hooks run inside in the sandbox mode too
-    return {SANDBOX_SERVICE: found, SANDBOX_MODE_SERVICE: SandboxMode()}, said, proxy
+    # (set from --permission-mode already: SessionStart hooks run before the mode is applied)
+    mode = SandboxMode(config.permission_mode == "sandbox")
+    return {SANDBOX_SERVICE: found, SANDBOX_MODE_SERVICE: mode}, said, proxy
 
 
 PERMISSION_MODE_SERVICE = "approval.mode"
