@@ -67,8 +67,8 @@ import anyio
 
 from chord import BACKGROUND, Context, FacetEnvironment, cancel_scope, define_facet
 from pico3 import (
-    GENERATION_KIND,
     MISSING,
+    MODEL_CALL_KIND,
     TOOL_KIND,
     ChildEnvironment,
     ConversationService,
@@ -467,7 +467,7 @@ class Hooks:
             undo.append(
                 h.hooks(
                     ns,
-                    GENERATION_KIND,
+                    MODEL_CALL_KIND,
                     {"before_request": self.before_request, "on_yield": self.on_yield},
                 )
             )

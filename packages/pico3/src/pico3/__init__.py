@@ -25,11 +25,17 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 * Tools and hooks: :class:`ToolDeclaration`, :class:`ToolApi`, :class:`ToolResult`,
   :data:`MISSING`, :class:`OutputBuffer`, :class:`BeforeToolApi` and the other hook API types,
   :func:`define_section` (system prompt sections), kinds :data:`TOOL_KIND`,
-  :data:`GENERATION_KIND`, :data:`JOB_KIND`.
+  :data:`MODEL_CALL_KIND`, :data:`JOB_KIND`.
 * The session services of the Chord worker (docs/design/chord.md#built-in-services): the tokens
   :data:`HarnessService` (``pi.harness``, local; its API is :class:`HarnessServiceApi`) and
   :data:`ConversationService` (``pi.conversation``, remotable; :class:`ConversationServiceApi`),
   the JSON shapes of the view and the methods, and :func:`harness_session_facet`.
+* The view as typed records (docs/design/view.md#typed-records): :class:`ViewDecoder` (one per
+  followed replica; reuses what did not change) and :func:`view_from_json` give a :class:`View`
+  of :class:`ViewEntry` records by kind (:class:`UserEntry`, :class:`AssistantEntry`,
+  :class:`ToolResultEntry`, …; :class:`CustomEntry` keeps an unknown kind's JSON), the
+  :class:`ViewTurn` (:class:`ModelCallStatus`, :class:`ToolSlot`), :class:`QueuedInput`,
+  :class:`ViewTask` and :class:`CompactionStatus`.
 * Child processes: :class:`ChildEnvironment` (the environment a session's child processes
   get, without its secrets; the harness service :data:`CHILD_ENVIRONMENT_SERVICE`), and
   :class:`Sandbox` (bubblewrap: :class:`SandboxPolicy`, :func:`sandbox_available`,
@@ -58,7 +64,7 @@ from pico3.child_env import (
     WELL_KNOWN_SECRETS,
     ChildEnvironment,
 )
-from pico3.chord.contract import (
+from pico3.facets.contract import (
     CommitInfo,
     ConversationInfo,
     ConversationService,
@@ -75,19 +81,7 @@ from pico3.chord.contract import (
     SendInputJson,
     ViewEvent,
 )
-from pico3.chord.session import HARNESS_FACET_ID, harness_session_facet
-from pico3.datamodel import (
-    ConfigRejected,
-    EntryKind,
-    EntryRejected,
-    NewEntry,
-    SectionSeed,
-    SectionSeedRejected,
-    conversation_json,
-    define_entry,
-    entry_json,
-)
-from pico3.datamodel.entries import NOTICE_KIND
+from pico3.facets.session import HARNESS_FACET_ID, harness_session_facet
 from pico3.files import fsync_dir, write_atomic
 from pico3.handle import HarnessHandle
 from pico3.harness import ConversationHandle, Harness, HarnessOptions
@@ -136,6 +130,45 @@ from pico3.sandbox import (
     sandbox_available,
 )
 from pico3.sandbox_proxy import DomainProxy, domain_allowed
+from pico3.session_data import (
+    ConfigRejected,
+    EntryKind,
+    EntryRejected,
+    NewEntry,
+    SectionSeed,
+    SectionSeedRejected,
+    conversation_json,
+    define_entry,
+    entry_json,
+)
+from pico3.session_data.entries import NOTICE_KIND
+from pico3.session_data.view_decoder import ViewDecoder, view_from_json
+from pico3.session_data.view_records import (
+    AssistantData,
+    AssistantEntry,
+    CompactionStatus,
+    CustomEntry,
+    HandoffEntry,
+    ModelCallStatus,
+    NoticeEntry,
+    QueuedInput,
+    ResetEntry,
+    SummaryEntry,
+    SystemEntry,
+    ToolResultData,
+    ToolResultEntry,
+    ToolSlot,
+    UsageData,
+    UsageEntry,
+    UserData,
+    UserEntry,
+    View,
+    ViewConversation,
+    ViewEntry,
+    ViewParent,
+    ViewTask,
+    ViewTurn,
+)
 from pico3.storage import (
     BLOB_LIMIT,
     CorruptStorage,
@@ -183,7 +216,7 @@ from pico3.tools import (
     ToolDeclaration,
     ToolResult,
 )
-from pico3.turn import GENERATION_KIND, TOOL_KIND
+from pico3.turn import MODEL_CALL_KIND, TOOL_KIND
 from pico3.turn.collapse import CollapseInProgress, NothingToCollapse
 from pico3.turn.conversation import InputHandle
 from pico3.turn.models import Models
@@ -199,11 +232,11 @@ __all__ = [
     "BLOB_LIMIT",
     "CHILD_ENVIRONMENT_SERVICE",
     "DEFAULT_DENY_READ",
-    "GENERATION_KIND",
     "HARNESS_FACET_ID",
     "JOB_KIND",
     "MIN_SECRET_LENGTH",
     "MISSING",
+    "MODEL_CALL_KIND",
     "NOTICE_KIND",
     "OUTSIDE_HINT",
     "RETRY",
@@ -213,6 +246,8 @@ __all__ = [
     "WELL_KNOWN_SECRETS",
     "ApprovalAuthority",
     "ArgumentSchema",
+    "AssistantData",
+    "AssistantEntry",
     "Attendance",
     "BeforeToolApi",
     "BeforeToolOutcome",
@@ -221,6 +256,7 @@ __all__ = [
     "Closed",
     "CollapseInProgress",
     "CommitInfo",
+    "CompactionStatus",
     "Completion",
     "ConfigRejected",
     "ContractFault",
@@ -231,6 +267,7 @@ __all__ = [
     "ConversationServiceApi",
     "ConversationView",
     "CorruptStorage",
+    "CustomEntry",
     "DetachedValue",
     "DomainProxy",
     "Done",
@@ -242,6 +279,7 @@ __all__ = [
     "Faulted",
     "Forbidden",
     "ForkSpecJson",
+    "HandoffEntry",
     "Harness",
     "HarnessHandle",
     "HarnessOptions",
@@ -259,6 +297,7 @@ __all__ = [
     "LocalProcessHost",
     "ManualClock",
     "MemoryStorage",
+    "ModelCallStatus",
     "Models",
     "Namespace",
     "NestedLineOperation",
@@ -267,6 +306,7 @@ __all__ = [
     "Next",
     "NotQuiescent",
     "NothingToCollapse",
+    "NoticeEntry",
     "OutputBounds",
     "OutputBuffer",
     "OwnedConversation",
@@ -276,8 +316,10 @@ __all__ = [
     "ProcessHost",
     "ProcessSpec",
     "ProcessStatus",
+    "QueuedInput",
     "ReadAfterWrite",
     "RequestHookApi",
+    "ResetEntry",
     "ResponseHookApi",
     "RevokedProxy",
     "Runtime",
@@ -297,7 +339,9 @@ __all__ = [
     "StorageError",
     "StorageInUse",
     "StorageUnreachable",
+    "SummaryEntry",
     "SystemClock",
+    "SystemEntry",
     "SystemSection",
     "Task",
     "TaskFaulted",
@@ -307,11 +351,25 @@ __all__ = [
     "ToolDeclaration",
     "ToolHookApi",
     "ToolResult",
+    "ToolResultData",
+    "ToolResultEntry",
+    "ToolSlot",
     "Transaction",
     "TransactionClosed",
     "UnknownConversation",
     "UnknownTask",
+    "UsageData",
+    "UsageEntry",
+    "UserData",
+    "UserEntry",
+    "View",
+    "ViewConversation",
+    "ViewDecoder",
+    "ViewEntry",
     "ViewEvent",
+    "ViewParent",
+    "ViewTask",
+    "ViewTurn",
     "Watch",
     "commands_sandbox",
     "conversation_json",
@@ -332,6 +390,7 @@ __all__ = [
     "run_git",
     "sandbox_available",
     "stored_writes",
+    "view_from_json",
     "walk_files",
     "write_atomic",
 ]

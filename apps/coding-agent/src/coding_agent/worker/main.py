@@ -9,7 +9,7 @@ that was streaming, waiting for approval or running a tool carries on.
 
 The facets, in the order the host gets them (docs/design/chord.md#built-in-services):
 
-1. ``@pi/harness`` — :func:`pico3.chord.harness_session_facet`: ``pi.harness`` and one
+1. ``@pi/harness`` — :func:`pico3.facets.harness_session_facet`: ``pi.harness`` and one
    ``pi.conversation`` instance per conversation;
 2. ``coding-agent/providers`` — the model providers (:mod:`.providers_facet`);
 3. ``coding-agent/tools`` — read, write, edit, bash, grep, find, ls (:mod:`.tools_facet`), which

@@ -360,8 +360,9 @@ def prompt_commands_facet(
             )
             refresh()
             if rescans is not None:  # /trust: a trusted project's commands appear at once
-                rescans.append(refresh)
-                env.own(lambda: rescans.remove(refresh))
+                listeners = rescans
+                listeners.append(refresh)
+                env.own(lambda: listeners.remove(refresh))
 
             def unregister_all() -> None:
                 for unregister in registered:
