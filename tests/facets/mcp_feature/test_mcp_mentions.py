@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from mcp_support import SDK_LEAKS, session, stdio_server, write_config
 
-from chord.packages import facet_package_from_folder, load_generation
+from chord.facet_packages import facet_package_from_folder, load_generation
 from facets_mcp.mentions import MENTION_LIMIT, find_mentions
 from pico3 import Models
 from pico3.models import UserMessage

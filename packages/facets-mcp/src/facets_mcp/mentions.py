@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from chord import Context
-from pico3 import GENERATION_KIND, Harness, HarnessServiceApi
+from pico3 import MODEL_CALL_KIND, Harness, HarnessServiceApi
 
 if TYPE_CHECKING:
     from .client import ServerRunner
@@ -179,7 +179,7 @@ def mentions_registration(
                     _attach(message, [dict(b) for b in blocks])  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
             return {"messages": messages}
 
-        undo_hooks = h.hooks(ns, GENERATION_KIND, {"before_request": before_request})
+        undo_hooks = h.hooks(ns, MODEL_CALL_KIND, {"before_request": before_request})
 
         def uninstall() -> None:
             undo_hooks()
