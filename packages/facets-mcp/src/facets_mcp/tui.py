@@ -109,7 +109,8 @@ def _head(server: dict[str, Any]) -> str:
     icon = _ICONS.get(str(server.get("state")), "?")
     head = (
         f"{icon} {server.get('name')} "
-        f"({server.get('transport')}) {server.get('state')} · {_count(len(tools), 'tool')}"
+        f"({server.get('transport')}{', sandboxed' if server.get('sandboxed') else ''}) "
+        f"{server.get('state')} · {_count(len(tools), 'tool')}"
     )
     if server.get("restarts"):
         head += f" · {_count(server['restarts'], 'restart')}"
@@ -130,6 +131,11 @@ def server_lines(server: dict[str, Any]) -> list[str]:
     elif server.get("state") == "failed" and "retryInSeconds" in server:
         lines.append(
             f"    retrying in {server['retryInSeconds']:g} s (/mcp restart {server.get('name')})"
+        )
+    if server.get("state") == "stopped":
+        lines.append(
+            "    stopped while no client is attached; it starts again on the next use, or when "
+            "a client attaches"
         )
     if server.get("loginUrl"):
         lines.append(f"    log in: open {server['loginUrl']}")

@@ -40,7 +40,11 @@ change without notice. The import-linter contract in the workspace's ``pyproject
   get, without its secrets; the harness service :data:`CHILD_ENVIRONMENT_SERVICE`), and
   :class:`Sandbox` (bubblewrap: :class:`SandboxPolicy`, :func:`sandbox_available`,
   :func:`explain_refusal`; the harness service :data:`SANDBOX_SERVICE`; :class:`DomainProxy`,
-  the sandbox's only way out to ``allow_domains``).
+  the sandbox's only way out to ``allow_domains``; :class:`SandboxMode` under
+  :data:`SANDBOX_MODE_SERVICE` and :func:`commands_sandbox`: whether the session's own commands,
+  hooks included, run inside now).
+* Attendance: :class:`Attendance` under :data:`ATTENDANCE_SERVICE`, how many clients are
+  attached to the session (a feature lets costly things go while nobody is).
 * Project files: :func:`walk_files` and :class:`IgnoreRules` (``.gitignore`` rules, one walker
   for every tool and feature; loaded on first use, so ``pathspec`` stays off the import path of a
   process that never walks a tree), :func:`write_atomic`, :func:`fsync_dir`, and :func:`run_git`
@@ -54,6 +58,7 @@ import typing as _typing
 
 from pico3._renamed import renamed_attribute as _renamed_attribute
 from pico3.approval import ApprovalAuthority
+from pico3.attendance import ATTENDANCE_SERVICE, Attendance
 from pico3.child_env import (
     CHILD_ENVIRONMENT_SERVICE,
     MIN_SECRET_LENGTH,
@@ -115,10 +120,13 @@ from pico3.registration_swap import reload
 from pico3.sandbox import (
     DEFAULT_DENY_READ,
     OUTSIDE_HINT,
+    SANDBOX_MODE_SERVICE,
     SANDBOX_SERVICE,
     Sandbox,
+    SandboxMode,
     SandboxPolicy,
     SandboxStatus,
+    commands_sandbox,
     explain_refusal,
     sandbox_available,
 )
@@ -221,6 +229,7 @@ if _typing.TYPE_CHECKING:
     from pico3.ignore import IgnoreRules, walk_files
 
 __all__ = [
+    "ATTENDANCE_SERVICE",
     "BLOB_LIMIT",
     "CHILD_ENVIRONMENT_SERVICE",
     "DEFAULT_DENY_READ",
@@ -232,6 +241,7 @@ __all__ = [
     "NOTICE_KIND",
     "OUTSIDE_HINT",
     "RETRY",
+    "SANDBOX_MODE_SERVICE",
     "SANDBOX_SERVICE",
     "TOOL_KIND",
     "WELL_KNOWN_SECRETS",
@@ -239,6 +249,7 @@ __all__ = [
     "ArgumentSchema",
     "AssistantData",
     "AssistantEntry",
+    "Attendance",
     "BeforeToolApi",
     "BeforeToolOutcome",
     "ChildEnvironment",
@@ -314,6 +325,7 @@ __all__ = [
     "RevokedProxy",
     "Runtime",
     "Sandbox",
+    "SandboxMode",
     "SandboxPolicy",
     "SandboxStatus",
     "SchemaNotMigrated",
@@ -360,6 +372,7 @@ __all__ = [
     "ViewTask",
     "ViewTurn",
     "Watch",
+    "commands_sandbox",
     "conversation_json",
     "create_owned",
     "define_entry",
