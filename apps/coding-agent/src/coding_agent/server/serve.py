@@ -26,12 +26,13 @@ Listeners (docs/server.md):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ipaddress
-import logging
 import os
+import resource
+import socket
 import ssl
-import stat
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -42,13 +43,21 @@ import anyio
 import anyio.abc
 import psycopg
 from anyio.streams.buffered import BufferedByteReceiveStream
-from anyio.streams.tls import TLSListener
+from anyio.streams.tls import TLSStream
 
 from chord import FrameConnection, connect_unix, serve_unix
 from coding_agent.client.supervisor import READY_TIMEOUT, WorkerStartError, WorkerSupervisor
 from coding_agent.private import PrivacyError, private_tree, socket_folder
+from coding_agent.server.admission import Gate, Limits, Ticket, default_limits, serve_tcp
 from coding_agent.server.args import DEFAULT_IDLE
+from coding_agent.server.credentials import (
+    Credentials,
+    ServerSetupError,
+    read_token_file,
+    server_tls_context,
+)
 from coding_agent.server.directory import SessionDirectory
+from coding_agent.server.events import ServerLog
 from coding_agent.server.preface import (
     MAX_PREFACE,
     PREFACE_TIMEOUT,
@@ -72,6 +81,8 @@ from coding_agent.sessions import (
 
 __all__ = [
     "DEFAULT_IDLE",
+    "Credentials",
+    "Limits",
     "ServerOptions",
     "ServerSetupError",
     "SessionServer",
@@ -82,11 +93,6 @@ __all__ = [
 ]
 
 _RELAY_CHUNK = 65536
-_log = logging.getLogger("coding_agent.server")
-
-
-class ServerSetupError(Exception):
-    """The server cannot start as configured; the message names the flag and the fix."""
 
 
 @dataclass
@@ -105,35 +111,12 @@ class ServerOptions:
     over a session whose worker died."""
     faux_script: Path | None = None
     """New sessions' faux script (demos, tests)."""
-    token: bytes | None = None
-    """The bearer token TCP clients must present."""
+    credentials: Credentials | None = None
+    """The tokens TCP clients must present and the TLS certificate (reloaded on SIGHUP)."""
+    limits: Limits | None = None
+    """The connection caps (``None``: derived from the open-file limit)."""
     on_event: Callable[[str], None] | None = None
-    """One line per lifecycle event (worker started, reaped; a refused connection)."""
-
-
-def read_token_file(path: str | os.PathLike[str]) -> bytes:
-    """The token in ``path`` (its first line, stripped). The file must be the user's own and
-    readable by nobody else (``0600``), and hold a token of at least 16 characters."""
-    file = Path(path)
-    try:
-        info = file.stat()
-        text = file.read_bytes()
-    except OSError as error:
-        raise ServerSetupError(f"--token-file {file}: cannot read it: {error.strerror}") from None
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        raise ServerSetupError(
-            f"--token-file {file}: other users may read it (mode "
-            f"{stat.S_IMODE(info.st_mode):04o}): chmod 600 {file}"
-        )
-    lines = text.splitlines()
-    token = lines[0].strip() if lines else b""
-    if len(token) < 16 or any(byte <= 32 or byte >= 127 for byte in token):
-        raise ServerSetupError(
-            f"--token-file {file}: the first line must be a token of at least 16 printable "
-            "characters without spaces (make one: python3 -c 'import secrets; "
-            f"print(secrets.token_urlsafe(32))' > {file}; chmod 600 {file})"
-        )
-    return token
+    """Where the log's lines go (:mod:`.events`: accepts, refusals, sessions, takeovers)."""
 
 
 def parse_listen(url: str) -> tuple[str, int]:
@@ -156,19 +139,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def server_tls_context(cert: str | os.PathLike[str], key: str | os.PathLike[str]) -> ssl.SSLContext:
-    """A TLS 1.2+ server context with the certificate chain in ``cert`` and its key in ``key``."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    try:
-        context.load_cert_chain(os.fspath(cert), os.fspath(key))
-    except (OSError, ssl.SSLError) as error:
-        raise ServerSetupError(
-            f"--tls-cert {cert} / --tls-key {key}: cannot load them: {error}"
-        ) from None
-    return context
 
 
 def default_socket_path(env: Mapping[str, str] | None = None) -> Path:
@@ -196,23 +166,6 @@ def prepare_socket_folder(path: Path, env: Mapping[str, str] | None = None) -> N
         ) from None
 
 
-class _QuietTLSListener(TLSListener):
-    """A TLS listener whose failed handshakes (plain TCP, a wrong certificate) are one event
-    line (``on_refused``), not a logged traceback."""
-
-    on_refused: Callable[[str], None] | None = None
-
-    async def handle_handshake_error(  # pyright: ignore[reportIncompatibleMethodOverride]
-        self, exc: BaseException, stream: anyio.abc.AnyByteStream
-    ) -> None:
-        if self.on_refused is not None:
-            self.on_refused(f"refused a connection: TLS handshake failed: {exc}")
-        with anyio.CancelScope(shield=True):
-            await anyio.aclose_forcefully(stream)
-        if not isinstance(exc, Exception):
-            raise exc
-
-
 @dataclass
 class _Slot:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
@@ -224,13 +177,20 @@ class SessionServer:
 
     def __init__(self, options: ServerOptions) -> None:
         self.options = options
+        self.credentials = options.credentials or Credentials()
+        self.log = ServerLog(options.on_event)
+        self.limits = options.limits or default_limits(
+            resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        )
+        self.gate = Gate(self.limits, self._shed_ticket)
         self._slots: dict[str, _Slot] = {}
         self._directory = SessionDirectory(options.storage) if options.storage else None
         self._group: anyio.abc.TaskGroup | None = None
+        self._by_token: dict[str, set[anyio.CancelScope]] = {}
         self.connections = 0
         """Connections relayed to a worker so far."""
         self.refused = 0
-        """Connections refused at the preface or the TLS handshake."""
+        """Connections refused at the preface or the TLS handshake, or shed."""
 
     # -- running ---------------------------------------------------------------------------------
     async def run(
@@ -238,11 +198,11 @@ class SessionServer:
         *,
         socket_path: Path,
         tcp: tuple[str, int] | None = None,
-        tls: ssl.SSLContext | None = None,
         ready: Callable[[list[str]], None] | None = None,
     ) -> None:
-        """Listen on ``socket_path`` (and ``tcp``, with ``tls`` unless it is ``None``), call
-        ``ready(addresses)``, and serve until cancelled; then stop every worker it started."""
+        """Listen on ``socket_path`` (and ``tcp``, with TLS when the credentials have a
+        certificate), call ``ready(addresses)``, and serve until cancelled; then stop every
+        worker it started."""
         prepare_socket_folder(socket_path, self.options.env)
         try:
             async with anyio.create_task_group() as group:
@@ -250,19 +210,14 @@ class SessionServer:
                 await group.start(serve_unix, socket_path, self._unix_client)
                 addresses = [f"unix:{socket_path}"]
                 if tcp is not None:
-                    listener: Any = await anyio.create_tcp_listener(
-                        local_host=tcp[0], local_port=tcp[1]
-                    )
-                    port = listener.extra(anyio.abc.SocketAttribute.local_port)
-                    if tls is not None:
-                        listener = _QuietTLSListener(
-                            listener, tls, standard_compatible=False,
-                            handshake_timeout=PREFACE_TIMEOUT,
-                        )  # fmt: skip
-                        listener.on_refused = self._refused
+                    port = await group.start(
+                        functools.partial(serve_tcp, on_shed=self._shed_address),
+                        tcp[0], tcp[1], self._tcp_client,
+                    )  # fmt: skip
                     host = f"[{tcp[0]}]" if ":" in tcp[0] else tcp[0]
                     addresses.append(f"tcp://{host}:{port}")
-                    group.start_soon(listener.serve, self._tcp_client)
+                for address in addresses:
+                    self.log("listening", address=address)
                 if ready is not None:
                     ready(addresses)
                 await anyio.sleep_forever()
@@ -276,10 +231,32 @@ class SessionServer:
             if slot.supervisor is not None:
                 await slot.supervisor.stop()
 
+    def reload(self) -> None:
+        """Read the token file and the certificate again (SIGHUP). Connections admitted with a
+        token that is gone (or changed) are closed; a file that does not load changes nothing."""
+        try:
+            revoked = self.credentials.reload()
+        except ServerSetupError as error:
+            self.log("reload", f"kept the tokens and certificate in force: {error}", ok="no")
+            return
+        closed = 0
+        for name in revoked:
+            for scope in self._by_token.pop(name, set()):
+                scope.cancel()
+                closed += 1
+        tokens = ",".join(sorted(self.credentials.tokens or ())) or None
+        self.log(
+            "reload", "read the token file and the certificate again", ok="yes",
+            tokens=tokens, revoked=",".join(revoked) or None, closed=closed or None,
+        )  # fmt: skip
+
     # -- connections -----------------------------------------------------------------------------
     async def _unix_client(self, conn: FrameConnection) -> None:
         # A Unix client was already checked to be of our uid; no token is asked of it.
-        await self._guarded(self._client(conn.stream, token=None, peer="unix"), "unix")
+        with Ticket(self.gate, "unix") as ticket:
+            await self._guarded(
+                self._client(conn.stream, ticket, tls=None, tokens=None, peer="unix"), "unix"
+            )
 
     async def _guarded(self, connection: Awaitable[None], peer: str) -> None:
         """Run one client's connection; whatever goes wrong in it ends that connection only.
@@ -291,31 +268,92 @@ class SessionServer:
         try:
             await connection
         except Exception as error:
-            self._event(f"a connection ({peer}) failed: {type(error).__name__}: {error}")
+            self.log("error", f"{type(error).__name__}: {error}", peer=peer)
 
-    async def _tcp_client(self, stream: anyio.abc.ByteStream) -> None:
+    async def _tcp_client(self, sock: socket.socket, address: str) -> None:
+        ticket = self.gate.enter(address)
+        if ticket is None:
+            sock.close()
+            self.refused += 1
+            self.log(
+                "shed", f"over {self.limits.max_per_address} pending connections from one address",
+                peer=address, reason="per_address_cap",
+            )  # fmt: skip
+            return
         try:
-            peer = stream.extra(anyio.abc.SocketAttribute.remote_address)
+            stream: anyio.abc.ByteStream = await anyio.abc.SocketStream.from_socket(sock)
+        except OSError as error:
+            sock.close()
+            ticket.__exit__()
+            self.log("error", f"cannot use the connection: {error}", peer=address)
+            return
+        try:
+            port = stream.extra(anyio.abc.SocketAttribute.remote_port)
+            peer = f"tcp:{address}:{port}" if ":" not in address else f"tcp:[{address}]:{port}"
         except Exception:
-            peer = "?"
+            peer = f"tcp:{address}"
         try:
-            await self._guarded(
-                self._client(stream, token=self.options.token, peer=f"tcp {peer}"), f"tcp {peer}"
-            )
+            with ticket, ticket.scope:
+                await self._guarded(
+                    self._client(
+                        stream, ticket, tls=self.credentials.tls,
+                        tokens=self.credentials.tokens, peer=peer,
+                    ),
+                    peer,
+                )  # fmt: skip
         finally:
             await anyio.aclose_forcefully(stream)
 
     async def _client(
-        self, stream: anyio.abc.ByteStream, *, token: bytes | None, peer: Any
+        self,
+        stream: anyio.abc.ByteStream,
+        ticket: Ticket,
+        *,
+        tls: ssl.SSLContext | None,
+        tokens: Mapping[str, bytes] | None,
+        peer: str,
     ) -> None:
-        buffered = BufferedByteReceiveStream(stream)
+        name: str | None = None
         try:
-            request = await self._read_request(buffered, token)
+            with anyio.fail_after(PREFACE_TIMEOUT):
+                if tls is not None:
+                    try:
+                        stream = await TLSStream.wrap(
+                            stream, server_side=True, ssl_context=tls, standard_compatible=False
+                        )
+                    except Exception as error:
+                        self.refused += 1
+                        self.log("tls_failed", f"TLS handshake failed: {_reason(error)}", peer=peer)
+                        return
+                buffered = BufferedByteReceiveStream(stream)
+                line = await self._read_line(buffered)
+        except TimeoutError:
+            self.refused += 1
+            what = "TLS handshake and preface" if tls is not None else "preface"
+            self.log("refused", f"no {what} within {PREFACE_TIMEOUT:g} s", peer=peer,
+                     reason="preface_timeout")  # fmt: skip
+            return
+        except PrefaceError as error:
+            buffered, line, bad = BufferedByteReceiveStream(stream), b"", error
+        else:
+            bad = None
+        try:
+            if bad is not None:
+                raise bad
+            given, rest = split_preface(line)
+            name = check_token(given, tokens)  # before anything else of the line is looked at
+            if not ticket.admit():
+                raise PrefaceError(
+                    "busy",
+                    f"the server has its {self.limits.max_connections} connections "
+                    "(--max-connections): try another server of the list, or later",
+                )
+            request = parse_request(rest)
             session = await self._session_for(request)
             worker = await self._dial(session)
         except PrefaceError as error:
             self.refused += 1
-            self._event(f"refused a connection ({peer}): {error}")
+            self.log("refused", error.message, peer=peer, reason=error.code, token=name)
             with anyio.move_on_after(1, shield=True):
                 try:
                     await stream.send(encode_reply(error=error))
@@ -327,34 +365,32 @@ class SessionServer:
                 ):
                     pass
             return
+        scope = ticket.scope
+        if name is not None:
+            self._by_token.setdefault(name, set()).add(scope)
         try:
             info = {"session": session.id, "cwd": str(session.cwd), "model": session.model}
             await stream.send(encode_reply(info))
             self.connections += 1
+            self.log("accepted", peer=peer, token=name, session=session.id)
             await _relay(buffered, stream, worker.stream)
         finally:
+            if name is not None:
+                self._by_token.get(name, set()).discard(scope)
             await worker.aclose()
 
-    async def _read_request(
-        self, buffered: BufferedByteReceiveStream, token: bytes | None
-    ) -> Request:
-        line = b""
-        with anyio.move_on_after(PREFACE_TIMEOUT):
-            try:
-                line = await buffered.receive_until(b"\n", MAX_PREFACE)
-            except anyio.DelimiterNotFound:
-                raise PrefaceError(
-                    "bad_preface", f"no preface line within {MAX_PREFACE} bytes"
-                ) from None
-            except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError):
-                raise PrefaceError(
-                    "bad_preface", "the connection ended before the preface"
-                ) from None
-        if not line:
-            raise PrefaceError("bad_preface", f"no preface within {PREFACE_TIMEOUT:g} s")
-        given, rest = split_preface(line)
-        check_token(given, token)  # before anything else of the line is looked at
-        return parse_request(rest)
+    async def _read_line(self, buffered: BufferedByteReceiveStream) -> bytes:
+        try:
+            return await buffered.receive_until(b"\n", MAX_PREFACE)
+        except anyio.DelimiterNotFound:
+            raise PrefaceError(
+                "bad_preface", f"no preface line within {MAX_PREFACE} bytes"
+            ) from None
+        except (
+            anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError, ssl.SSLError,
+            OSError,
+        ):  # fmt: skip
+            raise PrefaceError("bad_preface", "the connection ended before the preface") from None
 
     async def _session_for(self, request: Request) -> Session:
         env = self.options.env
@@ -371,13 +407,16 @@ class SessionServer:
                 return session
             assert request.session is not None
             try:
-                return open_session(request.session, env=env)
+                session = open_session(request.session, env=env)
             except SessionError:
                 metadata = await directory.get(request.session) if directory is not None else None
                 if metadata is None:
                     raise
-                self._event(f"session {metadata.id}: made by another server; adopting it")
+                _check_folder(metadata.id, Path(metadata.cwd))  # before a folder is made
+                self.log("takeover", "made by another server; adopting it", session=metadata.id)
                 return adopt_session(metadata, env=env)
+            _check_folder(session.id, session.cwd)
+            return session
         except SessionError as error:
             raise PrefaceError(
                 "not_found" if not request.new else "start_failed", str(error)
@@ -408,7 +447,7 @@ class SessionServer:
                     storage=self.options.storage,
                     linger=self.options.idle,
                     lease=self.options.lease,
-                    on_event=lambda line, sid=session.id: self._event(f"session {sid}: {line}"),
+                    on_event=lambda line, sid=session.id: self.log("session", line, id=sid),
                 )
             supervisor = slot.supervisor
             try:
@@ -427,16 +466,42 @@ class SessionServer:
         async with slot.lock:
             if slot.supervisor is supervisor:
                 slot.supervisor = None
-        self._event(f"session {session_id}: worker exited ({status}): reaped")
+        self.log("session", f"worker exited ({status}): reaped", id=session_id)
 
-    def _refused(self, line: str) -> None:
+    def _shed_ticket(self, ticket: Ticket, reason: str) -> None:
         self.refused += 1
-        self._event(line)
+        self.log("shed", "closed the oldest pending connection", peer=ticket.address, reason=reason)
 
-    def _event(self, line: str) -> None:
-        _log.info("%s", line)
-        if self.options.on_event is not None:
-            self.options.on_event(line)
+    def _shed_address(self, address: str, reason: str) -> None:
+        self.refused += 1
+        self.log("shed", "out of file descriptors: closed a new connection", peer=address,
+                 reason=reason)  # fmt: skip
+        self.gate.shed_oldest(reason)
+
+
+def _check_folder(session_id: str, cwd: Path) -> None:
+    """Refuse to serve a session whose working folder this server cannot see: its worker would
+    run the conversation's commands somewhere else than the files they were about."""
+    if not cwd.is_dir():
+        raise PrefaceError(
+            "folder_missing",
+            f"session {session_id} works in {cwd}, which this server cannot see: the project "
+            "folder must be on storage every server of the database mounts at the same path "
+            "(docs/server.md#failover)",
+        )
+
+
+def _reason(error: BaseException) -> str:
+    """A failed handshake's reason, never empty (anyio's wrappers carry it as their cause)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        text = str(seen).strip()
+        if text:
+            return f"{type(seen).__name__}: {text}"
+        seen = seen.__cause__ or seen.__context__
+    if isinstance(error, (anyio.EndOfStream, anyio.BrokenResourceError)):
+        return "the client closed the connection during the handshake"
+    return type(error).__name__
 
 
 async def _relay(
