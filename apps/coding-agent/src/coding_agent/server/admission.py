@@ -15,11 +15,14 @@ limit (:func:`default_limits`):
   and the worker's). Past it the preface is answered ``ERR busy`` (a client with a list of
   servers moves on to the next).
 
-Accepting never ends the server: when the process is out of file descriptors (``EMFILE``,
-``ENFILE``) the loop closes its reserve descriptor, accepts the waiting connection and closes
-it at once (so the backlog drains instead of spinning), closes the oldest pending connection,
-says so in the log (``shed reason=no_file_descriptors``) and reopens the reserve. Other accept
-errors (``ECONNABORTED``, ``ENOBUFS``, ``ENOMEM``) wait a moment and go on.
+Accepting never ends the server. When the process is out of file descriptors (``EMFILE``,
+``ENFILE``) it sheds load: it closes the :data:`SHED_ON_EMFILE` oldest pending connections and
+lowers ``max_pending`` to what is left, so from then on a new connection replaces the oldest
+pending one before the descriptors run out again, and the admitted sessions keep descriptors
+for their workers. With no pending connection to close, it closes its reserve descriptor,
+accepts the waiting connection and closes it at once (so the backlog drains instead of
+spinning), and reopens the reserve. Each is a ``shed reason=no_file_descriptors`` log line.
+Other accept errors (``ECONNABORTED``, ``ENOBUFS``, ``ENOMEM``) wait a moment and go on.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import resource
 import socket
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -49,6 +52,9 @@ __all__ = [
 
 RESERVED_FDS = 64
 """Descriptors kept out of the caps' budget: the workers' pipes, the database, the log."""
+
+SHED_ON_EMFILE = 16
+"""Pending connections closed when the process runs out of descriptors."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +165,17 @@ class Gate:
         self._on_shed(ticket, reason)
         return True
 
+    def out_of_fds(self) -> int:
+        """Shed load (see the module docstring); return how many connections were closed."""
+        shed = 0
+        while shed < SHED_ON_EMFILE and self.shed_oldest("no_file_descriptors"):
+            shed += 1
+        if shed:
+            lowered = max(1, len(self._pending))
+            if lowered < self.limits.max_pending:
+                self.limits = replace(self.limits, max_pending=lowered)
+        return shed
+
     def _forget_address(self, address: str) -> None:
         left = self._per_address.get(address, 0) - 1
         if left > 0:
@@ -195,12 +212,14 @@ async def serve_tcp(
     handle: Callable[[socket.socket, str], Coroutine[Any, Any, object]],
     *,
     on_shed: Callable[[str, str], None],
+    out_of_fds: Callable[[], int],
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Listen on ``host:port`` and run ``handle(sock, address)`` in a task per connection,
-    until cancelled; ``task_status.started(port)`` with the bound port. Out of descriptors,
-    ``on_shed(address, "no_file_descriptors")`` is called once per connection it had to close
-    (and the handler's gate should close its oldest pending one: :meth:`Gate.shed_oldest`)."""
+    until cancelled; ``task_status.started(port)`` with the bound port. Out of descriptors it
+    calls ``out_of_fds()`` (:meth:`Gate.out_of_fds`: how many pending connections it closed);
+    when that is none, it closes the waiting connection and calls ``on_shed(address,
+    "no_file_descriptors")``."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.create_server((host, port), family=family, backlog=1024)
     listener.setblocking(False)
@@ -216,7 +235,10 @@ async def serve_tcp(
                     continue
                 except OSError as error:
                     if error.errno in _OUT_OF_FDS:
-                        reserve = await _shed_one(listener, reserve, on_shed)
+                        if out_of_fds():
+                            await anyio.sleep(0.01)  # the shed connections' tasks close them
+                        else:
+                            reserve = await _shed_one(listener, reserve, on_shed)
                         continue
                     if error.errno in _TRANSIENT:
                         await anyio.sleep(0.01)

@@ -211,7 +211,9 @@ class SessionServer:
                 addresses = [f"unix:{socket_path}"]
                 if tcp is not None:
                     port = await group.start(
-                        functools.partial(serve_tcp, on_shed=self._shed_address),
+                        functools.partial(
+                            serve_tcp, on_shed=self._shed_address, out_of_fds=self.gate.out_of_fds
+                        ),
                         tcp[0], tcp[1], self._tcp_client,
                     )  # fmt: skip
                     host = f"[{tcp[0]}]" if ":" in tcp[0] else tcp[0]
@@ -470,13 +472,17 @@ class SessionServer:
 
     def _shed_ticket(self, ticket: Ticket, reason: str) -> None:
         self.refused += 1
-        self.log("shed", "closed the oldest pending connection", peer=ticket.address, reason=reason)
+        message = (
+            "out of file descriptors: closed the oldest pending connection"
+            if reason == "no_file_descriptors"
+            else f"{self.gate.limits.max_pending} pending connections: closed the oldest"
+        )
+        self.log("shed", message, peer=ticket.address, reason=reason)
 
     def _shed_address(self, address: str, reason: str) -> None:
         self.refused += 1
         self.log("shed", "out of file descriptors: closed a new connection", peer=address,
                  reason=reason)  # fmt: skip
-        self.gate.shed_oldest(reason)
 
 
 def _check_folder(session_id: str, cwd: Path) -> None:
