@@ -84,7 +84,7 @@ async def _real_client(env: dict[str, str], server: Any, ca: Path) -> dict[str, 
             text=True,
             timeout=180,
             stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        )
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
