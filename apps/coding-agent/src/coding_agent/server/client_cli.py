@@ -109,7 +109,8 @@ def _dial_error(address: ServerAddress, error: BaseException) -> int | None:
     if isinstance(error, NoServerReachable):
         return _fail(str(error), EXIT_FAILED)
     if isinstance(error, ServerRefused):
-        return _fail(str(error), EXIT_USAGE if error.code != "start_failed" else EXIT_FAILED)
+        usage = error.code in ("unauthorized", "not_found", "bad_preface")
+        return _fail(str(error), EXIT_USAGE if usage else EXIT_FAILED)
     if isinstance(error, ssl.SSLCertVerificationError):
         return _fail(
             f"{address}: the server's TLS certificate is not trusted ({error.verify_message}): "
