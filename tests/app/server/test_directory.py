@@ -22,12 +22,12 @@ from coding_agent.sessions import METADATA_VERSION, SessionMetadata
 
 pytestmark = pytest.mark.anyio
 FIRST_USES = 200
-GATE_KEY = 42
-GATE = f"""
+GATE_KEY = 42  # the event trigger's (GATE) advisory lock
+GATE = """
 CREATE FUNCTION gate() RETURNS event_trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_advisory_lock_shared({GATE_KEY});
-    PERFORM pg_advisory_unlock_shared({GATE_KEY});
+    PERFORM pg_advisory_lock_shared(42);
+    PERFORM pg_advisory_unlock_shared(42);
 END $$;
 CREATE EVENT TRIGGER gate ON ddl_command_start EXECUTE FUNCTION gate();
 """

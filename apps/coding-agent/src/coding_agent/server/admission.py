@@ -114,7 +114,6 @@ class Ticket:
         self.address = address
         self.scope = anyio.CancelScope()
         self.admitted = False
-        self.shed_reason: str | None = None
 
     def admit(self) -> bool:
         """Move from pending to admitted; ``False`` (still pending) when the server is full."""
@@ -160,7 +159,6 @@ class Gate:
             return False
         _, ticket = self._pending.popitem(last=False)
         self._forget_address(ticket.address)
-        ticket.shed_reason = reason
         ticket.scope.cancel()
         self._on_shed(ticket, reason)
         return True

@@ -19,10 +19,8 @@ import os
 import re
 import ssl
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-
-from coding_agent.server.preface import check_token
 
 __all__ = [
     "Credentials",
@@ -126,8 +124,6 @@ class Credentials:
     tokens: dict[str, bytes] | None = None
     """``{name: token}``; ``None``: no token is asked (the Unix socket's own uid)."""
     tls: ssl.SSLContext | None = None
-    generation: int = field(default=0)
-    """How many reloads succeeded (a connection remembers the one it was admitted under)."""
 
     @classmethod
     def load(
@@ -164,10 +160,4 @@ class Credentials:
             if name in (tokens or {}) and not hmac.compare_digest(token, (tokens or {})[name])
         ]
         self.tokens, self.tls = tokens, tls
-        self.generation += 1
         return sorted(gone + changed)
-
-    def match(self, given: bytes) -> str | None:
-        """The name of the token ``given`` is (:func:`~.preface.check_token`); raises its
-        ``unauthorized`` :class:`~.preface.PrefaceError` when it is none of them."""
-        return check_token(given, self.tokens)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import msgspec
 import psycopg
+from psycopg import sql
 
 from coding_agent.sessions import SessionMetadata
 
@@ -48,7 +49,8 @@ async def _ensure_schema(conn: psycopg.AsyncConnection, lock_timeout: float) -> 
     if row is not None and row[0]:
         return
     async with conn.transaction():
-        await conn.execute(f"SET LOCAL lock_timeout = '{round(lock_timeout * 1000)}ms'")
+        timeout = sql.Literal(f"{round(lock_timeout * 1000)}ms")
+        await conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(timeout))
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
         await conn.execute(_SCHEMA)
 
