@@ -79,6 +79,16 @@ def add_serve_command(commands: Any, seconds: Any) -> None:
         ("--max-connections", "connected clients in all (default: from the open-file limit)"),
         ("--max-pending", "connections still in their TLS handshake or preface, in all"),
         ("--max-per-address", "connections still in their handshake or preface from one address"),
+        (
+            "--max-sessions",
+            "session workers running at once (each up to 3 PostgreSQL "
+            "connections); a start past it waits for one to end (default: no bound)",
+        ),
+        (
+            "--max-starting",
+            "session workers starting at once; other starts wait their turn "
+            "(default: the CPUs, at least 2)",
+        ),
     ):
         serve.add_argument(flag, type=_positive, default=None, metavar="N", help=what)
 

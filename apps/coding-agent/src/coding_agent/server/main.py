@@ -5,6 +5,7 @@
     coding-agent serve [--socket PATH] [--storage postgresql://…|DIR] [--idle SECONDS]
         [--cwd DIR] [--listen tcp://HOST:PORT --tls-cert FILE --tls-key FILE --token-file FILE]
         [--insecure] [--migrate] [--max-connections N] [--max-pending N] [--max-per-address N]
+        [--max-sessions N] [--max-starting N]
 
 At start it raises its open-file limit to the hard limit (where it may), with ``--migrate``
 migrates the database's schema, and prints one ``LISTENING <address>`` line per listener on
@@ -112,7 +113,10 @@ def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[s
             max_connections=args.max_connections,
         ),
         on_event=_print,
+        max_sessions=args.max_sessions,
     )
+    if args.max_starting is not None:
+        options.max_starting = args.max_starting
     return options, run
 
 
@@ -155,6 +159,7 @@ def run_serve(args: argparse.Namespace, cwd: Path) -> int:
         "limits", "the open-file limit and the connection caps in force", fd_limit=now,
         raised_from=before if before != now else None, max_connections=limits.max_connections,
         max_pending=limits.max_pending, max_per_address=limits.max_per_address,
+        max_sessions=options.max_sessions, max_starting=options.max_starting,
     )  # fmt: skip
     if args.migrate and options.storage is not None:
         failed = _migrate(options.storage)

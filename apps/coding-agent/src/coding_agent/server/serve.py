@@ -93,6 +93,9 @@ __all__ = [
 ]
 
 _RELAY_CHUNK = 65536
+SESSION_QUEUE_TIMEOUT = 45.0
+"""Seconds a session's start waits for one of ``--max-sessions``' places before ``ERR busy``
+(within the client's minute of patience for the answer)."""
 
 
 @dataclass
@@ -115,6 +118,11 @@ class ServerOptions:
     """The tokens TCP clients must present and the TLS certificate (reloaded on SIGHUP)."""
     limits: Limits | None = None
     """The connection caps (``None``: derived from the open-file limit)."""
+    max_sessions: int | None = None
+    """Session workers running at once (``None``: no bound); each holds up to three database
+    connections, so this bounds the server's connections to PostgreSQL."""
+    max_starting: int = field(default_factory=lambda: max(2, os.cpu_count() or 2))
+    """Workers starting at once; the other starts wait their turn."""
     on_event: Callable[[str], None] | None = None
     """Where the log's lines go (:mod:`.events`: accepts, refusals, sessions, takeovers)."""
 
@@ -170,6 +178,8 @@ def prepare_socket_folder(path: Path, env: Mapping[str, str] | None = None) -> N
 class _Slot:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     supervisor: WorkerSupervisor | None = None
+    counted: bool = False
+    """Whether it holds one of ``--max-sessions``' places (from its start to its reaping)."""
 
 
 class SessionServer:
@@ -187,6 +197,8 @@ class SessionServer:
         self._directory = SessionDirectory(options.storage) if options.storage else None
         self._group: anyio.abc.TaskGroup | None = None
         self._by_token: dict[str, set[anyio.CancelScope]] = {}
+        self._starting = anyio.Semaphore(options.max_starting)
+        self._sessions = anyio.Semaphore(options.max_sessions) if options.max_sessions else None
         self.connections = 0
         """Connections relayed to a worker so far."""
         self.refused = 0
@@ -427,20 +439,29 @@ class SessionServer:
             raise PrefaceError("start_failed", f"the session directory failed: {error}") from None
 
     async def _dial(self, session: Session) -> FrameConnection:
-        """A connection to the worker of ``session``, started first when none serves it."""
-        with anyio.move_on_after(READY_TIMEOUT):
-            while True:
-                await self._ensure_worker(session)
-                try:
-                    return await connect_unix(session.socket_path)
-                except (FileNotFoundError, ConnectionRefusedError):
-                    pass  # a worker starting (not listening yet) or just gone: look again
-                await anyio.sleep(0.05)
-        raise PrefaceError("start_failed", f"the worker of session {session.id} did not answer")
+        """A connection to the worker of ``session``, started first when none serves it.
+
+        The start is not under this method's deadline (a start waits its turn in the queue,
+        and the supervisor bounds the start itself): a start cut short would leave a worker
+        running that nobody reaps."""
+        deadline = anyio.current_time() + READY_TIMEOUT
+        while True:
+            await self._ensure_worker(session)
+            try:
+                return await connect_unix(session.socket_path)
+            except (FileNotFoundError, ConnectionRefusedError):
+                pass  # a worker starting (not listening yet) or just gone: look again
+            if anyio.current_time() > deadline:
+                raise PrefaceError(
+                    "start_failed", f"the worker of session {session.id} did not answer"
+                )
+            await anyio.sleep(0.05)
 
     async def _ensure_worker(self, session: Session) -> None:
         slot = self._slots.setdefault(session.id, _Slot())
         async with slot.lock:
+            if slot.supervisor is not None and session.worker_running():
+                return  # ours, and serving
             if slot.supervisor is None:
                 slot.supervisor = WorkerSupervisor(
                     session,
@@ -452,22 +473,63 @@ class SessionServer:
                     on_event=lambda line, sid=session.id: self.log("session", line, id=sid),
                 )
             supervisor = slot.supervisor
+            if not slot.counted:
+                await self._take_session_place(session.id)
+                slot.counted = True
             try:
-                started = await supervisor.ensure_started()
+                started = await self._start(session.id, supervisor)
             except WorkerStartError as error:
-                slot.supervisor = None
+                self._forget(slot)
                 raise PrefaceError("start_failed", error.reason()) from None
+            except BaseException:  # cancelled mid-start (the server stopping): no worker left
+                with anyio.CancelScope(shield=True):
+                    await supervisor.stop()
+                self._forget(slot)
+                raise
             if not started and supervisor.pid is None:
-                slot.supervisor = None  # someone else's worker serves it (a local TUI's)
+                self._forget(slot)  # someone else's worker serves it (a local TUI's)
             elif started:
                 assert self._group is not None
                 self._group.start_soon(self._reap, session.id, slot, supervisor)
+
+    async def _take_session_place(self, session_id: str) -> None:
+        """Wait (up to :data:`SESSION_QUEUE_TIMEOUT`) for one of ``--max-sessions``' places."""
+        places = self._sessions
+        if places is None:
+            return
+        if places.value == 0:
+            self.log("session", "queued: the server runs its --max-sessions", id=session_id,
+                     running=self.options.max_sessions)  # fmt: skip
+        with anyio.move_on_after(SESSION_QUEUE_TIMEOUT):
+            await places.acquire()
+            return
+        raise PrefaceError(
+            "busy",
+            f"the server runs its {self.options.max_sessions} sessions (--max-sessions) and none "
+            f"ended within {SESSION_QUEUE_TIMEOUT:g} s: try another server of the list, or later",
+        )
+
+    async def _start(self, session_id: str, supervisor: WorkerSupervisor) -> bool:
+        """``supervisor.ensure_started()`` in its turn: at most ``--max-starting`` at once, the
+        others queued in order (a start-up storm is queued, not timed out)."""
+        if self._starting.value == 0:
+            self.log("session", "queued for a start", id=session_id,
+                     starting=self.options.max_starting)  # fmt: skip
+        async with self._starting:
+            return await supervisor.ensure_started()
+
+    def _forget(self, slot: _Slot) -> None:
+        slot.supervisor = None
+        if slot.counted:
+            slot.counted = False
+            if self._sessions is not None:
+                self._sessions.release()
 
     async def _reap(self, session_id: str, slot: _Slot, supervisor: WorkerSupervisor) -> None:
         status = await supervisor.wait()
         async with slot.lock:
             if slot.supervisor is supervisor:
-                slot.supervisor = None
+                self._forget(slot)
         self.log("session", f"worker exited ({status}): reaped", id=session_id)
 
     def _shed_ticket(self, ticket: Ticket, reason: str) -> None:
