@@ -108,7 +108,7 @@ taskId
 whenBusy
 writtenName
 # ... or decoded from a file only to check its shape (config.toml's [permissions] lists, read by
-# coding_agent.permissions and the approval feature)
+# coding_agent.settings.permissions and the approval feature)
 permissions
 allow
 deny

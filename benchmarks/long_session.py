@@ -188,7 +188,7 @@ async def agent_run(
     """(seconds per turn, CPU seconds per turn, session bytes on disk after close, the worker
     config to reopen the session with); every turn sends ``prompt`` when given."""
     from chord.context import BACKGROUND
-    from coding_agent.sessions import create_session
+    from coding_agent.session_files.folders import create_session
     from coding_agent.worker.main import WorkerConfig, open_session_host
 
     project = tmp / "project"
@@ -237,7 +237,7 @@ async def interleaved_run(config: Any, turns: int) -> list[Round]:
     session is reopened rather than kept open so that its bytes on disk and its resume are
     measured at exactly ``turns`` turns.)"""
     from chord.context import BACKGROUND
-    from coding_agent.sessions import create_session
+    from coding_agent.session_files.folders import create_session
     from coding_agent.worker.main import WorkerConfig, open_session_host
 
     rounds: list[Round] = []

@@ -76,7 +76,7 @@ async def measure(
     if max_starting is not None:
         args += ["--max-starting", str(max_starting)]
     process = await anyio.open_process(
-        [sys.executable, "-m", "coding_agent.cli", *args],
+        [sys.executable, "-m", "coding_agent.cli.main", *args],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     assert process.stdout is not None

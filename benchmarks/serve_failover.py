@@ -42,7 +42,7 @@ TOKEN = "benchmark-token-0123456789abcdef"
 
 async def _server(env: dict[str, str], args: list[str], events: list[tuple[float, str]]) -> Any:
     process = await anyio.open_process(
-        [sys.executable, "-m", "coding_agent.cli", *args],
+        [sys.executable, "-m", "coding_agent.cli.main", *args],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     assert process.stdout is not None and process.stderr is not None
@@ -98,7 +98,7 @@ async def one_run(url: str, lease: float, folder: Path) -> tuple[float, float]:
         group.start_soon(a_follow)
         group.start_soon(b_follow)
         client = await anyio.open_process(
-            [sys.executable, "-m", "coding_agent.cli", "--json", "go", "--approve", "allow",
+            [sys.executable, "-m", "coding_agent.cli.main", "--json", "go", "--approve", "allow",
              "--insecure", "--server", f"{a_tcp},{b_tcp}"],
             env={**env, "CODING_AGENT_TOKEN": TOKEN}, stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -229,7 +229,7 @@ def _env(state: Path) -> dict[str, str]:
 def _config(place: Path, url: str = "http://127.0.0.1:9") -> Any:
     """The worker config for the session kept in ``place`` (made by :func:`build`), its model
     served at ``url`` (a reopen never asks it)."""
-    from coding_agent.sessions import load_session
+    from coding_agent.session_files.folders import load_session
     from coding_agent.worker.main import WorkerConfig
 
     meta = json.loads((place / "bench.json").read_text())
@@ -240,7 +240,7 @@ def _config(place: Path, url: str = "http://127.0.0.1:9") -> Any:
 
 async def build(place: Path, turns: int) -> float:
     """Build a ``turns``-turn session in ``place`` (a new folder); returns the seconds taken."""
-    from coding_agent.sessions import create_session
+    from coding_agent.session_files.folders import create_session
 
     project = place / "project"
     _make_project(project)

@@ -7,8 +7,8 @@ answer with its model; every tenth turn a tool call and its result). Then, each 
 rounds:
 
 * **tree** — what ``/tree`` costs from the moment it asks: the worker's ``outline()`` (every
-  branch's own entries read from the harness, :func:`coding_agent.session_tree.build_outline`),
-  :func:`~coding_agent.session_tree.build_tree`, and rendering it: a Textual ``Tree`` filled with
+  branch's own entries read from the harness, :func:`coding_agent.session_files.tree.build_outline`),
+  :func:`~coding_agent.session_files.tree.build_tree`, and rendering it: a Textual ``Tree`` filled with
   every node (all expanded) in a headless app, until the screen is painted;
 * **rewind 50 files** — :meth:`FileHistory.plan` and :meth:`FileHistory.restore` of a branch
   whose turns wrote 50 files (each written twice), pre-images fsynced;
@@ -34,8 +34,8 @@ from textual.app import App, ComposeResult
 from textual.widgets import Tree
 
 from chord.context import BACKGROUND
-from coding_agent.client.tree_commands import populate_tree
-from coding_agent.session_tree import TreeNode, build_tree
+from coding_agent.session_files.tree import TreeNode, build_tree
+from coding_agent.tui.commands.tree import populate_tree
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.tree_service import _Tree  # pyright: ignore[reportPrivateUsage]
 from pico3 import Harness, HarnessOptions, JsonlStorage, NewEntry

@@ -392,7 +392,7 @@ def _warm_worker(tmp: Path) -> None:
     """One unmeasured worker start of a scratch session: it compiles the modules and fills the
     code and schema caches, which the first measured start would otherwise pay for (and the
     restarts right after it share the machine with that first run's write-back)."""
-    from coding_agent.sessions import create_session
+    from coding_agent.session_files.folders import create_session
 
     project = tmp / "project-warm-up"
     project.mkdir()
@@ -406,7 +406,7 @@ def worker_times(entries: int, runs: int, tmp: Path, *, key: bool = False) -> tu
     """(the first start -> serving, the median start after a SIGKILL -> serving) for a
     session of ``entries`` entries; with ``key`` an Anthropic API key is set (the session's
     model is then Anthropic's, and its SDK must not delay serving)."""
-    from coding_agent.sessions import create_session
+    from coding_agent.session_files.folders import create_session
 
     project = tmp / f"project-{entries}{'-key' if key else ''}"
     project.mkdir()

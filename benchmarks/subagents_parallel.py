@@ -61,9 +61,9 @@ from chord.services import define_service
 from chord.state import Delivery
 from chord.transport import connect_unix
 from chord.wire import connect_service_source
-from coding_agent.client.conversation_client import RemoteConversationClient
-from coding_agent.sessions import create_session
+from coding_agent.session_files.folders import create_session
 from coding_agent.tui.conversation import SessionInfo
+from coding_agent.tui.conversation_client import RemoteConversationClient
 from facets_subagents.session import session_facet
 from pico3 import (
     ConversationService,

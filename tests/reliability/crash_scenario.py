@@ -103,7 +103,7 @@ from chord.services import define_service
 from chord.state import Delivery
 from chord.transport import connect_unix
 from chord.wire import Backoff, connect_service_source
-from coding_agent.sessions import LaunchSettings, Session, create_session
+from coding_agent.session_files.folders import LaunchSettings, Session, create_session
 from pico3 import ConversationService
 
 __all__ = [

@@ -53,7 +53,7 @@ from chord import FrameConnection
 from coding_agent.server.directory import SessionDirectory
 from coding_agent.server.preface import Request
 from coding_agent.server.remote import ServerAddress, connect_any
-from coding_agent.sessions import Session
+from coding_agent.session_files.folders import Session
 
 __all__ = ["TOKEN", "ServerPair", "WorkerFailed"]
 
@@ -394,7 +394,7 @@ class ServerPair:
     async def _launch(self, server: _Server, bound: float) -> None:
         self._note(server, "starting")
         command = [
-            sys.executable, "-m", "coding_agent.cli", "serve", "--cwd", str(self._project),
+            sys.executable, "-m", "coding_agent.cli.main", "serve", "--cwd", str(self._project),
             "--storage", self._storage, "--lease", repr(self._lease),
             "--listen", f"tcp://127.0.0.1:{server.port}", "--insecure",
             "--token-file", str(self._token), "--socket", str(server.socket),

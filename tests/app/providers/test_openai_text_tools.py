@@ -17,12 +17,12 @@ import pytest
 from stub_server import Reply, StubServer, sse
 
 from chord.context import BACKGROUND
-from coding_agent.headless import run_headless
-from coding_agent.sessions import create_session
+from coding_agent.cli.headless import run_headless
+from coding_agent.session_files.folders import create_session
+from coding_agent.settings.model_config import LOCAL_COMPAT, TOOL_CALLING_ENV, RegistryError
 from coding_agent.worker.main import WorkerConfig
-from coding_agent.worker.providers import LOCAL_COMPAT, OpenAIProvider, RegistryError, resolve_model
+from coding_agent.worker.providers import OpenAIProvider, resolve_model
 from coding_agent.worker.providers.openai import build_params, rejects_tools
-from coding_agent.worker.providers.registry import TOOL_CALLING_ENV
 from coding_agent.worker.providers.text_tools import text_call_id
 from pico3.models import (
     DoneEvent,
@@ -323,7 +323,7 @@ async def test_the_harness_runs_a_text_tool_call_and_sends_its_result_as_text(
 
 
 def test_the_command_lines_accept_the_tool_calling_flag() -> None:
-    from coding_agent.cli import build_parser
+    from coding_agent.cli.main import build_parser
 
     assert build_parser().parse_args(["--tool-calling", "text"]).tool_calling == "text"
     assert build_parser().parse_args([]).tool_calling is None

@@ -121,7 +121,7 @@ async def start_server(
     prefix: Sequence[str] = (),
 ) -> ServerProcess:
     """``prefix`` goes before the interpreter (``prlimit --nofile=256:256``, say)."""
-    command = [*prefix, sys.executable, "-m", "coding_agent.cli", *args]
+    command = [*prefix, sys.executable, "-m", "coding_agent.cli.main", *args]
     process = await anyio.open_process(
         command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )

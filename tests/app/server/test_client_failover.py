@@ -107,7 +107,7 @@ async def test_a_client_fails_over_past_a_broken_first_server_in_one_line(
             [
                 sys.executable,
                 "-m",
-                "coding_agent.cli",
+                "coding_agent.cli.main",
                 "-p",
                 "hi",
                 "--server",
@@ -159,8 +159,8 @@ async def test_stopping_the_server_does_not_crash_an_attached_tui(
     """The TUI on a server's session; the server gets SIGINT (Ctrl+C) and its port is then
     taken by a listener that resets every TLS handshake. The TUI shows it is reconnecting,
     keeps dialling (each dial a reset handshake), and quits normally when asked."""
-    from coding_agent.client import run_client
-    from coding_agent.server.client_cli import remote_session
+    from coding_agent.cli.attach import remote_session
+    from coding_agent.tui import run_client
 
     server = await servers(agent_env, _serve_args(tls_files, project, faux_script), lines=2)
     address, _ = parse_server_url(server.tcp)

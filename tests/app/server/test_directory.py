@@ -18,7 +18,7 @@ import pytest
 from psycopg import sql
 
 from coding_agent.server.directory import SessionDirectory
-from coding_agent.sessions import METADATA_VERSION, SessionMetadata
+from coding_agent.session_files.folders import METADATA_VERSION, SessionMetadata
 
 pytestmark = pytest.mark.anyio
 FIRST_USES = 200

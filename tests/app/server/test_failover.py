@@ -59,7 +59,7 @@ async def test_a_sigkilled_servers_session_resumes_on_the_other_server(
         other_env["XDG_STATE_HOME"] = str(tmp_path / "state-of-the-other-machine")
     second = await servers(other_env, [*common, "--socket", str(sockets / "b.sock")], lines=2)
     client = await anyio.open_process(
-        [sys.executable, "-m", "coding_agent.cli", "--json", "go", "--approve", "allow",
+        [sys.executable, "-m", "coding_agent.cli.main", "--json", "go", "--approve", "allow",
          "--insecure", "--server", f"{first.tcp},{second.tcp}"],
         env={**agent_env, "CODING_AGENT_TOKEN": TOKEN}, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,

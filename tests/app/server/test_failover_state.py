@@ -29,7 +29,7 @@ from chord.facets import FacetEnvironment, create_facet_host, define_facet
 from chord.services import define_service
 from chord.transport import connect_unix
 from chord.wire import connect_service_source
-from coding_agent.sessions import Session, load_session
+from coding_agent.session_files.folders import Session, load_session
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "worker"))  # the worker tests' wire client
 _support: Any = importlib.import_module("worker_support")
@@ -69,7 +69,7 @@ async def attached(socket: Path) -> AsyncIterator[tuple[Any, Any]]:
 async def _cli(env: dict[str, str], *args: str) -> tuple[int, list[dict[str, Any]], str]:
     with anyio.fail_after(120):
         done = await anyio.run_process(
-            [sys.executable, "-m", "coding_agent.cli", *args],
+            [sys.executable, "-m", "coding_agent.cli.main", *args],
             env={**env, "CODING_AGENT_TOKEN": TOKEN}, stdin=subprocess.DEVNULL, check=False,
         )  # fmt: skip
     lines = [json.loads(line) for line in done.stdout.decode().splitlines() if line.strip()]

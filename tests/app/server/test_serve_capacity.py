@@ -25,7 +25,15 @@ async def _clients(
     def one() -> None:
         done.append(
             subprocess.run(
-                [sys.executable, "-m", "coding_agent.cli", "-p", "hi", "--server", server.unix],
+                [
+                    sys.executable,
+                    "-m",
+                    "coding_agent.cli.main",
+                    "-p",
+                    "hi",
+                    "--server",
+                    server.unix,
+                ],
                 env=env,
                 capture_output=True,
                 text=True,

@@ -71,7 +71,7 @@ async def _real_client(env: dict[str, str], server: Any, ca: Path) -> dict[str, 
             [
                 sys.executable,
                 "-m",
-                "coding_agent.cli",
+                "coding_agent.cli.main",
                 "--json",
                 "hello",
                 "--server",

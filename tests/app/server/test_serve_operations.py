@@ -32,7 +32,7 @@ from coding_agent.server.remote import (
     connect_server,
     parse_server_url,
 )
-from coding_agent.sessions import list_sessions
+from coding_agent.session_files.folders import list_sessions
 from pico3.storage.postgres import SCHEMA_VERSION
 
 pytestmark = pytest.mark.anyio
@@ -59,7 +59,7 @@ def _write_cert(ca: trustme.CA, cert: Path, key: Path) -> None:
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "coding_agent.cli", *args],
+        [sys.executable, "-m", "coding_agent.cli.main", *args],
         env=env,
         capture_output=True,
         text=True,

@@ -21,7 +21,7 @@ from coding_agent.server.remote import (
     connect_server,
     parse_server_url,
 )
-from coding_agent.sessions import list_sessions
+from coding_agent.session_files.folders import list_sessions
 from tests.app.server.conftest import TOKEN
 
 pytestmark = pytest.mark.anyio
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.anyio
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "coding_agent.cli", *args],
+        [sys.executable, "-m", "coding_agent.cli.main", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -209,9 +209,9 @@ async def test_insecure_plain_tcp_on_loopback_still_needs_the_token(
 async def test_the_tui_attaches_to_a_session_on_the_server_over_tls(
     tls_server: Any, tls_files: dict[str, Path]
 ) -> None:
-    from coding_agent.client import run_client
-    from coding_agent.server.client_cli import remote_session
+    from coding_agent.cli.attach import remote_session
     from coding_agent.server.remote import session_connector
+    from coding_agent.tui import run_client
 
     address, _ = parse_server_url(tls_server.tcp)
     tls = client_tls_context(tls_files["ca"])

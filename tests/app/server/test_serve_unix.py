@@ -16,14 +16,14 @@ import pytest
 
 from coding_agent.server.preface import Request
 from coding_agent.server.remote import ServerRefused, connect_server, parse_server_url
-from coding_agent.sessions import list_sessions, open_session
+from coding_agent.session_files.folders import list_sessions, open_session
 
 pytestmark = pytest.mark.anyio
 
 
 def _cli(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "coding_agent.cli", *args],
+        [sys.executable, "-m", "coding_agent.cli.main", *args],
         env=env,
         cwd=cwd,
         capture_output=True,
@@ -115,7 +115,7 @@ async def test_a_list_of_servers_skips_one_that_is_down_and_names_each_when_all_
 
 
 def test_a_turn_that_ended_while_the_connection_was_down_is_read_from_the_view() -> None:
-    from coding_agent.headless import TurnOutcome, _ended_meanwhile
+    from coding_agent.cli.headless import TurnOutcome, _ended_meanwhile
 
     answer = {"id": 7, "kind": "pi.assistant", "model": [
         {"role": "assistant", "content": [{"type": "text", "text": "Done meanwhile."}]}]}  # fmt: skip

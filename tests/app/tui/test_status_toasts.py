@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from coding_agent.client.app_main import _WorkerReloadToasts  # pyright: ignore[reportPrivateUsage]
 from coding_agent.tui import CodingAgentApp
+from coding_agent.tui.main import _WorkerReloadToasts  # pyright: ignore[reportPrivateUsage]
 
 pytestmark = pytest.mark.anyio
 

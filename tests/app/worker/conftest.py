@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from coding_agent.sessions import Session, create_session
+from coding_agent.session_files.folders import Session, create_session
 
 _HERE = str(Path(__file__).parent)
 if _HERE not in sys.path:

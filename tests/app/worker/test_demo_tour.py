@@ -14,7 +14,7 @@ import pytest
 from worker_support import Client, allow, connected, text_of, worker_process
 
 from chord.context import BACKGROUND, Context
-from coding_agent.sessions import Session
+from coding_agent.session_files.folders import Session
 from coding_agent.worker.demo import DEMO_NOTES_FILE
 
 pytestmark = pytest.mark.anyio

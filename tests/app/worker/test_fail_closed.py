@@ -2,7 +2,7 @@
 retires the approval package, or whose new generation fails to load, leaves the session with no
 approval authority, and the next call that needs approval is blocked (named package, nothing
 run), even in ``auto`` mode; an installed approval package that fails to load at start is
-skipped and ``-p`` exits 3. (Absent and removed packages: tests/app/test_fail_closed_install.py.)
+skipped and ``-p`` exits 3. (Absent and removed packages: tests/app/cli/test_fail_closed_install.py.)
 
 The worker runs in this process (:func:`open_session_host`, as ``-p`` does) with the approval
 package from a ``--facets-dir`` copy, so the test can take it away or break it; ``/reload`` is the
@@ -23,9 +23,9 @@ import pytest
 from worker_support import TIMEOUT, write_script
 
 from chord import BACKGROUND, FacetEnvironment, define_facet
-from coding_agent.headless import EXIT_BLOCKED, run_headless
-from coding_agent.package_reload import ReloadService
-from coding_agent.sessions import Session
+from coding_agent.cli.headless import EXIT_BLOCKED, run_headless
+from coding_agent.contracts import ReloadService
+from coding_agent.session_files.folders import Session
 from coding_agent.worker.main import SessionRuntime, WorkerConfig, open_session_host
 
 pytestmark = pytest.mark.anyio

@@ -16,7 +16,7 @@ import pytest
 from worker_support import TIMEOUT, Client, connected, text_of, worker_process, write_script
 
 from chord.context import BACKGROUND
-from coding_agent.sessions import Session
+from coding_agent.session_files.folders import Session
 
 pytestmark = pytest.mark.anyio
 

@@ -31,7 +31,7 @@ from worker_support import (
 )
 
 from chord.context import BACKGROUND
-from coding_agent.sessions import Session
+from coding_agent.session_files.folders import Session
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from chord.context import BACKGROUND
-from coding_agent.sessions import Session
+from coding_agent.session_files.folders import Session
 from coding_agent.worker.gc_policy import (
     freeze_after_turns,
     pause_for_start_up,
@@ -165,7 +165,7 @@ def hook(event, args):
             imported=sorted(name for name in later if name in sys.modules),
         )
 sys.addaudithook(hook)
-from coding_agent.cli import main
+from coding_agent.cli.main import main
 collections.clear()  # from here on the command line's own start-up
 code = main(["-p", "hello", "--model", "openai/gpt-4.1"])
 print(json.dumps({"code": code, "at_request": at_request, "enabled": gc.isenabled()}))

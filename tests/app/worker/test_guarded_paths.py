@@ -1,6 +1,6 @@
 """Files that make the machine run code ask, through the real worker (issue 36 deliver 4).
 
-In ``accept-edits`` a write of any file of :data:`coding_agent.guarded_paths.CODE_PATHS` (in the
+In ``accept-edits`` a write of any file of :data:`coding_agent.settings.guarded_paths.CODE_PATHS` (in the
 project, in a nested folder or repository, spelled in another case, reached through a symlink or
 a hard link) and of the agent's own configuration, trust file and state asks, and the dialog's
 request carries the reason the list gives; ``auto`` still runs them; a file next to them does not
@@ -29,8 +29,8 @@ from worker_support import (
 )
 
 from chord.context import BACKGROUND
-from coding_agent.guarded_paths import CODE_PATHS
-from coding_agent.sessions import Session
+from coding_agent.session_files.folders import Session
+from coding_agent.settings.guarded_paths import CODE_PATHS
 
 pytestmark = pytest.mark.anyio
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from worker_support import write_script
 
-from coding_agent.headless import run_headless
-from coding_agent.sessions import Session
+from coding_agent.cli.headless import run_headless
+from coding_agent.session_files.folders import Session
 from coding_agent.worker.main import WorkerConfig
 
 pytestmark = [

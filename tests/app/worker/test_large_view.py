@@ -9,7 +9,7 @@ import pytest
 from worker_support import Client, connected, worker_process
 
 from chord.context import BACKGROUND
-from coding_agent.sessions import Session
+from coding_agent.session_files.folders import Session
 
 pytestmark = pytest.mark.anyio
 

@@ -17,7 +17,7 @@ import pytest
 from trio.testing import MockClock
 from worker_support import TIMEOUT, Client, connected, worker_process
 
-from coding_agent.sessions import Session
+from coding_agent.session_files.folders import Session
 from coding_agent.worker.linger import ClientCount, wait_unattended
 
 pytestmark = pytest.mark.anyio

@@ -15,7 +15,7 @@ import anyio
 import pytest
 from worker_support import TIMEOUT, worker_command
 
-from coding_agent.sessions import latest_session
+from coding_agent.session_files.folders import latest_session
 
 pytestmark = pytest.mark.anyio
 
@@ -25,7 +25,7 @@ async def test_a_missing_main_jsonl_fails_loudly_and_nothing_is_touched(
 ) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"text": "Stored."}, {"text": "Never."}]))
-    cli = [sys.executable, "-m", "coding_agent.cli", "--faux-script", str(script)]
+    cli = [sys.executable, "-m", "coding_agent.cli.main", "--faux-script", str(script)]
     with anyio.fail_after(TIMEOUT):
         first = await anyio.run_process(
             [*cli, "-p", "first"], env=agent_env, cwd=project, check=False

@@ -23,8 +23,8 @@ from chord.facets import create_facet_host
 from chord.textual import tui_facet
 from chord.transport import connect_unix
 from chord.wire import connect_service_source
-from coding_agent.sessions import Session
-from coding_agent.trust import TrustStore, trust_path
+from coding_agent.session_files.folders import Session
+from coding_agent.settings.trust import TrustStore, trust_path
 from facets_approval.permissions_tui import permissions_tui_facet
 
 pytestmark = pytest.mark.anyio

@@ -14,8 +14,8 @@ import pytest
 from test_session_tree import call, prompt
 
 from chord.context import BACKGROUND
-from coding_agent.session_tree import path_prompts
-from coding_agent.sessions import Session, adopt_session
+from coding_agent.session_files.folders import Session, adopt_session
+from coding_agent.session_files.tree import path_prompts
 from coding_agent.worker.main import WorkerConfig, open_session_host
 from pico3 import BLOB_LIMIT
 

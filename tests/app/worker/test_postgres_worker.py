@@ -28,7 +28,7 @@ from worker_support import (
 
 from chord.context import BACKGROUND
 from chord.wire.errors import RemoteCallError
-from coding_agent.sessions import Session
+from coding_agent.session_files.folders import Session
 from coding_agent.worker.main import EXIT_STORAGE
 from pico3 import PostgresStorage
 

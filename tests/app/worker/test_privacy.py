@@ -24,7 +24,7 @@ import pytest
 from worker_support import TIMEOUT, Client, connected, write_script
 
 from chord.context import BACKGROUND
-from coding_agent.sessions import SOCKET_PATH_LIMIT, create_session, latest_session
+from coding_agent.session_files.folders import SOCKET_PATH_LIMIT, create_session, latest_session
 
 pytestmark = pytest.mark.anyio
 
@@ -71,7 +71,7 @@ async def test_under_umask_000_everything_is_private_and_other_users_get_nothing
     env["XDG_CONFIG_HOME"] = str(shared_tmp / "config")
     script = write_script(shared_tmp / "script.json", [{"text": "Done."}])
     script.chmod(0o600)
-    cli = [sys.executable, "-m", "coding_agent.cli", "-p", "hi", "--faux-script", str(script)]
+    cli = [sys.executable, "-m", "coding_agent.cli.main", "-p", "hi", "--faux-script", str(script)]
     cli.append("--no-trust")  # a decision: trust.json is written too
     done = await anyio.run_process(cli, env=env, cwd=project, umask=0, check=False)
     assert done.returncode == 0, done.stderr.decode()

@@ -20,7 +20,7 @@ from worker_support import TIMEOUT, worker_command, write_script
 
 from chord.transport.frames import FrameDecoder, ResultFrame
 from chord.transport.unix import UnixSocketStream, open_unix_stream
-from coding_agent.sessions import Session
+from coding_agent.session_files.folders import Session
 
 pytestmark = pytest.mark.anyio
 
@@ -124,7 +124,7 @@ async def test_a_prompt_that_is_not_utf8_is_refused_in_one_line(
     """``-p`` with an argument that is not UTF-8 (decoded with surrogateescape): the harness
     refuses it naming the field, one line, exit 2, instead of faulting the session."""
     script = write_script(tmp_path / "script.json", [{"text": "Never."}])
-    argv = [sys.executable.encode(), b"-m", b"coding_agent.cli", b"-p", b"hi \xff"]
+    argv = [sys.executable.encode(), b"-m", b"coding_agent.cli.main", b"-p", b"hi \xff"]
     with anyio.fail_after(TIMEOUT):
         done = await anyio.run_process(
             [*argv, b"--faux-script", str(script).encode()], env=agent_env, cwd=project, check=False

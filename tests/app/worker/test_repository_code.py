@@ -23,8 +23,8 @@ from worker_support import Client, allow, connected, text_of, worker_process, wr
 from chord.context import BACKGROUND
 from chord.facets import FacetEnvironment, define_facet
 from chord.services import define_service
-from coding_agent.sessions import Session
-from coding_agent.trust import TrustStore
+from coding_agent.session_files.folders import Session
+from coding_agent.settings.trust import TrustStore
 
 pytestmark = [
     pytest.mark.anyio,

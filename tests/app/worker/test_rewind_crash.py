@@ -25,8 +25,8 @@ import pytest
 
 from chord.context import BACKGROUND
 from chord.remote import ServiceCall
-from coding_agent.session_tree import path_prompts
-from coding_agent.sessions import Session
+from coding_agent.session_files.folders import Session
+from coding_agent.session_files.tree import path_prompts
 from coding_agent.worker.main import WorkerConfig, open_session_host
 
 pytestmark = pytest.mark.anyio
@@ -38,7 +38,7 @@ from pathlib import Path
 import anyio
 
 from chord.context import BACKGROUND
-from coding_agent.sessions import load_session
+from coding_agent.session_files.folders import load_session
 from coding_agent.worker import file_history
 from coding_agent.worker.main import WorkerConfig, open_session_host
 from coding_agent.worker.tools import spec as spec_module

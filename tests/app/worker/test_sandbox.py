@@ -26,10 +26,10 @@ from test_file_safety import call, processes_in, wait_gone
 from worker_support import Client, allow, connected, deny, text_of, worker_process, write_script
 
 from chord.context import BACKGROUND
-from coding_agent.client.commands import sandbox_text
-from coding_agent.config import ConfigError, load_config
-from coding_agent.sandbox_setup import sandbox_policy, session_sandbox
-from coding_agent.sessions import Session
+from coding_agent.session_files.folders import Session
+from coding_agent.settings.config import ConfigError, load_config
+from coding_agent.settings.sandbox import sandbox_policy, session_sandbox
+from coding_agent.tui.commands.core import sandbox_text
 from coding_agent.worker.tools import ToolContext, ToolError
 from coding_agent.worker.tools.bash import BASH_TOOL
 from pico3 import DomainProxy, Sandbox, SandboxStatus, sandbox_available

@@ -17,7 +17,7 @@ from worker_support import Client, allow, connected, worker_process, write_scrip
 
 from chord.context import BACKGROUND
 from chord.remote import ServiceCall
-from coding_agent.sessions import Session
+from coding_agent.session_files.folders import Session
 from coding_agent.worker.main import open_session_host, session_worker_config
 
 pytestmark = pytest.mark.anyio

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from chord.context import BACKGROUND
-from coding_agent.sessions import Session, create_session
+from coding_agent.session_files.folders import Session, create_session
 from coding_agent.worker.main import WorkerConfig, _sole, open_session_host  # pyright: ignore[reportPrivateUsage]
 
 pytestmark = pytest.mark.anyio

@@ -16,8 +16,8 @@ import pytest
 
 from chord.context import BACKGROUND
 from chord.remote import ServiceCall
-from coding_agent.session_tree import build_tree, path_prompts
-from coding_agent.sessions import Session
+from coding_agent.session_files.folders import Session
+from coding_agent.session_files.tree import build_tree, path_prompts
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.main import SessionRuntime, WorkerConfig, open_session_host
 

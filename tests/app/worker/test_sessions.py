@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from coding_agent.sessions import (
+from coding_agent.session_files.folders import (
     SOCKET_PATH_LIMIT,
     SessionError,
     create_session,
@@ -20,8 +20,8 @@ from coding_agent.sessions import (
     load_session,
     open_session,
     sessions_root,
-    state_home,
 )
+from coding_agent.settings.xdg import state_home
 
 
 @pytest.fixture

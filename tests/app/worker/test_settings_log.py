@@ -16,8 +16,8 @@ import pytest
 from chord.context import BACKGROUND, Context
 from chord.facets import Facet, FacetEnvironment, define_facet
 from chord.state import Delivery
-from coding_agent.sessions import Session
-from coding_agent.settings_changes import MODEL_CHANGE, THINKING_CHANGE
+from coding_agent.session_files.folders import Session
+from coding_agent.settings.changes import MODEL_CHANGE, THINKING_CHANGE
 from coding_agent.worker.main import WorkerConfig, open_session_host
 from coding_agent.worker.settings_log import change_entries
 from pico3 import ConversationService

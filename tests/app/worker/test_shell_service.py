@@ -6,7 +6,7 @@ import pytest
 
 from chord.context import BACKGROUND
 from chord.remote import ServiceCall
-from coding_agent.sessions import Session
+from coding_agent.session_files.folders import Session
 from coding_agent.worker.main import WorkerConfig, open_session_host
 
 pytestmark = pytest.mark.anyio

@@ -24,7 +24,7 @@ import pytest
 from worker_support import TIMEOUT, Client, connected, text_of, worker_command, write_script
 
 from chord.context import BACKGROUND
-from coding_agent.sessions import Session, create_session
+from coding_agent.session_files.folders import Session, create_session
 
 pytestmark = pytest.mark.anyio
 
@@ -115,7 +115,7 @@ async def test_print_mode_says_the_storage_failed_in_one_line_and_exits_5(
     session: Session = create_session(project, env=env)
     script = write_script(tmp_path / "script.json", [{"text": "Never."}])
     await anyio.to_thread.run_sync(fill_disk, small_disk)
-    argv = [sys.executable, "-m", "coding_agent.cli", "--resume", session.id, "-p", "Read:"]
+    argv = [sys.executable, "-m", "coding_agent.cli.main", "--resume", session.id, "-p", "Read:"]
     with anyio.fail_after(TIMEOUT):
         done = await anyio.run_process(  # the big part of the prompt is piped in
             [*argv, "--faux-script", str(script)],

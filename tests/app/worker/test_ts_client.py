@@ -12,7 +12,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from worker_support import TIMEOUT, Client, allow, connected, worker_process, write_script
 
 from chord.context import BACKGROUND
-from coding_agent.sessions import Session
+from coding_agent.session_files.folders import Session
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests" / "interop"))

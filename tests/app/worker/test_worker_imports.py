@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from coding_agent.sessions import create_session
+from coding_agent.session_files.folders import create_session
 
 _UNWANTED = ("openai", "anthropic", "httpx", "mcp", "pydantic", "textual")
 

@@ -26,7 +26,7 @@ from worker_support import (
 )
 
 from chord.context import BACKGROUND
-from coding_agent.sessions import Session, load_session
+from coding_agent.session_files.folders import Session, load_session
 
 pytestmark = pytest.mark.anyio
 

@@ -32,7 +32,7 @@ from chord.services import define_service
 from chord.state import Delivery
 from chord.transport import connect_unix
 from chord.wire import connect_service_source
-from coding_agent.sessions import Session
+from coding_agent.session_files.folders import Session
 from pico3 import ConversationService
 
 TIMEOUT = 60.0

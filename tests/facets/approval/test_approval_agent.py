@@ -21,10 +21,9 @@ import anyio
 import pytest
 
 from chord.context import BACKGROUND
-from coding_agent.client import WorkerSupervisor, run_client
-from coding_agent.client.supervisor import worker_command
-from coding_agent.sessions import Session, create_session
-from coding_agent.tui import CodingAgentApp
+from coding_agent.session_files.folders import Session, create_session
+from coding_agent.supervisor import WorkerSupervisor, worker_command
+from coding_agent.tui import CodingAgentApp, run_client
 from coding_agent.worker.main import WorkerConfig, apply_permission_mode, open_session_host
 from facets_approval.tui import MODE_PANEL_ID
 

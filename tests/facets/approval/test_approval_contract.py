@@ -156,7 +156,7 @@ def test_only_the_four_names_are_modes(word: str) -> None:
 
 def test_the_cli_names_exactly_the_contracts_modes() -> None:
     """The app keeps a copy for argparse (it may not import a feature); the contract owns it."""
-    from coding_agent.permission_modes import PERMISSION_MODES as CLI_MODES
+    from coding_agent.settings.permission_modes import PERMISSION_MODES as CLI_MODES
     from facets_approval.contract import PERMISSION_MODES
 
     assert CLI_MODES == PERMISSION_MODES

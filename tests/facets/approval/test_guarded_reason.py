@@ -1,6 +1,6 @@
 """facets_approval.guarded_reason: which targets make the machine run code (issue 36 deliver 4).
 
-The app owns the list (:mod:`coding_agent.guarded_paths`); here the matcher is checked against
+The app owns the list (:mod:`coding_agent.settings.guarded_paths`); here the matcher is checked against
 it on real files: the path as written and as resolved, any depth, any case, and the lookalikes
 that must not ask. ``tests/app/worker/test_guarded_paths.py`` runs the same through the worker.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from coding_agent.guarded_paths import guarded_paths
+from coding_agent.settings.guarded_paths import guarded_paths
 from facets_approval.guarded import guarded_reason
 from facets_approval.session import confinement
 

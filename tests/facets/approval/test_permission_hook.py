@@ -5,7 +5,7 @@ rewindable, the old ``autoAllow`` list still honoured, and ``/permissions``.
 The session host composes pico3's harness session facet (faux model), the approval session
 facet and tools that record their runs; the file rules come from an in-memory permission source
 (``kit.RuleSource``, the app's interface; the app's real files are tested in
-``tests/app/test_permissions.py`` and through the real worker). Presentations reach the
+``tests/app/settings/test_permissions.py`` and through the real worker). Presentations reach the
 session's services through chord's loopback source, as a TUI process reaches the worker.
 """
 

@@ -22,7 +22,7 @@ from test_tmux import (  # pyright: ignore[reportMissingImports]
     _stop_worker,  # pyright: ignore[reportPrivateUsage]
 )
 
-from coding_agent.sessions import list_sessions
+from coding_agent.session_files.folders import list_sessions
 
 
 @pytest.fixture

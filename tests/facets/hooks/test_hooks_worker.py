@@ -21,8 +21,8 @@ import pytest
 from chord.context import BACKGROUND, Context
 from chord.facets import FacetEnvironment, define_facet
 from chord.textual import Choice, tui_facet
-from coding_agent.sessions import create_session
-from coding_agent.trust import TrustStore
+from coding_agent.session_files.folders import create_session
+from coding_agent.settings.trust import TrustStore
 from facets_hooks.contract import HooksListing
 from facets_hooks.tui import tui_facet as hooks_tui_facet
 

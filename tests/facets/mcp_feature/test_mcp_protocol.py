@@ -15,7 +15,7 @@ import pytest
 from mcp_support import SDK_LEAKS, WAIT, session, stdio_server, write_config
 
 from chord.context import BACKGROUND
-from coding_agent.client.prompt_commands import context_rows
+from coding_agent.tui.commands.prompts import context_rows
 from facets_mcp.offers import INSTRUCTIONS_KEY
 from pico3.models.faux import faux_response, faux_tool_call
 

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from chord.context import BACKGROUND, Context
 from chord.facets import FacetEnvironment, define_facet
 from chord.state import Delivery
-from coding_agent.sessions import create_session
+from coding_agent.session_files.folders import create_session
 from facets_subagents.claude_code import ANTHROPIC_ALIASES, resolve_model
 from facets_subagents.contract import SubagentDefinitions
 from facets_subagents.definitions import GENERAL_PURPOSE, agent_id, load_definitions

@@ -1,7 +1,7 @@
 """Which edits make the machine run code: the matcher of the harness service ``guarded_paths``.
 
 The list itself is not here: the application owns it (the coding agent's
-``coding_agent/guarded_paths.py``, one entry per file or folder with the reason a dialog shows)
+``coding_agent/settings/guarded_paths.py``, one entry per file or folder with the reason a dialog shows)
 and hands it to the approval feature as the harness service :data:`GUARDED_PATHS_SERVICE`, a list
 of ``{"pattern": ..., "reason": ...}``. A pattern is *relative* (``.git/``, ``.mcp.json``:
 matched at any depth of the target's absolute path, a trailing ``/`` meaning the folder and

@@ -4,7 +4,7 @@
 This module owns the harness's side of a reload only. Watching sources and loading new facet
 generations is chord's (:mod:`chord.packages.reload_coordinator`), wrapping a facet reload in this swap is the
 session worker's (:mod:`pico3.chord.around_reload`), and ``/reload`` on demand is the app's
-(:mod:`coding_agent.package_reload`).
+(:mod:`coding_agent.settings.package_reload`).
 
 Reload replaces code, never durable state. What each registration does when it is undone and
 redone while the session is open (docs/design/reload.md#registrations):

@@ -5,7 +5,7 @@ With ``--storage postgresql://…`` a session's commits are in the database, but
 (``session.json``, the worker's lock, socket and log) is on one server's disk. The server that
 creates a session stores its metadata here too (table ``coding_agent_sessions``, created when
 missing); a server asked for a session it has no folder of looks it up here and makes the folder
-(:func:`coding_agent.sessions.adopt_session`) before it starts the worker, which then replays
+(:func:`coding_agent.session_files.folders.adopt_session`) before it starts the worker, which then replays
 the commits from the database. The row is written once, at creation: later changes of the
 launch settings (``/model``, ``/thinking``) are stored by the session's worker beside its
 commits (fenced by its lease, :mod:`coding_agent.worker.shared_state`), and a worker of any
@@ -23,7 +23,7 @@ import msgspec
 import psycopg
 from psycopg import sql
 
-from coding_agent.sessions import SessionMetadata
+from coding_agent.session_files.folders import SessionMetadata
 
 __all__ = ["SessionDirectory"]
 

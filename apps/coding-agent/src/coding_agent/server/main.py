@@ -26,22 +26,24 @@ from typing import Any
 
 import anyio
 
-from coding_agent.server.admission import default_limits, raise_fd_limit
-from coding_agent.server.credentials import Credentials, ServerSetupError
-from coding_agent.server.events import format_line
-from coding_agent.server.remote import TOKEN_ENV
-from coding_agent.server.serve import (
-    ServerOptions,
-    SessionServer,
+from coding_agent.server.addresses import (
     default_socket_path,
     is_loopback,
     parse_listen,
     prepare_socket_folder,
 )
+from coding_agent.server.admission import default_limits, raise_fd_limit
+from coding_agent.server.credentials import Credentials, ServerSetupError
+from coding_agent.server.events import format_line
+from coding_agent.server.remote import TOKEN_ENV
+from coding_agent.server.serve import ServerOptions, SessionServer
+from coding_agent.settings.secret_env import hide_secrets_from_proc
 
 __all__ = ["run_serve"]
 
 _POSTGRES = ("postgresql://", "postgres://")
+EXIT_STORAGE = 5
+"""``--migrate`` could not migrate: the status of ``coding-agent db migrate`` and the worker."""
 
 
 def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[str, Any]]:
@@ -127,7 +129,7 @@ def _print(line: str) -> None:
 def _migrate(url: str) -> int | None:
     """``--migrate``: the schema brought to this release's (one log line); the exit status
     (5, one line) when it cannot be."""
-    from coding_agent.db_cli import EXIT_STORAGE
+    from coding_agent.cli.db import EXIT_STORAGE
     from pico3 import StorageError, migrate_database
 
     try:
@@ -165,7 +167,6 @@ def run_serve(args: argparse.Namespace, cwd: Path) -> int:
         failed = _migrate(options.storage)
         if failed is not None:
             return failed
-    from coding_agent.secret_env import hide_secrets_from_proc
 
     hide_secrets_from_proc(options.cwd)  # its workers' commands may read /proc/<pid>/environ
 

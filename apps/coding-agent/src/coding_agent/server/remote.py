@@ -25,6 +25,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.stapled import StapledByteStream
 
 from chord import FrameConnection, connect_unix
+from coding_agent.server.addresses import is_loopback, parse_listen
 from coding_agent.server.preface import (
     MAX_PREFACE,
     PREFACE_TIMEOUT,
@@ -33,7 +34,6 @@ from coding_agent.server.preface import (
     encode_preface,
     parse_reply,
 )
-from coding_agent.server.serve import is_loopback, parse_listen
 
 __all__ = [
     "FAILOVER_DELAY",

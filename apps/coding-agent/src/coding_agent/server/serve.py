@@ -2,7 +2,7 @@
 
 The server owns no harness itself. For every connection it reads the preface
 (:mod:`.preface`: the token first, then which session), makes sure a session worker serves that
-session (the same worker process and supervisor the TUI uses, :mod:`coding_agent.client.
+session (the same worker process and supervisor the TUI uses, :mod:`coding_agent.tui.
 supervisor`, started on demand), dials the worker's own Unix socket and from then on relays
 bytes both ways. The chord wire between the client and the worker is untouched: the server
 never decodes a frame, so whatever speaks the wire to a worker (our client, Chord 0.87.1) speaks
@@ -27,13 +27,10 @@ Listeners (docs/server.md):
 from __future__ import annotations
 
 import functools
-import hashlib
-import ipaddress
 import os
 import resource
 import socket
 import ssl
-import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,16 +43,10 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.tls import TLSStream
 
 from chord import FrameConnection, connect_unix, serve_unix
-from coding_agent.client.supervisor import READY_TIMEOUT, WorkerStartError, WorkerSupervisor
-from coding_agent.private import PrivacyError, private_tree, socket_folder
+from coding_agent.server.addresses import prepare_socket_folder
 from coding_agent.server.admission import Gate, Limits, Ticket, default_limits, serve_tcp
 from coding_agent.server.args import DEFAULT_IDLE
-from coding_agent.server.credentials import (
-    Credentials,
-    ServerSetupError,
-    read_token_file,
-    server_tls_context,
-)
+from coding_agent.server.credentials import Credentials, ServerSetupError
 from coding_agent.server.directory import SessionDirectory
 from coding_agent.server.events import ServerLog
 from coding_agent.server.preface import (
@@ -68,29 +59,17 @@ from coding_agent.server.preface import (
     parse_request,
     split_preface,
 )
-from coding_agent.sessions import (
-    SOCKET_PATH_LIMIT,
+from coding_agent.session_files.folders import (
     LaunchSettings,
     Session,
     SessionError,
     adopt_session,
     create_session,
     open_session,
-    state_home,
 )
+from coding_agent.supervisor import READY_TIMEOUT, WorkerStartError, WorkerSupervisor
 
-__all__ = [
-    "DEFAULT_IDLE",
-    "Credentials",
-    "Limits",
-    "ServerOptions",
-    "ServerSetupError",
-    "SessionServer",
-    "default_socket_path",
-    "parse_listen",
-    "read_token_file",
-    "server_tls_context",
-]
+__all__ = ["DEFAULT_IDLE", "Limits", "ServerOptions", "SessionServer"]
 
 _RELAY_CHUNK = 65536
 SESSION_QUEUE_TIMEOUT = 45.0
@@ -125,53 +104,6 @@ class ServerOptions:
     """Workers starting at once; the other starts wait their turn."""
     on_event: Callable[[str], None] | None = None
     """Where the log's lines go (:mod:`.events`: accepts, refusals, sessions, takeovers)."""
-
-
-def parse_listen(url: str) -> tuple[str, int]:
-    """``tcp://HOST:PORT`` → ``(host, port)`` (IPv6 as ``tcp://[::1]:PORT``)."""
-    if not url.startswith("tcp://"):
-        raise ServerSetupError(f"--listen {url!r}: give tcp://HOST:PORT (e.g. tcp://0.0.0.0:7433)")
-    rest = url.removeprefix("tcp://").rstrip("/")
-    host, sep, port = rest.rpartition(":")
-    host = host.removeprefix("[").removesuffix("]")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ServerSetupError(f"--listen {url!r}: give tcp://HOST:PORT (e.g. tcp://0.0.0.0:7433)")
-    return host, int(port)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address (``localhost`` counts)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def default_socket_path(env: Mapping[str, str] | None = None) -> Path:
-    """The server's Unix socket: ``<state>/coding-agent/server/serve.sock``, or a short
-    stand-in in ``$TMPDIR/coding-agent-<uid>/`` when that path is too long for a socket."""
-    folder = state_home(env) / "coding-agent" / "server"
-    preferred = folder / "serve.sock"
-    if len(os.fsencode(preferred)) <= SOCKET_PATH_LIMIT:
-        return preferred
-    digest = hashlib.sha256(os.fsencode(folder.absolute())).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"coding-agent-{os.getuid()}" / f"serve-{digest}.sock"
-
-
-def prepare_socket_folder(path: Path, env: Mapping[str, str] | None = None) -> None:
-    """Make the socket's folder ``0700`` (ours, not a link) before the socket is bound."""
-    try:
-        base = state_home(env)
-        if path.parent.is_relative_to(base):
-            private_tree(base, path.parent)
-        else:
-            socket_folder(path.parent)
-    except PrivacyError as error:
-        raise ServerSetupError(
-            f"{error} (or give --socket a path in a folder only you can use: mode 0700)"
-        ) from None
 
 
 @dataclass

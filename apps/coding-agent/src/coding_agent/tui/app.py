@@ -42,7 +42,7 @@ from textual.widgets import Static
 
 from chord import BACKGROUND, Context, Delivery, Facet, inert, with_cancel
 from chord.textual import TextualTui, run_app_with_facets
-from coding_agent.images import ImageError, prepare_image_file
+from coding_agent.context.images import ImageError, prepare_image_file
 from coding_agent.tui.attachments import image_paths
 from coding_agent.tui.conversation import ConversationClient, SendMode
 from coding_agent.tui.document import inbox_text, model_label

@@ -9,7 +9,7 @@ Before a prompt is sent, :func:`image_paths` looks for image files (``.png``, ``
   spaces (``/tmp/my\\ shot.png``).
 
 Only names of existing files count; each file is attached once, in the order named. The text
-is sent unchanged, followed by the images (:func:`coding_agent.images.prepare_image_file`
+is sent unchanged, followed by the images (:func:`coding_agent.context.images.prepare_image_file`
 scales each to fit 2000×2000).
 """
 
@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from coding_agent.images import IMAGE_SUFFIXES
+from coding_agent.context.images import IMAGE_SUFFIXES
 
 __all__ = ["image_paths"]
 

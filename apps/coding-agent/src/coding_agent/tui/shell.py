@@ -3,7 +3,7 @@
 A submitted line starting with ``!`` is a shell command for the session worker
 (:mod:`coding_agent.worker.shell_service`): ``!cmd`` puts the command and its output into the
 model's context, ``!!cmd`` only shows them. The app hands it to its :class:`ShellRunner` (the
-client's, :class:`coding_agent.client.shell_commands.RemoteShellRunner`).
+client's, :class:`coding_agent.tui.commands.shell.RemoteShellRunner`).
 """
 
 from __future__ import annotations

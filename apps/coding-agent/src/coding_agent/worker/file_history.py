@@ -57,7 +57,7 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from coding_agent.private import PRIVATE_FILE, private_tree
+from coding_agent.session_files.private import PRIVATE_FILE, private_tree
 from pico3 import fsync_dir, write_atomic
 
 __all__ = [

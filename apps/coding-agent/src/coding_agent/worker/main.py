@@ -19,7 +19,7 @@ The facets, in the order the host gets them (docs/design/chord.md#built-in-servi
    ``APPEND_SYSTEM.md``, ``AGENTS.md`` / ``CLAUDE.md``, skills); ``coding-agent/shell`` — the
    user's ``!cmd`` runner (:mod:`.shell_service`);
 5. ``coding-agent/worker-status`` — ``coding-agent.worker``: session, pid, models, ``--dev`` reloads;
-   ``coding-agent/reload`` — ``coding-agent.reload``: ``/reload`` from a TUI (:mod:`coding_agent.package_reload`);
+   ``coding-agent/reload`` — ``coding-agent.reload``: ``/reload`` from a TUI (:mod:`coding_agent.settings.package_reload`);
 6. every installed feature package's ``"session"`` facets (entry points ``chord.facets``), and
    those of ``--facets-dir`` folders.
 
@@ -85,34 +85,38 @@ from chord import (
     provider_handler,
     serve_unix,
 )
-from coding_agent.config import ConfigError, load_config
-from coding_agent.guarded_paths import SERVICE as GUARDED_PATHS_SERVICE
-from coding_agent.guarded_paths import guarded_paths
-from coding_agent.package_reload import PackageReloader, reload_service_facet, scan_packages
-from coding_agent.permission_modes import PERMISSION_MODES
-from coding_agent.permissions import PermissionFiles
-from coding_agent.private import PrivacyError, private_dir, socket_folder
-from coding_agent.safety import unapproved_reason
-from coding_agent.sandbox_setup import sandbox_policy, session_sandbox
-from coding_agent.secret_env import child_environment
-from coding_agent.sessions import (
+from coding_agent.session_files.folders import (
     Session,
     SessionError,
     check_writable,
     load_session,
-    state_home,
     update_settings,
 )
-from coding_agent.trust import (
+from coding_agent.session_files.private import PrivacyError, private_dir, socket_folder
+from coding_agent.settings.config import ConfigError, load_config
+from coding_agent.settings.guarded_paths import SERVICE as GUARDED_PATHS_SERVICE
+from coding_agent.settings.guarded_paths import guarded_paths
+from coding_agent.settings.model_config import TOOL_CALLING_ENV, RegistryError
+from coding_agent.settings.package_reload import (
+    PackageReloader,
+    reload_service_facet,
+    scan_packages,
+)
+from coding_agent.settings.permission_modes import PERMISSION_MODES
+from coding_agent.settings.permissions import PermissionFiles
+from coding_agent.settings.safety import unapproved_reason
+from coding_agent.settings.sandbox import sandbox_policy, session_sandbox
+from coding_agent.settings.secret_env import child_environment
+from coding_agent.settings.trust import (
     TrustError,
     TrustStore,
     check_project,
 )
+from coding_agent.settings.xdg import state_home
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
-from coding_agent.worker.providers import OpenAIProvider, RegistryError
-from coding_agent.worker.providers.registry import TOOL_CALLING_ENV
+from coding_agent.worker.providers import OpenAIProvider
 from coding_agent.worker.providers_facet import (
     ProviderChoice,
     providers_facet,
@@ -222,7 +226,7 @@ class WorkerConfig(msgspec.Struct, frozen=True):
     environment: ChildEnvironment | None = None
     """What the session's child processes get for an environment (``None``: the provider
     keys' defaults, :meth:`pico3.ChildEnvironment.default`); see
-    :mod:`coding_agent.secret_env`."""
+    :mod:`coding_agent.settings.secret_env`."""
 
 
 @dataclass
@@ -411,7 +415,7 @@ async def open_session_host(
             CHILD_ENVIRONMENT_SERVICE: environment,
             **sandbox_service,
             # The permission rules' files (config.toml, Claude Code's settings) for the
-            # approval feature, which parses and applies them (coding_agent.permissions).
+            # approval feature, which parses and applies them (coding_agent.settings.permissions).
             "permission_rules": PermissionFiles(session.cwd, config.env),
             **_project_services(session.cwd, config.env),
         }
@@ -995,11 +999,11 @@ def session_worker_config(
     lease: float | None = None,
 ) -> WorkerConfig:
     """The :class:`WorkerConfig` of a worker of ``session``: the options given here, else the
-    launch settings stored in ``session.json`` (:class:`~coding_agent.sessions.LaunchSettings`),
-    plus the configuration files (:mod:`coding_agent.config`) and the facet folders of a
+    launch settings stored in ``session.json`` (:class:`~coding_agent.session_files.folders.LaunchSettings`),
+    plus the configuration files (:mod:`coding_agent.settings.config`) and the facet folders of a
     trusted project. ``model``, ``thinking`` and ``permission_mode`` given here are explicit
     choices (applied to the conversation); stored ones are what the session has already.
-    Raises :class:`~coding_agent.config.ConfigError` or ``TrustError``."""
+    Raises :class:`~coding_agent.settings.config.ConfigError` or ``TrustError``."""
     stored = session.settings
     environ = dict(os.environ if env is None else env)
     files = load_config(session.cwd, env=environ)

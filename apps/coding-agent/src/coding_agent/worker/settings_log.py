@@ -4,8 +4,8 @@ The conversation's ``model`` and ``thinkingLevel`` live in its config, and a con
 commit with no entry: the transcript alone would not say that the answers after some point came
 from another model. This facet watches every ``pi.conversation`` instance's view, one revision
 per harness commit, and when a revision's config names another model or level than the one
-before, it writes a :data:`~coding_agent.settings_changes.MODEL_CHANGE` or
-:data:`~coding_agent.settings_changes.THINKING_CHANGE` entry right after (a passive write: during
+before, it writes a :data:`~coding_agent.settings.changes.MODEL_CHANGE` or
+:data:`~coding_agent.settings.changes.THINKING_CHANGE` entry right after (a passive write: during
 a turn it waits in the inbox for the next boundary, so it never splits a tool exchange).
 
 Whoever changes the config (``/model`` in a TUI, a headless run, another client), the entry is
@@ -29,7 +29,7 @@ from typing import Any, cast
 import anyio
 
 from chord import Context, Delivery, Facet, FacetEnvironment, cancel_scope, define_facet
-from coding_agent.settings_changes import MODEL_CHANGE, THINKING_CHANGE, model_ref
+from coding_agent.settings.changes import MODEL_CHANGE, THINKING_CHANGE, model_ref
 from pico3 import ConversationService
 
 __all__ = ["SETTINGS_LOG_FACET_ID", "change_entries", "settings_log_facet"]

@@ -42,7 +42,12 @@ import anyio.from_thread
 import msgspec
 
 from chord import BACKGROUND, Context
-from coding_agent.sessions import LaunchSettings, Session, load_session, update_settings
+from coding_agent.session_files.folders import (
+    LaunchSettings,
+    Session,
+    load_session,
+    update_settings,
+)
 from coding_agent.worker.file_history import FileChange, decode_journal
 from pico3 import (
     BLOB_LIMIT,

@@ -1,8 +1,8 @@
 """The system prompt as a session facet: every section rebuilt before each generation.
 
-:mod:`coding_agent.system_prompt` says what the sections are and reads their sources (the base
+:mod:`coding_agent.context.system_prompt` says what the sections are and reads their sources (the base
 prompt or ``SYSTEM.md``, ``APPEND_SYSTEM.md``, the ``AGENTS.md`` / ``CLAUDE.md`` files of
-:mod:`coding_agent.worker.context_files`, the skills); this facet registers them on the harness
+:mod:`coding_agent.context.context_files`, the skills); this facet registers them on the harness
 and fills them from a ``system_instructions`` hook, so an edited file applies from the next turn.
 """
 
@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from chord import Context, Facet, FacetEnvironment, define_facet
-from coding_agent.system_prompt import SECTION_ORDER, build_sections, prompt_sections
+from coding_agent.context.context_files import touched_folders
+from coding_agent.context.system_prompt import SECTION_ORDER, build_sections, prompt_sections
 from pico3 import GENERATION_KIND, Harness, HarnessService
 
 __all__ = ["SYSTEM_PROMPT_FACET_ID", "system_prompt_facet"]
@@ -29,16 +30,39 @@ _log = logging.getLogger("coding_agent.worker")
 def system_prompt_facet(cwd: str | os.PathLike[str]) -> Facet:
     """A session facet building the system prompt's sections before every generation.
 
-    It owns every section of :mod:`coding_agent.system_prompt`: the base prompt (or
+    It owns every section of :mod:`coding_agent.context.system_prompt`: the base prompt (or
     ``SYSTEM.md``), ``APPEND_SYSTEM.md``, ``context-files`` and the skills list. Every source is read afresh each time; a section
     with nothing in it is left out (or removed, when its file disappears). Problems (a skill
     whose frontmatter does not parse) are logged once each, never raised."""
     folder = Path(cwd)
     sections = prompt_sections()
     reported: set[str] = set()
+    worked_in: dict[int, tuple[int, set[str]]] = {}  # conversation -> (newest entry seen, folders)
+    harness_box: list[Harness] = []
+
+    async def touched(conversation_id: int, ctx: Context) -> set[str]:
+        """The sub-folders the conversation's tool calls read, edited or listed: its entries
+        newer than the last look, paged newest first (all of them once per worker start)."""
+        seen, folders = worked_in.get(conversation_id, (0, set()))
+        handle = await harness_box[0].conversation(conversation_id, ctx) if harness_box else None
+        if handle is None:
+            return folders
+        newest, before = seen, None
+        while True:
+            page = await handle.entries(ctx, limit=200, before=before)
+            fresh = [entry for entry in page if entry.id > seen]
+            for entry in fresh:
+                newest = max(newest, entry.id)
+                if isinstance(entry.model, list):
+                    folders |= touched_folders(entry.model, folder)
+            if len(fresh) < len(page) or len(page) < 200:
+                break
+            before = page[-1].id
+        worked_in[conversation_id] = (newest, folders)
+        return folders
 
     async def instruct(payload: dict[str, Any], api: Any, ctx: Context) -> None:
-        built = build_sections(folder)
+        built = build_sections(folder, touched=await touched(api.conversation_id, ctx))
         for warning in built.warnings:
             if warning not in reported:
                 reported.add(warning)
@@ -52,6 +76,7 @@ def system_prompt_facet(cwd: str | os.PathLike[str]) -> Facet:
                 draft.delete(sections[key])
 
     def install(harness: Harness) -> Callable[[], None]:
+        harness_box[:] = [harness]
         removers: list[Callable[[], None]] = []
 
         def uninstall() -> None:

@@ -1,7 +1,7 @@
 """``coding-agent.session-tree``: the session tree, branching, labels and ``/rewind``, in the worker.
 
 The TUI's ``/tree``, ``/label`` and ``/rewind`` (and every attached TUI alike) call this
-remotable singleton; it works on the harness directly (:mod:`coding_agent.session_tree` is the
+remotable singleton; it works on the harness directly (:mod:`coding_agent.session_files.tree` is the
 pure model it returns):
 
 * ``outline()`` — every branch of the session and its user prompts (time, model, labels,
@@ -21,13 +21,14 @@ pure model it returns):
 
 from __future__ import annotations
 
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import anyio
 from msgspec import UNSET
 
-from chord import Context, Facet, FacetEnvironment, define_facet, define_service
-from coding_agent.session_tree import (
+from chord import Context, Facet, FacetEnvironment, define_facet
+from coding_agent.contracts import SessionTreeService
+from coding_agent.session_files.tree import (
     BRANCH_KIND,
     LABEL_KIND,
     SUMMARY_KIND,
@@ -39,32 +40,12 @@ from coding_agent.session_tree import (
 from coding_agent.worker.file_history import FileHistory
 from pico3 import HarnessService, HarnessServiceApi, conversation_json, entry_json
 
-__all__ = ["TREE_FACET_ID", "SessionTreeApi", "SessionTreeService", "session_tree_facet"]
+__all__ = ["TREE_FACET_ID", "session_tree_facet"]
 
 TREE_FACET_ID = "coding-agent/session-tree"
 
 _PAGE = 1024
 _FIRST_PAGE = 64
-
-
-class SessionTreeApi(Protocol):
-    """The remotable contract of :data:`SessionTreeService` (see the module docstring)."""
-
-    async def outline(self, ctx: Context) -> dict[str, Any]: ...
-
-    async def branch(self, conversation: int, at: int, ctx: Context) -> int: ...
-
-    async def label(self, conversation: int, at: int, name: str, ctx: Context) -> int: ...
-
-    async def rewind_plan(self, conversation: int, prompt: int, ctx: Context) -> list[Any]: ...
-
-    async def rewind(
-        self, conversation: int, prompt: int, mode: str, overwrite: list[str], ctx: Context
-    ) -> dict[str, Any]: ...
-
-
-SessionTreeService = define_service("coding-agent.session-tree", SessionTreeApi)
-"""The worker's session tree service (remotable singleton)."""
 
 
 class _Tree:

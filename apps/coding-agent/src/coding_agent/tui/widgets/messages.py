@@ -8,7 +8,7 @@ while a parse runs), and :meth:`AssistantView.finalize` turns it into the stored
 without parsing the text again.
 
 :func:`entry_widget` picks the widget for any other entry kind: a model or thinking-level switch
-(:mod:`coding_agent.settings_changes`) is a dim marker line ("Model: a/b → c/d"); kinds it does
+(:mod:`coding_agent.settings.changes`) is a dim marker line ("Model: a/b → c/d"); kinds it does
 not know render as a dim one-liner when they carry text, and not at all otherwise.
 
 Every text shown here is made inert first (:func:`chord.inert`): an ESC, a bidi override or an
@@ -31,7 +31,8 @@ from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from chord import inert
-from coding_agent.settings_changes import change_text
+from coding_agent.contracts import SHELL_ENTRY_KIND
+from coding_agent.settings.changes import change_text
 from coding_agent.tui.document import content_text, entry_message
 from coding_agent.tui.shell import shell_text
 from coding_agent.tui.widgets.collapsible import QuietCollapsible
@@ -311,7 +312,7 @@ def entry_widget(entry: Mapping[str, Any]) -> Widget | None:
         return None
     if kind == "pi.system":
         return None
-    if kind == "coding-agent.shell":  # a !cmd / !!cmd the user ran
+    if kind == SHELL_ENTRY_KIND:  # a !cmd / !!cmd the user ran
         return Static(_shell_entry_text(data), classes="shell")
     change = change_text(entry)
     if change is not None:  # a model or thinking-level switch: one dim marker line

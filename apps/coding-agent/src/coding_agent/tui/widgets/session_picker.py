@@ -3,8 +3,8 @@
 Used by ``/sessions`` and ``/resume`` in the TUI, and by ``coding-agent --resume`` without an id
 (as a small app of its own). Each row shows the id, the name, the last activity, the first
 prompt, the model, the size and the number of branches
-(:func:`coding_agent.session_index.describe`); in the TUI, a row for each branch of a session
-with several (choosing one switches to that branch); typing filters the sessions (:func:`coding_agent.session_index.matches`: name, id prefix, prompt text).
+(:func:`coding_agent.session_files.index.describe`); in the TUI, a row for each branch of a session
+with several (choosing one switches to that branch); typing filters the sessions (:func:`coding_agent.session_files.index.matches`: name, id prefix, prompt text).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from textual.widgets.option_list import Option
 
 from chord import inert
 from chord.textual import ConfirmScreen
-from coding_agent.session_index import human_size, matches
+from coding_agent.session_files.index import human_size, matches
 
 __all__ = ["SessionPickerApp", "SessionPickerScreen", "picker_row"]
 

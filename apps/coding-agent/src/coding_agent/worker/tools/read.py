@@ -12,7 +12,7 @@ Lines carry no number prefixes (models then copy text into ``edit`` verbatim). L
 shown as ``\\n`` and a UTF-8 byte order mark is hidden; ``edit`` matches the same way.
 
 Images (PNG, JPEG, GIF, WebP) come back as an image block, scaled to fit 2000x2000
-(:mod:`coding_agent.images`), with a line naming the format and size; for a model that does not
+(:mod:`coding_agent.context.images`), with a line naming the format and size; for a model that does not
 accept images (``ToolContext.accepts_images``) the call is refused saying so. Other binary files
 (a NUL byte near the start) come back as a note suggesting bash. An offset past the end of the file, a
 missing file and a directory are errors that name the path.
@@ -29,7 +29,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from coding_agent.images import MAX_FILE_BYTES, ImageError, detect_image_type, prepare_image
+from coding_agent.context.images import MAX_FILE_BYTES, ImageError, detect_image_type, prepare_image
 
 from .files import hash_fd, ledger_key, open_regular, read_whole
 from .host import HASH_LIMIT, FileStamp

@@ -1,0 +1,278 @@
+"""``coding-agent attach tcp://HOST:PORT/SESSION`` and ``-p``/``--json --server URL``.
+
+Both dial the server once up front (:func:`~coding_agent.server.remote.connect_server`): a
+refusal (wrong token, unknown session, a worker that cannot start) or a TLS failure is one
+``coding-agent: error:`` line before anything else runs. Then a reconnecting wire source keeps
+the session's connection: a dropped connection (a worker restarted, the network) is dialled
+again and every facade rehydrates, as over a local socket.
+
+Exit codes as for local runs; in addition 1 when the server cannot be reached or its
+certificate is not trusted, 2 when it refuses the token or does not know the session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import ssl
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+
+from chord import BACKGROUND, FrameConnection, connect_service_source, create_facet_host
+from coding_agent.cli.headless import (
+    APPROVAL_DIALOGS,
+    QUESTION_DIALOGS,
+    Event,
+    HeadlessMode,
+    TurnOutcome,
+    _presentation,
+    _responders,
+    _Root,
+    follow_turn,
+    report_turn,
+)
+from coding_agent.server.preface import Request
+from coding_agent.server.remote import (
+    NoServerReachable,
+    ServerAddress,
+    ServerRefused,
+    client_tls_context,
+    connect_any,
+    parse_server_urls,
+    resolve_token,
+)
+from coding_agent.session_files.folders import METADATA_VERSION, Session, SessionMetadata
+
+__all__ = ["remote_session", "run_headless_on_server", "run_remote_attach", "run_remote_headless"]
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+_FEATURES = {APPROVAL_DIALOGS.id: "facets-approval", QUESTION_DIALOGS.id: "facets-question"}
+
+
+class _Dial:
+    """The address and credentials of a server, from the command line."""
+
+    def __init__(self, url: str, args: argparse.Namespace) -> None:
+        self.addresses, self.session = parse_server_urls(url)
+        self.address = self.addresses[0]
+        self.index = 0
+        """The address of the list that answered last: a reconnect tries it first."""
+        self.token = resolve_token(getattr(args, "token_file", None))
+        self.insecure = bool(getattr(args, "insecure", False))
+        ca = getattr(args, "tls_ca", None)
+        self.tls: ssl.SSLContext | None = None
+        if any(address.path is None for address in self.addresses) and not self.insecure:
+            self.tls = client_tls_context(ca)
+
+    async def first(self, request: Request) -> tuple[FrameConnection, dict[str, Any]]:
+        conn, info, self.index = await connect_any(
+            self.addresses, request, token=self.token, tls=self.tls, insecure=self.insecure,
+            on_failover=_say_failover,
+        )  # fmt: skip
+        self.address = self.addresses[self.index]
+        return conn, info
+
+    def again(self, session_id: str, *, say: bool = True) -> Any:
+        """Connect to the session again: the server that answered last first, then the next
+        ones of the list (failover), each failover one line on stderr unless ``say`` is false
+        (the TUI's screen is the terminal)."""
+
+        async def connect() -> FrameConnection:
+            conn, _info, self.index = await connect_any(
+                self.addresses, Request(session=session_id), start=self.index,
+                token=self.token, tls=self.tls, insecure=self.insecure,
+                on_failover=_say_failover if say else None,
+            )  # fmt: skip
+            self.address = self.addresses[self.index]
+            return conn
+
+        return connect
+
+
+def _say_failover(line: str) -> None:
+    print(f"coding-agent: {line}", file=sys.stderr, flush=True)
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"coding-agent: error: {message}", file=sys.stderr)
+    return code
+
+
+def _dial_error(address: ServerAddress, error: BaseException) -> int | None:
+    """The exit code (after its one line) of a failure to reach the server, else ``None``."""
+    if isinstance(error, NoServerReachable):
+        return _fail(str(error), EXIT_FAILED)
+    if isinstance(error, ServerRefused):
+        usage = error.code in ("unauthorized", "not_found", "bad_preface")
+        return _fail(str(error), EXIT_USAGE if usage else EXIT_FAILED)
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return _fail(
+            f"{address}: the server's TLS certificate is not trusted ({error.verify_message}): "
+            "give its CA (or its self-signed certificate) with --tls-ca FILE",
+            EXIT_FAILED,
+        )
+    if isinstance(error, ssl.SSLError):
+        return _fail(f"{address}: TLS failed: {error} (is it a TLS port?)", EXIT_FAILED)
+    if isinstance(error, OSError):
+        reason = error.strerror or str(error)
+        if reason.startswith(f"{address}: "):  # it names the server already
+            reason = reason.removeprefix(f"{address}: ")
+        return _fail(f"cannot reach the server at {address}: {reason}", EXIT_FAILED)
+    return None
+
+
+def remote_session(info: dict[str, Any], address: ServerAddress) -> Session:
+    """A stand-in :class:`Session` for a session that lives on a server (its id, folder and
+    model as the server said; no local folder)."""
+    metadata = SessionMetadata(
+        version=METADATA_VERSION,
+        id=str(info["session"]),
+        cwd=str(info.get("cwd") or "/"),
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        model=info.get("model"),
+    )
+    return Session(Path("/nonexistent") / f"{address}".replace("/", "_") / metadata.id, metadata)
+
+
+def run_remote_attach(args: argparse.Namespace) -> int:
+    """``attach tcp://HOST:PORT/SESSION``: the TUI on a session hosted by a server."""
+    try:
+        dial = _Dial(args.session, args)
+    except ValueError as error:
+        return _fail(str(error), EXIT_USAGE)
+    if dial.session is None:
+        return _fail(
+            f"attach {args.session}: name the session: tcp://HOST:PORT/SESSION", EXIT_USAGE
+        )
+    return int(anyio.run(_attach, dial, backend="asyncio"))
+
+
+async def _attach(dial: _Dial) -> int:
+    # lazy: start-up time (-p --server never loads the TUI)
+    from coding_agent.tui.main import run_client
+
+    assert dial.session is not None
+    try:
+        conn, info = await dial.first(Request(session=dial.session))
+    except Exception as error:
+        code = _dial_error(dial.address, error)
+        if code is None:
+            raise
+        return code
+    pending = [conn]
+    again = dial.again(str(info["session"]), say=False)
+
+    async def connect() -> FrameConnection:
+        if pending:
+            return pending.pop()
+        return await again()
+
+    session = remote_session(info, dial.address)
+    try:
+        await run_client(session, supervisor=None, connect=connect)
+    finally:
+        for left in pending:
+            await left.aclose()
+    print(f"Detached from session {session.id} on {dial.address} (it keeps running there)")
+    return 0
+
+
+def run_remote_headless(args: argparse.Namespace, prompt: str) -> int:
+    """``-p``/``--json PROMPT --server URL``: one turn in a session hosted by a server."""
+    try:
+        dial = _Dial(args.server, args)
+    except ValueError as error:
+        return _fail(str(error), EXIT_USAGE)
+    mode: HeadlessMode = "json" if args.json is not None else "print"
+    return int(
+        anyio.run(
+            _headless_main,
+            dial,
+            prompt,
+            mode,
+            args.approve,
+            args.verbose,
+            args.model,
+            backend="asyncio",
+        )
+    )
+
+
+async def _headless_main(
+    dial: _Dial, prompt: str, mode: HeadlessMode, approve: Any, verbose: bool, model: str | None
+) -> int:
+    request = Request(session=dial.session) if dial.session else Request(new=True, model=model)
+    try:
+        conn, info = await dial.first(request)
+    except Exception as error:
+        code = _dial_error(dial.address, error)
+        if code is None:
+            raise
+        return code
+    return await run_headless_on_server(
+        prompt, conn, info, dial.again(str(info["session"])), mode=mode, out=sys.stdout,
+        approve=approve, verbose=verbose,
+    )  # fmt: skip
+
+
+async def run_headless_on_server(
+    prompt: str,
+    first: FrameConnection,
+    info: dict[str, Any],
+    again: Any,
+    *,
+    mode: HeadlessMode = "print",
+    out: TextIO,
+    approve: Any = "deny",
+    err: TextIO | None = None,
+    verbose: bool = False,
+) -> int:
+    """Run one turn of ``prompt`` in the server's session ``info`` over ``first`` (and
+    ``again()`` after a drop), reporting as the local headless modes do."""
+    errors = err if err is not None else sys.stderr
+    pending = [first]
+
+    async def connect() -> FrameConnection:
+        if pending:
+            return pending.pop()
+        return await again()
+
+    send_events, receive_events = anyio.create_memory_object_stream[Event](math.inf)
+    root = _Root()
+    blocked: list[dict[str, Any]] = []
+    turn: TurnOutcome | None = None
+    async with anyio.create_task_group() as group, send_events, receive_events:
+        source = connect_service_source(connect, task_group=group)
+        try:
+            offered = {entry.service_id for entry in await source.catalogue(BACKGROUND)}
+            features = {name for sid, name in _FEATURES.items() if sid in offered}
+            facets = [
+                _presentation(send_events, root, rehydrate=True),
+                *_responders(features, approve, blocked),
+            ]
+            async with create_facet_host(facets, service_sources=[source]):
+                await root.chosen.wait()
+                turn = await follow_turn(
+                    prompt,
+                    root.found[-1],
+                    receive_events,
+                    session_line={"session": info.get("session"), "cwd": info.get("cwd")},
+                    default_model=info.get("model"),
+                    mode=mode,
+                    out=out,
+                    err=errors,
+                    verbose=verbose,
+                    latest=lambda: root.found[-1],
+                )
+        finally:
+            with anyio.CancelScope(shield=True):
+                await source.aclose()
+            group.cancel_scope.cancel()
+    assert turn is not None
+    return report_turn(turn, blocked, mode=mode, out=out, err=errors)

@@ -1,0 +1,661 @@
+"""Headless modes: one prompt, no TUI — ``-p`` prints the answer, ``--json`` streams events.
+
+Both run the session worker's facets **in this process** (:func:`~coding_agent.worker.main.
+open_session_host`, no socket) plus a small presentation facet that does what a TUI would:
+
+* it observes ``pi.conversation``, follows the root conversation's ``view`` and passes every
+  event of every revision (``view["commit"]["events"]``) on, in order;
+* it answers the features' dialogs, since nobody is there to click: an approval gets the
+  ``approve`` policy (``"deny"`` by default: a headless run never runs ``bash`` or edits files
+  unless told to), a question is cancelled, an MCP server's elicitation is declined and its sampling request follows ``approve``. The dialog services are named by id only
+  (``pi.approval-dialog``, ``pi.question-dialog``); the app imports no feature package.
+
+* it waits, before the first request, for the configured MCP servers (the ``mcp.servers``
+  service, by id) to be ready or failed, at most the configuration's ``startup_timeout`` (default
+  30 s): the first request then offers their tools. A server that failed or is not ready in time
+  gets one ``coding-agent: warning:`` line on ``err``; the run goes on without its tools.
+
+The prompt is sent with ``send``; the run ends with the ``turn.ended`` event whose ``inputs``
+hold it. In ``print`` mode the text of the final answer is the only thing written to ``out``; in
+``json`` mode the first line is ``{"type": "session", "session", "model", "cwd"}``, then each
+event is one line of JSON, and the last is ``{"type": "result", "ok", "status", "text",
+"error"?, "blocked"?}``. Failures go to ``err`` as ``coding-agent: error: ...`` lines. The exit
+code is 0 when the turn ended ``done``, 1 when it did not (the provider or model failed), 3 when
+it ended but a tool call was blocked because nobody could approve it (``--approve deny``, or no
+approval package serves the session: the line names the package and the command that restores
+it), 5 when the session's storage failed (disk full, I/O error, read-only): one
+``coding-agent: error:`` line says so.
+
+**Escapes** (issue 36): ``-p`` writes the answer made inert (:func:`chord.inert`: an ESC shows as
+``\\x1b``) when ``out`` is a terminal, and exactly as the model wrote it otherwise (a pipe or a
+file gets the model's bytes). ``--json`` lines are ASCII JSON (``\\u001b``), safe on a terminal
+and exact once parsed. The ``coding-agent: error:`` lines are always inert.
+
+Why one module: it is the headless contract end to end, one prompt in and one outcome out:
+which events are printed, which dialogs are answered and how, and which exit code and error line
+a turn's outcome gets. Those rules refer to each other (a denied dialog is a blocked call is exit
+3 is the blocked line), so they are read and changed together; the MCP wait, which is not part
+of the contract, lives in :mod:`coding_agent.cli.headless_mcp`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TextIO, cast
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+from chord import (
+    BACKGROUND,
+    Context,
+    Delivery,
+    Facet,
+    FacetEnvironment,
+    define_facet,
+    define_service,
+    inert,
+)
+from coding_agent.cli.headless_commands import CommandBlocked, RunShell, expand_prompt_command
+from coding_agent.cli.headless_mcp import McpWatch
+from coding_agent.context.prompt_templates import TemplateError
+from coding_agent.contracts import ShellService
+from coding_agent.session_files.folders import Session
+from coding_agent.worker.main import (
+    WorkerConfig,
+    load_features,
+    open_session_host,
+    session_worker_config,
+)
+from pico3 import ConversationService, ConversationServiceApi
+
+__all__ = [
+    "APPROVAL_DIALOGS",
+    "EXIT_BLOCKED",
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_STORAGE",
+    "QUESTION_DIALOGS",
+    "HeadlessMode",
+    "answer_text",
+    "run_headless",
+    "run_json",
+    "run_print",
+    "unapproved_calls",
+]
+
+HeadlessMode = Literal["print", "json"]
+
+EXIT_OK = 0
+"""The turn ended ``done``."""
+EXIT_FAILED = 1
+"""The turn did not end ``done`` (the provider or the model failed)."""
+EXIT_BLOCKED = 3
+"""The turn ended, but a tool call was refused because nobody could approve it."""
+EXIT_STORAGE = 5
+"""The session's storage failed (disk full, I/O error, read-only file system); what was stored
+before is kept, and ``--continue`` resumes from it once the cause is fixed."""
+
+APPROVAL_DIALOGS = define_service("pi.approval-dialog")
+"""The approval feature's dialogs, by id (``decide({"decision", "by"?})``)."""
+
+QUESTION_DIALOGS = define_service("pi.question-dialog")
+"""The question feature's dialogs, by id (``submit({"outcome", "answer"?, "by"?})``)."""
+
+MCP_SAMPLING = define_service("mcp.sampling")
+"""The MCP feature's sampling approvals, by id (``decide({"decision"})``)."""
+MCP_ELICITATIONS = define_service("mcp.elicitation")
+"""The MCP feature's elicitations, by id (``submit({"action", "content"?})``)."""
+
+_FEATURE_SERVICES = {"facets-approval": APPROVAL_DIALOGS, "facets-question": QUESTION_DIALOGS}
+
+Event = dict[str, Any]
+
+
+def answer_text(entry: dict[str, Any] | None) -> str:
+    """The text blocks of an assistant entry, joined (empty for ``None``)."""
+    if entry is None:
+        return ""
+    parts: list[str] = []
+    for message in entry.get("model") or []:
+        for block in message.get("content") or []:
+            if isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+    return "".join(parts)
+
+
+def _is_root(view: dict[str, Any]) -> bool:
+    return "parent" not in view["conversation"]
+
+
+REHYDRATED = "coding-agent.rehydrated"
+"""The type of the event :func:`_presentation` adds (with ``rehydrate=True``) when the root's
+view is hydrated again (a reconnect, a collapse): events may have been missed, ``view`` is the
+current value. :func:`follow_turn` reads it; it is never written out."""
+
+
+class _Root:
+    """Called by :func:`_presentation` with each root conversation instance it follows: they
+    are in ``found``, and ``chosen`` is set at the first."""
+
+    def __init__(self) -> None:
+        self.found: list[ConversationServiceApi] = []
+        self.chosen = anyio.Event()
+
+    def __call__(self, instance: ConversationServiceApi) -> None:
+        self.found.append(instance)
+        self.chosen.set()
+
+
+def _presentation(
+    events: MemoryObjectSendStream[Event],
+    root: Callable[[ConversationServiceApi], None],
+    *,
+    rehydrate: bool = False,
+) -> Facet:
+    """Follow the root conversation; every update's events go to ``events`` (and, with
+    ``rehydrate``, a :data:`REHYDRATED` event for every hydrate after the first)."""
+    followed = [False]
+
+    def setup(env: FacetEnvironment) -> None:
+        async def on_instance(instance: ConversationServiceApi, ctx: Context) -> None:
+            chosen = False
+
+            def deliver(value: Any, _ctx: Context, delivery: Delivery) -> None:
+                nonlocal chosen
+                if delivery.kind == "hydrate":
+                    again = followed[0]
+                    if not chosen and _is_root(value):
+                        chosen = followed[0] = True
+                        root(instance)
+                    if chosen and again and rehydrate:
+                        try:
+                            events.send_nowait({"type": REHYDRATED, "view": value})
+                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            pass
+                    return
+                if chosen:
+                    for event in value["commit"]["events"]:
+                        try:
+                            events.send_nowait(event)
+                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            return  # the run is over; later revisions are not reported
+
+            stop = instance.view.subscribe(deliver)
+            try:
+                await ctx.wait_cancelled()
+            finally:
+                stop()
+
+        env.observe(ConversationService, on_instance)
+
+    return define_facet("coding-agent/headless", setup)
+
+
+def _responder(service: Any, answer: Callable[[Any, Context], Any]) -> Facet:
+    def setup(env: FacetEnvironment) -> None:
+        async def on_dialog(dialog: Any, ctx: Context) -> None:
+            await answer(dialog, ctx)
+
+        env.observe(service, on_dialog)
+
+    return define_facet(f"coding-agent/headless-{service.id}", setup)
+
+
+def _describe(request: Any, what: str = "") -> str:
+    """``bash (echo hi)``: the tool (``what`` after its name) and a short form of its
+    arguments."""
+    if not isinstance(request, dict):
+        return "a tool call"
+    request = cast(dict[str, Any], request)
+    name = str(request.get("name") or "tool")
+    args: Any = request.get("args")
+    detail = ""
+    if isinstance(args, dict):
+        args = cast(dict[str, Any], args)
+        for key in ("command", "path", "file_path", "pattern"):
+            if isinstance(args.get(key), str):
+                detail = str(args[key])
+                break
+    if len(detail) > 60:
+        detail = detail[:57] + "..."
+    return inert(f"{name}{what} ({detail})" if detail else f"{name}{what}")
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal (a closed or odd stream is not)."""
+    try:
+        return stream.isatty()
+    except (OSError, ValueError):
+        return False
+
+
+def _needs(request: dict[str, Any]) -> str:
+    """Why the call needed approval: the request's reason (an edit that asks in every mode but
+    ``auto``: a file that runs code, a target outside the project), or just that it does."""
+    reason = request.get("reason")
+    if isinstance(reason, str) and reason.startswith("This asks in every mode but auto: "):
+        return "it needs approval in every mode but auto: " + reason.split(": ", 1)[1].rstrip(".")
+    if isinstance(reason, str) and reason.startswith("This asks because "):  # an ask rule
+        return "it needs approval: " + reason.removeprefix("This asks because ").rstrip(".")
+    return "it needs approval"
+
+
+def _remedy(name: str, request: dict[str, Any]) -> str:
+    reason = request.get("reason")
+    if isinstance(reason, str) and reason.startswith("This asks because "):
+        return "--approve allow (an ask rule asks in every mode)"
+    if isinstance(reason, str):  # accept-edits would ask again
+        return "--approve allow or --permission-mode auto"
+    if name in ("write", "edit"):
+        return "--approve allow or --permission-mode accept-edits (or auto)"
+    return "--approve allow or --permission-mode auto"
+
+
+def _responders(
+    features: set[str], approve: Literal["allow", "deny"], blocked: list[dict[str, Any]]
+) -> list[Facet]:
+    async def decide(dialog: Any, ctx: Context) -> None:
+        if approve == "deny":
+            try:
+                request = dialog.request.value
+            except Exception:  # the dialog went away meanwhile
+                request = None
+            blocked.append(request if isinstance(request, dict) else {})
+        await dialog.decide({"decision": approve, "by": "headless"}, ctx)
+
+    async def cancel(dialog: Any, ctx: Context) -> None:
+        await dialog.submit({"outcome": "cancelled", "by": "headless"}, ctx)
+
+    facets: list[Facet] = []
+    if "facets-approval" in features:
+        facets.append(_responder(APPROVAL_DIALOGS, decide))
+    if "facets-question" in features:
+        facets.append(_responder(QUESTION_DIALOGS, cancel))
+    if "facets-mcp" in features:  # a server asking the user: nobody to ask
+
+        async def decline(dialog: Any, ctx: Context) -> None:
+            await dialog.submit({"action": "decline"}, ctx)
+
+        facets.append(_responder(MCP_ELICITATIONS, decline))
+
+        async def sample(dialog: Any, ctx: Context) -> None:  # as --approve says
+            await dialog.decide({"decision": approve}, ctx)
+
+        facets.append(_responder(MCP_SAMPLING, sample))
+    return facets
+
+
+def _shell_user(box: list[Any]) -> Facet:
+    """A facet handing the session's ``!cmd`` runner (:data:`~coding_agent.contracts.
+    ShellService`) to ``box``: a template's ``!`cmd``` runs through it."""
+
+    def setup(env: FacetEnvironment) -> None:
+        service = env.use(ShellService)
+        env.on_activate(lambda: box.append(service))
+
+    return define_facet("coding-agent/headless-shell", setup)
+
+
+def _shell_runner(box: list[Any], conversation: ConversationServiceApi) -> RunShell:
+    async def run(command: str) -> str:
+        if not box:
+            raise TemplateError(f"cannot run `{command}`: the session has no !cmd runner")
+        conversation_id = conversation.view.value["conversation"]["id"]
+        data = await box[-1].run(conversation_id, command, False, BACKGROUND)
+        return str(data.get("output", "")) if isinstance(data, dict) else ""
+
+    return run
+
+
+def _model_ref(view: Any) -> str | None:
+    config = view.get("config") if isinstance(view, dict) else None
+    model = config.get("model") if isinstance(config, dict) else None
+    if isinstance(model, dict) and model.get("provider") and model.get("modelId"):
+        return f"{model['provider']}/{model['modelId']}"
+    return None
+
+
+async def run_headless(
+    prompt: str,
+    config: WorkerConfig,
+    *,
+    mode: HeadlessMode = "print",
+    out: TextIO,
+    approve: Literal["allow", "deny"] = "deny",
+    err: TextIO | None = None,
+    verbose: bool = False,
+    on_unanswered: Callable[[], None] | None = None,
+) -> int:
+    """Send ``prompt`` to the session's root conversation and report as ``mode`` says.
+
+    Returns the exit code: :data:`EXIT_OK` when the turn ended ``done``, :data:`EXIT_FAILED`
+    when it did not (one ``coding-agent: error:`` line on ``err`` says why, naming the model),
+    :data:`EXIT_BLOCKED` when it ended but a tool call was refused for lack of approval (one
+    line per call on ``err``, naming the flags that allow it). ``verbose`` prints the session id
+    on ``err``. ``on_unanswered`` hears a failed turn in which the model produced nothing (the
+    command line drops a session it created for it: no ghost). Raises
+    :class:`~coding_agent.worker.providers.RegistryError` / ``ValueError`` for a bad model or
+    faux script (nothing is opened then)."""
+    if mode not in ("print", "json"):
+        raise ValueError(f"mode must be 'print' or 'json', got {mode!r}")
+    if approve not in ("allow", "deny"):
+        raise ValueError(f"approve must be 'allow' or 'deny', got {approve!r}")
+    errors = err if err is not None else sys.stderr
+    send_events, receive_events = anyio.create_memory_object_stream[Event](math.inf)
+    root = _Root()
+    generations = load_features(config)
+    features = {generation.package.name for generation in generations}
+    blocked: list[dict[str, Any]] = []
+    shell: list[Any] = []
+    extra = [
+        _presentation(send_events, root),
+        *_responders(features, approve, blocked),
+        _shell_user(shell),
+    ]
+    mcp = McpWatch() if "facets-mcp" in features else None
+    if mcp is not None:
+        extra.append(mcp.facet())
+    session = config.session
+    async with (
+        send_events,
+        receive_events,
+        open_session_host(config, extra_facets=extra, generations=generations) as runtime,
+    ):
+        await root.chosen.wait()
+        if mcp is not None:  # the first request offers the servers' tools
+            await mcp.settled(errors)
+        try:  # `-p "/greet Bob"` sends the template, as Claude Code and pi do
+            prompt = await expand_prompt_command(
+                prompt, session.cwd, approve, _shell_runner(shell, root.found[0])
+            )
+        except (CommandBlocked, TemplateError) as error:
+            print(f"coding-agent: error: {inert(str(error))}", file=errors)
+            errors.flush()
+            return EXIT_BLOCKED if isinstance(error, CommandBlocked) else EXIT_FAILED
+        watch = runtime.storage
+        assert watch is not None
+        watch.on_failure(send_events.close)  # the loop below ends: no more events will come
+        turn = await follow_turn(
+            prompt,
+            root.found[0],
+            receive_events,
+            session_line={"session": session.id, "cwd": str(session.cwd)},
+            default_model=runtime.choice.ref,
+            mode=mode,
+            out=out,
+            err=errors,
+            verbose=verbose,
+            failed=lambda: watch.message is not None,
+        )
+    if watch.message is not None:  # one line, and the exit code says what happened
+        print(f"coding-agent: error: {watch.message}", file=errors)
+        errors.flush()
+        return EXIT_STORAGE
+    return report_turn(turn, blocked, mode=mode, out=out, err=errors, on_unanswered=on_unanswered)
+
+
+class TurnOutcome:
+    """How a headless turn ended: ``status`` (``done``, ``failed``…), its ``detail``, the
+    answer's ``text``, the entries it added and the model that ran it."""
+
+    def __init__(self) -> None:
+        self.status = "failed"
+        self.detail = ""
+        self.text = ""
+        self.entries: dict[int, dict[str, Any]] = {}
+        self.model: str | None = None
+
+
+async def follow_turn(
+    prompt: str,
+    conversation: ConversationServiceApi,
+    events: Any,
+    *,
+    session_line: dict[str, Any],
+    default_model: str | None,
+    mode: HeadlessMode,
+    out: TextIO,
+    err: TextIO,
+    verbose: bool,
+    failed: Callable[[], bool] = lambda: False,
+    latest: Callable[[], ConversationServiceApi] | None = None,
+) -> TurnOutcome:
+    """Send ``prompt`` to ``conversation`` and read ``events`` (its view events, in order)
+    until the turn holding it ends; ``--json`` lines go to ``out`` as they come. The same for a
+    session in this process and one on a server (:mod:`coding_agent.cli.attach`);
+    ``latest()`` is the conversation's facade now (a reconnect makes a new one)."""
+    turn = TurnOutcome()
+    model = _model_ref(conversation.view.value) or default_model
+    session = session_line.get("session")
+    if verbose:
+        print(f"coding-agent: session {session} ({model}, {session_line.get('cwd')})", file=err)
+        err.flush()
+    if mode == "json":
+        first = {"type": "session", "session": session, "model": model,
+                 "cwd": session_line.get("cwd")}  # fmt: skip
+        _json_line(out, first)
+    before = max((entry["id"] for entry in _listed(conversation.view.value)), default=-1)
+    try:
+        input_id = await conversation.send({"content": prompt}, BACKGROUND)
+    except Exception:
+        if not failed():
+            raise
+        input_id = -1
+    async for event in events:
+        if event.get("type") == REHYDRATED:
+            # Entries committed while the connection was down came with no event: report each
+            # once, from the rehydrated view, so a --json reader misses none of the turn's.
+            for entry in _listed(event["view"]):
+                if entry["id"] > before and entry["id"] not in turn.entries:
+                    turn.entries[entry["id"]] = entry
+                    if mode == "json":
+                        _json_line(out, {"type": "entry.added", "entry": entry})
+            if input_id >= 0 and _ended_meanwhile(event["view"], input_id, turn):
+                break
+            continue
+        if event.get("type") == "entry.added" and event["entry"]["id"] in turn.entries:
+            continue  # already reported from a rehydrated view
+        if mode == "json":
+            _json_line(out, event)
+        if event.get("type") == "entry.added":
+            entry = event["entry"]
+            turn.entries[entry["id"]] = entry
+        if event.get("type") == "turn.ended" and input_id in event.get("inputs", []):
+            turn.status = str(event.get("status"))
+            turn.detail = str(event.get("detail") or event.get("reason") or "")
+            turn.text = answer_text(turn.entries.get(event.get("answer", -1)))
+            break
+    # After a reconnect (another worker, another server) the conversation is a new facade.
+    current = latest() if latest is not None else conversation
+    turn.model = _model_ref(current.view.value) or model
+    return turn
+
+
+def _json_line(out: TextIO, value: Any) -> None:
+    """Write one compact ``--json`` line and flush it (a reader acts on each as it comes)."""
+    out.write(json.dumps(value, separators=(",", ":")) + "\n")
+    out.flush()
+
+
+def _listed(view: Any) -> list[dict[str, Any]]:
+    """The entries of a conversation's view document (none when it has no view yet)."""
+    if not isinstance(view, dict):
+        return []
+    return [entry for entry in view.get("entries") or [] if isinstance(entry, dict)]
+
+
+def _ended_meanwhile(view: Any, input_id: int, turn: TurnOutcome) -> bool:
+    """Whether the turn of ``input_id`` ended while events were missed (``view`` no longer has
+    it live or queued); then ``turn`` is filled from the view (its newest answer)."""
+    if not isinstance(view, dict):
+        return False
+    live = view.get("turn")
+    if isinstance(live, dict) and input_id in (live.get("inputs") or []):
+        return False
+    if any(
+        isinstance(item, dict) and item.get("id") == input_id for item in view.get("inbox") or []
+    ):
+        return False
+    listed = _listed(view)
+    for entry in listed:
+        turn.entries.setdefault(entry["id"], entry)
+    answer = next((e for e in reversed(listed) if e.get("kind") == "pi.assistant"), None)
+    failed = answer is None or (answer.get("data") or {}).get("reason") == "error"
+    turn.status = "failed" if failed else "done"
+    turn.detail = "the turn ended while the connection was down" if failed else ""
+    turn.text = answer_text(answer)
+    return True
+
+
+def report_turn(
+    turn: TurnOutcome,
+    blocked: list[dict[str, Any]],
+    *,
+    mode: HeadlessMode,
+    out: TextIO,
+    err: TextIO,
+    on_unanswered: Callable[[], None] | None = None,
+) -> int:
+    """Write the outcome (the answer, or the ``--json`` result line; the error lines) and
+    return the exit code."""
+    errors = err
+    status, detail, text, entries, model = (
+        turn.status, turn.detail, turn.text, turn.entries, turn.model
+    )  # fmt: skip
+    unapproved = unapproved_calls(entries)
+    ok = status == "done"
+    code = EXIT_OK if ok else EXIT_FAILED
+    answered = any(
+        entry.get("kind") in ("pi.assistant", "pi.tool_result")
+        and (entry.get("data") or {}).get("reason") != "error"
+        for entry in entries.values()
+    )
+    if not ok and not answered and on_unanswered is not None:
+        on_unanswered()
+    if mode == "json":
+        result: dict[str, Any] = {"type": "result", "ok": ok, "status": status, "text": text}
+        if not ok:
+            result["error"] = detail
+        if blocked or unapproved:
+            result["blocked"] = [_describe(request) for request in [*blocked, *unapproved]]
+        _json_line(out, result)
+    elif ok or text:
+        text = inert(text) if _is_terminal(out) else text  # a pipe or a file gets exact bytes
+        out.write(text if text.endswith("\n") else text + "\n")
+    out.flush()
+    for request in blocked:  # a dialog nobody here answers
+        name = str(request.get("name") or "tool")
+        line = (
+            f"{_needs(request)}, and -p/--json asks nobody; allow it with {_remedy(name, request)}"
+        )
+        print(
+            f"coding-agent: error: blocked the {_describe(request, ' call')}: {line}", file=errors
+        )
+    for request in unapproved:  # no approval package: the reason names it and the fix
+        print(
+            f"coding-agent: error: blocked the {_describe(request, ' call')}: {request['reason']}",
+            file=errors,
+        )
+    if not ok:
+        why = f": {inert(detail)}" if detail else ""
+        print(f"coding-agent: error: the turn ended {status} (model {model}){why}", file=errors)
+    elif blocked or unapproved:
+        code = EXIT_BLOCKED
+    errors.flush()
+    return code
+
+
+def unapproved_calls(entries: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls the harness blocked because no approval package serves the session
+    (docs/design/harness.md#approval-gate: a tool result with the diagnostic code
+    ``unapproved``), as ``{name, args, reason}``, in order. No flag allows them: the reason
+    names the missing package and the command that restores it."""
+    calls: dict[str, dict[str, Any]] = {}
+    found: list[dict[str, Any]] = []
+    for entry in (entries[key] for key in sorted(entries)):
+        messages: list[Any] = entry.get("model") or []
+        for message in messages:
+            if not isinstance(message, dict):
+                continue
+            message = cast(dict[str, Any], message)
+            for block in message.get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "toolCall":
+                    call = cast(dict[str, Any], block)
+                    calls[str(call.get("id"))] = call
+            if message.get("role") != "toolResult" or entry.get("kind") != "pi.tool_result":
+                continue
+            diagnostics = (entry.get("data") or {}).get("diagnostics") or []
+            reason = next(
+                (
+                    str(d.get("message", ""))
+                    for d in diagnostics
+                    if isinstance(d, dict) and d.get("code") == "unapproved"
+                ),
+                None,
+            )
+            if reason is None:
+                continue
+            call = calls.get(str(message.get("toolCallId")), {})
+            found.append(
+                {
+                    "name": message.get("toolName") or call.get("name"),
+                    "args": call.get("arguments"),
+                    "reason": reason.removeprefix("Tool call blocked: "),
+                }
+            )
+    return found
+
+
+def _config(
+    session: Session,
+    model: str | None,
+    faux_script: str | os.PathLike[str] | None,
+    facets_dirs: Sequence[str | os.PathLike[str]],
+    permission_mode: str | None = None,
+) -> WorkerConfig:
+    return session_worker_config(
+        session,
+        model=model,
+        faux_script=faux_script,
+        facets_dirs=list(facets_dirs) or None,
+        permission_mode=permission_mode,
+    )
+
+
+async def run_print(
+    prompt: str,
+    session: Session,
+    *,
+    out: TextIO,
+    model: str | None = None,
+    approve: Literal["allow", "deny"] = "deny",
+    faux_script: str | os.PathLike[str] | None = None,
+    facets_dirs: Sequence[str | os.PathLike[str]] = (),
+    permission_mode: str | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """``coding-agent -p PROMPT``: run one turn in ``session`` and print the final answer."""
+    config = _config(session, model, faux_script, facets_dirs, permission_mode)
+    return await run_headless(prompt, config, mode="print", out=out, approve=approve, err=err)
+
+
+async def run_json(
+    prompt: str,
+    session: Session,
+    *,
+    out: TextIO,
+    model: str | None = None,
+    approve: Literal["allow", "deny"] = "deny",
+    faux_script: str | os.PathLike[str] | None = None,
+    facets_dirs: Sequence[str | os.PathLike[str]] = (),
+    permission_mode: str | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """``coding-agent --json PROMPT``: run one turn and stream its view events as JSON lines."""
+    config = _config(session, model, faux_script, facets_dirs, permission_mode)
+    return await run_headless(prompt, config, mode="json", out=out, approve=approve, err=err)

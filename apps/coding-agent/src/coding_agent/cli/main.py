@@ -1,0 +1,855 @@
+"""``coding-agent``: the command line of the terminal coding agent.
+
+::
+
+    coding-agent                       a new session in this folder, in the TUI
+    coding-agent --continue            the newest session of this folder
+    coding-agent --resume [ID]         a session by id (or prefix); without ID, pick from a list
+    coding-agent attach [SESSION]      a second TUI on a running session (default: this folder's
+                                       newest running one)
+    coding-agent attach tcp://HOST:PORT/SESSION   the TUI on a session of a coding-agent serve
+    coding-agent serve [--listen tcp://HOST:PORT ...]   host sessions (docs/server.md)
+    coding-agent db migrate postgresql://…   migrate the sessions' database (docs/postgresql.md)
+    coding-agent config                the effective configuration, and where each value came from
+    coding-agent doctor                are the packages the agent's safety depends on live? (1: no)
+    coding-agent -p "prompt"           headless: print the final answer (piped stdin is added to
+                                       the prompt: git diff | coding-agent -p "review this")
+    coding-agent --json "prompt"       headless: stream the view events as JSON lines
+                                       (--approve allow lets tools that need approval run)
+    coding-agent --version
+
+    --model provider/id                the model (default: the offline ``faux`` demo without a key)
+    --models PATTERNS                  the models Ctrl+P cycles through (``anthropic/*,openai/gpt-5*``)
+    --dev, --facets-dir DIR            hot-reload facet packages from DIR (passed to the worker)
+    --permission-mode MODE             ask, accept-edits, sandbox, plan or auto, stored in the session
+                                       (without it a session keeps its stored mode)
+    --tool-calling native|text         how OpenAI-compatible models call tools (text: fenced
+                                       blocks, for local models without native tool calling)
+    --trust, --no-trust                trust (or not) this project folder: its own facet packages
+                                       (and .coding-agent/config.toml) load only when it is trusted
+    --thinking LEVEL                   the thinking level (off, minimal, low, medium, high, xhigh)
+    --linger SECONDS                   how long the worker stays with no TUI and nothing running
+
+Launch settings (model, thinking level, permission mode, tool calling, --dev, --facets-dir,
+--faux-script, linger, the trust decision) are stored with the session
+(:class:`~coding_agent.session_files.folders.LaunchSettings`) and used by every later worker of it; a flag
+given on a later command line overrides the stored value and is stored in its place.
+
+The TUI modes run the session worker as its own process (it outlives a crashed TUI, and a
+crashed worker is restarted); see :mod:`coding_agent.tui`. Every failure is one line on
+stderr, ``coding-agent: error: ...``. Exit status: 0 on success, 1 when the provider or the
+model failed (unknown model, missing API key, unreachable server, a failed turn), 2 for a usage,
+configuration or session error, 3 when a headless turn ended but a tool call was blocked for
+lack of approval, 130 when interrupted.
+
+Why one module: it is the one command line of the app: the parser, its subcommands and the dispatch
+that runs them share the flags and the error handling (usage errors, start failures and exit
+codes), so a reader sees every flag next to what it does.
+"""
+
+from __future__ import annotations
+
+# Start-up: ``--help`` (and every parse error) must not pay for the heavy modules (chord,
+# pico3, msgspec, Textual, the SDKs), so everything past ``argparse`` is imported where it is
+# used, after the command line was parsed.
+import argparse
+import math
+import os
+import stat
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+
+from coding_agent.settings.changes import THINKING_LEVELS
+from coding_agent.settings.permission_modes import PERMISSION_MODES
+
+if TYPE_CHECKING:
+    from coding_agent.session_files.folders import LaunchSettings, Session, SessionError
+    from coding_agent.settings.config import EffectiveConfig
+
+__all__ = ["build_parser", "main", "pick_session"]
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_BLOCKED = 3
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+
+
+class _UsageError(Exception):
+    """A problem with the command line or the chosen session (exit status 2)."""
+
+
+class _Failure(Exception):
+    """The provider or the model failed (exit status 1)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (``coding-agent: error: ...``), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"coding-agent: error: {message} (see coding-agent --help)\n")
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed package's version (looked up only when asked)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version("pico-coding-agent")
+        except importlib.metadata.PackageNotFoundError:  # pragma: no cover - not installed
+            version = "unknown"
+        sys.stdout.write(f"coding-agent {version}\n")
+        parser.exit(0)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0")
+    return value
+
+
+def _patterns(text: str) -> list[str]:
+    """``--models``: comma-separated ``provider/id`` patterns, each with a ``/``."""
+    patterns = [part.strip() for part in text.split(",") if part.strip()]
+    if not patterns:
+        raise argparse.ArgumentTypeError("no model pattern given")
+    for pattern in patterns:
+        if "/" not in pattern:
+            raise argparse.ArgumentTypeError(
+                f"model pattern {pattern!r} is not provider/id (use e.g. anthropic/* or */gpt-5*)"
+            )
+    return patterns
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (``attach`` is the only subcommand; no subcommand runs the TUI)."""
+    parser = _Parser(
+        prog="coding-agent",
+        description="A terminal coding agent. Without arguments: a new session in the TUI.",
+        epilog="Exit status: 0 ok, 1 the provider or model failed, 2 usage, configuration or "
+        "session error, 3 a headless tool call was blocked for lack of approval "
+        "(allow it with --approve allow or --permission-mode).",
+    )
+    parser.add_argument("--version", action=_Version)
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="continue the newest session of this folder",
+    )
+    which.add_argument(
+        "-r",
+        "--resume",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="ID",
+        help="resume a session by id or id prefix (without ID: choose from a list)",
+    )
+    parser.add_argument(
+        "--model", metavar="PROVIDER/ID", help="the model, e.g. anthropic/claude-sonnet-4-5"
+    )
+    parser.add_argument(
+        "--models",
+        metavar="PATTERNS",
+        type=_patterns,
+        default=[],
+        help="comma-separated provider/id patterns (shell-style) that Ctrl+P cycles through",
+    )
+    parser.add_argument(
+        "-p",
+        "--print",
+        dest="prompt",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PROMPT",
+        help="headless: run one prompt and print the final answer (piped stdin is added)",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="headless: print the session id (and model, folder) on stderr",
+    )
+    parser.add_argument(
+        "--thinking",
+        choices=THINKING_LEVELS,
+        help="the thinking level (stored in the session)",
+    )
+    parser.add_argument(
+        "--linger",
+        type=_seconds,
+        metavar="SECONDS",
+        help="how long the worker keeps running with no TUI and nothing live "
+        "(stored in the session; default 600, 0 never)",
+    )
+    parser.add_argument(
+        "--json",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PROMPT",
+        help="headless: run one prompt (or the -p prompt) and stream events as JSON lines",
+    )
+    parser.add_argument(
+        "--approve",
+        choices=("allow", "deny"),
+        default="deny",
+        help="headless: what tools that need approval get (default: deny)",
+    )
+    parser.add_argument(
+        "--permission-mode",
+        choices=PERMISSION_MODES,
+        help="the session's permission mode (stored in the session; without it the session "
+        "keeps the mode it had, a new one starts in ask)",
+    )
+    parser.add_argument(
+        "--dev",
+        action="store_true",
+        help="hot-reload facet packages from their source folders (see --facets-dir)",
+    )
+    parser.add_argument(
+        "--facets-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="an extra facet package folder (repeatable)",
+    )
+    parser.add_argument(
+        "--faux-script",
+        metavar="FILE",
+        help="script the offline faux model with a JSON file (demos and tests)",
+    )
+    parser.add_argument(
+        "--tool-calling",
+        choices=("native", "text"),
+        help="how OpenAI-compatible models call tools: the API's tools (native) or fenced "
+        "blocks in the text (text, for local models without tool support)",
+    )
+    trust = parser.add_mutually_exclusive_group()
+    trust.add_argument(
+        "--trust",
+        dest="trust",
+        action="store_const",
+        const=True,
+        default=None,
+        help="trust this project folder (remembered): load its .coding-agent/facets packages",
+    )
+    trust.add_argument(
+        "--no-trust",
+        dest="trust",
+        action="store_const",
+        const=False,
+        help="do not trust this project folder (remembered): skip its local facet packages",
+    )
+    parser.add_argument("--name", metavar="TEXT", help="name the session (shown in pickers)")
+    commands = parser.add_subparsers(
+        dest="command", metavar="{attach,serve,config,doctor,sessions,export,facets,db}"
+    )
+    commands.add_parser(
+        "config",
+        help="print the effective configuration and where each value came from",
+        description="Print the effective configuration (config.toml files, environment, "
+        "defaults) and where each value came from.",
+    )
+    commands.add_parser(
+        "doctor",
+        help="check that the packages the agent's safety depends on are live",
+        description="Check that every package the agent's safety depends on (facets-approval) "
+        "is installed, loads and approves tool calls; list the default feature packages. "
+        "Exits 1 when a safety package is not live (tool calls that need approval are then "
+        "blocked).",
+    )
+    attach = commands.add_parser(
+        "attach",
+        help="attach another TUI to a running session",
+        description="Attach a second TUI to a session whose worker is running.",
+    )
+    attach.add_argument(
+        "session",
+        nargs="?",
+        metavar="SESSION",
+        help="session id or prefix, or tcp://HOST:PORT/SESSION on a coding-agent serve",
+    )
+    _add_server_client_flags(attach, suppress=True)
+    _add_server_client_flags(parser, suppress=False)
+    parser.add_argument(
+        "--server",
+        metavar="tcp://HOST:PORT[/SESSION]",
+        help="-p/--json: run the prompt on a coding-agent serve (a new session, or SESSION)",
+    )
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.server.args import add_serve_command
+
+    add_serve_command(commands, _seconds)
+    from coding_agent.cli.sessions import add_session_commands
+
+    add_session_commands(commands)
+    from coding_agent.cli.facets import add_facets_commands
+
+    add_facets_commands(commands)
+    from coding_agent.cli.db import add_db_commands
+
+    add_db_commands(commands)
+    return parser
+
+
+def _add_server_client_flags(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """``--token-file``, ``--tls-ca``, ``--insecure``: how a client reaches a server (on the
+    main parser for ``-p --server``, and on ``attach``, where they may follow the URL)."""
+    default: dict[str, Any] = {"default": argparse.SUPPRESS} if suppress else {}
+    parser.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="a server's bearer token (default: $CODING_AGENT_TOKEN)",
+        **default,
+    )
+    parser.add_argument(
+        "--tls-ca",
+        metavar="FILE",
+        help="the CA (or self-signed certificate) a server's TLS certificate is checked against",
+        **default,
+    )
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="plain TCP to a server without TLS (loopback addresses only)",
+        **default,
+    )
+
+
+def pick_session(
+    sessions: Sequence[Session], *, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout
+) -> Session:
+    """Ask which of ``sessions`` to resume: on a terminal the session picker (typing filters,
+    Ctrl+D deletes), else a numbered list (Enter takes the newest)."""
+    if not sessions:
+        raise _UsageError("there are no sessions to resume in this folder")
+    if stdin.isatty() and stdout.isatty():
+        # lazy: start-up time (the command line imports only what the chosen command runs)
+        from coding_agent.cli.sessions import pick_interactively
+
+        picked = pick_interactively(sessions)
+        if picked is None:
+            raise _UsageError("no session chosen")
+        return picked
+    for number, session in enumerate(sessions, 1):
+        running = "  (running)" if session.worker_running() else ""
+        created = session.created.astimezone().strftime("%Y-%m-%d %H:%M")
+        stdout.write(f"{number:3}  {session.id}  {created}  {session.cwd}{running}\n")
+    stdout.write("Resume which session? [1] ")
+    stdout.flush()
+    answer = stdin.readline().strip()
+    if not answer:
+        return sessions[0]
+    if answer.isdigit() and 1 <= int(answer) <= len(sessions):
+        return sessions[int(answer) - 1]
+    raise _UsageError(f"no session number {answer!r}")
+
+
+def _warn_broken(error: SessionError) -> None:
+    print(f"coding-agent: warning: {error}", file=sys.stderr)
+
+
+def _launch_settings(args: argparse.Namespace, stored: LaunchSettings) -> LaunchSettings:
+    """The stored launch settings with every flag given on this command line in place."""
+    import msgspec
+
+    given: dict[str, Any] = {}
+    if args.model is not None:
+        given["model"] = args.model
+    if args.thinking is not None:
+        given["thinking"] = args.thinking
+    if args.permission_mode is not None:
+        given["permission_mode"] = args.permission_mode
+    if args.tool_calling is not None:
+        given["tool_calling"] = args.tool_calling
+    if args.dev:
+        given["dev"] = True
+    if args.facets_dir:
+        given["facets_dirs"] = tuple(args.facets_dir)
+    if args.trust is not None:
+        given["trust"] = args.trust
+    if args.faux_script is not None:
+        given["faux_script"] = args.faux_script
+    if args.linger is not None:
+        given["linger"] = args.linger
+    return msgspec.structs.replace(stored, **given)
+
+
+def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]:
+    """The session to run and whether this command created it."""
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.session_files.folders import (
+        LaunchSettings,
+        check_writable,
+        create_session,
+        latest_session,
+        list_sessions,
+        open_session,
+    )
+
+    if args.command == "attach":
+        if args.session:
+            session = open_session(args.session)
+        else:
+            running = [s for s in list_sessions(cwd, on_broken=_warn_broken) if s.worker_running()]
+            if not running:
+                raise _UsageError(
+                    f"no running session in {cwd} to attach to (name one: attach SESSION)"
+                )
+            session = running[0]
+        if not session.worker_running():
+            raise _UsageError(
+                f"session {session.id} has no running worker (use --resume {session.id})"
+            )
+        return session, False
+    if args.continue_:
+        session = latest_session(cwd, on_broken=_warn_broken)
+        if session is not None:
+            check_writable(session)
+            return session, False
+    elif args.resume is not None:
+        if args.resume:
+            session = open_session(args.resume)
+        else:
+            session = pick_session(list_sessions(cwd, on_broken=_warn_broken))
+        check_writable(session)
+        return session, False
+    return create_session(cwd, settings=_launch_settings(args, LaunchSettings())), True
+
+
+async def _run_tui(args: argparse.Namespace, session: Session, tui_dirs: list[str]) -> int:
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.settings.secret_env import hide_secrets_from_proc
+    from coding_agent.supervisor import WorkerStartError, WorkerSupervisor
+    from coding_agent.tui.main import run_client
+
+    hide_secrets_from_proc(session.cwd)  # the worker's commands may read /proc/<this pid>/environ
+
+    # The worker reads its launch settings from session.json; only the explicit choices that
+    # change the conversation (model, thinking level, permission mode) go on its command line.
+    supervisor = WorkerSupervisor(
+        session,
+        model=args.model,
+        thinking=args.thinking,
+        permission_mode=args.permission_mode,
+    )
+    try:
+        run = await run_client(
+            session,
+            supervisor=supervisor,
+            facets_dirs=tui_dirs,
+            model=args.model,
+            models=args.models,
+            dev=session.settings.dev,
+        )
+    except WorkerStartError as error:
+        message = f"{error.reason()} (worker log: {session.log_path})"
+        if error.status == EXIT_USAGE:
+            raise _UsageError(message) from None
+        raise _Failure(message) from None
+    session = run.session or session  # /resume may have switched to another session
+    if run.stopped:
+        print(
+            f"Session {session.id} stopped — continue it with: coding-agent --resume {session.id}"
+        )
+    else:
+        print(
+            f"Session {session.id} keeps running in the background (it stops by itself when "
+            f"idle; /stop ends it) — continue it with: coding-agent --resume {session.id}"
+        )
+    return 0
+
+
+def _read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
+    """The headless prompt: the -p/--json text, with piped stdin added below it."""
+    prompt: str = args.prompt if args.prompt is not None else args.json
+    piped = ""
+    try:
+        fd = stdin.fileno()
+        mode = os.fstat(fd).st_mode
+        readable = not os.isatty(fd) and (
+            stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)
+        )
+    except (OSError, ValueError, AttributeError):
+        readable = False
+    if readable:
+        piped = stdin.read()
+    if piped.strip():
+        prompt = f"{prompt}\n\n{piped}" if prompt.strip() else piped
+    if not prompt.strip():
+        flag = "-p" if args.prompt is not None else "--json"
+        raise _UsageError(
+            f'{flag} needs a prompt: {flag} "PROMPT", or pipe one in '
+            f"(echo PROMPT | coding-agent {flag})"
+        )
+    return prompt
+
+
+async def _run_headless(args: argparse.Namespace, session: Session, prompt: str) -> int:
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.cli.headless import run_headless
+    from coding_agent.worker.main import session_worker_config
+
+    if session.worker_running():
+        raise _UsageError(
+            f"session {session.id} is open in a TUI; attach to it instead of running headless"
+        )
+    config = session_worker_config(
+        session, model=args.model, thinking=args.thinking, permission_mode=args.permission_mode
+    )
+    if config.environment is not None:  # this process is the worker now: keys stay in config.env
+        config.environment.withhold_from_process()
+    mode = "json" if args.json is not None else "print"
+
+    def unanswered() -> None:
+        args.unanswered = True
+
+    return await run_headless(
+        prompt, config, mode=mode, out=sys.stdout, approve=args.approve, verbose=args.verbose,
+        on_unanswered=unanswered,
+    )  # fmt: skip
+
+
+def _print_config(cwd: Path) -> int:
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.settings.config import load_config
+    from coding_agent.settings.model_config import provider_variables
+    from coding_agent.worker.providers.registry import resolve_model
+
+    config = load_config(cwd)
+    lines: list[tuple[str, str]] = []
+
+    def show(key: str, value: Any, origin: str) -> None:
+        lines.append((f"{key} = {value!r}" if not isinstance(value, str) else f"{key} = {value}",
+                      origin))  # fmt: skip
+
+    files = ", ".join(str(path) for path in config.files) or "none"
+    print(f"# files read: {files}")
+    if config.user_file is not None and not config.user_file.exists():
+        print(f"# (no {config.user_file}: create it to configure the agent)")
+    if config.skipped is not None:
+        print(f"# not read: {config.skipped} (the project is not trusted: coding-agent --trust)")
+    try:
+        selection = resolve_model(None, config=config.registry())
+        model = selection.ref
+        if config.model is not None:
+            origin = config.origin["model"]
+        elif model.startswith("faux/"):
+            origin = "default (no API key or base URL set)"
+        else:
+            origin = "environment (the first provider with a key)"
+    except ValueError as error:
+        model, origin = config.model or "?", f"error: {error}"
+    show("model", model, origin)
+    show("thinking", config.thinking or "off", config.origin.get("thinking", "default"))
+    environment = {
+        f"providers.{name}.{field}": variable
+        for (name, field), variable in provider_variables().items()
+    }
+    names = dict.fromkeys([*(name for name, _ in provider_variables()), *config.providers])
+    for name in names:
+        values = dict(config.providers.get(name, {}))
+        env_key = values.get("api_key_env")
+        for field in ("base_url", "region", "project", "profile", "api_key_env", "api_key"):
+            key = f"providers.{name}.{field}"
+            if field in values:
+                shown = "(set)" if field == "api_key" else values[field]
+                show(key, shown, config.origin.get(key, "?"))
+            elif field != "api_key_env":
+                variable = env_key if field == "api_key" and env_key else environment.get(key)
+                if variable and os.environ.get(variable):
+                    shown = "(set)" if field == "api_key" else os.environ[variable]
+                    show(key, shown, f"environment ${variable}")
+        for flag, value in dict(values.get("compat") or {}).items():
+            key = f"providers.{name}.compat.{flag}"
+            show(key, value, config.origin.get(key, "?"))
+    _show_secrets(config, show)
+    _show_sandbox(config, show)
+    for model_entry in config.models:
+        ref = f"{model_entry['provider']}/{model_entry['id']}"
+        details = ", ".join(
+            f"{key}={value}" for key, value in model_entry.items() if key not in ("provider", "id")
+        )
+        show(f"models.{ref}", details or "(defaults)", config.origin.get(f"models.{ref}", "?"))
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.settings.permissions import PermissionFiles
+
+    permissions = PermissionFiles(cwd).load()  # the rules' grammar is checked by the session
+    for rule in permissions["rules"]:
+        show(f"permissions.{rule['kind']}", rule["rule"], rule["source"])
+    width = min(max(len(text) for text, _ in lines), 56)
+    for text, origin in lines:
+        print(f"{text:<{width}}  # {origin}")
+    for problem in permissions["problems"]:
+        print(f"# permission rules: {problem}")
+    return 0
+
+
+def _show_secrets(config: EffectiveConfig, show: Callable[[str, Any, str], None]) -> None:
+    """The ``secrets`` lines of ``coding-agent config``: what child processes never see."""
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.settings.secret_env import secret_names
+
+    names = secret_names(secrets=config.secrets, registry=config.registry())
+    withheld = [name for name in names if name not in config.secrets_passthrough]
+    origin = "withheld from bash, ! commands, jobs, MCP servers: provider keys, server token"
+    if "secrets" in config.origin:
+        origin += f" + {config.origin['secrets']}"
+    show("secrets", ", ".join(withheld), origin)
+    if config.secrets_passthrough:
+        show(
+            "secrets_passthrough",
+            ", ".join(config.secrets_passthrough),
+            config.origin.get("secrets_passthrough", "?"),
+        )
+
+
+def _show_sandbox(config: EffectiveConfig, show: Callable[[str, Any, str], None]) -> None:
+    """The ``sandbox`` lines of ``coding-agent config``: the policy and whether it can start."""
+    from pico3 import DEFAULT_DENY_READ, sandbox_available
+
+    status = sandbox_available()
+    show("sandbox", "available" if status.available else "unavailable", status.reason)
+    show("sandbox.enabled", config.sandbox_enabled, config.origin.get("sandbox.enabled", "default"))
+    hidden = [*DEFAULT_DENY_READ, "the agent's config and session storage"]
+    origin = "built in" + (
+        f" + {config.origin['sandbox.deny_read']}" if config.sandbox_deny_read else ""
+    )
+    show("sandbox.deny_read", ", ".join([*hidden, *config.sandbox_deny_read]), origin)
+    writable = ["the project", "$TMPDIR (the session's)", *config.sandbox_allow_write]
+    show(
+        "sandbox.allow_write",
+        ", ".join(writable),
+        config.origin.get("sandbox.allow_write", "built in"),
+    )
+    if config.sandbox_allow_domains:
+        domains = ", ".join(config.sandbox_allow_domains)
+        origin = config.origin.get("sandbox.allow_domains", "?")
+        show("sandbox.allow_domains", f"{domains} (HTTPS through the sandbox's proxy)", origin)
+    else:
+        show("sandbox.network", "none", "built in (sandbox.allow_domains opens HTTPS to domains)")
+
+
+def _cwd() -> Path:
+    try:
+        cwd = Path(os.getcwd())
+    except FileNotFoundError:
+        raise _UsageError(
+            "the current folder no longer exists (it was deleted): cd into a folder that exists"
+        ) from None
+    except OSError as error:
+        raise _UsageError(f"cannot use the current folder: {error.strerror}") from None
+    if not os.access(cwd, os.R_OK | os.X_OK):
+        raise _UsageError(f"cannot read the current folder {cwd}: permission denied")
+    return cwd
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (the console script exits with it).
+
+    A local headless run (``-p``/``--json``) keeps the cycle collector off from here to its
+    first provider request, where the SDK client ends the pause (everything allocated until
+    then lives as long as the process: see :mod:`coding_agent.worker.gc_policy`); every other
+    command ends it once the command line is parsed, and every way out ends it."""
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.worker.gc_policy import pause_for_start_up, start_up_done
+
+    pause_for_start_up()
+    try:
+        return _main(argv, lambda: start_up_done(freeze=False))
+    finally:
+        start_up_done(freeze=False)
+
+
+def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    headless = args.prompt is not None or args.json is not None
+    if not headless or args.server is not None:
+        start_up_done()  # a TUI, a server, a remote run: no first request of ours is next
+    if headless and args.command in (
+        "attach", "serve", "config", "doctor", "sessions", "export", "facets", "db"
+    ):  # fmt: skip
+        parser.error(f"{args.command} does not take -p or --json")
+    if args.server is not None and (args.continue_ or args.resume is not None):
+        parser.error("--server takes the session in its URL: --server tcp://HOST:PORT/SESSION")
+    if args.server is not None and not headless:
+        parser.error(
+            "--server is for -p/--json (a TUI attaches with: attach tcp://HOST:PORT/SESSION)"
+        )
+    args.facets_dir = [str(Path(folder).resolve()) for folder in args.facets_dir]
+    if args.faux_script is not None:
+        args.faux_script = str(Path(args.faux_script).resolve())
+    try:
+        cwd = _cwd()
+        if args.command == "config":
+            return _print_config(cwd)
+        if args.command == "doctor":
+            # lazy: start-up time (the command line imports only what the chosen command runs)
+            from coding_agent.cli.doctor import run_doctor
+
+            return run_doctor(sys.stdout, sys.stderr)
+        if args.command == "serve":
+            # lazy: start-up time (the command line imports only what the chosen command runs)
+            from coding_agent.server.main import run_serve
+
+            return run_serve(args, cwd)
+        if args.command == "attach" and (args.session or "").startswith("tcp://"):
+            # lazy: start-up time (the command line imports only what the chosen command runs)
+            from coding_agent.cli.attach import run_remote_attach
+
+            return run_remote_attach(args)
+        if args.server is not None:
+            # lazy: start-up time (the command line imports only what the chosen command runs)
+            from coding_agent.cli.attach import run_remote_headless
+
+            return run_remote_headless(args, _read_prompt(args, sys.stdin))
+        if args.command == "db":
+            # lazy: start-up time (the command line imports only what the chosen command runs)
+            from coding_agent.cli.db import run_db_command
+
+            return run_db_command(args)
+        if args.command == "facets":
+            # lazy: start-up time (the command line imports only what the chosen command runs)
+            from coding_agent.cli.facets import run_facets_command
+
+            return run_facets_command(args, cwd)
+        if args.command in ("sessions", "export"):
+            # lazy: start-up time (the command line imports only what the chosen command runs)
+            from coding_agent.cli.sessions import run_session_command
+
+            return run_session_command(args, cwd)
+        from coding_agent.session_files.folders import remove_session
+        from coding_agent.settings.config import load_config
+        from coding_agent.settings.trust import TrustStore
+
+        TrustStore.default().load()  # a corrupt trust file stops us before a session is made
+        load_config(cwd)  # an invalid config.toml too (the worker reads it again)
+        prompt = _read_prompt(args, sys.stdin) if headless else ""
+        session, new = _choose_session(args, cwd)
+        if args.name:
+            # lazy: start-up time (the command line imports only what the chosen command runs)
+            from coding_agent.session_files.index import set_session_name
+
+            set_session_name(session, args.name)
+        try:
+            code = _run(args, session, new, headless, prompt)
+        except BaseException as error:
+            if new and _start_failure(error):
+                remove_session(session)  # a start that failed leaves no session behind
+            raise
+        if new and getattr(args, "unanswered", False):
+            remove_session(session)  # the model never answered (unreachable, say): no ghost
+        return code
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BaseException as error:
+        sole = _sole(error)
+        if isinstance(sole, BrokenPipeError):  # stdout's reader left (| head): stop quietly
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return EXIT_BROKEN_PIPE
+        code = _known_code(sole) if isinstance(sole, Exception) else None
+        if code is None:
+            raise
+        message = str(sole)
+        if type(sole).__name__ == "CorruptStorage":
+            message += " (the file was left as it is)"
+        print(f"coding-agent: error: {message}", file=sys.stderr)
+        return code
+
+
+def _run(args: argparse.Namespace, session: Session, new: bool, headless: bool, prompt: str) -> int:
+    import anyio
+
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.session_files.folders import update_settings
+    from coding_agent.settings.trust import check_project
+
+    project = check_project(session.cwd, decide=args.trust)
+    if headless and not project.trusted:
+        # lazy: start-up time (the command line imports only what the chosen command runs)
+        from coding_agent.settings.waiting import describe_waiting, waiting_for_trust
+
+        waiting = [] if project.problem is not None else waiting_for_trust(project.root)
+        marked = " (marked untrusted)" if project.decision is not None else ""
+        warning = (
+            f"this project's own setup waits for --trust{marked}: {describe_waiting(waiting)}"
+            if waiting
+            else project.warning("--trust")
+        )
+        if warning is not None:
+            print(f"coding-agent: warning: {warning}", file=sys.stderr)
+    previous: LaunchSettings | None = None
+    if args.command != "attach":
+        previous = session.settings
+        session = update_settings(session, _launch_settings(args, previous))
+    tui_dirs = [*session.settings.facets_dirs, *(str(d) for d in project.loaded_dirs)]
+    try:
+        if headless:
+            return int(anyio.run(_run_headless, args, session, prompt))
+        return int(anyio.run(_run_tui, args, session, tui_dirs))
+    except BaseException as error:
+        if previous is not None and not new and _start_failure(error):
+            update_settings(session, previous)  # a start that failed records nothing
+        raise
+
+
+def _start_failure(error: BaseException) -> bool:
+    """Whether ``error`` stopped the session from starting (nothing of the user's is in it)."""
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.worker.main import WorkerBusy
+
+    error = _sole(error)
+    if isinstance(error, WorkerBusy):
+        return False  # someone else's session: leave it alone
+    return isinstance(error, Exception) and _known_code(error) is not None
+
+
+def _known_code(error: Exception) -> int | None:
+    """The exit status of an error the user can fix (``None``: a bug, shown as a traceback)."""
+    from chord import FacetDiscoveryError
+
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.session_files.folders import SessionError
+    from coding_agent.settings.config import ConfigError
+    from coding_agent.settings.model_config import RegistryError
+    from coding_agent.settings.trust import TrustError
+    from pico3 import CorruptStorage
+
+    if isinstance(error, RegistryError):
+        return EXIT_FAILED
+    if isinstance(error, CorruptStorage):
+        return EXIT_USAGE  # names the file and the line; the file is left as it is
+    if isinstance(error, (_UsageError, SessionError, TrustError, ConfigError, FacetDiscoveryError)):
+        return EXIT_USAGE
+    if isinstance(error, _Failure):
+        return EXIT_FAILED
+    if isinstance(error, ValueError):  # a bad faux script, --permission-mode without approval
+        return EXIT_USAGE
+    return None
+
+
+def _sole(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""Where the user's own prompt material lives, and the Markdown-with-frontmatter files in it.
+
+Skills, prompt templates and the system files (``SYSTEM.md``, ``APPEND_SYSTEM.md``) come from
+two kinds of folder:
+
+* the user's: ``$XDG_CONFIG_HOME/coding-agent/`` (default ``~/.config/coding-agent/``), and for
+  skills also ``~/.claude/skills/`` and ``~/.pi/agent/skills/`` when they exist, so a folder of
+  skills kept for Claude Code or pi works here unchanged;
+* the project's: ``.coding-agent/`` and ``.claude/`` in the project folder
+  (:func:`coding_agent.settings.trust.project_root_for`), read **only when the project is trusted**
+  (``/trust`` or ``--trust``): a cloned repository must not be able to rewrite the system
+  prompt or plant instructions in it.
+
+:class:`Places` resolves those folders once for a working folder and an environment.
+:func:`split_frontmatter` reads the YAML frontmatter of a Markdown file with a real YAML parser
+(PyYAML's safe loader); a file whose frontmatter does not parse raises :class:`FrontmatterError`,
+which the callers turn into a warning naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from coding_agent.settings.trust import (
+    LOCAL_CONFIG_DIR,
+    TrustError,
+    TrustStore,
+    folder_problem,
+    project_root_for,
+)
+from coding_agent.settings.xdg import claude_home, config_home
+
+__all__ = [
+    "MAX_RESOURCE_CHARS",
+    "FrontmatterError",
+    "Places",
+    "read_text",
+    "split_frontmatter",
+]
+
+MAX_RESOURCE_CHARS = 200_000
+"""Longest file read (a skill, a template, a system file); longer files are cut with a note."""
+
+
+class FrontmatterError(ValueError):
+    """A Markdown file's frontmatter is not a YAML mapping."""
+
+
+def read_text(path: Path) -> str:
+    """The file's text (UTF-8, undecodable bytes replaced), capped at
+    :data:`MAX_RESOURCE_CHARS`. Raises ``OSError`` when it cannot be read."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if len(text) > MAX_RESOURCE_CHARS:
+        text = (
+            text[:MAX_RESOURCE_CHARS] + f"\n\n[{path.name} cut at {MAX_RESOURCE_CHARS} characters]"
+        )
+    return text
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
+    """``(frontmatter, body)`` of a Markdown text.
+
+    Frontmatter is a first line ``---``, YAML, and a closing line ``---``; without one the
+    frontmatter is empty and the body is the whole text. Raises :class:`FrontmatterError` when
+    the block is not closed, is not valid YAML, or is not a mapping.
+    """
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        return {}, text
+    for index in range(1, len(lines)):
+        if lines[index].strip() == "---":
+            block = "".join(lines[1:index])
+            body = "".join(lines[index + 1 :])
+            break
+    else:
+        raise FrontmatterError("the frontmatter opened with --- is never closed by a --- line")
+    import yaml  # ~20 ms: only a file with a frontmatter block pays for it
+
+    try:
+        data = yaml.safe_load(block) if block.strip() else {}
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 2})" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error)
+        raise FrontmatterError(f"the frontmatter is not valid YAML{where}: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise FrontmatterError(
+            f"the frontmatter must be a mapping of keys to values, not {type(data).__name__}"
+        )
+    return {str(key): value for key, value in data.items()}, body
+
+
+class Places(msgspec.Struct, frozen=True):
+    """The folders prompt material is read from, for one working folder.
+
+    ``config`` is ``$XDG_CONFIG_HOME/coding-agent``; ``home`` the user's home folder;
+    ``project`` the project folder and ``trusted`` whether the user trusts it (project folders
+    are offered only when it is). ``problem`` says why trust could not be decided (a corrupt
+    trust file: the project then counts as untrusted).
+    """
+
+    config: Path
+    home: Path
+    project: Path
+    trusted: bool
+    problem: str | None = None
+    claude: Path | None = None
+    """Claude Code's user folder (:func:`~coding_agent.settings.xdg.claude_home`:
+    ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``)."""
+
+    @classmethod
+    def find(cls, cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Places:
+        """The places for working folder ``cwd`` (``env`` defaults to ``os.environ``)."""
+        environ = os.environ if env is None else env
+        home_value = environ.get("HOME", "")
+        home = Path(home_value) if os.path.isabs(home_value) else Path(os.path.expanduser("~"))
+        project = project_root_for(cwd)
+        problem: str | None = None
+        try:
+            decision = TrustStore.default(environ).get(project)
+        except TrustError as error:
+            decision, problem = None, str(error)
+        trusted = decision is not None and decision.trusted
+        if trusted and (unsafe := folder_problem(project)) is not None:
+            trusted, problem = False, f"{project} {unsafe}: its prompt files are not read"
+        xdg = environ.get("XDG_CONFIG_HOME", "")
+        config = config_home(environ) if os.path.isabs(xdg) else home / ".config"
+        return cls(config / "coding-agent", home, project, trusted, problem, claude_home(environ))
+
+    @property
+    def claude_user(self) -> Path:
+        """Claude Code's user folder (``~/.claude`` unless ``$CLAUDE_CONFIG_DIR`` moves it)."""
+        return self.claude if self.claude is not None else self.home / ".claude"
+
+    @property
+    def local(self) -> Path:
+        """The project's ``.coding-agent/`` folder (whether or not it exists)."""
+        return self.project / LOCAL_CONFIG_DIR
+
+    def project_dirs(self, *relative: str) -> list[Path]:
+        """``relative`` paths inside the project, in order, when the project is trusted; a
+        path under a top folder (``.coding-agent``, ``.claude``) that is not the user's own
+        (:func:`~coding_agent.settings.trust.folder_problem`) is left out."""
+        if not self.trusted:
+            return []
+        kept: list[Path] = []
+        for item in relative:
+            top = self.project / Path(item).parts[0]
+            if top.exists() and folder_problem(top) is not None:
+                continue
+            kept.append(self.project / item)
+        return kept
+
+    def label(self, path: Path) -> str:
+        """``path`` shortened for display: ``~/…`` under the home folder, relative to the
+        project inside it."""
+        for base, prefix in ((self.project, ""), (self.home, "~/")):
+            try:
+                return prefix + str(path.relative_to(base))
+            except ValueError:
+                continue
+        return str(path)

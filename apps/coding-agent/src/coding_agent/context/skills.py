@@ -1,0 +1,267 @@
+"""Skills: folders of instructions (the Agent Skills format) the model loads when it needs them.
+
+A skill is a folder holding ``SKILL.md``, whose YAML frontmatter names and describes it, plus
+whatever extra files its instructions refer to (scripts, references, templates)::
+
+    ~/.config/coding-agent/skills/pdf-tools/
+        SKILL.md        ---
+                        name: pdf-tools
+                        description: Extract text and tables from PDF files. Use when ...
+                        ---
+                        # PDF tools
+                        Run scripts/extract.py FILE ...
+        scripts/extract.py
+
+Skills are discovered (:func:`discover_skills`) from, in this order:
+
+1. ``$XDG_CONFIG_HOME/coding-agent/skills/`` (default ``~/.config/coding-agent/skills/``);
+2. ``~/.claude/skills/``, 3. ``~/.pi/agent/skills/`` and 4. ``~/.agents/skills/`` (the
+   cross-agent folder), when they exist;
+5. a trusted project's ``.coding-agent/skills/``, 6. ``.claude/skills/`` and 7.
+   ``.agents/skills/``.
+
+Each root is searched recursively for ``SKILL.md`` (a folder holding one is a skill; its own
+sub-folders are not searched further; hidden folders and ``node_modules`` are skipped).
+
+**Progressive disclosure.** Only the names, descriptions and ``SKILL.md`` paths go into the
+system prompt (:func:`render_skills_section`); the model reads a skill's body with the ``read``
+tool when a task matches its description. ``/skill:NAME [args]`` in the TUI loads one
+explicitly (:func:`invoke_skill` builds the message). A skill with
+``disable-model-invocation: true`` is left out of the system prompt and only runs that way.
+
+**Validation** follows the Agent Skills rules, as pi does: ``name`` is 1–64 characters of
+lowercase letters, digits and hyphens (no leading, trailing or doubled hyphen) and should match
+the folder's name; ``description`` is required (at most 1024 characters). A name that breaks
+the rules or differs from the folder is a warning, and the skill still loads; a missing
+description, a missing or non-text name, or frontmatter that is not valid YAML skips the skill
+with a warning naming the file. Of two skills with one name, the first found wins (a warning
+names both files). Nothing here ever raises for a bad skill.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from coding_agent.context.resources import FrontmatterError, Places, read_text, split_frontmatter
+
+__all__ = [
+    "MAX_DESCRIPTION",
+    "MAX_NAME",
+    "SKILLS_SECTION_KEY",
+    "SKILL_FILE",
+    "Skill",
+    "SkillSet",
+    "discover_skills",
+    "invoke_skill",
+    "render_skills_section",
+    "skill_roots",
+    "skills_section_value",
+]
+
+
+def _escape(text: str) -> str:
+    """``&``, ``<`` and ``>`` as XML entities (what ``xml.sax.saxutils.escape`` does, without
+    importing ``xml.sax`` and, through it, ``urllib.request``: ~10 ms at every start)."""
+    return text.replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;")
+
+
+SKILL_FILE = "SKILL.md"
+SKILLS_SECTION_KEY = "skills"
+MAX_NAME = 64
+MAX_DESCRIPTION = 1024
+
+_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_SKIPPED_DIRS = {"node_modules", "__pycache__"}
+
+
+class Skill(msgspec.Struct, frozen=True):
+    """One discovered skill."""
+
+    name: str
+    description: str
+    path: Path
+    """Its ``SKILL.md`` (absolute)."""
+    source: str
+    """The root it was found in, for display (``~/.claude/skills``, ``.coding-agent/skills``)."""
+    model_invocable: bool = True
+    """False when the frontmatter says ``disable-model-invocation: true``."""
+
+    @property
+    def folder(self) -> Path:
+        """The skill's folder: relative paths in its instructions start here."""
+        return self.path.parent
+
+
+@dataclass(frozen=True, slots=True)
+class SkillSet:
+    """What discovery found: the skills (by name, in discovery order) and the warnings."""
+
+    skills: tuple[Skill, ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+    def get(self, name: str) -> Skill | None:
+        """The skill called ``name``, or ``None``."""
+        return next((skill for skill in self.skills if skill.name == name), None)
+
+
+def skill_roots(places: Places) -> list[Path]:
+    """The folders searched for skills, in precedence order (see the module docstring)."""
+    roots = [
+        places.config / "skills",
+        places.claude_user / "skills",
+        places.home / ".pi" / "agent" / "skills",
+        places.home / ".agents" / "skills",
+        *places.project_dirs(".coding-agent/skills", ".claude/skills", ".agents/skills"),
+    ]
+    seen: set[Path] = set()
+    unique: list[Path] = []
+    for root in roots:
+        key = root.resolve() if root.exists() else root
+        if key not in seen:
+            seen.add(key)
+            unique.append(root)
+    return unique
+
+
+def _skill_files(root: Path) -> Iterator[Path]:
+    """Every ``SKILL.md`` under ``root`` (sorted, not below another skill's folder)."""
+    try:
+        entries = sorted(root.iterdir(), key=lambda entry: entry.name)
+    except OSError:
+        return
+    marker = root / SKILL_FILE
+    if marker.is_file():
+        yield marker
+        return
+    for entry in entries:
+        if entry.name.startswith(".") or entry.name in _SKIPPED_DIRS:
+            continue
+        if entry.is_dir():
+            yield from _skill_files(entry)
+
+
+def _name_problem(name: str) -> str | None:
+    if len(name) > MAX_NAME:
+        return f"is longer than {MAX_NAME} characters"
+    if not _NAME.fullmatch(name):
+        return "should use only lowercase letters, digits and single hyphens (a-z, 0-9, -)"
+    return None
+
+
+def _load(path: Path, root: Path, source: str, warnings: list[str]) -> Skill | None:
+    try:
+        text = read_text(path)
+    except OSError as error:
+        warnings.append(f"{path}: cannot read the skill: {error.strerror or error}")
+        return None
+    try:
+        meta, _body = split_frontmatter(text)
+    except FrontmatterError as error:
+        warnings.append(f"{path}: skill skipped: {error}")
+        return None
+    folder_name = path.parent.name
+    raw_name: Any = meta.get("name", folder_name)
+    if not isinstance(raw_name, str) or not raw_name.strip():
+        warnings.append(f"{path}: skill skipped: 'name' must be a non-empty string")
+        return None
+    name = raw_name.strip()
+    description: Any = meta.get("description")
+    if not isinstance(description, str) or not description.strip():
+        warnings.append(f"{path}: skill skipped: the frontmatter needs a 'description'")
+        return None
+    description = " ".join(description.split())
+    if (problem := _name_problem(name)) is not None:
+        warnings.append(f"{path}: skill name {name!r} {problem}")
+    if name != folder_name and path.parent != root:
+        warnings.append(f"{path}: skill name {name!r} does not match its folder {folder_name!r}")
+    if len(description) > MAX_DESCRIPTION:
+        warnings.append(f"{path}: the description is longer than {MAX_DESCRIPTION} characters")
+    disabled = meta.get("disable-model-invocation") is True
+    return Skill(name, description, path.resolve(), source, model_invocable=not disabled)
+
+
+def discover_skills(
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str] | None = None,
+    *,
+    places: Places | None = None,
+) -> SkillSet:
+    """Every skill visible from working folder ``cwd`` (see the module docstring)."""
+    places = places if places is not None else Places.find(cwd, env)
+    warnings: list[str] = []
+    found: dict[str, Skill] = {}
+    for root in skill_roots(places):
+        if not root.is_dir():
+            continue
+        source = places.label(root)
+        for path in _skill_files(root):
+            skill = _load(path, root, source, warnings)
+            if skill is None:
+                continue
+            earlier = found.get(skill.name)
+            if earlier is not None:
+                warnings.append(
+                    f"{skill.path}: skill {skill.name!r} is also defined by {earlier.path}; "
+                    "the first one is used"
+                )
+                continue
+            found[skill.name] = skill
+    return SkillSet(tuple(found.values()), tuple(warnings))
+
+
+# -- the system prompt ------------------------------------------------------------------------
+def skills_section_value(skills: SkillSet) -> dict[str, Any] | None:
+    """The ``skills`` section's value: the skills the model may load (``None``: none)."""
+    listed = [
+        {"name": s.name, "description": s.description, "location": str(s.path)}
+        for s in skills.skills
+        if s.model_invocable
+    ]
+    return {"skills": listed} if listed else None
+
+
+def render_skills_section(value: Any) -> str:
+    """The section text: how to use skills, then each one's name, description and file."""
+    items = value.get("skills", []) if isinstance(value, dict) else []
+    lines = [
+        "The following skills provide specialized instructions for specific tasks.",
+        "When a task matches a skill's description, use the read tool to load its file first "
+        "and follow it.",
+        "A skill's relative paths are relative to the folder of its SKILL.md; use absolute "
+        "paths in tool calls.",
+        "",
+        "<available_skills>",
+    ]
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        lines += [
+            "  <skill>",
+            f"    <name>{_escape(str(item.get('name', '')))}</name>",
+            f"    <description>{_escape(str(item.get('description', '')))}</description>",
+            f"    <location>{_escape(str(item.get('location', '')))}</location>",
+            "  </skill>",
+        ]
+    lines.append("</available_skills>")
+    return "\n".join(lines)
+
+
+# -- /skill:NAME --------------------------------------------------------------------------------
+def invoke_skill(skill: Skill, args: str = "") -> str:
+    """The user message ``/skill:NAME args`` sends: the skill's body in a ``<skill>`` block,
+    then the arguments. Raises ``OSError`` when the file cannot be read any more and
+    :class:`~coding_agent.context.resources.FrontmatterError` when it no longer parses."""
+    _meta, body = split_frontmatter(read_text(skill.path))
+    message = (
+        f'<skill name="{_escape(skill.name)}" location="{_escape(str(skill.path))}">\n'
+        f"References are relative to {skill.folder}.\n\n{body.strip()}\n</skill>"
+    )
+    args = args.strip()
+    return f"{message}\n\n{args}" if args else message

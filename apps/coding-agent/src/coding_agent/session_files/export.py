@@ -1,0 +1,346 @@
+"""Export one branch of a session: a self-contained HTML page, or the raw entries as JSONL.
+
+::
+
+    coding-agent export SESSION [-o FILE] [--format html|jsonl] [--branch N]
+    /export [FILE]                      (in the TUI: the branch you are on)
+
+The session is read straight from its ``storage/main.jsonl`` (nothing is opened or locked, so a
+running session exports too). The branch is a conversation and the part of each ancestor it
+was forked from (default: the branch with the newest entry).
+
+The HTML page has everything inline: the CSS, the Markdown rendered to HTML (``markdown-it``,
+raw HTML in messages escaped), tool calls and their results as collapsible ``<details>``, the
+diffs of ``edit`` coloured line by line. It has no script and loads nothing: no network request
+is made when it is opened (a Markdown image becomes a link to its address, and the page's
+``Content-Security-Policy`` forbids every fetch but its own inline CSS). ``--format jsonl``
+writes a header line ``{"type": "session", "id", "cwd", "branch"}`` and then every entry of the
+branch, oldest first, in the view's JSON shape.
+
+Both formats redact secrets (:mod:`coding_agent.settings.secret_env`): the value of each secret variable
+(provider keys, the server token, the config's ``secrets``) in the exporting process's
+environment and each ``api_key`` of the config files becomes ``[redacted NAME]``, and text shaped
+like a well-known key (``sk-…``, ``ghp_…``, ``AKIA…``, ``xoxb-…``) ``[redacted key]``.
+
+No control character appears raw in the page: the finished page is made inert
+(:func:`chord.inert`, which adds no ``<`` or ``&``), so an ESC, a bidi override or a zero-width
+space from the model, a tool or a file reads as ``\\x1b``, ``\\u202e``, ``\\u200b``. JSONL is data
+and keeps every character (JSON escapes the C0 controls as ``\\u001b``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any, cast
+
+from markdown_it import MarkdownIt
+
+from chord import inert
+from coding_agent.session_files.folders import Session, SessionError, open_regular
+from coding_agent.session_files.tree import build_outline, lineage
+from coding_agent.settings.secret_env import redact, secret_values
+
+__all__ = ["branch_entries", "export_html", "export_jsonl", "read_session_records"]
+
+
+def read_session_records(session: Session) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(conversations, entries)`` of ``session`` in view shapes, in commit order."""
+    path = session.storage_dir / "main.jsonl"
+    try:
+        with open(open_regular(path), "rb") as file:  # a FIFO or a device is refused
+            raw = file.read()
+    except FileNotFoundError:
+        return [{"id": 1}], []
+    except OSError as error:
+        raise SessionError(f"{path}: cannot read: {error.strerror}") from None
+    from pico3 import stored_writes
+
+    conversations: list[dict[str, Any]] = []
+    entries: list[dict[str, Any]] = []
+    # lines that do not decode (the unfinished tail of a crash) are skipped
+    for write in stored_writes(raw):
+        kind = write.get("type")
+        if kind == "conversation":
+            conv = write["conversation"]
+            shape: dict[str, Any] = {"id": conv["id"]}
+            parent = conv.get("parent")
+            if parent:
+                shape["parent"] = {
+                    "conversationId": parent["conversation_id"],
+                    "at": parent["at"],
+                }
+            if "owner" in conv:
+                shape["owner"] = conv["owner"]
+            conversations.append(shape)
+        elif kind == "entry":
+            entry = write["entry"]
+            out = {k: v for k, v in entry.items() if k != "conversation_id"}
+            out["conversationId"] = entry["conversation_id"]
+            entries.append(out)
+    return conversations, entries
+
+
+def branch_entries(session: Session, branch: int | None = None) -> tuple[int, list[dict[str, Any]]]:
+    """``(branch id, its entries oldest first)``; the default branch has the newest entry."""
+    conversations, entries = read_session_records(session)
+    outline = build_outline(conversations, entries)
+    known = {c["id"] for c in outline["conversations"]}
+    if branch is None:
+        newest = [e for e in entries if e["conversationId"] in known]
+        chosen: int = newest[-1]["conversationId"] if newest else min(known)
+    elif branch not in known:
+        raise SessionError(
+            f"session {session.id} has no branch {branch} (its branches: "
+            f"{', '.join(str(k) for k in sorted(known))})"
+        )
+    else:
+        chosen = branch
+    path = lineage(outline, chosen)
+    found = [
+        e
+        for e in entries
+        if e["conversationId"] in path
+        and (path[e["conversationId"]] is None or e["id"] <= cast(int, path[e["conversationId"]]))
+    ]
+    found.sort(key=lambda e: e["id"])
+    return chosen, found
+
+
+def export_jsonl(
+    session: Session, branch: int | None = None, *, secrets: Mapping[str, str] | None = None
+) -> str:
+    """The branch as JSON lines: a header, then every entry (``secrets``: value → name of what
+    to redact; default :func:`~coding_agent.settings.secret_env.secret_values` of the session's folder)."""
+    chosen, entries = branch_entries(session, branch)
+    entries = _redacted(entries, _secrets_of(session, secrets))
+    header = {"type": "session", "id": session.id, "cwd": str(session.cwd), "branch": chosen}
+    lines = [json.dumps(header, ensure_ascii=False)]
+    lines += [json.dumps(entry, ensure_ascii=False) for entry in entries]
+    return "\n".join(lines) + "\n"
+
+
+_CSS = """
+body { font: 15px/1.5 system-ui, sans-serif; max-width: 960px; margin: 2em auto; padding: 0 1em;
+       color: #1f2328; background: #fff; }
+header { border-bottom: 1px solid #d0d7de; margin-bottom: 1.5em; }
+header p { color: #59636e; margin: .2em 0; }
+.msg { margin: 1em 0; padding: .6em 1em; border-radius: 8px; }
+.user { background: #ddf4ff; border-left: 4px solid #0969da; }
+.assistant { background: #f6f8fa; border-left: 4px solid #8250df; }
+.notice { background: #fff8c5; border-left: 4px solid #bf8700; }
+.role { font-size: 12px; font-weight: 600; color: #59636e; text-transform: uppercase; }
+.meta { font-size: 12px; color: #59636e; float: right; }
+details { margin: .5em 0; border: 1px solid #d0d7de; border-radius: 6px; background: #fff; }
+summary { cursor: pointer; padding: .3em .6em; font-family: ui-monospace, monospace;
+          font-size: 13px; }
+details pre { margin: 0; padding: .6em; border-top: 1px solid #d0d7de; }
+pre { overflow-x: auto; font: 13px/1.4 ui-monospace, monospace; white-space: pre-wrap; }
+code { font-family: ui-monospace, monospace; }
+.add { background: #dafbe1; color: #116329; display: block; }
+.del { background: #ffebe9; color: #82071e; display: block; }
+.hunk { color: #8250df; display: block; }
+.error summary { color: #cf222e; }
+.thinking { color: #59636e; font-style: italic; }
+"""
+
+
+def _time(message: Mapping[str, Any]) -> str:
+    stamp = message.get("timestamp")
+    if isinstance(stamp, int | float):
+        return datetime.fromtimestamp(stamp / 1000).strftime("%Y-%m-%d %H:%M:%S")
+    return ""
+
+
+def _texts(content: Any) -> Iterable[tuple[str, str]]:
+    """``(type, text)`` of a message's content blocks (a string is one text block)."""
+    if isinstance(content, str):
+        yield "text", content
+        return
+    if isinstance(content, list):
+        for block in cast(list[Any], content):
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                yield "text", block["text"]
+            elif kind == "thinking" and isinstance(block.get("thinking"), str):
+                yield "thinking", block["thinking"]
+
+
+def _diff(text: str) -> str:
+    out: list[str] = []
+    for line in text.splitlines():
+        escaped = html.escape(line) or " "
+        if line.startswith("+") and not line.startswith("+++"):
+            out.append(f'<span class="add">{escaped}</span>')
+        elif line.startswith("-") and not line.startswith("---"):
+            out.append(f'<span class="del">{escaped}</span>')
+        elif line.startswith("@@"):
+            out.append(f'<span class="hunk">{escaped}</span>')
+        else:
+            out.append(f"<span>{escaped}</span>")
+    return "<pre>" + "".join(out) + "</pre>"
+
+
+def export_html(
+    session: Session,
+    branch: int | None = None,
+    *,
+    name: str | None = None,
+    secrets: Mapping[str, str] | None = None,
+) -> str:
+    """The branch as one self-contained HTML page (``secrets`` as in :func:`export_jsonl`)."""
+    chosen, entries = branch_entries(session, branch)
+    values = _secrets_of(session, secrets)
+    entries = _redacted(entries, values)
+    name = _redact(name, values) if name is not None else None
+    markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
+    markdown.add_render_rule("image", _image_as_link)
+    results: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        for message in entry.get("model") or []:
+            if isinstance(message, dict) and message.get("role") == "toolResult":
+                data = entry.get("data")
+                details = data.get("details") if isinstance(data, dict) else None
+                results[str(message.get("toolCallId"))] = {**message, "details": details}
+    title = name or f"Session {session.id}"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        # No script, nothing fetched: the page works offline and makes no request.
+        f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">',
+        '<meta name="referrer" content="no-referrer">',
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
+        f"<header><h1>{html.escape(title)}</h1>",
+        f"<p>Session <code>{html.escape(session.id)}</code> · branch {chosen} · "
+        f"{html.escape(str(session.cwd))}</p></header>",
+    ]
+    for entry in entries:
+        kind = entry.get("kind")
+        for message in entry.get("model") or []:
+            if not isinstance(message, dict):
+                continue
+            message = cast(dict[str, Any], message)
+            role = message.get("role")
+            if kind == "pi.user" or (kind == "pi.notice" and role == "user"):
+                css = "user" if kind == "pi.user" else "notice"
+                body = "".join(markdown.render(t) for _, t in _texts(message.get("content")))
+                parts.append(
+                    f'<section class="msg {css}"><span class="meta">{_time(message)}</span>'
+                    f'<div class="role">{"you" if css == "user" else "notice"}</div>{body}</section>'
+                )
+            elif role == "assistant":
+                parts.append(_assistant(message, markdown, results))
+    parts.append("</body></html>")
+    return inert("\n".join(parts) + "\n")  # no control character raw in the page
+
+
+def _assistant(
+    message: Mapping[str, Any], markdown: MarkdownIt, results: Mapping[str, Mapping[str, Any]]
+) -> str:
+    model = "/".join(str(message[k]) for k in ("provider", "model") if k in message)
+    body: list[str] = []
+    for kind, text in _texts(message.get("content")):
+        if kind == "thinking":
+            body.append(
+                f'<details class="thinking"><summary>thinking</summary>'
+                f"<pre>{html.escape(text)}</pre></details>"
+            )
+        else:
+            body.append(markdown.render(text))
+    content = message.get("content")
+    for block in cast(list[Any], content) if isinstance(content, list) else []:
+        if not isinstance(block, dict) or block.get("type") != "toolCall":
+            continue
+        call = cast(dict[str, Any], block)
+        arguments = json.dumps(call.get("arguments"), indent=2, ensure_ascii=False)
+        result = results.get(str(call.get("id")))
+        error = bool(result and result.get("isError"))
+        inner = f"<pre>{html.escape(arguments)}</pre>"
+        if result is not None:
+            text = "\n".join(t for _, t in _texts(result.get("content")))
+            inner += f"<pre>{html.escape(text)}</pre>"
+            details = result.get("details")
+            diff = details.get("diff") if isinstance(details, dict) else None
+            if isinstance(diff, str) and diff:
+                inner += _diff(diff)
+        label = html.escape(f"{call.get('name')} {_brief(call.get('arguments'))}".strip())
+        css = ' class="error"' if error else ""
+        body.append(f"<details{css}><summary>⚙ {label}</summary>{inner}</details>")
+    return (
+        f'<section class="msg assistant"><span class="meta">{html.escape(model)} '
+        f'{_time(message)}</span><div class="role">assistant</div>{"".join(body)}</section>'
+    )
+
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; font-src 'none'; "
+    "script-src 'none'; connect-src 'none'; media-src 'none'; object-src 'none'; "
+    "frame-src 'none'; base-uri 'none'; form-action 'none'"
+)
+"""The export's policy: its inline ``<style>`` and nothing else (no fetch of any kind)."""
+
+
+def _image_as_link(renderer: Any, tokens: Any, index: int, options: Any, env: Any) -> str:
+    """A Markdown image rendered as a link to its address: opening the page fetches nothing."""
+    token = tokens[index]
+    src = str(token.attrGet("src") or "")
+    alt = renderer.renderInlineAsText(token.children or [], options, env) or src
+    href = html.escape(src, quote=True)
+    return f'<a class="image" href="{href}" rel="noreferrer">[image: {html.escape(alt)}]</a>'
+
+
+def _secrets_of(session: Session, secrets: Mapping[str, str] | None) -> Mapping[str, str]:
+    if secrets is not None:
+        return secrets
+
+    return secret_values(session.cwd)
+
+
+def _redact(text: str, values: Mapping[str, str]) -> str:
+
+    return redact(text, values)
+
+
+def _redacted(value: Any, values: Mapping[str, str]) -> Any:
+    """``value`` (entries, JSON shapes) with every string redacted (:func:`_redact`)."""
+    if isinstance(value, str):
+        return _redact(value, values)
+    if isinstance(value, list):
+        return [_redacted(item, values) for item in cast(list[Any], value)]
+    if isinstance(value, dict):
+        return {k: _redacted(v, values) for k, v in cast(dict[str, Any], value).items()}
+    return value
+
+
+def _brief(arguments: Any) -> str:
+    if isinstance(arguments, dict):
+        for key in ("path", "command", "pattern"):
+            value = cast(dict[str, Any], arguments).get(key)
+            if isinstance(value, str):
+                return value if len(value) <= 80 else value[:79] + "…"
+    return ""
+
+
+def write_export(
+    session: Session,
+    output: Path,
+    *,
+    format: str = "html",
+    branch: int | None = None,
+    name: str | None = None,
+) -> Path:
+    """Write the export of ``session`` to ``output``; returns the path written."""
+    text = (
+        export_jsonl(session, branch)
+        if format == "jsonl"
+        else export_html(session, branch, name=name)
+    )
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    return output

@@ -1,0 +1,9 @@
+"""The user's settings, read by both processes: what the user configured and decided.
+
+``config.py`` (config.toml), ``trust.py`` (trusted folders), ``permissions.py`` and
+``permission_modes.py`` (permission rules and the Shift+Tab modes), ``secret_env.py`` (which
+environment variables are secrets), ``guarded_paths.py`` (files that run code), ``sandbox.py``
+(the sandbox policy), ``safety.py`` (the packages the agent's safety depends on),
+``package_reload.py`` (rescanning the installed facet packages) and ``changes.py`` (how a change
+of settings is described in the transcript).
+"""

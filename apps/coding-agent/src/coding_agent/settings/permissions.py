@@ -1,0 +1,239 @@
+"""The permission rules' files: where ``allow``/``ask``/``deny`` lists are read and written.
+
+The approval feature (facets-approval) owns the rule grammar and the decisions; this module only
+finds the rule lists in the files a user keeps and edits those files. It is handed to the
+feature as the harness service ``permission_rules`` (:class:`PermissionFiles`; the feature and
+the app never import each other). The files, in the order they are listed:
+
+=================================================  ==================  ======================
+file                                               scope               read when
+=================================================  ==================  ======================
+``$XDG_CONFIG_HOME/coding-agent/config.toml``      ``user``            always
+``<project>/.coding-agent/config.toml``            ``project``         the project is trusted
+``~/.claude/settings.json``                        ``claude-user``     always
+``<project>/.claude/settings.json``                ``claude-project``  the project is trusted
+``<project>/.claude/settings.local.json``          ``claude-local``    the project is trusted
+=================================================  ==================  ======================
+
+In ``config.toml`` the lists are the ``[permissions]`` table (checked as the rest of the file
+by :mod:`coding_agent.settings.config`)::
+
+    [permissions]
+    allow = ["Bash(npm run test:*)", "Bash(git diff:*)", "Edit(src/**)"]
+    ask = ["Bash(git push:*)"]
+    deny = ["Read(./.env)", "Bash(rm -rf:*)"]
+
+In Claude Code's settings they are ``permissions.allow``/``ask``/``deny`` (its other keys, such as
+``defaultMode``, are left alone). ``~/.claude`` is ``$CLAUDE_CONFIG_DIR`` when that is set. The
+project is the one :func:`~coding_agent.settings.trust.project_root_for` finds; trust is read again
+whenever the trust file changes, so ``/trust`` applies to the next call.
+
+Files are read again only when one changed (size or modification time); a file that cannot be
+read or has the wrong shape is a *problem* line naming it, never fatal (the rules it holds do
+not apply and the user is told). :meth:`PermissionFiles.add` appends a rule to the ``user`` or
+``project`` ``config.toml`` with ``tomlkit``, keeping the user's comments and layout, and
+:meth:`PermissionFiles.remove` deletes one from any of the files (a Claude settings file is
+rewritten as JSON with two-space indents, its other keys kept).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from coding_agent.settings.config import project_config_path, user_config_path
+from coding_agent.settings.trust import (
+    TrustError,
+    TrustStore,
+    folder_problem,
+    project_root_for,
+    trust_path,
+)
+from coding_agent.settings.xdg import claude_home
+from pico3 import write_atomic
+
+__all__ = ["KINDS", "PermissionFiles"]
+
+KINDS = ("allow", "ask", "deny")
+
+
+def _signature(path: Path) -> tuple[str, int, int] | tuple[str]:
+    try:
+        found = path.stat()
+    except OSError:
+        return (str(path),)
+    return (str(path), found.st_mtime_ns, found.st_size)
+
+
+class PermissionFiles:
+    """The rule files of the session whose folder is ``cwd`` (``env``: where ``HOME`` and
+    ``XDG_CONFIG_HOME`` point; default ``os.environ``)."""
+
+    def __init__(self, cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> None:
+        self._env = dict(os.environ if env is None else env)
+        self.root = project_root_for(cwd)
+        self.user_file = user_config_path(self._env)
+        self.project_file = project_config_path(cwd)
+        claude = claude_home(self._env)
+        self._files: list[tuple[str, Path]] = [
+            ("user", self.user_file),
+            ("project", self.project_file),
+            ("claude-user", claude / "settings.json"),
+            ("claude-project", self.root / ".claude" / "settings.json"),
+            ("claude-local", self.root / ".claude" / "settings.local.json"),
+        ]
+        self._seen: tuple[Any, ...] | None = None
+        self._loaded: dict[str, Any] = {}
+
+    def trusted(self) -> tuple[bool, str | None]:
+        """Whether the project is trusted (and why not, when it never can be)."""
+        problem = folder_problem(self.root)
+        if problem is not None:
+            return False, f"{self.root} {problem}"
+        try:
+            decision = TrustStore(trust_path(self._env)).get(self.root)
+        except TrustError as error:
+            return False, str(error)
+        return decision is not None and decision.trusted, None
+
+    def load(self) -> dict[str, Any]:
+        """``{"root", "scopes", "rules", "problems"}`` (see facets-approval's
+        ``PermissionSource``); read again only when a file or the trust file changed."""
+        paths = [*(path for _scope, path in self._files), trust_path(self._env)]
+        seen = tuple(_signature(path) for path in paths)
+        if seen == self._seen:
+            return self._loaded
+        trusted, why = self.trusted()
+        rules: list[dict[str, Any]] = []
+        problems: list[str] = []
+        for scope, path in self._files:
+            if scope not in ("user", "claude-user") and not trusted:
+                if path.is_file() and path != self.user_file:
+                    reason = why or "the project is not trusted (/trust to trust it)"
+                    problems.append(f"{path}: not read, {reason}")
+                continue
+            if scope == "project" and path == self.user_file:
+                continue
+            lists = self._lists(path, problems)
+            for kind in KINDS:
+                for rule in lists.get(kind, ()):
+                    rules.append({"rule": rule, "kind": kind, "source": str(path), "scope": scope})
+        self._loaded = {
+            "root": str(self.root),
+            "scopes": ["project", "user"] if trusted else ["user"],
+            "rules": rules,
+            "problems": problems,
+        }
+        self._seen = seen
+        return self._loaded
+
+    def _lists(self, path: Path, problems: list[str]) -> dict[str, list[Any]]:
+        """The ``allow``/``ask``/``deny`` lists of one file (empty when it has none)."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        except (OSError, UnicodeDecodeError) as error:
+            problems.append(f"{path}: cannot read it ({error})")
+            return {}
+        try:
+            if path.suffix == ".toml":
+                import tomllib
+
+                table: Any = tomllib.loads(text).get("permissions", {})
+            else:
+                data = json.loads(text)
+                table = data.get("permissions", {}) if isinstance(data, dict) else None
+        except (ValueError, TypeError) as error:
+            problems.append(
+                f"{path}: not valid {'TOML' if path.suffix == '.toml' else 'JSON'} ({error})"
+            )
+            return {}
+        if not isinstance(table, dict):
+            problems.append(
+                f"{path}: `permissions` must be a table/object of allow, ask and deny lists"
+            )
+            return {}
+        found: dict[str, list[Any]] = {}
+        for kind in KINDS:
+            value = cast(dict[str, Any], table).get(kind)
+            if value is None:
+                continue
+            if not isinstance(value, list):
+                problems.append(
+                    f"{path}: `permissions.{kind}` must be a list of rules, got {value!r}"
+                )
+                continue
+            found[kind] = cast(list[Any], value)
+        return found
+
+    # -- writing ------------------------------------------------------------------------------
+    def add(self, rule: str, kind: str, scope: str) -> str:
+        """Append ``rule`` to the ``kind`` list of the ``scope`` (``user`` or ``project``)
+        ``config.toml``, keeping its comments and layout; returns the file's path. Raises
+        ``ValueError`` for another scope or an untrusted project."""
+        import tomlkit
+
+        if kind not in KINDS:
+            raise ValueError(f"{kind!r} is not a rule list (allow, ask or deny)")
+        if scope == "user":
+            path = self.user_file
+        elif scope == "project":
+            if not self.trusted()[0]:
+                raise ValueError(
+                    f"the project {self.root} is not trusted (/trust), so its config.toml is not read"
+                )
+            path = self.project_file
+        else:
+            raise ValueError(f"rules are written to the user or project config.toml, not {scope!r}")
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        document = tomlkit.parse(text)
+        table = document.get("permissions")
+        if table is None:
+            table = tomlkit.table()
+            document["permissions"] = table
+        rules = table.get(kind)
+        if rules is None:
+            rules = tomlkit.array()
+            table[kind] = rules
+        if rule not in [str(item) for item in rules]:
+            rules.append(rule)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, tomlkit.dumps(document), mode=None)
+        self._seen = None
+        return str(path)
+
+    def remove(self, rule: str, kind: str, source: str) -> None:
+        """Delete ``rule`` from the ``kind`` list of the file ``source`` (one of this session's
+        rule files). Raises ``ValueError`` naming what is not there."""
+        path = Path(source)
+        if path not in [p for _scope, p in self._files]:
+            raise ValueError(f"{source} is not one of this session's permission files")
+        if kind not in KINDS:
+            raise ValueError(f"{kind!r} is not a rule list (allow, ask or deny)")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ValueError(f"{source} no longer exists") from None
+        if path.suffix == ".toml":
+            import tomlkit
+
+            document = tomlkit.parse(text)
+            rules: Any = document.get("permissions", {}).get(kind, [])
+            values = [str(item) for item in rules]
+            if rule not in values:
+                raise ValueError(f"{source} has no {kind} rule {rule}")
+            del rules[values.index(rule)]
+            output = tomlkit.dumps(document)
+        else:
+            data = json.loads(text)
+            rules = data.get("permissions", {}).get(kind, []) if isinstance(data, dict) else []
+            if not isinstance(rules, list) or rule not in rules:
+                raise ValueError(f"{source} has no {kind} rule {rule}")
+            rules.remove(rule)
+            output = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        write_atomic(path, output, mode=None)
+        self._seen = None

@@ -1,0 +1,102 @@
+"""The session's sandbox: :class:`pico3.SandboxPolicy` from ``[sandbox]`` in config.toml.
+
+:func:`session_sandbox` builds the policy of one session: the project folder and a temporary
+folder of the session's own (``<tmp>/coding-agent-<uid>/<session id>``, created ``0700``)
+writable, besides the user's ``sandbox.allow_write``; with ``sandbox.allow_domains``, a
+:class:`pico3.DomainProxy` socket (:func:`proxy_socket_path`) as the only way out; unreadable: :data:`pico3.DEFAULT_DENY_READ`
+(``~/.ssh``, ``~/.aws``, ...), the agent's configuration folder (its trust file inside), the
+agent's session storage, and ``sandbox.deny_read``. Inside the project, the files that make the
+machine run code later, outside the sandbox (``.git/hooks``, ``.git/config``,
+``.coding-agent``, ``.mcp.json``, ``.vscode``) stay read-only, and so do the shell's and git's
+start-up files in the home folder (:data:`HOME_READ_ONLY`, for a project opened in ``~``).
+
+:func:`session_sandbox` returns the :class:`pico3.Sandbox` when bubblewrap works here (enforced
+for every command when ``sandbox.enabled`` is on; else used by the ``sandbox`` permission mode),
+else the :class:`pico3.SandboxStatus` saying why not (the worker publishes it in its status;
+the TUI says so once at start and in ``/sandbox``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from coding_agent.settings.xdg import config_home, state_home
+from pico3 import DEFAULT_DENY_READ, Sandbox, SandboxPolicy, SandboxStatus, sandbox_available
+
+__all__ = [
+    "HOME_READ_ONLY",
+    "PROJECT_READ_ONLY",
+    "proxy_socket_path",
+    "sandbox_policy",
+    "sandbox_temp_dir",
+    "session_sandbox",
+]
+
+PROJECT_READ_ONLY: tuple[str, ...] = (
+    ".git/hooks",
+    ".git/config",
+    ".coding-agent",
+    ".mcp.json",
+    ".vscode",
+)
+"""Paths in the project a sandboxed command may not change: each makes code run outside."""
+
+HOME_READ_ONLY: tuple[str, ...] = (
+    "~/.bashrc", "~/.bash_profile", "~/.profile", "~/.zshrc", "~/.zprofile", "~/.gitconfig",
+)  # fmt: skip
+"""Shell and git start-up files kept read-only even when a writable path holds them (a project
+opened in the home folder): a command that planted code there would run it outside later."""
+
+
+def sandbox_temp_dir(session_id: str) -> Path:
+    """The session's temporary folder (``$TMPDIR`` inside the sandbox)."""
+    return Path(tempfile.gettempdir()) / f"coding-agent-{os.getuid()}" / session_id
+
+
+def proxy_socket_path(session_id: str) -> Path:
+    """Where the session's :class:`pico3.DomainProxy` listens (its folder is bound into the
+    sandbox read-only; a folder of its own, so a restarted worker's new socket shows there)."""
+    return sandbox_temp_dir(session_id).parent / f"{session_id}.proxy" / "proxy.sock"
+
+
+def sandbox_policy(
+    project: str | os.PathLike[str],
+    session_id: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    deny_read: Sequence[str] = (),
+    allow_write: Sequence[str] = (),
+    allow_domains: Sequence[str] = (),
+) -> SandboxPolicy:
+    """The policy of the session ``session_id`` working on ``project`` (see the module docs)."""
+    environ = os.environ if env is None else env
+    home = environ.get("HOME") or os.path.expanduser("~")
+    root = os.path.realpath(project)
+    own = (str(config_home(env) / "coding-agent"), str(state_home(env) / "coding-agent"))
+    return SandboxPolicy(
+        project=root,
+        temp_dir=str(sandbox_temp_dir(session_id)),
+        allow_write=tuple(allow_write),
+        deny_read=(*DEFAULT_DENY_READ, *own, *deny_read),
+        read_only=(*(os.path.join(root, p) for p in PROJECT_READ_ONLY), *HOME_READ_ONLY),
+        home=home,
+        proxy_socket=str(proxy_socket_path(session_id)) if allow_domains else None,
+        allow_domains=tuple(allow_domains),
+    )
+
+
+def session_sandbox(
+    policy: SandboxPolicy, env: Mapping[str, str] | None = None, *, enforced: bool = False
+) -> Sandbox | SandboxStatus:
+    """The sandbox enforcing ``policy``, or why there is none (``bwrap`` looked up on ``env``'s
+    ``PATH``). The temporary folder is made private to the user."""
+    status = sandbox_available((env or os.environ).get("PATH"))
+    if not status.available:
+        return status
+    parent = Path(policy.temp_dir).parent
+    parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    Path(policy.temp_dir).mkdir(mode=0o700, exist_ok=True)
+    return Sandbox(policy, status, enforced)

@@ -1,0 +1,375 @@
+"""The TUI commands of the user's prompt material: skills, prompt templates and ``/context``.
+
+* ``/skill:NAME [args]`` for every discovered skill (:mod:`coding_agent.context.skills`): sends the
+  skill's instructions and the arguments as a prompt, so the model follows that skill now;
+* ``/skills`` lists the skills with where each comes from (picking one runs it), after a fresh
+  scan, so a skill added meanwhile gets its ``/skill:`` command;
+* ``/NAME [args]`` for every prompt template (:mod:`coding_agent.context.prompt_templates`): sends the
+  template with the arguments substituted; the palette shows its description and argument hint;
+* ``/context`` lists everything in the system prompt, section by section with its size in
+  tokens and where it comes from, plus the tools offered; picking a section shows its text.
+  It shows what the model was last sent (the newest ``pi.system`` entry); before the first
+  request, a preview built from the files as they are now. Below them, one row per
+  ``AGENTS.md`` / ``CLAUDE.md`` above the project that was *not* read, with the reason
+  (another user owns it or could have written it: :func:`~coding_agent.context.context_files.
+  context_file_problem`), checked afresh from this folder.
+
+Discovery problems (frontmatter that is not YAML, a skill without a description, a template
+whose name collides with a command) are warning toasts naming the file; nothing here raises.
+A prompt sent while a turn runs is queued as a follow-up.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from chord import Context, Facet, FacetEnvironment, define_facet
+from chord.textual import Choice, Tui
+from coding_agent.context.context_files import SkippedFile, scan_context_files
+from coding_agent.context.prompt_templates import (
+    PromptTemplate,
+    TemplateError,
+    bash_allowed,
+    discover_templates,
+    expand_template,
+    shell_commands,
+)
+from coding_agent.context.resources import FrontmatterError, Places
+from coding_agent.context.skills import Skill, SkillSet, discover_skills, invoke_skill
+from coding_agent.context.system_prompt import (
+    SECTION_ORDER,
+    build_sections,
+    estimate_tokens,
+    prompt_sections,
+)
+from coding_agent.contracts import ShellService
+from coding_agent.tui.conversation_client import RemoteConversationClient, WorkerUnavailable
+
+__all__ = [
+    "PROMPT_COMMANDS_FACET_ID",
+    "context_rows",
+    "expand_in_tui",
+    "prompt_commands_facet",
+    "sent_system",
+    "skipped_rows",
+]
+
+PROMPT_COMMANDS_FACET_ID = "@coding-agent/prompt-commands"
+
+
+def sent_system(view: Any) -> dict[str, Any] | None:
+    """The ``data`` of the newest ``pi.system`` entry of ``view`` (its full system state:
+    ``sections`` by key with ``rendered`` text, and ``tools``), or ``None``."""
+    entries = view.get("entries") if isinstance(view, dict) else None
+    for entry in reversed(entries if isinstance(entries, list) else []):
+        if isinstance(entry, dict) and entry.get("kind") == "pi.system":
+            data = entry.get("data")
+            if isinstance(data, dict) and isinstance(data.get("sections"), dict):
+                return data
+    return None
+
+
+def _source(key: str, value: Any) -> str:
+    """Where section ``key`` with ``value`` came from, for display."""
+    data = value if isinstance(value, dict) else {}
+    if key in ("system", "append-system"):
+        return str(data.get("path") or "built-in default")
+    files = data.get("files")
+    if isinstance(files, list):
+        return ", ".join(str(f.get("path")) for f in files if isinstance(f, dict))
+    skills = data.get("skills")
+    if isinstance(skills, list):
+        return f"{len(skills)} skill{'s' if len(skills) != 1 else ''}"
+    servers = data.get("servers")  # facets-mcp's mcp-instructions
+    if isinstance(servers, list):
+        names = [str(s.get("name")) for s in servers if isinstance(s, dict)]
+        return "MCP server" + ("s " if len(names) != 1 else " ") + ", ".join(names)
+    return ""
+
+
+def context_rows(sections: Mapping[str, Any], tools: list[str]) -> list[tuple[str, int, str, str]]:
+    """``(key, tokens, source, text)`` of every section, then one row for the tools."""
+    rows: list[tuple[str, int, str, str]] = []
+    for key, state in sections.items():
+        state = state if isinstance(state, dict) else {}
+        text = str(state.get("rendered", ""))
+        rows.append(
+            (key, estimate_tokens(f"## {key}\n{text}"), _source(key, state.get("value")), text)
+        )
+        value = state.get("value")
+        files = value.get("files") if key == "context-files" and isinstance(value, dict) else None
+        for item in files if isinstance(files, list) else ():  # each memory file, and why
+            if isinstance(item, dict):
+                content = str(item.get("content", ""))
+                why = str(item.get("reason") or "")
+                rows.append(
+                    (
+                        f"  {item.get('path', '?')}",
+                        estimate_tokens(content),
+                        why,
+                        f"{item.get('path', '?')}"
+                        + (f" ({why})" if why else "")
+                        + f"\n\n{content}",
+                    )
+                )
+    if tools:
+        rows.append(("tools", 0, f"{len(tools)}: {', '.join(tools)}", "\n".join(tools)))
+    return rows
+
+
+def skipped_rows(skipped: Sequence[SkippedFile]) -> list[tuple[str, int, str, str]]:
+    """One ``/context`` row per context file that was not read: ``(key, 0, source, text)``."""
+    return [
+        (
+            f"not read: {skip.path}",
+            0,
+            skip.reason,
+            f"{skip.path} is not part of the system prompt: {skip.reason}.\n\nOutside the "
+            "project, memory files (AGENTS.md, CLAUDE.md and their @imports) are read only from "
+            "folders you own that no other user can write to, and a project's files import only "
+            "files inside the project.",
+        )
+        for skip in skipped
+    ]
+
+
+def _preview(cwd: str | os.PathLike[str]) -> dict[str, Any]:
+    built = build_sections(cwd)
+    renderers = prompt_sections()
+    sections: dict[str, Any] = {}
+    for key in SECTION_ORDER:
+        value = built.values.get(key)
+        if value is not None:
+            sections[key] = {"value": value, "rendered": renderers[key].render(value)}
+    return {"sections": sections, "tools": []}
+
+
+async def expand_in_tui(
+    template: PromptTemplate,
+    args: str,
+    tui: Any,
+    shell: Any,
+    client: RemoteConversationClient,
+    cwd: Path,
+    ctx: Context,
+) -> str | None:
+    """``/NAME args`` expanded for sending: its ``!`cmd``` commands run first, through the
+    worker's ``!cmd`` runner (the ``bash`` tool's executor, in the sandbox when it is on; each
+    shown in the transcript and not sent on its own), after a dialog unless the template's
+    ``allowed-tools`` allows each (``Bash(git status:*)``). ``None``: the user said no."""
+    commands = shell_commands(template, args)
+    asked = [command for command in commands if not bash_allowed(template, command)]
+    if asked:
+        modal = await tui.acquire_modal(ctx)
+        try:
+            run = await modal.confirm(
+                f"/{template.name} runs {'a command' if len(asked) == 1 else 'commands'} first",
+                "\n".join(f"$ {command}" for command in asked)
+                + f"\n\nFrom {template.path}. They run as !cmd does: in the project folder, in "
+                "the sandbox when it is on; their output goes into the prompt.",
+                yes="Run and send",
+                no="Cancel",
+            )
+        finally:
+            modal.close()
+        if not run:
+            tui.notify(f"/{template.name} was not sent: its commands were not run")
+            return None
+    outputs: dict[str, str] = {}
+    for command in commands:
+        conversation = client.conversation_id
+        if conversation is None:
+            raise WorkerUnavailable()
+        data = await shell.run(conversation, command, False, ctx)
+        outputs[command] = str(data.get("output", "")) if isinstance(data, dict) else ""
+    return expand_template(template, args, cwd=cwd, outputs=outputs)
+
+
+def prompt_commands_facet(
+    client: RemoteConversationClient,
+    cwd: str | os.PathLike[str],
+    rescans: list[Callable[[], None]] | None = None,
+) -> Facet:
+    """The facet registering ``/skills``, ``/skill:NAME``, the prompt templates and
+    ``/context`` for the project in ``cwd`` (module docstring)."""
+    folder = Path(cwd)
+
+    @define_facet(PROMPT_COMMANDS_FACET_ID)
+    def setup(env: FacetEnvironment) -> None:
+        tui = env.use(Tui)
+        shell = env.use(ShellService)
+        registered: list[Callable[[], None]] = []
+        state: dict[str, SkillSet] = {"skills": SkillSet()}
+        shown: set[str] = set()
+
+        async def send(text: str, ctx: Context) -> None:
+            try:
+                await client.send(text, "prompt", ctx)
+            except Exception as error:
+                tui.notify(f"Could not send: {error}", severity="error")
+
+        def skill_command(skill: Skill) -> Callable[[str, Context], Any]:
+            async def run(args: str, ctx: Context) -> None:
+                try:
+                    text = invoke_skill(skill, args)
+                except (OSError, FrontmatterError) as error:
+                    tui.notify(f"{skill.path}: {error}", severity="error")
+                    return
+                await send(text, ctx)
+
+            return run
+
+        def template_command(template: PromptTemplate) -> Callable[[str, Context], Any]:
+            async def run(args: str, ctx: Context) -> None:
+                try:
+                    text = await expand_in_tui(template, args, tui, shell, client, folder, ctx)
+                except TemplateError as error:
+                    tui.notify(str(error), severity="error")
+                    return
+                if text is None:
+                    return
+                if not text:
+                    tui.notify(f"/{template.name} expands to nothing", severity="warning")
+                    return
+                await send(text, ctx)
+
+            return run
+
+        def warn(problems: list[str]) -> None:
+            for problem in problems:
+                if problem not in shown:
+                    shown.add(problem)
+                    tui.notify(problem, severity="warning")
+
+        def refresh() -> None:
+            """Scan again and (re-)register every skill and template command."""
+            for unregister in registered:
+                unregister()
+            registered.clear()
+            places = Places.find(folder)
+            skills = discover_skills(folder, places=places)
+            templates = discover_templates(folder, places=places)
+            state["skills"] = skills
+            problems = [*([places.problem] if places.problem else []), *skills.warnings]
+            problems += templates.warnings
+            for skill in skills.skills:
+                try:
+                    registered.append(
+                        tui.register_command(
+                            f"skill:{skill.name}", skill.description, skill_command(skill)
+                        )
+                    )
+                except ValueError as error:
+                    problems.append(f"{skill.path}: no /skill: command: {error}")
+            for template in templates.templates:
+                hint = f"{template.argument_hint}  " if template.argument_hint else ""
+                try:
+                    registered.append(
+                        tui.register_command(
+                            template.name,
+                            f"{hint}{template.description}",
+                            template_command(template),
+                        )
+                    )
+                except ValueError as error:
+                    problems.append(f"{template.path}: prompt template not added: {error}")
+            warn(problems)
+
+        async def list_skills(args: str, ctx: Context) -> None:
+            del args
+            refresh()
+            skills = state["skills"].skills
+            if not skills:
+                tui.notify(
+                    "No skills found. Put one in ~/.config/coding-agent/skills/NAME/SKILL.md "
+                    "(also read: ~/.claude/skills, ~/.pi/agent/skills, and a trusted project's "
+                    ".coding-agent/skills and .claude/skills)"
+                )
+                return
+            choices = [
+                Choice(
+                    s.name,
+                    f"{s.name} — {s.description}  ({s.source}"
+                    f"{', not in the system prompt' if not s.model_invocable else ''})",
+                )
+                for s in skills
+            ]
+            modal = await tui.acquire_modal(ctx)
+            try:
+                picked = await modal.choose(
+                    f"Skills ({len(skills)})",
+                    choices,
+                    body="Enter runs the skill now (/skill:NAME); Escape closes.",
+                )
+            finally:
+                modal.close()
+            skill = state["skills"].get(picked) if picked is not None else None
+            if skill is not None:
+                await skill_command(skill)("", ctx)
+
+        async def context(args: str, ctx: Context) -> None:
+            del args
+            data = sent_system(client.view.value)
+            preview = data is None
+            if data is None:
+                data = _preview(folder)
+            tools = [t for t in data.get("tools", []) if isinstance(t, str)]
+            rows = context_rows(data["sections"], tools)
+            total = sum(tokens for key, tokens, _, _ in rows if not key.startswith("  "))
+            try:
+                rows += skipped_rows(scan_context_files(folder).skipped)
+            except OSError:  # the folder is not on this machine (a remote session)
+                pass
+            when = (
+                "Preview: nothing has been sent yet; this is what the next request will hold."
+                if preview
+                else "What the model was sent with its latest request."
+            )
+            choices = [
+                Choice(
+                    key, f"{key}  ~{tokens:,} tokens  {source}" if tokens else f"{key}  {source}"
+                )
+                for key, tokens, source, _ in rows
+            ]
+            modal = await tui.acquire_modal(ctx)
+            try:
+                picked = await modal.choose(
+                    f"System prompt: ~{total:,} tokens in {len(data['sections'])} sections",
+                    choices,
+                    body=f"{when} Tool definitions are sent beside it. Enter shows a section.",
+                )
+                texts = {key: text for key, _, _, text in rows}
+                if picked is not None and picked in texts:
+                    await modal.confirm(picked, texts[picked], yes="Close", no="Back")
+            finally:
+                modal.close()
+
+        def activate() -> None:
+            env.own(
+                tui.register_command(
+                    "skills", "List the skills (and where each comes from)", list_skills
+                )
+            )
+            env.own(
+                tui.register_command(
+                    "context", "Show what is in the system prompt, with sizes in tokens", context
+                )
+            )
+            refresh()
+            if rescans is not None:  # /trust: a trusted project's commands appear at once
+                rescans.append(refresh)
+                env.own(lambda: rescans.remove(refresh))
+
+            def unregister_all() -> None:
+                for unregister in registered:
+                    unregister()
+                registered.clear()
+
+            env.own(unregister_all)
+
+        env.on_activate(activate)
+
+    return setup

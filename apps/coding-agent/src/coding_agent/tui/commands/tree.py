@@ -1,0 +1,484 @@
+"""The TUI's session tree commands: ``/tree``, ``/label NAME`` and ``/rewind`` (Esc Esc).
+
+They call the worker's :data:`~coding_agent.contracts.SessionTreeService` (so a second,
+attached TUI sees and does exactly the same) and move the TUI to another branch with
+:meth:`~coding_agent.tui.RemoteConversationClient.follow`:
+
+* ``/tree`` — the session's branches and the user prompts on each, as a Textual ``Tree``
+  (:class:`TreeScreen`): each prompt with its time, model and label, each branch with its
+  summary. Enter on a prompt continues from the end of its turn (a new branch; nothing is
+  lost), or switches to that branch when it is the branch's newest prompt; Enter on a branch
+  switches to it. The branch you were on is marked and selected when the tree opens, and
+  ``b`` in the tree (or Ctrl+B anywhere) goes back to the branch you left last;
+* ``/export [FILE]`` — write this branch as a self-contained HTML page (``.jsonl``: the raw
+  entries) to ``FILE`` (default ``<session id>.html`` in the project folder);
+* ``/branch N`` — switch to branch ``N`` of this session (the numbers ``/tree`` shows; a
+  ``/fork``'s parent is a branch like any other). ``/resume branch N`` (or ``/resume #N``) does
+  the same through :attr:`TreeHost.switch_branch`;
+* ``/label NAME`` — label the newest entry of this branch (shown on its node in ``/tree``);
+* ``/rewind`` (and Esc twice on an empty editor) — pick an earlier prompt of this branch, then
+  what to rewind: the conversation and the files, the conversation only, or the files only. A
+  file changed outside the agent since it last wrote it is a conflict: each one is shown and you
+  keep it or overwrite it. Rewinding the conversation continues in a new branch that ends just
+  before the prompt, with the prompt's text back in the editor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar, cast
+
+import anyio
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import ModalScreen
+from textual.widgets import Static, Tree
+from textual.widgets.tree import TreeNode as UiNode
+
+from chord import Context, Facet, FacetEnvironment, define_facet
+from chord.textual import Choice, Tui
+from coding_agent.contracts import SessionTreeService
+from coding_agent.session_files.folders import Session, SessionError
+from coding_agent.session_files.tree import TreeNode, build_tree, path_prompts
+
+__all__ = [
+    "TREE_COMMANDS_FACET_ID",
+    "TreeChoice",
+    "TreeScreen",
+    "add_children",
+    "node_label",
+    "populate_tree",
+    "tree_commands_facet",
+]
+
+TREE_COMMANDS_FACET_ID = "@coding-agent/tree-commands"
+
+_MODES = [
+    Choice("both", "Conversation and files"),
+    Choice("conversation", "Conversation only (files stay as they are)"),
+    Choice("files", "Files only (stay in this conversation)"),
+]
+_WIDTH = 60
+
+
+def _clock(stamp: float | None) -> str:
+    if stamp is None:
+        return "--:--"
+    return datetime.fromtimestamp(stamp).strftime("%m-%d %H:%M")
+
+
+def _cut(text: str, width: int = _WIDTH) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def node_label(node: TreeNode, *, current: int | None) -> Text:
+    """One node's line: a prompt's time, text, model and label; a branch's id and summary."""
+    line = Text()
+    if node.kind == "branch":
+        here = node.conversation_id == current
+        line.append("● " if here else "⎇ ", style="bold green" if here else "bold")
+        line.append(f"branch {node.conversation_id}")
+        if node.summary:
+            line.append(f" — {_cut(node.summary)}", style="italic")
+        if here:
+            line.append("  (you are here)", style="green")
+        return line
+    line.append(f"{_clock(node.time)}  ", style="dim")
+    line.append(_cut(node.text or "(empty prompt)"))
+    if node.model:
+        line.append(f"  {node.model}", style="cyan")
+    if node.label:
+        line.append(f"  [{node.label}]", style="bold magenta")
+    return line
+
+
+def _path_to(roots: Sequence[TreeNode], current: int | None) -> set[int]:
+    """``id()`` of every node from a root down to the branch node of ``current``."""
+    if current is None:
+        return set()
+    stack: list[tuple[TreeNode, tuple[TreeNode, ...]]] = [(r, ()) for r in roots]
+    while stack:
+        node, above = stack.pop()
+        if node.kind == "branch" and node.conversation_id == current:
+            return {id(n) for n in (*above, node)}
+        stack.extend((child, (*above, node)) for child in node.children)
+    return set()
+
+
+def add_children(
+    parent: UiNode[TreeNode],
+    children: Sequence[TreeNode],
+    *,
+    current: int | None,
+    expanded: set[int],
+) -> UiNode[TreeNode] | None:
+    """Add ``children`` under ``parent``: nodes in ``expanded`` (``id()``) open with their own
+    children added, the others closed, their children added when opened (see
+    :meth:`TreeScreen.on_tree_node_expanded`), so a big session costs only what is shown.
+    Returns the UI node of the ``current`` branch if it was added."""
+    found: UiNode[TreeNode] | None = None
+    pending: list[tuple[UiNode[TreeNode], Sequence[TreeNode]]] = [(parent, children)]
+    while pending:
+        ui_parent, nodes = pending.pop()
+        for child in nodes:
+            label = node_label(child, current=current)
+            if child.children:
+                opened = id(child) in expanded
+                ui = ui_parent.add(label, data=child, expand=opened, allow_expand=True)
+                if opened:
+                    pending.append((ui, child.children))
+            else:
+                ui = ui_parent.add_leaf(label, data=child)
+            if child.kind == "branch" and child.conversation_id == current:
+                found = ui
+    return found
+
+
+def populate_tree(
+    widget: Tree[TreeNode], roots: Sequence[TreeNode], *, current: int | None
+) -> UiNode[TreeNode] | None:
+    """Fill ``widget`` with ``roots``: the way down to the ``current`` branch (and that branch)
+    open, every other node closed until it is opened. Returns the current branch's node."""
+    return add_children(widget.root, roots, current=current, expanded=_path_to(roots, current))
+
+
+class TreeChoice:
+    """What the tree screen returns: continue at a prompt, switch to a branch, or go back."""
+
+    def __init__(self, action: str, node: TreeNode | None = None) -> None:
+        self.action = action  # "continue" | "switch" | "back"
+        self.node = node
+
+
+class TreeScreen(ModalScreen[TreeChoice | None]):
+    """The ``/tree`` view: a Textual ``Tree`` of the session's branches and prompts."""
+
+    DEFAULT_CSS = """
+    TreeScreen { align: center middle; }
+    TreeScreen > #tree-box { width: 90%; height: 85%; border: round $accent; background: $surface; }
+    TreeScreen #tree-help { height: 1; color: $text-muted; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Close"),
+        Binding("b", "back", "Back to the branch you left"),
+    ]
+
+    def __init__(self, roots: Sequence[TreeNode], *, current: int | None, back: int | None):
+        super().__init__()
+        self.roots = list(roots)
+        self.current = current
+        self.back = back
+
+    def compose(self) -> ComposeResult:
+        tree: Tree[TreeNode] = Tree("session", id="tree-box")
+        tree.show_root = False
+        yield tree
+        hint = "enter: continue here · esc: close"
+        if self.back is not None:
+            hint += f" · b: back to branch {self.back}"
+        yield Static(hint, id="tree-help", markup=False)
+
+    def on_mount(self) -> None:
+        tree = self.query_one(Tree)
+        here = populate_tree(cast(Tree[TreeNode], tree), self.roots, current=self.current)
+        tree.focus()
+        if here is not None:
+            tree.move_cursor(here)
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded[TreeNode]) -> None:
+        node = event.node
+        if node.data is not None and node.data.children and not node.children:
+            add_children(node, node.data.children, current=self.current, expanded=set())
+
+    def on_tree_node_selected(self, event: Tree.NodeSelected[TreeNode]) -> None:
+        node = event.node.data
+        if node is None:
+            return
+        event.stop()
+        if node.kind == "branch" or node.tip:
+            self.dismiss(TreeChoice("switch", node))
+        else:
+            self.dismiss(TreeChoice("continue", node))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def action_back(self) -> None:
+        if self.back is not None:
+            self.dismiss(TreeChoice("back"))
+
+
+class TreeHost:
+    """What the tree commands need from the running TUI (the app, in practice)."""
+
+    def __init__(
+        self,
+        *,
+        conversation_id: Callable[[], int | None],
+        follow: Callable[[int], None],
+        busy: Callable[[], bool],
+        restore_prompt: Callable[[str], None],
+        show_screen: Callable[[ModalScreen[Any]], Any],
+        session: Callable[[], Session] | None = None,
+    ) -> None:
+        self.session = session
+        self.conversation_id = conversation_id
+        self.follow = follow
+        self.busy = busy
+        self.restore_prompt = restore_prompt
+        self.show_screen = show_screen
+        # Set when the facet is active: ``/branch``'s handler (args ``N`` or ``#N``), for
+        # ``/resume branch N``.
+        self.switch_branch: Callable[[str, Context], Awaitable[None]] | None = None
+
+
+def _plan_text(plan: Sequence[Mapping[str, Any]], cwd: Path | None) -> str:
+    def shown(path: str) -> str:
+        if cwd is not None:
+            try:
+                return str(Path(path).relative_to(cwd))
+            except ValueError:
+                pass
+        return path
+
+    restore = [shown(p["path"]) for p in plan if p["action"] in ("restore", "delete")]
+    conflicts = [shown(p["path"]) for p in plan if p["action"] == "conflict"]
+    lost = [shown(p["path"]) for p in plan if p["action"] == "lost"]
+    if not restore and not conflicts and not lost:
+        return "The agent changed no files since then."
+    lines = []
+    if restore:
+        lines.append(f"Files to restore: {', '.join(restore)}")
+    if conflicts:
+        lines.append(f"Changed outside the agent since (you decide): {', '.join(conflicts)}")
+    if lost:
+        lines.append(f"Too large to have been kept, left as they are: {', '.join(lost)}")
+    return "\n".join(lines)
+
+
+def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
+    """The facet registering ``/tree``, ``/label``, ``/rewind`` and Ctrl+B for ``host``."""
+    left: list[int] = []  # the branches left, newest last
+
+    @define_facet(TREE_COMMANDS_FACET_ID)
+    def setup(env: FacetEnvironment) -> None:
+        tui = env.use(Tui)
+        service = env.use(SessionTreeService)
+
+        def go(target: int, ctx: Context) -> None:
+            del ctx
+            current = host.conversation_id()
+            if current is not None and current != target:
+                left.append(current)
+            host.follow(target)
+
+        async def tree(args: str, ctx: Context) -> None:
+            del args
+            current = host.conversation_id()
+            try:
+                outline = await service.outline(ctx)
+            except Exception as error:
+                tui.notify(f"/tree: {error}", severity="error")
+                return
+            roots = build_tree(outline)
+            back = left[-1] if left else None
+            modal = await tui.acquire_modal(ctx)  # one dialog at a time (approvals wait)
+            try:
+                choice = await host.show_screen(TreeScreen(roots, current=current, back=back))
+            finally:
+                modal.close()
+            if not isinstance(choice, TreeChoice):
+                return
+            if choice.action == "back":
+                await back_to_branch(ctx)
+                return
+            node = choice.node
+            assert node is not None
+            if choice.action == "switch":
+                if node.conversation_id == current:
+                    tui.notify(f"Already on branch {current}")
+                    return
+                go(node.conversation_id, ctx)
+                tui.notify(f"Switched to branch {node.conversation_id}")
+                return
+            if host.busy():
+                tui.notify("A turn is running: wait for it (or Esc) first", severity="warning")
+                return
+            try:
+                target = await service.branch(node.conversation_id, cast(int, node.end), ctx)
+            except Exception as error:
+                tui.notify(f"/tree: {error}", severity="error")
+                return
+            go(target, ctx)
+            tui.notify(f"Continuing after “{_cut(node.text, 40)}” in branch {target}")
+
+        async def back_to_branch(ctx: Context) -> None:
+            if not left:
+                tui.notify("No branch to go back to")
+                return
+            target = left.pop()
+            current = host.conversation_id()
+            host.follow(target)
+            if current is not None and current != target:
+                left.append(current)
+            tui.notify(f"Back on branch {target}")
+
+        async def label(args: str, ctx: Context) -> None:
+            name = args.strip()
+            current = host.conversation_id()
+            if not name:
+                tui.notify("/label needs a name: /label NAME", severity="warning")
+                return
+            if current is None:
+                tui.notify("The worker is unavailable", severity="error")
+                return
+            try:
+                await service.label(current, 0, name, ctx)
+            except Exception as error:
+                tui.notify(f"/label: {error}", severity="error")
+                return
+            tui.notify(f"Labelled: {name}")
+
+        async def rewind(args: str, ctx: Context) -> None:
+            del args
+            current = host.conversation_id()
+            if current is None:
+                tui.notify("The worker is unavailable", severity="error")
+                return
+            if host.busy():
+                tui.notify("A turn is running: wait for it (or Esc) first", severity="warning")
+                return
+            try:
+                outline = await service.outline(ctx)
+            except Exception as error:
+                tui.notify(f"/rewind: {error}", severity="error")
+                return
+            prompts = list(reversed(path_prompts(outline, current)))
+            if not prompts:
+                tui.notify("Nothing to rewind yet")
+                return
+            modal = await tui.acquire_modal(ctx)
+            try:
+                choices = [
+                    Choice(str(p["id"]), f"{_clock(p['time'])}  {_cut(p['text'] or '(empty)')}")
+                    for p in prompts
+                ]
+                picked = await modal.choose("Rewind to before which prompt?", choices)
+                if picked is None:
+                    return
+                prompt = next(p for p in prompts if str(p["id"]) == picked)
+                plan = await service.rewind_plan(current, prompt["id"], ctx)
+                mode = await modal.choose("Rewind what?", _MODES, body=_plan_text(plan, cwd))
+                if mode is None:
+                    return
+                overwrite: list[str] = []
+                if mode in ("files", "both"):
+                    for item in plan:
+                        if item["action"] != "conflict":
+                            continue
+                        shown = _plan_text([{**item, "action": "restore"}], cwd).split(": ", 1)[1]
+                        body = (
+                            f"{shown} was {item['detail'] or 'changed outside the agent'} after "
+                            "the agent last wrote it. Overwrite it with its content from before "
+                            "the prompt, or keep it as it is now?"
+                        )
+                        if await modal.confirm(
+                            f"Conflict: {shown}", body, yes="Overwrite", no="Keep"
+                        ):
+                            overwrite.append(item["path"])
+            finally:
+                modal.close()
+            try:
+                result = await service.rewind(current, prompt["id"], mode, overwrite, ctx)
+            except Exception as error:
+                tui.notify(f"/rewind failed: {error}", severity="error")
+                return
+            parts = [f"Rewound to before “{_cut(prompt['text'], 40)}”"]
+            target = result["conversation"]
+            if target != current:
+                go(target, ctx)
+                host.restore_prompt(prompt["text"])
+                parts.append(f"now in branch {target}")
+            if mode != "conversation":
+                parts.append(f"{len(result['restored'])} file(s) restored")
+                if result["kept"]:
+                    parts.append(f"{len(result['kept'])} kept as they are")
+            tui.notify(" — ".join(parts))
+
+        async def export(args: str, ctx: Context) -> None:
+            del ctx
+            current = host.conversation_id()
+            if host.session is None or current is None:
+                tui.notify("/export: the worker is unavailable", severity="error")
+                return
+            # lazy: start-up time (the exporter loads on the first /export)
+            from coding_agent.session_files.export import write_export
+            from coding_agent.session_files.index import session_name
+
+            session = host.session()
+            wanted = args.strip() or f"{session.id}.html"
+
+            def write() -> Path:
+                target = Path(wanted).expanduser()
+                if not target.is_absolute():
+                    target = (cwd or Path.cwd()) / target
+                form = "jsonl" if target.suffix == ".jsonl" else "html"
+                return write_export(
+                    session, target, format=form, branch=current, name=session_name(session)
+                )
+
+            try:
+                written = await anyio.to_thread.run_sync(write)
+            except (OSError, SessionError) as error:
+                tui.notify(f"/export: {error}", severity="error")
+                return
+            tui.notify(f"Exported branch {current} to {written}")
+
+        async def branch(args: str, ctx: Context) -> None:
+            ref = args.strip().lstrip("#")
+            if not ref.isdigit():
+                tui.notify(
+                    "/branch needs a branch number: /branch N (see /tree)", severity="warning"
+                )
+                return
+            try:
+                outline = await service.outline(ctx)
+            except Exception as error:
+                tui.notify(f"/branch: {error}", severity="error")
+                return
+            known = [c["id"] for c in outline["conversations"]]
+            if int(ref) not in known:
+                listed = ", ".join(str(k) for k in known)
+                tui.notify(f"There is no branch {ref} (branches: {listed})", severity="error")
+                return
+            go(int(ref), ctx)
+            tui.notify(f"Switched to branch {ref}")
+
+        async def back_key(ctx: Context) -> None:
+            await back_to_branch(ctx)
+
+        def activate() -> None:
+            env.own(tui.register_command("tree", "Navigate the session's branches", tree))
+            env.own(tui.register_command("label", "Label this point: /label NAME", label))
+            env.own(
+                tui.register_command(
+                    "rewind", "Rewind the conversation, the files or both (Esc Esc)", rewind
+                )
+            )
+            env.own(
+                tui.register_command(
+                    "export", "Export this branch: /export [FILE.html|FILE.jsonl]", export
+                )
+            )
+            env.own(
+                tui.register_command("branch", "Switch to a branch: /branch N (see /tree)", branch)
+            )
+            env.own(tui.register_key("ctrl+b", "Back to the branch you left", back_key))
+            host.switch_branch = branch
+
+        env.on_activate(activate)
+
+    return setup

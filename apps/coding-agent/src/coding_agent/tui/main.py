@@ -1,0 +1,553 @@
+"""The TUI process: the Textual app beside a facet host whose services come from the worker.
+
+::
+
+    worker process                          TUI process (this module)
+    ──────────────                          ─────────────────────────
+    harness + session facets  ◀── wire ──▶  facet host: Tui (the app), the conversation client,
+    served on <session>/worker.sock         the app's commands, every package's "tui" facets
+
+:func:`run_client` wires it together for one session:
+
+1. the supervisor (if given) makes sure a worker serves the session (reusing a running one);
+2. a reconnecting wire source connects to the worker's socket;
+3. the facet host starts with the ``Tui`` facet, :class:`RemoteConversationClient`'s facet, the
+   app's own commands and the ``"tui"`` facets of every installed feature package (entry points
+   group ``chord.facets``; an approval modal, a question modal, the indexer's progress…);
+4. :class:`~coding_agent.tui.CodingAgentApp` runs until the user quits, while the supervisor
+   restarts a worker that dies. The app shows "unavailable" in between, and every facade
+   rehydrates from the new worker.
+
+A late joiner (``coding-agent attach``) runs exactly the same code: the transcript arrives in
+the view's snapshot, open dialogs arrive as live keyed instances, running tasks in ``view.tasks``.
+
+Switching sessions in place (``/resume``, ``/sessions``; :mod:`.session_commands`) reuses that
+same path rather than restarting the app: the wire source's connect function dials the socket
+of the session shown *now*, so switching makes sure a worker serves the new session, points the
+source at it and closes the old connection. Every facade unbinds and rehydrates from the new
+worker as after a restart, and the transcript rebuilds from the new view. The session left behind
+is treated as ``/quit`` treats it: its worker keeps running (a turn carries on) and stops by
+itself once it has lingered with no client; ``/stop`` is what ends a worker.
+
+The TUI's own facet packages are owned by a :class:`~chord.packages.ReloadCoordinator` over the
+facet host: ``/reload`` reloads every one of them (after the worker's), and with ``dev`` it
+watches their sources like the worker's ``--dev``, a failed reload showing as an error toast
+while the previous generation keeps serving.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import anyio.abc
+from textual.screen import ModalScreen
+
+from chord import (
+    Context,
+    Facet,
+    FacetDiscoveryError,
+    FacetGeneration,
+    FacetHost,
+    FrameConnection,
+    ReloadCoordinator,
+    ReloadReport,
+    WireServiceSource,
+    connect_service_source,
+    connect_unix,
+    discover_facet_packages,
+    load_generation,
+)
+from chord.textual import run_app_with_facets
+from coding_agent.contracts import ReloadOutcome
+from coding_agent.session_files.folders import Session
+from coding_agent.settings.config import ConfigError, load_config
+from coding_agent.settings.package_reload import PackageReloader, scan_packages
+from coding_agent.supervisor import READY_TIMEOUT, WorkerSupervisor
+from coding_agent.tui.app import CodingAgentApp
+from coding_agent.tui.commands.core import commands_facet
+from coding_agent.tui.commands.prompts import prompt_commands_facet
+from coding_agent.tui.commands.sessions import session_commands_facet
+from coding_agent.tui.commands.shell import RemoteShellRunner
+from coding_agent.tui.commands.tree import TreeHost, tree_commands_facet
+from coding_agent.tui.commands.trust import trust_facet
+from coding_agent.tui.conversation import SessionInfo
+from coding_agent.tui.conversation_client import RemoteConversationClient
+from coding_agent.tui.keybindings import load_keybindings
+
+__all__ = ["TUI_HOST", "ClientRun", "load_tui_facets", "run_client"]
+
+TUI_HOST = "tui"
+"""The host kind feature packages are asked for (``chord_facets(host="tui")``)."""
+
+_logger = logging.getLogger("coding_agent.tui")
+
+
+def load_tui_facets(
+    facets_dirs: Sequence[str | Path] = (),
+) -> tuple[list[FacetGeneration], list[str]]:
+    """Load one generation of every facet package for the TUI host.
+
+    Returns the loaded generations and one message per package that could not be found or
+    loaded: a broken feature package costs its own facets, never the app.
+    """
+    problems: list[str] = []
+
+    def skip(error: FacetDiscoveryError) -> None:
+        problems.append(str(error))
+
+    generations: list[FacetGeneration] = []
+    for package in discover_facet_packages(facets_dirs, on_error=skip):
+        try:
+            generations.append(load_generation(package, TUI_HOST))
+        except Exception as error:
+            problems.append(f"facet package {package.name!r} did not load: {error}")
+    return generations, problems
+
+
+class ClientRun:
+    """What a running client exposes to its caller (tests drive the app through it).
+
+    ``session`` is the session shown *now*: ``/resume`` switches it (``switches`` counts how
+    often). ``reloader`` reloads the TUI process's facet packages (``/reload``, ``--dev``).
+    """
+
+    def __init__(
+        self,
+        app: CodingAgentApp,
+        client: RemoteConversationClient,
+        session: Session | None = None,
+    ) -> None:
+        self.app = app
+        self.client = client
+        self.host: FacetHost | None = None
+        self.session = session
+        self.switches = 0
+        self.reloader: PackageReloader | None = None
+        self.stopped = False
+        """``/stop``: the user asked to stop the session's worker, not only to leave."""
+
+
+async def run_client(
+    session: Session,
+    *,
+    supervisor: WorkerSupervisor | None,
+    facets_dirs: Sequence[str | Path] = (),
+    model: str | None = None,
+    models: Sequence[str] = (),
+    dev: bool = False,
+    on_start: Callable[[ClientRun], Awaitable[None] | None] | None = None,
+    connect: Callable[[], Awaitable[FrameConnection]] | None = None,
+    **run_options: Any,
+) -> ClientRun:
+    """Run the TUI of ``session`` until the app exits (see the module docstring).
+
+    ``supervisor`` starts or reuses the worker and restarts it when it dies (``None``: just
+    connect and wait). ``models`` are the ``--models`` patterns Ctrl+P cycles through. ``dev`` watches the TUI facet packages' sources and reloads them on
+    change (the worker's ``--dev`` is the supervisor's option). ``on_start`` gets the
+    :class:`ClientRun` once the facet host runs. ``run_options`` go to ``App.run_async``
+    (``headless=True``, ``auto_pilot=...`` in tests). Stops a worker the supervisor started when
+    the app exits; ``/resume`` treats the session it leaves the same way. ``connect`` replaces
+    dialling the session's socket (``attach tcp://…``: the session on a ``coding-agent serve``;
+    ``supervisor`` is ``None`` then, and ``/resume`` of another session is refused).
+    """
+    if supervisor is not None:
+        await supervisor.ensure_started()
+    info = SessionInfo(session.id, str(session.cwd), model=model or session.model)
+    client = RemoteConversationClient(info)
+    settings_problems: list[str] = []
+    try:
+        theme = load_config(session.cwd).theme
+    except ConfigError as error:  # the command line reported it already; keep going
+        theme, settings_problems = None, [str(error)]
+    app = CodingAgentApp(client, keybindings=load_keybindings(), theme=theme)
+    run = ClientRun(app, client, session)
+    generations, problems = load_tui_facets(facets_dirs)
+    reloader = PackageReloader(lambda: scan_packages(facets_dirs), "tui")
+    run.reloader = reloader
+    toasts = _WorkerReloadToasts(app)
+    coordinator: ReloadCoordinator | None = None
+    try:
+        async with anyio.create_task_group() as group:
+            control = _SessionControl(run, supervisor, group, toasts, connect)
+            tree_host = _tree_host(app, client, control)
+
+            async def switch_branch(ref: str, ctx: Context) -> None:  # /resume branch N
+                if tree_host.switch_branch is None:
+                    app.notify("/resume: the tree commands are not active", severity="error")
+                    return
+                await tree_host.switch_branch(ref, ctx)
+
+            facets: list[Facet] = [
+                client.facet(),
+                commands_facet(client, models=models),
+                session_commands_facet(control, cwd=session.cwd, branch=switch_branch),
+                tree_commands_facet(tree_host, cwd=session.cwd),
+            ]
+            rescans: list[Callable[[], None]] = []  # what /trust scans again
+            facets.append(trust_facet(session.cwd, rescans=rescans))  # /trust, what waits for it
+            for generation in generations:
+                facets.extend(generation.facets)
+            # Last: a prompt template never takes a name a command of the app or a package has.
+            facets.append(prompt_commands_facet(client, session.cwd, rescans))
+            shell = RemoteShellRunner(client)  # !cmd and !!cmd
+            app.shell = shell
+            facets.append(shell.facet())
+
+            def report(error: BaseException) -> None:
+                _logger.error("TUI facet host error: %r", error, exc_info=error)
+                app.tui.notify(f"{error}", severity="error")
+
+            async def started(host: FacetHost) -> None:
+                nonlocal coordinator
+                run.host = host
+                # From here on the coordinator owns the generations (and disposes them).
+                coordinator = ReloadCoordinator(
+                    host, generations, on_report=_tui_reload_toast(app, reloader)
+                )
+                generations.clear()
+                reloader.coordinator = coordinator
+                if dev:
+                    await group.start(coordinator.run)
+                client.on_status(toasts.listener)
+                if client.status is not None:  # arrived before the listener: say it too
+                    app.call_later(toasts.listener, client.status)
+                for problem in [*problems, *settings_problems]:
+                    app.tui.notify(problem, severity="warning")
+                if on_start is not None:
+                    result = on_start(run)
+                    if result is not None:
+                        await result
+
+            control.start()
+            try:
+                await run_app_with_facets(
+                    app,
+                    app.tui,
+                    facets,
+                    service_sources=[control.source],
+                    on_error=report,
+                    on_host=started,
+                    **run_options,
+                )
+            finally:
+                if coordinator is not None:
+                    coordinator.stop()
+                run.stopped = app.stop_requested
+                with anyio.CancelScope(shield=True):
+                    # Quitting is not a crash: no restart from here on. /quit leaves the worker
+                    # running (a turn carries on, it lingers); /stop ends it.
+                    await control.aclose(stop=run.stopped)
+                group.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            if coordinator is not None:
+                await coordinator.dispose()
+        for generation in generations:
+            generation.purge()
+    return run
+
+
+class _SessionControl:
+    """The running client's :class:`~coding_agent.tui.commands.sessions.SessionControl`.
+
+    It owns the wire source, whose connect function dials the socket of the session shown
+    now, and the supervisor of that session. :meth:`switch_to` makes sure a worker serves the
+    new session, points the source at its socket and closes the old connection: every remote
+    facade unbinds and rehydrates from the new worker, exactly as after a worker restart.
+    The session left behind is treated as ``/quit`` treats it: its worker keeps running.
+    """
+
+    def __init__(
+        self,
+        run: ClientRun,
+        supervisor: WorkerSupervisor | None,
+        group: anyio.abc.TaskGroup,
+        toasts: _WorkerReloadToasts,
+        connect: Callable[[], Awaitable[FrameConnection]] | None = None,
+    ) -> None:
+        assert run.session is not None
+        self._remote_connect = connect
+        self._run = run
+        self._session: Session = run.session
+        self._supervisor = supervisor
+        self._group = group
+        self._toasts = toasts
+        self._watching = anyio.CancelScope()
+        self._lock = anyio.Lock()
+        self._arrived = anyio.Event()
+        self._stopping: list[WorkerSupervisor] = []
+        self._closed = False
+        self.source: WireServiceSource = connect_service_source(
+            self._connect, task_group=group, on_error=_log_wire_error
+        )
+
+    @property
+    def session(self) -> Session:
+        return self._session
+
+    async def show_screen(self, screen: ModalScreen[Any]) -> Any:
+        """Show ``screen`` over the app and return what it is dismissed with."""
+        return await _show_screen(self._run.app, screen)
+
+    def start(self) -> None:
+        """Start watching the worker (restart it when it dies)."""
+        if self._supervisor is not None:
+            self._group.start_soon(
+                _watch, self._supervisor, self.source, self._run.app, self._watching
+            )
+
+    async def _connect(self) -> FrameConnection:
+        if self._remote_connect is not None:
+            connection = await self._remote_connect()
+            self._arrived.set()
+            return connection
+        path = self._session.socket_path
+        connection = await connect_unix(path)
+        if path != self._session.socket_path:  # switched while dialling: dial again
+            await connection.aclose()
+            raise ConnectionAbortedError(f"{path} is not the session shown any more")
+        self._arrived.set()
+        return connection
+
+    async def switch_to(self, session: Session) -> None:
+        async with self._lock:
+            if self._closed:
+                raise RuntimeError("the TUI is closing")
+            if session.id == self._session.id:
+                return
+            if self._remote_connect is not None:
+                raise RuntimeError(
+                    "this TUI is attached to a session on a server: attach to another one with "
+                    "coding-agent attach tcp://HOST:PORT/SESSION"
+                )
+            keeper: WorkerSupervisor | None = None
+            if self._supervisor is not None:
+                keeper = self._supervisor.for_session(session)
+                self._stopping.append(keeper)  # stopped at exit even if we fail half-way
+                await keeper.ensure_started()
+                self._stopping.remove(keeper)
+            elif not session.worker_running():
+                raise RuntimeError(
+                    f"session {session.id} has no running worker, and this TUI starts none"
+                )
+            old = self._supervisor
+            self._watching.cancel()
+            self._arrived = anyio.Event()  # set by the first connection to the new socket
+            self._session, self._supervisor = session, keeper
+            self._run.session = session
+            self._run.switches += 1
+            self._run.client.switch_session(
+                SessionInfo(session.id, str(session.cwd), session.model)
+            )
+            self._run.app.footer.repaint()
+            self._watching = anyio.CancelScope()
+            self.start()  # from now on a new worker that dies is restarted
+            if old is not None:
+                self._group.start_soon(self._stop, old)  # as quitting would
+            remote = self.source.connection
+            if remote is not None:
+                await remote.aclose("the TUI switched to another session")
+            with anyio.fail_after(READY_TIMEOUT):
+                await self._arrived.wait()
+                await self.source.wait_connected()
+
+    async def _stop(self, supervisor: WorkerSupervisor) -> None:
+        self._stopping.append(supervisor)
+        try:
+            with anyio.CancelScope(shield=True):
+                await supervisor.release()  # as /quit: the session left keeps running
+        finally:
+            self._stopping.remove(supervisor)
+
+    async def reload_tui(self) -> list[ReloadOutcome]:
+        reloader = self._run.reloader
+        assert reloader is not None
+        return await reloader.reload_all()
+
+    def hold_worker_reload_toasts(self) -> Callable[[Iterable[str]], None]:
+        return self._toasts.hold()
+
+    async def aclose(self, *, stop: bool = True) -> None:
+        """Stop watching, stop (``stop``) or release the worker this TUI started, close the
+        source. Workers of sessions left by ``/resume`` are stopped either way."""
+        self._closed = True
+        self._watching.cancel()
+        for supervisor in self._stopping:
+            await supervisor.stop()
+        if self._supervisor is not None:
+            if stop:
+                await self._supervisor.stop_worker()
+            else:
+                await self._supervisor.release()
+        await self.source.aclose()
+
+
+async def _show_screen(app: CodingAgentApp, screen: ModalScreen[Any]) -> Any:
+    """Push ``screen`` (from a facet task) and wait until it is dismissed; its result."""
+    done = anyio.Event()
+    result: list[Any] = []
+
+    def finished(value: Any) -> None:
+        result.append(value)
+        done.set()
+
+    with app._context():  # pyright: ignore[reportPrivateUsage] - from a facet task
+        app.push_screen(screen, finished)
+    try:
+        await done.wait()
+    finally:
+        if not done.is_set() and screen.is_attached:
+            screen.dismiss(None)
+    return result[0]
+
+
+def _tree_host(app: CodingAgentApp, client: RemoteConversationClient, control: Any) -> TreeHost:
+    """What ``/tree`` and ``/rewind`` act on: the followed conversation, the editor, screens."""
+
+    async def show_screen(screen: ModalScreen[Any]) -> Any:
+        return await _show_screen(app, screen)
+
+    def busy() -> bool:
+        view = app.view
+        return isinstance(view, dict) and isinstance(view.get("turn"), dict)
+
+    return TreeHost(
+        conversation_id=lambda: client.conversation_id,
+        follow=client.follow,
+        busy=busy,
+        restore_prompt=app.editor.restore,
+        show_screen=show_screen,
+        session=lambda: control.session,
+    )
+
+
+async def _watch(
+    supervisor: WorkerSupervisor, source: Any, app: CodingAgentApp, scope: anyio.CancelScope
+) -> None:
+    try:
+        with scope:
+            await supervisor.watch(source)
+    except Exception as error:
+        app.tui.notify(f"The session worker cannot be restarted: {error}", severity="error")
+
+
+def _tui_reload_toast(
+    app: CodingAgentApp, reloader: PackageReloader
+) -> Callable[[ReloadReport], None]:
+    """``--dev`` in the TUI: toast each hot reload, a short notice when it worked, an error
+    when it failed (``/reload`` toasts its own summary)."""
+
+    def on_report(report: ReloadReport) -> None:
+        if reloader.busy:
+            return
+        if report.ok:
+            app.tui.notify(f"Reloaded {report.package} (TUI)")
+        else:
+            app.tui.notify(
+                f"Reload of {report.package} (TUI) failed: {report.message}", severity="error"
+            )
+
+    return on_report
+
+
+class _WorkerReloadToasts:
+    """The status listener: repaint the footer (a context window may have become known), toast
+    every failed reload the worker reports (each once, by its ``number``), and say once per
+    model when one switched to text tool calls.
+
+    While ``/reload`` runs it reports the worker's outcomes itself: :meth:`hold` keeps failures
+    back until its release, which drops those of the packages the summary named.
+    """
+
+    def __init__(self, app: CodingAgentApp) -> None:
+        self._app = app
+        self._seen = 0  # the highest report number handled
+        self._pid: Any = None  # the worker the numbers belong to
+        self._holds = 0
+        self._held: list[dict[str, Any]] = []
+        self._text_tools: set[str] = set()  # models already said to call tools through text
+        self._storage_failure: str | None = None  # the last storage failure said
+        self._sandbox_said = False  # "the sandbox is unavailable" said once
+
+    def listener(self, status: dict[str, Any]) -> None:
+        self._app.footer.repaint()
+        pid = status.get("pid")
+        fresh = pid != self._pid  # reports from before this TUI saw the worker: no notices
+        if fresh:  # a new worker counts its reports from 1 again
+            self._seen, self._pid = 0, pid
+        failure = status.get("storageFailure")
+        if isinstance(failure, str) and failure != self._storage_failure:
+            self._storage_failure = failure
+            self._app.tui.notify(
+                f"{failure}. The session worker stops; it is started again and resumes from "
+                "what was stored (nothing acknowledged is lost) once the cause is fixed",
+                severity="error",
+            )
+        sandbox = status.get("sandbox")
+        if (
+            isinstance(sandbox, dict)
+            and sandbox.get("available") is False
+            and not self._sandbox_said
+        ):
+            self._sandbox_said = True
+            self._app.tui.notify(
+                f"The OS sandbox is unavailable: {sandbox.get('reason')}. Commands are not "
+                "sandboxed; the sandbox permission mode asks as ask mode does (/sandbox)",
+                severity="warning",
+            )
+        switched = status.get("textToolCalling")
+        for model in cast(list[Any], switched) if isinstance(switched, list) else []:
+            if isinstance(model, str) and model not in self._text_tools:
+                self._text_tools.add(model)
+                self._app.tui.notify(
+                    f"{model} does not take native tool calls: it now calls tools through "
+                    "text blocks (--tool-calling text skips the first refusal)",
+                    severity="warning",
+                )
+        reloads = status.get("reloads")
+        for report in cast(list[Any], reloads) if isinstance(reloads, list) else []:
+            number = report.get("number") if isinstance(report, dict) else None
+            if type(number) is not int or number <= self._seen:
+                continue
+            self._seen = number
+            if report.get("ok") is True and not fresh and not self._holds:
+                self._app.tui.notify(f"Reloaded {report.get('package')}")  # a hot reload worked
+            elif report.get("ok") is False:
+                if self._holds:
+                    self._held.append(cast(dict[str, Any], report))
+                else:
+                    self._toast(cast(dict[str, Any], report))
+
+    def hold(self) -> Callable[[Iterable[str]], None]:
+        self._holds += 1
+        released = False
+
+        def release(covered: Iterable[str]) -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            named = set(covered)
+            self._held = [report for report in self._held if report.get("package") not in named]
+            self._holds -= 1
+            if not self._holds:
+                held, self._held = self._held, []
+                for report in held:
+                    self._toast(report)
+
+        return release
+
+    def _toast(self, report: dict[str, Any]) -> None:
+        self._app.tui.notify(
+            f"Reload of {report.get('package')} failed: {report.get('message')}",
+            severity="error",
+        )
+
+
+def _log_wire_error(error: BaseException) -> None:
+    # A dropped connection is the normal sign of a restarting worker; log, never crash.
+    _logger.info("session worker connection: %r", error)

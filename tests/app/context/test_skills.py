@@ -1,0 +1,123 @@
+"""Skills (issue 18 item 1): discovery, validation, the system prompt section, /skill: text."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from coding_agent.context.skills import (
+    discover_skills,
+    invoke_skill,
+    render_skills_section,
+    skills_section_value,
+)
+
+
+def skill(
+    name: str, description: str = "Does things.", extra: str = "", body: str = "Body."
+) -> str:
+    return f"---\nname: {name}\ndescription: {description}\n{extra}---\n{body}\n"
+
+
+def test_skills_come_from_every_user_folder_and_a_trusted_project(place: SimpleNamespace) -> None:
+    place.write(place.config / "coding-agent/skills/own/SKILL.md", skill("own"))
+    place.write(place.home / ".claude/skills/claude-one/SKILL.md", skill("claude-one"))
+    place.write(place.home / ".pi/agent/skills/group/pi-one/SKILL.md", skill("pi-one"))
+    place.write(place.project / ".coding-agent/skills/local/SKILL.md", skill("local"))
+    place.write(place.project / ".claude/skills/local-claude/SKILL.md", skill("local-claude"))
+    place.write(place.home / ".agents/skills/shared-one/SKILL.md", skill("shared-one"))
+    place.write(place.project / ".agents/skills/local-shared/SKILL.md", skill("local-shared"))
+    untrusted = discover_skills(place.project, place.env)
+    assert [s.name for s in untrusted.skills] == ["own", "claude-one", "pi-one", "shared-one"]
+    assert untrusted.warnings == ()
+    place.trust()
+    found = discover_skills(place.project, place.env)
+    assert [(s.name, s.source) for s in found.skills] == [
+        ("own", str(place.config / "coding-agent/skills")),
+        ("claude-one", "~/.claude/skills"),
+        ("pi-one", "~/.pi/agent/skills"),
+        ("shared-one", "~/.agents/skills"),
+        ("local", ".coding-agent/skills"),
+        ("local-claude", ".claude/skills"),
+        ("local-shared", ".agents/skills"),
+    ]
+    assert found.get("pi-one").path == place.home / ".pi/agent/skills/group/pi-one/SKILL.md"
+
+
+def test_xdg_config_home_moves_the_config_folder(place: SimpleNamespace) -> None:
+    place.write(place.home / ".config/coding-agent/skills/default/SKILL.md", skill("default"))
+    place.write(place.config / "coding-agent/skills/moved/SKILL.md", skill("moved"))
+    assert [s.name for s in discover_skills(place.project, place.env).skills] == ["moved"]
+    env = {"HOME": place.env["HOME"]}
+    assert [s.name for s in discover_skills(place.project, env).skills] == ["default"]
+
+
+def test_bad_skills_are_warnings_naming_the_file_never_errors(place: SimpleNamespace) -> None:
+    root = place.config / "coding-agent/skills"
+    broken = place.write(root / "broken/SKILL.md", "---\nname: [oops\ndescription: x\n---\nbody\n")
+    unclosed = place.write(root / "unclosed/SKILL.md", "---\nname: unclosed\n")
+    listed = place.write(root / "listed/SKILL.md", "---\n- a\n- b\n---\n")
+    bare = place.write(root / "bare/SKILL.md", "---\nname: bare\n---\nno description\n")
+    odd = place.write(root / "odd/SKILL.md", skill("Odd_Name"))
+    moved = place.write(root / "here/SKILL.md", skill("elsewhere"))
+    place.write(root / "good/SKILL.md", skill("good"))
+    place.write(place.home / ".claude/skills/good/SKILL.md", skill("good", "Another."))
+    found = discover_skills(place.project, place.env)
+    assert [s.name for s in found.skills] == ["good", "elsewhere", "Odd_Name"]
+    warnings = "\n".join(found.warnings)
+    assert f"{broken}: skill skipped: the frontmatter is not valid YAML" in warnings
+    assert f"{unclosed}: skill skipped: the frontmatter opened with --- is never closed" in warnings
+    assert f"{listed}: skill skipped: the frontmatter must be a mapping" in warnings
+    assert f"{bare}: skill skipped: the frontmatter needs a 'description'" in warnings
+    assert f"{odd}: skill name 'Odd_Name' should use only lowercase letters" in warnings
+    assert f"{moved}: skill name 'elsewhere' does not match its folder 'here'" in warnings
+    assert "is also defined by" in warnings and "the first one is used" in warnings
+    assert found.get("good").description == "Does things."  # the first one wins
+
+
+def test_the_section_lists_names_descriptions_and_files_but_not_hidden_skills(
+    place: SimpleNamespace,
+) -> None:
+    root = place.config / "coding-agent/skills"
+    place.write(root / "pdf/SKILL.md", skill("pdf", "Read <PDF> & tables."))
+    place.write(root / "manual/SKILL.md", skill("manual", extra="disable-model-invocation: true\n"))
+    found = discover_skills(place.project, place.env)
+    value = skills_section_value(found)
+    assert value == {
+        "skills": [
+            {
+                "name": "pdf",
+                "description": "Read <PDF> & tables.",
+                "location": str(root / "pdf/SKILL.md"),
+            }
+        ]
+    }
+    text = render_skills_section(value)
+    assert "use the read tool to load its file" in text
+    assert "<name>pdf</name>" in text and "Read &lt;PDF&gt; &amp; tables." in text
+    assert f"<location>{root / 'pdf/SKILL.md'}</location>" in text
+    assert "manual" not in text
+    assert found.get("manual") is not None  # still invocable with /skill:manual
+
+
+def test_invoking_a_skill_sends_its_body_and_the_arguments(place: SimpleNamespace) -> None:
+    root = place.config / "coding-agent/skills"
+    place.write(root / "review/SKILL.md", skill("review", body="# Review\n\nRun scripts/check.sh."))
+    (found,) = discover_skills(place.project, place.env).skills
+    text = invoke_skill(found, "  the parser  ")
+    assert text.startswith(f'<skill name="review" location="{root / "review/SKILL.md"}">')
+    assert f"References are relative to {root / 'review'}." in text
+    assert "# Review\n\nRun scripts/check.sh.\n</skill>" in text
+    assert "name: review" not in text  # the frontmatter stays out
+    assert text.endswith("</skill>\n\nthe parser")
+    assert invoke_skill(found).endswith("</skill>")
+
+
+def test_a_project_folder_others_may_write_is_never_read(place: SimpleNamespace) -> None:
+    place.write(place.project / ".claude/skills/planted/SKILL.md", skill("planted"))
+    place.write(place.project / ".coding-agent/skills/own/SKILL.md", skill("own"))
+    place.trust()
+    (place.project / ".claude").chmod(0o777)
+    try:
+        assert [s.name for s in discover_skills(place.project, place.env).skills] == ["own"]
+    finally:
+        (place.project / ".claude").chmod(0o755)

@@ -1,0 +1,200 @@
+"""Skills, prompt templates and /context in the real TUI over a real worker (issue 18 items 1-3).
+
+The user's config folder, home and a trusted project hold real files; the worker runs the faux
+model. Everything is driven through the keyboard with Textual's Pilot.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Static
+
+from chord.textual import ConfirmScreen
+from coding_agent.session_files.folders import Session
+from coding_agent.settings.trust import TrustStore, trust_path
+
+pytestmark = pytest.mark.anyio
+
+SKILL = """---
+name: review
+description: Review code for bugs. Use when asked to review.
+---
+# Review checklist
+
+Run scripts/check.sh first.
+"""
+
+TEMPLATE = """---
+description: Review the staged changes
+argument-hint: "[focus]"
+---
+Review the staged diff, focusing on $1. Notes: $ARGUMENTS
+"""
+
+
+@pytest.fixture
+def homes(
+    tmp_path: Path, agent_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, session: Session
+) -> dict[str, Path]:
+    """A private home and config folder (for the worker and this TUI process), a user skill,
+    a broken skill, a project template, a SYSTEM.md; the project is trusted."""
+    home, config = tmp_path / "home", tmp_path / "config"
+    for name, value in (("HOME", home), ("XDG_CONFIG_HOME", config)):
+        value.mkdir()
+        monkeypatch.setenv(name, str(value))
+        agent_env[name] = str(value)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))  # the TUI's and the worker's
+    agent_env["CLAUDE_CONFIG_DIR"] = str(home / ".claude")
+    skill = config / "coding-agent/skills/review/SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text(SKILL)
+    broken = home / ".claude/skills/broken/SKILL.md"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("---\nname: [oops\n---\n")
+    prompts = session.cwd / ".coding-agent/prompts"
+    prompts.mkdir(parents=True)
+    (prompts / "review-staged.md").write_text(TEMPLATE)
+    (config / "coding-agent/SYSTEM.md").write_text("You are the test robot.\n")
+    TrustStore(trust_path(agent_env)).set(session.cwd, True)
+    return {"skill": skill, "broken": broken}
+
+
+def user_texts(kit: Any, app: Any) -> list[str]:
+    texts: list[str] = []
+    for entry in kit.entries(app):
+        if entry["kind"] == "pi.user":
+            content = entry["model"][0]["content"]
+            texts.append(content if isinstance(content, str) else content[0]["text"])
+    return texts
+
+
+def system_text(kit: Any, app: Any) -> str:
+    systems = [e for e in kit.entries(app) if e["kind"] == "pi.system"]
+    return systems[-1]["model"][0]["content"] if systems else ""
+
+
+async def test_skill_command_sends_the_skill_and_the_prompt_lists_it(
+    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path, homes: dict[str, Path]
+) -> None:
+    keeper = kit.supervisor(session, agent_env, faux_script=kit.script(tmp_path, [{"text": "ok"}]))
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
+        await kit.wait_for(
+            pilot, lambda: any(str(homes["broken"]) in m for _, m in kit.toasts(app)), "warning"
+        )
+        assert "skill:review" in app.tui.commands
+        await pilot.press(*"/skill:review the parser", "enter")
+        await kit.wait_for(pilot, lambda: "ok" in kit.assistant_texts(app), "the answer")
+        seen["user"] = user_texts(kit, app)
+        seen["system"] = system_text(kit, app)
+
+    await kit.drive(session, keeper, test)
+    (sent,) = seen["user"]
+    assert sent.startswith(f'<skill name="review" location="{homes["skill"]}">')
+    assert "# Review checklist\n\nRun scripts/check.sh first.\n</skill>\n\nthe parser" in sent
+    system = seen["system"]
+    assert system.startswith("## system\nYou are the test robot.")  # SYSTEM.md replaced it
+    assert "<name>review</name>" in system
+    assert f"<location>{homes['skill']}</location>" in system
+    assert "Run scripts/check.sh" not in system  # only the name and description: read it later
+
+
+async def test_a_template_is_in_the_palette_and_expands_its_arguments(
+    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path, homes: dict[str, Path]
+) -> None:
+    keeper = kit.supervisor(session, agent_env, faux_script=kit.script(tmp_path, [{"text": "ok"}]))
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
+        await pilot.press(*"/review-s")
+        await kit.wait_for(pilot, lambda: app.editor.palette.display, "the palette")
+        seen["rows"] = [(s.label, s.description) for s in app.editor.palette.suggestions]
+        await pilot.press("tab", *'security "error paths"', "enter")
+        await kit.wait_for(pilot, lambda: "ok" in kit.assistant_texts(app), "the answer")
+        seen["user"] = user_texts(kit, app)
+
+    await kit.drive(session, keeper, test)
+    assert seen["rows"][0] == ("/review-staged", "[focus]  Review the staged changes")
+    assert seen["user"] == [
+        'Review the staged diff, focusing on security. Notes: security "error paths"'
+    ]
+
+
+async def test_context_lists_every_section_with_its_size(
+    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path, homes: dict[str, Path]
+) -> None:
+    keeper = kit.supervisor(session, agent_env, faux_script=kit.script(tmp_path, [{"text": "ok"}]))
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
+        await pilot.press(*"/context", "enter")
+        await kit.wait_for(pilot, lambda: kit.picker_open(app, "System prompt"), "the preview")
+        seen["preview"] = kit.options(app)
+        await pilot.press("escape")
+        await pilot.press(*"hello", "enter")
+        await kit.wait_for(pilot, lambda: "ok" in kit.assistant_texts(app), "the answer")
+        await pilot.press(*"/context", "enter")
+        await kit.wait_for(pilot, lambda: kit.picker_open(app, "System prompt"), "the listing")
+        seen["sent"] = kit.options(app)
+        await pilot.press("enter")  # the first row: the system section's text
+        await kit.wait_for(pilot, lambda: kit.dialog_ready(app, ConfirmScreen), "the text")
+        seen["text"] = "\n".join(str(s.render()) for s in app.screen.query(Static))
+        await pilot.press("escape")
+
+    await kit.drive(session, keeper, test)
+    config = agent_env["XDG_CONFIG_HOME"]
+    for rows in (seen["preview"], seen["sent"]):
+        assert rows[0].startswith("system  ~")
+        assert rows[0].endswith(f"tokens  {config}/coding-agent/SYSTEM.md")
+        assert any(r.startswith("skills  ~") and r.endswith("1 skill") for r in rows)
+    assert seen["sent"][-1].startswith("tools  ")
+    assert {"read", "bash", "edit", "write"} <= set(seen["sent"][-1].split(": ", 1)[1].split(", "))
+    assert "You are the test robot." in seen["text"]
+
+
+async def test_a_templates_shell_command_runs_after_the_dialog_and_its_output_is_sent(
+    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path, homes: dict[str, Path]
+) -> None:
+    """Issue 39 deliver 2: ``!`cmd``` in a template runs through the worker's ``!cmd`` runner
+    once the user said yes; its output goes into the prompt; "no" sends nothing."""
+    prompts = session.cwd / ".coding-agent/prompts"
+    (prompts / "status.md").write_text("Files here:\n!`echo one; echo two`\nSay which.\n")
+    keeper = kit.supervisor(
+        session, agent_env, faux_script=kit.script(tmp_path, [{"text": "ok"}, {"text": "ok2"}])
+    )
+    seen: dict[str, Any] = {}
+
+    async def answer(pilot: Any, app: Any, keys: list[str]) -> str:
+        await pilot.press(*"/status", "enter")
+        await kit.wait_for(pilot, lambda: kit.dialog_ready(app, ConfirmScreen), "the dialog")
+        dialog = app.screen
+        text = "\n".join(str(s.render()) for s in dialog.query(Static))
+        await pilot.press(*keys)
+        await kit.wait_for(pilot, lambda: app.screen is not dialog, "it to close")
+        return text
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
+        seen["declined"] = await answer(pilot, app, ["2", "enter"])
+        seen["after_no"] = user_texts(kit, app)
+        await answer(pilot, app, ["1", "enter"])
+        await kit.wait_for(pilot, lambda: "ok" in kit.assistant_texts(app), "the answer")
+        seen["user"] = user_texts(kit, app)
+        seen["kinds"] = kit.kinds(app)
+
+    await kit.drive(session, keeper, test)
+    assert "$ echo one; echo two" in seen["declined"]
+    assert seen["after_no"] == []
+    assert seen["user"] == ["Files here:\none\ntwo\nSay which."]
+    assert "coding-agent.shell" in seen["kinds"]  # the command is in the transcript too
