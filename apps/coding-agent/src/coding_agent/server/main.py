@@ -129,7 +129,6 @@ def _print(line: str) -> None:
 def _migrate(url: str) -> int | None:
     """``--migrate``: the schema brought to this release's (one log line); the exit status
     (5, one line) when it cannot be."""
-    from coding_agent.cli.db import EXIT_STORAGE
     from pico3 import StorageError, migrate_database
 
     try:
