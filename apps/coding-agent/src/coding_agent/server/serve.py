@@ -413,6 +413,11 @@ class SessionServer:
             except WorkerStartError as error:
                 self._forget(slot)
                 raise PrefaceError("start_failed", error.reason()) from None
+            except OSError as error:  # no process could be made (out of descriptors, memory)
+                with anyio.CancelScope(shield=True):
+                    await supervisor.stop()
+                self._forget(slot)
+                raise PrefaceError("start_failed", f"cannot start a worker: {error}") from None
             except BaseException:  # cancelled mid-start (the server stopping): no worker left
                 with anyio.CancelScope(shield=True):
                     await supervisor.stop()
