@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "ANSWER_TIMEOUT",
     "MAGIC",
     "MAX_PREFACE",
     "PREFACE_TIMEOUT",
@@ -43,6 +44,10 @@ MAX_PREFACE = 4096
 
 PREFACE_TIMEOUT = 10.0
 """Seconds a server waits for the preface (and a TLS handshake) before it hangs up."""
+
+ANSWER_TIMEOUT = 180.0
+"""Seconds a client waits for the server's answer line after its preface: the server may be
+starting the session's worker, or queueing its start behind a start-up storm."""
 
 NO_TOKEN = b"-"
 

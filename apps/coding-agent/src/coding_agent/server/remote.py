@@ -27,8 +27,8 @@ from anyio.streams.stapled import StapledByteStream
 from chord import FrameConnection, connect_unix
 from coding_agent.server.addresses import is_loopback, parse_listen
 from coding_agent.server.preface import (
+    ANSWER_TIMEOUT,
     MAX_PREFACE,
-    PREFACE_TIMEOUT,
     PrefaceError,
     Request,
     encode_preface,
@@ -235,7 +235,7 @@ async def connect_server(
         await stream.send(encode_preface(token, request))
         buffered = BufferedByteReceiveStream(stream)
         line = b""
-        with anyio.move_on_after(PREFACE_TIMEOUT * 6):  # the server may be starting a worker
+        with anyio.move_on_after(ANSWER_TIMEOUT):  # the server may be starting a worker
             try:
                 line = await buffered.receive_until(b"\n", MAX_PREFACE)
             except (*_STREAM_ERRORS, anyio.IncompleteRead, OSError):

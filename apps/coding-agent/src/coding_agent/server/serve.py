@@ -50,6 +50,7 @@ from coding_agent.server.credentials import Credentials, ServerSetupError
 from coding_agent.server.directory import SessionDirectory
 from coding_agent.server.events import ServerLog
 from coding_agent.server.preface import (
+    ANSWER_TIMEOUT,
     MAX_PREFACE,
     PREFACE_TIMEOUT,
     PrefaceError,
@@ -72,9 +73,10 @@ from coding_agent.supervisor import READY_TIMEOUT, WorkerStartError, WorkerSuper
 __all__ = ["DEFAULT_IDLE", "Limits", "ServerOptions", "SessionServer"]
 
 _RELAY_CHUNK = 65536
-SESSION_QUEUE_TIMEOUT = 45.0
-"""Seconds a session's start waits for one of ``--max-sessions``' places before ``ERR busy``
-(within the client's minute of patience for the answer)."""
+SESSION_QUEUE_TIMEOUT = ANSWER_TIMEOUT - READY_TIMEOUT
+"""Seconds a session's start waits for one of ``--max-sessions``' places, or for its turn to
+start, before ``ERR busy``: what is left of the client's patience for the answer
+(:data:`~.preface.ANSWER_TIMEOUT`) once the start itself had its own bound."""
 
 
 @dataclass
@@ -448,12 +450,23 @@ class SessionServer:
 
     async def _start(self, session_id: str, supervisor: WorkerSupervisor) -> bool:
         """``supervisor.ensure_started()`` in its turn: at most ``--max-starting`` at once, the
-        others queued in order (a start-up storm is queued, not timed out)."""
+        others queued in order (a start-up storm is queued, not timed out); one that waited
+        :data:`SESSION_QUEUE_TIMEOUT` is answered ``busy`` while its client still listens."""
         if self._starting.value == 0:
             self.log("session", "queued for a start", id=session_id,
                      starting=self.options.max_starting)  # fmt: skip
-        async with self._starting:
+        with anyio.move_on_after(SESSION_QUEUE_TIMEOUT) as queued:
+            await self._starting.acquire()
+        if queued.cancelled_caught:
+            raise PrefaceError(
+                "busy",
+                f"the server is starting {self.options.max_starting} sessions at a time and this "
+                f"one waited {SESSION_QUEUE_TIMEOUT:g} s: try another server of the list, or later",
+            )
+        try:
             return await supervisor.ensure_started()
+        finally:
+            self._starting.release()
 
     def _forget(self, slot: _Slot) -> None:
         slot.supervisor = None
