@@ -14,6 +14,8 @@ worker is ready). Printed:
   first; target: at most 5 MB;
 * **database connections**: the cluster's client backends once every session is idle; target:
   at most 20 in all for 500 sessions;
+* **workers left running**: the server's worker processes next to the sessions that answered
+  ready (a failed start must leave none);
 
 The throughput ratios against pgbench are ``benchmarks/pico3_postgres.py``'s, and takeover after
 kill -9 is ``benchmarks/serve_failover.py``'s. A line says ``MISSES`` when the measurement
@@ -145,6 +147,12 @@ def main() -> None:
     )
     if found["failed"]:
         print(f"    first failure: {found['failed'][0]}")
+    workers = len(found["pss"])
+    verdict = "meets" if workers == found["ready"] else "MISSES"
+    print(
+        f"  workers left running: {workers} for {found['ready']} ready sessions (target: no "
+        f"worker of a failed start left running) {verdict}"
+    )
     pss = found["pss"]
     if len(pss) >= 2:
         beyond = (sum(pss) - pss[-1]) / (len(pss) - 1) / 1024
