@@ -171,3 +171,8 @@ daemon_threads
 # coding_agent.worker.providers.presets: the delta field a preset streams reasoning in (the
 # table documents it; the adapter reads both fields; the preset tests check it)
 _.thinking_field
+
+# pico3's view records (pico3.datamodel.view_records): wire fields a client of the view reads
+_.synthesized
+_.retry_at
+_.continued_by

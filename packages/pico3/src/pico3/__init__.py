@@ -30,6 +30,12 @@ change without notice. The import-linter contract in the workspace's ``pyproject
   :data:`HarnessService` (``pi.harness``, local; its API is :class:`HarnessServiceApi`) and
   :data:`ConversationService` (``pi.conversation``, remotable; :class:`ConversationServiceApi`),
   the JSON shapes of the view and the methods, and :func:`harness_session_facet`.
+* The view as typed records (docs/design/view.md#typed-records): :class:`ViewDecoder` (one per
+  followed replica; reuses what did not change) and :func:`view_from_json` give a :class:`View`
+  of :class:`ViewEntry` records by kind (:class:`UserEntry`, :class:`AssistantEntry`,
+  :class:`ToolResultEntry`, …; :class:`CustomEntry` keeps an unknown kind's JSON), the
+  :class:`ViewTurn` (:class:`GenerationStatus`, :class:`ToolSlot`), :class:`QueuedInput`,
+  :class:`ViewTask` and :class:`CompactionStatus`.
 * Child processes: :class:`ChildEnvironment` (the environment a session's child processes
   get, without its secrets; the harness service :data:`CHILD_ENVIRONMENT_SERVICE`), and
   :class:`Sandbox` (bubblewrap: :class:`SandboxPolicy`, :func:`sandbox_available`,
@@ -83,6 +89,33 @@ from pico3.datamodel import (
     entry_json,
 )
 from pico3.datamodel.entries import NOTICE_KIND
+from pico3.datamodel.view_decoder import ViewDecoder, view_from_json
+from pico3.datamodel.view_records import (
+    AssistantData,
+    AssistantEntry,
+    CompactionStatus,
+    CustomEntry,
+    GenerationStatus,
+    HandoffEntry,
+    NoticeEntry,
+    QueuedInput,
+    ResetEntry,
+    SummaryEntry,
+    SystemEntry,
+    ToolResultData,
+    ToolResultEntry,
+    ToolSlot,
+    UsageData,
+    UsageEntry,
+    UserData,
+    UserEntry,
+    View,
+    ViewConversation,
+    ViewEntry,
+    ViewParent,
+    ViewTask,
+    ViewTurn,
+)
 from pico3.files import fsync_dir, write_atomic
 from pico3.handle import HarnessHandle
 from pico3.harness import ConversationHandle, Harness, HarnessOptions
@@ -203,6 +236,8 @@ __all__ = [
     "WELL_KNOWN_SECRETS",
     "ApprovalAuthority",
     "ArgumentSchema",
+    "AssistantData",
+    "AssistantEntry",
     "BeforeToolApi",
     "BeforeToolOutcome",
     "ChildEnvironment",
@@ -210,6 +245,7 @@ __all__ = [
     "Closed",
     "CollapseInProgress",
     "CommitInfo",
+    "CompactionStatus",
     "Completion",
     "ConfigRejected",
     "ContractFault",
@@ -220,6 +256,7 @@ __all__ = [
     "ConversationServiceApi",
     "ConversationView",
     "CorruptStorage",
+    "CustomEntry",
     "DetachedValue",
     "DomainProxy",
     "Done",
@@ -231,6 +268,8 @@ __all__ = [
     "Faulted",
     "Forbidden",
     "ForkSpecJson",
+    "GenerationStatus",
+    "HandoffEntry",
     "Harness",
     "HarnessHandle",
     "HarnessOptions",
@@ -256,6 +295,7 @@ __all__ = [
     "Next",
     "NotQuiescent",
     "NothingToCollapse",
+    "NoticeEntry",
     "OutputBounds",
     "OutputBuffer",
     "OwnedConversation",
@@ -265,8 +305,10 @@ __all__ = [
     "ProcessHost",
     "ProcessSpec",
     "ProcessStatus",
+    "QueuedInput",
     "ReadAfterWrite",
     "RequestHookApi",
+    "ResetEntry",
     "ResponseHookApi",
     "RevokedProxy",
     "Runtime",
@@ -285,7 +327,9 @@ __all__ = [
     "StorageError",
     "StorageInUse",
     "StorageUnreachable",
+    "SummaryEntry",
     "SystemClock",
+    "SystemEntry",
     "SystemSection",
     "Task",
     "TaskFaulted",
@@ -295,11 +339,25 @@ __all__ = [
     "ToolDeclaration",
     "ToolHookApi",
     "ToolResult",
+    "ToolResultData",
+    "ToolResultEntry",
+    "ToolSlot",
     "Transaction",
     "TransactionClosed",
     "UnknownConversation",
     "UnknownTask",
+    "UsageData",
+    "UsageEntry",
+    "UserData",
+    "UserEntry",
+    "View",
+    "ViewConversation",
+    "ViewDecoder",
+    "ViewEntry",
     "ViewEvent",
+    "ViewParent",
+    "ViewTask",
+    "ViewTurn",
     "Watch",
     "conversation_json",
     "create_owned",
@@ -319,6 +377,7 @@ __all__ = [
     "run_git",
     "sandbox_available",
     "stored_writes",
+    "view_from_json",
     "walk_files",
     "write_atomic",
 ]

@@ -12,6 +12,8 @@
     coding-agent db migrate postgresql://…   migrate the sessions' database (docs/postgresql.md)
     coding-agent config                the effective configuration, and where each value came from
     coding-agent doctor                are the packages the agent's safety depends on live? (1: no)
+    coding-agent acp                   the agent for an editor, over the Agent Client Protocol
+                                       (stdio; Zed, JetBrains, Neovim: README "Editors (ACP)")
     coding-agent -p "prompt"           headless: print the final answer (piped stdin is added to
                                        the prompt: git diff | coding-agent -p "review this")
     coding-agent --json "prompt"       headless: stream the view events as JSON lines
@@ -257,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--name", metavar="TEXT", help="name the session (shown in pickers)")
     commands = parser.add_subparsers(
-        dest="command", metavar="{attach,serve,config,doctor,sessions,export,facets,db}"
+        dest="command", metavar="{attach,serve,config,doctor,acp,sessions,export,facets,db}"
     )
     commands.add_parser(
         "config",
@@ -273,6 +275,15 @@ def build_parser() -> argparse.ArgumentParser:
         "Exits 1 when a safety package is not live (tool calls that need approval are then "
         "blocked).",
     )
+    acp = commands.add_parser(
+        "acp",
+        help="serve an editor over the Agent Client Protocol (stdio)",
+        description="Speak the Agent Client Protocol on stdin/stdout for an editor (Zed, "
+        "JetBrains, Neovim); sessions are this agent's durable sessions (session/load resumes "
+        "one). --model and --faux-script apply to the sessions it opens.",
+    )
+    acp.add_argument("--model", metavar="PROVIDER/ID", default=argparse.SUPPRESS)
+    acp.add_argument("--faux-script", metavar="FILE", default=argparse.SUPPRESS)
     attach = commands.add_parser(
         "attach",
         help="attach another TUI to a running session",
@@ -683,7 +694,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
     if not headless or args.server is not None:
         start_up_done()  # a TUI, a server, a remote run: no first request of ours is next
     if headless and args.command in (
-        "attach", "serve", "config", "doctor", "sessions", "export", "facets", "db"
+        "attach", "serve", "config", "doctor", "acp", "sessions", "export", "facets", "db"
     ):  # fmt: skip
         parser.error(f"{args.command} does not take -p or --json")
     if args.server is not None and (args.continue_ or args.resume is not None):
@@ -704,6 +715,13 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
             from coding_agent.cli.doctor import run_doctor
 
             return run_doctor(sys.stdout, sys.stderr)
+        if args.command == "acp":
+            # lazy: start-up time (the command line imports only what the chosen command runs)
+            import anyio
+
+            from coding_agent.acp.agent import run_acp
+
+            return anyio.run(lambda: run_acp(model=args.model, faux_script=args.faux_script))
         if args.command == "serve":
             # lazy: start-up time (the command line imports only what the chosen command runs)
             from coding_agent.server.main import run_serve

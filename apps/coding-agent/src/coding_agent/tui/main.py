@@ -412,8 +412,8 @@ def _tree_host(app: CodingAgentApp, client: RemoteConversationClient, control: A
         return await _show_screen(app, screen)
 
     def busy() -> bool:
-        view = app.view
-        return isinstance(view, dict) and isinstance(view.get("turn"), dict)
+        view = app.decoded_view
+        return view is not None and view.turn is not None
 
     return TreeHost(
         conversation_id=lambda: client.conversation_id,
