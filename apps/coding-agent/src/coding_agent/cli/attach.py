@@ -81,24 +81,31 @@ class _Dial:
 
     async def first(self, request: Request) -> tuple[FrameConnection, dict[str, Any]]:
         conn, info, self.index = await connect_any(
-            self.addresses, request, token=self.token, tls=self.tls, insecure=self.insecure
-        )
+            self.addresses, request, token=self.token, tls=self.tls, insecure=self.insecure,
+            on_failover=_say_failover,
+        )  # fmt: skip
         self.address = self.addresses[self.index]
         return conn, info
 
-    def again(self, session_id: str) -> Any:
+    def again(self, session_id: str, *, say: bool = True) -> Any:
         """Connect to the session again: the server that answered last first, then the next
-        ones of the list (failover)."""
+        ones of the list (failover), each failover one line on stderr unless ``say`` is false
+        (the TUI's screen is the terminal)."""
 
         async def connect() -> FrameConnection:
             conn, _info, self.index = await connect_any(
                 self.addresses, Request(session=session_id), start=self.index,
                 token=self.token, tls=self.tls, insecure=self.insecure,
+                on_failover=_say_failover if say else None,
             )  # fmt: skip
             self.address = self.addresses[self.index]
             return conn
 
         return connect
+
+
+def _say_failover(line: str) -> None:
+    print(f"coding-agent: {line}", file=sys.stderr, flush=True)
 
 
 def _fail(message: str, code: int) -> int:
@@ -111,7 +118,8 @@ def _dial_error(address: ServerAddress, error: BaseException) -> int | None:
     if isinstance(error, NoServerReachable):
         return _fail(str(error), EXIT_FAILED)
     if isinstance(error, ServerRefused):
-        return _fail(str(error), EXIT_USAGE if error.code != "start_failed" else EXIT_FAILED)
+        usage = error.code in ("unauthorized", "not_found", "bad_preface")
+        return _fail(str(error), EXIT_USAGE if usage else EXIT_FAILED)
     if isinstance(error, ssl.SSLCertVerificationError):
         return _fail(
             f"{address}: the server's TLS certificate is not trusted ({error.verify_message}): "
@@ -122,6 +130,8 @@ def _dial_error(address: ServerAddress, error: BaseException) -> int | None:
         return _fail(f"{address}: TLS failed: {error} (is it a TLS port?)", EXIT_FAILED)
     if isinstance(error, OSError):
         reason = error.strerror or str(error)
+        if reason.startswith(f"{address}: "):  # it names the server already
+            reason = reason.removeprefix(f"{address}: ")
         return _fail(f"cannot reach the server at {address}: {reason}", EXIT_FAILED)
     return None
 
@@ -165,7 +175,7 @@ async def _attach(dial: _Dial) -> int:
             raise
         return code
     pending = [conn]
-    again = dial.again(str(info["session"]))
+    again = dial.again(str(info["session"]), say=False)
 
     async def connect() -> FrameConnection:
         if pending:
