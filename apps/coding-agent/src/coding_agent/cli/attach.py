@@ -268,6 +268,7 @@ async def run_headless_on_server(
     blocked: list[dict[str, Any]] = []
     turn: TurnOutcome | None = None
     async with anyio.create_task_group() as group, send_events, receive_events:
+
         def dropped(error: BaseException) -> None:  # a restart or a failover: one line, no trace
             del error
             print("coding-agent: the connection to the session dropped; reconnecting", file=errors)

@@ -53,7 +53,6 @@ from anyio.streams.memory import MemoryObjectSendStream
 from chord import (
     BACKGROUND,
     Context,
-    Delivery,
     Facet,
     FacetEnvironment,
     define_facet,
@@ -71,9 +70,9 @@ from coding_agent.worker.main import (
     open_session_host,
     session_worker_config,
 )
+from coding_agent.worker.root_view import follow_root_view
 from pico3 import (
     AssistantEntry,
-    ConversationService,
     ConversationServiceApi,
     ToolResultEntry,
     View,
@@ -172,39 +171,25 @@ def _presentation(
     ``rehydrate``, a :data:`REHYDRATED` event for every hydrate after the first)."""
     followed = [False]
 
-    def setup(env: FacetEnvironment) -> None:
-        async def on_instance(instance: ConversationServiceApi, ctx: Context) -> None:
-            chosen = False
-
-            def deliver(value: Any, _ctx: Context, delivery: Delivery) -> None:
-                nonlocal chosen
-                if delivery.kind == "hydrate":
-                    again = followed[0]
-                    if not chosen and _is_root(value):
-                        chosen = followed[0] = True
-                        root(instance)
-                    if chosen and again and rehydrate:
-                        try:
-                            events.send_nowait({"type": REHYDRATED, "view": value})
-                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                            pass
-                    return
-                if chosen:
-                    for event in value["commit"]["events"]:
-                        try:
-                            events.send_nowait(event)
-                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                            return  # the run is over; later revisions are not reported
-
-            stop = instance.view.subscribe(deliver)
+    def revision(instance: ConversationServiceApi, value: Any, kind: str, chosen: bool) -> None:
+        if kind == "hydrate":
+            again = followed[0]
+            if chosen:
+                followed[0] = True
+                root(instance)
+            if again and rehydrate:
+                try:
+                    events.send_nowait({"type": REHYDRATED, "view": value})
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    pass
+            return
+        for event in value["commit"]["events"]:
             try:
-                await ctx.wait_cancelled()
-            finally:
-                stop()
+                events.send_nowait(event)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return  # the run is over; later revisions are not reported
 
-        env.observe(ConversationService, on_instance)
-
-    return define_facet("coding-agent/headless", setup)
+    return follow_root_view("coding-agent/headless", revision)
 
 
 def _responder(service: Any, answer: Callable[[Any, Context], Any]) -> Facet:
