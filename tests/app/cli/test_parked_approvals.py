@@ -141,9 +141,7 @@ async def test_a_parked_approval_nobody_answers_is_denied_when_the_wait_runs_out
     assert not (project / "parked.txt").exists()
 
 
-def test_wait_for_approval_needs_a_headless_run(
-    agent_env: dict[str, str], project: Path
-) -> None:
+def test_wait_for_approval_needs_a_headless_run(agent_env: dict[str, str], project: Path) -> None:
     done = subprocess.run(
         [str(BINARY), "--wait-for-approval"], cwd=project, env=agent_env, capture_output=True,
         text=True, timeout=60, stdin=subprocess.DEVNULL,
