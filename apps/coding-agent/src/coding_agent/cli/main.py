@@ -719,7 +719,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         parser.error(f"{args.command} does not take -p or --json")
     if args.server is not None and (args.continue_ or args.resume is not None):
         parser.error("--server takes the session in its URL: --server tcp://HOST:PORT/SESSION")
-    if args.wait_for_approval is not None and not headless:
+    if args.wait_for_approval is not None and not headless and args.command != "serve":
         parser.error("--wait-for-approval is for -p/--json (a TUI asks you itself)")
     if args.server is not None and not headless:
         parser.error(
