@@ -52,7 +52,8 @@ from chord.textual import (
 )
 from coding_agent.settings.changes import THINKING_LEVELS, next_thinking_level
 from coding_agent.tui.conversation_client import RemoteConversationClient
-from coding_agent.tui.document import model_label, thinking_level
+from coding_agent.tui.document import UsageTotals, model_label, thinking_level
+from pico3 import AssistantEntry, UsageEntry, View, view_from_json
 
 __all__ = [
     "COMMANDS",
@@ -233,12 +234,41 @@ async def fork(target: ConversationTarget, args: Arguments, ctx: Context) -> Com
     return f"Forked: now in conversation {conversation_id}"
 
 
+def cost_text(view: View | None) -> Notice | str:
+    """What ``/cost`` says: this branch's tokens and cost so far, folded from the view's usage
+    (every model call, retries included), as the footer counts them."""
+    if view is None:
+        return Notice("The session is not available yet", "warning")
+    totals = UsageTotals()
+    totals.fold(view.entries)
+    calls = sum(
+        1
+        for entry in view.entries
+        if isinstance(entry, (AssistantEntry, UsageEntry)) and entry.id <= totals.last_id
+    )
+    if not calls:
+        return "No model call yet: nothing has cost anything."
+    return (
+        f"This branch: ${totals.cost:.4f} over {calls} model call{'s' if calls != 1 else ''}\n"
+        f"tokens: {totals.input:,} input, {totals.output:,} output, "
+        f"{totals.cache_read:,} cache read, {totals.cache_write:,} cache write\n"
+        f"context now: {totals.context_tokens:,} tokens"
+    )
+
+
+def cost(target: ConversationTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/cost``: what :func:`cost_text` says of the followed conversation's view."""
+    value = target.client.view.value
+    return cost_text(view_from_json(value) if isinstance(value, dict) else None)
+
+
 def sandbox(target: ConversationTarget, args: Arguments, ctx: Context) -> CommandOutcome:
     """``/sandbox``: what :func:`sandbox_text` says of the worker's status."""
     return sandbox_text(target.client.status)
 
 
 SANDBOX = Command("sandbox", "Show the OS sandbox of commands: policy, availability", sandbox)
+COST = Command("cost", "Show this branch's tokens and cost so far", cost)
 COMPACT = Command(
     "compact",
     "Summarise the context to free space",
@@ -257,7 +287,9 @@ THINKING = Command(
 )
 FORK = Command("fork", "Fork the conversation here and continue in the fork", fork)
 
-COMMANDS: tuple[Command[ConversationTarget], ...] = (SANDBOX, COMPACT, NEW, MODEL, THINKING, FORK)
+COMMANDS: tuple[Command[ConversationTarget], ...] = (
+    SANDBOX, COST, COMPACT, NEW, MODEL, THINKING, FORK
+)  # fmt: skip
 """The conversation commands (module docstring), registered by :func:`commands_facet`."""
 
 
