@@ -176,3 +176,11 @@ _.thinking_field
 _.synthesized
 _.retry_at
 _.continued_by
+
+# coding_agent.acp.agent.CodingAgentAcp: the ACP SDK's router calls the Agent protocol's methods
+# by the JSON-RPC method name (initialize, session/new, session/set_mode, ...)
+_.on_connect
+_.authenticate
+_.new_session
+_.set_session_mode
+_.set_config_option

@@ -5,7 +5,7 @@ commits on one ordered line per session persisted to a JSONL store with fsync be
 acknowledged, and a view document that clients render from alone.
 
 **The public API.** A feature package or an application imports only from this module and from
-:mod:`pico3.models` (the provider contract); every other module of pico3 is internal and may
+:mod:`pico3.models` (the model provider contract); every other module of pico3 is internal and may
 change without notice. The import-linter contract in the workspace's ``pyproject.toml`` (run by
 ``uv run lint-imports`` in CI) fails on a deep import from a feature package or the app, and
 ``tests/test_exports.py`` pins the names below.
@@ -40,7 +40,11 @@ change without notice. The import-linter contract in the workspace's ``pyproject
   get, without its secrets; the harness service :data:`CHILD_ENVIRONMENT_SERVICE`), and
   :class:`Sandbox` (bubblewrap: :class:`SandboxPolicy`, :func:`sandbox_available`,
   :func:`explain_refusal`; the harness service :data:`SANDBOX_SERVICE`; :class:`DomainProxy`,
-  the sandbox's only way out to ``allow_domains``).
+  the sandbox's only way out to ``allow_domains``; :class:`SandboxMode` under
+  :data:`SANDBOX_MODE_SERVICE` and :func:`commands_sandbox`: whether the session's own commands,
+  hooks included, run inside now).
+* Attendance: :class:`Attendance` under :data:`ATTENDANCE_SERVICE`, how many clients are
+  attached to the session (a feature lets costly things go while nobody is).
 * Project files: :func:`walk_files` and :class:`IgnoreRules` (``.gitignore`` rules, one walker
   for every tool and feature; loaded on first use, so ``pathspec`` stays off the import path of a
   process that never walks a tree), :func:`write_atomic`, :func:`fsync_dir`, and :func:`run_git`
@@ -52,7 +56,9 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 
 import typing as _typing
 
+from pico3._renamed import renamed_attribute as _renamed_attribute
 from pico3.approval import ApprovalAuthority
+from pico3.attendance import ATTENDANCE_SERVICE, Attendance
 from pico3.child_env import (
     CHILD_ENVIRONMENT_SERVICE,
     MIN_SECRET_LENGTH,
@@ -114,10 +120,13 @@ from pico3.registration_swap import reload
 from pico3.sandbox import (
     DEFAULT_DENY_READ,
     OUTSIDE_HINT,
+    SANDBOX_MODE_SERVICE,
     SANDBOX_SERVICE,
     Sandbox,
+    SandboxMode,
     SandboxPolicy,
     SandboxStatus,
+    commands_sandbox,
     explain_refusal,
     sandbox_available,
 )
@@ -220,6 +229,7 @@ if _typing.TYPE_CHECKING:
     from pico3.ignore import IgnoreRules, walk_files
 
 __all__ = [
+    "ATTENDANCE_SERVICE",
     "BLOB_LIMIT",
     "CHILD_ENVIRONMENT_SERVICE",
     "DEFAULT_DENY_READ",
@@ -231,6 +241,7 @@ __all__ = [
     "NOTICE_KIND",
     "OUTSIDE_HINT",
     "RETRY",
+    "SANDBOX_MODE_SERVICE",
     "SANDBOX_SERVICE",
     "TOOL_KIND",
     "WELL_KNOWN_SECRETS",
@@ -238,6 +249,7 @@ __all__ = [
     "ArgumentSchema",
     "AssistantData",
     "AssistantEntry",
+    "Attendance",
     "BeforeToolApi",
     "BeforeToolOutcome",
     "ChildEnvironment",
@@ -313,6 +325,7 @@ __all__ = [
     "RevokedProxy",
     "Runtime",
     "Sandbox",
+    "SandboxMode",
     "SandboxPolicy",
     "SandboxStatus",
     "SchemaNotMigrated",
@@ -359,6 +372,7 @@ __all__ = [
     "ViewTask",
     "ViewTurn",
     "Watch",
+    "commands_sandbox",
     "conversation_json",
     "create_owned",
     "define_entry",
@@ -392,8 +406,8 @@ _LAZY = {
 
 def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pico3' has no attribute {name!r}")
+    if module is None:  # a deprecated old name (pico3._renamed), or no such attribute
+        return _renamed_attribute("pico3", name)
     import importlib
 
     value = getattr(importlib.import_module(module), name)

@@ -12,8 +12,8 @@ worker is unavailable: a banner says so until the next hydrate.
 
 Facets reach the UI through :attr:`CodingAgentApp.tui` (a :class:`chord.textual.TextualTui`):
 panels mount in ``#panels``, ``/commands`` typed in the editor run through
-:meth:`~chord.textual.TextualTui.run_command`. The app itself registers only ``/help`` and
-``/quit``; everything else (``/model``, ``/compact``, ``/sessions``…) is contributed by whoever
+:meth:`~chord.textual.TextualTui.run_command`. The app itself registers only ``/help``,
+``/quit`` and ``/stop`` (:mod:`coding_agent.tui.commands.builtin`); everything else (``/model``, ``/compact``, ``/sessions``…) is contributed by whoever
 can actually carry it out. Run it beside a facet host with :func:`run_tui`.
 
 Why one module: it is one Textual ``App`` class; its key bindings, actions, render loop,
@@ -41,10 +41,11 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from chord import BACKGROUND, Context, Delivery, Facet, inert, with_cancel
-from chord.textual import TextualTui, run_app_with_facets
+from chord.textual import TextualTui, register_commands, run_app_with_facets
 from coding_agent.context.images import ImageError, prepare_image_file
 from coding_agent.contracts import TODO_NAMESPACE
 from coding_agent.tui.attachments import image_paths
+from coding_agent.tui.commands.builtin import BUILTIN_COMMANDS
 from coding_agent.tui.conversation import ConversationClient, SendMode
 from coding_agent.tui.document import inbox_text, model_label
 from coding_agent.tui.keybindings import ACTIONS, Keybindings
@@ -284,11 +285,7 @@ class CodingAgentApp(App[None]):
         self.editor.border_title = "›"
         self._apply_settings()
         self.footer.show(self._decoder.decode(self.client.view.value))
-        self.tui.register_command("help", "List the commands", self._help)
-        self.tui.register_command("quit", "Leave the app (the session keeps running)", self._quit)
-        self.tui.register_command(
-            "stop", "Stop the session's worker and leave (asks when work is live)", self._stop
-        )
+        register_commands(self.tui, BUILTIN_COMMANDS, self)
         self.tui.mark_ready()
         self.run_worker(self._render_loop(), name="render", group="render", exclusive=True)
         self._unsubscribe = self.client.view.subscribe(self._on_view)
@@ -774,7 +771,7 @@ class CodingAgentApp(App[None]):
         """What ``/help`` shows: the commands, then the keys as they are bound now (keys this
         terminal cannot deliver are left out)."""
         lines = [
-            f"/{c.name} — {c.description}"
+            f"{c.usage or '/' + c.name} — {c.help or c.description}"
             for c in sorted(self.tui.commands.values(), key=lambda c: c.name)
         ]
         bound = self.keybindings
@@ -795,22 +792,11 @@ class CodingAgentApp(App[None]):
         ]
         return "\n".join(["Commands", *lines, "", "Keys", *shown])
 
-    def _help(self, args: str, ctx: Context) -> None:
-        del args, ctx
-        self.action_help()
-
     def action_help(self) -> None:
         """``/help`` or F1: the help screen (Esc closes it)."""
         if isinstance(self.screen, HelpScreen):
             return
         self.push_screen(HelpScreen(self.help_text()))
-
-    def _quit(self, args: str, ctx: Context) -> None:
-        if args.strip() == "--stop":
-            self.run_worker(self._stop("", ctx), group="commands")
-            return
-        del args, ctx
-        self.exit()
 
     def live_work(self) -> str | None:
         """What would be cut short if the worker stopped now (``None``: nothing)."""
@@ -821,29 +807,6 @@ class CodingAgentApp(App[None]):
         if tasks:
             return f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} (a job, say) still running"
         return None
-
-    async def _stop(self, args: str, ctx: Context) -> None:
-        """``/stop`` (or ``/quit --stop``): stop the worker and leave; asks first when a turn or
-        a job is live, since stopping interrupts it (it resumes with the session)."""
-        del args
-        live = self.live_work()
-        if live is not None:
-            modal = await self.tui.acquire_modal(ctx)
-            try:
-                stop = await modal.confirm(
-                    "Stop the session's worker?",
-                    f"{live}: stopping interrupts it (it resumes when the session is "
-                    "continued). /quit leaves it running instead.",
-                    yes="Stop",
-                    no="Keep running",
-                )
-            finally:
-                modal.close()
-            if not stop:
-                self.notify("The worker keeps running")
-                return
-        self.stop_requested = True
-        self.exit()
 
     def action_interrupt(self) -> None:
         """Ctrl+C, as in pi: clear the editor when it holds text; on an empty editor the first
