@@ -133,6 +133,7 @@ def export_jsonl(
 
 
 _CSS = """
+ul.todo { list-style: none; padding-left: 1em; margin: .3em 0; }
 body { font: 15px/1.5 system-ui, sans-serif; max-width: 960px; margin: 2em auto; padding: 0 1em;
        color: #1f2328; background: #fff; }
 header { border-bottom: 1px solid #d0d7de; margin-bottom: 1.5em; }
@@ -260,7 +261,12 @@ def _assistant(
         result = results.get(call.id)
         answer = result.message if result is not None else None
         error = answer is not None and answer.is_error
-        inner = f"<pre>{html.escape(arguments)}</pre>"
+        todos = _todo_list(call.arguments) if call.name == "todo" else None
+        inner = todos if todos is not None else f"<pre>{html.escape(arguments)}</pre>"
+        if todos is not None and not error:  # the list is the call's whole point: shown open
+            label = html.escape(f"todo ({_todo_count(call.arguments)})")
+            body.append(f"<details open><summary>⚙ {label}</summary>{inner}</details>")
+            continue
         if result is not None and answer is not None:
             text = "\n".join(t for _, t in _texts(answer.content))
             inner += f"<pre>{html.escape(text)}</pre>"
@@ -313,6 +319,36 @@ def _redacted(value: Any, values: Mapping[str, str]) -> Any:
     if isinstance(value, dict):
         return {k: _redacted(v, values) for k, v in cast(dict[str, Any], value).items()}
     return value
+
+
+_TODO_MARKS = {"completed": "☑", "in_progress": "▶", "pending": "☐"}
+
+
+def _todo_items(arguments: Any) -> list[dict[str, Any]] | None:
+    todos = arguments.get("todos") if isinstance(arguments, dict) else None
+    if not isinstance(todos, list):
+        return None
+    items = [cast(dict[str, Any], item) for item in todos if isinstance(item, dict)]
+    return items if len(items) == len(todos) else None  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _todo_list(arguments: Any) -> str | None:
+    """A ``todo`` call's list as a checklist (``None``: not the tool's shape; shown as JSON)."""
+    items = _todo_items(arguments)
+    if items is None:
+        return None
+    rows = "".join(
+        f"<li>{_TODO_MARKS.get(str(item.get('status')), '☐')} "
+        f"{html.escape(str(item.get('content', '')))}</li>"
+        for item in items
+    )
+    return f'<ul class="todo">{rows}</ul>' if rows else "<p>(the list was cleared)</p>"
+
+
+def _todo_count(arguments: Any) -> str:
+    items = _todo_items(arguments) or []
+    done = sum(1 for item in items if item.get("status") == "completed")
+    return f"{done}/{len(items)} done"
 
 
 def _brief(arguments: Any) -> str:
