@@ -37,7 +37,7 @@ from pico3.models.faux import FauxProvider, FauxStep
 
 SERVER = str(Path(__file__).parent / "mcp_feature" / "mcp_server.py")
 MODEL = {"provider": "faux", "modelId": "faux-1"}
-WAIT = 20
+WAIT = 60  # generous: a loaded 2-core machine starts servers slowly (a deadline, not a pace)
 
 SDK_LEAKS = [
     pytest.mark.filterwarnings(
