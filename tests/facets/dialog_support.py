@@ -64,7 +64,7 @@ class DialogApp(App[None]):
 
     async def until(self, predicate: Callable[[], bool]) -> None:
         """Wait (on screen-change events, never a timer) until ``predicate()`` holds."""
-        with anyio.fail_after(10):
+        with anyio.fail_after(60):  # a deadline, not a pace: loaded machines are slow
             while not predicate():
                 await self._changed.wait()
 
