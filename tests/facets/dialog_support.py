@@ -182,7 +182,7 @@ class ScriptedTui:
 
     async def next_prompt(self) -> Prompt:
         """The next dialog shown (in order), waiting for it."""
-        with anyio.fail_after(10):
+        with anyio.fail_after(60):  # a deadline, not a pace
             while len(self.prompts) <= self._taken:
                 await self._changed.wait()
         self._taken += 1
