@@ -26,6 +26,7 @@ from test_file_safety import call, processes_in, wait_gone
 from worker_support import Client, allow, connected, deny, text_of, worker_process, write_script
 
 from chord.context import BACKGROUND
+from chord.textual import Notice
 from coding_agent.session_files.folders import Session
 from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.sandbox import sandbox_policy, session_sandbox
@@ -391,14 +392,14 @@ async def test_a_sandbox_not_enforced_takes_only_the_calls_sent_in(
 
 
 def test_the_sandbox_command_says_what_the_status_says() -> None:
-    assert sandbox_text(None) == (
-        "The worker has not said anything about the sandbox yet",
-        "warning",
+    assert sandbox_text(None) == Notice(
+        "The worker has not said anything about the sandbox yet", "warning"
     )
-    text, severity = sandbox_text(
+    unavailable = sandbox_text(
         {"sandbox": {"available": False, "reason": "bubblewrap (bwrap) is not on PATH"}}
     )
-    assert severity == "warning"
+    assert isinstance(unavailable, Notice) and unavailable.severity == "warning"
+    text = unavailable.message
     assert text.startswith("The OS sandbox is unavailable: bubblewrap (bwrap) is not on PATH.")
     assert "asks as ask mode does" in text
     said = sandbox_text(
