@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,8 @@ def test_sessions_lists_name_activity_prompt_model_and_size(
     assert info["firstPrompt"] == "Please change the greeting"
     assert info["model"] == "faux/faux-1"
     assert info["size"] > 0 and info["running"] is False
-    assert info["lastActivity"] >= info["created"]
+    created = datetime.fromisoformat(info["created"]).replace(microsecond=0)
+    assert datetime.fromisoformat(info["lastActivity"]) >= created
     assert main(["sessions"]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith(made["session"].id) and "greeting change" in line

@@ -4,7 +4,8 @@ A session's *name* (``/name TEXT``, ``--name TEXT``) is the file ``<session>/nam
 line, ``0600``), written atomically; no name is no file. Everything else is read from the session
 folder without opening or locking it:
 
-* last activity — the newest modification time of the session's storage files (not creation);
+* last activity — the user's last prompt or command (:meth:`Session.last_active`; never a file
+  time, so a lingering worker that stops does not bump it);
 * first prompt — from the head of ``storage/main.jsonl`` (:func:`first_prompt`);
 * model — the newest model the conversation was set to (read from the tail of ``main.jsonl``),
   else the one ``session.json`` names;
@@ -74,12 +75,9 @@ def set_session_name(session: Session, name: str) -> str | None:
 
 
 def last_activity(session: Session) -> datetime:
-    """When the session last changed (:meth:`Session.last_active`, the rule ``--continue``
-    picks by), else its creation."""
-    newest = session.last_active()
-    if newest == 0.0:
-        return session.created
-    return datetime.fromtimestamp(newest, UTC)
+    """When the user last prompted or commanded in the session (:meth:`Session.last_active`,
+    the rule ``--continue`` picks by); its creation for a session never used."""
+    return datetime.fromtimestamp(session.last_active(), UTC)
 
 
 def session_size(session: Session) -> int:

@@ -112,6 +112,7 @@ from coding_agent.settings.trust import (
     TrustStore,
     check_project,
 )
+from coding_agent.worker.activity import activity_recorder
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
@@ -504,6 +505,8 @@ async def open_session_host(
                 if config.permission_mode is not None:
                     await apply_permission_mode(host, config.permission_mode)
                 await harness.resume(BACKGROUND)
+                # from here on, what the user does orders the session lists (not the resume)
+                harness.add_registration(activity_recorder(session, fsync=config.fsync))
                 unfreeze = freeze_after_turns(harness.harness.kernel)
                 runtime = SessionRuntime(host, harness, choice, status, storage=watch)
                 # The coordinator owns the generations: /reload uses it always, --dev watches.
