@@ -89,6 +89,8 @@ async def test_a_prompt_records_the_activity(
     with anyio.fail_after(TIMEOUT):
         await anyio.run_process(_cli(script, "-p", "hello"), env=agent_env, cwd=project)
     (session,) = list_sessions(project, env=agent_env)
-    recorded = datetime.fromisoformat(session.activity_path.read_text().strip())
+    record = json.loads(session.activity_path.read_text())
+    recorded = datetime.fromisoformat(record["at"])
     assert before <= recorded <= datetime.now(UTC)
+    assert record["branch"] == session.current_branch() == 1
     assert session.last_active() == recorded.timestamp()

@@ -43,7 +43,10 @@ def add_session_commands(commands: Any) -> None:
     export.add_argument("-o", "--output", metavar="FILE", help="where to write (- for stdout)")
     export.add_argument("--format", choices=("html", "jsonl"), default="html")
     export.add_argument(
-        "--branch", type=int, metavar="N", help="the branch (default: the most recent)"
+        "--branch",
+        type=int,
+        metavar="N",
+        help="the branch, as /tree numbers it (default: the branch you are on)",
     )
 
 
@@ -78,10 +81,19 @@ def run_session_command(args: argparse.Namespace, cwd: Path, stream: TextIO | No
             ]
             out.write("  ".join(fields) + ("  (running)" if info["running"] else "") + "\n")
         return 0
-    from coding_agent.session_files.export import write_export
+    from coding_agent.session_files.export import branch_entries, has_messages, write_export
     from coding_agent.session_files.index import session_name
 
     session = open_session(args.session)
+    chosen, entries = branch_entries(session, args.branch)
+    if not has_messages(entries):
+        print(
+            f"coding-agent: warning: branch {chosen} of session {session.id} has no prompt or "
+            "answer yet: the export is empty (coding-agent sessions --json lists its branches; "
+            "--branch N picks one)",
+            file=sys.stderr,
+        )
+    args.branch = chosen
     if args.output == "-":
         from coding_agent.session_files.export import export_html, export_jsonl
 

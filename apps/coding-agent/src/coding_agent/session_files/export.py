@@ -7,7 +7,11 @@
 
 The session is read straight from its ``storage/main.jsonl`` (nothing is opened or locked, so a
 running session exports too). The branch is a conversation and the part of each ancestor it
-was forked from (default: the branch with the newest entry).
+was forked from; by default the branch the user is on (:func:`default_branch`: the one they last
+prompted in or made, as the session's ``activity`` record says), not the newest-made one (an
+empty rewind branch). A session with no conversation yet is refused with a message saying so;
+a branch with no message exports (an empty page) and :func:`has_messages` lets the command
+line warn about it.
 
 The HTML page has everything inline: the CSS, the Markdown rendered to HTML (``markdown-it``,
 raw HTML in messages escaped), tool calls and their results as collapsible ``<details>``, the
@@ -43,7 +47,14 @@ from chord import inert
 from coding_agent.session_files.folders import Session, SessionError, open_regular
 from coding_agent.session_files.tree import build_outline, lineage
 
-__all__ = ["branch_entries", "export_html", "export_jsonl", "read_session_records"]
+__all__ = [
+    "branch_entries",
+    "default_branch",
+    "export_html",
+    "export_jsonl",
+    "has_messages",
+    "read_session_records",
+]
 
 
 def read_session_records(session: Session) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -83,14 +94,35 @@ def read_session_records(session: Session) -> tuple[list[dict[str, Any]], list[d
     return conversations, entries
 
 
+def default_branch(session: Session, known: set[int], entries: list[dict[str, Any]]) -> int:
+    """The branch the user is on: the session's recorded one (:meth:`Session.current_branch`)
+    when it is one of ``known``, else the one with the newest prompt, else the first."""
+    recorded = session.current_branch()
+    if recorded in known:
+        return cast(int, recorded)
+    prompts = [e for e in entries if e["conversationId"] in known and e.get("kind") == "pi.user"]
+    return prompts[-1]["conversationId"] if prompts else min(known)
+
+
+def has_messages(entries: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether a branch's entries hold a message an export shows (a prompt or an answer)."""
+    return any(e.get("kind") in ("pi.user", "pi.assistant") for e in entries)
+
+
 def branch_entries(session: Session, branch: int | None = None) -> tuple[int, list[dict[str, Any]]]:
-    """``(branch id, its entries oldest first)``; the default branch has the newest entry."""
+    """``(branch id, its entries oldest first)``; by default the branch the user is on
+    (:func:`default_branch`). Raises :class:`SessionError` for a session with no conversation
+    yet, or a branch it does not have."""
     conversations, entries = read_session_records(session)
     outline = build_outline(conversations, entries)
     known = {c["id"] for c in outline["conversations"]}
+    if not known:
+        raise SessionError(
+            f"session {session.id} has no conversation yet, so there is nothing to export "
+            f"(send a prompt in it first: coding-agent --resume {session.id})"
+        )
     if branch is None:
-        newest = [e for e in entries if e["conversationId"] in known]
-        chosen: int = newest[-1]["conversationId"] if newest else min(known)
+        chosen = default_branch(session, known, entries)
     elif branch not in known:
         raise SessionError(
             f"session {session.id} has no branch {branch} (its branches: "

@@ -13,8 +13,9 @@ digits), so names sort by age::
       activity       when the user last did something in it (see below)
 
 *Last activity* — what ``--continue`` and every session list order by — is the time of the
-user's last prompt or command, written to ``activity`` (one ISO 8601 UTC line) by the worker
-when it admits one (:func:`record_activity`). It is never a file time: a worker that lingers and
+user's last prompt or command, written to ``activity`` (``{"at": ISO 8601 UTC, "branch": N}``)
+by the worker when it admits one (:func:`record_activity`); ``branch`` is the conversation the
+user last prompted in or made (:meth:`Session.current_branch`, what ``export`` exports). It is never a file time: a worker that lingers and
 stops later touches the storage files but did nothing the user did, and a session opened and
 left untouched keeps its creation time. A session of an older version without the file falls
 back on the newest message time in its log, else its creation.
@@ -175,13 +176,28 @@ class Session(msgspec.Struct, frozen=True):
         """When the user last prompted or commanded in the session (POSIX seconds): the
         ``activity`` record, else the newest message time in the log's tail, else creation
         (see the module docstring). Never a file time."""
-        try:
-            raw = read_regular(self.activity_path, 200, "an activity record")
-            return datetime.fromisoformat(raw.decode("ascii").strip()).timestamp()
-        except (OSError, SessionError, UnicodeDecodeError, ValueError):
-            pass
+        at = self._activity().get("at")
+        if isinstance(at, str):
+            try:
+                return datetime.fromisoformat(at).timestamp()
+            except ValueError:
+                pass
         logged = _newest_message_time(self.storage_dir / "main.jsonl")
         return logged if logged is not None else self.created.timestamp()
+
+    def current_branch(self) -> int | None:
+        """The conversation the user last prompted in or made (the ``activity`` record's
+        ``branch``), or ``None`` when none is recorded."""
+        branch = self._activity().get("branch")
+        return branch if type(branch) is int else None
+
+    def _activity(self) -> dict[str, object]:
+        try:
+            raw = read_regular(self.activity_path, 1000, "an activity record")
+            record = msgspec.json.decode(raw)
+        except (OSError, SessionError, msgspec.DecodeError):
+            return {}
+        return record if isinstance(record, dict) else {}  # pyright: ignore[reportUnknownVariableType]
 
     @property
     def activity_path(self) -> Path:
@@ -458,12 +474,22 @@ def _newest_message_time(log: Path) -> float | None:
     return max(stamps) / 1000 if stamps else None
 
 
-def record_activity(session: Session, when: datetime | None = None, *, fsync: bool = True) -> None:
-    """Record that the user prompted or commanded in ``session`` at ``when`` (default: now):
-    what ``--continue`` and the session lists order by (see the module docstring)."""
+def record_activity(
+    session: Session,
+    when: datetime | None = None,
+    *,
+    branch: int | None = None,
+    fsync: bool = True,
+) -> None:
+    """Record that the user prompted or commanded in ``session`` at ``when`` (default: now),
+    on conversation ``branch`` (``None``: the one recorded before): what ``--continue`` and the
+    session lists order by, and what ``export`` exports (see the module docstring)."""
     moment = (when or datetime.now(UTC)).astimezone(UTC)
-    text = moment.isoformat(timespec="microseconds") + "\n"
-    write_atomic(session.activity_path, text, mode=PRIVATE_FILE, fsync=fsync)
+    record = {
+        "at": moment.isoformat(timespec="microseconds"),
+        "branch": branch if branch is not None else session.current_branch(),
+    }
+    write_atomic(session.activity_path, msgspec.json.encode(record) + b"\n", mode=PRIVATE_FILE, fsync=fsync)
 
 
 def list_sessions(

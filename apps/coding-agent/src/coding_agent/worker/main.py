@@ -112,7 +112,7 @@ from coding_agent.settings.trust import (
     TrustStore,
     check_project,
 )
-from coding_agent.worker.activity import activity_recorder
+from coding_agent.worker.activity import activity_recorder, visit_recorder as _visit_recorder
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
@@ -474,7 +474,7 @@ async def open_session_host(
                     models=models,
                     environment=environment,
                 ),
-                session_tree_facet(history),
+                session_tree_facet(history, on_visit=_visit_recorder(session, config.fsync)),
                 system_prompt_facet(session.cwd),
                 shell_service_facet(
                     session.cwd, spill_dir=session.path / "spill", environment=environment

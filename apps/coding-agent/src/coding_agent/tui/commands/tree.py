@@ -268,12 +268,19 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
         tui = env.use(Tui)
         service = env.use(SessionTreeService)
 
-        def go(target: int, ctx: Context) -> None:
-            del ctx
+        async def go(target: int, ctx: Context) -> None:
             current = host.conversation_id()
             if current is not None and current != target:
                 left.append(current)
             host.follow(target)
+            await visited(target, ctx)
+
+        async def visited(target: int, ctx: Context) -> None:
+            """Tell the worker the branch the user is on now (what ``export`` exports)."""
+            try:
+                await service.visit(target, ctx)
+            except Exception:  # an older worker, or it went away: export's default only
+                pass
 
         async def tree(args: str, ctx: Context) -> None:
             del args
@@ -301,7 +308,7 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
                 if node.conversation_id == current:
                     tui.notify(f"Already on branch {current}")
                     return
-                go(node.conversation_id, ctx)
+                await go(node.conversation_id, ctx)
                 tui.notify(f"Switched to branch {node.conversation_id}")
                 return
             if host.busy():
@@ -312,7 +319,7 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
             except Exception as error:
                 tui.notify(f"/tree: {error}", severity="error")
                 return
-            go(target, ctx)
+            await go(target, ctx)
             tui.notify(f"Continuing after “{_cut(node.text, 40)}” in branch {target}")
 
         async def back_to_branch(ctx: Context) -> None:
@@ -322,6 +329,7 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
             target = left.pop()
             current = host.conversation_id()
             host.follow(target)
+            await visited(target, ctx)
             if current is not None and current != target:
                 left.append(current)
             tui.notify(f"Back on branch {target}")
@@ -399,7 +407,7 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
             parts = [f"Rewound to before “{_cut(prompt['text'], 40)}”"]
             target = result["conversation"]
             if target != current:
-                go(target, ctx)
+                await go(target, ctx)
                 host.restore_prompt(prompt["text"])
                 parts.append(f"now in branch {target}")
             if mode != "conversation":
@@ -453,7 +461,7 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
                 listed = ", ".join(str(k) for k in known)
                 tui.notify(f"There is no branch {ref} (branches: {listed})", severity="error")
                 return
-            go(int(ref), ctx)
+            await go(int(ref), ctx)
             tui.notify(f"Switched to branch {ref}")
 
         async def back_key(ctx: Context) -> None:
