@@ -657,8 +657,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     first provider request, where the SDK client ends the pause (everything allocated until
     then lives as long as the process: see :mod:`coding_agent.worker.gc_policy`); every other
     command ends it once the command line is parsed, and every way out ends it."""
+    from coding_agent.settings.facets_site import activate
     from coding_agent.worker.gc_policy import pause_for_start_up, start_up_done
 
+    activate()  # the packages `facets add` installed (outside the environment uv sync manages)
     pause_for_start_up()
     try:
         return _main(argv, lambda: start_up_done(freeze=False))

@@ -112,6 +112,7 @@ from coding_agent.settings.trust import (
     TrustStore,
     check_project,
 )
+from coding_agent.settings.facets_site import activate as activate_facets_site
 from coding_agent.worker.activity import activity_recorder, visit_recorder as _visit_recorder
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
@@ -920,6 +921,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the worker; returns the exit code (0, or 2 usage, 3 busy, 4 model, 5 storage)."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="coding-agent worker: %(message)s")
+    activate_facets_site()  # the packages `facets add` installed
     try:
         session = load_session(args.session_dir)
         if args.storage:  # launch settings changed on another server's worker
