@@ -85,10 +85,12 @@ def run_session_command(args: argparse.Namespace, cwd: Path, stream: TextIO | No
     from coding_agent.session_files.index import session_name
 
     session = open_session(args.session)
-    chosen, entries = branch_entries(session, args.branch)
+    # --branch N is the number users see (/tree's, 1, 2, 3 in creation order); from here on
+    # the branch is its conversation id
+    chosen, number, entries = branch_entries(session, number=args.branch)
     if not has_messages(entries):
         print(
-            f"coding-agent: warning: branch {chosen} of session {session.id} has no prompt or "
+            f"coding-agent: warning: branch {number} of session {session.id} has no prompt or "
             "answer yet: the export is empty (coding-agent sessions --json lists its branches; "
             "--branch N picks one)",
             file=sys.stderr,

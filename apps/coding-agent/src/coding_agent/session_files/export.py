@@ -45,7 +45,12 @@ from markdown_it import MarkdownIt
 
 from chord import inert
 from coding_agent.session_files.folders import Session, SessionError, open_regular
-from coding_agent.session_files.tree import build_outline, lineage
+from coding_agent.session_files.tree import (
+    branch_number,
+    branch_of_number,
+    build_outline,
+    lineage,
+)
 
 __all__ = [
     "branch_entries",
@@ -109,10 +114,14 @@ def has_messages(entries: Iterable[Mapping[str, Any]]) -> bool:
     return any(e.get("kind") in ("pi.user", "pi.assistant") for e in entries)
 
 
-def branch_entries(session: Session, branch: int | None = None) -> tuple[int, list[dict[str, Any]]]:
-    """``(branch id, its entries oldest first)``; by default the branch the user is on
-    (:func:`default_branch`). Raises :class:`SessionError` for a session with no conversation
-    yet, or a branch it does not have."""
+def branch_entries(
+    session: Session, branch: int | None = None, *, number: int | None = None
+) -> tuple[int, int, list[dict[str, Any]]]:
+    """``(conversation id, branch number, its entries oldest first)`` of the branch whose
+    conversation id is ``branch``, or whose number (as users see it: 1, 2, 3 in creation order,
+    :func:`~coding_agent.session_files.tree.branch_number`) is ``number``; by default the
+    branch the user is on (:func:`default_branch`). Raises :class:`SessionError` for a session
+    with no conversation yet, or a branch it does not have."""
     conversations, entries = read_session_records(session)
     outline = build_outline(conversations, entries)
     known = {c["id"] for c in outline["conversations"]}
@@ -121,13 +130,18 @@ def branch_entries(session: Session, branch: int | None = None) -> tuple[int, li
             f"session {session.id} has no conversation yet, so there is nothing to export "
             f"(send a prompt in it first: coding-agent --resume {session.id})"
         )
-    if branch is None:
+    if number is not None:
+        found_id = branch_of_number(outline, number)
+        if found_id is None:
+            raise SessionError(
+                f"session {session.id} has no branch {number} (its branches: "
+                f"1 to {len(known)}; coding-agent sessions --json lists them)"
+            )
+        chosen = found_id
+    elif branch is None:
         chosen = default_branch(session, known, entries)
     elif branch not in known:
-        raise SessionError(
-            f"session {session.id} has no branch {branch} (its branches: "
-            f"{', '.join(str(k) for k in sorted(known))})"
-        )
+        raise SessionError(f"session {session.id} has no conversation {branch}")
     else:
         chosen = branch
     path = lineage(outline, chosen)
@@ -138,17 +152,28 @@ def branch_entries(session: Session, branch: int | None = None) -> tuple[int, li
         and (path[e["conversationId"]] is None or e["id"] <= cast(int, path[e["conversationId"]]))
     ]
     found.sort(key=lambda e: e["id"])
-    return chosen, found
+    return chosen, cast(int, branch_number(outline, chosen)), found
 
 
 def export_jsonl(
-    session: Session, branch: int | None = None, *, secrets: Mapping[str, str] | None = None
+    session: Session,
+    branch: int | None = None,
+    *,
+    number: int | None = None,
+    secrets: Mapping[str, str] | None = None,
 ) -> str:
-    """The branch as JSON lines: a header, then every entry (``secrets``: value → name of what
-    to redact; default :func:`~coding_agent.settings.secret_env.secret_values` of the session's folder)."""
-    chosen, entries = branch_entries(session, branch)
+    """The branch as JSON lines: a header (``branch``: its number as users see it,
+    ``conversation``: its id), then every entry (``secrets``: value → name of what to redact;
+    default :func:`~coding_agent.settings.secret_env.secret_values` of the session's folder)."""
+    chosen, shown, entries = branch_entries(session, branch, number=number)
     entries = _redacted(entries, _secrets_of(session, secrets))
-    header = {"type": "session", "id": session.id, "cwd": str(session.cwd), "branch": chosen}
+    header = {
+        "type": "session",
+        "id": session.id,
+        "cwd": str(session.cwd),
+        "branch": shown,
+        "conversation": chosen,
+    }
     lines = [json.dumps(header, ensure_ascii=False)]
     lines += [json.dumps(entry, ensure_ascii=False) for entry in entries]
     return "\n".join(lines) + "\n"
@@ -221,11 +246,12 @@ def export_html(
     session: Session,
     branch: int | None = None,
     *,
+    number: int | None = None,
     name: str | None = None,
     secrets: Mapping[str, str] | None = None,
 ) -> str:
     """The branch as one self-contained HTML page (``secrets`` as in :func:`export_jsonl`)."""
-    chosen, entries = branch_entries(session, branch)
+    _chosen, chosen, entries = branch_entries(session, branch, number=number)
     values = _secrets_of(session, secrets)
     entries = _redacted(entries, values)
     name = _redact(name, values) if name is not None else None

@@ -77,8 +77,8 @@ __all__ = [
     "load_session",
     "open_regular",
     "open_session",
-    "record_activity",
     "read_regular",
+    "record_activity",
     "remove_session",
     "sessions_root",
     "state_home",
@@ -489,7 +489,9 @@ def record_activity(
         "at": moment.isoformat(timespec="microseconds"),
         "branch": branch if branch is not None else session.current_branch(),
     }
-    write_atomic(session.activity_path, msgspec.json.encode(record) + b"\n", mode=PRIVATE_FILE, fsync=fsync)
+    write_atomic(
+        session.activity_path, msgspec.json.encode(record) + b"\n", mode=PRIVATE_FILE, fsync=fsync
+    )
 
 
 def list_sessions(

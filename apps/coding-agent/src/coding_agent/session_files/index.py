@@ -167,8 +167,9 @@ def describe(session: Session) -> dict[str, Any]:
 
 
 def session_branches(session: Session) -> list[dict[str, Any]]:
-    """The session's branches (``/tree``'s numbers), oldest first: ``{"id", "summary"}``;
-    ``[]`` when its log cannot be read."""
+    """The session's branches, oldest first: ``{"id", "summary", "conversation"}`` — ``id`` is
+    the number users see (``/tree``'s, ``/branch N``'s, ``export --branch N``'s: 1, 2, 3 in
+    creation order), ``conversation`` the internal id; ``[]`` when its log cannot be read."""
     from coding_agent.session_files.export import read_session_records
     from coding_agent.session_files.tree import build_outline
 
@@ -176,7 +177,10 @@ def session_branches(session: Session) -> list[dict[str, Any]]:
         outline = build_outline(*read_session_records(session))
     except (SessionError, OSError):
         return []
-    return [{"id": c["id"], "summary": c.get("summary")} for c in outline["conversations"]]
+    return [
+        {"id": c["number"], "summary": c.get("summary"), "conversation": c["id"]}
+        for c in outline["conversations"]
+    ]
 
 
 def _subsequence(needle: str, haystack: str) -> bool:

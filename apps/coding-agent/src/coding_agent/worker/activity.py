@@ -51,7 +51,9 @@ def user_branch(kernel: Any, batch: Any) -> int | None:
     return None
 
 
-def activity_recorder(session: Session, *, fsync: bool = True) -> Callable[[Any], Callable[[], None]]:
+def activity_recorder(
+    session: Session, *, fsync: bool = True
+) -> Callable[[Any], Callable[[], None]]:
     """A harness registration (``HarnessServiceApi.add_registration``) that records the
     session's activity after every commit :func:`is_user_activity` accepts. Register it after
     the resume, so what the opening itself commits is not taken for the user's doing."""

@@ -95,6 +95,7 @@ from coding_agent.session_files.folders import (
 )
 from coding_agent.session_files.private import PrivacyError, private_dir, socket_folder
 from coding_agent.settings.config import ConfigError, load_config
+from coding_agent.settings.facets_site import activate as activate_facets_site
 from coding_agent.settings.guarded_paths import SERVICE as GUARDED_PATHS_SERVICE
 from coding_agent.settings.guarded_paths import guarded_paths
 from coding_agent.settings.package_reload import (
@@ -112,8 +113,7 @@ from coding_agent.settings.trust import (
     TrustStore,
     check_project,
 )
-from coding_agent.settings.facets_site import activate as activate_facets_site
-from coding_agent.worker.activity import activity_recorder, visit_recorder as _visit_recorder
+from coding_agent.worker.activity import activity_recorder, visit_recorder
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
@@ -475,7 +475,7 @@ async def open_session_host(
                     models=models,
                     environment=environment,
                 ),
-                session_tree_facet(history, on_visit=_visit_recorder(session, config.fsync)),
+                session_tree_facet(history, on_visit=visit_recorder(session, config.fsync)),
                 system_prompt_facet(session.cwd),
                 shell_service_facet(
                     session.cwd, spill_dir=session.path / "spill", environment=environment

@@ -36,9 +36,11 @@ from typing import Any, TypeAlias, cast
 
 from chord import Context, Facet, FacetEnvironment, define_facet
 from chord.textual import Choice, Severity, Tui
+from coding_agent.session_files.tree import branch_number
 from coding_agent.settings.changes import THINKING_LEVELS, next_thinking_level
 from coding_agent.tui.conversation_client import RemoteConversationClient
 from coding_agent.tui.document import model_label, thinking_level
+from coding_agent.worker.tree_service import SessionTreeService
 
 __all__ = ["COMMANDS_FACET_ID", "CommandError", "commands_facet", "model_scope", "next_in_scope"]
 
@@ -120,6 +122,7 @@ def commands_facet(client: RemoteConversationClient, *, models: Sequence[str] = 
     @define_facet(COMMANDS_FACET_ID)
     def setup(env: FacetEnvironment) -> None:
         tui = env.use(Tui)
+        tree_service = env.use(SessionTreeService)
 
         async def report(action: Awaitable[_Outcome]) -> None:
             try:
@@ -242,8 +245,14 @@ def commands_facet(client: RemoteConversationClient, *, models: Sequence[str] = 
         async def fork(args: str, ctx: Context) -> _Outcome:
             del args
             conversation_id = await client.fork(ctx)
-            client.follow(conversation_id)
-            return f"Forked: now in conversation {conversation_id}"
+            client.follow(conversation_id)  # Ctrl+B returns to the branch forked from
+            shown = conversation_id
+            try:  # the number users see (1, 2, 3 in creation order), as /tree shows it
+                outline = await tree_service.outline(ctx)
+                shown = branch_number(outline, conversation_id) or conversation_id
+            except Exception:
+                pass
+            return f"Forked: now on branch {shown} (Ctrl+B goes back)"
 
         async def sandbox(args: str, ctx: Context) -> _Outcome:
             del args, ctx

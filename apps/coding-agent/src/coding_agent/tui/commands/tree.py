@@ -41,7 +41,13 @@ from textual.widgets.tree import TreeNode as UiNode
 from chord import Context, Facet, FacetEnvironment, define_facet
 from chord.textual import Choice, Tui
 from coding_agent.session_files.folders import Session, SessionError
-from coding_agent.session_files.tree import TreeNode, build_tree, path_prompts
+from coding_agent.session_files.tree import (
+    TreeNode,
+    branch_number,
+    branch_of_number,
+    build_tree,
+    path_prompts,
+)
 from coding_agent.worker.tree_service import SessionTreeService
 
 __all__ = [
@@ -80,7 +86,7 @@ def node_label(node: TreeNode, *, current: int | None) -> Text:
     if node.kind == "branch":
         here = node.conversation_id == current
         line.append("● " if here else "⎇ ", style="bold green" if here else "bold")
-        line.append(f"branch {node.conversation_id}")
+        line.append(f"branch {node.number}")
         if node.summary:
             line.append(f" — {_cut(node.summary)}", style="italic")
         if here:
@@ -166,11 +172,21 @@ class TreeScreen(ModalScreen[TreeChoice | None]):
         Binding("b", "back", "Back to the branch you left"),
     ]
 
-    def __init__(self, roots: Sequence[TreeNode], *, current: int | None, back: int | None):
+    def __init__(
+        self,
+        roots: Sequence[TreeNode],
+        *,
+        current: int | None,
+        back: int | None,
+        back_number: int | None = None,
+    ):
+        """``back`` is the conversation Ctrl+B (``b``) returns to; ``back_number`` its number
+        as users see it."""
         super().__init__()
         self.roots = list(roots)
         self.current = current
         self.back = back
+        self.back_number = back_number if back_number is not None else back
 
     def compose(self) -> ComposeResult:
         tree: Tree[TreeNode] = Tree("session", id="tree-box")
@@ -178,7 +194,7 @@ class TreeScreen(ModalScreen[TreeChoice | None]):
         yield tree
         hint = "enter: continue here · esc: close"
         if self.back is not None:
-            hint += f" · b: back to branch {self.back}"
+            hint += f" · b: back to branch {self.back_number}"
         yield Static(hint, id="tree-help", markup=False)
 
     def on_mount(self) -> None:
@@ -223,8 +239,13 @@ class TreeHost:
         restore_prompt: Callable[[str], None],
         show_screen: Callable[[ModalScreen[Any]], Any],
         session: Callable[[], Session] | None = None,
+        on_follow: Callable[[Callable[[int | None, int | None], None]], Callable[[], None]]
+        | None = None,
     ) -> None:
+        """``on_follow(listener)`` calls ``listener(previous, new)`` on every switch of the
+        followed conversation, whoever makes it (``/fork`` too); returns the remover."""
         self.session = session
+        self.on_follow = on_follow
         self.conversation_id = conversation_id
         self.follow = follow
         self.busy = busy
@@ -268,12 +289,25 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
         tui = env.use(Tui)
         service = env.use(SessionTreeService)
 
+        def followed(previous: int | None, target: int | None) -> None:
+            """Every switch (``/tree``, ``/branch``, ``/fork``, a rewind) remembers the branch
+            left, for Ctrl+B."""
+            if previous is not None and target is not None and previous != target:
+                left.append(previous)
+
         async def go(target: int, ctx: Context) -> None:
-            current = host.conversation_id()
-            if current is not None and current != target:
-                left.append(current)
+            if host.on_follow is None:  # a host that does not report its switches
+                followed(host.conversation_id(), target)
             host.follow(target)
             await visited(target, ctx)
+
+        async def number(conversation: int | None, ctx: Context) -> str:
+            """The branch's number as users see it (1, 2, 3 in creation order)."""
+            try:
+                found = branch_number(await service.outline(ctx), conversation)
+            except Exception:
+                found = None
+            return str(found if found is not None else conversation)
 
         async def visited(target: int, ctx: Context) -> None:
             """Tell the worker the branch the user is on now (what ``export`` exports)."""
@@ -292,9 +326,12 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
                 return
             roots = build_tree(outline)
             back = left[-1] if left else None
+            screen = TreeScreen(
+                roots, current=current, back=back, back_number=branch_number(outline, back)
+            )
             modal = await tui.acquire_modal(ctx)  # one dialog at a time (approvals wait)
             try:
-                choice = await host.show_screen(TreeScreen(roots, current=current, back=back))
+                choice = await host.show_screen(screen)
             finally:
                 modal.close()
             if not isinstance(choice, TreeChoice):
@@ -306,10 +343,10 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
             assert node is not None
             if choice.action == "switch":
                 if node.conversation_id == current:
-                    tui.notify(f"Already on branch {current}")
+                    tui.notify(f"Already on branch {node.number}")
                     return
                 await go(node.conversation_id, ctx)
-                tui.notify(f"Switched to branch {node.conversation_id}")
+                tui.notify(f"Switched to branch {node.number}")
                 return
             if host.busy():
                 tui.notify("A turn is running: wait for it (or Esc) first", severity="warning")
@@ -320,7 +357,8 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
                 tui.notify(f"/tree: {error}", severity="error")
                 return
             await go(target, ctx)
-            tui.notify(f"Continuing after “{_cut(node.text, 40)}” in branch {target}")
+            shown = await number(target, ctx)
+            tui.notify(f"Continuing after “{_cut(node.text, 40)}” in branch {shown}")
 
         async def back_to_branch(ctx: Context) -> None:
             if not left:
@@ -328,11 +366,11 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
                 return
             target = left.pop()
             current = host.conversation_id()
-            host.follow(target)
+            host.follow(target)  # the branch left is remembered (followed), so b goes back
+            if host.on_follow is None:
+                followed(current, target)
             await visited(target, ctx)
-            if current is not None and current != target:
-                left.append(current)
-            tui.notify(f"Back on branch {target}")
+            tui.notify(f"Back on branch {await number(target, ctx)}")
 
         async def label(args: str, ctx: Context) -> None:
             name = args.strip()
@@ -409,7 +447,7 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
             if target != current:
                 await go(target, ctx)
                 host.restore_prompt(prompt["text"])
-                parts.append(f"now in branch {target}")
+                parts.append(f"now in branch {await number(target, ctx)}")
             if mode != "conversation":
                 parts.append(f"{len(result['restored'])} file(s) restored")
                 if result["kept"]:
@@ -417,7 +455,6 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
             tui.notify(" — ".join(parts))
 
         async def export(args: str, ctx: Context) -> None:
-            del ctx
             current = host.conversation_id()
             if host.session is None or current is None:
                 tui.notify("/export: the worker is unavailable", severity="error")
@@ -442,7 +479,7 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
             except (OSError, SessionError) as error:
                 tui.notify(f"/export: {error}", severity="error")
                 return
-            tui.notify(f"Exported branch {current} to {written}")
+            tui.notify(f"Exported branch {await number(current, ctx)} to {written}")
 
         async def branch(args: str, ctx: Context) -> None:
             ref = args.strip().lstrip("#")
@@ -456,12 +493,12 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
             except Exception as error:
                 tui.notify(f"/branch: {error}", severity="error")
                 return
-            known = [c["id"] for c in outline["conversations"]]
-            if int(ref) not in known:
-                listed = ", ".join(str(k) for k in known)
+            target = branch_of_number(outline, int(ref))
+            if target is None:
+                listed = ", ".join(str(c["number"]) for c in outline["conversations"])
                 tui.notify(f"There is no branch {ref} (branches: {listed})", severity="error")
                 return
-            await go(int(ref), ctx)
+            await go(target, ctx)
             tui.notify(f"Switched to branch {ref}")
 
         async def back_key(ctx: Context) -> None:
@@ -485,6 +522,8 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
             )
             env.own(tui.register_key("ctrl+b", "Back to the branch you left", back_key))
             host.switch_branch = branch
+            if host.on_follow is not None:
+                env.own(host.on_follow(followed))
 
         env.on_activate(activate)
 
