@@ -17,10 +17,10 @@ from coding_agent.session_files.folders import (
     SessionError,
     create_session,
     latest_session,
-    record_activity,
     list_sessions,
     load_session,
     open_session,
+    record_activity,
     sessions_root,
     state_home,
 )

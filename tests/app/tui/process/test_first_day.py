@@ -14,7 +14,9 @@ from tests.app.tui.process.test_tmux import BINARY, Terminal, terminal  # noqa: 
 
 @pytest.mark.parametrize("size", [(160, 45), (100, 30)])
 def test_f1_help_scrolls_to_its_last_line_with_the_keys_its_footer_names(
-    terminal: Terminal, project: Path, size: tuple[int, int]
+    terminal: Terminal,  # noqa: F811 - the fixture imported above
+    project: Path,
+    size: tuple[int, int],
 ) -> None:
     terminal.start("one", project, str(BINARY))
     terminal.tmux("resize-window", "-t", "main:one", "-x", str(size[0]), "-y", str(size[1]))
