@@ -33,3 +33,26 @@ def test_f1_help_scrolls_to_its_last_line_with_the_keys_its_footer_names(
     terminal.wait_text("one", last)
     terminal.press("one", "Escape")
     terminal.wait(one, lambda text: "↑↓ pgup pgdn scroll" not in text, "the help closed")
+
+
+@pytest.mark.parametrize(
+    ("launch", "hint"),
+    [
+        ("env -u UV_RUN_RECURSION_DEPTH", "coding-agent --resume"),
+        ("env UV_RUN_RECURSION_DEPTH=1", "uv run coding-agent --resume"),
+    ],
+)
+def test_the_faux_model_says_it_is_an_offline_demo_and_quit_names_the_command_the_user_ran(
+    terminal: Terminal,  # noqa: F811 - the fixture imported above
+    project: Path,
+    launch: str,
+    hint: str,
+) -> None:
+    terminal.start("one", project, f"{launch} {BINARY}")
+    first = terminal.wait_text("one", "Type anything to start a short tour")
+    assert "faux is the offline demo model: no API key, nothing leaves this machine." in first
+    terminal.type("one", "/quit")
+    terminal.press("one", "Enter")
+    done = terminal.wait_text("one", "EXITED 0")
+    line = next(text for text in done.splitlines() if "continue it with:" in text)
+    assert line.split("continue it with: ")[1].startswith(hint + " ")

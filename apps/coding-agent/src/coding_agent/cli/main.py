@@ -57,7 +57,7 @@ import math
 import os
 import stat
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -459,16 +459,23 @@ async def _run_tui(args: argparse.Namespace, session: Session, tui_dirs: list[st
             raise _UsageError(message) from None
         raise _Failure(message) from None
     session = run.session or session  # /resume may have switched to another session
+    again = f"{resume_prefix()} --resume {session.id}"
     if run.stopped:
-        print(
-            f"Session {session.id} stopped — continue it with: coding-agent --resume {session.id}"
-        )
+        print(f"Session {session.id} stopped — continue it with: {again}")
     else:
         print(
             f"Session {session.id} keeps running in the background (it stops by itself when "
-            f"idle; /stop ends it) — continue it with: coding-agent --resume {session.id}"
+            f"idle; /stop ends it) — continue it with: {again}"
         )
     return 0
+
+
+def resume_prefix(env: Mapping[str, str] | None = None) -> str:
+    """How the user started the agent, for the command that continues a session: ``uv run
+    coding-agent`` under ``uv run`` (which sets ``UV_RUN_RECURSION_DEPTH``; the console script
+    is then on no PATH of the shell), else ``coding-agent``."""
+    environ = os.environ if env is None else env
+    return "uv run coding-agent" if environ.get("UV_RUN_RECURSION_DEPTH") else "coding-agent"
 
 
 def _read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
