@@ -15,22 +15,18 @@ test reads has those arrows (``if TYPE_CHECKING:`` and function-level imports al
 from __future__ import annotations
 
 import textwrap
+import tomllib
 from pathlib import Path
 
 import grimp
 import pytest
 
-PACKAGES = (
-    "chord",
-    "pico3",
-    "facets_approval",
-    "facets_question",
-    "facets_indexer",
-    "facets_mcp",
-    "facets_subagents",
-    "facets_hooks",
-    "coding_agent",
+PACKAGES = tuple(
+    tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["tool"][
+        "importlinter"
+    ]["root_packages"]
 )
+"""Every package of ours: import-linter's root packages (scripts/sync_features.py keeps them)."""
 
 
 def project_graph(*packages: str) -> grimp.ImportGraph:

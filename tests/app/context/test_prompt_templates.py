@@ -1,10 +1,20 @@
-"""Prompt templates (issue 18 item 2): discovery, descriptions, argument substitution."""
+"""Prompt templates (issue 18 item 2; issue 39 deliver 2: commands as Claude Code and pi write
+them): discovery, namespacing, descriptions, argument substitution, !`cmd` and @file."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from types import SimpleNamespace
 
-from coding_agent.context.prompt_templates import discover_templates, expand_template
+import pytest
+
+from coding_agent.context.prompt_templates import (
+    TemplateError,
+    discover_templates,
+    expand_template,
+    shell_commands,
+)
 
 
 def test_templates_come_from_the_config_folder_and_a_trusted_project(
@@ -33,12 +43,19 @@ def test_templates_come_from_the_config_folder_and_a_trusted_project(
 def test_bad_templates_are_warnings_naming_the_file(place: SimpleNamespace) -> None:
     root = place.config / "coding-agent/prompts"
     broken = place.write(root / "broken.md", "---\ndescription: [x\n---\nbody\n")
+    unclosed = place.write(root / "unclosed.md", "---\ndescription: x\nbody\n")
     dotted = place.write(root / "a.b.md", "body\n")
     place.write(root / "fine.md", "Fine.\n")
     found = discover_templates(place.project, place.env)
-    assert [t.name for t in found.templates] == ["fine"]
+    # YAML that does not parse is read line by line, as Claude Code does, with a warning.
+    assert [(t.name, t.description) for t in found.templates] == [
+        ("broken", "[x"),
+        ("fine", "Fine."),
+    ]
     warnings = "\n".join(found.warnings)
-    assert f"{broken}: prompt template skipped: the frontmatter is not valid YAML" in warnings
+    assert f"{broken}: the frontmatter is not valid YAML (line 3)" in warnings
+    assert "read line by line as text" in warnings
+    assert f"{unclosed}: prompt template skipped: the frontmatter opened with ---" in warnings
     assert f"{dotted}: prompt template skipped: 'a.b' is not a command name" in warnings
 
 
@@ -46,9 +63,87 @@ def test_arguments_fill_positions_and_all_arguments() -> None:
     body = "First $1, second $2, ninth [$9]; all: $@; again: $ARGUMENTS."
     assert expand_template(body, 'one "two words" three') == (
         "First one, second two words, ninth []; all: one two words three; "
-        "again: one two words three."
+        'again: one "two words" three.'
     )
+    # $ARGUMENTS is exactly what was typed: quotes, spacing and newlines kept.
+    typed = 'fix "the  bug"\nin parser.py'
+    assert expand_template("Task: $ARGUMENTS", typed) == f"Task: {typed}"
     assert expand_template(body, "") == "First , second , ninth []; all: ; again: ."
     # Substituted text is not expanded again, and unbalanced quotes split on spaces.
     assert expand_template("<$1> <$2>", "$2 x") == "<$2> <x>"
     assert expand_template("$1|$2", 'it"s fine') == 'it"s|fine'
+
+
+def test_claude_code_and_pi_command_folders_are_read_and_sub_folders_namespace(
+    place: SimpleNamespace,
+) -> None:
+    place.write(place.home / ".claude/commands/tools/api-scaffold.md", "Scaffold $1\n")
+    place.write(place.home / ".claude/commands/deep/er/x.md", "x\n")
+    place.write(place.home / ".pi/agent/prompts/pi-one.md", "From pi\n")
+    place.write(place.project / ".pi/prompts/local-pi.md", "Local pi\n")
+    place.write(place.project / ".claude/commands/git/commit.md", "Commit\n")
+    place.trust()
+    found = discover_templates(place.project, place.env)
+    assert [(t.name, t.source) for t in found.templates] == [
+        ("deep:er:x", "~/.claude/commands"),
+        ("tools:api-scaffold", "~/.claude/commands"),
+        ("pi-one", "~/.pi/agent/prompts"),
+        ("git:commit", ".claude/commands"),
+        ("local-pi", ".pi/prompts"),
+    ]
+    assert found.warnings == ()
+
+
+def test_claude_codes_documented_argument_hint_and_its_other_keys_load(
+    place: SimpleNamespace,
+) -> None:
+    place.write(
+        place.home / ".claude/commands/fix-issue.md",
+        "---\nargument-hint: [issue-number] [priority]\ndescription: Fix an issue\n"
+        "allowed-tools: Bash(git add:*), Bash(git status:*), Read\nmodel: claude-3-5-haiku\n"
+        "---\nFix issue #$1 with priority $2.\n",
+    )
+    place.write(place.home / ".claude/commands/one.md", "---\nargument-hint: [focus]\n---\nx\n")
+    found = discover_templates(place.project, place.env)
+    fix = found.get("fix-issue")
+    assert fix is not None
+    assert (fix.argument_hint, fix.description, fix.model) == (
+        "[issue-number] [priority]",
+        "Fix an issue",
+        "claude-3-5-haiku",
+    )
+    assert fix.allowed_tools == ("Bash(git add:*)", "Bash(git status:*)", "Read")
+    assert found.get("one").argument_hint == "[focus]"
+    assert expand_template(fix, "42 high") == "Fix issue #42 with priority high."
+
+
+def test_shell_markers_are_listed_for_the_caller_and_their_output_put_in_place() -> None:
+    body = "Status:\n!`git status --short`\nLog of $1:\n!`git log -n $1`\nDone."
+    assert shell_commands(body, "3") == ["git status --short", "git log -n 3"]
+    outputs = {"git status --short": " M a.py\n", "git log -n 3": "abc first\n"}
+    assert expand_template(body, "3", outputs=outputs) == (
+        "Status:\n M a.py\nLog of 3:\nabc first\nDone."
+    )
+    with pytest.raises(TemplateError, match=r"runs `git status --short` first, and it was not run"):
+        expand_template(body, "3")
+
+
+def test_at_file_puts_the_file_in_place_inside_the_project_only(
+    place: SimpleNamespace, tmp_path: Path
+) -> None:
+    (place.project / "src").mkdir()
+    (place.project / "src" / "app.py").write_text("print('hi')\n")
+    (tmp_path / "outside.txt").write_text("secret\n")
+    place.write(place.project / ".claude/commands/review.md", "Review @src/app.py please\n")
+    place.write(place.project / ".claude/commands/leak.md", "Read @../outside.txt\n")
+    place.trust()
+    found = discover_templates(place.project, place.env)
+    text = expand_template(found.get("review"), "", cwd=place.project)
+    assert text == "Review src/app.py:\n```\nprint('hi')\n```\n please"
+    with pytest.raises(TemplateError, match="outside the project"):
+        expand_template(found.get("leak"), "", cwd=place.project)
+    # An @ that names no file (a user, an email) stays as written.
+    assert expand_template("ask @alice or me@example.com", "", cwd=place.project) == (
+        "ask @alice or me@example.com"
+    )
+    assert os.path.exists(place.project / "src" / "app.py")

@@ -24,8 +24,10 @@ def test_skills_come_from_every_user_folder_and_a_trusted_project(place: SimpleN
     place.write(place.home / ".pi/agent/skills/group/pi-one/SKILL.md", skill("pi-one"))
     place.write(place.project / ".coding-agent/skills/local/SKILL.md", skill("local"))
     place.write(place.project / ".claude/skills/local-claude/SKILL.md", skill("local-claude"))
+    place.write(place.home / ".agents/skills/shared-one/SKILL.md", skill("shared-one"))
+    place.write(place.project / ".agents/skills/local-shared/SKILL.md", skill("local-shared"))
     untrusted = discover_skills(place.project, place.env)
-    assert [s.name for s in untrusted.skills] == ["own", "claude-one", "pi-one"]
+    assert [s.name for s in untrusted.skills] == ["own", "claude-one", "pi-one", "shared-one"]
     assert untrusted.warnings == ()
     place.trust()
     found = discover_skills(place.project, place.env)
@@ -33,8 +35,10 @@ def test_skills_come_from_every_user_folder_and_a_trusted_project(place: SimpleN
         ("own", str(place.config / "coding-agent/skills")),
         ("claude-one", "~/.claude/skills"),
         ("pi-one", "~/.pi/agent/skills"),
+        ("shared-one", "~/.agents/skills"),
         ("local", ".coding-agent/skills"),
         ("local-claude", ".claude/skills"),
+        ("local-shared", ".agents/skills"),
     ]
     assert found.get("pi-one").path == place.home / ".pi/agent/skills/group/pi-one/SKILL.md"
 

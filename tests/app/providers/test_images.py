@@ -18,8 +18,9 @@ from stub_server import Reply, StubServer, sse
 
 from chord.context import BACKGROUND
 from coding_agent.context.images import prepare_image_file
+from coding_agent.settings.model_config import OPENAI_COMPAT
 from coding_agent.worker.providers.anthropic import AnthropicProvider
-from coding_agent.worker.providers.openai import OPENAI_COMPAT, OpenAIProvider, build_params
+from coding_agent.worker.providers.openai import OpenAIProvider, build_params
 from pico3.models import DoneEvent, Request, RetryPolicy, messages_from_json
 
 pytestmark = pytest.mark.anyio

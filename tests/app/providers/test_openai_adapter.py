@@ -10,12 +10,8 @@ from provider_support import Sleeps, collect
 from stub_server import Reply, StubServer, sse
 
 from chord.context import BACKGROUND, with_cancel
-from coding_agent.worker.providers.openai import (
-    LOCAL_COMPAT,
-    OPENAI_COMPAT,
-    OpenAIProvider,
-    build_params,
-)
+from coding_agent.settings.model_config import LOCAL_COMPAT, OPENAI_COMPAT
+from coding_agent.worker.providers.openai import OpenAIProvider, build_params
 from pico3.models import (
     DoneEvent,
     ErrorEvent,

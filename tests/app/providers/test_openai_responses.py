@@ -11,8 +11,9 @@ from provider_support import PNG, READ, Sleeps, ask, collect_each
 from stub_server import Reply, StubServer, sse
 
 from chord.context import BACKGROUND
+from coding_agent.settings.model_config import key_variables
 from coding_agent.worker.providers.openai_responses import OpenAIResponsesProvider
-from coding_agent.worker.providers.registry import key_variables, resolve_model
+from coding_agent.worker.providers.registry import resolve_model
 from pico3.models import (
     AssistantMessage,
     DoneEvent,

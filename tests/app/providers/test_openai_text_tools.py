@@ -19,10 +19,10 @@ from stub_server import Reply, StubServer, sse
 from chord.context import BACKGROUND
 from coding_agent.cli.headless import run_headless
 from coding_agent.session_files.folders import create_session
+from coding_agent.settings.model_config import LOCAL_COMPAT, TOOL_CALLING_ENV, RegistryError
 from coding_agent.worker.main import WorkerConfig
-from coding_agent.worker.providers import LOCAL_COMPAT, OpenAIProvider, RegistryError, resolve_model
+from coding_agent.worker.providers import OpenAIProvider, resolve_model
 from coding_agent.worker.providers.openai import build_params, rejects_tools
-from coding_agent.worker.providers.registry import TOOL_CALLING_ENV
 from coding_agent.worker.providers.text_tools import text_call_id
 from pico3.models import (
     DoneEvent,

@@ -9,9 +9,9 @@ import pytest
 from provider_support import READ, collect
 from stub_server import Reply, StubServer, sse
 
+from coding_agent.settings.model_config import PRESETS, key_variables
 from coding_agent.worker.providers.openai import OpenAIProvider
-from coding_agent.worker.providers.presets import PRESETS
-from coding_agent.worker.providers.registry import key_variables, resolve_model
+from coding_agent.worker.providers.registry import resolve_model
 from pico3.models import (
     DoneEvent,
     Request,

@@ -6,13 +6,8 @@ import pytest
 from stub_server import Reply, StubServer, sse
 
 from chord.context import BACKGROUND
-from coding_agent.worker.providers import (
-    AnthropicProvider,
-    OpenAIProvider,
-    RegistryError,
-    parse_model_ref,
-    resolve_model,
-)
+from coding_agent.settings.model_config import RegistryError, parse_model_ref
+from coding_agent.worker.providers import AnthropicProvider, OpenAIProvider, resolve_model
 from pico3.models import (
     DoneEvent,
     FauxProvider,

@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from coding_agent.settings.model_config import OPENAI_COMPAT
 from coding_agent.worker.providers import anthropic, openai
 from pico3.models import ModelInfo, Request, messages_from_json
 
@@ -51,8 +52,8 @@ def test_memoized_bodies_match_plain_bodies_turn_after_turn() -> None:
         for images in (True, False):
             info = ModelInfo(id="m", provider="openai", supports_images=images)
             memo = oa_memos[images]
-            got = openai.build_params(request, info, openai.OPENAI_COMPAT, memo=memo)
-            plain = openai.build_params(request, info, openai.OPENAI_COMPAT)
+            got = openai.build_params(request, info, OPENAI_COMPAT, memo=memo)
+            plain = openai.build_params(request, info, OPENAI_COMPAT)
             assert json.loads(msgspec.json.encode(got)) == json.loads(msgspec.json.encode(plain))
         info = ModelInfo(id="m", provider="anthropic")
         got = anthropic.build_params(request, info, memo=an_memo)
@@ -68,8 +69,8 @@ def test_a_request_that_does_not_extend_the_last_one_folds_from_scratch() -> Non
     changed = [*history[:30], *messages_from_json([{"role": "user", "content": "other"}])]
     for messages in (history, history[:20], changed, history):
         request = Request(model="m", messages=messages)
-        got = openai.build_params(request, info, openai.OPENAI_COMPAT, memo=memo)
-        plain = openai.build_params(request, info, openai.OPENAI_COMPAT)
+        got = openai.build_params(request, info, OPENAI_COMPAT, memo=memo)
+        plain = openai.build_params(request, info, OPENAI_COMPAT)
         assert json.loads(msgspec.json.encode(got)) == json.loads(msgspec.json.encode(plain))
 
 
@@ -87,6 +88,6 @@ def test_bodies_match_when_the_history_grows_one_record_at_a_time() -> None:
         got = anthropic.build_params(request, an_info, memo=an_memo)
         plain = anthropic.build_params(request, an_info)
         assert json.loads(msgspec.json.encode(got)) == json.loads(msgspec.json.encode(plain))
-        got = openai.build_params(request, oa_info, openai.OPENAI_COMPAT, memo=oa_memo)
-        plain = openai.build_params(request, oa_info, openai.OPENAI_COMPAT)
+        got = openai.build_params(request, oa_info, OPENAI_COMPAT, memo=oa_memo)
+        plain = openai.build_params(request, oa_info, OPENAI_COMPAT)
         assert json.loads(msgspec.json.encode(got)) == json.loads(msgspec.json.encode(plain))

@@ -28,13 +28,13 @@ from coding_agent.settings.trust import (
     TrustError,
     TrustStore,
     check_project,
-    config_home,
     find_local_config,
     is_trusted,
     local_facets_dirs,
     project_root_for,
     trust_path,
 )
+from coding_agent.settings.xdg import config_home
 
 PLUGIN = """
 from pathlib import Path
@@ -57,7 +57,8 @@ def chord_facets(host):
     return [facet] if host == "session" else []
 """
 
-WARNING = (
+WARNING = "this project's own setup waits for --trust: .coding-agent/facets (1 package)"
+FACETS_WARNING = (
     "This project has 1 local facet package (.coding-agent/facets): not loaded. "
     "--trust to trust this folder"
 )
@@ -314,7 +315,7 @@ def test_check_project_loads_local_packages_only_when_trusted(project: Path) -> 
     untrusted = check_project(project / "src")
     assert untrusted.root == project and not untrusted.trusted
     assert untrusted.loaded_dirs == ()
-    assert untrusted.warning("--trust") == WARNING
+    assert untrusted.warning("--trust") == FACETS_WARNING
     trusted = check_project(project, decide=True)
     assert trusted.trusted and trusted.warning() is None
     assert trusted.loaded_dirs == (project / ".coding-agent" / "facets" / "marker_pkg",)
@@ -374,7 +375,7 @@ def test_an_untrusted_project_runs_without_its_packages_and_warns(
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Done."
     assert not (tmp_path / "marker").exists(), "the local package was not loaded"
-    assert done.stderr.count("local facet package") == 1
+    assert done.stderr.count("waits for --trust") == 1
     assert f"coding-agent: warning: {WARNING}" in done.stderr
     assert not (tmp_path / "config" / "coding-agent" / "trust.json").exists(), "nothing decided"
 
@@ -383,7 +384,7 @@ def test_trust_loads_the_packages_and_is_remembered(project: Path, tmp_path: Pat
     done = _run(project, tmp_path, "--trust")
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "marker").read_text() == "loaded\n"
-    assert "local facet package" not in done.stderr
+    assert "waits for --trust" not in done.stderr
     decision = _recorded(tmp_path)["projects"][str(project)]  # type: ignore[index]
     assert decision["trusted"] is True and decision["at"].endswith("Z")
     (tmp_path / "marker").unlink()

@@ -19,7 +19,7 @@ def test_files_come_from_ancestors_outermost_first(tmp_path: Path) -> None:
     inner = tmp_path / "repo" / "pkg"
     inner.mkdir(parents=True)
     (tmp_path / "AGENTS.md").write_text("outer\n")
-    (tmp_path / "repo" / "CLAUDE.md").write_text("middle\n")
+    (tmp_path / "repo" / "CLAUDE.md").write_text("middle\n")  # no AGENTS.md beside it
     (inner / "AGENTS.md").write_text("inner\n")
     found = find_context_files(inner)
     ours = [f for f in found if f.path.startswith(str(tmp_path))]
@@ -30,11 +30,11 @@ def test_files_come_from_ancestors_outermost_first(tmp_path: Path) -> None:
     ]
 
 
-def test_agents_md_is_preferred_over_claude_md_in_one_folder(tmp_path: Path) -> None:
+def test_a_folders_agents_md_and_claude_md_are_both_read_when_they_differ(tmp_path: Path) -> None:
     (tmp_path / "AGENTS.md").write_text("agents\n")
     (tmp_path / "CLAUDE.md").write_text("claude\n")
     ours = [f for f in find_context_files(tmp_path) if f.path.startswith(str(tmp_path))]
-    assert [f.content for f in ours] == ["agents\n"]
+    assert [f.content for f in ours] == ["agents\n", "claude\n"]
 
 
 def test_blank_files_and_folders_named_like_the_files_are_skipped(tmp_path: Path) -> None:

@@ -24,8 +24,8 @@ from worker_support import TIMEOUT, write_script
 
 from chord import BACKGROUND, FacetEnvironment, define_facet
 from coding_agent.cli.headless import EXIT_BLOCKED, run_headless
+from coding_agent.contracts import ReloadService
 from coding_agent.session_files.folders import Session
-from coding_agent.settings.package_reload import ReloadService
 from coding_agent.worker.main import SessionRuntime, WorkerConfig, open_session_host
 
 pytestmark = pytest.mark.anyio

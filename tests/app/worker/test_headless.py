@@ -15,8 +15,8 @@ from worker_support import TIMEOUT, write_script
 
 from coding_agent.cli.headless import EXIT_BLOCKED, run_headless, run_json, run_print
 from coding_agent.session_files.folders import Session, list_sessions
+from coding_agent.settings.model_config import RegistryError
 from coding_agent.worker.main import WorkerBusy, WorkerConfig, open_session_host
-from coding_agent.worker.providers import RegistryError
 
 pytestmark = pytest.mark.anyio
 

@@ -22,8 +22,8 @@ from coding_agent.session_files.folders import (
     open_session,
     record_activity,
     sessions_root,
-    state_home,
 )
+from coding_agent.settings.xdg import state_home
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from chord.facets import create_facet_host, define_facet
-from coding_agent.worker.status import WorkerStatus, WorkerStatusService
+from coding_agent.contracts import WorkerStatusService
+from coding_agent.worker.status import WorkerStatus
 
 pytestmark = pytest.mark.anyio
 

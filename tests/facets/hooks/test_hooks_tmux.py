@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[2] / "app" / "client"))  # the tmux helpers
+sys.path.insert(0, str(Path(__file__).parents[2] / "app" / "tui" / "process"))  # the tmux helpers
 from test_tmux import (  # pyright: ignore[reportMissingImports]
     BINARY,
     Terminal,

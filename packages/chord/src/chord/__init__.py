@@ -17,6 +17,9 @@ names).
 * Services and facets: :func:`define_service`, :class:`Service`, :func:`define_facet`,
   :class:`Facet`, :class:`FacetEnvironment` (``provide`` / ``use`` / ``observe`` / ``own``),
   :func:`create_facet_host`.
+* Keyed dialogs (ask the user, get a checked answer): :func:`provide_dialogs` and
+  :class:`Dialogs` on the asking side, :func:`dialog_key` for the key;
+  :func:`chord.textual.show_dialogs` shows them.
 * Remote services: :class:`RemoteServiceError`, bindings, the wire client and server
   (:func:`connect_service_source`, :func:`provider_handler`) and the transports
   (:func:`serve_unix`, :func:`connect_unix`, :class:`FrameConnection`).
@@ -49,6 +52,8 @@ from chord.context import (
     without_abort_signal,
 )
 from chord.facets import (
+    Dialogs,
+    DialogSpawner,
     Facet,
     FacetEnvironment,
     FacetHost,
@@ -58,6 +63,8 @@ from chord.facets import (
     combine_facet_loaders,
     create_facet_host,
     define_facet,
+    dialog_key,
+    provide_dialogs,
     static_facet_loader,
 )
 from chord.json import JsonError, JsonValue, copy_json, equal_json, is_json_value, validate_json
@@ -123,6 +130,8 @@ __all__ = [
     "ContextKey",
     "DeadlineExceeded",
     "Delivery",
+    "DialogSpawner",
+    "Dialogs",
     "Facet",
     "FacetDiscoveryError",
     "FacetEnvironment",
@@ -166,6 +175,7 @@ __all__ = [
     "create_remote_service_binding",
     "define_facet",
     "define_service",
+    "dialog_key",
     "discover_facet_packages",
     "equal_json",
     "facet_package_from_folder",
@@ -178,6 +188,7 @@ __all__ = [
     "load_generation",
     "open_remote_connection",
     "package_facet_loader",
+    "provide_dialogs",
     "provider_handler",
     "replicated_state",
     "replicated_state_from_source",

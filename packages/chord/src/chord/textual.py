@@ -14,6 +14,10 @@ service, whose contract is :class:`TuiService`:
 * :meth:`~TuiService.register_key` — a global key (``"shift+tab"``) that runs a handler,
   unregistered by the returned function.
 
+:func:`show_dialogs` is the presentation half of a keyed dialog service (the asking half is
+:func:`chord.provide_dialogs`): one dialog on screen per open instance, answered through the
+instance's answer method.
+
 What a dialog or a toast shows is made inert (:func:`chord.inert`; :func:`inert_text` for a Rich
 ``Text``, keeping its colours): its title, body, choices and hint, and a toast's message, which
 is never read as Textual markup. Text from the model, a tool, a file or a server cannot hide
@@ -53,7 +57,7 @@ from chord.context import BACKGROUND, Context, ContextCancelled, cancel_scope
 from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, define_facet
 from chord.neutralize import inert, inert_text
 from chord.remote import RemoteServiceSource
-from chord.services import define_service
+from chord.services import Service, define_service
 from chord.textual_dialogs import (
     ARMING_SECONDS,
     Choice,
@@ -80,6 +84,7 @@ __all__ = [
     "TuiService",
     "inert_text",
     "run_app_with_facets",
+    "show_dialogs",
     "tui_facet",
 ]
 
@@ -444,6 +449,56 @@ class TextualTui:
             pass
         except Exception as exc:
             self.notify(f"{binding.key} failed: {exc}", severity="error")
+
+
+def show_dialogs(
+    env: FacetEnvironment,
+    service: Service[Any],
+    show: Callable[[Modal, Any], Awaitable[Any]],
+    *,
+    answer: str = "submit",
+) -> None:
+    """Show every open instance of the keyed dialog ``service`` and send the user's answer.
+
+    Call it in a presentation facet's ``setup`` (it ``use``s :data:`Tui` and ``observe``s
+    ``service``; the asking side is :func:`chord.provide_dialogs`, the key
+    :func:`chord.dialog_key`). For each instance — one opened later, or one already open when
+    this presentation connected (it arrives with its ``request``) — a task waits for the modal
+    slot (one dialog on screen at a time, first come first served), awaits
+    ``show(modal, request)``, which asks the user on the :class:`Modal` and returns the answer,
+    calls the instance's ``answer`` method (``submit``, or the name the service chose, e.g.
+    ``decide``) with it, and gives the slot back. The dialogs are chord's
+    (:class:`ChoiceScreen`, :class:`ConfirmScreen`): numbered choices, answered with Enter, and
+    no answer taken for :data:`ARMING_SECONDS` after one appears, so typing never answers one.
+
+    ``show`` turns Escape (``None`` from ``modal.choose``) into whatever answer Escape means
+    for this question — a denial, a cancellation — and may ask several things in turn (a form,
+    one field at a time). When the instance closes first (another window answered, the call
+    was aborted), the task's context is cancelled: the wait ends and the dialog still on screen
+    is taken away with a :data:`CLOSED_NOTICE` toast. An instance whose request is already gone
+    when its task starts is skipped. For example::
+
+        @define_facet("@my/tui")
+        def tui_facet(env: FacetEnvironment) -> None:
+            async def show(modal: Modal, request: Any) -> bool:
+                return await modal.confirm(request["question"], yes="Go on", no="Stop")
+
+            show_dialogs(env, ConfirmDialogs, show)
+    """
+    tui = env.use(Tui)
+
+    async def on_dialog(dialog: Any, ctx: Context) -> None:
+        request = dialog.request.value
+        if request is None:  # the provider went away before the task started
+            return
+        modal = await tui.acquire_modal(ctx)
+        try:
+            response = await show(modal, request)
+            await getattr(dialog, answer)(response, ctx)
+        finally:
+            modal.close()
+
+    env.observe(service, on_dialog)
 
 
 def tui_facet(tui: TuiService, facet_id: str = "@chord/tui") -> Facet:

@@ -62,7 +62,14 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, Protocol, TypedDict
 
-from chord import Context, JsonValue, RemoteServiceError, ReplicatedState, define_service
+from chord import (
+    Context,
+    JsonValue,
+    RemoteServiceError,
+    ReplicatedState,
+    define_service,
+    dialog_key,
+)
 
 __all__ = [
     "DECISIONS",
@@ -159,16 +166,9 @@ class ApprovalDialog(Protocol):
 
 
 ApprovalDialogs = define_service("pi.approval-dialog", ApprovalDialog)
-"""Keyed by :func:`dialog_key`; provided (``provide_many``) by the session facet."""
-
-
-def dialog_key(conversation_id: int, call_id: str) -> str:
-    """The instance key of the dialog for one call: ``"<conversationId>:<callId>"``."""
-    if type(conversation_id) is not int or conversation_id < 0:
-        raise ValueError(f"conversation id must be a non-negative int, got {conversation_id!r}")
-    if not isinstance(call_id, str) or not call_id:
-        raise ValueError(f"call id must be a non-empty str, got {call_id!r}")
-    return f"{conversation_id}:{call_id}"
+"""Keyed by :func:`dialog_key` (chord's :func:`chord.dialog_key`, re-exported here); provided
+by the session facet (:func:`chord.provide_dialogs`, answer method ``decide``) and shown by the
+TUI facet (:func:`chord.textual.show_dialogs`)."""
 
 
 def _invalid(message: str) -> RemoteServiceError:

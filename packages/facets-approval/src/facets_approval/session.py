@@ -57,11 +57,12 @@ The memo lives in the tool task's slot and is deleted with it; nothing needs cle
 hook runs again after a crash or a suspend/reopen (it runs before ``started``), finds the memo and
 does not ask twice. Asking again after a crash between ``waiting`` and the memo is harmless.
 
-:func:`session_facet` wires ``ask`` to chord: each question becomes a keyed instance of
-:data:`~.contract.ApprovalDialogs` under ``"<conversationId>:<callId>"``, spawned *before*
-waiting, closed by the single ``finally`` whatever happens (answer, abort, suspend), which
-dismisses the dialog in every presentation. ``decide`` only validates and resolves the local wait;
-the durable first-writer rule is the memo, where the durability is.
+:func:`session_facet` wires ``ask`` to chord's keyed dialogs (:func:`chord.provide_dialogs`):
+each question becomes a keyed instance of :data:`~.contract.ApprovalDialogs` under
+``"<conversationId>:<callId>"`` (:func:`chord.dialog_key`), spawned *before* waiting, closed
+whatever happens (answer, abort, suspend), which dismisses the dialog in every presentation.
+``decide`` only validates (:func:`~.contract.check_decision`) and resolves the local wait; the
+durable first-writer rule is the memo, where the durability is.
 
 The facet also provides :data:`~.contract.ApprovalRulesService` (every rule with its source and
 the problems found, refreshed on demand; ``remove`` deletes a rule where it lives) and
@@ -92,9 +93,9 @@ from chord import (
     Facet,
     FacetEnvironment,
     MutableReplicatedState,
-    ServiceSpawner,
-    cancel_scope,
     define_facet,
+    dialog_key,
+    provide_dialogs,
 )
 from pico3 import (
     MISSING,
@@ -120,7 +121,6 @@ from .contract import (
     RuleEntry,
     check_decision,
     check_mode,
-    dialog_key,
 )
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, path_within
 from .permissions import RulesProvider, RuleStore, session_rule_reader
@@ -514,39 +514,6 @@ def install_approval(
     return ApprovalInstallation(harness, ns, unhook, store)
 
 
-class _Dialog:
-    """One open dialog: the replicated request and ``decide``, which resolves the wait."""
-
-    def __init__(self, request: MutableReplicatedState) -> None:
-        self.request = request
-        self._decided = anyio.Event()
-        self._decision: ApprovalDecision | None = None
-
-    async def decide(self, decision: Any, ctx: Context) -> None:
-        checked = check_decision(decision, self.request.value)  # raises before anything is resolved
-        if self._decision is None:
-            self._decision = checked
-            self._decided.set()
-
-    async def _wait(self, ctx: Context) -> ApprovalDecision:
-        with cancel_scope(ctx):
-            await self._decided.wait()
-        assert self._decision is not None
-        return self._decision
-
-
-def _dialog_ask(env: FacetEnvironment, dialogs: ServiceSpawner[Any]) -> Ask:
-    async def ask(request: ApprovalRequest, ctx: Context) -> ApprovalDecision:
-        dialog = _Dialog(env.replicated_state(dict(request)))
-        close = dialogs.spawn(dialog_key(request["conversationId"], request["callId"]), dialog)
-        try:
-            return await dialog._wait(ctx)
-        finally:
-            close()
-
-    return ask
-
-
 class _Modes:
     """The :data:`~.contract.ApprovalMode` provider: the replicated mirror and ``set_mode``
     (its only public members, so the only ones served)."""
@@ -604,8 +571,12 @@ def approval_session_facet(rules: ApprovalRules = DEFAULT_RULES) -> Facet:
 
     def setup(env: FacetEnvironment) -> None:
         harness = env.use(HarnessService)
-        dialogs = env.provide_many(ApprovalDialogs)
-        ask = _dialog_ask(env, dialogs)
+        dialogs = provide_dialogs(env, ApprovalDialogs, check_decision, answer="decide")
+
+        async def ask(request: ApprovalRequest, ctx: Context) -> ApprovalDecision:
+            key = dialog_key(request["conversationId"], request["callId"])
+            return await dialogs.ask(key, request, ctx)
+
         modes = _Modes(harness, env.replicated_state({"mode": DEFAULT_MODE}))
         env.provide(ApprovalMode, modes)
         listing = RulesProvider(modes._live, env.replicated_state({"rules": [], "problems": []}))

@@ -1,12 +1,13 @@
 """The approval TUI facets: one modal per open dialog, and the permission mode on screen.
 
-:data:`tui_facet` (``@pi/approval``) shows the dialogs. It holds no authority and no state. It observes :data:`~.contract.ApprovalDialogs`
-(possibly provided by another process): chord runs one observer task per live instance,
-including instances that were already open when this presentation connected (they arrive
-hydrated, so ``request.value`` is there). The task waits for chord's modal slot
+:data:`tui_facet` (``@pi/approval``) shows the dialogs. It holds no authority and no state. It
+shows :data:`~.contract.ApprovalDialogs` (possibly provided by another process) with chord's
+keyed dialogs (:func:`chord.textual.show_dialogs`): one task per live instance, including
+instances that were already open when this presentation connected (they arrive hydrated, so
+``request.value`` is there). The task waits for chord's modal slot
 (:meth:`~chord.textual.TuiService.acquire_modal`, one dialog on screen at a time), offers
 *Allow once*, the request's narrow standing rule at each offered scope (:func:`approval_choices`)
-and *Deny*, and calls ``decide``.
+and *Deny* (:func:`ask_approval`), and calls ``decide``.
 
 Closing the instance — the session recorded a decision, maybe from another presentation, or the
 call was aborted — cancels the observer's ``ctx``; that unwinds the wait for the slot or for the
@@ -42,7 +43,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from chord import Context, Delivery, FacetEnvironment, ReplicatedState, define_facet, inert
-from chord.textual import Choice, Tui
+from chord.textual import Choice, Modal, Tui, show_dialogs
 
 from .contract import (
     MODE_DESCRIPTIONS,
@@ -64,6 +65,7 @@ __all__ = [
     "STANDING",
     "ModeLabel",
     "approval_choices",
+    "ask_approval",
     "decision_for",
     "describe_call",
     "dialog_body",
@@ -210,28 +212,22 @@ def dialog_body(request: Any) -> Text:
     return out
 
 
+async def ask_approval(modal: Modal, request: Any) -> ApprovalDecision:
+    """Ask the user about one approval request on ``modal``; the decision their answer stands
+    for (:func:`decision_for`: Escape denies)."""
+    choice = await modal.choose(
+        f"Allow {request['name']}?",
+        approval_choices(request),
+        body=dialog_body(request),
+        hint=DIALOG_HINT,
+    )
+    return decision_for(choice, request)
+
+
 @define_facet("@pi/approval")
 def tui_facet(env: FacetEnvironment) -> None:
     """Show a modal for every open approval dialog and send the user's decision."""
-    tui = env.use(Tui)
-
-    async def show_dialog(dialog: Any, ctx: Context) -> None:
-        request = dialog.request.value
-        if request is None:  # the provider went away before the task started
-            return
-        modal = await tui.acquire_modal(ctx)
-        try:
-            choice = await modal.choose(
-                f"Allow {request['name']}?",
-                approval_choices(request),
-                body=dialog_body(request),
-                hint=DIALOG_HINT,
-            )
-            await dialog.decide(decision_for(choice, request), ctx)
-        finally:
-            modal.close()
-
-    env.observe(ApprovalDialogs, show_dialog)
+    show_dialogs(env, ApprovalDialogs, ask_approval, answer="decide")
 
 
 # -- the permission mode ------------------------------------------------------------------------

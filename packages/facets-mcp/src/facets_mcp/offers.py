@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from chord import Context, MutableReplicatedState, ServiceSpawner, cancel_scope
+from chord import Context, Dialogs, MutableReplicatedState, ServiceSpawner, dialog_key
 from pico3 import (
     GENERATION_KIND,
     MISSING,
@@ -227,29 +227,6 @@ class ProgressSlot:
             await self._api.progress(update, ctx)
 
 
-class _Elicitation:
-    """One open elicitation: the replicated request and ``submit``, which resolves the wait."""
-
-    def __init__(self, request: ElicitationRequest, state: MutableReplicatedState) -> None:
-        self._checked_against = request
-        self.request = state
-        self._answered = anyio.Event()
-        self._response: ElicitationResponse | None = None
-
-    async def submit(self, response: Any, ctx: Context) -> None:
-        del ctx
-        checked = check_elicitation(response, self._checked_against)  # raises before resolving
-        if self._response is None:
-            self._response = checked
-            self._answered.set()
-
-    async def _wait(self, ctx: Context) -> ElicitationResponse:
-        with cancel_scope(ctx):
-            await self._answered.wait()
-        assert self._response is not None
-        return self._response
-
-
 def elicitation_asker(
     server: str,
     api: ToolApi,
@@ -257,8 +234,14 @@ def elicitation_asker(
     dialogs: ServiceSpawner[Any],
     state: Callable[[dict[str, Any]], MutableReplicatedState],
 ) -> Callable[[dict[str, Any]], Any]:
-    """The ``on_elicit`` of one call of ``server`` (see the module docstring)."""
+    """The ``on_elicit`` of one call of ``server`` (see the module docstring): each
+    elicitation of the call is a chord keyed dialog (:class:`chord.Dialogs`, answered with
+    ``submit``, checked by :func:`~.contract.check_elicitation`) under
+    ``"<conversationId>:<callId>:<n>"`` (:func:`chord.dialog_key`)."""
     count = [0]
+    asker: Dialogs[ElicitationRequest, ElicitationResponse] = Dialogs(
+        dialogs, state, check_elicitation
+    )
 
     async def ask(raw: dict[str, Any]) -> dict[str, Any]:
         count[0] += 1
@@ -267,12 +250,8 @@ def elicitation_asker(
         if found is not MISSING:
             return found
         request: ElicitationRequest = {"server": server, **raw}  # type: ignore[typeddict-item]
-        dialog = _Elicitation(request, state(dict(request)))
-        close = dialogs.spawn(f"{api.conversation_id}:{api.call_id}:{count[0]}", dialog)
-        try:
-            answer = await dialog._wait(ctx)  # pyright: ignore[reportPrivateUsage]
-        finally:
-            close()
+        key = dialog_key(api.conversation_id, api.call_id, count[0])
+        answer = await asker.ask(key, request, ctx)
         return await api.memo(name, dict(answer), ctx)  # first writer wins
 
     return ask

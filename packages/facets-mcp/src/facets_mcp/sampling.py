@@ -1,7 +1,8 @@
 """Sampling: a server asks to use the session's model (``sampling/createMessage``).
 
 :func:`session_sampler` is the ``sampler`` every :class:`~.client.ServerRunner` gets. Each
-request opens a keyed instance of :data:`~.contract.McpSampling` whose replicated ``request``
+request opens a keyed instance of :data:`~.contract.McpSampling` (a chord keyed dialog,
+:class:`chord.Dialogs`, answered with ``decide``) whose replicated ``request``
 shows what the server sends (its messages, its system prompt, the token limit); nothing reaches
 the model until a presentation decides ``allow`` (the TUI asks the user; ``-p``/``--json``
 follow ``--approve``). Allowed, the request goes to the root conversation's model, with no
@@ -14,9 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
-
-from chord import BACKGROUND, Context, MutableReplicatedState, RemoteServiceError, ServiceSpawner
+from chord import BACKGROUND, Dialogs, MutableReplicatedState, RemoteServiceError, ServiceSpawner
 from pico3 import HarnessServiceApi, Models
 from pico3.models import (
     AssistantMessage,
@@ -29,32 +28,20 @@ from pico3.models import (
 
 from .contract import SamplingRequest
 
-__all__ = ["session_sampler"]
+__all__ = ["check_sampling_decision", "session_sampler"]
 
 
-class _Approval:
-    """One pending sampling request: the replicated request and ``decide``."""
-
-    def __init__(self, state: MutableReplicatedState) -> None:
-        self.request = state
-        self._decided = anyio.Event()
-        self._decision = "deny"
-
-    async def decide(self, decision: Any, ctx: Context) -> None:
-        del ctx
-        value = decision.get("decision") if isinstance(decision, dict) else None  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
-        if value not in ("allow", "deny"):
-            raise RemoteServiceError(
-                "service_invalid_value",
-                f'sampling decision: expected {{"decision": "allow" | "deny"}}, got {decision!r}',
-            )
-        if not self._decided.is_set():
-            self._decision = str(value)  # pyright: ignore[reportUnknownArgumentType]
-            self._decided.set()
-
-    async def _wait(self) -> str:
-        await self._decided.wait()
-        return self._decision
+def check_sampling_decision(decision: Any, request: SamplingRequest) -> str:
+    """``"allow"`` or ``"deny"`` from a presentation's ``{"decision": ...}``; anything else is
+    ``service_invalid_value``."""
+    del request
+    value = decision.get("decision") if isinstance(decision, dict) else None  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
+    if value not in ("allow", "deny"):
+        raise RemoteServiceError(
+            "service_invalid_value",
+            f'sampling decision: expected {{"decision": "allow" | "deny"}}, got {decision!r}',
+        )
+    return str(value)  # pyright: ignore[reportUnknownArgumentType]
 
 
 async def _generate(harness: HarnessServiceApi, request: SamplingRequest) -> dict[str, Any]:
@@ -92,16 +79,15 @@ def session_sampler(
 ) -> Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]:
     """The sampler of one facet activation (see the module docstring)."""
     count = [0]
+    approvals: Dialogs[SamplingRequest, str] = Dialogs(
+        dialogs, states, check_sampling_decision, answer="decide"
+    )
 
     async def sample(server: str, raw: dict[str, Any]) -> dict[str, Any]:
         count[0] += 1
         request: SamplingRequest = {"server": server, **raw}  # type: ignore[typeddict-item]
-        approval = _Approval(states(dict(request)))
-        close = dialogs.spawn(f"{server}:{count[0]}", approval)
-        try:
-            decision = await approval._wait()  # pyright: ignore[reportPrivateUsage]
-        finally:
-            close()
+        # no deadline: the request waits for a presentation's decision (-p/--json decide at once)
+        decision = await approvals.ask(f"{server}:{count[0]}", request, BACKGROUND)
         if decision != "allow":
             return {"error": f"the user denied MCP server {server!r} the use of the model"}
         try:

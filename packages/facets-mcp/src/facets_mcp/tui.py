@@ -15,11 +15,12 @@ prompt is fetched (``prompts/get``) and its text is sent to the root conversatio
 message. The commands follow the servers (a ``list_changed`` adds or removes them).
 
 A server's elicitation during a tool call (:data:`~.contract.McpElicitations`) is a dialog
-(:func:`ask_elicitation`): each field of its form in turn (an enum's values and a boolean's
+(chord's keyed dialogs, :func:`chord.textual.show_dialogs`, asking with
+:func:`ask_elicitation`): each field of its form in turn (an enum's values and a boolean's
 yes/no as choices, text and numbers typed), with **Decline** always offered and Escape
 cancelling; a ``url`` elicitation shows the page to open. A server's sampling request
 (:data:`~.contract.McpSampling`) shows what it would send to the model (:func:`sampling_body`)
-with **Allow** and **Deny** (Escape denies). :func:`panel_text` is the whole state as text (the same
+with **Allow** and **Deny** (Escape denies; :func:`ask_sampling`). :func:`panel_text` is the whole state as text (the same
 lines, failed servers first). The facet holds no authority and no state of its own; every text
 is made inert (:func:`chord.inert`): a server's names, errors and stderr are the server's.
 
@@ -45,13 +46,14 @@ import anyio
 import anyio.to_thread
 
 from chord import Context, Delivery, FacetEnvironment, RemoteServiceError, define_facet, inert
-from chord.textual import Choice, Modal, Tui
+from chord.textual import Choice, Modal, Tui, show_dialogs
 from pico3 import ConversationService
 
 from .contract import ElicitationResponse, McpElicitations, McpSampling, McpServers, tool_name
 
 __all__ = [
     "ask_elicitation",
+    "ask_sampling",
     "open_in_browser",
     "panel_text",
     "prompt_arguments",
@@ -230,6 +232,18 @@ async def ask_elicitation(modal: Modal, request: Any) -> ElicitationResponse:
     return {"action": "accept", "content": content}
 
 
+async def ask_sampling(modal: Modal, request: Any) -> dict[str, str]:
+    """Ask the user whether a server may use the model (:func:`sampling_body` shows what it
+    would send); Escape denies."""
+    picked = await modal.choose(
+        f"MCP server {request.get('server')} asks to use the model",
+        [Choice("allow", "Allow"), Choice("deny", "Deny")],
+        body=sampling_body(request),
+        hint="Escape: deny",
+    )
+    return {"decision": "allow" if picked == "allow" else "deny"}
+
+
 def sampling_body(request: Any) -> str:
     """What a sampling request would send to the model, for the approval dialog (inert)."""
     lines = [f"Up to {request.get('maxTokens')} tokens from the session's model, for:"]
@@ -359,29 +373,6 @@ def tui_facet(env: FacetEnvironment) -> None:
             remove()
         commands.clear()
 
-    async def on_elicitation(dialog: Any, ctx: Context) -> None:
-        request = dialog.request.value
-        modal = await tui.acquire_modal(ctx)
-        try:
-            response = await ask_elicitation(modal, request)
-        finally:
-            modal.close()
-        await dialog.submit(response, ctx)
-
-    async def on_sampling(dialog: Any, ctx: Context) -> None:
-        request = dialog.request.value
-        modal = await tui.acquire_modal(ctx)
-        try:
-            picked = await modal.choose(
-                f"MCP server {request.get('server')} asks to use the model",
-                [Choice("allow", "Allow"), Choice("deny", "Deny")],
-                body=sampling_body(request),
-                hint="Escape: deny",
-            )
-        finally:
-            modal.close()
-        await dialog.decide({"decision": "allow" if picked == "allow" else "deny"}, ctx)
-
     async def restart(name: str, ctx: Context) -> None:
         await servers.restart(name, ctx)
         tui.notify(inert(f"Restarting MCP server {name}"))
@@ -479,6 +470,6 @@ def tui_facet(env: FacetEnvironment) -> None:
         )
 
     env.observe(ConversationService, follow)
-    env.observe(McpElicitations, on_elicitation)
-    env.observe(McpSampling, on_sampling)
+    show_dialogs(env, McpElicitations, ask_elicitation)
+    show_dialogs(env, McpSampling, ask_sampling, answer="decide")
     env.on_activate(activate)

@@ -10,11 +10,13 @@ crash?); only when there is none does it ask, and then it stores the answer with
 again, which is harmless for a question. A cancellation is an error result ("User cancelled");
 an answer is ``"User answered: <answer>"`` with ``details`` = the arguments plus the answer.
 
-:func:`session_facet` registers the tool with ``ask`` wired to chord: each waiting call becomes a
-keyed instance of :data:`~.contract.QuestionDialogs` under ``"<conversationId>:<callId>"``,
-spawned before waiting and closed by the single ``finally`` (answer, abort or suspend), which
-dismisses the question in every presentation. ``submit`` validates against the request and
-resolves the local wait; it records nothing itself.
+:func:`session_facet` registers the tool with ``ask`` wired to chord's keyed dialogs
+(:func:`chord.provide_dialogs`): each waiting call becomes a keyed instance of
+:data:`~.contract.QuestionDialogs` under ``"<conversationId>:<callId>"``
+(:func:`chord.dialog_key`), spawned before waiting and closed whatever ends the wait (answer,
+abort or suspend), which dismisses the question in every presentation. ``submit`` validates
+against the request (:func:`~.contract.check_response`) and resolves the local wait; it
+records nothing itself.
 """
 
 from __future__ import annotations
@@ -22,25 +24,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
-
-from chord import (
-    Context,
-    FacetEnvironment,
-    MutableReplicatedState,
-    ServiceSpawner,
-    cancel_scope,
-    define_facet,
-)
+from chord import Context, FacetEnvironment, define_facet, dialog_key, provide_dialogs
 from pico3 import MISSING, Harness, HarnessService, ToolApi, ToolDeclaration, ToolResult
 
-from .contract import (
-    QuestionDialogs,
-    QuestionRequest,
-    QuestionResponse,
-    check_response,
-    dialog_key,
-)
+from .contract import QuestionDialogs, QuestionRequest, QuestionResponse, check_response
 
 __all__ = [
     "QUESTION_PARAMETERS",
@@ -119,46 +106,14 @@ def install_question(harness: Harness, ask: Ask) -> Callable[[], None]:
     return harness.register_tool(question_tool(ask))
 
 
-class _Dialog:
-    """One open question: the replicated request and ``submit``, which resolves the wait."""
-
-    def __init__(self, request: QuestionRequest, state: MutableReplicatedState) -> None:
-        self._checked_against = request
-        self.request = state
-        self._answered = anyio.Event()
-        self._response: QuestionResponse | None = None
-
-    async def submit(self, response: Any, ctx: Context) -> None:
-        checked = check_response(response, self._checked_against)  # raises before resolving
-        if self._response is None:
-            self._response = checked
-            self._answered.set()
-
-    async def _wait(self, ctx: Context) -> QuestionResponse:
-        with cancel_scope(ctx):
-            await self._answered.wait()
-        assert self._response is not None
-        return self._response
-
-
-def _dialog_ask(env: FacetEnvironment, dialogs: ServiceSpawner[Any]) -> Ask:
-    async def ask(request: QuestionRequest, api: ToolApi, ctx: Context) -> QuestionResponse:
-        dialog = _Dialog(request, env.replicated_state(dict(request)))
-        close = dialogs.spawn(dialog_key(request["conversationId"], request["callId"]), dialog)
-        try:
-            return await dialog._wait(ctx)
-        finally:
-            close()
-
-    return ask
-
-
 @define_facet("@pi/question")
 def session_facet(env: FacetEnvironment) -> None:
     """Register the ``question`` tool; answer it through keyed dialogs."""
     harness = env.use(HarnessService)
-    dialogs = env.provide_many(QuestionDialogs)
-    ask = _dialog_ask(env, dialogs)
+    dialogs = provide_dialogs(env, QuestionDialogs, check_response)
+
+    async def ask(request: QuestionRequest, api: ToolApi, ctx: Context) -> QuestionResponse:
+        return await dialogs.ask(dialog_key(api.conversation_id, api.call_id), request, ctx)
 
     def activate() -> None:
         env.own(harness.add_registration(lambda h: install_question(h, ask)))

@@ -71,3 +71,41 @@ async def test_context_names_a_skipped_ancestor_file_and_the_model_never_sees_it
     assert "Answer in one sentence." in seen["system"]
     assert "evil.example" not in seen["system"]
     assert f"{theirs} is not part of the system prompt: {reason}." in seen["text"]
+
+
+async def test_a_subfolders_claude_md_reaches_the_model_once_the_agent_reads_a_file_there(
+    kit: Any, session: Session, agent_env: dict[str, str], project: Path, tmp_path: Path
+) -> None:
+    """Issue 39 deliver 3: the first request has the project's AGENTS.md only; after the model
+    reads ``pkg/x.py``, the next request's system prompt has ``pkg/CLAUDE.md`` too, and /context
+    lists it with why it is there."""
+    (project / "AGENTS.md").write_text("Project rule.\n")
+    (project / "pkg").mkdir()
+    (project / "pkg" / "x.py").write_text("x = 1\n")
+    (project / "pkg" / "CLAUDE.md").write_text("Package rule: never rename x.\n")
+    steps = [
+        {"text": "Reading.", "toolCalls": [{"name": "read", "arguments": {"path": "pkg/x.py"}}]},
+        {"text": "done"},
+    ]
+    keeper = kit.supervisor(session, agent_env, faux_script=kit.script(tmp_path, steps))
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
+        await pilot.press(*"look", "enter")
+        await kit.wait_for(pilot, lambda: "done" in kit.assistant_texts(app), "the answer")
+        seen["systems"] = [
+            e["model"][0]["content"] for e in kit.entries(app) if e["kind"] == "pi.system"
+        ]
+        await pilot.press(*"/context", "enter")
+        await kit.wait_for(pilot, lambda: kit.picker_open(app, "System prompt"), "the listing")
+        seen["rows"] = kit.options(app)
+        await pilot.press("escape")
+
+    await kit.drive(session, keeper, test)
+    first, *later = seen["systems"]
+    assert "Project rule." in first and "Package rule" not in first
+    assert later and "Package rule: never rename x." in later[-1]
+    (row,) = [r for r in seen["rows"] if r.lstrip().startswith(str(project / "pkg" / "CLAUDE.md"))]
+    assert row.endswith("the agent worked in pkg/")

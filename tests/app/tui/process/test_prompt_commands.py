@@ -46,6 +46,8 @@ def homes(
         value.mkdir()
         monkeypatch.setenv(name, str(value))
         agent_env[name] = str(value)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))  # the TUI's and the worker's
+    agent_env["CLAUDE_CONFIG_DIR"] = str(home / ".claude")
     skill = config / "coding-agent/skills/review/SKILL.md"
     skill.parent.mkdir(parents=True)
     skill.write_text(SKILL)
@@ -122,7 +124,7 @@ async def test_a_template_is_in_the_palette_and_expands_its_arguments(
     await kit.drive(session, keeper, test)
     assert seen["rows"][0] == ("/review-staged", "[focus]  Review the staged changes")
     assert seen["user"] == [
-        "Review the staged diff, focusing on security. Notes: security error paths"
+        'Review the staged diff, focusing on security. Notes: security "error paths"'
     ]
 
 
@@ -158,3 +160,41 @@ async def test_context_lists_every_section_with_its_size(
     assert seen["sent"][-1].startswith("tools  ")
     assert {"read", "bash", "edit", "write"} <= set(seen["sent"][-1].split(": ", 1)[1].split(", "))
     assert "You are the test robot." in seen["text"]
+
+
+async def test_a_templates_shell_command_runs_after_the_dialog_and_its_output_is_sent(
+    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path, homes: dict[str, Path]
+) -> None:
+    """Issue 39 deliver 2: ``!`cmd``` in a template runs through the worker's ``!cmd`` runner
+    once the user said yes; its output goes into the prompt; "no" sends nothing."""
+    prompts = session.cwd / ".coding-agent/prompts"
+    (prompts / "status.md").write_text("Files here:\n!`echo one; echo two`\nSay which.\n")
+    keeper = kit.supervisor(
+        session, agent_env, faux_script=kit.script(tmp_path, [{"text": "ok"}, {"text": "ok2"}])
+    )
+    seen: dict[str, Any] = {}
+
+    async def answer(pilot: Any, app: Any, keys: list[str]) -> str:
+        await pilot.press(*"/status", "enter")
+        await kit.wait_for(pilot, lambda: kit.dialog_ready(app, ConfirmScreen), "the dialog")
+        dialog = app.screen
+        text = "\n".join(str(s.render()) for s in dialog.query(Static))
+        await pilot.press(*keys)
+        await kit.wait_for(pilot, lambda: app.screen is not dialog, "it to close")
+        return text
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
+        seen["declined"] = await answer(pilot, app, ["2", "enter"])
+        seen["after_no"] = user_texts(kit, app)
+        await answer(pilot, app, ["1", "enter"])
+        await kit.wait_for(pilot, lambda: "ok" in kit.assistant_texts(app), "the answer")
+        seen["user"] = user_texts(kit, app)
+        seen["kinds"] = kit.kinds(app)
+
+    await kit.drive(session, keeper, test)
+    assert "$ echo one; echo two" in seen["declined"]
+    assert seen["after_no"] == []
+    assert seen["user"] == ["Files here:\none\ntwo\nSay which."]
+    assert "coding-agent.shell" in seen["kinds"]  # the command is in the transcript too

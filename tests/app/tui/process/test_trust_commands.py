@@ -4,6 +4,8 @@
 * ``/trust`` asks in a confirmation dialog; Cancel changes nothing, Trust records the decision
   in the trust store and says a restart loads the packages; a trusted folder says so.
 * A trusted project shows no warning.
+* A Claude Code project's setup is named at start; ``/trust`` adds its commands at once and names
+  what loads at the next start (issue 39 deliver 5).
 """
 
 from __future__ import annotations
@@ -23,10 +25,7 @@ from coding_agent.tui import CodingAgentApp
 
 pytestmark = pytest.mark.anyio
 
-WARNING = (
-    "This project has 1 local facet package (.coding-agent/facets): not loaded. "
-    "/trust to trust this folder"
-)
+WARNING = "This project's own setup waits for /trust: .coding-agent/facets (1 package)"
 
 
 @pytest.fixture(autouse=True)
@@ -77,7 +76,7 @@ async def test_untrusted_packages_warn_once_and_trust_asks_then_records(
     async def test(pilot: Any) -> None:
         app = kit.app_of(pilot)
         await kit.wait_for(pilot, lambda: kit.idle(app), "the view")
-        await kit.wait_for(pilot, lambda: said(app, "local facet package"), "the warning")
+        await kit.wait_for(pilot, lambda: said(app, "waits for /trust"), "the warning")
         seen["warnings"] = [m for s, m in kit.toasts(app) if s == "warning"]
         await pilot.press(*"/trust", "enter")
         await kit.wait_for(pilot, lambda: _confirm_open(app), "the trust dialog")
@@ -100,8 +99,9 @@ async def test_untrusted_packages_warn_once_and_trust_asks_then_records(
     assert f"(owned by {owner})" in seen["dialog"], "the dialog names the folder's owner"
     assert seen["after_cancel"] is False, "Cancel records nothing"
     [trusted] = [m for m in seen["toasts"] if m.startswith("Trusted")]
-    assert "Restart coding-agent (coding-agent --continue) to load its 1 local facet package." in (
-        trusted
+    assert trusted == (
+        f"Trusted {project}. Restart coding-agent (coding-agent --continue) to load: "
+        ".coding-agent/facets (1 package)."
     )
     recorded = json.loads(trust_path().read_text())["projects"]
     assert list(recorded) == [str(project)] and recorded[str(project)]["trusted"] is True
@@ -125,4 +125,56 @@ async def test_a_trusted_project_shows_no_warning(
 
     await kit.drive(session, keeper, test)
     assert seen["toasts"] == [f"{project} is already trusted"], "no warning, and no dialog"
-    assert not any("local facet package" in m for m in seen["toasts"])
+    assert not any("waits for /trust" in m for m in seen["toasts"])
+
+
+async def test_a_claude_code_projects_setup_is_named_and_its_commands_load_at_trust(
+    kit: Any, session: Session, agent_env: dict[str, str], project: Path
+) -> None:
+    (project / ".git").mkdir()
+    commands = project / ".claude" / "commands"
+    (commands / "tools").mkdir(parents=True)
+    (commands / "hello.md").write_text("Say hello to $1.\n")
+    (commands / "tools" / "scaffold.md").write_text("Scaffold.\n")
+    (project / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"a": {"command": "true"}, "b": {"command": "true"}}})
+    )
+    keeper = kit.supervisor(session, agent_env)
+    seen: dict[str, Any] = {}
+
+    def said(app: Any, text: str) -> bool:
+        return any(text in message for _, message in kit.toasts(app))
+
+    def offered(app: Any) -> list[str]:
+        return [str(s.label) for s in app.editor.palette.suggestions]
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the view")
+        await kit.wait_for(pilot, lambda: said(app, "waits for /trust"), "the warning")
+        seen["warning"] = [m for s, m in kit.toasts(app) if s == "warning"]
+        await pilot.press(*"/hel")
+        await kit.wait_for(pilot, lambda: app.editor.palette.display, "the palette")
+        seen["before"] = offered(app)
+        await pilot.press("ctrl+u")
+        await pilot.press(*"/trust", "enter")
+        await kit.wait_for(pilot, lambda: _confirm_open(app), "the trust dialog")
+        seen["dialog"] = str(app.screen.query_one(".body Static").render())
+        await pilot.press("enter")
+        await kit.wait_for(pilot, lambda: said(app, f"Trusted {project}."), "the trust toast")
+        seen["trusted"] = [m for _, m in kit.toasts(app) if m.startswith("Trusted")]
+        await pilot.press(*"/hel")
+        await kit.wait_for(pilot, lambda: "/hello" in offered(app), "the project's command")
+        seen["after"] = offered(app)
+
+    await kit.drive(session, keeper, test)
+    assert seen["warning"] == [
+        "This project's own setup waits for /trust: .claude/commands (2), .mcp.json (2 servers)"
+    ]
+    assert "/hello" not in seen["before"]
+    assert ".claude/commands (2), .mcp.json (2 servers)" in seen["dialog"]
+    assert seen["trusted"] == [
+        f"Trusted {project}. Loaded now: .claude/commands (2). Restart coding-agent "
+        "(coding-agent --continue) to load: .mcp.json (2 servers)."
+    ]
+    assert "/hello" in seen["after"]

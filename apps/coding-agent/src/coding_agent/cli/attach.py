@@ -144,6 +144,7 @@ def run_remote_attach(args: argparse.Namespace) -> int:
 
 
 async def _attach(dial: _Dial) -> int:
+    # lazy: start-up time (-p --server never loads the TUI)
     from coding_agent.tui.main import run_client
 
     assert dial.session is not None

@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TextIO
 
+from coding_agent.settings import safety
+
 __all__ = ["SafetyCheck", "check_safety_package", "run_doctor"]
 
 
@@ -120,30 +122,29 @@ def run_doctor(out: TextIO, err: TextIO) -> int:
     """Print the checks to ``out`` (the problems to ``err``); 0 when every safety package is
     live, 1 otherwise."""
     from chord import installed_facet_packages
-    from coding_agent.settings.safety import DEFAULT_PACKAGES, SAFETY_PACKAGES, restore_command
 
     status = 0
     print("safety packages (without them the agent blocks what it cannot ask about):", file=out)
-    for name, consequence in SAFETY_PACKAGES.items():
+    for name, consequence in safety.SAFETY_PACKAGES.items():
         check = check_safety_package(name)
         print(f"  {name}: {'live' if check.live else 'MISSING'}: {check.detail}", file=out)
         if not check.live:
             status = 1
             print(
                 f"coding-agent doctor: error: {name} is not live, so {consequence}; restore it "
-                f"with `{restore_command(name)}`",
+                f"with `{safety.restore_command(name)}`",
                 file=err,
             )
     installed = {p.name: p for p in installed_facet_packages(on_error=lambda _error: None)}
     print("default feature packages:", file=out)
-    for name in DEFAULT_PACKAGES:
-        if name in SAFETY_PACKAGES:
+    for name in safety.default_packages():
+        if name in safety.SAFETY_PACKAGES:
             continue
         package = installed.get(name)
         state = (
             f"installed ({package.distribution or name} {_version(package.distribution)})"
             if package is not None
-            else f"not installed (restore: `{restore_command(name)}`)"
+            else f"not installed (restore: `{safety.restore_command(name)}`)"
         )
         print(f"  {name}: {state}", file=out)
     out.flush()

@@ -223,6 +223,7 @@ def facet_rows(cwd: Path) -> tuple[list[FacetRow], list[str]]:
         )
         for package in installed_facet_packages(on_error=lambda error: problems.append(str(error)))
     ]
+    # lazy: start-up time (every command line builds this parser; these load only for facets add/remove)
     from coding_agent.settings.trust import TrustError, TrustStore, check_project
 
     try:
@@ -286,6 +287,7 @@ def run_facets_command(args: Any, cwd: Path) -> int:
             print("a running agent loads it on /reload; new sessions load it at start")
             return 0
         if command == "remove":
+            # lazy: start-up time (every command line builds this parser; these load only for facets add/remove)
             from coding_agent.settings.safety import removal_consequence, restore_command
 
             package, distribution = _distribution_of(args.name)

@@ -60,7 +60,10 @@ from chord import (
     define_service,
     inert,
 )
+from coding_agent.cli.headless_commands import CommandBlocked, RunShell, expand_prompt_command
 from coding_agent.cli.headless_mcp import McpWatch
+from coding_agent.context.prompt_templates import TemplateError
+from coding_agent.contracts import ShellService
 from coding_agent.session_files.folders import Session
 from coding_agent.worker.main import (
     WorkerConfig,
@@ -287,6 +290,28 @@ def _responders(
     return facets
 
 
+def _shell_user(box: list[Any]) -> Facet:
+    """A facet handing the session's ``!cmd`` runner (:data:`~coding_agent.contracts.
+    ShellService`) to ``box``: a template's ``!`cmd``` runs through it."""
+
+    def setup(env: FacetEnvironment) -> None:
+        service = env.use(ShellService)
+        env.on_activate(lambda: box.append(service))
+
+    return define_facet("coding-agent/headless-shell", setup)
+
+
+def _shell_runner(box: list[Any], conversation: ConversationServiceApi) -> RunShell:
+    async def run(command: str) -> str:
+        if not box:
+            raise TemplateError(f"cannot run `{command}`: the session has no !cmd runner")
+        conversation_id = conversation.view.value["conversation"]["id"]
+        data = await box[-1].run(conversation_id, command, False, BACKGROUND)
+        return str(data.get("output", "")) if isinstance(data, dict) else ""
+
+    return run
+
+
 def _model_ref(view: Any) -> str | None:
     config = view.get("config") if isinstance(view, dict) else None
     model = config.get("model") if isinstance(config, dict) else None
@@ -326,7 +351,12 @@ async def run_headless(
     generations = load_features(config)
     features = {generation.package.name for generation in generations}
     blocked: list[dict[str, Any]] = []
-    extra = [_presentation(send_events, root), *_responders(features, approve, blocked)]
+    shell: list[Any] = []
+    extra = [
+        _presentation(send_events, root),
+        *_responders(features, approve, blocked),
+        _shell_user(shell),
+    ]
     mcp = McpWatch() if "facets-mcp" in features else None
     if mcp is not None:
         extra.append(mcp.facet())
@@ -339,6 +369,14 @@ async def run_headless(
         await root.chosen.wait()
         if mcp is not None:  # the first request offers the servers' tools
             await mcp.settled(errors)
+        try:  # `-p "/greet Bob"` sends the template, as Claude Code and pi do
+            prompt = await expand_prompt_command(
+                prompt, session.cwd, approve, _shell_runner(shell, root.found[0])
+            )
+        except (CommandBlocked, TemplateError) as error:
+            print(f"coding-agent: error: {inert(str(error))}", file=errors)
+            errors.flush()
+            return EXIT_BLOCKED if isinstance(error, CommandBlocked) else EXIT_FAILED
         watch = runtime.storage
         assert watch is not None
         watch.on_failure(send_events.close)  # the loop below ends: no more events will come

@@ -12,6 +12,8 @@
     coding-agent db migrate postgresql://…   migrate the sessions' database (docs/postgresql.md)
     coding-agent config                the effective configuration, and where each value came from
     coding-agent doctor                are the packages the agent's safety depends on live? (1: no)
+    coding-agent acp                   the agent for an editor, over the Agent Client Protocol
+                                       (stdio; Zed, JetBrains, Neovim: README "Editors (ACP)")
     coding-agent -p "prompt"           headless: print the final answer (piped stdin is added to
                                        the prompt: git diff | coding-agent -p "review this")
     coding-agent --json "prompt"       headless: stream the view events as JSON lines
@@ -257,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--name", metavar="TEXT", help="name the session (shown in pickers)")
     commands = parser.add_subparsers(
-        dest="command", metavar="{attach,serve,config,doctor,sessions,export,facets,db}"
+        dest="command", metavar="{attach,serve,config,doctor,acp,sessions,export,facets,db}"
     )
     commands.add_parser(
         "config",
@@ -273,6 +275,15 @@ def build_parser() -> argparse.ArgumentParser:
         "Exits 1 when a safety package is not live (tool calls that need approval are then "
         "blocked).",
     )
+    acp = commands.add_parser(
+        "acp",
+        help="serve an editor over the Agent Client Protocol (stdio)",
+        description="Speak the Agent Client Protocol on stdin/stdout for an editor (Zed, "
+        "JetBrains, Neovim); sessions are this agent's durable sessions (session/load resumes "
+        "one). --model and --faux-script apply to the sessions it opens.",
+    )
+    acp.add_argument("--model", metavar="PROVIDER/ID", default=argparse.SUPPRESS)
+    acp.add_argument("--faux-script", metavar="FILE", default=argparse.SUPPRESS)
     attach = commands.add_parser(
         "attach",
         help="attach another TUI to a running session",
@@ -291,6 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="tcp://HOST:PORT[/SESSION]",
         help="-p/--json: run the prompt on a coding-agent serve (a new session, or SESSION)",
     )
+    # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.server.args import add_serve_command
 
     add_serve_command(commands, _seconds)
@@ -338,6 +350,7 @@ def pick_session(
     if not sessions:
         raise _UsageError("there are no sessions to resume in this folder")
     if stdin.isatty() and stdout.isatty():
+        # lazy: start-up time (the command line imports only what the chosen command runs)
         from coding_agent.cli.sessions import pick_interactively
 
         picked = pick_interactively(sessions)
@@ -390,6 +403,7 @@ def _launch_settings(args: argparse.Namespace, stored: LaunchSettings) -> Launch
 
 def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]:
     """The session to run and whether this command created it."""
+    # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.session_files.folders import (
         LaunchSettings,
         check_writable,
@@ -430,6 +444,7 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]
 
 
 async def _run_tui(args: argparse.Namespace, session: Session, tui_dirs: list[str]) -> int:
+    # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.settings.secret_env import hide_secrets_from_proc
     from coding_agent.supervisor import WorkerStartError, WorkerSupervisor
     from coding_agent.tui.main import run_client
@@ -504,6 +519,7 @@ def _read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
 
 
 async def _run_headless(args: argparse.Namespace, session: Session, prompt: str) -> int:
+    # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.cli.headless import run_headless
     from coding_agent.worker.main import session_worker_config
 
@@ -528,8 +544,10 @@ async def _run_headless(args: argparse.Namespace, session: Session, prompt: str)
 
 
 def _print_config(cwd: Path) -> int:
+    # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.settings.config import load_config
-    from coding_agent.worker.providers.registry import provider_variables, resolve_model
+    from coding_agent.settings.model_config import provider_variables
+    from coding_agent.worker.providers.registry import resolve_model
 
     config = load_config(cwd)
     lines: list[tuple[str, str]] = []
@@ -586,6 +604,7 @@ def _print_config(cwd: Path) -> int:
             f"{key}={value}" for key, value in model_entry.items() if key not in ("provider", "id")
         )
         show(f"models.{ref}", details or "(defaults)", config.origin.get(f"models.{ref}", "?"))
+    # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.settings.permissions import PermissionFiles
 
     permissions = PermissionFiles(cwd).load()  # the rules' grammar is checked by the session
@@ -601,6 +620,7 @@ def _print_config(cwd: Path) -> int:
 
 def _show_secrets(config: EffectiveConfig, show: Callable[[str, Any, str], None]) -> None:
     """The ``secrets`` lines of ``coding-agent config``: what child processes never see."""
+    # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.settings.secret_env import secret_names
 
     names = secret_names(secrets=config.secrets, registry=config.registry())
@@ -664,6 +684,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     first provider request, where the SDK client ends the pause (everything allocated until
     then lives as long as the process: see :mod:`coding_agent.worker.gc_policy`); every other
     command ends it once the command line is parsed, and every way out ends it."""
+    # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.settings.facets_site import activate
     from coding_agent.worker.gc_policy import pause_for_start_up, start_up_done
 
@@ -682,7 +703,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
     if not headless or args.server is not None:
         start_up_done()  # a TUI, a server, a remote run: no first request of ours is next
     if headless and args.command in (
-        "attach", "serve", "config", "doctor", "sessions", "export", "facets", "db"
+        "attach", "serve", "config", "doctor", "acp", "sessions", "export", "facets", "db"
     ):  # fmt: skip
         parser.error(f"{args.command} does not take -p or --json")
     if args.server is not None and (args.continue_ or args.resume is not None):
@@ -699,30 +720,44 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         if args.command == "config":
             return _print_config(cwd)
         if args.command == "doctor":
+            # lazy: start-up time (the command line imports only what the chosen command runs)
             from coding_agent.cli.doctor import run_doctor
 
             return run_doctor(sys.stdout, sys.stderr)
+        if args.command == "acp":
+            # lazy: start-up time (the command line imports only what the chosen command runs)
+            import anyio
+
+            from coding_agent.acp.agent import run_acp
+
+            return anyio.run(lambda: run_acp(model=args.model, faux_script=args.faux_script))
         if args.command == "serve":
+            # lazy: start-up time (the command line imports only what the chosen command runs)
             from coding_agent.server.main import run_serve
 
             return run_serve(args, cwd)
         if args.command == "attach" and (args.session or "").startswith("tcp://"):
+            # lazy: start-up time (the command line imports only what the chosen command runs)
             from coding_agent.cli.attach import run_remote_attach
 
             return run_remote_attach(args)
         if args.server is not None:
+            # lazy: start-up time (the command line imports only what the chosen command runs)
             from coding_agent.cli.attach import run_remote_headless
 
             return run_remote_headless(args, _read_prompt(args, sys.stdin))
         if args.command == "db":
+            # lazy: start-up time (the command line imports only what the chosen command runs)
             from coding_agent.cli.db import run_db_command
 
             return run_db_command(args)
         if args.command == "facets":
+            # lazy: start-up time (the command line imports only what the chosen command runs)
             from coding_agent.cli.facets import run_facets_command
 
             return run_facets_command(args, cwd)
         if args.command in ("sessions", "export"):
+            # lazy: start-up time (the command line imports only what the chosen command runs)
             from coding_agent.cli.sessions import run_session_command
 
             return run_session_command(args, cwd)
@@ -735,6 +770,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         prompt = _read_prompt(args, sys.stdin) if headless else ""
         session, new = _choose_session(args, cwd)
         if args.name:
+            # lazy: start-up time (the command line imports only what the chosen command runs)
             from coding_agent.session_files.index import set_session_name
 
             set_session_name(session, args.name)
@@ -768,12 +804,24 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
 def _run(args: argparse.Namespace, session: Session, new: bool, headless: bool, prompt: str) -> int:
     import anyio
 
+    # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.session_files.folders import update_settings
     from coding_agent.settings.trust import check_project
 
     project = check_project(session.cwd, decide=args.trust)
-    if headless and (warning := project.warning("--trust")) is not None:
-        print(f"coding-agent: warning: {warning}", file=sys.stderr)
+    if headless and not project.trusted:
+        # lazy: start-up time (the command line imports only what the chosen command runs)
+        from coding_agent.settings.waiting import describe_waiting, waiting_for_trust
+
+        waiting = [] if project.problem is not None else waiting_for_trust(project.root)
+        marked = " (marked untrusted)" if project.decision is not None else ""
+        warning = (
+            f"this project's own setup waits for --trust{marked}: {describe_waiting(waiting)}"
+            if waiting
+            else project.warning("--trust")
+        )
+        if warning is not None:
+            print(f"coding-agent: warning: {warning}", file=sys.stderr)
     previous: LaunchSettings | None = None
     if args.command != "attach":
         previous = session.settings
@@ -791,6 +839,7 @@ def _run(args: argparse.Namespace, session: Session, new: bool, headless: bool, 
 
 def _start_failure(error: BaseException) -> bool:
     """Whether ``error`` stopped the session from starting (nothing of the user's is in it)."""
+    # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.worker.main import WorkerBusy
 
     error = _sole(error)
@@ -802,10 +851,12 @@ def _start_failure(error: BaseException) -> bool:
 def _known_code(error: Exception) -> int | None:
     """The exit status of an error the user can fix (``None``: a bug, shown as a traceback)."""
     from chord import FacetDiscoveryError
+
+    # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.session_files.folders import SessionError
     from coding_agent.settings.config import ConfigError
+    from coding_agent.settings.model_config import RegistryError
     from coding_agent.settings.trust import TrustError
-    from coding_agent.worker.providers import RegistryError
     from pico3 import CorruptStorage
 
     if isinstance(error, RegistryError):

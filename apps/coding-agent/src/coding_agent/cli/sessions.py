@@ -53,9 +53,11 @@ def add_session_commands(commands: Any) -> None:
 def run_session_command(args: argparse.Namespace, cwd: Path, stream: TextIO | None = None) -> int:
     """Run ``sessions`` or ``export``; returns the exit status."""
     out: TextIO = stream if stream is not None else sys.stdout
+    # lazy: start-up time (every command line builds this parser; these load only for sessions/export)
     from coding_agent.session_files.folders import list_sessions, open_session
 
     if args.command == "sessions":
+        # lazy: start-up time (every command line builds this parser; these load only for sessions/export)
         from coding_agent.session_files.index import describe, human_size
 
         def broken(error: Exception) -> None:  # named, never skipped without a word
@@ -81,6 +83,7 @@ def run_session_command(args: argparse.Namespace, cwd: Path, stream: TextIO | No
             ]
             out.write("  ".join(fields) + ("  (running)" if info["running"] else "") + "\n")
         return 0
+    # lazy: start-up time (every command line builds this parser; these load only for sessions/export)
     from coding_agent.session_files.export import branch_entries, has_messages, write_export
     from coding_agent.session_files.index import session_name
 
@@ -97,6 +100,7 @@ def run_session_command(args: argparse.Namespace, cwd: Path, stream: TextIO | No
         )
     args.branch = chosen
     if args.output == "-":
+        # lazy: start-up time (every command line builds this parser; these load only for sessions/export)
         from coding_agent.session_files.export import export_html, export_jsonl
 
         text = (
@@ -116,6 +120,7 @@ def run_session_command(args: argparse.Namespace, cwd: Path, stream: TextIO | No
 
 def pick_interactively(sessions: Any) -> Any:
     """``--resume`` without an id on a terminal: the Textual session picker (filter, Ctrl+D)."""
+    # lazy: start-up time (every command line builds this parser; these load only for sessions/export)
     from coding_agent.session_files.folders import SessionError
     from coding_agent.session_files.index import delete_session, describe
     from coding_agent.tui.widgets.session_picker import SessionPickerApp

@@ -1,48 +1,69 @@
-"""Project instructions: ``AGENTS.md`` / ``CLAUDE.md`` from the folder and its ancestors.
+"""Memory: the standing instructions read from ``AGENTS.md`` / ``CLAUDE.md`` files, as Claude Code
+and pi users write them.
 
-Coding agents read a project's standing instructions from a Markdown file next to the code. We
-read both common names. Walking from the filesystem root down to the project folder, each folder
-contributes its ``AGENTS.md`` or, when it has none, its ``CLAUDE.md`` (many projects keep one as a
-link to the other, so reading both would say everything twice). Outer folders come first, so the
-most specific instructions are read last and win when they disagree::
+Coding agents read a project's instructions from Markdown files next to the code, and a user's
+own from their home folder. We read all the places Claude Code and pi read, in this order (outer
+and more general first, so the most specific instructions come last and win when they disagree)::
 
-    /home/me/AGENTS.md              # personal defaults
-    /home/me/work/repo/AGENTS.md    # the project
-    /home/me/work/repo/pkg/CLAUDE.md
+    ~/.claude/CLAUDE.md                      # your Claude Code memory ($CLAUDE_CONFIG_DIR)
+    ~/.pi/agent/AGENTS.md (or CLAUDE.md)     # your pi memory
+    $XDG_CONFIG_HOME/coding-agent/AGENTS.md  # your memory for this agent
+    /home/me/AGENTS.md                       # each folder from / down to the working folder:
+    /home/me/work/repo/AGENTS.md             #   AGENTS.md, CLAUDE.md, .claude/CLAUDE.md,
+    /home/me/work/repo/CLAUDE.local.md       #   CLAUDE.local.md (your own notes, not committed)
+    /home/me/work/repo/pkg/CLAUDE.md         # a sub-folder's files, once the agent has read or
+                                             #   edited a file under it (Claude Code does this)
 
-**Whose files are read.** The folders from the project root down (:func:`~coding_agent.settings.trust.
-project_root_for`: the git root, or the working folder) are the project's, and their files are
-read. A file *above* the project root is read only when nobody but the user could have put it
-there (:func:`context_file_problem`): the file and the folder holding it are owned by the user
-and writable by nobody else, and every folder above that is owned by the user or by root and
-writable by nobody else, unless it has the sticky bit (``/tmp``: others cannot rename or
-replace what is in it; but a file directly in ``/tmp`` is skipped, its folder is writable by
-everyone). Symlinks are resolved first. Another user's ``AGENTS.md`` in a shared ancestor
-folder therefore never becomes the system prompt; :func:`scan_context_files` returns each
-skipped file with the reason, the worker logs it once, and ``/context`` lists it.
+**Both names, once.** A folder's ``AGENTS.md`` and ``CLAUDE.md`` are both read when they differ.
+When one is a link to the other, a copy of it, or only imports it (``@AGENTS.md``), it is read
+once.
+
+**Imports.** ``@path`` in a file (Claude Code's syntax: ``@docs/style.md``, ``@~/notes.md``,
+``@/abs/file.md``; relative to the importing file; not inside code spans or fenced blocks) adds
+that file right after the one importing it, and so on up to :data:`MAX_IMPORT_DEPTH` levels. An
+import cycle, a missing file or one deeper than that is left as written and reported. The
+``@path`` text stays in the file (the model sees where the imported text came from).
+
+A project's files import only files inside the project (a cloned repository's ``@~/.ssh/id_rsa``
+must not put your key into the prompt); your own memory files may import any file you own.
+
+**Whose files are read.** The folders from the project root down (:func:`~coding_agent.settings.
+trust.project_root_for`: the git root, or the working folder) are the project's, and their files
+are read. A file anywhere else (above the project root, in the home folder, imported from
+outside the project) is read only when nobody but the user could have put it there
+(:func:`context_file_problem`): the file and the folder holding it are owned by the user and
+writable by nobody else, and every folder above that is owned by the user or by root and
+writable by nobody else, unless it has the sticky bit (``/tmp``). Symlinks are resolved first.
+:func:`scan_context_files` returns each skipped file with the reason; the worker logs it once,
+and ``/context`` lists it with every file read and why it is there.
 
 The files are a system section of the conversation, ``context-files``, whose value is
-``{"files": [{"path", "content"}]}``. A ``system_instructions`` hook
-(:mod:`coding_agent.worker.system_prompt_facet`) reads them afresh before every generation, so editing ``AGENTS.md`` mid-session takes effect on the next turn (the harness
-stores a delta entry only when the text changed). Each file is capped at
-:data:`MAX_FILE_CHARS` characters so a runaway file cannot fill the context window.
+``{"files": [{"path", "content", "reason"}]}``. A ``system_instructions`` hook
+(:mod:`coding_agent.worker.system_prompt_facet`) reads them afresh before every generation, so
+editing ``AGENTS.md`` mid-session takes effect on the next turn (the harness stores a delta
+entry only when the text changed). Each file is capped at :data:`MAX_FILE_CHARS` characters so a
+runaway file cannot fill the context window.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from coding_agent.settings.trust import folder_owner, folder_problem, project_root_for
+from coding_agent.settings.xdg import claude_home, config_home
 from pico3 import SystemSection, define_section
 
 __all__ = [
     "CONTEXT_FILE_NAMES",
     "MAX_FILE_CHARS",
+    "MAX_IMPORT_DEPTH",
     "SECTION_KEY",
     "ContextFile",
     "ContextFiles",
@@ -52,26 +73,53 @@ __all__ = [
     "find_context_files",
     "render_context_files",
     "scan_context_files",
+    "touched_folders",
 ]
 
-CONTEXT_FILE_NAMES = ("AGENTS.md", "CLAUDE.md")
-"""The names looked for in each folder, in order of preference."""
+CONTEXT_FILE_NAMES = ("AGENTS.md", "CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md")
+"""The files looked for in each folder, in the order they are read."""
+
+SUBFOLDER_FILE_NAMES = ("AGENTS.md", "CLAUDE.md", "CLAUDE.local.md")
+"""The files a sub-folder of the working folder adds once the agent works in it."""
 
 MAX_FILE_CHARS = 100_000
 """Longest file content kept; the rest is replaced by a note."""
 
+MAX_IMPORT_DEPTH = 5
+"""How many levels of ``@path`` imports are followed (Claude Code's limit)."""
+
 SECTION_KEY = "context-files"
+
+_FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+_IMPORT = re.compile(r"(?:(?<=\s)|^)@((?:~/|/|\.{1,2}/)?[\w.~-][\w./~-]*)", re.M)
 
 
 class ContextFile(msgspec.Struct, frozen=True):
-    """One instruction file: its absolute path and (possibly capped) text."""
+    """One instruction file: its absolute path, (possibly capped) text, and why it is read."""
 
     path: str
     content: str
+    reason: str = ""
 
     def to_json(self) -> dict[str, str]:
         """The section value's shape."""
-        return {"path": self.path, "content": self.content}
+        return {"path": self.path, "content": self.content, "reason": self.reason}
+
+
+class SkippedFile(msgspec.Struct, frozen=True):
+    """A context file that was not read: its absolute path and why."""
+
+    path: str
+    reason: str
+
+
+class ContextFiles(msgspec.Struct, frozen=True):
+    """What :func:`scan_context_files` found: the files read, in order, and the ones skipped
+    (another user could have written them, or an import could not be followed)."""
+
+    files: list[ContextFile]
+    skipped: list[SkippedFile]
 
 
 def _read(path: Path) -> str | None:
@@ -84,32 +132,17 @@ def _read(path: Path) -> str | None:
     return text
 
 
-class SkippedFile(msgspec.Struct, frozen=True):
-    """A context file that was not read: its absolute path and why."""
-
-    path: str
-    reason: str
-
-
-class ContextFiles(msgspec.Struct, frozen=True):
-    """What :func:`scan_context_files` found: the files read, outermost first, and the ones
-    skipped because someone other than the user could have written them."""
-
-    files: list[ContextFile]
-    skipped: list[SkippedFile]
-
-
 def _others_may_write(info: os.stat_result) -> bool:
     return bool(info.st_mode & (stat.S_IWOTH | stat.S_IWGRP))
 
 
 def context_file_problem(path: str | os.PathLike[str]) -> str | None:
-    """Why ``path``, a context file above the project, may not be read (``None``: it may).
+    """Why ``path``, a context file outside the project, may not be read (``None``: it may).
 
     The real file and the folder holding it must be the user's and writable by nobody else
-    (:func:`coding_agent.settings.trust.folder_problem`, which allows group write for the user's own
-    private group); each folder above must be owned by the user or root and writable by nobody
-    else, unless it is sticky (``/tmp``)."""
+    (:func:`coding_agent.settings.trust.folder_problem`, which allows group write for the user's
+    own private group); each folder above must be owned by the user or root and writable by
+    nobody else, unless it is sticky (``/tmp``)."""
     real = Path(os.path.realpath(path))
     shown = f" ({real})" if str(real) != os.path.abspath(path) else ""
     problem = folder_problem(real)
@@ -133,35 +166,167 @@ def context_file_problem(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def scan_context_files(cwd: str | os.PathLike[str]) -> ContextFiles:
-    """The instruction files for project folder ``cwd``, outermost folder first, and the files
-    above the project root that were skipped (module docstring). A folder whose ``AGENTS.md``
-    is skipped may still contribute its ``CLAUDE.md``."""
+def _imports(text: str) -> list[str]:
+    """The ``@path`` imports of ``text``, outside fenced blocks and code spans, in order."""
+    prose = _CODE_SPAN.sub("", _FENCE.sub("", text))
+    return [match.group(1).rstrip(".,;:)") for match in _IMPORT.finditer(prose)]
+
+
+def _only_imports(text: str) -> bool:
+    """Whether ``text`` is nothing but ``@path`` imports (a CLAUDE.md that says ``@AGENTS.md``)."""
+    return not _IMPORT.sub("", text).strip()
+
+
+class _Scan:
+    """One scan: the files in reading order, each read once, and what was skipped."""
+
+    def __init__(self, root: Path, home: Path) -> None:
+        self.root = root
+        self.home = home
+        self.files: list[ContextFile] = []
+        self.skipped: list[SkippedFile] = []
+        self._seen: set[str] = set()
+        self._texts: set[str] = set()
+
+    def inside(self, path: Path) -> bool:
+        return path == self.root or self.root in path.parents
+
+    def add(
+        self, candidate: Path, reason: str, *, depth: int = 0, chain: tuple[str, ...] = ()
+    ) -> None:
+        """Read ``candidate`` (when it exists and may be read) and then its imports."""
+        if not candidate.is_file():
+            return
+        real = os.path.realpath(candidate)
+        if real in self._seen:
+            return  # a link to a file already read, or an import of one
+        problem = (
+            None
+            if self.inside(Path(real)) and self.inside(candidate)
+            else (context_file_problem(candidate))
+        )
+        if problem is not None:
+            self.skipped.append(SkippedFile(str(candidate), problem))
+            return
+        text = _read(candidate)
+        if text is None or not text.strip():
+            return
+        self._seen.add(real)
+        imports = _imports(text)
+        if text.strip() not in self._texts and not (_only_imports(text) and imports):
+            self._texts.add(text.strip())
+            self.files.append(ContextFile(str(candidate), text, reason))
+        self._follow(candidate, imports, depth, (*chain, real))
+
+    def _follow(
+        self, importer: Path, imports: list[str], depth: int, chain: tuple[str, ...]
+    ) -> None:
+        for name in imports:
+            target = self.home / name[2:] if name.startswith("~/") else importer.parent / name
+            if not target.is_file():
+                continue  # an @mention, an email or a file that is not there: left as text
+            real = os.path.realpath(target)
+            if self.inside(importer.resolve()) and not self.inside(Path(real)):
+                self.skipped.append(
+                    SkippedFile(
+                        str(target),
+                        f"imported by {importer}, a project file, from outside the project: a "
+                        "project's files import only files inside it (your own memory files may "
+                        "import any file you own)",
+                    )
+                )
+                continue
+            if real in chain:
+                self.skipped.append(
+                    SkippedFile(str(target), f"imported by {importer} in a cycle: not read again")
+                )
+                continue
+            if depth + 1 > MAX_IMPORT_DEPTH:
+                self.skipped.append(
+                    SkippedFile(
+                        str(target),
+                        f"imported by {importer} more than {MAX_IMPORT_DEPTH} imports deep",
+                    )
+                )
+                continue
+            self.add(target, f"imported by {importer}", depth=depth + 1, chain=chain)
+
+
+def _user_files(env: Mapping[str, str], home: Path) -> list[tuple[Path, str]]:
+    pi = home / ".pi" / "agent"
+    pi_file = pi / "AGENTS.md" if (pi / "AGENTS.md").is_file() else pi / "CLAUDE.md"
+    return [
+        (claude_home({**env, "HOME": str(home)}) / "CLAUDE.md", "your Claude Code memory"),
+        (pi_file, "your pi memory"),
+        (config_home(env) / "coding-agent" / "AGENTS.md", "your memory"),
+    ]
+
+
+def scan_context_files(
+    cwd: str | os.PathLike[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    touched: Iterable[str | os.PathLike[str]] = (),
+) -> ContextFiles:
+    """The instruction files for working folder ``cwd`` in reading order (module docstring),
+    and the files skipped with the reason. ``touched`` are folders under ``cwd`` the agent has
+    worked in (:func:`touched_folders`): their own files are added after the working folder's.
+    ``env`` (default ``os.environ``) gives ``HOME`` and ``XDG_CONFIG_HOME``."""
+    environ = os.environ if env is None else env
     start = Path(cwd).expanduser().resolve()
-    root = project_root_for(start)
-    folders = [start, *start.parents]
-    found: list[ContextFile] = []
-    skipped: list[SkippedFile] = []
-    for folder in reversed(folders):
-        inside = folder == root or root in folder.parents
+    home_value = environ.get("HOME", "")
+    home = Path(home_value) if os.path.isabs(home_value) else Path(os.path.expanduser("~"))
+    scan = _Scan(project_root_for(start), home)
+    for path, reason in _user_files(environ, home):
+        scan.add(path, reason)
+    for folder in reversed([start, *start.parents]):
+        where = "the project" if scan.inside(folder) else "a folder above the project"
         for name in CONTEXT_FILE_NAMES:
-            candidate = folder / name
-            if not candidate.is_file():
-                continue
-            problem = None if inside else context_file_problem(candidate)
-            if problem is not None:
-                skipped.append(SkippedFile(str(candidate), problem))
-                continue
-            text = _read(candidate)
-            if text is not None and text.strip():
-                found.append(ContextFile(str(candidate), text))
-                break
-    return ContextFiles(found, skipped)
+            scan.add(folder / name, f"{where} ({folder})")
+    below: set[Path] = set()
+    for folder in touched:
+        path = Path(folder).resolve()
+        if start in path.parents:
+            below.update(p for p in [path, *path.parents] if start in p.parents)
+    for folder in sorted(below, key=lambda p: (len(p.parts), str(p))):
+        for name in SUBFOLDER_FILE_NAMES:
+            scan.add(folder / name, f"the agent worked in {folder.relative_to(start)}/")
+    return ContextFiles(scan.files, scan.skipped)
 
 
-def find_context_files(cwd: str | os.PathLike[str]) -> list[ContextFile]:
-    """The instruction files for project folder ``cwd`` that may be read, outermost first."""
-    return scan_context_files(cwd).files
+def find_context_files(
+    cwd: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
+) -> list[ContextFile]:
+    """The instruction files for working folder ``cwd`` that may be read, in reading order."""
+    return scan_context_files(cwd, env=env).files
+
+
+_PATH_TOOLS = frozenset({"read", "edit", "write", "ls", "multi_edit"})
+"""The tools whose ``path`` argument is a place the agent works in."""
+
+
+def touched_folders(messages: Iterable[Any], cwd: str | os.PathLike[str]) -> set[str]:
+    """The folders under ``cwd`` holding a file the model read or edited, or listed, in
+    ``messages`` (model messages as JSON: the ``toolCall`` blocks of assistant messages)."""
+    start = Path(cwd).expanduser().resolve()
+    found: set[str] = set()
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        for block in message.get("content") or ():
+            if not isinstance(block, dict) or block.get("type") != "toolCall":
+                continue
+            if block.get("name") not in _PATH_TOOLS:
+                continue
+            arguments = block.get("arguments")
+            path = arguments.get("path") if isinstance(arguments, dict) else None
+            if not isinstance(path, str) or not path:
+                continue
+            target = (start / os.path.expanduser(path)).resolve()
+            folder = target if block.get("name") == "ls" else target.parent
+            if start in folder.parents:
+                found.add(str(folder))
+    return found
 
 
 def render_context_files(value: Any) -> str:

@@ -1,26 +1,45 @@
-"""Prompt templates: Markdown files that become ``/NAME`` commands expanding to a prompt.
+"""Prompt templates: Markdown files that become ``/NAME`` commands expanding to a prompt, as
+Claude Code's custom slash commands and pi's prompt templates are written.
 
-A template is one ``NAME.md`` file; its name is the command. Found (non-recursively) in, in
-this order (the first of two templates with one name wins):
+A template is one ``NAME.md`` file; its name is the command. Found in, in this order (the first
+of two templates with one name wins):
 
-1. ``$XDG_CONFIG_HOME/coding-agent/prompts/`` (default ``~/.config/coding-agent/prompts/``);
-2. a trusted project's ``.coding-agent/prompts/`` and 3. ``.claude/commands/`` (Claude Code's
-   custom slash commands work unchanged).
+1. ``$XDG_CONFIG_HOME/coding-agent/prompts/`` (default ``~/.config/coding-agent/prompts/``),
+   2. ``~/.claude/commands/`` (Claude Code's) and 3. ``~/.pi/agent/prompts/`` (pi's);
+4. a trusted project's ``.coding-agent/prompts/``, 5. ``.claude/commands/`` and
+   6. ``.pi/prompts/``.
+
+Each folder is searched recursively, and a file in a sub-folder is namespaced by it as Claude
+Code does: ``.claude/commands/tools/api-scaffold.md`` is ``/tools:api-scaffold``.
 
 Optional YAML frontmatter gives the palette's ``description`` (default: the body's first line)
-and an ``argument-hint`` shown beside it::
+and an ``argument-hint`` shown beside it; ``model`` and ``allowed-tools`` are read and shown by
+``/help`` (:attr:`PromptTemplate.model`, :attr:`PromptTemplate.allowed_tools`)::
 
     ---
     description: Review the staged changes
-    argument-hint: "[focus]"
+    argument-hint: [focus] [depth]
     ---
-    Review the output of `git diff --cached`. Focus on $1. All arguments: $ARGUMENTS
+    Review the output of !`git diff --cached`. Focus on $1. All arguments: $ARGUMENTS
+    Follow @docs/review-guide.md
 
-``/review security "error paths"`` sends the body with the arguments substituted
-(:func:`expand_template`): ``$1`` … ``$9`` are the positional arguments (quotes group words, as
-in a shell; a missing one is empty), ``$@`` and ``$ARGUMENTS`` all of them joined by spaces.
-Substituted text is never expanded again. A file that cannot be read or whose frontmatter is
-not valid YAML is a warning naming it, never an error.
+Frontmatter that is not valid YAML is read line by line (``key: value``), as Claude Code
+tolerates ``argument-hint: [issue-number] [priority]``; a warning names the file and line.
+
+``/review security "error paths"`` sends the body expanded (:func:`expand_template`):
+
+* ``$ARGUMENTS`` is everything typed after the command, exactly as typed (quotes, spacing and
+  newlines kept); ``$1`` … ``$9`` are the positional arguments (quotes group words, as in a
+  shell; a missing one is empty) and ``$@`` all of them joined by spaces;
+* ``!`cmd``` runs ``cmd`` (arguments substituted) and puts its output there. The caller runs the
+  commands: :func:`shell_commands` lists them, the TUI asks before running them through the
+  worker's ``!cmd`` runner (the ``bash`` tool's executor and sandbox) and ``-p`` runs them only
+  with ``--approve allow``;
+* ``@path`` (relative to the working folder) puts the file's text there, in a fence naming it.
+  A project's template includes only files inside the project; your own, any file you own.
+
+Substituted text is never expanded again. A file that cannot be read is a warning naming it,
+never an error.
 """
 
 from __future__ import annotations
@@ -29,18 +48,23 @@ import os
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from coding_agent.context.resources import FrontmatterError, Places, read_text, split_frontmatter
+from coding_agent.settings.trust import project_root_for
 
 __all__ = [
     "MAX_DESCRIPTION_CHARS",
+    "MAX_INCLUDED_CHARS",
     "PromptTemplate",
+    "TemplateError",
     "TemplateSet",
+    "bash_allowed",
     "discover_templates",
     "expand_template",
+    "shell_commands",
     "split_arguments",
     "template_roots",
 ]
@@ -48,8 +72,18 @@ __all__ = [
 MAX_DESCRIPTION_CHARS = 80
 """A description taken from the body's first line is cut to this many characters."""
 
+MAX_INCLUDED_CHARS = 100_000
+"""An ``@path`` file longer than this is cut, with a note."""
+
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 _PLACEHOLDER = re.compile(r"\$(ARGUMENTS|@|[1-9])")
+_SHELL = re.compile(r"!`([^`\n]+)`")
+_INCLUDE = re.compile(r"(?:(?<=\s)|^)@((?:~/|/|\.{1,2}/)?[\w.~-][\w./~-]*)", re.M)
+_KEY_LINE = re.compile(r"^([A-Za-z][\w-]*)\s*:\s?(.*)$")
+
+
+class TemplateError(ValueError):
+    """A template could not be expanded; the message names the template and what is missing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +96,12 @@ class PromptTemplate:
     body: str
     path: Path
     source: str
+    model: str | None = None
+    """``model:`` in the frontmatter (``provider/id`` or an alias), shown by ``/help``."""
+    allowed_tools: tuple[str, ...] = field(default=())
+    """``allowed-tools:`` in the frontmatter, shown by ``/help``."""
+    in_project: bool = False
+    """Whether the file is a project's (its ``@path`` includes stay inside the project)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +119,34 @@ def template_roots(places: Places) -> list[Path]:
     """The folders searched for templates, in precedence order."""
     return [
         places.config / "prompts",
-        *places.project_dirs(".coding-agent/prompts", ".claude/commands"),
+        places.claude_user / "commands",
+        places.home / ".pi" / "agent" / "prompts",
+        *places.project_dirs(".coding-agent/prompts", ".claude/commands", ".pi/prompts"),
     ]
+
+
+def _lenient_frontmatter(text: str) -> tuple[dict[str, Any], str, str] | None:
+    """``(meta, body, warning)`` read line by line (``key: value``, values as text) from a
+    frontmatter block YAML refused, or ``None`` when there is no closed block or a line is not
+    of that form."""
+    lines = text.removeprefix("\ufeff").splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        return None
+    meta: dict[str, Any] = {}
+    for index in range(1, len(lines)):
+        line = lines[index].strip()
+        if line == "---":
+            return meta, "".join(lines[index + 1 :]), ""
+        if not line or line.startswith("#"):
+            continue
+        match = _KEY_LINE.match(line)
+        if match is None:
+            return None
+        value = match.group(2).strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        meta[match.group(1)] = value
+    return None
 
 
 def _first_line(body: str) -> str:
@@ -93,9 +159,10 @@ def _first_line(body: str) -> str:
     return ""
 
 
-def _load(path: Path, source: str, warnings: list[str]) -> PromptTemplate | None:
-    name = path.stem
-    if not _NAME.fullmatch(name):
+def _load(
+    path: Path, name: str, source: str, in_project: bool, warnings: list[str]
+) -> PromptTemplate | None:
+    if not all(_NAME.fullmatch(part) for part in name.split(":")):
         warnings.append(
             f"{path}: prompt template skipped: {name!r} is not a command name "
             "(use letters, digits, - and _)"
@@ -109,17 +176,54 @@ def _load(path: Path, source: str, warnings: list[str]) -> PromptTemplate | None
     try:
         meta, body = split_frontmatter(text)
     except FrontmatterError as error:
-        warnings.append(f"{path}: prompt template skipped: {error}")
-        return None
+        lenient = _lenient_frontmatter(text)
+        if lenient is None:
+            warnings.append(f"{path}: prompt template skipped: {error}")
+            return None
+        meta, body, _ = lenient
+        warnings.append(f"{path}: {error}; read line by line as text (as Claude Code does)")
     description: Any = meta.get("description")
     hint: Any = meta.get("argument-hint", "")
     if description is not None and not isinstance(description, str):
         warnings.append(f"{path}: 'description' should be text; the first line is used")
         description = None
-    if not isinstance(hint, str):
-        hint = str(hint) if isinstance(hint, (int, float, list)) else ""
+    if isinstance(hint, list):  # `argument-hint: [focus]` is a YAML list of one
+        hint = " ".join(f"[{item}]" for item in hint)  # pyright: ignore[reportUnknownVariableType]
+    elif not isinstance(hint, str):
+        hint = str(hint) if isinstance(hint, (int, float)) else ""
+    model: Any = meta.get("model")
+    tools: Any = meta.get("allowed-tools", ())
+    if isinstance(tools, str):
+        tools = [part.strip() for part in re.split(r",(?![^()]*\))", tools) if part.strip()]
     described = " ".join(description.split()) if description else _first_line(body)
-    return PromptTemplate(name, described, hint.strip(), body, path.resolve(), source)
+    return PromptTemplate(
+        name,
+        described,
+        hint.strip(),
+        body,
+        path.resolve(),
+        source,
+        model=str(model) if model else None,
+        allowed_tools=tuple(str(tool) for tool in tools)
+        if isinstance(tools, (list, tuple))
+        else (),  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        in_project=in_project,
+    )
+
+
+def _template_files(root: Path) -> list[tuple[Path, str]]:
+    """``(file, command name)`` of every ``.md`` file under ``root``, sub-folders namespacing
+    the name (``tools/api-scaffold.md`` is ``tools:api-scaffold``); hidden folders skipped."""
+    found: list[tuple[Path, str]] = []
+    for folder, subfolders, files in os.walk(root, followlinks=True):
+        subfolders[:] = sorted(
+            d for d in subfolders if not d.startswith(".") and d != "node_modules"
+        )
+        relative = Path(folder).relative_to(root).parts
+        for file in sorted(files):
+            if file.endswith(".md") and (Path(folder) / file).is_file():
+                found.append((Path(folder) / file, ":".join([*relative, file[:-3]])))
+    return found
 
 
 def discover_templates(
@@ -133,13 +237,12 @@ def discover_templates(
     warnings: list[str] = []
     found: dict[str, PromptTemplate] = {}
     for root in template_roots(places):
-        try:
-            files = sorted(p for p in root.iterdir() if p.suffix == ".md" and p.is_file())
-        except OSError:
+        if not root.is_dir():
             continue
         source = places.label(root)
-        for path in files:
-            template = _load(path, source, warnings)
+        in_project = root == places.project or places.project in root.parents
+        for path, name in _template_files(root):
+            template = _load(path, name, source, in_project, warnings)
             if template is None:
                 continue
             earlier = found.get(template.name)
@@ -162,17 +265,122 @@ def split_arguments(args: str) -> list[str]:
         return args.split()
 
 
-def expand_template(template: PromptTemplate | str, args: str = "") -> str:
-    """The template's body with ``$1``…``$9``, ``$@`` and ``$ARGUMENTS`` substituted."""
-    body = template.body if isinstance(template, PromptTemplate) else template
+def _substitute(text: str, args: str) -> str:
     words = split_arguments(args)
     joined = " ".join(words)
+    typed = args.strip()
 
     def substitute(match: re.Match[str]) -> str:
         token = match.group(1)
-        if token in ("ARGUMENTS", "@"):
+        if token == "ARGUMENTS":
+            return typed
+        if token == "@":
             return joined
         index = int(token) - 1
         return words[index] if index < len(words) else ""
 
-    return _PLACEHOLDER.sub(substitute, body).strip()
+    return _PLACEHOLDER.sub(substitute, text)
+
+
+_COMPOUND = re.compile(r"[;&|`<>\n]|\$\(")
+
+
+def bash_allowed(template: PromptTemplate, command: str) -> bool:
+    """Whether the template's ``allowed-tools`` lets ``command`` run without asking, as Claude
+    Code reads it: ``Bash`` (any command), ``Bash(git status)`` (exactly), ``Bash(git log:*)``
+    (that command with any arguments). A command with ``;``, ``&``, ``|``, a redirection or a
+    substitution is never allowed by a prefix (``git log; rm -rf ~`` is not ``git log``)."""
+    for tool in template.allowed_tools:
+        if tool == "Bash":
+            return True
+        match = re.fullmatch(r"Bash\((.+)\)", tool.strip())
+        if match is None:
+            continue
+        pattern = match.group(1).strip()
+        if pattern.endswith(":*"):
+            prefix = pattern[:-2].strip()
+            if _COMPOUND.search(command) is None and (
+                command == prefix or command.startswith(prefix + " ")
+            ):
+                return True
+        elif command.strip() == pattern:
+            return True
+    return False
+
+
+def shell_commands(template: PromptTemplate | str, args: str = "") -> list[str]:
+    """The commands of the template's ``!`cmd``` markers, arguments substituted, in order: what
+    the caller runs (after asking) before :func:`expand_template`."""
+    body = template.body if isinstance(template, PromptTemplate) else template
+    return [_substitute(match.group(1), args) for match in _SHELL.finditer(body)]
+
+
+def _include(name: str, cwd: Path, in_project: bool) -> str | None:
+    """The text ``@name`` puts in place (a fenced block naming the file), or ``None`` to leave
+    it as written (no such file, or outside what the template may read)."""
+    target = Path(os.path.expanduser(name)) if name.startswith("~/") else cwd / name
+    if not target.is_file():
+        return None
+    real = Path(os.path.realpath(target))
+    root = project_root_for(cwd)
+    if in_project and real != root and root not in real.parents:
+        raise TemplateError(
+            f"@{name} is outside the project; a project's command includes only files inside it"
+        )
+    if not in_project and real.stat().st_uid != os.geteuid():
+        raise TemplateError(f"@{name} is not your file; your own commands include only yours")
+    text = read_text(real)
+    if len(text) > MAX_INCLUDED_CHARS:
+        text = text[:MAX_INCLUDED_CHARS] + f"\n[{name} cut at {MAX_INCLUDED_CHARS} characters]"
+    fence = "````" if "```" in text else "```"
+    return f"{name}:\n{fence}\n{text.rstrip()}\n{fence}\n"
+
+
+def expand_template(
+    template: PromptTemplate | str,
+    args: str = "",
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    outputs: Mapping[str, str] | None = None,
+) -> str:
+    """The template's body expanded (module docstring): ``$ARGUMENTS``, ``$1``…``$9`` and ``$@``
+    substituted; each ``!`cmd``` replaced by ``outputs[cmd]`` (the caller ran
+    :func:`shell_commands`); each ``@path`` by the file's text when ``cwd`` is given.
+
+    Raises :class:`TemplateError` for a command with no output given or a file the template
+    may not include."""
+    body = template.body if isinstance(template, PromptTemplate) else template
+    in_project = template.in_project if isinstance(template, PromptTemplate) else True
+    name = f"/{template.name}" if isinstance(template, PromptTemplate) else "the template"
+    folder = Path(cwd).expanduser().resolve() if cwd is not None else None
+    given = outputs or {}
+    pieces: list[str] = []
+    last = 0
+    for match in _SHELL.finditer(body):
+        pieces.append(_expand_text(body[last : match.start()], args, folder, in_project, name))
+        command = _substitute(match.group(1), args)
+        if command not in given:
+            raise TemplateError(f"{name} runs `{command}` first, and it was not run")
+        pieces.append(given[command].rstrip("\n"))
+        last = match.end()
+    pieces.append(_expand_text(body[last:], args, folder, in_project, name))
+    return "".join(pieces).strip()
+
+
+def _expand_text(text: str, args: str, cwd: Path | None, in_project: bool, name: str) -> str:
+    if cwd is None:
+        return _substitute(text, args)
+    out: list[str] = []
+    last = 0
+    for match in _INCLUDE.finditer(text):
+        try:
+            included = _include(match.group(1), cwd, in_project)
+        except TemplateError as error:
+            raise TemplateError(f"{name}: {error}") from None
+        if included is None:
+            continue
+        out.append(_substitute(text[last : match.start()], args))
+        out.append(included)
+        last = match.end()
+    out.append(_substitute(text[last:], args))
+    return "".join(out)

@@ -30,10 +30,10 @@ from coding_agent.settings.trust import (
     LOCAL_CONFIG_DIR,
     TrustError,
     TrustStore,
-    config_home,
     folder_problem,
     project_root_for,
 )
+from coding_agent.settings.xdg import claude_home, config_home
 
 __all__ = [
     "MAX_RESOURCE_CHARS",
@@ -113,6 +113,9 @@ class Places(msgspec.Struct, frozen=True):
     project: Path
     trusted: bool
     problem: str | None = None
+    claude: Path | None = None
+    """Claude Code's user folder (:func:`~coding_agent.settings.xdg.claude_home`:
+    ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``)."""
 
     @classmethod
     def find(cls, cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Places:
@@ -131,7 +134,12 @@ class Places(msgspec.Struct, frozen=True):
             trusted, problem = False, f"{project} {unsafe}: its prompt files are not read"
         xdg = environ.get("XDG_CONFIG_HOME", "")
         config = config_home(environ) if os.path.isabs(xdg) else home / ".config"
-        return cls(config / "coding-agent", home, project, trusted, problem)
+        return cls(config / "coding-agent", home, project, trusted, problem, claude_home(environ))
+
+    @property
+    def claude_user(self) -> Path:
+        """Claude Code's user folder (``~/.claude`` unless ``$CLAUDE_CONFIG_DIR`` moves it)."""
+        return self.claude if self.claude is not None else self.home / ".claude"
 
     @property
     def local(self) -> Path:

@@ -15,8 +15,10 @@ whatever extra files its instructions refer to (scripts, references, templates):
 Skills are discovered (:func:`discover_skills`) from, in this order:
 
 1. ``$XDG_CONFIG_HOME/coding-agent/skills/`` (default ``~/.config/coding-agent/skills/``);
-2. ``~/.claude/skills/`` and 3. ``~/.pi/agent/skills/``, when they exist;
-4. a trusted project's ``.coding-agent/skills/`` and 5. ``.claude/skills/``.
+2. ``~/.claude/skills/``, 3. ``~/.pi/agent/skills/`` and 4. ``~/.agents/skills/`` (the
+   cross-agent folder), when they exist;
+5. a trusted project's ``.coding-agent/skills/``, 6. ``.claude/skills/`` and 7.
+   ``.agents/skills/``.
 
 Each root is searched recursively for ``SKILL.md`` (a folder holding one is a skill; its own
 sub-folders are not searched further; hidden folders and ``node_modules`` are skipped).
@@ -113,9 +115,10 @@ def skill_roots(places: Places) -> list[Path]:
     """The folders searched for skills, in precedence order (see the module docstring)."""
     roots = [
         places.config / "skills",
-        places.home / ".claude" / "skills",
+        places.claude_user / "skills",
         places.home / ".pi" / "agent" / "skills",
-        *places.project_dirs(".coding-agent/skills", ".claude/skills"),
+        places.home / ".agents" / "skills",
+        *places.project_dirs(".coding-agent/skills", ".claude/skills", ".agents/skills"),
     ]
     seen: set[Path] = set()
     unique: list[Path] = []

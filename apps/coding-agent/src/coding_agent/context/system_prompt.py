@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -143,9 +143,12 @@ def _file_text(path: Path, warnings: list[str]) -> str | None:
 
 
 def build_sections(
-    cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str] | None = None,
+    touched: Iterable[str] = (),
 ) -> BuiltSections:
-    """Read every source of the system prompt for working folder ``cwd`` afresh."""
+    """Read every source of the system prompt for working folder ``cwd`` afresh (``touched``:
+    the sub-folders the agent worked in, whose own context files join)."""
     places = Places.find(cwd, env)
     warnings: list[str] = [places.problem] if places.problem else []
     values: dict[str, Any] = {}
@@ -169,7 +172,7 @@ def build_sections(
     else:
         values[APPEND_SYSTEM_KEY] = None
 
-    scanned = scan_context_files(cwd)
+    scanned = scan_context_files(cwd, env=env, touched=touched)
     files = scanned.files
     warnings.extend(f"{skip.path}: not read: {skip.reason}" for skip in scanned.skipped)
     values[CONTEXT_FILES_KEY] = {"files": [f.to_json() for f in files]} if files else None

@@ -34,6 +34,7 @@ from coding_agent.server.serve import (
     read_token_file,
     server_tls_context,
 )
+from coding_agent.settings.secret_env import hide_secrets_from_proc
 
 __all__ = ["run_serve"]
 
@@ -116,7 +117,6 @@ def run_serve(args: argparse.Namespace, cwd: Path) -> int:
         print(f"coding-agent: error: {error}", file=sys.stderr)
         return 2
     server = SessionServer(options)
-    from coding_agent.settings.secret_env import hide_secrets_from_proc
 
     hide_secrets_from_proc(options.cwd)  # its workers' commands may read /proc/<pid>/environ
 

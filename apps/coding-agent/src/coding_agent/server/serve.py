@@ -65,9 +65,9 @@ from coding_agent.session_files.folders import (
     adopt_session,
     create_session,
     open_session,
-    state_home,
 )
 from coding_agent.session_files.private import PrivacyError, private_tree, socket_folder
+from coding_agent.settings.xdg import state_home
 from coding_agent.supervisor import READY_TIMEOUT, WorkerStartError, WorkerSupervisor
 
 __all__ = [

@@ -51,6 +51,7 @@ from coding_agent.session_files.tree import (
     build_outline,
     lineage,
 )
+from coding_agent.settings.secret_env import redact, secret_values
 
 __all__ = [
     "branch_entries",
@@ -355,13 +356,11 @@ def _image_as_link(renderer: Any, tokens: Any, index: int, options: Any, env: An
 def _secrets_of(session: Session, secrets: Mapping[str, str] | None) -> Mapping[str, str]:
     if secrets is not None:
         return secrets
-    from coding_agent.settings.secret_env import secret_values
 
     return secret_values(session.cwd)
 
 
 def _redact(text: str, values: Mapping[str, str]) -> str:
-    from coding_agent.settings.secret_env import redact
 
     return redact(text, values)
 

@@ -59,6 +59,7 @@ from coding_agent.session_files.private import (
     private_dir,
     private_tree,
 )
+from coding_agent.settings.xdg import state_home
 from pico3 import write_atomic
 
 __all__ = [
@@ -81,7 +82,6 @@ __all__ = [
     "record_activity",
     "remove_session",
     "sessions_root",
-    "state_home",
     "update_settings",
 ]
 
@@ -122,15 +122,6 @@ class SessionMetadata(msgspec.Struct, forbid_unknown_fields=True, frozen=True, o
     created: str
     model: str | None = None
     settings: LaunchSettings | None = None
-
-
-def state_home(env: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_STATE_HOME``, or ``~/.local/state`` when unset or not absolute (XDG spec)."""
-    environ = os.environ if env is None else env
-    value = environ.get("XDG_STATE_HOME", "")
-    if value and os.path.isabs(value):
-        return Path(value)
-    return Path(os.path.expanduser("~")) / ".local" / "state"
 
 
 def sessions_root(env: Mapping[str, str] | None = None) -> Path:

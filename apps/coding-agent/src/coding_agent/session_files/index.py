@@ -170,6 +170,7 @@ def session_branches(session: Session) -> list[dict[str, Any]]:
     """The session's branches, oldest first: ``{"id", "summary", "conversation"}`` — ``id`` is
     the number users see (``/tree``'s, ``/branch N``'s, ``export --branch N``'s: 1, 2, 3 in
     creation order), ``conversation`` the internal id; ``[]`` when its log cannot be read."""
+    # lazy: start-up time (listing sessions does not load the exporter)
     from coding_agent.session_files.export import read_session_records
     from coding_agent.session_files.tree import build_outline
 

@@ -67,7 +67,9 @@ from typing import Any, cast
 
 import msgspec
 
-from coding_agent.settings.trust import LOCAL_CONFIG_DIR, config_home, is_trusted, project_root_for
+from coding_agent.settings.model_config import RegistryError, parse_registry_config
+from coding_agent.settings.trust import LOCAL_CONFIG_DIR, is_trusted, project_root_for
+from coding_agent.settings.xdg import config_home
 
 __all__ = [
     "CONFIG_NAME",
@@ -471,7 +473,6 @@ def _merge(config: EffectiveConfig, layer: _Layer, path: Path) -> None:
 def _check_registry(config: EffectiveConfig) -> None:
     """Validate the merged values as the registry will (provider names, compat flags, prices),
     naming the file and line of the key at fault."""
-    from coding_agent.worker.providers.registry import RegistryError, parse_registry_config
 
     try:
         parse_registry_config(config.registry())

@@ -33,7 +33,8 @@ from pathlib import Path
 
 import msgspec
 
-from coding_agent.settings.trust import config_home, trust_path
+from coding_agent.settings.trust import trust_path
+from coding_agent.settings.xdg import config_home
 
 __all__ = ["CODE_PATHS", "SERVICE", "GuardedPath", "guarded_paths"]
 

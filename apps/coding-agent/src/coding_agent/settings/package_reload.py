@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal, Protocol, TypedDict
+from typing import Literal
 
 import anyio
 
@@ -43,44 +43,20 @@ from chord import (
     ReloadCoordinator,
     ReloadReport,
     define_facet,
-    define_service,
     facet_package_from_folder,
     installed_facet_packages,
 )
+from coding_agent.contracts import ReloadOutcome, ReloadService
 
 __all__ = [
     "RELOAD_FACET_ID",
     "PackageReloader",
     "PackageScan",
-    "ReloadOutcome",
-    "ReloadRequests",
-    "ReloadService",
     "reload_service_facet",
     "scan_packages",
 ]
 
 RELOAD_FACET_ID = "coding-agent/reload"
-
-
-class ReloadOutcome(TypedDict):
-    """What became of one package in one ``/reload`` (JSON, crosses the wire)."""
-
-    package: str
-    outcome: Literal["reloaded", "added", "removed", "failed", "restart_required"]
-    ok: bool
-    message: str
-
-
-class ReloadRequests(Protocol):
-    """The remotable contract of :data:`ReloadService`."""
-
-    async def reload(self, ctx: Context) -> list[ReloadOutcome]:
-        """Re-scan and reload every facet package of the worker; one outcome per package."""
-        ...
-
-
-ReloadService = define_service("coding-agent.reload", ReloadRequests)
-"""The worker's ``/reload`` (remotable singleton): ``reload(ctx) -> list[ReloadOutcome]``."""
 
 
 class PackageScan:

@@ -9,7 +9,16 @@ argparse only, and tests/facets/approval/test_approval_contract.py pins it to th
 
 from __future__ import annotations
 
-__all__ = ["PERMISSION_MODES"]
+__all__ = ["MODE_SUMMARIES", "PERMISSION_MODES"]
 
 PERMISSION_MODES = ("ask", "accept-edits", "sandbox", "plan", "auto")
 """What ``--permission-mode`` accepts: the approval contract's modes, in its order."""
+
+MODE_SUMMARIES = {
+    "ask": ("Ask", "A tool that changes something asks first"),
+    "accept-edits": ("Accept edits", "File edits in the project run; commands ask"),
+    "sandbox": ("Sandbox", "Edits run, and commands run in the OS sandbox without asking"),
+    "plan": ("Plan", "Read-only: look, then propose a plan"),
+    "auto": ("Auto", "Nothing asks; every call runs"),
+}
+"""Each mode's name and one line, for a client that lists them (an editor over ACP)."""

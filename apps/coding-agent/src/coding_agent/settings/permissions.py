@@ -52,21 +52,12 @@ from coding_agent.settings.trust import (
     project_root_for,
     trust_path,
 )
+from coding_agent.settings.xdg import claude_home
 from pico3 import write_atomic
 
-__all__ = ["KINDS", "PermissionFiles", "claude_home"]
+__all__ = ["KINDS", "PermissionFiles"]
 
 KINDS = ("allow", "ask", "deny")
-
-
-def claude_home(env: Mapping[str, str] | None = None) -> Path:
-    """Claude Code's user folder: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
-    environ = os.environ if env is None else env
-    configured = environ.get("CLAUDE_CONFIG_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    home = environ.get("HOME")
-    return (Path(home) if home else Path.home()) / ".claude"
 
 
 def _signature(path: Path) -> tuple[str, int, int] | tuple[str]:

@@ -26,8 +26,8 @@ from urllib.parse import unquote, urlparse
 
 __all__ = [
     "APPROVAL_PACKAGE",
-    "DEFAULT_PACKAGES",
     "SAFETY_PACKAGES",
+    "default_packages",
     "removal_consequence",
     "restore_command",
     "source_checkout",
@@ -46,17 +46,23 @@ SAFETY_PACKAGES: Mapping[str, str] = {
 }
 """Facet package name → what follows when it is missing (the one list of the app)."""
 
-DEFAULT_PACKAGES: tuple[str, ...] = (
-    "facets-approval",
-    "facets-question",
-    "facets-indexer",
-    "facets-mcp",
-    "facets-subagents",
-    "facets-hooks",
-)
-"""The feature packages every install of the app brings (its pyproject depends on them)."""
 
 _APP_DISTRIBUTION = "pico-coding-agent"
+
+
+def default_packages() -> tuple[str, ...]:
+    """The feature packages every install of the app brings: the ``facets-*`` distributions the
+    app's pyproject depends on (read from the installed app's metadata, so that list is the one
+    place a feature package is added to the app)."""
+    import importlib.metadata  # here: only `doctor` needs it
+    import re
+
+    try:
+        requires = importlib.metadata.requires(_APP_DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        return ()
+    names = (re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0] for requirement in requires)
+    return tuple(name for name in names if name.startswith("facets-"))
 
 
 def _installed_from() -> Path | None:

@@ -23,8 +23,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from coding_agent.session_files.folders import state_home
-from coding_agent.settings.trust import config_home
+from coding_agent.settings.xdg import config_home, state_home
 from pico3 import DEFAULT_DENY_READ, Sandbox, SandboxPolicy, SandboxStatus, sandbox_available
 
 __all__ = [

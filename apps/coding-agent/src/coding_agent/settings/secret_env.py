@@ -27,6 +27,8 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from coding_agent.settings.config import ConfigError, load_config
+from coding_agent.settings.model_config import key_variables, parse_registry_config
 from pico3 import MIN_SECRET_LENGTH, ChildEnvironment
 
 __all__ = [
@@ -63,7 +65,6 @@ def secret_names(
 ) -> tuple[str, ...]:
     """The secret variable names: the provider keys the registry (config dict ``registry``)
     reads, :data:`SERVER_TOKEN_ENV` and ``secrets`` (the config's list)."""
-    from coding_agent.worker.providers.registry import key_variables, parse_registry_config
 
     try:
         parsed = parse_registry_config(registry) if registry is not None else None
@@ -97,7 +98,6 @@ def secret_values(
     variables' values in ``env`` (default ``os.environ``) and the config files' ``api_key``s.
     Values shorter than :data:`pico3.MIN_SECRET_LENGTH` are left out. A config that does not
     load leaves the usual names (its error is reported where the config is used)."""
-    from coding_agent.settings.config import ConfigError, load_config
 
     environ = os.environ if env is None else env
     registry: Mapping[str, object] | None = None
@@ -125,7 +125,6 @@ def hide_secrets_from_proc(cwd: str | os.PathLike[str] | None = None) -> None:
     and keep them in ``os.environ`` (:meth:`pico3.ChildEnvironment.hide_from_proc`): for the
     TUI, which starts its worker with them, so that a command reading its ancestors'
     environments finds no key there."""
-    from coding_agent.settings.config import ConfigError, load_config
 
     try:
         config = load_config(Path(cwd) if cwd is not None else None)

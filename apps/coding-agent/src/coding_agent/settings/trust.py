@@ -50,6 +50,7 @@ from typing import Annotated
 import msgspec
 
 from chord import FacetDiscoveryError, facet_package_from_folder
+from coding_agent.settings.xdg import config_home
 from pico3 import write_atomic
 
 __all__ = [
@@ -61,7 +62,6 @@ __all__ = [
     "TrustError",
     "TrustStore",
     "check_project",
-    "config_home",
     "find_local_config",
     "folder_owner",
     "folder_problem",
@@ -97,15 +97,6 @@ class _TrustFile(msgspec.Struct, forbid_unknown_fields=True):
 
 
 # -- where things are -----------------------------------------------------------------------------
-def config_home(env: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_CONFIG_HOME``, or ``~/.config`` when unset or not absolute (XDG spec)."""
-    environ = os.environ if env is None else env
-    value = environ.get("XDG_CONFIG_HOME", "")
-    if value and os.path.isabs(value):
-        return Path(value)
-    return Path(os.path.expanduser("~")) / ".config"
-
-
 def trust_path(env: Mapping[str, str] | None = None) -> Path:
     """The trust file: ``$XDG_CONFIG_HOME/coding-agent/trust.json``."""
     return config_home(env) / "coding-agent" / "trust.json"

@@ -42,9 +42,9 @@ from chord import (
     cancel_scope,
     define_facet,
 )
+from coding_agent.contracts import WorkerStatusService
 from coding_agent.tui.conversation import InputAbortResult, SendMode, SessionInfo, ViewRelay
 from coding_agent.tui.document import model_label
-from coding_agent.worker.status import WorkerStatusService
 from pico3 import ConversationService
 
 __all__ = [

@@ -62,17 +62,19 @@ from chord import (
     load_generation,
 )
 from chord.textual import run_app_with_facets
+from coding_agent.contracts import ReloadOutcome
 from coding_agent.session_files.folders import Session
 from coding_agent.settings.config import ConfigError, load_config
-from coding_agent.settings.package_reload import PackageReloader, ReloadOutcome, scan_packages
+from coding_agent.settings.package_reload import PackageReloader, scan_packages
 from coding_agent.supervisor import READY_TIMEOUT, WorkerSupervisor
-from coding_agent.tui import CodingAgentApp, SessionInfo
+from coding_agent.tui.app import CodingAgentApp
 from coding_agent.tui.commands.core import commands_facet
 from coding_agent.tui.commands.prompts import prompt_commands_facet
 from coding_agent.tui.commands.sessions import session_commands_facet
 from coding_agent.tui.commands.shell import RemoteShellRunner
 from coding_agent.tui.commands.tree import TreeHost, tree_commands_facet
 from coding_agent.tui.commands.trust import trust_facet
+from coding_agent.tui.conversation import SessionInfo
 from coding_agent.tui.conversation_client import RemoteConversationClient
 from coding_agent.tui.keybindings import load_keybindings
 
@@ -185,11 +187,12 @@ async def run_client(
                 session_commands_facet(control, cwd=session.cwd, branch=switch_branch),
                 tree_commands_facet(tree_host, cwd=session.cwd),
             ]
-            facets.append(trust_facet(session.cwd))  # /trust and the untrusted-packages warning
+            rescans: list[Callable[[], None]] = []  # what /trust scans again
+            facets.append(trust_facet(session.cwd, rescans=rescans))  # /trust, what waits for it
             for generation in generations:
                 facets.extend(generation.facets)
             # Last: a prompt template never takes a name a command of the app or a package has.
-            facets.append(prompt_commands_facet(client, session.cwd))
+            facets.append(prompt_commands_facet(client, session.cwd, rescans))
             shell = RemoteShellRunner(client)  # !cmd and !!cmd
             app.shell = shell
             facets.append(shell.facet())

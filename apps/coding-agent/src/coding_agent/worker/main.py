@@ -90,7 +90,6 @@ from coding_agent.session_files.folders import (
     SessionError,
     check_writable,
     load_session,
-    state_home,
     update_settings,
 )
 from coding_agent.session_files.private import PrivacyError, private_dir, socket_folder
@@ -98,6 +97,7 @@ from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.facets_site import activate as activate_facets_site
 from coding_agent.settings.guarded_paths import SERVICE as GUARDED_PATHS_SERVICE
 from coding_agent.settings.guarded_paths import guarded_paths
+from coding_agent.settings.model_config import TOOL_CALLING_ENV, RegistryError
 from coding_agent.settings.package_reload import (
     PackageReloader,
     reload_service_facet,
@@ -113,12 +113,12 @@ from coding_agent.settings.trust import (
     TrustStore,
     check_project,
 )
+from coding_agent.settings.xdg import state_home
 from coding_agent.worker.activity import activity_recorder, visit_recorder
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
-from coding_agent.worker.providers import OpenAIProvider, RegistryError
-from coding_agent.worker.providers.registry import TOOL_CALLING_ENV
+from coding_agent.worker.providers import OpenAIProvider
 from coding_agent.worker.providers_facet import (
     ProviderChoice,
     providers_facet,

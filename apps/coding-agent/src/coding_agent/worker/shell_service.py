@@ -37,30 +37,24 @@ from chord import (
     Facet,
     FacetEnvironment,
     define_facet,
-    define_service,
     with_cancel,
 )
+from coding_agent.contracts import SHELL_ENTRY_KIND, ShellService
 from coding_agent.worker.tools.bash import BASH_TOOL
 from coding_agent.worker.tools.spec import ToolContext, ToolError, ToolResult
 from pico3 import SANDBOX_SERVICE, ChildEnvironment, HarnessService, Sandbox
 
 __all__ = [
     "LIVE_TAIL_CHARS",
-    "SHELL_ENTRY_KIND",
     "SHELL_FACET_ID",
     "ShellBusy",
-    "ShellService",
     "model_text",
     "shell_service_facet",
 ]
 
 SHELL_FACET_ID = "coding-agent/shell"
-SHELL_ENTRY_KIND = "coding-agent.shell"
 LIVE_TAIL_CHARS = 4_000
 """How much of a running command's output the live state carries."""
-
-ShellService = define_service("coding-agent.shell")
-"""The worker's ``!cmd`` runner (remotable singleton): ``state``, ``run``, ``abort``."""
 
 
 class ShellBusy(RuntimeError):

@@ -40,17 +40,14 @@ from chord import (
     MutableReplicatedState,
     ReloadReport,
     define_facet,
-    define_service,
 )
+from coding_agent.contracts import WorkerStatusService
 from pico3.models import ModelInfo
 
-__all__ = ["MAX_REPORTS", "STATUS_FACET_ID", "WorkerStatus", "WorkerStatusService"]
+__all__ = ["MAX_REPORTS", "STATUS_FACET_ID", "WorkerStatus"]
 
 STATUS_FACET_ID = "coding-agent/worker-status"
 MAX_REPORTS = 20
-
-WorkerStatusService = define_service("coding-agent.worker")
-"""The worker's status (remotable singleton): ``{"state": ReplicatedState}``."""
 
 
 def _report_json(report: ReloadReport, number: int) -> dict[str, Any]:

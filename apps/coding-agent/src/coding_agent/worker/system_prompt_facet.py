@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from chord import Context, Facet, FacetEnvironment, define_facet
+from coding_agent.context.context_files import touched_folders
 from coding_agent.context.system_prompt import SECTION_ORDER, build_sections, prompt_sections
 from pico3 import GENERATION_KIND, Harness, HarnessService
 
@@ -36,9 +37,32 @@ def system_prompt_facet(cwd: str | os.PathLike[str]) -> Facet:
     folder = Path(cwd)
     sections = prompt_sections()
     reported: set[str] = set()
+    worked_in: dict[int, tuple[int, set[str]]] = {}  # conversation -> (newest entry seen, folders)
+    harness_box: list[Harness] = []
+
+    async def touched(conversation_id: int, ctx: Context) -> set[str]:
+        """The sub-folders the conversation's tool calls read, edited or listed: its entries
+        newer than the last look, paged newest first (all of them once per worker start)."""
+        seen, folders = worked_in.get(conversation_id, (0, set()))
+        handle = await harness_box[0].conversation(conversation_id, ctx) if harness_box else None
+        if handle is None:
+            return folders
+        newest, before = seen, None
+        while True:
+            page = await handle.entries(ctx, limit=200, before=before)
+            fresh = [entry for entry in page if entry.id > seen]
+            for entry in fresh:
+                newest = max(newest, entry.id)
+                if isinstance(entry.model, list):
+                    folders |= touched_folders(entry.model, folder)
+            if len(fresh) < len(page) or len(page) < 200:
+                break
+            before = page[-1].id
+        worked_in[conversation_id] = (newest, folders)
+        return folders
 
     async def instruct(payload: dict[str, Any], api: Any, ctx: Context) -> None:
-        built = build_sections(folder)
+        built = build_sections(folder, touched=await touched(api.conversation_id, ctx))
         for warning in built.warnings:
             if warning not in reported:
                 reported.add(warning)
@@ -52,6 +76,7 @@ def system_prompt_facet(cwd: str | os.PathLike[str]) -> Facet:
                 draft.delete(sections[key])
 
     def install(harness: Harness) -> Callable[[], None]:
+        harness_box[:] = [harness]
         removers: list[Callable[[], None]] = []
 
         def uninstall() -> None:

@@ -24,12 +24,13 @@ pure model it returns):
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import anyio
 from msgspec import UNSET
 
-from chord import Context, Facet, FacetEnvironment, define_facet, define_service
+from chord import Context, Facet, FacetEnvironment, define_facet
+from coding_agent.contracts import SessionTreeService
 from coding_agent.session_files.tree import (
     BRANCH_KIND,
     LABEL_KIND,
@@ -42,34 +43,12 @@ from coding_agent.session_files.tree import (
 from coding_agent.worker.file_history import FileHistory
 from pico3 import HarnessService, HarnessServiceApi, conversation_json, entry_json
 
-__all__ = ["TREE_FACET_ID", "SessionTreeApi", "SessionTreeService", "session_tree_facet"]
+__all__ = ["TREE_FACET_ID", "session_tree_facet"]
 
 TREE_FACET_ID = "coding-agent/session-tree"
 
 _PAGE = 1024
 _FIRST_PAGE = 64
-
-
-class SessionTreeApi(Protocol):
-    """The remotable contract of :data:`SessionTreeService` (see the module docstring)."""
-
-    async def outline(self, ctx: Context) -> dict[str, Any]: ...
-
-    async def branch(self, conversation: int, at: int, ctx: Context) -> int: ...
-
-    async def label(self, conversation: int, at: int, name: str, ctx: Context) -> int: ...
-
-    async def visit(self, conversation: int, ctx: Context) -> None: ...
-
-    async def rewind_plan(self, conversation: int, prompt: int, ctx: Context) -> list[Any]: ...
-
-    async def rewind(
-        self, conversation: int, prompt: int, mode: str, overwrite: list[str], ctx: Context
-    ) -> dict[str, Any]: ...
-
-
-SessionTreeService = define_service("coding-agent.session-tree", SessionTreeApi)
-"""The worker's session tree service (remotable singleton)."""
 
 
 class _Tree:

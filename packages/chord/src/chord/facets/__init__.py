@@ -5,9 +5,12 @@
   ``provide_many``, ``replicated_state``, ``own``, ``on_activate``, ``on_deactivate``).
 * :func:`create_facet_host`: validates the graph, activates providers before consumers, reloads
   facets in place (docs/design/decisions.md#d4) and disposes in reverse; an async context manager.
+* Keyed dialogs (:mod:`.dialogs`): :func:`provide_dialogs` / :class:`Dialogs` ask the user
+  through a keyed service and return the checked answer; :func:`dialog_key` is the usual key.
 * Loaders (:func:`static_facet_loader`, :func:`combine_facet_loaders`) produce generations of facets.
 """
 
+from chord.facets.dialogs import Dialogs, DialogSpawner, dialog_key, provide_dialogs
 from chord.facets.environment import FacetEnvironment, ServiceSpawner
 from chord.facets.facet import Facet, define_facet
 from chord.facets.handles import RELOAD_WAIT_SECONDS
@@ -21,6 +24,8 @@ from chord.facets.loaders import (
 
 __all__ = [
     "RELOAD_WAIT_SECONDS",
+    "DialogSpawner",
+    "Dialogs",
     "Facet",
     "FacetEnvironment",
     "FacetHost",
@@ -30,5 +35,7 @@ __all__ = [
     "combine_facet_loaders",
     "create_facet_host",
     "define_facet",
+    "dialog_key",
+    "provide_dialogs",
     "static_facet_loader",
 ]

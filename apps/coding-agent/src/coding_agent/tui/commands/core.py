@@ -36,11 +36,11 @@ from typing import Any, TypeAlias, cast
 
 from chord import Context, Facet, FacetEnvironment, define_facet
 from chord.textual import Choice, Severity, Tui
+from coding_agent.contracts import SessionTreeService
 from coding_agent.session_files.tree import branch_number
 from coding_agent.settings.changes import THINKING_LEVELS, next_thinking_level
 from coding_agent.tui.conversation_client import RemoteConversationClient
 from coding_agent.tui.document import model_label, thinking_level
-from coding_agent.worker.tree_service import SessionTreeService
 
 __all__ = ["COMMANDS_FACET_ID", "CommandError", "commands_facet", "model_scope", "next_in_scope"]
 

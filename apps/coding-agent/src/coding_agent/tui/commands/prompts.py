@@ -31,8 +31,11 @@ from chord.textual import Choice, Tui
 from coding_agent.context.context_files import SkippedFile, scan_context_files
 from coding_agent.context.prompt_templates import (
     PromptTemplate,
+    TemplateError,
+    bash_allowed,
     discover_templates,
     expand_template,
+    shell_commands,
 )
 from coding_agent.context.resources import FrontmatterError, Places
 from coding_agent.context.skills import Skill, SkillSet, discover_skills, invoke_skill
@@ -42,11 +45,13 @@ from coding_agent.context.system_prompt import (
     estimate_tokens,
     prompt_sections,
 )
-from coding_agent.tui.conversation_client import RemoteConversationClient
+from coding_agent.contracts import ShellService
+from coding_agent.tui.conversation_client import RemoteConversationClient, WorkerUnavailable
 
 __all__ = [
     "PROMPT_COMMANDS_FACET_ID",
     "context_rows",
+    "expand_in_tui",
     "prompt_commands_facet",
     "sent_system",
     "skipped_rows",
@@ -94,6 +99,22 @@ def context_rows(sections: Mapping[str, Any], tools: list[str]) -> list[tuple[st
         rows.append(
             (key, estimate_tokens(f"## {key}\n{text}"), _source(key, state.get("value")), text)
         )
+        value = state.get("value")
+        files = value.get("files") if key == "context-files" and isinstance(value, dict) else None
+        for item in files if isinstance(files, list) else ():  # each memory file, and why
+            if isinstance(item, dict):
+                content = str(item.get("content", ""))
+                why = str(item.get("reason") or "")
+                rows.append(
+                    (
+                        f"  {item.get('path', '?')}",
+                        estimate_tokens(content),
+                        why,
+                        f"{item.get('path', '?')}"
+                        + (f" ({why})" if why else "")
+                        + f"\n\n{content}",
+                    )
+                )
     if tools:
         rows.append(("tools", 0, f"{len(tools)}: {', '.join(tools)}", "\n".join(tools)))
     return rows
@@ -106,9 +127,10 @@ def skipped_rows(skipped: Sequence[SkippedFile]) -> list[tuple[str, int, str, st
             f"not read: {skip.path}",
             0,
             skip.reason,
-            f"{skip.path} is not part of the system prompt: {skip.reason}.\n\nAbove the project "
-            "folder, AGENTS.md and CLAUDE.md are read only from folders you own that no other "
-            "user can write to.",
+            f"{skip.path} is not part of the system prompt: {skip.reason}.\n\nOutside the "
+            "project, memory files (AGENTS.md, CLAUDE.md and their @imports) are read only from "
+            "folders you own that no other user can write to, and a project's files import only "
+            "files inside the project.",
         )
         for skip in skipped
     ]
@@ -125,7 +147,52 @@ def _preview(cwd: str | os.PathLike[str]) -> dict[str, Any]:
     return {"sections": sections, "tools": []}
 
 
-def prompt_commands_facet(client: RemoteConversationClient, cwd: str | os.PathLike[str]) -> Facet:
+async def expand_in_tui(
+    template: PromptTemplate,
+    args: str,
+    tui: Any,
+    shell: Any,
+    client: RemoteConversationClient,
+    cwd: Path,
+    ctx: Context,
+) -> str | None:
+    """``/NAME args`` expanded for sending: its ``!`cmd``` commands run first, through the
+    worker's ``!cmd`` runner (the ``bash`` tool's executor, in the sandbox when it is on; each
+    shown in the transcript and not sent on its own), after a dialog unless the template's
+    ``allowed-tools`` allows each (``Bash(git status:*)``). ``None``: the user said no."""
+    commands = shell_commands(template, args)
+    asked = [command for command in commands if not bash_allowed(template, command)]
+    if asked:
+        modal = await tui.acquire_modal(ctx)
+        try:
+            run = await modal.confirm(
+                f"/{template.name} runs {'a command' if len(asked) == 1 else 'commands'} first",
+                "\n".join(f"$ {command}" for command in asked)
+                + f"\n\nFrom {template.path}. They run as !cmd does: in the project folder, in "
+                "the sandbox when it is on; their output goes into the prompt.",
+                yes="Run and send",
+                no="Cancel",
+            )
+        finally:
+            modal.close()
+        if not run:
+            tui.notify(f"/{template.name} was not sent: its commands were not run")
+            return None
+    outputs: dict[str, str] = {}
+    for command in commands:
+        conversation = client.conversation_id
+        if conversation is None:
+            raise WorkerUnavailable()
+        data = await shell.run(conversation, command, False, ctx)
+        outputs[command] = str(data.get("output", "")) if isinstance(data, dict) else ""
+    return expand_template(template, args, cwd=cwd, outputs=outputs)
+
+
+def prompt_commands_facet(
+    client: RemoteConversationClient,
+    cwd: str | os.PathLike[str],
+    rescans: list[Callable[[], None]] | None = None,
+) -> Facet:
     """The facet registering ``/skills``, ``/skill:NAME``, the prompt templates and
     ``/context`` for the project in ``cwd`` (module docstring)."""
     folder = Path(cwd)
@@ -133,6 +200,7 @@ def prompt_commands_facet(client: RemoteConversationClient, cwd: str | os.PathLi
     @define_facet(PROMPT_COMMANDS_FACET_ID)
     def setup(env: FacetEnvironment) -> None:
         tui = env.use(Tui)
+        shell = env.use(ShellService)
         registered: list[Callable[[], None]] = []
         state: dict[str, SkillSet] = {"skills": SkillSet()}
         shown: set[str] = set()
@@ -156,7 +224,13 @@ def prompt_commands_facet(client: RemoteConversationClient, cwd: str | os.PathLi
 
         def template_command(template: PromptTemplate) -> Callable[[str, Context], Any]:
             async def run(args: str, ctx: Context) -> None:
-                text = expand_template(template, args)
+                try:
+                    text = await expand_in_tui(template, args, tui, shell, client, folder, ctx)
+                except TemplateError as error:
+                    tui.notify(str(error), severity="error")
+                    return
+                if text is None:
+                    return
                 if not text:
                     tui.notify(f"/{template.name} expands to nothing", severity="warning")
                     return
@@ -244,7 +318,7 @@ def prompt_commands_facet(client: RemoteConversationClient, cwd: str | os.PathLi
                 data = _preview(folder)
             tools = [t for t in data.get("tools", []) if isinstance(t, str)]
             rows = context_rows(data["sections"], tools)
-            total = sum(tokens for _, tokens, _, _ in rows)
+            total = sum(tokens for key, tokens, _, _ in rows if not key.startswith("  "))
             try:
                 rows += skipped_rows(scan_context_files(folder).skipped)
             except OSError:  # the folder is not on this machine (a remote session)
@@ -285,6 +359,9 @@ def prompt_commands_facet(client: RemoteConversationClient, cwd: str | os.PathLi
                 )
             )
             refresh()
+            if rescans is not None:  # /trust: a trusted project's commands appear at once
+                rescans.append(refresh)
+                env.own(lambda: rescans.remove(refresh))
 
             def unregister_all() -> None:
                 for unregister in registered:

@@ -17,7 +17,7 @@ and reports in toasts:
 * ``/name TEXT`` — name the session (``<session>/name``; shown in the pickers and
   ``coding-agent sessions``); ``/name`` alone removes the name;
 * ``/reload`` — re-scan the feature packages and reload every one of them in both processes:
-  the worker's ``"session"`` facets through its :data:`~coding_agent.settings.package_reload.ReloadService`,
+  the worker's ``"session"`` facets through its :data:`~coding_agent.contracts.ReloadService`,
   then this process's ``"tui"`` facets. One toast names what reloaded and every error.
 """
 
@@ -31,6 +31,7 @@ from typing import Any, Literal, Protocol, cast
 
 from chord import Context, Facet, FacetEnvironment, define_facet
 from chord.textual import Tui
+from coding_agent.contracts import ReloadOutcome, ReloadService
 from coding_agent.session_files.folders import Session, SessionError, list_sessions, open_session
 from coding_agent.session_files.index import (
     delete_session,
@@ -38,7 +39,6 @@ from coding_agent.session_files.index import (
     first_prompt,
     set_session_name,
 )
-from coding_agent.settings.package_reload import ReloadOutcome, ReloadService
 from coding_agent.tui.widgets.session_picker import SessionPickerScreen
 
 __all__ = [

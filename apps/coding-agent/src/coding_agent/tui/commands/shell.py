@@ -16,9 +16,9 @@ from textual.widgets import Static
 
 from chord import Context, Delivery, Facet, FacetEnvironment, define_facet
 from chord.textual import Tui
+from coding_agent.contracts import ShellService
 from coding_agent.tui.conversation_client import RemoteConversationClient, WorkerUnavailable
 from coding_agent.tui.shell import shell_text
-from coding_agent.worker.shell_service import ShellService
 
 __all__ = ["SHELL_PANEL_ID", "RemoteShellRunner"]
 

@@ -1,6 +1,6 @@
 """The TUI's session tree commands: ``/tree``, ``/label NAME`` and ``/rewind`` (Esc Esc).
 
-They call the worker's :data:`~coding_agent.worker.tree_service.SessionTreeService` (so a second,
+They call the worker's :data:`~coding_agent.contracts.SessionTreeService` (so a second,
 attached TUI sees and does exactly the same) and move the TUI to another branch with
 :meth:`~coding_agent.tui.RemoteConversationClient.follow`:
 
@@ -40,6 +40,7 @@ from textual.widgets.tree import TreeNode as UiNode
 
 from chord import Context, Facet, FacetEnvironment, define_facet
 from chord.textual import Choice, Tui
+from coding_agent.contracts import SessionTreeService
 from coding_agent.session_files.folders import Session, SessionError
 from coding_agent.session_files.tree import (
     TreeNode,
@@ -48,7 +49,6 @@ from coding_agent.session_files.tree import (
     build_tree,
     path_prompts,
 )
-from coding_agent.worker.tree_service import SessionTreeService
 
 __all__ = [
     "TREE_COMMANDS_FACET_ID",
@@ -459,6 +459,7 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
             if host.session is None or current is None:
                 tui.notify("/export: the worker is unavailable", severity="error")
                 return
+            # lazy: start-up time (the exporter loads on the first /export)
             from coding_agent.session_files.export import write_export
             from coding_agent.session_files.index import session_name
 

@@ -4,32 +4,42 @@ A project's own facet packages (``.coding-agent/facets/``) load only once the us
 folder (see :mod:`coding_agent.settings.trust`). The command line decides what the worker and the TUI
 load at start; this facet tells the user about what was left out and lets them change it:
 
-* at start, when the project has local packages and is not trusted, one warning toast says how
-  many were not loaded and that ``/trust`` trusts the folder;
-* ``/trust`` shows the project folder and its packages in a confirmation dialog and, when the
-  user agrees, records the decision in the trust store. The packages load at the next start:
-  ``/reload`` swaps new code into packages already loaded, it does not add packages to a
-  running session (nor does anything else behind the user's back).
+* at start, when the project is not trusted and holds setup of its own, one warning toast
+  lists what waits (:func:`~coding_agent.settings.waiting.waiting_for_trust`:
+  ``.claude/commands (57), .mcp.json (2 servers) — /trust to load them``);
+* ``/trust`` shows the project folder and what it holds in a confirmation dialog and, when the
+  user agrees, records the decision in the trust store. Commands and skills are scanned again at
+  once and the system prompt files apply from the next request; the notice names exactly what
+  loads at the next start instead (subagents, hooks, MCP servers, permission rules, config and
+  facet packages are set up when the session worker starts: ``/reload`` swaps new code into
+  packages already loaded, it does not add packages to a running session).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from chord import Context, Facet, FacetEnvironment, define_facet
 from chord.textual import Tui, TuiService
 from coding_agent.settings.trust import LOCAL_FACETS_DIR, TrustError, TrustStore, check_project
+from coding_agent.settings.waiting import Waiting, describe_waiting, waiting_for_trust
 
 __all__ = ["TRUST_FACET_ID", "trust_facet"]
 
 TRUST_FACET_ID = "@coding-agent/trust"
 
 
-def trust_facet(cwd: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None) -> Facet:
-    """The facet warning about untrusted local packages in ``cwd``'s project and adding
-    ``/trust``. ``environ`` locates the trust store (default ``os.environ``, read when used)."""
+def trust_facet(
+    cwd: str | os.PathLike[str],
+    *,
+    environ: Mapping[str, str] | None = None,
+    rescans: Sequence[Callable[[], None]] = (),
+) -> Facet:
+    """The facet saying what of ``cwd``'s project waits for trust and adding ``/trust``.
+    ``environ`` locates the trust store (default ``os.environ``, read when used); each of
+    ``rescans`` is called once the folder is trusted (the prompt commands scan again)."""
 
     def store() -> TrustStore:
         return TrustStore.default(environ)
@@ -53,7 +63,9 @@ def trust_facet(cwd: str | os.PathLike[str], *, environ: Mapping[str, str] | Non
             if project.trusted:
                 tui.notify(f"{project.root} is already trusted")
                 return
-            if not await _confirm(tui, project.root, project.owner, project.facets_dirs, ctx):
+            waiting = waiting_for_trust(project.root)
+            packages = tuple(folder.name for folder in project.facets_dirs)
+            if not await _confirm(tui, project.root, project.owner, waiting, packages, ctx):
                 tui.notify("Trust unchanged")
                 return
             try:
@@ -61,45 +73,71 @@ def trust_facet(cwd: str | os.PathLike[str], *, environ: Mapping[str, str] | Non
             except TrustError as error:
                 tui.notify(str(error), severity="error")
                 return
-            count = len(project.facets_dirs)
-            # /reload swaps new code into packages already loaded; adding packages to a running
-            # session takes a restart (its scan reports them as restart_required).
-            load = (
-                f" Restart coding-agent (coding-agent --continue) to load its {count} local "
-                f"facet package{'' if count == 1 else 's'}."
-                if count
-                else ""
-            )
-            tui.notify(f"Trusted {project.root}.{load}")
+            for rescan in rescans:
+                rescan()
+            tui.notify(f"Trusted {project.root}.{_loaded(waiting)}")
 
         def activate() -> None:
             env.own(
                 tui.register_command(
-                    "trust", "Trust this folder: load its own facet packages", trust
+                    "trust",
+                    "Trust this folder: load its own commands, skills, hooks, servers, packages",
+                    trust,
                 )
             )
             try:
-                notice = check_project(cwd, store=store()).warning("/trust")
+                project = check_project(cwd, store=store())
             except TrustError as error:
                 tui.notify(str(error), severity="error")
                 return
-            if notice is not None:
-                tui.notify(notice, severity="warning")
+            if project.trusted:
+                return
+            if project.problem is not None:  # it can never be trusted: say why, once
+                notice = project.warning("/trust")
+                if notice is not None:
+                    tui.notify(notice, severity="warning")
+                return
+            waiting = waiting_for_trust(project.root)
+            if waiting:
+                marked = " (marked untrusted)" if project.decision is not None else ""
+                tui.notify(
+                    f"This project's own setup waits for /trust{marked}: "
+                    f"{describe_waiting(waiting)}",
+                    severity="warning",
+                )
 
         env.on_activate(activate)
 
     return setup
 
 
+def _loaded(waiting: list[Waiting]) -> str:
+    """What trusting loaded now and what waits for a restart, as the notice's sentences."""
+    now = [item for item in waiting if item.live]
+    later = [item for item in waiting if not item.live]
+    text = f" Loaded now: {describe_waiting(now)}." if now else ""
+    if later:
+        text += (
+            f" Restart coding-agent (coding-agent --continue) to load: {describe_waiting(later)}."
+        )
+    return text
+
+
 async def _confirm(
-    tui: TuiService, root: Path, owner: str, folders: tuple[Path, ...], ctx: Context
+    tui: TuiService,
+    root: Path,
+    owner: str,
+    waiting: list[Waiting],
+    packages: tuple[str, ...],
+    ctx: Context,
 ) -> bool:
-    names = ", ".join(folder.name for folder in folders) or "none yet"
+    held = describe_waiting(waiting) or "nothing yet"
+    named = f" Its facet packages: {', '.join(packages)}." if packages else ""
     body = (
-        f"{root}\n(owned by {owner})\n\n"
-        f"Facet packages in {LOCAL_FACETS_DIR} ({names}) run as Python code with your "
-        "permissions whenever coding-agent starts in this folder. Trust it only if you trust "
-        "where it came from."
+        f"{root}\n(owned by {owner})\n\nIts own setup will be read: {held}.{named}\n\n"
+        f"Facet packages ({LOCAL_FACETS_DIR}), hooks and MCP servers run as programs with your "
+        "permissions whenever coding-agent starts in this folder; commands and skills tell the "
+        "model what to do. Trust it only if you trust where it came from."
     )
     modal = await tui.acquire_modal(ctx)
     try:

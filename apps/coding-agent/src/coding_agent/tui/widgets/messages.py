@@ -31,6 +31,7 @@ from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from chord import inert
+from coding_agent.contracts import SHELL_ENTRY_KIND
 from coding_agent.settings.changes import change_text
 from coding_agent.tui.document import content_text, entry_message
 from coding_agent.tui.shell import shell_text
@@ -311,7 +312,7 @@ def entry_widget(entry: Mapping[str, Any]) -> Widget | None:
         return None
     if kind == "pi.system":
         return None
-    if kind == "coding-agent.shell":  # a !cmd / !!cmd the user ran
+    if kind == SHELL_ENTRY_KIND:  # a !cmd / !!cmd the user ran
         return Static(_shell_entry_text(data), classes="shell")
     change = change_text(entry)
     if change is not None:  # a model or thinking-level switch: one dim marker line

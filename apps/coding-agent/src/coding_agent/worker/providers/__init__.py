@@ -20,20 +20,16 @@ SDK client, the SSE stream, retries, cancellation, usage pricing and the message
 
 from __future__ import annotations
 
-from coding_agent.worker.providers.anthropic import ANTHROPIC_MODELS, AnthropicProvider
-from coding_agent.worker.providers.openai import (
+from coding_agent.settings.model_config import (
     LOCAL_COMPAT,
     OPENAI_COMPAT,
-    OPENAI_MODELS,
     OpenAICompat,
-    OpenAIProvider,
-)
-from coding_agent.worker.providers.registry import (
-    ModelSelection,
     RegistryError,
     parse_model_ref,
-    resolve_model,
 )
+from coding_agent.worker.providers.anthropic import ANTHROPIC_MODELS, AnthropicProvider
+from coding_agent.worker.providers.openai import OPENAI_MODELS, OpenAIProvider
+from coding_agent.worker.providers.registry import ModelSelection, resolve_model
 
 __all__ = [
     "ANTHROPIC_MODELS",

@@ -40,10 +40,16 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any, Literal, Unpack, cast
+from typing import Any, Unpack, cast
 
 import msgspec
 
+from coding_agent.settings.model_config import (
+    LOCAL_COMPAT,
+    OPENAI_COMPAT,
+    OpenAICompat,
+    ToolCalling,
+)
 from coding_agent.worker.providers._core import (
     ENCODER,
     Mapper,
@@ -58,7 +64,6 @@ from coding_agent.worker.providers._sse import Last
 from coding_agent.worker.providers.text_tools import (
     ParsedCall,
     TextToolParser,
-    ToolCalling,
     render_history,
     render_tools_prompt,
     text_call_id,
@@ -81,11 +86,8 @@ from pico3.models import (
 )
 
 __all__ = [
-    "LOCAL_COMPAT",
-    "OPENAI_COMPAT",
     "OPENAI_MODELS",
     "REASONING_EFFORT",
-    "OpenAICompat",
     "OpenAIProvider",
     "build_params",
     "classify_error",
@@ -96,27 +98,6 @@ API = "openai-completions"
 
 _log = logging.getLogger("coding_agent.worker.providers.openai")
 
-
-class OpenAICompat(msgspec.Struct, frozen=True):
-    """What a Chat Completions server supports (pi's compat flags, by their meaning)."""
-
-    usage_in_streaming: bool = True
-    """Send ``stream_options.include_usage`` and expect a usage chunk."""
-    max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
-    """Which request field limits output tokens."""
-    developer_role: bool = False
-    """Send system sections with role ``developer`` (OpenAI reasoning models)."""
-    reasoning_effort: bool = True
-    """Send ``reasoning_effort`` for thinking-capable models."""
-    tool_calling: ToolCalling = "native"
-    """How models call tools unless configured per model: ``native`` or ``text``."""
-
-
-OPENAI_COMPAT = OpenAICompat()
-"""First-party OpenAI."""
-
-LOCAL_COMPAT = OpenAICompat(max_tokens_field="max_tokens", reasoning_effort=False)
-"""A conservative profile for local OpenAI-compatible servers (Ollama, llama.cpp, vLLM)."""
 
 OPENAI_MODELS: tuple[ModelInfo, ...] = (
     ModelInfo(

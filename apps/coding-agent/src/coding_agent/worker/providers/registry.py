@@ -52,140 +52,35 @@ from typing import Any
 
 import msgspec
 
-from coding_agent.worker.providers.anthropic import ANTHROPIC_MODELS, AnthropicProvider
-from coding_agent.worker.providers.catalog import catalog_models
-from coding_agent.worker.providers.openai import (
+from coding_agent.settings.model_config import (
+    AWS_SECRET_VARIABLES,
     LOCAL_COMPAT,
     OPENAI_COMPAT,
-    OPENAI_MODELS,
-    OpenAICompat,
-    OpenAIProvider,
+    PRESETS,
+    PROVIDERS,
+    TOOL_CALLING_ENV,
+    TOOL_CALLING_MODES,
+    RegistryConfig,
+    RegistryError,
+    ToolCalling,
+    key_env,
+    parse_model_ref,
+    parse_registry_config,
+    provider_setting,
 )
-from coding_agent.worker.providers.presets import PRESETS
-from coding_agent.worker.providers.text_tools import TOOL_CALLING_MODES, ToolCalling
+from coding_agent.worker.providers.anthropic import ANTHROPIC_MODELS, AnthropicProvider
+from coding_agent.worker.providers.catalog import catalog_models
+from coding_agent.worker.providers.openai import OPENAI_MODELS, OpenAIProvider
 from pico3.models import (
     FAUX_MODEL,
     FauxProvider,
-    ModelCost,
     ModelInfo,
     Provider,
     RetryPolicy,
     Sleep,
 )
 
-__all__ = [
-    "AWS_SECRET_VARIABLES",
-    "GOOGLE_SECRET_VARIABLES",
-    "PROVIDERS",
-    "TOOL_CALLING_ENV",
-    "ModelEntry",
-    "ModelSelection",
-    "PriceEntry",
-    "ProviderSettings",
-    "RegistryConfig",
-    "RegistryError",
-    "key_variables",
-    "parse_model_ref",
-    "parse_registry_config",
-    "provider_variables",
-    "reachable_providers",
-    "resolve_model",
-]
-
-PROVIDERS = (
-    "anthropic",
-    "openai",
-    "openai-responses",
-    "google",
-    "bedrock",
-    "vertex",
-    "faux",
-    *PRESETS,
-)
-"""The built-in provider names (the OpenAI-compatible presets last: :mod:`.presets`)."""
-
-_CHAT_COMPLETIONS = frozenset({"openai", *PRESETS})
-"""The providers speaking Chat Completions (``tool_calling`` applies to their models)."""
-
-AWS_SECRET_VARIABLES = (
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_BEARER_TOKEN_BEDROCK",
-)
-"""The AWS credentials a Bedrock provider reads from the environment (withheld from children)."""
-
-GOOGLE_SECRET_VARIABLES = ("GOOGLE_APPLICATION_CREDENTIALS",)
-"""The Google credentials a Vertex provider reads from the environment (withheld too)."""
-
-TOOL_CALLING_ENV = "CODING_AGENT_TOOL_CALLING"
-"""The environment variable that forces ``native`` or ``text`` tool calling for every model."""
-
-
-class RegistryError(ValueError):
-    """The model could not be resolved; the message says what to set."""
-
-
-class ProviderSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    """Per-provider settings from the config."""
-
-    api_key: str | None = None
-    api_key_env: str | None = None
-    """The environment variable holding the key (instead of the provider's usual one)."""
-    base_url: str | None = None
-    compat: OpenAICompat | None = None
-    region: str | None = None
-    """``bedrock``: the AWS region; ``vertex``: the Vertex location (``global``, ``us-east5``…)."""
-    project: str | None = None
-    """``vertex``: the Google Cloud project id."""
-    profile: str | None = None
-    """``bedrock``: the ``~/.aws`` profile (instead of ``AWS_PROFILE``)."""
-
-
-class RegistryConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    """The registry's part of the app config (``source`` names its file in error messages)."""
-
-    default_model: str | None = None
-    source: str = "the config file ($XDG_CONFIG_HOME/coding-agent/config.toml)"
-    providers: dict[str, ProviderSettings] = msgspec.field(default_factory=dict)
-    models: list[ModelEntry] = msgspec.field(default_factory=list)
-
-
-class PriceEntry(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    """Dollars per million tokens."""
-
-    input: float = 0.0
-    output: float = 0.0
-    cache_read: float = 0.0
-    cache_write: float = 0.0
-
-
-class ModelEntry(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    """A model's metadata in the config (snake_case keys; no ``cost`` means unpriced)."""
-
-    provider: str
-    id: str
-    context_window: int = 128_000
-    max_output: int = 16_384
-    cost: PriceEntry | None = None
-    supports_thinking: bool = False
-    supports_images: bool = False
-    tool_calling: ToolCalling | None = None
-    """``native`` or ``text`` (openai models only); unset means the provider's default."""
-
-    def info(self, api: str) -> ModelInfo:
-        """The :class:`ModelInfo` this entry describes."""
-        cost = None if self.cost is None else ModelCost(**msgspec.structs.asdict(self.cost))
-        return ModelInfo(
-            id=self.id,
-            provider=self.provider,
-            api=api,
-            context_window=self.context_window,
-            max_output=self.max_output,
-            cost=cost,
-            supports_thinking=self.supports_thinking,
-            supports_images=self.supports_images,
-        )
+__all__ = ["ModelSelection", "reachable_providers", "resolve_model"]
 
 
 class ModelSelection(msgspec.Struct, frozen=True):
@@ -198,60 +93,6 @@ class ModelSelection(msgspec.Struct, frozen=True):
     def ref(self) -> str:
         """``provider/id``."""
         return f"{self.model.provider}/{self.model.id}"
-
-
-def parse_model_ref(ref: str) -> tuple[str, str]:
-    """Split ``provider/id`` at the first ``/``; both parts must be non-empty."""
-    provider, sep, model_id = ref.partition("/")
-    if not sep or not provider or not model_id:
-        raise RegistryError(
-            f"--model must look like provider/model-id (e.g. anthropic/claude-sonnet-4-6), "
-            f"got {ref!r}"
-        )
-    return provider, model_id
-
-
-def parse_registry_config(config: Mapping[str, Any] | None) -> RegistryConfig:
-    """Validate a config dict; errors name the offending path."""
-    if config is None:
-        return RegistryConfig()
-    raw = dict(config)
-    providers = raw.get("providers")
-    if isinstance(providers, Mapping):
-        # Validate each provider on its own so the error can name it (msgspec says `[...]`).
-        for name, value in providers.items():  # pyright: ignore[reportUnknownVariableType]
-            try:
-                msgspec.convert(value, ProviderSettings)
-            except msgspec.ValidationError as exc:
-                message = str(exc)
-                where = f"$.providers.{name}"
-                if " - at `$" in message:
-                    message = message.replace(" - at `$", f" - at `{where}")
-                else:
-                    message = f"{message} - at `{where}`"
-                raise RegistryError(f"invalid model config: {message}") from None
-    try:
-        parsed = msgspec.convert(raw, RegistryConfig)
-    except msgspec.ValidationError as exc:
-        raise RegistryError(f"invalid model config: {exc}") from None
-    unknown = sorted(set(parsed.providers) - set(PROVIDERS))
-    if unknown:
-        raise RegistryError(
-            f"invalid model config: unknown provider {unknown[0]!r} at `$.providers` "
-            f"(known: {', '.join(PROVIDERS)})"
-        )
-    for index, model in enumerate(parsed.models):
-        if model.provider not in PROVIDERS:
-            raise RegistryError(
-                f"invalid model config: unknown provider {model.provider!r} at "
-                f"`$.models[{index}].provider`"
-            )
-        if model.tool_calling is not None and model.provider not in _CHAT_COMPLETIONS:
-            raise RegistryError(
-                f"invalid model config: tool_calling applies to openai(-compatible) models only, not "
-                f"{model.provider!r} - at `$.models[{index}].tool_calling`"
-            )
-    return parsed
 
 
 def _forced_tool_calling(env: Mapping[str, str]) -> ToolCalling | None:
@@ -281,9 +122,9 @@ def resolve_model(
     if ref is None:
         ref = settings.default_model
     if ref is None:
-        if _setting(settings, environ, "anthropic", "api_key"):
+        if provider_setting(settings, environ, "anthropic", "api_key"):
             ref = f"anthropic/{ANTHROPIC_MODELS[0].id}"
-        elif _setting(settings, environ, "openai", "api_key") or _setting(
+        elif provider_setting(settings, environ, "openai", "api_key") or provider_setting(
             settings, environ, "openai", "base_url"
         ):
             ref = f"openai/{OPENAI_MODELS[0].id}"
@@ -295,26 +136,26 @@ def resolve_model(
         provider = FauxProvider(models=faux_models)
         return ModelSelection(provider, provider.model(model_id))
     if name == "anthropic":
-        key = _setting(settings, environ, "anthropic", "api_key")
+        key = provider_setting(settings, environ, "anthropic", "api_key")
         if not key:
             raise RegistryError(
-                f"anthropic needs an API key: set {_key_env(settings, 'anthropic')} "
+                f"anthropic needs an API key: set {key_env(settings, 'anthropic')} "
                 f"or providers.anthropic.api_key in {settings.source}"
             )
         anthropic_provider = AnthropicProvider(
             api_key=key,
-            base_url=_setting(settings, environ, "anthropic", "base_url"),
+            base_url=provider_setting(settings, environ, "anthropic", "base_url"),
             models=_models(settings, "anthropic", ANTHROPIC_MODELS),
             retry=retry,
             sleep=sleep,
         )
         return ModelSelection(anthropic_provider, anthropic_provider.model(model_id))
     if name == "openai":
-        key = _setting(settings, environ, "openai", "api_key")
-        base_url = _setting(settings, environ, "openai", "base_url")
+        key = provider_setting(settings, environ, "openai", "api_key")
+        base_url = provider_setting(settings, environ, "openai", "base_url")
         if not key and not base_url:
             raise RegistryError(
-                f"openai needs an API key: set {_key_env(settings, 'openai')} (or OPENAI_BASE_URL "
+                f"openai needs an API key: set {key_env(settings, 'openai')} (or OPENAI_BASE_URL "
                 "for a local OpenAI-compatible server) or providers.openai.base_url in "
                 f"{settings.source}"
             )
@@ -342,16 +183,17 @@ def resolve_model(
     if name in PRESETS:
         return _preset(name, model_id, settings, environ, config, forced, retry, sleep)
     if name == "openai-responses":
+        # lazy: start-up time (an SDK loads only when its provider is used)
         from coding_agent.worker.providers.openai_responses import (
             RESPONSES_MODELS,
             OpenAIResponsesProvider,
         )
 
-        key = _setting(settings, environ, name, "api_key")
-        base_url = _setting(settings, environ, name, "base_url")
+        key = provider_setting(settings, environ, name, "api_key")
+        base_url = provider_setting(settings, environ, name, "base_url")
         if not key and not base_url:
             raise RegistryError(
-                f"openai-responses needs an API key: set {_key_env(settings, name)} or "
+                f"openai-responses needs an API key: set {key_env(settings, name)} or "
                 f"providers.openai-responses.api_key in {settings.source}"
             )
         responses_provider = OpenAIResponsesProvider(
@@ -363,26 +205,28 @@ def resolve_model(
         )
         return ModelSelection(responses_provider, responses_provider.model(model_id))
     if name == "google":
+        # lazy: start-up time (an SDK loads only when its provider is used)
         from coding_agent.worker.providers.google import GOOGLE_MODELS, GoogleProvider
 
-        key = _setting(settings, environ, name, "api_key") or environ.get("GOOGLE_API_KEY")
+        key = provider_setting(settings, environ, name, "api_key") or environ.get("GOOGLE_API_KEY")
         if not key:
             raise RegistryError(
-                f"google needs an API key: set {_key_env(settings, name)} (or GOOGLE_API_KEY) or "
+                f"google needs an API key: set {key_env(settings, name)} (or GOOGLE_API_KEY) or "
                 f"providers.google.api_key in {settings.source}"
             )
         google_provider = GoogleProvider(
             api_key=key,
-            base_url=_setting(settings, environ, name, "base_url"),
+            base_url=provider_setting(settings, environ, name, "base_url"),
             models=_models(settings, name, GOOGLE_MODELS),
             retry=retry,
             sleep=sleep,
         )
         return ModelSelection(google_provider, google_provider.model(model_id))
     if name == "vertex":
+        # lazy: start-up time (an SDK loads only when its provider is used)
         from coding_agent.worker.providers.cloud import VERTEX_MODELS, VertexProvider
 
-        project = _setting(settings, environ, name, "project") or environ.get(
+        project = provider_setting(settings, environ, name, "project") or environ.get(
             "GOOGLE_CLOUD_PROJECT"
         )
         if not project:
@@ -391,9 +235,9 @@ def resolve_model(
                 f"providers.vertex.project in {settings.source}"
             )
         vertex_provider = VertexProvider(
-            api_key=_setting(settings, environ, name, "api_key") or "",
-            base_url=_setting(settings, environ, name, "base_url"),
-            region=_setting(settings, environ, name, "region") or "global",
+            api_key=provider_setting(settings, environ, name, "api_key") or "",
+            base_url=provider_setting(settings, environ, name, "base_url"),
+            region=provider_setting(settings, environ, name, "region") or "global",
             project=project,
             credentials_file=environ.get("GOOGLE_APPLICATION_CREDENTIALS") or None,
             models=_models(settings, name, VERTEX_MODELS),
@@ -402,20 +246,23 @@ def resolve_model(
         )
         return ModelSelection(vertex_provider, vertex_provider.model(model_id))
     if name == "bedrock":
+        # lazy: start-up time (an SDK loads only when its provider is used)
         from coding_agent.worker.providers.cloud import BEDROCK_MODELS, BedrockProvider
 
-        region = _setting(settings, environ, name, "region") or environ.get("AWS_DEFAULT_REGION")
+        region = provider_setting(settings, environ, name, "region") or environ.get(
+            "AWS_DEFAULT_REGION"
+        )
         if not region:
             raise RegistryError(
                 "bedrock needs an AWS region: set AWS_REGION or providers.bedrock.region in "
                 f"{settings.source}"
             )
         bedrock_provider = BedrockProvider(
-            api_key=_setting(settings, environ, name, "api_key") or "",
-            base_url=_setting(settings, environ, name, "base_url"),
+            api_key=provider_setting(settings, environ, name, "api_key") or "",
+            base_url=provider_setting(settings, environ, name, "base_url"),
             region=region,
             aws={k: environ[k] for k in AWS_SECRET_VARIABLES[:3] if environ.get(k)},
-            profile=_setting(settings, environ, name, "profile"),
+            profile=provider_setting(settings, environ, name, "profile"),
             models=_models(settings, name, BEDROCK_MODELS),
             retry=retry,
             sleep=sleep,
@@ -448,18 +295,20 @@ def reachable_providers(
 
 
 def _has_credentials(name: str, settings: RegistryConfig, env: Mapping[str, str]) -> bool:
-    key = _setting(settings, env, name, "api_key")
+    key = provider_setting(settings, env, name, "api_key")
     if name == "google":
         return bool(key or env.get("GOOGLE_API_KEY"))
     if name == "bedrock":
-        region = _setting(settings, env, name, "region") or env.get("AWS_DEFAULT_REGION")
+        region = provider_setting(settings, env, name, "region") or env.get("AWS_DEFAULT_REGION")
         signed = any(env.get(k) for k in AWS_SECRET_VARIABLES[:2])
-        profile = _setting(settings, env, name, "profile")
+        profile = provider_setting(settings, env, name, "profile")
         return bool(region and (key or signed or profile or name in settings.providers))
     if name == "vertex":
-        return bool(_setting(settings, env, name, "project") or env.get("GOOGLE_CLOUD_PROJECT"))
+        return bool(
+            provider_setting(settings, env, name, "project") or env.get("GOOGLE_CLOUD_PROJECT")
+        )
     if name == "openai":
-        return bool(key or _setting(settings, env, name, "base_url"))
+        return bool(key or provider_setting(settings, env, name, "base_url"))
     preset = PRESETS.get(name)
     if preset is not None and preset.key_variable is None:
         return name in settings.providers
@@ -479,10 +328,10 @@ def _preset(
     """An OpenAI-compatible preset: its table row, with the config's settings on top (the
     ``compat`` keys given replace the preset's, the others stay)."""
     preset = PRESETS[name]
-    key = _setting(settings, environ, name, "api_key")
+    key = provider_setting(settings, environ, name, "api_key")
     if not key and preset.key_variable is not None:
         raise RegistryError(
-            f"{name} needs an API key: set {_key_env(settings, name)} or "
+            f"{name} needs an API key: set {key_env(settings, name)} or "
             f"providers.{name}.api_key in {settings.source}"
         )
     raw = dict((config or {}).get("providers", {}).get(name, {}).get("compat") or {})
@@ -499,7 +348,7 @@ def _preset(
     provider = OpenAIProvider(
         name=name,
         api_key=key or "local",
-        base_url=_setting(settings, environ, name, "base_url") or preset.base_url,
+        base_url=provider_setting(settings, environ, name, "base_url") or preset.base_url,
         compat=compat,
         models=models,
         retry=retry,
@@ -507,73 +356,6 @@ def _preset(
         tool_calling=per_model,
     )
     return ModelSelection(provider, provider.model(model_id))
-
-
-_ENV = {
-    ("anthropic", "api_key"): "ANTHROPIC_API_KEY",
-    ("anthropic", "base_url"): "ANTHROPIC_BASE_URL",
-    ("openai", "api_key"): "OPENAI_API_KEY",
-    ("openai", "base_url"): "OPENAI_BASE_URL",
-    ("openai-responses", "api_key"): "OPENAI_API_KEY",
-    ("openai-responses", "base_url"): "OPENAI_BASE_URL",
-    ("google", "api_key"): "GEMINI_API_KEY",
-    ("google", "base_url"): "GOOGLE_GEMINI_BASE_URL",
-    **{(p.name, "api_key"): p.key_variable for p in PRESETS.values() if p.key_variable},
-    ("bedrock", "api_key"): "AWS_BEARER_TOKEN_BEDROCK",
-    ("bedrock", "base_url"): "ANTHROPIC_BEDROCK_BASE_URL",
-    ("bedrock", "region"): "AWS_REGION",
-    ("bedrock", "profile"): "AWS_PROFILE",
-    ("vertex", "base_url"): "ANTHROPIC_VERTEX_BASE_URL",
-    ("vertex", "region"): "CLOUD_ML_REGION",
-    ("vertex", "project"): "ANTHROPIC_VERTEX_PROJECT_ID",
-}
-
-
-def key_variables(config: RegistryConfig | None = None) -> tuple[str, ...]:
-    """Every environment variable a provider key is read from: ``ANTHROPIC_API_KEY``,
-    ``OPENAI_API_KEY``, the AWS keys and ``GOOGLE_APPLICATION_CREDENTIALS`` (Bedrock, Vertex)
-    and each provider's ``api_key_env`` in ``config`` (the secrets a session
-    withholds from its child processes, :mod:`coding_agent.settings.secret_env`)."""
-    names: list[str] = []
-    for (_, field), name in _ENV.items():
-        if field in _SECRET_FIELDS and name not in names:
-            names.append(name)
-    extra = ("GOOGLE_API_KEY", *AWS_SECRET_VARIABLES, *GOOGLE_SECRET_VARIABLES)
-    names.extend(n for n in extra if n not in names)
-    for settings in config.providers.values() if config is not None else ():
-        if settings.api_key_env and settings.api_key_env not in names:
-            names.append(settings.api_key_env)
-    return tuple(names)
-
-
-_SECRET_FIELDS = frozenset({"api_key"})
-"""The :data:`_ENV` fields whose variables hold credentials."""
-
-
-def provider_variables() -> dict[tuple[str, str], str]:
-    """The environment variable each provider reads each setting from, by ``(provider,
-    field)`` (``field`` is a ``[providers.NAME]`` key: ``api_key``, ``base_url``...)."""
-    return dict(_ENV)
-
-
-def _key_env(config: RegistryConfig, provider: str) -> str | None:
-    """The environment variable that holds ``provider``'s key (``api_key_env`` or the usual;
-    ``None``: Vertex has no usual one)."""
-    settings = config.providers.get(provider)
-    if settings is not None and settings.api_key_env:
-        return settings.api_key_env
-    return _ENV.get((provider, "api_key"))
-
-
-def _setting(
-    config: RegistryConfig, env: Mapping[str, str], provider: str, field: str
-) -> str | None:
-    settings = config.providers.get(provider)
-    value = getattr(settings, field) if settings is not None else None
-    if value:
-        return value
-    variable = _key_env(config, provider) if field == "api_key" else _ENV.get((provider, field))
-    return (env.get(variable) or None) if variable is not None else None
 
 
 def _models(

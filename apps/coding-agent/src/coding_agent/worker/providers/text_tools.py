@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import msgspec
 
@@ -47,11 +47,9 @@ from pico3.models import (
 __all__ = [
     "FENCE",
     "OPEN_FENCE",
-    "TOOL_CALLING_MODES",
     "ParsedCall",
     "Piece",
     "TextToolParser",
-    "ToolCalling",
     "parse_call",
     "render_call",
     "render_history",
@@ -59,11 +57,6 @@ __all__ = [
     "render_tools_prompt",
     "text_call_id",
 ]
-
-ToolCalling = Literal["native", "text"]
-"""How a model calls tools: the API's ``tools`` parameter, or fenced blocks in its text."""
-
-TOOL_CALLING_MODES: tuple[ToolCalling, ...] = ("native", "text")
 
 FENCE = "```"
 OPEN_FENCE = "```tool_call"

@@ -1,0 +1,94 @@
+"""The app's own services: the contracts the session worker serves and the TUI uses.
+
+Both processes import this module, and nothing else of each other: the worker provides these
+services (``worker/``), the TUI reaches them over the chord wire by the same tokens (``tui/``).
+Each is a remotable singleton of the worker; its shape is documented where it is served.
+
+============================  ==========================  =============================================
+token                         id                          served by
+============================  ==========================  =============================================
+:data:`WorkerStatusService`   ``coding-agent.worker``     ``worker/status.py``: session, pid, models,
+                                                          reloads, sandbox, storage failure (``state``)
+:data:`SessionTreeService`    ``coding-agent.session-tree``  ``worker/tree_service.py``: ``/tree``,
+                                                          ``/label``, ``/rewind``
+:data:`ShellService`          ``coding-agent.shell``      ``worker/shell_service.py``: ``!cmd``
+:data:`ReloadService`         ``coding-agent.reload``     ``settings/package_reload.py``: ``/reload``
+============================  ==========================  =============================================
+
+Feature packages are not in this table: they are wired by their own service ids (each feature's
+``contract.py``), which the app names as strings where it must (``cli/headless.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, TypedDict
+
+from chord import Context, define_service
+
+__all__ = [
+    "SHELL_ENTRY_KIND",
+    "ReloadOutcome",
+    "ReloadRequests",
+    "ReloadService",
+    "SessionTreeApi",
+    "SessionTreeService",
+    "ShellService",
+    "WorkerStatusService",
+]
+
+WorkerStatusService = define_service("coding-agent.worker")
+"""The worker's status (remotable singleton): ``{"state": ReplicatedState}``
+(the document: :mod:`coding_agent.worker.status`)."""
+
+
+class SessionTreeApi(Protocol):
+    """The remotable contract of :data:`SessionTreeService` (:mod:`coding_agent.worker.tree_service`)."""
+
+    async def outline(self, ctx: Context) -> dict[str, Any]: ...
+
+    async def branch(self, conversation: int, at: int, ctx: Context) -> int: ...
+
+    async def label(self, conversation: int, at: int, name: str, ctx: Context) -> int: ...
+
+    async def visit(self, conversation: int, ctx: Context) -> None:
+        """The user switched to branch ``conversation``: recorded as the branch they are on."""
+        ...
+
+    async def rewind_plan(self, conversation: int, prompt: int, ctx: Context) -> list[Any]: ...
+
+    async def rewind(
+        self, conversation: int, prompt: int, mode: str, overwrite: list[str], ctx: Context
+    ) -> dict[str, Any]: ...
+
+
+SessionTreeService = define_service("coding-agent.session-tree", SessionTreeApi)
+"""The worker's session tree service (remotable singleton)."""
+
+ShellService = define_service("coding-agent.shell")
+"""The worker's ``!cmd`` runner (remotable singleton): ``state``, ``run``, ``abort``
+(:mod:`coding_agent.worker.shell_service`)."""
+
+SHELL_ENTRY_KIND = "coding-agent.shell"
+"""The entry kind of a ``!cmd``/``!!cmd`` the user ran (the transcript draws it)."""
+
+
+class ReloadOutcome(TypedDict):
+    """What became of one package in one ``/reload`` (JSON, crosses the wire)."""
+
+    package: str
+    outcome: Literal["reloaded", "added", "removed", "failed", "restart_required"]
+    ok: bool
+    message: str
+
+
+class ReloadRequests(Protocol):
+    """The remotable contract of :data:`ReloadService`."""
+
+    async def reload(self, ctx: Context) -> list[ReloadOutcome]:
+        """Re-scan and reload every facet package of the worker; one outcome per package."""
+        ...
+
+
+ReloadService = define_service("coding-agent.reload", ReloadRequests)
+"""The worker's ``/reload`` (remotable singleton): ``reload(ctx) -> list[ReloadOutcome]``
+(:mod:`coding_agent.settings.package_reload`)."""

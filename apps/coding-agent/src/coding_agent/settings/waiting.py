@@ -1,0 +1,131 @@
+"""What an untrusted project holds that waits for ``/trust``, named and counted.
+
+A project's own setup is read only once the user trusts its folder (:mod:`coding_agent.settings.
+trust`): its commands, skills, subagents, hooks, MCP servers, permission rules, system prompt
+files, config and facet packages. Leaving them out silently is how a Claude Code user's project
+"does not work" here; :func:`waiting_for_trust` lists what exists, so the TUI can say, in one
+line at start, what ``/trust`` would load::
+
+    This project's own setup waits for /trust: .claude/commands (57), .mcp.json (2 servers),
+    .claude/agents (4)
+
+Each :class:`Waiting` also says whether ``/trust`` loads it in the running session
+(``live``: commands and skills are scanned again, the system prompt files are read before each
+request) or whether it loads at the next start (subagents, hooks, MCP servers, permission rules,
+config and facet packages are set up when the session worker starts).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import msgspec
+
+from coding_agent.settings.trust import LOCAL_CONFIG_DIR, local_facets_dirs
+
+__all__ = ["Waiting", "describe_waiting", "waiting_for_trust"]
+
+
+class Waiting(msgspec.Struct, frozen=True):
+    """One kind of project setup that waits for trust: where it is, how many, of what."""
+
+    place: str
+    """The project-relative path (``.claude/commands``, ``.mcp.json``)."""
+    count: int
+    unit: str
+    """What is counted (``command``, ``server``); empty when counting means nothing."""
+    live: bool
+    """Whether ``/trust`` loads it in the running session (else at the next start)."""
+
+    def describe(self) -> str:
+        """``.claude/commands (57)``, ``.mcp.json (2 servers)``, ``.coding-agent/SYSTEM.md``."""
+        if not self.unit:
+            return self.place
+        if self.unit in ("command", "skill", "agent"):
+            return f"{self.place} ({self.count})"
+        return f"{self.place} ({self.count} {self.unit}{'' if self.count == 1 else 's'})"
+
+
+def _markdown_files(folder: Path) -> int:
+    count = 0
+    for _root, subfolders, files in os.walk(folder):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".") and d != "node_modules"]
+        count += sum(1 for name in files if name.endswith(".md"))
+    return count
+
+
+def _skills(folder: Path) -> int:
+    count = 0
+    for _root, subfolders, files in os.walk(folder):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".") and d != "node_modules"]
+        count += "SKILL.md" in files
+    return count
+
+
+def _json(path: Path) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _count_entries(value: object) -> int:
+    return len(value) if isinstance(value, (dict, list)) else 0  # pyright: ignore[reportUnknownArgumentType]
+
+
+def waiting_for_trust(root: str | os.PathLike[str]) -> list[Waiting]:
+    """What the project at ``root`` holds that is read only once it is trusted, in the order a
+    user cares about (module docstring). Unreadable or malformed files count as present with
+    nothing in them; nothing here raises."""
+    project = Path(root)
+    found: list[Waiting] = []
+
+    def add(place: str, count: int, unit: str, live: bool) -> None:
+        if count:
+            found.append(Waiting(place, count, unit, live))
+
+    for place in (".claude/commands", f"{LOCAL_CONFIG_DIR}/prompts", ".pi/prompts"):
+        add(place, _markdown_files(project / place), "command", True)
+    for place in (".claude/skills", f"{LOCAL_CONFIG_DIR}/skills", ".agents/skills"):
+        add(place, _skills(project / place), "skill", True)
+    for place in (".claude/agents", f"{LOCAL_CONFIG_DIR}/agents"):
+        add(place, _markdown_files(project / place), "agent", False)
+    mcp = _json(project / ".mcp.json")
+    if (project / ".mcp.json").is_file():
+        servers = mcp.get("mcpServers") if isinstance(mcp, dict) else None
+        add(".mcp.json", max(_count_entries(servers), 1), "server", False)
+    for place in (".claude/settings.json", ".claude/settings.local.json"):
+        settings = _json(project / place)
+        if not isinstance(settings, dict):
+            continue
+        hooks = settings.get("hooks")
+        add(
+            f"{place} hooks",
+            sum(_count_entries(v) for v in hooks.values()) if isinstance(hooks, dict) else 0,  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            "hook",
+            False,
+        )
+        permissions = settings.get("permissions")
+        rules = (
+            sum(
+                _count_entries(permissions.get(kind))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+                for kind in ("allow", "ask", "deny")
+            )
+            if isinstance(permissions, dict)
+            else 0
+        )
+        add(f"{place} permissions", rules, "rule", False)
+    for name in ("SYSTEM.md", "APPEND_SYSTEM.md"):
+        if (project / LOCAL_CONFIG_DIR / name).is_file():
+            found.append(Waiting(f"{LOCAL_CONFIG_DIR}/{name}", 1, "", True))
+    if (project / LOCAL_CONFIG_DIR / "config.toml").is_file():
+        found.append(Waiting(f"{LOCAL_CONFIG_DIR}/config.toml", 1, "", False))
+    add(f"{LOCAL_CONFIG_DIR}/facets", len(local_facets_dirs(project)), "package", False)
+    return found
+
+
+def describe_waiting(items: list[Waiting]) -> str:
+    """``.claude/commands (57), .mcp.json (2 servers)``: the items, comma-separated."""
+    return ", ".join(item.describe() for item in items)

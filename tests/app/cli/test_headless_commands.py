@@ -1,0 +1,112 @@
+"""``-p "/greet Bob"`` expands the template as Claude Code and pi do (issue 39 deliver 2), through
+the real binary: a command from ``~/.claude/commands`` (``$CLAUDE_CONFIG_DIR``), namespaced
+sub-folders, ``!`cmd``` only with ``--approve allow`` or ``allowed-tools``, and skills."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+pytestmark = pytest.mark.anyio
+
+BINARY = Path(sys.executable).with_name("coding-agent")
+TIMEOUT = 120
+
+
+def _user_message(stdout: bytes) -> str:
+    lines = [json.loads(line) for line in stdout.decode().splitlines()]
+    (user,) = [
+        line["entry"] for line in lines
+        if line["type"] == "entry.added" and line["entry"]["kind"] == "pi.user"
+    ]  # fmt: skip
+    content = user["model"][0]["content"]
+    return content if isinstance(content, str) else "".join(b["text"] for b in content)
+
+
+async def _run(
+    project: Path, env: dict[str, str], *args: str
+) -> subprocess.CompletedProcess[bytes]:
+    script = project.parent / "faux-script.json"
+    script.write_text(json.dumps([{"text": "ok"}]))
+    with anyio.fail_after(TIMEOUT):
+        return await anyio.run_process(
+            [str(BINARY), "--faux-script", str(script), *args],
+            env=env, cwd=project, check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def commands(agent_env: dict[str, str]) -> Path:
+    folder = Path(agent_env["CLAUDE_CONFIG_DIR"]) / "commands"
+    folder.mkdir(parents=True)
+    return folder
+
+
+async def test_a_claude_code_command_is_expanded_with_the_arguments_as_typed(
+    project: Path, agent_env: dict[str, str], commands: Path
+) -> None:
+    (commands / "greet.md").write_text(
+        "---\nargument-hint: [name] [mood]\n---\nGreet $1 warmly. Everything: $ARGUMENTS\n"
+    )
+    (commands / "git").mkdir()
+    (commands / "git" / "summary.md").write_text("Summarise the branch $1.\n")
+    result = await _run(project, agent_env, "--json", '/greet Bob "very  happy"')
+    assert result.returncode == 0, result.stderr.decode()
+    assert _user_message(result.stdout) == 'Greet Bob warmly. Everything: Bob "very  happy"'
+    result = await _run(project, agent_env, "--json", "/git:summary main")
+    assert _user_message(result.stdout) == "Summarise the branch main."
+    # A prompt that only looks like a command is sent as written.
+    result = await _run(project, agent_env, "--json", "/etc/hosts looks odd")
+    assert _user_message(result.stdout) == "/etc/hosts looks odd"
+
+
+async def test_a_commands_shell_command_runs_only_when_allowed(
+    project: Path, agent_env: dict[str, str], commands: Path
+) -> None:
+    (commands / "status.md").write_text("State:\n!`echo ran > marker.txt; echo fine`\nAnswer.\n")
+    result = await _run(project, agent_env, "--json", "/status")
+    assert result.returncode == 3
+    assert result.stderr.decode() == (
+        f"coding-agent: error: /status runs `echo ran > marker.txt; echo fine` first "
+        f"({commands / 'status.md'}), and -p/--json asks nobody; allow it with --approve allow, "
+        "or with allowed-tools: Bash(echo:*) in the template\n"
+    )
+    assert not (project / "marker.txt").exists()
+    result = await _run(project, agent_env, "--approve", "allow", "--json", "/status")
+    assert result.returncode == 0, result.stderr.decode()
+    assert _user_message(result.stdout) == "State:\nfine\nAnswer."
+    assert (project / "marker.txt").read_text() == "ran\n"
+    (commands / "branch.md").write_text(
+        "---\nallowed-tools: Bash(git branch:*)\n---\nOn !`git branch --show-current`.\n"
+    )
+    await anyio.run_process(["git", "init", "-q", "-b", "trunk"], cwd=project)
+    result = await _run(project, agent_env, "--json", "/branch")
+    assert result.returncode == 0, result.stderr.decode()
+    assert _user_message(result.stdout) == "On trunk."
+
+
+async def test_a_skill_is_expanded_in_headless_mode(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    skill = Path(agent_env["CLAUDE_CONFIG_DIR"]) / "skills" / "tidy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: tidy\ndescription: Tidy up.\n---\nRemove dead code.\n"
+    )
+    result = await _run(project, agent_env, "--json", "/skill:tidy src/")
+    assert result.returncode == 0, result.stderr.decode()
+    message = _user_message(result.stdout)
+    assert message.startswith('<skill name="tidy"') and "Remove dead code." in message
+    assert message.endswith("src/")

@@ -1,0 +1,203 @@
+"""Memory files as Claude Code and pi users write them (issue 39 deliver 3): both names, the
+user's own files, ``.claude/CLAUDE.md`` and ``CLAUDE.local.md``, ``@path`` imports, and a
+sub-folder's files once the agent works there; each with why it is read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coding_agent.context.context_files import (
+    MAX_IMPORT_DEPTH,
+    scan_context_files,
+    touched_folders,
+)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> dict[str, str]:
+    """An environment whose HOME and XDG_CONFIG_HOME are empty folders of the test."""
+    (tmp_path / "home").mkdir()
+    (tmp_path / "config").mkdir()
+    return {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    return repo
+
+
+def _read(repo: Path, env: dict[str, str], **kwargs: object) -> list[tuple[str, str]]:
+    scanned = scan_context_files(repo, env=env, **kwargs)  # type: ignore[arg-type]
+    root = str(repo.parent)
+    return [
+        (f.path.removeprefix(root + "/"), f.content.strip())
+        for f in scanned.files
+        if f.path.startswith(root)
+    ]
+
+
+def test_user_memory_comes_first_then_the_project_then_local_notes(
+    tmp_path: Path, repo: Path, home: dict[str, str]
+) -> None:
+    (tmp_path / "home" / ".claude").mkdir()
+    (tmp_path / "home" / ".claude" / "CLAUDE.md").write_text("claude code memory\n")
+    (tmp_path / "home" / ".pi" / "agent").mkdir(parents=True)
+    (tmp_path / "home" / ".pi" / "agent" / "AGENTS.md").write_text("pi memory\n")
+    (tmp_path / "config" / "coding-agent").mkdir()
+    (tmp_path / "config" / "coding-agent" / "AGENTS.md").write_text("our memory\n")
+    (repo / "AGENTS.md").write_text("project rules\n")
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "CLAUDE.md").write_text("claude folder rules\n")
+    (repo / "CLAUDE.local.md").write_text("my local notes\n")
+    scanned = scan_context_files(repo, env=home)
+    assert [
+        (f.path.removeprefix(str(tmp_path) + "/"), f.content.strip(), f.reason)
+        for f in scanned.files
+        if f.path.startswith(str(tmp_path))
+    ] == [
+        ("home/.claude/CLAUDE.md", "claude code memory", "your Claude Code memory"),
+        ("home/.pi/agent/AGENTS.md", "pi memory", "your pi memory"),
+        ("config/coding-agent/AGENTS.md", "our memory", "your memory"),
+        ("repo/AGENTS.md", "project rules", f"the project ({repo})"),
+        ("repo/.claude/CLAUDE.md", "claude folder rules", f"the project ({repo})"),
+        ("repo/CLAUDE.local.md", "my local notes", f"the project ({repo})"),
+    ]
+
+
+def test_a_link_a_copy_or_an_import_of_agents_md_is_read_once(
+    repo: Path, home: dict[str, str]
+) -> None:
+    (repo / "AGENTS.md").write_text("the rules\n")
+    (repo / "CLAUDE.md").symlink_to(repo / "AGENTS.md")
+    assert _read(repo, home) == [("repo/AGENTS.md", "the rules")]
+    (repo / "CLAUDE.md").unlink()
+    (repo / "CLAUDE.md").write_text("the rules\n")
+    assert _read(repo, home) == [("repo/AGENTS.md", "the rules")]
+    (repo / "CLAUDE.md").write_text("@AGENTS.md\n")
+    assert _read(repo, home) == [("repo/AGENTS.md", "the rules")]
+
+
+def test_imports_follow_the_importing_file_relative_to_it(repo: Path, home: dict[str, str]) -> None:
+    (repo / "docs").mkdir()
+    (repo / "docs" / "style.md").write_text("Use tabs. See @more.md\n")
+    (repo / "docs" / "more.md").write_text("Wrap at 100.\n")
+    (repo / "AGENTS.md").write_text(
+        "Rules: @docs/style.md\n`@docs/ignored.md` and\n```\n@docs/also-ignored.md\n```\n"
+        "mail me@example.com, ask @alice\n"
+    )
+    (repo / "docs" / "ignored.md").write_text("in a code span\n")
+    (repo / "docs" / "also-ignored.md").write_text("in a fence\n")
+    scanned = scan_context_files(repo, env=home)
+    files = [f for f in scanned.files if f.path.startswith(str(repo))]
+    assert [Path(f.path).relative_to(repo).as_posix() for f in files] == [
+        "AGENTS.md",
+        "docs/style.md",
+        "docs/more.md",
+    ]
+    assert files[0].content.startswith("Rules: @docs/style.md")  # the @path stays where it was
+    assert files[1].reason == f"imported by {repo / 'AGENTS.md'}"
+    assert files[2].reason == f"imported by {repo / 'docs' / 'style.md'}"
+
+
+def test_an_import_cycle_and_a_chain_too_deep_are_cut_with_the_reason(
+    repo: Path, home: dict[str, str]
+) -> None:
+    (repo / "a.md").write_text("A @b.md\n")
+    (repo / "b.md").write_text("B @a.md\n")
+    (repo / "AGENTS.md").write_text("start @a.md\n")
+    scanned = scan_context_files(repo, env=home)
+    assert [Path(f.path).name for f in scanned.files if f.path.startswith(str(repo))] == [
+        "AGENTS.md",
+        "a.md",
+        "b.md",
+    ]
+    assert [(Path(s.path).name, s.reason) for s in scanned.skipped] == [
+        ("a.md", f"imported by {repo / 'b.md'} in a cycle: not read again")
+    ]
+    for n in range(MAX_IMPORT_DEPTH + 2):
+        (repo / f"d{n}.md").write_text(f"level {n} @d{n + 1}.md\n")
+    (repo / "AGENTS.md").write_text("deep @d0.md\n")
+    scanned = scan_context_files(repo, env=home)
+    levels = [Path(f.path).name for f in scanned.files if Path(f.path).name.startswith("d")]
+    assert levels == [f"d{n}.md" for n in range(MAX_IMPORT_DEPTH)]
+    (deep,) = [s for s in scanned.skipped if "deep" in s.reason]
+    assert Path(deep.path).name == f"d{MAX_IMPORT_DEPTH}.md"
+    assert deep.reason.endswith(f"more than {MAX_IMPORT_DEPTH} imports deep")
+
+
+def test_a_projects_file_cannot_import_a_file_outside_the_project(
+    tmp_path: Path, repo: Path, home: dict[str, str]
+) -> None:
+    secret = tmp_path / "home" / ".ssh" / "id_rsa"
+    secret.parent.mkdir(mode=0o700)
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    (repo / "AGENTS.md").write_text("Also read @~/.ssh/id_rsa and @../outside.md\n")
+    (tmp_path / "outside.md").write_text("outside\n")
+    scanned = scan_context_files(repo, env={**home})
+    assert all("PRIVATE KEY" not in f.content for f in scanned.files)
+    assert all(f.content != "outside\n" for f in scanned.files)
+    reasons = [s.reason for s in scanned.skipped]
+    assert len(reasons) == 2
+    assert all("a project's files import only files inside it" in r for r in reasons)
+
+
+def test_your_own_memory_may_import_your_files(
+    tmp_path: Path, repo: Path, home: dict[str, str]
+) -> None:
+    (tmp_path / "home" / ".claude").mkdir()
+    (tmp_path / "home" / "notes.md").write_text("my notes\n")
+    (tmp_path / "home" / ".claude" / "CLAUDE.md").write_text("see @~/notes.md\n")
+    scanned = scan_context_files(repo, env=home)
+    assert [f.content.strip() for f in scanned.files if f.path.startswith(str(tmp_path))] == [
+        "see @~/notes.md",
+        "my notes",
+    ]
+
+
+def test_a_subfolders_files_join_once_the_agent_works_there(
+    repo: Path, home: dict[str, str]
+) -> None:
+    (repo / "AGENTS.md").write_text("root\n")
+    (repo / "pkg" / "deep").mkdir(parents=True)
+    (repo / "pkg" / "CLAUDE.md").write_text("pkg rules\n")
+    (repo / "pkg" / "deep" / "AGENTS.md").write_text("deep rules\n")
+    (repo / "other").mkdir()
+    (repo / "other" / "AGENTS.md").write_text("other rules\n")
+    assert _read(repo, home) == [("repo/AGENTS.md", "root")]
+    messages = [
+        {"role": "user", "content": "fix it"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "reading"},
+                {
+                    "type": "toolCall",
+                    "id": "1",
+                    "name": "read",
+                    "arguments": {"path": "pkg/deep/x.py"},
+                },
+                {
+                    "type": "toolCall",
+                    "id": "2",
+                    "name": "bash",
+                    "arguments": {"command": "ls other"},
+                },
+            ],
+        },
+    ]
+    touched = touched_folders(messages, repo)
+    assert touched == {str((repo / "pkg" / "deep").resolve())}
+    scanned = scan_context_files(repo, env=home, touched=touched)
+    assert [
+        (Path(f.path).relative_to(repo).as_posix(), f.reason)
+        for f in scanned.files
+        if f.path.startswith(str(repo))
+    ] == [
+        ("AGENTS.md", f"the project ({repo.resolve()})"),
+        ("pkg/CLAUDE.md", "the agent worked in pkg/"),
+        ("pkg/deep/AGENTS.md", "the agent worked in pkg/deep/"),
+    ]

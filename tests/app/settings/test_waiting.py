@@ -1,0 +1,49 @@
+"""What an untrusted project holds that waits for /trust (issue 39 deliver 5), counted from the
+files as Claude Code, pi and this agent lay them out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from coding_agent.settings.waiting import describe_waiting, waiting_for_trust
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_every_kind_of_project_setup_is_named_with_its_count(tmp_path: Path) -> None:
+    for name in ("a.md", "tools/b.md", "tools/deep/c.md", "notes.txt"):
+        _write(tmp_path / ".claude/commands" / name, "x\n")
+    _write(tmp_path / ".pi/prompts/p.md", "x\n")
+    _write(tmp_path / ".claude/skills/one/SKILL.md", "x\n")
+    _write(tmp_path / ".agents/skills/two/SKILL.md", "x\n")
+    _write(tmp_path / ".claude/agents/reviewer.md", "x\n")
+    _write(tmp_path / ".mcp.json", json.dumps({"mcpServers": {"a": {}, "b": {}, "c": {}}}))
+    hooks = {"PreToolUse": [{"matcher": "Bash", "hooks": []}], "Stop": [{"hooks": []}]}
+    rules = {"allow": ["Bash(npm test)"], "deny": ["Read(.env)", "Bash(rm:*)"]}
+    _write(tmp_path / ".claude/settings.json", json.dumps({"hooks": hooks, "permissions": rules}))
+    _write(tmp_path / ".coding-agent/SYSTEM.md", "x\n")
+    (tmp_path / ".coding-agent/facets/pkg").mkdir(parents=True)
+    waiting = waiting_for_trust(tmp_path)
+    assert describe_waiting(waiting) == (
+        ".claude/commands (3), .pi/prompts (1), .claude/skills (1), .agents/skills (1), "
+        ".claude/agents (1), .mcp.json (3 servers), .claude/settings.json hooks (2 hooks), "
+        ".claude/settings.json permissions (3 rules), .coding-agent/SYSTEM.md, "
+        ".coding-agent/facets (1 package)"
+    )
+    assert [w.place for w in waiting if w.live] == [
+        ".claude/commands", ".pi/prompts", ".claude/skills", ".agents/skills",
+        ".coding-agent/SYSTEM.md",
+    ]  # fmt: skip
+
+
+def test_an_empty_project_and_malformed_files_wait_for_nothing_they_cannot_count(
+    tmp_path: Path,
+) -> None:
+    assert waiting_for_trust(tmp_path) == []
+    _write(tmp_path / ".mcp.json", "{not json")
+    _write(tmp_path / ".claude/settings.json", "[]")
+    assert describe_waiting(waiting_for_trust(tmp_path)) == ".mcp.json (1 server)"
