@@ -69,12 +69,16 @@ async def test_export_writes_the_branch_the_user_is_on_and_warns_on_an_empty_one
     assert code == 0 and warning == ""
     assert "the second question" in page and "Second answer." in page
 
+    # --branch takes the number users see: the rewind branch was made second
     code, page, warning = await _export(
-        agent_env, session.cwd, session.id, "--branch", str(rewound), "-o", "-"
+        agent_env, session.cwd, session.id, "--branch", "2", "-o", "-"
     )
     assert code == 0
-    assert "the second question" not in page
-    assert f"warning: branch {rewound} of session {session.id} has no prompt or answer" in warning
+    assert "the second question" not in page and "branch 2" in page
+    assert f"warning: branch 2 of session {session.id} has no prompt or answer" in warning
+    code, _, error = await _export(agent_env, session.cwd, session.id, "--branch", "3")
+    assert code == 2
+    assert f"session {session.id} has no branch 3 (its branches: 1 to 2;" in error
 
 
 async def test_exporting_a_session_with_no_conversation_says_so(
