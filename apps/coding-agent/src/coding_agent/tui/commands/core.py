@@ -150,7 +150,15 @@ def commands_facet(client: RemoteConversationClient, *, models: Sequence[str] = 
             except Exception as error:  # the worker's own codes: nothing was written
                 code = getattr(error, "code", None)
                 if code == "nothing_to_compact":
-                    return "Nothing to compact yet"
+                    view = client.view.value
+                    config = view.get("config") if isinstance(view, dict) else None
+                    keep = config.get("keepRecent") if isinstance(config, dict) else None
+                    kept = f"{keep:,} tokens" if type(keep) is int else "tokens"
+                    return (
+                        f"Nothing to compact yet: compaction summarises what comes before the "
+                        f"newest {kept}, which it keeps word for word, and the whole "
+                        "conversation still fits in them"
+                    )
                 if code == "compaction_running":
                     return ("A compaction is already running", "warning")
                 raise
