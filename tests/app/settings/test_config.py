@@ -154,6 +154,7 @@ def test_coding_agent_config_prints_each_value_and_where_it_came_from(
     out = capsys.readouterr().out
     assert f"# (no {user_file}: create it to configure the agent)" in out
     assert "model = faux/faux-1" in out and "# default (no API key or base URL set)" in out
+    assert any(" ".join(t.split()) == "theme = dark # default" for t in out.splitlines())
 
     user_file.write_text(LOCAL.format(url="http://127.0.0.1:1/v1"))
     monkeypatch.setenv("LOCAL_LLM_KEY", "sekrit")

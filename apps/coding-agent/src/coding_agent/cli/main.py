@@ -575,6 +575,7 @@ def _print_config(cwd: Path) -> int:
         model, origin = config.model or "?", f"error: {error}"
     show("model", model, origin)
     show("thinking", config.thinking or "off", config.origin.get("thinking", "default"))
+    show("theme", config.theme or "dark", config.origin.get("theme", "default"))
     environment = {
         f"providers.{name}.{field}": variable
         for (name, field), variable in provider_variables().items()
