@@ -91,7 +91,13 @@ def test_export_jsonl_and_html(made: dict[str, Any], tmp_path: Path, capsys: Any
     out = tmp_path / "out.jsonl"
     assert main(["export", session.id[:15], "--format", "jsonl", "-o", str(out)]) == 0
     header, *entries = [json.loads(line) for line in out.read_text().splitlines()]
-    assert header == {"type": "session", "id": session.id, "cwd": str(session.cwd), "branch": 1}
+    assert header == {
+        "type": "session",
+        "id": session.id,
+        "cwd": str(session.cwd),
+        "branch": 1,  # the number users see
+        "conversation": 1,  # the internal id
+    }
     assert [e["kind"] for e in entries].count("pi.user") == 1
     page = tmp_path / "page.html"
     assert main(["export", session.id, "-o", str(page)]) == 0
