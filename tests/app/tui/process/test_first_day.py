@@ -56,3 +56,38 @@ def test_the_faux_model_says_it_is_an_offline_demo_and_quit_names_the_command_th
     done = terminal.wait_text("one", "EXITED 0")
     line = next(text for text in done.splitlines() if "continue it with:" in text)
     assert line.split("continue it with: ")[1].startswith(hint + " ")
+
+
+def test_attach_starts_a_worker_when_the_session_has_none(
+    terminal: Terminal,  # noqa: F811 - the fixture imported above
+    project: Path,
+    agent_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    """The TUI and the worker both died: ``attach`` starts a worker instead of refusing."""
+    import json
+    import subprocess
+
+    from coding_agent.session_files.folders import list_sessions
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "Remembered."}]))
+    done = subprocess.run(
+        [str(BINARY), "--faux-script", str(script), "-p", "remember the milk"],
+        cwd=project,
+        env=agent_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    [session] = list_sessions(env=agent_env)
+    assert not session.worker_running()
+    terminal.start("one", project, f"{BINARY} attach {session.id}")
+    screen = terminal.wait_text("one", "Remembered.")
+    assert "remember the milk" in screen
+    assert session.worker_running()
+    terminal.type("one", "/stop")
+    terminal.press("one", "Enter")
+    ended = terminal.wait_text("one", "EXITED 0")
+    assert f"session {session.id} had no running worker: starting one" in ended

@@ -417,15 +417,18 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]
         if args.session:
             session = open_session(args.session)
         else:
-            running = [s for s in list_sessions(cwd, on_broken=_warn_broken) if s.worker_running()]
-            if not running:
-                raise _UsageError(
-                    f"no running session in {cwd} to attach to (name one: attach SESSION)"
-                )
-            session = running[0]
+            found = list_sessions(cwd, on_broken=_warn_broken)
+            running = [s for s in found if s.worker_running()]
+            if not found:
+                raise _UsageError(f"no session in {cwd} to attach to (name one: attach SESSION)")
+            session = running[0] if running else found[0]
         if not session.worker_running():
-            raise _UsageError(
-                f"session {session.id} has no running worker (use --resume {session.id})"
+            # the TUI and its worker both died (or the worker lingered out): start one, as
+            # --resume does, rather than refuse
+            check_writable(session)
+            print(
+                f"coding-agent: session {session.id} had no running worker: starting one",
+                file=sys.stderr,
             )
         return session, False
     if args.continue_:
