@@ -354,7 +354,7 @@ class TextualTui:
         except ContextCancelled:
             pass
         except Exception as exc:
-            self.notify(f"/{name} failed: {exc}", severity="error")
+            self.notify(f"/{name} failed: {_where_it_failed(exc)}", severity="error")
         return True
 
     def mount_panel(self, panel_id: str, factory: Callable[[], Widget]) -> Callable[[], None]:
@@ -539,3 +539,20 @@ async def run_app_with_facets(
             if inspect.isawaitable(result):
                 await result
         await app.run_async(**run_options)
+
+
+def _where_it_failed(exc: BaseException) -> str:
+    """A command's error as its author needs it: the exception's type and message, and the
+    file and line where it was raised (the innermost frame of its traceback), e.g.
+    ``ZeroDivisionError: division by zero (my_feature/plugin.py:42 in bump)``."""
+    import os
+    import traceback
+
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return text
+    frame = frames[-1]
+    parts = os.path.normpath(frame.filename).split(os.sep)
+    shown = os.sep.join(parts[-2:]) if len(parts) > 1 else frame.filename
+    return f"{text} ({shown}:{frame.lineno} in {frame.name})"
