@@ -543,13 +543,18 @@ async def run_app_with_facets(
 
 def _where_it_failed(exc: BaseException) -> str:
     """A command's error as its author needs it: the exception's type and message, and the
-    file and line where it was raised (the innermost frame of its traceback), e.g.
+    file and line where it was raised (the innermost frame of its traceback outside chord), e.g.
     ``ZeroDivisionError: division by zero (my_feature/plugin.py:42 in bump)``."""
     import os
     import traceback
 
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    frames = traceback.extract_tb(exc.__traceback__)
+    chord_dir = os.path.dirname(os.path.abspath(__file__))
+    frames = [  # the command's own code, not chord's plumbing a remote call went through
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not os.path.abspath(f.filename).startswith(chord_dir + os.sep)
+    ]
     if not frames:
         return text
     frame = frames[-1]
