@@ -579,6 +579,11 @@ def _print_config(cwd: Path) -> int:
     show("model", model, origin)
     show("thinking", config.thinking or "off", config.origin.get("thinking", "default"))
     show("theme", config.theme or "dark", config.origin.get("theme", "default"))
+    show(
+        "permission_mode",
+        config.permission_mode or "ask",
+        config.origin.get("permission_mode", "default (new sessions; --permission-mode overrides)"),
+    )
     environment = {
         f"providers.{name}.{field}": variable
         for (name, field), variable in provider_variables().items()
@@ -770,8 +775,14 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         from coding_agent.settings.trust import TrustStore
 
         TrustStore.default().load()  # a corrupt trust file stops us before a session is made
-        load_config(cwd)  # an invalid config.toml too (the worker reads it again)
+        files = load_config(cwd)  # an invalid config.toml too (the worker reads it again)
         prompt = _read_prompt(args, sys.stdin) if headless else ""
+        if (
+            args.permission_mode is None
+            and files.permission_mode is not None
+            and not (args.continue_ or args.resume is not None or args.command == "attach")
+        ):  # a new session starts in the config's mode; one resumed keeps its own
+            args.permission_mode = files.permission_mode
         session, new = _choose_session(args, cwd)
         if args.name:
             # lazy: start-up time (the command line imports only what the chosen command runs)
