@@ -257,5 +257,7 @@ def test_a_default_permission_mode_in_the_user_config_starts_new_sessions_in_it(
     local = project / ".coding-agent" / "config.toml"
     local.parent.mkdir()
     local.write_text('permission_mode = "auto"\n')
-    with pytest.raises(ConfigError, match="only your own config.toml may set the permission mode"):
+    with pytest.raises(
+        ConfigError, match=r"only your own config\.toml may set the permission mode"
+    ):
         load_config(project, env=env, trusted=True)
