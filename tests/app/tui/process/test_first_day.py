@@ -56,6 +56,11 @@ def test_the_faux_model_says_it_is_an_offline_demo_and_quit_names_the_command_th
     done = terminal.wait_text("one", "EXITED 0")
     line = next(text for text in done.splitlines() if "continue it with:" in text)
     assert line.split("continue it with: ")[1].startswith(hint + " ")
+    # opened and left untouched: no activity recorded (it keeps its creation time, item 1)
+    from coding_agent.session_files.folders import list_sessions
+
+    [session] = list_sessions(env=terminal.env)
+    assert not session.activity_path.exists()
 
 
 def test_attach_starts_a_worker_when_the_session_has_none(
