@@ -171,3 +171,16 @@ daemon_threads
 # coding_agent.worker.providers.presets: the delta field a preset streams reasoning in (the
 # table documents it; the adapter reads both fields; the preset tests check it)
 _.thinking_field
+
+# pico3's view records (pico3.session_data.view_records): wire fields a client of the view reads
+_.synthesized
+_.retry_at
+_.continued_by
+
+# coding_agent.acp.agent.CodingAgentAcp: the ACP SDK's router calls the Agent protocol's methods
+# by the JSON-RPC method name (initialize, session/new, session/set_mode, ...)
+_.on_connect
+_.authenticate
+_.new_session
+_.set_session_mode
+_.set_config_option

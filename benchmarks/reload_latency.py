@@ -1,7 +1,7 @@
 """Hot reload latency: from writing a changed file to the new generation answering calls.
 
 A small facet package is written to a temporary folder and loaded into a real facet host; a
-:class:`~chord.packages.ReloadCoordinator` watches it. Each of 50 edits rewrites the submodule that
+:class:`~chord.facet_packages.ReloadCoordinator` watches it. Each of 50 edits rewrites the submodule that
 decides what the service answers, and the clock stops when the consumer's (unchanged) singleton
 handle returns the new answer. The time includes the watcher's batching (``step_ms``), the import
 of a fresh generation, and the host's reload.
@@ -25,13 +25,13 @@ from typing import Any
 
 import anyio
 
-from chord.facets import create_facet_host, define_facet
-from chord.packages import (
+from chord.facet_packages import (
     ReloadCoordinator,
     ReloadReport,
     facet_package_from_folder,
     load_generation,
 )
+from chord.facets import create_facet_host, define_facet
 from chord.services import define_service
 
 EDITS = 50
@@ -55,7 +55,7 @@ FILES = {
         'session_facet = define_facet("bench/echo", lambda env: env.provide(Echo, _Echo()))\n'
     ),
     "src/bench_echo/plugin.py": (
-        "from chord.packages import hookimpl\n\nfrom .session import session_facet\n\n\n"
+        "from chord import hookimpl\n\nfrom .session import session_facet\n\n\n"
         "@hookimpl\ndef chord_facets(host):\n    return [session_facet]\n"
     ),
 }

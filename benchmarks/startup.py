@@ -27,7 +27,7 @@ Bytecode: every process of the run (the baselines too) caches compiled modules i
 unmeasured first, so the figures are those of an installed app after its first run; with
 ``--cold`` nothing is cached and every process compiles every module it imports from source.
 (Facet modules are read from source at every load; their compiles are kept by source hash in a
-private ``CHORD_CODE_CACHE``, which ``--cold`` turns off: see ``chord.packages.codecache``.)
+private ``CHORD_CODE_CACHE``, which ``--cold`` turns off: see ``chord.facet_packages.codecache``.)
 
 Targets (issue 15): ``--help``/``--version`` <= 0.15 s; first request <= 0.5 s on both paths;
 ``-p`` stream consumption >= 30k tokens/s on both paths; worker start -> serving <= 0.4 s empty,

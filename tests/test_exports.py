@@ -23,7 +23,12 @@ PUBLIC: dict[str, frozenset[str]] = {
             "DEFAULT_DENY_READ",
             "OUTSIDE_HINT",
             "SANDBOX_SERVICE",
+            "SANDBOX_MODE_SERVICE",
             "Sandbox",
+            "SandboxMode",
+            "commands_sandbox",
+            "ATTENDANCE_SERVICE",
+            "Attendance",
             "SandboxPolicy",
             "SandboxStatus",
             "explain_refusal",
@@ -58,7 +63,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "Faulted",
             "Forbidden",
             "ForkSpecJson",
-            "GENERATION_KIND",
+            "MODEL_CALL_KIND",
             "HARNESS_FACET_ID",
             "Harness",
             "HarnessHandle",
@@ -132,6 +137,32 @@ PUBLIC: dict[str, frozenset[str]] = {
             "UnknownTask",
             "ViewEvent",
             "Watch",
+            "AssistantData",
+            "AssistantEntry",
+            "CompactionStatus",
+            "CustomEntry",
+            "ModelCallStatus",
+            "HandoffEntry",
+            "NoticeEntry",
+            "QueuedInput",
+            "ResetEntry",
+            "SummaryEntry",
+            "SystemEntry",
+            "ToolResultData",
+            "ToolResultEntry",
+            "ToolSlot",
+            "UsageData",
+            "UsageEntry",
+            "UserData",
+            "UserEntry",
+            "View",
+            "ViewConversation",
+            "ViewDecoder",
+            "ViewEntry",
+            "ViewParent",
+            "ViewTask",
+            "ViewTurn",
+            "view_from_json",
             "conversation_json",
             "create_owned",
             "define_entry",
@@ -157,7 +188,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "AssistantMessage",
             "Cost",
             "Deferred",
-            "DeferringProvider",
+            "DeferringModelProvider",
             "DoneEvent",
             "ErrorEvent",
             "FAUX_MODEL",
@@ -173,8 +204,8 @@ PUBLIC: dict[str, frozenset[str]] = {
             "MessageBuilder",
             "ModelCost",
             "ModelInfo",
-            "Provider",
-            "ProviderError",
+            "ModelProvider",
+            "ModelProviderError",
             "Request",
             "RetryPolicy",
             "Sleep",
@@ -318,20 +349,30 @@ PUBLIC: dict[str, frozenset[str]] = {
         {
             "ARMING_SECONDS",
             "CLOSED_NOTICE",
+            "Arg",
+            "ArgumentError",
+            "Arguments",
+            "BoundCommand",
             "Choice",
             "ChoiceScreen",
+            "Command",
+            "CommandError",
             "CommandHandler",
+            "CommandOutcome",
             "ConfirmScreen",
             "DialogScreen",
             "KeyBinding",
             "KeyHandler",
             "Modal",
+            "Notice",
             "Severity",
             "SlashCommand",
             "TextualTui",
             "Tui",
             "TuiService",
             "inert_text",
+            "register_commands",
+            "report_command_error",
             "run_app_with_facets",
             "show_dialogs",
             "tui_facet",
@@ -500,14 +541,14 @@ def test_the_harness_service_token_and_the_harness_class_have_distinct_names() -
     assert isinstance(pico3.ConversationService, Service)
     assert pico3.ConversationService.id == "pi.conversation"
     # the old token name, which collided with the class, is gone
-    import pico3.chord
+    import pico3.facets
 
-    assert not hasattr(pico3.chord, "Harness")
+    assert not hasattr(pico3.facets, "Harness")
 
 
 def test_the_notice_kind_is_the_one_core_kind_a_feature_may_write() -> None:
     from pico3 import NOTICE_KIND, EntryRejected, NewEntry
-    from pico3.datamodel import check_new_entry
+    from pico3.session_data import check_new_entry
 
     assert NOTICE_KIND == "pi.notice"
     message = {"role": "user", "content": "the job finished"}

@@ -140,7 +140,7 @@ def test_a_deep_import_breaks_the_contract_and_is_named(tmp_path: Path) -> None:
 def test_the_new_facet_template_imports_only_the_public_api(tmp_path: Path) -> None:
     import ast
 
-    from chord.packages.scaffold import new_facet_package
+    from chord.facet_packages.scaffold import new_facet_package
 
     target = new_facet_package("probe-feature", tmp_path / "probe-feature")
     sources = sorted(target.rglob("*.py"))

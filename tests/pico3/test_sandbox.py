@@ -14,9 +14,13 @@ import pytest
 
 from pico3 import (
     OUTSIDE_HINT,
+    SANDBOX_MODE_SERVICE,
+    SANDBOX_SERVICE,
     Sandbox,
+    SandboxMode,
     SandboxPolicy,
     SandboxStatus,
+    commands_sandbox,
     domain_allowed,
     explain_refusal,
     job_input,
@@ -104,3 +108,19 @@ def test_domains_match_exactly_or_under_a_wildcard() -> None:
     assert domain_allowed("files.pythonhosted.org", allow)
     assert not domain_allowed("pythonhosted.org", allow)  # the wildcard means a subdomain
     assert not domain_allowed("evilpypi.org", allow) and not domain_allowed("pypi.org.evil", allow)
+
+
+@needs_bwrap
+def test_commands_run_inside_when_enforced_or_while_the_mode_is_sandbox(tmp_path: Path) -> None:
+    policy = _policy(tmp_path)
+    optional, enforced = Sandbox(policy), Sandbox(policy, enforced=True)
+    mode = SandboxMode()
+    assert commands_sandbox({}) is None
+    assert commands_sandbox({SANDBOX_SERVICE: enforced}) is enforced
+    assert commands_sandbox({SANDBOX_SERVICE: optional, SANDBOX_MODE_SERVICE: mode}) is None
+    mode.active = True  # the approval feature: the session's mode became ``sandbox``
+    assert commands_sandbox({SANDBOX_SERVICE: optional, SANDBOX_MODE_SERVICE: mode}) is optional
+    assert (
+        commands_sandbox({SANDBOX_SERVICE: SandboxStatus(False, "no"), SANDBOX_MODE_SERVICE: mode})
+        is None
+    )

@@ -3,7 +3,7 @@
 One session worker, many subagents, many attached clients, one of them slow (issue 9 item 3).
 
 The worker
-    The real harness session facet (:func:`pico3.chord.harness_session_facet`) on
+    The real harness session facet (:func:`pico3.facets.harness_session_facet`) on
     ``JsonlStorage(fsync=False)``, its remotable services (``pi.conversation``) served over a Unix
     socket by :func:`chord.wire.provider_handler` with a bounded per-client ``queue_limit``. The
     worker lives in this process; the clients reach it only through the socket.
@@ -56,7 +56,7 @@ from chord.transport import FrameConnection, serve_unix
 from chord.transport.unix import open_unix_stream
 from chord.wire import connect_service_source, provider_handler
 from pico3 import ConversationService, HarnessService, harness_session_facet
-from pico3.chord.session import SessionHarness
+from pico3.facets.session import SessionHarness
 from pico3.harness import Harness, HarnessOptions
 from pico3.kernel.tx import Transaction
 from pico3.models.faux import FauxProvider, FauxResponse, FauxState, faux_response, faux_tool_call

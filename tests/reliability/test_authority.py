@@ -11,7 +11,7 @@ config. Each surface that can write is attacked here, on a real harness over JSO
 * :class:`~pico3.hooks.BeforeToolApi` inside a real ``before_tool`` hook,
 * the identity-only hook apis and payloads of the other points,
 * namespace tokens after ``unregister`` (and after a re-registration of the same string),
-* the ``pi.conversation`` service methods (:mod:`pico3.chord`) through a loopback binding.
+* the ``pi.conversation`` service methods (:mod:`pico3.facets`) through a loopback binding.
 
 Every attempt is checked the same way: it raises the expected error type with a message that
 names the problem, and the storage files *and* the conversation view are byte-for-byte / value
@@ -66,7 +66,7 @@ from pico3.models.faux import FauxProvider, faux_response, faux_tool_call
 from pico3.storage.records import Entry, Input, Task
 from pico3.tasks import Completion, Done, TaskKind
 from pico3.tools import SlotRejected
-from pico3.turn.generation import GENERATION_KIND
+from pico3.turn.model_call import MODEL_CALL_KIND
 from pico3.turn.models import Models
 from pico3.turn.tool import TOOL_KIND
 
@@ -282,7 +282,7 @@ def _forbidden_writes(s: Session) -> dict[str, tuple[Builder, Expected]]:
             (EntryRejected, r"core-only"),
         ),
         "core task kind object": (
-            lambda tx, _t: tx.create_task(GENERATION_KIND, {}),
+            lambda tx, _t: tx.create_task(MODEL_CALL_KIND, {}),
             (Forbidden, r"core kind 'pi\.generation' requires core authority"),
         ),
         "core task kind by name": (
@@ -633,7 +633,7 @@ async def test_a_tool_cannot_make_any_forbidden_write_through_its_api(tmp_path: 
             expected[name] = (SlotRejected, pattern)
         outcomes["memo: non-JSON"] = await s.outcome(lambda: api.memo("m", {1, 2}, ctx))
         expected["memo: non-JSON"] = (ValueError, r"memo 'tool:m'")
-        for name, kind in (("pi.generation", GENERATION_KIND), ("pi.tool", TOOL_KIND)):
+        for name, kind in (("pi.generation", MODEL_CALL_KIND), ("pi.tool", TOOL_KIND)):
             outcomes[f"task: {name}"] = await s.outcome(
                 lambda kind=kind: api.task(kind, {}, None, ctx)
             )
@@ -781,7 +781,7 @@ async def test_other_hook_points_get_identity_only_apis_and_private_payloads(
 
         ns = h.namespace("observer", {"sticky": {"n": 0}})
         h.hooks(ns, TOOL_KIND, {"after_tool": after_tool})
-        h.hooks(ns, GENERATION_KIND, {"after_response": after_response})
+        h.hooks(ns, MODEL_CALL_KIND, {"after_response": after_response})
         h.hooks(ns, POST_TOOLS_KIND, {"after_tools": after_tools})
         h.register_tool(ToolDeclaration("echo", "echo", SCHEMA, echo))
 

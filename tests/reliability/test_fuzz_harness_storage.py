@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from chord.context import BACKGROUND
 from chord.json import copy_json
 from pico3 import Harness, Namespace, Transaction
-from pico3.datamodel.json_shapes import entry_json
+from pico3.session_data.json_shapes import entry_json
 from pico3.storage import CorruptStorage, JsonlStorage
 
 ctx = BACKGROUND

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from chord.context import BACKGROUND
-from pico3.models import Provider, Request, StreamEvent, Tool
+from pico3.models import ModelProvider, Request, StreamEvent, Tool
 
 PNG = "iVBORw0KGgo="
 """Base64 of a PNG's first bytes (the adapters pass image data through, never decode it)."""
@@ -34,14 +34,14 @@ class Sleeps:
         self.waits.append(seconds)
 
 
-async def collect(provider: Provider, request: Request) -> list[StreamEvent]:
+async def collect(provider: ModelProvider, request: Request) -> list[StreamEvent]:
     """Every event of ``provider``'s stream for ``request``; the provider is closed after."""
     return (await collect_each(provider, request))[0]
 
 
-async def collect_each(provider: Provider, *requests: Request) -> list[list[StreamEvent]]:
+async def collect_each(provider: ModelProvider, *requests: Request) -> list[list[StreamEvent]]:
     """The events of each request in turn on one ``provider``, closed after (every SDK adapter
-    has ``aclose``; the :class:`~pico3.models.Provider` protocol does not ask for it)."""
+    has ``aclose``; the :class:`~pico3.models.ModelProvider` protocol does not ask for it)."""
     try:
         return [[event async for event in provider.stream(r, BACKGROUND)] for r in requests]
     finally:

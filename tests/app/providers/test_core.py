@@ -35,7 +35,7 @@ from pico3.models import (
     MessageBuilder,
     ModelCost,
     ModelInfo,
-    ProviderError,
+    ModelProviderError,
     Request,
     RetryPolicy,
     StreamEvent,
@@ -115,13 +115,13 @@ class _EchoProvider(SdkProvider):
 
     def _params(self, request: Request, info: ModelInfo, mapper: Mapper) -> dict[str, Any]:
         if request.max_tokens == 13:
-            raise ProviderError("echo: 13 is unlucky", retryable=False)
+            raise ModelProviderError("echo: 13 is unlucky", retryable=False)
         return {"model": request.model, "history": self._memo().render(request.messages)}
 
     def _mapper(self, builder: MessageBuilder, info: ModelInfo) -> Mapper:
         return _EchoMapper(builder, info)
 
-    def _classify(self, exc: BaseException) -> ProviderError | None:
+    def _classify(self, exc: BaseException) -> ModelProviderError | None:
         return classify_stainless(exc, "openai", _status, clock=lambda: 1_000.0)
 
 

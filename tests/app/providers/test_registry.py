@@ -12,7 +12,7 @@ from pico3.models import (
     DoneEvent,
     FauxProvider,
     ModelCost,
-    Provider,
+    ModelProvider,
     Request,
     TextContent,
     UserMessage,
@@ -34,7 +34,9 @@ def test_anthropic_key_wins_then_openai() -> None:
     assert selection.model.cost == ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75)
     openai_only = resolve_model(env={"OPENAI_API_KEY": "o"})
     assert isinstance(openai_only.provider, OpenAIProvider)
-    assert isinstance(selection.provider, Provider) and isinstance(openai_only.provider, Provider)
+    assert isinstance(selection.provider, ModelProvider) and isinstance(
+        openai_only.provider, ModelProvider
+    )
     assert openai_only.ref == "openai/gpt-4.1"
 
 

@@ -8,6 +8,7 @@ never on time.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -17,15 +18,37 @@ from pathlib import Path
 import anyio
 import anyio.abc
 import pytest
+import trustme
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 TIMEOUT = 60.0
+TOKEN = "s3cret-token-of-the-test-0123456789"
 
 
 @pytest.fixture
 def agent_env(agent_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
     """``tests/conftest.py``'s environment, with a private ``XDG_CONFIG_HOME`` too."""
     return {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+
+
+@pytest.fixture
+def tls_files(tmp_path: Path) -> dict[str, Path]:
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    files = {
+        "ca": tmp_path / "ca.pem",
+        "cert": tmp_path / "server.pem",
+        "key": tmp_path / "server.key",
+        "token": tmp_path / "token",
+    }
+    ca.cert_pem.write_to_path(str(files["ca"]))
+    cert.cert_chain_pems[0].write_to_path(str(files["cert"]))
+    for pem in cert.cert_chain_pems[1:]:
+        pem.write_to_path(str(files["cert"]), append=True)
+    cert.private_key_pem.write_to_path(str(files["key"]))
+    files["token"].write_text(TOKEN + "\n")
+    os.chmod(files["token"], 0o600)
+    return files
 
 
 @pytest.fixture
@@ -90,9 +113,15 @@ class ServerProcess:
 
 
 async def start_server(
-    env: dict[str, str], args: Sequence[str], group: anyio.abc.TaskGroup, *, lines: int = 1
+    env: dict[str, str],
+    args: Sequence[str],
+    group: anyio.abc.TaskGroup,
+    *,
+    lines: int = 1,
+    prefix: Sequence[str] = (),
 ) -> ServerProcess:
-    command = [sys.executable, "-m", "coding_agent.cli.main", *args]
+    """``prefix`` goes before the interpreter (``prlimit --nofile=256:256``, say)."""
+    command = [*prefix, sys.executable, "-m", "coding_agent.cli.main", *args]
     process = await anyio.open_process(
         command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )
@@ -118,12 +147,15 @@ async def stop_server(server: ServerProcess) -> int:
 
 @pytest.fixture
 async def servers() -> AsyncIterator[Callable[..., object]]:
-    """``await servers(env, args, lines=1)``: a server stopped (SIGTERM, then waited) after the test."""
+    """``await servers(env, args, lines=1, prefix=())``: a server stopped (SIGTERM, then waited)
+    after the test."""
     started: list[ServerProcess] = []
     async with anyio.create_task_group() as group:
 
-        async def start(env: dict[str, str], args: Sequence[str], lines: int = 1) -> ServerProcess:
-            server = await start_server(env, args, group, lines=lines)
+        async def start(
+            env: dict[str, str], args: Sequence[str], lines: int = 1, prefix: Sequence[str] = ()
+        ) -> ServerProcess:
+            server = await start_server(env, args, group, lines=lines, prefix=prefix)
             started.append(server)
             return server
 

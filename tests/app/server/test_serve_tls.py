@@ -13,7 +13,6 @@ from typing import Any
 
 import anyio
 import pytest
-import trustme
 
 from coding_agent.server.preface import MAGIC, Request
 from coding_agent.server.remote import (
@@ -23,30 +22,9 @@ from coding_agent.server.remote import (
     parse_server_url,
 )
 from coding_agent.session_files.folders import list_sessions
+from tests.app.server.conftest import TOKEN
 
 pytestmark = pytest.mark.anyio
-
-TOKEN = "s3cret-token-of-the-test-0123456789"
-
-
-@pytest.fixture
-def tls_files(tmp_path: Path) -> dict[str, Path]:
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1", "localhost")
-    files = {
-        "ca": tmp_path / "ca.pem",
-        "cert": tmp_path / "server.pem",
-        "key": tmp_path / "server.key",
-        "token": tmp_path / "token",
-    }
-    ca.cert_pem.write_to_path(str(files["ca"]))
-    cert.cert_chain_pems[0].write_to_path(str(files["cert"]))
-    for pem in cert.cert_chain_pems[1:]:
-        pem.write_to_path(str(files["cert"]), append=True)
-    cert.private_key_pem.write_to_path(str(files["key"]))
-    files["token"].write_text(TOKEN + "\n")
-    os.chmod(files["token"], 0o600)
-    return files
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -40,7 +40,7 @@ PLUGIN = """
 from pathlib import Path
 
 from chord.facets import define_facet
-from chord.packages import hookimpl
+from chord import hookimpl
 
 MARKER = Path({marker!r})
 

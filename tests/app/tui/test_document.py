@@ -6,6 +6,12 @@ from coding_agent.tui.conversation import SessionInfo
 from coding_agent.tui.document import UsageTotals, content_text, inbox_text, model_label
 from coding_agent.tui.widgets.footer import StatusFooter, format_tokens
 from coding_agent.tui.widgets.tasks import task_summary
+from pico3 import QueuedInput, ViewDecoder, view_from_json
+from pico3.models import ImageContent, TextContent
+
+
+def _inbox(item: dict[str, object]) -> QueuedInput:
+    return view_from_json({"inbox": [item]}).inbox[0]
 
 
 def _assistant(entry_id: int, **usage: object) -> dict[str, object]:
@@ -18,20 +24,22 @@ def _assistant(entry_id: int, **usage: object) -> dict[str, object]:
 
 def test_content_text_reads_strings_and_text_blocks_only() -> None:
     assert content_text("plain") == "plain"
-    blocks = [
-        {"type": "text", "text": "a"},
-        {"type": "image", "data": "..."},
-        {"type": "text", "text": "b"},
-    ]
+    blocks = [TextContent("a"), ImageContent("...", "image/png"), TextContent("b")]
     assert content_text(blocks) == "a\nb"
-    assert content_text(None) == "" and content_text(42) == ""
+    assert content_text(None) == "" and content_text([]) == ""
 
 
 def test_inbox_text_handles_send_inputs_and_queued_writes() -> None:
-    assert inbox_text({"id": 1, "mode": "steer", "input": {"content": "go"}}) == "go"
+    assert inbox_text(_inbox({"id": 1, "mode": "steer", "input": {"content": "go"}})) == "go"
     assert (
         inbox_text(
-            {"id": 2, "mode": "followUp", "input": {"content": [{"type": "text", "text": "later"}]}}
+            _inbox(
+                {
+                    "id": 2,
+                    "mode": "followUp",
+                    "input": {"content": [{"type": "text", "text": "later"}]},
+                }
+            )
         )
         == "later"
     )
@@ -40,20 +48,22 @@ def test_inbox_text_handles_send_inputs_and_queued_writes() -> None:
         "mode": "write",
         "entry": {"kind": "pi.notice", "model": [{"role": "user", "content": "build done"}]},
     }
-    assert inbox_text(write) == "build done"
-    assert inbox_text({"id": 4, "mode": "write", "entry": {"kind": "x.mark"}}) == "[x.mark]"
+    assert inbox_text(_inbox(write)) == "build done"
+    assert inbox_text(_inbox({"id": 4, "mode": "write", "entry": {"kind": "x.mark"}})) == "[x.mark]"
 
 
 def test_model_label_prefers_the_view_config() -> None:
     view = {"config": {"model": {"provider": "anthropic", "modelId": "claude"}}}
     assert model_label(view, "faux/x") == "anthropic/claude"
     assert model_label({"config": {}}, "faux/x") == "faux/x"
+    assert model_label(view_from_json(view), None) == "anthropic/claude"
     assert model_label(None, None) == "no model"
 
 
 def test_usage_totals_fold_each_entry_once() -> None:
     totals = UsageTotals()
-    entries = [
+    decoder = ViewDecoder()
+    raw = [
         _assistant(1, input=100, output=10, cacheRead=50, cost={"total": 0.5}),
         {
             "id": 2,
@@ -62,32 +72,37 @@ def test_usage_totals_fold_each_entry_once() -> None:
         },
         {"id": 3, "kind": "pi.user", "model": [{"role": "user", "content": "hi"}]},
     ]
+    entries = [decoder.entry(entry) for entry in raw]
     totals.fold(entries)
     totals.fold(entries)  # already folded: no double counting
     assert (totals.input, totals.output, totals.cache_read) == (107, 10, 50)
     assert totals.cost == 0.5
     assert totals.context_tokens == 7  # the newest request that reported usage
-    totals.fold([*entries, _assistant(4, input=1000, output=24, cost={"total": 0.25})])
+    totals.fold(
+        [*entries, decoder.entry(_assistant(4, input=1000, output=24, cost={"total": 0.25}))]
+    )
     assert totals.input == 1107 and totals.cost == 0.75 and totals.context_tokens == 1024
 
 
 def test_a_fresh_context_starts_the_token_counts_over_and_keeps_the_cost() -> None:
     """/new (a pi.reset entry) leaves no old counts in the footer (issue 38 item 7)."""
     totals = UsageTotals()
-    totals.fold([_assistant(1, input=100, output=10, cost={"total": 0.5})])
+    decoder = ViewDecoder()
+    totals.fold([decoder.entry(_assistant(1, input=100, output=10, cost={"total": 0.5}))])
     assert (totals.input, totals.output, totals.context_tokens) == (100, 10, 110)
-    totals.fold([{"id": 2, "kind": "pi.reset"}])
+    totals.fold([decoder.entry({"id": 2, "kind": "pi.reset"})])
     assert (totals.input, totals.output, totals.context_tokens) == (0, 0, 0)
     assert totals.cost == 0.5
-    totals.fold([_assistant(3, input=20, output=2, cost={"total": 0.25})])
+    totals.fold([decoder.entry(_assistant(3, input=20, output=2, cost={"total": 0.25}))])
     assert (totals.input, totals.context_tokens, totals.cost) == (20, 22, 0.75)
 
 
 def test_footer_shows_model_cwd_session_tokens_cost_and_context_percent() -> None:
     footer = StatusFooter(SessionInfo("abcdef123456", "/srv/project", "faux/x", 10_000))
     view = {"config": {}, "entries": [_assistant(1, input=7000, output=500, cost={"total": 1.5})]}
-    footer.totals.fold(view["entries"])  # what show() does, without an app
-    footer._view = view  # pyright: ignore[reportPrivateUsage]
+    decoded = view_from_json(view)
+    footer.totals.fold(decoded.entries)  # what show() does, without an app
+    footer._view = decoded  # pyright: ignore[reportPrivateUsage]
     line = footer.status_line().plain
     for part in ("faux/x", "/srv/project", "abcdef123456", "↑7.0k", "↓500", "$1.500", "ctx 75%"):
         assert part in line, (part, line)
@@ -107,8 +122,9 @@ def test_the_footer_keeps_model_cost_and_context_percent_when_narrow() -> None:
         )
     )
     view = {"config": {}, "entries": [_assistant(1, input=7000, output=500, cost={"total": 1.5})]}
-    footer.totals.fold(view["entries"])
-    footer._view = view  # pyright: ignore[reportPrivateUsage]
+    decoded = view_from_json(view)
+    footer.totals.fold(decoded.entries)
+    footer._view = decoded  # pyright: ignore[reportPrivateUsage]
     wide = footer.status_line(300).plain
     assert "20261202-001331-5325d2" in wide and "/home/someone/projects/a-rather-long-name" in wide
     for width in (76, 56, 40):  # an 80- and a 60-column terminal, minus padding; and less

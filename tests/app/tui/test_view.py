@@ -5,12 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from textual.widgets import Static
 
 from chord.context import BACKGROUND
 from chord.state import ReplicaState, replicated_state
 from coding_agent.tui import CodingAgentApp
 from coding_agent.tui.app import UNAVAILABLE
 from coding_agent.tui.widgets import TAIL, AssistantView, ThinkingBlock
+from pico3 import CustomEntry
+from pico3.models import TextContent
 
 pytestmark = pytest.mark.anyio
 
@@ -227,3 +230,70 @@ async def test_a_rebaseline_keeps_the_load_earlier_affordance(docs) -> None:
         assert app.query_one("#load-earlier").display
         assert await app.transcript.load_earlier() == 5
         assert app.transcript.rendered_ids[0] == 500
+
+
+async def test_a_features_entry_and_a_misfit_core_entry_render_without_a_display_error(
+    conversation, docs
+) -> None:
+    conversation.change(
+        lambda doc: doc["entries"].extend(
+            [
+                {"id": 1, "conversationId": 1, "kind": "feature.note",
+                 "data": {"text": "indexed 3 files"}},
+                {"id": 2, "conversationId": 1, "kind": "pi.notice",
+                 "model": [{"role": "user", "content": 42}]},
+                docs.user_entry(3, "still here"),
+            ]
+        )
+    )  # fmt: skip
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)):
+        await app.wait_rendered()
+        assert app.render_errors == []
+        view = app.decoded_view
+        assert view is not None
+        note, misfit, _ = view.entries
+        assert isinstance(note, CustomEntry) and note.error is None
+        assert isinstance(misfit, CustomEntry) and misfit.error is not None  # says why
+        shown = app.transcript.widget_for(1)
+        assert isinstance(shown, Static)
+        assert str(shown.render()) == "feature.note: indexed 3 files"
+        assert app.transcript.widget_for(2) is None  # no text of its own to show
+        assert app.transcript.rendered_ids == [1, 2, 3]
+
+
+async def test_each_revision_is_decoded_once_and_what_did_not_change_is_kept(
+    conversation, docs
+) -> None:
+    conversation.change(lambda doc: doc["entries"].append(docs.user_entry(1, "hi")))
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)):
+        await app.wait_rendered()
+        first = app.decoded_view
+        assert first is not None and app.decoded_view is first  # asked twice: one decode
+
+        def stream(doc: Any) -> None:
+            message = docs.assistant_message(docs.text_block("Hel"))
+            doc["turn"] = {"inputs": [1], "generation": {"stage": "streaming"},
+                           "message": message, "tools": []}  # fmt: skip
+
+        conversation.change(stream)
+        await app.wait_rendered()
+        second = app.decoded_view
+        assert second is not None and second.entries is first.entries
+        assert second.turn is not None and second.turn.message is not None
+
+        def grow(doc: Any) -> None:
+            block = doc["turn"]["message"]["content"][0]
+            block["text"] += "lo"
+
+        conversation.change(grow)
+        await app.wait_rendered()
+        third = app.decoded_view
+        assert third is not None and third.entries is first.entries
+        assert third.turn is not None and third.turn.generation is second.turn.generation
+        assert third.turn.message is not None and third.turn.message.content == [
+            TextContent("Hello")
+        ]
+        live = app.transcript.live
+        assert live is not None and live.text == "Hello"

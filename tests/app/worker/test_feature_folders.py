@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 
 PLUGIN = """
 from chord.facets import define_facet
-from chord.packages import hookimpl
+from chord import hookimpl
 from pico3 import HarnessService
 from pico3.tools import ToolDeclaration, ToolResult
 

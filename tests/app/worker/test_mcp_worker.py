@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
+from test_file_safety import wait_gone
 from worker_support import Client, allow, connected, text_of, worker_process, write_script
 
 from chord.context import BACKGROUND, Context
@@ -173,3 +174,47 @@ async def test_an_answered_elicitation_is_not_asked_again_after_a_sigkill(
         if pid:  # the killed worker's server outlived it
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _pids(marker: Path) -> list[int]:
+    return [int(line) for line in marker.read_text().split()] if marker.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def _until(condition: Any) -> None:
+    with anyio.fail_after(60):
+        while not condition():  # noqa: ASYNC110 - a process's state: polled with a deadline
+            await anyio.sleep(0.05)
+
+
+async def test_a_lingering_worker_stops_its_servers_with_no_client_and_restarts_them_on_attach(
+    session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Issue 40: "each session keeps its servers while the worker lingers" no more: with no
+    client attached for ``idle_timeout`` the server's process ends; a client attaching starts
+    it again (a new process), ready for the next turn."""
+    marker = tmp_path / "started"
+    config = tmp_path / "config" / "coding-agent" / "mcp.json"
+    config.parent.mkdir(parents=True)
+    server = {"command": sys.executable, "args": [str(SERVER), "--marker", str(marker)]}
+    config.write_text(json.dumps({"idle_timeout": 1, "mcpServers": {"echo": server}}))
+    env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    script = write_script(tmp_path / "script.json", [{"text": "Done."}])
+    async with worker_process(session, env, "--faux-script", str(script)) as worker:
+        async with connected(Client(approve=allow), worker.socket):
+            # running (a second process if the first went idle before the client attached)
+            await _until(lambda: bool(_pids(marker)) and _alive(_pids(marker)[-1]))
+            started = _pids(marker)
+        # the client is gone: the worker lingers, its server does not
+        await wait_gone(started[-1:])
+        assert worker.process.returncode is None
+        async with connected(Client(approve=allow), worker.socket):
+            await _until(lambda: len(_pids(marker)) == len(started) + 1)
+            await _until(lambda: _alive(_pids(marker)[-1]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from functools import partial
 from pathlib import Path
 
@@ -133,3 +134,39 @@ async def test_a_slow_reader_gets_every_byte_in_order_in_pieces_of_at_most_max_b
                 received += piece
             assert received == payload
         group.cancel_scope.cancel()
+
+
+async def test_connecting_to_a_full_backlog_waits_for_the_listener(tmp_path: Path) -> None:
+    """A Unix listener's full backlog makes a non-blocking connect fail with EAGAIN, leaving the
+    socket unconnected: the client connects again until it is let in (it used to read the
+    unconnected socket's peer as uid -1 and refuse the server)."""
+    path = str(tmp_path / "s.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    listener.setblocking(False)
+    clients = 6
+    connected: list[UnixSocketStream] = []
+    accepted: list[socket.socket] = []
+
+    async def client() -> None:
+        connected.append(await open_unix_stream(path))
+
+    try:
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as group:
+                for _ in range(clients):
+                    group.start_soon(client)
+                while len(accepted) < clients:
+                    await anyio.wait_readable(listener)
+                    try:
+                        accepted.append(listener.accept()[0])
+                    except BlockingIOError:
+                        continue
+        assert len(connected) == clients
+    finally:
+        for stream in connected:
+            await stream.aclose()
+        for conn in accepted:
+            conn.close()
+        listener.close()

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chord.packages import installed_facet_packages, load_generation
+from chord.facet_packages import installed_facet_packages, load_generation
 from chord.remote import RemoteServiceError
 from facets_approval.contract import (
     DEFAULT_MODE,

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -423,3 +425,21 @@ def test_home_defaults_to_the_user_home() -> None:
     assert (
         ruleset.evaluate("read", {"path": os.path.expanduser("~/.aws/credentials")}).kind == "deny"
     )
+
+
+def test_characters_that_crash_tree_sitter_bash_are_analysed_and_words_keep_them() -> None:
+    # tree-sitter-bash 0.25's scanner crashed the process on `{` then U+FFFFF (found by a fuzz
+    # of this analysis): a command the model writes must never take the worker down. Run in a
+    # child process so that a regression fails this test instead of killing the whole run.
+    code = (
+        "from facets_approval.shell import analyse_command\n"
+        "for text in ['{\\U000fffff', '{\\U0010ffff', 'echo {\\U000fffff}', "
+        "'#\\u0164\\x8b}EOF$(|\\n\\u024b}\\\\{\\U0010ffff$(\\n<<-p))*$((\\x0e\\x7f\"[[((\\x04${']:\n"
+        "    analyse_command(text)\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
+    found = analyse_command("grep -r 'naïve café' \U0001f600dir")
+    assert [part.words for part in found.parts] == [("grep", "-r", "naïve café", "\U0001f600dir")]
+    assert found.allowable

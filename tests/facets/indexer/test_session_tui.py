@@ -23,8 +23,8 @@ from textual.app import App, ComposeResult
 from textual.containers import Vertical
 
 from chord.context import BACKGROUND
+from chord.facet_packages import installed_facet_packages, load_generation
 from chord.facets import FacetEnvironment, FacetHost, create_facet_host, define_facet
-from chord.packages import installed_facet_packages, load_generation
 from chord.remote import LoopbackServiceSource
 from chord.textual import TextualTui, tui_facet
 from facets_indexer.contract import INDEX_FILE_NAME, IndexerService, IndexerServiceApi

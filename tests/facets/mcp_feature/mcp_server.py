@@ -1,7 +1,7 @@
 """A real MCP server for the tests, written with the SDK's FastMCP.
 
 ``python mcp_server.py [--http PORT] [--sse] [--oauth LOG] [--name NAME] [--marker FILE] [--ansi]
-[--env-dump FILE] [--big] [--extras] [--json-response]``: stdio by default, streamable HTTP on
+[--env-dump FILE] [--big] [--extras] [--files FILE] [--json-response]``: stdio by default, streamable HTTP on
 127.0.0.1:PORT with ``--http`` (``/mcp``; answers as SSE streams, or as JSON bodies with
 ``--json-response``), the legacy HTTP+SSE transport there with ``--http PORT --sse`` (``/sse``).
 ``--oauth LOG`` protects the HTTP server with OAuth: it is its own authorization server
@@ -10,7 +10,10 @@ With ``--marker`` the server
 appends one line to FILE each time it starts (the restart tests count them). With ``--ansi`` it
 has one more tool, ``ansi``, whose result holds terminal escapes (a conceal code, an OSC window
 title, a bidi override): what a hostile server could send. With ``--env-dump FILE`` it writes its
-environment to FILE as JSON when it starts (the secrets tests read it). With ``--big`` it has
+environment to FILE as JSON when it starts (the secrets tests read it). With ``--files FILE`` it has
+``read_path(path)`` and ``write_path(path, text)``, which answer with the text, ``written``, or
+``error: <why>`` (the sandbox tests), and the resource ``memo://counter`` (``read N``, N counting
+its reads in FILE, across restarts). With ``--big`` it has
 the tool ``big(megabytes)``, whose text result is that many MB of ``x`` (the size cap's tests).
 With ``--extras`` it has ``instructions``, a resource template ``memo://note/{name}``, a prompt
 ``compare(a, b)`` and the tools ``grow`` (adds the tool ``extra`` and the resource
@@ -151,6 +154,7 @@ def build(
     ansi: bool = False,
     big: bool = False,
     extras: bool = False,
+    files: str = "",
     json_response: bool = False,
     oauth: str = "",
     sse: bool = False,
@@ -186,6 +190,32 @@ def build(
         @server.tool(name="big", description="Answers with that many megabytes of text.")
         def large(megabytes: int) -> str:  # pyright: ignore[reportUnusedFunction]
             return "x" * (megabytes * 1024 * 1024)
+
+    if files:
+
+        @server.resource("memo://counter", name="counter", description="Counts its reads.")
+        def counter() -> str:  # pyright: ignore[reportUnusedFunction]
+            with open(files, "a+") as log:  # counted across restarts of the server
+                log.write("read\n")
+                log.seek(0)
+                return f"read {len(log.read().split())}"
+
+        @server.tool(description="Read a file; its text, or the error.")
+        def read_path(path: str) -> str:  # pyright: ignore[reportUnusedFunction]
+            try:
+                with open(path) as f:
+                    return f.read()
+            except OSError as error:
+                return f"error: {error.strerror}"
+
+        @server.tool(description="Write text to a file; 'written', or the error.")
+        def write_path(path: str, text: str) -> str:  # pyright: ignore[reportUnusedFunction]
+            try:
+                with open(path, "w") as f:
+                    f.write(text)
+            except OSError as error:
+                return f"error: {error.strerror}"
+            return "written"
 
     if ansi:
 
@@ -249,6 +279,7 @@ def main() -> None:
     parser.add_argument("--oauth", default="", help="require OAuth; log grants to this file")
     parser.add_argument("--big", action="store_true", help="add the tool 'big'")
     parser.add_argument("--extras", action="store_true", help="instructions, templates, ...")
+    parser.add_argument("--files", default="", help="read_path, write_path, memo://counter (FILE)")
     parser.add_argument("--json-response", action="store_true", help="HTTP: JSON, not SSE")
     args = parser.parse_args()
     if args.env_dump:
@@ -266,6 +297,7 @@ def main() -> None:
         ansi=args.ansi,
         big=args.big,
         extras=args.extras,
+        files=args.files,
         json_response=args.json_response,
         oauth=args.oauth,
         sse=args.sse,

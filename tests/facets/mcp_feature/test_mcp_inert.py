@@ -20,6 +20,7 @@ from coding_agent.tui.widgets.messages import entry_widget
 from coding_agent.tui.widgets.tools import ToolCard
 from facets_approval.tui import dialog_body
 from facets_mcp.tui import panel_text
+from pico3 import ViewDecoder
 from pico3.models.faux import faux_response, faux_tool_call
 
 pytestmark = [pytest.mark.anyio, *SDK_LEAKS]
@@ -64,7 +65,7 @@ async def test_an_mcp_result_with_escapes_is_stored_exact_and_shown_inert(tmp_pa
     assert echo["content"][0]["text"] == f"echo: {ARGS['text']}"
 
     entry = {"id": 3, "kind": "pi.tool_result", "model": [ansi], "data": {}}
-    card = entry_widget(entry)
+    card = entry_widget(ViewDecoder().entry(entry))
     assert isinstance(card, ToolCard)
     app = CardApp(card)
     async with app.run_test(size=(100, 20)) as pilot:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from mcp_support import SDK_LEAKS, session, stdio_server, write_config
 
-from chord.packages import facet_package_from_folder, load_generation
+from chord.facet_packages import facet_package_from_folder, load_generation
 from pico3.models.faux import faux_response, faux_tool_call
 
 pytestmark = [pytest.mark.anyio, *SDK_LEAKS]

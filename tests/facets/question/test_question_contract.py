@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chord.packages import installed_facet_packages, load_generation
+from chord.facet_packages import installed_facet_packages, load_generation
 from chord.remote import RemoteServiceError
 from facets_question.contract import QuestionDialogs, QuestionRequest, check_response, dialog_key
 

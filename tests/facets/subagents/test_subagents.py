@@ -13,8 +13,8 @@ import anyio
 import pytest
 
 from chord.context import BACKGROUND, Context
+from chord.facet_packages import facet_package_from_folder, load_generation
 from chord.facets import FacetEnvironment, create_facet_host, define_facet
-from chord.packages import facet_package_from_folder, load_generation
 from chord.remote import LoopbackServiceSource
 from chord.state import replicated_state
 from chord.textual import Choice, tui_facet
@@ -35,7 +35,7 @@ from pico3 import (
     ToolResult,
     harness_session_facet,
 )
-from pico3.chord.around_reload import reload_session_facets
+from pico3.facets.around_reload import reload_session_facets
 from pico3.models.faux import FauxProvider, FauxResponse, FauxState, faux_response, faux_tool_call
 from pico3.models.provider import Request, ToolResultMessage, UserMessage
 

@@ -22,16 +22,16 @@ import anyio
 import pytest
 
 from chord.context import BACKGROUND
-from chord.facets import FacetEnvironment, FacetHost, create_facet_host, define_facet
-from chord.packages import (
+from chord.facet_packages import (
     FacetPackage,
     ReloadCoordinator,
     ReloadReport,
     facet_package_from_folder,
     load_generation,
 )
+from chord.facets import FacetEnvironment, FacetHost, create_facet_host, define_facet
 from pico3 import HarnessService, HarnessServiceApi, harness_session_facet
-from pico3.chord.around_reload import ReloadPath, reload_session_facets, session_around_reload
+from pico3.facets.around_reload import ReloadPath, reload_session_facets, session_around_reload
 from pico3.harness import Harness, HarnessOptions
 from pico3.storage import MemoryStorage
 
@@ -52,7 +52,7 @@ SESSION = """\
 from __future__ import annotations
 
 from chord.facets import define_facet
-from pico3.chord.contract import HarnessService
+from pico3.facets.contract import HarnessService
 from pico3.tasks import Completion, Done, Next, define_task
 
 from . import version
@@ -110,7 +110,7 @@ session_facet = define_facet("test/steps", setup)
 PLUGIN = """\
 from __future__ import annotations
 
-from chord.packages import hookimpl
+from chord import hookimpl
 
 from .session import session_facet
 

@@ -33,7 +33,7 @@ def core(name: str) -> Any:
     return define_task(name, initial=_never, phases={}, abort=_never, core=True)
 
 
-GENERATION, TOOL, POST_TOOLS, COLLAPSE = (
+MODEL_CALL, TOOL, POST_TOOLS, COLLAPSE = (
     core("pi.generation"),
     core("pi.tool"),
     core("pi.post_tools"),
@@ -66,15 +66,15 @@ def boom(*_: Any) -> Any:
 async def test_observers_all_run_and_a_raise_is_reported_and_skipped() -> None:
     s = Setup()
     seen: list[tuple[Any, Any]] = []
-    s.add(GENERATION, after_response=lambda message, api, ctx: seen.append(("first", api)))
-    s.add(GENERATION, after_response=boom)
+    s.add(MODEL_CALL, after_response=lambda message, api, ctx: seen.append(("first", api)))
+    s.add(MODEL_CALL, after_response=boom)
 
     async def third(message: Any, api: Any, ctx: Context) -> str:
         seen.append(("third", message))
         return "ignored"
 
-    s.add(GENERATION, after_response=third)
-    await s.runner(GENERATION).after_response({"role": "assistant"}, 2, BACKGROUND)
+    s.add(MODEL_CALL, after_response=third)
+    await s.runner(MODEL_CALL).after_response({"role": "assistant"}, 2, BACKGROUND)
     assert [tag for tag, _ in seen] == ["first", "third"]
     assert seen[0][1] == ResponseHookApi("pi.generation", 11, 1, 2)
     assert seen[1][1] == {"role": "assistant"}
@@ -89,11 +89,11 @@ async def test_before_request_chains_the_request() -> None:
         apis.append(api)
         return {"messages": [*request["messages"], "note"]}
 
-    s.add(GENERATION, before_request=add_note)
-    s.add(GENERATION, before_request=lambda request, api, ctx: None)  # keeps it
-    s.add(GENERATION, before_request=boom)  # reported, skipped
-    s.add(GENERATION, before_request=add_note)
-    final = await s.runner(GENERATION).before_request({"messages": ["hi"]}, 5, BACKGROUND)
+    s.add(MODEL_CALL, before_request=add_note)
+    s.add(MODEL_CALL, before_request=lambda request, api, ctx: None)  # keeps it
+    s.add(MODEL_CALL, before_request=boom)  # reported, skipped
+    s.add(MODEL_CALL, before_request=add_note)
+    final = await s.runner(MODEL_CALL).before_request({"messages": ["hi"]}, 5, BACKGROUND)
     assert final == {"messages": ["hi", "note", "note"]}
     assert apis[0] == RequestHookApi("pi.generation", 11, 1, 5)
     assert len(s.reports) == 1
@@ -102,10 +102,10 @@ async def test_before_request_chains_the_request() -> None:
 async def test_on_yield_first_answer_wins() -> None:
     s = Setup()
     calls: list[str] = []
-    s.add(GENERATION, on_yield=lambda answer, api, ctx: calls.append("a"))
-    s.add(GENERATION, on_yield=lambda answer, api, ctx: {"continue": "go on"})
-    s.add(GENERATION, on_yield=lambda answer, api, ctx: calls.append("never"))
-    assert await s.runner(GENERATION).on_yield(123, BACKGROUND) == {"continue": "go on"}
+    s.add(MODEL_CALL, on_yield=lambda answer, api, ctx: calls.append("a"))
+    s.add(MODEL_CALL, on_yield=lambda answer, api, ctx: {"continue": "go on"})
+    s.add(MODEL_CALL, on_yield=lambda answer, api, ctx: calls.append("never"))
+    assert await s.runner(MODEL_CALL).on_yield(123, BACKGROUND) == {"continue": "go on"}
     assert calls == ["a"]
 
 
@@ -176,13 +176,13 @@ async def test_system_instructions_all_run_last_tools_override_wins_and_raises_r
         payload["sections"].wrap(identity, lambda text: f"<{text}>")
         return {"tools": ["bash"]}
 
-    s.add(GENERATION, system_instructions=first)
-    s.add(GENERATION, system_instructions=broken)
-    s.add(GENERATION, system_instructions=lambda *a: None)
-    s.add(GENERATION, system_instructions=last)
+    s.add(MODEL_CALL, system_instructions=first)
+    s.add(MODEL_CALL, system_instructions=broken)
+    s.add(MODEL_CALL, system_instructions=lambda *a: None)
+    s.add(MODEL_CALL, system_instructions=last)
     canonical = {"rules": SectionState(["be brief"], "be brief")}
     draft = SectionDraft(canonical)
-    tools = await s.runner(GENERATION).system_instructions(
+    tools = await s.runner(MODEL_CALL).system_instructions(
         draft, {"model": "m"}, ["read", "bash"], BACKGROUND
     )
     assert tools == ["bash"]
@@ -201,9 +201,9 @@ async def test_system_instructions_rejects_a_malformed_return_by_rolling_it_back
         payload["sections"].set("identity", "x")
         return {"tool": ["typo"]}
 
-    s.add(GENERATION, system_instructions=wrong)
+    s.add(MODEL_CALL, system_instructions=wrong)
     draft = SectionDraft()
-    assert await s.runner(GENERATION).system_instructions(draft, {}, [], BACKGROUND) is None
+    assert await s.runner(MODEL_CALL).system_instructions(draft, {}, [], BACKGROUND) is None
     assert draft.values() == {} and "must return None or {'tools'" in str(s.reports[0])
 
 
@@ -216,10 +216,10 @@ async def test_a_cancelled_context_propagates_and_is_never_reported() -> None:
         cancel("abort")
         hook_ctx.raise_if_cancelled()
 
-    s.add(GENERATION, after_response=cancelled)
-    s.add(GENERATION, after_response=lambda *a: ran.append("next"))
+    s.add(MODEL_CALL, after_response=cancelled)
+    s.add(MODEL_CALL, after_response=lambda *a: ran.append("next"))
     with pytest.raises(ContextCancelled):
-        await s.runner(GENERATION).after_response({}, 1, ctx)
+        await s.runner(MODEL_CALL).after_response({}, 1, ctx)
     assert ran == [] and s.reports == []
 
 
@@ -232,10 +232,10 @@ async def test_anyio_cancellation_propagates_through_a_chain() -> None:
         entered.set()
         await anyio.Event().wait()
 
-    s.add(GENERATION, before_request=waits)
-    s.add(GENERATION, before_request=lambda *a: ran.append("next"))
+    s.add(MODEL_CALL, before_request=waits)
+    s.add(MODEL_CALL, before_request=lambda *a: ran.append("next"))
     async with anyio.create_task_group() as group:
-        group.start_soon(s.runner(GENERATION).before_request, {"messages": []}, None, BACKGROUND)
+        group.start_soon(s.runner(MODEL_CALL).before_request, {"messages": []}, None, BACKGROUND)
         await entered.wait()
         group.cancel_scope.cancel()
     assert ran == [] and s.reports == []

@@ -1,4 +1,4 @@
-"""System sections and the draft ``system_instructions`` hooks edit (docs/design/turn.md#generation
+"""System sections and the draft ``system_instructions`` hooks edit (docs/design/turn.md#model-call
 "System preparation details"; docs/design/harness.md#hook-points row system_instructions)."""
 
 from __future__ import annotations

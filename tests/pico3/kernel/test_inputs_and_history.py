@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from chord.context import BACKGROUND, Context
-from pico3.datamodel.context import MISSING_RESULT_TEXT
-from pico3.datamodel.entries import NewEntry
 from pico3.harness import ConversationHandle, Harness
 from pico3.kernel.errors import Forbidden, ReadAfterWrite
 from pico3.kernel.tx import Authority, Transaction
 from pico3.kernel.view import Envelope
+from pico3.session_data.context import MISSING_RESULT_TEXT
+from pico3.session_data.entries import NewEntry
 from pico3.storage import Storage
 from pico3.storage.records import Input
 
@@ -206,7 +206,7 @@ async def test_context_starts_at_a_head_pointing_into_the_parent(
 async def test_unset_config_reads_defaults_and_seeds_are_validated(
     storage_factory: StorageFactory,
 ) -> None:  # 135
-    from pico3.datamodel.config import ConfigRejected
+    from pico3.session_data.config import ConfigRejected
 
     h, c = await open_root(storage_factory)
 

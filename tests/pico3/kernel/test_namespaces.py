@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from chord.context import BACKGROUND, Context
-from pico3.datamodel.entries import EntryRejected, define_entry
 from pico3.harness import ConversationHandle, Harness
 from pico3.kernel.documents import memo_once
 from pico3.kernel.errors import StaleDefinition
 from pico3.kernel.tx import Transaction
+from pico3.session_data.entries import EntryRejected, define_entry
 from pico3.storage import Storage
 
 pytestmark = pytest.mark.anyio

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from chord.context import BACKGROUND, Context
-from pico3.datamodel.entries import NewEntry
 from pico3.harness import Harness
 from pico3.kernel.tx import Authority, Transaction
+from pico3.session_data.entries import NewEntry
 from pico3.storage import Storage
 
 pytestmark = pytest.mark.anyio

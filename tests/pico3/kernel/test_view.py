@@ -13,11 +13,11 @@ import pytest
 
 from chord.context import BACKGROUND, Context
 from chord.delta.apply import apply_immutable
-from pico3.datamodel.entries import NewEntry
 from pico3.harness import ConversationHandle, Harness, HarnessOptions
 from pico3.kernel.errors import Closed
 from pico3.kernel.tx import Authority, Transaction
 from pico3.kernel.view import BUFFER_LIMIT, Envelope
+from pico3.session_data.entries import NewEntry
 from pico3.storage import Storage
 
 pytestmark = pytest.mark.anyio
@@ -116,7 +116,7 @@ async def test_config_set_and_reset(storage_factory: StorageFactory) -> None:  #
 
 
 async def test_invalid_config_writes_nothing(storage_factory: StorageFactory) -> None:
-    from pico3.datamodel.config import ConfigRejected
+    from pico3.session_data.config import ConfigRejected
 
     h, c = await open_root(storage_factory)
     seq = h.kernel.storage.seq

@@ -24,12 +24,12 @@ from pico3.models.faux import (
 from pico3.models.provider import (
     AssistantMessage,
     Deferred,
-    DeferringProvider,
+    DeferringModelProvider,
     DoneEvent,
     ErrorEvent,
     ModelInfo,
-    Provider,
-    ProviderError,
+    ModelProvider,
+    ModelProviderError,
     Request,
     StartEvent,
     StreamEvent,
@@ -99,7 +99,7 @@ async def test_not_ready_answers_with_a_fresh_handle_and_retires_the_old_one() -
     again = await faux.fetch_deferred("faux-1", "faux-deferred-1", BACKGROUND)
     assert isinstance(again, DoneEvent) and again.reason == "deferred"
     assert again.message.deferred == Deferred(handle="faux-deferred-2", poll_after_ms=250)
-    with pytest.raises(ProviderError, match="unknown faux deferred handle") as raised:
+    with pytest.raises(ModelProviderError, match="unknown faux deferred handle") as raised:
         await faux.fetch_deferred("faux-1", "faux-deferred-1", BACKGROUND)
     assert not raised.value.retryable
     final = await faux.fetch_deferred("faux-1", "faux-deferred-2", BACKGROUND)
@@ -110,7 +110,7 @@ async def test_not_ready_answers_with_a_fresh_handle_and_retires_the_old_one() -
 async def test_a_fetch_error_raises_and_keeps_the_handle_valid() -> None:
     faux = FauxProvider([faux_deferred(faux_fetch_error("gateway down"), "ok")])
     await collect(faux, request())
-    with pytest.raises(ProviderError, match="gateway down") as raised:
+    with pytest.raises(ModelProviderError, match="gateway down") as raised:
         await faux.fetch_deferred("faux-1", "faux-deferred-1", BACKGROUND)
     assert raised.value.retryable
     final = await faux.fetch_deferred("faux-1", "faux-deferred-1", BACKGROUND)
@@ -124,7 +124,7 @@ async def test_cancel_forgets_the_handle_and_ignores_unknown_ones() -> None:
     await faux.cancel_deferred("faux-1", "no-such-handle", BACKGROUND)
     assert faux.state.cancelled == ["faux-deferred-1", "no-such-handle"]
     assert faux.deferred_handles == []
-    with pytest.raises(ProviderError):
+    with pytest.raises(ModelProviderError):
         await faux.fetch_deferred("faux-1", "faux-deferred-1", BACKGROUND)
 
 
@@ -164,8 +164,8 @@ async def test_the_faux_provider_is_a_deferring_provider_and_a_plain_one_is_not(
         async def stream(self, request: Request, ctx: Any) -> AsyncIterator[StreamEvent]:
             yield MessageBuilder(api="x", provider="plain", model=request.model).start()
 
-    assert isinstance(FauxProvider(), DeferringProvider)
-    assert isinstance(Plain(), Provider) and not isinstance(Plain(), DeferringProvider)
+    assert isinstance(FauxProvider(), DeferringModelProvider)
+    assert isinstance(Plain(), ModelProvider) and not isinstance(Plain(), DeferringModelProvider)
 
 
 def test_builder_defer_rejects_content_and_anything_after_it() -> None:

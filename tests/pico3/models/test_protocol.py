@@ -14,8 +14,8 @@ from pico3.models import (
     FauxProvider,
     ModelCost,
     ModelInfo,
-    Provider,
-    ProviderError,
+    ModelProvider,
+    ModelProviderError,
     StartEvent,
     TextDeltaEvent,
     ToolCall,
@@ -111,7 +111,7 @@ def test_retryable_statuses() -> None:
 
 
 def test_faux_provider_satisfies_the_protocol() -> None:
-    assert isinstance(FauxProvider(), Provider)
+    assert isinstance(FauxProvider(), ModelProvider)
 
 
 def test_builder_rejects_invalid_tool_json_as_retryable_error() -> None:
@@ -119,12 +119,12 @@ def test_builder_rejects_invalid_tool_json_as_retryable_error() -> None:
     builder.start()
     index, _ = builder.open_tool_call("c", "read")
     builder.delta(index, '{"path": ')
-    with pytest.raises(ProviderError, match="invalid JSON arguments") as info:
+    with pytest.raises(ModelProviderError, match="invalid JSON arguments") as info:
         builder.close(index)
     assert info.value.retryable
     index, _ = builder.open_tool_call("d", "read")
     builder.delta(index, "[1]")
-    with pytest.raises(ProviderError, match="must be a JSON object"):
+    with pytest.raises(ModelProviderError, match="must be a JSON object"):
         builder.close(index)
 
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chord.context import BACKGROUND, ContextCancelled, with_cancel
-from pico3.models import ProviderError, RetryPolicy, parse_retry_after, retry_call
+from pico3.models import ModelProviderError, RetryPolicy, parse_retry_after, retry_call
 
 
 def test_backoff_doubles_from_the_base_and_is_capped() -> None:
@@ -70,7 +70,7 @@ def test_parse_retry_after_forms() -> None:
 
 
 class _Flaky:
-    def __init__(self, errors: list[ProviderError]) -> None:
+    def __init__(self, errors: list[ModelProviderError]) -> None:
         self.errors = errors
         self.calls = 0
 
@@ -90,8 +90,8 @@ async def test_retry_call_waits_per_retry_after_then_backoff() -> None:
 
     fn = _Flaky(
         [
-            ProviderError("rate limited", retryable=True, retry_after=5.0, status=429),
-            ProviderError("server", retryable=True, status=500),
+            ModelProviderError("rate limited", retryable=True, retry_after=5.0, status=429),
+            ModelProviderError("server", retryable=True, status=500),
         ]
     )
     told: list[tuple[int, float]] = []
@@ -113,8 +113,8 @@ async def test_non_retryable_errors_raise_at_once() -> None:
     async def sleep(seconds: float) -> None:
         raise AssertionError("must not wait")
 
-    fn = _Flaky([ProviderError("bad request", retryable=False, status=400)])
-    with pytest.raises(ProviderError, match="bad request"):
+    fn = _Flaky([ModelProviderError("bad request", retryable=False, status=400)])
+    with pytest.raises(ModelProviderError, match="bad request"):
         await retry_call(fn, RetryPolicy(), BACKGROUND, sleep=sleep)
     assert fn.calls == 1
 
@@ -124,8 +124,8 @@ async def test_gives_up_after_max_retries_with_the_last_error() -> None:
     async def sleep(seconds: float) -> None:
         return None
 
-    fn = _Flaky([ProviderError(f"e{i}", retryable=True) for i in range(5)])
-    with pytest.raises(ProviderError, match="e2"):
+    fn = _Flaky([ModelProviderError(f"e{i}", retryable=True) for i in range(5)])
+    with pytest.raises(ModelProviderError, match="e2"):
         await retry_call(fn, RetryPolicy(max_retries=2), BACKGROUND, sleep=sleep)
     assert fn.calls == 3
 
@@ -139,7 +139,7 @@ async def test_abort_during_backoff_raises_context_cancelled() -> None:
         started.set()
         await anyio.sleep_forever()
 
-    fn = _Flaky([ProviderError("busy", retryable=True)])
+    fn = _Flaky([ModelProviderError("busy", retryable=True)])
     outcome: list[BaseException] = []
 
     async def run() -> None:

@@ -97,7 +97,7 @@ async def child_of(h: Harness, task_id: int, until: Any) -> int:
     return await until(h, check)
 
 
-async def live_generation(h: Harness, conversation_id: int, until: Any) -> Task:
+async def live_model_call(h: Harness, conversation_id: int, until: Any) -> Task:
     async def check() -> Task | None:
         tasks = await h.kernel.commit(lambda tx, _c: tx.tasks(conversation_id=conversation_id), ctx)
         live = [t for t in tasks if t.kind == "pi.generation" and t.status != "terminal"]
@@ -182,7 +182,7 @@ async def test_conversation_abort_reaches_the_subtree_through_a_foreground_owner
     async with open_harness([faux_response(faux_pause(gate), "late")], [kind]) as h:
         task_id = await start(h, kind, {"question": "q", "spec": {"rewindable": {"model": MODEL}}})
         child = await child_of(h, task_id, until)
-        generation = await live_generation(h, child, until)
+        generation = await live_model_call(h, child, until)
         root = await h.root(ctx)
         await root.abort(ctx)  # returns once every marked task is terminal
         owner = await h.get_task(task_id, ctx)
@@ -201,7 +201,7 @@ async def test_a_background_owner_keeps_its_child_running_through_a_conversation
         input = {"question": "q", "spec": {"rewindable": {"model": MODEL}}}
         task_id = await start(h, kind, input, background=True)
         child = await child_of(h, task_id, until)
-        generation = await live_generation(h, child, until)
+        generation = await live_model_call(h, child, until)
         root = await h.root(ctx)
         await root.abort(ctx)
         still = await h.get_task(generation.id, ctx)
@@ -371,7 +371,7 @@ async def test_conversation_abort_walks_two_levels_of_foreground_owners(
 
         nested = await until(h, inner_id)
         grandchild = await child_of(h, nested, until)
-        generation = await live_generation(h, grandchild, until)
+        generation = await live_model_call(h, grandchild, until)
         root = await h.root(ctx)
         await root.abort(ctx)
         for task_id in (outer_id, nested, generation.id):

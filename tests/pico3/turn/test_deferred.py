@@ -1,4 +1,4 @@
-"""pi.generation with deferred answers (docs/design/turn.md#generation ``deferred``, docs/design/view.md#shape, #commit-mapping, docs/design/turn.md#models).
+"""pi.generation with deferred answers (docs/design/turn.md#model-call ``deferred``, docs/design/view.md#shape, #commit-mapping, docs/design/turn.md#models).
 
 A faux step answers with a handle instead of a message; the generation persists ``{handle,
 pollAt}``, sleeps on the ManualClock and polls with ``fetch_deferred``. Time moves only when a
@@ -29,8 +29,8 @@ from pico3.models.stream import MessageBuilder
 from pico3.storage import JsonlStorage, MemoryStorage
 from pico3.tasks.clock import ManualClock
 from pico3.tools import ToolDeclaration, ToolResult
-from pico3.turn import GENERATION_KIND
-from pico3.turn.generation import DEFAULT_POLL_MS
+from pico3.turn import MODEL_CALL_KIND
+from pico3.turn.model_call import DEFAULT_POLL_MS
 from pico3.turn.models import Models
 
 pytestmark = pytest.mark.anyio
@@ -140,7 +140,7 @@ async def test_not_ready_re_defers_with_a_new_handle_and_poll_time(open_session)
 
 
 async def test_abort_while_deferred_cancels_the_handle_and_ends_aborted(open_session) -> None:
-    # abort calls cancel_deferred; docs/design/turn.md#generation abort closure
+    # abort calls cancel_deferred; docs/design/turn.md#model-call abort closure
     async with open_session([faux_deferred("never fetched")]) as s:
         handle = await s.root.send("hi", BACKGROUND)
         event = await s.wait_event("generation.deferred")
@@ -233,7 +233,7 @@ async def test_after_response_sees_the_fetched_message_not_the_handle(open_sessi
         seen.append((message["stopReason"], api.attempt, text))
 
     def setup(h: Any) -> None:
-        h.hooks(h.namespace("watcher"), GENERATION_KIND, {"after_response": observe})
+        h.hooks(h.namespace("watcher"), MODEL_CALL_KIND, {"after_response": observe})
 
     script = [faux_deferred(faux_not_ready(), "late")]
     async with open_session(script, setup=setup) as s:
@@ -249,7 +249,7 @@ async def test_after_response_sees_the_fetched_message_not_the_handle(open_sessi
 async def test_suspend_while_deferred_resumes_polling_without_a_new_request(
     tmp_path: Path,
 ) -> None:
-    # docs/design/turn.md#generation: deferred is not in-flight; recovery polls the persisted handle
+    # docs/design/turn.md#model-call: deferred is not in-flight; recovery polls the persisted handle
     faux = FauxProvider([faux_deferred("after the restart", poll_after_ms=4000)])
 
     async def open_harness() -> tuple[Harness, ManualClock]:

@@ -1,4 +1,4 @@
-"""MessageMirror's coalescing (docs/design/turn.md#generation: ``turn.message`` while streaming).
+"""MessageMirror's coalescing (docs/design/turn.md#model-call: ``turn.message`` while streaming).
 
 The mirror takes its clock as a parameter; these tests move it by hand, so "the model took a
 second to answer" is one assignment, not a wait.

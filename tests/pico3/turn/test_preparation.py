@@ -12,7 +12,7 @@ from chord.context import BACKGROUND, Context
 from pico3.models.faux import FauxProvider, faux_error, faux_response
 from pico3.models.provider import ModelInfo
 from pico3.tools import ToolApi, ToolDeclaration, ToolResult
-from pico3.turn.generation import GENERATION_KIND
+from pico3.turn.model_call import MODEL_CALL_KIND
 from pico3.turn.sections import define_section
 
 pytestmark = pytest.mark.anyio
@@ -72,7 +72,7 @@ async def test_sections_render_into_the_system_prompt_and_deltas(open_session) -
         def instruct(payload: dict[str, Any], api: Any, ctx: Context) -> None:
             payload["sections"].set(section, values[0])
 
-        h.hooks(ns, GENERATION_KIND, {"system_instructions": instruct})
+        h.hooks(ns, MODEL_CALL_KIND, {"system_instructions": instruct})
 
     async with open_session([faux_response("1"), faux_response("2")], setup=setup) as s:
         await ask(s, "one")
@@ -101,7 +101,7 @@ async def test_preparation_retries_when_the_tool_registry_moves_meanwhile(open_s
             if len(calls) == 1:
                 holder["h"].register_tool(tool("b"))
 
-        h.hooks(ns, GENERATION_KIND, {"system_instructions": instruct})
+        h.hooks(ns, MODEL_CALL_KIND, {"system_instructions": instruct})
 
     async with open_session(
         [faux_response("1")], setup=setup, config={"selectedTools": ["a", "b"]}
@@ -123,7 +123,7 @@ async def test_before_request_reruns_on_retry_and_is_never_persisted(open_sessio
             extra = {"role": "user", "content": "INJECTED", "timestamp": 0}
             return {"messages": [*request["messages"], extra]}
 
-        h.hooks(ns, GENERATION_KIND, {"before_request": before})
+        h.hooks(ns, MODEL_CALL_KIND, {"before_request": before})
 
     script = [faux_error("flaky", retryable=True), faux_response("ok")]
     async with open_session(script, setup=setup) as s:
@@ -147,7 +147,7 @@ async def test_overflow_is_measured_on_the_post_hook_request(open_session) -> No
         big = {"role": "user", "content": "x" * 400, "timestamp": 0}
         h.hooks(
             ns,
-            GENERATION_KIND,
+            MODEL_CALL_KIND,
             {"before_request": lambda r, api, ctx: {"messages": [*r["messages"], big]}},
         )
 
@@ -164,7 +164,7 @@ async def test_after_response_runs_once_per_terminal_message(open_session) -> No
         ns = h.namespace("watcher")
         h.hooks(
             ns,
-            GENERATION_KIND,
+            MODEL_CALL_KIND,
             {"after_response": lambda m, api, ctx: seen.append((m["stopReason"], api.attempt))},
         )
 
@@ -185,7 +185,7 @@ async def test_yield_continuation_keeps_the_group_and_a_trigger_discards_it(open
         ns = h.namespace("loop")
         h.hooks(
             ns,
-            GENERATION_KIND,
+            MODEL_CALL_KIND,
             {"on_yield": lambda answer, api, ctx: answers.pop(0) if answers else None},
         )
 
@@ -254,7 +254,7 @@ async def test_fork_at_an_entry_continues_from_there_with_overrides(open_session
 async def test_a_head_past_the_baseline_forces_a_fresh_baseline_omitting_retained_deltas(
     open_session,
 ) -> None:
-    # docs/design/turn.md#generation system preparation: fresh baseline after a head, omit edits for retained entries
+    # docs/design/turn.md#model-call system preparation: fresh baseline after a head, omit edits for retained entries
     def setup(h: Any) -> None:
         for name in ("a", "b"):
             h.register_tool(tool(name))

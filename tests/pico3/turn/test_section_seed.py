@@ -1,6 +1,6 @@
 """Section seeds: the private ``sections`` of a conversation record, which its canonical section
 fold starts from until it writes a managed ``pi.system`` entry of its own (docs/design/harness.md#section-seeds,
-docs/design/turn.md#generation, docs/design/view.md#never-in-the-view, the fork of docs/design/harness.md#public-api)."""
+docs/design/turn.md#model-call, docs/design/view.md#never-in-the-view, the fork of docs/design/harness.md#public-api)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from msgspec import UNSET
 
 from chord.context import BACKGROUND, Context
 from chord.delta import apply_immutable
-from pico3.datamodel.section_seed import SectionSeedRejected, check_section_seed
 from pico3.harness import ConversationHandle, Harness
 from pico3.kernel.tx import Transaction
 from pico3.models.faux import faux_response, faux_tool_call
 from pico3.owned import OwnedSpec, create_owned_conversation
+from pico3.session_data.section_seed import SectionSeedRejected, check_section_seed
 from pico3.storage import (
     Conversation,
     ConversationWrite,
@@ -29,7 +29,7 @@ from pico3.storage import (
 )
 from pico3.tasks import Completion, Done, Runtime, Step, TaskInfo, define_task
 from pico3.tools import ToolApi, ToolDeclaration, ToolResult
-from pico3.turn.generation import GENERATION_KIND
+from pico3.turn.model_call import MODEL_CALL_KIND
 from pico3.turn.sections import define_section
 
 pytestmark = pytest.mark.anyio
@@ -63,7 +63,7 @@ def terse_root(s: Any) -> None:
     def instruct(payload: dict[str, Any], api: Any, ctx: Context) -> None:
         payload["sections"].set(PERSONA, "terse")
 
-    s.root.hooks(ns, GENERATION_KIND, {"system_instructions": instruct})
+    s.root.hooks(ns, MODEL_CALL_KIND, {"system_instructions": instruct})
 
 
 # -- the first request ----------------------------------------------------------------------------
@@ -148,7 +148,7 @@ async def test_once_the_fork_wrote_its_own_entry_the_fold_comes_from_entries(
             if len(seen) == 1:
                 draft.set(PERSONA, "an editor")
 
-        fork.hooks(ns, GENERATION_KIND, {"system_instructions": instruct})
+        fork.hooks(ns, MODEL_CALL_KIND, {"system_instructions": instruct})
         await ask(fork, "one")
         assert s.faux.state.requests[0].system == [
             "## persona\nYou are an editor.\n\n## focus\nFocus on tests."

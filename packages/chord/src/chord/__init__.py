@@ -51,6 +51,23 @@ from chord.context import (
     with_value,
     without_abort_signal,
 )
+from chord.facet_packages import (
+    ENTRY_POINT_GROUP,
+    FacetDiscoveryError,
+    FacetGeneration,
+    FacetLoadError,
+    FacetPackage,
+    ReloadCoordinator,
+    ReloadOutcome,
+    ReloadReport,
+    discover_facet_packages,
+    facet_package_from_folder,
+    hookimpl,
+    installed_facet_packages,
+    load_facet_packages,
+    load_generation,
+    package_facet_loader,
+)
 from chord.facets import (
     Dialogs,
     DialogSpawner,
@@ -69,23 +86,6 @@ from chord.facets import (
 )
 from chord.json import JsonError, JsonValue, copy_json, equal_json, is_json_value, validate_json
 from chord.neutralize import inert
-from chord.packages import (
-    ENTRY_POINT_GROUP,
-    FacetDiscoveryError,
-    FacetGeneration,
-    FacetLoadError,
-    FacetPackage,
-    ReloadCoordinator,
-    ReloadOutcome,
-    ReloadReport,
-    discover_facet_packages,
-    facet_package_from_folder,
-    hookimpl,
-    installed_facet_packages,
-    load_facet_packages,
-    load_generation,
-    package_facet_loader,
-)
 from chord.remote import (
     RemoteServiceBinding,
     RemoteServiceError,

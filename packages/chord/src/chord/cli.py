@@ -13,8 +13,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from chord.packages.discovery import ENTRY_POINT_GROUP
-from chord.packages.scaffold import FacetNameError, new_facet_package
+from chord.facet_packages.discovery import ENTRY_POINT_GROUP
+from chord.facet_packages.scaffold import FacetNameError, new_facet_package
 
 __all__ = ["main"]
 

@@ -7,8 +7,10 @@ service, whose contract is :class:`TuiService`:
   first come, first served), then ask a yes/no question or offer choices on the :class:`Modal`
   (answered with deliberate keys only: see :class:`DialogScreen`);
 * :meth:`~TuiService.notify` — a transient toast;
-* :meth:`~TuiService.register_command` — a ``/slash`` command, unregistered by the returned
-  function (own it with ``env.own``);
+* :func:`register_commands` — a table of ``/slash`` commands (:class:`Command` values: name,
+  help, arguments, a top-level handler; see :mod:`chord.textual_commands`), unregistered by the
+  returned function (own it with ``env.own``); :meth:`~TuiService.register_command` is the
+  low-level path underneath, for a handler that takes the raw argument text;
 * :meth:`~TuiService.mount_panel` — a widget in the side panel area, removed by the returned
   function;
 * :meth:`~TuiService.register_key` — a global key (``"shift+tab"``) that runs a handler,
@@ -58,6 +60,19 @@ from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, 
 from chord.neutralize import inert, inert_text
 from chord.remote import RemoteServiceSource
 from chord.services import Service, define_service
+from chord.textual_commands import (
+    Arg,
+    ArgumentError,
+    Arguments,
+    BoundCommand,
+    Command,
+    CommandError,
+    CommandOutcome,
+    Notice,
+    command_row_fields,
+    register_commands,
+    report_command_error,
+)
 from chord.textual_dialogs import (
     ARMING_SECONDS,
     Choice,
@@ -69,20 +84,30 @@ from chord.textual_dialogs import (
 __all__ = [
     "ARMING_SECONDS",
     "CLOSED_NOTICE",
+    "Arg",
+    "ArgumentError",
+    "Arguments",
+    "BoundCommand",
     "Choice",
     "ChoiceScreen",
+    "Command",
+    "CommandError",
     "CommandHandler",
+    "CommandOutcome",
     "ConfirmScreen",
     "DialogScreen",
     "KeyBinding",
     "KeyHandler",
     "Modal",
+    "Notice",
     "Severity",
     "SlashCommand",
     "TextualTui",
     "Tui",
     "TuiService",
     "inert_text",
+    "register_commands",
+    "report_command_error",
     "run_app_with_facets",
     "show_dialogs",
     "tui_facet",
@@ -134,11 +159,15 @@ class Modal(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class SlashCommand:
-    """A registered ``/name`` command."""
+    """A row of the command registry (:attr:`TextualTui.commands`): what the palette
+    (``description``: the arguments, then the help), ``/help`` (``usage`` and ``help``) and
+    completion read, and the ``(text, ctx)`` handler :meth:`TextualTui.run_command` calls."""
 
     name: str
     description: str
     handler: CommandHandler
+    usage: str = ""
+    help: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,7 +358,8 @@ class TextualTui:
             raise ValueError(f"invalid command name {name!r}: use letters, digits, -, _ and :")
         if name in self.commands:
             raise ValueError(f"command /{name} is already registered")
-        command = SlashCommand(name, description, handler)
+        usage, help_line = command_row_fields(handler, name, description)
+        command = SlashCommand(name, description, handler, usage, help_line)
         self.commands[name] = command
 
         def unregister() -> None:
@@ -339,7 +369,10 @@ class TextualTui:
         return unregister
 
     async def run_command(self, line: str, ctx: Context) -> bool:
-        """Run ``/name args`` if ``name`` is registered; ``False`` when it is not a command."""
+        """Run ``/name args`` if ``name`` is registered; ``False`` when it is not a command.
+
+        A handler's exception is reported by :func:`report_command_error` (a
+        :class:`Command`'s handler reports its own the same way), never raised."""
         if not line.startswith("/"):
             return False
         name, _, args = line[1:].partition(" ")
@@ -354,7 +387,7 @@ class TextualTui:
         except ContextCancelled:
             pass
         except Exception as exc:
-            self.notify(f"/{name} failed: {_where_it_failed(exc)}", severity="error")
+            report_command_error(self, name, exc)
         return True
 
     def mount_panel(self, panel_id: str, factory: Callable[[], Widget]) -> Callable[[], None]:
@@ -539,25 +572,3 @@ async def run_app_with_facets(
             if inspect.isawaitable(result):
                 await result
         await app.run_async(**run_options)
-
-
-def _where_it_failed(exc: BaseException) -> str:
-    """A command's error as its author needs it: the exception's type and message, and the
-    file and line where it was raised (the innermost frame of its traceback outside chord), e.g.
-    ``ZeroDivisionError: division by zero (my_feature/plugin.py:42 in bump)``."""
-    import os
-    import traceback
-
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    chord_dir = os.path.dirname(os.path.abspath(__file__))
-    frames = [  # the command's own code, not chord's plumbing a remote call went through
-        f
-        for f in traceback.extract_tb(exc.__traceback__)
-        if not os.path.abspath(f.filename).startswith(chord_dir + os.sep)
-    ]
-    if not frames:
-        return text
-    frame = frames[-1]
-    parts = os.path.normpath(frame.filename).split(os.sep)
-    shown = os.sep.join(parts[-2:]) if len(parts) > 1 else frame.filename
-    return f"{text} ({shown}:{frame.lineno} in {frame.name})"

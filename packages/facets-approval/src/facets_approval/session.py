@@ -99,6 +99,7 @@ from chord import (
 )
 from pico3 import (
     MISSING,
+    SANDBOX_MODE_SERVICE,
     SANDBOX_SERVICE,
     TOOL_KIND,
     Harness,
@@ -106,6 +107,7 @@ from pico3 import (
     HarnessServiceApi,
     Namespace,
     Sandbox,
+    SandboxMode,
     Transaction,
 )
 
@@ -548,17 +550,26 @@ class _Modes:
             raise RuntimeError("the session is not open (suspended or closing); try again")
         return installation
 
+    def _publish(self, mode: PermissionMode, ctx: Context, *, stored: bool = False) -> None:
+        """Publish ``mode``, and tell the host's :class:`pico3.SandboxMode` (when it has one)
+        whether the session's commands, user hooks included, now run in the sandbox. The
+        ``stored`` mode read at activation only raises it: a host that starts the session in
+        ``sandbox`` mode says so before it applies the mode (SessionStart hooks run between)."""
+        found = self._harness.handle.services.get(SANDBOX_MODE_SERVICE)
+        if isinstance(found, SandboxMode):
+            found.active = (found.active and stored) or mode == "sandbox"
+        self.state.replace(ctx, {"mode": mode})
+
     async def _refresh(self, ctx: Context) -> None:
         """Publish the stored mode (at activation)."""
         async with self._lock:
-            mode = await self._live().mode(ctx)
-            self.state.replace(ctx, {"mode": mode})
+            self._publish(await self._live().mode(ctx), ctx, stored=True)
 
     async def set_mode(self, mode: Any, ctx: Context) -> None:
         checked = check_mode(mode)  # raises before anything is written or published
         async with self._lock:
             await self._live().set_mode(checked, ctx)
-            self.state.replace(ctx, {"mode": checked})
+            self._publish(checked, ctx)
 
 
 def approval_session_facet(rules: ApprovalRules = DEFAULT_RULES) -> Facet:

@@ -34,6 +34,8 @@ parse"), and is fast enough to run on every call (microseconds per line).
 from __future__ import annotations
 
 import re
+import threading
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -139,18 +141,54 @@ class CommandAnalysis:
 
 
 @cache
-def _parser() -> Any:
+def _language() -> Any:
     import tree_sitter_bash
-    from tree_sitter import Language, Parser
+    from tree_sitter import Language
 
-    return Parser(Language(tree_sitter_bash.language()))
+    return Language(tree_sitter_bash.language())
+
+
+_parsers = threading.local()
+
+
+def _parser() -> Any:
+    """This thread's parser (a tree-sitter ``Parser`` is not safe to share between threads)."""
+    parser = getattr(_parsers, "parser", None)
+    if parser is None:
+        from tree_sitter import Parser
+
+        parser = _parsers.parser = Parser(_language())
+    return parser
+
+
+_SOURCE: ContextVar[bytes] = ContextVar("_SOURCE")
+"""The command's real bytes while it is analysed (:func:`_text` reads words from them)."""
+
+
+def _shadow(source: bytes) -> bytes:
+    """``source`` with every byte of a non-ASCII character replaced by ``a``.
+
+    tree-sitter-bash's scanner reads past its tables on some characters outside ASCII and
+    crashes the process (``{`` then U+FFFFF is enough): a command the model writes must never
+    take the worker down. In bash a non-ASCII character is part of a word, as ``a`` is, so the
+    shadow parses to the same tree, with the same byte offsets; the words are then read from
+    the real bytes."""
+    return source.translate(_ASCII_SHADOW)
+
+
+_ASCII_SHADOW = bytes(b if b < 0x80 else ord("a") for b in range(256))
 
 
 def analyse_command(command: str) -> CommandAnalysis:
     """Every command ``command`` runs, what hides a command, and the files it writes."""
-    tree = _parser().parse(command.encode("utf-8"))
+    source = command.encode("utf-8", "surrogatepass")
+    tree = _parser().parse(_shadow(source))
     walker = _Walker()
-    walker.statement(tree.root_node)
+    token = _SOURCE.set(source)
+    try:
+        walker.statement(tree.root_node)
+    finally:
+        _SOURCE.reset(token)
     return CommandAnalysis(
         tuple(walker.parts), tuple(dict.fromkeys(walker.unsafe)), tuple(walker.writes)
     )
@@ -266,7 +304,7 @@ class _Walker:
 
 
 def _text(node: Any) -> str:
-    return node.text.decode("utf-8", "replace")
+    return _SOURCE.get()[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
 _ESCAPED = re.compile(r"\\(.)", re.DOTALL)

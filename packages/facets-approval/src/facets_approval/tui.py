@@ -35,7 +35,8 @@ dialogs.
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, cast
 
 import anyio
 from rich.text import Text
@@ -43,7 +44,18 @@ from textual.message import Message
 from textual.widgets import Static
 
 from chord import Context, Delivery, FacetEnvironment, ReplicatedState, define_facet, inert
-from chord.textual import Choice, Modal, Tui, show_dialogs
+from chord.textual import (
+    Arg,
+    Arguments,
+    Choice,
+    Command,
+    CommandOutcome,
+    Modal,
+    Tui,
+    TuiService,
+    register_commands,
+    show_dialogs,
+)
 
 from .contract import (
     MODE_DESCRIPTIONS,
@@ -59,11 +71,13 @@ __all__ = [
     "ALLOW",
     "CYCLE_KEY",
     "DENY",
+    "MODE_COMMANDS",
     "MODE_PANEL_ID",
     "SANDBOXED",
     "SCOPE_LABELS",
     "STANDING",
     "ModeLabel",
+    "ModeTarget",
     "approval_choices",
     "ask_approval",
     "decision_for",
@@ -72,6 +86,7 @@ __all__ = [
     "mode_choices",
     "mode_of",
     "mode_tui_facet",
+    "set_mode",
     "tui_facet",
 ]
 
@@ -315,65 +330,84 @@ def _label_text(mode: PermissionMode | None) -> str:
     return f"mode: {mode or '?'}  ({CYCLE_KEY} to cycle)"
 
 
-@define_facet("@pi/approval-mode")
-def mode_tui_facet(env: FacetEnvironment) -> None:
-    """Show the permission mode, cycle it with Shift+Tab, set it with ``/mode``."""
-    tui = env.use(Tui)
-    modes = env.use(ApprovalMode)
-    lock = anyio.Lock()
+@dataclass(frozen=True, slots=True)
+class ModeTarget:
+    """What ``/mode`` (and Shift+Tab) act on: the TUI, the session's
+    :data:`~.contract.ApprovalMode` service, and the lock that makes presses and commands
+    queue up (each steps from the mode the previous one set)."""
 
-    async def set_and_follow(mode: PermissionMode, ctx: Context) -> None:
+    tui: TuiService
+    modes: Any  # ApprovalMode: a remote service handle
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+
+    async def set_and_follow(self, mode: PermissionMode, ctx: Context) -> None:
         """``set_mode``, then wait (briefly) until the state shows ``mode``."""
         changed = anyio.Event()
 
         def listener(value: Any, _ctx: Context, _delivery: Delivery) -> None:
             changed.set()
 
-        unsubscribe = modes.state.subscribe(listener)
+        unsubscribe = self.modes.state.subscribe(listener)
         try:
-            await modes.set_mode(mode, ctx)
+            await self.modes.set_mode(mode, ctx)
             with anyio.move_on_after(_CATCH_UP):
-                while mode_of(modes.state.value) != mode:
+                while mode_of(self.modes.state.value) != mode:
                     await changed.wait()
                     changed = anyio.Event()
         finally:
             unsubscribe()
 
+
+async def set_mode(target: ModeTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/mode MODE`` sets the permission mode; ``/mode`` alone offers them in a picker."""
+    chosen = cast(PermissionMode, args["mode"])
+    if chosen:
+        async with target.lock:
+            await target.set_and_follow(chosen, ctx)
+        return f"Permission mode: {chosen}"
+    current = mode_of(target.modes.state.value)
+    modal = await target.tui.acquire_modal(ctx)
+    try:
+        choice = await modal.choose(
+            f"Permission mode (now: {current or '?'})", mode_choices(current)
+        )
+    finally:
+        modal.close()
+    if choice is not None:
+        async with target.lock:
+            await target.set_and_follow(cast(PermissionMode, choice), ctx)
+    return None
+
+
+MODE_COMMANDS = (
+    Command(
+        "mode",
+        "Show or set the permission mode",
+        set_mode,
+        # Not limited to ``choices``: the session validates the mode (and says which exist).
+        args=(Arg("mode", optional=True, hint=f"[{'|'.join(PERMISSION_MODES)}]"),),
+    ),
+)
+
+
+@define_facet("@pi/approval-mode")
+def mode_tui_facet(env: FacetEnvironment) -> None:
+    """Show the permission mode, cycle it with Shift+Tab, set it with ``/mode``."""
+    tui = env.use(Tui)
+    modes = env.use(ApprovalMode)
+    target = ModeTarget(tui, modes)
+
     async def cycle(ctx: Context) -> None:
-        async with lock:  # presses queue up: each steps from the mode the previous one set
+        async with target.lock:  # presses queue up: each steps from the mode the previous set
             current = mode_of(modes.state.value)
             if current is None:
                 tui.notify("The permission mode is not known yet", severity="warning")
                 return
-            await set_and_follow(next_mode(current), ctx)
-
-    async def command(args: str, ctx: Context) -> None:
-        if args:
-            async with lock:
-                await set_and_follow(args, ctx)  # type: ignore[arg-type] - validated remotely
-            tui.notify(f"Permission mode: {args}")
-            return
-        current = mode_of(modes.state.value)
-        modal = await tui.acquire_modal(ctx)
-        try:
-            choice = await modal.choose(
-                f"Permission mode (now: {current or '?'})", mode_choices(current)
-            )
-        finally:
-            modal.close()
-        if choice is not None:
-            async with lock:
-                await set_and_follow(choice, ctx)  # type: ignore[arg-type] - one of the modes
+            await target.set_and_follow(next_mode(current), ctx)
 
     def activate() -> None:
         env.own(tui.mount_panel(MODE_PANEL_ID, lambda: ModeLabel(modes.state)))
         env.own(tui.register_key(CYCLE_KEY, "Cycle the permission mode", cycle))
-        env.own(
-            tui.register_command(
-                "mode",
-                "Show or set the permission mode: /mode [ask|accept-edits|sandbox|plan|auto]",
-                command,
-            )
-        )
+        env.own(register_commands(tui, MODE_COMMANDS, target))
 
     env.on_activate(activate)

@@ -13,6 +13,9 @@ for ``oldText``/``newText``; ``-i`` for grep's ``ignoreCase``; ``run_in_backgrou
 sh, dash or ksh, else ``/bin/sh``) as ``<shell> -c <command>``, in the project folder, with the
 session's child environment (secrets withheld) plus ``CLAUDE_PROJECT_DIR``; the event's JSON is
 its stdin. When its timeout passes, or the call is cancelled, its whole process group is killed.
+With a :class:`pico3.Sandbox` the shell runs inside it (:meth:`pico3.Sandbox.wrap`: the project
+and the session's ``$TMPDIR`` writable, credentials and the agent's own files hidden, no
+network); killing ``bwrap``'s group then ends every process the hook started.
 """
 
 from __future__ import annotations
@@ -28,10 +31,13 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream
 
+from pico3 import Sandbox
+
 __all__ = [
     "CLAUDE_NAMES",
     "HookRun",
     "claude_tool",
+    "hook_argv",
     "run_command",
     "shell_for",
     "tool_names",
@@ -128,6 +134,17 @@ def shell_for(env: Mapping[str, str]) -> str:
     return "/bin/sh"
 
 
+def hook_argv(
+    command: str, *, env: Mapping[str, str], cwd: str, sandbox: Sandbox | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment that run ``command`` through the shell, inside ``sandbox``
+    when one is given (then ``bwrap``'s argv, and ``TMPDIR`` set to the session's folder)."""
+    argv = [shell_for(env), "-c", command]
+    if sandbox is None:
+        return argv, dict(env)
+    return sandbox.wrap(argv, cwd=cwd or os.getcwd(), env=env)
+
+
 async def _drain(stream: ByteReceiveStream | None, into: bytearray) -> None:
     if stream is None:
         return
@@ -153,20 +170,23 @@ async def run_command(
     env: Mapping[str, str],
     cwd: str,
     seconds: float,
+    sandbox: Sandbox | None = None,
 ) -> HookRun:
-    """Run one hook ``command`` with ``payload`` as JSON on stdin (see the module docstring).
+    """Run one hook ``command`` with ``payload`` as JSON on stdin (see the module docstring),
+    inside ``sandbox`` when one is given.
 
     Never raises for the command's own failure: one that cannot start is a :class:`HookRun`
     with exit code ``None`` and the reason in ``stderr``. Cancellation kills the process group
     and propagates. ``seconds`` is the hook's timeout."""
     data = json.dumps(payload).encode()
+    argv, environ = hook_argv(command, env=env, cwd=cwd, sandbox=sandbox)
     try:
         process = await anyio.open_process(
-            [shell_for(env), "-c", command],
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=dict(env),
+            env=environ,
             cwd=cwd or None,
             start_new_session=True,
         )

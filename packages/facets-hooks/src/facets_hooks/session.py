@@ -67,18 +67,21 @@ import anyio
 
 from chord import BACKGROUND, Context, FacetEnvironment, cancel_scope, define_facet
 from pico3 import (
-    GENERATION_KIND,
     MISSING,
+    MODEL_CALL_KIND,
     TOOL_KIND,
     ChildEnvironment,
     ConversationService,
     HarnessService,
     HarnessServiceApi,
+    Sandbox,
     ToolResult,
+    commands_sandbox,
+    explain_refusal,
 )
 
 from .contract import HookInfo, HooksListing, HooksSummary
-from .protocol import HookRun, claude_tool, run_command, shell_for, tool_names
+from .protocol import HookRun, claude_tool, hook_argv, run_command, tool_names
 from .settings import HookSpec, LoadedHooks, load_hooks
 from .verdicts import (
     post_notes,
@@ -189,17 +192,32 @@ class Hooks:
             **fields,
         }
 
+    def sandbox(self) -> Sandbox | None:
+        """The sandbox hooks run in now: the session's when its commands run inside
+        (``sandbox.enabled``, or the ``sandbox`` permission mode), else ``None``."""
+        return commands_sandbox(self._harness.handle.services)
+
     async def run(self, hook: HookSpec, payload: dict[str, Any], ctx: Context) -> HookRun:
-        """Run one hook; what it says to the user (a failure, a timeout) is logged."""
+        """Run one hook (inside the sandbox when the session's commands run there); what it
+        says to the user (a failure, a timeout) is logged."""
+        sandbox = self.sandbox()
         with cancel_scope(ctx):
             run = await run_command(
-                hook.command, payload, env=self.child_env, cwd=self.cwd, seconds=hook.timeout
+                hook.command,
+                payload,
+                env=self.child_env,
+                cwd=self.cwd,
+                seconds=hook.timeout,
+                sandbox=sandbox,
             )
         where = f"{hook.event} hook `{hook.command}` ({hook.source})"
         if run.timed_out:
             _log.warning("%s timed out after %g s; it was stopped", where, hook.timeout)
         elif run.exit_code not in (0, 2):
             detail = run.stderr.strip() or "no output on stderr"
+            refused = explain_refusal(detail, sandbox.policy.hidden_names()) if sandbox else None
+            if refused:  # for the user: the hook ran in the sandbox, and that is why
+                detail += f" (it ran inside the sandbox: {refused.strip('[]')})"
             _log.warning("%s failed with exit code %s: %s", where, run.exit_code, detail)
         message = (run.output or {}).get("systemMessage")
         if isinstance(message, str) and message.strip():  # for the user, not the model
@@ -409,14 +427,20 @@ class Hooks:
     def session_end(self) -> None:
         """Start the ``SessionEnd`` hooks; they are not waited for (the worker is leaving)."""
         payload = json.dumps(self.payload("SessionEnd", reason="other")).encode()
+        sandbox = self.sandbox()
         for hook in self.loaded.for_event("SessionEnd"):
+            argv, environ = hook_argv(
+                hook.command, env=self.child_env, cwd=self.cwd, sandbox=sandbox
+            )
+            if sandbox is not None:  # bwrap dies with its parent: give it one that waits
+                argv = ["/bin/sh", "-c", '"$@"; exit $?', "sh", *argv]
             try:
                 process = subprocess.Popen(
-                    [shell_for(self.child_env), "-c", hook.command],
+                    argv,
                     stdin=subprocess.PIPE,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
-                    env=self.child_env,
+                    env=environ,
                     cwd=self.cwd if os.path.isdir(self.cwd) else None,
                     start_new_session=True,
                 )
@@ -443,7 +467,7 @@ class Hooks:
             undo.append(
                 h.hooks(
                     ns,
-                    GENERATION_KIND,
+                    MODEL_CALL_KIND,
                     {"before_request": self.before_request, "on_yield": self.on_yield},
                 )
             )

@@ -8,12 +8,23 @@ untrusted project's settings files whose hooks wait for ``/trust``. Read from th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from chord import Context, FacetEnvironment, define_facet
-from chord.textual import Choice, Tui
+from chord.textual import Arguments, Choice, Command, Tui, TuiService, register_commands
 
 from .contract import HooksListing, HooksSummary
 
-__all__ = ["hooks_text", "tui_facet"]
+__all__ = ["COMMANDS", "HooksTarget", "hooks_text", "show_hooks", "tui_facet"]
+
+
+@dataclass(frozen=True, slots=True)
+class HooksTarget:
+    """What ``/hooks`` acts on: the TUI and the session's :data:`~.contract.HooksListing`."""
+
+    tui: TuiService
+    listing: Any  # HooksListing: a remote service handle
 
 
 def hooks_text(summary: HooksSummary) -> str:
@@ -41,21 +52,22 @@ def hooks_text(summary: HooksSummary) -> str:
     return "\n".join(lines)
 
 
+async def show_hooks(target: HooksTarget, args: Arguments, ctx: Context) -> None:
+    """``/hooks``: the hooks and the files they come from, in a dialog."""
+    summary = await target.listing.summary(ctx)
+    modal = await target.tui.acquire_modal(ctx)
+    try:
+        await modal.choose("Hooks", [Choice("close", "Close")], body=hooks_text(summary))
+    finally:
+        modal.close()
+
+
+COMMANDS = (Command("hooks", "List the hooks and the files they come from", show_hooks),)
+
+
 @define_facet("@pi/hooks")
 def tui_facet(env: FacetEnvironment) -> None:
     """Register ``/hooks``."""
     tui = env.use(Tui)
-    listing = env.use(HooksListing)
-
-    async def show(args: str, ctx: Context) -> None:
-        summary = await listing.summary(ctx)
-        modal = await tui.acquire_modal(ctx)
-        try:
-            await modal.choose("Hooks", [Choice("close", "Close")], body=hooks_text(summary))
-        finally:
-            modal.close()
-
-    def activate() -> None:
-        env.own(tui.register_command("hooks", "List the hooks and the files they come from", show))
-
-    env.on_activate(activate)
+    target = HooksTarget(tui, env.use(HooksListing))
+    env.on_activate(lambda: env.own(register_commands(tui, COMMANDS, target)))

@@ -3,7 +3,7 @@
 Three contributions, all made through the harness (docs/design/chord.md#feature-layout):
 
 * the ``repo.indexer`` task kind (:mod:`.kind`), registered through
-  :meth:`~pico3.chord.contract.HarnessServiceApi.add_registration` in ``on_activate``, so it is
+  :meth:`~pico3.facets.contract.HarnessServiceApi.add_registration` in ``on_activate``, so it is
   present before ``resume()`` (indexer tasks may exist in storage) and again after every reopen;
 * the ``code_search`` tool (:func:`code_search_tool`), which lets the model query the index;
 * :data:`~.contract.IndexerService` (``pi.indexer``): ``start`` creates a background indexer

@@ -20,16 +20,28 @@ from typing import Any
 from textual.widgets import Static
 
 from chord import Context, Delivery, FacetEnvironment, define_facet, inert
-from chord.textual import Tui
+from chord.textual import (
+    Arg,
+    Arguments,
+    Command,
+    CommandOutcome,
+    Notice,
+    Tui,
+    TuiService,
+    register_commands,
+)
 from pico3 import ConversationService
 
 from .contract import INDEXER_KIND, IndexerService, IndexRequest
 
 __all__ = [
+    "COMMANDS",
     "PANEL_ID",
     "IndexProgress",
     "IndexRow",
+    "IndexTarget",
     "IndexerPanel",
+    "index",
     "progress_text",
     "tui_facet",
 ]
@@ -155,6 +167,33 @@ class IndexerPanel(Static):
         self.update(text)
 
 
+@dataclass(frozen=True, slots=True)
+class IndexTarget:
+    """What ``/index`` acts on: the TUI and the session's :data:`~.contract.IndexerService`."""
+
+    tui: TuiService
+    indexer: Any  # IndexerService: a remote service handle
+
+
+async def index(target: IndexTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/index [FOLDER]``: start indexing the working tree (or ``FOLDER``) for code_search."""
+    request: IndexRequest = {"root": args["folder"]} if args["folder"] else {}
+    result = await target.indexer.start(request, ctx)
+    if result["started"]:
+        return f"Indexing started (task #{result['taskId']})"
+    return Notice(f"Already indexing (task #{result['taskId']})", "warning")
+
+
+COMMANDS = (
+    Command(
+        "index",
+        "Index the working tree for code_search",
+        index,
+        args=(Arg("folder", optional=True, rest=True),),
+    ),
+)
+
+
 @define_facet("@pi/indexer")
 def tui_facet(env: FacetEnvironment) -> None:
     """Mount the progress panel, follow the views of the conversations no subagent owns (an
@@ -184,17 +223,9 @@ def tui_facet(env: FacetEnvironment) -> None:
             if seen:
                 progress.drop(owner, seen[0])
 
-    async def index(args: str, ctx: Context) -> None:
-        request: IndexRequest = {"root": args} if args else {}
-        result = await indexer.start(request, ctx)
-        if result["started"]:
-            tui.notify(f"Indexing started (task #{result['taskId']})")
-        else:
-            tui.notify(f"Already indexing (task #{result['taskId']})", severity="warning")
-
     def activate() -> None:
         env.own(tui.mount_panel(PANEL_ID, lambda: IndexerPanel(progress)))
-        env.own(tui.register_command("index", "Index the working tree for code_search", index))
+        env.own(register_commands(tui, COMMANDS, IndexTarget(tui, indexer)))
 
     env.observe(ConversationService, follow)
     env.on_activate(activate)

@@ -11,6 +11,12 @@ that never became ready (a missing binary, a server that exits at once) it is no
 (``gaveUpAfter`` in its state); a server that needs a login waits for ``/mcp login`` instead of
 retrying. :meth:`ServerRunner.restart` starts it again at once.
 
+A stdio server can be put to sleep (:meth:`ServerRunner.suspend`, by :mod:`.idle` while no
+client is attached to a lingering worker): its process is stopped, its state is ``stopped``, its
+tools, resources, prompts and instructions stay known, and the next request
+(:meth:`ServerRunner.call_tool`, a resource read, a prompt) or :meth:`ServerRunner.wake` starts
+it again; the request waits for it to be ready (at most :data:`INIT_TIMEOUT`).
+
 A call never takes more than the server's ``timeout``; a hang, an answer that is not JSON-RPC, a
 result the SDK refuses or a dead server make that one call raise :class:`McpCallError` with a
 message naming the server, the tool and what happened. The runner itself survives all of them.
@@ -40,10 +46,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 if TYPE_CHECKING:  # the MCP SDK (and pydantic, and httpx with its rich CLI) cost a worker
     # start ~1 s of CPU: imported where a server is run or a result mapped, never at import time
-    from mcp import ClientSession, types
+    from mcp import ClientSession, StdioServerParameters, types
     from mcp.shared.message import SessionMessage
 
-from pico3 import ChildEnvironment
+from pico3 import ChildEnvironment, Sandbox
 
 from .auth import LOGIN_TIMEOUT, LoginFlow, TokenFile, login_problem, token_path
 from .callbacks import elicitation_callback, roots_callback, sampling_callback
@@ -93,6 +99,30 @@ class _Gone(Exception):
     """The connection ended."""
 
 
+class _Asleep(Exception):
+    """The server was stopped to sleep (:meth:`ServerRunner.suspend`)."""
+
+
+class _Unsandboxed(Exception):
+    """A server configured with ``sandbox: true`` and no sandbox to run it in: never retried."""
+
+
+UNSANDBOXED = (
+    'MCP server {name!r} has "sandbox": true but the OS sandbox is not available in this '
+    "session (see /sandbox or coding-agent config for why), so it is not started; remove "
+    '"sandbox" from its entry to run it unconfined'
+)
+"""Why a ``sandbox: true`` server is not started where no sandbox can start."""
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The first exception inside (nested) exception groups: a task group wraps what its
+    body raises."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
 def _describe(exc: BaseException) -> str:
     """A one-line reason, looking through exception groups."""
     from mcp import McpError
@@ -104,7 +134,7 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc}"
     text = str(exc) or type(exc).__name__
-    return text if isinstance(exc, _Gone) else f"{type(exc).__name__}: {text}"
+    return text if isinstance(exc, _Gone | _Unsandboxed) else f"{type(exc).__name__}: {text}"
 
 
 def _garbage_text(exc: Exception) -> str:
@@ -144,8 +174,11 @@ class ServerRunner:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         root: str | None = None,
         sampler: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.spec = spec
+        self._sandbox = sandbox
+        """The session's sandbox: a ``sandbox: true`` stdio server runs in it."""
         # OAuth (remote servers): the tokens' file under the agent's state, a login in progress
         self._tokens = TokenFile(
             token_path(auth_dir, spec.name, spec.url) if auth_dir and spec.url else None
@@ -184,6 +217,15 @@ class ServerRunner:
         self._change = anyio.Event()
         self._restart_now = anyio.Event()
         self._stderr: TextIO | None = None
+        self._sleep_now = anyio.Event()
+        self._wake = anyio.Event()
+        self.asleep = False
+        """Stopped by :meth:`suspend` until the next use (state ``stopped``)."""
+        self.busy = 0
+        """Requests in flight."""
+        self.last_used = time.monotonic()
+        """When the last request ended (or the runner was made)."""
+        self._published = anyio.Event()
 
     # -- what the panel shows ----------------------------------------------------------------
     def stderr_tail(self) -> str:
@@ -233,6 +275,8 @@ class ServerRunner:
             server["loginUrl"] = self._login.authorization_url
         if self._gave_up and self._state == "failed":
             server["gaveUpAfter"] = GIVE_UP_AFTER
+        if spec.sandbox:
+            server["sandboxed"] = True
         return server
 
     def tool_schemas(self) -> list[dict[str, Any]]:
@@ -246,13 +290,51 @@ class ServerRunner:
         inherited = os.environ if self._inherit is None else self._inherit
         return self._environment.scrub({**inherited, **self.spec.env})
 
+    def _stdio_parameters(self) -> StdioServerParameters:
+        """How a stdio server is started: its command, or with ``sandbox: true`` the session's
+        ``bwrap`` running it (:meth:`pico3.Sandbox.wrap`: the agent's command policy)."""
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import get_default_environment
+
+        spec = self.spec
+        argv, environ = [spec.command, *spec.args], self.child_env()
+        if spec.sandbox:
+            if self._sandbox is None:
+                raise _Unsandboxed(UNSANDBOXED.format(name=spec.name))
+            cwd = self._cwd or os.getcwd()
+            argv, environ = self._sandbox.wrap(
+                argv, cwd=cwd, env={**get_default_environment(), **environ}
+            )
+        return StdioServerParameters(command=argv[0], args=argv[1:], env=environ, cwd=self._cwd)
+
     async def _publish(self) -> None:
+        published, self._published = self._published, anyio.Event()
+        published.set()
         await self._notify(self.snapshot(), self.tool_schemas())
+
+    async def state_changed(self) -> None:
+        """Wait for the next state the runner publishes."""
+        await self._published.wait()
+
+    @property
+    def state(self) -> ServerState:
+        return self._state
+
+    def suspend(self) -> None:
+        """Stop a ready stdio server's process until the next use (see the module
+        docstring); anything else is left as it is."""
+        if self.spec.transport == "stdio" and self._state == "ready" and not self.busy:
+            self._sleep_now.set()
+
+    def wake(self) -> None:
+        """Start a sleeping server again (no-op when it is not asleep)."""
+        self._wake.set()
 
     # -- the life ------------------------------------------------------------------------------
     def restart(self) -> None:
         """Start again now: drop the connection if any, skip the backoff."""
         self._restart_now.set()
+        self._wake.set()
 
     async def run(self) -> None:
         backoff = MIN_BACKOFF
@@ -267,6 +349,12 @@ class ServerRunner:
                 try:
                     await self._serve(ready_at)
                 except Exception as exc:
+                    inner = _innermost(exc)
+                    if isinstance(inner, _Asleep):
+                        await self._sleep()
+                        continue
+                    if isinstance(inner, _Unsandboxed):  # not a failure a retry could mend
+                        failures = GIVE_UP_AFTER - 1
                     problem = login_problem(exc, self.spec.name, logging_in=login is not None)
                     self._needs_login = problem is not None
                     self._error = problem or _describe(exc)
@@ -306,8 +394,19 @@ class ServerRunner:
             if self._stderr is not None:
                 self._stderr.close()
 
+    async def _sleep(self) -> None:
+        """Stay ``stopped`` until :meth:`wake` (or :meth:`restart`)."""
+        self._session, self._state, self._error = None, "stopped", ""
+        self.asleep = True
+        if not self._wake.is_set():
+            await self._publish()
+            await self._wake.wait()
+        self.asleep = False
+        self._sleep_now, self._wake = anyio.Event(), anyio.Event()
+        self._restart_now = anyio.Event()
+
     async def _serve(self, ready_at: list[float]) -> None:
-        from mcp import ClientSession, StdioServerParameters
+        from mcp import ClientSession
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared.message import SessionMessage
 
@@ -318,12 +417,7 @@ class ServerRunner:
                 if self._stderr is not None:
                     self._stderr.close()
                 self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-                params = StdioServerParameters(
-                    command=spec.command,
-                    args=list(spec.args),
-                    env=self.child_env(),
-                    cwd=self._cwd,
-                )
+                params = self._stdio_parameters()
                 read, write = await stack.enter_async_context(
                     bounded_stdio_client(
                         params, self._stderr, max_bytes=self._max_bytes, name=spec.name
@@ -414,13 +508,20 @@ class ServerRunner:
                     await self._restart_now.wait()
                     watch.cancel_scope.cancel()
 
+                async def sleep() -> None:
+                    await self._sleep_now.wait()
+                    watch.cancel_scope.cancel()
+
                 watch.start_soon(ended)
                 watch.start_soon(restart)
+                watch.start_soon(sleep)
                 watch.start_soon(self._follow_changes, session)
             self._session = None
             group.cancel_scope.cancel()
             if self._restart_now.is_set():
                 raise _Gone("restarted on request")
+            if self._sleep_now.is_set():
+                raise _Asleep
             if spec.transport == "stdio":
                 raise _Gone("the server exited (its output closed)")
             raise _Gone(self._error or "the server stopped answering")
@@ -515,7 +616,7 @@ class ServerRunner:
     @property
     def instructions(self) -> str:
         """The server's ``instructions`` from ``initialize`` (empty when none, or not ready)."""
-        return self._instructions if self._state == "ready" else ""
+        return self._instructions if self._state == "ready" or self.asleep else ""
 
     async def login(self) -> str | None:
         """Start an OAuth login (``/mcp login``): drop the stored tokens, connect again with a
@@ -608,7 +709,25 @@ class ServerRunner:
 
     async def _request(self, what: str, send: Callable[[ClientSession], Awaitable[Any]]) -> Any:
         """``send(session)`` bounded by the server's ``timeout``; every failure is an
-        :class:`McpCallError` naming the server, ``what`` and what happened."""
+        :class:`McpCallError` naming the server, ``what`` and what happened. A sleeping
+        server is woken first."""
+        self.busy += 1
+        try:
+            if self.asleep or self._sleep_now.is_set():
+                await self._awake()
+            return await self._send(what, send)
+        finally:
+            self.busy -= 1
+            self.last_used = time.monotonic()
+
+    async def _awake(self) -> None:
+        """Wake a sleeping server and wait until it is ready or failed (bounded)."""
+        with anyio.move_on_after(INIT_TIMEOUT):
+            while self.asleep or self._sleep_now.is_set() or self._state == "starting":
+                self.wake()
+                await self.state_changed()
+
+    async def _send(self, what: str, send: Callable[[ClientSession], Awaitable[Any]]) -> Any:
         from mcp import McpError
 
         name = self.spec.name

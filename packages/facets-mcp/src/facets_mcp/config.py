@@ -16,13 +16,18 @@ when ``command`` is given), ``http`` (``streamable-http`` is accepted too; the d
 ``url`` is given) or ``sse`` (the legacy HTTP+SSE transport: ``url`` is the SSE endpoint, as
 Claude Code writes it). An ``http`` or ``sse`` server that answers 401 is logged in to with OAuth
 (:mod:`.auth`): no configuration. ``${VAR}`` and ``${VAR:-default}`` are
-expanded in ``command``, ``args``, ``env``, ``url`` and ``headers``. Our own optional key
-``timeout`` is the seconds one tool call may take (default 120).
+expanded in ``command``, ``args``, ``env``, ``url`` and ``headers``. Our own optional keys:
+``timeout``, the seconds one tool call may take (default 120), and, for a stdio server,
+``sandbox: true``: the server runs in the session's OS sandbox (:class:`pico3.Sandbox`, the
+policy of the agent's commands: the project and ``$TMPDIR`` writable, credentials hidden, no
+network but ``sandbox.allow_domains``); where no sandbox can start such a server is not started.
 
 Two settings of our own may sit next to ``mcpServers`` (a trusted project's replace the user's):
 ``startup_timeout`` (seconds ``-p``/``--json`` wait for the servers to be ready or failed before
 the first request, default 30) and ``max_message_bytes`` (the largest message a server may send,
 default 32 MiB: a larger one fails that call, or the connection, with a message naming the cap).
+A third, ``idle_timeout`` (seconds, default 60; 0 never), is how long a lingering worker keeps its
+stdio servers running with no client attached and no request (:mod:`.idle`).
 
 A file that is missing is no error; one that is not JSON, or an entry that is not valid, is
 reported (:attr:`McpConfig.errors`, naming the file, the server and the fix) and skipped: the
@@ -40,6 +45,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
+    "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_STARTUP_TIMEOUT",
     "DEFAULT_TIMEOUT",
@@ -57,6 +63,8 @@ DEFAULT_TIMEOUT = 120.0
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 """Seconds ``-p``/``--json`` wait for the servers before the first request."""
+DEFAULT_IDLE_TIMEOUT = 60.0
+"""Seconds a stdio server keeps running with no client attached and no request (0: always)."""
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 """The largest message a server may send unless ``max_message_bytes`` says otherwise."""
 
@@ -78,6 +86,8 @@ class ServerSpec:
     url: str = ""
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
     timeout: float = DEFAULT_TIMEOUT
+    sandbox: bool = False
+    """A stdio server that runs in the session's OS sandbox (``"sandbox": true``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +96,7 @@ class McpConfig:
     errors: tuple[str, ...]
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
 
 
 def user_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -142,8 +153,13 @@ def _server(name: str, raw: object, source: str, environ: Mapping[str, str]) -> 
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     allowed = {"type", "timeout", "disabled"} | (
-        {"command", "args", "env", "cwd"} if kind == "stdio" else {"url", "headers"}
+        {"command", "args", "env", "cwd", "sandbox"} if kind == "stdio" else {"url", "headers"}
     )
+    if kind != "stdio" and "sandbox" in entry:
+        raise ValueError(
+            f'"sandbox" is for stdio servers only (a {kind} server is not a process the agent '
+            "starts); remove it"
+        )
     unknown = sorted(set(entry) - allowed)
     if unknown:
         raise ValueError(
@@ -161,6 +177,9 @@ def _server(name: str, raw: object, source: str, environ: Mapping[str, str]) -> 
         cwd = entry.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
             raise ValueError('"cwd" must be a string')
+        sandbox = entry.get("sandbox", False)
+        if not isinstance(sandbox, bool):
+            raise ValueError(f'"sandbox" must be true or false, got {sandbox!r}')
         return ServerSpec(
             name,
             "stdio",
@@ -170,6 +189,7 @@ def _server(name: str, raw: object, source: str, environ: Mapping[str, str]) -> 
             env=env,
             cwd=cwd,
             timeout=float(timeout),
+            sandbox=sandbox,
         )
     url = entry.get("url")
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
@@ -209,8 +229,8 @@ def parse_servers(
 
 
 def parse_settings(data: object, source: str) -> tuple[dict[str, Any], list[str]]:
-    """Our settings next to ``mcpServers`` (``startup_timeout``, ``max_message_bytes``) and
-    the problems found; a bad value is reported and the default kept."""
+    """Our settings next to ``mcpServers`` (``startup_timeout``, ``max_message_bytes``,
+    ``idle_timeout``) and the problems found; a bad value is reported and the default kept."""
     if not isinstance(data, dict):
         return {}, []
     found: dict[str, Any] = {}
@@ -225,6 +245,15 @@ def parse_settings(data: object, source: str) -> tuple[dict[str, Any], list[str]
             )
         else:
             found["startup_timeout"] = float(timeout)
+    idle = raw.get("idle_timeout")
+    if idle is not None:
+        if isinstance(idle, bool) or not isinstance(idle, int | float) or idle < 0:
+            errors.append(
+                f"{source}: idle_timeout must be a number of seconds >= 0 (0: never stop), got "
+                f"{idle!r}; the default {DEFAULT_IDLE_TIMEOUT:g} is used"
+            )
+        else:
+            found["idle_timeout"] = float(idle)
     cap = raw.get("max_message_bytes")
     if cap is not None:
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1024:

@@ -101,6 +101,8 @@ class McpServer(TypedDict):
     gaveUpAfter: NotRequired[int]
     """When ``failed`` and not tried again: after this many failed starts in a row (``restart``
     tries again)."""
+    sandboxed: NotRequired[bool]
+    """A stdio server configured to run in the OS sandbox (``"sandbox": true``)."""
 
 
 class McpState(TypedDict):

@@ -26,8 +26,8 @@ import anyio
 
 from chord import Context, Dialogs, MutableReplicatedState, ServiceSpawner, dialog_key
 from pico3 import (
-    GENERATION_KIND,
     MISSING,
+    MODEL_CALL_KIND,
     Harness,
     ToolApi,
     ToolDeclaration,
@@ -109,7 +109,7 @@ def instructions_registration(runners: Runners) -> Callable[[Harness], Callable[
             removers.append(harness.register_section(section))
             ns = harness.namespace("mcp-instructions")
             removers.append(ns.unregister)
-            removers.append(harness.hooks(ns, GENERATION_KIND, {"system_instructions": instruct}))
+            removers.append(harness.hooks(ns, MODEL_CALL_KIND, {"system_instructions": instruct}))
         except BaseException:
             uninstall()
             raise

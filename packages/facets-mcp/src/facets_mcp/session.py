@@ -16,7 +16,7 @@ server's current connection; a failure
 (the server hung, answered garbage, died) is that call's error result. While a server restarts
 its tools stay registered and a call says so. Beside them (:mod:`.offers`): the servers'
 ``instructions`` as a system section, ``mcp__list_resources``/``mcp__read_resource`` once a
-server offers resources, a call's progress in its slot, a server's elicitation during a call as
+server offers resources, ``@server:uri`` mentions in a prompt resolved (:mod:`.mentions`), a call's progress in its slot, a server's elicitation during a call as
 a keyed :data:`~.contract.McpElicitations` dialog (its answer a memo on the call's slot), and
 its sampling requests through :mod:`.sampling` (a :data:`~.contract.McpSampling` approval, then
 the root conversation's model).
@@ -29,7 +29,9 @@ Where things are comes from the harness's ``services``: ``workspace`` (the worki
 servers' working directory), ``project_root`` (where ``.mcp.json`` is looked for, default the
 workspace) and ``project_trusted`` (default ``False``); ``agent_state_dir`` (else ``state_dir``)
 holds remote servers' OAuth tokens (:mod:`.auth`, in ``mcp-auth/``); ``mcp_env`` may replace
-``os.environ`` (tests). A stdio server inherits that environment (a certificate file, a proxy, a
+``os.environ`` (tests); ``sandbox`` (a :class:`pico3.Sandbox`) runs the stdio servers whose
+entry says ``"sandbox": true``; ``attendance`` (a :class:`pico3.Attendance`, the worker's
+clients) lets :mod:`.idle` stop stdio servers while nobody is attached. A stdio server inherits that environment (a certificate file, a proxy, a
 token the user exported) with its ``env`` block on top, both scrubbed by the session's
 :class:`~pico3.ChildEnvironment` (service ``child_environment``): a secret variable, or a value
 holding one (``"${ANTHROPIC_API_KEY}"``), reaches the server only when the user passed it through.
@@ -55,9 +57,13 @@ from chord import (
     define_service,
 )
 from pico3 import (
+    ATTENDANCE_SERVICE,
+    SANDBOX_SERVICE,
+    Attendance,
     ChildEnvironment,
     HarnessService,
     HarnessServiceApi,
+    Sandbox,
     ToolApi,
     ToolDeclaration,
     ToolResult,
@@ -68,6 +74,7 @@ if TYPE_CHECKING:
 
 from .config import load_config
 from .contract import McpElicitations, McpSampling, McpServer, McpServers, McpState, tool_name
+from .mentions import mentions_registration
 from .offers import ProgressSlot, elicitation_asker, instructions_registration, resource_tools
 from .sampling import session_sampler
 
@@ -206,7 +213,16 @@ class McpHost:
         self._extras.append(
             self._harness.add_registration(instructions_registration(lambda: self._runners))
         )
+        self._extras.append(  # @server:uri in a prompt attaches the resource (.mentions)
+            self._harness.add_registration(
+                mentions_registration(self._harness, lambda: self._runners)
+            )
+        )
 
+        sandbox = services.get(SANDBOX_SERVICE)  # for the servers with "sandbox": true
+        # who is attached (a worker's clients): stdio servers sleep while nobody is (.idle)
+        attendance = services.get(ATTENDANCE_SERVICE)
+        attendance = attendance if isinstance(attendance, Attendance) else None
         for spec in config.servers:
             runner = ServerRunner(
                 spec,
@@ -218,9 +234,11 @@ class McpHost:
                 max_message_bytes=config.max_message_bytes,
                 root=str(project) if project is not None else cwd,
                 sampler=self._sampler,
+                sandbox=sandbox if isinstance(sandbox, Sandbox) else None,
             )
             self._runners[spec.name] = runner
-            self._closers.append(self._connections.spawn(spec.name, _Connection(runner)))
+            connection = _Connection(runner, attendance, config.idle_timeout)
+            self._closers.append(self._connections.spawn(spec.name, connection))
 
     async def stop(self) -> None:
         self._closing = True
@@ -421,14 +439,27 @@ def session_facet(env: FacetEnvironment) -> None:
 
 
 class _Connection:
-    """The implementation of one :data:`McpConnections` instance."""
+    """The implementation of one :data:`McpConnections` instance: the runner, and with an
+    attendance the watch that stops its server while nobody is attached (:mod:`.idle`)."""
 
-    def __init__(self, runner: ServerRunner) -> None:
+    def __init__(
+        self, runner: ServerRunner, attendance: Attendance | None, idle_timeout: float
+    ) -> None:
         self._runner = runner
+        self._attendance = attendance
+        self._idle_timeout = idle_timeout
 
     async def run(self, ctx: Context) -> None:
         with cancel_scope(ctx):
-            await self._runner.run()
+            async with anyio.create_task_group() as group:
+                if self._attendance is not None:
+                    from .idle import stop_while_unattended
+
+                    group.start_soon(
+                        stop_while_unattended, self._runner, self._attendance, self._idle_timeout
+                    )
+                await self._runner.run()
+                group.cancel_scope.cancel()
 
 
 @define_facet("@pi/mcp-connections")

@@ -40,13 +40,26 @@ import subprocess
 import sys
 import webbrowser
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import anyio
 import anyio.to_thread
 
 from chord import Context, Delivery, FacetEnvironment, RemoteServiceError, define_facet, inert
-from chord.textual import Choice, Modal, Tui, show_dialogs
+from chord.textual import (
+    Arg,
+    Arguments,
+    Choice,
+    Command,
+    CommandError,
+    CommandOutcome,
+    Modal,
+    Tui,
+    TuiService,
+    register_commands,
+    show_dialogs,
+)
 from pico3 import ConversationService
 
 from .contract import ElicitationResponse, McpElicitations, McpSampling, McpServers, tool_name
@@ -96,7 +109,8 @@ def _head(server: dict[str, Any]) -> str:
     icon = _ICONS.get(str(server.get("state")), "?")
     head = (
         f"{icon} {server.get('name')} "
-        f"({server.get('transport')}) {server.get('state')} · {_count(len(tools), 'tool')}"
+        f"({server.get('transport')}{', sandboxed' if server.get('sandboxed') else ''}) "
+        f"{server.get('state')} · {_count(len(tools), 'tool')}"
     )
     if server.get("restarts"):
         head += f" · {_count(server['restarts'], 'restart')}"
@@ -117,6 +131,11 @@ def server_lines(server: dict[str, Any]) -> list[str]:
     elif server.get("state") == "failed" and "retryInSeconds" in server:
         lines.append(
             f"    retrying in {server['retryInSeconds']:g} s (/mcp restart {server.get('name')})"
+        )
+    if server.get("state") == "stopped":
+        lines.append(
+            "    stopped while no client is attached; it starts again on the next use, or when "
+            "a client attaches"
         )
     if server.get("loginUrl"):
         lines.append(f"    log in: open {server['loginUrl']}")
@@ -296,6 +315,129 @@ def open_in_browser(url: str) -> bool:
     return done.returncode == 0
 
 
+@dataclass(frozen=True, slots=True)
+class McpTarget:
+    """What ``/mcp`` and the prompt commands act on: the TUI, the session's
+    :data:`~.contract.McpServers` and the root conversations followed (a prompt goes to the
+    newest)."""
+
+    tui: TuiService
+    servers: Any  # McpServers: a remote service handle
+    roots: list[Any] = field(default_factory=lambda: [])
+
+
+@dataclass(frozen=True, slots=True)
+class PromptTarget:
+    """The target of one server prompt's command (``/mcp__<server>__<prompt>``)."""
+
+    mcp: McpTarget
+    server: str
+    prompt: str
+    names: tuple[str, ...]
+
+
+async def run_prompt(target: PromptTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """A server prompt's command: get the prompt with the arguments typed (see
+    :func:`prompt_arguments`) and send its text to the root conversation."""
+    try:
+        arguments = prompt_arguments(list(target.names), args.text)
+    except ValueError as exc:
+        raise CommandError(f"/{prompt_command(target.server, target.prompt)}: {exc}") from exc
+    got = await target.mcp.servers.get_prompt(target.server, target.prompt, arguments, ctx)
+    if "error" in got:
+        raise CommandError(inert(str(got["error"])))
+    text = "\n\n".join(m["text"] for m in got.get("messages") or [])
+    if not target.mcp.roots:
+        raise CommandError("No conversation to send the prompt to")
+    await target.mcp.roots[-1].send({"content": text}, ctx)
+    return None
+
+
+async def _restart(target: McpTarget, name: str, ctx: Context) -> CommandOutcome:
+    await target.servers.restart(name, ctx)
+    return inert(f"Restarting MCP server {name}")
+
+
+async def _screen(target: McpTarget, ctx: Context) -> CommandOutcome:
+    """The servers' screen: a server's details on Enter, where it can be restarted."""
+    modal = await target.tui.acquire_modal(ctx)
+    try:
+        while True:
+            state = target.servers.state.value
+            state = state if isinstance(state, dict) else {}
+            listed = sorted_servers(state)
+            body = "\n".join(f"! {e}" for e in state.get("errors") or [])
+            body = "\n".join(filter(None, [body, NONE_CONFIGURED if not listed else ""]))
+            body = "\n".join(filter(None, [body, NOT_SUPPORTED]))
+            choices = [
+                Choice(str(server.get("name")), _head(server), str(server.get("error") or "")[:120])
+                for server in listed
+            ]
+            picked = await modal.choose(
+                "MCP servers",
+                [*choices, Choice("\0close", "Close")],
+                body=body,
+                hint="Enter: a server's details · Escape: close",
+            )
+            found = next((s for s in listed if s.get("name") == picked), None)
+            if found is None:
+                return None
+            name = str(found.get("name"))
+            action = await modal.choose(
+                f"MCP server {name}",
+                [Choice("restart", "Restart"), Choice("back", "Back")],
+                body="\n".join(server_lines(found)),
+                hint="Escape: close",
+            )
+            if action == "restart":
+                return await _restart(target, name, ctx)
+            if action != "back":
+                return None
+    finally:
+        modal.close()
+
+
+async def _login(target: McpTarget, name: str, ctx: Context) -> CommandOutcome:
+    try:
+        url = await target.servers.login(name, ctx)
+    except RemoteServiceError as exc:
+        raise CommandError(f"MCP login {name}: {exc.message}") from exc
+    if url is None:
+        return f"MCP server {name} connected without asking for a login"
+    # the URL also stays in the server's details (/mcp) until the browser comes back
+    target.tui.notify(inert(f"Log in to MCP server {name}: open {url}"))
+    try:
+        await anyio.to_thread.run_sync(open_in_browser, url)
+    except Exception:  # no browser here: the URL is shown
+        pass
+    return None
+
+
+async def mcp(target: McpTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/mcp``: the servers' screen; ``/mcp restart NAME``; ``/mcp login NAME``."""
+    action, server = args["action"], args["server"]
+    if action and not server:
+        raise CommandError(f"Usage: /mcp {action} NAME")
+    if action == "restart":
+        return await _restart(target, server, ctx)
+    if action == "login":
+        return await _login(target, server, ctx)
+    return await _screen(target, ctx)
+
+
+COMMANDS = (
+    Command(
+        "mcp",
+        "Show the MCP servers, their tools, resources and prompts",
+        mcp,
+        args=(
+            Arg("action", optional=True, choices=("restart", "login")),
+            Arg("server", optional=True, hint="[NAME]"),
+        ),
+    ),
+)
+
+
 @define_facet("@pi/mcp")
 def tui_facet(env: FacetEnvironment) -> None:
     """Offer ``/mcp`` (the servers' screen), ``/mcp restart NAME`` and ``/mcp login NAME``."""
@@ -303,6 +445,7 @@ def tui_facet(env: FacetEnvironment) -> None:
     servers = env.use(McpServers)
 
     roots: list[Any] = []
+    target = McpTarget(tui, servers, roots)
     commands: dict[str, tuple[tuple[str, str, tuple[str, ...]], Callable[[], None]]] = {}
     active = [False]
 
@@ -315,25 +458,6 @@ def tui_facet(env: FacetEnvironment) -> None:
             await ctx.wait_cancelled()
         finally:
             roots.remove(conversation)
-
-    def run_prompt(server: str, prompt: str, names: tuple[str, ...]) -> Any:
-        async def handler(args: str, ctx: Context) -> None:
-            try:
-                arguments = prompt_arguments(list(names), args)
-            except ValueError as exc:
-                tui.notify(f"/{prompt_command(server, prompt)}: {exc}", severity="warning")
-                return
-            got = await servers.get_prompt(server, prompt, arguments, ctx)
-            if "error" in got:
-                tui.notify(inert(str(got["error"])), severity="error")
-                return
-            text = "\n\n".join(m["text"] for m in got.get("messages") or [])
-            if not roots:
-                tui.notify("No conversation to send the prompt to", severity="error")
-                return
-            await roots[-1].send({"content": text}, ctx)
-
-        return handler
 
     def sync(value: Any) -> None:
         """Register a command per ready server's prompt; drop the ones gone."""
@@ -353,10 +477,14 @@ def tui_facet(env: FacetEnvironment) -> None:
                 continue
             usage = " ".join(f"<{n}>" for n in names)
             try:
-                remove = tui.register_command(
+                command = Command(
                     name,
                     inert(f"MCP prompt {prompt} of {server}" + (f": {usage}" if usage else "")),
-                    run_prompt(server, prompt, names),
+                    run_prompt,
+                    args=None,  # the prompt's own syntax: see prompt_arguments
+                )
+                remove = register_commands(
+                    tui, [command], PromptTarget(target, server, prompt, names)
                 )
             except ValueError as exc:  # a name taken by another command: that one stays
                 _log.warning("MCP prompt %s of %s is not a command: %s", prompt, server, exc)
@@ -373,101 +501,12 @@ def tui_facet(env: FacetEnvironment) -> None:
             remove()
         commands.clear()
 
-    async def restart(name: str, ctx: Context) -> None:
-        await servers.restart(name, ctx)
-        tui.notify(inert(f"Restarting MCP server {name}"))
-
-    async def screen(ctx: Context) -> None:
-        modal = await tui.acquire_modal(ctx)
-        try:
-            while True:
-                state = servers.state.value
-                state = state if isinstance(state, dict) else {}
-                listed = sorted_servers(state)
-                body = "\n".join(f"! {e}" for e in state.get("errors") or [])
-                body = "\n".join(filter(None, [body, NONE_CONFIGURED if not listed else ""]))
-                body = "\n".join(filter(None, [body, NOT_SUPPORTED]))
-                choices = [
-                    Choice(
-                        str(server.get("name")),
-                        _head(server),
-                        str(server.get("error") or "")[:120],
-                    )
-                    for server in listed
-                ]
-                picked = await modal.choose(
-                    "MCP servers",
-                    [*choices, Choice("\0close", "Close")],
-                    body=body,
-                    hint="Enter: a server's details · Escape: close",
-                )
-                found = next((s for s in listed if s.get("name") == picked), None)
-                if found is None:
-                    return
-                name = str(found.get("name"))
-                action = await modal.choose(
-                    f"MCP server {name}",
-                    [Choice("restart", "Restart"), Choice("back", "Back")],
-                    body="\n".join(server_lines(found)),
-                    hint="Escape: close",
-                )
-                if action == "restart":
-                    await restart(name, ctx)
-                    return
-                if action != "back":
-                    return
-        finally:
-            modal.close()
-
-    async def command(args: str, ctx: Context) -> None:
-        words = args.split()
-        if words[:1] == ["restart"]:
-            if len(words) != 2:
-                tui.notify("Usage: /mcp restart NAME", severity="warning")
-                return
-            await restart(words[1], ctx)
-            return
-        if words[:1] == ["login"]:
-            if len(words) != 2:
-                tui.notify("Usage: /mcp login NAME", severity="warning")
-                return
-            await _login(words[1], ctx)
-            return
-        if words:
-            tui.notify(
-                "Usage: /mcp (the servers: state, tools, resources, prompts), /mcp restart NAME "
-                "or /mcp login NAME",
-                severity="warning",
-            )
-            return
-        await screen(ctx)
-
-    async def _login(name: str, ctx: Context) -> None:
-        try:
-            url = await servers.login(name, ctx)
-        except RemoteServiceError as exc:
-            tui.notify(f"MCP login {name}: {exc.message}", severity="error")
-            return
-        if url is None:
-            tui.notify(f"MCP server {name} connected without asking for a login")
-            return
-        # the URL also stays in the server's details (/mcp) until the browser comes back
-        tui.notify(inert(f"Log in to MCP server {name}: open {url}"))
-        try:
-            await anyio.to_thread.run_sync(open_in_browser, url)
-        except Exception:  # no browser here: the URL is shown
-            pass
-
     def activate() -> None:
         active[0] = True
         env.own(drop_all)
         env.own(servers.state.subscribe(on_state))
         sync(servers.state.value)
-        env.own(
-            tui.register_command(
-                "mcp", "Show the MCP servers, their tools, resources and prompts", command
-            )
-        )
+        env.own(register_commands(tui, COMMANDS, target))
 
     env.observe(ConversationService, follow)
     show_dialogs(env, McpElicitations, ask_elicitation)

@@ -19,17 +19,22 @@ project's agent folders that wait for ``/trust`` — read from the session's
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
 from chord import Context, Delivery, FacetEnvironment, cancel_scope, define_facet
-from chord.textual import Choice, Tui
+from chord.textual import Arg, Arguments, Choice, Command, Tui, register_commands
 from pico3 import ConversationService
 
 from .contract import AGENT_TOOL, SUBAGENT_KIND, DefinitionsSummary, SubagentDefinitions
 
 __all__ = [
+    "COMMANDS",
+    "AgentsTarget",
+    "agents",
     "definitions_text",
     "finished_subagents_in",
     "subagents_in",
@@ -129,6 +134,35 @@ def definitions_text(summary: DefinitionsSummary) -> str:
     ]
     lines.append(f"Loaded ({len(names)})" + (f": {', '.join(names)}" if names else ""))
     return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentsTarget:
+    """What ``/agents`` acts on: the facet's two views of the subagents it follows."""
+
+    definitions: Callable[[Context], Awaitable[None]]
+    """Show the agent definitions: loaded, skipped, waiting for /trust."""
+    transcripts: Callable[[Context], Awaitable[None]]
+    """Pick a subagent that ran and show its transcript."""
+
+
+async def agents(target: AgentsTarget, args: Arguments, ctx: Context) -> None:
+    """``/agents``: a subagent's transcript; ``/agents definitions`` (or ``defs``): the
+    definitions."""
+    if args["what"]:
+        await target.definitions(ctx)
+    else:
+        await target.transcripts(ctx)
+
+
+COMMANDS = (
+    Command(
+        "agents",
+        "Show a subagent's transcript (definitions: the agents loaded, skipped, waiting)",
+        agents,
+        args=(Arg("what", optional=True, choices=("definitions", "defs"), hint="[definitions]"),),
+    ),
+)
 
 
 @define_facet("@pi/subagents")
@@ -231,10 +265,7 @@ def tui_facet(env: FacetEnvironment) -> None:
         finally:
             modal.close()
 
-    async def agents(args: str, ctx: Context) -> None:
-        if args.strip() in ("definitions", "defs"):
-            await show_definitions(ctx)
-            return
+    async def show_transcripts(ctx: Context) -> None:
         if not seen:
             tui.notify(NOTHING_RAN)
             return
@@ -271,13 +302,8 @@ def tui_facet(env: FacetEnvironment) -> None:
             modal.close()
 
     def activate() -> None:
-        env.own(
-            tui.register_command(
-                "agents",
-                "Show a subagent's transcript (definitions: the agents loaded, skipped, waiting)",
-                agents,
-            )
-        )
+        target = AgentsTarget(definitions=show_definitions, transcripts=show_transcripts)
+        env.own(register_commands(tui, COMMANDS, target))
 
     env.observe(ConversationService, follow)
     env.on_activate(activate)

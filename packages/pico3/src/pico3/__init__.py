@@ -5,7 +5,7 @@ commits on one ordered line per session persisted to a JSONL store with fsync be
 acknowledged, and a view document that clients render from alone.
 
 **The public API.** A feature package or an application imports only from this module and from
-:mod:`pico3.models` (the provider contract); every other module of pico3 is internal and may
+:mod:`pico3.models` (the model provider contract); every other module of pico3 is internal and may
 change without notice. The import-linter contract in the workspace's ``pyproject.toml`` (run by
 ``uv run lint-imports`` in CI) fails on a deep import from a feature package or the app, and
 ``tests/test_exports.py`` pins the names below.
@@ -25,16 +25,26 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 * Tools and hooks: :class:`ToolDeclaration`, :class:`ToolApi`, :class:`ToolResult`,
   :data:`MISSING`, :class:`OutputBuffer`, :class:`BeforeToolApi` and the other hook API types,
   :func:`define_section` (system prompt sections), kinds :data:`TOOL_KIND`,
-  :data:`GENERATION_KIND`, :data:`JOB_KIND`.
+  :data:`MODEL_CALL_KIND`, :data:`JOB_KIND`.
 * The session services of the Chord worker (docs/design/chord.md#built-in-services): the tokens
   :data:`HarnessService` (``pi.harness``, local; its API is :class:`HarnessServiceApi`) and
   :data:`ConversationService` (``pi.conversation``, remotable; :class:`ConversationServiceApi`),
   the JSON shapes of the view and the methods, and :func:`harness_session_facet`.
+* The view as typed records (docs/design/view.md#typed-records): :class:`ViewDecoder` (one per
+  followed replica; reuses what did not change) and :func:`view_from_json` give a :class:`View`
+  of :class:`ViewEntry` records by kind (:class:`UserEntry`, :class:`AssistantEntry`,
+  :class:`ToolResultEntry`, …; :class:`CustomEntry` keeps an unknown kind's JSON), the
+  :class:`ViewTurn` (:class:`ModelCallStatus`, :class:`ToolSlot`), :class:`QueuedInput`,
+  :class:`ViewTask` and :class:`CompactionStatus`.
 * Child processes: :class:`ChildEnvironment` (the environment a session's child processes
   get, without its secrets; the harness service :data:`CHILD_ENVIRONMENT_SERVICE`), and
   :class:`Sandbox` (bubblewrap: :class:`SandboxPolicy`, :func:`sandbox_available`,
   :func:`explain_refusal`; the harness service :data:`SANDBOX_SERVICE`; :class:`DomainProxy`,
-  the sandbox's only way out to ``allow_domains``).
+  the sandbox's only way out to ``allow_domains``; :class:`SandboxMode` under
+  :data:`SANDBOX_MODE_SERVICE` and :func:`commands_sandbox`: whether the session's own commands,
+  hooks included, run inside now).
+* Attendance: :class:`Attendance` under :data:`ATTENDANCE_SERVICE`, how many clients are
+  attached to the session (a feature lets costly things go while nobody is).
 * Project files: :func:`walk_files` and :class:`IgnoreRules` (``.gitignore`` rules, one walker
   for every tool and feature; loaded on first use, so ``pathspec`` stays off the import path of a
   process that never walks a tree), :func:`write_atomic`, :func:`fsync_dir`, and :func:`run_git`
@@ -46,14 +56,16 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 
 import typing as _typing
 
+from pico3._renamed import renamed_attribute as _renamed_attribute
 from pico3.approval import ApprovalAuthority
+from pico3.attendance import ATTENDANCE_SERVICE, Attendance
 from pico3.child_env import (
     CHILD_ENVIRONMENT_SERVICE,
     MIN_SECRET_LENGTH,
     WELL_KNOWN_SECRETS,
     ChildEnvironment,
 )
-from pico3.chord.contract import (
+from pico3.facets.contract import (
     CommitInfo,
     ConversationInfo,
     ConversationService,
@@ -70,19 +82,7 @@ from pico3.chord.contract import (
     SendInputJson,
     ViewEvent,
 )
-from pico3.chord.session import HARNESS_FACET_ID, harness_session_facet
-from pico3.datamodel import (
-    ConfigRejected,
-    EntryKind,
-    EntryRejected,
-    NewEntry,
-    SectionSeed,
-    SectionSeedRejected,
-    conversation_json,
-    define_entry,
-    entry_json,
-)
-from pico3.datamodel.entries import NOTICE_KIND
+from pico3.facets.session import HARNESS_FACET_ID, harness_session_facet
 from pico3.files import fsync_dir, write_atomic
 from pico3.handle import HarnessHandle
 from pico3.harness import ConversationHandle, Harness, HarnessOptions
@@ -120,14 +120,56 @@ from pico3.registration_swap import reload
 from pico3.sandbox import (
     DEFAULT_DENY_READ,
     OUTSIDE_HINT,
+    SANDBOX_MODE_SERVICE,
     SANDBOX_SERVICE,
     Sandbox,
+    SandboxMode,
     SandboxPolicy,
     SandboxStatus,
+    commands_sandbox,
     explain_refusal,
     sandbox_available,
 )
 from pico3.sandbox_proxy import DomainProxy, domain_allowed
+from pico3.session_data import (
+    ConfigRejected,
+    EntryKind,
+    EntryRejected,
+    NewEntry,
+    SectionSeed,
+    SectionSeedRejected,
+    conversation_json,
+    define_entry,
+    entry_json,
+)
+from pico3.session_data.entries import NOTICE_KIND
+from pico3.session_data.view_decoder import ViewDecoder, view_from_json
+from pico3.session_data.view_records import (
+    AssistantData,
+    AssistantEntry,
+    CompactionStatus,
+    CustomEntry,
+    HandoffEntry,
+    ModelCallStatus,
+    NoticeEntry,
+    QueuedInput,
+    ResetEntry,
+    SummaryEntry,
+    SystemEntry,
+    ToolResultData,
+    ToolResultEntry,
+    ToolSlot,
+    UsageData,
+    UsageEntry,
+    UserData,
+    UserEntry,
+    View,
+    ViewConversation,
+    ViewEntry,
+    ViewParent,
+    ViewTask,
+    ViewTurn,
+)
 from pico3.storage import (
     BLOB_LIMIT,
     CorruptStorage,
@@ -175,7 +217,7 @@ from pico3.tools import (
     ToolDeclaration,
     ToolResult,
 )
-from pico3.turn import GENERATION_KIND, TOOL_KIND
+from pico3.turn import MODEL_CALL_KIND, TOOL_KIND
 from pico3.turn.collapse import CollapseInProgress, NothingToCollapse
 from pico3.turn.conversation import InputHandle
 from pico3.turn.models import Models
@@ -187,22 +229,27 @@ if _typing.TYPE_CHECKING:
     from pico3.ignore import IgnoreRules, walk_files
 
 __all__ = [
+    "ATTENDANCE_SERVICE",
     "BLOB_LIMIT",
     "CHILD_ENVIRONMENT_SERVICE",
     "DEFAULT_DENY_READ",
-    "GENERATION_KIND",
     "HARNESS_FACET_ID",
     "JOB_KIND",
     "MIN_SECRET_LENGTH",
     "MISSING",
+    "MODEL_CALL_KIND",
     "NOTICE_KIND",
     "OUTSIDE_HINT",
     "RETRY",
+    "SANDBOX_MODE_SERVICE",
     "SANDBOX_SERVICE",
     "TOOL_KIND",
     "WELL_KNOWN_SECRETS",
     "ApprovalAuthority",
     "ArgumentSchema",
+    "AssistantData",
+    "AssistantEntry",
+    "Attendance",
     "BeforeToolApi",
     "BeforeToolOutcome",
     "ChildEnvironment",
@@ -210,6 +257,7 @@ __all__ = [
     "Closed",
     "CollapseInProgress",
     "CommitInfo",
+    "CompactionStatus",
     "Completion",
     "ConfigRejected",
     "ContractFault",
@@ -220,6 +268,7 @@ __all__ = [
     "ConversationServiceApi",
     "ConversationView",
     "CorruptStorage",
+    "CustomEntry",
     "DetachedValue",
     "DomainProxy",
     "Done",
@@ -231,6 +280,7 @@ __all__ = [
     "Faulted",
     "Forbidden",
     "ForkSpecJson",
+    "HandoffEntry",
     "Harness",
     "HarnessHandle",
     "HarnessOptions",
@@ -248,6 +298,7 @@ __all__ = [
     "LocalProcessHost",
     "ManualClock",
     "MemoryStorage",
+    "ModelCallStatus",
     "Models",
     "Namespace",
     "NestedLineOperation",
@@ -256,6 +307,7 @@ __all__ = [
     "Next",
     "NotQuiescent",
     "NothingToCollapse",
+    "NoticeEntry",
     "OutputBounds",
     "OutputBuffer",
     "OwnedConversation",
@@ -265,12 +317,15 @@ __all__ = [
     "ProcessHost",
     "ProcessSpec",
     "ProcessStatus",
+    "QueuedInput",
     "ReadAfterWrite",
     "RequestHookApi",
+    "ResetEntry",
     "ResponseHookApi",
     "RevokedProxy",
     "Runtime",
     "Sandbox",
+    "SandboxMode",
     "SandboxPolicy",
     "SandboxStatus",
     "SchemaNotMigrated",
@@ -285,7 +340,9 @@ __all__ = [
     "StorageError",
     "StorageInUse",
     "StorageUnreachable",
+    "SummaryEntry",
     "SystemClock",
+    "SystemEntry",
     "SystemSection",
     "Task",
     "TaskFaulted",
@@ -295,12 +352,27 @@ __all__ = [
     "ToolDeclaration",
     "ToolHookApi",
     "ToolResult",
+    "ToolResultData",
+    "ToolResultEntry",
+    "ToolSlot",
     "Transaction",
     "TransactionClosed",
     "UnknownConversation",
     "UnknownTask",
+    "UsageData",
+    "UsageEntry",
+    "UserData",
+    "UserEntry",
+    "View",
+    "ViewConversation",
+    "ViewDecoder",
+    "ViewEntry",
     "ViewEvent",
+    "ViewParent",
+    "ViewTask",
+    "ViewTurn",
     "Watch",
+    "commands_sandbox",
     "conversation_json",
     "create_owned",
     "define_entry",
@@ -319,6 +391,7 @@ __all__ = [
     "run_git",
     "sandbox_available",
     "stored_writes",
+    "view_from_json",
     "walk_files",
     "write_atomic",
 ]
@@ -333,8 +406,8 @@ _LAZY = {
 
 def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pico3' has no attribute {name!r}")
+    if module is None:  # a deprecated old name (pico3._renamed), or no such attribute
+        return _renamed_attribute("pico3", name)
     import importlib
 
     value = getattr(importlib.import_module(module), name)

@@ -31,9 +31,6 @@ import anyio
 
 from chord.context import BACKGROUND, Context
 from pico3.approval import ApprovalAuthority, ApprovalGate, Unapproved
-from pico3.datamodel.context import DerivedContext
-from pico3.datamodel.entries import EntryKind
-from pico3.datamodel.section_seed import check_section_seed
 from pico3.hooks import HookRegistration, HookRegistry, HookRunner, kernel_owner_of
 from pico3.kernel.commit import Kernel, Reporter
 from pico3.kernel.errors import Closed
@@ -41,6 +38,9 @@ from pico3.kernel.namespaces import Namespace
 from pico3.kernel.tx import Transaction
 from pico3.kernel.view import Watch
 from pico3.registry import Registration
+from pico3.session_data.context import DerivedContext
+from pico3.session_data.entries import EntryKind
+from pico3.session_data.section_seed import check_section_seed
 from pico3.storage.base import Storage
 from pico3.storage.records import Entry, Input, SectionSeed, Task
 from pico3.tasks.clock import Clock, SystemClock
@@ -327,7 +327,7 @@ class ConversationHandle:
         aborts this conversation's foreground work (conversation abort).
 
         ``sections`` seeds the fork's system sections (``{key, value, rendered}`` items, see
-        :class:`~pico3.SectionSeed`): its first generation folds from the seed instead of
+        :class:`~pico3.SectionSeed`): its first model call folds from the seed instead of
         the inherited ``pi.system`` entries, until it writes a managed entry of its own.
         Without it the fork keeps the sections its inherited transcript says are in effect.
         A bad seed raises ``SectionSeedRejected`` before anything (the abort included) runs."""
@@ -413,9 +413,9 @@ class ConversationHandle:
         request_id: str | None = None,
         when_busy: Literal["followUp", "steer", "reject"] = "followUp",
     ) -> InputHandle:
-        """Admit a user input: placed now with a new generation when idle, else queued as
+        """Admit a user input: placed now with a new model call when idle, else queued as
         ``when_busy`` (``reject`` raises ``ConversationBusy``). A repeated ``request_id``
-        returns the original input. Never waits for the generation."""
+        returns the original input. Never waits for the model call."""
         return await _turn.send(
             self._kernel, self.id, content, ctx, request_id=request_id, when_busy=when_busy
         )

@@ -13,7 +13,7 @@ task; the owner's ``owns`` lists it. Ownership is what everything else keys on:
 * **config isolation** (docs/design/decisions.md#d8-g5): an owned child never inherits the core rewindable config keys of
   its source (``model``, ``thinkingLevel``, ...). The creation commit writes the seeded values
   and nothing else, so an absent core key reads its default and an absent ``model`` makes the
-  child's first generation fail ``no_model`` rather than silently run on the parent's model.
+  child's first model call fail ``no_model`` rather than silently run on the parent's model.
   Plugin slices (and task-kind keys) *are* inherited from the fork point with ``inherit``.
   Sticky config starts at its defaults unless seeded.
 
@@ -28,7 +28,7 @@ Behaviour must come from durable data or pre-registered code: hooks are code, so
 subtree hooks (``c.hooks(ns, kind, handlers, subtree=True)``) that dispatch on the child's
 seeded ``profile`` config before the child exists, or create the child, register its hooks,
 then send. A child whose difference is only its system prompt needs no code at all: seed its
-sections (``sections`` in the spec), which its first generation folds from.
+sections (``sections`` in the spec), which its first model call folds from.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from chord.context import Context
-from pico3.datamodel.section_seed import check_section_seed
 from pico3.kernel.errors import Forbidden
 from pico3.kernel.tx import Transaction
+from pico3.session_data.section_seed import check_section_seed
 from pico3.storage.records import Input, SectionSeed, Task
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class OwnedSpec:
     values the child gets (see the module docstring).
     ``sections``: the child's private section seed (``{key, value, rendered}`` items, see
     :class:`~pico3.SectionSeed`), checked and deep-copied here; the child's first
-    generation folds its system sections from it (not from any inherited ``pi.system``
+    model call folds its system sections from it (not from any inherited ``pi.system``
     entry) until it writes one of its own. ``None``: no seed.
     """
 

@@ -2,8 +2,8 @@
 (docs/design/reload.md#registrations, #session-worker-reload).
 
 This module owns the harness's side of a reload only. Watching sources and loading new facet
-generations is chord's (:mod:`chord.packages.reload_coordinator`), wrapping a facet reload in this swap is the
-session worker's (:mod:`pico3.chord.around_reload`), and ``/reload`` on demand is the app's
+generations is chord's (:mod:`chord.facet_packages.reload_coordinator`), wrapping a facet reload in this swap is the
+session worker's (:mod:`pico3.facets.around_reload`), and ``/reload`` on demand is the app's
 (:mod:`coding_agent.settings.package_reload`).
 
 Reload replaces code, never durable state. What each registration does when it is undone and
@@ -32,7 +32,7 @@ Two ways to swap, chosen by :func:`reload`:
 
 The target is anything with the harness's four reload methods (:class:`Swappable`): a
 :class:`~pico3.handle.HarnessHandle`, or the ``pi.harness`` service
-(:mod:`pico3.chord.around_reload` guards a facet reload with it).
+(:mod:`pico3.facets.around_reload` guards a facet reload with it).
 """
 
 from __future__ import annotations

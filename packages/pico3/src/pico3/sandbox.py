@@ -56,16 +56,23 @@ from pico3.sandbox_proxy import FORWARDER, PROXY_PORT
 __all__ = [
     "DEFAULT_DENY_READ",
     "OUTSIDE_HINT",
+    "SANDBOX_MODE_SERVICE",
     "SANDBOX_SERVICE",
     "Sandbox",
+    "SandboxMode",
     "SandboxPolicy",
     "SandboxStatus",
+    "commands_sandbox",
     "explain_refusal",
     "sandbox_available",
 ]
 
 SANDBOX_SERVICE = "sandbox"
 """The key of the session's :class:`Sandbox` in ``HarnessOptions.services`` (absent: none)."""
+
+SANDBOX_MODE_SERVICE = "sandbox_mode"
+"""The key of the session's :class:`SandboxMode` in ``HarnessOptions.services`` (absent: the
+permission mode never sends commands into the sandbox)."""
 
 DEFAULT_DENY_READ: tuple[str, ...] = (
     "~/.ssh",
@@ -306,6 +313,34 @@ class Sandbox:
             environ["NO_PROXY"] = environ["no_proxy"] = "localhost,127.0.0.1"
         wrapped += ["--chdir", os.fspath(cwd), "--", *argv]
         return wrapped, environ
+
+
+class SandboxMode:
+    """Whether the session's permission mode runs its commands in the sandbox now.
+
+    The host puts one in ``HarnessOptions.services`` (:data:`SANDBOX_MODE_SERVICE`); the
+    feature that owns the permission mode (facets-approval) sets :attr:`active` whenever the mode
+    is, or stops being, ``sandbox``; what runs commands on the session's behalf besides the
+    ``bash`` tool (user hooks) reads it through :func:`commands_sandbox`."""
+
+    __slots__ = ("active",)
+
+    def __init__(self, active: bool = False) -> None:
+        self.active = active
+
+
+def commands_sandbox(services: Mapping[str, object]) -> Sandbox | None:
+    """The sandbox the session's own commands run in now, read from a harness's ``services``:
+    the session's :class:`Sandbox` (:data:`SANDBOX_SERVICE`) when it is enforced
+    (``sandbox.enabled``) or the permission mode is ``sandbox`` (:class:`SandboxMode` active);
+    else ``None`` (no sandbox here, or commands run unconfined in this mode)."""
+    sandbox = services.get(SANDBOX_SERVICE)
+    if not isinstance(sandbox, Sandbox):
+        return None
+    mode = services.get(SANDBOX_MODE_SERVICE)
+    if sandbox.enforced or (isinstance(mode, SandboxMode) and mode.active):
+        return sandbox
+    return None
 
 
 _REFUSALS: tuple[tuple[tuple[str, ...], str], ...] = (

@@ -86,7 +86,7 @@ async def test_fork_follows_the_new_conversation(
 
 
 PLUGIN = """
-from chord.packages import hookimpl
+from chord import hookimpl
 
 
 @hookimpl

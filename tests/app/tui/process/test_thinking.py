@@ -91,8 +91,7 @@ async def test_a_level_that_does_not_exist_is_refused_and_changes_nothing(
 
     await kit.drive(session, keeper, test)
     assert seen["errors"] == [
-        "Command failed: thinking level 'huge' does not exist; "
-        "use one of off, minimal, low, medium, high, xhigh"
+        "/thinking: there is no level 'huge'; use one of off, minimal, low, medium, high, xhigh"
     ]
     assert [e["data"] for e in seen["entries"]] == [{"from": "off", "to": "low"}]
 

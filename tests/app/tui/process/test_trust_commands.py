@@ -51,7 +51,7 @@ def local_package(project: Path) -> Path:
     package.mkdir(parents=True)
     (package / "__init__.py").write_text(
         '"""A project-local facet package (it adds no facets)."""\n'
-        "from chord.packages import hookimpl\n\n\n"
+        "from chord import hookimpl\n\n\n"
         "@hookimpl\n"
         "def chord_facets(host):\n"
         "    return []\n"

@@ -22,8 +22,8 @@ from typing import Any
 import anyio
 import pytest
 
+from chord.facet_packages import ReloadCoordinator, facet_package_from_folder, load_generation
 from chord.facets import create_facet_host
-from chord.packages import ReloadCoordinator, facet_package_from_folder, load_generation
 from coding_agent.session_files.folders import Session
 from coding_agent.settings.package_reload import PackageReloader, scan_packages
 from coding_agent.supervisor import WorkerSupervisor
@@ -36,7 +36,7 @@ PLUGIN = '''
 
 from chord.context import Context
 from chord.facets import define_facet
-from chord.packages import hookimpl
+from chord import hookimpl
 from chord.services import define_service
 from chord.textual import Tui
 
@@ -237,7 +237,7 @@ async def test_dev_mode_reloads_tui_facets_when_their_source_changes(
 
 
 EMPTY_PLUGIN = """
-from chord.packages import hookimpl
+from chord import hookimpl
 
 
 @hookimpl
@@ -248,7 +248,7 @@ def chord_facets(host):
 
 ONE_FACET_PLUGIN = """
 from chord.facets import define_facet
-from chord.packages import hookimpl
+from chord import hookimpl
 
 
 @hookimpl

@@ -16,19 +16,28 @@ import argparse
 import math
 import ssl
 import sys
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
 
-from chord import BACKGROUND, FrameConnection, connect_service_source, create_facet_host
+from chord import (
+    BACKGROUND,
+    FrameConnection,
+    WireServiceSource,
+    connect_service_source,
+    connect_unix,
+    create_facet_host,
+)
 from coding_agent.cli.headless import (
     APPROVAL_DIALOGS,
     QUESTION_DIALOGS,
     Event,
     HeadlessMode,
     TurnOutcome,
+    _describe,
     _presentation,
     _responders,
     _Root,
@@ -72,24 +81,31 @@ class _Dial:
 
     async def first(self, request: Request) -> tuple[FrameConnection, dict[str, Any]]:
         conn, info, self.index = await connect_any(
-            self.addresses, request, token=self.token, tls=self.tls, insecure=self.insecure
-        )
+            self.addresses, request, token=self.token, tls=self.tls, insecure=self.insecure,
+            on_failover=_say_failover,
+        )  # fmt: skip
         self.address = self.addresses[self.index]
         return conn, info
 
-    def again(self, session_id: str) -> Any:
+    def again(self, session_id: str, *, say: bool = True) -> Any:
         """Connect to the session again: the server that answered last first, then the next
-        ones of the list (failover)."""
+        ones of the list (failover), each failover one line on stderr unless ``say`` is false
+        (the TUI's screen is the terminal)."""
 
         async def connect() -> FrameConnection:
             conn, _info, self.index = await connect_any(
                 self.addresses, Request(session=session_id), start=self.index,
                 token=self.token, tls=self.tls, insecure=self.insecure,
+                on_failover=_say_failover if say else None,
             )  # fmt: skip
             self.address = self.addresses[self.index]
             return conn
 
         return connect
+
+
+def _say_failover(line: str) -> None:
+    print(f"coding-agent: {line}", file=sys.stderr, flush=True)
 
 
 def _fail(message: str, code: int) -> int:
@@ -102,7 +118,8 @@ def _dial_error(address: ServerAddress, error: BaseException) -> int | None:
     if isinstance(error, NoServerReachable):
         return _fail(str(error), EXIT_FAILED)
     if isinstance(error, ServerRefused):
-        return _fail(str(error), EXIT_USAGE if error.code != "start_failed" else EXIT_FAILED)
+        usage = error.code in ("unauthorized", "not_found", "bad_preface")
+        return _fail(str(error), EXIT_USAGE if usage else EXIT_FAILED)
     if isinstance(error, ssl.SSLCertVerificationError):
         return _fail(
             f"{address}: the server's TLS certificate is not trusted ({error.verify_message}): "
@@ -113,6 +130,8 @@ def _dial_error(address: ServerAddress, error: BaseException) -> int | None:
         return _fail(f"{address}: TLS failed: {error} (is it a TLS port?)", EXIT_FAILED)
     if isinstance(error, OSError):
         reason = error.strerror or str(error)
+        if reason.startswith(f"{address}: "):  # it names the server already
+            reason = reason.removeprefix(f"{address}: ")
         return _fail(f"cannot reach the server at {address}: {reason}", EXIT_FAILED)
     return None
 
@@ -156,7 +175,7 @@ async def _attach(dial: _Dial) -> int:
             raise
         return code
     pending = [conn]
-    again = dial.again(str(info["session"]))
+    again = dial.again(str(info["session"]), say=False)
 
     async def connect() -> FrameConnection:
         if pending:
@@ -189,13 +208,20 @@ def run_remote_headless(args: argparse.Namespace, prompt: str) -> int:
             args.approve,
             args.verbose,
             args.model,
+            args.wait_for_approval,
             backend="asyncio",
         )
     )
 
 
 async def _headless_main(
-    dial: _Dial, prompt: str, mode: HeadlessMode, approve: Any, verbose: bool, model: str | None
+    dial: _Dial,
+    prompt: str,
+    mode: HeadlessMode,
+    approve: Any,
+    verbose: bool,
+    model: str | None,
+    wait: float | None,
 ) -> int:
     request = Request(session=dial.session) if dial.session else Request(new=True, model=model)
     try:
@@ -207,7 +233,7 @@ async def _headless_main(
         return code
     return await run_headless_on_server(
         prompt, conn, info, dial.again(str(info["session"])), mode=mode, out=sys.stdout,
-        approve=approve, verbose=verbose,
+        approve=approve, verbose=verbose, wait=wait,
     )  # fmt: skip
 
 
@@ -222,9 +248,13 @@ async def run_headless_on_server(
     approve: Any = "deny",
     err: TextIO | None = None,
     verbose: bool = False,
+    wait: float | None = None,
+    watch: Callable[[WireServiceSource], Coroutine[Any, Any, None]] | None = None,
 ) -> int:
     """Run one turn of ``prompt`` in the server's session ``info`` over ``first`` (and
-    ``again()`` after a drop), reporting as the local headless modes do."""
+    ``again()`` after a drop), reporting as the local headless modes do. ``wait`` parks each
+    approval that long for another client to answer (``--wait-for-approval``); ``watch`` runs
+    beside the turn with the connection's source (a local worker's supervisor restarts it)."""
     errors = err if err is not None else sys.stderr
     pending = [first]
 
@@ -238,14 +268,33 @@ async def run_headless_on_server(
     blocked: list[dict[str, Any]] = []
     turn: TurnOutcome | None = None
     async with anyio.create_task_group() as group, send_events, receive_events:
-        source = connect_service_source(connect, task_group=group)
+
+        def dropped(error: BaseException) -> None:  # a restart or a failover: one line, no trace
+            del error
+            print("coding-agent: the connection to the session dropped; reconnecting", file=errors)
+
+        source = connect_service_source(connect, task_group=group, on_error=dropped)
         try:
             offered = {entry.service_id for entry in await source.catalogue(BACKGROUND)}
             features = {name for sid, name in _FEATURES.items() if sid in offered}
+            session_id = info.get("session")
+
+            def waiting(request: dict[str, Any]) -> None:
+                how_long = "until then" if wait is None or math.isinf(wait) else f"{wait:g} s"
+                print(
+                    f"coding-agent: waiting for approval of the {_describe(request, ' call')}: "
+                    f"answer it from coding-agent attach {session_id} (or an editor); "
+                    f"waiting {how_long}",
+                    file=errors,
+                )
+                errors.flush()
+
             facets = [
                 _presentation(send_events, root, rehydrate=True),
-                *_responders(features, approve, blocked),
+                *_responders(features, approve, blocked, wait=wait, waiting=waiting),
             ]
+            if watch is not None:
+                group.start_soon(watch, source)
             async with create_facet_host(facets, service_sources=[source]):
                 await root.chosen.wait()
                 turn = await follow_turn(
@@ -266,3 +315,44 @@ async def run_headless_on_server(
             group.cancel_scope.cancel()
     assert turn is not None
     return report_turn(turn, blocked, mode=mode, out=out, err=errors)
+
+
+async def run_parked_headless(
+    prompt: str,
+    session: Session,
+    *,
+    wait: float,
+    mode: HeadlessMode,
+    approve: Any,
+    out: TextIO,
+    verbose: bool = False,
+    model: str | None = None,
+    thinking: str | None = None,
+    permission_mode: str | None = None,
+) -> int:
+    """``-p``/``--json --wait-for-approval``: the turn runs in the session's own worker process
+    (started, or reused, by a :class:`~coding_agent.supervisor.WorkerSupervisor`, which restarts
+    it if it dies) and this process is one client of it, so a dialog can wait for another:
+    ``coding-agent attach SESSION`` or an editor answers it. The worker is left to linger
+    afterwards, like a TUI's at ``/quit``."""
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.supervisor import WorkerSupervisor
+
+    keeper = WorkerSupervisor(
+        session, model=model, thinking=thinking, permission_mode=permission_mode
+    )
+    await keeper.ensure_started()
+    try:
+        first = await connect_unix(session.socket_path)
+
+        async def again() -> FrameConnection:
+            return await connect_unix(session.socket_path)
+
+        info = {"session": session.id, "cwd": str(session.cwd), "model": model or session.model}
+        return await run_headless_on_server(
+            prompt, first, info, again, mode=mode, out=out, approve=approve, verbose=verbose,
+            wait=wait, watch=keeper.watch,
+        )  # fmt: skip
+    finally:
+        with anyio.CancelScope(shield=True):
+            await keeper.release()

@@ -71,7 +71,17 @@ from coding_agent.worker.main import (
     open_session_host,
     session_worker_config,
 )
-from pico3 import ConversationService, ConversationServiceApi
+from pico3 import (
+    AssistantEntry,
+    ConversationService,
+    ConversationServiceApi,
+    ToolResultEntry,
+    View,
+    ViewDecoder,
+    ViewEntry,
+    view_from_json,
+)
+from pico3.models import TextContent, ToolCall
 
 __all__ = [
     "APPROVAL_DIALOGS",
@@ -116,16 +126,17 @@ _FEATURE_SERVICES = {"facets-approval": APPROVAL_DIALOGS, "facets-question": QUE
 Event = dict[str, Any]
 
 
-def answer_text(entry: dict[str, Any] | None) -> str:
-    """The text blocks of an assistant entry, joined (empty for ``None``)."""
+def answer_text(entry: ViewEntry | None) -> str:
+    """The text blocks of an assistant entry's messages, joined (empty for ``None``)."""
     if entry is None:
         return ""
-    parts: list[str] = []
-    for message in entry.get("model") or []:
-        for block in message.get("content") or []:
-            if isinstance(block, dict) and block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-    return "".join(parts)
+    return "".join(
+        block.text
+        for message in entry.messages
+        if not isinstance(message.content, str)
+        for block in message.content
+        if isinstance(block, TextContent)
+    )
 
 
 def _is_root(view: dict[str, Any]) -> bool:
@@ -257,9 +268,33 @@ def _remedy(name: str, request: dict[str, Any]) -> str:
 
 
 def _responders(
-    features: set[str], approve: Literal["allow", "deny"], blocked: list[dict[str, Any]]
+    features: set[str],
+    approve: Literal["allow", "deny"],
+    blocked: list[dict[str, Any]],
+    *,
+    wait: float | None = None,
+    waiting: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[Facet]:
+    """The headless answers to the features' dialogs. With ``wait`` (``--wait-for-approval``) an
+    approval is parked: left open for whoever attaches (a TUI, an editor) for ``wait`` seconds
+    (``math.inf``: until answered), then answered as ``approve`` says. An answer from elsewhere
+    closes the dialog, which cancels the wait; a worker restart reopens it and the wait starts
+    again. ``waiting`` hears each parked request."""
+
     async def decide(dialog: Any, ctx: Context) -> None:
+        if wait is not None:
+            try:
+                request = dialog.request.value
+            except Exception:  # the dialog went away meanwhile
+                return
+            if waiting is not None and isinstance(request, dict):
+                waiting(cast(dict[str, Any], request))
+            if math.isinf(wait):
+                await ctx.wait_cancelled()  # answered elsewhere: the dialog closes, ctx ends
+                return
+            with anyio.move_on_after(wait):
+                await ctx.wait_cancelled()
+                return
         if approve == "deny":
             try:
                 request = dialog.request.value
@@ -401,13 +436,13 @@ async def run_headless(
 
 class TurnOutcome:
     """How a headless turn ended: ``status`` (``done``, ``failed``…), its ``detail``, the
-    answer's ``text``, the entries it added and the model that ran it."""
+    answer's ``text``, the entries it added (pico3 records, by id) and the model that ran it."""
 
     def __init__(self) -> None:
         self.status = "failed"
         self.detail = ""
         self.text = ""
-        self.entries: dict[int, dict[str, Any]] = {}
+        self.entries: dict[int, ViewEntry] = {}
         self.model: str | None = None
 
 
@@ -439,7 +474,9 @@ async def follow_turn(
         first = {"type": "session", "session": session, "model": model,
                  "cwd": session_line.get("cwd")}  # fmt: skip
         _json_line(out, first)
-    before = max((entry["id"] for entry in _listed(conversation.view.value)), default=-1)
+    decoder = ViewDecoder()  # the view and the entries of events, decoded once
+    start = decoder.decode(conversation.view.value)
+    before = max((entry.id for entry in start.entries), default=-1) if start else -1
     try:
         input_id = await conversation.send({"content": prompt}, BACKGROUND)
     except Exception:
@@ -450,12 +487,16 @@ async def follow_turn(
         if event.get("type") == REHYDRATED:
             # Entries committed while the connection was down came with no event: report each
             # once, from the rehydrated view, so a --json reader misses none of the turn's.
-            for entry in _listed(event["view"]):
-                if entry["id"] > before and entry["id"] not in turn.entries:
-                    turn.entries[entry["id"]] = entry
+            view = decoder.decode(event["view"])
+            if view is None:
+                continue
+            # (view.entries are the records of the JSON entries, one for one)
+            for raw, entry in zip(view.json.get("entries", ()), view.entries, strict=True):
+                if entry.id > before and entry.id not in turn.entries:
+                    turn.entries[entry.id] = entry
                     if mode == "json":
-                        _json_line(out, {"type": "entry.added", "entry": entry})
-            if input_id >= 0 and _ended_meanwhile(event["view"], input_id, turn):
+                        _json_line(out, {"type": "entry.added", "entry": raw})
+            if input_id >= 0 and _ended_meanwhile(view, input_id, turn):
                 break
             continue
         if event.get("type") == "entry.added" and event["entry"]["id"] in turn.entries:
@@ -463,8 +504,8 @@ async def follow_turn(
         if mode == "json":
             _json_line(out, event)
         if event.get("type") == "entry.added":
-            entry = event["entry"]
-            turn.entries[entry["id"]] = entry
+            entry = decoder.entry(event["entry"])
+            turn.entries[entry.id] = entry
         if event.get("type") == "turn.ended" and input_id in event.get("inputs", []):
             turn.status = str(event.get("status"))
             turn.detail = str(event.get("detail") or event.get("reason") or "")
@@ -482,30 +523,19 @@ def _json_line(out: TextIO, value: Any) -> None:
     out.flush()
 
 
-def _listed(view: Any) -> list[dict[str, Any]]:
-    """The entries of a conversation's view document (none when it has no view yet)."""
-    if not isinstance(view, dict):
-        return []
-    return [entry for entry in view.get("entries") or [] if isinstance(entry, dict)]
-
-
-def _ended_meanwhile(view: Any, input_id: int, turn: TurnOutcome) -> bool:
+def _ended_meanwhile(view: View | dict[str, Any], input_id: int, turn: TurnOutcome) -> bool:
     """Whether the turn of ``input_id`` ended while events were missed (``view`` no longer has
     it live or queued); then ``turn`` is filled from the view (its newest answer)."""
-    if not isinstance(view, dict):
+    if not isinstance(view, View):
+        view = view_from_json(view)
+    if view.turn is not None and input_id in view.turn.inputs:
         return False
-    live = view.get("turn")
-    if isinstance(live, dict) and input_id in (live.get("inputs") or []):
+    if any(item.id == input_id for item in view.inbox):
         return False
-    if any(
-        isinstance(item, dict) and item.get("id") == input_id for item in view.get("inbox") or []
-    ):
-        return False
-    listed = _listed(view)
-    for entry in listed:
-        turn.entries.setdefault(entry["id"], entry)
-    answer = next((e for e in reversed(listed) if e.get("kind") == "pi.assistant"), None)
-    failed = answer is None or (answer.get("data") or {}).get("reason") == "error"
+    for entry in view.entries:
+        turn.entries.setdefault(entry.id, entry)
+    answer = next((e for e in reversed(view.entries) if isinstance(e, AssistantEntry)), None)
+    failed = answer is None or answer.data.reason == "error"
     turn.status = "failed" if failed else "done"
     turn.detail = "the turn ended while the connection was down" if failed else ""
     turn.text = answer_text(answer)
@@ -531,8 +561,8 @@ def report_turn(
     ok = status == "done"
     code = EXIT_OK if ok else EXIT_FAILED
     answered = any(
-        entry.get("kind") in ("pi.assistant", "pi.tool_result")
-        and (entry.get("data") or {}).get("reason") != "error"
+        isinstance(entry, ToolResultEntry)
+        or (isinstance(entry, AssistantEntry) and entry.data.reason != "error")
         for entry in entries.values()
     )
     if not ok and not answered and on_unanswered is not None:
@@ -570,44 +600,33 @@ def report_turn(
     return code
 
 
-def unapproved_calls(entries: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+def unapproved_calls(entries: dict[int, ViewEntry]) -> list[dict[str, Any]]:
     """The calls the harness blocked because no approval package serves the session
     (docs/design/harness.md#approval-gate: a tool result with the diagnostic code
     ``unapproved``), as ``{name, args, reason}``, in order. No flag allows them: the reason
     names the missing package and the command that restores it."""
-    calls: dict[str, dict[str, Any]] = {}
+    calls: dict[str, ToolCall] = {}
     found: list[dict[str, Any]] = []
     for entry in (entries[key] for key in sorted(entries)):
-        messages: list[Any] = entry.get("model") or []
-        for message in messages:
-            if not isinstance(message, dict):
-                continue
-            message = cast(dict[str, Any], message)
-            for block in message.get("content") or []:
-                if isinstance(block, dict) and block.get("type") == "toolCall":
-                    call = cast(dict[str, Any], block)
-                    calls[str(call.get("id"))] = call
-            if message.get("role") != "toolResult" or entry.get("kind") != "pi.tool_result":
-                continue
-            diagnostics = (entry.get("data") or {}).get("diagnostics") or []
-            reason = next(
-                (
-                    str(d.get("message", ""))
-                    for d in diagnostics
-                    if isinstance(d, dict) and d.get("code") == "unapproved"
-                ),
-                None,
-            )
-            if reason is None:
-                continue
-            call = calls.get(str(message.get("toolCallId")), {})
-            found.append(
-                {
-                    "name": message.get("toolName") or call.get("name"),
-                    "args": call.get("arguments"),
-                    "reason": reason.removeprefix("Tool call blocked: "),
-                }
-            )
+        for message in entry.messages:
+            if not isinstance(message.content, str):
+                for block in message.content:
+                    if isinstance(block, ToolCall):
+                        calls[block.id] = block
+        if not isinstance(entry, ToolResultEntry) or entry.message is None:
+            continue
+        reason = entry.diagnostic("unapproved")
+        if reason is None:
+            continue
+        message = entry.message
+        call = calls.get(message.tool_call_id)
+        found.append(
+            {
+                "name": message.tool_name or (call.name if call is not None else None),
+                "args": call.arguments if call is not None else None,
+                "reason": reason.removeprefix("Tool call blocked: "),
+            }
+        )
     return found
 
 

@@ -59,7 +59,8 @@ class McpWatch:
                 limit = float(cast(dict[str, Any], value)["startupTimeout"])
                 servers = list(cast(dict[str, Any], value).get("servers") or [])
                 for server in servers:
-                    if server.get("state") in ("ready", "failed"):
+                    # stopped: a lingering worker's server asleep; its tools are offered
+                    if server.get("state") in ("ready", "failed", "stopped"):
                         settled.setdefault(str(server.get("name")), server)
                 if all(str(s.get("name")) in settled for s in servers):
                     break
@@ -72,7 +73,7 @@ class McpWatch:
         for server in servers:
             name = str(server.get("name"))
             found = settled.get(name)
-            if found is not None and found.get("state") == "ready":
+            if found is not None and found.get("state") in ("ready", "stopped"):
                 continue
             if found is None:
                 why = f"was not ready after {limit:g} s (startup_timeout in mcp.json)"

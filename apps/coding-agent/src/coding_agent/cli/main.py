@@ -213,6 +213,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="headless: what tools that need approval get (default: deny)",
     )
     parser.add_argument(
+        "--wait-for-approval",
+        nargs="?",
+        type=_seconds,
+        const=math.inf,
+        default=None,
+        metavar="SECONDS",
+        help="headless: leave an approval open for another client (coding-agent attach SESSION, "
+        "an editor) to answer, SECONDS long (default: until answered), then answer as --approve "
+        "says",
+    )
+    parser.add_argument(
         "--permission-mode",
         choices=PERMISSION_MODES,
         help="the session's permission mode (stored in the session; without it the session "
@@ -536,6 +547,15 @@ async def _run_headless(args: argparse.Namespace, session: Session, prompt: str)
     if config.environment is not None:  # this process is the worker now: keys stay in config.env
         config.environment.withhold_from_process()
     mode = "json" if args.json is not None else "print"
+    if args.wait_for_approval is not None:  # the worker runs apart, so others can answer
+        # lazy: start-up time (the command line imports only what the chosen command runs)
+        from coding_agent.cli.attach import run_parked_headless
+
+        return await run_parked_headless(
+            prompt, session, wait=args.wait_for_approval, mode=mode, out=sys.stdout,
+            approve=args.approve, verbose=args.verbose, model=args.model,
+            thinking=args.thinking, permission_mode=args.permission_mode,
+        )  # fmt: skip
 
     def unanswered() -> None:
         args.unanswered = True
@@ -717,6 +737,8 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         parser.error(f"{args.command} does not take -p or --json")
     if args.server is not None and (args.continue_ or args.resume is not None):
         parser.error("--server takes the session in its URL: --server tcp://HOST:PORT/SESSION")
+    if args.wait_for_approval is not None and not headless:
+        parser.error("--wait-for-approval is for -p/--json (a TUI asks you itself)")
     if args.server is not None and not headless:
         parser.error(
             "--server is for -p/--json (a TUI attaches with: attach tcp://HOST:PORT/SESSION)"

@@ -6,6 +6,12 @@ socket or TCP with TLS and a bearer token (docs/server.md).
 * :mod:`.remote` — the client side: :func:`connect_server`, addresses, TLS, tokens;
 * :mod:`.args` — the ``serve`` subcommand's flags (light: ``--help`` imports nothing heavy);
 * :mod:`.main` — the ``serve`` command line;
-* :mod:`.client_cli` — ``attach tcp://…`` and ``-p --server``;
-* :mod:`.remote_headless` — ``-p``/``--json`` against a server.
+* :mod:`.admission` — the caps on connections, the open-file limit, an accept loop that
+  never dies;
+* :mod:`.credentials` — the named tokens and the TLS certificate, reloaded on SIGHUP;
+* :mod:`.events` — the log's timestamped, structured lines;
+* :mod:`.addresses` — ``--listen`` URLs and the Unix socket's path;
+* :mod:`.directory` — the servers' shared session directory in PostgreSQL.
+
+``attach tcp://…`` and ``-p --server`` are :mod:`coding_agent.cli.attach`.
 """

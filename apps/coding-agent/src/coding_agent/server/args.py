@@ -3,6 +3,7 @@ this parser and must not import the server (anyio, chord, ssl)."""
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 __all__ = ["DEFAULT_IDLE", "add_serve_command"]
@@ -28,7 +29,10 @@ def add_serve_command(commands: Any, seconds: Any) -> None:
     serve.add_argument("--tls-cert", metavar="FILE", help="the server's certificate chain (PEM)")
     serve.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
     serve.add_argument(
-        "--token-file", metavar="FILE", help="the bearer token TCP clients must present (0600)"
+        "--token-file",
+        metavar="FILE",
+        help="the bearer tokens TCP clients must present, one 'NAME TOKEN' a line (0600; "
+        "SIGHUP reads it and the certificate again)",
     )
     serve.add_argument(
         "--insecure",
@@ -65,3 +69,35 @@ def add_serve_command(commands: Any, seconds: Any) -> None:
     serve.add_argument(
         "--cwd", metavar="DIR", help="the project folder new sessions work in (default: here)"
     )
+    serve.add_argument(
+        "--migrate",
+        action="store_true",
+        help="with --storage postgresql://…: migrate the database's schema before listening "
+        "(as `coding-agent db migrate URL`)",
+    )
+    for flag, what in (
+        ("--max-connections", "connected clients in all (default: from the open-file limit)"),
+        ("--max-pending", "connections still in their TLS handshake or preface, in all"),
+        ("--max-per-address", "connections still in their handshake or preface from one address"),
+        (
+            "--max-sessions",
+            "session workers running at once (each up to 3 PostgreSQL "
+            "connections); a start past it waits for one to end (default: no bound)",
+        ),
+        (
+            "--max-starting",
+            "session workers starting at once; other starts wait their turn "
+            "(default: the CPUs, at least 2)",
+        ),
+    ):
+        serve.add_argument(flag, type=_positive, default=None, metavar="N", help=what)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value

@@ -10,12 +10,18 @@ the commits from the database. The row is written once, at creation: later chang
 launch settings (``/model``, ``/thinking``) are stored by the session's worker beside its
 commits (fenced by its lease, :mod:`coding_agent.worker.shared_state`), and a worker of any
 server reads them from there when it starts.
+
+The table is made by the first use of a fresh database, under a transaction-scoped advisory lock
+(:data:`SCHEMA_LOCK`, bounded by a lock timeout): ``CREATE TABLE IF NOT EXISTS`` alone is not
+safe against itself (two at once both insert the table's row type and one fails with a
+``pg_type`` duplicate key), and hundreds of sessions start at once on a new team's database.
 """
 
 from __future__ import annotations
 
 import msgspec
 import psycopg
+from psycopg import sql
 
 from coding_agent.session_files.folders import SessionMetadata
 
@@ -30,17 +36,41 @@ CREATE TABLE IF NOT EXISTS coding_agent_sessions (
 """
 
 
+SCHEMA_LOCK = 0x636F6469_6E676167
+"""The advisory lock key the table's creation runs under (``codingag`` in ASCII)."""
+
+LOCK_TIMEOUT = 10.0
+"""Seconds the table's creation waits for its lock before it fails (nothing half made)."""
+
+
+async def _ensure_schema(conn: psycopg.AsyncConnection, lock_timeout: float) -> None:
+    cursor = await conn.execute("SELECT to_regclass('coding_agent_sessions') IS NOT NULL")
+    row = await cursor.fetchone()
+    if row is not None and row[0]:
+        return
+    async with conn.transaction():
+        timeout = sql.Literal(f"{round(lock_timeout * 1000)}ms")
+        await conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(timeout))
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        await conn.execute(_SCHEMA)
+
+
 class SessionDirectory:
     """``coding_agent_sessions`` on the database at ``url``."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, lock_timeout: float = LOCK_TIMEOUT) -> None:
         self._url = url
+        self._lock_timeout = lock_timeout
         self._ready = False
 
     async def _connect(self) -> psycopg.AsyncConnection:
         conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True, connect_timeout=10)
         if not self._ready:
-            await conn.execute(_SCHEMA)
+            try:
+                await _ensure_schema(conn, self._lock_timeout)
+            except BaseException:
+                await conn.close()
+                raise
             self._ready = True
         return conn
 

@@ -4,17 +4,21 @@
 
     coding-agent serve [--socket PATH] [--storage postgresql://…|DIR] [--idle SECONDS]
         [--cwd DIR] [--listen tcp://HOST:PORT --tls-cert FILE --tls-key FILE --token-file FILE]
-        [--insecure]
+        [--insecure] [--migrate] [--max-connections N] [--max-pending N] [--max-per-address N]
+        [--max-sessions N] [--max-starting N]
 
-Once it listens it prints one ``LISTENING <address>`` line per listener on stdout (the bound
-port when ``:0`` was asked); lifecycle events go to stderr as ``coding-agent serve: …`` lines.
-SIGTERM or SIGINT stops it and every worker it started.
+At start it raises its open-file limit to the hard limit (where it may), with ``--migrate``
+migrates the database's schema, and prints one ``LISTENING <address>`` line per listener on
+stdout (the bound port when ``:0`` was asked); its log goes to stderr as ``coding-agent serve:
+<time> <event> key=value…: message`` lines (:mod:`.events`). SIGHUP reads the token file and
+the certificate again; SIGTERM or SIGINT stops it and every worker it started.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import signal
 import sys
 from pathlib import Path
@@ -22,23 +26,24 @@ from typing import Any
 
 import anyio
 
-from coding_agent.server.remote import TOKEN_ENV
-from coding_agent.server.serve import (
-    ServerOptions,
-    ServerSetupError,
-    SessionServer,
+from coding_agent.server.addresses import (
     default_socket_path,
     is_loopback,
     parse_listen,
     prepare_socket_folder,
-    read_token_file,
-    server_tls_context,
 )
+from coding_agent.server.admission import default_limits, raise_fd_limit
+from coding_agent.server.credentials import Credentials, ServerSetupError
+from coding_agent.server.events import format_line
+from coding_agent.server.remote import TOKEN_ENV
+from coding_agent.server.serve import ServerOptions, SessionServer
 from coding_agent.settings.secret_env import hide_secrets_from_proc
 
 __all__ = ["run_serve"]
 
 _POSTGRES = ("postgresql://", "postgres://")
+EXIT_STORAGE = 5
+"""``--migrate`` could not migrate: the status of ``coding-agent db migrate`` and the worker."""
 
 
 def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[str, Any]]:
@@ -63,7 +68,7 @@ def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[s
     run: dict[str, Any] = {
         "socket_path": Path(args.socket).absolute() if args.socket else default_socket_path(env)
     }
-    token: bytes | None = None
+    credentials = Credentials()
     if args.listen:
         host, port = parse_listen(args.listen)
         if args.token_file is None:
@@ -72,11 +77,10 @@ def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[s
                 "token (make one: python3 -c 'import secrets; print(secrets.token_urlsafe(32))' "
                 "> FILE; chmod 600 FILE)"
             )
-        token = read_token_file(args.token_file)
         if args.tls_cert and args.tls_key:
             if args.insecure:
                 raise ServerSetupError("--insecure and --tls-cert contradict each other: drop one")
-            run["tls"] = server_tls_context(args.tls_cert, args.tls_key)
+            credentials = Credentials.load(args.token_file, args.tls_cert, args.tls_key)
         elif args.tls_cert or args.tls_key:
             raise ServerSetupError("TLS needs both --tls-cert FILE and --tls-key FILE")
         elif not args.insecure:
@@ -89,6 +93,8 @@ def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[s
                 f"--insecure is only allowed on a loopback address, not {host}: give "
                 "--tls-cert FILE and --tls-key FILE"
             )
+        else:
+            credentials = Credentials.load(args.token_file)
         run["tcp"] = (host, port)
     elif args.tls_cert or args.tls_key or args.token_file or args.insecure:
         raise ServerSetupError(
@@ -101,22 +107,65 @@ def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[s
         idle=args.idle,
         lease=args.lease or None,
         faux_script=Path(args.faux_script) if args.faux_script else None,
-        token=token,
-        on_event=lambda line: print(f"coding-agent serve: {line}", file=sys.stderr, flush=True),
+        credentials=credentials,
+        limits=default_limits(
+            resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+            max_pending=args.max_pending,
+            max_per_address=args.max_per_address,
+            max_connections=args.max_connections,
+        ),
+        on_event=_print,
+        max_sessions=args.max_sessions,
     )
+    if args.max_starting is not None:
+        options.max_starting = args.max_starting
     return options, run
+
+
+def _print(line: str) -> None:
+    print(f"coding-agent serve: {line}", file=sys.stderr, flush=True)
+
+
+def _migrate(url: str) -> int | None:
+    """``--migrate``: the schema brought to this release's (one log line); the exit status
+    (5, one line) when it cannot be."""
+    from pico3 import StorageError, migrate_database
+
+    try:
+        found, now = anyio.run(migrate_database, url)
+    except StorageError as error:
+        _print(format_line("migration", str(error), ok="no"))
+        print(f"coding-agent: error: --migrate: {error}", file=sys.stderr)
+        return EXIT_STORAGE
+    message = "nothing to do" if found == now else "migrated"
+    _print(format_line("migration", message, ok="yes", found=found, now=now))
+    return None
 
 
 def run_serve(args: argparse.Namespace, cwd: Path) -> int:
     """Run the server until SIGTERM/SIGINT; returns the exit status (2: a setup error, one
     ``coding-agent: error:`` line naming the flag and the fix)."""
+    before, now = raise_fd_limit()  # before the caps are derived from it
     try:
         options, run = _options(args, cwd)
         prepare_socket_folder(run["socket_path"], options.env)  # before anything listens
+        if args.migrate and options.storage is None:
+            raise ServerSetupError("--migrate is for --storage postgresql://…")
     except ServerSetupError as error:
         print(f"coding-agent: error: {error}", file=sys.stderr)
         return 2
     server = SessionServer(options)
+    limits = server.limits
+    server.log(
+        "limits", "the open-file limit and the connection caps in force", fd_limit=now,
+        raised_from=before if before != now else None, max_connections=limits.max_connections,
+        max_pending=limits.max_pending, max_per_address=limits.max_per_address,
+        max_sessions=options.max_sessions, max_starting=options.max_starting,
+    )  # fmt: skip
+    if args.migrate and options.storage is not None:
+        failed = _migrate(options.storage)
+        if failed is not None:
+            return failed
 
     hide_secrets_from_proc(options.cwd)  # its workers' commands may read /proc/<pid>/environ
 
@@ -126,11 +175,14 @@ def run_serve(args: argparse.Namespace, cwd: Path) -> int:
         sys.stdout.flush()
 
     async def main() -> None:
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             async with anyio.create_task_group() as group:
 
                 async def stop() -> None:
-                    async for _ in signals:
+                    async for number in signals:
+                        if number == signal.SIGHUP:
+                            server.reload()
+                            continue
                         group.cancel_scope.cancel()
                         return
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import hmac
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "ANSWER_TIMEOUT",
     "MAGIC",
     "MAX_PREFACE",
     "PREFACE_TIMEOUT",
@@ -42,6 +44,10 @@ MAX_PREFACE = 4096
 
 PREFACE_TIMEOUT = 10.0
 """Seconds a server waits for the preface (and a TLS handshake) before it hangs up."""
+
+ANSWER_TIMEOUT = 180.0
+"""Seconds a client waits for the server's answer line after its preface: the server may be
+starting the session's worker, or queueing its start behind a start-up storm."""
 
 NO_TOKEN = b"-"
 
@@ -95,17 +101,23 @@ def split_preface(line: bytes) -> tuple[bytes, bytes]:
     return parts[1], parts[2]
 
 
-def check_token(given: bytes, expected: bytes | None) -> None:
-    """Raise ``unauthorized`` unless ``given`` is the token (constant time), or no token is
-    needed (``expected`` is ``None``)."""
-    if expected is None:
-        return
-    if not hmac.compare_digest(given, expected):
+def check_token(given: bytes, tokens: Mapping[str, bytes] | None) -> str | None:
+    """The name of the token ``given`` is; raise ``unauthorized`` when it is none of ``tokens``
+    (every one compared, in constant time: no early return). ``tokens`` ``None``: no token is
+    needed (the Unix socket), and the name is ``None``."""
+    if tokens is None:
+        return None
+    found: str | None = None
+    for name, token in tokens.items():
+        if hmac.compare_digest(given, token):
+            found = name
+    if found is None:
         raise PrefaceError(
             "unauthorized",
             "wrong or missing token (give the server's token with --token-file FILE or "
             "$CODING_AGENT_TOKEN)",
         )
+    return found
 
 
 def parse_request(rest: bytes) -> Request:

@@ -25,17 +25,18 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.stapled import StapledByteStream
 
 from chord import FrameConnection, connect_unix
+from coding_agent.server.addresses import is_loopback, parse_listen
 from coding_agent.server.preface import (
+    ANSWER_TIMEOUT,
     MAX_PREFACE,
-    PREFACE_TIMEOUT,
     PrefaceError,
     Request,
     encode_preface,
     parse_reply,
 )
-from coding_agent.server.serve import is_loopback, parse_listen
 
 __all__ = [
+    "FAILOVER_DELAY",
     "TOKEN_ENV",
     "NoServerReachable",
     "ServerAddress",
@@ -119,6 +120,12 @@ class NoServerReachable(ConnectionError):
     """None of the servers of a list could be reached (the message has each one's reason)."""
 
 
+FAILOVER_DELAY = 0.2
+"""Seconds before the second failover of one attempt; each next one waits twice as long, up to
+:data:`FAILOVER_DELAY_MAX` (the first failover is at once)."""
+FAILOVER_DELAY_MAX = 2.0
+
+
 async def connect_any(
     addresses: list[ServerAddress],
     request: Request,
@@ -127,13 +134,23 @@ async def connect_any(
     token: str | None = None,
     tls: ssl.SSLContext | None = None,
     insecure: bool = False,
+    on_failover: Callable[[str], None] | None = None,
 ) -> tuple[FrameConnection, dict[str, Any], int]:
     """:func:`connect_server` to the first of ``addresses`` (from ``start`` on, wrapping) that
-    answers ``OK``; also returns its index. A wrong token is raised at once (every server of a
-    list has the same one); any other failure moves on to the next address."""
+    answers ``OK``; also returns its index.
+
+    Any failure to connect (refused, reset, a failed or reset TLS handshake, the connection
+    ending before the answer, a server that is busy or cannot start the session) moves on to
+    the next address, with a growing pause from the second failover on
+    (:data:`FAILOVER_DELAY`), and ``on_failover`` hears one line saying which server failed,
+    why, and which one is tried next. A wrong token or a malformed preface is raised at once
+    (every server of a list has the same tokens). With one address its error is raised as it
+    is; with several, :class:`NoServerReachable` names each one's reason."""
     failures: list[tuple[ServerAddress, BaseException]] = []
     for offset in range(len(addresses)):
         index = (start + offset) % len(addresses)
+        if offset >= 2:
+            await anyio.sleep(min(FAILOVER_DELAY * 2 ** (offset - 2), FAILOVER_DELAY_MAX))
         try:
             conn, info = await connect_server(
                 addresses[index], request, token=token, tls=tls, insecure=insecure
@@ -142,17 +159,26 @@ async def connect_any(
             if error.code in ("unauthorized", "bad_preface") or len(addresses) == 1:
                 raise
             failures.append((addresses[index], error))
-        except OSError as error:
+        except OSError as error:  # every connection failure is one (see connect_server)
             if len(addresses) == 1:
                 raise
             failures.append((addresses[index], error))
         else:
             return conn, info, index
-    reasons = "; ".join(
-        str(error) if isinstance(error, ServerRefused) else f"{address}: {error}"
-        for address, error in failures
-    )
+        if on_failover is not None and offset + 1 < len(addresses):
+            following = addresses[(index + 1) % len(addresses)]
+            on_failover(f"{_reason(addresses[index], failures[-1][1])}; trying {following}")
+    reasons = "; ".join(_reason(address, error) for address, error in failures)
     raise NoServerReachable(f"no server of the list answered: {reasons}")
+
+
+def _reason(address: ServerAddress, error: BaseException) -> str:
+    if isinstance(error, ServerRefused):
+        return str(error)
+    text = str(error)
+    if text.startswith(f"{address}:"):
+        return text
+    return f"{address}: {getattr(error, 'strerror', None) or text or type(error).__name__}"
 
 
 def resolve_token(
@@ -194,32 +220,25 @@ async def connect_server(
     tls: ssl.SSLContext | None = None,
     insecure: bool = False,
 ) -> tuple[FrameConnection, dict[str, Any]]:
-    """Dial ``address``, say the preface, and return the wire connection and the session info
+    r"""Dial ``address``, say the preface, and return the wire connection and the session info
     (``{"session", "cwd", "model"}``). Raises :class:`ServerRefused` when the server says
-    ``ERR``, ``OSError`` when it cannot be reached, ``ssl.SSLError`` for a failed TLS check."""
-    stream: anyio.abc.ByteStream
-    if address.path is not None:
-        stream = (await connect_unix(address.path)).stream
-    elif insecure:
-        if not is_loopback(address.host):
-            raise ValueError(
-                f"{address}: --insecure (plain TCP) is only allowed to a loopback address; "
-                "use TLS (the server's --tls-cert, and --tls-ca FILE here for its certificate)"
-            )
-        stream = await anyio.connect_tcp(address.host, address.port)
-    else:
-        context = tls if tls is not None else client_tls_context()
-        stream = await anyio.connect_tcp(
-            address.host, address.port, ssl_context=context, tls_standard_compatible=False
-        )
+    ``ERR``, ``ssl.SSLError`` for a failed TLS check, and another ``OSError`` for every other
+    way the connection fails (refused, reset, ended during the TLS handshake or before the
+    answer): a reconnecting wire source retries exactly the ``OSError``\ s."""
+    try:
+        stream = await _dial(address, tls=tls, insecure=insecure)
+    except _STREAM_ERRORS as error:  # a reset or ended TLS handshake (a dying server, a balancer)
+        raise ConnectionResetError(
+            f"{address}: the connection ended during the TLS handshake ({_cause(error)})"
+        ) from None
     try:
         await stream.send(encode_preface(token, request))
         buffered = BufferedByteReceiveStream(stream)
         line = b""
-        with anyio.move_on_after(PREFACE_TIMEOUT * 6):  # the server may be starting a worker
+        with anyio.move_on_after(ANSWER_TIMEOUT):  # the server may be starting a worker
             try:
                 line = await buffered.receive_until(b"\n", MAX_PREFACE)
-            except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError):
+            except (*_STREAM_ERRORS, anyio.IncompleteRead, OSError):
                 raise ConnectionResetError(
                     f"{address}: the server closed the connection before it answered"
                 ) from None
@@ -229,11 +248,44 @@ async def connect_server(
             info = parse_reply(line)
         except PrefaceError as error:
             raise ServerRefused(str(address), error) from None
+    except _STREAM_ERRORS as error:
+        await anyio.aclose_forcefully(stream)
+        raise ConnectionResetError(f"{address}: the connection ended ({_cause(error)})") from None
     except BaseException:
         await anyio.aclose_forcefully(stream)
         raise
     wire = StapledByteStream(stream, buffered)
     return FrameConnection(wire, name=str(address)), info
+
+
+_STREAM_ERRORS = (anyio.BrokenResourceError, anyio.EndOfStream, anyio.ClosedResourceError)
+
+
+def _cause(error: BaseException) -> str:
+    seen: BaseException | None = error
+    while seen is not None:
+        if str(seen).strip():
+            return f"{type(seen).__name__}: {seen}"
+        seen = seen.__cause__ or seen.__context__
+    return "reset by the server"
+
+
+async def _dial(
+    address: ServerAddress, *, tls: ssl.SSLContext | None, insecure: bool
+) -> anyio.abc.ByteStream:
+    if address.path is not None:
+        return (await connect_unix(address.path)).stream
+    if insecure:
+        if not is_loopback(address.host):
+            raise ValueError(
+                f"{address}: --insecure (plain TCP) is only allowed to a loopback address; "
+                "use TLS (the server's --tls-cert, and --tls-ca FILE here for its certificate)"
+            )
+        return await anyio.connect_tcp(address.host, address.port)
+    context = tls if tls is not None else client_tls_context()
+    return await anyio.connect_tcp(
+        address.host, address.port, ssl_context=context, tls_standard_compatible=False
+    )
 
 
 def session_connector(

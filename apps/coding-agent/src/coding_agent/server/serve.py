@@ -26,13 +26,11 @@ Listeners (docs/server.md):
 
 from __future__ import annotations
 
-import hashlib
-import ipaddress
-import logging
+import functools
 import os
+import resource
+import socket
 import ssl
-import stat
-import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,12 +40,17 @@ import anyio
 import anyio.abc
 import psycopg
 from anyio.streams.buffered import BufferedByteReceiveStream
-from anyio.streams.tls import TLSListener
+from anyio.streams.tls import TLSStream
 
 from chord import FrameConnection, connect_unix, serve_unix
+from coding_agent.server.addresses import prepare_socket_folder
+from coding_agent.server.admission import Gate, Limits, Ticket, default_limits, serve_tcp
 from coding_agent.server.args import DEFAULT_IDLE
+from coding_agent.server.credentials import Credentials, ServerSetupError
 from coding_agent.server.directory import SessionDirectory
+from coding_agent.server.events import ServerLog
 from coding_agent.server.preface import (
+    ANSWER_TIMEOUT,
     MAX_PREFACE,
     PREFACE_TIMEOUT,
     PrefaceError,
@@ -58,7 +61,6 @@ from coding_agent.server.preface import (
     split_preface,
 )
 from coding_agent.session_files.folders import (
-    SOCKET_PATH_LIMIT,
     LaunchSettings,
     Session,
     SessionError,
@@ -66,27 +68,15 @@ from coding_agent.session_files.folders import (
     create_session,
     open_session,
 )
-from coding_agent.session_files.private import PrivacyError, private_tree, socket_folder
-from coding_agent.settings.xdg import state_home
 from coding_agent.supervisor import READY_TIMEOUT, WorkerStartError, WorkerSupervisor
 
-__all__ = [
-    "DEFAULT_IDLE",
-    "ServerOptions",
-    "ServerSetupError",
-    "SessionServer",
-    "default_socket_path",
-    "parse_listen",
-    "read_token_file",
-    "server_tls_context",
-]
+__all__ = ["DEFAULT_IDLE", "Limits", "ServerOptions", "SessionServer"]
 
 _RELAY_CHUNK = 65536
-_log = logging.getLogger("coding_agent.server")
-
-
-class ServerSetupError(Exception):
-    """The server cannot start as configured; the message names the flag and the fix."""
+SESSION_QUEUE_TIMEOUT = ANSWER_TIMEOUT - READY_TIMEOUT
+"""Seconds a session's start waits for one of ``--max-sessions``' places, or for its turn to
+start, before ``ERR busy``: what is left of the client's patience for the answer
+(:data:`~.preface.ANSWER_TIMEOUT`) once the start itself had its own bound."""
 
 
 @dataclass
@@ -105,118 +95,25 @@ class ServerOptions:
     over a session whose worker died."""
     faux_script: Path | None = None
     """New sessions' faux script (demos, tests)."""
-    token: bytes | None = None
-    """The bearer token TCP clients must present."""
+    credentials: Credentials | None = None
+    """The tokens TCP clients must present and the TLS certificate (reloaded on SIGHUP)."""
+    limits: Limits | None = None
+    """The connection caps (``None``: derived from the open-file limit)."""
+    max_sessions: int | None = None
+    """Session workers running at once (``None``: no bound); each holds up to three database
+    connections, so this bounds the server's connections to PostgreSQL."""
+    max_starting: int = field(default_factory=lambda: max(2, os.cpu_count() or 2))
+    """Workers starting at once; the other starts wait their turn."""
     on_event: Callable[[str], None] | None = None
-    """One line per lifecycle event (worker started, reaped; a refused connection)."""
-
-
-def read_token_file(path: str | os.PathLike[str]) -> bytes:
-    """The token in ``path`` (its first line, stripped). The file must be the user's own and
-    readable by nobody else (``0600``), and hold a token of at least 16 characters."""
-    file = Path(path)
-    try:
-        info = file.stat()
-        text = file.read_bytes()
-    except OSError as error:
-        raise ServerSetupError(f"--token-file {file}: cannot read it: {error.strerror}") from None
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        raise ServerSetupError(
-            f"--token-file {file}: other users may read it (mode "
-            f"{stat.S_IMODE(info.st_mode):04o}): chmod 600 {file}"
-        )
-    lines = text.splitlines()
-    token = lines[0].strip() if lines else b""
-    if len(token) < 16 or any(byte <= 32 or byte >= 127 for byte in token):
-        raise ServerSetupError(
-            f"--token-file {file}: the first line must be a token of at least 16 printable "
-            "characters without spaces (make one: python3 -c 'import secrets; "
-            f"print(secrets.token_urlsafe(32))' > {file}; chmod 600 {file})"
-        )
-    return token
-
-
-def parse_listen(url: str) -> tuple[str, int]:
-    """``tcp://HOST:PORT`` → ``(host, port)`` (IPv6 as ``tcp://[::1]:PORT``)."""
-    if not url.startswith("tcp://"):
-        raise ServerSetupError(f"--listen {url!r}: give tcp://HOST:PORT (e.g. tcp://0.0.0.0:7433)")
-    rest = url.removeprefix("tcp://").rstrip("/")
-    host, sep, port = rest.rpartition(":")
-    host = host.removeprefix("[").removesuffix("]")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ServerSetupError(f"--listen {url!r}: give tcp://HOST:PORT (e.g. tcp://0.0.0.0:7433)")
-    return host, int(port)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address (``localhost`` counts)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def server_tls_context(cert: str | os.PathLike[str], key: str | os.PathLike[str]) -> ssl.SSLContext:
-    """A TLS 1.2+ server context with the certificate chain in ``cert`` and its key in ``key``."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    try:
-        context.load_cert_chain(os.fspath(cert), os.fspath(key))
-    except (OSError, ssl.SSLError) as error:
-        raise ServerSetupError(
-            f"--tls-cert {cert} / --tls-key {key}: cannot load them: {error}"
-        ) from None
-    return context
-
-
-def default_socket_path(env: Mapping[str, str] | None = None) -> Path:
-    """The server's Unix socket: ``<state>/coding-agent/server/serve.sock``, or a short
-    stand-in in ``$TMPDIR/coding-agent-<uid>/`` when that path is too long for a socket."""
-    folder = state_home(env) / "coding-agent" / "server"
-    preferred = folder / "serve.sock"
-    if len(os.fsencode(preferred)) <= SOCKET_PATH_LIMIT:
-        return preferred
-    digest = hashlib.sha256(os.fsencode(folder.absolute())).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"coding-agent-{os.getuid()}" / f"serve-{digest}.sock"
-
-
-def prepare_socket_folder(path: Path, env: Mapping[str, str] | None = None) -> None:
-    """Make the socket's folder ``0700`` (ours, not a link) before the socket is bound."""
-    try:
-        base = state_home(env)
-        if path.parent.is_relative_to(base):
-            private_tree(base, path.parent)
-        else:
-            socket_folder(path.parent)
-    except PrivacyError as error:
-        raise ServerSetupError(
-            f"{error} (or give --socket a path in a folder only you can use: mode 0700)"
-        ) from None
-
-
-class _QuietTLSListener(TLSListener):
-    """A TLS listener whose failed handshakes (plain TCP, a wrong certificate) are one event
-    line (``on_refused``), not a logged traceback."""
-
-    on_refused: Callable[[str], None] | None = None
-
-    async def handle_handshake_error(  # pyright: ignore[reportIncompatibleMethodOverride]
-        self, exc: BaseException, stream: anyio.abc.AnyByteStream
-    ) -> None:
-        if self.on_refused is not None:
-            self.on_refused(f"refused a connection: TLS handshake failed: {exc}")
-        with anyio.CancelScope(shield=True):
-            await anyio.aclose_forcefully(stream)
-        if not isinstance(exc, Exception):
-            raise exc
+    """Where the log's lines go (:mod:`.events`: accepts, refusals, sessions, takeovers)."""
 
 
 @dataclass
 class _Slot:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     supervisor: WorkerSupervisor | None = None
+    counted: bool = False
+    """Whether it holds one of ``--max-sessions``' places (from its start to its reaping)."""
 
 
 class SessionServer:
@@ -224,13 +121,22 @@ class SessionServer:
 
     def __init__(self, options: ServerOptions) -> None:
         self.options = options
+        self.credentials = options.credentials or Credentials()
+        self.log = ServerLog(options.on_event)
+        self.limits = options.limits or default_limits(
+            resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        )
+        self.gate = Gate(self.limits, self._shed_ticket)
         self._slots: dict[str, _Slot] = {}
         self._directory = SessionDirectory(options.storage) if options.storage else None
         self._group: anyio.abc.TaskGroup | None = None
+        self._by_token: dict[str, set[anyio.CancelScope]] = {}
+        self._starting = anyio.Semaphore(options.max_starting)
+        self._sessions = anyio.Semaphore(options.max_sessions) if options.max_sessions else None
         self.connections = 0
         """Connections relayed to a worker so far."""
         self.refused = 0
-        """Connections refused at the preface or the TLS handshake."""
+        """Connections refused at the preface or the TLS handshake, or shed."""
 
     # -- running ---------------------------------------------------------------------------------
     async def run(
@@ -238,11 +144,11 @@ class SessionServer:
         *,
         socket_path: Path,
         tcp: tuple[str, int] | None = None,
-        tls: ssl.SSLContext | None = None,
         ready: Callable[[list[str]], None] | None = None,
     ) -> None:
-        """Listen on ``socket_path`` (and ``tcp``, with ``tls`` unless it is ``None``), call
-        ``ready(addresses)``, and serve until cancelled; then stop every worker it started."""
+        """Listen on ``socket_path`` (and ``tcp``, with TLS when the credentials have a
+        certificate), call ``ready(addresses)``, and serve until cancelled; then stop every
+        worker it started."""
         prepare_socket_folder(socket_path, self.options.env)
         try:
             async with anyio.create_task_group() as group:
@@ -250,19 +156,16 @@ class SessionServer:
                 await group.start(serve_unix, socket_path, self._unix_client)
                 addresses = [f"unix:{socket_path}"]
                 if tcp is not None:
-                    listener: Any = await anyio.create_tcp_listener(
-                        local_host=tcp[0], local_port=tcp[1]
-                    )
-                    port = listener.extra(anyio.abc.SocketAttribute.local_port)
-                    if tls is not None:
-                        listener = _QuietTLSListener(
-                            listener, tls, standard_compatible=False,
-                            handshake_timeout=PREFACE_TIMEOUT,
-                        )  # fmt: skip
-                        listener.on_refused = self._refused
+                    port = await group.start(
+                        functools.partial(
+                            serve_tcp, on_shed=self._shed_address, out_of_fds=self.gate.out_of_fds
+                        ),
+                        tcp[0], tcp[1], self._tcp_client,
+                    )  # fmt: skip
                     host = f"[{tcp[0]}]" if ":" in tcp[0] else tcp[0]
                     addresses.append(f"tcp://{host}:{port}")
-                    group.start_soon(listener.serve, self._tcp_client)
+                for address in addresses:
+                    self.log("listening", address=address)
                 if ready is not None:
                     ready(addresses)
                 await anyio.sleep_forever()
@@ -276,10 +179,32 @@ class SessionServer:
             if slot.supervisor is not None:
                 await slot.supervisor.stop()
 
+    def reload(self) -> None:
+        """Read the token file and the certificate again (SIGHUP). Connections admitted with a
+        token that is gone (or changed) are closed; a file that does not load changes nothing."""
+        try:
+            revoked = self.credentials.reload()
+        except ServerSetupError as error:
+            self.log("reload", f"kept the tokens and certificate in force: {error}", ok="no")
+            return
+        closed = 0
+        for name in revoked:
+            for scope in self._by_token.pop(name, set()):
+                scope.cancel()
+                closed += 1
+        tokens = ",".join(sorted(self.credentials.tokens or ())) or None
+        self.log(
+            "reload", "read the token file and the certificate again", ok="yes",
+            tokens=tokens, revoked=",".join(revoked) or None, closed=closed or None,
+        )  # fmt: skip
+
     # -- connections -----------------------------------------------------------------------------
     async def _unix_client(self, conn: FrameConnection) -> None:
         # A Unix client was already checked to be of our uid; no token is asked of it.
-        await self._guarded(self._client(conn.stream, token=None, peer="unix"), "unix")
+        with Ticket(self.gate, "unix") as ticket:
+            await self._guarded(
+                self._client(conn.stream, ticket, tls=None, tokens=None, peer="unix"), "unix"
+            )
 
     async def _guarded(self, connection: Awaitable[None], peer: str) -> None:
         """Run one client's connection; whatever goes wrong in it ends that connection only.
@@ -291,31 +216,92 @@ class SessionServer:
         try:
             await connection
         except Exception as error:
-            self._event(f"a connection ({peer}) failed: {type(error).__name__}: {error}")
+            self.log("error", f"{type(error).__name__}: {error}", peer=peer)
 
-    async def _tcp_client(self, stream: anyio.abc.ByteStream) -> None:
+    async def _tcp_client(self, sock: socket.socket, address: str) -> None:
+        ticket = self.gate.enter(address)
+        if ticket is None:
+            sock.close()
+            self.refused += 1
+            self.log(
+                "shed", f"over {self.limits.max_per_address} pending connections from one address",
+                peer=address, reason="per_address_cap",
+            )  # fmt: skip
+            return
         try:
-            peer = stream.extra(anyio.abc.SocketAttribute.remote_address)
+            stream: anyio.abc.ByteStream = await anyio.abc.SocketStream.from_socket(sock)
+        except OSError as error:
+            sock.close()
+            ticket.__exit__()
+            self.log("error", f"cannot use the connection: {error}", peer=address)
+            return
+        try:
+            port = stream.extra(anyio.abc.SocketAttribute.remote_port)
+            peer = f"tcp:{address}:{port}" if ":" not in address else f"tcp:[{address}]:{port}"
         except Exception:
-            peer = "?"
+            peer = f"tcp:{address}"
         try:
-            await self._guarded(
-                self._client(stream, token=self.options.token, peer=f"tcp {peer}"), f"tcp {peer}"
-            )
+            with ticket, ticket.scope:
+                await self._guarded(
+                    self._client(
+                        stream, ticket, tls=self.credentials.tls,
+                        tokens=self.credentials.tokens, peer=peer,
+                    ),
+                    peer,
+                )  # fmt: skip
         finally:
             await anyio.aclose_forcefully(stream)
 
     async def _client(
-        self, stream: anyio.abc.ByteStream, *, token: bytes | None, peer: Any
+        self,
+        stream: anyio.abc.ByteStream,
+        ticket: Ticket,
+        *,
+        tls: ssl.SSLContext | None,
+        tokens: Mapping[str, bytes] | None,
+        peer: str,
     ) -> None:
-        buffered = BufferedByteReceiveStream(stream)
+        name: str | None = None
         try:
-            request = await self._read_request(buffered, token)
+            with anyio.fail_after(PREFACE_TIMEOUT):
+                if tls is not None:
+                    try:
+                        stream = await TLSStream.wrap(
+                            stream, server_side=True, ssl_context=tls, standard_compatible=False
+                        )
+                    except Exception as error:
+                        self.refused += 1
+                        self.log("tls_failed", f"TLS handshake failed: {_reason(error)}", peer=peer)
+                        return
+                buffered = BufferedByteReceiveStream(stream)
+                line = await self._read_line(buffered)
+        except TimeoutError:
+            self.refused += 1
+            what = "TLS handshake and preface" if tls is not None else "preface"
+            self.log("refused", f"no {what} within {PREFACE_TIMEOUT:g} s", peer=peer,
+                     reason="preface_timeout")  # fmt: skip
+            return
+        except PrefaceError as error:
+            buffered, line, bad = BufferedByteReceiveStream(stream), b"", error
+        else:
+            bad = None
+        try:
+            if bad is not None:
+                raise bad
+            given, rest = split_preface(line)
+            name = check_token(given, tokens)  # before anything else of the line is looked at
+            if not ticket.admit():
+                raise PrefaceError(
+                    "busy",
+                    f"the server has its {self.limits.max_connections} connections "
+                    "(--max-connections): try another server of the list, or later",
+                )
+            request = parse_request(rest)
             session = await self._session_for(request)
             worker = await self._dial(session)
         except PrefaceError as error:
             self.refused += 1
-            self._event(f"refused a connection ({peer}): {error}")
+            self.log("refused", error.message, peer=peer, reason=error.code, token=name)
             with anyio.move_on_after(1, shield=True):
                 try:
                     await stream.send(encode_reply(error=error))
@@ -327,34 +313,32 @@ class SessionServer:
                 ):
                     pass
             return
+        scope = ticket.scope
+        if name is not None:
+            self._by_token.setdefault(name, set()).add(scope)
         try:
             info = {"session": session.id, "cwd": str(session.cwd), "model": session.model}
             await stream.send(encode_reply(info))
             self.connections += 1
+            self.log("accepted", peer=peer, token=name, session=session.id)
             await _relay(buffered, stream, worker.stream)
         finally:
+            if name is not None:
+                self._by_token.get(name, set()).discard(scope)
             await worker.aclose()
 
-    async def _read_request(
-        self, buffered: BufferedByteReceiveStream, token: bytes | None
-    ) -> Request:
-        line = b""
-        with anyio.move_on_after(PREFACE_TIMEOUT):
-            try:
-                line = await buffered.receive_until(b"\n", MAX_PREFACE)
-            except anyio.DelimiterNotFound:
-                raise PrefaceError(
-                    "bad_preface", f"no preface line within {MAX_PREFACE} bytes"
-                ) from None
-            except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError):
-                raise PrefaceError(
-                    "bad_preface", "the connection ended before the preface"
-                ) from None
-        if not line:
-            raise PrefaceError("bad_preface", f"no preface within {PREFACE_TIMEOUT:g} s")
-        given, rest = split_preface(line)
-        check_token(given, token)  # before anything else of the line is looked at
-        return parse_request(rest)
+    async def _read_line(self, buffered: BufferedByteReceiveStream) -> bytes:
+        try:
+            return await buffered.receive_until(b"\n", MAX_PREFACE)
+        except anyio.DelimiterNotFound:
+            raise PrefaceError(
+                "bad_preface", f"no preface line within {MAX_PREFACE} bytes"
+            ) from None
+        except (
+            anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError, ssl.SSLError,
+            OSError,
+        ):  # fmt: skip
+            raise PrefaceError("bad_preface", "the connection ended before the preface") from None
 
     async def _session_for(self, request: Request) -> Session:
         env = self.options.env
@@ -371,13 +355,16 @@ class SessionServer:
                 return session
             assert request.session is not None
             try:
-                return open_session(request.session, env=env)
+                session = open_session(request.session, env=env)
             except SessionError:
                 metadata = await directory.get(request.session) if directory is not None else None
                 if metadata is None:
                     raise
-                self._event(f"session {metadata.id}: made by another server; adopting it")
+                _check_folder(metadata.id, Path(metadata.cwd))  # before a folder is made
+                self.log("takeover", "made by another server; adopting it", session=metadata.id)
                 return adopt_session(metadata, env=env)
+            _check_folder(session.id, session.cwd)
+            return session
         except SessionError as error:
             raise PrefaceError(
                 "not_found" if not request.new else "start_failed", str(error)
@@ -386,20 +373,29 @@ class SessionServer:
             raise PrefaceError("start_failed", f"the session directory failed: {error}") from None
 
     async def _dial(self, session: Session) -> FrameConnection:
-        """A connection to the worker of ``session``, started first when none serves it."""
-        with anyio.move_on_after(READY_TIMEOUT):
-            while True:
-                await self._ensure_worker(session)
-                try:
-                    return await connect_unix(session.socket_path)
-                except (FileNotFoundError, ConnectionRefusedError):
-                    pass  # a worker starting (not listening yet) or just gone: look again
-                await anyio.sleep(0.05)
-        raise PrefaceError("start_failed", f"the worker of session {session.id} did not answer")
+        """A connection to the worker of ``session``, started first when none serves it.
+
+        The start is not under this method's deadline (a start waits its turn in the queue,
+        and the supervisor bounds the start itself): a start cut short would leave a worker
+        running that nobody reaps."""
+        deadline = anyio.current_time() + READY_TIMEOUT
+        while True:
+            await self._ensure_worker(session)
+            try:
+                return await connect_unix(session.socket_path)
+            except (FileNotFoundError, ConnectionRefusedError):
+                pass  # a worker starting (not listening yet) or just gone: look again
+            if anyio.current_time() > deadline:
+                raise PrefaceError(
+                    "start_failed", f"the worker of session {session.id} did not answer"
+                )
+            await anyio.sleep(0.05)
 
     async def _ensure_worker(self, session: Session) -> None:
         slot = self._slots.setdefault(session.id, _Slot())
         async with slot.lock:
+            if slot.supervisor is not None and session.worker_running():
+                return  # ours, and serving
             if slot.supervisor is None:
                 slot.supervisor = WorkerSupervisor(
                     session,
@@ -408,35 +404,122 @@ class SessionServer:
                     storage=self.options.storage,
                     linger=self.options.idle,
                     lease=self.options.lease,
-                    on_event=lambda line, sid=session.id: self._event(f"session {sid}: {line}"),
+                    on_event=lambda line, sid=session.id: self.log("session", line, id=sid),
                 )
             supervisor = slot.supervisor
+            if not slot.counted:
+                await self._take_session_place(session.id)
+                slot.counted = True
             try:
-                started = await supervisor.ensure_started()
+                started = await self._start(session.id, supervisor)
             except WorkerStartError as error:
-                slot.supervisor = None
+                self._forget(slot)
                 raise PrefaceError("start_failed", error.reason()) from None
+            except OSError as error:  # no process could be made (out of descriptors, memory)
+                with anyio.CancelScope(shield=True):
+                    await supervisor.stop()
+                self._forget(slot)
+                raise PrefaceError("start_failed", f"cannot start a worker: {error}") from None
+            except BaseException:  # cancelled mid-start (the server stopping): no worker left
+                with anyio.CancelScope(shield=True):
+                    await supervisor.stop()
+                self._forget(slot)
+                raise
             if not started and supervisor.pid is None:
-                slot.supervisor = None  # someone else's worker serves it (a local TUI's)
+                self._forget(slot)  # someone else's worker serves it (a local TUI's)
             elif started:
                 assert self._group is not None
                 self._group.start_soon(self._reap, session.id, slot, supervisor)
+
+    async def _take_session_place(self, session_id: str) -> None:
+        """Wait (up to :data:`SESSION_QUEUE_TIMEOUT`) for one of ``--max-sessions``' places."""
+        places = self._sessions
+        if places is None:
+            return
+        if places.value == 0:
+            self.log("session", "queued: the server runs its --max-sessions", id=session_id,
+                     running=self.options.max_sessions)  # fmt: skip
+        with anyio.move_on_after(SESSION_QUEUE_TIMEOUT):
+            await places.acquire()
+            return
+        raise PrefaceError(
+            "busy",
+            f"the server runs its {self.options.max_sessions} sessions (--max-sessions) and none "
+            f"ended within {SESSION_QUEUE_TIMEOUT:g} s: try another server of the list, or later",
+        )
+
+    async def _start(self, session_id: str, supervisor: WorkerSupervisor) -> bool:
+        """``supervisor.ensure_started()`` in its turn: at most ``--max-starting`` at once, the
+        others queued in order (a start-up storm is queued, not timed out); one that waited
+        :data:`SESSION_QUEUE_TIMEOUT` is answered ``busy`` while its client still listens."""
+        if self._starting.value == 0:
+            self.log("session", "queued for a start", id=session_id,
+                     starting=self.options.max_starting)  # fmt: skip
+        with anyio.move_on_after(SESSION_QUEUE_TIMEOUT) as queued:
+            await self._starting.acquire()
+        if queued.cancelled_caught:
+            raise PrefaceError(
+                "busy",
+                f"the server is starting {self.options.max_starting} sessions at a time and this "
+                f"one waited {SESSION_QUEUE_TIMEOUT:g} s: try another server of the list, or later",
+            )
+        try:
+            return await supervisor.ensure_started()
+        finally:
+            self._starting.release()
+
+    def _forget(self, slot: _Slot) -> None:
+        slot.supervisor = None
+        if slot.counted:
+            slot.counted = False
+            if self._sessions is not None:
+                self._sessions.release()
 
     async def _reap(self, session_id: str, slot: _Slot, supervisor: WorkerSupervisor) -> None:
         status = await supervisor.wait()
         async with slot.lock:
             if slot.supervisor is supervisor:
-                slot.supervisor = None
-        self._event(f"session {session_id}: worker exited ({status}): reaped")
+                self._forget(slot)
+        self.log("session", f"worker exited ({status}): reaped", id=session_id)
 
-    def _refused(self, line: str) -> None:
+    def _shed_ticket(self, ticket: Ticket, reason: str) -> None:
         self.refused += 1
-        self._event(line)
+        message = (
+            "out of file descriptors: closed the oldest pending connection"
+            if reason == "no_file_descriptors"
+            else f"{self.gate.limits.max_pending} pending connections: closed the oldest"
+        )
+        self.log("shed", message, peer=ticket.address, reason=reason)
 
-    def _event(self, line: str) -> None:
-        _log.info("%s", line)
-        if self.options.on_event is not None:
-            self.options.on_event(line)
+    def _shed_address(self, address: str, reason: str) -> None:
+        self.refused += 1
+        self.log("shed", "out of file descriptors: closed a new connection", peer=address,
+                 reason=reason)  # fmt: skip
+
+
+def _check_folder(session_id: str, cwd: Path) -> None:
+    """Refuse to serve a session whose working folder this server cannot see: its worker would
+    run the conversation's commands somewhere else than the files they were about."""
+    if not cwd.is_dir():
+        raise PrefaceError(
+            "folder_missing",
+            f"session {session_id} works in {cwd}, which this server cannot see: the project "
+            "folder must be on storage every server of the database mounts at the same path "
+            "(docs/server.md#failover)",
+        )
+
+
+def _reason(error: BaseException) -> str:
+    """A failed handshake's reason, never empty (anyio's wrappers carry it as their cause)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        text = str(seen).strip()
+        if text:
+            return f"{type(seen).__name__}: {text}"
+        seen = seen.__cause__ or seen.__context__
+    if isinstance(error, (anyio.EndOfStream, anyio.BrokenResourceError)):
+        return "the client closed the connection during the handshake"
+    return type(error).__name__
 
 
 async def _relay(

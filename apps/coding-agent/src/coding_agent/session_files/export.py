@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
@@ -52,6 +52,15 @@ from coding_agent.session_files.tree import (
     lineage,
 )
 from coding_agent.settings.secret_env import redact, secret_values
+from pico3 import NoticeEntry, ToolResultEntry, UserEntry, ViewDecoder
+from pico3.models import (
+    AssistantMessage,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    UserMessage,
+)
 
 __all__ = [
     "branch_entries",
@@ -205,27 +214,24 @@ code { font-family: ui-monospace, monospace; }
 """
 
 
-def _time(message: Mapping[str, Any]) -> str:
-    stamp = message.get("timestamp")
-    if isinstance(stamp, int | float):
-        return datetime.fromtimestamp(stamp / 1000).strftime("%Y-%m-%d %H:%M:%S")
+def _time(message: Message) -> str:
+    """When ``message`` was made (``""`` when it does not say: a timestamp of 0 is left out of
+    the stored JSON)."""
+    if message.timestamp:
+        return datetime.fromtimestamp(message.timestamp / 1000).strftime("%Y-%m-%d %H:%M:%S")
     return ""
 
 
-def _texts(content: Any) -> Iterable[tuple[str, str]]:
+def _texts(content: str | Sequence[object]) -> Iterable[tuple[str, str]]:
     """``(type, text)`` of a message's content blocks (a string is one text block)."""
     if isinstance(content, str):
         yield "text", content
         return
-    if isinstance(content, list):
-        for block in cast(list[Any], content):
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text" and isinstance(block.get("text"), str):
-                yield "text", block["text"]
-            elif kind == "thinking" and isinstance(block.get("thinking"), str):
-                yield "thinking", block["thinking"]
+    for block in content:
+        if isinstance(block, TextContent):
+            yield "text", block.text
+        elif isinstance(block, ThinkingContent):
+            yield "thinking", block.thinking
 
 
 def _diff(text: str) -> str:
@@ -252,19 +258,17 @@ def export_html(
     secrets: Mapping[str, str] | None = None,
 ) -> str:
     """The branch as one self-contained HTML page (``secrets`` as in :func:`export_jsonl`)."""
-    _chosen, chosen, entries = branch_entries(session, branch, number=number)
+    _chosen, chosen, stored = branch_entries(session, branch, number=number)
     values = _secrets_of(session, secrets)
-    entries = _redacted(entries, values)
+    decoder = ViewDecoder()  # the entries' view shapes, read as pico3's records
+    entries = [decoder.entry(entry) for entry in _redacted(stored, values)]
     name = _redact(name, values) if name is not None else None
     markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
     markdown.add_render_rule("image", _image_as_link)
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, ToolResultEntry] = {}
     for entry in entries:
-        for message in entry.get("model") or []:
-            if isinstance(message, dict) and message.get("role") == "toolResult":
-                data = entry.get("data")
-                details = data.get("details") if isinstance(data, dict) else None
-                results[str(message.get("toolCallId"))] = {**message, "details": details}
+        if isinstance(entry, ToolResultEntry) and entry.message is not None:
+            results[entry.message.tool_call_id] = entry
     title = name or f"Session {session.id}"
     parts = [
         "<!DOCTYPE html>",
@@ -279,31 +283,27 @@ def export_html(
         f"{html.escape(str(session.cwd))}</p></header>",
     ]
     for entry in entries:
-        kind = entry.get("kind")
-        for message in entry.get("model") or []:
-            if not isinstance(message, dict):
-                continue
-            message = cast(dict[str, Any], message)
-            role = message.get("role")
-            if kind == "pi.user" or (kind == "pi.notice" and role == "user"):
-                css = "user" if kind == "pi.user" else "notice"
-                body = "".join(markdown.render(t) for _, t in _texts(message.get("content")))
+        for message in entry.messages:
+            user = isinstance(entry, UserEntry)
+            if user or (isinstance(entry, NoticeEntry) and isinstance(message, UserMessage)):
+                css = "user" if user else "notice"
+                body = "".join(markdown.render(t) for _, t in _texts(message.content))
                 parts.append(
                     f'<section class="msg {css}"><span class="meta">{_time(message)}</span>'
                     f'<div class="role">{"you" if css == "user" else "notice"}</div>{body}</section>'
                 )
-            elif role == "assistant":
+            elif isinstance(message, AssistantMessage):
                 parts.append(_assistant(message, markdown, results))
     parts.append("</body></html>")
     return inert("\n".join(parts) + "\n")  # no control character raw in the page
 
 
 def _assistant(
-    message: Mapping[str, Any], markdown: MarkdownIt, results: Mapping[str, Mapping[str, Any]]
+    message: AssistantMessage, markdown: MarkdownIt, results: Mapping[str, ToolResultEntry]
 ) -> str:
-    model = "/".join(str(message[k]) for k in ("provider", "model") if k in message)
+    model = "/".join(name for name in (message.provider, message.model) if name)
     body: list[str] = []
-    for kind, text in _texts(message.get("content")):
+    for kind, text in _texts(message.content):
         if kind == "thinking":
             body.append(
                 f'<details class="thinking"><summary>thinking</summary>'
@@ -311,23 +311,20 @@ def _assistant(
             )
         else:
             body.append(markdown.render(text))
-    content = message.get("content")
-    for block in cast(list[Any], content) if isinstance(content, list) else []:
-        if not isinstance(block, dict) or block.get("type") != "toolCall":
+    for call in message.content:
+        if not isinstance(call, ToolCall):
             continue
-        call = cast(dict[str, Any], block)
-        arguments = json.dumps(call.get("arguments"), indent=2, ensure_ascii=False)
-        result = results.get(str(call.get("id")))
-        error = bool(result and result.get("isError"))
+        arguments = json.dumps(call.arguments, indent=2, ensure_ascii=False)
+        result = results.get(call.id)
+        answer = result.message if result is not None else None
+        error = answer is not None and answer.is_error
         inner = f"<pre>{html.escape(arguments)}</pre>"
-        if result is not None:
-            text = "\n".join(t for _, t in _texts(result.get("content")))
+        if result is not None and answer is not None:
+            text = "\n".join(t for _, t in _texts(answer.content))
             inner += f"<pre>{html.escape(text)}</pre>"
-            details = result.get("details")
-            diff = details.get("diff") if isinstance(details, dict) else None
-            if isinstance(diff, str) and diff:
-                inner += _diff(diff)
-        label = html.escape(f"{call.get('name')} {_brief(call.get('arguments'))}".strip())
+            if result.diff:
+                inner += _diff(result.diff)
+        label = html.escape(f"{call.name} {_brief(call.arguments)}".strip())
         css = ' class="error"' if error else ""
         body.append(f"<details{css}><summary>⚙ {label}</summary>{inner}</details>")
     return (

@@ -1,7 +1,7 @@
 """``/reload`` on demand: re-scan the feature packages and reload every loaded one, in any host.
 
 ``--dev`` reloads a facet package when its sources change (a
-:class:`~chord.packages.ReloadCoordinator` watching the files). ``/reload`` is the same swap asked
+:class:`~chord.facet_packages.ReloadCoordinator` watching the files). ``/reload`` is the same swap asked
 for by a person, for every package at once, in both processes: the session worker reloads its
 ``"session"`` facets, the TUI process its ``"tui"`` facets. :class:`PackageReloader` is the part
 both share. Given the host's coordinator and a way to scan for packages, :meth:`reload_all`:
@@ -12,7 +12,7 @@ both share. Given the host's coordinator and a way to scan for packages, :meth:`
    broken edit keeps the old generation serving, exactly as with ``--dev``);
 3. adds a package found now that was not loaded (installed with ``coding-agent facets add``,
    say) and retires one that is gone (``facets remove``), in the running host
-   (:meth:`~chord.packages.ReloadCoordinator.add` / ``remove``); a package whose declaration
+   (:meth:`~chord.facet_packages.ReloadCoordinator.add` / ``remove``); a package whose declaration
    changed, or whose facets or services changed (reloading it in place would need a restart),
    is retired and added again. A package that fails to load or activate is reported
    ``failed`` and the running facets keep serving.
@@ -71,7 +71,7 @@ def scan_packages(folders: Sequence[str | Path] = (), *, installed: bool = True)
     """Find the facet packages again: installed entry points (unless ``installed`` is off) and
     ``folders``, a folder's package replacing an installed one of the same name.
 
-    Unlike :func:`chord.packages.discover_facet_packages`, nothing raises: a broken entry point
+    Unlike :func:`chord.facet_packages.discover_facet_packages`, nothing raises: a broken entry point
     or folder becomes a problem (its message names it) and the rest is still found.
     """
     problems: list[str] = []

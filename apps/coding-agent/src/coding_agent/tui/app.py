@@ -12,8 +12,8 @@ worker is unavailable: a banner says so until the next hydrate.
 
 Facets reach the UI through :attr:`CodingAgentApp.tui` (a :class:`chord.textual.TextualTui`):
 panels mount in ``#panels``, ``/commands`` typed in the editor run through
-:meth:`~chord.textual.TextualTui.run_command`. The app itself registers only ``/help`` and
-``/quit``; everything else (``/model``, ``/compact``, ``/sessions``…) is contributed by whoever
+:meth:`~chord.textual.TextualTui.run_command`. The app itself registers only ``/help``,
+``/quit`` and ``/stop`` (:mod:`coding_agent.tui.commands.builtin`); everything else (``/model``, ``/compact``, ``/sessions``…) is contributed by whoever
 can actually carry it out. Run it beside a facet host with :func:`run_tui`.
 
 Why one module: it is one Textual ``App`` class; its key bindings, actions, render loop,
@@ -41,9 +41,10 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from chord import BACKGROUND, Context, Delivery, Facet, inert, with_cancel
-from chord.textual import TextualTui, run_app_with_facets
+from chord.textual import TextualTui, register_commands, run_app_with_facets
 from coding_agent.context.images import ImageError, prepare_image_file
 from coding_agent.tui.attachments import image_paths
+from coding_agent.tui.commands.builtin import BUILTIN_COMMANDS
 from coding_agent.tui.conversation import ConversationClient, SendMode
 from coding_agent.tui.document import inbox_text, model_label
 from coding_agent.tui.keybindings import ACTIONS, Keybindings
@@ -56,6 +57,7 @@ from coding_agent.tui.widgets.messages import ThinkingBlock
 from coding_agent.tui.widgets.queue import QueuePanel
 from coding_agent.tui.widgets.tasks import TasksPanel
 from coding_agent.tui.widgets.transcript import Transcript
+from pico3 import CompactionStatus, View, ViewDecoder, view_from_json
 
 __all__ = [
     "FRAME_INTERVAL",
@@ -86,18 +88,20 @@ def key_name(key: str) -> str:
     return "+".join("esc" if part == "escape" else part for part in key.split("+"))
 
 
-def turn_status(view: Mapping[str, Any]) -> str:
-    """One line saying what the running turn is doing (empty when idle)."""
-    turn = view.get("turn")
-    if not isinstance(turn, dict):
+def turn_status(view: View | Mapping[str, Any]) -> str:
+    """One line saying what the running turn is doing (empty when idle).
+
+    ``view`` is the decoded view, or a raw value (decoded here)."""
+    turn = (view if isinstance(view, View) else view_from_json(view)).turn
+    if turn is None:
         return ""
-    generation = turn.get("generation")
-    if isinstance(generation, dict):
-        stage = generation.get("stage")
-        attempt = generation.get("attempt")
+    generation = turn.generation
+    if generation is not None:
+        stage = generation.stage
+        attempt = generation.attempt
         if stage == "retrying":
-            error = generation.get("lastError")
-            detail = f": {error}" if isinstance(error, str) and error else ""
+            error = generation.last_error
+            detail = f": {error}" if error else ""
             return f"Retrying (attempt {attempt}){detail}"
         if stage == "waiting":
             return "Waiting for compaction"
@@ -108,22 +112,22 @@ def turn_status(view: Mapping[str, Any]) -> str:
         if stage == "requesting":
             return "Thinking"
         return "Preparing"
-    tools = turn.get("tools")
-    if isinstance(tools, list) and tools:
-        waiting = [s.get("waitingOn") for s in tools if isinstance(s, dict) and s.get("waitingOn")]
+    tools = turn.tools
+    if tools:
+        waiting = [slot.waiting_on for slot in tools if slot.waiting_on]
         if waiting:
             return f"Waiting on {waiting[0]}"
-        running = sum(1 for s in tools if isinstance(s, dict) and s.get("status") == "running")
+        running = sum(1 for slot in tools if slot.status == "running")
         return f"Running {running} tool{'s' if running != 1 else ''}" if running else "Working"
     return "Working"
 
 
-def _compaction_text(compaction: Any) -> str:
-    if not isinstance(compaction, dict):
+def _compaction_text(compaction: CompactionStatus | None) -> str:
+    if compaction is None:
         return ""
-    reason = compaction.get("reason")
-    if compaction.get("stage") == "retrying":
-        return f"Compacting context — retrying (attempt {compaction.get('attempt')})"
+    reason = compaction.reason
+    if compaction.stage == "retrying":
+        return f"Compacting context — retrying (attempt {compaction.attempt})"
     return f"Compacting context ({reason})…" if reason else "Compacting context…"
 
 
@@ -188,6 +192,7 @@ class CodingAgentApp(App[None]):
         self._welcome = Static(id="welcome", markup=False)
         self._ctx, self._cancel_ctx = with_cancel(BACKGROUND)
         self._latest: Any = None
+        self._decoder = ViewDecoder()  # the view, decoded once per revision (pico3.View)
         self._rebaseline = True
         self._requested = 0
         self._applied = 0
@@ -234,6 +239,12 @@ class CodingAgentApp(App[None]):
         """The newest view value delivered (may be ahead of what is on screen)."""
         return self._latest
 
+    @property
+    def decoded_view(self) -> View | None:
+        """:attr:`view` as pico3's typed records (``None`` while the worker is unavailable);
+        decoded once per revision, whoever asks."""
+        return self._decoder.decode(self._latest)
+
     def notify(
         self,
         message: str,
@@ -272,12 +283,8 @@ class CodingAgentApp(App[None]):
         self._welcome.display = False
         self.editor.border_title = "›"
         self._apply_settings()
-        self.footer.show(self.client.view.value)
-        self.tui.register_command("help", "List the commands", self._help)
-        self.tui.register_command("quit", "Leave the app (the session keeps running)", self._quit)
-        self.tui.register_command(
-            "stop", "Stop the session's worker and leave (asks when work is live)", self._stop
-        )
+        self.footer.show(self._decoder.decode(self.client.view.value))
+        register_commands(self.tui, BUILTIN_COMMANDS, self)
         self.tui.mark_ready()
         self.run_worker(self._render_loop(), name="render", group="render", exclusive=True)
         self._unsubscribe = self.client.view.subscribe(self._on_view)
@@ -380,7 +387,8 @@ class CodingAgentApp(App[None]):
             await anyio.sleep(self.frame_interval)
 
     async def _render(self, value: Mapping[str, Any] | None, rebaseline: bool) -> None:
-        if value is None:
+        view = self._decoder.decode(value)
+        if view is None:
             self._unavailable.display = True
             self.footer.show(None)
             self.busy = False
@@ -389,24 +397,21 @@ class CodingAgentApp(App[None]):
         self._unavailable.display = False
         if self._held:
             self._flush_held()
-        if rebaseline or not await self.transcript.update(value):
-            await self.transcript.rebuild(value)
-            self.footer.rebase(value)
+        if rebaseline or not await self.transcript.update(view):
+            await self.transcript.rebuild(view)
+            self.footer.rebase(view)
         else:
-            self.footer.show(value)
-        entries = value.get("entries")
-        self._welcome.display = not entries
-        if not entries:
+            self.footer.show(view)
+        self._welcome.display = not view.entries
+        if not view.entries:
             self._paint_welcome()
-        tasks = value.get("tasks")
-        self.tasks_panel.show(tasks if isinstance(tasks, dict) else None)
-        inbox = value.get("inbox")
-        await self.queue.show(inbox if isinstance(inbox, list) else None)
-        compaction = inert(_compaction_text(value.get("compaction")))
+        self.tasks_panel.show(view.tasks)
+        await self.queue.show(view.inbox)
+        compaction = inert(_compaction_text(view.compaction))
         self._compaction.update(compaction)
         self._compaction.display = bool(compaction)
-        self.busy = isinstance(value.get("turn"), dict)
-        self._set_status(turn_status(value))
+        self.busy = view.turn is not None
+        self._set_status(turn_status(view))
 
     # -- status line -------------------------------------------------------------------------
     def _set_status(self, text: str) -> None:
@@ -419,7 +424,7 @@ class CodingAgentApp(App[None]):
         to get help; on the faux model, that it is an offline demo whose tour starts with
         whatever is typed."""
         session = self.client.session
-        model = model_label(self._latest, session.model)
+        model = model_label(self.decoded_view, session.model)
         mode = next(
             (
                 getattr(w, "permission_mode", None)
@@ -638,19 +643,15 @@ class CodingAgentApp(App[None]):
         return blocks
 
     def _is_busy(self) -> bool:
-        latest = self._latest
-        return isinstance(latest, dict) and isinstance(latest.get("turn"), dict)
+        view = self.decoded_view
+        return view is not None and view.turn is not None
 
     def _queued(self) -> list[tuple[int, str]]:
-        latest = self._latest
-        inbox = latest.get("inbox") if isinstance(latest, dict) else None
-        items = inbox if isinstance(inbox, list) else []
+        view = self.decoded_view
         return [
-            (item["id"], inbox_text(item))
-            for item in items
-            if isinstance(item, dict)
-            and type(item.get("id")) is int
-            and item.get("mode") in ("steer", "followUp")
+            (item.id, inbox_text(item))
+            for item in (view.inbox if view is not None else ())
+            if item.mode in ("steer", "followUp")
         ]
 
     def action_abort(self) -> None:
@@ -776,7 +777,7 @@ class CodingAgentApp(App[None]):
         """What ``/help`` shows: the commands, then the keys as they are bound now (keys this
         terminal cannot deliver are left out)."""
         lines = [
-            f"/{c.name} — {c.description}"
+            f"{c.usage or '/' + c.name} — {c.help or c.description}"
             for c in sorted(self.tui.commands.values(), key=lambda c: c.name)
         ]
         bound = self.keybindings
@@ -797,55 +798,21 @@ class CodingAgentApp(App[None]):
         ]
         return "\n".join(["Commands", *lines, "", "Keys", *shown])
 
-    def _help(self, args: str, ctx: Context) -> None:
-        del args, ctx
-        self.action_help()
-
     def action_help(self) -> None:
         """``/help`` or F1: the help screen (Esc closes it)."""
         if isinstance(self.screen, HelpScreen):
             return
         self.push_screen(HelpScreen(self.help_text()))
 
-    def _quit(self, args: str, ctx: Context) -> None:
-        if args.strip() == "--stop":
-            self.run_worker(self._stop("", ctx), group="commands")
-            return
-        del args, ctx
-        self.exit()
-
     def live_work(self) -> str | None:
         """What would be cut short if the worker stopped now (``None``: nothing)."""
         if self._is_busy():
             return "A turn is running"
-        latest = self._latest
-        tasks = latest.get("tasks") if isinstance(latest, dict) else None
-        if isinstance(tasks, dict) and tasks:
+        view = self.decoded_view
+        tasks = view.tasks if view is not None else None
+        if tasks:
             return f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} (a job, say) still running"
         return None
-
-    async def _stop(self, args: str, ctx: Context) -> None:
-        """``/stop`` (or ``/quit --stop``): stop the worker and leave; asks first when a turn or
-        a job is live, since stopping interrupts it (it resumes with the session)."""
-        del args
-        live = self.live_work()
-        if live is not None:
-            modal = await self.tui.acquire_modal(ctx)
-            try:
-                stop = await modal.confirm(
-                    "Stop the session's worker?",
-                    f"{live}: stopping interrupts it (it resumes when the session is "
-                    "continued). /quit leaves it running instead.",
-                    yes="Stop",
-                    no="Keep running",
-                )
-            finally:
-                modal.close()
-            if not stop:
-                self.notify("The worker keeps running")
-                return
-        self.stop_requested = True
-        self.exit()
 
     def action_interrupt(self) -> None:
         """Ctrl+C, as in pi: clear the editor when it holds text; on an empty editor the first

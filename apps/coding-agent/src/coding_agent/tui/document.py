@@ -1,21 +1,26 @@
-"""Reading the ``ConversationView`` document: small pure helpers the widgets share.
+"""Reading the conversation view: small pure helpers the widgets share.
 
-The view is plain JSON written by other processes, so every helper here is defensive: a missing
-or oddly typed field yields an empty string or ``None``, never an exception. Rendering must not
-crash on a document a newer worker produced.
+The app decodes each revision of the ``ConversationView`` once, at its edge, into pico3's typed
+records (:class:`pico3.View`, :class:`pico3.ViewDecoder`); the widgets read their fields. An
+entry that does not match its kind's shape arrives as a :class:`pico3.CustomEntry`, so rendering
+never crashes on a document a newer worker produced. ``config`` stays JSON (its keys are declared
+by whoever registered them), so the two helpers that read it stay defensive.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pico3 import AssistantEntry, QueuedInput, UsageEntry, View, ViewEntry
+from pico3.models import TextContent, Usage
 
 __all__ = [
     "UsageTotals",
     "content_text",
-    "entry_message",
+    "entry_text",
     "inbox_text",
     "model_label",
     "short_json",
@@ -23,72 +28,58 @@ __all__ = [
 ]
 
 
-def content_text(content: Any) -> str:
+def content_text(content: str | Sequence[object] | None) -> str:
     """The text of a message ``content``: a string, or the ``text`` blocks of a block list."""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        parts = [
-            block["text"]
-            for block in content
-            if isinstance(block, dict)
-            and block.get("type") == "text"
-            and isinstance(block.get("text"), str)
-        ]
-        return "\n".join(parts)
-    return ""
+    if content is None:
+        return ""
+    return "\n".join(block.text for block in content if isinstance(block, TextContent))
 
 
-def entry_message(entry: Mapping[str, Any], role: str | None = None) -> dict[str, Any] | None:
-    """The first model message of ``entry`` (optionally of ``role``), or the display message of a
-    display-only assistant entry (``data.display``)."""
-    model = entry.get("model")
-    if isinstance(model, list):
-        for message in model:
-            if isinstance(message, dict) and (role is None or message.get("role") == role):
-                return message
-    data = entry.get("data")
-    if isinstance(data, dict):
-        display = data.get("display")
-        if isinstance(display, dict) and (role is None or display.get("role") == role):
-            return display
-    return None
+def entry_text(entry: ViewEntry) -> str:
+    """The text of an entry's first user message (a user, notice, summary, handoff or custom
+    entry), or ``""``."""
+    message = entry.user_message
+    return content_text(message.content) if message is not None else ""
 
 
-def inbox_text(item: Mapping[str, Any]) -> str:
-    """The user-visible text of a queued inbox item (``{id, mode, input}`` or a queued write)."""
-    queued = item.get("input")
-    if isinstance(queued, dict):
-        if "content" in queued:
-            return content_text(queued["content"])
-        if isinstance(queued.get("text"), str):
-            return queued["text"]
-    if isinstance(queued, str):
-        return queued
-    entry = item.get("entry")
-    if isinstance(entry, dict):
-        message = entry_message(entry)
-        if message is not None:
-            return content_text(message.get("content"))
-        return f"[{entry.get('kind', 'entry')}]"
-    return ""
+def inbox_text(item: QueuedInput) -> str:
+    """The user-visible text of a queued inbox item (a queued send or a queued write)."""
+    if item.content is not None:
+        return content_text(item.content)
+    entry = item.entry
+    if entry is None:
+        return ""
+    message = entry.messages[0] if entry.messages else None
+    if message is None and isinstance(entry, AssistantEntry):
+        message = entry.data.display
+    if message is not None:
+        return content_text(message.content)
+    return f"[{entry.kind or 'entry'}]"
 
 
-def model_label(view: Mapping[str, Any] | None, fallback: str | None) -> str:
-    """``provider/modelId`` from ``config.model``, else ``fallback``, else ``"no model"``."""
-    if view is not None:
-        config = view.get("config")
-        model = config.get("model") if isinstance(config, dict) else None
-        if isinstance(model, dict) and isinstance(model.get("modelId"), str):
-            provider = model.get("provider")
-            return f"{provider}/{model['modelId']}" if provider else model["modelId"]
+def _config(view: View | Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if isinstance(view, View):
+        return view.config
+    config = view.get("config") if view is not None else None
+    return config if isinstance(config, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
+def model_label(view: View | Mapping[str, Any] | None, fallback: str | None) -> str:
+    """``provider/modelId`` from ``config.model``, else ``fallback``, else ``"no model"``.
+
+    ``view`` is the decoded view, or the raw value (a command reading the replica)."""
+    model = _config(view).get("model")
+    if isinstance(model, dict) and isinstance(model.get("modelId"), str):  # pyright: ignore[reportUnknownMemberType]
+        provider = model.get("provider")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        return f"{provider}/{model['modelId']}" if provider else model["modelId"]
     return fallback or "no model"
 
 
-def thinking_level(view: Mapping[str, Any] | None) -> str:
+def thinking_level(view: View | Mapping[str, Any] | None) -> str:
     """``config.thinkingLevel`` of ``view`` (``"off"`` when missing or not a string)."""
-    config = view.get("config") if view is not None else None
-    level = config.get("thinkingLevel") if isinstance(config, dict) else None
+    level = _config(view).get("thinkingLevel")
     return level if isinstance(level, str) and level else "off"
 
 
@@ -99,14 +90,6 @@ def short_json(value: Any, limit: int = 80) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _int(value: Any) -> int:
-    return value if type(value) is int else 0
-
-
-def _float(value: Any) -> float:
-    return float(value) if type(value) in (int, float) else 0.0
 
 
 @dataclass(slots=True)
@@ -128,45 +111,33 @@ class UsageTotals:
     context_tokens: int = 0
     last_id: int = 0
 
-    def fold(self, entries: Iterable[Mapping[str, Any]]) -> None:
+    def fold(self, entries: Iterable[ViewEntry]) -> None:
         """Add the usage of every entry newer than the last one folded."""
         for entry in entries:
-            entry_id = entry.get("id")
-            if type(entry_id) is not int or entry_id <= self.last_id:
+            if entry.id <= self.last_id:
                 continue
-            self.last_id = entry_id
-            if entry.get("kind") in ("pi.reset", "pi.handoff"):
+            self.last_id = entry.id
+            if entry.kind in ("pi.reset", "pi.handoff"):
                 self.input = self.output = self.cache_read = self.cache_write = 0
                 self.context_tokens = 0
                 continue
             usage = _entry_usage(entry)
             if usage is None:
                 continue
-            self.input += _int(usage.get("input"))
-            self.output += _int(usage.get("output"))
-            self.cache_read += _int(usage.get("cacheRead"))
-            self.cache_write += _int(usage.get("cacheWrite"))
-            cost = usage.get("cost")
-            if isinstance(cost, dict):
-                self.cost += _float(cost.get("total"))
-            context = (
-                _int(usage.get("input"))
-                + _int(usage.get("output"))
-                + _int(usage.get("cacheRead"))
-                + _int(usage.get("cacheWrite"))
-            )
+            self.input += usage.input
+            self.output += usage.output
+            self.cache_read += usage.cache_read
+            self.cache_write += usage.cache_write
+            self.cost += usage.cost.total
+            context = usage.input + usage.output + usage.cache_read + usage.cache_write
             if context:
                 self.context_tokens = context
 
 
-def _entry_usage(entry: Mapping[str, Any]) -> dict[str, Any] | None:
-    kind = entry.get("kind")
-    if kind == "pi.assistant":
-        message = entry_message(entry, "assistant")
-        usage = message.get("usage") if message is not None else None
-    elif kind == "pi.usage":
-        data = entry.get("data")
-        usage = data.get("usage") if isinstance(data, dict) else None
-    else:
-        return None
-    return usage if isinstance(usage, dict) else None
+def _entry_usage(entry: ViewEntry) -> Usage | None:
+    if isinstance(entry, AssistantEntry):
+        message = entry.message
+        return message.usage if message is not None else None
+    if isinstance(entry, UsageEntry):
+        return entry.data.usage
+    return None

@@ -29,7 +29,7 @@ worker as after a restart, and the transcript rebuilds from the new view. The se
 is treated as ``/quit`` treats it: its worker keeps running (a turn carries on) and stops by
 itself once it has lingered with no client; ``/stop`` is what ends a worker.
 
-The TUI's own facet packages are owned by a :class:`~chord.packages.ReloadCoordinator` over the
+The TUI's own facet packages are owned by a :class:`~chord.facet_packages.ReloadCoordinator` over the
 facet host: ``/reload`` reloads every one of them (after the worker's), and with ``dev`` it
 watches their sources like the worker's ``--dev``, a failed reload showing as an error toast
 while the previous generation keeps serving.
@@ -412,8 +412,8 @@ def _tree_host(app: CodingAgentApp, client: RemoteConversationClient, control: A
         return await _show_screen(app, screen)
 
     def busy() -> bool:
-        view = app.view
-        return isinstance(view, dict) and isinstance(view.get("turn"), dict)
+        view = app.decoded_view
+        return view is not None and view.turn is not None
 
     return TreeHost(
         conversation_id=lambda: client.conversation_id,

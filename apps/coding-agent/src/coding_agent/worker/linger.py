@@ -7,7 +7,8 @@ though, so the worker *lingers*: once no client has been connected and nothing h
 (no turn, no task, no job) for ``linger`` seconds, it stops cleanly, as on SIGTERM. Its session
 is on disk; the next ``coding-agent --resume`` starts a new worker on it.
 
-:class:`ClientCount` wraps the wire's connection handler to count the connected clients, and
+:class:`ClientCount` wraps the wire's connection handler to count the connected clients (it is
+also the session's :class:`pico3.Attendance`: facets-mcp stops its servers while it is zero), and
 :func:`wait_unattended` returns once the worker has been unattended and idle long enough.
 """
 

@@ -9,7 +9,7 @@ that was streaming, waiting for approval or running a tool carries on.
 
 The facets, in the order the host gets them (docs/design/chord.md#built-in-services):
 
-1. ``@pi/harness`` — :func:`pico3.chord.harness_session_facet`: ``pi.harness`` and one
+1. ``@pi/harness`` — :func:`pico3.facets.harness_session_facet`: ``pi.harness`` and one
    ``pi.conversation`` instance per conversation;
 2. ``coding-agent/providers`` — the model providers (:mod:`.providers_facet`);
 3. ``coding-agent/tools`` — read, write, edit, bash, grep, find, ls (:mod:`.tools_facet`), which
@@ -138,8 +138,11 @@ from coding_agent.worker.system_prompt_facet import system_prompt_facet
 from coding_agent.worker.tools_facet import tools_facet
 from coding_agent.worker.tree_service import session_tree_facet
 from pico3 import (
+    ATTENDANCE_SERVICE,
     CHILD_ENVIRONMENT_SERVICE,
+    SANDBOX_MODE_SERVICE,
     SANDBOX_SERVICE,
+    Attendance,
     ChildEnvironment,
     CorruptStorage,
     DomainProxy,
@@ -151,6 +154,7 @@ from pico3 import (
     Models,
     PostgresStorage,
     Sandbox,
+    SandboxMode,
     StorageError,
     harness_session_facet,
     reload,
@@ -344,8 +348,12 @@ async def open_session_host(
     extra_facets: Sequence[Facet] = (),
     generations: list[FacetGeneration] | None = None,
     on_error: Callable[[BaseException], None] | None = None,
+    attendance: Attendance | None = None,
 ) -> AsyncIterator[SessionRuntime]:
     """Set up the session facets over the session's storage, resume, and yield the runtime.
+
+    ``attendance`` (the served worker's client count) becomes the harness service
+    ``attendance``: features let costly things go while nobody is attached (MCP servers).
 
     The session's ``worker.lock`` is held throughout (one harness per storage); another holder
     makes it raise :class:`WorkerBusy` at once.
@@ -421,6 +429,8 @@ async def open_session_host(
             "permission_rules": PermissionFiles(session.cwd, config.env),
             **_project_services(session.cwd, config.env),
         }
+        if attendance is not None:
+            services[ATTENDANCE_SERVICE] = attendance
         # No approval package, no unapproved calls: pico3 blocks them (the approval gate) and
         # the model and the user read which package is missing and what restores it.
         options = HarnessOptions(
@@ -621,7 +631,10 @@ def _sandbox_service(
     proxy = None
     if policy.proxy_socket is not None:
         proxy = DomainProxy(policy.proxy_socket, policy.allow_domains).start()
-    return {SANDBOX_SERVICE: found}, said, proxy
+    # the approval feature keeps SandboxMode current: hooks run inside in the sandbox mode too
+    # (set from --permission-mode already: SessionStart hooks run before the mode is applied)
+    mode = SandboxMode(config.permission_mode == "sandbox")
+    return {SANDBOX_SERVICE: found, SANDBOX_MODE_SERVICE: mode}, said, proxy
 
 
 PERMISSION_MODE_SERVICE = "approval.mode"
@@ -800,7 +813,10 @@ async def serve(
     # Signals are caught from here on: one arriving during start-up stops the worker cleanly
     # once it is up, instead of killing it halfway.
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async with open_session_host(config) as runtime, anyio.create_task_group() as group:
+        async with (
+            open_session_host(config, attendance=clients) as runtime,
+            anyio.create_task_group() as group,
+        ):
             handler = clients.handler(provider_handler(runtime.host.services))
             await group.start(serve_unix, socket, handler)
             ready(socket)

@@ -26,7 +26,7 @@ from coding_agent.worker.demo import ScriptedProvider, demo_provider, load_scrip
 from coding_agent.worker.providers import resolve_model
 from coding_agent.worker.providers.registry import reachable_providers
 from pico3 import Models
-from pico3.models import ModelInfo, Provider
+from pico3.models import ModelInfo, ModelProvider
 
 __all__ = ["PROVIDERS_FACET_ID", "ProviderChoice", "providers_facet", "resolve_providers"]
 
@@ -36,7 +36,7 @@ PROVIDERS_FACET_ID = "coding-agent/providers"
 class ProviderChoice(msgspec.Struct, frozen=True):
     """The providers of a session and the model new conversations use."""
 
-    providers: tuple[Provider, ...]
+    providers: tuple[ModelProvider, ...]
     model: ModelInfo
 
     @property
@@ -65,7 +65,7 @@ def resolve_providers(
         faux = ScriptedProvider(load_script(faux_script))
     else:
         faux = demo_provider()
-    providers: list[Provider] = [faux]
+    providers: list[ModelProvider] = [faux]
     model = selection.model
     if model.provider == faux.name:
         model = faux.model(model.id)
@@ -76,7 +76,7 @@ def resolve_providers(
     return ProviderChoice(tuple(providers), model)
 
 
-def providers_facet(models: Models, providers: Sequence[Provider]) -> Facet:
+def providers_facet(models: Models, providers: Sequence[ModelProvider]) -> Facet:
     """A session facet adding ``providers`` to ``models`` (the harness's ``services["models"]``).
 
     Adding is idempotent by name, so a facet set up again (a reload) changes nothing."""

@@ -17,7 +17,7 @@ from typing import Any
 from chord import Context, Facet, FacetEnvironment, define_facet
 from coding_agent.context.context_files import touched_folders
 from coding_agent.context.system_prompt import SECTION_ORDER, build_sections, prompt_sections
-from pico3 import GENERATION_KIND, Harness, HarnessService
+from pico3 import MODEL_CALL_KIND, Harness, HarnessService
 
 __all__ = ["SYSTEM_PROMPT_FACET_ID", "system_prompt_facet"]
 
@@ -89,7 +89,7 @@ def system_prompt_facet(cwd: str | os.PathLike[str]) -> Facet:
                 removers.append(harness.register_section(sections[key]))
             ns = harness.namespace("context-files")
             removers.append(ns.unregister)
-            removers.append(harness.hooks(ns, GENERATION_KIND, {"system_instructions": instruct}))
+            removers.append(harness.hooks(ns, MODEL_CALL_KIND, {"system_instructions": instruct}))
         except BaseException:
             uninstall()
             raise

@@ -58,6 +58,10 @@ def peer_uid(sock: socket.socket) -> int | None:
     return uid
 
 
+CONNECT_RETRY = 60.0
+"""Seconds :func:`open_unix_stream` keeps connecting to a listener whose backlog is full."""
+
+
 def _refusal(sock: socket.socket) -> str | None:
     """Why the peer of ``sock`` may not talk to this process (another uid), or ``None``."""
     uid = peer_uid(sock)
@@ -252,13 +256,20 @@ async def open_unix_stream(path: str | os.PathLike[str]) -> UnixSocketStream:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.setblocking(False)
-        try:
-            sock.connect(os.fspath(path))
-        except BlockingIOError:
-            await anyio.wait_writable(sock)
-            code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-            if code:
-                raise OSError(code, os.strerror(code), os.fspath(path)) from None
+        delay, waited = 0.001, 0.0
+        while True:
+            try:
+                sock.connect(os.fspath(path))
+                break
+            except BlockingIOError:
+                # A Unix socket's connect never completes in the background: EAGAIN means the
+                # listener's backlog is full and this socket is not connected (its peer would
+                # read as uid -1). Wait for the listener to accept some, and connect again.
+                if waited >= CONNECT_RETRY:
+                    raise
+                await anyio.sleep(delay)
+                waited += delay
+                delay = min(delay * 2, 0.05)
         refusal = _refusal(sock)
         if refusal is not None:
             raise PeerRefused(f"{os.fspath(path)}: refusing the server: {refusal}")

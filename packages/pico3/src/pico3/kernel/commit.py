@@ -46,8 +46,6 @@ import anyio
 
 from chord.context import Context, without_abort_signal
 from chord.json import copy_json
-from pico3.datamodel.config import CORE_CONFIG, ConfigKey
-from pico3.datamodel.context import ContextBuilder, DerivedContext
 from pico3.kernel.core import Describe, Reporter
 from pico3.kernel.documents import DocumentCache, fold_log
 from pico3.kernel.errors import Closed, Faulted, Forbidden, UnknownConversation
@@ -56,7 +54,9 @@ from pico3.kernel.line import Line
 from pico3.kernel.namespaces import NamespaceRegistry
 from pico3.kernel.tx import Authority, Batch, Invoker, KindLookup, Transaction
 from pico3.kernel.tx.tasks import TaskOps
-from pico3.kernel.view import Delivery, ViewRegistry
+from pico3.kernel.view import PendingEnvelope, ViewRegistry
+from pico3.session_data.config import CORE_CONFIG, ConfigKey
+from pico3.session_data.context import ContextBuilder, DerivedContext
 from pico3.storage.base import (
     PRECHECKED,
     InvalidBatch,
@@ -87,7 +87,7 @@ BusyProbe = Callable[[TaskOps, int], bool]
 _log = logging.getLogger("pico3.kernel")
 _PAGE = 256
 _LIVE = frozenset({"pending", "running"})
-_NO_DELIVERIES: list[Delivery] = []
+_NO_DELIVERIES: list[PendingEnvelope] = []
 COMPACT_STICKY_AFTER = 24
 """A conversation's sticky op log is compacted at the commit that ends a turn once it holds at
 least this many commits since its last base (a streamed answer's deltas are many commits; a
@@ -127,7 +127,7 @@ class Kernel:
         self._deferred = deferred_commit(storage)
         # Group commit (the backend's commit_deferred): batches published in memory whose
         # durable write is queued, in seq order, with what to deliver once each is durable.
-        self._acks: deque[tuple[int, Batch, list[Delivery]]] = deque()
+        self._acks: deque[tuple[int, Batch, list[PendingEnvelope]]] = deque()
         # The model context's transcript per conversation, read-only and shared (see
         # shared_transcript): entries are append-only, so a later read adds only the new tail.
         self._transcripts: dict[int, tuple[int, list[Entry]]] = {}
@@ -464,14 +464,14 @@ class Kernel:
             self.documents.evict(DocRef.rewindable(cid))
             self.documents.evict(DocRef.sticky(cid))
 
-    def _fold_views(self, batch: Batch) -> list[Delivery]:
+    def _fold_views(self, batch: Batch) -> list[PendingEnvelope]:
         try:
             return self.views.after_commit(batch)
         except Exception as exc:  # a view bug must not fail a persisted commit
             self.report(exc)
             return []
 
-    def _after(self, batch: Batch, deliveries: list[Delivery]) -> None:
+    def _after(self, batch: Batch, deliveries: list[PendingEnvelope]) -> None:
         for delivery in deliveries:
             delivery()
         for listener in list(self._listeners):
@@ -545,7 +545,7 @@ class Kernel:
         self, conversation_id: int, at: int | None, ctx: Context
     ) -> list[Entry]:
         """:meth:`transcript`, from a per-conversation cache whose entries are **shared**: the
-        caller must not mutate them (the generation derives its context from them and copies
+        caller must not mutate them (the model call derives its context from them and copies
         what it hands on). Entries are append-only, so a read fetches only the entries committed
         since the last read; when one of them carries a head (a reset, rewind or handoff) the
         whole range is read again, and an older cutoff than the cached one reads uncached."""

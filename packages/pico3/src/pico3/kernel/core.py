@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from chord.context import Context
 
 if TYPE_CHECKING:
-    from pico3.datamodel.config import ConfigKey
-    from pico3.datamodel.context import DerivedContext
     from pico3.kernel.documents import DocumentCache
     from pico3.kernel.namespaces import NamespaceRegistry
+    from pico3.session_data.config import ConfigKey
+    from pico3.session_data.context import DerivedContext
     from pico3.storage.base import Storage
     from pico3.storage.records import Conversation, Entry, Task
 

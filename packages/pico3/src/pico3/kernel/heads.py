@@ -21,7 +21,7 @@ must keep the transcript derivable:
 The rules need reads (the committed transcript), so the kernel checks them once per commit,
 after the builder returns and before anything is persisted, for the batch's entries that carry
 a head — rare writes, so ordinary appends pay nothing. A violation raises
-:class:`~pico3.datamodel.entries.EntryRejected`: the whole batch is discarded and the session goes
+:class:`~pico3.session_data.entries.EntryRejected`: the whole batch is discarded and the session goes
 on. Turn-loop code that can race a head (queued writes with explicit heads) checks first and
 records ``unanswered/stale`` instead (docs/design/turn.md#boundaries).
 """
@@ -34,7 +34,7 @@ from typing import Any
 from msgspec import UNSET
 
 from chord.context import Context
-from pico3.datamodel.entries import EntryRejected
+from pico3.session_data.entries import EntryRejected
 from pico3.storage.base import Storage
 from pico3.storage.records import Conversation, Entry, EntryScan
 

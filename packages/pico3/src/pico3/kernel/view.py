@@ -44,12 +44,12 @@ from msgspec import UNSET
 from chord.context import Context
 from chord.delta.apply import apply
 from chord.json import copy_json, equal_json
-from pico3.datamodel.config import resolve_config
-from pico3.datamodel.json_shapes import conversation_json, entry_json
 from pico3.kernel.errors import Closed, UnknownConversation
 from pico3.kernel.namespaces import Namespace, SliceDoc, merged_slice
 from pico3.kernel.proxy import Membrane, Op, Recorder, TrackedDict, TrackedList
 from pico3.kernel.tx.authority import VIEW_HIDDEN_KINDS
+from pico3.session_data.config import resolve_config
+from pico3.session_data.json_shapes import conversation_json, entry_json
 from pico3.storage.base import Storage
 from pico3.storage.records import DocRef, Entry, Task
 
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from pico3.kernel.core import KernelCore
     from pico3.kernel.tx.batch import Batch
 
-__all__ = ["BUFFER_LIMIT", "Delivery", "Envelope", "Listener", "ViewRegistry", "Watch"]
+__all__ = ["BUFFER_LIMIT", "Envelope", "Listener", "PendingEnvelope", "ViewRegistry", "Watch"]
 
 BUFFER_LIMIT = 256
 """Envelopes a watch buffers before :meth:`Watch.start`; one more closes the watch."""
@@ -84,7 +84,9 @@ def _op_json(op: Op) -> list[Any]:
 
 
 Listener = Callable[[Envelope], None]
-Delivery = Callable[[], None]
+PendingEnvelope = Callable[[], None]
+"""One envelope for one watch, handed over when called, once its commit is durable (not
+:class:`chord.Delivery`, the ``hydrate``/``update`` mark chord's listeners receive)."""
 
 
 @dataclass(eq=False)
@@ -248,7 +250,7 @@ class ViewRegistry:
         view.recorder.take()
         return view
 
-    def after_commit(self, batch: Batch) -> list[Delivery]:
+    def after_commit(self, batch: Batch) -> list[PendingEnvelope]:
         """Fold one persisted commit into every affected view; return the deliveries.
 
         Only the sections the commit can have changed are recomputed: the top-level keys its
@@ -256,7 +258,7 @@ class ViewRegistry:
         delta, ``tasks`` for a task's slot, a config key for ``config``, ``plugins`` for a
         namespace slice), and a task record written in the conversation refreshes ``tasks``.
         A whole-document write, or registrations that changed, refresh everything."""
-        deliveries: list[Delivery] = []
+        deliveries: list[PendingEnvelope] = []
         changed = batch.changed_docs  # often empty (a plain write): then no ref is built
         stale = self._stale
         self._stale = False
@@ -592,7 +594,7 @@ def _optional(root: TrackedDict, key: str, value: Any) -> None:
     _sync(root, key, value)
 
 
-def _deliver(watch: Watch, envelope: Envelope) -> Delivery:
+def _deliver(watch: Watch, envelope: Envelope) -> PendingEnvelope:
     return partial(watch._deliver, envelope)  # pyright: ignore[reportPrivateUsage]
 
 

@@ -1,11 +1,17 @@
-"""Models: the provider protocol, the scripted ``faux`` provider and a uniform retry policy.
+"""Models: the model provider protocol, the scripted ``faux`` provider and a uniform retry policy.
+
+"Model" here, and everywhere in pico3, is the language model; a *model provider*
+(:class:`ModelProvider`) is a backend that answers model calls, while a bare "provider" is chord's
+facet that provides a service. The names these had before still resolve, with a
+DeprecationWarning, for one release (:mod:`pico3._renamed` lists them).
 
 This module is public (an application implementing a model backend imports from it); its
 submodules are internal.
 
-* The provider contract — requests, messages, stream events, :class:`ModelInfo`,
-  :class:`ProviderError`, the :class:`Provider` protocol and :class:`DeferringProvider` for
-  backends that may answer later through a :class:`Deferred` handle (docs/design/turn.md#models).
+* The model provider contract — requests, messages, stream events, :class:`ModelInfo`,
+  :class:`ModelProviderError`, the :class:`ModelProvider` protocol and
+  :class:`DeferringModelProvider` for backends that may answer later through a :class:`Deferred`
+  handle (docs/design/turn.md#models).
 * Streams — :class:`MessageBuilder` (how adapters emit events), :func:`reduce_events` (raises
   :class:`StreamProtocolError`) and :func:`abortable`.
 * Retries — :class:`RetryPolicy`, :func:`parse_retry_after`, :func:`retry_call`.
@@ -17,6 +23,9 @@ their SDK dependencies; pico3 itself needs no network.
 
 from __future__ import annotations
 
+import typing as _typing
+
+from pico3._renamed import renamed_attribute as _renamed_attribute
 from pico3.models.faux import (
     FAUX_MODEL,
     FauxDeferred,
@@ -41,7 +50,7 @@ from pico3.models.provider import (
     AssistantMessage,
     Cost,
     Deferred,
-    DeferringProvider,
+    DeferringModelProvider,
     DoneEvent,
     ErrorEvent,
     FetchResult,
@@ -49,8 +58,8 @@ from pico3.models.provider import (
     Message,
     ModelCost,
     ModelInfo,
-    Provider,
-    ProviderError,
+    ModelProvider,
+    ModelProviderError,
     Request,
     StartEvent,
     StopReason,
@@ -95,7 +104,7 @@ __all__ = [
     "AssistantMessage",
     "Cost",
     "Deferred",
-    "DeferringProvider",
+    "DeferringModelProvider",
     "DoneEvent",
     "ErrorEvent",
     "FauxDeferred",
@@ -110,8 +119,8 @@ __all__ = [
     "MessageBuilder",
     "ModelCost",
     "ModelInfo",
-    "Provider",
-    "ProviderError",
+    "ModelProvider",
+    "ModelProviderError",
     "Request",
     "RetryPolicy",
     "Sleep",
@@ -159,3 +168,8 @@ __all__ = [
     "retry_call",
     "retryable_status",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """A deprecated old name (:mod:`pico3._renamed`): its value, with a DeprecationWarning."""
+    return _renamed_attribute("pico3.models", name)

@@ -22,7 +22,7 @@ Deferred answers (a batch or background API): a :func:`faux_deferred` step ends 
 with a ``deferred`` done carrying a handle ``faux-deferred-<n>``. Each later
 :meth:`~FauxProvider.fetch_deferred` of the current handle takes the step's next *poll*:
 :func:`faux_not_ready` (a fresh handle, optionally a new ``pollAfterMs``),
-:func:`faux_fetch_error` (the fetch raises :class:`~pico3.models.provider.ProviderError`; the
+:func:`faux_fetch_error` (the fetch raises :class:`~pico3.models.provider.ModelProviderError`; the
 handle stays valid) or a :class:`FauxResponse`, which answers with exactly the terminal event
 the stream would have ended with. ``state.fetches`` and ``state.cancelled`` record the handles
 asked for and given up.
@@ -49,7 +49,7 @@ from pico3.models.provider import (
     FetchResult,
     ModelCost,
     ModelInfo,
-    ProviderError,
+    ModelProviderError,
     Request,
     StreamEvent,
     TextContent,
@@ -155,7 +155,7 @@ class FauxNotReady(msgspec.Struct, frozen=True):
 
 
 class FauxFetchError(msgspec.Struct, frozen=True):
-    """A poll answer: asking failed (the fetch raises ``ProviderError``)."""
+    """A poll answer: asking failed (the fetch raises ``ModelProviderError``)."""
 
     message: str
     retryable: bool = True
@@ -264,7 +264,7 @@ def faux_not_ready(poll_after_ms: int | None = None) -> FauxNotReady:
 
 
 def faux_fetch_error(message: str, *, retryable: bool = True) -> FauxFetchError:
-    """A poll answer: the fetch itself fails with ``ProviderError(message)``."""
+    """A poll answer: the fetch itself fails with ``ModelProviderError(message)``."""
     return FauxFetchError(message, retryable)
 
 
@@ -484,15 +484,15 @@ class FauxProvider:
 
     async def fetch_deferred(self, model: str, handle: Any, ctx: Context) -> FetchResult:
         """Take the next scripted poll of ``handle``: not ready (a new handle), a fetch failure
-        (raises :class:`ProviderError`) or the answer (the terminal event the stream would have
-        ended with). An unknown handle raises a non-retryable :class:`ProviderError`."""
+        (raises :class:`ModelProviderError`) or the answer (the terminal event the stream would have
+        ended with). An unknown handle raises a non-retryable :class:`ModelProviderError`."""
         del model
         self.state.fetches.append(handle)
         pending = self._deferred.pop(handle, None) if isinstance(handle, str) else None
         if pending is None:
-            raise ProviderError(f"unknown faux deferred handle {handle!r}", retryable=False)
+            raise ModelProviderError(f"unknown faux deferred handle {handle!r}", retryable=False)
         if not pending.polls:
-            raise ProviderError(f"no faux poll scripted for {handle!r}", retryable=False)
+            raise ModelProviderError(f"no faux poll scripted for {handle!r}", retryable=False)
         poll = pending.polls[0]
         builder = self._builder(pending.request)
         builder.start()
@@ -502,7 +502,7 @@ class FauxProvider:
         if isinstance(poll, FauxFetchError):
             pending.polls.popleft()
             self._deferred[handle] = pending  # the handle stays valid: asking failed, not it
-            raise ProviderError(poll.message, retryable=poll.retryable)
+            raise ModelProviderError(poll.message, retryable=poll.retryable)
         terminal: StreamEvent | None = None
         async for event in self._body(builder, pending.request, pending.call, poll, ctx):
             terminal = event

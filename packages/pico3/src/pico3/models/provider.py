@@ -12,11 +12,11 @@ never raises out of that stream. Every stream is ``start``, then any number of b
   background job); ``message.deferred`` carries an opaque :class:`Deferred` handle.
 
 Deferred answers (docs/design/turn.md#models): a provider that may defer also implements
-:class:`DeferringProvider`. The harness persists the handle in the generation's checkpoint and
+:class:`DeferringModelProvider`. The harness persists the handle in the model call's checkpoint and
 later calls ``fetch_deferred(model, handle, ctx)``, which answers with a terminal event exactly
 as the stream would have ended (a final ``done``, an ``error``, or another ``deferred`` done
-with a fresh handle), or ``cancel_deferred`` when the generation is aborted. A provider that
-never defers (the app's HTTP adapters, for instance) implements only :class:`Provider`.
+with a fresh handle), or ``cancel_deferred`` when the model call is aborted. A provider that
+never defers (the app's HTTP adapters, for instance) implements only :class:`ModelProvider`.
 
 The message records here are msgspec Structs whose JSON form *is* the harness's model-message
 shape (``role`` = ``user`` | ``assistant`` | ``toolResult`` | ``system``; content blocks tagged
@@ -43,7 +43,7 @@ __all__ = [
     "AssistantMessage",
     "Cost",
     "Deferred",
-    "DeferringProvider",
+    "DeferringModelProvider",
     "DoneEvent",
     "DoneReason",
     "ErrorEvent",
@@ -53,8 +53,8 @@ __all__ = [
     "Message",
     "ModelCost",
     "ModelInfo",
-    "Provider",
-    "ProviderError",
+    "ModelProvider",
+    "ModelProviderError",
     "Request",
     "StartEvent",
     "StopReason",
@@ -165,7 +165,7 @@ class Deferred(_Record):
     """A handle on an answer that is not ready yet (docs/design/turn.md#models).
 
     ``handle`` is opaque to the harness but must be strict JSON: it is stored in a checkpoint
-    and handed back to :meth:`DeferringProvider.fetch_deferred` after any restart.
+    and handed back to :meth:`DeferringModelProvider.fetch_deferred` after any restart.
     ``poll_after_ms`` (``pollAfterMs`` on the wire) is how long to wait before asking; ``None``
     means the harness default (5 s).
     """
@@ -243,7 +243,7 @@ class Tool(_Record):
 
 
 class Request(_Record):
-    """One generation request.
+    """One model call request.
 
     ``system`` holds the rendered system sections in order (adapters join or split them as
     their API likes). ``max_tokens`` of ``None`` means the model's own output limit.
@@ -495,7 +495,7 @@ def retryable_status(status: int) -> bool:
     return status in _RETRYABLE_STATUS or 500 <= status < 600
 
 
-class ProviderError(Exception):
+class ModelProviderError(Exception):
     """A classified provider failure.
 
     ``retryable`` says whether trying the same request again may succeed; ``retry_after`` is the
@@ -519,14 +519,14 @@ class ProviderError(Exception):
 
     def __repr__(self) -> str:
         return (
-            f"ProviderError({self.message!r}, retryable={self.retryable}, "
+            f"ModelProviderError({self.message!r}, retryable={self.retryable}, "
             f"retry_after={self.retry_after}, status={self.status})"
         )
 
 
 # -- the protocol ------------------------------------------------------------------------------
 @runtime_checkable
-class Provider(Protocol):
+class ModelProvider(Protocol):
     """A model backend.
 
     ``stream`` returns an async iterator that yields ``start`` first and exactly one terminal
@@ -553,17 +553,17 @@ class Provider(Protocol):
 
 
 FetchResult = DoneEvent | ErrorEvent
-"""What :meth:`DeferringProvider.fetch_deferred` answers: a terminal event."""
+"""What :meth:`DeferringModelProvider.fetch_deferred` answers: a terminal event."""
 
 
 @runtime_checkable
-class DeferringProvider(Provider, Protocol):
+class DeferringModelProvider(ModelProvider, Protocol):
     """A provider that may end a stream with a ``deferred`` done (a batch or background job).
 
     ``fetch_deferred`` asks for the answer behind ``handle`` and returns the terminal event the
     stream would have ended with: ``done`` (``stop`` | ``length`` | ``toolUse``) with the final
     message, ``error`` with its classification, or ``done`` ``deferred`` with a new handle when
-    the answer is still not ready. It raises :class:`ProviderError` (or any exception, treated as
+    the answer is still not ready. It raises :class:`ModelProviderError` (or any exception, treated as
     retryable) when asking failed; the harness then retries the whole request under its retry
     policy. ``cancel_deferred`` gives up on ``handle`` (best effort: the harness ignores its
     failures) and must be a no-op for unknown handles. ``model`` is the model id of the request.

@@ -29,7 +29,7 @@ import msgspec
 
 from chord.backoff import capped_exponential, jittered
 from chord.context import Context, ContextCancelled
-from pico3.models.provider import ProviderError
+from pico3.models.provider import ModelProviderError
 from pico3.models.stream import ABORTED, abortable
 
 __all__ = ["RetryPolicy", "Sleep", "parse_retry_after", "retry_call"]
@@ -122,10 +122,10 @@ async def retry_call(
     ctx: Context,
     *,
     sleep: Sleep = anyio.sleep,
-    on_retry: Callable[[int, float, ProviderError], None] | None = None,
+    on_retry: Callable[[int, float, ModelProviderError], None] | None = None,
     random: Callable[[], float] = _random.random,
 ) -> T:
-    """Call ``fn`` until it succeeds, retrying retryable :class:`ProviderError` per ``policy``.
+    """Call ``fn`` until it succeeds, retrying retryable :class:`ModelProviderError` per ``policy``.
 
     ``on_retry(retry, delay, error)`` is told before each wait; ``random`` draws the jitter. The last error is re-raised when
     the policy gives up or the error is not retryable. A cancelled ``ctx`` (before a call or
@@ -137,7 +137,7 @@ async def retry_call(
             raise ContextCancelled(ctx.reason)
         try:
             return await fn()
-        except ProviderError as error:
+        except ModelProviderError as error:
             if not error.retryable:
                 raise
             retry += 1

@@ -31,7 +31,7 @@ from pico3.models.provider import (
     DoneReason,
     ErrorEvent,
     ErrorReason,
-    ProviderError,
+    ModelProviderError,
     StartEvent,
     StreamEvent,
     TextContent,
@@ -176,12 +176,12 @@ class MessageBuilder:
         try:
             arguments: Any = msgspec.json.decode(raw) if raw.strip() else {}
         except msgspec.DecodeError:
-            raise ProviderError(
+            raise ModelProviderError(
                 f"tool call {block.name!r} ({block.id}) has invalid JSON arguments: {raw!r}",
                 retryable=True,
             ) from None
         if not isinstance(arguments, dict):
-            raise ProviderError(
+            raise ModelProviderError(
                 f"tool call {block.name!r} ({block.id}) arguments must be a JSON object, "
                 f"got {raw!r}",
                 retryable=True,
@@ -231,8 +231,8 @@ class MessageBuilder:
             reason=reason, error=self.message, retryable=retryable, retry_after=retry_after
         )
 
-    def fail_with(self, error: ProviderError, usage: Usage | None = None) -> ErrorEvent:
-        """:meth:`fail` with a classified :class:`ProviderError`."""
+    def fail_with(self, error: ModelProviderError, usage: Usage | None = None) -> ErrorEvent:
+        """:meth:`fail` with a classified :class:`ModelProviderError`."""
         return self.fail(
             "error",
             error.message,

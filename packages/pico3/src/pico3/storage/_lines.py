@@ -89,15 +89,17 @@ from pico3.storage.records import (
     Write,
 )
 
-__all__ = ["Line", "encode_line", "read_lines", "ref_name", "sidecar_ref", "stored_writes"]
+__all__ = ["StoredCommit", "encode_line", "read_lines", "ref_name", "sidecar_ref", "stored_writes"]
 
 _STICKY_PREFIX = "sticky-"
 _TASK_PREFIX = "task-"
 _SUFFIX = ".jsonl"
 
 
-class Line:
-    """One decoded record line, whichever format it was in."""
+class StoredCommit:
+    """One commit as decoded from its record line, whichever format the line was in.
+
+    (Not :class:`pico3.kernel.line.StoredCommit`, the session's FIFO mutex.)"""
 
     __slots__ = ("max_id", "own", "refs", "seq", "writes")
 
@@ -139,14 +141,14 @@ class _V1(msgspec.Struct, omit_defaults=True, gc=False):
 _V1_DECODER = msgspec.json.Decoder(_V1)
 
 
-def _check_v1(path: str, number: int, raw: bytes, record: _V1) -> Line:
+def _check_v1(path: str, number: int, raw: bytes, record: _V1) -> StoredCommit:
     cut = raw.rfind(_CRC_MEMBER)
     if record.crc is UNSET or cut < 0:
         raise CorruptStorage(path, number, "record has no checksum")
     if zlib.crc32(raw[:cut] + b"}") != record.crc:
         raise CorruptStorage(path, number, "checksum mismatch (the line was altered)")
     refs = None if record.refs is UNSET else tuple(record.refs)
-    return Line(record.seq, record.max_id, record.writes, refs, False)
+    return StoredCommit(record.seq, record.max_id, record.writes, refs, False)
 
 
 # -- v2 ---------------------------------------------------------------------------------------
@@ -536,7 +538,7 @@ def _check_v2(
     record: _V2,
     main: bool,
     names: dict[tuple[int, ...], tuple[str, ...]],
-) -> Line:
+) -> StoredCommit:
     """``names``: the file names of the refs lists seen so far in this file (most lines of a
     file name the same sidecars), shared by their lines."""
     if zlib.crc32(memoryview(raw)[raw.find(b",") + 1 :]) != record.crc:
@@ -549,15 +551,15 @@ def _check_v2(
     refs = record.refs
     if main:
         if not refs:
-            return Line(record.seq, record.max_id, writes, None, False)
+            return StoredCommit(record.seq, record.max_id, writes, None, False)
         key = tuple(refs)
         files = names.get(key)
         if files is None:
             files = names[key] = tuple(ref_name(r) for r in refs)
-        return Line(record.seq, record.max_id, writes, files, False)
+        return StoredCommit(record.seq, record.max_id, writes, files, False)
     if refs:
         raise CorruptStorage(path, number, "malformed record: a sidecar line names other files")
-    return Line(record.seq, record.max_id, writes, None, refs is not None)
+    return StoredCommit(record.seq, record.max_id, writes, None, refs is not None)
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -592,7 +594,7 @@ def _decode_all(path: str, data: bytes, lines: list[bytes]) -> list[_V1 | _V2]:
     return records
 
 
-def read_lines(path: str, data: bytes, main: bool) -> list[tuple[int, int, Line]]:
+def read_lines(path: str, data: bytes, main: bool) -> list[tuple[int, int, StoredCommit]]:
     """Check every line of ``data`` (whole lines, as read and cut): ``(line number, end offset,
     line)``. Fails with :class:`CorruptStorage` naming the first bad line."""
     if not data:
@@ -600,7 +602,7 @@ def read_lines(path: str, data: bytes, main: bool) -> list[tuple[int, int, Line]
     lines = data.split(b"\n")
     lines.pop()  # the empty string after the final newline
     records = _decode_all(path, data, lines)
-    out: list[tuple[int, int, Line]] = []
+    out: list[tuple[int, int, StoredCommit]] = []
     names: dict[tuple[int, ...], tuple[str, ...]] = {}
     previous = 0
     end = 0

@@ -447,7 +447,7 @@ def _decoded(task_id: int, ended: _Ended) -> Task:
 class TaskTable:
     """The stored tasks by id, in creation order.
 
-    A long session's tasks are nearly all terminal (every generation, tool call and
+    A long session's tasks are nearly all terminal (every model call, tool call and
     post-tools step of every turn), and a terminal task is read rarely (by id, or by a scan
     that asks for terminal ones). So a task that turns terminal is kept as its conversation,
     its kind and the JSON text of the rest (:class:`_Ended`, about 270 bytes) instead of a

@@ -92,7 +92,7 @@ import anyio.to_thread
 
 from chord.context import Context
 from pico3.files import fsync_dir
-from pico3.storage._lines import Line, encode_line, read_lines
+from pico3.storage._lines import StoredCommit, encode_line, read_lines
 from pico3.storage._log import MainLog
 from pico3.storage._replay import TaskFates, gc_paused, replay
 from pico3.storage._tables import (
@@ -133,7 +133,7 @@ _PRIVATE_DIR = 0o700  # a new session directory, whatever the umask
 _PRIVATE_FILE = 0o600  # every file: transcripts are nobody else's business
 
 
-def _read_records(path: str, main: bool = False) -> list[tuple[int, int, Line]]:
+def _read_records(path: str, main: bool = False) -> list[tuple[int, int, StoredCommit]]:
     """Cut a torn tail, then check every line: ``(line number, end offset, line)``."""
     return read_lines(path, _read_cut(path, main), main)
 
@@ -299,7 +299,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _lost_end(
-    main_path: str, main: list[tuple[int, int, Line]], beyond: tuple[str, int, int]
+    main_path: str, main: list[tuple[int, int, StoredCommit]], beyond: tuple[str, int, int]
 ) -> CorruptStorage:
     """``main.jsonl`` lost lines at its end: a sidecar holds a record written after them
     (``beyond``: its file name, line and seq) that the session cannot be opened without."""
@@ -592,7 +592,7 @@ class JsonlStorage(TableStorage):
     @staticmethod
     def _check_gaps(
         main_path: str,
-        main: list[tuple[int, int, Line]],
+        main: list[tuple[int, int, StoredCommit]],
         commits: list[tuple[int, list[Write]]],
         own: dict[int, tuple[str, int, list[Write]]],
         fates: TaskFates,
@@ -624,7 +624,7 @@ class JsonlStorage(TableStorage):
     @staticmethod
     def _lost(
         main_path: str,
-        main: list[tuple[int, int, Line]],
+        main: list[tuple[int, int, StoredCommit]],
         own: dict[int, tuple[str, int, list[Write]]],
         fates: TaskFates,
         names: list[str],
@@ -656,7 +656,7 @@ class JsonlStorage(TableStorage):
     def _check_refs(
         main_path: str,
         line: int,
-        record: Line,
+        record: StoredCommit,
         found: set[tuple[int, str]],
         retired: dict[int, int],
         sticky_base: dict[str, int],
@@ -987,7 +987,7 @@ class JsonlStorage(TableStorage):
             self._exclusive = False
             lock.release()
 
-    def _live_patches(self, records: list[tuple[int, int, Line]]) -> bytes:
+    def _live_patches(self, records: list[tuple[int, int, StoredCommit]]) -> bytes:
         """The lines, re-encoded with their patches only, of the records before a sticky base
         that patch tasks still live: a sidecar-published commit may have put them in the sticky
         file (:func:`_one_conversation`), and the rewrite must not lose them."""

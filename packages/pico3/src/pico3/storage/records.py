@@ -120,7 +120,7 @@ class SectionSeed(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 class Conversation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """A conversation record (docs/design/harness.md#conversations).
 
-    ``sections`` is the private *section seed*: creation metadata that the first generation's
+    ``sections`` is the private *section seed*: creation metadata that the first model call's
     preparation folds from while the conversation has no managed ``pi.system`` entry of its
     own (see :mod:`pico3.turn.system`). It never appears in a view. Absent (the default, and
     every record written before seeds existed) means "no seed"; ``[]`` is a real, empty seed.

@@ -288,7 +288,7 @@ class KindRegistry:
 
     def register(self, kind: TaskKind) -> Callable[[], None]:
         """Register ``kind``; returns an idempotent unregister for exactly this object."""
-        from pico3.datamodel.config import RESERVED_CONFIG_NAMES, custom_key
+        from pico3.session_data.config import RESERVED_CONFIG_NAMES, custom_key
 
         if not isinstance(kind, TaskKind):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"expected a TaskKind from define_task, got {type(kind).__name__}")

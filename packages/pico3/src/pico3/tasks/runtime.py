@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from chord.context import Context
-from pico3.datamodel.context import DerivedContext
 from pico3.kernel.errors import Forbidden
 from pico3.kernel.tx import Authority, Transaction
+from pico3.session_data.context import DerivedContext
 from pico3.storage.records import Entry, Input, Task
 from pico3.tasks.invocation import Invocation, InvocationMode
 
@@ -67,7 +67,7 @@ class TaskHarness:
 
     ``tools`` and ``sections`` are the harness's :class:`~pico3.tools.ToolRegistry` and
     :class:`~pico3.turn.sections.SectionRegistry` (``None`` on a bare scheduler without a
-    harness): the generation reads the tool loadout and the system sections from them.
+    harness): the model call reads the tool loadout and the system sections from them.
     ``approval`` is its approval gate, which ``pi.tool`` applies.
     """
 

@@ -1,6 +1,6 @@
 """The core turn loop: the four core kinds and the operations that feed them.
 
-* :mod:`~pico3.turn.generation` — ``pi.generation``: preparation, streaming, retry, outcomes;
+* :mod:`~pico3.turn.model_call` — ``pi.generation``: preparation, streaming, retry, outcomes;
 * :mod:`~pico3.turn.tool` — ``pi.tool``: checks, hooks, the ``started`` evidence, replay;
 * :mod:`~pico3.turn.post_tools` — ``pi.post_tools``: controls and how the turn goes on;
 * :mod:`~pico3.turn.collapse` — ``pi.collapse``: summaries and head moves;
@@ -20,21 +20,21 @@ from typing import Any
 
 from pico3.tasks.kinds import TaskKind
 from pico3.turn.collapse import COLLAPSE_KIND
-from pico3.turn.generation import GENERATION_KIND
+from pico3.turn.model_call import MODEL_CALL_KIND
 from pico3.turn.post_tools import POST_TOOLS_KIND
 from pico3.turn.tool import TOOL_KIND
 
 __all__ = [
     "COLLAPSE_KIND",
     "CORE_KINDS",
-    "GENERATION_KIND",
+    "MODEL_CALL_KIND",
     "POST_TOOLS_KIND",
     "TOOL_KIND",
     "install",
 ]
 
 
-CORE_KINDS: tuple[TaskKind, ...] = (GENERATION_KIND, TOOL_KIND, POST_TOOLS_KIND, COLLAPSE_KIND)
+CORE_KINDS: tuple[TaskKind, ...] = (MODEL_CALL_KIND, TOOL_KIND, POST_TOOLS_KIND, COLLAPSE_KIND)
 """The core kinds (fixed, not replaceable by extensions). Their objects are the kind tokens
 hooks are registered with: ``h.hooks(ns, TOOL_KIND, {"before_tool": ...})``."""
 

@@ -5,9 +5,9 @@ A collapse replaces everything through entry ``through`` with one ``pi.summary``
 ``head`` is the first entry kept, so the model's context starts at the summary. It is core but
 not a turn kind: it never makes a conversation busy. Three reasons create one:
 
-* ``threshold`` — after a generation, when ``threshold > 0`` and the context exceeds it
+* ``threshold`` — after a model call, when ``threshold > 0`` and the context exceeds it
   (foreground: reached by conversation abort, counted by idle);
-* ``overflow`` — a request does not fit the model; a replacement generation waits for the
+* ``overflow`` — a request does not fit the model; a replacement model call waits for the
   collapse (``after``) and reads its outcome first (docs/design/decisions.md#d8-g13);
 * ``manual`` — :meth:`ConversationHandle.collapse` (background).
 
@@ -32,7 +32,6 @@ from msgspec import UNSET
 
 from chord.context import Context
 from chord.json import copy_json
-from pico3.datamodel.entries import NewEntry
 from pico3.kernel.errors import KernelError
 from pico3.kernel.tx import Transaction
 from pico3.models.provider import (
@@ -43,6 +42,7 @@ from pico3.models.provider import (
     estimate_tokens,
     messages_from_json,
 )
+from pico3.session_data.entries import NewEntry
 from pico3.storage.records import Entry, Task
 from pico3.tasks.kinds import (
     AbortClosure,
@@ -59,7 +59,7 @@ from pico3.turn.hook_points import runner
 from pico3.turn.message_mirror import stream_message
 from pico3.turn.models import DEFAULT_RETRY, resolve_model, retry_delay_ms
 from pico3.turn.placement import user_message
-from pico3.turn.state import end_turn, newest_head, start_generation
+from pico3.turn.state import end_turn, newest_head, start_model_call
 
 __all__ = [
     "COLLAPSE",
@@ -167,7 +167,7 @@ def start_collapse(
 
 # -- overflow (called by pi.generation) ----------------------------------------------------------
 async def overflow_step(task: TaskInfo, rt: Runtime, ctx: Context) -> Done:
-    """The request does not fit: collapse and retry in a replacement generation, or fail."""
+    """The request does not fit: collapse and retry in a replacement model call, or fail."""
     cid = task.conversation_id
     inputs = list(task.input["inputs"])
     cutoff = (task.checkpoint or {}).get("cutoff") or None
@@ -191,14 +191,14 @@ async def overflow_step(task: TaskInfo, rt: Runtime, ctx: Context) -> Done:
             await end_turn(tx, cid, inputs, head=head, now=now, reason="failed", detail="overflow")
             return Completion.failed(failure)
         collapse = start_collapse(tx, cid, "overflow", through)
-        start_generation(tx, cid, inputs, after=[collapse], new_turn=False, waiting=True)
+        start_model_call(tx, cid, inputs, after=[collapse], new_turn=False, waiting=True)
         return Completion.failed(failure)
 
     return Done(close)
 
 
 async def replacement_failed(task: TaskInfo, rt: Runtime, ctx: Context) -> Done | None:
-    """docs/design/decisions.md#d8-g13: a generation created after an overflow collapse reads its outcome first; when the
+    """docs/design/decisions.md#d8-g13: a model call created after an overflow collapse reads its outcome first; when the
     collapse did not complete, the group fails with a notice instead of looping."""
     if not task.after:
         return None

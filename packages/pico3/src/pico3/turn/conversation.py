@@ -6,7 +6,7 @@ read), taken with core authority because admission writes the inbox, the turn an
 ``send`` (docs/design/harness.md#public-api):
 
 * when the conversation is **idle**, one commit places older queued items (a final boundary),
-  appends the ``pi.user`` entry, marks the input ``placed`` and creates the generation that
+  appends the ``pi.user`` entry, marks the input ``placed`` and creates the model call that
   owns ``triggers + [new input]`` (events ``input.placed``, ``entry.added``, ``turn.started``);
 * when it is **busy**, the input is queued as ``followUp`` (default) or ``steer``, or
   ``when_busy="reject"`` raises :class:`~pico3.turn.placement.ConversationBusy` and writes
@@ -14,7 +14,7 @@ read), taken with core authority because admission writes the inbox, the turn an
 * a ``request_id`` already accepted in this conversation returns the original input and writes
   nothing.
 
-It never waits for the generation: the returned :class:`InputHandle` does that on request.
+It never waits for the model call: the returned :class:`InputHandle` does that on request.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import msgspec
 
 from chord.context import Context
 from chord.json import JsonError, copy_json
-from pico3.datamodel.entries import NewEntry
 from pico3.kernel.tx import Authority, Transaction
+from pico3.session_data.entries import NewEntry
 from pico3.storage.records import Entry, EntryScan, Input
 from pico3.turn.collapse import (
     CollapseInProgress,
@@ -41,7 +41,7 @@ from pico3.turn.placement import (
     replace_input,
     user_message,
 )
-from pico3.turn.state import newest_head, start_generation
+from pico3.turn.state import newest_head, start_model_call
 
 if TYPE_CHECKING:
     from pico3.kernel.commit import Kernel
@@ -152,7 +152,7 @@ async def send(
             record = replace_input(record, request_id=request_id)
         tx.put_input(record)
         tx.emit_event(cid, {"type": "input.placed", "input": input_id, "entry": entry.id})
-        start_generation(tx, cid, [*placed.triggers, input_id])
+        start_model_call(tx, cid, [*placed.triggers, input_id])
         return input_id
 
     input_id = await kernel.commit(build, ctx, conversation_id=cid, authority=Authority.CORE)

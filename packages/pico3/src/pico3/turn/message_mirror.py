@@ -19,7 +19,7 @@ caller-supplied ``flush`` commit when
 and once more when the stream ends, unless it ended with a complete answer (``stop``,
 ``toolUse``, ``length``): the commit that stores that answer follows at once and supersedes
 ``turn.message``, so a flush of the tail would be a durable commit (an fsync) that no reader
-keeps; a crash in between loses only display text that recovery discards anyway (a generation
+keeps; a crash in between loses only display text that recovery discards anyway (a model call
 interrupted while ``requesting`` deletes ``turn.message`` and retries). The flush writes only
 what changed: a new block is
 appended, a grown string is assigned (the tracked document records a string append), a tool

@@ -3,7 +3,7 @@
 The harness is given providers (``HarnessOptions(services={"models": Models([...])})``); the
 conversation's ``model`` config names one of them. :meth:`Models.resolve` answers the provider
 and the model's metadata (context window and output limit for the overflow check), or ``None``
-when the provider is unknown: the generation then fails ``no_model``.
+when the provider is unknown: the model call then fails ``no_model``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from pico3.models.provider import ModelInfo, Provider
+from pico3.models.provider import ModelInfo, ModelProvider
 from pico3.tasks.runtime import Runtime
 
 __all__ = ["DEFAULT_RETRY", "Models", "ResolvedModel", "resolve_model", "retry_delay_ms"]
@@ -22,7 +22,7 @@ __all__ = ["DEFAULT_RETRY", "Models", "ResolvedModel", "resolve_model", "retry_d
 class ResolvedModel(msgspec.Struct, frozen=True):
     """A provider and the metadata of one of its models."""
 
-    provider: Provider
+    provider: ModelProvider
     info: ModelInfo
 
     @property
@@ -34,12 +34,12 @@ class ResolvedModel(msgspec.Struct, frozen=True):
 class Models:
     """Providers by name."""
 
-    def __init__(self, providers: Iterable[Provider] = ()) -> None:
-        self._providers: dict[str, Provider] = {}
+    def __init__(self, providers: Iterable[ModelProvider] = ()) -> None:
+        self._providers: dict[str, ModelProvider] = {}
         for provider in providers:
             self.add(provider)
 
-    def add(self, provider: Provider) -> None:
+    def add(self, provider: ModelProvider) -> None:
         """Add a provider (its ``name`` must be new)."""
         if provider.name in self._providers:
             raise ValueError(f"a provider named {provider.name!r} is already present")

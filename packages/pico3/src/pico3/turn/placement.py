@@ -6,7 +6,7 @@ arrives while busy waits in ``sticky.inbox`` and is placed only at a *boundary*
 (docs/design/turn.md#boundaries):
 
 * ``"postTools"`` — after every tool result of an assistant message: queued writes land, and
-  steering messages join the running group (the next generation sees them);
+  steering messages join the running group (the next model call sees them);
 * ``"final"`` — when a turn ends (answer, terminate, handoff, failure) and on an idle send:
   follow-ups are placed too and start a new group.
 
@@ -36,9 +36,9 @@ import msgspec
 from msgspec import UNSET
 
 from chord.json import copy_json
-from pico3.datamodel.entries import NewEntry
 from pico3.kernel.errors import KernelError
 from pico3.kernel.tx import Transaction
+from pico3.session_data.entries import NewEntry
 from pico3.storage.records import Input
 
 __all__ = [

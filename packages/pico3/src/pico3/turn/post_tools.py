@@ -17,7 +17,7 @@ The closure then, in one commit and in this order:
    the fresh context; on handoff or terminate the group ends ``done(answer: assistant)`` with a
    final boundary;
 6. otherwise runs the post-tools boundary: placed steering joins the group and a successor
-   generation continues it; a placed reset/handoff ends the group ``unanswered/terminated`` and
+   model call continues it; a placed reset/handoff ends the group ``unanswered/terminated`` and
    only what was placed after it starts a new turn.
 """
 
@@ -28,9 +28,9 @@ from typing import Any
 from msgspec import UNSET
 
 from chord.context import Context
-from pico3.datamodel.context import MISSING_RESULT_TEXT
-from pico3.datamodel.entries import NewEntry
 from pico3.kernel.tx import Transaction
+from pico3.session_data.context import MISSING_RESULT_TEXT
+from pico3.session_data.entries import NewEntry
 from pico3.storage.records import Task
 from pico3.tasks.kinds import (
     AbortClosure,
@@ -51,7 +51,7 @@ from pico3.turn.state import (
     newest_head,
     settle,
     settle_fault,
-    start_generation,
+    start_model_call,
 )
 
 __all__ = ["POST_TOOLS_KIND", "fold_controls"]
@@ -171,10 +171,10 @@ def _closure(task: TaskInfo, now: int) -> Closure:
             final = await boundary(tx, cid, "final", placed.head, now)
             triggers = placed.triggers + final.triggers
             if triggers:
-                return Completion.completed({"successor": start_generation(tx, cid, triggers)})
+                return Completion.completed({"successor": start_model_call(tx, cid, triggers)})
             return Completion.completed({})
         group = inputs + placed.triggers
-        successor = start_generation(tx, cid, group, new_turn=False)
+        successor = start_model_call(tx, cid, group, new_turn=False)
         return Completion.completed({"successor": successor})
 
     return close

@@ -3,7 +3,7 @@
 A section is a stable ``key`` plus a pure ``render(value) -> str``. Only keys, values and
 rendered text are ever stored (in managed ``pi.system`` entries); renderers are code, registered
 on the harness with ``h.register_section(section)`` (unique while live, exact idempotent removal,
-a revision that generation preparation compares; see :mod:`pico3.registry`).
+a revision that model call preparation compares; see :mod:`pico3.registry`).
 
 During preparation the turn loop seeds a :class:`SectionDraft` from the conversation's canonical
 sections and hands it to every ``system_instructions`` hook. Handlers ``get``/``set``/``delete``
@@ -22,8 +22,8 @@ from typing import Any
 import msgspec
 
 from chord.json import JsonError, copy_json, equal_json
-from pico3.datamodel.section_seed import section_key_problem
 from pico3.registry import NamedRegistry, Registration, RegistrySnapshot
+from pico3.session_data.section_seed import section_key_problem
 
 __all__ = [
     "SectionDraft",

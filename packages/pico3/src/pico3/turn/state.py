@@ -1,15 +1,18 @@
 """Shared pieces of the turn kinds: ``sticky.turn``, turn events, successors, failure settling.
 
+The model call's status stays under the key ``generation`` (a view field clients read), as its
+kind keeps the durable name ``pi.generation``; in Python it is the model call throughout.
+
 ``sticky.turn`` is the turn's rendering-shaped working state, kept by the core kinds in the same
 commits as their checkpoints so the view can show it without looking at task records::
 
     {"inputs": [input ids of the running group],
-     "generation": GenerationStatus,       # while a generation is live
+     "generation": ModelCallStatus,       # while a model call is live
      "message": AssistantMessage,          # the streaming partial
      "tools": [ToolSlot]}                  # one per call of the newest assistant message
 
 It exists exactly while a turn task lives: a turn that ends deletes it (the view's ``turn``
-disappears in that envelope) and a successor generation recreates it in the same commit.
+disappears in that envelope) and a successor model call recreates it in the same commit.
 """
 
 from __future__ import annotations
@@ -23,18 +26,19 @@ from pico3.storage.records import Task
 from pico3.turn.placement import BoundaryResult, InputReason, boundary, resolve_inputs
 
 __all__ = [
-    "GENERATION",
+    "MODEL_CALL",
     "POST_TOOLS",
     "TOOL",
     "end_turn",
     "newest_head",
     "settle",
     "settle_fault",
-    "start_generation",
+    "start_model_call",
     "turn_doc",
 ]
 
-GENERATION = "pi.generation"
+MODEL_CALL = "pi.generation"
+"""The model call's task kind name. Durable (stored in sessions), so it keeps the old spelling."""
 TOOL = "pi.tool"
 POST_TOOLS = "pi.post_tools"
 
@@ -49,7 +53,7 @@ def turn_doc(tx: Transaction, conversation_id: int) -> TrackedDict | None:
     return turn
 
 
-def start_generation(
+def start_model_call(
     tx: Transaction,
     conversation_id: int,
     inputs: Sequence[int],
@@ -60,11 +64,11 @@ def start_generation(
 ) -> int:
     """Create a ``pi.generation`` owning ``inputs`` and (re)write ``sticky.turn`` for it.
 
-    ``new_turn`` emits ``turn.started``; a generation that continues a group (after tools, a
+    ``new_turn`` emits ``turn.started``; a model call that continues a group (after tools, a
     yield continuation, an overflow replacement) does not.
     """
     task_id = tx.create_task(
-        GENERATION, {"inputs": list(inputs)}, after=list(after), conversation_id=conversation_id
+        MODEL_CALL, {"inputs": list(inputs)}, after=list(after), conversation_id=conversation_id
     )
     sticky = tx.document("sticky", conversation_id)
     status: dict[str, Any] = (
@@ -103,7 +107,7 @@ async def end_turn(
     placed: BoundaryResult | None = None,
 ) -> int | None:
     """End the running group: resolve its inputs, ``turn.ended``, run the final boundary and
-    start a successor generation for what it placed. Returns the successor's task id.
+    start a successor model call for what it placed. Returns the successor's task id.
 
     ``head`` is the head boundary the caller read before appending anything in this commit.
     A caller that already ran the final boundary passes its result as ``placed``.
@@ -123,7 +127,7 @@ async def end_turn(
     if placed is None:
         placed = await boundary(tx, conversation_id, "final", head, now)
     if placed.triggers:
-        return start_generation(tx, conversation_id, placed.triggers)
+        return start_model_call(tx, conversation_id, placed.triggers)
     return None
 
 
@@ -148,7 +152,7 @@ async def settle(
 
 
 async def settle_fault(tx: Transaction, current: Task, error: str) -> None:
-    """A faulted turn task (generation or post-tools): reset the turn, its inputs
+    """A faulted turn task (model call or post-tools): reset the turn, its inputs
     ``unanswered/failed``, ``turn.ended``."""
     inputs = list((current.input or {}).get("inputs", []))
     await settle(tx, current.conversation_id, inputs, "failed", error)

@@ -26,7 +26,7 @@ folds its sections from that seed, not from entries, *while it has no local mana
 "local" means a ``pi.system`` entry of the conversation itself. Entries a fork inherits from
 its parent are context, not local: they still decide baseline versus delta (a seeded fork whose
 parent had a system prompt gets a delta to the seeded sections), but not the fold. The first
-generation that appends an entry makes the fold come from entries for good. A generation that
+model call that appends an entry makes the fold come from entries for good. A model call that
 appends nothing found the seeded sections already in effect, so the seed simply stays in use.
 A fork without a seed folds from what it inherited, exactly as before, and seeds are never
 inherited: a fork of a seeded conversation sees the seed only through the entries it wrote.
@@ -40,10 +40,10 @@ from typing import Any
 
 from chord.context import Context
 from chord.json import copy_json, equal_json
-from pico3.datamodel.entries import NewEntry
 from pico3.kernel.tx import Transaction
 from pico3.models.provider import Tool
 from pico3.registry import NamedRegistry
+from pico3.session_data.entries import NewEntry
 from pico3.storage.records import UNSET, SectionSeed, Task
 from pico3.tasks.runtime import Runtime
 from pico3.tools import ToolDeclaration, ToolRegistry

@@ -42,9 +42,9 @@ from typing import Any
 from chord.context import Context
 from chord.json import JsonError, copy_json
 from pico3.approval import ApprovalGate, needs_approval
-from pico3.datamodel.entries import NewEntry
 from pico3.kernel.tx import Transaction
 from pico3.owned import create_owned_conversation
+from pico3.session_data.entries import NewEntry
 from pico3.storage.records import Task
 from pico3.tasks.kinds import AbortClosure, Completion, Done, Step, TaskInfo, TaskKind, define_task
 from pico3.tasks.runtime import Runtime

@@ -1,6 +1,11 @@
-"""The TUI's slash commands, one module per group.
+"""The TUI's slash commands, one module per group, each a table of
+:class:`chord.textual.Command` values whose handlers are top-level functions
+``handler(target, args, ctx)`` (a test calls them directly; see :mod:`chord.textual_commands`).
 
-``core.py`` (/help, /model, /quit …), ``sessions.py`` (/new, /resume, /reload …), ``tree.py``
-(/tree, /fork, /rewind, /export), ``prompts.py`` (skills and prompt templates as commands),
-``shell.py`` (``!cmd``) and ``trust.py`` (/trust).
+``builtin.py`` (/help, /quit, /stop: the app's own), ``core.py`` (/model, /thinking, /compact,
+/new, /fork, /sandbox), ``sessions.py`` (/sessions, /resume, /reload, /name), ``tree.py``
+(/tree, /branch, /label, /rewind, /export), ``prompts.py`` (/skills, /context, and skills and
+prompt templates as commands), ``trust.py`` (/trust) and ``shell.py`` (``!cmd``). A new group
+is a module here with its table, registered by its facet with
+:func:`chord.textual.register_commands`.
 """

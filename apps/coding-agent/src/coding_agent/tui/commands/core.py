@@ -24,46 +24,71 @@ that can actually carry it out. This one owns the commands that are plain conver
 Each switch of model or level lands in the transcript as an entry the worker writes
 (:mod:`coding_agent.worker.settings_log`), so the commands only change config.
 
-A command that fails (the worker is being restarted, say, or a level that does not exist) says
-so in an error toast and changes nothing; a picker left with Escape changes nothing either.
+The commands are the table :data:`COMMANDS` of top-level handlers (``handler(target, args,
+ctx)``, see :mod:`chord.textual_commands`). A command that fails (the worker is being
+restarted, say, or a level that does not exist) says so in an error toast and changes nothing;
+a picker left with Escape changes nothing either.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any, TypeAlias, cast
+from typing import Any, cast
 
 from chord import Context, Facet, FacetEnvironment, define_facet
-from chord.textual import Choice, Severity, Tui
+from chord.textual import (
+    Arg,
+    Arguments,
+    Choice,
+    Command,
+    CommandError,
+    CommandOutcome,
+    Notice,
+    Tui,
+    TuiService,
+    register_commands,
+)
 from coding_agent.contracts import SessionTreeService
 from coding_agent.session_files.tree import branch_number
 from coding_agent.settings.changes import THINKING_LEVELS, next_thinking_level
 from coding_agent.tui.conversation_client import RemoteConversationClient
 from coding_agent.tui.document import model_label, thinking_level
 
-__all__ = ["COMMANDS_FACET_ID", "CommandError", "commands_facet", "model_scope", "next_in_scope"]
+__all__ = [
+    "COMMANDS",
+    "COMMANDS_FACET_ID",
+    "ConversationTarget",
+    "commands_facet",
+    "compact",
+    "fork",
+    "model",
+    "model_scope",
+    "new",
+    "next_in_scope",
+    "sandbox",
+    "sandbox_text",
+    "thinking",
+]
 
 COMMANDS_FACET_ID = "@coding-agent/commands"
 
-_Outcome: TypeAlias = str | tuple[str, Severity]
-"""What a command says when it is done: a message, or a message and a toast severity."""
 
+@dataclass(frozen=True, slots=True)
+class ConversationTarget:
+    """What the conversation commands act on: the client of the followed conversation, the
+    TUI (for pickers) and the ``--models`` patterns scoping Ctrl+P."""
 
-class CommandError(ValueError):
-    """A command's argument was refused before anything was sent to the worker."""
+    client: RemoteConversationClient
+    tui: TuiService
+    patterns: tuple[str, ...] = ()
+    tree: Any = None
+    """The worker's session tree service (``/fork`` names the new branch by its number)."""
 
 
 def _model_ref(model: Mapping[str, object]) -> str:
     return f"{model.get('provider')}/{model.get('id')}"
-
-
-def _check_level(level: str) -> str:
-    if level not in THINKING_LEVELS:
-        raise CommandError(
-            f"thinking level {level!r} does not exist; use one of {', '.join(THINKING_LEVELS)}"
-        )
-    return level
 
 
 def model_scope(known: Sequence[str], patterns: Sequence[str]) -> list[str]:
@@ -90,15 +115,15 @@ def next_in_scope(scope: Sequence[str], current: str) -> str | None:
     return scope[(scope.index(current) + 1) % len(scope)]
 
 
-def sandbox_text(status: dict[str, Any] | None) -> _Outcome:
+def sandbox_text(status: dict[str, Any] | None) -> Notice | str:
     """What ``/sandbox`` says: whether the sandbox can start, when commands run in it, and the
     policy (from the worker's status document; see :mod:`coding_agent.worker.status`)."""
     sandbox = status.get("sandbox") if status is not None else None
     if not isinstance(sandbox, dict):
-        return ("The worker has not said anything about the sandbox yet", "warning")
+        return Notice("The worker has not said anything about the sandbox yet", "warning")
     said = cast(dict[str, Any], sandbox)
     if said.get("available") is not True:
-        return (
+        return Notice(
             f"The OS sandbox is unavailable: {said.get('reason')}. Commands run unsandboxed; "
             "the sandbox permission mode asks as ask mode does.",
             "warning",
@@ -112,186 +137,179 @@ def sandbox_text(status: dict[str, Any] | None) -> _Outcome:
     return "\n".join(lines)
 
 
-def commands_facet(client: RemoteConversationClient, *, models: Sequence[str] = ()) -> Facet:
-    """The facet registering the conversation commands for ``client``'s conversation.
+def _current_model(target: ConversationTarget) -> str:
+    return model_label(target.client.view.value, target.client.session.model)
 
-    ``models`` are the ``--models`` patterns scoping Ctrl+P (see :func:`model_scope`).
+
+async def _pick(
+    target: ConversationTarget, title: str, choices: list[Choice], ctx: Context
+) -> str | None:
+    modal = await target.tui.acquire_modal(ctx)
+    try:
+        return await modal.choose(title, choices)
+    finally:
+        modal.close()
+
+
+async def compact(target: ConversationTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/compact [instructions]``: start a manual compaction."""
+    try:
+        await target.client.compact(args["instructions"] or None, ctx)
+    except Exception as error:  # the worker's own codes: nothing was written
+        code = getattr(error, "code", None)
+        if code == "nothing_to_compact":
+            view = target.client.view.value
+            config = view.get("config") if isinstance(view, dict) else None
+            keep = config.get("keepRecent") if isinstance(config, dict) else None
+            kept = f"{keep:,} tokens" if type(keep) is int else "tokens"
+            return (
+                f"Nothing to compact yet: compaction summarises what comes before the newest "
+                f"{kept}, which it keeps word for word, and the whole conversation still fits "
+                "in them"
+            )
+        if code == "compaction_running":
+            return Notice("A compaction is already running", "warning")
+        raise
+    return "Compacting the context…"
+
+
+async def new(target: ConversationTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/new``: a fresh context in the same conversation."""
+    await target.client.reset(ctx)
+    return "Started a fresh context"
+
+
+async def model(target: ConversationTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/model [provider/id]``: switch the model; without one, pick from the known models."""
+    ref = args["model"]
+    if not ref:
+        known = target.client.models
+        if not known:
+            return "The worker has not listed its models yet"
+        current = _current_model(target)
+        choices = [
+            Choice(
+                _model_ref(m),
+                f"{_model_ref(m)}{'  (current)' if _model_ref(m) == current else ''}",
+            )
+            for m in known
+        ]
+        picked = await _pick(target, "Switch the model", choices, ctx)
+        if picked is None:
+            return "Model unchanged"
+        ref = picked
+    provider, slash, model_id = ref.partition("/")
+    if not slash or not provider or not model_id:
+        raise CommandError(f"model {ref!r} is not provider/id")
+    await target.client.config_set({"model": {"provider": provider, "modelId": model_id}}, ctx)
+    return f"Model: {ref}"
+
+
+def _reasons(target: ConversationTarget, ref: str) -> bool | None:
+    """Whether the worker says model ``ref`` can reason (``None``: it does not say)."""
+    for known in target.client.models:
+        flag: Any = known.get("reasoning")
+        if _model_ref(known) == ref and type(flag) is bool:
+            return flag
+    return None
+
+
+async def thinking(target: ConversationTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/thinking [level]``: set the thinking level; without one, pick it."""
+    level = args["level"]
+    if not level:
+        current = thinking_level(target.client.view.value)
+        choices = [
+            Choice(name, f"{name}{'  (current)' if name == current else ''}")
+            for name in THINKING_LEVELS
+        ]
+        picked = await _pick(target, "Thinking level", choices, ctx)
+        if picked is None:
+            return "Thinking level unchanged"
+        level = picked
+    await target.client.config_set({"thinkingLevel": level}, ctx)
+    ref = _current_model(target)
+    if level != "off" and _reasons(target, ref) is False:
+        return Notice(
+            f"Thinking: {level} — {ref} does not support reasoning; the level applies "
+            "once you switch to a model that does",
+            "warning",
+        )
+    return f"Thinking: {level}"
+
+
+async def fork(target: ConversationTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/fork``: fork the conversation at its latest entry and follow the fork."""
+    conversation_id = await target.client.fork(ctx)
+    target.client.follow(conversation_id)  # Ctrl+B returns to the branch forked from
+    shown = conversation_id
+    if target.tree is not None:
+        try:  # the number users see (1, 2, 3 in creation order), as /tree shows it
+            outline = await target.tree.outline(ctx)
+            shown = branch_number(outline, conversation_id) or conversation_id
+        except Exception:
+            pass
+    return f"Forked: now on branch {shown} (Ctrl+B goes back)"
+
+
+def sandbox(target: ConversationTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/sandbox``: what :func:`sandbox_text` says of the worker's status."""
+    return sandbox_text(target.client.status)
+
+
+SANDBOX = Command("sandbox", "Show the OS sandbox of commands: policy, availability", sandbox)
+COMPACT = Command(
+    "compact",
+    "Summarise the context to free space",
+    compact,
+    args=(Arg("instructions", "what the summary should keep", optional=True, rest=True),),
+)
+NEW = Command("new", "Start a fresh context", new)
+MODEL = Command(
+    "model", "Switch the model", model, args=(Arg("model", optional=True, hint="[PROVIDER/ID]"),)
+)
+THINKING = Command(
+    "thinking",
+    f"Set the thinking level ({', '.join(THINKING_LEVELS)})",
+    thinking,
+    args=(Arg("level", optional=True, choices=tuple(THINKING_LEVELS), hint="[LEVEL]"),),
+)
+FORK = Command("fork", "Fork the conversation here and continue in the fork", fork)
+
+COMMANDS: tuple[Command[ConversationTarget], ...] = (SANDBOX, COMPACT, NEW, MODEL, THINKING, FORK)
+"""The conversation commands (module docstring), registered by :func:`commands_facet`."""
+
+
+def commands_facet(client: RemoteConversationClient, *, models: Sequence[str] = ()) -> Facet:
+    """The facet registering :data:`COMMANDS` for ``client``'s conversation, and their keys.
+
+    ``models`` are the ``--models`` patterns scoping Ctrl+P (see :func:`model_scope`). The keys
+    run the commands: Ctrl+L is ``/model``, Ctrl+Y ``/thinking NEXT``, Ctrl+P ``/model NEXT``.
     """
-    patterns = tuple(models)
 
     @define_facet(COMMANDS_FACET_ID)
     def setup(env: FacetEnvironment) -> None:
         tui = env.use(Tui)
-        tree_service = env.use(SessionTreeService)
-
-        async def report(action: Awaitable[_Outcome]) -> None:
-            try:
-                outcome = await action
-            except Exception as error:
-                tui.notify(f"Command failed: {error}", severity="error")
-                return
-            message, severity = outcome if isinstance(outcome, tuple) else (outcome, None)
-            tui.notify(message, severity=severity or "information")
-
-        def guarded(
-            action: Callable[[str, Context], Awaitable[_Outcome]],
-        ) -> Callable[[str, Context], Awaitable[None]]:
-            async def run(args: str, ctx: Context) -> None:
-                await report(action(args, ctx))
-
-            return run
-
-        def current_model() -> str:
-            return model_label(client.view.value, client.session.model)
-
-        async def compact(args: str, ctx: Context) -> _Outcome:
-            try:
-                await client.compact(args.strip() or None, ctx)
-            except Exception as error:  # the worker's own codes: nothing was written
-                code = getattr(error, "code", None)
-                if code == "nothing_to_compact":
-                    view = client.view.value
-                    config = view.get("config") if isinstance(view, dict) else None
-                    keep = config.get("keepRecent") if isinstance(config, dict) else None
-                    kept = f"{keep:,} tokens" if type(keep) is int else "tokens"
-                    return (
-                        f"Nothing to compact yet: compaction summarises what comes before the "
-                        f"newest {kept}, which it keeps word for word, and the whole "
-                        "conversation still fits in them"
-                    )
-                if code == "compaction_running":
-                    return ("A compaction is already running", "warning")
-                raise
-            return "Compacting the context…"
-
-        async def new(args: str, ctx: Context) -> _Outcome:
-            del args
-            await client.reset(ctx)
-            return "Started a fresh context"
-
-        async def pick(title: str, choices: list[Choice], ctx: Context) -> str | None:
-            modal = await tui.acquire_modal(ctx)
-            try:
-                return await modal.choose(title, choices)
-            finally:
-                modal.close()
-
-        async def model(args: str, ctx: Context) -> _Outcome:
-            known = client.models
-            ref = args.strip()
-            if not ref:
-                if not known:
-                    return "The worker has not listed its models yet"
-                current = current_model()
-                choices = [
-                    Choice(
-                        _model_ref(m),
-                        f"{_model_ref(m)}{'  (current)' if _model_ref(m) == current else ''}",
-                    )
-                    for m in known
-                ]
-                picked = await pick("Switch the model", choices, ctx)
-                if picked is None:
-                    return "Model unchanged"
-                ref = picked
-            provider, slash, model_id = ref.partition("/")
-            if not slash or not provider or not model_id:
-                raise CommandError(f"model {ref!r} is not provider/id")
-            await client.config_set({"model": {"provider": provider, "modelId": model_id}}, ctx)
-            return f"Model: {ref}"
-
-        def reasons(ref: str) -> bool | None:
-            """Whether the worker says model ``ref`` can reason (``None``: it does not say)."""
-            for known in client.models:
-                flag: Any = known.get("reasoning")
-                if _model_ref(known) == ref and type(flag) is bool:
-                    return flag
-            return None
-
-        async def set_level(level: str, ctx: Context) -> _Outcome:
-            await client.config_set({"thinkingLevel": level}, ctx)
-            ref = current_model()
-            if level != "off" and reasons(ref) is False:
-                return (
-                    f"Thinking: {level} — {ref} does not support reasoning; the level applies "
-                    "once you switch to a model that does",
-                    "warning",
-                )
-            return f"Thinking: {level}"
-
-        async def thinking(args: str, ctx: Context) -> _Outcome:
-            level = args.strip()
-            if not level:
-                current = thinking_level(client.view.value)
-                choices = [
-                    Choice(name, f"{name}{'  (current)' if name == current else ''}")
-                    for name in THINKING_LEVELS
-                ]
-                picked = await pick("Thinking level", choices, ctx)
-                if picked is None:
-                    return "Thinking level unchanged"
-                level = picked
-            return await set_level(_check_level(level), ctx)
-
-        async def cycle_thinking(ctx: Context) -> None:
-            await report(set_level(next_thinking_level(thinking_level(client.view.value)), ctx))
+        target = ConversationTarget(client, tui, tuple(models), env.use(SessionTreeService))
 
         async def model_picker(ctx: Context) -> None:
-            await report(model("", ctx))
+            await MODEL.bind(target, tui)("", ctx)
 
-        async def cycle_model(ctx: Context) -> _Outcome:
-            scope = model_scope([_model_ref(m) for m in client.models], patterns)
-            following = next_in_scope(scope, current_model())
-            if following is None:
-                where = f" matching {', '.join(patterns)}" if patterns else ""
-                return (f"No other model{where} to switch to", "warning")
-            return await model(following, ctx)
+        async def cycle_thinking(ctx: Context) -> None:
+            level = next_thinking_level(thinking_level(client.view.value))
+            await THINKING.bind(target, tui)(level, ctx)
 
         async def next_model(ctx: Context) -> None:
-            await report(cycle_model(ctx))
-
-        async def fork(args: str, ctx: Context) -> _Outcome:
-            del args
-            conversation_id = await client.fork(ctx)
-            client.follow(conversation_id)  # Ctrl+B returns to the branch forked from
-            shown = conversation_id
-            try:  # the number users see (1, 2, 3 in creation order), as /tree shows it
-                outline = await tree_service.outline(ctx)
-                shown = branch_number(outline, conversation_id) or conversation_id
-            except Exception:
-                pass
-            return f"Forked: now on branch {shown} (Ctrl+B goes back)"
-
-        async def sandbox(args: str, ctx: Context) -> _Outcome:
-            del args, ctx
-            return sandbox_text(client.status)
+            scope = model_scope([_model_ref(m) for m in client.models], target.patterns)
+            following = next_in_scope(scope, _current_model(target))
+            if following is None:
+                where = f" matching {', '.join(target.patterns)}" if target.patterns else ""
+                tui.notify(f"No other model{where} to switch to", severity="warning")
+                return
+            await MODEL.bind(target, tui)(following, ctx)
 
         def activate() -> None:
-            env.own(
-                tui.register_command(
-                    "sandbox", "Show the OS sandbox of commands: policy, availability",
-                    guarded(sandbox),
-                )
-            )  # fmt: skip
-            env.own(
-                tui.register_command(
-                    "compact", "Summarise the context to free space", guarded(compact)
-                )
-            )
-            env.own(tui.register_command("new", "Start a fresh context", guarded(new)))
-            env.own(tui.register_command("model", "Switch the model", guarded(model)))
-            env.own(
-                tui.register_command(
-                    "thinking",
-                    f"Set the thinking level ({', '.join(THINKING_LEVELS)})",
-                    guarded(thinking),
-                )
-            )
-            env.own(
-                tui.register_command(
-                    "fork", "Fork the conversation here and continue in the fork", guarded(fork)
-                )
-            )
+            env.own(register_commands(tui, COMMANDS, target))
             env.own(tui.register_key("ctrl+l", "Switch the model", model_picker))
             env.own(tui.register_key("ctrl+y", "Next thinking level", cycle_thinking))
             env.own(tui.register_key("ctrl+p", "Next model (--models scope)", next_model))

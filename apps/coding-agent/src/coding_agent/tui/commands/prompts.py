@@ -23,11 +23,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from chord import Context, Facet, FacetEnvironment, define_facet
-from chord.textual import Choice, Tui
+from chord.textual import (
+    Arg,
+    Arguments,
+    Choice,
+    Command,
+    CommandError,
+    CommandOutcome,
+    Notice,
+    Tui,
+    TuiService,
+    register_commands,
+)
 from coding_agent.context.context_files import SkippedFile, scan_context_files
 from coding_agent.context.prompt_templates import (
     PromptTemplate,
@@ -49,10 +61,19 @@ from coding_agent.contracts import ShellService
 from coding_agent.tui.conversation_client import RemoteConversationClient, WorkerUnavailable
 
 __all__ = [
+    "PROMPT_COMMANDS",
     "PROMPT_COMMANDS_FACET_ID",
+    "PromptsTarget",
+    "SkillTarget",
+    "TemplateTarget",
+    "context",
     "context_rows",
     "expand_in_tui",
+    "list_skills",
     "prompt_commands_facet",
+    "refresh",
+    "run_skill",
+    "run_template",
     "sent_system",
     "skipped_rows",
 ]
@@ -188,187 +209,218 @@ async def expand_in_tui(
     return expand_template(template, args, cwd=cwd, outputs=outputs)
 
 
+@dataclass(slots=True)
+class PromptsTarget:
+    """What the prompt commands act on: the conversation client (prompts are sent to it), the
+    TUI, the project folder, and what the last scan found (:func:`refresh`)."""
+
+    client: RemoteConversationClient
+    tui: TuiService
+    shell: Any  # the worker's ShellService (a remote service handle): a template's !`cmd`
+    folder: Path
+    skills: SkillSet = field(default_factory=SkillSet)
+    registered: list[Callable[[], None]] = field(default_factory=lambda: [])
+    warned: set[str] = field(default_factory=lambda: set())
+
+    def unregister_all(self) -> None:
+        """Drop every ``/skill:`` and template command registered so far."""
+        for unregister in self.registered:
+            unregister()
+        self.registered.clear()
+
+
+@dataclass(frozen=True, slots=True)
+class SkillTarget:
+    """The target of one ``/skill:NAME`` command."""
+
+    prompts: PromptsTarget
+    skill: Skill
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateTarget:
+    """The target of one prompt template's command."""
+
+    prompts: PromptsTarget
+    template: PromptTemplate
+
+
+async def run_skill(target: SkillTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/skill:NAME [args]``: send the skill's instructions and the arguments as a prompt."""
+    try:
+        text = invoke_skill(target.skill, args.text)
+    except (OSError, FrontmatterError) as error:
+        raise CommandError(f"{target.skill.path}: {error}") from error
+    await target.prompts.client.send(text, "prompt", ctx)
+    return None
+
+
+async def run_template(target: TemplateTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/NAME [args]``: send the template with the arguments substituted (its ``!`cmd```
+    commands run first: :func:`expand_in_tui`)."""
+    prompts = target.prompts
+    try:
+        text = await expand_in_tui(
+            target.template, args.text, prompts.tui, prompts.shell, prompts.client,
+            prompts.folder, ctx,
+        )  # fmt: skip
+    except TemplateError as error:
+        raise CommandError(str(error)) from error
+    if text is None:  # the user said no to its commands
+        return None
+    if not text:
+        return Notice(f"/{target.template.name} expands to nothing", "warning")
+    await target.prompts.client.send(text, "prompt", ctx)
+    return None
+
+
+def _skill_command(skill: Skill) -> Command[SkillTarget]:
+    return Command(f"skill:{skill.name}", skill.description, run_skill, args=None)
+
+
+def _template_command(template: PromptTemplate) -> Command[TemplateTarget]:
+    hint = template.argument_hint
+    args = (Arg("arguments", optional=True, rest=True, hint=hint),) if hint else None
+    return Command(template.name, template.description, run_template, args=args)
+
+
+def refresh(target: PromptsTarget) -> None:
+    """Scan again and (re-)register every skill and template command; each new problem found
+    (frontmatter that is not YAML, a name taken) is a warning toast, once."""
+    target.unregister_all()
+    places = Places.find(target.folder)
+    skills = discover_skills(target.folder, places=places)
+    templates = discover_templates(target.folder, places=places)
+    target.skills = skills
+    problems = [*([places.problem] if places.problem else []), *skills.warnings]
+    problems += templates.warnings
+    for skill in skills.skills:
+        try:
+            target.registered.append(
+                register_commands(target.tui, [_skill_command(skill)], SkillTarget(target, skill))
+            )
+        except ValueError as error:
+            problems.append(f"{skill.path}: no /skill: command: {error}")
+    for template in templates.templates:
+        try:
+            command = _template_command(template)
+            target.registered.append(
+                register_commands(target.tui, [command], TemplateTarget(target, template))
+            )
+        except ValueError as error:
+            problems.append(f"{template.path}: prompt template not added: {error}")
+    for problem in problems:
+        if problem not in target.warned:
+            target.warned.add(problem)
+            target.tui.notify(problem, severity="warning")
+
+
+async def list_skills(target: PromptsTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/skills``: scan afresh, list the skills with where each comes from; picking one runs
+    it."""
+    refresh(target)
+    skills = target.skills.skills
+    if not skills:
+        return (
+            "No skills found. Put one in ~/.config/coding-agent/skills/NAME/SKILL.md "
+            "(also read: ~/.claude/skills, ~/.pi/agent/skills, and a trusted project's "
+            ".coding-agent/skills and .claude/skills)"
+        )
+    choices = [
+        Choice(
+            s.name,
+            f"{s.name} — {s.description}  ({s.source}"
+            f"{', not in the system prompt' if not s.model_invocable else ''})",
+        )
+        for s in skills
+    ]
+    modal = await target.tui.acquire_modal(ctx)
+    try:
+        picked = await modal.choose(
+            f"Skills ({len(skills)})",
+            choices,
+            body="Enter runs the skill now (/skill:NAME); Escape closes.",
+        )
+    finally:
+        modal.close()
+    skill = target.skills.get(picked) if picked is not None else None
+    if skill is None:
+        return None
+    return await run_skill(SkillTarget(target, skill), Arguments(), ctx)
+
+
+async def context(target: PromptsTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/context``: the system prompt section by section, with sizes and sources."""
+    data = sent_system(target.client.view.value)
+    preview = data is None
+    if data is None:
+        data = _preview(target.folder)
+    tools = [t for t in data.get("tools", []) if isinstance(t, str)]
+    rows = context_rows(data["sections"], tools)
+    total = sum(tokens for key, tokens, _, _ in rows if not key.startswith("  "))
+    try:
+        rows += skipped_rows(scan_context_files(target.folder).skipped)
+    except OSError:  # the folder is not on this machine (a remote session)
+        pass
+    when = (
+        "Preview: nothing has been sent yet; this is what the next request will hold."
+        if preview
+        else "What the model was sent with its latest request."
+    )
+    choices = [
+        Choice(key, f"{key}  ~{tokens:,} tokens  {source}" if tokens else f"{key}  {source}")
+        for key, tokens, source, _ in rows
+    ]
+    modal = await target.tui.acquire_modal(ctx)
+    try:
+        picked = await modal.choose(
+            f"System prompt: ~{total:,} tokens in {len(data['sections'])} sections",
+            choices,
+            body=f"{when} Tool definitions are sent beside it. Enter shows a section.",
+        )
+        texts = {key: text for key, _, _, text in rows}
+        if picked is not None and picked in texts:
+            await modal.confirm(picked, texts[picked], yes="Close", no="Back")
+    finally:
+        modal.close()
+    return None
+
+
+PROMPT_COMMANDS: tuple[Command[PromptsTarget], ...] = (
+    Command("skills", "List the skills (and where each comes from)", list_skills),
+    Command("context", "Show what is in the system prompt, with sizes in tokens", context),
+)
+"""``/skills`` and ``/context``; the ``/skill:`` and template commands are registered per
+file found (:func:`refresh`)."""
+
+
 def prompt_commands_facet(
     client: RemoteConversationClient,
     cwd: str | os.PathLike[str],
     rescans: list[Callable[[], None]] | None = None,
 ) -> Facet:
     """The facet registering ``/skills``, ``/skill:NAME``, the prompt templates and
-    ``/context`` for the project in ``cwd`` (module docstring)."""
+    ``/context`` for the project in ``cwd`` (module docstring). It adds its scan to
+    ``rescans`` while active (``/trust`` calls it: a trusted project's commands appear at
+    once)."""
     folder = Path(cwd)
 
     @define_facet(PROMPT_COMMANDS_FACET_ID)
     def setup(env: FacetEnvironment) -> None:
         tui = env.use(Tui)
-        shell = env.use(ShellService)
-        registered: list[Callable[[], None]] = []
-        state: dict[str, SkillSet] = {"skills": SkillSet()}
-        shown: set[str] = set()
+        target = PromptsTarget(client, tui, env.use(ShellService), folder)
 
-        async def send(text: str, ctx: Context) -> None:
-            try:
-                await client.send(text, "prompt", ctx)
-            except Exception as error:
-                tui.notify(f"Could not send: {error}", severity="error")
-
-        def skill_command(skill: Skill) -> Callable[[str, Context], Any]:
-            async def run(args: str, ctx: Context) -> None:
-                try:
-                    text = invoke_skill(skill, args)
-                except (OSError, FrontmatterError) as error:
-                    tui.notify(f"{skill.path}: {error}", severity="error")
-                    return
-                await send(text, ctx)
-
-            return run
-
-        def template_command(template: PromptTemplate) -> Callable[[str, Context], Any]:
-            async def run(args: str, ctx: Context) -> None:
-                try:
-                    text = await expand_in_tui(template, args, tui, shell, client, folder, ctx)
-                except TemplateError as error:
-                    tui.notify(str(error), severity="error")
-                    return
-                if text is None:
-                    return
-                if not text:
-                    tui.notify(f"/{template.name} expands to nothing", severity="warning")
-                    return
-                await send(text, ctx)
-
-            return run
-
-        def warn(problems: list[str]) -> None:
-            for problem in problems:
-                if problem not in shown:
-                    shown.add(problem)
-                    tui.notify(problem, severity="warning")
-
-        def refresh() -> None:
-            """Scan again and (re-)register every skill and template command."""
-            for unregister in registered:
-                unregister()
-            registered.clear()
-            places = Places.find(folder)
-            skills = discover_skills(folder, places=places)
-            templates = discover_templates(folder, places=places)
-            state["skills"] = skills
-            problems = [*([places.problem] if places.problem else []), *skills.warnings]
-            problems += templates.warnings
-            for skill in skills.skills:
-                try:
-                    registered.append(
-                        tui.register_command(
-                            f"skill:{skill.name}", skill.description, skill_command(skill)
-                        )
-                    )
-                except ValueError as error:
-                    problems.append(f"{skill.path}: no /skill: command: {error}")
-            for template in templates.templates:
-                hint = f"{template.argument_hint}  " if template.argument_hint else ""
-                try:
-                    registered.append(
-                        tui.register_command(
-                            template.name,
-                            f"{hint}{template.description}",
-                            template_command(template),
-                        )
-                    )
-                except ValueError as error:
-                    problems.append(f"{template.path}: prompt template not added: {error}")
-            warn(problems)
-
-        async def list_skills(args: str, ctx: Context) -> None:
-            del args
-            refresh()
-            skills = state["skills"].skills
-            if not skills:
-                tui.notify(
-                    "No skills found. Put one in ~/.config/coding-agent/skills/NAME/SKILL.md "
-                    "(also read: ~/.claude/skills, ~/.pi/agent/skills, and a trusted project's "
-                    ".coding-agent/skills and .claude/skills)"
-                )
-                return
-            choices = [
-                Choice(
-                    s.name,
-                    f"{s.name} — {s.description}  ({s.source}"
-                    f"{', not in the system prompt' if not s.model_invocable else ''})",
-                )
-                for s in skills
-            ]
-            modal = await tui.acquire_modal(ctx)
-            try:
-                picked = await modal.choose(
-                    f"Skills ({len(skills)})",
-                    choices,
-                    body="Enter runs the skill now (/skill:NAME); Escape closes.",
-                )
-            finally:
-                modal.close()
-            skill = state["skills"].get(picked) if picked is not None else None
-            if skill is not None:
-                await skill_command(skill)("", ctx)
-
-        async def context(args: str, ctx: Context) -> None:
-            del args
-            data = sent_system(client.view.value)
-            preview = data is None
-            if data is None:
-                data = _preview(folder)
-            tools = [t for t in data.get("tools", []) if isinstance(t, str)]
-            rows = context_rows(data["sections"], tools)
-            total = sum(tokens for key, tokens, _, _ in rows if not key.startswith("  "))
-            try:
-                rows += skipped_rows(scan_context_files(folder).skipped)
-            except OSError:  # the folder is not on this machine (a remote session)
-                pass
-            when = (
-                "Preview: nothing has been sent yet; this is what the next request will hold."
-                if preview
-                else "What the model was sent with its latest request."
-            )
-            choices = [
-                Choice(
-                    key, f"{key}  ~{tokens:,} tokens  {source}" if tokens else f"{key}  {source}"
-                )
-                for key, tokens, source, _ in rows
-            ]
-            modal = await tui.acquire_modal(ctx)
-            try:
-                picked = await modal.choose(
-                    f"System prompt: ~{total:,} tokens in {len(data['sections'])} sections",
-                    choices,
-                    body=f"{when} Tool definitions are sent beside it. Enter shows a section.",
-                )
-                texts = {key: text for key, _, _, text in rows}
-                if picked is not None and picked in texts:
-                    await modal.confirm(picked, texts[picked], yes="Close", no="Back")
-            finally:
-                modal.close()
+        def rescan() -> None:
+            refresh(target)
 
         def activate() -> None:
-            env.own(
-                tui.register_command(
-                    "skills", "List the skills (and where each comes from)", list_skills
-                )
-            )
-            env.own(
-                tui.register_command(
-                    "context", "Show what is in the system prompt, with sizes in tokens", context
-                )
-            )
-            refresh()
-            if rescans is not None:  # /trust: a trusted project's commands appear at once
-                rescans.append(refresh)
-                env.own(lambda: rescans.remove(refresh))
-
-            def unregister_all() -> None:
-                for unregister in registered:
-                    unregister()
-                registered.clear()
-
-            env.own(unregister_all)
+            env.own(register_commands(tui, PROMPT_COMMANDS, target))
+            refresh(target)
+            if rescans is not None:
+                scans = rescans
+                scans.append(rescan)
+                env.own(lambda: scans.remove(rescan))
+            env.own(target.unregister_all)
 
         env.on_activate(activate)
 

@@ -2,8 +2,9 @@
 
 A presentation facet, like :mod:`coding_agent.tui.commands.core`, whose commands act on the TUI
 process itself rather than on one conversation. The work is done by a :class:`SessionControl`
-(the running client, :func:`coding_agent.tui.run_client`); the facet only asks, shows pickers
-and reports in toasts:
+(the running client, :func:`coding_agent.tui.run_client`); the handlers (top-level functions of
+a :class:`SessionsTarget`, in the table :data:`SESSION_COMMANDS`) only ask, show pickers and
+report in toasts:
 
 * ``/sessions`` — a picker of this project folder's sessions, most recent activity first, each
   with its id, name, last activity, first prompt, model and size (read from its folder; nothing
@@ -25,12 +26,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
 from chord import Context, Facet, FacetEnvironment, define_facet
-from chord.textual import Tui
+from chord.textual import (
+    Arg,
+    Arguments,
+    Command,
+    CommandError,
+    CommandOutcome,
+    Notice,
+    Tui,
+    TuiService,
+    register_commands,
+)
 from coding_agent.contracts import ReloadOutcome, ReloadService
 from coding_agent.session_files.folders import Session, SessionError, list_sessions, open_session
 from coding_agent.session_files.index import (
@@ -42,11 +54,17 @@ from coding_agent.session_files.index import (
 from coding_agent.tui.widgets.session_picker import SessionPickerScreen
 
 __all__ = [
+    "SESSION_COMMANDS",
     "SESSION_COMMANDS_FACET_ID",
     "SessionControl",
+    "SessionsTarget",
+    "name",
+    "reload",
+    "resume",
     "session_age",
     "session_commands_facet",
     "session_label",
+    "sessions",
     "summarize_reload",
 ]
 
@@ -146,6 +164,149 @@ def summarize_reload(
     return "\n".join([text, *problems]), severity
 
 
+@dataclass(frozen=True, slots=True)
+class SessionsTarget:
+    """What the session commands act on (see :func:`session_commands_facet`)."""
+
+    control: SessionControl
+    tui: TuiService
+    worker_reload: Any  # the worker's ReloadService (a remote service handle)
+    cwd: str | Path
+    environ: Mapping[str, str] | None = None
+    branch: Callable[[str, Context], Awaitable[None]] | None = None
+
+
+async def _pick(
+    target: SessionsTarget, title: str, ctx: Context
+) -> tuple[Session, str | None] | None:
+    found = list_sessions(target.cwd, env=target.environ)
+    if not found:
+        target.tui.notify("No sessions in this folder yet")
+        return None
+    current = target.control.session.id
+    by_id = {s.id: s for s in found}
+    infos = sorted((describe(s) for s in found), key=lambda i: i["lastActivity"], reverse=True)
+
+    def delete(session_id: str) -> str | None:
+        if session_id == current:
+            return "This is the session you are in; switch to another one first"
+        try:
+            delete_session(by_id[session_id])
+        except (SessionError, OSError) as error:
+            return f"Cannot delete {session_id}: {error}"
+        return None
+
+    modal = await target.tui.acquire_modal(ctx)  # one dialog at a time
+    try:
+        screen = SessionPickerScreen(
+            title, infos, current=current, delete=delete, branch_rows=target.branch is not None
+        )
+        picked = await target.control.show_screen(screen)
+    finally:
+        modal.close()
+    if not isinstance(picked, str):
+        return None
+    ident, _, on_branch = picked.partition("#")  # "ID#N": a branch row
+    chosen = by_id.get(ident)
+    return None if chosen is None else (chosen, on_branch or None)
+
+
+async def _switch_picked(
+    target: SessionsTarget, picked: tuple[Session, str | None] | None, ctx: Context
+) -> CommandOutcome:
+    if picked is None:
+        return None
+    chosen, on_branch = picked
+    outcome: CommandOutcome = None
+    if on_branch is None or chosen.id != target.control.session.id:
+        outcome = await _switch(target, chosen)
+    if on_branch is not None and target.branch is not None:
+        await target.branch(on_branch, ctx)
+    return outcome
+
+
+async def _switch(target: SessionsTarget, chosen: Session) -> CommandOutcome:
+    if chosen.id == target.control.session.id:
+        return f"{chosen.id} is this session"
+    target.tui.notify(f"Resuming session {chosen.id}…")
+    await target.control.switch_to(chosen)
+    return f"Resumed session {chosen.id}"
+
+
+async def sessions(target: SessionsTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/sessions``: pick one of this folder's sessions and switch to it."""
+    return await _switch_picked(target, await _pick(target, "Sessions of this folder", ctx), ctx)
+
+
+async def resume(target: SessionsTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/resume [ID]`` (a picker without one); ``/resume branch N`` or ``#N``: that branch."""
+    ref = args.text
+    on_branch = _BRANCH_REF.fullmatch(ref)
+    if on_branch is not None:  # "branch N" / "#N": never a session id
+        if target.branch is None:
+            raise CommandError("/resume: branches are unavailable here")
+        await target.branch(on_branch.group(1), ctx)
+        return None
+    if not ref:
+        return await _switch_picked(target, await _pick(target, "Resume a session", ctx), ctx)
+    try:
+        found = open_session(ref, env=target.environ)
+    except SessionError as error:
+        raise CommandError(f"/resume: {error}") from error
+    return await _switch(target, found)
+
+
+async def reload(target: SessionsTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/reload``: reload the feature packages in the worker, then in this process."""
+    target.tui.notify("Reloading facet packages…")
+    worker: list[ReloadOutcome] | None = None
+    worker_error: str | None = None
+    release = target.control.hold_worker_reload_toasts()
+    try:
+        worker = cast(list[ReloadOutcome], await target.worker_reload.reload(ctx))
+    except Exception as error:  # reported in the summary, beside the TUI's outcomes
+        worker_error = f"{error}"
+    finally:
+        release(o["package"] for o in worker or ())
+    try:
+        tui_outcomes = await target.control.reload_tui()
+    except Exception as error:  # reported in the summary, beside the worker's outcomes
+        tui_outcomes = [
+            ReloadOutcome(package="(TUI)", outcome="failed", ok=False, message=f"{error}")
+        ]
+    message, severity = summarize_reload(worker, tui_outcomes, worker_error=worker_error)
+    return Notice(message, severity)
+
+
+def name(target: SessionsTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/name TEXT``: name the session; ``/name`` alone removes the name."""
+    try:
+        stored = set_session_name(target.control.session, args["text"])
+    except (SessionError, OSError) as error:
+        raise CommandError(f"/name: {error}") from error
+    return f"Session name: {stored}" if stored else "Session name removed"
+
+
+SESSION_COMMANDS: tuple[Command[SessionsTarget], ...] = (
+    Command("sessions", "Pick one of this folder's sessions and switch to it", sessions),
+    Command(
+        "resume",
+        "Switch to a session or a branch: /resume [ID or prefix] · "
+        "/resume branch N (or #N; see /tree)",
+        resume,
+        args=None,
+    ),
+    Command("reload", "Reload the feature packages in the worker and the TUI", reload),
+    Command(
+        "name",
+        "Name this session (/name alone removes the name)",
+        name,
+        args=(Arg("text", optional=True, rest=True),),
+    ),
+)
+"""The session commands (module docstring), registered by :func:`session_commands_facet`."""
+
+
 def session_commands_facet(
     control: SessionControl,
     *,
@@ -153,7 +314,7 @@ def session_commands_facet(
     environ: Mapping[str, str] | None = None,
     branch: Callable[[str, Context], Awaitable[None]] | None = None,
 ) -> Facet:
-    """The facet registering ``/sessions``, ``/resume`` and ``/reload`` for ``control``.
+    """The facet registering :data:`SESSION_COMMANDS` for ``control``.
 
     ``cwd`` is the project folder whose sessions ``/sessions`` lists; ``environ`` is where the
     sessions folder is looked up (default ``os.environ``). ``branch`` switches to a branch of
@@ -164,136 +325,7 @@ def session_commands_facet(
     @define_facet(SESSION_COMMANDS_FACET_ID)
     def setup(env: FacetEnvironment) -> None:
         tui = env.use(Tui)
-        worker_reload = env.use(ReloadService)
-
-        async def pick(title: str, ctx: Context) -> tuple[Session, str | None] | None:
-            found = list_sessions(cwd, env=environ)
-            if not found:
-                tui.notify("No sessions in this folder yet")
-                return None
-            current = control.session.id
-            by_id = {s.id: s for s in found}
-            infos = sorted(
-                (describe(s) for s in found), key=lambda i: i["lastActivity"], reverse=True
-            )
-
-            def delete(session_id: str) -> str | None:
-                if session_id == current:
-                    return "This is the session you are in; switch to another one first"
-                try:
-                    delete_session(by_id[session_id])
-                except (SessionError, OSError) as error:
-                    return f"Cannot delete {session_id}: {error}"
-                return None
-
-            modal = await tui.acquire_modal(ctx)  # one dialog at a time
-            try:
-                screen = SessionPickerScreen(
-                    title, infos, current=current, delete=delete, branch_rows=branch is not None
-                )
-                picked = await control.show_screen(screen)
-            finally:
-                modal.close()
-            if not isinstance(picked, str):
-                return None
-            ident, _, on_branch = picked.partition("#")  # "ID#N": a branch row
-            target = by_id.get(ident)
-            return None if target is None else (target, on_branch or None)
-
-        async def switch_picked(picked: tuple[Session, str | None] | None, ctx: Context) -> None:
-            if picked is None:
-                return
-            target, on_branch = picked
-            if on_branch is None or target.id != control.session.id:
-                await switch(target)
-            if on_branch is not None and branch is not None:
-                await branch(on_branch, ctx)
-
-        async def switch(target: Session) -> None:
-            if target.id == control.session.id:
-                tui.notify(f"{target.id} is this session")
-                return
-            tui.notify(f"Resuming session {target.id}…")
-            await control.switch_to(target)
-            tui.notify(f"Resumed session {target.id}")
-
-        async def sessions(args: str, ctx: Context) -> None:
-            del args
-            try:
-                await switch_picked(await pick("Sessions of this folder", ctx), ctx)
-            except Exception as error:
-                tui.notify(f"Could not switch sessions: {error}", severity="error")
-
-        async def resume(args: str, ctx: Context) -> None:
-            ref = args.strip()
-            on_branch = _BRANCH_REF.fullmatch(ref)
-            if on_branch is not None:  # "branch N" / "#N": never a session id
-                if branch is None:
-                    tui.notify("/resume: branches are unavailable here", severity="error")
-                else:
-                    await branch(on_branch.group(1), ctx)
-                return
-            try:
-                if ref:
-                    await switch(open_session(ref, env=environ))
-                else:
-                    await switch_picked(await pick("Resume a session", ctx), ctx)
-            except SessionError as error:
-                tui.notify(f"/resume: {error}", severity="error")
-            except Exception as error:
-                tui.notify(f"Could not switch sessions: {error}", severity="error")
-
-        async def reload(args: str, ctx: Context) -> None:
-            del args
-            tui.notify("Reloading facet packages…")
-            worker: list[ReloadOutcome] | None = None
-            worker_error: str | None = None
-            release = control.hold_worker_reload_toasts()
-            try:
-                worker = cast(list[ReloadOutcome], await worker_reload.reload(ctx))
-            except Exception as error:
-                worker_error = f"{error}"
-            finally:
-                release(o["package"] for o in worker or ())
-            try:
-                tui_outcomes = await control.reload_tui()
-            except Exception as error:
-                tui_outcomes = [
-                    ReloadOutcome(package="(TUI)", outcome="failed", ok=False, message=f"{error}")
-                ]
-            message, severity = summarize_reload(worker, tui_outcomes, worker_error=worker_error)
-            tui.notify(message, severity=severity)
-
-        async def name(args: str, ctx: Context) -> None:
-            del ctx
-            try:
-                stored = set_session_name(control.session, args)
-            except (SessionError, OSError) as error:
-                tui.notify(f"/name: {error}", severity="error")
-                return
-            tui.notify(f"Session name: {stored}" if stored else "Session name removed")
-
-        def activate() -> None:
-            env.own(
-                tui.register_command(
-                    "sessions", "Pick one of this folder's sessions and switch to it", sessions
-                )
-            )
-            env.own(
-                tui.register_command(
-                    "resume",
-                    "Switch to a session or a branch: /resume [ID or prefix] · "
-                    "/resume branch N (or #N; see /tree)",
-                    resume,
-                )
-            )
-            env.own(
-                tui.register_command(
-                    "reload", "Reload the feature packages in the worker and the TUI", reload
-                )
-            )
-            env.own(tui.register_command("name", "Name this session: /name TEXT", name))
-
-        env.on_activate(activate)
+        target = SessionsTarget(control, tui, env.use(ReloadService), cwd, environ, branch)
+        env.on_activate(lambda: env.own(register_commands(tui, SESSION_COMMANDS, target)))
 
     return setup

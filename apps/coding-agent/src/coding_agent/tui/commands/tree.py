@@ -26,6 +26,7 @@ attached TUI sees and does exactly the same) and move the TUI to another branch 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, cast
@@ -39,7 +40,18 @@ from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode as UiNode
 
 from chord import Context, Facet, FacetEnvironment, define_facet
-from chord.textual import Choice, Tui
+from chord.textual import (
+    Arg,
+    Arguments,
+    Choice,
+    Command,
+    CommandError,
+    CommandOutcome,
+    Notice,
+    Tui,
+    TuiService,
+    register_commands,
+)
 from coding_agent.contracts import SessionTreeService
 from coding_agent.session_files.folders import Session, SessionError
 from coding_agent.session_files.tree import (
@@ -51,12 +63,20 @@ from coding_agent.session_files.tree import (
 )
 
 __all__ = [
+    "TREE_COMMANDS",
     "TREE_COMMANDS_FACET_ID",
     "TreeChoice",
     "TreeScreen",
+    "TreeTarget",
     "add_children",
+    "back_to_branch",
+    "branch",
+    "export",
+    "label",
     "node_label",
     "populate_tree",
+    "rewind",
+    "tree",
     "tree_commands_facet",
 ]
 
@@ -180,8 +200,8 @@ class TreeScreen(ModalScreen[TreeChoice | None]):
         back: int | None,
         back_number: int | None = None,
     ):
-        """``back`` is the conversation Ctrl+B (``b``) returns to; ``back_number`` its number
-        as users see it."""
+        """``back`` is the conversation ``b`` returns to; ``back_number`` its number as users
+        see it."""
         super().__init__()
         self.roots = list(roots)
         self.current = current
@@ -280,251 +300,241 @@ def _plan_text(plan: Sequence[Mapping[str, Any]], cwd: Path | None) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True, slots=True)
+class TreeTarget:
+    """What the tree commands act on: the running TUI (:class:`TreeHost`), the TUI service,
+    the worker's :data:`~coding_agent.worker.tree_service.SessionTreeService`, the project
+    folder (``/export``'s default place) and the branches left, newest last (Ctrl+B)."""
+
+    host: TreeHost
+    tui: TuiService
+    service: Any  # SessionTreeService: a remote service handle
+    cwd: Path | None = None
+    left: list[int] = field(default_factory=lambda: [])
+
+    def followed(self, previous: int | None, branch: int | None) -> None:
+        """Remember the branch left by a switch (``/tree``, ``/branch``, ``/fork``, a rewind),
+        for Ctrl+B."""
+        if previous is not None and branch is not None and previous != branch:
+            self.left.append(previous)
+
+    async def go(self, branch: int, ctx: Context) -> None:
+        """Follow ``branch`` (the branch left is remembered for Ctrl+B) and tell the worker
+        it is the one the user is on (what ``coding-agent export`` exports)."""
+        if self.host.on_follow is None:  # a host that does not report its switches
+            self.followed(self.host.conversation_id(), branch)
+        self.host.follow(branch)
+        await self.visited(branch, ctx)
+
+    async def visited(self, branch: int, ctx: Context) -> None:
+        try:
+            await self.service.visit(branch, ctx)
+        except Exception:  # an older worker, or it went away: export's default only
+            pass
+
+    async def number(self, conversation: int | None, ctx: Context) -> str:
+        """The branch's number as users see it (1, 2, 3 in creation order)."""
+        try:
+            found = branch_number(await self.service.outline(ctx), conversation)
+        except Exception:
+            found = None
+        return str(found if found is not None else conversation)
+
+
+def _live_conversation(target: TreeTarget) -> int:
+    current = target.host.conversation_id()
+    if current is None:
+        raise CommandError("The worker is unavailable")
+    return current
+
+
+def _not_busy(target: TreeTarget) -> None:
+    if target.host.busy():
+        raise CommandError("A turn is running: wait for it (or Esc) first")
+
+
+async def tree(target: TreeTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/tree``: the session's branches and prompts; continue at a prompt or switch."""
+    current = target.host.conversation_id()
+    outline = await target.service.outline(ctx)
+    roots = build_tree(outline)
+    back = target.left[-1] if target.left else None
+    screen = TreeScreen(roots, current=current, back=back, back_number=branch_number(outline, back))
+    modal = await target.tui.acquire_modal(ctx)  # one dialog at a time (approvals wait)
+    try:
+        choice = await target.host.show_screen(screen)
+    finally:
+        modal.close()
+    if not isinstance(choice, TreeChoice):
+        return None
+    if choice.action == "back":
+        return await back_to_branch(target, ctx)
+    node = choice.node
+    assert node is not None
+    if choice.action == "switch":
+        if node.conversation_id == current:
+            return f"Already on branch {node.number}"
+        await target.go(node.conversation_id, ctx)
+        return f"Switched to branch {node.number}"
+    if target.host.busy():
+        return Notice("A turn is running: wait for it (or Esc) first", "warning")
+    branch_id = await target.service.branch(node.conversation_id, cast(int, node.end), ctx)
+    await target.go(branch_id, ctx)
+    shown = await target.number(branch_id, ctx)
+    return f"Continuing after “{_cut(node.text, 40)}” in branch {shown}"
+
+
+async def back_to_branch(target: TreeTarget, ctx: Context) -> CommandOutcome:
+    """Ctrl+B (``b`` in ``/tree``): back to the branch left last (after ``/fork`` too: the
+    branch forked from)."""
+    if not target.left:
+        return "No branch to go back to"
+    branch_id = target.left.pop()
+    current = target.host.conversation_id()
+    target.host.follow(branch_id)  # the branch left is remembered (followed): b goes back
+    if target.host.on_follow is None:
+        target.followed(current, branch_id)
+    await target.visited(branch_id, ctx)
+    return f"Back on branch {await target.number(branch_id, ctx)}"
+
+
+async def label(target: TreeTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/label NAME``: label the newest entry of this branch."""
+    current = _live_conversation(target)
+    await target.service.label(current, 0, args["name"], ctx)
+    return f"Labelled: {args['name']}"
+
+
+async def rewind(target: TreeTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/rewind``: pick a prompt of this branch, then rewind the conversation, the files or
+    both (module docstring)."""
+    current = _live_conversation(target)
+    _not_busy(target)
+    prompts = list(reversed(path_prompts(await target.service.outline(ctx), current)))
+    if not prompts:
+        return "Nothing to rewind yet"
+    modal = await target.tui.acquire_modal(ctx)
+    try:
+        choices = [
+            Choice(str(p["id"]), f"{_clock(p['time'])}  {_cut(p['text'] or '(empty)')}")
+            for p in prompts
+        ]
+        picked = await modal.choose("Rewind to before which prompt?", choices)
+        if picked is None:
+            return None
+        prompt = next(p for p in prompts if str(p["id"]) == picked)
+        plan = await target.service.rewind_plan(current, prompt["id"], ctx)
+        mode = await modal.choose("Rewind what?", _MODES, body=_plan_text(plan, target.cwd))
+        if mode is None:
+            return None
+        overwrite: list[str] = []
+        if mode in ("files", "both"):
+            for item in plan:
+                if item["action"] != "conflict":
+                    continue
+                shown = _plan_text([{**item, "action": "restore"}], target.cwd).split(": ", 1)[1]
+                body = (
+                    f"{shown} was {item['detail'] or 'changed outside the agent'} after "
+                    "the agent last wrote it. Overwrite it with its content from before "
+                    "the prompt, or keep it as it is now?"
+                )
+                if await modal.confirm(f"Conflict: {shown}", body, yes="Overwrite", no="Keep"):
+                    overwrite.append(item["path"])
+    finally:
+        modal.close()
+    result = await target.service.rewind(current, prompt["id"], mode, overwrite, ctx)
+    parts = [f"Rewound to before “{_cut(prompt['text'], 40)}”"]
+    branch_id = result["conversation"]
+    if branch_id != current:
+        await target.go(branch_id, ctx)
+        target.host.restore_prompt(prompt["text"])
+        parts.append(f"now in branch {await target.number(branch_id, ctx)}")
+    if mode != "conversation":
+        parts.append(f"{len(result['restored'])} file(s) restored")
+        if result["kept"]:
+            parts.append(f"{len(result['kept'])} kept as they are")
+    return " — ".join(parts)
+
+
+async def export(target: TreeTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/export [FILE]``: write this branch as HTML (``.jsonl``: the raw entries)."""
+    current = target.host.conversation_id()
+    if target.host.session is None or current is None:
+        raise CommandError("/export: the worker is unavailable")
+    # lazy: start-up time (the exporter loads on the first /export)
+    from coding_agent.session_files.export import write_export
+    from coding_agent.session_files.index import session_name
+
+    session = target.host.session()
+    wanted = args["file"] or f"{session.id}.html"
+
+    def write() -> Path:
+        path = Path(wanted).expanduser()
+        if not path.is_absolute():
+            path = (target.cwd or Path.cwd()) / path
+        form = "jsonl" if path.suffix == ".jsonl" else "html"
+        return write_export(session, path, format=form, branch=current, name=session_name(session))
+
+    try:
+        written = await anyio.to_thread.run_sync(write)
+    except (OSError, SessionError) as error:
+        raise CommandError(f"/export: {error}") from error
+    return f"Exported branch {await target.number(current, ctx)} to {written}"
+
+
+async def branch(target: TreeTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/branch N``: switch to branch ``N`` (the numbers ``/tree`` shows; ``#N`` too)."""
+    ref = args["number"].lstrip("#")
+    if not ref.isdigit():
+        raise CommandError("/branch needs a branch number: /branch N (see /tree)")
+    outline = await target.service.outline(ctx)
+    found = branch_of_number(outline, int(ref))  # the number users see, not the internal id
+    if found is None:
+        listed = ", ".join(str(c["number"]) for c in outline["conversations"])
+        raise CommandError(f"There is no branch {ref} (branches: {listed})")
+    await target.go(found, ctx)
+    return f"Switched to branch {ref}"
+
+
+BRANCH = Command(
+    "branch", "Switch to a branch (see /tree)", branch, args=(Arg("number", hint="N"),)
+)
+
+TREE_COMMANDS: tuple[Command[TreeTarget], ...] = (
+    Command("tree", "Navigate the session's branches", tree),
+    Command("label", "Label this point", label, args=(Arg("name", rest=True, hint="NAME"),)),
+    Command("rewind", "Rewind the conversation, the files or both (Esc Esc)", rewind),
+    Command(
+        "export",
+        "Export this branch",
+        export,
+        args=(Arg("file", optional=True, rest=True, hint="[FILE.html|FILE.jsonl]"),),
+    ),
+    BRANCH,
+)
+"""The tree commands (module docstring), registered by :func:`tree_commands_facet`."""
+
+
 def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
-    """The facet registering ``/tree``, ``/label``, ``/rewind`` and Ctrl+B for ``host``."""
-    left: list[int] = []  # the branches left, newest last
+    """The facet registering :data:`TREE_COMMANDS` and Ctrl+B for ``host``."""
+    left: list[int] = []  # the branches left, newest last (kept across reloads)
 
     @define_facet(TREE_COMMANDS_FACET_ID)
     def setup(env: FacetEnvironment) -> None:
         tui = env.use(Tui)
-        service = env.use(SessionTreeService)
-
-        def followed(previous: int | None, target: int | None) -> None:
-            """Every switch (``/tree``, ``/branch``, ``/fork``, a rewind) remembers the branch
-            left, for Ctrl+B."""
-            if previous is not None and target is not None and previous != target:
-                left.append(previous)
-
-        async def go(target: int, ctx: Context) -> None:
-            if host.on_follow is None:  # a host that does not report its switches
-                followed(host.conversation_id(), target)
-            host.follow(target)
-            await visited(target, ctx)
-
-        async def number(conversation: int | None, ctx: Context) -> str:
-            """The branch's number as users see it (1, 2, 3 in creation order)."""
-            try:
-                found = branch_number(await service.outline(ctx), conversation)
-            except Exception:
-                found = None
-            return str(found if found is not None else conversation)
-
-        async def visited(target: int, ctx: Context) -> None:
-            """Tell the worker the branch the user is on now (what ``export`` exports)."""
-            try:
-                await service.visit(target, ctx)
-            except Exception:  # an older worker, or it went away: export's default only
-                pass
-
-        async def tree(args: str, ctx: Context) -> None:
-            del args
-            current = host.conversation_id()
-            try:
-                outline = await service.outline(ctx)
-            except Exception as error:
-                tui.notify(f"/tree: {error}", severity="error")
-                return
-            roots = build_tree(outline)
-            back = left[-1] if left else None
-            screen = TreeScreen(
-                roots, current=current, back=back, back_number=branch_number(outline, back)
-            )
-            modal = await tui.acquire_modal(ctx)  # one dialog at a time (approvals wait)
-            try:
-                choice = await host.show_screen(screen)
-            finally:
-                modal.close()
-            if not isinstance(choice, TreeChoice):
-                return
-            if choice.action == "back":
-                await back_to_branch(ctx)
-                return
-            node = choice.node
-            assert node is not None
-            if choice.action == "switch":
-                if node.conversation_id == current:
-                    tui.notify(f"Already on branch {node.number}")
-                    return
-                await go(node.conversation_id, ctx)
-                tui.notify(f"Switched to branch {node.number}")
-                return
-            if host.busy():
-                tui.notify("A turn is running: wait for it (or Esc) first", severity="warning")
-                return
-            try:
-                target = await service.branch(node.conversation_id, cast(int, node.end), ctx)
-            except Exception as error:
-                tui.notify(f"/tree: {error}", severity="error")
-                return
-            await go(target, ctx)
-            shown = await number(target, ctx)
-            tui.notify(f"Continuing after “{_cut(node.text, 40)}” in branch {shown}")
-
-        async def back_to_branch(ctx: Context) -> None:
-            if not left:
-                tui.notify("No branch to go back to")
-                return
-            target = left.pop()
-            current = host.conversation_id()
-            host.follow(target)  # the branch left is remembered (followed), so b goes back
-            if host.on_follow is None:
-                followed(current, target)
-            await visited(target, ctx)
-            tui.notify(f"Back on branch {await number(target, ctx)}")
-
-        async def label(args: str, ctx: Context) -> None:
-            name = args.strip()
-            current = host.conversation_id()
-            if not name:
-                tui.notify("/label needs a name: /label NAME", severity="warning")
-                return
-            if current is None:
-                tui.notify("The worker is unavailable", severity="error")
-                return
-            try:
-                await service.label(current, 0, name, ctx)
-            except Exception as error:
-                tui.notify(f"/label: {error}", severity="error")
-                return
-            tui.notify(f"Labelled: {name}")
-
-        async def rewind(args: str, ctx: Context) -> None:
-            del args
-            current = host.conversation_id()
-            if current is None:
-                tui.notify("The worker is unavailable", severity="error")
-                return
-            if host.busy():
-                tui.notify("A turn is running: wait for it (or Esc) first", severity="warning")
-                return
-            try:
-                outline = await service.outline(ctx)
-            except Exception as error:
-                tui.notify(f"/rewind: {error}", severity="error")
-                return
-            prompts = list(reversed(path_prompts(outline, current)))
-            if not prompts:
-                tui.notify("Nothing to rewind yet")
-                return
-            modal = await tui.acquire_modal(ctx)
-            try:
-                choices = [
-                    Choice(str(p["id"]), f"{_clock(p['time'])}  {_cut(p['text'] or '(empty)')}")
-                    for p in prompts
-                ]
-                picked = await modal.choose("Rewind to before which prompt?", choices)
-                if picked is None:
-                    return
-                prompt = next(p for p in prompts if str(p["id"]) == picked)
-                plan = await service.rewind_plan(current, prompt["id"], ctx)
-                mode = await modal.choose("Rewind what?", _MODES, body=_plan_text(plan, cwd))
-                if mode is None:
-                    return
-                overwrite: list[str] = []
-                if mode in ("files", "both"):
-                    for item in plan:
-                        if item["action"] != "conflict":
-                            continue
-                        shown = _plan_text([{**item, "action": "restore"}], cwd).split(": ", 1)[1]
-                        body = (
-                            f"{shown} was {item['detail'] or 'changed outside the agent'} after "
-                            "the agent last wrote it. Overwrite it with its content from before "
-                            "the prompt, or keep it as it is now?"
-                        )
-                        if await modal.confirm(
-                            f"Conflict: {shown}", body, yes="Overwrite", no="Keep"
-                        ):
-                            overwrite.append(item["path"])
-            finally:
-                modal.close()
-            try:
-                result = await service.rewind(current, prompt["id"], mode, overwrite, ctx)
-            except Exception as error:
-                tui.notify(f"/rewind failed: {error}", severity="error")
-                return
-            parts = [f"Rewound to before “{_cut(prompt['text'], 40)}”"]
-            target = result["conversation"]
-            if target != current:
-                await go(target, ctx)
-                host.restore_prompt(prompt["text"])
-                parts.append(f"now in branch {await number(target, ctx)}")
-            if mode != "conversation":
-                parts.append(f"{len(result['restored'])} file(s) restored")
-                if result["kept"]:
-                    parts.append(f"{len(result['kept'])} kept as they are")
-            tui.notify(" — ".join(parts))
-
-        async def export(args: str, ctx: Context) -> None:
-            current = host.conversation_id()
-            if host.session is None or current is None:
-                tui.notify("/export: the worker is unavailable", severity="error")
-                return
-            # lazy: start-up time (the exporter loads on the first /export)
-            from coding_agent.session_files.export import write_export
-            from coding_agent.session_files.index import session_name
-
-            session = host.session()
-            wanted = args.strip() or f"{session.id}.html"
-
-            def write() -> Path:
-                target = Path(wanted).expanduser()
-                if not target.is_absolute():
-                    target = (cwd or Path.cwd()) / target
-                form = "jsonl" if target.suffix == ".jsonl" else "html"
-                return write_export(
-                    session, target, format=form, branch=current, name=session_name(session)
-                )
-
-            try:
-                written = await anyio.to_thread.run_sync(write)
-            except (OSError, SessionError) as error:
-                tui.notify(f"/export: {error}", severity="error")
-                return
-            tui.notify(f"Exported branch {await number(current, ctx)} to {written}")
-
-        async def branch(args: str, ctx: Context) -> None:
-            ref = args.strip().lstrip("#")
-            if not ref.isdigit():
-                tui.notify(
-                    "/branch needs a branch number: /branch N (see /tree)", severity="warning"
-                )
-                return
-            try:
-                outline = await service.outline(ctx)
-            except Exception as error:
-                tui.notify(f"/branch: {error}", severity="error")
-                return
-            target = branch_of_number(outline, int(ref))
-            if target is None:
-                listed = ", ".join(str(c["number"]) for c in outline["conversations"])
-                tui.notify(f"There is no branch {ref} (branches: {listed})", severity="error")
-                return
-            await go(target, ctx)
-            tui.notify(f"Switched to branch {ref}")
+        target = TreeTarget(host, tui, env.use(SessionTreeService), cwd, left)
 
         async def back_key(ctx: Context) -> None:
-            await back_to_branch(ctx)
+            outcome = await back_to_branch(target, ctx)
+            if outcome:
+                tui.notify(str(outcome))
 
         def activate() -> None:
-            env.own(tui.register_command("tree", "Navigate the session's branches", tree))
-            env.own(tui.register_command("label", "Label this point: /label NAME", label))
-            env.own(
-                tui.register_command(
-                    "rewind", "Rewind the conversation, the files or both (Esc Esc)", rewind
-                )
-            )
-            env.own(
-                tui.register_command(
-                    "export", "Export this branch: /export [FILE.html|FILE.jsonl]", export
-                )
-            )
-            env.own(
-                tui.register_command("branch", "Switch to a branch: /branch N (see /tree)", branch)
-            )
+            env.own(register_commands(tui, TREE_COMMANDS, target))
             env.own(tui.register_key("ctrl+b", "Back to the branch you left", back_key))
-            host.switch_branch = branch
+            host.switch_branch = BRANCH.bind(target, tui)
             if host.on_follow is not None:
-                env.own(host.on_follow(followed))
+                env.own(host.on_follow(target.followed))
 
         env.on_activate(activate)
 

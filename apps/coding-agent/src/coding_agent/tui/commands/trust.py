@@ -19,16 +19,72 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from chord import Context, Facet, FacetEnvironment, define_facet
-from chord.textual import Tui, TuiService
+from chord.textual import (
+    Arguments,
+    Command,
+    CommandError,
+    CommandOutcome,
+    Tui,
+    TuiService,
+    register_commands,
+)
 from coding_agent.settings.trust import LOCAL_FACETS_DIR, TrustError, TrustStore, check_project
 from coding_agent.settings.waiting import Waiting, describe_waiting, waiting_for_trust
 
-__all__ = ["TRUST_FACET_ID", "trust_facet"]
+__all__ = ["TRUST_COMMANDS", "TRUST_FACET_ID", "TrustTarget", "trust", "trust_facet"]
 
 TRUST_FACET_ID = "@coding-agent/trust"
+
+
+@dataclass(frozen=True, slots=True)
+class TrustTarget:
+    """What ``/trust`` acts on: the TUI (its confirmation), the project folder, where the trust
+    store is looked up (``environ``; default ``os.environ``, read when used) and what to call
+    once the folder is trusted (``rescans``: the prompt commands scan again)."""
+
+    tui: TuiService
+    cwd: str | os.PathLike[str]
+    environ: Mapping[str, str] | None = None
+    rescans: Sequence[Callable[[], None]] = ()
+
+    def store(self) -> TrustStore:
+        return TrustStore.default(self.environ)
+
+
+async def trust(target: TrustTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/trust``: after a confirmation listing what the project holds, trust its folder."""
+    try:
+        project = check_project(target.cwd, store=target.store())
+    except TrustError as error:
+        raise CommandError(str(error)) from error
+    if project.problem is not None:
+        raise CommandError(f"Cannot trust this project: {project.problem}")
+    if project.trusted:
+        return f"{project.root} is already trusted"
+    waiting = waiting_for_trust(project.root)
+    packages = tuple(folder.name for folder in project.facets_dirs)
+    if not await _confirm(target.tui, project.root, project.owner, waiting, packages, ctx):
+        return "Trust unchanged"
+    try:
+        target.store().set(project.root, True)
+    except TrustError as error:
+        raise CommandError(str(error)) from error
+    for rescan in target.rescans:
+        rescan()
+    return f"Trusted {project.root}.{_loaded(waiting)}"
+
+
+TRUST_COMMANDS: tuple[Command[TrustTarget], ...] = (
+    Command(
+        "trust",
+        "Trust this folder: load its own commands, skills, hooks, servers, packages",
+        trust,
+    ),
+)
 
 
 def trust_facet(
@@ -41,52 +97,15 @@ def trust_facet(
     ``environ`` locates the trust store (default ``os.environ``, read when used); each of
     ``rescans`` is called once the folder is trusted (the prompt commands scan again)."""
 
-    def store() -> TrustStore:
-        return TrustStore.default(environ)
-
     @define_facet(TRUST_FACET_ID)
     def setup(env: FacetEnvironment) -> None:
         tui = env.use(Tui)
-
-        async def trust(args: str, ctx: Context) -> None:
-            if args:
-                tui.notify("/trust takes no arguments", severity="warning")
-                return
-            try:
-                project = check_project(cwd, store=store())
-            except TrustError as error:
-                tui.notify(str(error), severity="error")
-                return
-            if project.problem is not None:
-                tui.notify(f"Cannot trust this project: {project.problem}", severity="error")
-                return
-            if project.trusted:
-                tui.notify(f"{project.root} is already trusted")
-                return
-            waiting = waiting_for_trust(project.root)
-            packages = tuple(folder.name for folder in project.facets_dirs)
-            if not await _confirm(tui, project.root, project.owner, waiting, packages, ctx):
-                tui.notify("Trust unchanged")
-                return
-            try:
-                store().set(project.root, True)
-            except TrustError as error:
-                tui.notify(str(error), severity="error")
-                return
-            for rescan in rescans:
-                rescan()
-            tui.notify(f"Trusted {project.root}.{_loaded(waiting)}")
+        target = TrustTarget(tui, cwd, environ, rescans)
 
         def activate() -> None:
-            env.own(
-                tui.register_command(
-                    "trust",
-                    "Trust this folder: load its own commands, skills, hooks, servers, packages",
-                    trust,
-                )
-            )
+            env.own(register_commands(tui, TRUST_COMMANDS, target))
             try:
-                project = check_project(cwd, store=store())
+                project = check_project(cwd, store=target.store())
             except TrustError as error:
                 tui.notify(str(error), severity="error")
                 return

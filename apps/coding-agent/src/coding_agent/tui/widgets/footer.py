@@ -10,7 +10,7 @@ later (or a model switched with ``/model``) shows up at the next repaint.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
@@ -18,6 +18,7 @@ from textual.widgets import Static
 
 from coding_agent.tui.conversation import SessionInfo
 from coding_agent.tui.document import UsageTotals, model_label, thinking_level
+from pico3 import View, ViewEntry
 
 __all__ = ["StatusFooter", "format_tokens", "short_cwd"]
 
@@ -48,28 +49,27 @@ class StatusFooter(Static):
         super().__init__(id=id, markup=False)
         self._session = session
         self.totals = UsageTotals()
-        self._view: Mapping[str, Any] | None = None
+        self._view: View | None = None
         self._entries: Any = None
         self._available = True
 
-    def rebase(self, view: Mapping[str, Any] | None) -> None:
+    def rebase(self, view: View | None) -> None:
         """Start over from ``view`` (a hydrate): totals are recomputed from its entries."""
         self.totals = UsageTotals()
         self._entries = None
         self.show(view)
 
-    def show(self, view: Mapping[str, Any] | None) -> None:
+    def show(self, view: View | None) -> None:
         """Follow the next revision (``None``: the worker is unavailable)."""
         self._available = view is not None
         if view is not None:
             self._view = view
-            entries = view.get("entries")
-            if entries is not self._entries and isinstance(entries, list):
+            entries = view.entries
+            if entries is not self._entries:
                 self._entries = entries
-                tail: list[Any] = []
+                tail: list[ViewEntry] = []
                 for entry in reversed(entries):  # only the entries not folded yet
-                    entry_id = entry.get("id") if isinstance(entry, dict) else None
-                    if type(entry_id) is int and entry_id <= self.totals.last_id:
+                    if entry.id <= self.totals.last_id:
                         break
                     tail.append(entry)
                 self.totals.fold(reversed(tail))

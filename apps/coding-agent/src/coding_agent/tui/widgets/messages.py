@@ -19,7 +19,7 @@ and plain text is never read as markup (``Text``, or a ``Static`` with ``markup=
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.markdown import Markdown as RichMarkdown
@@ -33,10 +33,27 @@ from textual.widgets.markdown import MarkdownStream
 from chord import inert
 from coding_agent.contracts import SHELL_ENTRY_KIND
 from coding_agent.settings.changes import change_text
-from coding_agent.tui.document import content_text, entry_message
+from coding_agent.tui.document import entry_text
 from coding_agent.tui.shell import shell_text
 from coding_agent.tui.widgets.collapsible import QuietCollapsible
 from coding_agent.tui.widgets.tools import ToolCard
+from pico3 import (
+    AssistantEntry,
+    CustomEntry,
+    HandoffEntry,
+    NoticeEntry,
+    ResetEntry,
+    SummaryEntry,
+    SystemEntry,
+    ToolResultEntry,
+    UsageEntry,
+    UserEntry,
+    ViewEntry,
+)
+from pico3.models import AssistantMessage, TextContent, ThinkingContent, ToolCall
+
+AssistantBlock = TextContent | ThinkingContent | ToolCall
+"""One block of an assistant message."""
 
 __all__ = [
     "AssistantView",
@@ -97,7 +114,7 @@ class ThinkingBlock(QuietCollapsible):
 class AssistantView(Vertical):
     """One assistant message; live while streaming, then frozen as its entry's widget."""
 
-    def __init__(self, message: Mapping[str, Any] | None, *, live: bool = False) -> None:
+    def __init__(self, message: AssistantMessage | None, *, live: bool = False) -> None:
         super().__init__(classes="assistant")
         self.live = live
         self.cards: dict[str, ToolCard] = {}
@@ -109,10 +126,8 @@ class AssistantView(Vertical):
         self._note.display = False
         self._note_text = ""
         if message is not None:  # built eagerly: tool results find the cards before mount
-            content = message.get("content")
-            for block in content if isinstance(content, list) else []:
-                if isinstance(block, dict):
-                    self._make_block(str(block.get("type")), block)
+            for block in message.content:
+                self._make_block(_block_kind(block), block)
             self._set_note(message)
 
     def compose(self) -> ComposeResult:
@@ -137,14 +152,11 @@ class AssistantView(Vertical):
             if kind == "text"
         )
 
-    async def sync(self, message: Mapping[str, Any]) -> None:
+    async def sync(self, message: AssistantMessage) -> None:
         """Bring the widget up to ``message`` (a partial or a final assistant message)."""
-        content = message.get("content")
-        blocks = content if isinstance(content, list) else []
+        blocks: Sequence[AssistantBlock] = message.content
         for index, block in enumerate(blocks):
-            if not isinstance(block, dict):
-                continue
-            kind = str(block.get("type"))
+            kind = _block_kind(block)
             if index >= len(self._kinds) or self._kinds[index] != kind:
                 if index < len(self._kinds):  # a block changed type: rebuild from here
                     await self._truncate(index)
@@ -155,7 +167,7 @@ class AssistantView(Vertical):
             await self._truncate(len(blocks))
         self._set_note(message)
 
-    async def finalize(self, message: Mapping[str, Any]) -> None:
+    async def finalize(self, message: AssistantMessage) -> None:
         """Sync to the final message and stop streaming (pending fragments are flushed)."""
         await self.sync(message)
         await self.stop_streams()
@@ -176,24 +188,22 @@ class AssistantView(Vertical):
             except Exception as error:  # the widget is gone; its last fragment is moot
                 self.log.warning("stopping a Markdown stream at unmount failed", error)
 
-    def _make_block(self, kind: str, block: Mapping[str, Any]) -> Widget:
+    def _make_block(self, kind: str, block: AssistantBlock) -> Widget:
         widget: Widget
         written = ""
-        if kind == "text":
-            text = block.get("text")
+        if isinstance(block, TextContent):
             if self.live:
                 # A live block starts empty and receives everything through its stream, so the
                 # initial parse cannot race the first appended fragment.
                 widget = MessageMarkdown(classes="assistant-text")
             else:
-                written = text if isinstance(text, str) else ""
+                written = block.text
                 widget = MarkdownText(written, classes="assistant-text")
-        elif kind == "thinking":
-            thinking = block.get("thinking")
-            written = thinking if isinstance(thinking, str) else ""
-            widget = ThinkingBlock(written or ("(redacted)" if block.get("redacted") else ""))
-        elif kind == "toolCall":
-            widget = ToolCard(block)
+        elif isinstance(block, ThinkingContent):
+            written = block.thinking
+            widget = ThinkingBlock(written or ("(redacted)" if block.redacted else ""))
+        elif isinstance(block, ToolCall):  # pyright: ignore[reportUnnecessaryIsInstance]
+            widget = ToolCard(block.id, block.name, block.arguments)
             self.cards[widget.call_id] = widget
         else:
             widget = Static(inert(f"[{kind}]"), classes="dim-line", markup=False)
@@ -202,23 +212,23 @@ class AssistantView(Vertical):
         self._written.append(written)
         return widget
 
-    async def _add_block(self, index: int, kind: str, block: Mapping[str, Any]) -> None:
+    async def _add_block(self, index: int, kind: str, block: AssistantBlock) -> None:
         widget = self._make_block(kind, block)
         await self.mount(widget, before=self._note)
         if kind == "text" and self.live:
             await self._update_block(index, kind, block)
 
-    async def _update_block(self, index: int, kind: str, block: Mapping[str, Any]) -> None:
+    async def _update_block(self, index: int, kind: str, block: AssistantBlock) -> None:
         widget = self._widgets[index]
-        if kind == "text" and isinstance(widget, MarkdownText):
-            text = block.get("text")
-            if isinstance(text, str) and text != self._written[index]:
+        if isinstance(block, TextContent) and isinstance(widget, MarkdownText):
+            text = block.text
+            if text != self._written[index]:
                 self._written[index] = text
                 widget.source = text
                 widget.update(RichMarkdown(inert(text), code_theme="ansi_dark"))
-        elif kind == "text" and isinstance(widget, MessageMarkdown):
-            text = block.get("text")
-            if not isinstance(text, str) or text == self._written[index]:
+        elif isinstance(block, TextContent) and isinstance(widget, MessageMarkdown):
+            text = block.text
+            if text == self._written[index]:
                 return
             written = self._written[index]
             self._written[index] = text
@@ -233,13 +243,11 @@ class AssistantView(Vertical):
                 if stream is not None:
                     await stream.stop()
                 await widget.update(inert(text))
-        elif kind == "thinking" and isinstance(widget, ThinkingBlock):
-            thinking = block.get("thinking")
-            if isinstance(thinking, str):
-                self._written[index] = thinking
-                widget.set_text(thinking)
-        elif kind == "toolCall" and isinstance(widget, ToolCard):
-            widget.set_arguments(block.get("arguments"))
+        elif isinstance(block, ThinkingContent) and isinstance(widget, ThinkingBlock):
+            self._written[index] = block.thinking
+            widget.set_text(block.thinking)
+        elif isinstance(block, ToolCall) and isinstance(widget, ToolCard):
+            widget.set_arguments(block.arguments)
 
     async def _truncate(self, length: int) -> None:
         for index in range(length, len(self._widgets)):
@@ -252,9 +260,9 @@ class AssistantView(Vertical):
             await widget.remove()
         del self._kinds[length:], self._widgets[length:], self._written[length:]
 
-    def _set_note(self, message: Mapping[str, Any]) -> None:
-        reason = message.get("stopReason")
-        error = message.get("errorMessage")
+    def _set_note(self, message: AssistantMessage) -> None:
+        reason = message.stop_reason
+        error = message.error_message
         note = ""
         if reason == "aborted":
             note = "■ aborted"
@@ -268,59 +276,81 @@ class AssistantView(Vertical):
         self._note.set_class(reason == "error", "is-error")
 
 
-def _user_text(entry: Mapping[str, Any]) -> str:
-    message = entry_message(entry, "user")
-    return content_text(message.get("content")) if message is not None else ""
+def _block_kind(block: AssistantBlock) -> str:
+    """The block's ``type`` on the wire (``text``, ``thinking``, ``toolCall``)."""
+    return _BLOCK_KINDS[type(block)]
 
 
-def entry_widget(entry: Mapping[str, Any]) -> Widget | None:
+_BLOCK_KINDS: dict[type, str] = {
+    TextContent: "text",
+    ThinkingContent: "thinking",
+    ToolCall: "toolCall",
+}
+
+
+def entry_widget(entry: ViewEntry) -> Widget | None:
     """The widget of one stored entry, or ``None`` for entries that are not shown."""
-    kind = entry.get("kind")
-    data = entry.get("data")
-    data = data if isinstance(data, dict) else {}
-    if kind == "pi.user":
-        text = _user_text(entry)
-        classes = "user continuation" if data.get("continuation") else "user"
-        return Static(Text(inert(text)), classes=classes)
-    if kind == "pi.assistant":
-        message = entry_message(entry, "assistant")
+    if isinstance(entry, UserEntry):
+        classes = "user continuation" if entry.data.continuation else "user"
+        return Static(Text(inert(entry_text(entry))), classes=classes)
+    if isinstance(entry, AssistantEntry):
+        message = entry.message
         if message is None:
             return None
         view = AssistantView(message)
-        if "reason" in data:
+        if entry.display_only:
             view.add_class("display-only")
         return view
-    if kind == "pi.tool_result":
-        card = ToolCard({"id": "", "name": _tool_name(entry), "arguments": None})
+    if isinstance(entry, ToolResultEntry):
+        message = entry.message
+        card = ToolCard("", message.tool_name if message is not None else "tool", None)
         card.set_result(entry)
         return card
-    if kind == "pi.notice":
-        return Static(Text(inert(f"ⓘ {_user_text(entry)}")), classes="notice")
-    if kind in ("pi.summary", "pi.handoff"):
-        title = "Earlier conversation summarised" if kind == "pi.summary" else "Handoff"
-        body = MarkdownText(_user_text(entry), classes="summary-text")
+    if isinstance(entry, NoticeEntry):
+        return Static(Text(inert(f"ⓘ {entry_text(entry)}")), classes="notice")
+    if isinstance(entry, SummaryEntry | HandoffEntry):
+        title = "Earlier conversation summarised" if entry.kind == "pi.summary" else "Handoff"
+        body = MarkdownText(entry_text(entry), classes="summary-text")
         return QuietCollapsible(body, title=title, collapsed=True, classes="summary")
-    if kind == "pi.reset":
+    if isinstance(entry, ResetEntry):
         return Static("── context reset ──", classes="divider")
-    if kind == "pi.usage":
-        error = data.get("error")
+    if isinstance(entry, UsageEntry):
+        error = entry.data.error
         if error:
-            attempt = data.get("attempt")
+            attempt = entry.data.attempt
             label = f"attempt {attempt} failed" if attempt is not None else "attempt failed"
-            detail = error if isinstance(error, str) else content_text(error) or str(error)
+            detail = _json_text(error) or str(error)
             return Static(Text(inert(f"↻ {label}: {detail}")), classes="dim-line")
         return None
-    if kind == "pi.system":
+    if isinstance(entry, SystemEntry):
         return None
-    if kind == SHELL_ENTRY_KIND:  # a !cmd / !!cmd the user ran
+    if not isinstance(entry, CustomEntry):  # pyright: ignore[reportUnnecessaryIsInstance]
+        return None
+    data: Mapping[str, Any] = entry.data or {}
+    if entry.kind == SHELL_ENTRY_KIND:  # a !cmd / !!cmd the user ran
         return Static(_shell_entry_text(data), classes="shell")
-    change = change_text(entry)
+    change = change_text(entry.json)
     if change is not None:  # a model or thinking-level switch: one dim marker line
         return Static(Text(inert(change)), classes="dim-line settings-change")
-    text = _user_text(entry) or content_text(data.get("text") or data.get("message"))
+    text = entry_text(entry) or _json_text(data.get("text") or data.get("message"))
     if text:
-        return Static(Text(inert(f"{kind}: {text}")), classes="dim-line")
+        return Static(Text(inert(f"{entry.kind}: {text}")), classes="dim-line")
     return None
+
+
+def _json_text(value: Any) -> str:
+    """A custom entry's ``data.text``/``data.message``: a string, or text blocks (JSON)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(
+            block["text"]
+            for block in value  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(block, dict)
+            and block.get("type") == "text"  # pyright: ignore[reportUnknownMemberType]
+            and isinstance(block.get("text"), str)  # pyright: ignore[reportUnknownMemberType]
+        )
+    return ""
 
 
 def _shell_entry_text(data: Mapping[str, Any]) -> Text:
@@ -339,9 +369,3 @@ def _shell_entry_text(data: Mapping[str, Any]) -> Text:
         excluded=bool(data.get("excluded")),
         status=status,
     )
-
-
-def _tool_name(entry: Mapping[str, Any]) -> str:
-    message = entry_message(entry, "toolResult")
-    name = message.get("toolName") if message is not None else None
-    return name if isinstance(name, str) else "tool"

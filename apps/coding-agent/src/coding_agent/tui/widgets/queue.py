@@ -18,6 +18,7 @@ from textual.widgets import Button, Static
 
 from chord import inert
 from coding_agent.tui.document import inbox_text
+from pico3 import QueuedInput
 
 __all__ = ["QueuePanel"]
 
@@ -54,14 +55,11 @@ class QueuePanel(Vertical):
         self.items: list[tuple[int, str, str]] = []
         self.display = False
 
-    async def show(self, inbox: Sequence[Any] | None) -> None:
+    async def show(self, inbox: Sequence[QueuedInput] | None) -> None:
         if inbox is self._inbox:
             return
         self._inbox = inbox
-        items: list[tuple[int, str, str]] = []
-        for item in inbox or ():
-            if isinstance(item, dict) and type(item.get("id")) is int:
-                items.append((item["id"], str(item.get("mode", "")), inbox_text(item)))
+        items = [(item.id, item.mode, inbox_text(item)) for item in inbox or ()]
         if items == self.items:
             return
         self.items = items

@@ -15,6 +15,7 @@ from textual.widgets import Static
 
 from chord import inert
 from coding_agent.tui.document import short_json
+from pico3 import ViewTask
 
 __all__ = ["TasksPanel", "task_summary"]
 
@@ -52,11 +53,11 @@ class TasksPanel(Static):
         """The panel's plain text (empty when hidden)."""
         self.display = False
 
-    def show(self, tasks: Mapping[str, Any] | None) -> None:
+    def show(self, tasks: Mapping[str, ViewTask] | None) -> None:
         if tasks is self._tasks:
             return
         self._tasks = tasks
-        rows = [(key, value) for key, value in (tasks or {}).items() if isinstance(value, dict)]
+        rows = list((tasks or {}).items())
         self.display = bool(rows)
         if not rows:
             self.summary = ""
@@ -66,12 +67,12 @@ class TasksPanel(Static):
         text.append("Tasks", style="bold")
         for key, task in sorted(rows, key=lambda row: int(row[0]) if row[0].isdigit() else 0):
             text.append("\n")
-            icon = "■" if task.get("marked") else "◐"
-            text.append(f"{icon} ", style="yellow" if task.get("marked") else "cyan")
-            text.append(inert(str(task.get("kind", "task"))), style="bold")
+            icon = "■" if task.marked else "◐"
+            text.append(f"{icon} ", style="yellow" if task.marked else "cyan")
+            text.append(inert(task.kind), style="bold")
             text.append(f" #{key}  ", style="dim")
-            text.append(inert(task_summary(task.get("status"))))  # a job's output, say
-            if task.get("marked"):
+            text.append(inert(task_summary(task.status)))  # a job's output, say
+            if task.marked:
                 text.append("  (stopping)", style="dim")
         self.summary = text.plain
         self.update(text)

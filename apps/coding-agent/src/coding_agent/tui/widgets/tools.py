@@ -27,8 +27,9 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from chord import inert
-from coding_agent.tui.document import content_text, entry_message, short_json
+from coding_agent.tui.document import content_text, short_json
 from coding_agent.tui.widgets.collapsible import QuietCollapsible
+from pico3 import ToolResultEntry, ToolSlot
 
 __all__ = ["ToolCard", "diff_counts", "diff_text", "edit_counts", "edit_preview", "tool_title"]
 
@@ -178,11 +179,11 @@ def tool_title(name: str, arguments: Any, counts: tuple[int, int] | None = None)
 class ToolCard(Vertical):
     """One tool call with its arguments, live status and result."""
 
-    def __init__(self, call: Mapping[str, Any]) -> None:
+    def __init__(self, call_id: str, name: str, arguments: Any) -> None:
         super().__init__(classes="tool-card")
-        self.call_id = str(call.get("id", ""))
-        self.tool_name = str(call.get("name", "tool"))
-        self._arguments: Any = call.get("arguments")
+        self.call_id = call_id
+        self.tool_name = name
+        self._arguments: Any = arguments
         self._status = "pending"
         self._extra = ""
         self._counts: tuple[int, int] | None = None  # an edit's +/− from its result's diff
@@ -255,23 +256,19 @@ class ToolCard(Vertical):
             self._render_header()
             self._render_args()
 
-    def set_slot(self, slot: Mapping[str, Any]) -> None:
+    def set_slot(self, slot: ToolSlot) -> None:
         """Follow the live ``turn.tools`` slot of this call."""
         if self._result_seen:
             return
-        status = slot.get("status")
-        if isinstance(status, str):
-            self._status = status
+        self._status = slot.status
         extra: list[str] = []
-        waiting = slot.get("waitingOn")
-        if isinstance(waiting, str) and waiting:
-            extra.append(f"waiting on {waiting}")
-        progress = slot.get("progress")
-        if isinstance(progress, str) and progress:
-            extra.append(progress)
+        if slot.waiting_on:
+            extra.append(f"waiting on {slot.waiting_on}")
+        if slot.progress:
+            extra.append(slot.progress)
         self._extra = " · ".join(extra)
-        output = slot.get("output")
-        if isinstance(output, str) and output:
+        output = slot.output
+        if output:
             tail = inert("\n".join(output.splitlines()[-_LIVE_TAIL_LINES:]))
             self._shown["live"] = tail
             self._live.update(tail)
@@ -280,24 +277,22 @@ class ToolCard(Vertical):
         if self.is_mounted:
             self._render_header()
 
-    def set_result(self, entry: Mapping[str, Any]) -> None:
+    def set_result(self, entry: ToolResultEntry) -> None:
         """Show the ``pi.tool_result`` entry of this call."""
         self._result_seen = True
-        message = entry_message(entry, "toolResult") or {}
-        is_error = bool(message.get("isError"))
+        message = entry.message
+        is_error = message is not None and message.is_error
         self._status = "error" if is_error else "done"
         self._extra = ""
         self._live.display = False
-        text = inert(content_text(message.get("content")))
+        text = inert(content_text(message.content if message is not None else None))
         live = self._shown["live"].strip()
         if is_error and live and live.splitlines()[-1] not in text:
             # Cut short (an abort) before its output reached the result: keep what was shown.
             text = f"{text}\nOutput before it stopped:\n{live}"
-        data = entry.get("data")
-        details = data.get("details") if isinstance(data, dict) else None
-        diff = details.get("diff") if isinstance(details, dict) else None
+        diff = entry.diff
         lines = text.count("\n") + 1 if text else 0
-        if isinstance(diff, str) and diff and not is_error:
+        if diff and not is_error:
             self._counts = diff_counts(diff)
             self._shown["result"] = inert(diff)
             self._body.update(diff_text(diff))
@@ -310,7 +305,7 @@ class ToolCard(Vertical):
             self._body.update(Text(text, style="red") if is_error else text)
             self._output.title = f"{'Error' if is_error else 'Output'} · {lines} line(s)"
             self._output.collapsed = not is_error and lines > _OUTPUT_PREVIEW_LINES
-        self._output.display = bool(text) or isinstance(diff, str)
+        self._output.display = bool(text) or diff is not None
         self._place(self._output)
         self.set_class(is_error, "is-error")
         if self.is_mounted:

@@ -24,8 +24,7 @@ text is never parsed again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from textual import on
 from textual.containers import VerticalScroll
@@ -34,6 +33,7 @@ from textual.widgets import Button
 
 from coding_agent.tui.widgets.messages import AssistantView, entry_widget
 from coding_agent.tui.widgets.tools import ToolCard
+from pico3 import AssistantEntry, ToolResultEntry, View, ViewEntry, ViewTurn
 
 __all__ = ["TAIL", "Transcript"]
 
@@ -41,33 +41,18 @@ TAIL = 100
 """Entries rendered at first paint and per "load earlier" page."""
 
 
-def _entry_id(entry: Any) -> int:
-    value = entry.get("id") if isinstance(entry, dict) else None
-    return value if type(value) is int else 0
-
-
-def _tool_call_id(entry: Mapping[str, Any]) -> str | None:
-    model = entry.get("model")
-    if isinstance(model, list):
-        for message in model:
-            if isinstance(message, dict) and message.get("role") == "toolResult":
-                call_id = message.get("toolCallId")
-                return call_id if isinstance(call_id, str) else None
-    return None
-
-
 class Transcript(VerticalScroll):
     """The scrolling conversation."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._entries: Sequence[Any] = ()
+        self._entries: Sequence[ViewEntry] = ()
         self._first = 0  # index in ``_entries`` of the first rendered entry
         self._widgets: dict[int, Widget | None] = {}
         self._order: list[int] = []
         self._cards: dict[str, ToolCard] = {}
         self._live: AssistantView | None = None
-        self._turn: Any = None
+        self._turn: ViewTurn | None = None
         self._more = self._load_button()
         self._more.display = False
 
@@ -131,10 +116,9 @@ class Transcript(VerticalScroll):
     def on_mount(self) -> None:
         self.anchor()
 
-    async def rebuild(self, view: Mapping[str, Any]) -> None:
+    async def rebuild(self, view: View) -> None:
         """Render ``view`` from scratch: the tail of its entries, then its live turn."""
-        entries = view.get("entries")
-        entries = entries if isinstance(entries, list) else []
+        entries = view.entries
         if self._live is not None:
             await self._live.stop_streams()
         self._live, self._turn = None, None
@@ -154,20 +138,19 @@ class Transcript(VerticalScroll):
         await self._sync_turn(view, ())
         self.follow()
 
-    async def update(self, view: Mapping[str, Any]) -> bool:
+    async def update(self, view: View) -> bool:
         """Reconcile with the next revision; ``False`` when a rebuild is needed instead."""
-        entries = view.get("entries")
-        entries = entries if isinstance(entries, list) else []
-        added: Sequence[Any] = ()
+        entries = view.entries
+        added: Sequence[ViewEntry] = ()
         if entries is not self._entries:
             last = self._order[-1] if self._order else 0
-            if entries and _entry_id(entries[-1]) < last:
+            if entries and entries[-1].id < last:
                 return False
             start = len(entries)
-            while start > 0 and _entry_id(entries[start - 1]) > last:
+            while start > 0 and entries[start - 1].id > last:
                 start -= 1
             added = entries[start:]
-            first_id = _entry_id(entries[0]) if entries else last + 1
+            first_id = entries[0].id if entries else last + 1
             await self._drop_before(first_id)
             self._entries = entries
             self._first = max(0, len(entries) - len(self._order) - len(added))
@@ -181,7 +164,7 @@ class Transcript(VerticalScroll):
             return 0
         start = max(0, self._first - TAIL)
         page = self._entries[start : self._first]
-        ids = [_entry_id(entry) for entry in page]
+        ids = [entry.id for entry in page]
         widgets = self._build(page, prepend=True)
         self._order[:0] = ids
         self._first = start
@@ -209,13 +192,11 @@ class Transcript(VerticalScroll):
     def _load_button() -> Button:
         return Button("▲ load earlier messages", id="load-earlier", classes="load-earlier")
 
-    def _build(self, entries: Sequence[Any], *, prepend: bool = False) -> list[Widget]:
+    def _build(self, entries: Sequence[ViewEntry], *, prepend: bool = False) -> list[Widget]:
         """Widgets for ``entries`` (a tool result joins its call's card when one is shown)."""
         widgets: list[Widget] = []
         for entry in entries:
-            if not isinstance(entry, dict):
-                continue
-            entry_id = _entry_id(entry)
+            entry_id = entry.id
             widget = self._widget_for_entry(entry)
             self._widgets[entry_id] = widget
             if not prepend:
@@ -224,9 +205,10 @@ class Transcript(VerticalScroll):
                 widgets.append(widget)
         return widgets
 
-    def _widget_for_entry(self, entry: Mapping[str, Any]) -> Widget | None:
-        if entry.get("kind") == "pi.tool_result":
-            call_id = _tool_call_id(entry)
+    def _widget_for_entry(self, entry: ViewEntry) -> Widget | None:
+        if isinstance(entry, ToolResultEntry):
+            message = entry.message
+            call_id = message.tool_call_id if message is not None else None
             card = self._cards.get(call_id) if call_id else None
             if card is not None:
                 card.set_result(entry)
@@ -255,18 +237,16 @@ class Transcript(VerticalScroll):
         if widgets:
             await self.remove_children(widgets)
 
-    async def _sync_turn(self, view: Mapping[str, Any], added: Sequence[Any]) -> None:
-        turn = view.get("turn")
-        turn = turn if isinstance(turn, dict) else None
-        message = turn.get("message") if turn is not None else None
-        message = message if isinstance(message, dict) else None
+    async def _sync_turn(self, view: View, added: Sequence[ViewEntry]) -> None:
+        turn = view.turn
+        message = turn.message if turn is not None else None
         live = self._live
         # The live message turns into the first new assistant entry (or is dropped).
         if live is not None and message is None:
             self._live = None
             adopted = False
             for index, entry in enumerate(added):
-                if isinstance(entry, dict) and entry.get("kind") == "pi.assistant":
+                if isinstance(entry, AssistantEntry):
                     await self._mount_entries(added[:index], before=live)
                     await self._adopt(live, entry)
                     await self._mount_entries(added[index + 1 :])
@@ -288,14 +268,14 @@ class Transcript(VerticalScroll):
                 self._cards.setdefault(call_id, card)
         if turn is not self._turn:
             self._turn = turn
-            slots = turn.get("tools") if turn is not None else None
-            for slot in slots if isinstance(slots, list) else []:
-                if isinstance(slot, dict):
-                    card = self._cards.get(str(slot.get("callId")))
-                    if card is not None:
-                        card.set_slot(slot)
+            for slot in turn.tools if turn is not None else ():
+                card = self._cards.get(slot.call_id)
+                if card is not None:
+                    card.set_slot(slot)
 
-    async def _mount_entries(self, entries: Sequence[Any], *, before: Widget | None = None) -> None:
+    async def _mount_entries(
+        self, entries: Sequence[ViewEntry], *, before: Widget | None = None
+    ) -> None:
         if not entries:
             return
         widgets = self._build(entries)
@@ -305,21 +285,17 @@ class Transcript(VerticalScroll):
             else:
                 await self.mount_all(widgets)
 
-    async def _adopt(self, live: AssistantView, entry: Mapping[str, Any]) -> None:
-        model = entry.get("model")
-        message = model[0] if isinstance(model, list) and model else None
-        if not isinstance(message, dict):
-            data = entry.get("data")
-            message = data.get("display") if isinstance(data, dict) else None
-        if isinstance(message, dict):
+    async def _adopt(self, live: AssistantView, entry: AssistantEntry) -> None:
+        message = entry.message
+        if message is not None:
             await live.finalize(message)
         else:
             await live.stop_streams()
         live.live = False
         live.remove_class("live")
-        if isinstance(entry.get("data"), dict) and "reason" in entry["data"]:
+        if entry.display_only:
             live.add_class("display-only")
-        entry_id = _entry_id(entry)
+        entry_id = entry.id
         self._widgets[entry_id] = live
         self._order.append(entry_id)
         for call_id, card in live.cards.items():

@@ -12,7 +12,7 @@
 * :mod:`~coding_agent.worker.providers.registry` — ``--model provider/id``, environment
   variables and config to a :class:`ModelSelection`; ``faux`` when nothing is configured.
 
-All of them implement :class:`pico3.models.Provider`, and stream the same events. The SDK
+All of them implement :class:`pico3.models.ModelProvider`, and stream the same events. The SDK
 adapters are built on one streaming core (:mod:`~coding_agent.worker.providers._core`): an
 adapter is its wire mapping (request body, event mapping, error mapping) and the core owns the
 SDK client, the SSE stream, retries, cancellation, usage pricing and the message memo.

@@ -7,7 +7,7 @@ A provider adapter (``anthropic``, ``openai``, and any later one) subclasses
   the request options the SDK needs besides the body, and the SSE event decoder
   (``decode(event_name, data)``, ``Last(value)`` for the final event: see :mod:`._sse`);
 * **request building**: :meth:`SdkProvider._params` (the request's JSON body as a dict; raise
-  :class:`~pico3.models.ProviderError` for bad input) and :meth:`SdkProvider._wire_memo` (the
+  :class:`~pico3.models.ModelProviderError` for bad input) and :meth:`SdkProvider._wire_memo` (the
   fold that converts its message records: see :mod:`._memo`); an API that may send a request
   again in another shape overrides :meth:`SdkProvider._open` (OpenAI's text tool fallback);
 * **event mapping**: a :class:`Mapper` subclass (``feed`` one decoded event, ``finish`` when
@@ -49,7 +49,7 @@ from coding_agent.worker.providers._sse import Decode, SseStream
 from pico3.models import (
     MessageBuilder,
     ModelInfo,
-    ProviderError,
+    ModelProviderError,
     Request,
     RetryPolicy,
     Sleep,
@@ -167,7 +167,7 @@ class ProviderOptions(TypedDict, total=False):
 
 
 class SdkProvider:
-    """A :class:`pico3.models.Provider` streaming through an official SDK (see the module
+    """A :class:`pico3.models.ModelProvider` streaming through an official SDK (see the module
     docstring for what a subclass supplies).
 
     The SDK client is made with ``max_retries=0`` (opening is retried by
@@ -222,8 +222,8 @@ class SdkProvider:
         """A new memo of encoded request messages for requests that share ``key``."""
         raise NotImplementedError
 
-    def _classify(self, exc: BaseException) -> ProviderError | None:
-        """The :class:`ProviderError` for an SDK exception (``None``: not the SDK's)."""
+    def _classify(self, exc: BaseException) -> ModelProviderError | None:
+        """The :class:`ModelProviderError` for an SDK exception (``None``: not the SDK's)."""
         raise NotImplementedError
 
     def _unknown(self, model_id: str) -> ModelInfo:
@@ -325,8 +325,8 @@ def classify_stainless(
     sdk: str,
     status: Callable[[Any], tuple[str, bool]],
     clock: Callable[[], float] = time.time,
-) -> ProviderError | None:
-    """The :class:`ProviderError` for an exception of the Stainless-generated SDK ``sdk``
+) -> ModelProviderError | None:
+    """The :class:`ModelProviderError` for an exception of the Stainless-generated SDK ``sdk``
     (``None`` for others). ``status(error)`` gives a status error's message and whether it is
     retryable; its ``Retry-After`` is read here. Timeouts are retried, connection failures
     are :func:`connection_error`, any other SDK error (an error object inside a started stream)
@@ -337,25 +337,25 @@ def classify_stainless(
     error: Any = exc
     if isinstance(exc, module.APIStatusError):
         message, retryable = status(exc)
-        return ProviderError(
+        return ModelProviderError(
             message,
             retryable=retryable,
             retry_after=parse_retry_after(dict(error.response.headers), clock),
             status=error.status_code,
         )
     if isinstance(exc, module.APITimeoutError):
-        return ProviderError(f"{sdk}: request timed out", retryable=True)
+        return ModelProviderError(f"{sdk}: request timed out", retryable=True)
     if isinstance(exc, module.APIConnectionError):
         return connection_error(sdk, exc)
     if isinstance(exc, module.APIError):
-        return ProviderError(f"{sdk}: {error.message}", retryable=False)
+        return ModelProviderError(f"{sdk}: {error.message}", retryable=False)
     return None
 
 
 _UNREACHABLE = ("connection refused", "name or service not known", "nodename nor servname")
 
 
-def connection_error(provider: str, exc: BaseException) -> ProviderError:
+def connection_error(provider: str, exc: BaseException) -> ModelProviderError:
     """The error for an SDK's connection failure, naming the URL. A refused connection or an
     unknown host is final (retrying cannot help and would hide it for a minute); a reset or
     an interrupted connection is retried."""
@@ -372,10 +372,10 @@ def connection_error(provider: str, exc: BaseException) -> ProviderError:
                 if "refused" in text or isinstance(cause, ConnectionRefusedError)
                 else "unknown host"
             )
-            return ProviderError(
+            return ModelProviderError(
                 f"{provider}: cannot connect{where}: {why} (is the server running, and is the "
                 "base URL right?)",
                 retryable=False,
             )
         cause, seen = cause.__cause__ or cause.__context__, seen + 1
-    return ProviderError(f"{provider}: connection failed{where}: {exc}", retryable=True)
+    return ModelProviderError(f"{provider}: connection failed{where}: {exc}", retryable=True)

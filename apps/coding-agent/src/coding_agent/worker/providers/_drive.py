@@ -3,7 +3,7 @@
 An adapter supplies four things: how to *open* its SDK stream, how to *feed* one SDK chunk
 into a :class:`~pico3.models.stream.MessageBuilder` (returning contract events), how to
 *finish* when the SDK stream ends, and how to *classify* an SDK exception into a
-:class:`~pico3.models.ProviderError`. :func:`drive` does the rest the same way for both:
+:class:`~pico3.models.ModelProviderError`. :func:`drive` does the rest the same way for both:
 
 * opening is retried per the :class:`~pico3.models.RetryPolicy` (the SDK's own retries are off);
 * every wait (connect, backoff, the next network read) is :func:`~pico3.models.abortable`, and
@@ -23,7 +23,7 @@ from chord import Context, ContextCancelled
 from pico3.models import (
     ABORTED,
     MessageBuilder,
-    ProviderError,
+    ModelProviderError,
     RetryPolicy,
     Sleep,
     StreamEvent,
@@ -48,7 +48,7 @@ async def drive(
     open: Callable[[], Awaitable[SdkStream]],
     feed: Callable[[Any], list[StreamEvent]],
     finish: Callable[[], list[StreamEvent]],
-    classify: Callable[[BaseException], ProviderError | None],
+    classify: Callable[[BaseException], ModelProviderError | None],
     policy: RetryPolicy,
     sleep: Sleep,
     ctx: Context,
@@ -58,7 +58,7 @@ async def drive(
     async def open_once() -> SdkStream:
         try:
             opened = await abortable(open, ctx)
-        except ProviderError:
+        except ModelProviderError:
             raise
         except Exception as exc:
             error = classify(exc)
@@ -75,7 +75,7 @@ async def drive(
     except ContextCancelled:
         yield builder.abort()
         return
-    except ProviderError as error:
+    except ModelProviderError as error:
         yield builder.fail_with(error)
         return
     except Exception as exc:  # an SDK failure nobody classified: still end the stream cleanly
@@ -104,14 +104,14 @@ async def drive(
             yield event
         if not builder.finished:
             yield builder.fail("error", "the stream ended without a final event", retryable=True)
-    except ProviderError as error:
+    except ModelProviderError as error:
         if not builder.finished:
             yield builder.fail_with(error, builder.message.usage)
     except Exception as exc:
         if not builder.finished:
             error = classify(exc)
             if error is None:
-                error = ProviderError(f"{type(exc).__name__}: {exc}", retryable=False)
+                error = ModelProviderError(f"{type(exc).__name__}: {exc}", retryable=False)
             yield builder.fail_with(error, builder.message.usage)
     finally:
         with anyio.CancelScope(shield=True):

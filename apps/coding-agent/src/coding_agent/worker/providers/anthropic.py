@@ -45,7 +45,7 @@ from pico3.models import (
     MessageBuilder,
     ModelCost,
     ModelInfo,
-    ProviderError,
+    ModelProviderError,
     Request,
     StreamEvent,
     SystemMessage,
@@ -149,7 +149,7 @@ def build_params(
     if request.thinking_level != "off" and info.supports_thinking:
         budget = THINKING_BUDGETS.get(request.thinking_level)
         if budget is None:
-            raise ProviderError(
+            raise ModelProviderError(
                 f"unknown thinking level {request.thinking_level!r}", retryable=False
             )
         total = min(max_tokens + budget, info.max_output)
@@ -315,8 +315,8 @@ def _unsigned(block: ThinkingContent) -> dict[str, Any] | None:
 
 def classify_error(
     exc: BaseException, clock: Callable[[], float] = time.time
-) -> ProviderError | None:
-    """A :class:`ProviderError` for an ``anthropic`` SDK exception (``None`` for others)."""
+) -> ModelProviderError | None:
+    """A :class:`ModelProviderError` for an ``anthropic`` SDK exception (``None`` for others)."""
     return classify_stainless(exc, "anthropic", _status_error, clock)
 
 
@@ -407,7 +407,7 @@ def decode_event(event: str | None, data: bytes) -> Any:
         except msgspec.DecodeError:
             body = None
         kind, detail = _error_body(body)
-        raise ProviderError(
+        raise ModelProviderError(
             f"anthropic 200 {kind or 'error'}: {detail or data.decode(errors='replace')}",
             retryable=kind in _RETRYABLE_IN_STREAM,
             status=200,
@@ -415,7 +415,9 @@ def decode_event(event: str | None, data: bytes) -> Any:
     try:
         decoded = _EVENT.decode(data)
     except msgspec.DecodeError as exc:
-        raise ProviderError(f"anthropic: malformed stream event ({exc})", retryable=False) from None
+        raise ModelProviderError(
+            f"anthropic: malformed stream event ({exc})", retryable=False
+        ) from None
     return Last(decoded) if decoded.type == "message_stop" else decoded
 
 
@@ -513,7 +515,7 @@ _USAGE_FIELDS = (
 
 
 class AnthropicProvider(SdkProvider):
-    """A :class:`pico3.models.Provider` backed by ``anthropic.AsyncAnthropic`` (keyword
+    """A :class:`pico3.models.ModelProvider` backed by ``anthropic.AsyncAnthropic`` (keyword
     arguments: :class:`._core.SdkProvider`)."""
 
     api = API
@@ -538,5 +540,5 @@ class AnthropicProvider(SdkProvider):
     def _params(self, request: Request, info: ModelInfo, mapper: Mapper) -> dict[str, Any]:
         return build_params(request, info, memo=self._memo())
 
-    def _classify(self, exc: BaseException) -> ProviderError | None:
+    def _classify(self, exc: BaseException) -> ModelProviderError | None:
         return classify_error(exc, self._clock)

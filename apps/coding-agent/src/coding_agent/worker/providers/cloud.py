@@ -44,7 +44,7 @@ from coding_agent.worker.providers.anthropic import (
     AnthropicProvider,
     decode_event,
 )
-from pico3.models import ModelInfo, ProviderError, Request
+from pico3.models import ModelInfo, ModelProviderError, Request
 
 __all__ = [
     "BEDROCK_MODELS",
@@ -82,11 +82,11 @@ BEDROCK_MODELS: tuple[ModelInfo, ...] = tuple(
 ``anthropic.…`` model id work too, unpriced unless configured)."""
 
 
-def _named(error: ProviderError | None, name: str) -> ProviderError | None:
+def _named(error: ModelProviderError | None, name: str) -> ModelProviderError | None:
     """``error`` with its leading ``anthropic`` replaced by the provider's name."""
     if error is None or not error.message.startswith("anthropic"):
         return error
-    return ProviderError(
+    return ModelProviderError(
         name + error.message.removeprefix("anthropic"),
         retryable=error.retryable,
         retry_after=error.retry_after,
@@ -111,7 +111,7 @@ def google_credentials(path: str) -> Any:
     try:
         info = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
-        raise ProviderError(
+        raise ModelProviderError(
             f"vertex: cannot read the Google credentials file {path} "
             f"(GOOGLE_APPLICATION_CREDENTIALS): {exc}",
             retryable=False,
@@ -188,7 +188,7 @@ class VertexProvider(AnthropicProvider):
         model, body = _cloud_body(self, request, info, mapper, VERTEX_VERSION)
         return await self._post(ENCODER.encode(body), self.path(model))
 
-    def _classify(self, exc: BaseException) -> ProviderError | None:
+    def _classify(self, exc: BaseException) -> ModelProviderError | None:
         return _named(super()._classify(exc), self.name)
 
 
@@ -247,7 +247,7 @@ class BedrockProvider(AnthropicProvider):
     def _stream(self, response: Any) -> SdkStream:
         return EventStream(response, self.name)
 
-    def _classify(self, exc: BaseException) -> ProviderError | None:
+    def _classify(self, exc: BaseException) -> ModelProviderError | None:
         return _named(super()._classify(exc), self.name)
 
 
@@ -313,7 +313,7 @@ class EventStream:
             message = msgspec.json.decode(payload, type=_Exception).message
         except (msgspec.DecodeError, msgspec.ValidationError):
             message = payload.decode(errors="replace")
-        raise ProviderError(
+        raise ModelProviderError(
             f"{self._name} {exception}: {message}",
             retryable=exception in _RETRYABLE_EXCEPTIONS,
             status=200,

@@ -51,7 +51,7 @@ from pico3.models import (
     MessageBuilder,
     ModelCost,
     ModelInfo,
-    ProviderError,
+    ModelProviderError,
     Request,
     StreamEvent,
     SystemMessage,
@@ -123,7 +123,7 @@ def build_params(
     if request.thinking_level != "off" and info.supports_thinking:
         budget = THINKING_BUDGETS.get(request.thinking_level)
         if budget is None:
-            raise ProviderError(
+            raise ModelProviderError(
                 f"unknown thinking level {request.thinking_level!r}", retryable=False
             )
         config["thinking_config"] = {"include_thoughts": True, "thinking_budget": budget}
@@ -226,15 +226,15 @@ def _model_parts(message: AssistantMessage) -> list[dict[str, Any]]:
 
 def classify_error(
     exc: BaseException, clock: Callable[[], float] = time.time
-) -> ProviderError | None:
-    """A :class:`ProviderError` for a ``google-genai`` (or its ``httpx``) exception."""
+) -> ModelProviderError | None:
+    """A :class:`ModelProviderError` for a ``google-genai`` (or its ``httpx``) exception."""
     errors = sys.modules.get("google.genai.errors")
     error: Any = exc
     if errors is not None and isinstance(exc, errors.APIError):
         code = int(error.code or 0)
         response = getattr(error, "response", None)
         headers = getattr(response, "headers", None)
-        return ProviderError(
+        return ModelProviderError(
             f"google {code} {error.status or 'error'}: {error.message or exc}",
             retryable=retryable_status(code),
             retry_after=parse_retry_after(dict(headers), clock) if headers else None,
@@ -242,7 +242,7 @@ def classify_error(
         )
     httpx = sys.modules.get("httpx")
     if httpx is not None and isinstance(exc, httpx.TimeoutException):
-        return ProviderError("google: request timed out", retryable=True)
+        return ModelProviderError("google: request timed out", retryable=True)
     if httpx is not None and isinstance(exc, httpx.TransportError):
         return connection_error("google", exc)
     return None
@@ -373,7 +373,7 @@ def _name(value: Any) -> str:
 
 
 class GoogleProvider(SdkProvider):
-    """A :class:`pico3.models.Provider` for Gemini backed by ``google.genai.Client`` (keyword
+    """A :class:`pico3.models.ModelProvider` for Gemini backed by ``google.genai.Client`` (keyword
     arguments: :class:`._core.SdkProvider`)."""
 
     api = API
@@ -404,7 +404,7 @@ class GoogleProvider(SdkProvider):
     def _params(self, request: Request, info: ModelInfo, mapper: Mapper) -> dict[str, Any]:
         return build_params(request, info, memo=self._memo())
 
-    def _classify(self, exc: BaseException) -> ProviderError | None:
+    def _classify(self, exc: BaseException) -> ModelProviderError | None:
         return classify_error(exc, self._clock)
 
     async def _open(self, request: Request, info: ModelInfo, mapper: Mapper) -> SdkStream:

@@ -75,7 +75,7 @@ from pico3.models import (
     MessageBuilder,
     ModelCost,
     ModelInfo,
-    ProviderError,
+    ModelProviderError,
     Request,
     StreamEvent,
     TextContent,
@@ -196,13 +196,15 @@ def _decode_chunk(event: str | None, data: bytes) -> Any:
     try:
         chunk = _CHUNK.decode(data)
     except msgspec.DecodeError as exc:
-        raise ProviderError(f"openai: malformed stream chunk ({exc})", retryable=False) from None
+        raise ModelProviderError(
+            f"openai: malformed stream chunk ({exc})", retryable=False
+        ) from None
     if chunk.error:
         error = chunk.error
         message = error.get("message") if isinstance(error, dict) else None
         if not isinstance(message, str) or not message:
             message = "An error occurred during streaming"
-        raise ProviderError(f"openai: {message}", retryable=False)
+        raise ModelProviderError(f"openai: {message}", retryable=False)
     return chunk
 
 
@@ -255,7 +257,7 @@ def build_params(
     if request.thinking_level != "off" and info.supports_thinking and compat.reasoning_effort:
         effort = REASONING_EFFORT.get(request.thinking_level)
         if effort is None:
-            raise ProviderError(
+            raise ModelProviderError(
                 f"unknown thinking level {request.thinking_level!r}", retryable=False
             )
         params["reasoning_effort"] = effort
@@ -384,8 +386,8 @@ def _part(block: TextContent | ImageContent) -> dict[str, Any]:
 
 def classify_error(
     exc: BaseException, clock: Callable[[], float] = time.time
-) -> ProviderError | None:
-    """A :class:`ProviderError` for an ``openai`` SDK exception (``None`` for others)."""
+) -> ModelProviderError | None:
+    """A :class:`ModelProviderError` for an ``openai`` SDK exception (``None`` for others)."""
     return classify_stainless(exc, "openai", _status_error, clock)
 
 
@@ -576,7 +578,7 @@ class _Mapper(Mapper):
 
 
 class OpenAIProvider(SdkProvider):
-    """A :class:`pico3.models.Provider` backed by ``openai.AsyncOpenAI`` Chat Completions
+    """A :class:`pico3.models.ModelProvider` backed by ``openai.AsyncOpenAI`` Chat Completions
     (keyword arguments: :class:`._core.SdkProvider`'s, and these).
 
     ``compat`` is what the server supports (:data:`OPENAI_COMPAT` by default,
@@ -623,7 +625,7 @@ class OpenAIProvider(SdkProvider):
     def _wire_memo(self, key: Hashable) -> FoldMemo:
         return wire_memo(bool(key))  # by "the model takes images"
 
-    def _classify(self, exc: BaseException) -> ProviderError | None:
+    def _classify(self, exc: BaseException) -> ModelProviderError | None:
         return classify_error(exc, self._clock)
 
     def _params(self, request: Request, info: ModelInfo, mapper: Mapper) -> dict[str, Any]:

@@ -54,7 +54,7 @@ from pico3.models import (
     MessageBuilder,
     ModelCost,
     ModelInfo,
-    ProviderError,
+    ModelProviderError,
     Request,
     StreamEvent,
     SystemMessage,
@@ -146,7 +146,7 @@ def build_params(
         if request.thinking_level != "off":
             effort = REASONING_EFFORT.get(request.thinking_level)
             if effort is None:
-                raise ProviderError(
+                raise ModelProviderError(
                     f"unknown thinking level {request.thinking_level!r}", retryable=False
                 )
             params["reasoning"] = {"effort": effort, "summary": "auto"}
@@ -295,10 +295,12 @@ def _decode_event(event: str | None, data: bytes) -> Any:
     try:
         decoded = _EVENT.decode(data)
     except msgspec.DecodeError as exc:
-        raise ProviderError(f"openai: malformed stream event ({exc})", retryable=False) from None
+        raise ModelProviderError(
+            f"openai: malformed stream event ({exc})", retryable=False
+        ) from None
     if decoded.type == "error" or event == "error":
         code = decoded.code or "error"
-        raise ProviderError(
+        raise ModelProviderError(
             f"openai 200 {code}: {decoded.message or data.decode(errors='replace')}",
             retryable=code in _RETRYABLE_CODES,
             status=200,
@@ -407,7 +409,7 @@ _DELTAS = frozenset(
 
 
 class OpenAIResponsesProvider(SdkProvider):
-    """A :class:`pico3.models.Provider` for the Responses API backed by ``openai.AsyncOpenAI``
+    """A :class:`pico3.models.ModelProvider` for the Responses API backed by ``openai.AsyncOpenAI``
     (keyword arguments: :class:`._core.SdkProvider`)."""
 
     api = API
@@ -437,5 +439,5 @@ class OpenAIResponsesProvider(SdkProvider):
     def _params(self, request: Request, info: ModelInfo, mapper: Mapper) -> dict[str, Any]:
         return build_params(request, info, memo=self._memo())
 
-    def _classify(self, exc: BaseException) -> ProviderError | None:
+    def _classify(self, exc: BaseException) -> ModelProviderError | None:
         return classify_error(exc, self._clock)

@@ -75,7 +75,7 @@ from pico3.models import (
     FAUX_MODEL,
     FauxProvider,
     ModelInfo,
-    Provider,
+    ModelProvider,
     RetryPolicy,
     Sleep,
 )
@@ -86,7 +86,7 @@ __all__ = ["ModelSelection", "reachable_providers", "resolve_model"]
 class ModelSelection(msgspec.Struct, frozen=True):
     """The resolved provider and the model's metadata; ``ref`` is ``provider/id``."""
 
-    provider: Provider
+    provider: ModelProvider
     model: ModelInfo
 
     @property
@@ -276,14 +276,14 @@ def reachable_providers(
     env: Mapping[str, str] | None = None,
     config: Mapping[str, Any] | None = None,
     skip: frozenset[str] = frozenset(),
-) -> list[Provider]:
+) -> list[ModelProvider]:
     """Every provider (but those named in ``skip`` and ``faux``) whose credentials are set in
     ``env`` or ``config``, made as :func:`resolve_model` makes it: what ``/model`` can switch to.
     A local preset counts once ``[providers.NAME]`` configures it; Bedrock once a region and a
     credential (keys, a profile, an API key, or a ``[providers.bedrock]`` table) are set."""
     environ = os.environ if env is None else env
     settings = parse_registry_config(config)
-    found: list[Provider] = []
+    found: list[ModelProvider] = []
     for name in PROVIDERS:
         if name in skip or name == "faux" or not _has_credentials(name, settings, environ):
             continue

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 from msgspec import UNSET
 
 from chord.context import Context
-from pico3.datamodel.entries import EntryKind, EntryRejected
 from pico3.kernel.errors import Forbidden, TransactionClosed, UnknownConversation
 from pico3.kernel.proxy import Recorder, TrackedDict
 from pico3.kernel.tx.authority import Authority, Invoker
 from pico3.kernel.tx.batch import Batch
+from pico3.session_data.entries import EntryKind, EntryRejected
 from pico3.storage.records import Conversation, DocRef, Entry, Input, Task, clone
 
 if TYPE_CHECKING:

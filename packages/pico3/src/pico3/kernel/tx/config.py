@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pico3.datamodel.config import ABSENT, ConfigKey, ConfigRejected, check_value, resolve_config
 from pico3.kernel.proxy import TrackedDict
 from pico3.kernel.tx.base import TxBase
+from pico3.session_data.config import ABSENT, ConfigKey, ConfigRejected, check_value, resolve_config
 from pico3.storage.records import DocRef
 
 __all__ = ["ConfigFacade"]

@@ -7,12 +7,12 @@ from typing import Any, Literal
 
 from msgspec import UNSET
 
-from pico3.datamodel.config import ConfigRejected, check_value
-from pico3.datamodel.section_seed import check_section_seed
 from pico3.kernel.errors import Forbidden, ReadAfterWrite
 from pico3.kernel.tx.authority import Authority
 from pico3.kernel.tx.documents import DocumentOps
 from pico3.kernel.tx.entries import EntryOps
+from pico3.session_data.config import ConfigRejected, check_value
+from pico3.session_data.section_seed import check_section_seed
 from pico3.storage.records import (
     Conversation,
     ConversationWrite,
@@ -55,7 +55,7 @@ class ConversationOps(EntryOps, DocumentOps):
         items (:class:`~pico3.storage.records.SectionSeed` or plain mappings) that the
         conversation's canonical section fold starts from while it has no managed
         ``pi.system`` entry of its own (see :mod:`pico3.turn.system`). It is validated and
-        deep-copied here (:class:`~pico3.datamodel.section_seed.SectionSeedRejected` names the bad
+        deep-copied here (:class:`~pico3.session_data.section_seed.SectionSeedRejected` names the bad
         field; nothing is created) and never appears in a view. ``None`` means no seed.
         """
         self._check()

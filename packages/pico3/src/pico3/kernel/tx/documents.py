@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from chord.json import JsonError, copy_json
-from pico3.datamodel.config import ABSENT
 from pico3.kernel.namespaces import Namespace, SliceDoc, SliceView, check_name
 from pico3.kernel.proxy import TrackedDict
 from pico3.kernel.tx.authority import Authority
 from pico3.kernel.tx.base import TxBase
 from pico3.kernel.tx.config import ConfigFacade
+from pico3.session_data.config import ABSENT
 from pico3.storage.records import (
     DocRef,
 )

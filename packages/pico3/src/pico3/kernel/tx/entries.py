@@ -14,19 +14,19 @@ from typing import Any, Literal
 
 from msgspec import UNSET
 
-from pico3.datamodel.context import DerivedContext, derive_context
-from pico3.datamodel.entries import (
+from pico3.kernel.errors import ReadAfterWrite
+from pico3.kernel.tx.authority import Authority
+from pico3.kernel.tx.base import _kind_name
+from pico3.kernel.tx.tasks import TaskOps
+from pico3.session_data.context import DerivedContext, derive_context
+from pico3.session_data.entries import (
     EntryKind,
     EntryRejected,
     NewEntry,
     check_new_entry,
     new_entry_json,
 )
-from pico3.datamodel.json_shapes import entry_json
-from pico3.kernel.errors import ReadAfterWrite
-from pico3.kernel.tx.authority import Authority
-from pico3.kernel.tx.base import _kind_name
-from pico3.kernel.tx.tasks import TaskOps
+from pico3.session_data.json_shapes import entry_json
 from pico3.storage.records import (
     Conversation,
     DocRef,

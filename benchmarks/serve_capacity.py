@@ -1,0 +1,173 @@
+"""Capacity of one ``coding-agent serve`` on PostgreSQL (issue 42, "Performance"): sessions
+started at once, the memory and database connections of idle sessions, each next to the
+issue's target, measured in this run.
+
+One server (``--storage postgresql://…`` on a throwaway cluster, :class:`TempCluster`, with room
+for every worker's connections) is asked for ``--sessions`` new sessions at once over its Unix
+socket (the preface of :mod:`coding_agent.server.preface`, answered ``OK`` once the session's
+worker is ready). Printed:
+
+* **start storm**: seconds from the first request until every session answered (or failed),
+  and how many failed; target: 200 sessions all ready within 15 s on 2 cores;
+* **memory of idle sessions**: the workers' proportional set size (``Pss`` of
+  ``/proc/PID/smaps_rollup``: shared pages split among their sharers), per session beyond the
+  first; target: at most 5 MB;
+* **database connections**: the cluster's client backends once every session is idle; target:
+  at most 20 in all for 500 sessions;
+* **workers left running**: the server's worker processes next to the sessions that answered
+  ready (a failed start must leave none);
+
+The throughput ratios against pgbench are ``benchmarks/pico3_postgres.py``'s, and takeover after
+kill -9 is ``benchmarks/serve_failover.py``'s. A line says ``MISSES`` when the measurement
+misses its target.
+
+    uv run python benchmarks/serve_capacity.py [--sessions 50] [--max-starting N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psycopg
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from coding_agent.server.preface import Request
+from coding_agent.server.remote import ServerAddress, connect_server
+from pico3.storage.pg_cluster import TempCluster
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0
+    found = re.search(r"^Pss:\s+(\d+) kB", text, re.MULTILINE)
+    return int(found.group(1)) if found else 0
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(word) for word in text.split()]
+
+
+async def measure(
+    url: str, folder: Path, sessions: int, max_starting: int | None
+) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["XDG_STATE_HOME"] = str(folder / "state")
+    env["XDG_CONFIG_HOME"] = str(folder / "config")
+    project = folder / "project"
+    project.mkdir()
+    script = folder / "faux.json"
+    script.write_text('[{"text": "ready"}]')
+    sock = Path(tempfile.mkdtemp(prefix="ca-")) / "serve.sock"
+    args = ["--faux-script", str(script), "serve", "--cwd", str(project), "--storage", url,
+            "--socket", str(sock), "--migrate"]  # fmt: skip
+    if max_starting is not None:
+        args += ["--max-starting", str(max_starting)]
+    process = await anyio.open_process(
+        [sys.executable, "-m", "coding_agent.cli.main", *args],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert process.stdout is not None
+    await BufferedByteReceiveStream(process.stdout).receive_until(b"\n", 65536)
+    address = ServerAddress(path=sock)
+    ready: list[float] = []
+    failed: list[str] = []
+    start = time.monotonic()
+
+    async def one() -> None:
+        try:
+            conn, _ = await connect_server(address, Request(new=True))
+        except Exception as error:
+            failed.append(f"{type(error).__name__}: {error}")
+            return
+        ready.append(time.monotonic() - start)
+        await conn.aclose()
+
+    try:
+        async with anyio.create_task_group() as group:
+            for _ in range(sessions):
+                group.start_soon(one)
+        storm = time.monotonic() - start
+        workers = _children(process.pid)
+        pss = sorted(_pss_kb(pid) for pid in workers)
+        with psycopg.connect(url) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+                "AND pid <> pg_backend_pid()"
+            ).fetchone()
+        connections = int(row[0]) if row else 0
+    finally:
+        process.terminate()
+        with anyio.move_on_after(60):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+    return {"storm": storm, "ready": len(ready), "failed": failed, "pss": pss,
+            "connections": connections}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=50)
+    parser.add_argument("--max-starting", type=int, default=None)
+    args = parser.parse_args()
+    cluster = TempCluster(
+        {"fsync": "off", "full_page_writes": "off", "max_connections": str(4 * args.sessions + 50)}
+    )
+    cluster.start()
+    try:
+        url = f"postgresql://{cluster.user}@127.0.0.1:{cluster.port}/postgres"
+        with tempfile.TemporaryDirectory() as folder:
+            found = anyio.run(measure, url, Path(folder), args.sessions, args.max_starting)
+    finally:
+        cluster.stop()
+    n = args.sessions
+    load = os.getloadavg()[0]
+    print(f"serve capacity: {n} sessions, {os.cpu_count()} CPUs, load average {load:.1f}")
+    projected = found["storm"] * 200 / n
+    verdict = "meets" if not found["failed"] and projected <= 15 else "MISSES"
+    print(
+        f"  start storm: {found['ready']}/{n} ready, {len(found['failed'])} failed, all answered "
+        f"in {found['storm']:.1f} s; {projected:.0f} s for 200 at this rate (target: 200 within "
+        f"15 s) {verdict}"
+    )
+    if found["failed"]:
+        print(f"    first failure: {found['failed'][0]}")
+    workers = len(found["pss"])
+    verdict = "meets" if workers == found["ready"] else "MISSES"
+    print(
+        f"  workers left running: {workers} for {found['ready']} ready sessions (target: no "
+        f"worker of a failed start left running) {verdict}"
+    )
+    pss = found["pss"]
+    if len(pss) >= 2:
+        beyond = (sum(pss) - pss[-1]) / (len(pss) - 1) / 1024
+        verdict = "meets" if beyond <= 5 else "MISSES"
+        print(
+            f"  memory of idle sessions: {beyond:.1f} MB each beyond the first ({len(pss)} "
+            f"workers, {sum(pss) / 1024:.0f} MB PSS in all) (target: <= 5 MB) {verdict}"
+        )
+    per_500 = found["connections"] * 500 / max(n, 1)
+    verdict = "meets" if per_500 <= 20 else "MISSES"
+    print(
+        f"  database connections: {found['connections']} for {n} idle sessions, {per_500:.0f} "
+        f"at this rate for 500 (target: <= 20 in all) {verdict}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""The servers' session directory on a fresh database (issue 42): 200 servers' first sessions at
+once used to fail creating ``coding_agent_sessions`` (199 of 200: a ``pg_type`` duplicate key,
+two ``CREATE TABLE IF NOT EXISTS`` racing); now every one is recorded and read back.
+
+To make the 200 meet for sure, the database gets an event trigger that holds every DDL
+statement at its start until the test lets them all go at once (an advisory lock the test
+holds until all 200 connections wait on a lock)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import psycopg
+import pytest
+from psycopg import sql
+
+from coding_agent.server.directory import SessionDirectory
+from coding_agent.session_files.folders import METADATA_VERSION, SessionMetadata
+
+pytestmark = pytest.mark.anyio
+FIRST_USES = 200
+GATE_KEY = 42  # the event trigger's (GATE) advisory lock
+GATE = """
+CREATE FUNCTION gate() RETURNS event_trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_lock_shared(42);
+    PERFORM pg_advisory_unlock_shared(42);
+END $$;
+CREATE EVENT TRIGGER gate ON ddl_command_start EXECUTE FUNCTION gate();
+"""
+WAITING = (
+    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+    "AND wait_event_type = 'Lock'"
+)
+
+
+@pytest.fixture
+def fresh_db(postgres_cluster: Any) -> Iterator[str]:
+    name = f"db_{uuid.uuid4().hex}"
+    with psycopg.connect(postgres_cluster.conninfo, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = postgres_cluster.conninfo.replace("dbname=postgres", f"dbname={name}")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(GATE)
+    try:
+        yield url
+    finally:
+        with psycopg.connect(postgres_cluster.conninfo, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def _metadata(n: int) -> SessionMetadata:
+    return SessionMetadata(
+        version=METADATA_VERSION, id=f"20261205-000000-{n:06x}", cwd="/project",
+        created="2026-12-05T00:00:00+00:00", model=None,
+    )  # fmt: skip
+
+
+async def test_simultaneous_first_uses_of_a_fresh_database_all_succeed(fresh_db: str) -> None:
+    failures: list[BaseException] = []
+
+    async def first_use(n: int) -> None:
+        directory = SessionDirectory(fresh_db, lock_timeout=300)  # a server's first use
+        try:
+            await directory.put(_metadata(n))
+        except Exception as error:
+            failures.append(error)
+
+    gate = await psycopg.AsyncConnection.connect(fresh_db, autocommit=True)
+    async with gate:
+        await gate.execute("SELECT pg_advisory_lock(%s)", (GATE_KEY,))
+        with anyio.fail_after(180):
+            async with anyio.create_task_group() as group:
+                for n in range(FIRST_USES):
+                    group.start_soon(first_use, n)
+                while True:  # every first use is held at a lock: let them all go at once
+                    row = await (await gate.execute(WAITING)).fetchone()
+                    if row is not None and row[0] >= FIRST_USES:
+                        break
+                    await anyio.sleep(0.05)
+                await gate.execute("SELECT pg_advisory_unlock(%s)", (GATE_KEY,))
+    assert failures == []
+    reader = SessionDirectory(fresh_db)
+    for n in (0, FIRST_USES // 2, FIRST_USES - 1):
+        assert await reader.get(_metadata(n).id) == _metadata(n)
+    with psycopg.connect(fresh_db) as conn:
+        assert conn.execute("SELECT count(*) FROM coding_agent_sessions").fetchone() == (
+            FIRST_USES,
+        )

@@ -1,0 +1,138 @@
+"""The app's command tables (``coding_agent.tui.commands``): handlers called directly, with no
+TUI, and the one error report seen through the real app's editor (Textual Pilot)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chord.context import BACKGROUND, Context
+from chord.textual import ArgumentError, CommandError, register_commands
+from coding_agent.session_files.folders import Session, create_session
+from coding_agent.session_files.index import session_name
+from coding_agent.tui import CodingAgentApp
+from coding_agent.tui.commands import core, sessions, tree
+from coding_agent.tui.commands.trust import TRUST_COMMANDS, TrustTarget
+
+pytestmark = pytest.mark.anyio
+
+
+class Toasts:
+    """What a handler may say on the side (``notify``); nothing here is a Textual app."""
+
+    def __init__(self) -> None:
+        self.said: list[tuple[str, str]] = []
+
+    def notify(self, message: str, *, severity: str = "information") -> None:
+        self.said.append((severity, message))
+
+
+class Here:
+    """The session control ``/name`` needs: the session the TUI shows."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+
+def _sessions_target(session: Session) -> sessions.SessionsTarget:
+    here: Any = Here(session)
+    toasts: Any = Toasts()
+    return sessions.SessionsTarget(here, toasts, None, session.cwd)
+
+
+async def test_the_name_handler_names_the_session_without_a_tui(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    session = create_session(project, env=agent_env)
+    target = _sessions_target(session)
+    (name,) = [c for c in sessions.SESSION_COMMANDS if c.name == "name"]
+
+    said = await name.run(target, "  greeting   fix ", BACKGROUND)
+    assert said == "Session name: greeting fix"
+    assert session_name(session) == "greeting fix"
+
+    assert sessions.name(target, name.parse(""), BACKGROUND) == "Session name removed"
+    assert session_name(session) is None
+
+    with pytest.raises(CommandError, match=r"^/name: a session name has at most"):
+        sessions.name(target, name.parse("x" * 500), BACKGROUND)
+    assert session_name(session) is None  # nothing half-written
+
+
+def test_the_app_tables_declare_their_arguments() -> None:
+    with pytest.raises(ArgumentError, match="there is no level 'huge'"):
+        core.THINKING.parse("huge")
+    assert core.THINKING.parse("")["level"] == ""  # no level: the picker
+    assert core.COMPACT.parse("keep the  plan")["instructions"] == "keep the  plan"
+    with pytest.raises(ArgumentError, match=r"^/branch needs N: /branch N$"):
+        tree.BRANCH.parse("")
+    assert {c.name for c in tree.TREE_COMMANDS} == {"tree", "label", "rewind", "export", "branch"}
+    (export,) = [c for c in tree.TREE_COMMANDS if c.name == "export"]
+    assert export.usage == "/export [FILE.html|FILE.jsonl]"
+
+
+class _GoneWorker:
+    """A tree service whose worker went away mid-session."""
+
+    async def outline(self, ctx: Context) -> Any:
+        raise ConnectionError("the worker went away")
+
+
+def _tree_target(app: CodingAgentApp) -> tree.TreeTarget:
+    host = tree.TreeHost(
+        conversation_id=lambda: 1,
+        follow=lambda branch: None,
+        busy=lambda: False,
+        restore_prompt=lambda text: None,
+        show_screen=app.push_screen_wait,
+    )
+    return tree.TreeTarget(host, app.tui, _GoneWorker())
+
+
+async def test_typed_commands_fail_with_one_kind_of_toast(
+    conversation: Any, docs: Any, tmp_path: Path
+) -> None:
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        register_commands(app.tui, tree.TREE_COMMANDS, _tree_target(app))
+        environ = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+        register_commands(app.tui, TRUST_COMMANDS, TrustTarget(app.tui, tmp_path, environ))
+
+        said_all: list[tuple[str, str]] = []
+        shown = app.tui.notify
+
+        def notify(message: str, *, severity: Any = "information") -> None:
+            said_all.append((severity, message))  # toasts expire; the test keeps every one
+            shown(message, severity=severity)
+
+        app.tui.notify = notify  # type: ignore[method-assign]
+
+        def errors() -> list[str]:
+            return [message for severity, message in said_all if severity == "error"]
+
+        for line, said in [
+            ("/tree", "/tree failed: the worker went away"),  # any exception
+            ("/branch seven", "/branch needs a branch number: /branch N (see /tree)"),  # refusal
+            ("/label", "/label needs NAME: /label NAME"),  # the declared arguments
+            ("/trust now", "/trust takes no arguments: /trust"),
+        ]:
+            app.editor.clear()
+            await pilot.press(*line)
+            await docs.until(
+                pilot, lambda t=line: app.editor.palette.display or app.editor.text == t
+            )
+            await pilot.press("escape")  # close the palette, so Enter sends the line as typed
+            await docs.until(pilot, lambda: not app.editor.palette.display)
+            await pilot.press("enter")
+            await docs.until(pilot, lambda m=said: m in errors())
+        assert app.is_running
+        assert len(errors()) == 4
+        help_text = app.help_text()
+        assert "/export [FILE.html|FILE.jsonl] — Export this branch" in help_text
+        assert "/branch N — Switch to a branch (see /tree)" in help_text
+        assert "/quit — Leave the app (the session keeps running)" in help_text
