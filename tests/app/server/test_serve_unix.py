@@ -163,3 +163,28 @@ def test_attach_to_a_server_names_the_session_it_needs(
     )
     assert resumed.returncode == 2
     assert "--server takes the session in its URL" in resumed.stderr
+
+
+async def test_a_servers_wait_for_approval_parks_the_approvals_of_p_runs(
+    servers: Any, agent_env: dict[str, str], project: Path, tmp_path: Path
+) -> None:
+    """Issue 43 deliver 3, the server default: ``serve --wait-for-approval 0.3`` parks a ``-p``
+    run's approval (one line says how to answer it) instead of denying at once; nobody answers,
+    so it is denied after the wait (exit 3). A run's own flag would win over the default."""
+    script = tmp_path / "parked.json"
+    script.write_text(json.dumps([
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "touch parked.txt"}}]},
+        {"text": "done"},
+    ]))  # fmt: skip
+    server = await servers(
+        agent_env, ["--faux-script", str(script), "serve", "--cwd", str(project),
+                    "--wait-for-approval", "0.3"],
+    )  # fmt: skip
+    done = await anyio.to_thread.run_sync(
+        lambda: _cli(agent_env, "-p", "go", "--server", server.unix, cwd=tmp_path)
+    )
+    assert done.returncode == 3, done.stderr
+    assert "waiting for approval of the bash call (touch parked.txt)" in done.stderr
+    assert "waiting 0.3 s" in done.stderr
+    assert "blocked the bash call (touch parked.txt)" in done.stderr
+    assert not (project / "parked.txt").exists()

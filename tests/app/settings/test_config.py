@@ -112,8 +112,9 @@ def test_the_project_file_applies_on_top_only_when_trusted(
          "{f}:2: key `thinking`: 'hot' is not a thinking level (off, minimal, low, medium, high, "
          "xhigh)"),
         (('model = "openai/qwen2.5-coder:7b"', 'modle = "x/y"'),
-         "{f}:1: key `modle`: unknown key (known: model, thinking, theme, permission_mode, providers, "
-         "models, secrets, secrets_passthrough, permissions, sandbox)"),
+         "{f}:1: key `modle`: unknown key (known: model, thinking, theme, permission_mode, "
+         "providers, models, secrets, secrets_passthrough, permissions, sandbox, web_fetch, "
+         "web_search)"),
         (('model = "openai/qwen2.5-coder:7b"', 'model = "qwen"'),
          "{f}:1: key `model`: 'qwen' is not provider/model-id (e.g. openai/qwen2.5-coder:7b)"),
         (("[providers.openai]", "[providers.openaj]"),

@@ -48,6 +48,8 @@ def test_the_withheld_names_are_the_provider_keys_the_token_and_the_listed_ones(
         "GOOGLE_APPLICATION_CREDENTIALS",
         "LOCAL_LLM_KEY",
         "CODING_AGENT_TOKEN",
+        "BRAVE_API_KEY",
+        "TAVILY_API_KEY",
         "GITHUB_TOKEN",
         "NPM_TOKEN",
     )
@@ -73,6 +75,8 @@ def test_the_withheld_names_are_the_provider_keys_the_token_and_the_listed_ones(
         "GOOGLE_APPLICATION_CREDENTIALS",
         "LOCAL_LLM_KEY",
         "CODING_AGENT_TOKEN",
+        "BRAVE_API_KEY",
+        "TAVILY_API_KEY",
         "GITHUB_TOKEN",
     }
 
@@ -122,7 +126,7 @@ def test_coding_agent_config_lists_what_is_withheld(tmp_path: Path) -> None:
         "GROQ_API_KEY, DEEPSEEK_API_KEY, MISTRAL_API_KEY, AWS_BEARER_TOKEN_BEDROCK, "
         "GOOGLE_API_KEY, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, "
         "GOOGLE_APPLICATION_CREDENTIALS, "
-        "CODING_AGENT_TOKEN, GITHUB_TOKEN  # "
+        "CODING_AGENT_TOKEN, BRAVE_API_KEY, TAVILY_API_KEY, GITHUB_TOKEN  # "
     )
     assert withheld.endswith(f"provider keys, server token + {path}:1")
     passed = next(line for line in lines if line.startswith("secrets_passthrough = "))

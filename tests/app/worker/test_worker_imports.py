@@ -14,7 +14,17 @@ import pytest
 
 from coding_agent.session_files.folders import create_session
 
-_UNWANTED = ("openai", "anthropic", "httpx", "mcp", "pydantic", "textual")
+_UNWANTED = (
+    "openai",
+    "anthropic",
+    "httpx",
+    "httpcore",
+    "mcp",
+    "pydantic",
+    "textual",
+    "bs4",
+    "markdownify",
+)
 
 
 @pytest.mark.parametrize("model", ["anthropic/claude-sonnet-4-6", "openai/gpt-4.1"])

@@ -194,6 +194,9 @@ def test_the_rules_decide_each_tool_by_mode(
     # a tool no rule names but that is not declared replay-safe runs, except in plan mode
     expected = "block" if mode == "plan" else "run"
     assert rules.action("deploy", mode, replay_safe=False) == expected
+    # the web tools reach the network: they ask like bash (plan mode blocks them)
+    for web in ("web_fetch", "web_search"):
+        assert rules.action(web, mode, replay_safe=False) == bash
 
 
 def test_rules_know_edits_and_read_only_tools() -> None:

@@ -317,6 +317,12 @@ def test_the_shell_analysis(
         ("write", {"path": "/tmp/a b[1].txt"}, "Write(//tmp/a b\\[1\\].txt)"),
         ("edit", {}, None),
         ("mcp__github__get_issue", {"n": 1}, "mcp__github__get_issue"),
+        (
+            "web_fetch",
+            {"url": "https://docs.python.org/3/x.html"},
+            "WebFetch(domain:docs.python.org)",
+        ),
+        ("web_fetch", {"url": "not a url"}, None),
     ],
 )
 def test_the_narrow_rule_a_dialog_offers(

@@ -24,7 +24,7 @@ def test_user_path_respects_xdg_config_home(tmp_path: Path) -> None:
 
 
 def test_project_servers_load_only_when_trusted_and_replace_user_ones(tmp_path: Path) -> None:
-    env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg"), "KEY": "k1"}
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "KEY": "k1"}
     write(
         tmp_path / "cfg" / "coding-agent" / "mcp.json",
         {"mcpServers": {"a": {"command": "a-cmd", "env": {"K": "${KEY}"}}, "b": {"command": "b"}}},
@@ -54,7 +54,7 @@ def test_project_servers_load_only_when_trusted_and_replace_user_ones(tmp_path: 
 
 
 def test_bad_files_and_entries_are_named_and_skipped(tmp_path: Path) -> None:
-    env = {"XDG_CONFIG_HOME": str(tmp_path)}
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
     path = tmp_path / "coding-agent" / "mcp.json"
     write(path, "{not json")
     config = load_config(env=env)
@@ -92,7 +92,7 @@ def test_tool_names_are_provider_safe() -> None:
 
 
 def test_startup_timeout_and_max_message_bytes_next_to_mcp_servers(tmp_path: Path) -> None:
-    env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
     path = tmp_path / "cfg" / "coding-agent" / "mcp.json"
     write(path, {"mcpServers": {}})
     config = load_config(env=env)

@@ -27,6 +27,7 @@ from chord import Context, define_service
 
 __all__ = [
     "SHELL_ENTRY_KIND",
+    "TODO_NAMESPACE",
     "ReloadOutcome",
     "ReloadRequests",
     "ReloadService",
@@ -70,6 +71,11 @@ ShellService = define_service("coding-agent.shell")
 
 SHELL_ENTRY_KIND = "coding-agent.shell"
 """The entry kind of a ``!cmd``/``!!cmd`` the user ran (the transcript draws it)."""
+
+TODO_NAMESPACE = "coding-agent.todo"
+"""The namespace of each conversation's todo list (``worker/tools/todo.py``); the view holds it
+as ``plugins["coding-agent.todo"] = {"todos": [{content, status, activeForm}, ...]}``, which the
+TUI's tasks panel shows."""
 
 
 class ReloadOutcome(TypedDict):

@@ -15,8 +15,8 @@ A rule names a tool and, for some tools, which calls of it (:func:`parse_rule`):
 Claude Code's tool names map to the agent's: ``Bash`` → ``bash``; ``Read`` → ``read``, ``grep``,
 ``find``, ``ls`` (as Claude Code's Read rules govern its search tools); ``Grep`` → ``grep``,
 ``Glob`` → ``find``, ``LS`` → ``ls``; ``Edit``/``MultiEdit`` → ``edit`` and ``write`` (every
-file-editing tool); ``Write`` → ``write``; ``WebFetch`` → a ``web_fetch``/``fetch`` tool (the
-agent has none built in; a plugin's tool of that name is covered). Any other name is a tool
+file-editing tool); ``Write`` → ``write``; ``WebFetch`` → ``web_fetch`` (the agent's) and a
+plugin's ``fetch`` tool. Any other name is a tool
 name as the model sees it.
 
 **Paths.** ``//x`` is the absolute path ``/x``; ``~/x`` is in the home folder; ``./x`` and ``/x``

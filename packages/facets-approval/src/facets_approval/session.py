@@ -167,14 +167,17 @@ class ApprovalRules:
 
     ``ask`` names the tools that need approval (``"*"`` means every tool, ``"prefix*"`` every
     tool whose name starts so); the default asks for the tools with effects outside the
-    conversation (``bash``, ``write``, ``edit``, and every MCP tool, ``mcp__*``). ``edits``
+    conversation (``bash``, ``write``, ``edit``, the web tools ``web_fetch`` and ``web_search``,
+    and every MCP tool, ``mcp__*``). ``edits``
     names the tools that change files (``write``, ``edit``): ``accept-edits`` mode lets them run
     without asking. A tool in neither set is *read-only* (``read``, ``grep``, ``ls``, ...): it
     runs in every mode, and in plan mode only when its declaration agrees (``replay="safe"``).
     """
 
     ask: frozenset[str] = field(
-        default_factory=lambda: frozenset({"bash", "write", "edit", "mcp__*"})
+        default_factory=lambda: frozenset(
+            {"bash", "write", "edit", "web_fetch", "web_search", "mcp__*"}
+        )
     )
     edits: frozenset[str] = field(default_factory=lambda: frozenset({"write", "edit"}))
     sandboxed: frozenset[str] = field(default_factory=lambda: frozenset({"bash"}))
@@ -232,7 +235,7 @@ class ApprovalRules:
 
 
 DEFAULT_RULES = ApprovalRules()
-"""``bash``, ``write``, ``edit`` and every ``mcp__*`` tool ask (``write`` and ``edit`` are the
+"""``bash``, ``write``, ``edit``, ``web_fetch``, ``web_search`` and every ``mcp__*`` tool ask (``write`` and ``edit`` are the
 edits); everything else is read-only."""
 
 

@@ -11,6 +11,7 @@ import os
 import re
 import shlex
 from collections.abc import Sequence
+from urllib.parse import urlsplit
 
 from .rules import (
     RuleError,
@@ -115,7 +116,7 @@ def suggest_rule(
     (``rm``, interpreters, ``curl``, …); a line with two uncovered commands, or one no command
     rule can allow (:attr:`~.shell.CommandAnalysis.allowable`), gets none. ``edit`` →
     ``Edit(./path)``, ``write`` → ``Write(./path)`` (``//abs`` outside the project), an MCP tool
-    → its own name, another tool its name. Never ``Bash`` or ``Bash(*)``. The rule is checked
+    → its own name, ``web_fetch`` → ``WebFetch(domain:host)``, another tool its name. Never ``Bash`` or ``Bash(*)``. The rule is checked
     to allow this very call together with the allow rules already in ``rules``."""
     fields: dict[str, object] = args if isinstance(args, dict) else {}  # pyright: ignore[reportUnknownVariableType]
     allows = [r for r in (rules.rules if rules is not None else ()) if r.kind == "allow"]
@@ -137,6 +138,12 @@ def suggest_rule(
         if len(uncovered) != 1:
             return None
         suggestion = _command_rule(uncovered[0].words)
+    elif tool in ("web_fetch", "fetch"):
+        url = fields.get("url")
+        host = (urlsplit(url).hostname or "") if isinstance(url, str) else ""
+        if not host:
+            return None
+        suggestion = f"WebFetch(domain:{host})"
     elif tool in ("edit", "write"):
         path = fields.get("path")
         if not isinstance(path, str) or not path:

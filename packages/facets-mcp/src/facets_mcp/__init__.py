@@ -3,7 +3,8 @@
 
 * :mod:`.contract` — the service ids (``mcp.servers``, ``mcp.elicitation``, ``mcp.sampling``),
   their JSON shapes and :func:`tool_name`;
-* :mod:`.config` — the user's ``mcp.json`` and a trusted project's ``.mcp.json``;
+* :mod:`.config` — the user's ``mcp.json``, a trusted project's ``.mcp.json`` and Claude
+  Code's ``~/.claude.json`` (user and local scope);
 * :mod:`.client` — one server's connection (stdio, streamable HTTP or HTTP+SSE) on the worker's
   loop, with :mod:`.stdio` / :mod:`.http_bound` (the size cap), :mod:`.listing`, :mod:`.results`
   and :mod:`.callbacks` (roots, elicitation, sampling);

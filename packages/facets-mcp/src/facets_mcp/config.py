@@ -1,6 +1,6 @@
 """Where MCP servers are configured, and the checked shape of one server.
 
-Two files, in Claude Code's ``mcpServers`` shape::
+Our own files, and Claude Code's, in Claude Code's ``mcpServers`` shape::
 
     {"mcpServers": {
         "files": {"command": "npx", "args": ["-y", "@scope/server"], "env": {"TOKEN": "${TOKEN}"}},
@@ -9,11 +9,28 @@ Two files, in Claude Code's ``mcpServers`` shape::
     }}
 
 * the user's ``$XDG_CONFIG_HOME/coding-agent/mcp.json`` (default ``~/.config``);
-* the project's ``.mcp.json`` at its root, read only when the project is trusted.
+* the project's ``.mcp.json`` at its root, read only when the project is trusted;
+* Claude Code's ``~/.claude.json`` (``$CLAUDE_CONFIG_DIR/.claude.json`` when that variable is
+  set, as Claude Code does; :func:`claude_json_path`): its top-level ``mcpServers`` (what
+  ``claude mcp add --scope user`` writes) and ``projects[<this project>].mcpServers`` (the
+  default *local* scope, the user's own servers for one folder; the key is the absolute path of
+  the project root, or of the session's folder when that differs). Only those two keys are read:
+  the file's many others (history, tips, …) are ignored whatever their shape. The local scope is
+  the user's own file, so it loads in an untrusted project too.
 
-A project server replaces a user server of the same name. ``type`` is ``stdio`` (the default
-when ``command`` is given), ``http`` (``streamable-http`` is accepted too; the default when
-``url`` is given) or ``sse`` (the legacy HTTP+SSE transport: ``url`` is the SSE endpoint, as
+On a name clash the later source in this list wins, lowest first:
+
+1. ``~/.claude.json``, user scope;
+2. our ``mcp.json`` (ours replaces Claude Code's user-scope server of the same name);
+3. a trusted project's ``.mcp.json``;
+4. ``~/.claude.json``, local scope of this project (Claude Code's order: local > project >
+   user; the user's own choice for this folder is not replaced by what a repository ships);
+   the session's folder's entry wins over the project root's when both are present.
+
+Each server keeps its source (the file, and for ``~/.claude.json`` the scope), shown by ``/mcp``.
+
+``type`` is ``stdio`` (the default when ``command`` is given), ``http`` (``streamable-http`` is
+accepted too; the default when ``url`` is given) or ``sse`` (the legacy HTTP+SSE transport: ``url`` is the SSE endpoint, as
 Claude Code writes it). An ``http`` or ``sse`` server that answers 401 is logged in to with OAuth
 (:mod:`.auth`): no configuration. ``${VAR}`` and ``${VAR:-default}`` are
 expanded in ``command``, ``args``, ``env``, ``url`` and ``headers``. Our own optional keys:
@@ -51,6 +68,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "McpConfig",
     "ServerSpec",
+    "claude_json_path",
     "load_config",
     "parse_servers",
     "parse_settings",
@@ -104,6 +122,16 @@ def user_config_path(env: Mapping[str, str] | None = None) -> Path:
     environ = os.environ if env is None else env
     base = environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "coding-agent" / "mcp.json"
+
+
+def claude_json_path(env: Mapping[str, str] | None = None) -> Path:
+    """Claude Code's ``.claude.json``: in ``$CLAUDE_CONFIG_DIR`` when that is set (as Claude Code
+    keeps it there then), else ``~/.claude.json`` (``$HOME``, else the account's home)."""
+    environ = os.environ if env is None else env
+    configured = environ.get("CLAUDE_CONFIG_DIR")
+    if configured:
+        return Path(configured).expanduser() / ".claude.json"
+    return Path(environ.get("HOME") or os.path.expanduser("~")) / ".claude.json"
 
 
 def project_config_path(project: str | os.PathLike[str]) -> Path:
@@ -266,23 +294,91 @@ def parse_settings(data: object, source: str) -> tuple[dict[str, Any], list[str]
     return found, errors
 
 
-def _read(
-    path: Path, environ: Mapping[str, str], settings: dict[str, Any]
-) -> tuple[list[ServerSpec], list[str]]:
+def _decode(path: Path) -> tuple[object, list[str]]:
+    """The decoded file (``None`` when it is missing or bad) and the problem, naming it."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return [], []
+        return None, []
     except (OSError, UnicodeDecodeError) as exc:
-        return [], [f"{path}: cannot be read ({exc}); its servers are skipped"]
+        return None, [f"{path}: cannot be read ({exc}); its servers are skipped"]
     try:
-        data = json.loads(text)
+        return json.loads(text), []
     except json.JSONDecodeError as exc:
-        return [], [f"{path}: not valid JSON ({exc}); fix the file, its servers are skipped"]
+        return None, [f"{path}: not valid JSON ({exc}); fix the file, its servers are skipped"]
+
+
+def _read(
+    path: Path, environ: Mapping[str, str], settings: dict[str, Any]
+) -> tuple[list[ServerSpec], list[str]]:
+    data, problems = _decode(path)
+    if data is None:
+        return [], problems
     found, problems = parse_settings(data, str(path))
     settings.update(found)
     servers, errors = parse_servers(data, str(path), environ)
     return servers, problems + errors
+
+
+def _servers_at(
+    holder: Mapping[str, Any], source: str, environ: Mapping[str, str]
+) -> tuple[list[ServerSpec], list[str]]:
+    if "mcpServers" not in holder:
+        return [], []
+    return parse_servers({"mcpServers": holder["mcpServers"]}, source, environ)
+
+
+def _read_claude_json(
+    path: Path, folders: list[Path], environ: Mapping[str, str]
+) -> tuple[list[ServerSpec], list[ServerSpec], list[str]]:
+    """``(user-scope servers, local-scope servers of folders, problems)`` of Claude Code's
+    ``.claude.json``; only ``mcpServers`` and ``projects[folder].mcpServers`` are looked at."""
+    data, problems = _decode(path)
+    if data is None:
+        return [], [], problems
+    if not isinstance(data, dict):
+        return [], [], [f"{path}: expected a JSON object; its MCP servers are skipped"]
+    raw: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
+    user, errors = _servers_at(raw, f"{path} (user scope)", environ)
+    local: list[ServerSpec] = []
+    projects = raw.get("projects")
+    if projects is None or not folders:
+        return user, local, errors
+    if not isinstance(projects, dict):
+        return (
+            user,
+            local,
+            [
+                *errors,
+                f'{path}: "projects" is not an object; its local-scope MCP servers are skipped',
+            ],
+        )
+    by_path: dict[str, Any] = {
+        os.path.normpath(str(key)): entry
+        for key, entry in projects.items()  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(key, str)
+    }
+    for folder in folders:
+        key = next(
+            (
+                k
+                for k in (os.path.normpath(folder), os.path.normpath(folder.resolve()))
+                if k in by_path
+            ),
+            None,
+        )
+        if key is None:
+            continue
+        entry = by_path[key]
+        if not isinstance(entry, dict):
+            errors.append(
+                f'{path}: projects["{key}"] is not an object; its MCP servers are skipped'
+            )
+            continue
+        found, problems = _servers_at(entry, f"{path} (local scope of {key})", environ)  # pyright: ignore[reportUnknownArgumentType]
+        local += found
+        errors += problems
+    return user, local, errors
 
 
 def load_config(
@@ -290,13 +386,25 @@ def load_config(
     project: str | os.PathLike[str] | None = None,
     project_trusted: bool = False,
     env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> McpConfig:
-    """The user's servers, then (when ``project_trusted``) the project's, which replace user
-    servers of the same name."""
+    """Every source in the module's order, lowest first: Claude Code's user scope, our
+    ``mcp.json``, (when ``project_trusted``) the project's ``.mcp.json``, then Claude Code's local
+    scope of ``project`` and ``cwd``; a later server replaces an earlier one of the same name."""
     environ = os.environ if env is None else env
     by_name: dict[str, ServerSpec] = {}
     errors: list[str] = []
     settings: dict[str, Any] = {}
+    folders: list[Path] = []
+    for folder in (project, cwd):
+        if folder is not None and Path(folder).absolute() not in folders:
+            folders.append(Path(folder).absolute())
+    claude_user, claude_local, problems = _read_claude_json(
+        claude_json_path(environ), folders, environ
+    )
+    errors += problems
+    for spec in claude_user:
+        by_name[spec.name] = spec
     servers, problems = _read(user_config_path(environ), environ, settings)
     errors += problems
     for spec in servers:
@@ -313,4 +421,6 @@ def load_config(
                 f"{path}: not loaded because the project is not trusted "
                 "(coding-agent --trust, or /trust, then restart)"
             )
+    for spec in claude_local:
+        by_name[spec.name] = spec
     return McpConfig(tuple(by_name.values()), tuple(errors), **settings)

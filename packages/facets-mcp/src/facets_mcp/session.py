@@ -183,6 +183,7 @@ class McpHost:
             project=project,
             project_trusted=bool(services.get("project_trusted", False)),
             env=env,
+            cwd=workspace,
         )
         self._errors = list(config.errors)
         self._startup_timeout = config.startup_timeout

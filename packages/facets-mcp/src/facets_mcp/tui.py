@@ -3,9 +3,9 @@
 ``/mcp`` opens a screen listing every configured server, **failed ones first** (then starting,
 then ready), one line each with its state, transport and tool count, and the configuration
 problems above; the list scrolls (arrows, Page Up/Down), so no server is out of reach. Picking a
-server shows its details (:func:`server_lines`): the reason it failed, the last lines of its
-stderr, whether it is tried again or was given up on, its tools, resources and prompts, and
-the tools left out (task-augmented ones); **Restart** starts it again at once. ``/mcp restart
+server shows its details (:func:`server_lines`): the file it is configured in (and, for
+``~/.claude.json``, the scope), the reason it failed, the last lines of its stderr, whether it
+is tried again or was given up on, its tools, resources and prompts, and the tools left out (task-augmented ones); **Restart** starts it again at once. ``/mcp restart
 NAME`` does that without the screen.
 
 Every prompt of a ready server is a command ``/mcp__<server>__<prompt> ARGS``
@@ -85,8 +85,8 @@ NOT_SUPPORTED = (
     "sampling request asks you first; its elicitation is answered during a tool call only."
 )
 NONE_CONFIGURED = (
-    "(none configured: add mcpServers to ~/.config/coding-agent/mcp.json "
-    "or a trusted project's .mcp.json)"
+    "(none configured: add mcpServers to ~/.config/coding-agent/mcp.json, "
+    "a trusted project's .mcp.json, or ~/.claude.json with claude mcp add)"
 )
 
 
@@ -121,6 +121,8 @@ def server_lines(server: dict[str, Any]) -> list[str]:
     """One server as lines (not yet inert): its head, then its details indented."""
     lines = [_head(server)]
     tools = server.get("tools") or []
+    if server.get("source"):
+        lines.append(f"    source: {server['source']}")
     if server.get("error"):
         lines.append(f"    error: {server['error']}")
     if server.get("state") == "failed" and "gaveUpAfter" in server:

@@ -31,8 +31,12 @@ What a sandboxed command gets (:class:`SandboxPolicy`):
 :func:`sandbox_available` says whether a sandbox can start here, and why not (not Linux,
 ``bwrap`` not on ``PATH``, user namespaces disabled): it runs ``bwrap`` once per binary with the
 same options and caches the answer. A host that cannot sandbox must say so and ask instead of
-running commands unconfined; this module only reports. macOS's ``sandbox-exec`` is not
-implemented.
+running commands unconfined; this module only reports.
+
+On macOS the same policy runs through ``sandbox-exec`` with a Seatbelt profile
+(:mod:`pico3.seatbelt`): no PID namespace there, so a command's leftovers die with its process
+group as for an unsandboxed command. That path cannot be tested on this project's Linux
+machines; the docs say so.
 
 :func:`explain_refusal` reads a failed command's output for the marks of a refusal (a read-only
 file system, permission denied, no network) and returns the one line that tells the model what
@@ -52,6 +56,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pico3.sandbox_proxy import FORWARDER, PROXY_PORT
+from pico3.seatbelt import SANDBOX_EXEC, seatbelt_profile
 
 __all__ = [
     "DEFAULT_DENY_READ",
@@ -102,6 +107,8 @@ class SandboxStatus:
     reason: str
     bwrap: str | None = None
     disable_userns: bool = False
+    seatbelt: str | None = None
+    """macOS: the ``sandbox-exec`` path (``bwrap`` is ``None`` then)."""
 
 
 _probed: dict[str, SandboxStatus] = {}
@@ -119,11 +126,16 @@ def sandbox_available(path: str | None = None) -> SandboxStatus:
     """Can a sandbox start here? ``path`` is the ``PATH`` to find ``bwrap`` on (default this
     process's). The first call per ``bwrap`` binary starts one sandbox (``true``) to find out;
     later calls return the cached answer."""
+    if sys.platform == "darwin":
+        if os.access(SANDBOX_EXEC, os.X_OK):
+            return SandboxStatus(
+                True, f"sandbox-exec ({SANDBOX_EXEC}, untested)", seatbelt=SANDBOX_EXEC
+            )
+        return SandboxStatus(False, f"{SANDBOX_EXEC} is missing: macOS's sandbox cannot start")
     if not sys.platform.startswith("linux"):
         return SandboxStatus(
             False,
-            f"the sandbox needs Linux with bubblewrap; this is {platform.system()} "
-            "(macOS sandbox-exec is not implemented)",
+            f"the sandbox needs Linux with bubblewrap or macOS; this is {platform.system()}",
         )
     bwrap = shutil.which("bwrap", path=path)
     if bwrap is None:
@@ -268,7 +280,7 @@ class Sandbox:
     enforced: bool = False
 
     def __post_init__(self) -> None:
-        if not self.status.available or self.status.bwrap is None:
+        if not self.status.available or (self.status.bwrap is None and not self.status.seatbelt):
             raise RuntimeError(f"no sandbox: {self.status.reason}")
 
     @classmethod
@@ -287,6 +299,8 @@ class Sandbox:
         folder when missing."""
         policy = self.policy
         os.makedirs(policy.temp_dir, exist_ok=True)
+        if self.status.seatbelt:
+            return self._seatbelt(self.status.seatbelt, argv, cwd, env)
         bwrap = self.status.bwrap
         assert bwrap is not None
         wrapped = [bwrap, *_namespace_options(self.status.disable_userns, network=policy.network)]
@@ -313,6 +327,34 @@ class Sandbox:
             environ["NO_PROXY"] = environ["no_proxy"] = "localhost,127.0.0.1"
         wrapped += ["--chdir", os.fspath(cwd), "--", *argv]
         return wrapped, environ
+
+    def _seatbelt(
+        self, runner: str, argv: Sequence[str], cwd: str | os.PathLike[str], env: Mapping[str, str]
+    ) -> tuple[list[str], dict[str, str]]:
+        """macOS: ``sandbox-exec -p PROFILE`` around ``argv`` (see :mod:`pico3.seatbelt`)."""
+        policy = self.policy
+        proxied = policy.proxy_socket is not None and not policy.network
+        profile = seatbelt_profile(
+            writable=policy.writable(),
+            read_only=policy.kept_read_only(),
+            hidden=policy.hidden(),
+            network=policy.network,
+            proxy_socket=policy.proxy_socket if proxied else None,
+            proxy_port=PROXY_PORT,
+        )
+        environ = dict(env)
+        environ["TMPDIR"] = os.path.realpath(policy.temp_dir)
+        command = list(argv)
+        if proxied:
+            assert policy.proxy_socket is not None
+            python = [sys.executable, "-I", "-S", "-c", FORWARDER, str(PROXY_PORT)]
+            command = [*python, os.path.realpath(policy.proxy_socket), *command]
+            url = f"http://127.0.0.1:{PROXY_PORT}"
+            for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+                environ[name] = url
+            environ["NO_PROXY"] = environ["no_proxy"] = "localhost,127.0.0.1"
+        chdir = ["/bin/sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", os.fspath(cwd)]
+        return [runner, "-p", profile, *chdir, *command], environ
 
 
 class SandboxMode:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -48,9 +49,28 @@ async def test_model_picker_lists_the_workers_models_and_switches_the_model(
         await kit.wait_for(
             pilot, lambda: any("not provider/id" in m for _, m in kit.toasts(app)), "the error"
         )
+        # a provider without its key: /model names the variable and leaves the model alone
+        await pilot.press(*"/model anthropic/claude-sonnet-4-6", "enter")
+        await kit.wait_for(
+            pilot,
+            lambda: any("set ANTHROPIC_API_KEY" in m for _, m in kit.toasts(app)),
+            "the missing key named",
+        )
+        seen["kept"] = app.view["config"].get("model")
+        # a conversation on such a model anyway (set by another client): the send says it too
+        model = {"provider": "google", "modelId": "gemini-2.5-pro"}
+        await client.config_set({"model": model}, BACKGROUND)
+        await pilot.press(*"hello", "enter")
+        await kit.wait_for(
+            pilot,
+            lambda: "set GEMINI_API_KEY" in json.dumps(kit.entries(app)),
+            "the send's error naming the key",
+        )
 
     await kit.drive(session, keeper, test)
-    assert seen["options"] == ["faux/faux-big  (current)", "faux/faux-1"]
+    assert seen["options"][:2] == ["faux/faux-big  (current)", "faux/faux-1"]
+    assert "anthropic/…  (not available: set ANTHROPIC_API_KEY)" in seen["options"]
+    assert seen["kept"] == {"provider": "faux", "modelId": "faux-1"}
     assert seen["footer"].startswith("faux/faux-1 ")
     assert "ctx 0%" in seen["footer"]  # faux-1's 200,000-token window is known: % is shown
 

@@ -247,20 +247,22 @@ def test_quit_leaves_the_turn_running_ctrl_c_twice_quits_and_stop_asks(
 ) -> None:
     script = _script(
         tmp_path,
-        [_bash("sleep 3; echo ran >> done.txt"), {"text": "The slow one finished."},
+        [_bash("until [ -e go ]; do sleep 0.1; done; echo ran >> done.txt"),
+         {"text": "The slow one finished."},
          _bash("sleep 60"), {"text": "Never mind."}],
     )  # fmt: skip
     terminal.start("one", project, f"{BINARY} --faux-script {script} --permission-mode auto")
     terminal.wait_text("one", "enter sends")
     terminal.type("one", "slow")
     terminal.press("one", "Enter")
-    terminal.wait_text("one", "sleep 3")
+    terminal.wait_text("one", "until [ -e go ]")  # the command waits for the test's word
     terminal.type("one", "/quit")
     terminal.press("one", "Enter")
     done = terminal.wait_text("one", "EXITED 0")
     assert "keeps running in the background" in done
     [session] = list_sessions(env=agent_env)
     assert session.worker_running(), "/quit leaves the worker running"
+    (project / "go").touch()  # now the command the turn was running may finish
     _until(lambda: (project / "done.txt").exists(), "the command the turn was running")
     assert (project / "done.txt").read_text() == "ran\n"
 

@@ -60,7 +60,8 @@ from coding_agent.acp.translate import (
 from coding_agent.contracts import WorkerStatusService
 from coding_agent.settings.permission_modes import MODE_SUMMARIES, PERMISSION_MODES
 from coding_agent.worker.main import WorkerConfig, load_features, open_session_host
-from pico3 import ConversationService, ConversationServiceApi
+from coding_agent.worker.root_view import follow_root_view
+from pico3 import ConversationServiceApi
 
 __all__ = ["AcpSession", "StopReason"]
 
@@ -219,35 +220,16 @@ class AcpSession:
         return self._conversation
 
     def _follow(self) -> Facet:
-        def setup(env: FacetEnvironment) -> None:
-            async def on_instance(instance: ConversationServiceApi, ctx: Context) -> None:
-                chosen = False
+        def revision(instance: ConversationServiceApi, value: Any, kind: str, chosen: bool) -> None:
+            if chosen:
+                self._conversation = instance
+                self._ready.set()
+            try:
+                self._sending.send_nowait((value, kind))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
 
-                def deliver(value: Any, _ctx: Context, delivery: Delivery) -> None:
-                    nonlocal chosen
-                    if (
-                        delivery.kind == "hydrate"
-                        and not chosen
-                        and "parent" not in value["conversation"]
-                    ):
-                        chosen = True
-                        self._conversation = instance
-                        self._ready.set()
-                    if chosen:
-                        try:
-                            self._sending.send_nowait((value, delivery.kind))
-                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                            pass
-
-                stop = instance.view.subscribe(deliver)
-                try:
-                    await ctx.wait_cancelled()
-                finally:
-                    stop()
-
-            env.observe(ConversationService, on_instance)
-
-        return define_facet("coding-agent/acp-follow", setup)
+        return follow_root_view("coding-agent/acp-follow", revision)
 
     async def _pump(self) -> None:
         receive: MemoryObjectReceiveStream[_Revision] = self._revisions

@@ -231,6 +231,12 @@ async def _headless_main(
         if code is None:
             raise
         return code
+    if wait is None:  # the server's default (serve --wait-for-approval), if it has one
+        announced = info.get("waitForApproval")
+        if announced == "until-answered":
+            wait = math.inf
+        elif isinstance(announced, (int, float)) and announced >= 0:
+            wait = float(announced)
     return await run_headless_on_server(
         prompt, conn, info, dial.again(str(info["session"])), mode=mode, out=sys.stdout,
         approve=approve, verbose=verbose, wait=wait,

@@ -44,7 +44,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, TextIO, cast
 
 import anyio
@@ -53,16 +53,13 @@ from anyio.streams.memory import MemoryObjectSendStream
 from chord import (
     BACKGROUND,
     Context,
-    Delivery,
     Facet,
     FacetEnvironment,
     define_facet,
     define_service,
     inert,
 )
-from coding_agent.cli.headless_commands import CommandBlocked, RunShell, expand_prompt_command
 from coding_agent.cli.headless_mcp import McpWatch
-from coding_agent.context.prompt_templates import TemplateError
 from coding_agent.contracts import ShellService
 from coding_agent.session_files.folders import Session
 from coding_agent.worker.main import (
@@ -71,9 +68,9 @@ from coding_agent.worker.main import (
     open_session_host,
     session_worker_config,
 )
+from coding_agent.worker.root_view import follow_root_view
 from pico3 import (
     AssistantEntry,
-    ConversationService,
     ConversationServiceApi,
     ToolResultEntry,
     View,
@@ -172,39 +169,25 @@ def _presentation(
     ``rehydrate``, a :data:`REHYDRATED` event for every hydrate after the first)."""
     followed = [False]
 
-    def setup(env: FacetEnvironment) -> None:
-        async def on_instance(instance: ConversationServiceApi, ctx: Context) -> None:
-            chosen = False
-
-            def deliver(value: Any, _ctx: Context, delivery: Delivery) -> None:
-                nonlocal chosen
-                if delivery.kind == "hydrate":
-                    again = followed[0]
-                    if not chosen and _is_root(value):
-                        chosen = followed[0] = True
-                        root(instance)
-                    if chosen and again and rehydrate:
-                        try:
-                            events.send_nowait({"type": REHYDRATED, "view": value})
-                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                            pass
-                    return
-                if chosen:
-                    for event in value["commit"]["events"]:
-                        try:
-                            events.send_nowait(event)
-                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                            return  # the run is over; later revisions are not reported
-
-            stop = instance.view.subscribe(deliver)
+    def revision(instance: ConversationServiceApi, value: Any, kind: str, chosen: bool) -> None:
+        if kind == "hydrate":
+            again = followed[0]
+            if chosen:
+                followed[0] = True
+                root(instance)
+            if again and rehydrate:
+                try:
+                    events.send_nowait({"type": REHYDRATED, "view": value})
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    pass
+            return
+        for event in value["commit"]["events"]:
             try:
-                await ctx.wait_cancelled()
-            finally:
-                stop()
+                events.send_nowait(event)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return  # the run is over; later revisions are not reported
 
-        env.observe(ConversationService, on_instance)
-
-    return define_facet("coding-agent/headless", setup)
+    return follow_root_view("coding-agent/headless", revision)
 
 
 def _responder(service: Any, answer: Callable[[Any, Context], Any]) -> Facet:
@@ -336,10 +319,12 @@ def _shell_user(box: list[Any]) -> Facet:
     return define_facet("coding-agent/headless-shell", setup)
 
 
-def _shell_runner(box: list[Any], conversation: ConversationServiceApi) -> RunShell:
+def _shell_runner(
+    box: list[Any], conversation: ConversationServiceApi
+) -> Callable[[str], Awaitable[str]]:
     async def run(command: str) -> str:
         if not box:
-            raise TemplateError(f"cannot run `{command}`: the session has no !cmd runner")
+            raise RuntimeError(f"cannot run `{command}`: the session has no !cmd runner")
         conversation_id = conversation.view.value["conversation"]["id"]
         data = await box[-1].run(conversation_id, command, False, BACKGROUND)
         return str(data.get("output", "")) if isinstance(data, dict) else ""
@@ -404,14 +389,19 @@ async def run_headless(
         await root.chosen.wait()
         if mcp is not None:  # the first request offers the servers' tools
             await mcp.settled(errors)
-        try:  # `-p "/greet Bob"` sends the template, as Claude Code and pi do
-            prompt = await expand_prompt_command(
-                prompt, session.cwd, approve, _shell_runner(shell, root.found[0])
-            )
-        except (CommandBlocked, TemplateError) as error:
-            print(f"coding-agent: error: {inert(str(error))}", file=errors)
-            errors.flush()
-            return EXIT_BLOCKED if isinstance(error, CommandBlocked) else EXIT_FAILED
+        if prompt.startswith("/"):  # `-p "/greet Bob"` sends the template, as Claude Code and pi do
+            # lazy: start-up time (only a prompt that names a command loads the templates)
+            from coding_agent.cli.headless_commands import CommandBlocked, expand_prompt_command
+            from coding_agent.context.prompt_templates import TemplateError
+
+            try:
+                prompt = await expand_prompt_command(
+                    prompt, session.cwd, approve, _shell_runner(shell, root.found[0])
+                )
+            except (CommandBlocked, TemplateError, RuntimeError) as error:
+                print(f"coding-agent: error: {inert(str(error))}", file=errors)
+                errors.flush()
+                return EXIT_BLOCKED if isinstance(error, CommandBlocked) else EXIT_FAILED
         watch = runtime.storage
         assert watch is not None
         watch.on_failure(send_events.close)  # the loop below ends: no more events will come

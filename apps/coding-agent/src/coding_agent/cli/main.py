@@ -627,6 +627,7 @@ def _print_config(cwd: Path) -> int:
             show(key, value, config.origin.get(key, "?"))
     _show_secrets(config, show)
     _show_sandbox(config, show)
+    _show_web(config, show)
     for model_entry in config.models:
         ref = f"{model_entry['provider']}/{model_entry['id']}"
         details = ", ".join(
@@ -692,6 +693,30 @@ def _show_sandbox(config: EffectiveConfig, show: Callable[[str, Any, str], None]
         show("sandbox.network", "none", "built in (sandbox.allow_domains opens HTTPS to domains)")
 
 
+def _show_web(config: EffectiveConfig, show: Callable[[str, Any, str], None]) -> None:
+    """The ``web_fetch``/``web_search`` lines of ``coding-agent config``."""
+    private = ", ".join(config.web_allow_private) or "none (public addresses only)"
+    show(
+        "web_fetch.allow_private", private, config.origin.get("web_fetch.allow_private", "default")
+    )
+    if config.sandbox_enabled:
+        show("web_fetch.domains", "sandbox.allow_domains only", "sandbox.enabled")
+    if config.web_search_backend is None:
+        show("web_search", "off", "default (set [web_search] backend to enable it)")
+        return
+    origin = config.origin.get("web_search.backend", "?")
+    show("web_search.backend", config.web_search_backend, origin)
+    if config.web_search_url:
+        show("web_search.url", config.web_search_url, origin)
+    from coding_agent.worker.tools.web_search import DEFAULT_KEY_ENV
+
+    defaults = {str(name): key for name, key in DEFAULT_KEY_ENV.items()}
+    variable = config.web_search_key_env or defaults.get(config.web_search_backend)
+    if variable:
+        state = "set" if os.environ.get(variable) else "NOT SET: web_search will fail"
+        show("web_search.api_key_env", variable, f"environment ${variable}: {state}")
+
+
 def _cwd() -> Path:
     try:
         cwd = Path(os.getcwd())
@@ -737,7 +762,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         parser.error(f"{args.command} does not take -p or --json")
     if args.server is not None and (args.continue_ or args.resume is not None):
         parser.error("--server takes the session in its URL: --server tcp://HOST:PORT/SESSION")
-    if args.wait_for_approval is not None and not headless:
+    if args.wait_for_approval is not None and not headless and args.command != "serve":
         parser.error("--wait-for-approval is for -p/--json (a TUI asks you itself)")
     if args.server is not None and not headless:
         parser.error(

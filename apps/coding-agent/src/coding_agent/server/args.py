@@ -4,6 +4,7 @@ this parser and must not import the server (anyio, chord, ssl)."""
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 __all__ = ["DEFAULT_IDLE", "add_serve_command"]
@@ -68,6 +69,16 @@ def add_serve_command(commands: Any, seconds: Any) -> None:
     )
     serve.add_argument(
         "--cwd", metavar="DIR", help="the project folder new sessions work in (default: here)"
+    )
+    serve.add_argument(
+        "--wait-for-approval",
+        nargs="?",
+        type=seconds,
+        const=math.inf,
+        default=argparse.SUPPRESS,
+        metavar="SECONDS",
+        help="-p/--json runs on this server that do not say otherwise park their approvals for "
+        "an attached client this long (default: until answered), instead of denying at once",
     )
     serve.add_argument(
         "--migrate",

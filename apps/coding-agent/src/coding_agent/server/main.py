@@ -116,6 +116,7 @@ def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[s
         ),
         on_event=_print,
         max_sessions=args.max_sessions,
+        wait_for_approval=getattr(args, "wait_for_approval", None),
     )
     if args.max_starting is not None:
         options.max_starting = args.max_starting

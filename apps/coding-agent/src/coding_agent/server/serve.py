@@ -27,6 +27,7 @@ Listeners (docs/server.md):
 from __future__ import annotations
 
 import functools
+import math
 import os
 import resource
 import socket
@@ -104,6 +105,9 @@ class ServerOptions:
     connections, so this bounds the server's connections to PostgreSQL."""
     max_starting: int = field(default_factory=lambda: max(2, os.cpu_count() or 2))
     """Workers starting at once; the other starts wait their turn."""
+    wait_for_approval: float | None = None
+    """``serve --wait-for-approval``: how long a ``-p`` run that does not say parks its approvals
+    (``math.inf``: until answered; ``None``: it denies at once). Told to clients in the answer."""
     on_event: Callable[[str], None] | None = None
     """Where the log's lines go (:mod:`.events`: accepts, refusals, sessions, takeovers)."""
 
@@ -317,7 +321,12 @@ class SessionServer:
         if name is not None:
             self._by_token.setdefault(name, set()).add(scope)
         try:
-            info = {"session": session.id, "cwd": str(session.cwd), "model": session.model}
+            info: dict[str, Any] = {
+                "session": session.id, "cwd": str(session.cwd), "model": session.model
+            }  # fmt: skip
+            wait = self.options.wait_for_approval
+            if wait is not None:  # JSON has no infinity: "until-answered"
+                info["waitForApproval"] = "until-answered" if math.isinf(wait) else wait
             await stream.send(encode_reply(info))
             self.connections += 1
             self.log("accepted", peer=peer, token=name, session=session.id)

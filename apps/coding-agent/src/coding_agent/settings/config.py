@@ -28,6 +28,14 @@ Both are TOML (read with the standard library's ``tomllib``) and have the same k
     allow_write = ["~/.cache/uv"]         # more paths commands may write (user file only)
     allow_domains = ["pypi.org", "*.pythonhosted.org"]  # HTTPS out, via a proxy (user file only)
 
+    [web_fetch]                           # the web_fetch tool (user file only)
+    allow_private = ["localhost", "*.internal"]  # hosts it may reach on private addresses
+
+    [web_search]                          # the web_search tool's backend (user file only)
+    backend = "brave"                     # brave, tavily or searxng
+    url = "https://searx.example.org"     # searxng: the instance (brave, tavily: their API's)
+    api_key_env = "BRAVE_API_KEY"         # the variable holding the key (per backend default)
+
     [[models]]                            # custom and local models (pi's models.json)
     provider = "openai"
     id = "qwen2.5-coder:7b"
@@ -49,6 +57,9 @@ file), see :mod:`coding_agent.settings.permissions`. ``[sandbox]``: ``enabled`` 
 says so (a project can turn the sandbox on, not off), ``deny_read`` lists are joined, and
 ``allow_write`` and ``allow_domains`` are read from the user's file only (in a project file they
 are an error: a project that widens its own sandbox is what the sandbox guards against).
+``[web_fetch]`` and ``[web_search]`` are read from the user's file only too (a project could
+open the agent's fetches to the machine's private network, or send a search key to its own
+server).
 
 A file that does not parse, a key that does not exist or a value of the wrong type is a
 :class:`ConfigError` naming the file, the line and the key; nothing is guessed.
@@ -87,8 +98,9 @@ CONFIG_NAME = "config.toml"
 _THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 _TOP_KEYS = (
     "model", "thinking", "theme", "permission_mode", "providers", "models", "secrets",
-    "secrets_passthrough", "permissions", "sandbox",
+    "secrets_passthrough", "permissions", "sandbox", "web_fetch", "web_search",
 )  # fmt: skip
+_SEARCH_BACKENDS = ("brave", "tavily", "searxng")  # coding_agent.worker.tools.web
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -129,6 +141,12 @@ class EffectiveConfig:
     """``sandbox.allow_write``: paths commands may write besides the project (user's file)."""
     sandbox_allow_domains: list[str] = field(default_factory=list)
     """``sandbox.allow_domains``: domains commands reach over HTTPS via the proxy (user's file)."""
+    web_allow_private: list[str] = field(default_factory=list)
+    """``web_fetch.allow_private``: hosts web_fetch may reach on private addresses (user's file)."""
+    web_search_backend: str | None = None
+    """``web_search.backend``: ``brave``, ``tavily`` or ``searxng`` (``None``: no web_search)."""
+    web_search_url: str | None = None
+    web_search_key_env: str | None = None
     files: list[Path] = field(default_factory=list)
     """The files that were read, in order (the user's first)."""
     user_file: Path | None = None
@@ -227,6 +245,20 @@ class _SandboxFile(msgspec.Struct, forbid_unknown_fields=True):
     allow_domains: list[str] = msgspec.field(default_factory=list)
 
 
+class _WebFetchFile(msgspec.Struct, forbid_unknown_fields=True):
+    """``[web_fetch]``: see :mod:`coding_agent.worker.tools.web_fetch`."""
+
+    allow_private: list[str] = msgspec.field(default_factory=list)
+
+
+class _WebSearchFile(msgspec.Struct, forbid_unknown_fields=True):
+    """``[web_search]``: see :mod:`coding_agent.worker.tools.web_search`."""
+
+    backend: str
+    url: str | None = None
+    api_key_env: str | None = None
+
+
 class _File(msgspec.Struct, forbid_unknown_fields=True):
     model: str | None = None
     thinking: str | None = None
@@ -238,6 +270,8 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
     secrets_passthrough: list[str] = msgspec.field(default_factory=list)
     permissions: _PermissionsFile | None = None
     sandbox: _SandboxFile | None = None
+    web_fetch: _WebFetchFile | None = None
+    web_search: _WebSearchFile | None = None
 
 
 @dataclass
@@ -382,6 +416,27 @@ def _check_values(layer: _Layer) -> None:
             f"{parsed.theme!r} is not a theme (dark, light, or one of Textual's: "
             f"{', '.join(sorted(_themes() - {'dark', 'light'}))})",
         )  # fmt: skip
+    search = parsed.web_search
+    if search is not None and search.backend not in _SEARCH_BACKENDS:
+        raise _error(
+            layer.path, layer.text, ["web_search", "backend"],
+            f"{search.backend!r} is not a search backend ({', '.join(_SEARCH_BACKENDS)})",
+        )  # fmt: skip
+    if search is not None and search.backend == "searxng" and not search.url:
+        raise _error(
+            layer.path, layer.text, ["web_search"],
+            'the searxng backend needs url = "https://your-searxng-instance"',
+        )  # fmt: skip
+    if search is not None and search.url and not re.match(r"https?://", search.url):
+        raise _error(
+            layer.path, layer.text, ["web_search", "url"],
+            f"{search.url!r} is not an http:// or https:// URL",
+        )  # fmt: skip
+    if search is not None and search.api_key_env and not _VARIABLE.fullmatch(search.api_key_env):
+        raise _error(
+            layer.path, layer.text, ["web_search", "api_key_env"],
+            f"{search.api_key_env!r} is not an environment variable name (letters, digits, _)",
+        )  # fmt: skip
     if parsed.thinking is not None and parsed.thinking not in _THINKING_LEVELS:
         raise _error(
             layer.path, layer.text, ["thinking"],
@@ -418,6 +473,16 @@ def _check_secrets(layer: _Layer, user: bool) -> None:
             "only your own config.toml may set the permission mode (a project could make its "
             "own sessions run every call unasked): move the key to your user config",
         )  # fmt: skip
+    for key, why in (
+        ("web_fetch", "open web_fetch to your private network"),
+        ("web_search", "send your search key to its own server"),
+    ):
+        if getattr(parsed, key) is not None and not user:
+            raise _error(
+                layer.path, layer.text, [key],
+                f"only your own config.toml may configure {key} (a project could {why}); "
+                "move the table there",
+            )  # fmt: skip
     if parsed.secrets_passthrough and not user:
         raise _error(
             layer.path, layer.text, ["secrets_passthrough"],
@@ -465,6 +530,16 @@ def _merge(config: EffectiveConfig, layer: _Layer, path: Path) -> None:
                 config.origin[f"sandbox.{name}"] = origin(["sandbox", name])
         if sandbox.enabled:
             config.origin["sandbox.enabled"] = origin(["sandbox", "enabled"])
+    fetch = layer.parsed.web_fetch
+    if fetch is not None:
+        config.web_allow_private = list(fetch.allow_private)
+        config.origin["web_fetch.allow_private"] = origin(["web_fetch", "allow_private"])
+    search = layer.parsed.web_search
+    if search is not None:
+        config.web_search_backend = search.backend
+        config.web_search_url = search.url
+        config.web_search_key_env = search.api_key_env
+        config.origin["web_search.backend"] = origin(["web_search", "backend"])
     providers = cast(dict[str, dict[str, Any]], data.get("providers") or {})
     for name, values in providers.items():
         merged = config.providers.setdefault(name, {})

@@ -5,7 +5,9 @@ The secret variables are
 
 * every provider key the registry reads (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY`` and each
   provider's ``api_key_env``: :func:`~coding_agent.worker.providers.registry.key_variables`),
-* the server token ``CODING_AGENT_TOKEN`` (:data:`SERVER_TOKEN_ENV`), and
+* the server token ``CODING_AGENT_TOKEN`` (:data:`SERVER_TOKEN_ENV`),
+* the web search keys ``BRAVE_API_KEY`` and ``TAVILY_API_KEY`` (:data:`SEARCH_KEYS`; the
+  worker adds ``web_search.api_key_env`` to the config's list), and
 * the names in the config's ``secrets`` list.
 
 :func:`child_environment` turns them into the session's :class:`pico3.ChildEnvironment` (minus
@@ -33,6 +35,7 @@ from pico3 import MIN_SECRET_LENGTH, ChildEnvironment
 
 __all__ = [
     "KEY_SHAPES",
+    "SEARCH_KEYS",
     "SERVER_TOKEN_ENV",
     "child_environment",
     "hide_secrets_from_proc",
@@ -44,6 +47,9 @@ __all__ = [
 SERVER_TOKEN_ENV = "CODING_AGENT_TOKEN"
 """The server token's variable (``coding_agent.server.remote.TOKEN_ENV``; not imported from
 there, which would put the TLS client on the worker's import path)."""
+
+SEARCH_KEYS = ("BRAVE_API_KEY", "TAVILY_API_KEY")
+"""The web search backends' default key variables (:mod:`coding_agent.worker.tools.web_search`)."""
 
 KEY_SHAPES = re.compile(
     r"(?<![A-Za-z0-9_-])(?:"
@@ -70,7 +76,7 @@ def secret_names(
         parsed = parse_registry_config(registry) if registry is not None else None
     except ValueError:  # reported where the model is resolved; the usual names still count
         parsed = None
-    names = [*key_variables(parsed), SERVER_TOKEN_ENV]
+    names = [*key_variables(parsed), SERVER_TOKEN_ENV, *SEARCH_KEYS]
     names += [name for name in secrets if name not in names]
     return tuple(names)
 

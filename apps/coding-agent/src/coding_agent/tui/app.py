@@ -43,6 +43,7 @@ from textual.widgets import Static
 from chord import BACKGROUND, Context, Delivery, Facet, inert, with_cancel
 from chord.textual import TextualTui, register_commands, run_app_with_facets
 from coding_agent.context.images import ImageError, prepare_image_file
+from coding_agent.contracts import TODO_NAMESPACE
 from coding_agent.tui.attachments import image_paths
 from coding_agent.tui.commands.builtin import BUILTIN_COMMANDS
 from coding_agent.tui.conversation import ConversationClient, SendMode
@@ -405,7 +406,8 @@ class CodingAgentApp(App[None]):
         self._welcome.display = not view.entries
         if not view.entries:
             self._paint_welcome()
-        self.tasks_panel.show(view.tasks)
+        todo = view.plugins.get(TODO_NAMESPACE)
+        self.tasks_panel.show(view.tasks, todo.get("todos") if isinstance(todo, dict) else None)
         await self.queue.show(view.inbox)
         compaction = inert(_compaction_text(view.compaction))
         self._compaction.update(compaction)

@@ -211,6 +211,14 @@ class RemoteConversationClient:
         return self._status
 
     @property
+    def unconfigured(self) -> dict[str, str]:
+        """The providers the worker has no credentials for, with why (naming the key to set)."""
+        found = self._status.get("unconfigured") if self._status is not None else None
+        if not isinstance(found, dict):
+            return {}
+        return {str(k): str(v) for k, v in found.items()}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+
+    @property
     def models(self) -> list[dict[str, Any]]:
         """The models the worker knows: ``{"provider", "id", "contextWindow"}`` each."""
         models = self._status.get("models") if self._status is not None else None

@@ -60,7 +60,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -135,6 +135,7 @@ from coding_agent.worker.shared_state import (
 from coding_agent.worker.shell_service import shell_service_facet
 from coding_agent.worker.status import WorkerStatus
 from coding_agent.worker.system_prompt_facet import system_prompt_facet
+from coding_agent.worker.tools.web import WebSettings
 from coding_agent.worker.tools_facet import tools_facet
 from coding_agent.worker.tree_service import session_tree_facet
 from pico3 import (
@@ -229,6 +230,8 @@ class WorkerConfig(msgspec.Struct, frozen=True):
     sandbox_deny_read: tuple[str, ...] = ()
     sandbox_allow_write: tuple[str, ...] = ()
     sandbox_allow_domains: tuple[str, ...] = ()
+    web: WebSettings = WebSettings()
+    """The web tools' settings (``[web_fetch]``, ``[web_search]``, the sandbox's domains)."""
     environment: ChildEnvironment | None = None
     """What the session's child processes get for an environment (``None``: the provider
     keys' defaults, :meth:`pico3.ChildEnvironment.default`); see
@@ -444,6 +447,7 @@ async def open_session_host(
             dev=config.dev,
             models=_known(choice),
             sandbox=sandbox_status,
+            unconfigured=choice.unreachable,
         )
         for provider in choice.providers:
             if isinstance(provider, OpenAIProvider):
@@ -484,6 +488,8 @@ async def open_session_host(
                     history=history,
                     models=models,
                     environment=environment,
+                    web=config.web,
+                    env=config.env,
                 ),
                 session_tree_facet(history, on_visit=visit_recorder(session, config.fsync)),
                 system_prompt_facet(session.cwd),
@@ -1056,8 +1062,15 @@ def session_worker_config(
         sandbox_deny_read=tuple(files.sandbox_deny_read),
         sandbox_allow_write=tuple(files.sandbox_allow_write),
         sandbox_allow_domains=tuple(files.sandbox_allow_domains),
+        web=WebSettings(
+            allow_private=tuple(files.web_allow_private),
+            sandbox_domains=tuple(files.sandbox_allow_domains) if files.sandbox_enabled else None,
+            search_backend=cast(Any, files.web_search_backend),
+            search_url=files.web_search_url,
+            search_key_env=files.web_search_key_env,
+        ),
         environment=child_environment(
-            secrets=files.secrets,
+            secrets=[*files.secrets, *filter(None, [files.web_search_key_env])],
             passthrough=files.secrets_passthrough,
             registry=files.registry(),
             env=environ,

@@ -9,6 +9,13 @@ credentials are set (:func:`~coding_agent.worker.providers.registry.reachable_pr
 ``/model`` lists what the configured keys can reach — and :func:`providers_facet` adds those
 providers to the shared ``Models`` when the session's facets are set up.
 
+Every other provider is :attr:`ProviderChoice.unreachable`, with the reason it cannot be used
+(:func:`~coding_agent.worker.providers.registry.unreachable_providers`: "anthropic needs an API
+key: set ANTHROPIC_API_KEY ..."). The worker's status lists them (``/model`` says which key a
+provider needs), and each is added as an :class:`UnconfiguredProvider`, whose every request
+fails at once with that reason: a conversation switched to such a model is told which variable
+to set, not "unknown model".
+
 The faux provider is the :mod:`~coding_agent.worker.demo` one: the built-in tour by default, or
 a JSON script (``--faux-script``). It answers from the transcript, so it resumes after a crash.
 """
@@ -16,7 +23,7 @@ a JSON script (``--faux-script``). It answers from the transcript, so it resumes
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -24,11 +31,17 @@ import msgspec
 from chord import Facet, FacetEnvironment, define_facet
 from coding_agent.worker.demo import ScriptedProvider, demo_provider, load_script
 from coding_agent.worker.providers import resolve_model
-from coding_agent.worker.providers.registry import reachable_providers
+from coding_agent.worker.providers.registry import reachable_providers, unreachable_providers
 from pico3 import Models
-from pico3.models import ModelInfo, ModelProvider
+from pico3.models import MessageBuilder, ModelInfo, ModelProvider, Request, StreamEvent
 
-__all__ = ["PROVIDERS_FACET_ID", "ProviderChoice", "providers_facet", "resolve_providers"]
+__all__ = [
+    "PROVIDERS_FACET_ID",
+    "ProviderChoice",
+    "UnconfiguredProvider",
+    "providers_facet",
+    "resolve_providers",
+]
 
 PROVIDERS_FACET_ID = "coding-agent/providers"
 
@@ -38,6 +51,8 @@ class ProviderChoice(msgspec.Struct, frozen=True):
 
     providers: tuple[ModelProvider, ...]
     model: ModelInfo
+    unreachable: dict[str, str] = msgspec.field(default_factory=dict)
+    """The providers without credentials, by name: why each cannot be used (names the key)."""
 
     @property
     def ref(self) -> str:
@@ -72,8 +87,41 @@ def resolve_providers(
     else:
         providers.append(selection.provider)
     skip = frozenset({faux.name, selection.provider.name})
-    providers.extend(reachable_providers(env=env, config=config, skip=skip))
-    return ProviderChoice(tuple(providers), model)
+    reachable = reachable_providers(env=env, config=config, skip=skip)
+    providers.extend(reachable)
+    skip = skip | {provider.name for provider in reachable}
+    unreachable = unreachable_providers(env=env, config=config, skip=skip)
+    providers.extend(UnconfiguredProvider(name, why) for name, why in unreachable.items())
+    return ProviderChoice(tuple(providers), model, unreachable)
+
+
+class UnconfiguredProvider:
+    """A provider the session has no credentials for: it lists no model, and every request
+    fails at once (not retried) with ``reason``, which names the key to set."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self._name = name
+        self.reason = reason
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def models(self) -> Sequence[ModelInfo]:
+        return ()
+
+    def model(self, model_id: str) -> ModelInfo:
+        return ModelInfo(id=model_id, provider=self._name)
+
+    async def stream(self, request: Request, ctx: Any) -> AsyncIterator[StreamEvent]:
+        del ctx
+        builder = MessageBuilder(api=self._name, provider=self._name, model=request.model)
+        yield builder.start()
+        yield builder.fail(
+            "error",
+            f"{self.reason} (keys are read when the session's worker starts: set it, quit, "
+            "and start the agent again)",
+        )
 
 
 def providers_facet(models: Models, providers: Sequence[ModelProvider]) -> Facet:

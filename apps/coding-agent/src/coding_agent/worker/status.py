@@ -18,7 +18,9 @@ the context window a footer needs for its context %, and whether the model can r
 thinking-level switch mentions). ``reloads`` keeps the newest
 :data:`MAX_REPORTS` reports, oldest first; ``number`` counts every report since the worker
 started, so a client tells a new report from one it has seen even once old ones drop off.
-``textToolCalling`` names the models that refused native tool calling during this worker's life
+``unconfigured`` maps each provider the session has no credentials for to why
+(``{"anthropic": "anthropic needs an API key: set ANTHROPIC_API_KEY or ..."}``): ``/model``
+names the key a model of it needs. ``textToolCalling`` names the models that refused native tool calling during this worker's life
 and now call tools through fenced text blocks (a TUI says so once). ``storageFailure`` is
 ``null``, or why the session's storage failed (``"the session's storage failed: [Errno 28] No
 space left on device"``): the worker stops right after, and a TUI says so. ``sandbox`` is the
@@ -30,7 +32,7 @@ OS sandbox of the session's commands: ``{"available", "reason", "enforced", "pol
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chord import (
@@ -74,6 +76,7 @@ class WorkerStatus:
         dev: bool,
         models: Sequence[ModelInfo] = (),
         sandbox: dict[str, Any] | None = None,
+        unconfigured: Mapping[str, str] | None = None,
     ) -> None:
         self._document: dict[str, Any] = {
             "sessionId": session_id,
@@ -90,6 +93,7 @@ class WorkerStatus:
                 }
                 for m in models
             ],
+            "unconfigured": dict(unconfigured or {}),
             "reloads": [],
             "textToolCalling": [],
             "storageFailure": None,

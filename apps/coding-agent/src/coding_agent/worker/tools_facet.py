@@ -42,7 +42,7 @@ Background jobs: every call gets a :class:`~coding_agent.worker.job_control.Harn
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,15 @@ import anyio
 from chord import Context, Facet, FacetEnvironment, define_facet
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.job_control import HarnessJobs
-from coding_agent.worker.tools import JobControl, ToolContext, ToolSpec, builtin_tools
+from coding_agent.worker.tools import (
+    TODO_NAMESPACE,
+    JobControl,
+    TodoStore,
+    ToolContext,
+    ToolSpec,
+    WebSettings,
+    builtin_tools,
+)
 from coding_agent.worker.tools.bash import prune_spills
 from coding_agent.worker.tools.host import FileStamp
 from pico3 import (
@@ -77,6 +85,7 @@ __all__ = [
     "TAIL_TOOLS",
     "TOOLS_FACET_ID",
     "HarnessReadLedger",
+    "HarnessTodoStore",
     "tool_declaration",
     "tools_facet",
 ]
@@ -86,7 +95,7 @@ TOOLS_FACET_ID = "coding-agent/tools"
 FILES_NAMESPACE = "coding-agent.files"
 """The namespace holding each conversation's read stamps (rewindable ``reads``)."""
 
-READ_ONLY_TOOLS = frozenset({"read", "grep", "find", "ls", "job_output"})
+READ_ONLY_TOOLS = frozenset({"read", "grep", "find", "ls", "job_output", "todo"})
 """Tools without effects outside the conversation: safe to run again after a crash."""
 
 TAIL_TOOLS = frozenset({"bash"})
@@ -157,6 +166,30 @@ class HarnessReadLedger:
             reads[key] = value
 
 
+class HarnessTodoStore:
+    """A conversation's todo list in the ``coding-agent.todo`` namespace (rewindable
+    ``todos``), written in the commit that stores the ``todo`` call's result
+    (:meth:`~pico3.tools.ToolApi.with_result`): durable exactly when the result is."""
+
+    def __init__(self, namespace: Namespace, api: ToolApi) -> None:
+        self._namespace = namespace
+        self._api = api
+        self._latest: list[dict[str, str]] | None = None
+
+    async def put(self, todos: list[dict[str, str]]) -> None:
+        if self._latest is None:
+            self._api.with_result(self._write)
+        self._latest = todos
+
+    def _write(self, tx: Transaction) -> None:
+        tx.plugins(self._namespace)["todos"] = list(self._latest or [])
+
+
+def _todo_view(state: dict[str, Any]) -> dict[str, Any]:
+    """The todo namespace's projection into the conversation view."""
+    return {"todos": _plain(state.get("todos")) or []}
+
+
 def tool_declaration(
     spec: ToolSpec,
     cwd: str | os.PathLike[str],
@@ -169,6 +202,7 @@ def tool_declaration(
     images: Callable[[ToolApi, Context], Callable[[], Awaitable[bool]] | None] | None = None,
     environment: Callable[[], ChildEnvironment] | None = None,
     sandbox: Callable[[], Sandbox | None] | None = None,
+    todos: Callable[[ToolApi], TodoStore | None] | None = None,
 ) -> ToolDeclaration:
     """``spec`` as a pico3 tool running in ``cwd`` (bash spills long output to ``spill_dir``;
     ``jobs`` gives each call its background-job control, ``reads`` its read ledger; ``history``
@@ -198,6 +232,7 @@ def tool_declaration(
             accepts_images=images(api, ctx) if images is not None else None,
             environment=environment() if environment is not None else ChildEnvironment.default(),
             sandbox=sandbox() if sandbox is not None else None,
+            todos=todos(api) if todos is not None else None,
         )
 
     async def execute(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
@@ -300,14 +335,17 @@ def tools_facet(
     history: FileHistory | None = None,
     models: Models | None = None,
     environment: ChildEnvironment | None = None,
+    web: WebSettings | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Facet:
     """A session facet registering ``specs`` (default: every built-in tool) on the harness;
     with ``history``, ``write`` and ``edit`` journal each file's pre-image there first.
     ``models`` resolves the conversation's model, so ``read`` knows whether images may be
     returned to it (without it, they are). The processes the tools start get ``environment``
     (default: the harness service ``child_environment``, else
-    :meth:`~pico3.ChildEnvironment.default`)."""
-    chosen = list(builtin_tools() if specs is None else specs)
+    :meth:`~pico3.ChildEnvironment.default`). ``web`` configures ``web_fetch`` and
+    ``web_search`` (whose key is read from ``env``)."""
+    chosen = list(builtin_tools(web, env) if specs is None else specs)
     spill = os.fspath(spill_dir) if spill_dir is not None else None
     if spill is not None:
         Path(spill).mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -315,6 +353,10 @@ def tools_facet(
     locks: dict[str, Any] = {}  # one lock table for the session: writes to a file serialise
     opened: list[Harness] = []  # the harness the tools are registered on (for job control)
     namespaces: list[Namespace] = []  # its coding-agent.files namespace
+    todo_namespaces: list[Namespace] = []  # its coding-agent.todo namespace
+
+    def todos(api: ToolApi) -> TodoStore | None:
+        return HarnessTodoStore(todo_namespaces[-1], api) if todo_namespaces else None
 
     def jobs(api: ToolApi) -> JobControl | None:
         return HarnessJobs(api, opened[-1]) if opened else None
@@ -360,19 +402,24 @@ def tools_facet(
             images=images,
             environment=child_environment,
             sandbox=session_sandbox,
+            todos=todos,
         )
         for spec in chosen
     ]
 
     def install(harness: Harness) -> Callable[[], None]:
         namespace = harness.namespace(FILES_NAMESPACE, {"rewindable": {"reads": {}}})
+        todo = harness.namespace(TODO_NAMESPACE, {"rewindable": {"todos": []}}, view=_todo_view)
         opened.append(harness)
         namespaces.append(namespace)
+        todo_namespaces.append(todo)
 
         def forget() -> None:
             opened.remove(harness)
             namespaces.remove(namespace)
+            todo_namespaces.remove(todo)
             namespace.unregister()
+            todo.unregister()
 
         removers: list[Callable[[], None]] = [forget]
         try:

@@ -54,7 +54,8 @@ from coding_agent.contracts import SessionTreeService
 from coding_agent.session_files.tree import branch_number
 from coding_agent.settings.changes import THINKING_LEVELS, next_thinking_level
 from coding_agent.tui.conversation_client import RemoteConversationClient
-from coding_agent.tui.document import model_label, thinking_level
+from coding_agent.tui.document import UsageTotals, model_label, thinking_level
+from pico3 import AssistantEntry, UsageEntry, View, view_from_json
 
 __all__ = [
     "COMMANDS",
@@ -85,6 +86,14 @@ class ConversationTarget:
     patterns: tuple[str, ...] = ()
     tree: Any = None
     """The worker's session tree service (``/fork`` names the new branch by its number)."""
+
+
+def _needs(why: str) -> str:
+    """The short form of an unconfigured provider's reason for a picker row: what it needs
+    (``"needs an API key: set ANTHROPIC_API_KEY or …"`` → ``"set ANTHROPIC_API_KEY"``)."""
+    _, _, rest = why.partition(": ")
+    short = rest.split(" or ", 1)[0].split(" in ", 1)[0] if rest else why
+    return short.strip() or why
 
 
 def _model_ref(model: Mapping[str, object]) -> str:
@@ -194,11 +203,21 @@ async def model(target: ConversationTarget, args: Arguments, ctx: Context) -> Co
             )
             for m in known
         ]
+        choices += [
+            Choice(f"{name}/", f"{name}/…  (not available: {_needs(why)})")
+            for name, why in target.client.unconfigured.items()
+        ]
         picked = await _pick(target, "Switch the model", choices, ctx)
         if picked is None:
             return "Model unchanged"
         ref = picked
     provider, slash, model_id = ref.partition("/")
+    missing = target.client.unconfigured.get(provider)
+    if missing is not None:
+        raise CommandError(
+            f"Cannot switch to {ref}: {missing}. Keys are read when the session's worker "
+            "starts: set it, quit, and start the agent again"
+        )
     if not slash or not provider or not model_id:
         raise CommandError(f"model {ref!r} is not provider/id")
     await target.client.config_set({"model": {"provider": provider, "modelId": model_id}}, ctx)
@@ -252,12 +271,41 @@ async def fork(target: ConversationTarget, args: Arguments, ctx: Context) -> Com
     return f"Forked: now on branch {shown} (Ctrl+B goes back)"
 
 
+def cost_text(view: View | None) -> Notice | str:
+    """What ``/cost`` says: this branch's tokens and cost so far, folded from the view's usage
+    (every model call, retries included), as the footer counts them."""
+    if view is None:
+        return Notice("The session is not available yet", "warning")
+    totals = UsageTotals()
+    totals.fold(view.entries)
+    calls = sum(
+        1
+        for entry in view.entries
+        if isinstance(entry, (AssistantEntry, UsageEntry)) and entry.id <= totals.last_id
+    )
+    if not calls:
+        return "No model call yet: nothing has cost anything."
+    return (
+        f"This branch: ${totals.cost:.4f} over {calls} model call{'s' if calls != 1 else ''}\n"
+        f"tokens: {totals.input:,} input, {totals.output:,} output, "
+        f"{totals.cache_read:,} cache read, {totals.cache_write:,} cache write\n"
+        f"context now: {totals.context_tokens:,} tokens"
+    )
+
+
+def cost(target: ConversationTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/cost``: what :func:`cost_text` says of the followed conversation's view."""
+    value = target.client.view.value
+    return cost_text(view_from_json(value) if isinstance(value, dict) else None)
+
+
 def sandbox(target: ConversationTarget, args: Arguments, ctx: Context) -> CommandOutcome:
     """``/sandbox``: what :func:`sandbox_text` says of the worker's status."""
     return sandbox_text(target.client.status)
 
 
 SANDBOX = Command("sandbox", "Show the OS sandbox of commands: policy, availability", sandbox)
+COST = Command("cost", "Show this branch's tokens and cost so far", cost)
 COMPACT = Command(
     "compact",
     "Summarise the context to free space",
@@ -276,7 +324,9 @@ THINKING = Command(
 )
 FORK = Command("fork", "Fork the conversation here and continue in the fork", fork)
 
-COMMANDS: tuple[Command[ConversationTarget], ...] = (SANDBOX, COMPACT, NEW, MODEL, THINKING, FORK)
+COMMANDS: tuple[Command[ConversationTarget], ...] = (
+    SANDBOX, COST, COMPACT, NEW, MODEL, THINKING, FORK
+)  # fmt: skip
 """The conversation commands (module docstring), registered by :func:`commands_facet`."""
 
 

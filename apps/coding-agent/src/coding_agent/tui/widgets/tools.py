@@ -43,7 +43,7 @@ _STATUS_ICONS = {
     "aborted": ("■", "yellow"),
 }
 _SUMMARY_KEYS = ("command", "path", "pattern", "query", "url", "question")
-_TITLED = ("bash", "read", "write", "grep", "find", "ls")
+_TITLED = ("bash", "read", "write", "grep", "find", "ls", "todo")
 """Tools whose header (:func:`tool_title`) says everything their arguments hold."""
 
 
@@ -167,6 +167,10 @@ def tool_title(name: str, arguments: Any, counts: tuple[int, int] | None = None)
         return f'{name} "{_clip(args["pattern"], 60)}"{where}'
     if name == "ls":
         return f"ls {path or '.'}"
+    if name == "todo" and isinstance(args.get("todos"), list):
+        items = [t for t in args["todos"] if isinstance(t, dict)]  # pyright: ignore[reportUnknownVariableType]
+        done = sum(t.get("status") == "completed" for t in items)  # pyright: ignore[reportUnknownMemberType]
+        return f"todo ({done}/{len(items)} done)"
     for key in _SUMMARY_KEYS:
         value = args.get(key)
         if isinstance(value, str) and value:

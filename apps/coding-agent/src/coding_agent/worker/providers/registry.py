@@ -294,6 +294,36 @@ def reachable_providers(
     return found
 
 
+def unreachable_providers(
+    *,
+    env: Mapping[str, str] | None = None,
+    config: Mapping[str, Any] | None = None,
+    skip: frozenset[str] = frozenset(),
+) -> dict[str, str]:
+    """Why each provider :func:`reachable_providers` leaves out cannot be used, by name: the
+    error :func:`resolve_model` gives for it, which names the environment variable or the
+    ``config.toml`` key to set (``"anthropic needs an API key: set ANTHROPIC_API_KEY or ..."``),
+    or, for a local server's preset nobody configured, that it needs a ``[providers.NAME]``
+    table. ``/model`` shows these, and a request to such a model fails with them."""
+    environ = os.environ if env is None else env
+    settings = parse_registry_config(config)
+    found: dict[str, str] = {}
+    for name in PROVIDERS:
+        if name in skip or name == "faux":
+            continue
+        try:
+            resolve_model(f"{name}/-", env=environ, config=config)
+        except RegistryError as error:
+            found[name] = str(error)
+            continue
+        if not _has_credentials(name, settings, environ):
+            found[name] = (
+                f"{name} is not set up: add a [providers.{name}] table (its base_url) to "
+                f"{settings.source}"
+            )
+    return found
+
+
 def _has_credentials(name: str, settings: RegistryConfig, env: Mapping[str, str]) -> bool:
     key = provider_setting(settings, env, name, "api_key")
     if name == "google":

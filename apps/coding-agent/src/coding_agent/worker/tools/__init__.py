@@ -1,4 +1,6 @@
-"""The coding agent's built-in tools: read, write, edit, bash, grep, find, ls and the job tools.
+"""The coding agent's built-in tools: read, write, edit, bash, grep, find, ls, the job tools and
+the ``todo`` list (:mod:`.todo`) and the web tools (``web_fetch``; ``web_search`` when a backend
+is configured: :mod:`.web`).
 
 Each tool is a :class:`ToolSpec`: a name, a description for the model, a JSON Schema for its
 arguments, and an async handler. They do not depend on the harness; a harness registers
@@ -18,6 +20,8 @@ tree kill); see each module's docstring. ``bash`` with ``background: true``, ``j
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from .bash import BASH_TOOL, DEFAULT_BASH_TIMEOUT, BashRun, run_bash
 from .edit import EDIT_TOOL, Edit, apply_edits
@@ -39,6 +43,10 @@ from .spec import (
     text_result,
     validate_args,
 )
+from .todo import TODO_NAMESPACE, TODO_TOOL, TodoStore
+from .web import WebSettings
+from .web_fetch import web_fetch_tool
+from .web_search import web_search_tool
 from .write import WRITE_TOOL
 
 __all__ = [
@@ -51,6 +59,8 @@ __all__ = [
     "JOB_OUTPUT_TOOL",
     "LS_TOOL",
     "READ_TOOL",
+    "TODO_NAMESPACE",
+    "TODO_TOOL",
     "WRITE_TOOL",
     "BashRun",
     "Edit",
@@ -59,23 +69,34 @@ __all__ = [
     "JobState",
     "OnUpdate",
     "SearchBackend",
+    "TodoStore",
     "ToolArgumentError",
     "ToolContext",
     "ToolError",
     "ToolResult",
     "ToolSpec",
+    "WebSettings",
     "apply_edits",
     "builtin_tools",
     "resolve_path",
     "run_bash",
     "text_result",
     "validate_args",
+    "web_fetch_tool",
+    "web_search_tool",
 ]
 
 
-def builtin_tools() -> list[ToolSpec]:
+def builtin_tools(
+    web: WebSettings | None = None, env: Mapping[str, str] | None = None
+) -> list[ToolSpec]:
     """All built-in tools, in the order they are offered: read, bash, edit, write, grep, find, ls,
-    job_output, job_kill."""
+    job_output, job_kill, todo, web_fetch, and web_search when ``web`` names a search backend (its
+    key is read from ``env``, default ``os.environ``)."""
+    settings = web if web is not None else WebSettings()
+    web_tools = [web_fetch_tool(settings)]
+    if settings.search_backend is not None:
+        web_tools.append(web_search_tool(settings, env))
     return [
         READ_TOOL,
         BASH_TOOL,
@@ -86,4 +107,6 @@ def builtin_tools() -> list[ToolSpec]:
         LS_TOOL,
         JOB_OUTPUT_TOOL,
         JOB_KILL_TOOL,
+        TODO_TOOL,
+        *web_tools,
     ]

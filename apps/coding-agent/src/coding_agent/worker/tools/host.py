@@ -27,6 +27,7 @@ __all__ = [
     "JobInfo",
     "JobState",
     "ReadLedger",
+    "TodoStore",
 ]
 
 HASH_LIMIT = 16 * 1024 * 1024
@@ -76,6 +77,14 @@ class ReadLedger(Protocol):
 
 
 # -- jobs ----------------------------------------------------------------------------------------
+class TodoStore(Protocol):
+    """Where a conversation's todo list is kept (``coding-agent.todo`` in a session)."""
+
+    async def put(self, todos: list[dict[str, str]]) -> None:
+        """Replace the list (durably, with the call's result)."""
+        ...
+
+
 class JobInfo(msgspec.Struct, frozen=True):
     """What a :class:`JobControl` knows about one job.
 

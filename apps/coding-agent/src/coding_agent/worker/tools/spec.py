@@ -41,7 +41,7 @@ import anyio
 from chord import BACKGROUND, Context
 from pico3 import ArgumentSchema, ChildEnvironment, InvalidArguments, Sandbox, ToolResult
 
-from .host import JobControl, ReadLedger
+from .host import JobControl, ReadLedger, TodoStore
 
 __all__ = [
     "OnUpdate",
@@ -137,6 +137,8 @@ class ToolContext:
     environment: ChildEnvironment = field(default_factory=ChildEnvironment.default)
     sandbox: Sandbox | None = None
     """The sandbox commands run in (``bash``, its background jobs), ``None``: unsandboxed."""
+    todos: TodoStore | None = None
+    """Where the ``todo`` tool keeps the conversation's list (``None``: the tool fails)."""
 
     def child_env(self) -> dict[str, str]:
         """The whole environment of a process this call starts (see :attr:`environment`)."""
