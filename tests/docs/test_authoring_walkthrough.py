@@ -6,7 +6,8 @@ They run in one ``bash -e`` from the repository root, against real uv, pytest an
 * ``../my-feature`` (the folder the guide creates next to the clone) becomes a temporary folder;
 * ``UV_PROJECT_ENVIRONMENT`` is a relative name, so the workspace (``uv run coding-agent``) and the
   new package (``uv run pytest``) each get a throwaway environment of their own, and
-  ``coding-agent facets add`` installs into that one, never into this checkout's ``.venv``;
+  ``XDG_DATA_HOME`` is a temporary folder, so ``coding-agent facets add`` installs into a
+  throwaway facets site, never into the developer's;
 * ``UV_OFFLINE=1``: everything comes from uv's cache, nothing from the internet.
 
 The ``python`` blocks are compiled (they are fragments of a package or an app, not scripts).
@@ -58,6 +59,7 @@ def test_the_walkthrough_runs_as_written(tmp_path: Path) -> None:
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "XDG_STATE_HOME": str(tmp_path / "state"),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),  # where `facets add` installs
     }
     if "HOME" in os.environ and (Path(os.environ["HOME"]) / ".cache" / "uv").is_dir():
         environment["UV_CACHE_DIR"] = str(Path(os.environ["HOME"]) / ".cache" / "uv")

@@ -58,6 +58,7 @@ class Installed:
             "XDG_CONFIG_HOME": str(folder / "config"),
             "XDG_STATE_HOME": str(folder / "state"),
             "XDG_CACHE_HOME": str(folder / "cache"),
+            "XDG_DATA_HOME": str(folder / "data"),  # where `facets add` installs
         }
         cache = Path(os.environ.get("UV_CACHE_DIR") or Path.home() / ".cache" / "uv")
         if cache.is_dir():

@@ -112,8 +112,9 @@ def test_the_project_file_applies_on_top_only_when_trusted(
          "{f}:2: key `thinking`: 'hot' is not a thinking level (off, minimal, low, medium, high, "
          "xhigh)"),
         (('model = "openai/qwen2.5-coder:7b"', 'modle = "x/y"'),
-         "{f}:1: key `modle`: unknown key (known: model, thinking, theme, providers, models, "
-         "secrets, secrets_passthrough, permissions, sandbox, web_fetch, web_search)"),
+         "{f}:1: key `modle`: unknown key (known: model, thinking, theme, permission_mode, "
+         "providers, models, secrets, secrets_passthrough, permissions, sandbox, web_fetch, "
+         "web_search)"),
         (('model = "openai/qwen2.5-coder:7b"', 'model = "qwen"'),
          "{f}:1: key `model`: 'qwen' is not provider/model-id (e.g. openai/qwen2.5-coder:7b)"),
         (("[providers.openai]", "[providers.openaj]"),
@@ -154,6 +155,7 @@ def test_coding_agent_config_prints_each_value_and_where_it_came_from(
     out = capsys.readouterr().out
     assert f"# (no {user_file}: create it to configure the agent)" in out
     assert "model = faux/faux-1" in out and "# default (no API key or base URL set)" in out
+    assert any(" ".join(t.split()) == "theme = dark # default" for t in out.splitlines())
 
     user_file.write_text(LOCAL.format(url="http://127.0.0.1:1/v1"))
     monkeypatch.setenv("LOCAL_LLM_KEY", "sekrit")
@@ -230,3 +232,33 @@ def test_a_local_model_from_config_toml_answers_a_headless_run(
         "coding-agent: error: openai needs an API key: set LOCAL_LLM_KEY (or OPENAI_BASE_URL for "
         f"a local OpenAI-compatible server) or providers.openai.base_url in {user_file}\n"
     )
+
+
+def test_a_default_permission_mode_in_the_user_config_starts_new_sessions_in_it(
+    user_file: Path, project: Path, env: dict[str, str], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:  # fmt: skip
+    """``permission_mode`` in config.toml (issue 38 item 8): a new session starts in it."""
+    monkeypatch.chdir(project)
+    script = tmp_path / "script.json"
+    write = {"name": "write", "arguments": {"path": "notes.md", "content": "hi\n"}}
+    script.write_text(json.dumps([{"toolCalls": [write]}, {"text": "Wrote it."}]))
+    user_file.write_text('permission_mode = "accept-edits"\n')
+    assert main(["config"]) == 0
+    shown = [" ".join(t.split()) for t in capsys.readouterr().out.splitlines()]
+    assert f"permission_mode = accept-edits # {user_file}:1" in shown
+    assert main(["-p", "write the notes", "--faux-script", str(script)]) == 0
+    assert (project / "notes.md").read_text() == "hi\n", "accept-edits: the write ran unasked"
+    capsys.readouterr()
+
+    user_file.write_text('permission_mode = "yolo"\n')
+    with pytest.raises(ConfigError, match=r"'yolo' is not a permission mode \(ask, accept-edits"):
+        load_config(None, env=env)
+    user_file.write_text("")
+    local = project / ".coding-agent" / "config.toml"
+    local.parent.mkdir()
+    local.write_text('permission_mode = "auto"\n')
+    with pytest.raises(
+        ConfigError, match=r"only your own config\.toml may set the permission mode"
+    ):
+        load_config(project, env=env, trusted=True)

@@ -116,7 +116,13 @@ async def test_typed_commands_fail_with_one_kind_of_toast(
             return [message for severity, message in said_all if severity == "error"]
 
         for line, said in [
-            ("/tree", "/tree failed: the worker went away"),  # any exception
+            # any exception: its type, message and where the command's code raised it
+            (
+                "/tree",
+                "/tree failed: ConnectionError: the worker went away "
+                f"(tui/test_command_tables.py:{_GoneWorker.outline.__code__.co_firstlineno + 1}"
+                " in outline)",
+            ),
             ("/branch seven", "/branch needs a branch number: /branch N (see /tree)"),  # refusal
             ("/label", "/label needs NAME: /label NAME"),  # the declared arguments
             ("/trust now", "/trust takes no arguments: /trust"),

@@ -84,6 +84,19 @@ def test_usage_totals_fold_each_entry_once() -> None:
     assert totals.input == 1107 and totals.cost == 0.75 and totals.context_tokens == 1024
 
 
+def test_a_fresh_context_starts_the_token_counts_over_and_keeps_the_cost() -> None:
+    """/new (a pi.reset entry) leaves no old counts in the footer (issue 38 item 7)."""
+    totals = UsageTotals()
+    decoder = ViewDecoder()
+    totals.fold([decoder.entry(_assistant(1, input=100, output=10, cost={"total": 0.5}))])
+    assert (totals.input, totals.output, totals.context_tokens) == (100, 10, 110)
+    totals.fold([decoder.entry({"id": 2, "kind": "pi.reset"})])
+    assert (totals.input, totals.output, totals.context_tokens) == (0, 0, 0)
+    assert totals.cost == 0.5
+    totals.fold([decoder.entry(_assistant(3, input=20, output=2, cost={"total": 0.25}))])
+    assert (totals.input, totals.context_tokens, totals.cost) == (20, 22, 0.75)
+
+
 def test_footer_shows_model_cwd_session_tokens_cost_and_context_percent() -> None:
     footer = StatusFooter(SessionInfo("abcdef123456", "/srv/project", "faux/x", 10_000))
     view = {"config": {}, "entries": [_assistant(1, input=7000, output=500, cost={"total": 1.5})]}

@@ -145,3 +145,33 @@ async def test_scroll_keys_leave_a_dialog_alone(conversation, docs) -> None:
         await pilot.press("f1")
         await docs.until(pilot, lambda: app.screen is not app.screen_stack[0])
         assert not app.check_action("scroll", ("page_up",))
+
+
+@pytest.mark.parametrize("size", [(160, 45), (100, 30), (80, 24)])
+async def test_the_help_screen_scrolls_with_the_keys_its_footer_names(
+    conversation, docs, size: tuple[int, int]
+) -> None:
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=size) as pilot:
+        await app.wait_rendered()
+        for n in range(40):  # as many as the feature packages register
+            app.tui.register_command(f"command{n}", f"what command {n} does", lambda *_: None)
+        await pilot.press("f1")
+        await docs.until(pilot, lambda: app.screen is not app.screen_stack[0])
+        await pilot.pause()
+        scroll = app.screen.query_one("#help-scroll")
+        assert scroll.max_scroll_y > 0, "the key list is longer than the screen"
+        await pilot.press("down", "down", "down")
+        await docs.until(pilot, lambda: scroll.scroll_y == 3)
+        await pilot.press("up")
+        await docs.until(pilot, lambda: scroll.scroll_y == 2)
+        await pilot.press("home")
+        await docs.until(pilot, lambda: scroll.scroll_y == 0)
+        await pilot.press("pagedown")
+        await docs.until(pilot, lambda: scroll.scroll_y > 1)
+        await pilot.press("end")
+        await docs.until(pilot, lambda: scroll.scroll_y == scroll.max_scroll_y)
+        await pilot.press("pageup")
+        await docs.until(pilot, lambda: scroll.scroll_y < scroll.max_scroll_y)
+        await pilot.press("home")
+        await docs.until(pilot, lambda: scroll.scroll_y == 0)

@@ -158,6 +158,9 @@ def test_tool_titles_speak_each_tools_terms() -> None:
     assert tool_title("bash", {"command": "pytest -q\necho more"}) == "bash: pytest -q"
     edit = {"path": "src/x.py", "edits": [{"oldText": "a", "newText": "b\nc\nd"}]}
     assert tool_title("edit", edit) == "edit src/x.py (+3 −1)"
+    # a replacement that keeps its two lines and adds four is what its diff is: +4 −0
+    kept = {"path": "n.md", "edits": [{"oldText": "a\nb", "newText": "a\n1\n2\nb\n3\n4"}]}
+    assert tool_title("edit", kept) == "edit n.md (+4 −0)"
     assert tool_title("edit", edit, diff_counts("--- a\n+++ b\n@@\n-x\n-y\n+z")) == (
         "edit src/x.py (+1 −2)"
     )

@@ -150,7 +150,10 @@ async def test_conversation_only_rewind_to_the_first_prompt_keeps_the_settings(
         outline = await call(runtime, "outline")
         assert path_prompts(outline, branch) == []
         (tree,) = build_tree(outline)
-        assert branch in [c.conversation_id for c in tree.children if c.kind == "branch"]
+        # rewound to the start: drawn at the start, before the prompts, numbered 2 (made second)
+        assert tree.children[0].kind == "branch" and tree.children[0].conversation_id == branch
+        assert [c.kind for c in tree.children[1:]] == ["prompt"]
+        assert (tree.number, tree.children[0].number) == (1, 2)
 
 
 async def test_branch_and_label(session: Session, tmp_path: Path) -> None:

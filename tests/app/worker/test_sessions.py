@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from coding_agent.session_files.folders import (
     list_sessions,
     load_session,
     open_session,
+    record_activity,
     sessions_root,
 )
 from coding_agent.settings.xdg import state_home
@@ -68,8 +70,8 @@ def test_sessions_are_listed_newest_first_and_filtered_by_project(
         create_session(one, env=env),
     ]
     for age, session in enumerate(reversed(made)):  # the last one made was active last
-        os.utime(session.metadata_path, (1_000_000 - age, 1_000_000 - age))
-        os.utime(session.storage_dir, (1_000_000 - age, 1_000_000 - age))
+        record_activity(session, datetime.fromtimestamp(1_000_000 - age, UTC), fsync=False)
+        os.utime(session.storage_dir, (2_000_000 + age, 2_000_000 + age))  # file times: ignored
     assert [s.id for s in list_sessions(env=env)] == [s.id for s in reversed(made)]
     assert {s.id for s in list_sessions(one, env=env)} == {made[0].id, made[2].id}
     assert latest_session(two, env=env) == made[1]

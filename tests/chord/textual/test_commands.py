@@ -189,7 +189,11 @@ async def test_every_failure_is_the_same_kind_of_toast_and_the_app_keeps_running
         await pilot.pause()
         assert app.is_running
         assert _toasts(app) == [
-            ("error", "/boom failed: the disk is on fire"),
+            (
+                "error",
+                "/boom failed: RuntimeError: the disk is on fire "
+                f"(textual/test_commands.py:{boom.__code__.co_firstlineno + 1} in boom)",
+            ),
             ("error", "nothing to refuse yet: bump first"),
             ("error", "/say: there is no how 'shout'; use one of loud, soft"),
             ("information", "count is 2"),
@@ -211,7 +215,13 @@ async def test_a_plain_handler_fails_the_same_way() -> None:
         app.tui.register_command("legacy", "An old-style handler", legacy)
         await _type(pilot, app, "/legacy fly")
         await pilot.pause()
-        assert _toasts(app) == [("error", "/legacy failed: cannot fly")]
+        line = legacy.__code__.co_firstlineno + 1
+        assert _toasts(app) == [
+            (
+                "error",
+                f"/legacy failed: ValueError: cannot fly (textual/test_commands.py:{line} in legacy)",
+            )
+        ]
         row = app.tui.commands["legacy"]
         assert (row.usage, row.help) == ("/legacy", "An old-style handler")
 

@@ -167,6 +167,26 @@ async def test_commands_register_run_and_unregister() -> None:
     assert seen == ["--full"]
 
 
+async def test_a_failing_command_names_the_error_and_where_it_was_raised() -> None:
+    """A runtime error in a facet's command showed no file or line (issue 38 item 8)."""
+    app = DemoApp()
+    shown: list[str] = []
+
+    def boom(args: str, ctx: Any) -> None:
+        del args, ctx
+        _ = 1 // 0
+
+    async with app.run_test():
+        app.tui.notify = lambda message, severity="information": shown.append(message)  # type: ignore[method-assign]
+        app.tui.register_command("boom", "Fails", boom)
+        assert await app.tui.run_command("/boom", BACKGROUND)
+    line = boom.__code__.co_firstlineno + 2
+    assert shown == [
+        f"/boom failed: ZeroDivisionError: integer division or modulo by zero "
+        f"(textual/test_tui_service.py:{line} in boom)"
+    ]
+
+
 async def test_panels_mount_and_unmount() -> None:
     app = DemoApp()
     async with app.run_test() as pilot:

@@ -51,6 +51,10 @@ class SessionTreeApi(Protocol):
 
     async def label(self, conversation: int, at: int, name: str, ctx: Context) -> int: ...
 
+    async def visit(self, conversation: int, ctx: Context) -> None:
+        """The user switched to branch ``conversation``: recorded as the branch they are on."""
+        ...
+
     async def rewind_plan(self, conversation: int, prompt: int, ctx: Context) -> list[Any]: ...
 
     async def rewind(

@@ -240,12 +240,35 @@ class BoundCommand(Generic[TargetT]):
 
 def report_command_error(tui: TuiService, name: str, error: BaseException) -> None:
     """The one error report of every command: an error toast of a :class:`CommandError`'s
-    message alone, or ``/name failed: error`` for anything else."""
+    message alone, or ``/name failed: Type: error (file:line in function)`` for anything else
+    (where the command's own code raised it: a facet author sees what broke and where)."""
     if isinstance(error, CommandError):
         message = str(error) or f"/{name} was refused"
     else:
-        message = f"/{name} failed: {str(error) or type(error).__name__}"
+        message = f"/{name} failed: {_where_it_failed(error)}"
     tui.notify(message, severity="error")
+
+
+def _where_it_failed(exc: BaseException) -> str:
+    """A command's error as its author needs it: the exception's type and message, and the
+    file and line where it was raised (the innermost frame of its traceback outside chord), e.g.
+    ``ZeroDivisionError: division by zero (my_feature/plugin.py:42 in bump)``."""
+    import os
+    import traceback
+
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    chord_dir = os.path.dirname(os.path.abspath(__file__))
+    frames = [  # the command's own code, not chord's plumbing a remote call went through
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not os.path.abspath(f.filename).startswith(chord_dir + os.sep)
+    ]
+    if not frames:
+        return text
+    frame = frames[-1]
+    parts = os.path.normpath(frame.filename).split(os.sep)
+    shown = os.sep.join(parts[-2:]) if len(parts) > 1 else frame.filename
+    return f"{text} ({shown}:{frame.lineno} in {frame.name})"
 
 
 def register_commands(

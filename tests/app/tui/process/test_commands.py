@@ -174,7 +174,13 @@ async def test_compact_says_nothing_to_compact_then_compacts(
         seen["after"] = kit.toasts(app)
 
     await kit.drive(session, keeper, test)
-    assert seen["fresh"] == [("information", "Nothing to compact yet")]
+    assert seen["fresh"] == [
+        (
+            "information",
+            "Nothing to compact yet: compaction summarises what comes before the newest 20,000 "
+            "tokens, which it keeps word for word, and the whole conversation still fits in them",
+        )
+    ]
     assert ("information", "Compacting the context…") in seen["after"]
     assert not any("failed" in message for _, message in seen["after"])
 

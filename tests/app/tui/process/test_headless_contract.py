@@ -15,12 +15,13 @@ import os
 import socket
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from coding_agent.cli.main import main
-from coding_agent.session_files.folders import create_session, list_sessions
+from coding_agent.session_files.folders import create_session, list_sessions, record_activity
 
 BINARY = Path(sys.executable).with_name("coding-agent")
 TIMEOUT = 120
@@ -238,10 +239,12 @@ def test_continue_picks_the_session_active_last_and_names_a_broken_one(
 ) -> None:
     older = create_session(here, env=env)
     newer = create_session(here, env=env)
-    # The clock was set back: the session with the smaller id was active last.
+    # The clock was set back: the session with the smaller id was active last (by its record
+    # of the user's last prompt; its file times say otherwise and do not count).
     for session, when in ((older, 2_000_000_000), (newer, 1_000_000_000)):
+        record_activity(session, datetime.fromtimestamp(when, UTC), fsync=False)
         for path in (session.metadata_path, session.storage_dir):
-            os.utime(path, (when, when))
+            os.utime(path, (3_000_000_000 - when, 3_000_000_000 - when))
     broken = create_session(here, env=env)
     broken.metadata_path.write_text('{"version": 1, "id": ')
     script = answers(tmp_path, "Picked.")

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,8 @@ def test_sessions_lists_name_activity_prompt_model_and_size(
     assert info["firstPrompt"] == "Please change the greeting"
     assert info["model"] == "faux/faux-1"
     assert info["size"] > 0 and info["running"] is False
-    assert info["lastActivity"] >= info["created"]
+    created = datetime.fromisoformat(info["created"]).replace(microsecond=0)
+    assert datetime.fromisoformat(info["lastActivity"]) >= created
     assert main(["sessions"]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith(made["session"].id) and "greeting change" in line
@@ -89,7 +91,13 @@ def test_export_jsonl_and_html(made: dict[str, Any], tmp_path: Path, capsys: Any
     out = tmp_path / "out.jsonl"
     assert main(["export", session.id[:15], "--format", "jsonl", "-o", str(out)]) == 0
     header, *entries = [json.loads(line) for line in out.read_text().splitlines()]
-    assert header == {"type": "session", "id": session.id, "cwd": str(session.cwd), "branch": 1}
+    assert header == {
+        "type": "session",
+        "id": session.id,
+        "cwd": str(session.cwd),
+        "branch": 1,  # the number users see
+        "conversation": 1,  # the internal id
+    }
     assert [e["kind"] for e in entries].count("pi.user") == 1
     page = tmp_path / "page.html"
     assert main(["export", session.id, "-o", str(page)]) == 0

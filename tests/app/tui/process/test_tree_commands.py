@@ -191,13 +191,15 @@ async def test_tree_continues_from_an_earlier_prompt_and_goes_back(
         await pilot.press("b")  # back to the branch left
         await kit.wait_for(pilot, lambda: client.conversation_id == root, "back on the root")
         await kit.wait_for(pilot, lambda: user_texts(kit, app) == ["alpha", "beta"], "root view")
-        await pilot.press(*f"/branch {branch}", "enter")
+        # Branches are numbered as users see them: 1, 2, 3 in creation order (not internal ids).
+        assert branch != 2, "the branch's internal id differs from its number (else moot)"
+        await pilot.press(*"/branch 2", "enter")
         await kit.wait_for(pilot, lambda: client.conversation_id == branch, "/branch N")
         # /resume addresses a branch as /tree shows it ("branch N", or "#N"): never a session id.
-        await pilot.press(*f"/resume branch {root}", "enter")
+        await pilot.press(*"/resume branch 1", "enter")
         await kit.wait_for(pilot, lambda: client.conversation_id == root, "/resume branch N")
         await kit.wait_for(pilot, lambda: user_texts(kit, app) == ["alpha", "beta"], "root again")
-        await pilot.press(*f"/resume #{branch}", "enter")
+        await pilot.press(*"/resume #2", "enter")
         await kit.wait_for(pilot, lambda: client.conversation_id == branch, "/resume #N")
         await pilot.press(*"/resume branch 999", "enter")
         await kit.wait_for(
@@ -220,16 +222,42 @@ async def test_tree_continues_from_an_earlier_prompt_and_goes_back(
     before, after = seen["before"], seen["after"]
     mine, *rows = seen["picker"]
     assert mine.startswith(session.id) and "2 branches" in mine
-    assert [r.strip().split(" — ")[0] for r in rows] == [
-        f"⎇ branch {seen['root']}",
-        f"⎇ branch {seen['branch']}",
-    ]
+    assert [r.strip().split(" — ")[0] for r in rows] == ["⎇ branch 1", "⎇ branch 2"]
     assert "alpha" in rows[0]  # a branch left shows its summary
-    assert before[0].startswith(f"● branch {seen['root']}")
+    assert "gamma" in rows[1]  # a branch never left too: its first prompt
+    assert before[0].startswith("● branch 1")
     assert "alpha" in before[1] and "faux/faux-1" in before[1] and "[checkpoint]" in before[1]
     assert "beta" in before[2]
     # After continuing from "alpha": the new branch hangs under it, the old one is summarised.
-    assert after[0].startswith(f"⎇ branch {seen['root']} — alpha")
-    assert after[2].strip().startswith(f"● branch {seen['branch']}")
+    assert after[0].startswith("⎇ branch 1 — alpha")
+    assert after[2].strip().startswith("● branch 2 — gamma")
     assert "gamma" in after[3]
     assert "beta" in after[4]
+
+
+async def test_ctrl_b_after_fork_returns_to_the_branch_forked_from(
+    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        client = app.client
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
+        root = client.conversation_id
+        await turn(kit, pilot, "alpha", "Answer one.")
+        await pilot.press(*"/fork", "enter")
+        await kit.wait_for(pilot, lambda: client.conversation_id not in (root, None), "the fork")
+        await kit.wait_for(
+            pilot, lambda: any(m.startswith("Forked:") for _, m in kit.toasts(app)), "toast"
+        )
+        seen["toast"] = next(m for _, m in kit.toasts(app) if m.startswith("Forked:"))
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the fork's view")
+        await pilot.press("ctrl+b")
+        await kit.wait_for(pilot, lambda: client.conversation_id == root, "back on the parent")
+        await kit.wait_for(
+            pilot, lambda: any("Back on branch 1" in m for _, m in kit.toasts(app)), "back toast"
+        )
+
+    await kit.drive(session, keeper(kit, session, agent_env, TREE_STEPS, tmp_path), test)
+    assert seen["toast"] == "Forked: now on branch 2 (Ctrl+B goes back)"

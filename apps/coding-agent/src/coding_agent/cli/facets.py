@@ -1,14 +1,20 @@
 """``coding-agent facets add|list|remove``: feature packages in the agent's own environment.
 
 * ``facets add PATH`` installs the package folder at PATH **editable** (edits reload with
-  ``--dev`` or ``/reload``; a wheel file at PATH is installed as it is); ``facets add REQUIREMENT`` installs a requirement (``my-feature==1.2``, a wheel,
-  a URL). Both install into the environment this agent runs from (``sys.executable``), with
-  ``uv pip`` when uv is on PATH, else ``python -m pip``. An installed package is enabled: the
-  next session loads it, and a running agent loads it on ``/reload``.
+  ``--dev`` or ``/reload``; a wheel file at PATH is installed as it is); ``facets add
+  REQUIREMENT`` installs a requirement (``my-feature==1.2``, a wheel, a URL). Both install into
+  the agent's *facets site* (:mod:`coding_agent.settings.facets_site`:
+  ``~/.local/share/coding-agent/facets``), not into the environment the agent runs from, so a
+  workspace's ``uv sync`` (which removes every package its lock does not name) leaves them be;
+  with ``uv pip`` when uv is on PATH, else ``python -m pip``. The package is installed into a
+  staging folder first: one that declares no facet package (no ``chord.facets`` entry point,
+  ``facets add requests``) is refused and nothing is left installed. An installed package is
+  enabled: the next session loads it, and a running agent loads it on ``/reload``.
 * ``facets list`` shows every facet package the agent can see: installed ones (name,
   distribution, version, source) and the project's ``.coding-agent/facets`` folders, with their
   trust and state.
-* ``facets remove NAME`` uninstalls the distribution that provides facet package NAME; a running
+* ``facets remove NAME`` uninstalls the distribution that provides facet package NAME (from the
+  facets site, or from the agent's environment for a package installed there); a running
   agent retires it on ``/reload``. A package the agent's safety depends on
   (:data:`coding_agent.settings.safety.SAFETY_PACKAGES`: ``facets-approval``) is refused unless
   ``--force`` is given, with what follows (every call that needs approval is then blocked).
@@ -97,6 +103,93 @@ def _run_installer(arguments: list[str]) -> None:
         raise RuntimeError(f"{' '.join(command[:3])} failed:\n{output}")
 
 
+def _add(target: str) -> list[str]:
+    """Install ``target`` (a folder: editable) into the facets site through a staging folder;
+    returns the facet package names it declares. Raises ``RuntimeError`` for one that declares
+    none (nothing is left installed) or a failed install (nothing is changed)."""
+    import importlib.metadata
+    import shutil
+    import tempfile
+
+    from chord import ENTRY_POINT_GROUP
+    from coding_agent.settings.facets_site import activate, facets_site, unmet_requirements
+
+    path = Path(target).expanduser()
+    if path.is_dir():
+        spec = ["-e", str(path.resolve())]
+    else:
+        spec = [str(path.resolve()) if path.is_file() else target]
+    site_dir = facets_site()
+    site_dir.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".facets-stage-", dir=site_dir.parent))
+    try:
+        _run_installer(["install", "--target", str(stage), "--no-deps", *spec])
+        staged = list(importlib.metadata.distributions(path=[str(stage)]))
+        names = [ep.name for d in staged for ep in d.entry_points if ep.group == ENTRY_POINT_GROUP]
+        if not names:
+            what = ", ".join(sorted({d.metadata["Name"] for d in staged})) or target
+            raise RuntimeError(
+                f"{target} is not a feature package: {what} declares no facet package (no "
+                f"`{ENTRY_POINT_GROUP}` entry point), so nothing was installed. A feature "
+                "package names its facets in pyproject.toml under "
+                f'[project.entry-points."{ENTRY_POINT_GROUP}"]; to add a library a facet '
+                "needs, list it in that package's dependencies"
+            )
+        activate()
+        requires = [line for d in staged for line in (d.requires or [])]
+        unmet = unmet_requirements(requires)
+        if unmet:
+            _run_installer(["install", "--target", str(stage), *unmet])
+        site_dir.mkdir(exist_ok=True)
+        for dist in staged:
+            _remove_from_site(site_dir, dist.metadata["Name"])
+        for item in stage.iterdir():
+            destination = site_dir / item.name
+            if destination.is_dir() and not destination.is_symlink():
+                shutil.rmtree(destination)
+            elif destination.exists() or destination.is_symlink():
+                destination.unlink()
+            os.replace(item, destination)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    activate()
+    return names
+
+
+def _dist_infos(site_dir: Path, distribution: str) -> list[Path]:
+    import re
+
+    normalized = re.sub(r"[-_.]+", "_", distribution).lower()
+    return [
+        info
+        for info in site_dir.glob("*.dist-info")
+        if re.sub(r"[-_.]+", "_", info.name.removesuffix(".dist-info").rsplit("-", 1)[0]).lower()
+        == normalized
+    ]
+
+
+def _remove_from_site(site_dir: Path, distribution: str) -> bool:
+    """Remove ``distribution`` from the facets site (the files its ``RECORD`` lists, then its
+    metadata); ``False`` when it is not there."""
+    import csv
+    import shutil
+
+    infos = _dist_infos(site_dir, distribution)
+    for info in infos:
+        try:
+            rows = list(csv.reader((info / "RECORD").read_text().splitlines()))
+        except OSError:
+            rows = []
+        for row in rows:
+            if not row:
+                continue
+            file = (site_dir / row[0]).resolve()
+            if file.is_relative_to(site_dir.resolve()) and file.is_file():
+                file.unlink()
+        shutil.rmtree(info, ignore_errors=True)
+    return bool(infos)
+
+
 def _source(package: FacetPackage) -> str:
     if package.reloadable and package.project_dir is not None:
         return f"editable {package.project_dir}"
@@ -182,19 +275,9 @@ def run_facets_command(args: Any, cwd: Path) -> int:
                 print(f"coding-agent: warning: {problem}", file=sys.stderr)
             return 0
         if command == "add":
-            target: str = args.target
-            path = Path(target).expanduser()
-            editable = path.is_dir()  # a folder; a wheel file is installed as it is
-            before = {p.name for p in installed_facet_packages(on_error=lambda _error: None)}
-            if editable:
-                _run_installer(["install", "-e", str(path.resolve())])
-            else:
-                _run_installer(["install", str(path.resolve()) if path.is_file() else target])
+            declared = _add(args.target)
             after = installed_facet_packages(on_error=lambda _error: None)
-            added = [p for p in after if p.name not in before]
-            if not added:
-                print(f"installed {target}, which declares no new facet package (see facets list)")
-                return 0
+            added = [p for p in after if p.name in declared]
             for package in added:
                 how = "editable" if package.reloadable else "installed"
                 print(
@@ -217,7 +300,10 @@ def run_facets_command(args: Any, cwd: Path) -> int:
                     file=sys.stderr,
                 )
                 return 1
-            _run_installer(["uninstall", distribution])
+            from coding_agent.settings.facets_site import facets_site
+
+            if not _remove_from_site(facets_site(), distribution):
+                _run_installer(["uninstall", distribution])
             print(f"removed {args.name} ({distribution}); a running agent retires it on /reload")
             if consequence is not None:
                 print(

@@ -59,7 +59,7 @@ import math
 import os
 import stat
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -428,15 +428,18 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]
         if args.session:
             session = open_session(args.session)
         else:
-            running = [s for s in list_sessions(cwd, on_broken=_warn_broken) if s.worker_running()]
-            if not running:
-                raise _UsageError(
-                    f"no running session in {cwd} to attach to (name one: attach SESSION)"
-                )
-            session = running[0]
+            found = list_sessions(cwd, on_broken=_warn_broken)
+            running = [s for s in found if s.worker_running()]
+            if not found:
+                raise _UsageError(f"no session in {cwd} to attach to (name one: attach SESSION)")
+            session = running[0] if running else found[0]
         if not session.worker_running():
-            raise _UsageError(
-                f"session {session.id} has no running worker (use --resume {session.id})"
+            # the TUI and its worker both died (or the worker lingered out): start one, as
+            # --resume does, rather than refuse
+            check_writable(session)
+            print(
+                f"coding-agent: session {session.id} had no running worker: starting one",
+                file=sys.stderr,
             )
         return session, False
     if args.continue_:
@@ -485,16 +488,23 @@ async def _run_tui(args: argparse.Namespace, session: Session, tui_dirs: list[st
             raise _UsageError(message) from None
         raise _Failure(message) from None
     session = run.session or session  # /resume may have switched to another session
+    again = f"{resume_prefix()} --resume {session.id}"
     if run.stopped:
-        print(
-            f"Session {session.id} stopped — continue it with: coding-agent --resume {session.id}"
-        )
+        print(f"Session {session.id} stopped — continue it with: {again}")
     else:
         print(
             f"Session {session.id} keeps running in the background (it stops by itself when "
-            f"idle; /stop ends it) — continue it with: coding-agent --resume {session.id}"
+            f"idle; /stop ends it) — continue it with: {again}"
         )
     return 0
+
+
+def resume_prefix(env: Mapping[str, str] | None = None) -> str:
+    """How the user started the agent, for the command that continues a session: ``uv run
+    coding-agent`` under ``uv run`` (which sets ``UV_RUN_RECURSION_DEPTH``; the console script
+    is then on no PATH of the shell), else ``coding-agent``."""
+    environ = os.environ if env is None else env
+    return "uv run coding-agent" if environ.get("UV_RUN_RECURSION_DEPTH") else "coding-agent"
 
 
 def _read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
@@ -588,6 +598,12 @@ def _print_config(cwd: Path) -> int:
         model, origin = config.model or "?", f"error: {error}"
     show("model", model, origin)
     show("thinking", config.thinking or "off", config.origin.get("thinking", "default"))
+    show("theme", config.theme or "dark", config.origin.get("theme", "default"))
+    show(
+        "permission_mode",
+        config.permission_mode or "ask",
+        config.origin.get("permission_mode", "default (new sessions; --permission-mode overrides)"),
+    )
     environment = {
         f"providers.{name}.{field}": variable
         for (name, field), variable in provider_variables().items()
@@ -723,8 +739,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     then lives as long as the process: see :mod:`coding_agent.worker.gc_policy`); every other
     command ends it once the command line is parsed, and every way out ends it."""
     # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.settings.facets_site import activate
     from coding_agent.worker.gc_policy import pause_for_start_up, start_up_done
 
+    activate()  # the packages `facets add` installed (outside the environment uv sync manages)
     pause_for_start_up()
     try:
         return _main(argv, lambda: start_up_done(freeze=False))
@@ -804,8 +822,14 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         from coding_agent.settings.trust import TrustStore
 
         TrustStore.default().load()  # a corrupt trust file stops us before a session is made
-        load_config(cwd)  # an invalid config.toml too (the worker reads it again)
+        files = load_config(cwd)  # an invalid config.toml too (the worker reads it again)
         prompt = _read_prompt(args, sys.stdin) if headless else ""
+        if (
+            args.permission_mode is None
+            and files.permission_mode is not None
+            and not (args.continue_ or args.resume is not None or args.command == "attach")
+        ):  # a new session starts in the config's mode; one resumed keeps its own
+            args.permission_mode = files.permission_mode
         session, new = _choose_session(args, cwd)
         if args.name:
             # lazy: start-up time (the command line imports only what the chosen command runs)

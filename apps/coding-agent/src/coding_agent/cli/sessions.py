@@ -43,7 +43,10 @@ def add_session_commands(commands: Any) -> None:
     export.add_argument("-o", "--output", metavar="FILE", help="where to write (- for stdout)")
     export.add_argument("--format", choices=("html", "jsonl"), default="html")
     export.add_argument(
-        "--branch", type=int, metavar="N", help="the branch (default: the most recent)"
+        "--branch",
+        type=int,
+        metavar="N",
+        help="the branch, as /tree numbers it (default: the branch you are on)",
     )
 
 
@@ -81,10 +84,21 @@ def run_session_command(args: argparse.Namespace, cwd: Path, stream: TextIO | No
             out.write("  ".join(fields) + ("  (running)" if info["running"] else "") + "\n")
         return 0
     # lazy: start-up time (every command line builds this parser; these load only for sessions/export)
-    from coding_agent.session_files.export import write_export
+    from coding_agent.session_files.export import branch_entries, has_messages, write_export
     from coding_agent.session_files.index import session_name
 
     session = open_session(args.session)
+    # --branch N is the number users see (/tree's, 1, 2, 3 in creation order); from here on
+    # the branch is its conversation id
+    chosen, number, entries = branch_entries(session, number=args.branch)
+    if not has_messages(entries):
+        print(
+            f"coding-agent: warning: branch {number} of session {session.id} has no prompt or "
+            "answer yet: the export is empty (coding-agent sessions --json lists its branches; "
+            "--branch N picks one)",
+            file=sys.stderr,
+        )
+    args.branch = chosen
     if args.output == "-":
         # lazy: start-up time (every command line builds this parser; these load only for sessions/export)
         from coding_agent.session_files.export import export_html, export_jsonl

@@ -7,7 +7,11 @@
 
 The session is read straight from its ``storage/main.jsonl`` (nothing is opened or locked, so a
 running session exports too). The branch is a conversation and the part of each ancestor it
-was forked from (default: the branch with the newest entry).
+was forked from; by default the branch the user is on (:func:`default_branch`: the one they last
+prompted in or made, as the session's ``activity`` record says), not the newest-made one (an
+empty rewind branch). A session with no conversation yet is refused with a message saying so;
+a branch with no message exports (an empty page) and :func:`has_messages` lets the command
+line warn about it.
 
 The HTML page has everything inline: the CSS, the Markdown rendered to HTML (``markdown-it``,
 raw HTML in messages escaped), tool calls and their results as collapsible ``<details>``, the
@@ -41,7 +45,12 @@ from markdown_it import MarkdownIt
 
 from chord import inert
 from coding_agent.session_files.folders import Session, SessionError, open_regular
-from coding_agent.session_files.tree import build_outline, lineage
+from coding_agent.session_files.tree import (
+    branch_number,
+    branch_of_number,
+    build_outline,
+    lineage,
+)
 from coding_agent.settings.secret_env import redact, secret_values
 from pico3 import NoticeEntry, ToolResultEntry, UserEntry, ViewDecoder
 from pico3.models import (
@@ -53,7 +62,14 @@ from pico3.models import (
     UserMessage,
 )
 
-__all__ = ["branch_entries", "export_html", "export_jsonl", "read_session_records"]
+__all__ = [
+    "branch_entries",
+    "default_branch",
+    "export_html",
+    "export_jsonl",
+    "has_messages",
+    "read_session_records",
+]
 
 
 def read_session_records(session: Session) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -93,19 +109,49 @@ def read_session_records(session: Session) -> tuple[list[dict[str, Any]], list[d
     return conversations, entries
 
 
-def branch_entries(session: Session, branch: int | None = None) -> tuple[int, list[dict[str, Any]]]:
-    """``(branch id, its entries oldest first)``; the default branch has the newest entry."""
+def default_branch(session: Session, known: set[int], entries: list[dict[str, Any]]) -> int:
+    """The branch the user is on: the session's recorded one (:meth:`Session.current_branch`)
+    when it is one of ``known``, else the one with the newest prompt, else the first."""
+    recorded = session.current_branch()
+    if recorded in known:
+        return cast(int, recorded)
+    prompts = [e for e in entries if e["conversationId"] in known and e.get("kind") == "pi.user"]
+    return prompts[-1]["conversationId"] if prompts else min(known)
+
+
+def has_messages(entries: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether a branch's entries hold a message an export shows (a prompt or an answer)."""
+    return any(e.get("kind") in ("pi.user", "pi.assistant") for e in entries)
+
+
+def branch_entries(
+    session: Session, branch: int | None = None, *, number: int | None = None
+) -> tuple[int, int, list[dict[str, Any]]]:
+    """``(conversation id, branch number, its entries oldest first)`` of the branch whose
+    conversation id is ``branch``, or whose number (as users see it: 1, 2, 3 in creation order,
+    :func:`~coding_agent.session_files.tree.branch_number`) is ``number``; by default the
+    branch the user is on (:func:`default_branch`). Raises :class:`SessionError` for a session
+    with no conversation yet, or a branch it does not have."""
     conversations, entries = read_session_records(session)
     outline = build_outline(conversations, entries)
     known = {c["id"] for c in outline["conversations"]}
-    if branch is None:
-        newest = [e for e in entries if e["conversationId"] in known]
-        chosen: int = newest[-1]["conversationId"] if newest else min(known)
-    elif branch not in known:
+    if not known:
         raise SessionError(
-            f"session {session.id} has no branch {branch} (its branches: "
-            f"{', '.join(str(k) for k in sorted(known))})"
+            f"session {session.id} has no conversation yet, so there is nothing to export "
+            f"(send a prompt in it first: coding-agent --resume {session.id})"
         )
+    if number is not None:
+        found_id = branch_of_number(outline, number)
+        if found_id is None:
+            raise SessionError(
+                f"session {session.id} has no branch {number} (its branches: "
+                f"1 to {len(known)}; coding-agent sessions --json lists them)"
+            )
+        chosen = found_id
+    elif branch is None:
+        chosen = default_branch(session, known, entries)
+    elif branch not in known:
+        raise SessionError(f"session {session.id} has no conversation {branch}")
     else:
         chosen = branch
     path = lineage(outline, chosen)
@@ -116,17 +162,28 @@ def branch_entries(session: Session, branch: int | None = None) -> tuple[int, li
         and (path[e["conversationId"]] is None or e["id"] <= cast(int, path[e["conversationId"]]))
     ]
     found.sort(key=lambda e: e["id"])
-    return chosen, found
+    return chosen, cast(int, branch_number(outline, chosen)), found
 
 
 def export_jsonl(
-    session: Session, branch: int | None = None, *, secrets: Mapping[str, str] | None = None
+    session: Session,
+    branch: int | None = None,
+    *,
+    number: int | None = None,
+    secrets: Mapping[str, str] | None = None,
 ) -> str:
-    """The branch as JSON lines: a header, then every entry (``secrets``: value → name of what
-    to redact; default :func:`~coding_agent.settings.secret_env.secret_values` of the session's folder)."""
-    chosen, entries = branch_entries(session, branch)
+    """The branch as JSON lines: a header (``branch``: its number as users see it,
+    ``conversation``: its id), then every entry (``secrets``: value → name of what to redact;
+    default :func:`~coding_agent.settings.secret_env.secret_values` of the session's folder)."""
+    chosen, shown, entries = branch_entries(session, branch, number=number)
     entries = _redacted(entries, _secrets_of(session, secrets))
-    header = {"type": "session", "id": session.id, "cwd": str(session.cwd), "branch": chosen}
+    header = {
+        "type": "session",
+        "id": session.id,
+        "cwd": str(session.cwd),
+        "branch": shown,
+        "conversation": chosen,
+    }
     lines = [json.dumps(header, ensure_ascii=False)]
     lines += [json.dumps(entry, ensure_ascii=False) for entry in entries]
     return "\n".join(lines) + "\n"
@@ -197,11 +254,12 @@ def export_html(
     session: Session,
     branch: int | None = None,
     *,
+    number: int | None = None,
     name: str | None = None,
     secrets: Mapping[str, str] | None = None,
 ) -> str:
     """The branch as one self-contained HTML page (``secrets`` as in :func:`export_jsonl`)."""
-    chosen, stored = branch_entries(session, branch)
+    _chosen, chosen, stored = branch_entries(session, branch, number=number)
     values = _secrets_of(session, secrets)
     decoder = ViewDecoder()  # the entries' view shapes, read as pico3's records
     entries = [decoder.entry(entry) for entry in _redacted(stored, values)]

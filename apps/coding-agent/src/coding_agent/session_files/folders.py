@@ -10,6 +10,15 @@ digits), so names sort by age::
       worker.lock    held (flock) by the worker serving the session
       worker.sock    the worker's Unix socket (see Session.socket_path)
       worker.log     where a supervisor sends the worker's stderr
+      activity       when the user last did something in it (see below)
+
+*Last activity* — what ``--continue`` and every session list order by — is the time of the
+user's last prompt or command, written to ``activity`` (``{"at": ISO 8601 UTC, "branch": N}``)
+by the worker when it admits one (:func:`record_activity`); ``branch`` is the conversation the
+user last prompted in or made (:meth:`Session.current_branch`, what ``export`` exports). It is never a file time: a worker that lingers and
+stops later touches the storage files but did nothing the user did, and a session opened and
+left untouched keeps its creation time. A session of an older version without the file falls
+back on the newest message time in its log, else its creation.
 
 The worker and every client compute paths through :class:`Session`, never by hand::
 
@@ -33,6 +42,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -69,6 +79,7 @@ __all__ = [
     "open_regular",
     "open_session",
     "read_regular",
+    "record_activity",
     "remove_session",
     "sessions_root",
     "update_settings",
@@ -153,23 +164,36 @@ class Session(msgspec.Struct, frozen=True):
         return settings
 
     def last_active(self) -> float:
-        """When the session last changed (newest mtime of its metadata and storage files)."""
-        newest = 0.0
-        for path in (self.metadata_path, self.storage_dir):
+        """When the user last prompted or commanded in the session (POSIX seconds): the
+        ``activity`` record, else the newest message time in the log's tail, else creation
+        (see the module docstring). Never a file time."""
+        at = self._activity().get("at")
+        if isinstance(at, str):
             try:
-                newest = max(newest, path.stat().st_mtime)
-            except OSError:
+                return datetime.fromisoformat(at).timestamp()
+            except ValueError:
                 pass
+        logged = _newest_message_time(self.storage_dir / "main.jsonl")
+        return logged if logged is not None else self.created.timestamp()
+
+    def current_branch(self) -> int | None:
+        """The conversation the user last prompted in or made (the ``activity`` record's
+        ``branch``), or ``None`` when none is recorded."""
+        branch = self._activity().get("branch")
+        return branch if type(branch) is int else None
+
+    def _activity(self) -> dict[str, object]:
         try:
-            with os.scandir(self.storage_dir) as entries:
-                for entry in entries:
-                    try:
-                        newest = max(newest, entry.stat().st_mtime)
-                    except OSError:
-                        pass
-        except OSError:
-            pass
-        return newest
+            raw = read_regular(self.activity_path, 1000, "an activity record")
+            record = msgspec.json.decode(raw)
+        except (OSError, SessionError, msgspec.DecodeError):
+            return {}
+        return record if isinstance(record, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+    @property
+    def activity_path(self) -> Path:
+        """``activity``: when the user last prompted or commanded (:func:`record_activity`)."""
+        return self.path / "activity"
 
     @property
     def metadata_path(self) -> Path:
@@ -423,14 +447,52 @@ def load_session(path: str | os.PathLike[str]) -> Session:
     return Session(folder, metadata)
 
 
+_TAIL_BYTES = 256 * 1024
+_TIMESTAMP = re.compile(rb'"timestamp":(\d{10,16})[,}]')
+
+
+def _newest_message_time(log: Path) -> float | None:
+    """The newest message ``timestamp`` (milliseconds) in the tail of a storage log, as POSIX
+    seconds; ``None`` when there is none or the file cannot be read."""
+    try:
+        with open(open_regular(log), "rb") as file:
+            size = file.seek(0, os.SEEK_END)
+            file.seek(max(0, size - _TAIL_BYTES))
+            tail = file.read()
+    except (OSError, SessionError):
+        return None
+    stamps = [int(found) for found in _TIMESTAMP.findall(tail)]
+    return max(stamps) / 1000 if stamps else None
+
+
+def record_activity(
+    session: Session,
+    when: datetime | None = None,
+    *,
+    branch: int | None = None,
+    fsync: bool = True,
+) -> None:
+    """Record that the user prompted or commanded in ``session`` at ``when`` (default: now),
+    on conversation ``branch`` (``None``: the one recorded before): what ``--continue`` and the
+    session lists order by, and what ``export`` exports (see the module docstring)."""
+    moment = (when or datetime.now(UTC)).astimezone(UTC)
+    record = {
+        "at": moment.isoformat(timespec="microseconds"),
+        "branch": branch if branch is not None else session.current_branch(),
+    }
+    write_atomic(
+        session.activity_path, msgspec.json.encode(record) + b"\n", mode=PRIVATE_FILE, fsync=fsync
+    )
+
+
 def list_sessions(
     cwd: str | os.PathLike[str] | None = None,
     *,
     env: Mapping[str, str] | None = None,
     on_broken: Callable[[SessionError], None] | None = None,
 ) -> list[Session]:
-    """Every readable session, most recently active first (:meth:`Session.last_active`, then
-    the id); with ``cwd``, only that project's sessions.
+    """Every readable session, most recently active first (:meth:`Session.last_active`: the
+    user's last prompt or command, then the id); with ``cwd``, only that project's sessions.
 
     A folder whose ``session.json`` is missing or broken is not a session anyone can open: it
     is left untouched, and reported to ``on_broken`` (the command line prints a warning naming

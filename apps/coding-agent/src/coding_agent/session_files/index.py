@@ -4,7 +4,8 @@ A session's *name* (``/name TEXT``, ``--name TEXT``) is the file ``<session>/nam
 line, ``0600``), written atomically; no name is no file. Everything else is read from the session
 folder without opening or locking it:
 
-* last activity — the newest modification time of the session's storage files (not creation);
+* last activity — the user's last prompt or command (:meth:`Session.last_active`; never a file
+  time, so a lingering worker that stops does not bump it);
 * first prompt — from the head of ``storage/main.jsonl`` (:func:`first_prompt`);
 * model — the newest model the conversation was set to (read from the tail of ``main.jsonl``),
   else the one ``session.json`` names;
@@ -74,12 +75,9 @@ def set_session_name(session: Session, name: str) -> str | None:
 
 
 def last_activity(session: Session) -> datetime:
-    """When the session last changed (:meth:`Session.last_active`, the rule ``--continue``
-    picks by), else its creation."""
-    newest = session.last_active()
-    if newest == 0.0:
-        return session.created
-    return datetime.fromtimestamp(newest, UTC)
+    """When the user last prompted or commanded in the session (:meth:`Session.last_active`,
+    the rule ``--continue`` picks by); its creation for a session never used."""
+    return datetime.fromtimestamp(session.last_active(), UTC)
 
 
 def session_size(session: Session) -> int:
@@ -169,8 +167,9 @@ def describe(session: Session) -> dict[str, Any]:
 
 
 def session_branches(session: Session) -> list[dict[str, Any]]:
-    """The session's branches (``/tree``'s numbers), oldest first: ``{"id", "summary"}``;
-    ``[]`` when its log cannot be read."""
+    """The session's branches, oldest first: ``{"id", "summary", "conversation"}`` — ``id`` is
+    the number users see (``/tree``'s, ``/branch N``'s, ``export --branch N``'s: 1, 2, 3 in
+    creation order), ``conversation`` the internal id; ``[]`` when its log cannot be read."""
     # lazy: start-up time (listing sessions does not load the exporter)
     from coding_agent.session_files.export import read_session_records
     from coding_agent.session_files.tree import build_outline
@@ -179,7 +178,10 @@ def session_branches(session: Session) -> list[dict[str, Any]]:
         outline = build_outline(*read_session_records(session))
     except (SessionError, OSError):
         return []
-    return [{"id": c["id"], "summary": c.get("summary")} for c in outline["conversations"]]
+    return [
+        {"id": c["number"], "summary": c.get("summary"), "conversation": c["id"]}
+        for c in outline["conversations"]
+    ]
 
 
 def _subsequence(needle: str, haystack: str) -> bool:

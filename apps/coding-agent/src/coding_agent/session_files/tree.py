@@ -5,12 +5,17 @@ it continues from. That *is* a tree, and this module is its pure, JSON-only mode
 the worker (which builds it from storage), the TUI (``/tree``, ``/rewind``), the exporter and the
 benchmark. An **outline** is::
 
-    {"conversations": [{"id": 1, "parent": null | {"conversationId": 1, "at": 12},
+    {"conversations": [{"id": 1, "number": 1,
+                        "parent": null | {"conversationId": 1, "at": 12},
                         "newest": 40, "summary": "first prompt…" | null}],
      "prompts": [{"id": 3, "conversationId": 1, "text": "…", "time": 1796158278.1,
                   "model": "faux/faux-1" | null, "end": 9}],
      "labels": {"9": "before the refactor"}}
 
+``number`` is what users see: branches are numbered 1, 2, 3 in the order they were made (a
+conversation's id is internal: subagents' conversations and tasks take ids too, so they run
+1, 20, 25); :func:`branch_number` and :func:`branch_of_number` turn one into the other. A
+branch's ``summary`` is its summary entry (written when it is left), else its first own prompt.
 ``prompts`` are each conversation's *own* user prompts, oldest first; ``end`` is the newest entry
 of that prompt's turn (the entry before the next prompt, or the conversation's newest). Labels
 (``/label``) and branch summaries are entries of the kinds :data:`LABEL_KIND` and
@@ -31,6 +36,8 @@ __all__ = [
     "SUMMARY_KIND",
     "OutlineFolder",
     "TreeNode",
+    "branch_number",
+    "branch_of_number",
     "build_outline",
     "build_tree",
     "lineage",
@@ -145,8 +152,18 @@ class OutlineFolder:
 
     def outline(self) -> dict[str, Any]:
         """The outline so far (see the module docstring)."""
+        conversations: list[dict[str, Any]] = []
+        for number, cid in enumerate(sorted(self.convs), 1):
+            conv = dict(self.convs[cid], number=number)
+            own = self.prompts[cid]
+            if conv["summary"] is None and own and own[0]["text"]:
+                text = own[0]["text"]
+                conv["summary"] = (
+                    text if len(text) <= SUMMARY_WIDTH else text[: SUMMARY_WIDTH - 1] + "…"
+                )
+            conversations.append(conv)
         return {
-            "conversations": list(self.convs.values()),
+            "conversations": conversations,
             "prompts": [p for cid in self.convs for p in self.prompts[cid]],
             "labels": dict(self.labels),
         }
@@ -165,6 +182,22 @@ def build_outline(
     for entry in entries:
         folder.fold(entry)
     return folder.outline()
+
+
+def branch_number(outline: Mapping[str, Any], conversation_id: int | None) -> int | None:
+    """The number users see for branch ``conversation_id`` (``None``: not a branch)."""
+    for conv in outline["conversations"]:
+        if conv["id"] == conversation_id:
+            return cast(int, conv["number"])
+    return None
+
+
+def branch_of_number(outline: Mapping[str, Any], number: int) -> int | None:
+    """The conversation id of the branch users see as ``number`` (``None``: there is none)."""
+    for conv in outline["conversations"]:
+        if conv["number"] == number:
+            return cast(int, conv["id"])
+    return None
 
 
 def lineage(outline: Mapping[str, Any], conversation_id: int) -> dict[int, int | None]:
@@ -213,6 +246,8 @@ class TreeNode:
     model: str | None = None
     label: str | None = None
     summary: str | None = None
+    number: int = 0
+    """A branch's number as users see it (1, 2, 3 in creation order)."""
     tip: bool = False
     """True for a prompt that is the newest of its conversation (continuing it needs no fork)."""
     children: list[TreeNode] = field(default_factory=list["TreeNode"])
@@ -221,7 +256,7 @@ class TreeNode:
 def build_tree(outline: Mapping[str, Any]) -> list[TreeNode]:
     """The outline as a forest: each root conversation is a branch node whose children are its
     prompts; a fork is a branch node under the prompt whose turn it continues from (under the
-    branch node itself when it forked before the first prompt)."""
+    branch node itself, before its prompts, when it forked before the first prompt)."""
     convs = {c["id"]: c for c in outline["conversations"]}
     labels: Mapping[str, str] = outline.get("labels") or {}
     own: dict[int, list[dict[str, Any]]] = {cid: [] for cid in convs}
@@ -230,7 +265,13 @@ def build_tree(outline: Mapping[str, Any]) -> list[TreeNode]:
     branch_nodes: dict[int, TreeNode] = {}
     prompt_nodes: dict[int, list[TreeNode]] = {}
     for cid, conv in convs.items():
-        node = TreeNode("branch", cid, end=conv.get("newest"), summary=conv.get("summary"))
+        node = TreeNode(
+            "branch",
+            cid,
+            end=conv.get("newest"),
+            summary=conv.get("summary"),
+            number=conv.get("number", 0),
+        )
         branch_nodes[cid] = node
         listed = own.get(cid, [])
         nodes: list[TreeNode] = []
@@ -257,7 +298,16 @@ def build_tree(outline: Mapping[str, Any]) -> list[TreeNode]:
     for cid, conv in convs.items():
         parent = conv.get("parent")
         home = _attach_point(parent, convs, prompt_nodes, branch_nodes) if parent else None
-        (home.children if home is not None else roots).append(branch_nodes[cid])
+        if home is None:
+            roots.append(branch_nodes[cid])
+        elif home.kind == "branch":  # made before the first prompt: drawn at the start
+            first_prompt = next(
+                (i for i, child in enumerate(home.children) if child.kind == "prompt"),
+                len(home.children),
+            )
+            home.children.insert(first_prompt, branch_nodes[cid])
+        else:
+            home.children.append(branch_nodes[cid])
     return roots
 
 

@@ -6,6 +6,7 @@ Both are TOML (read with the standard library's ``tomllib``) and have the same k
     model = "openai/qwen2.5-coder:7b"     # the default model (--model overrides it)
     thinking = "medium"                   # the default thinking level of new sessions
     theme = "light"                       # the TUI's theme: dark, light or a Textual theme
+    permission_mode = "accept-edits"      # new sessions' permission mode (user file only)
     secrets = ["GITHUB_TOKEN"]            # more variables kept from bash, jobs, MCP servers...
     secrets_passthrough = ["GITHUB_TOKEN"]  # secrets they may see after all (user file only)
 
@@ -79,6 +80,7 @@ from typing import Any, cast
 import msgspec
 
 from coding_agent.settings.model_config import RegistryError, parse_registry_config
+from coding_agent.settings.permission_modes import PERMISSION_MODES
 from coding_agent.settings.trust import LOCAL_CONFIG_DIR, is_trusted, project_root_for
 from coding_agent.settings.xdg import config_home
 
@@ -95,8 +97,8 @@ CONFIG_NAME = "config.toml"
 
 _THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 _TOP_KEYS = (
-    "model", "thinking", "theme", "providers", "models", "secrets", "secrets_passthrough",
-    "permissions", "sandbox", "web_fetch", "web_search",
+    "model", "thinking", "theme", "permission_mode", "providers", "models", "secrets",
+    "secrets_passthrough", "permissions", "sandbox", "web_fetch", "web_search",
 )  # fmt: skip
 _SEARCH_BACKENDS = ("brave", "tavily", "searxng")  # coding_agent.worker.tools.web
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -123,6 +125,8 @@ class EffectiveConfig:
     model: str | None = None
     thinking: str | None = None
     theme: str | None = None
+    permission_mode: str | None = None
+    """The permission mode of a new session (``--permission-mode`` overrides it)."""
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     models: list[dict[str, Any]] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)
@@ -259,6 +263,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
     model: str | None = None
     thinking: str | None = None
     theme: str | None = None
+    permission_mode: str | None = None
     providers: dict[str, _ProviderFile] = msgspec.field(default_factory=dict)
     models: list[_ModelFile] = msgspec.field(default_factory=list)
     secrets: list[str] = msgspec.field(default_factory=list)
@@ -437,6 +442,12 @@ def _check_values(layer: _Layer) -> None:
             layer.path, layer.text, ["thinking"],
             f"{parsed.thinking!r} is not a thinking level ({', '.join(_THINKING_LEVELS)})",
         )  # fmt: skip
+    if parsed.permission_mode is not None and parsed.permission_mode not in PERMISSION_MODES:
+        raise _error(
+            layer.path, layer.text, ["permission_mode"],
+            f"{parsed.permission_mode!r} is not a permission mode "
+            f"({', '.join(PERMISSION_MODES)})",
+        )  # fmt: skip
 
 
 def _check_secrets(layer: _Layer, user: bool) -> None:
@@ -456,6 +467,12 @@ def _check_secrets(layer: _Layer, user: bool) -> None:
                 "only your own config.toml may widen the sandbox (a project could let its "
                 f"commands write anywhere or reach any server); move sandbox.{key} there",
             )  # fmt: skip
+    if parsed.permission_mode is not None and not user:
+        raise _error(
+            layer.path, layer.text, ["permission_mode"],
+            "only your own config.toml may set the permission mode (a project could make its "
+            "own sessions run every call unasked): move the key to your user config",
+        )  # fmt: skip
     for key, why in (
         ("web_fetch", "open web_fetch to your private network"),
         ("web_search", "send your search key to its own server"),
@@ -488,7 +505,7 @@ def _merge(config: EffectiveConfig, layer: _Layer, path: Path) -> None:
         return f"{path}:{line}" if line else str(path)
 
     data = layer.data
-    for key in ("model", "thinking", "theme"):
+    for key in ("model", "thinking", "theme", "permission_mode"):
         if key in data:
             setattr(config, key, data[key])
             config.origin[key] = origin([key])

@@ -77,6 +77,9 @@ def scan_packages(folders: Sequence[str | Path] = (), *, installed: bool = True)
     problems: list[str] = []
     found: dict[str, FacetPackage] = {}
     if installed:
+        from coding_agent.settings.facets_site import activate
+
+        activate()  # made by a `facets add` after this process started: /reload finds it
         for package in installed_facet_packages(on_error=lambda error: problems.append(str(error))):
             found[package.name] = package
     for folder in folders:

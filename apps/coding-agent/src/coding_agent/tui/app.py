@@ -423,7 +423,8 @@ class CodingAgentApp(App[None]):
 
     def welcome_text(self) -> Text:
         """The first screen's line: which model, permission mode and folder this is, and how
-        to get help."""
+        to get help; on the faux model, that it is an offline demo whose tour starts with
+        whatever is typed."""
         session = self.client.session
         model = model_label(self.decoded_view, session.model)
         mode = next(
@@ -447,6 +448,13 @@ class CodingAgentApp(App[None]):
             + "; / opens commands, @ mentions files, ! runs a shell command.",
             style="dim",
         )
+        if model.startswith("faux/"):
+            line.append(
+                "\nfaux is the offline demo model: no API key, nothing leaves this machine. "
+                "Type anything to start a short tour. For a real model set ANTHROPIC_API_KEY "
+                "or OPENAI_API_KEY (or pass --model provider/id).",
+                style="",
+            )
         return line
 
     def _paint_welcome(self) -> None:

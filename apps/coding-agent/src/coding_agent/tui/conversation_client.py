@@ -105,6 +105,7 @@ class RemoteConversationClient:
         self._target: int | None = None  # None: the root
         self._status: dict[str, Any] | None = None
         self._status_listeners: list[Callable[[dict[str, Any]], None]] = []
+        self._follow_listeners: list[Callable[[int | None, int | None], None]] = []
         self.attachments = 0
         """How many times a conversation instance was followed (2 after one reconnect)."""
 
@@ -169,9 +170,26 @@ class RemoteConversationClient:
         """Show conversation ``conversation_id`` (``None``: the root) as soon as it is live.
 
         The choice survives a worker restart: the client re-follows it when it reappears.
+        Every :meth:`on_follow` listener hears of the switch (the branch left, the new one).
         """
+        previous = self._current_id if self._target is None else self._target
         self._target = conversation_id
         self._choose()
+        if conversation_id != previous:
+            for listener in list(self._follow_listeners):
+                listener(previous, conversation_id)
+
+    def on_follow(self, listener: Callable[[int | None, int | None], None]) -> Callable[[], None]:
+        """Call ``listener(previous, new)`` on every :meth:`follow` that switches the
+        conversation (``/fork``, ``/tree``, ``/branch``: Ctrl+B returns along them); returns
+        the remover."""
+        self._follow_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._follow_listeners:
+                self._follow_listeners.remove(listener)
+
+        return remove
 
     def switch_session(self, session: SessionInfo) -> None:
         """Another session's worker serves the TUI from now on (``/resume``): new session

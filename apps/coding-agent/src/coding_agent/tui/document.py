@@ -98,6 +98,9 @@ class UsageTotals:
 
     ``context_tokens`` is the size of the last request that reported usage (input, cache reads
     and writes plus output): what the next request will carry, the basis of the context %.
+
+    A fresh context (``/new``: a ``pi.reset`` or ``pi.handoff`` entry) starts the token counts
+    and the context size over; the cost stays, as money spent in the session.
     """
 
     input: int = 0
@@ -114,6 +117,10 @@ class UsageTotals:
             if entry.id <= self.last_id:
                 continue
             self.last_id = entry.id
+            if entry.kind in ("pi.reset", "pi.handoff"):
+                self.input = self.output = self.cache_read = self.cache_write = 0
+                self.context_tokens = 0
+                continue
             usage = _entry_usage(entry)
             if usage is None:
                 continue

@@ -422,6 +422,7 @@ def _tree_host(app: CodingAgentApp, client: RemoteConversationClient, control: A
         restore_prompt=app.editor.restore,
         show_screen=show_screen,
         session=lambda: control.session,
+        on_follow=client.on_follow,
     )
 
 

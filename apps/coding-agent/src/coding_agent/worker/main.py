@@ -94,6 +94,7 @@ from coding_agent.session_files.folders import (
 )
 from coding_agent.session_files.private import PrivacyError, private_dir, socket_folder
 from coding_agent.settings.config import ConfigError, load_config
+from coding_agent.settings.facets_site import activate as activate_facets_site
 from coding_agent.settings.guarded_paths import SERVICE as GUARDED_PATHS_SERVICE
 from coding_agent.settings.guarded_paths import guarded_paths
 from coding_agent.settings.model_config import TOOL_CALLING_ENV, RegistryError
@@ -113,6 +114,7 @@ from coding_agent.settings.trust import (
     check_project,
 )
 from coding_agent.settings.xdg import state_home
+from coding_agent.worker.activity import activity_recorder, visit_recorder
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
@@ -489,7 +491,7 @@ async def open_session_host(
                     web=config.web,
                     env=config.env,
                 ),
-                session_tree_facet(history),
+                session_tree_facet(history, on_visit=visit_recorder(session, config.fsync)),
                 system_prompt_facet(session.cwd),
                 shell_service_facet(
                     session.cwd, spill_dir=session.path / "spill", environment=environment
@@ -520,6 +522,8 @@ async def open_session_host(
                 if config.permission_mode is not None:
                     await apply_permission_mode(host, config.permission_mode)
                 await harness.resume(BACKGROUND)
+                # from here on, what the user does orders the session lists (not the resume)
+                harness.add_registration(activity_recorder(session, fsync=config.fsync))
                 unfreeze = freeze_after_turns(harness.harness.kernel)
                 runtime = SessionRuntime(host, harness, choice, status, storage=watch)
                 # The coordinator owns the generations: /reload uses it always, --dev watches.
@@ -939,6 +943,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the worker; returns the exit code (0, or 2 usage, 3 busy, 4 model, 5 storage)."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="coding-agent worker: %(message)s")
+    activate_facets_site()  # the packages `facets add` installed
     try:
         session = load_session(args.session_dir)
         if args.storage:  # launch settings changed on another server's worker

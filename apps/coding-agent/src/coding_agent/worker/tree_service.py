@@ -10,6 +10,8 @@ pure model it returns):
   (nothing is lost: the branch left behind stays as it was), or the conversation itself when
   ``at`` is its newest entry. The branch left gets a summary entry (its first prompt) if it has
   none yet;
+* ``visit(conversation)`` — the user switched to that branch (``/branch``, ``/tree``, Ctrl+B):
+  recorded as the branch they are on (what ``coding-agent export`` exports by default);
 * ``label(conversation, at, name)`` — a label entry on entry ``at`` (default: the newest);
 * ``rewind_plan(conversation, prompt)`` — what rewinding the files to just before user prompt
   ``prompt`` would do, file by file, conflicts included (:mod:`.file_history`);
@@ -21,6 +23,7 @@ pure model it returns):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 import anyio
@@ -49,8 +52,14 @@ _FIRST_PAGE = 64
 
 
 class _Tree:
-    def __init__(self, harness: HarnessServiceApi, history: FileHistory) -> None:
+    def __init__(
+        self,
+        harness: HarnessServiceApi,
+        history: FileHistory,
+        on_visit: Callable[[int], None] | None = None,
+    ) -> None:
         self._harness = harness
+        self._on_visit = on_visit
         self._history = history
         self._lock = anyio.Lock()
         # The outline is kept and brought up to date on each call: entries never change, so
@@ -157,6 +166,14 @@ class _Tree:
             fork = await handle.fork(at, ctx)
             return fork.id
 
+    async def visit(self, conversation: int, ctx: Context) -> None:
+        del ctx
+        record = self._harness.harness.kernel.conversations.get(conversation)
+        if record is None or record.owner is not UNSET:
+            raise ValueError(f"there is no branch {conversation}")
+        if self._on_visit is not None:
+            self._on_visit(conversation)
+
     async def label(self, conversation: int, at: int, name: str, ctx: Context) -> int:
         handle = await self._harness.conversation(conversation, ctx)
         if handle is None:
@@ -209,11 +226,14 @@ class _Tree:
             return result
 
 
-def session_tree_facet(history: FileHistory) -> Facet:
-    """The worker facet serving :data:`SessionTreeService` over ``pi.harness`` and ``history``."""
+def session_tree_facet(
+    history: FileHistory, *, on_visit: Callable[[int], None] | None = None
+) -> Facet:
+    """The worker facet serving :data:`SessionTreeService` over ``pi.harness`` and ``history``
+    (``on_visit(conversation)``: the user switched to that branch)."""
 
     def setup(env: FacetEnvironment) -> None:
         harness = env.use(HarnessService)
-        env.provide(SessionTreeService, cast(Any, _Tree(harness, history)))
+        env.provide(SessionTreeService, cast(Any, _Tree(harness, history, on_visit)))
 
     return define_facet(TREE_FACET_ID, setup)

@@ -50,6 +50,8 @@ from chord.textual import (
     TuiService,
     register_commands,
 )
+from coding_agent.contracts import SessionTreeService
+from coding_agent.session_files.tree import branch_number
 from coding_agent.settings.changes import THINKING_LEVELS, next_thinking_level
 from coding_agent.tui.conversation_client import RemoteConversationClient
 from coding_agent.tui.document import UsageTotals, model_label, thinking_level
@@ -82,6 +84,8 @@ class ConversationTarget:
     client: RemoteConversationClient
     tui: TuiService
     patterns: tuple[str, ...] = ()
+    tree: Any = None
+    """The worker's session tree service (``/fork`` names the new branch by its number)."""
 
 
 def _needs(why: str) -> str:
@@ -163,7 +167,15 @@ async def compact(target: ConversationTarget, args: Arguments, ctx: Context) -> 
     except Exception as error:  # the worker's own codes: nothing was written
         code = getattr(error, "code", None)
         if code == "nothing_to_compact":
-            return "Nothing to compact yet"
+            view = target.client.view.value
+            config = view.get("config") if isinstance(view, dict) else None
+            keep = config.get("keepRecent") if isinstance(config, dict) else None
+            kept = f"{keep:,} tokens" if type(keep) is int else "tokens"
+            return (
+                f"Nothing to compact yet: compaction summarises what comes before the newest "
+                f"{kept}, which it keeps word for word, and the whole conversation still fits "
+                "in them"
+            )
         if code == "compaction_running":
             return Notice("A compaction is already running", "warning")
         raise
@@ -248,8 +260,15 @@ async def thinking(target: ConversationTarget, args: Arguments, ctx: Context) ->
 async def fork(target: ConversationTarget, args: Arguments, ctx: Context) -> CommandOutcome:
     """``/fork``: fork the conversation at its latest entry and follow the fork."""
     conversation_id = await target.client.fork(ctx)
-    target.client.follow(conversation_id)
-    return f"Forked: now in conversation {conversation_id}"
+    target.client.follow(conversation_id)  # Ctrl+B returns to the branch forked from
+    shown = conversation_id
+    if target.tree is not None:
+        try:  # the number users see (1, 2, 3 in creation order), as /tree shows it
+            outline = await target.tree.outline(ctx)
+            shown = branch_number(outline, conversation_id) or conversation_id
+        except Exception:
+            pass
+    return f"Forked: now on branch {shown} (Ctrl+B goes back)"
 
 
 def cost_text(view: View | None) -> Notice | str:
@@ -321,7 +340,7 @@ def commands_facet(client: RemoteConversationClient, *, models: Sequence[str] = 
     @define_facet(COMMANDS_FACET_ID)
     def setup(env: FacetEnvironment) -> None:
         tui = env.use(Tui)
-        target = ConversationTarget(client, tui, tuple(models))
+        target = ConversationTarget(client, tui, tuple(models), env.use(SessionTreeService))
 
         async def model_picker(ctx: Context) -> None:
             await MODEL.bind(target, tui)("", ctx)

@@ -54,7 +54,13 @@ from chord.textual import (
 )
 from coding_agent.contracts import SessionTreeService
 from coding_agent.session_files.folders import Session, SessionError
-from coding_agent.session_files.tree import TreeNode, build_tree, path_prompts
+from coding_agent.session_files.tree import (
+    TreeNode,
+    branch_number,
+    branch_of_number,
+    build_tree,
+    path_prompts,
+)
 
 __all__ = [
     "TREE_COMMANDS",
@@ -100,7 +106,7 @@ def node_label(node: TreeNode, *, current: int | None) -> Text:
     if node.kind == "branch":
         here = node.conversation_id == current
         line.append("● " if here else "⎇ ", style="bold green" if here else "bold")
-        line.append(f"branch {node.conversation_id}")
+        line.append(f"branch {node.number}")
         if node.summary:
             line.append(f" — {_cut(node.summary)}", style="italic")
         if here:
@@ -186,11 +192,21 @@ class TreeScreen(ModalScreen[TreeChoice | None]):
         Binding("b", "back", "Back to the branch you left"),
     ]
 
-    def __init__(self, roots: Sequence[TreeNode], *, current: int | None, back: int | None):
+    def __init__(
+        self,
+        roots: Sequence[TreeNode],
+        *,
+        current: int | None,
+        back: int | None,
+        back_number: int | None = None,
+    ):
+        """``back`` is the conversation ``b`` returns to; ``back_number`` its number as users
+        see it."""
         super().__init__()
         self.roots = list(roots)
         self.current = current
         self.back = back
+        self.back_number = back_number if back_number is not None else back
 
     def compose(self) -> ComposeResult:
         tree: Tree[TreeNode] = Tree("session", id="tree-box")
@@ -198,7 +214,7 @@ class TreeScreen(ModalScreen[TreeChoice | None]):
         yield tree
         hint = "enter: continue here · esc: close"
         if self.back is not None:
-            hint += f" · b: back to branch {self.back}"
+            hint += f" · b: back to branch {self.back_number}"
         yield Static(hint, id="tree-help", markup=False)
 
     def on_mount(self) -> None:
@@ -243,8 +259,13 @@ class TreeHost:
         restore_prompt: Callable[[str], None],
         show_screen: Callable[[ModalScreen[Any]], Any],
         session: Callable[[], Session] | None = None,
+        on_follow: Callable[[Callable[[int | None, int | None], None]], Callable[[], None]]
+        | None = None,
     ) -> None:
+        """``on_follow(listener)`` calls ``listener(previous, new)`` on every switch of the
+        followed conversation, whoever makes it (``/fork`` too); returns the remover."""
         self.session = session
+        self.on_follow = on_follow
         self.conversation_id = conversation_id
         self.follow = follow
         self.busy = busy
@@ -291,12 +312,33 @@ class TreeTarget:
     cwd: Path | None = None
     left: list[int] = field(default_factory=lambda: [])
 
-    def go(self, branch: int) -> None:
-        """Follow ``branch``, remembering the one left (for Ctrl+B)."""
-        current = self.host.conversation_id()
-        if current is not None and current != branch:
-            self.left.append(current)
+    def followed(self, previous: int | None, branch: int | None) -> None:
+        """Remember the branch left by a switch (``/tree``, ``/branch``, ``/fork``, a rewind),
+        for Ctrl+B."""
+        if previous is not None and branch is not None and previous != branch:
+            self.left.append(previous)
+
+    async def go(self, branch: int, ctx: Context) -> None:
+        """Follow ``branch`` (the branch left is remembered for Ctrl+B) and tell the worker
+        it is the one the user is on (what ``coding-agent export`` exports)."""
+        if self.host.on_follow is None:  # a host that does not report its switches
+            self.followed(self.host.conversation_id(), branch)
         self.host.follow(branch)
+        await self.visited(branch, ctx)
+
+    async def visited(self, branch: int, ctx: Context) -> None:
+        try:
+            await self.service.visit(branch, ctx)
+        except Exception:  # an older worker, or it went away: export's default only
+            pass
+
+    async def number(self, conversation: int | None, ctx: Context) -> str:
+        """The branch's number as users see it (1, 2, 3 in creation order)."""
+        try:
+            found = branch_number(await self.service.outline(ctx), conversation)
+        except Exception:
+            found = None
+        return str(found if found is not None else conversation)
 
 
 def _live_conversation(target: TreeTarget) -> int:
@@ -314,41 +356,46 @@ def _not_busy(target: TreeTarget) -> None:
 async def tree(target: TreeTarget, args: Arguments, ctx: Context) -> CommandOutcome:
     """``/tree``: the session's branches and prompts; continue at a prompt or switch."""
     current = target.host.conversation_id()
-    roots = build_tree(await target.service.outline(ctx))
+    outline = await target.service.outline(ctx)
+    roots = build_tree(outline)
     back = target.left[-1] if target.left else None
+    screen = TreeScreen(roots, current=current, back=back, back_number=branch_number(outline, back))
     modal = await target.tui.acquire_modal(ctx)  # one dialog at a time (approvals wait)
     try:
-        choice = await target.host.show_screen(TreeScreen(roots, current=current, back=back))
+        choice = await target.host.show_screen(screen)
     finally:
         modal.close()
     if not isinstance(choice, TreeChoice):
         return None
     if choice.action == "back":
-        return back_to_branch(target)
+        return await back_to_branch(target, ctx)
     node = choice.node
     assert node is not None
     if choice.action == "switch":
         if node.conversation_id == current:
-            return f"Already on branch {current}"
-        target.go(node.conversation_id)
-        return f"Switched to branch {node.conversation_id}"
+            return f"Already on branch {node.number}"
+        await target.go(node.conversation_id, ctx)
+        return f"Switched to branch {node.number}"
     if target.host.busy():
         return Notice("A turn is running: wait for it (or Esc) first", "warning")
     branch_id = await target.service.branch(node.conversation_id, cast(int, node.end), ctx)
-    target.go(branch_id)
-    return f"Continuing after “{_cut(node.text, 40)}” in branch {branch_id}"
+    await target.go(branch_id, ctx)
+    shown = await target.number(branch_id, ctx)
+    return f"Continuing after “{_cut(node.text, 40)}” in branch {shown}"
 
 
-def back_to_branch(target: TreeTarget) -> CommandOutcome:
-    """Ctrl+B (``b`` in ``/tree``): back to the branch left last."""
+async def back_to_branch(target: TreeTarget, ctx: Context) -> CommandOutcome:
+    """Ctrl+B (``b`` in ``/tree``): back to the branch left last (after ``/fork`` too: the
+    branch forked from)."""
     if not target.left:
         return "No branch to go back to"
     branch_id = target.left.pop()
     current = target.host.conversation_id()
-    target.host.follow(branch_id)
-    if current is not None and current != branch_id:
-        target.left.append(current)
-    return f"Back on branch {branch_id}"
+    target.host.follow(branch_id)  # the branch left is remembered (followed): b goes back
+    if target.host.on_follow is None:
+        target.followed(current, branch_id)
+    await target.visited(branch_id, ctx)
+    return f"Back on branch {await target.number(branch_id, ctx)}"
 
 
 async def label(target: TreeTarget, args: Arguments, ctx: Context) -> CommandOutcome:
@@ -399,9 +446,9 @@ async def rewind(target: TreeTarget, args: Arguments, ctx: Context) -> CommandOu
     parts = [f"Rewound to before “{_cut(prompt['text'], 40)}”"]
     branch_id = result["conversation"]
     if branch_id != current:
-        target.go(branch_id)
+        await target.go(branch_id, ctx)
         target.host.restore_prompt(prompt["text"])
-        parts.append(f"now in branch {branch_id}")
+        parts.append(f"now in branch {await target.number(branch_id, ctx)}")
     if mode != "conversation":
         parts.append(f"{len(result['restored'])} file(s) restored")
         if result["kept"]:
@@ -432,7 +479,7 @@ async def export(target: TreeTarget, args: Arguments, ctx: Context) -> CommandOu
         written = await anyio.to_thread.run_sync(write)
     except (OSError, SessionError) as error:
         raise CommandError(f"/export: {error}") from error
-    return f"Exported branch {current} to {written}"
+    return f"Exported branch {await target.number(current, ctx)} to {written}"
 
 
 async def branch(target: TreeTarget, args: Arguments, ctx: Context) -> CommandOutcome:
@@ -441,11 +488,11 @@ async def branch(target: TreeTarget, args: Arguments, ctx: Context) -> CommandOu
     if not ref.isdigit():
         raise CommandError("/branch needs a branch number: /branch N (see /tree)")
     outline = await target.service.outline(ctx)
-    known = [c["id"] for c in outline["conversations"]]
-    if int(ref) not in known:
-        listed = ", ".join(str(k) for k in known)
+    found = branch_of_number(outline, int(ref))  # the number users see, not the internal id
+    if found is None:
+        listed = ", ".join(str(c["number"]) for c in outline["conversations"])
         raise CommandError(f"There is no branch {ref} (branches: {listed})")
-    target.go(int(ref))
+    await target.go(found, ctx)
     return f"Switched to branch {ref}"
 
 
@@ -478,8 +525,7 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
         target = TreeTarget(host, tui, env.use(SessionTreeService), cwd, left)
 
         async def back_key(ctx: Context) -> None:
-            del ctx
-            outcome = back_to_branch(target)
+            outcome = await back_to_branch(target, ctx)
             if outcome:
                 tui.notify(str(outcome))
 
@@ -487,6 +533,8 @@ def tree_commands_facet(host: TreeHost, *, cwd: Path | None = None) -> Facet:
             env.own(register_commands(tui, TREE_COMMANDS, target))
             env.own(tui.register_key("ctrl+b", "Back to the branch you left", back_key))
             host.switch_branch = BRANCH.bind(target, tui)
+            if host.on_follow is not None:
+                env.own(host.on_follow(target.followed))
 
         env.on_activate(activate)
 

@@ -16,7 +16,13 @@ __all__ = ["HelpScreen"]
 
 
 class HelpScreen(ModalScreen[None]):
-    """The help text, scrollable; Esc, q or F1 close it (nothing closes it by itself)."""
+    """The help text, scrollable; Esc, q or F1 close it (nothing closes it by itself).
+
+    The keys its footer names are the screen's own bindings (the app's ``AUTO_FOCUS`` names the
+    editor, which this screen does not have: nothing had the focus, and ↑↓ PgUp PgDn did
+    nothing). The scroll area takes no focus, so its own bindings, which scroll after the next
+    refresh and so merge keys that arrive in one burst, never see them.
+    """
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
@@ -32,6 +38,15 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape", "close", "Close"),
         Binding("q", "close", "Close", show=False),
         Binding("f1", "close", "Close", show=False),
+        Binding("up", "scroll('up')", show=False),
+        Binding("down", "scroll('down')", show=False),
+        Binding("k", "scroll('up')", show=False),
+        Binding("j", "scroll('down')", show=False),
+        Binding("pageup", "scroll('page_up')", show=False),
+        Binding("pagedown", "scroll('page_down')", show=False),
+        Binding("space", "scroll('page_down')", show=False),
+        Binding("home", "scroll('home')", show=False),
+        Binding("end", "scroll('end')", show=False),
     ]
 
     def __init__(self, text: str) -> None:
@@ -41,9 +56,27 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label("Help  (esc closes)", classes="title")
-            with VerticalScroll():
+            with VerticalScroll(id="help-scroll", can_focus=False):
                 yield Static(inert(self.text), id="help-text", markup=False)  # facets' words
             yield Static("esc, q or f1 close · ↑↓ pgup pgdn scroll", id="help-close", markup=False)
+
+    def action_scroll(self, where: str) -> None:
+        """Scroll the help text: ``up``/``down`` a line, ``page_up``/``page_down``, ``home``,
+        ``end``. Each key moves from where the previous one is going (``scroll_target_y``) and
+        at once, so keys arriving in one burst (a held key, a terminal's paste) all count."""
+        area = self.query_one("#help-scroll", VerticalScroll)
+        page = max(1, area.scrollable_content_region.height - 1)
+        target = area.scroll_target_y
+        moves = {
+            "up": target - 1,
+            "down": target + 1,
+            "page_up": target - page,
+            "page_down": target + page,
+            "home": 0,
+            "end": area.max_scroll_y,
+        }
+        y = max(0, min(moves[where], area.max_scroll_y))
+        area.scroll_to(y=y, animate=False, immediate=True)
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -96,7 +96,9 @@ def _count_lines(text: Any) -> int:
 
 
 def edit_counts(arguments: Any) -> tuple[int, int] | None:
-    """Lines an ``edit`` call adds and removes (from its replacements), or ``None``."""
+    """Lines an ``edit`` call adds and removes, or ``None``: each replacement's line diff
+    (``oldText`` → ``newText``), so the count before the call runs is the count of the diff it
+    applies (a replacement that keeps two lines and adds four is +4 −0, not +6 −2)."""
     if not isinstance(arguments, dict):
         return None
     edits = arguments.get("edits")
@@ -105,11 +107,21 @@ def edit_counts(arguments: Any) -> tuple[int, int] | None:
             edits = [arguments]
         else:
             return None
+    import difflib
+
     added = removed = 0
     for edit in edits:
-        if isinstance(edit, dict):
-            added += _count_lines(edit.get("newText"))
-            removed += _count_lines(edit.get("oldText"))
+        if not isinstance(edit, dict):
+            continue
+        old, new = edit.get("oldText"), edit.get("newText")
+        old_lines = old.splitlines() if isinstance(old, str) else []
+        new_lines = new.splitlines() if isinstance(new, str) else []
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
+            None, old_lines, new_lines, autojunk=False
+        ).get_opcodes():
+            if tag != "equal":
+                removed += i2 - i1
+                added += j2 - j1
     return added, removed
 
 

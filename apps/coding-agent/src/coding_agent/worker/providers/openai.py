@@ -394,7 +394,17 @@ def classify_error(
 def _status_error(exc: Any) -> tuple[str, bool]:
     """An ``openai.APIStatusError``'s message and whether it is worth retrying."""
     status = exc.status_code
-    return f"openai {status}: {_detail(exc.body) or exc.message}", retryable_status(status)
+    detail = _detail(exc.body) or exc.message
+    if status == 404:  # a wrong base URL or model: say where, and what to check
+        request = getattr(exc, "request", None)
+        url = str(request.url) if request is not None else "the server"
+        return (
+            f"openai 404 from {url}: {detail} — nothing answers there: check the base URL "
+            "(OPENAI_BASE_URL or providers.openai.base_url; an OpenAI-compatible server's "
+            "usually ends in /v1) and the model id",
+            False,
+        )
+    return f"openai {status}: {detail}", retryable_status(status)
 
 
 _TOOL_REFUSAL_STATUS = frozenset({400, 404, 422})
