@@ -90,7 +90,8 @@ async def _answer(session: Any, decision: str) -> None:
 
 async def _start(project: Path, env: dict[str, str], *flags: str) -> Run:
     process = await anyio.open_process(
-        [str(BINARY), "--faux-script", str(project.parent / "script.json"), *flags, "--json",
+        [str(BINARY), "--faux-script", str(project.parent / "script.json"), "--linger", "0.5",
+         *flags, "--json",
          "touch it"],
         cwd=project, env=env, stdin=subprocess.DEVNULL,
     )  # fmt: skip
