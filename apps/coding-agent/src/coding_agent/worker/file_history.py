@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import threading
 import time
@@ -58,6 +59,7 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from coding_agent.session_files.private import PRIVATE_FILE, private_tree
+from coding_agent.worker.git_blobs import git_index, git_oid, read_git_blobs
 from pico3 import fsync_dir, write_atomic
 
 __all__ = [
@@ -68,6 +70,7 @@ __all__ = [
     "JournalStore",
     "Lineage",
     "decode_journal",
+    "project_blobs",
 ]
 
 
@@ -88,6 +91,10 @@ SNAPSHOT_MAX_FILES = 5_000
 """A project with more (not ignored) files than this is not snapshotted around ``bash``."""
 SNAPSHOT_MAX_BYTES = 64 * 1024 * 1024
 """Nor one whose (not ignored) files hold more bytes than this."""
+SNAPSHOT_FILE_CAP = 1024 * 1024
+"""The largest file a ``bash`` snapshot copies (one whose content git does not hold)."""
+SNAPSHOT_SESSION_CAP = 16 * 1024 * 1024
+"""The most bytes the ``bash`` snapshots of one worker run of a session copy in all."""
 
 Lineage = Mapping[int, int | None]
 """A branch's path: conversation id -> the newest entry id of it the branch sees (``None``: all,
@@ -119,6 +126,15 @@ class FilePlan(msgspec.Struct, frozen=True):
 
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def project_blobs(sessions: str | os.PathLike[str], cwd: str | os.PathLike[str]) -> Path:
+    """The content store every session of project ``cwd`` shares, beside the ``sessions``
+    folder: ``<state>/coding-agent/projects/<name>-<hash of the path>/file-history/blobs``."""
+    real = os.path.realpath(cwd)
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(real))[:40] or "root"
+    key = hashlib.sha256(os.fsencode(real)).hexdigest()[:16]
+    return Path(sessions).parent / "projects" / f"{name}-{key}" / "file-history" / "blobs"
 
 
 def _read(path: str) -> bytes | None:
@@ -160,32 +176,56 @@ class JournalStore(Protocol):
 
 
 class FolderStore:
-    """Blobs and journal in ``<session>/file-history`` (see the module docstring)."""
+    """The journal in ``<session>/file-history``, the blobs in ``blobs`` (the project's shared
+    store, :func:`project_blobs`) or else ``<session>/file-history/blobs``; blobs an older
+    version stored in the session folder are still found there (see the module docstring)."""
 
-    def __init__(self, folder: str | os.PathLike[str], *, fsync: bool = True) -> None:
+    def __init__(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        fsync: bool = True,
+        blobs: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.folder = Path(folder)
-        self.blobs = self.folder / "blobs"
+        self.own_blobs = self.folder / "blobs"
+        self.blobs = Path(blobs) if blobs is not None else self.own_blobs
         self.journal_path = self.folder / "journal.jsonl"
         self._fsync = fsync
         self._encoder = msgspec.json.Encoder()
 
     def _ensure(self) -> None:
-        if not self.blobs.is_dir():
-            private_tree(self.folder.parent, self.blobs)  # 0700: pre-images are the user's code
+        if not self.folder.is_dir():
+            private_tree(self.folder.parent, self.folder)  # 0700: pre-images are the user's code
             if self._fsync:
-                fsync_dir(self.folder)
                 fsync_dir(self.folder.parent)
 
+    def _ensure_blobs(self) -> None:
+        if not self.blobs.is_dir():
+            if self.blobs == self.own_blobs:
+                self._ensure()
+            private_tree(self.blobs.parent, self.blobs)
+            if self._fsync:
+                fsync_dir(self.blobs.parent)
+
+    def _where(self, digest: str) -> Path:
+        path = self.blobs / digest
+        if self.blobs != self.own_blobs and not path.exists():
+            legacy = self.own_blobs / digest  # a session of an older version
+            if legacy.exists():
+                return legacy
+        return path
+
     def has(self, digest: str) -> bool:
-        return (self.blobs / digest).exists()
+        return self._where(digest).exists()
 
     def put(self, blobs: Mapping[str, bytes]) -> None:
         for digest, data in blobs.items():
-            self._ensure()
+            self._ensure_blobs()
             write_atomic(self.blobs / digest, data, mode=PRIVATE_FILE, fsync=self._fsync)
 
     def get(self, digest: str) -> bytes:
-        return (self.blobs / digest).read_bytes()
+        return self._where(digest).read_bytes()
 
     def append(self, changes: Sequence[FileChange]) -> None:
         self._ensure()
@@ -220,7 +260,9 @@ def decode_journal(lines: Iterable[bytes]) -> list[FileChange]:
 
 
 class FileHistory:
-    """The pre-image store of one session (``<session>/file-history``, or ``store``)."""
+    """The pre-image store of one session (journal in ``<session>/file-history``, contents in
+    ``blobs``, the project's shared store, else beside the journal; or all in ``store``).
+    ``file_cap`` and ``session_cap`` bound what ``bash`` snapshots copy (module docstring)."""
 
     def __init__(
         self,
@@ -228,14 +270,25 @@ class FileHistory:
         *,
         fsync: bool = True,
         store: JournalStore | None = None,
+        blobs: str | os.PathLike[str] | None = None,
+        file_cap: int = SNAPSHOT_FILE_CAP,
+        session_cap: int = SNAPSHOT_SESSION_CAP,
     ) -> None:
         self.folder = Path(folder)
-        self.blobs = self.folder / "blobs"
         self.journal_path = self.folder / "journal.jsonl"
-        self._store: JournalStore = store if store is not None else FolderStore(folder, fsync=fsync)
+        folder_store = FolderStore(folder, fsync=fsync, blobs=blobs)
+        self.blobs = folder_store.blobs
+        self._store: JournalStore = store if store is not None else folder_store
         self._seq: int | None = None
         self._seq_lock = threading.Lock()
         self._last_snapshot: dict[str, tuple[int, int, str]] = {}
+        self.file_cap = file_cap
+        self.session_cap = session_cap
+        self.copied = 0
+        """Bytes the ``bash`` snapshots of this run copied (bounded by ``session_cap``)."""
+        self._kept: set[str] = set()  # contents known to be in the store
+        self._oids: dict[str, str] = {}  # content hash -> git's blob id of it
+        self._from_git: dict[str, tuple[str, str, int]] = {}  # hash -> (root, blob id, size)
 
     # -- recording -----------------------------------------------------------------------
     def store_blob(self, data: bytes) -> str:
@@ -316,14 +369,23 @@ class FileHistory:
         *,
         max_files: int = SNAPSHOT_MAX_FILES,
         max_bytes: int = SNAPSHOT_MAX_BYTES,
+        keep: bool = True,
     ) -> dict[str, tuple[int, int, str]] | None:
         """Size, mtime and content hash of every file under ``root`` that ``.gitignore`` does
-        not exclude, each content stored as a blob (so it can be restored); ``None`` when the
-        project is over ``max_files`` files or ``max_bytes`` bytes (then bash is not tracked).
-        A file whose size and mtime match the previous snapshot is not read again."""
+        not exclude; ``None`` when the project is over ``max_files`` files or ``max_bytes``
+        bytes (then bash is not tracked). A file whose size and mtime match the previous
+        snapshot is not read again.
+
+        With ``keep`` (the snapshot before a command) each content is made restorable: already
+        in the store, or exactly the blob git's index holds for the file (nothing copied: read
+        back from git by :meth:`record_changes` only if the command changes the file), or else
+        copied into the store when it is at most ``file_cap`` bytes and the run's copies stay
+        within ``session_cap``. A content that is none of these is not kept: rewinding a change
+        to it reports the file ``lost``."""
         from pico3 import walk_files
 
         base = Path(os.path.realpath(root))
+        index = git_index(base) if keep else {}
         previous = self._last_snapshot
         out: dict[str, tuple[int, int, str]] = {}
         pending: dict[str, bytes] = {}  # new contents, stored together (one round trip)
@@ -342,20 +404,76 @@ class FileHistory:
             if total > max_bytes:
                 return None
             known = previous.get(path)
+            data: bytes | None = None
             if known is not None and known[:2] == (info.st_size, info.st_mtime_ns):
                 out[path] = known
-                continue
-            data = _read(path)
-            if data is None:
-                continue
-            digest = _digest(data)
-            if digest not in pending and not self._store.has(digest):
-                pending[digest] = data
-            out[path] = (info.st_size, info.st_mtime_ns, digest)
+            else:
+                data = _read(path)
+                if data is None:
+                    continue
+                out[path] = (info.st_size, info.st_mtime_ns, _digest(data))
+            if keep:
+                self._keep(str(base), path, index.get(relative), out[path], data, pending)
         if pending:
             self._store.put(pending)
+            self._kept.update(pending)
         self._last_snapshot = out
         return out
+
+    def _keep(
+        self,
+        root: str,
+        path: str,
+        oid: str | None,
+        entry: tuple[int, int, str],
+        data: bytes | None,
+        pending: dict[str, bytes],
+    ) -> None:
+        """Make the content ``entry`` of ``path`` restorable, if the caps allow (see
+        :meth:`snapshot`): git's blob ``oid`` (the index's, if any) or a copy in ``pending``."""
+        size, _mtime, digest = entry
+        if digest in self._kept or digest in pending:
+            return
+        if self._store.has(digest):
+            self._kept.add(digest)
+            return
+        if oid is not None:
+            if digest not in self._oids:
+                data = data if data is not None else _read(path)
+                if data is None or _digest(data) != digest:
+                    return  # changed since it was hashed: the next snapshot sees it
+                self._oids[digest] = git_oid(data)
+            if self._oids[digest] == oid:
+                self._from_git[digest] = (root, oid, size)
+                return
+        if size > self.file_cap or self.copied + size > self.session_cap:
+            return  # not kept: a rewind past a change to it says so
+        data = data if data is not None else _read(path)
+        if data is None or _digest(data) != digest:
+            return
+        pending[digest] = data
+        self.copied += size
+
+    def _fetch(self, digests: Iterable[str]) -> None:
+        """Copy into the store, from git, the contents among ``digests`` that only git holds
+        (what a command just changed). One git no longer has stays out (rewind: ``lost``)."""
+        wanted: dict[str, dict[str, int]] = {}  # root -> {blob id: size}
+        by_oid: dict[str, str] = {}
+        for digest in set(digests):
+            source = self._from_git.get(digest)
+            if source is None or digest in self._kept or self._store.has(digest):
+                continue
+            root, oid, size = source
+            wanted.setdefault(root, {})[oid] = size
+            by_oid[oid] = digest
+        pending: dict[str, bytes] = {}
+        for root, sizes in wanted.items():
+            for oid, data in read_git_blobs(root, sizes).items():
+                if _digest(data) == by_oid[oid]:
+                    pending[by_oid[oid]] = data
+        if pending:
+            self._store.put(pending)
+            self._kept.update(pending)
 
     def record_changes(
         self,
@@ -366,7 +484,8 @@ class FileHistory:
         anchor: int,
         tool: str = "bash",
     ) -> list[FileChange]:
-        """Journal every file that differs between two snapshots (one fsync); returns them."""
+        """Journal every file that differs between two snapshots (one fsync), each earlier
+        content that only git held copied into the store first; returns them."""
         changes: list[FileChange] = []
         for path in sorted(set(before) | set(after)):
             old = before.get(path)
@@ -388,6 +507,7 @@ class FileHistory:
                 )
             )
         if changes:
+            self._fetch(change.before for change in changes if change.before is not None)
             self._append(*changes)
         return changes
 
@@ -428,7 +548,7 @@ class FileHistory:
             if current == target:
                 plans.append(FilePlan(path, "unchanged", target, current, "already as it was"))
             elif target is not None and not self._store.has(target):
-                detail = "its earlier content was not kept (over the size bound): not restored"
+                detail = "its earlier content was not kept (over the size cap): not restored"
                 plans.append(FilePlan(path, "lost", target, current, detail))
             elif current in (latest.after, latest.before):
                 action: Action = "delete" if target is None else "restore"

@@ -115,7 +115,7 @@ from coding_agent.settings.trust import (
 )
 from coding_agent.settings.xdg import state_home
 from coding_agent.worker.activity import activity_recorder, visit_recorder
-from coding_agent.worker.file_history import FileHistory
+from coding_agent.worker.file_history import FileHistory, project_blobs
 from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
 from coding_agent.worker.providers import OpenAIProvider
@@ -470,6 +470,7 @@ async def open_session_host(
                 session.path / "file-history",
                 fsync=config.fsync,
                 store=DatabaseHistoryStore(shared) if shared is not None else None,
+                blobs=project_blobs(session.path.parent, session.cwd),  # shared by the project
             )
             harness_facet = harness_session_facet(
                 shared.make

@@ -301,7 +301,7 @@ async def _record_bash(
     history: FileHistory, api: ToolApi, folder: str, before: Any, ctx: Context
 ) -> None:
     """Journal what a ``bash`` command changed (the project snapshot after vs before)."""
-    after = await anyio.to_thread.run_sync(history.snapshot, folder)
+    after = await anyio.to_thread.run_sync(lambda: history.snapshot(folder, keep=False))
     if after is None:
         return
     at = await _anchor(api, ctx)
