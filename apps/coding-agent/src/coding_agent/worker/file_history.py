@@ -7,16 +7,22 @@ where in the session the change belongs (the conversation and the assistant entr
 for it). Both are on stable storage (``fsync``) before the tool touches the file, so a
 ``kill -9`` at any instant leaves a journal that can undo what happened::
 
-    <session>/file-history/
-      blobs/<sha256>     file contents, one file per distinct content (deduplicated by hash)
-      journal.jsonl      one JSON object per change, in the order they happened
+    <session>/file-history/journal.jsonl        one JSON object per change, in order
+    <state>/coding-agent/projects/<name>-<hash>/file-history/blobs/<sha256>
+                                                 file contents, once per project
 
-(folders ``0700``, files ``0600``, like the rest of the session folder.) With the session's
-commits in PostgreSQL the same blobs and lines are the session's blobs in the database instead
-(:class:`coding_agent.worker.shared_state.DatabaseHistoryStore`, a :class:`JournalStore`), so
-the worker of another server finds them after a failover; there one content holds at most
-16 MiB (:data:`pico3.BLOB_LIMIT`): a larger pre-image is not kept, and rewinding reports that
-file (action ``lost``) and leaves it as it is. The folder has no such bound.
+Contents are content-addressed and shared by every session of the project
+(:mod:`.history_store`, :func:`project_blobs`): a second session, or a later command, that meets
+a content already stored stores nothing. Blobs an older version kept in the session folder
+(``<session>/file-history/blobs``) are still read there. (Folders ``0700``, files ``0600``.)
+With the session's commits in PostgreSQL the same blobs and lines are the session's blobs in
+the database instead (:class:`coding_agent.worker.shared_state.DatabaseHistoryStore`, a
+:class:`JournalStore`), so the worker of another server finds them after a failover; those
+blobs are per session (the database's blobs belong to one session, fenced by its lease, so two
+sessions cannot share them), and one content holds at most 16 MiB (:data:`pico3.BLOB_LIMIT`): a
+larger pre-image is not kept, and rewinding reports that file (action ``lost``) and leaves it as
+it is. ``write`` and ``edit`` pre-images have no other bound (they are files the session
+touched).
 
 A journal line::
 
@@ -28,12 +34,29 @@ A journal line::
 file, which is journalled the same way so a later rewind knows the file's state).
 
 ``bash`` cannot say what it will change, so around a (foreground) command the worker takes a
-snapshot of the project (:meth:`FileHistory.snapshot`: size, mtime and hash of every file
-``.gitignore`` does not exclude, contents stored as blobs) before and after, and journals each
-file that differs (:meth:`FileHistory.record_changes`, tool ``bash``) once the command is done.
-Those lines come after the effect, so a crash during the command loses what it changed; a
-project over :data:`SNAPSHOT_MAX_FILES` files or :data:`SNAPSHOT_MAX_BYTES` bytes is not
-snapshotted.
+snapshot of the project (:meth:`FileHistory.snapshot`: size, mtime and SHA-256 of every file
+``.gitignore`` does not exclude, a file unchanged in size and mtime not read again) before and
+after, and journals each file that differs (:meth:`FileHistory.record_changes`, tool ``bash``)
+once the command is done. The content each file had before must be restorable, yet copying the
+whole tree costs as much disk as the checkout, so the snapshot before a command copies only
+what nothing else holds:
+
+* a content already in the project's store: nothing (a later command or session costs nothing);
+* a file whose content is exactly the blob git's index holds for it (the snapshot hashes it as
+  git does and compares, :mod:`.git_blobs`): nothing. Only if the command then changes the
+  file is that blob read back from git (``git show``, through :func:`pico3.run_git`, which
+  runs nothing the repository configures) and stored, before the journal line. In a clean
+  checkout the first command stores only the files it changed;
+* any other file (untracked, modified since ``git add``, or no git repository): copied into the
+  store, if it is at most :data:`SNAPSHOT_FILE_CAP` (1 MiB) and the snapshots of this worker
+  run have copied at most :data:`SNAPSHOT_SESSION_CAP` (16 MiB) in all.
+
+Past a cap the file is not copied; if the command changes it, rewinding past that change names
+it as not restorable (action ``lost``, "its earlier content was not kept") and leaves it as it
+is. The same happens to a git-held content git no longer has when the command is done (the
+command deleted ``.git``, or dropped the blob and pruned it at once). The journal lines come
+after the effect, so a crash during the command loses what it changed; a project over
+:data:`SNAPSHOT_MAX_FILES` files or :data:`SNAPSHOT_MAX_BYTES` bytes is not snapshotted.
 
 Rewinding (:meth:`FileHistory.plan` then :meth:`FileHistory.restore`) to a user prompt ``P`` of a
 branch takes the journal lines of that branch (its conversation, and each ancestor up to the
@@ -48,19 +71,24 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import stat
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import msgspec
 
-from coding_agent.session_files.private import PRIVATE_FILE, private_tree
 from coding_agent.worker.git_blobs import git_index, git_oid, read_git_blobs
-from pico3 import fsync_dir, write_atomic
+from coding_agent.worker.history_store import (
+    FileChange,
+    FolderStore,
+    JournalStore,
+    decode_journal,
+    project_blobs,
+)
+from pico3 import write_atomic
 
 __all__ = [
     "FileChange",
@@ -72,20 +100,6 @@ __all__ = [
     "decode_journal",
     "project_blobs",
 ]
-
-
-class FileChange(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One journal line (see the module docstring)."""
-
-    seq: int
-    conversation: int
-    anchor: int
-    path: str
-    before: str | None
-    after: str | None
-    tool: str = "edit"
-    time: float = 0.0
-
 
 SNAPSHOT_MAX_FILES = 5_000
 """A project with more (not ignored) files than this is not snapshotted around ``bash``."""
@@ -128,15 +142,6 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def project_blobs(sessions: str | os.PathLike[str], cwd: str | os.PathLike[str]) -> Path:
-    """The content store every session of project ``cwd`` shares, beside the ``sessions``
-    folder: ``<state>/coding-agent/projects/<name>-<hash of the path>/file-history/blobs``."""
-    real = os.path.realpath(cwd)
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(real))[:40] or "root"
-    key = hashlib.sha256(os.fsencode(real)).hexdigest()[:16]
-    return Path(sessions).parent / "projects" / f"{name}-{key}" / "file-history" / "blobs"
-
-
 def _read(path: str) -> bytes | None:
     try:
         with open(path, "rb") as file:
@@ -145,118 +150,6 @@ def _read(path: str) -> bytes | None:
         return None
     except IsADirectoryError:
         return None
-
-
-class JournalStore(Protocol):
-    """Where a :class:`FileHistory` keeps its blobs and journal: the session folder
-    (:class:`FolderStore`, the default), or the session's blobs in PostgreSQL
-    (:class:`coding_agent.worker.shared_state.DatabaseHistoryStore`). Every method may block
-    (the history runs in a worker thread)."""
-
-    def has(self, digest: str) -> bool:
-        """Whether the content ``digest`` is stored (so it can be restored)."""
-        ...
-
-    def put(self, blobs: Mapping[str, bytes]) -> None:
-        """Store contents by hash, durably, before returning (a store may leave out one over
-        its size bound: :meth:`has` then says so)."""
-        ...
-
-    def get(self, digest: str) -> bytes:
-        """The content ``digest`` (raises ``FileNotFoundError`` when it is not stored)."""
-        ...
-
-    def append(self, changes: Sequence[FileChange]) -> None:
-        """Append journal lines, durably, before returning."""
-        ...
-
-    def changes(self) -> list[FileChange]:
-        """Every journal line, oldest first."""
-        ...
-
-
-class FolderStore:
-    """The journal in ``<session>/file-history``, the blobs in ``blobs`` (the project's shared
-    store, :func:`project_blobs`) or else ``<session>/file-history/blobs``; blobs an older
-    version stored in the session folder are still found there (see the module docstring)."""
-
-    def __init__(
-        self,
-        folder: str | os.PathLike[str],
-        *,
-        fsync: bool = True,
-        blobs: str | os.PathLike[str] | None = None,
-    ) -> None:
-        self.folder = Path(folder)
-        self.own_blobs = self.folder / "blobs"
-        self.blobs = Path(blobs) if blobs is not None else self.own_blobs
-        self.journal_path = self.folder / "journal.jsonl"
-        self._fsync = fsync
-        self._encoder = msgspec.json.Encoder()
-
-    def _ensure(self) -> None:
-        if not self.folder.is_dir():
-            private_tree(self.folder.parent, self.folder)  # 0700: pre-images are the user's code
-            if self._fsync:
-                fsync_dir(self.folder.parent)
-
-    def _ensure_blobs(self) -> None:
-        if not self.blobs.is_dir():
-            if self.blobs == self.own_blobs:
-                self._ensure()
-            private_tree(self.blobs.parent, self.blobs)
-            if self._fsync:
-                fsync_dir(self.blobs.parent)
-
-    def _where(self, digest: str) -> Path:
-        path = self.blobs / digest
-        if self.blobs != self.own_blobs and not path.exists():
-            legacy = self.own_blobs / digest  # a session of an older version
-            if legacy.exists():
-                return legacy
-        return path
-
-    def has(self, digest: str) -> bool:
-        return self._where(digest).exists()
-
-    def put(self, blobs: Mapping[str, bytes]) -> None:
-        for digest, data in blobs.items():
-            self._ensure_blobs()
-            write_atomic(self.blobs / digest, data, mode=PRIVATE_FILE, fsync=self._fsync)
-
-    def get(self, digest: str) -> bytes:
-        return self._where(digest).read_bytes()
-
-    def append(self, changes: Sequence[FileChange]) -> None:
-        self._ensure()
-        line = b"".join(self._encoder.encode(change) + b"\n" for change in changes)
-        fd = os.open(self.journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE)
-        with open(fd, "ab") as file:
-            file.write(line)
-            if self._fsync:
-                file.flush()
-                os.fsync(file.fileno())
-
-    def changes(self) -> list[FileChange]:
-        try:
-            raw = self.journal_path.read_bytes()
-        except FileNotFoundError:
-            return []
-        return decode_journal(raw.split(b"\n"))
-
-
-def decode_journal(lines: Iterable[bytes]) -> list[FileChange]:
-    """The journal lines among ``lines`` (a line a crash cut short is ignored)."""
-    decoder = msgspec.json.Decoder(FileChange)
-    out: list[FileChange] = []
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            out.append(decoder.decode(line))
-        except msgspec.DecodeError:
-            continue  # the torn tail of a crash mid-append
-    return out
 
 
 class FileHistory:

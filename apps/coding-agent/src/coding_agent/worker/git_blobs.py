@@ -63,9 +63,7 @@ def git_index(root: str | os.PathLike[str]) -> dict[str, str]:
     return out
 
 
-def read_git_blobs(
-    root: str | os.PathLike[str], wanted: dict[str, int]
-) -> dict[str, bytes]:
+def read_git_blobs(root: str | os.PathLike[str], wanted: dict[str, int]) -> dict[str, bytes]:
     """The contents of the blobs ``wanted`` (id -> size) that the repository of ``root`` still
     holds, each checked against its id; a blob git no longer has is left out."""
     found: dict[str, bytes] = {}
