@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,33 @@ async def test_the_first_bash_command_in_a_checkout_stores_far_less_than_the_che
     assert (project / "src" / "f001.txt").read_bytes() == gone
     assert (project / "README.md").read_text() == "edited since the commit\n"
     assert not (project / "made.txt").exists()
+
+
+@needs_git
+async def test_the_real_binary_stores_only_what_a_bash_command_changed_in_a_checkout(
+    project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    """``coding-agent --approve allow -p`` in a 4 MB checkout, as a user would run it."""
+    size = fill(project / "src", 160, 25_000)
+    commit_all(project)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(bash("echo more >> src/f000.txt")))
+    binary = Path(sys.executable).with_name("coding-agent")
+    command = [str(binary), "--faux-script", str(script), "--approve", "allow", "-p", "run it"]
+    with anyio.fail_after(120):
+        done = await anyio.run_process(
+            command, env=agent_env, cwd=project, check=False, stdin=subprocess.DEVNULL
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    assert (project / "src" / "f000.txt").read_bytes().endswith(b"more\n")
+    state = Path(agent_env["XDG_STATE_HOME"]) / "coding-agent"
+    (session_folder,) = (state / "sessions").iterdir()
+    journal = session_folder / "file-history" / "journal.jsonl"
+    (line,) = journal.read_bytes().splitlines()
+    assert json.loads(line)["tool"] == "bash"
+    (blob,) = (state / "projects").glob("*/file-history/blobs/*")  # f000.txt's earlier content
+    assert blob.stat().st_size == 25_000 < size / 100
+    assert not (session_folder / "file-history" / "blobs").exists()
 
 
 async def test_two_sessions_of_a_project_share_its_contents(
