@@ -283,8 +283,10 @@ class FileHistory:
         out: dict[str, tuple[int, int, str]] = {}
         pending: dict[str, bytes] = {}  # new contents, stored together (one round trip)
         total = 0
+        copied = self.copied  # what the run had copied: restored when nothing is stored
         for relative in walk_files(base, max_entries=max_files * 4):
             if len(out) >= max_files:
+                self.copied = copied
                 return None
             path = str(base / relative)
             try:
@@ -295,6 +297,7 @@ class FileHistory:
                 continue
             total += info.st_size
             if total > max_bytes:
+                self.copied = copied
                 return None
             known = previous.get(path)
             data: bytes | None = None
