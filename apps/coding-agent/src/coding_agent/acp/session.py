@@ -57,6 +57,7 @@ from coding_agent.acp.translate import (
     tool_call_start,
     tool_kind,
 )
+from coding_agent.acp.turns import CALLS_KEPT, Recent, TurnWaits
 from coding_agent.contracts import WorkerStatusService
 from coding_agent.settings.permission_modes import MODE_SUMMARIES, PERMISSION_MODES
 from coding_agent.worker.main import WorkerConfig, load_features, open_session_host
@@ -92,9 +93,8 @@ class AcpSession:
         self._mode: Any = None
         self._status: Any = None
         self._stream = MessageStream()
-        self._calls: dict[str, dict[str, Any]] = {}
-        self._turns: dict[int, anyio.Event] = {}
-        self._ended: dict[int, str] = {}
+        self._calls: Recent[str, dict[str, Any]] = Recent(CALLS_KEPT)
+        self._turns = TurnWaits()
         self._sending, self._revisions = anyio.create_memory_object_stream[_Revision](math.inf)
 
     # -- lifetime -------------------------------------------------------------------------------
@@ -139,10 +139,7 @@ class AcpSession:
         """Send ``content`` as the user's message and wait for the turn holding it to end."""
         conversation = self._need_conversation()
         input_id = await conversation.send({"content": content}, BACKGROUND)
-        ended = self._turns.setdefault(input_id, anyio.Event())
-        await ended.wait()
-        outcome = self._ended.pop(input_id, "done")
-        self._turns.pop(input_id, None)
+        outcome = await self._turns.wait(input_id)
         if outcome == "done":
             return "end_turn"
         _status, reason, detail = outcome.split(":", 2)
@@ -275,8 +272,7 @@ class AcpSession:
                     why = event.get("reason") or ""
                     outcome = f"{outcome}:{why}:{event.get('detail') or why}"
                 for input_id in event.get("inputs") or ():
-                    self._ended[int(input_id)] = outcome
-                    self._turns.setdefault(int(input_id), anyio.Event()).set()
+                    self._turns.ended(int(input_id), outcome)
         turn = value.get("turn")
         live = turn.get("message") if isinstance(turn, dict) else None
         if isinstance(live, dict):
@@ -291,10 +287,9 @@ class AcpSession:
         turn = value.get("turn")
         live = set(turn.get("inputs") or ()) if isinstance(turn, dict) else set()
         queued = {item.get("id") for item in value.get("inbox") or () if isinstance(item, dict)}
-        for input_id, ended in self._turns.items():
-            if input_id not in live and input_id not in queued and not ended.is_set():
-                self._ended.setdefault(input_id, "done")
-                ended.set()
+        for input_id in self._turns.waiting():
+            if input_id not in live and input_id not in queued:
+                self._turns.ended(input_id, "done")
 
     async def _send(self, update: Any) -> None:
         await self._client.session_update(session_id=self.id, update=update)
