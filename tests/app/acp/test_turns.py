@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anyio
+import anyio.lowlevel
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -23,7 +24,7 @@ async def test_a_prompt_gets_its_outcome_and_nothing_is_kept_after() -> None:
         group.start_soon(prompt)
         with anyio.fail_after(10):
             while waits.waiting() != [7]:
-                await anyio.sleep(0)  # let the prompt start waiting (no time passes)
+                await anyio.lowlevel.checkpoint()  # let the prompt start waiting (no time passes)
         waits.ended(7, "failed:error:boom")
         waits.ended(7, "done")  # a later hydrate's guess does not replace the told outcome
     assert outcome == ["failed:error:boom"]

@@ -9,6 +9,8 @@ as ``-p`` does) with a few presentation facets of its own:
   approval offers *Allow*, *Always allow* (when the dialog offers a narrow rule: kept for the
   session) and *Reject*; a question offers its options, and *Skip* (a cancelled question);
   an editor that cancels the request denies the call;
+* one follows the MCP servers: the session is ready (``session/new`` answers) once each server,
+  configured or the editor's, is ready or failed, at most their ``startup_timeout``, as ``-p``;
 * one holds the permission mode (the approval feature's ``approval.mode``, by id) and the
   worker's status (the models on offer), so ``session/set_mode`` and the model option work and
   a mode changed by the session itself is reported.
@@ -20,7 +22,8 @@ process died mid-turn, the harness resumes the turn and the editor sees it finis
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +64,7 @@ from coding_agent.acp.turns import CALLS_KEPT, Recent, TurnWaits
 from coding_agent.contracts import WorkerStatusService
 from coding_agent.settings.permission_modes import MODE_SUMMARIES, PERMISSION_MODES
 from coding_agent.worker.main import WorkerConfig, load_features, open_session_host
+from coding_agent.worker.mcp_watch import McpWatch
 from coding_agent.worker.root_view import follow_root_view
 from pico3 import ConversationServiceApi
 
@@ -81,8 +85,16 @@ class AcpSession:
     """One session served to an editor (module docstring). :meth:`run` keeps it open until
     :meth:`close`; :meth:`prompt` runs one turn."""
 
-    def __init__(self, acp_id: str, config: WorkerConfig, client: Client) -> None:
+    def __init__(
+        self,
+        acp_id: str,
+        config: WorkerConfig,
+        client: Client,
+        *,
+        services: Mapping[str, Any] | None = None,
+    ) -> None:
         self.id = acp_id
+        self._services = dict(services or {})
         self.config = config
         self.cwd = Path(config.session.cwd)
         self._client = client
@@ -107,15 +119,25 @@ class AcpSession:
         facets = [self._follow(), self._dialogs(features), self._status_facet()]
         if "facets-approval" in features:  # its mode service is a singleton: use it only then
             facets.append(self._mode_facet())
+        mcp = McpWatch() if "facets-mcp" in features else None
+        if mcp is not None:
+            facets.append(mcp.facet())
         try:
             async with (
                 self._sending,
-                open_session_host(self.config, extra_facets=facets, generations=generations),
+                open_session_host(
+                    self.config,
+                    extra_facets=facets,
+                    generations=generations,
+                    extra_services=self._services,
+                ),
                 anyio.create_task_group() as group,
             ):
                 group.start_soon(self._pump)
                 with anyio.fail_after(60):
                     await self._ready.wait()
+                if mcp is not None:  # the first prompt offers the MCP servers' tools, as -p's
+                    await mcp.settled(sys.stderr)
                 task_status.started()
                 await self._closed.wait()
                 group.cancel_scope.cancel()

@@ -1,0 +1,126 @@
+"""What an editor brings over ACP, through the SDK's own client driving the real binary (issue
+43 deliver 1): its buffers (``fs/read_text_file``, ``fs/write_text_file``) and its MCP servers
+(``mcpServers`` of ``session/new``), each under the same approvals as without an editor."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from acp import text_block
+from acp.schema import EnvVariable, McpServerStdio
+from acp_support import TIMEOUT, Editor, agent
+
+pytestmark = pytest.mark.anyio
+
+MCP_SERVER = Path(__file__).resolve().parents[2] / "facets" / "mcp_feature" / "mcp_server.py"
+
+
+def results(editor: Editor, status: str) -> list[str]:
+    """The text of every tool call update with ``status``, in order."""
+    return [
+        json.dumps(u.get("content") or [])
+        for u in editor.of("tool_call_update")
+        if u.get("status") == status
+    ]
+
+
+async def test_the_tools_read_and_write_the_editors_buffers_after_approval(
+    project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    notes = str(project / "notes.txt")
+    (project / "disk.txt").write_text("only on disk\n")
+    editor = Editor()
+    editor.buffers = {notes: "remember the eggs\n"}  # unsaved: the disk says milk
+    edit = {"path": "notes.txt", "edits": [{"oldText": "eggs", "newText": "bread"}]}
+    stale = {"path": "notes.txt", "edits": [{"oldText": "bread", "newText": "jam"}]}
+    steps = [
+        {"toolCalls": [{"name": "read", "arguments": {"path": "notes.txt"}},
+                       {"name": "read", "arguments": {"path": "disk.txt"}}]},
+        {"text": "Read."},
+        {"toolCalls": [{"name": "edit", "arguments": edit}]},
+        {"toolCalls": [{"name": "write", "arguments": {"path": "new.txt", "content": "new\n"}}]},
+        {"text": "Edited."},
+        {"toolCalls": [{"name": "write", "arguments": {"path": "notes.txt", "content": "x\n"}}]},
+        {"text": "Refused."},
+        {"toolCalls": [{"name": "edit", "arguments": stale}]},
+        {"text": "Stale."},
+    ]  # fmt: skip
+    async with agent(editor, project, env, steps) as (conn, _process):
+        with anyio.fail_after(TIMEOUT):
+            sid = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+
+            done = await conn.prompt(session_id=sid, prompt=[text_block("read")])
+            assert done.stop_reason == "end_turn"
+            assert editor.reads == [notes, str(project / "disk.txt")]
+            shown = results(editor, "completed")
+            assert "remember the eggs" in shown[0]  # the buffer, not the disk's milk
+            assert "only on disk" in shown[1]  # the editor had no buffer: the disk
+
+            editor.answers = ["allow", "allow"]
+            editor.updates.clear()
+            done = await conn.prompt(session_id=sid, prompt=[text_block("edit")])
+            assert done.stop_reason == "end_turn"
+            assert [title for title, _ in editor.asked] == ["edit notes.txt", "write new.txt"]
+            assert editor.writes == [
+                (notes, "remember the bread\n"),
+                (str(project / "new.txt"), "new\n"),
+            ]
+            assert (project / "notes.txt").read_text() == "remember the milk\n"  # unsaved
+            assert not (project / "new.txt").exists()
+
+            editor.answers = ["deny"]  # the editor's buffers never bypass the approval
+            done = await conn.prompt(session_id=sid, prompt=[text_block("overwrite")])
+            assert done.stop_reason == "end_turn"
+            assert len(editor.writes) == 2 and editor.buffers[notes] == "remember the bread\n"
+
+            editor.buffers[notes] = "remember the cheese\n"  # the user typed meanwhile
+            editor.answers = ["allow"]
+            editor.updates.clear()
+            done = await conn.prompt(session_id=sid, prompt=[text_block("again")])
+            assert done.stop_reason == "end_turn"
+            (failed,) = results(editor, "failed")
+            assert "changed in the editor since you last read it" in failed
+            assert editor.buffers[notes] == "remember the cheese\n" and len(editor.writes) == 2
+
+
+async def test_the_editors_mcp_servers_start_for_the_session_and_ask_before_each_call(
+    project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    dump = tmp_path / "server-env.json"
+    editor = Editor()
+    steps = [
+        {"toolCalls": [{"name": "mcp__notes__echo", "arguments": {"text": "hello"}}]},
+        {"text": "Echoed."},
+        {"toolCalls": [{"name": "mcp__notes__echo", "arguments": {"text": "again"}}]},
+        {"text": "Denied."},
+    ]
+    server = McpServerStdio(
+        name="notes",
+        command=sys.executable,
+        args=[str(MCP_SERVER), "--name", "notes", "--env-dump", str(dump)],
+        env=[EnvVariable(name="NOTES_TOKEN", value="from-the-editor")],
+    )
+    async with agent(editor, project, env, steps) as (conn, _process):
+        with anyio.fail_after(TIMEOUT):
+            sid = (await conn.new_session(cwd=str(project), mcp_servers=[server])).session_id
+            assert json.loads(dump.read_text())["NOTES_TOKEN"] == "from-the-editor"
+
+            editor.answers = ["allow"]
+            done = await conn.prompt(session_id=sid, prompt=[text_block("echo")])
+            assert done.stop_reason == "end_turn"
+            assert [title for title, _ in editor.asked] == ["mcp__notes__echo"]
+            assert "echo: hello" in results(editor, "completed")[0]
+
+            editor.answers = ["deny"]
+            editor.updates.clear()
+            done = await conn.prompt(session_id=sid, prompt=[text_block("echo again")])
+            assert done.stop_reason == "end_turn"
+            assert len(editor.asked) == 2
+            (failed,) = results(editor, "failed")
+            assert "denied by editor" in failed and "echo: again" not in failed
