@@ -3,6 +3,7 @@ the real ``coding-agent acp`` binary started with a scripted model."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -16,15 +17,37 @@ from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    CreateTerminalResponse,
     DeniedOutcome,
     FileSystemCapabilities,
     ReadTextFileResponse,
     RequestPermissionResponse,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
 
 BINARY = Path(sys.executable).with_name("coding-agent")
 TIMEOUT = 120
+
+
+class Terminal:
+    """One editor terminal: its command run to its end, its output and exit code."""
+
+    def __init__(self, argv: list[str], cwd: str | None) -> None:
+        self.argv = argv
+        self.cwd = cwd
+        self.output = ""
+        self.exit_code: int | None = None
+        self.exited = anyio.Event()
+        self.released = anyio.Event()
+        self.task: asyncio.Future[None] | None = None
+
+    async def run(self) -> None:
+        done = await anyio.run_process(self.argv, cwd=self.cwd, check=False)
+        self.output = done.stdout.decode()
+        self.exit_code = done.returncode
+        self.exited.set()
 
 
 class Editor:
@@ -43,11 +66,47 @@ class Editor:
         self.reads: list[str] = []
         self.writes: list[tuple[str, str]] = []
 
+        self.terminal = False
+        """Offer ``terminal``: ``terminal/create`` runs the command for real, as an editor does."""
+        self.terminals: dict[str, Terminal] = {}
+
     def capabilities(self) -> ClientCapabilities:
         offered = self.buffers is not None
         return ClientCapabilities(
-            fs=FileSystemCapabilities(read_text_file=offered, write_text_file=offered)
+            fs=FileSystemCapabilities(read_text_file=offered, write_text_file=offered),
+            terminal=self.terminal,
         )
+
+    async def create_terminal(
+        self, session_id: str, command: str, args: list[str] | None = None, **kwargs: Any
+    ) -> CreateTerminalResponse:
+        assert self.terminal, "terminals are asked only of an editor offering them"
+        terminal = Terminal([command, *(args or [])], kwargs.get("cwd"))
+        terminal.task = asyncio.ensure_future(terminal.run())
+        terminal_id = f"term-{len(self.terminals)}"
+        self.terminals[terminal_id] = terminal
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **_: Any
+    ) -> WaitForTerminalExitResponse:
+        terminal = self.terminals[terminal_id]
+        await terminal.exited.wait()
+        return WaitForTerminalExitResponse(exit_code=terminal.exit_code)
+
+    async def terminal_output(
+        self, session_id: str, terminal_id: str, **_: Any
+    ) -> TerminalOutputResponse:
+        terminal = self.terminals[terminal_id]
+        return TerminalOutputResponse(output=terminal.output, truncated=False)
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **_: Any) -> None:
+        self.terminals[terminal_id].released.set()
+
+    async def kill_terminal(self, session_id: str, terminal_id: str, **_: Any) -> None:
+        task = self.terminals[terminal_id].task
+        if task is not None:
+            task.cancel()
 
     async def read_text_file(self, session_id: str, path: str, **_: Any) -> ReadTextFileResponse:
         self.reads.append(path)

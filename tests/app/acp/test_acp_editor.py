@@ -124,3 +124,33 @@ async def test_the_editors_mcp_servers_start_for_the_session_and_ask_before_each
             assert len(editor.asked) == 2
             (failed,) = results(editor, "failed")
             assert "denied by editor" in failed and "echo: again" not in failed
+
+
+async def test_a_command_runs_here_and_its_output_is_shown_in_an_editor_terminal(
+    project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    editor = Editor()
+    editor.terminal = True
+    command = "echo ran >> runs.txt; echo hello; exit 3"
+    steps = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": command}}]},
+        {"text": "It failed."},
+    ]
+    async with agent(editor, project, env, steps) as (conn, _process):
+        with anyio.fail_after(TIMEOUT):
+            sid = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+            editor.answers = ["allow"]
+            done = await conn.prompt(session_id=sid, prompt=[text_block("run it")])
+            assert done.stop_reason == "end_turn"
+            (failed,) = [u for u in editor.of("tool_call_update") if u.get("status") == "failed"]
+            (terminal_id,) = editor.terminals
+            assert failed["content"] == [{"type": "terminal", "terminal_id": terminal_id}]
+            terminal = editor.terminals[terminal_id]
+            await terminal.released.wait()  # the agent waits for its exit, then releases it
+            assert terminal.exit_code == 3
+            assert terminal.output.startswith("hello\n")
+            assert "Command exited with code 3" in terminal.output
+            assert terminal.cwd == str(project)
+    # the command ran once, here (sandbox, scrubbed environment, recovery): not in the editor
+    assert (project / "runs.txt").read_text() == "ran\n"

@@ -134,7 +134,11 @@ class CodingAgentAcp:
         if config.environment is not None:  # this process runs the commands: keys stay in config
             config.environment.withhold_from_process()
         served = AcpSession(
-            session.id, config, self._client, services=self._services(session.id, mcp_servers)
+            session.id,
+            config,
+            self._client,
+            services=self._services(session.id, mcp_servers),
+            terminal=bool(self._capabilities.terminal),
         )
         try:
             await self._group.start(served.run)

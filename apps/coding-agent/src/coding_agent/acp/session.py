@@ -11,6 +11,8 @@ as ``-p`` does) with a few presentation facets of its own:
   an editor that cancels the request denies the call;
 * one follows the MCP servers: the session is ready (``session/new`` answers) once each server,
   configured or the editor's, is ready or failed, at most their ``startup_timeout``, as ``-p``;
+* with an editor that offers ``terminal``, a finished ``bash`` call's output is shown in an
+  editor terminal embedded in the call (:func:`~coding_agent.acp.editor.terminal_showing`);
 * one holds the permission mode (the approval feature's ``approval.mode``, by id) and the
   worker's status (the models on offer), so ``session/set_mode`` and the model option work and
   a mode changed by the session itself is reported.
@@ -37,6 +39,8 @@ from acp.schema import (
     SessionConfigSelectOption,
     SessionMode,
     SessionModeState,
+    TerminalToolCallContent,
+    ToolCallProgress,
     ToolCallUpdate,
 )
 from anyio.streams.memory import MemoryObjectReceiveStream
@@ -50,11 +54,13 @@ from chord import (
     define_facet,
     define_service,
 )
+from coding_agent.acp.editor import bash_exit_code, release_when_done, terminal_showing
 from coding_agent.acp.errors import failed, invalid
 from coding_agent.acp.translate import (
     MessageStream,
     Update,
     replay,
+    result_text,
     tool_call_result,
     tool_call_running,
     tool_call_start,
@@ -81,6 +87,13 @@ _Revision = tuple[Any, str]
 """A view value and ``"hydrate"`` or ``"update"``, or an update to send as it is (``"send"``)."""
 
 
+def _foreground_bash(call: Mapping[str, Any] | None) -> bool:
+    if call is None or call.get("name") != "bash":
+        return False
+    args = call.get("arguments")
+    return not (isinstance(args, dict) and args.get("background") is True)  # pyright: ignore[reportUnknownMemberType]
+
+
 class AcpSession:
     """One session served to an editor (module docstring). :meth:`run` keeps it open until
     :meth:`close`; :meth:`prompt` runs one turn."""
@@ -92,9 +105,13 @@ class AcpSession:
         client: Client,
         *,
         services: Mapping[str, Any] | None = None,
+        terminal: bool = False,
     ) -> None:
         self.id = acp_id
         self._services = dict(services or {})
+        self._terminal = terminal
+        self._shows: Recent[str, tuple[str, int]] = Recent(CALLS_KEPT)
+        self._group: anyio.abc.TaskGroup | None = None
         self.config = config
         self.cwd = Path(config.session.cwd)
         self._client = client
@@ -133,6 +150,7 @@ class AcpSession:
                 ),
                 anyio.create_task_group() as group,
             ):
+                self._group = group
                 group.start_soon(self._pump)
                 with anyio.fail_after(60):
                     await self._ready.wait()
@@ -262,7 +280,21 @@ class AcpSession:
                     self._check_turns(value)
                     continue
                 for update in self._revision_updates(value):
+                    if isinstance(update, ToolCallProgress) and update.tool_call_id in self._shows:
+                        update = await self._in_terminal(update)
                     await self._send(update)
+
+    async def _in_terminal(self, update: ToolCallProgress) -> ToolCallProgress:
+        """A finished ``bash`` call's update with its output in an editor terminal instead of
+        text (:func:`~coding_agent.acp.editor.terminal_showing`); as it was when the editor
+        refused."""
+        text, code = self._shows.pop(update.tool_call_id)
+        terminal_id = await terminal_showing(self._client, self.id, self.cwd, text, code)
+        if terminal_id is None or self._group is None:
+            return update
+        self._group.start_soon(release_when_done, self._client, self.id, terminal_id)
+        shown = TerminalToolCallContent(type="terminal", terminal_id=terminal_id)
+        return update.model_copy(update={"content": [shown]})
 
     def _revision_updates(self, value: Any) -> list[Update]:
         updates: list[Update] = []
@@ -285,7 +317,15 @@ class AcpSession:
                         and message.get("role") == "toolResult"
                     ):
                         call = self._calls.pop(str(message.get("toolCallId")), None)
-                        updates.append(tool_call_result(message, call, self.cwd))
+                        result = tool_call_result(message, call, self.cwd)
+                        if self._terminal and _foreground_bash(call):
+                            text = result_text(message)
+                            failed = bool(message.get("isError"))
+                            self._shows[result.tool_call_id] = (
+                                text,
+                                bash_exit_code(text, failed),
+                            )
+                        updates.append(result)
             elif kind == "tool.started":
                 updates.append(tool_call_running(str(event.get("callId"))))
             elif kind == "turn.ended":

@@ -1,0 +1,50 @@
+"""The pure parts of :mod:`coding_agent.acp.editor`: an editor's MCP servers in ``mcp.json``'s
+shape, and the exit code a ``bash`` result reports."""
+
+from __future__ import annotations
+
+from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
+
+from coding_agent.acp.editor import bash_exit_code, mcp_servers_entry
+
+
+def test_the_editors_servers_become_mcp_json_entries_with_names_our_tools_can_carry() -> None:
+    assert mcp_servers_entry([]) is None and mcp_servers_entry(None) is None
+    entry = mcp_servers_entry(
+        [
+            McpServerStdio(
+                name="My files",
+                command="/usr/bin/files",
+                args=["--root", "/src"],
+                env=[EnvVariable(name="TOKEN", value="t")],
+            ),
+            HttpMcpServer(
+                type="http",
+                name="web",
+                url="http://127.0.0.1:9/mcp",
+                headers=[HttpHeader(name="Authorization", value="Bearer x")],
+            ),
+            SseMcpServer(type="sse", name="old.sse", url="http://127.0.0.1:9/sse", headers=[]),
+        ]
+    )
+    assert entry is not None and entry["source"].startswith("the editor")
+    assert entry["mcpServers"] == {
+        "My-files": {
+            "command": "/usr/bin/files",
+            "args": ["--root", "/src"],
+            "env": {"TOKEN": "t"},
+        },
+        "web": {
+            "type": "http",
+            "url": "http://127.0.0.1:9/mcp",
+            "headers": {"Authorization": "Bearer x"},
+        },
+        "old-sse": {"type": "sse", "url": "http://127.0.0.1:9/sse", "headers": {}},
+    }
+
+
+def test_a_bash_results_exit_code() -> None:
+    assert bash_exit_code("hi\n\nCommand exited with code 3", failed=True) == 3
+    assert bash_exit_code("hi", failed=False) == 0
+    assert bash_exit_code("hi\n\nCommand timed out after 5 seconds", failed=True) == 1
+    assert bash_exit_code("x\n\nCommand exited with code 300", failed=True) == 255
