@@ -42,11 +42,21 @@ class Terminal:
         self.exited = anyio.Event()
         self.released = anyio.Event()
         self.task: asyncio.Future[None] | None = None
+        self._grew = anyio.Event()
+
+    async def shows(self, text: str) -> None:
+        """Wait until the terminal's output holds ``text``."""
+        while text not in self.output:
+            await self._grew.wait()
 
     async def run(self) -> None:
-        done = await anyio.run_process(self.argv, cwd=self.cwd, check=False)
-        self.output = done.stdout.decode()
-        self.exit_code = done.returncode
+        async with await anyio.open_process(self.argv, cwd=self.cwd) as process:
+            assert process.stdout is not None
+            async for chunk in process.stdout:  # as it comes, as an editor's terminal shows it
+                self.output += chunk.decode()
+                self._grew.set()
+                self._grew = anyio.Event()
+            self.exit_code = await process.wait()
         self.exited.set()
 
 

@@ -56,10 +56,10 @@ async def test_the_tools_read_and_write_the_editors_buffers_after_approval(
 
             done = await conn.prompt(session_id=sid, prompt=[text_block("read")])
             assert done.stop_reason == "end_turn"
-            assert editor.reads == [notes, str(project / "disk.txt")]
-            shown = results(editor, "completed")
-            assert "remember the eggs" in shown[0]  # the buffer, not the disk's milk
-            assert "only on disk" in shown[1]  # the editor had no buffer: the disk
+            assert sorted(editor.reads) == [str(project / "disk.txt"), notes]  # in parallel
+            shown = " ".join(results(editor, "completed"))
+            assert "remember the eggs" in shown and "milk" not in shown  # the buffer's text
+            assert "only on disk" in shown  # the editor had no buffer: the disk
 
             editor.answers = ["allow", "allow"]
             editor.updates.clear()
@@ -126,31 +126,47 @@ async def test_the_editors_mcp_servers_start_for_the_session_and_ask_before_each
             assert "denied by editor" in failed and "echo: again" not in failed
 
 
-async def test_a_command_runs_here_and_its_output_is_shown_in_an_editor_terminal(
+async def test_a_command_runs_here_and_its_output_is_shown_live_in_an_editor_terminal(
     project: Path, agent_env: dict[str, str], tmp_path: Path
 ) -> None:
     env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "config")}
     editor = Editor()
     editor.terminal = True
-    command = "echo ran >> runs.txt; echo hello; exit 3"
+    command = "echo ran >> runs.txt; echo hello; while [ ! -e go ]; do sleep 0.1; done; exit 3"
     steps = [
         {"toolCalls": [{"name": "bash", "arguments": {"command": command}}]},
         {"text": "It failed."},
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo quick"}}]},
+        {"text": "Quick."},
     ]
     async with agent(editor, project, env, steps) as (conn, _process):
         with anyio.fail_after(TIMEOUT):
             sid = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
             editor.answers = ["allow"]
-            done = await conn.prompt(session_id=sid, prompt=[text_block("run it")])
-            assert done.stop_reason == "end_turn"
-            (failed,) = [u for u in editor.of("tool_call_update") if u.get("status") == "failed"]
-            (terminal_id,) = editor.terminals
-            assert failed["content"] == [{"type": "terminal", "terminal_id": terminal_id}]
+            async with anyio.create_task_group() as group:
+                group.start_soon(conn.prompt, sid, [text_block("run it")])
+                await editor.running.wait()  # in progress: its terminal is embedded already
+                (running,) = [u for u in editor.updates if u.get("status") == "in_progress"]
+                (terminal_id,) = editor.terminals
+                assert running["content"] == [{"type": "terminal", "terminal_id": terminal_id}]
+                terminal = editor.terminals[terminal_id]
+                await terminal.shows("hello")  # live: the command has not ended
+                assert terminal.exit_code is None
+                (project / "go").touch()
+            terminal_id = next(iter(editor.terminals))
             terminal = editor.terminals[terminal_id]
+            (failed,) = [u for u in editor.of("tool_call_update") if u.get("status") == "failed"]
+            assert failed["content"] == [{"type": "terminal", "terminal_id": terminal_id}]
             await terminal.released.wait()  # the agent waits for its exit, then releases it
             assert terminal.exit_code == 3
             assert terminal.output.startswith("hello\n")
-            assert "Command exited with code 3" in terminal.output
-            assert terminal.cwd == str(project)
+            assert terminal.output.rstrip().endswith("Command exited with code 3")
+
+            editor.answers = ["allow"]  # too quick to stream: the result's text, exit 0
+            done = await conn.prompt(session_id=sid, prompt=[text_block("quick")])
+            assert done.stop_reason == "end_turn"
+            quick = editor.terminals[list(editor.terminals)[-1]]
+            await quick.released.wait()
+            assert (quick.output, quick.exit_code) == ("quick", 0)
     # the command ran once, here (sandbox, scrubbed environment, recovery): not in the editor
     assert (project / "runs.txt").read_text() == "ran\n"

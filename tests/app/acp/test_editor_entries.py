@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
 
-from coding_agent.acp.editor import bash_exit_code, mcp_servers_entry
+from coding_agent.acp.editor import mcp_servers_entry
+from coding_agent.acp.terminal import bash_exit_code
 
 
 def test_the_editors_servers_become_mcp_json_entries_with_names_our_tools_can_carry() -> None:

@@ -1,4 +1,5 @@
-"""What an editor brings to a session besides prompts: its buffers and its MCP servers.
+"""What an editor brings to a session besides prompts: its buffers and its MCP servers (its
+terminal: :mod:`.terminal`).
 
 Both become harness services of the session's host (``open_session_host(extra_services=…)``),
 which runs in this process, so the features and the tools find them where they find the sandbox:
@@ -12,13 +13,6 @@ which runs in this process, so the features and the tools find them where they f
   editor. An editor that cannot read a file (or does not answer in :data:`EDITOR_TIMEOUT`
   seconds) leaves the read to the disk; a refused write fails the call, naming the editor's
   reason. Without the capability (or without an editor: the TUI, ``-p``) the tools use the disk.
-* :func:`terminal_showing` shows a finished ``bash`` call in an editor terminal when the editor
-  offers ``terminal``: the command ran here (in the session's sandbox, with the scrubbed
-  environment, durably recorded, killed with its whole process tree on abort), and the editor's
-  terminal (``terminal/create``) prints the output the model was given and exits with the
-  command's exit code; the tool call's content embeds it (``{"type": "terminal"}``), and it is
-  released (``terminal/release``) once it exited. The command itself never runs in the editor:
-  that would leave our sandbox, the secrets' scrubbing and the crash recovery behind.
 * :func:`mcp_servers_entry` turns ``session/new``'s and ``session/load``'s ``mcpServers`` into
   the MCP feature's client servers (its harness service ``mcp_client_servers``): started for this
   session like the configured ones, and under the same rules — every call asks for approval by
@@ -42,18 +36,15 @@ from acp.schema import HttpMcpServer, McpServerStdio, SseMcpServer
 __all__ = [
     "EDITOR_TIMEOUT",
     "MCP_CLIENT_SERVERS",
-    "SHOWN_BYTES",
     "AcpEditorFiles",
-    "bash_exit_code",
     "mcp_servers_entry",
-    "release_when_done",
-    "terminal_showing",
 ]
 
 _log = logging.getLogger("coding_agent.acp")
 
 EDITOR_TIMEOUT = 30.0
-"""Seconds the editor has to answer ``fs/read_text_file`` or ``fs/write_text_file``."""
+"""Seconds the editor has to answer ``fs/read_text_file``, ``fs/write_text_file`` or
+``terminal/create``, and a terminal to exit once its call ended (:mod:`.terminal`)."""
 
 MCP_CLIENT_SERVERS = "mcp_client_servers"
 """The MCP feature's harness service for a client's servers (``facets_mcp.config``'s
@@ -134,60 +125,3 @@ def mcp_servers_entry(servers: Sequence[Any] | None) -> dict[str, Any] | None:
     if not entries:
         return None
     return {"source": "the editor's session (ACP mcpServers)", "mcpServers": entries}
-
-
-SHOWN_BYTES = 100_000
-"""At most this much of a result's text goes to an editor terminal (an argument's limit is
-128 KiB; a ``bash`` result is cut to 50 KB anyway)."""
-
-_SHOW = 'printf "%s\\n" "$1"; exit "$2"'
-"""The editor terminal's script: print the output, exit with the command's code."""
-
-_EXITED = re.compile(r"Command exited with code (\d+)\s*$")
-
-
-def bash_exit_code(text: str, failed: bool) -> int:
-    """The exit code a ``bash`` result's ``text`` reports: ``N`` of its last line ``Command
-    exited with code N``; else 1 for a failed call (timed out, aborted), 0 for one that
-    succeeded."""
-    found = _EXITED.search(text)
-    if found is not None:
-        return min(int(found.group(1)), 255)
-    return 1 if failed else 0
-
-
-async def terminal_showing(
-    client: Client, session_id: str, cwd: Path, text: str, code: int
-) -> str | None:
-    """A new editor terminal printing ``text`` and exiting with ``code`` (module docstring); its
-    id, or ``None`` when the editor refused or did not answer (the text is shown as text)."""
-    shown = text.encode("utf-8")[:SHOWN_BYTES].decode("utf-8", errors="ignore")
-    try:
-        with anyio.fail_after(EDITOR_TIMEOUT):
-            created = await client.create_terminal(
-                session_id=session_id,
-                command="sh",
-                args=["-c", _SHOW, "coding-agent", shown, str(code)],
-                cwd=str(cwd),
-                output_byte_limit=SHOWN_BYTES * 2,
-            )
-    except (TimeoutError, RequestError) as error:
-        _log.warning("the editor did not create a terminal (%s): output shown as text", error)
-        return None
-    return created.terminal_id
-
-
-async def release_when_done(client: Client, session_id: str, terminal_id: str) -> None:
-    """Wait until the editor's terminal exited (at most :data:`EDITOR_TIMEOUT`), then release it
-    (the tool call keeps showing its output)."""
-    try:
-        with anyio.fail_after(EDITOR_TIMEOUT):
-            await client.wait_for_terminal_exit(session_id=session_id, terminal_id=terminal_id)
-    except (TimeoutError, RequestError) as error:
-        _log.warning("terminal %s did not report its exit: %s", terminal_id, error)
-    finally:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(EDITOR_TIMEOUT):
-            try:
-                await client.release_terminal(session_id=session_id, terminal_id=terminal_id)
-            except RequestError as error:
-                _log.warning("terminal %s was not released: %s", terminal_id, error)

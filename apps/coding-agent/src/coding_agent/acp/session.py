@@ -11,8 +11,8 @@ as ``-p`` does) with a few presentation facets of its own:
   an editor that cancels the request denies the call;
 * one follows the MCP servers: the session is ready (``session/new`` answers) once each server,
   configured or the editor's, is ready or failed, at most their ``startup_timeout``, as ``-p``;
-* with an editor that offers ``terminal``, a finished ``bash`` call's output is shown in an
-  editor terminal embedded in the call (:func:`~coding_agent.acp.editor.terminal_showing`);
+* with an editor that offers ``terminal``, a ``bash`` call's output is shown live in an editor
+  terminal embedded in the call (:mod:`.terminal`; the command still runs here);
 * one holds the permission mode (the approval feature's ``approval.mode``, by id) and the
   worker's status (the models on offer), so ``session/set_mode`` and the model option work and
   a mode changed by the session itself is reported.
@@ -39,7 +39,6 @@ from acp.schema import (
     SessionConfigSelectOption,
     SessionMode,
     SessionModeState,
-    TerminalToolCallContent,
     ToolCallProgress,
     ToolCallUpdate,
 )
@@ -54,13 +53,12 @@ from chord import (
     define_facet,
     define_service,
 )
-from coding_agent.acp.editor import bash_exit_code, release_when_done, terminal_showing
 from coding_agent.acp.errors import failed, invalid
+from coding_agent.acp.terminal import Terminals
 from coding_agent.acp.translate import (
     MessageStream,
     Update,
     replay,
-    result_text,
     tool_call_result,
     tool_call_running,
     tool_call_start,
@@ -87,13 +85,6 @@ _Revision = tuple[Any, str]
 """A view value and ``"hydrate"`` or ``"update"``, or an update to send as it is (``"send"``)."""
 
 
-def _foreground_bash(call: Mapping[str, Any] | None) -> bool:
-    if call is None or call.get("name") != "bash":
-        return False
-    args = call.get("arguments")
-    return not (isinstance(args, dict) and args.get("background") is True)  # pyright: ignore[reportUnknownMemberType]
-
-
 class AcpSession:
     """One session served to an editor (module docstring). :meth:`run` keeps it open until
     :meth:`close`; :meth:`prompt` runs one turn."""
@@ -110,8 +101,7 @@ class AcpSession:
         self.id = acp_id
         self._services = dict(services or {})
         self._terminal = terminal
-        self._shows: Recent[str, tuple[str, int]] = Recent(CALLS_KEPT)
-        self._group: anyio.abc.TaskGroup | None = None
+        self._terminals: Terminals | None = None
         self.config = config
         self.cwd = Path(config.session.cwd)
         self._client = client
@@ -150,7 +140,8 @@ class AcpSession:
                 ),
                 anyio.create_task_group() as group,
             ):
-                self._group = group
+                if self._terminal:
+                    self._terminals = Terminals(self._client, self.id, self.cwd, group.start_soon)
                 group.start_soon(self._pump)
                 with anyio.fail_after(60):
                     await self._ready.wait()
@@ -162,6 +153,9 @@ class AcpSession:
         except BaseException as error:
             self._failure = error
             raise
+        finally:
+            if self._terminals is not None:
+                self._terminals.close()
 
     def close(self) -> None:
         """Stop serving (the host closes; the session stays on disk)."""
@@ -280,21 +274,9 @@ class AcpSession:
                     self._check_turns(value)
                     continue
                 for update in self._revision_updates(value):
-                    if isinstance(update, ToolCallProgress) and update.tool_call_id in self._shows:
-                        update = await self._in_terminal(update)
+                    if self._terminals is not None and isinstance(update, ToolCallProgress):
+                        update = await self._terminals.dress(update)
                     await self._send(update)
-
-    async def _in_terminal(self, update: ToolCallProgress) -> ToolCallProgress:
-        """A finished ``bash`` call's update with its output in an editor terminal instead of
-        text (:func:`~coding_agent.acp.editor.terminal_showing`); as it was when the editor
-        refused."""
-        text, code = self._shows.pop(update.tool_call_id)
-        terminal_id = await terminal_showing(self._client, self.id, self.cwd, text, code)
-        if terminal_id is None or self._group is None:
-            return update
-        self._group.start_soon(release_when_done, self._client, self.id, terminal_id)
-        shown = TerminalToolCallContent(type="terminal", terminal_id=terminal_id)
-        return update.model_copy(update={"content": [shown]})
 
     def _revision_updates(self, value: Any) -> list[Update]:
         updates: list[Update] = []
@@ -311,21 +293,17 @@ class AcpSession:
                         for block in message.get("content") or ():
                             if isinstance(block, dict) and block.get("type") == "toolCall":
                                 self._calls[str(block.get("id"))] = block
+                                if self._terminals is not None:
+                                    self._terminals.called(block)
                         updates.extend(self._stream.stored(message, self.cwd))
                     elif (
                         entry.get("kind") == "pi.tool_result"
                         and message.get("role") == "toolResult"
                     ):
                         call = self._calls.pop(str(message.get("toolCallId")), None)
-                        result = tool_call_result(message, call, self.cwd)
-                        if self._terminal and _foreground_bash(call):
-                            text = result_text(message)
-                            failed = bool(message.get("isError"))
-                            self._shows[result.tool_call_id] = (
-                                text,
-                                bash_exit_code(text, failed),
-                            )
-                        updates.append(result)
+                        if self._terminals is not None:
+                            self._terminals.ended(str(message.get("toolCallId")), message)
+                        updates.append(tool_call_result(message, call, self.cwd))
             elif kind == "tool.started":
                 updates.append(tool_call_running(str(event.get("callId"))))
             elif kind == "turn.ended":
@@ -336,6 +314,8 @@ class AcpSession:
                 for input_id in event.get("inputs") or ():
                     self._turns.ended(int(input_id), outcome)
         turn = value.get("turn")
+        if self._terminals is not None:
+            self._terminals.live(turn)
         live = turn.get("message") if isinstance(turn, dict) else None
         if isinstance(live, dict):
             updates.extend(self._stream.live(live))

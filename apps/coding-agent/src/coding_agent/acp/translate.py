@@ -47,7 +47,6 @@ __all__ = [
     "Update",
     "prompt_content",
     "replay",
-    "result_text",
     "tool_call_result",
     "tool_call_running",
     "tool_call_start",
@@ -151,15 +150,6 @@ def _diffs(name: str, args: Mapping[str, Any], cwd: Path) -> list[FileEditToolCa
         and isinstance(item.get("oldText"), str)
         and isinstance(item.get("newText"), str)
     ]
-
-
-def result_text(result: Mapping[str, Any]) -> str:
-    """The text blocks of a ``toolResult`` message, one after the other."""
-    return "\n".join(
-        str(block.get("text") or "")
-        for block in result.get("content") or ()
-        if isinstance(block, dict) and block.get("type") == "text"
-    )
 
 
 def tool_call_result(
