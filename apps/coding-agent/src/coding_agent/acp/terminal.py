@@ -21,6 +21,7 @@ editor without the capability does.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import shutil
 import sys
@@ -43,7 +44,15 @@ _log = logging.getLogger("coding_agent.acp")
 
 FOLLOW = """\
 import os, sys, time
-output, status = sys.argv[1], sys.argv[2]
+output, status, agent = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def alive():
+    try:
+        os.kill(agent, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return os.path.exists(output)
 with open(output, "rb") as file:
     while True:
         chunk = file.read(65536)
@@ -56,11 +65,15 @@ with open(output, "rb") as file:
                 rest = file.read()
             with open(status) as done:
                 sys.exit(int(done.read().strip() or 1))
+        elif not alive():
+            os.write(1, b"\\n[coding-agent stopped before the command ended]\\n")
+            sys.exit(1)
         else:
             time.sleep(0.05)
 """
-"""The follower the editor's terminal runs: ``python -c FOLLOW OUTPUT STATUS`` (module
-docstring). Its polling only paces a display; nothing waits on it."""
+"""The follower the editor's terminal runs: ``python -c FOLLOW OUTPUT STATUS AGENT_PID``
+(module docstring). Its polling only paces a display; nothing waits on it. It also ends when
+this process is gone or the session closed (its file removed), so no follower is left behind."""
 
 _EXITED = re.compile(r"Command exited with code (\d+)\s*$")
 
@@ -218,6 +231,7 @@ class Terminals:
     async def _create(self, mirror: _Mirror) -> str | None:
         """A terminal running the follower of ``mirror``'s files; its id, or ``None``."""
         argv = [sys.executable, "-c", FOLLOW, str(mirror.output), str(mirror.status)]
+        argv.append(str(os.getpid()))
         try:
             with anyio.fail_after(EDITOR_TIMEOUT):
                 created = await self._client.create_terminal(
