@@ -1,17 +1,21 @@
 """What an editor brings over ACP, through the SDK's own client driving the real binary (issue
-43 deliver 1): its buffers (``fs/read_text_file``, ``fs/write_text_file``) and its MCP servers
-(``mcpServers`` of ``session/new``), each under the same approvals as without an editor."""
+43 deliver 1): its buffers (``fs/read_text_file``, ``fs/write_text_file``), its terminal (a
+``bash`` call's output live in ``terminal/create``'s terminal; the command runs here) and its MCP
+servers (``mcpServers`` of ``session/new``, stdio and http), each under the same approvals as
+without an editor."""
 
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
 import anyio
 import pytest
 from acp import text_block
-from acp.schema import EnvVariable, McpServerStdio
+from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio
 from acp_support import TIMEOUT, Editor, agent
 
 pytestmark = pytest.mark.anyio
@@ -170,3 +174,46 @@ async def test_a_command_runs_here_and_its_output_is_shown_live_in_an_editor_ter
             assert (quick.output, quick.exit_code) == ("quick", 0)
     # the command ran once, here (sandbox, scrubbed environment, recovery): not in the editor
     assert (project / "runs.txt").read_text() == "ran\n"
+
+
+async def test_an_http_mcp_server_of_the_editor(
+    project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    editor = Editor()
+    steps = [
+        {"toolCalls": [{"name": "mcp__web__echo", "arguments": {"text": "over http"}}]},
+        {"text": "Echoed."},
+    ]
+    server = HttpMcpServer(
+        type="http",
+        name="web",
+        url=f"http://127.0.0.1:{port}/mcp",
+        headers=[HttpHeader(name="X-Token", value="t0")],
+    )
+    async with await anyio.open_process(
+        [sys.executable, str(MCP_SERVER), "--http", str(port), "--name", "web"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    ) as process:
+        try:
+            with anyio.fail_after(TIMEOUT):
+                while True:  # the server listens: poll its port (no time is assumed)
+                    try:
+                        await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                        break
+                    except OSError:
+                        await anyio.sleep(0.1)
+            async with agent(editor, project, env, steps) as (conn, _process):
+                with anyio.fail_after(TIMEOUT):
+                    new = await conn.new_session(cwd=str(project), mcp_servers=[server])
+                    editor.answers = ["allow"]
+                    done = await conn.prompt(session_id=new.session_id, prompt=[text_block("echo")])
+                    assert done.stop_reason == "end_turn"
+                    assert [title for title, _ in editor.asked] == ["mcp__web__echo"]
+                    assert "echo: over http" in results(editor, "completed")[0]
+        finally:
+            process.terminate()
