@@ -142,6 +142,8 @@ async def test_a_command_runs_here_and_its_output_is_shown_live_in_an_editor_ter
         {"text": "It failed."},
         {"toolCalls": [{"name": "bash", "arguments": {"command": "echo quick"}}]},
         {"text": "Quick."},
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo denied >> runs.txt"}}]},
+        {"text": "Denied."},
     ]
     async with agent(editor, project, env, steps) as (conn, _process):
         with anyio.fail_after(TIMEOUT):
@@ -172,6 +174,14 @@ async def test_a_command_runs_here_and_its_output_is_shown_live_in_an_editor_ter
             quick = editor.terminals[list(editor.terminals)[-1]]
             await quick.released.wait()
             assert (quick.output, quick.exit_code) == ("quick", 0)
+
+            editor.answers = ["deny"]  # never ran: no terminal, the denial as text
+            editor.updates.clear()
+            done = await conn.prompt(session_id=sid, prompt=[text_block("denied")])
+            assert done.stop_reason == "end_turn"
+            assert len(editor.terminals) == 2
+            (denied,) = results(editor, "failed")
+            assert "denied by editor" in denied
     # the command ran once, here (sandbox, scrubbed environment, recovery): not in the editor
     assert (project / "runs.txt").read_text() == "ran\n"
 

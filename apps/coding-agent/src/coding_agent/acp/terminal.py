@@ -13,9 +13,9 @@ slot) is appended to the file as it arrives; when the result is stored, the rest
 text (all of it, for a command too quick to stream) and the status are written, the finished
 call embeds the same terminal, and it is released (``terminal/release``) once it exited.
 
-A call whose start was not seen here (the session was loaded mid-command) gets a terminal when
-it finishes, printing the result's text. An editor that refuses a terminal gets the text, as an
-editor without the capability does.
+A call that never started (denied) or whose start was not seen here (the session was loaded
+mid-command) is shown as text, as is every call to an editor that refused a terminal or does not
+offer them.
 """
 
 from __future__ import annotations
@@ -203,12 +203,9 @@ class Terminals:
             return update
         text, code = finished
         mirror = self._mirrors.pop(call_id, None)
-        if mirror is None or mirror.terminal_id is None:  # its start was not seen here
-            mirror = _Mirror(self._private(), call_id)
-            mirror.terminal_id = await self._create(mirror)
-        mirror.finish(text, code)
-        if mirror.terminal_id is None:
+        if mirror is None or mirror.terminal_id is None:  # never ran (denied), or not seen here
             return update
+        mirror.finish(text, code)
         self._start_soon(self._release, mirror)
         return self._embed(update, mirror.terminal_id)
 
