@@ -352,8 +352,13 @@ async def open_session_host(
     generations: list[FacetGeneration] | None = None,
     on_error: Callable[[BaseException], None] | None = None,
     attendance: Attendance | None = None,
+    extra_services: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[SessionRuntime]:
     """Set up the session facets over the session's storage, resume, and yield the runtime.
+
+    ``extra_services`` are more harness services, for this process's presentation (``coding-agent
+    acp`` hands the editor's MCP servers and its file system and terminal to the features and
+    the tools here).
 
     ``attendance`` (the served worker's client count) becomes the harness service
     ``attendance``: features let costly things go while nobody is attached (MCP servers).
@@ -434,6 +439,7 @@ async def open_session_host(
         }
         if attendance is not None:
             services[ATTENDANCE_SERVICE] = attendance
+        services.update(extra_services or {})
         # No approval package, no unapproved calls: pico3 blocks them (the approval gate) and
         # the model and the user read which package is missing and what restores it.
         options = HarnessOptions(
