@@ -77,6 +77,7 @@ from coding_agent.tui.commands.trust import trust_facet
 from coding_agent.tui.conversation import SessionInfo
 from coding_agent.tui.conversation_client import RemoteConversationClient
 from coding_agent.tui.keybindings import load_keybindings
+from coding_agent.tui.notify import TerminalNotifier
 
 __all__ = ["TUI_HOST", "ClientRun", "load_tui_facets", "run_client"]
 
@@ -213,8 +214,11 @@ async def run_client(
                 if dev:
                     await group.start(coordinator.run)
                 client.on_status(toasts.listener)
+                notifier = TerminalNotifier.for_project(app, session.cwd)  # OSC 9/777, bell
+                client.on_status(notifier.listener)
                 if client.status is not None:  # arrived before the listener: say it too
                     app.call_later(toasts.listener, client.status)
+                    notifier.listener(client.status)
                 for problem in [*problems, *settings_problems]:
                     app.tui.notify(problem, severity="warning")
                 if on_start is not None:
