@@ -309,3 +309,52 @@ async def test_a_notification_due_when_the_worker_is_killed_is_sent_by_the_next_
     assert turn["event"] == "turn"
     # At least once: the channels the killed worker had told already are told again.
     assert [e["key"] for e in channels.events(channels.webhook)] == [key, key]
+
+
+async def test_a_background_job_that_exits_is_told_after_the_run_ended(
+    setup: tuple[Path, dict[str, str], Channels],
+) -> None:
+    project, env, channels = setup
+    config = Path(env["XDG_CONFIG_HOME"]) / "coding-agent" / "config.toml"
+    config.write_text(f'[notifications]\ncommand = "{channels.root / "notify.sh"}"\n'
+                      'command_events = ["job"]\n')  # fmt: skip
+    steps = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "exit 3", "background": True}}]},
+        {"text": "Started."},
+    ]
+    (project.parent / "script.json").write_text(json.dumps(steps))
+    with anyio.fail_after(TIMEOUT):
+        process = await anyio.open_process(
+            [str(BINARY), "--faux-script", str(project.parent / "script.json"), "--linger", "60",
+             "--wait-for-approval", "--permission-mode", "auto", "--json", "start it"],
+            cwd=project, env=env, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        async with process:
+            await process.wait()
+        (session,) = list_sessions(project, env=env)
+        try:
+            await _until(lambda: channels.lines(channels.command), "the job's notification")
+        finally:
+            _stop_worker(session)
+    assert process.returncode == 0
+    (told,) = channels.events(channels.command)
+    assert (told["event"], told["notification_type"]) == ("job", "job_exited")
+    assert told["message"] == "Job `exit 3` exited with code 3"
+
+
+def test_a_print_run_sends_its_turns_notification_before_it_exits(
+    setup: tuple[Path, dict[str, str], Channels],
+) -> None:
+    project, env, channels = setup
+    (project.parent / "script.json").write_text(json.dumps([{"text": "Hello."}]))
+    done = subprocess.run(
+        [str(BINARY), "--faux-script", str(project.parent / "script.json"), "-p", "hi"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello.\n"
+    # The session host settled its notifications before the process ended.
+    (told,) = channels.events(channels.command)
+    assert (told["event"], told["message"]) == ("turn", "Finished its turn")
+    assert channels.lines(channels.desktop) == channels.lines(channels.webhook) == []

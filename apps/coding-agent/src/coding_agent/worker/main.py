@@ -195,6 +195,10 @@ FAULT_GRACE = 1.0
 
 _log = logging.getLogger("coding_agent.worker")
 
+NOTIFY_SETTLE = 5.0
+"""Seconds a closing session host waits for due notifications to go out (they stay due, and
+the next start sends them, when this is not enough)."""
+
 
 class WorkerBusy(SessionError):
     """Another process (a worker, or a headless run) holds the session's lock."""
@@ -529,6 +533,7 @@ async def open_session_host(
                 await harness.resume(BACKGROUND)
                 # from here on, what the user does orders the session lists (not the resume)
                 harness.add_registration(activity_recorder(session, fsync=config.fsync))
+                notifier: Notifier | None = None
                 if config.notifications is not None:  # decided from commits, sent from here
                     notifier = Notifier(
                         config.notifications,
@@ -552,6 +557,9 @@ async def open_session_host(
                     opening(True)  # open: freeze what it loaded (``unfreeze`` undoes it)
                     yield runtime
                 finally:
+                    if notifier is not None:  # what the last commits made due goes out now
+                        with anyio.CancelScope(shield=True):
+                            await notifier.settle(NOTIFY_SETTLE)
                     unfreeze()
                     if coordinator is not None:
                         coordinator.stop()

@@ -178,6 +178,22 @@ class Notifier:
         self._found: list[dict[str, Any]] = []
         self._scan = True  # at start-up (and after a reopen): waits the outbox may have missed
         self._wake = anyio.Event()
+        self._idle = anyio.Event()  # set while nothing is due and nothing is being delivered
+
+    def _kick(self) -> None:
+        self._wake.set()
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+
+    async def settle(self, seconds: float) -> None:
+        """Wait (at most ``seconds``) until what is due has been delivered: a closing host
+        (``-p`` ends with its turn) sends the turn's notification now, not at the next start."""
+        with anyio.move_on_after(seconds):
+            while True:
+                idle = self._idle
+                await idle.wait()
+                if idle is self._idle:
+                    return
 
     # -- deciding ---------------------------------------------------------------------------
     def install(self, harness: Any) -> Callable[[], None]:
@@ -190,11 +206,11 @@ class Notifier:
                 found = notices_in(batch, kernel)
                 if found:
                     self._found.extend(found)
-                    self._wake.set()
+                    self._kick()
 
         remove = kernel.add_commit_listener(on_commit)
         self._harness, self._scan = harness, True
-        self._wake.set()
+        self._kick()
 
         def uninstall() -> None:
             remove()
@@ -229,6 +245,8 @@ class Notifier:
     async def run(self) -> None:
         """Deliver what is due, whenever a commit (or the start) makes something due."""
         while True:
+            if not self._wake.is_set() and not self._found:
+                self._idle.set()
             await self._wake.wait()
             self._wake = anyio.Event()
             harness, ns = self._harness, self._ns
@@ -249,11 +267,13 @@ class Notifier:
         root = await harness.root(BACKGROUND)
 
         def enqueue(tx: Any, _ctx: Any) -> list[dict[str, Any]]:
-            state = tx.plugins(ns)
-            outbox, sent = state["outbox"], state["sent"]
-            known = set(sent)
+            # read first (a commit that writes nothing is not stored), write only what is new
+            stored = tx.snapshot("session").get("plugins", {}).get(NAMESPACE, {})
+            outbox: dict[str, Any] = dict(stored.get("outbox") or {})
+            known = set(stored.get("sent") or ())
             for notice in found:
                 if notice["key"] not in outbox and notice["key"] not in known:
+                    tx.plugins(ns)["outbox"][notice["key"]] = notice
                     outbox[notice["key"]] = notice
             return [dict(notice) for notice in outbox.values()]
 
