@@ -119,8 +119,7 @@ def setup(
     config.mkdir(parents=True)
     (config / "config.toml").write_text(
         "[notifications]\n"
-        'desktop = ["attention"]\n'
-        'desktop_when = "always"\n'
+        'desktop = ["attention"]\n'  # desktop_when: no TUI attached (a -p run is no TUI)
         f'webhook = "{webhook}"\n'
         'webhook_events = ["attention"]\n'
         f'command = "{command}"\n'

@@ -1,5 +1,6 @@
 """The terminal channel of notifications (issue 43 deliver 4): the real binary's TUI in tmux
-writes OSC 9 and a bell, wrapped in tmux's passthrough, when an approval waits.
+writes OSC 9 and a bell, wrapped in tmux's passthrough, when an approval waits; the worker
+leaves the desktop alone while the TUI is attached (``desktop_when = "detached"``).
 
 A private tmux server runs the TUI; ``pipe-pane`` copies every byte the TUI writes to its pane
 (before tmux interprets them) into a file, which the test reads. Waits poll the pane or the file
@@ -92,6 +93,12 @@ def test_an_approval_writes_osc_9_and_a_bell_through_tmux(
         )
     )
     raw = tmp_path / "pane.raw"
+    desktop = tmp_path / "notify-send.log"  # a fake notify-send first on PATH records its calls
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "notify-send").write_text(f'#!/bin/sh\necho "$*" >> {desktop}\n')
+    (bin_dir / "notify-send").chmod(0o755)
+    tmux.env["PATH"] = f"{bin_dir}{os.pathsep}{tmux.env.get('PATH', os.defpath)}"
     line = f"{BINARY} --faux-script {script} --linger 30; echo EXITED $?; exec sleep 600"
     tmux("new-session", "-d", "-s", "main", "-n", "one", "-x", "120", "-y", "45",
          "-c", str(project), line)  # fmt: skip
@@ -101,6 +108,8 @@ def test_an_approval_writes_osc_9_and_a_bell_through_tmux(
     tmux("send-keys", "-t", "main:one", "Enter")
     tmux.wait(lambda: "Allow bash?" in tmux.screen(), "the approval dialog")
     tmux.wait(lambda: raw.exists() and NOTICE in raw.read_bytes(), "the notification's bytes")
+    # The worker decided the desktop before the TUI was told: a TUI is attached, so not there.
+    assert not desktop.exists()
     # The dialog is answered; the turn's end is not a terminal event by default.
     tmux.wait(lambda: "enter answers" in tmux.screen(), "the armed dialog")
     tmux("send-keys", "-t", "main:one", "Enter")

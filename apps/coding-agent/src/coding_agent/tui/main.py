@@ -182,8 +182,10 @@ async def run_client(
                     return
                 await tree_host.switch_branch(ref, ctx)
 
+            notifier = TerminalNotifier.for_project(app, session.cwd)  # OSC 9/777, bell
             facets: list[Facet] = [
                 client.facet(),
+                notifier.facet(),
                 commands_facet(client, models=models),
                 session_commands_facet(control, cwd=session.cwd, branch=switch_branch),
                 tree_commands_facet(tree_host, cwd=session.cwd),
@@ -214,7 +216,6 @@ async def run_client(
                 if dev:
                     await group.start(coordinator.run)
                 client.on_status(toasts.listener)
-                notifier = TerminalNotifier.for_project(app, session.cwd)  # OSC 9/777, bell
                 client.on_status(notifier.listener)
                 if client.status is not None:  # arrived before the listener: say it too
                     app.call_later(toasts.listener, client.status)

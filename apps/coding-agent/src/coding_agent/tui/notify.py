@@ -22,7 +22,9 @@ writes always). A terminal that never reports focus gets every notification.
 The notifications present when a TUI first hears from a worker are taken as seen (a TUI that
 attaches while a dialog waits shows the dialog); after a worker restart the TUI keeps the keys it
 saw, so a notification the new worker sends again is not written twice (``/resume`` of another
-session starts afresh).
+session starts afresh). While it runs, the TUI holds a call open on the worker's
+:data:`~coding_agent.contracts.TuiWatchService` (:meth:`TerminalNotifier.facet`), so the worker's
+desktop notifications (``desktop_when = "detached"``) wait until no TUI is attached.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from typing import Any, Literal
 
 from textual.app import App
 
+from chord import Context, Facet, FacetEnvironment, define_facet
+from coding_agent.contracts import TuiWatchService
 from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.notifications import NotificationSettings
 
@@ -101,6 +105,21 @@ class TerminalNotifier:
         except ConfigError:
             settings = NotificationSettings()
         return cls(app, settings)
+
+    def facet(self) -> Facet:
+        """The facet that tells the worker this TUI is attached (its desktop notifications
+        wait for no TUI: :data:`~coding_agent.contracts.TuiWatchService`)."""
+
+        def setup(env: FacetEnvironment) -> None:
+            async def watch(instance: Any, ctx: Context) -> None:
+                try:
+                    await instance.watching(ctx)
+                except Exception as error:  # the worker went: observed again when it is back
+                    _log.debug("the worker's TUI watch ended: %s", error)
+
+            env.observe(TuiWatchService, watch)
+
+        return define_facet("coding-agent/tui-watch-client", setup)
 
     def _focus_changed(self, _focused: bool) -> None:
         self._focus_reported = True  # the terminal reports focus: it can be trusted from now on

@@ -119,7 +119,7 @@ from coding_agent.worker.activity import activity_recorder, visit_recorder
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
-from coding_agent.worker.notifications import Notifier
+from coding_agent.worker.notifications import Notifier, TuiWatch
 from coding_agent.worker.providers import OpenAIProvider
 from coding_agent.worker.providers_facet import (
     ProviderChoice,
@@ -468,6 +468,7 @@ async def open_session_host(
         def worker(env: FacetEnvironment) -> None:
             box["harness"] = env.use(HarnessService)
 
+        tuis = TuiWatch()  # which TUIs are attached (the desktop notifications wait for none)
         reloader = PackageReloader(  # /reload from a TUI: every package, on demand
             lambda: scan_packages(config.facets_dirs, installed=config.installed_features),
             "session",
@@ -509,6 +510,7 @@ async def open_session_host(
                 status.facet(),
                 reload_service_facet(reloader),
                 settings_log_facet(on_root_change=_settings_recorder(session, shared, group)),
+                tuis.facet(),
                 *features,
                 *extra_facets,
             ]
@@ -540,7 +542,7 @@ async def open_session_host(
                         session_id=session.id,
                         cwd=session.cwd,
                         env=os.environ if config.env is None else config.env,
-                        attendance=attendance,
+                        tuis=tuis,
                         publish=status.add_notice,
                     )
                     harness.add_registration(notifier.install)

@@ -34,7 +34,8 @@ see :mod:`coding_agent.worker.status`), which every attached TUI receives.
 **The desktop from the worker.** ``notify-send`` runs here, not in the TUI: a notification due
 while no TUI is attached (a closed terminal, a ``serve`` session, a parked approval) reaches
 the desktop all the same. By default (``desktop_when = "detached"``) it fires only while no
-client is attached, because an attached TUI tells you through its terminal already.
+TUI is attached (:class:`TuiWatch`; a ``-p`` run, the browser or an editor do not count),
+because an attached TUI tells you through its terminal already.
 
 **Claude Code's ``Notification`` hooks** (settings.json) are run by facets-hooks on the same
 waits; this module does not run them again.
@@ -62,11 +63,11 @@ import anyio
 import httpx
 import msgspec
 
-from chord import BACKGROUND
+from chord import BACKGROUND, Context, Facet, FacetEnvironment, cancel_scope, define_facet
+from coding_agent.contracts import TuiWatchService
 from coding_agent.settings.notifications import NotificationSettings
-from pico3 import Attendance
 
-__all__ = ["KEEP_SENT", "NAMESPACE", "Notifier", "notices_in"]
+__all__ = ["KEEP_SENT", "NAMESPACE", "Notifier", "TuiWatch", "notices_in"]
 
 NAMESPACE = "coding-agent.notifications"
 KEEP_SENT = 500
@@ -149,6 +150,34 @@ def _job_message(task: Any) -> str:
     return f"Job `{command}` was stopped"
 
 
+class TuiWatch:
+    """How many TUIs are attached now: :data:`~coding_agent.contracts.TuiWatchService`, whose
+    one instance each TUI holds a ``watching`` call open on (the wire cancels it when the TUI
+    goes). Served by every session host, with notifications configured or not."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def facet(self) -> Facet:
+        """The facet providing the service's instance ``"worker"``."""
+        watch = self
+
+        class Instance:  # what crosses the wire: the one method
+            async def watching(self, ctx: Context) -> None:
+                watch.count += 1
+                try:
+                    with cancel_scope(ctx):
+                        await anyio.sleep_forever()
+                finally:
+                    watch.count -= 1
+
+        def setup(env: FacetEnvironment) -> None:
+            spawner = env.provide_many(TuiWatchService)
+            env.on_activate(lambda: env.own(spawner.spawn("worker", Instance())))
+
+        return define_facet("coding-agent/tui-watch", setup)
+
+
 class Notifier:
     """Decides, records and delivers the session's notifications (see the module docstring).
 
@@ -163,14 +192,14 @@ class Notifier:
         session_id: str,
         cwd: Path,
         env: Mapping[str, str],
-        attendance: Attendance | None = None,
+        tuis: TuiWatch | None = None,
         publish: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.settings = settings
         self._session_id = session_id
         self._cwd = cwd
         self._env = dict(env)
-        self._attendance = attendance
+        self._tuis = tuis
         self._publish = publish
         self._title = f"coding-agent: {cwd.name or cwd}"
         self._harness: Any = None
@@ -327,7 +356,7 @@ class Notifier:
                 _log.warning("notification by %s failed: %s", channel, error)
 
     async def _desktop(self, payload: Mapping[str, Any]) -> None:
-        attended = self._attendance is not None and self._attendance.count > 0
+        attended = self._tuis is not None and self._tuis.count > 0
         if self.settings.desktop_when == "detached" and attended:
             return  # the attached TUI tells you through its terminal
         program = shutil.which("notify-send", path=self._env.get("PATH", os.defpath))
