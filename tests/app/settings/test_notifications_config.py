@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from coding_agent.cli.main import main
 from coding_agent.session_files.folders import create_session
 from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.notifications import NotificationSettings
@@ -35,7 +36,7 @@ def test_the_defaults_are_attention_on_the_terminal_and_desktop_only(tmp_path: P
     project = tmp_path / "project"
     project.mkdir()
     settings = session_worker_config(create_session(project, env=env), env=env).notifications
-    assert settings == NotificationSettings()
+    assert settings is not None and settings == NotificationSettings()
     assert (settings.terminal, settings.desktop) == (("attention",), ("attention",))
     assert (settings.desktop_when, settings.when_focused) == ("detached", False)
     assert (settings.webhook, settings.command) == (None, None)
@@ -91,3 +92,34 @@ def test_a_project_file_may_not_configure_notifications(tmp_path: Path) -> None:
     (project / ".coding-agent" / "config.toml").write_text('[notifications]\ncommand = "x"\n')
     with pytest.raises(ConfigError, match=r"only your own config.toml may configure notif"):
         load_config(project, env=env, trusted=True)
+
+
+def test_coding_agent_config_shows_the_notifications(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in _env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))  # no notify-send
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    assert main(["config"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(
+        line.startswith("notifications.terminal = attention (auto, while the TUI is unfocused)")
+        and line.endswith("# default")
+        for line in lines
+    )
+    assert any(
+        line.startswith("notifications.desktop = attention (while no TUI is attached; "
+                        "notify-send is not installed: nothing is shown)")
+        for line in lines
+    )  # fmt: skip
+    assert any(line.startswith("notifications.webhook = off") for line in lines)
+    path = _user_file(tmp_path, '[notifications]\ncommand = "cat"\ncommand_events = ["job"]\n')
+    assert main(["config"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(
+        line.startswith("notifications.command = cat (job)") and line.endswith(f"# {path}:1")
+        for line in lines
+    )

@@ -554,6 +554,7 @@ def _merge(config: EffectiveConfig, layer: _Layer, path: Path) -> None:
         config.origin["web_search.backend"] = origin(["web_search", "backend"])
     if layer.parsed.notifications is not None:  # the user's file only (_check_secrets)
         config.notifications = layer.parsed.notifications
+        config.origin["notifications"] = origin(["notifications"])
     providers = cast(dict[str, dict[str, Any]], data.get("providers") or {})
     for name, values in providers.items():
         merged = config.providers.setdefault(name, {})
