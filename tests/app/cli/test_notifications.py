@@ -129,6 +129,7 @@ def setup(
         **agent_env,
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "PATH": f"{bin_dir}{os.pathsep}{agent_env.get('PATH', os.defpath)}",
+        "DBUS_SESSION_BUS_ADDRESS": f"unix:path={tmp_path / 'bus'}",  # a desktop (the fake's)
     }
     return project, env, channels
 

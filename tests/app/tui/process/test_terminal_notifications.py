@@ -99,6 +99,7 @@ def test_an_approval_writes_osc_9_and_a_bell_through_tmux(
     (bin_dir / "notify-send").write_text(f'#!/bin/sh\necho "$*" >> {desktop}\n')
     (bin_dir / "notify-send").chmod(0o755)
     tmux.env["PATH"] = f"{bin_dir}{os.pathsep}{tmux.env.get('PATH', os.defpath)}"
+    tmux.env["DBUS_SESSION_BUS_ADDRESS"] = f"unix:path={tmp_path / 'bus'}"  # a desktop
     line = f"{BINARY} --faux-script {script} --linger 30; echo EXITED $?; exec sleep 600"
     tmux("new-session", "-d", "-s", "main", "-n", "one", "-x", "120", "-y", "45",
          "-c", str(project), line)  # fmt: skip

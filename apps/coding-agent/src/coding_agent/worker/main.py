@@ -541,7 +541,7 @@ async def open_session_host(
                         config.notifications,
                         session_id=session.id,
                         cwd=session.cwd,
-                        env=os.environ if config.env is None else config.env,
+                        env=environment.environ(),  # secrets withheld, as from commands
                         tuis=tuis,
                         publish=status.add_notice,
                     )

@@ -24,7 +24,14 @@ channels (notify-send, the webhook, the command) and, in a second commit, moves 
   between a delivery and its commit repeats that one delivery (an external effect cannot be
   exactly-once, docs/design/harness.md#memos; the JSON's ``key`` lets a receiver drop it);
 * an approval that started waiting in the instant before a crash, before its outbox commit,
-  is found again at start-up in the conversations' ``turn.tools[i].waitingOn``.
+  is found again at start-up in the conversations' ``turn.tools[i].waitingOn``; a turn's end
+  or a job's exit committed in that instant is not (the event is not kept in the session's
+  state), and goes untold.
+
+The webhook, the command and ``notify-send`` get the worker's environment with the session's
+secrets withheld (as commands get it: :mod:`coding_agent.settings.secret_env`); ``notify-send``
+runs only where there is a desktop session (``DBUS_SESSION_BUS_ADDRESS``, ``DISPLAY`` or
+``WAYLAND_DISPLAY`` set), so a server's worker stays quiet.
 
 **The terminal.** The TUI owns the terminal, so it writes OSC 9/777 and the bell itself
 (:mod:`coding_agent.tui.notify`): each delivered notification is published in the worker's
@@ -60,7 +67,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import msgspec
 
 from chord import BACKGROUND, Context, Facet, FacetEnvironment, cancel_scope, define_facet
@@ -360,8 +366,9 @@ class Notifier:
         if self.settings.desktop_when == "detached" and attended:
             return  # the attached TUI tells you through its terminal
         program = shutil.which("notify-send", path=self._env.get("PATH", os.defpath))
-        if program is None:
-            return  # no desktop notifications on this machine (a server, a container)
+        desktop = ("DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY")
+        if program is None or not any(self._env.get(name) for name in desktop):
+            return  # no desktop here (a server, a container, an ssh session): nothing to show
         with anyio.fail_after(DESKTOP_TIMEOUT):
             await anyio.run_process(
                 [program, "--app-name=coding-agent", payload["title"], payload["message"]],
@@ -371,6 +378,8 @@ class Notifier:
 
     async def _webhook(self, payload: Mapping[str, Any]) -> None:
         assert self.settings.webhook is not None
+        import httpx  # lazy: a worker that posts nothing starts without it
+
         async with httpx.AsyncClient(timeout=WEBHOOK_TIMEOUT) as client:
             response = await client.post(self.settings.webhook, json=dict(payload))
             response.raise_for_status()
