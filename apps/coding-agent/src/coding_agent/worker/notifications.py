@@ -108,7 +108,8 @@ def notices_in(batch: Any, kernel: Any) -> list[dict[str, Any]]:
             kind = event.get("type")
             if kind == "tool.waiting" and event.get("on") in _WAITING:
                 task = kernel.task_index.get(event.get("taskId"))
-                call = task.input.get("call", {}) if task is not None else {}
+                value: Any = task.input if task is not None else None
+                call = value.get("call") if isinstance(value, dict) else None
                 name = str(call.get("name", "")) if isinstance(call, dict) else ""
                 found.append(_attention(conversation, str(event["callId"]), event["on"], name))
             elif kind == "turn.ended" and event.get("reason") != "aborted":
