@@ -1,0 +1,106 @@
+"""The PostgreSQL connections a host process of many sessions shares (issue 42).
+
+A worker process per session holds three connections per session (the writer, the lease
+renewer, the blobs). A host process (:mod:`coding_agent.worker.host`) instead gives all its
+sessions one :class:`SharedDatabase`: one :class:`psycopg_pool.AsyncConnectionPool` of
+``--db-pool-size`` connections for their commits and blobs, and one
+:class:`pico3.LeaseRenewer` (one more connection) renewing every lease in one statement. A
+session's writer connection is pinned to it while it commits and given back to the pool once
+it has been idle for ``release_after`` seconds (:meth:`pico3.PostgresStorage.release_writer`:
+the session lock goes with it, the lease stays; the next commit re-takes the fence like a
+reconnect, so a stale writer is still refused). The process's connections to PostgreSQL are
+then at most ``pool_size + 1``, whatever the number of sessions.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import anyio
+
+from pico3 import LeaseRenewer, PostgresStorage
+
+__all__ = ["DEFAULT_POOL_SIZE", "RELEASE_AFTER", "SharedDatabase"]
+
+DEFAULT_POOL_SIZE = 10
+"""``--db-pool-size``' default: the connections a host's sessions commit on (plus the renewer's)."""
+
+RELEASE_AFTER = 1.0
+"""Seconds a session goes without a commit before its writer connection goes back to the pool."""
+
+POOL_WAIT = 60.0
+"""Seconds a session waits for a free pool connection (to open, or to commit after idling)."""
+
+
+class SharedDatabase:
+    """One pool and one lease renewer for the sessions of a process (see the module doc).
+    Use as an async context manager; it runs the sweeper that releases idle writers."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        release_after: float = RELEASE_AFTER,
+    ) -> None:
+        from psycopg_pool import AsyncConnectionPool
+
+        if pool_size < 1:
+            raise ValueError(f"the pool needs at least one connection, not {pool_size}")
+        self.conninfo = conninfo
+        self.pool_size = pool_size
+        self.release_after = release_after
+        self.pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            conninfo, min_size=1, max_size=pool_size, open=False, timeout=POOL_WAIT
+        )
+        self.renewer = LeaseRenewer(conninfo)
+        self._storages: weakref.WeakSet[PostgresStorage] = weakref.WeakSet()
+        self._group: Any = None
+
+    def storage(self, session: str, *, fsync: bool, lease: float | None) -> PostgresStorage:
+        """A session's storage on the shared pool and renewer (it waits up to 5 s, or 2.5
+        leases, for the lease of a worker that died to expire, like a worker's own)."""
+        options: dict[str, Any] = {"wait": 5.0}
+        if lease is not None:
+            options = {"lease_seconds": lease, "wait": max(5.0, 2.5 * lease)}
+        storage = PostgresStorage(
+            session=session,
+            pool=self.pool,
+            renewer=self.renewer,
+            fsync=fsync,
+            connect_timeout=POOL_WAIT,
+            **options,
+        )
+        self._storages.add(storage)
+        return storage
+
+    async def release_idle(self) -> int:
+        """Give back the writer connections of sessions idle for ``release_after`` seconds;
+        returns how many."""
+        released = 0
+        for storage in list(self._storages):
+            if storage.holds_writer and storage.idle_seconds >= self.release_after:
+                released += await storage.release_writer()
+        return released
+
+    async def _sweep(self) -> None:
+        while True:
+            await anyio.sleep(max(0.1, self.release_after / 4))
+            await self.release_idle()
+
+    async def __aenter__(self) -> SharedDatabase:
+        await self.pool.open()
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        self._group.start_soon(self._sweep)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        group, self._group = self._group, None
+        if group is not None:
+            group.cancel_scope.cancel()
+            await group.__aexit__(None, None, None)
+        with anyio.CancelScope(shield=True):
+            await self.pool.close()
+        await anyio.to_thread.run_sync(self.renewer.close)
