@@ -14,8 +14,8 @@ from typing import Any
 
 import anyio
 import psycopg
-from psycopg import sql
 import pytest
+from psycopg import sql
 
 pytestmark = pytest.mark.anyio
 
