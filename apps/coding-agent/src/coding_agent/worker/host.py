@@ -185,7 +185,7 @@ class SessionHost:
                 env=self._env,
                 lease=self._lease,
             )
-            config = msgspec.structs.replace(config, database=self._database)
+            config = msgspec.structs.replace(config, database=self._database, hosted=True)
             self._withhold(config)
 
             def ready(socket: Path) -> None:

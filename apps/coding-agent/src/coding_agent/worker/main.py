@@ -118,7 +118,11 @@ from coding_agent.settings.xdg import state_home
 from coding_agent.worker.activity import activity_recorder, visit_recorder
 from coding_agent.worker.database import SharedDatabase
 from coding_agent.worker.file_history import FileHistory
-from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
+from coding_agent.worker.gc_policy import (
+    freeze_after_turns,
+    freeze_after_turns_shared,
+    pause_while_opening,
+)
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
 from coding_agent.worker.providers import OpenAIProvider
 from coding_agent.worker.providers_facet import (
@@ -238,6 +242,9 @@ class WorkerConfig(msgspec.Struct, frozen=True):
     """What the session's child processes get for an environment (``None``: the provider
     keys' defaults, :meth:`pico3.ChildEnvironment.default`); see
     :mod:`coding_agent.settings.secret_env`."""
+    hosted: bool = False
+    """A session of a host process of many (:mod:`coding_agent.worker.host`): process-wide
+    policies (the collector's) are the host's, not the session's."""
     database: SharedDatabase | None = None
     """In a host process of many sessions (:mod:`coding_agent.worker.host`): the PostgreSQL
     pool and lease renewer the sessions share (``None``: connections of the session's own)."""
@@ -529,7 +536,12 @@ async def open_session_host(
                 await harness.resume(BACKGROUND)
                 # from here on, what the user does orders the session lists (not the resume)
                 harness.add_registration(activity_recorder(session, fsync=config.fsync))
-                unfreeze = freeze_after_turns(harness.harness.kernel)
+                kernel = harness.harness.kernel
+                unfreeze = (
+                    freeze_after_turns_shared(kernel)
+                    if config.hosted
+                    else freeze_after_turns(kernel)
+                )
                 runtime = SessionRuntime(host, harness, choice, status, storage=watch)
                 # The coordinator owns the generations: /reload uses it always, --dev watches.
                 coordinator = _coordinator(host, harness, generations, status)
