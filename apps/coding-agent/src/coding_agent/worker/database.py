@@ -56,6 +56,8 @@ class SharedDatabase:
         )
         self.renewer = LeaseRenewer(conninfo)
         self._storages: weakref.WeakSet[PostgresStorage] = weakref.WeakSet()
+        self._soon: set[str] = set()  # sessions whose writer goes back now (they are ready)
+        self._wake = anyio.Event()
         self._group: Any = None
 
     def storage(self, session: str, *, fsync: bool, lease: float | None) -> PostgresStorage:
@@ -75,18 +77,29 @@ class SharedDatabase:
         self._storages.add(storage)
         return storage
 
+    def opened(self, session: str) -> None:
+        """Session ``session`` is open and serves: its writer goes back to the pool at once
+        (a start-up storm's opens then take turns on the pool's connections), without waiting
+        for ``release_after``."""
+        self._soon.add(session)
+        self._wake.set()
+
     async def release_idle(self) -> int:
-        """Give back the writer connections of sessions idle for ``release_after`` seconds;
-        returns how many."""
+        """Give back the writer connections of sessions idle for ``release_after`` seconds
+        (or just opened); returns how many."""
         released = 0
+        soon, self._soon = self._soon, set()
         for storage in list(self._storages):
-            if storage.holds_writer and storage.idle_seconds >= self.release_after:
+            idle = storage.idle_seconds >= self.release_after or storage.session in soon
+            if storage.holds_writer and idle:
                 released += await storage.release_writer()
         return released
 
     async def _sweep(self) -> None:
         while True:
-            await anyio.sleep(max(0.1, self.release_after / 4))
+            with anyio.move_on_after(max(0.1, self.release_after / 4)):
+                await self._wake.wait()
+            self._wake = anyio.Event()
             await self.release_idle()
 
     async def __aenter__(self) -> SharedDatabase:

@@ -190,6 +190,8 @@ class SessionHost:
 
             def ready(socket: Path) -> None:
                 self._say(HostReport(sid, ready=str(socket)))
+                if self._database is not None:
+                    self._database.opened(config.session.id)
 
             await serve(config, ready=ready, stop=hosted.stop.wait)
         except Exception as error:
