@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -45,9 +46,101 @@ import anyio
 import psycopg
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from chord.context import BACKGROUND
 from coding_agent.server.preface import Request
 from coding_agent.server.remote import ServerAddress, connect_server
+from pico3.storage import Conversation, ConversationWrite, PostgresStorage
 from pico3.storage.pg_cluster import TempCluster
+
+HOLDER = """
+import sys, anyio
+from chord.context import BACKGROUND
+from coding_agent.worker.database import SharedDatabase
+async def main():
+    url, count, lease = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    async with SharedDatabase(url, pool_size=2) as db:
+        for n in range(count):
+            storage = db.storage(f"takeover-{n}", fsync=True, lease=lease)
+            await storage.open(BACKGROUND)
+            await storage.commit([], BACKGROUND)
+            await storage.release_writer()
+        print("open", flush=True)
+        await anyio.sleep(3600)
+anyio.run(main)
+"""
+
+
+def takeover_after_kill(url: str, sessions: int, lease: float) -> float:
+    """A process holding ``sessions`` leases through one shared pool and renewer is SIGKILLed
+    mid-lease; seconds until another opener holds the first of them."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, url, str(sessions), str(lease)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None
+    try:
+        line = holder.stdout.readline()
+        assert line.strip() == "open", line
+        time.sleep(lease / 2)  # mid-lease: renewed a moment ago
+        os.kill(holder.pid, signal.SIGKILL)
+        killed = time.perf_counter()
+
+        async def take() -> None:
+            storage = PostgresStorage(url, "takeover-0", fsync=True, wait=lease * 5)
+            await storage.open(BACKGROUND)  # returns once the dead holder's lease expired
+            await storage.close(BACKGROUND)
+
+        anyio.run(take)
+        return time.perf_counter() - killed
+    finally:
+        holder.wait()
+        holder.stdout.close()
+
+
+async def pooled_commits(
+    url: str, sessions: int, commits: int, pool_size: int
+) -> tuple[float, float]:
+    """One session's commits/s, then the aggregate commits/s of ``sessions`` sessions committing
+    at once; every session of one process on one :class:`SharedDatabase` of ``pool_size``
+    connections (a host's: writers pinned while they commit, given back under contention)."""
+    from pico3_postgres import entry  # pyright: ignore[reportMissingImports]
+
+    from coding_agent.worker.database import SharedDatabase
+
+    async with SharedDatabase(url, pool_size=pool_size) as db:
+        storages = [
+            db.storage(f"tp-{pool_size}-{n}", fsync=True, lease=None) for n in range(sessions)
+        ]
+        for storage in storages:
+            await storage.open(BACKGROUND)
+            await storage.commit(
+                [ConversationWrite(Conversation(id=storage.mint_id()))], BACKGROUND
+            )
+            for n in range(5):
+                await storage.commit([entry(storage, n)], BACKGROUND)
+            await storage.release_writer()
+        solo = storages[0]
+        batches = [[entry(solo, n)] for n in range(300)]
+        started = time.perf_counter()
+        for batch in batches:
+            await solo.commit(batch, BACKGROUND)
+        one = len(batches) / (time.perf_counter() - started)
+        await solo.release_writer()
+        work = {id(s): [[entry(s, n)] for n in range(commits)] for s in storages}
+
+        async def run(storage: PostgresStorage) -> None:
+            for batch in work[id(storage)]:
+                await storage.commit(batch, BACKGROUND)
+
+        started = time.perf_counter()
+        async with anyio.create_task_group() as group:
+            for storage in storages:
+                group.start_soon(run, storage)
+        many = sessions * commits / (time.perf_counter() - started)
+        for storage in storages:
+            await storage.close(BACKGROUND)
+    return one, many
 
 
 def _pss_kb(pid: int) -> int:
@@ -153,7 +246,16 @@ def main() -> None:
         "first, so the storm and the memory are the sessions', not the process start's)",
     )
     parser.add_argument("--db-pool-size", type=int, default=None)
+    parser.add_argument(
+        "--throughput",
+        action="store_true",
+        help="also: 50 sessions' aggregate commits on one shared pool (of --db-pool-size, "
+        "default 10, and of 50) against pgbench with 50 clients, and the takeover after kill -9 "
+        "of a process holding leases through the shared renewer against the lease expiry",
+    )
+    parser.add_argument("--lease", type=float, default=2.0, help="lease expiry for --throughput")
     args = parser.parse_args()
+    extra: list[str] = []
     cluster = TempCluster(
         {"fsync": "off", "full_page_writes": "off", "max_connections": str(4 * args.sessions + 50)}
     )
@@ -167,6 +269,10 @@ def main() -> None:
             )  # fmt: skip
     finally:
         cluster.stop()
+    if args.throughput:  # on a cluster that flushes its WAL, as pgbench's figures assume
+        with TempCluster({"max_connections": "200"}) as durable:
+            url = f"postgresql://{durable.user}@127.0.0.1:{durable.port}/postgres"
+            extra = throughput_lines(durable, url, args.db_pool_size or 10, args.lease)
     n = args.sessions
     load = os.getloadavg()[0]
     mode = "one host process (--host-sessions)" if args.host_sessions else "a worker per session"
@@ -212,6 +318,42 @@ def main() -> None:
         f"  database connections: {found['connections']} for {n} idle sessions, {per_500:.0f} "
         f"at this rate for 500 (target: <= 20 in all) {verdict}"
     )
+    for line in extra:
+        print(line)
+
+
+def throughput_lines(cluster: TempCluster, url: str, pool_size: int, lease: float) -> list[str]:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from pico3_postgres import (  # pyright: ignore[reportMissingImports]
+        ServerCpu,
+        pgbench_rates,
+    )
+
+    sessions, commits = 50, 60
+    lines: list[str] = ["  on a cluster with fsync on (synchronous_commit=on):"]
+    bound = pgbench_rates(cluster, ServerCpu(cluster), 160, sessions, os.cpu_count() or 1, 2)
+    for size in dict.fromkeys((pool_size, sessions)):
+        one, many = anyio.run(pooled_commits, url, sessions, commits, size)
+        line = (
+            f"  commits on one shared pool of {size}: one session {one:,.0f}/s, {sessions} "
+            f"sessions {many:,.0f}/s aggregate"
+        )
+        if bound is not None:
+            alone, crowd = bound
+            ratio_one, ratio_many = one / alone.rate, many / crowd.rate
+            line += (
+                f"; pgbench 1 client {alone.rate:,.0f}/s, {sessions} clients {crowd.rate:,.0f}/s: "
+                f"{ratio_one:.2f}x (target >= 0.8x) {'meets' if ratio_one >= 0.8 else 'MISSES'}"
+                f", {ratio_many:.2f}x (target >= 0.6x) {'meets' if ratio_many >= 0.6 else 'MISSES'}"
+            )
+        lines.append(line)
+    took = takeover_after_kill(url, 20, lease)
+    verdict = "meets" if took <= lease + 0.5 else "MISSES"
+    lines.append(
+        f"  takeover after kill -9 of a process holding 20 leases (one shared renewer): "
+        f"{took:.2f} s (lease {lease:g} s; target <= lease + 0.5 s) {verdict}"
+    )
+    return lines
 
 
 if __name__ == "__main__":

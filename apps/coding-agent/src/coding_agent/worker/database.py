@@ -29,6 +29,10 @@ DEFAULT_POOL_SIZE = 10
 RELEASE_AFTER = 1.0
 """Seconds a session goes without a commit before its writer connection goes back to the pool."""
 
+CONTENDED_AFTER = 0.05
+"""While sessions wait for a pool connection: seconds without a commit after which a session's
+writer goes back (a commit in flight is never interrupted)."""
+
 POOL_WAIT = 60.0
 """Seconds a session waits for a free pool connection (to open, or to commit after idling)."""
 
@@ -84,20 +88,28 @@ class SharedDatabase:
         self._soon.add(session)
         self._wake.set()
 
+    def waiting(self) -> int:
+        """Sessions waiting for a pool connection now."""
+        return int(self.pool.get_stats().get("requests_waiting", 0))
+
     async def release_idle(self) -> int:
         """Give back the writer connections of sessions idle for ``release_after`` seconds
-        (or just opened); returns how many."""
+        (or just opened), or, while other sessions wait for a connection, of every session
+        between two commits (the pool's connections then go round the active sessions instead
+        of staying with the first ones); returns how many."""
         released = 0
         soon, self._soon = self._soon, set()
+        after = CONTENDED_AFTER if self.waiting() else self.release_after
         for storage in list(self._storages):
-            idle = storage.idle_seconds >= self.release_after or storage.session in soon
+            idle = storage.idle_seconds >= after or storage.session in soon
             if storage.holds_writer and idle:
                 released += await storage.release_writer()
         return released
 
     async def _sweep(self) -> None:
         while True:
-            with anyio.move_on_after(max(0.1, self.release_after / 4)):
+            tick = CONTENDED_AFTER if self.waiting() else max(0.1, self.release_after / 4)
+            with anyio.move_on_after(tick):
                 await self._wake.wait()
             self._wake = anyio.Event()
             await self.release_idle()
