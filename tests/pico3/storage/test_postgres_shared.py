@@ -97,13 +97,19 @@ async def test_one_renewer_keeps_every_lease_on_one_connection_and_the_pool_boun
         for storage in storages:
             await storage.close(ctx)
         assert len(renewer) == 0
-        rows = query(
-            postgres_cluster.conninfo,
-            "SELECT count(*) FROM pico3_sessions WHERE session = ANY(%s) AND holder IS NULL "
-            "AND seq = 2",
-            sessions,
-        )
-        assert rows == [(len(sessions),)]  # every close released its lease and recorded seq 2
+
+        def released() -> bool:
+            rows = query(
+                postgres_cluster.conninfo,
+                "SELECT count(*) FROM pico3_sessions WHERE session = ANY(%s) AND holder IS NULL "
+                "AND seq = 2",
+                sessions,
+            )
+            return rows == [(len(sessions),)]
+
+        # every close gave its lease back (through the renewer's connection: the writers held
+        # none) and recorded seq 2
+        await until(released, "the leases are released")
     renewer.close()
 
 
@@ -208,3 +214,49 @@ async def test_blobs_of_a_pooled_session_use_the_pool_and_keep_their_fence(
         "SELECT data FROM pico3_blobs WHERE session = %s AND name = 'a'",
         session,
     ) == [(b"1",)]
+
+
+async def test_waiting_for_a_pool_connection_is_not_a_stalled_commit(
+    postgres_cluster: Any,
+) -> None:
+    """``commit_timeout`` bounds the database's answer, not the wait for the pool's turn."""
+    from psycopg_pool import AsyncConnectionPool
+
+    conninfo = postgres_cluster.conninfo
+    renewer = LeaseRenewer(conninfo)
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        conninfo, min_size=1, max_size=1, open=False
+    )
+    async with pool:
+        holder, waiter = (
+            PostgresStorage(
+                session=f"turn-{uuid.uuid4().hex}",
+                pool=pool,
+                renewer=renewer,
+                fsync=False,
+                commit_timeout=1.0,
+                connect_timeout=30.0,
+            )
+            for _ in range(2)
+        )
+        await waiter.open(ctx)
+        assert await waiter.release_writer()
+        await holder.open(ctx)  # the pool's one connection, kept
+        async with anyio.create_task_group() as group:
+            done = anyio.Event()
+
+            async def commit_later() -> None:
+                await commit_one(waiter)
+                done.set()
+
+            group.start_soon(commit_later)
+            # the waiter waits for the pool well past its commit_timeout
+            with anyio.move_on_after(3.0):
+                await done.wait()
+            assert not done.is_set()
+            assert await holder.release_writer()
+        assert done.is_set()
+        assert await commit_one(waiter) == 2  # not fail-stop: it was never stalled
+        await holder.close(ctx)
+        await waiter.close(ctx)
+    renewer.close()

@@ -29,9 +29,9 @@ DEFAULT_POOL_SIZE = 10
 RELEASE_AFTER = 1.0
 """Seconds a session goes without a commit before its writer connection goes back to the pool."""
 
-CONTENDED_AFTER = 0.05
-"""While sessions wait for a pool connection: seconds without a commit after which a session's
-writer goes back (a commit in flight is never interrupted)."""
+QUANTUM = 0.2
+"""While sessions wait for a pool connection: seconds a session keeps its writer connection
+before it goes back, after its commit in flight (which is never interrupted)."""
 
 POOL_WAIT = 60.0
 """Seconds a session waits for a free pool connection (to open, or to commit after idling)."""
@@ -94,21 +94,27 @@ class SharedDatabase:
 
     async def release_idle(self) -> int:
         """Give back the writer connections of sessions idle for ``release_after`` seconds
-        (or just opened), or, while other sessions wait for a connection, of every session
-        between two commits (the pool's connections then go round the active sessions instead
-        of staying with the first ones); returns how many."""
+        (or just opened); while other sessions wait for a connection, also those of sessions
+        that held theirs for :data:`QUANTUM` seconds, after their commit in flight (the pool's
+        connections then go round the active sessions instead of staying with the first
+        ones). Returns how many."""
         released = 0
         soon, self._soon = self._soon, set()
-        after = CONTENDED_AFTER if self.waiting() else self.release_after
         for storage in list(self._storages):
-            idle = storage.idle_seconds >= after or storage.session in soon
+            idle = storage.idle_seconds >= self.release_after or storage.session in soon
             if storage.holds_writer and idle:
                 released += await storage.release_writer()
+        waiting = self.waiting()
+        if waiting:
+            held = [s for s in self._storages if s.writer_seconds >= QUANTUM]
+            held.sort(key=lambda s: -s.writer_seconds)  # the longest holders first
+            for storage in held[:waiting]:
+                released += await storage.release_writer(wait=True)
         return released
 
     async def _sweep(self) -> None:
         while True:
-            tick = CONTENDED_AFTER if self.waiting() else max(0.1, self.release_after / 4)
+            tick = QUANTUM / 2 if self.waiting() else max(0.1, self.release_after / 4)
             with anyio.move_on_after(tick):
                 await self._wake.wait()
             self._wake = anyio.Event()

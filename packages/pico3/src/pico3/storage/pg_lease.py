@@ -36,6 +36,13 @@ _RENEW = (
     "WHERE s.session = l.session AND s.epoch = l.epoch AND s.holder IS NOT NULL "
     "RETURNING s.session"
 )
+_RELEASE = (
+    "UPDATE pico3_sessions AS s SET holder = NULL, lease_until = NULL, "
+    "seq = greatest(s.seq, l.seq), max_id = greatest(s.max_id, l.max_id) "
+    "FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[]) "
+    "AS l(session, epoch, seq, max_id) "
+    "WHERE s.session = l.session AND s.epoch = l.epoch"
+)
 
 
 class Lease:
@@ -110,6 +117,7 @@ class LeaseRenewer:
         self._wake = threading.Event()
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
+        self._releases: list[tuple[str, int, int, int]] = []
         self.renewals = 0
         """Renewal statements sent so far (each renews every registered lease)."""
 
@@ -143,6 +151,19 @@ class LeaseRenewer:
             if self._leases.get((lease.session, lease.epoch)) is lease:
                 del self._leases[(lease.session, lease.epoch)]
 
+    def release(self, session: str, epoch: int, seq: int, max_id: int) -> None:
+        """Give the lease of ``session`` back (if its epoch is still ``epoch``) from the
+        renewer's thread, recording its last ``seq`` and ``max_id``, as a storage's close does:
+        for a storage whose writer holds no connection now (it waits for nothing)."""
+        with self._guard:
+            self._releases.append((session, epoch, seq, max_id))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name=f"pico3-lease-{session}", daemon=True
+                )
+                self._thread.start()
+        self._wake.set()
+
     def close(self, *, wait: float = 10.0) -> None:
         """Stop the thread (waiting up to ``wait`` seconds for a renewal in flight)."""
         self._closed.set()
@@ -157,26 +178,23 @@ class LeaseRenewer:
         return shortest / 4000
 
     def _run(self) -> None:
-        import psycopg
-
         conn: psycopg.Connection[Any] | None = None
         while True:
             self._wake.wait(self._interval())
             self._wake.clear()
-            if self._closed.is_set():
-                break
+            closed = self._closed.is_set()
             with self._guard:
                 leases = [lease for lease in self._leases.values() if not lease.stopped.is_set()]
+                releases, self._releases = self._releases, []
+            if releases:
+                conn = self._release(conn, releases)
+            if closed:
+                break
             if not leases:
                 continue
             started = time.monotonic()
             try:
-                if conn is None or conn.closed:
-                    conn = psycopg.connect(
-                        self._conninfo,
-                        autocommit=True,
-                        connect_timeout=max(1, round(self._connect_timeout)),
-                    )
+                conn = self._connection(conn)
                 rows = conn.execute(
                     _RENEW,
                     (
@@ -202,6 +220,30 @@ class LeaseRenewer:
                             del self._leases[(lease.session, lease.epoch)]
         if conn is not None:
             conn.close()
+
+    def _connection(self, conn: psycopg.Connection[Any] | None) -> psycopg.Connection[Any]:
+        import psycopg
+
+        if conn is None or conn.closed:
+            conn = psycopg.connect(
+                self._conninfo,
+                autocommit=True,
+                connect_timeout=max(1, round(self._connect_timeout)),
+            )
+        return conn
+
+    def _release(
+        self, conn: psycopg.Connection[Any] | None, releases: list[tuple[str, int, int, int]]
+    ) -> psycopg.Connection[Any] | None:
+        """Release leases in one statement (once; a lease not released simply expires)."""
+        try:
+            conn = self._connection(conn)
+            conn.execute(_RELEASE, tuple(list(column) for column in zip(*releases, strict=True)))
+        except Exception:
+            if conn is not None:
+                conn.close()
+            return None
+        return conn
 
 
 class _Watchdog:

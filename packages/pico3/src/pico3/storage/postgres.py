@@ -541,6 +541,7 @@ class PostgresStorage(TableStorage):
         self._lease: Lease | None = None
         self._released = False  # the writer's connection went back to the pool while idle
         self._last_used = 0.0  # monotonic time of the last open or commit
+        self._writer_since = 0.0  # monotonic time the writer's connection was taken
         self._commit_timeout = commit_timeout
         self._busy_since: float | None = None  # monotonic start of the commit in flight
         self._stalled = False  # a commit outlived commit_timeout: fail-stop, renewal stopped
@@ -630,7 +631,7 @@ class PostgresStorage(TableStorage):
             self._renewer = LeaseRenewer(self._conninfo, connect_timeout=5.0)
         self._renewer.add(self._lease)
         self._released = False
-        self._last_used = time.monotonic()
+        self._last_used = self._writer_since = time.monotonic()
         self._open = True
 
     async def _take_lease(self, conn: AsyncConnection[Any]) -> tuple[int, int]:
@@ -876,8 +877,6 @@ class PostgresStorage(TableStorage):
         lease, self._lease = self._lease, None
         if renewer is not None and lease is not None:
             renewer.remove(lease)
-            if renewer is not self._shared_renewer:
-                renewer.close()
         with anyio.CancelScope(shield=True):
             blobs, self._blobs = self._blobs, None
             if blobs is not None:
@@ -889,15 +888,17 @@ class PostgresStorage(TableStorage):
                 try:
                     if self._failed is None and self._conn is not None:
                         await self._release_lease(self._conn)
-                    elif self._failed is None and self._released and self._pool is not None:
-                        with anyio.move_on_after(self._connect_timeout):
-                            async with self._pool.connection() as conn:
-                                await conn.set_autocommit(True)
-                                await self._release_lease(conn)
+                    elif self._failed is None and self._released and renewer is not None:
+                        # no connection to wait for: the renewer's gives the lease back
+                        renewer.release(
+                            self._session, self._epoch, self.seq, self._tables.high_water
+                        )
                 except Exception:
                     pass  # the lease then simply expires
                 finally:
                     await self._close_pool()
+                    if renewer is not None and renewer is not self._shared_renewer:
+                        renewer.close()  # after a release it was asked for
 
     async def _close_pool(self) -> None:
         pool, self._pool = self._pool, None
@@ -1213,7 +1214,9 @@ class PostgresStorage(TableStorage):
                 with contextlib.suppress(Exception):
                     await pool.putconn(old)  # the shared pool discards it (and makes a new one)
         if self._released and pool is not None:
-            # the session was idle and gave its connection back: take one from the pool again
+            # the session was idle and gave its connection back: take one from the pool again;
+            # waiting for one is not the database stalling (commit_timeout starts again after)
+            busy, self._busy_since = self._busy_since, None
             try:
                 conn = await pool.getconn(timeout=self._connect_timeout)
             except Exception as exc:
@@ -1222,9 +1225,13 @@ class PostgresStorage(TableStorage):
                     f"take a connection from the pool (size {pool.max_size}, all in use?) for "
                     f"{what} of session {self._session!r}",
                 ) from None
+            finally:
+                if busy is not None:
+                    self._busy_since = time.monotonic()
             self._released = False
             self._direct = False
             self._conn = conn
+            self._writer_since = time.monotonic()
             await conn.set_autocommit(True)
         else:
             # a connection of its own, not the pool's: the pool retries a lost server with a
@@ -1266,11 +1273,16 @@ class PostgresStorage(TableStorage):
         return time.monotonic() - self._last_used if self._open else 0.0
 
     @property
+    def writer_seconds(self) -> float:
+        """Seconds the writer has held its connection (0 when it holds none)."""
+        return time.monotonic() - self._writer_since if self.holds_writer else 0.0
+
+    @property
     def holds_writer(self) -> bool:
         """Whether the writer holds a database connection now (and the session's lock on it)."""
         return self._open and self._conn is not None
 
-    async def release_writer(self) -> bool:
+    async def release_writer(self, *, wait: bool = False) -> bool:
         """Give the writer's connection back to the shared pool (``pool=``) while the session is
         idle: the session's lock is released with it, the lease is kept (renewed as before).
         The next commit takes a connection from the pool again and re-takes the fence exactly
@@ -1278,22 +1290,24 @@ class PostgresStorage(TableStorage):
         checked again under it, and the last stored seq must be the one this writer knows),
         so a writer whose lease was taken meanwhile is refused with ``LeaseLost`` having sent
         nothing (docs/design/storage.md, "Fencing on PostgreSQL"). Returns whether it released
-        (not: no shared pool, a commit in flight, already released, or the storage failed)."""
+        (not: no shared pool, a commit in flight and not ``wait``, already released, or the
+        storage failed). ``wait=True`` waits for the commit in flight, if any, and releases
+        after it (a pool's connections going round sessions that commit without a pause)."""
         lock = self._lock
         if (
             not self._open
             or self._shared_pool is None
             or self._failed is not None
             or lock is None
-            or lock.locked()
+            or (lock.locked() and not wait)
             or self._conn is None
         ):
             return False
         async with lock:
             with anyio.CancelScope(shield=True):
-                conn, self._conn = self._conn, None
-                if conn is None:
+                if not self._open or self._failed is not None or self._conn is None:
                     return False
+                conn, self._conn = self._conn, None
                 self._cursor = None
                 prepared, self._prepared = self._prepared, False
                 direct, self._direct = self._direct, False
