@@ -242,8 +242,8 @@ async def test_waiting_for_a_pool_connection_is_not_a_stalled_commit(
         await waiter.open(ctx)
         assert await waiter.release_writer()
         await holder.open(ctx)  # the pool's one connection, kept
+        done = anyio.Event()
         async with anyio.create_task_group() as group:
-            done = anyio.Event()
 
             async def commit_later() -> None:
                 await commit_one(waiter)
