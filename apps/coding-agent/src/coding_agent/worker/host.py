@@ -109,7 +109,6 @@ class SessionHost:
         self._lease = lease
         self._fsync = fsync
         self._sessions: dict[str, _Hosted] = {}
-        self._withheld = False
 
     def _say(self, report: HostReport) -> None:
         sys.stdout.buffer.write(_ENCODE.encode(report) + b"\n")
