@@ -5,6 +5,8 @@ that fails leaves nothing running; the one-process-per-session path is unchanged
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -145,3 +147,34 @@ async def test_a_failed_hosted_start_leaves_nothing_running_and_the_host_serves_
     good = await anyio.to_thread.run_sync(run_p, agent_env, server, "-p", "hi")
     assert good.returncode == 0, good.stderr
     assert sum("session host started" in e for e in server.events) == 1
+
+
+async def test_a_killed_host_is_started_again_and_its_sessions_resume(
+    servers: Any,
+    agent_env: dict[str, str],
+    project: Path,
+    faux_script: Path,
+    database: str,
+    tmp_path: Path,
+) -> None:
+    server = await servers(
+        agent_env,
+        ["--faux-script", str(faux_script), "serve", "--cwd", str(project), "--storage",
+         database, "--host-sessions", "--db-pool-size", "2", "--lease", "1",
+         "--listen", "tcp://127.0.0.1:0", "--insecure", "--token-file", token_file(tmp_path)],
+        lines=2,
+    )  # fmt: skip
+    first = await anyio.to_thread.run_sync(run_p, agent_env, server, "-p", "hi")
+    assert first.returncode == 0, first.stderr
+    started = await server.wait_event(lambda e: "session host started" in e, "the host")
+    pid = int(started.split("pid ")[1].split(")")[0])
+    os.kill(pid, signal.SIGKILL)  # every session of the host goes with it
+    await server.wait_event(lambda e: "session host exited" in e, "the host's end")
+    await server.wait_event(lambda e: "reaped" in e, "the session reaped")
+    session = query(database.split("?")[0], "SELECT session FROM pico3_sessions")[0][0]
+    again = await anyio.to_thread.run_sync(
+        lambda: run_p(agent_env, server, "-p", "more", session=session)
+    )
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == "Second answer.\n"  # resumed from storage by a new host
+    assert sum("session host started" in e for e in server.events) == 2
