@@ -34,8 +34,7 @@ async def test_more_active_sessions_than_connections_all_commit(postgres_cluster
     most = 0
     async with SharedDatabase(conninfo, pool_size=2) as database:
         storages = [
-            database.storage(f"busy-{uuid.uuid4().hex}", fsync=False, lease=None)
-            for _ in range(6)
+            database.storage(f"busy-{uuid.uuid4().hex}", fsync=False, lease=None) for _ in range(6)
         ]
         for storage in storages:
             await storage.open(BACKGROUND)
