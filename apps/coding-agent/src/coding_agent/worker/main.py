@@ -117,7 +117,7 @@ from coding_agent.settings.trust import (
 from coding_agent.settings.xdg import state_home
 from coding_agent.worker.activity import activity_recorder, visit_recorder
 from coding_agent.worker.database import SharedDatabase
-from coding_agent.worker.file_history import FileHistory
+from coding_agent.worker.file_history import FileHistory, project_blobs
 from coding_agent.worker.gc_policy import (
     freeze_after_turns,
     freeze_after_turns_shared,
@@ -364,8 +364,13 @@ async def open_session_host(
     generations: list[FacetGeneration] | None = None,
     on_error: Callable[[BaseException], None] | None = None,
     attendance: Attendance | None = None,
+    extra_services: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[SessionRuntime]:
     """Set up the session facets over the session's storage, resume, and yield the runtime.
+
+    ``extra_services`` are more harness services, for this process's presentation (``coding-agent
+    acp`` hands the editor's MCP servers and its file system and terminal to the features and
+    the tools here).
 
     ``attendance`` (the served worker's client count) becomes the harness service
     ``attendance``: features let costly things go while nobody is attached (MCP servers).
@@ -446,6 +451,7 @@ async def open_session_host(
         }
         if attendance is not None:
             services[ATTENDANCE_SERVICE] = attendance
+        services.update(extra_services or {})
         # No approval package, no unapproved calls: pico3 blocks them (the approval gate) and
         # the model and the user read which package is missing and what restores it.
         options = HarnessOptions(
@@ -482,6 +488,7 @@ async def open_session_host(
                 session.path / "file-history",
                 fsync=config.fsync,
                 store=DatabaseHistoryStore(shared) if shared is not None else None,
+                blobs=project_blobs(session.path.parent, session.cwd),  # shared by the project
             )
             harness_facet = harness_session_facet(
                 shared.make
