@@ -213,7 +213,9 @@ class HostedSession:
             self._status, self._error = report.exited, report.error
             self._running = False
             self._exited.set()
-            self.host._sessions.pop(self.session.id, None)  # pyright: ignore[reportPrivateUsage]
+            sessions = self.host._sessions  # pyright: ignore[reportPrivateUsage]
+            if sessions.get(self.session.id) is self:
+                del sessions[self.session.id]
 
     async def ensure_started(self) -> bool:
         """Have the host serve the session; ``True`` if this call started it. Raises
