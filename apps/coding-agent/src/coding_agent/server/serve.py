@@ -174,6 +174,7 @@ class SessionServer:
                         linger=self.options.idle,
                         lease=self.options.lease,
                         log_path=socket_path.parent / "session-host.log",
+                        cwd=self.options.cwd,
                         on_event=lambda line: self.log("host", line),
                     )
                     await group.start(self.host.run)

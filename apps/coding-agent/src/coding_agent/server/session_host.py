@@ -61,6 +61,7 @@ class HostProcess:
         linger: float | None,
         lease: float | None,
         log_path: Path,
+        cwd: Path | None = None,
         python: str = sys.executable,
         on_event: Callable[[str], None] | None = None,
     ) -> None:
@@ -70,6 +71,7 @@ class HostProcess:
         self._linger = linger
         self._lease = lease
         self._log_path = log_path
+        self._cwd = cwd
         self._python = python
         self._on_event = on_event
         self._process: anyio.abc.Process | None = None
@@ -140,6 +142,7 @@ class HostProcess:
                     stdout=subprocess.PIPE,
                     stderr=log,
                     env=self._env,
+                    cwd=self._cwd,  # the server's project folder (a session never relies on it)
                     start_new_session=True,
                 )
             finally:

@@ -11,7 +11,9 @@ commits and blobs, one lease renewer for all their leases, a session's writer co
 back to the pool while it idles.
 
 What must not be shared between sessions is not: commands run with an explicit ``cwd`` (this
-process never changes its own directory); each session's configuration reads a copy of the
+process never changes its own directory, which is the server's project folder; the features
+get each session's folder as the ``workspace`` service, their ``os.getcwd()`` fallbacks apply
+only without one); each session's configuration reads a copy of the
 environment taken at the host's start (the secrets are then withheld from the process's own
 ``os.environ``, as a worker does, and stay in each session's copy); no session installs a
 signal handler (the host's SIGTERM/SIGINT stop every session cleanly).
