@@ -22,11 +22,12 @@ kill -9 is ``benchmarks/serve_failover.py``'s. A line says ``MISSES`` when the m
 misses its target.
 
     uv run python benchmarks/serve_capacity.py [--sessions 50] [--max-starting N]
-        [--host-sessions [--db-pool-size N]]
+        [--host-sessions [N] [--db-pool-size N]]
 
-With ``--host-sessions`` the server runs every session in one host process: a warm-up session
-starts it first, then the storm; the memory per session is what the storm's sessions added to
-the host's PSS, divided by their number, and the connections are those of the whole cluster.
+With ``--host-sessions [N]`` the server runs every session in N host processes: a warm-up
+session per host starts them first, then the storm; the memory per session is what the storm's
+sessions added to the hosts' PSS, divided by their number, and the connections are those of
+the whole cluster (N × (pool + 1) for the hosts).
 """
 
 from __future__ import annotations
@@ -165,7 +166,7 @@ async def measure(
     folder: Path,
     sessions: int,
     max_starting: int | None,
-    host: bool = False,
+    host: int = 0,
     pool_size: int | None = None,
 ) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
@@ -181,7 +182,7 @@ async def measure(
     if max_starting is not None:
         args += ["--max-starting", str(max_starting)]
     if host:
-        args += ["--host-sessions"]
+        args += ["--host-sessions", str(host)]
         if pool_size is not None:
             args += ["--db-pool-size", str(pool_size)]
     process = await anyio.open_process(
@@ -194,11 +195,11 @@ async def measure(
     ready: list[float] = []
     failed: list[str] = []
     baseline = 0
-    if host:  # one session first: the host process's own memory (and imports) is the baseline
-        conn, _ = await connect_server(address, Request(new=True))
-        await conn.aclose()
-        (host_pid,) = _children(process.pid)
-        baseline = _pss_kb(host_pid)
+    if host:  # a session per host first: the hosts' own memory (and imports) is the baseline
+        for _ in range(host):
+            conn, _ = await connect_server(address, Request(new=True))
+            await conn.aclose()
+        baseline = sum(_pss_kb(pid) for pid in _children(process.pid))
     start = time.monotonic()
 
     async def one() -> None:
@@ -217,8 +218,8 @@ async def measure(
         storm = time.monotonic() - start
         workers = _children(process.pid)
         pss = sorted(_pss_kb(pid) for pid in workers)
-        if host:  # one process: what the sessions of the storm added to it
-            pss = [baseline, *pss]
+        if host:  # what the sessions of the storm added to the hosts
+            pss = [baseline, sum(pss)]
         with psycopg.connect(url) as conn:
             row = conn.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
@@ -241,9 +242,13 @@ def main() -> None:
     parser.add_argument("--max-starting", type=int, default=None)
     parser.add_argument(
         "--host-sessions",
-        action="store_true",
-        help="serve --host-sessions: one host process for every session (one warm-up session "
-        "first, so the storm and the memory are the sessions', not the process start's)",
+        nargs="?",
+        type=int,
+        const=1,
+        default=0,
+        metavar="N",
+        help="serve --host-sessions N: N host processes for every session (a warm-up session "
+        "each first, so the storm and the memory are the sessions', not the process start's)",
     )
     parser.add_argument("--db-pool-size", type=int, default=None)
     parser.add_argument(
@@ -275,7 +280,11 @@ def main() -> None:
             extra = throughput_lines(durable, url, args.db_pool_size or 10, args.lease)
     n = args.sessions
     load = os.getloadavg()[0]
-    mode = "one host process (--host-sessions)" if args.host_sessions else "a worker per session"
+    mode = (
+        f"{args.host_sessions} host process(es) (--host-sessions)"
+        if args.host_sessions
+        else "a worker per session"
+    )
     print(f"serve capacity: {n} sessions, {mode}, {os.cpu_count()} CPUs, load average {load:.1f}")
     projected = found["storm"] * 200 / n
     verdict = "meets" if not found["failed"] and projected <= 15 else "MISSES"
@@ -288,8 +297,11 @@ def main() -> None:
         print(f"    first failure: {found['failed'][0]}")
     workers = found["workers"]
     if args.host_sessions:
-        verdict = "meets" if workers == 1 else "MISSES"
-        print(f"  processes: {workers} host process for {found['ready'] + 1} sessions {verdict}")
+        verdict = "meets" if workers == args.host_sessions else "MISSES"
+        print(
+            f"  processes: {workers} host process(es) for {found['ready'] + args.host_sessions} "
+            f"sessions {verdict}"
+        )
     else:
         verdict = "meets" if workers == found["ready"] else "MISSES"
         print(
@@ -301,9 +313,9 @@ def main() -> None:
         beyond = (pss[1] - pss[0]) / max(1, found["ready"]) / 1024
         verdict = "meets" if beyond <= 5 else "MISSES"
         print(
-            f"  memory of idle sessions: {beyond:.2f} MB each beyond the first (the host's PSS "
-            f"{pss[0] / 1024:.0f} MB with one session, {pss[1] / 1024:.0f} MB with "
-            f"{found['ready'] + 1}) (target: <= 5 MB) {verdict}"
+            f"  memory of idle sessions: {beyond:.2f} MB each beyond the first (the hosts' PSS "
+            f"{pss[0] / 1024:.0f} MB with one session each, {pss[1] / 1024:.0f} MB with "
+            f"{found['ready'] + args.host_sessions}) (target: <= 5 MB) {verdict}"
         )
     elif len(pss) >= 2:
         beyond = (sum(pss) - pss[-1]) / (len(pss) - 1) / 1024

@@ -178,3 +178,19 @@ async def test_a_killed_host_is_started_again_and_its_sessions_resume(
     assert again.returncode == 0, again.stderr
     assert again.stdout == "Second answer.\n"  # resumed from storage by a new host
     assert sum("session host started" in e for e in server.events) == 2
+
+
+async def test_sessions_go_to_the_least_loaded_of_several_hosts(
+    servers: Any, agent_env: dict[str, str], project: Path, faux_script: Path
+) -> None:
+    server = await servers(
+        agent_env,
+        ["--faux-script", str(faux_script), "serve", "--cwd", str(project), "--host-sessions",
+         "2", "--max-starting", "4"],
+    )  # fmt: skip
+    done = await clients(agent_env, server, 4)
+    for run in done:
+        assert run.returncode == 0, run.stderr
+        assert run.stdout == "Hello from the server.\n"
+    pids = {e.split("pid ")[1] for e in server.events if "session host started" in e}
+    assert len(pids) == 2, server.events  # both hosts serve: the second got the next session

@@ -82,9 +82,14 @@ def add_serve_command(commands: Any, seconds: Any) -> None:
     )
     serve.add_argument(
         "--host-sessions",
-        action="store_true",
-        help="serve every session in one host process (shared imports; on PostgreSQL one "
-        "connection pool and one lease renewer) instead of a worker process per session",
+        nargs="?",
+        type=_positive,
+        const=1,
+        default=0,
+        metavar="N",
+        help="serve every session in N host processes (default 1; shared imports; on "
+        "PostgreSQL one connection pool and one lease renewer each) instead of a worker "
+        "process per session",
     )
     serve.add_argument(
         "--migrate",

@@ -111,12 +111,13 @@ class ServerOptions:
     (``math.inf``: until answered; ``None``: it denies at once). Told to clients in the answer."""
     on_event: Callable[[str], None] | None = None
     """Where the log's lines go (:mod:`.events`: accepts, refusals, sessions, takeovers)."""
-    host_sessions: bool = False
-    """``serve --host-sessions``: one host process serves every session (:mod:`.session_host`,
-    :mod:`coding_agent.worker.host`) instead of a worker process per session."""
+    host_sessions: int = 0
+    """``serve --host-sessions [N]``: ``N`` host processes serve every session
+    (:mod:`.session_host`, :mod:`coding_agent.worker.host`; a new session goes to the one
+    hosting the fewest) instead of a worker process per session (0)."""
     db_pool_size: int = DEFAULT_POOL_SIZE
-    """``--db-pool-size``: with ``host_sessions`` on PostgreSQL, the connections the sessions
-    commit on (plus one renewing every lease), whatever the number of sessions."""
+    """``--db-pool-size``: with ``host_sessions`` on PostgreSQL, the connections each host's
+    sessions commit on (plus one renewing every lease), whatever the number of sessions."""
 
 
 @dataclass
@@ -144,8 +145,9 @@ class SessionServer:
         self._by_token: dict[str, set[anyio.CancelScope]] = {}
         self._starting = anyio.Semaphore(options.max_starting)
         self._sessions = anyio.Semaphore(options.max_sessions) if options.max_sessions else None
-        self.host: HostProcess | None = None
-        """The session host process (``host_sessions``), made when the server runs."""
+        self.hosts: list[HostProcess] = []
+        """The session host processes (``host_sessions``), made when the server runs."""
+        self._turn = 0
         self.connections = 0
         """Connections relayed to a worker so far."""
         self.refused = 0
@@ -166,18 +168,20 @@ class SessionServer:
         try:
             async with anyio.create_task_group() as group:
                 self._group = group
-                if self.options.host_sessions:
-                    self.host = HostProcess(
+                for number in range(self.options.host_sessions):
+                    name = "session-host" if number == 0 else f"session-host-{number + 1}"
+                    host = HostProcess(
                         env=self.options.env,
                         storage=self.options.storage,
                         pool_size=self.options.db_pool_size,
                         linger=self.options.idle,
                         lease=self.options.lease,
-                        log_path=socket_path.parent / "session-host.log",
+                        log_path=socket_path.parent / f"{name}.log",
                         cwd=self.options.cwd,
                         on_event=lambda line: self.log("host", line),
                     )
-                    await group.start(self.host.run)
+                    await group.start(host.run)
+                    self.hosts.append(host)
                 await group.start(serve_unix, socket_path, self._unix_client)
                 addresses = [f"unix:{socket_path}"]
                 if tcp is not None:
@@ -426,8 +430,12 @@ class SessionServer:
         async with slot.lock:
             if slot.supervisor is not None and session.worker_running():
                 return  # ours, and serving
-            if slot.supervisor is None and self.host is not None:
-                slot.supervisor = self.host.session(session)
+            if slot.supervisor is None and self.hosts:
+                # the least loaded; in turn among equals (a storm's starts are not hosted yet)
+                self._turn += 1
+                order = self.hosts[self._turn % len(self.hosts) :] + self.hosts
+                host = min(order, key=lambda h: h.hosted)
+                slot.supervisor = host.session(session)
             elif slot.supervisor is None:
                 slot.supervisor = WorkerSupervisor(
                     session,

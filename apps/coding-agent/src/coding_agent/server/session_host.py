@@ -82,6 +82,11 @@ class HostProcess:
         """Host processes started so far."""
 
     @property
+    def hosted(self) -> int:
+        """Sessions running or starting in this host now."""
+        return len(self._sessions)
+
+    @property
     def pid(self) -> int | None:
         process = self._process
         return None if process is None or process.returncode is not None else process.pid
