@@ -108,7 +108,7 @@ def add_serve_command(commands: Any, seconds: Any) -> None:
         ),
         (
             "--db-pool-size",
-            "with --host-sessions and --storage postgresql://…: the connections the sessions "
+            "with --host-sessions and --storage postgresql://…: the connections each host's sessions "
             "commit on, whatever their number (plus one renewing every lease; default 10)",
         ),
         (
