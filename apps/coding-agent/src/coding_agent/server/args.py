@@ -108,8 +108,9 @@ def add_serve_command(commands: Any, seconds: Any) -> None:
         ),
         (
             "--db-pool-size",
-            "with --host-sessions and --storage postgresql://…: the connections each host's sessions "
-            "commit on, whatever their number (plus one renewing every lease; default 10)",
+            "with --host-sessions and --storage postgresql://…: the connections each host's "
+            "sessions commit on, whatever their number (plus one renewing every lease; "
+            "default 10)",
         ),
         (
             "--max-starting",
