@@ -49,6 +49,7 @@ is what keeps them right.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import fcntl
 import logging
@@ -116,8 +117,13 @@ from coding_agent.settings.trust import (
 )
 from coding_agent.settings.xdg import state_home
 from coding_agent.worker.activity import activity_recorder, visit_recorder
+from coding_agent.worker.database import SharedDatabase
 from coding_agent.worker.file_history import FileHistory, project_blobs
-from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
+from coding_agent.worker.gc_policy import (
+    freeze_after_turns,
+    freeze_after_turns_shared,
+    pause_while_opening,
+)
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
 from coding_agent.worker.notifications import Notifier, TuiWatch
 from coding_agent.worker.providers import OpenAIProvider
@@ -245,6 +251,12 @@ class WorkerConfig(msgspec.Struct, frozen=True):
     """What the session's child processes get for an environment (``None``: the provider
     keys' defaults, :meth:`pico3.ChildEnvironment.default`); see
     :mod:`coding_agent.settings.secret_env`."""
+    hosted: bool = False
+    """A session of a host process of many (:mod:`coding_agent.worker.host`): process-wide
+    policies (the collector's) are the host's, not the session's."""
+    database: SharedDatabase | None = None
+    """In a host process of many sessions (:mod:`coding_agent.worker.host`): the PostgreSQL
+    pool and lease renewer the sessions share (``None``: connections of the session's own)."""
 
 
 @dataclass
@@ -554,7 +566,12 @@ async def open_session_host(
                     )
                     harness.add_registration(notifier.install)
                     group.start_soon(notifier.run)
-                unfreeze = freeze_after_turns(harness.harness.kernel)
+                kernel = harness.harness.kernel
+                unfreeze = (
+                    freeze_after_turns_shared(kernel)
+                    if config.hosted
+                    else freeze_after_turns(kernel)
+                )
                 runtime = SessionRuntime(host, harness, choice, status, storage=watch)
                 # The coordinator owns the generations: /reload uses it always, --dev watches.
                 coordinator = _coordinator(host, harness, generations, status)
@@ -738,7 +755,9 @@ def _postgres_storage(config: WorkerConfig, processes: LocalProcessHost) -> Post
     elsewhere, renewing its lease, is refused after that. Self-fencing: the session's commands
     are killed before its lease can expire unrenewed, and at once on ``LeaseLost``."""
     assert config.storage is not None
-    if config.lease is None:
+    if config.database is not None:  # a host of many sessions: its pool and its renewer
+        storage = config.database.storage(config.session.id, fsync=config.fsync, lease=config.lease)
+    elif config.lease is None:
         storage = PostgresStorage(config.storage, config.session.id, fsync=config.fsync, wait=5.0)
     else:
         storage = PostgresStorage(
@@ -835,23 +854,38 @@ async def _wait_for_stop(
             group.start_soon(on_eof)
 
 
+async def _no_signals() -> AsyncIterator[int]:
+    await anyio.sleep_forever()
+    yield 0  # pragma: no cover - never reached
+
+
 async def serve(
     config: WorkerConfig,
     *,
     ready: Callable[[Path], None],
     exit_on_stdin_eof: bool = False,
+    stop: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Run the session host (which holds the session lock), serve it on the session socket,
     call ``ready(socket_path)``, and return on SIGTERM/SIGINT (or stdin EOF when asked), or
     once no client has been connected and nothing has been live for ``config.linger`` seconds
-    (:mod:`coding_agent.worker.linger`; 0 never)."""
+    (:mod:`coding_agent.worker.linger`; 0 never).
+
+    With ``stop`` (a session in a host process of many, :mod:`coding_agent.worker.host`) it
+    installs no signal handlers (they are the process's, and the host's) and returns once
+    ``stop()`` returns instead."""
     socket = config.session.socket_path
     if socket.parent != config.session.path:
         socket_folder(socket.parent)  # $TMPDIR/coding-agent-<uid>/: ours, 0700, not a link
     clients = ClientCount()
     # Signals are caught from here on: one arriving during start-up stops the worker cleanly
     # once it is up, instead of killing it halfway.
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    receiver = (
+        contextlib.nullcontext(_no_signals())
+        if stop is not None
+        else anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT)
+    )
+    with receiver as signals:
         async with (
             open_session_host(config, attendance=clients) as runtime,
             anyio.create_task_group() as group,
@@ -892,6 +926,7 @@ async def serve(
                 exit_on_stdin_eof,
                 unattended if config.linger else None,
                 storage_failed,
+                *([stop] if stop is not None else []),
             )
             group.cancel_scope.cancel()
     if runtime.storage is not None and runtime.storage.message is not None:
@@ -1014,32 +1049,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             anyio.run(_serve_main, config, ready, args.exit_on_stdin_eof, backend="asyncio")
         except BaseExceptionGroup as group:  # a task group's wrapper around one usage error
             raise _sole(group) from None
-    except WorkerBusy as error:
-        print(f"coding-agent worker: {error}", file=sys.stderr)
-        return EXIT_BUSY
-    except StorageStopped:  # its one line is on stderr already
-        return EXIT_STORAGE
-    except RegistryError as error:
-        print(f"coding-agent worker: {error}", file=sys.stderr)
-        return EXIT_MODEL
-    except CorruptStorage as error:
-        print(f"coding-agent worker: {error} (the file was left as it is)", file=sys.stderr)
-        return EXIT_USAGE
-    except StorageError as error:  # at open: unreachable, in use, schema too new or too old
-        print(f"coding-agent worker: {error}", file=sys.stderr)
-        return EXIT_STORAGE
-    except SessionError as error:
-        print(f"coding-agent worker: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except (ValueError, FacetDiscoveryError, PrivacyError, TrustError) as error:
-        print(f"coding-agent worker: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as error:
-        if error.errno not in _STORAGE_ERRNOS:
+    except Exception as error:
+        known = exit_status(error)
+        if known is None:
             raise
-        print(f"coding-agent worker: the session's storage failed: {error}", file=sys.stderr)
-        return EXIT_STORAGE
+        code, message = known
+        if message is not None:
+            print(f"coding-agent worker: {message}", file=sys.stderr)
+        return code
     return 0
+
+
+def exit_status(error: BaseException) -> tuple[int, str | None] | None:
+    """A session's failure as the worker's exit code and its one line (``None``: the line is
+    written already), or ``None`` for an error that is a bug (a traceback's)."""
+    error = _sole(error) if isinstance(error, BaseExceptionGroup) else error
+    if isinstance(error, WorkerBusy):
+        return EXIT_BUSY, str(error)
+    if isinstance(error, StorageStopped):  # its one line is on stderr already
+        return EXIT_STORAGE, None
+    if isinstance(error, RegistryError):
+        return EXIT_MODEL, str(error)
+    if isinstance(error, CorruptStorage):
+        return EXIT_USAGE, f"{error} (the file was left as it is)"
+    if isinstance(error, StorageError):  # at open: unreachable, in use, schema too new or too old
+        return EXIT_STORAGE, str(error)
+    if isinstance(
+        error,
+        (SessionError, ValueError, FacetDiscoveryError, PrivacyError, TrustError, ConfigError),
+    ):
+        return EXIT_USAGE, str(error)
+    if isinstance(error, OSError) and error.errno in _STORAGE_ERRNOS:
+        return EXIT_STORAGE, f"the session's storage failed: {error}"
+    return None
 
 
 def session_worker_config(
