@@ -110,7 +110,7 @@ function receive(message) {
       state.retry = 0;
       history.replaceState(null, "", `${location.pathname}#session=${message.session}`);
       $("session").textContent = `${message.session} · ${message.cwd}`;
-      setStatus("live", "live");
+      setStatus("attaching", "attaching…"); // live once the view arrives
       loadBranches();
       break;
     case "error":
