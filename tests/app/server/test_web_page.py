@@ -23,6 +23,7 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from chord import (
+    BACKGROUND,
     Context,
     FacetEnvironment,
     cancel_scope,
@@ -32,6 +33,7 @@ from chord import (
     define_facet,
     define_service,
 )
+from coding_agent.contracts import SessionTreeService
 from coding_agent.session_files.folders import open_session
 
 from tests.app.server.conftest import TOKEN
@@ -232,3 +234,83 @@ async def test_the_page_reconnects_after_the_worker_is_killed_and_shows_the_tran
             await _stop(process)
         group.cancel_scope.cancel()
     assert sum("worker started" in line for line in log) == 2, log
+
+
+async def test_steering_and_aborting_from_the_page_while_a_turn_waits_on_an_approval(
+    browser: Any, agent_env: dict[str, str], project: Path, tmp_path: Path
+) -> None:
+    async with anyio.create_task_group() as group:
+        process, url, _ = await _web(agent_env, project, _script(tmp_path, TOUCH), group)
+        try:
+            page = await _open(browser, url)
+            await _prompt(page, "touch it")
+            await page.wait_for_selector(".dialog.approval", timeout=WAIT_MS)
+            await page.wait_for_selector("body.busy #send >> text=Steer", timeout=WAIT_MS)
+            await _prompt(page, "on second thought, do not")  # Enter while busy: a steer
+            await page.wait_for_selector("#live .queued >> text=on second thought, do not",
+                                         timeout=WAIT_MS)  # fmt: skip
+            await page.click("#abort")
+            await page.wait_for_selector("body:not(.busy)", state="attached", timeout=WAIT_MS)
+            await page.wait_for_selector(".dialog", state="detached", timeout=WAIT_MS)
+        finally:
+            await _stop(process)
+        group.cancel_scope.cancel()
+    assert not (project / "from-the-page.txt").exists(), "the aborted call never ran"
+
+
+async def _tree(socket_path: Path, method: str, *args: Any) -> Any:
+    """Call the worker's session tree service as another client does (``/tree`` in a TUI)."""
+    used: list[Any] = []
+
+    def setup(env: FacetEnvironment) -> None:
+        used.append(env.use(SessionTreeService))
+
+    async with anyio.create_task_group() as group:
+        source = connect_service_source(lambda: connect_unix(socket_path), task_group=group)
+        async with create_facet_host([define_facet("test/tree", setup)], service_sources=[source]):
+            with anyio.fail_after(TIMEOUT):
+                await source.wait_connected()
+                result = await getattr(used[0], method)(*args, BACKGROUND)
+        await source.aclose()
+        group.cancel_scope.cancel()
+    return result
+
+
+async def test_switching_branches_from_the_page(
+    browser: Any, agent_env: dict[str, str], project: Path, tmp_path: Path
+) -> None:
+    # The faux model answers by the conversation's history: both branches get "First answer.".
+    script = _script(tmp_path, [{"text": "First answer."}])
+    async with anyio.create_task_group() as group:
+        process, url, _ = await _web(agent_env, project, script, group)
+        try:
+            page = await _open(browser, url)
+            await _prompt(page, "first question")
+            await page.wait_for_selector("text=First answer.", timeout=WAIT_MS)
+            session = open_session(url.split("session=")[1].strip(), env=agent_env)
+            outline = await _tree(session.socket_path, "outline")
+            (prompt,) = outline["prompts"]
+            root = prompt["conversationId"]
+            # A branch that forks at the prompt: it holds the question, not the answer.
+            branch = await _tree(session.socket_path, "branch", root, prompt["id"])
+            assert branch != root
+            await page.focus("#branches")  # loads the session's branches
+            await page.wait_for_selector(f'#branches option[value="{branch}"]', state="attached",
+                                         timeout=WAIT_MS)  # fmt: skip
+            await page.select_option("#branches", str(branch))
+            await page.wait_for_selector(f'body[data-conversation="{branch}"]', state="attached",
+                                         timeout=WAIT_MS)  # fmt: skip
+            await page.wait_for_selector("text=First answer.", state="detached", timeout=WAIT_MS)
+            await _prompt(page, "on the branch")
+            await page.wait_for_selector(".kind-pi-user >> text=on the branch", timeout=WAIT_MS)
+            await page.wait_for_selector("text=First answer.", timeout=WAIT_MS)  # the branch's
+            await page.focus("#branches")
+            await page.select_option("#branches", str(root))
+            await page.wait_for_selector(f'body[data-conversation="{root}"]', state="attached",
+                                         timeout=WAIT_MS)  # fmt: skip
+            await page.wait_for_selector("text=First answer.", timeout=WAIT_MS)
+            assert await page.locator(".kind-pi-user >> text=first question").count() == 1
+            assert await page.locator(".kind-pi-user >> text=on the branch").count() == 0
+        finally:
+            await _stop(process)
+        group.cancel_scope.cancel()

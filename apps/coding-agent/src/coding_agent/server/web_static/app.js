@@ -159,6 +159,7 @@ function showView({ reset, keep, entries, rest }) {
   setBusy(Boolean(rest?.turn));
   if (reset || atBottom) transcript.scrollTop = transcript.scrollHeight;
   document.body.dataset.entries = String(state.nodes.length);
+  document.body.dataset.conversation = String(rest?.conversation?.id ?? "");
   if (reset) document.body.dataset.renderedAt = String(performance.now());
 }
 

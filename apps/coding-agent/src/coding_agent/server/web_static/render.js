@@ -141,7 +141,8 @@ export function renderLive(rest) {
     out.push(card);
   }
   for (const input of rest.inbox ?? []) {
-    out.push(el("div", "queued", `queued (${input.mode}): ${textOf(input.content)}`));
+    const text = textOf(input.content ?? input.input?.content);
+    out.push(el("div", "queued", `queued (${input.mode}): ${text}`));
   }
   return out;
 }
