@@ -35,7 +35,6 @@ from chord import (
 )
 from coding_agent.contracts import SessionTreeService
 from coding_agent.session_files.folders import open_session
-
 from tests.app.server.conftest import TOKEN
 
 pytestmark = pytest.mark.anyio
@@ -122,6 +121,8 @@ async def _prompt(page: Any, text: str) -> None:
 async def test_a_prompt_sent_from_the_page_is_answered_and_the_token_stays_out_of_sight(
     browser: Any, agent_env: dict[str, str], project: Path, tmp_path: Path
 ) -> None:
+    log: list[str] = []
+    token = ""
     async with anyio.create_task_group() as group:
         process, url, log = await _web(agent_env, project, _script(tmp_path, ANSWERS), group)
         try:
@@ -210,6 +211,7 @@ async def test_an_approval_is_answered_from_the_page_of_serve_web_while_another_
 async def test_the_page_reconnects_after_the_worker_is_killed_and_shows_the_transcript(
     browser: Any, agent_env: dict[str, str], project: Path, tmp_path: Path
 ) -> None:
+    log: list[str] = []
     async with anyio.create_task_group() as group:
         process, url, log = await _web(agent_env, project, _script(tmp_path, ANSWERS), group)
         try:
@@ -261,6 +263,7 @@ async def test_steering_and_aborting_from_the_page_while_a_turn_waits_on_an_appr
 async def _tree(socket_path: Path, method: str, *args: Any) -> Any:
     """Call the worker's session tree service as another client does (``/tree`` in a TUI)."""
     used: list[Any] = []
+    result: Any = None
 
     def setup(env: FacetEnvironment) -> None:
         used.append(env.use(SessionTreeService))

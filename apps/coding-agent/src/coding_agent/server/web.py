@@ -211,7 +211,9 @@ async def _page(
             group.cancel_scope.cancel()
 
 
-async def _answer(bridge: PageBridge, raw: str | bytes, send: Callable[[str], Awaitable[None]]) -> None:
+async def _answer(
+    bridge: PageBridge, raw: str | bytes, send: Callable[[str], Awaitable[None]]
+) -> None:
     """Do one request of the page and send its reply (an error names the problem)."""
     try:
         request = json.loads(raw)
