@@ -165,6 +165,7 @@ async def main() -> None:
                 browser = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
                 try:
                     cold, entries = await _page_load(browser, url)  # starts the worker
+                    print(f"cold load: {cold:.0f} ms, {entries} entries", flush=True)
                     view = await _view(open_session(session_id, env=env).socket_path)
                     warm = [(await _page_load(browser, url))[0] for _ in range(args.runs)]
                 finally:

@@ -317,3 +317,22 @@ async def test_switching_branches_from_the_page(
         finally:
             await _stop(process)
         group.cancel_scope.cancel()
+
+
+async def test_a_token_revoked_by_sighup_closes_its_page_which_then_asks_for_a_token(
+    browser: Any, servers: Any, agent_env: dict[str, str], project: Path, tmp_path: Path,
+    tls_files: dict[str, Path],
+) -> None:  # fmt: skip
+    server = await servers(
+        agent_env,
+        ["--faux-script", str(_script(tmp_path, ANSWERS)), "serve", "--cwd", str(project),
+         "--web", "tcp://127.0.0.1:0", "--insecure", "--token-file", str(tls_files["token"])],
+        lines=2,
+    )  # fmt: skip
+    web = next(a for a in server.addresses if a.startswith("http://"))
+    page = await _open(browser, f"{web}#token={TOKEN}")
+    tls_files["token"].write_text("another-token-of-the-test-0123456789\n")
+    server.process.send_signal(signal.SIGHUP)
+    await page.wait_for_selector("#login-error >> text=refused the token", timeout=WAIT_MS)
+    reload = await server.wait_event(lambda e: " reload " in e, "the reload")
+    assert "revoked=default" in reload and "closed=1" in reload
