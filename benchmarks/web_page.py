@@ -126,9 +126,14 @@ async def _page_load(browser: Any, url: str) -> tuple[float, int]:
     try:
         await page.goto(url)
         await page.wait_for_selector("body[data-rendered-at]", state="attached", timeout=120_000)
-        stamp = await page.get_attribute("body", "data-rendered-at")
-        entries = await page.get_attribute("body", "data-entries")
-        return float(stamp or "nan"), int(entries or 0)
+        stamps = {
+            name: float(await page.get_attribute("body", f"data-{name}") or "nan")
+            for name in ("welcome-at", "view-at", "rendered-at")
+        }
+        entries = int(await page.get_attribute("body", "data-entries") or 0)
+        print(f"  load: welcome {stamps['welcome-at']:.0f} ms, view arrived "
+              f"{stamps['view-at']:.0f} ms, rendered {stamps['rendered-at']:.0f} ms", flush=True)  # fmt: skip
+        return stamps["rendered-at"], entries
     finally:
         await page.close()
 

@@ -46,6 +46,7 @@ from websockets.http11 import Request as HttpRequest
 from websockets.http11 import Response
 
 from chord import BACKGROUND
+from coding_agent.server.addresses import is_loopback
 from coding_agent.server.preface import PREFACE_TIMEOUT, PrefaceError, Request, parse_request
 from coding_agent.server.serve import SessionServer
 from coding_agent.server.web_bridge import PageBridge, PageError
@@ -144,6 +145,7 @@ async def serve_web(
     listener = await serve(
         handler, host, port, ssl=tls, process_request=_respond, server_header=None,
         open_timeout=PREFACE_TIMEOUT, max_size=1 << 20,
+        compression=None if is_loopback(host) else "deflate",  # on loopback it only costs time
     )  # fmt: skip
     try:
         bound = cast(int, next(iter(listener.sockets)).getsockname()[1])

@@ -68,7 +68,12 @@ function connect() {
     const hello = state.session ? { token: state.token, session: state.session } : { token: state.token, new: {} };
     ws.send(JSON.stringify(hello));
   };
-  ws.onmessage = (event) => receive(JSON.parse(event.data));
+  ws.onmessage = (event) => {
+    const arrived = performance.now();
+    const message = JSON.parse(event.data);
+    if (message.type === "view" && message.reset) document.body.dataset.viewAt = String(arrived);
+    receive(message);
+  };
   ws.onclose = (event) => {
     if (state.ws !== ws) return;
     state.ws = null;
@@ -106,6 +111,7 @@ function toast(text) {
 function receive(message) {
   switch (message.type) {
     case "welcome":
+      document.body.dataset.welcomeAt = String(performance.now());
       state.session = message.session;
       state.retry = 0;
       history.replaceState(null, "", `${location.pathname}#session=${message.session}`);
