@@ -194,6 +194,9 @@ async def test_an_approval_is_answered_from_the_page_of_serve_web_while_another_
                 await changed.wait()
                 changed = anyio.Event()
         assert not (project / "from-the-page.txt").exists()
+        # The call's card in the transcript shows what it waits on.
+        await page.wait_for_selector("#transcript .tool-card.pending >> text=waiting on approval",
+                                     timeout=WAIT_MS)  # fmt: skip
         await page.click(".dialog.approval button.allow")
         await page.wait_for_selector("text=Touched it.", timeout=WAIT_MS)
         with anyio.fail_after(TIMEOUT):

@@ -160,7 +160,8 @@ function showView({ reset, keep, entries, rest }) {
     fragment.append(node);
   }
   transcript.append(fragment);
-  $("live").replaceChildren(...renderLive(rest));
+  for (const live of document.querySelectorAll("#transcript .tool-card > .live")) live.remove();
+  $("live").replaceChildren(...renderLive(rest, state.cards));
   $("tasks").replaceChildren(...renderTasks(rest));
   setBusy(Boolean(rest?.turn));
   if (reset || atBottom) transcript.scrollTop = transcript.scrollHeight;

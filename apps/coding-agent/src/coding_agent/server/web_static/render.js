@@ -122,8 +122,21 @@ export function forgetEntry(node) {
   node.injected?.remove();
 }
 
-/** The running turn: the streaming message and the tool slots with their live output. */
-export function renderLive(rest) {
+/** A tool slot's live state (status, what it waits on, the tail of its output) on `card`. */
+export function showSlot(card, slot) {
+  card.querySelector(".live")?.remove();
+  card.classList.remove("pending", "running");
+  card.classList.add(slot.status === "running" ? "running" : "pending");
+  const live = el("div", "live");
+  if (slot.waitingOn) live.append(el("div", "waiting", `waiting on ${slot.waitingOn}`));
+  if (slot.output) live.append(el("pre", "tool-output", slot.output.split("\n").slice(-20).join("\n")));
+  card.append(live);
+  if (slot.output || slot.waitingOn) card.open = true;
+}
+
+/** The running turn: the streaming message, the tool slots whose call has no card in the
+ * transcript (`cards`: the shown ones get their live state there) and the queued inputs. */
+export function renderLive(rest, cards) {
   const turn = rest?.turn;
   const out = [];
   if (!turn) return out;
@@ -132,12 +145,13 @@ export function renderLive(rest) {
   const text = (turn.message?.content ?? []).filter((b) => b?.type === "text").map((b) => b.text).join("");
   if (text) out.push(el("div", "entry kind-pi-assistant streaming", text));
   for (const slot of turn.tools ?? []) {
+    const shown = cards.get(slot.callId);
+    if (shown) {
+      if (!shown.classList.contains("done") && !shown.classList.contains("error")) showSlot(shown, slot);
+      continue;
+    }
     const card = toolCard({ id: slot.callId, name: slot.name, arguments: slot.args });
-    card.classList.remove("pending");
-    card.classList.add(slot.status ?? "pending");
-    card.open = true;
-    if (slot.waitingOn) card.append(el("div", "waiting", `waiting on ${slot.waitingOn}`));
-    if (slot.output) card.append(el("pre", "tool-output", slot.output.split("\n").slice(-20).join("\n")));
+    showSlot(card, slot);
     out.push(card);
   }
   for (const input of rest.inbox ?? []) {
