@@ -9,6 +9,7 @@
                                        newest running one)
     coding-agent attach tcp://HOST:PORT/SESSION   the TUI on a session of a coding-agent serve
     coding-agent serve [--listen tcp://HOST:PORT ...]   host sessions (docs/server.md)
+    coding-agent web [SESSION]         a session in a browser (127.0.0.1, prints the page's URL)
     coding-agent db migrate postgresql://…   migrate the sessions' database (docs/postgresql.md)
     coding-agent config                the effective configuration, and where each value came from
     coding-agent doctor                are the packages the agent's safety depends on live? (1: no)
@@ -270,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--name", metavar="TEXT", help="name the session (shown in pickers)")
     commands = parser.add_subparsers(
-        dest="command", metavar="{attach,serve,config,doctor,acp,sessions,export,facets,db}"
+        dest="command", metavar="{attach,serve,web,config,doctor,acp,sessions,export,facets,db}"
     )
     commands.add_parser(
         "config",
@@ -314,9 +315,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="-p/--json: run the prompt on a coding-agent serve (a new session, or SESSION)",
     )
     # lazy: start-up time (the command line imports only what the chosen command runs)
-    from coding_agent.server.args import add_serve_command
+    from coding_agent.server.args import add_serve_command, add_web_command
 
     add_serve_command(commands, _seconds)
+    add_web_command(commands)
     from coding_agent.cli.sessions import add_session_commands
 
     add_session_commands(commands)
@@ -782,7 +784,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
     if not headless or args.server is not None:
         start_up_done()  # a TUI, a server, a remote run: no first request of ours is next
     if headless and args.command in (
-        "attach", "serve", "config", "doctor", "acp", "sessions", "export", "facets", "db"
+        "attach", "serve", "web", "config", "doctor", "acp", "sessions", "export", "facets", "db"
     ):  # fmt: skip
         parser.error(f"{args.command} does not take -p or --json")
     if args.server is not None and (args.continue_ or args.resume is not None):
@@ -817,6 +819,11 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
             from coding_agent.server.main import run_serve
 
             return run_serve(args, cwd)
+        if args.command == "web":
+            # lazy: start-up time (the command line imports only what the chosen command runs)
+            from coding_agent.server.web_local import run_web
+
+            return run_web(args, cwd)
         if args.command == "attach" and (args.session or "").startswith("tcp://"):
             # lazy: start-up time (the command line imports only what the chosen command runs)
             from coding_agent.cli.attach import run_remote_attach
