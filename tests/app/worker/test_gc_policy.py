@@ -149,6 +149,32 @@ def test_the_start_up_pause_is_one_more_opening_and_ends_once() -> None:
     assert gc.isenabled() and gc.get_freeze_count() == 0
 
 
+_AT_EXIT = """
+import atexit, gc, sys
+atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > 0))  # runs last
+from coding_agent.cli.main import main
+try:
+    code = main(["--version"])
+except SystemExit as exit:  # argparse's way out of --version
+    code = exit.code
+print("frozen after main:", gc.get_freeze_count() > 0)
+sys.exit(code)
+"""
+
+
+def test_the_command_line_leaves_the_heap_frozen_for_the_interpreters_exit_only(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    # The exit's full collections walk nothing (~100 ms of a -p run's CPU after its answer);
+    # until the interpreter exits, nothing is frozen (a test may call main() in-process).
+    done = subprocess.run(
+        [sys.executable, "-c", _AT_EXIT], cwd=project, env=agent_env, capture_output=True,
+        text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-2:] == ["frozen after main: False", "frozen at exit: True"]
+
+
 _HEADLESS = """
 import gc, json, os, sys
 collections = []
