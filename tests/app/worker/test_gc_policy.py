@@ -184,7 +184,7 @@ at_request = {}
 def hook(event, args):
     address = args[1] if event == "socket.connect" else None
     if isinstance(address, tuple) and address[1] == port and not at_request:
-        later = ("yaml", "pathspec", "xml.sax", "jsonschema", "watchfiles")  # only some tools and files need them
+        later = ("yaml", "pathspec", "xml.sax", "jsonschema", "watchfiles", "difflib")  # only some tools and files need them
         at_request.update(
             collections=list(collections),
             enabled=gc.isenabled(),
@@ -204,7 +204,7 @@ def test_a_headless_run_collects_nothing_before_its_first_request(
     # Everything a -p run allocates before it asks the model lives as long as the process; the
     # SDK client ends the pause, so the request (and the rest of the run) has the collector on.
     # Nor does the run import before it what only some tools and files need (YAML frontmatter,
-    # glob patterns, the gitignore walker).
+    # glob patterns, the gitignore walker, an edit's diff).
     chunk = {"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}
     events = [
         sse({"id": "c1", "object": "chat.completion.chunk", "choices": [chunk]}),
