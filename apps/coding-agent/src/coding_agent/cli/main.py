@@ -767,9 +767,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     command ends it once the command line is parsed, and every way out ends it."""
     # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.settings.facets_site import activate
-    from coding_agent.worker.gc_policy import pause_for_start_up, start_up_done
+    from coding_agent.worker.gc_policy import freeze_at_exit, pause_for_start_up, start_up_done
 
     activate()  # the packages `facets add` installed (outside the environment uv sync manages)
+    freeze_at_exit()  # the interpreter's exit need not collect the whole heap
     pause_for_start_up()
     try:
         return _main(argv, lambda: start_up_done(freeze=False))

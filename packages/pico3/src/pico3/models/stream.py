@@ -139,14 +139,22 @@ class MessageBuilder:
     def delta(self, index: int, text: str) -> StreamEvent:
         """Append ``text`` to the open block at ``index`` (text, thinking or JSON fragment)."""
         parts = self._parts(index)
-        parts.append(text)
         block = self.message.content[index]
+        # The block's own reference is dropped before the append, so the text held only by the
+        # local grows in place (CPython's string concatenation); ``block.text += text`` would
+        # copy the whole text at every delta, quadratic in a long answer's length. A text that
+        # someone else still references is copied, as before.
         if isinstance(block, TextContent):
-            block.text += text
+            grown, block.text = block.text, ""
+            grown += text
+            block.text = grown
             return TextDeltaEvent(content_index=index, delta=text, partial=self.message)
         if isinstance(block, ThinkingContent):
-            block.thinking += text
+            grown, block.thinking = block.thinking, ""
+            grown += text
+            block.thinking = grown
             return ThinkingDeltaEvent(content_index=index, delta=text, partial=self.message)
+        parts.append(text)  # a tool call's JSON, parsed once whole at close
         return ToolCallDeltaEvent(content_index=index, delta=text, partial=self.message)
 
     def set_signature(self, index: int, signature: str, *, redacted: bool = False) -> None:

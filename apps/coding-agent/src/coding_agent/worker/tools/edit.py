@@ -35,7 +35,6 @@ the result goes back to the editor (to the disk when the editor reads but does n
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import json
 import unicodedata
@@ -190,6 +189,8 @@ def _line_of(starts: list[int], offset: int) -> int:
 
 
 def _closest_region(content: str, old_text: str) -> str:
+    import difflib  # lazy: start-up time (only an edit's diff or a failed match needs it)
+
     lines = content.split("\n")
     old_lines = old_text.split("\n")
     probe = next((line.strip() for line in old_lines if line.strip()), "")
@@ -315,6 +316,8 @@ def apply_edits(content: str, edits: list[Edit], shown: str) -> str:
 
 def unified_patch(shown: str, before: str, after: str, context: int = 4) -> str:
     """A standard unified diff of two LF texts (``a/`` and ``b/`` headers)."""
+    import difflib  # lazy: start-up time (only an edit's diff or a failed match needs it)
+
     return "".join(
         difflib.unified_diff(
             before.splitlines(keepends=True),
@@ -329,6 +332,8 @@ def unified_patch(shown: str, before: str, after: str, context: int = 4) -> str:
 def display_diff(before: str, after: str, context: int = 4) -> tuple[str, int | None]:
     """A numbered diff for people (``-12 old``, ``+12 new``, `` 13 same``) and the first changed
     line of the new text."""
+    import difflib  # lazy: start-up time (only an edit's diff or a failed match needs it)
+
     old_lines, new_lines = split_lines(before), split_lines(after)
     width = len(str(max(len(old_lines), len(new_lines))))
     out: list[str] = []
