@@ -40,16 +40,14 @@ import json
 import unicodedata
 from typing import Any
 
-import anyio
 import msgspec
 
 from .files import (
     check_fresh,
     check_fresh_text,
     editor_read,
+    put_content,
     read_whole,
-    record_text,
-    record_written,
 )
 from .spec import (
     OnUpdate,
@@ -385,7 +383,6 @@ async def _edit(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
     shown: str = args["path"]
     edits = _edits_from(args)
     path = resolve_path(shown, tools.cwd)
-    target = anyio.Path(path)
     async with tools.lock_for(path):
         data, info = await read_whole(path, shown)
         buffer = await editor_read(tools.editor, path)
@@ -408,13 +405,7 @@ async def _edit(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
         new_data = (bom + written).encode("utf-8", errors="replace")
         await tools.about_to_write(path, new_data, shown)
         try:
-            if tools.editor is not None and await tools.editor.write_text(
-                path, new_data.decode("utf-8")
-            ):
-                await record_text(tools.reads, path, new_data)
-            else:
-                await target.write_bytes(new_data)
-                await record_written(tools.reads, path, new_data)
+            await put_content(tools.editor, tools.reads, path, new_data)
         except OSError as error:
             raise ToolError(f"Cannot write {shown}: {error.strerror or error}") from None
     diff, first_changed = display_diff(before, after)

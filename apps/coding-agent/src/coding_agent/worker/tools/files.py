@@ -253,6 +253,19 @@ async def record_written(ledger: ReadLedger | None, path: Path, data: bytes) -> 
     await ledger.put(ledger_key(path), FileStamp.of_bytes(info, data))
 
 
+async def put_content(
+    editor: EditorFiles | None, ledger: ReadLedger | None, path: Path, data: bytes
+) -> None:
+    """``write``'s and ``edit``'s last step: ``data`` becomes ``path``'s content, in the
+    editor's buffer when the session has an editor that takes it, else on disk; either way
+    the agent knows it afterwards (it counts as read). ``OSError`` from the disk propagates."""
+    if editor is not None and await editor.write_text(path, data.decode("utf-8")):
+        await record_text(ledger, path, data)
+    else:
+        await anyio.Path(path).write_bytes(data)
+        await record_written(ledger, path, data)
+
+
 # -- an editor's buffers -------------------------------------------------------------------------
 async def editor_read(editor: EditorFiles | None, path: Path) -> bytes | None:
     """The editor's text of ``path`` as UTF-8, or ``None`` (no editor, or it cannot read it:

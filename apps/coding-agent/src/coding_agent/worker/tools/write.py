@@ -24,8 +24,7 @@ from .files import (
     describe_mode,
     editor_read,
     open_regular,
-    record_text,
-    record_written,
+    put_content,
 )
 from .spec import OnUpdate, ToolContext, ToolError, ToolResult, ToolSpec, resolve_path, text_result
 
@@ -75,13 +74,7 @@ async def _write(
                         os.close(fd)
             await target.parent.mkdir(parents=True, exist_ok=True)
             await tools.about_to_write(path, data, shown)
-            if tools.editor is not None and await tools.editor.write_text(
-                path, data.decode("utf-8")
-            ):
-                await record_text(tools.reads, path, data)
-            else:
-                await target.write_bytes(data)
-                await record_written(tools.reads, path, data)
+            await put_content(tools.editor, tools.reads, path, data)
         except PermissionError:
             raise ToolError(f"Cannot write {shown}: permission denied") from None
         except FileExistsError:
