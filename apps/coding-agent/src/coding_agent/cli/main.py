@@ -461,7 +461,6 @@ async def _run_tui(args: argparse.Namespace, session: Session, tui_dirs: list[st
     # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.settings.secret_env import hide_secrets_from_proc
     from coding_agent.supervisor import WorkerStartError, WorkerSupervisor
-    from coding_agent.tui.main import run_client
 
     hide_secrets_from_proc(session.cwd)  # the worker's commands may read /proc/<this pid>/environ
 
@@ -473,6 +472,11 @@ async def _run_tui(args: argparse.Namespace, session: Session, tui_dirs: list[st
         thinking=args.thinking,
         permission_mode=args.permission_mode,
     )
+    # Spawned first, so the worker starts while this process imports the TUI and paints it;
+    # the TUI takes typing at once and sends what was typed as soon as the worker serves.
+    await supervisor.launch()
+    from coding_agent.tui.main import run_client
+
     try:
         run = await run_client(
             session,

@@ -81,6 +81,10 @@ DOUBLE_CTRL_C = 1.0
 """Seconds within which a second Esc (idle, empty editor) counts as Esc Esc (``/rewind``)."""
 
 UNAVAILABLE = "Worker unavailable — reconnecting…"
+STARTING = "Starting the session… type away: what you send is sent as soon as it is ready"
+"""The banner until the session worker first serves the app (it starts beside the TUI)."""
+PENDING_NOTE = "pending · sent as soon as the session is ready"
+_BUILTIN_NAMES = frozenset(command.name for command in BUILTIN_COMMANDS)
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
@@ -207,7 +211,15 @@ class CodingAgentApp(App[None]):
         self._thinking_collapsed = True
         self._last_escape = 0.0
         self._last_ctrl_c = 0.0
-        self._held: list[tuple[str, bool]] = []  # submitted while the worker was unavailable
+        # Submitted while the worker was unavailable, in order: ("prompt" | "command" |
+        # "shell", text, follow_up). Sent one after the other once the view is back.
+        self._held: list[tuple[str, str, bool]] = []
+        self._flushing = False
+        self._pending = Static(id="pending", classes="user", markup=False)
+        self.starting = True
+        """No view has arrived yet: the session's worker is still starting (it starts beside
+        the app). Prompts, ``!`` lines and every command but ``/help``, ``/quit`` and ``/stop``
+        typed meanwhile are held and run in order once it serves (shown as pending)."""
         self._unhook_protocol: Any = lambda: None
         self.spinner_moves = True
         """Spin the status line's spinner (snapshot tests turn it off to be deterministic)."""
@@ -267,6 +279,7 @@ class CodingAgentApp(App[None]):
         yield self._compaction
         yield self._welcome
         yield self.transcript
+        yield self._pending
         with Vertical(id="panels"):
             yield self.tasks_panel
         yield self.queue
@@ -282,6 +295,7 @@ class CodingAgentApp(App[None]):
         self._status.display = False
         self._scroll_hint.display = False
         self._welcome.display = False
+        self._pending.display = False
         self.editor.border_title = "›"
         self._apply_settings()
         self.footer.show(self._decoder.decode(self.client.view.value))
@@ -390,14 +404,18 @@ class CodingAgentApp(App[None]):
     async def _render(self, value: Mapping[str, Any] | None, rebaseline: bool) -> None:
         view = self._decoder.decode(value)
         if view is None:
+            self._unavailable.update(STARTING if self.starting else UNAVAILABLE)
             self._unavailable.display = True
+            self.footer.starting = self.starting
             self.footer.show(None)
             self.busy = False
             self._set_status("")
             return
         self._unavailable.display = False
-        if self._held:
-            self._flush_held()
+        self.starting = self.footer.starting = False
+        if self._held and not self._flushing:
+            self._flushing = True
+            self.run_worker(self._flush_held(), group="held")
         if rebaseline or not await self.transcript.update(view):
             await self.transcript.rebuild(view)
             self.footer.rebase(view)
@@ -528,22 +546,40 @@ class CodingAgentApp(App[None]):
         text = event.text
         if text.startswith("/") and not text.startswith("//"):
             name = text[1:].split(maxsplit=1)[0] if text[1:].strip() else ""
-            if name not in self.tui.commands:
-                self.notify(
-                    f"Unknown command /{name} — type // to send text starting with /",
-                    severity="warning",
-                )
-                self.editor.restore(text)
+            if name not in _BUILTIN_NAMES and (self.starting or self._flushing):
+                # The worker's commands are not known yet (their facets activate once it
+                # serves): run it, or say it is unknown, when it does, in typing order.
+                self._hold("command", text, False)
                 return
-            self.run_worker(self.tui.run_command(text, self._ctx), group="commands")
+            self._run_command(text)
             return
         if text.startswith("//"):
             text = text[1:]
+        if parse_bang(text) is not None and (self.starting or self._flushing):
+            self._hold("shell", text, False)
+            return
+        self._submit_text(text, event.follow_up)
+
+    def _submit_text(self, text: str, follow_up: bool) -> None:
+        """A prompt or a ``!`` line (a ``//`` prefix already stripped)."""
         bang = parse_bang(text)
         if bang is not None:
             self._run_shell(text, *bang)
             return
-        self.send(text, follow_up=event.follow_up)
+        self.send(text, follow_up=follow_up)
+
+    def _run_command(self, text: str) -> Any:
+        """Run the slash command ``text`` in the background (its Textual worker), or, when no
+        command of that name is registered, say so and put the text back in the editor."""
+        name = text[1:].split(maxsplit=1)[0] if text[1:].strip() else ""
+        if name not in self.tui.commands:
+            self.notify(
+                f"Unknown command /{name} — type // to send text starting with /",
+                severity="warning",
+            )
+            self.editor.restore(text)
+            return None
+        return self.run_worker(self.tui.run_command(text, self._ctx), group="commands")
 
     def _run_shell(self, text: str, command: str, include: bool) -> None:
         """``!cmd`` (output to the model) / ``!!cmd`` (not): run it in the worker."""
@@ -577,8 +613,8 @@ class CodingAgentApp(App[None]):
 
         While the worker is unavailable (not connected yet, restarting) the text is held and
         sent as soon as the view is back: typeahead is never lost nor left in the editor."""
-        if self._latest is None:
-            self._hold(text, follow_up)
+        if self._latest is None or self._flushing:
+            self._hold("prompt", text, follow_up)
             return
         mode = self.send_mode(follow_up)
         self.run_worker(self._send(text, mode, follow_up), group="send")
@@ -586,21 +622,59 @@ class CodingAgentApp(App[None]):
     @property
     def held(self) -> list[str]:
         """Texts submitted while the worker was unavailable, waiting to be sent."""
-        return [text for text, _ in self._held]
+        return [text for _, text, _ in self._held]
 
-    def _hold(self, text: str, follow_up: bool) -> None:
-        self._held.append((text, follow_up))
-        count = len(self._held)
-        self.notify(
-            f"Not connected yet: {'it' if count == 1 else f'{count} messages'} will be sent "
-            "as soon as the session worker is back",
-            timeout=4,
-        )
+    def _hold(self, kind: str, text: str, follow_up: bool, *, first: bool = False) -> None:
+        """Keep ``text`` until the worker serves (``first``: before the others, it was
+        being sent when the worker went away); shown as pending under the transcript."""
+        if first:
+            self._held.insert(0, (kind, text, follow_up))
+        else:
+            self._held.append((kind, text, follow_up))
+        self._paint_pending()
+        if not self.starting and not self._flushing:  # a restart: the banner alone is terse
+            count = len(self._held)
+            self.notify(
+                f"Not connected yet: {'it' if count == 1 else f'{count} messages'} will be "
+                "sent as soon as the session worker is back",
+                timeout=4,
+            )
 
-    def _flush_held(self) -> None:
-        held, self._held = self._held, []
-        for text, follow_up in held:
-            self.send(text, follow_up=follow_up)
+    def _paint_pending(self) -> None:
+        """The held submissions, as the user's messages, each marked pending."""
+        shown = Text()
+        for _, text, _ in self._held:
+            if shown:
+                shown.append("\n")
+            shown.append(inert(text))
+            shown.append(f"\n{PENDING_NOTE}", style="dim italic")
+        self._pending.update(shown)
+        self._pending.display = bool(self._held)
+
+    async def _flush_held(self) -> None:
+        """Send what was held, one after the other in the order it was typed: a prompt is
+        admitted, a command has run (or was found unknown), before the next goes. What is
+        submitted meanwhile queues behind; if the worker goes away again the rest waits."""
+        try:
+            while self._held and self._latest is not None:
+                kind, text, follow_up = self._held.pop(0)
+                self._paint_pending()
+                if kind == "command":
+                    worker = self._run_command(text)
+                    if worker is not None:
+                        try:
+                            await worker.wait()
+                        except Exception:  # the command's own error handling spoke already
+                            pass
+                elif kind == "shell":
+                    self._submit_text(text, follow_up)
+                else:
+                    await self._send(text, self.send_mode(follow_up), follow_up)
+        finally:
+            self._flushing = False
+        if self._held and self._latest is not None:  # held while the last one was going out
+            self._flushing = True
+            self.run_worker(self._flush_held(), group="held")
 
     async def _send(self, text: str, mode: SendMode, follow_up: bool = False) -> None:
         try:
@@ -611,7 +685,7 @@ class CodingAgentApp(App[None]):
             await self.client.send(content, mode, self._ctx)
         except Exception as error:
             if self._latest is None:  # the worker went away meanwhile: send it when back
-                self._hold(text, follow_up)
+                self._hold("prompt", text, follow_up, first=self._flushing)
                 return
             self.notify(f"Could not send: {error}", severity="error")
             self.editor.restore(text)

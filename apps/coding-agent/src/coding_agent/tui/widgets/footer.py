@@ -52,6 +52,8 @@ class StatusFooter(Static):
         self._view: View | None = None
         self._entries: Any = None
         self._available = True
+        self.starting = False
+        """Unavailable because the session's worker has not served yet (not reconnecting)."""
 
     def rebase(self, view: View | None) -> None:
         """Start over from ``view`` (a hydrate): totals are recomputed from its entries."""
@@ -113,7 +115,11 @@ class StatusFooter(Static):
             "cache": (cache, dim),
             "cost": (f"${totals.cost:.3f}", ""),
             "ctx": ctx or ("", ""),
-            "offline": ("reconnecting…", "yellow") if not self._available else ("", ""),
+            "offline": ("", "")
+            if self._available
+            else ("starting…", "yellow")
+            if self.starting
+            else ("reconnecting…", "yellow"),
         }
 
         def build() -> Text:
