@@ -546,7 +546,7 @@ def tui_facet(tui: TuiService, facet_id: str = "@chord/tui") -> Facet:
 async def run_app_with_facets(
     app: App[Any],
     tui: TextualTui,
-    facets: Sequence[Facet],
+    facets: Sequence[Facet] | Callable[[], Sequence[Facet]],
     *,
     service_sources: Sequence[RemoteServiceSource] = (),
     on_error: Callable[[BaseException], None] | None = None,
@@ -562,18 +562,24 @@ async def run_app_with_facets(
     host is disposed — outside Textual's worker machinery, so disposal really completes.
     ``run_options`` go to ``App.run_async`` (``headless=True``, ``auto_pilot=...`` in tests).
 
-    ``host_beside`` starts the app at once and the host at the same time: the app paints and
-    takes input while the host waits for its ``service_sources`` (a remote provider that is
-    still starting, say), and the facets activate whenever the host is up. The app must cope
-    with facets that are not active yet. If the host or ``on_host`` fails, the app exits and the
-    error is raised; if the app exits first, a host still starting is cancelled.
+    ``host_beside`` starts the app at once and the host beside it, once the app's first frame
+    is painted: the app paints and takes input while the host waits for its
+    ``service_sources`` (a remote provider that is still starting, say), and the facets
+    activate whenever the host is up. The app must cope with facets that are not active yet.
+    If the host or ``on_host`` fails, the app exits and the error is raised; if the app exits
+    first, a host still starting is cancelled. ``facets`` may be a function returning them,
+    called as the host starts (beside the app: after the first frame, so loading them costs
+    the first frame nothing).
     """
     if tui.app is not app:
         raise ValueError("tui must wrap the app being run")
-    all_facets = [tui_facet(tui), *facets]
+
+    def all_facets() -> list[Facet]:
+        return [tui_facet(tui), *(facets() if callable(facets) else facets)]
+
     if not host_beside:
         async with create_facet_host(
-            all_facets, service_sources=service_sources, on_error=on_error
+            all_facets(), service_sources=service_sources, on_error=on_error
         ) as host:
             await _call_on_host(on_host, host)
             await app.run_async(**run_options)
@@ -588,8 +594,9 @@ async def run_app_with_facets(
         nonlocal entered
         try:
             with starting:
+                await _first_frame(app, tui)
                 async with create_facet_host(
-                    all_facets, service_sources=service_sources, on_error=on_error
+                    all_facets(), service_sources=service_sources, on_error=on_error
                 ) as host:
                     entered = True  # from here on the host is disposed in full, never cut
                     await _call_on_host(on_host, host)
@@ -608,6 +615,14 @@ async def run_app_with_facets(
                 starting.cancel()
     if failures:
         raise failures[0]
+
+
+async def _first_frame(app: App[Any], tui: TextualTui) -> None:
+    """Wait until ``app`` is mounted (it marked ``tui`` ready) and has painted once."""
+    await tui._ready.wait()  # pyright: ignore[reportPrivateUsage] - the same module's
+    painted = anyio.Event()
+    app.call_after_refresh(painted.set)
+    await painted.wait()
 
 
 async def _call_on_host(

@@ -170,7 +170,8 @@ async def run_client(
         theme, settings_problems = None, [str(error)]
     app = CodingAgentApp(client, keybindings=load_keybindings(), theme=theme)
     run = ClientRun(app, client, session)
-    generations, problems = load_tui_facets(facets_dirs)
+    generations: list[FacetGeneration] = []  # loaded after the first frame (build_facets)
+    problems: list[str] = []
     reloader = PackageReloader(lambda: scan_packages(facets_dirs), "tui")
     run.reloader = reloader
     toasts = _WorkerReloadToasts(app)
@@ -188,8 +189,9 @@ async def run_client(
                         failed.append(error)
                         app.exit()
                         return
-                    control.source.retry_now()  # it serves: dial now, not after a backoff
-                    control.start()  # from now on a worker that dies is restarted
+                    if control.supervisor is keeper:  # not switched away meanwhile (/resume)
+                        control.source.retry_now()  # it serves: dial now, not after a backoff
+                        control.start()  # from now on a worker that dies is restarted
 
             tree_host = _tree_host(app, client, control)
 
@@ -199,21 +201,29 @@ async def run_client(
                     return
                 await tree_host.switch_branch(ref, ctx)
 
-            facets: list[Facet] = [
-                client.facet(),
-                commands_facet(client, models=models),
-                session_commands_facet(control, cwd=session.cwd, branch=switch_branch),
-                tree_commands_facet(tree_host, cwd=session.cwd),
-            ]
-            rescans: list[Callable[[], None]] = []  # what /trust scans again
-            facets.append(trust_facet(session.cwd, rescans=rescans))  # /trust, what waits for it
-            for generation in generations:
-                facets.extend(generation.facets)
-            # Last: a prompt template never takes a name a command of the app or a package has.
-            facets.append(prompt_commands_facet(client, session.cwd, rescans))
-            shell = RemoteShellRunner(client)  # !cmd and !!cmd
-            app.shell = shell
-            facets.append(shell.facet())
+            def build_facets() -> list[Facet]:
+                # Called as the facet host starts, after the app's first frame: loading the
+                # feature packages' TUI facets costs the first screen nothing.
+                loaded, found = load_tui_facets(facets_dirs)
+                generations.extend(loaded)
+                problems.extend(found)
+                facets: list[Facet] = [
+                    client.facet(),
+                    commands_facet(client, models=models),
+                    session_commands_facet(control, cwd=session.cwd, branch=switch_branch),
+                    tree_commands_facet(tree_host, cwd=session.cwd),
+                ]
+                rescans: list[Callable[[], None]] = []  # what /trust scans again
+                facets.append(trust_facet(session.cwd, rescans=rescans))  # /trust, what waits
+                for generation in generations:
+                    facets.extend(generation.facets)
+                # Last: a prompt template never takes the name of a command of the app or a
+                # package.
+                facets.append(prompt_commands_facet(client, session.cwd, rescans))
+                shell = RemoteShellRunner(client)  # !cmd and !!cmd
+                app.shell = shell
+                facets.append(shell.facet())
+                return facets
 
             def report(error: BaseException) -> None:
                 _logger.error("TUI facet host error: %r", error, exc_info=error)
@@ -248,7 +258,7 @@ async def run_client(
                 await run_app_with_facets(
                     app,
                     app.tui,
-                    facets,
+                    build_facets,
                     service_sources=[control.source],
                     on_error=report,
                     on_host=started,
@@ -313,6 +323,11 @@ class _SessionControl:
     @property
     def session(self) -> Session:
         return self._session
+
+    @property
+    def supervisor(self) -> WorkerSupervisor | None:
+        """The supervisor of the session shown now (``None``: attached, nobody keeps it)."""
+        return self._supervisor
 
     async def show_screen(self, screen: ModalScreen[Any]) -> Any:
         """Show ``screen`` over the app and return what it is dismissed with."""
