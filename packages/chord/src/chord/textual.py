@@ -38,6 +38,11 @@ receives through :meth:`TextualTui.handle_key` before Textual does::
 as the facet that provides :data:`Tui`; :func:`run_app_with_facets` runs a facet host *beside* the
 app (not inside it: Textual cancels its workers at exit without awaiting them, and the host must
 get to dispose cleanly) and returns when the app exits.
+
+Why one module: it is the one seam between facets and a Textual app: the contract, the
+:class:`TextualTui` that implements it and :func:`run_app_with_facets` that runs a host beside
+the app share the adapter's readiness (panels, toasts and modals held until the app mounts; a
+host started beside the app waits for its first frame), which must not leak out of this module.
 """
 
 from __future__ import annotations
