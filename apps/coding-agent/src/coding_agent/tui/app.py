@@ -216,10 +216,8 @@ class CodingAgentApp(App[None]):
         self._held: list[tuple[str, str, bool]] = []
         self._flushing = False
         self._pending = Static(id="pending", classes="user", markup=False)
-        self.starting = True
-        """No view has arrived yet: the session's worker is still starting (it starts beside
-        the app). Prompts, ``!`` lines and every command but ``/help``, ``/quit`` and ``/stop``
-        typed meanwhile are held and run in order once it serves (shown as pending)."""
+        self._view_seen = False
+        self._facets_pending = False
         self._unhook_protocol: Any = lambda: None
         self.spinner_moves = True
         """Spin the status line's spinner (snapshot tests turn it off to be deterministic)."""
@@ -241,6 +239,25 @@ class CodingAgentApp(App[None]):
         """Textual's driver, with ESC Enter as Alt+Enter and the typeahead fix on Linux
         (:mod:`coding_agent.tui.terminal`)."""
         return driver_for(super().get_driver_class())
+
+    @property
+    def starting(self) -> bool:
+        """The session is starting: no view has arrived yet, or the facets that bring the
+        worker's commands are not active yet (:meth:`wait_for_facets`). Prompts, ``!`` lines
+        and every command but ``/help``, ``/quit`` and ``/stop`` submitted meanwhile are held
+        and run in order once it has started (shown as pending)."""
+        return not self._view_seen or self._facets_pending
+
+    def wait_for_facets(self) -> None:
+        """Count the session as starting until :meth:`facets_active` (call before the app
+        runs, when its facet host starts beside it): the commands the worker's facets bring
+        are not known before, so commands typed meanwhile wait for them."""
+        self._facets_pending = True
+
+    def facets_active(self) -> None:
+        """The facet host is up (its facets active): what was held may go once a view is."""
+        self._facets_pending = False
+        self._maybe_flush()
 
     @property
     def ctx(self) -> Context:
@@ -407,15 +424,16 @@ class CodingAgentApp(App[None]):
             self._unavailable.update(STARTING if self.starting else UNAVAILABLE)
             self._unavailable.display = True
             self.footer.starting = self.starting
+            if self.starting:  # the first screen says what this is before the worker serves
+                self._welcome.display = True
+                self._paint_welcome()
             self.footer.show(None)
             self.busy = False
             self._set_status("")
             return
         self._unavailable.display = False
-        self.starting = self.footer.starting = False
-        if self._held and not self._flushing:
-            self._flushing = True
-            self.run_worker(self._flush_held(), group="held")
+        self._view_seen, self.footer.starting = True, False
+        self._maybe_flush()
         if rebaseline or not await self.transcript.update(view):
             await self.transcript.rebuild(view)
             self.footer.rebase(view)
@@ -651,6 +669,12 @@ class CodingAgentApp(App[None]):
         self._pending.update(shown)
         self._pending.display = bool(self._held)
 
+    def _maybe_flush(self) -> None:
+        """Start sending what was held, if anything is and the session has started."""
+        if self._held and not self._flushing and not self.starting and self._latest is not None:
+            self._flushing = True
+            self.run_worker(self._flush_held(), group="held")
+
     async def _flush_held(self) -> None:
         """Send what was held, one after the other in the order it was typed: a prompt is
         admitted, a command has run (or was found unknown), before the next goes. What is
@@ -672,9 +696,7 @@ class CodingAgentApp(App[None]):
                     await self._send(text, self.send_mode(follow_up), follow_up)
         finally:
             self._flushing = False
-        if self._held and self._latest is not None:  # held while the last one was going out
-            self._flushing = True
-            self.run_worker(self._flush_held(), group="held")
+        self._maybe_flush()  # held while the last one was going out
 
     async def _send(self, text: str, mode: SendMode, follow_up: bool = False) -> None:
         try:

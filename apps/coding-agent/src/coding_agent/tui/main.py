@@ -169,6 +169,7 @@ async def run_client(
     except ConfigError as error:  # the command line reported it already; keep going
         theme, settings_problems = None, [str(error)]
     app = CodingAgentApp(client, keybindings=load_keybindings(), theme=theme)
+    app.wait_for_facets()  # the facet host starts beside the app (run_app_with_facets)
     run = ClientRun(app, client, session)
     generations: list[FacetGeneration] = []  # loaded after the first frame (build_facets)
     problems: list[str] = []
@@ -240,6 +241,7 @@ async def run_client(
                 reloader.coordinator = coordinator
                 if dev:
                     await group.start(coordinator.run)
+                app.call_later(app.facets_active)  # the worker's commands are known now
                 client.on_status(toasts.listener)
                 if client.status is not None:  # arrived before the listener: say it too
                     app.call_later(toasts.listener, client.status)
