@@ -117,3 +117,16 @@ def test_quit_while_the_worker_starts_leaves_at_once_and_the_session_resumes(
     assert f"--resume {session.id}" in done
     os.write(gate, b"go\n")  # the worker left behind starts and serves (the fixture stops it)
     _until(session.worker_running, "the worker left behind to serve")
+
+
+def test_a_worker_that_cannot_start_ends_the_tui_with_its_error(
+    terminal: Terminal,  # noqa: F811 - the fixture imported above
+    project: Path,
+    tmp_path: Path,
+) -> None:
+    bad = tmp_path / "bad-script.json"
+    bad.write_text("{nope")
+    terminal.start("one", project, f"{BINARY} --faux-script {bad}")
+    done = terminal.wait_text("one", "EXITED")
+    assert "EXITED 2" in done  # a usage error, as before the TUI painted first
+    assert "invalid faux script" in done and "worker log:" in done
