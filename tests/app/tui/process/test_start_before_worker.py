@@ -58,7 +58,7 @@ def test_prompts_typed_before_the_worker_serves_are_pending_then_answered_in_ord
     script = _script(tmp_path, [{"text": "Answer one."}, {"text": "Answer two."}])
     terminal.start("one", project, f"{BINARY} --faux-script {script}")
     terminal.wait_text("one", "Starting the session")
-    terminal.wait_text("one", "enter sends")
+    terminal.wait_text("one", "enter queues")  # the editor's hint while the session starts
 
     # The worker waits at its gate: typing and submitting already work.
     terminal.type("one", "/cost")
@@ -95,6 +95,7 @@ def test_prompts_typed_before_the_worker_serves_are_pending_then_answered_in_ord
     screen = terminal.wait_text("one", "Unknown command /nope")
     assert "/nope" in _editor_line(screen)
     assert "pending · sent" not in screen and "Starting the session" not in screen
+    assert "enter sends" in screen
 
     terminal.press("one", "C-c")  # clears the editor
     terminal.type("one", "/stop")

@@ -258,6 +258,7 @@ class CodingAgentApp(App[None]):
         """The facet host is up (its facets active): what was held may go once a view is."""
         self._facets_pending = False
         self._maybe_flush()
+        self.watch_busy(self.busy)  # "enter sends" once started
 
     @property
     def ctx(self) -> Context:
@@ -432,7 +433,9 @@ class CodingAgentApp(App[None]):
             self._set_status("")
             return
         self._unavailable.display = False
-        self._view_seen, self.footer.starting = True, False
+        if not self._view_seen:
+            self._view_seen, self.footer.starting = True, False
+            self.watch_busy(self.busy)  # "enter sends" once started
         self._maybe_flush()
         if rebaseline or not await self.transcript.update(view):
             await self.transcript.rebuild(view)
@@ -536,7 +539,8 @@ class CodingAgentApp(App[None]):
     def key_hints(self, busy: bool) -> list[str]:
         """The editor's key hints, from the active bindings and what this terminal delivers:
         idle, how to send and how to break a line; while a turn runs, how to steer and how to
-        follow up. A key that cannot arrive (Shift+Enter in tmux) is never named."""
+        follow up. A key that cannot arrive (Shift+Enter in tmux) is never named. While the
+        session starts, Enter queues (what it submits goes out once the session has started)."""
         hints: list[str] = []
         submit = self._hint_key("submit")
         if busy:
@@ -547,7 +551,7 @@ class CodingAgentApp(App[None]):
                 hints.append(f"{follow} follows up")
             return hints
         if submit:
-            hints.append(f"{submit} sends")
+            hints.append(f"{submit} {'queues' if self.starting else 'sends'}")
         newline = self._hint_key("newline") if self._shift_enter_first() else None
         newline = newline or self._hint_key("follow_up", "newline")
         if newline:
