@@ -476,7 +476,8 @@ class CodingAgentApp(App[None]):
         )
         line = Text()
         line.append("coding-agent", style="bold")
-        line.append(f" · {model}")
+        if self.decoded_view is not None or session.model:  # not known while starting
+            line.append(f" · {model}")
         if mode:
             line.append(f" · mode {mode}")
         line.append(f" · {short_cwd(session.cwd)}\n", style="")

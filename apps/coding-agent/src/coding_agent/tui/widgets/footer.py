@@ -107,7 +107,9 @@ class StatusFooter(Static):
             else ""
         )
         parts: dict[str, tuple[str, str]] = {
-            "model": (model_label(self._view, session.model), "bold"),
+            "model": ("", "")  # the worker names the default model once it serves
+            if self.starting and self._view is None and not session.model
+            else (model_label(self._view, session.model), "bold"),
             "thinking": (f"thinking {level}", "magenta") if level != "off" else ("", ""),
             "cwd": (cwd, dim),
             "session": (session.session_id, dim),  # what /resume and --resume take
