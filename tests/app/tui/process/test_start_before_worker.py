@@ -67,15 +67,17 @@ def test_prompts_typed_before_the_worker_serves_are_pending_then_answered_in_ord
     terminal.press("one", "Enter")
     terminal.type("one", "second prompt")
     terminal.press("one", "Enter")
+    terminal.type("one", "!!echo shell-ran-$((6*7))")
+    terminal.press("one", "Enter")
     terminal.type("one", "/nope")
     terminal.press("one", "Enter")
     terminal.type("one", "draft kept")
     screen = terminal.wait(
         "one",
         lambda text: "/nope" in text and "draft kept" in _editor_line(text),
-        "all four submissions pending and the draft in the editor",
+        "all five submissions pending and the draft in the editor",
     )
-    assert screen.count("pending · sent as soon as the session is ready") == 4, screen
+    assert screen.count("pending · sent as soon as the session is ready") == 5, screen
     assert screen.index("/cost") < screen.index("first prompt") < screen.index("second prompt")
     assert "Starting the session" in screen and "Answer one." not in screen
     [session] = list_sessions(env=agent_env)
@@ -90,6 +92,7 @@ def test_prompts_typed_before_the_worker_serves_are_pending_then_answered_in_ord
     assert screen.index("first prompt") < screen.index("Answer one.")
     assert screen.index("Answer one.") < screen.index("second prompt") < screen.index("Answer two.")
     assert "No model call yet" in screen  # /cost ran once the worker served, before the prompts
+    terminal.wait_text("one", "shell-ran-42")  # the !! line ran in the worker's shell
     # An unknown command is said to be unknown only now, and its text is back in the editor
     # in front of the draft: nothing typed is lost.
     screen = terminal.wait_text("one", "Unknown command /nope")
