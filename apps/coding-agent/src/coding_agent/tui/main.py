@@ -83,6 +83,7 @@ from coding_agent.tui.commands.trust import trust_facet
 from coding_agent.tui.conversation import SessionInfo
 from coding_agent.tui.conversation_client import RemoteConversationClient
 from coding_agent.tui.keybindings import load_keybindings
+from coding_agent.tui.notify import TerminalNotifier
 
 __all__ = ["TUI_HOST", "ClientRun", "load_tui_facets", "run_client"]
 
@@ -202,14 +203,15 @@ async def run_client(
                     return
                 await tree_host.switch_branch(ref, ctx)
 
-            def build_facets() -> list[Facet]:
-                # Called as the facet host starts, after the app's first frame: loading the
-                # feature packages' TUI facets costs the first screen nothing.
+            notifier = TerminalNotifier.for_project(app, session.cwd)  # OSC 9/777, bell
+
+            def build_facets() -> list[Facet]:  # as the host starts, after the first frame
                 loaded, found = load_tui_facets(facets_dirs)
                 generations.extend(loaded)
                 problems.extend(found)
                 facets: list[Facet] = [
                     client.facet(),
+                    notifier.facet(),
                     commands_facet(client, models=models),
                     session_commands_facet(control, cwd=session.cwd, branch=switch_branch),
                     tree_commands_facet(tree_host, cwd=session.cwd),
@@ -218,8 +220,7 @@ async def run_client(
                 facets.append(trust_facet(session.cwd, rescans=rescans))  # /trust, what waits
                 for generation in generations:
                     facets.extend(generation.facets)
-                # Last: a prompt template never takes the name of a command of the app or a
-                # package.
+                # Last: a prompt template never takes the name of another command.
                 facets.append(prompt_commands_facet(client, session.cwd, rescans))
                 shell = RemoteShellRunner(client)  # !cmd and !!cmd
                 app.shell = shell
@@ -243,8 +244,10 @@ async def run_client(
                     await group.start(coordinator.run)
                 app.call_later(app.facets_active)  # the worker's commands are known now
                 client.on_status(toasts.listener)
+                client.on_status(notifier.listener)
                 if client.status is not None:  # arrived before the listener: say it too
                     app.call_later(toasts.listener, client.status)
+                    notifier.listener(client.status)
                 for problem in [*problems, *settings_problems]:
                     app.tui.notify(problem, severity="warning")
                 if on_start is not None:

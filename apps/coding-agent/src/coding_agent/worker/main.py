@@ -102,6 +102,7 @@ from coding_agent.settings.facets_site import activate as activate_facets_site
 from coding_agent.settings.guarded_paths import SERVICE as GUARDED_PATHS_SERVICE
 from coding_agent.settings.guarded_paths import guarded_paths
 from coding_agent.settings.model_config import TOOL_CALLING_ENV, RegistryError
+from coding_agent.settings.notifications import NotificationSettings
 from coding_agent.settings.package_reload import (
     PackageReloader,
     reload_service_facet,
@@ -119,9 +120,10 @@ from coding_agent.settings.trust import (
 )
 from coding_agent.settings.xdg import state_home
 from coding_agent.worker.activity import activity_recorder, visit_recorder
-from coding_agent.worker.file_history import FileHistory
+from coding_agent.worker.file_history import FileHistory, project_blobs
 from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
+from coding_agent.worker.notifications import Notifier, TuiWatch
 from coding_agent.worker.providers import OpenAIProvider
 from coding_agent.worker.providers_facet import (
     ProviderChoice,
@@ -198,6 +200,10 @@ FAULT_GRACE = 1.0
 
 _log = logging.getLogger("coding_agent.worker")
 
+NOTIFY_SETTLE = 5.0
+"""Seconds a closing session host waits for due notifications to go out (they stay due, and
+the next start sends them, when this is not enough)."""
+
 
 class WorkerBusy(SessionError):
     """Another process (a worker, or a headless run) holds the session's lock."""
@@ -237,6 +243,9 @@ class WorkerConfig(msgspec.Struct, frozen=True):
     sandbox_allow_domains: tuple[str, ...] = ()
     web: WebSettings = WebSettings()
     """The web tools' settings (``[web_fetch]``, ``[web_search]``, the sandbox's domains)."""
+    notifications: NotificationSettings | None = None
+    """``[notifications]``: what the session notifies of (``None``: nothing; see
+    :mod:`coding_agent.worker.notifications`)."""
     environment: ChildEnvironment | None = None
     """What the session's child processes get for an environment (``None``: the provider
     keys' defaults, :meth:`pico3.ChildEnvironment.default`); see
@@ -357,8 +366,13 @@ async def open_session_host(
     generations: list[FacetGeneration] | None = None,
     on_error: Callable[[BaseException], None] | None = None,
     attendance: Attendance | None = None,
+    extra_services: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[SessionRuntime]:
     """Set up the session facets over the session's storage, resume, and yield the runtime.
+
+    ``extra_services`` are more harness services, for this process's presentation (``coding-agent
+    acp`` hands the editor's MCP servers and its file system and terminal to the features and
+    the tools here).
 
     ``attendance`` (the served worker's client count) becomes the harness service
     ``attendance``: features let costly things go while nobody is attached (MCP servers).
@@ -439,6 +453,7 @@ async def open_session_host(
         }
         if attendance is not None:
             services[ATTENDANCE_SERVICE] = attendance
+        services.update(extra_services or {})
         # No approval package, no unapproved calls: pico3 blocks them (the approval gate) and
         # the model and the user read which package is missing and what restores it.
         options = HarnessOptions(
@@ -464,6 +479,7 @@ async def open_session_host(
         def worker(env: FacetEnvironment) -> None:
             box["harness"] = env.use(HarnessService)
 
+        tuis = TuiWatch()  # which TUIs are attached (the desktop notifications wait for none)
         reloader = PackageReloader(  # /reload from a TUI: every package, on demand
             lambda: scan_packages(config.facets_dirs, installed=config.installed_features),
             "session",
@@ -475,6 +491,7 @@ async def open_session_host(
                 session.path / "file-history",
                 fsync=config.fsync,
                 store=DatabaseHistoryStore(shared) if shared is not None else None,
+                blobs=project_blobs(session.path.parent, session.cwd),  # shared by the project
             )
             harness_facet = harness_session_facet(
                 shared.make
@@ -505,6 +522,7 @@ async def open_session_host(
                 status.facet(),
                 reload_service_facet(reloader),
                 settings_log_facet(on_root_change=_settings_recorder(session, shared, group)),
+                tuis.facet(),
                 *features,
                 *extra_facets,
             ]
@@ -529,6 +547,18 @@ async def open_session_host(
                 await harness.resume(BACKGROUND)
                 # from here on, what the user does orders the session lists (not the resume)
                 harness.add_registration(activity_recorder(session, fsync=config.fsync))
+                notifier: Notifier | None = None
+                if config.notifications is not None:  # decided from commits, sent from here
+                    notifier = Notifier(
+                        config.notifications,
+                        session_id=session.id,
+                        cwd=session.cwd,
+                        env=environment.environ(),  # secrets withheld, as from commands
+                        tuis=tuis,
+                        publish=status.add_notice,
+                    )
+                    harness.add_registration(notifier.install)
+                    group.start_soon(notifier.run)
                 unfreeze = freeze_after_turns(harness.harness.kernel)
                 runtime = SessionRuntime(host, harness, choice, status, storage=watch)
                 # The coordinator owns the generations: /reload uses it always, --dev watches.
@@ -541,6 +571,9 @@ async def open_session_host(
                     opening(True)  # open: freeze what it loaded (``unfreeze`` undoes it)
                     yield runtime
                 finally:
+                    if notifier is not None:  # what the last commits made due goes out now
+                        with anyio.CancelScope(shield=True):
+                            await notifier.settle(NOTIFY_SETTLE)
                     unfreeze()
                     if coordinator is not None:
                         coordinator.stop()
@@ -1075,6 +1108,7 @@ def session_worker_config(
         linger=stay if stay is not None else DEFAULT_LINGER,
         thinking=thinking,
         default_thinking=stored.thinking or files.thinking,
+        notifications=files.notifications,
         sandbox=files.sandbox_enabled,
         sandbox_deny_read=tuple(files.sandbox_deny_read),
         sandbox_allow_write=tuple(files.sandbox_allow_write),
