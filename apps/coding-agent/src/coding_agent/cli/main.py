@@ -461,11 +461,7 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]
 
 async def _run_tui(args: argparse.Namespace, session: Session, tui_dirs: list[str]) -> int:
     # lazy: start-up time (the command line imports only what the chosen command runs)
-    from coding_agent.settings.secret_env import hide_secrets_from_proc
     from coding_agent.supervisor import WorkerStartError, WorkerSupervisor
-    from coding_agent.tui.main import run_client
-
-    hide_secrets_from_proc(session.cwd)  # the worker's commands may read /proc/<this pid>/environ
 
     # The worker reads its launch settings from session.json; only the explicit choices that
     # change the conversation (model, thinking level, permission mode) go on its command line.
@@ -475,6 +471,16 @@ async def _run_tui(args: argparse.Namespace, session: Session, tui_dirs: list[st
         thinking=args.thinking,
         permission_mode=args.permission_mode,
     )
+    # Spawned first, so the worker starts while this process imports the TUI and paints it;
+    # the TUI takes typing at once and sends what was typed as soon as the worker serves.
+    await supervisor.launch()
+    from coding_agent.settings.secret_env import hide_secrets_from_proc
+    from coding_agent.tui.main import run_client
+
+    # The worker's commands may read /proc/<this pid>/environ (the worker has its own copy of
+    # the environment: this blanks only this process's, before any command can run).
+    hide_secrets_from_proc(session.cwd)
+
     try:
         run = await run_client(
             session,

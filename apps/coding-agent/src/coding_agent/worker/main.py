@@ -39,6 +39,10 @@ by itself once no client has been connected and nothing has been running for ``-
 (default 600; 0 never; see :mod:`coding_agent.worker.linger`).
 :func:`open_session_host` is the same setup without a socket, for the headless modes.
 
+Tests make a worker slow to start, deterministically, with ``CODING_AGENT_WORKER_START_GATE``
+naming a FIFO: the worker reads one line from it before it does anything else (no socket, no lock
+until then), so a test decides when it may serve (:data:`START_GATE_ENV`).
+
 Why one module: it is the worker process's composition root: the command line, the session host's
 setup (storage, facets in their order, features, permission mode) and the serving loop with its
 linger and stop rules. Each part is short and exists only to hand its result to the next; the order
@@ -175,6 +179,7 @@ __all__ = [
     "EXIT_MODEL",
     "EXIT_STORAGE",
     "EXIT_USAGE",
+    "START_GATE_ENV",
     "WORKER_FACET_ID",
     "SessionRuntime",
     "WorkerBusy",
@@ -1007,9 +1012,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+START_GATE_ENV = "CODING_AGENT_WORKER_START_GATE"
+"""A test hook: the FIFO (or file) a starting worker reads one line from before it starts."""
+
+
+def _pass_start_gate() -> None:
+    gate = os.environ.get(START_GATE_ENV)
+    if gate:
+        with open(gate, "rb") as fifo:  # a FIFO blocks here until the test writes a line
+            fifo.readline()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the worker; returns the exit code (0, or 2 usage, 3 busy, 4 model, 5 storage)."""
     args = _parser().parse_args(argv)
+    _pass_start_gate()
     logging.basicConfig(level=logging.WARNING, format="coding-agent worker: %(message)s")
     activate_facets_site()  # the packages `facets add` installed
     try:

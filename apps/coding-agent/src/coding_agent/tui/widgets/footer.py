@@ -52,6 +52,8 @@ class StatusFooter(Static):
         self._view: View | None = None
         self._entries: Any = None
         self._available = True
+        self.starting = False
+        """Unavailable because the session's worker has not served yet (not reconnecting)."""
 
     def rebase(self, view: View | None) -> None:
         """Start over from ``view`` (a hydrate): totals are recomputed from its entries."""
@@ -105,7 +107,9 @@ class StatusFooter(Static):
             else ""
         )
         parts: dict[str, tuple[str, str]] = {
-            "model": (model_label(self._view, session.model), "bold"),
+            "model": ("", "")  # the worker names the default model once it serves
+            if self.starting and self._view is None and not session.model
+            else (model_label(self._view, session.model), "bold"),
             "thinking": (f"thinking {level}", "magenta") if level != "off" else ("", ""),
             "cwd": (cwd, dim),
             "session": (session.session_id, dim),  # what /resume and --resume take
@@ -113,7 +117,11 @@ class StatusFooter(Static):
             "cache": (cache, dim),
             "cost": (f"${totals.cost:.3f}", ""),
             "ctx": ctx or ("", ""),
-            "offline": ("reconnecting…", "yellow") if not self._available else ("", ""),
+            "offline": ("", "")
+            if self._available
+            else ("starting…", "yellow")
+            if self.starting
+            else ("reconnecting…", "yellow"),
         }
 
         def build() -> Text:
