@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from coding_agent.tui.conversation import SessionInfo
-from coding_agent.tui.document import UsageTotals, content_text, inbox_text, model_label
+from coding_agent.tui.document import (
+    UsageTotals,
+    content_text,
+    inbox_text,
+    model_label,
+    turn_model_label,
+)
 from coding_agent.tui.widgets.footer import StatusFooter, format_tokens
 from coding_agent.tui.widgets.tasks import task_summary
 from pico3 import QueuedInput, ViewDecoder, view_from_json
@@ -106,6 +112,36 @@ def test_footer_shows_model_cwd_session_tokens_cost_and_context_percent() -> Non
     line = footer.status_line().plain
     for part in ("faux/x", "/srv/project", "abcdef123456", "↑7.0k", "↓500", "$1.500", "ctx 75%"):
         assert part in line, (part, line)
+
+
+def test_a_turn_on_a_commands_model_shows_it_in_the_footer_and_under_its_prompt() -> None:
+    from rich.text import Text
+    from textual.widgets import Static
+
+    from coding_agent.tui.widgets.messages import entry_widget
+
+    footer = StatusFooter(SessionInfo("abcdef123456", "/srv/project", "faux/x", 10_000))
+    config = {"model": {"provider": "faux", "modelId": "faux-1"}}
+    running = {
+        "config": config,
+        "turn": {"inputs": [4], "model": {"provider": "faux", "modelId": "faux-big"}},
+    }
+    assert turn_model_label(running) == "faux/faux-big"
+    assert turn_model_label(view_from_json(running)) == "faux/faux-big"
+    footer._view = view_from_json(running)  # pyright: ignore[reportPrivateUsage]
+    assert footer.status_line(300).plain.startswith("faux/faux-big (this turn)")
+    idle = {"config": config}
+    assert turn_model_label(idle) is None and turn_model_label(view_from_json(idle)) is None
+    footer._view = view_from_json(idle)  # pyright: ignore[reportPrivateUsage]
+    assert footer.status_line(300).plain.startswith("faux/faux-1 ")
+    user = {"id": 4, "kind": "pi.user", "model": [{"role": "user", "content": "/quick"}]}
+    own = ViewDecoder().entry({**user, "data": {"model": "faux/faux-big"}})
+    widget = entry_widget(own)
+    assert isinstance(widget, Static) and isinstance(widget.content, Text)
+    assert widget.content.plain == "/quick\n↳ model for this turn: faux/faux-big"
+    plain = entry_widget(ViewDecoder().entry(user))
+    assert isinstance(plain, Static) and isinstance(plain.content, Text)
+    assert plain.content.plain == "/quick"
 
 
 def test_format_tokens_and_task_summaries() -> None:

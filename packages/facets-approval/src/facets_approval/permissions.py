@@ -113,17 +113,13 @@ def session_rule_reader(ns: Namespace) -> Any:
 
 async def turn_rules(tx: Transaction, conversation_id: int) -> list[str]:
     """The allow rules the running turn of ``conversation_id`` was given: the ``allow`` list of
-    the input that started it (``Input.allow``, a command's ``allowed-tools:``), read from
-    storage at decision time. Empty when no turn runs, the input has none or anything is not
-    as expected: a grant never outlives its turn, never reaches another conversation (a
-    subagent's turn is its own), and a doubt is no grant."""
-    turn = tx.document("sticky", conversation_id).get("turn")
-    inputs = turn.get("inputs") if turn is not None else None
-    if inputs is None or len(inputs) == 0 or not isinstance(inputs[0], int):
-        return []
-    record = await tx.input(inputs[0])
+    the input that started it (``Input.allow``, a command's ``allowed-tools:``, through
+    ``tx.turn_input``), read from storage at decision time. Empty when no turn runs, the input
+    has none or anything is not as expected: a grant never outlives its turn, never reaches
+    another conversation (a subagent's turn is its own), and a doubt is no grant."""
+    record = await tx.turn_input(conversation_id)
     allow = getattr(record, "allow", None)
-    if getattr(record, "conversation_id", None) != conversation_id or not isinstance(allow, list):
+    if not isinstance(allow, list):
         return []
     return [rule for rule in allow if isinstance(rule, str) and rule]  # pyright: ignore[reportUnknownVariableType]
 
@@ -210,7 +206,12 @@ class RuleStore:
         raw = [
             *raw,
             *(
-                {"rule": r, "kind": "allow", "source": "this turn's allowed-tools", "scope": "session"}
+                {
+                    "rule": r,
+                    "kind": "allow",
+                    "source": "this turn's allowed-tools",
+                    "scope": "session",
+                }
                 for r in turn
             ),
             *(

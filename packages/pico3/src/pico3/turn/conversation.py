@@ -27,7 +27,6 @@ import msgspec
 from chord.context import Context
 from chord.json import JsonError, copy_json
 from pico3.kernel.tx import Authority, Transaction
-from pico3.session_data.entries import NewEntry
 from pico3.storage.records import Entry, EntryScan, Input
 from pico3.turn.collapse import (
     CollapseInProgress,
@@ -113,9 +112,7 @@ def _check_content(content: Any) -> Any:
     return value
 
 
-def _prompt_options(
-    model: Mapping[str, Any] | None, allow: Sequence[str] | None
-) -> dict[str, Any]:
+def _prompt_options(model: Mapping[str, Any] | None, allow: Sequence[str] | None) -> dict[str, Any]:
     """The checked ``model``/``allow`` members of a new input record (absent when not given)."""
     extra: dict[str, Any] = {}
     if model is not None:
@@ -126,9 +123,7 @@ def _prompt_options(
             or not isinstance(model.get("modelId"), str)
             or not model.get("modelId")
         ):
-            raise ValueError(
-                f'model must be {{"provider": str, "modelId": str}}, got {model!r}'
-            )
+            raise ValueError(f'model must be {{"provider": str, "modelId": str}}, got {model!r}')
         extra["model"] = {"provider": model["provider"], "modelId": model["modelId"]}
     if allow is not None:
         if isinstance(allow, str) or not all(isinstance(r, str) and r for r in allow):

@@ -292,7 +292,10 @@ def entry_widget(entry: ViewEntry) -> Widget | None:
     """The widget of one stored entry, or ``None`` for entries that are not shown."""
     if isinstance(entry, UserEntry):
         classes = "user continuation" if entry.data.continuation else "user"
-        return Static(Text(inert(entry_text(entry))), classes=classes)
+        text = Text(inert(entry_text(entry)))
+        if entry.data.model:  # a command's own model answered this prompt's turn
+            text.append(f"\n↳ model for this turn: {inert(entry.data.model)}", style="dim")
+        return Static(text, classes=classes)
     if isinstance(entry, AssistantEntry):
         message = entry.message
         if message is None:
