@@ -185,6 +185,9 @@ PUBLIC: dict[str, frozenset[str]] = {
     "pico3.models": frozenset(
         {
             "ABORTED",
+            "Citation",
+            "ServerToolContent",
+            "ServerToolEvent",
             "ANTHROPIC_ALIASES",
             "MODEL_ALIASES",
             "resolve_model_spec",

@@ -169,3 +169,25 @@ def test_the_footer_keeps_model_cost_and_context_percent_when_narrow() -> None:
         for part in ("faux/x", "$1.500", "ctx 75%"):
             assert part in line, (width, part, line)
     assert "a-rather-long-name" in footer.status_line(76).plain  # shortened before dropped
+
+
+def test_a_providers_own_search_and_citations_show_in_the_transcript_and_the_export() -> None:
+    from coding_agent.session_files.export import _texts  # pyright: ignore[reportPrivateUsage]
+    from coding_agent.tui.widgets.messages import server_tool_text
+    from pico3.models import Citation, ServerToolContent
+
+    found = [Citation(url="https://a.example/", title="A"), Citation(url="https://b.example/")]
+    search = ServerToolContent(id="s1", name="web_search", input={"query": "q"}, results=found)
+    assert server_tool_text(search) == (
+        "⌕ web_search (by the provider): q\n"
+        "  1. A — https://a.example/\n"
+        "  2. https://b.example/ — https://b.example/"
+    )
+    cited = TextContent(
+        text="Answer.", citations=[Citation(url="https://a.example/", title="A", cited_text="x")]
+    )
+    assert list(_texts([search, cited])) == [
+        ("text", "Searched the web (web_search): q\n- [A](https://a.example/)\n"
+                 "- [https://b.example/](https://b.example/)"),
+        ("text", 'Answer.\n\nSources:\n- [A](https://a.example/): "x"'),
+    ]  # fmt: skip

@@ -66,6 +66,10 @@ A file that does not parse, a key that does not exist or a value of the wrong ty
 :func:`load_config` returns an :class:`EffectiveConfig`: the merged values, the registry dict
 for :func:`~coding_agent.worker.providers.resolve_model` (whose messages name the files), and
 where each value came from (``coding-agent config`` prints it).
+
+Why one module: it is the schema of one file and its one reader (each table's struct, its
+checks and how two layers merge, side by side); the error messages name keys by the schema, so a
+table split from its checks would drift from them.
 """
 
 from __future__ import annotations
@@ -214,6 +218,7 @@ class _ProviderFile(msgspec.Struct, forbid_unknown_fields=True):
     region: str | None = None  # bedrock, vertex
     project: str | None = None  # vertex
     profile: str | None = None  # bedrock
+    web_search: bool | None = None  # anthropic, vertex: the provider's own web search
 
 
 class _ModelFile(msgspec.Struct, forbid_unknown_fields=True):
@@ -224,6 +229,7 @@ class _ModelFile(msgspec.Struct, forbid_unknown_fields=True):
     cost: dict[str, Any] | None = None
     supports_thinking: bool | None = None
     supports_images: bool | None = None
+    supports_web_search: bool | None = None
     tool_calling: str | None = None
 
 

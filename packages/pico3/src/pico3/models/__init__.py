@@ -51,6 +51,7 @@ from pico3.models.faux import (
 )
 from pico3.models.provider import (
     AssistantMessage,
+    Citation,
     Cost,
     Deferred,
     DeferringModelProvider,
@@ -64,6 +65,8 @@ from pico3.models.provider import (
     ModelProvider,
     ModelProviderError,
     Request,
+    ServerToolContent,
+    ServerToolEvent,
     StartEvent,
     StopReason,
     StreamEvent,
@@ -107,6 +110,7 @@ __all__ = [
     "FAUX_MODEL",
     "MODEL_ALIASES",
     "AssistantMessage",
+    "Citation",
     "Cost",
     "Deferred",
     "DeferringModelProvider",
@@ -128,6 +132,8 @@ __all__ = [
     "ModelProviderError",
     "Request",
     "RetryPolicy",
+    "ServerToolContent",
+    "ServerToolEvent",
     "Sleep",
     "StartEvent",
     "StopReason",

@@ -48,6 +48,16 @@ class Catalog(msgspec.Struct, frozen=True):
     providers: dict[str, list[_Model]]
 
 
+_NO_WEB_SEARCH = ("claude-2", "claude-instant", "claude-3-haiku", "claude-3-opus",
+                  "claude-3-sonnet", "claude-3-5-sonnet-20240620")  # fmt: skip
+
+
+def _anthropic_searches(model_id: str) -> bool:
+    """Whether Anthropic's web search tool serves ``model_id`` (every model since Claude 3.5
+    Sonnet's second release; models.dev does not record it)."""
+    return not model_id.startswith(_NO_WEB_SEARCH)
+
+
 @functools.cache
 def catalog() -> Catalog:
     """The shipped catalog (read once)."""
@@ -70,6 +80,7 @@ def catalog_models(provider: str, api: str) -> tuple[ModelInfo, ...]:
                 cost=cost,
                 supports_thinking=model.supports_thinking,
                 supports_images=model.supports_images,
+                supports_web_search=provider == "anthropic" and _anthropic_searches(model.id),
             )
         )
     return tuple(out)

@@ -194,8 +194,9 @@ def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
         elif isinstance(block, TextContent):
             if block.text:
                 out.append({"role": "assistant", "content": block.text})
-        else:
+        elif isinstance(block, ToolCall):
             out.append(_call_item(block))
+        # a server tool's blocks (another API's web search) mean nothing here: left out
     return out
 
 
