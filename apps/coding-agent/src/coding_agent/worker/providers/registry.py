@@ -204,6 +204,7 @@ def resolve_model(
             models=_models(settings, name, RESPONSES_MODELS),
             retry=retry,
             sleep=sleep,
+            web_search=(chosen := settings.providers.get(name)) is None or chosen.web_search,
         )
         return ModelSelection(responses_provider, responses_provider.model(model_id))
     if name == "google":
