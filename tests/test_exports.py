@@ -80,6 +80,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "JOB_KIND",
             "JsonlStorage",
             "LeaseLost",
+            "LeaseRenewer",
             "LocalProcessHost",
             "MISSING",
             "ManualClock",

@@ -35,7 +35,7 @@ Why one module: it is the headless contract end to end, one prompt in and one ou
 which events are printed, which dialogs are answered and how, and which exit code and error line
 a turn's outcome gets. Those rules refer to each other (a denied dialog is a blocked call is exit
 3 is the blocked line), so they are read and changed together; the MCP wait, which is not part
-of the contract, lives in :mod:`coding_agent.cli.headless_mcp`.
+of the contract, lives in :mod:`coding_agent.worker.mcp_watch`.
 """
 
 from __future__ import annotations
@@ -59,7 +59,6 @@ from chord import (
     define_service,
     inert,
 )
-from coding_agent.cli.headless_mcp import McpWatch
 from coding_agent.contracts import ShellService
 from coding_agent.session_files.folders import Session
 from coding_agent.worker.main import (
@@ -68,6 +67,7 @@ from coding_agent.worker.main import (
     open_session_host,
     session_worker_config,
 )
+from coding_agent.worker.mcp_watch import McpWatch
 from coding_agent.worker.root_view import follow_root_view
 from pico3 import (
     AssistantEntry,

@@ -628,6 +628,7 @@ def _print_config(cwd: Path) -> int:
     _show_secrets(config, show)
     _show_sandbox(config, show)
     _show_web(config, show)
+    _show_notifications(config, show)
     for model_entry in config.models:
         ref = f"{model_entry['provider']}/{model_entry['id']}"
         details = ", ".join(
@@ -715,6 +716,30 @@ def _show_web(config: EffectiveConfig, show: Callable[[str, Any, str], None]) ->
     if variable:
         state = "set" if os.environ.get(variable) else "NOT SET: web_search will fail"
         show("web_search.api_key_env", variable, f"environment ${variable}: {state}")
+
+
+def _show_notifications(config: EffectiveConfig, show: Callable[[str, Any, str], None]) -> None:
+    """The ``[notifications]`` lines of ``coding-agent config`` (one per channel)."""
+    import shutil
+
+    found = config.notifications
+    origin = config.origin.get("notifications", "default")
+
+    def events(names: tuple[str, ...]) -> str:
+        return ", ".join(names) or "off"
+
+    when = "also while the TUI has focus" if found.when_focused else "while the TUI is unfocused"
+    show("notifications.terminal", f"{events(found.terminal)} ({found.terminal_style}, {when})",
+         origin)  # fmt: skip
+    desktop = "always" if found.desktop_when == "always" else "while no TUI is attached"
+    if found.desktop and shutil.which("notify-send") is None:
+        desktop += "; notify-send is not installed: nothing is shown"
+    show("notifications.desktop", f"{events(found.desktop)} ({desktop})", origin)
+    for name, target, names in (
+        ("webhook", found.webhook, found.webhook_events),
+        ("command", found.command, found.command_events),
+    ):
+        show(f"notifications.{name}", f"{target} ({events(names)})" if target else "off", origin)
 
 
 def _cwd() -> Path:

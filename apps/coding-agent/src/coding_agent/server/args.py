@@ -81,6 +81,17 @@ def add_serve_command(commands: Any, seconds: Any) -> None:
         "an attached client this long (default: until answered), instead of denying at once",
     )
     serve.add_argument(
+        "--host-sessions",
+        nargs="?",
+        type=_positive,
+        const=1,
+        default=0,
+        metavar="N",
+        help="serve every session in N host processes (default 1; shared imports; on "
+        "PostgreSQL one connection pool and one lease renewer each) instead of a worker "
+        "process per session",
+    )
+    serve.add_argument(
         "--migrate",
         action="store_true",
         help="with --storage postgresql://…: migrate the database's schema before listening "
@@ -94,6 +105,12 @@ def add_serve_command(commands: Any, seconds: Any) -> None:
             "--max-sessions",
             "session workers running at once (each up to 3 PostgreSQL "
             "connections); a start past it waits for one to end (default: no bound)",
+        ),
+        (
+            "--db-pool-size",
+            "with --host-sessions and --storage postgresql://…: the connections each host's "
+            "sessions commit on, whatever their number (plus one renewing every lease; "
+            "default 10)",
         ),
         (
             "--max-starting",

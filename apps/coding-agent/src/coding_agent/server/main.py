@@ -120,6 +120,14 @@ def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[s
     )
     if args.max_starting is not None:
         options.max_starting = args.max_starting
+    options.host_sessions = args.host_sessions
+    if args.db_pool_size is not None:
+        if not args.host_sessions or storage is None:
+            raise ServerSetupError(
+                "--db-pool-size is for --host-sessions with --storage postgresql://… (a worker "
+                "process per session holds connections of its own)"
+            )
+        options.db_pool_size = args.db_pool_size
     return options, run
 
 

@@ -77,6 +77,7 @@ from coding_agent.tui.commands.trust import trust_facet
 from coding_agent.tui.conversation import SessionInfo
 from coding_agent.tui.conversation_client import RemoteConversationClient
 from coding_agent.tui.keybindings import load_keybindings
+from coding_agent.tui.notify import TerminalNotifier
 
 __all__ = ["TUI_HOST", "ClientRun", "load_tui_facets", "run_client"]
 
@@ -181,8 +182,10 @@ async def run_client(
                     return
                 await tree_host.switch_branch(ref, ctx)
 
+            notifier = TerminalNotifier.for_project(app, session.cwd)  # OSC 9/777, bell
             facets: list[Facet] = [
                 client.facet(),
+                notifier.facet(),
                 commands_facet(client, models=models),
                 session_commands_facet(control, cwd=session.cwd, branch=switch_branch),
                 tree_commands_facet(tree_host, cwd=session.cwd),
@@ -213,8 +216,10 @@ async def run_client(
                 if dev:
                     await group.start(coordinator.run)
                 client.on_status(toasts.listener)
+                client.on_status(notifier.listener)
                 if client.status is not None:  # arrived before the listener: say it too
                     app.call_later(toasts.listener, client.status)
+                    notifier.listener(client.status)
                 for problem in [*problems, *settings_problems]:
                     app.tui.notify(problem, severity="warning")
                 if on_start is not None:

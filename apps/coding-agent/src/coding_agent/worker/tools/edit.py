@@ -27,6 +27,10 @@ Errors keep pi's wording, which models know, and name the edit (``edits[1]``). W
 ``oldText`` is not found the error shows the closest region of the file with line numbers, so
 the model can correct itself instead of looping. The result's ``details`` carry a unified
 ``patch``, a numbered display ``diff`` and ``first_changed_line``.
+
+With an editor's buffers in the context (``ToolContext.editor``, ``coding-agent acp``), the
+edits apply to the editor's text (unsaved changes included), freshness is checked against it, and
+the result goes back to the editor (to the disk when the editor reads but does not write).
 """
 
 from __future__ import annotations
@@ -40,7 +44,14 @@ from typing import Any
 import anyio
 import msgspec
 
-from .files import check_fresh, read_whole, record_written
+from .files import (
+    check_fresh,
+    check_fresh_text,
+    editor_read,
+    read_whole,
+    record_text,
+    record_written,
+)
 from .spec import (
     OnUpdate,
     ToolArgumentError,
@@ -372,7 +383,12 @@ async def _edit(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
     target = anyio.Path(path)
     async with tools.lock_for(path):
         data, info = await read_whole(path, shown)
-        await check_fresh(tools.reads, path, shown, info, data=data)
+        buffer = await editor_read(tools.editor, path)
+        if buffer is not None:  # the editor's text, unsaved changes included
+            data = buffer
+            await check_fresh_text(tools.reads, path, shown, data)
+        else:
+            await check_fresh(tools.reads, path, shown, info, data=data)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -387,10 +403,15 @@ async def _edit(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
         new_data = (bom + written).encode("utf-8", errors="replace")
         await tools.about_to_write(path, new_data, shown)
         try:
-            await target.write_bytes(new_data)
+            if tools.editor is not None and await tools.editor.write_text(
+                path, new_data.decode("utf-8")
+            ):
+                await record_text(tools.reads, path, new_data)
+            else:
+                await target.write_bytes(new_data)
+                await record_written(tools.reads, path, new_data)
         except OSError as error:
             raise ToolError(f"Cannot write {shown}: {error.strerror or error}") from None
-        await record_written(tools.reads, path, new_data)
     diff, first_changed = display_diff(before, after)
     count = len(edits)
     return text_result(
