@@ -186,6 +186,12 @@ PUBLIC: dict[str, frozenset[str]] = {
     "pico3.models": frozenset(
         {
             "ABORTED",
+            "Citation",
+            "ServerToolContent",
+            "ServerToolEvent",
+            "ANTHROPIC_ALIASES",
+            "MODEL_ALIASES",
+            "resolve_model_spec",
             "AssistantMessage",
             "Cost",
             "Deferred",

@@ -224,6 +224,7 @@ class _ProviderFile(msgspec.Struct, forbid_unknown_fields=True):
     region: str | None = None  # bedrock, vertex
     project: str | None = None  # vertex
     profile: str | None = None  # bedrock
+    web_search: bool | None = None  # anthropic, vertex: the provider's own web search
 
 
 class _ModelFile(msgspec.Struct, forbid_unknown_fields=True):
@@ -234,6 +235,7 @@ class _ModelFile(msgspec.Struct, forbid_unknown_fields=True):
     cost: dict[str, Any] | None = None
     supports_thinking: bool | None = None
     supports_images: bool | None = None
+    supports_web_search: bool | None = None
     tool_calling: str | None = None
 
 

@@ -46,6 +46,7 @@ from pico3.models.provider import (
     AssistantMessage,
     DoneEvent,
     ErrorEvent,
+    ServerToolEvent,
     StartEvent,
     StreamEvent,
     TextDeltaEvent,
@@ -193,6 +194,10 @@ class MessageMirror:
                 arguments = copy_json(event.tool_call.arguments)
                 self._blocks[event.content_index]["arguments"] = arguments
                 grew = 2 + len(str(arguments))
+                content_delta = True
+            case ServerToolEvent():  # complete when it arrives (the provider's web search)
+                self._open(msgspec.to_builtins(event.block))
+                grew = 64
                 content_delta = True
             case _:
                 return

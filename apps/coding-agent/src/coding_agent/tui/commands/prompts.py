@@ -5,7 +5,8 @@
 * ``/skills`` lists the skills with where each comes from (picking one runs it), after a fresh
   scan, so a skill added meanwhile gets its ``/skill:`` command;
 * ``/NAME [args]`` for every prompt template (:mod:`coding_agent.context.prompt_templates`): sends the
-  template with the arguments substituted; the palette shows its description and argument hint;
+  template with the arguments substituted, its ``model:`` and ``allowed-tools:`` applying to
+  the turn it starts; the palette shows its description and argument hint;
 * ``/context`` lists everything in the system prompt, section by section with its size in
   tokens and where it comes from, plus the tools offered; picking a section shows its text.
   It shows what the model was last sent (the newest ``pi.system`` entry); before the first
@@ -47,6 +48,7 @@ from coding_agent.context.prompt_templates import (
     bash_allowed,
     discover_templates,
     expand_template,
+    send_options,
     shell_commands,
 )
 from coding_agent.context.resources import FrontmatterError, Places
@@ -257,7 +259,8 @@ async def run_skill(target: SkillTarget, args: Arguments, ctx: Context) -> Comma
 
 async def run_template(target: TemplateTarget, args: Arguments, ctx: Context) -> CommandOutcome:
     """``/NAME [args]``: send the template with the arguments substituted (its ``!`cmd```
-    commands run first: :func:`expand_in_tui`)."""
+    commands run first: :func:`expand_in_tui`), with its ``model:`` and ``allowed-tools:`` for
+    the turn it starts (:func:`~coding_agent.context.prompt_templates.send_options`)."""
     prompts = target.prompts
     try:
         text = await expand_in_tui(
@@ -270,7 +273,13 @@ async def run_template(target: TemplateTarget, args: Arguments, ctx: Context) ->
         return None
     if not text:
         return Notice(f"/{target.template.name} expands to nothing", "warning")
-    await target.prompts.client.send(text, "prompt", ctx)
+    view = prompts.client.view.value
+    config = view.get("config") if isinstance(view, dict) else None
+    caller = config.get("model") if isinstance(config, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    options, note = send_options(target.template, caller, os.environ)
+    if note is not None:
+        prompts.tui.notify(note, severity="warning")
+    await prompts.client.send(text, "prompt", ctx, options)
     return None
 
 

@@ -1,4 +1,6 @@
 """The status line: model (and thinking level, unless off), cwd, session, tokens, cost, context.
+While a turn runs on its own model (a command's ``model:``), the model part names that one,
+"provider/id (this turn)".
 
 Totals are folded from the transcript's assistant and ``pi.usage`` entries as they arrive
 (:class:`~coding_agent.tui.document.UsageTotals`), so a long session is scanned once, at its
@@ -17,7 +19,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from coding_agent.tui.conversation import SessionInfo
-from coding_agent.tui.document import UsageTotals, model_label, thinking_level
+from coding_agent.tui.document import UsageTotals, model_label, thinking_level, turn_model_label
 from pico3 import View, ViewEntry
 
 __all__ = ["StatusFooter", "format_tokens", "short_cwd"]
@@ -109,7 +111,12 @@ class StatusFooter(Static):
         parts: dict[str, tuple[str, str]] = {
             "model": ("", "")  # the worker names the default model once it serves
             if self.starting and self._view is None and not session.model
-            else (model_label(self._view, session.model), "bold"),
+            else (
+                f"{turned} (this turn)"
+                if (turned := turn_model_label(self._view)) is not None
+                else model_label(self._view, session.model),
+                "bold",
+            ),
             "thinking": (f"thinking {level}", "magenta") if level != "off" else ("", ""),
             "cwd": (cwd, dim),
             "session": (session.session_id, dim),  # what /resume and --resume take
