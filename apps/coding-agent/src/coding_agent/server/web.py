@@ -14,6 +14,14 @@ One listener (``--web tcp://HOST:PORT``) answers two things:
   its worker started if none runs, and :class:`~.web_bridge.PageBridge` carries the session
   between the worker and the page for as long as the page stays.
 
+The listener is under the server's caps (:mod:`.admission`): :func:`~.admission.serve_tcp`
+accepts (shedding load out of descriptors), each connection is a pending
+:class:`~.admission.Ticket` of the server's gate until its token is accepted (the TLS handshake,
+the WebSocket handshake and the hello within :data:`~.preface.PREFACE_TIMEOUT` of the accept),
+then admitted or answered ``busy`` (close code 1013). Each accepted socket is handed to asyncio
+(``connect_accepted_socket``) with the TLS context in force, so SIGHUP's new certificate is the
+one new pages meet, and to ``websockets``' own connection class for the handshake and frames.
+
 The token never travels in a URL the server sees: the page takes it from the URL's fragment
 (``#token=…``, which a browser never sends) or asks for it, keeps it in the tab's
 ``sessionStorage`` and removes it from the address bar. The log names who connected
@@ -166,7 +174,10 @@ async def serve_web(
         return ServerConnection(protocol, listener)
 
     async def accepted(sock: socket.socket, address: str) -> None:
-        port = sock.getpeername()[1] if sock.family in (socket.AF_INET, socket.AF_INET6) else 0
+        try:
+            port = sock.getpeername()[1]
+        except OSError:  # already gone
+            port = 0
         peer = f"web:[{address}]:{port}" if ":" in address else f"web:{address}:{port}"
         ticket = server.gate.enter(address)
         if ticket is None:
@@ -187,13 +198,20 @@ async def serve_web(
                             ssl_handshake_timeout=PREFACE_TIMEOUT if tls else None,
                         )  # fmt: skip
                         await page.handshake(_respond, None, None)
-                except (TimeoutError, OSError, ssl.SSLError, ConnectionClosed) as error:
+                except TimeoutError:
                     server.refused += 1
+                    what = "TLS and WebSocket handshakes" if tls else "WebSocket handshake"
+                    server.log("refused", f"no {what} within {PREFACE_TIMEOUT:g} s", peer=peer,
+                               reason="preface_timeout")  # fmt: skip
+                    return
+                except (OSError, ssl.SSLError, ConnectionClosed) as error:
+                    server.refused += 1
+                    why = f"{type(error).__name__}: {error}".rstrip(": ")
                     if tls is not None and transport is None:
-                        server.log("tls_failed", f"TLS handshake failed: {error!r}", peer=peer)
+                        server.log("tls_failed", f"TLS handshake failed: {why}", peer=peer)
                     else:
-                        server.log("refused", "no WebSocket handshake in time", peer=peer,
-                                   reason="preface_timeout")  # fmt: skip
+                        server.log("refused", f"the WebSocket handshake failed: {why}",
+                                   peer=peer, reason="bad_preface")  # fmt: skip
                     return
                 if page.protocol.state is not OPEN:
                     return  # a page's file was sent
