@@ -96,8 +96,7 @@ async def test_a_flood_of_idle_connections_is_shed_and_a_real_page_still_gets_in
 
     # 8 WebSocket clients that never say hello, from 8 addresses: past 6 pending, the oldest go.
     for n in range(1, 9):
-        idle = await held.enter_async_context(connect(url, local_addr=(f"127.0.1.{n}", 0)))
-        del idle
+        await held.enter_async_context(connect(url, local_addr=(f"127.0.1.{n}", 0)))
     await server.wait_event(lambda e: "reason=pending_full" in e, "the oldest pending shed")
 
     # A real page still gets in while the flood is held.
