@@ -187,3 +187,6 @@ _.set_config_option
 
 # pico3.LeaseRenewer.renewals: how many renewal statements it sent (tests wait on it)
 _.renewals
+
+# coding_agent.server.web._Listener.is_serving: websockets' ServerConnection.handshake calls it
+_.is_serving

@@ -221,7 +221,7 @@ def run_serve(args: argparse.Namespace, cwd: Path) -> int:
                 group.start_soon(functools.partial(server.run, ready=ready_too, **run))
                 await started.wait()
                 tls = server.credentials.tls
-                port = await group.start(functools.partial(serve_web, tls=tls), server, *web)
+                port = await group.start(serve_web, server, *web)
                 shown = f"[{web[0]}]" if ":" in web[0] else web[0]
                 ready([*listening, f"{'https' if tls else 'http'}://{shown}:{port}/"])
 

@@ -14,6 +14,14 @@ One listener (``--web tcp://HOST:PORT``) answers two things:
   its worker started if none runs, and :class:`~.web_bridge.PageBridge` carries the session
   between the worker and the page for as long as the page stays.
 
+The listener is under the server's caps (:mod:`.admission`): :func:`~.admission.serve_tcp`
+accepts (shedding load out of descriptors), each connection is a pending
+:class:`~.admission.Ticket` of the server's gate until its token is accepted (the TLS handshake,
+the WebSocket handshake and the hello within :data:`~.preface.PREFACE_TIMEOUT` of the accept),
+then admitted or answered ``busy`` (close code 1013). Each accepted socket is handed to asyncio
+(``connect_accepted_socket``) with the TLS context in force, so SIGHUP's new certificate is the
+one new pages meet, and to ``websockets``' own connection class for the handshake and frames.
+
 The token never travels in a URL the server sees: the page takes it from the URL's fragment
 (``#token=…``, which a browser never sends) or asks for it, keeps it in the tab's
 ``sessionStorage`` and removes it from the address bar. The log names who connected
@@ -28,9 +36,12 @@ details we would otherwise get wrong (handshake, masking, fragmentation, ping/po
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hmac
 import json
 import secrets
+import socket
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from http import HTTPStatus
@@ -39,14 +50,18 @@ from typing import Any, cast
 
 import anyio
 import anyio.abc
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import Server, ServerConnection
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
+from websockets.extensions.permessage_deflate import enable_server_permessage_deflate
 from websockets.http11 import Request as HttpRequest
 from websockets.http11 import Response
+from websockets.protocol import OPEN
+from websockets.server import ServerProtocol
 
 from chord import BACKGROUND
 from coding_agent.server.addresses import is_loopback
+from coding_agent.server.admission import Ticket, serve_tcp
 from coding_agent.server.preface import PREFACE_TIMEOUT, PrefaceError, Request, parse_request
 from coding_agent.server.serve import SessionServer
 from coding_agent.server.web_bridge import PageBridge, PageError
@@ -113,12 +128,25 @@ def _hello(raw: str | bytes, tokens: Mapping[str, bytes]) -> tuple[str, Request]
     return found, parse_request(json.dumps(hello).encode())
 
 
+class _Listener(Server):
+    """The ``websockets`` server object its connections need (``is_serving``, the handler
+    tasks); the accepting is :func:`~.admission.serve_tcp`'s, not asyncio's."""
+
+    serving = True
+
+    def is_serving(self) -> bool:
+        return self.serving
+
+
+async def _no_handler(_: ServerConnection) -> None:
+    """Each connection is carried by its :func:`serve_web` task, not by a handler task."""
+
+
 async def serve_web(
     server: SessionServer,
     host: str,
     port: int,
     *,
-    tls: ssl.SSLContext | None = None,
     tokens: Callable[[], Mapping[str, bytes] | None] | None = None,
     only_session: str | None = None,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
@@ -126,52 +154,119 @@ async def serve_web(
     """Serve the page and its WebSocket on ``host:port`` until cancelled; ``task_status`` gets
     the bound port. ``tokens()`` gives the tokens in force (default: the server's, so SIGHUP's
     reload applies); ``only_session`` restricts the listener to one session (``coding-agent
-    web``)."""
+    web``).
+
+    The page's connections are under the server's caps like ``--listen``'s
+    (:mod:`.admission`: the same accept loop and the same :class:`~.admission.Gate`, so pending
+    pages and clients share ``--max-pending``, ``--max-per-address`` and
+    ``--max-connections``), and each one's TLS handshake uses the certificate in force
+    (``server.credentials.tls``, read again on SIGHUP)."""
 
     def tokens_in_force() -> Mapping[str, bytes]:
         found = tokens() if tokens is not None else server.credentials.tokens
         return found or {}
 
-    async def handler(connection: ServerConnection) -> None:
-        address = connection.remote_address
-        peer = f"web:{address[0]}:{address[1]}" if address else "web"
-        try:
-            await _page(server, connection, peer, tokens_in_force(), only_session)
-        except ConnectionClosed:
-            pass
-        except Exception as error:  # one page's trouble ends that page only
-            server.log("error", f"{type(error).__name__}: {error}", peer=peer)
+    listener = _Listener(cast(Any, None), _no_handler)
+    extensions = None if is_loopback(host) else enable_server_permessage_deflate(None)
 
-    listener = await serve(
-        handler, host, port, ssl=tls, process_request=_respond, server_header=None,
-        open_timeout=PREFACE_TIMEOUT, max_size=1 << 20,
-        compression=None if is_loopback(host) else "deflate",  # on loopback it only costs time
-    )  # fmt: skip
-    try:
-        bound = cast(int, next(iter(listener.sockets)).getsockname()[1])
+    def connection() -> ServerConnection:  # as websockets' own serve() makes them
+        protocol = ServerProtocol(extensions=extensions, max_size=1 << 20, logger=listener.logger)
+        return ServerConnection(protocol, listener)
+
+    async def accepted(sock: socket.socket, address: str) -> None:
+        try:
+            port = sock.getpeername()[1]
+        except OSError:  # already gone
+            port = 0
+        peer = f"web:[{address}]:{port}" if ":" in address else f"web:{address}:{port}"
+        ticket = server.gate.enter(address)
+        if ticket is None:
+            sock.close()
+            server.refused += 1
+            server.log("shed", f"over {server.limits.max_per_address} pending connections from "
+                       "one address", peer=peer, reason="per_address_cap")  # fmt: skip
+            return
+        transport: asyncio.BaseTransport | None = None
+        try:
+            with ticket, ticket.scope:
+                deadline = anyio.current_time() + PREFACE_TIMEOUT
+                tls = server.credentials.tls  # the one in force: SIGHUP may have replaced it
+                try:
+                    with anyio.fail_after(PREFACE_TIMEOUT):
+                        transport, page = await asyncio.get_running_loop().connect_accepted_socket(
+                            connection, sock, ssl=tls,
+                            ssl_handshake_timeout=PREFACE_TIMEOUT if tls else None,
+                        )  # fmt: skip
+                        await page.handshake(_respond, None, None)
+                except TimeoutError:
+                    server.refused += 1
+                    what = "TLS and WebSocket handshakes" if tls else "WebSocket handshake"
+                    server.log("refused", f"no {what} within {PREFACE_TIMEOUT:g} s", peer=peer,
+                               reason="preface_timeout")  # fmt: skip
+                    return
+                except (OSError, ssl.SSLError, ConnectionClosed) as error:
+                    server.refused += 1
+                    why = f"{type(error).__name__}: {error}".rstrip(": ")
+                    if tls is not None and transport is None:
+                        server.log("tls_failed", f"TLS handshake failed: {why}", peer=peer)
+                    else:
+                        server.log("refused", f"the WebSocket handshake failed: {why}",
+                                   peer=peer, reason="bad_preface")  # fmt: skip
+                    return
+                if page.protocol.state is not OPEN:
+                    return  # a page's file was sent
+                page.start_keepalive()
+                try:
+                    await _page(server, page, ticket, deadline, peer, tokens_in_force(),
+                                only_session)  # fmt: skip
+                except ConnectionClosed:
+                    pass
+                except Exception as error:  # one page's trouble ends that page only
+                    server.log("error", f"{type(error).__name__}: {error}", peer=peer)
+                finally:
+                    with anyio.move_on_after(1, shield=True):
+                        await page.close()
+        finally:
+            if transport is not None:
+                transport.abort()
+            else:
+                sock.close()
+
+    async with anyio.create_task_group() as group:
+        bound = await group.start(
+            functools.partial(
+                serve_tcp,
+                on_shed=server._shed_address,  # pyright: ignore[reportPrivateUsage]
+                out_of_fds=server.gate.out_of_fds,
+            ),
+            host, port, accepted,
+        )  # fmt: skip
         shown = f"[{host}]" if ":" in host else host
-        server.log("listening", address=f"{'https' if tls else 'http'}://{shown}:{bound}/")
+        scheme = "https" if server.credentials.tls else "http"
+        server.log("listening", address=f"{scheme}://{shown}:{bound}/")
         task_status.started(bound)
-        await anyio.sleep_forever()
-    finally:
-        with anyio.CancelScope(shield=True):
-            listener.close()  # every page's connection too; their handlers end with them
-            with anyio.move_on_after(10):
-                await listener.wait_closed()
 
 
 async def _page(
     server: SessionServer,
     connection: ServerConnection,
+    ticket: Ticket,
+    deadline: float,
     peer: str,
     tokens: Mapping[str, bytes],
     only_session: str | None,
 ) -> None:
     name: str | None = None
     try:
-        with anyio.fail_after(PREFACE_TIMEOUT):
+        with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
             raw = await connection.recv()
         name, request = _hello(raw, tokens)
+        if not ticket.admit():
+            raise PrefaceError(
+                "busy",
+                f"the server has its {server.limits.max_connections} connections "
+                "(--max-connections): try again later",
+            )
         if only_session is not None and request.session != only_session:
             raise PrefaceError("not_found", f"this page serves session {only_session} only")
         session = await server._session_for(request)  # pyright: ignore[reportPrivateUsage]
@@ -184,7 +279,8 @@ async def _page(
         server.log("refused", error.message, peer=peer, reason=error.code, token=name)
         await connection.send(json.dumps({"type": "error", "code": error.code,
                                           "message": error.message}))  # fmt: skip
-        await connection.close(4401 if error.code == "unauthorized" else 4404, error.code)
+        code = {"unauthorized": 4401, "busy": 1013}.get(error.code, 4404)  # 1013: try again later
+        await connection.close(code, error.code)
         return
     lock = anyio.Lock()
 

@@ -54,6 +54,7 @@ from chord import (
     define_service,
 )
 from coding_agent.contracts import SessionTreeService
+from coding_agent.following import ConversationFollower
 from pico3 import ConversationService
 
 __all__ = ["PageBridge", "PageError"]
@@ -87,10 +88,7 @@ class PageBridge:
     ) -> None:
         self._dial = dial
         self._send = send
-        self._live: dict[int, tuple[Any, bool]] = {}  # conversation id -> (instance, a root)
-        self._target: int | None = None  # None: the root
-        self._current: Any = None
-        self._current_id: int | None = None
+        self._following = ConversationFollower(self._followed, self._lost)
         self._unfollow: Callable[[], None] | None = None
         self._view: Any = None
         self._reset = True  # the next view frame is a fresh baseline
@@ -189,7 +187,7 @@ class PageBridge:
         if kind == "branches":
             outline = await self._tree_service().outline(ctx)
             return {
-                "current": self._current_id,
+                "current": self._following.current_id,
                 "branches": [
                     {"id": c["id"], "number": c["number"], "summary": c.get("summary")}
                     for c in outline.get("conversations", [])
@@ -200,15 +198,16 @@ class PageBridge:
             if type(conversation) is not int:
                 raise PageError("invalid_argument", "follow needs a conversation id")
             await self._tree_service().visit(conversation, ctx)  # raises for no such branch
-            self._target = conversation
-            self._choose()
+            self._following.target = conversation
+            self._following.choose()
             return None
         raise PageError("invalid_request", f"unknown request type {kind!r}")
 
     def _instance(self) -> Any:
-        if self._current is None:
+        current = self._following.current
+        if current is None:
             raise PageError("unavailable", "the session worker is unavailable (reconnecting)")
-        return self._current
+        return current
 
     def _tree_service(self) -> Any:
         if self._tree is None:
@@ -219,7 +218,7 @@ class PageBridge:
     def _facet(self) -> Any:
         def setup(env: FacetEnvironment) -> None:
             self._tree = env.use(SessionTreeService)
-            env.observe(ConversationService, self._observe)
+            env.observe(ConversationService, self._following.observe)
             env.observe(APPROVAL_DIALOGS, self._dialog("approval"))
             env.observe(QUESTION_DIALOGS, self._dialog("question"))
 
@@ -241,43 +240,18 @@ class PageBridge:
 
         return observe
 
-    async def _observe(self, instance: Any, ctx: Context) -> None:
-        info = instance.conversation.value
-        conversation_id = info.get("id") if isinstance(info, dict) else None
-        if type(conversation_id) is not int:
-            return
-        info = cast(dict[str, Any], info)
-        self._live[conversation_id] = (instance, "parent" not in info and "owner" not in info)
-        try:
-            self._choose()
-            with cancel_scope(ctx):
-                await anyio.sleep_forever()
-        finally:
-            if self._live.get(conversation_id, (None,))[0] is instance:
-                del self._live[conversation_id]
-            if self._current is instance:
-                self._stop_following()
-                self._current, self._current_id = None, None
-                self._view = None
-                self._mark()
-                self._choose()
-
-    def _choose(self) -> None:
-        """Follow the chosen conversation (or the lowest root) when it is live."""
-        if self._target is not None and self._target in self._live:
-            pick: int | None = self._target
-        else:
-            roots = [key for key, (_, root) in self._live.items() if root]
-            pick = min(roots) if roots and self._target is None else None
-        if pick is None or pick == self._current_id:
-            return
+    def _lost(self, instance: Any) -> None:
+        del instance
         self._stop_following()
-        instance = self._live[pick][0]
-        self._current, self._current_id = instance, pick
+        self._view = None
+        self._mark()
+
+    def _followed(self, instance: Any) -> None:
+        self._stop_following()
 
         def changed(value: Any, ctx: Context, delivery: Delivery) -> None:
             del ctx
-            if self._current is not instance:
+            if self._following.current is not instance:
                 return
             if delivery.kind == "hydrate" or value is None:
                 self._reset, self._sent = True, []

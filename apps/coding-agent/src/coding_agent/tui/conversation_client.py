@@ -31,18 +31,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, cast
 
-import anyio
-
 from chord import (
     Context,
     Delivery,
     Facet,
     FacetEnvironment,
     ReplicatedState,
-    cancel_scope,
     define_facet,
 )
 from coding_agent.contracts import WorkerStatusService
+from coding_agent.following import ConversationFollower, root_rank
 from coding_agent.tui.conversation import InputAbortResult, SendMode, SessionInfo, ViewRelay
 from coding_agent.tui.document import model_label
 from pico3 import ConversationService
@@ -67,27 +65,6 @@ class WorkerUnavailable(RuntimeError):
         super().__init__("the session worker is unavailable (reconnecting)")
 
 
-def root_rank(info: Any) -> int | None:
-    """The conversation id of ``info`` (an instance's ``conversation`` value, a
-    :class:`~pico3.ConversationInfo`) if it is a root conversation (no parent, no owner).
-
-    Returns ``None`` for forks, subagents and values that are not a conversation's identity.
-    """
-    if not isinstance(info, dict):
-        return None
-    info = cast(dict[str, Any], info)
-    conversation_id = info.get("id")
-    if type(conversation_id) is not int or "parent" in info or "owner" in info:
-        return None
-    return conversation_id
-
-
-def _conversation_id(info: Any) -> int | None:
-    """The id in any conversation's identity ``info``."""
-    conversation_id = cast(dict[str, Any], info).get("id") if isinstance(info, dict) else None
-    return conversation_id if type(conversation_id) is int else None
-
-
 class RemoteConversationClient:
     """The root conversation of a session worker, as the TUI app sees it.
 
@@ -99,10 +76,7 @@ class RemoteConversationClient:
     def __init__(self, session: SessionInfo) -> None:
         self._session = session
         self._relay = ViewRelay()
-        self._current: Any = None
-        self._current_id: int | None = None
-        self._live: dict[int, tuple[Any, bool]] = {}  # id -> (instance, is a root)
-        self._target: int | None = None  # None: the root
+        self._following = ConversationFollower(self._followed, lambda _: self._relay.detach())
         self._status: dict[str, Any] | None = None
         self._status_listeners: list[Callable[[dict[str, Any]], None]] = []
         self._follow_listeners: list[Callable[[int | None, int | None], None]] = []
@@ -180,9 +154,10 @@ class RemoteConversationClient:
         The choice survives a worker restart: the client re-follows it when it reappears.
         Every :meth:`on_follow` listener hears of the switch (the branch left, the new one).
         """
-        previous = self._current_id if self._target is None else self._target
-        self._target = conversation_id
-        self._choose()
+        following = self._following
+        previous = following.current_id if following.target is None else following.target
+        following.target = conversation_id
+        following.choose()
         if conversation_id != previous:
             for listener in list(self._follow_listeners):
                 listener(previous, conversation_id)
@@ -203,14 +178,14 @@ class RemoteConversationClient:
         """Another session's worker serves the TUI from now on (``/resume``): new session
         facts, its root conversation followed as soon as it is live, its status awaited."""
         self._session = session
-        self._target = None
+        self._following.target = None
         self._status = None
-        self._choose()
+        self._following.choose()
 
     @property
     def conversation_id(self) -> int | None:
         """The id of the conversation followed right now."""
-        return self._current_id
+        return self._following.current_id
 
     # -- the worker's status -----------------------------------------------------------------
     @property
@@ -256,7 +231,7 @@ class RemoteConversationClient:
     @property
     def attached(self) -> bool:
         """True while a live root conversation instance is followed."""
-        return self._current is not None
+        return self._following.current is not None
 
     def facet(self) -> Facet:
         """The presentation facet that observes ``pi.conversation`` and feeds this client."""
@@ -264,7 +239,7 @@ class RemoteConversationClient:
         @define_facet(CLIENT_FACET_ID)
         def setup(env: FacetEnvironment) -> None:
             status = env.use(WorkerStatusService)
-            env.observe(ConversationService, self._observe)
+            env.observe(ConversationService, self._following.observe)
 
             def activate() -> None:
                 env.own(status.state.subscribe(self._status_changed))
@@ -274,47 +249,12 @@ class RemoteConversationClient:
         return setup
 
     def _instance(self) -> Any:
-        current = self._current
+        current = self._following.current
         if current is None:
             raise WorkerUnavailable()
         return current
 
-    async def _observe(self, instance: Any, ctx: Context) -> None:
-        """One observed conversation instance, for as long as it lives (``ctx`` ends with it).
-
-        Which conversation it is comes from its small ``conversation`` identity (replicated
-        before this runs), never from its ``view``: a view crosses the wire only while someone
-        subscribes to it (docs/wire.md#lazy-state), and only the followed one is subscribed
-        to (by the relay), so the subagents' views are not sent to this process at all.
-        """
-        info = instance.conversation.value
-        conversation_id = _conversation_id(info)
-        if conversation_id is None:
-            return
-        self._live[conversation_id] = (instance, root_rank(info) is not None)
-        try:
-            self._choose()
-            with cancel_scope(ctx):
-                await anyio.sleep_forever()
-        finally:
-            if self._live.get(conversation_id, (None,))[0] is instance:
-                del self._live[conversation_id]
-            if self._current is instance:
-                self._current, self._current_id = None, None
-                self._relay.detach()
-                self._choose()
-
-    def _choose(self) -> None:
-        """Follow the target conversation (or the lowest root) if it is live and not followed."""
-        if self._target is not None:
-            pick = self._target if self._target in self._live else None
-        else:
-            roots = [key for key, (_, root) in self._live.items() if root]
-            pick = min(roots) if roots else None
-        if pick is None or pick == self._current_id:
-            return
-        instance = self._live[pick][0]
-        self._current, self._current_id = instance, pick
+    def _followed(self, instance: Any) -> None:
         self._relay.follow(instance.view)
         self.attachments += 1
 
