@@ -873,7 +873,7 @@ def _run(args: argparse.Namespace, session: Session, new: bool, headless: bool, 
     project = check_project(session.cwd, decide=args.trust)
     if headless and not project.trusted:
         # lazy: start-up time (the command line imports only what the chosen command runs)
-        from coding_agent.settings.waiting import describe_waiting, waiting_for_trust
+        from coding_agent.context.waiting import describe_waiting, waiting_for_trust
 
         waiting = [] if project.problem is not None else waiting_for_trust(project.root)
         marked = " (marked untrusted)" if project.decision is not None else ""

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coding_agent.context.folders import markdown_files
 from coding_agent.context.resources import FrontmatterError, Places, read_text, split_frontmatter
 from coding_agent.settings.trust import project_root_for
 
@@ -211,21 +212,6 @@ def _load(
     )
 
 
-def _template_files(root: Path) -> list[tuple[Path, str]]:
-    """``(file, command name)`` of every ``.md`` file under ``root``, sub-folders namespacing
-    the name (``tools/api-scaffold.md`` is ``tools:api-scaffold``); hidden folders skipped."""
-    found: list[tuple[Path, str]] = []
-    for folder, subfolders, files in os.walk(root, followlinks=True):
-        subfolders[:] = sorted(
-            d for d in subfolders if not d.startswith(".") and d != "node_modules"
-        )
-        relative = Path(folder).relative_to(root).parts
-        for file in sorted(files):
-            if file.endswith(".md") and (Path(folder) / file).is_file():
-                found.append((Path(folder) / file, ":".join([*relative, file[:-3]])))
-    return found
-
-
 def discover_templates(
     cwd: str | os.PathLike[str],
     env: Mapping[str, str] | None = None,
@@ -241,7 +227,7 @@ def discover_templates(
             continue
         source = places.label(root)
         in_project = root == places.project or places.project in root.parents
-        for path, name in _template_files(root):
+        for path, name in markdown_files(root):
             template = _load(path, name, source, in_project, warnings)
             if template is None:
                 continue
