@@ -32,8 +32,8 @@ from chord.textual import (
     TuiService,
     register_commands,
 )
-from coding_agent.settings.trust import LOCAL_FACETS_DIR, TrustError, TrustStore, check_project
 from coding_agent.context.waiting import Waiting, describe_waiting, waiting_for_trust
+from coding_agent.settings.trust import LOCAL_FACETS_DIR, TrustError, TrustStore, check_project
 
 __all__ = ["TRUST_COMMANDS", "TRUST_FACET_ID", "TrustTarget", "trust", "trust_facet"]
 
