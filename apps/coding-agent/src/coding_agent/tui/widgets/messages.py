@@ -125,6 +125,9 @@ class AssistantView(Vertical):
         self._note = Static(classes="assistant-note", markup=False)
         self._note.display = False
         self._note_text = ""
+        self._message: AssistantMessage | None = message
+        self.interrupted = False
+        """The user stopped this answer (its entry's ``data.reason`` is ``"aborted"``)."""
         if message is not None:  # built eagerly: tool results find the cards before mount
             for block in message.content:
                 self._make_block(_block_kind(block), block)
@@ -260,11 +263,22 @@ class AssistantView(Vertical):
             await widget.remove()
         del self._kinds[length:], self._widgets[length:], self._written[length:]
 
+    def mark_interrupted(self) -> None:
+        """Say under the answer that the user interrupted it (Esc, or an abort from another
+        client), as Claude Code does; an answer stopped before anything streamed is only
+        this line."""
+        self.interrupted = True
+        if self._message is not None:
+            self._set_note(self._message)
+
     def _set_note(self, message: AssistantMessage) -> None:
+        self._message = message
         reason = message.stop_reason
         error = message.error_message
         note = ""
-        if reason == "aborted":
+        if self.interrupted:
+            note = "■ Interrupted by user"
+        elif reason == "aborted":
             note = "■ aborted"
         elif reason == "error":
             note = f"✗ {error}" if isinstance(error, str) and error else "✗ the model failed"
@@ -300,6 +314,8 @@ def entry_widget(entry: ViewEntry) -> Widget | None:
         view = AssistantView(message)
         if entry.display_only:
             view.add_class("display-only")
+        if entry.data.reason == "aborted":
+            view.mark_interrupted()
         return view
     if isinstance(entry, ToolResultEntry):
         message = entry.message
