@@ -6,6 +6,7 @@ Each test reads the screen as a person would (:class:`~tests.app.tui.process.tes
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from tests.app.tui.process.test_tmux import BINARY, Terminal, terminal  # noqa: F401 - the fixture
@@ -42,3 +43,34 @@ def test_an_answer_aborted_before_its_first_word_is_marked_interrupted_after_a_r
     terminal.type("two", "/stop")
     terminal.press("two", "Enter")
     terminal.wait_text("two", "EXITED 0")
+
+
+def test_an_unknown_model_is_refused_on_the_command_line_and_in_the_config_with_exit_2(
+    project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    """``--model faux/nope`` (and ``model =`` in config.toml) names the model, lists what the
+    provider serves, and exits 2 before any session work, headless and TUI alike; a model the
+    faux script declares is known."""
+    env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(BINARY), *args], cwd=project, env=env, capture_output=True, text=True,
+            stdin=subprocess.DEVNULL, timeout=120,
+        )  # fmt: skip
+
+    for args in (("--model", "faux/nope", "-p", "hi"), ("--model", "faux/nope")):
+        done = run(*args)
+        assert done.returncode == 2, done.stderr
+        assert "unknown model faux/nope; available from faux: faux/faux-1." in done.stderr
+        assert "--faux-script" in done.stderr  # how to add one
+    config = tmp_path / "config" / "coding-agent" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('model = "faux/nope"\n')
+    done = run("-p", "hi")
+    assert done.returncode == 2 and "unknown model faux/nope" in done.stderr, done.stderr
+    config.unlink()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"models": [{"id": "nope"}], "steps": [{"text": "Known."}]}))
+    done = run("--model", "faux/nope", "--faux-script", str(script), "-p", "hi")
+    assert done.returncode == 0 and done.stdout.strip() == "Known.", done.stderr

@@ -1,6 +1,6 @@
 """Images end to end in the real TUI over a real worker (issue 18 item 5).
 
-``faux/faux-1`` accepts images, ``faux/faux-big`` (an unlisted faux model) does not.
+``faux/faux-1`` accepts images, ``faux/faux-big`` (a faux model the script declares) does not.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ async def test_a_model_without_images_refuses_them_clearly(
         model="faux/faux-big",
         exit_with_parent=True,
         env=agent_env,
-        faux_script=kit.script(tmp_path, READ_SHOT),
+        faux_script=kit.script(tmp_path, READ_SHOT, models=kit.FAUX_BIG),
     )
     seen: dict[str, Any] = {}
 

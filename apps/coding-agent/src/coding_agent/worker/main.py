@@ -97,7 +97,7 @@ from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.facets_site import activate as activate_facets_site
 from coding_agent.settings.guarded_paths import SERVICE as GUARDED_PATHS_SERVICE
 from coding_agent.settings.guarded_paths import guarded_paths
-from coding_agent.settings.model_config import TOOL_CALLING_ENV, RegistryError
+from coding_agent.settings.model_config import TOOL_CALLING_ENV, RegistryError, UnknownModel
 from coding_agent.settings.package_reload import (
     PackageReloader,
     reload_service_facet,
@@ -448,6 +448,7 @@ async def open_session_host(
             models=_known(choice),
             sandbox=sandbox_status,
             unconfigured=choice.unreachable,
+            any_model=choice.any_model,
         )
         for provider in choice.providers:
             if isinstance(provider, OpenAIProvider):
@@ -986,6 +987,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BUSY
     except StorageStopped:  # its one line is on stderr already
         return EXIT_STORAGE
+    except UnknownModel as error:  # a typo in --model or model =: a usage error
+        print(f"coding-agent worker: {error}", file=sys.stderr)
+        return EXIT_USAGE
     except RegistryError as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_MODEL

@@ -18,7 +18,8 @@ the context window a footer needs for its context %, and whether the model can r
 thinking-level switch mentions). ``reloads`` keeps the newest
 :data:`MAX_REPORTS` reports, oldest first; ``number`` counts every report since the worker
 started, so a client tells a new report from one it has seen even once old ones drop off.
-``unconfigured`` maps each provider the session has no credentials for to why
+``anyModel`` names the providers that take model ids their catalog does not list (an
+OpenAI-compatible server); ``/model`` refuses any other id it does not list. ``unconfigured`` maps each provider the session has no credentials for to why
 (``{"anthropic": "anthropic needs an API key: set ANTHROPIC_API_KEY or ..."}``): ``/model``
 names the key a model of it needs. ``textToolCalling`` names the models that refused native tool calling during this worker's life
 and now call tools through fenced text blocks (a TUI says so once). ``storageFailure`` is
@@ -77,6 +78,7 @@ class WorkerStatus:
         models: Sequence[ModelInfo] = (),
         sandbox: dict[str, Any] | None = None,
         unconfigured: Mapping[str, str] | None = None,
+        any_model: Sequence[str] = (),
     ) -> None:
         self._document: dict[str, Any] = {
             "sessionId": session_id,
@@ -94,6 +96,7 @@ class WorkerStatus:
                 for m in models
             ],
             "unconfigured": dict(unconfigured or {}),
+            "anyModel": list(any_model),
             "reloads": [],
             "textToolCalling": [],
             "storageFailure": None,
