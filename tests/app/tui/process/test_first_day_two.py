@@ -74,3 +74,37 @@ def test_an_unknown_model_is_refused_on_the_command_line_and_in_the_config_with_
     script.write_text(json.dumps({"models": [{"id": "nope"}], "steps": [{"text": "Known."}]}))
     done = run("--model", "faux/nope", "--faux-script", str(script), "-p", "hi")
     assert done.returncode == 0 and done.stdout.strip() == "Known.", done.stderr
+
+
+def test_context_shows_the_whole_budget_system_prompt_memory_tools_messages_and_free_space(
+    terminal: Terminal,  # noqa: F811 - the fixture imported above
+    project: Path,
+    tmp_path: Path,
+) -> None:
+    (project / "AGENTS.md").write_text("Answer in one sentence.\n")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "Done here."}]))
+    terminal.start("one", project, f"{BINARY} --faux-script {script}")
+    terminal.wait_text("one", "faux/faux-1")
+    terminal.type("one", "hello there")
+    terminal.press("one", "Enter")
+    terminal.wait_text("one", "Done here.")
+    terminal.type("one", "/context")
+    terminal.press("one", "Enter")
+    screen = terminal.wait_dialog("one", "Context: ~")  # armed: it takes keys
+    title = next(line for line in screen.splitlines() if "Context: ~" in line)
+    assert "of 200,000 tokens (" in title and "%)" in title and "█" in title  # faux-1's window
+    lines = screen.splitlines()
+    assert any("1. System prompt  ~" in line and "1 memory file" in line for line in lines), screen
+    assert "AGENTS.md" in screen  # the memory file's row (with its size and why it was read)
+    assert any("2. Tools  ~" in line and "tools, sent beside" in line for line in lines), screen
+    assert any("3. Messages  ~" in line and "1 prompt, 1 answer" in line for line in lines)
+    assert any("4. Free space  ~" in line and "200,000-token window" in line for line in lines)
+    terminal.press("one", "7", "Enter")  # its row: the file's text, and why it was read
+    shown = terminal.wait_dialog("one", "Answer in one sentence.")
+    assert "AGENTS.md" in shown
+    terminal.press("one", "Escape")
+    terminal.wait("one", lambda text: "Answer in one sentence." not in text, "the text closed")
+    terminal.type("one", "/stop")
+    terminal.press("one", "Enter")
+    terminal.wait_text("one", "EXITED 0")

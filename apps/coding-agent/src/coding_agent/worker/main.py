@@ -506,6 +506,10 @@ async def open_session_host(
             ]
             async with create_facet_host(facets, on_error=on_error) as host:
                 harness = box["harness"]
+                registry = harness.harness.tools
+                status.tool_source = lambda: [
+                    tool for name in registry.names() if (tool := registry.get(name)) is not None
+                ]
                 watch = StorageWatch(status)
 
                 def on_open(opened: Any) -> Callable[[], None]:

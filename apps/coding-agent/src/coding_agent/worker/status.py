@@ -28,12 +28,18 @@ space left on device"``): the worker stops right after, and a TUI says so. ``san
 OS sandbox of the session's commands: ``{"available", "reason", "enforced", "policy": [lines]}``
 (a TUI says once when it is unavailable, and ``/sandbox`` shows it). A client reaches it with
 ``env.use(define_service("coding-agent.worker"))`` and subscribes to ``handle.state``.
+
+Beside ``state``, the service answers ``tools(ctx)``: the size of each registered tool's
+definition (name, description and JSON Schema, as a provider receives it) in estimated tokens,
+``{"read": 312, ...}``, which ``/context`` shows beside the system prompt; it is a call, not part
+of the document, because tools come and go (MCP servers, reloads) and only ``/context`` asks.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from chord import (
@@ -44,6 +50,8 @@ from chord import (
     ReloadReport,
     define_facet,
 )
+from chord import Context
+from coding_agent.context.system_prompt import estimate_tokens
 from coding_agent.contracts import WorkerStatusService
 from pico3.models import ModelInfo
 
@@ -104,6 +112,21 @@ class WorkerStatus:
         }
         self._reports = 0
         self._state: MutableReplicatedState | None = None
+        self.tool_source: Callable[[], Iterable[Any]] = lambda: ()
+        """The registered tool declarations (``name``, ``description``, ``parameters``): the
+        worker points it at the harness's tool registry once the harness is up."""
+
+    def tool_tokens(self) -> dict[str, int]:
+        """Each registered tool's definition in estimated tokens (module docstring)."""
+        sizes: dict[str, int] = {}
+        for tool in self.tool_source():
+            definition = {
+                "name": tool.name,
+                "description": tool.description,
+                "input_schema": tool.parameters,
+            }
+            sizes[str(tool.name)] = estimate_tokens(json.dumps(definition, ensure_ascii=False))
+        return sizes
 
     @property
     def document(self) -> dict[str, Any]:
@@ -155,8 +178,12 @@ class WorkerStatus:
     def facet(self) -> Facet:
         """The facet providing :data:`WorkerStatusService`."""
 
+        async def tools(ctx: Context) -> dict[str, int]:
+            del ctx
+            return self.tool_tokens()
+
         def setup(env: FacetEnvironment) -> None:
             self._state = env.replicated_state(self.document)
-            env.provide(WorkerStatusService, {"state": self._state})
+            env.provide(WorkerStatusService, {"state": self._state, "tools": tools})
 
         return define_facet(STATUS_FACET_ID, setup)
