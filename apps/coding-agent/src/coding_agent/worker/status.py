@@ -44,13 +44,13 @@ from typing import Any
 
 from chord import (
     BACKGROUND,
+    Context,
     Facet,
     FacetEnvironment,
     MutableReplicatedState,
     ReloadReport,
     define_facet,
 )
-from chord import Context
 from coding_agent.context.system_prompt import estimate_tokens
 from coding_agent.contracts import WorkerStatusService
 from pico3.models import ModelInfo
