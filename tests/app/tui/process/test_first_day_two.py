@@ -108,3 +108,50 @@ def test_context_shows_the_whole_budget_system_prompt_memory_tools_messages_and_
     terminal.type("one", "/stop")
     terminal.press("one", "Enter")
     terminal.wait_text("one", "EXITED 0")
+
+
+def test_at_file_inlines_the_file_for_the_model_and_the_transcript_shows_a_mark(
+    terminal: Terminal,  # noqa: F811 - the fixture imported above
+    project: Path,
+    agent_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    from coding_agent.session_files.folders import list_sessions
+
+    (project / "src").mkdir()
+    (project / "src" / "app.py").write_text("import os\nSECRET_LINE_42 = 1\nprint(os.name)\n")
+    (project / "docs").mkdir()
+    (project / "docs" / "a.md").write_text("a\n")
+    (project / "docs" / "b.md").write_text("b\n")
+    (tmp_path / "outside.txt").write_text("OUTSIDE_TEXT\n")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "Seen them."}]))
+    terminal.start("one", project, f"{BINARY} --faux-script {script}")
+    terminal.wait_text("one", "faux/faux-1")
+    terminal.type("one", "explain @src/app.py with @docs/ and @nope.txt and @../outside.txt")
+    terminal.press("one", "Enter")
+    screen = terminal.wait_text("one", "Seen them.")
+    assert "📎 src/app.py (3 lines)" in screen
+    assert "📎 docs/ (2 entries)" in screen
+    assert "📎 nope.txt: no such file or folder, not attached" in screen
+    assert "📎 ../outside.txt: outside the project" in screen
+    assert "SECRET_LINE_42" not in screen  # the transcript shows the mark, not the text
+    terminal.type("one", "/stop")
+    terminal.press("one", "Enter")
+    terminal.wait_text("one", "EXITED 0")
+    # what the model was sent: the prompt as typed, then the file's text, fenced with its path
+    [session] = list_sessions(env=agent_env)
+    stored = "\n".join(
+        path.read_text(errors="replace") for path in session.path.rglob("*") if path.is_file()
+    )
+    assert "explain @src/app.py with @docs/" in stored
+    assert "src/app.py:\\n```\\nimport os\\nSECRET_LINE_42 = 1\\nprint(os.name)\\n```" in stored
+    assert "a.md\\nb.md" in stored
+    assert "OUTSIDE_TEXT" not in stored
+    # a restart shows the same marks (they are the stored blocks' first lines)
+    terminal.start("two", project, f"{BINARY} --continue")
+    again = terminal.wait_text("two", "📎 src/app.py (3 lines)")
+    assert "SECRET_LINE_42" not in again
+    terminal.type("two", "/stop")
+    terminal.press("two", "Enter")
+    terminal.wait_text("two", "EXITED 0")

@@ -54,11 +54,16 @@ async def test_a_mentioned_image_is_attached_and_read_returns_an_image(
         await kit.wait_for(pilot, lambda: "A red square." in kit.assistant_texts(app), "answer")
         seen["user"] = user_blocks(kit, app)
         seen["results"] = kit.tool_results(app)
+        await app.wait_rendered()
+        seen["shown"] = "\n".join(str(w.render()) for w in app.query(".user"))
 
     await kit.drive(session, keeper, test)
-    text, image = seen["user"]
+    text, mark, image = seen["user"]
     assert text == {"type": "text", "text": "what is in @shot.png ?"}
+    # the image's mark (the transcript shows it) and its size, for the model
+    assert mark["text"].startswith("[🖼 shot.png]\n[image/png, 2000x1000, scaled down")
     assert image["type"] == "image" and image["mimeType"] == "image/png"
+    assert "🖼 shot.png" in seen["shown"]
     (result,) = seen["results"]
     note, block = result["content"][:2]
     assert note["text"].startswith("Read image file shot.png [image/png, 2000x1000, scaled down")

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from coding_agent.context.folders import markdown_files
+from coding_agent.context.mentions import MAX_INCLUDED_CHARS, fenced
 from coding_agent.context.resources import FrontmatterError, Places, read_text, split_frontmatter
 from coding_agent.settings.trust import project_root_for
 
@@ -73,8 +74,6 @@ __all__ = [
 MAX_DESCRIPTION_CHARS = 80
 """A description taken from the body's first line is cut to this many characters."""
 
-MAX_INCLUDED_CHARS = 100_000
-"""An ``@path`` file longer than this is cut, with a note."""
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 _PLACEHOLDER = re.compile(r"\$(ARGUMENTS|@|[1-9])")
@@ -315,11 +314,7 @@ def _include(name: str, cwd: Path, in_project: bool) -> str | None:
         )
     if not in_project and real.stat().st_uid != os.geteuid():
         raise TemplateError(f"@{name} is not your file; your own commands include only yours")
-    text = read_text(real)
-    if len(text) > MAX_INCLUDED_CHARS:
-        text = text[:MAX_INCLUDED_CHARS] + f"\n[{name} cut at {MAX_INCLUDED_CHARS} characters]"
-    fence = "````" if "```" in text else "```"
-    return f"{name}:\n{fence}\n{text.rstrip()}\n{fence}\n"
+    return fenced(name, read_text(real))  # as a prompt's @file is (context/mentions.py)
 
 
 def expand_template(

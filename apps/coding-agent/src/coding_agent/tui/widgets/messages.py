@@ -33,7 +33,7 @@ from textual.widgets.markdown import MarkdownStream
 from chord import inert
 from coding_agent.contracts import SHELL_ENTRY_KIND
 from coding_agent.settings.changes import change_text
-from coding_agent.tui.document import entry_text
+from coding_agent.tui.document import attachment_marks, entry_text
 from coding_agent.tui.shell import shell_text
 from coding_agent.tui.widgets.collapsible import QuietCollapsible
 from coding_agent.tui.widgets.tools import ToolCard
@@ -306,7 +306,12 @@ def entry_widget(entry: ViewEntry) -> Widget | None:
     """The widget of one stored entry, or ``None`` for entries that are not shown."""
     if isinstance(entry, UserEntry):
         classes = "user continuation" if entry.data.continuation else "user"
-        return Static(Text(inert(entry_text(entry))), classes=classes)
+        message = entry.user_message
+        marks = attachment_marks(message.content if message is not None else None)
+        text = Text(inert(entry_text(entry)))
+        for mark in marks:  # an attached file, folder or image: one line, not its content
+            text.append("\n" + inert(mark), style="dim")
+        return Static(text, classes=classes)
     if isinstance(entry, AssistantEntry):
         message = entry.message
         if message is None:
