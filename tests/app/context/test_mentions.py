@@ -34,7 +34,8 @@ def test_what_is_not_attached_says_why_and_prose_is_no_attachment(tmp_path: Path
     project = tmp_path / "project"
     project.mkdir()
     (tmp_path / "secret.txt").write_text("SECRET")
-    missing, outside = _texts("@nope.txt and @../secret.txt", project)
+    code = "@pytest.fixture and @app.route('/') then"  # pasted code: decorators, no files
+    missing, outside = _texts(f"{code} @nope.txt and @../secret.txt", project)
     assert missing == "[📎 nope.txt: no such file or folder, not attached]"
     assert outside.startswith(f"[📎 ../secret.txt: outside the project ({project}), not attached]")
     assert "SECRET" not in outside

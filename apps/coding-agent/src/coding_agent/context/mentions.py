@@ -20,11 +20,14 @@ Every attachment block starts with one line, its **mark**: ``[📎 src/app.py (1
 (:func:`attachment_mark`), so the conversation stays readable and a restart or another
 client shows the same; the model reads the whole block.
 
-A mention that does not look like a path (``@alice``: no ``/`` and no ``.``) is left alone.
+A mention that does not look like a path (``@alice``: no ``/`` and no ``.``) is left alone, and
+so is one that names nothing and has no file type's extension (``@pytest.fixture`` in pasted
+code): only ``@src/nope.py`` or ``@notes.md`` is said to be missing.
 """
 
 from __future__ import annotations
 
+import mimetypes
 import os
 import re
 from collections.abc import Iterator
@@ -139,12 +142,22 @@ def mention_blocks(text: str, cwd: str | os.PathLike[str]) -> list[dict[str, Any
         target = Path(os.path.expanduser(name))
         if not target.is_absolute():
             target = folder / target
+        if not target.exists() and not _looks_like_a_file(name):
+            continue  # @pytest.fixture, @app.route("/") in pasted code: not a file at all
         key = Path(os.path.abspath(target))
         if key in seen:
             continue
         seen.add(key)
         blocks.append({"type": "text", "text": _block(name, target, root)})
     return blocks
+
+
+def _looks_like_a_file(name: str) -> bool:
+    """Whether a name that names nothing was meant as a file: a path (``src/nope.py``) or a
+    name with a file type's extension (``notes.md``), not a decorator or an address."""
+    if re.fullmatch(r"[\w.~/+-]+", name) is None:
+        return False
+    return "/" in name or mimetypes.guess_type(name)[0] is not None
 
 
 def image_mark(name: str, note: str = "") -> dict[str, Any]:
