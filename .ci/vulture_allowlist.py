@@ -184,3 +184,6 @@ _.authenticate
 _.new_session
 _.set_session_mode
 _.set_config_option
+
+# pico3.LeaseRenewer.renewals: how many renewal statements it sent (tests wait on it)
+_.renewals

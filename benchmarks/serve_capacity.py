@@ -22,6 +22,12 @@ kill -9 is ``benchmarks/serve_failover.py``'s. A line says ``MISSES`` when the m
 misses its target.
 
     uv run python benchmarks/serve_capacity.py [--sessions 50] [--max-starting N]
+        [--host-sessions [N] [--db-pool-size N]]
+
+With ``--host-sessions [N]`` the server runs every session in N host processes: a warm-up
+session per host starts them first, then the storm; the memory per session is what the storm's
+sessions added to the hosts' PSS, divided by their number, and the connections are those of
+the whole cluster (N × (pool + 1) for the hosts).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -40,9 +47,101 @@ import anyio
 import psycopg
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from chord.context import BACKGROUND
 from coding_agent.server.preface import Request
 from coding_agent.server.remote import ServerAddress, connect_server
+from pico3.storage import Conversation, ConversationWrite, PostgresStorage
 from pico3.storage.pg_cluster import TempCluster
+
+HOLDER = """
+import sys, anyio
+from chord.context import BACKGROUND
+from coding_agent.worker.database import SharedDatabase
+async def main():
+    url, count, lease = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    async with SharedDatabase(url, pool_size=2) as db:
+        for n in range(count):
+            storage = db.storage(f"takeover-{n}", fsync=True, lease=lease)
+            await storage.open(BACKGROUND)
+            await storage.commit([], BACKGROUND)
+            await storage.release_writer()
+        print("open", flush=True)
+        await anyio.sleep(3600)
+anyio.run(main)
+"""
+
+
+def takeover_after_kill(url: str, sessions: int, lease: float) -> float:
+    """A process holding ``sessions`` leases through one shared pool and renewer is SIGKILLed
+    mid-lease; seconds until another opener holds the first of them."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, url, str(sessions), str(lease)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None
+    try:
+        line = holder.stdout.readline()
+        assert line.strip() == "open", line
+        time.sleep(lease / 2)  # mid-lease: renewed a moment ago
+        os.kill(holder.pid, signal.SIGKILL)
+        killed = time.perf_counter()
+
+        async def take() -> None:
+            storage = PostgresStorage(url, "takeover-0", fsync=True, wait=lease * 5)
+            await storage.open(BACKGROUND)  # returns once the dead holder's lease expired
+            await storage.close(BACKGROUND)
+
+        anyio.run(take)
+        return time.perf_counter() - killed
+    finally:
+        holder.wait()
+        holder.stdout.close()
+
+
+async def pooled_commits(
+    url: str, sessions: int, commits: int, pool_size: int
+) -> tuple[float, float]:
+    """One session's commits/s, then the aggregate commits/s of ``sessions`` sessions committing
+    at once; every session of one process on one :class:`SharedDatabase` of ``pool_size``
+    connections (a host's: writers pinned while they commit, given back under contention)."""
+    from pico3_postgres import entry  # pyright: ignore[reportMissingImports]
+
+    from coding_agent.worker.database import SharedDatabase
+
+    async with SharedDatabase(url, pool_size=pool_size) as db:
+        storages = [
+            db.storage(f"tp-{pool_size}-{n}", fsync=True, lease=None) for n in range(sessions)
+        ]
+        for storage in storages:
+            await storage.open(BACKGROUND)
+            await storage.commit(
+                [ConversationWrite(Conversation(id=storage.mint_id()))], BACKGROUND
+            )
+            for n in range(5):
+                await storage.commit([entry(storage, n)], BACKGROUND)
+            await storage.release_writer()
+        solo = storages[0]
+        batches = [[entry(solo, n)] for n in range(300)]
+        started = time.perf_counter()
+        for batch in batches:
+            await solo.commit(batch, BACKGROUND)
+        one = len(batches) / (time.perf_counter() - started)
+        await solo.release_writer()
+        work = {id(s): [[entry(s, n)] for n in range(commits)] for s in storages}
+
+        async def run(storage: PostgresStorage) -> None:
+            for batch in work[id(storage)]:
+                await storage.commit(batch, BACKGROUND)
+
+        started = time.perf_counter()
+        async with anyio.create_task_group() as group:
+            for storage in storages:
+                group.start_soon(run, storage)
+        many = sessions * commits / (time.perf_counter() - started)
+        for storage in storages:
+            await storage.close(BACKGROUND)
+    return one, many
 
 
 def _pss_kb(pid: int) -> int:
@@ -63,7 +162,12 @@ def _children(pid: int) -> list[int]:
 
 
 async def measure(
-    url: str, folder: Path, sessions: int, max_starting: int | None
+    url: str,
+    folder: Path,
+    sessions: int,
+    max_starting: int | None,
+    host: int = 0,
+    pool_size: int | None = None,
 ) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["XDG_STATE_HOME"] = str(folder / "state")
@@ -77,6 +181,10 @@ async def measure(
             "--socket", str(sock), "--migrate"]  # fmt: skip
     if max_starting is not None:
         args += ["--max-starting", str(max_starting)]
+    if host:
+        args += ["--host-sessions", str(host)]
+        if pool_size is not None:
+            args += ["--db-pool-size", str(pool_size)]
     process = await anyio.open_process(
         [sys.executable, "-m", "coding_agent.cli.main", *args],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -86,6 +194,12 @@ async def measure(
     address = ServerAddress(path=sock)
     ready: list[float] = []
     failed: list[str] = []
+    baseline = 0
+    if host:  # a session per host first: the hosts' own memory (and imports) is the baseline
+        for _ in range(host):
+            conn, _ = await connect_server(address, Request(new=True))
+            await conn.aclose()
+        baseline = sum(_pss_kb(pid) for pid in _children(process.pid))
     start = time.monotonic()
 
     async def one() -> None:
@@ -104,6 +218,8 @@ async def measure(
         storm = time.monotonic() - start
         workers = _children(process.pid)
         pss = sorted(_pss_kb(pid) for pid in workers)
+        if host:  # what the sessions of the storm added to the hosts
+            pss = [baseline, sum(pss)]
         with psycopg.connect(url) as conn:
             row = conn.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
@@ -117,14 +233,34 @@ async def measure(
         if process.returncode is None:
             process.kill()
     return {"storm": storm, "ready": len(ready), "failed": failed, "pss": pss,
-            "connections": connections}  # fmt: skip
+            "connections": connections, "workers": len(workers)}  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--max-starting", type=int, default=None)
+    parser.add_argument(
+        "--host-sessions",
+        nargs="?",
+        type=int,
+        const=1,
+        default=0,
+        metavar="N",
+        help="serve --host-sessions N: N host processes for every session (a warm-up session "
+        "each first, so the storm and the memory are the sessions', not the process start's)",
+    )
+    parser.add_argument("--db-pool-size", type=int, default=None)
+    parser.add_argument(
+        "--throughput",
+        action="store_true",
+        help="also: 50 sessions' aggregate commits on one shared pool (of --db-pool-size, "
+        "default 10, and of 50) against pgbench with 50 clients, and the takeover after kill -9 "
+        "of a process holding leases through the shared renewer against the lease expiry",
+    )
+    parser.add_argument("--lease", type=float, default=2.0, help="lease expiry for --throughput")
     args = parser.parse_args()
+    extra: list[str] = []
     cluster = TempCluster(
         {"fsync": "off", "full_page_writes": "off", "max_connections": str(4 * args.sessions + 50)}
     )
@@ -132,12 +268,24 @@ def main() -> None:
     try:
         url = f"postgresql://{cluster.user}@127.0.0.1:{cluster.port}/postgres"
         with tempfile.TemporaryDirectory() as folder:
-            found = anyio.run(measure, url, Path(folder), args.sessions, args.max_starting)
+            found = anyio.run(
+                measure, url, Path(folder), args.sessions, args.max_starting,
+                args.host_sessions, args.db_pool_size,
+            )  # fmt: skip
     finally:
         cluster.stop()
+    if args.throughput:  # on a cluster that flushes its WAL, as pgbench's figures assume
+        with TempCluster({"max_connections": "200"}) as durable:
+            url = f"postgresql://{durable.user}@127.0.0.1:{durable.port}/postgres"
+            extra = throughput_lines(durable, url, args.db_pool_size or 10, args.lease)
     n = args.sessions
     load = os.getloadavg()[0]
-    print(f"serve capacity: {n} sessions, {os.cpu_count()} CPUs, load average {load:.1f}")
+    mode = (
+        f"{args.host_sessions} host process(es) (--host-sessions)"
+        if args.host_sessions
+        else "a worker per session"
+    )
+    print(f"serve capacity: {n} sessions, {mode}, {os.cpu_count()} CPUs, load average {load:.1f}")
     projected = found["storm"] * 200 / n
     verdict = "meets" if not found["failed"] and projected <= 15 else "MISSES"
     print(
@@ -147,26 +295,77 @@ def main() -> None:
     )
     if found["failed"]:
         print(f"    first failure: {found['failed'][0]}")
-    workers = len(found["pss"])
-    verdict = "meets" if workers == found["ready"] else "MISSES"
-    print(
-        f"  workers left running: {workers} for {found['ready']} ready sessions (target: no "
-        f"worker of a failed start left running) {verdict}"
-    )
+    workers = found["workers"]
+    if args.host_sessions:
+        verdict = "meets" if workers == args.host_sessions else "MISSES"
+        print(
+            f"  processes: {workers} host process(es) for {found['ready'] + args.host_sessions} "
+            f"sessions {verdict}"
+        )
+    else:
+        verdict = "meets" if workers == found["ready"] else "MISSES"
+        print(
+            f"  workers left running: {workers} for {found['ready']} ready sessions (target: "
+            f"no worker of a failed start left running) {verdict}"
+        )
     pss = found["pss"]
-    if len(pss) >= 2:
+    if args.host_sessions and len(pss) == 2:
+        beyond = (pss[1] - pss[0]) / max(1, found["ready"]) / 1024
+        verdict = "meets" if beyond <= 5 else "MISSES"
+        print(
+            f"  memory of idle sessions: {beyond:.2f} MB each beyond the first (the hosts' PSS "
+            f"{pss[0] / 1024:.0f} MB with one session each, {pss[1] / 1024:.0f} MB with "
+            f"{found['ready'] + args.host_sessions}) (target: <= 5 MB) {verdict}"
+        )
+    elif len(pss) >= 2:
         beyond = (sum(pss) - pss[-1]) / (len(pss) - 1) / 1024
         verdict = "meets" if beyond <= 5 else "MISSES"
         print(
             f"  memory of idle sessions: {beyond:.1f} MB each beyond the first ({len(pss)} "
             f"workers, {sum(pss) / 1024:.0f} MB PSS in all) (target: <= 5 MB) {verdict}"
         )
-    per_500 = found["connections"] * 500 / max(n, 1)
+    per_500 = found["connections"] if args.host_sessions else found["connections"] * 500 / max(n, 1)
     verdict = "meets" if per_500 <= 20 else "MISSES"
     print(
         f"  database connections: {found['connections']} for {n} idle sessions, {per_500:.0f} "
         f"at this rate for 500 (target: <= 20 in all) {verdict}"
     )
+    for line in extra:
+        print(line)
+
+
+def throughput_lines(cluster: TempCluster, url: str, pool_size: int, lease: float) -> list[str]:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from pico3_postgres import (  # pyright: ignore[reportMissingImports]
+        ServerCpu,
+        pgbench_rates,
+    )
+
+    sessions, commits = 50, 60
+    lines: list[str] = ["  on a cluster with fsync on (synchronous_commit=on):"]
+    bound = pgbench_rates(cluster, ServerCpu(cluster), 160, sessions, os.cpu_count() or 1, 2)
+    for size in dict.fromkeys((pool_size, sessions)):
+        one, many = anyio.run(pooled_commits, url, sessions, commits, size)
+        line = (
+            f"  commits on one shared pool of {size}: one session {one:,.0f}/s, {sessions} "
+            f"sessions {many:,.0f}/s aggregate"
+        )
+        if bound is not None:
+            alone, crowd = bound
+            ratio_one, ratio_many = one / alone.rate, many / crowd.rate
+            line += (
+                f"; pgbench 1 client {alone.rate:,.0f}/s, {sessions} clients {crowd.rate:,.0f}/s: "
+                f"{ratio_one:.2f}x (target >= 0.8x) {'meets' if ratio_one >= 0.8 else 'MISSES'}"
+                f", {ratio_many:.2f}x (target >= 0.6x) {'meets' if ratio_many >= 0.6 else 'MISSES'}"
+            )
+        lines.append(line)
+    took = takeover_after_kill(url, 20, lease)
+    verdict = "meets" if took <= lease + 0.5 else "MISSES"
+    lines.append(
+        f"  takeover after kill -9 of a process holding 20 leases (one shared renewer): "
+        f"{took:.2f} s (lease {lease:g} s; target <= lease + 0.5 s) {verdict}"
+    )
+    return lines
 
 
 if __name__ == "__main__":

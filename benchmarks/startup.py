@@ -29,13 +29,20 @@ unmeasured first, so the figures are those of an installed app after its first r
 (Facet modules are read from source at every load; their compiles are kept by source hash in a
 private ``CHORD_CODE_CACHE``, which ``--cold`` turns off: see ``chord.facet_packages.codecache``.)
 
+* the TUI (issue 38): ``coding-agent`` launched in a tmux pane (a new session on the faux model;
+  its worker starts beside it) until its first screen (the editor's top border with its ``›``
+  marker is on the pane), and until the editor accepts input (a key sent the moment the editor
+  shows appears in the editor's box); the pane is polled as fast as tmux answers. CPU is the
+  TUI process's own, read from ``/proc`` at each point (its worker's is not counted).
+
 Targets (issue 15): ``--help``/``--version`` <= 0.15 s; first request <= 0.5 s on both paths;
 ``-p`` stream consumption >= 30k tokens/s on both paths; worker start -> serving <= 0.4 s empty,
-<= 0.8 s at 10,000 entries.
+<= 0.8 s at 10,000 entries. (Issue 38) TUI first screen <= 0.5 s and <= 3x ``import textual``;
+editor accepting input <= 0.5 s. Each line says whether its target is met.
 
 Run: ``uv run python benchmarks/startup.py [--runs N] [--quick] [--cold] [--tokens N] [--only
 WHAT]`` (``--quick``: 3 runs, and sessions of 0 and 1,000 entries only; ``--only`` one of
-``help``, ``first``, ``stream``, ``worker``).
+``help``, ``first``, ``stream``, ``worker``, ``tui``; the TUI figures need tmux).
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -423,13 +431,114 @@ def worker_times(entries: int, runs: int, tmp: Path, *, key: bool = False) -> tu
     return first, _median(restarts)
 
 
+_TYPED = "qzxj"
+"""What the TUI benchmark types into the editor (found on no other part of its screen)."""
+
+
+class _Tmux:
+    """A private tmux server (its own socket, 120×40) the TUI benchmark launches into."""
+
+    def __init__(self, tmp: Path, env: dict[str, str]) -> None:
+        self.socket = str(tmp / "tmux.sock")
+        self.env = env
+        self("new-session", "-d", "-s", "bench", "-n", "idle", "-x", "120", "-y", "40", "sleep 600")
+
+    def __call__(self, *args: str) -> str:
+        done = subprocess.run(["tmux", "-S", self.socket, *args], env=self.env,
+                              capture_output=True, text=True, check=True, timeout=30)  # fmt: skip
+        return done.stdout
+
+    def screen(self, window: str) -> str:
+        return self("capture-pane", "-p", "-t", f"bench:{window}")
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-S", self.socket, "kill-server"], env=self.env, check=False)
+
+
+def _editor_shown(screen: str) -> bool:
+    """The TUI's editor is painted: its top border with the prompt marker ``›``."""
+    return any("╭─ ›" in line for line in screen.splitlines())
+
+
+def _typed_shown(screen: str) -> bool:
+    """The typed text is on screen, inside the editor's box."""
+    return any(_TYPED in line and "│" in line for line in screen.splitlines())
+
+
+def _poll(tmux: _Tmux, window: str, check: Any, what: str, start: float) -> float:
+    """Poll the pane (as fast as tmux answers) until ``check(screen)``; seconds since start."""
+    while True:
+        screen = tmux.screen(window)
+        if check(screen):
+            return time.monotonic() - start
+        if time.monotonic() - start > 120:
+            raise RuntimeError(f"the TUI showed no {what} within 120 s; the screen was:\n{screen}")
+
+
+def tui_times(runs: int, tmp: Path) -> tuple[Timing, Timing]:
+    """Median (wall, CPU) from launching ``coding-agent`` in a tmux pane to its first screen
+    (the editor painted) and to the editor accepting input (a key typed the moment the editor
+    shows appears in it). Each run is a new session (plain ``coding-agent``, the faux model);
+    its worker starts beside the TUI, as a user's would, and is stopped after the run. CPU is
+    the TUI process's own (``/proc``) when each point is reached."""
+    from coding_agent.session_files.folders import list_sessions
+
+    if not shutil.which("tmux"):
+        raise RuntimeError("the TUI figures need tmux (apt-get install tmux)")
+    project = tmp / "project-tui"
+    project.mkdir(exist_ok=True)
+    env = _stub_env(tmp)
+    env.update(TERM="xterm-256color", COLORTERM="truecolor", LANG="C.UTF-8")
+    env.pop("TMUX", None)
+    tmux = _Tmux(tmp, env)
+    screens: list[Timing] = []
+    inputs: list[Timing] = []
+    try:
+        for run in range(runs + 1):  # the first run may compile: unmeasured
+            window = f"run{run}"
+            start = time.monotonic()
+            tmux("new-window", "-d", "-n", window, "-c", str(project), f"exec {AGENT}")
+            pid = int(tmux("display-message", "-p", "-t", f"bench:{window}", "#{pane_pid}"))
+            shown = _poll(tmux, window, _editor_shown, "editor", start)
+            shown_cpu = _cpu_now(pid) or float("nan")
+            tmux("send-keys", "-t", f"bench:{window}", "-l", _TYPED)
+            typed = _poll(tmux, window, _typed_shown, "typed text", start)
+            typed_cpu = _cpu_now(pid) or float("nan")
+            screens.append((shown, shown_cpu))
+            inputs.append((typed, typed_cpu))
+            tmux("kill-window", "-t", f"bench:{window}")
+            for session in list_sessions(env=env):  # each run's worker: stop it
+                _stop_worker(session)
+    finally:
+        tmux.close()
+        for session in list_sessions(env=env):
+            _stop_worker(session)
+    return _median(screens[1:]), _median(inputs[1:])
+
+
+def _stop_worker(session: Any) -> None:
+    """SIGTERM the worker serving ``session`` (the pid its lock file names), if any, and wait
+    until it let go of the session."""
+    if not session.worker_running():
+        return
+    try:
+        os.kill(int(session.lock_path.read_text().split()[0]), signal.SIGTERM)
+    except (OSError, ValueError, IndexError):
+        return
+    deadline = time.monotonic() + 30
+    while session.worker_running() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="processes per figure (median)")
     parser.add_argument("--quick", action="store_true", help="3 runs; sessions up to 1,000")
     parser.add_argument("--cold", action="store_true", help="cache no bytecode (see above)")
     parser.add_argument("--tokens", type=int, default=50_000, help="tokens per streamed answer")
-    parser.add_argument("--only", choices=("help", "first", "stream", "worker"), default=None)
+    parser.add_argument(
+        "--only", choices=("help", "first", "stream", "worker", "tui"), default=None
+    )
     args = parser.parse_args()
     runs = 3 if args.quick else args.runs
     cache = tempfile.TemporaryDirectory()
@@ -444,7 +553,7 @@ def main() -> None:
     bare = timed([PYTHON, "-c", "pass"], runs)
     textual = timed([PYTHON, "-c", "import textual"], runs)
     base = f"baseline: python -c pass {_show(bare)}, import textual {_show(textual)}"
-    wanted = {args.only} if args.only else {"help", "first", "stream", "worker"}
+    wanted = {args.only} if args.only else {"help", "first", "stream", "worker", "tui"}
     if "help" in wanted:
         for flag in ("--help", "--version"):
             took = timed([AGENT, flag], runs)
@@ -478,6 +587,20 @@ def main() -> None:
             print(
                 f"worker start -> serving, 0 entries, ANTHROPIC_API_KEY set: first "
                 f"{_show(start)}; after SIGKILL {_show(restart)} [target <= 0.4 s] | {base}"
+            )
+        if "tui" in wanted:
+            shown, typed = tui_times(runs, Path(tmp))
+            ratio = shown[0] / textual[0]
+            met = "met" if shown[0] <= 0.5 and ratio <= 3 else "NOT met"
+            print(
+                f"TUI launch -> first screen: {_show(shown)}, {ratio:.1f}x import textual "
+                f"(CPU {shown[1] / textual[1]:.1f}x) [target <= 0.5 s and <= 3x import textual: "
+                f"{met}] | {base}"
+            )
+            met = "met" if typed[0] <= 0.5 else "NOT met"
+            print(
+                f"TUI launch -> editor accepts input: {_show(typed)} [target <= 0.5 s: {met}] "
+                f"| {base}"
             )
     cache.cleanup()
 

@@ -80,6 +80,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "JOB_KIND",
             "JsonlStorage",
             "LeaseLost",
+            "LeaseRenewer",
             "LocalProcessHost",
             "MISSING",
             "ManualClock",
@@ -185,6 +186,12 @@ PUBLIC: dict[str, frozenset[str]] = {
     "pico3.models": frozenset(
         {
             "ABORTED",
+            "Citation",
+            "ServerToolContent",
+            "ServerToolEvent",
+            "ANTHROPIC_ALIASES",
+            "MODEL_ALIASES",
+            "resolve_model_spec",
             "AssistantMessage",
             "Cost",
             "Deferred",

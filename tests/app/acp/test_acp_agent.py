@@ -12,83 +12,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
-from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+from acp import text_block
+from acp_support import TIMEOUT, Editor, agent
 
 pytestmark = pytest.mark.anyio
-
-BINARY = Path(sys.executable).with_name("coding-agent")
-TIMEOUT = 120
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"  # the ACP SDK runs on asyncio
-
-
-class Editor:
-    """The editor's side: records every update and answers permission requests as told."""
-
-    def __init__(self) -> None:
-        self.updates: list[dict[str, Any]] = []
-        self.asked: list[tuple[str, list[str]]] = []
-        self.answers: list[str | None] = []
-        self.asking = anyio.Event()
-        self.running = anyio.Event()
-
-    async def request_permission(self, session_id: str, tool_call: Any, options: Any, **_: Any):
-        self.asked.append((tool_call.title, [o.option_id for o in options]))
-        self.asking.set()
-        answer = self.answers.pop(0) if self.answers else None
-        if answer is None:
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        return RequestPermissionResponse(
-            outcome=AllowedOutcome(outcome="selected", option_id=answer)
-        )
-
-    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
-        self.updates.append(update.model_dump(exclude_none=True))
-        if self.updates[-1].get("status") == "in_progress":
-            self.running.set()  # a tool call started
-
-    def on_connect(self, conn: Any) -> None:
-        del conn
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        return [u for u in self.updates if u["session_update"] == kind]
-
-    def text(self, kind: str = "agent_message_chunk") -> str:
-        return "".join(u["content"]["text"] for u in self.of(kind))
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    (folder / "notes.txt").write_text("remember the milk\n")
-    return folder
-
-
-@asynccontextmanager
-async def agent(
-    editor: Editor, project: Path, env: dict[str, str], steps: list[dict[str, Any]]
-) -> AsyncIterator[tuple[Any, Any]]:
-    script = project.parent / f"script-{len(os.listdir(project.parent))}.json"
-    script.write_text(json.dumps(steps))
-    async with spawn_agent_process(
-        editor, str(BINARY), "acp", "--faux-script", str(script), env=env, cwd=str(project)
-    ) as (conn, process):
-        with anyio.fail_after(TIMEOUT):
-            await conn.initialize(protocol_version=PROTOCOL_VERSION)
-        yield conn, process
 
 
 async def test_a_whole_tour_through_the_sdk_client(

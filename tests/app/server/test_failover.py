@@ -25,7 +25,9 @@ pytestmark = pytest.mark.anyio
 TOKEN = "failover-token-0123456789abcdef"
 
 
-@pytest.mark.parametrize("state", ["shared", "separate"])
+@pytest.mark.parametrize(
+    ("state", "hosted"), [("shared", False), ("separate", False), ("shared", True)]
+)
 async def test_a_sigkilled_servers_session_resumes_on_the_other_server(
     servers: Any,
     agent_env: dict[str, str],
@@ -33,10 +35,13 @@ async def test_a_sigkilled_servers_session_resumes_on_the_other_server(
     tmp_path: Path,
     postgres_cluster: Any,
     state: str,
+    hosted: bool,
 ) -> None:
     """``shared``: both servers use one state folder (one machine). ``separate``: each has its
     own, as on two machines; the second finds the session in the database's session directory
-    and makes its folder before it starts the worker."""
+    and makes its folder before it starts the worker. ``hosted``: both servers run their
+    sessions in a host process (``--host-sessions``, the shared pool and lease renewer): the
+    first server's host is SIGKILLed with it, and the other server's host takes the lease."""
     url = f"postgresql://{postgres_cluster.user}@127.0.0.1:{postgres_cluster.port}/postgres"
     marker = tmp_path / "ran.txt"
     script = tmp_path / "failover.json"
@@ -53,6 +58,9 @@ async def test_a_sigkilled_servers_session_resumes_on_the_other_server(
         "--faux-script", str(script), "serve", "--cwd", str(project), "--storage", url,
         "--lease", "1", "--listen", "tcp://127.0.0.1:0", "--insecure", "--token-file", str(token),
     ]  # fmt: skip
+    if hosted:
+        common += ["--host-sessions", "--db-pool-size", "2"]
+    started_line = "session host started" if hosted else "worker started"
     first = await servers(agent_env, [*common, "--socket", str(sockets / "a.sock")], lines=2)
     other_env = dict(agent_env)
     if state == "separate":
@@ -77,7 +85,7 @@ async def test_a_sigkilled_servers_session_resumes_on_the_other_server(
             while not marker.exists():
                 assert client.returncode is None, output
                 await anyio.sleep(0.02)
-        started = await first.wait_event(lambda e: "worker started" in e, "the first worker")
+        started = await first.wait_event(lambda e: started_line in e, "the first worker")
         match = re.search(r"pid (\d+)", started)
         assert match is not None
         killed = time.monotonic()
@@ -90,7 +98,7 @@ async def test_a_sigkilled_servers_session_resumes_on_the_other_server(
     assert client.returncode == 0, err
     lines = [json.loads(line) for line in out.splitlines()]
     assert lines[-1]["ok"] is True and lines[-1]["text"] == "Resumed on the other server."
-    await second.wait_event(lambda e: "worker started" in e, "the second server's worker")
+    await second.wait_event(lambda e: started_line in e, "the second server's worker")
     if state == "separate":
         assert any("adopting it" in event for event in second.events), second.events
     assert marker.read_text() == "ran\n", "the interrupted command was not run again"

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from coding_agent.tui.conversation import SessionInfo
-from coding_agent.tui.document import UsageTotals, content_text, inbox_text, model_label
+from coding_agent.tui.document import (
+    UsageTotals,
+    content_text,
+    inbox_text,
+    model_label,
+    turn_model_label,
+)
 from coding_agent.tui.widgets.footer import StatusFooter, format_tokens
 from coding_agent.tui.widgets.tasks import task_summary
 from pico3 import QueuedInput, ViewDecoder, view_from_json
@@ -108,6 +114,36 @@ def test_footer_shows_model_cwd_session_tokens_cost_and_context_percent() -> Non
         assert part in line, (part, line)
 
 
+def test_a_turn_on_a_commands_model_shows_it_in_the_footer_and_under_its_prompt() -> None:
+    from rich.text import Text
+    from textual.widgets import Static
+
+    from coding_agent.tui.widgets.messages import entry_widget
+
+    footer = StatusFooter(SessionInfo("abcdef123456", "/srv/project", "faux/x", 10_000))
+    config = {"model": {"provider": "faux", "modelId": "faux-1"}}
+    running = {
+        "config": config,
+        "turn": {"inputs": [4], "model": {"provider": "faux", "modelId": "faux-big"}},
+    }
+    assert turn_model_label(running) == "faux/faux-big"
+    assert turn_model_label(view_from_json(running)) == "faux/faux-big"
+    footer._view = view_from_json(running)  # pyright: ignore[reportPrivateUsage]
+    assert footer.status_line(300).plain.startswith("faux/faux-big (this turn)")
+    idle = {"config": config}
+    assert turn_model_label(idle) is None and turn_model_label(view_from_json(idle)) is None
+    footer._view = view_from_json(idle)  # pyright: ignore[reportPrivateUsage]
+    assert footer.status_line(300).plain.startswith("faux/faux-1 ")
+    user = {"id": 4, "kind": "pi.user", "model": [{"role": "user", "content": "/quick"}]}
+    own = ViewDecoder().entry({**user, "data": {"model": "faux/faux-big"}})
+    widget = entry_widget(own)
+    assert isinstance(widget, Static) and isinstance(widget.content, Text)
+    assert widget.content.plain == "/quick\n↳ model for this turn: faux/faux-big"
+    plain = entry_widget(ViewDecoder().entry(user))
+    assert isinstance(plain, Static) and isinstance(plain.content, Text)
+    assert plain.content.plain == "/quick"
+
+
 def test_format_tokens_and_task_summaries() -> None:
     assert [format_tokens(n) for n in (950, 12_345, 2_500_000)] == ["950", "12.3k", "2.5M"]
     assert task_summary({"phase": "scan", "done": 1, "total": 4}) == "scan · 1/4 (25%)"
@@ -133,3 +169,25 @@ def test_the_footer_keeps_model_cost_and_context_percent_when_narrow() -> None:
         for part in ("faux/x", "$1.500", "ctx 75%"):
             assert part in line, (width, part, line)
     assert "a-rather-long-name" in footer.status_line(76).plain  # shortened before dropped
+
+
+def test_a_providers_own_search_and_citations_show_in_the_transcript_and_the_export() -> None:
+    from coding_agent.session_files.export import _texts  # pyright: ignore[reportPrivateUsage]
+    from coding_agent.tui.widgets.messages import server_tool_text
+    from pico3.models import Citation, ServerToolContent
+
+    found = [Citation(url="https://a.example/", title="A"), Citation(url="https://b.example/")]
+    search = ServerToolContent(id="s1", name="web_search", input={"query": "q"}, results=found)
+    assert server_tool_text(search) == (
+        "⌕ web_search (by the provider): q\n"
+        "  1. A — https://a.example/\n"
+        "  2. https://b.example/ — https://b.example/"
+    )
+    cited = TextContent(
+        text="Answer.", citations=[Citation(url="https://a.example/", title="A", cited_text="x")]
+    )
+    assert list(_texts([search, cited])) == [
+        ("text", "Searched the web (web_search): q\n- [A](https://a.example/)\n"
+                 "- [https://b.example/](https://b.example/)"),
+        ("text", 'Answer.\n\nSources:\n- [A](https://a.example/): "x"'),
+    ]  # fmt: skip

@@ -175,3 +175,21 @@ async def test_the_help_screen_scrolls_with_the_keys_its_footer_names(
         await docs.until(pilot, lambda: scroll.scroll_y < scroll.max_scroll_y)
         await pilot.press("home")
         await docs.until(pilot, lambda: scroll.scroll_y == 0)
+
+
+async def test_page_keys_read_in_one_burst_each_scroll_a_page(docs) -> None:
+    """Keys read in one burst (a held PgUp, a loaded machine) each move a page from where the
+    previous one is taking the transcript, not from the last painted position."""
+    conversation = docs.FakeConversation(_long_view(docs, count=60))
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot, app)
+        transcript = app.transcript
+        bottom = transcript.max_scroll_y
+        page = transcript.scrollable_content_region.height
+        assert bottom > 4 * page
+        for _ in range(3):  # queued before any of them is handled
+            app.simulate_key("pageup")
+        await _settle(pilot, app)
+        assert transcript.scroll_y == bottom - 3 * page
+        assert not transcript.following

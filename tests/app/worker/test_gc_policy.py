@@ -149,6 +149,32 @@ def test_the_start_up_pause_is_one_more_opening_and_ends_once() -> None:
     assert gc.isenabled() and gc.get_freeze_count() == 0
 
 
+_AT_EXIT = """
+import atexit, gc, sys
+atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > 0))  # runs last
+from coding_agent.cli.main import main
+try:
+    code = main(["--version"])
+except SystemExit as exit:  # argparse's way out of --version
+    code = exit.code
+print("frozen after main:", gc.get_freeze_count() > 0)
+sys.exit(code)
+"""
+
+
+def test_the_command_line_leaves_the_heap_frozen_for_the_interpreters_exit_only(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    # The exit's full collections walk nothing (~100 ms of a -p run's CPU after its answer);
+    # until the interpreter exits, nothing is frozen (a test may call main() in-process).
+    done = subprocess.run(
+        [sys.executable, "-c", _AT_EXIT], cwd=project, env=agent_env, capture_output=True,
+        text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-2:] == ["frozen after main: False", "frozen at exit: True"]
+
+
 _HEADLESS = """
 import gc, json, os, sys
 collections = []
@@ -158,7 +184,7 @@ at_request = {}
 def hook(event, args):
     address = args[1] if event == "socket.connect" else None
     if isinstance(address, tuple) and address[1] == port and not at_request:
-        later = ("yaml", "pathspec", "xml.sax", "jsonschema", "watchfiles")  # only some tools and files need them
+        later = ("yaml", "pathspec", "xml.sax", "jsonschema", "watchfiles", "difflib")  # only some tools and files need them
         at_request.update(
             collections=list(collections),
             enabled=gc.isenabled(),
@@ -178,7 +204,7 @@ def test_a_headless_run_collects_nothing_before_its_first_request(
     # Everything a -p run allocates before it asks the model lives as long as the process; the
     # SDK client ends the pause, so the request (and the rest of the run) has the collector on.
     # Nor does the run import before it what only some tools and files need (YAML frontmatter,
-    # glob patterns, the gitignore walker).
+    # glob patterns, the gitignore walker, an edit's diff).
     chunk = {"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}
     events = [
         sse({"id": "c1", "object": "chat.completion.chunk", "choices": [chunk]}),

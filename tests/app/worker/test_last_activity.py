@@ -94,3 +94,25 @@ async def test_a_prompt_records_the_activity(
     assert before <= recorded <= datetime.now(UTC)
     assert record["branch"] == session.current_branch() == 1
     assert session.last_active() == recorded.timestamp()
+
+
+def test_a_turn_records_its_prompt_not_its_end() -> None:
+    """The input of a prompt is placed (the user's doing) and later resolved (the turn's end):
+    only the first counts, so a turn writes the activity record once, not twice."""
+    from types import SimpleNamespace
+
+    from coding_agent.worker.activity import is_user_activity
+
+    def batch(**inputs: str) -> SimpleNamespace:
+        records = {int(k[1:]): SimpleNamespace(status=v) for k, v in inputs.items()}
+        return SimpleNamespace(inputs=records, created=[], config_changed={})
+
+    admitted: set[int] = set()
+    assert is_user_activity(batch(i2="placed"), admitted)
+    assert not is_user_activity(batch(i2="done"), admitted)
+    assert is_user_activity(batch(i5="queued"), admitted)  # a follow-up typed during a turn
+    assert is_user_activity(batch(i5="placed"), admitted)
+    assert not is_user_activity(batch(i5="unanswered"), admitted)
+    assert is_user_activity(batch(i9="done"), admitted)  # a !cmd line's output, done at once
+    assert admitted == set()
+    assert is_user_activity(batch(i2="done"))  # without the memory every input counts

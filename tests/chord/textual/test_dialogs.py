@@ -358,3 +358,26 @@ async def test_free_text_once_armed_goes_into_the_dialogs_own_field() -> None:
         await until(pilot, lambda: answers, "the answer")
         assert app.editor_text == ""
     assert answers == ["blue"]
+
+
+async def test_page_keys_read_in_one_burst_each_scroll_a_page() -> None:
+    """A loaded machine (or a held key) can hand the dialog several PgDn keys before it paints
+    once: each must count a page, not restart from the last painted position."""
+    body = "\n".join(f"line {n}" for n in range(200))
+    app = EditorApp()
+    asker = Asker(app)
+    async with app.run_test(size=(100, 40)) as pilot, anyio.create_task_group() as group:
+        group.start_soon(lambda: asker.choose(body=body, hint="esc denies"))
+        screen = await armed_dialog(pilot)
+        box = screen.query_one(_DialogBody)
+        page = box.scrollable_content_region.height
+        assert box.max_scroll_y > 3 * page
+        for _ in range(3):  # three keys queued before any of them is handled
+            app.simulate_key("pagedown")
+        await until(pilot, lambda: box.scroll_y == 3 * page, "three pages down")
+        for _ in range(2):
+            app.simulate_key("pageup")
+        await until(pilot, lambda: box.scroll_y == page, "two pages back up")
+        assert asker.answers == []  # scrolling answers nothing
+        await pilot.press("escape")
+        await until(pilot, lambda: asker.answers, "the answer")

@@ -267,3 +267,146 @@ async def test_run_app_with_facets_hosts_presentation_facets_beside_the_app() ->
     assert seen == {"panel": True, "commands": ["bump"]}
     assert deactivated == ["tui"]  # the host was disposed after the app exited
     assert tui.commands == {}  # owned unregistration ran
+
+
+class _GatedSource:
+    """A loopback source whose catalogue is withheld until ``gate`` is set (a provider that is
+    still starting); ``asked`` is set once the host asks for it."""
+
+    def __init__(self, provider: Any, task_group: Any) -> None:
+        from chord.remote import LoopbackServiceSource
+
+        self._inner = LoopbackServiceSource(provider, task_group=task_group)
+        self.gate = anyio.Event()
+        self.asked = anyio.Event()
+
+    @property
+    def accepts_unavailable_services(self) -> bool:
+        return False
+
+    async def catalogue(self, ctx: Any) -> Any:
+        self.asked.set()
+        await self.gate.wait()
+        return await self._inner.catalogue(ctx)
+
+    def open(self, **options: Any) -> Any:
+        return self._inner.open(**options)
+
+
+def _beside_parts() -> tuple[Any, Any, list[str]]:
+    """A provider of ``demo.greeting`` and a facet over it registering ``/greet``; the log."""
+    from chord.facets import FacetEnvironment, define_facet
+    from chord.remote import RemoteServiceProvider
+    from chord.services import define_service
+    from chord.textual import Tui
+
+    Greeting = define_service("demo.greeting")
+    log: list[str] = []
+
+    class GreetingImpl:
+        async def text(self, ctx: object) -> str:
+            return "hello from the provider"
+
+    provider = RemoteServiceProvider([Greeting])
+    provider.provide(Greeting, GreetingImpl())
+
+    def setup(env: FacetEnvironment) -> None:
+        tui = env.use(Tui)
+        greeting = env.use(Greeting)
+
+        def activate() -> None:
+            async def greet(args: str, ctx: object) -> None:
+                log.append(await greeting.text(ctx))
+
+            env.own(tui.register_command("greet", "Greet", greet))
+            log.append("activated")
+
+        env.on_activate(activate)
+        env.on_deactivate(lambda: log.append("deactivated"))
+
+    return provider, define_facet("greeter", setup), log
+
+
+class _TypingApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Vertical(id="panels")
+        yield Input(id="prompt")
+
+    def on_mount(self) -> None:
+        self.tui.mark_ready()  # type: ignore[attr-defined]
+
+
+async def _until(pilot: Pilot[None], predicate: Any, what: str) -> None:
+    """Let the app run until ``predicate()``; fail naming ``what`` after the deadline."""
+    try:
+        with anyio.fail_after(60):
+            while not predicate():
+                await pilot.pause(0.02)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for {what}") from None
+
+
+async def test_host_beside_runs_the_app_and_takes_typing_before_the_host_is_up() -> None:
+    from chord.textual import run_app_with_facets
+
+    provider, greeter, log = _beside_parts()
+    app = _TypingApp()
+    tui = TextualTui(app, ready=False)
+    app.tui = tui  # type: ignore[attr-defined]
+    built: list[bool] = []
+
+    def facets() -> list[Any]:
+        built.append(app.is_running)  # called once the app runs (after its first frame)
+        return [greeter]
+
+    async def drive(pilot: Pilot[None]) -> None:
+        await pilot.press(*"typed early")  # the host waits for the source: the app does not
+        assert app.query_one("#prompt", Input).value == "typed early"
+        await _until(pilot, source.asked.is_set, "the host to ask for the catalogue")
+        assert built == [True] and tui.commands == {} and log == []
+        source.gate.set()  # the provider is up
+        await _until(pilot, lambda: "greet" in tui.commands, "the facet to activate")
+        await tui.run_command("/greet", BACKGROUND)
+        app.exit()
+
+    async with anyio.create_task_group() as group:
+        source = _GatedSource(provider, group)
+        await run_app_with_facets(
+            app,
+            tui,
+            facets,
+            service_sources=[source],  # type: ignore[list-item]
+            host_beside=True,
+            headless=True,
+            auto_pilot=drive,
+        )
+        group.cancel_scope.cancel()
+    assert log == ["activated", "hello from the provider", "deactivated"]
+
+
+async def test_host_beside_cancels_a_host_still_starting_when_the_app_exits() -> None:
+    from chord.textual import run_app_with_facets
+
+    provider, greeter, log = _beside_parts()
+    app = _TypingApp()
+    tui = TextualTui(app, ready=False)
+    app.tui = tui  # type: ignore[attr-defined]
+
+    async def drive(pilot: Pilot[None]) -> None:
+        await _until(pilot, source.asked.is_set, "the host to ask for the catalogue")
+        app.exit()  # the provider never came up
+
+    async with anyio.create_task_group() as group:
+        source = _GatedSource(provider, group)
+        with anyio.fail_after(60):  # returns, rather than waiting for the provider
+            await run_app_with_facets(
+                app,
+                tui,
+                [greeter],
+                service_sources=[source],  # type: ignore[list-item]
+                host_beside=True,
+                headless=True,
+                auto_pilot=drive,
+            )
+        group.cancel_scope.cancel()
+    assert "activated" not in log and tui.commands == {}  # never activated

@@ -194,6 +194,42 @@ async def test_send_nowait_writes_whole_frames_and_a_partial_one_holds_other_sen
     assert received[2] == CancelFrame(id=3)
 
 
+async def test_a_partial_send_nowait_is_flushed_by_another_task(tmp_path: Path) -> None:
+    """The wire server pushes a frame from the task that produced it and its writer task
+    flushes the rest: the send lock must not belong to the first task (a session worker died
+    of ``RuntimeError: The current task is not holding this lock`` on a 2 MB view)."""
+    path = tmp_path / "chord.sock"
+    received: list[object] = []
+    done = anyio.Event()
+    reading = anyio.Event()
+
+    async def collect(conn: FrameConnection) -> None:
+        await reading.wait()
+        async for frame in conn:
+            received.append(frame)
+            if len(received) == 2:
+                done.set()
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(serve_unix, path, collect)
+        async with await connect_unix(path) as conn:
+            big = encode_frame(ResultFrame(id=2, ok=True, result="y" * 4_000_000))
+            pushed = anyio.Event()
+
+            async def push() -> None:  # another task: it ends holding nothing it must give back
+                assert conn.send_nowait(big) == "partial"
+                pushed.set()
+
+            tg.start_soon(push)
+            await pushed.wait()
+            reading.set()
+            await conn.flush()  # in this task
+            await conn.send(CancelFrame(id=3))  # the lock is free again
+            await done.wait()
+        tg.cancel_scope.cancel()
+    assert received == [ResultFrame(id=2, ok=True, result="y" * 4_000_000), CancelFrame(id=3)]
+
+
 async def test_send_nowait_is_busy_on_a_stream_that_cannot_write_without_waiting() -> None:
     client, server = memory_connection_pair()
     async with client, server:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from facets_mcp.config import load_config, user_config_path
+from facets_mcp.config import load_config, user_config_path, with_client_servers
 from facets_mcp.contract import tool_name
 
 
@@ -107,3 +107,24 @@ def test_startup_timeout_and_max_message_bytes_next_to_mcp_servers(tmp_path: Pat
         "startup_timeout",
         "max_message_bytes",
     ]
+
+
+def test_a_clients_servers_come_last_replace_a_configured_namesake_and_report_bad_entries(
+    tmp_path: Path,
+) -> None:
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "HOME": str(tmp_path)}
+    write(
+        user_config_path(env),
+        {"mcpServers": {"files": {"command": "configured"}, "web": {"url": "http://x/mcp"}}},
+    )
+    config = load_config(env=env)
+    assert with_client_servers(config, None, env) is config
+    brought = {
+        "source": "the editor",
+        "mcpServers": {"files": {"command": "editor-files"}, "bad": {"type": "ftp"}},
+    }
+    merged = with_client_servers(config, brought, env)
+    by_name = {spec.name: spec for spec in merged.servers}
+    assert sorted(by_name) == ["files", "web"]
+    assert by_name["files"].command == "editor-files" and by_name["files"].source == "the editor"
+    assert len(merged.errors) == 1 and merged.errors[0].startswith("the editor: server 'bad'")

@@ -205,6 +205,26 @@ async def test_request_ids_are_unique_per_conversation_and_inputs_replace_whole(
     assert await storage.input_by_request(other, "r", ctx) == elsewhere
 
 
+async def test_an_inputs_own_model_and_allow_rules_survive_reopen(backend, h) -> None:
+    storage = await backend.opened()
+    cid = await h.with_root(storage)
+    plain = Input(id=storage.mint_id(), conversation_id=cid, status="placed", entry=1)
+    model = {"provider": "faux", "modelId": "faux-big"}
+    own = Input(
+        id=storage.mint_id(),
+        conversation_id=cid,
+        status="queued",
+        model=model,
+        allow=["Bash(git add:*)", "Read"],
+    )
+    await storage.commit([InputWrite(plain), InputWrite(own)], ctx)
+    storage = await backend.reopen(storage)
+    assert await storage.input(own.id, ctx) == own
+    reread = await storage.input(plain.id, ctx)
+    assert reread == plain
+    assert reread is not None and reread.model is UNSET and reread.allow is UNSET
+
+
 async def test_task_patches_merge_and_terminal_drops_transient_fields(backend, h) -> None:
     storage = await backend.opened()
     cid = await h.with_root(storage)

@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from chord.context import BACKGROUND, Context
+from pico3.models import UserMessage
 from pico3.models.faux import FauxProvider, faux_error, faux_response
 from pico3.models.provider import ModelInfo
 from pico3.tools import ToolApi, ToolDeclaration, ToolResult
@@ -135,6 +136,30 @@ async def test_before_request_reruns_on_retry_and_is_never_persisted(open_sessio
         assert len(seen) == 2 and seen[0] == seen[1]
         assert [m.content for m in s.faux.state.requests[1].messages] == ["one", "INJECTED"]
         assert all("INJECTED" not in repr(e.model) for e in await s.entries())
+
+
+async def test_a_hook_changes_its_copy_in_place_and_the_next_request_starts_from_the_transcript(
+    open_session,
+) -> None:
+    def setup(h: Any) -> None:
+        ns = h.namespace("shout")
+
+        def before(request: dict[str, Any], api: Any, ctx: Context) -> None:
+            for message in request["messages"]:
+                if message["role"] == "user":
+                    message["content"] = f"{message['content']}!"  # in place, returns nothing
+
+        h.hooks(ns, MODEL_CALL_KIND, {"before_request": before})
+
+    async with open_session([faux_response("ok"), faux_response("ok")], setup=setup) as s:
+        await ask(s, "one")
+        await ask(s, "two")
+        users = [
+            [m.content for m in request.messages if isinstance(m, UserMessage)]
+            for request in s.faux.state.requests
+        ]
+        assert users == [["one!"], ["one!", "two!"]]
+        assert all("!" not in repr(e.model) for e in await s.entries())
 
 
 async def test_overflow_is_measured_on_the_post_hook_request(open_session) -> None:

@@ -14,6 +14,8 @@ token                         id                          served by
                                                           ``/label``, ``/rewind``
 :data:`ShellService`          ``coding-agent.shell``      ``worker/shell_service.py``: ``!cmd``
 :data:`ReloadService`         ``coding-agent.reload``     ``settings/package_reload.py``: ``/reload``
+:data:`TuiWatchService`       ``coding-agent.tui-watch``  ``worker/notifications.py``: which TUIs are
+                                                          attached (keyed: one instance, ``worker``)
 ============================  ==========================  =============================================
 
 Feature packages are not in this table: they are wired by their own service ids (each feature's
@@ -35,6 +37,8 @@ __all__ = [
     "SessionTreeApi",
     "SessionTreeService",
     "ShellService",
+    "TuiWatch",
+    "TuiWatchService",
     "WorkerStatusService",
 ]
 
@@ -100,3 +104,20 @@ class ReloadRequests(Protocol):
 ReloadService = define_service("coding-agent.reload", ReloadRequests)
 """The worker's ``/reload`` (remotable singleton): ``reload(ctx) -> list[ReloadOutcome]``
 (:mod:`coding_agent.settings.package_reload`)."""
+
+
+class TuiWatch(Protocol):
+    """The remotable contract of :data:`TuiWatchService`."""
+
+    async def watching(self, ctx: Context) -> None:
+        """Held open by a TUI for as long as it runs (it returns only when ``ctx`` is
+        cancelled, which a disconnect does): the worker counts the TUIs attached now."""
+        ...
+
+
+TuiWatchService = define_service("coding-agent.tui-watch", TuiWatch)
+"""The worker's count of attached TUIs (keyed, one instance ``"worker"``, which each TUI
+observes and calls :meth:`TuiWatch.watching` on): a TUI writes notifications to its terminal,
+so the worker's desktop notifications wait for no TUI to be attached
+(:mod:`coding_agent.worker.notifications`). Other clients (``-p``, the browser, ACP) do not
+count."""

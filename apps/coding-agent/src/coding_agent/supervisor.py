@@ -179,6 +179,7 @@ class WorkerSupervisor:
         self._ready_timeout = ready_timeout
         self._on_event = on_event
         self._process: anyio.abc.Process | None = None
+        self._launched: anyio.abc.Process | None = None  # spawned, its ready line not read
         self._model_applied = False
         self.starts = 0
         """Workers this supervisor started (reused ones do not count)."""
@@ -241,13 +242,30 @@ class WorkerSupervisor:
             return process.returncode
         return await self._reap()
 
+    async def launch(self) -> None:
+        """Spawn the session's worker now, without waiting for it to serve (when none serves
+        the session yet); :meth:`ensure_started` then waits for that one's ready line.
+
+        The TUI calls it first thing, so the worker starts *beside* the TUI's own imports
+        and first frame instead of before them.
+        """
+        if self._launched is None and not self.session.worker_running():
+            await self._reap()
+            self._launched = await self._spawn()
+
     async def ensure_started(self) -> bool:
         """Make sure a worker serves the session; ``True`` if this call started it.
 
         A worker that already holds the session lock is reused as it is (it may still be
         starting: the wire source waits for its socket). Raises :class:`WorkerStartError` when
-        the new worker exits or times out before it is ready.
+        the new worker exits or times out before it is ready. A worker started with :meth:`launch`
+        before is waited for first.
         """
+        launched, self._launched = self._launched, None
+        if launched is not None:
+            started = await self._ready(launched)
+            if started or self.session.worker_running():
+                return started
         for _ in range(_LOCK_RACE_ATTEMPTS):
             if self.session.worker_running():
                 return False
@@ -262,6 +280,9 @@ class WorkerSupervisor:
 
     async def _start_one(self) -> bool:
         await self._reap()
+        return await self._ready(await self._spawn())
+
+    async def _spawn(self) -> anyio.abc.Process:
         argv = self.command()
         log = self._open_log()
         try:
@@ -277,6 +298,10 @@ class WorkerSupervisor:
         finally:
             os.close(log)
         self._process = process
+        return process
+
+    async def _ready(self, process: anyio.abc.Process) -> bool:
+        """Wait for the ready line of ``process`` (just spawned); ``True`` once it serves."""
         started = await self._wait_ready(process)
         if started:
             self._model_applied = True
@@ -323,6 +348,7 @@ class WorkerSupervisor:
         """Leave the worker this supervisor started running (``/quit``): it serves the next
         client and stops by itself once it has lingered with no client and nothing live. A
         worker tied to this process (``exit_with_parent``) cannot outlive it: it is stopped."""
+        self._launched = None
         process = self._process
         if process is None:
             return
@@ -361,6 +387,7 @@ class WorkerSupervisor:
 
     async def stop(self) -> None:
         """SIGTERM the worker this supervisor started (if still running) and wait for it."""
+        self._launched = None
         process = self._process
         if process is None:
             return

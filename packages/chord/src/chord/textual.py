@@ -38,6 +38,11 @@ receives through :meth:`TextualTui.handle_key` before Textual does::
 as the facet that provides :data:`Tui`; :func:`run_app_with_facets` runs a facet host *beside* the
 app (not inside it: Textual cancels its workers at exit without awaiting them, and the host must
 get to dispose cleanly) and returns when the app exits.
+
+Why one module: it is the one seam between facets and a Textual app: the contract, the
+:class:`TextualTui` that implements it and :func:`run_app_with_facets` that runs a host beside
+the app share the adapter's readiness (panels, toasts and modals held until the app mounts; a
+host started beside the app waits for its first frame), which must not leak out of this module.
 """
 
 from __future__ import annotations
@@ -546,11 +551,12 @@ def tui_facet(tui: TuiService, facet_id: str = "@chord/tui") -> Facet:
 async def run_app_with_facets(
     app: App[Any],
     tui: TextualTui,
-    facets: Sequence[Facet],
+    facets: Sequence[Facet] | Callable[[], Sequence[Facet]],
     *,
     service_sources: Sequence[RemoteServiceSource] = (),
     on_error: Callable[[BaseException], None] | None = None,
     on_host: Callable[[FacetHost], Awaitable[None] | None] | None = None,
+    host_beside: bool = False,
     **run_options: Any,
 ) -> None:
     """Run ``app`` with a facet host *beside* it, providing :data:`Tui` from ``tui``.
@@ -560,15 +566,74 @@ async def run_app_with_facets(
     the running host (to start a reload coordinator, say), the app runs, and when it exits the
     host is disposed — outside Textual's worker machinery, so disposal really completes.
     ``run_options`` go to ``App.run_async`` (``headless=True``, ``auto_pilot=...`` in tests).
+
+    ``host_beside`` starts the app at once and the host beside it, once the app's first frame
+    is painted: the app paints and takes input while the host waits for its
+    ``service_sources`` (a remote provider that is still starting, say), and the facets
+    activate whenever the host is up. The app must cope with facets that are not active yet.
+    If the host or ``on_host`` fails, the app exits and the error is raised; if the app exits
+    first, a host still starting is cancelled. ``facets`` may be a function returning them,
+    called as the host starts (beside the app: after the first frame, so loading them costs
+    the first frame nothing).
     """
     if tui.app is not app:
         raise ValueError("tui must wrap the app being run")
-    all_facets = [tui_facet(tui), *facets]
-    async with create_facet_host(
-        all_facets, service_sources=service_sources, on_error=on_error
-    ) as host:
-        if on_host is not None:
-            result = on_host(host)
-            if inspect.isawaitable(result):
-                await result
-        await app.run_async(**run_options)
+
+    def all_facets() -> list[Facet]:
+        return [tui_facet(tui), *(facets() if callable(facets) else facets)]
+
+    if not host_beside:
+        async with create_facet_host(
+            all_facets(), service_sources=service_sources, on_error=on_error
+        ) as host:
+            await _call_on_host(on_host, host)
+            await app.run_async(**run_options)
+        return
+
+    failures: list[BaseException] = []
+    app_done = anyio.Event()
+    starting = anyio.CancelScope()  # cancelled if the app exits before the host is up
+    entered = False
+
+    async def run_host() -> None:
+        nonlocal entered
+        try:
+            with starting:
+                await _first_frame(app, tui)
+                async with create_facet_host(
+                    all_facets(), service_sources=service_sources, on_error=on_error
+                ) as host:
+                    entered = True  # from here on the host is disposed in full, never cut
+                    await _call_on_host(on_host, host)
+                    await app_done.wait()
+        except Exception as error:
+            failures.append(error)
+            app.exit()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run_host)
+        try:
+            await app.run_async(**run_options)
+        finally:
+            app_done.set()
+            if not entered:
+                starting.cancel()
+    if failures:
+        raise failures[0]
+
+
+async def _first_frame(app: App[Any], tui: TextualTui) -> None:
+    """Wait until ``app`` is mounted (it marked ``tui`` ready) and has painted once."""
+    await tui._ready.wait()  # pyright: ignore[reportPrivateUsage] - the same module's
+    painted = anyio.Event()
+    app.call_after_refresh(painted.set)
+    await painted.wait()
+
+
+async def _call_on_host(
+    on_host: Callable[[FacetHost], Awaitable[None] | None] | None, host: FacetHost
+) -> None:
+    if on_host is not None:
+        result = on_host(host)
+        if inspect.isawaitable(result):
+            await result

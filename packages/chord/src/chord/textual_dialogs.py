@@ -303,12 +303,14 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
 
     # -- the body --------------------------------------------------------------------------
     def scroll_body(self, pages: int) -> None:
-        """Scroll the body by ``pages`` pages (negative: up)."""
+        """Scroll the body by ``pages`` pages (negative: up), from where the previous key is
+        taking it (``scroll_target_y``) and at once: keys arriving in one burst (a held key, a
+        loaded machine that reads several before it paints) each count. Textual's own
+        ``scroll_page_down`` would start every one of them from the last painted position."""
         for body in self.query(_DialogBody):
-            if pages < 0:
-                body.scroll_page_up(animate=False)
-            else:
-                body.scroll_page_down(animate=False)
+            page = max(1, body.scrollable_content_region.height)
+            y = max(0, min(body.scroll_target_y + pages * page, body.max_scroll_y))
+            body.scroll_to(y=y, animate=False, immediate=True)
 
     def fit_body(self) -> None:
         """Give the body the rows the dialog's box leaves it (at most 80% of the screen), so

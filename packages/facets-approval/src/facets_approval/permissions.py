@@ -48,6 +48,7 @@ __all__ = [
     "RulesProvider",
     "session_rule_reader",
     "top_conversation",
+    "turn_rules",
 ]
 
 PERMISSION_SOURCE = "permission_rules"
@@ -108,6 +109,19 @@ def session_rule_reader(ns: Namespace) -> Any:
         return [r for r in stored if isinstance(r, str)]
 
     return read
+
+
+async def turn_rules(tx: Transaction, conversation_id: int) -> list[str]:
+    """The allow rules the running turn of ``conversation_id`` was given: the ``allow`` list of
+    the input that started it (``Input.allow``, a command's ``allowed-tools:``, through
+    ``tx.turn_input``), read from storage at decision time. Empty when no turn runs, the input
+    has none or anything is not as expected: a grant never outlives its turn, never reaches
+    another conversation (a subagent's turn is its own), and a doubt is no grant."""
+    record = await tx.turn_input(conversation_id)
+    allow = getattr(record, "allow", None)
+    if not isinstance(allow, list):
+        return []
+    return [rule for rule in allow if isinstance(rule, str) and rule]  # pyright: ignore[reportUnknownVariableType]
 
 
 class RuleStore:
@@ -180,12 +194,26 @@ class RuleStore:
         return ["session", *self._files()[3]]
 
     def build(
-        self, session: Sequence[str], auto_allow: Sequence[str], workspace: str | None
+        self,
+        session: Sequence[str],
+        auto_allow: Sequence[str],
+        workspace: str | None,
+        turn: Sequence[str] = (),
     ) -> tuple[RuleSet, list[RuleEntry]]:
-        """The rule set for a decision and the entries ``/permissions`` lists."""
+        """The rule set for a decision and the entries ``/permissions`` lists. ``turn``: the
+        allow rules of the running turn (:func:`turn_rules`), for this decision only."""
         raw, problems, root, _scopes = self._files()
         raw = [
             *raw,
+            *(
+                {
+                    "rule": r,
+                    "kind": "allow",
+                    "source": "this turn's allowed-tools",
+                    "scope": "session",
+                }
+                for r in turn
+            ),
             *(
                 {"rule": r, "kind": "allow", "source": "session", "scope": "session"}
                 for r in session

@@ -23,7 +23,11 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
   mode and it must only read and propose a plan;
 * an **ask** rule asks, in every mode (``auto`` and ``accept-edits`` too), saying which rule;
 * an **allow** rule runs a call the mode would ask about — but never one :func:`confinement`
-  guards (below);
+  guards (below). Besides the files', the session's and ``autoAllow``, the running turn's own
+  rules count: the ``allow`` list of the input that started the turn (a command's
+  ``allowed-tools:``, :func:`~.permissions.turn_rules`), read from storage at each decision, so
+  they apply to that turn's calls only (not a later turn's, not a subagent's) and a crash keeps
+  them; every tool stays offered, and a call they do not cover asks as usual;
 * ``"ask"``:
   1. read the decision memo (``api.memo("decision")`` on the tool task's slot: decided before a
      crash or a reload?);
@@ -125,7 +129,7 @@ from .contract import (
     check_mode,
 )
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, path_within
-from .permissions import RulesProvider, RuleStore, session_rule_reader
+from .permissions import RulesProvider, RuleStore, session_rule_reader, turn_rules
 from .sandboxing import SANDBOX_UNAVAILABLE, outside_sandbox
 from .suggest import suggest_rule
 
@@ -425,6 +429,9 @@ def install_approval(
             if conversation is None:  # pragma: no cover - the hosting task's conversation exists
                 raise RuntimeError(f"conversation {api.conversation_id} is not open")
             mode, auto_allow, session = await conversation.commit(current, ctx)
+            granted = await conversation.commit(
+                lambda tx, _ctx: turn_rules(tx, conversation.id), ctx
+            )
             top = await store.top(conversation.id, ctx)
             store.current = top
             unsandboxed = False
@@ -432,7 +439,7 @@ def install_approval(
                 owner = await harness.conversation(top, ctx)
                 if owner is not None:
                     session = await owner.commit(session_rule_reader(ns), ctx)
-            ruleset = store.build(session, auto_allow, workspace)[0]
+            ruleset = store.build(session, auto_allow, workspace, granted)[0]
             verdict = ruleset.evaluate(tool, arguments)
             if verdict.kind == "deny":
                 return {"block": rule_block_reason(tool, verdict.why)}

@@ -45,7 +45,10 @@ event run one after another, in file order; the first that blocks a tool call en
 A ``UserPromptSubmit`` verdict is stored in the conversation's rewindable state (``hooks``
 namespace, ``prompts``), so a restarted worker neither runs it again nor loses its context. A
 ``PostToolUse``, ``Stop`` or ``PreCompact`` hook may run again after a crash that falls between
-the hook and the commit that records what follows it.
+the hook and the commit that records what follows it. The ``Notification`` hooks of a waiting
+call are recorded as run (the namespace's session key ``notified``: ``<conversation>:<call
+id>``) once they ended, so a restarted worker, which finds the call waiting again, does not run
+them again (one killed while they ran runs them again).
 
 What a hook says to the *user* (a non-blocking error, a timeout, stderr of an event whose
 stderr is for the user) goes to the worker's log (``coding-agent worker: ...``).
@@ -95,6 +98,8 @@ __all__ = ["NAMESPACE", "Hooks", "session_facet"]
 
 _log = logging.getLogger("facets_hooks")
 NAMESPACE = "hooks"
+KEEP_NOTIFIED = 500
+"""How many waiting calls' ``Notification`` runs the session remembers (call ids are unique)."""
 
 
 COLLAPSE_KIND = "pi.collapse"
@@ -424,6 +429,33 @@ class Hooks:
             if run.exit_code == 2 and run.stderr.strip():
                 _log.warning("Notification hook `%s`: %s", hook.command, run.stderr.strip())
 
+    async def notify_once(self, key: str, message: str, ctx: Context) -> None:
+        """:meth:`notify` for the waiting call ``key``, unless the session records that it ran
+        already; recorded once the hooks ended (the ``hooks`` namespace's ``notified``, the
+        newest :data:`KEEP_NOTIFIED`), so a restarted worker does not run them again."""
+        ns = self._ns
+        if ns is None:
+            await self.notify(message, ctx)
+            return
+        root = await self._harness.harness.root(ctx)
+
+        def done(tx: Any, _ctx: Context) -> bool:  # a read: nothing is stored
+            stored = tx.snapshot("session").get("plugins", {}).get(NAMESPACE, {})
+            return key in (stored.get("notified") or ())
+
+        if await root.commit(done, ctx):
+            return
+        await self.notify(message, ctx)
+
+        def record(tx: Any, _ctx: Context) -> None:
+            notified = tx.plugins(ns)["notified"]
+            if key not in notified:
+                notified.append(key)
+                while len(notified) > KEEP_NOTIFIED:
+                    del notified[0]
+
+        await root.commit(record, ctx)
+
     def session_end(self) -> None:
         """Start the ``SessionEnd`` hooks; they are not waited for (the worker is leaving)."""
         payload = json.dumps(self.payload("SessionEnd", reason="other")).encode()
@@ -454,7 +486,9 @@ class Hooks:
     def install(self, h: Any) -> Callable[[], None]:
         undo: list[Callable[[], None]] = []
         try:
-            self._ns = ns = h.namespace(NAMESPACE, {"rewindable": {"prompts": {}}})
+            self._ns = ns = h.namespace(
+                NAMESPACE, {"rewindable": {"prompts": {}}, "session": {"notified": []}}
+            )
             self._prompts.clear()
             undo.append(ns.unregister)
             undo.append(
@@ -533,21 +567,23 @@ def session_facet(env: FacetEnvironment) -> None:
             await loaded.wait()
         if not hooks.loaded.for_event("Notification"):
             return
-        send, receive = anyio.create_memory_object_stream[str](math.inf)
+        send, receive = anyio.create_memory_object_stream[tuple[str, str]](math.inf)
         told: set[str] = set()
+        conversation = instance.conversation.value
+        cid = conversation.get("id") if isinstance(conversation, dict) else None
 
         def deliver(value: Any, _ctx: Context, _delivery: Any) -> None:
             for call, on, tool in waiting_calls(value):
                 if call not in told:
                     told.add(call)
                     name = tool_names(tool, None)[0]
-                    send.send_nowait(WAITING_MESSAGES[on].format(tool=name))
+                    send.send_nowait((f"{cid}:{call}", WAITING_MESSAGES[on].format(tool=name)))
 
         stop = instance.view.subscribe(deliver)
         try:
             with cancel_scope(ctx), receive:
-                async for message in receive:
-                    await hooks.notify(message, ctx)
+                async for key, message in receive:
+                    await hooks.notify_once(key, message, ctx)
         finally:
             stop()
             send.close()

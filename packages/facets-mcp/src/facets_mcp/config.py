@@ -57,11 +57,12 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
+    "CLIENT_SERVERS_SERVICE",
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_STARTUP_TIMEOUT",
@@ -74,6 +75,7 @@ __all__ = [
     "parse_settings",
     "project_config_path",
     "user_config_path",
+    "with_client_servers",
 ]
 
 DEFAULT_TIMEOUT = 120.0
@@ -424,3 +426,29 @@ def load_config(
     for spec in claude_local:
         by_name[spec.name] = spec
     return McpConfig(tuple(by_name.values()), tuple(errors), **settings)
+
+
+CLIENT_SERVERS_SERVICE = "mcp_client_servers"
+"""The harness service holding the servers a client brought for this session (an editor's
+``mcpServers`` in ACP's ``session/new``): ``{"source": "<who>", "mcpServers": {name: entry}}``,
+entries in this module's shape. Started like the configured servers, under the same rules (the
+approval of every call, a ``"sandbox": true`` entry in the OS sandbox, the scrubbed environment);
+one with a configured server's name replaces it for this session."""
+
+
+def with_client_servers(
+    config: McpConfig, brought: object, environ: Mapping[str, str] | None = None
+) -> McpConfig:
+    """``config`` with the servers of :data:`CLIENT_SERVERS_SERVICE`'s value ``brought`` added
+    last (``None``: ``config`` as it is); a bad entry is one more error naming ``source``."""
+    if brought is None:
+        return config
+    source = "the client's servers"
+    if isinstance(brought, Mapping):
+        named = brought.get("source")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        source = named if isinstance(named, str) and named else source
+    servers, problems = parse_servers(brought, source, environ)
+    by_name = {spec.name: spec for spec in config.servers}
+    for spec in servers:
+        by_name[spec.name] = spec
+    return replace(config, servers=tuple(by_name.values()), errors=(*config.errors, *problems))

@@ -29,7 +29,8 @@ Where things are comes from the harness's ``services``: ``workspace`` (the worki
 servers' working directory), ``project_root`` (where ``.mcp.json`` is looked for, default the
 workspace) and ``project_trusted`` (default ``False``); ``agent_state_dir`` (else ``state_dir``)
 holds remote servers' OAuth tokens (:mod:`.auth`, in ``mcp-auth/``); ``mcp_env`` may replace
-``os.environ`` (tests); ``sandbox`` (a :class:`pico3.Sandbox`) runs the stdio servers whose
+``os.environ`` (tests); ``mcp_client_servers`` (:data:`~.config.CLIENT_SERVERS_SERVICE`) adds the
+servers a client brought for this session (an editor's, over ACP), after the configured ones; ``sandbox`` (a :class:`pico3.Sandbox`) runs the stdio servers whose
 entry says ``"sandbox": true``; ``attendance`` (a :class:`pico3.Attendance`, the worker's
 clients) lets :mod:`.idle` stop stdio servers while nobody is attached. A stdio server inherits that environment (a certificate file, a proxy, a
 token the user exported) with its ``env`` block on top, both scrubbed by the session's
@@ -72,7 +73,7 @@ from pico3 import (
 if TYPE_CHECKING:
     from .client import ServerRunner
 
-from .config import load_config
+from .config import CLIENT_SERVERS_SERVICE, load_config, with_client_servers
 from .contract import McpElicitations, McpSampling, McpServer, McpServers, McpState, tool_name
 from .mentions import mentions_registration
 from .offers import ProgressSlot, elicitation_asker, instructions_registration, resource_tools
@@ -179,11 +180,15 @@ class McpHost:
         workspace = services.get("workspace")
         project = services.get("project_root") or workspace
         env = services.get("mcp_env")
-        config = load_config(
-            project=project,
-            project_trusted=bool(services.get("project_trusted", False)),
-            env=env,
-            cwd=workspace,
+        config = with_client_servers(
+            load_config(
+                project=project,
+                project_trusted=bool(services.get("project_trusted", False)),
+                env=env,
+                cwd=workspace,
+            ),
+            services.get(CLIENT_SERVERS_SERVICE),
+            env,
         )
         self._errors = list(config.errors)
         self._startup_timeout = config.startup_timeout

@@ -17,7 +17,8 @@ Three things a Claude Code agent file says differently from us, and how each is 
   ``ANTHROPIC_DEFAULT_SONNET_MODEL`` / ``…_OPUS_…`` / ``…_HAIKU_…`` choose it (a
   ``provider/id`` there is used whatever the caller's provider; a bare id on the ``anthropic``
   provider only), else :data:`ANTHROPIC_ALIASES` on ``anthropic``; any other provider inherits
-  the caller's model, since it has no model of that name.
+  the caller's model, since it has no model of that name. The mapping is pico3's
+  (:func:`pico3.models.resolve_model_spec`), shared with commands' ``model:``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from pico3.models import ANTHROPIC_ALIASES, MODEL_ALIASES, resolve_model_spec
 
 __all__ = [
     "ANTHROPIC_ALIASES",
@@ -59,16 +62,6 @@ NOT_YET: frozenset[str] = frozenset(
 )
 """Claude Code tools this agent does not have (yet): a definition naming them loads without
 them, with one warning naming the file."""
-
-MODEL_ALIASES = ("sonnet", "opus", "haiku")
-
-ANTHROPIC_ALIASES: Mapping[str, str] = {
-    "sonnet": "claude-sonnet-4-6",
-    "opus": "claude-opus-4-7",
-    "haiku": "claude-haiku-4-5",
-}
-"""What an alias means on the ``anthropic`` provider when no variable says otherwise (the
-current models of the app's Anthropic catalogue)."""
 
 # A field starts in the first column. A known field always does; another lowercase key does
 # too, except the words the <example> blocks of published agents put at a line's start.
@@ -217,29 +210,10 @@ def map_tools(value: Any, source: str, line: int, item_lines: tuple[int, ...] = 
 
 
 def resolve_model(spec: str | None, caller: Any, env: Mapping[str, str]) -> tuple[Any, str | None]:
-    """The model config value for a definition's ``model`` and a note when an alias fell back.
+    """The model config value for a definition's ``model`` and a note when an alias fell back:
+    pico3's :func:`~pico3.models.resolve_model_spec`, the one mapping commands use too.
 
     ``spec``: ``None`` (inherit), an alias, ``provider/id``, or a bare model id (on the caller's
     provider, as Claude Code passes an unknown name to its API). ``caller``: the calling
     conversation's ``{"provider", "modelId"}``."""
-    if spec is None:
-        return caller, None
-    if "/" in spec:
-        provider, _, model_id = spec.partition("/")
-        return {"provider": provider, "modelId": model_id}, None
-    provider = str(caller.get("provider", "")) if isinstance(caller, dict) else ""
-    if spec not in MODEL_ALIASES:
-        if not provider:
-            return caller, None
-        return {"provider": provider, "modelId": spec}, None
-    variable = f"ANTHROPIC_DEFAULT_{spec.upper()}_MODEL"
-    chosen = (env.get(variable) or "").strip()
-    if "/" in chosen:
-        named, _, model_id = chosen.partition("/")
-        return {"provider": named, "modelId": model_id}, None
-    if provider == "anthropic":
-        return {"provider": provider, "modelId": chosen or ANTHROPIC_ALIASES[spec]}, None
-    return caller, (
-        f"model {spec!r} has no model on provider {provider or '?'!r}: the subagent uses the "
-        f"caller's (set {variable}=provider/id to choose one)"
-    )
+    return resolve_model_spec(spec, caller, env, who="the subagent")

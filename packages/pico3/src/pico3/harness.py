@@ -412,12 +412,26 @@ class ConversationHandle:
         *,
         request_id: str | None = None,
         when_busy: Literal["followUp", "steer", "reject"] = "followUp",
+        model: Mapping[str, Any] | None = None,
+        allow: Sequence[str] | None = None,
     ) -> InputHandle:
         """Admit a user input: placed now with a new model call when idle, else queued as
         ``when_busy`` (``reject`` raises ``ConversationBusy``). A repeated ``request_id``
-        returns the original input. Never waits for the model call."""
+        returns the original input. Never waits for the model call.
+
+        ``model`` (``{"provider", "modelId"}``) answers the turn this input starts instead of
+        the ``model`` config, for that turn only; ``allow`` names permission rules the approval
+        authority may let run without asking during that turn (a command's ``model:`` and
+        ``allowed-tools:``). Both are kept in the input record, so a crash resumes with them."""
         return await _turn.send(
-            self._kernel, self.id, content, ctx, request_id=request_id, when_busy=when_busy
+            self._kernel,
+            self.id,
+            content,
+            ctx,
+            request_id=request_id,
+            when_busy=when_busy,
+            model=model,
+            allow=allow,
         )
 
     async def steer(

@@ -11,6 +11,9 @@ CodeCompanion, …) and talks to over stdio with JSON-RPC, built on the protocol
   session config option; :func:`~coding_agent.acp.agent.run_acp` serves stdio.
 * :mod:`.session` — one open session: its host, the root conversation's view followed, the
   approval and question dialogs answered through ``session/request_permission``.
+* :mod:`.editor` — what the editor brings: its buffers for the tools (``fs/*``) and its MCP
+  servers; :mod:`.terminal` — a ``bash`` call's output live in an editor terminal;
+* :mod:`.turns` — the bounded records of the prompts waiting for their turns;
 * :mod:`.translate` — the pure mapping from the view's entries and live message to ACP
   ``session/update`` notifications (message and thought chunks, tool calls with their kind,
   locations and diffs) and from ACP prompt blocks to our message content.

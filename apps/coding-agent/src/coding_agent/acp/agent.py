@@ -4,9 +4,11 @@ An editor starts ``coding-agent acp`` and speaks JSON-RPC over its stdin and std
 the log. :class:`CodingAgentAcp` answers:
 
 * ``initialize`` — the protocol version, ``loadSession``, prompts with images and embedded
-  context;
-* ``session/new`` — a new durable session in ``cwd`` (what ``coding-agent`` would make there);
-  the reply carries the permission modes and the model option;
+  context, MCP servers over stdio, HTTP and SSE; the editor's ``fs`` capability is kept for
+  the sessions (:mod:`.editor`);
+* ``session/new`` — a new durable session in ``cwd`` (what ``coding-agent`` would make there),
+  with the editor's ``mcpServers`` started for it; the reply carries the permission modes and
+  the model option;
 * ``session/load`` — an existing session by its id (``coding-agent sessions`` lists them): its
   transcript is replayed as updates, and a turn the last process left unfinished goes on;
 * ``session/prompt`` — one turn; the reply's ``stopReason`` is ``end_turn`` or ``cancelled``,
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +35,11 @@ from acp import PROTOCOL_VERSION, run_agent
 from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
+    ClientCapabilities,
     Implementation,
     InitializeResponse,
     LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
@@ -42,11 +47,13 @@ from acp.schema import (
     SetSessionModeResponse,
 )
 
+from coding_agent.acp.editor import MCP_CLIENT_SERVERS, AcpEditorFiles, mcp_servers_entry
 from coding_agent.acp.errors import failed, invalid
 from coding_agent.acp.session import AcpSession
 from coding_agent.acp.translate import prompt_content
 from coding_agent.session_files.folders import SessionError, create_session, open_session
 from coding_agent.worker.main import WorkerBusy, session_worker_config
+from coding_agent.worker.tools import EDITOR_FILES_SERVICE
 
 __all__ = ["CodingAgentAcp", "run_acp"]
 
@@ -65,12 +72,20 @@ class CodingAgentAcp:
         self._model = model
         self._faux_script = faux_script
         self._client: Client | None = None
+        self._capabilities = ClientCapabilities()
         self._sessions: dict[str, AcpSession] = {}
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
 
-    async def initialize(self, protocol_version: int, **_: Any) -> InitializeResponse:
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        **_: Any,
+    ) -> InitializeResponse:
+        if client_capabilities is not None:
+            self._capabilities = client_capabilities
         try:
             version = importlib.metadata.version("pico-coding-agent")
         except importlib.metadata.PackageNotFoundError:
@@ -80,6 +95,7 @@ class CodingAgentAcp:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=True, sse=True),
             ),
             agent_info=Implementation(name="coding-agent", title="coding-agent", version=version),
         )
@@ -87,7 +103,27 @@ class CodingAgentAcp:
     async def authenticate(self, method_id: str, **_: Any) -> None:
         del method_id  # provider keys come from the environment and config.toml
 
-    async def _open(self, session_id: str, cwd: Path, *, new: bool) -> AcpSession:
+    def _services(self, session_id: str, mcp_servers: Sequence[Any] | None) -> dict[str, Any]:
+        """The harness services the editor brings to a session: its buffers (when it offers
+        ``fs``) and its MCP servers (:mod:`.editor`)."""
+        assert self._client is not None
+        services: dict[str, Any] = {}
+        fs = self._capabilities.fs
+        if fs is not None and (fs.read_text_file or fs.write_text_file):
+            services[EDITOR_FILES_SERVICE] = AcpEditorFiles(
+                self._client,
+                session_id,
+                read=bool(fs.read_text_file),
+                write=bool(fs.write_text_file),
+            )
+        servers = mcp_servers_entry(mcp_servers)
+        if servers is not None:
+            services[MCP_CLIENT_SERVERS] = servers
+        return services
+
+    async def _open(
+        self, session_id: str, cwd: Path, mcp_servers: Sequence[Any] | None, *, new: bool
+    ) -> AcpSession:
         if self._client is None:
             raise failed("no client is connected")
         try:
@@ -97,7 +133,13 @@ class CodingAgentAcp:
         config = session_worker_config(session, model=self._model, faux_script=self._faux_script)
         if config.environment is not None:  # this process runs the commands: keys stay in config
             config.environment.withhold_from_process()
-        served = AcpSession(session.id, config, self._client)
+        served = AcpSession(
+            session.id,
+            config,
+            self._client,
+            services=self._services(session.id, mcp_servers),
+            terminal=bool(self._capabilities.terminal),
+        )
         try:
             await self._group.start(served.run)
         except WorkerBusy:
@@ -107,15 +149,19 @@ class CodingAgentAcp:
         self._sessions[session.id] = served
         return served
 
-    async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
-        served = await self._open("", Path(cwd), new=True)
+    async def new_session(
+        self, cwd: str, mcp_servers: Sequence[Any] | None = None, **_: Any
+    ) -> NewSessionResponse:
+        served = await self._open("", Path(cwd), mcp_servers, new=True)
         return NewSessionResponse(
             session_id=served.id, modes=served.modes(), config_options=[served.model_option()]
         )
 
-    async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Sequence[Any] | None = None, **_: Any
+    ) -> LoadSessionResponse:
         served = self._sessions.get(session_id) or await self._open(
-            session_id, Path(cwd), new=False
+            session_id, Path(cwd), mcp_servers, new=False
         )
         await served.replay_transcript()
         return LoadSessionResponse(modes=served.modes(), config_options=[served.model_option()])

@@ -9,6 +9,10 @@ as ``-p`` does) with a few presentation facets of its own:
   approval offers *Allow*, *Always allow* (when the dialog offers a narrow rule: kept for the
   session) and *Reject*; a question offers its options, and *Skip* (a cancelled question);
   an editor that cancels the request denies the call;
+* one follows the MCP servers: the session is ready (``session/new`` answers) once each server,
+  configured or the editor's, is ready or failed, at most their ``startup_timeout``, as ``-p``;
+* with an editor that offers ``terminal``, a ``bash`` call's output is shown live in an editor
+  terminal embedded in the call (:mod:`.terminal`; the command still runs here);
 * one holds the permission mode (the approval feature's ``approval.mode``, by id) and the
   worker's status (the models on offer), so ``session/set_mode`` and the model option work and
   a mode changed by the session itself is reported.
@@ -20,7 +24,8 @@ process died mid-turn, the harness resumes the turn and the editor sees it finis
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +39,7 @@ from acp.schema import (
     SessionConfigSelectOption,
     SessionMode,
     SessionModeState,
+    ToolCallProgress,
     ToolCallUpdate,
 )
 from anyio.streams.memory import MemoryObjectReceiveStream
@@ -48,6 +54,7 @@ from chord import (
     define_service,
 )
 from coding_agent.acp.errors import failed, invalid
+from coding_agent.acp.terminal import Terminals
 from coding_agent.acp.translate import (
     MessageStream,
     Update,
@@ -57,9 +64,11 @@ from coding_agent.acp.translate import (
     tool_call_start,
     tool_kind,
 )
+from coding_agent.acp.turns import CALLS_KEPT, Recent, TurnWaits
 from coding_agent.contracts import WorkerStatusService
 from coding_agent.settings.permission_modes import MODE_SUMMARIES, PERMISSION_MODES
 from coding_agent.worker.main import WorkerConfig, load_features, open_session_host
+from coding_agent.worker.mcp_watch import McpWatch
 from coding_agent.worker.root_view import follow_root_view
 from pico3 import ConversationServiceApi
 
@@ -80,8 +89,19 @@ class AcpSession:
     """One session served to an editor (module docstring). :meth:`run` keeps it open until
     :meth:`close`; :meth:`prompt` runs one turn."""
 
-    def __init__(self, acp_id: str, config: WorkerConfig, client: Client) -> None:
+    def __init__(
+        self,
+        acp_id: str,
+        config: WorkerConfig,
+        client: Client,
+        *,
+        services: Mapping[str, Any] | None = None,
+        terminal: bool = False,
+    ) -> None:
         self.id = acp_id
+        self._services = dict(services or {})
+        self._terminal = terminal
+        self._terminals: Terminals | None = None
         self.config = config
         self.cwd = Path(config.session.cwd)
         self._client = client
@@ -92,9 +112,8 @@ class AcpSession:
         self._mode: Any = None
         self._status: Any = None
         self._stream = MessageStream()
-        self._calls: dict[str, dict[str, Any]] = {}
-        self._turns: dict[int, anyio.Event] = {}
-        self._ended: dict[int, str] = {}
+        self._calls: Recent[str, dict[str, Any]] = Recent(CALLS_KEPT)
+        self._turns = TurnWaits()
         self._sending, self._revisions = anyio.create_memory_object_stream[_Revision](math.inf)
 
     # -- lifetime -------------------------------------------------------------------------------
@@ -107,21 +126,36 @@ class AcpSession:
         facets = [self._follow(), self._dialogs(features), self._status_facet()]
         if "facets-approval" in features:  # its mode service is a singleton: use it only then
             facets.append(self._mode_facet())
+        mcp = McpWatch() if "facets-mcp" in features else None
+        if mcp is not None:
+            facets.append(mcp.facet())
         try:
             async with (
                 self._sending,
-                open_session_host(self.config, extra_facets=facets, generations=generations),
+                open_session_host(
+                    self.config,
+                    extra_facets=facets,
+                    generations=generations,
+                    extra_services=self._services,
+                ),
                 anyio.create_task_group() as group,
             ):
+                if self._terminal:
+                    self._terminals = Terminals(self._client, self.id, self.cwd, group.start_soon)
                 group.start_soon(self._pump)
                 with anyio.fail_after(60):
                     await self._ready.wait()
+                if mcp is not None:  # the first prompt offers the MCP servers' tools, as -p's
+                    await mcp.settled(sys.stderr)
                 task_status.started()
                 await self._closed.wait()
                 group.cancel_scope.cancel()
         except BaseException as error:
             self._failure = error
             raise
+        finally:
+            if self._terminals is not None:
+                self._terminals.close()
 
     def close(self) -> None:
         """Stop serving (the host closes; the session stays on disk)."""
@@ -139,10 +173,7 @@ class AcpSession:
         """Send ``content`` as the user's message and wait for the turn holding it to end."""
         conversation = self._need_conversation()
         input_id = await conversation.send({"content": content}, BACKGROUND)
-        ended = self._turns.setdefault(input_id, anyio.Event())
-        await ended.wait()
-        outcome = self._ended.pop(input_id, "done")
-        self._turns.pop(input_id, None)
+        outcome = await self._turns.wait(input_id)
         if outcome == "done":
             return "end_turn"
         _status, reason, detail = outcome.split(":", 2)
@@ -251,6 +282,8 @@ class AcpSession:
                     self._check_turns(value)
                     continue
                 for update in self._revision_updates(value):
+                    if self._terminals is not None and isinstance(update, ToolCallProgress):
+                        update = await self._terminals.dress(update)
                     await self._send(update)
 
     def _revision_updates(self, value: Any) -> list[Update]:
@@ -268,12 +301,16 @@ class AcpSession:
                         for block in message.get("content") or ():
                             if isinstance(block, dict) and block.get("type") == "toolCall":
                                 self._calls[str(block.get("id"))] = block
+                                if self._terminals is not None:
+                                    self._terminals.called(block)
                         updates.extend(self._stream.stored(message, self.cwd))
                     elif (
                         entry.get("kind") == "pi.tool_result"
                         and message.get("role") == "toolResult"
                     ):
                         call = self._calls.pop(str(message.get("toolCallId")), None)
+                        if self._terminals is not None:
+                            self._terminals.ended(str(message.get("toolCallId")), message)
                         updates.append(tool_call_result(message, call, self.cwd))
             elif kind == "tool.started":
                 updates.append(tool_call_running(str(event.get("callId"))))
@@ -283,9 +320,10 @@ class AcpSession:
                     why = event.get("reason") or ""
                     outcome = f"{outcome}:{why}:{event.get('detail') or why}"
                 for input_id in event.get("inputs") or ():
-                    self._ended[int(input_id)] = outcome
-                    self._turns.setdefault(int(input_id), anyio.Event()).set()
+                    self._turns.ended(int(input_id), outcome)
         turn = value.get("turn")
+        if self._terminals is not None:
+            self._terminals.live(turn)
         live = turn.get("message") if isinstance(turn, dict) else None
         if isinstance(live, dict):
             updates.extend(self._stream.live(live))
@@ -299,10 +337,9 @@ class AcpSession:
         turn = value.get("turn")
         live = set(turn.get("inputs") or ()) if isinstance(turn, dict) else set()
         queued = {item.get("id") for item in value.get("inbox") or () if isinstance(item, dict)}
-        for input_id, ended in self._turns.items():
-            if input_id not in live and input_id not in queued and not ended.is_set():
-                self._ended.setdefault(input_id, "done")
-                ended.set()
+        for input_id in self._turns.waiting():
+            if input_id not in live and input_id not in queued:
+                self._turns.ended(input_id, "done")
 
     async def _send(self, update: Any) -> None:
         await self._client.session_update(session_id=self.id, update=update)

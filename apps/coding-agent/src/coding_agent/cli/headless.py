@@ -35,7 +35,7 @@ Why one module: it is the headless contract end to end, one prompt in and one ou
 which events are printed, which dialogs are answered and how, and which exit code and error line
 a turn's outcome gets. Those rules refer to each other (a denied dialog is a blocked call is exit
 3 is the blocked line), so they are read and changed together; the MCP wait, which is not part
-of the contract, lives in :mod:`coding_agent.cli.headless_mcp`.
+of the contract, lives in :mod:`coding_agent.worker.mcp_watch`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, TextIO, cast
 
 import anyio
@@ -59,7 +59,6 @@ from chord import (
     define_service,
     inert,
 )
-from coding_agent.cli.headless_mcp import McpWatch
 from coding_agent.contracts import ShellService
 from coding_agent.session_files.folders import Session
 from coding_agent.worker.main import (
@@ -68,10 +67,12 @@ from coding_agent.worker.main import (
     open_session_host,
     session_worker_config,
 )
+from coding_agent.worker.mcp_watch import McpWatch
 from coding_agent.worker.root_view import follow_root_view
 from pico3 import (
     AssistantEntry,
     ConversationServiceApi,
+    SendInputJson,
     ToolResultEntry,
     View,
     ViewDecoder,
@@ -332,9 +333,14 @@ def _shell_runner(
     return run
 
 
-def _model_ref(view: Any) -> str | None:
+def _config_model(view: Any) -> Any:
+    """The view's ``config.model`` (``{"provider", "modelId"}``), or ``None``."""
     config = view.get("config") if isinstance(view, dict) else None
-    model = config.get("model") if isinstance(config, dict) else None
+    return config.get("model") if isinstance(config, dict) else None
+
+
+def _model_ref(view: Any) -> str | None:
+    model = _config_model(view)
     if isinstance(model, dict) and model.get("provider") and model.get("modelId"):
         return f"{model['provider']}/{model['modelId']}"
     return None
@@ -389,19 +395,28 @@ async def run_headless(
         await root.chosen.wait()
         if mcp is not None:  # the first request offers the servers' tools
             await mcp.settled(errors)
+        send_options: dict[str, Any] = {}  # a command's model and allowed-tools
         if prompt.startswith("/"):  # `-p "/greet Bob"` sends the template, as Claude Code and pi do
             # lazy: start-up time (only a prompt that names a command loads the templates)
             from coding_agent.cli.headless_commands import CommandBlocked, expand_prompt_command
             from coding_agent.context.prompt_templates import TemplateError
 
             try:
-                prompt = await expand_prompt_command(
-                    prompt, session.cwd, approve, _shell_runner(shell, root.found[0])
+                expanded = await expand_prompt_command(
+                    prompt,
+                    session.cwd,
+                    approve,
+                    _shell_runner(shell, root.found[0]),
+                    _config_model(root.found[0].view.value),
                 )
             except (CommandBlocked, TemplateError, RuntimeError) as error:
                 print(f"coding-agent: error: {inert(str(error))}", file=errors)
                 errors.flush()
                 return EXIT_BLOCKED if isinstance(error, CommandBlocked) else EXIT_FAILED
+            prompt, send_options = expanded.text, expanded.options
+            if expanded.note is not None:
+                print(f"coding-agent: warning: {inert(expanded.note)}", file=errors)
+                errors.flush()
         watch = runtime.storage
         assert watch is not None
         watch.on_failure(send_events.close)  # the loop below ends: no more events will come
@@ -416,6 +431,7 @@ async def run_headless(
             err=errors,
             verbose=verbose,
             failed=lambda: watch.message is not None,
+            options=send_options,
         )
     if watch.message is not None:  # one line, and the exit code says what happened
         print(f"coding-agent: error: {watch.message}", file=errors)
@@ -449,11 +465,13 @@ async def follow_turn(
     verbose: bool,
     failed: Callable[[], bool] = lambda: False,
     latest: Callable[[], ConversationServiceApi] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> TurnOutcome:
     """Send ``prompt`` to ``conversation`` and read ``events`` (its view events, in order)
     until the turn holding it ends; ``--json`` lines go to ``out`` as they come. The same for a
     session in this process and one on a server (:mod:`coding_agent.cli.attach`);
-    ``latest()`` is the conversation's facade now (a reconnect makes a new one)."""
+    ``latest()`` is the conversation's facade now (a reconnect makes a new one). ``options``:
+    more members of the send (a command's ``model`` and ``allow``)."""
     turn = TurnOutcome()
     model = _model_ref(conversation.view.value) or default_model
     session = session_line.get("session")
@@ -468,7 +486,8 @@ async def follow_turn(
     start = decoder.decode(conversation.view.value)
     before = max((entry.id for entry in start.entries), default=-1) if start else -1
     try:
-        input_id = await conversation.send({"content": prompt}, BACKGROUND)
+        sent = cast(SendInputJson, {**(options or {}), "content": prompt})
+        input_id = await conversation.send(sent, BACKGROUND)
     except Exception:
         if not failed():
             raise
@@ -503,7 +522,8 @@ async def follow_turn(
             break
     # After a reconnect (another worker, another server) the conversation is a new facade.
     current = latest() if latest is not None else conversation
-    turn.model = _model_ref(current.view.value) or model
+    asked = (options or {}).get("model")  # a command's own model ran this turn
+    turn.model = _model_ref({"config": {"model": asked}}) or _model_ref(current.view.value) or model
     return turn
 
 

@@ -8,25 +8,34 @@ arguments; any other prompt, ``/etc/hosts is odd`` included, is sent as written.
 the sandbox when it is on) only when nobody needs asking: ``--approve allow``, or the template's
 ``allowed-tools`` allows each command. Otherwise nothing is sent and the run ends with exit 3
 and one line naming the command and the flag, as a blocked tool call does.
+
+A template's ``model:`` and ``allowed-tools:`` go with its prompt (:attr:`Expanded.options`,
+:func:`~coding_agent.context.prompt_templates.send_options`): that turn runs on the command's
+model and its calls that the ``allowed-tools`` rules cover run without asking, so in ``-p`` a
+command with ``allowed-tools: Bash(git status:*)`` can run ``git status`` while any other
+command is refused as usual.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from coding_agent.context.prompt_templates import (
     TemplateError,
     bash_allowed,
     discover_templates,
     expand_template,
+    send_options,
     shell_commands,
 )
 from coding_agent.context.resources import FrontmatterError, Places
 from coding_agent.context.skills import discover_skills, invoke_skill
 
-__all__ = ["CommandBlocked", "RunShell", "expand_prompt_command"]
+__all__ = ["CommandBlocked", "Expanded", "RunShell", "expand_prompt_command"]
 
 RunShell = Callable[[str], Awaitable[str]]
 """Runs one shell command in the session and returns its output."""
@@ -37,14 +46,30 @@ class CommandBlocked(Exception):
     and how to allow it."""
 
 
+@dataclass(frozen=True, slots=True)
+class Expanded:
+    """A prompt as sent: its ``text``, the send's extra members (``{"model"?, "allow"?}``: a
+    template's ``model:`` and ``allowed-tools:``) and a ``note`` to print (an alias with no
+    model on the conversation's provider)."""
+
+    text: str
+    options: dict[str, Any] = field(default_factory=lambda: {})
+    note: str | None = None
+
+
 async def expand_prompt_command(
-    prompt: str, cwd: Path, approve: Literal["allow", "deny"], run_shell: RunShell
-) -> str:
+    prompt: str,
+    cwd: Path,
+    approve: Literal["allow", "deny"],
+    run_shell: RunShell,
+    caller: Any = None,
+) -> Expanded:
     """``prompt`` with a leading ``/NAME args`` or ``/skill:NAME args`` expanded (module
-    docstring). Raises :class:`CommandBlocked` or :class:`TemplateError` (bad input: the
+    docstring); ``caller`` is the conversation's ``config.model`` (what a ``model:`` alias is
+    mapped against). Raises :class:`CommandBlocked` or :class:`TemplateError` (bad input: the
     message names the template and what is wrong)."""
     if not prompt.startswith("/"):
-        return prompt
+        return Expanded(prompt)
     head, _, args = prompt[1:].partition(" ")
     if "\n" in head:
         head, _, rest = head.partition("\n")
@@ -53,14 +78,14 @@ async def expand_prompt_command(
     if head.startswith("skill:"):
         skill = discover_skills(cwd, places=places).get(head.removeprefix("skill:"))
         if skill is None:
-            return prompt
+            return Expanded(prompt)
         try:
-            return invoke_skill(skill, args)
+            return Expanded(invoke_skill(skill, args))
         except (OSError, FrontmatterError) as error:
             raise TemplateError(f"{skill.path}: {error}") from None
     template = discover_templates(cwd, places=places).get(head)
     if template is None:
-        return prompt
+        return Expanded(prompt)
     outputs: dict[str, str] = {}
     for command in shell_commands(template, args):
         if approve != "allow" and not bash_allowed(template, command):
@@ -73,4 +98,5 @@ async def expand_prompt_command(
     text = expand_template(template, args, cwd=cwd, outputs=outputs)
     if not text:
         raise TemplateError(f"/{template.name} expands to nothing")
-    return text
+    options, note = send_options(template, caller, os.environ)
+    return Expanded(text, options, note)

@@ -9,6 +9,7 @@
                                        newest running one)
     coding-agent attach tcp://HOST:PORT/SESSION   the TUI on a session of a coding-agent serve
     coding-agent serve [--listen tcp://HOST:PORT ...]   host sessions (docs/server.md)
+    coding-agent web [SESSION]         a session in a browser (127.0.0.1, prints the page's URL)
     coding-agent db migrate postgresql://…   migrate the sessions' database (docs/postgresql.md)
     coding-agent config                the effective configuration, and where each value came from
     coding-agent doctor                are the packages the agent's safety depends on live? (1: no)
@@ -270,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--name", metavar="TEXT", help="name the session (shown in pickers)")
     commands = parser.add_subparsers(
-        dest="command", metavar="{attach,serve,config,doctor,acp,sessions,export,facets,db}"
+        dest="command", metavar="{attach,serve,web,config,doctor,acp,sessions,export,facets,db}"
     )
     commands.add_parser(
         "config",
@@ -314,9 +315,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="-p/--json: run the prompt on a coding-agent serve (a new session, or SESSION)",
     )
     # lazy: start-up time (the command line imports only what the chosen command runs)
-    from coding_agent.server.args import add_serve_command
+    from coding_agent.server.args import add_serve_command, add_web_command
 
     add_serve_command(commands, _seconds)
+    add_web_command(commands)
     from coding_agent.cli.sessions import add_session_commands
 
     add_session_commands(commands)
@@ -459,11 +461,7 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]
 
 async def _run_tui(args: argparse.Namespace, session: Session, tui_dirs: list[str]) -> int:
     # lazy: start-up time (the command line imports only what the chosen command runs)
-    from coding_agent.settings.secret_env import hide_secrets_from_proc
     from coding_agent.supervisor import WorkerStartError, WorkerSupervisor
-    from coding_agent.tui.main import run_client
-
-    hide_secrets_from_proc(session.cwd)  # the worker's commands may read /proc/<this pid>/environ
 
     # The worker reads its launch settings from session.json; only the explicit choices that
     # change the conversation (model, thinking level, permission mode) go on its command line.
@@ -473,6 +471,16 @@ async def _run_tui(args: argparse.Namespace, session: Session, tui_dirs: list[st
         thinking=args.thinking,
         permission_mode=args.permission_mode,
     )
+    # Spawned first, so the worker starts while this process imports the TUI and paints it;
+    # the TUI takes typing at once and sends what was typed as soon as the worker serves.
+    await supervisor.launch()
+    from coding_agent.settings.secret_env import hide_secrets_from_proc
+    from coding_agent.tui.main import run_client
+
+    # The worker's commands may read /proc/<this pid>/environ (the worker has its own copy of
+    # the environment: this blanks only this process's, before any command can run).
+    hide_secrets_from_proc(session.cwd)
+
     try:
         run = await run_client(
             session,
@@ -628,6 +636,7 @@ def _print_config(cwd: Path) -> int:
     _show_secrets(config, show)
     _show_sandbox(config, show)
     _show_web(config, show)
+    _show_notifications(config, show)
     for model_entry in config.models:
         ref = f"{model_entry['provider']}/{model_entry['id']}"
         details = ", ".join(
@@ -717,6 +726,30 @@ def _show_web(config: EffectiveConfig, show: Callable[[str, Any, str], None]) ->
         show("web_search.api_key_env", variable, f"environment ${variable}: {state}")
 
 
+def _show_notifications(config: EffectiveConfig, show: Callable[[str, Any, str], None]) -> None:
+    """The ``[notifications]`` lines of ``coding-agent config`` (one per channel)."""
+    import shutil
+
+    found = config.notifications
+    origin = config.origin.get("notifications", "default")
+
+    def events(names: tuple[str, ...]) -> str:
+        return ", ".join(names) or "off"
+
+    when = "also while the TUI has focus" if found.when_focused else "while the TUI is unfocused"
+    show("notifications.terminal", f"{events(found.terminal)} ({found.terminal_style}, {when})",
+         origin)  # fmt: skip
+    desktop = "always" if found.desktop_when == "always" else "while no TUI is attached"
+    if found.desktop and shutil.which("notify-send") is None:
+        desktop += "; notify-send is not installed: nothing is shown"
+    show("notifications.desktop", f"{events(found.desktop)} ({desktop})", origin)
+    for name, target, names in (
+        ("webhook", found.webhook, found.webhook_events),
+        ("command", found.command, found.command_events),
+    ):
+        show(f"notifications.{name}", f"{target} ({events(names)})" if target else "off", origin)
+
+
 def _cwd() -> Path:
     try:
         cwd = Path(os.getcwd())
@@ -740,9 +773,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     command ends it once the command line is parsed, and every way out ends it."""
     # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.settings.facets_site import activate
-    from coding_agent.worker.gc_policy import pause_for_start_up, start_up_done
+    from coding_agent.worker.gc_policy import freeze_at_exit, pause_for_start_up, start_up_done
 
     activate()  # the packages `facets add` installed (outside the environment uv sync manages)
+    freeze_at_exit()  # the interpreter's exit need not collect the whole heap
     pause_for_start_up()
     try:
         return _main(argv, lambda: start_up_done(freeze=False))
@@ -757,7 +791,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
     if not headless or args.server is not None:
         start_up_done()  # a TUI, a server, a remote run: no first request of ours is next
     if headless and args.command in (
-        "attach", "serve", "config", "doctor", "acp", "sessions", "export", "facets", "db"
+        "attach", "serve", "web", "config", "doctor", "acp", "sessions", "export", "facets", "db"
     ):  # fmt: skip
         parser.error(f"{args.command} does not take -p or --json")
     if args.server is not None and (args.continue_ or args.resume is not None):
@@ -792,6 +826,11 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
             from coding_agent.server.main import run_serve
 
             return run_serve(args, cwd)
+        if args.command == "web":
+            # lazy: start-up time (the command line imports only what the chosen command runs)
+            from coding_agent.server.web_local import run_web
+
+            return run_web(args, cwd)
         if args.command == "attach" and (args.session or "").startswith("tcp://"):
             # lazy: start-up time (the command line imports only what the chosen command runs)
             from coding_agent.cli.attach import run_remote_attach

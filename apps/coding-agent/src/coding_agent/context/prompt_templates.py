@@ -13,12 +13,14 @@ Each folder is searched recursively, and a file in a sub-folder is namespaced by
 Code does: ``.claude/commands/tools/api-scaffold.md`` is ``/tools:api-scaffold``.
 
 Optional YAML frontmatter gives the palette's ``description`` (default: the body's first line)
-and an ``argument-hint`` shown beside it; ``model`` and ``allowed-tools`` are read and shown by
-``/help`` (:attr:`PromptTemplate.model`, :attr:`PromptTemplate.allowed_tools`)::
+and an ``argument-hint`` shown beside it; ``model`` and ``allowed-tools`` apply to the turn the
+command's prompt starts, as in Claude Code (:func:`send_options`)::
 
     ---
     description: Review the staged changes
     argument-hint: [focus] [depth]
+    model: haiku
+    allowed-tools: Bash(git diff:*), Read
     ---
     Review the output of !`git diff --cached`. Focus on $1. All arguments: $ARGUMENTS
     Follow @docs/review-guide.md
@@ -40,6 +42,16 @@ tolerates ``argument-hint: [issue-number] [priority]``; a warning names the file
 
 Substituted text is never expanded again. A file that cannot be read is a warning naming it,
 never an error.
+
+``model:`` (``sonnet``, ``opus``, ``haiku``, ``inherit``, ``provider/id`` or a bare id, mapped as
+subagent definitions map them: :func:`pico3.models.resolve_model_spec`) answers the turn the
+command's prompt starts, and only that turn: the prompt's input record carries it, so the calls
+after tools and a turn resumed after a crash use it too, and the next prompt goes to the
+conversation's model again. ``allowed-tools:`` are permission rules (the ``[permissions]``
+grammar: ``Bash(git add:*)``, ``Read``, ``Edit(src/**)``) that the calls of that turn may use
+without asking; they ride on the same input record and end with the turn. Every tool is still
+offered: a call they do not cover asks as usual (in ``-p``, is refused), and deny and ask rules,
+plan mode and the edit confinement still win over them, as over any allow rule.
 """
 
 from __future__ import annotations
@@ -66,6 +78,7 @@ __all__ = [
     "bash_allowed",
     "discover_templates",
     "expand_template",
+    "send_options",
     "shell_commands",
     "split_arguments",
     "template_roots",
@@ -97,9 +110,11 @@ class PromptTemplate:
     path: Path
     source: str
     model: str | None = None
-    """``model:`` in the frontmatter (``provider/id`` or an alias), shown by ``/help``."""
+    """``model:`` in the frontmatter (``provider/id`` or an alias): the model of the turn the
+    command starts (:func:`send_options`)."""
     allowed_tools: tuple[str, ...] = field(default=())
-    """``allowed-tools:`` in the frontmatter, shown by ``/help``."""
+    """``allowed-tools:`` in the frontmatter: permission rules the command's turn may use
+    without asking (:func:`send_options`), and its ``!`cmd``` lines (:func:`bash_allowed`)."""
     in_project: bool = False
     """Whether the file is a project's (its ``@path`` includes stay inside the project)."""
 
@@ -291,6 +306,31 @@ def bash_allowed(template: PromptTemplate, command: str) -> bool:
         elif command.strip() == pattern:
             return True
     return False
+
+
+def send_options(
+    template: PromptTemplate, caller: Any, env: Mapping[str, str]
+) -> tuple[dict[str, Any], str | None]:
+    """The extra members of the command's prompt's send (``{"model"?, "allow"?}``, see the
+    module docstring) and a note when its ``model:`` alias has no model on the caller's
+    provider (the conversation's model answers then). ``caller`` is the conversation's
+    ``config.model`` (``{"provider", "modelId"}``); ``env`` holds Claude Code's
+    ``ANTHROPIC_DEFAULT_*_MODEL`` variables."""
+    from pico3.models import resolve_model_spec
+
+    options: dict[str, Any] = {}
+    note: str | None = None
+    if template.model is not None:
+        model, note = resolve_model_spec(
+            template.model, caller, env, who=f"/{template.name} ({template.path})"
+        )
+        if isinstance(model, Mapping) and model is not caller:  # not inherited
+            provider, model_id = model.get("provider"), model.get("modelId")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            if isinstance(provider, str) and provider and isinstance(model_id, str) and model_id:
+                options["model"] = {"provider": provider, "modelId": model_id}
+    if template.allowed_tools:
+        options["allow"] = list(template.allowed_tools)
+    return options, note
 
 
 def shell_commands(template: PromptTemplate | str, args: str = "") -> list[str]:

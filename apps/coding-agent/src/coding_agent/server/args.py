@@ -7,7 +7,7 @@ import argparse
 import math
 from typing import Any
 
-__all__ = ["DEFAULT_IDLE", "add_serve_command"]
+__all__ = ["DEFAULT_IDLE", "add_serve_command", "add_web_command"]
 
 DEFAULT_IDLE = 300.0
 """Seconds a worker stays with no client and nothing running before it stops (``--idle``)."""
@@ -26,6 +26,12 @@ def add_serve_command(commands: Any, seconds: Any) -> None:
         "--listen",
         metavar="tcp://HOST:PORT",
         help="also listen on TCP (needs --tls-cert, --tls-key and --token-file)",
+    )
+    serve.add_argument(
+        "--web",
+        metavar="tcp://HOST:PORT",
+        help="also serve the web page and its WebSocket there (the same TLS, token file and "
+        "--insecure rules as --listen; docs/server.md#the-web-page)",
     )
     serve.add_argument("--tls-cert", metavar="FILE", help="the server's certificate chain (PEM)")
     serve.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
@@ -81,6 +87,17 @@ def add_serve_command(commands: Any, seconds: Any) -> None:
         "an attached client this long (default: until answered), instead of denying at once",
     )
     serve.add_argument(
+        "--host-sessions",
+        nargs="?",
+        type=_positive,
+        const=1,
+        default=0,
+        metavar="N",
+        help="serve every session in N host processes (default 1; shared imports; on "
+        "PostgreSQL one connection pool and one lease renewer each) instead of a worker "
+        "process per session",
+    )
+    serve.add_argument(
         "--migrate",
         action="store_true",
         help="with --storage postgresql://…: migrate the database's schema before listening "
@@ -96,12 +113,36 @@ def add_serve_command(commands: Any, seconds: Any) -> None:
             "connections); a start past it waits for one to end (default: no bound)",
         ),
         (
+            "--db-pool-size",
+            "with --host-sessions and --storage postgresql://…: the connections each host's "
+            "sessions commit on, whatever their number (plus one renewing every lease; "
+            "default 10)",
+        ),
+        (
             "--max-starting",
             "session workers starting at once; other starts wait their turn "
             "(default: the CPUs, at least 2)",
         ),
     ):
         serve.add_argument(flag, type=_positive, default=None, metavar="N", help=what)
+
+
+def add_web_command(commands: Any) -> None:
+    """Add ``web`` (one local session in a browser) to the command line's subcommands."""
+    web = commands.add_parser(
+        "web",
+        help="open a session in a browser: serves it on 127.0.0.1 with a random token and "
+        "prints the page's URL",
+        description="Serve one session (SESSION, a unique id prefix, or a new one in this "
+        "folder) as a web page on 127.0.0.1, with a random token good for this run. "
+        "See docs/server.md#the-web-page.",
+    )
+    web.add_argument("session", nargs="?", metavar="SESSION", help="session id or prefix")
+    web.add_argument(
+        "--port", type=int, default=0, metavar="PORT", help="the port (default: any free one)"
+    )
+    web.add_argument("--model", metavar="PROVIDER/ID", default=argparse.SUPPRESS)
+    web.add_argument("--faux-script", metavar="FILE", default=argparse.SUPPRESS)
 
 
 def _positive(text: str) -> int:

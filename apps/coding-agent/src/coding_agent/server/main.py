@@ -17,6 +17,7 @@ the certificate again; SIGTERM or SIGINT stops it and every worker it started.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import resource
 import signal
@@ -69,11 +70,17 @@ def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[s
         "socket_path": Path(args.socket).absolute() if args.socket else default_socket_path(env)
     }
     credentials = Credentials()
-    if args.listen:
-        host, port = parse_listen(args.listen)
+    web = getattr(args, "web", None)  # the page's listener: the rules of --listen apply to it
+    listens = [(flag, url) for flag, url in (("--listen", args.listen), ("--web", web)) if url]
+    if listens:
+        listen = " ".join(f"{flag} {url}" for flag, url in listens)
+        hosts = [parse_listen(url)[0] for _, url in listens]
+        host = next((h for h in hosts if not is_loopback(h)), hosts[0])
+        if web:
+            run["web"] = parse_listen(web)
         if args.token_file is None:
             raise ServerSetupError(
-                f"--listen {args.listen} needs --token-file FILE: TCP clients must present its "
+                f"{listen} needs --token-file FILE: TCP clients must present its "
                 "token (make one: python3 -c 'import secrets; print(secrets.token_urlsafe(32))' "
                 "> FILE; chmod 600 FILE)"
             )
@@ -85,7 +92,7 @@ def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[s
             raise ServerSetupError("TLS needs both --tls-cert FILE and --tls-key FILE")
         elif not args.insecure:
             raise ServerSetupError(
-                f"--listen {args.listen} needs TLS: give --tls-cert FILE and --tls-key FILE "
+                f"{listen} needs TLS: give --tls-cert FILE and --tls-key FILE "
                 "(or, on a loopback address only, --insecure for plain TCP)"
             )
         elif not is_loopback(host):
@@ -95,10 +102,12 @@ def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[s
             )
         else:
             credentials = Credentials.load(args.token_file)
-        run["tcp"] = (host, port)
+        if args.listen:
+            run["tcp"] = parse_listen(args.listen)
     elif args.tls_cert or args.tls_key or args.token_file or args.insecure:
         raise ServerSetupError(
-            "--tls-cert, --tls-key, --token-file and --insecure are for --listen tcp://HOST:PORT"
+            "--tls-cert, --tls-key, --token-file and --insecure are for --listen tcp://HOST:PORT "
+            "(or --web tcp://HOST:PORT)"
         )
     options = ServerOptions(
         cwd=project,
@@ -120,6 +129,14 @@ def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[s
     )
     if args.max_starting is not None:
         options.max_starting = args.max_starting
+    options.host_sessions = args.host_sessions
+    if args.db_pool_size is not None:
+        if not args.host_sessions or storage is None:
+            raise ServerSetupError(
+                "--db-pool-size is for --host-sessions with --storage postgresql://… (a worker "
+                "process per session holds connections of its own)"
+            )
+        options.db_pool_size = args.db_pool_size
     return options, run
 
 
@@ -188,7 +205,25 @@ def run_serve(args: argparse.Namespace, cwd: Path) -> int:
                         return
 
                 group.start_soon(stop)
-                await server.run(ready=ready, **run)
+                web = run.pop("web", None)
+                if web is None:
+                    await server.run(ready=ready, **run)
+                    return
+                from coding_agent.server.web import serve_web
+
+                listening: list[str] = []
+                started = anyio.Event()
+
+                def ready_too(addresses: list[str]) -> None:
+                    listening.extend(addresses)
+                    started.set()
+
+                group.start_soon(functools.partial(server.run, ready=ready_too, **run))
+                await started.wait()
+                tls = server.credentials.tls
+                port = await group.start(functools.partial(serve_web, tls=tls), server, *web)
+                shown = f"[{web[0]}]" if ":" in web[0] else web[0]
+                ready([*listening, f"{'https' if tls else 'http'}://{shown}:{port}/"])
 
     try:
         try:

@@ -61,6 +61,7 @@ from coding_agent.server.preface import (
     parse_request,
     split_preface,
 )
+from coding_agent.server.session_host import DEFAULT_POOL_SIZE, HostedSession, HostProcess
 from coding_agent.session_files.folders import (
     LaunchSettings,
     Session,
@@ -110,12 +111,19 @@ class ServerOptions:
     (``math.inf``: until answered; ``None``: it denies at once). Told to clients in the answer."""
     on_event: Callable[[str], None] | None = None
     """Where the log's lines go (:mod:`.events`: accepts, refusals, sessions, takeovers)."""
+    host_sessions: int = 0
+    """``serve --host-sessions [N]``: ``N`` host processes serve every session
+    (:mod:`.session_host`, :mod:`coding_agent.worker.host`; a new session goes to the one
+    hosting the fewest) instead of a worker process per session (0)."""
+    db_pool_size: int = DEFAULT_POOL_SIZE
+    """``--db-pool-size``: with ``host_sessions`` on PostgreSQL, the connections each host's
+    sessions commit on (plus one renewing every lease), whatever the number of sessions."""
 
 
 @dataclass
 class _Slot:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
-    supervisor: WorkerSupervisor | None = None
+    supervisor: WorkerSupervisor | HostedSession | None = None
     counted: bool = False
     """Whether it holds one of ``--max-sessions``' places (from its start to its reaping)."""
 
@@ -137,6 +145,9 @@ class SessionServer:
         self._by_token: dict[str, set[anyio.CancelScope]] = {}
         self._starting = anyio.Semaphore(options.max_starting)
         self._sessions = anyio.Semaphore(options.max_sessions) if options.max_sessions else None
+        self.hosts: list[HostProcess] = []
+        """The session host processes (``host_sessions``), made when the server runs."""
+        self._turn = 0
         self.connections = 0
         """Connections relayed to a worker so far."""
         self.refused = 0
@@ -157,6 +168,20 @@ class SessionServer:
         try:
             async with anyio.create_task_group() as group:
                 self._group = group
+                for number in range(self.options.host_sessions):
+                    name = "session-host" if number == 0 else f"session-host-{number + 1}"
+                    host = HostProcess(
+                        env=self.options.env,
+                        storage=self.options.storage,
+                        pool_size=self.options.db_pool_size,
+                        linger=self.options.idle,
+                        lease=self.options.lease,
+                        log_path=socket_path.parent / f"{name}.log",
+                        cwd=self.options.cwd,
+                        on_event=lambda line: self.log("host", line),
+                    )
+                    await group.start(host.run)
+                    self.hosts.append(host)
                 await group.start(serve_unix, socket_path, self._unix_client)
                 addresses = [f"unix:{socket_path}"]
                 if tcp is not None:
@@ -405,7 +430,13 @@ class SessionServer:
         async with slot.lock:
             if slot.supervisor is not None and session.worker_running():
                 return  # ours, and serving
-            if slot.supervisor is None:
+            if slot.supervisor is None and self.hosts:
+                # the least loaded; in turn among equals (a storm's starts are not hosted yet)
+                self._turn += 1
+                order = self.hosts[self._turn % len(self.hosts) :] + self.hosts
+                host = min(order, key=lambda h: h.hosted)
+                slot.supervisor = host.session(session)
+            elif slot.supervisor is None:
                 slot.supervisor = WorkerSupervisor(
                     session,
                     exit_with_parent=True,  # the server's workers die with it
@@ -457,7 +488,7 @@ class SessionServer:
             f"ended within {SESSION_QUEUE_TIMEOUT:g} s: try another server of the list, or later",
         )
 
-    async def _start(self, session_id: str, supervisor: WorkerSupervisor) -> bool:
+    async def _start(self, session_id: str, supervisor: WorkerSupervisor | HostedSession) -> bool:
         """``supervisor.ensure_started()`` in its turn: at most ``--max-starting`` at once, the
         others queued in order (a start-up storm is queued, not timed out); one that waited
         :data:`SESSION_QUEUE_TIMEOUT` is answered ``busy`` while its client still listens."""
@@ -484,7 +515,9 @@ class SessionServer:
             if self._sessions is not None:
                 self._sessions.release()
 
-    async def _reap(self, session_id: str, slot: _Slot, supervisor: WorkerSupervisor) -> None:
+    async def _reap(
+        self, session_id: str, slot: _Slot, supervisor: WorkerSupervisor | HostedSession
+    ) -> None:
         status = await supervisor.wait()
         async with slot.lock:
             if slot.supervisor is supervisor:

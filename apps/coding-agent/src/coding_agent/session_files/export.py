@@ -56,6 +56,7 @@ from pico3 import NoticeEntry, ToolResultEntry, UserEntry, ViewDecoder
 from pico3.models import (
     AssistantMessage,
     Message,
+    ServerToolContent,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -230,9 +231,18 @@ def _texts(content: str | Sequence[object]) -> Iterable[tuple[str, str]]:
         return
     for block in content:
         if isinstance(block, TextContent):
-            yield "text", block.text
+            sources = "".join(
+                f"\n- [{c.title or c.url}]({c.url})"
+                + (f': "{c.cited_text}"' if c.cited_text else "")
+                for c in block.citations or ()
+            )
+            yield "text", block.text + (f"\n\nSources:{sources}" if sources else "")
         elif isinstance(block, ThinkingContent):
             yield "thinking", block.thinking
+        elif isinstance(block, ServerToolContent):  # the provider's own web search
+            query = block.input.get("query")
+            found = "".join(f"\n- [{r.title or r.url}]({r.url})" for r in block.results)
+            yield "text", f"Searched the web ({block.name}): {query}{found}"
 
 
 def _diff(text: str) -> str:

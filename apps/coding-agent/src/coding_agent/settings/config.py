@@ -36,6 +36,9 @@ Both are TOML (read with the standard library's ``tomllib``) and have the same k
     url = "https://searx.example.org"     # searxng: the instance (brave, tavily: their API's)
     api_key_env = "BRAVE_API_KEY"         # the variable holding the key (per backend default)
 
+    [notifications]                       # when you are told a session needs you (user file only)
+    desktop = ["attention"]               # the keys: coding_agent.settings.notifications
+
     [[models]]                            # custom and local models (pi's models.json)
     provider = "openai"
     id = "qwen2.5-coder:7b"
@@ -66,6 +69,11 @@ A file that does not parse, a key that does not exist or a value of the wrong ty
 :func:`load_config` returns an :class:`EffectiveConfig`: the merged values, the registry dict
 for :func:`~coding_agent.worker.providers.resolve_model` (whose messages name the files), and
 where each value came from (``coding-agent config`` prints it).
+
+Why one module: it is the one reader of config.toml, whose tables share the parse, the checks
+of which file may set what, the merge of the two files and the error messages naming a file's
+line; a table whose keys need more than a type check has its own module
+(:mod:`coding_agent.settings.notifications`, the permission rules, the model registry).
 """
 
 from __future__ import annotations
@@ -80,6 +88,7 @@ from typing import Any, cast
 import msgspec
 
 from coding_agent.settings.model_config import RegistryError, parse_registry_config
+from coding_agent.settings.notifications import NotificationSettings
 from coding_agent.settings.permission_modes import PERMISSION_MODES
 from coding_agent.settings.trust import LOCAL_CONFIG_DIR, is_trusted, project_root_for
 from coding_agent.settings.xdg import config_home
@@ -98,7 +107,7 @@ CONFIG_NAME = "config.toml"
 _THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 _TOP_KEYS = (
     "model", "thinking", "theme", "permission_mode", "providers", "models", "secrets",
-    "secrets_passthrough", "permissions", "sandbox", "web_fetch", "web_search",
+    "secrets_passthrough", "permissions", "sandbox", "web_fetch", "web_search", "notifications",
 )  # fmt: skip
 _SEARCH_BACKENDS = ("brave", "tavily", "searxng")  # coding_agent.worker.tools.web
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -147,6 +156,7 @@ class EffectiveConfig:
     """``web_search.backend``: ``brave``, ``tavily`` or ``searxng`` (``None``: no web_search)."""
     web_search_url: str | None = None
     web_search_key_env: str | None = None
+    notifications: NotificationSettings = field(default_factory=NotificationSettings)
     files: list[Path] = field(default_factory=list)
     """The files that were read, in order (the user's first)."""
     user_file: Path | None = None
@@ -214,6 +224,7 @@ class _ProviderFile(msgspec.Struct, forbid_unknown_fields=True):
     region: str | None = None  # bedrock, vertex
     project: str | None = None  # vertex
     profile: str | None = None  # bedrock
+    web_search: bool | None = None  # anthropic, vertex: the provider's own web search
 
 
 class _ModelFile(msgspec.Struct, forbid_unknown_fields=True):
@@ -224,6 +235,7 @@ class _ModelFile(msgspec.Struct, forbid_unknown_fields=True):
     cost: dict[str, Any] | None = None
     supports_thinking: bool | None = None
     supports_images: bool | None = None
+    supports_web_search: bool | None = None
     tool_calling: str | None = None
 
 
@@ -272,6 +284,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
     sandbox: _SandboxFile | None = None
     web_fetch: _WebFetchFile | None = None
     web_search: _WebSearchFile | None = None
+    notifications: NotificationSettings | None = None
 
 
 @dataclass
@@ -476,6 +489,7 @@ def _check_secrets(layer: _Layer, user: bool) -> None:
     for key, why in (
         ("web_fetch", "open web_fetch to your private network"),
         ("web_search", "send your search key to its own server"),
+        ("notifications", "post your sessions to its server or run its own command"),
     ):
         if getattr(parsed, key) is not None and not user:
             raise _error(
@@ -540,6 +554,9 @@ def _merge(config: EffectiveConfig, layer: _Layer, path: Path) -> None:
         config.web_search_url = search.url
         config.web_search_key_env = search.api_key_env
         config.origin["web_search.backend"] = origin(["web_search", "backend"])
+    if layer.parsed.notifications is not None:  # the user's file only (_check_secrets)
+        config.notifications = layer.parsed.notifications
+        config.origin["notifications"] = origin(["notifications"])
     providers = cast(dict[str, dict[str, Any]], data.get("providers") or {})
     for name, values in providers.items():
         merged = config.providers.setdefault(name, {})

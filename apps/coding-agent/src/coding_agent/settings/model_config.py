@@ -201,6 +201,9 @@ class ProviderSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """``vertex``: the Google Cloud project id."""
     profile: str | None = None
     """``bedrock``: the ``~/.aws`` profile (instead of ``AWS_PROFILE``)."""
+    web_search: bool = True
+    """``anthropic``: search the web with the provider's own search where the model has it
+    (``false``: only the ``[web_search]`` backend's ``web_search`` tool)."""
 
 
 class RegistryConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -231,6 +234,8 @@ class ModelEntry(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     cost: PriceEntry | None = None
     supports_thinking: bool = False
     supports_images: bool = False
+    supports_web_search: bool = False
+    """The provider searches the web for this model itself (Anthropic's web search tool)."""
     tool_calling: ToolCalling | None = None
     """``native`` or ``text`` (openai models only); unset means the provider's default."""
 
@@ -246,6 +251,7 @@ class ModelEntry(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
             cost=cost,
             supports_thinking=self.supports_thinking,
             supports_images=self.supports_images,
+            supports_web_search=self.supports_web_search,
         )
 
 

@@ -82,6 +82,10 @@ DOUBLE_CTRL_C = 1.0
 """Seconds within which a second Esc (idle, empty editor) counts as Esc Esc (``/rewind``)."""
 
 UNAVAILABLE = "Worker unavailable — reconnecting…"
+STARTING = "Starting the session… type away: what you send is sent as soon as it is ready"
+"""The banner until the session worker first serves the app (it starts beside the TUI)."""
+PENDING_NOTE = "pending · sent as soon as the session is ready"
+_BUILTIN_NAMES = frozenset(command.name for command in BUILTIN_COMMANDS)
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
@@ -208,7 +212,13 @@ class CodingAgentApp(App[None]):
         self._thinking_collapsed = True
         self._last_escape = 0.0
         self._last_ctrl_c = 0.0
-        self._held: list[tuple[str, bool]] = []  # submitted while the worker was unavailable
+        # Submitted while the worker was unavailable, in order: ("prompt" | "command" |
+        # "shell", text, follow_up). Sent one after the other once the view is back.
+        self._held: list[tuple[str, str, bool]] = []
+        self._flushing = False
+        self._pending = Static(id="pending", classes="user", markup=False)
+        self._view_seen = False
+        self._facets_pending = False
         self._unhook_protocol: Any = lambda: None
         self.spinner_moves = True
         """Spin the status line's spinner (snapshot tests turn it off to be deterministic)."""
@@ -230,6 +240,26 @@ class CodingAgentApp(App[None]):
         """Textual's driver, with ESC Enter as Alt+Enter and the typeahead fix on Linux
         (:mod:`coding_agent.tui.terminal`)."""
         return driver_for(super().get_driver_class())
+
+    @property
+    def starting(self) -> bool:
+        """The session is starting: no view has arrived yet, or the facets that bring the
+        worker's commands are not active yet (:meth:`wait_for_facets`). Prompts, ``!`` lines
+        and every command but ``/help``, ``/quit`` and ``/stop`` submitted meanwhile are held
+        and run in order once it has started (shown as pending)."""
+        return not self._view_seen or self._facets_pending
+
+    def wait_for_facets(self) -> None:
+        """Count the session as starting until :meth:`facets_active` (call before the app
+        runs, when its facet host starts beside it): the commands the worker's facets bring
+        are not known before, so commands typed meanwhile wait for them."""
+        self._facets_pending = True
+
+    def facets_active(self) -> None:
+        """The facet host is up (its facets active): what was held may go once a view is."""
+        self._facets_pending = False
+        self._maybe_flush()
+        self.watch_busy(self.busy)  # "enter sends" once started
 
     @property
     def ctx(self) -> Context:
@@ -268,6 +298,7 @@ class CodingAgentApp(App[None]):
         yield self._compaction
         yield self._welcome
         yield self.transcript
+        yield self._pending
         with Vertical(id="panels"):
             yield self.tasks_panel
         yield self.queue
@@ -283,6 +314,7 @@ class CodingAgentApp(App[None]):
         self._status.display = False
         self._scroll_hint.display = False
         self._welcome.display = False
+        self._pending.display = False
         self.editor.border_title = "›"
         self._apply_settings()
         self.footer.show(self._decoder.decode(self.client.view.value))
@@ -391,14 +423,21 @@ class CodingAgentApp(App[None]):
     async def _render(self, value: Mapping[str, Any] | None, rebaseline: bool) -> None:
         view = self._decoder.decode(value)
         if view is None:
+            self._unavailable.update(STARTING if self.starting else UNAVAILABLE)
             self._unavailable.display = True
+            self.footer.starting = self.starting
+            if self.starting:  # the first screen says what this is before the worker serves
+                self._welcome.display = True
+                self._paint_welcome()
             self.footer.show(None)
             self.busy = False
             self._set_status("")
             return
         self._unavailable.display = False
-        if self._held:
-            self._flush_held()
+        if not self._view_seen:
+            self._view_seen, self.footer.starting = True, False
+            self.watch_busy(self.busy)  # "enter sends" once started
+        self._maybe_flush()
         if rebaseline or not await self.transcript.update(view):
             await self.transcript.rebuild(view)
             self.footer.rebase(view)
@@ -438,7 +477,8 @@ class CodingAgentApp(App[None]):
         )
         line = Text()
         line.append("coding-agent", style="bold")
-        line.append(f" · {model}")
+        if self.decoded_view is not None or session.model:  # not known while starting
+            line.append(f" · {model}")
         if mode:
             line.append(f" · mode {mode}")
         line.append(f" · {short_cwd(session.cwd)}\n", style="")
@@ -501,7 +541,8 @@ class CodingAgentApp(App[None]):
     def key_hints(self, busy: bool) -> list[str]:
         """The editor's key hints, from the active bindings and what this terminal delivers:
         idle, how to send and how to break a line; while a turn runs, how to steer and how to
-        follow up. A key that cannot arrive (Shift+Enter in tmux) is never named."""
+        follow up. A key that cannot arrive (Shift+Enter in tmux) is never named. While the
+        session starts, Enter queues (what it submits goes out once the session has started)."""
         hints: list[str] = []
         submit = self._hint_key("submit")
         if busy:
@@ -512,7 +553,7 @@ class CodingAgentApp(App[None]):
                 hints.append(f"{follow} follows up")
             return hints
         if submit:
-            hints.append(f"{submit} sends")
+            hints.append(f"{submit} {'queues' if self.starting else 'sends'}")
         newline = self._hint_key("newline") if self._shift_enter_first() else None
         newline = newline or self._hint_key("follow_up", "newline")
         if newline:
@@ -529,22 +570,40 @@ class CodingAgentApp(App[None]):
         text = event.text
         if text.startswith("/") and not text.startswith("//"):
             name = text[1:].split(maxsplit=1)[0] if text[1:].strip() else ""
-            if name not in self.tui.commands:
-                self.notify(
-                    f"Unknown command /{name} — type // to send text starting with /",
-                    severity="warning",
-                )
-                self.editor.restore(text)
+            if name not in _BUILTIN_NAMES and (self.starting or self._flushing):
+                # The worker's commands are not known yet (their facets activate once it
+                # serves): run it, or say it is unknown, when it does, in typing order.
+                self._hold("command", text, False)
                 return
-            self.run_worker(self.tui.run_command(text, self._ctx), group="commands")
+            self._run_command(text)
             return
         if text.startswith("//"):
             text = text[1:]
+        if parse_bang(text) is not None and (self.starting or self._flushing):
+            self._hold("shell", text, False)
+            return
+        self._submit_text(text, event.follow_up)
+
+    def _submit_text(self, text: str, follow_up: bool) -> None:
+        """A prompt or a ``!`` line (a ``//`` prefix already stripped)."""
         bang = parse_bang(text)
         if bang is not None:
             self._run_shell(text, *bang)
             return
-        self.send(text, follow_up=event.follow_up)
+        self.send(text, follow_up=follow_up)
+
+    def _run_command(self, text: str) -> Any:
+        """Run the slash command ``text`` in the background (its Textual worker), or, when no
+        command of that name is registered, say so and put the text back in the editor."""
+        name = text[1:].split(maxsplit=1)[0] if text[1:].strip() else ""
+        if name not in self.tui.commands:
+            self.notify(
+                f"Unknown command /{name} — type // to send text starting with /",
+                severity="warning",
+            )
+            self.editor.restore(text)
+            return None
+        return self.run_worker(self.tui.run_command(text, self._ctx), group="commands")
 
     def _run_shell(self, text: str, command: str, include: bool) -> None:
         """``!cmd`` (output to the model) / ``!!cmd`` (not): run it in the worker."""
@@ -578,8 +637,8 @@ class CodingAgentApp(App[None]):
 
         While the worker is unavailable (not connected yet, restarting) the text is held and
         sent as soon as the view is back: typeahead is never lost nor left in the editor."""
-        if self._latest is None:
-            self._hold(text, follow_up)
+        if self._latest is None or self._flushing:
+            self._hold("prompt", text, follow_up)
             return
         mode = self.send_mode(follow_up)
         self.run_worker(self._send(text, mode, follow_up), group="send")
@@ -587,21 +646,63 @@ class CodingAgentApp(App[None]):
     @property
     def held(self) -> list[str]:
         """Texts submitted while the worker was unavailable, waiting to be sent."""
-        return [text for text, _ in self._held]
+        return [text for _, text, _ in self._held]
 
-    def _hold(self, text: str, follow_up: bool) -> None:
-        self._held.append((text, follow_up))
-        count = len(self._held)
-        self.notify(
-            f"Not connected yet: {'it' if count == 1 else f'{count} messages'} will be sent "
-            "as soon as the session worker is back",
-            timeout=4,
-        )
+    def _hold(self, kind: str, text: str, follow_up: bool, *, first: bool = False) -> None:
+        """Keep ``text`` until the worker serves (``first``: before the others, it was
+        being sent when the worker went away); shown as pending under the transcript."""
+        if first:
+            self._held.insert(0, (kind, text, follow_up))
+        else:
+            self._held.append((kind, text, follow_up))
+        self._paint_pending()
+        if not self.starting and not self._flushing:  # a restart: the banner alone is terse
+            count = len(self._held)
+            self.notify(
+                f"Not connected yet: {'it' if count == 1 else f'{count} messages'} will be "
+                "sent as soon as the session worker is back",
+                timeout=4,
+            )
 
-    def _flush_held(self) -> None:
-        held, self._held = self._held, []
-        for text, follow_up in held:
-            self.send(text, follow_up=follow_up)
+    def _paint_pending(self) -> None:
+        """The held submissions, as the user's messages, each marked pending."""
+        shown = Text()
+        for _, text, _ in self._held:
+            if shown:
+                shown.append("\n")
+            shown.append(inert(text))
+            shown.append(f"\n{PENDING_NOTE}", style="dim italic")
+        self._pending.update(shown)
+        self._pending.display = bool(self._held)
+
+    def _maybe_flush(self) -> None:
+        """Start sending what was held, if anything is and the session has started."""
+        if self._held and not self._flushing and not self.starting and self._latest is not None:
+            self._flushing = True
+            self.run_worker(self._flush_held(), group="held")
+
+    async def _flush_held(self) -> None:
+        """Send what was held, one after the other in the order it was typed: a prompt is
+        admitted, a command has run (or was found unknown), before the next goes. What is
+        submitted meanwhile queues behind; if the worker goes away again the rest waits."""
+        try:
+            while self._held and self._latest is not None:
+                kind, text, follow_up = self._held.pop(0)
+                self._paint_pending()
+                if kind == "command":
+                    worker = self._run_command(text)
+                    if worker is not None:
+                        try:
+                            await worker.wait()
+                        except Exception:  # the command's own error handling spoke already
+                            pass
+                elif kind == "shell":
+                    self._submit_text(text, follow_up)
+                else:
+                    await self._send(text, self.send_mode(follow_up), follow_up)
+        finally:
+            self._flushing = False
+        self._maybe_flush()  # held while the last one was going out
 
     async def _send(self, text: str, mode: SendMode, follow_up: bool = False) -> None:
         try:
@@ -612,7 +713,7 @@ class CodingAgentApp(App[None]):
             await self.client.send(content, mode, self._ctx)
         except Exception as error:
             if self._latest is None:  # the worker went away meanwhile: send it when back
-                self._hold(text, follow_up)
+                self._hold("prompt", text, follow_up, first=self._flushing)
                 return
             self.notify(f"Could not send: {error}", severity="error")
             self.editor.restore(text)

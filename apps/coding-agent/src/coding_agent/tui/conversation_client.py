@@ -27,7 +27,7 @@ with :class:`WorkerUnavailable`, a clear message the app shows as a toast.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, cast
 
@@ -128,10 +128,18 @@ class RemoteConversationClient:
                     return replace(self._session, context_window=window)
         return self._session
 
-    async def send(self, text: str | list[dict[str, Any]], mode: SendMode, ctx: Context) -> int:
+    async def send(
+        self,
+        text: str | list[dict[str, Any]],
+        mode: SendMode,
+        ctx: Context,
+        options: Mapping[str, Any] | None = None,
+    ) -> int:
         """Admit ``text`` (a string, or text and image blocks); a ``prompt`` that races a
-        starting turn becomes a follow-up."""
-        result = await self._instance().send({"content": text, "whenBusy": _WHEN_BUSY[mode]}, ctx)
+        starting turn becomes a follow-up. ``options``: more members of the send (a command's
+        ``model`` and ``allow``, for the turn it starts)."""
+        sent = {**(options or {}), "content": text, "whenBusy": _WHEN_BUSY[mode]}
+        result = await self._instance().send(sent, ctx)
         return cast(int, result)
 
     async def abort(self, ctx: Context) -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "model_label",
     "short_json",
     "thinking_level",
+    "turn_model_label",
 ]
 
 
@@ -91,6 +92,19 @@ def model_label(view: View | Mapping[str, Any] | None, fallback: str | None) -> 
         provider = model.get("provider")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
         return f"{provider}/{model['modelId']}" if provider else model["modelId"]
     return fallback or "no model"
+
+
+def turn_model_label(view: View | Mapping[str, Any] | None) -> str | None:
+    """``provider/modelId`` of the running turn's own model (a command's ``model:``, the
+    view's ``turn.model``), or ``None`` when no turn runs or it uses the config's."""
+    if isinstance(view, View):
+        model: Any = view.turn.model if view.turn is not None else None
+    else:
+        turn = view.get("turn") if view is not None else None
+        model = turn.get("model") if isinstance(turn, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if isinstance(model, dict) and model.get("provider") and model.get("modelId"):  # pyright: ignore[reportUnknownMemberType]
+        return f"{model['provider']}/{model['modelId']}"
+    return None
 
 
 def thinking_level(view: View | Mapping[str, Any] | None) -> str:

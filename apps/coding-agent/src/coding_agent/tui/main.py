@@ -9,9 +9,15 @@
 
 :func:`run_client` wires it together for one session:
 
-1. the supervisor (if given) makes sure a worker serves the session (reusing a running one);
+1. the supervisor (if given) makes sure a worker serves the session (reusing a running one),
+   *beside* the app: the editor is painted and takes typing at once, while the worker starts
+   (the command line :meth:`~coding_agent.supervisor.WorkerSupervisor.launch` starts it before it
+   even imports the TUI). What is submitted meanwhile is held and sent, in order, once the
+   worker serves (:attr:`~coding_agent.tui.CodingAgentApp.starting`); a worker that cannot
+   start ends the app and :func:`run_client` raises its
+   :class:`~coding_agent.supervisor.WorkerStartError`;
 2. a reconnecting wire source connects to the worker's socket;
-3. the facet host starts with the ``Tui`` facet, :class:`RemoteConversationClient`'s facet, the
+3. the facet host starts (beside the app: it needs the worker's catalogue) with the ``Tui`` facet, :class:`RemoteConversationClient`'s facet, the
    app's own commands and the ``"tui"`` facets of every installed feature package (entry points
    group ``chord.facets``; an approval modal, a question modal, the indexer's progress…);
 4. :class:`~coding_agent.tui.CodingAgentApp` runs until the user quits, while the supervisor
@@ -66,7 +72,7 @@ from coding_agent.contracts import ReloadOutcome
 from coding_agent.session_files.folders import Session
 from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.package_reload import PackageReloader, scan_packages
-from coding_agent.supervisor import READY_TIMEOUT, WorkerSupervisor
+from coding_agent.supervisor import READY_TIMEOUT, WorkerStartError, WorkerSupervisor
 from coding_agent.tui.app import CodingAgentApp
 from coding_agent.tui.commands.core import commands_facet
 from coding_agent.tui.commands.prompts import prompt_commands_facet
@@ -77,6 +83,7 @@ from coding_agent.tui.commands.trust import trust_facet
 from coding_agent.tui.conversation import SessionInfo
 from coding_agent.tui.conversation_client import RemoteConversationClient
 from coding_agent.tui.keybindings import load_keybindings
+from coding_agent.tui.notify import TerminalNotifier
 
 __all__ = ["TUI_HOST", "ClientRun", "load_tui_facets", "run_client"]
 
@@ -154,8 +161,7 @@ async def run_client(
     dialling the session's socket (``attach tcp://…``: the session on a ``coding-agent serve``;
     ``supervisor`` is ``None`` then, and ``/resume`` of another session is refused).
     """
-    if supervisor is not None:
-        await supervisor.ensure_started()
+    failed: list[WorkerStartError] = []
     info = SessionInfo(session.id, str(session.cwd), model=model or session.model)
     client = RemoteConversationClient(info)
     settings_problems: list[str] = []
@@ -164,15 +170,31 @@ async def run_client(
     except ConfigError as error:  # the command line reported it already; keep going
         theme, settings_problems = None, [str(error)]
     app = CodingAgentApp(client, keybindings=load_keybindings(), theme=theme)
+    app.wait_for_facets()  # the facet host starts beside the app (run_app_with_facets)
     run = ClientRun(app, client, session)
-    generations, problems = load_tui_facets(facets_dirs)
+    generations: list[FacetGeneration] = []  # loaded after the first frame (build_facets)
+    problems: list[str] = []
     reloader = PackageReloader(lambda: scan_packages(facets_dirs), "tui")
     run.reloader = reloader
     toasts = _WorkerReloadToasts(app)
     coordinator: ReloadCoordinator | None = None
+    starting = anyio.CancelScope()
     try:
         async with anyio.create_task_group() as group:
             control = _SessionControl(run, supervisor, group, toasts, connect)
+
+            async def start_worker(keeper: WorkerSupervisor) -> None:
+                with starting:
+                    try:
+                        await keeper.ensure_started()
+                    except WorkerStartError as error:
+                        failed.append(error)
+                        app.exit()
+                        return
+                    if control.supervisor is keeper:  # not switched away meanwhile (/resume)
+                        control.source.retry_now()  # it serves: dial now, not after a backoff
+                        control.start()  # from now on a worker that dies is restarted
+
             tree_host = _tree_host(app, client, control)
 
             async def switch_branch(ref: str, ctx: Context) -> None:  # /resume branch N
@@ -181,21 +203,29 @@ async def run_client(
                     return
                 await tree_host.switch_branch(ref, ctx)
 
-            facets: list[Facet] = [
-                client.facet(),
-                commands_facet(client, models=models),
-                session_commands_facet(control, cwd=session.cwd, branch=switch_branch),
-                tree_commands_facet(tree_host, cwd=session.cwd),
-            ]
-            rescans: list[Callable[[], None]] = []  # what /trust scans again
-            facets.append(trust_facet(session.cwd, rescans=rescans))  # /trust, what waits for it
-            for generation in generations:
-                facets.extend(generation.facets)
-            # Last: a prompt template never takes a name a command of the app or a package has.
-            facets.append(prompt_commands_facet(client, session.cwd, rescans))
-            shell = RemoteShellRunner(client)  # !cmd and !!cmd
-            app.shell = shell
-            facets.append(shell.facet())
+            notifier = TerminalNotifier.for_project(app, session.cwd)  # OSC 9/777, bell
+
+            def build_facets() -> list[Facet]:  # as the host starts, after the first frame
+                loaded, found = load_tui_facets(facets_dirs)
+                generations.extend(loaded)
+                problems.extend(found)
+                facets: list[Facet] = [
+                    client.facet(),
+                    notifier.facet(),
+                    commands_facet(client, models=models),
+                    session_commands_facet(control, cwd=session.cwd, branch=switch_branch),
+                    tree_commands_facet(tree_host, cwd=session.cwd),
+                ]
+                rescans: list[Callable[[], None]] = []  # what /trust scans again
+                facets.append(trust_facet(session.cwd, rescans=rescans))  # /trust, what waits
+                for generation in generations:
+                    facets.extend(generation.facets)
+                # Last: a prompt template never takes the name of another command.
+                facets.append(prompt_commands_facet(client, session.cwd, rescans))
+                shell = RemoteShellRunner(client)  # !cmd and !!cmd
+                app.shell = shell
+                facets.append(shell.facet())
+                return facets
 
             def report(error: BaseException) -> None:
                 _logger.error("TUI facet host error: %r", error, exc_info=error)
@@ -212,9 +242,12 @@ async def run_client(
                 reloader.coordinator = coordinator
                 if dev:
                     await group.start(coordinator.run)
+                app.call_later(app.facets_active)  # the worker's commands are known now
                 client.on_status(toasts.listener)
+                client.on_status(notifier.listener)
                 if client.status is not None:  # arrived before the listener: say it too
                     app.call_later(toasts.listener, client.status)
+                    notifier.listener(client.status)
                 for problem in [*problems, *settings_problems]:
                     app.tui.notify(problem, severity="warning")
                 if on_start is not None:
@@ -222,21 +255,26 @@ async def run_client(
                     if result is not None:
                         await result
 
-            control.start()
+            if supervisor is None:
+                control.start()
+            else:
+                group.start_soon(start_worker, supervisor)
             try:
                 await run_app_with_facets(
                     app,
                     app.tui,
-                    facets,
+                    build_facets,
                     service_sources=[control.source],
                     on_error=report,
                     on_host=started,
+                    host_beside=True,  # paint and take typing before the worker serves
                     **run_options,
                 )
             finally:
                 if coordinator is not None:
                     coordinator.stop()
                 run.stopped = app.stop_requested
+                starting.cancel()
                 with anyio.CancelScope(shield=True):
                     # Quitting is not a crash: no restart from here on. /quit leaves the worker
                     # running (a turn carries on, it lingers); /stop ends it.
@@ -248,6 +286,8 @@ async def run_client(
                 await coordinator.dispose()
         for generation in generations:
             generation.purge()
+    if failed:
+        raise failed[0]
     return run
 
 
@@ -288,6 +328,11 @@ class _SessionControl:
     @property
     def session(self) -> Session:
         return self._session
+
+    @property
+    def supervisor(self) -> WorkerSupervisor | None:
+        """The supervisor of the session shown now (``None``: attached, nobody keeps it)."""
+        return self._supervisor
 
     async def show_screen(self, screen: ModalScreen[Any]) -> Any:
         """Show ``screen`` over the app and return what it is dismissed with."""

@@ -14,7 +14,8 @@ the one just made (``/fork``, a rewind, "continue from here"; never a subagent's
 conversation does not move it.
 
 Nothing else counts: resuming a session, a view followed by a client, a turn's streamed
-answer, and a lingering worker stopping record nothing, so an untouched session keeps its
+answer, an input resolved (the turn it started ending: one record per prompt, not two — each
+costs a file and a folder fsync), and a lingering worker stopping record nothing, so an untouched session keeps its
 creation time and a session left ten minutes ago does not jump ahead of the one in use.
 """
 
@@ -33,9 +34,27 @@ __all__ = ["activity_recorder", "is_user_activity", "user_branch", "visit_record
 _log = logging.getLogger("coding_agent.worker")
 
 
-def is_user_activity(batch: Any) -> bool:
-    """True when a committed batch carries what a user did (see the module docstring)."""
-    return bool(batch.inputs or batch.created or batch.config_changed)
+def is_user_activity(batch: Any, admitted: set[int] | None = None) -> bool:
+    """True when a committed batch carries what a user did (see the module docstring).
+
+    ``admitted`` (kept up to date by the call) holds the ids of the inputs seen queued or
+    placed and not resolved since: a ``done``/``unanswered`` input among them is the turn's end,
+    not the user's doing. An input written ``done`` at once (a ``!cmd`` line's output), or
+    resolved after a restart, counts. Without ``admitted`` every input counts."""
+    user = bool(batch.created or batch.config_changed)
+    for input_id, record in batch.inputs.items():
+        if admitted is None or record.status in _OPEN:
+            user = True
+            if admitted is not None:
+                admitted.add(input_id)
+        elif input_id in admitted:
+            admitted.discard(input_id)
+        else:
+            user = True
+    return user
+
+
+_OPEN = frozenset({"queued", "placed"})
 
 
 def user_branch(kernel: Any, batch: Any) -> int | None:
@@ -60,9 +79,10 @@ def activity_recorder(
 
     def install(opened: Any) -> Callable[[], None]:
         kernel = opened.kernel
+        admitted: set[int] = set()  # see is_user_activity
 
         def on_commit(batch: Any) -> None:
-            if not is_user_activity(batch):
+            if not is_user_activity(batch, admitted):
                 return
             try:
                 record_activity(session, branch=user_branch(kernel, batch), fsync=fsync)

@@ -7,16 +7,22 @@ where in the session the change belongs (the conversation and the assistant entr
 for it). Both are on stable storage (``fsync``) before the tool touches the file, so a
 ``kill -9`` at any instant leaves a journal that can undo what happened::
 
-    <session>/file-history/
-      blobs/<sha256>     file contents, one file per distinct content (deduplicated by hash)
-      journal.jsonl      one JSON object per change, in the order they happened
+    <session>/file-history/journal.jsonl        one JSON object per change, in order
+    <state>/coding-agent/projects/<name>-<hash>/file-history/blobs/<sha256>
+                                                 file contents, once per project
 
-(folders ``0700``, files ``0600``, like the rest of the session folder.) With the session's
-commits in PostgreSQL the same blobs and lines are the session's blobs in the database instead
-(:class:`coding_agent.worker.shared_state.DatabaseHistoryStore`, a :class:`JournalStore`), so
-the worker of another server finds them after a failover; there one content holds at most
-16 MiB (:data:`pico3.BLOB_LIMIT`): a larger pre-image is not kept, and rewinding reports that
-file (action ``lost``) and leaves it as it is. The folder has no such bound.
+Contents are content-addressed and shared by every session of the project
+(:mod:`.history_store`, :func:`project_blobs`): a second session, or a later command, that meets
+a content already stored stores nothing. Blobs an older version kept in the session folder
+(``<session>/file-history/blobs``) are still read there. (Folders ``0700``, files ``0600``.)
+With the session's commits in PostgreSQL the same blobs and lines are the session's blobs in
+the database instead (:class:`coding_agent.worker.shared_state.DatabaseHistoryStore`, a
+:class:`JournalStore`), so the worker of another server finds them after a failover; those
+blobs are per session (the database's blobs belong to one session, fenced by its lease, so two
+sessions cannot share them), and one content holds at most 16 MiB (:data:`pico3.BLOB_LIMIT`): a
+larger pre-image is not kept, and rewinding reports that file (action ``lost``) and leaves it as
+it is. ``write`` and ``edit`` pre-images have no other bound (they are files the session
+touched).
 
 A journal line::
 
@@ -28,12 +34,29 @@ A journal line::
 file, which is journalled the same way so a later rewind knows the file's state).
 
 ``bash`` cannot say what it will change, so around a (foreground) command the worker takes a
-snapshot of the project (:meth:`FileHistory.snapshot`: size, mtime and hash of every file
-``.gitignore`` does not exclude, contents stored as blobs) before and after, and journals each
-file that differs (:meth:`FileHistory.record_changes`, tool ``bash``) once the command is done.
-Those lines come after the effect, so a crash during the command loses what it changed; a
-project over :data:`SNAPSHOT_MAX_FILES` files or :data:`SNAPSHOT_MAX_BYTES` bytes is not
-snapshotted.
+snapshot of the project (:meth:`FileHistory.snapshot`: size, mtime and SHA-256 of every file
+``.gitignore`` does not exclude, a file unchanged in size and mtime not read again) before and
+after, and journals each file that differs (:meth:`FileHistory.record_changes`, tool ``bash``)
+once the command is done. The content each file had before must be restorable, yet copying the
+whole tree costs as much disk as the checkout, so the snapshot before a command copies only
+what nothing else holds:
+
+* a content already in the project's store: nothing (a later command or session costs nothing);
+* a file whose content is exactly the blob git's index holds for it (the snapshot hashes it as
+  git does and compares, :mod:`.git_blobs`): nothing. Only if the command then changes the
+  file is that blob read back from git (``git show``, through :func:`pico3.run_git`, which
+  runs nothing the repository configures) and stored, before the journal line. In a clean
+  checkout the first command stores only the files it changed;
+* any other file (untracked, modified since ``git add``, or no git repository): copied into the
+  store, if it is at most :data:`SNAPSHOT_FILE_CAP` (1 MiB) and the snapshots of this worker
+  run have copied at most :data:`SNAPSHOT_SESSION_CAP` (16 MiB) in all.
+
+Past a cap the file is not copied; if the command changes it, rewinding past that change names
+it as not restorable (action ``lost``, "its earlier content was not kept") and leaves it as it
+is. The same happens to a git-held content git no longer has when the command is done (the
+command deleted ``.git``, or dropped the blob and pruned it at once). The journal lines come
+after the effect, so a crash during the command loses what it changed; a project over
+:data:`SNAPSHOT_MAX_FILES` files or :data:`SNAPSHOT_MAX_BYTES` bytes is not snapshotted.
 
 Rewinding (:meth:`FileHistory.plan` then :meth:`FileHistory.restore`) to a user prompt ``P`` of a
 branch takes the journal lines of that branch (its conversation, and each ancestor up to the
@@ -53,12 +76,19 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import msgspec
 
-from coding_agent.session_files.private import PRIVATE_FILE, private_tree
-from pico3 import fsync_dir, write_atomic
+from coding_agent.worker.git_blobs import git_index, git_oid, read_git_blobs
+from coding_agent.worker.history_store import (
+    FileChange,
+    FolderStore,
+    JournalStore,
+    decode_journal,
+    project_blobs,
+)
+from pico3 import write_atomic
 
 __all__ = [
     "FileChange",
@@ -68,26 +98,17 @@ __all__ = [
     "JournalStore",
     "Lineage",
     "decode_journal",
+    "project_blobs",
 ]
-
-
-class FileChange(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One journal line (see the module docstring)."""
-
-    seq: int
-    conversation: int
-    anchor: int
-    path: str
-    before: str | None
-    after: str | None
-    tool: str = "edit"
-    time: float = 0.0
-
 
 SNAPSHOT_MAX_FILES = 5_000
 """A project with more (not ignored) files than this is not snapshotted around ``bash``."""
 SNAPSHOT_MAX_BYTES = 64 * 1024 * 1024
 """Nor one whose (not ignored) files hold more bytes than this."""
+SNAPSHOT_FILE_CAP = 1024 * 1024
+"""The largest file a ``bash`` snapshot copies (one whose content git does not hold)."""
+SNAPSHOT_SESSION_CAP = 16 * 1024 * 1024
+"""The most bytes the ``bash`` snapshots of one worker run of a session copy in all."""
 
 Lineage = Mapping[int, int | None]
 """A branch's path: conversation id -> the newest entry id of it the branch sees (``None``: all,
@@ -131,96 +152,10 @@ def _read(path: str) -> bytes | None:
         return None
 
 
-class JournalStore(Protocol):
-    """Where a :class:`FileHistory` keeps its blobs and journal: the session folder
-    (:class:`FolderStore`, the default), or the session's blobs in PostgreSQL
-    (:class:`coding_agent.worker.shared_state.DatabaseHistoryStore`). Every method may block
-    (the history runs in a worker thread)."""
-
-    def has(self, digest: str) -> bool:
-        """Whether the content ``digest`` is stored (so it can be restored)."""
-        ...
-
-    def put(self, blobs: Mapping[str, bytes]) -> None:
-        """Store contents by hash, durably, before returning (a store may leave out one over
-        its size bound: :meth:`has` then says so)."""
-        ...
-
-    def get(self, digest: str) -> bytes:
-        """The content ``digest`` (raises ``FileNotFoundError`` when it is not stored)."""
-        ...
-
-    def append(self, changes: Sequence[FileChange]) -> None:
-        """Append journal lines, durably, before returning."""
-        ...
-
-    def changes(self) -> list[FileChange]:
-        """Every journal line, oldest first."""
-        ...
-
-
-class FolderStore:
-    """Blobs and journal in ``<session>/file-history`` (see the module docstring)."""
-
-    def __init__(self, folder: str | os.PathLike[str], *, fsync: bool = True) -> None:
-        self.folder = Path(folder)
-        self.blobs = self.folder / "blobs"
-        self.journal_path = self.folder / "journal.jsonl"
-        self._fsync = fsync
-        self._encoder = msgspec.json.Encoder()
-
-    def _ensure(self) -> None:
-        if not self.blobs.is_dir():
-            private_tree(self.folder.parent, self.blobs)  # 0700: pre-images are the user's code
-            if self._fsync:
-                fsync_dir(self.folder)
-                fsync_dir(self.folder.parent)
-
-    def has(self, digest: str) -> bool:
-        return (self.blobs / digest).exists()
-
-    def put(self, blobs: Mapping[str, bytes]) -> None:
-        for digest, data in blobs.items():
-            self._ensure()
-            write_atomic(self.blobs / digest, data, mode=PRIVATE_FILE, fsync=self._fsync)
-
-    def get(self, digest: str) -> bytes:
-        return (self.blobs / digest).read_bytes()
-
-    def append(self, changes: Sequence[FileChange]) -> None:
-        self._ensure()
-        line = b"".join(self._encoder.encode(change) + b"\n" for change in changes)
-        fd = os.open(self.journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE)
-        with open(fd, "ab") as file:
-            file.write(line)
-            if self._fsync:
-                file.flush()
-                os.fsync(file.fileno())
-
-    def changes(self) -> list[FileChange]:
-        try:
-            raw = self.journal_path.read_bytes()
-        except FileNotFoundError:
-            return []
-        return decode_journal(raw.split(b"\n"))
-
-
-def decode_journal(lines: Iterable[bytes]) -> list[FileChange]:
-    """The journal lines among ``lines`` (a line a crash cut short is ignored)."""
-    decoder = msgspec.json.Decoder(FileChange)
-    out: list[FileChange] = []
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            out.append(decoder.decode(line))
-        except msgspec.DecodeError:
-            continue  # the torn tail of a crash mid-append
-    return out
-
-
 class FileHistory:
-    """The pre-image store of one session (``<session>/file-history``, or ``store``)."""
+    """The pre-image store of one session (journal in ``<session>/file-history``, contents in
+    ``blobs``, the project's shared store, else beside the journal; or all in ``store``).
+    ``file_cap`` and ``session_cap`` bound what ``bash`` snapshots copy (module docstring)."""
 
     def __init__(
         self,
@@ -228,14 +163,25 @@ class FileHistory:
         *,
         fsync: bool = True,
         store: JournalStore | None = None,
+        blobs: str | os.PathLike[str] | None = None,
+        file_cap: int = SNAPSHOT_FILE_CAP,
+        session_cap: int = SNAPSHOT_SESSION_CAP,
     ) -> None:
         self.folder = Path(folder)
-        self.blobs = self.folder / "blobs"
         self.journal_path = self.folder / "journal.jsonl"
-        self._store: JournalStore = store if store is not None else FolderStore(folder, fsync=fsync)
+        folder_store = FolderStore(folder, fsync=fsync, blobs=blobs)
+        self.blobs = folder_store.blobs
+        self._store: JournalStore = store if store is not None else folder_store
         self._seq: int | None = None
         self._seq_lock = threading.Lock()
         self._last_snapshot: dict[str, tuple[int, int, str]] = {}
+        self.file_cap = file_cap
+        self.session_cap = session_cap
+        self.copied = 0
+        """Bytes the ``bash`` snapshots of this run copied (bounded by ``session_cap``)."""
+        self._kept: set[str] = set()  # contents known to be in the store
+        self._oids: dict[str, str] = {}  # content hash -> git's blob id of it
+        self._from_git: dict[str, tuple[str, str, int]] = {}  # hash -> (root, blob id, size)
 
     # -- recording -----------------------------------------------------------------------
     def store_blob(self, data: bytes) -> str:
@@ -316,20 +262,31 @@ class FileHistory:
         *,
         max_files: int = SNAPSHOT_MAX_FILES,
         max_bytes: int = SNAPSHOT_MAX_BYTES,
+        keep: bool = True,
     ) -> dict[str, tuple[int, int, str]] | None:
         """Size, mtime and content hash of every file under ``root`` that ``.gitignore`` does
-        not exclude, each content stored as a blob (so it can be restored); ``None`` when the
-        project is over ``max_files`` files or ``max_bytes`` bytes (then bash is not tracked).
-        A file whose size and mtime match the previous snapshot is not read again."""
+        not exclude; ``None`` when the project is over ``max_files`` files or ``max_bytes``
+        bytes (then bash is not tracked). A file whose size and mtime match the previous
+        snapshot is not read again.
+
+        With ``keep`` (the snapshot before a command) each content is made restorable: already
+        in the store, or exactly the blob git's index holds for the file (nothing copied: read
+        back from git by :meth:`record_changes` only if the command changes the file), or else
+        copied into the store when it is at most ``file_cap`` bytes and the run's copies stay
+        within ``session_cap``. A content that is none of these is not kept: rewinding a change
+        to it reports the file ``lost``."""
         from pico3 import walk_files
 
         base = Path(os.path.realpath(root))
+        index = git_index(base) if keep else {}
         previous = self._last_snapshot
         out: dict[str, tuple[int, int, str]] = {}
         pending: dict[str, bytes] = {}  # new contents, stored together (one round trip)
         total = 0
+        copied = self.copied  # what the run had copied: restored when nothing is stored
         for relative in walk_files(base, max_entries=max_files * 4):
             if len(out) >= max_files:
+                self.copied = copied
                 return None
             path = str(base / relative)
             try:
@@ -340,22 +297,79 @@ class FileHistory:
                 continue
             total += info.st_size
             if total > max_bytes:
+                self.copied = copied
                 return None
             known = previous.get(path)
+            data: bytes | None = None
             if known is not None and known[:2] == (info.st_size, info.st_mtime_ns):
                 out[path] = known
-                continue
-            data = _read(path)
-            if data is None:
-                continue
-            digest = _digest(data)
-            if digest not in pending and not self._store.has(digest):
-                pending[digest] = data
-            out[path] = (info.st_size, info.st_mtime_ns, digest)
+            else:
+                data = _read(path)
+                if data is None:
+                    continue
+                out[path] = (info.st_size, info.st_mtime_ns, _digest(data))
+            if keep:
+                self._keep(str(base), path, index.get(relative), out[path], data, pending)
         if pending:
             self._store.put(pending)
+            self._kept.update(pending)
         self._last_snapshot = out
         return out
+
+    def _keep(
+        self,
+        root: str,
+        path: str,
+        oid: str | None,
+        entry: tuple[int, int, str],
+        data: bytes | None,
+        pending: dict[str, bytes],
+    ) -> None:
+        """Make the content ``entry`` of ``path`` restorable, if the caps allow (see
+        :meth:`snapshot`): git's blob ``oid`` (the index's, if any) or a copy in ``pending``."""
+        size, _mtime, digest = entry
+        if digest in self._kept or digest in pending:
+            return
+        if self._store.has(digest):
+            self._kept.add(digest)
+            return
+        if oid is not None:
+            if digest not in self._oids:
+                data = data if data is not None else _read(path)
+                if data is None or _digest(data) != digest:
+                    return  # changed since it was hashed: the next snapshot sees it
+                self._oids[digest] = git_oid(data)
+            if self._oids[digest] == oid:
+                self._from_git[digest] = (root, oid, size)
+                return
+        if size > self.file_cap or self.copied + size > self.session_cap:
+            return  # not kept: a rewind past a change to it says so
+        data = data if data is not None else _read(path)
+        if data is None or _digest(data) != digest:
+            return
+        pending[digest] = data
+        self.copied += size
+
+    def _fetch(self, digests: Iterable[str]) -> None:
+        """Copy into the store, from git, the contents among ``digests`` that only git holds
+        (what a command just changed). One git no longer has stays out (rewind: ``lost``)."""
+        wanted: dict[str, dict[str, int]] = {}  # root -> {blob id: size}
+        by_oid: dict[str, str] = {}
+        for digest in set(digests):
+            source = self._from_git.get(digest)
+            if source is None or digest in self._kept or self._store.has(digest):
+                continue
+            root, oid, size = source
+            wanted.setdefault(root, {})[oid] = size
+            by_oid[oid] = digest
+        pending: dict[str, bytes] = {}
+        for root, sizes in wanted.items():
+            for oid, data in read_git_blobs(root, sizes).items():
+                if _digest(data) == by_oid[oid]:
+                    pending[by_oid[oid]] = data
+        if pending:
+            self._store.put(pending)
+            self._kept.update(pending)
 
     def record_changes(
         self,
@@ -366,7 +380,8 @@ class FileHistory:
         anchor: int,
         tool: str = "bash",
     ) -> list[FileChange]:
-        """Journal every file that differs between two snapshots (one fsync); returns them."""
+        """Journal every file that differs between two snapshots (one fsync), each earlier
+        content that only git held copied into the store first; returns them."""
         changes: list[FileChange] = []
         for path in sorted(set(before) | set(after)):
             old = before.get(path)
@@ -388,6 +403,7 @@ class FileHistory:
                 )
             )
         if changes:
+            self._fetch(change.before for change in changes if change.before is not None)
             self._append(*changes)
         return changes
 
@@ -428,7 +444,7 @@ class FileHistory:
             if current == target:
                 plans.append(FilePlan(path, "unchanged", target, current, "already as it was"))
             elif target is not None and not self._store.has(target):
-                detail = "its earlier content was not kept (over the size bound): not restored"
+                detail = "its earlier content was not kept (over the size cap): not restored"
                 plans.append(FilePlan(path, "lost", target, current, detail))
             elif current in (latest.after, latest.before):
                 action: Action = "delete" if target is None else "restore"

@@ -26,15 +26,30 @@ the first request (:func:`~coding_agent.worker.providers._sdk_import.sdk_client`
 command line on every way out. It is one more opening in :func:`pause_while_opening`'s count,
 so a host opening inside it leaves the collector off, and ending it during an opening leaves it
 off until that opening is done.
+
+The interpreter's own exit runs full collections of the whole heap (the modules, the session)
+that free nothing the process's end would not: ~100 ms of CPU after a headless run printed its
+answer, most of what a short ``-p`` run spends after its stream. :func:`freeze_at_exit` freezes
+the heap when the interpreter exits (an ``atexit`` handler), so they walk nothing. Everything of
+ours is closed by then (the session host, its storage, the output streams, which the
+interpreter flushes itself); what freezing skips is cyclic garbage only the exit would reclaim.
 """
 
 from __future__ import annotations
 
+import atexit
 import gc
 from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["freeze_after_turns", "pause_for_start_up", "pause_while_opening", "start_up_done"]
+__all__ = [
+    "freeze_after_turns",
+    "freeze_after_turns_shared",
+    "freeze_at_exit",
+    "pause_for_start_up",
+    "pause_while_opening",
+    "start_up_done",
+]
 
 
 class _Kernel(Protocol):
@@ -80,6 +95,40 @@ def freeze_after_turns(
         gc.unfreeze()
 
     return stop
+
+
+_shared_turns: list[Any] = [0, None]  # turns since the last look; the frozen heap's size then
+
+
+def freeze_after_turns_shared(
+    kernel: _Kernel, *, collect_every: int = 200, growth: float = 0.25
+) -> Callable[[], None]:
+    """:func:`freeze_after_turns` for a process hosting many sessions
+    (:mod:`coding_agent.worker.host`): one policy for all of them, counting every session's
+    turns, and the frozen heap's size is first looked at at the first check (every session
+    looking at its start walked the whole heap, which grows with the sessions: 60 ms a start
+    at 30 sessions). The remover only removes the listener: the other sessions' objects stay
+    frozen."""
+
+    def on_commit(batch: Any) -> None:
+        events: dict[int, list[dict[str, Any]]] = batch.events
+        if not any(e.get("type") == "turn.ended" for group in events.values() for e in group):
+            return
+        _shared_turns[0] += 1
+        gc.freeze()
+        if _shared_turns[0] < collect_every:
+            return
+        _shared_turns[0] = 0
+        count = gc.get_freeze_count()
+        if _shared_turns[1] is None:
+            _shared_turns[1] = count  # the first look: the baseline
+        elif count > _shared_turns[1] * (1 + growth):
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
+            _shared_turns[1] = gc.get_freeze_count()
+
+    return kernel.add_commit_listener(on_commit)
 
 
 _openings = [0, False]  # openings in progress; whether the collector was on before the first
@@ -129,3 +178,15 @@ def start_up_done(*, freeze: bool = True) -> None:
     paused is left alone."""
     while _start_up:
         _start_up.pop()(freeze)
+
+
+_at_exit: list[bool] = []  # whether freeze_at_exit registered its handler
+
+
+def freeze_at_exit() -> None:
+    """Freeze the heap when the interpreter exits, so its exit's collections skip it (see the
+    module doc). Registered once per process; a process that goes on (a test calling the
+    command line in-process) is not touched before its own exit."""
+    if not _at_exit:
+        _at_exit.append(True)
+        atexit.register(gc.freeze)

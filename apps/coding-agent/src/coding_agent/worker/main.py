@@ -39,6 +39,10 @@ by itself once no client has been connected and nothing has been running for ``-
 (default 600; 0 never; see :mod:`coding_agent.worker.linger`).
 :func:`open_session_host` is the same setup without a socket, for the headless modes.
 
+Tests make a worker slow to start, deterministically, with ``CODING_AGENT_WORKER_START_GATE``
+naming a FIFO: the worker reads one line from it before it does anything else (no socket, no lock
+until then), so a test decides when it may serve (:data:`START_GATE_ENV`).
+
 Why one module: it is the worker process's composition root: the command line, the session host's
 setup (storage, facets in their order, features, permission mode) and the serving loop with its
 linger and stop rules. Each part is short and exists only to hand its result to the next; the order
@@ -49,6 +53,7 @@ is what keeps them right.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import fcntl
 import logging
@@ -98,6 +103,7 @@ from coding_agent.settings.facets_site import activate as activate_facets_site
 from coding_agent.settings.guarded_paths import SERVICE as GUARDED_PATHS_SERVICE
 from coding_agent.settings.guarded_paths import guarded_paths
 from coding_agent.settings.model_config import TOOL_CALLING_ENV, RegistryError, UnknownModel
+from coding_agent.settings.notifications import NotificationSettings
 from coding_agent.settings.package_reload import (
     PackageReloader,
     reload_service_facet,
@@ -115,9 +121,15 @@ from coding_agent.settings.trust import (
 )
 from coding_agent.settings.xdg import state_home
 from coding_agent.worker.activity import activity_recorder, visit_recorder
-from coding_agent.worker.file_history import FileHistory
-from coding_agent.worker.gc_policy import freeze_after_turns, pause_while_opening
+from coding_agent.worker.database import SharedDatabase
+from coding_agent.worker.file_history import FileHistory, project_blobs
+from coding_agent.worker.gc_policy import (
+    freeze_after_turns,
+    freeze_after_turns_shared,
+    pause_while_opening,
+)
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
+from coding_agent.worker.notifications import Notifier, TuiWatch
 from coding_agent.worker.providers import OpenAIProvider
 from coding_agent.worker.providers_facet import (
     ProviderChoice,
@@ -167,6 +179,7 @@ __all__ = [
     "EXIT_MODEL",
     "EXIT_STORAGE",
     "EXIT_USAGE",
+    "START_GATE_ENV",
     "WORKER_FACET_ID",
     "SessionRuntime",
     "WorkerBusy",
@@ -192,6 +205,10 @@ FAULT_GRACE = 1.0
 """The model could not be resolved (unknown provider, missing API key)."""
 
 _log = logging.getLogger("coding_agent.worker")
+
+NOTIFY_SETTLE = 5.0
+"""Seconds a closing session host waits for due notifications to go out (they stay due, and
+the next start sends them, when this is not enough)."""
 
 
 class WorkerBusy(SessionError):
@@ -232,10 +249,19 @@ class WorkerConfig(msgspec.Struct, frozen=True):
     sandbox_allow_domains: tuple[str, ...] = ()
     web: WebSettings = WebSettings()
     """The web tools' settings (``[web_fetch]``, ``[web_search]``, the sandbox's domains)."""
+    notifications: NotificationSettings | None = None
+    """``[notifications]``: what the session notifies of (``None``: nothing; see
+    :mod:`coding_agent.worker.notifications`)."""
     environment: ChildEnvironment | None = None
     """What the session's child processes get for an environment (``None``: the provider
     keys' defaults, :meth:`pico3.ChildEnvironment.default`); see
     :mod:`coding_agent.settings.secret_env`."""
+    hosted: bool = False
+    """A session of a host process of many (:mod:`coding_agent.worker.host`): process-wide
+    policies (the collector's) are the host's, not the session's."""
+    database: SharedDatabase | None = None
+    """In a host process of many sessions (:mod:`coding_agent.worker.host`): the PostgreSQL
+    pool and lease renewer the sessions share (``None``: connections of the session's own)."""
 
 
 @dataclass
@@ -352,8 +378,13 @@ async def open_session_host(
     generations: list[FacetGeneration] | None = None,
     on_error: Callable[[BaseException], None] | None = None,
     attendance: Attendance | None = None,
+    extra_services: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[SessionRuntime]:
     """Set up the session facets over the session's storage, resume, and yield the runtime.
+
+    ``extra_services`` are more harness services, for this process's presentation (``coding-agent
+    acp`` hands the editor's MCP servers and its file system and terminal to the features and
+    the tools here).
 
     ``attendance`` (the served worker's client count) becomes the harness service
     ``attendance``: features let costly things go while nobody is attached (MCP servers).
@@ -434,6 +465,7 @@ async def open_session_host(
         }
         if attendance is not None:
             services[ATTENDANCE_SERVICE] = attendance
+        services.update(extra_services or {})
         # No approval package, no unapproved calls: pico3 blocks them (the approval gate) and
         # the model and the user read which package is missing and what restores it.
         options = HarnessOptions(
@@ -460,6 +492,7 @@ async def open_session_host(
         def worker(env: FacetEnvironment) -> None:
             box["harness"] = env.use(HarnessService)
 
+        tuis = TuiWatch()  # which TUIs are attached (the desktop notifications wait for none)
         reloader = PackageReloader(  # /reload from a TUI: every package, on demand
             lambda: scan_packages(config.facets_dirs, installed=config.installed_features),
             "session",
@@ -471,6 +504,7 @@ async def open_session_host(
                 session.path / "file-history",
                 fsync=config.fsync,
                 store=DatabaseHistoryStore(shared) if shared is not None else None,
+                blobs=project_blobs(session.path.parent, session.cwd),  # shared by the project
             )
             harness_facet = harness_session_facet(
                 shared.make
@@ -501,6 +535,7 @@ async def open_session_host(
                 status.facet(),
                 reload_service_facet(reloader),
                 settings_log_facet(on_root_change=_settings_recorder(session, shared, group)),
+                tuis.facet(),
                 *features,
                 *extra_facets,
             ]
@@ -529,7 +564,24 @@ async def open_session_host(
                 await harness.resume(BACKGROUND)
                 # from here on, what the user does orders the session lists (not the resume)
                 harness.add_registration(activity_recorder(session, fsync=config.fsync))
-                unfreeze = freeze_after_turns(harness.harness.kernel)
+                notifier: Notifier | None = None
+                if config.notifications is not None:  # decided from commits, sent from here
+                    notifier = Notifier(
+                        config.notifications,
+                        session_id=session.id,
+                        cwd=session.cwd,
+                        env=environment.environ(),  # secrets withheld, as from commands
+                        tuis=tuis,
+                        publish=status.add_notice,
+                    )
+                    harness.add_registration(notifier.install)
+                    group.start_soon(notifier.run)
+                kernel = harness.harness.kernel
+                unfreeze = (
+                    freeze_after_turns_shared(kernel)
+                    if config.hosted
+                    else freeze_after_turns(kernel)
+                )
                 runtime = SessionRuntime(host, harness, choice, status, storage=watch)
                 # The coordinator owns the generations: /reload uses it always, --dev watches.
                 coordinator = _coordinator(host, harness, generations, status)
@@ -541,6 +593,9 @@ async def open_session_host(
                     opening(True)  # open: freeze what it loaded (``unfreeze`` undoes it)
                     yield runtime
                 finally:
+                    if notifier is not None:  # what the last commits made due goes out now
+                        with anyio.CancelScope(shield=True):
+                            await notifier.settle(NOTIFY_SETTLE)
                     unfreeze()
                     if coordinator is not None:
                         coordinator.stop()
@@ -710,7 +765,9 @@ def _postgres_storage(config: WorkerConfig, processes: LocalProcessHost) -> Post
     elsewhere, renewing its lease, is refused after that. Self-fencing: the session's commands
     are killed before its lease can expire unrenewed, and at once on ``LeaseLost``."""
     assert config.storage is not None
-    if config.lease is None:
+    if config.database is not None:  # a host of many sessions: its pool and its renewer
+        storage = config.database.storage(config.session.id, fsync=config.fsync, lease=config.lease)
+    elif config.lease is None:
         storage = PostgresStorage(config.storage, config.session.id, fsync=config.fsync, wait=5.0)
     else:
         storage = PostgresStorage(
@@ -807,23 +864,38 @@ async def _wait_for_stop(
             group.start_soon(on_eof)
 
 
+async def _no_signals() -> AsyncIterator[int]:
+    await anyio.sleep_forever()
+    yield 0  # pragma: no cover - never reached
+
+
 async def serve(
     config: WorkerConfig,
     *,
     ready: Callable[[Path], None],
     exit_on_stdin_eof: bool = False,
+    stop: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Run the session host (which holds the session lock), serve it on the session socket,
     call ``ready(socket_path)``, and return on SIGTERM/SIGINT (or stdin EOF when asked), or
     once no client has been connected and nothing has been live for ``config.linger`` seconds
-    (:mod:`coding_agent.worker.linger`; 0 never)."""
+    (:mod:`coding_agent.worker.linger`; 0 never).
+
+    With ``stop`` (a session in a host process of many, :mod:`coding_agent.worker.host`) it
+    installs no signal handlers (they are the process's, and the host's) and returns once
+    ``stop()`` returns instead."""
     socket = config.session.socket_path
     if socket.parent != config.session.path:
         socket_folder(socket.parent)  # $TMPDIR/coding-agent-<uid>/: ours, 0700, not a link
     clients = ClientCount()
     # Signals are caught from here on: one arriving during start-up stops the worker cleanly
     # once it is up, instead of killing it halfway.
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    receiver = (
+        contextlib.nullcontext(_no_signals())
+        if stop is not None
+        else anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT)
+    )
+    with receiver as signals:
         async with (
             open_session_host(config, attendance=clients) as runtime,
             anyio.create_task_group() as group,
@@ -864,6 +936,7 @@ async def serve(
                 exit_on_stdin_eof,
                 unattended if config.linger else None,
                 storage_failed,
+                *([stop] if stop is not None else []),
             )
             group.cancel_scope.cancel()
     if runtime.storage is not None and runtime.storage.message is not None:
@@ -944,9 +1017,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+START_GATE_ENV = "CODING_AGENT_WORKER_START_GATE"
+"""A test hook: the FIFO (or file) a starting worker reads one line from before it starts."""
+
+
+def _pass_start_gate() -> None:
+    gate = os.environ.get(START_GATE_ENV)
+    if gate:
+        with open(gate, "rb") as fifo:  # a FIFO blocks here until the test writes a line
+            fifo.readline()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the worker; returns the exit code (0, or 2 usage, 3 busy, 4 model, 5 storage)."""
     args = _parser().parse_args(argv)
+    _pass_start_gate()
     logging.basicConfig(level=logging.WARNING, format="coding-agent worker: %(message)s")
     activate_facets_site()  # the packages `facets add` installed
     try:
@@ -986,35 +1071,41 @@ def main(argv: Sequence[str] | None = None) -> int:
             anyio.run(_serve_main, config, ready, args.exit_on_stdin_eof, backend="asyncio")
         except BaseExceptionGroup as group:  # a task group's wrapper around one usage error
             raise _sole(group) from None
-    except WorkerBusy as error:
-        print(f"coding-agent worker: {error}", file=sys.stderr)
-        return EXIT_BUSY
-    except StorageStopped:  # its one line is on stderr already
-        return EXIT_STORAGE
-    except UnknownModel as error:  # a typo in --model or model =: a usage error
-        print(f"coding-agent worker: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except RegistryError as error:
-        print(f"coding-agent worker: {error}", file=sys.stderr)
-        return EXIT_MODEL
-    except CorruptStorage as error:
-        print(f"coding-agent worker: {error} (the file was left as it is)", file=sys.stderr)
-        return EXIT_USAGE
-    except StorageError as error:  # at open: unreachable, in use, schema too new or too old
-        print(f"coding-agent worker: {error}", file=sys.stderr)
-        return EXIT_STORAGE
-    except SessionError as error:
-        print(f"coding-agent worker: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except (ValueError, FacetDiscoveryError, PrivacyError, TrustError) as error:
-        print(f"coding-agent worker: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as error:
-        if error.errno not in _STORAGE_ERRNOS:
+    except Exception as error:
+        known = exit_status(error)
+        if known is None:
             raise
-        print(f"coding-agent worker: the session's storage failed: {error}", file=sys.stderr)
-        return EXIT_STORAGE
+        code, message = known
+        if message is not None:
+            print(f"coding-agent worker: {message}", file=sys.stderr)
+        return code
     return 0
+
+
+def exit_status(error: BaseException) -> tuple[int, str | None] | None:
+    """A session's failure as the worker's exit code and its one line (``None``: the line is
+    written already), or ``None`` for an error that is a bug (a traceback's)."""
+    error = _sole(error) if isinstance(error, BaseExceptionGroup) else error
+    if isinstance(error, WorkerBusy):
+        return EXIT_BUSY, str(error)
+    if isinstance(error, StorageStopped):  # its one line is on stderr already
+        return EXIT_STORAGE, None
+    if isinstance(error, UnknownModel):  # a typo in --model or model =: a usage error
+        return EXIT_USAGE, str(error)
+    if isinstance(error, RegistryError):
+        return EXIT_MODEL, str(error)
+    if isinstance(error, CorruptStorage):
+        return EXIT_USAGE, f"{error} (the file was left as it is)"
+    if isinstance(error, StorageError):  # at open: unreachable, in use, schema too new or too old
+        return EXIT_STORAGE, str(error)
+    if isinstance(
+        error,
+        (SessionError, ValueError, FacetDiscoveryError, PrivacyError, TrustError, ConfigError),
+    ):
+        return EXIT_USAGE, str(error)
+    if isinstance(error, OSError) and error.errno in _STORAGE_ERRNOS:
+        return EXIT_STORAGE, f"the session's storage failed: {error}"
+    return None
 
 
 def session_worker_config(
@@ -1066,6 +1157,7 @@ def session_worker_config(
         linger=stay if stay is not None else DEFAULT_LINGER,
         thinking=thinking,
         default_thinking=stored.thinking or files.thinking,
+        notifications=files.notifications,
         sandbox=files.sandbox_enabled,
         sandbox_deny_read=tuple(files.sandbox_deny_read),
         sandbox_allow_write=tuple(files.sandbox_allow_write),

@@ -15,6 +15,9 @@ server's worker needs::
   store. A pre-image is stored (and the journal line after it) before the tool writes the file,
   as in the folder. One content holds at most :data:`pico3.BLOB_LIMIT` bytes (16 MiB): a larger
   pre-image is not kept, and ``/rewind`` reports that file (``lost``) instead of restoring it.
+  These blobs are the session's own, not shared with the project's other sessions as on disk
+  (the database's blobs belong to one session, written under its lease); a ``bash`` snapshot
+  copies as little here as there (what git does not hold, within the same caps).
 * **Process records**: :class:`SharedProcessHost` wraps the worker's
   :class:`~pico3.LocalProcessHost` and records, before a job's process starts, on which machine
   (host name and process-host folder) it runs. A worker that finds a job's key unknown to its

@@ -26,7 +26,10 @@ and now call tools through fenced text blocks (a TUI says so once). ``storageFai
 ``null``, or why the session's storage failed (``"the session's storage failed: [Errno 28] No
 space left on device"``): the worker stops right after, and a TUI says so. ``sandbox`` is the
 OS sandbox of the session's commands: ``{"available", "reason", "enforced", "policy": [lines]}``
-(a TUI says once when it is unavailable, and ``/sandbox`` shows it). A client reaches it with
+(a TUI says once when it is unavailable, and ``/sandbox`` shows it). ``notifications`` are the
+newest :data:`MAX_NOTICES` notifications the worker delivered (:mod:`coding_agent.worker.notifications`:
+Claude Code's ``Notification`` JSON with ``event`` and ``key``), oldest first; a TUI writes
+each key it has not seen to its terminal (:mod:`coding_agent.tui.notify`). A client reaches it with
 ``env.use(define_service("coding-agent.worker"))`` and subscribes to ``handle.state``.
 
 Beside ``state``, the service answers ``tools(ctx)``: the size of each registered tool's
@@ -55,10 +58,11 @@ from coding_agent.context.system_prompt import estimate_tokens
 from coding_agent.contracts import WorkerStatusService
 from pico3.models import ModelInfo
 
-__all__ = ["MAX_REPORTS", "STATUS_FACET_ID", "WorkerStatus"]
+__all__ = ["MAX_NOTICES", "MAX_REPORTS", "STATUS_FACET_ID", "WorkerStatus"]
 
 STATUS_FACET_ID = "coding-agent/worker-status"
 MAX_REPORTS = 20
+MAX_NOTICES = 20
 
 
 def _report_json(report: ReloadReport, number: int) -> dict[str, Any]:
@@ -109,6 +113,7 @@ class WorkerStatus:
             "textToolCalling": [],
             "storageFailure": None,
             "sandbox": dict(sandbox) if sandbox is not None else None,
+            "notifications": [],
         }
         self._reports = 0
         self._state: MutableReplicatedState | None = None
@@ -136,7 +141,19 @@ class WorkerStatus:
             "models": [dict(model) for model in self._document["models"]],
             "reloads": list(self._document["reloads"]),
             "textToolCalling": list(self._document["textToolCalling"]),
+            "notifications": list(self._document["notifications"]),
         }
+
+    def add_notice(self, notice: Mapping[str, Any]) -> None:
+        """Publish a delivered notification (the newest :data:`MAX_NOTICES` are kept)."""
+        notices = [*self._document["notifications"], dict(notice)][-MAX_NOTICES:]
+        self._document["notifications"] = notices
+        if self._state is not None:
+
+            def mutate(draft: Any) -> None:
+                draft["notifications"] = notices
+
+            self._state.change(BACKGROUND, mutate)
 
     def add_text_tool_calling(self, model: str) -> None:
         """Say that ``model`` (``provider/id``) now calls tools through text blocks."""

@@ -44,7 +44,7 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
@@ -61,7 +61,7 @@ from coding_agent.worker.tools import (
     builtin_tools,
 )
 from coding_agent.worker.tools.bash import prune_spills
-from coding_agent.worker.tools.host import FileStamp
+from coding_agent.worker.tools.host import EDITOR_FILES_SERVICE, EditorFiles, FileStamp
 from pico3 import (
     MISSING,
     SANDBOX_SERVICE,
@@ -203,6 +203,7 @@ def tool_declaration(
     environment: Callable[[], ChildEnvironment] | None = None,
     sandbox: Callable[[], Sandbox | None] | None = None,
     todos: Callable[[ToolApi], TodoStore | None] | None = None,
+    editor: Callable[[], EditorFiles | None] | None = None,
 ) -> ToolDeclaration:
     """``spec`` as a pico3 tool running in ``cwd`` (bash spills long output to ``spill_dir``;
     ``jobs`` gives each call its background-job control, ``reads`` its read ledger; ``history``
@@ -233,6 +234,7 @@ def tool_declaration(
             environment=environment() if environment is not None else ChildEnvironment.default(),
             sandbox=sandbox() if sandbox is not None else None,
             todos=todos(api) if todos is not None else None,
+            editor=editor() if editor is not None else None,
         )
 
     async def execute(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
@@ -301,7 +303,7 @@ async def _record_bash(
     history: FileHistory, api: ToolApi, folder: str, before: Any, ctx: Context
 ) -> None:
     """Journal what a ``bash`` command changed (the project snapshot after vs before)."""
-    after = await anyio.to_thread.run_sync(history.snapshot, folder)
+    after = await anyio.to_thread.run_sync(lambda: history.snapshot(folder, keep=False))
     if after is None:
         return
     at = await _anchor(api, ctx)
@@ -377,6 +379,11 @@ def tools_facet(
         found = opened[-1].scheduler.services.get(SANDBOX_SERVICE) if opened else None
         return found if isinstance(found, Sandbox) else None
 
+    def session_editor() -> EditorFiles | None:
+        # an editor's buffers, when a client brought them (coding-agent acp)
+        found = opened[-1].scheduler.services.get(EDITOR_FILES_SERVICE) if opened else None
+        return cast("EditorFiles", found) if found is not None else None
+
     def images(api: ToolApi, ctx: Context) -> Callable[[], Awaitable[bool]] | None:
         if models is None or not opened:
             return None
@@ -403,6 +410,7 @@ def tools_facet(
             environment=child_environment,
             sandbox=session_sandbox,
             todos=todos,
+            editor=session_editor,
         )
         for spec in chosen
     ]

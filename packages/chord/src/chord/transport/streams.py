@@ -77,7 +77,11 @@ class FrameConnection:
         self.name = name
         self._decoder = FrameDecoder(max_frame_size, max_message_size)
         self._pending: list[Frame] = []
-        self._send_lock = anyio.Lock(fast_acquire=True)  # the stream's send is the checkpoint
+        # The stream's send is the checkpoint. A semaphore, not a lock: send_nowait takes it in
+        # the task that pushes a frame and flush, in the writer's task, gives it back (an anyio
+        # Lock belongs to the task that took it, and its release elsewhere raised RuntimeError,
+        # ending the whole peer: a session worker died when a frame of a few MB only partly fit).
+        self._send_lock = anyio.Semaphore(1, fast_acquire=True)
         self._rest: memoryview | None = None  # what send_nowait left of a frame, for flush
         self._closed = False
         self.bytes_sent = 0
@@ -133,7 +137,7 @@ class FrameConnection:
         if (
             send_now is None
             or self._rest is not None
-            or self._send_lock.locked()
+            or self._send_lock.value == 0
             or len(data) - 1 > self._decoder.max_frame_size
         ):
             return "busy"

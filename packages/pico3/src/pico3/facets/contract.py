@@ -109,12 +109,17 @@ class SendInputJson(TypedDict):
     """``send`` argument: ``content`` is a string or a non-empty list of text/image blocks.
 
     ``requestId`` makes the send idempotent per conversation; ``whenBusy`` chooses what happens
-    while a turn runs (default ``followUp``; ``reject`` fails with nothing written).
+    while a turn runs (default ``followUp``; ``reject`` fails with nothing written). ``model``
+    (``{"provider", "modelId"}``) answers the turn this input starts instead of the config's
+    model; ``allow`` lists permission rules that turn may use without asking (a command's
+    ``model:`` and ``allowed-tools:``; both kept in the input record, for that turn only).
     """
 
     content: str | list[dict[str, Any]]
     requestId: NotRequired[str]
     whenBusy: NotRequired[Literal["followUp", "steer", "reject"]]
+    model: NotRequired[dict[str, str]]
+    allow: NotRequired[list[str]]
 
 
 class NewEntryJson(TypedDict):

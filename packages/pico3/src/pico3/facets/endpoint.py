@@ -117,8 +117,14 @@ class ConversationEndpoint:
 
     @_coded
     async def send(self, input: Any, ctx: Context) -> int:
-        """Admit a user input ``{content, requestId?, whenBusy?}``; returns the input id."""
-        fields = _fields(input, "input", required=("content",), optional=("requestId", "whenBusy"))
+        """Admit a user input ``{content, requestId?, whenBusy?, model?, allow?}``; returns the
+        input id."""
+        fields = _fields(
+            input,
+            "input",
+            required=("content",),
+            optional=("requestId", "whenBusy", "model", "allow"),
+        )
         check_storable(fields, "input")
         request_id = fields.get("requestId")
         if request_id is not None and (type(request_id) is not str or not request_id):
@@ -127,7 +133,12 @@ class ConversationEndpoint:
         if when_busy not in _WHEN_BUSY:
             raise ValueError(f"input.whenBusy must be one of {', '.join(_WHEN_BUSY)}")
         handle = await self._conversation.send(
-            fields["content"], ctx, request_id=request_id, when_busy=when_busy
+            fields["content"],
+            ctx,
+            request_id=request_id,
+            when_busy=when_busy,
+            model=fields.get("model"),
+            allow=fields.get("allow"),
         )
         return handle.id
 

@@ -16,6 +16,8 @@ submodules are internal.
   :class:`StreamProtocolError`) and :func:`abortable`.
 * Retries — :class:`RetryPolicy`, :func:`parse_retry_after`, :func:`retry_call`.
 * The scripted provider — :class:`FauxProvider` and its script helpers.
+* Model names as Claude Code's files write them (``sonnet``, ``inherit``, ``provider/id``):
+  :func:`resolve_model_spec`, shared by subagent definitions and commands.
 
 Real backends (Anthropic, OpenAI and OpenAI-compatible servers) live with the app, which owns
 their SDK dependencies; pico3 itself needs no network.
@@ -26,6 +28,7 @@ from __future__ import annotations
 import typing as _typing
 
 from pico3._renamed import renamed_attribute as _renamed_attribute
+from pico3.models.aliases import ANTHROPIC_ALIASES, MODEL_ALIASES, resolve_model_spec
 from pico3.models.faux import (
     FAUX_MODEL,
     FauxDeferred,
@@ -48,6 +51,7 @@ from pico3.models.faux import (
 )
 from pico3.models.provider import (
     AssistantMessage,
+    Citation,
     Cost,
     Deferred,
     DeferringModelProvider,
@@ -61,6 +65,8 @@ from pico3.models.provider import (
     ModelProvider,
     ModelProviderError,
     Request,
+    ServerToolContent,
+    ServerToolEvent,
     StartEvent,
     StopReason,
     StreamEvent,
@@ -100,8 +106,11 @@ from pico3.models.stream import (
 
 __all__ = [
     "ABORTED",
+    "ANTHROPIC_ALIASES",
     "FAUX_MODEL",
+    "MODEL_ALIASES",
     "AssistantMessage",
+    "Citation",
     "Cost",
     "Deferred",
     "DeferringModelProvider",
@@ -123,6 +132,8 @@ __all__ = [
     "ModelProviderError",
     "Request",
     "RetryPolicy",
+    "ServerToolContent",
+    "ServerToolEvent",
     "Sleep",
     "StartEvent",
     "StopReason",
@@ -165,6 +176,7 @@ __all__ = [
     "messages_from_json",
     "parse_retry_after",
     "reduce_events",
+    "resolve_model_spec",
     "retry_call",
     "retryable_status",
 ]

@@ -2,7 +2,8 @@
 
 A *provider* turns a :class:`Request` into one async stream of :data:`StreamEvent` values and
 never raises out of that stream. Every stream is ``start``, then any number of block events
-(``text_*``, ``thinking_*``, ``toolcall_*``), then exactly one terminal event:
+(``text_*``, ``thinking_*``, ``toolcall_*``, and ``server_tool`` for a tool the provider ran
+itself), then exactly one terminal event:
 
 * :class:`DoneEvent` with ``reason`` ``stop`` | ``length`` | ``toolUse`` and the final
   :class:`AssistantMessage`, or
@@ -20,13 +21,18 @@ never defers (the app's HTTP adapters, for instance) implements only :class:`Mod
 
 The message records here are msgspec Structs whose JSON form *is* the harness's model-message
 shape (``role`` = ``user`` | ``assistant`` | ``toolResult`` | ``system``; content blocks tagged
-``type`` = ``text`` | ``thinking`` | ``toolCall`` | ``image``; camelCase keys), so
+``type`` = ``text`` | ``thinking`` | ``toolCall`` | ``serverTool`` | ``image``; camelCase keys), so
 :func:`messages_from_json` and :func:`message_to_json` convert losslessly between a conversation's
 stored messages and a request.
 
 Block events carry ``partial``: the provider's *live* partial message at the time of the event.
 Copy it (:func:`copy_message`) before keeping it; the provider goes on mutating it. The final
 message equals the reduction of the deltas (:func:`pico3.models.stream.reduce_events`).
+
+Why one module: it is the contract itself (the message records, the stream events, the
+protocol and the errors every adapter and the harness share); the records and the events that
+carry them are one vocabulary, read side by side when an adapter is written, and a split would
+only make each reader open several files to see one shape.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from chord.context import Context
 __all__ = [
     "AssistantBlock",
     "AssistantMessage",
+    "Citation",
     "Cost",
     "Deferred",
     "DeferringModelProvider",
@@ -56,6 +63,8 @@ __all__ = [
     "ModelProvider",
     "ModelProviderError",
     "Request",
+    "ServerToolContent",
+    "ServerToolEvent",
     "StartEvent",
     "StopReason",
     "StreamEvent",
@@ -98,10 +107,25 @@ class _Record(msgspec.Struct, rename="camel", omit_defaults=True):
 
 
 # -- content blocks ----------------------------------------------------------------------------
+class Citation(_Record):
+    """A web source: what a text block cites, or one result of a provider's own search.
+
+    ``url`` and ``title`` are what a reader sees; ``cited_text`` the passage a citation quotes;
+    ``data`` the provider's own record of it (Anthropic's ``web_search_result_location``, an
+    OpenAI ``url_citation``), sent back as it was to the API that made it."""
+
+    url: str
+    title: str = ""
+    cited_text: str = ""
+    data: dict[str, Any] | None = None
+
+
 class TextContent(_Record, tag_field="type", tag="text"):
-    """Plain text."""
+    """Plain text; ``citations`` are the web sources the provider says it rests on (its own
+    web search's answer), kept with the text."""
 
     text: str
+    citations: list[Citation] | None = None
 
 
 class ThinkingContent(_Record, tag_field="type", tag="thinking"):
@@ -128,7 +152,24 @@ class ImageContent(_Record, tag_field="type", tag="image"):
     mime_type: str
 
 
-AssistantBlock = TextContent | ThinkingContent | ToolCall
+class ServerToolContent(_Record, tag_field="type", tag="serverTool"):
+    """A tool the provider ran itself while answering (its web search), kept whole.
+
+    ``name`` is the tool (``web_search``), ``input`` what it was asked (``{"query": ...}``),
+    ``results`` the sources it found. ``blocks`` are the provider's own blocks for it, as the
+    API sent them (Anthropic's ``server_tool_use`` and ``web_search_tool_result``, an OpenAI
+    ``web_search_call`` item): the adapter of the message's own API sends them back verbatim on
+    the next request (Anthropic requires it); any other API leaves them out. Nothing runs on our
+    side: no tool task, no result message."""
+
+    id: str
+    name: str
+    input: dict[str, Any] = msgspec.field(default_factory=dict)
+    results: list[Citation] = msgspec.field(default_factory=list)
+    blocks: list[dict[str, Any]] = msgspec.field(default_factory=list)
+
+
+AssistantBlock = TextContent | ThinkingContent | ToolCall | ServerToolContent
 
 
 # -- usage and cost ----------------------------------------------------------------------------
@@ -278,6 +319,9 @@ class ModelInfo(msgspec.Struct, rename="camel", omit_defaults=True, frozen=True)
     cost: ModelCost | None = None
     supports_thinking: bool = False
     supports_images: bool = False
+    supports_web_search: bool = False
+    """The provider can search the web for this model itself (a server tool its adapter
+    offers in place of the agent's ``web_search``)."""
 
 
 def compute_cost(usage: Usage, model: ModelInfo) -> Cost:
@@ -318,6 +362,8 @@ def message_weight(message: Message) -> tuple[int, int]:
             chars += len(block.thinking)
         elif isinstance(block, ToolCall):
             chars += len(block.name) + len(msgspec.json.encode(block.arguments))
+        elif isinstance(block, ServerToolContent):
+            chars += len(msgspec.json.encode(block.blocks))
         else:
             images += 1
     return chars, images
@@ -453,6 +499,15 @@ class ToolCallEndEvent(_Event, tag="toolcall_end"):
     partial: AssistantMessage
 
 
+class ServerToolEvent(_Event, tag="server_tool"):
+    """The provider ran a tool itself (its web search): ``block``, complete, is at
+    ``content_index`` (it has no start or delta events)."""
+
+    content_index: int
+    block: ServerToolContent
+    partial: AssistantMessage
+
+
 class DoneEvent(_Event, tag="done"):
     """Terminal success; with ``reason`` ``deferred`` the answer is to be fetched later with
     ``message.deferred`` (and ``message`` has no content)."""
@@ -481,6 +536,7 @@ StreamEvent = (
     | ToolCallStartEvent
     | ToolCallDeltaEvent
     | ToolCallEndEvent
+    | ServerToolEvent
     | DoneEvent
     | ErrorEvent
 )

@@ -26,12 +26,15 @@ import msgspec
 from chord.context import Context
 from pico3.models.provider import (
     AssistantMessage,
+    Citation,
     Deferred,
     DoneEvent,
     DoneReason,
     ErrorEvent,
     ErrorReason,
     ModelProviderError,
+    ServerToolContent,
+    ServerToolEvent,
     StartEvent,
     StreamEvent,
     TextContent,
@@ -139,14 +142,22 @@ class MessageBuilder:
     def delta(self, index: int, text: str) -> StreamEvent:
         """Append ``text`` to the open block at ``index`` (text, thinking or JSON fragment)."""
         parts = self._parts(index)
-        parts.append(text)
         block = self.message.content[index]
+        # The block's own reference is dropped before the append, so the text held only by the
+        # local grows in place (CPython's string concatenation); ``block.text += text`` would
+        # copy the whole text at every delta, quadratic in a long answer's length. A text that
+        # someone else still references is copied, as before.
         if isinstance(block, TextContent):
-            block.text += text
+            grown, block.text = block.text, ""
+            grown += text
+            block.text = grown
             return TextDeltaEvent(content_index=index, delta=text, partial=self.message)
         if isinstance(block, ThinkingContent):
-            block.thinking += text
+            grown, block.thinking = block.thinking, ""
+            grown += text
+            block.thinking = grown
             return ThinkingDeltaEvent(content_index=index, delta=text, partial=self.message)
+        parts.append(text)  # a tool call's JSON, parsed once whole at close
         return ToolCallDeltaEvent(content_index=index, delta=text, partial=self.message)
 
     def set_signature(self, index: int, signature: str, *, redacted: bool = False) -> None:
@@ -157,6 +168,23 @@ class MessageBuilder:
             raise StreamProtocolError(f"block {index} is not a thinking block")
         block.signature = (block.signature or "") + signature
         block.redacted = block.redacted or redacted
+
+    def cite(self, index: int, citation: Citation) -> None:
+        """Add ``citation`` to the open text block at ``index`` (a provider's web search
+        answer citing a source; the terminal message carries it)."""
+        self._parts(index)
+        block = self.message.content[index]
+        if not isinstance(block, TextContent):
+            raise StreamProtocolError(f"block {index} is not a text block")
+        block.citations = [*(block.citations or ()), citation]
+
+    def server_tool(self, block: ServerToolContent) -> ServerToolEvent:
+        """Add a tool the provider ran itself (complete: no deltas, nothing to close)."""
+        if self._finished:
+            raise StreamProtocolError("the stream already ended")
+        self.message.content.append(block)
+        index = len(self.message.content) - 1
+        return ServerToolEvent(content_index=index, block=block, partial=self.message)
 
     def close(self, index: int) -> StreamEvent:
         """Close the block at ``index``. A tool call's JSON must parse to an object here."""
@@ -172,6 +200,8 @@ class MessageBuilder:
                 signature=block.signature,
                 partial=self.message,
             )
+        if not isinstance(block, ToolCall):  # a server tool block is never open
+            raise StreamProtocolError(f"block {index} cannot be closed")
         raw = "".join(parts)
         try:
             arguments: Any = msgspec.json.decode(raw) if raw.strip() else {}
@@ -251,7 +281,7 @@ class MessageBuilder:
         return self._finished
 
     # -- internals ------------------------------------------------------------------------------
-    def _append(self, block: TextContent | ThinkingContent | ToolCall) -> int:
+    def _append(self, block: TextContent | ThinkingContent | ToolCall | ServerToolContent) -> int:
         if self._finished:
             raise StreamProtocolError("the stream already ended")
         self.message.content.append(block)
@@ -319,6 +349,9 @@ def reduce_events(events: Iterable[StreamEvent]) -> AssistantMessage:
                 block = _block(content, event.content_index, ToolCall)
                 raw = "".join(json_parts[event.content_index])
                 block.arguments = msgspec.json.decode(raw) if raw.strip() else {}
+            case ServerToolEvent():
+                _expect_index(content, event.content_index)
+                content.append(event.block)
             case DoneEvent() | ErrorEvent():
                 terminal = event
             case _:
@@ -326,13 +359,18 @@ def reduce_events(events: Iterable[StreamEvent]) -> AssistantMessage:
     if message is None or terminal is None:
         raise StreamProtocolError("the stream has no start or no terminal event")
     final = terminal.message if isinstance(terminal, DoneEvent) else terminal.error
-    # Redaction is a property the deltas cannot carry; take it from the terminal message.
+    # Redaction and citations are properties the deltas cannot carry; take them from the
+    # terminal message.
     for index, block in enumerate(content):
         if isinstance(block, ThinkingContent) and index < len(final.content):
             other = final.content[index]
             if isinstance(other, ThinkingContent):
                 block.redacted = other.redacted
                 block.signature = other.signature
+        elif isinstance(block, TextContent) and index < len(final.content):
+            other = final.content[index]
+            if isinstance(other, TextContent):
+                block.citations = other.citations
     message.content = content
     message.usage = final.usage
     message.stop_reason = final.stop_reason

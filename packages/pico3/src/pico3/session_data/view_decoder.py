@@ -240,8 +240,10 @@ class ViewDecoder:
             return None
         get = value.get  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
         inputs = get("inputs")
+        model = get("model")
         return ViewTurn(
             inputs=[i for i in inputs if type(i) is int] if type(inputs) is list else [],  # pyright: ignore[reportUnknownVariableType]
+            model=dict(model) if type(model) is dict else None,  # pyright: ignore[reportUnknownArgumentType]
             generation=self._section("generation", get("generation"), _generation),
             message=self._section("message", get("message"), _message),
             tools=self._section("tools", get("tools"), _slots),

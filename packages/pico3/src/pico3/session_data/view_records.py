@@ -115,9 +115,11 @@ class _ModelEntry(ViewEntry, frozen=True):
 
 
 class UserData(_Record, frozen=True):
-    """``data`` of a ``pi.user`` entry: ``continuation`` when a hook continued the turn."""
+    """``data`` of a ``pi.user`` entry: ``continuation`` when a hook continued the turn;
+    ``model`` (``provider/modelId``) when the input asked for its own model (``Input.model``)."""
 
     continuation: Any = None
+    model: str | None = None
 
 
 class UserEntry(_ModelEntry, frozen=True):
@@ -290,6 +292,9 @@ class ViewTurn(_Record, frozen=True):
     """``turn``: present while a turn task lives."""
 
     inputs: list[int] = msgspec.field(default_factory=list[int])
+    model: dict[str, Any] | None = None
+    """The turn's own model (``{"provider", "modelId"}``) when its first input asked for one
+    (``Input.model``, a command's ``model:``); ``None``: the config's."""
     generation: ModelCallStatus | None = None
     message: AssistantMessage | None = None
     """The streaming partial (while the model answers)."""

@@ -27,6 +27,7 @@ from pico3.storage.base import (
 from pico3.storage.jsonl import JsonlStorage
 from pico3.storage.memory import MemoryStorage
 from pico3.storage.pg_blobs import BLOB_LIMIT, read_blob
+from pico3.storage.pg_lease import LeaseRenewer
 from pico3.storage.postgres import PostgresStorage, migrate_database
 from pico3.storage.records import (
     UNSET,
@@ -69,6 +70,7 @@ __all__ = [
     "InvalidBatch",
     "JsonlStorage",
     "LeaseLost",
+    "LeaseRenewer",
     "MemoryStorage",
     "Ops",
     "Parent",

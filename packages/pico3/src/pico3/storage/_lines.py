@@ -21,8 +21,10 @@ positional array whose first element names its kind; absent members are ``null``
 ``["q", id, status, outcome, owns, checkpoint, abort]`` patch a task (``checkpoint`` ``0``
                                                         clears it)
 ``["j", id, cid, status, entry, answer, request_id,``   create or replace an input (``detail``
-``reason, detail]``                                     is wrapped: ``[value]``, since ``null``
-                                                        is a value)
+``reason, detail, model, allow]``                       is wrapped: ``[value]``, since ``null``
+                                                        is a value; ``model`` and ``allow``,
+                                                        a prompt's own model and rules, came
+                                                        later: older lines end before them)
 ``["d", doc, ops, cid]``                                document ops; ``doc`` is ``"s"``
                                                         (session), ``"r"`` (rewindable) or
                                                         ``"k"`` (sticky)
@@ -257,6 +259,8 @@ class _J(msgspec.Struct, array_like=True, tag="j", gc=False):
     request_id: str | None = None
     reason: InputReason | None = None
     detail: Annotated[list[Any], msgspec.Meta(min_length=1, max_length=1)] | None = None
+    model: dict[str, Any] | None = None
+    allow: list[str] | None = None
 
 
 class _I(msgspec.Struct, array_like=True, tag="i", gc=False):
@@ -331,6 +335,8 @@ def _write_v2(write: Write) -> list[Any]:
                 _u(i.request_id),
                 _u(i.reason),
                 None if i.detail is UNSET else [i.detail],
+                _u(i.model),
+                _u(i.allow),
             ]
         )
     if kind is TaskPatchWrite:
@@ -433,6 +439,8 @@ def _input(i: _J | _I) -> Write:  # the same members, in another order
             answer=UNSET if answer is None else answer,
             reason=UNSET if reason is None else reason,
             detail=UNSET if detail is None else detail[0],
+            model=UNSET if (model := getattr(i, "model", None)) is None else model,
+            allow=UNSET if (allow := getattr(i, "allow", None)) is None else allow,
         )
     )
 

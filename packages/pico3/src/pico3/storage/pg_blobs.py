@@ -37,6 +37,7 @@ from pico3.storage.base import LeaseLost, StorageUnreachable
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool
 
 __all__ = [
     "BLOB_LIMIT",
@@ -122,9 +123,20 @@ def unreachable(conninfo: str, timeout: float, what: str, exc: BaseException) ->
 
 
 class BlobStore:
-    """The blobs of one session, over a connection of their own (opened on first use)."""
+    """The blobs of one session, over a connection of their own (opened on first use), or, with
+    ``pool``, over a connection of that shared pool for each operation (a process of many
+    sessions then holds no connection per session for blobs)."""
 
-    def __init__(self, conninfo: str, session: str, *, fsync: bool, connect_timeout: float) -> None:
+    def __init__(
+        self,
+        conninfo: str,
+        session: str,
+        *,
+        fsync: bool,
+        connect_timeout: float,
+        pool: AsyncConnectionPool | None = None,
+    ) -> None:
+        self._pool = pool
         self._conninfo = conninfo
         self._session = session
         self._fsync = fsync
@@ -149,6 +161,16 @@ class BlobStore:
         """``op(conn)`` under the lock; once more on a fresh connection if the connection (not
         the statement) failed."""
         async with self._lock:
+            if self._pool is not None:  # the pool discards a broken connection and retries
+                async with self._pool.connection(timeout=self._connect_timeout) as conn:
+                    await conn.set_autocommit(True)
+                    if not self._fsync:
+                        await conn.execute("SET synchronous_commit = off")
+                    try:
+                        return await op(conn)
+                    finally:
+                        if not self._fsync and not (conn.closed or conn.broken):
+                            await conn.execute("RESET synchronous_commit")
             conn = await self._connection()
             try:
                 return await op(conn)

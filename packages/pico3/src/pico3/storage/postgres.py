@@ -52,7 +52,9 @@ One writer (the lease and the session lock)
 -------------------------------------------
 ``open`` takes the session's lease: it bumps ``epoch`` if nobody holds it or the holder's
 ``lease_until`` has passed, and refuses with :class:`~pico3.storage.base.StorageInUse` naming the
-holder otherwise. A daemon thread renews the lease every quarter of ``lease_seconds``; a
+holder otherwise. A daemon thread renews the lease every quarter of ``lease_seconds`` (its own,
+or a :class:`~pico3.storage.pg_lease.LeaseRenewer` shared by the process's sessions, ``renewer=``:
+one connection and one statement for all their leases); a
 process-wide watchdog thread bounds a commit in flight (``commit_timeout``: past it the commit
 fails and the renewals stop) and calls the :meth:`PostgresStorage.on_fence` callbacks when no
 renewal succeeded for three quarters of the lease (before it can expire), on such a stall, and
@@ -64,6 +66,14 @@ exit: that lock, not a check in the commit, is the fence (the proof is in docs/d
 renewals could not reach the database) fails its next commit with
 :class:`~pico3.storage.base.LeaseLost`, having written nothing, and the storage refuses every
 later commit. ``close`` releases the lease and the lock so the next opener need not wait.
+
+An idle session (``pool=``)
+--------------------------
+:meth:`PostgresStorage.release_writer` gives the writer's connection back to the shared pool
+while the session is idle (its owner decides when): the session lock goes with it, the lease
+stays (renewed as before). The next commit takes a pool connection and re-takes the fence the
+way a reconnect does (below), so a process of many sessions needs connections for its *active*
+sessions only. The blobs of a pooled storage use a pool connection per operation.
 
 A lost connection
 -----------------
@@ -99,7 +109,6 @@ import re
 import select
 import socket
 import struct
-import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -123,6 +132,7 @@ from pico3.storage.base import (
     current_prechecked,
 )
 from pico3.storage.pg_blobs import BlobStore, address_of, unreachable, with_liveness
+from pico3.storage.pg_lease import Lease, LeaseRenewer
 from pico3.storage.records import DocRef, DocWrite, Write, is_base
 
 if TYPE_CHECKING:
@@ -476,6 +486,7 @@ class PostgresStorage(TableStorage):
         session: str = "default",
         *,
         pool: AsyncConnectionPool | None = None,
+        renewer: LeaseRenewer | None = None,
         fsync: bool = True,
         lease_seconds: float = LEASE_SECONDS,
         wait: float = 0.0,
@@ -525,7 +536,12 @@ class PostgresStorage(TableStorage):
         self._failed: BaseException | None = None
         self._lock: anyio.Lock | None = None
         self._sticky_base: dict[int, int] = {}  # conversation id -> seq of its last base
-        self._renewer: _Renewer | None = None
+        self._shared_renewer = renewer
+        self._renewer: LeaseRenewer | None = None  # renewing this opening's lease
+        self._lease: Lease | None = None
+        self._released = False  # the writer's connection went back to the pool while idle
+        self._last_used = 0.0  # monotonic time of the last open or commit
+        self._writer_since = 0.0  # monotonic time the writer's connection was taken
         self._commit_timeout = commit_timeout
         self._busy_since: float | None = None  # monotonic start of the commit in flight
         self._stalled = False  # a commit outlived commit_timeout: fail-stop, renewal stopped
@@ -600,7 +616,22 @@ class PostgresStorage(TableStorage):
         self._session_bytes = self._session.encode(conn.info.encoding)
         self._epoch_bytes = _INT8(self._epoch)
         self._stalled = False
-        self._renewer = _Renewer(self, self._lease_t0)
+        self._lease = Lease(
+            self._session,
+            self._epoch,
+            self._lease_ms,
+            self._lease_t0,
+            watch_commit=self._watch,
+            fence=self._fence,
+            commit_timeout=self._commit_timeout,
+        )
+        if self._shared_renewer is not None:
+            self._renewer = self._shared_renewer
+        else:  # one thread and one connection of its own, for this lease only
+            self._renewer = LeaseRenewer(self._conninfo, connect_timeout=5.0)
+        self._renewer.add(self._lease)
+        self._released = False
+        self._last_used = self._writer_since = time.monotonic()
         self._open = True
 
     async def _take_lease(self, conn: AsyncConnection[Any]) -> tuple[int, int]:
@@ -843,8 +874,9 @@ class PostgresStorage(TableStorage):
         if not self._open:
             return
         renewer, self._renewer = self._renewer, None
-        if renewer is not None:
-            renewer.stop()
+        lease, self._lease = self._lease, None
+        if renewer is not None and lease is not None:
+            renewer.remove(lease)
         with anyio.CancelScope(shield=True):
             blobs, self._blobs = self._blobs, None
             if blobs is not None:
@@ -856,10 +888,17 @@ class PostgresStorage(TableStorage):
                 try:
                     if self._failed is None and self._conn is not None:
                         await self._release_lease(self._conn)
+                    elif self._failed is None and self._released and renewer is not None:
+                        # no connection to wait for: the renewer's gives the lease back
+                        renewer.release(
+                            self._session, self._epoch, self.seq, self._tables.high_water
+                        )
                 except Exception:
                     pass  # the lease then simply expires
                 finally:
                     await self._close_pool()
+                    if renewer is not None and renewer is not self._shared_renewer:
+                        renewer.close()  # after a release it was asked for
 
     async def _close_pool(self) -> None:
         pool, self._pool = self._pool, None
@@ -934,15 +973,15 @@ class PostgresStorage(TableStorage):
 
     async def _commit_locked(self, writes: Sequence[Write], prechecked: frozenset[int]) -> int:
         tables = self._check_writable()
-        renewer = self._renewer
-        if renewer is not None and renewer.lost:  # the database said so: fail before sending
+        lease = self._lease
+        if lease is not None and lease.lost:  # the database said so: fail before sending
             self._failed = self._lease_lost(f"commit {tables.seq + 1}")
             raise self._failed
         seq = tables.seq + 1
         copies, raw = normalize_batch(writes, prechecked)
         staged = tables.stage(copies, seq)
         max_id = self._high_water_after(staged)
-        self._busy_since = time.monotonic()  # the watchdog bounds it (commit_timeout)
+        self._busy_since = self._last_used = time.monotonic()  # the watchdog bounds it
         try:
             await self._ensure_writer(f"commit {seq}", tables.seq)
             if not staged.docs and not staged.tasks:  # nothing can go to a sidecar: one statement
@@ -1174,16 +1213,37 @@ class PostgresStorage(TableStorage):
             if pool is not None and not self._direct:
                 with contextlib.suppress(Exception):
                     await pool.putconn(old)  # the shared pool discards it (and makes a new one)
-        # a connection of its own, not the pool's: the pool retries a lost server with a
-        # growing backoff, this connects at once (and is closed, not returned, at close)
-        self._direct = True
-        try:
-            conn = await self._connect()
-        except Exception as exc:
-            raise self._unreachable(
-                exc, f"reconnect for {what} of session {self._session!r}"
-            ) from None
-        self._conn = conn
+        if self._released and pool is not None:
+            # the session was idle and gave its connection back: take one from the pool again;
+            # waiting for one is not the database stalling (commit_timeout starts again after)
+            busy, self._busy_since = self._busy_since, None
+            try:
+                conn = await pool.getconn(timeout=self._connect_timeout)
+            except Exception as exc:
+                raise self._unreachable(
+                    exc,
+                    f"take a connection from the pool (size {pool.max_size}, all in use?) for "
+                    f"{what} of session {self._session!r}",
+                ) from None
+            finally:
+                if busy is not None:
+                    self._busy_since = time.monotonic()
+            self._released = False
+            self._direct = False
+            self._conn = conn
+            self._writer_since = time.monotonic()
+            await conn.set_autocommit(True)
+        else:
+            # a connection of its own, not the pool's: the pool retries a lost server with a
+            # growing backoff, this connects at once (and is closed, not returned, at close)
+            self._direct = True
+            try:
+                conn = await self._connect()
+            except Exception as exc:
+                raise self._unreachable(
+                    exc, f"reconnect for {what} of session {self._session!r}"
+                ) from None
+            self._conn = conn
         if not self._fsync:
             await conn.execute("SET synchronous_commit = off")
         if await self._stored_epoch(conn) != self._epoch:
@@ -1204,6 +1264,70 @@ class PostgresStorage(TableStorage):
         if row is None:
             return 0, 0
         return int(row[0]), int(row[1] or 0)
+
+    # an idle session's writer connection back to the shared pool ---------------------------
+
+    @property
+    def idle_seconds(self) -> float:
+        """Seconds since the last commit (or the open); 0 when not open."""
+        return time.monotonic() - self._last_used if self._open else 0.0
+
+    @property
+    def writer_seconds(self) -> float:
+        """Seconds the writer has held its connection (0 when it holds none)."""
+        return time.monotonic() - self._writer_since if self.holds_writer else 0.0
+
+    @property
+    def holds_writer(self) -> bool:
+        """Whether the writer holds a database connection now (and the session's lock on it)."""
+        return self._open and self._conn is not None
+
+    async def release_writer(self, *, wait: bool = False) -> bool:
+        """Give the writer's connection back to the shared pool (``pool=``) while the session is
+        idle: the session's lock is released with it, the lease is kept (renewed as before).
+        The next commit takes a connection from the pool again and re-takes the fence exactly
+        like a reconnect (the epoch must still be this writer's, the lock is taken, the epoch
+        checked again under it, and the last stored seq must be the one this writer knows),
+        so a writer whose lease was taken meanwhile is refused with ``LeaseLost`` having sent
+        nothing (docs/design/storage.md, "Fencing on PostgreSQL"). Returns whether it released
+        (not: no shared pool, a commit in flight and not ``wait``, already released, or the
+        storage failed). ``wait=True`` waits for the commit in flight, if any, and releases
+        after it (a pool's connections going round sessions that commit without a pause)."""
+        lock = self._lock
+        if (
+            not self._open
+            or self._shared_pool is None
+            or self._failed is not None
+            or lock is None
+            or (lock.locked() and not wait)
+            or self._conn is None
+        ):
+            return False
+        async with lock:
+            with anyio.CancelScope(shield=True):
+                if not self._open or self._failed is not None or self._conn is None:
+                    return False
+                conn, self._conn = self._conn, None
+                self._cursor = None
+                prepared, self._prepared = self._prepared, False
+                direct, self._direct = self._direct, False
+                self._released = True
+                try:
+                    await conn.execute(
+                        "SELECT pg_advisory_unlock(%s, %s)", (_LOCK_CLASS, self._lock_key)
+                    )
+                    if prepared and not direct:
+                        await conn.execute("DEALLOCATE pico3_commit_main")
+                    if not self._fsync and not direct:
+                        await conn.execute("RESET synchronous_commit")
+                except Exception:
+                    await conn.close()  # its backend ends, and the lock with it
+                if direct:
+                    with contextlib.suppress(Exception):
+                        await conn.close()
+                else:
+                    await self._shared_pool.putconn(conn)
+        return True
 
     async def _stored_epoch(self, conn: AsyncConnection[Any]) -> int | None:
         row = await (
@@ -1358,6 +1482,7 @@ class PostgresStorage(TableStorage):
                 self._session,
                 fsync=self._fsync,
                 connect_timeout=self._connect_timeout,
+                pool=self._shared_pool,
             )
         return self._blobs
 
@@ -1401,135 +1526,3 @@ class _Held(Exception):
     def __init__(self, message: str, expires_in: float) -> None:
         super().__init__(message)
         self.expires_in = expires_in
-
-
-class _Renewer:
-    """Renews one lease from a daemon thread (its own connection), independent of the loop, and
-    registers with the process-wide :class:`_Watchdog`, which fences the storage when the lease
-    may run out before the next renewal lands, or when a commit stalls.
-
-    A renewal starts every quarter of the lease. The watchdog fires the storage's fence
-    callbacks once no renewal succeeded for three quarters of the lease (the lease, renewed at
-    the database's clock, cannot have expired before ``last_ok + lease``: a quarter of it is the
-    margin to stop effects in), again after each renewal that succeeded in between, and stops
-    the renewals for good when a commit stalled past the storage's ``commit_timeout``."""
-
-    def __init__(self, storage: PostgresStorage, taken: float) -> None:
-        self._storage = storage
-        self._conninfo = storage._conninfo  # pyright: ignore[reportPrivateUsage]
-        self._session = storage._session  # pyright: ignore[reportPrivateUsage]
-        self._epoch = storage._epoch  # pyright: ignore[reportPrivateUsage]
-        self._lease_ms = storage._lease_ms  # pyright: ignore[reportPrivateUsage]
-        self._stop = threading.Event()
-        self.lost = False
-        self.last_ok = taken  # monotonic time just before the last successful renewal began
-        self.fenced = False  # the fence callbacks fired since the last successful renewal
-        self._thread = threading.Thread(
-            target=self._run, name=f"pico3-lease-{self._session}", daemon=True
-        )
-        self._thread.start()
-        _Watchdog.get().add(self)
-
-    def _run(self) -> None:
-        import psycopg
-
-        conn: psycopg.Connection[Any] | None = None
-        interval = self._lease_ms / 4000
-        while not self._stop.wait(interval):
-            started = time.monotonic()
-            try:
-                if conn is None or conn.closed:
-                    conn = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=5)
-                row = conn.execute(
-                    "UPDATE pico3_sessions SET lease_until = clock_timestamp() + "
-                    "%s * interval '1 millisecond' WHERE session = %s AND epoch = %s "
-                    "RETURNING 1",
-                    (self._lease_ms, self._session, self._epoch),
-                ).fetchone()
-                if row is None:
-                    self.lost = True  # the next commit fails with LeaseLost
-                    break
-                if not self._stop.is_set():
-                    self.last_ok = started
-                    self.fenced = False
-            except Exception:
-                if conn is not None:
-                    conn.close()
-                conn = None  # retry at the next tick; the epoch check keeps commits safe
-        if conn is not None:
-            conn.close()
-
-    def check(self, now: float) -> None:
-        """The watchdog's tick (its thread)."""
-        storage = self._storage
-        if self._stop.is_set():
-            return
-        if storage._watch(now):  # pyright: ignore[reportPrivateUsage]
-            self._stop.set()  # the lease must run out: another worker takes over
-            storage._fence(  # pyright: ignore[reportPrivateUsage]
-                f"session {self._session!r}: a commit got no answer from PostgreSQL within "
-                f"{storage._commit_timeout:g} s"  # pyright: ignore[reportPrivateUsage]
-            )
-            return
-        if self.lost:
-            storage._fence(  # pyright: ignore[reportPrivateUsage]
-                f"session {self._session!r}: another worker took the lease"
-            )
-            self._stop.set()
-            return
-        lease = self._lease_ms / 1000
-        if not self.fenced and now - self.last_ok > lease * 0.75:
-            self.fenced = True
-            storage._fence(  # pyright: ignore[reportPrivateUsage]
-                f"session {self._session!r}: no lease renewal succeeded for "
-                f"{now - self.last_ok:.1f} s (lease {lease:g} s); stopping effects before it "
-                "can expire"
-            )
-
-    def stop(self) -> None:
-        self._stop.set()
-        _Watchdog.get().remove(self)
-        self._thread.join(timeout=10)
-
-
-class _Watchdog:
-    """One daemon thread per process that ticks every open storage's :meth:`_Renewer.check`
-    (every 50 ms): it runs even when the event loop or a renewal is stuck."""
-
-    _instance: _Watchdog | None = None
-    _guard = threading.Lock()
-    TICK = 0.05
-
-    def __init__(self) -> None:
-        self._renewers: set[_Renewer] = set()
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="pico3-lease-watchdog", daemon=True)
-        self._thread.start()
-
-    @classmethod
-    def get(cls) -> _Watchdog:
-        with cls._guard:
-            if cls._instance is None or not cls._instance._thread.is_alive():
-                cls._instance = _Watchdog()
-            return cls._instance
-
-    def add(self, renewer: _Renewer) -> None:
-        with self._lock:
-            self._renewers.add(renewer)
-
-    def remove(self, renewer: _Renewer) -> None:
-        with self._lock:
-            self._renewers.discard(renewer)
-
-    def _run(self) -> None:
-        while True:
-            self._wake.wait(self.TICK)
-            with self._lock:
-                renewers = list(self._renewers)
-            now = time.monotonic()
-            for renewer in renewers:
-                try:
-                    renewer.check(now)
-                except Exception:
-                    pass

@@ -190,6 +190,12 @@ class Input(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=Fa
     answer: Id | UnsetType = UNSET
     reason: InputReason | UnsetType = UNSET
     detail: Any | UnsetType = UNSET
+    model: dict[str, Any] | UnsetType = UNSET
+    """A per-prompt model (``{"provider", "modelId"}``) for the turn this input starts, instead
+    of the conversation's ``model`` config (a command's ``model:``); absent: the config's."""
+    allow: list[str] | UnsetType = UNSET
+    """Permission rules (the approval authority's grammar, ``Bash(git add:*)``) the turn this
+    input starts may use without asking (a command's ``allowed-tools:``); never beyond it."""
 
 
 class DocRef(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):

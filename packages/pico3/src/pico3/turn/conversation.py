@@ -19,6 +19,7 @@ It never waits for the model call: the returned :class:`InputHandle` does that o
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -26,7 +27,6 @@ import msgspec
 from chord.context import Context
 from chord.json import JsonError, copy_json
 from pico3.kernel.tx import Authority, Transaction
-from pico3.session_data.entries import NewEntry
 from pico3.storage.records import Entry, EntryScan, Input
 from pico3.turn.collapse import (
     CollapseInProgress,
@@ -39,6 +39,7 @@ from pico3.turn.placement import (
     boundary,
     queue_input,
     replace_input,
+    user_entry,
     user_message,
 )
 from pico3.turn.state import newest_head, start_model_call
@@ -111,6 +112,27 @@ def _check_content(content: Any) -> Any:
     return value
 
 
+def _prompt_options(model: Mapping[str, Any] | None, allow: Sequence[str] | None) -> dict[str, Any]:
+    """The checked ``model``/``allow`` members of a new input record (absent when not given)."""
+    extra: dict[str, Any] = {}
+    if model is not None:
+        if (
+            not isinstance(model, Mapping)
+            or not isinstance(model.get("provider"), str)
+            or not model.get("provider")
+            or not isinstance(model.get("modelId"), str)
+            or not model.get("modelId")
+        ):
+            raise ValueError(f'model must be {{"provider": str, "modelId": str}}, got {model!r}')
+        extra["model"] = {"provider": model["provider"], "modelId": model["modelId"]}
+    if allow is not None:
+        if isinstance(allow, str) or not all(isinstance(r, str) and r for r in allow):
+            raise ValueError(f"allow must be a list of non-empty rule strings, got {allow!r}")
+        if allow:
+            extra["allow"] = list(allow)
+    return extra
+
+
 async def send(
     kernel: Kernel,
     conversation_id: int,
@@ -119,13 +141,19 @@ async def send(
     *,
     request_id: str | None = None,
     when_busy: WhenBusy = "followUp",
+    model: Mapping[str, Any] | None = None,
+    allow: Sequence[str] | None = None,
 ) -> InputHandle:
-    """Admit a user input (see the module docstring)."""
+    """Admit a user input (see the module docstring). ``model`` and ``allow`` ride on the input
+    record (:class:`~pico3.storage.records.Input`): the turn this input starts uses that model
+    instead of the config's, and the approval authority may let those rules' calls run without
+    asking, for that turn only."""
     if when_busy not in ("followUp", "steer", "reject"):
         raise ValueError(f"when_busy must be followUp, steer or reject, got {when_busy!r}")
     if request_id is not None and (not isinstance(request_id, str) or not request_id):
         raise ValueError("request_id must be a non-empty str")
     content = _check_content(content)
+    extra = _prompt_options(model, allow)
     now = _clock_now(kernel)
     cid = conversation_id
 
@@ -138,7 +166,7 @@ async def send(
             if when_busy == "reject":
                 raise ConversationBusy(f"conversation {cid} is busy")
             input_id = kernel.mint_id()
-            record = Input(id=input_id, conversation_id=cid, status="queued")
+            record = Input(id=input_id, conversation_id=cid, status="queued", **extra)
             if request_id is not None:
                 record = replace_input(record, request_id=request_id)
             queue_input(tx, cid, record, when_busy, content)
@@ -146,8 +174,8 @@ async def send(
         head = await newest_head(tx, cid)
         placed = await boundary(tx, cid, "final", head, now)
         input_id = kernel.mint_id()
-        entry = tx.append_entry(cid, NewEntry(kind="pi.user", model=[user_message(content, now)]))
-        record = Input(id=input_id, conversation_id=cid, status="placed", entry=entry.id)
+        entry = tx.append_entry(cid, user_entry(content, now, extra.get("model")))
+        record = Input(id=input_id, conversation_id=cid, status="placed", entry=entry.id, **extra)
         if request_id is not None:
             record = replace_input(record, request_id=request_id)
         tx.put_input(record)

@@ -32,6 +32,7 @@ proportional to its size, not to its size times its token count.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -45,6 +46,7 @@ from pico3.models.provider import (
     AssistantMessage,
     DoneEvent,
     ErrorEvent,
+    ServerToolEvent,
     StartEvent,
     StreamEvent,
     TextDeltaEvent,
@@ -90,7 +92,7 @@ class MessageMirror:
 
     def __init__(self, flush: Flush, *, clock: Callable[[], float] = anyio.current_time) -> None:
         self._flush_fn = flush
-        self._clock = clock
+        self._clock = clock  # read at every delta: see __aenter__
         self._header: dict[str, Any] = {"role": "assistant", "content": []}
         self._blocks: list[dict[str, Any]] = []
         self._parts: list[list[str]] = []
@@ -105,6 +107,8 @@ class MessageMirror:
         self._group: anyio.abc.TaskGroup | None = None
 
     async def __aenter__(self) -> MessageMirror:
+        if self._clock is anyio.current_time:
+            self._clock = _loop_clock()
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
         self._group.start_soon(self._timer)
@@ -159,6 +163,10 @@ class MessageMirror:
         grew = 0
         content_delta = False
         match event:
+            case TextDeltaEvent() | ThinkingDeltaEvent():  # nearly every event: matched first
+                self._parts[event.content_index].append(event.delta)
+                grew = len(event.delta.encode())
+                content_delta = True
             case StartEvent():
                 partial = event.partial
                 self._header = {
@@ -179,10 +187,6 @@ class MessageMirror:
                 self._open(
                     {"type": "toolCall", "id": event.id, "name": event.name, "arguments": {}}
                 )
-            case TextDeltaEvent() | ThinkingDeltaEvent():
-                self._parts[event.content_index].append(event.delta)
-                grew = len(event.delta.encode())
-                content_delta = True
             case ThinkingEndEvent():
                 if event.signature is not None:
                     self._blocks[event.content_index]["signature"] = event.signature
@@ -190,6 +194,10 @@ class MessageMirror:
                 arguments = copy_json(event.tool_call.arguments)
                 self._blocks[event.content_index]["arguments"] = arguments
                 grew = 2 + len(str(arguments))
+                content_delta = True
+            case ServerToolEvent():  # complete when it arrives (the provider's web search)
+                self._open(msgspec.to_builtins(event.block))
+                grew = 64
                 content_delta = True
             case _:
                 return
@@ -213,6 +221,15 @@ class MessageMirror:
     def _open(self, block: dict[str, Any]) -> None:
         self._blocks.append(block)
         self._parts.append([])
+
+
+def _loop_clock() -> Callable[[], float]:
+    """:func:`anyio.current_time` of the running loop, looked up once: on asyncio it is the
+    loop's ``time`` (what anyio returns, without finding the backend at every delta)."""
+    try:
+        return asyncio.get_running_loop().time
+    except RuntimeError:  # another backend (trio): anyio's own
+        return anyio.current_time
 
 
 def apply_partial(turn: TrackedDict, partial: dict[str, Any]) -> None:

@@ -9,7 +9,9 @@ Input ``{inputs: [input ids]}``: the model call owns the group of user inputs it
 
 Phases (the checkpoint is the recovery program counter)::
 
-    (none)      preparation: snapshot settings + registries, build the system entry, then
+    (none)      preparation: snapshot settings + registries (the model: the config's, or the
+                one the turn's first input asked for, ``Input.model``, shown as
+                ``sticky.turn.model``), build the system entry, then
                 commit "prepared" with Prep = {cutoff, system, model, thinkingLevel, tools,
                 retry, attempt}. If anything moved meanwhile the builder says "retry" and
                 preparation runs again.
@@ -128,7 +130,13 @@ async def _initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
         return replaced
     settings = await rt.rewindable(cid, ctx)
     sticky = await rt.sticky(cid, ctx)
-    if resolve_model(rt, settings.get("model")) is None:
+    override = await _prompt_model(task, rt, ctx)
+    if override is not None:
+        if resolve_model(rt, override) is None:
+            named = f"{override.get('provider')}/{override.get('modelId')}"
+            detail = f"unknown model {named} (the prompt's own model: no such provider here)"
+            return Done(_failure_closure(task, rt.now(), "no_model", detail, None))
+    elif resolve_model(rt, settings.get("model")) is None:
         detail = "no model is configured" if settings.get("model") is None else "unknown model"
         return Done(_failure_closure(task, rt.now(), "no_model", detail, None))
     plan = await prepare_system(rt, cid, settings, ctx)
@@ -147,11 +155,13 @@ async def _initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
             if "message" in turn:
                 del turn["message"]
             turn["generation"] = {"stage": "preparing"}
+            if override is not None:
+                turn["model"] = copy_json(override)
         return {
             "phase": "prepared",
             "cutoff": cutoff,
             "system": system,
-            "model": copy_json(plan.settings["model"]),
+            "model": copy_json(override if override is not None else plan.settings["model"]),
             "thinkingLevel": plan.settings.get("thinkingLevel") or "off",
             "tools": plan.tools,
             "retry": retry,
@@ -159,6 +169,24 @@ async def _initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
         }
 
     return Next(prepare)
+
+
+async def _prompt_model(task: TaskInfo, rt: Runtime, ctx: Context) -> dict[str, Any] | None:
+    """The model the input that started this turn asked for (``Input.model``: a command's
+    ``model:``), or ``None``: the config's. Read from the durable input record at every model
+    call of the group, so the calls after tools and after a crash use it too; a later turn
+    (another input first) never does. Inputs that joined the group later (a steer) do not
+    change the turn's model."""
+    inputs = (task.input or {}).get("inputs") or []
+    if not inputs:
+        return None
+
+    async def read(tx: Transaction, current: Task, ctx: Context) -> Any:
+        return await tx.input(inputs[0])
+
+    record = await rt.commit(read, ctx)
+    model = getattr(record, "model", None)
+    return dict(model) if isinstance(model, dict) else None
 
 
 # -- requesting ------------------------------------------------------------------------------

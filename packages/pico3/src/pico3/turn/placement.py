@@ -49,6 +49,7 @@ __all__ = [
     "queue_input",
     "replace_input",
     "resolve_inputs",
+    "user_entry",
     "user_message",
 ]
 
@@ -76,6 +77,15 @@ class BoundaryResult(msgspec.Struct, frozen=True):
 def user_message(content: Any, now: int) -> dict[str, Any]:
     """The model message of a user input."""
     return {"role": "user", "content": copy_json(content), "timestamp": now}
+
+
+def user_entry(content: Any, now: int, model: Any = None) -> NewEntry:
+    """The ``pi.user`` entry of a placed input; an input with its own model says which in
+    ``data.model`` (``provider/modelId``), so a transcript shows what answered that prompt."""
+    data = None
+    if isinstance(model, dict) and "provider" in model and "modelId" in model:
+        data = {"model": f"{model['provider']}/{model['modelId']}"}
+    return NewEntry(kind="pi.user", model=[user_message(content, now)], data=data)
 
 
 def queue_input(
@@ -131,6 +141,8 @@ def replace_input(record: Input, **changes: Any) -> Input:
         "answer": record.answer,
         "reason": record.reason,
         "detail": record.detail,
+        "model": record.model,
+        "allow": record.allow,
     }
     for name, value in changes.items():
         fields[name] = UNSET if value is None and name in ("answer", "entry") else value
@@ -206,9 +218,9 @@ async def boundary(
                 head = entry.id
             tx.put_input(replace_input(record, status="done", entry=entry.id))
         else:
+            model = record.model if record.model is not UNSET else None
             entry = tx.append_entry(
-                conversation_id,
-                NewEntry(kind="pi.user", model=[user_message(item["input"]["content"], now)]),
+                conversation_id, user_entry(item["input"]["content"], now, model)
             )
             tx.put_input(replace_input(record, status="placed", entry=entry.id))
             triggers.append(input_id)

@@ -5,7 +5,8 @@
 * ``/skills`` lists the skills with where each comes from (picking one runs it), after a fresh
   scan, so a skill added meanwhile gets its ``/skill:`` command;
 * ``/NAME [args]`` for every prompt template (:mod:`coding_agent.context.prompt_templates`): sends the
-  template with the arguments substituted; the palette shows its description and argument hint;
+  template with the arguments substituted, its ``model:`` and ``allowed-tools:`` applying to
+  the turn it starts; the palette shows its description and argument hint;
 * ``/context`` shows how the model's context window is spent, as Claude Code's does: a bar and
   the percentage used, then the system prompt section by section (each memory file with its
   size and why it was read), the tools offered (each definition's size, which the worker
@@ -50,6 +51,7 @@ from coding_agent.context.prompt_templates import (
     bash_allowed,
     discover_templates,
     expand_template,
+    send_options,
     shell_commands,
 )
 from coding_agent.context.resources import FrontmatterError, Places
@@ -271,7 +273,8 @@ async def run_skill(target: SkillTarget, args: Arguments, ctx: Context) -> Comma
 
 async def run_template(target: TemplateTarget, args: Arguments, ctx: Context) -> CommandOutcome:
     """``/NAME [args]``: send the template with the arguments substituted (its ``!`cmd```
-    commands run first: :func:`expand_in_tui`)."""
+    commands run first: :func:`expand_in_tui`), with its ``model:`` and ``allowed-tools:`` for
+    the turn it starts (:func:`~coding_agent.context.prompt_templates.send_options`)."""
     prompts = target.prompts
     try:
         text = await expand_in_tui(
@@ -284,7 +287,13 @@ async def run_template(target: TemplateTarget, args: Arguments, ctx: Context) ->
         return None
     if not text:
         return Notice(f"/{target.template.name} expands to nothing", "warning")
-    await target.prompts.client.send(text, "prompt", ctx)
+    view = prompts.client.view.value
+    config = view.get("config") if isinstance(view, dict) else None
+    caller = config.get("model") if isinstance(config, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    options, note = send_options(target.template, caller, os.environ)
+    if note is not None:
+        prompts.tui.notify(note, severity="warning")
+    await prompts.client.send(text, "prompt", ctx, options)
     return None
 
 

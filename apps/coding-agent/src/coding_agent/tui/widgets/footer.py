@@ -1,4 +1,6 @@
 """The status line: model (and thinking level, unless off), cwd, session, tokens, cost, context.
+While a turn runs on its own model (a command's ``model:``), the model part names that one,
+"provider/id (this turn)".
 
 Totals are folded from the transcript's assistant and ``pi.usage`` entries as they arrive
 (:class:`~coding_agent.tui.document.UsageTotals`), so a long session is scanned once, at its
@@ -17,7 +19,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from coding_agent.tui.conversation import SessionInfo
-from coding_agent.tui.document import UsageTotals, model_label, thinking_level
+from coding_agent.tui.document import UsageTotals, model_label, thinking_level, turn_model_label
 from pico3 import View, ViewEntry
 
 __all__ = ["StatusFooter", "format_tokens", "short_cwd"]
@@ -52,6 +54,8 @@ class StatusFooter(Static):
         self._view: View | None = None
         self._entries: Any = None
         self._available = True
+        self.starting = False
+        """Unavailable because the session's worker has not served yet (not reconnecting)."""
 
     def rebase(self, view: View | None) -> None:
         """Start over from ``view`` (a hydrate): totals are recomputed from its entries."""
@@ -105,7 +109,14 @@ class StatusFooter(Static):
             else ""
         )
         parts: dict[str, tuple[str, str]] = {
-            "model": (model_label(self._view, session.model), "bold"),
+            "model": ("", "")  # the worker names the default model once it serves
+            if self.starting and self._view is None and not session.model
+            else (
+                f"{turned} (this turn)"
+                if (turned := turn_model_label(self._view)) is not None
+                else model_label(self._view, session.model),
+                "bold",
+            ),
             "thinking": (f"thinking {level}", "magenta") if level != "off" else ("", ""),
             "cwd": (cwd, dim),
             "session": (session.session_id, dim),  # what /resume and --resume take
@@ -113,7 +124,11 @@ class StatusFooter(Static):
             "cache": (cache, dim),
             "cost": (f"${totals.cost:.3f}", ""),
             "ctx": ctx or ("", ""),
-            "offline": ("reconnecting…", "yellow") if not self._available else ("", ""),
+            "offline": ("", "")
+            if self._available
+            else ("starting…", "yellow")
+            if self.starting
+            else ("reconnecting…", "yellow"),
         }
 
         def build() -> Text:

@@ -50,9 +50,9 @@ from pico3 import (
     UserEntry,
     ViewEntry,
 )
-from pico3.models import AssistantMessage, TextContent, ThinkingContent, ToolCall
+from pico3.models import AssistantMessage, ServerToolContent, TextContent, ThinkingContent, ToolCall
 
-AssistantBlock = TextContent | ThinkingContent | ToolCall
+AssistantBlock = TextContent | ThinkingContent | ToolCall | ServerToolContent
 """One block of an assistant message."""
 
 __all__ = [
@@ -205,9 +205,11 @@ class AssistantView(Vertical):
         elif isinstance(block, ThinkingContent):
             written = block.thinking
             widget = ThinkingBlock(written or ("(redacted)" if block.redacted else ""))
-        elif isinstance(block, ToolCall):  # pyright: ignore[reportUnnecessaryIsInstance]
+        elif isinstance(block, ToolCall):
             widget = ToolCard(block.id, block.name, block.arguments)
             self.cards[widget.call_id] = widget
+        elif isinstance(block, ServerToolContent):  # pyright: ignore[reportUnnecessaryIsInstance]
+            widget = Static(Text(inert(server_tool_text(block))), classes="dim-line")
         else:
             widget = Static(inert(f"[{kind}]"), classes="dim-line", markup=False)
         self._kinds.append(kind)
@@ -299,7 +301,18 @@ _BLOCK_KINDS: dict[type, str] = {
     TextContent: "text",
     ThinkingContent: "thinking",
     ToolCall: "toolCall",
+    ServerToolContent: "serverTool",
 }
+
+
+def server_tool_text(block: ServerToolContent) -> str:
+    """A tool the provider ran itself (its web search) as lines: what it searched, then each
+    source found (title and URL)."""
+    query = block.input.get("query")
+    head = f"⌕ {block.name} (by the provider)" + (f": {query}" if isinstance(query, str) else "")
+    lines = [head]
+    lines += [f"  {n}. {r.title or r.url} — {r.url}" for n, r in enumerate(block.results, 1)]
+    return "\n".join(lines)
 
 
 def entry_widget(entry: ViewEntry) -> Widget | None:
@@ -311,6 +324,8 @@ def entry_widget(entry: ViewEntry) -> Widget | None:
         text = Text(inert(entry_text(entry)))
         for mark in marks:  # an attached file, folder or image: one line, not its content
             text.append("\n" + inert(mark), style="dim")
+        if entry.data.model:  # a command's own model answered this prompt's turn
+            text.append(f"\n↳ model for this turn: {inert(entry.data.model)}", style="dim")
         return Static(text, classes=classes)
     if isinstance(entry, AssistantEntry):
         message = entry.message

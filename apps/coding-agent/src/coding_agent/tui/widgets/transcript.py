@@ -85,13 +85,17 @@ class Transcript(VerticalScroll):
         self.anchor()
 
     def page(self, direction: int) -> None:
-        """PageUp (``-1``) / PageDown (``1``); paging up leaves follow mode."""
+        """PageUp (``-1``) / PageDown (``1``); paging up leaves follow mode. Each key moves from
+        where the previous one is taking it (``scroll_target_y``) and at once, so keys read in
+        one burst (a held key, a loaded machine) each count a page."""
+        page = max(1, self.scrollable_content_region.height)
+        target = self.scroll_target_y
         if direction < 0:
-            self.scroll_page_up(animate=False)
-        elif self.scroll_y + self.scrollable_content_region.height >= self.max_scroll_y:
+            self.scroll_to(y=max(0, target - page), animate=False, immediate=True)
+        elif target + page >= self.max_scroll_y:
             self.follow()
         else:
-            self.scroll_page_down(animate=False)
+            self.scroll_to(y=target + page, animate=False, immediate=True)
 
     def home(self) -> None:
         """The top of what is rendered (leaves follow mode)."""

@@ -14,24 +14,40 @@ input_json/signature                        ``toolcall_delta`` (raw JSON) / sign
                                             -> length, ``tool_use`` -> toolUse)
 ==========================================  ============================================
 
+**Web search.** Where the model has it (``ModelInfo.supports_web_search``) and
+``[providers.anthropic] web_search`` is not ``false``, a request that offers the agent's web
+tools (``web_fetch``, ``web_search``: the conversation may use the web) offers Anthropic's own
+web search (``web_search_20250305``, :data:`WEB_SEARCH_TOOL`) as the tool ``web_search``, in
+place of the agent's backend tool of that name when one is configured. Anthropic runs it while it
+answers: a ``server_tool_use`` block (the query) and a ``web_search_tool_result`` block (the
+results) become one :class:`~pico3.models.ServerToolContent` (``results``: title and URL of
+each; ``blocks``: both blocks as they came), and the ``citations`` of the text blocks that
+follow (``citations_delta``) become the text's :class:`~pico3.models.Citation` list. Both are
+part of the stored message and go back verbatim on the next request, as Anthropic requires.
+
 This module is the wire mapping only (request building, event mapping, error mapping); the SDK
 client, the streaming loop, retries with ``Retry-After``, cancellation, usage pricing and the
 message memo are the shared core's (:mod:`._core`). Thinking levels become ``budget_tokens``
 (:data:`THINKING_BUDGETS`), and the last system section and the last user message carry
 ``cache_control`` so prompts are cached.
+
+Why one module: it is one API's wire mapping in both directions; a block kind (a server
+tool's, a citation) is read from the stream and written back into the next request by code that
+must agree on its shape, so each reader and its writer sit here together.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, cast
+from typing import Any, Unpack, cast
 
 import msgspec
 
 from coding_agent.worker.providers._core import (
     ENCODER,
     Mapper,
+    ProviderOptions,
     Sdk,
     SdkProvider,
     classify_stainless,
@@ -40,6 +56,7 @@ from coding_agent.worker.providers._memo import FoldMemo
 from coding_agent.worker.providers._sse import Last
 from pico3.models import (
     AssistantMessage,
+    Citation,
     ImageContent,
     Message,
     MessageBuilder,
@@ -47,6 +64,7 @@ from pico3.models import (
     ModelInfo,
     ModelProviderError,
     Request,
+    ServerToolContent,
     StreamEvent,
     SystemMessage,
     TextContent,
@@ -61,6 +79,7 @@ from pico3.models import (
 __all__ = [
     "ANTHROPIC_MODELS",
     "THINKING_BUDGETS",
+    "WEB_SEARCH_TOOL",
     "AnthropicProvider",
     "build_params",
     "classify_error",
@@ -79,6 +98,7 @@ ANTHROPIC_MODELS: tuple[ModelInfo, ...] = (
         cost=ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75),
         supports_thinking=True,
         supports_images=True,
+        supports_web_search=True,
     ),
     ModelInfo(
         id="claude-opus-4-7",
@@ -89,6 +109,7 @@ ANTHROPIC_MODELS: tuple[ModelInfo, ...] = (
         cost=ModelCost(input=5, output=25, cache_read=0.5, cache_write=6.25),
         supports_thinking=True,
         supports_images=True,
+        supports_web_search=True,
     ),
     ModelInfo(
         id="claude-haiku-4-5",
@@ -99,6 +120,7 @@ ANTHROPIC_MODELS: tuple[ModelInfo, ...] = (
         cost=ModelCost(input=1, output=5, cache_read=0.1, cache_write=1.25),
         supports_thinking=True,
         supports_images=True,
+        supports_web_search=True,
     ),
 )
 """Bundled metadata (dollars per million tokens, list prices as last known; override them in the
@@ -113,6 +135,17 @@ THINKING_BUDGETS: dict[ThinkingLevel, int] = {
 }
 """Thinking budget tokens per level (``off`` sends no thinking)."""
 
+WEB_SEARCH_TOOL: dict[str, Any] = {
+    "type": "web_search_20250305",
+    "name": "web_search",
+    "max_uses": 5,
+}
+"""Anthropic's web search server tool as a request offers it (at most 5 searches an answer)."""
+
+_WEB_TOOLS = frozenset({"web_search", "web_fetch"})
+"""A request that offers one of these may search: a conversation without the web tools (a
+subagent limited to ``read`` and ``grep``) is not given the provider's search either."""
+
 _MIN_BUDGET = 1024
 _STOP_REASONS = {
     "end_turn": "stop",
@@ -125,11 +158,16 @@ _STOP_REASONS = {
 
 
 def build_params(
-    request: Request, info: ModelInfo, *, memo: FoldMemo | None = None
+    request: Request,
+    info: ModelInfo,
+    *,
+    memo: FoldMemo | None = None,
+    web_search: bool = True,
 ) -> dict[str, Any]:
     """The keyword arguments of ``messages.create`` for ``request`` (always streaming). With
     ``memo`` the messages come JSON-encoded (see :mod:`._memo`): for the request body, not for
-    reading."""
+    reading. ``web_search``: offer Anthropic's own search when the model has it (module
+    docstring)."""
     max_tokens = request.max_tokens or info.max_output
     params: dict[str, Any] = {
         "model": request.model,
@@ -142,10 +180,18 @@ def build_params(
         system[-1]["cache_control"] = {"type": "ephemeral"}
         params["system"] = system
     if request.tools:
+        search = (
+            web_search
+            and info.supports_web_search
+            and any(t.name in _WEB_TOOLS for t in request.tools)  # the web is allowed here
+        )
         params["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in request.tools
+            if not (search and t.name == WEB_SEARCH_TOOL["name"])
         ]
+        if search:
+            params["tools"].append(dict(WEB_SEARCH_TOOL))
     if request.thinking_level != "off" and info.supports_thinking:
         budget = THINKING_BUDGETS.get(request.thinking_level)
         if budget is None:
@@ -173,9 +219,12 @@ def _messages(messages: Sequence[Message], *, cache: bool = True) -> list[dict[s
             out.append({"role": "user", "content": content})
         elif isinstance(message, AssistantMessage):
             signed = message.api in ("", API)  # another API's signatures mean nothing here
-            blocks = [
-                b for b in (_assistant_block(b, signed) for b in message.content) if b is not None
-            ]
+            blocks: list[dict[str, Any]] = []
+            for block in message.content:
+                if isinstance(block, ServerToolContent):  # its own blocks, as they came
+                    blocks.extend(block.blocks if signed else ())
+                elif (sent := _assistant_block(block, signed)) is not None:
+                    blocks.append(sent)
             if blocks:
                 out.append({"role": "assistant", "content": blocks})
         elif isinstance(message, ToolResultMessage):
@@ -296,7 +345,10 @@ def _assistant_block(
     block: TextContent | ThinkingContent | ToolCall, signed: bool = True
 ) -> dict[str, Any] | None:
     if isinstance(block, TextContent):
-        return {"type": "text", "text": block.text} if block.text else None
+        if not block.text:
+            return None
+        cited = [c.data for c in block.citations or () if c.data] if signed else []
+        return {"type": "text", "text": block.text, **({"citations": cited} if cited else {})}
     if isinstance(block, ToolCall):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
     if not signed:
@@ -373,6 +425,8 @@ class _Block(msgspec.Struct):
     data: str | None = None
     id: str = ""
     name: str = ""
+    tool_use_id: str = ""
+    content: Any = None  # a web_search_tool_result's results (or its error), kept as sent
 
 
 class _Delta(msgspec.Struct):
@@ -382,6 +436,7 @@ class _Delta(msgspec.Struct):
     partial_json: str = ""
     signature: str = ""
     stop_reason: str | None = None
+    citation: Any = None  # a citations_delta's citation, kept as sent
 
 
 class _Event(msgspec.Struct):
@@ -428,6 +483,8 @@ class _Mapper(Mapper):
         super().__init__(builder, info)
         self._blocks: dict[int, int] = {}
         self._stop: str | None = None
+        self._searches: dict[int, tuple[_Block, list[str]]] = {}  # server_tool_use by index
+        self._asked: dict[str, tuple[_Block, dict[str, Any]]] = {}  # … by id, input parsed
 
     def feed(self, event: Any) -> list[StreamEvent]:
         builder = self._builder
@@ -456,15 +513,26 @@ class _Mapper(Mapper):
             elif block.type == "tool_use":
                 index, opened = builder.open_tool_call(block.id, block.name)
                 out = [opened]
+            elif block.type == "server_tool_use":  # its input arrives as JSON deltas
+                self._searches[event.index] = (block, [])
+                return []
+            elif block.type == "web_search_tool_result":
+                return self._search_result(block)
             else:
-                return []  # server tools and other block kinds are not part of the contract
+                return []  # other block kinds are not part of the contract
             self._blocks[event.index] = index
             return out
         if kind == "content_block_delta":
             index = self._blocks.get(event.index)
-            if index is None:
-                return []
             delta = event.delta
+            if index is None:
+                search = self._searches.get(event.index)
+                if search is not None and delta.type == "input_json_delta":
+                    search[1].append(delta.partial_json)
+                return []
+            if delta.type == "citations_delta" and isinstance(delta.citation, dict):
+                builder.cite(index, _citation(cast("dict[str, Any]", delta.citation)))
+                return []
             if delta.type == "text_delta":
                 return [builder.delta(index, delta.text)]
             if delta.type == "thinking_delta":
@@ -475,6 +543,15 @@ class _Mapper(Mapper):
                 builder.set_signature(index, delta.signature)
             return []
         if kind == "content_block_stop":
+            search = self._searches.pop(event.index, None)
+            if search is not None:
+                block, parts = search
+                raw = "".join(parts)
+                try:
+                    asked: Any = msgspec.json.decode(raw) if raw.strip() else {}
+                except msgspec.DecodeError:
+                    asked = {}
+                self._asked[block.id] = (block, asked if isinstance(asked, dict) else {})
             index = self._blocks.pop(event.index, None)
             return [] if index is None else [builder.close(index)]
         if kind == "message_delta":
@@ -485,6 +562,34 @@ class _Mapper(Mapper):
         if kind == "message_stop":
             return self._end()
         return []
+
+    def _search_result(self, result: _Block) -> list[StreamEvent]:
+        """A ``web_search_tool_result`` (complete in its start event) with the
+        ``server_tool_use`` it answers: one server tool block, both kept as they came."""
+        used, asked = self._asked.pop(result.tool_use_id, (None, {}))
+        found = result.content if isinstance(result.content, list) else []
+        results = [
+            Citation(url=str(item["url"]), title=str(item.get("title") or ""))
+            for item in cast("list[Any]", found)
+            if isinstance(item, dict) and isinstance(item.get("url"), str)  # pyright: ignore[reportUnknownMemberType]
+        ]
+        blocks: list[dict[str, Any]] = []
+        if used is not None:
+            blocks.append(
+                {"type": "server_tool_use", "id": used.id, "name": used.name, "input": asked}
+            )
+        blocks.append(
+            {"type": "web_search_tool_result", "tool_use_id": result.tool_use_id,
+             "content": result.content}
+        )  # fmt: skip
+        block = ServerToolContent(
+            id=result.tool_use_id,
+            name=used.name if used is not None else WEB_SEARCH_TOOL["name"],
+            input=asked,
+            results=results,
+            blocks=blocks,
+        )
+        return [self._builder.server_tool(block)]
 
     def _end(self) -> list[StreamEvent]:
         usage = self.priced()
@@ -504,6 +609,16 @@ class _Mapper(Mapper):
             if isinstance(value := getattr(usage, attr, None), int)
         }
         self.count(**counts)
+
+
+def _citation(data: dict[str, Any]) -> Citation:
+    """A text block's citation (``web_search_result_location``), kept whole in ``data``."""
+    return Citation(
+        url=str(data.get("url") or ""),
+        title=str(data.get("title") or ""),
+        cited_text=str(data.get("cited_text") or ""),
+        data=data,
+    )
 
 
 _USAGE_FIELDS = (
@@ -534,11 +649,17 @@ class AnthropicProvider(SdkProvider):
         supports_images=True,
     )
 
+    def __init__(self, *, web_search: bool = True, **options: Unpack[ProviderOptions]) -> None:
+        """``web_search``: offer Anthropic's own web search where the model has it (module
+        docstring); the other keyword arguments are :class:`._core.SdkProvider`'s."""
+        super().__init__(**options)
+        self.web_search = web_search
+
     def _wire_memo(self, key: Hashable) -> FoldMemo:
         return wire_memo()
 
     def _params(self, request: Request, info: ModelInfo, mapper: Mapper) -> dict[str, Any]:
-        return build_params(request, info, memo=self._memo())
+        return build_params(request, info, memo=self._memo(), web_search=self.web_search)
 
     def _classify(self, exc: BaseException) -> ModelProviderError | None:
         return classify_error(exc, self._clock)

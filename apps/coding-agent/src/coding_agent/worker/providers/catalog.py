@@ -48,6 +48,27 @@ class Catalog(msgspec.Struct, frozen=True):
     providers: dict[str, list[_Model]]
 
 
+_NO_WEB_SEARCH = ("claude-2", "claude-instant", "claude-3-haiku", "claude-3-opus",
+                  "claude-3-sonnet", "claude-3-5-sonnet-20240620")  # fmt: skip
+
+
+_OPENAI_WEB_SEARCH = ("gpt-4o", "gpt-4.1", "gpt-5", "o3", "o4-mini")
+
+
+def _searches(provider: str, model_id: str) -> bool:
+    """Whether the provider's own web search tool serves ``model_id`` (models.dev does not
+    record it): on ``anthropic`` and ``vertex`` every model since Claude 3.5 Sonnet's second
+    release; on ``openai-responses`` the GPT-4o, GPT-4.1, GPT-5, o3 and o4-mini families but
+    the nano and audio models."""
+    if provider in ("anthropic", "vertex"):
+        return model_id.startswith("claude") and not model_id.startswith(_NO_WEB_SEARCH)
+    if provider == "openai-responses":
+        return model_id.startswith(_OPENAI_WEB_SEARCH) and not any(
+            word in model_id for word in ("nano", "audio", "realtime")
+        )
+    return False
+
+
 @functools.cache
 def catalog() -> Catalog:
     """The shipped catalog (read once)."""
@@ -70,6 +91,7 @@ def catalog_models(provider: str, api: str) -> tuple[ModelInfo, ...]:
                 cost=cost,
                 supports_thinking=model.supports_thinking,
                 supports_images=model.supports_images,
+                supports_web_search=_searches(provider, model.id),
             )
         )
     return tuple(out)

@@ -67,7 +67,7 @@ VERTEX_MODELS: tuple[ModelInfo, ...] = tuple(
 10% more: override prices with ``[[models]]``)."""
 
 BEDROCK_MODELS: tuple[ModelInfo, ...] = tuple(
-    msgspec.structs.replace(m, id=bedrock_id, provider="bedrock")
+    msgspec.structs.replace(m, id=bedrock_id, provider="bedrock", supports_web_search=False)
     for m, bedrock_id in zip(
         ANTHROPIC_MODELS,
         (
@@ -79,7 +79,8 @@ BEDROCK_MODELS: tuple[ModelInfo, ...] = tuple(
     )
 )
 """Claude on Bedrock by its US cross-region inference profile ids (``eu.``/``apac.`` or a plain
-``anthropic.…`` model id work too, unpriced unless configured)."""
+``anthropic.…`` model id work too, unpriced unless configured). Bedrock does not run Anthropic's
+web search tool: the agent's ``web_search`` tool (a backend) stays."""
 
 
 def _named(error: ModelProviderError | None, name: str) -> ModelProviderError | None:

@@ -57,6 +57,7 @@ from pico3.models import (
     SystemMessage,
     TextContent,
     ThinkingContent,
+    ToolCall,
     ToolResultMessage,
     UserMessage,
     parse_retry_after,
@@ -213,8 +214,10 @@ def _model_parts(message: AssistantMessage) -> list[dict[str, Any]]:
             if not block.text and pending is None:
                 continue
             part = {"text": block.text}
-        else:
+        elif isinstance(block, ToolCall):
             part = {"function_call": {"name": block.name, "args": block.arguments}}
+        else:  # a server tool's blocks (another API's web search) mean nothing here
+            continue
         if pending is not None:
             part["thought_signature"] = pending
             pending = None

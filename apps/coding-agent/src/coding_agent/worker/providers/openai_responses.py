@@ -30,6 +30,16 @@ message / function_call                         ``toolcall_start`` (``call_id``,
 ``response.incomplete`` / ``response.failed``   ``length`` / the error; ``error`` events too
 ==============================================  ==========================================
 
+**Web search.** Where the model has it (``ModelInfo.supports_web_search``) and
+``[providers.openai-responses] web_search`` is not ``false``, a request that offers the agent's
+web tools (``web_fetch``, ``web_search``) offers OpenAI's own ``{"type": "web_search"}`` tool in
+place of the agent's ``web_search``. A ``web_search_call`` item becomes a
+:class:`~pico3.models.ServerToolContent` (the query, the sources when OpenAI lists them, the item
+itself in ``blocks``) and is sent back as it came in the next request's input; the answer's
+``url_citation`` annotations (``response.output_text.annotation.added``) become the text's
+:class:`~pico3.models.Citation` list, kept in the message (the text itself is sent back as
+plain assistant text, as before).
+
 Images are ``input_image`` parts (data URLs) in user messages and in tool results (a
 ``function_call_output`` may carry text and images). OpenAI caches prompts by itself; cached
 input tokens are reported as ``cache_read``. Status errors, retries with ``Retry-After`` and
@@ -39,16 +49,17 @@ connection errors are the ``openai`` SDK's, classified as the Chat Completions a
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import msgspec
 
-from coding_agent.worker.providers._core import ENCODER, Mapper, Sdk, SdkProvider
+from coding_agent.worker.providers._core import ENCODER, Mapper, ProviderOptions, Sdk, SdkProvider
 from coding_agent.worker.providers._memo import FoldMemo
 from coding_agent.worker.providers._sse import Last
 from coding_agent.worker.providers.openai import REASONING_EFFORT, classify_error
 from pico3.models import (
     AssistantMessage,
+    Citation,
     ImageContent,
     Message,
     MessageBuilder,
@@ -56,6 +67,7 @@ from pico3.models import (
     ModelInfo,
     ModelProviderError,
     Request,
+    ServerToolContent,
     StreamEvent,
     SystemMessage,
     TextContent,
@@ -65,7 +77,7 @@ from pico3.models import (
     UserMessage,
 )
 
-__all__ = ["API", "RESPONSES_MODELS", "OpenAIResponsesProvider", "build_params"]
+__all__ = ["API", "RESPONSES_MODELS", "WEB_SEARCH_TOOL", "OpenAIResponsesProvider", "build_params"]
 
 API = "openai-responses"
 
@@ -79,6 +91,7 @@ RESPONSES_MODELS: tuple[ModelInfo, ...] = (
         cost=ModelCost(input=1.25, output=10, cache_read=0.125),
         supports_thinking=True,
         supports_images=True,
+        supports_web_search=True,
     ),
     ModelInfo(
         id="gpt-5-codex",
@@ -99,6 +112,7 @@ RESPONSES_MODELS: tuple[ModelInfo, ...] = (
         cost=ModelCost(input=0.25, output=2, cache_read=0.025),
         supports_thinking=True,
         supports_images=True,
+        supports_web_search=True,
     ),
     ModelInfo(
         id="gpt-4.1",
@@ -108,19 +122,27 @@ RESPONSES_MODELS: tuple[ModelInfo, ...] = (
         max_output=32_768,
         cost=ModelCost(input=2, output=8, cache_read=0.5),
         supports_images=True,
+        supports_web_search=True,
     ),
 )
 """Bundled metadata (dollars per million tokens, list prices as last known; override them with
 ``[[models]]``). The first entry is the default model."""
 
+WEB_SEARCH_TOOL: dict[str, Any] = {"type": "web_search"}
+"""OpenAI's own web search tool as a request offers it."""
+
+_WEB_TOOLS = frozenset({"web_search", "web_fetch"})
+"""A request that offers one of these may search (the conversation may use the web)."""
+
 _RETRYABLE_CODES = frozenset({"server_error", "rate_limit_exceeded", "server_is_overloaded"})
 
 
 def build_params(
-    request: Request, info: ModelInfo, *, memo: FoldMemo | None = None
+    request: Request, info: ModelInfo, *, memo: FoldMemo | None = None, web_search: bool = True
 ) -> dict[str, Any]:
     """The JSON body of ``POST /responses`` for ``request`` (streaming, stateless). With
-    ``memo`` the input items come JSON-encoded (see :mod:`._memo`)."""
+    ``memo`` the input items come JSON-encoded (see :mod:`._memo`); ``web_search``: offer
+    OpenAI's own search where the model has it (module docstring)."""
     params: dict[str, Any] = {
         "model": request.model,
         "input": _input(request.messages) if memo is None else memo.render(request.messages),
@@ -131,6 +153,11 @@ def build_params(
     if request.system:
         params["instructions"] = "\n\n".join(request.system)
     if request.tools:
+        search = (
+            web_search
+            and info.supports_web_search
+            and any(t.name in _WEB_TOOLS for t in request.tools)
+        )
         params["tools"] = [
             {
                 "type": "function",
@@ -140,7 +167,10 @@ def build_params(
                 "strict": False,
             }
             for t in request.tools
+            if not (search and t.name == "web_search")
         ]
+        if search:
+            params["tools"].append(dict(WEB_SEARCH_TOOL))
     if info.supports_thinking:
         params["include"] = ["reasoning.encrypted_content"]
         if request.thinking_level != "off":
@@ -194,8 +224,11 @@ def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
         elif isinstance(block, TextContent):
             if block.text:
                 out.append({"role": "assistant", "content": block.text})
-        else:
+        elif isinstance(block, ToolCall):
             out.append(_call_item(block))
+        elif ours:  # this API's own web search: its items as they came
+            out.extend(block.blocks)
+        # another API's server tool blocks mean nothing here: left out
     return out
 
 
@@ -244,6 +277,9 @@ class _Item(msgspec.Struct):
     name: str | None = None
     arguments: str | None = None
     encrypted_content: str | None = None
+    status: str | None = None
+    action: Any = None  # a web_search_call's action (query, sources), kept as sent
+    content: Any = None  # a message's parts (their annotations are its citations)
 
 
 class _InputDetails(msgspec.Struct):
@@ -278,6 +314,7 @@ class _Event(msgspec.Struct):
     summary_index: int = 0
     delta: str = ""
     item: _Item | None = None
+    annotation: Any = None  # response.output_text.annotation.added
     response: _Response | None = None
     code: str | None = None
     message: str | None = None
@@ -316,10 +353,19 @@ class _Mapper(Mapper):
         self._blocks: dict[int, int] = {}  # output_index -> content index
         self._streamed: set[int] = set()  # output indexes whose arguments came as deltas
         self._called = False
+        self._cited: set[int] = set()  # output indexes whose citations came as events
 
     def feed(self, event: Any) -> list[StreamEvent]:
         builder = self._builder
         kind = event.type
+        if kind == "response.output_item.done" and _is_search(event.item):
+            return [builder.server_tool(_search_block(event.item))]
+        if kind == "response.output_text.annotation.added":
+            index = self._blocks.get(event.output_index)
+            if index is not None and _is_url_citation(event.annotation):
+                self._cited.add(event.output_index)
+                builder.cite(index, _citation(event.annotation))
+            return []
         if kind == "response.output_item.added":
             item = event.item
             if item.type == "reasoning":
@@ -355,6 +401,9 @@ class _Mapper(Mapper):
             out: list[StreamEvent] = []
             if item.type == "reasoning" and item.encrypted_content:
                 builder.set_signature(index, item.encrypted_content)
+            elif item.type == "message" and event.output_index not in self._cited:
+                for annotation in _annotations(item.content):  # not streamed as events
+                    builder.cite(index, _citation(annotation))
             elif item.type == "function_call" and item.arguments and not streamed:
                 out.append(builder.delta(index, item.arguments))
             out.append(builder.close(index))
@@ -397,6 +446,58 @@ class _Mapper(Mapper):
         ]
 
 
+def _is_search(item: _Item | None) -> bool:
+    return item is not None and item.type == "web_search_call"
+
+
+def _is_url_citation(annotation: Any) -> bool:
+    return (
+        isinstance(annotation, dict)
+        and annotation.get("type") == "url_citation"  # pyright: ignore[reportUnknownMemberType]
+        and isinstance(annotation.get("url"), str)  # pyright: ignore[reportUnknownMemberType]
+    )
+
+
+def _citation(annotation: dict[str, Any]) -> Citation:
+    """A ``url_citation`` annotation, kept whole in ``data``."""
+    return Citation(
+        url=str(annotation["url"]), title=str(annotation.get("title") or ""), data=annotation
+    )
+
+
+def _annotations(content: Any) -> list[dict[str, Any]]:
+    """The ``url_citation`` annotations of a done message item's parts."""
+    found: list[dict[str, Any]] = []
+    for part in content if isinstance(content, list) else []:  # pyright: ignore[reportUnknownVariableType]
+        notes = part.get("annotations") if isinstance(part, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        found += [n for n in notes if _is_url_citation(n)] if isinstance(notes, list) else []  # pyright: ignore[reportUnknownVariableType]
+    return found
+
+
+def _search_block(item: _Item) -> ServerToolContent:
+    """A done ``web_search_call`` item: its query and sources, the item kept as it came."""
+    action: dict[str, Any] = item.action if isinstance(item.action, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    query = action.get("query")
+    sources = action.get("sources")
+    results = [
+        Citation(url=str(s["url"]), title=str(s.get("title") or ""))
+        for s in (sources if isinstance(sources, list) else [])  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(s, dict) and isinstance(s.get("url"), str)  # pyright: ignore[reportUnknownMemberType]
+    ]
+    raw: dict[str, Any] = {"type": "web_search_call", "id": item.id or ""}
+    if item.status is not None:
+        raw["status"] = item.status
+    if item.action is not None:
+        raw["action"] = item.action
+    return ServerToolContent(
+        id=item.id or "",
+        name="web_search",
+        input={"query": query} if isinstance(query, str) else {},
+        results=results,
+        blocks=[raw],
+    )
+
+
 _DELTAS = frozenset(
     {
         "response.output_text.delta",
@@ -433,11 +534,17 @@ class OpenAIResponsesProvider(SdkProvider):
         supports_images=True,
     )
 
+    def __init__(self, *, web_search: bool = True, **options: Unpack[ProviderOptions]) -> None:
+        """``web_search``: offer OpenAI's own web search where the model has it (module
+        docstring); the other keyword arguments are :class:`._core.SdkProvider`'s."""
+        super().__init__(**options)
+        self.web_search = web_search
+
     def _wire_memo(self, key: Hashable) -> FoldMemo:
         return FoldMemo(_Fold)
 
     def _params(self, request: Request, info: ModelInfo, mapper: Mapper) -> dict[str, Any]:
-        return build_params(request, info, memo=self._memo())
+        return build_params(request, info, memo=self._memo(), web_search=self.web_search)
 
     def _classify(self, exc: BaseException) -> ModelProviderError | None:
         return classify_error(exc, self._clock)

@@ -225,12 +225,14 @@ def _select(
                 f"anthropic needs an API key: set {key_env(settings, 'anthropic')} "
                 f"or providers.anthropic.api_key in {settings.source}"
             )
+        chosen = settings.providers.get("anthropic")
         anthropic_provider = AnthropicProvider(
             api_key=key,
             base_url=provider_setting(settings, environ, "anthropic", "base_url"),
             models=_models(settings, "anthropic", ANTHROPIC_MODELS),
             retry=retry,
             sleep=sleep,
+            web_search=chosen is None or chosen.web_search,
         )
         return ModelSelection(anthropic_provider, anthropic_provider.model(model_id))
     if name == "openai":
@@ -285,6 +287,7 @@ def _select(
             models=_models(settings, name, RESPONSES_MODELS),
             retry=retry,
             sleep=sleep,
+            web_search=(chosen := settings.providers.get(name)) is None or chosen.web_search,
         )
         return ModelSelection(responses_provider, responses_provider.model(model_id))
     if name == "google":
@@ -327,6 +330,8 @@ def _select(
             retry=retry,
             sleep=sleep,
         )
+        vertex_settings = settings.providers.get(name)
+        vertex_provider.web_search = vertex_settings is None or vertex_settings.web_search
         return ModelSelection(vertex_provider, vertex_provider.model(model_id))
     if name == "bedrock":
         # lazy: start-up time (an SDK loads only when its provider is used)

@@ -27,7 +27,7 @@ from .bash import BASH_TOOL, DEFAULT_BASH_TIMEOUT, BashRun, run_bash
 from .edit import EDIT_TOOL, Edit, apply_edits
 from .find import FIND_TOOL
 from .grep import GREP_TOOL
-from .host import JobControl, JobInfo, JobState
+from .host import EDITOR_FILES_SERVICE, EditorFiles, JobControl, JobInfo, JobState
 from .jobs import JOB_KILL_TOOL, JOB_OUTPUT_TOOL
 from .ls import LS_TOOL
 from .read import READ_TOOL
@@ -52,6 +52,7 @@ from .write import WRITE_TOOL
 __all__ = [
     "BASH_TOOL",
     "DEFAULT_BASH_TIMEOUT",
+    "EDITOR_FILES_SERVICE",
     "EDIT_TOOL",
     "FIND_TOOL",
     "GREP_TOOL",
@@ -64,6 +65,7 @@ __all__ = [
     "WRITE_TOOL",
     "BashRun",
     "Edit",
+    "EditorFiles",
     "JobControl",
     "JobInfo",
     "JobState",

@@ -27,20 +27,28 @@ Errors keep pi's wording, which models know, and name the edit (``edits[1]``). W
 ``oldText`` is not found the error shows the closest region of the file with line numbers, so
 the model can correct itself instead of looping. The result's ``details`` carry a unified
 ``patch``, a numbered display ``diff`` and ``first_changed_line``.
+
+With an editor's buffers in the context (``ToolContext.editor``, ``coding-agent acp``), the
+edits apply to the editor's text (unsaved changes included), freshness is checked against it, and
+the result goes back to the editor (to the disk when the editor reads but does not write).
 """
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import json
 import unicodedata
 from typing import Any
 
-import anyio
 import msgspec
 
-from .files import check_fresh, read_whole, record_written
+from .files import (
+    check_fresh,
+    check_fresh_text,
+    editor_read,
+    put_content,
+    read_whole,
+)
 from .spec import (
     OnUpdate,
     ToolArgumentError,
@@ -179,6 +187,8 @@ def _line_of(starts: list[int], offset: int) -> int:
 
 
 def _closest_region(content: str, old_text: str) -> str:
+    import difflib  # lazy: start-up time (only an edit's diff or a failed match needs it)
+
     lines = content.split("\n")
     old_lines = old_text.split("\n")
     probe = next((line.strip() for line in old_lines if line.strip()), "")
@@ -304,6 +314,8 @@ def apply_edits(content: str, edits: list[Edit], shown: str) -> str:
 
 def unified_patch(shown: str, before: str, after: str, context: int = 4) -> str:
     """A standard unified diff of two LF texts (``a/`` and ``b/`` headers)."""
+    import difflib  # lazy: start-up time (only an edit's diff or a failed match needs it)
+
     return "".join(
         difflib.unified_diff(
             before.splitlines(keepends=True),
@@ -318,6 +330,8 @@ def unified_patch(shown: str, before: str, after: str, context: int = 4) -> str:
 def display_diff(before: str, after: str, context: int = 4) -> tuple[str, int | None]:
     """A numbered diff for people (``-12 old``, ``+12 new``, `` 13 same``) and the first changed
     line of the new text."""
+    import difflib  # lazy: start-up time (only an edit's diff or a failed match needs it)
+
     old_lines, new_lines = split_lines(before), split_lines(after)
     width = len(str(max(len(old_lines), len(new_lines))))
     out: list[str] = []
@@ -369,10 +383,14 @@ async def _edit(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
     shown: str = args["path"]
     edits = _edits_from(args)
     path = resolve_path(shown, tools.cwd)
-    target = anyio.Path(path)
     async with tools.lock_for(path):
         data, info = await read_whole(path, shown)
-        await check_fresh(tools.reads, path, shown, info, data=data)
+        buffer = await editor_read(tools.editor, path)
+        if buffer is not None:  # the editor's text, unsaved changes included
+            data = buffer
+            await check_fresh_text(tools.reads, path, shown, data)
+        else:
+            await check_fresh(tools.reads, path, shown, info, data=data)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -387,10 +405,9 @@ async def _edit(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
         new_data = (bom + written).encode("utf-8", errors="replace")
         await tools.about_to_write(path, new_data, shown)
         try:
-            await target.write_bytes(new_data)
+            await put_content(tools.editor, tools.reads, path, new_data)
         except OSError as error:
             raise ToolError(f"Cannot write {shown}: {error.strerror or error}") from None
-        await record_written(tools.reads, path, new_data)
     diff, first_changed = display_diff(before, after)
     count = len(edits)
     return text_result(

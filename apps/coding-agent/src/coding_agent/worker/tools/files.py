@@ -14,6 +14,12 @@ Two things the file tools share:
   (:func:`check_fresh`). The worker's ledger is durable (a rewindable namespace of the
   conversation, :mod:`coding_agent.worker.tools_facet`); :class:`MemoryReadLedger` is the
   in-process one.
+
+With an editor's buffers in the context (:class:`~.host.EditorFiles`, ``coding-agent acp``), a
+text file's content is the editor's: :func:`editor_read` asks for it, :func:`buffer_fd` holds it
+where ``read`` scans files, and the stamps of what was read or written from the editor are of
+that text (:func:`check_fresh_text`, :func:`record_text`): size and SHA-256, as a stamp of the
+disk compares them too, so a file whose buffer and disk agree is fresh either way.
 """
 
 from __future__ import annotations
@@ -21,24 +27,29 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import tempfile
 import threading
 from pathlib import Path
 
 import anyio
 import anyio.to_thread
 
-from .host import HASH_LIMIT, FileStamp, ReadLedger
+from .host import HASH_LIMIT, EditorFiles, FileStamp, ReadLedger
 from .spec import ToolError
 
 __all__ = [
     "OPEN_TIMEOUT",
     "MemoryReadLedger",
+    "buffer_fd",
     "check_fresh",
+    "check_fresh_text",
     "describe_mode",
+    "editor_read",
     "hash_fd",
     "ledger_key",
     "open_regular",
     "read_whole",
+    "record_text",
     "record_written",
 ]
 
@@ -240,3 +251,78 @@ async def record_written(ledger: ReadLedger | None, path: Path, data: bytes) -> 
     except OSError:
         return
     await ledger.put(ledger_key(path), FileStamp.of_bytes(info, data))
+
+
+async def put_content(
+    editor: EditorFiles | None, ledger: ReadLedger | None, path: Path, data: bytes
+) -> None:
+    """``write``'s and ``edit``'s last step: ``data`` becomes ``path``'s content, in the
+    editor's buffer when the session has an editor that takes it, else on disk; either way
+    the agent knows it afterwards (it counts as read). ``OSError`` from the disk propagates."""
+    if editor is not None and await editor.write_text(path, data.decode("utf-8")):
+        await record_text(ledger, path, data)
+    else:
+        await anyio.Path(path).write_bytes(data)
+        await record_written(ledger, path, data)
+
+
+# -- an editor's buffers -------------------------------------------------------------------------
+async def editor_read(editor: EditorFiles | None, path: Path) -> bytes | None:
+    """The editor's text of ``path`` as UTF-8, or ``None`` (no editor, or it cannot read it:
+    the disk is read instead)."""
+    if editor is None:
+        return None
+    text = await editor.read_text(path)
+    return None if text is None else text.encode("utf-8", errors="replace")
+
+
+def buffer_fd(data: bytes) -> tuple[int, os.stat_result]:
+    """An anonymous file holding ``data`` (a memory file where the system has them), and its
+    ``fstat``: ``read`` scans an editor's text exactly as it scans a file."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("coding-agent-buffer", os.MFD_CLOEXEC)
+    else:  # pragma: no cover - not Linux
+        with tempfile.TemporaryFile() as spare:
+            fd = os.dup(spare.fileno())
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        return fd, os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _changed_in_editor(shown: str) -> ToolError:
+    return ToolError(
+        f"{shown} has changed in the editor since you last read it (the user, or something "
+        "else, modified it). Read it again with the read tool, then retry with its current "
+        "content.",
+        {"reason": "changed_since_read"},
+    )
+
+
+async def check_fresh_text(ledger: ReadLedger | None, path: Path, shown: str, data: bytes) -> None:
+    """Refuse a change of ``path`` whose current content is the editor's ``data`` unless
+    ``ledger``'s stamp has its size and SHA-256 (no ledger: nothing is checked)."""
+    if ledger is None:
+        return
+    stamp = await ledger.get(ledger_key(path))
+    if stamp is None:
+        raise _must_read(shown)
+    if stamp.size != len(data) or stamp.sha256 != hashlib.sha256(data).hexdigest():
+        raise _changed_in_editor(shown)
+
+
+async def record_text(ledger: ReadLedger | None, path: Path, data: bytes) -> None:
+    """After the editor took ``data`` as ``path``'s content: it counts as read (a stamp of
+    ``data``: its size and hash; the disk's time, when the file is there)."""
+    if ledger is None:
+        return
+    try:
+        mtime_ns = (await anyio.Path(path).stat()).st_mtime_ns
+    except OSError:
+        mtime_ns = 0
+    sha = hashlib.sha256(data).hexdigest() if len(data) <= HASH_LIMIT else None
+    await ledger.put(ledger_key(path), FileStamp(len(data), mtime_ns, sha))

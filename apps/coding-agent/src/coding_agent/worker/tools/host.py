@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import msgspec
@@ -21,7 +22,9 @@ from chord import Context
 from pico3 import Sandbox
 
 __all__ = [
+    "EDITOR_FILES_SERVICE",
     "HASH_LIMIT",
+    "EditorFiles",
     "FileStamp",
     "JobControl",
     "JobInfo",
@@ -74,6 +77,32 @@ class ReadLedger(Protocol):
 
     async def get(self, key: str) -> FileStamp | None: ...
     async def put(self, key: str, stamp: FileStamp) -> None: ...
+
+
+# -- an editor's buffers ---------------------------------------------------------------------------
+EDITOR_FILES_SERVICE = "coding-agent.editor-files"
+"""The harness service holding the session's :class:`EditorFiles`, when a client brought its
+editor's buffers (``coding-agent acp`` with an editor offering ``fs.readTextFile`` /
+``fs.writeTextFile``); absent, the tools read and write the disk."""
+
+
+class EditorFiles(Protocol):
+    """An editor's view of the files (the Agent Client Protocol's ``fs/read_text_file`` and
+    ``fs/write_text_file``): ``read``, ``edit`` and ``write`` of a text file go through it, so
+    the model sees unsaved changes and its edits land in the editor's buffers (which the editor
+    saves, or shows unsaved, as it does). The tools are called only after the call was approved:
+    this changes where the bytes go, never whether they may."""
+
+    async def read_text(self, path: Path) -> str | None:
+        """The editor's text of ``path`` (an absolute path), or ``None`` when the editor does not
+        offer reads or cannot read that file (the tool reads the disk instead)."""
+        ...
+
+    async def write_text(self, path: Path, text: str) -> bool:
+        """Give ``text`` to the editor as the content of ``path``: ``True`` once it took it,
+        ``False`` when it does not offer writes (the tool writes the disk instead). Raises
+        :class:`OSError` naming why when the editor refused."""
+        ...
 
 
 # -- jobs ----------------------------------------------------------------------------------------

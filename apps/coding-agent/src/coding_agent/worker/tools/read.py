@@ -16,6 +16,10 @@ Images (PNG, JPEG, GIF, WebP) come back as an image block, scaled to fit 2000x20
 accept images (``ToolContext.accepts_images``) the call is refused saying so. Other binary files
 (a NUL byte near the start) come back as a note suggesting bash. An offset past the end of the file, a
 missing file and a directory are errors that name the path.
+
+With an editor's buffers in the context (``ToolContext.editor``, ``coding-agent acp``), a text
+file's content is the editor's, unsaved changes included (an image or a binary file is read from
+the disk); the file must exist on disk.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import anyio.to_thread
 
 from coding_agent.context.images import MAX_FILE_BYTES, ImageError, detect_image_type, prepare_image
 
-from .files import hash_fd, ledger_key, open_regular, read_whole
+from .files import buffer_fd, editor_read, hash_fd, ledger_key, open_regular, read_whole
 from .host import HASH_LIMIT, FileStamp
 from .spec import (
     OnUpdate,
@@ -255,11 +259,20 @@ async def _read(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
     path = resolve_path(shown, tools.cwd)
     fd, info = await open_regular(path, shown)
     try:
+        if tools.editor is not None:  # a text file's content is the editor's buffer
+            head = await anyio.to_thread.run_sync(os.pread, fd, _SNIFF_BYTES, 0)
+            if detect_image_type(head[:16]) is None and not looks_binary(head):
+                text = await editor_read(tools.editor, path)
+                if text is not None:
+                    os.close(fd)
+                    fd = -1  # closed: a failure below must not close it again
+                    fd, info = buffer_fd(text)
         return await _read_open(args, tools, path, shown, fd, info)
     except OSError as error:
         raise ToolError(f"Cannot read {shown}: {error.strerror or error}") from None
     finally:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
 
 
 async def _read_open(

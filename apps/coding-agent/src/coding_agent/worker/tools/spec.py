@@ -41,7 +41,7 @@ import anyio
 from chord import BACKGROUND, Context
 from pico3 import ArgumentSchema, ChildEnvironment, InvalidArguments, Sandbox, ToolResult
 
-from .host import JobControl, ReadLedger, TodoStore
+from .host import EditorFiles, JobControl, ReadLedger, TodoStore
 
 __all__ = [
     "OnUpdate",
@@ -139,6 +139,9 @@ class ToolContext:
     """The sandbox commands run in (``bash``, its background jobs), ``None``: unsandboxed."""
     todos: TodoStore | None = None
     """Where the ``todo`` tool keeps the conversation's list (``None``: the tool fails)."""
+    editor: EditorFiles | None = None
+    """An editor's buffers (``coding-agent acp``): ``read``, ``write`` and ``edit`` of a text
+    file go through them (:class:`~.host.EditorFiles`); ``None``: the disk."""
 
     def child_env(self) -> dict[str, str]:
         """The whole environment of a process this call starts (see :attr:`environment`)."""

@@ -7,6 +7,8 @@ written by the agent) and has not changed on disk since; otherwise the call is r
 model is told to read it first. A FIFO, a device or a socket is never written. The result reads
 ``Successfully wrote N bytes to P`` where N counts UTF-8 bytes. Writes and edits of one file go
 through the same per-file lock of the :class:`~.spec.ToolContext`, so parallel calls serialise.
+With an editor's buffers in the context (``ToolContext.editor``, ``coding-agent acp``), the
+content goes to the editor, and an existing file's freshness is checked against its buffer.
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ from typing import Any
 
 import anyio
 
-from .files import check_fresh, describe_mode, open_regular, record_written
+from .files import (
+    check_fresh,
+    check_fresh_text,
+    describe_mode,
+    editor_read,
+    open_regular,
+    put_content,
+)
 from .spec import OnUpdate, ToolContext, ToolError, ToolResult, ToolSpec, resolve_path, text_result
 
 __all__ = ["WRITE_TOOL"]
@@ -54,7 +63,10 @@ async def _write(
                     raise ToolError(f"Cannot write {shown}: it is a directory")
                 if what is not None:
                     raise ToolError(f"Cannot write {shown}: it is {what}, not a regular file")
-                if tools.reads is not None:
+                current = await editor_read(tools.editor, path)
+                if current is not None:
+                    await check_fresh_text(tools.reads, path, shown, current)
+                elif tools.reads is not None:
                     fd, info = await open_regular(path, shown)
                     try:
                         await check_fresh(tools.reads, path, shown, info, fd=fd)
@@ -62,8 +74,7 @@ async def _write(
                         os.close(fd)
             await target.parent.mkdir(parents=True, exist_ok=True)
             await tools.about_to_write(path, data, shown)
-            await target.write_bytes(data)
-            await record_written(tools.reads, path, data)
+            await put_content(tools.editor, tools.reads, path, data)
         except PermissionError:
             raise ToolError(f"Cannot write {shown}: permission denied") from None
         except FileExistsError:

@@ -9,7 +9,7 @@ are core.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from msgspec import UNSET
@@ -263,3 +263,18 @@ class EntryOps(TaskOps):
         self._check()
         found = self._inputs.get(input_id)
         return found if found is not None else await self._kernel.storage.input(input_id, self._ctx)
+
+    async def turn_input(self, conversation_id: int | None = None) -> Input | None:
+        """The input record that started the running turn of the conversation (default: the
+        bound one), or ``None`` when no turn runs. Any authority: a hook reads the turn's own
+        model and allow rules here (``Input.model``, ``Input.allow``: a command's ``model:``
+        and ``allowed-tools:``), and never any other conversation's by accident."""
+        self._check()
+        cid = self._bound() if conversation_id is None else conversation_id
+        self._known(cid)
+        turn = self._doc_root(DocRef.sticky(cid)).get("turn")
+        inputs = turn.get("inputs") if isinstance(turn, Mapping) else None
+        if not inputs or type(inputs[0]) is not int:
+            return None
+        record = await self.input(inputs[0])
+        return record if record is not None and record.conversation_id == cid else None

@@ -1,4 +1,5 @@
-"""Headless runs wait for the MCP servers before the first request (issue 40).
+"""Headless runs (``-p``, issue 40) and ``coding-agent acp`` (before ``session/new`` answers)
+wait for the MCP servers before the first request.
 
 :class:`McpWatch` is a facet that follows the MCP feature's ``mcp.servers`` state (named by id:
 the app imports no feature package) and :meth:`McpWatch.settled` waits until every configured
