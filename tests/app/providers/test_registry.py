@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 from stub_server import Reply, StubServer, sse
 
@@ -128,7 +129,9 @@ async def test_base_url_from_the_environment_reaches_a_local_server_without_a_ke
 
 @pytest.mark.anyio
 async def test_faux_selection_streams_its_script() -> None:
-    selection = resolve_model("faux/demo", env={})
+    selection = resolve_model(
+        "faux/demo", env={}, config={"models": [{"provider": "faux", "id": "demo"}]}
+    )
     provider = selection.provider
     assert isinstance(provider, FauxProvider)
     provider.append_responses([faux_response("hello")])
@@ -136,3 +139,26 @@ async def test_faux_selection_streams_its_script() -> None:
     events = [e async for e in provider.stream(request, BACKGROUND)]
     assert isinstance(events[-1], DoneEvent)
     assert events[-1].message.model == "demo"
+
+
+def test_a_model_its_provider_does_not_list_is_refused_unless_the_server_hosts_any() -> None:
+    """``--model faux/nope`` (issue 38): refused, naming the model and listing the provider's;
+    a model added by config or by the faux script is known; an OpenAI-compatible server (a
+    preset, a base_url) takes any id, since what it hosts cannot be listed ahead."""
+    from coding_agent.settings.model_config import UnknownModel
+    from pico3.models import FAUX_MODEL
+
+    with pytest.raises(UnknownModel) as refused:
+        resolve_model("faux/nope", env={})
+    message = str(refused.value)
+    assert message.startswith("unknown model faux/nope; available from faux: faux/faux-1.")
+    assert 'provider = "faux", id = "nope"' in message and "--faux-script" in message
+    with pytest.raises(UnknownModel, match="available from anthropic: anthropic/claude"):
+        resolve_model("anthropic/claude-nope", env={"ANTHROPIC_API_KEY": "k"})
+    added = {"models": [{"provider": "anthropic", "id": "claude-nope"}]}
+    assert resolve_model("anthropic/claude-nope", env={"ANTHROPIC_API_KEY": "k"}, config=added)
+    scripted = msgspec.structs.replace(FAUX_MODEL, id="nope")
+    assert resolve_model("faux/nope", env={}, faux_extra=[scripted]).model.id == "nope"
+    local = {"OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
+    assert resolve_model("openai/anything:7b", env=local).model.id == "anything:7b"
+    assert resolve_model("ollama/qwen9:1b", env={}, config={"providers": {"ollama": {}}})

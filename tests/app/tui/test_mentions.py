@@ -109,7 +109,14 @@ async def test_accepting_a_mention_inserts_its_path(in_project, docs) -> None:
         assert in_project.sent == [], "enter accepted the mention instead of sending"
         await pilot.press("enter")
         await docs.until(pilot, lambda: in_project.sent)
-        assert in_project.sent == [("fix @src/util/helpers.py and @src/app.py ", "prompt")]
+        [(content, mode)] = in_project.sent
+        assert mode == "prompt"
+        # the prompt as typed, then each mentioned file attached (context/mentions.py)
+        assert [block["text"].split("\n", 1)[0] for block in content] == [
+            "fix @src/util/helpers.py and @src/app.py ",
+            "[📎 src/util/helpers.py (1 line)]",
+            "[📎 src/app.py (1 line)]",
+        ]
 
 
 async def test_a_mention_in_the_middle_of_the_text_replaces_only_its_word(in_project, docs) -> None:

@@ -240,7 +240,7 @@ async def test_thinking_is_collapsed_and_display_only_entries_are_marked(
         assert not block.collapsed
         display_only = app.transcript.widget_for(2)
         assert isinstance(display_only, AssistantView) and display_only.has_class("display-only")
-        assert display_only.note == "■ aborted"
+        assert display_only.note == "■ Interrupted by user"  # the user stopped it
         assert app.transcript.widget_for(3) is not None
         assert app.transcript.widget_for(4) is None
         assert app.transcript.rendered_ids == [1, 2, 3, 4]

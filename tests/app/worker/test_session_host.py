@@ -13,6 +13,12 @@ from coding_agent.worker.main import WorkerConfig, _sole, open_session_host  # p
 pytestmark = pytest.mark.anyio
 
 
+FAUX_MODELS = {
+    "models": [{"provider": "faux", "id": "faux-large"}, {"provider": "faux", "id": "faux-mini"}]
+}
+"""Faux models beside faux-1, registered as a user's config.toml would (an unknown one is refused)."""
+
+
 async def root_config(config: WorkerConfig) -> dict[str, object]:
     async with open_session_host(config) as runtime:
         root = await runtime.harness.harness.root(BACKGROUND)
@@ -20,14 +26,16 @@ async def root_config(config: WorkerConfig) -> dict[str, object]:
 
 
 async def test_the_model_is_set_once_and_changed_only_when_chosen(session: Session) -> None:
-    first = await root_config(WorkerConfig(session))
+    first = await root_config(WorkerConfig(session, model_config=FAUX_MODELS))
     assert first["model"] == {"provider": "faux", "modelId": "faux-1"}
     tools = first["selectedTools"]
     assert isinstance(tools, list)
     assert tools[:7] == ["read", "bash", "edit", "write", "grep", "find", "ls"]
-    chosen = await root_config(WorkerConfig(session, model="faux/faux-large"))
+    chosen = await root_config(
+        WorkerConfig(session, model="faux/faux-large", model_config=FAUX_MODELS)
+    )
     assert chosen["model"] == {"provider": "faux", "modelId": "faux-large"}
-    again = await root_config(WorkerConfig(session))  # a restart without --model keeps it
+    again = await root_config(WorkerConfig(session, model_config=FAUX_MODELS))  # keeps it
     assert again["model"] == {"provider": "faux", "modelId": "faux-large"}
     assert again["selectedTools"] == tools
 
@@ -36,8 +44,20 @@ async def test_a_session_created_with_a_model_starts_with_it(
     project: Path, agent_env: dict[str, str]
 ) -> None:
     session = create_session(project, model="faux/faux-mini", env=agent_env)
-    config = await root_config(WorkerConfig(session))
+    config = await root_config(WorkerConfig(session, model_config=FAUX_MODELS))
     assert config["model"] == {"provider": "faux", "modelId": "faux-mini"}
+
+
+async def test_an_unknown_model_is_refused_naming_it_and_listing_the_known_ones(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    from coding_agent.settings.model_config import UnknownModel
+
+    session = create_session(project, model="faux/nope", env=agent_env)
+    with pytest.raises(UnknownModel, match=r"unknown model faux/nope; available from faux: "
+                       r"faux/faux-1, faux/faux-large, faux/faux-mini\."):  # fmt: skip
+        await root_config(WorkerConfig(session, model_config=FAUX_MODELS))
+    assert not session.worker_running()
 
 
 async def test_the_session_lock_is_released_after_a_failed_start(session: Session) -> None:

@@ -155,7 +155,12 @@ async def test_abort_while_deferred_cancels_the_handle_and_ends_aborted(open_ses
         assert s.faux.state.fetches == [] and s.faux.deferred_handles == []
         ended = s.events("turn.ended")
         assert ended[-1]["status"] == "unanswered" and ended[-1]["reason"] == "aborted"
-        assert [e.kind for e in await s.entries()] == ["pi.user"]
+        entries = await s.entries()
+        assert [e.kind for e in entries] == ["pi.user", "pi.assistant"]
+        # nothing was streamed: the mark that the answer was interrupted, display-only
+        assert not entries[1].model and entries[1].data["reason"] == "aborted"
+        assert entries[1].data["display"]["content"] == []
+        assert entries[1].data["display"]["stopReason"] == "aborted"
 
 
 async def test_fetch_error_retries_the_request_under_the_retry_policy(open_session) -> None:

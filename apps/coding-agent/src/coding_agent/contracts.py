@@ -8,7 +8,8 @@ Each is a remotable singleton of the worker; its shape is documented where it is
 token                         id                          served by
 ============================  ==========================  =============================================
 :data:`WorkerStatusService`   ``coding-agent.worker``     ``worker/status.py``: session, pid, models,
-                                                          reloads, sandbox, storage failure (``state``)
+                                                          reloads, sandbox, storage failure (``state``);
+                                                          the tools' sizes (``tools(ctx)``)
 :data:`SessionTreeService`    ``coding-agent.session-tree``  ``worker/tree_service.py``: ``/tree``,
                                                           ``/label``, ``/rewind``
 :data:`ShellService`          ``coding-agent.shell``      ``worker/shell_service.py``: ``!cmd``
@@ -42,7 +43,8 @@ __all__ = [
 ]
 
 WorkerStatusService = define_service("coding-agent.worker")
-"""The worker's status (remotable singleton): ``{"state": ReplicatedState}``
+"""The worker's status (remotable singleton): ``{"state": ReplicatedState, "tools": async (ctx)
+-> {tool name: tokens}}``
 (the document: :mod:`coding_agent.worker.status`)."""
 
 

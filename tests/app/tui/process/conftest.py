@@ -49,11 +49,19 @@ def session(project: Path, agent_env: dict[str, str]) -> Session:
     return create_session(project, env=agent_env)
 
 
-def script(folder: Path, steps: list[dict[str, Any]]) -> Path:
-    """Write a faux script (a list of ``{text?, thinking?, toolCalls?, error?}``) and return it."""
+def script(
+    folder: Path, steps: list[dict[str, Any]], *, models: list[dict[str, Any]] | None = None
+) -> Path:
+    """Write a faux script (a list of ``{text?, thinking?, toolCalls?, error?}``) and return it.
+    ``models`` (``{"id", "reasoning"?, "images"?}`` each) adds faux models beside ``faux-1``: an
+    unknown ``--model faux/ID`` is refused, so a test's made-up model is declared here."""
     path = folder / "faux-script.json"
-    path.write_text(json.dumps(steps))
+    path.write_text(json.dumps(steps if models is None else {"steps": steps, "models": models}))
     return path
+
+
+FAUX_BIG = [{"id": "faux-big"}]
+"""A faux model that cannot reason and takes no images (what faux-1 can), for ``models=``."""
 
 
 def supervisor(
@@ -215,6 +223,7 @@ def kit() -> SimpleNamespace:
         options=options,
         picker_open=picker_open,
         script=script,
+        FAUX_BIG=FAUX_BIG,
         supervisor=supervisor,
         toasts=toasts,
         tool_results=tool_results,

@@ -25,9 +25,15 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_model_picker_lists_the_workers_models_and_switches_the_model(
-    kit: Any, session: Session, agent_env: dict[str, str]
+    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path
 ) -> None:
-    keeper = WorkerSupervisor(session, model="faux/faux-big", exit_with_parent=True, env=agent_env)
+    keeper = WorkerSupervisor(
+        session,
+        model="faux/faux-big",
+        exit_with_parent=True,
+        env=agent_env,
+        faux_script=kit.script(tmp_path, [], models=kit.FAUX_BIG),
+    )
     seen: dict[str, Any] = {}
 
     async def test(pilot: Any) -> None:
@@ -49,6 +55,12 @@ async def test_model_picker_lists_the_workers_models_and_switches_the_model(
         await kit.wait_for(
             pilot, lambda: any("not provider/id" in m for _, m in kit.toasts(app)), "the error"
         )
+        # a model the worker does not list (issue 38): refused, naming it and the known ones
+        await pilot.press(*"/model faux/nope", "enter")
+        await kit.wait_for(
+            pilot, lambda: any("Unknown model faux/nope" in m for _, m in kit.toasts(app)), "it"
+        )
+        seen["unknown"] = next(m for _, m in kit.toasts(app) if "Unknown model" in m)
         # a provider without its key: /model names the variable and leaves the model alone
         await pilot.press(*"/model anthropic/claude-sonnet-4-6", "enter")
         await kit.wait_for(
@@ -70,6 +82,7 @@ async def test_model_picker_lists_the_workers_models_and_switches_the_model(
     await kit.drive(session, keeper, test)
     assert seen["options"][:2] == ["faux/faux-big  (current)", "faux/faux-1"]
     assert "anthropic/…  (not available: set ANTHROPIC_API_KEY)" in seen["options"]
+    assert "available are faux/faux-big, faux/faux-1." in seen["unknown"]
     assert seen["kept"] == {"provider": "faux", "modelId": "faux-1"}
     assert seen["footer"].startswith("faux/faux-1 ")
     assert "ctx 0%" in seen["footer"]  # faux-1's 200,000-token window is known: % is shown

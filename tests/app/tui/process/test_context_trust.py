@@ -48,7 +48,7 @@ async def test_context_names_a_skipped_ancestor_file_and_the_model_never_sees_it
         app = kit.app_of(pilot)
         await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
         await pilot.press(*"/context", "enter")
-        await kit.wait_for(pilot, lambda: kit.picker_open(app, "System prompt"), "the preview")
+        await kit.wait_for(pilot, lambda: kit.picker_open(app, "Context: ~"), "the preview")
         seen["preview"] = kit.options(app)
         await pilot.press("escape")
         await pilot.press(*"hello", "enter")
@@ -56,7 +56,7 @@ async def test_context_names_a_skipped_ancestor_file_and_the_model_never_sees_it
         systems = [e for e in kit.entries(app) if e["kind"] == "pi.system"]
         seen["system"] = systems[-1]["model"][0]["content"]
         await pilot.press(*"/context", "enter")
-        await kit.wait_for(pilot, lambda: kit.picker_open(app, "System prompt"), "the listing")
+        await kit.wait_for(pilot, lambda: kit.picker_open(app, "Context: ~"), "the listing")
         seen["sent"] = kit.options(app)
         await pilot.press("end", "enter")  # the last row: the skipped file
         await kit.wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "its text")
@@ -65,8 +65,8 @@ async def test_context_names_a_skipped_ancestor_file_and_the_model_never_sees_it
 
     await kit.drive(session, keeper, test)
     for rows in (seen["preview"], seen["sent"]):
-        assert f"not read: {theirs}  {reason}" in rows
-        (files,) = [r for r in rows if r.startswith("context-files  ~")]
+        assert f"not read: {theirs}  {reason}" in [r.strip() for r in rows]
+        (files,) = [r for r in rows if r.startswith("  context-files  ~")]
         assert files.endswith(f"tokens  {mine}")
     assert "Answer in one sentence." in seen["system"]
     assert "evil.example" not in seen["system"]
@@ -99,7 +99,7 @@ async def test_a_subfolders_claude_md_reaches_the_model_once_the_agent_reads_a_f
             e["model"][0]["content"] for e in kit.entries(app) if e["kind"] == "pi.system"
         ]
         await pilot.press(*"/context", "enter")
-        await kit.wait_for(pilot, lambda: kit.picker_open(app, "System prompt"), "the listing")
+        await kit.wait_for(pilot, lambda: kit.picker_open(app, "Context: ~"), "the listing")
         seen["rows"] = kit.options(app)
         await pilot.press("escape")
 

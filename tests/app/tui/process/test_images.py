@@ -1,6 +1,6 @@
 """Images end to end in the real TUI over a real worker (issue 18 item 5).
 
-``faux/faux-1`` accepts images, ``faux/faux-big`` (an unlisted faux model) does not.
+``faux/faux-1`` accepts images, ``faux/faux-big`` (a faux model the script declares) does not.
 """
 
 from __future__ import annotations
@@ -54,11 +54,16 @@ async def test_a_mentioned_image_is_attached_and_read_returns_an_image(
         await kit.wait_for(pilot, lambda: "A red square." in kit.assistant_texts(app), "answer")
         seen["user"] = user_blocks(kit, app)
         seen["results"] = kit.tool_results(app)
+        await app.wait_rendered()
+        seen["shown"] = "\n".join(str(w.render()) for w in app.query(".user"))
 
     await kit.drive(session, keeper, test)
-    text, image = seen["user"]
+    text, mark, image = seen["user"]
     assert text == {"type": "text", "text": "what is in @shot.png ?"}
+    # the image's mark (the transcript shows it) and its size, for the model
+    assert mark["text"].startswith("[🖼 shot.png]\n[image/png, 2000x1000, scaled down")
     assert image["type"] == "image" and image["mimeType"] == "image/png"
+    assert "🖼 shot.png" in seen["shown"]
     (result,) = seen["results"]
     note, block = result["content"][:2]
     assert note["text"].startswith("Read image file shot.png [image/png, 2000x1000, scaled down")
@@ -73,7 +78,7 @@ async def test_a_model_without_images_refuses_them_clearly(
         model="faux/faux-big",
         exit_with_parent=True,
         env=agent_env,
-        faux_script=kit.script(tmp_path, READ_SHOT),
+        faux_script=kit.script(tmp_path, READ_SHOT, models=kit.FAUX_BIG),
     )
     seen: dict[str, Any] = {}
 

@@ -138,15 +138,16 @@ async def test_context_lists_every_section_with_its_size(
         app = kit.app_of(pilot)
         await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
         await pilot.press(*"/context", "enter")
-        await kit.wait_for(pilot, lambda: kit.picker_open(app, "System prompt"), "the preview")
+        await kit.wait_for(pilot, lambda: kit.picker_open(app, "Context: ~"), "the preview")
         seen["preview"] = kit.options(app)
         await pilot.press("escape")
         await pilot.press(*"hello", "enter")
         await kit.wait_for(pilot, lambda: "ok" in kit.assistant_texts(app), "the answer")
         await pilot.press(*"/context", "enter")
-        await kit.wait_for(pilot, lambda: kit.picker_open(app, "System prompt"), "the listing")
+        await kit.wait_for(pilot, lambda: kit.picker_open(app, "Context: ~"), "the listing")
         seen["sent"] = kit.options(app)
-        await pilot.press("enter")  # the first row: the system section's text
+        seen["title"] = kit.dialog_title(app)
+        await pilot.press(*["down"] * 4, "enter")  # the system section's row: its text
         await kit.wait_for(pilot, lambda: kit.dialog_ready(app, ConfirmScreen), "the text")
         seen["text"] = "\n".join(str(s.render()) for s in app.screen.query(Static))
         await pilot.press("escape")
@@ -154,11 +155,26 @@ async def test_context_lists_every_section_with_its_size(
     await kit.drive(session, keeper, test)
     config = agent_env["XDG_CONFIG_HOME"]
     for rows in (seen["preview"], seen["sent"]):
-        assert rows[0].startswith("system  ~")
-        assert rows[0].endswith(f"tokens  {config}/coding-agent/SYSTEM.md")
-        assert any(r.startswith("skills  ~") and r.endswith("1 skill") for r in rows)
-    assert seen["sent"][-1].startswith("tools  ")
-    assert {"read", "bash", "edit", "write"} <= set(seen["sent"][-1].split(": ", 1)[1].split(", "))
+        # the budget first: system prompt, tools, messages, free space; then the details
+        assert [r.split("  ")[0] for r in rows[:4]] == [
+            "System prompt", "Tools", "Messages", "Free space",
+        ]  # fmt: skip
+        assert rows[0].startswith("System prompt  ~") and rows[0].endswith(" sections")
+        assert rows[1].startswith("Tools  ~") and "tools, sent beside" in rows[1]
+        assert rows[4].startswith("  system  ~")
+        assert rows[4].endswith(f"tokens  {config}/coding-agent/SYSTEM.md")
+        assert any(r.startswith("  skills  ~") and r.endswith("1 skill") for r in rows)
+        # every tool offered, each with the size of its definition (measured by the worker);
+        # the picker numbers rows 1-9 only, so later rows are compared without their indent
+        sized = {
+            r.split()[0]: r.split()[1]
+            for r in rows[5:]
+            if len(r.split()) == 3 and r.split()[2] == "tokens"
+        }
+        assert {"read", "bash", "edit", "write"} <= set(sized)
+        assert all(size.startswith("~") for size in sized.values())
+    assert "1 prompt, 1 answer" in seen["sent"][2] and seen["sent"][2].startswith("Messages  ~")
+    assert seen["title"].startswith("Context: ~") and "200,000 tokens (" in seen["title"]
     assert "You are the test robot." in seen["text"]
 
 

@@ -13,6 +13,7 @@ thinking levels, a model switch mid-session).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -129,10 +130,16 @@ async def test_the_picker_marks_the_current_level_and_ctrl_y_cycles_back_to_off(
 
 
 async def test_ctrl_l_switches_the_model_and_the_marker_survives_a_worker_restart(
-    kit: Any, session: Session, agent_env: dict[str, str]
+    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path
 ) -> None:
-    # faux-big is a model the faux provider makes up on demand: it cannot reason.
-    keeper = WorkerSupervisor(session, model="faux/faux-big", exit_with_parent=True, env=agent_env)
+    # faux-big is a faux model the script declares: it cannot reason.
+    keeper = WorkerSupervisor(
+        session,
+        model="faux/faux-big",
+        exit_with_parent=True,
+        env=agent_env,
+        faux_script=kit.script(tmp_path, [], models=kit.FAUX_BIG),
+    )
     seen: dict[str, Any] = {}
 
     async def test(pilot: Any) -> None:
@@ -179,9 +186,15 @@ def _config_model(app: Any) -> str | None:
 
 
 async def test_ctrl_p_cycles_the_models_of_the_models_scope(
-    kit: Any, session: Session, agent_env: dict[str, str]
+    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path
 ) -> None:
-    keeper = WorkerSupervisor(session, model="faux/faux-big", exit_with_parent=True, env=agent_env)
+    keeper = WorkerSupervisor(
+        session,
+        model="faux/faux-big",
+        exit_with_parent=True,
+        env=agent_env,
+        faux_script=kit.script(tmp_path, [], models=kit.FAUX_BIG),
+    )
     seen: list[str | None] = []
 
     async def test(pilot: Any) -> None:

@@ -240,6 +240,14 @@ class AcpSession:
         provider, _, model_id = ref.partition("/")
         if not provider or not model_id:
             raise invalid(f"a model is provider/id (anthropic/claude-sonnet-4-6), got {ref!r}")
+        status = self._status.state.value if self._status is not None else None
+        known = [
+            f"{item['provider']}/{item['id']}"
+            for item in (status or {}).get("models") or ()
+            if isinstance(item, dict) and item.get("provider") and item.get("id")
+        ]
+        if known and ref not in known and provider not in ((status or {}).get("anyModel") or ()):
+            raise invalid(f"unknown model {ref} (available: {', '.join(known)})")
         await self._need_conversation().config_set(
             {"model": {"provider": provider, "modelId": model_id}}, BACKGROUND
         )

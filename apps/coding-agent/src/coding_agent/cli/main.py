@@ -912,7 +912,7 @@ def _run(args: argparse.Namespace, session: Session, new: bool, headless: bool, 
     project = check_project(session.cwd, decide=args.trust)
     if headless and not project.trusted:
         # lazy: start-up time (the command line imports only what the chosen command runs)
-        from coding_agent.settings.waiting import describe_waiting, waiting_for_trust
+        from coding_agent.context.waiting import describe_waiting, waiting_for_trust
 
         waiting = [] if project.problem is not None else waiting_for_trust(project.root)
         marked = " (marked untrusted)" if project.decision is not None else ""
@@ -956,10 +956,12 @@ def _known_code(error: Exception) -> int | None:
     # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.session_files.folders import SessionError
     from coding_agent.settings.config import ConfigError
-    from coding_agent.settings.model_config import RegistryError
+    from coding_agent.settings.model_config import RegistryError, UnknownModel
     from coding_agent.settings.trust import TrustError
     from pico3 import CorruptStorage
 
+    if isinstance(error, UnknownModel):
+        return EXIT_USAGE  # a typo in --model or model =: the message lists the models
     if isinstance(error, RegistryError):
         return EXIT_FAILED
     if isinstance(error, CorruptStorage):

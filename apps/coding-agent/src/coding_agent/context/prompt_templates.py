@@ -64,6 +64,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coding_agent.context.folders import markdown_files
+from coding_agent.context.mentions import MAX_INCLUDED_CHARS, fenced
 from coding_agent.context.resources import FrontmatterError, Places, read_text, split_frontmatter
 from coding_agent.settings.trust import project_root_for
 
@@ -85,8 +87,6 @@ __all__ = [
 MAX_DESCRIPTION_CHARS = 80
 """A description taken from the body's first line is cut to this many characters."""
 
-MAX_INCLUDED_CHARS = 100_000
-"""An ``@path`` file longer than this is cut, with a note."""
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 _PLACEHOLDER = re.compile(r"\$(ARGUMENTS|@|[1-9])")
@@ -226,21 +226,6 @@ def _load(
     )
 
 
-def _template_files(root: Path) -> list[tuple[Path, str]]:
-    """``(file, command name)`` of every ``.md`` file under ``root``, sub-folders namespacing
-    the name (``tools/api-scaffold.md`` is ``tools:api-scaffold``); hidden folders skipped."""
-    found: list[tuple[Path, str]] = []
-    for folder, subfolders, files in os.walk(root, followlinks=True):
-        subfolders[:] = sorted(
-            d for d in subfolders if not d.startswith(".") and d != "node_modules"
-        )
-        relative = Path(folder).relative_to(root).parts
-        for file in sorted(files):
-            if file.endswith(".md") and (Path(folder) / file).is_file():
-                found.append((Path(folder) / file, ":".join([*relative, file[:-3]])))
-    return found
-
-
 def discover_templates(
     cwd: str | os.PathLike[str],
     env: Mapping[str, str] | None = None,
@@ -256,7 +241,7 @@ def discover_templates(
             continue
         source = places.label(root)
         in_project = root == places.project or places.project in root.parents
-        for path, name in _template_files(root):
+        for path, name in markdown_files(root):
             template = _load(path, name, source, in_project, warnings)
             if template is None:
                 continue
@@ -369,11 +354,7 @@ def _include(name: str, cwd: Path, in_project: bool) -> str | None:
         )
     if not in_project and real.stat().st_uid != os.geteuid():
         raise TemplateError(f"@{name} is not your file; your own commands include only yours")
-    text = read_text(real)
-    if len(text) > MAX_INCLUDED_CHARS:
-        text = text[:MAX_INCLUDED_CHARS] + f"\n[{name} cut at {MAX_INCLUDED_CHARS} characters]"
-    fence = "````" if "```" in text else "```"
-    return f"{name}:\n{fence}\n{text.rstrip()}\n{fence}\n"
+    return fenced(name, read_text(real))  # as a prompt's @file is (context/mentions.py)
 
 
 def expand_template(

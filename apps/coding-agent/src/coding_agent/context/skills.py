@@ -42,13 +42,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from coding_agent.context.folders import SKILL_FILE, skill_files
 from coding_agent.context.resources import FrontmatterError, Places, read_text, split_frontmatter
 
 __all__ = [
@@ -72,13 +73,11 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;")
 
 
-SKILL_FILE = "SKILL.md"
 SKILLS_SECTION_KEY = "skills"
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-_SKIPPED_DIRS = {"node_modules", "__pycache__"}
 
 
 class Skill(msgspec.Struct, frozen=True):
@@ -128,23 +127,6 @@ def skill_roots(places: Places) -> list[Path]:
             seen.add(key)
             unique.append(root)
     return unique
-
-
-def _skill_files(root: Path) -> Iterator[Path]:
-    """Every ``SKILL.md`` under ``root`` (sorted, not below another skill's folder)."""
-    try:
-        entries = sorted(root.iterdir(), key=lambda entry: entry.name)
-    except OSError:
-        return
-    marker = root / SKILL_FILE
-    if marker.is_file():
-        yield marker
-        return
-    for entry in entries:
-        if entry.name.startswith(".") or entry.name in _SKIPPED_DIRS:
-            continue
-        if entry.is_dir():
-            yield from _skill_files(entry)
 
 
 def _name_problem(name: str) -> str | None:
@@ -201,7 +183,7 @@ def discover_skills(
         if not root.is_dir():
             continue
         source = places.label(root)
-        for path in _skill_files(root):
+        for path in skill_files(root):
             skill = _load(path, root, source, warnings)
             if skill is None:
                 continue

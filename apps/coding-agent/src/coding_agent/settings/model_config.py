@@ -66,6 +66,7 @@ __all__ = [
     "RegistryConfig",
     "RegistryError",
     "ToolCalling",
+    "UnknownModel",
     "key_env",
     "key_variables",
     "parse_model_ref",
@@ -178,6 +179,12 @@ TOOL_CALLING_ENV = "CODING_AGENT_TOOL_CALLING"
 
 class RegistryError(ValueError):
     """The model could not be resolved; the message says what to set."""
+
+
+class UnknownModel(RegistryError):
+    """A model its provider does not serve (``--model faux/nope``, a typo in ``/model`` or
+    ``model =``): the message names it and lists the provider's models. A usage error (exit 2),
+    not a failure."""
 
 
 class ProviderSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):

@@ -43,6 +43,7 @@ from textual.widgets import Static
 from chord import BACKGROUND, Context, Delivery, Facet, inert, with_cancel
 from chord.textual import TextualTui, register_commands, run_app_with_facets
 from coding_agent.context.images import ImageError, prepare_image_file
+from coding_agent.context.mentions import image_mark, mention_blocks
 from coding_agent.contracts import TODO_NAMESPACE
 from coding_agent.tui.attachments import image_paths
 from coding_agent.tui.commands.builtin import BUILTIN_COMMANDS
@@ -718,11 +719,14 @@ class CodingAgentApp(App[None]):
             self.editor.restore(text)
 
     async def _attach_images(self, text: str) -> str | list[dict[str, Any]] | None:
-        """``text`` with the images it names attached (:mod:`coding_agent.tui.attachments`);
+        """``text`` with the files, folders and images it names attached
+        (:mod:`coding_agent.tui.attachments`);
         ``None`` (after a toast) when one cannot be attached or the model takes no images."""
-        paths = image_paths(text, self.client.session.cwd)
+        cwd = self.client.session.cwd
+        files = await anyio.to_thread.run_sync(mention_blocks, text, cwd)  # @file, @folder/
+        paths = image_paths(text, cwd)
         if not paths:
-            return text
+            return [{"type": "text", "text": text}, *files] if files else text
         model = model_label(self.client.view.value, self.client.session.model)
         for known in getattr(self.client, "models", None) or []:
             if (
@@ -735,14 +739,14 @@ class CodingAgentApp(App[None]):
                     severity="error",
                 )
                 return None
-        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}, *files]
         for path in paths:
             try:
                 image = await anyio.to_thread.run_sync(prepare_image_file, path)
             except ImageError as error:
                 self.notify(f"Not sent: {error}", severity="error")
                 return None
-            blocks.append(image.block())
+            blocks += [image_mark(path.name, image.note()), image.block()]
         return blocks
 
     def _is_busy(self) -> bool:

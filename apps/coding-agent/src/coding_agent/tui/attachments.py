@@ -9,8 +9,10 @@ Before a prompt is sent, :func:`image_paths` looks for image files (``.png``, ``
   spaces (``/tmp/my\\ shot.png``).
 
 Only names of existing files count; each file is attached once, in the order named. The text
-is sent unchanged, followed by the images (:func:`coding_agent.context.images.prepare_image_file`
-scales each to fit 2000×2000).
+is sent unchanged, followed by the files and folders it mentions
+(:func:`coding_agent.context.mentions.mention_blocks`) and the images, each after its mark
+(:func:`coding_agent.context.mentions.image_mark`;
+:func:`coding_agent.context.images.prepare_image_file` scales each to fit 2000×2000).
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from coding_agent.context.images import IMAGE_SUFFIXES
+from coding_agent.context.mentions import MENTION
 
 __all__ = ["image_paths"]
 
-_MENTION = re.compile(r'(?<!\S)@(?:"((?:[^"\\]|\\.)*)"|(\S+))')
 _QUOTED = re.compile(r"""(?<!\S)(['"])((?:~|\.{1,2})?/[^'"\n]*|file://[^'"\n]*)\1""")
 _BARE = re.compile(r"(?<![\S])((?:~|\.{1,2})?/(?:\\ |\S)+|file://\S+)")
 _TRAILING = ".,;:!?)]}"
@@ -50,7 +52,7 @@ def image_paths(text: str, cwd: str | os.PathLike[str]) -> list[Path]:
     folder = Path(cwd)
     found: list[Path] = []
     raws: list[str] = []
-    for match in _MENTION.finditer(text):
+    for match in MENTION.finditer(text):
         quoted, bare = match.group(1), match.group(2)
         raws.append(re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else bare)
     raws += [match.group(2) for match in _QUOTED.finditer(text)]

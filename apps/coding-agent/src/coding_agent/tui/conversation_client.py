@@ -202,6 +202,12 @@ class RemoteConversationClient:
         return {str(k): str(v) for k, v in found.items()}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
 
     @property
+    def any_model(self) -> list[str]:
+        """The providers that take ids they do not list (an OpenAI-compatible server)."""
+        found = self._status.get("anyModel") if self._status is not None else None
+        return [str(name) for name in found] if isinstance(found, list) else []  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+
+    @property
     def models(self) -> list[dict[str, Any]]:
         """The models the worker knows: ``{"provider", "id", "contextWindow"}`` each."""
         models = self._status.get("models") if self._status is not None else None

@@ -14,11 +14,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from coding_agent.context.mentions import attachment_mark
 from pico3 import AssistantEntry, QueuedInput, UsageEntry, View, ViewEntry
 from pico3.models import TextContent, Usage
 
 __all__ = [
     "UsageTotals",
+    "attachment_marks",
     "content_text",
     "entry_text",
     "inbox_text",
@@ -30,12 +32,26 @@ __all__ = [
 
 
 def content_text(content: str | Sequence[object] | None) -> str:
-    """The text of a message ``content``: a string, or the ``text`` blocks of a block list."""
+    """The text of a message ``content``: a string, or the ``text`` blocks of a block list
+    (attachments left out: :func:`attachment_marks` names them)."""
     if isinstance(content, str):
         return content
     if content is None:
         return ""
-    return "\n".join(block.text for block in content if isinstance(block, TextContent))
+    return "\n".join(
+        block.text
+        for block in content
+        if isinstance(block, TextContent) and attachment_mark(block.text) is None
+    )
+
+
+def attachment_marks(content: str | Sequence[object] | None) -> list[str]:
+    """The marks of the files, folders and images attached to a message ``content``
+    (``📎 src/app.py (120 lines)``, ``🖼 shot.png``: :mod:`coding_agent.context.mentions`)."""
+    if isinstance(content, str) or content is None:
+        return []
+    marks = (attachment_mark(b.text) for b in content if isinstance(b, TextContent))
+    return [mark for mark in marks if mark is not None]
 
 
 def entry_text(entry: ViewEntry) -> str:

@@ -71,6 +71,7 @@ __all__ = [
     "Script",
     "ScriptConversation",
     "ScriptFile",
+    "ScriptModel",
     "ScriptStep",
     "ScriptToolCall",
     "ScriptedProvider",
@@ -130,6 +131,8 @@ class Script(msgspec.Struct, frozen=True):
     conversations: Sequence[ConversationScript] = ()
     latency: float = 0.0
     """Seconds each answer waits before it starts (see the module docstring)."""
+    models: Sequence[ModelInfo] = ()
+    """Faux models the script adds beside ``faux-1`` (see the module docstring)."""
 
 
 def _first_user_text(request: Request) -> str:
@@ -379,9 +382,10 @@ def demo_steps() -> list[FauxStep]:
     ]
 
 
-def demo_provider() -> ScriptedProvider:
-    """The faux provider with the built-in tour, then a short echo for every later prompt."""
-    return ScriptedProvider(demo_steps(), fallback=_after_demo)
+def demo_provider(models: Sequence[ModelInfo] = (FAUX_MODEL,)) -> ScriptedProvider:
+    """The faux provider with the built-in tour, then a short echo for every later prompt
+    (serving ``models``: ``faux-1`` and any the config adds)."""
+    return ScriptedProvider(demo_steps(), fallback=_after_demo, models=models)
 
 
 # -- JSON scripts ---------------------------------------------------------------------------------
@@ -408,12 +412,34 @@ class ScriptConversation(msgspec.Struct, forbid_unknown_fields=True, frozen=True
     steps: list[ScriptStep]
 
 
+class ScriptModel(msgspec.Struct, forbid_unknown_fields=True, frozen=True, rename="camel"):
+    """A faux model a JSON script adds (``--model faux/ID`` is refused unless it is known)."""
+
+    id: str
+    context_window: int = FAUX_MODEL.context_window
+    max_output: int = FAUX_MODEL.max_output
+    reasoning: bool = False
+    images: bool = False
+
+    def info(self) -> ModelInfo:
+        """The model's metadata (unpriced, as every faux model)."""
+        return msgspec.structs.replace(
+            FAUX_MODEL,
+            id=self.id,
+            context_window=self.context_window,
+            max_output=self.max_output,
+            supports_thinking=self.reasoning,
+            supports_images=self.images,
+        )
+
+
 class ScriptFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """The object form of a JSON script file."""
 
     steps: list[ScriptStep] = msgspec.field(default_factory=list)
     conversations: list[ScriptConversation] = msgspec.field(default_factory=list)
     latency: float = 0.0
+    models: list[ScriptModel] = msgspec.field(default_factory=list)
 
 
 def script_steps(steps: Sequence[ScriptStep]) -> list[FauxStep]:
@@ -459,8 +485,15 @@ def load_script(path: str | os.PathLike[str]) -> Script:
             f"{os.fspath(path)}: invalid faux script: latency is {parsed.latency!r} "
             "(give the seconds each answer waits, from 0 to 600)"
         )
+    for number, model in enumerate(parsed.models):
+        if not model.id.strip():
+            raise ValueError(
+                f"{os.fspath(path)}: invalid faux script: models[{number}].id is empty "
+                "(give the id --model faux/ID names)"
+            )
     return Script(
         script_steps(parsed.steps),
         [ConversationScript(c.when, script_steps(c.steps)) for c in parsed.conversations],
         parsed.latency,
+        tuple(model.info() for model in parsed.models),
     )

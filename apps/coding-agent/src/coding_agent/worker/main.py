@@ -102,7 +102,7 @@ from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.facets_site import activate as activate_facets_site
 from coding_agent.settings.guarded_paths import SERVICE as GUARDED_PATHS_SERVICE
 from coding_agent.settings.guarded_paths import guarded_paths
-from coding_agent.settings.model_config import TOOL_CALLING_ENV, RegistryError
+from coding_agent.settings.model_config import TOOL_CALLING_ENV, RegistryError, UnknownModel
 from coding_agent.settings.notifications import NotificationSettings
 from coding_agent.settings.package_reload import (
     PackageReloader,
@@ -480,6 +480,7 @@ async def open_session_host(
             models=_known(choice),
             sandbox=sandbox_status,
             unconfigured=choice.unreachable,
+            any_model=choice.any_model,
         )
         for provider in choice.providers:
             if isinstance(provider, OpenAIProvider):
@@ -540,6 +541,10 @@ async def open_session_host(
             ]
             async with create_facet_host(facets, on_error=on_error) as host:
                 harness = box["harness"]
+                registry = harness.harness.tools
+                status.tool_source = lambda: [
+                    tool for name in registry.names() if (tool := registry.get(name)) is not None
+                ]
                 watch = StorageWatch(status)
 
                 def on_open(opened: Any) -> Callable[[], None]:
@@ -1085,6 +1090,8 @@ def exit_status(error: BaseException) -> tuple[int, str | None] | None:
         return EXIT_BUSY, str(error)
     if isinstance(error, StorageStopped):  # its one line is on stderr already
         return EXIT_STORAGE, None
+    if isinstance(error, UnknownModel):  # a typo in --model or model =: a usage error
+        return EXIT_USAGE, str(error)
     if isinstance(error, RegistryError):
         return EXIT_MODEL, str(error)
     if isinstance(error, CorruptStorage):

@@ -31,7 +31,12 @@ import msgspec
 from chord import Facet, FacetEnvironment, define_facet
 from coding_agent.worker.demo import ScriptedProvider, demo_provider, load_script
 from coding_agent.worker.providers import resolve_model
-from coding_agent.worker.providers.registry import reachable_providers, unreachable_providers
+from coding_agent.worker.providers.registry import (
+    faux_models,
+    reachable_providers,
+    serves_any_model,
+    unreachable_providers,
+)
 from pico3 import Models
 from pico3.models import MessageBuilder, ModelInfo, ModelProvider, Request, StreamEvent
 
@@ -53,6 +58,10 @@ class ProviderChoice(msgspec.Struct, frozen=True):
     model: ModelInfo
     unreachable: dict[str, str] = msgspec.field(default_factory=dict)
     """The providers without credentials, by name: why each cannot be used (names the key)."""
+    any_model: tuple[str, ...] = ()
+    """The providers that take ids their catalog does not list (an OpenAI-compatible server:
+    :func:`~coding_agent.worker.providers.registry.serves_any_model`); every other provider
+    serves only the models it lists."""
 
     @property
     def ref(self) -> str:
@@ -74,12 +83,11 @@ def resolve_providers(
 ) -> ProviderChoice:
     """Pick the model (raises :class:`~coding_agent.worker.providers.RegistryError` or
     ``ValueError`` for a bad script, naming the problem) and gather the providers."""
-    selection = resolve_model(ref, env=env, config=config)
-    faux: ScriptedProvider
-    if faux_script is not None:
-        faux = ScriptedProvider(load_script(faux_script))
-    else:
-        faux = demo_provider()
+    script = load_script(faux_script) if faux_script is not None else None
+    extra = script.models if script is not None else ()
+    selection = resolve_model(ref, env=env, config=config, faux_extra=extra)
+    models = faux_models(config, extra)  # faux-1, the config's and the script's
+    faux = ScriptedProvider(script, models=models) if script is not None else demo_provider(models)
     providers: list[ModelProvider] = [faux]
     model = selection.model
     if model.provider == faux.name:
@@ -92,7 +100,12 @@ def resolve_providers(
     skip = skip | {provider.name for provider in reachable}
     unreachable = unreachable_providers(env=env, config=config, skip=skip)
     providers.extend(UnconfiguredProvider(name, why) for name, why in unreachable.items())
-    return ProviderChoice(tuple(providers), model, unreachable)
+    any_model = tuple(
+        provider.name
+        for provider in providers
+        if serves_any_model(provider.name, env=env, config=config)
+    )
+    return ProviderChoice(tuple(providers), model, unreachable, any_model)
 
 
 class UnconfiguredProvider:

@@ -18,7 +18,8 @@ the context window a footer needs for its context %, and whether the model can r
 thinking-level switch mentions). ``reloads`` keeps the newest
 :data:`MAX_REPORTS` reports, oldest first; ``number`` counts every report since the worker
 started, so a client tells a new report from one it has seen even once old ones drop off.
-``unconfigured`` maps each provider the session has no credentials for to why
+``anyModel`` names the providers that take model ids their catalog does not list (an
+OpenAI-compatible server); ``/model`` refuses any other id it does not list. ``unconfigured`` maps each provider the session has no credentials for to why
 (``{"anthropic": "anthropic needs an API key: set ANTHROPIC_API_KEY or ..."}``): ``/model``
 names the key a model of it needs. ``textToolCalling`` names the models that refused native tool calling during this worker's life
 and now call tools through fenced text blocks (a TUI says so once). ``storageFailure`` is
@@ -30,22 +31,30 @@ newest :data:`MAX_NOTICES` notifications the worker delivered (:mod:`coding_agen
 Claude Code's ``Notification`` JSON with ``event`` and ``key``), oldest first; a TUI writes
 each key it has not seen to its terminal (:mod:`coding_agent.tui.notify`). A client reaches it with
 ``env.use(define_service("coding-agent.worker"))`` and subscribes to ``handle.state``.
+
+Beside ``state``, the service answers ``tools(ctx)``: the size of each registered tool's
+definition (name, description and JSON Schema, as a provider receives it) in estimated tokens,
+``{"read": 312, ...}``, which ``/context`` shows beside the system prompt; it is a call, not part
+of the document, because tools come and go (MCP servers, reloads) and only ``/context`` asks.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from chord import (
     BACKGROUND,
+    Context,
     Facet,
     FacetEnvironment,
     MutableReplicatedState,
     ReloadReport,
     define_facet,
 )
+from coding_agent.context.system_prompt import estimate_tokens
 from coding_agent.contracts import WorkerStatusService
 from pico3.models import ModelInfo
 
@@ -81,6 +90,7 @@ class WorkerStatus:
         models: Sequence[ModelInfo] = (),
         sandbox: dict[str, Any] | None = None,
         unconfigured: Mapping[str, str] | None = None,
+        any_model: Sequence[str] = (),
     ) -> None:
         self._document: dict[str, Any] = {
             "sessionId": session_id,
@@ -98,6 +108,7 @@ class WorkerStatus:
                 for m in models
             ],
             "unconfigured": dict(unconfigured or {}),
+            "anyModel": list(any_model),
             "reloads": [],
             "textToolCalling": [],
             "storageFailure": None,
@@ -106,6 +117,21 @@ class WorkerStatus:
         }
         self._reports = 0
         self._state: MutableReplicatedState | None = None
+        self.tool_source: Callable[[], Iterable[Any]] = lambda: ()
+        """The registered tool declarations (``name``, ``description``, ``parameters``): the
+        worker points it at the harness's tool registry once the harness is up."""
+
+    def tool_tokens(self) -> dict[str, int]:
+        """Each registered tool's definition in estimated tokens (module docstring)."""
+        sizes: dict[str, int] = {}
+        for tool in self.tool_source():
+            definition = {
+                "name": tool.name,
+                "description": tool.description,
+                "input_schema": tool.parameters,
+            }
+            sizes[str(tool.name)] = estimate_tokens(json.dumps(definition, ensure_ascii=False))
+        return sizes
 
     @property
     def document(self) -> dict[str, Any]:
@@ -169,8 +195,12 @@ class WorkerStatus:
     def facet(self) -> Facet:
         """The facet providing :data:`WorkerStatusService`."""
 
+        async def tools(ctx: Context) -> dict[str, int]:
+            del ctx
+            return self.tool_tokens()
+
         def setup(env: FacetEnvironment) -> None:
             self._state = env.replicated_state(self.document)
-            env.provide(WorkerStatusService, {"state": self._state})
+            env.provide(WorkerStatusService, {"state": self._state, "tools": tools})
 
         return define_facet(STATUS_FACET_ID, setup)

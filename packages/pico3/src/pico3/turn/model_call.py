@@ -645,22 +645,25 @@ async def _abort(task: TaskInfo, rt: Runtime, ctx: Context) -> AbortClosure:
     if isinstance(task.checkpoint, dict) and task.checkpoint.get("phase") == "deferred":
         await _cancel_deferred(rt, task.checkpoint, ctx)
 
+    now = rt.now()
+
     async def close(tx: Transaction, current: Task, ctx: Context) -> Any:
+        # The answer as far as it streamed, or an empty one: either way the transcript keeps
+        # a mark that the answer was interrupted (every client, and after a restart).
         turn = turn_doc(tx, cid)
-        result: dict[str, Any] = {}
+        checkpoint = current.checkpoint if isinstance(current.checkpoint, dict) else {}
+        shown: dict[str, Any] = {"role": "assistant", "content": [], "timestamp": now}
         if turn is not None and "message" in turn:
             shown = turn["message"].to_plain()
-            if shown.get("content"):
-                checkpoint = current.checkpoint if isinstance(current.checkpoint, dict) else {}
-                shown["stopReason"] = "aborted"
-                data = {
-                    "attempt": checkpoint.get("attempt", 0),
-                    "display": shown,
-                    "reason": "aborted",
-                }
-                result["assistant"] = tx.append_entry(
-                    cid, NewEntry(kind="pi.assistant", data=data)
-                ).id
+        elif isinstance(checkpoint.get("model"), dict):
+            model = checkpoint["model"]
+            shown["provider"] = str(model.get("provider") or "")
+            shown["model"] = str(model.get("modelId") or model.get("id") or "")
+        shown["stopReason"] = "aborted"
+        data = {"attempt": checkpoint.get("attempt", 0), "display": shown, "reason": "aborted"}
+        result: dict[str, Any] = {
+            "assistant": tx.append_entry(cid, NewEntry(kind="pi.assistant", data=data)).id
+        }
         await settle(tx, cid, inputs, "aborted", None)
         return result
 

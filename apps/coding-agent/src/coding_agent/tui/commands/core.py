@@ -220,8 +220,24 @@ async def model(target: ConversationTarget, args: Arguments, ctx: Context) -> Co
         )
     if not slash or not provider or not model_id:
         raise CommandError(f"model {ref!r} is not provider/id")
+    _check_known(target, ref, provider)
     await target.client.config_set({"model": {"provider": provider, "modelId": model_id}}, ctx)
     return f"Model: {ref}"
+
+
+def _check_known(target: ConversationTarget, ref: str, provider: str) -> None:
+    """Refuse a model the worker does not list, unless its provider takes any id (an
+    OpenAI-compatible server); the error lists what is available."""
+    known = [_model_ref(m) for m in target.client.models]
+    if not known or ref in known or provider in target.client.any_model:
+        return
+    same = [name for name in known if name.startswith(provider + "/")] or known
+    listing = ", ".join(same[:12]) + (f" and {len(same) - 12} more" if len(same) > 12 else "")
+    raise CommandError(
+        f"Unknown model {ref}: available are {listing}. /model without a name picks from "
+        "all of them; a model the catalog does not list yet needs a [[models]] entry in "
+        "config.toml (a faux one can come from the --faux-script's models)"
+    )
 
 
 def _reasons(target: ConversationTarget, ref: str) -> bool | None:

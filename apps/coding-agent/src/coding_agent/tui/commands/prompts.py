@@ -7,10 +7,13 @@
 * ``/NAME [args]`` for every prompt template (:mod:`coding_agent.context.prompt_templates`): sends the
   template with the arguments substituted, its ``model:`` and ``allowed-tools:`` applying to
   the turn it starts; the palette shows its description and argument hint;
-* ``/context`` lists everything in the system prompt, section by section with its size in
-  tokens and where it comes from, plus the tools offered; picking a section shows its text.
-  It shows what the model was last sent (the newest ``pi.system`` entry); before the first
-  request, a preview built from the files as they are now. Below them, one row per
+* ``/context`` shows how the model's context window is spent, as Claude Code's does: a bar and
+  the percentage used, then the system prompt section by section (each memory file with its
+  size and why it was read), the tools offered (each definition's size, which the worker
+  measures: ``tools(ctx)`` of :mod:`coding_agent.worker.status`), the conversation so far and
+  the free space (:mod:`.context_budget`); picking a row shows its text.
+  It shows the system prompt the model was last sent (the newest ``pi.system`` entry); before
+  the first request, a preview built from the files as they are now. Below them, one row per
   ``AGENTS.md`` / ``CLAUDE.md`` above the project that was *not* read, with the reason
   (another user owns it or could have written it: :func:`~coding_agent.context.context_files.
   context_file_problem`), checked afresh from this folder.
@@ -59,8 +62,10 @@ from coding_agent.context.system_prompt import (
     estimate_tokens,
     prompt_sections,
 )
-from coding_agent.contracts import ShellService
+from coding_agent.contracts import ShellService, WorkerStatusService
+from coding_agent.tui.commands.context_budget import bar, budget
 from coding_agent.tui.conversation_client import RemoteConversationClient, WorkerUnavailable
+from coding_agent.tui.document import model_label
 
 __all__ = [
     "PROMPT_COMMANDS",
@@ -113,14 +118,22 @@ def _source(key: str, value: Any) -> str:
     return ""
 
 
-def context_rows(sections: Mapping[str, Any], tools: list[str]) -> list[tuple[str, int, str, str]]:
-    """``(key, tokens, source, text)`` of every section, then one row for the tools."""
+def context_rows(
+    sections: Mapping[str, Any], tools: list[str], indent: str = ""
+) -> list[tuple[str, int, str, str]]:
+    """``(key, tokens, source, text)`` of every section (its memory files below it, indented
+    once more), then one row for the tools (when ``tools``); keys start with ``indent``."""
     rows: list[tuple[str, int, str, str]] = []
     for key, state in sections.items():
         state = state if isinstance(state, dict) else {}
         text = str(state.get("rendered", ""))
         rows.append(
-            (key, estimate_tokens(f"## {key}\n{text}"), _source(key, state.get("value")), text)
+            (
+                f"{indent}{key}",
+                estimate_tokens(f"## {key}\n{text}"),
+                _source(key, state.get("value")),
+                text,
+            )
         )
         value = state.get("value")
         files = value.get("files") if key == "context-files" and isinstance(value, dict) else None
@@ -130,7 +143,7 @@ def context_rows(sections: Mapping[str, Any], tools: list[str]) -> list[tuple[st
                 why = str(item.get("reason") or "")
                 rows.append(
                     (
-                        f"  {item.get('path', '?')}",
+                        f"{indent}  {item.get('path', '?')}",
                         estimate_tokens(content),
                         why,
                         f"{item.get('path', '?')}"
@@ -220,6 +233,7 @@ class PromptsTarget:
     tui: TuiService
     shell: Any  # the worker's ShellService (a remote service handle): a template's !`cmd`
     folder: Path
+    status: Any = None  # the worker's WorkerStatusService: /context's tool sizes
     skills: SkillSet = field(default_factory=SkillSet)
     registered: list[Callable[[], None]] = field(default_factory=lambda: [])
     warned: set[str] = field(default_factory=lambda: set())
@@ -358,38 +372,111 @@ async def list_skills(target: PromptsTarget, args: Arguments, ctx: Context) -> C
     return await run_skill(SkillTarget(target, skill), Arguments(), ctx)
 
 
+async def _tool_sizes(target: PromptsTarget, ctx: Context) -> dict[str, int]:
+    """Each registered tool's definition in tokens, from the worker (``{}`` when it cannot
+    say: an older worker, or none)."""
+    tools = getattr(target.status, "tools", None)
+    if tools is None:
+        return {}
+    try:
+        sizes = await tools(ctx)
+    except Exception:  # the worker went away, or predates tools(): sizes unknown
+        return {}
+    return {str(k): int(v) for k, v in sizes.items()} if isinstance(sizes, dict) else {}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+
+
 async def context(target: PromptsTarget, args: Arguments, ctx: Context) -> CommandOutcome:
-    """``/context``: the system prompt section by section, with sizes and sources."""
-    data = sent_system(target.client.view.value)
+    """``/context``: the context window's budget (system prompt with its sections and memory
+    files, tools, conversation, free space; :mod:`.context_budget`), each row opening its
+    text."""
+    view = target.client.view.value
+    data = sent_system(view)
     preview = data is None
     if data is None:
         data = _preview(target.folder)
     tools = [t for t in data.get("tools", []) if isinstance(t, str)]
-    rows = context_rows(data["sections"], tools)
-    total = sum(tokens for key, tokens, _, _ in rows if not key.startswith("  "))
+    sections = context_rows(data["sections"], [], indent="  ")
+    system = sum(tokens for key, tokens, _, _ in sections if not key.startswith("    "))
+    sizes = await _tool_sizes(target, ctx)
+    if preview and not tools:  # nothing sent yet: the worker's tools are what will be
+        tools = list(sizes)
+    tool_rows = [(f"  {name}", sizes.get(name, 0), "", name) for name in tools]
+    tool_tokens = sum(tokens for _, tokens, _, _ in tool_rows)
+    session = target.client.session
+    window = session.context_window
+    spent = budget(view, system, tool_tokens, window)
+    size = spent.conversation
+    files = sum(1 for key, _, _, _ in sections if key.startswith("    "))
+    model = model_label(view, session.model)
+    rows: list[tuple[str, int, str, str]] = [  # the budget first, then its parts in detail
+        (
+            "System prompt",
+            system,
+            f"{len(data['sections'])} sections"
+            + (f", {files} memory file{'s' if files != 1 else ''} among them" if files else ""),
+            "",
+        ),
+        ("Tools", tool_tokens, f"{len(tools)} tools, sent beside the system prompt", ""),
+        ("Messages", spent.messages, size.describe(), ""),
+    ]
+    if spent.free is not None and window:
+        rows.append(("Free space", spent.free, f"of {model}'s {window:,}-token window", ""))
+    rows += [*sections, *tool_rows]
     try:
         rows += skipped_rows(scan_context_files(target.folder).skipped)
     except OSError:  # the folder is not on this machine (a remote session)
         pass
+    texts = {key: text for key, _, _, text in rows}
+    texts["System prompt"] = "\n\n".join(
+        f"## {key.strip()}\n{text}" for key, _, _, text in sections if not key.startswith("    ")
+    )
+    texts["Tools"] = "\n".join(f"{name}  ~{sizes.get(name, 0):,} tokens" for name in tools)
+    texts["Messages"] = (
+        f"The conversation in context: {size.describe()}, ~{spent.messages:,} tokens."
+        + (
+            f" The last request measured {spent.measured:,} tokens in all (the footer's "
+            "ctx %); the messages are that less the system prompt and the tools, plus what "
+            "was added since."
+            if spent.measured
+            else " Estimated at 4 characters a token (nothing was measured yet)."
+        )
+    )
+    if "Free space" in texts:
+        texts["Free space"] = (
+            f"{spent.free:,} of {window:,} tokens are free. When the context fills up, "
+            "/compact summarises the older part (it also runs by itself near the limit)."
+        )
+    if window and spent.percent is not None:
+        title = (
+            f"Context: ~{spent.used:,} of {window:,} tokens ({spent.percent:.0f}%)  "
+            f"{bar(spent.used, window)}"
+        )
+    else:
+        title = f"Context: ~{spent.used:,} tokens ({model}'s context window is not known)"
     when = (
         "Preview: nothing has been sent yet; this is what the next request will hold."
         if preview
-        else "What the model was sent with its latest request."
+        else "The system prompt and tools the model was sent with its latest request."
     )
     choices = [
-        Choice(key, f"{key}  ~{tokens:,} tokens  {source}" if tokens else f"{key}  {source}")
+        Choice(
+            key,
+            "  ".join(
+                part for part in (key, f"~{tokens:,} tokens" if tokens else "", source) if part
+            ),
+        )
         for key, tokens, source, _ in rows
     ]
     modal = await target.tui.acquire_modal(ctx)
     try:
         picked = await modal.choose(
-            f"System prompt: ~{total:,} tokens in {len(data['sections'])} sections",
+            title,
             choices,
-            body=f"{when} Tool definitions are sent beside it. Enter shows a section.",
+            body=f"{when} Sizes are estimates (4 characters a token) where the provider did "
+            "not measure them. Enter shows a row.",
         )
-        texts = {key: text for key, _, _, text in rows}
         if picked is not None and picked in texts:
-            await modal.confirm(picked, texts[picked], yes="Close", no="Back")
+            await modal.confirm(picked.strip(), texts[picked], yes="Close", no="Back")
     finally:
         modal.close()
     return None
@@ -397,7 +484,11 @@ async def context(target: PromptsTarget, args: Arguments, ctx: Context) -> Comma
 
 PROMPT_COMMANDS: tuple[Command[PromptsTarget], ...] = (
     Command("skills", "List the skills (and where each comes from)", list_skills),
-    Command("context", "Show what is in the system prompt, with sizes in tokens", context),
+    Command(
+        "context",
+        "Show how the context window is spent: system prompt, tools, messages, free space",
+        context,
+    ),
 )
 """``/skills`` and ``/context``; the ``/skill:`` and template commands are registered per
 file found (:func:`refresh`)."""
@@ -417,7 +508,9 @@ def prompt_commands_facet(
     @define_facet(PROMPT_COMMANDS_FACET_ID)
     def setup(env: FacetEnvironment) -> None:
         tui = env.use(Tui)
-        target = PromptsTarget(client, tui, env.use(ShellService), folder)
+        target = PromptsTarget(
+            client, tui, env.use(ShellService), folder, status=env.use(WorkerStatusService)
+        )
 
         def rescan() -> None:
             refresh(target)

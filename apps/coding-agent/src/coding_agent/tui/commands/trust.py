@@ -5,7 +5,7 @@ folder (see :mod:`coding_agent.settings.trust`). The command line decides what t
 load at start; this facet tells the user about what was left out and lets them change it:
 
 * at start, when the project is not trusted and holds setup of its own, one warning toast
-  lists what waits (:func:`~coding_agent.settings.waiting.waiting_for_trust`:
+  lists what waits (:func:`~coding_agent.context.waiting.waiting_for_trust`:
   ``.claude/commands (57), .mcp.json (2 servers) — /trust to load them``);
 * ``/trust`` shows the project folder and what it holds in a confirmation dialog and, when the
   user agrees, records the decision in the trust store. Commands and skills are scanned again at
@@ -32,8 +32,8 @@ from chord.textual import (
     TuiService,
     register_commands,
 )
+from coding_agent.context.waiting import Waiting, describe_waiting, waiting_for_trust
 from coding_agent.settings.trust import LOCAL_FACETS_DIR, TrustError, TrustStore, check_project
-from coding_agent.settings.waiting import Waiting, describe_waiting, waiting_for_trust
 
 __all__ = ["TRUST_COMMANDS", "TRUST_FACET_ID", "TrustTarget", "trust", "trust_facet"]
 

@@ -33,7 +33,7 @@ from textual.widgets.markdown import MarkdownStream
 from chord import inert
 from coding_agent.contracts import SHELL_ENTRY_KIND
 from coding_agent.settings.changes import change_text
-from coding_agent.tui.document import entry_text
+from coding_agent.tui.document import attachment_marks, entry_text
 from coding_agent.tui.shell import shell_text
 from coding_agent.tui.widgets.collapsible import QuietCollapsible
 from coding_agent.tui.widgets.tools import ToolCard
@@ -125,6 +125,9 @@ class AssistantView(Vertical):
         self._note = Static(classes="assistant-note", markup=False)
         self._note.display = False
         self._note_text = ""
+        self._message: AssistantMessage | None = message
+        self.interrupted = False
+        """The user stopped this answer (its entry's ``data.reason`` is ``"aborted"``)."""
         if message is not None:  # built eagerly: tool results find the cards before mount
             for block in message.content:
                 self._make_block(_block_kind(block), block)
@@ -262,11 +265,22 @@ class AssistantView(Vertical):
             await widget.remove()
         del self._kinds[length:], self._widgets[length:], self._written[length:]
 
+    def mark_interrupted(self) -> None:
+        """Say under the answer that the user interrupted it (Esc, or an abort from another
+        client), as Claude Code does; an answer stopped before anything streamed is only
+        this line."""
+        self.interrupted = True
+        if self._message is not None:
+            self._set_note(self._message)
+
     def _set_note(self, message: AssistantMessage) -> None:
+        self._message = message
         reason = message.stop_reason
         error = message.error_message
         note = ""
-        if reason == "aborted":
+        if self.interrupted:
+            note = "■ Interrupted by user"
+        elif reason == "aborted":
             note = "■ aborted"
         elif reason == "error":
             note = f"✗ {error}" if isinstance(error, str) and error else "✗ the model failed"
@@ -305,7 +319,11 @@ def entry_widget(entry: ViewEntry) -> Widget | None:
     """The widget of one stored entry, or ``None`` for entries that are not shown."""
     if isinstance(entry, UserEntry):
         classes = "user continuation" if entry.data.continuation else "user"
+        message = entry.user_message
+        marks = attachment_marks(message.content if message is not None else None)
         text = Text(inert(entry_text(entry)))
+        for mark in marks:  # an attached file, folder or image: one line, not its content
+            text.append("\n" + inert(mark), style="dim")
         if entry.data.model:  # a command's own model answered this prompt's turn
             text.append(f"\n↳ model for this turn: {inert(entry.data.model)}", style="dim")
         return Static(text, classes=classes)
@@ -316,6 +334,8 @@ def entry_widget(entry: ViewEntry) -> Widget | None:
         view = AssistantView(message)
         if entry.display_only:
             view.add_class("display-only")
+        if entry.data.reason == "aborted":
+            view.mark_interrupted()
         return view
     if isinstance(entry, ToolResultEntry):
         message = entry.message

@@ -299,6 +299,8 @@ class Transcript(VerticalScroll):
         live.remove_class("live")
         if entry.display_only:
             live.add_class("display-only")
+        if entry.data.reason == "aborted":
+            live.mark_interrupted()
         entry_id = entry.id
         self._widgets[entry_id] = live
         self._order.append(entry_id)

@@ -8,6 +8,12 @@ Resolution, in order:
 3. Otherwise the first provider with credentials wins: ``ANTHROPIC_API_KEY``, then
    ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL``; with none, the offline ``faux`` provider.
 
+A model its provider does not list is refused (:class:`UnknownModel`, naming it and listing the
+provider's models): the catalog is the bundled models, the shipped catalog and the config's
+``[[models]]`` entries (and, for ``faux``, a ``--faux-script``'s ``models``). Only an
+OpenAI-compatible server (a preset such as ``ollama``, or any provider given a ``base_url``)
+takes any id, since what it hosts cannot be listed ahead (:func:`serves_any_model`).
+
 Credentials and endpoints come from the config first, then the environment:
 ``ANTHROPIC_API_KEY`` (and ``ANTHROPIC_BASE_URL``), ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``
 (``openai`` and ``openai-responses`` share them); ``google``: ``GEMINI_API_KEY`` or
@@ -63,6 +69,7 @@ from coding_agent.settings.model_config import (
     RegistryConfig,
     RegistryError,
     ToolCalling,
+    UnknownModel,
     key_env,
     parse_model_ref,
     parse_registry_config,
@@ -80,7 +87,14 @@ from pico3.models import (
     Sleep,
 )
 
-__all__ = ["ModelSelection", "reachable_providers", "resolve_model"]
+__all__ = [
+    "ModelSelection",
+    "check_known_model",
+    "faux_models",
+    "reachable_providers",
+    "resolve_model",
+    "serves_any_model",
+]
 
 
 class ModelSelection(msgspec.Struct, frozen=True):
@@ -107,6 +121,58 @@ def _forced_tool_calling(env: Mapping[str, str]) -> ToolCalling | None:
     return value  # pyright: ignore[reportReturnType]
 
 
+def faux_models(
+    config: Mapping[str, Any] | None = None, extra: Sequence[ModelInfo] = ()
+) -> tuple[ModelInfo, ...]:
+    """The ``faux`` provider's models: ``faux-1``, the config's ``[[models]]`` entries with
+    ``provider = "faux"``, then ``extra`` (a faux script's ``models``) not named yet."""
+    known = _models(parse_registry_config(config), "faux", (FAUX_MODEL,))
+    ids = {model.id for model in known}
+    return (*known, *(model for model in extra if model.id not in ids))
+
+
+def serves_any_model(
+    provider: str, *, env: Mapping[str, str] | None = None, config: Mapping[str, Any] | None = None
+) -> bool:
+    """Whether ``provider`` takes model ids its catalog does not list: an OpenAI-compatible
+    service known by name (``ollama``, ``groq``, …) or any provider given a ``base_url`` (a
+    local or proxy server hosts what it hosts). Every other provider serves its catalog only."""
+    if provider in PRESETS:
+        return True
+    if provider == "faux":
+        return False
+    environ = os.environ if env is None else env
+    return bool(provider_setting(parse_registry_config(config), environ, provider, "base_url"))
+
+
+def check_known_model(
+    provider: str,
+    model_id: str,
+    models: Sequence[ModelInfo],
+    *,
+    env: Mapping[str, str] | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> None:
+    """Raise :class:`UnknownModel` when ``provider`` serves only its catalog (``models``) and
+    ``model_id`` is not in it; the message lists what is available and how to add a model."""
+    ids = [model.id for model in models if model.provider == provider] or [
+        model.id for model in models
+    ]
+    if model_id in ids or serves_any_model(provider, env=env, config=config):
+        return
+    shown = ", ".join(f"{provider}/{i}" for i in ids[:12])
+    more = f" and {len(ids) - 12} more" if len(ids) > 12 else ""
+    source = parse_registry_config(config).source
+    hint = f'add a [[models]] entry (provider = "{provider}", id = "{model_id}") to {source}'
+    if provider == "faux":
+        hint += ' or {"models": [{"id": "' + model_id + '"}], "steps": [...]} to the --faux-script'
+
+    raise UnknownModel(
+        f"unknown model {provider}/{model_id}; available from {provider}: {shown}{more}. "
+        f"To use a model not listed, {hint}"
+    )
+
+
 def resolve_model(
     ref: str | None = None,
     *,
@@ -114,8 +180,26 @@ def resolve_model(
     config: Mapping[str, Any] | None = None,
     retry: RetryPolicy | None = None,
     sleep: Sleep | None = None,
+    faux_extra: Sequence[ModelInfo] = (),
 ) -> ModelSelection:
-    """Pick the provider and model (see the module docstring for the rules)."""
+    """Pick the provider and model (see the module docstring for the rules). A model its
+    provider does not serve is refused (:func:`check_known_model`); ``faux_extra`` are the
+    faux models a script adds."""
+    selection = _select(ref, env=env, config=config, retry=retry, sleep=sleep, faux=faux_extra)
+    models = selection.provider.models()
+    check_known_model(selection.model.provider, selection.model.id, models, env=env, config=config)
+    return selection
+
+
+def _select(
+    ref: str | None,
+    *,
+    env: Mapping[str, str] | None,
+    config: Mapping[str, Any] | None,
+    retry: RetryPolicy | None,
+    sleep: Sleep | None,
+    faux: Sequence[ModelInfo],
+) -> ModelSelection:
     environ = os.environ if env is None else env
     settings = parse_registry_config(config)
     forced = _forced_tool_calling(environ)
@@ -132,8 +216,7 @@ def resolve_model(
             ref = f"faux/{FAUX_MODEL.id}"
     name, model_id = parse_model_ref(ref)
     if name == "faux":
-        faux_models = _models(settings, "faux", (FAUX_MODEL,))
-        provider = FauxProvider(models=faux_models)
+        provider = FauxProvider(models=faux_models(config, faux))
         return ModelSelection(provider, provider.model(model_id))
     if name == "anthropic":
         key = provider_setting(settings, environ, "anthropic", "api_key")
@@ -293,7 +376,10 @@ def reachable_providers(
         if name in skip or name == "faux" or not _has_credentials(name, settings, environ):
             continue
         try:
-            found.append(resolve_model(f"{name}/-", env=environ, config=config).provider)
+            selection = _select(
+                f"{name}/-", env=environ, config=config, retry=None, sleep=None, faux=()
+            )  # the provider, whatever model: ``-`` names none
+            found.append(selection.provider)
         except RegistryError:
             continue  # half configured: the provider says what is missing when chosen
     return found
@@ -317,7 +403,7 @@ def unreachable_providers(
         if name in skip or name == "faux":
             continue
         try:
-            resolve_model(f"{name}/-", env=environ, config=config)
+            _select(f"{name}/-", env=environ, config=config, retry=None, sleep=None, faux=())
         except RegistryError as error:
             found[name] = str(error)
             continue

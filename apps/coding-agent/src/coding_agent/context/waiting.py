@@ -13,6 +13,9 @@ Each :class:`Waiting` also says whether ``/trust`` loads it in the running sessi
 (``live``: commands and skills are scanned again, the system prompt files are read before each
 request) or whether it loads at the next start (subagents, hooks, MCP servers, permission rules,
 config and facet packages are set up when the session worker starts).
+
+Commands, skills and agents are counted with the walker that loads them
+(:mod:`coding_agent.context.folders`), so the count is what ``/trust`` loads.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 
 import msgspec
 
+from coding_agent.context.folders import markdown_files, skill_files
 from coding_agent.settings.trust import LOCAL_CONFIG_DIR, local_facets_dirs
 
 __all__ = ["Waiting", "describe_waiting", "waiting_for_trust"]
@@ -49,19 +53,11 @@ class Waiting(msgspec.Struct, frozen=True):
 
 
 def _markdown_files(folder: Path) -> int:
-    count = 0
-    for _root, subfolders, files in os.walk(folder):
-        subfolders[:] = [d for d in subfolders if not d.startswith(".") and d != "node_modules"]
-        count += sum(1 for name in files if name.endswith(".md"))
-    return count
+    return len(markdown_files(folder))
 
 
 def _skills(folder: Path) -> int:
-    count = 0
-    for _root, subfolders, files in os.walk(folder):
-        subfolders[:] = [d for d in subfolders if not d.startswith(".") and d != "node_modules"]
-        count += "SKILL.md" in files
-    return count
+    return sum(1 for _ in skill_files(folder))
 
 
 def _json(path: Path) -> object:
