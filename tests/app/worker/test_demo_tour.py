@@ -73,3 +73,22 @@ async def test_a_denied_demo_step_does_not_stop_the_tour(
         assert not (session.cwd / DEMO_NOTES_FILE).exists()
         summary = text_of(client.entries("pi.assistant")[-1])
         assert summary.startswith("That was the offline demo of the faux model.")
+
+
+async def test_the_tour_in_an_empty_folder_searches_instead_of_reading_a_file_that_is_not_there(
+    session: Session, agent_env: dict[str, str]
+) -> None:
+    """The README starts the tour in a new temporary folder: nothing to read there."""
+    for entry in session.cwd.iterdir():
+        if entry.is_file():
+            entry.unlink()
+    assert not any(session.cwd.iterdir())
+    client = Client(approve=allow, answer=answer_testing)
+    async with worker_process(session, agent_env) as worker, connected(client, worker.socket):
+        await client.root.send({"content": "hello"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+        tools = [e["name"] for e in client.events if e["type"] == "tool.started"]
+        assert tools == ["ls", "find", "question", "write", "edit", "bash"]
+        results = [e["model"][0] for e in client.entries("pi.tool_result")]
+        assert not any(result["isError"] for result in results), results
+        assert (session.cwd / DEMO_NOTES_FILE).exists()

@@ -256,7 +256,8 @@ _PREFERRED = ("README.md", "README.rst", "README.txt", "README", "pyproject.toml
 
 def _pick_file(listing: str) -> str | None:
     names = [line.strip() for line in listing.splitlines() if line.strip()]
-    files = [name for name in names if not name.endswith("/") and not name.startswith("[")]
+    # Not a folder ("x/"), a note ("[…]") or the empty folder's "(empty directory)".
+    files = [name for name in names if not name.endswith("/") and name[0] not in "[("]
     for preferred in _PREFERRED:
         if preferred in files:
             return preferred
