@@ -62,7 +62,9 @@ async def _fill(session_dir: Path, count: int) -> None:
     async with harness:
         root = await harness.root(BACKGROUND)
         for entry in _entries(count):
-            await root.write(entry["kind"].replace("pi.", "bench."), BACKGROUND, model=entry["model"])
+            await root.write(
+                entry["kind"].replace("pi.", "bench."), BACKGROUND, model=entry["model"]
+            )
 
 
 def _client_facet(entries: int, done: anyio.Event, seen: dict[str, Any]) -> Any:
@@ -93,7 +95,7 @@ async def _restart(session: Any, env: dict[str, str], entries: int) -> tuple[Tim
     """Spawn the worker; ((wall, CPU) to ``READY``, (wall, CPU) to the hydrated root view).
     The worker is ``SIGKILL``-ed at the end: the next call is a restart after a crash."""
     start = time.monotonic()
-    process = subprocess.Popen(
+    process = subprocess.Popen(  # noqa: ASYNC220 - blocking spawn on purpose: the clock's start
         [PYTHON, "-m", "coding_agent.worker.main", str(session.path), "--linger", "0"],
         env=env,
         stdin=subprocess.PIPE,
@@ -108,6 +110,7 @@ async def _restart(session: Any, env: dict[str, str], entries: int) -> tuple[Tim
         if not line.startswith("READY"):
             raise RuntimeError(f"the worker did not start: {line!r}")
         done, seen = anyio.Event(), {"entries": 0}
+        viewed: Timing = (0.0, 0.0)
         async with anyio.create_task_group() as group:
             source = connect_service_source(
                 lambda: connect_unix(session.socket_path),

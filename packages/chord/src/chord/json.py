@@ -127,12 +127,10 @@ def _validate(value: object, path: list[str | int], active: set[int]) -> None:
             t = type(item)
             if t is str or t is bool or item is None:
                 continue
-            if t is int:
-                if -MAX_JSON_INTEGER <= item <= MAX_JSON_INTEGER:
-                    continue
-            elif t is float:
-                if math.isfinite(item):
-                    continue
+            if (t is int and -MAX_JSON_INTEGER <= item <= MAX_JSON_INTEGER) or (
+                t is float and math.isfinite(item)
+            ):
+                continue
             path.append(segment)
             if t is dict or t is list:
                 _validate(item, path, active)
