@@ -170,7 +170,8 @@ def main() -> None:
     met = "met" if viewed[0] <= _TARGET else "NOT met"
     print(
         f"worker restart after SIGKILL -> rehydrated root view, {args.entries:,} entries: "
-        f"{_show(viewed)} (READY at {_show(ready)}) [target <= {_TARGET} s: {met}] | {base}"
+        f"{_show(viewed)}, {viewed[0] / pico3[0]:.1f}x import pico3 (READY at {_show(ready)}) "
+        f"[target <= {_TARGET} s: {met}] | {base}"
     )
     cache.cleanup()
 
