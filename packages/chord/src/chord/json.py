@@ -107,6 +107,9 @@ def validate_json(value: object, path: tuple[str | int, ...] = ()) -> None:
 
 
 def _validate(value: object, path: list[str | int], active: set[int]) -> None:
+    # The hot path: a view of thousands of entries is validated on every hydrate, so leaves
+    # are checked inline (no closure, no path push per scalar); the path is built only for a
+    # container or a failure.
     kind = type(value)
     if kind is dict or kind is list:
         marker = id(value)
@@ -123,6 +126,10 @@ def _validate(value: object, path: list[str | int], active: set[int]) -> None:
         for segment, item in items:
             t = type(item)
             if t is str or t is bool or item is None:
+                continue
+            if (t is int and -MAX_JSON_INTEGER <= item <= MAX_JSON_INTEGER) or (
+                t is float and math.isfinite(item)
+            ):
                 continue
             path.append(segment)
             if t is dict or t is list:

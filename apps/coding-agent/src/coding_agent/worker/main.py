@@ -61,6 +61,7 @@ import math
 import os
 import signal
 import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -171,6 +172,7 @@ from pico3 import (
     StorageError,
     harness_session_facet,
     reload,
+    sandbox_available,
 )
 from pico3.models import ModelInfo
 
@@ -411,12 +413,18 @@ async def open_session_host(
         for generation in generations or ():
             generation.purge()
         raise
+    # The sandbox probe starts bubblewrap once (tens of milliseconds of wall time, most of it in
+    # the child): it runs beside the feature packages' loading, and _sandbox_service below gets
+    # its cached answer (or, if the thread failed, probes again itself and reports why).
+    probe = threading.Thread(target=_probe_sandbox, args=(config.env,), daemon=True)
+    probe.start()
     if generations is None:
         try:
             generations = load_features(config)
         except BaseException:
             lock.release()
             raise
+    probe.join()
     coordinator: ReloadCoordinator | None = None
     processes: LocalProcessHost | None = None
     proxy: DomainProxy | None = None
@@ -670,6 +678,13 @@ async def _close_providers(choice: ProviderChoice) -> None:
         aclose = getattr(provider, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+def _probe_sandbox(env: Mapping[str, str] | None) -> None:
+    """Run :func:`pico3.sandbox_available` once for ``env``'s ``PATH`` (a thread's target: the
+    answer is cached for :func:`_sandbox_service`; an error is left for it to meet again)."""
+    with contextlib.suppress(Exception):
+        sandbox_available((env or os.environ).get("PATH"))
 
 
 def _sandbox_service(

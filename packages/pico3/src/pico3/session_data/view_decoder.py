@@ -76,17 +76,28 @@ def _custom(value: Any, error: str | None) -> CustomEntry:
 
 
 _ENCODE = msgspec.json.Encoder().encode
-_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
-    kind: msgspec.json.Decoder(cls) for kind, cls in _KINDS.items()
-}
+_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {}
 """Encoding an entry and decoding the bytes is about three times as fast as
-``msgspec.convert`` from its dicts (the hydrate of a long session is mostly this)."""
+``msgspec.convert`` from its dicts (the hydrate of a long session is mostly this). Each kind's
+decoder is made at its first entry: building one evaluates its record's annotations, which a
+process that imports :mod:`pico3` but never decodes a view (the session worker) need not pay."""
+
+
+def _decoder(kind: str) -> msgspec.json.Decoder[Any] | None:
+    """The decoder of ``kind``'s record, made at its first use; ``None`` for a custom kind."""
+    decoder = _DECODERS.get(kind)
+    if decoder is None:
+        cls = _KINDS.get(kind)
+        if cls is None:
+            return None
+        decoder = _DECODERS[kind] = msgspec.json.Decoder(cls)
+    return decoder
 
 
 def _entry(value: Any) -> ViewEntry:
     """One entry's record; never raises."""
     kind = value.get("kind") if type(value) is dict else None  # pyright: ignore[reportUnknownMemberType]
-    decoder = _DECODERS.get(kind) if type(kind) is str else None
+    decoder = _decoder(kind) if type(kind) is str else None
     if decoder is None:
         return _custom(value, None)
     try:
