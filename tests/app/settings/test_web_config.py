@@ -121,7 +121,7 @@ def test_coding_agent_config_shows_the_web_settings(
     assert main(["config"]) == 0
     out = capsys.readouterr().out
     assert "web_fetch.allow_private = none (public addresses only)" in out
-    assert "web_search = off" in out
+    assert "web_search = the model provider's own search only" in out
     path = _user_file(tmp_path, '[web_search]\nbackend = "brave"\n')
     assert main(["config"]) == 0
     lines = capsys.readouterr().out.splitlines()
