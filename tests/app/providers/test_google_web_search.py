@@ -214,6 +214,21 @@ async def test_a_quota_error_is_one_line_naming_it() -> None:
     assert "exceeded your current quota" in line
 
 
+async def test_a_refused_key_is_one_line_naming_the_variable() -> None:
+    refused = {"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                         "message": "API key not valid. Please pass a valid API key."}}  # fmt: skip
+    with StubServer([Reply(status=400, json_body=refused)]) as server:
+        provider = _provider(server)
+        try:
+            with pytest.raises(SearchFailed) as failed:
+                await provider.search_web(QUERY, provider.model(MODEL))
+        finally:
+            await provider.aclose()
+    [line] = str(failed.value).splitlines()
+    assert line.startswith("Google Search refused the API key: google 400 INVALID_ARGUMENT")
+    assert "GEMINI_API_KEY" in line
+
+
 async def test_without_a_provider_search_the_tool_says_so_in_one_line() -> None:
     result = await builtin_tools()[-1].execute({"query": QUERY}, ToolContext(cwd=Path(".")))
     assert result.is_error

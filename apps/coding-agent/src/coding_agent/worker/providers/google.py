@@ -396,7 +396,10 @@ def _search_error(error: ModelProviderError) -> str:
     if error.status == 429:
         return f"Google Search quota or rate limit reached: {message}; wait and retry"
     if error.status in (400, 401, 403) and "key" in message.lower():
-        return f"Google Search refused the API key: {message}; check GEMINI_API_KEY"
+        return (
+            f"Google Search refused the API key: {message}; check GEMINI_API_KEY "
+            "(or GOOGLE_API_KEY, providers.google.api_key)"
+        )
     return f"Google Search failed: {message}"
 
 
