@@ -13,6 +13,7 @@ from coding_agent.session_files.folders import create_session
 from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.secret_env import secret_names
 from coding_agent.worker.main import session_worker_config
+from coding_agent.worker.provider_search import PROVIDER_SEARCH_DESCRIPTION
 from coding_agent.worker.tools import WebSettings, builtin_tools
 
 
@@ -58,13 +59,16 @@ def test_the_web_tables_reach_the_worker(tmp_path: Path) -> None:
     assert names[-2:] == ["web_fetch", "web_search"]
 
 
-def test_without_a_backend_there_is_no_web_search_and_the_sandbox_is_off(tmp_path: Path) -> None:
+def test_without_a_backend_web_search_is_the_providers_own_and_the_sandbox_is_off(
+    tmp_path: Path,
+) -> None:
     env = _env(tmp_path)
     project = tmp_path / "project"
     project.mkdir()
     config = session_worker_config(create_session(project, env=env), env=env)
     assert config.web == WebSettings()
-    assert "web_search" not in [spec.name for spec in builtin_tools(config.web)]
+    search = builtin_tools(config.web)[-1]  # offered only where the model's provider searches
+    assert (search.name, search.description) == ("web_search", PROVIDER_SEARCH_DESCRIPTION)
     assert {"BRAVE_API_KEY", "TAVILY_API_KEY"} <= set(secret_names())
 
 
@@ -117,7 +121,7 @@ def test_coding_agent_config_shows_the_web_settings(
     assert main(["config"]) == 0
     out = capsys.readouterr().out
     assert "web_fetch.allow_private = none (public addresses only)" in out
-    assert "web_search = off" in out
+    assert "web_search = the model provider's own search only" in out
     path = _user_file(tmp_path, '[web_search]\nbackend = "brave"\n')
     assert main(["config"]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from coding_agent.worker.provider_search import PROVIDER_SEARCH_DESCRIPTION
 from coding_agent.worker.tools import (
     BASH_TOOL,
     EDIT_TOOL,
@@ -40,10 +41,13 @@ def test_builtin_tools_have_unique_names_and_valid_schemas() -> None:
         "job_kill",
         "todo",
         "web_fetch",
+        "web_search",  # the model provider's own search: offered only where one serves
     ]
+    assert specs[-1].description == PROVIDER_SEARCH_DESCRIPTION
     with_search = builtin_tools(WebSettings(search_backend="brave"))
     assert [spec.name for spec in with_search][-2:] == ["web_fetch", "web_search"]
-    for spec in with_search:
+    assert with_search[-1].description != PROVIDER_SEARCH_DESCRIPTION
+    for spec in [*specs, *with_search]:
         jsonschema.Draft202012Validator.check_schema(spec.parameters)
         assert spec.parameters["type"] == "object"
         assert spec.description

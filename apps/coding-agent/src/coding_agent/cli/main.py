@@ -711,7 +711,11 @@ def _show_web(config: EffectiveConfig, show: Callable[[str, Any, str], None]) ->
     if config.sandbox_enabled:
         show("web_fetch.domains", "sandbox.allow_domains only", "sandbox.enabled")
     if config.web_search_backend is None:
-        show("web_search", "off", "default (set [web_search] backend to enable it)")
+        show(
+            "web_search",
+            "the model provider's own search only (Anthropic, OpenAI Responses, Gemini)",
+            "default (set [web_search] backend to search with any model)",
+        )
         return
     origin = config.origin.get("web_search.backend", "?")
     show("web_search.backend", config.web_search_backend, origin)

@@ -224,7 +224,7 @@ class _ProviderFile(msgspec.Struct, forbid_unknown_fields=True):
     region: str | None = None  # bedrock, vertex
     project: str | None = None  # vertex
     profile: str | None = None  # bedrock
-    web_search: bool | None = None  # anthropic, vertex: the provider's own web search
+    web_search: bool | None = None  # anthropic, vertex, openai-responses, google: own search
 
 
 class _ModelFile(msgspec.Struct, forbid_unknown_fields=True):

@@ -202,8 +202,9 @@ class ProviderSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     profile: str | None = None
     """``bedrock``: the ``~/.aws`` profile (instead of ``AWS_PROFILE``)."""
     web_search: bool = True
-    """``anthropic``: search the web with the provider's own search where the model has it
-    (``false``: only the ``[web_search]`` backend's ``web_search`` tool)."""
+    """``anthropic``, ``vertex``, ``openai-responses``, ``google``: search the web with the
+    provider's own search where the model has it (``false``: only the ``[web_search]`` backend's
+    ``web_search`` tool)."""
 
 
 class RegistryConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):

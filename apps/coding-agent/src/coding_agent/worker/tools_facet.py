@@ -51,6 +51,7 @@ import anyio
 from chord import Context, Facet, FacetEnvironment, define_facet
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.job_control import HarnessJobs
+from coding_agent.worker.provider_search import ProviderSearch, Searcher
 from coding_agent.worker.tools import (
     TODO_NAMESPACE,
     JobControl,
@@ -204,6 +205,8 @@ def tool_declaration(
     sandbox: Callable[[], Sandbox | None] | None = None,
     todos: Callable[[ToolApi], TodoStore | None] | None = None,
     editor: Callable[[], EditorFiles | None] | None = None,
+    provider_search: Callable[[ToolApi, Context], Callable[[], Awaitable[Searcher | None]]]
+    | None = None,
 ) -> ToolDeclaration:
     """``spec`` as a pico3 tool running in ``cwd`` (bash spills long output to ``spill_dir``;
     ``jobs`` gives each call its background-job control, ``reads`` its read ledger; ``history``
@@ -235,6 +238,7 @@ def tool_declaration(
             sandbox=sandbox() if sandbox is not None else None,
             todos=todos(api) if todos is not None else None,
             editor=editor() if editor is not None else None,
+            provider_search=provider_search(api, ctx) if provider_search is not None else None,
         )
 
     async def execute(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
@@ -397,6 +401,23 @@ def tools_facet(
 
         return accepts
 
+    def searcher(api: ToolApi, ctx: Context) -> Callable[[], Awaitable[Searcher | None]]:
+        async def find() -> Searcher | None:
+            # the conversation's current model, if its provider searches as a separate request
+            if models is None or not opened:
+                return None
+            conversation = await opened[-1].conversation(api.conversation_id, ctx)
+            config = await conversation.config(ctx) if conversation is not None else {}
+            resolved = models.resolve(config.get("model"))
+            if resolved is None:
+                return None
+            provider, info = resolved.provider, resolved.info
+            if not isinstance(provider, ProviderSearch) or not provider.serves_search(info):
+                return None
+            return lambda query: provider.search_web(query, info)
+
+        return find
+
     declarations = [
         tool_declaration(
             spec,
@@ -411,6 +432,7 @@ def tools_facet(
             sandbox=session_sandbox,
             todos=todos,
             editor=session_editor,
+            provider_search=searcher,
         )
         for spec in chosen
     ]

@@ -42,6 +42,7 @@ import anyio
 import msgspec
 
 from chord import Context
+from coding_agent.worker.provider_search import offered_tools
 from coding_agent.worker.providers._drive import SdkStream, drive
 from coding_agent.worker.providers._memo import FoldMemo
 from coding_agent.worker.providers._sdk_import import sdk_client, sdk_client_options
@@ -297,9 +298,16 @@ class SdkProvider:
         ``sdk.decode`` d (an API framing its stream otherwise overrides this)."""
         return SseStream(response, self.sdk.decode)
 
+    def serves_search(self, info: ModelInfo) -> bool:
+        """Whether this provider searches the web itself for ``info``'s model (its server tool
+        or a grounded request); without it, the ``web_search`` tool that only a provider's
+        search can run is not offered (:func:`~coding_agent.worker.provider_search.offered_tools`)."""
+        return False
+
     def stream(self, request: Request, ctx: Context) -> AsyncIterator[StreamEvent]:
         """Stream ``request``: ``start`` first, exactly one terminal event last."""
         info = self.model(request.model)
+        request = offered_tools(request, self.serves_search(info))
         builder = MessageBuilder(
             api=self.api, provider=self.name, model=request.model, clock=self._clock
         )

@@ -655,6 +655,10 @@ class AnthropicProvider(SdkProvider):
         super().__init__(**options)
         self.web_search = web_search
 
+    def serves_search(self, info: ModelInfo) -> bool:
+        """The provider's own search serves ``info``'s model and is not turned off."""
+        return self.web_search and info.supports_web_search
+
     def _wire_memo(self, key: Hashable) -> FoldMemo:
         return wire_memo()
 

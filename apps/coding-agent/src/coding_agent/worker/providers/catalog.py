@@ -59,9 +59,16 @@ def _searches(provider: str, model_id: str) -> bool:
     """Whether the provider's own web search tool serves ``model_id`` (models.dev does not
     record it): on ``anthropic`` and ``vertex`` every model since Claude 3.5 Sonnet's second
     release; on ``openai-responses`` the GPT-4o, GPT-4.1, GPT-5, o3 and o4-mini families but
-    the nano and audio models."""
+    the nano and audio models; on ``google`` (Google Search grounding, run as a separate
+    request) the Gemini 2 and later text models."""
     if provider in ("anthropic", "vertex"):
         return model_id.startswith("claude") and not model_id.startswith(_NO_WEB_SEARCH)
+    if provider == "google":  # Google Search grounding: Gemini 2 and later, text models
+        return (
+            model_id.startswith("gemini-")
+            and not model_id.startswith("gemini-1")
+            and not any(word in model_id for word in ("embedding", "image", "tts", "live", "audio"))
+        )
     if provider == "openai-responses":
         return model_id.startswith(_OPENAI_WEB_SEARCH) and not any(
             word in model_id for word in ("nano", "audio", "realtime")

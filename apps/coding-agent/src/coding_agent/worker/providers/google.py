@@ -27,6 +27,15 @@ Stream mapping (``candidates[0].content.parts``):
   called) / ``length``; a blocked answer (``SAFETY``, ``RECITATION``...) -> an error naming it;
 * ``usage_metadata``: prompt tokens (less the cached ones) as input, candidates plus thoughts as
   output, cached content as ``cache_read`` (Gemini caches long prompts implicitly).
+
+**Web search (Google Search grounding).** Gemini 2.x does not take its built-in ``google_search``
+tool together with function declarations, and every agent request declares functions. So, as
+Gemini CLI's ``google_web_search`` does, the agent's ``web_search`` tool runs the search: for a
+model that has it (``ModelInfo.supports_web_search``) and unless ``[providers.google]
+web_search = false``, :meth:`GoogleProvider.search_web` makes a separate ``generate_content``
+request through the same client with only ``tools=[{"google_search": {}}]`` and the query, and
+returns the grounded answer with its sources (:mod:`coding_agent.worker.provider_search`). A
+request keeps the provider-only ``web_search`` function (no backend configured) only then.
 """
 
 from __future__ import annotations
@@ -36,11 +45,18 @@ import itertools
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Hashable, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import msgspec
 
-from coding_agent.worker.providers._core import Mapper, Sdk, SdkProvider, connection_error
+from coding_agent.worker.provider_search import GroundedAnswer, SearchFailed, grounded_text
+from coding_agent.worker.providers._core import (
+    Mapper,
+    ProviderOptions,
+    Sdk,
+    SdkProvider,
+    connection_error,
+)
 from coding_agent.worker.providers._drive import SdkStream
 from coding_agent.worker.providers._memo import FoldMemo
 from coding_agent.worker.providers.anthropic import THINKING_BUDGETS
@@ -78,6 +94,7 @@ GOOGLE_MODELS: tuple[ModelInfo, ...] = (
         cost=ModelCost(input=1.25, output=10, cache_read=0.31),
         supports_thinking=True,
         supports_images=True,
+        supports_web_search=True,
     ),
     ModelInfo(
         id="gemini-2.5-flash",
@@ -88,6 +105,7 @@ GOOGLE_MODELS: tuple[ModelInfo, ...] = (
         cost=ModelCost(input=0.3, output=2.5, cache_read=0.075),
         supports_thinking=True,
         supports_images=True,
+        supports_web_search=True,
     ),
 )
 """Bundled metadata (dollars per million tokens, prompts up to 200k tokens, list prices as last
@@ -370,6 +388,21 @@ class _Mapper(Mapper):
         return builder.done(reason, usage)  # type: ignore[arg-type]
 
 
+def _search_error(error: ModelProviderError) -> str:
+    """One line for a failed search: the API's message, with what to do for the usual cases."""
+    message = " ".join(str(error).split())
+    if len(message) > 300:
+        message = message[:299] + "…"
+    if error.status == 429:
+        return f"Google Search quota or rate limit reached: {message}; wait and retry"
+    if error.status in (400, 401, 403) and "key" in message.lower():
+        return (
+            f"Google Search refused the API key: {message}; check GEMINI_API_KEY "
+            "(or GOOGLE_API_KEY, providers.google.api_key)"
+        )
+    return f"Google Search failed: {message}"
+
+
 def _name(value: Any) -> str:
     """An SDK enum's name (``FinishReason.STOP`` -> ``STOP``), or the string itself."""
     return str(getattr(value, "name", None) or value)
@@ -393,6 +426,47 @@ class GoogleProvider(SdkProvider):
         supports_thinking=True,
         supports_images=True,
     )
+
+    def __init__(self, *, web_search: bool = True, **options: Unpack[ProviderOptions]) -> None:
+        """``web_search``: run ``web_search`` as a Google Search grounded request where the model
+        has it (module docstring); the other keyword arguments are :class:`._core.SdkProvider`'s."""
+        super().__init__(**options)
+        self.web_search = web_search
+
+    def serves_search(self, info: ModelInfo) -> bool:
+        """Google Search grounding serves ``info``'s model and is not turned off."""
+        return self.web_search and info.supports_web_search
+
+    async def search_web(self, query: str, info: ModelInfo) -> GroundedAnswer:
+        """One ``generate_content`` request with only the ``google_search`` tool and ``query``
+        (no function declarations: Gemini 2.x refuses the two together); the answer with its
+        numbered sources (:func:`~coding_agent.worker.provider_search.grounded_text`), or
+        :class:`~coding_agent.worker.provider_search.SearchFailed` with one line naming why."""
+        client: Any = self._client
+        try:
+            response = await client.aio.models.generate_content(
+                model=info.id,
+                contents=[{"role": "user", "parts": [{"text": query}]}],
+                config={"tools": [{"google_search": {}}]},
+            )
+        except Exception as exc:
+            error = self._classify(exc)
+            if error is None:
+                raise
+            raise SearchFailed(_search_error(error)) from None
+        candidates = response.candidates or ()
+        candidate = candidates[0] if candidates else None
+        content = candidate.content if candidate is not None else None
+        parts = (content.parts if content is not None else None) or ()
+        text = "".join(p.text for p in parts if p.text and not p.thought)
+        if not text.strip():
+            reason = _name(candidate.finish_reason) if candidate is not None else None
+            feedback = getattr(response, "prompt_feedback", None)
+            blocked = feedback.block_reason if feedback is not None else None
+            why = _name(blocked) if blocked is not None else reason or "no candidate"
+            raise SearchFailed(f"Google Search (gemini {info.id}) gave no answer ({why})")
+        metadata = candidate.grounding_metadata if candidate is not None else None
+        return grounded_text(text, metadata)
 
     def _client_keywords(self) -> dict[str, Any]:
         options = self._client_options

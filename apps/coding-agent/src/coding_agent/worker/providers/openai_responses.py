@@ -543,6 +543,10 @@ class OpenAIResponsesProvider(SdkProvider):
     def _wire_memo(self, key: Hashable) -> FoldMemo:
         return FoldMemo(_Fold)
 
+    def serves_search(self, info: ModelInfo) -> bool:
+        """The provider's own search serves ``info``'s model and is not turned off."""
+        return self.web_search and info.supports_web_search
+
     def _params(self, request: Request, info: ModelInfo, mapper: Mapper) -> dict[str, Any]:
         return build_params(request, info, memo=self._memo(), web_search=self.web_search)
 

@@ -306,6 +306,7 @@ def _select(
             models=_models(settings, name, GOOGLE_MODELS),
             retry=retry,
             sleep=sleep,
+            web_search=(chosen := settings.providers.get(name)) is None or chosen.web_search,
         )
         return ModelSelection(google_provider, google_provider.model(model_id))
     if name == "vertex":

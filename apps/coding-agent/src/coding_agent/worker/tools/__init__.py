@@ -1,6 +1,6 @@
 """The coding agent's built-in tools: read, write, edit, bash, grep, find, ls, the job tools and
-the ``todo`` list (:mod:`.todo`) and the web tools (``web_fetch``; ``web_search`` when a backend
-is configured: :mod:`.web`).
+the ``todo`` list (:mod:`.todo`) and the web tools (``web_fetch``; ``web_search`` through a configured
+backend or the model provider's own search: :mod:`.web`, :mod:`.web_search`).
 
 Each tool is a :class:`ToolSpec`: a name, a description for the model, a JSON Schema for its
 arguments, and an async handler. They do not depend on the harness; a harness registers
@@ -46,7 +46,7 @@ from .spec import (
 from .todo import TODO_NAMESPACE, TODO_TOOL, TodoStore
 from .web import WebSettings
 from .web_fetch import web_fetch_tool
-from .web_search import web_search_tool
+from .web_search import provider_search_tool, web_search_tool
 from .write import WRITE_TOOL
 
 __all__ = [
@@ -80,6 +80,7 @@ __all__ = [
     "WebSettings",
     "apply_edits",
     "builtin_tools",
+    "provider_search_tool",
     "resolve_path",
     "run_bash",
     "text_result",
@@ -93,12 +94,15 @@ def builtin_tools(
     web: WebSettings | None = None, env: Mapping[str, str] | None = None
 ) -> list[ToolSpec]:
     """All built-in tools, in the order they are offered: read, bash, edit, write, grep, find, ls,
-    job_output, job_kill, todo, web_fetch, and web_search when ``web`` names a search backend (its
-    key is read from ``env``, default ``os.environ``)."""
+    job_output, job_kill, todo, web_fetch, and web_search: the backend's when ``web`` names one (its
+    key is read from ``env``, default ``os.environ``), else the one running the model provider's
+    own search (offered only to a model whose provider has one)."""
     settings = web if web is not None else WebSettings()
     web_tools = [web_fetch_tool(settings)]
     if settings.search_backend is not None:
         web_tools.append(web_search_tool(settings, env))
+    else:  # the model provider's own search (offered only to a model it serves)
+        web_tools.append(provider_search_tool())
     return [
         READ_TOOL,
         BASH_TOOL,

@@ -39,6 +39,7 @@ from typing import Any, Literal
 import anyio
 
 from chord import BACKGROUND, Context
+from coding_agent.worker.provider_search import Searcher
 from pico3 import ArgumentSchema, ChildEnvironment, InvalidArguments, Sandbox, ToolResult
 
 from .host import EditorFiles, JobControl, ReadLedger, TodoStore
@@ -142,6 +143,10 @@ class ToolContext:
     editor: EditorFiles | None = None
     """An editor's buffers (``coding-agent acp``): ``read``, ``write`` and ``edit`` of a text
     file go through them (:class:`~.host.EditorFiles`); ``None``: the disk."""
+    provider_search: Callable[[], Awaitable[Searcher | None]] | None = None
+    """The conversation's model's own web search, when its provider runs one as a separate
+    request (Gemini's grounding: :mod:`coding_agent.worker.provider_search`) and it is not
+    turned off; ``web_search`` uses it. ``None`` (or a ``None`` answer): there is none."""
 
     def child_env(self) -> dict[str, str]:
         """The whole environment of a process this call starts (see :attr:`environment`)."""

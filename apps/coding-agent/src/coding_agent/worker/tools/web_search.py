@@ -14,6 +14,14 @@ Backends (``[web_search] backend = ...``; :class:`~.web.WebSettings`):
   allow the JSON format), no key unless ``api_key_env`` names one (sent as a bearer token, for an
   instance behind a proxy that checks it); results from ``results[]``.
 
+**The provider's own search** (Gemini's Google Search grounding, :mod:`coding_agent.worker.provider_search`):
+when the conversation's model is served by one (``ToolContext.provider_search``), ``web_search``
+runs it instead of the backend, as Anthropic's and OpenAI's server-side searches replace the
+backend tool. With no backend configured, :func:`provider_search_tool` is the ``web_search``
+tool: it is offered only to a model whose provider runs such a search (the adapters drop it
+otherwise). Its answer is the grounded text with ``[n]`` source markers and the numbered
+sources; ``details["results"]`` keeps the sources (title, URL) as the backend's results are.
+
 ``url`` overrides Brave's and Tavily's endpoints too (a proxy, or a test's stub). The key is read
 from the environment when a search runs; a missing key is an error naming the variable. A search
 sends the query to a third party, so the tool needs approval like ``web_fetch``.
@@ -27,10 +35,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from coding_agent.worker.provider_search import (
+    PROVIDER_SEARCH_DESCRIPTION,
+    Searcher,
+    SearchFailed,
+)
+
 from .spec import OnUpdate, ToolContext, ToolError, ToolResult, ToolSpec, abortable, text_result
 from .web import SearchBackendName, WebSettings
 
-__all__ = ["DEFAULT_KEY_ENV", "DEFAULT_URLS", "web_search_tool"]
+__all__ = ["DEFAULT_KEY_ENV", "DEFAULT_URLS", "provider_search_tool", "web_search_tool"]
 
 DEFAULT_URLS: dict[SearchBackendName, str] = {
     "brave": "https://api.search.brave.com/res/v1/web/search",
@@ -85,6 +99,65 @@ def _results(items: Any, snippet_key: str) -> list[dict[str, str]]:
     return found
 
 
+PROVIDER_NAME = "google"
+"""The provider search's name in ``details["backend"]`` (Gemini's is the only one run here)."""
+
+
+async def _provider_searcher(tools: ToolContext) -> Searcher | None:
+    return await tools.provider_search() if tools.provider_search is not None else None
+
+
+async def _provider_search(searcher: Searcher, query: str, tools: ToolContext) -> ToolResult:
+    """Run ``searcher`` for ``query``: the grounded answer, its sources numbered after it."""
+    got: list[Any] = []
+    try:
+        with abortable(tools.ctx, TIMEOUT * 3) as scope:
+            got.append(await searcher(query))
+    except SearchFailed as error:
+        raise ToolError(f"web_search: {error}") from None
+    if tools.ctx.cancelled:
+        raise ToolError("Search aborted")
+    if scope.cancelled_caught or not got:
+        raise ToolError(f"web_search (Google Search) timed out after {TIMEOUT * 3:g} s; try again")
+    answer = got[0]
+    results = answer.sources
+    details = {"query": query, "backend": PROVIDER_NAME, "results": results}
+    lines = [f'Web search results for "{query}" (Google Search):', "", answer.markers.strip()]
+    if results:
+        lines += ["", "Sources:"]
+        lines += [f"[{n}] {r['title']} ({r['url']})" for n, r in enumerate(results, 1)]
+    lines += ["", "Cite the URLs you use. Read a page with web_fetch."]
+    return text_result("\n".join(lines), details)
+
+
+def provider_search_tool() -> ToolSpec:
+    """The ``web_search`` tool when no backend is configured: it runs the conversation's model's
+    own search (module docstring), and is offered only where a provider runs one."""
+
+    async def search(
+        args: dict[str, Any], tools: ToolContext, _on_update: OnUpdate | None
+    ) -> ToolResult:
+        searcher = await _provider_searcher(tools)
+        if searcher is None:
+            raise ToolError(
+                "web_search cannot search: this model's provider has no search of its own "
+                "and no [web_search] backend is configured in config.toml"
+            )
+        return await _provider_search(searcher, args["query"], tools)
+
+    return ToolSpec(
+        name="web_search",
+        description=PROVIDER_SEARCH_DESCRIPTION,
+        parameters={
+            "type": "object",
+            "properties": {"query": PARAMETERS["properties"]["query"]},
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+        handler=search,
+    )
+
+
 def web_search_tool(settings: WebSettings, env: Mapping[str, str] | None = None) -> ToolSpec:
     """The ``web_search`` tool on ``settings.search_backend`` (which must be set); the key is
     read from ``env`` (default ``os.environ``) when a search runs."""
@@ -115,6 +188,9 @@ def web_search_tool(settings: WebSettings, env: Mapping[str, str] | None = None)
         import httpx
 
         query: str = args["query"]
+        searcher = await _provider_searcher(tools)
+        if searcher is not None:  # the model's provider searches itself (Gemini's grounding)
+            return await _provider_search(searcher, query, tools)
         count: int = args.get("count") or 8
         secret = key()
         headers = {"Accept": "application/json"}
