@@ -18,8 +18,10 @@ token                         id                          served by
                                                           attached (keyed: one instance, ``worker``)
 ============================  ==========================  =============================================
 
-Feature packages are not in this table: they are wired by their own service ids (each feature's
-``contract.py``), which the app names as strings where it must (``cli/headless.py``).
+Feature packages serve their own services (each feature's ``contract.py``); the app does not
+import them. Where a client of the app must answer a feature's dialogs (``-p``, ``attach``, ACP,
+the web page), it names the feature's service by id, once, here: :data:`APPROVAL_DIALOGS`,
+:data:`QUESTION_DIALOGS`, :data:`APPROVAL_MODE`, :data:`MCP_SAMPLING`, :data:`MCP_ELICITATIONS`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ from typing import Any, Literal, Protocol, TypedDict
 from chord import Context, define_service
 
 __all__ = [
+    "APPROVAL_DIALOGS",
+    "APPROVAL_MODE",
+    "MCP_ELICITATIONS",
+    "MCP_SAMPLING",
+    "QUESTION_DIALOGS",
     "SHELL_ENTRY_KIND",
     "TODO_NAMESPACE",
     "ReloadOutcome",
@@ -121,3 +128,20 @@ observes and calls :meth:`TuiWatch.watching` on): a TUI writes notifications to 
 so the worker's desktop notifications wait for no TUI to be attached
 (:mod:`coding_agent.worker.notifications`). Other clients (``-p``, the browser, ACP) do not
 count."""
+
+
+# -- feature services the app's clients name by id ---------------------------------------------
+APPROVAL_DIALOGS = define_service("pi.approval-dialog")
+"""The approval feature's dialogs, keyed by id (``decide({"decision", "by"?})``)."""
+
+QUESTION_DIALOGS = define_service("pi.question-dialog")
+"""The question feature's dialogs, keyed by id (``submit({"outcome", "answer"?, "by"?})``)."""
+
+APPROVAL_MODE = define_service("approval.mode")
+"""The approval feature's permission mode (``get``/``set``), a singleton of the session."""
+
+MCP_SAMPLING = define_service("mcp.sampling")
+"""The MCP feature's sampling approvals, keyed by id (``decide({"decision"})``)."""
+
+MCP_ELICITATIONS = define_service("mcp.elicitation")
+"""The MCP feature's elicitations, keyed by id (``submit({"action", "content"?})``)."""

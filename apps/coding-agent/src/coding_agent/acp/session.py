@@ -51,7 +51,6 @@ from chord import (
     Facet,
     FacetEnvironment,
     define_facet,
-    define_service,
 )
 from coding_agent.acp.errors import failed, invalid
 from coding_agent.acp.terminal import Terminals
@@ -65,7 +64,12 @@ from coding_agent.acp.translate import (
     tool_kind,
 )
 from coding_agent.acp.turns import CALLS_KEPT, Recent, TurnWaits
-from coding_agent.contracts import WorkerStatusService
+from coding_agent.contracts import (
+    APPROVAL_DIALOGS,
+    APPROVAL_MODE,
+    QUESTION_DIALOGS,
+    WorkerStatusService,
+)
 from coding_agent.settings.permission_modes import MODE_SUMMARIES, PERMISSION_MODES
 from coding_agent.worker.main import WorkerConfig, load_features, open_session_host
 from coding_agent.worker.mcp_watch import McpWatch
@@ -74,9 +78,6 @@ from pico3 import ConversationServiceApi
 
 __all__ = ["AcpSession", "StopReason"]
 
-APPROVAL_DIALOGS = define_service("pi.approval-dialog")
-QUESTION_DIALOGS = define_service("pi.question-dialog")
-APPROVAL_MODE = define_service("approval.mode")
 
 StopReason = str
 """``end_turn``, ``cancelled``, ``max_tokens`` or ``refusal``."""

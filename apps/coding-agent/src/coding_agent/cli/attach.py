@@ -32,8 +32,6 @@ from chord import (
     create_facet_host,
 )
 from coding_agent.cli.headless import (
-    APPROVAL_DIALOGS,
-    QUESTION_DIALOGS,
     Event,
     HeadlessMode,
     TurnOutcome,
@@ -44,6 +42,7 @@ from coding_agent.cli.headless import (
     follow_turn,
     report_turn,
 )
+from coding_agent.contracts import APPROVAL_DIALOGS, QUESTION_DIALOGS
 from coding_agent.server.preface import Request
 from coding_agent.server.remote import (
     NoServerReachable,

@@ -56,10 +56,15 @@ from chord import (
     Facet,
     FacetEnvironment,
     define_facet,
-    define_service,
     inert,
 )
-from coding_agent.contracts import ShellService
+from coding_agent.contracts import (
+    APPROVAL_DIALOGS,
+    MCP_ELICITATIONS,
+    MCP_SAMPLING,
+    QUESTION_DIALOGS,
+    ShellService,
+)
 from coding_agent.session_files.folders import Session
 from coding_agent.worker.main import (
     WorkerConfig,
@@ -108,16 +113,6 @@ EXIT_STORAGE = 5
 """The session's storage failed (disk full, I/O error, read-only file system); what was stored
 before is kept, and ``--continue`` resumes from it once the cause is fixed."""
 
-APPROVAL_DIALOGS = define_service("pi.approval-dialog")
-"""The approval feature's dialogs, by id (``decide({"decision", "by"?})``)."""
-
-QUESTION_DIALOGS = define_service("pi.question-dialog")
-"""The question feature's dialogs, by id (``submit({"outcome", "answer"?, "by"?})``)."""
-
-MCP_SAMPLING = define_service("mcp.sampling")
-"""The MCP feature's sampling approvals, by id (``decide({"decision"})``)."""
-MCP_ELICITATIONS = define_service("mcp.elicitation")
-"""The MCP feature's elicitations, by id (``submit({"action", "content"?})``)."""
 
 _FEATURE_SERVICES = {"facets-approval": APPROVAL_DIALOGS, "facets-question": QUESTION_DIALOGS}
 

@@ -51,16 +51,13 @@ from chord import (
     connect_service_source,
     create_facet_host,
     define_facet,
-    define_service,
 )
-from coding_agent.contracts import SessionTreeService
+from coding_agent.contracts import APPROVAL_DIALOGS, QUESTION_DIALOGS, SessionTreeService
 from coding_agent.following import ConversationFollower
 from pico3 import ConversationService
 
 __all__ = ["PageBridge", "PageError"]
 
-APPROVAL_DIALOGS = define_service("pi.approval-dialog")
-QUESTION_DIALOGS = define_service("pi.question-dialog")
 _WHEN_BUSY = {"prompt": "followUp", "steer": "steer", "followUp": "followUp"}
 _encode = msgspec.json.Encoder().encode
 

@@ -91,6 +91,7 @@ from chord import (
     provider_handler,
     serve_unix,
 )
+from coding_agent.contracts import APPROVAL_MODE
 from coding_agent.session_files.folders import (
     Session,
     SessionError,
@@ -718,7 +719,7 @@ def _sandbox_service(
     return {SANDBOX_SERVICE: found, SANDBOX_MODE_SERVICE: mode}, said, proxy
 
 
-PERMISSION_MODE_SERVICE = "approval.mode"
+PERMISSION_MODE_SERVICE = APPROVAL_MODE.id
 """The permission-mode service (facets-approval's contract; called by id, not imported)."""
 
 
