@@ -166,3 +166,25 @@ async def test_help_lists_the_registered_commands_and_stays_until_esc(conversati
         await docs.until(pilot, lambda: isinstance(app.screen, HelpScreen))
         await pilot.press("escape")
         await docs.until(pilot, lambda: not isinstance(app.screen, HelpScreen))
+
+
+async def test_ctrl_c_right_after_typing_clears_what_was_typed_and_does_not_arm_quitting(
+    conversation, docs
+) -> None:
+    """Ctrl+C is the app's own (priority) binding, while typed keys go on to the editor's
+    queue: read in one burst (a loaded machine, a fast typist), Ctrl+C must still act on what
+    was typed before it — clear it — not on the editor as it was when the burst arrived."""
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        for key in [*"draft", "ctrl+c"]:  # all queued before any of them is handled
+            app.simulate_key(key)
+        await pilot.pause()
+        await pilot.pause()
+        assert app.editor.text == ""
+        assert not any("again to quit" in str(n.message) for n in app._notifications)
+        await pilot.press("ctrl+c")  # now a first press on an empty editor: the notice
+        await docs.until(
+            pilot, lambda: any("again to quit" in str(n.message) for n in app._notifications)
+        )
+        assert app.is_running

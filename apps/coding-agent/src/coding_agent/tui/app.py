@@ -924,8 +924,15 @@ class CodingAgentApp(App[None]):
     def action_interrupt(self) -> None:
         """Ctrl+C, as in pi: clear the editor when it holds text; on an empty editor the first
         press says how to leave, a second within :data:`DOUBLE_CTRL_C` seconds leaves (as
-        ``/quit``: the session keeps running)."""
-        now = time.monotonic()
+        ``/quit``: the session keeps running).
+
+        The binding is the app's own (priority), while typed keys go on to the editor's message
+        queue: keys read in one burst (a fast typist, a loaded machine) may not have reached the
+        editor yet. The decision is queued behind them, so Ctrl+C acts on what was typed before
+        it."""
+        self.editor.call_later(self._interrupt, time.monotonic())
+
+    def _interrupt(self, now: float) -> None:
         if self.editor.text:
             self.editor.clear()
             self._last_ctrl_c = 0.0
