@@ -134,6 +134,8 @@ async def test_a_failed_hosted_start_leaves_nothing_running_and_the_host_serves_
         agent_env,
         ["--faux-script", str(faux_script), "serve", "--cwd", str(project), "--host-sessions"],
     )
+    limits = await server.wait_event(lambda e: " limits " in e, "the limits line")
+    assert "max_starting=16" in limits, limits  # a host's default, not the CPUs'
     bad = await anyio.to_thread.run_sync(
         run_p, agent_env, server, "-p", "hi", "--model", "nosuch/model"
     )
@@ -189,6 +191,8 @@ async def test_sessions_go_to_the_least_loaded_of_several_hosts(
         ["--faux-script", str(faux_script), "serve", "--cwd", str(project), "--host-sessions",
          "2", "--max-starting", "4"],
     )  # fmt: skip
+    limits = await server.wait_event(lambda e: " limits " in e, "the limits line")
+    assert "max_starting=4" in limits, limits  # the flag wins over the hosts' default
     done = await clients(agent_env, server, 4)
     for run in done:
         assert run.returncode == 0, run.stderr
