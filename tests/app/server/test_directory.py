@@ -68,6 +68,8 @@ async def test_simultaneous_first_uses_of_a_fresh_database_all_succeed(fresh_db:
             await directory.put(_metadata(n))
         except Exception as error:
             failures.append(error)
+        finally:
+            await directory.aclose()
 
     gate = await psycopg.AsyncConnection.connect(fresh_db, autocommit=True)
     async with gate:
@@ -86,7 +88,81 @@ async def test_simultaneous_first_uses_of_a_fresh_database_all_succeed(fresh_db:
     reader = SessionDirectory(fresh_db)
     for n in (0, FIRST_USES // 2, FIRST_USES - 1):
         assert await reader.get(_metadata(n).id) == _metadata(n)
+    await reader.aclose()
     with psycopg.connect(fresh_db) as conn:
         assert conn.execute("SELECT count(*) FROM coding_agent_sessions").fetchone() == (
             FIRST_USES,
         )
+
+
+@pytest.fixture
+def one_connection_db(postgres_cluster: Any) -> Iterator[str]:
+    """A database owned by a role PostgreSQL lets hold one connection at a time (``CONNECTION
+    LIMIT 1``; a superuser would not be held to it): a second connection of the directory's at
+    once fails with "too many connections for role"."""
+    name = f"db_{uuid.uuid4().hex}"
+    role = f"r_{uuid.uuid4().hex}"
+    with psycopg.connect(postgres_cluster.conninfo, autocommit=True) as admin:
+        admin.execute(
+            sql.SQL("CREATE ROLE {} LOGIN CONNECTION LIMIT 1").format(sql.Identifier(role))
+        )
+        admin.execute(
+            sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                sql.Identifier(name), sql.Identifier(role)
+            )
+        )
+    try:
+        yield f"postgresql://{role}@127.0.0.1:{postgres_cluster.port}/{name}"
+    finally:
+        with psycopg.connect(postgres_cluster.conninfo, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+STORM = 200
+
+
+async def test_a_storm_of_session_starts_uses_one_connection(
+    one_connection_db: str, postgres_cluster: Any
+) -> None:
+    directory = SessionDirectory(one_connection_db)  # one server's
+    try:
+        with anyio.fail_after(120):
+            async with anyio.create_task_group() as group:
+                for n in range(STORM):
+                    group.start_soon(directory.put, _metadata(n))
+            for n in (0, STORM - 1):
+                assert await directory.get(_metadata(n).id) == _metadata(n)
+        # the one connection stays open for the next start, named for pg_stat_activity
+        with psycopg.connect(postgres_cluster.conninfo, autocommit=True) as admin:
+            rows = admin.execute(
+                "SELECT application_name FROM pg_stat_activity WHERE datname = %s",
+                (one_connection_db.rsplit("/", 1)[1],),
+            ).fetchall()
+        assert rows == [("coding-agent serve",)]
+    finally:
+        await directory.aclose()
+    with psycopg.connect(postgres_cluster.conninfo, autocommit=True) as admin:
+        count = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s",
+            (one_connection_db.rsplit("/", 1)[1],),
+        ).fetchone()
+    assert count == (0,)  # closed with the server
+
+
+async def test_the_directory_reconnects_when_its_connection_is_gone(
+    one_connection_db: str, postgres_cluster: Any
+) -> None:
+    directory = SessionDirectory(one_connection_db)
+    try:
+        await directory.put(_metadata(1))
+        with psycopg.connect(postgres_cluster.conninfo, autocommit=True) as admin:
+            admin.execute(  # as a PostgreSQL restart or an administrator would
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                (one_connection_db.rsplit("/", 1)[1],),
+            )
+        await directory.put(_metadata(2))  # on a new connection, the old one's place free
+        assert await directory.get(_metadata(1).id) == _metadata(1)
+        assert await directory.get(_metadata(2).id) == _metadata(2)
+    finally:
+        await directory.aclose()

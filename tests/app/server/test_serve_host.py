@@ -114,8 +114,9 @@ async def test_many_sessions_share_one_host_process_and_a_bounded_pool(
         database.split("?")[0], "SELECT count(*) FROM pico3_sessions WHERE holder IS NOT NULL"
     )
     assert held == [(8,)]
-    # ... on the pool's connections and the renewer's only
-    assert 1 <= backends(database) <= 2 + 1
+    # ... on the pool's connections and the renewer's, beside the server's one for its
+    # session directory (kept for the next start, whatever the number of starts)
+    assert 1 <= backends(database) <= 2 + 1 + 1
     # and a session is served again by its host (its harness resumed the conversation)
     session = query(database.split("?")[0], "SELECT session FROM pico3_sessions LIMIT 1")[0][0]
     again = await anyio.to_thread.run_sync(
@@ -133,6 +134,8 @@ async def test_a_failed_hosted_start_leaves_nothing_running_and_the_host_serves_
         agent_env,
         ["--faux-script", str(faux_script), "serve", "--cwd", str(project), "--host-sessions"],
     )
+    limits = await server.wait_event(lambda e: " limits " in e, "the limits line")
+    assert "max_starting=16" in limits, limits  # a host's default, not the CPUs'
     bad = await anyio.to_thread.run_sync(
         run_p, agent_env, server, "-p", "hi", "--model", "nosuch/model"
     )
@@ -188,6 +191,8 @@ async def test_sessions_go_to_the_least_loaded_of_several_hosts(
         ["--faux-script", str(faux_script), "serve", "--cwd", str(project), "--host-sessions",
          "2", "--max-starting", "4"],
     )  # fmt: skip
+    limits = await server.wait_event(lambda e: " limits " in e, "the limits line")
+    assert "max_starting=4" in limits, limits  # the flag wins over the hosts' default
     done = await clients(agent_env, server, 4)
     for run in done:
         assert run.returncode == 0, run.stderr

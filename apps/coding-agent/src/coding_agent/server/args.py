@@ -121,7 +121,7 @@ def add_serve_command(commands: Any, seconds: Any) -> None:
         (
             "--max-starting",
             "session workers starting at once; other starts wait their turn "
-            "(default: the CPUs, at least 2)",
+            "(default: the CPUs, at least 2; 16 with --host-sessions)",
         ),
     ):
         serve.add_argument(flag, type=_positive, default=None, metavar="N", help=what)

@@ -15,10 +15,21 @@ The table is made by the first use of a fresh database, under a transaction-scop
 (:data:`SCHEMA_LOCK`, bounded by a lock timeout): ``CREATE TABLE IF NOT EXISTS`` alone is not
 safe against itself (two at once both insert the table's row type and one fails with a
 ``pg_type`` duplicate key), and hundreds of sessions start at once on a new team's database.
+
+A server's directory holds one connection (``fallback_application_name`` ``coding-agent
+serve``), opened at its first use and reused by every session start after it, one statement at
+a time: a storm of hundreds of starts costs the database one connection, not one each. A
+connection that fails (a PostgreSQL restart, a network cut) is dropped and the statement runs
+once more on a new one (both are idempotent); :meth:`SessionDirectory.aclose` closes it when the
+server stops.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import anyio
 import msgspec
 import psycopg
 from psycopg import sql
@@ -26,6 +37,8 @@ from psycopg import sql
 from coding_agent.session_files.folders import SessionMetadata
 
 __all__ = ["SessionDirectory"]
+
+_T = TypeVar("_T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS coding_agent_sessions (
@@ -56,15 +69,23 @@ async def _ensure_schema(conn: psycopg.AsyncConnection, lock_timeout: float) -> 
 
 
 class SessionDirectory:
-    """``coding_agent_sessions`` on the database at ``url``."""
+    """``coding_agent_sessions`` on the database at ``url``, through one connection of its own
+    (see the module docstring)."""
 
     def __init__(self, url: str, *, lock_timeout: float = LOCK_TIMEOUT) -> None:
         self._url = url
         self._lock_timeout = lock_timeout
         self._ready = False
+        self._conn: psycopg.AsyncConnection | None = None
+        self._lock = anyio.Lock()
 
-    async def _connect(self) -> psycopg.AsyncConnection:
-        conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True, connect_timeout=10)
+    async def _connection(self) -> psycopg.AsyncConnection:
+        if self._conn is not None and not self._conn.closed:
+            return self._conn
+        conn = await psycopg.AsyncConnection.connect(
+            self._url, autocommit=True, connect_timeout=10,
+            fallback_application_name="coding-agent serve",
+        )  # fmt: skip
         if not self._ready:
             try:
                 await _ensure_schema(conn, self._lock_timeout)
@@ -72,24 +93,53 @@ class SessionDirectory:
                 await conn.close()
                 raise
             self._ready = True
+        self._conn = conn
         return conn
+
+    async def _run(self, statement: Callable[[psycopg.AsyncConnection], Awaitable[_T]]) -> _T:
+        """``statement`` on the directory's connection, one at a time; once more on a new
+        connection when the one it had failed (it was closed under it, the server restarted)."""
+        async with self._lock:
+            conn = await self._connection()
+            try:
+                return await statement(conn)
+            except psycopg.OperationalError:
+                await self._drop()
+            return await statement(await self._connection())
+
+    async def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with anyio.CancelScope(shield=True):
+                await conn.close()
+
+    async def aclose(self) -> None:
+        """Close the directory's connection (a later use opens a new one)."""
+        async with self._lock:
+            await self._drop()
 
     async def put(self, metadata: SessionMetadata) -> None:
         """Record a new session (its creation metadata)."""
-        async with await self._connect() as conn:
+
+        async def insert(conn: psycopg.AsyncConnection) -> None:
             await conn.execute(
                 "INSERT INTO coding_agent_sessions (id, metadata) VALUES (%s, %s) "
                 "ON CONFLICT (id) DO NOTHING",
                 (metadata.id, msgspec.json.encode(metadata)),
             )
 
+        await self._run(insert)
+
     async def get(self, session_id: str) -> SessionMetadata | None:
         """The metadata of ``session_id``, or ``None`` when no server of the database made it."""
-        async with await self._connect() as conn:
+
+        async def select(conn: psycopg.AsyncConnection) -> tuple[bytes] | None:
             cursor = await conn.execute(
                 "SELECT metadata FROM coding_agent_sessions WHERE id = %s", (session_id,)
             )
-            row = await cursor.fetchone()
+            return await cursor.fetchone()
+
+        row = await self._run(select)
         if row is None:
             return None
         return msgspec.json.decode(bytes(row[0]), type=SessionMetadata)

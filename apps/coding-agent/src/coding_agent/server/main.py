@@ -38,6 +38,7 @@ from coding_agent.server.credentials import Credentials, ServerSetupError
 from coding_agent.server.events import format_line
 from coding_agent.server.remote import TOKEN_ENV
 from coding_agent.server.serve import ServerOptions, SessionServer
+from coding_agent.server.session_host import HOST_MAX_STARTING
 from coding_agent.settings.secret_env import hide_secrets_from_proc
 
 __all__ = ["run_serve"]
@@ -129,6 +130,8 @@ def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[s
     )
     if args.max_starting is not None:
         options.max_starting = args.max_starting
+    elif args.host_sessions:
+        options.max_starting = HOST_MAX_STARTING  # a hosted start is far cheaper than a worker's
     options.host_sessions = args.host_sessions
     if args.db_pool_size is not None:
         if not args.host_sessions or storage is None:

@@ -201,6 +201,8 @@ class SessionServer:
         finally:
             with anyio.CancelScope(shield=True):
                 await self.stop_workers()
+                if self._directory is not None:
+                    await self._directory.aclose()
 
     async def stop_workers(self) -> None:
         """SIGTERM every worker this server started and wait for them (a clean stop)."""

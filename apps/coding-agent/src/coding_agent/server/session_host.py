@@ -34,6 +34,13 @@ __all__ = ["DEFAULT_POOL_SIZE", "HostProcess", "HostedSession"]
 DEFAULT_POOL_SIZE = 10
 """``serve --db-pool-size``' default (always passed to the host process)."""
 
+HOST_MAX_STARTING = 16
+"""``serve --max-starting``' default with ``--host-sessions``: a hosted start is a task in a
+running interpreter (about 0.2 s of CPU, much of its wall time waiting on the database), not a
+new process, so more at once keep the hosts busy. Measured with ``benchmarks/serve_capacity.py
+--sessions 100 --host-sessions 2`` on two loaded cores: 2 at once 8.8-9.5 s, 4: 7.5 s, 16:
+6.1-6.6 s, 32: 6.1-6.8 s, 64: 7.1-8.0 s (docs/design/server-capacity.md)."""
+
 STOP_TIMEOUT = 20.0
 """Seconds a stopped session gets to end before the whole host is killed (nothing is left
 running that the server does not know of)."""
