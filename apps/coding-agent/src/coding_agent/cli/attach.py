@@ -42,6 +42,7 @@ from coding_agent.cli.headless import (
     follow_turn,
     report_turn,
 )
+from coding_agent.context.mentions import mention_blocks, names_paths
 from coding_agent.contracts import APPROVAL_DIALOGS, QUESTION_DIALOGS
 from coding_agent.server.preface import Request
 from coding_agent.server.remote import (
@@ -197,6 +198,13 @@ def run_remote_headless(args: argparse.Namespace, prompt: str) -> int:
         dial = _Dial(args.server, args)
     except ValueError as error:
         return _fail(str(error), EXIT_USAGE)
+    if names_paths(prompt):  # the working folder is the server's: no local file is read
+        print(
+            "coding-agent: warning: @file mentions are not attached for server sessions (the "
+            "files are on the server); the prompt is sent as typed",
+            file=sys.stderr,
+        )
+        sys.stderr.flush()
     mode: HeadlessMode = "json" if args.json is not None else "print"
     return int(
         anyio.run(
@@ -243,7 +251,7 @@ async def _headless_main(
 
 
 async def run_headless_on_server(
-    prompt: str,
+    prompt: str | list[dict[str, Any]],
     first: FrameConnection,
     info: dict[str, Any],
     again: Any,
@@ -354,8 +362,11 @@ async def run_parked_headless(
             return await connect_unix(session.socket_path)
 
         info = {"session": session.id, "cwd": str(session.cwd), "model": model or session.model}
+        # a local session: @file mentions are attached here, as -p without a worker does
+        attached = await anyio.to_thread.run_sync(mention_blocks, prompt, session.cwd)
+        content = [{"type": "text", "text": prompt}, *attached] if attached else prompt
         return await run_headless_on_server(
-            prompt, first, info, again, mode=mode, out=out, approve=approve, verbose=verbose,
+            content, first, info, again, mode=mode, out=out, approve=approve, verbose=verbose,
             wait=wait, watch=keeper.watch,
         )  # fmt: skip
     finally:

@@ -15,7 +15,10 @@ open_session_host`, no socket) plus a small presentation facet that does what a 
   30 s): the first request then offers their tools. A server that failed or is not ready in time
   gets one ``coding-agent: warning:`` line on ``err``; the run goes on without its tools.
 
-The prompt is sent with ``send``; the run ends with the ``turn.ended`` event whose ``inputs``
+The prompt is sent with ``send``, with the files and folders it mentions (``@src/app.py``,
+``@docs/``) attached as the TUI attaches them (:func:`coding_agent.context.mentions.
+mention_blocks`: the file's text in a fence, a folder's entries, or one line saying why not, and
+the run goes on); the run ends with the ``turn.ended`` event whose ``inputs``
 hold it. In ``print`` mode the text of the final answer is the only thing written to ``out``; in
 ``json`` mode the first line is ``{"type": "session", "session", "model", "cwd"}``, then each
 event is one line of JSON, and the last is ``{"type": "result", "ok", "status", "text",
@@ -58,6 +61,7 @@ from chord import (
     define_facet,
     inert,
 )
+from coding_agent.context.mentions import mention_blocks
 from coding_agent.contracts import (
     APPROVAL_DIALOGS,
     MCP_ELICITATIONS,
@@ -391,6 +395,7 @@ async def run_headless(
         if mcp is not None:  # the first request offers the servers' tools
             await mcp.settled(errors)
         send_options: dict[str, Any] = {}  # a command's model and allowed-tools
+        typed = prompt
         if prompt.startswith("/"):  # `-p "/greet Bob"` sends the template, as Claude Code and pi do
             # lazy: start-up time (only a prompt that names a command loads the templates)
             from coding_agent.cli.headless_commands import CommandBlocked, expand_prompt_command
@@ -412,11 +417,14 @@ async def run_headless(
             if expanded.note is not None:
                 print(f"coding-agent: warning: {inert(expanded.note)}", file=errors)
                 errors.flush()
+        # @file, @folder/ as typed (not in a command's expansion): attached, as in the TUI
+        attached = await anyio.to_thread.run_sync(mention_blocks, typed, session.cwd)
+        content = [{"type": "text", "text": prompt}, *attached] if attached else prompt
         watch = runtime.storage
         assert watch is not None
         watch.on_failure(send_events.close)  # the loop below ends: no more events will come
         turn = await follow_turn(
-            prompt,
+            content,
             root.found[0],
             receive_events,
             session_line={"session": session.id, "cwd": str(session.cwd)},
@@ -448,7 +456,7 @@ class TurnOutcome:
 
 
 async def follow_turn(
-    prompt: str,
+    prompt: str | list[dict[str, Any]],
     conversation: ConversationServiceApi,
     events: Any,
     *,

@@ -18,7 +18,8 @@ Every attachment block starts with one line, its **mark**: ``[📎 src/app.py (1
 ``[📎 docs/ (12 entries)]``, ``[📎 nope.txt: no such file or folder, not attached]``,
 ``[🖼 screenshot.png]``. The transcript shows that mark instead of the block
 (:func:`attachment_mark`), so the conversation stays readable and a restart or another
-client shows the same; the model reads the whole block.
+client shows the same; the model reads the whole block. (:func:`attachment_mark` lives in
+:mod:`coding_agent.marks`, below this layer, so the export reads marks too.)
 
 A mention that does not look like a path (``@alice``: no ``/`` and no ``.``) is left alone, and
 so is one that names nothing and has no file type's extension (``@pytest.fixture`` in pasted
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from coding_agent.context.images import IMAGE_SUFFIXES
+from coding_agent.marks import attachment_mark
 from coding_agent.settings.trust import project_root_for
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "image_mark",
     "mention_blocks",
     "mentioned",
+    "names_paths",
 ]
 
 MAX_INCLUDED_CHARS = 100_000
@@ -58,7 +61,6 @@ MENTION = re.compile(r'(?<!\S)@(?:"((?:[^"\\]|\\.)*)"|(\S+))')
 """An ``@`` mention: ``@path`` or ``@"a path with spaces"`` (after a space or at the start)."""
 
 _TRAILING = ".,;:!?)]}'\""
-_MARKS = ("[📎 ", "[🖼 ")
 
 
 def mentioned(text: str) -> Iterator[str]:
@@ -152,6 +154,13 @@ def mention_blocks(text: str, cwd: str | os.PathLike[str]) -> list[dict[str, Any
     return blocks
 
 
+def names_paths(text: str) -> bool:
+    """Whether ``text`` has an ``@`` mention that looks like a path (``@src/app.py``,
+    ``@notes.md``), without looking at any file (a prompt for a session on a server, whose
+    files are not here)."""
+    return any("/" in name or "." in name for name in mentioned(text))
+
+
 def _looks_like_a_file(name: str) -> bool:
     """Whether a name that names nothing was meant as a file: a path (``src/nope.py``) or a
     name with a file type's extension (``notes.md``), not a decorator or an address."""
@@ -164,12 +173,3 @@ def image_mark(name: str, note: str = "") -> dict[str, Any]:
     """The text block sent before an attached image: its mark and, for the model, ``note``
     (the image's size: :meth:`~coding_agent.context.images.PreparedImage.note`)."""
     return {"type": "text", "text": f"[🖼 {name}]" + (f"\n{note}" if note else "")}
-
-
-def attachment_mark(text: str) -> str | None:
-    """The mark of an attachment block's ``text`` (``📎 src/app.py (120 lines)``), or ``None``
-    when ``text`` is not an attachment block."""
-    if not text.startswith(_MARKS):
-        return None
-    first = text.split("\n", 1)[0]
-    return first[1:-1] if first.endswith("]") else first[1:]

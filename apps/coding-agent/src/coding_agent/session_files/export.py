@@ -15,7 +15,9 @@ line warn about it.
 
 The HTML page has everything inline: the CSS, the Markdown rendered to HTML (``markdown-it``,
 raw HTML in messages escaped), tool calls and their results as collapsible ``<details>``, the
-diffs of ``edit`` coloured line by line. It has no script and loads nothing: no network request
+diffs of ``edit`` coloured line by line; a file, folder or image attached to a prompt shows as its
+mark (``📎 src/app.py (3 lines)``: :func:`coding_agent.marks.attachment_mark`), as the TUI's
+transcript shows it, not its text (JSONL keeps the whole block). It has no script and loads nothing: no network request
 is made when it is opened (a Markdown image becomes a link to its address, and the page's
 ``Content-Security-Policy`` forbids every fetch but its own inline CSS). ``--format jsonl``
 writes a header line ``{"type": "session", "id", "cwd", "branch"}`` and then every entry of the
@@ -44,6 +46,7 @@ from typing import Any, cast
 from markdown_it import MarkdownIt
 
 from chord import inert
+from coding_agent.marks import attachment_mark
 from coding_agent.session_files.folders import Session, SessionError, open_regular
 from coding_agent.session_files.tree import (
     branch_number,
@@ -213,6 +216,7 @@ code { font-family: ui-monospace, monospace; }
 .hunk { color: #8250df; display: block; }
 .error summary { color: #cf222e; }
 .thinking { color: #59636e; font-style: italic; }
+.attachment { color: #59636e; font-family: ui-monospace, monospace; font-size: 13px; }
 """
 
 
@@ -298,7 +302,7 @@ def export_html(
             user = isinstance(entry, UserEntry)
             if user or (isinstance(entry, NoticeEntry) and isinstance(message, UserMessage)):
                 css = "user" if user else "notice"
-                body = "".join(markdown.render(t) for _, t in _texts(message.content))
+                body = "".join(_user_text(t, markdown) for _, t in _texts(message.content))
                 parts.append(
                     f'<section class="msg {css}"><span class="meta">{_time(message)}</span>'
                     f'<div class="role">{"you" if css == "user" else "notice"}</div>{body}</section>'
@@ -307,6 +311,15 @@ def export_html(
                 parts.append(_assistant(message, markdown, results))
     parts.append("</body></html>")
     return inert("\n".join(parts) + "\n")  # no control character raw in the page
+
+
+def _user_text(text: str, markdown: MarkdownIt) -> str:
+    """A user message's text block as HTML: an attached file, folder or image as its mark
+    (``📎 src/app.py (3 lines)``, as the transcript shows it), any other text as Markdown."""
+    mark = attachment_mark(text)
+    if mark is not None:
+        return f'<p class="attachment">{html.escape(mark)}</p>'
+    return markdown.render(text)
 
 
 def _assistant(

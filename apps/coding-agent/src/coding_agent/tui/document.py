@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coding_agent.context.mentions import attachment_mark
+from coding_agent.marks import attachment_mark
 from pico3 import AssistantEntry, QueuedInput, UsageEntry, View, ViewEntry
 from pico3.models import TextContent, Usage
 

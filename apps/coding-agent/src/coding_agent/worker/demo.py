@@ -46,6 +46,7 @@ import anyio
 import msgspec
 
 from chord import Context
+from coding_agent.worker.provider_search import offered_tools
 from pico3.models import (
     FAUX_MODEL,
     AssistantMessage,
@@ -198,6 +199,7 @@ class ScriptedProvider:
 
     def stream(self, request: Request, ctx: Context) -> AsyncIterator[StreamEvent]:
         """Stream the step this transcript is at."""
+        request = offered_tools(request, serves=False)  # it cannot run the provider's search
         self.state.record(request)
         index = finished_assistant_messages(request)
         prefix, steps = self._script(request)

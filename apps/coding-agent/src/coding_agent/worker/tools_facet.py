@@ -34,6 +34,12 @@ made only when a stamp changes (reading an unchanged file again costs none).
 Per-call memory: ``ToolContext.remember``/``recall`` are the call's memos (``ToolApi.memo``,
 in the tool task's slot, deleted with it), durable across a restart.
 
+Provider search: with no search backend, ``web_search`` is the tool only a model provider's own
+search runs (:mod:`coding_agent.worker.provider_search`). A ``system_instructions`` hook drops it
+from the loadout of a conversation whose model's provider does not serve it (the faux provider,
+an SDK model without search), so the request, the ``pi.system`` entry and ``/context`` name only
+tools the model can use.
+
 Background jobs: every call gets a :class:`~coding_agent.worker.job_control.HarnessJobs` as its
 ``ToolContext.jobs``, built from the call's ``ToolApi`` and the harness the facet registered on
 (``bash`` with ``background: true``, ``job_output``, ``job_kill``; see :mod:`.job_control`).
@@ -51,7 +57,11 @@ import anyio
 from chord import Context, Facet, FacetEnvironment, define_facet
 from coding_agent.worker.file_history import FileHistory
 from coding_agent.worker.job_control import HarnessJobs
-from coding_agent.worker.provider_search import ProviderSearch, Searcher
+from coding_agent.worker.provider_search import (
+    PROVIDER_SEARCH_DESCRIPTION,
+    ProviderSearch,
+    Searcher,
+)
 from coding_agent.worker.tools import (
     TODO_NAMESPACE,
     JobControl,
@@ -65,6 +75,7 @@ from coding_agent.worker.tools.bash import prune_spills
 from coding_agent.worker.tools.host import EDITOR_FILES_SERVICE, EditorFiles, FileStamp
 from pico3 import (
     MISSING,
+    MODEL_CALL_KIND,
     SANDBOX_SERVICE,
     ChildEnvironment,
     Harness,
@@ -418,6 +429,23 @@ def tools_facet(
 
         return find
 
+    provider_only = [s.name for s in chosen if s.description == PROVIDER_SEARCH_DESCRIPTION]
+
+    def unserved_search(payload: dict[str, Any], api: Any, ctx: Context) -> Any:
+        # the provider-only web_search leaves the loadout of a model whose provider cannot run
+        # it (the faux one, most SDK models), so /context lists only what the model can use
+        del api, ctx
+        tools = payload["tools"]
+        if models is None or not any(name in tools for name in provider_only):
+            return None
+        resolved = models.resolve(payload["config"].get("model"))
+        if resolved is None:
+            return None
+        provider, info = resolved.provider, resolved.info
+        if isinstance(provider, ProviderSearch) and provider.serves_search(info):
+            return None
+        return {"tools": [name for name in tools if name not in provider_only]}
+
     declarations = [
         tool_declaration(
             spec,
@@ -455,6 +483,9 @@ def tools_facet(
         try:
             for declaration in declarations:
                 removers.append(harness.register_tool(declaration))
+            if provider_only:
+                hooks = {"system_instructions": unserved_search}
+                removers.append(harness.hooks(namespace, MODEL_CALL_KIND, hooks))
         except BaseException:
             for remove in reversed(removers):
                 remove()
