@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,7 @@ from chord import (
 from coding_agent.contracts import SessionTreeService
 from coding_agent.session_files.folders import open_session
 from tests.app.server.conftest import TOKEN
+from tests.app.tui.process.test_tmux import Terminal
 
 pytestmark = pytest.mark.anyio
 
@@ -339,3 +343,49 @@ async def test_a_token_revoked_by_sighup_closes_its_page_which_then_asks_for_a_t
     await page.wait_for_selector("#login-error >> text=refused the token", timeout=WAIT_MS)
     reload = await server.wait_event(lambda e: " reload " in e, "the reload")
     assert "revoked=default" in reload and "closed=1" in reload
+
+
+async def test_an_approval_answered_from_the_page_closes_in_a_tui_watching_the_same_session(
+    browser: Any, agent_env: dict[str, str], project: Path, tmp_path: Path
+) -> None:
+    """The issue's scenario: a TUI (``coding-agent attach`` in tmux) watches while the approval
+    is answered from the page; the TUI shows the dialog, then the answer's result, and never
+    answers it itself."""
+    if shutil.which("tmux") is None:  # pragma: no cover - .ci/run installs tmux
+        pytest.skip("tmux is not installed (apt-get install tmux; .ci/run does it)")
+    env = dict(agent_env, TERM="xterm-256color", COLORTERM="truecolor", LANG="C.UTF-8")
+    env.pop("TMUX", None)
+    socket = Path(tempfile.gettempdir()) / f"ca-web-{uuid.uuid4().hex[:10]}.sock"
+    terminal = Terminal(socket, env)
+    async with anyio.create_task_group() as group:
+        process, url, _log = await _web(agent_env, project, _script(tmp_path, TOUCH), group)
+        try:
+            page = await _open(browser, url)
+            session_id = url.split("session=")[1].strip()
+            attach = f"{sys.executable} -m coding_agent.cli.main attach {session_id}"
+            await anyio.to_thread.run_sync(terminal.start, "tui", project, attach)
+            await anyio.to_thread.run_sync(terminal.wait_text, "tui", "enter sends")
+            await _prompt(page, "touch it")
+            await page.wait_for_selector(".dialog.approval >> text=touch from-the-page.txt",
+                                         timeout=WAIT_MS)  # fmt: skip
+            shown = await anyio.to_thread.run_sync(terminal.wait_dialog, "tui", "Allow bash?")
+            assert "touch from-the-page.txt" in shown
+            assert not (project / "from-the-page.txt").exists()
+            await page.click(".dialog.approval button.allow")
+            await page.wait_for_selector("text=Touched it.", timeout=WAIT_MS)
+            after = await anyio.to_thread.run_sync(
+                terminal.wait,
+                "tui",
+                lambda text: "Touched it." in text and "Allow bash?" not in text,
+                "the TUI's dialog closed and the answer shown",
+            )
+            assert "touch from-the-page.txt" in after  # the call's card, done
+        finally:
+            if socket.exists():
+                await anyio.run_process(
+                    ["tmux", "-S", str(socket), "kill-server"], env=env, check=False
+                )
+                socket.unlink(missing_ok=True)
+            await _stop(process)
+        group.cancel_scope.cancel()
+    assert (project / "from-the-page.txt").exists()
