@@ -77,3 +77,20 @@ def test_p_with_a_missing_file_still_runs_and_the_export_shows_the_marks(
         '<p class="attachment">📎 gone.md: no such file or folder, not attached</p>' in page.stdout
     )
     assert "SECRET-LOOKING BODY" not in page.stdout  # the mark, not the file's text
+
+
+def test_the_session_list_shows_the_prompt_as_typed_not_the_attached_file(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "notes.md").write_text("the secret recipe\n")
+    done = _run(project, agent_env, "-p", "summarise @notes.md")
+    assert done.returncode == 0, done.stderr
+    listed = subprocess.run(
+        [str(BINARY), "sessions"], cwd=project, env=agent_env, capture_output=True, text=True,
+        timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert "summarise @notes.md" in listed.stdout
+    assert "secret recipe" not in listed.stdout and "📎" not in listed.stdout

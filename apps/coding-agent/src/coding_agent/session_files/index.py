@@ -24,6 +24,7 @@ import shutil
 from datetime import UTC, datetime
 from typing import Any, cast
 
+from coding_agent.marks import attachment_mark
 from coding_agent.session_files.folders import Session, SessionError, open_regular, read_regular
 from coding_agent.session_files.private import PRIVATE_FILE
 from pico3 import write_atomic
@@ -122,7 +123,9 @@ def _prompt_text(content: Any) -> str | None:
             for block in cast(list[Any], content)
             if isinstance(block, dict)
         ]
-        joined = " ".join(text for text in texts if isinstance(text, str))
+        # An attached file's block (``@file``) is the model's, not what the user typed.
+        typed = [text for text in texts if isinstance(text, str) and attachment_mark(text) is None]
+        joined = " ".join(typed)
         return joined or None
     return None
 
