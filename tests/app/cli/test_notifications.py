@@ -358,3 +358,25 @@ def test_a_print_run_sends_its_turns_notification_before_it_exits(
     (told,) = channels.events(channels.command)
     assert (told["event"], told["message"]) == ("turn", "Finished its turn")
     assert channels.lines(channels.desktop) == channels.lines(channels.webhook) == []
+
+
+def test_with_the_defaults_a_turns_end_costs_the_session_no_commit(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """By default no channel takes ``turn``: nothing is recorded for it (two commits a turn,
+    each with its fsync, for nobody)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "Hello."}, {"text": "Again."}]))
+    for resume, prompt in (((), "hi"), (("-c",), "again")):
+        done = subprocess.run(
+            [str(BINARY), "--faux-script", str(script), *resume, "-p", prompt],
+            cwd=project, env=agent_env, capture_output=True, text=True, timeout=TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    (session,) = list_sessions(env=agent_env)
+    stored = "".join(log.read_text() for log in session.storage_dir.glob("*.jsonl"))
+    assert "Again." in stored
+    assert "coding-agent.notifications" not in stored

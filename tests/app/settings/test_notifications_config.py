@@ -123,3 +123,14 @@ def test_coding_agent_config_shows_the_notifications(
         line.startswith("notifications.command = cat (job)") and line.endswith(f"# {path}:1")
         for line in lines
     )
+
+
+def test_an_event_no_channel_takes_is_not_wanted() -> None:
+    """The worker records (two commits) only what some channel takes: by default only
+    ``attention`` (the terminal and the desktop), never a turn's end or a job's exit."""
+    default = NotificationSettings()
+    assert default.wanted("attention")
+    assert not default.wanted("turn") and not default.wanted("job")
+    told = NotificationSettings(terminal=(), desktop=(), command="cat", command_events=("job",))
+    assert told.wanted("job") and not told.wanted("attention") and not told.wanted("turn")
+    assert NotificationSettings(terminal=("turn",), desktop=()).wanted("turn")

@@ -63,6 +63,11 @@ class NotificationSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
         if self.command is not None and not self.command.strip():
             raise ValueError("`command`: empty; remove the key to turn the command off")
 
+    def wanted(self, event: str) -> bool:
+        """Whether any channel, the TUI's terminal included, takes ``event``: the worker records
+        (two commits) and sends only those."""
+        return event in self.terminal or bool(self.channels(event))
+
     def channels(self, event: str) -> list[str]:
         """The worker's channels that take ``event``: ``desktop``, ``webhook``, ``command``."""
         found: list[str] = []

@@ -10,6 +10,10 @@ that decides that you should be told something (``[notifications]`` of config.to
   the user aborted it;
 * ``job``: a ``task.ended`` event of a ``pi.job`` task (a background command exited).
 
+**Only what a channel takes.** An event no channel takes (``turn`` and ``job`` by default, see
+:meth:`~coding_agent.settings.notifications.NotificationSettings.wanted`) is not due: it costs
+a session no commit.
+
 **Durable, outbox first.** Each due notification gets a key (``attention:<conversation>:<call
 id>``, ``turn:<conversation>:<inputs>:<answer>``, ``job:<task id>``) and is written into the
 session document's ``coding-agent.notifications`` namespace (``outbox``) in one commit, unless
@@ -239,7 +243,8 @@ class Notifier:
 
         def on_commit(batch: Any) -> None:
             if batch.events:
-                found = notices_in(batch, kernel)
+                wanted = self.settings.wanted
+                found = [n for n in notices_in(batch, kernel) if wanted(n["event"])]
                 if found:
                     self._found.extend(found)
                     self._kick()
@@ -298,7 +303,7 @@ class Notifier:
     async def _step(self, harness: Any, ns: Any) -> None:
         taken = len(self._found)
         found = self._found[:taken]
-        if self._scan:
+        if self._scan and self.settings.wanted("attention"):
             found.extend(await self._waiting_now(harness))
         root = await harness.root(BACKGROUND)
 
