@@ -216,3 +216,32 @@ def test_an_unchanged_package_is_not_read_again_once_its_files_are_old(
         generation.purge()
     assert len(reads) == 3  # changed, then too recent to trust its stat: read each time
     shared.close()
+
+
+def test_a_package_installed_while_the_host_runs_is_found_by_the_next_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    shared = SharedFeatures()
+    errors: list[object] = []
+
+    def names() -> list[str]:
+        found = shared.discover((), installed=True, on_error=errors.append)
+        return [package.name for package in found]
+
+    before = names()
+    assert "greeter" not in before
+    assert names() == before  # nothing changed: the same packages
+    greeter(site, "hello")  # installed as an installer would: the package, then its .dist-info
+    info = site / "greeter-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: greeter\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[chord.facets]\ngreeter = greeter\n")
+    assert names() == sorted([*before, "greeter"])
+    for child in sorted(info.iterdir()):
+        child.unlink()
+    info.rmdir()  # uninstalled
+    assert names() == before
+    assert errors == []

@@ -35,7 +35,7 @@ import hashlib
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from chord import (
@@ -186,7 +186,7 @@ class SharedFeatures:
 
     def discover(
         self,
-        folders: Iterable[str | Path],
+        folders: Sequence[str | Path],
         *,
         installed: bool,
         on_error: Callable[[FacetDiscoveryError], None],
@@ -195,7 +195,7 @@ class SharedFeatures:
         scanned again only when a folder of ``sys.path`` changed (installing or removing a
         distribution adds or removes its ``.dist-info`` there: the folder's time changes); the
         errors of the scan are passed to every caller's ``on_error``."""
-        found: dict[str, FacetPackage] = {}
+        found: list[FacetPackage] = []
         if installed:
             stamp = _path_stamp()
             if self._installed is None or self._installed[0] != stamp:
@@ -203,10 +203,13 @@ class SharedFeatures:
                 self._installed = (stamp, installed_facet_packages(on_error=errors.append), errors)
             for error in self._installed[2]:
                 on_error(error)
-            found = {package.name: package for package in self._installed[1]}
+            found = self._installed[1]
+        if not folders:
+            return list(found)
+        named = {package.name: package for package in found}
         for package in discover_facet_packages(folders, installed=False):
-            found[package.name] = package  # a folder replaces an installed package
-        return [found[name] for name in sorted(found)]
+            named[package.name] = package  # a folder replaces an installed package
+        return [named[name] for name in sorted(named)]
 
     def lend(self, package: FacetPackage) -> FacetGeneration:
         key = (package.name, str(package.package_dir), package.plugin_module, package.plugin_attr)
