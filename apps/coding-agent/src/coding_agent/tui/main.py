@@ -46,7 +46,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.abc
@@ -74,16 +74,13 @@ from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.package_reload import PackageReloader, scan_packages
 from coding_agent.supervisor import READY_TIMEOUT, WorkerStartError, WorkerSupervisor
 from coding_agent.tui.app import CodingAgentApp
-from coding_agent.tui.commands.core import commands_facet
-from coding_agent.tui.commands.prompts import prompt_commands_facet
-from coding_agent.tui.commands.sessions import session_commands_facet
-from coding_agent.tui.commands.shell import RemoteShellRunner
-from coding_agent.tui.commands.tree import TreeHost, tree_commands_facet
-from coding_agent.tui.commands.trust import trust_facet
 from coding_agent.tui.conversation import SessionInfo
 from coding_agent.tui.conversation_client import RemoteConversationClient
 from coding_agent.tui.keybindings import load_keybindings
 from coding_agent.tui.notify import TerminalNotifier
+
+if TYPE_CHECKING:
+    from coding_agent.tui.commands.tree import TreeHost
 
 __all__ = ["TUI_HOST", "ClientRun", "load_tui_facets", "run_client"]
 
@@ -195,10 +192,11 @@ async def run_client(
                         control.source.retry_now()  # it serves: dial now, not after a backoff
                         control.start()  # from now on a worker that dies is restarted
 
-            tree_host = _tree_host(app, client, control)
+            tree_hosts: list[TreeHost] = []  # made with the facets (build_facets)
 
             async def switch_branch(ref: str, ctx: Context) -> None:  # /resume branch N
-                if tree_host.switch_branch is None:
+                tree_host = tree_hosts[0] if tree_hosts else None
+                if tree_host is None or tree_host.switch_branch is None:
                     app.notify("/resume: the tree commands are not active", severity="error")
                     return
                 await tree_host.switch_branch(ref, ctx)
@@ -206,9 +204,21 @@ async def run_client(
             notifier = TerminalNotifier.for_project(app, session.cwd)  # OSC 9/777, bell
 
             def build_facets() -> list[Facet]:  # as the host starts, after the first frame
+                # lazy: start-up time. The commands' modules (with the context/ and
+                # session_files/ modules and the Textual widgets they use) load here, after the
+                # first frame, not before it.
+                from coding_agent.tui.commands.core import commands_facet
+                from coding_agent.tui.commands.prompts import prompt_commands_facet
+                from coding_agent.tui.commands.sessions import session_commands_facet
+                from coding_agent.tui.commands.shell import RemoteShellRunner
+                from coding_agent.tui.commands.tree import tree_commands_facet
+                from coding_agent.tui.commands.trust import trust_facet
+
                 loaded, found = load_tui_facets(facets_dirs)
                 generations.extend(loaded)
                 problems.extend(found)
+                tree_host = _tree_host(app, client, control)
+                tree_hosts.append(tree_host)
                 facets: list[Facet] = [
                     client.facet(),
                     notifier.facet(),
@@ -452,6 +462,8 @@ async def _show_screen(app: CodingAgentApp, screen: ModalScreen[Any]) -> Any:
 
 def _tree_host(app: CodingAgentApp, client: RemoteConversationClient, control: Any) -> TreeHost:
     """What ``/tree`` and ``/rewind`` act on: the followed conversation, the editor, screens."""
+    # lazy: start-up time (made with the facets, after the first frame)
+    from coding_agent.tui.commands.tree import TreeHost
 
     async def show_screen(screen: ModalScreen[Any]) -> Any:
         return await _show_screen(app, screen)
