@@ -145,6 +145,7 @@ async def run_client(
     dev: bool = False,
     on_start: Callable[[ClientRun], Awaitable[None] | None] | None = None,
     connect: Callable[[], Awaitable[FrameConnection]] | None = None,
+    on_painted: Callable[[], None] | None = None,
     **run_options: Any,
 ) -> ClientRun:
     """Run the TUI of ``session`` until the app exits (see the module docstring).
@@ -157,6 +158,9 @@ async def run_client(
     the app exits; ``/resume`` treats the session it leaves the same way. ``connect`` replaces
     dialling the session's socket (``attach tcp://…``: the session on a ``coding-agent serve``;
     ``supervisor`` is ``None`` then, and ``/resume`` of another session is refused).
+    ``on_painted`` is called once the first frame is painted and the TUI's facets are loaded
+    (the command line ends the cycle collector's start-up pause there: see
+    :mod:`coding_agent.worker.gc_policy`).
     """
     failed: list[WorkerStartError] = []
     info = SessionInfo(session.id, str(session.cwd), model=model or session.model)
@@ -204,6 +208,13 @@ async def run_client(
             notifier = TerminalNotifier.for_project(app, session.cwd)  # OSC 9/777, bell
 
             def build_facets() -> list[Facet]:  # as the host starts, after the first frame
+                try:
+                    return make_facets()
+                finally:
+                    if on_painted is not None:
+                        on_painted()
+
+            def make_facets() -> list[Facet]:
                 # lazy: start-up time. The commands' modules (with the context/ and
                 # session_files/ modules and the Textual widgets they use) load here, after the
                 # first frame, not before it.
