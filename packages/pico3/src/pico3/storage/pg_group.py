@@ -53,6 +53,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from pico3.storage.base import LeaseLost, StorageFailed
 
@@ -156,6 +157,10 @@ class GroupCommitter:
         """Send the queue as one group, then hand what queued meanwhile to its first waiter
         (or give the turn up)."""
         try:
+            # one turn of the event loop first: the sessions already woken (by the group that
+            # just finished) queue their next commits, and this group takes them all, instead
+            # of going alone and leaving the others to the next flush
+            await anyio.lowlevel.checkpoint()
             batch, self._queue = self._queue, []
             if batch:
                 await self._send_group(batch)
