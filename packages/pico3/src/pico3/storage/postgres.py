@@ -75,6 +75,14 @@ stays (renewed as before). The next commit takes a pool connection and re-takes 
 way a reconnect does (below), so a process of many sessions needs connections for its *active*
 sessions only. The blobs of a pooled storage use a pool connection per operation.
 
+Group commit (``group_commit=True``)
+------------------------------------
+The sessions of one process on one shared pool can commit in groups
+(:mod:`pico3.storage.pg_group`): the commits that arrive together go as one statement in one
+transaction, each row fenced by its writer's epoch (the session row locked ``FOR SHARE``)
+instead of the session lock, which the opening takes (ending a previous holder's backend) and
+gives back at once. A stale writer's row is left out (``LeaseLost``); the others commit.
+
 A lost connection
 -----------------
 Before each statement the writer polls its idle connection (anything readable is the server's
@@ -486,6 +494,10 @@ class PostgresStorage(TableStorage):
     ``migrate=True`` (the default) brings an older schema up to date at open (:func:`migrate`);
     with ``migrate=False`` an older schema is refused with :class:`SchemaNotMigrated` and the
     explicit step, :func:`migrate_database` (``coding-agent db migrate``), must run first.
+    ``group_commit=True`` (needs ``pool``; only ``fsync=True`` sessions are grouped): the
+    commits of the pool's sessions that arrive together share one statement and one
+    transaction, each fenced per row by its writer's epoch, and the session holds no
+    connection between commits (:mod:`pico3.storage.pg_group`).
     """
 
     def __init__(
