@@ -244,3 +244,34 @@ async def test_pool_connections_the_server_ended_lose_no_grouped_commit(
     renewer.close()
     for n in range(3):
         assert [seq for seq, _ in rows_of(conninfo, f"{name}-{n}")] == [1, 2]
+
+
+async def test_a_stale_writer_committing_alone_is_refused_by_the_fence_of_its_row(
+    postgres_cluster: Any,
+) -> None:
+    """A group of one (its own statement) is fenced the same way; the renewer has not
+    noticed yet (a long lease), so the statement's fence refuses it."""
+    from psycopg_pool import AsyncConnectionPool
+
+    conninfo = postgres_cluster.conninfo
+    session = f"alone-{uuid.uuid4().hex[:8]}"
+    renewer = LeaseRenewer(conninfo)
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        conninfo, min_size=1, max_size=2, open=False
+    )
+    async with pool:
+        stale = PostgresStorage(
+            session=session, pool=pool, renewer=renewer, group_commit=True, lease_seconds=60.0
+        )
+        await stale.open(ctx)
+        assert await commit_one(stale) == 1
+        taker = PostgresStorage(conninfo, session, take_over=True)
+        await taker.open(ctx)
+        with pytest.raises(LeaseLost, match="nothing was written"):
+            await commit_one(stale)
+        assert await commit_one(taker) == 2
+        await taker.close(ctx)
+        await stale.close(ctx)
+    renewer.close()
+    rows = rows_of(conninfo, session)
+    assert [seq for seq, _ in rows] == [1, 2] and rows[0][1] < rows[1][1]

@@ -88,6 +88,15 @@ _PREPARE = (
     .replace("%s::int8[]", "$4", 1)
     .replace("%s::bytea[]", "$5")
 )
+_NAME_ONE = b"pico3_group_one"
+_PREPARE_ONE = (
+    # a group of one (a session committing alone): the same fence without the arrays, as
+    # cheap on the server as the plain INSERT (the unnest and the CTEs cost ~15 % of a commit)
+    "PREPARE pico3_group_one (text, int8, int8, int8, bytea) AS "
+    "INSERT INTO pico3_commits (session, seq, epoch, max_id, writes) "
+    "SELECT $1, $2, $3, $4, $5 FROM pico3_sessions WHERE session = $1 AND epoch = $3 "
+    "FOR SHARE SKIP LOCKED RETURNING session"
+)
 _FORMATS = (1, 1, 1, 1, 1)
 _HEAD = struct.Struct("!iiIii").pack  # a binary array: 1 dimension, no NULLs, type, length, 1
 _LEN = struct.Struct("!i").pack
@@ -223,19 +232,32 @@ class GroupCommitter:
 
         if conn not in _PREPARED:
             await conn.execute(_PREPARE)
+            await conn.execute(_PREPARE_ONE)
             _PREPARED.add(conn)
         n = len(batch)
         names = [i.session.encode() for i in batch]
-        raws = [i.raw for i in batch]
-        params = (
-            b"".join([_HEAD(1, 0, _TEXT, n, 1), *(_LEN(len(x)) + x for x in names)]),
-            b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.seq) for i in batch)]),
-            b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.epoch) for i in batch)]),
-            b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.max_id) for i in batch)]),
-            b"".join([_HEAD(1, 0, _BYTEA, n, 1), *(_LEN(len(x)) + x for x in raws)]),
-        )
+        if n == 1:
+            one = batch[0]
+            name = _NAME_ONE
+            params: tuple[bytes, ...] = (
+                names[0],
+                _INT8(8, one.seq)[4:],
+                _INT8(8, one.epoch)[4:],
+                _INT8(8, one.max_id)[4:],
+                one.raw,
+            )
+        else:
+            name = _NAME
+            raws = [i.raw for i in batch]
+            params = (
+                b"".join([_HEAD(1, 0, _TEXT, n, 1), *(_LEN(len(x)) + x for x in names)]),
+                b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.seq) for i in batch)]),
+                b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.epoch) for i in batch)]),
+                b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.max_id) for i in batch)]),
+                b"".join([_HEAD(1, 0, _BYTEA, n, 1), *(_LEN(len(x)) + x for x in raws)]),
+            )
         pgconn = conn.pgconn
-        pgconn.send_query_prepared(_NAME, params, _FORMATS)
+        pgconn.send_query_prepared(name, params, _FORMATS)
         fd = pgconn.socket
         while pgconn.flush():
             await anyio.wait_writable(fd)
