@@ -141,8 +141,38 @@ class GroupCommitter:
         self._groups = max(1, min(groups, pool.max_size))
         self._queue: list[Pending] = []
         self._running = 0  # groups being sent (leaders)
+        # connections kept between groups (the last used first: a warm backend), while
+        # sessions are attached, never all of the pool's, given back when others wait for one
+        self._idle: list[AsyncConnection[Any]] = []
+        self._keep = max(0, min(self._groups, pool.max_size - 1))
+        self._users = 0
         self.timeout = 60.0  # waiting for a pool connection
         self.patience_ms = 10_000  # ending a lost connection's backend
+
+    def attach(self) -> None:
+        """A grouped session opened on this pool."""
+        self._users += 1
+
+    async def detach(self) -> None:
+        """A grouped session closed; the last one gives the kept connections back."""
+        self._users -= 1
+        if self._users <= 0:
+            idle, self._idle = self._idle, []
+            for conn in idle:
+                await self._pool.putconn(conn)
+
+    async def _give_back(self, conn: AsyncConnection[Any]) -> None:
+        keep = (
+            self._users > 0
+            and len(self._idle) < self._keep
+            and not conn.closed
+            and not conn.broken
+            and not self._pool.get_stats().get("requests_waiting", 0)
+        )
+        if keep:
+            self._idle.append(conn)
+        else:
+            await self._pool.putconn(conn)  # the pool discards a broken one
 
     async def commit(self, item: Pending) -> None:
         """Store ``item``'s row durably in a group, or raise (``LeaseLost``: provably not
@@ -216,7 +246,7 @@ class GroupCommitter:
             for item in batch:
                 item.conn = None
             if conn is not None:
-                await self._pool.putconn(conn)  # the pool discards a broken one
+                await self._give_back(conn)
         for item in batch:
             if item.again:
                 item.again = False  # queued again: the next group sends it
@@ -300,6 +330,12 @@ class GroupCommitter:
     async def _connection(self) -> AsyncConnection[Any]:
         """A pool connection in autocommit mode, not one the server ended while it was idle
         (a restart): anything readable on an idle connection is the server's goodbye."""
+        while self._idle:
+            conn = self._idle.pop()
+            if not _idle_broken(conn):
+                return conn
+            await conn.close()
+            await self._pool.putconn(conn)
         for _ in range(self._pool.max_size + 1):
             conn = await self._pool.getconn(timeout=self.timeout)
             if not _idle_broken(conn):

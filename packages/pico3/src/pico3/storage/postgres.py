@@ -663,6 +663,7 @@ class PostgresStorage(TableStorage):
         self._last_used = self._writer_since = time.monotonic()
         self._open = True
         if self._group is not None:  # the fence of its commits is per row: no lock held
+            self._group.attach()
             await self.release_writer()
 
     async def _take_lease(self, conn: AsyncConnection[Any]) -> tuple[int, int]:
@@ -908,6 +909,9 @@ class PostgresStorage(TableStorage):
         lease, self._lease = self._lease, None
         if renewer is not None and lease is not None:
             renewer.remove(lease)
+        if self._group is not None:
+            with anyio.CancelScope(shield=True):
+                await self._group.detach()
         with anyio.CancelScope(shield=True):
             blobs, self._blobs = self._blobs, None
             if blobs is not None:
