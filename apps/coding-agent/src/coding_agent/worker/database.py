@@ -76,6 +76,7 @@ class SharedDatabase:
             renewer=self.renewer,
             fsync=fsync,
             connect_timeout=POOL_WAIT,
+            group_commit=True,  # commits of sessions that arrive together share a transaction
             **options,
         )
         self._storages.add(storage)

@@ -75,6 +75,14 @@ stays (renewed as before). The next commit takes a pool connection and re-takes 
 way a reconnect does (below), so a process of many sessions needs connections for its *active*
 sessions only. The blobs of a pooled storage use a pool connection per operation.
 
+Group commit (``group_commit=True``)
+------------------------------------
+The sessions of one process on one shared pool can commit in groups
+(:mod:`pico3.storage.pg_group`): the commits that arrive together go as one statement in one
+transaction, each row fenced by its writer's epoch (the session row locked ``FOR SHARE``)
+instead of the session lock, which the opening takes (ending a previous holder's backend) and
+gives back at once. A stale writer's row is left out (``LeaseLost``); the others commit.
+
 A lost connection
 -----------------
 Before each statement the writer polls its idle connection (anything readable is the server's
@@ -132,6 +140,7 @@ from pico3.storage.base import (
     current_prechecked,
 )
 from pico3.storage.pg_blobs import BlobStore, address_of, unreachable, with_liveness
+from pico3.storage.pg_group import GroupCommitter, Pending, committer_for
 from pico3.storage.pg_lease import Lease, LeaseRenewer
 from pico3.storage.records import DocRef, DocWrite, Write, is_base
 
@@ -344,6 +353,13 @@ _COMMIT = (
     "SELECT pico3_commit(%s, %s, %s, %s, %s, %s, "
     "%s::bigint[], %s::bytea[], %s::bigint[], %s::bytea[], %s::bigint[])"
 )
+_FENCED_COMMIT = (
+    # a grouped session's commit with sidecar rows: the function runs only if the session row,
+    # locked first, still has the writer's epoch (a takeover's UPDATE waits for the lock)
+    "WITH f AS MATERIALIZED (SELECT 1 FROM pico3_sessions WHERE session = %s AND epoch = %s "
+    "FOR SHARE) SELECT pico3_commit(%s, %s, %s, %s, %s, %s, "
+    "%s::bigint[], %s::bytea[], %s::bigint[], %s::bytea[], %s::bigint[]) FROM f"
+)
 
 
 async def _schema_state(conn: AsyncConnection[Any]) -> tuple[int, int | None]:
@@ -478,6 +494,10 @@ class PostgresStorage(TableStorage):
     ``migrate=True`` (the default) brings an older schema up to date at open (:func:`migrate`);
     with ``migrate=False`` an older schema is refused with :class:`SchemaNotMigrated` and the
     explicit step, :func:`migrate_database` (``coding-agent db migrate``), must run first.
+    ``group_commit=True`` (needs ``pool``; only ``fsync=True`` sessions are grouped): the
+    commits of the pool's sessions that arrive together share one statement and one
+    transaction, each fenced per row by its writer's epoch, and the session holds no
+    connection between commits (:mod:`pico3.storage.pg_group`).
     """
 
     def __init__(
@@ -495,6 +515,7 @@ class PostgresStorage(TableStorage):
         connect_timeout: float = 10.0,
         migrate: bool = True,
         commit_timeout: float = COMMIT_TIMEOUT,
+        group_commit: bool = False,
     ) -> None:
         super().__init__()
         if (conninfo is None) == (pool is None):
@@ -505,6 +526,8 @@ class PostgresStorage(TableStorage):
             raise ValueError(f"lease_seconds must be positive, not {lease_seconds}")
         if commit_timeout <= 0:
             raise ValueError(f"commit_timeout must be positive, not {commit_timeout}")
+        if group_commit and pool is None:
+            raise ValueError("group_commit=True needs a shared pool (pool=)")
         if conninfo is None:
             assert pool is not None
             if not isinstance(pool.conninfo, str):
@@ -548,6 +571,11 @@ class PostgresStorage(TableStorage):
         self._lease_t0 = 0.0  # monotonic time just before the lease was last taken
         self._fence_callbacks: list[Callable[[str], object]] = []
         self._blobs: BlobStore | None = None  # session blobs, on a connection of their own
+        # the commits go in groups with other sessions' on the pool (pico3.storage.pg_group)
+        self._group: GroupCommitter | None = (
+            committer_for(pool) if group_commit and fsync and pool is not None else None
+        )
+        self._pending: Pending | None = None  # this storage's grouped commit in flight
 
     def __repr__(self) -> str:
         return f"<PostgresStorage session={self._session!r} seq={self.seq}>"
@@ -600,8 +628,9 @@ class PostgresStorage(TableStorage):
                 self._backend = conn.info.backend_pid
                 await self._lock_session(conn)
                 tables = await self._load(conn)
-                await conn.execute(_PREPARE_MAIN)
-                self._prepared = True
+                if self._group is None:  # a grouped session commits on the group's statement
+                    await conn.execute(_PREPARE_MAIN)
+                    self._prepared = True
             except BaseException:
                 with anyio.CancelScope(shield=True):
                     await self._release_lease(conn)
@@ -633,6 +662,9 @@ class PostgresStorage(TableStorage):
         self._released = False
         self._last_used = self._writer_since = time.monotonic()
         self._open = True
+        if self._group is not None:  # the fence of its commits is per row: no lock held
+            self._group.attach()
+            await self.release_writer()
 
     async def _take_lease(self, conn: AsyncConnection[Any]) -> tuple[int, int]:
         deadline = anyio.current_time() + self._wait
@@ -877,6 +909,9 @@ class PostgresStorage(TableStorage):
         lease, self._lease = self._lease, None
         if renewer is not None and lease is not None:
             renewer.remove(lease)
+        if self._group is not None:
+            with anyio.CancelScope(shield=True):
+                await self._group.detach()
         with anyio.CancelScope(shield=True):
             blobs, self._blobs = self._blobs, None
             if blobs is not None:
@@ -983,6 +1018,8 @@ class PostgresStorage(TableStorage):
         max_id = self._high_water_after(staged)
         self._busy_since = self._last_used = time.monotonic()  # the watchdog bounds it
         try:
+            if self._group is not None:
+                return await self._commit_grouped(staged, seq, max_id, raw)
             await self._ensure_writer(f"commit {seq}", tables.seq)
             if not staged.docs and not staged.tasks:  # nothing can go to a sidecar: one statement
                 main_raw = raw
@@ -1002,6 +1039,34 @@ class PostgresStorage(TableStorage):
             raise
         finally:
             self._busy_since = None
+
+    async def _commit_grouped(self, staged: Staged, seq: int, max_id: int, raw: bytes) -> int:
+        """A grouped session's commit (``group_commit=True``): the main row in a group with
+        other sessions' (pico3.storage.pg_group), fenced per row by the epoch; a commit with
+        sidecar rows calls the ``pico3_commit`` function on a pool connection, fenced the
+        same way in the same statement. Any failure is fail-stop."""
+        group = self._group
+        assert group is not None
+        group.timeout = self._connect_timeout
+        try:
+            if not staged.docs and not staged.tasks:
+                self._pending = Pending(self._session, seq, self._epoch, max_id, raw)
+                try:
+                    await group.commit(self._pending)
+                finally:
+                    self._pending = None
+            else:
+                await self._commit_function(staged, seq, max_id, raw)
+        except LeaseLost as exc:
+            self._failed = exc
+            raise
+        except StorageFailed as exc:
+            self._failed = exc
+            raise
+        except Exception as exc:
+            self._failed = StorageFailed(f"{self!r}: commit {seq} failed: {exc}")
+            raise self._failed from exc
+        return self._publish(staged, max_id)
 
     async def _commit_function(self, staged: Staged, seq: int, max_id: int, raw: bytes) -> int:
         """A commit with sidecar rows or a retiring task: the ``pico3_commit`` function."""
@@ -1038,6 +1103,10 @@ class PostgresStorage(TableStorage):
             staged.terminalized or None,
         )
 
+        if self._group is not None:
+            await self._fenced_function(seq, params)
+            return seq  # published by the caller
+
         async def send_function() -> None:
             cursor = self._cursor
             assert cursor is not None
@@ -1045,6 +1114,30 @@ class PostgresStorage(TableStorage):
 
         await self._send(send_function, seq)
         return self._publish(staged, max_id)
+
+    async def _fenced_function(self, seq: int, params: tuple[Any, ...]) -> None:
+        """A grouped session's commit with sidecar rows: ``pico3_commit`` on a pool connection,
+        called only if the session row, locked ``FOR SHARE``, still has this writer's epoch
+        (the per-row fence of pico3.storage.pg_group, here for one row)."""
+        pool = self._shared_pool
+        assert pool is not None
+        conn = await pool.getconn(timeout=self._connect_timeout)
+        try:
+            await conn.set_autocommit(True)
+            cursor = await conn.execute(_FENCED_COMMIT, (self._session, self._epoch, *params))
+            called = await cursor.fetchall()
+            if called:
+                return
+            row = await (
+                await conn.execute(
+                    "SELECT epoch FROM pico3_sessions WHERE session = %s", (self._session,)
+                )
+            ).fetchone()
+        finally:
+            await pool.putconn(conn)
+        if row is None or row[0] != self._epoch:
+            raise self._lease_lost(f"commit {seq}")
+        raise StorageFailed(f"{self!r}: commit {seq} was not stored (the fence found no row)")
 
     # a broken connection: reconnect, re-take the fence, never send a commit twice -----------
 
@@ -1122,7 +1215,8 @@ class PostgresStorage(TableStorage):
         if self._stalled or since is None or now - since <= self._commit_timeout:
             return self._stalled
         self._stalled = True
-        conn = self._conn
+        pending = self._pending
+        conn = self._conn if pending is None or pending.conn is None else pending.conn
         try:
             if conn is not None:
                 dup = socket.socket(fileno=os.dup(conn.pgconn.socket))
@@ -1455,14 +1549,8 @@ class PostgresStorage(TableStorage):
                 self._check_writable()
                 base = self._sticky_base.get(cid)
                 if base is not None:
-                    await self._ensure_writer("sticky truncation", self.seq)
-                    conn = self._conn
-                    assert conn is not None
                     try:
-                        await conn.execute(
-                            "SELECT pico3_truncate_sticky(%s, %s, %s, %s)",
-                            (self._session, self._epoch, cid, base),
-                        )
+                        await self._truncate_rows(cid, base)
                     except Exception as exc:
                         self._failed = self._classify(exc, "sticky truncation")
                         if isinstance(self._failed, LeaseLost):
@@ -1471,6 +1559,25 @@ class PostgresStorage(TableStorage):
                 self._tables.truncate_sticky(cid)
         finally:
             lock.release()
+
+    async def _truncate_rows(self, cid: int, base: int) -> None:
+        """``pico3_truncate_sticky`` (it checks the epoch itself, under a row lock): on the
+        writer's connection, or a grouped session's on a pool connection."""
+        query = "SELECT pico3_truncate_sticky(%s, %s, %s, %s)"
+        params = (self._session, self._epoch, cid, base)
+        pool = self._shared_pool
+        if self._group is not None and pool is not None and self._conn is None:
+            conn = await pool.getconn(timeout=self._connect_timeout)
+            try:
+                await conn.set_autocommit(True)
+                await conn.execute(query, params)
+            finally:
+                await pool.putconn(conn)
+            return
+        await self._ensure_writer("sticky truncation", self.seq)
+        conn = self._conn
+        assert conn is not None
+        await conn.execute(query, params)
 
     # session blobs (pico3.storage.pg_blobs) -----------------------------------------------
 
