@@ -216,6 +216,60 @@ async def test_a_frozen_backend_fails_the_commit_within_the_bound_and_stops_the_
         await successor.close(ctx)
 
 
+async def test_a_frozen_backend_fails_a_grouped_commit_within_the_bound_too(
+    own_cluster: TempCluster,
+) -> None:
+    """A host's session commits in groups on a pool connection (pico3.storage.pg_group): its
+    stall ends the same way, within the commit bound, not after a recovery that would wait on
+    the frozen backend again (its transaction holds the row's unique index)."""
+    from psycopg_pool import AsyncConnectionPool
+
+    from pico3.storage import LeaseRenewer
+
+    conninfo = own_cluster.conninfo
+    session = f"frozen-group-{uuid.uuid4().hex}"
+    name = f"grouped-{uuid.uuid4().hex[:8]}"
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        f"{conninfo} application_name={name}", min_size=1, max_size=2, open=False
+    )
+    renewer = LeaseRenewer(conninfo)
+    backends: list[int] = []
+    async with pool:
+        storage = PostgresStorage(
+            session=session,
+            pool=pool,
+            renewer=renewer,
+            group_commit=True,
+            lease_seconds=1.0,
+            commit_timeout=2.0,
+        )
+        await storage.open(ctx)
+        try:
+            await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
+            backends = [
+                int(pid)
+                for (pid,) in query(
+                    conninfo, "SELECT pid FROM pg_stat_activity WHERE application_name = %s", name
+                )
+            ]
+            assert backends
+            for pid in backends:
+                os.kill(pid, signal.SIGSTOP)
+            with anyio.fail_after(30), pytest.raises(StorageFailed) as info:
+                await note(storage, 1)
+            message = str(info.value)
+            assert "\n" not in message
+            assert "got no answer from PostgreSQL" in message and "within 2 s" in message
+            with pytest.raises(StorageFailed):  # fail-stop
+                await note(storage, 2)
+        finally:
+            for pid in backends:
+                os.kill(pid, signal.SIGCONT)
+            with anyio.fail_after(30):
+                await storage.close(ctx)
+    renewer.close()
+
+
 def storage_epoch_after(conninfo: str, session: str) -> int:
     ((epoch,),) = query(conninfo, "SELECT epoch FROM pico3_sessions WHERE session = %s", session)
     return int(epoch)

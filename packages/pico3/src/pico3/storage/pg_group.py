@@ -116,7 +116,7 @@ class Pending:
 
     __slots__ = (
         "again", "conn", "epoch", "error", "finished", "lead", "max_id", "raw", "seq", "session",
-        "wake",
+        "stalled", "wake",
     )  # fmt: skip
 
     def __init__(self, session: str, seq: int, epoch: int, max_id: int, raw: bytes) -> None:
@@ -131,6 +131,9 @@ class Pending:
         self.again = False  # left out by the fence's SKIP LOCKED: queued for the next group
         self.error: BaseException | None = None
         self.conn: AsyncConnection[Any] | None = None  # the connection of its group in flight
+        # its storage's watchdog shut the group's connection down (no answer within the
+        # commit timeout): the group is not recovered, its outcome is unknown at once
+        self.stalled = False
 
 
 class GroupCommitter:
@@ -220,6 +223,11 @@ class GroupCommitter:
             try:
                 left = await self._insert(conn, batch)
             except Exception as exc:
+                if any(item.stalled for item in batch):
+                    # the database stalled past a commit timeout: recovering would wait on it
+                    # again (a new connection, the old backend's end, the row's unique index
+                    # held by its transaction), so the group fails at once, outcome unknown
+                    raise
                 if _lost(conn, exc):
                     lost, conn = conn, None
                     conn, left = await self._recover(lost, batch)

@@ -1216,6 +1216,8 @@ class PostgresStorage(TableStorage):
             return self._stalled
         self._stalled = True
         pending = self._pending
+        if pending is not None:
+            pending.stalled = True  # its group fails at once, not after a recovery (pg_group)
         conn = self._conn if pending is None or pending.conn is None else pending.conn
         try:
             if conn is not None:
