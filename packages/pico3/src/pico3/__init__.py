@@ -56,8 +56,8 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 **What ``import pico3`` costs: nothing until a name is used.** Every public name is bound from
 the module that defines it at its first use (a module ``__getattr__``, PEP 562; ``__all__`` and
 what each name is are unchanged), so a process imports only the parts it touches: a client that
-decodes views (``from pico3 import ViewDecoder``) does not import the harness, the kernel, the
-storages or the turn machinery, and a worker imports them as it opens its session. Nothing in
+decodes views (``from pico3 import ViewDecoder``) does not import the harness, the kernel or the
+turn machinery (nor :mod:`asyncio`), and a worker imports them as it opens its session. Nothing in
 pico3 registers anything at import time (task and entry kinds are registered by the harness that
 uses them), so when a module is imported never changes what it does.
 """
