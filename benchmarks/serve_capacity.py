@@ -8,7 +8,9 @@ socket (the preface of :mod:`coding_agent.server.preface`, answered ``OK`` once 
 worker is ready). Printed:
 
 * **start storm**: seconds from the first request until every session answered (or failed),
-  and how many failed; target: 200 sessions all ready within 15 s on 2 cores;
+  and how many failed; target: 200 sessions all ready within 15 s on 2 cores; and the CPU
+  seconds the storm cost the session processes and the server (wall time on a shared machine
+  is noisy: compare the CPU);
 * **memory of idle sessions**: the workers' proportional set size (``Pss`` of
   ``/proc/PID/smaps_rollup``: shared pages split among their sharers), per session beyond the
   first; target: at most 5 MB;
@@ -153,6 +155,23 @@ def _pss_kb(pid: int) -> int:
     return int(found.group(1)) if found else 0
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds of process ``pid`` so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _postmaster(cluster: TempCluster) -> int | None:
+    try:
+        assert cluster.folder is not None
+        return int((cluster.folder / "data" / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError, AssertionError):
+        return None
+
+
 def _children(pid: int) -> list[int]:
     try:
         text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
@@ -168,6 +187,7 @@ async def measure(
     max_starting: int | None,
     host: int = 0,
     pool_size: int | None = None,
+    postmaster: int | None = None,
 ) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["XDG_STATE_HOME"] = str(folder / "state")
@@ -200,6 +220,9 @@ async def measure(
             conn, _ = await connect_server(address, Request(new=True))
             await conn.aclose()
         baseline = sum(_pss_kb(pid) for pid in _children(process.pid))
+    before = {pid: _cpu_seconds(pid) for pid in [process.pid, *_children(process.pid)]}
+    database = [postmaster, *_children(postmaster)] if postmaster is not None else []
+    before_db = {pid: _cpu_seconds(pid) for pid in database}
     start = time.monotonic()
 
     async def one() -> None:
@@ -217,6 +240,10 @@ async def measure(
                 group.start_soon(one)
         storm = time.monotonic() - start
         workers = _children(process.pid)
+        server_cpu = _cpu_seconds(process.pid) - before[process.pid]
+        session_cpu = sum(_cpu_seconds(pid) - before.get(pid, 0.0) for pid in workers)
+        database = [postmaster, *_children(postmaster)] if postmaster is not None else []
+        database_cpu = sum(_cpu_seconds(pid) - before_db.get(pid, 0.0) for pid in database)
         pss = sorted(_pss_kb(pid) for pid in workers)
         if host:  # what the sessions of the storm added to the hosts
             pss = [baseline, sum(pss)]
@@ -233,7 +260,9 @@ async def measure(
         if process.returncode is None:
             process.kill()
     return {"storm": storm, "ready": len(ready), "failed": failed, "pss": pss,
-            "connections": connections, "workers": len(workers)}  # fmt: skip
+            "connections": connections, "workers": len(workers),
+            "server_cpu": server_cpu, "session_cpu": session_cpu,
+            "database_cpu": database_cpu}  # fmt: skip
 
 
 def main() -> None:
@@ -270,7 +299,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             found = anyio.run(
                 measure, url, Path(folder), args.sessions, args.max_starting,
-                args.host_sessions, args.db_pool_size,
+                args.host_sessions, args.db_pool_size, _postmaster(cluster),
             )  # fmt: skip
     finally:
         cluster.stop()
@@ -295,6 +324,13 @@ def main() -> None:
     )
     if found["failed"]:
         print(f"    first failure: {found['failed'][0]}")
+    where = "the hosts" if args.host_sessions else "the workers (still running)"
+    print(
+        f"  CPU of the storm: {found['session_cpu']:.1f} s in {where} "
+        f"({found['session_cpu'] / max(1, n) * 1000:.0f} ms a session), "
+        f"{found['server_cpu']:.1f} s in the server, {found['database_cpu']:.1f} s in PostgreSQL "
+        f"(its backends still open)"
+    )
     workers = found["workers"]
     if args.host_sessions:
         verdict = "meets" if workers == args.host_sessions else "MISSES"

@@ -32,7 +32,9 @@ private ``CHORD_CODE_CACHE``, which ``--cold`` turns off: see ``chord.facet_pack
 * the TUI (issue 38): ``coding-agent`` launched in a tmux pane (a new session on the faux model;
   its worker starts beside it) until its first screen (the editor's top border with its ``›``
   marker is on the pane), and until the editor accepts input (a key sent the moment the editor
-  shows appears in the editor's box); the pane is polled as fast as tmux answers. CPU is the
+  shows appears in the editor's box); the pane is polled every ``POLL_INTERVAL`` (10 ms: a
+  capture costs a tmux client and the server 2-3 ms of CPU, so captures back to back would take
+  most of a core of a 2-core machine from the TUI and the worker starting beside it). CPU is the
   TUI process's own, read from ``/proc`` at each point (its worker's is not counted).
 
 Targets (issue 15): ``--help``/``--version`` <= 0.15 s; first request <= 0.5 s on both paths;
@@ -465,14 +467,19 @@ def _typed_shown(screen: str) -> bool:
     return any(_TYPED in line and "│" in line for line in screen.splitlines())
 
 
+POLL_INTERVAL = 0.01
+"""Seconds between two captures of the TUI's pane (see the module docstring)."""
+
+
 def _poll(tmux: _Tmux, window: str, check: Any, what: str, start: float) -> float:
-    """Poll the pane (as fast as tmux answers) until ``check(screen)``; seconds since start."""
+    """Poll the pane (every ``POLL_INTERVAL``) until ``check(screen)``; seconds since start."""
     while True:
         screen = tmux.screen(window)
         if check(screen):
             return time.monotonic() - start
         if time.monotonic() - start > 120:
             raise RuntimeError(f"the TUI showed no {what} within 120 s; the screen was:\n{screen}")
+        time.sleep(POLL_INTERVAL)
 
 
 def tui_times(runs: int, tmp: Path) -> tuple[Timing, Timing]:

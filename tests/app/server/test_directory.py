@@ -8,6 +8,8 @@ holds until all 200 connections wait on a lock)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -17,7 +19,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from coding_agent.server.directory import SessionDirectory
+from coding_agent.server.directory import DirectoryStalled, SessionDirectory
 from coding_agent.session_files.folders import METADATA_VERSION, SessionMetadata
 
 pytestmark = pytest.mark.anyio
@@ -165,4 +167,81 @@ async def test_the_directory_reconnects_when_its_connection_is_gone(
         assert await directory.get(_metadata(1).id) == _metadata(1)
         assert await directory.get(_metadata(2).id) == _metadata(2)
     finally:
+        await directory.aclose()
+
+
+@pytest.fixture
+def own_db(postgres_cluster: Any) -> Iterator[str]:
+    name = f"db_{uuid.uuid4().hex}"
+    with psycopg.connect(postgres_cluster.conninfo, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield postgres_cluster.conninfo.replace("dbname=postgres", f"dbname={name}")
+    finally:
+        with psycopg.connect(postgres_cluster.conninfo, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def directory_backend(url: str) -> int:
+    """The pid of the directory's backend on ``url``'s database."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity "
+            "WHERE datname = current_database() AND application_name = 'coding-agent serve'"
+        ).fetchall()
+    assert len(rows) == 1, rows
+    return rows[0][0]
+
+
+async def test_a_statement_waiting_past_the_bound_is_cancelled_and_the_connection_kept(
+    own_db: str,
+) -> None:
+    """The directory's connection carries ``statement_timeout``: a start whose statement waits
+    on a lock fails with the server's cancellation at the bound, and the next one goes on."""
+    directory = SessionDirectory(own_db, statement_timeout=1.0)
+    try:
+        await directory.put(_metadata(1))
+        with psycopg.connect(own_db, autocommit=True) as conn:
+            ((setting,),) = conn.execute(
+                "SELECT setting FROM pg_settings WHERE name = 'statement_timeout'"
+            ).fetchall()
+            assert setting == "0"  # the database's default: the bound is the directory's own
+        backend = directory_backend(own_db)
+        blocker = await psycopg.AsyncConnection.connect(own_db)
+        async with blocker:
+            await blocker.execute("LOCK TABLE coding_agent_sessions IN ACCESS EXCLUSIVE MODE")
+            with anyio.fail_after(60), pytest.raises(psycopg.errors.QueryCanceled) as info:
+                await directory.put(_metadata(2))
+            assert "statement timeout" in str(info.value)
+            await blocker.rollback()
+        await directory.put(_metadata(2))  # on the same connection
+        assert directory_backend(own_db) == backend
+        assert await directory.get(_metadata(2).id) == _metadata(2)
+    finally:
+        await directory.aclose()
+
+
+async def test_a_frozen_backend_fails_the_statement_within_the_bound(own_db: str) -> None:
+    """A backend that answers nothing (frozen; the server's own timeout cannot fire) costs a
+    start at most the bound and a margin: the directory drops the connection, says so in one
+    line, and the next start opens a new one."""
+    directory = SessionDirectory(own_db, statement_timeout=1.0)
+    backend = 0
+    try:
+        await directory.put(_metadata(1))
+        backend = directory_backend(own_db)
+        os.kill(backend, signal.SIGSTOP)
+        with anyio.fail_after(60), pytest.raises(DirectoryStalled) as info:
+            await directory.get(_metadata(1).id)
+        message = str(info.value)
+        assert "\n" not in message
+        assert message.startswith("no answer from PostgreSQL at ")
+        assert "within 1 s" in message and "connection was dropped" in message
+        os.kill(backend, signal.SIGCONT)
+        backend = 0
+        with anyio.fail_after(60):
+            assert await directory.get(_metadata(1).id) == _metadata(1)  # a new connection
+    finally:
+        if backend:
+            os.kill(backend, signal.SIGCONT)
         await directory.aclose()

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from coding_agent.tui import CodingAgentApp
-from coding_agent.tui.main import _WorkerReloadToasts  # pyright: ignore[reportPrivateUsage]
+from coding_agent.tui.status_toasts import WorkerStatusToasts
 
 pytestmark = pytest.mark.anyio
 
@@ -18,7 +18,7 @@ async def test_the_tui_says_once_that_a_model_switched_to_text_tool_calls(
     app = CodingAgentApp(conversation)
     async with app.run_test(size=(100, 30)) as pilot:
         await app.wait_rendered()
-        toasts = _WorkerReloadToasts(app)
+        toasts = WorkerStatusToasts(app)
         document = {"pid": 7, "reloads": [], "textToolCalling": ["openai/llama3.2"]}
         toasts.listener(document)
         toasts.listener(document)  # the next revision of the same status: no second toast

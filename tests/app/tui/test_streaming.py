@@ -10,7 +10,8 @@ import pytest
 
 from coding_agent.tui import CodingAgentApp
 from coding_agent.tui.app import turn_status
-from coding_agent.tui.widgets import AssistantView, MessageMarkdown
+from coding_agent.tui.widgets import AssistantView
+from coding_agent.tui.widgets.markdown import MessageMarkdown
 
 pytestmark = pytest.mark.anyio
 

@@ -459,7 +459,12 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]
     return create_session(cwd, settings=_launch_settings(args, LaunchSettings())), True
 
 
-async def _run_tui(args: argparse.Namespace, session: Session, tui_dirs: list[str]) -> int:
+async def _run_tui(
+    args: argparse.Namespace,
+    session: Session,
+    tui_dirs: list[str],
+    start_up_done: Callable[[], None],
+) -> int:
     # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.supervisor import WorkerStartError, WorkerSupervisor
 
@@ -489,6 +494,7 @@ async def _run_tui(args: argparse.Namespace, session: Session, tui_dirs: list[st
             model=args.model,
             models=args.models,
             dev=session.settings.dev,
+            on_painted=start_up_done,  # the collector's start-up pause ends here
         )
     except WorkerStartError as error:
         message = f"{error.reason()} (worker log: {session.log_path})"
@@ -792,8 +798,15 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     headless = args.prompt is not None or args.json is not None
-    if not headless or args.server is not None:
-        start_up_done()  # a TUI, a server, a remote run: no first request of ours is next
+    local_tui = (
+        not headless
+        and args.command in (None, "attach")
+        and not (getattr(args, "session", None) or "").startswith("tcp://")
+    )
+    if (not headless or args.server is not None) and not local_tui:
+        start_up_done()  # a server, a remote run, a command: no first request of ours is next
+    # A local TUI ends the pause once its first frame is painted (_run_tui): what it imports
+    # and builds until then (Textual, chord, pico3, the app) lives as long as the process.
     if headless and args.command in (
         "attach", "serve", "web", "config", "doctor", "acp", "sessions", "export", "facets", "db"
     ):  # fmt: skip
@@ -880,7 +893,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
 
             set_session_name(session, args.name)
         try:
-            code = _run(args, session, new, headless, prompt)
+            code = _run(args, session, new, headless, prompt, start_up_done)
         except BaseException as error:
             if new and _start_failure(error):
                 remove_session(session)  # a start that failed leaves no session behind
@@ -906,7 +919,14 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         return code
 
 
-def _run(args: argparse.Namespace, session: Session, new: bool, headless: bool, prompt: str) -> int:
+def _run(
+    args: argparse.Namespace,
+    session: Session,
+    new: bool,
+    headless: bool,
+    prompt: str,
+    start_up_done: Callable[[], None],
+) -> int:
     import anyio
 
     # lazy: start-up time (the command line imports only what the chosen command runs)
@@ -935,7 +955,7 @@ def _run(args: argparse.Namespace, session: Session, new: bool, headless: bool, 
     try:
         if headless:
             return int(anyio.run(_run_headless, args, session, prompt))
-        return int(anyio.run(_run_tui, args, session, tui_dirs))
+        return int(anyio.run(_run_tui, args, session, tui_dirs, start_up_done))
     except BaseException as error:
         if previous is not None and not new and _start_failure(error):
             update_settings(session, previous)  # a start that failed records nothing

@@ -22,6 +22,15 @@ a time: a storm of hundreds of starts costs the database one connection, not one
 connection that fails (a PostgreSQL restart, a network cut) is dropped and the statement runs
 once more on a new one (both are idempotent); :meth:`SessionDirectory.aclose` closes it when the
 server stops.
+
+Its statements are bounded as a session's commits are (:data:`STATEMENT_TIMEOUT`, pico3's
+``COMMIT_TIMEOUT``): the connection carries ``statement_timeout`` (the server cancels a
+statement that waits longer, on a lock say; the connection stays), pico3's TCP keepalive and
+``tcp_user_timeout`` (a cut network is found within seconds, not after the ~15 minutes of TCP
+retransmissions), and a statement that gets no answer at all (a frozen backend) is abandoned
+on the client's side a few seconds past the bound: its connection is dropped and the start
+that needed it fails with one line (:class:`DirectoryStalled`), instead of every session start
+of the server queueing behind it for good.
 """
 
 from __future__ import annotations
@@ -33,10 +42,11 @@ import anyio
 import msgspec
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from coding_agent.session_files.folders import SessionMetadata
 
-__all__ = ["SessionDirectory"]
+__all__ = ["DirectoryStalled", "SessionDirectory"]
 
 _T = TypeVar("_T")
 
@@ -55,6 +65,43 @@ SCHEMA_LOCK = 0x636F6469_6E676167
 LOCK_TIMEOUT = 10.0
 """Seconds the table's creation waits for its lock before it fails (nothing half made)."""
 
+STATEMENT_TIMEOUT = 15.0
+"""Seconds a statement of the directory may take (the bound of a session's commit, pico3's
+``COMMIT_TIMEOUT``): PostgreSQL's ``statement_timeout`` on its connection."""
+
+ANSWER_MARGIN = 5.0
+"""Seconds past the statement's bound the client waits for any answer before it drops the
+connection (the server's own cancellation arrives first whenever the backend is alive)."""
+
+LIVENESS = {
+    "keepalives": "1",
+    "keepalives_idle": "5",
+    "keepalives_interval": "2",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "15000",
+}
+"""The TCP settings of pico3's connections (``pico3.storage.pg_blobs.LIVENESS``), added for
+every key the URL does not set itself."""
+
+
+class DirectoryStalled(psycopg.OperationalError):
+    """A statement of the directory got no answer within its bound (the connection is
+    dropped; the next statement opens a new one)."""
+
+
+def _conninfo(url: str) -> str:
+    """``url`` with :data:`LIVENESS` for the keys it does not set."""
+    try:
+        given = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return url  # malformed: the connection attempt says what is wrong
+    missing = {key: value for key, value in LIVENESS.items() if key not in given}
+    return make_conninfo(url, **missing) if missing else url
+
+
+def _milliseconds(seconds: float) -> sql.Literal:
+    return sql.Literal(f"{max(1, round(seconds * 1000))}ms")
+
 
 async def _ensure_schema(conn: psycopg.AsyncConnection, lock_timeout: float) -> None:
     cursor = await conn.execute("SELECT to_regclass('coding_agent_sessions') IS NOT NULL")
@@ -62,19 +109,42 @@ async def _ensure_schema(conn: psycopg.AsyncConnection, lock_timeout: float) -> 
     if row is not None and row[0]:
         return
     async with conn.transaction():
-        timeout = sql.Literal(f"{round(lock_timeout * 1000)}ms")
-        await conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(timeout))
+        # the lock wait is bounded by lock_timeout, not by the (shorter) statement bound
+        await conn.execute(
+            sql.SQL("SET LOCAL statement_timeout = {}").format(_milliseconds(lock_timeout + 5))
+        )
+        await conn.execute(
+            sql.SQL("SET LOCAL lock_timeout = {}").format(_milliseconds(lock_timeout))
+        )
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
         await conn.execute(_SCHEMA)
+
+
+def _address(url: str) -> str:
+    """Host, port and database of ``url``, never its password."""
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "the given address"
+    host = parts.get("host") or "the default host"
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"{host}{port}/{parts.get('dbname') or parts.get('user') or ''}"
 
 
 class SessionDirectory:
     """``coding_agent_sessions`` on the database at ``url``, through one connection of its own
     (see the module docstring)."""
 
-    def __init__(self, url: str, *, lock_timeout: float = LOCK_TIMEOUT) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        lock_timeout: float = LOCK_TIMEOUT,
+        statement_timeout: float = STATEMENT_TIMEOUT,
+    ) -> None:
         self._url = url
         self._lock_timeout = lock_timeout
+        self._statement_timeout = statement_timeout
         self._ready = False
         self._conn: psycopg.AsyncConnection | None = None
         self._lock = anyio.Lock()
@@ -83,16 +153,22 @@ class SessionDirectory:
         if self._conn is not None and not self._conn.closed:
             return self._conn
         conn = await psycopg.AsyncConnection.connect(
-            self._url, autocommit=True, connect_timeout=10,
+            _conninfo(self._url), autocommit=True, connect_timeout=10,
             fallback_application_name="coding-agent serve",
         )  # fmt: skip
-        if not self._ready:
-            try:
-                await _ensure_schema(conn, self._lock_timeout)
-            except BaseException:
+        try:
+            with anyio.fail_after(self._lock_timeout + self._statement_timeout + ANSWER_MARGIN):
+                timeout = _milliseconds(self._statement_timeout)
+                await conn.execute(sql.SQL("SET statement_timeout = {}").format(timeout))
+                if not self._ready:
+                    await _ensure_schema(conn, self._lock_timeout)
+        except BaseException as error:
+            with anyio.CancelScope(shield=True):
                 await conn.close()
-                raise
-            self._ready = True
+            if isinstance(error, TimeoutError):
+                raise self._stalled() from None
+            raise
+        self._ready = True
         self._conn = conn
         return conn
 
@@ -102,10 +178,33 @@ class SessionDirectory:
         async with self._lock:
             conn = await self._connection()
             try:
-                return await statement(conn)
+                return await self._bounded(statement, conn)
+            except DirectoryStalled:
+                raise
             except psycopg.OperationalError:
+                if not conn.closed and not conn.broken:
+                    raise  # the statement failed (its timeout, say); the connection is fine
                 await self._drop()
-            return await statement(await self._connection())
+            return await self._bounded(statement, await self._connection())
+
+    async def _bounded(
+        self,
+        statement: Callable[[psycopg.AsyncConnection], Awaitable[_T]],
+        conn: psycopg.AsyncConnection,
+    ) -> _T:
+        """``statement`` with an answer within the statement's bound and a margin (the server
+        cancels it at the bound); without one, the connection is dropped."""
+        with anyio.move_on_after(self._statement_timeout + ANSWER_MARGIN):
+            return await statement(conn)
+        await self._drop()
+        raise self._stalled()
+
+    def _stalled(self) -> DirectoryStalled:
+        return DirectoryStalled(
+            f"no answer from PostgreSQL at {_address(self._url)} within "
+            f"{self._statement_timeout:g} s (the session directory's connection was dropped; "
+            "check the database server)"
+        )
 
     async def _drop(self) -> None:
         conn, self._conn = self._conn, None

@@ -42,10 +42,7 @@ from textual.widgets import Static
 
 from chord import BACKGROUND, Context, Delivery, Facet, inert, with_cancel
 from chord.textual import TextualTui, register_commands, run_app_with_facets
-from coding_agent.context.images import ImageError, prepare_image_file
-from coding_agent.context.mentions import image_mark, mention_blocks
 from coding_agent.contracts import TODO_NAMESPACE
-from coding_agent.tui.attachments import image_paths
 from coding_agent.tui.commands.builtin import BUILTIN_COMMANDS
 from coding_agent.tui.conversation import ConversationClient, SendMode
 from coding_agent.tui.document import inbox_text, model_label
@@ -722,6 +719,12 @@ class CodingAgentApp(App[None]):
         """``text`` with the files, folders and images it names attached
         (:mod:`coding_agent.tui.attachments`);
         ``None`` (after a toast) when one cannot be attached or the model takes no images."""
+        # lazy: start-up time (what a prompt attaches is read as it is sent, not before the
+        # first frame)
+        from coding_agent.context.images import ImageError, prepare_image_file
+        from coding_agent.context.mentions import image_mark, mention_blocks
+        from coding_agent.tui.attachments import image_paths
+
         cwd = self.client.session.cwd
         files = await anyio.to_thread.run_sync(mention_blocks, text, cwd)  # @file, @folder/
         paths = image_paths(text, cwd)

@@ -46,7 +46,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -60,7 +60,6 @@ from chord import (
     FacetHost,
     FrameConnection,
     ReloadCoordinator,
-    ReloadReport,
     WireServiceSource,
     connect_service_source,
     connect_unix,
@@ -74,16 +73,14 @@ from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.package_reload import PackageReloader, scan_packages
 from coding_agent.supervisor import READY_TIMEOUT, WorkerStartError, WorkerSupervisor
 from coding_agent.tui.app import CodingAgentApp
-from coding_agent.tui.commands.core import commands_facet
-from coding_agent.tui.commands.prompts import prompt_commands_facet
-from coding_agent.tui.commands.sessions import session_commands_facet
-from coding_agent.tui.commands.shell import RemoteShellRunner
-from coding_agent.tui.commands.tree import TreeHost, tree_commands_facet
-from coding_agent.tui.commands.trust import trust_facet
 from coding_agent.tui.conversation import SessionInfo
 from coding_agent.tui.conversation_client import RemoteConversationClient
 from coding_agent.tui.keybindings import load_keybindings
 from coding_agent.tui.notify import TerminalNotifier
+from coding_agent.tui.status_toasts import WorkerStatusToasts, tui_reload_toast
+
+if TYPE_CHECKING:
+    from coding_agent.tui.commands.tree import TreeHost
 
 __all__ = ["TUI_HOST", "ClientRun", "load_tui_facets", "run_client"]
 
@@ -148,6 +145,7 @@ async def run_client(
     dev: bool = False,
     on_start: Callable[[ClientRun], Awaitable[None] | None] | None = None,
     connect: Callable[[], Awaitable[FrameConnection]] | None = None,
+    on_painted: Callable[[], None] | None = None,
     **run_options: Any,
 ) -> ClientRun:
     """Run the TUI of ``session`` until the app exits (see the module docstring).
@@ -160,6 +158,9 @@ async def run_client(
     the app exits; ``/resume`` treats the session it leaves the same way. ``connect`` replaces
     dialling the session's socket (``attach tcp://…``: the session on a ``coding-agent serve``;
     ``supervisor`` is ``None`` then, and ``/resume`` of another session is refused).
+    ``on_painted`` is called once the first frame is painted and the TUI's facets are loaded
+    (the command line ends the cycle collector's start-up pause there: see
+    :mod:`coding_agent.worker.gc_policy`).
     """
     failed: list[WorkerStartError] = []
     info = SessionInfo(session.id, str(session.cwd), model=model or session.model)
@@ -176,7 +177,7 @@ async def run_client(
     problems: list[str] = []
     reloader = PackageReloader(lambda: scan_packages(facets_dirs), "tui")
     run.reloader = reloader
-    toasts = _WorkerReloadToasts(app)
+    toasts = WorkerStatusToasts(app)
     coordinator: ReloadCoordinator | None = None
     starting = anyio.CancelScope()
     try:
@@ -195,10 +196,11 @@ async def run_client(
                         control.source.retry_now()  # it serves: dial now, not after a backoff
                         control.start()  # from now on a worker that dies is restarted
 
-            tree_host = _tree_host(app, client, control)
+            tree_hosts: list[TreeHost] = []  # made with the facets (build_facets)
 
             async def switch_branch(ref: str, ctx: Context) -> None:  # /resume branch N
-                if tree_host.switch_branch is None:
+                tree_host = tree_hosts[0] if tree_hosts else None
+                if tree_host is None or tree_host.switch_branch is None:
                     app.notify("/resume: the tree commands are not active", severity="error")
                     return
                 await tree_host.switch_branch(ref, ctx)
@@ -206,9 +208,28 @@ async def run_client(
             notifier = TerminalNotifier.for_project(app, session.cwd)  # OSC 9/777, bell
 
             def build_facets() -> list[Facet]:  # as the host starts, after the first frame
+                try:
+                    return make_facets()
+                finally:
+                    if on_painted is not None:
+                        on_painted()
+
+            def make_facets() -> list[Facet]:
+                # lazy: start-up time. The commands' modules (with the context/ and
+                # session_files/ modules and the Textual widgets they use) load here, after the
+                # first frame, not before it.
+                from coding_agent.tui.commands.core import commands_facet
+                from coding_agent.tui.commands.prompts import prompt_commands_facet
+                from coding_agent.tui.commands.sessions import session_commands_facet
+                from coding_agent.tui.commands.shell import RemoteShellRunner
+                from coding_agent.tui.commands.tree import tree_commands_facet
+                from coding_agent.tui.commands.trust import trust_facet
+
                 loaded, found = load_tui_facets(facets_dirs)
                 generations.extend(loaded)
                 problems.extend(found)
+                tree_host = _tree_host(app, client, control)
+                tree_hosts.append(tree_host)
                 facets: list[Facet] = [
                     client.facet(),
                     notifier.facet(),
@@ -236,7 +257,7 @@ async def run_client(
                 run.host = host
                 # From here on the coordinator owns the generations (and disposes them).
                 coordinator = ReloadCoordinator(
-                    host, generations, on_report=_tui_reload_toast(app, reloader)
+                    host, generations, on_report=tui_reload_toast(app, reloader)
                 )
                 generations.clear()
                 reloader.coordinator = coordinator
@@ -306,7 +327,7 @@ class _SessionControl:
         run: ClientRun,
         supervisor: WorkerSupervisor | None,
         group: anyio.abc.TaskGroup,
-        toasts: _WorkerReloadToasts,
+        toasts: WorkerStatusToasts,
         connect: Callable[[], Awaitable[FrameConnection]] | None = None,
     ) -> None:
         assert run.session is not None
@@ -452,6 +473,8 @@ async def _show_screen(app: CodingAgentApp, screen: ModalScreen[Any]) -> Any:
 
 def _tree_host(app: CodingAgentApp, client: RemoteConversationClient, control: Any) -> TreeHost:
     """What ``/tree`` and ``/rewind`` act on: the followed conversation, the editor, screens."""
+    # lazy: start-up time (made with the facets, after the first frame)
+    from coding_agent.tui.commands.tree import TreeHost
 
     async def show_screen(screen: ModalScreen[Any]) -> Any:
         return await _show_screen(app, screen)
@@ -479,119 +502,6 @@ async def _watch(
             await supervisor.watch(source)
     except Exception as error:
         app.tui.notify(f"The session worker cannot be restarted: {error}", severity="error")
-
-
-def _tui_reload_toast(
-    app: CodingAgentApp, reloader: PackageReloader
-) -> Callable[[ReloadReport], None]:
-    """``--dev`` in the TUI: toast each hot reload, a short notice when it worked, an error
-    when it failed (``/reload`` toasts its own summary)."""
-
-    def on_report(report: ReloadReport) -> None:
-        if reloader.busy:
-            return
-        if report.ok:
-            app.tui.notify(f"Reloaded {report.package} (TUI)")
-        else:
-            app.tui.notify(
-                f"Reload of {report.package} (TUI) failed: {report.message}", severity="error"
-            )
-
-    return on_report
-
-
-class _WorkerReloadToasts:
-    """The status listener: repaint the footer (a context window may have become known), toast
-    every failed reload the worker reports (each once, by its ``number``), and say once per
-    model when one switched to text tool calls.
-
-    While ``/reload`` runs it reports the worker's outcomes itself: :meth:`hold` keeps failures
-    back until its release, which drops those of the packages the summary named.
-    """
-
-    def __init__(self, app: CodingAgentApp) -> None:
-        self._app = app
-        self._seen = 0  # the highest report number handled
-        self._pid: Any = None  # the worker the numbers belong to
-        self._holds = 0
-        self._held: list[dict[str, Any]] = []
-        self._text_tools: set[str] = set()  # models already said to call tools through text
-        self._storage_failure: str | None = None  # the last storage failure said
-        self._sandbox_said = False  # "the sandbox is unavailable" said once
-
-    def listener(self, status: dict[str, Any]) -> None:
-        self._app.footer.repaint()
-        pid = status.get("pid")
-        fresh = pid != self._pid  # reports from before this TUI saw the worker: no notices
-        if fresh:  # a new worker counts its reports from 1 again
-            self._seen, self._pid = 0, pid
-        failure = status.get("storageFailure")
-        if isinstance(failure, str) and failure != self._storage_failure:
-            self._storage_failure = failure
-            self._app.tui.notify(
-                f"{failure}. The session worker stops; it is started again and resumes from "
-                "what was stored (nothing acknowledged is lost) once the cause is fixed",
-                severity="error",
-            )
-        sandbox = status.get("sandbox")
-        if (
-            isinstance(sandbox, dict)
-            and sandbox.get("available") is False
-            and not self._sandbox_said
-        ):
-            self._sandbox_said = True
-            self._app.tui.notify(
-                f"The OS sandbox is unavailable: {sandbox.get('reason')}. Commands are not "
-                "sandboxed; the sandbox permission mode asks as ask mode does (/sandbox)",
-                severity="warning",
-            )
-        switched = status.get("textToolCalling")
-        for model in cast(list[Any], switched) if isinstance(switched, list) else []:
-            if isinstance(model, str) and model not in self._text_tools:
-                self._text_tools.add(model)
-                self._app.tui.notify(
-                    f"{model} does not take native tool calls: it now calls tools through "
-                    "text blocks (--tool-calling text skips the first refusal)",
-                    severity="warning",
-                )
-        reloads = status.get("reloads")
-        for report in cast(list[Any], reloads) if isinstance(reloads, list) else []:
-            number = report.get("number") if isinstance(report, dict) else None
-            if type(number) is not int or number <= self._seen:
-                continue
-            self._seen = number
-            if report.get("ok") is True and not fresh and not self._holds:
-                self._app.tui.notify(f"Reloaded {report.get('package')}")  # a hot reload worked
-            elif report.get("ok") is False:
-                if self._holds:
-                    self._held.append(cast(dict[str, Any], report))
-                else:
-                    self._toast(cast(dict[str, Any], report))
-
-    def hold(self) -> Callable[[Iterable[str]], None]:
-        self._holds += 1
-        released = False
-
-        def release(covered: Iterable[str]) -> None:
-            nonlocal released
-            if released:
-                return
-            released = True
-            named = set(covered)
-            self._held = [report for report in self._held if report.get("package") not in named]
-            self._holds -= 1
-            if not self._holds:
-                held, self._held = self._held, []
-                for report in held:
-                    self._toast(report)
-
-        return release
-
-    def _toast(self, report: dict[str, Any]) -> None:
-        self._app.tui.notify(
-            f"Reload of {report.get('package')} failed: {report.get('message')}",
-            severity="error",
-        )
 
 
 def _log_wire_error(error: BaseException) -> None:

@@ -16,7 +16,10 @@ get each session's folder as the ``workspace`` service, their ``os.getcwd()`` fa
 only without one); each session's configuration reads a copy of the
 environment taken at the host's start (the secrets are then withheld from the process's own
 ``os.environ``, as a worker does, and stay in each session's copy); no session installs a
-signal handler (the host's SIGTERM/SIGINT stop every session cleanly).
+signal handler (the host's SIGTERM/SIGINT stop every session cleanly). The feature packages
+are loaded once and lent to every session (:mod:`coding_agent.worker.shared_features`: the
+facets are set up per session, so their state is the session's; ``/reload`` reloads one
+session's packages).
 
 The protocol, one JSON object a line (msgspec):
 
@@ -49,15 +52,18 @@ import anyio
 import anyio.abc
 import msgspec
 
+from chord import FacetGeneration
 from coding_agent.session_files.folders import Session, load_session, update_settings
 from coding_agent.settings.facets_site import activate as activate_facets_site
 from coding_agent.worker.database import DEFAULT_POOL_SIZE, SharedDatabase
 from coding_agent.worker.main import (
     WorkerConfig,
     exit_status,
+    load_features,
     serve,
     session_worker_config,
 )
+from coding_agent.worker.shared_features import SharedFeatures
 from coding_agent.worker.shared_state import LAUNCH_SETTINGS
 
 __all__ = ["HostReport", "HostRequest", "main"]
@@ -111,6 +117,8 @@ class SessionHost:
         self._lease = lease
         self._fsync = fsync
         self._sessions: dict[str, _Hosted] = {}
+        self.features = SharedFeatures()
+        """The feature packages' generations, loaded once and lent to every session."""
 
     def _say(self, report: HostReport) -> None:
         sys.stdout.buffer.write(_ENCODE.encode(report) + b"\n")
@@ -133,6 +141,7 @@ class SessionHost:
                 control.cancel_scope.cancel()
             for hosted in self._sessions.values():
                 hosted.stop.set()
+        self.features.close()
 
     async def _read_requests(self, sessions: anyio.abc.TaskGroup) -> None:
         fd = sys.stdin.fileno()
@@ -194,7 +203,7 @@ class SessionHost:
                 if self._database is not None:
                     self._database.opened(config.session.id)
 
-            await serve(config, ready=ready, stop=hosted.stop.wait)
+            await serve(config, ready=ready, stop=hosted.stop.wait, feature_loader=self._features)
         except Exception as error:
             known = exit_status(error)
             if known is None:
@@ -207,6 +216,9 @@ class SessionHost:
             if line is not None and session is not None:
                 _append_log(session, line)
             self._say(HostReport(sid, exited=status, error=line))
+
+    def _features(self, config: WorkerConfig) -> list[FacetGeneration]:
+        return load_features(config, self.features)
 
     def _withhold(self, config: WorkerConfig) -> None:
         """Withhold the secrets from the process's own environment (its children inherit

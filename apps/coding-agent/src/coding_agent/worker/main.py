@@ -134,6 +134,7 @@ from coding_agent.worker.providers_facet import (
     resolve_providers,
 )
 from coding_agent.worker.settings_log import settings_log_facet
+from coding_agent.worker.shared_features import SharedFeatures
 from coding_agent.worker.shared_state import (
     DatabaseHistoryStore,
     SharedProcessHost,
@@ -343,24 +344,31 @@ async def prepare_root(
         await root.set_config(patch, BACKGROUND)
 
 
-def load_features(config: WorkerConfig) -> list[FacetGeneration]:
+def load_features(
+    config: WorkerConfig, shared: SharedFeatures | None = None
+) -> list[FacetGeneration]:
     """Load one generation of every feature package's ``"session"`` facets: the installed ones
     (entry points ``chord.facets``, unless ``installed_features`` is off) and ``facets_dirs``.
     A broken installed package (its entry point, or its import) is logged and skipped, so the
     session starts without it (without facets-approval, pico3's approval gate then blocks every
-    call that needs approval, naming the package); a broken folder raises (it was asked for)."""
+    call that needs approval, naming the package); a broken folder raises (it was asked for).
+
+    With ``shared`` (a host of many sessions) the packages' generations are the host's,
+    lent (:class:`~coding_agent.worker.shared_features.SharedFeatures`); else fresh ones."""
 
     def skip(error: FacetDiscoveryError | FacetLoadError) -> None:
         _log.error("skipping a broken facet package: %s", error)
 
-    packages = discover_facet_packages(
-        config.facets_dirs, installed=config.installed_features, on_error=skip
-    )
+    discover = discover_facet_packages if shared is None else shared.discover
+    packages = discover(config.facets_dirs, installed=config.installed_features, on_error=skip)
     loaded: list[FacetGeneration] = []
     try:
         for package in packages:
             try:
-                loaded.extend(load_facet_packages([package], "session"))
+                if shared is None:
+                    loaded.extend(load_facet_packages([package], "session"))
+                else:
+                    loaded.append(shared.lend(package))
             except FacetLoadError as error:
                 if package.folder is not None:  # a --facets-dir folder: asked for, so it fails
                     raise
@@ -381,6 +389,7 @@ async def open_session_host(
     on_error: Callable[[BaseException], None] | None = None,
     attendance: Attendance | None = None,
     extra_services: Mapping[str, Any] | None = None,
+    feature_loader: Callable[[WorkerConfig], list[FacetGeneration]] | None = None,
 ) -> AsyncIterator[SessionRuntime]:
     """Set up the session facets over the session's storage, resume, and yield the runtime.
 
@@ -395,8 +404,9 @@ async def open_session_host(
     makes it raise :class:`WorkerBusy` at once.
 
     ``extra_facets`` join the host (the headless modes add their presentation here).
-    ``generations`` are the feature packages (default: :func:`load_features`); the host owns
-    them from here on and releases them when it closes. Raises
+    ``generations`` are the feature packages (default: ``feature_loader(config)``, itself by default
+    :func:`load_features`, called once the lock is held); the host owns them from here on and
+    releases them when it closes. Raises
     :class:`~coding_agent.worker.providers.RegistryError` or ``ValueError`` for a bad model or
     faux script before anything is opened."""
     session = config.session
@@ -420,7 +430,7 @@ async def open_session_host(
     probe.start()
     if generations is None:
         try:
-            generations = load_features(config)
+            generations = (feature_loader or load_features)(config)
         except BaseException:
             lock.release()
             raise
@@ -892,6 +902,7 @@ async def serve(
     ready: Callable[[Path], None],
     exit_on_stdin_eof: bool = False,
     stop: Callable[[], Awaitable[None]] | None = None,
+    feature_loader: Callable[[WorkerConfig], list[FacetGeneration]] | None = None,
 ) -> None:
     """Run the session host (which holds the session lock), serve it on the session socket,
     call ``ready(socket_path)``, and return on SIGTERM/SIGINT (or stdin EOF when asked), or
@@ -900,7 +911,8 @@ async def serve(
 
     With ``stop`` (a session in a host process of many, :mod:`coding_agent.worker.host`) it
     installs no signal handlers (they are the process's, and the host's) and returns once
-    ``stop()`` returns instead."""
+    ``stop()`` returns instead; ``feature_loader`` is then the host's way to get the feature
+    packages (see :func:`open_session_host`)."""
     socket = config.session.socket_path
     if socket.parent != config.session.path:
         socket_folder(socket.parent)  # $TMPDIR/coding-agent-<uid>/: ours, 0700, not a link
@@ -914,7 +926,7 @@ async def serve(
     )
     with receiver as signals:
         async with (
-            open_session_host(config, attendance=clients) as runtime,
+            open_session_host(config, attendance=clients, feature_loader=feature_loader) as runtime,
             anyio.create_task_group() as group,
         ):
             from chord import provider_handler, serve_unix  # only a served worker needs the wire

@@ -1,8 +1,12 @@
-"""Widgets of the coding agent's TUI, each rendering one part of the ``ConversationView``."""
+"""Widgets of the coding agent's TUI, each rendering one part of the ``ConversationView``.
+
+The Markdown widgets (:mod:`coding_agent.tui.widgets.markdown`) are not imported here: they load
+Textual's Markdown widget, ``markdown_it`` and Pygments, which the first frame does not need.
+"""
 
 from coding_agent.tui.widgets.editor import PromptEditor
 from coding_agent.tui.widgets.footer import StatusFooter
-from coding_agent.tui.widgets.messages import AssistantView, MessageMarkdown, ThinkingBlock
+from coding_agent.tui.widgets.messages import AssistantView, ThinkingBlock
 from coding_agent.tui.widgets.palette import CompletionPalette, Suggestion
 from coding_agent.tui.widgets.queue import QueuePanel
 from coding_agent.tui.widgets.tasks import TasksPanel
@@ -13,7 +17,6 @@ __all__ = [
     "TAIL",
     "AssistantView",
     "CompletionPalette",
-    "MessageMarkdown",
     "PromptEditor",
     "QueuePanel",
     "StatusFooter",

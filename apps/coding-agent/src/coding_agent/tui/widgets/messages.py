@@ -20,15 +20,13 @@ and plain text is never read as markup (``Text``, or a ``Static`` with ``markup=
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.markdown import Markdown as RichMarkdown
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widget import Widget
-from textual.widgets import Markdown, Static
-from textual.widgets.markdown import MarkdownStream
+from textual.widgets import Static
 
 from chord import inert
 from coding_agent.contracts import SHELL_ENTRY_KIND
@@ -52,45 +50,19 @@ from pico3 import (
 )
 from pico3.models import AssistantMessage, ServerToolContent, TextContent, ThinkingContent, ToolCall
 
+if TYPE_CHECKING:
+    from textual.widgets.markdown import MarkdownStream
+
+    from coding_agent.tui.widgets.markdown import MessageMarkdown
+
 AssistantBlock = TextContent | ThinkingContent | ToolCall | ServerToolContent
 """One block of an assistant message."""
 
 __all__ = [
     "AssistantView",
-    "MarkdownText",
-    "MessageMarkdown",
     "ThinkingBlock",
     "entry_widget",
 ]
-
-
-class MessageMarkdown(Markdown):
-    """A Markdown widget that counts how often it (re)parses, so tests can bound it."""
-
-    def __init__(self, markdown: str | None = None, **kwargs: Any) -> None:
-        super().__init__(markdown, **kwargs)
-        self.parse_count = 0
-
-    def update(self, markdown: str):  # type: ignore[override]
-        self.parse_count += 1
-        return super().update(markdown)
-
-    def append(self, markdown: str):  # type: ignore[override]
-        self.parse_count += 1
-        return super().append(markdown)
-
-
-class MarkdownText(Static):
-    """Finished Markdown as a single widget (Rich's renderer): cheap to mount by the hundred.
-
-    Textual's ``Markdown`` widget builds one widget per block, which is what streaming needs
-    (appends re-parse only the last block) but costs layout time for history. Stored messages
-    use this instead.
-    """
-
-    def __init__(self, source: str, **kwargs: Any) -> None:
-        super().__init__(RichMarkdown(inert(source), code_theme="ansi_dark"), **kwargs)
-        self.source = source
 
 
 class ThinkingBlock(QuietCollapsible):
@@ -144,6 +116,10 @@ class AssistantView(Vertical):
 
     @property
     def markdowns(self) -> list[MessageMarkdown]:
+        """The live (streamed) text blocks' Markdown widgets, in order."""
+        # lazy: start-up time (the first frame shows no Markdown: see widgets.markdown)
+        from coding_agent.tui.widgets.markdown import MessageMarkdown
+
         return [w for w in self._widgets if isinstance(w, MessageMarkdown)]
 
     @property
@@ -195,6 +171,9 @@ class AssistantView(Vertical):
         widget: Widget
         written = ""
         if isinstance(block, TextContent):
+            # lazy: start-up time (the first frame shows no Markdown: see widgets.markdown)
+            from coding_agent.tui.widgets.markdown import MarkdownText, MessageMarkdown
+
             if self.live:
                 # A live block starts empty and receives everything through its stream, so the
                 # initial parse cannot race the first appended fragment.
@@ -224,13 +203,21 @@ class AssistantView(Vertical):
             await self._update_block(index, kind, block)
 
     async def _update_block(self, index: int, kind: str, block: AssistantBlock) -> None:
+        # lazy: start-up time; loaded already (_make_block built this text block's widget)
+        from coding_agent.tui.widgets.markdown import (
+            MarkdownText,
+            MessageMarkdown,
+            open_stream,
+            rich_markdown,
+        )
+
         widget = self._widgets[index]
         if isinstance(block, TextContent) and isinstance(widget, MarkdownText):
             text = block.text
             if text != self._written[index]:
                 self._written[index] = text
                 widget.source = text
-                widget.update(RichMarkdown(inert(text), code_theme="ansi_dark"))
+                widget.update(rich_markdown(text))
         elif isinstance(block, TextContent) and isinstance(widget, MessageMarkdown):
             text = block.text
             if text == self._written[index]:
@@ -240,7 +227,7 @@ class AssistantView(Vertical):
             if text.startswith(written):
                 stream = self._streams.get(index)
                 if stream is None:
-                    stream = Markdown.get_stream(widget)
+                    stream = open_stream(widget)
                     self._streams[index] = stream
                 await stream.write(inert(text[len(written) :]))
             else:  # not an append: replace once
@@ -345,6 +332,9 @@ def entry_widget(entry: ViewEntry) -> Widget | None:
     if isinstance(entry, NoticeEntry):
         return Static(Text(inert(f"ⓘ {entry_text(entry)}")), classes="notice")
     if isinstance(entry, SummaryEntry | HandoffEntry):
+        # lazy: start-up time (the first frame shows no Markdown: see widgets.markdown)
+        from coding_agent.tui.widgets.markdown import MarkdownText
+
         title = "Earlier conversation summarised" if entry.kind == "pi.summary" else "Handoff"
         body = MarkdownText(entry_text(entry), classes="summary-text")
         return QuietCollapsible(body, title=title, collapsed=True, classes="summary")

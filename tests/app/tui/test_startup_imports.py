@@ -1,0 +1,63 @@
+"""The TUI imports, before its first frame, only what that frame needs (issue 38, start-up).
+
+``coding_agent.tui.main`` is what the command line imports before it runs the app. The Markdown
+machinery (an empty session's first screen shows no Markdown), the slash commands' modules (they
+load with the facets, after the first frame) and what a prompt attaches (read as it is sent) must
+not come with it. Checked in a fresh interpreter: this test process has imported them all.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from coding_agent.tui.widgets.markdown import MarkdownText
+
+DEFERRED = {
+    # Textual's Markdown widget, Rich's Markdown renderer, their parser and Pygments
+    "coding_agent.tui.widgets.markdown",
+    "textual.widgets._markdown",
+    "rich.markdown",
+    "markdown_it",
+    "pygments",
+    # the slash commands' modules and what they import
+    "coding_agent.tui.commands.prompts",
+    "coding_agent.tui.commands.sessions",
+    "coding_agent.tui.commands.tree",
+    "coding_agent.tui.commands.trust",
+    "coding_agent.tui.commands.shell",
+    "coding_agent.tui.widgets.session_picker",
+    "coding_agent.context.prompt_templates",
+    "coding_agent.context.skills",
+    "coding_agent.context.system_prompt",
+    # what a prompt attaches
+    "coding_agent.context.mentions",
+    "coding_agent.context.images",
+    "coding_agent.tui.attachments",
+}
+
+
+def _modules_after(code: str) -> set[str]:
+    script = f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    return set(done.stdout.split())
+
+
+def test_the_tui_module_imports_nothing_the_first_frame_does_not_need() -> None:
+    loaded = _modules_after("import coding_agent.tui.main")
+    assert {"coding_agent.tui.main", "coding_agent.tui.app", "textual.app"} <= loaded
+    assert loaded & DEFERRED == set()
+
+
+def test_the_markdown_widgets_load_where_an_answer_is_built() -> None:
+    loaded = _modules_after(
+        "from pico3.models import AssistantMessage, TextContent\n"
+        "from coding_agent.tui.widgets.messages import AssistantView\n"
+        "view = AssistantView(AssistantMessage(content=[TextContent(text='**hi**')], "
+        "provider='faux', model='faux-1', stop_reason='stop', timestamp=0))\n"
+        "assert type(view._widgets[0]).__name__ == 'MarkdownText', view._widgets"
+    )
+    assert {"coding_agent.tui.widgets.markdown", "rich.markdown", "markdown_it"} <= loaded
+    assert MarkdownText("**hi**").source == "**hi**"
