@@ -26,9 +26,19 @@ names).
 * Facet packages: :data:`hookimpl` (the ``chord_facets`` entry point marker), discovery
   (:func:`installed_facet_packages`, :func:`facet_package_from_folder`), generations and hot
   reload (:class:`ReloadCoordinator`, :class:`ReloadReport`).
+
+**What ``import chord`` costs.** Only the light core is imported with the package (contexts,
+JSON, :func:`inert`, service tokens); every other public name is bound from its sub-package at
+its first use (a module ``__getattr__``, PEP 562), so a process pays only for the parts it uses:
+``from chord import Context`` does not import pluggy, the facet host, the replicated state, the
+wire or the transports (and with them :mod:`asyncio`). The names, ``__all__`` and what each name
+is are unchanged. ``import chord`` alone imports 81 modules (it was 277, pluggy and asyncio
+among them); a worker or a TUI imports the rest as it reaches it.
 """
 
-from chord.backoff import Backoff
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
 from chord.context import (
     BACKGROUND,
     BACKGROUND_CONTEXT,
@@ -51,70 +61,73 @@ from chord.context import (
     with_value,
     without_abort_signal,
 )
-from chord.facet_packages import (
-    ENTRY_POINT_GROUP,
-    FacetDiscoveryError,
-    FacetGeneration,
-    FacetLoadError,
-    FacetPackage,
-    ReloadCoordinator,
-    ReloadOutcome,
-    ReloadReport,
-    discover_facet_packages,
-    facet_package_from_folder,
-    hookimpl,
-    installed_facet_packages,
-    load_facet_packages,
-    load_generation,
-    package_facet_loader,
-)
-from chord.facets import (
-    Dialogs,
-    DialogSpawner,
-    Facet,
-    FacetEnvironment,
-    FacetHost,
-    FacetLoader,
-    LoadedFacets,
-    ServiceSpawner,
-    combine_facet_loaders,
-    create_facet_host,
-    define_facet,
-    dialog_key,
-    provide_dialogs,
-    static_facet_loader,
-)
 from chord.json import JsonError, JsonValue, copy_json, equal_json, is_json_value, validate_json
 from chord.neutralize import inert
-from chord.remote import (
-    RemoteServiceBinding,
-    RemoteServiceError,
-    RemoteServiceProvider,
-    RemoteServiceSource,
-    ServiceCall,
-    create_loopback_transport,
-    create_remote_service_binding,
-)
 from chord.services import InstanceAddress, Service, ServiceMode, define_service
-from chord.state import (
-    Delivery,
-    Listener,
-    MutableReplicatedState,
-    ReplicaState,
-    ReplicatedState,
-    is_replicated_state,
-    replicated_state,
-    replicated_state_from_source,
-)
-from chord.transport import FrameConnection, connect_tcp, connect_unix, serve_tcp, serve_unix
-from chord.wire import (
-    RemoteConnection,
-    WireServiceSource,
-    connect_service_source,
-    open_remote_connection,
-    provider_handler,
-    serve_provider,
-)
+
+if _TYPE_CHECKING:  # bound at first use (see the module docstring and _LAZY below)
+    from chord.backoff import Backoff
+    from chord.facet_packages import (
+        ENTRY_POINT_GROUP,
+        FacetDiscoveryError,
+        FacetGeneration,
+        FacetLoadError,
+        FacetPackage,
+        ReloadCoordinator,
+        ReloadOutcome,
+        ReloadReport,
+        discover_facet_packages,
+        facet_package_from_folder,
+        hookimpl,
+        installed_facet_packages,
+        load_facet_packages,
+        load_generation,
+        package_facet_loader,
+    )
+    from chord.facets import (
+        Dialogs,
+        DialogSpawner,
+        Facet,
+        FacetEnvironment,
+        FacetHost,
+        FacetLoader,
+        LoadedFacets,
+        ServiceSpawner,
+        combine_facet_loaders,
+        create_facet_host,
+        define_facet,
+        dialog_key,
+        provide_dialogs,
+        static_facet_loader,
+    )
+    from chord.remote import (
+        RemoteServiceBinding,
+        RemoteServiceError,
+        RemoteServiceProvider,
+        RemoteServiceSource,
+        ServiceCall,
+        create_loopback_transport,
+        create_remote_service_binding,
+    )
+    from chord.state import (
+        Delivery,
+        Listener,
+        MutableReplicatedState,
+        ReplicaState,
+        ReplicatedState,
+        is_replicated_state,
+        replicated_state,
+        replicated_state_from_source,
+    )
+    from chord.transport import FrameConnection, connect_tcp, connect_unix, serve_tcp, serve_unix
+    from chord.wire import (
+        RemoteConnection,
+        WireServiceSource,
+        connect_service_source,
+        open_remote_connection,
+        provider_handler,
+        serve_provider,
+    )
 
 __all__ = [
     "BACKGROUND",
@@ -205,3 +218,76 @@ __all__ = [
     "with_value",
     "without_abort_signal",
 ]
+
+_LAZY: dict[str, str] = {
+    "Backoff": "chord.backoff",
+    "ENTRY_POINT_GROUP": "chord.facet_packages",
+    "FacetDiscoveryError": "chord.facet_packages",
+    "FacetGeneration": "chord.facet_packages",
+    "FacetLoadError": "chord.facet_packages",
+    "FacetPackage": "chord.facet_packages",
+    "ReloadCoordinator": "chord.facet_packages",
+    "ReloadOutcome": "chord.facet_packages",
+    "ReloadReport": "chord.facet_packages",
+    "discover_facet_packages": "chord.facet_packages",
+    "facet_package_from_folder": "chord.facet_packages",
+    "hookimpl": "chord.facet_packages",
+    "installed_facet_packages": "chord.facet_packages",
+    "load_facet_packages": "chord.facet_packages",
+    "load_generation": "chord.facet_packages",
+    "package_facet_loader": "chord.facet_packages",
+    "Dialogs": "chord.facets",
+    "DialogSpawner": "chord.facets",
+    "Facet": "chord.facets",
+    "FacetEnvironment": "chord.facets",
+    "FacetHost": "chord.facets",
+    "FacetLoader": "chord.facets",
+    "LoadedFacets": "chord.facets",
+    "ServiceSpawner": "chord.facets",
+    "combine_facet_loaders": "chord.facets",
+    "create_facet_host": "chord.facets",
+    "define_facet": "chord.facets",
+    "dialog_key": "chord.facets",
+    "provide_dialogs": "chord.facets",
+    "static_facet_loader": "chord.facets",
+    "RemoteServiceBinding": "chord.remote",
+    "RemoteServiceError": "chord.remote",
+    "RemoteServiceProvider": "chord.remote",
+    "RemoteServiceSource": "chord.remote",
+    "ServiceCall": "chord.remote",
+    "create_loopback_transport": "chord.remote",
+    "create_remote_service_binding": "chord.remote",
+    "Delivery": "chord.state",
+    "Listener": "chord.state",
+    "MutableReplicatedState": "chord.state",
+    "ReplicaState": "chord.state",
+    "ReplicatedState": "chord.state",
+    "is_replicated_state": "chord.state",
+    "replicated_state": "chord.state",
+    "replicated_state_from_source": "chord.state",
+    "FrameConnection": "chord.transport",
+    "connect_tcp": "chord.transport",
+    "connect_unix": "chord.transport",
+    "serve_tcp": "chord.transport",
+    "serve_unix": "chord.transport",
+    "RemoteConnection": "chord.wire",
+    "WireServiceSource": "chord.wire",
+    "connect_service_source": "chord.wire",
+    "open_remote_connection": "chord.wire",
+    "provider_handler": "chord.wire",
+    "serve_provider": "chord.wire",
+}
+"""Public name -> the sub-module that defines it, imported when the name is first used."""
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'chord' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # the next use is a plain module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -52,182 +52,191 @@ change without notice. The import-linter contract in the workspace's ``pyproject
   fsmonitor, hooks, filters, diff drivers; also loaded on first use).
 * Read-only tools: :func:`stored_writes` decodes the writes of a JSONL session file's bytes
   (either line format) without opening the session.
+
+**What ``import pico3`` costs: nothing until a name is used.** Every public name is bound from
+the module that defines it at its first use (a module ``__getattr__``, PEP 562; ``__all__`` and
+what each name is are unchanged), so a process imports only the parts it touches: a client that
+decodes views (``from pico3 import ViewDecoder``) does not import the harness, the kernel or the
+turn machinery (nor :mod:`asyncio`), and a worker imports them as it opens its session. Nothing in
+pico3 registers anything at import time (task and entry kinds are registered by the harness that
+uses them), so when a module is imported never changes what it does.
 """
 
-import typing as _typing
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from pico3._renamed import renamed_attribute as _renamed_attribute
-from pico3.approval import ApprovalAuthority
-from pico3.attendance import ATTENDANCE_SERVICE, Attendance
-from pico3.child_env import (
-    CHILD_ENVIRONMENT_SERVICE,
-    MIN_SECRET_LENGTH,
-    WELL_KNOWN_SECRETS,
-    ChildEnvironment,
-)
-from pico3.facets.contract import (
-    CommitInfo,
-    ConversationInfo,
-    ConversationService,
-    ConversationServiceApi,
-    ConversationView,
-    EntryJson,
-    EntryScanJson,
-    ForkSpecJson,
-    HarnessService,
-    HarnessServiceApi,
-    InputAbortResult,
-    NewEntryJson,
-    ParentRef,
-    SendInputJson,
-    ViewEvent,
-)
-from pico3.facets.session import HARNESS_FACET_ID, harness_session_facet
-from pico3.files import fsync_dir, write_atomic
-from pico3.handle import HarnessHandle
-from pico3.harness import ConversationHandle, Harness, HarnessOptions
-from pico3.hooks import (
-    BeforeToolApi,
-    BeforeToolOutcome,
-    HookApi,
-    HookRegistration,
-    HookRunner,
-    RequestHookApi,
-    ResponseHookApi,
-    ToolHookApi,
-)
-from pico3.jobs import JOB_KIND, job_input
-from pico3.kernel import (
-    Closed,
-    DetachedValue,
-    Envelope,
-    Faulted,
-    Forbidden,
-    Namespace,
-    NestedLineOperation,
-    ReadAfterWrite,
-    RevokedProxy,
-    StaleDefinition,
-    Transaction,
-    TransactionClosed,
-    UnknownConversation,
-    Watch,
-)
-from pico3.kernel.documents import memo_once
-from pico3.owned import OwnedConversation, OwnedSpec, create_owned
-from pico3.process_host import LocalProcessHost, ProcessHost, ProcessSpec, ProcessStatus
-from pico3.registration_swap import reload
-from pico3.sandbox import (
-    DEFAULT_DENY_READ,
-    OUTSIDE_HINT,
-    SANDBOX_MODE_SERVICE,
-    SANDBOX_SERVICE,
-    Sandbox,
-    SandboxMode,
-    SandboxPolicy,
-    SandboxStatus,
-    commands_sandbox,
-    explain_refusal,
-    sandbox_available,
-)
-from pico3.sandbox_proxy import DomainProxy, domain_allowed
-from pico3.session_data import (
-    ConfigRejected,
-    EntryKind,
-    EntryRejected,
-    NewEntry,
-    SectionSeed,
-    SectionSeedRejected,
-    conversation_json,
-    define_entry,
-    entry_json,
-)
-from pico3.session_data.entries import NOTICE_KIND
-from pico3.session_data.view_decoder import ViewDecoder, view_from_json
-from pico3.session_data.view_records import (
-    AssistantData,
-    AssistantEntry,
-    CompactionStatus,
-    CustomEntry,
-    HandoffEntry,
-    ModelCallStatus,
-    NoticeEntry,
-    QueuedInput,
-    ResetEntry,
-    SummaryEntry,
-    SystemEntry,
-    ToolResultData,
-    ToolResultEntry,
-    ToolSlot,
-    UsageData,
-    UsageEntry,
-    UserData,
-    UserEntry,
-    View,
-    ViewConversation,
-    ViewEntry,
-    ViewParent,
-    ViewTask,
-    ViewTurn,
-)
-from pico3.storage import (
-    BLOB_LIMIT,
-    CorruptStorage,
-    JsonlStorage,
-    LeaseLost,
-    LeaseRenewer,
-    MemoryStorage,
-    PostgresStorage,
-    SchemaNotMigrated,
-    SchemaTooNew,
-    Storage,
-    StorageError,
-    StorageInUse,
-    StorageUnreachable,
-    Task,
-    migrate_database,
-    read_blob,
-    stored_writes,
-)
-from pico3.tasks import (
-    RETRY,
-    Clock,
-    Completion,
-    ContractFault,
-    Done,
-    ManualClock,
-    Next,
-    NotQuiescent,
-    Runtime,
-    Step,
-    SystemClock,
-    TaskFaulted,
-    TaskInfo,
-    TaskKind,
-    UnknownTask,
-    define_task,
-)
-from pico3.tools import (
-    MISSING,
-    ArgumentSchema,
-    InvalidArguments,
-    OutputBounds,
-    OutputBuffer,
-    SlotRejected,
-    ToolApi,
-    ToolDeclaration,
-    ToolResult,
-)
-from pico3.turn import MODEL_CALL_KIND, TOOL_KIND
-from pico3.turn.collapse import CollapseInProgress, NothingToCollapse
-from pico3.turn.conversation import InputHandle
-from pico3.turn.models import Models
-from pico3.turn.placement import ConversationBusy
-from pico3.turn.sections import SystemSection, define_section
 
-if _typing.TYPE_CHECKING:
+if _TYPE_CHECKING:  # bound at first use (_LAZY below)
+    from pico3.approval import ApprovalAuthority
+    from pico3.attendance import ATTENDANCE_SERVICE, Attendance
+    from pico3.child_env import (
+        CHILD_ENVIRONMENT_SERVICE,
+        MIN_SECRET_LENGTH,
+        WELL_KNOWN_SECRETS,
+        ChildEnvironment,
+    )
+    from pico3.facets.contract import (
+        CommitInfo,
+        ConversationInfo,
+        ConversationService,
+        ConversationServiceApi,
+        ConversationView,
+        EntryJson,
+        EntryScanJson,
+        ForkSpecJson,
+        HarnessService,
+        HarnessServiceApi,
+        InputAbortResult,
+        NewEntryJson,
+        ParentRef,
+        SendInputJson,
+        ViewEvent,
+    )
+    from pico3.facets.session import HARNESS_FACET_ID, harness_session_facet
+    from pico3.files import fsync_dir, write_atomic
     from pico3.git import run_git
+    from pico3.handle import HarnessHandle
+    from pico3.harness import ConversationHandle, Harness, HarnessOptions
+    from pico3.hooks import (
+        BeforeToolApi,
+        BeforeToolOutcome,
+        HookApi,
+        HookRegistration,
+        HookRunner,
+        RequestHookApi,
+        ResponseHookApi,
+        ToolHookApi,
+    )
     from pico3.ignore import IgnoreRules, walk_files
+    from pico3.jobs import JOB_KIND, job_input
+    from pico3.kernel import (
+        Closed,
+        DetachedValue,
+        Envelope,
+        Faulted,
+        Forbidden,
+        Namespace,
+        NestedLineOperation,
+        ReadAfterWrite,
+        RevokedProxy,
+        StaleDefinition,
+        Transaction,
+        TransactionClosed,
+        UnknownConversation,
+        Watch,
+    )
+    from pico3.kernel.documents import memo_once
+    from pico3.owned import OwnedConversation, OwnedSpec, create_owned
+    from pico3.process_host import LocalProcessHost, ProcessHost, ProcessSpec, ProcessStatus
+    from pico3.registration_swap import reload
+    from pico3.sandbox import (
+        DEFAULT_DENY_READ,
+        OUTSIDE_HINT,
+        SANDBOX_MODE_SERVICE,
+        SANDBOX_SERVICE,
+        Sandbox,
+        SandboxMode,
+        SandboxPolicy,
+        SandboxStatus,
+        commands_sandbox,
+        explain_refusal,
+        sandbox_available,
+    )
+    from pico3.sandbox_proxy import DomainProxy, domain_allowed
+    from pico3.session_data import (
+        ConfigRejected,
+        EntryKind,
+        EntryRejected,
+        NewEntry,
+        SectionSeed,
+        SectionSeedRejected,
+        conversation_json,
+        define_entry,
+        entry_json,
+    )
+    from pico3.session_data.entries import NOTICE_KIND
+    from pico3.session_data.view_decoder import ViewDecoder, view_from_json
+    from pico3.session_data.view_records import (
+        AssistantData,
+        AssistantEntry,
+        CompactionStatus,
+        CustomEntry,
+        HandoffEntry,
+        ModelCallStatus,
+        NoticeEntry,
+        QueuedInput,
+        ResetEntry,
+        SummaryEntry,
+        SystemEntry,
+        ToolResultData,
+        ToolResultEntry,
+        ToolSlot,
+        UsageData,
+        UsageEntry,
+        UserData,
+        UserEntry,
+        View,
+        ViewConversation,
+        ViewEntry,
+        ViewParent,
+        ViewTask,
+        ViewTurn,
+    )
+    from pico3.storage import (
+        BLOB_LIMIT,
+        CorruptStorage,
+        JsonlStorage,
+        LeaseLost,
+        LeaseRenewer,
+        MemoryStorage,
+        PostgresStorage,
+        SchemaNotMigrated,
+        SchemaTooNew,
+        Storage,
+        StorageError,
+        StorageInUse,
+        StorageUnreachable,
+        Task,
+        migrate_database,
+        read_blob,
+        stored_writes,
+    )
+    from pico3.tasks import (
+        RETRY,
+        Clock,
+        Completion,
+        ContractFault,
+        Done,
+        ManualClock,
+        Next,
+        NotQuiescent,
+        Runtime,
+        Step,
+        SystemClock,
+        TaskFaulted,
+        TaskInfo,
+        TaskKind,
+        UnknownTask,
+        define_task,
+    )
+    from pico3.tools import (
+        MISSING,
+        ArgumentSchema,
+        InvalidArguments,
+        OutputBounds,
+        OutputBuffer,
+        SlotRejected,
+        ToolApi,
+        ToolDeclaration,
+        ToolResult,
+    )
+    from pico3.turn import MODEL_CALL_KIND, TOOL_KIND
+    from pico3.turn.collapse import CollapseInProgress, NothingToCollapse
+    from pico3.turn.conversation import InputHandle
+    from pico3.turn.models import Models
+    from pico3.turn.placement import ConversationBusy
+    from pico3.turn.sections import SystemSection, define_section
 
 __all__ = [
     "ATTENDANCE_SERVICE",
@@ -398,20 +407,185 @@ __all__ = [
     "write_atomic",
 ]
 
-_LAZY = {
+_LAZY: dict[str, str] = {
+    "ApprovalAuthority": "pico3.approval",
+    "ATTENDANCE_SERVICE": "pico3.attendance",
+    "Attendance": "pico3.attendance",
+    "CHILD_ENVIRONMENT_SERVICE": "pico3.child_env",
+    "MIN_SECRET_LENGTH": "pico3.child_env",
+    "WELL_KNOWN_SECRETS": "pico3.child_env",
+    "ChildEnvironment": "pico3.child_env",
+    "CommitInfo": "pico3.facets.contract",
+    "ConversationInfo": "pico3.facets.contract",
+    "ConversationService": "pico3.facets.contract",
+    "ConversationServiceApi": "pico3.facets.contract",
+    "ConversationView": "pico3.facets.contract",
+    "EntryJson": "pico3.facets.contract",
+    "EntryScanJson": "pico3.facets.contract",
+    "ForkSpecJson": "pico3.facets.contract",
+    "HarnessService": "pico3.facets.contract",
+    "HarnessServiceApi": "pico3.facets.contract",
+    "InputAbortResult": "pico3.facets.contract",
+    "NewEntryJson": "pico3.facets.contract",
+    "ParentRef": "pico3.facets.contract",
+    "SendInputJson": "pico3.facets.contract",
+    "ViewEvent": "pico3.facets.contract",
+    "HARNESS_FACET_ID": "pico3.facets.session",
+    "harness_session_facet": "pico3.facets.session",
+    "fsync_dir": "pico3.files",
+    "write_atomic": "pico3.files",
+    "HarnessHandle": "pico3.handle",
+    "ConversationHandle": "pico3.harness",
+    "Harness": "pico3.harness",
+    "HarnessOptions": "pico3.harness",
+    "BeforeToolApi": "pico3.hooks",
+    "BeforeToolOutcome": "pico3.hooks",
+    "HookApi": "pico3.hooks",
+    "HookRegistration": "pico3.hooks",
+    "HookRunner": "pico3.hooks",
+    "RequestHookApi": "pico3.hooks",
+    "ResponseHookApi": "pico3.hooks",
+    "ToolHookApi": "pico3.hooks",
+    "JOB_KIND": "pico3.jobs",
+    "job_input": "pico3.jobs",
+    "Closed": "pico3.kernel",
+    "DetachedValue": "pico3.kernel",
+    "Envelope": "pico3.kernel",
+    "Faulted": "pico3.kernel",
+    "Forbidden": "pico3.kernel",
+    "Namespace": "pico3.kernel",
+    "NestedLineOperation": "pico3.kernel",
+    "ReadAfterWrite": "pico3.kernel",
+    "RevokedProxy": "pico3.kernel",
+    "StaleDefinition": "pico3.kernel",
+    "Transaction": "pico3.kernel",
+    "TransactionClosed": "pico3.kernel",
+    "UnknownConversation": "pico3.kernel",
+    "Watch": "pico3.kernel",
+    "memo_once": "pico3.kernel.documents",
+    "OwnedConversation": "pico3.owned",
+    "OwnedSpec": "pico3.owned",
+    "create_owned": "pico3.owned",
+    "LocalProcessHost": "pico3.process_host",
+    "ProcessHost": "pico3.process_host",
+    "ProcessSpec": "pico3.process_host",
+    "ProcessStatus": "pico3.process_host",
+    "reload": "pico3.registration_swap",
+    "DEFAULT_DENY_READ": "pico3.sandbox",
+    "OUTSIDE_HINT": "pico3.sandbox",
+    "SANDBOX_MODE_SERVICE": "pico3.sandbox",
+    "SANDBOX_SERVICE": "pico3.sandbox",
+    "Sandbox": "pico3.sandbox",
+    "SandboxMode": "pico3.sandbox",
+    "SandboxPolicy": "pico3.sandbox",
+    "SandboxStatus": "pico3.sandbox",
+    "commands_sandbox": "pico3.sandbox",
+    "explain_refusal": "pico3.sandbox",
+    "sandbox_available": "pico3.sandbox",
+    "DomainProxy": "pico3.sandbox_proxy",
+    "domain_allowed": "pico3.sandbox_proxy",
+    "ConfigRejected": "pico3.session_data",
+    "EntryKind": "pico3.session_data",
+    "EntryRejected": "pico3.session_data",
+    "NewEntry": "pico3.session_data",
+    "SectionSeed": "pico3.session_data",
+    "SectionSeedRejected": "pico3.session_data",
+    "conversation_json": "pico3.session_data",
+    "define_entry": "pico3.session_data",
+    "entry_json": "pico3.session_data",
+    "NOTICE_KIND": "pico3.session_data.entries",
+    "ViewDecoder": "pico3.session_data.view_decoder",
+    "view_from_json": "pico3.session_data.view_decoder",
+    "AssistantData": "pico3.session_data.view_records",
+    "AssistantEntry": "pico3.session_data.view_records",
+    "CompactionStatus": "pico3.session_data.view_records",
+    "CustomEntry": "pico3.session_data.view_records",
+    "HandoffEntry": "pico3.session_data.view_records",
+    "ModelCallStatus": "pico3.session_data.view_records",
+    "NoticeEntry": "pico3.session_data.view_records",
+    "QueuedInput": "pico3.session_data.view_records",
+    "ResetEntry": "pico3.session_data.view_records",
+    "SummaryEntry": "pico3.session_data.view_records",
+    "SystemEntry": "pico3.session_data.view_records",
+    "ToolResultData": "pico3.session_data.view_records",
+    "ToolResultEntry": "pico3.session_data.view_records",
+    "ToolSlot": "pico3.session_data.view_records",
+    "UsageData": "pico3.session_data.view_records",
+    "UsageEntry": "pico3.session_data.view_records",
+    "UserData": "pico3.session_data.view_records",
+    "UserEntry": "pico3.session_data.view_records",
+    "View": "pico3.session_data.view_records",
+    "ViewConversation": "pico3.session_data.view_records",
+    "ViewEntry": "pico3.session_data.view_records",
+    "ViewParent": "pico3.session_data.view_records",
+    "ViewTask": "pico3.session_data.view_records",
+    "ViewTurn": "pico3.session_data.view_records",
+    "BLOB_LIMIT": "pico3.storage",
+    "CorruptStorage": "pico3.storage",
+    "JsonlStorage": "pico3.storage",
+    "LeaseLost": "pico3.storage",
+    "LeaseRenewer": "pico3.storage",
+    "MemoryStorage": "pico3.storage",
+    "PostgresStorage": "pico3.storage",
+    "SchemaNotMigrated": "pico3.storage",
+    "SchemaTooNew": "pico3.storage",
+    "Storage": "pico3.storage",
+    "StorageError": "pico3.storage",
+    "StorageInUse": "pico3.storage",
+    "StorageUnreachable": "pico3.storage",
+    "Task": "pico3.storage",
+    "migrate_database": "pico3.storage",
+    "read_blob": "pico3.storage",
+    "stored_writes": "pico3.storage",
+    "RETRY": "pico3.tasks",
+    "Clock": "pico3.tasks",
+    "Completion": "pico3.tasks",
+    "ContractFault": "pico3.tasks",
+    "Done": "pico3.tasks",
+    "ManualClock": "pico3.tasks",
+    "Next": "pico3.tasks",
+    "NotQuiescent": "pico3.tasks",
+    "Runtime": "pico3.tasks",
+    "Step": "pico3.tasks",
+    "SystemClock": "pico3.tasks",
+    "TaskFaulted": "pico3.tasks",
+    "TaskInfo": "pico3.tasks",
+    "TaskKind": "pico3.tasks",
+    "UnknownTask": "pico3.tasks",
+    "define_task": "pico3.tasks",
+    "MISSING": "pico3.tools",
+    "ArgumentSchema": "pico3.tools",
+    "InvalidArguments": "pico3.tools",
+    "OutputBounds": "pico3.tools",
+    "OutputBuffer": "pico3.tools",
+    "SlotRejected": "pico3.tools",
+    "ToolApi": "pico3.tools",
+    "ToolDeclaration": "pico3.tools",
+    "ToolResult": "pico3.tools",
+    "MODEL_CALL_KIND": "pico3.turn",
+    "TOOL_KIND": "pico3.turn",
+    "CollapseInProgress": "pico3.turn.collapse",
+    "NothingToCollapse": "pico3.turn.collapse",
+    "InputHandle": "pico3.turn.conversation",
+    "Models": "pico3.turn.models",
+    "ConversationBusy": "pico3.turn.placement",
+    "SystemSection": "pico3.turn.sections",
+    "define_section": "pico3.turn.sections",
+    "run_git": "pico3.git",
     "IgnoreRules": "pico3.ignore",
     "walk_files": "pico3.ignore",
-    "run_git": "pico3.git",
 }
-"""Public names imported on first use (see the module docstring)."""
+"""Public name -> the module that defines it, imported when the name is first used (PEP 562)."""
 
 
 def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:  # a deprecated old name (pico3._renamed), or no such attribute
         return _renamed_attribute("pico3", name)
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # the next use is a plain module attribute
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

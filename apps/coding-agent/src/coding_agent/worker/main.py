@@ -66,7 +66,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.abc
@@ -80,16 +80,12 @@ from chord import (
     FacetGeneration,
     FacetHost,
     FacetLoadError,
-    ReloadCoordinator,
-    ReloadReport,
     RemoteServiceError,
     ServiceCall,
     create_facet_host,
     define_facet,
     discover_facet_packages,
     load_facet_packages,
-    provider_handler,
-    serve_unix,
 )
 from coding_agent.contracts import APPROVAL_MODE
 from coding_agent.session_files.folders import (
@@ -123,7 +119,6 @@ from coding_agent.settings.trust import (
 )
 from coding_agent.settings.xdg import state_home
 from coding_agent.worker.activity import activity_recorder, visit_recorder
-from coding_agent.worker.database import SharedDatabase
 from coding_agent.worker.file_history import FileHistory, project_blobs
 from coding_agent.worker.gc_policy import (
     freeze_after_turns,
@@ -177,6 +172,10 @@ from pico3 import (
     sandbox_available,
 )
 from pico3.models import ModelInfo
+
+if TYPE_CHECKING:  # imported where used: a -p run serves no socket and reloads nothing
+    from chord import ReloadCoordinator, ReloadReport
+    from coding_agent.worker.database import SharedDatabase
 
 __all__ = [
     "EXIT_BUSY",
@@ -782,6 +781,8 @@ def _coordinator(
         line = f"coding-agent worker: reload {report.package}: {report.outcome}: {report.message}"
         print(line, file=sys.stderr, flush=True)
 
+    from chord import ReloadCoordinator
+
     return ReloadCoordinator(host, generations, on_report=on_report, around_reload=around_reload)
 
 
@@ -928,6 +929,8 @@ async def serve(
             open_session_host(config, attendance=clients, feature_loader=feature_loader) as runtime,
             anyio.create_task_group() as group,
         ):
+            from chord import provider_handler, serve_unix  # only a served worker needs the wire
+
             handler = clients.handler(provider_handler(runtime.host.services))
             await group.start(serve_unix, socket, handler)
             ready(socket)

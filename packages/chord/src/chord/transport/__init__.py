@@ -6,6 +6,9 @@ strictly decodes the frames, :mod:`~chord.transport.streams` carries them over U
 and a child process's stdio, and :mod:`~chord.transport.memory` pairs two ends in one process.
 """
 
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
 from chord.transport.frames import (
     DEFAULT_MAX_FRAME_SIZE,
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -24,23 +27,25 @@ from chord.transport.frames import (
     encode_frame,
     encode_parts,
 )
-from chord.transport.memory import memory_byte_stream_pair, memory_connection_pair
-from chord.transport.streams import (
-    FrameConnection,
-    connect_tcp,
-    connect_unix,
-    open_process_connection,
-    serve_tcp,
-    serve_unix,
-    stdio_connection,
-)
-from chord.transport.unix import (
-    PeerRefused,
-    UnixSocketStream,
-    open_unix_stream,
-    peer_uid,
-    serve_unix_streams,
-)
+
+if _TYPE_CHECKING:  # bound at first use (_LAZY below)
+    from chord.transport.memory import memory_byte_stream_pair, memory_connection_pair
+    from chord.transport.streams import (
+        FrameConnection,
+        connect_tcp,
+        connect_unix,
+        open_process_connection,
+        serve_tcp,
+        serve_unix,
+        stdio_connection,
+    )
+    from chord.transport.unix import (
+        PeerRefused,
+        UnixSocketStream,
+        open_unix_stream,
+        peer_uid,
+        serve_unix_streams,
+    )
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
@@ -74,3 +79,34 @@ __all__ = [
     "serve_unix_streams",
     "stdio_connection",
 ]
+
+_LAZY: dict[str, str] = {
+    "memory_byte_stream_pair": "chord.transport.memory",
+    "memory_connection_pair": "chord.transport.memory",
+    "FrameConnection": "chord.transport.streams",
+    "connect_tcp": "chord.transport.streams",
+    "connect_unix": "chord.transport.streams",
+    "open_process_connection": "chord.transport.streams",
+    "serve_tcp": "chord.transport.streams",
+    "serve_unix": "chord.transport.streams",
+    "stdio_connection": "chord.transport.streams",
+    "PeerRefused": "chord.transport.unix",
+    "UnixSocketStream": "chord.transport.unix",
+    "open_unix_stream": "chord.transport.unix",
+    "peer_uid": "chord.transport.unix",
+    "serve_unix_streams": "chord.transport.unix",
+}
+"""Public name -> the module that defines it, imported when the name is first used (PEP 562)."""
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'chord.transport' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # the next use is a plain module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

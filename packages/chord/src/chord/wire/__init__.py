@@ -15,7 +15,9 @@ neither of those imports it. The protocol is documented in ``docs/wire.md``.
   ``cancelled``, ``internal_error``, application codes).
 """
 
-from chord.wire.client import RemoteConnection, RemoteSubscription, open_remote_connection
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
 from chord.wire.errors import (
     CANCELLED,
     INTERNAL_ERROR,
@@ -26,13 +28,16 @@ from chord.wire.errors import (
     error_from_info,
     error_info,
 )
-from chord.wire.server import (
-    DEFAULT_MAX_CONCURRENT_REQUESTS,
-    DEFAULT_PEER_QUEUE_LIMIT,
-    provider_handler,
-    serve_provider,
-)
-from chord.wire.source import Backoff, WireServiceSource, connect_service_source
+
+if _TYPE_CHECKING:  # bound at first use (_LAZY below)
+    from chord.wire.client import RemoteConnection, RemoteSubscription, open_remote_connection
+    from chord.wire.server import (
+        DEFAULT_MAX_CONCURRENT_REQUESTS,
+        DEFAULT_PEER_QUEUE_LIMIT,
+        provider_handler,
+        serve_provider,
+    )
+    from chord.wire.source import Backoff, WireServiceSource, connect_service_source
 
 __all__ = [
     "CANCELLED",
@@ -54,3 +59,30 @@ __all__ = [
     "provider_handler",
     "serve_provider",
 ]
+
+_LAZY: dict[str, str] = {
+    "RemoteConnection": "chord.wire.client",
+    "RemoteSubscription": "chord.wire.client",
+    "open_remote_connection": "chord.wire.client",
+    "DEFAULT_MAX_CONCURRENT_REQUESTS": "chord.wire.server",
+    "DEFAULT_PEER_QUEUE_LIMIT": "chord.wire.server",
+    "provider_handler": "chord.wire.server",
+    "serve_provider": "chord.wire.server",
+    "Backoff": "chord.wire.source",
+    "WireServiceSource": "chord.wire.source",
+    "connect_service_source": "chord.wire.source",
+}
+"""Public name -> the module that defines it, imported when the name is first used (PEP 562)."""
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'chord.wire' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # the next use is a plain module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
