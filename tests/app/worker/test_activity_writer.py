@@ -51,6 +51,7 @@ def test_the_file_ends_with_the_newest_record_made_and_its_branch(
     async def main() -> None:
         writer = ActivityWriter(session, fsync=False)
         branch: int | None = None  # what the newest record should name
+        last: datetime | None = None
         async with anyio.create_task_group() as group:
             group.start_soon(writer.run)
             await anyio.wait_all_tasks_blocked()
