@@ -19,7 +19,8 @@ kept copies still equal their messages:
   shared one when equal.
 
 When nothing changed and the shared list grew at its end, both steps are a few C-level passes
-over the list (identity only) plus the work for the new messages.
+over the list (list compares, which take the very same object as equal without looking into
+it) plus the work for the new messages.
 
 The tracked containers behave as ``dict`` and ``list`` for everything a hook can do with a
 message (``isinstance``, JSON and msgpack encoding, equality, ``copy``/``deepcopy`` and
@@ -31,7 +32,6 @@ as :mod:`heapq`) is not noticed.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from operator import is_
 from typing import Any, SupportsIndex
 
 import msgspec
@@ -197,13 +197,14 @@ class HookCopies:
         are kept for the next call."""
         originals, kept, marks = self._originals, self._copies, self._marks
         known = len(originals)
-        if (
-            not self._flag.changed and known <= len(messages) and all(map(is_, originals, messages))
-        ):  # the usual case: nothing changed, the history grew at its end
+        if not self._flag.changed and known <= len(messages) and messages[:known] == originals:
+            # the usual case: nothing changed, the history grew at its end (the list compare is
+            # by identity first, in C; a message equal to its original but another object still
+            # has an equal copy, and is the one remembered from now on)
             fresh = self._fresh(messages[known:])
             kept.extend(copy for copy, _ in fresh)
             marks.extend(mark for _, mark in fresh)
-            originals.extend(messages[known:])
+            self._originals = list(messages)
             return list(kept)
         self._flag.changed = False  # the changed copies are dropped now (their marks stay set)
         out: list[Any] = []
@@ -235,13 +236,10 @@ class HookCopies:
         )
 
     def all_unchanged(self, result: list[Any]) -> bool:
-        """Whether ``result`` is exactly the kept copies, in order, none changed (a few C-level
-        passes: identity, and the memo's flag)."""
-        return (
-            not self._flag.changed
-            and len(result) == len(self._copies)
-            and all(map(is_, result, self._copies))
-        )
+        """Whether no kept copy changed and ``result`` equals the kept copies, in order (so each
+        of its messages equals the shared one at its place; one C-level list compare, by
+        identity first)."""
+        return not self._flag.changed and result == self._copies
 
     def _fresh(self, messages: list[Any]) -> list[tuple[Any, _Mark]]:
         flag = self._flag
