@@ -25,6 +25,10 @@ Printed per path:
   the line prints the median of the rounds' ratios and each round's. The plain ratio compares
   figures taken minutes apart, and a shared machine's load can change a lot in between;
 * the wall time of all N turns and the session's bytes on disk after it is closed;
+* the floor under the wall time, measured in the same turns: the durable writes the process
+  made (``os.pwrite`` on the log's ``O_DSYNC`` descriptor, ``os.fsync``, ``os.fdatasync``; the
+  calls are timed where they are made, in the storage's and the worker's threads) per turn
+  and the milliseconds a turn spent in them;
 * the resume: the closed session reopened in the worker's session host (best of three, wall and
   CPU), next to the same for a 1-turn session, and the Python memory the reopened host holds
   per stored entry (tracemalloc).
@@ -40,10 +44,12 @@ Run: ``uv run python benchmarks/long_session.py [--turns N] [--provider openai|a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import tempfile
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -172,6 +178,42 @@ def _folder_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+class SyncClock:
+    """Counts and times the durable-write calls (``os.pwrite``, ``os.fsync``, ``os.fdatasync``)
+    made while entered, from any thread: the fsync floor under a turn's wall time."""
+
+    NAMES = ("pwrite", "fsync", "fdatasync")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.seconds = 0.0
+        self._lock = threading.Lock()
+        self._saved: dict[str, Any] = {}
+
+    def __enter__(self) -> SyncClock:
+        for name in self.NAMES:
+            self._saved[name] = original = getattr(os, name)
+            setattr(os, name, self._timed(original))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, original in self._saved.items():
+            setattr(os, name, original)
+
+    def _timed(self, original: Any) -> Any:
+        def timed(*args: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return original(*args)
+            finally:
+                took = time.perf_counter() - start
+                with self._lock:
+                    self.calls += 1
+                    self.seconds += took
+
+        return timed
+
+
 class Round(NamedTuple):
     """One interleaved round: a fresh session's turns 1 to ``REFERENCE`` and the long session's
     turn right after each (seconds and CPU seconds per turn)."""
@@ -183,10 +225,16 @@ class Round(NamedTuple):
 
 
 async def agent_run(
-    provider: str, url: str, turns: int, tmp: Path, prompt: str | None = None
+    provider: str,
+    url: str,
+    turns: int,
+    tmp: Path,
+    prompt: str | None = None,
+    syncs: SyncClock | None = None,
 ) -> tuple[list[float], list[float], int, Any]:
     """(seconds per turn, CPU seconds per turn, session bytes on disk after close, the worker
-    config to reopen the session with); every turn sends ``prompt`` when given."""
+    config to reopen the session with); every turn sends ``prompt`` when given; ``syncs``
+    times the durable writes of the turns (not of the opening and closing)."""
     from chord.context import BACKGROUND
     from coding_agent.session_files.folders import create_session
     from coding_agent.worker.main import WorkerConfig, open_session_host
@@ -211,8 +259,9 @@ async def agent_run(
 
     async with open_session_host(config) as runtime:
         root = await runtime.harness.harness.root(BACKGROUND)
-        for n in range(1, turns + 1):
-            await _turn(root, prompt or f"Turn {n}: answer briefly.", (times, cpu))
+        with syncs if syncs is not None else contextlib.nullcontext():
+            for n in range(1, turns + 1):
+                await _turn(root, prompt or f"Turn {n}: answer briefly.", (times, cpu))
     return times, cpu, _folder_bytes(session.path), config
 
 
@@ -347,7 +396,10 @@ def _at(times: list[float], turn: int) -> float:
 
 def report(provider: str, turns: int) -> None:
     with tempfile.TemporaryDirectory() as tmp, StubProcess(__file__) as url:
-        agent, cpu, size, config = anyio.run(agent_run, provider, url, turns, Path(tmp))
+        syncs = SyncClock()
+        agent, cpu, size, config = anyio.run(
+            agent_run, provider, url, turns, Path(tmp), None, syncs
+        )
         base = baseline_run(provider, url, turns)
         resumed = anyio.run(resume_run, config)
         rounds = anyio.run(interleaved_run, config, turns) if turns >= 2 * REFERENCE else []
@@ -395,6 +447,12 @@ def report(provider: str, turns: int) -> None:
     print(
         f"{provider} {turns:,} turns: {total:,.1f} s | baseline {sum(base):,.1f} s "
         f"[target: 2,000 turns <= 60 s]"
+    )
+    print(
+        f"{provider} the fsync floor, same turns: {syncs.calls / turns:.1f} durable writes/turn "
+        f"(pwrite O_DSYNC, fsync, fdatasync), {1000 * syncs.seconds / turns:.1f} ms/turn in "
+        f"them = {syncs.seconds:,.1f} s of the {total:,.1f} s "
+        f"({100 * syncs.seconds / total:.0f}%; threads may overlap them)"
     )
     print(
         f"{provider} session bytes after {turns:,} turns: {size:,} B "

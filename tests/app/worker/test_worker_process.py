@@ -260,3 +260,29 @@ async def test_bash_output_is_live_in_the_view_while_the_command_runs(
         await client.wait_for(client.turn_ended)
         (result,) = client.entries("pi.tool_result")
         assert text_of(result) == "started\nfinished"
+
+
+async def test_a_folder_read_early_in_a_long_tool_step_brings_its_agents_md(
+    session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    # The facet looks at the entries new since its last look in growing pages (8 first): the
+    # call that read pkg/ is the oldest of the step's ~30 new entries, beyond the first page.
+    (session.cwd / "pkg").mkdir()
+    (session.cwd / "pkg" / "notes.txt").write_text("notes\n")
+    (session.cwd / "pkg" / "AGENTS.md").write_text("In pkg, name things plainly.\n")
+    reads = [{"name": "read", "arguments": {"path": "pkg/notes.txt"}}]
+    reads += [{"name": "read", "arguments": {"path": "README.md"}} for _ in range(12)]
+    script = write_script(
+        tmp_path / "script.json",
+        [{"text": "Reading.", "toolCalls": reads}, {"text": "Read."}],
+    )
+    async with (
+        worker_process(session, agent_env, "--faux-script", str(script)) as worker,
+        connected(Client(), worker.socket) as client,
+    ):
+        await client.root.send({"content": "read them"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+        assert len(client.entries("pi.tool_result")) == 13
+        first, *_, last = client.entries("pi.system")
+        assert "In pkg, name things plainly." not in first["model"][0]["content"]
+        assert "In pkg, name things plainly." in last["model"][0]["content"]

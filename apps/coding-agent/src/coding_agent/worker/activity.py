@@ -17,19 +17,36 @@ Nothing else counts: resuming a session, a view followed by a client, a turn's s
 answer, an input resolved (the turn it started ending: one record per prompt, not two — each
 costs a file and a folder fsync), and a lingering worker stopping record nothing, so an untouched session keeps its
 creation time and a session left ten minutes ago does not jump ahead of the one in use.
+
+A prompt's record is written off the event loop (:class:`ActivityWriter`): a record is two
+fsyncs and a rename (~5 ms on an idle disk), which the commit of every prompt waited for, on
+the loop, before the turn could go on. Its moment and branch are taken when the commit is seen;
+the writer writes the newest record not yet written, in order (a record superseded before it
+was written is skipped: only the newest is ever read), and what is pending is written before
+the session host closes. A conversation made, a configuration change and a visit are recorded
+at once, as before, so a branch just made is the one the file names when the call returns.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 import msgspec
 
 from coding_agent.session_files.folders import Session, record_activity
 
-__all__ = ["activity_recorder", "is_user_activity", "user_branch", "visit_recorder"]
+__all__ = [
+    "ActivityWriter",
+    "activity_recorder",
+    "is_user_activity",
+    "user_branch",
+    "visit_recorder",
+]
 
 _log = logging.getLogger("coding_agent.worker")
 
@@ -70,38 +87,110 @@ def user_branch(kernel: Any, batch: Any) -> int | None:
     return None
 
 
+class ActivityWriter:
+    """Writes a session's activity records (see the module doc). :meth:`record` is called on
+    the event loop (a commit listener, a visit). A prompt's record (``later=True``) is written
+    by :meth:`run`, the writing task started in the host's task group, in a worker thread: the
+    newest pending one, in order. Any other record (a conversation made, a configuration
+    change, a visit), and every record while :meth:`run` is not running, is written at once,
+    as before there was a writer, and supersedes what is pending. :meth:`settle` writes what is
+    pending and waits for the write in flight (the host's close, shielded).
+
+    Every record is numbered when it is made and a write never replaces a newer record's (a
+    lock orders them), so the file always ends with the newest record written. A record
+    without a branch names the branch of the newest record made before it."""
+
+    def __init__(self, session: Session, *, fsync: bool = True) -> None:
+        self._session = session
+        self._fsync = fsync
+        self._made = 0  # records made
+        self._written = 0  # the number of the newest record written
+        self._branch: int | None = None  # the branch of the newest record made
+        self._pending: tuple[int, datetime, int | None] | None = None
+        self._file = threading.Lock()  # held while a record is written
+        self._wake: anyio.Event | None = None  # made by run (an event needs the loop)
+        self._drain: anyio.Lock | None = None
+
+    def record(self, branch: int | None, *, later: bool = False) -> None:
+        """Record the user's doing now, on ``branch`` (``None``: the branch recorded last);
+        ``later``: by the writing task, when it runs."""
+        if branch is None:
+            branch = self._branch
+        self._branch = branch
+        self._made += 1
+        record = (self._made, datetime.now(UTC), branch)
+        if later and self._wake is not None:
+            self._pending = record
+            self._wake.set()
+            return
+        self._pending = None  # superseded
+        self._write(record)
+
+    def _write(self, record: tuple[int, datetime, int | None]) -> None:
+        number, when, branch = record
+        with self._file:
+            if number <= self._written:
+                return  # a newer record is on disk already
+            try:
+                record_activity(self._session, when, branch=branch, fsync=self._fsync)
+            except OSError as error:  # the order of a list is not worth a failed turn
+                _log.warning("could not record the session's activity: %s", error)
+            self._written = number
+
+    async def run(self) -> None:
+        """Write the pending records until cancelled; what is pending then is written at once."""
+        self._drain = anyio.Lock()
+        self._wake = anyio.Event()
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake = anyio.Event()
+                await self.settle()
+        finally:
+            self._wake = None
+            if self._pending is not None:
+                pending, self._pending = self._pending, None
+                self._write(pending)
+
+    async def settle(self) -> None:
+        """Write what is pending; return once nothing is pending or being written."""
+        if self._drain is None:
+            return
+        async with self._drain:
+            while self._pending is not None:
+                pending, self._pending = self._pending, None
+                with anyio.CancelScope(shield=True):  # taken: written whatever happens
+                    await anyio.to_thread.run_sync(self._write, pending)
+
+
 def activity_recorder(
-    session: Session, *, fsync: bool = True
+    session: Session, *, fsync: bool = True, writer: ActivityWriter | None = None
 ) -> Callable[[Any], Callable[[], None]]:
     """A harness registration (``HarnessServiceApi.add_registration``) that records the
-    session's activity after every commit :func:`is_user_activity` accepts. Register it after
-    the resume, so what the opening itself commits is not taken for the user's doing."""
+    session's activity after every commit :func:`is_user_activity` accepts (through
+    ``writer`` when given: a prompt's off the loop; else at once). Register it after the
+    resume, so what the opening itself commits is not taken for the user's doing."""
+    out = writer if writer is not None else ActivityWriter(session, fsync=fsync)
 
     def install(opened: Any) -> Callable[[], None]:
         kernel = opened.kernel
         admitted: set[int] = set()  # see is_user_activity
 
         def on_commit(batch: Any) -> None:
-            if not is_user_activity(batch, admitted):
-                return
-            try:
-                record_activity(session, branch=user_branch(kernel, batch), fsync=fsync)
-            except OSError as error:  # the order of a list is not worth a failed turn
-                _log.warning("could not record the session's activity: %s", error)
+            if is_user_activity(batch, admitted):
+                prompt_only = not (batch.created or batch.config_changed)
+                out.record(user_branch(kernel, batch), later=prompt_only)
 
         return kernel.add_commit_listener(on_commit)
 
     return install
 
 
-def visit_recorder(session: Session, fsync: bool = True) -> Callable[[int], None]:
+def visit_recorder(
+    session: Session, fsync: bool = True, *, writer: ActivityWriter | None = None
+) -> Callable[[int], None]:
     """``on_visit`` of the session tree service: a switch to a branch (``/branch``, ``/tree``,
-    Ctrl+B) is the user's doing, and that branch is the one they are on."""
-
-    def visit(conversation: int) -> None:
-        try:
-            record_activity(session, branch=conversation, fsync=fsync)
-        except OSError as error:
-            _log.warning("could not record the session's activity: %s", error)
-
-    return visit
+    Ctrl+B) is the user's doing, and that branch is the one they are on (recorded through
+    ``writer`` when given, in order with the prompts', else at once)."""
+    out = writer if writer is not None else ActivityWriter(session, fsync=fsync)
+    return out.record

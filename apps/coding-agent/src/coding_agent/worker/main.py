@@ -118,7 +118,7 @@ from coding_agent.settings.trust import (
     check_project,
 )
 from coding_agent.settings.xdg import state_home
-from coding_agent.worker.activity import activity_recorder, visit_recorder
+from coding_agent.worker.activity import ActivityWriter, activity_recorder, visit_recorder
 from coding_agent.worker.file_history import FileHistory, project_blobs
 from coding_agent.worker.gc_policy import (
     freeze_after_turns,
@@ -516,7 +516,9 @@ async def open_session_host(
             "session",
         )
 
+        activity = ActivityWriter(session, fsync=config.fsync)  # off the loop, in order
         async with anyio.create_task_group() as group:
+            group.start_soon(activity.run)
             storage_dir = str(session.storage_dir)
             history = FileHistory(
                 session.path / "file-history",
@@ -544,7 +546,9 @@ async def open_session_host(
                     web=config.web,
                     env=config.env,
                 ),
-                session_tree_facet(history, on_visit=visit_recorder(session, config.fsync)),
+                session_tree_facet(
+                    history, on_visit=visit_recorder(session, config.fsync, writer=activity)
+                ),
                 system_prompt_facet(session.cwd),
                 shell_service_facet(
                     session.cwd, spill_dir=session.path / "spill", environment=environment
@@ -581,7 +585,9 @@ async def open_session_host(
                     await apply_permission_mode(host, config.permission_mode)
                 await harness.resume(BACKGROUND)
                 # from here on, what the user does orders the session lists (not the resume)
-                harness.add_registration(activity_recorder(session, fsync=config.fsync))
+                harness.add_registration(
+                    activity_recorder(session, fsync=config.fsync, writer=activity)
+                )
                 notifier: Notifier | None = None
                 if config.notifications is not None:  # decided from commits, sent from here
                     notifier = Notifier(
@@ -611,6 +617,8 @@ async def open_session_host(
                     opening(True)  # open: freeze what it loaded (``unfreeze`` undoes it)
                     yield runtime
                 finally:
+                    with anyio.CancelScope(shield=True):
+                        await activity.settle()  # the last prompt's record is on disk
                     if notifier is not None:  # what the last commits made due goes out now
                         with anyio.CancelScope(shield=True):
                             await notifier.settle(NOTIFY_SETTLE)

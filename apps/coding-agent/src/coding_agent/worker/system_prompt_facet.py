@@ -42,22 +42,26 @@ def system_prompt_facet(cwd: str | os.PathLike[str]) -> Facet:
 
     async def touched(conversation_id: int, ctx: Context) -> set[str]:
         """The sub-folders the conversation's tool calls read, edited or listed: its entries
-        newer than the last look, paged newest first (all of them once per worker start)."""
+        newer than the last look, paged newest first in growing pages (a turn adds a few
+        entries: a first page of 200 decoded ~200 entries a turn to find them; all of them
+        once per worker start)."""
         seen, folders = worked_in.get(conversation_id, (0, set()))
         handle = await harness_box[0].conversation(conversation_id, ctx) if harness_box else None
         if handle is None:
             return folders
         newest, before = seen, None
+        limit = 8 if seen else 200
         while True:
-            page = await handle.entries(ctx, limit=200, before=before)
+            page = await handle.entries(ctx, limit=limit, before=before)
             fresh = [entry for entry in page if entry.id > seen]
             for entry in fresh:
                 newest = max(newest, entry.id)
                 if isinstance(entry.model, list):
                     folders |= touched_folders(entry.model, folder)
-            if len(fresh) < len(page) or len(page) < 200:
+            if len(fresh) < len(page) or len(page) < limit:
                 break
             before = page[-1].id
+            limit = min(limit * 4, 200)
         worked_in[conversation_id] = (newest, folders)
         return folders
 

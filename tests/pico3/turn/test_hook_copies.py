@@ -1,0 +1,191 @@
+"""The kept copies ``before_request`` hooks are given (pico3.turn.hook_copies): whatever the
+hooks and the history do, the cached path gives what copying and comparing everything gives."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+from itertools import count
+from typing import Any
+
+import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pico3.turn.hook_copies import HookCopies, TrackedDict, TrackedList, reshare
+
+_serial = count()
+
+
+def _message(role: str = "user") -> dict[str, Any]:
+    n = next(_serial)
+    return {"role": role, "content": [{"type": "text", "text": f"m{n}"}], "n": n}
+
+
+def _containers(value: Any) -> list[Any]:
+    """Every dict and list inside ``value`` (itself included)."""
+    if isinstance(value, dict):
+        return [value, *(c for item in value.values() for c in _containers(item))]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    if isinstance(value, list):
+        return [value, *(c for item in value for c in _containers(item))]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    return []
+
+
+def _expected(result: list[Any], shared: list[dict[str, Any]]) -> list[Any]:
+    """The recomputed answer: each result message equal to the shared one at its place is it."""
+    out = list(result)
+    for index, (message, original) in enumerate(zip(result, shared, strict=False)):
+        if message == original:
+            out[index] = original
+    return out
+
+
+# What happens between two requests to the shared history (the transcript cache's list).
+_history_steps = st.one_of(
+    st.tuples(st.just("grow"), st.integers(1, 3)),
+    st.tuples(st.just("rewind"), st.integers(0, 6)),  # drop the newest n, then grow
+    st.tuples(st.just("compact"), st.integers(0, 6)),  # a new object at an index (same value)
+    st.tuples(st.just("hot_reload"), st.just(0)),  # a new memo (the hook module reloaded)
+)
+# What a hook does with what it is given.
+_hook_steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("set"), st.integers(0, 50)),
+        st.tuples(st.just("append_block"), st.integers(0, 50)),
+        st.tuples(st.just("revert"), st.integers(0, 50)),  # changed, then set back
+        st.tuples(st.just("old_copy"), st.integers(0, 50)),  # a copy kept from an earlier call
+        st.tuples(st.just("swap"), st.integers(0, 50)),
+        st.tuples(st.just("insert"), st.integers(0, 50)),
+        st.tuples(st.just("replace_list"), st.just(0)),  # returns a new list of the same copies
+    ),
+    max_size=4,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_history_steps, _hook_steps), min_size=1, max_size=12))
+def test_kept_copies_and_resharing_equal_copying_and_comparing_everything(
+    steps: list[tuple[tuple[str, int], list[tuple[str, int]]]],
+) -> None:
+    shared: list[dict[str, Any]] = [_message("system"), _message()]
+    memo = HookCopies()
+    held: list[Any] = []  # copies hooks kept from earlier calls
+    for (step, n), hook in steps:
+        if step == "grow":
+            shared = shared + [_message("assistant" if i % 2 else "user") for i in range(n)]
+        elif step == "rewind":
+            shared = [*shared[: max(0, len(shared) - n)], _message()]
+        elif step == "compact" and shared:
+            index = n % len(shared)
+            shared = list(shared)
+            shared[index] = copy.deepcopy(shared[index])
+        elif step == "hot_reload":
+            memo = HookCopies()
+        snapshot = copy.deepcopy(shared)
+        given_copies = memo.copies(shared)
+        assert given_copies == shared
+        ours = {id(c) for c in given_copies for c in _containers(c)}
+        assert not ours & {id(c) for m in shared for c in _containers(m)}
+        result = given_copies
+        for action, at in hook:
+            if action == "old_copy" and held:
+                target = held[at % len(held)]
+                target["n"] = -1
+                continue
+            if not result:
+                continue
+            index = at % len(result)
+            message = result[index]
+            if action == "set" and isinstance(message, dict):
+                message["extra"] = at
+            elif action == "append_block" and isinstance(message, dict):
+                message["content"].append({"type": "text", "text": "added"})
+            elif action == "revert" and isinstance(message, dict):
+                before = message["n"]
+                message["n"] = "changed"
+                message["n"] = before
+            elif action == "swap":
+                result[0], result[index] = result[index], result[0]
+            elif action == "insert":
+                result.insert(index, _message())  # made by the hook
+            elif action == "replace_list":
+                result = list(result)
+        held.extend(given_copies[-2:])
+        expected = _expected(result, shared)
+        got = reshare(list(result), shared, memo)
+        assert len(got) == len(expected)
+        assert all(g is e for g, e in zip(got, expected, strict=True))
+        assert shared == snapshot  # the shared messages are never changed
+
+
+def test_a_changed_copy_is_given_fresh_and_the_others_again() -> None:
+    shared = [_message(), _message("assistant")]
+    memo = HookCopies()
+    first = memo.copies(shared)
+    first[0]["content"][0]["text"] = "changed by a hook"
+    second = memo.copies(shared)
+    assert second == shared
+    assert second[0] is not first[0]
+    assert second[1] is first[1]
+
+
+def test_an_untouched_result_is_the_shared_messages() -> None:
+    shared = [_message(), _message("assistant"), _message()]
+    memo = HookCopies()
+    given_copies = memo.copies(shared)
+    got = reshare(given_copies, shared, memo)
+    assert all(g is s for g, s in zip(got, shared, strict=True))
+    grown = [*shared, _message("assistant")]
+    again = memo.copies(grown)
+    assert again[:3] == given_copies[:3]
+    assert all(a is g for a, g in zip(again, given_copies, strict=False))
+
+
+def test_tracked_copies_encode_and_copy_as_plain_containers() -> None:
+    memo = HookCopies()
+    (message,) = memo.copies([{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
+    assert isinstance(message, TrackedDict)
+    assert isinstance(message["content"], TrackedList)
+    plain = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
+    assert json.loads(json.dumps(message)) == plain
+    assert msgspec.json.decode(msgspec.json.encode(message)) == plain
+    for copied in (copy.deepcopy(message), pickle.loads(pickle.dumps(message))):
+        assert type(copied) is dict
+        assert type(copied["content"]) is list
+        assert copied == plain
+    assert type(copy.copy(message)) is dict
+
+
+def test_every_mutating_method_marks_the_copy_changed() -> None:
+    changes = [
+        lambda m: m.__setitem__("k", 1),
+        lambda m: m.__delitem__("role"),
+        lambda m: m.__ior__({"k": 1}),
+        lambda m: m.clear(),
+        lambda m: m.pop("role"),
+        lambda m: m.popitem(),
+        lambda m: m.setdefault("k", 1),
+        lambda m: m.update(k=1),
+        lambda m: m["content"].__setitem__(0, "x"),
+        lambda m: m["content"].__delitem__(0),
+        lambda m: m["content"].__iadd__(["x"]),
+        lambda m: m["content"].__imul__(2),
+        lambda m: m["content"].append("x"),
+        lambda m: m["content"].extend(["x"]),
+        lambda m: m["content"].insert(0, "x"),
+        lambda m: m["content"].pop(),
+        lambda m: m["content"].remove(m["content"][0]),
+        lambda m: m["content"].clear(),
+        lambda m: m["content"].reverse(),
+        lambda m: m["content"].sort(key=str),
+        lambda m: m["content"][0].__setitem__("text", "x"),
+    ]
+    for change in changes:
+        shared = [{"role": "user", "content": [{"type": "text", "text": "hi"}, "b"]}]
+        memo = HookCopies()
+        (given_copy,) = memo.copies(shared)
+        change(given_copy)
+        (again,) = memo.copies(shared)
+        assert again is not given_copy, change
+        assert again == shared[0]
