@@ -204,7 +204,7 @@ class ScriptedModel:
 
     def note(self, entry: dict[str, Any]) -> None:
         with self._lock:
-            self.log.append(entry)
+            self.log.append({**entry, "at": time.monotonic()})
 
     def answer(self, path: str, request: dict[str, Any]) -> tuple[int, str, bytes]:
         if not path.split("?")[0].endswith("/v1/messages"):
