@@ -303,8 +303,14 @@ Timing = tuple[float, float]
 """(wall seconds, CPU seconds)."""
 
 
-def run_once(agent: str, claude: Path | None, model: ScriptedModel, tmp: Path) -> Timing:
-    """One checked run of ``agent`` on a fresh project; (wall, CPU)."""
+Phases = tuple[float, float, float]
+"""(spawn -> first scripted request, first -> last scripted request, last -> exit) seconds."""
+
+
+def run_once(
+    agent: str, claude: Path | None, model: ScriptedModel, tmp: Path
+) -> tuple[Timing, Phases]:
+    """One checked run of ``agent`` on a fresh project; (wall, CPU) and its phases."""
     work = Path(tempfile.mkdtemp(dir=tmp, prefix=f"{agent}-"))
     project = work / "project"
     project.mkdir()
@@ -327,7 +333,8 @@ def run_once(agent: str, claude: Path | None, model: ScriptedModel, tmp: Path) -
     cpu = _children_cpu()
     _check(agent, process.returncode, out, err, project, model.log)
     shutil.rmtree(work, ignore_errors=True)
-    return wall, cpu
+    script = [entry["at"] - start for entry in model.log if entry["kind"] == "script"]
+    return (wall, cpu), (script[0], script[-1] - script[0], wall - script[-1])
 
 
 _LAST_CHILDREN_CPU = [0.0]
@@ -377,6 +384,11 @@ def _show(timing: Timing) -> str:
     return f"{timing[0]:.3f} s (CPU {timing[1]:.3f} s)"
 
 
+def _phases(samples: list[Phases]) -> str:
+    first, steps, end = (statistics.median(phase[i] for phase in samples) for i in range(3))
+    return f"spawn -> first request {first:.3f} s, three tool steps {steps:.3f} s, answer -> exit {end:.3f} s"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per agent (median)")
@@ -392,6 +404,7 @@ def main() -> None:
     agents = ["ours"] + (["claude"] if claude is not None else [])
     model = ScriptedModel()
     samples: dict[str, list[Timing]] = {agent: [] for agent in agents}
+    phases: dict[str, list[Phases]] = {agent: [] for agent in agents}
     side: dict[str, str] = {}
     bare: list[Timing] = []
     with tempfile.TemporaryDirectory(prefix="edit-task-") as name:
@@ -400,10 +413,11 @@ def main() -> None:
             for index in range(args.runs + 1):  # the first round warms caches: unmeasured
                 order = agents if index % 2 == 0 else agents[::-1]
                 for agent in order:
-                    timing = run_once(agent, claude, model, tmp)
+                    timing, phase = run_once(agent, claude, model, tmp)
                     side[agent] = _side_calls(model.log)
                     if index:
                         samples[agent].append(timing)
+                        phases[agent].append(phase)
                 start = time.monotonic()
                 subprocess.run([PYTHON, "-c", "pass"], check=True)
                 bare.append((time.monotonic() - start, _children_cpu()))
@@ -411,13 +425,13 @@ def main() -> None:
             model.close()
     ours = _median(samples["ours"])
     print(f"baseline: python -c pass {_show(_median(bare[1:]))}")
-    print(f"ours (coding-agent -p): {_show(ours)}; other requests: {side['ours']}")
+    print(f"ours (coding-agent -p): {_show(ours)}; {_phases(phases['ours'])}")
+    print(f"  other requests: {side['ours']}")
     if claude is None:
         return
     theirs = _median(samples["claude"])
-    print(
-        f"Claude Code {CLAUDE_VERSION} (claude -p): {_show(theirs)}; other requests: {side['claude']}"
-    )
+    print(f"Claude Code {CLAUDE_VERSION} (claude -p): {_show(theirs)}; {_phases(phases['claude'])}")
+    print(f"  other requests: {side['claude']}")
     ratio = ours[0] / theirs[0]
     print(
         f"ratio (wall, median of {args.runs} paired runs): {ratio:.2f}x "
