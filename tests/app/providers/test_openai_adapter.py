@@ -17,6 +17,7 @@ from pico3.models import (
     ErrorEvent,
     Request,
     RetryPolicy,
+    StartEvent,
     StreamEvent,
     TextContent,
     TextDeltaEvent,
@@ -375,3 +376,30 @@ async def test_a_malformed_event_after_good_ones_in_the_same_read_keeps_them() -
     assert "malformed stream chunk" in (error.error.error_message or "")
     assert error.error.content == [TextContent(text="abcdef")]
     assert len(server.requests) == 1  # a broken stream is not retried
+
+
+@pytest.mark.anyio
+async def test_batches_are_the_events_a_list_per_read() -> None:
+    """``stream(...).batches()`` (what ``stream_message`` reads) gives the events iterating the
+    stream gives, in order; a body the client reads at once comes as few lists, not one per
+    event (``start`` alone first, the terminal event last)."""
+    body = "".join(_text_events(*"abcdefghij"))  # one write: the client reads it at once
+    seen: list[list[StreamEvent]] = []
+    with StubServer([Reply(events=[body]), Reply(events=[body])]) as server:
+        provider = _provider(server)
+        try:
+            each = [event async for event in provider.stream(_request(), BACKGROUND)]
+            stream: Any = provider.stream(_request(), BACKGROUND)
+            seen = [batch async for batch in stream.batches()]
+        finally:
+            await provider.aclose()
+    flat = [event for batch in seen for event in batch]
+    assert [type(event) for event in flat] == [type(event) for event in each]
+    deltas = [e.delta for e in flat if isinstance(e, TextDeltaEvent)]
+    assert deltas == list("abcdefghij")
+    assert isinstance(seen[0][0], StartEvent) and len(seen[0]) == 1
+    last, expected = flat[-1], each[-1]
+    assert isinstance(last, DoneEvent) and isinstance(expected, DoneEvent)
+    assert last.message.content == expected.message.content == [TextContent(text="abcdefghij")]
+    assert last.message.usage == expected.message.usage
+    assert len(seen) < len(flat) / 2

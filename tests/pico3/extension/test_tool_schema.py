@@ -3,9 +3,13 @@ field (docs/design/turn.md#tool)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chord.context import Context
 from pico3.tools import InvalidArguments, ToolApi, ToolDeclaration, ToolResult, validate_arguments
@@ -192,3 +196,75 @@ def test_a_schema_read_as_plain_is_one_the_meta_schema_accepts(schema: Any) -> N
     elif isinstance(schema, dict) and not accepted:
         with pytest.raises(ValueError, match="invalid JSON Schema at parameters"):
             declare({"type": "object", "properties": {"x": schema}})
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.floats(-5, 5, allow_nan=False)
+    | st.sampled_from(["", "a", "ab", "abcde"]),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("abc"), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_TYPES = st.sampled_from(["string", "integer", "number", "boolean", "null", "array", "object"])
+
+
+def _schemas(inner: Any) -> Any:
+    keyword = st.one_of(
+        st.tuples(st.just("type"), _TYPES | st.lists(_TYPES, min_size=1, max_size=3, unique=True)),
+        st.tuples(
+            st.just("properties"), st.dictionaries(st.sampled_from("abc"), inner, max_size=3)
+        ),
+        st.tuples(st.just("required"), st.lists(st.sampled_from("abc"), max_size=3, unique=True)),
+        st.tuples(st.sampled_from(["items", "additionalProperties"]), inner),
+        st.tuples(st.just("enum"), st.lists(_JSON, min_size=1, max_size=3)),
+        st.tuples(st.sampled_from(sorted(_COUNT_KEYS)), st.integers(0, 3)),
+        st.tuples(st.sampled_from(sorted(_BOUND_KEYS)), st.integers(-3, 3) | st.floats(-3, 3)),
+        st.tuples(st.sampled_from(["const", "default"]), _JSON),
+        st.tuples(st.just("uniqueItems"), st.booleans()),
+        st.tuples(st.sampled_from(["description", "format"]), st.just("uri")),
+        st.tuples(st.just("pattern"), st.just("^a")),  # not plain: jsonschema decides
+    )
+    return st.lists(keyword, max_size=4).map(dict)
+
+
+_COUNT_KEYS = {"minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties"}
+_BOUND_KEYS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
+_SCHEMA = st.recursive(st.booleans() | st.just({}), _schemas, max_leaves=6)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(schema=_SCHEMA, value=_JSON)
+def test_arguments_read_as_plainly_valid_are_valid_for_jsonschema(schema: Any, value: Any) -> None:
+    # A valid call's validation skips jsonschema (not even imported); sound only if every value
+    # the plain walk accepts is one jsonschema accepts.
+    from jsonschema import Draft202012Validator
+
+    from pico3.tools.schema import _plainly_conforms  # pyright: ignore[reportPrivateUsage]
+
+    Draft202012Validator.check_schema(schema)
+    if _plainly_conforms(schema, value):
+        assert not list(Draft202012Validator(schema).iter_errors(value))
+
+
+def test_a_valid_call_is_validated_without_jsonschema_and_a_bad_one_with_it() -> None:
+    script = (
+        "import sys\n"
+        "from pico3.tools import ArgumentSchema, InvalidArguments\n"
+        "schema = ArgumentSchema('edit', {'type': 'object', 'properties': {'path': "
+        "{'type': 'string'}, 'edits': {'type': 'array', 'minItems': 1, 'items': {'type': "
+        "'object', 'properties': {'oldText': {'type': 'string'}}, 'required': ['oldText'], "
+        "'additionalProperties': False}}}, 'required': ['path', 'edits']})\n"
+        "schema.validate({'path': 'a.py', 'edits': [{'oldText': 'x'}]})\n"
+        "print('jsonschema' in sys.modules)\n"
+        "print(schema.problems({'path': 'a.py', 'edits': [{'newText': 'x'}]}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    imported, problems = done.stdout.splitlines()
+    assert imported == "False"
+    assert "arguments.edits[0].oldText: is required" in problems

@@ -6,17 +6,21 @@ second to answer" is one assignment, not a wait.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from pico3.models.provider import (
     AssistantMessage,
+    DoneEvent,
     StartEvent,
+    TextContent,
     TextDeltaEvent,
+    TextEndEvent,
     TextStartEvent,
 )
-from pico3.turn.message_mirror import FLUSH_INTERVAL, MessageMirror
+from pico3.turn.message_mirror import FLUSH_INTERVAL, MessageMirror, stream_message
 
 pytestmark = pytest.mark.anyio
 
@@ -68,3 +72,83 @@ async def test_pending_text_older_than_the_interval_is_flushed_by_the_next_event
         await mirror.feed(TextDeltaEvent(content_index=0, delta="c", partial=PARTIAL))
         assert flushed == ["a", "abc"]  # "b" waited the interval: flushed with "c"
         mirror.supersede()
+
+
+def _answer(parts: list[str]) -> list[Any]:
+    """A streamed text answer: start, a text block of ``parts``, done."""
+    message = AssistantMessage(
+        api="faux", provider="faux", model="faux-1", content=[TextContent(text="".join(parts))]
+    )
+    return [
+        StartEvent(partial=PARTIAL),
+        TextStartEvent(content_index=0, partial=PARTIAL),
+        *(TextDeltaEvent(content_index=0, delta=part, partial=PARTIAL) for part in parts),
+        TextEndEvent(content_index=0, content="".join(parts), partial=PARTIAL),
+        DoneEvent(reason="stop", message=message),
+    ]
+
+
+class _Batched:
+    """A provider stream that also offers its events a list per read (as the SDK adapters'
+    streams do); iterating it one by one is a failure here."""
+
+    def __init__(self, reads: list[list[Any]]) -> None:
+        self.reads = reads
+
+    def __aiter__(self) -> _Batched:
+        return self
+
+    async def __anext__(self) -> Any:
+        raise AssertionError("stream_message iterated one by one a stream offering batches")
+
+    async def batches(self) -> AsyncIterator[list[Any]]:
+        for read in self.reads:
+            yield read
+
+
+async def _one_by_one(events: list[Any]) -> AsyncIterator[Any]:
+    for event in events:
+        yield event
+
+
+async def test_a_stream_offering_batches_is_fed_a_read_at_a_time_to_the_same_answer() -> None:
+    parts = [f"tok{i} " for i in range(400)]
+    events = _answer(parts)
+    reads = [events[:1], events[1:150], events[150:151], events[151:]]  # the terminal ends a read
+    batched: list[str] = []
+    single: list[str] = []
+
+    async def flush_batched(partial: dict[str, Any]) -> None:
+        batched.append(partial["content"][0]["text"])
+
+    async def flush_single(partial: dict[str, Any]) -> None:
+        single.append(partial["content"][0]["text"])
+
+    message, retryable = await stream_message(_Batched(reads), flush_batched)
+    expected, _ = await stream_message(_one_by_one(events), flush_single)
+    assert message == expected and not retryable
+    assert message.content == [TextContent(text="".join(parts))]
+    # each flush publishes whole reads: the text of the reads so far, never a read's half
+    ends = {"".join(parts[: end - 2]) for end in (150, 151, 402)}
+    assert batched and set(batched) <= ends
+    assert len(batched) < len(single)
+
+
+async def test_a_batch_publishes_what_feeding_its_events_one_by_one_publishes() -> None:
+    events = _answer(["a", "bc", "def"])[:-1]
+    batch: list[dict[str, Any]] = []
+    each: list[dict[str, Any]] = []
+
+    async def flush_batch(partial: dict[str, Any]) -> None:
+        batch.append(partial)
+
+    async def flush_each(partial: dict[str, Any]) -> None:
+        each.append(partial)
+
+    async with MessageMirror(flush_batch, clock=Clock()) as mirror:
+        await mirror.feed_batch(events)
+    async with MessageMirror(flush_each, clock=Clock()) as mirror:
+        for event in events:
+            await mirror.feed(event)
+    assert batch[-1] == each[-1]
+    assert batch[-1]["content"] == [{"type": "text", "text": "abcdef"}]

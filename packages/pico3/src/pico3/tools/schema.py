@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from chord.json import JsonError, copy_json
 
@@ -97,6 +97,118 @@ def _plainly_valid(node: Any, depth: int = 0) -> bool:
         if not ok:
             return False
     return True
+
+
+def _is_type(value: Any, name: Any) -> bool:
+    """``value`` is of JSON type ``name`` as ``jsonschema``'s 2020-12 type checker says (a bool
+    is no number; a float with an integral value is an integer)."""
+    if name == "string":
+        return isinstance(value, str)
+    if name == "object":
+        return isinstance(value, dict)
+    if name == "array":
+        return isinstance(value, list)
+    if name == "boolean":
+        return isinstance(value, bool)
+    if name == "null":
+        return value is None
+    if isinstance(value, bool):
+        return False
+    if name == "number":
+        return isinstance(value, int | float)
+    if name == "integer":
+        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    return False
+
+
+def _plainly_conforms(node: Any, value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` plainly meets schema ``node``: ``True`` only when every keyword is a
+    plain one (as :func:`_plainly_valid` knows them) and ``value`` meets it, as ``jsonschema``
+    would judge; ``False`` when it does not, or when the walk cannot tell (``const``, ``enum``
+    of anything but strings, ``uniqueItems``, any other keyword), and ``jsonschema`` then
+    decides and names the problems. It spares a valid call's first validation the
+    ``jsonschema`` import (~0.1 s: attrs, referencing, rpds) in a short ``-p`` run."""
+    if node is True:
+        return True
+    if not isinstance(node, dict) or depth > 32:
+        return False
+    for key, rule in node.items():  # pyright: ignore[reportUnknownVariableType]
+        if key == "type":
+            names: Any = [rule] if isinstance(rule, str) else rule
+            if not isinstance(names, list) or not any(_is_type(value, n) for n in names):  # pyright: ignore[reportUnknownVariableType]
+                return False
+        elif key == "properties":
+            if not isinstance(rule, dict):
+                return False
+            if isinstance(value, dict):
+                for name, sub in rule.items():  # pyright: ignore[reportUnknownVariableType]
+                    if name in value and not _plainly_conforms(sub, value[name], depth + 1):
+                        return False
+        elif key == "required":
+            if not isinstance(rule, list):
+                return False
+            if isinstance(value, dict) and any(name not in value for name in rule):  # pyright: ignore[reportUnknownVariableType]
+                return False
+        elif key == "items":
+            if isinstance(value, list) and not all(
+                _plainly_conforms(rule, item, depth + 1) for item in value
+            ):
+                return False
+        elif key == "additionalProperties":
+            known: Any = node.get("properties", {})  # pyright: ignore[reportUnknownMemberType]
+            if not isinstance(known, dict):
+                return False
+            if isinstance(value, dict) and not all(
+                _plainly_conforms(rule, item, depth + 1)
+                for name, item in value.items()  # pyright: ignore[reportUnknownVariableType]
+                if name not in known
+            ):
+                return False
+        elif key == "enum":
+            if not (
+                isinstance(rule, list)
+                and isinstance(value, str)
+                and any(isinstance(option, str) and option == value for option in rule)  # pyright: ignore[reportUnknownVariableType]
+            ):
+                return False
+        elif key in _COUNTS:
+            if type(rule) is not int:
+                return False
+            if not _within_count(key, rule, value):
+                return False
+        elif key in _BOUNDS:
+            if type(rule) not in (int, float):
+                return False
+            if _is_type(value, "number") and not _within_bound(key, rule, cast("float", value)):
+                return False
+        elif key in _TEXTS or key in ("deprecated", "readOnly", "writeOnly", "default"):
+            continue  # annotations (``format`` too: no format checker is used)
+        else:
+            return False
+    return True
+
+
+def _within_count(key: str, limit: int, value: Any) -> bool:
+    """Whether ``value`` meets a length or count keyword (values of other types do)."""
+    if key in ("minLength", "maxLength"):
+        size = len(value) if isinstance(value, str) else None
+    elif key in ("minItems", "maxItems"):
+        size = len(value) if isinstance(value, list) else None
+    else:
+        size = len(value) if isinstance(value, dict) else None  # pyright: ignore[reportUnknownArgumentType]
+    if size is None:
+        return True
+    return size >= limit if key.startswith("min") else size <= limit
+
+
+def _within_bound(key: str, limit: float, value: float) -> bool:
+    if key == "minimum":
+        return value >= limit
+    if key == "maximum":
+        return value <= limit
+    if key == "exclusiveMinimum":
+        return value > limit
+    return value < limit
 
 
 _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
@@ -239,6 +351,8 @@ class ArgumentSchema:
 
     def problems(self, arguments: Any) -> list[str]:
         """Every problem of ``arguments`` (``path: reason``, sorted by path); ``[]`` when valid."""
+        if _plainly_conforms(self.parameters, arguments):
+            return []
         validator = self._validator
         if validator is None:
             validator = self._validator = _validator_class(self.parameters)(self.parameters)

@@ -160,6 +160,35 @@ class MessageMirror:
 
     async def feed(self, event: StreamEvent) -> None:
         """Apply one event locally; flush when a threshold is reached."""
+        applied = self._apply(event)
+        if applied is not None:
+            await self._published(*applied)
+
+    async def feed_batch(self, events: list[StreamEvent]) -> None:
+        """Apply ``events`` (one network read's, or any run of them) locally, then flush once
+        if a threshold is reached: what :meth:`feed` of each does, the flush after the last."""
+        grew = 0
+        content_delta = False
+        marked = False
+        for event in events:
+            if event.__class__ is TextDeltaEvent or event.__class__ is ThinkingDeltaEvent:
+                delta = event.delta  # pyright: ignore[reportAttributeAccessIssue]
+                self._parts[event.content_index].append(delta)  # pyright: ignore[reportAttributeAccessIssue]
+                grew += len(delta.encode())
+                content_delta = marked = True
+                continue
+            applied = self._apply(event)
+            if applied is not None:
+                grew += applied[0]
+                content_delta = content_delta or applied[1]
+                marked = True
+        if marked:
+            self._mark()
+            await self._published(grew, content_delta)
+
+    def _apply(self, event: StreamEvent) -> tuple[int, bool] | None:
+        """Apply ``event`` to the local copy: (bytes it grew by, whether it was content), or
+        ``None`` when it changes nothing to publish (the start event marks its own change)."""
         grew = 0
         content_delta = False
         match event:
@@ -178,7 +207,7 @@ class MessageMirror:
                     "timestamp": partial.timestamp,
                 }
                 self._mark()
-                return
+                return None
             case TextStartEvent():
                 self._open({"type": "text", "text": ""})
             case ThinkingStartEvent():
@@ -200,8 +229,13 @@ class MessageMirror:
                 grew = 64
                 content_delta = True
             case _:
-                return
+                return None
         self._mark()
+        return grew, content_delta
+
+    async def _published(self, grew: int, content_delta: bool) -> None:
+        """Count ``grew`` pending bytes; flush now when a threshold is reached, else let the
+        timer flush when the pending change gets old."""
         self._pending += grew
         self._total += grew
         threshold = max(FLUSH_BYTES, self._total // FLUSH_FRACTION)
@@ -256,26 +290,43 @@ def apply_partial(turn: TrackedDict, partial: dict[str, Any]) -> None:
                 stored[key] = value
 
 
+async def _one_by_one(events: AsyncIterator[StreamEvent]) -> AsyncIterator[list[StreamEvent]]:
+    async for event in events:
+        yield [event]
+
+
 async def stream_message(
     events: AsyncIterator[StreamEvent], flush: Flush
 ) -> tuple[AssistantMessage, bool]:
     """Feed a provider stream into a :class:`MessageMirror`; return the terminal message (a
     deep copy, never the provider's object) and whether an error is retryable. A stream that
-    raises, or ends without a terminal event, is a retryable error."""
+    raises, or ends without a terminal event, is a retryable error.
+
+    A stream that also offers ``batches()`` (the SDK adapters' do) is read through it: the same
+    events, a list per network read, each list fed at once (:meth:`MessageMirror.feed_batch`),
+    so a fast stream's per-event awaits are paid once per read; a terminal event ends its list."""
     terminal: AssistantMessage | None = None
     retryable = False
     try:
         async with MessageMirror(flush) as mirror:
-            async for event in events:
-                if isinstance(event, DoneEvent):
-                    terminal = _copy(event.message)
+            batches: Callable[[], AsyncIterator[list[StreamEvent]]] | None = getattr(
+                events, "batches", None
+            )
+            # the same events, a list per network read when the stream offers them: one feed a read
+            lists = _one_by_one(events) if batches is None else batches()
+            async for batch in lists:
+                last = batch[-1] if batch else None
+                if isinstance(last, DoneEvent | ErrorEvent):  # a terminal event comes last
+                    batch = batch[:-1]
+                if batch:
+                    await mirror.feed_batch(batch)
+                if isinstance(last, DoneEvent):
+                    terminal = _copy(last.message)
                     if terminal.stop_reason not in ("error", "aborted"):
                         mirror.supersede()  # the caller commits the answer itself, next
-                elif isinstance(event, ErrorEvent):
-                    terminal = _copy(event.error)
-                    retryable = event.retryable
-                else:
-                    await mirror.feed(event)
+                elif isinstance(last, ErrorEvent):
+                    terminal = _copy(last.error)
+                    retryable = last.retryable
     except Exception as exc:
         terminal = AssistantMessage(stop_reason="error", error_message=f"stream raised: {exc}")
         retryable = True

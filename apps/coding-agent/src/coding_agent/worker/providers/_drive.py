@@ -14,7 +14,7 @@ into a :class:`~pico3.models.stream.MessageBuilder` (returning contract events),
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol, cast
 
 import anyio
@@ -31,7 +31,7 @@ from pico3.models import (
     retry_call,
 )
 
-__all__ = ["SdkStream", "drive"]
+__all__ = ["DrivenStream", "SdkStream", "drive"]
 
 
 class SdkStream(Protocol):
@@ -42,7 +42,44 @@ class SdkStream(Protocol):
     async def close(self) -> None: ...
 
 
-async def drive(
+class DrivenStream:
+    """The events of one request (:func:`drive`): an async iterator of them, one at a time, or
+    :meth:`batches`, the same events a list per network read (``pico3.turn``'s
+    ``stream_message`` takes those, paying its per-event awaits once per read). Use one or the
+    other, once."""
+
+    def __init__(self, run: Callable[[bool], AsyncGenerator[list[StreamEvent], None]]) -> None:
+        self._run = run
+        self._events: AsyncGenerator[StreamEvent, None] | None = None
+
+    def __aiter__(self) -> DrivenStream:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        if self._events is None:
+            self._events = self._each()
+        return await self._events.__anext__()
+
+    async def _each(self) -> AsyncGenerator[StreamEvent, None]:
+        lists = self._run(False)
+        try:
+            async for events in lists:
+                for event in events:
+                    yield event
+        finally:  # stopped early: the response is closed now, as the generator was
+            await lists.aclose()
+
+    async def aclose(self) -> None:
+        """Stop early (the response is closed)."""
+        if self._events is not None:
+            await self._events.aclose()
+
+    def batches(self) -> AsyncGenerator[list[StreamEvent], None]:
+        """The events, a list per network read (the first holds ``start`` alone)."""
+        return self._run(True)
+
+
+def drive(
     builder: MessageBuilder,
     *,
     open: Callable[[], Awaitable[SdkStream]],
@@ -52,8 +89,8 @@ async def drive(
     policy: RetryPolicy,
     sleep: Sleep,
     ctx: Context,
-) -> AsyncIterator[StreamEvent]:
-    """Run one request and yield its events (``start`` first, one terminal last)."""
+) -> DrivenStream:
+    """Run one request; its events (``start`` first, one terminal last)."""
 
     async def open_once() -> SdkStream:
         try:
@@ -69,50 +106,65 @@ async def drive(
             raise ContextCancelled(ctx.reason)
         return opened  # pyright: ignore[reportReturnType]
 
-    yield builder.start()
-    try:
-        stream = await retry_call(open_once, policy, ctx, sleep=sleep)
-    except ContextCancelled:
-        yield builder.abort()
-        return
-    except ModelProviderError as error:
-        yield builder.fail_with(error)
-        return
-    except Exception as exc:  # an SDK failure nobody classified: still end the stream cleanly
-        yield builder.fail("error", f"{type(exc).__name__}: {exc}")
-        return
+    async def run(per_read: bool) -> AsyncGenerator[list[StreamEvent], None]:
+        """Lists of events: per read (``per_read``) or per chunk (the consumer then runs
+        between the chunks of one read, and a cancel it makes stops the next one)."""
+        yield [builder.start()]
+        try:
+            stream = await retry_call(open_once, policy, ctx, sleep=sleep)
+        except ContextCancelled:
+            yield [builder.abort()]
+            return
+        except ModelProviderError as error:
+            yield [builder.fail_with(error)]
+            return
+        except Exception as exc:  # an SDK failure nobody classified: still end the stream
+            yield [builder.fail("error", f"{type(exc).__name__}: {exc}")]
+            return
 
-    batches = stream.batches()
-    try:
-        while True:
-            try:
-                batch = await abortable(batches.__anext__, ctx)  # one wait per network read
-            except StopAsyncIteration:
-                break
-            if not isinstance(batch, list):  # ABORTED
-                yield builder.abort(builder.message.usage)
-                return
-            for chunk in cast("list[Any]", batch):
-                if ctx.cancelled:  # between the events of one read too
-                    yield builder.abort(builder.message.usage)
+        batches = stream.batches()
+        read: list[StreamEvent] = []
+        try:
+            while True:
+                try:
+                    batch = await abortable(batches.__anext__, ctx)  # one wait per network read
+                except StopAsyncIteration:
+                    break
+                if not isinstance(batch, list):  # ABORTED
+                    yield [builder.abort(builder.message.usage)]
                     return
-                for event in feed(chunk):
-                    yield event
-                if builder.finished:
-                    return
-        for event in finish():
-            yield event
-        if not builder.finished:
-            yield builder.fail("error", "the stream ended without a final event", retryable=True)
-    except ModelProviderError as error:
-        if not builder.finished:
-            yield builder.fail_with(error, builder.message.usage)
-    except Exception as exc:
-        if not builder.finished:
-            error = classify(exc)
-            if error is None:
-                error = ModelProviderError(f"{type(exc).__name__}: {exc}", retryable=False)
-            yield builder.fail_with(error, builder.message.usage)
-    finally:
-        with anyio.CancelScope(shield=True):
-            await stream.close()
+                for chunk in cast("list[Any]", batch):
+                    if ctx.cancelled:  # between the events of one read too
+                        yield [*read, builder.abort(builder.message.usage)]
+                        return
+                    if per_read:
+                        read += feed(chunk)
+                    else:
+                        yield feed(chunk)
+                    if builder.finished:
+                        if read:
+                            yield read
+                        return
+                if read:
+                    yield read
+                    read = []
+            end = finish()
+            if not builder.finished:
+                end.append(
+                    builder.fail("error", "the stream ended without a final event", retryable=True)
+                )
+            yield end
+        except ModelProviderError as error:
+            if not builder.finished:
+                yield [*read, builder.fail_with(error, builder.message.usage)]
+        except Exception as exc:
+            if not builder.finished:
+                error = classify(exc)
+                if error is None:
+                    error = ModelProviderError(f"{type(exc).__name__}: {exc}", retryable=False)
+                yield [*read, builder.fail_with(error, builder.message.usage)]
+        finally:
+            with anyio.CancelScope(shield=True):
+                await stream.close()
+
+    return DrivenStream(run)

@@ -16,6 +16,7 @@ iteration ends after ``value`` (none when it is ``None``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
@@ -53,6 +54,34 @@ async def add_event(decoded: Any, batch: list[Any], chunks: AsyncIterator[Any]) 
     return last
 
 
+_EVENT_DATA = re.compile(rb"event: [^\n]*\ndata: [^\n]*")
+"""An event of an ``event:`` line and one ``data:`` line (both with their space)."""
+
+
+def _line(
+    line: bytes, event: str | None, data: list[bytes], ready: list[tuple[str | None, bytes]]
+) -> tuple[str | None, list[bytes]]:
+    """Take one line (without its ``\\n``) of the stream: a field adds to the event being read,
+    a blank line adds that event to ``ready`` as (name, data); the event's state after it."""
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    if line:
+        if line[0] == 58:  # b":": a comment
+            return event, data
+        field, _, value = line.partition(b":")
+        if value[:1] == b" ":
+            value = value[1:]
+        if field == b"data":
+            data.append(value)
+        elif field == b"event":
+            event = value.decode()
+        return event, data
+    if data or event is not None:
+        ready.append((event, data[0] if len(data) == 1 else b"\n".join(data)))
+        return None, []
+    return event, data
+
+
 Decode = Callable[[str | None, bytes], Any]
 """``decode(event_name, data)``: one event's value, ``None`` to skip it, or ``Last(value)``."""
 
@@ -82,7 +111,12 @@ class SseStream:
         await self._response.aclose()
 
     async def batches(self) -> AsyncIterator[list[Any]]:
-        """The decoded events, a list per network read (never an empty one)."""
+        """The decoded events, a list per network read (never an empty one).
+
+        A read without ``\\r`` that starts no event half-way (nearly every read) is cut at its
+        blank lines at once (``split``), and its events of the two shapes nearly every stream
+        sends (one ``data:`` line; an ``event:`` line and one ``data:`` line) are taken
+        whole; any other event of it, and any read with ``\\r``, goes line by line."""
         decode = self._decode
         event: str | None = None
         data: list[bytes] = []
@@ -90,43 +124,60 @@ class SseStream:
         chunks = self._response.aiter_bytes()
         async for chunk in chunks:
             buffer = rest + chunk if rest else chunk
-            start = 0
             batch: list[Any] = []
-            while True:
-                end = buffer.find(b"\n", start)
-                if end < 0:
-                    break
-                line = buffer[start:end]
-                start = end + 1
-                if line.endswith(b"\r"):
-                    line = line[:-1]
-                if line:
-                    if line[0] == 58:  # b":": a comment
-                        continue
-                    field, _, value = line.partition(b":")
-                    if value[:1] == b" ":
-                        value = value[1:]
-                    if field == b"data":
-                        data.append(value)
-                    elif field == b"event":
-                        event = value.decode()
-                    continue
-                if data or event is not None:
-                    payload = data[0] if len(data) == 1 else b"\n".join(data)
-                    name, event, data = event, None, []
-                    try:
-                        decoded = decode(name, payload)
-                    except Exception:
-                        if batch:
-                            yield batch  # what came before the bad event, then the error
-                        raise
-                    if await add_event(decoded, batch, chunks):
-                        if batch:
-                            yield batch
-                        return
-            rest = buffer[start:]
+            ready: list[tuple[str | None, bytes]] = []
+            if not data and event is None and b"\r" not in buffer:
+                blocks = buffer.split(b"\n\n")
+                rest = blocks.pop()  # the event still arriving
+            else:
+                blocks = ()
+                start = 0
+                while True:
+                    end = buffer.find(b"\n", start)
+                    if end < 0:
+                        break
+                    line = buffer[start:end]
+                    start = end + 1
+                    event, data = _line(line, event, data, ready)
+                rest = buffer[start:]
+            for block in blocks:
+                if block[:6] == b"data: " and b"\n" not in block:
+                    ready.append((None, block[6:]))
+                elif block[:7] == b"event: " and _EVENT_DATA.fullmatch(block):
+                    split = block.index(b"\n")
+                    ready.append((block[7:split].decode(), block[split + 7 :]))
+                else:  # whole lines, then the blank line that ended them
+                    for line in block.split(b"\n"):
+                        event, data = _line(line, event, data, ready)
+                    event, data = _line(b"", event, data, ready)
+            for name, payload in ready:
+                try:
+                    decoded = decode(name, payload)
+                except Exception:
+                    if batch:
+                        yield batch  # what came before the bad event, then the error
+                    raise
+                if decoded.__class__ is Last:
+                    await add_event(decoded, batch, chunks)
+                    if batch:
+                        yield batch
+                    return
+                if decoded is not None:
+                    batch.append(decoded)
             if batch:
                 yield batch
+        ready = []
+        *lines, rest = rest.split(b"\n")  # the split path leaves whole lines in ``rest`` too
+        for line in lines:
+            event, data = _line(line, event, data, ready)
+        for name, payload in ready:  # (none: ``rest`` never holds a blank line ending an event)
+            decoded = decode(name, payload)
+            if isinstance(decoded, Last):
+                if decoded.value is not None:
+                    yield [decoded.value]
+                return
+            if decoded is not None:
+                yield [decoded]
         if rest.rstrip(b"\r").startswith(b"data:"):  # a last line without its newline
             value = rest.rstrip(b"\r")[5:]
             data.append(value[1:] if value[:1] == b" " else value)

@@ -471,6 +471,22 @@ class _Mapper(Mapper):
         self._completion_id = ""
 
     def feed(self, chunk: Any) -> list[StreamEvent]:
+        if chunk.__class__ is _Chunk and self._text is not None and not self.text_tools:
+            # Nearly every chunk of an answer: one choice whose delta only extends the open
+            # text block (what the general path below does for it, without its look-ups).
+            choices = chunk.choices
+            if chunk.usage is None and self._completion_id and choices and len(choices) == 1:
+                choice = choices[0]
+                delta = choice.delta
+                if (
+                    choice.finish_reason is None
+                    and delta is not None
+                    and delta.content
+                    and delta.tool_calls is None
+                    and not delta.reasoning_content
+                    and not delta.reasoning
+                ):
+                    return [self._builder.delta(self._text, delta.content)]
         builder = self._builder
         out: list[StreamEvent] = []
         usage = getattr(chunk, "usage", None)
