@@ -92,6 +92,28 @@ async def test_home_and_end_move_the_cursor_while_the_editor_holds_text(docs) ->
         assert app.transcript.following  # the transcript did not move
 
 
+async def test_home_typed_in_one_burst_after_text_moves_the_cursor_not_the_transcript(
+    docs,
+) -> None:
+    """Home is the app's own (priority) binding while typed keys go on to the editor's queue:
+    read in one burst (a loaded machine, a fast typist), it must act on what was typed before
+    it — the editor holds text, so the cursor goes to the line's start."""
+    conversation = docs.FakeConversation(_long_view(docs))
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot, app)
+        for key in [*"abc", "home"]:  # all queued before any of them is handled
+            app.simulate_key(key)
+        await _settle(pilot, app)
+        assert app.editor.text == "abc"
+        assert app.editor.cursor_location == (0, 0)
+        assert app.transcript.following  # the transcript did not move
+        for key in ["end", "x"]:
+            app.simulate_key(key)
+        await _settle(pilot, app)
+        assert app.editor.text == "abcx"
+
+
 async def test_ctrl_up_and_down_step_message_by_message(docs) -> None:
     conversation = docs.FakeConversation(_long_view(docs, 12))
     app = CodingAgentApp(conversation)

@@ -818,17 +818,36 @@ class CodingAgentApp(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Scroll keys belong to the transcript only on the main screen (a dialog or picker
-        keeps its own PageUp/Home), and Home/End only while the editor is empty."""
+        keeps its own PageUp/Home); Home/End move the editor's cursor while it holds text
+        (:meth:`action_scroll` decides that behind the keys typed before them)."""
         if action == "scroll":
-            if self.screen is not self.screen_stack[0]:
-                return False
-            if parameters and parameters[0] in ("top", "bottom"):
-                return not self.editor.text or not self.editor.has_focus
+            return self.screen is self.screen_stack[0]
         return True
 
     def action_scroll(self, where: str) -> None:
         """PageUp/PageDown, Home/End, Ctrl+Up/Ctrl+Down (message by message) in the transcript;
-        anything but the bottom leaves follow mode, the bottom returns to it."""
+        anything but the bottom leaves follow mode, the bottom returns to it.
+
+        Home/End go to the editor's line start/end while the focused editor holds text. The
+        binding is the app's own (priority) while typed keys go on to the editor's queue, so
+        in one burst (a fast typist, a loaded machine) the keys before Home may not have
+        reached the editor yet: the decision is queued behind them, as Ctrl+C's is."""
+        if where in ("top", "bottom") and self.editor.has_focus:
+            self.editor.call_later(self._home_or_end, where)
+            return
+        self._scroll(where)
+
+    def _home_or_end(self, where: str) -> None:
+        editor = self.editor
+        if editor.text:
+            if where == "top":
+                editor.action_cursor_line_start()
+            else:
+                editor.action_cursor_line_end()
+            return
+        self._scroll(where)
+
+    def _scroll(self, where: str) -> None:
         transcript = self.transcript
         if where == "page_up":
             transcript.page(-1)
