@@ -7,6 +7,7 @@ this test process has imported everything long ago.
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -49,7 +50,9 @@ def test_a_view_decoding_client_does_not_import_the_harness() -> None:
     assert _modules_after(code) == []
 
 
-@pytest.mark.parametrize("package", ["chord", "pico3", "chord.transport", "chord.wire"])
+@pytest.mark.parametrize(
+    "package", ["chord", "pico3", "chord.transport", "chord.wire", "pico3.storage"]
+)
 def test_every_lazy_name_is_the_defining_modules_object(package: str) -> None:
     """Each public name resolves, from a fresh interpreter, to the very object its module
     defines, and is then a plain attribute of the package (listed by ``dir``)."""
@@ -69,9 +72,9 @@ def test_every_lazy_name_is_the_defining_modules_object(package: str) -> None:
     assert _modules_after(code) == {"wrong": [], "unlisted": [], "lazy_not_public": []}
 
 
-@pytest.mark.parametrize("package", ["chord", "pico3"])
+@pytest.mark.parametrize("package", ["chord", "pico3", "pico3.storage"])
 def test_an_unknown_name_is_an_attribute_error_that_names_it(package: str) -> None:
-    module = __import__(package)
+    module = importlib.import_module(package)
     with pytest.raises(AttributeError, match="no_such_name"):
         module.no_such_name  # noqa: B018 - the lookup is the test
     with pytest.raises(ImportError, match="no_such_name"):

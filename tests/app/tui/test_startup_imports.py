@@ -34,6 +34,14 @@ DEFERRED = {
     "coding_agent.context.mentions",
     "coding_agent.context.images",
     "coding_agent.tui.attachments",
+    # pico3's harness, and its storage backends (the view's records need pico3.storage.records
+    # alone; pico3.storage binds its names at first use)
+    "pico3.harness",
+    "pico3.kernel",
+    "pico3.turn",
+    "pico3.storage.jsonl",
+    "pico3.storage.postgres",
+    "pico3.storage.memory",
 }
 
 
