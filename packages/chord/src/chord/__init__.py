@@ -36,7 +36,6 @@ is are unchanged. ``import chord`` alone imports 81 modules (it was 277, pluggy 
 among them); a worker or a TUI imports the rest as it reaches it.
 """
 
-import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from chord.context import (
@@ -62,6 +61,7 @@ from chord.context import (
     without_abort_signal,
 )
 from chord.json import JsonError, JsonValue, copy_json, equal_json, is_json_value, validate_json
+from chord.lazy import lazy_exports as _lazy_exports
 from chord.neutralize import inert
 from chord.services import InstanceAddress, Service, ServiceMode, define_service
 
@@ -280,14 +280,4 @@ _LAZY: dict[str, str] = {
 """Public name -> the sub-module that defines it, imported when the name is first used."""
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'chord' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value  # the next use is a plain module attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_exports(globals(), _LAZY)

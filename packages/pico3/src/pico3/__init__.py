@@ -62,9 +62,9 @@ pico3 registers anything at import time (task and entry kinds are registered by 
 uses them), so when a module is imported never changes what it does.
 """
 
-import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
+from chord.lazy import lazy_exports as _lazy_exports
 from pico3._renamed import renamed_attribute as _renamed_attribute
 
 if _TYPE_CHECKING:  # bound at first use (_LAZY below)
@@ -578,14 +578,6 @@ _LAZY: dict[str, str] = {
 """Public name -> the module that defines it, imported when the name is first used (PEP 562)."""
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:  # a deprecated old name (pico3._renamed), or no such attribute
-        return _renamed_attribute("pico3", name)
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value  # the next use is a plain module attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_exports(
+    globals(), _LAZY, missing=lambda name: _renamed_attribute("pico3", name)
+)  # a deprecated old name (pico3._renamed), or no such attribute

@@ -6,9 +6,9 @@ strictly decodes the frames, :mod:`~chord.transport.streams` carries them over U
 and a child process's stdio, and :mod:`~chord.transport.memory` pairs two ends in one process.
 """
 
-import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
+from chord.lazy import lazy_exports as _lazy_exports
 from chord.transport.frames import (
     DEFAULT_MAX_FRAME_SIZE,
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -99,14 +99,4 @@ _LAZY: dict[str, str] = {
 """Public name -> the module that defines it, imported when the name is first used (PEP 562)."""
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'chord.transport' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value  # the next use is a plain module attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_exports(globals(), _LAZY)

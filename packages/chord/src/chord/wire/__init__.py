@@ -15,9 +15,9 @@ neither of those imports it. The protocol is documented in ``docs/wire.md``.
   ``cancelled``, ``internal_error``, application codes).
 """
 
-import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
+from chord.lazy import lazy_exports as _lazy_exports
 from chord.wire.errors import (
     CANCELLED,
     INTERNAL_ERROR,
@@ -75,14 +75,4 @@ _LAZY: dict[str, str] = {
 """Public name -> the module that defines it, imported when the name is first used (PEP 562)."""
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'chord.wire' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value  # the next use is a plain module attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_exports(globals(), _LAZY)

@@ -14,8 +14,9 @@ records need :mod:`pico3.storage.records` alone, so a client decoding views (the
 first frame) does not import the JSONL and PostgreSQL backends.
 """
 
-import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+from chord.lazy import lazy_exports as _lazy_exports
 
 if _TYPE_CHECKING:  # bound at first use (_LAZY below)
     from pico3.storage._lines import stored_writes
@@ -149,14 +150,4 @@ _LAZY: dict[str, str] = {
 """Public name -> the module that defines it, imported when the name is first used (PEP 562)."""
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pico3.storage' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value  # the next use is a plain module attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_exports(globals(), _LAZY)
