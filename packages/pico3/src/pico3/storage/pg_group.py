@@ -58,10 +58,12 @@ import anyio.lowlevel
 from pico3.storage.base import LeaseLost, StorageFailed
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["GroupCommitter", "Pending", "committer_for"]
+__all__ = ["GroupCommitter", "Pending", "StatementFailed", "committer_for", "run_prepared"]
 
 GROUPS = 2
 """Groups in flight at once per committer (each on its own pool connection): the next group
@@ -266,7 +268,6 @@ class GroupCommitter:
         """One statement for ``batch``, straight through libpq with its parameters already in
         binary (no query conversion, no adaptation: a fraction of ``cursor.execute``'s client
         CPU); returns the items whose row was left out."""
-        from psycopg import pq
 
         if conn not in _PREPARED:
             await conn.execute(_PREPARE)
@@ -294,29 +295,9 @@ class GroupCommitter:
                 b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.max_id) for i in batch)]),
                 b"".join([_HEAD(1, 0, _BYTEA, n, 1), *(_LEN(len(x)) + x for x in raws)]),
             )
-        pgconn = conn.pgconn
-        pgconn.send_query_prepared(name, params, _FORMATS)
-        fd = pgconn.socket
-        while pgconn.flush():
-            await anyio.wait_writable(fd)
         stored: set[bytes] = set()
-        failed: Exception | None = None
-        while True:
-            while pgconn.is_busy():
-                await anyio.wait_readable(fd)
-                pgconn.consume_input()
-            result = pgconn.get_result()
-            if result is None:
-                break
-            if result.status == pq.ExecStatus.TUPLES_OK:
-                stored.update(result.get_value(row, 0) or b"" for row in range(result.ntuples))
-            elif failed is None:
-                message = (result.error_message or b"no message").decode(errors="replace")
-                state = result.error_field(pq.DiagnosticField.SQLSTATE)
-                failed = _StatementFailed(message.strip())
-                failed.sqlstate = None if state is None else state.decode()
-        if failed is not None:
-            raise failed
+        for result in await run_prepared(conn, name, params, _FORMATS):
+            stored.update(result.get_value(row, 0) or b"" for row in range(result.ntuples))
         return [i for i, name in zip(batch, names, strict=True) if name not in stored]
 
     async def _left_out(self, conn: AsyncConnection[Any], left: list[Pending]) -> None:
@@ -377,8 +358,51 @@ class GroupCommitter:
             raise
 
 
-class _StatementFailed(Exception):
+class StatementFailed(Exception):
+    """A statement run by :func:`run_prepared` failed; ``sqlstate`` is its SQLSTATE."""
+
     sqlstate: str | None = None
+
+
+async def run_prepared(
+    conn: AsyncConnection[Any],
+    name: bytes,
+    params: Sequence[bytes],
+    formats: Sequence[int],
+    *,
+    ok: int | None = None,
+) -> list[Any]:
+    """Run prepared statement ``name`` straight through libpq on the event loop, its
+    parameters already in binary (no query conversion, no adaptation); returns its results,
+    or raises the first failed one's error (with its ``sqlstate``). ``ok`` is the status a
+    result must have (``TUPLES_OK`` unless given)."""
+    from psycopg import pq
+
+    expected = pq.ExecStatus.TUPLES_OK if ok is None else ok
+    pgconn = conn.pgconn
+    pgconn.send_query_prepared(name, params, formats)
+    fd = pgconn.socket
+    while pgconn.flush():
+        await anyio.wait_writable(fd)
+    results: list[Any] = []
+    failed: StatementFailed | None = None
+    while True:
+        while pgconn.is_busy():
+            await anyio.wait_readable(fd)
+            pgconn.consume_input()
+        result = pgconn.get_result()
+        if result is None:
+            break
+        if result.status == expected:
+            results.append(result)
+        elif failed is None:
+            message = (result.error_message or b"no message").decode(errors="replace")
+            state = result.error_field(pq.DiagnosticField.SQLSTATE)
+            failed = StatementFailed(message.strip())
+            failed.sqlstate = None if state is None else state.decode()
+    if failed is not None:
+        raise failed
+    return results
 
 
 def _lost(conn: AsyncConnection[Any], exc: Exception) -> bool:

@@ -140,7 +140,13 @@ from pico3.storage.base import (
     current_prechecked,
 )
 from pico3.storage.pg_blobs import BlobStore, address_of, unreachable, with_liveness
-from pico3.storage.pg_group import GroupCommitter, Pending, committer_for
+from pico3.storage.pg_group import (
+    GroupCommitter,
+    Pending,
+    StatementFailed,
+    committer_for,
+    run_prepared,
+)
 from pico3.storage.pg_lease import Lease, LeaseRenewer
 from pico3.storage.records import DocRef, DocWrite, Write, is_base
 
@@ -1440,31 +1446,15 @@ class PostgresStorage(TableStorage):
 
         conn = self._conn
         assert conn is not None
-        pgconn = conn.pgconn
-        pgconn.send_query_prepared(
-            _COMMIT_MAIN,
-            (self._session_bytes, _INT8(seq), self._epoch_bytes, _INT8(max_id), raw),
-            _MAIN_FORMATS,
-        )
-        fd = pgconn.socket
-        while pgconn.flush():
-            await anyio.wait_writable(fd)
-        failed: str | None = None
-        state: bytes | None = None
-        while True:
-            while pgconn.is_busy():
-                await anyio.wait_readable(fd)
-                pgconn.consume_input()
-            result = pgconn.get_result()
-            if result is None:
-                break
-            if result.status != pq.ExecStatus.COMMAND_OK:
-                failed = (result.error_message or b"no message").decode(errors="replace")
-                state = result.error_field(pq.DiagnosticField.SQLSTATE)
-        if failed is not None:
-            error = StorageError(failed.strip())
-            error.sqlstate = None if state is None else state.decode()  # type: ignore[attr-defined]
-            raise error
+        params = (self._session_bytes, _INT8(seq), self._epoch_bytes, _INT8(max_id), raw)
+        try:
+            await run_prepared(
+                conn, _COMMIT_MAIN, params, _MAIN_FORMATS, ok=pq.ExecStatus.COMMAND_OK
+            )
+        except StatementFailed as exc:
+            error = StorageError(str(exc))
+            error.sqlstate = exc.sqlstate  # type: ignore[attr-defined]
+            raise error from None
 
     async def _failure(self, exc: Exception, seq: int) -> StorageFailed:
         """What a failed commit ``seq`` means: :class:`LeaseLost` if another worker took the
