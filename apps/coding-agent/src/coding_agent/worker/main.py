@@ -1102,8 +1102,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         config.environment.withhold_from_process()
 
     def ready(socket: Path) -> None:
-        sys.stdout.write(f"READY {socket}\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(f"READY {socket}\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # Whoever started the worker is gone (a TUI quit while the worker started): the
+            # worker serves all the same, for `--resume` to find it. Nothing more goes there.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
 
     try:
         try:
