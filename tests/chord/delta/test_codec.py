@@ -269,3 +269,20 @@ def test_round_trips_deterministic_mixed_streams_through_json_text() -> None:
     enc, dec = encoder(), decoder()
     decoded = [dec.decode(json.loads(json.dumps(enc.encode(batch)))) for batch in batches]
     assert decoded == batches
+
+
+def test_payloads_checked_skips_the_payload_check_but_not_the_grammar_or_paths() -> None:
+    # the wire's ServiceStateDecoder decodes what parse_wire_service_* checked already: a
+    # payload is not walked again, but an op's shape and path still are
+    bad_payload = [["r", {"x": float("nan")}], ["s", ["x"], float("inf")]]
+    with pytest.raises(JsonError):
+        decoder().decode(bad_payload)
+    decoded = decoder().decode(bad_payload, payloads_checked=True)
+    assert [op[0] for op in decoded] == ["r", "s"]
+    assert decoded[1][1:] == (("x",), float("inf"))
+    with pytest.raises(InvalidOpError):
+        decoder().decode([["s", ["x"], 1, 2, 3]], payloads_checked=True)
+    with pytest.raises(UnsafePathError):
+        decoder().decode([["s", ["__proto__"], 1]], payloads_checked=True)
+    with pytest.raises(PathError):
+        decoder().decode([["s", 7, 1]], payloads_checked=True)

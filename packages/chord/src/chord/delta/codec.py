@@ -239,8 +239,13 @@ class Decoder:
     def __init__(self) -> None:
         self._paths: dict[int, Path] = {}
 
-    def decode(self, wire: object) -> list[Op]:
-        """Decode one batch into op tuples (paths as tuples); all or nothing."""
+    def decode(self, wire: object, *, payloads_checked: bool = False) -> list[Op]:
+        """Decode one batch into op tuples (paths as tuples); all or nothing.
+
+        Every op's grammar and path are checked; its payload is checked as strict JSON too,
+        unless ``payloads_checked`` says the caller did that already (a batch that went through
+        :func:`~chord.remote.parse_wire_service_provider_update`, which checks each wire op):
+        checking a large value again costs as much as the first time."""
         if type(wire) is not list and type(wire) is not tuple:
             raise InvalidOpError(f"a wire batch must be an array, not {type(wire).__name__}")
         table = self._paths
@@ -255,7 +260,8 @@ class Decoder:
                     staged[ref] = args[0]
                     continue
                 if verb == "r":
-                    _check_args_payload(verb, args, f"wire op {index}", op)
+                    if not payloads_checked:
+                        _check_args_payload(verb, args, f"wire op {index}", op)
                     out.append(("r", args[0]))
                     staged = {}
                     cleared = True
@@ -276,7 +282,8 @@ class Decoder:
                 previous = path
                 if not path and verb != "p" and verb != "m":
                     raise PathError(f"{verb!r} cannot target the root path", path)
-                _check_args_payload(verb, args, f"wire op {index}", (verb, path))
+                if not payloads_checked:
+                    _check_args_payload(verb, args, f"wire op {index}", (verb, path))
                 out.append((verb, path, *args))
             except (InvalidOpError, UnsafePathError, PathError) as exc:
                 raise exc.at(describe_op(f"wire op {index}", op)) from None

@@ -472,10 +472,12 @@ def create_remote_service_binding(
     ``bound=False`` creates the facades without subscribing until ``rebind(True, ctx)``.
     ``on_error`` receives update and hydration failures (default: logged on ``chord.remote``).
     ``assert_access`` gates every handle access (a host raises until it is active).
-    ``task_group`` runs subscription starts and keyed observer tasks. ``trusted=True`` (for a
-    loopback transport only: snapshots and ops passed by reference from states in this process,
-    checked when they were published) lets the replicas skip checking them again; anything that
-    crossed a wire must be checked, so the default is ``False``.
+    ``task_group`` runs subscription starts and keyed observer tasks. ``trusted=True`` lets the
+    replicas skip checking snapshots and ops again, for a transport that hands over only checked
+    ones: the loopback (passed by reference from states in this process, checked when they were
+    published) and the wire's :class:`~chord.wire.WireServiceSource` (its connection checks each
+    frame, snapshot and update as it decodes them). A transport that does not check what crossed
+    a wire must leave it ``False``, the default.
     """
     return RemoteServiceBinding(
         services=services,

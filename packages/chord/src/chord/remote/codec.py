@@ -150,7 +150,8 @@ def _encode(encoder: Any, ops: tuple[Op, ...]) -> tuple[Op, ...]:
 
 
 def _decode(decoder: Any, ops: tuple[Op, ...]) -> tuple[Op, ...]:
-    return tuple(decoder.decode(list(ops)))
+    # The ops came through parse_wire_service_* (see ServiceStateDecoder): payloads checked.
+    return tuple(decoder.decode(list(ops), payloads_checked=True))
 
 
 class ServiceStateEncoder:
@@ -171,7 +172,12 @@ class ServiceStateEncoder:
 
 
 class ServiceStateDecoder:
-    """Consumer side: the inverse of :class:`ServiceStateEncoder`, fed the same stream."""
+    """Consumer side: the inverse of :class:`ServiceStateEncoder`, fed the same stream.
+
+    It takes what :func:`~chord.remote.parse_wire_service_subscription_snapshot` and
+    :func:`~chord.remote.parse_wire_service_provider_update` return, which checked every wire
+    op's payload as strict JSON: decoding checks the ops' grammar and paths, not the payloads
+    again (a hydrate's snapshot holds the whole value)."""
 
     __slots__ = ("_registry",)
 

@@ -159,8 +159,9 @@ class BindingRuntime(msgspec.Struct, frozen=True):
     schedule: Callable[[StartOnce], None]
     """Runs a start in the binding's task group (or leaves it to ``ready``)."""
     trusted: bool = False
-    """The transport hands over, by reference, snapshots and ops of provider states in this
-    process, which checked them on their way in (the loopback): replicas skip re-checking them."""
+    """The transport hands over only checked snapshots and ops (the loopback's, by reference
+    from provider states in this process; the wire source's, checked as its connection decoded
+    them): replicas skip re-checking them."""
 
 
 # -- members ----------------------------------------------------------------------------------
