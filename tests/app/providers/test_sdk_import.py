@@ -414,3 +414,47 @@ def test_the_scan_is_unsure_of_forms_it_does_not_know() -> None:
     assert pure.only_imports
     impure = _scan("from .a import b\nX = 1\nfrom .c import d\n", "pkg")
     assert impure.names == {"b": ("pkg.a", "b")} and not impure.only_imports
+
+
+@pytest.mark.parametrize("sdk", ["openai", "anthropic"])
+def test_the_client_with_the_tls_context_loaded_beside_the_import_is_the_sdks_default(
+    sdk: str,
+) -> None:
+    # sdk_client loads the TLS context in a thread and hands the SDK an httpx2 client of its
+    # own defaults with it: the same client settings and the same TLS trust as the client the
+    # SDK makes by itself (which the plain SDK class, imported in full, makes here)
+    client = {"openai": "AsyncOpenAI", "anthropic": "AsyncAnthropic"}[sdk]
+    got = _python(
+        f"""
+import anyio, json, sys
+from coding_agent.worker.providers._sdk_import import sdk_client, sdk_client_options
+
+def describe(made):
+    http = made._client
+    pool = http._transport._pool
+    context = pool._ssl_context
+    return {{
+        "timeout": repr(http.timeout), "limits": repr(http._transport._pool._max_connections),
+        "redirects": http.follow_redirects, "trust_env": http.trust_env,
+        "verify": int(context.verify_mode), "hostname": context.check_hostname,
+        "options": int(context.options), "store": context.cert_store_stats(),
+        "socket_options": repr(pool._socket_options),
+        "sdk_defaults": isinstance(http, sys.modules["{sdk}"].DefaultAsyncHttpxClient),
+    }}
+
+async def main():
+    options = sdk_client_options("k", "http://127.0.0.1:9/v1", 30.0)
+    ours = sdk_client("{sdk}", "{client}", options)
+    threads = [t.name for t in __import__("threading").enumerate() if t.name == "sdk-tls"]
+    import {sdk}
+    plain = getattr({sdk}, "{client}")(**options)
+    print(json.dumps({{"ours": describe(ours), "plain": describe(plain), "left": threads,
+                      "trio": "trio" in sys.modules}}))
+
+anyio.run(main)
+"""
+    )
+    assert got["ours"] == got["plain"]
+    assert got["ours"]["store"]["x509_ca"] > 0  # the authorities were loaded
+    assert got["left"] == []  # the loading thread is done once the client is made
+    assert got["trio"] is False

@@ -150,19 +150,73 @@ def sdk_client(package: str, client: str, options: dict[str, Any]) -> Any:
     (:func:`defer_sdk_inits`), and trio stays out of the import (the worker runs under asyncio:
     :func:`trio_hidden_from_httpcore`). A process's start-up pause of the cycle collector ends
     here, once the client is made (the first request is next: see
-    :func:`~coding_agent.worker.gc_policy.pause_for_start_up`)."""
+    :func:`~coding_agent.worker.gc_policy.pause_for_start_up`).
+
+    The client's TLS context is loaded meanwhile, in a thread (:class:`_TlsContext`): loading
+    the certificate authorities (~20 ms of CPU) is OpenSSL's work, which runs beside the
+    import on the other core; the SDK gets it through its ``http_client`` option, an
+    ``httpx2`` client with the SDK's own defaults (``DefaultAsyncHttpxClient``) and the context
+    ``httpx2`` makes by default (``httpx2.create_ssl_context()``), so requests are the same."""
     defer_sdk_inits()
     try:
         with trio_hidden_from_httpcore():
+            tls = _TlsContext.start() if package in SDK_ROOTS else None
             try:
-                made = getattr(importlib.import_module(package), client)
+                module = importlib.import_module(package)
+                made = getattr(module, client)
             except Exception:
                 if not _plain_again(package):
                     raise  # a plain import fails as well: the SDK's own error
-                made = getattr(importlib.import_module(package), client)
+                module = importlib.import_module(package)
+                made = getattr(module, client)
+            http_client = tls.http_client(module, options) if tls is not None else None
+            if http_client is not None:
+                options = {**options, "http_client": http_client}
             return made(**options)  # which imports the transport: trio stays hidden
     finally:
         start_up_done()
+
+
+class _TlsContext:
+    """``httpx2.create_ssl_context()`` made in a thread: most of it is OpenSSL reading the
+    certificate authorities with the GIL released, so it runs beside the SDK's import. Any
+    failure there leaves the SDK to make its own (and meet the same error itself)."""
+
+    def __init__(self) -> None:
+        self._context: Any = None
+        self._thread = threading.Thread(target=self._load, name="sdk-tls", daemon=True)
+
+    @classmethod
+    def start(cls) -> _TlsContext | None:
+        """Start loading (``None`` if ``httpx2`` cannot be imported: the SDK will say why)."""
+        try:
+            import httpx2  # here, before the thread: one import of it at a time
+        except Exception:
+            return None
+        del httpx2
+        tls = cls()
+        tls._thread.start()
+        return tls
+
+    def _load(self) -> None:
+        try:
+            import httpx2
+
+            self._context = httpx2.create_ssl_context()
+        except Exception:  # the SDK makes its own and reports what is wrong
+            self._context = None
+
+    def http_client(self, module: types.ModuleType, options: dict[str, Any]) -> Any:
+        """The SDK's default ``httpx2`` client with the loaded context (``None``, so the SDK
+        makes its own as usual, if the context failed or the SDK has no such class)."""
+        self._thread.join()
+        default = getattr(module, "DefaultAsyncHttpxClient", None)
+        if self._context is None or default is None or "http_client" in options:
+            return None
+        keywords: dict[str, Any] = {"verify": self._context}
+        if "timeout" in options:  # as the SDK gives its own client
+            keywords["timeout"] = options["timeout"]
+        return default(**keywords)
 
 
 _PLAIN: set[str] = set()
