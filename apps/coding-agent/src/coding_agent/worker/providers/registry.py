@@ -268,12 +268,6 @@ def _select(
     if name in PRESETS:
         return _preset(name, model_id, settings, environ, config, forced, retry, sleep)
     if name == "openai-responses":
-        # lazy: start-up time (an SDK loads only when its provider is used)
-        from coding_agent.worker.providers.openai_responses import (
-            RESPONSES_MODELS,
-            OpenAIResponsesProvider,
-        )
-
         key = provider_setting(settings, environ, name, "api_key")
         base_url = provider_setting(settings, environ, name, "base_url")
         if not key and not base_url:
@@ -281,6 +275,13 @@ def _select(
                 f"openai-responses needs an API key: set {key_env(settings, name)} or "
                 f"providers.openai-responses.api_key in {settings.source}"
             )
+        # lazy: start-up time (an SDK loads only when its provider is used; a provider
+        # without its settings, which every worker asks about, loads nothing)
+        from coding_agent.worker.providers.openai_responses import (
+            RESPONSES_MODELS,
+            OpenAIResponsesProvider,
+        )
+
         responses_provider = OpenAIResponsesProvider(
             api_key=key or "local",
             base_url=base_url,
@@ -291,15 +292,16 @@ def _select(
         )
         return ModelSelection(responses_provider, responses_provider.model(model_id))
     if name == "google":
-        # lazy: start-up time (an SDK loads only when its provider is used)
-        from coding_agent.worker.providers.google import GOOGLE_MODELS, GoogleProvider
-
         key = provider_setting(settings, environ, name, "api_key") or environ.get("GOOGLE_API_KEY")
         if not key:
             raise RegistryError(
                 f"google needs an API key: set {key_env(settings, name)} (or GOOGLE_API_KEY) or "
                 f"providers.google.api_key in {settings.source}"
             )
+        # lazy: start-up time (an SDK loads only when its provider is used; a provider
+        # without its settings, which every worker asks about, loads nothing)
+        from coding_agent.worker.providers.google import GOOGLE_MODELS, GoogleProvider
+
         google_provider = GoogleProvider(
             api_key=key,
             base_url=provider_setting(settings, environ, name, "base_url"),
@@ -310,9 +312,6 @@ def _select(
         )
         return ModelSelection(google_provider, google_provider.model(model_id))
     if name == "vertex":
-        # lazy: start-up time (an SDK loads only when its provider is used)
-        from coding_agent.worker.providers.cloud import VERTEX_MODELS, VertexProvider
-
         project = provider_setting(settings, environ, name, "project") or environ.get(
             "GOOGLE_CLOUD_PROJECT"
         )
@@ -321,6 +320,10 @@ def _select(
                 "vertex needs a Google Cloud project: set ANTHROPIC_VERTEX_PROJECT_ID or "
                 f"providers.vertex.project in {settings.source}"
             )
+        # lazy: start-up time (an SDK loads only when its provider is used; a provider
+        # without its settings, which every worker asks about, loads nothing)
+        from coding_agent.worker.providers.cloud import VERTEX_MODELS, VertexProvider
+
         vertex_provider = VertexProvider(
             api_key=provider_setting(settings, environ, name, "api_key") or "",
             base_url=provider_setting(settings, environ, name, "base_url"),
@@ -335,9 +338,6 @@ def _select(
         vertex_provider.web_search = vertex_settings is None or vertex_settings.web_search
         return ModelSelection(vertex_provider, vertex_provider.model(model_id))
     if name == "bedrock":
-        # lazy: start-up time (an SDK loads only when its provider is used)
-        from coding_agent.worker.providers.cloud import BEDROCK_MODELS, BedrockProvider
-
         region = provider_setting(settings, environ, name, "region") or environ.get(
             "AWS_DEFAULT_REGION"
         )
@@ -346,6 +346,10 @@ def _select(
                 "bedrock needs an AWS region: set AWS_REGION or providers.bedrock.region in "
                 f"{settings.source}"
             )
+        # lazy: start-up time (an SDK loads only when its provider is used; a provider
+        # without its settings, which every worker asks about, loads nothing)
+        from coding_agent.worker.providers.cloud import BEDROCK_MODELS, BedrockProvider
+
         bedrock_provider = BedrockProvider(
             api_key=provider_setting(settings, environ, name, "api_key") or "",
             base_url=provider_setting(settings, environ, name, "base_url"),
