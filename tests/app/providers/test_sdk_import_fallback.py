@@ -257,3 +257,40 @@ print(json.dumps(out))
             "plain_from_now_on": ["openai"],
         },
     }
+
+
+def test_an_sdk_whose_default_http_client_refuses_the_tls_context_makes_its_own(
+    tmp_path: Path,
+) -> None:
+    # sdk_client hands the SDK its DefaultAsyncHttpxClient with the TLS context loaded beside
+    # the import; a release whose class takes other arguments gets no http_client: it makes
+    # its own, as without the thread
+    _package(
+        tmp_path,
+        {
+            "openai/__init__.py": """
+            from ._client import AsyncOpenAI
+            from ._base_client import DefaultAsyncHttpxClient
+            """,
+            "openai/_client.py": _CLIENT,
+            "openai/_base_client.py": """
+            class DefaultAsyncHttpxClient:
+                def __init__(self, *, certificates):
+                    self.certificates = certificates
+            """,
+        },
+    )
+    refused = _python(tmp_path, _MAKE + "print(json.dumps(sorted(client.options)))\n")
+    assert refused == ["api_key"]
+    (tmp_path / "openai" / "_base_client.py").write_text(
+        "class DefaultAsyncHttpxClient:\n"
+        "    def __init__(self, **options):\n"
+        "        self.options = options\n",
+        encoding="utf-8",
+    )
+    taken = _python(
+        tmp_path,
+        _MAKE + "print(json.dumps([sorted(client.options), "
+        "type(client.options['http_client'].options['verify']).__name__]))\n",
+    )
+    assert taken == [["api_key", "http_client"], "SSLContext"]

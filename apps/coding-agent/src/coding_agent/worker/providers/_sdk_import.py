@@ -216,7 +216,10 @@ class _TlsContext:
         keywords: dict[str, Any] = {"verify": self._context}
         if "timeout" in options:  # as the SDK gives its own client
             keywords["timeout"] = options["timeout"]
-        return default(**keywords)
+        try:
+            return default(**keywords)
+        except Exception:  # a release whose class takes other arguments: the SDK's own then
+            return None
 
 
 _PLAIN: set[str] = set()
