@@ -141,6 +141,7 @@ from pico3.storage.base import (
 )
 from pico3.storage.pg_blobs import BlobStore, address_of, unreachable, with_liveness
 from pico3.storage.pg_group import (
+    BLOCK_MS,
     GroupCommitter,
     Pending,
     StatementFailed,
@@ -582,6 +583,7 @@ class PostgresStorage(TableStorage):
             committer_for(pool) if group_commit and fsync and pool is not None else None
         )
         self._pending: Pending | None = None  # this storage's grouped commit in flight
+        self._quick = True  # the last commit's answer came within BLOCK_MS (run_prepared)
 
     def __repr__(self) -> str:
         return f"<PostgresStorage session={self._session!r} seq={self.seq}>"
@@ -1447,10 +1449,19 @@ class PostgresStorage(TableStorage):
         conn = self._conn
         assert conn is not None
         params = (self._session_bytes, _INT8(seq), self._epoch_bytes, _INT8(max_id), raw)
+        started = time.monotonic()
         try:
+            # the writer's connection is its own: nothing else waits on it, so its answer is
+            # awaited blocking for up to a millisecond while the last one came that fast
             await run_prepared(
-                conn, _COMMIT_MAIN, params, _MAIN_FORMATS, ok=pq.ExecStatus.COMMAND_OK
+                conn,
+                _COMMIT_MAIN,
+                params,
+                _MAIN_FORMATS,
+                ok=pq.ExecStatus.COMMAND_OK,
+                block=self._quick,
             )
+            self._quick = time.monotonic() - started < BLOCK_MS / 1000
         except StatementFailed as exc:
             error = StorageError(str(exc))
             error.sqlstate = exc.sqlstate  # type: ignore[attr-defined]
