@@ -49,12 +49,14 @@ itself; otherwise it waits, and the group that finishes hands the queue to the f
 
 A session committing alone
 --------------------------
-When no group is in flight, none is queued and the last group was a single commit, a commit
-goes straight through: no loop turn to gather a group, no queue, no wake-up, and its answer is
-awaited blocking for up to :data:`BLOCK_MS` (:func:`run_prepared`'s ``block``) rather than on
-the event loop, whose wait costs more CPU than pgbench spends on a whole commit. It is the same
-statement with the same per-row fence; only the waiting differs. Under load the groups are
-larger than one, so the gathering turn is kept where it pays.
+When no group is in flight, none is queued and the last group was the same session's commit
+alone, its next commit goes straight through: no queue, no wake-up, and its answer is awaited
+blocking for up to :data:`BLOCK_MS` (:func:`run_prepared`'s ``block``) rather than on the event
+loop, whose wait costs more CPU than pgbench spends on a whole commit. It is the same statement
+with the same per-row fence; only the waiting differs. It still gives the loop one turn first,
+as every commit does, so the other tasks run; when other sessions commit too, their commits
+arrive in turn and gather groups as before (a straight path taken by whichever session came
+last would serialize them: each blocking wait keeps the others from queueing).
 """
 
 from __future__ import annotations
@@ -180,7 +182,9 @@ class GroupCommitter:
         self._keep = max(0, min(self._groups, pool.max_size - 1))
         self._users = 0
         self._used: dict[int, float] = {}  # a kept connection's id: when its last group ended
-        self._alone = False  # the last group was one commit: the next lone one goes straight
+        # the session whose commit was the last group, alone: its next one, if nothing else
+        # is in flight or queued, goes straight (another session's commit gathers a group)
+        self._alone: str | None = None
         self._quick = True  # the last lone commit's answer came within BLOCK_MS
         self.straight = 0  # commits sent straight through, alone (a count for tests)
         self.idle_check = IDLE_CHECK  # seconds a kept connection idles before a check
@@ -218,13 +222,17 @@ class GroupCommitter:
         """Store ``item``'s row durably in a group, or raise (``LeaseLost``: provably not
         stored; ``StorageFailed``: not stored, or unknown). Never cancelled half-way: call it
         shielded."""
-        if self._alone and not self._running and not self._queue:
+        if item.session == self._alone and not self._running and not self._queue:
             # a session committing alone (no group in flight, none queued, and the last group
-            # was one commit): straight through, without the loop turn that gathers a group
+            # was this session's commit alone): straight through, no queue and no wake-up
             self._running += 1
             self.straight += 1
             try:
-                await self._send_group([item], alone=True)
+                # one turn of the loop, as every commit gives one: the other tasks run (a
+                # commit answered within the blocking wait would otherwise never yield), and
+                # a commit they start meanwhile leads a group of its own
+                await anyio.lowlevel.checkpoint()
+                await self._send_group([item], alone=self._running == 1 and not self._queue)
             finally:
                 self._hand_off()
         else:
@@ -267,7 +275,7 @@ class GroupCommitter:
             self._running -= 1
 
     async def _send_group(self, batch: list[Pending], *, alone: bool = False) -> None:
-        self._alone = len(batch) == 1
+        self._alone = batch[0].session if len(batch) == 1 else None
         conn: AsyncConnection[Any] | None = None
         try:
             conn = await self._connection()
