@@ -147,8 +147,8 @@ class Pending:
     """One session's commit waiting in (or sent with) a group."""
 
     __slots__ = (
-        "again", "conn", "epoch", "error", "finished", "lead", "max_id", "raw", "seq", "session",
-        "stalled", "wake",
+        "again", "conn", "deadline", "epoch", "error", "finished", "lead", "max_id", "raw", "seq",
+        "session", "stalled", "wake",
     )  # fmt: skip
 
     def __init__(self, session: str, seq: int, epoch: int, max_id: int, raw: bytes) -> None:
@@ -166,6 +166,10 @@ class Pending:
         # its storage's watchdog shut the group's connection down (no answer within the
         # commit timeout): the group is not recovered, its outcome is unknown at once
         self.stalled = False
+        # (monotonic) past it, a commit not sent yet is not sent at all: it fails at once,
+        # rather than after a wait for a pool connection (its storage's commit timeout, plus
+        # a margin for the watchdog that marks the storage stalled to come first)
+        self.deadline = float("inf")
 
 
 class GroupCommitter:
@@ -245,7 +249,14 @@ class GroupCommitter:
                 item.lead = False
                 await self._lead()
             else:
-                await item.wake.wait()
+                with anyio.move_on_after(item.deadline - time.monotonic()):
+                    await item.wake.wait()
+                if not item.wake.is_set() and item in self._queue:
+                    # past its deadline, still queued (no group was free to take it): never
+                    # sent, so provably not stored; the storage is stalled meanwhile
+                    self._queue.remove(item)
+                    item.error = _not_sent(item)
+                    break
                 item.wake = anyio.Event()  # the flags say why: looked at before waiting again
         if item.error is not None:
             raise item.error
@@ -276,13 +287,23 @@ class GroupCommitter:
 
     async def _send_group(self, batch: list[Pending], *, alone: bool = False) -> None:
         self._alone = batch[0].session if len(batch) == 1 else None
+        everyone = batch
         conn: AsyncConnection[Any] | None = None
         try:
-            conn = await self._connection()
+            conn = await self._connection(min(item.deadline for item in batch))
             for item in batch:
                 item.conn = conn
+            # a commit whose storage stalled while it waited (no connection set for its
+            # watchdog to shut down then) is not sent: it would hang on a stalled database
+            # with nobody to end it; with the connection set first, a stall from now on
+            # shuts it down (the watchdog sets the flag, then reads the connection)
+            if any(item.stalled for item in batch):
+                for item in batch:
+                    if item.stalled:
+                        item.error = _not_sent(item)
+                batch = [item for item in batch if not item.stalled]
             try:
-                left = await self._insert(conn, batch, alone=alone)
+                left = await self._insert(conn, batch, alone=alone) if batch else []
             except Exception as exc:
                 if any(item.stalled for item in batch):
                     # the database stalled past a commit timeout: recovering would wait on it
@@ -305,18 +326,18 @@ class GroupCommitter:
             if left:
                 await self._left_out(conn, left)
         except Exception as exc:  # no connection, or the recovery failed: outcome unknown
-            for item in batch:
+            for item in everyone:
                 if item.error is None:
                     item.again = False
                     item.error = StorageFailed(
                         f"commit {item.seq} failed and whether it was stored is unknown: {exc}"
                     )
         finally:
-            for item in batch:
+            for item in everyone:
                 item.conn = None
             if conn is not None:
                 await self._give_back(conn)
-        for item in batch:
+        for item in everyone:
             if item.again:
                 item.again = False  # queued again: the next group sends it
             else:
@@ -383,7 +404,7 @@ class GroupCommitter:
                 item.again = True
                 self._queue.append(item)
 
-    async def _connection(self) -> AsyncConnection[Any]:
+    async def _connection(self, deadline: float = float("inf")) -> AsyncConnection[Any]:
         """A pool connection in autocommit mode, not one the server ended while it was idle
         (a restart): anything readable on an idle connection is the server's goodbye.
 
@@ -401,7 +422,10 @@ class GroupCommitter:
             await conn.close()
             await self._pool.putconn(conn)
         for _ in range(self._pool.max_size + 1):
-            conn = await self._pool.getconn(timeout=self.timeout)
+            # no longer than the group's first commit may wait: a stalled database must
+            # reach its sessions within their commit timeout, not the pool's wait
+            wait = min(self.timeout, max(0.05, deadline - time.monotonic()))
+            conn = await self._pool.getconn(timeout=wait)
             if not _idle_broken(conn):
                 await conn.set_autocommit(True)
                 return conn
@@ -431,6 +455,14 @@ class GroupCommitter:
         except BaseException:
             await self._pool.putconn(fresh)
             raise
+
+
+def _not_sent(item: Pending) -> StorageFailed:
+    return StorageFailed(
+        f"session {item.session!r}: commit {item.seq} was not sent: no pool connection was "
+        "free within its commit timeout (PostgreSQL stalled, or every connection busy); it "
+        "is not stored"
+    )
 
 
 class StatementFailed(Exception):

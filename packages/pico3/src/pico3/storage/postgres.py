@@ -1060,6 +1060,7 @@ class PostgresStorage(TableStorage):
         try:
             if not staged.docs and not staged.tasks:
                 self._pending = Pending(self._session, seq, self._epoch, max_id, raw)
+                self._pending.deadline = self._commit_deadline()
                 try:
                     await group.commit(self._pending)
                 finally:
@@ -1130,7 +1131,10 @@ class PostgresStorage(TableStorage):
         (the per-row fence of pico3.storage.pg_group, here for one row)."""
         pool = self._shared_pool
         assert pool is not None
-        conn = await pool.getconn(timeout=self._connect_timeout)
+        # no longer than the commit may take: a stalled database reaches the session within
+        # its commit timeout, not the pool's wait
+        wait = min(self._connect_timeout, max(0.05, self._commit_deadline() - time.monotonic()))
+        conn = await pool.getconn(timeout=wait)
         try:
             await conn.set_autocommit(True)
             cursor = await conn.execute(_FENCED_COMMIT, (self._session, self._epoch, *params))
@@ -1181,6 +1185,13 @@ class PostgresStorage(TableStorage):
         except Exception as exc:
             self._failed = await self._failure(exc, seq)
             raise self._failed from exc
+
+    def _commit_deadline(self) -> float:
+        """When the commit in flight stops waiting for a pool connection: its commit timeout,
+        plus a margin for the watchdog (50 ms ticks) to mark the storage stalled first (it
+        fences, stops the renewals, and the error says so)."""
+        since = self._busy_since
+        return float("inf") if since is None else since + self._commit_timeout + 0.25
 
     def _stall_error(self, seq: int) -> StorageFailed:
         return StorageFailed(
