@@ -166,9 +166,9 @@ class Pending:
         # its storage's watchdog shut the group's connection down (no answer within the
         # commit timeout): the group is not recovered, its outcome is unknown at once
         self.stalled = False
-        # (monotonic) past it, a commit not sent yet is not sent at all: it fails at once,
-        # rather than after a wait for a pool connection (its storage's commit timeout, plus
-        # a margin for the watchdog that marks the storage stalled to come first)
+        # (monotonic) a group waits for a pool connection no longer than its first commit's
+        # deadline (its storage's commit timeout, plus a margin for the watchdog that marks
+        # the storage stalled to come first)
         self.deadline = float("inf")
 
 
@@ -249,14 +249,10 @@ class GroupCommitter:
                 item.lead = False
                 await self._lead()
             else:
-                with anyio.move_on_after(item.deadline - time.monotonic()):
-                    await item.wake.wait()
-                if not item.wake.is_set() and item in self._queue:
-                    # past its deadline, still queued (no group was free to take it): never
-                    # sent, so provably not stored; the storage is stalled meanwhile
-                    self._queue.remove(item)
-                    item.error = _not_sent(item)
-                    break
+                # no deadline of its own: the groups ahead end by theirs (a leader waits for a
+                # connection no longer than its group's first deadline; one in flight is shut
+                # down by a stalled storage's watchdog), then this one leads, bounded by its own
+                await item.wake.wait()
                 item.wake = anyio.Event()  # the flags say why: looked at before waiting again
         if item.error is not None:
             raise item.error
