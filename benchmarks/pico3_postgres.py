@@ -27,6 +27,10 @@ folder, loopback TCP, ``fsync=on``, ``synchronous_commit=on``) serves every row.
 * Every rate is wall time; next to it the CPU per commit of the client (``process_time``) and
   of the server (the cluster's processes, from /proc), so a loaded machine can be told apart
   from a slow path.
+* **session hosts**: the issue's targets against pgbench run just before: 50 sessions of one
+  process on one pool of 10 (``serve --host-sessions``, group commit) and one of them alone;
+  then, on more than one core, the 50 spread over a host process per core, a pool of 10 each
+  (``serve --host-sessions N``: connections stay N x 11 whatever the sessions).
 * **open**: a session of 100,000 entries (one entry per commit, rows bulk-loaded with COPY in
   the exact encoding a commit writes) opened by ``PostgresStorage.open`` (migration check, the
   lease, reading every row, replay), next to a bare ``SELECT`` of the same rows and to
