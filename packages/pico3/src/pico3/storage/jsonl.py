@@ -93,7 +93,7 @@ import anyio.to_thread
 from chord.context import Context
 from pico3.files import fsync_dir
 from pico3.storage._lines import StoredCommit, encode_line, read_lines
-from pico3.storage._log import MainLog
+from pico3.storage._log import BLOCK, MainLog
 from pico3.storage._replay import TaskFates, gc_paused, replay
 from pico3.storage._tables import (
     Staged,
@@ -171,6 +171,10 @@ def _sidecar_kind(name: str) -> tuple[str, int]:
         return "task", int(task.group(1))
     sticky = _STICKY.fullmatch(name)
     return ("sticky", int(sticky.group(1))) if sticky is not None else ("", 0)
+
+
+def _align(n: int) -> int:
+    return -(-n // BLOCK) * BLOCK
 
 
 def _first(item: tuple[int, list[Write]]) -> int:
@@ -1006,39 +1010,71 @@ class JsonlStorage(TableStorage):
         return b"".join(out)
 
     def _truncate_now(self, cid: int) -> None:
+        """Rewrite the sticky sidecar from its last base (docs/design/storage.md#sticky-truncation).
+
+        With fsync the new file is written preallocated (its lines, then written zeros up to a
+        step of :data:`SIDECAR_CHUNK`) and synced once before the rename; the open log of the old
+        file is dropped without cutting its zeros (the rename replaces that file) and the new
+        file is adopted as it is (:class:`MainLog`'s ``end``), so a rewrite costs the file's
+        sync and the folder's, not also a cut, a preallocation and a probe write."""
         name = f"sticky-{cid}.jsonl"
         path = self._file(name)
+        sidecar = self._sidecars.pop(name, None)
         try:
-            sidecar = self._sidecars.pop(name, None)
             if sidecar is not None:
-                sidecar.close()  # cuts its zero tail; the next commit opens it again
-            records = _read_records(path)
+                with open(path, "rb") as handle:
+                    data = handle.read(sidecar.end)  # its lines: the zeros after are not read
+                records = read_lines(path, data, False)
+            else:
+                records = _read_records(path)
+                data = b""
             start = 0
             for index in range(len(records) - 1, -1, -1):
                 writes = records[index][2].writes
                 if any(isinstance(w, DocWrite) and is_base(w.ops) for w in writes):
                     start = index
                     break
-            if start > 0:
+            if start == 0:
+                if sidecar is not None:
+                    self._sidecars[name] = sidecar  # nothing to rewrite: it stays open
+                self._tables.truncate_sticky(cid)
+                return
+            if sidecar is None:
                 with open(path, "rb") as handle:
                     data = handle.read()
-                temp = path + ".tmp"
-                kept = self._live_patches(records[:start])
-                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _PRIVATE_FILE)
-                try:
-                    _write_all(fd, kept + data[records[start - 1][1] :])
-                    if self._fsync:
-                        os.fsync(fd)
-                finally:
-                    os.close(fd)
-                os.replace(temp, path)
+            temp = path + ".tmp"
+            content = self._live_patches(records[:start]) + data[records[start - 1][1] :]
+            zeros = 0
+            if self._fsync and sidecar is not None:
+                zeros = _align(len(content) + SIDECAR_CHUNK) - len(content)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _PRIVATE_FILE)
+            try:
+                _write_all(fd, content + bytes(zeros) if zeros else content)
                 if self._fsync:
-                    fsync_dir(self._dir)
-        except CorruptStorage:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            direct = sidecar is not None and sidecar.mode == "direct"
+            if sidecar is not None:
+                sidecar.abandon()  # its file is replaced next: no need to cut its zeros
+            os.replace(temp, path)
+            if self._fsync:
+                fsync_dir(self._dir)
+                if zeros:  # the next commit writes into the zeros synced above
+                    self._sidecars[name] = MainLog(
+                        path,
+                        durable=True,
+                        min_chunk=SIDECAR_CHUNK,
+                        end=len(content),
+                        probe=not direct,
+                    )
+        except BaseException as exc:
+            if sidecar is not None and self._sidecars.get(name) is not sidecar:
+                sidecar.abandon()  # (idempotent) its descriptors are not left open
+            if isinstance(exc, OSError):
+                self._failed = exc
+                raise StorageFailed(f"{path}: sticky rewrite failed: {exc}") from exc
             raise
-        except OSError as exc:
-            self._failed = exc
-            raise StorageFailed(f"{path}: sticky rewrite failed: {exc}") from exc
         self._tables.truncate_sticky(cid)
 
 
