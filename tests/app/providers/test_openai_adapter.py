@@ -403,4 +403,3 @@ async def test_batches_are_the_events_a_list_per_read() -> None:
     assert last.message.content == expected.message.content == [TextContent(text="abcdefghij")]
     assert last.message.usage == expected.message.usage
     assert len(seen) < len(flat) / 2
-

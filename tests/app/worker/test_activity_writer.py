@@ -115,16 +115,15 @@ async def test_prompts_records_made_within_the_spacing_are_written_once_the_newe
 ) -> None:
     """After a write the task leaves ``spacing`` before the next: the prompts made meanwhile
     cost one write, of the newest, and the host's close writes it at once."""
-    import coding_agent.worker.activity as activity
+    from coding_agent.session_files.folders import record_activity as real
 
     written: list[int | None] = []
-    real = activity.record_activity
 
     def counted(session: Session, when: Any = None, **kw: Any) -> None:
         written.append(kw.get("branch"))
         real(session, when, **kw)
 
-    monkeypatch.setattr(activity, "record_activity", counted)
+    monkeypatch.setattr("coding_agent.worker.activity.record_activity", counted)
     session = _session(tmp_path)
     writer = ActivityWriter(session, fsync=False, spacing=3600)  # never over in this test
     async with anyio.create_task_group() as group:

@@ -566,7 +566,9 @@ async def test_a_sticky_rewrite_adopts_its_new_file_and_later_commits_land_in_it
     log = storage._sidecars[path.name]
     assert log.mode == mode
     data = path.read_bytes()
-    assert len(read_lines(str(path), data[: log.end], False)) == 3  # the base, then the two commits after it
+    assert (
+        len(read_lines(str(path), data[: log.end], False)) == 3
+    )  # the base, then the two commits after it
     assert data[log.end :] == bytes(len(data) - log.end)
     live = await h.dump(storage)
     await storage.close(ctx)

@@ -22,8 +22,8 @@ from pico3.harness import Harness, HarnessOptions
 from pico3.models.faux import FauxProvider, faux_pause, faux_response, faux_tool_call
 from pico3.storage import JsonlStorage
 from pico3.tools import ToolApi, ToolDeclaration, ToolResult
-from pico3.turn.models import Models
 from pico3.turn.model_call import MODEL_CALL_KIND
+from pico3.turn.models import Models
 from pico3.turn.tool import TOOL_KIND
 
 MODEL = {"provider": "faux", "modelId": "faux-1"}

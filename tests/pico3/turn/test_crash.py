@@ -161,8 +161,8 @@ async def test_crash_during_a_stream_without_retries_fails_with_no_assistant_ent
 async def test_a_crash_before_the_request_loses_only_the_prepared_checkpoint(
     tmp_path: Path,
 ) -> None:
-    """"prepared" is committed without waiting for its write (it shares one with
-    "requesting"): killed while the hooks before the request run, the session reopens with
+    """The "prepared" checkpoint is committed without waiting for its write (it shares one
+    with "requesting"): killed while the hooks before the request run, the session reopens with
     the prompt and the turn as they were acknowledged, the model call prepares again and
     answers once."""
     await crash("before_request", tmp_path)

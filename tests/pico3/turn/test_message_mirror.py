@@ -14,6 +14,7 @@ import pytest
 from pico3.models.provider import (
     AssistantMessage,
     DoneEvent,
+    ErrorEvent,
     StartEvent,
     TextContent,
     TextDeltaEvent,
@@ -185,7 +186,7 @@ async def test_an_error_in_the_last_read_still_publishes_the_text_before_it() ->
     failed = AssistantMessage(
         api="faux", provider="faux", model="faux-1", stop_reason="error", error_message="boom"
     )
-    events = [*_answer(["a", "b"])[:-1], DoneEvent(reason="error", message=failed)]
+    events = [*_answer(["a", "b"])[:-1], ErrorEvent(reason="error", error=failed)]
     message, _ = await stream_message(_Batched([events]), flush)
     assert message.stop_reason == "error"
     assert flushed and flushed[-1] == "ab"
