@@ -1,4 +1,4 @@
-"""Group commit's runs (docs/design/storage.md#group-commit): batches queued back to back are
+"""Group commit's runs (docs/design/storage.md#publication-point): batches queued back to back are
 written with one write per file, each keeping its own line, seq and publication point; after
 the write returns every one of them is durable, and whatever a crash keeps of the run (any cut
 of either file, a torn sector of the in-flight write) opens as the state after a prefix of it."""

@@ -250,7 +250,7 @@ class Kernel:
         return anyway) returns once the batch is published on the line, without waiting for
         its durable write, and a read (a builder that writes nothing) does not wait for the
         queued batches it may have read: the next commit that waits writes them with its own,
-        in one write per file where they allow it (docs/design/storage.md#group-commit). The
+        in one write per file where they allow it (docs/design/storage.md#publication-point). The
         caller must not report such a batch, or act outside the session on what it read, until
         a later commit of its own returned durable: the batch's envelopes and commit listeners
         wait for that. A batch whose sticky log is compacted waits all the same.
