@@ -30,23 +30,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 
-from chord import (
-    Context,
-    Facet,
-    FacetDiscoveryError,
-    FacetEnvironment,
-    FacetPackage,
-    ReloadCoordinator,
-    ReloadReport,
-    define_facet,
-    facet_package_from_folder,
-    installed_facet_packages,
-)
+from chord import Context, Facet, FacetEnvironment, define_facet
 from coding_agent.contracts import ReloadOutcome, ReloadService
+
+if TYPE_CHECKING:  # start-up time: the TUI makes its reloader before the first frame and
+    # chord.facet_packages (discovery, generations, the coordinator) loads after it
+    from chord import FacetPackage, ReloadCoordinator, ReloadReport
 
 __all__ = [
     "RELOAD_FACET_ID",
@@ -74,6 +67,9 @@ def scan_packages(folders: Sequence[str | Path] = (), *, installed: bool = True)
     Unlike :func:`chord.facet_packages.discover_facet_packages`, nothing raises: a broken entry point
     or folder becomes a problem (its message names it) and the rest is still found.
     """
+    # lazy: start-up time (see the TYPE_CHECKING imports above)
+    from chord import FacetDiscoveryError, facet_package_from_folder, installed_facet_packages
+
     problems: list[str] = []
     found: dict[str, FacetPackage] = {}
     if installed:

@@ -55,16 +55,11 @@ from textual.screen import ModalScreen
 from chord import (
     Context,
     Facet,
-    FacetDiscoveryError,
-    FacetGeneration,
     FacetHost,
     FrameConnection,
-    ReloadCoordinator,
     WireServiceSource,
     connect_service_source,
     connect_unix,
-    discover_facet_packages,
-    load_generation,
 )
 from chord.textual import run_app_with_facets
 from coding_agent.contracts import ReloadOutcome
@@ -80,6 +75,9 @@ from coding_agent.tui.notify import TerminalNotifier
 from coding_agent.tui.status_toasts import WorkerStatusToasts, tui_reload_toast
 
 if TYPE_CHECKING:
+    # start-up time: chord.facet_packages (discovery, generations, the reload coordinator)
+    # loads with the facets, after the first frame (load_tui_facets, run_client's started)
+    from chord import FacetDiscoveryError, FacetGeneration, ReloadCoordinator
     from coding_agent.tui.commands.tree import TreeHost
 
 __all__ = ["TUI_HOST", "ClientRun", "load_tui_facets", "run_client"]
@@ -98,6 +96,9 @@ def load_tui_facets(
     Returns the loaded generations and one message per package that could not be found or
     loaded: a broken feature package costs its own facets, never the app.
     """
+    # lazy: start-up time (called as the facet host starts, after the first frame)
+    from chord import discover_facet_packages, load_generation
+
     problems: list[str] = []
 
     def skip(error: FacetDiscoveryError) -> None:
@@ -254,6 +255,9 @@ async def run_client(
 
             async def started(host: FacetHost) -> None:
                 nonlocal coordinator
+                # lazy: start-up time (the host starts after the first frame)
+                from chord import ReloadCoordinator
+
                 run.host = host
                 # From here on the coordinator owns the generations (and disposes them).
                 coordinator = ReloadCoordinator(
