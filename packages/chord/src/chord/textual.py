@@ -110,6 +110,7 @@ __all__ = [
     "TextualTui",
     "Tui",
     "TuiService",
+    "app_turn",
     "inert_text",
     "register_commands",
     "report_command_error",
@@ -551,7 +552,7 @@ def tui_facet(tui: TuiService, facet_id: str = "@chord/tui") -> Facet:
 async def run_app_with_facets(
     app: App[Any],
     tui: TextualTui,
-    facets: Sequence[Facet] | Callable[[], Sequence[Facet]],
+    facets: Sequence[Facet] | Callable[[], Sequence[Facet] | Awaitable[Sequence[Facet]]],
     *,
     service_sources: Sequence[RemoteServiceSource] = (),
     on_error: Callable[[BaseException], None] | None = None,
@@ -574,17 +575,21 @@ async def run_app_with_facets(
     If the host or ``on_host`` fails, the app exits and the error is raised; if the app exits
     first, a host still starting is cancelled. ``facets`` may be a function returning them,
     called as the host starts (beside the app: after the first frame, so loading them costs
-    the first frame nothing).
+    the first frame nothing), or an async function: one that makes them step by step and lets
+    the app run in between (:func:`app_turn`) keeps the app taking keys while they load.
     """
     if tui.app is not app:
         raise ValueError("tui must wrap the app being run")
 
-    def all_facets() -> list[Facet]:
-        return [tui_facet(tui), *(facets() if callable(facets) else facets)]
+    async def all_facets() -> list[Facet]:
+        made = facets() if callable(facets) else facets
+        if inspect.isawaitable(made):
+            made = await made
+        return [tui_facet(tui), *made]
 
     if not host_beside:
         async with create_facet_host(
-            all_facets(), service_sources=service_sources, on_error=on_error
+            await all_facets(), service_sources=service_sources, on_error=on_error
         ) as host:
             await _call_on_host(on_host, host)
             await app.run_async(**run_options)
@@ -601,7 +606,7 @@ async def run_app_with_facets(
             with starting:
                 await _first_frame(app, tui)
                 async with create_facet_host(
-                    all_facets(), service_sources=service_sources, on_error=on_error
+                    await all_facets(), service_sources=service_sources, on_error=on_error
                 ) as host:
                     entered = True  # from here on the host is disposed in full, never cut
                     await _call_on_host(on_host, host)
@@ -620,6 +625,15 @@ async def run_app_with_facets(
                 starting.cancel()
     if failures:
         raise failures[0]
+
+
+async def app_turn(app: App[Any]) -> None:
+    """Let ``app`` handle what is waiting (keys typed, say) and repaint, then return: awaited
+    between the steps of a long piece of work on the app's event loop (loading facets as the
+    app starts), it keeps what the user types showing at once."""
+    turned = anyio.Event()
+    app.call_after_refresh(turned.set)
+    await turned.wait()
 
 
 async def _first_frame(app: App[Any], tui: TextualTui) -> None:
