@@ -51,7 +51,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import anyio
 from rich.text import Text
@@ -61,7 +61,6 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 
 from chord.context import BACKGROUND, Context, ContextCancelled, cancel_scope
-from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, define_facet
 from chord.neutralize import inert, inert_text
 from chord.remote import RemoteServiceSource
 from chord.services import Service, define_service
@@ -85,6 +84,10 @@ from chord.textual_dialogs import (
     ConfirmScreen,
     DialogScreen,
 )
+
+if TYPE_CHECKING:  # start-up time: the facet host (chord.facets) is imported where one starts,
+    # which for a host beside the app is after its first frame (run_app_with_facets)
+    from chord.facets import Facet, FacetEnvironment, FacetHost
 
 __all__ = [
     "ARMING_SECONDS",
@@ -542,6 +545,7 @@ def show_dialogs(
 
 def tui_facet(tui: TuiService, facet_id: str = "@chord/tui") -> Facet:
     """The facet that provides :data:`Tui` backed by ``tui``."""
+    from chord.facets import define_facet  # lazy: see the TYPE_CHECKING import above
 
     def setup(env: FacetEnvironment) -> None:
         env.provide(Tui, tui)
@@ -581,6 +585,14 @@ async def run_app_with_facets(
     if tui.app is not app:
         raise ValueError("tui must wrap the app being run")
 
+    async def open_host() -> FacetHost:
+        # lazy: the facet host (see the TYPE_CHECKING import above) loads as it starts
+        from chord.facets import create_facet_host
+
+        return create_facet_host(
+            await all_facets(), service_sources=service_sources, on_error=on_error
+        )
+
     async def all_facets() -> list[Facet]:
         made = facets() if callable(facets) else facets
         if inspect.isawaitable(made):
@@ -588,9 +600,7 @@ async def run_app_with_facets(
         return [tui_facet(tui), *made]
 
     if not host_beside:
-        async with create_facet_host(
-            await all_facets(), service_sources=service_sources, on_error=on_error
-        ) as host:
+        async with await open_host() as host:
             await _call_on_host(on_host, host)
             await app.run_async(**run_options)
         return
@@ -605,9 +615,7 @@ async def run_app_with_facets(
         try:
             with starting:
                 await _first_frame(app, tui)
-                async with create_facet_host(
-                    await all_facets(), service_sources=service_sources, on_error=on_error
-                ) as host:
+                async with await open_host() as host:
                     entered = True  # from here on the host is disposed in full, never cut
                     await _call_on_host(on_host, host)
                     await app_done.wait()

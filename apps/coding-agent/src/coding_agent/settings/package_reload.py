@@ -34,12 +34,19 @@ from typing import TYPE_CHECKING, Literal
 
 import anyio
 
-from chord import Context, Facet, FacetEnvironment, define_facet
+from chord import Context
 from coding_agent.contracts import ReloadOutcome, ReloadService
 
-if TYPE_CHECKING:  # start-up time: the TUI makes its reloader before the first frame and
-    # chord.facet_packages (discovery, generations, the coordinator) loads after it
-    from chord import FacetPackage, ReloadCoordinator, ReloadReport
+if TYPE_CHECKING:  # start-up time: the TUI makes its reloader before the first frame, and
+    # chord.facets and chord.facet_packages (the host, discovery, generations, the
+    # coordinator) load after it
+    from chord import (
+        Facet,
+        FacetEnvironment,
+        FacetPackage,
+        ReloadCoordinator,
+        ReloadReport,
+    )
 
 __all__ = [
     "RELOAD_FACET_ID",
@@ -187,6 +194,7 @@ class _Requests:
 
 def reload_service_facet(reloader: PackageReloader) -> Facet:
     """The facet providing :data:`ReloadService` from ``reloader`` (in the session worker)."""
+    from chord import define_facet  # lazy: see the TYPE_CHECKING import above
 
     def setup(env: FacetEnvironment) -> None:
         env.provide(ReloadService, _Requests(reloader))

@@ -54,8 +54,6 @@ from textual.screen import ModalScreen
 
 from chord import (
     Context,
-    Facet,
-    FacetHost,
     FrameConnection,
     WireServiceSource,
     connect_service_source,
@@ -75,9 +73,9 @@ from coding_agent.tui.notify import TerminalNotifier
 from coding_agent.tui.status_toasts import WorkerStatusToasts, tui_reload_toast
 
 if TYPE_CHECKING:
-    # start-up time: chord.facet_packages (discovery, generations, the reload coordinator)
-    # loads with the facets, after the first frame (load_tui_facets, run_client's started)
-    from chord import FacetDiscoveryError, FacetGeneration, ReloadCoordinator
+    # start-up time: chord.facets and chord.facet_packages (the host, discovery, generations,
+    # the reload coordinator) load with the facets, after the first frame
+    from chord import Facet, FacetDiscoveryError, FacetGeneration, FacetHost, ReloadCoordinator
     from coding_agent.tui.commands.tree import TreeHost
 
 __all__ = ["TUI_HOST", "ClientRun", "load_tui_facets", "run_client"]
