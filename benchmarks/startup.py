@@ -35,7 +35,8 @@ private ``CHORD_CODE_CACHE``, which ``--cold`` turns off: see ``chord.facet_pack
   shows appears in the editor's box); the pane is polled every ``POLL_INTERVAL`` (10 ms: a
   capture costs a tmux client and the server 2-3 ms of CPU, so captures back to back would take
   most of a core of a 2-core machine from the TUI and the worker starting beside it). CPU is the
-  TUI process's own, read from ``/proc`` at each point (its worker's is not counted).
+  TUI process's own, read from ``/proc`` at each point (the nanoseconds its threads ran; its
+  worker's is not counted).
 
 Targets (issue 15): ``--help``/``--version`` <= 0.15 s; first request <= 0.5 s on both paths;
 ``-p`` stream consumption >= 30k tokens/s on both paths; worker start -> serving <= 0.4 s empty,
@@ -284,7 +285,19 @@ _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def _cpu_now(pid: int) -> float | None:
-    """The CPU seconds process ``pid`` used so far (Linux ``/proc``; ``None`` elsewhere)."""
+    """The CPU seconds process ``pid`` used so far (Linux ``/proc``; ``None`` elsewhere): the
+    nanoseconds its threads ran (``schedstat``), else its user and system clock ticks (1/100 s
+    apart: too coarse to tell two TUI start-ups apart)."""
+    try:
+        return (
+            sum(
+                int((task / "schedstat").read_text().split()[0])
+                for task in Path(f"/proc/{pid}/task").iterdir()
+            )
+            / 1e9
+        )
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
