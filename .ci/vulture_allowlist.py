@@ -188,5 +188,8 @@ _.set_config_option
 # pico3.LeaseRenewer.renewals: how many renewal statements it sent (tests wait on it)
 _.renewals
 
+# pico3.storage.pg_group.GroupCommitter.straight: commits sent straight through, alone (tests)
+_.straight
+
 # coding_agent.server.web._Listener.is_serving: websockets' ServerConnection.handshake calls it
 _.is_serving

@@ -27,6 +27,10 @@ folder, loopback TCP, ``fsync=on``, ``synchronous_commit=on``) serves every row.
 * Every rate is wall time; next to it the CPU per commit of the client (``process_time``) and
   of the server (the cluster's processes, from /proc), so a loaded machine can be told apart
   from a slow path.
+* **session hosts**: the issue's targets against pgbench run just before: 50 sessions of one
+  process on one pool of 10 (``serve --host-sessions``, group commit) and one of them alone;
+  then, on more than one core, the 50 spread over a host process per core, a pool of 10 each
+  (``serve --host-sessions N``: connections stay N x 11 whatever the sessions).
 * **open**: a session of 100,000 entries (one entry per commit, rows bulk-loaded with COPY in
   the exact encoding a commit writes) opened by ``PostgresStorage.open`` (migration check, the
   lease, reading every row, replay), next to a bare ``SELECT`` of the same rows and to
@@ -389,6 +393,102 @@ async def hosted_rate(
     return many, one
 
 
+async def host_in_process(
+    conninfo: str,
+    names: list[str],
+    commits: int,
+    pool_size: int,
+    ready: Any,
+    go: Any,
+    release: Any,
+    out: Any,
+) -> None:
+    """One session host process of ``serve --host-sessions N``: its sessions on one shared
+    pool of ``pool_size`` connections and one lease renewer, group commit."""
+    from psycopg_pool import AsyncConnectionPool
+
+    from pico3.storage import LeaseRenewer
+
+    renewer = LeaseRenewer(conninfo)
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        conninfo, min_size=1, max_size=pool_size, open=False
+    )
+    try:
+        async with pool:
+            storages = [
+                PostgresStorage(session=name, pool=pool, renewer=renewer, group_commit=True)
+                for name in names
+            ]
+            for storage in storages:
+                await storage.open(ctx)
+                await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
+                for n in range(5):
+                    await storage.commit([entry(storage, n)], ctx)
+            work = {id(s): [[entry(s, n)] for n in range(commits)] for s in storages}
+
+            async def run(storage: PostgresStorage) -> None:
+                for batch in work[id(storage)]:
+                    await storage.commit(batch, ctx)
+
+            ready.set()
+            await anyio.to_thread.run_sync(go.wait)
+            started, cpu = time.perf_counter(), time.process_time()
+            async with anyio.create_task_group() as group:
+                for storage in storages:
+                    group.start_soon(run, storage)
+            out.put((started, time.perf_counter(), time.process_time() - cpu))
+            await anyio.to_thread.run_sync(release.wait)
+            for storage in storages:
+                await storage.close(ctx)
+    finally:
+        renewer.close()
+
+
+def _host_child(*args: Any) -> None:
+    anyio.run(host_in_process, *args)
+
+
+def hosts_rate(
+    conninfo: str,
+    server: ServerCpu,
+    sessions: int,
+    commits: int,
+    hosts: int,
+    pool_size: int,
+    tag: str,
+) -> Cost:
+    """``sessions`` sessions spread over ``hosts`` session host processes (``serve
+    --host-sessions N``: each its own pool of ``pool_size`` connections, so the connections
+    stay ``hosts`` x (``pool_size`` + 1) whatever the sessions), all started together; the
+    aggregate rate from the first start to the last finish and the CPU per commit."""
+    context = multiprocessing.get_context("fork")
+    go, release, out = context.Event(), context.Event(), context.Queue()
+    children, readies = [], []
+    for h in range(hosts):
+        names = [f"hosts-{tag}-{n}" for n in range(h, sessions, hosts)]
+        ready = context.Event()
+        child = context.Process(
+            target=_host_child,
+            args=(conninfo, names, commits, pool_size, ready, go, release, out),
+        )
+        child.start()
+        children.append(child)
+        readies.append(ready)
+    for ready in readies:
+        ready.wait(120)
+    ticks = server.snapshot()
+    go.set()
+    spans = [out.get(timeout=600) for _ in children]
+    used = server.between(ticks, server.snapshot())
+    release.set()
+    for child in children:
+        child.join(60)
+    total = sessions * commits
+    wall = max(span[1] for span in spans) - min(span[0] for span in spans)
+    client = sum(span[2] for span in spans)
+    return Cost(total / wall, client / total * 1e6, used / total * 1e6)
+
+
 def pgbench_rates(
     cluster: TempCluster, server: ServerCpu, size: int, clients: int, threads: int, rounds: int
 ) -> tuple[Cost, Cost] | None:
@@ -616,6 +716,7 @@ def main() -> None:
         # the issue's targets, as ratios to pgbench measured right before (the disk's flush
         # latency, shared with everyone's fsyncs, moves every rate 2-4x within minutes)
         hosted: list[tuple[float, float, Cost]] = []
+        several: list[tuple[float, Cost]] = []
         plain: list[float] = []
         for round in range(rounds):
             crowd = pgbench_once(cluster, server, size, sessions, processes, 3)
@@ -627,6 +728,11 @@ def main() -> None:
             )
             hosted.append((cost.rate / crowd.rate, one / alone.rate, cost))
             plain.append(anyio.run(solo_rate, conninfo, 300, f"p{round}") / alone.rate)
+            if processes > 1:  # serve --host-sessions N: a host process per core
+                spread = hosts_rate(
+                    conninfo, server, sessions, commits * 2, processes, 10, f"h{round}"
+                )
+                several.append((spread.rate / crowd.rate, spread))
         if hosted:
             many_ratios = [m for m, _, _ in hosted]
             one_ratios = [o for _, o, _ in hosted]
@@ -641,6 +747,17 @@ def main() -> None:
                 f"{', '.join(f'{x:.2f}' for x in one_ratios)}); a session on a connection of "
                 f"its own (a worker's) / 1 client median {statistics.median(plain):.2f}x (rounds "
                 f"{', '.join(f'{x:.2f}' for x in plain)})"
+            )
+        if several:
+            ratios = [r for r, _ in several]
+            best = max(several, key=lambda h: h[0])[1]
+            print(
+                f"session hosts ({sessions} sessions over {processes} host processes, "
+                f"serve --host-sessions {processes}: a pool of 10 connections each, group "
+                f"commit): {best.rate:,.0f} commits/s aggregate at best ({best.cpu()}); "
+                f"{sessions} sessions / {sessions} clients median "
+                f"{statistics.median(ratios):.2f}x (target >= 0.6x; rounds "
+                f"{', '.join(f'{x:.2f}' for x in ratios)})"
             )
         anyio.run(build_big, conninfo, "big", entries)
         took, took_cpu, read, read_cpu = anyio.run(open_time, conninfo, "big", entries)

@@ -39,7 +39,8 @@ private ``CHORD_CODE_CACHE``, which ``--cold`` turns off: see ``chord.facet_pack
   shows appears in the editor's box); the pane is polled every ``POLL_INTERVAL`` (10 ms: a
   capture costs a tmux client and the server 2-3 ms of CPU, so captures back to back would take
   most of a core of a 2-core machine from the TUI and the worker starting beside it). CPU is the
-  TUI process's own, read from ``/proc`` at each point (its worker's is not counted).
+  TUI process's own, read from ``/proc`` at each point (the nanoseconds its threads ran; its
+  worker's is not counted).
 
 Targets (issue 15): ``--help``/``--version`` <= 0.15 s; first request (issue 45) <= 0.15 s and
 <= 5x ``import ssl, socket`` on both paths;
@@ -294,7 +295,16 @@ _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 def _cpu_now(pid: int, *, thread: bool = False) -> float | None:
     """The CPU seconds process ``pid`` (with ``thread``: its main thread alone) used so far
-    (Linux ``/proc``; ``None`` elsewhere)."""
+    (Linux ``/proc``; ``None`` elsewhere): the nanoseconds its threads ran (``schedstat``),
+    else its user and system clock ticks (1/100 s apart: too coarse to tell two TUI start-ups
+    apart)."""
+    tasks = [Path(f"/proc/{pid}/task/{pid}")] if thread else None
+    try:
+        if tasks is None:
+            tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        return sum(int((task / "schedstat").read_text().split()[0]) for task in tasks) / 1e9
+    except (OSError, ValueError, IndexError):
+        pass
     stat = f"/proc/{pid}/task/{pid}/stat" if thread else f"/proc/{pid}/stat"
     try:
         fields = Path(stat).read_text().rsplit(")", 1)[1].split()

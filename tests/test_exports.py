@@ -377,6 +377,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "TextualTui",
             "Tui",
             "TuiService",
+            "app_turn",
             "inert_text",
             "register_commands",
             "report_command_error",

@@ -107,3 +107,35 @@ async def test_without_the_task_every_record_is_written_at_once(tmp_path: Path) 
     assert session.current_branch() == 7
     writer.record(None, later=True)
     assert session.current_branch() == 7
+
+
+@pytest.mark.anyio
+async def test_prompts_records_made_within_the_spacing_are_written_once_the_newest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a write the task leaves ``spacing`` before the next: the prompts made meanwhile
+    cost one write, of the newest, and the host's close writes it at once."""
+    from coding_agent.session_files.folders import record_activity as real
+
+    written: list[int | None] = []
+
+    def counted(session: Session, when: Any = None, **kw: Any) -> None:
+        written.append(kw.get("branch"))
+        real(session, when, **kw)
+
+    monkeypatch.setattr("coding_agent.worker.activity.record_activity", counted)
+    session = _session(tmp_path)
+    writer = ActivityWriter(session, fsync=False, spacing=3600)  # never over in this test
+    async with anyio.create_task_group() as group:
+        group.start_soon(writer.run)
+        await anyio.wait_all_tasks_blocked()
+        writer.record(1, later=True)
+        await writer.settle()
+        await anyio.wait_all_tasks_blocked()  # the task wrote, and now leaves the spacing
+        writer.record(2, later=True)
+        await anyio.wait_all_tasks_blocked()
+        assert session.current_branch() == 1  # 2 waits for the spacing
+        writer.record(3, later=True)  # supersedes 2
+        group.cancel_scope.cancel()  # the host closes
+    assert session.current_branch() == 3
+    assert written == [1, 3]

@@ -150,3 +150,21 @@ def test_the_default_loader_uses_the_folder_the_environment_names(echo_package, 
     first, second = (json.loads(run) for run in runs)
     assert first[0] > 0 and first[1] == 0
     assert second == [0, first[0]]
+
+
+def test_check_finds_a_syntax_error_and_loads_no_cached_code(tmp_path):
+    """A module a host only checks (another host runs it) costs a hash and a lookup once it is
+    cached: ``check`` never unmarshals it, and still raises a syntax error as ``compile`` does."""
+    directory = tmp_path / "code"
+    source, name = b"VALUE = 1\n", str(tmp_path / "checked.py")
+    CodeCache(directory).check(source, name)  # compiled and written
+    (entry,) = _entries(directory)
+    entry.write_bytes(b"not marshal data")  # a load would see this and compile again
+    fresh = CodeCache(directory)
+    fresh.check(source, name)
+    assert (fresh.hits, fresh.misses) == (1, 0)
+    assert entry.read_bytes() == b"not marshal data"  # found, not read
+    with pytest.raises(SyntaxError):
+        fresh.check(b"def broken(:\n", name)
+    assert fresh.misses == 0  # a failed compile is not counted or cached
+    assert len(_entries(directory)) == 1

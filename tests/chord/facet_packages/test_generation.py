@@ -201,6 +201,37 @@ def test_another_hosts_module_is_compiled_but_not_imported(echo_package):
     assert generation_modules() == []
 
 
+def test_a_tui_host_imports_only_what_its_facets_use_and_compiles_the_rest(echo_package):
+    """A UI host pays only for its own facets: a module neither its plugin nor its host module
+    imports (the session side's tools, say) is compiled, not run, so a syntax error there still
+    fails the load; the session host imports it, and fails on its import error."""
+    echo_package.write("tui.py", "from .contract import Echo\nTUI = True\n")
+    echo_package.write("tools/__init__.py", "")
+    echo_package.write("tools/heavy.py", "raise LookupError('run by the tui host')\n")
+    generation = load_generation(the_package(echo_package), "tui")
+    try:
+        assert set(generation.modules) == {
+            "echo_pkg",
+            "echo_pkg.plugin",
+            "echo_pkg.session",  # the plugin imports it
+            "echo_pkg.behaviour",
+            "echo_pkg.contract",
+            "echo_pkg.tui",
+        }
+        assert generation.module("echo_pkg.tui").TUI is True
+        assert f"{generation.root}.echo_pkg.tools" not in sys.modules
+        assert f"{generation.root}.echo_pkg.tools.heavy" not in sys.modules
+    finally:
+        generation.purge()
+    with pytest.raises(FacetLoadError, match=r"cannot import echo_pkg\.tools\.heavy: LookupError"):
+        load_generation(the_package(echo_package), "session")
+    echo_package.write("tools/heavy.py", "def broken(:\n")
+    with pytest.raises(FacetLoadError) as caught:
+        load_generation(the_package(echo_package), "tui")
+    assert isinstance(caught.value.__cause__, SyntaxError)
+    assert generation_modules() == []
+
+
 def test_a_plugin_module_without_the_hook_is_a_plugin_error(echo_package):
     echo_package.write("plugin.py", "from .session import session_facet\n")
     with pytest.raises(FacetLoadError, match="has no @hookimpl chord_facets") as caught:

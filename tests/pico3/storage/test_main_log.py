@@ -501,3 +501,79 @@ def test_a_nearly_full_disk_fails_where_a_plain_append_would(tmp_path: Path, mod
     assert limit - BLOCK - 300 <= int(written) <= limit  # direct pads to its block end
     data = path.read_bytes()
     assert data[: int(written)] == (b"x" * 299 + b"\n") * (int(written) // 300)
+
+
+def test_a_log_adopts_a_file_its_writer_preallocated(tmp_path: Path, mode: str) -> None:
+    """``end=``: the lines end there and the rest is written zeros; the log appends at ``end``
+    without preallocating again, and close cuts the zeros as for any durable log."""
+    path = tmp_path / "sticky-1.jsonl"
+    lines = line(1, 100) + line(2, 5000)
+    size = -(-len(lines) // BLOCK) * BLOCK + 3 * BLOCK
+    path.write_bytes(lines + bytes(size - len(lines)))
+    log = MainLog(str(path), durable=True, end=len(lines), probe=False)
+    if log.mode != mode:
+        log.close()
+        pytest.skip(f"{tmp_path} refuses O_DIRECT (the log fell back to {log.mode})")
+    assert log.allocated == size  # adopted as it is: no new step
+    log.append(line(3, 300))
+    check_open_file(path, log, lines + line(3, 300))
+    log.append(line(4, 4 * BLOCK))  # past the adopted zeros: the log grows as usual
+    check_open_file(path, log, lines + line(3, 300) + line(4, 4 * BLOCK))
+    log.close()
+    assert path.read_bytes() == lines + line(3, 300) + line(4, 4 * BLOCK)
+    with pytest.raises(ValueError, match="cannot adopt a logical end"):
+        MainLog(str(path), durable=True, end=path.stat().st_size + 1)
+    with pytest.raises(ValueError, match="only a durable log adopts"):
+        MainLog(str(path), durable=False, end=0)
+
+
+@pytest.mark.anyio
+async def test_a_sticky_rewrite_adopts_its_new_file_and_later_commits_land_in_it(
+    tmp_path: Path, h, mode: str
+) -> None:
+    """With fsync the rewritten sticky file is written preallocated and synced once; the next
+    commits are written into its zeros (the open log adopted it, with no cut, preallocation or
+    probe of its own), and the session reopens with every commit."""
+    storage = await opened(tmp_path)
+    if main_log(storage).mode != mode:
+        await storage.close(ctx)
+        pytest.skip(f"{tmp_path} refuses O_DIRECT")
+    cid = await h.with_root(storage)
+    sticky = DocRef.sticky(cid)
+    await commit_entries(storage, cid, [10, 20, 30])
+    await storage.commit([DocWrite(sticky, [["r", {"n": "base"}]])], ctx)
+    await commit_entries(storage, cid, [40])
+    path = tmp_path / f"sticky-{cid}.jsonl"
+    calls: list[str] = []
+    real_fsync, real_pwrite = os.fsync, os.pwrite
+
+    def fsync(fd: int) -> None:
+        calls.append("fsync")
+        real_fsync(fd)
+
+    def pwrite(fd: int, data: Any, offset: int) -> int:
+        calls.append("pwrite")
+        return real_pwrite(fd, data, offset)
+
+    os.fsync, os.pwrite = fsync, pwrite  # type: ignore[assignment]
+    try:
+        await storage.truncate(sticky, ctx)
+        rewrite = list(calls)
+        await commit_entries(storage, cid, [50])
+    finally:
+        os.fsync, os.pwrite = real_fsync, real_pwrite  # type: ignore[assignment]
+    assert rewrite == ["fsync", "fsync"]  # the new file's sync and the folder's: nothing else
+    log = storage._sidecars[path.name]
+    assert log.mode == mode
+    data = path.read_bytes()
+    assert (
+        len(read_lines(str(path), data[: log.end], False)) == 3
+    )  # the base, then the two commits after it
+    assert data[log.end :] == bytes(len(data) - log.end)
+    live = await h.dump(storage)
+    await storage.close(ctx)
+    assert b"\0" not in path.read_bytes()  # at rest: clean JSONL
+    again = await opened(tmp_path)
+    assert await h.dump(again) == live
+    assert h.fold(await again.doc(sticky, ctx)) == {"n": again.seq}  # the last commit's
+    await again.close(ctx)

@@ -270,6 +270,69 @@ async def test_a_frozen_backend_fails_a_grouped_commit_within_the_bound_too(
     renewer.close()
 
 
+async def test_grouped_commits_waiting_for_a_pool_connection_fail_within_the_commit_bound(
+    own_cluster: TempCluster,
+) -> None:
+    """A host's sessions wait for a pool connection up to the pool's wait (a start-up storm
+    is queued, not failed), but a commit never waits past its commit timeout: with every
+    pool connection taken (as a stalled database keeps them), the group's leader waiting
+    for one and the session queued behind it both fail with the one-line stall error,
+    long before the pool's wait (here 600 s) ran out, and nothing of theirs is stored."""
+    from psycopg_pool import AsyncConnectionPool
+
+    from pico3.storage import LeaseRenewer
+
+    conninfo = own_cluster.conninfo
+    prefix = f"pool-wait-{uuid.uuid4().hex[:8]}"
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        conninfo, min_size=1, max_size=1, open=False
+    )
+    renewer = LeaseRenewer(conninfo)
+    async with pool:
+        storages = [
+            PostgresStorage(
+                session=f"{prefix}-{n}",
+                pool=pool,
+                renewer=renewer,
+                group_commit=True,
+                connect_timeout=600.0,
+                commit_timeout=2.0,
+            )
+            for n in range(2)
+        ]
+        for storage in storages:
+            await storage.open(ctx)
+            await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
+        held = await pool.getconn()  # the pool's only connection: nobody else gets one
+        failures: list[str] = []
+
+        async def commit(storage: PostgresStorage) -> None:
+            with pytest.raises(StorageFailed) as info:
+                await note(storage, 1)
+            failures.append(str(info.value))
+
+        try:
+            with anyio.fail_after(120):  # the bug: 600 s, the pool's wait
+                async with anyio.create_task_group() as group:
+                    for storage in storages:
+                        group.start_soon(commit, storage)
+        finally:
+            await pool.putconn(held)
+        assert len(failures) == 2
+        for message in failures:
+            assert "\n" not in message
+            assert "got no answer from PostgreSQL" in message and "within 2 s" in message
+        for storage in storages:
+            with pytest.raises(StorageFailed):  # fail-stop
+                await note(storage, 2)
+            await storage.close(ctx)
+    renewer.close()
+    for n in range(2):
+        assert query(
+            conninfo, "SELECT seq FROM pico3_commits WHERE session = %s", f"{prefix}-{n}"
+        ) == [(1,)]
+
+
 def storage_epoch_after(conninfo: str, session: str) -> int:
     ((epoch,),) = query(conninfo, "SELECT epoch FROM pico3_sessions WHERE session = %s", session)
     return int(epoch)

@@ -22,6 +22,7 @@ from pico3.storage import (
     LeaseRenewer,
     PostgresStorage,
 )
+from pico3.storage.pg_group import committer_for, run_prepared
 
 pytestmark = pytest.mark.anyio
 ctx = BACKGROUND
@@ -249,8 +250,9 @@ async def test_pool_connections_the_server_ended_lose_no_grouped_commit(
 async def test_a_stale_writer_committing_alone_is_refused_by_the_fence_of_its_row(
     postgres_cluster: Any,
 ) -> None:
-    """A group of one (its own statement) is fenced the same way; the renewer has not
-    noticed yet (a long lease), so the statement's fence refuses it."""
+    """A group of one (its own statement, sent straight through) is fenced the same way; the
+    renewer has not noticed yet (a long lease renewed once before the takeover, the next
+    renewal minutes away), so the statement's fence refuses it."""
     from psycopg_pool import AsyncConnectionPool
 
     conninfo = postgres_cluster.conninfo
@@ -261,17 +263,95 @@ async def test_a_stale_writer_committing_alone_is_refused_by_the_fence_of_its_ro
     )
     async with pool:
         stale = PostgresStorage(
-            session=session, pool=pool, renewer=renewer, group_commit=True, lease_seconds=60.0
+            session=session, pool=pool, renewer=renewer, group_commit=True, lease_seconds=600.0
         )
         await stale.open(ctx)
         assert await commit_one(stale) == 1
+        for _ in range(3000):  # the renewal at open is done (polled, 30 s at most)
+            if renewer.renewals:
+                break
+            await anyio.sleep(0.01)
+        assert renewer.renewals  # the next renewal is minutes away
         taker = PostgresStorage(conninfo, session, take_over=True)
         await taker.open(ctx)
+        straight = committer_for(pool).straight
         with pytest.raises(LeaseLost, match="nothing was written"):
             await commit_one(stale)
+        # it went straight through, alone (no group gathered): the same per-row fence
+        assert committer_for(pool).straight == straight + 1
         assert await commit_one(taker) == 2
         await taker.close(ctx)
         await stale.close(ctx)
     renewer.close()
     rows = rows_of(conninfo, session)
     assert [seq for seq, _ in rows] == [1, 2] and rows[0][1] < rows[1][1]
+
+
+@pytest.mark.parametrize("idle_check", [0.0, 3600.0], ids=["polled", "sent-first"])
+async def test_a_lone_commit_on_a_connection_the_server_ended_while_idle_is_not_lost(
+    postgres_cluster: Any, idle_check: float
+) -> None:
+    """A session committing alone goes straight through on the connection kept from its last
+    commit. If the server ended that connection meanwhile (a restart, an idle timeout), the
+    commit is neither lost nor stored twice: a connection idle for ``idle_check`` seconds is
+    looked at before sending (``polled``), and one used more recently is sent on and, when
+    the send proves it lost, replaced, the rows looked up and the missing one sent again
+    (``sent-first``)."""
+    from psycopg_pool import AsyncConnectionPool
+
+    conninfo = postgres_cluster.conninfo
+    name = f"t{uuid.uuid4().hex[:12]}"
+    renewer = LeaseRenewer(conninfo)
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        f"{conninfo} application_name={name}", min_size=1, max_size=3, open=False
+    )
+    async with pool:
+        committer = committer_for(pool)
+        committer.idle_check = idle_check
+        storage = PostgresStorage(session=name, pool=pool, renewer=renewer, group_commit=True)
+        await storage.open(ctx)
+        for seq in (1, 2, 3):
+            assert await commit_one(storage) == seq
+        straight = committer.straight
+        assert straight >= 1  # alone: after the first group of one, straight through
+        for round in range(3):
+            ended = query(
+                conninfo,
+                "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+                "WHERE application_name = %s",
+                name,
+            )
+            assert ended and all(ok for (ok,) in ended)
+            assert await commit_one(storage) == 4 + round
+        assert committer.straight == straight + 3
+        await storage.close(ctx)
+    renewer.close()
+    assert [seq for seq, _ in rows_of(conninfo, name)] == [1, 2, 3, 4, 5, 6]
+
+
+async def test_run_prepared_blocking_for_the_answer_returns_quick_and_slow_answers_alike(
+    postgres_cluster: Any,
+) -> None:
+    """``run_prepared(block=True)`` waits for the answer without the event loop for at most a
+    millisecond, then on the loop: an answer within the bound and one long after it (a
+    statement sleeping 50 ms) come back whole, and an error still names its SQLSTATE."""
+    from psycopg import pq
+
+    conn = await psycopg.AsyncConnection.connect(postgres_cluster.conninfo, autocommit=True)
+    try:
+        await conn.execute("PREPARE quick (int8) AS SELECT $1 + 1")
+        await conn.execute("PREPARE slow (int8) AS SELECT $1 + 2 FROM pg_sleep(0.05)")
+        await conn.execute("PREPARE bad (int8) AS SELECT 1 / ($1 - $1)")
+        seven = (7).to_bytes(8, "big")
+        for name, expected in ((b"quick", 8), (b"slow", 9)):
+            for block in (True, False):
+                (result,) = await run_prepared(conn, name, (seven,), (1,), block=block)
+                assert result.status == pq.ExecStatus.TUPLES_OK
+                assert int(result.get_value(0, 0)) == expected
+        with pytest.raises(Exception, match="division by zero") as failed:
+            await run_prepared(conn, b"bad", (seven,), (1,), block=True)
+        assert getattr(failed.value, "sqlstate", None) == "22012"
+        (result,) = await run_prepared(conn, b"quick", (seven,), (1,), block=True)
+        assert int(result.get_value(0, 0)) == 8  # the connection still serves
+    finally:
+        await conn.close()

@@ -3,7 +3,9 @@
 
 Scenarios: ``before_started`` (a before_tool hook hangs), ``safe_started`` / ``unsafe_started``
 (the tool recorded its effect and hangs), ``stream`` / ``stream_no_retry`` (the model stream
-hangs mid-answer; the second with retries disabled).
+hangs mid-answer; the second with retries disabled), ``before_request`` (fsync on: a
+``before_request`` hook hangs, the "prepared" checkpoint, committed without waiting for its
+write, still queued).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pico3.harness import Harness, HarnessOptions
 from pico3.models.faux import FauxProvider, faux_pause, faux_response, faux_tool_call
 from pico3.storage import JsonlStorage
 from pico3.tools import ToolApi, ToolDeclaration, ToolResult
+from pico3.turn.model_call import MODEL_CALL_KIND
 from pico3.turn.models import Models
 from pico3.turn.tool import TOOL_KIND
 
@@ -61,8 +64,9 @@ async def main(scenario: str, directory: Path) -> None:
     options = HarnessOptions(
         require_approval=False, services={"models": Models([FauxProvider(script)])}
     )
+    fsync = scenario == "before_request"  # group commit (the queue) needs fsync on
     harness = await Harness.open(
-        JsonlStorage(directory / "store", fsync=False), options, BACKGROUND
+        JsonlStorage(directory / "store", fsync=fsync), options, BACKGROUND
     )
     async with harness:
         replay = "safe" if scenario == "safe_started" else "unsafe"
@@ -77,6 +81,14 @@ async def main(scenario: str, directory: Path) -> None:
                 await anyio.sleep_forever()
 
             harness.hooks(ns, TOOL_KIND, {"before_tool": hang})
+        if scenario == "before_request":
+            ns = harness.namespace("crash")
+
+            async def hang_request(request: Any, api: Any, ctx: Context) -> None:
+                print("READY", flush=True)
+                await anyio.sleep_forever()
+
+            harness.hooks(ns, MODEL_CALL_KIND, {"before_request": hang_request})
         root = await harness.root(BACKGROUND)
         config: dict[str, Any] = {"model": MODEL, "selectedTools": ["effect"]}
         if scenario == "stream_no_retry":

@@ -17,6 +17,7 @@ from chord.context import BACKGROUND
 from pico3.harness import Harness, HarnessOptions
 from pico3.models.faux import FauxProvider, faux_response
 from pico3.storage import JsonlStorage
+from pico3.storage.records import UNSET
 from pico3.tasks.clock import ManualClock
 from pico3.turn.models import Models
 
@@ -155,3 +156,22 @@ async def test_crash_during_a_stream_without_retries_fails_with_no_assistant_ent
     assert [e.kind for e in entries if e.kind != "pi.system"] == ["pi.user"]
     assert "turn" not in view
     del user
+
+
+async def test_a_crash_before_the_request_loses_only_the_prepared_checkpoint(
+    tmp_path: Path,
+) -> None:
+    """The "prepared" checkpoint is committed without waiting for its write (it shares one
+    with "requesting"): killed while the hooks before the request run, the session reopens with
+    the prompt and the turn as they were acknowledged, the model call prepares again and
+    answers once."""
+    await crash("before_request", tmp_path)
+    harness, root, _ = await reopen(tmp_path, [faux_response("the answer")])
+    async with harness:
+        (call,) = [t for t in harness.kernel.task_index.values() if t.kind == "pi.generation"]
+        assert call.checkpoint is None or call.checkpoint is UNSET  # "prepared" was not written
+        await harness.resume(BACKGROUND)
+        await root.wait_for_idle(BACKGROUND)
+        entries = await transcript(root)
+    assert [e.kind for e in entries if e.kind != "pi.system"] == ["pi.user", "pi.assistant"]
+    assert text(entries[-1]) == "the answer"

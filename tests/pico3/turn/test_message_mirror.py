@@ -14,6 +14,7 @@ import pytest
 from pico3.models.provider import (
     AssistantMessage,
     DoneEvent,
+    ErrorEvent,
     StartEvent,
     TextContent,
     TextDeltaEvent,
@@ -152,3 +153,40 @@ async def test_a_batch_publishes_what_feeding_its_events_one_by_one_publishes() 
             await mirror.feed(event)
     assert batch[-1] == each[-1]
     assert batch[-1]["content"] == [{"type": "text", "text": "abcdef"}]
+
+
+async def test_an_answer_whose_last_read_holds_its_end_flushes_nothing_of_that_read() -> None:
+    """A short answer arriving in one network read (start, deltas, done) is stored by the
+    answer's own commit: its first delta costs no ``turn.message`` commit (a durable write
+    that the answer's commit supersedes at once). An earlier read is still published."""
+    flushed: list[str] = []
+
+    async def flush(partial: dict[str, Any]) -> None:
+        flushed.append(partial["content"][0]["text"] if partial["content"] else "")
+
+    events = _answer(["Done", ": the short", " answer."])
+    message, retryable = await stream_message(_Batched([events]), flush)
+    assert message.content == [TextContent(text="Done: the short answer.")] and not retryable
+    assert flushed == []
+
+    flushed.clear()
+    message, _ = await stream_message(_Batched([events[:3], events[3:]]), flush)
+    assert message.content == [TextContent(text="Done: the short answer.")]
+    assert flushed == ["Done"]  # the first read's delta: at once, as before
+
+
+async def test_an_error_in_the_last_read_still_publishes_the_text_before_it() -> None:
+    """Only a complete answer supersedes: a read ending in an error keeps its text published
+    (the failed call's display entry is what a reader sees next)."""
+    flushed: list[str] = []
+
+    async def flush(partial: dict[str, Any]) -> None:
+        flushed.append(partial["content"][0]["text"])
+
+    failed = AssistantMessage(
+        api="faux", provider="faux", model="faux-1", stop_reason="error", error_message="boom"
+    )
+    events = [*_answer(["a", "b"])[:-1], ErrorEvent(reason="error", error=failed)]
+    message, _ = await stream_message(_Batched([events]), flush)
+    assert message.stop_reason == "error"
+    assert flushed and flushed[-1] == "ab"

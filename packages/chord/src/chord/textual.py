@@ -51,7 +51,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import anyio
 from rich.text import Text
@@ -61,7 +61,6 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 
 from chord.context import BACKGROUND, Context, ContextCancelled, cancel_scope
-from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, define_facet
 from chord.neutralize import inert, inert_text
 from chord.remote import RemoteServiceSource
 from chord.services import Service, define_service
@@ -85,6 +84,10 @@ from chord.textual_dialogs import (
     ConfirmScreen,
     DialogScreen,
 )
+
+if TYPE_CHECKING:  # start-up time: the facet host (chord.facets) is imported where one starts,
+    # which for a host beside the app is after its first frame (run_app_with_facets)
+    from chord.facets import Facet, FacetEnvironment, FacetHost
 
 __all__ = [
     "ARMING_SECONDS",
@@ -110,6 +113,7 @@ __all__ = [
     "TextualTui",
     "Tui",
     "TuiService",
+    "app_turn",
     "inert_text",
     "register_commands",
     "report_command_error",
@@ -541,6 +545,7 @@ def show_dialogs(
 
 def tui_facet(tui: TuiService, facet_id: str = "@chord/tui") -> Facet:
     """The facet that provides :data:`Tui` backed by ``tui``."""
+    from chord.facets import define_facet  # lazy: see the TYPE_CHECKING import above
 
     def setup(env: FacetEnvironment) -> None:
         env.provide(Tui, tui)
@@ -551,7 +556,7 @@ def tui_facet(tui: TuiService, facet_id: str = "@chord/tui") -> Facet:
 async def run_app_with_facets(
     app: App[Any],
     tui: TextualTui,
-    facets: Sequence[Facet] | Callable[[], Sequence[Facet]],
+    facets: Sequence[Facet] | Callable[[], Sequence[Facet] | Awaitable[Sequence[Facet]]],
     *,
     service_sources: Sequence[RemoteServiceSource] = (),
     on_error: Callable[[BaseException], None] | None = None,
@@ -574,18 +579,28 @@ async def run_app_with_facets(
     If the host or ``on_host`` fails, the app exits and the error is raised; if the app exits
     first, a host still starting is cancelled. ``facets`` may be a function returning them,
     called as the host starts (beside the app: after the first frame, so loading them costs
-    the first frame nothing).
+    the first frame nothing), or an async function: one that makes them step by step and lets
+    the app run in between (:func:`app_turn`) keeps the app taking keys while they load.
     """
     if tui.app is not app:
         raise ValueError("tui must wrap the app being run")
 
-    def all_facets() -> list[Facet]:
-        return [tui_facet(tui), *(facets() if callable(facets) else facets)]
+    async def open_host() -> FacetHost:
+        # lazy: the facet host (see the TYPE_CHECKING import above) loads as it starts
+        from chord.facets import create_facet_host
+
+        return create_facet_host(
+            await all_facets(), service_sources=service_sources, on_error=on_error
+        )
+
+    async def all_facets() -> list[Facet]:
+        made = facets() if callable(facets) else facets
+        if inspect.isawaitable(made):
+            made = await made
+        return [tui_facet(tui), *made]
 
     if not host_beside:
-        async with create_facet_host(
-            all_facets(), service_sources=service_sources, on_error=on_error
-        ) as host:
+        async with await open_host() as host:
             await _call_on_host(on_host, host)
             await app.run_async(**run_options)
         return
@@ -600,9 +615,7 @@ async def run_app_with_facets(
         try:
             with starting:
                 await _first_frame(app, tui)
-                async with create_facet_host(
-                    all_facets(), service_sources=service_sources, on_error=on_error
-                ) as host:
+                async with await open_host() as host:
                     entered = True  # from here on the host is disposed in full, never cut
                     await _call_on_host(on_host, host)
                     await app_done.wait()
@@ -620,6 +633,15 @@ async def run_app_with_facets(
                 starting.cancel()
     if failures:
         raise failures[0]
+
+
+async def app_turn(app: App[Any]) -> None:
+    """Let ``app`` handle what is waiting (keys typed, say) and repaint, then return: awaited
+    between the steps of a long piece of work on the app's event loop (loading facets as the
+    app starts), it keeps what the user types showing at once."""
+    turned = anyio.Event()
+    app.call_after_refresh(turned.set)
+    await turned.wait()
 
 
 async def _first_frame(app: App[Any], tui: TextualTui) -> None:

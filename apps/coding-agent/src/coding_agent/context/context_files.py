@@ -52,13 +52,16 @@ import re
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from coding_agent.settings.trust import folder_owner, folder_problem, project_root_for
 from coding_agent.settings.xdg import claude_home, config_home
-from pico3 import SystemSection, define_section
+
+if TYPE_CHECKING:  # start-up time: pico3.turn (the harness's turn machinery) loads where a
+    # session's prompt is built, not in the TUI, whose commands read these modules too
+    from pico3 import SystemSection
 
 __all__ = [
     "CONTEXT_FILE_NAMES",
@@ -343,4 +346,6 @@ def render_context_files(value: Any) -> str:
 
 def context_files_section() -> SystemSection:
     """The ``context-files`` section (key and renderer)."""
+    from pico3 import define_section  # lazy: see the TYPE_CHECKING import above
+
     return define_section(SECTION_KEY, render_context_files)

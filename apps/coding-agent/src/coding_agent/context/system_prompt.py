@@ -27,7 +27,7 @@ import math
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -47,7 +47,10 @@ from coding_agent.context.skills import (
     render_skills_section,
     skills_section_value,
 )
-from pico3 import SystemSection, define_section
+
+if TYPE_CHECKING:  # start-up time: pico3.turn (the harness's turn machinery) loads where a
+    # session's prompt is built, not in the TUI, whose commands read these modules too
+    from pico3 import SystemSection
 
 __all__ = [
     "APPEND_SYSTEM_FILE",
@@ -114,6 +117,8 @@ def render_append_system(value: Any) -> str:
 
 def prompt_sections() -> dict[str, SystemSection]:
     """Every section of :data:`SECTION_ORDER` (key and renderer)."""
+    from pico3 import define_section  # lazy: see the TYPE_CHECKING import above
+
     return {
         SYSTEM_KEY: define_section(SYSTEM_KEY, render_system),
         APPEND_SYSTEM_KEY: define_section(APPEND_SYSTEM_KEY, render_append_system),

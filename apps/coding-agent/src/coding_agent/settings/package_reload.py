@@ -30,23 +30,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 
-from chord import (
-    Context,
-    Facet,
-    FacetDiscoveryError,
-    FacetEnvironment,
-    FacetPackage,
-    ReloadCoordinator,
-    ReloadReport,
-    define_facet,
-    facet_package_from_folder,
-    installed_facet_packages,
-)
+from chord import Context
 from coding_agent.contracts import ReloadOutcome, ReloadService
+
+if TYPE_CHECKING:  # start-up time: the TUI makes its reloader before the first frame, and
+    # chord.facets and chord.facet_packages (the host, discovery, generations, the
+    # coordinator) load after it
+    from chord import (
+        Facet,
+        FacetEnvironment,
+        FacetPackage,
+        ReloadCoordinator,
+        ReloadReport,
+    )
 
 __all__ = [
     "RELOAD_FACET_ID",
@@ -74,6 +74,9 @@ def scan_packages(folders: Sequence[str | Path] = (), *, installed: bool = True)
     Unlike :func:`chord.facet_packages.discover_facet_packages`, nothing raises: a broken entry point
     or folder becomes a problem (its message names it) and the rest is still found.
     """
+    # lazy: start-up time (see the TYPE_CHECKING imports above)
+    from chord import FacetDiscoveryError, facet_package_from_folder, installed_facet_packages
+
     problems: list[str] = []
     found: dict[str, FacetPackage] = {}
     if installed:
@@ -191,6 +194,7 @@ class _Requests:
 
 def reload_service_facet(reloader: PackageReloader) -> Facet:
     """The facet providing :data:`ReloadService` from ``reloader`` (in the session worker)."""
+    from chord import define_facet  # lazy: see the TYPE_CHECKING import above
 
     def setup(env: FacetEnvironment) -> None:
         env.provide(ReloadService, _Requests(reloader))

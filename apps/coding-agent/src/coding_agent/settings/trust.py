@@ -49,7 +49,6 @@ from typing import Annotated
 
 import msgspec
 
-from chord import FacetDiscoveryError, facet_package_from_folder
 from coding_agent.settings.xdg import config_home
 from pico3 import write_atomic
 
@@ -386,8 +385,17 @@ def check_project(
         unsafe = folder_problem(folder)
         if unsafe is not None:
             raise TrustError(f"local facet package {folder} {unsafe}: not loaded")
-        try:
-            facet_package_from_folder(folder)
-        except FacetDiscoveryError as error:
-            raise TrustError(f"local facet package: {error}") from None
+        _check_facet_package(folder)
     return project
+
+
+def _check_facet_package(folder: Path) -> None:
+    """Raise :class:`TrustError` unless ``folder`` holds a facet package chord can load."""
+    # lazy: start-up time (chord.facet_packages is imported only for a project that has local
+    # facet packages; a TUI loads it after its first frame)
+    from chord import FacetDiscoveryError, facet_package_from_folder
+
+    try:
+        facet_package_from_folder(folder)
+    except FacetDiscoveryError as error:
+        raise TrustError(f"local facet package: {error}") from None

@@ -15,21 +15,25 @@ Everything in this folder runs in the TUI process (``coding-agent`` with no ``-p
 The worker it talks to is started and kept by :mod:`coding_agent.supervisor`.
 """
 
-from coding_agent.tui.app import CodingAgentApp, run_tui
-from coding_agent.tui.commands.core import commands_facet
-from coding_agent.tui.conversation import (
-    ConversationClient,
-    InputAbortResult,
-    SendMode,
-    SessionInfo,
-    ViewRelay,
-)
-from coding_agent.tui.conversation_client import (
-    RemoteConversationClient,
-    WorkerUnavailable,
-    conversation_client_facet,
-)
-from coding_agent.tui.main import ClientRun, load_tui_facets, run_client
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # bound at first use (_LAZY below)
+    from coding_agent.tui.app import CodingAgentApp, run_tui
+    from coding_agent.tui.commands.core import commands_facet
+    from coding_agent.tui.conversation import (
+        ConversationClient,
+        InputAbortResult,
+        SendMode,
+        SessionInfo,
+        ViewRelay,
+    )
+    from coding_agent.tui.conversation_client import (
+        RemoteConversationClient,
+        WorkerUnavailable,
+        conversation_client_facet,
+    )
+    from coding_agent.tui.main import ClientRun, load_tui_facets, run_client
 
 __all__ = [
     "ClientRun",
@@ -47,3 +51,36 @@ __all__ = [
     "run_client",
     "run_tui",
 ]
+
+_LAZY: dict[str, str] = {
+    "ClientRun": "coding_agent.tui.main",
+    "CodingAgentApp": "coding_agent.tui.app",
+    "ConversationClient": "coding_agent.tui.conversation",
+    "InputAbortResult": "coding_agent.tui.conversation",
+    "RemoteConversationClient": "coding_agent.tui.conversation_client",
+    "SendMode": "coding_agent.tui.conversation",
+    "SessionInfo": "coding_agent.tui.conversation",
+    "ViewRelay": "coding_agent.tui.conversation",
+    "WorkerUnavailable": "coding_agent.tui.conversation_client",
+    "commands_facet": "coding_agent.tui.commands.core",
+    "conversation_client_facet": "coding_agent.tui.conversation_client",
+    "load_tui_facets": "coding_agent.tui.main",
+    "run_client": "coding_agent.tui.main",
+    "run_tui": "coding_agent.tui.app",
+}
+"""Where each public name is defined. Start-up time: the command line imports
+``coding_agent.tui.main``, and with it only what the first frame needs (the slash commands'
+modules load after it); a name imported from this package is bound at its first use (PEP 562)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next use is a plain module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

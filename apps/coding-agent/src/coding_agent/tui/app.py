@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 from rich.text import Text
@@ -40,7 +40,7 @@ from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from chord import BACKGROUND, Context, Delivery, Facet, inert, with_cancel
+from chord import BACKGROUND, Context, Delivery, inert, with_cancel
 from chord.textual import TextualTui, register_commands, run_app_with_facets
 from coding_agent.contracts import TODO_NAMESPACE
 from coding_agent.tui.commands.builtin import BUILTIN_COMMANDS
@@ -57,6 +57,9 @@ from coding_agent.tui.widgets.queue import QueuePanel
 from coding_agent.tui.widgets.tasks import TasksPanel
 from coding_agent.tui.widgets.transcript import Transcript
 from pico3 import CompactionStatus, View, ViewDecoder, view_from_json
+
+if TYPE_CHECKING:  # start-up time: chord.facets loads as the facet host starts
+    from chord import Facet
 
 __all__ = [
     "FRAME_INTERVAL",

@@ -29,21 +29,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from chord import (
-    Context,
-    Delivery,
-    Facet,
-    FacetEnvironment,
-    ReplicatedState,
-    define_facet,
-)
+from chord import Context, Delivery, ReplicatedState
 from coding_agent.contracts import WorkerStatusService
 from coding_agent.following import ConversationFollower, root_rank
 from coding_agent.tui.conversation import InputAbortResult, SendMode, SessionInfo, ViewRelay
 from coding_agent.tui.document import model_label
 from pico3 import ConversationService
+
+if TYPE_CHECKING:  # start-up time: chord.facets loads as the facet host starts
+    from chord import Facet, FacetEnvironment
 
 __all__ = [
     "CLIENT_FACET_ID",
@@ -241,6 +237,7 @@ class RemoteConversationClient:
 
     def facet(self) -> Facet:
         """The presentation facet that observes ``pi.conversation`` and feeds this client."""
+        from chord import define_facet  # lazy: see the TYPE_CHECKING import above
 
         @define_facet(CLIENT_FACET_ID)
         def setup(env: FacetEnvironment) -> None:

@@ -44,7 +44,7 @@ while the previous generation keeps serving.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,19 +54,12 @@ from textual.screen import ModalScreen
 
 from chord import (
     Context,
-    Facet,
-    FacetDiscoveryError,
-    FacetGeneration,
-    FacetHost,
     FrameConnection,
-    ReloadCoordinator,
     WireServiceSource,
     connect_service_source,
     connect_unix,
-    discover_facet_packages,
-    load_generation,
 )
-from chord.textual import run_app_with_facets
+from chord.textual import app_turn, run_app_with_facets
 from coding_agent.contracts import ReloadOutcome
 from coding_agent.session_files.folders import Session
 from coding_agent.settings.config import ConfigError, load_config
@@ -80,6 +73,9 @@ from coding_agent.tui.notify import TerminalNotifier
 from coding_agent.tui.status_toasts import WorkerStatusToasts, tui_reload_toast
 
 if TYPE_CHECKING:
+    # start-up time: chord.facets and chord.facet_packages (the host, discovery, generations,
+    # the reload coordinator) load with the facets, after the first frame
+    from chord import Facet, FacetDiscoveryError, FacetGeneration, FacetHost, ReloadCoordinator
     from coding_agent.tui.commands.tree import TreeHost
 
 __all__ = ["TUI_HOST", "ClientRun", "load_tui_facets", "run_client"]
@@ -98,18 +94,46 @@ def load_tui_facets(
     Returns the loaded generations and one message per package that could not be found or
     loaded: a broken feature package costs its own facets, never the app.
     """
+    generations: list[FacetGeneration] = []
     problems: list[str] = []
+    for generation in _tui_generations(facets_dirs, problems):
+        if generation is not None:
+            generations.append(generation)
+    return generations, problems
+
+
+async def _load_tui_facets_stepwise(
+    facets_dirs: Sequence[str | Path],
+    between: Callable[[], Awaitable[None]],
+    generations: list[FacetGeneration],
+    problems: list[str],
+) -> None:
+    """:func:`load_tui_facets` into ``generations`` and ``problems`` (the caller's, so a load
+    cancelled half-way leaves its generations where the caller purges them), awaiting
+    ``between()`` after each package: the app handles the keys typed meanwhile."""
+    for generation in _tui_generations(facets_dirs, problems):
+        if generation is not None:
+            generations.append(generation)
+        await between()
+
+
+def _tui_generations(
+    facets_dirs: Sequence[str | Path], problems: list[str]
+) -> Iterator[FacetGeneration | None]:
+    """One loaded generation per facet package found (``None`` for one that failed; each
+    problem is appended to ``problems``)."""
+    # lazy: start-up time (called as the facet host starts, after the first frame)
+    from chord import discover_facet_packages, load_generation
 
     def skip(error: FacetDiscoveryError) -> None:
         problems.append(str(error))
 
-    generations: list[FacetGeneration] = []
     for package in discover_facet_packages(facets_dirs, on_error=skip):
         try:
-            generations.append(load_generation(package, TUI_HOST))
+            yield load_generation(package, TUI_HOST)
         except Exception as error:
             problems.append(f"facet package {package.name!r} did not load: {error}")
-    return generations, problems
+            yield None
 
 
 class ClientRun:
@@ -207,27 +231,33 @@ async def run_client(
 
             notifier = TerminalNotifier.for_project(app, session.cwd)  # OSC 9/777, bell
 
-            def build_facets() -> list[Facet]:  # as the host starts, after the first frame
+            async def build_facets() -> list[Facet]:  # as the host starts, after the first frame
                 try:
-                    return make_facets()
+                    return await make_facets()
                 finally:
                     if on_painted is not None:
                         on_painted()
 
-            def make_facets() -> list[Facet]:
+            async def turn() -> None:
+                await app_turn(app)
+
+            async def make_facets() -> list[Facet]:
                 # lazy: start-up time. The commands' modules (with the context/ and
                 # session_files/ modules and the Textual widgets they use) load here, after the
-                # first frame, not before it.
+                # first frame, not before it; step by step, the app taking keys in between
+                # (app_turn: what is typed as the editor appears shows at once).
+                await turn()
                 from coding_agent.tui.commands.core import commands_facet
                 from coding_agent.tui.commands.prompts import prompt_commands_facet
+
+                await turn()
                 from coding_agent.tui.commands.sessions import session_commands_facet
                 from coding_agent.tui.commands.shell import RemoteShellRunner
                 from coding_agent.tui.commands.tree import tree_commands_facet
                 from coding_agent.tui.commands.trust import trust_facet
 
-                loaded, found = load_tui_facets(facets_dirs)
-                generations.extend(loaded)
-                problems.extend(found)
+                await turn()
+                await _load_tui_facets_stepwise(facets_dirs, turn, generations, problems)
                 tree_host = _tree_host(app, client, control)
                 tree_hosts.append(tree_host)
                 facets: list[Facet] = [
@@ -254,6 +284,9 @@ async def run_client(
 
             async def started(host: FacetHost) -> None:
                 nonlocal coordinator
+                # lazy: start-up time (the host starts after the first frame)
+                from chord import ReloadCoordinator
+
                 run.host = host
                 # From here on the coordinator owns the generations (and disposes them).
                 coordinator = ReloadCoordinator(

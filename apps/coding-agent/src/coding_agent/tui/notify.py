@@ -33,14 +33,17 @@ import logging
 import os
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from textual.app import App
 
-from chord import Context, Facet, FacetEnvironment, define_facet
+from chord import Context
 from coding_agent.contracts import TuiWatchService
 from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.notifications import NotificationSettings
+
+if TYPE_CHECKING:  # start-up time: chord.facets loads as the facet host starts
+    from chord import Facet, FacetEnvironment
 
 __all__ = ["TerminalNotifier", "osc_style", "terminal_notification"]
 
@@ -109,6 +112,7 @@ class TerminalNotifier:
     def facet(self) -> Facet:
         """The facet that tells the worker this TUI is attached (its desktop notifications
         wait for no TUI: :data:`~coding_agent.contracts.TuiWatchService`)."""
+        from chord import define_facet  # lazy: see the TYPE_CHECKING import above
 
         def setup(env: FacetEnvironment) -> None:
             async def watch(instance: Any, ctx: Context) -> None:

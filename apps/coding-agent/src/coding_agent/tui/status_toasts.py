@@ -8,11 +8,13 @@ failed reloads, a storage failure, an unavailable sandbox, a model switched to t
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from chord import ReloadReport
 from coding_agent.settings.package_reload import PackageReloader
 from coding_agent.tui.app import CodingAgentApp
+
+if TYPE_CHECKING:  # start-up time: chord.facet_packages loads after the first frame
+    from chord import ReloadReport
 
 __all__ = ["WorkerStatusToasts", "tui_reload_toast"]
 

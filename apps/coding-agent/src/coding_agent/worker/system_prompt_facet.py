@@ -54,10 +54,13 @@ def system_prompt_facet(cwd: str | os.PathLike[str]) -> Facet:
         while True:
             page = await handle.entries(ctx, limit=limit, before=before)
             fresh = [entry for entry in page if entry.id > seen]
+            messages: list[Any] = []
             for entry in fresh:
                 newest = max(newest, entry.id)
                 if isinstance(entry.model, list):
-                    folders |= touched_folders(entry.model, folder)
+                    messages.extend(entry.model)
+            if messages:  # one call a page: it resolves the project folder once per call
+                folders |= touched_folders(messages, folder)
             if len(fresh) < len(page) or len(page) < limit:
                 break
             before = page[-1].id

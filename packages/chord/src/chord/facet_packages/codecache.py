@@ -91,6 +91,20 @@ class CodeCache:
                 self._memory.popitem(last=False)
         return code
 
+    def check(self, source: bytes, filename: str) -> None:
+        """Raise what ``compile`` raises for ``source`` (a syntax error), without loading its
+        code: a cached entry (kept only for source that compiled) is enough, so a module that
+        is checked but not run costs a hash and a ``stat``, not an unmarshal."""
+        key = self.key(source, filename)
+        with self._lock:
+            if key in self._memory:
+                return
+        path = self._file(key)
+        if path is not None and path.is_file():
+            self.hits += 1
+            return
+        self.compile(source, filename)
+
     def _file(self, key: bytes) -> Path | None:
         return None if self.directory is None else self.directory / f"{key.hex()}.code"
 

@@ -23,13 +23,19 @@ dropped as a whole. What makes this work:
   ``__chord_gen_7__.greeter[.x]``, so this holds for imports run later inside functions as well.
   Other modules (chord, msgspec, the installed copy of the package itself) are shared and never
   touched, so framework types stay identical across generations.
-* **Everything is imported up front.** A syntax or import error anywhere in the package fails the
-  load, not a call an hour later; a failed load removes whatever it had imported. One exception
-  keeps a host from paying for another host's code (a session worker importing Textual): a
-  top-level module named after *another* host kind (``greeter/tui.py`` in a ``"session"`` host,
-  ``greeter/session.py`` in a ``"tui"`` host; see :data:`HOST_MODULES`) is only compiled (a
-  syntax error still fails the load), and imported when the package's own code imports it (a
-  plugin imports it inside ``chord_facets`` for that host).
+* **Everything is imported up front, in the session host.** A syntax or import error anywhere in
+  the package fails the load, not a call an hour later; a failed load removes whatever it had
+  imported. One exception keeps a host from paying for another host's code (a session worker
+  importing Textual): a top-level module named after *another* host kind (``greeter/tui.py`` in
+  a ``"session"`` host, ``greeter/session.py`` in a ``"tui"`` host; see :data:`HOST_MODULES`) is
+  only compiled (a syntax error still fails the load), and imported when the package's own code
+  imports it (a plugin imports it inside ``chord_facets`` for that host).
+* **Any other host imports only what its facets use.** A ``"tui"`` host (any host kind but those
+  of :data:`IMPORT_ALL_HOSTS`) imports the package, its plugin module and its own host module
+  (``greeter/tui.py``), then collects its facets (the plugin imports whatever else they need);
+  every other module is compiled only, so a syntax error anywhere still fails the load. A UI
+  process thus never runs the session side's modules (the harness, tools, sandboxes they
+  import), and their import errors fail the load in the session host, where they run.
 * **Disposal purges.** :meth:`FacetGeneration.dispose` removes the generation's modules from
   ``sys.modules``; once the host has dropped its facets, the generation's objects are garbage.
 
@@ -315,6 +321,7 @@ def load_generation(
         names = _import_all(package, root, host, cache)
         plugin = sys.modules[f"{root}.{package.plugin_module}"]
         facets = _collect_facets(package, plugin, host, number)
+        names += _imported_since(root, names)  # what collecting the facets imported
     except BaseException:
         _purge(root)
         raise
@@ -327,20 +334,29 @@ HOST_MODULES = frozenset({"session", "tui"})
 """Host kinds whose same-named top-level module a load for another host compiles but does not
 import (see the module docstring)."""
 
+IMPORT_ALL_HOSTS = frozenset({"session"})
+"""Host kinds whose load imports every module of the package up front; a load for any other
+host imports only the package, its plugin and its own host module, and compiles the rest (see
+the module docstring)."""
+
 
 def _import_all(package: FacetPackage, root: str, host: str, cache: CodeCache) -> tuple[str, ...]:
     """Import the package, its plugin module, then every other submodule but another host's
-    (compiled only); return the names imported."""
+    (compiled only); for a host not in :data:`IMPORT_ALL_HOSTS`, only the package, the plugin
+    and the host's own module (the rest compiled only). Return the names imported."""
     order = [package.package, package.plugin_module]
     order += sorted(_submodules(package.package_dir, package.package))
     others = {f"{package.package}.{kind}" for kind in HOST_MODULES if kind != host}
+    if host not in IMPORT_ALL_HOSTS:
+        wanted = {package.package, package.plugin_module, f"{package.package}.{host}"}
+        others = {name for name in order if name not in wanted}
     seen: dict[str, None] = {}
     for name in order:
         if name in seen:
             continue
         try:
             if name in others:
-                _compile_only(package.package_dir / f"{name.rpartition('.')[2]}.py", cache)
+                _compile_only(_module_path(package, name), cache)
                 continue
             importlib.import_module(f"{root}.{name}")
         except Exception as error:
@@ -355,9 +371,28 @@ def _import_all(package: FacetPackage, root: str, host: str, cache: CodeCache) -
 
 
 def _compile_only(path: Path, cache: CodeCache) -> None:
-    """Compile ``path`` (a module another host imports) to fail the load on a syntax error."""
+    """Compile ``path`` (a module this host does not import up front) to fail the load on a
+    syntax error."""
     if path.is_file():
-        cache.compile(path.read_bytes(), str(path))
+        cache.check(path.read_bytes(), str(path))
+
+
+def _module_path(package: FacetPackage, name: str) -> Path:
+    """The source file of ``name``, a module or subpackage of ``package``."""
+    path = package.package_dir.joinpath(*name.split(".")[1:])
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def _imported_since(root: str, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The generation's modules in ``sys.modules`` not in ``names`` (imported by the plugin as
+    it made its facets), in import order."""
+    prefix = root + "."
+    known = set(names)
+    return tuple(
+        name[len(prefix) :]
+        for name in list(sys.modules)
+        if name.startswith(prefix) and name[len(prefix) :] not in known
+    )
 
 
 def _describe(error: BaseException, root: str) -> str:

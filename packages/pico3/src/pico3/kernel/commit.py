@@ -238,12 +238,22 @@ class Kernel:
         conversation_id: int | None = None,
         authority: Authority = Authority.HOST,
         invoker: Invoker | None = None,
+        durable: bool = True,
     ) -> Any:
         """Run ``builder`` on the line and persist what it wrote as one atomic batch.
 
         Task commits (``authority=TASK``, or core kinds' commits with an ``invoker``) are
         checked on the line before the builder runs: the invocation token must be alive, the
         task live and, in run mode, not marked; otherwise :class:`Forbidden`.
+
+        ``durable=False`` (with a backend's group commit; otherwise the commit is durable on
+        return anyway) returns once the batch is published on the line, without waiting for
+        its durable write, and a read (a builder that writes nothing) does not wait for the
+        queued batches it may have read: the next commit that waits writes them with its own,
+        in one write per file where they allow it (docs/design/storage.md#publication-point). The
+        caller must not report such a batch, or act outside the session on what it read, until
+        a later commit of its own returned durable: the batch's envelopes and commit listeners
+        wait for that. A batch whose sticky log is compacted waits all the same.
         """
         ctx.raise_if_cancelled()
         line = self.line
@@ -304,6 +314,8 @@ class Kernel:
         finally:
             line.release()
         if deferred is not None:
+            if not durable and not compact:
+                return result  # a later commit's wait writes it and delivers its envelopes
             await self._until_durable(deferred)
             if batch is None:
                 return result
@@ -316,6 +328,12 @@ class Kernel:
         if deferred is None and (deliveries or self._listeners):
             self._after(batch, deliveries)
         return result
+
+    async def settle(self) -> None:
+        """Wait until every batch committed so far is durable and delivered (a no-op unless a
+        ``durable=False`` commit or a concurrent one is still queued)."""
+        if self._acks and self._fault is None:
+            await self._until_durable(self._acks[-1][0])
 
     def _persist_deferred(self, writes: list[Any], batch: Batch) -> int | None:
         """Queue the batch through the backend's group commit when it has one (published in

@@ -93,13 +93,28 @@ class MainLog:
     :attr:`use_direct` is true, ``"prealloc"`` otherwise. Not thread-safe: the caller serialises
     appends (JsonlStorage holds its writer lock). ``min_chunk`` is the smallest preallocation
     step (JsonlStorage's sidecars, which stay small, take a smaller one than :data:`MIN_CHUNK`).
+
+    ``end`` (durable only) adopts a file its writer already preallocated: its lines end at
+    ``end`` and everything after is written zeros, already durable (JsonlStorage's sticky
+    rewrite writes the new file that way and fsyncs it once), so opening costs no
+    preallocation and no sync. ``probe=False`` trusts that the filesystem takes direct writes
+    (the file replaces one this storage wrote directly in the same folder) and skips the probe
+    write.
     """
 
     use_direct: ClassVar[bool] = True
     """Try ``O_DIRECT`` for durable logs; tests and benchmarks set it false to force
     ``"prealloc"``."""
 
-    def __init__(self, path: str, *, durable: bool, min_chunk: int = MIN_CHUNK) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        durable: bool,
+        min_chunk: int = MIN_CHUNK,
+        end: int | None = None,
+        probe: bool = True,
+    ) -> None:
         self._path = path
         self._min_chunk = min_chunk
         self._direct_fd = -1
@@ -113,12 +128,21 @@ class MainLog:
             self._fd = os.open(path, os.O_RDWR)
             self._mode = "prealloc"
         try:
-            self._end = os.fstat(self._fd).st_size
-            self._allocated = self._end
+            size = os.fstat(self._fd).st_size
+            if end is not None and (not durable or not 0 <= end <= size):
+                raise ValueError(
+                    f"{path}: cannot adopt a logical end of {end} (file size {size}, "
+                    f"durable={durable}): only a durable log adopts a preallocated file"
+                )
+            self._end = size if end is None else end
+            # an adopted file's zeros count up to its last whole block: direct writes stay
+            # inside written blocks (the next append past them preallocates as usual)
+            self._allocated = size if end is None else max(end, size - size % BLOCK)
             if durable:
-                self._extend(self._end)
+                if end is None:
+                    self._extend(self._end)
                 if self.use_direct and _O_DIRECT and _O_DSYNC:
-                    self._start_direct()
+                    self._start_direct(probe)
         except BaseException:
             self._release()
             raise
@@ -228,8 +252,9 @@ class MainLog:
         while offset < target:
             offset += os.pwrite(self._fd, zeros[: target - offset], offset)
 
-    def _start_direct(self) -> None:
-        """Open the direct descriptor, load the tail block, probe; on refusal stay in prealloc."""
+    def _start_direct(self, probe: bool) -> None:
+        """Open the direct descriptor, load the tail block, probe (unless told the filesystem
+        takes direct writes); on refusal stay in prealloc."""
         start = self._end - self._end % BLOCK
         tail = b""
         while len(tail) < self._end - start:
@@ -243,6 +268,11 @@ class MainLog:
             return  # the filesystem refuses O_DIRECT
         buffer = mmap.mmap(-1, _BUFFER)
         buffer[: len(tail)] = tail
+        if not probe:
+            self._direct_fd = fd
+            self._buffer = buffer
+            self._mode = "direct"
+            return
         try:
             view = memoryview(buffer)
             try:

@@ -93,7 +93,7 @@ import anyio.to_thread
 from chord.context import Context
 from pico3.files import fsync_dir
 from pico3.storage._lines import StoredCommit, encode_line, read_lines
-from pico3.storage._log import MainLog
+from pico3.storage._log import BLOCK, MainLog
 from pico3.storage._replay import TaskFates, gc_paused, replay
 from pico3.storage._tables import (
     Staged,
@@ -116,7 +116,14 @@ try:
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None
 
-__all__ = ["MAIN_FILE", "OPEN_SIDECARS", "SIDECAR_CHUNK", "THREAD_ABOVE", "JsonlStorage"]
+__all__ = [
+    "MAIN_FILE",
+    "OPEN_SIDECARS",
+    "RUN_BYTES",
+    "SIDECAR_CHUNK",
+    "THREAD_ABOVE",
+    "JsonlStorage",
+]
 
 MAIN_FILE = "main.jsonl"
 _STICKY = re.compile(r"sticky-([1-9][0-9]*)\.jsonl")
@@ -173,6 +180,53 @@ def _sidecar_kind(name: str) -> tuple[str, int]:
     return ("sticky", int(sticky.group(1))) if sticky is not None else ("", 0)
 
 
+RUN_BYTES = 64 * 1024
+"""The most bytes of lines one write of a run of queued batches carries (a single larger batch
+is written alone). Open takes NUL-holding lines within this many bytes of a file's end as the
+in-flight write torn by a power loss (:func:`_read_cut`), so a run never writes more."""
+
+
+def _runs(plans: list[list[tuple[str, bytes]]]) -> list[int]:
+    """Where the runs of queued batches that may share writes end (exclusive indexes).
+
+    A run is: batches each published by its own sidecar line, all in one file, then batches
+    published by a main line (with sidecar lines of their own or not), at most
+    :data:`RUN_BYTES` of lines in all. Written as the run is (the own-publication file first,
+    the other sidecars, main last, each one write), whatever a crash keeps of it is the state
+    after a prefix of its batches: a batch published on main counts only once main's line is
+    there, and its sidecar lines are durable before that; a sidecar line with no main line yet
+    is an unconfirmed tail that open cuts; the own-published lines come before any of them in
+    their file and in seq order. A batch published by its own line after a main-published one,
+    or in a second file, would be kept by open without the main-published one before it: it
+    starts the next run."""
+    ends: list[int] = []
+    start = 0
+    while start < len(plans):
+        own_file: str | None = None
+        on_main = False
+        size = 0
+        stop = start
+        while stop < len(plans):
+            plan = plans[stop]
+            if plan[-1][0] != MAIN_FILE:  # published by its own sidecar line
+                if on_main or (own_file is not None and plan[0][0] != own_file):
+                    break
+                own_file = plan[0][0]
+            else:
+                on_main = True
+            size += sum(len(data) for _, data in plan)
+            if stop > start and size > RUN_BYTES:
+                break
+            stop += 1
+        ends.append(stop)
+        start = stop
+    return ends
+
+
+def _align(n: int) -> int:
+    return -(-n // BLOCK) * BLOCK
+
+
 def _first(item: tuple[int, list[Write]]) -> int:
     return item[0]
 
@@ -191,6 +245,13 @@ def _read_cut(path: str, main: bool = False) -> bytes:
       was written: an acknowledged commit cannot be read, and open fails naming the file and
       line (:class:`CorruptStorage`) instead of dropping it without a word.
 
+    The in-flight write may hold several lines (a run of queued batches, at most
+    :data:`RUN_BYTES`), and a power loss may keep a later sector of it and lose an earlier one:
+    so the first line within :data:`RUN_BYTES` of the last newline that holds a NUL is judged
+    the same way, and when it is a torn write it is cut with every line after it (they were
+    written by the same write, which was never acknowledged: a write starts only once the one
+    before it is durable).
+
     A NUL in any earlier line fails open (the line does not decode)."""
     try:
         with open(path, "rb") as handle:
@@ -199,10 +260,15 @@ def _read_cut(path: str, main: bool = False) -> bytes:
         return b""
     end = data.rfind(b"\n") + 1
     if end:
-        start = data.rfind(b"\n", 0, end - 1) + 1
-        nul = data.find(b"\0", start, end)
-        if nul >= 0 and not _whole_record(path, data[start:end], main):
-            if not _torn_sectors(data, start, end - 1):
+        window = data.rfind(b"\n", 0, max(0, end - RUN_BYTES)) + 1  # a line's start
+        nul = data.find(b"\0", window, end)
+        while nul >= 0:
+            start = data.rfind(b"\n", 0, nul) + 1
+            stop = data.find(b"\n", nul) + 1  # the line holding it, newline included
+            if _whole_record(path, data[start:stop], main):
+                nul = data.find(b"\0", stop, end)  # a kept line (NULs escaped in its text)
+                continue
+            if not _torn_sectors(data, start, stop - 1):
                 line = data.count(b"\n", 0, start) + 1
                 raise CorruptStorage(
                     path,
@@ -213,6 +279,7 @@ def _read_cut(path: str, main: bool = False) -> bytes:
                     "Restore the file from a backup",
                 )
             end = start
+            break
     if end != len(data):
         os.truncate(path, end)
         data = data[:end]
@@ -781,10 +848,50 @@ class JsonlStorage(TableStorage):
             done.set()
 
     def _write_group(self, group: list[tuple[_Commit, list[tuple[str, bytes]]]]) -> None:
-        for commit, plan in group:
-            self._write_plan(plan)
-            self._durable_seq = commit.seq
-            self._retire(commit)
+        """Write the queued batches in runs (:func:`_runs`), each run one write per file."""
+        start = 0
+        for stop in _runs([plan for _, plan in group]):
+            if stop - start == 1:
+                self._write_plan(group[start][1])
+            else:
+                self._write_run([plan for _, plan in group[start:stop]])
+            for commit, _ in group[start:stop]:
+                self._durable_seq = commit.seq
+                self._retire(commit)
+            start = stop
+
+    def _write_run(self, plans: list[list[tuple[str, bytes]]]) -> None:
+        """Write a run of queued batches (see :func:`_runs`) with one write per file: each
+        sidecar's lines in seq order, the run's own-publication file first, then the folder
+        fsync if a sidecar was created, then main's lines last. Every line keeps its own
+        record, seq and publication point; only the writes are shared."""
+        files: dict[str, list[bytes]] = {}
+        for plan in plans:
+            for name, data in plan:
+                files.setdefault(name, []).append(data)
+        main = files.pop(MAIN_FILE, None)
+        created = False
+        synced = 0.0
+        for name, lines in files.items():  # the own-publication file was named first
+            sidecar = self._sidecars.get(name)
+            if sidecar is None:
+                sidecar, new = self._open_sidecar(name)
+                created = created or new
+            else:
+                self._sidecars.move_to_end(name)
+            started = time.perf_counter()
+            sidecar.append(b"".join(lines))  # durable on return (see pico3.storage._log)
+            synced += time.perf_counter() - started
+        started = time.perf_counter()
+        if created:
+            fsync_dir(self._dir)  # the new sidecars' names are durable before anything relies
+        if main is not None:
+            log = self._log
+            assert log is not None
+            log.append(b"".join(main))
+        synced += time.perf_counter() - started
+        self._sync_cost += (synced - self._sync_cost) * _COST_WEIGHT
+        self._offload = self._sync_cost > self._thread_above or self._thread_above <= 0
 
     def commit_nowait(self, writes: Sequence[Write]) -> int | None:
         """Publish one batch without awaiting, when nothing is queued ahead of it and fsyncs run
@@ -1006,39 +1113,71 @@ class JsonlStorage(TableStorage):
         return b"".join(out)
 
     def _truncate_now(self, cid: int) -> None:
+        """Rewrite the sticky sidecar from its last base (docs/design/storage.md#sticky-truncation).
+
+        With fsync the new file is written preallocated (its lines, then written zeros up to a
+        step of :data:`SIDECAR_CHUNK`) and synced once before the rename; the open log of the old
+        file is dropped without cutting its zeros (the rename replaces that file) and the new
+        file is adopted as it is (:class:`MainLog`'s ``end``), so a rewrite costs the file's
+        sync and the folder's, not also a cut, a preallocation and a probe write."""
         name = f"sticky-{cid}.jsonl"
         path = self._file(name)
+        sidecar = self._sidecars.pop(name, None)
         try:
-            sidecar = self._sidecars.pop(name, None)
             if sidecar is not None:
-                sidecar.close()  # cuts its zero tail; the next commit opens it again
-            records = _read_records(path)
+                with open(path, "rb") as handle:
+                    data = handle.read(sidecar.end)  # its lines: the zeros after are not read
+                records = read_lines(path, data, False)
+            else:
+                records = _read_records(path)
+                data = b""
             start = 0
             for index in range(len(records) - 1, -1, -1):
                 writes = records[index][2].writes
                 if any(isinstance(w, DocWrite) and is_base(w.ops) for w in writes):
                     start = index
                     break
-            if start > 0:
+            if start == 0:
+                if sidecar is not None:
+                    self._sidecars[name] = sidecar  # nothing to rewrite: it stays open
+                self._tables.truncate_sticky(cid)
+                return
+            if sidecar is None:
                 with open(path, "rb") as handle:
                     data = handle.read()
-                temp = path + ".tmp"
-                kept = self._live_patches(records[:start])
-                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _PRIVATE_FILE)
-                try:
-                    _write_all(fd, kept + data[records[start - 1][1] :])
-                    if self._fsync:
-                        os.fsync(fd)
-                finally:
-                    os.close(fd)
-                os.replace(temp, path)
+            temp = path + ".tmp"
+            content = self._live_patches(records[:start]) + data[records[start - 1][1] :]
+            zeros = 0
+            if self._fsync and sidecar is not None:
+                zeros = _align(len(content) + SIDECAR_CHUNK) - len(content)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _PRIVATE_FILE)
+            try:
+                _write_all(fd, content + bytes(zeros) if zeros else content)
                 if self._fsync:
-                    fsync_dir(self._dir)
-        except CorruptStorage:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            direct = sidecar is not None and sidecar.mode == "direct"
+            if sidecar is not None:
+                sidecar.abandon()  # its file is replaced next: no need to cut its zeros
+            os.replace(temp, path)
+            if self._fsync:
+                fsync_dir(self._dir)
+                if zeros:  # the next commit writes into the zeros synced above
+                    self._sidecars[name] = MainLog(
+                        path,
+                        durable=True,
+                        min_chunk=SIDECAR_CHUNK,
+                        end=len(content),
+                        probe=not direct,
+                    )
+        except BaseException as exc:
+            if sidecar is not None and self._sidecars.get(name) is not sidecar:
+                sidecar.abandon()  # (idempotent) its descriptors are not left open
+            if isinstance(exc, OSError):
+                self._failed = exc
+                raise StorageFailed(f"{path}: sticky rewrite failed: {exc}") from exc
             raise
-        except OSError as exc:
-            self._failed = exc
-            raise StorageFailed(f"{path}: sticky rewrite failed: {exc}") from exc
         self._tables.truncate_sticky(cid)
 
 

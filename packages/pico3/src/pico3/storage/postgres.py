@@ -123,6 +123,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 import msgspec
 
 from chord.context import Context
@@ -141,6 +142,7 @@ from pico3.storage.base import (
 )
 from pico3.storage.pg_blobs import BlobStore, address_of, unreachable, with_liveness
 from pico3.storage.pg_group import (
+    BLOCK_MS,
     GroupCommitter,
     Pending,
     StatementFailed,
@@ -582,6 +584,7 @@ class PostgresStorage(TableStorage):
             committer_for(pool) if group_commit and fsync and pool is not None else None
         )
         self._pending: Pending | None = None  # this storage's grouped commit in flight
+        self._quick = True  # the last commit's answer came within BLOCK_MS (run_prepared)
 
     def __repr__(self) -> str:
         return f"<PostgresStorage session={self._session!r} seq={self.seq}>"
@@ -1057,6 +1060,7 @@ class PostgresStorage(TableStorage):
         try:
             if not staged.docs and not staged.tasks:
                 self._pending = Pending(self._session, seq, self._epoch, max_id, raw)
+                self._pending.deadline = self._commit_deadline()
                 try:
                     await group.commit(self._pending)
                 finally:
@@ -1127,7 +1131,10 @@ class PostgresStorage(TableStorage):
         (the per-row fence of pico3.storage.pg_group, here for one row)."""
         pool = self._shared_pool
         assert pool is not None
-        conn = await pool.getconn(timeout=self._connect_timeout)
+        # no longer than the commit may take: a stalled database reaches the session within
+        # its commit timeout, not the pool's wait
+        wait = min(self._connect_timeout, max(0.05, self._commit_deadline() - time.monotonic()))
+        conn = await pool.getconn(timeout=wait)
         try:
             await conn.set_autocommit(True)
             cursor = await conn.execute(_FENCED_COMMIT, (self._session, self._epoch, *params))
@@ -1178,6 +1185,13 @@ class PostgresStorage(TableStorage):
         except Exception as exc:
             self._failed = await self._failure(exc, seq)
             raise self._failed from exc
+
+    def _commit_deadline(self) -> float:
+        """When the commit in flight stops waiting for a pool connection: its commit timeout,
+        plus a margin for the watchdog (50 ms ticks) to mark the storage stalled first (it
+        fences, stops the renewals, and the error says so)."""
+        since = self._busy_since
+        return float("inf") if since is None else since + self._commit_timeout + 0.25
 
     def _stall_error(self, seq: int) -> StorageFailed:
         return StorageFailed(
@@ -1447,10 +1461,21 @@ class PostgresStorage(TableStorage):
         conn = self._conn
         assert conn is not None
         params = (self._session_bytes, _INT8(seq), self._epoch_bytes, _INT8(max_id), raw)
+        if self._quick:  # the loop's turn the wait on it would give (a fair share)
+            await anyio.lowlevel.checkpoint()
+        started = time.monotonic()
         try:
+            # the writer's connection is its own: nothing else waits on it, so its answer is
+            # awaited blocking for up to a millisecond while the last one came that fast
             await run_prepared(
-                conn, _COMMIT_MAIN, params, _MAIN_FORMATS, ok=pq.ExecStatus.COMMAND_OK
+                conn,
+                _COMMIT_MAIN,
+                params,
+                _MAIN_FORMATS,
+                ok=pq.ExecStatus.COMMAND_OK,
+                block=self._quick,
             )
+            self._quick = time.monotonic() - started < BLOCK_MS / 1000
         except StatementFailed as exc:
             error = StorageError(str(exc))
             error.sqlstate = exc.sqlstate  # type: ignore[attr-defined]

@@ -153,9 +153,17 @@ AbortClosure: TypeAlias = Callable[[Transaction, Task, Context], Any]
 
 
 class Next(msgspec.Struct, frozen=True):
-    """Advance: to a checkpoint dict, or through a transition builder run on the line."""
+    """Advance: to a checkpoint dict, or through a transition builder run on the line.
+
+    ``durable=False`` lets the next phase start before the transition's commit is durable
+    (with a backend's group commit; :meth:`pico3.kernel.commit.Kernel.commit`): that phase's
+    first commit that waits writes both, in one write where the storage allows. Only for a
+    transition whose next phase neither reports anything nor acts outside the session before
+    a commit of its own (a crash in between loses the transition, and the task runs its
+    current phase again, as if it had crashed just before the transition)."""
 
     target: dict[str, Any] | TransitionBuilder
+    durable: bool = True
 
 
 class Done(msgspec.Struct, frozen=True):

@@ -157,9 +157,18 @@ class Runtime:
 
     # -- commits ---------------------------------------------------------------------------
     async def commit(
-        self, builder: Callable[[Transaction, Task, Context], Any], ctx: Context
+        self,
+        builder: Callable[[Transaction, Task, Context], Any],
+        ctx: Context,
+        *,
+        durable: bool = True,
     ) -> Any:
-        """Run ``builder(tx, current, ctx)`` as one commit with this task's authority."""
+        """Run ``builder(tx, current, ctx)`` as one commit with this task's authority.
+
+        ``durable=False``: return before the batch is durable, and do not wait for the queued
+        batches a read saw (see :meth:`pico3.kernel.commit.Kernel.commit`): the handler's next
+        commit that waits makes them durable, and until then it must not report them or act
+        outside the session on them."""
         self._live()
         task_id = self.task_id
 
@@ -178,6 +187,7 @@ class Runtime:
             conversation_id=self.conversation_id,
             authority=authority,
             invoker=self._token,
+            durable=durable,
         )
 
     # -- time ------------------------------------------------------------------------------

@@ -310,7 +310,7 @@ class Scheduler:
         return Authority.CORE if kind.core and not kind.builtin else Authority.TASK
 
     async def _snapshot(
-        self, task_id: int, conversation_id: int, ctx: Context
+        self, task_id: int, conversation_id: int, ctx: Context, *, durable: bool = True
     ) -> tuple[Task, dict[str, Any] | None] | None:
         def read(tx: Transaction, _ctx: Context) -> tuple[Task, dict[str, Any] | None] | None:
             task = self.kernel.task_index.get(task_id)
@@ -322,17 +322,18 @@ class Scheduler:
             return task, (dict(slot) if type(slot) is dict else None)
 
         return await self.kernel.commit(
-            read, ctx, conversation_id=conversation_id, authority=Authority.CORE
+            read, ctx, conversation_id=conversation_id, authority=Authority.CORE, durable=durable
         )
 
     async def _run(self, running: _Running) -> None:
         kind, task_id, ctx = running.kind, running.task_id, running.ctx
         allow_inflight = True  # the first entry of an invocation is the recovery entry
+        durable = True  # False right after a Next(durable=False): its phase reads it as is
         while True:
             start = self.kernel.task_index.get(task_id)
             if start is None or start.status == "terminal" or start.abort is True:
                 return
-            snap = await self._snapshot(task_id, start.conversation_id, ctx)
+            snap = await self._snapshot(task_id, start.conversation_id, ctx, durable=durable)
             if snap is None:
                 return
             task, slot = snap
@@ -358,11 +359,15 @@ class Scheduler:
                 token.revoke()
             if isinstance(step, Next):
                 outcome = await self._transition(running, task, step, ctx)
+                durable = True
                 if outcome == "retry":
                     continue
                 if outcome == "stop":
+                    if not step.durable:
+                        await self.kernel.settle()  # the task ended: durable before it returns
                     return
                 allow_inflight = False
+                durable = step.durable
                 continue
             if isinstance(step, Done):
                 await self._close(running, task, step, ctx)
@@ -413,6 +418,7 @@ class Scheduler:
                 conversation_id=task.conversation_id,
                 authority=self._authority(kind),
                 invoker=token,
+                durable=step.durable,
             )
         except _Retry:
             return "retry"

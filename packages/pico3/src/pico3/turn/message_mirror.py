@@ -16,7 +16,8 @@ caller-supplied ``flush`` commit when
   last flush, so the model's time to its first event (the stream's opening events arrive after
   it, back to back) does not flush those events one commit ahead of the first delta's,
 
-and once more when the stream ends, unless it ended with a complete answer (``stop``,
+(unless the read that holds them also holds the end of a complete answer: see below), and
+once more when the stream ends, unless it ended with a complete answer (``stop``,
 ``toolUse``, ``length``): the commit that stores that answer follows at once and supersedes
 ``turn.message``, so a flush of the tail would be a durable commit (an fsync) that no reader
 keeps; a crash in between loses only display text that recovery discards anyway (a model call
@@ -123,8 +124,11 @@ class MessageMirror:
         return False
 
     def supersede(self) -> None:
-        """The stream ended with a complete answer that the caller commits next: leaving the
-        block publishes nothing more (pending display text would be overwritten at once)."""
+        """The stream ended with a complete answer that the caller commits next: nothing more
+        is published, neither when leaving the block nor by a later :meth:`flush` (pending
+        display text would be overwritten at once). :func:`stream_message` calls it before
+        feeding the read that ends with the answer, so a short answer that arrives in one read
+        (its first delta included) costs no ``turn.message`` commit at all."""
         self._superseded = True
 
     async def _timer(self) -> None:
@@ -152,7 +156,7 @@ class MessageMirror:
     async def flush(self) -> None:
         """Publish pending changes now (no-op when nothing is pending)."""
         async with self._lock:
-            if not self._dirty:
+            if not self._dirty or self._superseded:
                 return
             self._dirty = False
             self._pending = 0
@@ -318,13 +322,15 @@ async def stream_message(
                 last = batch[-1] if batch else None
                 if isinstance(last, DoneEvent | ErrorEvent):  # a terminal event comes last
                     batch = batch[:-1]
-                if batch:
-                    await mirror.feed_batch(batch)
                 if isinstance(last, DoneEvent):
                     terminal = _copy(last.message)
                     if terminal.stop_reason not in ("error", "aborted"):
-                        mirror.supersede()  # the caller commits the answer itself, next
-                elif isinstance(last, ErrorEvent):
+                        # the caller commits the answer itself, next: the deltas of this read
+                        # (a short answer's whole text) need no commit of their own
+                        mirror.supersede()
+                if batch:
+                    await mirror.feed_batch(batch)
+                if isinstance(last, ErrorEvent):
                     terminal = _copy(last.error)
                     retryable = last.retryable
     except Exception as exc:

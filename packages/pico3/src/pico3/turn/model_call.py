@@ -168,7 +168,10 @@ async def _initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
             "attempt": 0,
         }
 
-    return Next(prepare)
+    # "prepared" need not be durable before "requesting" is: nothing leaves the session in
+    # between (the hooks before the request run again after a crash anyway), and a crash that
+    # loses it prepares again. The two checkpoints then share one write.
+    return Next(prepare, durable=False)
 
 
 async def _prompt_model(task: TaskInfo, rt: Runtime, ctx: Context) -> dict[str, Any] | None:
@@ -220,7 +223,7 @@ async def _prepared(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
     async def read(tx: Transaction, current: Task, ctx: Context) -> Any:
         return await tx.shared_context(cid, at=cutoff) if cutoff else None
 
-    derived = await rt.commit(read, ctx)
+    derived = await rt.commit(read, ctx, durable=False)  # sent only after "requesting" is
     # The derived messages are shared with the kernel's transcript cache: read-only here, and
     # copied for the hooks (which may change what they get) by chain_before_request.
     raw: list[dict[str, Any]] = [] if derived is None else derived.messages

@@ -118,6 +118,11 @@ class Mapper:
         an incomplete stream)."""
         return []
 
+    def ending(self) -> bool:
+        """Whether the response said its content is complete, its end (a usage chunk, the
+        stream's close) still to come: ``drive`` then holds the events until that end."""
+        return False
+
     def count(
         self,
         *,
@@ -325,6 +330,7 @@ class SdkProvider:
             policy=self._retry,
             sleep=self._sleep,
             ctx=ctx,
+            ending=mapper.ending,
         )
 
 

@@ -89,8 +89,16 @@ def drive(
     policy: RetryPolicy,
     sleep: Sleep,
     ctx: Context,
+    ending: Callable[[], bool] | None = None,
 ) -> DrivenStream:
-    """Run one request; its events (``start`` first, one terminal last)."""
+    """Run one request; its events (``start`` first, one terminal last).
+
+    ``ending`` (the mapper's :attr:`~._core.Mapper.ending`) tells that the response's content is
+    complete and only its end remains (OpenAI's ``finish_reason`` comes a chunk before the
+    usage and the stream's close): from then on, per read, the events are held and handed over
+    with the terminal one, in one list, so the consumer sees the answer's last text and its end
+    together (``stream_message`` then commits no ``turn.message`` for text the answer's own
+    commit stores at once)."""
 
     async def open_once() -> SdkStream:
         try:
@@ -145,7 +153,7 @@ def drive(
                         if read:
                             yield read
                         return
-                if read:
+                if read and (ending is None or not ending()):
                     yield read
                     read = []
             end = finish()
@@ -153,7 +161,7 @@ def drive(
                 end.append(
                     builder.fail("error", "the stream ended without a final event", retryable=True)
                 )
-            yield end
+            yield [*read, *end]
         except ModelProviderError as error:
             if not builder.finished:
                 yield [*read, builder.fail_with(error, builder.message.usage)]

@@ -565,6 +565,9 @@ class _Mapper(Mapper):
             out.append(builder.close(index))
         return out
 
+    def ending(self) -> bool:
+        return self._finish is not None  # a finish_reason came: only the usage is to come
+
     def finish(self) -> list[StreamEvent]:
         builder = self._builder
         out: list[StreamEvent] = []
