@@ -566,14 +566,11 @@ class Kernel:
         caller must not mutate them (the model call derives its context from them and copies
         what it hands on). Entries are append-only, so a read fetches only the entries committed
         since the last read; when one of them carries a head (a reset, rewind or handoff) the
-        whole range is read again, and an older cutoff than the cached one reads uncached."""
-        return list(await self._cached_transcript(conversation_id, at, ctx))
+        whole range is read again, and an older cutoff than the cached one reads uncached.
 
-    async def _cached_transcript(
-        self, conversation_id: int, at: int | None, ctx: Context
-    ) -> list[Entry]:
-        """:meth:`shared_transcript` without the copy: the cache's own list where it has one,
-        which later reads extend (for a caller that reads it at once and keeps nothing)."""
+        The list is the cache's own, not a copy (a copy of the whole history every turn was a
+        cost that grew with the session): read it at once and keep none of it, as later reads
+        extend it."""
         cached = self._transcripts.get(conversation_id)
         if cached is not None and cached[1] and (at is None or at >= cached[1][-1].id):
             entries = cached[1]
@@ -599,8 +596,7 @@ class Kernel:
         """The derived context of :meth:`shared_transcript`, extended incrementally (its
         entries and messages are shared: read-only; its ``entries`` list itself is the one
         later reads extend, so read it before the next one)."""
-        # the cache's list itself: derive reads it and keeps none of it (not the list)
-        visible = await self._cached_transcript(conversation_id, at, ctx)
+        visible = await self.shared_transcript(conversation_id, at, ctx)  # derive keeps no list
         builder = self._contexts.get(conversation_id)
         if builder is None:
             builder = self._contexts[conversation_id] = ContextBuilder()
