@@ -91,3 +91,20 @@ def test_bodies_match_when_the_history_grows_one_record_at_a_time() -> None:
         got = openai.build_params(request, oa_info, OPENAI_COMPAT, memo=oa_memo)
         plain = openai.build_params(request, oa_info, OPENAI_COMPAT)
         assert json.loads(msgspec.json.encode(got)) == json.loads(msgspec.json.encode(plain))
+
+
+def test_joined_chunks_encode_as_the_values_one_by_one_and_stay_few() -> None:
+    from coding_agent.worker.providers._memo import JoinedChunks
+
+    rng = random.Random(45)
+    chunks = JoinedChunks()
+    values: list[Any] = []
+    assert not chunks and chunks.raws() == []
+    for _ in range(2_000):
+        added = [{"n": len(values) + k, "text": "x" * rng.randint(0, 300)} for k in range(2)]
+        values.extend(added)
+        chunks.extend([msgspec.json.encode(value) for value in added])
+        chunks.extend([])
+    body = msgspec.json.encode([*chunks.raws(), {"last": True}])
+    assert body == msgspec.json.encode([*values, {"last": True}])
+    assert len(chunks.raws()) <= len(body).bit_length()  # each more than twice the next

@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from chord.context import BACKGROUND, Context, with_cancel
+from chord.delta import apply_immutable
 from chord.json import JsonError
 from chord.remote import (
     LoopbackServiceSource,
@@ -20,7 +21,7 @@ from chord.remote import (
     create_remote_service_binding,
 )
 from chord.services import define_service
-from chord.state import replicated_state
+from chord.state import ReplicaState, replicated_state
 
 Echo = define_service("test.echo")
 Models = define_service("test.models")
@@ -135,6 +136,64 @@ async def test_a_loopback_replica_takes_the_providers_revisions_by_reference() -
         await services.dispose(BACKGROUND)
     assert errors == []
     provider.dispose()
+
+
+@pytest.mark.anyio
+async def test_a_loopback_replica_takes_over_each_published_revision_without_copying() -> None:
+    # a list appended to every revision (a conversation's entries) is not copied again by the
+    # replica: it holds the very revision the state published, equal to applying the ops
+    provider = RemoteServiceProvider([Models])
+    state = replicated_state({"revision": 0, "entries": []})
+    provider.provide(Models, {"state": state})
+    errors: list[BaseException] = []
+    seen: list[Any] = []
+    async with anyio.create_task_group() as group:
+        services = LoopbackServiceSource(provider, task_group=group).open(
+            services=[Models.id], assert_access=lambda: None, on_error=errors.append
+        )
+        models = services.use(Models)
+        await services.ready(BACKGROUND)
+        models.state.subscribe(lambda value, ctx, delivery: seen.append(value))
+        rebuilt: Any = {"revision": 0, "entries": []}
+        for n in range(1, 6):
+            before: Any = state.value
+            ops: list[Any] = [("p", ("entries",), 2 * n - 2, 0, [{"n": n}, {"m": n}])]
+            ops.append(("s", ("revision",), n))
+            state.apply(BACKGROUND, ops)
+            rebuilt = apply_immutable(rebuilt, ops)
+            assert models.state.value is state.value
+            assert models.state.value == rebuilt
+            assert before["entries"] == rebuilt["entries"][: 2 * n - 2]  # the old one unchanged
+        state.change(BACKGROUND, lambda draft: draft["entries"].append({"n": 6}))  # pyright: ignore[reportIndexIssue, reportAttributeAccessIssue, reportArgumentType, reportCallIssue]
+        assert models.state.value is state.value
+        assert models.state.value["entries"][-1] == {"n": 6}
+        assert seen[-1] is state.value
+        # a consumer hydrating after the appends sees the same document
+        late = LoopbackServiceSource(provider, task_group=group).open(
+            services=[Models.id], assert_access=lambda: None, on_error=errors.append
+        )
+        hydrated = late.use(Models)
+        await late.ready(BACKGROUND)
+        assert hydrated.state.value == models.state.value
+        state.apply(BACKGROUND, [("p", ("entries",), 11, 0, [{"n": 7}])])
+        assert hydrated.state.value is models.state.value is state.value
+        await late.dispose(BACKGROUND)
+        await services.dispose(BACKGROUND)
+    assert errors == []
+    provider.dispose()
+
+
+def test_a_replica_applies_a_trusted_batch_it_does_not_hold_the_base_of() -> None:
+    # the same ops tuple, but the replica's revision is another object: it applies the ops
+    state = replicated_state({"items": [1]})
+    replica = ReplicaState()
+    replica.hydrate(0, [("r", {"items": [1]})], BACKGROUND, trusted=True)
+    published: list[Any] = []
+    state.add_source_listener(lambda ops, sequence, ctx: published.append(ops))
+    state.apply(BACKGROUND, [("p", ("items",), 1, 0, [2])])
+    replica.update(1, published[0], BACKGROUND, trusted=True)
+    assert replica.value == {"items": [1, 2]} == state.value
+    assert replica.value is not state.value
 
 
 @pytest.mark.anyio

@@ -139,3 +139,21 @@ def test_incremental_builder_matches_a_fresh_derivation_at_every_length() -> Non
         assert got.head is want.head
     other = builder.derive(transcript[:50])  # another (shorter) transcript: from scratch
     assert other.messages == derive_context(transcript[:50]).messages
+
+
+def test_a_shared_derivation_hands_out_its_own_entries_list_and_equals_a_copied_one() -> None:
+    from pico3.session_data.context import ContextBuilder
+
+    transcript: list[Entry] = []
+    shared, copied = ContextBuilder(), ContextBuilder()
+    lists: list[list[Entry]] = []
+    for id in range(1, 30):
+        transcript.append(entry(id, f"u{id}"))
+        got = shared.derive(transcript, shared=True)
+        want = copied.derive(transcript)
+        assert got.entries == want.entries and got.messages == want.messages
+        assert got.entries is not want.entries
+        lists.append(got.entries)
+    assert all(one is lists[0] for one in lists)  # extended, never copied
+    once, again = copied.derive(transcript), copied.derive(transcript)
+    assert once.entries is not again.entries  # without ``shared``: a new list every time

@@ -142,6 +142,34 @@ def test_an_untouched_result_is_the_shared_messages() -> None:
     assert all(a is g for a, g in zip(again, given_copies, strict=False))
 
 
+def test_reshare_gives_the_shared_list_itself_or_a_new_one_and_leaves_the_hooks_alone() -> None:
+    shared = [_message(), _message("assistant"), _message()]
+    memo = HookCopies()
+    assert reshare(memo.copies(shared), shared, memo) is shared  # nothing changed: no copy
+    given_copies = memo.copies([*shared, _message()])
+    grown = [*shared, given_copies[3]]
+    given_copies[1]["extra"] = 1  # a hook changed one copy, and returns the list it was given
+    before = list(given_copies)
+    got = reshare(given_copies, grown, memo)
+    assert got is not given_copies and given_copies == before
+    assert all(a is b for a, b in zip(given_copies, before, strict=True))
+    assert got[0] is grown[0] and got[2] is grown[2] and got[1] is given_copies[1]
+
+
+def test_a_grown_history_keeps_its_kept_copies_across_many_calls() -> None:
+    memo = HookCopies()
+    shared: list[dict[str, Any]] = []
+    first: list[Any] = []
+    for turn in range(30):
+        shared = [*shared, _message(), _message("assistant")]
+        copies = memo.copies(shared)
+        assert copies == shared
+        if turn == 0:
+            first = copies
+        assert copies[0] is first[0] and copies[1] is first[1]
+        assert reshare(copies, shared, memo) is shared
+
+
 def test_tracked_copies_encode_and_copy_as_plain_containers() -> None:
     memo = HookCopies()
     (message,) = memo.copies([{"role": "user", "content": [{"type": "text", "text": "hi"}]}])

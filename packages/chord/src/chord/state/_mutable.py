@@ -25,7 +25,7 @@ from chord.delta.apply import apply_immutable
 from chord.delta.track import DraftDict, DraftList, open_draft, revoke
 from chord.json import JsonError, equal_json, validate_json
 from chord.state._delivery import ErrorReporter, Listener, Publisher
-from chord.state._ops import check_batch
+from chord.state._ops import check_batch, remember_revision
 from chord.state._registry import register
 
 __all__ = ["MutableReplicatedState", "replicated_state"]
@@ -107,7 +107,9 @@ class MutableReplicatedState(Publisher):
         finally:
             self._busy = False
         if ops:
-            self._commit(value, tuple(ops), ctx)
+            batch = tuple(ops)
+            remember_revision(batch, self._value, value)
+            self._commit(value, batch, ctx)
 
     def replace(self, ctx: Context, value: Any) -> None:
         """Publish ``value`` (validated, then owned: do not mutate it) as the whole new value.
@@ -138,6 +140,7 @@ class MutableReplicatedState(Publisher):
             return
         value = apply_immutable(self._value, list(batch))
         _check_root(value)
+        remember_revision(batch, self._value, value)
         self._commit(value, batch, ctx)
 
     def _commit(self, value: Any, ops: tuple[Any, ...], ctx: Context) -> None:

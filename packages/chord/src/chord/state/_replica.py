@@ -18,7 +18,7 @@ from anyio.abc import TaskGroup
 from chord.context import Context
 from chord.delta.apply import apply_immutable
 from chord.state._delivery import ErrorReporter, Listener, Publisher
-from chord.state._ops import check_batch
+from chord.state._ops import MISSING, check_batch, recall_revision
 from chord.state._registry import register
 
 __all__ = ["ReplicaError", "ReplicaState"]
@@ -85,7 +85,10 @@ class ReplicaState(Publisher):
     ) -> None:
         """Apply the revision ``sequence`` (exactly previous + 1); otherwise clear and raise.
 
-        ``trusted`` as for :meth:`hydrate`; applying still refuses a path that does not resolve."""
+        ``trusted`` as for :meth:`hydrate`; applying still refuses a path that does not resolve.
+        A trusted batch that is the very one an in-process state published from the revision
+        this replica holds takes that state's new revision over instead of applying it again
+        (:func:`chord.state._ops.remember_revision`): the same value, without copying."""
         if self._sequence < 0:
             raise ReplicaError("replica update before hydration")
         if sequence != self._sequence + 1:
@@ -93,8 +96,14 @@ class ReplicaState(Publisher):
             self.clear()
             raise ReplicaError(f"replica sequence has a gap: expected {expected}, got {sequence}")
         try:
-            batch = tuple(ops) if trusted else check_batch(ops)
-            value = apply_immutable(self._value, list(batch))
+            if trusted:
+                batch = tuple(ops)
+                value = recall_revision(batch, self._value)
+                if value is MISSING:
+                    value = apply_immutable(self._value, list(batch))
+            else:
+                batch = check_batch(ops)
+                value = apply_immutable(self._value, list(batch))
         except BaseException:
             self.clear()
             raise

@@ -566,14 +566,18 @@ class Kernel:
         caller must not mutate them (the model call derives its context from them and copies
         what it hands on). Entries are append-only, so a read fetches only the entries committed
         since the last read; when one of them carries a head (a reset, rewind or handoff) the
-        whole range is read again, and an older cutoff than the cached one reads uncached."""
+        whole range is read again, and an older cutoff than the cached one reads uncached.
+
+        The list is the cache's own, not a copy (a copy of the whole history every turn was a
+        cost that grew with the session): read it at once and keep none of it, as later reads
+        extend it."""
         cached = self._transcripts.get(conversation_id)
         if cached is not None and cached[1] and (at is None or at >= cached[1][-1].id):
             entries = cached[1]
             fresh = await self._tail(conversation_id, entries[-1].id, at, ctx)
             if all(entry.head is UNSET for entry in fresh):  # the newest head is still the one
                 entries.extend(fresh)
-                return list(entries)
+                return entries
         if at is not None and cached is not None and cached[1] and at < cached[1][-1].id:
             return await self.transcript(conversation_id, at, ctx)  # an older cutoff: uncached
         before = None if at is None else at + 1
@@ -584,18 +588,19 @@ class Kernel:
         assert isinstance(start, int)
         entries = await self.transcript(conversation_id, at, ctx)
         self._transcripts[conversation_id] = (start, entries)
-        return list(entries)
+        return entries
 
     async def shared_context(
         self, conversation_id: int, at: int | None, ctx: Context
     ) -> DerivedContext:
         """The derived context of :meth:`shared_transcript`, extended incrementally (its
-        entries and messages are shared: read-only)."""
-        visible = await self.shared_transcript(conversation_id, at, ctx)
+        entries and messages are shared: read-only; its ``entries`` list itself is the one
+        later reads extend, so read it before the next one)."""
+        visible = await self.shared_transcript(conversation_id, at, ctx)  # derive keeps no list
         builder = self._contexts.get(conversation_id)
         if builder is None:
             builder = self._contexts[conversation_id] = ContextBuilder()
-        return builder.derive(visible)
+        return builder.derive(visible, shared=True)
 
     async def _tail(
         self, conversation_id: int, last: int, at: int | None, ctx: Context

@@ -80,8 +80,12 @@ class ContextBuilder:
         self._out: list[Message] = []  # the repaired messages
         self._safe = (0, 0)  # (raw index, out length) before which the repair is final
 
-    def derive(self, visible: Sequence[Entry]) -> DerivedContext:
-        """The derived context of ``visible`` (oldest first, through T)."""
+    def derive(self, visible: Sequence[Entry], *, shared: bool = False) -> DerivedContext:
+        """The derived context of ``visible`` (oldest first, through T).
+
+        With ``shared`` its ``entries`` is the builder's own list, not a copy: read-only, and
+        later calls may extend it (the kernel's shared context, read at once), so a late turn
+        does not copy the whole history for a list its model call does not read."""
         seen = self._seen
         extends = (
             0 < seen <= len(visible)
@@ -97,9 +101,8 @@ class ContextBuilder:
             self._add_messages(fresh)
             self._seen, self._last = len(visible), visible[-1]
             self._repair()
-        return DerivedContext(
-            entries=list(self._entries), messages=list(self._out), head=self._head
-        )
+        entries = self._entries if shared else list(self._entries)
+        return DerivedContext(entries=entries, messages=list(self._out), head=self._head)
 
     def _rebuild(self, visible: Sequence[Entry]) -> None:
         head_entry, start = active_range_start(visible)

@@ -199,12 +199,14 @@ class HookCopies:
         known = len(originals)
         if not self._flag.changed and known <= len(messages) and messages[:known] == originals:
             # the usual case: nothing changed, the history grew at its end (the list compare is
-            # by identity first, in C; a message equal to its original but another object still
-            # has an equal copy, and is the one remembered from now on)
-            fresh = self._fresh(messages[known:])
+            # by identity first, in C)
+            # (a message equal to its original but another object keeps the original here:
+            # its copy equals both, and the next call compares it by value again)
+            added = messages[known:]
+            fresh = self._fresh(added)
             kept.extend(copy for copy, _ in fresh)
             marks.extend(mark for _, mark in fresh)
-            self._originals = list(messages)
+            originals.extend(added)
             return list(kept)
         self._flag.changed = False  # the changed copies are dropped now (their marks stay set)
         out: list[Any] = []
@@ -253,11 +255,14 @@ class HookCopies:
 def reshare(
     result: list[Any], shared: list[dict[str, Any]], memo: HookCopies
 ) -> list[dict[str, Any]]:
-    """``result`` (the chain's messages) with each message equal to the one at its place in
-    ``shared`` replaced by that shared one: an unchanged kept copy at its own place without
-    looking at it, anything else compared by value."""
+    """A copy of ``result`` (the chain's messages) with each message equal to the one at its
+    place in ``shared`` replaced by that shared one: an unchanged kept copy at its own place
+    without looking at it, anything else compared by value. When every message is an unchanged
+    kept copy at its place, that is ``shared`` itself (read-only, as the caller's messages are
+    without hooks), not a copy of it."""
     if memo.all_unchanged(result):
-        return list(shared)
+        return shared
+    result = list(result)
     for index, (message, original) in enumerate(zip(result, shared, strict=False)):
         if message is original:
             continue

@@ -71,7 +71,7 @@ async def chain_before_request(
     copies = memo.copies(messages)  # a new list: the hooks may reorder it
     request = await hooks.before_request({"messages": copies}, cutoff or None, ctx)
     if isinstance(request, Mapping) and isinstance(request.get("messages"), list):
-        copies = list(request["messages"])
+        copies = request["messages"]  # reshare copies it before changing anything
     return reshare(copies, messages, memo)
 
 

@@ -52,7 +52,7 @@ from coding_agent.worker.providers._core import (
     SdkProvider,
     classify_stainless,
 )
-from coding_agent.worker.providers._memo import FoldMemo
+from coding_agent.worker.providers._memo import FoldMemo, JoinedChunks
 from coding_agent.worker.providers._sse import Last
 from pico3.models import (
     AssistantMessage,
@@ -266,10 +266,10 @@ class _Fold:
 
     Runs of tool results (across assistants with nothing to send) share one user message, so a
     message is a *group* of records; only the last group can still grow. The groups before the
-    last user one never change again: their encodings are joined into one buffer (``_prefix``,
-    comma-separated) as they fall behind it, and :meth:`render` hands that buffer over as a
-    single :class:`msgspec.Raw`, which msgspec writes verbatim, so the array comes out as if
-    each message were its own element. The body's encoding is then one copy of the history
+    last user one never change again: their encodings are joined into a few buffers
+    (``_prefix``, comma-separated, :class:`._memo.JoinedChunks`) as they fall behind it, and
+    :meth:`render` hands them over as :class:`msgspec.Raw` values, which msgspec writes
+    verbatim, so the array comes out as if each message were its own element. The body's encoding is then one copy of the history
     rather than a walk over thousands of small objects scattered over the heap (~0.4 ms at
     turn 2,000, which was most of what a late turn costs more than an early one)."""
 
@@ -278,7 +278,7 @@ class _Fold:
     def __init__(self) -> None:
         self._groups: list[list[Message]] = []
         self._assistant: list[bool] = []  # per group: an assistant message
-        self._prefix = b""  # the encoded groups before ``_joined``, comma-separated
+        self._prefix = JoinedChunks()  # the encoded groups before ``_joined``
         self._joined = 0
         self._items: list[bytes] = []  # the encoded groups from ``_joined`` on but the last
         self._merging = False  # the last group is a run of tool results
@@ -311,7 +311,7 @@ class _Fold:
         last = len(self._groups) - 1
         user = next((i for i in range(last, -1, -1) if not self._assistant[i]), None)
         self._join(last if user is None else user)
-        out: list[Any] = [msgspec.Raw(self._prefix)] if self._prefix else []
+        out: list[Any] = self._prefix.raws()
         tail: list[Any] = [*self._items, _encode_group(self._groups[last])]
         if user is not None:
             tail[user - self._joined] = _messages(self._groups[user])[0]
@@ -324,7 +324,7 @@ class _Fold:
         if count <= 0:
             return
         moved, self._items = self._items[:count], self._items[count:]
-        self._prefix = b",".join([self._prefix, *moved] if self._prefix else moved)
+        self._prefix.extend(moved)
         self._joined = until
 
 

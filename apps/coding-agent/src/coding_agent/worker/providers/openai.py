@@ -59,7 +59,7 @@ from coding_agent.worker.providers._core import (
     classify_stainless,
 )
 from coding_agent.worker.providers._drive import SdkStream
-from coding_agent.worker.providers._memo import FoldMemo
+from coding_agent.worker.providers._memo import FoldMemo, JoinedChunks
 from coding_agent.worker.providers._sse import Last
 from coding_agent.worker.providers.text_tools import (
     ParsedCall,
@@ -290,10 +290,10 @@ class _Fold:
 
     Encoding, every message is final once fed (a run of tool results' images follow it as a
     message of their own, added when the run ends), so :meth:`render` joins the encoded messages
-    into one buffer (comma-separated) and hands it over as a single :class:`msgspec.Raw`, which
-    msgspec writes verbatim, so the array comes out as if each message were its own element:
-    the body's encoding is one copy of the history rather than a walk over thousands of small
-    objects scattered over the heap."""
+    into a few buffers (comma-separated, :class:`._memo.JoinedChunks`) and hands them over as
+    :class:`msgspec.Raw` values, which msgspec writes verbatim, so the array comes out as if each
+    message were its own element: the body's encoding is one copy of the history rather than a
+    walk over thousands of small objects scattered over the heap."""
 
     __slots__ = ("_encode", "_images", "_out", "_pictures", "_prefix")
 
@@ -301,7 +301,7 @@ class _Fold:
         self._images = images
         self._encode = encode
         self._out: list[Any] = []  # encoding: the encoded messages not yet in ``_prefix``
-        self._prefix = b""  # encoding: the messages rendered so far, comma-separated
+        self._prefix = JoinedChunks()  # encoding: the messages rendered so far
         self._pictures: list[dict[str, Any]] = []  # tool-result images awaiting their message
 
     def feed(self, message: Message) -> None:
@@ -319,10 +319,9 @@ class _Fold:
     def render(self) -> list[Any]:
         out: list[Any] = list(self._out)
         if self._encode:
-            if out:
-                self._prefix = b",".join([self._prefix, *out] if self._prefix else out)
-                self._out = []
-            out = [msgspec.Raw(self._prefix)] if self._prefix else []
+            self._prefix.extend(out)
+            self._out = []
+            out = self._prefix.raws()
         if self._pictures:
             out.append(_tool_images(self._pictures))
         return out

@@ -54,7 +54,7 @@ from typing import Any, Unpack
 import msgspec
 
 from coding_agent.worker.providers._core import ENCODER, Mapper, ProviderOptions, Sdk, SdkProvider
-from coding_agent.worker.providers._memo import FoldMemo
+from coding_agent.worker.providers._memo import FoldMemo, JoinedChunks
 from coding_agent.worker.providers._sse import Last
 from coding_agent.worker.providers.openai import REASONING_EFFORT, classify_error
 from pico3.models import (
@@ -250,23 +250,22 @@ def _part(block: TextContent | ImageContent) -> dict[str, Any]:
 
 class _Fold:
     """:func:`_input` as a left fold (see :class:`._memo.Fold`): every record's items are final
-    once fed, so they are encoded then and joined into one buffer handed over as a single
-    :class:`msgspec.Raw`."""
+    once fed, so they are encoded then and joined into a few buffers
+    (:class:`._memo.JoinedChunks`) handed over as :class:`msgspec.Raw` values."""
 
     __slots__ = ("_out", "_prefix")
 
     def __init__(self) -> None:
         self._out: list[bytes] = []
-        self._prefix = b""
+        self._prefix = JoinedChunks()
 
     def feed(self, message: Message) -> None:
         self._out.extend(ENCODER.encode(item) for item in _items(message))
 
     def render(self) -> list[Any]:
-        if self._out:
-            self._prefix = b",".join([self._prefix, *self._out] if self._prefix else self._out)
-            self._out = []
-        return [msgspec.Raw(self._prefix)] if self._prefix else []
+        self._prefix.extend(self._out)
+        self._out = []
+        return self._prefix.raws()
 
 
 # The parts of the Responses stream events the mapper reads (unknown fields are ignored).

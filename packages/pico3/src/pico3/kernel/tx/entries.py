@@ -134,7 +134,8 @@ class EntryOps(TaskOps):
     async def shared_context(self, conversation_id: int, at: int | None = None) -> DerivedContext:
         """:meth:`context` derived from the kernel's shared transcript cache: cheap however long
         the conversation is, but **read-only** (its entries and messages are shared with later
-        reads; copy before changing anything)."""
+        reads, and its ``entries`` list is extended by them: copy before changing or keeping
+        anything)."""
         self._scan_guard(conversation_id, "context")
         if at is not None and not await self._visible(conversation_id, at):
             raise ValueError(f"entry {at} is not fork-visible from conversation {conversation_id}")
