@@ -111,12 +111,14 @@ class Terminal:
             time.sleep(0.1)  # polling the file; the condition is what is waited on
         raise AssertionError(f"timed out waiting for {needle!r} to be written:\n{text[-2000:]}")
 
-    def wait_dialog(self, window: str, title: str) -> str:
+    def wait_dialog(self, window: str, title: str, keys: str = "enter answers") -> str:
         """Wait until the dialog titled ``title`` takes answers: its key line names Enter
-        (while it arms, ignoring keys already on their way, the line reads "…")."""
-        return self.wait(
-            window, lambda text: title in text and "enter answers" in text, f"dialog {title!r}"
-        )
+        (while it arms, ignoring keys already on their way, the line reads "…").
+
+        When the dialog replaces another one, pass its own key line as ``keys`` (e.g. "←→ or
+        1-2 select · enter answers"): tmux can show a frame half drawn, the new dialog's text
+        above the old dialog's key line, and keys sent then reach a dialog still arming."""
+        return self.wait(window, lambda text: title in text and keys in text, f"dialog {title!r}")
 
 
 @pytest.fixture
