@@ -56,6 +56,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import anyio
@@ -250,6 +251,33 @@ def wal_syncs(conninfo: str) -> int:
         return int(row[0])
 
 
+def _run_together(
+    server: ServerCpu, children: list[tuple[Callable[..., None], tuple[Any, ...]]]
+) -> tuple[list[Any], float]:
+    """Fork each ``(target, args)`` child (called with ``*args, ready, go, release, out``),
+    start them together once all are ready, and return the span each put on ``out`` and the
+    server CPU the run used; the children are released and joined."""
+    context = multiprocessing.get_context("fork")
+    go, release, out = context.Event(), context.Event(), context.Queue()
+    processes, readies = [], []
+    for target, args in children:
+        ready = context.Event()
+        process = context.Process(target=target, args=(*args, ready, go, release, out))
+        process.start()
+        processes.append(process)
+        readies.append(ready)
+    for ready in readies:
+        ready.wait(120)
+    ticks = server.snapshot()
+    go.set()
+    spans = [out.get(timeout=600) for _ in processes]
+    used = server.between(ticks, server.snapshot())
+    release.set()
+    for process in processes:
+        process.join(60)
+    return spans, used
+
+
 def concurrent_rate(
     conninfo: str, server: ServerCpu, sessions: int, commits: int, processes: int, tag: str
 ) -> tuple[Cost, float]:
@@ -257,31 +285,17 @@ def concurrent_rate(
     sequential, the sessions of a process interleave on its event loop), all started together;
     the aggregate rate from the first start to the last finish, the CPU per commit, and the WAL
     flushes per commit (below 1: the server grouped commits into one flush)."""
-    context = multiprocessing.get_context("fork")
-    go = context.Event()
-    release = context.Event()
-    out = context.Queue()
     syncs = wal_syncs(conninfo)
-    workers = []
-    readies = []
-    for p in range(processes):
-        names = [f"many-{tag}-{n}" for n in range(p, sessions, processes)]
-        ready = context.Event()
-        worker = context.Process(
-            target=_child, args=(conninfo, names, commits, ready, go, release, out)
-        )
-        worker.start()
-        workers.append(worker)
-        readies.append(ready)
-    for ready in readies:
-        ready.wait(120)
-    ticks = server.snapshot()
-    go.set()
-    spans = [out.get(timeout=600) for _ in workers]
-    used = server.between(ticks, server.snapshot())
-    release.set()
-    for worker in workers:
-        worker.join(60)
+    spans, used = _run_together(
+        server,
+        [
+            (
+                _child,
+                (conninfo, [f"many-{tag}-{n}" for n in range(p, sessions, processes)], commits),
+            )
+            for p in range(processes)
+        ],
+    )
     with psycopg.connect(conninfo, autocommit=True) as conn:  # exited backends flushed their stats
         while conn.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
@@ -461,28 +475,21 @@ def hosts_rate(
     --host-sessions N``: each its own pool of ``pool_size`` connections, so the connections
     stay ``hosts`` x (``pool_size`` + 1) whatever the sessions), all started together; the
     aggregate rate from the first start to the last finish and the CPU per commit."""
-    context = multiprocessing.get_context("fork")
-    go, release, out = context.Event(), context.Event(), context.Queue()
-    children, readies = [], []
-    for h in range(hosts):
-        names = [f"hosts-{tag}-{n}" for n in range(h, sessions, hosts)]
-        ready = context.Event()
-        child = context.Process(
-            target=_host_child,
-            args=(conninfo, names, commits, pool_size, ready, go, release, out),
-        )
-        child.start()
-        children.append(child)
-        readies.append(ready)
-    for ready in readies:
-        ready.wait(120)
-    ticks = server.snapshot()
-    go.set()
-    spans = [out.get(timeout=600) for _ in children]
-    used = server.between(ticks, server.snapshot())
-    release.set()
-    for child in children:
-        child.join(60)
+    spans, used = _run_together(
+        server,
+        [
+            (
+                _host_child,
+                (
+                    conninfo,
+                    [f"hosts-{tag}-{n}" for n in range(h, sessions, hosts)],
+                    commits,
+                    pool_size,
+                ),
+            )
+            for h in range(hosts)
+        ],
+    )
     total = sessions * commits
     wall = max(span[1] for span in spans) - min(span[0] for span in spans)
     client = sum(span[2] for span in spans)

@@ -873,12 +873,8 @@ class JsonlStorage(TableStorage):
         created = False
         synced = 0.0
         for name, lines in files.items():  # the own-publication file was named first
-            sidecar = self._sidecars.get(name)
-            if sidecar is None:
-                sidecar, new = self._open_sidecar(name)
-                created = created or new
-            else:
-                self._sidecars.move_to_end(name)
+            sidecar, new = self._sidecar(name)
+            created = created or new
             started = time.perf_counter()
             sidecar.append(b"".join(lines))  # durable on return (see pico3.storage._log)
             synced += time.perf_counter() - started
@@ -1012,12 +1008,8 @@ class JsonlStorage(TableStorage):
                 log.append(data)  # durable on return (see pico3.storage._log)
                 synced += time.perf_counter() - started
                 continue
-            sidecar = self._sidecars.get(name)
-            if sidecar is None:
-                sidecar, new = self._open_sidecar(name)
-                created = created or new
-            else:
-                self._sidecars.move_to_end(name)
+            sidecar, new = self._sidecar(name)
+            created = created or new
             started = time.perf_counter()
             sidecar.append(data)  # durable on return with fsync (see pico3.storage._log)
             synced += time.perf_counter() - started
@@ -1029,13 +1021,17 @@ class JsonlStorage(TableStorage):
             self._sync_cost += (synced - self._sync_cost) * _COST_WEIGHT
             self._offload = self._sync_cost > self._thread_above or self._thread_above <= 0
 
-    def _open_sidecar(self, name: str) -> tuple[MainLog, bool]:
-        """The sidecar's log, the file created if new (then True: its name needs a folder
-        fsync before it is relied on). With fsync the log preallocates the file with written
+    def _sidecar(self, name: str) -> tuple[MainLog, bool]:
+        """The sidecar's log, opened if it is not (then True when the file was created: its
+        name needs a folder fsync before it is relied on). With fsync the log preallocates the file with written
         zeros (a step of at least :data:`SIDECAR_CHUNK`), so each record is one synchronous block
         write instead of an append and an ``fsync`` that must also commit the file's new size
         (:mod:`pico3.storage._log`); beyond :data:`OPEN_SIDECARS` open logs, the least recently
         written is closed (its zero tail cut)."""
+        sidecar = self._sidecars.get(name)
+        if sidecar is not None:
+            self._sidecars.move_to_end(name)  # the most recently written, closed last
+            return sidecar, False
         path = self._file(name)
         try:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _PRIVATE_FILE))
