@@ -190,6 +190,19 @@ async def sessions_in_process(
     conninfo: str, names: list[str], commits: int, ready: Any, go: Any, release: Any, out: Any
 ) -> None:
     storages = [PostgresStorage(conninfo, name, fsync=True) for name in names]
+    try:
+        await _timed_sessions(storages, commits, ready, go, release, out)
+    finally:
+        for storage in storages:
+            await storage.close(ctx)
+
+
+async def _timed_sessions(
+    storages: list[PostgresStorage], commits: int, ready: Any, go: Any, release: Any, out: Any
+) -> None:
+    """Open and warm ``storages``, then once ``go`` is set commit ``commits`` entries in each,
+    all sessions at once; put the span (start, end, process CPU) on ``out`` and hold the
+    connections open until ``release`` (the server's CPU is read before they close)."""
     for storage in storages:
         await storage.open(ctx)
         await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
@@ -204,20 +217,14 @@ async def sessions_in_process(
         for batch in batches[id(storage)]:
             await storage.commit(batch, ctx)
 
-    try:
-        ready.set()
-        await anyio.to_thread.run_sync(go.wait)
-        started, cpu = time.perf_counter(), time.process_time()
-        async with anyio.create_task_group() as group:
-            for storage in storages:
-                group.start_soon(run, storage)
-        out.put((started, time.perf_counter(), time.process_time() - cpu))
-        await anyio.to_thread.run_sync(
-            release.wait
-        )  # connections open until the server's CPU is read
-    finally:
+    ready.set()
+    await anyio.to_thread.run_sync(go.wait)
+    started, cpu = time.perf_counter(), time.process_time()
+    async with anyio.create_task_group() as group:
         for storage in storages:
-            await storage.close(ctx)
+            group.start_soon(run, storage)
+    out.put((started, time.perf_counter(), time.process_time() - cpu))
+    await anyio.to_thread.run_sync(release.wait)
 
 
 async def solo_rate(conninfo: str, commits: int, tag: str) -> float:
@@ -433,27 +440,11 @@ async def host_in_process(
                 PostgresStorage(session=name, pool=pool, renewer=renewer, group_commit=True)
                 for name in names
             ]
-            for storage in storages:
-                await storage.open(ctx)
-                await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
-                for n in range(5):
-                    await storage.commit([entry(storage, n)], ctx)
-            work = {id(s): [[entry(s, n)] for n in range(commits)] for s in storages}
-
-            async def run(storage: PostgresStorage) -> None:
-                for batch in work[id(storage)]:
-                    await storage.commit(batch, ctx)
-
-            ready.set()
-            await anyio.to_thread.run_sync(go.wait)
-            started, cpu = time.perf_counter(), time.process_time()
-            async with anyio.create_task_group() as group:
+            try:
+                await _timed_sessions(storages, commits, ready, go, release, out)
+            finally:
                 for storage in storages:
-                    group.start_soon(run, storage)
-            out.put((started, time.perf_counter(), time.process_time() - cpu))
-            await anyio.to_thread.run_sync(release.wait)
-            for storage in storages:
-                await storage.close(ctx)
+                    await storage.close(ctx)
     finally:
         renewer.close()
 
