@@ -293,18 +293,24 @@ class StreamServer(_Loopback):
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _cpu_now(pid: int, *, thread: bool = False) -> float | None:
+def _cpu_now(pid: int, *, thread: bool = False, exited_threads: bool = False) -> float | None:
     """The CPU seconds process ``pid`` (with ``thread``: its main thread alone) used so far
     (Linux ``/proc``; ``None`` elsewhere): the nanoseconds its threads ran (``schedstat``),
     else its user and system clock ticks (1/100 s apart: too coarse to tell two TUI start-ups
-    apart)."""
-    tasks = [Path(f"/proc/{pid}/task/{pid}")] if thread else None
-    try:
-        if tasks is None:
-            tasks = list(Path(f"/proc/{pid}/task").iterdir())
-        return sum(int((task / "schedstat").read_text().split()[0]) for task in tasks) / 1e9
-    except (OSError, ValueError, IndexError):
-        pass
+    apart).
+
+    ``schedstat`` lists only the threads alive now: a thread that already ended (the TLS
+    certificates' loader of a provider client) is missing, though the exit's ``rusage`` counts
+    it. For a span that ends at exit, pass ``exited_threads``: the process's clock ticks,
+    which count them."""
+    if not exited_threads:
+        try:
+            tasks = [Path(f"/proc/{pid}/task/{pid}")] if thread else None
+            if tasks is None:
+                tasks = list(Path(f"/proc/{pid}/task").iterdir())
+            return sum(int((task / "schedstat").read_text().split()[0]) for task in tasks) / 1e9
+        except (OSError, ValueError, IndexError):
+            pass
     stat = f"/proc/{pid}/task/{pid}/stat" if thread else f"/proc/{pid}/stat"
     try:
         fields = Path(stat).read_text().rsplit(")", 1)[1].split()
@@ -341,7 +347,7 @@ def _consume(command: list[str], env: dict[str, str], cwd: Path, server: StreamS
     try:
         if not server.started.wait(120):
             raise RuntimeError(f"{command[:3]}: no request arrived within 120 s")
-        cpu_start = _cpu_now(process.pid)
+        cpu_start = _cpu_now(process.pid, exited_threads=True)  # the span ends at exit
         assert process.stdout is not None
         out = process.stdout.read()
         cpu = _reap(process, kill=False)
