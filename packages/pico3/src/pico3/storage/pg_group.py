@@ -81,6 +81,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BLOCK_MS",
     "GroupCommitter",
+    "Pace",
     "Pending",
     "StatementFailed",
     "committer_for",
@@ -189,7 +190,7 @@ class GroupCommitter:
         # the session whose commit was the last group, alone: its next one, if nothing else
         # is in flight or queued, goes straight (another session's commit gathers a group)
         self._alone: str | None = None
-        self._quick = True  # the last lone commit's answer came within BLOCK_MS
+        self._pace = Pace()  # the lone commits' answers (run_prepared's block)
         self.straight = 0  # commits sent straight through, alone (a count for tests)
         self.idle_check = IDLE_CHECK  # seconds a kept connection idles before a check
         self.timeout = 60.0  # waiting for a pool connection
@@ -376,12 +377,9 @@ class GroupCommitter:
                 b"".join([_HEAD(1, 0, _BYTEA, n, 1), *(_LEN(len(x)) + x for x in raws)]),
             )
         stored: set[bytes] = set()
-        block = alone and self._quick
-        started = time.monotonic()
-        for result in await run_prepared(conn, name, params, _FORMATS, block=block):
+        pace = self._pace if alone else None  # a group's answer is awaited on the loop
+        for result in await run_prepared(conn, name, params, _FORMATS, pace=pace):
             stored.update(result.get_value(row, 0) or b"" for row in range(result.ntuples))
-        if alone:  # block next time only if this answer came within the bound
-            self._quick = time.monotonic() - started < BLOCK_MS / 1000
         return [i for i, name in zip(batch, names, strict=True) if name not in stored]
 
     async def _left_out(self, conn: AsyncConnection[Any], left: list[Pending]) -> None:
@@ -461,6 +459,20 @@ def _not_sent(item: Pending) -> StorageFailed:
     )
 
 
+class Pace:
+    """Whether the answers to one caller's statements come quickly enough to be awaited
+    blocking: :func:`run_prepared` given it (``pace=``) blocks while the last answer it timed
+    came within :data:`BLOCK_MS`, and times this one (a failed statement changes nothing).
+    One per writer whose statements are never in flight together (a session's own connection,
+    a committer's lone commits)."""
+
+    __slots__ = ("quick",)
+
+    def __init__(self) -> None:
+        self.quick = True
+        """The last answer timed came within :data:`BLOCK_MS` (so the next one blocks)."""
+
+
 class StatementFailed(Exception):
     """A statement run by :func:`run_prepared` failed; ``sqlstate`` is its SQLSTATE."""
 
@@ -475,6 +487,7 @@ async def run_prepared(
     *,
     ok: int | None = None,
     block: bool = False,
+    pace: Pace | None = None,
 ) -> list[Any]:
     """Run prepared statement ``name`` straight through libpq on the event loop, its
     parameters already in binary (no query conversion, no adaptation); returns its results,
@@ -488,9 +501,14 @@ async def run_prepared(
     (~35 µs of CPU per wait, and 2-3x the wall time of a blocking wait, measured on
     loopback). Callers pass it only when nothing else of theirs is in flight and their
     last answer came within the bound (a slow disk's commits then wait on the loop only), so
-    the loop is held at most :data:`BLOCK_MS` per statement."""
+    the loop is held at most :data:`BLOCK_MS` per statement. ``pace`` decides ``block``
+    that way and keeps the answer's time for the next statement (:class:`Pace`)."""
     from psycopg import pq
 
+    started = 0.0
+    if pace is not None:
+        block = pace.quick
+        started = time.monotonic()
     expected = pq.ExecStatus.TUPLES_OK if ok is None else ok
     pgconn = conn.pgconn
     pgconn.send_query_prepared(name, params, formats)
@@ -523,6 +541,8 @@ async def run_prepared(
             failed.sqlstate = None if state is None else state.decode()
     if failed is not None:
         raise failed
+    if pace is not None:  # block next time only if this answer came within the bound
+        pace.quick = time.monotonic() - started < BLOCK_MS / 1000
     return results
 
 

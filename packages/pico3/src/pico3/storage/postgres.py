@@ -142,8 +142,8 @@ from pico3.storage.base import (
 )
 from pico3.storage.pg_blobs import BlobStore, address_of, unreachable, with_liveness
 from pico3.storage.pg_group import (
-    BLOCK_MS,
     GroupCommitter,
+    Pace,
     Pending,
     StatementFailed,
     committer_for,
@@ -584,7 +584,7 @@ class PostgresStorage(TableStorage):
             committer_for(pool) if group_commit and fsync and pool is not None else None
         )
         self._pending: Pending | None = None  # this storage's grouped commit in flight
-        self._quick = True  # the last commit's answer came within BLOCK_MS (run_prepared)
+        self._pace = Pace()  # whether a commit's answer is awaited blocking (run_prepared)
 
     def __repr__(self) -> str:
         return f"<PostgresStorage session={self._session!r} seq={self.seq}>"
@@ -1461,9 +1461,8 @@ class PostgresStorage(TableStorage):
         conn = self._conn
         assert conn is not None
         params = (self._session_bytes, _INT8(seq), self._epoch_bytes, _INT8(max_id), raw)
-        if self._quick:  # the loop's turn the wait on it would give (a fair share)
+        if self._pace.quick:  # the loop's turn the wait on it would give (a fair share)
             await anyio.lowlevel.checkpoint()
-        started = time.monotonic()
         try:
             # the writer's connection is its own: nothing else waits on it, so its answer is
             # awaited blocking for up to a millisecond while the last one came that fast
@@ -1473,9 +1472,8 @@ class PostgresStorage(TableStorage):
                 params,
                 _MAIN_FORMATS,
                 ok=pq.ExecStatus.COMMAND_OK,
-                block=self._quick,
+                pace=self._pace,
             )
-            self._quick = time.monotonic() - started < BLOCK_MS / 1000
         except StatementFailed as exc:
             error = StorageError(str(exc))
             error.sqlstate = exc.sqlstate  # type: ignore[attr-defined]
