@@ -141,15 +141,9 @@ from pico3.storage.base import (
     current_prechecked,
 )
 from pico3.storage.pg_blobs import BlobStore, address_of, unreachable, with_liveness
-from pico3.storage.pg_group import (
-    GroupCommitter,
-    Pace,
-    Pending,
-    StatementFailed,
-    committer_for,
-    run_prepared,
-)
+from pico3.storage.pg_group import GroupCommitter, Pending, committer_for
 from pico3.storage.pg_lease import Lease, LeaseRenewer
+from pico3.storage.pg_prepared import Pace, StatementFailed, run_prepared
 from pico3.storage.records import DocRef, DocWrite, Write, is_base
 
 if TYPE_CHECKING:
