@@ -10,7 +10,7 @@
 
 On PostgreSQL its sessions run in host processes by default (one per core) and its connections
 to the database are at most ``--db-connections`` (default 20) whatever the number of sessions
-(:func:`_plan`); ``--host-sessions 0`` runs a worker process per session, the default on JSONL.
+(:func:`plan_sessions`); ``--host-sessions 0`` runs a worker process per session, the default on JSONL.
 
 At start it raises its open-file limit to the hard limit (where it may), with ``--migrate``
 migrates the database's schema, and prints one ``LISTENING <address>`` line per listener on
@@ -48,11 +48,15 @@ from coding_agent.server.serve import ServerOptions, SessionServer
 from coding_agent.server.session_host import HOST_MAX_STARTING
 from coding_agent.settings.secret_env import hide_secrets_from_proc
 
-__all__ = ["run_serve"]
+__all__ = ["plan_sessions", "run_serve"]
 
 _POSTGRES = ("postgresql://", "postgres://")
 DIRECTORY_CONNECTIONS = 1
 """The server's own PostgreSQL connection: its session directory (:mod:`.directory`)."""
+MIN_DEFAULT_POOL = 4
+"""The fewest pool connections a host gets when ``serve`` picks the number of hosts: a host's
+two groups in flight and a session opening each need one, so on many cores the bound makes
+fewer, better-served hosts rather than one per core on a pool of one."""
 WORKER_CONNECTIONS = 3
 """A worker process's PostgreSQL connections at most: its writer, its lease renewer, its blobs."""
 EXIT_STORAGE = 5
@@ -139,7 +143,7 @@ def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[s
         max_sessions=args.max_sessions,
         wait_for_approval=getattr(args, "wait_for_approval", None),
     )
-    hosts, pool, options.max_sessions, connections = _plan(args, storage)
+    hosts, pool, options.max_sessions, connections = plan_sessions(args, storage)
     if args.max_starting is not None:
         options.max_starting = args.max_starting
     elif hosts:
@@ -157,8 +161,8 @@ def _cores() -> int:
     return max(1, count() or 1)
 
 
-def _plan(
-    args: argparse.Namespace, storage: str | None
+def plan_sessions(
+    args: argparse.Namespace, storage: str | None, cores: int | None = None
 ) -> tuple[int, int | None, int | None, int | None]:
     """How the sessions run, from ``--host-sessions``, ``--db-connections``, ``--db-pool-size``
     and ``--max-sessions``: ``(host processes (0: a worker process each), each host's pool size,
@@ -167,10 +171,12 @@ def _plan(
     On PostgreSQL the server's connections are bounded by ``--db-connections`` whatever the
     number of sessions: one for the session directory, then ``P + 1`` per host (its pool and its
     lease renewer), or 3 per worker process (which bounds ``--max-sessions``). A combination
-    over the bound is refused with one line naming the numbers and the fix."""
+    over the bound is refused with one line naming the numbers and the fix. ``cores``: the
+    CPUs to count on (default: this process's)."""
+    cores = cores or _cores()
     hosts: int | None = args.host_sessions
     if hosts == HOST_SESSIONS_CORES:
-        hosts = _cores()
+        hosts = cores
     if storage is None:  # JSONL: no connections to bound
         for flag in ("--db-connections", "--db-pool-size"):
             if getattr(args, flag[2:].replace("-", "_")) is not None:
@@ -204,7 +210,7 @@ def _plan(
         return 0, None, wanted, need
     named = f"--host-sessions {hosts}"
     if hosts is None:  # the default: one host per core, as many as the bound allows
-        hosts = max(1, min(_cores(), budget // ((pool or 1) + 1)))
+        hosts = max(1, min(cores, budget // ((pool or MIN_DEFAULT_POOL) + 1)))
         named = f"{hosts} host process{'es' if hosts > 1 else ''}"
     if pool is None:
         pool = max(1, budget // hosts - 1)
