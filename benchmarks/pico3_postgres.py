@@ -29,8 +29,9 @@ folder, loopback TCP, ``fsync=on``, ``synchronous_commit=on``) serves every row.
   from a slow path.
 * **session hosts**: the issue's targets against pgbench run just before: 50 sessions of one
   process on one pool of 10 (``serve --host-sessions``, group commit) and one of them alone;
-  then, on more than one core, the 50 spread over a host process per core, a pool of 10 each
-  (``serve --host-sessions N``: connections stay N x 11 whatever the sessions).
+  then, on more than one core, the 50 spread over a host process per core on the pools a
+  default ``serve`` gives them (its 20 connections shared: a pool of 8 each on two cores;
+  connections stay within 20 whatever the sessions).
 * **open**: a session of 100,000 entries (one entry per commit, rows bulk-loaded with COPY in
   the exact encoding a commit writes) opened by ``PostgresStorage.open`` (migration check, the
   lease, reading every row, replay), next to a bare ``SELECT`` of the same rows and to
@@ -65,6 +66,7 @@ import msgspec
 import psycopg
 
 from chord.context import BACKGROUND
+from coding_agent.server.main import plan_sessions
 from pico3.storage import (
     Conversation,
     ConversationWrite,
@@ -653,6 +655,11 @@ def main() -> None:
     entries = 20_000 if args.quick else 100_000
     sessions = 50
     processes = os.cpu_count() or 1
+    # the hosts and their pools of a default ``serve`` on this machine (within 20 connections)
+    plan = argparse.Namespace(
+        host_sessions=None, db_connections=None, db_pool_size=None, max_sessions=None
+    )
+    hosts, host_pool, _, _ = plan_sessions(plan, "postgresql://", cores=processes)
     print(
         f"machine: {processes} cores, load average {os.getloadavg()[0]:.1f} at the start "
         "(a load above the cores starves every wall figure; the CPU figures hold up better)"
@@ -720,9 +727,9 @@ def main() -> None:
             )
             hosted.append((cost.rate / crowd.rate, one / alone.rate, cost))
             plain.append(anyio.run(solo_rate, conninfo, 300, f"p{round}") / alone.rate)
-            if processes > 1:  # serve --host-sessions N: a host process per core
+            if hosts > 1:  # a default serve: a host process per core
                 spread = hosts_rate(
-                    conninfo, server, sessions, commits * 2, processes, 10, f"h{round}"
+                    conninfo, server, sessions, commits * 2, hosts, host_pool or 1, f"h{round}"
                 )
                 several.append((spread.rate / crowd.rate, spread))
         if hosted:
@@ -744,8 +751,8 @@ def main() -> None:
             ratios = [r for r, _ in several]
             best = max(several, key=lambda h: h[0])[1]
             print(
-                f"session hosts ({sessions} sessions over {processes} host processes, "
-                f"serve --host-sessions {processes}: a pool of 10 connections each, group "
+                f"session hosts ({sessions} sessions over {hosts} host processes, "
+                f"as a default serve runs them: a pool of {host_pool} connections each, group "
                 f"commit): {best.rate:,.0f} commits/s aggregate at best ({best.cpu()}); "
                 f"{sessions} sessions / {sessions} clients median "
                 f"{statistics.median(ratios):.2f}x (target >= 0.6x; rounds "
