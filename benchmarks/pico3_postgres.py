@@ -29,8 +29,9 @@ folder, loopback TCP, ``fsync=on``, ``synchronous_commit=on``) serves every row.
   from a slow path.
 * **session hosts**: the issue's targets against pgbench run just before: 50 sessions of one
   process on one pool of 10 (``serve --host-sessions``, group commit) and one of them alone;
-  then, on more than one core, the 50 spread over a host process per core, a pool of 10 each
-  (``serve --host-sessions N``: connections stay N x 11 whatever the sessions).
+  then, on more than one core, the 50 spread over a host process per core on the pools a
+  default ``serve`` gives them (its 20 connections shared: a pool of 8 each on two cores;
+  connections stay within 20 whatever the sessions).
 * **open**: a session of 100,000 entries (one entry per commit, rows bulk-loaded with COPY in
   the exact encoding a commit writes) opened by ``PostgresStorage.open`` (migration check, the
   lease, reading every row, replay), next to a bare ``SELECT`` of the same rows and to
@@ -46,6 +47,7 @@ Run: ``uv run python benchmarks/pico3_postgres.py [--quick]``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import os
 import re
@@ -56,7 +58,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, NamedTuple
 
 import anyio
@@ -64,6 +66,7 @@ import msgspec
 import psycopg
 
 from chord.context import BACKGROUND
+from coding_agent.server.main import plan_sessions
 from pico3.storage import (
     Conversation,
     ConversationWrite,
@@ -203,11 +206,7 @@ async def _timed_sessions(
     """Open and warm ``storages``, then once ``go`` is set commit ``commits`` entries in each,
     all sessions at once; put the span (start, end, process CPU) on ``out`` and hold the
     connections open until ``release`` (the server's CPU is read before they close)."""
-    for storage in storages:
-        await storage.open(ctx)
-        await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
-        for n in range(5):
-            await storage.commit([entry(storage, n)], ctx)
+    await _warm(storages)
 
     # every batch built before the start (as in the one-session loop): the timed part is the
     # storage's commit, not the benchmark making entries
@@ -225,6 +224,44 @@ async def _timed_sessions(
             group.start_soon(run, storage)
     out.put((started, time.perf_counter(), time.process_time() - cpu))
     await anyio.to_thread.run_sync(release.wait)
+
+
+async def _warm(storages: list[PostgresStorage]) -> None:
+    """Open ``storages`` and commit a conversation and five entries in each (prepared
+    statements, a warm backend) before anything is timed."""
+    for storage in storages:
+        await storage.open(ctx)
+        await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
+        for n in range(5):
+            await storage.commit([entry(storage, n)], ctx)
+
+
+@contextlib.asynccontextmanager
+async def _hosted(conninfo: str, names: list[str], pool_size: int) -> AsyncIterator[list[Any]]:
+    """Sessions ``names`` as one session host has them (``coding-agent serve``'s hosts): one
+    shared pool of ``pool_size`` connections and one lease renewer, group commit; every
+    storage closed, then the pool and the renewer, on the way out."""
+    from psycopg_pool import AsyncConnectionPool
+
+    from pico3.storage import LeaseRenewer
+
+    renewer = LeaseRenewer(conninfo)
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        conninfo, min_size=1, max_size=pool_size, open=False
+    )
+    try:
+        async with pool:
+            storages = [
+                PostgresStorage(session=name, pool=pool, renewer=renewer, group_commit=True)
+                for name in names
+            ]
+            try:
+                yield storages
+            finally:
+                for storage in storages:
+                    await storage.close(ctx)
+    finally:
+        renewer.close()
 
 
 async def solo_rate(conninfo: str, commits: int, tag: str) -> float:
@@ -365,52 +402,30 @@ async def hosted_rate(
     (``coding-agent serve --host-sessions``: ``group_commit=True``, so commits that arrive
     together share a transaction); the aggregate rate and CPU per commit, then one of those
     sessions alone (its commits/s over 300 commits, nobody else committing)."""
-    from psycopg_pool import AsyncConnectionPool
+    names = [f"host-{tag}-{n}" for n in range(sessions)]
+    async with _hosted(conninfo, names, pool_size) as storages:
+        await _warm(storages)
+        work = {id(s): [[entry(s, n)] for n in range(commits)] for s in storages}
 
-    from pico3.storage import LeaseRenewer
+        async def run(storage: PostgresStorage) -> None:
+            for batch in work[id(storage)]:
+                await storage.commit(batch, ctx)
 
-    renewer = LeaseRenewer(conninfo)
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        conninfo, min_size=1, max_size=pool_size, open=False
-    )
-    try:
-        async with pool:
-            storages = [
-                PostgresStorage(
-                    session=f"host-{tag}-{n}", pool=pool, renewer=renewer, group_commit=True
-                )
-                for n in range(sessions)
-            ]
+        ticks = server.snapshot()
+        started, cpu = time.perf_counter(), time.process_time()
+        async with anyio.create_task_group() as group:
             for storage in storages:
-                await storage.open(ctx)
-                await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
-                for n in range(5):
-                    await storage.commit([entry(storage, n)], ctx)
-            work = {id(s): [[entry(s, n)] for n in range(commits)] for s in storages}
-
-            async def run(storage: PostgresStorage) -> None:
-                for batch in work[id(storage)]:
-                    await storage.commit(batch, ctx)
-
-            ticks = server.snapshot()
-            started, cpu = time.perf_counter(), time.process_time()
-            async with anyio.create_task_group() as group:
-                for storage in storages:
-                    group.start_soon(run, storage)
-            wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-            used = server.between(ticks, server.snapshot())
-            total = sessions * commits
-            many = Cost(total / wall, cpu / total * 1e6, used / total * 1e6)
-            solo = storages[0]
-            batches = [[entry(solo, n)] for n in range(300)]
-            started = time.perf_counter()
-            for batch in batches:
-                await solo.commit(batch, ctx)
-            one = len(batches) / (time.perf_counter() - started)
-            for storage in storages:
-                await storage.close(ctx)
-    finally:
-        renewer.close()
+                group.start_soon(run, storage)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        used = server.between(ticks, server.snapshot())
+        total = sessions * commits
+        many = Cost(total / wall, cpu / total * 1e6, used / total * 1e6)
+        solo = storages[0]
+        batches = [[entry(solo, n)] for n in range(300)]
+        started = time.perf_counter()
+        for batch in batches:
+            await solo.commit(batch, ctx)
+        one = len(batches) / (time.perf_counter() - started)
     return many, one
 
 
@@ -426,27 +441,8 @@ async def host_in_process(
 ) -> None:
     """One session host process of ``serve --host-sessions N``: its sessions on one shared
     pool of ``pool_size`` connections and one lease renewer, group commit."""
-    from psycopg_pool import AsyncConnectionPool
-
-    from pico3.storage import LeaseRenewer
-
-    renewer = LeaseRenewer(conninfo)
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        conninfo, min_size=1, max_size=pool_size, open=False
-    )
-    try:
-        async with pool:
-            storages = [
-                PostgresStorage(session=name, pool=pool, renewer=renewer, group_commit=True)
-                for name in names
-            ]
-            try:
-                await _timed_sessions(storages, commits, ready, go, release, out)
-            finally:
-                for storage in storages:
-                    await storage.close(ctx)
-    finally:
-        renewer.close()
+    async with _hosted(conninfo, names, pool_size) as storages:
+        await _timed_sessions(storages, commits, ready, go, release, out)
 
 
 def _host_child(*args: Any) -> None:
@@ -659,6 +655,11 @@ def main() -> None:
     entries = 20_000 if args.quick else 100_000
     sessions = 50
     processes = os.cpu_count() or 1
+    # the hosts and their pools of a default ``serve`` on this machine (within 20 connections)
+    plan = argparse.Namespace(
+        host_sessions=None, db_connections=None, db_pool_size=None, max_sessions=None
+    )
+    hosts, host_pool, _, _ = plan_sessions(plan, "postgresql://", cores=processes)
     print(
         f"machine: {processes} cores, load average {os.getloadavg()[0]:.1f} at the start "
         "(a load above the cores starves every wall figure; the CPU figures hold up better)"
@@ -726,9 +727,9 @@ def main() -> None:
             )
             hosted.append((cost.rate / crowd.rate, one / alone.rate, cost))
             plain.append(anyio.run(solo_rate, conninfo, 300, f"p{round}") / alone.rate)
-            if processes > 1:  # serve --host-sessions N: a host process per core
+            if hosts > 1:  # a default serve: a host process per core
                 spread = hosts_rate(
-                    conninfo, server, sessions, commits * 2, processes, 10, f"h{round}"
+                    conninfo, server, sessions, commits * 2, hosts, host_pool or 1, f"h{round}"
                 )
                 several.append((spread.rate / crowd.rate, spread))
         if hosted:
@@ -750,8 +751,8 @@ def main() -> None:
             ratios = [r for r, _ in several]
             best = max(several, key=lambda h: h[0])[1]
             print(
-                f"session hosts ({sessions} sessions over {processes} host processes, "
-                f"serve --host-sessions {processes}: a pool of 10 connections each, group "
+                f"session hosts ({sessions} sessions over {hosts} host processes, "
+                f"as a default serve runs them: a pool of {host_pool} connections each, group "
                 f"commit): {best.rate:,.0f} commits/s aggregate at best ({best.cpu()}); "
                 f"{sessions} sessions / {sessions} clients median "
                 f"{statistics.median(ratios):.2f}x (target >= 0.6x; rounds "

@@ -14,8 +14,9 @@ worker is ready). Printed:
 * **memory of idle sessions**: the workers' proportional set size (``Pss`` of
   ``/proc/PID/smaps_rollup``: shared pages split among their sharers), per session beyond the
   first; target: at most 5 MB;
-* **database connections**: the cluster's client backends once every session is idle; target:
-  at most 20 in all for 500 sessions;
+* **database connections**: the cluster's client backends, the most seen during the storm and
+  once every session is idle, next to the server's own bound (``--db-connections``, from its
+  ``limits`` line); target: at most 20 in all for 500 sessions;
 * **workers left running**: the server's worker processes next to the sessions that answered
   ready (a failed start must leave none);
 
@@ -24,14 +25,17 @@ kill -9 is ``benchmarks/serve_failover.py``'s. A line says ``MISSES`` when the m
 misses its target.
 
     uv run python benchmarks/serve_capacity.py [--sessions 50] [--max-starting N]
-        [--host-sessions [N] [--db-pool-size N]]
+        [--host-sessions N] [--db-pool-size N] [--db-connections N] [--throughput]
 
-With ``--host-sessions [N]`` the server runs every session in N host processes: a warm-up
-session per host starts them first, then the storm; the memory per session is what the storm's
-sessions added to the hosts' PSS, divided by their number, and the connections are those of
-the whole cluster (N × (pool + 1) for the hosts). With ``--throughput`` and N > 1, a line also
-gives the aggregate commits of 50 sessions spread over N host processes (a pool each, as
-``serve --host-sessions N`` runs them) against pgbench's 50 clients.
+By default it measures the default server: on PostgreSQL that runs every session in host
+processes (one per core, within ``--db-connections``, default 20; the counts are read from the
+server's ``limits`` line). A warm-up session per host starts them first, then the storm; the
+memory per session is what the storm's sessions added to the hosts' PSS, divided by their
+number, and the connections are those of the whole cluster. ``--host-sessions 0`` measures a
+worker process per session (give ``--db-connections`` room for them: 3 a worker), ``N`` that
+many hosts. With ``--throughput`` and more than one host, a line also gives the aggregate
+commits of 50 sessions spread over the hosts (a pool each, as ``serve`` runs them) against
+pgbench's 50 clients.
 """
 
 from __future__ import annotations
@@ -187,9 +191,10 @@ async def measure(
     folder: Path,
     sessions: int,
     max_starting: int | None,
-    host: int = 0,
+    host: int | None = None,
     pool_size: int | None = None,
     postmaster: int | None = None,
+    db_connections: int | None = None,
 ) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["XDG_STATE_HOME"] = str(folder / "state")
@@ -203,16 +208,25 @@ async def measure(
             "--socket", str(sock), "--migrate"]  # fmt: skip
     if max_starting is not None:
         args += ["--max-starting", str(max_starting)]
-    if host:
-        args += ["--host-sessions", str(host)]
-        if pool_size is not None:
-            args += ["--db-pool-size", str(pool_size)]
-    process = await anyio.open_process(
-        [sys.executable, "-m", "coding_agent.cli.main", *args],
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    for flag, value in (
+        ("--host-sessions", host), ("--db-pool-size", pool_size),
+        ("--db-connections", db_connections),
+    ):  # fmt: skip
+        if value is not None:
+            args += [flag, str(value)]
+    log = folder / "serve.log"
+    with log.open("wb") as stderr:
+        process = await anyio.open_process(
+            [sys.executable, "-m", "coding_agent.cli.main", *args],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+        )  # fmt: skip
     assert process.stdout is not None
-    await BufferedByteReceiveStream(process.stdout).receive_until(b"\n", 65536)
+    try:
+        await BufferedByteReceiveStream(process.stdout).receive_until(b"\n", 65536)
+    except (anyio.EndOfStream, anyio.IncompleteRead):
+        raise SystemExit(f"serve did not start: {log.read_text().strip()}") from None
+    plan = _plan(log.read_text())  # the limits line comes before LISTENING
+    host = plan["host_sessions"]
     address = ServerAddress(path=sock)
     ready: list[float] = []
     failed: list[str] = []
@@ -226,6 +240,14 @@ async def measure(
     database = [postmaster, *_children(postmaster)] if postmaster is not None else []
     before_db = {pid: _cpu_seconds(pid) for pid in database}
     start = time.monotonic()
+    peak = 0
+    counting = True
+
+    async def count() -> None:  # the most client backends seen while the storm runs
+        nonlocal peak
+        while counting:
+            peak = max(peak, await anyio.to_thread.run_sync(_backends, url))
+            await anyio.sleep(0.1)
 
     async def one() -> None:
         try:
@@ -238,8 +260,11 @@ async def measure(
 
     try:
         async with anyio.create_task_group() as group:
-            for _ in range(sessions):
-                group.start_soon(one)
+            group.start_soon(count)
+            async with anyio.create_task_group() as storm_group:
+                for _ in range(sessions):
+                    storm_group.start_soon(one)
+            counting = False
         storm = time.monotonic() - start
         workers = _children(process.pid)
         server_cpu = _cpu_seconds(process.pid) - before[process.pid]
@@ -249,12 +274,7 @@ async def measure(
         pss = sorted(_pss_kb(pid) for pid in workers)
         if host:  # what the sessions of the storm added to the hosts
             pss = [baseline, sum(pss)]
-        with psycopg.connect(url) as conn:
-            row = conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
-                "AND pid <> pg_backend_pid()"
-            ).fetchone()
-        connections = int(row[0]) if row else 0
+        connections = _backends(url)
     finally:
         process.terminate()
         with anyio.move_on_after(60):
@@ -262,9 +282,30 @@ async def measure(
         if process.returncode is None:
             process.kill()
     return {"storm": storm, "ready": len(ready), "failed": failed, "pss": pss,
-            "connections": connections, "workers": len(workers),
+            "connections": connections, "peak": max(peak, connections),
+            "workers": len(workers), **plan,
             "server_cpu": server_cpu, "session_cpu": session_cpu,
             "database_cpu": database_cpu}  # fmt: skip
+
+
+def _backends(url: str) -> int:
+    """The cluster's client backends but the one asking."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+            "AND pid <> pg_backend_pid()"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _plan(log: str) -> dict[str, int]:
+    """``host_sessions``, ``db_pool_size`` and ``db_connections`` of the server's ``limits``
+    line (0 when it does not say)."""
+    line = next((line for line in log.splitlines() if " limits " in line), "")
+    return {
+        key: int(found.group(1)) if (found := re.search(rf"\b{key}=(\d+)", line)) else 0
+        for key in ("host_sessions", "db_pool_size", "db_connections")
+    }
 
 
 def main() -> None:
@@ -273,15 +314,17 @@ def main() -> None:
     parser.add_argument("--max-starting", type=int, default=None)
     parser.add_argument(
         "--host-sessions",
-        nargs="?",
         type=int,
-        const=1,
-        default=0,
+        default=None,
         metavar="N",
-        help="serve --host-sessions N: N host processes for every session (a warm-up session "
-        "each first, so the storm and the memory are the sessions', not the process start's)",
+        help="serve --host-sessions N (default: the server's, one host process per core on "
+        "PostgreSQL; 0: a worker process per session). A warm-up session per host first, so "
+        "the storm and the memory are the sessions', not the process start's",
     )
     parser.add_argument("--db-pool-size", type=int, default=None)
+    parser.add_argument(
+        "--db-connections", type=int, default=None, help="serve --db-connections (default 20)"
+    )
     parser.add_argument(
         "--throughput",
         action="store_true",
@@ -301,7 +344,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             found = anyio.run(
                 measure, url, Path(folder), args.sessions, args.max_starting,
-                args.host_sessions, args.db_pool_size, _postmaster(cluster),
+                args.host_sessions, args.db_pool_size, _postmaster(cluster), args.db_connections,
             )  # fmt: skip
     finally:
         cluster.stop()
@@ -309,14 +352,21 @@ def main() -> None:
         with TempCluster({"max_connections": "200"}) as durable:
             url = f"postgresql://{durable.user}@127.0.0.1:{durable.port}/postgres"
             extra = throughput_lines(
-                durable, url, args.db_pool_size or 10, args.lease, args.host_sessions
+                durable,
+                url,
+                found["db_pool_size"] or args.db_pool_size or 10,
+                args.lease,
+                found["host_sessions"],
             )
     n = args.sessions
     load = os.getloadavg()[0]
+    hosts = found["host_sessions"]
+    default = "" if args.host_sessions is not None else ", the default"
     mode = (
-        f"{args.host_sessions} host process(es) (--host-sessions)"
-        if args.host_sessions
-        else "a worker per session"
+        f"{hosts} host process(es) (--host-sessions {hosts}, --db-pool-size "
+        f"{found['db_pool_size']}{default})"
+        if hosts
+        else f"a worker per session (--host-sessions 0{default})"
     )
     print(f"serve capacity: {n} sessions, {mode}, {os.cpu_count()} CPUs, load average {load:.1f}")
     projected = found["storm"] * 200 / n
@@ -328,7 +378,7 @@ def main() -> None:
     )
     if found["failed"]:
         print(f"    first failure: {found['failed'][0]}")
-    where = "the hosts" if args.host_sessions else "the workers (still running)"
+    where = "the hosts" if hosts else "the workers (still running)"
     print(
         f"  CPU of the storm: {found['session_cpu']:.1f} s in {where} "
         f"({found['session_cpu'] / max(1, n) * 1000:.0f} ms a session), "
@@ -336,10 +386,10 @@ def main() -> None:
         f"(its backends still open)"
     )
     workers = found["workers"]
-    if args.host_sessions:
-        verdict = "meets" if workers == args.host_sessions else "MISSES"
+    if hosts:
+        verdict = "meets" if workers == hosts else "MISSES"
         print(
-            f"  processes: {workers} host process(es) for {found['ready'] + args.host_sessions} "
+            f"  processes: {workers} host process(es) for {found['ready'] + hosts} "
             f"sessions {verdict}"
         )
     else:
@@ -349,13 +399,13 @@ def main() -> None:
             f"no worker of a failed start left running) {verdict}"
         )
     pss = found["pss"]
-    if args.host_sessions and len(pss) == 2:
+    if hosts and len(pss) == 2:
         beyond = (pss[1] - pss[0]) / max(1, found["ready"]) / 1024
         verdict = "meets" if beyond <= 5 else "MISSES"
         print(
             f"  memory of idle sessions: {beyond:.2f} MB each beyond the first (the hosts' PSS "
             f"{pss[0] / 1024:.0f} MB with one session each, {pss[1] / 1024:.0f} MB with "
-            f"{found['ready'] + args.host_sessions}) (target: <= 5 MB) {verdict}"
+            f"{found['ready'] + hosts}) (target: <= 5 MB) {verdict}"
         )
     elif len(pss) >= 2:
         beyond = (sum(pss) - pss[-1]) / (len(pss) - 1) / 1024
@@ -364,11 +414,14 @@ def main() -> None:
             f"  memory of idle sessions: {beyond:.1f} MB each beyond the first ({len(pss)} "
             f"workers, {sum(pss) / 1024:.0f} MB PSS in all) (target: <= 5 MB) {verdict}"
         )
-    per_500 = found["connections"] if args.host_sessions else found["connections"] * 500 / max(n, 1)
+    # the hosts' connections are bounded whatever the sessions; a worker's are its own
+    per_500 = found["peak"] if hosts else found["connections"] * 500 / max(n, 1)
     verdict = "meets" if per_500 <= 20 else "MISSES"
     print(
-        f"  database connections: {found['connections']} for {n} idle sessions, {per_500:.0f} "
-        f"at this rate for 500 (target: <= 20 in all) {verdict}"
+        f"  database connections: at most {found['peak']} during the storm, "
+        f"{found['connections']} for {n + hosts} idle sessions (the server holds at most "
+        f"{found['db_connections']}, its limits line); {per_500:.0f} for 500 sessions "
+        f"(target: <= 20 in all) {verdict}"
     )
     for line in extra:
         print(line)

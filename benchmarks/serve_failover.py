@@ -89,6 +89,7 @@ async def one_run(url: str, lease: float, folder: Path) -> tuple[float, float]:
         "--faux-script", str(script), "serve", "--cwd", str(project), "--storage", url,
         "--lease", str(lease), "--listen", "tcp://127.0.0.1:0", "--insecure",
         "--token-file", str(token),
+        "--host-sessions", "0",  # a worker process per session: its start is the "worker up"
     ]  # fmt: skip
     a_events: list[tuple[float, str]] = []
     b_events: list[tuple[float, str]] = []

@@ -398,6 +398,7 @@ class ServerPair:
             "--storage", self._storage, "--lease", repr(self._lease),
             "--listen", f"tcp://127.0.0.1:{server.port}", "--insecure",
             "--token-file", str(self._token), "--socket", str(server.socket),
+            "--host-sessions", "0",  # a worker process per session: the one killed with it
         ]  # fmt: skip
         process = await anyio.open_process(
             command,

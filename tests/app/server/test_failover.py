@@ -40,7 +40,7 @@ async def test_a_sigkilled_servers_session_resumes_on_the_other_server(
     """``shared``: both servers use one state folder (one machine). ``separate``: each has its
     own, as on two machines; the second finds the session in the database's session directory
     and makes its folder before it starts the worker. ``hosted``: both servers run their
-    sessions in a host process (``--host-sessions``, the shared pool and lease renewer): the
+    sessions in host processes (the default on PostgreSQL, a shared pool and lease renewer): the
     first server's host is SIGKILLed with it, and the other server's host takes the lease."""
     url = f"postgresql://{postgres_cluster.user}@127.0.0.1:{postgres_cluster.port}/postgres"
     marker = tmp_path / "ran.txt"
@@ -58,8 +58,9 @@ async def test_a_sigkilled_servers_session_resumes_on_the_other_server(
         "--faux-script", str(script), "serve", "--cwd", str(project), "--storage", url,
         "--lease", "1", "--listen", "tcp://127.0.0.1:0", "--insecure", "--token-file", str(token),
     ]  # fmt: skip
-    if hosted:
-        common += ["--host-sessions", "--db-pool-size", "2"]
+    # hosted: the default on PostgreSQL (host processes, here on a pool of 2 each); else a
+    # worker process per session
+    common += ["--db-pool-size", "2"] if hosted else ["--host-sessions", "0"]
     started_line = "session host started" if hosted else "worker started"
     first = await servers(agent_env, [*common, "--socket", str(sockets / "a.sock")], lines=2)
     other_env = dict(agent_env)

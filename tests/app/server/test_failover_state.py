@@ -119,6 +119,7 @@ async def test_file_history_settings_and_job_records_follow_a_session_to_the_oth
     common = [
         "--faux-script", str(script), "serve", "--cwd", str(project), "--storage", url,
         "--lease", "1", "--listen", "tcp://127.0.0.1:0", "--insecure", "--token-file", str(token),
+        "--host-sessions", "0",  # a worker process per session: machine A's is killed with it
     ]  # fmt: skip
     env_a = {**agent_env, "XDG_STATE_HOME": str(tmp_path / "machine-a")}
     machine_b = tmp_path / ("machine-b" if state == "separate" else "machine-a")

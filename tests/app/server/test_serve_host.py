@@ -1,11 +1,14 @@
 """``serve --host-sessions`` (issue 42, "sessions are cheap"): one host process serves every
 session (its own harness, wire service and lease each), on PostgreSQL through a pool of
 ``--db-pool-size`` connections and one lease renewer, whatever the number of sessions; a start
-that fails leaves nothing running; the one-process-per-session path is unchanged."""
+that fails leaves nothing running; the one-process-per-session path is unchanged. On
+PostgreSQL a default ``serve`` hosts its sessions so and holds at most ``--db-connections``
+connections; a combination of flags over that bound is refused with one line."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -99,7 +102,7 @@ async def test_many_sessions_share_one_host_process_and_a_bounded_pool(
     server = await servers(
         agent_env,
         ["--faux-script", str(faux_script), "serve", "--cwd", str(project), "--storage",
-         database, "--host-sessions", "--db-pool-size", "2", "--max-starting", "8",
+         database, "--host-sessions", "1", "--db-pool-size", "2", "--max-starting", "8",
          "--listen", "tcp://127.0.0.1:0", "--insecure", "--token-file", token_file(tmp_path)],
         lines=2,
     )  # fmt: skip
@@ -132,7 +135,7 @@ async def test_a_failed_hosted_start_leaves_nothing_running_and_the_host_serves_
 ) -> None:
     server = await servers(
         agent_env,
-        ["--faux-script", str(faux_script), "serve", "--cwd", str(project), "--host-sessions"],
+        ["--faux-script", str(faux_script), "serve", "--cwd", str(project), "--host-sessions", "1"],
     )
     limits = await server.wait_event(lambda e: " limits " in e, "the limits line")
     assert "max_starting=16" in limits, limits  # a host's default, not the CPUs'
@@ -163,7 +166,7 @@ async def test_a_killed_host_is_started_again_and_its_sessions_resume(
     server = await servers(
         agent_env,
         ["--faux-script", str(faux_script), "serve", "--cwd", str(project), "--storage",
-         database, "--host-sessions", "--db-pool-size", "2", "--lease", "1",
+         database, "--host-sessions", "1", "--db-pool-size", "2", "--lease", "1",
          "--listen", "tcp://127.0.0.1:0", "--insecure", "--token-file", token_file(tmp_path)],
         lines=2,
     )  # fmt: skip
@@ -199,3 +202,84 @@ async def test_sessions_go_to_the_least_loaded_of_several_hosts(
         assert run.stdout == "Hello from the server.\n"
     pids = {e.split("pid ")[1] for e in server.events if "session host started" in e}
     assert len(pids) == 2, server.events  # both hosts serve: the second got the next session
+
+
+async def test_a_default_server_hosts_many_sessions_within_its_connection_bound(
+    servers: Any,
+    agent_env: dict[str, str],
+    project: Path,
+    faux_script: Path,
+    database: str,
+    tmp_path: Path,
+) -> None:
+    """No ``--host-sessions``, no pool size: on PostgreSQL the sessions go to host processes
+    (one per core) and the server's connections stay within ``--db-connections``' default of
+    20 while 16 sessions start at once and linger (a worker process each held 3: 48)."""
+    server = await servers(
+        agent_env,
+        ["--faux-script", str(faux_script), "serve", "--cwd", str(project), "--storage",
+         database, "--listen", "tcp://127.0.0.1:0", "--insecure", "--token-file",
+         token_file(tmp_path)],
+        lines=2,
+    )  # fmt: skip
+    limits = await server.wait_event(lambda e: " limits " in e, "the limits line")
+    planned = int(re.findall(r"db_connections=(\d+)", limits)[0])
+    assert 3 <= planned <= 20, limits
+    peak = 0
+    running = True
+    done: list[subprocess.CompletedProcess[str]] = []
+
+    async def watch() -> None:  # the most connections seen while the sessions start
+        nonlocal peak
+        while running:
+            peak = max(peak, await anyio.to_thread.run_sync(backends, database))
+            await anyio.sleep(0.05)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch)
+        done = await clients(agent_env, server, 16)
+        running = False
+    for run in done:
+        assert run.returncode == 0, run.stderr
+        assert run.stdout == "Hello from the server.\n"
+    assert any("session host started" in e for e in server.events), server.events
+    assert not any("worker started" in e for e in server.events), "no worker process"
+    held = query(
+        database.split("?")[0], "SELECT count(*) FROM pico3_sessions WHERE holder IS NOT NULL"
+    )
+    assert held == [(16,)]  # every session lingers, holding its lease ...
+    lingering = backends(database)  # ... on the hosts' shared connections
+    assert 1 <= lingering <= planned and peak <= planned, (lingering, peak, planned)
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (
+            ["--host-sessions", "3", "--db-pool-size", "10"],
+            ["--host-sessions 3 × (--db-pool-size 10 + 1 lease renewer) + 1", "= 34",
+             "over --db-connections 20", "lower --db-pool-size to 5", "--db-connections 34"],
+        ),
+        (
+            ["--host-sessions", "0", "--max-sessions", "10", "--db-connections", "16"],
+            ["--max-sessions 10 × 3 connections + 1", "= 31", "over --db-connections 16",
+             "give --max-sessions 5 or --db-connections 31"],
+        ),
+    ],
+)  # fmt: skip
+def test_a_combination_over_the_connection_bound_is_refused_with_one_line(
+    agent_env: dict[str, str], database: str, tmp_path: Path, flags: list[str], words: list[str]
+) -> None:
+    socket_folder = tmp_path / "sock"
+    socket_folder.mkdir(mode=0o700)
+    refused = subprocess.run(
+        [sys.executable, "-m", "coding_agent.cli.main", "serve", "--storage", database,
+         "--socket", str(socket_folder / "s.sock"), *flags],
+        env=agent_env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert refused.returncode == 2, refused.stderr
+    lines = refused.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("coding-agent: error: "), lines
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    assert backends(database) == 0, "refused before it connected"

@@ -22,7 +22,8 @@ from pico3.storage import (
     LeaseRenewer,
     PostgresStorage,
 )
-from pico3.storage.pg_group import committer_for, run_prepared
+from pico3.storage.pg_group import committer_for
+from pico3.storage.pg_prepared import run_prepared
 
 pytestmark = pytest.mark.anyio
 ctx = BACKGROUND

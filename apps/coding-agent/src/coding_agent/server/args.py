@@ -7,18 +7,31 @@ import argparse
 import math
 from typing import Any
 
-__all__ = ["DEFAULT_IDLE", "add_serve_command", "add_web_command"]
+__all__ = [
+    "DEFAULT_DB_CONNECTIONS",
+    "DEFAULT_IDLE",
+    "HOST_SESSIONS_CORES",
+    "add_serve_command",
+    "add_web_command",
+]
 
 DEFAULT_IDLE = 300.0
 """Seconds a worker stays with no client and nothing running before it stops (``--idle``)."""
+
+DEFAULT_DB_CONNECTIONS = 20
+"""``serve --db-connections``' default: the server's PostgreSQL connections in all (issue 42:
+500 sessions on one server within 20 connections)."""
+
+HOST_SESSIONS_CORES = -1
+"""``--host-sessions`` given without ``N``: one host process per core."""
 
 
 def add_serve_command(commands: Any, seconds: Any) -> None:
     """Add ``serve`` to the command line's subcommands."""
     serve = commands.add_parser(
         "serve",
-        help="host many sessions: a worker per active session, for clients over a Unix socket "
-        "or TCP with TLS and a token",
+        help="host many sessions (in host processes on PostgreSQL, a worker process each on "
+        "JSONL) for clients over a Unix socket or TCP with TLS and a token",
         description="Host sessions for clients (coding-agent attach, -p/--json --server). "
         "See docs/server.md.",
     )
@@ -89,13 +102,14 @@ def add_serve_command(commands: Any, seconds: Any) -> None:
     serve.add_argument(
         "--host-sessions",
         nargs="?",
-        type=_positive,
-        const=1,
-        default=0,
+        type=_whole,
+        const=HOST_SESSIONS_CORES,
+        default=None,
         metavar="N",
-        help="serve every session in N host processes (default 1; shared imports; on "
-        "PostgreSQL one connection pool and one lease renewer each) instead of a worker "
-        "process per session",
+        help="serve every session in N host processes (shared imports; on PostgreSQL one "
+        "connection pool and one lease renewer each; N omitted: one per core); 0: a worker "
+        "process per session. Default: one host per core on --storage postgresql://… (as many "
+        "as --db-connections allows), a worker process per session on JSONL",
     )
     serve.add_argument(
         "--migrate",
@@ -109,19 +123,27 @@ def add_serve_command(commands: Any, seconds: Any) -> None:
         ("--max-per-address", "connections still in their handshake or preface from one address"),
         (
             "--max-sessions",
-            "session workers running at once (each up to 3 PostgreSQL "
-            "connections); a start past it waits for one to end (default: no bound)",
+            "sessions running at once; a start past it waits for one to end (default: no "
+            "bound; with --host-sessions 0 on PostgreSQL, what --db-connections allows at 3 "
+            "connections a worker)",
+        ),
+        (
+            "--db-connections",
+            f"with --storage postgresql://…: the server's PostgreSQL connections in all, "
+            f"whatever the number of sessions (default {DEFAULT_DB_CONNECTIONS}): the session "
+            "directory's one, then each host's pool and lease renewer (with --host-sessions 0: "
+            "3 a worker, which bounds --max-sessions)",
         ),
         (
             "--db-pool-size",
-            "with --host-sessions and --storage postgresql://…: the connections each host's "
+            "with host processes on --storage postgresql://…: the connections each host's "
             "sessions commit on, whatever their number (plus one renewing every lease; "
-            "default 10)",
+            "default: what --db-connections leaves each host)",
         ),
         (
             "--max-starting",
-            "session workers starting at once; other starts wait their turn "
-            "(default: the CPUs, at least 2; 16 with --host-sessions)",
+            "sessions starting at once; other starts wait their turn (default: the CPUs, at "
+            "least 2, with a worker process per session; 16 with host processes)",
         ),
     ):
         serve.add_argument(flag, type=_positive, default=None, metavar="N", help=what)
@@ -143,6 +165,18 @@ def add_web_command(commands: Any) -> None:
     )
     web.add_argument("--model", metavar="PROVIDER/ID", default=argparse.SUPPRESS)
     web.add_argument("--faux-script", metavar="FILE", default=argparse.SUPPRESS)
+
+
+def _whole(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a whole number (0: a worker process per session)"
+        )
+    return value
 
 
 def _positive(text: str) -> int:

@@ -5,7 +5,12 @@
     coding-agent serve [--socket PATH] [--storage postgresql://…|DIR] [--idle SECONDS]
         [--cwd DIR] [--listen tcp://HOST:PORT --tls-cert FILE --tls-key FILE --token-file FILE]
         [--insecure] [--migrate] [--max-connections N] [--max-pending N] [--max-per-address N]
-        [--max-sessions N] [--max-starting N]
+        [--max-sessions N] [--max-starting N] [--host-sessions [N]] [--db-connections N]
+        [--db-pool-size N]
+
+On PostgreSQL its sessions run in host processes by default (one per core) and its connections
+to the database are at most ``--db-connections`` (default 20) whatever the number of sessions
+(:func:`plan_sessions`); ``--host-sessions 0`` runs a worker process per session, the default on JSONL.
 
 At start it raises its open-file limit to the hard limit (where it may), with ``--migrate``
 migrates the database's schema, and prints one ``LISTENING <address>`` line per listener on
@@ -22,6 +27,7 @@ import os
 import resource
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +40,7 @@ from coding_agent.server.addresses import (
     prepare_socket_folder,
 )
 from coding_agent.server.admission import default_limits, raise_fd_limit
+from coding_agent.server.args import DEFAULT_DB_CONNECTIONS, HOST_SESSIONS_CORES
 from coding_agent.server.credentials import Credentials, ServerSetupError
 from coding_agent.server.events import format_line
 from coding_agent.server.remote import TOKEN_ENV
@@ -41,9 +48,17 @@ from coding_agent.server.serve import ServerOptions, SessionServer
 from coding_agent.server.session_host import HOST_MAX_STARTING
 from coding_agent.settings.secret_env import hide_secrets_from_proc
 
-__all__ = ["run_serve"]
+__all__ = ["plan_sessions", "run_serve"]
 
 _POSTGRES = ("postgresql://", "postgres://")
+DIRECTORY_CONNECTIONS = 1
+"""The server's own PostgreSQL connection: its session directory (:mod:`.directory`)."""
+MIN_DEFAULT_POOL = 4
+"""The fewest pool connections a host gets when ``serve`` picks the number of hosts: a host's
+two groups in flight and a session opening each need one, so on many cores the bound makes
+fewer, better-served hosts rather than one per core on a pool of one."""
+WORKER_CONNECTIONS = 3
+"""A worker process's PostgreSQL connections at most: its writer, its lease renewer, its blobs."""
 EXIT_STORAGE = 5
 """``--migrate`` could not migrate: the status of ``coding-agent db migrate`` and the worker."""
 
@@ -128,19 +143,91 @@ def _options(args: argparse.Namespace, cwd: Path) -> tuple[ServerOptions, dict[s
         max_sessions=args.max_sessions,
         wait_for_approval=getattr(args, "wait_for_approval", None),
     )
+    hosts, pool, options.max_sessions, connections = plan_sessions(args, storage)
     if args.max_starting is not None:
         options.max_starting = args.max_starting
-    elif args.host_sessions:
+    elif hosts:
         options.max_starting = HOST_MAX_STARTING  # a hosted start is far cheaper than a worker's
-    options.host_sessions = args.host_sessions
-    if args.db_pool_size is not None:
-        if not args.host_sessions or storage is None:
-            raise ServerSetupError(
-                "--db-pool-size is for --host-sessions with --storage postgresql://… (a worker "
-                "process per session holds connections of its own)"
-            )
-        options.db_pool_size = args.db_pool_size
+    options.host_sessions = hosts
+    if pool is not None:
+        options.db_pool_size = pool
+    options.db_connections = connections
     return options, run
+
+
+def _cores() -> int:
+    """The CPUs this process may run on (``os.process_cpu_count``, Python 3.13+)."""
+    count: Callable[[], int | None] = getattr(os, "process_cpu_count", os.cpu_count)
+    return max(1, count() or 1)
+
+
+def plan_sessions(
+    args: argparse.Namespace, storage: str | None, cores: int | None = None
+) -> tuple[int, int | None, int | None, int | None]:
+    """How the sessions run, from ``--host-sessions``, ``--db-connections``, ``--db-pool-size``
+    and ``--max-sessions``: ``(host processes (0: a worker process each), each host's pool size,
+    --max-sessions, the PostgreSQL connections the server holds at most)``.
+
+    On PostgreSQL the server's connections are bounded by ``--db-connections`` whatever the
+    number of sessions: one for the session directory, then ``P + 1`` per host (its pool and its
+    lease renewer), or 3 per worker process (which bounds ``--max-sessions``). A combination
+    over the bound is refused with one line naming the numbers and the fix. ``cores``: the
+    CPUs to count on (default: this process's)."""
+    cores = cores or _cores()
+    hosts: int | None = args.host_sessions
+    if hosts == HOST_SESSIONS_CORES:
+        hosts = cores
+    if storage is None:  # JSONL: no connections to bound
+        for flag in ("--db-connections", "--db-pool-size"):
+            if getattr(args, flag[2:].replace("-", "_")) is not None:
+                raise ServerSetupError(
+                    f"{flag} is for --storage postgresql://… (JSONL sessions hold no database "
+                    "connections)"
+                )
+        return hosts or 0, None, args.max_sessions, None
+    bound: int = args.db_connections or DEFAULT_DB_CONNECTIONS
+    budget = bound - DIRECTORY_CONNECTIONS
+    pool: int | None = args.db_pool_size
+    if hosts == 0:  # a worker process per session, each with connections of its own
+        if pool is not None:
+            raise ServerSetupError(
+                "--db-pool-size is for host processes: with --host-sessions 0 every worker "
+                f"holds its own {WORKER_CONNECTIONS} connections (bound them with "
+                "--db-connections, or drop --host-sessions 0)"
+            )
+        fits = budget // WORKER_CONNECTIONS
+        wanted = args.max_sessions or max(fits, 1)
+        need = wanted * WORKER_CONNECTIONS + DIRECTORY_CONNECTIONS
+        if need > bound:
+            given = f"--max-sessions {wanted}" if args.max_sessions else "one worker"
+            raise ServerSetupError(
+                f"{given} × {WORKER_CONNECTIONS} connections + 1 for the session directory = "
+                f"{need} PostgreSQL connections, over --db-connections {bound}: "
+                + (f"give --max-sessions {fits} or " if fits else "give ")
+                + f"--db-connections {need} (or drop --host-sessions 0: host processes share "
+                "connections)"
+            )
+        return 0, None, wanted, need
+    named = f"--host-sessions {hosts}"
+    if hosts is None:  # the default: one host per core, as many as the bound allows
+        hosts = max(1, min(cores, budget // ((pool or MIN_DEFAULT_POOL) + 1)))
+        named = f"{hosts} host process{'es' if hosts > 1 else ''}"
+    if pool is None:
+        pool = max(1, budget // hosts - 1)
+    need = hosts * (pool + 1) + DIRECTORY_CONNECTIONS
+    if need > bound:
+        if budget // hosts >= 2:
+            fix = f"lower --db-pool-size to {budget // hosts - 1}, or "
+        elif budget >= 2:
+            fix = f"give --host-sessions {budget // 2} or fewer, or "
+        else:
+            fix = ""
+        raise ServerSetupError(
+            f"{named} × (--db-pool-size {pool} + 1 lease renewer) + 1 for the session "
+            f"directory = {need} PostgreSQL connections, over --db-connections {bound}: "
+            f"{fix}give --db-connections {need}"
+        )
+    return hosts, pool, args.max_sessions, need
 
 
 def _print(line: str) -> None:
@@ -182,6 +269,9 @@ def run_serve(args: argparse.Namespace, cwd: Path) -> int:
         raised_from=before if before != now else None, max_connections=limits.max_connections,
         max_pending=limits.max_pending, max_per_address=limits.max_per_address,
         max_sessions=options.max_sessions, max_starting=options.max_starting,
+        host_sessions=options.host_sessions,
+        db_pool_size=options.db_pool_size if options.host_sessions and options.storage else None,
+        db_connections=options.db_connections,
     )  # fmt: skip
     if args.migrate and options.storage is not None:
         failed = _migrate(options.storage)

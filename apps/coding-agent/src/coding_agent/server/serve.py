@@ -1,4 +1,5 @@
-"""``coding-agent serve``: one server hosting many sessions, one worker process per active one.
+"""``coding-agent serve``: one server hosting many sessions, in host processes or a worker
+process per active one.
 
 The server owns no harness itself. For every connection it reads the preface
 (:mod:`.preface`: the token first, then which session), makes sure a session worker serves that
@@ -102,8 +103,9 @@ class ServerOptions:
     limits: Limits | None = None
     """The connection caps (``None``: derived from the open-file limit)."""
     max_sessions: int | None = None
-    """Session workers running at once (``None``: no bound); each holds up to three database
-    connections, so this bounds the server's connections to PostgreSQL."""
+    """Sessions running at once (``None``: no bound). A worker process holds up to three
+    database connections of its own, so with a worker per session this bounds the server's
+    connections to PostgreSQL (``serve`` derives it from ``--db-connections``)."""
     max_starting: int = field(default_factory=lambda: max(2, os.cpu_count() or 2))
     """Workers starting at once; the other starts wait their turn."""
     wait_for_approval: float | None = None
@@ -114,10 +116,13 @@ class ServerOptions:
     host_sessions: int = 0
     """``serve --host-sessions [N]``: ``N`` host processes serve every session
     (:mod:`.session_host`, :mod:`coding_agent.worker.host`; a new session goes to the one
-    hosting the fewest) instead of a worker process per session (0)."""
+    hosting the fewest) instead of a worker process per session (0; ``serve``'s default on
+    JSONL, one host per core on PostgreSQL)."""
     db_pool_size: int = DEFAULT_POOL_SIZE
     """``--db-pool-size``: with ``host_sessions`` on PostgreSQL, the connections each host's
     sessions commit on (plus one renewing every lease), whatever the number of sessions."""
+    db_connections: int | None = None
+    """The PostgreSQL connections the server holds at most (logged; ``--db-connections``)."""
 
 
 @dataclass

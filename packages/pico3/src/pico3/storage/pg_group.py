@@ -71,25 +71,22 @@ import anyio
 import anyio.lowlevel
 
 from pico3.storage.base import LeaseLost, StorageFailed
+from pico3.storage.pg_prepared import BLOCK_MS, Pace, StatementFailed, run_prepared
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = [
     "BLOCK_MS",
     "GroupCommitter",
+    "Pace",
     "Pending",
     "StatementFailed",
     "committer_for",
     "run_prepared",
+    "waiting_requests",
 ]
-
-BLOCK_MS = 1
-"""The most a statement sent with ``run_prepared(block=True)`` holds the event loop waiting
-for its answer (ms; ``poll``'s resolution)."""
 
 IDLE_CHECK = 1.0
 """Seconds a kept connection may idle before its next group checks that the server has not
@@ -147,8 +144,8 @@ class Pending:
     """One session's commit waiting in (or sent with) a group."""
 
     __slots__ = (
-        "again", "conn", "deadline", "epoch", "error", "finished", "lead", "max_id", "raw", "seq",
-        "session", "stalled", "wake",
+        "_wake", "again", "conn", "deadline", "epoch", "error", "finished", "lead", "max_id",
+        "raw", "seq", "session", "stalled",
     )  # fmt: skip
 
     def __init__(self, session: str, seq: int, epoch: int, max_id: int, raw: bytes) -> None:
@@ -157,7 +154,9 @@ class Pending:
         self.epoch = epoch
         self.max_id = max_id
         self.raw = raw
-        self.wake = anyio.Event()  # set when finished, or when this waiter is to lead
+        # set when finished, or when this waiter is to lead; made only by a waiter (a commit
+        # sent straight through never waits: no event to make, ~3 us of CPU a commit)
+        self._wake: anyio.Event | None = None
         self.finished = False  # stored, or failed (``error``)
         self.lead = False  # handed the queue: send the next group
         self.again = False  # left out by the fence's SKIP LOCKED: queued for the next group
@@ -170,6 +169,20 @@ class Pending:
         # deadline (its storage's commit timeout, plus a margin for the watchdog that marks
         # the storage stalled to come first)
         self.deadline = float("inf")
+
+    def wake(self) -> None:
+        """Wake its waiter, if it waits (it looks at the flags before waiting again)."""
+        if self._wake is not None:
+            self._wake.set()
+
+    async def woken(self) -> None:
+        """Wait until :meth:`wake` (the caller looked at the flags just before, with no
+        ``await`` in between, so a wake cannot fall between that look and this wait)."""
+        self._wake = anyio.Event()
+        try:
+            await self._wake.wait()
+        finally:
+            self._wake = None
 
 
 class GroupCommitter:
@@ -189,7 +202,7 @@ class GroupCommitter:
         # the session whose commit was the last group, alone: its next one, if nothing else
         # is in flight or queued, goes straight (another session's commit gathers a group)
         self._alone: str | None = None
-        self._quick = True  # the last lone commit's answer came within BLOCK_MS
+        self._pace = Pace()  # the lone commits' answers (run_prepared's block)
         self.straight = 0  # commits sent straight through, alone (a count for tests)
         self.idle_check = IDLE_CHECK  # seconds a kept connection idles before a check
         self.timeout = 60.0  # waiting for a pool connection
@@ -214,7 +227,7 @@ class GroupCommitter:
             and len(self._idle) < self._keep
             and not conn.closed
             and not conn.broken
-            and not self._pool.get_stats().get("requests_waiting", 0)
+            and not waiting_requests(self._pool)
         )
         if keep:
             self._idle.append(conn)
@@ -252,8 +265,7 @@ class GroupCommitter:
                 # no deadline of its own: the groups ahead end by theirs (a leader waits for a
                 # connection no longer than its group's first deadline; one in flight is shut
                 # down by a stalled storage's watchdog), then this one leads, bounded by its own
-                await item.wake.wait()
-                item.wake = anyio.Event()  # the flags say why: looked at before waiting again
+                await item.woken()  # the flags say why: looked at before waiting again
         if item.error is not None:
             raise item.error
 
@@ -277,7 +289,7 @@ class GroupCommitter:
         if self._queue:
             first = self._queue[0]
             first.lead = True
-            first.wake.set()
+            first.wake()
         else:
             self._running -= 1
 
@@ -338,7 +350,7 @@ class GroupCommitter:
                 item.again = False  # queued again: the next group sends it
             else:
                 item.finished = True
-                item.wake.set()
+                item.wake()
 
     async def _insert(
         self, conn: AsyncConnection[Any], batch: list[Pending], *, alone: bool = False
@@ -376,12 +388,9 @@ class GroupCommitter:
                 b"".join([_HEAD(1, 0, _BYTEA, n, 1), *(_LEN(len(x)) + x for x in raws)]),
             )
         stored: set[bytes] = set()
-        block = alone and self._quick
-        started = time.monotonic()
-        for result in await run_prepared(conn, name, params, _FORMATS, block=block):
+        pace = self._pace if alone else None  # a group's answer is awaited on the loop
+        for result in await run_prepared(conn, name, params, _FORMATS, pace=pace):
             stored.update(result.get_value(row, 0) or b"" for row in range(result.ntuples))
-        if alone:  # block next time only if this answer came within the bound
-            self._quick = time.monotonic() - started < BLOCK_MS / 1000
         return [i for i, name in zip(batch, names, strict=True) if name not in stored]
 
     async def _left_out(self, conn: AsyncConnection[Any], left: list[Pending]) -> None:
@@ -461,69 +470,14 @@ def _not_sent(item: Pending) -> StorageFailed:
     )
 
 
-class StatementFailed(Exception):
-    """A statement run by :func:`run_prepared` failed; ``sqlstate`` is its SQLSTATE."""
-
-    sqlstate: str | None = None
-
-
-async def run_prepared(
-    conn: AsyncConnection[Any],
-    name: bytes,
-    params: Sequence[bytes],
-    formats: Sequence[int],
-    *,
-    ok: int | None = None,
-    block: bool = False,
-) -> list[Any]:
-    """Run prepared statement ``name`` straight through libpq on the event loop, its
-    parameters already in binary (no query conversion, no adaptation); returns its results,
-    or raises the first failed one's error (with its ``sqlstate``). ``ok`` is the status a
-    result must have (``TUPLES_OK`` unless given).
-
-    ``block``: first wait for the answer without the event loop, for at most
-    :data:`BLOCK_MS` (one ``poll``: the thread sleeps, the loop's other tasks wait), then on
-    the loop as usual. A commit's answer comes within a WAL flush, often sooner than the
-    loop's own wait costs: registering the socket, a loop turn, a future, unregistering
-    (~35 µs of CPU per wait, and 2-3x the wall time of a blocking wait, measured on
-    loopback). Callers pass it only when nothing else of theirs is in flight and their
-    last answer came within the bound (a slow disk's commits then wait on the loop only), so
-    the loop is held at most :data:`BLOCK_MS` per statement."""
-    from psycopg import pq
-
-    expected = pq.ExecStatus.TUPLES_OK if ok is None else ok
-    pgconn = conn.pgconn
-    pgconn.send_query_prepared(name, params, formats)
-    fd = pgconn.socket
-    while pgconn.flush():
-        await anyio.wait_writable(fd)
-    if block:
-        try:
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            if poller.poll(BLOCK_MS):
-                pgconn.consume_input()
-        except (OSError, ValueError):
-            pass  # the loop's wait below reports what is wrong with the socket
-    results: list[Any] = []
-    failed: StatementFailed | None = None
-    while True:
-        while pgconn.is_busy():
-            await anyio.wait_readable(fd)
-            pgconn.consume_input()
-        result = pgconn.get_result()
-        if result is None:
-            break
-        if result.status == expected:
-            results.append(result)
-        elif failed is None:
-            message = (result.error_message or b"no message").decode(errors="replace")
-            state = result.error_field(pq.DiagnosticField.SQLSTATE)
-            failed = StatementFailed(message.strip())
-            failed.sqlstate = None if state is None else state.decode()
-    if failed is not None:
-        raise failed
-    return results
+def waiting_requests(pool: AsyncConnectionPool) -> int:
+    """Requests waiting for a connection of ``pool`` now: the length of its queue of waiters
+    (``get_stats()`` copies every counter under a lock to say the same: ~2 us a call, paid
+    once per commit where it is asked), or ``get_stats()``'s figure on a pool without one."""
+    queue = getattr(pool, "_waiting", None)
+    if queue is not None:
+        return len(queue)
+    return int(pool.get_stats().get("requests_waiting", 0))
 
 
 def _lost(conn: AsyncConnection[Any], exc: Exception) -> bool:

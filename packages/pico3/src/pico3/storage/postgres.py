@@ -141,15 +141,9 @@ from pico3.storage.base import (
     current_prechecked,
 )
 from pico3.storage.pg_blobs import BlobStore, address_of, unreachable, with_liveness
-from pico3.storage.pg_group import (
-    BLOCK_MS,
-    GroupCommitter,
-    Pending,
-    StatementFailed,
-    committer_for,
-    run_prepared,
-)
+from pico3.storage.pg_group import GroupCommitter, Pending, committer_for
 from pico3.storage.pg_lease import Lease, LeaseRenewer
+from pico3.storage.pg_prepared import Pace, StatementFailed, run_prepared
 from pico3.storage.records import DocRef, DocWrite, Write, is_base
 
 if TYPE_CHECKING:
@@ -584,7 +578,7 @@ class PostgresStorage(TableStorage):
             committer_for(pool) if group_commit and fsync and pool is not None else None
         )
         self._pending: Pending | None = None  # this storage's grouped commit in flight
-        self._quick = True  # the last commit's answer came within BLOCK_MS (run_prepared)
+        self._pace = Pace()  # whether a commit's answer is awaited blocking (run_prepared)
 
     def __repr__(self) -> str:
         return f"<PostgresStorage session={self._session!r} seq={self.seq}>"
@@ -1461,9 +1455,8 @@ class PostgresStorage(TableStorage):
         conn = self._conn
         assert conn is not None
         params = (self._session_bytes, _INT8(seq), self._epoch_bytes, _INT8(max_id), raw)
-        if self._quick:  # the loop's turn the wait on it would give (a fair share)
+        if self._pace.quick:  # the loop's turn the wait on it would give (a fair share)
             await anyio.lowlevel.checkpoint()
-        started = time.monotonic()
         try:
             # the writer's connection is its own: nothing else waits on it, so its answer is
             # awaited blocking for up to a millisecond while the last one came that fast
@@ -1473,9 +1466,8 @@ class PostgresStorage(TableStorage):
                 params,
                 _MAIN_FORMATS,
                 ok=pq.ExecStatus.COMMAND_OK,
-                block=self._quick,
+                pace=self._pace,
             )
-            self._quick = time.monotonic() - started < BLOCK_MS / 1000
         except StatementFailed as exc:
             error = StorageError(str(exc))
             error.sqlstate = exc.sqlstate  # type: ignore[attr-defined]
