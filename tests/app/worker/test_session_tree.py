@@ -182,6 +182,13 @@ async def test_rewinding_a_fork_to_the_first_prompt_draws_the_branch_at_the_star
         assert tree.children[0].number == 3  # made third: root 1, the fork 2
         assert [c.kind for c in tree.children[1:]] == ["prompt", "prompt"]
         assert [c.conversation_id for c in tree.children[-1].children] == [fork]
+        # Neither has a prompt of its own: the pickers say what each continues from.
+        summaries = {c["id"]: c["summary"] for c in outline["conversations"]}
+        assert summaries == {
+            root: "write the notes",
+            fork: "no prompt yet · after “now edit them”",
+            branch: "no prompt yet · from the start",
+        }
 
 
 async def test_branch_and_label(session: Session, tmp_path: Path) -> None:
