@@ -230,6 +230,7 @@ async def test_a_wrong_base_url_names_the_url_and_what_to_check(status: int) -> 
     error = events[-1]
     assert isinstance(error, ErrorEvent) and not error.retryable
     message = error.error.error_message
+    assert message is not None
     assert message.startswith(f"anthropic {status} error from {server.url}/")
     assert "/v1/messages" in message
     assert "check the base URL (ANTHROPIC_BASE_URL or providers.anthropic.base_url" in message

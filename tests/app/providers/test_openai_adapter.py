@@ -257,6 +257,7 @@ async def test_a_404_names_the_url_and_what_to_check(status: int) -> None:
     error = events[-1]
     assert isinstance(error, ErrorEvent) and not error.retryable
     message = error.error.error_message
+    assert message is not None
     assert message.startswith(f"openai {status} from {server.url}/")
     assert "check the base URL (OPENAI_BASE_URL or providers.openai.base_url" in message
 

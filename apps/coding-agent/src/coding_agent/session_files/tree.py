@@ -168,7 +168,6 @@ class OutlineFolder:
             "labels": dict(self.labels),
         }
 
-
     def _fork_note(self, parent: Mapping[str, Any]) -> str:
         """What a branch with no prompt of its own continues from (a fork not used yet, a
         rewind to the start): the prompt whose turn it follows, so the pickers can tell it."""
