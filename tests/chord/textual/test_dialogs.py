@@ -397,6 +397,17 @@ async def test_page_keys_read_in_one_burst_each_scroll_a_page() -> None:
         group.start_soon(lambda: asker.choose(body=body, hint="esc denies"))
         screen = await armed_dialog(pilot)
         box = screen.query_one(_DialogBody)
+
+        def fitted() -> bool:  # arming re-fits the body after a refresh (its key line grew)
+            rows = box.styles.max_height
+            screen.fit_body()  # idempotent: changes nothing once the layout has settled
+            return (
+                rows is not None
+                and box.styles.max_height == rows
+                and box.outer_size.height == int(rows.value)
+            )
+
+        await until(pilot, fitted, "the body fitted to the box")
         page = box.scrollable_content_region.height
         assert box.max_scroll_y > 3 * page
         for _ in range(3):  # three keys queued before any of them is handled
