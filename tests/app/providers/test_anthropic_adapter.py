@@ -221,6 +221,22 @@ async def test_500_backs_off_then_succeeds() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("status", [404, 405, 501])
+async def test_a_wrong_base_url_names_the_url_and_what_to_check(status: int) -> None:
+    """ANTHROPIC_BASE_URL pointing at some other server said ``anthropic 404 error: 404 <html>``
+    with no URL and no hint (issue 38 item 8)."""
+    with StubServer([Reply(status, json_body={"detail": "no"})]) as server:
+        events = await collect(_provider(server, Sleeps()), _request())
+    error = events[-1]
+    assert isinstance(error, ErrorEvent) and not error.retryable
+    message = error.error.error_message
+    assert message is not None
+    assert message.startswith(f"anthropic {status} error from {server.url}/")
+    assert "/v1/messages" in message
+    assert "check the base URL (ANTHROPIC_BASE_URL or providers.anthropic.base_url" in message
+
+
+@pytest.mark.anyio
 async def test_400_is_not_retried_and_surfaces_the_servers_message() -> None:
     replies = [Reply(400, json_body=_error_body("invalid_request_error", "max_tokens: too big"))]
     sleeps = Sleeps()

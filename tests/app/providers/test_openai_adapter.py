@@ -248,14 +248,17 @@ async def test_400_is_not_retried_and_surfaces_the_servers_message() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_404_names_the_url_and_what_to_check() -> None:
-    """A wrong base URL said only ``openai 404: Error code: 404`` (issue 38 item 8)."""
-    with StubServer([Reply(404, json_body={"error": "not found"})]) as server:
+@pytest.mark.parametrize("status", [404, 405, 501])
+async def test_a_404_names_the_url_and_what_to_check(status: int) -> None:
+    """A wrong base URL said only ``openai 404: Error code: 404`` (issue 38 item 8); a web
+    server that takes no POST there answers 405 or 501 (``python -m http.server``)."""
+    with StubServer([Reply(status, json_body={"error": "not found"})]) as server:
         events = await collect(_provider(server, Sleeps()), _request())
     error = events[-1]
     assert isinstance(error, ErrorEvent) and not error.retryable
     message = error.error.error_message
-    assert message.startswith(f"openai 404 from {server.url}/")
+    assert message is not None
+    assert message.startswith(f"openai {status} from {server.url}/")
     assert "check the base URL (OPENAI_BASE_URL or providers.openai.base_url" in message
 
 

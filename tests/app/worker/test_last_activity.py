@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
@@ -79,6 +79,44 @@ async def test_an_untouched_session_keeps_its_creation_time(
         pass
     assert describe(session)["lastActivity"] == long_ago
     assert not session.activity_path.exists()
+
+
+async def test_continue_skips_a_session_opened_later_but_never_prompted(
+    project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Prompt in B, then open C and /quit without a word: ``--continue`` is "the session you
+    prompted last", so it opens B; C still lists (first: it is the newest) and opens by id."""
+    script = write_script(tmp_path / "script.json", [{"text": "Noted."}] * 2)
+    with anyio.fail_after(TIMEOUT):
+        used = await anyio.run_process(
+            _cli(script, "-p", "session B"), env=agent_env, cwd=project, check=False
+        )
+        assert used.returncode == 0, used.stderr.decode()
+    (prompted,) = list_sessions(project, env=agent_env)
+    untouched = create_session(project, env=agent_env)  # what `coding-agent` then /quit leaves
+    later = (datetime.now(UTC) + timedelta(minutes=5)).isoformat(timespec="seconds")
+    metadata = msgspec.structs.replace(untouched.metadata, created=later)  # not the same second
+    untouched.metadata_path.write_bytes(msgspec.json.encode(metadata))
+    untouched = load_session(untouched.path)
+    async with worker_process(untouched, agent_env, "--faux-script", str(script)):
+        pass
+    assert [s.id for s in list_sessions(project, env=agent_env)] == [untouched.id, prompted.id]
+    assert latest_session(project, env=agent_env) == prompted
+    with anyio.fail_after(TIMEOUT):
+        again = await anyio.run_process(
+            _cli(script, "-c", "--json", "-p", "which one?"), env=agent_env, cwd=project
+        )
+    assert prompted.id in again.stdout.decode() and untouched.id not in again.stdout.decode()
+
+
+def test_continue_falls_back_to_the_newest_session_when_none_was_prompted(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    older = create_session(project, env=agent_env)
+    metadata = msgspec.structs.replace(older.metadata, created="2020-01-02T03:04:05+00:00")
+    older.metadata_path.write_bytes(msgspec.json.encode(metadata))
+    newest = create_session(project, env=agent_env)
+    assert latest_session(project, env=agent_env) == newest
 
 
 async def test_a_prompt_records_the_activity(

@@ -156,6 +156,41 @@ async def test_conversation_only_rewind_to_the_first_prompt_keeps_the_settings(
         assert (tree.number, tree.children[0].number) == (1, 2)
 
 
+async def test_rewinding_a_fork_to_the_first_prompt_draws_the_branch_at_the_start(
+    session: Session, tmp_path: Path
+) -> None:
+    """/fork, then /rewind (conversation only) to the session's first prompt: the first prompt
+    is the root branch's, so the new branch starts there (not under the fork, which hangs after
+    the last prompt)."""
+    async with open_session_host(config(session, tmp_path)) as runtime:
+        root = (await runtime.harness.harness.root(BACKGROUND)).id
+        await prompt(runtime, root, "write the notes")
+        await prompt(runtime, root, "now edit them")
+        handle = await runtime.harness.conversation(root, BACKGROUND)
+        assert handle is not None
+        newest = (await handle.entries(BACKGROUND, limit=1))[0].id
+        fork = (await handle.fork(newest, BACKGROUND)).id  # what /fork does
+        outline = await call(runtime, "outline")
+        first = path_prompts(outline, fork)[0]
+        assert first["text"] == "write the notes"
+        result = await call(runtime, "rewind", fork, first["id"], "conversation", [])
+        branch = result["conversation"]
+        outline = await call(runtime, "outline")
+        assert path_prompts(outline, branch) == []
+        (tree,) = build_tree(outline)
+        assert tree.children[0].kind == "branch" and tree.children[0].conversation_id == branch
+        assert tree.children[0].number == 3  # made third: root 1, the fork 2
+        assert [c.kind for c in tree.children[1:]] == ["prompt", "prompt"]
+        assert [c.conversation_id for c in tree.children[-1].children] == [fork]
+        # Neither has a prompt of its own: the pickers say what each continues from.
+        summaries = {c["id"]: c["summary"] for c in outline["conversations"]}
+        assert summaries == {
+            root: "write the notes",
+            fork: "no prompt yet · after “now edit them”",
+            branch: "no prompt yet · from the start",
+        }
+
+
 async def test_branch_and_label(session: Session, tmp_path: Path) -> None:
     async with open_session_host(config(session, tmp_path)) as runtime:
         root = (await runtime.harness.harness.root(BACKGROUND)).id

@@ -360,6 +360,33 @@ async def test_free_text_once_armed_goes_into_the_dialogs_own_field() -> None:
     assert answers == ["blue"]
 
 
+async def test_free_text_typed_in_one_burst_keeps_every_letter() -> None:
+    """A paste-speed burst (tmux send-keys, a fast typist on a loaded machine): the first
+    letter moves the focus to the dialog's field, and the letters read with it must follow it
+    there, not get lost on the way."""
+    app = EditorApp()
+    answers: list[str | None] = []
+    async with app.run_test() as pilot, anyio.create_task_group() as group:
+
+        async def ask() -> None:
+            modal = await app.tui.acquire_modal(BACKGROUND)
+            try:
+                answers.append(await modal.choose("Which?", ["red", "green"], allow_text=True))
+            finally:
+                modal.close()
+
+        group.start_soon(ask)
+        screen = await armed_dialog(pilot)
+        for key in "my own":  # queued before the first of them is handled, as a terminal reads
+            app.post_message(events.Key("space" if key == " " else key, key))
+        field = screen.query_one("#answer")
+        await until(pilot, lambda: getattr(field, "value", "") == "my own", "every letter")
+        await pilot.press("enter")
+        await until(pilot, lambda: answers, "the answer")
+        assert app.editor_text == ""
+    assert answers == ["my own"]
+
+
 async def test_page_keys_read_in_one_burst_each_scroll_a_page() -> None:
     """A loaded machine (or a held key) can hand the dialog several PgDn keys before it paints
     once: each must count a page, not restart from the last painted position."""
@@ -370,6 +397,17 @@ async def test_page_keys_read_in_one_burst_each_scroll_a_page() -> None:
         group.start_soon(lambda: asker.choose(body=body, hint="esc denies"))
         screen = await armed_dialog(pilot)
         box = screen.query_one(_DialogBody)
+
+        def fitted() -> bool:  # arming re-fits the body after a refresh (its key line grew)
+            rows = box.styles.max_height
+            screen.fit_body()  # idempotent: changes nothing once the layout has settled
+            return (
+                rows is not None
+                and box.styles.max_height == rows
+                and box.outer_size.height == int(rows.value)
+            )
+
+        await until(pilot, fitted, "the body fitted to the box")
         page = box.scrollable_content_region.height
         assert box.max_scroll_y > 3 * page
         for _ in range(3):  # three keys queued before any of them is handled

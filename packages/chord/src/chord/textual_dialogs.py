@@ -245,7 +245,15 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
             self._swallow(event)
             return
         if isinstance(self.focused, Input):
-            return  # the dialog's own text field: it takes its keys
+            field = self.takes_text()
+            if field is self.focused and event.is_printable and event.character:
+                # A letter read in the same burst as the one that moved the focus here (a fast
+                # typist, a paste without bracketed paste, a loaded machine) was handed to the
+                # widget focused then and bubbled up here; the field, which stops every letter
+                # it takes, never saw it.
+                self._swallow(event)
+                field.insert_text_at_cursor(event.character)
+            return  # otherwise the dialog's own text field takes its keys
         if event.key in ("pageup", "pagedown"):
             self._swallow(event)
             self.scroll_body(-1 if event.key == "pageup" else 1)

@@ -35,19 +35,28 @@ def test_f1_help_scrolls_to_its_last_line_with_the_keys_its_footer_names(
     terminal.wait(one, lambda text: "↑↓ pgup pgdn scroll" not in text, "the help closed")
 
 
+# {repo}: this checkout (a uv project); {project}: the test's project folder, where the shell is
 @pytest.mark.parametrize(
     ("launch", "hint"),
     [
         ("env -u UV_RUN_RECURSION_DEPTH", "coding-agent --resume"),
-        ("env UV_RUN_RECURSION_DEPTH=1", "uv run coding-agent --resume"),
+        # `uv run coding-agent` inside the project (a clone)
+        ("env UV_RUN_RECURSION_DEPTH=1 VIRTUAL_ENV={project}/.venv", "uv run coding-agent --resume"),
+        # the README's `uv run --project "$PWD" --directory "$(mktemp -d)" coding-agent` and a
+        # shell elsewhere: a bare `uv run` there finds no project
+        ("env UV_RUN_RECURSION_DEPTH=1 VIRTUAL_ENV={repo}/.venv", "uv run --project {repo} coding-agent --resume"),
     ],
-)
+)  # fmt: skip
 def test_the_faux_model_says_it_is_an_offline_demo_and_quit_names_the_command_the_user_ran(
     terminal: Terminal,  # noqa: F811 - the fixture imported above
     project: Path,
     launch: str,
     hint: str,
 ) -> None:
+    repo = Path(__file__).resolve().parents[4]
+    assert (repo / "pyproject.toml").is_file() and not project.is_relative_to(repo)
+    (project / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "0"\n')
+    launch, hint = (text.format(repo=repo, project=project) for text in (launch, hint))
     terminal.start("one", project, f"{launch} {BINARY}")
     first = terminal.wait_text("one", "Type anything to start a short tour")
     assert "faux is the offline demo model: no API key, nothing leaves this machine." in first

@@ -516,9 +516,25 @@ async def _run_tui(
 def resume_prefix(env: Mapping[str, str] | None = None) -> str:
     """How the user started the agent, for the command that continues a session: ``uv run
     coding-agent`` under ``uv run`` (which sets ``UV_RUN_RECURSION_DEPTH``; the console script
-    is then on no PATH of the shell), else ``coding-agent``."""
+    is then on no PATH of the shell), else ``coding-agent``.
+
+    Under ``uv run`` from outside the project (the README's ``uv run --project "$PWD"
+    --directory "$(mktemp -d)" coding-agent``, then ``cd`` elsewhere) a bare ``uv run`` would
+    find no project where the shell is (``PWD``), so the prefix names it: ``uv run --project
+    /src/clone coding-agent`` (the project holds the environment uv ran, ``VIRTUAL_ENV``)."""
     environ = os.environ if env is None else env
-    return "uv run coding-agent" if environ.get("UV_RUN_RECURSION_DEPTH") else "coding-agent"
+    if not environ.get("UV_RUN_RECURSION_DEPTH"):
+        return "coding-agent"
+    venv = environ.get("VIRTUAL_ENV")
+    project = Path(venv).parent if venv else None
+    if project is None or not (project / "pyproject.toml").is_file():
+        return "uv run coding-agent"
+    shell = Path(environ.get("PWD") or os.getcwd())
+    if shell.resolve().is_relative_to(project.resolve()):
+        return "uv run coding-agent"
+    import shlex  # lazy: start-up time
+
+    return f"uv run --project {shlex.quote(str(project))} coding-agent"
 
 
 def _read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:

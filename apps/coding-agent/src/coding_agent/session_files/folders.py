@@ -24,7 +24,7 @@ The worker and every client compute paths through :class:`Session`, never by han
 
     session = create_session(Path.cwd())
     session.socket_path                      # what the worker listens on
-    latest_session(Path.cwd())               # --continue: the most recently active one
+    latest_session(Path.cwd())               # --continue: the one prompted last
     open_session("20261129-2135")            # --resume with an id or a unique prefix
 
 A Unix socket path must fit in ``sun_path`` (about 104 bytes). When ``<folder>/worker.sock`` would
@@ -175,6 +175,13 @@ class Session(msgspec.Struct, frozen=True):
                 pass
         logged = _newest_message_time(self.storage_dir / "main.jsonl")
         return logged if logged is not None else self.created.timestamp()
+
+    def used(self) -> bool:
+        """True once the user prompted or commanded in the session: an ``activity`` record,
+        else a message in the log's tail (a session from before the record existed)."""
+        if isinstance(self._activity().get("at"), str):
+            return True
+        return _newest_message_time(self.storage_dir / "main.jsonl") is not None
 
     def current_branch(self) -> int | None:
         """The conversation the user last prompted in or made (the ``activity`` record's
@@ -528,9 +535,15 @@ def latest_session(
     env: Mapping[str, str] | None = None,
     on_broken: Callable[[SessionError], None] | None = None,
 ) -> Session | None:
-    """The most recently active session (of project ``cwd`` when given), or ``None``."""
+    """The session the user prompted (or commanded) last (of project ``cwd`` when given), what
+    ``--continue`` opens; ``None`` when there is none.
+
+    A session opened and left without a prompt lists by its creation time, so it can be the
+    newest; it is passed over here (``--continue`` is "the session you prompted last", as in
+    Claude Code and pi, which keep no such session) unless no session was ever used."""
     sessions = list_sessions(cwd, env=env, on_broken=on_broken)
-    return sessions[0] if sessions else None
+    used = next((session for session in sessions if session.used()), None)
+    return used if used is not None else (sessions[0] if sessions else None)
 
 
 def open_session(id_or_prefix: str, *, env: Mapping[str, str] | None = None) -> Session:

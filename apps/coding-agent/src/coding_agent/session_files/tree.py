@@ -15,7 +15,8 @@ benchmark. An **outline** is::
 ``number`` is what users see: branches are numbered 1, 2, 3 in the order they were made (a
 conversation's id is internal: subagents' conversations and tasks take ids too, so they run
 1, 20, 25); :func:`branch_number` and :func:`branch_of_number` turn one into the other. A
-branch's ``summary`` is its summary entry (written when it is left), else its first own prompt.
+branch's ``summary`` is its summary entry (written when it is left), else its first own prompt,
+else (a fork with no prompt yet) ``no prompt yet · after “the prompt it continues”``.
 ``prompts`` are each conversation's *own* user prompts, oldest first; ``end`` is the newest entry
 of that prompt's turn (the entry before the next prompt, or the conversation's newest). Labels
 (``/label``) and branch summaries are entries of the kinds :data:`LABEL_KIND` and
@@ -157,16 +158,35 @@ class OutlineFolder:
             conv = dict(self.convs[cid], number=number)
             own = self.prompts[cid]
             if conv["summary"] is None and own and own[0]["text"]:
-                text = own[0]["text"]
-                conv["summary"] = (
-                    text if len(text) <= SUMMARY_WIDTH else text[: SUMMARY_WIDTH - 1] + "…"
-                )
+                conv["summary"] = _cut(own[0]["text"], SUMMARY_WIDTH)
+            elif conv["summary"] is None and not own and conv["parent"]:
+                conv["summary"] = self._fork_note(conv["parent"])
             conversations.append(conv)
         return {
             "conversations": conversations,
             "prompts": [p for cid in self.convs for p in self.prompts[cid]],
             "labels": dict(self.labels),
         }
+
+    def _fork_note(self, parent: Mapping[str, Any]) -> str:
+        """What a branch with no prompt of its own continues from (a fork not used yet, a
+        rewind to the start): the prompt whose turn it follows, so the pickers can tell it."""
+        cid, at = parent["conversationId"], parent["at"]
+        seen: set[int] = set()
+        while cid in self.convs and cid not in seen:
+            seen.add(cid)
+            before = [p for p in self.prompts[cid] if p["id"] <= at]
+            if before:
+                return f"no prompt yet · after “{_cut(before[-1]['text'], SUMMARY_WIDTH // 2)}”"
+            up = self.convs[cid]["parent"]
+            if not up:
+                break
+            cid, at = up["conversationId"], min(at, up["at"])
+        return "no prompt yet · from the start"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def build_outline(

@@ -152,7 +152,11 @@ class _Tree:
             if (key := kernel.config_keys.get(name)) is not None and key.doc == "rewindable"
         }
         fork = await handle.fork("start", ctx, rewindable=seed)
-        await fork.write(BRANCH_KIND, ctx, data={"from": conversation})
+        # Marked as a branch of the conversation that holds the prompt: nothing comes before
+        # it, so it is the first of the lineage's root (a fork of a fork rewound to the first
+        # prompt starts where the session does, not after the prompt the fork was made at).
+        origin = list(await self._lineage(conversation, ctx))[-1]
+        await fork.write(BRANCH_KIND, ctx, data={"from": origin})
         return fork.id
 
     async def branch(self, conversation: int, at: int, ctx: Context) -> int:

@@ -366,6 +366,18 @@ def classify_stainless(
     return None
 
 
+NO_ENDPOINT_STATUSES = frozenset({404, 405, 501})
+"""Statuses a wrong base URL draws: no such path (404), a server that takes no POST there (405,
+501: a web page, a proxy). The provider's error names the URL and what to check."""
+
+
+def request_url(exc: object) -> str:
+    """The URL of the request an SDK error came from (``"the server"`` when it has none)."""
+    request = getattr(exc, "request", None)
+    url = getattr(request, "url", None)
+    return str(url) if url is not None else "the server"
+
+
 _UNREACHABLE = ("connection refused", "name or service not known", "nodename nor servname")
 
 

@@ -46,11 +46,13 @@ import msgspec
 
 from coding_agent.worker.providers._core import (
     ENCODER,
+    NO_ENDPOINT_STATUSES,
     Mapper,
     ProviderOptions,
     Sdk,
     SdkProvider,
     classify_stainless,
+    request_url,
 )
 from coding_agent.worker.providers._memo import FoldMemo, JoinedChunks
 from coding_agent.worker.providers._sse import Last
@@ -384,6 +386,13 @@ def _status_error(exc: Any) -> tuple[str, bool]:
     }
     if status == 200:  # an ``event: error`` inside a started stream
         retryable = kind in _RETRYABLE_IN_STREAM
+    if status in NO_ENDPOINT_STATUSES:  # a wrong base URL or model: say where, what to check
+        return (
+            f"anthropic {status} {kind or 'error'} from {request_url(exc)}: "
+            f"{detail or exc.message} — check the base URL (ANTHROPIC_BASE_URL or "
+            "providers.anthropic.base_url: the server's root, without /v1) and the model id",
+            False,  # no endpoint there: asking again cannot help
+        )
     return f"anthropic {status} {kind or 'error'}: {detail or exc.message}", retryable
 
 

@@ -52,11 +52,13 @@ from coding_agent.settings.model_config import (
 )
 from coding_agent.worker.providers._core import (
     ENCODER,
+    NO_ENDPOINT_STATUSES,
     Mapper,
     ProviderOptions,
     Sdk,
     SdkProvider,
     classify_stainless,
+    request_url,
 )
 from coding_agent.worker.providers._drive import SdkStream
 from coding_agent.worker.providers._memo import FoldMemo, JoinedChunks
@@ -394,11 +396,10 @@ def _status_error(exc: Any) -> tuple[str, bool]:
     """An ``openai.APIStatusError``'s message and whether it is worth retrying."""
     status = exc.status_code
     detail = _detail(exc.body) or exc.message
-    if status == 404:  # a wrong base URL or model: say where, and what to check
-        request = getattr(exc, "request", None)
-        url = str(request.url) if request is not None else "the server"
+    if status in NO_ENDPOINT_STATUSES:  # a wrong base URL or model: say where, what to check
         return (
-            f"openai 404 from {url}: {detail} — nothing answers there: check the base URL "
+            f"openai {status} from {request_url(exc)}: {detail} — nothing answers there: "
+            "check the base URL "
             "(OPENAI_BASE_URL or providers.openai.base_url; an OpenAI-compatible server's "
             "usually ends in /v1) and the model id",
             False,
