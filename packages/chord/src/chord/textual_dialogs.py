@@ -246,7 +246,12 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
             return
         if isinstance(self.focused, Input):
             field = self.takes_text()
-            if field is self.focused and event.is_printable and event.character:
+            if (
+                field is not None
+                and field is self.focused
+                and event.is_printable
+                and event.character
+            ):
                 # A letter read in the same burst as the one that moved the focus here (a fast
                 # typist, a paste without bracketed paste, a loaded machine) was handed to the
                 # widget focused then and bubbled up here; the field, which stops every letter
