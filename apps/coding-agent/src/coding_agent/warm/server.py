@@ -220,6 +220,7 @@ class Server:
         self.listener: socket.socket | None = None
         self.fingerprint: Fingerprint | None = None
         self.last_request = time.monotonic()
+        self.served = 0
         self.handlers = {n: signal.getsignal(n) for n in signal.valid_signals()}
         self.handlers = {n: h for n, h in self.handlers.items() if h is not None}
         self._wake_r, self._wake_w = os.pipe()
@@ -349,7 +350,8 @@ class Server:
         op = body.get("op")
         if op == "ping":
             self._reply(conn, {"pid": self.pid, "modules": len(sys.modules), "idle": self.idle,
-                               "children": len(self.children), "path": self.path})  # fmt: skip
+                               "children": len(self.children), "served": self.served,
+                               "path": self.path})  # fmt: skip
             return None
         if op == "stop":
             self._reply(conn, {"pid": self.pid})
@@ -379,6 +381,7 @@ class Server:
         for fd in fds:
             os.close(fd)
         self.children[pid] = conn
+        self.served += 1
         return None
 
     def _child(self, conn: socket.socket, body: dict[str, Any], fds: list[int]) -> Request:
