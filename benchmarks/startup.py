@@ -230,10 +230,12 @@ class WarmServer:
 
 
 def _ppid(pid: str) -> int | None:
+    """The parent of a live process ``pid`` (``None`` for a zombie: a child already dead)."""
     try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
-    except (OSError, ValueError, IndexError):
+        state, parent = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[:2]
+    except (OSError, ValueError):
         return None
+    return None if state == "Z" else int(parent)
 
 
 @contextlib.contextmanager

@@ -12,7 +12,6 @@ import fcntl
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -126,7 +125,9 @@ def _script(folder: Path, steps: list[dict[str, object]]) -> Path:
     return path
 
 
-def _run(env: dict[str, str], cwd: Path, *args: str, warm: bool) -> subprocess.CompletedProcess[str]:
+def _run(
+    env: dict[str, str], cwd: Path, *args: str, warm: bool
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [BINARY, *args],
         env={**env, rendezvous.ENV: "1" if warm else "0"},
@@ -347,7 +348,7 @@ def test_config_and_doctor_show_the_warm_start(env: dict[str, str], project: Pat
     environment = {k: v for k, v in env.items() if k != rendezvous.ENV}
     shown = subprocess.run([BINARY, "config"], env=environment, cwd=project,
                            capture_output=True, text=True, timeout=DEADLINE)  # fmt: skip
-    assert f"warm_start = on" in shown.stdout and f"{config}:1" in shown.stdout
+    assert "warm_start = on" in shown.stdout and f"{config}:1" in shown.stdout
     assert "no server is running" in _run(env, project, "warm-start", "status", warm=True).stdout
     _start_server(env)
     doctor = _run(env, project, "doctor", warm=True)

@@ -272,7 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--name", metavar="TEXT", help="name the session (shown in pickers)")
     commands = parser.add_subparsers(
-        dest="command", metavar="{attach,serve,web,config,doctor,acp,sessions,export,facets,db,warm-start}"
+        dest="command",
+        metavar="{attach,serve,web,config,doctor,acp,sessions,export,facets,db,warm-start}",
     )
     commands.add_parser(
         "config",

@@ -57,6 +57,14 @@ __all__ = ["Request", "Server", "main", "preload"]
 KINDS = ("cli", "worker")
 """What a ``run`` request may run: the command line's main, or the session worker's."""
 
+_PRELOAD = (
+    "asyncio", "anyio", "anyio._backends._asyncio", "chord", "pico3",
+    "coding_agent.cli.headless", "coding_agent.cli.attach", "coding_agent.worker.main",
+    "coding_agent.supervisor",
+)  # fmt: skip
+"""The served commands' modules: the headless run (``-p --server`` and ``--wait-for-approval``
+too), the session worker, the supervisor; pico3, chord and anyio on asyncio."""
+
 _ALSO = (
     "coding_agent.context.waiting", "jsonschema", "pathspec", "sqlite3", "shlex", "pprint",
     "tree_sitter", "tree_sitter_bash", "anyio._core._fileio",
@@ -72,17 +80,8 @@ _HANDSHAKE_TIMEOUT = 10.0
 def preload() -> set[str]:
     """Import what the served commands import; the environment variables read meanwhile."""
     with recording_environ_reads() as read:
-        import asyncio  # noqa: F401 - preloaded for the children
-
-        import anyio  # noqa: F401
-        import anyio._backends._asyncio  # noqa: F401 - the backend every run uses
-
-        import chord  # noqa: F401
-        import coding_agent.cli.attach  # noqa: F401 - -p --server and --wait-for-approval
-        import coding_agent.cli.headless  # noqa: F401
-        import coding_agent.supervisor  # noqa: F401
-        import coding_agent.worker.main  # noqa: F401
-        import pico3  # noqa: F401
+        for module in _PRELOAD:
+            importlib.import_module(module)
         from coding_agent.cli.main import build_parser
         from coding_agent.settings.facets_site import activate
         from coding_agent.worker.providers import preload_sdk_clients
@@ -221,8 +220,8 @@ class Server:
         self.fingerprint: Fingerprint | None = None
         self.last_request = time.monotonic()
         self.served = 0
-        self.handlers = {n: signal.getsignal(n) for n in signal.valid_signals()}
-        self.handlers = {n: h for n, h in self.handlers.items() if h is not None}
+        handlers = {int(n): signal.getsignal(n) for n in signal.valid_signals()}
+        self.handlers: dict[int, Any] = {n: h for n, h in handlers.items() if h is not None}
         self._wake_r, self._wake_w = os.pipe()
         self._lock_fd = -1
 
