@@ -7,9 +7,9 @@ user's own ``config.toml`` says ``warm_start = true`` (a project's file may not 
 decide which code serves the user's other projects).
 
 Everything here is imported by the thin client before it knows whether a server is there, so it
-imports the standard library's ``os``, ``socket`` and ``json`` only: no ``pathlib``, no
-``tomllib`` unless the user's config file mentions the key (the client's whole import cost is
-what ``python -c "import socket"`` pays). The folder rule matches
+imports the standard library's ``os`` and ``socket`` only: no ``pathlib``, no ``json`` (``re``
+with it), no ``typing`` at run time, no ``tomllib`` unless the user's config file mentions the
+key (the client's whole import cost is what ``python -c "import socket"`` pays). The folder rule matches
 :func:`coding_agent.settings.xdg.state_home`, written with ``os.path`` for that reason.
 
 The socket lives in a private folder of the user's (``$XDG_RUNTIME_DIR/coding-agent``, else
@@ -17,28 +17,36 @@ The socket lives in a private folder of the user's (``$XDG_RUNTIME_DIR/coding-ag
 to others is refused); its name carries a hash of the Python executable and of the installed
 app's folder, so two installations (or two virtual environments) never share a server.
 
-Frames: a request is a 4-byte big-endian length and a JSON object (``op`` is ``run``, ``ping``
-or ``stop``); a ``run`` request carries the client's stdin, stdout and stderr with
-``SCM_RIGHTS``. The server answers with lines: ``P<pid>`` (the child runs), ``X<status>`` (it
+Frames: a request is a 4-byte big-endian length and NUL-separated fields (no argv word, folder
+or environment entry can hold a NUL): ``op`` (``run``, ``ping`` or ``stop``), then for ``run``
+the kind (``cli`` or ``worker``), ``argv[0]``, the folder, the umask, the number of arguments,
+the arguments, and the environment's names and values in turn; a ``run`` request carries the
+client's stdin, stdout and stderr with ``SCM_RIGHTS``. The server answers with lines: ``P<pid>`` (the child runs), ``X<status>`` (it
 exited), ``S<signal>`` (a signal ended it), ``R<reason>`` (refused: the client runs the command
 itself) or, to a ping, ``O<json>``. The client sends ``K<signal>`` lines to relay a signal.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import socket
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+
+TYPE_CHECKING = False  # not `from typing import`: typing (with re) costs the thin client ~5 ms
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "ENV",
     "IDLE_ENV",
     "RUNTIME_ENV",
     "WarmStartError",
+    "decode_request",
     "enabled",
+    "encode_request",
     "install_key",
+    "make_private_dir",
     "ping",
     "read_line",
     "recv_request",
@@ -118,10 +126,10 @@ def runtime_dir(env: Mapping[str, str] | None = None) -> str:
 
 def install_key(executable: str, app_dir: str) -> str:
     """A short hash naming one installation: the interpreter and the app's package folder."""
-    import hashlib
+    import zlib  # not hashlib: that loads OpenSSL (milliseconds) for a name, not a secret
 
-    digest = hashlib.sha256(f"{executable}\0{app_dir}".encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()[:16]
+    key = f"{executable}\0{app_dir}".encode("utf-8", "surrogateescape")
+    return f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}"
 
 
 def socket_path(env: Mapping[str, str] | None = None, *, executable: str | None = None) -> str:
@@ -143,12 +151,43 @@ def make_private_dir(path: str) -> None:
         os.chmod(path, 0o700)
 
 
-def send_request(sock: socket.socket, request: Mapping[str, Any], fds: list[int] = []) -> None:  # noqa: B006
+def encode_request(request: Mapping[str, Any]) -> bytes:
+    """The frame body of ``request`` (``op``; for ``run``: ``kind``, ``argv0``, ``cwd``,
+    ``umask``, ``argv``, ``env``)."""
+    fields: list[str] = [str(request["op"])]
+    if request["op"] == "run":
+        argv: Sequence[str] = request["argv"]
+        fields += [str(request["kind"]), str(request["argv0"]), str(request["cwd"]),
+                   str(int(request["umask"])), str(len(argv)), *argv]  # fmt: skip
+        for name, value in dict(request["env"]).items():
+            fields += [name, value]
+    if any("\0" in field for field in fields):
+        raise ValueError("an argument or environment entry holds a NUL")
+    return "\0".join(fields).encode("utf-8", "surrogateescape")
+
+
+def decode_request(body: bytes) -> dict[str, Any]:
+    """The request :func:`encode_request` made (raises ``ValueError`` on anything else)."""
+    fields = body.decode("utf-8", "surrogateescape").split("\0")
+    op = fields[0]
+    if op != "run":
+        return {"op": op}
+    kind, argv0, cwd, umask, count = fields[1:6]
+    end = 6 + int(count)
+    argv, rest = fields[6:end], fields[end:]
+    if len(argv) != int(count) or len(rest) % 2:
+        raise ValueError("a run request's fields do not add up")
+    env = dict(zip(rest[::2], rest[1::2], strict=True))
+    return {"op": op, "kind": kind, "argv0": argv0, "cwd": cwd, "umask": int(umask),
+            "argv": argv, "env": env}  # fmt: skip
+
+
+def send_request(sock: socket.socket, request: Mapping[str, Any], fds: Sequence[int] = ()) -> None:
     """One request frame, with ``fds`` passed along (SCM_RIGHTS)."""
-    body = json.dumps(request).encode("utf-8", "surrogatepass")
+    body = encode_request(request)
     frame = len(body).to_bytes(4, "big") + body
     if fds:
-        sent = socket.send_fds(sock, [frame], fds)
+        sent = socket.send_fds(sock, [frame], list(fds))
         if sent < len(frame):
             sock.sendall(frame[sent:])
     else:
@@ -159,6 +198,8 @@ def recv_request(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
     """One request frame and the fds that came with it (raises :class:`WarmStartError`)."""
     data, fds, _flags, _address = socket.recv_fds(sock, 65536, 8)
     try:
+        if not data:
+            raise WarmStartError("the client left before its request")
         while len(data) < 4:
             more = sock.recv(65536)
             if not more:
@@ -172,9 +213,7 @@ def recv_request(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
             if not more:
                 raise WarmStartError("the client left before its request was whole")
             data += more
-        request = json.loads(data[4 : 4 + size].decode("utf-8", "surrogatepass"))
-        if not isinstance(request, dict):
-            raise WarmStartError("a request is a JSON object")
+        request = decode_request(data[4 : 4 + size])
     except BaseException:
         for fd in fds:
             os.close(fd)
@@ -215,6 +254,8 @@ def ping(env: Mapping[str, str] | None = None, *, timeout: float = 5.0) -> dict[
         return None
     if not line or not line.startswith(b"O"):
         return None
+    import json  # not on the thin client's path
+
     answer = json.loads(line[1:])
     return answer if isinstance(answer, dict) else None
 
@@ -230,5 +271,7 @@ def stop(env: Mapping[str, str] | None = None, *, timeout: float = 5.0) -> int |
         return None
     if not line or not line.startswith(b"O"):
         return None
+    import json  # not on the thin client's path
+
     answer = json.loads(line[1:])
     return int(answer["pid"]) if isinstance(answer, dict) and "pid" in answer else None

@@ -6,7 +6,7 @@ With the warm start off (the default), or for a command it does not serve, :func
 headless run (``-p``/``--print``/``--json`` on the command line), or a session worker
 (``python -m coding_agent.warm.client --worker SESSION_DIR ...``, what the supervisor spawns
 then), it imports nothing but the standard library's ``os``, ``socket``, ``signal`` and
-``json``, connects to the user's fork server (:mod:`coding_agent.warm.server`) and sends its
+``zlib``, connects to the user's fork server (:mod:`coding_agent.warm.server`) and sends its
 argv, folder, whole environment and umask, with its stdin, stdout and stderr (``SCM_RIGHTS``).
 The server's child runs the command on those very fds; this process relays SIGINT, SIGTERM,
 SIGHUP and SIGWINCH to it and exits with its exit status (a signal that ended it as 128+N, as
@@ -25,9 +25,13 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Sequence
 
 from coding_agent.settings import warm_start as rendezvous
+
+TYPE_CHECKING = False  # not `from typing import`: typing (with re) costs the thin client ~5 ms
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["main", "served", "start_server", "try_warm"]
 
