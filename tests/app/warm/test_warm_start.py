@@ -357,3 +357,31 @@ def test_config_and_doctor_show_the_warm_start(env: dict[str, str], project: Pat
     )
     stopped = _run(env, project, "warm-start", "stop", warm=True)
     assert stopped.stdout.startswith("stopped the warm-start server (pid ")
+
+
+def test_only_the_users_own_config_may_turn_the_warm_start_on(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    from coding_agent.settings.config import ConfigError, load_config
+
+    project = tmp_path / "other"
+    (project / ".coding-agent").mkdir(parents=True)
+    (project / ".coding-agent" / "config.toml").write_text("warm_start = true\n")
+    with pytest.raises(ConfigError, match=r"only your own config.toml may turn the warm start"):
+        load_config(project, env=env, trusted=True)
+    user = Path(env["XDG_CONFIG_HOME"], "coding-agent", "config.toml")
+    user.parent.mkdir(parents=True)
+    user.write_text("warm_start = true\n")
+    assert load_config(None, env=env).warm_start is True
+    assert rendezvous.enabled({**env, rendezvous.ENV: ""}) == (True, str(user))
+    assert rendezvous.enabled({**env, rendezvous.ENV: "0"})[0] is False
+
+
+def test_a_request_round_trips_through_its_frame() -> None:
+    request = {
+        "op": "run", "kind": "cli", "argv0": "coding-agent", "cwd": "/tmp/a b",
+        "umask": 0o027, "argv": ["-p", "", "naïve \udcff"], "env": {"A": "1", "EMPTY": ""},
+    }  # fmt: skip
+    assert rendezvous.decode_request(rendezvous.encode_request(request)) == request
+    with pytest.raises(ValueError, match="NUL"):
+        rendezvous.encode_request({**request, "argv": ["a\0b"]})
