@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -380,8 +381,48 @@ def test_only_the_users_own_config_may_turn_the_warm_start_on(
 def test_a_request_round_trips_through_its_frame() -> None:
     request = {
         "op": "run", "kind": "cli", "argv0": "coding-agent", "cwd": "/tmp/a b",
-        "umask": 0o027, "argv": ["-p", "", "naïve \udcff"], "env": {"A": "1", "EMPTY": ""},
+        "umask": 0o027, "ignored": [2, 13], "argv": ["-p", "", "naïve \udcff"],
+        "env": {"A": "1", "EMPTY": ""},
     }  # fmt: skip
     assert rendezvous.decode_request(rendezvous.encode_request(request)) == request
     with pytest.raises(ValueError, match="NUL"):
         rendezvous.encode_request({**request, "argv": ["a\0b"]})
+
+
+def test_sigint_to_the_client_interrupts_the_run_as_it_would_a_cold_one(
+    env: dict[str, str], project: Path
+) -> None:
+    fifo = project.parent / "hold"
+    os.mkfifo(fifo)
+    command = f"echo started > started.txt; read line < {fifo}"
+    script = _script(project.parent, [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": command}}]},
+        {"text": "done"},
+    ])  # fmt: skip
+    _start_server(env)
+    outcomes = []
+    for warm in (False, True):
+        (project / "started.txt").unlink(missing_ok=True)
+        with subprocess.Popen(
+            [BINARY, "-p", "go", "--faux-script", str(script), "--approve", "allow"],
+            env={**env, rendezvous.ENV: "1" if warm else "0"},
+            cwd=project,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as client:
+            try:
+                _until(lambda: (project / "started.txt").exists(), "the tool call to start")
+                client.send_signal(signal.SIGINT)
+                out, err = client.communicate(timeout=DEADLINE)
+            finally:
+                client.kill()
+                with contextlib.suppress(OSError):  # let the `read` end
+                    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                    os.write(fd, b"go\n")
+                    os.close(fd)
+        outcomes.append((client.returncode, out, err))
+    assert _served(env) == 1
+    assert outcomes[0][0] == 130
+    assert outcomes[1] == outcomes[0]

@@ -19,7 +19,8 @@ app's folder, so two installations (or two virtual environments) never share a s
 
 Frames: a request is a 4-byte big-endian length and NUL-separated fields (no argv word, folder
 or environment entry can hold a NUL): ``op`` (``run``, ``ping`` or ``stop``), then for ``run``
-the kind (``cli`` or ``worker``), ``argv[0]``, the folder, the umask, the number of arguments,
+the kind (``cli`` or ``worker``), ``argv[0]``, the folder, the umask, the signals the client
+ignores (comma-separated numbers), the number of arguments,
 the arguments, and the environment's names and values in turn; a ``run`` request carries the
 client's stdin, stdout and stderr with ``SCM_RIGHTS``. The server answers with lines: ``P<pid>`` (the child runs), ``X<status>`` (it
 exited), ``S<signal>`` (a signal ended it), ``R<reason>`` (refused: the client runs the command
@@ -153,12 +154,13 @@ def make_private_dir(path: str) -> None:
 
 def encode_request(request: Mapping[str, Any]) -> bytes:
     """The frame body of ``request`` (``op``; for ``run``: ``kind``, ``argv0``, ``cwd``,
-    ``umask``, ``argv``, ``env``)."""
+    ``umask``, ``ignored`` (the signals the client ignores), ``argv``, ``env``)."""
     fields: list[str] = [str(request["op"])]
     if request["op"] == "run":
         argv: Sequence[str] = request["argv"]
+        ignored = ",".join(str(int(n)) for n in request["ignored"])
         fields += [str(request["kind"]), str(request["argv0"]), str(request["cwd"]),
-                   str(int(request["umask"])), str(len(argv)), *argv]  # fmt: skip
+                   str(int(request["umask"])), ignored, str(len(argv)), *argv]  # fmt: skip
         for name, value in dict(request["env"]).items():
             fields += [name, value]
     if any("\0" in field for field in fields):
@@ -172,14 +174,15 @@ def decode_request(body: bytes) -> dict[str, Any]:
     op = fields[0]
     if op != "run":
         return {"op": op}
-    kind, argv0, cwd, umask, count = fields[1:6]
-    end = 6 + int(count)
-    argv, rest = fields[6:end], fields[end:]
+    kind, argv0, cwd, umask, ignored, count = fields[1:7]
+    end = 7 + int(count)
+    argv, rest = fields[7:end], fields[end:]
     if len(argv) != int(count) or len(rest) % 2:
         raise ValueError("a run request's fields do not add up")
     env = dict(zip(rest[::2], rest[1::2], strict=True))
     return {"op": op, "kind": kind, "argv0": argv0, "cwd": cwd, "umask": int(umask),
-            "argv": argv, "env": env}  # fmt: skip
+            "ignored": [int(n) for n in ignored.split(",") if n], "argv": argv,
+            "env": env}  # fmt: skip
 
 
 def send_request(sock: socket.socket, request: Mapping[str, Any], fds: Sequence[int] = ()) -> None:

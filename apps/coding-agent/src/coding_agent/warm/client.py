@@ -9,7 +9,8 @@ then), it imports nothing but the standard library's ``os``, ``socket``, ``signa
 ``zlib``, connects to the user's fork server (:mod:`coding_agent.warm.server`) and sends its
 argv, folder, whole environment and umask, with its stdin, stdout and stderr (``SCM_RIGHTS``).
 The server's child runs the command on those very fds; this process relays SIGINT, SIGTERM,
-SIGHUP and SIGWINCH to it and exits with its exit status (a signal that ended it as 128+N, as
+SIGHUP and SIGWINCH to it (those it does not ignore itself: the child ignores what it ignores)
+and exits with its exit status (a signal that ended it as 128+N, as
 a shell reports it). If the child is killed because this process was (``SIGKILL``), the child
 sees the connection close and kills itself.
 
@@ -88,6 +89,9 @@ def try_warm(kind: str, argv: Sequence[str], path: str | None = None) -> int | N
         cwd = os.getcwd()
         mask = os.umask(0o022)
         os.umask(mask)
+        # what this process was started with (a background job ignores SIGINT, say): the child
+        # takes the same, as this command run here would have
+        ignored = [n for n in signal.valid_signals() if signal.getsignal(n) == signal.SIG_IGN]
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     except OSError:
         return None
@@ -102,6 +106,7 @@ def try_warm(kind: str, argv: Sequence[str], path: str | None = None) -> int | N
             "cwd": cwd,
             "env": dict(os.environ),
             "umask": mask,
+            "ignored": ignored,
         }
         rendezvous.send_request(sock, request, [0, 1, 2])
         pending = bytearray()
@@ -115,11 +120,11 @@ def try_warm(kind: str, argv: Sequence[str], path: str | None = None) -> int | N
     except (OSError, ValueError):
         sock.close()
         return None
-    return _follow(sock, pending)
+    return _follow(sock, pending, ignored)
 
 
-def _follow(sock: socket.socket, pending: bytearray) -> int:
-    """The child runs: relay signals until its status arrives."""
+def _follow(sock: socket.socket, pending: bytearray, ignored: list[signal.Signals]) -> int:
+    """The child runs: relay signals (those not ignored here) until its status arrives."""
 
     def relay(number: int, _frame: object) -> None:
         try:
@@ -128,7 +133,8 @@ def _follow(sock: socket.socket, pending: bytearray) -> int:
             pass
 
     for number in RELAYED:
-        signal.signal(number, relay)
+        if number not in ignored:
+            signal.signal(number, relay)
     sock.settimeout(None)
     while True:
         try:

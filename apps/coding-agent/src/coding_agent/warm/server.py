@@ -14,9 +14,10 @@ closed unanswered), it re-checks the fingerprint against the files and the clien
 server stops taking requests and exits once its running children are done) and forks. The child
 (:class:`Request`) becomes its own session, puts the client's stdin, stdout and stderr on 0, 1
 and 2 (and new ``sys.std*`` streams over them, as a fresh interpreter would), changes to its
-folder, takes its environment, umask and ``sys.argv``, resets the signal handlers to what the
-interpreter had at start and reseeds ``random``, answers ``P<pid>``, and runs the same ``main``
-the normal path would; a thread of the child reads the connection: a ``K<signal>`` line raises
+folder, takes its environment, umask and ``sys.argv``, sets every signal's handler as the
+client's interpreter has it (the client sends the signals it ignores, SIGPIPE and SIGXFSZ among
+them; SIGINT raises ``KeyboardInterrupt`` unless ignored, the rest are the defaults), reseeds
+``random``, answers ``P<pid>``, and runs the same ``main`` the normal path would; a thread of the child reads the connection: a ``K<signal>`` line raises
 that signal in the child, and EOF (the client died, say by ``SIGKILL``) kills the child at once,
 so the session lock it holds is freed as if the client itself had been killed. The server reaps
 every child and sends the client ``X<status>`` or ``S<signal>``.
@@ -115,7 +116,6 @@ class Request:
     conn: socket.socket
     fds: list[int]
     body: dict[str, Any]
-    handlers: dict[int, Any]
 
     def run(self) -> int:
         """Become the client's command and run it; its exit status."""
@@ -138,8 +138,16 @@ class Request:
         """The client's session, stdio, folder, environment, umask and argv in this process."""
         os.setsid()  # as the worker's spawn asks (start_new_session=True); a headless run too
         signal.set_wakeup_fd(-1)
-        for number, handler in self.handlers.items():
-            with contextlib.suppress(OSError, ValueError, TypeError):
+        ignored = {int(n) for n in self.body["ignored"]}
+        for number in signal.valid_signals():
+            if number in (signal.SIGKILL, signal.SIGSTOP):
+                continue
+            handler: Any = signal.SIG_DFL  # as a fresh interpreter started by the client has
+            if number in ignored:
+                handler = signal.SIG_IGN
+            elif number == signal.SIGINT:
+                handler = signal.default_int_handler
+            with contextlib.suppress(OSError, ValueError):
                 signal.signal(number, handler)
         argv = [str(a) for a in self.body["argv"]]
         os.chdir(str(self.body["cwd"]))
@@ -220,8 +228,6 @@ class Server:
         self.fingerprint: Fingerprint | None = None
         self.last_request = time.monotonic()
         self.served = 0
-        handlers = {int(n): signal.getsignal(n) for n in signal.valid_signals()}
-        self.handlers: dict[int, Any] = {n: h for n, h in handlers.items() if h is not None}
         self._wake_r, self._wake_w = os.pipe()
         self._lock_fd = -1
 
@@ -395,7 +401,7 @@ class Server:
         signal.set_wakeup_fd(-1)
         os.close(self._wake_r)
         os.close(self._wake_w)
-        return Request(conn, fds, body, self.handlers)
+        return Request(conn, fds, body)
 
     def _reply(self, conn: socket.socket, answer: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
