@@ -13,7 +13,10 @@ the CPU time is the steadier of the two.
   anthropic path) with the SDK pointed at a stub server in this process; measured from spawning
   the process to the first byte of the request arriving (one monotonic clock for both sides),
   with the CPU time of the process's main thread alone (the critical path: work a thread does
-  beside it on another core, such as loading the TLS certificates, is not on it);
+  beside it on another core, such as loading the TLS certificates, is not on it); then the same
+  with the warm start (``CODING_AGENT_WARM_START=1``, ``coding_agent.warm``): a fork server is
+  started and its preload done before the timing, each run is checked to be served by it, and
+  the CPU is the thin client's plus the forked child's (from ``/proc``);
 * ``-p`` stream consumption: ``coding-agent -p`` against a stub server that streams an answer of
   ``--tokens`` one-token deltas (on each provider's protocol), from the first byte of the stream
   to the process's exit, in tokens per second (wall, and per CPU second of the process over the
