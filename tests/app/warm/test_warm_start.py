@@ -426,3 +426,26 @@ def test_sigint_to_the_client_interrupts_the_run_as_it_would_a_cold_one(
     assert _served(env) == 1
     assert outcomes[0][0] == 130
     assert outcomes[1] == outcomes[0]
+
+
+def test_a_stale_server_that_cannot_read_a_request_ends_too(env: dict[str, str]) -> None:
+    """A client of newer code speaks a protocol an older server cannot read: the server finds
+    its files changed and makes way (the client has run the command itself)."""
+    server = _start_server(env)
+    import coding_agent.context.waiting as preloaded  # the server preloads it
+
+    source = Path(preloaded.__file__ or "")
+    before = source.stat()
+    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(rendezvous.socket_path(env))
+            body = b"coding-agent-warm/0\0run"
+            sock.sendall(len(body).to_bytes(4, "big") + body)
+            assert sock.recv(100) == b""  # closed unanswered
+        assert server.wait(timeout=DEADLINE) == 0
+    finally:
+        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+    log = _server_log(env)
+    assert "a request failed: a request of another protocol ('coding-agent-warm/0'" in log
+    assert f"stale ({source} changed): exiting" in log

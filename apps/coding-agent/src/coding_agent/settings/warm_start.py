@@ -18,7 +18,7 @@ to others is refused); its name carries a hash of the Python executable and of t
 app's folder, so two installations (or two virtual environments) never share a server.
 
 Frames: a request is a 4-byte big-endian length and NUL-separated fields (no argv word, folder
-or environment entry can hold a NUL): ``op`` (``run``, ``ping`` or ``stop``), then for ``run``
+or environment entry can hold a NUL): the protocol's version, ``op`` (``run``, ``ping`` or ``stop``), then for ``run``
 the kind (``cli`` or ``worker``), ``argv[0]``, the folder, the umask, the signals the client
 ignores (comma-separated numbers), the number of arguments,
 the arguments, and the environment's names and values in turn; a ``run`` request carries the
@@ -69,6 +69,8 @@ IDLE_DEFAULT = 600.0
 RUNTIME_ENV = "XDG_RUNTIME_DIR"
 
 _MAX_FRAME = 16 * 1024 * 1024
+_VERSION = "coding-agent-warm/1"
+"""The frames' first field: a client and a server of different releases refuse each other."""
 _ON = ("1", "true", "yes", "on")
 _OFF = ("0", "false", "no", "off")
 
@@ -155,7 +157,7 @@ def make_private_dir(path: str) -> None:
 def encode_request(request: Mapping[str, Any]) -> bytes:
     """The frame body of ``request`` (``op``; for ``run``: ``kind``, ``argv0``, ``cwd``,
     ``umask``, ``ignored`` (the signals the client ignores), ``argv``, ``env``)."""
-    fields: list[str] = [str(request["op"])]
+    fields: list[str] = [_VERSION, str(request["op"])]
     if request["op"] == "run":
         argv: Sequence[str] = request["argv"]
         ignored = ",".join(str(int(n)) for n in request["ignored"])
@@ -170,7 +172,9 @@ def encode_request(request: Mapping[str, Any]) -> bytes:
 
 def decode_request(body: bytes) -> dict[str, Any]:
     """The request :func:`encode_request` made (raises ``ValueError`` on anything else)."""
-    fields = body.decode("utf-8", "surrogateescape").split("\0")
+    version, *fields = body.decode("utf-8", "surrogateescape").split("\0")
+    if version != _VERSION:
+        raise ValueError(f"a request of another protocol ({version[:16]!r}, not {_VERSION!r})")
     op = fields[0]
     if op != "run":
         return {"op": op}

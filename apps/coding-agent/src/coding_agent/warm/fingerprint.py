@@ -103,6 +103,10 @@ class Fingerprint:
         for name in env:
             if interpreter_variable(name) and name not in recorded:
                 return f"${name} is set (the server started without it)"
+        return self.stale_files()
+
+    def stale_files(self) -> str | None:
+        """Which file of the fingerprint changed on disk, if any."""
         if _stat(self.executable[0]) != self.executable[1]:
             return f"{self.executable[0]} changed"
         for entry, was in self.path:

@@ -345,6 +345,10 @@ class Server:
             return self._answer(conn, body, fds)
         except (OSError, ValueError, KeyError, TypeError) as error:
             self.log(f"a request failed: {error}")
+            stale = self.fingerprint.stale_files() if self.fingerprint is not None else None
+            if stale is not None:  # a client of newer code, say: make way for a new server
+                self.log(f"stale ({stale}): exiting")
+                self._close_listener()
             for fd in fds:
                 with contextlib.suppress(OSError):
                     os.close(fd)
