@@ -174,7 +174,7 @@ def decode_request(body: bytes) -> dict[str, Any]:
     """The request :func:`encode_request` made (raises ``ValueError`` on anything else)."""
     version, *fields = body.decode("utf-8", "surrogateescape").split("\0")
     if version != _VERSION:
-        raise ValueError(f"a request of another protocol ({version[:16]!r}, not {_VERSION!r})")
+        raise ValueError(f"a request of another protocol ({version[:40]!r}, not {_VERSION!r})")
     op = fields[0]
     if op != "run":
         return {"op": op}
