@@ -23,6 +23,9 @@ Then the same with the warm start (``coding_agent.warm``): the spawned process i
 the supervisor spawns when it is on, and the worker is forked by a server started and preloaded
 before the timing (printed as a second line, ``WARM START``).
 
+Last, the memory of each kind of process at the view (RSS, PSS, USS from
+``/proc/PID/smaps_rollup``): a cold worker, a forked one, its thin client, and the server.
+
 Target (issue 45): <= 0.15 s median. Bytecode is cached after an unmeasured first start, as
 ``startup.py`` does. Run: ``uv run python benchmarks/worker_restart.py [--runs N] [--entries N]``.
 """
@@ -148,6 +151,9 @@ async def _restart(
                     with anyio.fail_after(60):
                         await done.wait()
                     viewed = (time.monotonic() - start, cpu())
+                    _note_memory("warm worker" if child else "cold worker", child or process.pid)
+                    if child is not None:
+                        _note_memory("thin client", process.pid)
                     client = time.process_time() - client_start
             finally:
                 await source.aclose()
@@ -156,6 +162,38 @@ async def _restart(
         if child is not None:  # the forked worker dies with its client: wait for its lock
             await anyio.to_thread.run_sync(_until_unlocked, session)
     return ready, viewed, client
+
+
+Memory = tuple[float, float, float]
+"""(RSS, PSS, USS) MB of a process, from /proc/PID/smaps_rollup."""
+
+_MEMORY: dict[str, list[Memory]] = {}
+
+
+def _memory(pid: int) -> Memory | None:
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return None
+    fields = {
+        key: int(value.split()[0]) / 1024
+        for key, _, value in (line.partition(":") for line in text.splitlines()[1:])
+    }
+    return fields["Rss"], fields["Pss"], fields["Private_Clean"] + fields["Private_Dirty"]
+
+
+def _note_memory(what: str, pid: int) -> None:
+    found = _memory(pid)
+    if found is not None:
+        _MEMORY.setdefault(what, []).append(found)
+
+
+def _show_memory(what: str) -> str:
+    samples = _MEMORY.get(what, [])
+    if not samples:
+        return f"{what} -"
+    rss, pss, uss = (statistics.median(sample[i] for sample in samples) for i in range(3))
+    return f"{what} RSS {rss:.0f} MB, PSS {pss:.0f} MB, USS {uss:.0f} MB"
 
 
 def _until_unlocked(session: Any) -> None:
@@ -193,6 +231,7 @@ async def run(
                 _median([v for _, v, _ in samples]),
                 statistics.median(c for _, _, c in samples),
             ))  # fmt: skip
+        _note_memory("the server", server.process.pid)
         if server.served() != runs + 1:
             raise RuntimeError("the warm restarts were not all served by the warm-start server")
     return figures[0], figures[1]
@@ -227,6 +266,14 @@ def main() -> None:
             f"{_show(ready)}; the client's CPU from READY to the view {client:.3f} s) "
             f"[target <= {_TARGET} s: {met}] | {base}"
         )
+    print(
+        "memory at the rehydrated view (median, /proc/PID/smaps_rollup; USS: the pages the "
+        "process alone holds): "
+        + "; ".join(
+            _show_memory(what)
+            for what in ("cold worker", "warm worker", "thin client", "the server")
+        )
+    )
     cache.cleanup()
 
 
