@@ -16,6 +16,11 @@ answer and is logged; the benchmark prints how many there were and of what kind.
 The agents, run headless as a user would, each approving the edit and the command:
 
 * ours: ``coding-agent -p PROMPT --model anthropic/claude-sonnet-4-6 --approve allow``;
+* ours with the warm start (``coding_agent.warm``): the same command with
+  ``CODING_AGENT_WARM_START=1``, forked by a server started and preloaded before the timing
+  (its runs share one HOME and data folder, which the server's preload depends on; state and
+  config folders and the project are fresh per run; its CPU is the thin client's and the
+  children's the server reaps, read from the server's ``/proc/PID/stat`` after the runs);
 * Claude Code: ``claude -p PROMPT --output-format json --model claude-sonnet-4-6 --allowedTools
   Read Edit 'Bash(python3 check.py)'``, with ``ANTHROPIC_BASE_URL`` at the stub, a dummy key,
   and telemetry, auto-update and non-essential traffic off.
@@ -53,6 +58,9 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from startup import warm_server  # a sibling script, not a package
 
 PYTHON = sys.executable
 AGENT = str(Path(PYTHON).parent / "coding-agent")
@@ -292,7 +300,7 @@ def _env(home: Path, cache: Path, url: str) -> dict[str, str]:
 
 
 def _command(agent: str, claude: Path | None) -> list[str]:
-    if agent == "ours":
+    if agent in ("ours", "ours-warm"):
         return [AGENT, "-p", PROMPT, "--model", f"anthropic/{MODEL}", "--approve", "allow"]
     assert claude is not None
     return [str(claude), "-p", PROMPT, "--output-format", "json", "--model", MODEL,
@@ -308,7 +316,7 @@ Phases = tuple[float, float, float]
 
 
 def run_once(
-    agent: str, claude: Path | None, model: ScriptedModel, tmp: Path
+    agent: str, claude: Path | None, model: ScriptedModel, tmp: Path, warm: Any = None
 ) -> tuple[Timing, Phases]:
     """One checked run of ``agent`` on a fresh project; (wall, CPU) and its phases."""
     work = Path(tempfile.mkdtemp(dir=tmp, prefix=f"{agent}-"))
@@ -319,11 +327,18 @@ def run_once(
     (work / "home").mkdir()
     model.project = str(project)
     model.log.clear()
+    env = _env(work / "home", tmp / f"cache-{agent}", model.url)
+    before = 0.0
+    if warm is not None:  # the server's HOME and data folder; fresh state and config
+        env = {**env, **warm.env, "ANTHROPIC_BASE_URL": model.url,
+               "XDG_STATE_HOME": str(work / "home" / "state"),
+               "XDG_CONFIG_HOME": str(work / "home" / "config")}  # fmt: skip
+        before = _server_children_cpu(warm.process.pid)
     start = time.monotonic()
     process = subprocess.Popen(
         _command(agent, claude),
         cwd=project,
-        env=_env(work / "home", tmp / f"cache-{agent}", model.url),
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -331,10 +346,18 @@ def run_once(
     out, err = process.communicate(timeout=300)
     wall = time.monotonic() - start
     cpu = _children_cpu()
+    if warm is not None:  # the forked child's CPU (the server reaped it once the client knew)
+        cpu += _server_children_cpu(warm.process.pid) - before
     _check(agent, process.returncode, out, err, project, model.log)
     shutil.rmtree(work, ignore_errors=True)
     script = [entry["at"] - start for entry in model.log if entry["kind"] == "script"]
     return (wall, cpu), (script[0], script[-1] - script[0], wall - script[-1])
+
+
+def _server_children_cpu(pid: int) -> float:
+    """CPU seconds of the children ``pid`` has reaped (``cutime + cstime`` of /proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
 
 
 _LAST_CHILDREN_CPU = [0.0]
@@ -401,7 +424,7 @@ def main() -> None:
         claude, why = claude_binary()
         if claude is None:
             print(f"Claude Code is absent: {why}; timing ours alone")
-    agents = ["ours"] + (["claude"] if claude is not None else [])
+    agents = ["ours", "ours-warm"] + (["claude"] if claude is not None else [])
     model = ScriptedModel()
     samples: dict[str, list[Timing]] = {agent: [] for agent in agents}
     phases: dict[str, list[Phases]] = {agent: [] for agent in agents}
@@ -409,34 +432,49 @@ def main() -> None:
     bare: list[Timing] = []
     with tempfile.TemporaryDirectory(prefix="edit-task-") as name:
         tmp = Path(name)
+        (tmp / "warm-home").mkdir()
+        warm_env = _env(tmp / "warm-home", tmp / "cache-ours-warm", model.url)
         try:
-            for index in range(args.runs + 1):  # the first round warms caches: unmeasured
-                order = agents if index % 2 == 0 else agents[::-1]
-                for agent in order:
-                    timing, phase = run_once(agent, claude, model, tmp)
-                    side[agent] = _side_calls(model.log)
-                    if index:
-                        samples[agent].append(timing)
-                        phases[agent].append(phase)
-                start = time.monotonic()
-                subprocess.run([PYTHON, "-c", "pass"], check=True)
-                bare.append((time.monotonic() - start, _children_cpu()))
+            with warm_server(warm_env) as warm:
+                for index in range(args.runs + 1):  # the first round warms caches: unmeasured
+                    order = agents if index % 2 == 0 else agents[::-1]
+                    for agent in order:
+                        served = warm.served()
+                        timing, phase = run_once(
+                            agent, claude, model, tmp, warm if agent == "ours-warm" else None
+                        )
+                        if agent == "ours-warm" and warm.served() != served + 1:
+                            raise RuntimeError("the warm run was not served by the server")
+                        side[agent] = _side_calls(model.log)
+                        if index:
+                            samples[agent].append(timing)
+                            phases[agent].append(phase)
+                    start = time.monotonic()
+                    subprocess.run([PYTHON, "-c", "pass"], check=True)
+                    bare.append((time.monotonic() - start, _children_cpu()))
         finally:
             model.close()
     ours = _median(samples["ours"])
+    ours_warm = _median(samples["ours-warm"])
     print(f"baseline: python -c pass {_show(_median(bare[1:]))}")
     print(f"ours (coding-agent -p): {_show(ours)}; {_phases(phases['ours'])}")
     print(f"  other requests: {side['ours']}")
+    print(
+        f"ours, WARM START (a fork server started and preloaded before timing; CPU: client + "
+        f"forked child): {_show(ours_warm)}; {_phases(phases['ours-warm'])}"
+    )
     if claude is None:
         return
     theirs = _median(samples["claude"])
     print(f"Claude Code {CLAUDE_VERSION} (claude -p): {_show(theirs)}; {_phases(phases['claude'])}")
     print(f"  other requests: {side['claude']}")
-    ratio = ours[0] / theirs[0]
-    print(
-        f"ratio (wall, median of {args.runs} paired runs): {ratio:.2f}x "
-        f"(target <= 0.5x: {'met' if ratio <= 0.5 else 'missed'}); CPU ratio {ours[1] / theirs[1]:.2f}x"
-    )
+    for label, figure in (("", ours), (", warm start", ours_warm)):
+        ratio = figure[0] / theirs[0]
+        print(
+            f"ratio{label} (wall, median of {args.runs} paired runs): {ratio:.2f}x "
+            f"(target <= 0.5x: {'met' if ratio <= 0.5 else 'missed'}); CPU ratio "
+            f"{figure[1] / theirs[1]:.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -19,6 +19,13 @@ first use and costs next to nothing), and the ``READY`` point of the same restar
 serving and a rehydrated view shows), with the CPU seconds the client (this process) spent from
 ``READY`` to the view.
 
+Then the same with the warm start (``coding_agent.warm``): the spawned process is the thin client
+the supervisor spawns when it is on, and the worker is forked by a server started and preloaded
+before the timing (printed as a second line, ``WARM START``).
+
+Last, the memory of each kind of process at the view (RSS, PSS, USS from
+``/proc/PID/smaps_rollup``): a cold worker, a forked one, its thin client, and the server.
+
 Target (issue 45): <= 0.15 s median. Bytecode is cached after an unmeasured first start, as
 ``startup.py`` does. Run: ``uv run python benchmarks/worker_restart.py [--runs N] [--entries N]``.
 """
@@ -39,7 +46,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
 from app_startup import _entries  # a sibling script, not a package
-from startup import ENV, PYTHON, Timing, _cpu_now, _reap, _show, timed
+from startup import ENV, PYTHON, Timing, WarmServer, _cpu_now, _reap, _show, timed, warm_server
 
 from chord.context import BACKGROUND, Context
 from chord.facets import FacetEnvironment, create_facet_host, define_facet
@@ -93,14 +100,22 @@ def _client_facet(entries: int, done: anyio.Event, seen: dict[str, Any]) -> Any:
     return define_facet("bench/restart-client", setup)
 
 
-async def _restart(session: Any, env: dict[str, str], entries: int) -> tuple[Timing, Timing, float]:
+async def _restart(
+    session: Any, env: dict[str, str], entries: int, warm: WarmServer | None = None
+) -> tuple[Timing, Timing, float]:
     """Spawn the worker; ((wall, CPU) to ``READY``, (wall, CPU) to the hydrated root view, the
     client's own CPU seconds from ``READY`` to the view: connecting, decoding and checking the
-    view). The worker is ``SIGKILL``-ed at the end: the next call is a restart after a crash."""
+    view). The worker is ``SIGKILL``-ed at the end: the next call is a restart after a crash.
+
+    ``warm``: the worker is what the supervisor spawns with the warm start on (``python -m
+    coding_agent.warm.client --worker``), forked by that server; its CPU is the forked child's
+    (from ``/proc``) plus the thin client's."""
+    module = ["coding_agent.warm.client", "--worker"] if warm else ["coding_agent.worker.main"]
+    child: int | None = None
     start = time.monotonic()
     process = subprocess.Popen(  # noqa: ASYNC220 - blocking spawn on purpose: the clock's start
-        [PYTHON, "-m", "coding_agent.worker.main", str(session.path), "--linger", "0"],
-        env=env,
+        [PYTHON, "-m", *module, str(session.path), "--linger", "0"],
+        env=warm.env if warm is not None else env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -109,7 +124,13 @@ async def _restart(session: Any, env: dict[str, str], entries: int) -> tuple[Tim
     try:
         assert process.stdout is not None
         line = await anyio.to_thread.run_sync(process.stdout.readline)
-        ready = (time.monotonic() - start, _cpu_now(process.pid) or 0.0)
+        child = warm.child() if warm is not None else None
+
+        def cpu() -> float:
+            worker = _cpu_now(process.pid) or 0.0
+            return worker + ((_cpu_now(child) or 0.0) if child is not None else 0.0)
+
+        ready = (time.monotonic() - start, cpu())
         client_start = time.process_time()
         if not line.startswith("READY"):
             raise RuntimeError(f"the worker did not start: {line!r}")
@@ -129,20 +150,66 @@ async def _restart(session: Any, env: dict[str, str], entries: int) -> tuple[Tim
                 ):
                     with anyio.fail_after(60):
                         await done.wait()
-                    viewed = (time.monotonic() - start, _cpu_now(process.pid) or 0.0)
+                    viewed = (time.monotonic() - start, cpu())
+                    _note_memory("warm worker" if child else "cold worker", child or process.pid)
+                    if child is not None:
+                        _note_memory("thin client", process.pid)
                     client = time.process_time() - client_start
             finally:
                 await source.aclose()
     finally:
         _reap(process)
+        if child is not None:  # the forked worker dies with its client: wait for its lock
+            await anyio.to_thread.run_sync(_until_unlocked, session)
     return ready, viewed, client
+
+
+Memory = tuple[float, float, float]
+"""(RSS, PSS, USS) MB of a process, from /proc/PID/smaps_rollup."""
+
+_MEMORY: dict[str, list[Memory]] = {}
+
+
+def _memory(pid: int) -> Memory | None:
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return None
+    fields = {
+        key: int(value.split()[0]) / 1024
+        for key, _, value in (line.partition(":") for line in text.splitlines()[1:])
+    }
+    return fields["Rss"], fields["Pss"], fields["Private_Clean"] + fields["Private_Dirty"]
+
+
+def _note_memory(what: str, pid: int) -> None:
+    found = _memory(pid)
+    if found is not None:
+        _MEMORY.setdefault(what, []).append(found)
+
+
+def _show_memory(what: str) -> str:
+    samples = _MEMORY.get(what, [])
+    if not samples:
+        return f"{what} -"
+    rss, pss, uss = (statistics.median(sample[i] for sample in samples) for i in range(3))
+    return f"{what} RSS {rss:.0f} MB, PSS {pss:.0f} MB, USS {uss:.0f} MB"
+
+
+def _until_unlocked(session: Any) -> None:
+    """Poll until no worker holds ``session`` (a killed one's lock goes when it is gone)."""
+    while session.worker_running():
+        time.sleep(0.005)
 
 
 def _median(samples: list[Timing]) -> Timing:
     return statistics.median(w for w, _ in samples), statistics.median(c for _, c in samples)
 
 
-async def run(entries: int, runs: int, tmp: Path) -> tuple[Timing, Timing, float]:
+async def run(
+    entries: int, runs: int, tmp: Path
+) -> tuple[tuple[Timing, Timing, float], tuple[Timing, Timing, float]]:
+    """The cold figures, then the warm-start ones (a fork server preloaded before timing)."""
     from coding_agent.session_files.folders import create_session
 
     project = tmp / "project"
@@ -153,13 +220,21 @@ async def run(entries: int, runs: int, tmp: Path) -> tuple[Timing, Timing, float
     env["HOME"] = str(tmp / "home")
     session = create_session(project, env=env)
     await _fill(session.path, entries)
-    await _restart(session, env, entries)  # unmeasured: compiles, fills caches; ends in SIGKILL
-    samples = [await _restart(session, env, entries) for _ in range(runs)]
-    return (
-        _median([r for r, _, _ in samples]),
-        _median([v for _, v, _ in samples]),
-        statistics.median(c for _, _, c in samples),
-    )
+    figures = []
+    with warm_server(env) as server:
+        for warm in (None, server):
+            # unmeasured: compiles, fills caches; ends in SIGKILL
+            await _restart(session, env, entries, warm)
+            samples = [await _restart(session, env, entries, warm) for _ in range(runs)]
+            figures.append((
+                _median([r for r, _, _ in samples]),
+                _median([v for _, v, _ in samples]),
+                statistics.median(c for _, _, c in samples),
+            ))  # fmt: skip
+        _note_memory("the server", server.process.pid)
+        if server.served() != runs + 1:
+            raise RuntimeError("the warm restarts were not all served by the warm-start server")
+    return figures[0], figures[1]
 
 
 def main() -> None:
@@ -178,13 +253,26 @@ def main() -> None:
         f"floor: python -c pass {_show(bare)}, python -c 'from pico3 import Harness' {_show(pico3)}"
     )
     with tempfile.TemporaryDirectory() as tmp:
-        ready, viewed, client = anyio.run(run, args.entries, args.runs, Path(tmp))
-    met = "met" if viewed[0] <= _TARGET else "NOT met"
+        cold, warm = anyio.run(run, args.entries, args.runs, Path(tmp))
+    for name, (ready, viewed, client) in (
+        ("", cold),
+        (", WARM START (a fork server started and preloaded before timing; CPU: client + "
+         "forked worker)", warm),
+    ):  # fmt: skip
+        met = "met" if viewed[0] <= _TARGET else "NOT met"
+        print(
+            f"worker restart after SIGKILL -> rehydrated root view, {args.entries:,} entries"
+            f"{name}: {_show(viewed)}, {viewed[0] / pico3[0]:.1f}x the harness import (READY at "
+            f"{_show(ready)}; the client's CPU from READY to the view {client:.3f} s) "
+            f"[target <= {_TARGET} s: {met}] | {base}"
+        )
     print(
-        f"worker restart after SIGKILL -> rehydrated root view, {args.entries:,} entries: "
-        f"{_show(viewed)}, {viewed[0] / pico3[0]:.1f}x the harness import (READY at {_show(ready)}; the client's "
-        f"CPU from READY to the view {client:.3f} s) "
-        f"[target <= {_TARGET} s: {met}] | {base}"
+        "memory at the rehydrated view (median, /proc/PID/smaps_rollup; USS: the pages the "
+        "process alone holds): "
+        + "; ".join(
+            _show_memory(what)
+            for what in ("cold worker", "warm worker", "thin client", "the server")
+        )
     )
     cache.cleanup()
 

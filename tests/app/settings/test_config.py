@@ -114,7 +114,7 @@ def test_the_project_file_applies_on_top_only_when_trusted(
         (('model = "openai/qwen2.5-coder:7b"', 'modle = "x/y"'),
          "{f}:1: key `modle`: unknown key (known: model, thinking, theme, permission_mode, "
          "providers, models, secrets, secrets_passthrough, permissions, sandbox, web_fetch, "
-         "web_search, notifications)"),
+         "web_search, notifications, warm_start)"),
         (('model = "openai/qwen2.5-coder:7b"', 'model = "qwen"'),
          "{f}:1: key `model`: 'qwen' is not provider/model-id (e.g. openai/qwen2.5-coder:7b)"),
         (("[providers.openai]", "[providers.openaj]"),

@@ -37,6 +37,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from chord import Backoff, WireServiceSource
 from coding_agent.session_files.folders import Session
+from coding_agent.settings.warm_start import enabled as warm_start_enabled
 
 __all__ = [
     "EXIT_ALREADY_SERVED",
@@ -91,10 +92,16 @@ def worker_command(
     storage: str | None = None,
     linger: float | None = None,
     lease: float | None = None,
+    warm_start: bool = False,
 ) -> list[str]:
     """The worker's command line. Whatever is not on it the worker takes from the launch
-    settings stored in the session (:class:`~coding_agent.session_files.folders.LaunchSettings`)."""
-    argv = [python, "-m", "coding_agent.worker.main", str(session_dir)]
+    settings stored in the session (:class:`~coding_agent.session_files.folders.LaunchSettings`).
+
+    ``warm_start``: the warm start's thin client runs it instead (``python -m
+    coding_agent.warm.client --worker``, same options): forked from the user's preloaded server
+    when one serves, else run in that process as ``coding_agent.worker.main`` would."""
+    module = "coding_agent.warm.client" if warm_start else "coding_agent.worker.main"
+    argv = [python, "-m", module, *(["--worker"] if warm_start else []), str(session_dir)]
     if model is not None:
         argv += ["--model", model]
     if thinking is not None:
@@ -229,6 +236,7 @@ class WorkerSupervisor:
             storage=self._storage,
             linger=self._linger,
             lease=self._lease,
+            warm_start=warm_start_enabled(self._env)[0],
         )
 
     async def wait(self) -> int | None:

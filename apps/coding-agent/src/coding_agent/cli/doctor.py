@@ -24,7 +24,7 @@ from typing import TextIO
 
 from coding_agent.settings import safety
 
-__all__ = ["SafetyCheck", "check_safety_package", "run_doctor"]
+__all__ = ["SafetyCheck", "check_safety_package", "run_doctor", "warm_start_state"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +118,21 @@ def _version(distribution: str | None) -> str:
         return "-"
 
 
+def warm_start_state() -> str:
+    """Whether the warm start is on (and why), and whether its fork server runs now."""
+    from coding_agent.settings import warm_start
+
+    on, origin = warm_start.enabled()
+    server = warm_start.ping()
+    running = (
+        f"a server is running (pid {server['pid']}, {server['modules']} modules preloaded, "
+        f"{server['children']} commands running; stop it: coding-agent warm-start stop)"
+        if server is not None
+        else "no server is running"
+    )
+    return f"{'on' if on else 'off'} ({origin}); {running}"
+
+
 def run_doctor(out: TextIO, err: TextIO) -> int:
     """Print the checks to ``out`` (the problems to ``err``); 0 when every safety package is
     live, 1 otherwise."""
@@ -147,6 +162,7 @@ def run_doctor(out: TextIO, err: TextIO) -> int:
             else f"not installed (restore: `{safety.restore_command(name)}`)"
         )
         print(f"  {name}: {state}", file=out)
+    print(f"warm start: {warm_start_state()}", file=out)
     out.flush()
     err.flush()
     return status

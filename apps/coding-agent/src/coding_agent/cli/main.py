@@ -13,6 +13,7 @@
     coding-agent db migrate postgresql://…   migrate the sessions' database (docs/postgresql.md)
     coding-agent config                the effective configuration, and where each value came from
     coding-agent doctor                are the packages the agent's safety depends on live? (1: no)
+    coding-agent warm-start status|stop  the warm start's fork server (README "Warm start")
     coding-agent acp                   the agent for an editor, over the Agent Client Protocol
                                        (stdio; Zed, JetBrains, Neovim: README "Editors (ACP)")
     coding-agent -p "prompt"           headless: print the final answer (piped stdin is added to
@@ -271,7 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--name", metavar="TEXT", help="name the session (shown in pickers)")
     commands = parser.add_subparsers(
-        dest="command", metavar="{attach,serve,web,config,doctor,acp,sessions,export,facets,db}"
+        dest="command",
+        metavar="{attach,serve,web,config,doctor,acp,sessions,export,facets,db,warm-start}",
     )
     commands.add_parser(
         "config",
@@ -287,6 +289,14 @@ def build_parser() -> argparse.ArgumentParser:
         "Exits 1 when a safety package is not live (tool calls that need approval are then "
         "blocked).",
     )
+    warm = commands.add_parser(
+        "warm-start",
+        help="show or stop the warm start's fork server",
+        description="The warm start (CODING_AGENT_WARM_START=1 or warm_start = true): a "
+        "preloaded server that forks headless runs and session workers. status: is it on, is a "
+        "server running; stop: end the server (it also ends after 10 idle minutes).",
+    )
+    warm.add_argument("action", choices=("status", "stop"), help="status or stop")
     acp = commands.add_parser(
         "acp",
         help="serve an editor over the Agent Client Protocol (stdio)",
@@ -634,6 +644,12 @@ def _print_config(cwd: Path) -> int:
         config.permission_mode or "ask",
         config.origin.get("permission_mode", "default (new sessions; --permission-mode overrides)"),
     )
+    from coding_agent.settings.warm_start import enabled as warm_start_enabled
+
+    warm, origin = warm_start_enabled()
+    if not origin.startswith("environment"):
+        origin = config.origin.get("warm_start", "default (CODING_AGENT_WARM_START=1 turns it on)")
+    show("warm_start", "on" if warm else "off", origin)
     environment = {
         f"providers.{name}.{field}": variable
         for (name, field), variable in provider_variables().items()
@@ -776,6 +792,20 @@ def _show_notifications(config: EffectiveConfig, show: Callable[[str, Any, str],
         show(f"notifications.{name}", f"{target} ({events(names)})" if target else "off", origin)
 
 
+def _warm_start(action: str) -> int:
+    """``coding-agent warm-start status|stop``."""
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.cli.doctor import warm_start_state
+    from coding_agent.settings import warm_start
+
+    if action == "stop":
+        pid = warm_start.stop()
+        print(f"stopped the warm-start server (pid {pid})" if pid else "no warm-start server runs")
+        return 0
+    print(f"warm start: {warm_start_state()}")
+    return 0
+
+
 def _cwd() -> Path:
     try:
         cwd = Path(os.getcwd())
@@ -824,7 +854,8 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
     # A local TUI ends the pause once its first frame is painted (_run_tui): what it imports
     # and builds until then (Textual, chord, pico3, the app) lives as long as the process.
     if headless and args.command in (
-        "attach", "serve", "web", "config", "doctor", "acp", "sessions", "export", "facets", "db"
+        "attach", "serve", "web", "config", "doctor", "acp", "sessions", "export", "facets", "db",
+        "warm-start",
     ):  # fmt: skip
         parser.error(f"{args.command} does not take -p or --json")
     if args.server is not None and (args.continue_ or args.resume is not None):
@@ -847,6 +878,8 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
             from coding_agent.cli.doctor import run_doctor
 
             return run_doctor(sys.stdout, sys.stderr)
+        if args.command == "warm-start":
+            return _warm_start(args.action)
         if args.command == "acp":
             # lazy: start-up time (the command line imports only what the chosen command runs)
             import anyio

@@ -9,6 +9,8 @@ Both are TOML (read with the standard library's ``tomllib``) and have the same k
     permission_mode = "accept-edits"      # new sessions' permission mode (user file only)
     secrets = ["GITHUB_TOKEN"]            # more variables kept from bash, jobs, MCP servers...
     secrets_passthrough = ["GITHUB_TOKEN"]  # secrets they may see after all (user file only)
+    warm_start = true                     # headless runs and workers fork from a preloaded
+                                          # server (user file only; coding_agent.warm)
 
     [providers.openai]                    # anthropic or openai
     base_url = "http://127.0.0.1:11434/v1"
@@ -108,6 +110,7 @@ _THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 _TOP_KEYS = (
     "model", "thinking", "theme", "permission_mode", "providers", "models", "secrets",
     "secrets_passthrough", "permissions", "sandbox", "web_fetch", "web_search", "notifications",
+    "warm_start",
 )  # fmt: skip
 _SEARCH_BACKENDS = ("brave", "tavily", "searxng")  # coding_agent.worker.tools.web
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -157,6 +160,9 @@ class EffectiveConfig:
     web_search_url: str | None = None
     web_search_key_env: str | None = None
     notifications: NotificationSettings = field(default_factory=NotificationSettings)
+    warm_start: bool = False
+    """``warm_start``: fork headless runs and workers from a preloaded server (user's file;
+    ``$CODING_AGENT_WARM_START`` overrides it: :mod:`coding_agent.settings.warm_start`)."""
     files: list[Path] = field(default_factory=list)
     """The files that were read, in order (the user's first)."""
     user_file: Path | None = None
@@ -285,6 +291,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
     web_fetch: _WebFetchFile | None = None
     web_search: _WebSearchFile | None = None
     notifications: NotificationSettings | None = None
+    warm_start: bool | None = None
 
 
 @dataclass
@@ -480,6 +487,12 @@ def _check_secrets(layer: _Layer, user: bool) -> None:
                 "only your own config.toml may widen the sandbox (a project could let its "
                 f"commands write anywhere or reach any server); move sandbox.{key} there",
             )  # fmt: skip
+    if parsed.warm_start is not None and not user:
+        raise _error(
+            layer.path, layer.text, ["warm_start"],
+            "only your own config.toml may turn the warm start on or off (it decides which "
+            "process runs your other projects' commands): move the key to your user config",
+        )  # fmt: skip
     if parsed.permission_mode is not None and not user:
         raise _error(
             layer.path, layer.text, ["permission_mode"],
@@ -519,7 +532,7 @@ def _merge(config: EffectiveConfig, layer: _Layer, path: Path) -> None:
         return f"{path}:{line}" if line else str(path)
 
     data = layer.data
-    for key in ("model", "thinking", "theme", "permission_mode"):
+    for key in ("model", "thinking", "theme", "permission_mode", "warm_start"):
         if key in data:
             setattr(config, key, data[key])
             config.origin[key] = origin([key])

@@ -27,6 +27,7 @@ from coding_agent.settings.model_config import (
     RegistryError,
     parse_model_ref,
 )
+from coding_agent.worker.providers._sdk_import import preload_sdk_clients
 from coding_agent.worker.providers.anthropic import ANTHROPIC_MODELS, AnthropicProvider
 from coding_agent.worker.providers.openai import OPENAI_MODELS, OpenAIProvider
 from coding_agent.worker.providers.registry import ModelSelection, resolve_model
@@ -42,5 +43,6 @@ __all__ = [
     "OpenAIProvider",
     "RegistryError",
     "parse_model_ref",
+    "preload_sdk_clients",
     "resolve_model",
 ]

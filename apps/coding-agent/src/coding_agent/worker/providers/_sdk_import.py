@@ -71,6 +71,7 @@ __all__ = [
     "SDK_ROOTS",
     "defer_sdk_inits",
     "deferred_exports",
+    "preload_sdk_clients",
     "sdk_client",
     "sdk_client_options",
     "trio_hidden_from_httpcore",
@@ -135,6 +136,30 @@ def trio_hidden_from_httpcore() -> Iterator[None]:
     finally:
         if hide:
             sys.meta_path.remove(finder)
+
+
+_TRANSPORT = ("httpcore2", "h11", "truststore", "anyio.streams.tls", "anyio.abc")
+"""What making an SDK client imports besides the SDK (its HTTP transport)."""
+
+
+def preload_sdk_clients() -> None:
+    """Import the OpenAI and Anthropic client classes and their HTTP transport as
+    :func:`sdk_client` would (deferred ``__init__`` s, trio hidden), without making a client (a
+    client reads the environment at creation: that is its process's own). The warm start's
+    fork server (:mod:`coding_agent.warm.server`) preloads them so; an SDK that fails to import
+    is left for the process that uses it to fail on."""
+    defer_sdk_inits()
+    hidden = _HiddenModule("trio")
+    sys.meta_path.insert(0, hidden)
+    try:
+        for package, client in (("openai", "AsyncOpenAI"), ("anthropic", "AsyncAnthropic")):
+            with contextlib.suppress(Exception):
+                getattr(importlib.import_module(package), client)
+        for module in _TRANSPORT:
+            with contextlib.suppress(Exception):
+                importlib.import_module(module)
+    finally:
+        sys.meta_path.remove(hidden)
 
 
 def sdk_client_options(api_key: str, base_url: str | None, timeout: float) -> dict[str, Any]:

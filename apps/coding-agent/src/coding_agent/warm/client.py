@@ -1,0 +1,187 @@
+"""The ``coding-agent`` console script, and the thin client of the warm start.
+
+With the warm start off (the default), or for a command it does not serve, :func:`main` runs
+:func:`coding_agent.cli.main.main` exactly as the console script always did. With it on
+(``CODING_AGENT_WARM_START=1`` or ``warm_start = true`` in the user's config.toml) and a
+headless run (``-p``/``--print``/``--json`` on the command line), or a session worker
+(``python -m coding_agent.warm.client --worker SESSION_DIR ...``, what the supervisor spawns
+then), it imports nothing but the standard library's ``os``, ``socket``, ``signal`` and
+``zlib``, connects to the user's fork server (:mod:`coding_agent.warm.server`) and sends its
+argv, folder, whole environment and umask, with its stdin, stdout and stderr (``SCM_RIGHTS``).
+The server's child runs the command on those very fds; this process relays SIGINT, SIGTERM,
+SIGHUP and SIGWINCH to it (those it does not ignore itself: the child ignores what it ignores)
+and exits with its exit status (a signal that ended it as 128+N, as
+a shell reports it). If the child is killed because this process was (``SIGKILL``), the child
+sees the connection close and kills itself.
+
+Nothing is lost when there is no server: no socket, a refused or broken handshake, a server that
+finds itself stale (it answers ``R`` and exits): the command runs here, in this process, as with
+the warm start off, and a server is started in the background (its own session, stdio on
+/dev/null, a log beside the socket) for the next run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+
+from coding_agent.settings import warm_start as rendezvous
+
+TYPE_CHECKING = False  # not `from typing import`: typing (with re) costs the thin client ~5 ms
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["main", "served", "start_server", "try_warm"]
+
+RELAYED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH)
+_HANDSHAKE_TIMEOUT = 30.0
+"""Seconds the server gets to fork the child and have it answer (it takes milliseconds)."""
+
+# The environment a server starts with: what the interpreter and the preload read, never the
+# user's keys (a server's environment block is every child's /proc/PID/environ).
+_SERVER_ENV = ("HOME", "PATH", "USER", "LOGNAME", "TMPDIR", "VIRTUAL_ENV")
+_SERVER_ENV_PREFIXES = ("XDG_", "PYTHON", "LC_", "LANG", "CODING_AGENT_WARM_START")
+
+
+def served(argv: Sequence[str]) -> bool:
+    """Whether the command line is a headless run (what the fork server serves): ``-p``,
+    ``--print`` or ``--json`` before any ``--``. Anything else (the TUI: a forked process has no
+    controlling terminal) runs here."""
+    for arg in argv:
+        if arg == "--":
+            return False
+        if arg in ("-p", "--print", "--json") or arg.startswith(("--print=", "--json=")):
+            return True
+        if arg.startswith("-p") and not arg.startswith("--"):
+            return True  # -pPROMPT
+    return False
+
+
+def main() -> None:
+    """The console script: ``coding-agent ARGS``."""
+    sys.exit(_run("cli", sys.argv[1:]))
+
+
+def _run(kind: str, argv: list[str]) -> int:
+    if kind == "worker" or served(argv):
+        on, _origin = rendezvous.enabled()
+        if on:
+            code = try_warm(kind, argv)
+            if code is not None:
+                return code
+            start_server()
+    if kind == "worker":
+        from coding_agent.worker.main import main as worker_main
+
+        return worker_main(argv)
+    from coding_agent.cli.main import main as cli_main
+
+    return cli_main(argv)
+
+
+def try_warm(kind: str, argv: Sequence[str], path: str | None = None) -> int | None:
+    """Run the command in the fork server's child; its exit status, or ``None`` when the
+    server is absent or did not take it (then nothing of the command ran)."""
+    try:
+        cwd = os.getcwd()
+        mask = os.umask(0o022)
+        os.umask(mask)
+        # what this process was started with (a background job ignores SIGINT, say): the child
+        # takes the same, as this command run here would have
+        ignored = [n for n in signal.valid_signals() if signal.getsignal(n) == signal.SIG_IGN]
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    except OSError:
+        return None
+    try:
+        sock.settimeout(_HANDSHAKE_TIMEOUT)
+        sock.connect(path or rendezvous.socket_path())
+        request = {
+            "op": "run",
+            "kind": kind,
+            "argv": list(argv),
+            "argv0": sys.argv[0],
+            "cwd": cwd,
+            "env": dict(os.environ),
+            "umask": mask,
+            "ignored": ignored,
+        }
+        rendezvous.send_request(sock, request, [0, 1, 2])
+        pending = bytearray()
+        line = rendezvous.read_line(sock, pending)
+        if line is None or not line.startswith(b"P"):
+            sock.close()
+            return None  # refused (stale, say) or the server went away: run it here
+    except KeyboardInterrupt:
+        sock.close()
+        return 130
+    except (OSError, ValueError):
+        sock.close()
+        return None
+    return _follow(sock, pending, ignored)
+
+
+def _follow(sock: socket.socket, pending: bytearray, ignored: list[signal.Signals]) -> int:
+    """The child runs: relay signals (those not ignored here) until its status arrives."""
+
+    def relay(number: int, _frame: object) -> None:
+        try:
+            sock.sendall(b"K%d\n" % number)
+        except OSError:
+            pass
+
+    for number in RELAYED:
+        if number not in ignored:
+            signal.signal(number, relay)
+    sock.settimeout(None)
+    while True:
+        try:
+            line = rendezvous.read_line(sock, pending)
+        except OSError:
+            line = None
+        if line is None:
+            sys.stderr.write(
+                "coding-agent: error: the warm-start server ended while running the command; "
+                "its exit status is unknown (coding-agent warm-start stop, then run it again)\n"
+            )
+            return 1
+        if line[:1] == b"X":
+            return int(line[1:])
+        if line[:1] == b"S":
+            return 128 + int(line[1:])
+
+
+def start_server() -> None:
+    """Start this installation's fork server in the background, detached (its own session);
+    a second one started meanwhile finds the first's lock and exits."""
+    try:
+        directory = rendezvous.runtime_dir()
+        rendezvous.make_private_dir(directory)
+        log = rendezvous.socket_path().removesuffix(".sock") + ".log"
+        env = {
+            name: value
+            for name, value in os.environ.items()
+            if name in _SERVER_ENV or name.startswith(_SERVER_ENV_PREFIXES)
+        }
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        os.posix_spawn(
+            sys.executable,
+            [sys.executable, "-P", "-m", "coding_agent.warm.server"],
+            env,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 2, log, flags, 0o600),
+            ],
+            setsid=True,
+        )
+    except OSError:
+        pass  # the next run tries again; this one runs as without the warm start
+
+
+if __name__ == "__main__":  # the supervisor's: python -m coding_agent.warm.client --worker ...
+    if sys.argv[1:2] != ["--worker"]:
+        sys.exit("usage: python -m coding_agent.warm.client --worker SESSION_DIR [WORKER OPTIONS]")
+    sys.exit(_run("worker", sys.argv[2:]))

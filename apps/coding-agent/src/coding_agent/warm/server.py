@@ -1,0 +1,436 @@
+"""The fork server: ``python -P -m coding_agent.warm.server`` (the thin client starts it).
+
+It imports once what the served commands import (:func:`preload`: the command line, the headless
+run, the session worker, pico3 and chord, anyio on asyncio, the OpenAI and Anthropic SDK clients
+and their HTTP transport), takes its :class:`~coding_agent.warm.fingerprint.Fingerprint`,
+checks that no thread and no event loop exist (a fork copies only the calling thread, and a loop
+must belong to the child that runs it), calls ``gc.freeze()`` (the collector then never touches
+the preloaded objects, so the children keep sharing their pages), and listens on the
+installation's socket (:func:`coding_agent.settings.warm_start.socket_path`).
+
+For each request, from a peer of the same uid only (``SO_PEERCRED``; another uid's connection is
+closed unanswered), it re-checks the fingerprint against the files and the client's environment
+(any difference: it answers ``R`` with the reason, the client runs the command itself, and the
+server stops taking requests and exits once its running children are done) and forks. The child
+(:class:`Request`) becomes its own session, puts the client's stdin, stdout and stderr on 0, 1
+and 2 (and new ``sys.std*`` streams over them, as a fresh interpreter would), changes to its
+folder, takes its environment, umask and ``sys.argv``, sets every signal's handler as the
+client's interpreter has it (the client sends the signals it ignores, SIGPIPE and SIGXFSZ among
+them; SIGINT raises ``KeyboardInterrupt`` unless ignored, the rest are the defaults), reseeds
+``random``, answers ``P<pid>``, and runs the same ``main`` the normal path would; a thread of the child reads the connection: a ``K<signal>`` line raises
+that signal in the child, and EOF (the client died, say by ``SIGKILL``) kills the child at once,
+so the session lock it holds is freed as if the client itself had been killed. The server reaps
+every child and sends the client ``X<status>`` or ``S<signal>``.
+
+The server ends after ``$CODING_AGENT_WARM_START_IDLE`` seconds (default 600) without a request
+and with no child running, on a ``stop`` request (``coding-agent warm-start stop``), on SIGTERM,
+or when it finds itself stale. One server per user and installation: it holds ``flock`` on a
+lock file beside the socket for its life, and a second one exits at once. Its log (the reason it
+ended, a failed preload) is ``warm-<key>.log`` beside the socket.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import gc
+import importlib
+import io
+import json
+import os
+import random
+import select
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from coding_agent.settings import warm_start as rendezvous
+from coding_agent.warm.fingerprint import Fingerprint, recording_environ_reads
+
+__all__ = ["Request", "Server", "main", "preload"]
+
+KINDS = ("cli", "worker")
+"""What a ``run`` request may run: the command line's main, or the session worker's."""
+
+_PRELOAD = (
+    "asyncio", "anyio", "anyio._backends._asyncio", "chord", "pico3",
+    "coding_agent.cli.headless", "coding_agent.cli.attach", "coding_agent.worker.main",
+    "coding_agent.supervisor",
+)  # fmt: skip
+"""The served commands' modules: the headless run (``-p --server`` and ``--wait-for-approval``
+too), the session worker, the supervisor; pico3, chord and anyio on asyncio."""
+
+_ALSO = (
+    "coding_agent.context.waiting", "jsonschema", "pathspec", "sqlite3", "shlex", "pprint",
+    "tree_sitter", "tree_sitter_bash", "anyio._core._fileio",
+)  # fmt: skip
+"""What a headless run imports beyond the modules above: the default facets' libraries (the
+facets themselves load from source in every session), the bash parser of the permission rules.
+Measured: a faux ``-p`` run in a preloaded process imported these 84 modules, nothing else."""
+
+_PEERCRED = struct.Struct("3i")
+_HANDSHAKE_TIMEOUT = 10.0
+
+
+def preload() -> set[str]:
+    """Import what the served commands import; the environment variables read meanwhile."""
+    with recording_environ_reads() as read:
+        for module in _PRELOAD:
+            importlib.import_module(module)
+        from coding_agent.cli.main import build_parser
+        from coding_agent.settings.facets_site import activate
+        from coding_agent.worker.providers import preload_sdk_clients
+
+        activate()
+        build_parser()  # its lazily imported subcommand tables
+        preload_sdk_clients()
+        for module in _ALSO:
+            with contextlib.suppress(Exception):  # not installed: the child does without too
+                importlib.import_module(module)
+    return read
+
+
+def _threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+def _no_event_loop() -> bool:
+    import asyncio
+
+    return not any(isinstance(o, asyncio.AbstractEventLoop) for o in gc.get_objects())
+
+
+@dataclass
+class Request:
+    """One ``run`` request, in the forked child that serves it."""
+
+    conn: socket.socket
+    fds: list[int]
+    body: dict[str, Any]
+
+    def run(self) -> int:
+        """Become the client's command and run it; its exit status."""
+        try:
+            argv = self._become_client()
+        except Exception as error:  # nothing of the command ran: the client runs it itself
+            self._say(f"R the child could not take the client's place: {error!r}")
+            os._exit(70)
+        threading.Thread(target=self._watch, name="warm-start-client", daemon=True).start()
+        self._say(f"P{os.getpid()}")
+        if self.body.get("kind") == "worker":
+            from coding_agent.worker.main import main as worker_main
+
+            return worker_main(argv)
+        from coding_agent.cli.main import main as cli_main
+
+        return cli_main(argv)
+
+    def _become_client(self) -> list[str]:
+        """The client's session, stdio, folder, environment, umask and argv in this process."""
+        os.setsid()  # as the worker's spawn asks (start_new_session=True); a headless run too
+        signal.set_wakeup_fd(-1)
+        ignored = {int(n) for n in self.body["ignored"]}
+        for number in signal.valid_signals():
+            if number in (signal.SIGKILL, signal.SIGSTOP):
+                continue
+            handler: Any = signal.SIG_DFL  # as a fresh interpreter started by the client has
+            if number in ignored:
+                handler = signal.SIG_IGN
+            elif number == signal.SIGINT:
+                handler = signal.default_int_handler
+            with contextlib.suppress(OSError, ValueError):
+                signal.signal(number, handler)
+        argv = [str(a) for a in self.body["argv"]]
+        os.chdir(str(self.body["cwd"]))
+        env: dict[str, str] = self.body["env"]
+        os.environ.clear()
+        os.environ.update(env)
+        os.umask(int(self.body["umask"]))
+        sys.argv = [str(self.body.get("argv0", "coding-agent")), *argv]
+        random.seed()
+        for target, fd in enumerate(self.fds[:3]):
+            os.dup2(fd, target)
+        for fd in self.fds:
+            if fd > 2:
+                os.close(fd)
+        _new_stdio()
+        return argv
+
+    def _say(self, line: str) -> None:
+        with contextlib.suppress(OSError):
+            self.conn.sendall(line.encode() + b"\n")
+
+    def _watch(self) -> None:
+        """Relay the client's signals; the client gone (EOF): die at once."""
+        pending = bytearray()
+        while True:
+            try:
+                line = rendezvous.read_line(self.conn, pending)
+            except OSError:
+                line = None
+            if line is None:
+                os.kill(os.getpid(), signal.SIGKILL)
+                return
+            if line.startswith(b"K") and line[1:].isdigit():
+                with contextlib.suppress(OSError, ValueError):
+                    os.kill(os.getpid(), int(line[1:]))
+
+
+def _new_stdio() -> None:
+    """``sys.stdin``/``stdout``/``stderr`` over the new fds 0, 1 and 2, made as a fresh
+    interpreter makes them (same encoding and errors, line-buffered on a terminal, stderr always
+    line-buffered); the server's own streams (on /dev/null) are dropped."""
+    made = []
+    for fd, mode, name, like in (
+        (0, "r", "<stdin>", sys.__stdin__),
+        (1, "w", "<stdout>", sys.__stdout__),
+        (2, "w", "<stderr>", sys.__stderr__),
+    ):
+        raw = io.FileIO(fd, mode + "b", closefd=False)
+        raw.name = name  # type: ignore[misc] - CPython names its standard streams so
+        tty = raw.isatty()
+        unbuffered = like is not None and like.write_through and mode == "w"  # python -u
+        buffer: Any = raw if unbuffered else (
+            io.BufferedReader(raw) if mode == "r" else io.BufferedWriter(raw)
+        )  # fmt: skip
+        stream = io.TextIOWrapper(
+            buffer,
+            encoding=like.encoding if like is not None else None,
+            errors=like.errors if like is not None else None,
+            newline="\n",
+            line_buffering=mode == "w" and (tty or fd == 2),
+            write_through=bool(unbuffered),
+        )
+        stream.mode = mode  # type: ignore[misc]
+        made.append(stream)
+    sys.stdin, sys.stdout, sys.stderr = made
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = made  # type: ignore[misc]
+
+
+class Server:
+    """The resident process: preload, then accept and fork (see the module docs)."""
+
+    def __init__(self, path: str, idle: float) -> None:
+        self.path = path
+        self.idle = idle
+        self.pid = os.getpid()
+        self.children: dict[int, socket.socket] = {}
+        self.listener: socket.socket | None = None
+        self.fingerprint: Fingerprint | None = None
+        self.last_request = time.monotonic()
+        self.served = 0
+        self._wake_r, self._wake_w = os.pipe()
+        self._lock_fd = -1
+
+    def log(self, message: str) -> None:
+        print(f"coding-agent warm-start[{self.pid}]: {message}", file=sys.stderr, flush=True)
+
+    def serve(self) -> Request | None:
+        """Serve until the end (``None``), or, in a forked child, its request."""
+        directory = os.path.dirname(self.path)
+        rendezvous.make_private_dir(directory)
+        self._lock_fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.log("another server holds this installation's lock: exiting")
+            return None
+        started = time.monotonic()
+        read = preload()
+        self.fingerprint = Fingerprint.take(read)
+        assert _threads() == 1, "a thread exists before the first fork: it would not survive"
+        assert _no_event_loop(), "an event loop exists in the fork server: it must be the child's"
+        gc.collect()
+        gc.freeze()
+        for number in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(number, lambda *_: None)
+        os.set_blocking(self._wake_w, False)
+        signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)  # a dead server's: we hold the lock
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.path)
+        os.chmod(self.path, 0o600)
+        listener.listen(64)
+        self.listener = listener
+        self.log(
+            f"serving {self.path}: {len(sys.modules)} modules preloaded in "
+            f"{time.monotonic() - started:.2f} s; reads at import: {sorted(read)}"
+        )
+        try:
+            return self._loop()
+        finally:
+            if os.getpid() == self.pid:
+                self._close_listener()
+
+    def _loop(self) -> Request | None:
+        while self.listener is not None or self.children:
+            waiting: list[Any] = [self._wake_r]
+            timeout: float | None = None
+            if self.listener is not None:
+                waiting.append(self.listener)
+                if not self.children:
+                    timeout = max(0.0, self.last_request + self.idle - time.monotonic())
+            ready, _, _ = select.select(waiting, [], [], timeout)
+            if not ready and not self.children:
+                self.log(f"idle for {self.idle:g} s: exiting")
+                self._close_listener()
+                continue
+            if self._wake_r in ready:
+                signals = os.read(self._wake_r, 512)
+                self._reap()
+                if any(s in signals for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)):
+                    self.log("stopped by a signal")
+                    self._close_listener()
+            if self.listener is not None and self.listener in ready:
+                request = self._accept(self.listener)
+                if request is not None:
+                    return request
+        return None
+
+    def _close_listener(self) -> None:
+        """Stop taking requests: the socket goes (if it is still ours)."""
+        if self.listener is None:
+            return
+        with contextlib.suppress(OSError):
+            if os.stat(self.path).st_ino == os.fstat(self.listener.fileno()).st_ino:
+                os.unlink(self.path)
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        self.listener.close()
+        self.listener = None
+
+    def _reap(self) -> None:
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self.children.pop(pid, None)
+            if conn is None:
+                continue
+            code = os.waitstatus_to_exitcode(status)
+            line = f"X{code}" if code >= 0 else f"S{-code}"
+            with contextlib.suppress(OSError):
+                conn.sendall(line.encode() + b"\n")
+            conn.close()
+
+    def _accept(self, listener: socket.socket) -> Request | None:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return None
+        fds: list[int] = []
+        try:
+            raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
+            _pid, uid, _gid = _PEERCRED.unpack(raw)
+            if uid != os.getuid():
+                self.log(f"refused a connection from uid {uid}")
+                conn.close()
+                return None
+            conn.settimeout(_HANDSHAKE_TIMEOUT)
+            body, fds = rendezvous.recv_request(conn)
+            conn.settimeout(None)
+            return self._answer(conn, body, fds)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            self.log(f"a request failed: {error}")
+            stale = self.fingerprint.stale_files() if self.fingerprint is not None else None
+            if stale is not None:  # a client of newer code, say: make way for a new server
+                self.log(f"stale ({stale}): exiting")
+                self._close_listener()
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            conn.close()
+            return None
+
+    def _answer(self, conn: socket.socket, body: dict[str, Any], fds: list[int]) -> Request | None:
+        op = body.get("op")
+        if op == "ping":
+            self._reply(conn, {"pid": self.pid, "modules": len(sys.modules), "idle": self.idle,
+                               "children": len(self.children), "served": self.served,
+                               "path": self.path})  # fmt: skip
+            return None
+        if op == "stop":
+            self._reply(conn, {"pid": self.pid})
+            self.log("stop requested")
+            self._close_listener()
+            return None
+        if op != "run" or body.get("kind") not in KINDS or len(fds) != 3:
+            raise ValueError(f"not a request this server takes: op={op!r}")
+        self.last_request = time.monotonic()
+        env = body["env"]
+        if not isinstance(env, Mapping):
+            raise ValueError("env is not a mapping")
+        assert self.fingerprint is not None
+        stale = self.fingerprint.stale(env)
+        if stale is not None:
+            self.log(f"stale ({stale}): refusing and exiting")
+            conn.sendall(f"R{stale}\n".encode())
+            conn.close()
+            for fd in fds:
+                os.close(fd)
+            self._close_listener()
+            return None
+        assert _threads() == 1, "a thread exists before a fork: it would not survive"
+        pid = os.fork()
+        if pid == 0:
+            return self._child(conn, body, fds)
+        for fd in fds:
+            os.close(fd)
+        self.children[pid] = conn
+        self.served += 1
+        return None
+
+    def _child(self, conn: socket.socket, body: dict[str, Any], fds: list[int]) -> Request:
+        """In the forked child: drop everything of the server's, keep the request."""
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
+        for other in self.children.values():
+            other.close()  # their clients must see EOF when their own child ends
+        self.children.clear()
+        os.close(self._lock_fd)
+        signal.set_wakeup_fd(-1)
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+        return Request(conn, fds, body)
+
+    def _reply(self, conn: socket.socket, answer: dict[str, Any]) -> None:
+        with contextlib.suppress(OSError):
+            conn.sendall(b"O" + json.dumps(answer).encode() + b"\n")
+        conn.close()
+
+
+def _idle(env: Mapping[str, str]) -> float:
+    try:
+        value = float(env.get(rendezvous.IDLE_ENV, ""))
+    except ValueError:
+        return rendezvous.IDLE_DEFAULT
+    return value if value > 0 else rendezvous.IDLE_DEFAULT
+
+
+def main() -> int:
+    """Run the server (in a served request's child: run that command, and exit with it)."""
+    os.chdir("/")
+    os.closerange(3, 65536)  # nothing of the client that started it (its pipes) stays open
+    server = Server(rendezvous.socket_path(), _idle(os.environ))
+    request = server.serve()
+    if request is None:
+        return 0
+    return request.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,451 @@
+"""The warm start (coding_agent.warm): the real binary, a real fork server, temp HOME/XDG dirs.
+
+Every server a test starts (itself, or a client's cold run in the background) is stopped at the
+end by :func:`_stop_servers`: the stop request, then a wait until the server's lock is free.
+Waits poll a condition with a deadline; nothing sleeps to synchronise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from coding_agent.settings import warm_start as rendezvous
+from coding_agent.supervisor import worker_command
+
+BINARY = str(Path(sys.executable).with_name("coding-agent"))
+DEADLINE = 120.0
+_STARTED: dict[str, list[subprocess.Popen[bytes]]] = {}
+"""The servers each test started itself (by runtime folder), waited for at its end."""
+
+
+def _until(check: Callable[[], object], what: str, deadline: float = DEADLINE) -> None:
+    end = time.monotonic() + deadline
+    while not check():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)  # polling a condition with a deadline, not synchronising on time
+
+
+def _lock_free(env: dict[str, str]) -> bool:
+    try:
+        fd = os.open(rendezvous.socket_path(env) + ".lock", os.O_RDWR)
+    except FileNotFoundError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def _stop_servers(env: dict[str, str]) -> None:
+    """Stop whatever server runs for ``env`` (one still preloading too) and wait until it is
+    gone: its lock free, its socket removed."""
+
+    def gone() -> bool:
+        rendezvous.stop(env)
+        return _lock_free(env)
+
+    _until(gone, "the warm-start server to stop")
+    assert not os.path.exists(rendezvous.socket_path(env))
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    runtime = tempfile.mkdtemp(prefix="ws")  # short: a Unix socket path has ~107 bytes
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "OPENAI_"))}
+    environment = {k: v for k, v in environment.items() if not k.startswith("ANTHROPIC_")}
+    environment |= {
+        "HOME": str(tmp_path / "home"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_RUNTIME_DIR": runtime,
+        rendezvous.ENV: "1",
+    }
+    try:
+        yield environment
+    finally:
+        _stop_servers(environment)
+        for server in _STARTED.pop(runtime, []):
+            server.wait(timeout=DEADLINE)
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def _start_server(
+    env: dict[str, str], *, serving: bool = True, **extra: str
+) -> subprocess.Popen[bytes]:
+    log = open(os.path.join(env["XDG_RUNTIME_DIR"], "test-server.log"), "ab")  # noqa: SIM115
+    with log:
+        server = subprocess.Popen(
+            [sys.executable, "-P", "-m", "coding_agent.warm.server"],
+            env={**env, **extra},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            start_new_session=True,
+        )
+    _STARTED.setdefault(env["XDG_RUNTIME_DIR"], []).append(server)
+    if not serving:
+        return server
+    _until(lambda: rendezvous.ping(env) is not None or server.poll() is not None, "the server")
+    assert server.poll() is None, _server_log(env)
+    return server
+
+
+def _server_log(env: dict[str, str]) -> str:
+    return Path(env["XDG_RUNTIME_DIR"], "test-server.log").read_text()
+
+
+def _served(env: dict[str, str]) -> int:
+    answer = rendezvous.ping(env)
+    assert answer is not None
+    return int(answer["served"])
+
+
+def _script(folder: Path, steps: list[dict[str, object]]) -> Path:
+    path = folder / "script.json"
+    path.write_text(json.dumps(steps))
+    return path
+
+
+def _run(
+    env: dict[str, str], cwd: Path, *args: str, warm: bool
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [BINARY, *args],
+        env={**env, rendezvous.ENV: "1" if warm else "0"},
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "README.md").write_text("The answer is 42.\n")
+    return folder
+
+
+BLOCKED_THEN_ANSWER = [
+    {"text": "Reading.", "toolCalls": [{"name": "read", "arguments": {"path": "README.md"}}]},
+    {"toolCalls": [{"name": "bash", "arguments": {"command": "touch ran.txt"}}]},
+    {"text": "The README says the answer is 42."},
+]
+
+
+def test_a_warm_run_prints_what_a_cold_run_prints(env: dict[str, str], project: Path) -> None:
+    script = _script(project.parent, BLOCKED_THEN_ANSWER)
+    cold = _run(env, project, "-p", "what is in the README?", "--faux-script", str(script),
+                warm=False)  # fmt: skip
+    _start_server(env)
+    warm = _run(env, project, "-p", "what is in the README?", "--faux-script", str(script),
+                warm=True)  # fmt: skip
+    assert _served(env) == 1  # the server's child ran it, not the client
+    assert cold.returncode == 3  # the bash call was blocked: a real stderr and status to compare
+    assert "blocked the bash call (touch ran.txt)" in cold.stderr
+    assert (warm.stdout, warm.stderr, warm.returncode) == (
+        cold.stdout, cold.stderr, cold.returncode
+    )  # fmt: skip
+    assert not (project / "ran.txt").exists()
+
+
+def test_the_child_sees_the_clients_folder_environment_and_umask(
+    env: dict[str, str], project: Path
+) -> None:
+    folder = project / "sub"
+    folder.mkdir()
+    command = 'pwd > seen.txt; echo "$WARM_PROBE" >> seen.txt; umask >> seen.txt'
+    script = _script(project.parent, [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": command}}]},
+        {"text": "done"},
+    ])  # fmt: skip
+    _start_server(env)
+    ran = subprocess.run(
+        [BINARY, "-p", "go", "--faux-script", str(script), "--approve", "allow"],
+        env={**env, "WARM_PROBE": "only-in-the-client"},
+        cwd=folder,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        umask=0o027,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == "done\n"
+    assert _served(env) == 1
+    seen = (folder / "seen.txt").read_text().splitlines()
+    assert seen == [str(folder.resolve()), "only-in-the-client", "0027"]
+
+
+def test_a_changed_preloaded_module_makes_the_server_refuse_and_exit(
+    env: dict[str, str], project: Path
+) -> None:
+    script = _script(project.parent, [{"text": "hello"}])
+    server = _start_server(env)
+    import coding_agent.context.waiting as preloaded  # the server preloads it
+
+    source = Path(preloaded.__file__ or "")
+    before = source.stat()
+    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    try:
+        ran = _run(env, project, "-p", "hi", "--faux-script", str(script), warm=True)
+        server.wait(timeout=DEADLINE)  # it refused, then ended
+    finally:
+        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (ran.returncode, ran.stdout) == (0, "hello\n")  # run cold, in the client
+    assert f"stale ({source} changed): refusing and exiting" in _server_log(env)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                if int(stat.rpartition(")")[2].split()[1]) == pid:
+                    found.append(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_sigkill_of_the_client_kills_its_child_and_frees_the_session(
+    env: dict[str, str], project: Path
+) -> None:
+    from coding_agent.session_files.folders import list_sessions
+
+    fifo = project.parent / "hold"
+    os.mkfifo(fifo)
+    command = f"echo started > started.txt; read line < {fifo}"
+    script = _script(project.parent, [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": command}}]},
+        {"text": "done"},
+    ])  # fmt: skip
+    server = _start_server(env)
+    client = subprocess.Popen(
+        [BINARY, "-p", "go", "--faux-script", str(script), "--approve", "allow"],
+        env=env,
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _until(lambda: (project / "started.txt").exists(), "the tool call to start")
+        [child] = _children(server.pid)
+        [session] = list_sessions(project, env=env)
+        assert session.worker_running()  # the forked child holds the session's lock
+        client.kill()
+        client.wait(timeout=DEADLINE)
+        _until(lambda: not _alive(child), "the forked child to die with its client")
+        _until(lambda: not session.worker_running(), "the session lock to be free")
+    finally:
+        client.kill()
+        with contextlib.suppress(OSError):  # let the orphaned `read` end
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            os.write(fd, b"go\n")
+            os.close(fd)
+
+
+def test_a_server_that_dies_mid_handshake_leaves_the_client_to_run_cold(
+    env: dict[str, str], project: Path
+) -> None:
+    script = _script(project.parent, [{"text": "hello"}])
+    path = rendezvous.socket_path(env)
+    rendezvous.make_private_dir(os.path.dirname(path))
+    fake = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    fake.bind(path)
+    fake.listen(1)
+    taken: list[int] = []
+
+    def die_mid_handshake() -> None:
+        conn, _ = fake.accept()
+        _request, fds = rendezvous.recv_request(conn)
+        taken.extend(fds)
+        for fd in fds:
+            os.close(fd)
+        conn.close()  # no answer: the server "died"
+
+    thread = threading.Thread(target=die_mid_handshake)
+    thread.start()
+    try:
+        ran = _run(env, project, "-p", "hi", "--faux-script", str(script), warm=True)
+    finally:
+        thread.join(timeout=DEADLINE)
+        fake.close()
+    assert len(taken) == 3  # the client did hand over its stdio
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, "hello\n", "")
+
+
+def test_the_idle_timeout_ends_the_server(env: dict[str, str]) -> None:
+    server = _start_server(env, serving=False, **{rendezvous.IDLE_ENV: "0.2"})
+    assert server.wait(timeout=DEADLINE) == 0
+    assert "serving " in _server_log(env)
+    assert not os.path.exists(rendezvous.socket_path(env))
+    assert "idle for 0.2 s: exiting" in _server_log(env)
+
+
+def test_a_worker_forks_from_the_server_and_dies_with_its_client(
+    env: dict[str, str], project: Path
+) -> None:
+    from coding_agent.session_files.folders import create_session
+
+    session = create_session(project, env=env)
+    server = _start_server(env)
+    argv = worker_command(session.path, linger=0.0, warm_start=True)
+    assert argv[1:4] == ["-m", "coding_agent.warm.client", "--worker"]
+    with subprocess.Popen(
+        argv, env=env, cwd=project, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, start_new_session=True,
+    ) as worker:  # fmt: skip
+        try:
+            assert worker.stdout is not None
+            line = worker.stdout.readline()
+            assert line.startswith(b"READY "), line
+            assert _served(env) == 1 and session.worker_running()
+            [child] = _children(server.pid)
+            worker.kill()
+            worker.wait(timeout=DEADLINE)
+            _until(lambda: not _alive(child), "the worker to die with its client")
+            _until(lambda: not session.worker_running(), "the session lock to be free")
+        finally:
+            worker.kill()
+
+
+def test_config_and_doctor_show_the_warm_start(env: dict[str, str], project: Path) -> None:
+    off = _run(env, project, "config", warm=False)
+    assert "warm_start = off" in off.stdout and "$CODING_AGENT_WARM_START" in off.stdout
+    config = Path(env["XDG_CONFIG_HOME"], "coding-agent", "config.toml")
+    config.parent.mkdir(parents=True)
+    config.write_text("warm_start = true\n")
+    environment = {k: v for k, v in env.items() if k != rendezvous.ENV}
+    shown = subprocess.run([BINARY, "config"], env=environment, cwd=project,
+                           capture_output=True, text=True, timeout=DEADLINE)  # fmt: skip
+    assert "warm_start = on" in shown.stdout and f"{config}:1" in shown.stdout
+    assert "no server is running" in _run(env, project, "warm-start", "status", warm=True).stdout
+    _start_server(env)
+    doctor = _run(env, project, "doctor", warm=True)
+    assert "warm start: on (environment $CODING_AGENT_WARM_START); a server is running" in (
+        doctor.stdout
+    )
+    stopped = _run(env, project, "warm-start", "stop", warm=True)
+    assert stopped.stdout.startswith("stopped the warm-start server (pid ")
+
+
+def test_only_the_users_own_config_may_turn_the_warm_start_on(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    from coding_agent.settings.config import ConfigError, load_config
+
+    project = tmp_path / "other"
+    (project / ".coding-agent").mkdir(parents=True)
+    (project / ".coding-agent" / "config.toml").write_text("warm_start = true\n")
+    with pytest.raises(ConfigError, match=r"only your own config.toml may turn the warm start"):
+        load_config(project, env=env, trusted=True)
+    user = Path(env["XDG_CONFIG_HOME"], "coding-agent", "config.toml")
+    user.parent.mkdir(parents=True)
+    user.write_text("warm_start = true\n")
+    assert load_config(None, env=env).warm_start is True
+    assert rendezvous.enabled({**env, rendezvous.ENV: ""}) == (True, str(user))
+    assert rendezvous.enabled({**env, rendezvous.ENV: "0"})[0] is False
+
+
+def test_a_request_round_trips_through_its_frame() -> None:
+    request = {
+        "op": "run", "kind": "cli", "argv0": "coding-agent", "cwd": "/tmp/a b",
+        "umask": 0o027, "ignored": [2, 13], "argv": ["-p", "", "naïve \udcff"],
+        "env": {"A": "1", "EMPTY": ""},
+    }  # fmt: skip
+    assert rendezvous.decode_request(rendezvous.encode_request(request)) == request
+    with pytest.raises(ValueError, match="NUL"):
+        rendezvous.encode_request({**request, "argv": ["a\0b"]})
+
+
+def test_sigint_to_the_client_interrupts_the_run_as_it_would_a_cold_one(
+    env: dict[str, str], project: Path
+) -> None:
+    fifo = project.parent / "hold"
+    os.mkfifo(fifo)
+    command = f"echo started > started.txt; read line < {fifo}"
+    script = _script(project.parent, [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": command}}]},
+        {"text": "done"},
+    ])  # fmt: skip
+    _start_server(env)
+    outcomes = []
+    for warm in (False, True):
+        (project / "started.txt").unlink(missing_ok=True)
+        with subprocess.Popen(
+            [BINARY, "-p", "go", "--faux-script", str(script), "--approve", "allow"],
+            env={**env, rendezvous.ENV: "1" if warm else "0"},
+            cwd=project,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as client:
+            try:
+                _until(lambda: (project / "started.txt").exists(), "the tool call to start")
+                client.send_signal(signal.SIGINT)
+                out, err = client.communicate(timeout=DEADLINE)
+            finally:
+                client.kill()
+                with contextlib.suppress(OSError):  # let the `read` end
+                    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                    os.write(fd, b"go\n")
+                    os.close(fd)
+        outcomes.append((client.returncode, out, err))
+    assert _served(env) == 1
+    assert outcomes[0][0] == 130
+    assert outcomes[1] == outcomes[0]
+
+
+def test_a_stale_server_that_cannot_read_a_request_ends_too(env: dict[str, str]) -> None:
+    """A client of newer code speaks a protocol an older server cannot read: the server finds
+    its files changed and makes way (the client has run the command itself)."""
+    server = _start_server(env)
+    import coding_agent.context.waiting as preloaded  # the server preloads it
+
+    source = Path(preloaded.__file__ or "")
+    before = source.stat()
+    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(rendezvous.socket_path(env))
+            body = b"coding-agent-warm/0\0run"
+            sock.sendall(len(body).to_bytes(4, "big") + body)
+            assert sock.recv(100) == b""  # closed unanswered
+        assert server.wait(timeout=DEADLINE) == 0
+    finally:
+        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+    log = _server_log(env)
+    assert "a request failed: a request of another protocol ('coding-agent-warm/0'" in log
+    assert f"stale ({source} changed): exiting" in log
