@@ -48,9 +48,7 @@ def hooks_terminal(tmp_path: Path, agent_env: dict[str, str]) -> Iterator[Termin
     try:
         yield term
     finally:
-        if socket.exists():
-            term.tmux("kill-server")
-            socket.unlink(missing_ok=True)
+        term.close()
         for session in list_sessions(env=env):
             _stop_worker(session)
 
