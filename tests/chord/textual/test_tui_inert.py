@@ -40,7 +40,7 @@ async def _until(condition: Callable[[], bool], what: str) -> None:
     """Poll ``condition`` with a generous deadline (a loaded CI machine is slow)."""
     try:
         with anyio.fail_after(60):  # a deadline, not a count of naps
-            while not condition():
+            while not condition():  # noqa: ASYNC110 - a condition of the app, polled
                 await anyio.sleep(0.01)
     except TimeoutError:
         raise AssertionError(f"timed out waiting until {what}") from None
