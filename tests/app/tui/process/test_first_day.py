@@ -62,8 +62,12 @@ def test_the_faux_model_says_it_is_an_offline_demo_and_quit_names_the_command_th
     hint: str,
 ) -> None:
     terminal.start("one", project, f"{launch} {BINARY}")
-    first = terminal.wait_text("one", "Type anything to start a short tour")
-    assert "faux is the offline demo model: no API key, nothing leaves this machine." in first
+    demo = "faux is the offline demo model: no API key, nothing leaves this machine."
+    terminal.wait(  # both lines, in one capture (a frame may show half drawn)
+        "one",
+        lambda text: "Type anything to start a short tour" in text and demo in text,
+        "the first-run lines",
+    )
     terminal.type("one", "/quit")
     terminal.press("one", "Enter")
     done = terminal.wait_text("one", "EXITED 0")

@@ -156,18 +156,23 @@ def test_launch_settings_survive_continue_and_a_sigkilled_worker(
 
     # A later start without any flag: the stored settings, in a new worker.
     terminal.start("two", project, str(BINARY) + " --continue")
-    terminal.wait_text("two", "First done.")
-    assert "thinking high" in terminal.screen("two")
+    # Both in one capture: the transcript and the footer (drawn after it, lower down) of a
+    # frame tmux may show half drawn.
+    terminal.wait(
+        "two", lambda text: "First done." in text and "thinking high" in text, "the settings"
+    )
     first = _pid(session)
     os.kill(first, signal.SIGKILL)
     _until(lambda: session.worker_running() and _pid(session) != first, "the restarted worker")
     terminal.wait("two", lambda text: "unavailable" not in text.lower(), "the reconnection")
     terminal.type("two", "second")
     terminal.press("two", "Enter")
-    screen = terminal.wait_text("two", "Second done.")
+    screen = terminal.wait(
+        "two", lambda text: "Second done." in text and "thinking high" in text, "the answer"
+    )
     # The restarted worker answered from the stored script and ran bash without asking.
     assert (project / "log.txt").read_text() == "one\ntwo\n"
-    assert "Allow bash?" not in screen and "thinking high" in screen
+    assert "Allow bash?" not in screen
     terminal.type("two", "/stop")
     terminal.press("two", "Enter")
     terminal.wait_text("two", "EXITED 0")
@@ -221,8 +226,7 @@ def test_quit_leaves_the_turn_running_ctrl_c_twice_quits_and_stop_asks(
     terminal.wait_text("three", "sleep 60")
     terminal.type("three", "/stop")
     terminal.press("three", "Enter")
-    terminal.wait_dialog("three", "Stop the session's worker?")
-    assert "A turn is running" in terminal.screen("three")
+    terminal.wait_dialog("three", "Stop the session's worker?", body="A turn is running")
     terminal.press("three", "Escape")  # keep it running
     terminal.wait_written("three", "The worker keeps running")  # a toast: read from the record
     assert session.worker_running()
@@ -246,8 +250,10 @@ def test_typeahead_is_sent_by_its_enter_and_alt_enter_breaks_the_line(
     terminal.type("one", "typed early")
     terminal.press("one", "Enter")
     terminal.wait_text("one", "Got the early one.")
-    screen = terminal.wait_text("one", "enter sends")
-    assert "alt+enter newline" in screen and "shift+enter" not in screen  # tmux has no Shift+Enter
+    screen = terminal.wait(
+        "one", lambda text: "enter sends" in text and "alt+enter newline" in text, "the hint"
+    )
+    assert "shift+enter" not in screen  # tmux has no Shift+Enter
 
     terminal.type("one", "first line")
     terminal.press("one", "M-Enter")  # tmux sends ESC Enter
@@ -362,9 +368,18 @@ def test_a_dialog_longer_than_its_box_says_how_much_more_and_scrolls_to_it(
     assert "payload-at-the-end" not in screen
     for _ in range(6):
         terminal.press("one", "PageDown")
-    screen = terminal.wait_text("one", "payload-at-the-end")
-    assert "lines above" in screen and "more lines ↓" not in screen
-    assert "Allow bash?" in screen  # scrolling answered nothing
+    # The end of the scroll, whole: the payload and, under it, the "more" line updated (a frame
+    # half drawn, or one of the six pages before the last, shows the payload with the old line).
+    terminal.wait(
+        "one",
+        lambda text: (
+            "payload-at-the-end" in text
+            and "lines above" in text
+            and "more lines ↓" not in text
+            and "Allow bash?" in text  # scrolling answered nothing
+        ),
+        "the dialog scrolled to its end",
+    )
     terminal.press("one", "Escape")  # deny
     terminal.wait_text("one", "Denied it.")
     [session] = list_sessions(env=agent_env)
