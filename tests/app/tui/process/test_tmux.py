@@ -102,8 +102,13 @@ def test_the_binary_runs_the_demo_attaches_a_second_terminal_and_quits(
 
 
 # -- issue 14 items 1 and 2: launch settings survive every worker; /quit, /stop, Ctrl+C ------
-def _pid(session: Session) -> int:
-    return int(session.lock_path.read_text().split()[0])
+def _pid(session: Session) -> int | None:
+    """The pid the session's lock file names; ``None`` while it names none (a new lock file
+    is empty until its worker writes its pid)."""
+    try:
+        return int(session.lock_path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _until(check: object, what: str) -> None:
@@ -162,8 +167,12 @@ def test_launch_settings_survive_continue_and_a_sigkilled_worker(
         "two", lambda text: "First done." in text and "thinking high" in text, "the settings"
     )
     first = _pid(session)
+    assert first is not None, "the worker serving --continue names itself in the lock file"
     os.kill(first, signal.SIGKILL)
-    _until(lambda: session.worker_running() and _pid(session) != first, "the restarted worker")
+    _until(
+        lambda: session.worker_running() and _pid(session) not in (None, first),
+        "the restarted worker",
+    )
     terminal.wait("two", lambda text: "unavailable" not in text.lower(), "the reconnection")
     terminal.type("two", "second")
     terminal.press("two", "Enter")
