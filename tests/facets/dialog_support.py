@@ -77,7 +77,7 @@ class DialogApp(App[None]):
         (``ARMING_SECONDS`` after it appears), so keys are pressed only once it is armed.
         Polls the dialog's state between frames, with a deadline."""
         await self.until(lambda: self.dialog() is not None)
-        with anyio.fail_after(20):
+        with anyio.fail_after(60):
             while not ((screen := self.dialog()) is not None and screen.armed):
                 await pilot.pause(0.01)
         return screen

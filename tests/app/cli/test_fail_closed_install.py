@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -228,18 +228,27 @@ class _Pane:
 
     def wait_text(self, needle: str) -> str:
         """Poll the pane until it shows ``needle``; fail with the last screen at the deadline."""
+        return self.wait(lambda text: needle in text, repr(needle))
+
+    def wait(self, check: Callable[[str], bool], what: str) -> str:
+        """Poll the pane until ``check(text)``; fail with the last screen at the deadline."""
         deadline = time.monotonic() + TIMEOUT
         text = ""
         while time.monotonic() < deadline:
             text = self.tmux("capture-pane", "-p", "-J", "-t", "main")
-            if needle in text:
+            if check(text):
                 return text
             time.sleep(0.1)  # polling the pane; the condition is what is waited on
-        raise AssertionError(f"timed out waiting for {needle!r}; the screen was:\n{text}")
+        raise AssertionError(f"timed out waiting for {what}; the screen was:\n{text}")
 
     def close(self) -> None:
         subprocess.run(["tmux", "-S", str(self.socket), "kill-server"], env=self.env, check=False)
         self.socket.unlink(missing_ok=True)
+
+
+def _words(screen: str) -> str:
+    """The screen's text as one line of words (the tool box's left bar left out)."""
+    return " ".join(screen.replace("▌", " ").split())
 
 
 def _tui_shows_the_block(installed: Installed) -> None:
@@ -261,17 +270,16 @@ def _tui_shows_the_block(installed: Installed) -> None:
         pane.wait_text("enter sends")
         pane.tmux("send-keys", "-t", "main", "-l", "go")
         pane.tmux("send-keys", "-t", "main", "Enter")
-        screen = pane.wait_text("facets-approval is not installed")
-        # the tool's block as its error (wrapped in the tool's box: read as one line of words)
-        words = " ".join(screen.replace("▌", " ").split())
-        assert (
-            "✗ bash: touch tui.txt ▼ Error · 1 line(s) Tool call blocked: bash needs approval"
-            in words
-        )
-        assert (
+        # the tool's block as its error (wrapped in the tool's box: read as one line of words),
+        # waited for whole: a frame drawn in part can show its first line without the rest
+        block = "✗ bash: touch tui.txt ▼ Error · 1 line(s) Tool call blocked: bash needs approval"
+        told = (
             "facets-approval is not installed; restore it with "
             f"`{RESTORE}`, then /reload (or start the agent again)."
-        ) in words
+        )
+        screen = pane.wait(
+            lambda text: block in _words(text) and told in _words(text), "the blocked call"
+        )
         assert "Allow bash?" not in screen  # no dialog: nothing can approve
     finally:
         pane.close()

@@ -381,11 +381,7 @@ async def test_an_approval_answered_from_the_page_closes_in_a_tui_watching_the_s
             )
             assert "touch from-the-page.txt" in after  # the call's card, done
         finally:
-            if socket.exists():
-                await anyio.run_process(
-                    ["tmux", "-S", str(socket), "kill-server"], env=env, check=False
-                )
-                socket.unlink(missing_ok=True)
+            await anyio.to_thread.run_sync(terminal.close)
             await _stop(process)
         group.cancel_scope.cancel()
     assert (project / "from-the-page.txt").exists()

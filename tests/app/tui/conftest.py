@@ -11,6 +11,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import anyio
 import pytest
 
 from chord.context import BACKGROUND, Context
@@ -180,13 +181,20 @@ class FakeConversation:
         return self._next_id
 
 
-async def until(pilot: Any, predicate: Any, *, attempts: int = 500) -> None:
-    """Let the app run until ``predicate()`` holds (bounded; a state wait, not a sleep)."""
-    for _ in range(attempts):
-        if predicate():
-            return
-        await pilot.pause()
-    raise AssertionError("condition never became true")
+UNTIL_SECONDS = 60.0
+"""The deadline of :func:`until` (generous: a loaded machine is slow)."""
+
+
+async def until(pilot: Any, predicate: Any) -> None:
+    """Let the app run until ``predicate()`` holds (a state wait, not a sleep), within
+    :data:`UNTIL_SECONDS`: a count of ``pilot.pause()`` would be a deadline that shrinks on a
+    loaded machine (each pause ends as soon as the process looks idle)."""
+    try:
+        with anyio.fail_after(UNTIL_SECONDS):
+            while not predicate():
+                await pilot.pause()
+    except TimeoutError:
+        raise AssertionError(f"condition never became true within {UNTIL_SECONDS} s") from None
 
 
 @pytest.fixture

@@ -117,7 +117,7 @@ def _dialog(screen_factory: Any) -> Any:
         await _rendered(pilot)
         screen = screen_factory()
         await pilot.app.push_screen(screen)
-        with anyio.fail_after(20):
+        with anyio.fail_after(60):
             while isinstance(screen, DialogScreen) and not screen.armed:
                 await pilot.pause(0.02)
         await pilot.pause()

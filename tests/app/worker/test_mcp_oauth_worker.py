@@ -129,6 +129,6 @@ async def test_a_server_behind_oauth_is_logged_in_over_the_wire(
         assert json.loads(tokens.read_text())["tokens"]["access_token"]
     finally:
         process.terminate()
-        with anyio.fail_after(10):
+        with anyio.fail_after(60):
             await process.wait()
         await process.aclose()

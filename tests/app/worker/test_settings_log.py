@@ -60,7 +60,7 @@ class _Watcher:
 
     async def wait(self, predicate: Callable[[], bool], what: str) -> None:
         try:
-            with anyio.fail_after(10):
+            with anyio.fail_after(60):
                 while not predicate():
                     await self._changed.wait()
         except TimeoutError:

@@ -38,11 +38,12 @@ class DemoApp(App[None]):
 
 async def _until(condition: Callable[[], bool], what: str) -> None:
     """Poll ``condition`` with a generous deadline (a loaded CI machine is slow)."""
-    for _ in range(1000):
-        if condition():
-            return
-        await anyio.sleep(0.01)
-    raise AssertionError(f"timed out waiting until {what}")
+    try:
+        with anyio.fail_after(60):  # a deadline, not a count of naps
+            while not condition():  # noqa: ASYNC110 - a condition of the app, polled
+                await anyio.sleep(0.01)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting until {what}") from None
 
 
 def _shown(widget: Static | Label) -> str:

@@ -29,7 +29,7 @@ class DemoApp(App[None]):
 async def wait_for_screen(pilot: Pilot[None], kind: type[DialogScreen[Any]]) -> None:
     """Wait (polling between frames, with a deadline) until a ``kind`` dialog takes answers:
     a dialog answers nothing while it arms (ARMING_SECONDS after it appears)."""
-    with anyio.fail_after(20):
+    with anyio.fail_after(60):
         while not (isinstance(pilot.app.screen, kind) and pilot.app.screen.armed):
             await pilot.pause(0.01)
 
@@ -114,12 +114,9 @@ async def test_cancelling_the_context_dismisses_the_dialog() -> None:
         tg.start_soon(ask)
         await wait_for_screen(pilot, ConfirmScreen)
         cancel("dialog closed by the session")
-        await pilot.pause()
-        for _ in range(100):
-            if not isinstance(app.screen, ConfirmScreen):
-                break
-            await pilot.pause(0.005)
-        assert not isinstance(app.screen, ConfirmScreen)
+        with anyio.fail_after(60):  # a deadline, not a pace: a loaded machine is slow
+            while isinstance(app.screen, ConfirmScreen):
+                await pilot.pause(0.01)
     assert outcome == ["cancelled"]
 
 
@@ -139,7 +136,7 @@ async def test_choose_picks_an_option_or_free_text() -> None:
         tg.start_soon(ask)
         await wait_for_screen(pilot, ChoiceScreen)
         await pilot.press("down", "enter")
-        with anyio.fail_after(20):
+        with anyio.fail_after(60):
             while len(picked) != 1:
                 await pilot.pause(0.01)
         await wait_for_screen(pilot, ChoiceScreen)

@@ -48,9 +48,7 @@ def hooks_terminal(tmp_path: Path, agent_env: dict[str, str]) -> Iterator[Termin
     try:
         yield term
     finally:
-        if socket.exists():
-            term.tmux("kill-server")
-            socket.unlink(missing_ok=True)
+        term.close()
         for session in list_sessions(env=env):
             _stop_worker(session)
 
@@ -74,6 +72,9 @@ def test_slash_hooks_lists_each_hook_with_its_source_and_a_broken_file(
     hooks_terminal.wait_text("one", "enter sends")
     hooks_terminal.type("one", "/hooks")
     hooks_terminal.press("one", "Enter")
-    screen = hooks_terminal.wait_text("one", "PostToolUse [Edit|Write]: ruff format-it")
+    # The whole dialog (its box drawn to the bottom), not a frame whose top alone is drawn.
+    screen = hooks_terminal.wait_dialog(
+        "one", "Hooks", body="PostToolUse [Edit|Write]: ruff format-it"
+    )
     assert "timeout 30 s" in screen and "settings.json" in screen
     assert "Not loaded:" in screen and "hooks.Stopp: unknown event" in screen

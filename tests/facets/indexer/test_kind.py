@@ -77,7 +77,7 @@ class Session:
         )
 
     async def finish(self, task_id: int) -> Task:
-        with anyio.fail_after(20):
+        with anyio.fail_after(60):
             return await self.harness.wait_for_task(task_id, BACKGROUND)
 
     async def status(self, task_id: int) -> Any:
@@ -164,7 +164,7 @@ async def test_code_search_finds_indexed_lines_for_the_model(tmp_path: Path) -> 
     async with session(tmp_path / "state", script=script) as s:
         await s.finish(await s.start(tree))
         handle = await s.root.send("search", BACKGROUND)
-        with anyio.fail_after(20):
+        with anyio.fail_after(60):
             await handle.wait(BACKGROUND)
         first, second, third = await tool_results(s.root)
     text = first["content"][0]["text"]
@@ -192,7 +192,7 @@ async def test_code_search_says_what_to_do_without_an_index_or_with_a_bad_query(
     async with session(tmp_path / "state", script=script) as s:
         for text in ("first", "second"):
             handle = await s.root.send(text, BACKGROUND)
-            with anyio.fail_after(20):
+            with anyio.fail_after(60):
                 await handle.wait(BACKGROUND)
             if text == "first":
                 # searching did not create an index file
@@ -222,7 +222,7 @@ class Parker:
             await self._release[n].wait()
 
     async def parked(self, n: int) -> None:
-        with anyio.fail_after(20):
+        with anyio.fail_after(60):
             await self._parked[n].wait()
 
     def release(self, n: int) -> None:

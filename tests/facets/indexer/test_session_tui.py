@@ -57,7 +57,7 @@ class Gate:
             await self._release[self.count].wait()
 
     async def parked(self, n: int) -> None:
-        with anyio.fail_after(20):
+        with anyio.fail_after(60):
             await self._parked[n].wait()
 
     def release(self, n: int) -> None:
@@ -91,7 +91,7 @@ class PanelApp(App[None]):
 
         stop = panel.progress.listen(notify)
         try:
-            with anyio.fail_after(20):
+            with anyio.fail_after(60):
                 while not predicate(panel.text):
                     await changed.wait()
                     changed = anyio.Event()
@@ -229,7 +229,7 @@ async def test_start_returns_the_live_run_instead_of_starting_a_second(tmp_path:
         assert again == {"taskId": first["taskId"], "started": False}
         assert await live_indexers(s) == [first["taskId"]]
         gate.release(1)
-        with anyio.fail_after(20):
+        with anyio.fail_after(60):
             await s.harness.harness.wait_for_task(first["taskId"], BACKGROUND)
 
 

@@ -107,7 +107,7 @@ async def test_the_answer_is_the_tool_result_with_the_arguments_as_details(kit: 
             True,
         )
         prompt.answer("green")
-        with anyio.fail_after(10):
+        with anyio.fail_after(60):
             await handle.wait(BACKGROUND)
         (entry,) = await s.results()
         message = result_message(entry)
@@ -122,7 +122,7 @@ async def test_a_cancelled_question_is_an_error_result(kit: Any) -> None:
         prompt = await tui.next_prompt()
         assert prompt.choices == [] and prompt.allow_text is True
         prompt.answer(None)  # Escape
-        with anyio.fail_after(10):
+        with anyio.fail_after(60):
             await handle.wait(BACKGROUND)
         (entry,) = await s.results()
         assert result_message(entry)["isError"] is True
@@ -139,7 +139,7 @@ async def test_the_first_answer_wins_and_the_other_presentation_is_dismissed(kit
         one = await first.next_prompt()
         two = await second.next_prompt()
         two.answer("red")
-        with anyio.fail_after(10):
+        with anyio.fail_after(60):
             await one.dismissed.wait()
             await handle.wait(BACKGROUND)
         (entry,) = await s.results()
@@ -158,11 +158,11 @@ async def test_a_late_presentation_sees_and_answers_the_open_question(kit: Any) 
         async with kit.presentation(
             s.host, [define_facet("watcher", watcher)], kit.ScriptedTui(), s.group
         ):
-            with anyio.fail_after(10):
+            with anyio.fail_after(60):
                 await opened.wait()
         async with presentation(s, kit) as late:
             (await late.next_prompt()).answer("red")
-            with anyio.fail_after(10):
+            with anyio.fail_after(60):
                 await handle.wait(BACKGROUND)
         (entry,) = await s.results()
         assert result_message(entry)["content"][0]["text"] == "User answered: red"
@@ -187,7 +187,7 @@ async def test_bad_answers_and_unknown_keys_are_refused_and_nothing_is_recorded(
         async with kit.presentation(
             s.host, [define_facet("client", client)], kit.ScriptedTui(), s.group
         ):
-            with anyio.fail_after(10):
+            with anyio.fail_after(60):
                 await opened.wait()
             (dialog,) = dialogs
             cases: list[tuple[Any, str]] = [
@@ -223,7 +223,7 @@ async def test_bad_answers_and_unknown_keys_are_refused_and_nothing_is_recorded(
             assert ANSWER_MEMO not in (await s.tool_slot()).get("memos", {})  # nothing recorded
             assert await s.results() == []
             await dialog.submit({"outcome": "answered", "answer": "green"}, BACKGROUND)
-            with anyio.fail_after(10):
+            with anyio.fail_after(60):
                 await handle.wait(BACKGROUND)
         (entry,) = await s.results()
         assert result_message(entry)["content"][0]["text"] == "User answered: green"
@@ -311,7 +311,7 @@ async def test_the_textual_modal_answers_a_real_question_with_free_text(kit: Any
         assert kit.title(screen) == "Which colour?"
         assert kit.options(screen) == ["1. red", "2. green"]
         await pilot.press(*"teal", "enter")  # letters go to the text field
-        with anyio.fail_after(10):
+        with anyio.fail_after(60):
             await handle.wait(BACKGROUND)
         await app.until(lambda: app.dialog() is None)
         (entry,) = await s.results()

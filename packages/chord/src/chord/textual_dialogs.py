@@ -165,9 +165,11 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
     # -- state -----------------------------------------------------------------------------
     @property
     def armed(self) -> bool:
-        """True once the dialog takes answers (:data:`ARMING_SECONDS` after it appeared or
-        after the last text key typed at it)."""
-        return self._armed
+        """True while the dialog takes answers: :data:`ARMING_SECONDS` after it appeared or
+        after the last text key typed at it, and until it has its answer (an answered dialog
+        may still be on the screen stack for a moment; it takes nothing more). What a test
+        waits for before it presses a dialog's keys."""
+        return self._armed and not self._answered
 
     @property
     def answered(self) -> bool:

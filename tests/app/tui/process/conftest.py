@@ -15,13 +15,14 @@ import json
 import os
 import re
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import anyio
 import pytest
+from textual.notifications import Notification, Notifications
 from textual.widgets import OptionList
 
 from chord.textual import ChoiceScreen, DialogScreen
@@ -161,9 +162,34 @@ def kill_worker(keeper: WorkerSupervisor) -> int:
     return pid
 
 
+_SHOWN: dict[int, list[Notification]] = {}
+"""Every notification added to a live app's notification list (by the list's id), in order."""
+
+
+@pytest.fixture(autouse=True)
+def _record_toasts(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Record every toast as it is shown: Textual's own list drops a toast once it expires
+    (5 s), so a test that reads the toasts after a slow wait on a loaded machine would find an
+    earlier one gone."""
+    add = Notifications.add
+
+    def recording_add(self: Notifications, notification: Notification) -> Notifications:
+        _SHOWN.setdefault(id(self), []).append(notification)
+        return add(self, notification)
+
+    monkeypatch.setattr(Notifications, "add", recording_add)
+    try:
+        yield
+    finally:
+        _SHOWN.clear()
+
+
 def toasts(app: Any) -> list[tuple[str, str]]:
-    """``(severity, message)`` of every toast the app has shown so far."""
-    return [(n.severity, n.message) for n in app._notifications]
+    """``(severity, message)`` of every toast the app has shown so far (expired ones too)."""
+    shown = _SHOWN.get(id(app._notifications))
+    if shown is None:  # none recorded (an app made outside the fixture): the live ones
+        shown = list(app._notifications)
+    return [(n.severity, n.message) for n in shown]
 
 
 def dialog_ready(app: Any, kind: type[DialogScreen[Any]] = DialogScreen) -> bool:

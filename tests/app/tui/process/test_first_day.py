@@ -12,6 +12,16 @@ import pytest
 from tests.app.tui.process.test_tmux import BINARY, Terminal, terminal  # noqa: F401 - the fixture
 
 
+def _drawn_at(screen: str, size: tuple[int, int]) -> bool:
+    lines = screen.splitlines()
+    borders = [line.rstrip() for line in lines if line.rstrip().endswith("─╯")]
+    return (
+        len(lines) == size[1]
+        and "faux/faux-1" in lines[-1]
+        and any(len(border) == size[0] - 1 for border in borders)
+    )
+
+
 @pytest.mark.parametrize("size", [(160, 45), (100, 30)])
 def test_f1_help_scrolls_to_its_last_line_with_the_keys_its_footer_names(
     terminal: Terminal,  # noqa: F811 - the fixture imported above
@@ -20,7 +30,10 @@ def test_f1_help_scrolls_to_its_last_line_with_the_keys_its_footer_names(
 ) -> None:
     terminal.start("one", project, str(BINARY))
     terminal.tmux("resize-window", "-t", "main:one", "-x", str(size[0]), "-y", str(size[1]))
-    terminal.wait_text("one", "faux/faux-1")
+    # Drawn at the new size (not a frame from before the resize, which "faux/faux-1" alone can
+    # be): the status line is the pane's last row and the editor's box spans the new width.
+    # F1 before that would lay the help out for the old size.
+    terminal.wait("one", lambda text: _drawn_at(text, size), f"the TUI drawn at {size}")
     terminal.press("one", "F1")
     first = terminal.wait_text("one", "↑↓ pgup pgdn scroll")
     last = "tab completes paths"  # the key list's last fixed line, past the screen's bottom
@@ -58,8 +71,12 @@ def test_the_faux_model_says_it_is_an_offline_demo_and_quit_names_the_command_th
     (project / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "0"\n')
     launch, hint = (text.format(repo=repo, project=project) for text in (launch, hint))
     terminal.start("one", project, f"{launch} {BINARY}")
-    first = terminal.wait_text("one", "Type anything to start a short tour")
-    assert "faux is the offline demo model: no API key, nothing leaves this machine." in first
+    demo = "faux is the offline demo model: no API key, nothing leaves this machine."
+    terminal.wait(  # both lines, in one capture (a frame may show half drawn)
+        "one",
+        lambda text: "Type anything to start a short tour" in text and demo in text,
+        "the first-run lines",
+    )
     terminal.type("one", "/quit")
     terminal.press("one", "Enter")
     done = terminal.wait_text("one", "EXITED 0")

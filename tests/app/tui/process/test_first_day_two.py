@@ -101,7 +101,8 @@ def test_context_shows_the_whole_budget_system_prompt_memory_tools_messages_and_
     assert any("3. Messages  ~" in line and "1 prompt, 1 answer" in line for line in lines)
     assert any("4. Free space  ~" in line and "200,000-token window" in line for line in lines)
     terminal.press("one", "7", "Enter")  # its row: the file's text, and why it was read
-    # The text's own dialog (two buttons), armed: not the budget's key line half redrawn.
+    # The text's own dialog (two buttons), armed: its own whole box, not the budget's key line
+    # under a frame half redrawn (wait_dialog waits for the arming line written since the key).
     shown = terminal.wait_dialog("one", "Answer in one sentence.", "←→ or 1-2 select")
     assert "AGENTS.md" in shown
     terminal.press("one", "Escape")

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from coding_agent.session_files.folders import list_sessions
+from tests.app.tui.process.tmux_support import dialog_boxes, key_line
 
 TIMEOUT = 90.0
 BINARY = Path(sys.executable).with_name("coding-agent")
@@ -112,7 +113,13 @@ def test_an_approval_writes_osc_9_and_a_bell_through_tmux(
     # The worker decided the desktop before the TUI was told: a TUI is attached, so not there.
     assert not desktop.exists()
     # The dialog is answered; the turn's end is not a terminal event by default.
-    tmux.wait(lambda: "enter answers" in tmux.screen(), "the armed dialog")
+    tmux.wait(  # the whole box, armed (the only dialog of this pane: no older key line)
+        lambda: any(
+            "Allow bash?" in " ".join(rows) and "enter answers" in key_line(rows)
+            for rows in dialog_boxes(tmux.screen())
+        ),
+        "the armed dialog",
+    )
     tmux("send-keys", "-t", "main:one", "Enter")
     tmux.wait(lambda: "All done." in tmux.screen(), "the answer")
     tmux("send-keys", "-t", "main:one", "-l", "/stop")

@@ -14,111 +14,18 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shlex
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from coding_agent.session_files.folders import Session, list_sessions, load_session
-
-TIMEOUT = 90.0
-ESCAPES = re.compile(
-    r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[PX^_][^\x1b]*\x1b\\|.)"
-)
-"""A terminal's escape sequences (CSI, OSC, DCS and the rest, two-byte escapes)."""
-BINARY = Path(sys.executable).with_name("coding-agent")
-
-
-class Terminal:
-    """One private tmux server (its own socket), with helpers to type and to read panes."""
-
-    def __init__(self, socket: Path, env: dict[str, str]) -> None:
-        self.socket = socket
-        self.env = env
-
-    def tmux(self, *args: str) -> str:
-        done = subprocess.run(
-            ["tmux", "-S", str(self.socket), *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-        )
-        return done.stdout
-
-    def start(self, window: str, cwd: Path, command: str) -> None:
-        """Run ``command`` in a new window (the first call starts the server)."""
-        # The shell stays after the program exits, so its exit line can be read (a Ctrl+C the
-        # program left unread does not end it).
-        line = f"{command}; status=$?; trap '' INT; echo EXITED $status; exec sleep 600"
-        if self.socket.exists():
-            self.tmux("new-window", "-d", "-n", window, "-c", str(cwd), line)
-        else:
-            self.tmux(
-                "new-session", "-d", "-s", "main", "-n", window, "-x", "120", "-y", "45",
-                "-c", str(cwd), line,
-            )  # fmt: skip
-
-    def screen(self, window: str) -> str:
-        return self.tmux("capture-pane", "-p", "-J", "-t", f"main:{window}")
-
-    def type(self, window: str, text: str) -> None:
-        self.tmux("send-keys", "-t", f"main:{window}", "-l", text)
-
-    def press(self, window: str, *keys: str) -> None:
-        self.tmux("send-keys", "-t", f"main:{window}", *keys)
-
-    def wait(self, window: str, check: Callable[[str], bool], what: str) -> str:
-        """Poll the pane until ``check(text)``; fail with the last screen after the deadline."""
-        deadline = time.monotonic() + TIMEOUT
-        text = ""
-        while time.monotonic() < deadline:
-            text = self.screen(window)
-            if check(text):
-                return text
-            time.sleep(0.1)  # polling the pane; the condition is what is waited on
-        raise AssertionError(f"timed out waiting for {what}; the screen was:\n{text}")
-
-    def wait_text(self, window: str, needle: str) -> str:
-        return self.wait(window, lambda text: needle in text, repr(needle))
-
-    def record(self, window: str, log: Path) -> None:
-        """From now on, append everything the program in ``window`` writes to ``log``, so a
-        line that is on the screen only briefly (a toast) can be waited for with
-        :meth:`wait_written`: a loaded machine may show and clear it between two polls."""
-        log.touch()
-        self.tmux("pipe-pane", "-o", "-t", f"main:{window}", f"cat >> {shlex.quote(str(log))}")
-
-    def wait_written(self, log: Path, needle: str) -> str:
-        """Poll ``log`` (see :meth:`record`) until ``needle`` was written, escapes removed."""
-        deadline = time.monotonic() + TIMEOUT
-        text = ""
-        while time.monotonic() < deadline:
-            raw = log.read_bytes().decode("utf-8", "replace")
-            text = ESCAPES.sub("", raw)
-            if needle in text:
-                return text
-            time.sleep(0.1)  # polling the file; the condition is what is waited on
-        raise AssertionError(f"timed out waiting for {needle!r} to be written:\n{text[-2000:]}")
-
-    def wait_dialog(self, window: str, title: str, keys: str = "enter answers") -> str:
-        """Wait until the dialog titled ``title`` takes answers: its key line names Enter
-        (while it arms, ignoring keys already on their way, the line reads "…").
-
-        When the dialog replaces another one, pass its own key line as ``keys`` (e.g. "←→ or
-        1-2 select · enter answers"): tmux can show a frame half drawn, the new dialog's text
-        above the old dialog's key line, and keys sent then reach a dialog still arming."""
-        return self.wait(window, lambda text: title in text and keys in text, f"dialog {title!r}")
+from tests.app.tui.process.tmux_support import BINARY, TIMEOUT, Terminal
 
 
 @pytest.fixture
@@ -137,9 +44,7 @@ def terminal(agent_env: dict[str, str]) -> Iterator[Terminal]:
     try:
         yield term
     finally:
-        if socket.exists():
-            subprocess.run(["tmux", "-S", str(socket), "kill-server"], env=env, check=False)
-            socket.unlink(missing_ok=True)
+        term.close()
         for session in list_sessions(env=env):
             _stop_worker(session)
 
@@ -197,8 +102,13 @@ def test_the_binary_runs_the_demo_attaches_a_second_terminal_and_quits(
 
 
 # -- issue 14 items 1 and 2: launch settings survive every worker; /quit, /stop, Ctrl+C ------
-def _pid(session: Session) -> int:
-    return int(session.lock_path.read_text().split()[0])
+def _pid(session: Session) -> int | None:
+    """The pid the session's lock file names; ``None`` while it names none (a new lock file
+    is empty until its worker writes its pid)."""
+    try:
+        return int(session.lock_path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _until(check: object, what: str) -> None:
@@ -251,18 +161,27 @@ def test_launch_settings_survive_continue_and_a_sigkilled_worker(
 
     # A later start without any flag: the stored settings, in a new worker.
     terminal.start("two", project, str(BINARY) + " --continue")
-    terminal.wait_text("two", "First done.")
-    assert "thinking high" in terminal.screen("two")
+    # Both in one capture: the transcript and the footer (drawn after it, lower down) of a
+    # frame tmux may show half drawn.
+    terminal.wait(
+        "two", lambda text: "First done." in text and "thinking high" in text, "the settings"
+    )
     first = _pid(session)
+    assert first is not None, "the worker serving --continue names itself in the lock file"
     os.kill(first, signal.SIGKILL)
-    _until(lambda: session.worker_running() and _pid(session) != first, "the restarted worker")
+    _until(
+        lambda: session.worker_running() and _pid(session) not in (None, first),
+        "the restarted worker",
+    )
     terminal.wait("two", lambda text: "unavailable" not in text.lower(), "the reconnection")
     terminal.type("two", "second")
     terminal.press("two", "Enter")
-    screen = terminal.wait_text("two", "Second done.")
+    screen = terminal.wait(
+        "two", lambda text: "Second done." in text and "thinking high" in text, "the answer"
+    )
     # The restarted worker answered from the stored script and ran bash without asking.
     assert (project / "log.txt").read_text() == "one\ntwo\n"
-    assert "Allow bash?" not in screen and "thinking high" in screen
+    assert "Allow bash?" not in screen
     terminal.type("two", "/stop")
     terminal.press("two", "Enter")
     terminal.wait_text("two", "EXITED 0")
@@ -298,12 +217,10 @@ def test_quit_leaves_the_turn_running_ctrl_c_twice_quits_and_stop_asks(
     terminal.type("two", "draft")
     terminal.press("two", "C-c")  # Ctrl+C with text clears the editor
     terminal.wait("two", lambda text: "draft" not in text, "the editor cleared")
-    written = tmp_path / "two.out"
-    terminal.record("two", written)
     terminal.press("two", "C-c")
     # The notice is a toast: on a loaded machine it can come and go between two polls of the
-    # screen, so the test reads what the program wrote instead.
-    terminal.wait_written(written, "Press Ctrl+C again to quit")
+    # screen, so the test reads what the program wrote (since that key) instead.
+    terminal.wait_written("two", "Press Ctrl+C again to quit")
     # Two presses in one burst: the second Ctrl+C must come within DOUBLE_CTRL_C (1 s) of a
     # first, and on a loaded machine the notice's round trip alone can take longer (a press
     # after the window is a first press again).
@@ -318,10 +235,9 @@ def test_quit_leaves_the_turn_running_ctrl_c_twice_quits_and_stop_asks(
     terminal.wait_text("three", "sleep 60")
     terminal.type("three", "/stop")
     terminal.press("three", "Enter")
-    terminal.wait_dialog("three", "Stop the session's worker?")
-    assert "A turn is running" in terminal.screen("three")
+    terminal.wait_dialog("three", "Stop the session's worker?", body="A turn is running")
     terminal.press("three", "Escape")  # keep it running
-    terminal.wait_text("three", "The worker keeps running")
+    terminal.wait_written("three", "The worker keeps running")  # a toast: read from the record
     assert session.worker_running()
     terminal.type("three", "/quit --stop")
     terminal.press("three", "Enter")
@@ -343,8 +259,10 @@ def test_typeahead_is_sent_by_its_enter_and_alt_enter_breaks_the_line(
     terminal.type("one", "typed early")
     terminal.press("one", "Enter")
     terminal.wait_text("one", "Got the early one.")
-    screen = terminal.wait_text("one", "enter sends")
-    assert "alt+enter newline" in screen and "shift+enter" not in screen  # tmux has no Shift+Enter
+    screen = terminal.wait(
+        "one", lambda text: "enter sends" in text and "alt+enter newline" in text, "the hint"
+    )
+    assert "shift+enter" not in screen  # tmux has no Shift+Enter
 
     terminal.type("one", "first line")
     terminal.press("one", "M-Enter")  # tmux sends ESC Enter
@@ -378,15 +296,11 @@ def test_keys_sent_in_one_burst_as_a_dialog_opens_answer_nothing_and_stay_in_the
     # One burst, as a user typing on when the dialog pops up: the letters of the old
     # shortcuts (y, a, n), a number, and Enter after each word.
     terminal.press("one", "yes", "Enter", " always", "Enter", " 1", "Enter", " no", "Enter")
-    # The dialog is still open and armed again once the typing stopped; the text is in the
+    # The dialog is still open and armed again once the typing stopped (its typed letters
+    # armed it anew, so its arming line was written after the burst); the text is in the
     # editor under it.
-    terminal.wait(
-        "one",
-        lambda text: (
-            "Allow bash?" in text and "enter answers" in text and "yes always 1 no" in text
-        ),
-        "the dialog armed again over the typed text",
-    )
+    screen = terminal.wait_dialog("one", "Allow bash?")
+    assert "yes always 1 no" in screen
     assert not (project / "ran.txt").exists(), "a typed key answered the dialog"
     terminal.press("one", "Escape")  # Deny, on purpose (Escape denies an approval)
     screen = terminal.wait_text("one", "Done after the dialog.")
@@ -430,7 +344,8 @@ def test_two_terminals_answer_one_dialog_at_once_one_decision_and_a_notice(
     terminal.wait_dialog("two", "Allow bash?")
     terminal.wait_dialog("one", "Allow bash?")
     terminal.press("two", "Enter")  # answered in the second terminal only
-    notice = terminal.wait_text("one", "Already answered in another window")
+    # A toast (5 s): a loaded machine can show and clear it between two captures of the pane.
+    notice = terminal.wait_written("one", "Already answered in another window")
     assert "Traceback" not in notice
     terminal.wait_text("one", "Second answered.")
     assert (project / "log.txt").read_text() == "one\ntwo\n"
@@ -462,9 +377,18 @@ def test_a_dialog_longer_than_its_box_says_how_much_more_and_scrolls_to_it(
     assert "payload-at-the-end" not in screen
     for _ in range(6):
         terminal.press("one", "PageDown")
-    screen = terminal.wait_text("one", "payload-at-the-end")
-    assert "lines above" in screen and "more lines ↓" not in screen
-    assert "Allow bash?" in screen  # scrolling answered nothing
+    # The end of the scroll, whole: the payload and, under it, the "more" line updated (a frame
+    # half drawn, or one of the six pages before the last, shows the payload with the old line).
+    terminal.wait(
+        "one",
+        lambda text: (
+            "payload-at-the-end" in text
+            and "lines above" in text
+            and "more lines ↓" not in text
+            and "Allow bash?" in text  # scrolling answered nothing
+        ),
+        "the dialog scrolled to its end",
+    )
     terminal.press("one", "Escape")  # deny
     terminal.wait_text("one", "Denied it.")
     [session] = list_sessions(env=agent_env)

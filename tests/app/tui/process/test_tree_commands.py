@@ -141,6 +141,17 @@ async def test_rewind_files_only_conversation_only_and_both_with_conflicts(
 TREE_STEPS = [{"text": "Answer one."}, {"text": "Answer two."}]
 
 
+def tree_ready(app: Any) -> bool:
+    """Whether the /tree screen is mounted, filled and focused (its keys reach the tree): the
+    screen is on the stack before its ``on_mount`` fills the tree, and a pause is no proof
+    that the mount ran on a loaded machine."""
+    screen = app.screen
+    if not isinstance(screen, TreeScreen):
+        return False
+    trees = screen.query(Tree)
+    return bool(trees) and bool(trees.first().root.children) and screen.focused is trees.first()
+
+
 def tree_lines(app: Any) -> list[str]:
     tree = app.screen.query_one(Tree)
     lines: list[str] = []
@@ -175,8 +186,7 @@ async def test_tree_continues_from_an_earlier_prompt_and_goes_back(
         await turn(kit, pilot, "beta", "Answer two.")
 
         await pilot.press(*"/tree", "enter")
-        await kit.wait_for(pilot, lambda: isinstance(app.screen, TreeScreen), "the tree")
-        await pilot.pause()
+        await kit.wait_for(pilot, lambda: tree_ready(app), "the tree")
         seen["before"] = tree_lines(app)
         # The cursor starts on this branch; the first prompt is one row down.
         await pilot.press("down", "enter")
@@ -185,8 +195,7 @@ async def test_tree_continues_from_an_earlier_prompt_and_goes_back(
         branch = client.conversation_id
         await turn(kit, pilot, "gamma", "Answer two.")  # the faux model answers by position
         await pilot.press(*"/tree", "enter")
-        await kit.wait_for(pilot, lambda: isinstance(app.screen, TreeScreen), "the tree again")
-        await pilot.pause()
+        await kit.wait_for(pilot, lambda: tree_ready(app), "the tree again")
         seen["after"] = tree_lines(app)
         await pilot.press("b")  # back to the branch left
         await kit.wait_for(pilot, lambda: client.conversation_id == root, "back on the root")

@@ -836,8 +836,11 @@ class _Lock:
                     f"session {self._session.id} is already served by pid {holder}"
                 ) from None
             raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        # The pid over the old one, then the file cut to it: a reader never finds the file
+        # empty (truncating first left a moment when a lock held named no pid at all).
+        pid = f"{os.getpid()}\n".encode()
+        os.pwrite(fd, pid, 0)
+        os.ftruncate(fd, len(pid))
         self._fd = fd
 
     def release(self) -> None:
