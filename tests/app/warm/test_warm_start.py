@@ -126,6 +126,18 @@ def _script(folder: Path, steps: list[dict[str, object]]) -> Path:
     return path
 
 
+def _held_bash_script(project: Path) -> tuple[Path, Path]:
+    """A fifo and a faux script whose bash call writes ``started.txt`` then waits on the fifo."""
+    fifo = project.parent / "hold"
+    os.mkfifo(fifo)
+    command = f"echo started > started.txt; read line < {fifo}"
+    script = _script(project.parent, [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": command}}]},
+        {"text": "done"},
+    ])  # fmt: skip
+    return fifo, script
+
+
 def _run(
     env: dict[str, str], cwd: Path, *args: str, warm: bool
 ) -> subprocess.CompletedProcess[str]:
@@ -242,13 +254,7 @@ def test_sigkill_of_the_client_kills_its_child_and_frees_the_session(
 ) -> None:
     from coding_agent.session_files.folders import list_sessions
 
-    fifo = project.parent / "hold"
-    os.mkfifo(fifo)
-    command = f"echo started > started.txt; read line < {fifo}"
-    script = _script(project.parent, [
-        {"toolCalls": [{"name": "bash", "arguments": {"command": command}}]},
-        {"text": "done"},
-    ])  # fmt: skip
+    fifo, script = _held_bash_script(project)
     server = _start_server(env)
     client = subprocess.Popen(
         [BINARY, "-p", "go", "--faux-script", str(script), "--approve", "allow"],
@@ -392,13 +398,7 @@ def test_a_request_round_trips_through_its_frame() -> None:
 def test_sigint_to_the_client_interrupts_the_run_as_it_would_a_cold_one(
     env: dict[str, str], project: Path
 ) -> None:
-    fifo = project.parent / "hold"
-    os.mkfifo(fifo)
-    command = f"echo started > started.txt; read line < {fifo}"
-    script = _script(project.parent, [
-        {"toolCalls": [{"name": "bash", "arguments": {"command": command}}]},
-        {"text": "done"},
-    ])  # fmt: skip
+    fifo, script = _held_bash_script(project)
     _start_server(env)
     outcomes = []
     for warm in (False, True):

@@ -251,11 +251,11 @@ def _connect(path: str, timeout: float) -> socket.socket:
     return sock
 
 
-def ping(env: Mapping[str, str] | None = None, *, timeout: float = 5.0) -> dict[str, Any] | None:
-    """The running server's description (pid, preloaded modules, idle timeout), or ``None``."""
+def _ask(op: str, env: Mapping[str, str] | None, timeout: float) -> dict[str, Any] | None:
+    """Send the running server the request ``op``; its ``O`` answer, or ``None`` when none."""
     try:
         with _connect(socket_path(env), timeout) as sock:
-            send_request(sock, {"op": "ping"})
+            send_request(sock, {"op": op})
             line = read_line(sock, bytearray())
     except OSError:
         return None
@@ -267,18 +267,13 @@ def ping(env: Mapping[str, str] | None = None, *, timeout: float = 5.0) -> dict[
     return answer if isinstance(answer, dict) else None
 
 
+def ping(env: Mapping[str, str] | None = None, *, timeout: float = 5.0) -> dict[str, Any] | None:
+    """The running server's description (pid, preloaded modules, idle timeout), or ``None``."""
+    return _ask("ping", env, timeout)
+
+
 def stop(env: Mapping[str, str] | None = None, *, timeout: float = 5.0) -> int | None:
     """Ask the running server to end; its pid, or ``None`` when none answered. The server stops
     taking requests at once and exits when the commands it runs are done."""
-    try:
-        with _connect(socket_path(env), timeout) as sock:
-            send_request(sock, {"op": "stop"})
-            line = read_line(sock, bytearray())
-    except OSError:
-        return None
-    if not line or not line.startswith(b"O"):
-        return None
-    import json  # not on the thin client's path
-
-    answer = json.loads(line[1:])
-    return int(answer["pid"]) if isinstance(answer, dict) and "pid" in answer else None
+    answer = _ask("stop", env, timeout)
+    return int(answer["pid"]) if answer is not None and "pid" in answer else None
