@@ -395,6 +395,21 @@ def test_a_request_round_trips_through_its_frame() -> None:
         rendezvous.encode_request({**request, "argv": ["a\0b"]})
 
 
+@contextlib.contextmanager
+def _sigint_as_in_a_terminal() -> Iterator[None]:
+    """Start children with SIGINT at its default, as a terminal's foreground command has it.
+
+    A suite run from a background job (``cmd &`` in a script, as a CI loop may be) inherits
+    SIGINT ignored, and so would the client: it then rightly ignores the test's SIGINT, as a
+    background job's command should. A handler set here is reset to the default by ``exec``.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_sigint_to_the_client_interrupts_the_run_as_it_would_a_cold_one(
     env: dict[str, str], project: Path
 ) -> None:
@@ -403,15 +418,18 @@ def test_sigint_to_the_client_interrupts_the_run_as_it_would_a_cold_one(
     outcomes = []
     for warm in (False, True):
         (project / "started.txt").unlink(missing_ok=True)
-        with subprocess.Popen(
-            [BINARY, "-p", "go", "--faux-script", str(script), "--approve", "allow"],
-            env={**env, rendezvous.ENV: "1" if warm else "0"},
-            cwd=project,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        ) as client:
+        with (
+            _sigint_as_in_a_terminal(),
+            subprocess.Popen(
+                [BINARY, "-p", "go", "--faux-script", str(script), "--approve", "allow"],
+                env={**env, rendezvous.ENV: "1" if warm else "0"},
+                cwd=project,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            ) as client,
+        ):
             try:
                 _until(lambda: (project / "started.txt").exists(), "the tool call to start")
                 client.send_signal(signal.SIGINT)

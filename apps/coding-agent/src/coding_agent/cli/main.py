@@ -61,7 +61,7 @@ import math
 import os
 import stat
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -572,6 +572,51 @@ def _read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
     return prompt
 
 
+async def _until_interrupted(run: Callable[..., Awaitable[int]], *args: Any) -> int:
+    """``await run(*args)``, which the first SIGINT cancels: then ``KeyboardInterrupt`` (the
+    command's exit 130).
+
+    asyncio's own SIGINT handling cancels the main task once (``Task.cancel``): one
+    ``CancelledError`` at one await, which a cleanup path that catches it can absorb, and the
+    run then goes on as if no SIGINT had come (seen under load: a ``-p`` run waiting on a bash
+    call ignored its SIGINT). anyio's cancel scope is level-triggered: every await inside it
+    raises again until the run has unwound. A second SIGINT interrupts at once (SIGINT's
+    handler is Python's default again by then); a command started with SIGINT ignored (a
+    background job) keeps ignoring it.
+    """
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    import signal
+
+    import anyio
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        return await run(*args)
+    interrupted = False
+    code = EXIT_INTERRUPTED
+    error: BaseException | None = None
+    async with anyio.create_task_group() as group:
+
+        async def watch() -> None:
+            nonlocal interrupted
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                async for _ in signals:
+                    interrupted = True
+                    group.cancel_scope.cancel()
+                    return
+
+        group.start_soon(watch)
+        try:
+            code = await run(*args)
+        except BaseException as raised:  # re-raised below as itself, not in a task group's group
+            error = raised
+        group.cancel_scope.cancel()
+    if interrupted:
+        raise KeyboardInterrupt
+    if error is not None:
+        raise error
+    return code
+
+
 async def _run_headless(args: argparse.Namespace, session: Session, prompt: str) -> int:
     # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.cli.headless import run_headless
@@ -1003,7 +1048,7 @@ def _run(
     tui_dirs = [*session.settings.facets_dirs, *(str(d) for d in project.loaded_dirs)]
     try:
         if headless:
-            return int(anyio.run(_run_headless, args, session, prompt))
+            return int(anyio.run(_until_interrupted, _run_headless, args, session, prompt))
         return int(anyio.run(_run_tui, args, session, tui_dirs, start_up_done))
     except BaseException as error:
         if previous is not None and not new and _start_failure(error):
