@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -467,3 +468,60 @@ def test_a_stale_server_that_cannot_read_a_request_ends_too(env: dict[str, str])
     log = _server_log(env)
     assert "a request failed: a request of another protocol ('coding-agent-warm/0'" in log
     assert f"stale ({source} changed): exiting" in log
+
+
+def _ask_as(uid: int, path: str, op: str) -> bytes:
+    """What a peer of ``uid`` reads after sending ``op`` to the server at ``path``: a forked
+    child drops to ``uid`` (the test runs as root), asks, and writes back what it read."""
+    read, write = os.pipe()
+    with warnings.catch_warnings():  # 3.12+ warns of a fork beside threads; the child only
+        warnings.simplefilter("ignore", DeprecationWarning)  # makes system calls, then _exit
+        pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(DEADLINE)
+                sock.connect(path)
+                rendezvous.send_request(sock, {"op": op})
+                answer = b""
+                # closed with the request unread, the connection is reset: nothing was answered
+                with contextlib.suppress(ConnectionResetError):
+                    while chunk := sock.recv(4096):
+                        answer += chunk
+            os.write(write, b"read:" + answer)
+            code = 0
+        except BaseException as error:
+            os.write(write, f"failed: {error!r}".encode())
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as told:
+        result = told.read()
+    _, status = os.waitpid(pid, 0)
+    assert result.startswith(b"read:"), result
+    assert os.waitstatus_to_exitcode(status) == 0
+    return result.removeprefix(b"read:")
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="asking as another uid needs root (CI runs as root)")
+def test_a_request_from_another_uid_is_closed_unanswered(env: dict[str, str]) -> None:
+    """The socket's folder is the user's alone (0700); should it be opened up (a shared
+    ``$XDG_RUNTIME_DIR``, a chmod by mistake), the peer's uid (``SO_PEERCRED``) still keeps
+    another user from running anything as this one, and the server serves on."""
+    _start_server(env)
+    path = rendezvous.socket_path(env)
+    folder = os.path.dirname(path)
+    while folder != os.path.dirname(env["XDG_RUNTIME_DIR"]):  # open the way up to the socket
+        os.chmod(folder, 0o711)
+        folder = os.path.dirname(folder)
+    os.chmod(path, 0o777)
+    nobody = 65534
+    assert _ask_as(nobody, path, "ping") == b"", "another uid is answered nothing"
+    assert _ask_as(os.getuid(), path, "ping").startswith(b"O"), "the user's own ping is answered"
+    assert f"refused a connection from uid {nobody}" in _server_log(env)
+    assert _served(env) == 0
