@@ -282,6 +282,39 @@ def test_sigkill_of_the_client_kills_its_child_and_frees_the_session(
             os.close(fd)
 
 
+def test_the_server_a_cold_run_starts_is_not_the_clients_child(
+    env: dict[str, str], project: Path
+) -> None:
+    """With no server, the client runs the command itself and starts one in the background.
+    The server is not its child: should the server end first (idle, stale) while the command
+    still runs (a worker lingers for hours), it is not left a zombie of a parent that never
+    waits for it."""
+    fifo, script = _held_bash_script(project)
+    client = subprocess.Popen(
+        [BINARY, "-p", "go", "--faux-script", str(script), "--approve", "allow"],
+        env=env,
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _until(lambda: (project / "started.txt").exists(), "the tool call to start")
+        _until(lambda: rendezvous.ping(env) is not None, "the server the client started")
+        answer = rendezvous.ping(env)
+        assert answer is not None
+        server = int(answer["pid"])
+        assert _served(env) == 0, "the command ran cold, in the client"
+        assert server not in _children(client.pid)
+        assert client.poll() is None, "the client still runs its command"
+    finally:
+        with contextlib.suppress(OSError):  # let `read` end
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            os.write(fd, b"go\n")
+            os.close(fd)
+        assert client.wait(timeout=DEADLINE) == 0
+
+
 def test_a_server_that_dies_mid_handshake_leaves_the_client_to_run_cold(
     env: dict[str, str], project: Path
 ) -> None:
@@ -487,10 +520,11 @@ def _ask_as(uid: int, path: str, op: str) -> bytes:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
                 sock.settimeout(DEADLINE)
                 sock.connect(path)
-                rendezvous.send_request(sock, {"op": op})
                 answer = b""
-                # closed with the request unread, the connection is reset: nothing was answered
-                with contextlib.suppress(ConnectionResetError):
+                # a server that closes at once (before the request is sent: a broken pipe; with
+                # it unread: a reset) has answered nothing
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    rendezvous.send_request(sock, {"op": op})
                     while chunk := sock.recv(4096):
                         answer += chunk
             os.write(write, b"read:" + answer)
