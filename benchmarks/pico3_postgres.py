@@ -491,42 +491,13 @@ def pgbench_rates(
     size, prepared) with one client, then with ``clients`` clients over ``threads`` threads,
     alternating for ``rounds`` rounds of 3 s; the best round of each. ``None`` when the
     server's binaries hold no ``pgbench``."""
-    binaries = find_server_binaries()
-    if binaries is None or not (binaries / "pgbench").exists():
-        return None
-    with psycopg.connect(cluster.conninfo, autocommit=True) as conn:
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS bare (id bigserial PRIMARY KEY, payload bytea NOT NULL)"
-        )
     best = [Cost(0.0, 0.0, 0.0), Cost(0.0, 0.0, 0.0)]
-    with tempfile.NamedTemporaryFile("w", suffix=".sql") as script:
-        script.write(f"INSERT INTO bare (payload) VALUES ('\\x{(b'x' * size).hex()}'::bytea);\n")
-        script.flush()
-        for _ in range(rounds):
-            for side, (n, j) in enumerate(((1, 1), (clients, threads))):
-                ticks = server.snapshot()
-                before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                done = subprocess.run(
-                    [
-                        *(str(binaries / "pgbench"), "-n", "-M", "prepared", "-f", script.name),
-                        *("-c", str(n), "-j", str(j), "-T", "3", "-h", "127.0.0.1"),
-                        *("-p", str(cluster.port), "-U", cluster.user, "postgres"),
-                    ],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                while server.snapshot().keys() - ticks.keys():  # until the postmaster reaped
-                    time.sleep(0.01)  # pgbench's backends (their CPU then in its cutime)
-                used = server.between(ticks, server.snapshot())
-                found = re.search(r"actually processed: (\d+)", done.stdout)
-                tps = re.search(r"tps = ([\d.]+) \(without initial", done.stdout)
-                assert found is not None and tps is not None, done.stdout
-                total = int(found.group(1))
-                client = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-                cost = Cost(float(tps.group(1)), client / total * 1e6, used / total * 1e6)
-                best[side] = max(best[side], cost)
+    for _ in range(rounds):
+        for side, (n, j) in enumerate(((1, 1), (clients, threads))):
+            cost = pgbench_once(cluster, server, size, n, j, 3)
+            if cost is None:
+                return None
+            best[side] = max(best[side], cost)
     return best[0], best[1]
 
 

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -281,6 +282,39 @@ def test_sigkill_of_the_client_kills_its_child_and_frees_the_session(
             os.close(fd)
 
 
+def test_the_server_a_cold_run_starts_is_not_the_clients_child(
+    env: dict[str, str], project: Path
+) -> None:
+    """With no server, the client runs the command itself and starts one in the background.
+    The server is not its child: should the server end first (idle, stale) while the command
+    still runs (a worker lingers for hours), it is not left a zombie of a parent that never
+    waits for it."""
+    fifo, script = _held_bash_script(project)
+    client = subprocess.Popen(
+        [BINARY, "-p", "go", "--faux-script", str(script), "--approve", "allow"],
+        env=env,
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _until(lambda: (project / "started.txt").exists(), "the tool call to start")
+        _until(lambda: rendezvous.ping(env) is not None, "the server the client started")
+        answer = rendezvous.ping(env)
+        assert answer is not None
+        server = int(answer["pid"])
+        assert _served(env) == 0, "the command ran cold, in the client"
+        assert server not in _children(client.pid)
+        assert client.poll() is None, "the client still runs its command"
+    finally:
+        with contextlib.suppress(OSError):  # let `read` end
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            os.write(fd, b"go\n")
+            os.close(fd)
+        assert client.wait(timeout=DEADLINE) == 0
+
+
 def test_a_server_that_dies_mid_handshake_leaves_the_client_to_run_cold(
     env: dict[str, str], project: Path
 ) -> None:
@@ -467,3 +501,61 @@ def test_a_stale_server_that_cannot_read_a_request_ends_too(env: dict[str, str])
     log = _server_log(env)
     assert "a request failed: a request of another protocol ('coding-agent-warm/0'" in log
     assert f"stale ({source} changed): exiting" in log
+
+
+def _ask_as(uid: int, path: str, op: str) -> bytes:
+    """What a peer of ``uid`` reads after sending ``op`` to the server at ``path``: a forked
+    child drops to ``uid`` (the test runs as root), asks, and writes back what it read."""
+    read, write = os.pipe()
+    with warnings.catch_warnings():  # 3.12+ warns of a fork beside threads; the child only
+        warnings.simplefilter("ignore", DeprecationWarning)  # makes system calls, then _exit
+        pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(DEADLINE)
+                sock.connect(path)
+                answer = b""
+                # a server that closes at once (before the request is sent: a broken pipe; with
+                # it unread: a reset) has answered nothing
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    rendezvous.send_request(sock, {"op": op})
+                    while chunk := sock.recv(4096):
+                        answer += chunk
+            os.write(write, b"read:" + answer)
+            code = 0
+        except BaseException as error:
+            os.write(write, f"failed: {error!r}".encode())
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as told:
+        result = told.read()
+    _, status = os.waitpid(pid, 0)
+    assert result.startswith(b"read:"), result
+    assert os.waitstatus_to_exitcode(status) == 0
+    return result.removeprefix(b"read:")
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="asking as another uid needs root (CI runs as root)")
+def test_a_request_from_another_uid_is_closed_unanswered(env: dict[str, str]) -> None:
+    """The socket's folder is the user's alone (0700); should it be opened up (a shared
+    ``$XDG_RUNTIME_DIR``, a chmod by mistake), the peer's uid (``SO_PEERCRED``) still keeps
+    another user from running anything as this one, and the server serves on."""
+    _start_server(env)
+    path = rendezvous.socket_path(env)
+    folder = os.path.dirname(path)
+    while folder != os.path.dirname(env["XDG_RUNTIME_DIR"]):  # open the way up to the socket
+        os.chmod(folder, 0o711)
+        folder = os.path.dirname(folder)
+    os.chmod(path, 0o777)
+    nobody = 65534
+    assert _ask_as(nobody, path, "ping") == b"", "another uid is answered nothing"
+    assert _ask_as(os.getuid(), path, "ping").startswith(b"O"), "the user's own ping is answered"
+    assert f"refused a connection from uid {nobody}" in _server_log(env)
+    assert _served(env) == 0

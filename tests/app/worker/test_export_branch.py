@@ -4,7 +4,7 @@ A session is used in a real session host: two prompts, a rewind to the first (an
 made last), and a switch back to the first branch (as ``/branch 1`` or Ctrl+B does). The real
 binary's ``export`` then writes the branch the user is on, not the newest-made empty one; an
 empty branch exports with a warning, and a session with no conversation is refused with a
-message saying so.
+message saying so. ``coding-agent sessions`` lists the branches by the numbers ``--branch`` takes.
 """
 
 from __future__ import annotations
@@ -79,6 +79,20 @@ async def test_export_writes_the_branch_the_user_is_on_and_warns_on_an_empty_one
     code, _, error = await _export(agent_env, session.cwd, session.id, "--branch", "3")
     assert code == 2
     assert f"session {session.id} has no branch 3 (its branches: 1 to 2;" in error
+
+    # `coding-agent sessions` lists the branches under the session, by the same numbers, with
+    # the one the user is on marked
+    with anyio.fail_after(60):
+        listed = await anyio.run_process(
+            [sys.executable, "-m", "coding_agent.cli.main", "sessions"],
+            env=agent_env,
+            cwd=session.cwd,
+        )
+    head, *rows = listed.stdout.decode().splitlines()
+    assert head.startswith(session.id)
+    assert rows[0] == "  * branch 1  the first question", rows
+    assert rows[1].startswith("    branch 2  "), rows
+    assert len(rows) == 2
 
 
 async def test_exporting_a_session_with_no_conversation_says_so(

@@ -6,7 +6,9 @@
                                                 most recent activity first
     coding-agent export SESSION [-o FILE] [--format html|jsonl] [--branch N]
 
-``sessions`` prints one line per session (id, name, last activity, model, size, first prompt);
+``sessions`` prints one line per session (id, name, last activity, model, size, first prompt),
+and under a session with more than one branch a row per branch (its number, as ``/tree`` and
+``export --branch N`` take it, and its first prompt; ``*`` marks the branch the user is on);
 ``--json`` prints a JSON array of :func:`coding_agent.session_files.index.describe` objects instead.
 A session folder that cannot be read (a ``session.json`` that is broken, a FIFO, a device, too
 big) is a warning naming the file on stderr.
@@ -82,6 +84,12 @@ def run_session_command(args: argparse.Namespace, cwd: Path, stream: TextIO | No
                 info["firstPrompt"] or "(no prompt yet)",
             ]
             out.write("  ".join(fields) + ("  (running)" if info["running"] else "") + "\n")
+            branches = info["branches"]
+            if len(branches) > 1:  # one branch is the session itself: no rows for it
+                for branch in branches:
+                    mark = "*" if branch["current"] else " "
+                    summary = branch["summary"] or "(no prompt yet)"
+                    out.write(f"  {mark} branch {branch['id']}  {summary}\n")
         return 0
     # lazy: start-up time (every command line builds this parser; these load only for sessions/export)
     from coding_agent.session_files.export import branch_entries, has_messages, write_export
@@ -94,7 +102,7 @@ def run_session_command(args: argparse.Namespace, cwd: Path, stream: TextIO | No
     if not has_messages(entries):
         print(
             f"coding-agent: warning: branch {number} of session {session.id} has no prompt or "
-            "answer yet: the export is empty (coding-agent sessions --json lists its branches; "
+            "answer yet: the export is empty (coding-agent sessions lists its branches; "
             "--branch N picks one)",
             file=sys.stderr,
         )

@@ -149,7 +149,7 @@ def branch_entries(
         if found_id is None:
             raise SessionError(
                 f"session {session.id} has no branch {number} (its branches: "
-                f"1 to {len(known)}; coding-agent sessions --json lists them)"
+                f"1 to {len(known)}; coding-agent sessions lists them)"
             )
         chosen = found_id
     elif branch is None:

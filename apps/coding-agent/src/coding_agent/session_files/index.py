@@ -170,19 +170,28 @@ def describe(session: Session) -> dict[str, Any]:
 
 
 def session_branches(session: Session) -> list[dict[str, Any]]:
-    """The session's branches, oldest first: ``{"id", "summary", "conversation"}`` — ``id`` is
-    the number users see (``/tree``'s, ``/branch N``'s, ``export --branch N``'s: 1, 2, 3 in
-    creation order), ``conversation`` the internal id; ``[]`` when its log cannot be read."""
+    """The session's branches, oldest first: ``{"id", "summary", "conversation", "current"}`` —
+    ``id`` is the number users see (``/tree``'s, ``/branch N``'s, ``export --branch N``'s: 1, 2, 3
+    in creation order), ``conversation`` the internal id, ``current`` whether it is the branch the
+    user is on (the one ``--resume`` and ``export`` open); ``[]`` when its log cannot be read."""
     # lazy: start-up time (listing sessions does not load the exporter)
-    from coding_agent.session_files.export import read_session_records
+    from coding_agent.session_files.export import default_branch, read_session_records
     from coding_agent.session_files.tree import build_outline
 
     try:
-        outline = build_outline(*read_session_records(session))
+        conversations, entries = read_session_records(session)
+        outline = build_outline(conversations, entries)
     except (SessionError, OSError):
         return []
+    known = {c["id"] for c in outline["conversations"]}
+    current = default_branch(session, known, entries) if known else None
     return [
-        {"id": c["number"], "summary": c.get("summary"), "conversation": c["id"]}
+        {
+            "id": c["number"],
+            "summary": c.get("summary"),
+            "conversation": c["id"],
+            "current": c["id"] == current,
+        }
         for c in outline["conversations"]
     ]
 

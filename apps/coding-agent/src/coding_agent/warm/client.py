@@ -154,8 +154,11 @@ def _follow(sock: socket.socket, pending: bytearray, ignored: list[signal.Signal
 
 
 def start_server() -> None:
-    """Start this installation's fork server in the background, detached (its own session);
-    a second one started meanwhile finds the first's lock and exits."""
+    """Start this installation's fork server in the background, detached: its own session, and
+    not this process's child (an intermediate child spawns it and exits at once), so a server
+    that ends while this command still runs (a worker lingering for hours, say) is reaped by
+    init instead of waiting as a zombie on a parent that never waits for it. A second server
+    started meanwhile finds the first's lock and exits."""
     try:
         directory = rendezvous.runtime_dir()
         rendezvous.make_private_dir(directory)
@@ -166,19 +169,28 @@ def start_server() -> None:
             if name in _SERVER_ENV or name.startswith(_SERVER_ENV_PREFIXES)
         }
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
-        os.posix_spawn(
-            sys.executable,
-            [sys.executable, "-P", "-m", "coding_agent.warm.server"],
-            env,
-            file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-                (os.POSIX_SPAWN_OPEN, 2, log, flags, 0o600),
-            ],
-            setsid=True,
-        )
+        intermediate = os.fork()  # this thin client has no thread yet: a fork is safe here
     except OSError:
-        pass  # the next run tries again; this one runs as without the warm start
+        return  # the next run tries again; this one runs as without the warm start
+    if intermediate == 0:
+        try:
+            os.posix_spawn(
+                sys.executable,
+                [sys.executable, "-P", "-m", "coding_agent.warm.server"],
+                env,
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                    (os.POSIX_SPAWN_OPEN, 2, log, flags, 0o600),
+                ],
+                setsid=True,
+            )
+        finally:
+            os._exit(0)
+    try:
+        os.waitpid(intermediate, 0)
+    except ChildProcessError:
+        pass
 
 
 if __name__ == "__main__":  # the supervisor's: python -m coding_agent.warm.client --worker ...
