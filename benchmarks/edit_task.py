@@ -346,7 +346,8 @@ def run_once(
     out, err = process.communicate(timeout=300)
     wall = time.monotonic() - start
     cpu = _children_cpu()
-    if warm is not None:  # the forked child's CPU (the server reaped it once the client knew)
+    if warm is not None:  # the forked child's CPU, its teardown after the client's exit too
+        warm.settled()
         cpu += _server_children_cpu(warm.process.pid) - before
     _check(agent, process.returncode, out, err, project, model.log)
     shutil.rmtree(work, ignore_errors=True)

@@ -212,6 +212,19 @@ class WarmServer:
         answer = self._rendezvous.ping(self.env)
         return int(answer["served"]) if answer else -1
 
+    def settled(self) -> None:
+        """Wait until the server runs no child: a command's child tells its client the exit
+        status before its own interpreter's teardown, so it may still be ending when the
+        client has exited; once reaped, its CPU is in the server's ``cutime``."""
+        deadline = time.monotonic() + 60
+        while True:
+            answer = self._rendezvous.ping(self.env)
+            if answer is not None and int(answer["children"]) == 0:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError("the warm-start server's child did not end within 60 s")
+            time.sleep(0.005)  # polling the server's count, after the timed part
+
     def child(self) -> int:
         """The pid of the one child the server runs now (the command being timed)."""
         children = [

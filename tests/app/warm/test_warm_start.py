@@ -184,6 +184,24 @@ def test_a_warm_run_prints_what_a_cold_run_prints(env: dict[str, str], project: 
     assert not (project / "ran.txt").exists()
 
 
+def test_the_status_comes_once_the_command_is_done_with_the_session_free(
+    env: dict[str, str], project: Path
+) -> None:
+    """The child tells the client its status before its interpreter's teardown (which runs
+    after, unobserved): by then all output is written and the session's lock is free, so a
+    ``--continue`` started the moment the client exits takes the same session."""
+    script = _script(project.parent, [{"text": "first answer"}, {"text": "second answer"}])
+    _start_server(env)
+    for prompt, extra, answer in (("one", (), "first answer"), ("two", ("-c",), "second answer")):
+        ran = _run(env, project, "-p", prompt, *extra, "--faux-script", str(script), warm=True)
+        assert (ran.returncode, ran.stdout, ran.stderr) == (0, f"{answer}\n", "")
+    assert _served(env) == 2
+    from coding_agent.session_files.folders import list_sessions
+
+    [session] = list_sessions(project, env=env)
+    assert not session.worker_running()
+
+
 def test_the_child_sees_the_clients_folder_environment_and_umask(
     env: dict[str, str], project: Path
 ) -> None:
