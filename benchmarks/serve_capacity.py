@@ -26,6 +26,7 @@ misses its target.
 
     uv run python benchmarks/serve_capacity.py [--sessions 50] [--max-starting N]
         [--host-sessions N] [--db-pool-size N] [--db-connections N] [--throughput]
+        [--only throughput]
 
 By default it measures the default server: on PostgreSQL that runs every session in host
 processes (one per core, within ``--db-connections``, default 20; the counts are read from the
@@ -35,7 +36,9 @@ number, and the connections are those of the whole cluster. ``--host-sessions 0`
 worker process per session (give ``--db-connections`` room for them: 3 a worker), ``N`` that
 many hosts. With ``--throughput`` and more than one host, a line also gives the aggregate
 commits of 50 sessions spread over the hosts (a pool each, as ``serve`` runs them) against
-pgbench's 50 clients.
+pgbench's 50 clients. ``--only throughput`` measures only those throughput lines (no server
+started, no storm: the hosts and their pool size are the ones ``serve`` would plan from the same
+flags, :func:`coding_agent.server.main.plan_sessions`), for paired A/B runs of the commit path.
 """
 
 from __future__ import annotations
@@ -333,7 +336,18 @@ def main() -> None:
         "of a process holding leases through the shared renewer against the lease expiry",
     )
     parser.add_argument("--lease", type=float, default=2.0, help="lease expiry for --throughput")
+    parser.add_argument(
+        "--only",
+        choices=["throughput"],
+        default=None,
+        help="measure only this part: 'throughput' runs the --throughput lines without the "
+        "server and its start storm (the hosts and pool size serve would plan from the same "
+        "flags), for paired A/B runs of the commit path",
+    )
     args = parser.parse_args()
+    if args.only == "throughput":
+        only_throughput(args)
+        return
     extra: list[str] = []
     cluster = TempCluster(
         {"fsync": "off", "full_page_writes": "off", "max_connections": str(4 * args.sessions + 50)}
@@ -424,6 +438,31 @@ def main() -> None:
         f"(target: <= 20 in all) {verdict}"
     )
     for line in extra:
+        print(line)
+
+
+def only_throughput(args: argparse.Namespace) -> None:
+    """``--only throughput``: the host processes and pool size ``serve`` plans from the same
+    flags (on 2 CPUs by default 2 hosts, a pool of 8 each, within 20 connections), then the
+    throughput lines, after a line naming the plan and the load average."""
+    from coding_agent.server.main import plan_sessions
+
+    wanted = argparse.Namespace(
+        host_sessions=args.host_sessions,
+        db_connections=args.db_connections,
+        db_pool_size=args.db_pool_size,
+        max_sessions=None,
+    )
+    hosts, pool, _, connections = plan_sessions(wanted, "postgresql://")
+    with TempCluster({"max_connections": "200"}) as durable:
+        url = f"postgresql://{durable.user}@127.0.0.1:{durable.port}/postgres"
+        lines = throughput_lines(durable, url, pool or 10, args.lease, hosts)
+    print(
+        f"serve throughput: {hosts} host process(es) (--host-sessions {hosts}, --db-pool-size "
+        f"{pool}, {connections} connections), {os.cpu_count()} CPUs, load average "
+        f"{os.getloadavg()[0]:.1f}"
+    )
+    for line in lines:
         print(line)
 
 
