@@ -190,6 +190,9 @@ _.renewals
 
 # pico3.storage.pg_group.GroupCommitter.straight: commits sent straight through, alone (tests)
 _.straight
+# GroupCommitter.sent, .carried: group statements and the commits they carried (benchmarks, tests)
+_.sent
+_.carried
 
 # coding_agent.server.web._Listener.is_serving: websockets' ServerConnection.handshake calls it
 _.is_serving

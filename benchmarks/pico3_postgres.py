@@ -76,6 +76,7 @@ from pico3.storage import (
     PostgresStorage,
 )
 from pico3.storage.pg_cluster import TempCluster, find_server_binaries
+from pico3.storage.pg_group import GroupCommitter, committer_for
 
 ctx = BACKGROUND
 MESSAGE = [{"role": "user", "content": "please look at the failing test in tests/test_app.py"}]
@@ -124,6 +125,9 @@ class Cost(NamedTuple):
     rate: float
     client_us: float
     server_us: float
+    per_group: float = 0.0
+    """Commits per group statement (one transaction, one WAL flush) of a session host's group
+    committer over the timed part; 0 where there is none."""
 
     def cpu(self) -> str:
         busy = self.rate * (self.client_us + self.server_us) / 1e6  # CPU seconds per second
@@ -201,10 +205,17 @@ async def sessions_in_process(
 
 
 async def _timed_sessions(
-    storages: list[PostgresStorage], commits: int, ready: Any, go: Any, release: Any, out: Any
+    storages: list[PostgresStorage],
+    commits: int,
+    ready: Any,
+    go: Any,
+    release: Any,
+    out: Any,
+    committer: GroupCommitter | None = None,
 ) -> None:
     """Open and warm ``storages``, then once ``go`` is set commit ``commits`` entries in each,
-    all sessions at once; put the span (start, end, process CPU) on ``out`` and hold the
+    all sessions at once; put the span (start, end, process CPU, and with ``committer`` the
+    group statements it sent and the commits they carried meanwhile) on ``out`` and hold the
     connections open until ``release`` (the server's CPU is read before they close)."""
     await _warm(storages)
 
@@ -218,11 +229,15 @@ async def _timed_sessions(
 
     ready.set()
     await anyio.to_thread.run_sync(go.wait)
+    sent, carried = (committer.sent, committer.carried) if committer else (0, 0)
     started, cpu = time.perf_counter(), time.process_time()
     async with anyio.create_task_group() as group:
         for storage in storages:
             group.start_soon(run, storage)
-    out.put((started, time.perf_counter(), time.process_time() - cpu))
+    span = (started, time.perf_counter(), time.process_time() - cpu)
+    if committer is not None:
+        span += (committer.sent - sent, committer.carried - carried)
+    out.put(span)
     await anyio.to_thread.run_sync(release.wait)
 
 
@@ -237,10 +252,13 @@ async def _warm(storages: list[PostgresStorage]) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _hosted(conninfo: str, names: list[str], pool_size: int) -> AsyncIterator[list[Any]]:
+async def _hosted(
+    conninfo: str, names: list[str], pool_size: int
+) -> AsyncIterator[tuple[list[Any], GroupCommitter]]:
     """Sessions ``names`` as one session host has them (``coding-agent serve``'s hosts): one
-    shared pool of ``pool_size`` connections and one lease renewer, group commit; every
-    storage closed, then the pool and the renewer, on the way out."""
+    shared pool of ``pool_size`` connections and one lease renewer, group commit; with the
+    pool's group committer. Every storage closed, then the pool and the renewer, on the way
+    out."""
     from psycopg_pool import AsyncConnectionPool
 
     from pico3.storage import LeaseRenewer
@@ -256,7 +274,7 @@ async def _hosted(conninfo: str, names: list[str], pool_size: int) -> AsyncItera
                 for name in names
             ]
             try:
-                yield storages
+                yield storages, committer_for(pool)
             finally:
                 for storage in storages:
                     await storage.close(ctx)
@@ -403,7 +421,7 @@ async def hosted_rate(
     together share a transaction); the aggregate rate and CPU per commit, then one of those
     sessions alone (its commits/s over 300 commits, nobody else committing)."""
     names = [f"host-{tag}-{n}" for n in range(sessions)]
-    async with _hosted(conninfo, names, pool_size) as storages:
+    async with _hosted(conninfo, names, pool_size) as (storages, _):
         await _warm(storages)
         work = {id(s): [[entry(s, n)] for n in range(commits)] for s in storages}
 
@@ -441,8 +459,8 @@ async def host_in_process(
 ) -> None:
     """One session host process of ``serve --host-sessions N``: its sessions on one shared
     pool of ``pool_size`` connections and one lease renewer, group commit."""
-    async with _hosted(conninfo, names, pool_size) as storages:
-        await _timed_sessions(storages, commits, ready, go, release, out)
+    async with _hosted(conninfo, names, pool_size) as (storages, committer):
+        await _timed_sessions(storages, commits, ready, go, release, out, committer)
 
 
 def _host_child(*args: Any) -> None:
@@ -461,7 +479,8 @@ def hosts_rate(
     """``sessions`` sessions spread over ``hosts`` session host processes (``serve
     --host-sessions N``: each its own pool of ``pool_size`` connections, so the connections
     stay ``hosts`` x (``pool_size`` + 1) whatever the sessions), all started together; the
-    aggregate rate from the first start to the last finish and the CPU per commit."""
+    aggregate rate from the first start to the last finish, the CPU per commit and the commits
+    per group statement (per WAL flush)."""
     spans, used = _run_together(
         server,
         [
@@ -480,7 +499,8 @@ def hosts_rate(
     total = sessions * commits
     wall = max(span[1] for span in spans) - min(span[0] for span in spans)
     client = sum(span[2] for span in spans)
-    return Cost(total / wall, client / total * 1e6, used / total * 1e6)
+    per_group = sum(span[4] for span in spans) / max(1, sum(span[3] for span in spans))
+    return Cost(total / wall, client / total * 1e6, used / total * 1e6, per_group)
 
 
 def pgbench_rates(

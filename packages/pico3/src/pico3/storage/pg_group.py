@@ -204,6 +204,8 @@ class GroupCommitter:
         self._alone: str | None = None
         self._pace = Pace()  # the lone commits' answers (run_prepared's block)
         self.straight = 0  # commits sent straight through, alone (a count for tests)
+        self.sent = 0  # statements sent: groups, a commit sent alone included
+        self.carried = 0  # the commits they carried (carried / sent: commits per WAL flush)
         self.idle_check = IDLE_CHECK  # seconds a kept connection idles before a check
         self.timeout = 60.0  # waiting for a pool connection
         self.patience_ms = 10_000  # ending a lost connection's backend
@@ -295,6 +297,8 @@ class GroupCommitter:
 
     async def _send_group(self, batch: list[Pending], *, alone: bool = False) -> None:
         self._alone = batch[0].session if len(batch) == 1 else None
+        self.sent += 1
+        self.carried += len(batch)
         everyone = batch
         conn: AsyncConnection[Any] | None = None
         try:
