@@ -157,3 +157,17 @@ async def test_the_esc_hint_is_not_shown_while_a_dialog_has_the_keys(conversatio
         await docs.until(pilot, lambda: dialog.armed)  # it answers no key before
         await pilot.press("escape")
         await docs.until(pilot, lambda: "esc to interrupt" in str(status.render()))
+
+
+async def test_the_status_timer_ticking_while_the_app_closes_paints_nothing(conversation) -> None:
+    """The status line's timer belongs to the app and can fire once more while the app closes,
+    after its screens are gone (a CI run under load caught it: ``ScreenStackError`` raised from
+    the tick ended the app with a traceback). Such a tick paints nothing and raises nothing."""
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await app.wait_rendered()
+        conversation.change(_busy)  # a status line to paint: the tick reaches the dialog check
+        await app.wait_rendered()
+        await pilot.pause()
+    assert not app.screen_stack
+    app._tick()  # pyright: ignore[reportPrivateUsage] - the timer's callback, as it fires

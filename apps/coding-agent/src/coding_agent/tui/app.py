@@ -505,6 +505,8 @@ class CodingAgentApp(App[None]):
             self._welcome.update(text)
 
     def _tick(self) -> None:
+        if not self.screen_stack:  # closing: the screens are gone, this timer not yet
+            return
         if self._welcome.display:
             self._paint_welcome()  # the permission mode arrives from a facet
         self._paint_scroll_hint()  # the mouse wheel leaves/returns to follow mode too
