@@ -29,8 +29,10 @@ _LOCALE = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE")
 
 
 def interpreter_variable(name: str) -> bool:
-    """Whether the interpreter reads ``name`` at its own start (before any module of ours)."""
-    return name.startswith("PYTHON") or name in _LOCALE
+    """Whether the interpreter reads ``name`` at its own start (before any module of ours), or
+    OpenSSL when the ``ssl`` module loads (``OPENSSL_CONF``...: the preload's TLS context is
+    made under them)."""
+    return name.startswith(("PYTHON", "OPENSSL_")) or name in _LOCALE
 
 
 @contextlib.contextmanager

@@ -88,11 +88,12 @@ def preload() -> set[str]:
             importlib.import_module(module)
         from coding_agent.cli.main import prebuild_parser
         from coding_agent.settings.facets_site import activate
-        from coding_agent.worker.providers import preload_sdk_clients
+        from coding_agent.worker.providers import preload_sdk_clients, preload_tls_context
 
         activate()
         prebuild_parser()  # its lazily imported subcommand tables; the child's parser
         preload_sdk_clients()
+        preload_tls_context()  # the first SDK client's, in each child (checked there first)
         for module in _ALSO:
             with contextlib.suppress(Exception):  # not installed: the child does without too
                 importlib.import_module(module)
@@ -252,9 +253,11 @@ class Server:
             return None
         started = time.monotonic()
         read = preload()
+        from coding_agent.worker.providers import preloaded_tls_sources
         from coding_agent.worker.shared_features import preloaded_sources
 
-        self.fingerprint = Fingerprint.take(read, sources=preloaded_sources())
+        sources = [*preloaded_sources(), *preloaded_tls_sources()]
+        self.fingerprint = Fingerprint.take(read, sources=sources)
         assert _threads() == 1, "a thread exists before the first fork: it would not survive"
         assert _no_event_loop(), "an event loop exists in the fork server: it must be the child's"
         gc.collect()
