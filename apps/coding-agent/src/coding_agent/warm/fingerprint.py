@@ -6,7 +6,8 @@ and size of the file of every module in ``sys.modules`` and of the other files a
 preload read code from (the folders and sources of the preloaded feature packages: a module
 only compiled, a file added or removed), and the values of the environment
 variables the preload read (:func:`recording_environ_reads`) together with those the interpreter
-itself reads at start (``PYTHON*``, the locale: they decide the standard streams' encoding).
+itself reads at start (``PYTHON*``, the locale: they decide the standard streams' encoding) and
+OpenSSL's (``OPENSSL_*``, read when the ``ssl`` module loads).
 :meth:`Fingerprint.stale` says what changed, if anything: the server checks it before every
 fork, against the files on disk now and the client's environment.
 
