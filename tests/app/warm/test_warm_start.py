@@ -249,6 +249,50 @@ def test_a_changed_preloaded_module_makes_the_server_refuse_and_exit(
     assert f"stale ({source} changed): refusing and exiting" in _server_log(env)
 
 
+def test_a_changed_file_of_a_preloaded_feature_package_makes_the_server_refuse(
+    env: dict[str, str], project: Path
+) -> None:
+    """The server preloads the feature packages' generations; its fingerprint covers their
+    files, a module only compiled in a session host (``tui.py``, in no module table) too."""
+    script = _script(project.parent, [{"text": "hello"}])
+    server = _start_server(env)
+    import facets_question  # a preloaded feature package
+
+    source = Path(facets_question.__file__ or "").with_name("tui.py")
+    assert source.is_file()
+    before = source.stat()
+    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    try:
+        ran = _run(env, project, "-p", "hi", "--faux-script", str(script), warm=True)
+        server.wait(timeout=DEADLINE)  # it refused, then ended
+    finally:
+        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (ran.returncode, ran.stdout) == (0, "hello\n")  # run cold, in the client
+    assert f"stale ({source} changed): refusing and exiting" in _server_log(env)
+
+
+def test_a_changed_authorities_file_makes_the_server_refuse(
+    env: dict[str, str], project: Path
+) -> None:
+    """The server preloads the first SDK client's TLS context; its fingerprint covers the file
+    of the certificate authorities it read (here ``$SSL_CERT_FILE``)."""
+    import certifi
+
+    bundle = project.parent / "authorities.pem"
+    shutil.copy(certifi.where(), bundle)
+    env = {**env, "SSL_CERT_FILE": str(bundle)}
+    script = _script(project.parent, [{"text": "hello"}])
+    server = _start_server(env)
+    first = _run(env, project, "-p", "hi", "--faux-script", str(script), warm=True)
+    assert (first.returncode, first.stdout, _served(env)) == (0, "hello\n", 1)
+    before = bundle.stat()
+    os.utime(bundle, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    ran = _run(env, project, "-p", "hi", "--faux-script", str(script), warm=True)
+    server.wait(timeout=DEADLINE)  # it refused, then ended
+    assert (ran.returncode, ran.stdout) == (0, "hello\n")  # run cold, in the client
+    assert f"stale ({bundle} changed): refusing and exiting" in _server_log(env)
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):

@@ -91,6 +91,39 @@ async def test_a_full_collection_waits_for_the_frozen_heap_to_grow_by_a_share() 
                 gc.enable()
 
 
+async def test_the_first_look_at_the_frozen_heap_only_takes_its_measure() -> None:
+    """A policy that begins over a large frozen heap (a worker the warm start's server forked
+    begins with the server's preload frozen) does not walk it then: its first look measures the
+    heap, and only growth beyond that measure collects."""
+    import weakref
+
+    faux = FauxProvider([faux_response(f"answer {i}") for i in range(3)])
+    options = HarnessOptions(services={"models": Models([faux])})
+    harness = await Harness.open(MemoryStorage(), options, BACKGROUND)
+    gc.collect()
+    gc.freeze()  # as an opening leaves it
+    was_enabled = gc.isenabled()
+    gc.disable()  # only the policy collects
+    async with harness:
+        root = await harness.root(BACKGROUND)
+        await root.set_config({"model": {"provider": "faux", "modelId": "faux-1"}}, BACKGROUND)
+        await harness.resume(BACKGROUND)
+        stop = freeze_after_turns(harness.kernel, collect_every=1, growth=0.25)
+        try:
+            big = [_Cycle() for _ in range(gc.get_freeze_count() // 2)]
+            kept = weakref.ref(big[0])
+            del big  # garbage: more than a quarter of what was frozen when the policy began
+            assert (await (await root.send("q0", BACKGROUND)).wait(BACKGROUND)).status == "done"
+            assert kept() is not None  # the first look only measured
+            assert (await (await root.send("q1", BACKGROUND)).wait(BACKGROUND)).status == "done"
+            assert kept() is not None  # and the heap has not grown by a quarter since
+        finally:
+            stop()
+            if was_enabled:
+                gc.enable()
+    gc.collect()  # the garbage this test made
+
+
 def test_the_collector_is_off_while_openings_run_and_on_after_the_last() -> None:
     gc.unfreeze()
     assert gc.isenabled()

@@ -25,7 +25,12 @@ from coding_agent.worker.main import (
     load_features,
     open_session_host,
 )
-from coding_agent.worker.shared_features import SharedFeatures
+from coding_agent.worker.shared_features import (
+    SharedFeatures,
+    preload_installed,
+    preloaded_sources,
+    take_preloaded,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -245,3 +250,38 @@ def test_a_package_installed_while_the_host_runs_is_found_by_the_next_session(
     info.rmdir()  # uninstalled
     assert names() == before
     assert errors == []
+
+
+def _generation_roots() -> set[str]:
+    return {name for name in sys.modules if name.startswith("__chord_gen_") and "." not in name}
+
+
+def test_a_warm_start_child_adopts_the_preloaded_generations_once(session: Session) -> None:
+    """The warm start's fork server preloads a generation of every installed package; the first
+    ``load_features`` of a forked child (here, this process) takes them, and from then on they
+    are the session's alone: purged when it lets them go, and the next load makes its own."""
+    before = _generation_roots()
+    preload_installed()
+    try:
+        preloaded = _generation_roots() - before
+        assert len(preloaded) >= len(FEATURES)
+        # the server's fingerprint covers the packages' files, those only compiled too
+        assert any(path.endswith("facets_question/tui.py") for path in preloaded_sources())
+        config = WorkerConfig(session, env=None)
+        generations = load_features(config)
+    finally:
+        leftover = take_preloaded()  # a failure above must not leave them to another test
+        if leftover is not None:
+            leftover.close()
+    assert set(FEATURES) <= {generation.package.name for generation in generations}
+    assert {generation.root for generation in generations} == preloaded  # none loaded again
+    assert preloaded_sources() == []  # taken once
+    for generation in generations:
+        generation.purge()
+    assert not any(loaded(root) for root in preloaded)  # the server's hold went with them
+    again = load_features(config)
+    try:
+        assert not {generation.root for generation in again} & preloaded
+    finally:
+        for generation in again:
+            generation.purge()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from coding_agent.cli.main import build_parser, main, pick_session
+from coding_agent.cli.main import build_parser, main, pick_session, prebuild_parser
 from coding_agent.session_files.folders import create_session, list_sessions
 from coding_agent.supervisor import worker_command
 
@@ -37,6 +37,21 @@ def test_the_parser_knows_every_mode() -> None:
         ["--model", "openai/gpt-4o", "--dev", "--facets-dir", "a", "--facets-dir", "b"]
     )
     assert options.model == "openai/gpt-4o" and options.dev and options.facets_dir == ["a", "b"]
+
+
+def test_a_prebuilt_parser_serves_the_next_command_line_only(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """What the warm start's server does before it forks: the next ``main`` (the child's)
+    parses with the parser built before, and the one after builds its own."""
+    prebuild_parser().epilog = "the prebuilt parser"
+    for expected in (True, False):
+        with pytest.raises(SystemExit) as exited:
+            main(["--help"])
+        assert exited.value.code == 0
+        printed = capsys.readouterr().out
+        assert printed.startswith("usage: coding-agent")
+        assert ("the prebuilt parser" in printed) is expected
 
 
 _HEAVY = ("textual", "openai", "anthropic", "jsonschema", "pico3", "chord", "msgspec")

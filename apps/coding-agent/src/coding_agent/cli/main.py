@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from coding_agent.session_files.folders import LaunchSettings, Session, SessionError
     from coding_agent.settings.config import EffectiveConfig
 
-__all__ = ["build_parser", "main", "pick_session"]
+__all__ = ["build_parser", "main", "pick_session", "prebuild_parser"]
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -885,8 +885,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         start_up_done(freeze=False)
 
 
-def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
+_prebuilt: list[argparse.ArgumentParser] = []
+"""The parser :func:`prebuild_parser` made, until the first :func:`main` takes it."""
+
+
+def prebuild_parser() -> argparse.ArgumentParser:
+    """Build the argument parser now, for this process's next :func:`main` (once; later calls of
+    ``main`` build their own), and return it. The warm start's fork server does, so each forked
+    child parses its command line with a parser built before the fork (~4 ms less of its
+    start); building one reads nothing but the code (no file, and the environment only for the
+    terminal's width that argparse checks its formats against, which the parser does not
+    keep)."""
     parser = build_parser()
+    _prebuilt[:] = [parser]
+    return parser
+
+
+def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
+    parser = _prebuilt.pop() if _prebuilt else build_parser()
     args = parser.parse_args(argv)
     headless = args.prompt is not None or args.json is not None
     local_tui = (

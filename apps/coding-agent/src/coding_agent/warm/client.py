@@ -42,8 +42,11 @@ _HANDSHAKE_TIMEOUT = 30.0
 
 # The environment a server starts with: what the interpreter and the preload read, never the
 # user's keys (a server's environment block is every child's /proc/PID/environ).
-_SERVER_ENV = ("HOME", "PATH", "USER", "LOGNAME", "TMPDIR", "VIRTUAL_ENV")
-_SERVER_ENV_PREFIXES = ("XDG_", "PYTHON", "LC_", "LANG", "CODING_AGENT_WARM_START")
+_SERVER_ENV = (
+    "HOME", "PATH", "USER", "LOGNAME", "TMPDIR", "VIRTUAL_ENV", "CHORD_CODE_CACHE",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "SSLKEYLOGFILE",
+)  # fmt: skip
+_SERVER_ENV_PREFIXES = ("XDG_", "PYTHON", "LC_", "LANG", "CODING_AGENT_WARM_START", "OPENSSL_")
 
 
 def served(argv: Sequence[str]) -> bool:

@@ -2,9 +2,12 @@
 
 :class:`Fingerprint` is taken once, right after the preload: the Python executable, ``sys.path``
 (and each entry's mtime: installing or removing a distribution changes its folder), the mtime
-and size of the file of every module in ``sys.modules``, and the values of the environment
+and size of the file of every module in ``sys.modules`` and of the other files and folders the
+preload read code from (the folders and sources of the preloaded feature packages: a module
+only compiled, a file added or removed), and the values of the environment
 variables the preload read (:func:`recording_environ_reads`) together with those the interpreter
-itself reads at start (``PYTHON*``, the locale: they decide the standard streams' encoding).
+itself reads at start (``PYTHON*``, the locale: they decide the standard streams' encoding) and
+OpenSSL's (``OPENSSL_*``, read when the ``ssl`` module loads).
 :meth:`Fingerprint.stale` says what changed, if anything: the server checks it before every
 fork, against the files on disk now and the client's environment.
 
@@ -18,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["Fingerprint", "interpreter_variable", "recording_environ_reads"]
@@ -27,8 +30,10 @@ _LOCALE = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE")
 
 
 def interpreter_variable(name: str) -> bool:
-    """Whether the interpreter reads ``name`` at its own start (before any module of ours)."""
-    return name.startswith("PYTHON") or name in _LOCALE
+    """Whether the interpreter reads ``name`` at its own start (before any module of ours), or
+    OpenSSL when the ``ssl`` module loads (``OPENSSL_CONF``...: the preload's TLS context is
+    made under them)."""
+    return name.startswith(("PYTHON", "OPENSSL_")) or name in _LOCALE
 
 
 @contextlib.contextmanager
@@ -78,10 +83,17 @@ class Fingerprint:
     files: tuple[tuple[str, tuple[int, int] | None], ...]
     variables: tuple[tuple[str, str | None], ...]
     read_at_import: frozenset[str] = field(default_factory=frozenset)
+    sources: tuple[tuple[str, tuple[int, int] | None], ...] = ()
 
     @classmethod
-    def take(cls, read_at_import: set[str], env: Mapping[str, str] | None = None) -> Fingerprint:
-        """The fingerprint of this process now (``env``: the environment it was started with)."""
+    def take(
+        cls,
+        read_at_import: set[str],
+        env: Mapping[str, str] | None = None,
+        sources: Sequence[str] = (),
+    ) -> Fingerprint:
+        """The fingerprint of this process now (``env``: the environment it was started with;
+        ``sources``: more files and folders the preload read, beside the modules' files)."""
         environ = os.environ if env is None else env
         names = set(read_at_import) | {n for n in environ if interpreter_variable(n)}
         names |= set(_LOCALE)
@@ -91,6 +103,7 @@ class Fingerprint:
             files=tuple((file, _stat(file)) for file in _module_files()),
             variables=tuple(sorted((name, environ.get(name)) for name in names)),
             read_at_import=frozenset(read_at_import),
+            sources=tuple((path, _stat(path)) for path in sources),
         )
 
     def stale(self, env: Mapping[str, str]) -> str | None:
@@ -112,7 +125,7 @@ class Fingerprint:
         for entry, was in self.path:
             if _stat(entry) != was:
                 return f"{entry} changed (a package was installed or removed)"
-        for file, was in self.files:
+        for file, was in self.files + self.sources:
             if _stat(file) != was:
                 return f"{file} changed"
         return None

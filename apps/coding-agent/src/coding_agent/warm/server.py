@@ -68,11 +68,14 @@ too), the session worker, the supervisor; pico3, chord and anyio on asyncio."""
 
 _ALSO = (
     "coding_agent.context.waiting", "jsonschema", "pathspec", "sqlite3", "shlex", "pprint",
-    "tree_sitter", "tree_sitter_bash", "anyio._core._fileio",
+    "tree_sitter", "tree_sitter_bash", "anyio._core._fileio", "anyio._core._signals",
+    "concurrent.futures.thread", "coding_agent.worker.providers.openai_responses",
 )  # fmt: skip
-"""What a headless run imports beyond the modules above: the default facets' libraries (the
-facets themselves load from source in every session), the bash parser of the permission rules.
-Measured: a faux ``-p`` run in a preloaded process imported these 84 modules, nothing else."""
+"""What a headless run imports beyond the modules above: the default facets' libraries, the
+bash parser of the permission rules, the signal receiver of the run, the worker threads' pool,
+the OpenAI Responses provider (the registry's OpenAI entry imports it). Measured: a faux ``-p``
+run in a preloaded process imported these 84 modules, nothing else; a ``-p`` run on either SDK
+path imports nothing the preload did not."""
 
 _PEERCRED = struct.Struct("3i")
 _HANDSHAKE_TIMEOUT = 10.0
@@ -83,16 +86,20 @@ def preload() -> set[str]:
     with recording_environ_reads() as read:
         for module in _PRELOAD:
             importlib.import_module(module)
-        from coding_agent.cli.main import build_parser
+        from coding_agent.cli.main import prebuild_parser
         from coding_agent.settings.facets_site import activate
-        from coding_agent.worker.providers import preload_sdk_clients
+        from coding_agent.worker.providers import preload_sdk_clients, preload_tls_context
 
         activate()
-        build_parser()  # its lazily imported subcommand tables
+        prebuild_parser()  # its lazily imported subcommand tables; the child's parser
         preload_sdk_clients()
+        preload_tls_context()  # the first SDK client's, in each child (checked there first)
         for module in _ALSO:
             with contextlib.suppress(Exception):  # not installed: the child does without too
                 importlib.import_module(module)
+        from coding_agent.worker.shared_features import preload_installed
+
+        preload_installed()  # the feature packages' generations, adopted by the children
     return read
 
 
@@ -285,7 +292,11 @@ class Server:
             return None
         started = time.monotonic()
         read = preload()
-        self.fingerprint = Fingerprint.take(read)
+        from coding_agent.worker.providers import preloaded_tls_sources
+        from coding_agent.worker.shared_features import preloaded_sources
+
+        sources = [*preloaded_sources(), *preloaded_tls_sources()]
+        self.fingerprint = Fingerprint.take(read, sources=sources)
         assert _threads() == 1, "a thread exists before the first fork: it would not survive"
         assert _no_event_loop(), "an event loop exists in the fork server: it must be the child's"
         gc.collect()

@@ -67,17 +67,19 @@ def freeze_after_turns(
 ) -> Callable[[], None]:
     """Freeze the heap after every commit that ends a turn; returns the remover (which also
     unfreezes). Every ``collect_every`` turns the policy looks at the frozen heap, and a full
-    collection runs then if it has grown by ``growth`` of what the last one left (or what was
-    frozen when the policy began). Looking is itself a walk of the frozen heap
-    (``gc.get_freeze_count()``: ~16 ms for two million objects), so it is not done at every
-    turn's end. A full collection costs time in proportion to
+    collection runs then if it has grown by ``growth`` of what the last one left (or of what
+    the first look found: that look only takes the measure). Looking is itself a walk of the
+    frozen heap (``gc.get_freeze_count()``: ~16 ms for two million objects), so it is not done
+    at every turn's end, nor when the policy begins (a worker forked by the warm start's
+    server begins with the server's whole preload frozen: ~6 ms of its start, walked before
+    its first request). A full collection costs time in proportion to
     the whole heap, so at a fixed interval a long session's collections grew with it (0.1-0.2 s
     each by turn 2,000 of the long-session benchmark, ~1 ms per turn on average), while a heap that must grow by a share of
     itself between them keeps their cost per turn flat. It is CPython's own rule for its full
     collections (a quarter of the long-lived objects new since the last), applied to the
     frozen heap, so what freezing holds on to stays a bounded share of it."""
     turns = [0]
-    frozen = [gc.get_freeze_count()]  # the frozen heap after the last full collection
+    frozen: list[int | None] = [None]  # the frozen heap after the last full collection
 
     def on_commit(batch: Any) -> None:
         events: dict[int, list[dict[str, Any]]] = batch.events
@@ -88,7 +90,10 @@ def freeze_after_turns(
         if turns[0] < collect_every:
             return
         turns[0] = 0  # gc.get_freeze_count() walks the frozen heap: asked once per interval
-        if gc.get_freeze_count() > frozen[0] * (1 + growth):
+        count = gc.get_freeze_count()
+        if frozen[0] is None:
+            frozen[0] = count  # the first look: the measure
+        elif count > frozen[0] * (1 + growth):
             gc.unfreeze()
             gc.collect()
             gc.freeze()

@@ -134,7 +134,7 @@ from coding_agent.worker.providers_facet import (
     resolve_providers,
 )
 from coding_agent.worker.settings_log import settings_log_facet
-from coding_agent.worker.shared_features import SharedFeatures
+from coding_agent.worker.shared_features import SharedFeatures, take_preloaded
 from coding_agent.worker.shared_state import (
     DatabaseHistoryStore,
     SharedProcessHost,
@@ -354,21 +354,26 @@ def load_features(
     call that needs approval, naming the package); a broken folder raises (it was asked for).
 
     With ``shared`` (a host of many sessions) the packages' generations are the host's,
-    lent (:class:`~coding_agent.worker.shared_features.SharedFeatures`); else fresh ones."""
+    lent (:class:`~coding_agent.worker.shared_features.SharedFeatures`); else fresh ones, or,
+    in a child of the warm start's fork server, the generations the server preloaded, adopted
+    (:func:`~coding_agent.worker.shared_features.take_preloaded`: those of an unchanged source
+    text, lent and then the session's alone)."""
 
     def skip(error: FacetDiscoveryError | FacetLoadError) -> None:
         _log.error("skipping a broken facet package: %s", error)
 
-    discover = discover_facet_packages if shared is None else shared.discover
-    packages = discover(config.facets_dirs, installed=config.installed_features, on_error=skip)
+    adopted = take_preloaded() if shared is None else None
+    lender = shared if shared is not None else adopted
+    discover = discover_facet_packages if lender is None else lender.discover
     loaded: list[FacetGeneration] = []
     try:
+        packages = discover(config.facets_dirs, installed=config.installed_features, on_error=skip)
         for package in packages:
             try:
-                if shared is None:
+                if lender is None:
                     loaded.extend(load_facet_packages([package], "session"))
                 else:
-                    loaded.append(shared.lend(package))
+                    loaded.append(lender.lend(package))
             except FacetLoadError as error:
                 if package.folder is not None:  # a --facets-dir folder: asked for, so it fails
                     raise
@@ -377,6 +382,9 @@ def load_features(
         for generation in reversed(loaded):
             generation.purge()
         raise
+    finally:
+        if adopted is not None:  # the server's hold goes: what is lent is the session's alone
+            adopted.close()
     return loaded
 
 

@@ -27,6 +27,15 @@ starts later gets the sources as they are then: a lend compares the package's so
 SHA-256 of every ``.py`` file under it, read, not trusted by mtime, as the compile cache does)
 with the shared generation's, and loads a new shared generation when they differ. A generation
 is purged once it is no longer the shared one and the last session it was lent to gave it back.
+
+The warm start's fork server (:mod:`coding_agent.warm.server`) is a host of this kind too, whose
+sessions are its forked children: :func:`preload_installed` loads a generation of every
+installed package there, once, and the first :func:`~coding_agent.worker.main.load_features` of
+each child adopts them (:func:`take_preloaded`): it lends them to its session, as above (a
+changed source text loads a fresh generation instead), then lets the server's hold go, so each
+generation is the session's alone from then on, purged when the session lets it go, as a
+generation the child had loaded itself would be. The server's fingerprint covers their files
+(:func:`preloaded_sources`): a changed, added or removed file makes it refuse.
 """
 
 from __future__ import annotations
@@ -41,13 +50,20 @@ from pathlib import Path
 from chord import (
     FacetDiscoveryError,
     FacetGeneration,
+    FacetLoadError,
     FacetPackage,
     discover_facet_packages,
     installed_facet_packages,
     load_generation,
 )
 
-__all__ = ["SharedFeatures", "source_fingerprint"]
+__all__ = [
+    "SharedFeatures",
+    "preload_installed",
+    "preloaded_sources",
+    "source_fingerprint",
+    "take_preloaded",
+]
 
 HOST_KIND = "session"
 
@@ -212,6 +228,16 @@ class SharedFeatures:
         return [named[name] for name in sorted(named)]
 
     def lend(self, package: FacetPackage) -> FacetGeneration:
+        """The shared generation of ``package``'s current source text (loaded now if there is
+        none), lent: disposing it gives it back. Raises :class:`~chord.FacetLoadError`."""
+        return _Lent(self._current_for(package))
+
+    def prepare(self, package: FacetPackage) -> None:
+        """Load ``package``'s shared generation now, if there is none of its current source
+        text, and lend it to nobody yet. Raises :class:`~chord.FacetLoadError`."""
+        self._current_for(package)
+
+    def _current_for(self, package: FacetPackage) -> _Shared:
         key = (package.name, str(package.package_dir), package.plugin_module, package.plugin_attr)
         sources = self._sources.get(package.package_dir)
         if sources is None:
@@ -224,7 +250,21 @@ class SharedFeatures:
             if shared is not None:
                 shared.release()  # purged once the sessions that hold it gave it back
             shared = self._current[key] = _Shared(generation, fingerprint)
-        return _Lent(shared)
+        return shared
+
+    def sources(self) -> list[str]:
+        """The folders and ``.py`` files of the packages of the shared generations: what their
+        source texts are read from (a changed, added or removed file changes a ``stat`` of
+        these)."""
+        paths: list[str] = []
+        for folder in sorted(
+            {shared.generation.package.package_dir for shared in self._current.values()}
+        ):
+            for directory, dirs, names in os.walk(folder):
+                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__pycache__")))
+                paths.append(directory)
+                paths.extend(os.path.join(directory, n) for n in sorted(names) if n.endswith(".py"))
+        return paths
 
     def close(self) -> None:
         """Give back the host's own hold of every shared generation (purged once no session
@@ -232,6 +272,44 @@ class SharedFeatures:
         current, self._current = self._current, {}
         for shared in current.values():
             shared.release()
+
+
+_preloaded: list[SharedFeatures] = []
+"""The warm start server's preloaded generations, until a forked child adopts them."""
+
+
+def preload_installed() -> SharedFeatures:
+    """In the warm start's fork server: load a generation of every installed feature package
+    (as a session's :func:`~coding_agent.worker.main.load_features` would, in the same order,
+    so the generations get the numbers a process of its own would give them), held for the
+    children (:func:`take_preloaded`). A package that fails to discover or load is left out:
+    the child that needs it loads it and reports the error as a process of its own would."""
+    features = SharedFeatures()
+    packages = features.discover((), installed=True, on_error=lambda _error: None)
+    for package in packages:
+        try:
+            features.prepare(package)
+        except FacetLoadError:
+            pass
+    # discover again: the scan is cached under sys.meta_path too, which the loads changed (the
+    # generations' finder), and the child's discover must find the scan it can reuse
+    features.discover((), installed=True, on_error=lambda _error: None)
+    _preloaded[:] = [features]
+    return features
+
+
+def take_preloaded() -> SharedFeatures | None:
+    """The generations :func:`preload_installed` loaded in this process (the fork server's, a
+    forked child inherits them), once: a second call, or any call in a process without them,
+    gets ``None``."""
+    if not _preloaded:
+        return None
+    return _preloaded.pop()
+
+
+def preloaded_sources() -> list[str]:
+    """:meth:`SharedFeatures.sources` of the preloaded generations (none: an empty list)."""
+    return _preloaded[0].sources() if _preloaded else []
 
 
 def _path_stamp() -> object:

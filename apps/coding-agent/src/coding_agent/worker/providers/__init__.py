@@ -28,6 +28,7 @@ from coding_agent.settings.model_config import (
     parse_model_ref,
 )
 from coding_agent.worker.providers._sdk_import import preload_sdk_clients
+from coding_agent.worker.providers._tls import preload_tls_context, preloaded_tls_sources
 from coding_agent.worker.providers.anthropic import ANTHROPIC_MODELS, AnthropicProvider
 from coding_agent.worker.providers.openai import OPENAI_MODELS, OpenAIProvider
 from coding_agent.worker.providers.registry import ModelSelection, resolve_model
@@ -44,5 +45,7 @@ __all__ = [
     "RegistryError",
     "parse_model_ref",
     "preload_sdk_clients",
+    "preload_tls_context",
+    "preloaded_tls_sources",
     "resolve_model",
 ]

@@ -66,6 +66,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from coding_agent.worker.gc_policy import start_up_done
+from coding_agent.worker.providers._tls import TlsContext
 
 __all__ = [
     "SDK_ROOTS",
@@ -177,15 +178,17 @@ def sdk_client(package: str, client: str, options: dict[str, Any]) -> Any:
     here, once the client is made (the first request is next: see
     :func:`~coding_agent.worker.gc_policy.pause_for_start_up`).
 
-    The client's TLS context is loaded meanwhile, in a thread (:class:`_TlsContext`): loading
+    The client's TLS context is loaded meanwhile, in a thread (:class:`._tls.TlsContext`): loading
     the certificate authorities (~20 ms of CPU) is OpenSSL's work, which runs beside the
     import on the other core; the SDK gets it through its ``http_client`` option, an
     ``httpx2`` client with the SDK's own defaults (``DefaultAsyncHttpxClient``) and the context
-    ``httpx2`` makes by default (``httpx2.create_ssl_context()``), so requests are the same."""
+    ``httpx2`` makes by default (``httpx2.create_ssl_context()``), so requests are the same. (A
+    warm start's child takes the one its server made, when what it was made from is
+    unchanged: :func:`~._tls.take_preloaded_tls`.)"""
     defer_sdk_inits()
     try:
         with trio_hidden_from_httpcore():
-            tls = _TlsContext.start() if package in SDK_ROOTS else None
+            tls = TlsContext.start() if package in SDK_ROOTS else None
             try:
                 module = importlib.import_module(package)
                 made = getattr(module, client)
@@ -200,51 +203,6 @@ def sdk_client(package: str, client: str, options: dict[str, Any]) -> Any:
             return made(**options)  # which imports the transport: trio stays hidden
     finally:
         start_up_done()
-
-
-class _TlsContext:
-    """``httpx2.create_ssl_context()`` made in a thread: most of it is OpenSSL reading the
-    certificate authorities with the GIL released, so it runs beside the SDK's import. Any
-    failure there leaves the SDK to make its own (and meet the same error itself)."""
-
-    def __init__(self) -> None:
-        self._context: Any = None
-        self._thread = threading.Thread(target=self._load, name="sdk-tls", daemon=True)
-
-    @classmethod
-    def start(cls) -> _TlsContext | None:
-        """Start loading (``None`` if ``httpx2`` cannot be imported: the SDK will say why)."""
-        try:
-            import httpx2  # here, before the thread: one import of it at a time
-        except Exception:
-            return None
-        del httpx2
-        tls = cls()
-        tls._thread.start()
-        return tls
-
-    def _load(self) -> None:
-        try:
-            import httpx2
-
-            self._context = httpx2.create_ssl_context()
-        except Exception:  # the SDK makes its own and reports what is wrong
-            self._context = None
-
-    def http_client(self, module: types.ModuleType, options: dict[str, Any]) -> Any:
-        """The SDK's default ``httpx2`` client with the loaded context (``None``, so the SDK
-        makes its own as usual, if the context failed or the SDK has no such class)."""
-        self._thread.join()
-        default = getattr(module, "DefaultAsyncHttpxClient", None)
-        if self._context is None or default is None or "http_client" in options:
-            return None
-        keywords: dict[str, Any] = {"verify": self._context}
-        if "timeout" in options:  # as the SDK gives its own client
-            keywords["timeout"] = options["timeout"]
-        try:
-            return default(**keywords)
-        except Exception:  # a release whose class takes other arguments: the SDK's own then
-            return None
 
 
 _PLAIN: set[str] = set()
