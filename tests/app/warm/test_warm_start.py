@@ -230,36 +230,33 @@ def test_the_child_sees_the_clients_folder_environment_and_umask(
     assert seen == [str(folder.resolve()), "only-in-the-client", "0027"]
 
 
-def test_a_changed_preloaded_module_makes_the_server_refuse_and_exit(
-    env: dict[str, str], project: Path
-) -> None:
-    script = _script(project.parent, [{"text": "hello"}])
-    server = _start_server(env)
+def _preloaded_module() -> Path:
     import coding_agent.context.waiting as preloaded  # the server preloads it
 
-    source = Path(preloaded.__file__ or "")
-    before = source.stat()
-    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
-    try:
-        ran = _run(env, project, "-p", "hi", "--faux-script", str(script), warm=True)
-        server.wait(timeout=DEADLINE)  # it refused, then ended
-    finally:
-        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert (ran.returncode, ran.stdout) == (0, "hello\n")  # run cold, in the client
-    assert f"stale ({source} changed): refusing and exiting" in _server_log(env)
+    return Path(preloaded.__file__ or "")
 
 
-def test_a_changed_file_of_a_preloaded_feature_package_makes_the_server_refuse(
-    env: dict[str, str], project: Path
-) -> None:
-    """The server preloads the feature packages' generations; its fingerprint covers their
-    files, a module only compiled in a session host (``tui.py``, in no module table) too."""
-    script = _script(project.parent, [{"text": "hello"}])
-    server = _start_server(env)
+def _preloaded_feature_file() -> Path:
     import facets_question  # a preloaded feature package
 
+    # a module only compiled in a session host (in no module table): the fingerprint covers
+    # the feature packages' files, not only their imported modules
     source = Path(facets_question.__file__ or "").with_name("tui.py")
     assert source.is_file()
+    return source
+
+
+@pytest.mark.parametrize(
+    "changed", [_preloaded_module, _preloaded_feature_file], ids=["module", "feature-package"]
+)
+def test_a_changed_preloaded_file_makes_the_server_refuse_and_exit(
+    env: dict[str, str], project: Path, changed: Callable[[], Path]
+) -> None:
+    """A preloaded module, or a file of a preloaded feature package's generations, changes:
+    the server refuses the next request (the client runs it cold) and ends."""
+    script = _script(project.parent, [{"text": "hello"}])
+    server = _start_server(env)
+    source = changed()
     before = source.stat()
     os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
     try:
@@ -312,13 +309,11 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_sigkill_of_the_client_kills_its_child_and_frees_the_session(
-    env: dict[str, str], project: Path
-) -> None:
-    from coding_agent.session_files.folders import list_sessions
-
+@contextlib.contextmanager
+def _held_run(env: dict[str, str], project: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A ``-p`` run (the client) whose bash call has written ``started.txt`` and waits on a
+    fifo; on the way out the fifo is written, so the ``read`` ends wherever it runs."""
     fifo, script = _held_bash_script(project)
-    server = _start_server(env)
     client = subprocess.Popen(
         [BINARY, "-p", "go", "--faux-script", str(script), "--approve", "allow"],
         env=env,
@@ -329,6 +324,23 @@ def test_sigkill_of_the_client_kills_its_child_and_frees_the_session(
     )
     try:
         _until(lambda: (project / "started.txt").exists(), "the tool call to start")
+        yield client
+    finally:
+        with contextlib.suppress(OSError):
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            os.write(fd, b"go\n")
+            os.close(fd)
+        if client.poll() is None and sys.exc_info()[0] is not None:
+            client.kill()  # a failed test leaves no client behind
+
+
+def test_sigkill_of_the_client_kills_its_child_and_frees_the_session(
+    env: dict[str, str], project: Path
+) -> None:
+    from coding_agent.session_files.folders import list_sessions
+
+    server = _start_server(env)
+    with _held_run(env, project) as client:
         [child] = _children(server.pid)
         [session] = list_sessions(project, env=env)
         assert session.worker_running()  # the forked child holds the session's lock
@@ -336,12 +348,6 @@ def test_sigkill_of_the_client_kills_its_child_and_frees_the_session(
         client.wait(timeout=DEADLINE)
         _until(lambda: not _alive(child), "the forked child to die with its client")
         _until(lambda: not session.worker_running(), "the session lock to be free")
-    finally:
-        client.kill()
-        with contextlib.suppress(OSError):  # let the orphaned `read` end
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            os.write(fd, b"go\n")
-            os.close(fd)
 
 
 def test_the_server_a_cold_run_starts_is_not_the_clients_child(
@@ -351,17 +357,7 @@ def test_the_server_a_cold_run_starts_is_not_the_clients_child(
     The server is not its child: should the server end first (idle, stale) while the command
     still runs (a worker lingers for hours), it is not left a zombie of a parent that never
     waits for it."""
-    fifo, script = _held_bash_script(project)
-    client = subprocess.Popen(
-        [BINARY, "-p", "go", "--faux-script", str(script), "--approve", "allow"],
-        env=env,
-        cwd=project,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        _until(lambda: (project / "started.txt").exists(), "the tool call to start")
+    with _held_run(env, project) as client:
         _until(lambda: rendezvous.ping(env) is not None, "the server the client started")
         answer = rendezvous.ping(env)
         assert answer is not None
@@ -369,12 +365,7 @@ def test_the_server_a_cold_run_starts_is_not_the_clients_child(
         assert _served(env) == 0, "the command ran cold, in the client"
         assert server not in _children(client.pid)
         assert client.poll() is None, "the client still runs its command"
-    finally:
-        with contextlib.suppress(OSError):  # let `read` end
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            os.write(fd, b"go\n")
-            os.close(fd)
-        assert client.wait(timeout=DEADLINE) == 0
+    assert client.wait(timeout=DEADLINE) == 0
 
 
 def test_a_server_that_dies_mid_handshake_leaves_the_client_to_run_cold(

@@ -3,12 +3,16 @@ keeps the collector off while a session host opens."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import subprocess
 import sys
 import textwrap
+import weakref
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,9 +63,11 @@ class _Cycle:
         self.me = self
 
 
-async def test_a_full_collection_waits_for_the_frozen_heap_to_grow_by_a_share() -> None:
-    import weakref
-
+@contextlib.asynccontextmanager
+async def _policy_over_a_frozen_heap() -> AsyncIterator[Any]:
+    """A harness's root conversation, with the heap frozen as an opening leaves it, the
+    collector off (only the policy collects) and the policy on (a look at every turn's end,
+    collecting past a quarter's growth)."""
     faux = FauxProvider([faux_response(f"answer {i}") for i in range(3)])
     options = HarnessOptions(services={"models": Models([faux])})
     harness = await Harness.open(MemoryStorage(), options, BACKGROUND)
@@ -75,53 +81,44 @@ async def test_a_full_collection_waits_for_the_frozen_heap_to_grow_by_a_share() 
         await harness.resume(BACKGROUND)
         stop = freeze_after_turns(harness.kernel, collect_every=1, growth=0.25)
         try:
-            small = _Cycle()
-            kept = weakref.ref(small)
-            del small  # garbage, frozen at the turn's end; the heap grew by a little
-            assert (await (await root.send("q0", BACKGROUND)).wait(BACKGROUND)).status == "done"
-            assert kept() is not None  # no full collection: the heap did not grow enough
-            big = [_Cycle() for _ in range(gc.get_freeze_count() // 2)]
-            del big  # garbage: more than a quarter of the frozen heap
-            assert (await (await root.send("q1", BACKGROUND)).wait(BACKGROUND)).status == "done"
-            assert kept() is None  # a full collection reclaimed what freezing held
-            assert gc.get_freeze_count() > 0  # and froze what is alive again
+            yield root
         finally:
             stop()
             if was_enabled:
                 gc.enable()
+    gc.collect()  # the garbage the test made
+
+
+async def _turn(root: Any, prompt: str) -> None:
+    assert (await (await root.send(prompt, BACKGROUND)).wait(BACKGROUND)).status == "done"
+
+
+async def test_a_full_collection_waits_for_the_frozen_heap_to_grow_by_a_share() -> None:
+    async with _policy_over_a_frozen_heap() as root:
+        small = _Cycle()
+        kept = weakref.ref(small)
+        del small  # garbage, frozen at the turn's end; the heap grew by a little
+        await _turn(root, "q0")
+        assert kept() is not None  # no full collection: the heap did not grow enough
+        big = [_Cycle() for _ in range(gc.get_freeze_count() // 2)]
+        del big  # garbage: more than a quarter of the frozen heap
+        await _turn(root, "q1")
+        assert kept() is None  # a full collection reclaimed what freezing held
+        assert gc.get_freeze_count() > 0  # and froze what is alive again
 
 
 async def test_the_first_look_at_the_frozen_heap_only_takes_its_measure() -> None:
     """A policy that begins over a large frozen heap (a worker the warm start's server forked
     begins with the server's preload frozen) does not walk it then: its first look measures the
     heap, and only growth beyond that measure collects."""
-    import weakref
-
-    faux = FauxProvider([faux_response(f"answer {i}") for i in range(3)])
-    options = HarnessOptions(services={"models": Models([faux])})
-    harness = await Harness.open(MemoryStorage(), options, BACKGROUND)
-    gc.collect()
-    gc.freeze()  # as an opening leaves it
-    was_enabled = gc.isenabled()
-    gc.disable()  # only the policy collects
-    async with harness:
-        root = await harness.root(BACKGROUND)
-        await root.set_config({"model": {"provider": "faux", "modelId": "faux-1"}}, BACKGROUND)
-        await harness.resume(BACKGROUND)
-        stop = freeze_after_turns(harness.kernel, collect_every=1, growth=0.25)
-        try:
-            big = [_Cycle() for _ in range(gc.get_freeze_count() // 2)]
-            kept = weakref.ref(big[0])
-            del big  # garbage: more than a quarter of what was frozen when the policy began
-            assert (await (await root.send("q0", BACKGROUND)).wait(BACKGROUND)).status == "done"
-            assert kept() is not None  # the first look only measured
-            assert (await (await root.send("q1", BACKGROUND)).wait(BACKGROUND)).status == "done"
-            assert kept() is not None  # and the heap has not grown by a quarter since
-        finally:
-            stop()
-            if was_enabled:
-                gc.enable()
-    gc.collect()  # the garbage this test made
+    async with _policy_over_a_frozen_heap() as root:
+        big = [_Cycle() for _ in range(gc.get_freeze_count() // 2)]
+        kept = weakref.ref(big[0])
+        del big  # garbage: more than a quarter of what was frozen when the policy began
+        await _turn(root, "q0")
+        assert kept() is not None  # the first look only measured
+        await _turn(root, "q1")
+        assert kept() is not None  # and the heap has not grown by a quarter since
 
 
 def test_the_collector_is_off_while_openings_run_and_on_after_the_last() -> None:
