@@ -97,13 +97,15 @@ class Fingerprint:
         environ = os.environ if env is None else env
         names = set(read_at_import) | {n for n in environ if interpreter_variable(n)}
         names |= set(_LOCALE)
+        modules = _module_files()
+        imported = set(modules)  # a source that is also an imported module's file: once
         return cls(
             executable=(sys.executable, _stat(sys.executable)),
             path=tuple((entry, _stat(entry)) for entry in sys.path),
-            files=tuple((file, _stat(file)) for file in _module_files()),
+            files=tuple((file, _stat(file)) for file in modules),
             variables=tuple(sorted((name, environ.get(name)) for name in names)),
             read_at_import=frozenset(read_at_import),
-            sources=tuple((path, _stat(path)) for path in sources),
+            sources=tuple((path, _stat(path)) for path in sources if path not in imported),
         )
 
     def stale(self, env: Mapping[str, str]) -> str | None:
