@@ -33,6 +33,8 @@ from typing import Any
 from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
 from acp.schema import DeniedOutcome, RequestPermissionResponse
 
+os.environ["CODING_AGENT_WARM_START"] = "0"  # processes start cold unless a line says warm
+
 BINARY = Path(sys.executable).with_name("coding-agent")
 
 

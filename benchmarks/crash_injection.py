@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -52,6 +53,8 @@ from crash_scenario import (  # pyright: ignore[reportMissingImports]
     Violation,
     run_trial,
 )
+
+os.environ["CODING_AGENT_WARM_START"] = "0"  # processes start cold unless a line says warm
 
 
 def _ranges(seeds: list[int]) -> str:

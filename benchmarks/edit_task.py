@@ -15,9 +15,10 @@ answer and is logged; the benchmark prints how many there were and of what kind.
 
 The agents, run headless as a user would, each approving the edit and the command:
 
-* ours: ``coding-agent -p PROMPT --model anthropic/claude-sonnet-4-6 --approve allow``;
-* ours with the warm start (``coding_agent.warm``): the same command with
-  ``CODING_AGENT_WARM_START=1``, forked by a server started and preloaded before the timing
+* ours, cold: ``coding-agent -p PROMPT --model anthropic/claude-sonnet-4-6 --approve allow``
+  with the warm start off (``CODING_AGENT_WARM_START=0``: a first run, before a server is up);
+* ours as by default, with the warm start (``coding_agent.warm``): the same command forked by a
+  server started and preloaded before the timing
   (its runs share one HOME and data folder, which the server's preload depends on; state and
   config folders and the project are fresh per run; its CPU is the thin client's and the
   children's the server reaps, read from the server's ``/proc/PID/stat`` after the runs);
@@ -61,6 +62,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from startup import warm_server  # a sibling script, not a package
+
+os.environ["CODING_AGENT_WARM_START"] = "0"  # processes start cold unless a line says warm
 
 PYTHON = sys.executable
 AGENT = str(Path(PYTHON).parent / "coding-agent")
@@ -458,18 +461,21 @@ def main() -> None:
     ours = _median(samples["ours"])
     ours_warm = _median(samples["ours-warm"])
     print(f"baseline: python -c pass {_show(_median(bare[1:]))}")
-    print(f"ours (coding-agent -p): {_show(ours)}; {_phases(phases['ours'])}")
+    print(
+        f"ours, COLD (coding-agent -p, warm start off or its first run): {_show(ours)}; "
+        f"{_phases(phases['ours'])}"
+    )
     print(f"  other requests: {side['ours']}")
     print(
-        f"ours, WARM START (a fork server started and preloaded before timing; CPU: client + "
-        f"forked child): {_show(ours_warm)}; {_phases(phases['ours-warm'])}"
+        f"ours, the default: WARM START (its fork server up and preloaded before timing; CPU: "
+        f"client + forked child): {_show(ours_warm)}; {_phases(phases['ours-warm'])}"
     )
     if claude is None:
         return
     theirs = _median(samples["claude"])
     print(f"Claude Code {CLAUDE_VERSION} (claude -p): {_show(theirs)}; {_phases(phases['claude'])}")
     print(f"  other requests: {side['claude']}")
-    for label, figure in (("", ours), (", warm start", ours_warm)):
+    for label, figure in ((", cold", ours), (", the default (warm start)", ours_warm)):
         ratio = figure[0] / theirs[0]
         print(
             f"ratio{label} (wall, median of {args.runs} paired runs): {ratio:.2f}x "

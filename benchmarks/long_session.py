@@ -58,6 +58,8 @@ from typing import Any, NamedTuple
 import anyio
 from _stub_process import StubProcess, serve_until_stdin_closes
 
+os.environ["CODING_AGENT_WARM_START"] = "0"  # processes start cold unless a line says warm
+
 CHECKPOINTS = (10, 100, 500, 1_000, 2_000)
 WINDOW = 9
 REFERENCE = 10  # turns of each fresh reference session, interleaved with the long session's

@@ -78,6 +78,8 @@ from pico3.storage import (
 from pico3.storage.pg_cluster import TempCluster, find_server_binaries
 from pico3.storage.pg_group import GroupCommitter, committer_for
 
+os.environ["CODING_AGENT_WARM_START"] = "0"  # processes start cold unless a line says warm
+
 ctx = BACKGROUND
 MESSAGE = [{"role": "user", "content": "please look at the failing test in tests/test_app.py"}]
 

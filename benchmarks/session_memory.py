@@ -57,6 +57,8 @@ from typing import Any
 import anyio
 from _stub_process import StubProcess, serve_until_stdin_closes
 
+os.environ["CODING_AGENT_WARM_START"] = "0"  # processes start cold unless a line says warm
+
 ENTRIES_PER_TURN = 7
 MODEL = "gpt-4o"  # a 128k-token window: a long session compacts as it would with this model
 MODULES = 12

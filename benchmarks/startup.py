@@ -13,10 +13,11 @@ the CPU time is the steadier of the two.
   anthropic path) with the SDK pointed at a stub server in this process; measured from spawning
   the process to the first byte of the request arriving (one monotonic clock for both sides),
   with the CPU time of the process's main thread alone (the critical path: work a thread does
-  beside it on another core, such as loading the TLS certificates, is not on it); then the same
-  with the warm start (``CODING_AGENT_WARM_START=1``, ``coding_agent.warm``): a fork server is
-  started and its preload done before the timing, each run is checked to be served by it, and
-  the CPU is the thin client's plus the forked child's (from ``/proc``);
+  beside it on another core, such as loading the TLS certificates, is not on it), cold (the
+  warm start off: ``CODING_AGENT_WARM_START=0``, what a first run pays before its server is up);
+  then as by default, with the warm start (``coding_agent.warm``): a fork server is started and
+  its preload done before the timing, each run is checked to be served by it, and the CPU is the
+  thin client's plus the forked child's (from ``/proc``);
 * ``-p`` stream consumption: ``coding-agent -p`` against a stub server that streams an answer of
   ``--tokens`` one-token deltas (on each provider's protocol), from the first byte of the stream
   to the process's exit, in tokens per second (wall, and per CPU second of the process over the
@@ -82,8 +83,9 @@ BIN = Path(PYTHON).parent
 AGENT = str(BIN / "coding-agent")
 
 
-ENV: dict[str, str] = dict(os.environ)
-"""The environment of every process the benchmark starts (see the bytecode note above)."""
+ENV: dict[str, str] = {**os.environ, "CODING_AGENT_WARM_START": "0"}
+"""The environment of every process the benchmark starts (see the bytecode note above): the
+warm start off, but where a line says it runs with it (then its own server serves the runs)."""
 
 
 Timing = tuple[float, float]
@@ -670,8 +672,9 @@ def _stop_worker(session: Any) -> None:
 
 
 def _print_first_requests(runs: int, tmp: Path, ssl: Timing, base: str) -> None:
-    """Start -> first provider request on both paths, cold (the default) and then with a warm
-    start (a fork server started and preloaded before timing), each next to its target."""
+    """Start -> first provider request on both paths, with the warm start off (a cold process:
+    also the first run after a log-in, before a server is up) and then as by default, with the
+    warm start's fork server started and preloaded before timing, each next to its target."""
     for warm_start in (False, True):
         with warm_server(_stub_env(tmp)) if warm_start else contextlib.nullcontext() as warm:
             for provider in ("openai", "anthropic"):
@@ -679,10 +682,10 @@ def _print_first_requests(runs: int, tmp: Path, ssl: Timing, base: str) -> None:
                 ratio = took[0] / ssl[0]
                 met = "met" if took[0] <= 0.15 and ratio <= 5 else "NOT met"
                 how = (
-                    ", WARM START (a fork server started and preloaded before timing; CPU: "
-                    "client + forked child)"
+                    ", the default: WARM START (its fork server up and preloaded before timing; "
+                    "CPU: client + forked child)"
                     if warm_start
-                    else ""
+                    else ", COLD (warm start off, or its first run: no server yet)"
                 )
                 thread = "child's main thread" if warm_start else "main thread"
                 print(

@@ -79,6 +79,8 @@ from pico3 import (
 from pico3.models.faux import FauxProvider, FauxResponse, FauxState, faux_response, faux_tool_call
 from pico3.models.provider import Request, ToolResultMessage, UserMessage
 
+os.environ["CODING_AGENT_WARM_START"] = "0"  # processes start cold unless a line says warm
+
 MODEL = {"provider": "faux", "modelId": "faux-1"}
 PARALLEL = 10
 ROUNDS = 6

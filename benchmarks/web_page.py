@@ -38,6 +38,8 @@ from typing import Any
 import anyio
 import msgspec
 
+os.environ["CODING_AGENT_WARM_START"] = "0"  # processes start cold unless a line says warm
+
 BINARY = Path(sys.executable).with_name("coding-agent")
 CHROMIUM = "/usr/bin/chromium"
 ENTRIES_PER_TURN = 4  # the prompt, the tool call, its result, the answer

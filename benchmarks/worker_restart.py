@@ -19,9 +19,10 @@ first use and costs next to nothing), and the ``READY`` point of the same restar
 serving and a rehydrated view shows), with the CPU seconds the client (this process) spent from
 ``READY`` to the view.
 
-Then the same with the warm start (``coding_agent.warm``): the spawned process is the thin client
-the supervisor spawns when it is on, and the worker is forked by a server started and preloaded
-before the timing (printed as a second line, ``WARM START``).
+First with the warm start off (``COLD``: ``CODING_AGENT_WARM_START=0``, or a first run before
+its server is up); then as by default, with the warm start (``coding_agent.warm``): the spawned
+process is the thin client the supervisor spawns, and the worker is forked by a server started
+and preloaded before the timing (printed as a second line, ``WARM START``).
 
 Last, the memory of each kind of process at the view (RSS, PSS, USS from
 ``/proc/PID/smaps_rollup``): a cold worker, a forked one, its thin client, and the server.
@@ -54,6 +55,8 @@ from chord.state import Delivery
 from chord.transport import connect_unix
 from chord.wire import Backoff, connect_service_source
 from pico3 import ConversationService
+
+os.environ["CODING_AGENT_WARM_START"] = "0"  # processes start cold unless a line says warm
 
 _TARGET = 0.15
 
@@ -255,9 +258,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cold, warm = anyio.run(run, args.entries, args.runs, Path(tmp))
     for name, (ready, viewed, client) in (
-        ("", cold),
-        (", WARM START (a fork server started and preloaded before timing; CPU: client + "
-         "forked worker)", warm),
+        (", COLD (warm start off, or its first run)", cold),
+        (", the default: WARM START (its fork server up and preloaded before timing; CPU: "
+         "client + forked worker)", warm),
     ):  # fmt: skip
         met = "met" if viewed[0] <= _TARGET else "NOT met"
         print(

@@ -12,6 +12,12 @@ from typing import Any
 
 import pytest
 
+# The warm start is on by default (coding_agent.warm, docs/design/warm-start.md): a headless run
+# or a TUI's worker would start a fork server in the background, one per test's private state
+# folder, each lingering ten minutes. Every process a test starts runs its command itself, as
+# with `warm_start = false`, unless the test turns the warm start on (tests/app/warm).
+os.environ["CODING_AGENT_WARM_START"] = "0"
+
 
 @pytest.fixture
 def anyio_backend() -> str:

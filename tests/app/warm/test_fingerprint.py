@@ -45,3 +45,13 @@ def test_a_changed_added_or_removed_source_makes_the_fingerprint_stale(tmp_path:
     assert fingerprint.stale_files() == f"{folder} changed"  # the folder is listed first
     os.utime(folder, ns=(OLD, OLD))
     assert fingerprint.stale_files() == f"{module} changed"  # and the file itself is gone
+
+
+def test_the_terminal_size_read_while_building_the_parser_is_not_a_dependency() -> None:
+    """argparse reads ``COLUMNS``/``LINES`` while the parser is built (a throwaway formatter) and
+    again for every help it prints: a client exporting them is served; another variable the
+    preload read is still compared."""
+    read = {"COLUMNS", "LINES", "OPENAI_LOG"}
+    fingerprint = Fingerprint.take(read, env={})
+    assert fingerprint.stale({"COLUMNS": "132", "LINES": "43"}) is None
+    assert fingerprint.stale({"OPENAI_LOG": "debug"}) == "$OPENAI_LOG differs from the server's"

@@ -215,7 +215,8 @@ def test_the_child_sees_the_clients_folder_environment_and_umask(
     _start_server(env)
     ran = subprocess.run(
         [BINARY, "-p", "go", "--faux-script", str(script), "--approve", "allow"],
-        env={**env, "WARM_PROBE": "only-in-the-client"},
+        # a terminal's size exported (the preload's parser read both): still served
+        env={**env, "WARM_PROBE": "only-in-the-client", "COLUMNS": "132", "LINES": "43"},
         cwd=folder,
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -433,16 +434,62 @@ def test_a_worker_forks_from_the_server_and_dies_with_its_client(
             worker.kill()
 
 
-def test_config_and_doctor_show_the_warm_start(env: dict[str, str], project: Path) -> None:
-    off = _run(env, project, "config", warm=False)
-    assert "warm_start = off" in off.stdout and "$CODING_AGENT_WARM_START" in off.stdout
+def test_the_warm_start_is_on_unless_the_user_or_the_environment_turns_it_off(
+    env: dict[str, str], project: Path
+) -> None:
+    def shown(environment: dict[str, str]) -> str:
+        """``coding-agent config``'s warm_start line, its columns' padding squeezed."""
+        out = subprocess.run([BINARY, "config"], env=environment, cwd=project,
+                             capture_output=True, text=True, timeout=DEADLINE).stdout  # fmt: skip
+        [line] = [line for line in out.splitlines() if line.startswith("warm_start =")]
+        return " ".join(line.split())
+
+    unset = {k: v for k, v in env.items() if k not in (rendezvous.ENV, "CI")}
+    assert "warm_start = on # default (warm_start = false turns it off)" in shown(unset)
+    ci = shown({**unset, "CI": "true"})  # a CI job's one run would pay for an unused server
+    assert ci == "warm_start = off # default on a CI runner ($CI is set)"
     config = Path(env["XDG_CONFIG_HOME"], "coding-agent", "config.toml")
     config.parent.mkdir(parents=True)
-    config.write_text("warm_start = true\n")
-    environment = {k: v for k, v in env.items() if k != rendezvous.ENV}
-    shown = subprocess.run([BINARY, "config"], env=environment, cwd=project,
-                           capture_output=True, text=True, timeout=DEADLINE)  # fmt: skip
-    assert "warm_start = on" in shown.stdout and f"{config}:1" in shown.stdout
+    config.write_text('model = "faux/faux-1"\n')  # the file says nothing of it: still on
+    assert "warm_start = on # default" in shown(unset)
+    # on by default: a headless run starts the server for the next one
+    first = subprocess.run([BINARY, "-p", "hi"], env=unset, cwd=project, capture_output=True,
+                           text=True, timeout=DEADLINE)  # fmt: skip
+    assert "offline demo" in first.stdout, first.stderr
+    _until(lambda: rendezvous.ping(unset) is not None, "the server the first run started")
+    _stop_servers(unset)
+    config.write_text("warm_start = false\n")
+    assert f"warm_start = off # {config}:1" in shown(unset)
+    on = shown({**unset, rendezvous.ENV: "1"})
+    assert on == "warm_start = on # environment $CODING_AGENT_WARM_START"
+    config.unlink()
+    off = shown({**unset, rendezvous.ENV: "0"})
+    assert off == "warm_start = off # environment $CODING_AGENT_WARM_START"
+    # off in the user's file: a headless run runs in the process started, and starts no server
+    config.write_text("warm_start = false\n")
+    answered = subprocess.run([BINARY, "-p", "hi"], env=unset, cwd=project, capture_output=True,
+                              text=True, timeout=DEADLINE)  # fmt: skip
+    assert "offline demo" in answered.stdout, answered.stderr  # the faux tour ran, here
+    assert rendezvous.ping(unset) is None and _lock_free(unset)
+    config.write_text("warm_start = true\n")  # the user's word wins over CI's default
+    assert shown({**unset, "CI": "true"}) == f"warm_start = on # {config}:1"
+
+
+def test_a_broken_config_file_runs_the_command_here_which_reports_it(
+    env: dict[str, str], project: Path
+) -> None:
+    config = Path(env["XDG_CONFIG_HOME"], "coding-agent", "config.toml")
+    config.parent.mkdir(parents=True)
+    config.write_text("warm_start = \n")
+    unset = {k: v for k, v in env.items() if k not in (rendezvous.ENV, "CI")}
+    assert rendezvous.enabled(unset) == (False, str(config))
+    failed = subprocess.run([BINARY, "-p", "hi"], env=unset, cwd=project, capture_output=True,
+                            text=True, timeout=DEADLINE)  # fmt: skip
+    assert failed.returncode != 0 and str(config) in failed.stderr
+    assert rendezvous.ping(unset) is None and _lock_free(unset)
+
+
+def test_doctor_and_warm_start_status_show_the_server(env: dict[str, str], project: Path) -> None:
     assert "no server is running" in _run(env, project, "warm-start", "status", warm=True).stdout
     _start_server(env)
     doctor = _run(env, project, "doctor", warm=True)

@@ -292,9 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
     warm = commands.add_parser(
         "warm-start",
         help="show or stop the warm start's fork server",
-        description="The warm start (CODING_AGENT_WARM_START=1 or warm_start = true): a "
-        "preloaded server that forks headless runs and session workers. status: is it on, is a "
-        "server running; stop: end the server (it also ends after 10 idle minutes).",
+        description="The warm start (on unless warm_start = false in your config.toml or "
+        "CODING_AGENT_WARM_START=0): a preloaded server that forks headless runs and session "
+        "workers. status: is it on, is a server running; stop: end the server (it also ends "
+        "after 10 idle minutes).",
     )
     warm.add_argument("action", choices=("status", "stop"), help="status or stop")
     acp = commands.add_parser(
@@ -692,8 +693,10 @@ def _print_config(cwd: Path) -> int:
     from coding_agent.settings.warm_start import enabled as warm_start_enabled
 
     warm, origin = warm_start_enabled()
-    if not origin.startswith("environment"):
-        origin = config.origin.get("warm_start", "default (CODING_AGENT_WARM_START=1 turns it on)")
+    if origin == "default":
+        origin = "default (warm_start = false turns it off)"
+    elif not origin.startswith(("environment", "default")):
+        origin = config.origin.get("warm_start", origin)
     show("warm_start", "on" if warm else "off", origin)
     environment = {
         f"providers.{name}.{field}": variable

@@ -9,8 +9,8 @@ Both are TOML (read with the standard library's ``tomllib``) and have the same k
     permission_mode = "accept-edits"      # new sessions' permission mode (user file only)
     secrets = ["GITHUB_TOKEN"]            # more variables kept from bash, jobs, MCP servers...
     secrets_passthrough = ["GITHUB_TOKEN"]  # secrets they may see after all (user file only)
-    warm_start = true                     # headless runs and workers fork from a preloaded
-                                          # server (user file only; coding_agent.warm)
+    warm_start = false                    # no preloaded server forking headless runs and
+                                          # workers (on by default; user file only)
 
     [providers.openai]                    # anthropic or openai
     base_url = "http://127.0.0.1:11434/v1"
@@ -160,9 +160,10 @@ class EffectiveConfig:
     web_search_url: str | None = None
     web_search_key_env: str | None = None
     notifications: NotificationSettings = field(default_factory=NotificationSettings)
-    warm_start: bool = False
-    """``warm_start``: fork headless runs and workers from a preloaded server (user's file;
-    ``$CODING_AGENT_WARM_START`` overrides it: :mod:`coding_agent.settings.warm_start`)."""
+    warm_start: bool = True
+    """``warm_start``: fork headless runs and workers from a preloaded server (on unless the
+    user's file says ``false``; ``$CODING_AGENT_WARM_START`` overrides it:
+    :mod:`coding_agent.settings.warm_start`)."""
     files: list[Path] = field(default_factory=list)
     """The files that were read, in order (the user's first)."""
     user_file: Path | None = None

@@ -1,10 +1,11 @@
 """The warm start's rendezvous: whether it is on, where its fork server listens, and the frames
 the thin client, the server and ``coding-agent doctor`` / ``warm-start stop`` exchange.
 
-The warm start (:mod:`coding_agent.warm`, docs/design/warm-start.md) is opt-in: on when
-``$CODING_AGENT_WARM_START`` is ``1`` (``0`` turns it off whatever the file says), else when the
-user's own ``config.toml`` says ``warm_start = true`` (a project's file may not set it: it would
-decide which code serves the user's other projects).
+The warm start (:mod:`coding_agent.warm`, docs/design/warm-start.md) is on by default: off when
+``$CODING_AGENT_WARM_START`` is ``0`` (``1`` turns it on whatever the file says), else when the
+user's own ``config.toml`` says ``warm_start = false`` (a project's file may not set it: it would
+decide which code serves the user's other projects), else on a CI runner (``$CI`` set). A config file that cannot be read as TOML
+turns it off: the command then runs in the process started, which reports the broken file.
 
 Everything here is imported by the thin client before it knows whether a server is there, so it
 imports the standard library's ``os`` and ``socket`` only: no ``pathlib``, no ``json`` (``re``
@@ -58,7 +59,7 @@ __all__ = [
 ]
 
 ENV = "CODING_AGENT_WARM_START"
-"""``1``: use (and start) the fork server; ``0``: never, whatever config.toml says."""
+"""``0``: never use (or start) the fork server; ``1``: always, whatever config.toml says."""
 
 IDLE_ENV = "CODING_AGENT_WARM_START_IDLE"
 """Seconds without a request after which the server ends (default :data:`IDLE_DEFAULT`)."""
@@ -80,7 +81,10 @@ class WarmStartError(OSError):
 
 
 def enabled(env: Mapping[str, str] | None = None) -> tuple[bool, str]:
-    """Whether the warm start is on, and where that came from (for ``coding-agent config``)."""
+    """Whether the warm start is on, and where that came from (for ``coding-agent config``):
+    ``$CODING_AGENT_WARM_START``, else ``warm_start`` in the user's config.toml, else off on a
+    CI runner (``$CI`` set: a job's one run would pay for a server no later run uses, as Nx
+    turns its daemon off there), else on."""
     environ = os.environ if env is None else env
     value = environ.get(ENV, "").strip().lower()
     if value in _ON:
@@ -92,16 +96,19 @@ def enabled(env: Mapping[str, str] | None = None) -> tuple[bool, str]:
         with open(path, "rb") as file:
             raw = file.read()
     except OSError:
-        return False, "default"
-    if b"warm_start" not in raw:  # the common case costs no TOML parser
-        return False, "default"
-    import tomllib  # only when the file names the key
+        raw = b""
+    if b"warm_start" in raw:  # the common case costs no TOML parser
+        import tomllib  # only when the file names the key
 
-    try:
-        value = tomllib.loads(raw.decode("utf-8")).get("warm_start")
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return False, "default"  # the normal path reports the broken file
-    return value is True, path
+        try:
+            value = tomllib.loads(raw.decode("utf-8")).get("warm_start")
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            return False, path  # run here: the normal path reports the broken file
+        if value is not None:
+            return value is not False, path
+    if environ.get("CI", "").strip().lower() in _ON:
+        return False, "default on a CI runner ($CI is set)"
+    return True, "default"
 
 
 def _config_home(environ: Mapping[str, str]) -> str:

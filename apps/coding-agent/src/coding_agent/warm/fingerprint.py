@@ -27,6 +27,11 @@ from dataclasses import dataclass, field
 __all__ = ["Fingerprint", "interpreter_variable", "recording_environ_reads"]
 
 _LOCALE = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE")
+_READ_AGAIN_AT_USE = frozenset({"COLUMNS", "LINES"})
+"""Read during the preload only by code that reads them again each time it runs: argparse makes
+a help formatter (``shutil.get_terminal_size``) to check each argument as the parser is built,
+and a new one for every help or error it prints, in the child under the client's environment.
+Not what the preload depends on: a client that exports its terminal's size is served."""
 
 
 def interpreter_variable(name: str) -> bool:
@@ -95,7 +100,9 @@ class Fingerprint:
         """The fingerprint of this process now (``env``: the environment it was started with;
         ``sources``: more files and folders the preload read, beside the modules' files)."""
         environ = os.environ if env is None else env
-        names = set(read_at_import) | {n for n in environ if interpreter_variable(n)}
+        names = (set(read_at_import) - _READ_AGAIN_AT_USE) | {
+            n for n in environ if interpreter_variable(n)
+        }
         names |= set(_LOCALE)
         modules = _module_files()
         imported = set(modules)  # a source that is also an imported module's file: once
