@@ -199,6 +199,7 @@ class Request:
         env: dict[str, str] = self.body["env"]
         os.environ.clear()
         os.environ.update(env)
+        time.tzset()  # the client's $TZ for local times, as its own interpreter would have read
         os.umask(int(self.body["umask"]))
         sys.argv = [str(self.body.get("argv0", "coding-agent")), *argv]
         random.seed()
