@@ -643,6 +643,50 @@ def _ask_as(uid: int, path: str, op: str) -> bytes:
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="asking as another uid needs root (CI runs as root)")
+def _bwrap() -> str:
+    from pico3 import sandbox_available
+
+    status = sandbox_available()
+    if status.bwrap is None or not status.available:
+        if os.environ.get("CODING_AGENT_REQUIRE_SANDBOX"):  # CI: .ci/run
+            pytest.fail(f"this test needs bubblewrap: {status.reason}")
+        pytest.skip(status.reason)
+    return status.bwrap
+
+
+def test_a_client_in_a_sandbox_runs_its_command_there_not_forked_outside(
+    env: dict[str, str], project: Path, tmp_path: Path
+) -> None:
+    """A command in a sandbox (bubblewrap: its own user, mount, PID and network namespaces)
+    that can reach the server's socket gets no child forked outside it with the user's rights:
+    the server closes the connection unanswered, and the command runs where it was started."""
+    bwrap = _bwrap()
+    script = _script(project.parent, [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "readlink /proc/self/ns/mnt > ns.txt"}}]},
+        {"text": "done"},
+    ])  # fmt: skip
+    server = _start_server(env)
+    runtime = env["XDG_RUNTIME_DIR"]
+    sandboxed = [
+        bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev",
+        "--proc", "/proc", "--bind", str(tmp_path), str(tmp_path), "--bind", runtime, runtime,
+        "--chdir", str(project), "--",
+    ]  # fmt: skip
+    ran = subprocess.run(
+        [*sandboxed, BINARY, "-p", "go", "--faux-script", str(script), "--approve", "allow"],
+        env={**env, "TMPDIR": str(tmp_path)}, stdin=subprocess.DEVNULL, capture_output=True,
+        text=True, timeout=DEADLINE,
+    )  # fmt: skip
+    assert (ran.returncode, ran.stdout) == (0, "done\n"), ran.stderr
+    assert _served(env) == 0 and server.poll() is None  # refused, and still serving others
+    assert (project / "ns.txt").read_text().strip() != os.readlink("/proc/self/ns/mnt")
+    assert "in another " in _server_log(env) and "(a sandbox or a container)" in _server_log(env)
+    served = _run(env, project, "-p", "go", "--faux-script", str(script), "--approve", "allow",
+                  warm=True)  # fmt: skip
+    assert (served.returncode, _served(env)) == (0, 1)  # a client beside the server: forked
+    assert (project / "ns.txt").read_text().strip() == os.readlink("/proc/self/ns/mnt")
+
+
 def test_a_request_from_another_uid_is_closed_unanswered(env: dict[str, str]) -> None:
     """The socket's folder is the user's alone (0700); should it be opened up (a shared
     ``$XDG_RUNTIME_DIR``, a chmod by mistake), the peer's uid (``SO_PEERCRED``) still keeps

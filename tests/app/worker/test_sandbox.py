@@ -15,6 +15,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -140,6 +141,46 @@ async def test_credentials_and_the_agents_files_are_unreadable(
         assert "PRIVATE-KEY-MATERIAL" not in text and "SECRET-TRUST" not in text, text
         assert "Command exited with code 1" in text
         assert "is hidden inside the sandbox" in text, (command, text)
+
+
+async def test_the_sessions_sockets_are_hidden_so_nothing_runs_outside_through_them(
+    project: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """A path socket is reached whatever the network namespace: one in the user's runtime
+    folder (the session bus that ``systemd-run --user`` talks to, the warm start's fork
+    server) would run code outside the sandbox, so the folder is hidden inside."""
+    runtime = Path(tempfile.mkdtemp(prefix="rt"))  # short: a socket path has ~107 bytes
+    listener = socket.socket(socket.AF_UNIX)
+    try:
+        listener.bind(str(runtime / "bus"))
+        listener.listen()
+        environ = {**env, "XDG_RUNTIME_DIR": str(runtime)}
+        policy = sandbox_policy(project, f"test-{os.getpid()}-{tmp_path.name}", env=environ)
+        assert str(runtime) in policy.deny_read and f"/run/user/{os.getuid()}" in policy.deny_read
+        found = session_sandbox(policy, environ, enforced=True)
+        assert isinstance(found, Sandbox), found
+        script = f"import socket; socket.socket(socket.AF_UNIX).connect('{runtime}/bus'); print('CONNECTED')"
+        connect = f'python3 -c "{script}"'
+        outside = await bash(connect, project, None)
+        assert "CONNECTED" in outside  # the socket answers outside the sandbox...
+        inside = await bash(connect, project, found)
+        assert "CONNECTED" not in inside and "No such file or directory" in inside, inside
+        listing = await bash(f"ls -A {runtime}; echo listed", project, found)
+        assert listing.split() == ["listed"]  # ...and inside, its folder is empty
+    finally:
+        listener.close()
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_a_project_inside_the_runtime_folder_keeps_it_visible(tmp_path: Path) -> None:
+    runtime = tmp_path / "runtime"
+    project = runtime / "work"
+    project.mkdir(parents=True)
+    environ = {"HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(runtime)}
+    inside = sandbox_policy(project, "s", env=environ)
+    assert str(runtime) not in inside.deny_read  # hiding it would hide the project
+    elsewhere = sandbox_policy(tmp_path / "other", "s", env=environ)
+    assert str(runtime) in elsewhere.deny_read
 
 
 @pytest.fixture

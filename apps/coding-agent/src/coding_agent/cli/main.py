@@ -769,7 +769,10 @@ def _show_sandbox(config: EffectiveConfig, show: Callable[[str, Any, str], None]
     status = sandbox_available()
     show("sandbox", "available" if status.available else "unavailable", status.reason)
     show("sandbox.enabled", config.sandbox_enabled, config.origin.get("sandbox.enabled", "default"))
-    hidden = [*DEFAULT_DENY_READ, "the agent's config and session storage"]
+    hidden = [
+        *DEFAULT_DENY_READ, "the agent's config and session storage",
+        "the session's sockets ($XDG_RUNTIME_DIR, Docker's, X11's)",
+    ]  # fmt: skip
     origin = "built in" + (
         f" + {config.origin['sandbox.deny_read']}" if config.sandbox_deny_read else ""
     )

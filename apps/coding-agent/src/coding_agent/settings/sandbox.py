@@ -5,7 +5,9 @@ folder of the session's own (``<tmp>/coding-agent-<uid>/<session id>``, created 
 writable, besides the user's ``sandbox.allow_write``; with ``sandbox.allow_domains``, a
 :class:`pico3.DomainProxy` socket (:func:`proxy_socket_path`) as the only way out; unreadable: :data:`pico3.DEFAULT_DENY_READ`
 (``~/.ssh``, ``~/.aws``, ...), the agent's configuration folder (its trust file inside), the
-agent's session storage, and ``sandbox.deny_read``. Inside the project, the files that make the
+agent's session storage, the unix sockets through which a command could have code run outside
+(:data:`SESSION_SOCKETS`: the user's runtime folder with the session bus and the warm start's
+fork server, Docker's, the X server's), and ``sandbox.deny_read``. Inside the project, the files that make the
 machine run code later, outside the sandbox (``.git/hooks``, ``.git/config``,
 ``.coding-agent``, ``.mcp.json``, ``.vscode``) stay read-only, and so do the shell's and git's
 start-up files in the home folder (:data:`HOME_READ_ONLY`, for a project opened in ``~``).
@@ -29,6 +31,7 @@ from pico3 import DEFAULT_DENY_READ, Sandbox, SandboxPolicy, SandboxStatus, sand
 __all__ = [
     "HOME_READ_ONLY",
     "PROJECT_READ_ONLY",
+    "SESSION_SOCKETS",
     "proxy_socket_path",
     "sandbox_policy",
     "sandbox_temp_dir",
@@ -49,6 +52,33 @@ HOME_READ_ONLY: tuple[str, ...] = (
 )  # fmt: skip
 """Shell and git start-up files kept read-only even when a writable path holds them (a project
 opened in the home folder): a command that planted code there would run it outside later."""
+
+
+SESSION_SOCKETS: tuple[str, ...] = (
+    "/run/user/{uid}", "/var/run/docker.sock", "/run/docker.sock", "/tmp/.X11-unix",
+)  # fmt: skip
+"""Unix sockets outside the sandbox through which a command could have code run outside it:
+the user's runtime folder (its ``$XDG_RUNTIME_DIR`` too, when set elsewhere) holds the session
+bus (``systemd-run --user`` runs any command, unconfined), systemd's private socket, the warm
+start's fork server and the user's agents; Docker's socket starts containers as root; the X
+server's take keystrokes for any window. A path socket is reached whatever the network
+namespace, so they are hidden (an empty folder, ``/dev/null``), as the credentials are. One that
+holds the project or the session's temporary folder stays visible: hiding it would hide them."""
+
+
+def _session_sockets(environ: Mapping[str, str], keep: Sequence[str]) -> list[str]:
+    """:data:`SESSION_SOCKETS` and ``$XDG_RUNTIME_DIR``, but those holding a ``keep`` path."""
+    found = [p.format(uid=os.getuid()) for p in SESSION_SOCKETS]
+    runtime = environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime):
+        found.insert(0, runtime)
+    kept = [os.path.realpath(p) for p in keep]
+    return [
+        path
+        for path in dict.fromkeys(found)
+        if not any(os.path.commonpath([os.path.realpath(path), k]) == os.path.realpath(path)
+                   for k in kept)
+    ]  # fmt: skip
 
 
 def sandbox_temp_dir(session_id: str) -> Path:
@@ -76,11 +106,13 @@ def sandbox_policy(
     home = environ.get("HOME") or os.path.expanduser("~")
     root = os.path.realpath(project)
     own = (str(config_home(env) / "coding-agent"), str(state_home(env) / "coding-agent"))
+    temp = str(sandbox_temp_dir(session_id))
+    sockets = _session_sockets(environ, [root, temp])
     return SandboxPolicy(
         project=root,
-        temp_dir=str(sandbox_temp_dir(session_id)),
+        temp_dir=temp,
         allow_write=tuple(allow_write),
-        deny_read=(*DEFAULT_DENY_READ, *own, *deny_read),
+        deny_read=(*DEFAULT_DENY_READ, *own, *sockets, *deny_read),
         read_only=(*(os.path.join(root, p) for p in PROJECT_READ_ONLY), *HOME_READ_ONLY),
         home=home,
         proxy_socket=str(proxy_socket_path(session_id)) if allow_domains else None,

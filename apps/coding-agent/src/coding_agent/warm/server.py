@@ -9,7 +9,9 @@ the preloaded objects, so the children keep sharing their pages), and listens on
 installation's socket (:func:`coding_agent.settings.warm_start.socket_path`).
 
 For each request, from a peer of the same uid only (``SO_PEERCRED``; another uid's connection is
-closed unanswered), it re-checks the fingerprint against the files and the client's environment
+closed unanswered) and in the server's own namespaces (a peer in a sandbox or a container is
+closed unanswered too, and runs its command itself: a child forked here would run outside its
+sandbox), it re-checks the fingerprint against the files and the client's environment
 (any difference: it answers ``R`` with the reason, the client runs the command itself, and the
 server stops taking requests and exits once its running children are done) and forks. The child
 (:class:`Request`) becomes its own session, puts the client's stdin, stdout and stderr on 0, 1
@@ -101,6 +103,35 @@ def preload() -> set[str]:
 
         preload_installed()  # the feature packages' generations, adopted by the children
     return read
+
+
+_NAMESPACES = ("mnt", "user", "pid", "net", "ipc", "uts", "cgroup", "time")
+"""The namespaces a client must share with the server to be served (``/proc/PID/ns``)."""
+
+
+def _other_namespace(pid: int) -> str | None:
+    """The first namespace in which the peer ``pid`` is not where this server is (``"any"``
+    when its namespaces cannot be read), or ``None`` when it shares them all.
+
+    A child forked here runs in the server's namespaces, whatever the client's: a client in a
+    sandbox (bubblewrap's own user, mount, PID and network namespaces, a session's sandboxed
+    command) would get a process outside it with the user's full rights, and a client in a
+    container a process that sees other files under the folder it names. Such a client's
+    connection is closed unanswered, and it runs its command itself, where it is."""
+    if pid <= 0:
+        return "any"  # not in this server's PID namespace (a peer in an ancestor's)
+    for name in _NAMESPACES:
+        try:
+            theirs = os.readlink(f"/proc/{pid}/ns/{name}")
+        except FileNotFoundError:
+            if os.path.lexists(f"/proc/self/ns/{name}"):
+                return name if os.path.isdir(f"/proc/{pid}") else "any"
+            continue  # a kernel without this namespace: nothing to compare
+        except OSError:
+            return "any"
+        if theirs != os.readlink(f"/proc/self/ns/{name}"):
+            return name
+    return None
 
 
 def _threads() -> int:
@@ -385,9 +416,17 @@ class Server:
         fds: list[int] = []
         try:
             raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
-            _pid, uid, _gid = _PEERCRED.unpack(raw)
+            peer, uid, _gid = _PEERCRED.unpack(raw)
             if uid != os.getuid():
                 self.log(f"refused a connection from uid {uid}")
+                conn.close()
+                return None
+            other = _other_namespace(peer)
+            if other is not None:
+                self.log(
+                    f"refused a connection from pid {peer} in another {other} namespace (a "
+                    "sandbox or a container): it runs its command itself"
+                )
                 conn.close()
                 return None
             conn.settimeout(_HANDSHAKE_TIMEOUT)
