@@ -91,12 +91,13 @@ def env(tmp_path: Path) -> Iterator[dict[str, str]]:
 
 
 def _start_server(
-    env: dict[str, str], *, serving: bool = True, **extra: str
+    env: dict[str, str], *, serving: bool = True, nice: str = "", **extra: str
 ) -> subprocess.Popen[bytes]:
     log = open(os.path.join(env["XDG_RUNTIME_DIR"], "test-server.log"), "ab")  # noqa: SIM115
+    niced = ["nice", "-n", nice] if nice else []
     with log:
         server = subprocess.Popen(
-            [sys.executable, "-P", "-m", "coding_agent.warm.server"],
+            [*niced, sys.executable, "-P", "-m", "coding_agent.warm.server"],
             env={**env, **extra},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -202,17 +203,45 @@ def test_the_status_comes_once_the_command_is_done_with_the_session_free(
     assert not session.worker_running()
 
 
-def test_the_child_sees_the_clients_folder_environment_and_umask(
+def _limited(
+    nofile: int = 0, nice: int = 0, cpus: set[int] | None = None, address_space: int = 0
+) -> Callable[[], None]:
+    """A ``preexec_fn`` putting the client under a lower soft open-files limit, a nice value,
+    a CPU affinity and an address-space limit (each when given)."""
+    import resource
+
+    def limit() -> None:
+        if nofile:
+            resource.setrlimit(
+                resource.RLIMIT_NOFILE, (nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+            )
+        if nice:
+            os.nice(nice)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+        if address_space:
+            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+    return limit
+
+
+def test_the_child_sees_the_clients_folder_environment_umask_and_limits(
     env: dict[str, str], project: Path
 ) -> None:
+    """What a process the client started would run under: its folder, environment, umask,
+    resource limits, nice value and CPU affinity (the command's own commands show them)."""
     folder = project / "sub"
     folder.mkdir()
-    command = 'pwd > seen.txt; echo "$WARM_PROBE" >> seen.txt; umask >> seen.txt'
+    command = (
+        'pwd > seen.txt; echo "$WARM_PROBE" >> seen.txt; umask >> seen.txt; ulimit -Sn >> seen.txt; '
+        "nice >> seen.txt; grep Cpus_allowed_list /proc/self/status | cut -f2 >> seen.txt"
+    )
     script = _script(project.parent, [
         {"toolCalls": [{"name": "bash", "arguments": {"command": command}}]},
         {"text": "done"},
     ])  # fmt: skip
     _start_server(env)
+    cpu = min(os.sched_getaffinity(0))
     ran = subprocess.run(
         [BINARY, "-p", "go", "--faux-script", str(script), "--approve", "allow"],
         # a terminal's size exported (the preload's parser read both): still served
@@ -223,12 +252,37 @@ def test_the_child_sees_the_clients_folder_environment_and_umask(
         text=True,
         timeout=DEADLINE,
         umask=0o027,
+        preexec_fn=_limited(nofile=200, nice=3, cpus={cpu}),
     )
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout == "done\n"
     assert _served(env) == 1
     seen = (folder / "seen.txt").read_text().splitlines()
-    assert seen == [str(folder.resolve()), "only-in-the-client", "0027"]
+    assert seen == [str(folder.resolve()), "only-in-the-client", "0027", "200", "3", str(cpu)]
+
+
+def test_a_client_the_server_cannot_match_runs_its_command_itself(
+    env: dict[str, str], project: Path
+) -> None:
+    """An address-space limit (``ulimit -v``) binds a fork of the preloaded heap otherwise than
+    a new process: that client runs its command itself and the server goes on; a client at a
+    lower nice value than the server's (started by a niced run) cannot be matched either, and
+    the server makes way for one started at the client's."""
+    script = _script(project.parent, [{"text": "hello"}])
+    argv = [BINARY, "-p", "hi", "--faux-script", str(script)]
+    server = _start_server(env)
+    limited = subprocess.run(argv, env=env, cwd=project, capture_output=True, text=True,
+                             timeout=DEADLINE, preexec_fn=_limited(address_space=8 << 30))  # fmt: skip
+    assert (limited.returncode, limited.stdout) == (0, "hello\n"), limited.stderr
+    assert _served(env) == 0 and server.poll() is None
+    assert "memory limit (ulimit -v or -d) differs" in _server_log(env)
+    _stop_servers(env)
+    niced = _start_server(env, nice="5")
+    plain = subprocess.run(argv, env=env, cwd=project, capture_output=True, text=True,
+                           timeout=DEADLINE)  # fmt: skip
+    assert (plain.returncode, plain.stdout) == (0, "hello\n"), plain.stderr
+    assert niced.wait(timeout=DEADLINE) == 0  # made way
+    assert "the client runs at nice 0, below the server's" in _server_log(env)
 
 
 def _preloaded_module() -> Path:
@@ -521,7 +575,8 @@ def test_only_the_users_own_config_may_turn_the_warm_start_on(
 def test_a_request_round_trips_through_its_frame() -> None:
     request = {
         "op": "run", "kind": "cli", "argv0": "coding-agent", "cwd": "/tmp/a b",
-        "umask": 0o027, "ignored": [2, 13], "argv": ["-p", "", "naïve \udcff"],
+        "umask": 0o027, "ignored": [2, 13], "limits": [(0, -1, -1), (7, 1024, 524288)],
+        "nice": 5, "cpus": [0, 3], "argv": ["-p", "", "naïve \udcff"],
         "env": {"A": "1", "EMPTY": ""},
     }  # fmt: skip
     assert rendezvous.decode_request(rendezvous.encode_request(request)) == request
@@ -643,6 +698,29 @@ def _ask_as(uid: int, path: str, op: str) -> bytes:
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="asking as another uid needs root (CI runs as root)")
+def test_a_client_with_other_groups_runs_its_command_itself(
+    env: dict[str, str], project: Path
+) -> None:
+    """A child forked here has the server's groups: a client that dropped one (or took
+    another with ``newgrp``) is closed unanswered and runs its command itself."""
+    if os.geteuid() != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must run this test as root (setgroups)")
+        pytest.skip("needs root to give the client other groups (setgroups)")
+    script = _script(project.parent, [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "id -G > groups.txt"}}]},
+        {"text": "done"},
+    ])  # fmt: skip
+    server = _start_server(env)
+    argv = [BINARY, "-p", "go", "--faux-script", str(script), "--approve", "allow"]
+    ran = subprocess.run(argv, env=env, cwd=project, capture_output=True, text=True,
+                         timeout=DEADLINE, preexec_fn=lambda: os.setgroups([4242]))  # fmt: skip
+    assert (ran.returncode, ran.stdout) == (0, "done\n"), ran.stderr
+    assert _served(env) == 0 and server.poll() is None
+    assert "4242" in (project / "groups.txt").read_text().split()
+    assert "with other groups than the server's" in _server_log(env)
+
+
 def _bwrap() -> str:
     from pico3 import sandbox_available
 

@@ -7,7 +7,8 @@ headless run (``-p``/``--print``/``--json`` on the command line), or a session w
 (``python -m coding_agent.warm.client --worker SESSION_DIR ...``, what the supervisor spawns
 then), it imports nothing but the standard library's ``os``, ``socket``, ``signal`` and
 ``zlib``, connects to the user's fork server (:mod:`coding_agent.warm.server`) and sends its
-argv, folder, whole environment and umask, with its stdin, stdout and stderr (``SCM_RIGHTS``).
+argv, folder, whole environment, umask, resource limits, nice value and CPU affinity, with its
+stdin, stdout and stderr (``SCM_RIGHTS``).
 The server's child runs the command on those very fds; this process relays SIGINT, SIGTERM,
 SIGHUP and SIGWINCH to it (those it does not ignore itself: the child ignores what it ignores)
 and exits with its exit status (a signal that ended it as 128+N, as
@@ -95,6 +96,7 @@ def try_warm(kind: str, argv: Sequence[str], path: str | None = None) -> int | N
         # what this process was started with (a background job ignores SIGINT, say): the child
         # takes the same, as this command run here would have
         ignored = [n for n in signal.valid_signals() if signal.getsignal(n) == signal.SIG_IGN]
+        limits, nice, cpus = rendezvous.process_limits()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     except OSError:
         return None
@@ -110,6 +112,9 @@ def try_warm(kind: str, argv: Sequence[str], path: str | None = None) -> int | N
             "env": dict(os.environ),
             "umask": mask,
             "ignored": ignored,
+            "limits": limits,
+            "nice": nice,
+            "cpus": cpus,
         }
         rendezvous.send_request(sock, request, [0, 1, 2])
         pending = bytearray()

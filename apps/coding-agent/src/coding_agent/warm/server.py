@@ -16,7 +16,8 @@ sandbox), it re-checks the fingerprint against the files and the client's enviro
 server stops taking requests and exits once its running children are done) and forks. The child
 (:class:`Request`) becomes its own session, puts the client's stdin, stdout and stderr on 0, 1
 and 2 (and new ``sys.std*`` streams over them, as a fresh interpreter would), changes to its
-folder, takes its environment, umask and ``sys.argv``, sets every signal's handler as the
+folder, takes its environment, umask, resource limits, nice value, CPU affinity and
+``sys.argv``, sets every signal's handler as the
 client's interpreter has it (the client sends the signals it ignores, SIGPIPE and SIGXFSZ among
 them; SIGINT raises ``KeyboardInterrupt`` unless ignored, the rest are the defaults), reseeds
 ``random``, answers ``P<pid>``, and runs the same ``main`` the normal path would; a thread of the child reads the connection: a ``K<signal>`` line raises
@@ -41,6 +42,7 @@ import io
 import json
 import os
 import random
+import resource
 import select
 import signal
 import socket
@@ -132,6 +134,55 @@ def _other_namespace(pid: int) -> str | None:
         if theirs != os.readlink(f"/proc/self/ns/{name}"):
             return name
     return None
+
+
+_MEMORY_LIMITS = frozenset({resource.RLIMIT_AS, resource.RLIMIT_DATA})
+"""Limits a fork of the preloaded heap would not keep as a new process does (it starts at the
+server's size): a client whose differ from the server's runs its command itself."""
+
+
+def _above(limit: int, other: int) -> bool:
+    if limit == resource.RLIM_INFINITY:
+        return other != resource.RLIM_INFINITY
+    return other != resource.RLIM_INFINITY and limit > other
+
+
+def _unfit(body: Mapping[str, Any]) -> tuple[str, bool] | None:
+    """Why a child forked here could not run under the client's resource limits, nice value
+    and CPU affinity as a process the client started would (``None``: it can: it takes them),
+    and whether the server should make way for one started under the client's (a nice value,
+    a hard limit it cannot lower or raise back)."""
+    nice = int(body["nice"])
+    if nice < os.getpriority(os.PRIO_PROCESS, 0):
+        return f"the client runs at nice {nice}, below the server's", True
+    for number, soft, hard in body["limits"]:
+        try:
+            own_soft, own_hard = resource.getrlimit(number)
+        except (ValueError, OSError):
+            return f"resource limit {number} is unknown here", False
+        if number in _MEMORY_LIMITS and (soft, hard) != (own_soft, own_hard):
+            return "the client's memory limit (ulimit -v or -d) differs from the server's", False
+        if _above(hard, own_hard):
+            return f"the client's hard limit of resource {number} is above the server's", True
+    return None
+
+
+def _groups(pid: int | str) -> tuple[str, str] | None:
+    """The ``Gid`` and ``Groups`` lines of ``/proc/PID/status`` (``None``: unreadable)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            lines = status.read().splitlines()
+    except OSError:
+        return None
+    found = {k: v.split() for k, _, v in (line.partition(":") for line in lines)}
+    return " ".join(found.get("Gid", [])), " ".join(sorted(found.get("Groups", []), key=int))
+
+
+def _same_groups(pid: int) -> bool:
+    """Whether the peer ``pid`` has the server's group ids, primary and supplementary: a child
+    forked here has the server's, and a client that dropped a group must not get it back."""
+    theirs = _groups(pid)
+    return theirs is not None and theirs == _groups("self")
 
 
 def _threads() -> int:
@@ -232,6 +283,14 @@ class Request:
         os.environ.update(env)
         time.tzset()  # the client's $TZ for local times, as its own interpreter would have read
         os.umask(int(self.body["umask"]))
+        for number, soft, hard in self.body["limits"]:  # _unfit checked they can be had
+            if resource.getrlimit(number) != (soft, hard):
+                resource.setrlimit(number, (soft, hard))
+        if int(self.body["nice"]) != os.getpriority(os.PRIO_PROCESS, 0):
+            os.setpriority(os.PRIO_PROCESS, 0, int(self.body["nice"]))
+        cpus = {int(n) for n in self.body["cpus"]}
+        if cpus and cpus != os.sched_getaffinity(0):
+            os.sched_setaffinity(0, cpus)
         sys.argv = [str(self.body.get("argv0", "coding-agent")), *argv]
         random.seed()
         for target, fd in enumerate(self.fds[:3]):
@@ -429,6 +488,11 @@ class Server:
                 )
                 conn.close()
                 return None
+            if not _same_groups(peer):
+                self.log(f"refused a connection from pid {peer} with other groups than the "
+                         "server's (newgrp, sg, dropped groups): it runs its command itself")  # fmt: skip
+                conn.close()
+                return None
             conn.settimeout(_HANDSHAKE_TIMEOUT)
             body, fds = rendezvous.recv_request(conn)
             conn.settimeout(None)
@@ -472,6 +536,17 @@ class Server:
             for fd in fds:
                 os.close(fd)
             self._close_listener()
+            return None
+        unfit = _unfit(body)
+        if unfit is not None:
+            reason, make_way = unfit
+            self.log(f"refusing ({reason})" + (": exiting, to make way" if make_way else ""))
+            conn.sendall(f"R{reason}\n".encode())
+            conn.close()
+            for fd in fds:
+                os.close(fd)
+            if make_way:  # a server started under the client's limits can serve it
+                self._close_listener()
             return None
         assert _threads() == 1, "a thread exists before a fork: it would not survive"
         pid = os.fork()
