@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -421,6 +422,27 @@ def test_the_server_a_cold_run_starts_is_not_the_clients_child(
         assert server not in _children(client.pid)
         assert client.poll() is None, "the client still runs its command"
     assert client.wait(timeout=DEADLINE) == 0
+
+
+def test_a_server_starting_with_a_full_log_begins_a_new_one(
+    env: dict[str, str], project: Path
+) -> None:
+    """On by default, a server starts often: its log (beside the socket, timestamped lines) is
+    moved to ``.log.1`` by a server that starts with it past ``LOG_LIMIT``, not grown forever."""
+    from coding_agent.warm.server import LOG_LIMIT
+
+    log = Path(rendezvous.socket_path(env).removesuffix(".sock") + ".log")
+    rendezvous.make_private_dir(str(log.parent))
+    log.write_bytes(b"an old line\n" * (LOG_LIMIT // 12 + 1))
+    script = _script(project.parent, [{"text": "hello"}])
+    ran = _run(env, project, "-p", "hi", "--faux-script", str(script), warm=True)
+    assert (ran.returncode, ran.stdout) == (0, "hello\n"), ran.stderr
+    _until(lambda: rendezvous.ping(env) is not None, "the server the run started")
+    assert Path(f"{log}.1").stat().st_size > LOG_LIMIT
+    [line] = log.read_text().splitlines()
+    assert re.match(
+        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ coding-agent warm-start\[\d+\]: serving ", line
+    )
 
 
 def test_a_server_that_dies_mid_handshake_leaves_the_client_to_run_cold(

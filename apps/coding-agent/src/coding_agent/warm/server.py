@@ -29,7 +29,8 @@ The server ends after ``$CODING_AGENT_WARM_START_IDLE`` seconds (default 600) wi
 and with no child running, on a ``stop`` request (``coding-agent warm-start stop``), on SIGTERM,
 or when it finds itself stale. One server per user and installation: it holds ``flock`` on a
 lock file beside the socket for its life, and a second one exits at once. Its log (the reason it
-ended, a failed preload) is ``warm-<key>.log`` beside the socket.
+ended, a failed preload), its lines timestamped, is ``warm-<key>.log`` beside the socket; a
+server that starts with it past a megabyte moves it to ``warm-<key>.log.1`` first.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ from typing import Any
 from coding_agent.settings import warm_start as rendezvous
 from coding_agent.warm.fingerprint import Fingerprint, recording_environ_reads
 
-__all__ = ["Request", "Server", "main", "preload"]
+__all__ = ["LOG_LIMIT", "Request", "Server", "main", "preload"]
 
 KINDS = ("cli", "worker")
 """What a ``run`` request may run: the command line's main, or the session worker's."""
@@ -82,6 +83,8 @@ run in a preloaded process imported these 84 modules, nothing else; a ``-p`` run
 path imports nothing the preload did not."""
 
 _PEERCRED = struct.Struct("3i")
+LOG_LIMIT = 1 << 20
+"""Bytes of log past which a starting server begins a new one (:meth:`Server._rotate_log`)."""
 _HANDSHAKE_TIMEOUT = 10.0
 
 
@@ -369,7 +372,26 @@ class Server:
         self._lock_fd = -1
 
     def log(self, message: str) -> None:
-        print(f"coding-agent warm-start[{self.pid}]: {message}", file=sys.stderr, flush=True)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        print(f"{stamp} coding-agent warm-start[{self.pid}]: {message}", file=sys.stderr,
+              flush=True)  # fmt: skip
+
+    def _rotate_log(self) -> None:
+        """Start a new log when the one beside the socket (this process's stderr, opened by the
+        client that started it) has grown past :data:`LOG_LIMIT`: the old one becomes
+        ``warm-<key>.log.1`` (one generation kept), so a server on by default never fills a
+        disk with its start lines."""
+        log = self.path.removesuffix(".sock") + ".log"
+        try:
+            found = os.stat(log)
+            if found.st_size <= LOG_LIMIT or not os.path.samestat(found, os.fstat(2)):
+                return
+            os.replace(log, log + ".1")
+            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        except OSError:
+            return
+        os.dup2(fd, 2)
+        os.close(fd)
 
     def serve(self) -> Request | None:
         """Serve until the end (``None``), or, in a forked child, its request."""
@@ -381,6 +403,7 @@ class Server:
         except BlockingIOError:
             self.log("another server holds this installation's lock: exiting")
             return None
+        self._rotate_log()
         started = time.monotonic()
         read = preload()
         from coding_agent.worker.providers import preloaded_tls_sources
