@@ -424,6 +424,36 @@ def test_the_server_a_cold_run_starts_is_not_the_clients_child(
     assert client.wait(timeout=DEADLINE) == 0
 
 
+def test_a_client_refused_for_a_variable_starts_a_server_that_serves_it(
+    env: dict[str, str], project: Path
+) -> None:
+    """The SDKs read ``$OPENAI_LOG`` at import: a client that sets it is refused by a server
+    preloaded without it. That server lets go of its socket and lock at once (it still runs
+    a command: a TUI's worker may run for hours), and the refused client starts one under its
+    own ``$OPENAI_LOG``, which serves it from then on: not refused by every server in turn."""
+    old = _start_server(env)
+    (project.parent / "hello").mkdir()
+    hello = _script(project.parent / "hello", [{"text": "hello"}])  # the held run has its own
+    debug = {**env, "OPENAI_LOG": "debug"}
+    with _held_run(env, project) as held:
+        assert _served(env) == 1
+        refused = _run(debug, project, "-p", "hi", "--faux-script", str(hello), warm=True)
+        assert (refused.returncode, refused.stdout) == (0, "hello\n"), refused.stderr
+        assert "stale ($OPENAI_LOG differs from the server's)" in _server_log(env)
+
+        def new_server() -> bool:
+            answer = rendezvous.ping(env)
+            return answer is not None and answer["pid"] != old.pid
+
+        _until(new_server, "the server the refused client started")
+        assert old.poll() is None  # still waiting for the held command, beside the new one
+        served = _run(debug, project, "-p", "hi", "--faux-script", str(hello), warm=True)
+        assert (served.returncode, served.stdout) == (0, "hello\n"), served.stderr
+        assert _served(debug) == 1
+    assert held.wait(timeout=DEADLINE) == 0
+    assert old.wait(timeout=DEADLINE) == 0
+
+
 def test_a_server_starting_with_a_full_log_begins_a_new_one(
     env: dict[str, str], project: Path
 ) -> None:

@@ -76,7 +76,7 @@ def _run(kind: str, argv: list[str]) -> int:
             code = try_warm(kind, argv)
             if code is not None:
                 return code
-            start_server()
+            start_server(_REFUSED)
     if kind == "worker":
         from coding_agent.worker.main import main as worker_main
 
@@ -121,6 +121,9 @@ def try_warm(kind: str, argv: Sequence[str], path: str | None = None) -> int | N
         line = rendezvous.read_line(sock, pending)
         if line is None or not line.startswith(b"P"):
             sock.close()
+            if line is not None and line.startswith(b"R$"):  # "$NAME differs ...": the next
+                name = line[2:].split(b" ", 1)[0].decode("utf-8", "surrogateescape")
+                _REFUSED.append(name)  # server starts with this client's NAME
             return None  # refused (stale, say) or the server went away: run it here
     except KeyboardInterrupt:
         sock.close()
@@ -161,7 +164,13 @@ def _follow(sock: socket.socket, pending: bytearray, ignored: list[signal.Signal
             return 128 + int(line[1:])
 
 
-def start_server() -> None:
+_REFUSED: list[str] = []
+"""The variable a server refused this client for (its import-time reads differ: ``$OPENAI_LOG``,
+say): the server this client starts next gets it from this client's environment, so a client
+that keeps it set is served from then on, not refused by every server in turn."""
+
+
+def start_server(also: Sequence[str] = ()) -> None:
     """Start this installation's fork server in the background, detached: its own session, and
     not this process's child (an intermediate child spawns it and exits at once), so a server
     that ends while this command still runs (a worker lingering for hours, say) is reaped by
@@ -174,7 +183,7 @@ def start_server() -> None:
         env = {
             name: value
             for name, value in os.environ.items()
-            if name in _SERVER_ENV or name.startswith(_SERVER_ENV_PREFIXES)
+            if name in _SERVER_ENV or name.startswith(_SERVER_ENV_PREFIXES) or name in also
         }
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
         intermediate = os.fork()  # this thin client has no thread yet: a fork is safe here

@@ -28,7 +28,9 @@ every child and sends the client ``X<status>`` or ``S<signal>``.
 The server ends after ``$CODING_AGENT_WARM_START_IDLE`` seconds (default 600) without a request
 and with no child running, on a ``stop`` request (``coding-agent warm-start stop``), on SIGTERM,
 or when it finds itself stale. One server per user and installation: it holds ``flock`` on a
-lock file beside the socket for its life, and a second one exits at once. Its log (the reason it
+lock file beside the socket while it takes requests, and a second one exits at once; one that
+stops taking them (stale, stopped) lets go of the socket and the lock at once, and ends once its
+running commands have. Its log (the reason it
 ended, a failed preload), its lines timestamped, is ``warm-<key>.log`` beside the socket; a
 server that starts with it past a megabyte moves it to ``warm-<key>.log.1`` first.
 """
@@ -462,16 +464,18 @@ class Server:
         return None
 
     def _close_listener(self) -> None:
-        """Stop taking requests: the socket goes (if it is still ours)."""
+        """Stop taking requests: the socket goes, then the lock, so a new server (of new code,
+        or started under a refused client's environment) can start while this one waits for
+        the commands it runs (a TUI's worker may run for hours)."""
         if self.listener is None:
             return
         with contextlib.suppress(OSError):
-            if os.stat(self.path).st_ino == os.fstat(self.listener.fileno()).st_ino:
-                os.unlink(self.path)
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
+            os.unlink(self.path)  # ours: no other server could bind it while we held the lock
         self.listener.close()
         self.listener = None
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)  # every child closed its copy: this lets go of the flock
+            self._lock_fd = -1
 
     def _reap(self) -> None:
         while self.children:
@@ -589,7 +593,9 @@ class Server:
         for other in self.children.values():
             other.close()  # their clients must see EOF when their own child ends
         self.children.clear()
-        os.close(self._lock_fd)
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
         signal.set_wakeup_fd(-1)
         os.close(self._wake_r)
         os.close(self._wake_w)
