@@ -1014,6 +1014,7 @@ class PostgresStorage(TableStorage):
         lease = self._lease
         if lease is not None and lease.lost:  # the database said so: fail before sending
             self._failed = self._lease_lost(f"commit {tables.seq + 1}")
+            self._fence(str(self._failed))  # at once, not at the watchdog's next tick
             raise self._failed
         seq = tables.seq + 1
         copies, raw = normalize_batch(writes, prechecked)
