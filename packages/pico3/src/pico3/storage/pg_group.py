@@ -247,10 +247,11 @@ class GroupCommitter:
             self._running += 1
             self.straight += 1
             try:
-                # one turn of the loop, as every commit gives one: the other tasks run (a
-                # commit answered within the blocking wait would otherwise never yield), and
-                # a commit they start meanwhile leads a group of its own
-                await anyio.lowlevel.checkpoint()
+                # one turn of the loop, as every commit gives one, is taken once the statement
+                # is sent (run_prepared's block; a wait on the loop gives it otherwise): the
+                # other tasks run while the server works (a commit answered within the
+                # blocking wait would otherwise never yield), and a commit they start
+                # meanwhile leads a group of its own
                 await self._send_group([item], alone=self._running == 1 and not self._queue)
             finally:
                 self._hand_off()

@@ -123,7 +123,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import anyio.lowlevel
 import msgspec
 
 from chord.context import Context
@@ -1455,11 +1454,10 @@ class PostgresStorage(TableStorage):
         conn = self._conn
         assert conn is not None
         params = (self._session_bytes, _INT8(seq), self._epoch_bytes, _INT8(max_id), raw)
-        if self._pace.quick:  # the loop's turn the wait on it would give (a fair share)
-            await anyio.lowlevel.checkpoint()
         try:
             # the writer's connection is its own: nothing else waits on it, so its answer is
-            # awaited blocking for up to a millisecond while the last one came that fast
+            # awaited blocking for up to a millisecond while the last one came that fast (after
+            # the loop's turn the wait on it would give, taken once the statement is sent)
             await run_prepared(
                 conn,
                 _COMMIT_MAIN,
