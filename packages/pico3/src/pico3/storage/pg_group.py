@@ -130,6 +130,7 @@ _FORMATS = (1, 1, 1, 1, 1)
 _HEAD = struct.Struct("!iiIii").pack  # a binary array: 1 dimension, no NULLs, type, length, 1
 _LEN = struct.Struct("!i").pack
 _INT8 = struct.Struct("!iq").pack  # length 8, the value
+_Q = struct.Struct("!q").pack  # an int8 parameter in binary
 _TEXT, _BIGINT, _BYTEA = 25, 20, 17
 _PREPARED: weakref.WeakSet[Any] = weakref.WeakSet()  # the connections holding pico3_group
 _EPOCHS = "SELECT session, epoch FROM pico3_sessions WHERE session = ANY(%s::text[])"
@@ -371,30 +372,29 @@ class GroupCommitter:
             await conn.execute(_PREPARE_ONE)
             _PREPARED.add(conn)
         n = len(batch)
-        names = [i.session.encode() for i in batch]
-        if n == 1:
+        pace = self._pace if alone else None  # a group's answer is awaited on the loop
+        if n == 1:  # a group of one: its one row comes back if it was stored
             one = batch[0]
-            name = _NAME_ONE
             params: tuple[bytes, ...] = (
-                names[0],
-                _INT8(8, one.seq)[4:],
-                _INT8(8, one.epoch)[4:],
-                _INT8(8, one.max_id)[4:],
+                one.session.encode(),
+                _Q(one.seq),
+                _Q(one.epoch),
+                _Q(one.max_id),
                 one.raw,
             )
-        else:
-            name = _NAME
-            raws = [i.raw for i in batch]
-            params = (
-                b"".join([_HEAD(1, 0, _TEXT, n, 1), *(_LEN(len(x)) + x for x in names)]),
-                b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.seq) for i in batch)]),
-                b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.epoch) for i in batch)]),
-                b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.max_id) for i in batch)]),
-                b"".join([_HEAD(1, 0, _BYTEA, n, 1), *(_LEN(len(x)) + x for x in raws)]),
-            )
+            results = await run_prepared(conn, _NAME_ONE, params, _FORMATS, pace=pace)
+            return [] if any(result.ntuples for result in results) else batch
+        names = [i.session.encode() for i in batch]
+        raws = [i.raw for i in batch]
+        params = (
+            b"".join([_HEAD(1, 0, _TEXT, n, 1), *(_LEN(len(x)) + x for x in names)]),
+            b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.seq) for i in batch)]),
+            b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.epoch) for i in batch)]),
+            b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.max_id) for i in batch)]),
+            b"".join([_HEAD(1, 0, _BYTEA, n, 1), *(_LEN(len(x)) + x for x in raws)]),
+        )
         stored: set[bytes] = set()
-        pace = self._pace if alone else None  # a group's answer is awaited on the loop
-        for result in await run_prepared(conn, name, params, _FORMATS, pace=pace):
+        for result in await run_prepared(conn, _NAME, params, _FORMATS, pace=pace):
             stored.update(result.get_value(row, 0) or b"" for row in range(result.ntuples))
         return [i for i, name in zip(batch, names, strict=True) if name not in stored]
 

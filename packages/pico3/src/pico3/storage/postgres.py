@@ -128,6 +128,7 @@ import msgspec
 from chord.context import Context
 from pico3.storage._replay import TaskFates, gc_paused, replay
 from pico3.storage._tables import Staged, Tables, TableStorage, normalize_batch
+from pico3.storage._turn import Turn, shield_scope
 from pico3.storage.base import (
     CorruptStorage,
     LeaseLost,
@@ -558,7 +559,9 @@ class PostgresStorage(TableStorage):
         self._session_bytes = b""
         self._epoch_bytes = b""
         self._failed: BaseException | None = None
-        self._lock: anyio.Lock | None = None
+        self._lock: Turn | None = None
+        # the shielding scope of a commit (the running library's class, asked at open)
+        self._shield: type[anyio.CancelScope] = anyio.CancelScope
         self._sticky_base: dict[int, int] = {}  # conversation id -> seq of its last base
         self._shared_renewer = renewer
         self._renewer: LeaseRenewer | None = None  # renewing this opening's lease
@@ -601,7 +604,8 @@ class PostgresStorage(TableStorage):
         """Migrate the schema if needed (and allowed), take the lease, replay the session; see the module doc."""
         self._claim()
         self._failed = None
-        self._lock = anyio.Lock(fast_acquire=True)  # uncontended: no extra loop iteration
+        self._lock = Turn()  # uncontended: taken with no loop turn and no owner looked up
+        self._shield = shield_scope()
         # the writer's connection, held while open: a commit is then one round trip with no
         # pool checkout (a session's commits are sequential anyway)
         try:
@@ -1002,7 +1006,7 @@ class PostgresStorage(TableStorage):
         await lock.acquire()  # the only cancellable step: nothing has started yet
         seq = 0
         try:
-            with anyio.CancelScope(shield=True):
+            with self._shield(shield=True):
                 seq = await self._commit_locked(writes, prechecked)
         finally:
             lock.release()
