@@ -71,13 +71,14 @@ async def run_prepared(
     delaying the send), then wait for the answer without the loop, for at most
     :data:`BLOCK_MS` (one ``poll``: the thread sleeps, the loop's other tasks wait), then on
     the loop as usual. Call it shielded from cancellation, as every commit is: a statement in
-    flight is not abandoned at that turn. A commit's answer comes within a WAL flush, often sooner than the
-    loop's own wait costs: registering the socket, a loop turn, a future, unregistering
-    (~35 µs of CPU per wait, and 2-3x the wall time of a blocking wait, measured on
-    loopback). Callers pass it only when nothing else of theirs is in flight and their
-    last answer came within the bound (a slow disk's commits then wait on the loop only), so
-    the loop is held at most :data:`BLOCK_MS` per statement. ``pace`` decides ``block``
-    that way and keeps the answer's time for the next statement (:class:`Pace`)."""
+    flight is not abandoned at that turn. A commit's answer comes within a WAL flush, often
+    sooner than the loop's own wait costs: registering the socket, a loop turn, a future,
+    unregistering (~35 µs of CPU per wait, and 2-3x the wall time of a blocking wait,
+    measured on loopback). Callers pass it only when nothing else of theirs is in flight and
+    their last answer came within the bound (a slow disk's commits then wait on the loop
+    only, and so do a busy loop's: the turn counts in the answer's time), so the loop is held
+    at most :data:`BLOCK_MS` per statement. ``pace`` decides ``block`` that way and keeps the
+    answer's time for the next statement (:class:`Pace`)."""
     started = 0.0
     if pace is not None:
         block = pace.quick
