@@ -365,3 +365,54 @@ async def test_run_prepared_blocking_for_the_answer_returns_quick_and_slow_answe
         assert int(result.get_value(0, 0)) == 8  # the connection still serves
     finally:
         await conn.close()
+
+
+@pytest.mark.parametrize("grouped", [True, False], ids=["grouped-alone", "own-connection"])
+async def test_a_lone_commit_lets_the_other_tasks_run_once_its_statement_is_sent(
+    postgres_cluster: Any, grouped: bool
+) -> None:
+    """A commit whose answer is awaited blocking (a grouped session committing alone, a
+    worker's session on its own connection) still gives the event loop one turn, and takes it
+    with its statement already sent (run_prepared's ``block``): a task that was waiting to run
+    finds the commit's statement in flight on its connection, not yet sent, and the commit
+    still ends stored and acknowledged."""
+    from psycopg import pq
+    from psycopg_pool import AsyncConnectionPool
+
+    conninfo = postgres_cluster.conninfo
+    session = f"turn-{uuid.uuid4().hex[:8]}"
+    renewer = LeaseRenewer(conninfo)
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        conninfo, min_size=1, max_size=2, open=False
+    )
+    async with pool:
+        if grouped:
+            storage = PostgresStorage(
+                session=session, pool=pool, renewer=renewer, group_commit=True
+            )
+        else:
+            storage = PostgresStorage(conninfo, session)
+        await storage.open(ctx)
+        for seq in (1, 2):  # the first goes as a group of one, then straight through
+            assert await commit_one(storage) == seq
+        committer = committer_for(pool)
+        straight = committer.straight
+        seen: list[object] = []
+
+        def in_flight() -> object:
+            pending = storage._pending  # pyright: ignore[reportPrivateUsage]
+            conn = storage._conn if not grouped else pending and pending.conn  # pyright: ignore[reportPrivateUsage]
+            return None if conn is None else conn.pgconn.transaction_status
+
+        async def other_task() -> None:
+            seen.append(in_flight())  # runs at the commit's first turn of the loop
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(other_task)
+            assert await commit_one(storage) == 3
+            seen.append("acknowledged")
+        assert seen == [pq.TransactionStatus.ACTIVE, "acknowledged"]
+        assert committer.straight == straight + (1 if grouped else 0)
+        await storage.close(ctx)
+    renewer.close()
+    assert [seq for seq, _ in rows_of(conninfo, session)] == [1, 2, 3]

@@ -53,10 +53,12 @@ When no group is in flight, none is queued and the last group was the same sessi
 alone, its next commit goes straight through: no queue, no wake-up, and its answer is awaited
 blocking for up to :data:`BLOCK_MS` (:func:`run_prepared`'s ``block``) rather than on the event
 loop, whose wait costs more CPU than pgbench spends on a whole commit. It is the same statement
-with the same per-row fence; only the waiting differs. It still gives the loop one turn first,
-as every commit does, so the other tasks run; when other sessions commit too, their commits
-arrive in turn and gather groups as before (a straight path taken by whichever session came
-last would serialize them: each blocking wait keeps the others from queueing).
+with the same per-row fence; only the waiting differs. It still gives the loop one turn, as
+every commit does, so the other tasks run, but once its statement is sent, while the server
+works on it (a turn before sending delayed the send by the turn's CPU: 8 % of a lone session's
+commits/s, issue 42); when other sessions commit too, their commits arrive in turn and gather
+groups as before (a straight path taken by whichever session came last would serialize them:
+each blocking wait keeps the others from queueing).
 """
 
 from __future__ import annotations
@@ -130,6 +132,7 @@ _FORMATS = (1, 1, 1, 1, 1)
 _HEAD = struct.Struct("!iiIii").pack  # a binary array: 1 dimension, no NULLs, type, length, 1
 _LEN = struct.Struct("!i").pack
 _INT8 = struct.Struct("!iq").pack  # length 8, the value
+_Q = struct.Struct("!q").pack  # an int8 parameter in binary
 _TEXT, _BIGINT, _BYTEA = 25, 20, 17
 _PREPARED: weakref.WeakSet[Any] = weakref.WeakSet()  # the connections holding pico3_group
 _EPOCHS = "SELECT session, epoch FROM pico3_sessions WHERE session = ANY(%s::text[])"
@@ -223,7 +226,8 @@ class GroupCommitter:
             for conn in idle:
                 await self._pool.putconn(conn)
 
-    async def _give_back(self, conn: AsyncConnection[Any]) -> None:
+    def _kept(self, conn: AsyncConnection[Any]) -> bool:
+        """Keep ``conn`` for the next group (True), unless the pool is to have it back."""
         keep = (
             self._users > 0
             and len(self._idle) < self._keep
@@ -234,8 +238,7 @@ class GroupCommitter:
         if keep:
             self._idle.append(conn)
             self._used[id(conn)] = time.monotonic()
-        else:
-            await self._pool.putconn(conn)  # the pool discards a broken one
+        return keep
 
     async def commit(self, item: Pending) -> None:
         """Store ``item``'s row durably in a group, or raise (``LeaseLost``: provably not
@@ -247,10 +250,11 @@ class GroupCommitter:
             self._running += 1
             self.straight += 1
             try:
-                # one turn of the loop, as every commit gives one: the other tasks run (a
-                # commit answered within the blocking wait would otherwise never yield), and
-                # a commit they start meanwhile leads a group of its own
-                await anyio.lowlevel.checkpoint()
+                # one turn of the loop, as every commit gives one, is taken once the statement
+                # is sent (run_prepared's block; a wait on the loop gives it otherwise): the
+                # other tasks run while the server works (a commit answered within the
+                # blocking wait would otherwise never yield), and a commit they start
+                # meanwhile leads a group of its own
                 await self._send_group([item], alone=self._running == 1 and not self._queue)
             finally:
                 self._hand_off()
@@ -302,14 +306,18 @@ class GroupCommitter:
         everyone = batch
         conn: AsyncConnection[Any] | None = None
         try:
-            conn = await self._connection(min(item.deadline for item in batch))
+            one = batch[0] if len(batch) == 1 else None
+            conn = await self._connection(
+                one.deadline if one is not None else min(item.deadline for item in batch)
+            )
             for item in batch:
                 item.conn = conn
             # a commit whose storage stalled while it waited (no connection set for its
             # watchdog to shut down then) is not sent: it would hang on a stalled database
             # with nobody to end it; with the connection set first, a stall from now on
             # shuts it down (the watchdog sets the flag, then reads the connection)
-            if any(item.stalled for item in batch):
+            stalled = one.stalled if one is not None else any(i.stalled for i in batch)
+            if stalled:
                 for item in batch:
                     if item.stalled:
                         item.error = _not_sent(item)
@@ -347,8 +355,8 @@ class GroupCommitter:
         finally:
             for item in everyone:
                 item.conn = None
-            if conn is not None:
-                await self._give_back(conn)
+            if conn is not None and not self._kept(conn):
+                await self._pool.putconn(conn)  # the pool discards a broken one
         for item in everyone:
             if item.again:
                 item.again = False  # queued again: the next group sends it
@@ -370,30 +378,29 @@ class GroupCommitter:
             await conn.execute(_PREPARE_ONE)
             _PREPARED.add(conn)
         n = len(batch)
-        names = [i.session.encode() for i in batch]
-        if n == 1:
+        pace = self._pace if alone else None  # a group's answer is awaited on the loop
+        if n == 1:  # a group of one: its one row comes back if it was stored
             one = batch[0]
-            name = _NAME_ONE
             params: tuple[bytes, ...] = (
-                names[0],
-                _INT8(8, one.seq)[4:],
-                _INT8(8, one.epoch)[4:],
-                _INT8(8, one.max_id)[4:],
+                one.session.encode(),
+                _Q(one.seq),
+                _Q(one.epoch),
+                _Q(one.max_id),
                 one.raw,
             )
-        else:
-            name = _NAME
-            raws = [i.raw for i in batch]
-            params = (
-                b"".join([_HEAD(1, 0, _TEXT, n, 1), *(_LEN(len(x)) + x for x in names)]),
-                b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.seq) for i in batch)]),
-                b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.epoch) for i in batch)]),
-                b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.max_id) for i in batch)]),
-                b"".join([_HEAD(1, 0, _BYTEA, n, 1), *(_LEN(len(x)) + x for x in raws)]),
-            )
+            results = await run_prepared(conn, _NAME_ONE, params, _FORMATS, pace=pace)
+            return [] if any(result.ntuples for result in results) else batch
+        names = [i.session.encode() for i in batch]
+        raws = [i.raw for i in batch]
+        params = (
+            b"".join([_HEAD(1, 0, _TEXT, n, 1), *(_LEN(len(x)) + x for x in names)]),
+            b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.seq) for i in batch)]),
+            b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.epoch) for i in batch)]),
+            b"".join([_HEAD(1, 0, _BIGINT, n, 1), *(_INT8(8, i.max_id) for i in batch)]),
+            b"".join([_HEAD(1, 0, _BYTEA, n, 1), *(_LEN(len(x)) + x for x in raws)]),
+        )
         stored: set[bytes] = set()
-        pace = self._pace if alone else None  # a group's answer is awaited on the loop
-        for result in await run_prepared(conn, name, params, _FORMATS, pace=pace):
+        for result in await run_prepared(conn, _NAME, params, _FORMATS, pace=pace):
             stored.update(result.get_value(row, 0) or b"" for row in range(result.ntuples))
         return [i for i, name in zip(batch, names, strict=True) if name not in stored]
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -65,15 +66,19 @@ async def run_prepared(
     or raises the first failed one's error (with its ``sqlstate``). ``ok`` is the status a
     result must have (``TUPLES_OK`` unless given).
 
-    ``block``: first wait for the answer without the event loop, for at most
+    ``block``: once the statement is sent, give the event loop one turn (the other tasks
+    run while the server works: the caller's checkpoint, overlapping the round trip instead of
+    delaying the send), then wait for the answer without the loop, for at most
     :data:`BLOCK_MS` (one ``poll``: the thread sleeps, the loop's other tasks wait), then on
-    the loop as usual. A commit's answer comes within a WAL flush, often sooner than the
-    loop's own wait costs: registering the socket, a loop turn, a future, unregistering
-    (~35 µs of CPU per wait, and 2-3x the wall time of a blocking wait, measured on
-    loopback). Callers pass it only when nothing else of theirs is in flight and their
-    last answer came within the bound (a slow disk's commits then wait on the loop only), so
-    the loop is held at most :data:`BLOCK_MS` per statement. ``pace`` decides ``block``
-    that way and keeps the answer's time for the next statement (:class:`Pace`)."""
+    the loop as usual. Call it shielded from cancellation, as every commit is: a statement in
+    flight is not abandoned at that turn. A commit's answer comes within a WAL flush, often
+    sooner than the loop's own wait costs: registering the socket, a loop turn, a future,
+    unregistering (~35 µs of CPU per wait, and 2-3x the wall time of a blocking wait,
+    measured on loopback). Callers pass it only when nothing else of theirs is in flight and
+    their last answer came within the bound (a slow disk's commits then wait on the loop
+    only, and so do a busy loop's: the turn counts in the answer's time), so the loop is held
+    at most :data:`BLOCK_MS` per statement. ``pace`` decides ``block`` that way and keeps the
+    answer's time for the next statement (:class:`Pace`)."""
     started = 0.0
     if pace is not None:
         block = pace.quick
@@ -85,6 +90,10 @@ async def run_prepared(
     while pgconn.flush():
         await anyio.wait_writable(fd)
     if block:
+        # the event loop's one turn (the other tasks run), taken while the server works on
+        # the statement rather than before sending it: a wait on the loop below would give
+        # that turn anyway, a blocking wait would not
+        await anyio.lowlevel.checkpoint()
         try:
             poller = select.poll()
             poller.register(fd, select.POLLIN)

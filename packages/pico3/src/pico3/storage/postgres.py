@@ -123,12 +123,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import anyio.lowlevel
 import msgspec
 
 from chord.context import Context
 from pico3.storage._replay import TaskFates, gc_paused, replay
 from pico3.storage._tables import Staged, Tables, TableStorage, normalize_batch
+from pico3.storage._turn import Turn, shield_scope
 from pico3.storage.base import (
     CorruptStorage,
     LeaseLost,
@@ -559,7 +559,9 @@ class PostgresStorage(TableStorage):
         self._session_bytes = b""
         self._epoch_bytes = b""
         self._failed: BaseException | None = None
-        self._lock: anyio.Lock | None = None
+        self._lock: Turn | None = None
+        # the shielding scope of a commit (the running library's class, asked at open)
+        self._shield: type[anyio.CancelScope] = anyio.CancelScope
         self._sticky_base: dict[int, int] = {}  # conversation id -> seq of its last base
         self._shared_renewer = renewer
         self._renewer: LeaseRenewer | None = None  # renewing this opening's lease
@@ -602,7 +604,8 @@ class PostgresStorage(TableStorage):
         """Migrate the schema if needed (and allowed), take the lease, replay the session; see the module doc."""
         self._claim()
         self._failed = None
-        self._lock = anyio.Lock(fast_acquire=True)  # uncontended: no extra loop iteration
+        self._lock = Turn()  # uncontended: taken with no loop turn and no owner looked up
+        self._shield = shield_scope()
         # the writer's connection, held while open: a commit is then one round trip with no
         # pool checkout (a session's commits are sequential anyway)
         try:
@@ -1003,7 +1006,7 @@ class PostgresStorage(TableStorage):
         await lock.acquire()  # the only cancellable step: nothing has started yet
         seq = 0
         try:
-            with anyio.CancelScope(shield=True):
+            with self._shield(shield=True):
                 seq = await self._commit_locked(writes, prechecked)
         finally:
             lock.release()
@@ -1456,11 +1459,10 @@ class PostgresStorage(TableStorage):
         conn = self._conn
         assert conn is not None
         params = (self._session_bytes, _INT8(seq), self._epoch_bytes, _INT8(max_id), raw)
-        if self._pace.quick:  # the loop's turn the wait on it would give (a fair share)
-            await anyio.lowlevel.checkpoint()
         try:
             # the writer's connection is its own: nothing else waits on it, so its answer is
-            # awaited blocking for up to a millisecond while the last one came that fast
+            # awaited blocking for up to a millisecond while the last one came that fast (after
+            # the loop's turn the wait on it would give, taken once the statement is sent)
             await run_prepared(
                 conn,
                 _COMMIT_MAIN,
