@@ -59,6 +59,7 @@ from typing import Any
 
 from coding_agent.settings import warm_start as rendezvous
 from coding_agent.warm.fingerprint import Fingerprint, recording_environ_reads
+from coding_agent.warm.peer import other_namespace, same_groups, unfit_limits
 
 __all__ = ["LOG_LIMIT", "Request", "Server", "main", "preload"]
 
@@ -110,84 +111,6 @@ def preload() -> set[str]:
 
         preload_installed()  # the feature packages' generations, adopted by the children
     return read
-
-
-_NAMESPACES = ("mnt", "user", "pid", "net", "ipc", "uts", "cgroup", "time")
-"""The namespaces a client must share with the server to be served (``/proc/PID/ns``)."""
-
-
-def _other_namespace(pid: int) -> str | None:
-    """The first namespace in which the peer ``pid`` is not where this server is (``"any"``
-    when its namespaces cannot be read), or ``None`` when it shares them all.
-
-    A child forked here runs in the server's namespaces, whatever the client's: a client in a
-    sandbox (bubblewrap's own user, mount, PID and network namespaces, a session's sandboxed
-    command) would get a process outside it with the user's full rights, and a client in a
-    container a process that sees other files under the folder it names. Such a client's
-    connection is closed unanswered, and it runs its command itself, where it is."""
-    if pid <= 0:
-        return "any"  # not in this server's PID namespace (a peer in an ancestor's)
-    for name in _NAMESPACES:
-        try:
-            theirs = os.readlink(f"/proc/{pid}/ns/{name}")
-        except FileNotFoundError:
-            if os.path.lexists(f"/proc/self/ns/{name}"):
-                return name if os.path.isdir(f"/proc/{pid}") else "any"
-            continue  # a kernel without this namespace: nothing to compare
-        except OSError:
-            return "any"
-        if theirs != os.readlink(f"/proc/self/ns/{name}"):
-            return name
-    return None
-
-
-_MEMORY_LIMITS = frozenset({resource.RLIMIT_AS, resource.RLIMIT_DATA})
-"""Limits a fork of the preloaded heap would not keep as a new process does (it starts at the
-server's size): a client whose differ from the server's runs its command itself."""
-
-
-def _above(limit: int, other: int) -> bool:
-    if limit == resource.RLIM_INFINITY:
-        return other != resource.RLIM_INFINITY
-    return other != resource.RLIM_INFINITY and limit > other
-
-
-def _unfit(body: Mapping[str, Any]) -> tuple[str, bool] | None:
-    """Why a child forked here could not run under the client's resource limits, nice value
-    and CPU affinity as a process the client started would (``None``: it can: it takes them),
-    and whether the server should make way for one started under the client's (a nice value,
-    a hard limit it cannot lower or raise back)."""
-    nice = int(body["nice"])
-    if nice < os.getpriority(os.PRIO_PROCESS, 0):
-        return f"the client runs at nice {nice}, below the server's", True
-    for number, soft, hard in body["limits"]:
-        try:
-            own_soft, own_hard = resource.getrlimit(number)
-        except (ValueError, OSError):
-            return f"resource limit {number} is unknown here", False
-        if number in _MEMORY_LIMITS and (soft, hard) != (own_soft, own_hard):
-            return "the client's memory limit (ulimit -v or -d) differs from the server's", False
-        if _above(hard, own_hard):
-            return f"the client's hard limit of resource {number} is above the server's", True
-    return None
-
-
-def _groups(pid: int | str) -> tuple[str, str] | None:
-    """The ``Gid`` and ``Groups`` lines of ``/proc/PID/status`` (``None``: unreadable)."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            lines = status.read().splitlines()
-    except OSError:
-        return None
-    found = {k: v.split() for k, _, v in (line.partition(":") for line in lines)}
-    return " ".join(found.get("Gid", [])), " ".join(sorted(found.get("Groups", []), key=int))
-
-
-def _same_groups(pid: int) -> bool:
-    """Whether the peer ``pid`` has the server's group ids, primary and supplementary: a child
-    forked here has the server's, and a client that dropped a group must not get it back."""
-    theirs = _groups(pid)
-    return theirs is not None and theirs == _groups("self")
 
 
 def _threads() -> int:
@@ -507,7 +430,7 @@ class Server:
                 self.log(f"refused a connection from uid {uid}")
                 conn.close()
                 return None
-            other = _other_namespace(peer)
+            other = other_namespace(peer)
             if other is not None:
                 self.log(
                     f"refused a connection from pid {peer} in another {other} namespace (a "
@@ -515,7 +438,7 @@ class Server:
                 )
                 conn.close()
                 return None
-            if not _same_groups(peer):
+            if not same_groups(peer):
                 self.log(f"refused a connection from pid {peer} with other groups than the "
                          "server's (newgrp, sg, dropped groups): it runs its command itself")  # fmt: skip
                 conn.close()
@@ -564,7 +487,7 @@ class Server:
                 os.close(fd)
             self._close_listener()
             return None
-        unfit = _unfit(body)
+        unfit = unfit_limits(body)
         if unfit is not None:
             reason, make_way = unfit
             self.log(f"refusing ({reason})" + (": exiting, to make way" if make_way else ""))
