@@ -6,7 +6,7 @@ contiguous (pico3.storage.pg_group)."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import psycopg
@@ -25,6 +25,9 @@ from pico3.storage import (
 from pico3.storage.pg_group import committer_for
 from pico3.storage.pg_prepared import run_prepared
 
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
+
 pytestmark = pytest.mark.anyio
 ctx = BACKGROUND
 
@@ -37,6 +40,13 @@ def query(conninfo: str, sql: str, *args: object) -> list[tuple[Any, ...]]:
 
 async def commit_one(storage: PostgresStorage) -> int:
     return await storage.commit([ConversationWrite(Conversation(id=storage.mint_id()))], ctx)
+
+
+def small_pool(conninfo: str, size: int, *, least: int = 1) -> AsyncConnectionPool[Any]:
+    """A closed pool of ``least`` to ``size`` connections (``async with`` opens it)."""
+    from psycopg_pool import AsyncConnectionPool
+
+    return AsyncConnectionPool(conninfo, min_size=least, max_size=size, open=False)
 
 
 def rows_of(conninfo: str, session: str) -> list[tuple[int, int]]:
@@ -53,14 +63,10 @@ def rows_of(conninfo: str, session: str) -> list[tuple[int, int]]:
 async def test_concurrent_commits_of_many_sessions_share_transactions_and_stay_contiguous(
     postgres_cluster: Any,
 ) -> None:
-    from psycopg_pool import AsyncConnectionPool
-
     conninfo = postgres_cluster.conninfo
     prefix = f"group-{uuid.uuid4().hex[:8]}"
     renewer = LeaseRenewer(conninfo)
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        conninfo, min_size=1, max_size=3, open=False
-    )
+    pool = small_pool(conninfo, 3)
     sessions, commits = 20, 5
     async with pool:
         storages = [
@@ -113,14 +119,10 @@ async def test_a_stale_writer_in_a_group_fails_alone_and_writes_nothing_after_th
 ) -> None:
     """The per-row fence decides, not the renewer (a long lease: its next renewal is 15 s
     away): the taken-over session's commit is refused, the others of the group commit."""
-    from psycopg_pool import AsyncConnectionPool
-
     conninfo = postgres_cluster.conninfo
     prefix = f"stale-{uuid.uuid4().hex[:8]}"
     renewer = LeaseRenewer(conninfo)
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        conninfo, min_size=1, max_size=2, open=False
-    )
+    pool = small_pool(conninfo, 2)
     fenced: list[str] = []
     async with pool:
         storages = [
@@ -174,17 +176,13 @@ async def test_a_grouped_session_taking_over_ends_a_plain_writer_and_sidecar_com
     """A grouped opener still ends the previous holder's backend (the session lock), so a
     plain writer taken over writes nothing after; a grouped commit with sidecar rows (a sticky
     document) goes through the fenced ``pico3_commit`` and its truncation through the pool."""
-    from psycopg_pool import AsyncConnectionPool
-
     conninfo = postgres_cluster.conninfo
     session = f"mixed-{uuid.uuid4().hex[:8]}"
     old = PostgresStorage(conninfo, session)
     await old.open(ctx)
     assert await commit_one(old) == 1
     renewer = LeaseRenewer(conninfo)
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        conninfo, min_size=1, max_size=2, open=False
-    )
+    pool = small_pool(conninfo, 2)
     async with pool:
         taker = PostgresStorage(
             session=session, pool=pool, renewer=renewer, group_commit=True, take_over=True
@@ -224,13 +222,11 @@ async def test_pool_connections_the_server_ended_lose_no_grouped_commit(
     postgres_cluster: Any,
 ) -> None:
     """A PostgreSQL restart (here: every backend of the pool ended) loses no commit."""
-    from psycopg_pool import AsyncConnectionPool
-
     conninfo = postgres_cluster.conninfo
     name = f"t{uuid.uuid4().hex[:12]}"
     tagged = f"{conninfo} application_name={name}"
     renewer = LeaseRenewer(conninfo)
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(tagged, min_size=2, max_size=2, open=False)
+    pool = small_pool(tagged, 2, least=2)
     async with pool:
         storages = [
             PostgresStorage(session=f"{name}-{n}", pool=pool, renewer=renewer, group_commit=True)
@@ -263,14 +259,10 @@ async def test_a_stale_writer_committing_alone_is_refused_by_the_fence_of_its_ro
     """A group of one (its own statement, sent straight through) is fenced the same way; the
     renewer has not noticed yet (a long lease renewed once before the takeover, the next
     renewal minutes away), so the statement's fence refuses it."""
-    from psycopg_pool import AsyncConnectionPool
-
     conninfo = postgres_cluster.conninfo
     session = f"alone-{uuid.uuid4().hex[:8]}"
     renewer = LeaseRenewer(conninfo)
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        conninfo, min_size=1, max_size=2, open=False
-    )
+    pool = small_pool(conninfo, 2)
     async with pool:
         stale = PostgresStorage(
             session=session, pool=pool, renewer=renewer, group_commit=True, lease_seconds=600.0
@@ -307,14 +299,10 @@ async def test_a_lone_commit_on_a_connection_the_server_ended_while_idle_is_not_
     looked at before sending (``polled``), and one used more recently is sent on and, when
     the send proves it lost, replaced, the rows looked up and the missing one sent again
     (``sent-first``)."""
-    from psycopg_pool import AsyncConnectionPool
-
     conninfo = postgres_cluster.conninfo
     name = f"t{uuid.uuid4().hex[:12]}"
     renewer = LeaseRenewer(conninfo)
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        f"{conninfo} application_name={name}", min_size=1, max_size=3, open=False
-    )
+    pool = small_pool(f"{conninfo} application_name={name}", 3)
     async with pool:
         committer = committer_for(pool)
         committer.idle_check = idle_check
@@ -377,14 +365,11 @@ async def test_a_lone_commit_lets_the_other_tasks_run_once_its_statement_is_sent
     finds the commit's statement in flight on its connection, not yet sent, and the commit
     still ends stored and acknowledged."""
     from psycopg import pq
-    from psycopg_pool import AsyncConnectionPool
 
     conninfo = postgres_cluster.conninfo
     session = f"turn-{uuid.uuid4().hex[:8]}"
     renewer = LeaseRenewer(conninfo)
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        conninfo, min_size=1, max_size=2, open=False
-    )
+    pool = small_pool(conninfo, 2)
     async with pool:
         if grouped:
             storage = PostgresStorage(
