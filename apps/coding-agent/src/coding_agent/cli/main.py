@@ -1031,6 +1031,8 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         message = str(sole)
         if type(sole).__name__ == "CorruptStorage":
             message += " (the file was left as it is)"
+        if isinstance(sole, OSError) and sole.filename is not None:
+            message = _file_problem(sole)
         print(f"coding-agent: error: {message}", file=sys.stderr)
         return code
 
@@ -1112,7 +1114,24 @@ def _known_code(error: Exception) -> int | None:
         return EXIT_FAILED
     if isinstance(error, ValueError):  # a bad faux script, --permission-mode without approval
         return EXIT_USAGE
+    if isinstance(error, OSError) and error.filename is not None:
+        return EXIT_FAILED  # a folder it cannot write, a disk full: _file_problem says which
     return None
+
+
+def _file_problem(error: OSError) -> str:
+    """One line for a file the agent could not read or write: what, where, and, for its own
+    state folder (a read-only home, a command in the sandbox running the agent), the fix."""
+    from coding_agent.settings.xdg import state_home
+
+    line = f"{error.strerror or error}: {error.filename}"
+    state = str(state_home())
+    if str(error.filename).startswith(state):
+        line += (
+            f" (the agent keeps its sessions under {state}/coding-agent: make it writable, or "
+            "set XDG_STATE_HOME to a folder that is)"
+        )
+    return line
 
 
 def _sole(error: BaseException) -> BaseException:
