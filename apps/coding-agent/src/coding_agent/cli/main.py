@@ -1125,8 +1125,8 @@ def _file_problem(error: OSError) -> str:
     from coding_agent.settings.xdg import state_home
 
     line = f"{error.strerror or error}: {error.filename}"
-    state = str(state_home())
-    if str(error.filename).startswith(state):
+    state = state_home()
+    if Path(os.fsdecode(error.filename)).is_relative_to(state):
         line += (
             f" (the agent keeps its sessions under {state}/coding-agent: make it writable, or "
             "set XDG_STATE_HOME to a folder that is)"

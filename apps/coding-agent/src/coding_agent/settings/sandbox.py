@@ -72,13 +72,12 @@ def _session_sockets(environ: Mapping[str, str], keep: Sequence[str]) -> list[st
     runtime = environ.get("XDG_RUNTIME_DIR", "")
     if os.path.isabs(runtime):
         found.insert(0, runtime)
-    kept = [os.path.realpath(p) for p in keep]
+    kept = [Path(os.path.realpath(p)) for p in keep]
     return [
         path
         for path in dict.fromkeys(found)
-        if not any(os.path.commonpath([os.path.realpath(path), k]) == os.path.realpath(path)
-                   for k in kept)
-    ]  # fmt: skip
+        if not any(k.is_relative_to(os.path.realpath(path)) for k in kept)
+    ]
 
 
 def sandbox_temp_dir(session_id: str) -> Path:

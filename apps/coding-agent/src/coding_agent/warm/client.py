@@ -5,8 +5,8 @@ With the warm start off (the default), or for a command it does not serve, :func
 (``CODING_AGENT_WARM_START=1`` or ``warm_start = true`` in the user's config.toml) and a
 headless run (``-p``/``--print``/``--json`` on the command line), or a session worker
 (``python -m coding_agent.warm.client --worker SESSION_DIR ...``, what the supervisor spawns
-then), it imports nothing but the standard library's ``os``, ``socket``, ``signal`` and
-``zlib``, connects to the user's fork server (:mod:`coding_agent.warm.server`) and sends its
+then), it imports nothing but the standard library's ``os``, ``socket``, ``signal``,
+``resource`` and ``zlib``, connects to the user's fork server (:mod:`coding_agent.warm.server`) and sends its
 argv, folder, whole environment, umask, resource limits, nice value and CPU affinity, with its
 stdin, stdout and stderr (``SCM_RIGHTS``).
 The server's child runs the command on those very fds; this process relays SIGINT, SIGTERM,

@@ -11,6 +11,7 @@ itself, where it is. The child takes the client's resource limits, nice value an
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 from collections.abc import Mapping
@@ -34,17 +35,26 @@ def other_namespace(pid: int) -> str | None:
     if pid <= 0:
         return "any"  # not in this server's PID namespace (a peer in an ancestor's)
     for name in _NAMESPACES:
+        own = _own_namespace(name)
+        if own is None:
+            continue  # a kernel without this namespace: nothing to compare
         try:
             theirs = os.readlink(f"/proc/{pid}/ns/{name}")
-        except FileNotFoundError:
-            if os.path.lexists(f"/proc/self/ns/{name}"):
-                return name if os.path.isdir(f"/proc/{pid}") else "any"
-            continue  # a kernel without this namespace: nothing to compare
         except OSError:
             return "any"
-        if theirs != os.readlink(f"/proc/self/ns/{name}"):
+        if theirs != own:
             return name
     return None
+
+
+@functools.cache
+def _own_namespace(name: str) -> str | None:
+    """This process's namespace ``name`` (``None``: the kernel has none): read once, it never
+    changes."""
+    try:
+        return os.readlink(f"/proc/self/ns/{name}")
+    except OSError:
+        return None
 
 
 _MEMORY_LIMITS = frozenset({resource.RLIMIT_AS, resource.RLIMIT_DATA})
@@ -93,4 +103,10 @@ def same_groups(pid: int) -> bool:
     """Whether the peer ``pid`` has the server's group ids, primary and supplementary: a child
     forked here has the server's, and a client that dropped a group must not get it back."""
     theirs = _groups(pid)
-    return theirs is not None and theirs == _groups("self")
+    return theirs is not None and theirs == _own_groups()
+
+
+@functools.cache
+def _own_groups() -> tuple[str, str] | None:
+    """This process's group ids: read once (the server never changes them)."""
+    return _groups("self")

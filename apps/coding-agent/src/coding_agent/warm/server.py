@@ -211,7 +211,7 @@ class Request:
         os.environ.update(env)
         time.tzset()  # the client's $TZ for local times, as its own interpreter would have read
         os.umask(int(self.body["umask"]))
-        for number, soft, hard in self.body["limits"]:  # _unfit checked they can be had
+        for number, soft, hard in self.body["limits"]:  # unfit_limits checked they can be had
             if resource.getrlimit(number) != (soft, hard):
                 resource.setrlimit(number, (soft, hard))
         if int(self.body["nice"]) != os.getpriority(os.PRIO_PROCESS, 0):
