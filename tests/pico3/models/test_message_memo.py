@@ -1,11 +1,15 @@
-"""MessageMemo: a context converted incrementally equals the context converted whole."""
+"""MessageMemo: a context converted incrementally equals the context converted whole; and
+extend_prefix, the prefix test every memo of a long conversation asks each request."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from pico3.models import extend_prefix
 from pico3.models.provider import MessageMemo, estimate_tokens, messages_from_json
 
 
@@ -43,3 +47,30 @@ def test_bad_input_raises_and_keeps_nothing_of_it() -> None:
     with pytest.raises(ValueError, match="invalid model messages"):
         memo.convert([*good, {"role": "user", "content": 5}, {"role": "system", "content": "s"}])
     assert memo.convert([*good, _raw(4)]) == _whole([*good, _raw(4)])
+
+
+_values = st.lists(st.one_of(st.integers(0, 3), st.text(max_size=2), st.none()), max_size=8)
+
+
+@given(seen=_values, items=_values, as_tuple=st.booleans())
+def test_extend_prefix_answers_whether_items_start_with_seen_and_only_then_extends_it(
+    seen: list[Any], items: list[Any], as_tuple: bool
+) -> None:
+    starts = items[: len(seen)] == seen and len(items) >= len(seen)
+    before = list(seen)
+    held = seen
+    answer = extend_prefix(seen, tuple(items) if as_tuple else items)
+    assert answer is starts
+    assert held is seen  # extended in place, never replaced
+    assert seen == (items if starts else before)
+
+
+def test_extend_prefix_keeps_its_own_objects_for_a_prefix_equal_by_value() -> None:
+    first = {"role": "user", "content": "one"}
+    seen = [first]
+    equal = {"role": "user", "content": "one"}
+    new = {"role": "user", "content": "two"}
+    assert extend_prefix(seen, [equal, new])
+    assert seen[0] is first and seen[1] is new
+    assert not extend_prefix(seen, [{"role": "user", "content": "other"}, new, new])
+    assert seen == [first, new]

@@ -90,6 +90,7 @@ __all__ = [
     "compute_cost",
     "copy_message",
     "estimate_tokens",
+    "extend_prefix",
     "message_to_json",
     "messages_from_json",
     "retryable_status",
@@ -369,6 +370,29 @@ def message_weight(message: Message) -> tuple[int, int]:
     return chars, images
 
 
+def extend_prefix(seen: list[Any], items: Sequence[Any]) -> bool:
+    """Whether ``items`` starts with ``seen``; if it does, ``seen`` is extended to equal it.
+
+    The memos that keep a long conversation's work between requests (:class:`MessageMemo`, the
+    offered tools', the hook copies', the adapters' folds) each ask, every request, whether the
+    new messages start with the last request's. ``items[: len(seen)] == seen`` answers that by
+    copying the whole history first, and a copy touches the reference count of every message,
+    scattered over a long session's heap: ~35 µs per 4,000 messages, per memo, per request. Here
+    only the new items are appended to ``seen`` and two lists of one length are compared, which
+    takes the very same object as equal without touching it (any other is compared by value), so
+    a request costs what its new items cost. When ``items`` does not start with ``seen``,
+    ``seen`` is left as it was."""
+    known = len(seen)
+    if len(items) < known:
+        return False
+    whole = items if type(items) is list else list(items)
+    seen.extend(whole[known:])
+    if seen == whole:
+        return True
+    del seen[known:]
+    return False
+
+
 class MessageMemo:
     """A context's model messages split into system sections and request records
     (:func:`messages_from_json`) with their token estimate, remembered from the last call.
@@ -392,11 +416,13 @@ class MessageMemo:
         non-empty contents, and :func:`messages_from_json` / :func:`estimate_tokens` of the
         others."""
         seen = self._seen
-        if len(raw) < len(seen) or raw[: len(seen)] != seen:
+        known = len(seen)
+        if not extend_prefix(seen, raw):
             self._seen, self._messages, self._system = [], [], []
             self._chars = self._images = 0
-            seen = self._seen
-        fresh = raw[len(seen) :]
+            seen, known = self._seen, 0
+            seen.extend(raw)
+        fresh = seen[known:]
         history: list[Mapping[str, Any]] = []
         system: list[str] = []
         for message in fresh:
@@ -404,14 +430,17 @@ class MessageMemo:
                 history.append(message)
             elif message.get("content"):
                 system.append(message.get("content", ""))
-        converted = messages_from_json(history) if history else []  # bad input: nothing kept
+        try:
+            converted = messages_from_json(history) if history else []
+        except BaseException:
+            del seen[known:]  # bad input: nothing kept
+            raise
         self._system.extend(system)
         for message in converted:
             chars, images = message_weight(message)
             self._chars += chars
             self._images += images
         self._messages.extend(converted)
-        seen.extend(fresh)
         tokens = -(-self._chars // 4) + 1200 * self._images
         return list(self._messages), list(self._system), tokens
 

@@ -37,6 +37,7 @@ from typing import Any, SupportsIndex
 import msgspec
 
 from chord.json import copy_json
+from pico3.models.provider import extend_prefix
 
 __all__ = ["HookCopies", "TrackedDict", "TrackedList", "reshare"]
 
@@ -197,16 +198,18 @@ class HookCopies:
         are kept for the next call."""
         originals, kept, marks = self._originals, self._copies, self._marks
         known = len(originals)
-        if not self._flag.changed and known <= len(messages) and messages[:known] == originals:
-            # the usual case: nothing changed, the history grew at its end (the list compare is
-            # by identity first, in C)
+        if not self._flag.changed and extend_prefix(originals, messages):
+            # the usual case: nothing changed, the history grew at its end (compared by
+            # identity first, in C, without copying the history)
             # (a message equal to its original but another object keeps the original here:
             # its copy equals both, and the next call compares it by value again)
-            added = messages[known:]
-            fresh = self._fresh(added)
+            try:
+                fresh = self._fresh(originals[known:])
+            except BaseException:
+                del originals[known:]
+                raise
             kept.extend(copy for copy, _ in fresh)
             marks.extend(mark for _, mark in fresh)
-            originals.extend(added)
             return list(kept)
         self._flag.changed = False  # the changed copies are dropped now (their marks stay set)
         out: list[Any] = []

@@ -41,7 +41,7 @@ from typing import Any
 from chord.context import Context
 from chord.json import copy_json, equal_json
 from pico3.kernel.tx import Transaction
-from pico3.models.provider import Tool
+from pico3.models.provider import Tool, extend_prefix
 from pico3.registry import NamedRegistry
 from pico3.session_data.entries import NewEntry
 from pico3.storage.records import UNSET, SectionSeed, Task
@@ -298,10 +298,12 @@ class ToolsMemo:
     def fold(self, messages: Sequence[dict[str, Any]]) -> tuple[list[str], bool]:
         """``(offered names, whether any system message was seen)`` of ``messages``."""
         seen = self._seen
-        if len(messages) < len(seen) or messages[: len(seen)] != seen:
+        known = len(seen)
+        if not extend_prefix(seen, messages):
             self._seen, self._names, self._system = [], [], False
-            seen = self._seen
-        fresh = messages[len(seen) :]
+            seen, known = self._seen, 0
+            seen.extend(messages)
+        fresh = seen[known:]
         names = self._names
         for message in fresh:
             if message.get("role") != "system":
@@ -313,5 +315,4 @@ class ToolsMemo:
             for name in message.get("tools_added", []) or []:
                 if name not in names:
                     names.append(name)
-        seen.extend(fresh)
         return list(names), self._system

@@ -5,8 +5,8 @@ A long conversation re-sends its whole history every turn, and pico3 hands the a
 :class:`pico3.models.MessageMemo` keep them). An adapter's conversion is a left fold over the
 records (:class:`Fold`: ``feed`` each record in order, then ``render``), so :class:`FoldMemo`
 keeps the fold of the last request of each conversation and, when a request starts with the
-records of the last one (compared by identity first, then by value, in C), feeds it only the
-new records. Any other request (a rewind, a compaction, another conversation) folds from
+records of the last one (compared by identity first, then by value, in C, without copying the
+history: :func:`pico3.models.extend_prefix`), feeds it only the new records. Any other request (a rewind, a compaction, another conversation) folds from
 scratch, so the result is always the fold of the request's records. Folds render their records
 JSON-encoded (:class:`msgspec.Raw`) for the request body; the encodings of the records that
 can no longer change are kept comma-joined in a few chunks (:class:`JoinedChunks`).
@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import msgspec
+
+from pico3.models import extend_prefix
 
 __all__ = ["Fold", "FoldMemo", "JoinedChunks"]
 
@@ -48,20 +50,19 @@ class FoldMemo:
         if not records:
             return self._make().render()
         key = id(records[0])
-        slot = self._slots.pop(key, None)
+        slot = self._slots.pop(key, None)  # a fold that raises is not kept
         seen: list[Any] = []
         fold = None
+        start = 0
         if slot is not None and slot[0] is records[0]:
             _, seen, fold = slot
-            if len(records) < len(seen) or records[: len(seen)] != seen:
+            start = len(seen)
+            if not extend_prefix(seen, records):
                 fold = None
         if fold is None:
-            seen, fold = [], self._make()
-        start = len(seen)
-        fresh = records[start:]
-        for record in fresh:
+            seen, fold, start = list(records), self._make(), 0
+        for record in seen[start:]:
             fold.feed(record)
-        seen.extend(fresh)
         self._slots[key] = (records[0], seen, fold)
         if len(self._slots) > _SLOTS:
             self._slots.popitem(last=False)
