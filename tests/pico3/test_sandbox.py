@@ -26,6 +26,7 @@ from pico3 import (
     job_input,
     sandbox_available,
 )
+from pico3.unix_sockets import unix_socket_filter
 
 needs_bwrap = pytest.mark.skipif(
     not sandbox_available().available, reason=sandbox_available().reason
@@ -57,6 +58,10 @@ def test_the_argv_binds_then_hides_and_keeps_read_only(tmp_path: Path) -> None:
         assert option in argv
     assert "--share-net" not in argv
     assert argv[-2:] == ["--", "true"]
+    # the seccomp filter (no unix sockets): a shell opens its file as fd 3 and becomes bwrap
+    assert argv[:3] == ["/bin/sh", "-c", 'exec "$@" 3<"$0"']
+    assert argv[argv.index("--seccomp") + 1] == "3"
+    assert Path(argv[3]).read_bytes() == unix_socket_filter()
     joined = " ".join(argv)
     project = policy.project
     bind = joined.index(f"--bind {project} {project}")
@@ -91,6 +96,22 @@ def test_without_bwrap_on_path_there_is_no_sandbox(tmp_path: Path) -> None:
     assert found == status
     with pytest.raises(RuntimeError, match="no sandbox: bubblewrap"):
         Sandbox(_policy(tmp_path), status)
+
+
+@pytest.mark.skipif(unix_socket_filter() is None, reason="no seccomp filter for this machine")
+def test_a_bubblewrap_that_cannot_load_the_filter_is_no_sandbox(tmp_path: Path) -> None:
+    """The probe loads the filter as every command does: where it cannot, nothing would run
+    without it, and the status says why (the host then asks instead)."""
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" --seccomp 3 "*) echo "bwrap: prctl(PR_SET_SECCOMP): Invalid argument" >&2; exit 1;; esac\n'
+        "exit 0\n"
+    )
+    fake.chmod(0o755)
+    status = sandbox_available(str(tmp_path))
+    assert not status.available
+    assert "PR_SET_SECCOMP" in status.reason and "CONFIG_SECCOMP_FILTER" in status.reason
 
 
 def test_a_job_label_is_checked_and_kept() -> None:

@@ -164,12 +164,54 @@ async def test_the_sessions_sockets_are_hidden_so_nothing_runs_outside_through_t
         outside = await bash(connect, project, None)
         assert "CONNECTED" in outside  # the socket answers outside the sandbox...
         inside = await bash(connect, project, found)
-        assert "CONNECTED" not in inside and "No such file or directory" in inside, inside
+        assert "CONNECTED" not in inside, inside
         listing = await bash(f"ls -A {runtime}; echo listed", project, found)
         assert listing.split() == ["listed"]  # ...and inside, its folder is empty
     finally:
         listener.close()
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+UNIX_CONNECT = (
+    "import socket, sys\n"
+    "a, b = socket.socketpair(); a.send(b'pair'); print(b.recv(4).decode())\n"
+    "socket.socket(socket.AF_INET).close(); print('inet')\n"
+    "try:\n"
+    "    socket.socket(socket.AF_UNIX).connect(sys.argv[1]); print('CONNECTED')\n"
+    "except OSError as e:\n"
+    "    print('refused:', e.strerror)\n"
+)
+
+
+async def test_no_unix_socket_outside_is_reached_however_it_is_named(
+    project: Path, env: dict[str, str], sandbox: Sandbox
+) -> None:
+    """A socket the hidden folders do not cover (a tmux server's in /tmp, an ssh-agent's, an
+    editor's) would take commands from inside: no unix socket is made inside (EPERM, as in
+    Claude Code's sandbox), while socket pairs, which connect only to themselves, still work."""
+    folder = Path(tempfile.mkdtemp(prefix="tmux-"))  # short: a socket path has ~107 bytes
+    listener = socket.socket(socket.AF_UNIX)
+    try:
+        listener.bind(str(folder / "default"))
+        listener.listen()
+        script = project / "connect.py"
+        script.write_text(UNIX_CONNECT)
+        command = f"python3 {script} {folder}/default"
+        outside = await bash(command, project, None)
+        assert outside.split() == ["pair", "inet", "CONNECTED"]  # it answers outside...
+        inside = await bash(command, project, sandbox)
+        assert inside.splitlines() == ["pair", "inet", "refused: Operation not permitted"]
+        uring = await bash(
+            "python3 -c 'import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); "
+            "libc.syscall(425, 8, ctypes.create_string_buffer(120)); "
+            "print(os.strerror(ctypes.get_errno()))'",  # io_uring makes sockets by itself
+            project,
+            sandbox,
+        )
+        assert uring.strip() == "Operation not permitted", uring
+    finally:
+        listener.close()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_a_project_inside_the_runtime_folder_keeps_it_visible(tmp_path: Path) -> None:
@@ -615,6 +657,13 @@ async def test_allowed_domains_are_reached_through_the_proxy_and_nothing_else(
         text = await bash(f"exec 3<>/dev/tcp/127.0.0.1/{port}", project, found)  # no way around
         assert "Connection refused" in text
         assert proxy.refused == ["127.0.0.1"]
+        # the forwarder connects to the proxy's unix socket; the command it runs may not
+        script = project / "connect.py"
+        script.write_text(UNIX_CONNECT)
+        text = await bash(f"python3 {script} {policy.proxy_socket}", project, found)
+        assert text.splitlines() == ["pair", "inet", "refused: Operation not permitted"]
+        text = await bash(f"{curl} https://localhost:{port}/", project, found)
+        assert text == "hello over https"  # and the proxy still works
     finally:
         proxy.close()
     assert not await anyio.Path(policy.proxy_socket).exists()

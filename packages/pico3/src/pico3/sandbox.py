@@ -26,7 +26,13 @@ What a sandboxed command gets (:class:`SandboxPolicy`):
   still starts ``bwrap`` as a session leader and kills that session on abort, as for any command;
 * ``--new-session`` (no ``TIOCSTI`` into the user's terminal), every capability dropped
   (``--cap-drop ALL``: bubblewrap keeps a root caller's otherwise, and ``mount`` would work), and
-  ``--disable-userns`` where bubblewrap supports it (0.8 and later): ``unshare`` inside fails.
+  ``--disable-userns`` where bubblewrap supports it (0.8 and later): ``unshare`` inside fails;
+* **no unix sockets**: a seccomp filter (:mod:`pico3.unix_sockets`, loaded by bubblewrap with
+  ``--seccomp``) refuses ``socket(AF_UNIX, ...)`` and ``io_uring_setup`` with ``EPERM``, so no
+  socket outside (a ``tmux`` server's, an ``ssh-agent``'s) takes commands from inside, whatever
+  its path; ``socketpair`` still works. The filter's file is written once per process into a
+  private folder, hidden inside; bubblewrap gets it as descriptor 3 from ``/bin/sh``, which
+  opens it and ``exec``s bubblewrap.
 
 :func:`sandbox_available` says whether a sandbox can start here, and why not (not Linux,
 ``bwrap`` not on ``PATH``, user namespaces disabled): it runs ``bwrap`` once per binary with the
@@ -52,11 +58,13 @@ import platform
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pico3.sandbox_proxy import FORWARDER, PROXY_PORT
 from pico3.seatbelt import SANDBOX_EXEC, seatbelt_profile
+from pico3.unix_sockets import unix_socket_filter
 
 __all__ = [
     "DEFAULT_DENY_READ",
@@ -116,7 +124,11 @@ _probed: dict[str, SandboxStatus] = {}
 
 def _probe(bwrap: str, disable_userns: bool) -> subprocess.CompletedProcess[str]:
     argv = [bwrap, *_namespace_options(disable_userns, network=False)]
-    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"]
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    seccomp = _filter_file()  # with the filter: a sandbox that cannot load it does not start
+    if seccomp is not None:
+        argv = [*_SHELL_FD3, seccomp, *argv, "--seccomp", "3"]
+    argv += ["--", "true"]
     return subprocess.run(
         argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT, stdin=subprocess.DEVNULL
     )
@@ -158,11 +170,15 @@ def sandbox_available(path: str | None = None) -> SandboxStatus:
             status = SandboxStatus(True, f"bubblewrap ({bwrap})", bwrap, disable)
         else:
             said = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            why = (
+                "the kernel may lack seccomp filters (CONFIG_SECCOMP_FILTER), which the "
+                "sandbox needs to refuse unix sockets"
+                if "seccomp" in said.lower()
+                else "unprivileged user namespaces may be disabled "
+                "(sysctl kernel.unprivileged_userns_clone=1)"
+            )
             status = SandboxStatus(
-                False,
-                f"bubblewrap cannot start a sandbox here ({said}): unprivileged user "
-                "namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1)",
-                bwrap,
+                False, f"bubblewrap cannot start a sandbox here ({said}): {why}", bwrap
             )
     _probed[bwrap] = status
     return status
@@ -178,6 +194,28 @@ def _namespace_options(disable_userns: bool, *, network: bool) -> list[str]:
     if disable_userns:
         options.append("--disable-userns")
     return options
+
+
+_FILTER = unix_socket_filter()
+_filter_path: list[str] = []
+_SHELL_FD3 = ("/bin/sh", "-c", 'exec "$@" 3<"$0"')
+"""``[*_SHELL_FD3, FILE, *argv]`` runs ``argv`` with ``FILE`` open as descriptor 3."""
+
+
+def _filter_file() -> str | None:
+    """The file holding :data:`_FILTER` (``None`` on an architecture without one): written
+    once per process into a private folder of its own (``0700``, hidden inside the sandbox, so
+    no command can change the filter the next one loads), and again if something removed it."""
+    if _FILTER is None:
+        return None
+    if _filter_path and os.path.isfile(_filter_path[0]):
+        return _filter_path[0]
+    folder = tempfile.mkdtemp(prefix="pico3-seccomp-")
+    path = os.path.join(folder, "unix-sockets.bpf")
+    with open(path, "wb") as out:
+        out.write(_FILTER)
+    _filter_path[:] = [path]
+    return path
 
 
 def _expand(path: str, home: str | None) -> str:
@@ -303,29 +341,44 @@ class Sandbox:
             return self._seatbelt(self.status.seatbelt, argv, cwd, env)
         bwrap = self.status.bwrap
         assert bwrap is not None
+        seccomp = _filter_file()
         wrapped = [bwrap, *_namespace_options(self.status.disable_userns, network=policy.network)]
         wrapped += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for path in policy.writable():
             wrapped += ["--bind", path, path]
         for path in policy.kept_read_only():
             wrapped += ["--ro-bind", path, path]
-        for path in policy.hidden():
+        hidden = policy.hidden()
+        if seccomp is not None:
+            hidden.append(os.path.dirname(seccomp))
+        for path in hidden:
             if os.path.isdir(path):
                 wrapped += ["--tmpfs", path, "--remount-ro", path]
             else:
                 wrapped += ["--ro-bind", "/dev/null", path]
         environ = dict(env)
         environ["TMPDIR"] = os.path.realpath(policy.temp_dir)
-        if policy.proxy_socket is not None and not policy.network:
+        proxied = policy.proxy_socket is not None and not policy.network
+        if proxied:
+            assert policy.proxy_socket is not None
             folder = os.path.dirname(os.path.realpath(policy.proxy_socket))
             wrapped += ["--ro-bind", folder, folder]
+            # the forwarder connects to the proxy's unix socket for every connection, so it
+            # loads the filter itself, for the command only (after forking its loop)
+            program = "" if _FILTER is None else _FILTER.hex()
             python = [sys.executable, "-I", "-S", "-c", FORWARDER, str(PROXY_PORT)]
-            argv = [*python, os.path.realpath(policy.proxy_socket), *argv]
+            argv = [*python, os.path.realpath(policy.proxy_socket), program, *argv]
             url = f"http://127.0.0.1:{PROXY_PORT}"
             for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
                 environ[name] = url
             environ["NO_PROXY"] = environ["no_proxy"] = "localhost,127.0.0.1"
+        elif seccomp is not None:
+            wrapped += ["--seccomp", "3"]
         wrapped += ["--chdir", os.fspath(cwd), "--", *argv]
+        if seccomp is not None and not proxied:
+            # bubblewrap reads the filter from a descriptor: the shell opens the file as fd 3
+            # and becomes bubblewrap (one exec, no process of its own)
+            wrapped = [*_SHELL_FD3, seccomp, *wrapped]
         return wrapped, environ
 
     def _seatbelt(
@@ -348,7 +401,7 @@ class Sandbox:
         if proxied:
             assert policy.proxy_socket is not None
             python = [sys.executable, "-I", "-S", "-c", FORWARDER, str(PROXY_PORT)]
-            command = [*python, os.path.realpath(policy.proxy_socket), *command]
+            command = [*python, os.path.realpath(policy.proxy_socket), "", *command]
             url = f"http://127.0.0.1:{PROXY_PORT}"
             for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
                 environ[name] = url
@@ -415,7 +468,8 @@ _REFUSALS: tuple[tuple[tuple[str, ...], str], ...] = (
     (
         ("Permission denied", "Operation not permitted"),
         "the sandbox may have refused this: credentials and the agent's own files are hidden, "
-        "and new namespaces are not allowed",
+        "and new namespaces and unix sockets (a database's or an agent's local socket) are not "
+        "allowed",
     ),
 )
 

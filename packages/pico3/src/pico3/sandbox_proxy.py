@@ -26,16 +26,23 @@ import socketserver
 import threading
 from collections.abc import Iterable
 
+from pico3.unix_sockets import LOAD_FILTER
+
 __all__ = ["FORWARDER", "PROXY_PORT", "DomainProxy", "domain_allowed"]
 
 PROXY_PORT = 3128
 """The port the forwarder listens on inside the sandbox (its own network namespace)."""
 
-FORWARDER = r"""
+FORWARDER = (
+    LOAD_FILTER
+    + r"""
 import os, socket, sys, threading
-port, path, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+port, path, program, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
 server = socket.create_server(("127.0.0.1", port))
 if os.fork() == 0:
+    if program:  # not dumpable: the filtered command may not ptrace its way into this loop
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
@@ -61,11 +68,16 @@ if os.fork() == 0:
         threading.Thread(target=pipe, args=(conn, up), daemon=True).start()
         threading.Thread(target=pipe, args=(up, conn), daemon=True).start()
 server.close()
+if program:
+    load_filter(bytes.fromhex(program))
 os.execvp(argv[0], argv)
 """
-"""Run inside the sandbox as ``python -I -S -c FORWARDER PORT SOCKET COMMAND...``: it listens,
-forks the forwarding loop (stdio on ``/dev/null``) and ``exec``s the command, which keeps the
-pid, stdin and exit code; the PID namespace ends the loop with the command."""
+)
+"""Run inside the sandbox as ``python -I -S -c FORWARDER PORT SOCKET FILTER COMMAND...``: it
+listens, forks the forwarding loop (stdio on ``/dev/null``; not dumpable) and ``exec``s the
+command, which keeps the pid, stdin and exit code, after loading ``FILTER`` (the hex of
+:func:`pico3.unix_sockets.unix_socket_filter`'s program; empty: none) for it; the PID namespace
+ends the loop with the command. The loop itself is not filtered: it connects to ``SOCKET``."""
 
 _HEAD_LIMIT = 16 * 1024
 _CONNECT_TIMEOUT = 15.0
