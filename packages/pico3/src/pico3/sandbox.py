@@ -53,6 +53,7 @@ Standard library only (a leaf of pico3's layers).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import shutil
@@ -242,6 +243,11 @@ class SandboxPolicy:
     home: str | None = None
     read_only: tuple[str, ...] = ()
     """Paths inside a writable one that stay read-only (laid over it; ``.git/hooks``...)."""
+    read_only_folders: tuple[str, ...] = ()
+    """Folders inside a writable one that stay read-only, made (empty) where they are missing
+    when a command is wrapped: a path that does not exist cannot be laid over, so a command
+    could create it (a project's ``.claude/`` with hooks in it) and write what it likes there.
+    An empty folder is left behind, which git does not see."""
     proxy_socket: str | None = None
     """The unix socket of the :class:`~pico3.sandbox_proxy.DomainProxy` that is the sandbox's
     only way out (``None``: no network at all). Its folder is bound in read-only."""
@@ -254,8 +260,15 @@ class SandboxPolicy:
         return _existing(_expand(p, self.home) for p in paths)
 
     def kept_read_only(self) -> list[str]:
-        """The read-only paths inside writable ones, resolved (the ones that exist)."""
-        return _existing(_expand(p, self.home) for p in self.read_only)
+        """The read-only paths inside writable ones, resolved (the ones that exist), after
+        making the missing :attr:`read_only_folders` (where their parent exists; a folder that
+        cannot be made here cannot be made inside either)."""
+        folders = [_expand(p, self.home) for p in self.read_only_folders]
+        for folder in folders:
+            if not os.path.lexists(folder):
+                with contextlib.suppress(OSError):
+                    os.mkdir(folder)
+        return _existing([*(_expand(p, self.home) for p in self.read_only), *folders])
 
     def hidden(self) -> list[str]:
         """The unreadable paths, resolved (the ones that exist)."""
@@ -281,7 +294,7 @@ class SandboxPolicy:
         return [
             "read-only: the whole file system, except:",
             *(f"  writable: {p}" for p in (self.project, self.temp_dir, *self.allow_write)),
-            *(f"  read-only inside: {p}" for p in self.read_only),
+            *(f"  read-only inside: {p}" for p in (*self.read_only, *self.read_only_folders)),
             *(f"  unreadable: {p}" for p in self.deny_read),
             f"network: {self._network()}",
         ]

@@ -8,9 +8,11 @@ writable, besides the user's ``sandbox.allow_write``; with ``sandbox.allow_domai
 agent's session storage, the unix sockets through which a command could have code run outside
 (:data:`SESSION_SOCKETS`: the user's runtime folder with the session bus and the warm start's
 fork server, Docker's, the X server's), and ``sandbox.deny_read``. Inside the project, the files that make the
-machine run code later, outside the sandbox (``.git/hooks``, ``.git/config``,
-``.coding-agent``, ``.mcp.json``, ``.vscode``) stay read-only, and so do the shell's and git's
-start-up files in the home folder (:data:`HOME_READ_ONLY`, for a project opened in ``~``).
+machine run code later, outside the sandbox (:data:`PROJECT_READ_ONLY`: ``.git/hooks``,
+``.git/config``, ``.claude``, ``.coding-agent``, ``.mcp.json``, ``.vscode``...) stay read-only
+(``.claude`` and ``.coding-agent`` are made, empty, where missing: :data:`PROJECT_FOLDERS_MADE`),
+and so do the shell's and git's start-up files in the home folder (:data:`HOME_READ_ONLY`, for a
+project opened in ``~``).
 
 :func:`session_sandbox` returns the :class:`pico3.Sandbox` when bubblewrap works here (enforced
 for every command when ``sandbox.enabled`` is on; else used by the ``sandbox`` permission mode),
@@ -25,11 +27,13 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from coding_agent.settings.guarded_paths import CODE_PATHS
 from coding_agent.settings.xdg import config_home, state_home
 from pico3 import DEFAULT_DENY_READ, Sandbox, SandboxPolicy, SandboxStatus, sandbox_available
 
 __all__ = [
     "HOME_READ_ONLY",
+    "PROJECT_FOLDERS_MADE",
     "PROJECT_READ_ONLY",
     "SESSION_SOCKETS",
     "proxy_socket_path",
@@ -41,11 +45,18 @@ __all__ = [
 PROJECT_READ_ONLY: tuple[str, ...] = (
     ".git/hooks",
     ".git/config",
-    ".coding-agent",
-    ".mcp.json",
-    ".vscode",
+    *(g.pattern.rstrip("/") for g in CODE_PATHS if not g.pattern.startswith(".git/")),
 )
-"""Paths in the project a sandboxed command may not change: each makes code run outside."""
+"""Paths in the project a sandboxed command may not change, where they exist: each makes code
+run outside (:data:`~coding_agent.settings.guarded_paths.CODE_PATHS`, the list a write or edit
+asks for; of ``.git/``, whose objects and index a command's commits write, the hooks and the
+configuration)."""
+
+PROJECT_FOLDERS_MADE: tuple[str, ...] = (".claude", ".coding-agent")
+"""Of those, the folders made (empty) in the project where they are missing, so that they too
+are read-only inside: a command that created one would have this agent run its code outside, at
+its next start in a trusted project (``.coding-agent/facets/``, the hooks of
+``.claude/settings.json``). An empty folder is all they leave, which git does not track."""
 
 HOME_READ_ONLY: tuple[str, ...] = (
     "~/.bashrc", "~/.bash_profile", "~/.profile", "~/.zshrc", "~/.zprofile", "~/.gitconfig",
@@ -113,6 +124,7 @@ def sandbox_policy(
         allow_write=tuple(allow_write),
         deny_read=(*DEFAULT_DENY_READ, *own, *sockets, *deny_read),
         read_only=(*(os.path.join(root, p) for p in PROJECT_READ_ONLY), *HOME_READ_ONLY),
+        read_only_folders=tuple(os.path.join(root, p) for p in PROJECT_FOLDERS_MADE),
         home=home,
         proxy_socket=str(proxy_socket_path(session_id)) if allow_domains else None,
         allow_domains=tuple(allow_domains),
