@@ -4,12 +4,17 @@ tests/app/worker/test_sandbox.py)."""
 
 from __future__ import annotations
 
+import os
+import stat
 import struct
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pico3 import Sandbox, SandboxPolicy
 from pico3.unix_sockets import unix_socket_filter
 
 ALLOW, EPERM = 0x7FFF0000, 0x00050001
@@ -74,3 +79,36 @@ def test_on_x86_64_only_the_unix_socket_and_io_uring_calls_are_refused(nr: int, 
 
 def test_an_unknown_architecture_has_no_filter() -> None:
     assert unix_socket_filter("riscv64") is None
+
+
+@pytest.mark.skipif(unix_socket_filter() is None, reason="no seccomp filter for this machine")
+@pytest.mark.parametrize("planted", ["none", "open to others", "a link"])
+def test_the_filters_file_lives_in_a_folder_of_the_users_alone(
+    planted: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command must not be able to swap the filter the next command loads, nor another user
+    plant one: the file's folder is the user's, 0700, never a link or one others may write."""
+    import pico3.sandbox as sandbox_module
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(sandbox_module, "_filter_path", [])
+    expected = tmp_path / f"pico3-{os.getuid()}"
+    if planted == "open to others":
+        expected.mkdir(mode=0o777)
+        expected.chmod(0o777)
+        (expected / "unix-sockets-planted.bpf").write_bytes(b"\0" * 8)
+    elif planted == "a link":
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir(mode=0o700)
+        expected.symlink_to(elsewhere)
+    argv, _ = Sandbox(SandboxPolicy(project=str(tmp_path), temp_dir=str(tmp_path / "t"))).wrap(
+        ["true"], cwd=str(tmp_path), env={}
+    )
+    used = Path(argv[3])
+    assert used.read_bytes() == unix_socket_filter()
+    assert stat.S_IMODE(used.parent.stat().st_mode) == 0o700
+    if planted == "none":
+        assert used.parent == expected
+    else:
+        assert used.parent != expected and not used.is_relative_to(tmp_path / "elsewhere")
+    assert str(used.parent) in argv[argv.index("--tmpfs") + 1 :]  # hidden inside

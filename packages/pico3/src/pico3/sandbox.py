@@ -30,9 +30,9 @@ What a sandboxed command gets (:class:`SandboxPolicy`):
 * **no unix sockets**: a seccomp filter (:mod:`pico3.unix_sockets`, loaded by bubblewrap with
   ``--seccomp``) refuses ``socket(AF_UNIX, ...)`` and ``io_uring_setup`` with ``EPERM``, so no
   socket outside (a ``tmux`` server's, an ``ssh-agent``'s) takes commands from inside, whatever
-  its path; ``socketpair`` still works. The filter's file is written once per process into a
-  private folder, hidden inside; bubblewrap gets it as descriptor 3 from ``/bin/sh``, which
-  opens it and ``exec``s bubblewrap.
+  its path; ``socketpair`` still works. The filter's file is kept in a folder of the user's
+  own (``<tmp>/pico3-<uid>``), hidden inside; bubblewrap gets it as descriptor 3 from
+  ``/bin/sh``, which opens it and ``exec``s bubblewrap.
 
 :func:`sandbox_available` says whether a sandbox can start here, and why not (not Linux,
 ``bwrap`` not on ``PATH``, user namespaces disabled): it runs ``bwrap`` once per binary with the
@@ -53,10 +53,13 @@ Standard library only (a leaf of pico3's layers).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import hashlib
 import os
 import platform
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -204,19 +207,45 @@ _SHELL_FD3 = ("/bin/sh", "-c", 'exec "$@" 3<"$0"')
 
 
 def _filter_file() -> str | None:
-    """The file holding :data:`_FILTER` (``None`` on an architecture without one): written
-    once per process into a private folder of its own (``0700``, hidden inside the sandbox, so
-    no command can change the filter the next one loads), and again if something removed it."""
+    """The file holding :data:`_FILTER` (``None`` on an architecture without one), in a folder
+    of the user's own (``<tmp>/pico3-<uid>``, ``0700``; hidden inside the sandbox, so no command
+    can change the filter the next one loads). Checked once per process (written atomically
+    when missing or different), and written again if something removed it. A folder of that
+    name that is not the user's alone (another user's, a link) is not used: the file then goes
+    into a private folder of this process's, removed at its exit."""
     if _FILTER is None:
         return None
     if _filter_path and os.path.isfile(_filter_path[0]):
         return _filter_path[0]
-    folder = tempfile.mkdtemp(prefix="pico3-seccomp-")
-    path = os.path.join(folder, "unix-sockets.bpf")
-    with open(path, "wb") as out:
-        out.write(_FILTER)
+    folder = os.path.join(tempfile.gettempdir(), f"pico3-{os.getuid()}")
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(folder, 0o700)
+    if not _private_folder(folder):
+        folder = tempfile.mkdtemp(prefix="pico3-seccomp-")
+        atexit.register(shutil.rmtree, folder, True)
+    name = f"unix-sockets-{hashlib.sha256(_FILTER).hexdigest()[:16]}.bpf"
+    path = os.path.join(folder, name)
+    try:
+        with open(path, "rb") as existing:
+            same = existing.read() == _FILTER
+    except OSError:
+        same = False
+    if not same:
+        fd, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "wb") as out:
+            out.write(_FILTER)
+        os.replace(temporary, path)
     _filter_path[:] = [path]
     return path
+
+
+def _private_folder(folder: str) -> bool:
+    """Whether ``folder`` is a folder (not a link) of this user's that nobody else may use."""
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
 
 
 def _expand(path: str, home: str | None) -> str:
