@@ -141,6 +141,49 @@ def test_incremental_builder_matches_a_fresh_derivation_at_every_length() -> Non
     assert other.messages == derive_context(transcript[:50]).messages
 
 
+def test_a_shared_derivations_lists_are_only_ever_appended_to() -> None:
+    """What a shared derivation hands out is read later (after a hook's await): whatever the
+    derivations after it do (tool results completing a group, out of order, edits and heads
+    deriving from scratch), the first ``len()`` items of every list handed out stay the very
+    objects they were; a plain conversation's list is the same list, extended."""
+    import random
+
+    from pico3.session_data.context import ContextBuilder
+
+    rng = random.Random(45)
+    transcript: list[Entry] = []
+    builder = ContextBuilder()
+    handed: list[tuple[list[Any], list[Any], list[Any], list[Any]]] = []
+    pending: list[str] = []
+    for id in range(1, 300):
+        roll = rng.random()
+        if roll < 0.25:
+            ids = [f"c{id}.{n}" for n in range(rng.randint(1, 3))]
+            pending = ids[:]
+            rng.shuffle(pending)
+            made = Entry(id=id, conversation_id=1, kind="pi.assistant", model=[_assistant(*ids)])
+        elif roll < 0.55 and pending:
+            made = Entry(id=id, conversation_id=1, kind="pi.tool", model=[result(pending.pop())])
+        elif roll < 0.58 and id > 2:
+            edit = {"target": rng.randint(1, id - 1), "action": "omit"}
+            made = entry(id, f"e{id}", kind="pi.system", edits=[edit])
+        else:
+            made = entry(id, f"u{id}")
+        transcript.append(made)
+        got = builder.derive(transcript, shared=True)
+        assert got.messages == derive_context(transcript).messages
+        handed.append((got.messages, list(got.messages), got.entries, list(got.entries)))
+        for messages, then, entries, then_entries in handed:
+            assert all(a is b for a, b in zip(messages, then, strict=False))
+            assert len(messages) >= len(then)
+            assert all(a is b for a, b in zip(entries, then_entries, strict=False))
+    plain, lists, plain_transcript = ContextBuilder(), [], []
+    for id in range(1, 30):
+        plain_transcript.append(entry(id, f"u{id}"))
+        lists.append(plain.derive(plain_transcript, shared=True).messages)
+    assert all(one is lists[0] for one in lists)  # extended, never copied
+
+
 def test_a_shared_derivation_hands_out_its_own_entries_list_and_equals_a_copied_one() -> None:
     from pico3.session_data.context import ContextBuilder
 
@@ -152,7 +195,7 @@ def test_a_shared_derivation_hands_out_its_own_entries_list_and_equals_a_copied_
         got = shared.derive(transcript, shared=True)
         want = copied.derive(transcript)
         assert got.entries == want.entries and got.messages == want.messages
-        assert got.entries is not want.entries
+        assert got.entries is not want.entries and got.messages is not want.messages
         lists.append(got.entries)
     assert all(one is lists[0] for one in lists)  # extended, never copied
     once, again = copied.derive(transcript), copied.derive(transcript)

@@ -130,6 +130,29 @@ def test_a_changed_copy_is_given_fresh_and_the_others_again() -> None:
     assert second[1] is first[1]
 
 
+def test_the_list_given_is_the_memos_own_and_a_change_to_it_even_later_is_noticed() -> None:
+    """A late turn is not one more copy of the whole history: the hooks get the memo's list,
+    extended by the next call. A hook that reorders it, then or after its call, only makes the
+    next call copy everything afresh; nothing it did reaches the next hooks or the request."""
+    shared = [_message(), _message("assistant")]
+    memo = HookCopies()
+    first = memo.copies(shared)
+    shared = [*shared, _message()]
+    second = memo.copies(shared)
+    assert second is first and second == shared  # extended, not copied
+    assert reshare(second, shared, memo) is shared
+    kept_by_a_hook = second
+    kept_by_a_hook.reverse()  # after its call: noticed all the same
+    shared = [*shared, _message("assistant")]
+    third = memo.copies(shared)
+    assert third is not kept_by_a_hook and third == shared
+    assert not {id(m) for m in third} & {id(m) for m in kept_by_a_hook}  # fresh copies
+    assert reshare(third, shared, memo) is shared
+    assert all(
+        got is want for got, want in zip(reshare(list(third), shared, memo), shared, strict=True)
+    )
+
+
 def test_an_untouched_result_is_the_shared_messages() -> None:
     shared = [_message(), _message("assistant"), _message()]
     memo = HookCopies()

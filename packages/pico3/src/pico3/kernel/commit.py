@@ -594,8 +594,9 @@ class Kernel:
         self, conversation_id: int, at: int | None, ctx: Context
     ) -> DerivedContext:
         """The derived context of :meth:`shared_transcript`, extended incrementally (its
-        entries and messages are shared: read-only; its ``entries`` list itself is the one
-        later reads extend, so read it before the next one)."""
+        ``entries`` and ``messages`` lists are the context builder's own: read-only, and later
+        reads extend them, never change their first ``len()`` items, so take ``len()`` at
+        once)."""
         visible = await self.shared_transcript(conversation_id, at, ctx)  # derive keeps no list
         builder = self._contexts.get(conversation_id)
         if builder is None:

@@ -65,7 +65,12 @@ class ContextBuilder:
     (the *same* entry objects: a shared transcript cache) and its new entries carry no head and
     no edits, only those entries are derived and only the tool-result group still open at the
     end is repaired again. Anything else (a new head, an edit, another transcript) derives from
-    scratch. The result equals :func:`derive_context` of ``visible`` either way."""
+    scratch. The result equals :func:`derive_context` of ``visible`` either way.
+
+    The repaired messages' list is only ever appended to: a repair that changes a message it
+    already holds (a tool result arriving for a call that had a synthesized one) makes a new
+    list, and so does a derivation from scratch. So a list :meth:`derive` handed out with
+    ``shared`` keeps its first ``len()`` items, whatever later calls do."""
 
     __slots__ = ("_edits", "_entries", "_first", "_head", "_last", "_out", "_raw", "_safe", "_seen")
 
@@ -83,9 +88,10 @@ class ContextBuilder:
     def derive(self, visible: Sequence[Entry], *, shared: bool = False) -> DerivedContext:
         """The derived context of ``visible`` (oldest first, through T).
 
-        With ``shared`` its ``entries`` is the builder's own list, not a copy: read-only, and
-        later calls may extend it (the kernel's shared context, read at once), so a late turn
-        does not copy the whole history for a list its model call does not read."""
+        With ``shared`` its ``entries`` and ``messages`` are the builder's own lists, not
+        copies: read-only, and later calls may extend them, never change their first ``len()``
+        items (the kernel's shared context: a caller that reads later takes ``len()`` at
+        once), so a late turn does not copy the whole history."""
         seen = self._seen
         extends = (
             0 < seen <= len(visible)
@@ -101,8 +107,9 @@ class ContextBuilder:
             self._add_messages(fresh)
             self._seen, self._last = len(visible), visible[-1]
             self._repair()
-        entries = self._entries if shared else list(self._entries)
-        return DerivedContext(entries=entries, messages=list(self._out), head=self._head)
+        if shared:
+            return DerivedContext(entries=self._entries, messages=self._out, head=self._head)
+        return DerivedContext(list(self._entries), list(self._out), self._head)
 
     def _rebuild(self, visible: Sequence[Entry]) -> None:
         head_entry, start = active_range_start(visible)
@@ -138,8 +145,15 @@ class ContextBuilder:
 
     def _repair(self) -> None:
         raw_start, out_len = self._safe
-        del self._out[out_len:]
-        self._safe = _repair_into(self._raw, raw_start, self._out)
+        tail: list[Message] = []
+        safe = _repair_into(self._raw, raw_start, tail)
+        self._safe = (safe[0], out_len + safe[1])
+        out = self._out
+        held = len(out) - out_len  # the messages of the group repaired again
+        if held <= len(tail) and all(a is b for a, b in zip(out[out_len:], tail, strict=False)):
+            out.extend(tail[held:])  # the usual case: the same messages, and new ones after
+        else:
+            self._out = [*out[:out_len], *tail]  # a changed message: a new list (see the class)
 
 
 def _tool_calls(message: Message) -> list[dict[str, Any]]:

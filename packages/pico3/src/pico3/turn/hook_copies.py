@@ -18,9 +18,12 @@ kept copies still equal their messages:
   moved) is compared with the shared message at its place by value, as before, and is the
   shared one when equal.
 
-When nothing changed and the shared list grew at its end, both steps are a few C-level passes
-over the list (list compares, which take the very same object as equal without looking into
-it) plus the work for the new messages.
+When nothing changed and the shared list grew at its end, both steps are two C-level list
+compares (which take the very same object as equal without looking into it) plus the work for
+the new messages: the hooks are given the memo's own list, extended (a copy of it was one more
+pass over the whole history a request). A hook that keeps that list past its call copies it; a
+change to the list itself (a hook reordering it, then or later) is noticed like a change to a
+message, and the next call copies everything afresh.
 
 The tracked containers behave as ``dict`` and ``list`` for everything a hook can do with a
 message (``isinstance``, JSON and msgpack encoding, equality, ``copy``/``deepcopy`` and
@@ -185,17 +188,30 @@ class HookCopies:
     ``before_request`` chain was given, kept to be given again (see the module doc). It holds
     one copy of the history per conversation."""
 
-    __slots__ = ("_copies", "_flag", "_marks", "_originals")
+    __slots__ = ("_copies", "_flag", "_marks", "_order", "_originals")
 
     def __init__(self) -> None:
         self._originals: list[Any] = []
-        self._copies: list[Any] = []
-        self._marks: list[_Mark] = []
         self._flag = _Flag()
+        self._order = _Mark(self._flag)
+        self._copies: TrackedList = self._given([])
+        self._marks: list[_Mark] = []
+
+    def _given(self, copies: list[Any]) -> TrackedList:
+        """``copies`` as the list the hooks are given: a change to the list itself (a hook
+        reordering it, then or later) marks a new :attr:`_order`, after which no kept copy is
+        given again by its place."""
+        self._order = _Mark(self._flag)
+        given = TrackedList(copies)
+        given._mark = self._order
+        return given
 
     def copies(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Deep copies of ``messages`` (a new list), the kept ones where they still hold; they
-        are kept for the next call."""
+        """Deep copies of ``messages``, the kept ones where they still hold; they are kept for
+        the next call. The list is the memo's own (a copy of it was, at turn 2,000, one more
+        pass over the whole history a request): the next call gives it again, extended, so a
+        hook that keeps it past its call copies it (a change a hook makes to it is noticed
+        like a change to a message)."""
         originals, kept, marks = self._originals, self._copies, self._marks
         known = len(originals)
         if not self._flag.changed and extend_prefix(originals, messages):
@@ -208,15 +224,21 @@ class HookCopies:
             except BaseException:
                 del originals[known:]
                 raise
-            kept.extend(copy for copy, _ in fresh)
+            list.extend(kept, (copy for copy, _ in fresh))  # the memo's own change: untracked
             marks.extend(mark for _, mark in fresh)
-            return list(kept)
+            return kept
+        in_place = not self._order.changed  # a list a hook changed lines up with nothing
         self._flag.changed = False  # the changed copies are dropped now (their marks stay set)
         out: list[Any] = []
         out_marks: list[_Mark | None] = []
         missing: list[int] = []
         for index, message in enumerate(messages):
-            if index < known and originals[index] is message and not marks[index].changed:
+            if (
+                in_place
+                and index < known
+                and originals[index] is message
+                and not marks[index].changed
+            ):
                 out.append(kept[index])
                 out_marks.append(marks[index])
                 continue
@@ -228,14 +250,15 @@ class HookCopies:
             out[index] = copy
             out_marks[index] = mark
         self._originals = list(messages)
-        self._copies = out
+        self._copies = self._given(out)
         self._marks = out_marks  # pyright: ignore[reportAttributeAccessIssue]  (all filled)
-        return list(out)
+        return self._copies
 
     def unchanged(self, copy: Any, index: int) -> bool:
         """Whether ``copy`` is the kept copy of the message at ``index`` and still equals it."""
         return (
-            index < len(self._copies)
+            not self._order.changed
+            and index < len(self._copies)
             and self._copies[index] is copy
             and not self._marks[index].changed
         )

@@ -53,7 +53,12 @@ class _Kind:
 
 
 async def chain_before_request(
-    rt: Runtime, task: TaskInfo, messages: list[dict[str, Any]], cutoff: int, ctx: Context
+    rt: Runtime,
+    task: TaskInfo,
+    messages: list[dict[str, Any]],
+    count: int,
+    cutoff: int,
+    ctx: Context,
 ) -> list[dict[str, Any]]:
     """Run ``before_request`` on ``{"messages": [...]}``; returns the final messages.
 
@@ -63,12 +68,17 @@ async def chain_before_request(
     of the result still equal to the shared one at its place *is* the shared one again, so the
     per-conversation memos downstream (:class:`pico3.turn.system.ToolsMemo`,
     :class:`pico3.models.MessageMemo`) recognise a long history by identity instead of walking
-    it by value every turn; the result is read-only like ``messages`` (it is, without hooks)."""
+    it by value every turn; the result is read-only like ``messages`` (it is, without hooks).
+
+    The request's messages are the first ``count`` of ``messages``: a list shared with the
+    kernel's context builder, which a later read may extend meanwhile (never change)."""
     hooks = runner(rt, "pi.generation", task.id, task.conversation_id)
     if hooks is None or not await hooks.bindings("before_request", ctx):
         return messages
+    if len(messages) != count:
+        messages = messages[:count]
     memo = _copies(rt, task.conversation_id)
-    copies = memo.copies(messages)  # a new list: the hooks may reorder it
+    copies = memo.copies(messages)  # the memo's list: a change the hooks make to it is noticed
     request = await hooks.before_request({"messages": copies}, cutoff or None, ctx)
     if isinstance(request, Mapping) and isinstance(request.get("messages"), list):
         copies = request["messages"]  # reshare copies it before changing anything

@@ -221,13 +221,19 @@ async def _prepared(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
     cutoff: int = prep["cutoff"]
 
     async def read(tx: Transaction, current: Task, ctx: Context) -> Any:
-        return await tx.shared_context(cid, at=cutoff) if cutoff else None
+        if not cutoff:
+            return [], 0
+        derived = await tx.shared_context(cid, at=cutoff)
+        return derived.messages, len(derived.messages)
 
-    derived = await rt.commit(read, ctx, durable=False)  # sent only after "requesting" is
-    # The derived messages are shared with the kernel's transcript cache: read-only here, and
-    # copied for the hooks (which may change what they get) by chain_before_request.
-    raw: list[dict[str, Any]] = [] if derived is None else derived.messages
-    raw = await chain_before_request(rt, task, raw, cutoff, ctx)
+    # sent only after "requesting" is
+    shared, count = await rt.commit(read, ctx, durable=False)
+    # The derived messages are the kernel's context builder's own list: read-only here, copied
+    # for the hooks (which may change what they get) by chain_before_request, and only its
+    # first `count` are this request's (a later read may extend it, never change them).
+    raw: list[dict[str, Any]] = await chain_before_request(rt, task, shared, count, cutoff, ctx)
+    if raw is shared and len(raw) != count:
+        raw = raw[:count]
     harness = rt.harness  # a new window at every access
     message_memo, tools_memo = _memo(harness.key, cid)
     offered = request_tools(raw, getattr(harness, "tools", None), memo=tools_memo)

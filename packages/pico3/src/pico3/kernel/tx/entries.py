@@ -134,8 +134,8 @@ class EntryOps(TaskOps):
     async def shared_context(self, conversation_id: int, at: int | None = None) -> DerivedContext:
         """:meth:`context` derived from the kernel's shared transcript cache: cheap however long
         the conversation is, but **read-only** (its entries and messages are shared with later
-        reads, and its ``entries`` list is extended by them: copy before changing or keeping
-        anything)."""
+        reads, and its ``entries`` and ``messages`` lists are extended by them, their first
+        ``len()`` items never changed: copy before changing or keeping anything)."""
         self._scan_guard(conversation_id, "context")
         if at is not None and not await self._visible(conversation_id, at):
             raise ValueError(f"entry {at} is not fork-visible from conversation {conversation_id}")
