@@ -10,6 +10,7 @@ import pytest
 
 from chord.context import BACKGROUND
 from pico3.harness import Harness, HarnessOptions
+from pico3.kernel.tx import Authority, Transaction
 from pico3.models import FauxProvider, faux_response
 from pico3.storage import JsonlStorage
 from pico3.turn.models import Models
@@ -19,8 +20,8 @@ pytestmark = pytest.mark.anyio
 MODEL = {"provider": "faux", "modelId": "faux-1"}
 
 
-async def _open(directory: Path, script: list[Any]) -> Harness:
-    faux = FauxProvider(script, chunk_chars=8)
+async def _open(directory: Path, script: list[Any], chunk_chars: int = 8) -> Harness:
+    faux = FauxProvider(script, chunk_chars=chunk_chars)
     options = HarnessOptions(services={"models": Models([faux])})
     return await Harness.open(JsonlStorage(directory, fsync=False), options, BACKGROUND)
 
@@ -49,3 +50,34 @@ async def test_a_long_streamed_answer_leaves_only_its_entry_behind(tmp_path: Pat
         watch = await root.watch(BACKGROUND)
         assert "turn" not in watch.view and len(watch.view["entries"]) == 4
         watch.stop()
+
+
+async def test_a_fast_stream_flushed_in_few_large_commits_is_stored_once_too(
+    tmp_path: Path,
+) -> None:
+    """A fast stream is flushed in few, large commits (a local server's 100 KB answer in about a
+    dozen: each flush waits for the last one's write), fewer than the count that compacts the
+    log. Their text compacts it all the same when the turn ends."""
+    directory = tmp_path / "s"
+    harness = await Harness.open(JsonlStorage(directory, fsync=False), None, BACKGROUND)
+    async with harness:
+        root = await harness.root(BACKGROUND)
+
+        async def write(change: Any) -> None:
+            def build(tx: Transaction, ctx: Any) -> None:
+                change(tx.document("sticky"))
+
+            await harness.kernel.commit(
+                build, BACKGROUND, conversation_id=root.id, authority=Authority.CORE
+            )
+
+        text = ""
+        await write(lambda sticky: sticky.__setitem__("turn", {"message": ""}))
+        for n in range(10):  # ten flushes of 10 KB: far fewer commits than a count would need
+            text += f"{n}" * 10_000
+            await write(lambda sticky, text=text: sticky["turn"].__setitem__("message", text))
+        sticky_file = directory / f"sticky-{root.id}.jsonl"
+        assert sticky_file.stat().st_size > 100_000  # the deltas, while the turn runs
+        await write(lambda sticky: sticky.__delitem__("turn"))
+        assert sticky_file.stat().st_size < 2_000  # cut when the turn ended
+        assert "turn" not in await root.sticky(BACKGROUND)

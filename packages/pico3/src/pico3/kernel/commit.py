@@ -91,7 +91,24 @@ _NO_DELIVERIES: list[PendingEnvelope] = []
 COMPACT_STICKY_AFTER = 24
 """A conversation's sticky op log is compacted at the commit that ends a turn once it holds at
 least this many commits since its last base (a streamed answer's deltas are many commits; a
-short turn is about six)."""
+short turn is about six)..."""
+COMPACT_STICKY_CHARS = 16_384
+"""...or once the ops it holds since its last base carry this many characters of text: a fast
+stream flushes its deltas in few, large commits (a 100 KB answer in about a dozen), and they
+would stay in the log beside the entry that holds the same text."""
+
+
+def _text_size(value: Any) -> int:
+    """About how many characters ``value`` (JSON) takes: its strings' lengths, eight for any
+    other scalar."""
+    kind = type(value)
+    if kind is str:
+        return len(value)
+    if kind is list:
+        return sum(_text_size(item) for item in value)
+    if kind is dict:
+        return sum(len(key) + _text_size(item) for key, item in value.items())
+    return 8
 
 
 def _default_report(error: BaseException) -> None:
@@ -134,7 +151,7 @@ class Kernel:
         # The derived context of each cached transcript, extended as the transcript grows.
         self._contexts: dict[int, ContextBuilder] = {}
         # Sticky commits since the document's last base, per sticky ref (see _compact_sticky).
-        self._sticky_ops: dict[DocRef, int] = {}
+        self._sticky_ops: dict[DocRef, tuple[int, int]] = {}  # commits, text since the base
 
     @classmethod
     async def open(
@@ -368,7 +385,8 @@ class Kernel:
     def _compact_sticky(self, writes: list[Any]) -> list[DocRef] | None:
         """At the commit that ends a turn (its sticky ops delete ``turn``), write the sticky
         document whole (a base) instead of the ops once the log holds
-        :data:`COMPACT_STICKY_AFTER` commits since its last base; returns the refs whose log
+        :data:`COMPACT_STICKY_AFTER` commits or :data:`COMPACT_STICKY_CHARS` characters of text
+        since its last base; returns the refs whose log
         :meth:`_truncate` then cuts before that base.
 
         This is how a streamed answer is stored once: its deltas live in the sticky log while
@@ -380,14 +398,16 @@ class Kernel:
             if not isinstance(write, DocWrite) or write.ref.doc != "sticky":
                 continue
             ref = write.ref
-            count = self._sticky_ops.get(ref, 0) + 1
+            count, chars = self._sticky_ops.get(ref, (0, 0))
+            count, chars = count + 1, chars + _text_size(write.ops)
             ends_turn = any(op[0] == "d" and tuple(op[1]) == ("turn",) for op in write.ops)
             document = self.documents.get(ref)
-            if ends_turn and count > COMPACT_STICKY_AFTER and document is not None:
+            large = count > COMPACT_STICKY_AFTER or chars > COMPACT_STICKY_CHARS
+            if ends_turn and large and document is not None:
                 writes[index] = DocWrite(ref=ref, ops=[["r", copy_json(document)]])
                 (refs := refs or []).append(ref)
-                count = 0
-            self._sticky_ops[ref] = count
+                count = chars = 0
+            self._sticky_ops[ref] = (count, chars)
         return refs
 
     async def _truncate(self, refs: list[DocRef], ctx: Context) -> None:
