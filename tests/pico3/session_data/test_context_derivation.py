@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from pico3.session_data.context import MISSING_RESULT_TEXT, derive_context, repair_tool_results
@@ -98,19 +99,15 @@ def _assistant(*ids: str) -> dict[str, Any]:
     return {"role": "assistant", "content": [call(i) for i in ids], "timestamp": 0}
 
 
-def test_incremental_builder_matches_a_fresh_derivation_at_every_length() -> None:
-    """The builder extended one entry at a time (a shared, growing transcript) derives what a
-    fresh derivation of the same prefix does: open tool groups, results out of order, a
-    missing result, edits and heads (which derive from scratch)."""
+def _growing_transcript(seed: int, length: int) -> Iterator[list[Entry]]:
+    """One transcript grown an entry at a time (yielded after each, the same list): tool groups
+    opened and completed out of order, a missing result, edits, heads, invisible entries."""
     import random
 
-    from pico3.session_data.context import ContextBuilder
-
-    rng = random.Random(15)
+    rng = random.Random(seed)
     transcript: list[Entry] = []
-    builder = ContextBuilder()
     pending: list[str] = []
-    for id in range(1, 400):
+    for id in range(1, length):
         roll = rng.random()
         if roll < 0.25:
             ids = [f"c{id}.{n}" for n in range(rng.randint(1, 3))]
@@ -119,7 +116,7 @@ def test_incremental_builder_matches_a_fresh_derivation_at_every_length() -> Non
             made = Entry(id=id, conversation_id=1, kind="pi.assistant", model=[_assistant(*ids)])
         elif roll < 0.55 and pending:
             made = Entry(id=id, conversation_id=1, kind="pi.tool", model=[result(pending.pop())])
-        elif roll < 0.6:
+        elif roll < 0.6 and id > 1:
             target = rng.randint(1, id - 1)
             edit = {"target": target, "action": rng.choice(["omit", "replace"])}
             edit["messages"] = [user(f"r{id}")]
@@ -132,6 +129,18 @@ def test_incremental_builder_matches_a_fresh_derivation_at_every_length() -> Non
             made = entry(id, f"u{id}")
             pending = pending if rng.random() < 0.5 else []
         transcript.append(made)
+        yield transcript
+
+
+def test_incremental_builder_matches_a_fresh_derivation_at_every_length() -> None:
+    """The builder extended one entry at a time (a shared, growing transcript) derives what a
+    fresh derivation of the same prefix does: open tool groups, results out of order, a
+    missing result, edits and heads (which derive from scratch)."""
+    from pico3.session_data.context import ContextBuilder
+
+    builder = ContextBuilder()
+    transcript: list[Entry] = []
+    for transcript in _growing_transcript(15, 400):
         got = builder.derive(transcript)
         want = ContextBuilder().derive(list(transcript))
         assert [e.id for e in got.entries] == [e.id for e in want.entries]
@@ -146,30 +155,11 @@ def test_a_shared_derivations_lists_are_only_ever_appended_to() -> None:
     derivations after it do (tool results completing a group, out of order, edits and heads
     deriving from scratch), the first ``len()`` items of every list handed out stay the very
     objects they were; a plain conversation's list is the same list, extended."""
-    import random
-
     from pico3.session_data.context import ContextBuilder
 
-    rng = random.Random(45)
-    transcript: list[Entry] = []
     builder = ContextBuilder()
     handed: list[tuple[list[Any], list[Any], list[Any], list[Any]]] = []
-    pending: list[str] = []
-    for id in range(1, 300):
-        roll = rng.random()
-        if roll < 0.25:
-            ids = [f"c{id}.{n}" for n in range(rng.randint(1, 3))]
-            pending = ids[:]
-            rng.shuffle(pending)
-            made = Entry(id=id, conversation_id=1, kind="pi.assistant", model=[_assistant(*ids)])
-        elif roll < 0.55 and pending:
-            made = Entry(id=id, conversation_id=1, kind="pi.tool", model=[result(pending.pop())])
-        elif roll < 0.58 and id > 2:
-            edit = {"target": rng.randint(1, id - 1), "action": "omit"}
-            made = entry(id, f"e{id}", kind="pi.system", edits=[edit])
-        else:
-            made = entry(id, f"u{id}")
-        transcript.append(made)
+    for transcript in _growing_transcript(45, 300):
         got = builder.derive(transcript, shared=True)
         assert got.messages == derive_context(transcript).messages
         handed.append((got.messages, list(got.messages), got.entries, list(got.entries)))
