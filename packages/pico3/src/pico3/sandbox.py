@@ -131,7 +131,7 @@ def _probe(bwrap: str, disable_userns: bool) -> subprocess.CompletedProcess[str]
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     seccomp = _filter_file()  # with the filter: a sandbox that cannot load it does not start
     if seccomp is not None:
-        argv = [*_SHELL_FD3, seccomp, *argv, "--seccomp", "3"]
+        argv = _loading_filter(argv, seccomp)
     argv += ["--", "true"]
     return subprocess.run(
         argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT, stdin=subprocess.DEVNULL
@@ -202,8 +202,13 @@ def _namespace_options(disable_userns: bool, *, network: bool) -> list[str]:
 
 _FILTER = unix_socket_filter()
 _filter_path: list[str] = []
-_SHELL_FD3 = ("/bin/sh", "-c", 'exec "$@" 3<"$0"')
-"""``[*_SHELL_FD3, FILE, *argv]`` runs ``argv`` with ``FILE`` open as descriptor 3."""
+
+
+def _loading_filter(options: list[str], seccomp: str) -> list[str]:
+    """``options`` (``bwrap`` and its options, before ``--``) loading the filter in ``seccomp``:
+    bubblewrap reads it from a descriptor, so ``/bin/sh`` opens the file as descriptor 3 and
+    becomes bubblewrap (one ``exec``, no process of its own)."""
+    return ["/bin/sh", "-c", 'exec "$@" 3<"$0"', seccomp, *options, "--seccomp", "3"]
 
 
 def _filter_file() -> str | None:
@@ -415,12 +420,8 @@ class Sandbox:
                 environ[name] = url
             environ["NO_PROXY"] = environ["no_proxy"] = "localhost,127.0.0.1"
         elif seccomp is not None:
-            wrapped += ["--seccomp", "3"]
+            wrapped = _loading_filter(wrapped, seccomp)
         wrapped += ["--chdir", os.fspath(cwd), "--", *argv]
-        if seccomp is not None and not proxied:
-            # bubblewrap reads the filter from a descriptor: the shell opens the file as fd 3
-            # and becomes bubblewrap (one exec, no process of its own)
-            wrapped = [*_SHELL_FD3, seccomp, *wrapped]
         return wrapped, environ
 
     def _seatbelt(
