@@ -63,7 +63,7 @@ import stat
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeGuard
 
 from coding_agent.settings.changes import THINKING_LEVELS
 from coding_agent.settings.permission_modes import PERMISSION_MODES
@@ -1031,7 +1031,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         message = str(sole)
         if type(sole).__name__ == "CorruptStorage":
             message += " (the file was left as it is)"
-        if isinstance(sole, OSError) and sole.filename is not None:
+        if _names_a_file(sole):
             message = _file_problem(sole)
         print(f"coding-agent: error: {message}", file=sys.stderr)
         return code
@@ -1114,9 +1114,15 @@ def _known_code(error: Exception) -> int | None:
         return EXIT_FAILED
     if isinstance(error, ValueError):  # a bad faux script, --permission-mode without approval
         return EXIT_USAGE
-    if isinstance(error, OSError) and error.filename is not None:
+    if _names_a_file(error):
         return EXIT_FAILED  # a folder it cannot write, a disk full: _file_problem says which
     return None
+
+
+def _names_a_file(error: BaseException) -> TypeGuard[OSError]:
+    """Whether ``error`` is an :class:`OSError` naming a path (not a descriptor number, which
+    ``os.stat(fd)`` and the like put in ``filename``)."""
+    return isinstance(error, OSError) and isinstance(error.filename, (str, bytes))
 
 
 def _file_problem(error: OSError) -> str:
