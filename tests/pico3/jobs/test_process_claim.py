@@ -96,6 +96,7 @@ async def test_the_claim_is_held_by_the_supervisor_and_not_by_the_command(
         await host.start("k", ProcessSpec(PY, ("-c", gate.reader), str(tmp_path)), BACKGROUND)
         record = state / "k"
         child = json.loads((record / "child.json").read_text())
+        await gate.opened()  # the command is blocked in its read: its descriptors hold still
         fds = f"/proc/{child['pid']}/fd"
         assert str(record / "claim") not in {os.readlink(f"{fds}/{fd}") for fd in os.listdir(fds)}
         fd = os.open(record / "claim", os.O_RDWR)
