@@ -28,10 +28,13 @@ from coding_agent.settings.trust import (
     TrustError,
     TrustStore,
     check_project,
+    check_project_servers,
     find_local_config,
     is_trusted,
     local_facets_dirs,
     project_root_for,
+    project_servers,
+    server_fingerprint,
     trust_path,
 )
 from coding_agent.settings.xdg import config_home
@@ -311,6 +314,72 @@ def test_concurrent_decisions_are_all_kept(tmp_path: Path) -> None:
 
 
 # -- one start ------------------------------------------------------------------------------------
+# -- the project's MCP servers: approved as written -------------------------------------------------
+def _servers(project: Path, servers: dict[str, object]) -> None:
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+
+
+def test_trusting_approves_the_servers_written_then_and_no_later_one(project: Path) -> None:
+    one = {"command": "npx", "args": ["-y", "server-one"]}
+    _servers(project, {"one": one, "off": {"command": "x", "disabled": True}})
+    check_project(project, decide=True)  # --trust
+    assert check_project_servers(project).approved == {"one": one}
+    approval = TrustStore.default().approved_servers(project)
+    assert approval is not None and list(approval.servers) == ["one"]  # a disabled one is not
+    assert json.loads(trust_path().read_text())["projects"][str(project)].keys() == {
+        "trusted",
+        "at",
+    }, "trust.json keeps its shape: an older coding-agent still reads it"
+
+    two = {"command": "sh", "args": ["-c", "evil"]}
+    _servers(project, {"one": {**one, "args": ["-y", "server-one@2"]}, "two": two})
+    found = check_project_servers(project)
+    assert (found.approved, found.waiting) == ({}, ("one", "two"))
+    _servers(project, {"two": two, "one": dict(reversed(one.items()))})  # order is no change
+    assert check_project_servers(project).waiting == ("two",)
+
+    TrustStore.default().approve_servers(project, project_servers(project))  # /trust agreed
+    assert check_project_servers(project).approved == {"two": two, "one": one}
+
+
+def test_a_project_trusted_before_approvals_keeps_its_servers_as_they_are(project: Path) -> None:
+    """No record (trusted by an older coding-agent): today's servers are recorded, once."""
+    _servers(project, {"one": {"command": "true"}})
+    TrustStore.default().set(project, True)
+    assert TrustStore.default().approved_servers(project) is None
+    assert check_project_servers(project).approved == {"one": {"command": "true"}}
+    _servers(project, {"one": {"command": "true"}, "two": {"command": "false"}})
+    assert check_project_servers(project).waiting == ("two",)
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+        ),
+        max_leaves=8,
+    )
+)
+def test_a_fingerprint_changes_with_the_entry_and_not_with_its_key_order(value: object) -> None:
+    entry = {"command": "x", "args": value}
+    assert server_fingerprint(entry) == server_fingerprint(dict(reversed(entry.items())))
+    assert server_fingerprint(entry) != server_fingerprint({**entry, "env": {"A": "1"}})
+    assert server_fingerprint(entry) != server_fingerprint({**entry, "args": [value]})
+
+
+def test_a_bad_approvals_file_is_an_error_naming_it(config_dir: Path, project: Path) -> None:
+    _servers(project, {"one": {"command": "true"}})
+    check_project(project, decide=True)
+    path = config_dir / "coding-agent" / "server-approvals.json"
+    path.write_text("{not json")
+    with pytest.raises(
+        TrustError, match=re.escape(f"{path}: the server approvals file is corrupt")
+    ):
+        check_project_servers(project)
+    assert path.read_text() == "{not json", "left as it is"
+
+
 def test_check_project_loads_local_packages_only_when_trusted(project: Path) -> None:
     untrusted = check_project(project / "src")
     assert untrusted.root == project and not untrusted.trusted

@@ -53,6 +53,34 @@ def test_project_servers_load_only_when_trusted_and_replace_user_ones(tmp_path: 
     assert trusted.errors == ()
 
 
+def test_only_the_approved_project_servers_load_as_approved(tmp_path: Path) -> None:
+    """``project_approved``: the entries the user approved, as written; a server of the project
+    file that is not among them, or whose entry differs, is one line and is not loaded; a user
+    server of the same name as a waiting one stays."""
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    write(
+        tmp_path / "cfg" / "coding-agent" / "mcp.json", {"mcpServers": {"b": {"command": "mine"}}}
+    )
+    project = tmp_path / "proj"
+    a, b = {"command": "a", "args": ["1"]}, {"command": "b-new"}
+    write(project / ".mcp.json", {"mcpServers": {"a": a, "b": b, "c": {"command": "c"}}})
+    config = load_config(
+        project=project,
+        project_trusted=True,
+        project_approved={"a": a, "b": {"command": "b-old"}},
+        env=env,
+    )
+    assert [(s.name, s.command) for s in config.servers] == [("b", "mine"), ("a", "a")]
+    assert config.errors == tuple(
+        f"{project / '.mcp.json'}: server {name!r} is new or changed since you approved this "
+        "project's servers: not started (/trust shows it and asks; coding-agent --trust "
+        "approves it)"
+        for name in ("b", "c")
+    )
+    everything = load_config(project=project, project_trusted=True, env=env)
+    assert [s.command for s in everything.servers] == ["b-new", "a", "c"], "None: all of them"
+
+
 def test_bad_files_and_entries_are_named_and_skipped(tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
     path = tmp_path / "coding-agent" / "mcp.json"

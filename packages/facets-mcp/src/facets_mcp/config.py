@@ -9,7 +9,9 @@ Our own files, and Claude Code's, in Claude Code's ``mcpServers`` shape::
     }}
 
 * the user's ``$XDG_CONFIG_HOME/coding-agent/mcp.json`` (default ``~/.config``);
-* the project's ``.mcp.json`` at its root, read only when the project is trusted;
+* the project's ``.mcp.json`` at its root, read only when the project is trusted, and of it
+  only the servers the user approved as they are written (``project_approved``: the app keeps
+  the approvals; a server added or changed since is reported and not started);
 * Claude Code's ``~/.claude.json`` (``$CLAUDE_CONFIG_DIR/.claude.json`` when that variable is
   set, as Claude Code does; :func:`claude_json_path`): its top-level ``mcpServers`` (what
   ``claude mcp add --scope user`` writes) and ``projects[<this project>].mcpServers`` (the
@@ -311,15 +313,44 @@ def _decode(path: Path) -> tuple[object, list[str]]:
 
 
 def _read(
-    path: Path, environ: Mapping[str, str], settings: dict[str, Any]
+    path: Path,
+    environ: Mapping[str, str],
+    settings: dict[str, Any],
+    approved: Mapping[str, Any] | None = None,
 ) -> tuple[list[ServerSpec], list[str]]:
     data, problems = _decode(path)
     if data is None:
         return [], problems
     found, problems = parse_settings(data, str(path))
     settings.update(found)
+    if approved is not None:
+        data, waiting = _only_approved(data, approved, path)
+        problems += waiting
     servers, errors = parse_servers(data, str(path), environ)
     return servers, problems + errors
+
+
+def _only_approved(data: Any, approved: Mapping[str, Any], path: Path) -> tuple[Any, list[str]]:
+    """``data`` keeping only the servers whose entry is exactly the approved one, and a line for
+    each other (an entry that is not an object is left for :func:`parse_servers` to report)."""
+    entries = data.get("mcpServers") if isinstance(data, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if not isinstance(entries, dict):
+        return data, []
+    kept: dict[str, Any] = {}
+    waiting: list[str] = []
+    for name, entry in entries.items():  # pyright: ignore[reportUnknownVariableType]
+        if (
+            not isinstance(entry, dict)
+            or entry.get("disabled") is True
+            or approved.get(name) == entry
+        ):  # pyright: ignore[reportUnknownMemberType]
+            kept[name] = entry
+        else:
+            waiting.append(
+                f"{path}: server {name!r} is new or changed since you approved this project's "
+                "servers: not started (/trust shows it and asks; coding-agent --trust approves it)"
+            )
+    return {**data, "mcpServers": kept}, waiting  # pyright: ignore[reportUnknownVariableType]
 
 
 def _servers_at(
@@ -387,12 +418,17 @@ def load_config(
     *,
     project: str | os.PathLike[str] | None = None,
     project_trusted: bool = False,
+    project_approved: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
 ) -> McpConfig:
     """Every source in the module's order, lowest first: Claude Code's user scope, our
     ``mcp.json``, (when ``project_trusted``) the project's ``.mcp.json``, then Claude Code's local
-    scope of ``project`` and ``cwd``; a later server replaces an earlier one of the same name."""
+    scope of ``project`` and ``cwd``; a later server replaces an earlier one of the same name.
+
+    ``project_approved`` (name -> entry as written), when given, is every project server the
+    user approved: any other server of ``.mcp.json``, or one whose entry differs, is one error
+    line and is not loaded. ``None`` loads them all."""
     environ = os.environ if env is None else env
     by_name: dict[str, ServerSpec] = {}
     errors: list[str] = []
@@ -414,7 +450,7 @@ def load_config(
     if project is not None:
         path = project_config_path(project)
         if project_trusted:
-            servers, problems = _read(path, environ, settings)
+            servers, problems = _read(path, environ, settings, project_approved)
             errors += problems
             for spec in servers:
                 by_name[spec.name] = spec

@@ -27,7 +27,8 @@ the new generation starts them again; the conversation is untouched.
 
 Where things are comes from the harness's ``services``: ``workspace`` (the working folder, the
 servers' working directory), ``project_root`` (where ``.mcp.json`` is looked for, default the
-workspace) and ``project_trusted`` (default ``False``); ``agent_state_dir`` (else ``state_dir``)
+workspace), ``project_trusted`` (default ``False``) and ``project_mcp_approved`` (the project
+servers the user approved, name -> entry as written; absent: all of them); ``agent_state_dir`` (else ``state_dir``)
 holds remote servers' OAuth tokens (:mod:`.auth`, in ``mcp-auth/``); ``mcp_env`` may replace
 ``os.environ`` (tests); ``mcp_client_servers`` (:data:`~.config.CLIENT_SERVERS_SERVICE`) adds the
 servers a client brought for this session (an editor's, over ACP), after the configured ones; ``sandbox`` (a :class:`pico3.Sandbox`) runs the stdio servers whose
@@ -184,6 +185,7 @@ class McpHost:
             load_config(
                 project=project,
                 project_trusted=bool(services.get("project_trusted", False)),
+                project_approved=services.get("project_mcp_approved"),
                 env=env,
                 cwd=workspace,
             ),

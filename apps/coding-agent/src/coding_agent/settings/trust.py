@@ -32,20 +32,33 @@ the user's permissions the moment the agent starts in it. Hence the gate:
 
 Trust is by folder, not by content: a trusted project's packages load as they are now and as
 they will be after the next ``git pull``, like a trusted folder in an editor.
+
+One exception, as in Claude Code: **the MCP servers of the project's ``.mcp.json``** start only
+once the user approved each of them as it is written. Trusting a folder (``--trust``,
+``/trust``) approves the servers the file lists then; a server added or changed later (by a
+``git pull``, or by a command the agent ran: the sandbox cannot keep a file that does not exist
+yet from being created) waits, named at start and in ``/mcp``, until ``/trust`` (or
+``--trust``) shows it and the user agrees. :meth:`TrustStore.approve_servers` keeps a
+fingerprint of each approved entry in ``server-approvals.json`` beside the trust file (a file of
+its own, so an older coding-agent still reads ``trust.json``), and :func:`check_project_servers`
+says which of the file's servers are approved. A project trusted before approvals were kept has
+no record: its servers as they are at the first start that reads it are recorded as approved.
 """
 
 from __future__ import annotations
 
 import fcntl
 import grp
+import hashlib
+import json
 import os
 import pwd
 import stat
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
@@ -55,18 +68,24 @@ from pico3 import write_atomic
 __all__ = [
     "LOCAL_CONFIG_DIR",
     "LOCAL_FACETS_DIR",
+    "PROJECT_SERVERS_FILE",
     "TRUST_FILE_VERSION",
     "Decision",
+    "ProjectServers",
     "ProjectTrust",
+    "ServerApproval",
     "TrustError",
     "TrustStore",
     "check_project",
+    "check_project_servers",
     "find_local_config",
     "folder_owner",
     "folder_problem",
     "is_trusted",
     "local_facets_dirs",
     "project_root_for",
+    "project_servers",
+    "server_fingerprint",
     "trust_path",
 ]
 
@@ -75,6 +94,9 @@ LOCAL_CONFIG_DIR = ".coding-agent"
 
 LOCAL_FACETS_DIR = f"{LOCAL_CONFIG_DIR}/facets"
 """Where, relative to the project, its facet packages live (one sub-folder each)."""
+
+PROJECT_SERVERS_FILE = ".mcp.json"
+"""The project's MCP servers (Claude Code's project scope), relative to the project."""
 
 TRUST_FILE_VERSION = 1
 
@@ -93,6 +115,22 @@ class Decision(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class _TrustFile(msgspec.Struct, forbid_unknown_fields=True):
     version: int
     projects: dict[str, Decision]
+
+
+class ServerApproval(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The project MCP servers the user approved, each as it was written, and when."""
+
+    servers: dict[str, str]
+    """Server name -> :func:`server_fingerprint` of its entry when approved."""
+    at: Annotated[datetime, msgspec.Meta(tz=True)]
+
+
+class _ApprovalsFile(msgspec.Struct, forbid_unknown_fields=True):
+    version: int
+    projects: dict[str, ServerApproval]
+
+
+_File = TypeVar("_File", _TrustFile, _ApprovalsFile)
 
 
 # -- where things are -----------------------------------------------------------------------------
@@ -207,13 +245,15 @@ def _key(project: str | os.PathLike[str]) -> str:
 
 
 class TrustStore:
-    """The user's trust decisions, one per project folder, in a JSON file (see module docs).
+    """The user's trust decisions, one per project folder, in a JSON file (see module docs), and
+    beside it the project MCP servers each project's user approved (``server-approvals.json``).
 
-    Every call reads the file afresh: another agent may have decided meanwhile.
+    Every call reads the files afresh: another agent may have decided meanwhile.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        self.approvals_path = self.path.with_name("server-approvals.json")
 
     @classmethod
     def default(cls, env: Mapping[str, str] | None = None) -> TrustStore:
@@ -223,28 +263,8 @@ class TrustStore:
     def load(self) -> dict[str, Decision]:
         """Every decision by project path. A missing file is empty; a bad one raises
         :class:`TrustError` naming the file and what is wrong with it."""
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
-            return {}
-        except OSError as error:
-            raise TrustError(f"{self.path}: cannot read the trust file: {error.strerror}") from None
-        try:
-            data = msgspec.json.decode(raw, type=_TrustFile)
-        except msgspec.DecodeError as error:
-            raise TrustError(
-                f"{self.path}: the trust file is corrupt ({error}); fix or delete it "
-                "(deleting it forgets every trust decision)"
-            ) from None
-        if data.version != TRUST_FILE_VERSION:
-            raise TrustError(
-                f"{self.path}: unsupported trust file version {data.version} "
-                f"(this coding-agent knows version {TRUST_FILE_VERSION})"
-            )
-        for project in data.projects:
-            if not os.path.isabs(project):
-                raise TrustError(f"{self.path}: project {project!r} is not an absolute path")
-        return data.projects
+        data = self._read(self.path, _TrustFile, "trust file", "every trust decision")
+        return {} if data is None else data.projects
 
     def get(self, project: str | os.PathLike[str]) -> Decision | None:
         """The decision about ``project`` (resolved first), or ``None`` when there is none."""
@@ -258,38 +278,159 @@ class TrustStore:
         Reads, updates and atomically replaces the file while holding its lock; a corrupt file
         raises :class:`TrustError` and is left as it is.
         """
-        when = at if at is not None else datetime.now(UTC).replace(microsecond=0)
-        if when.tzinfo is None:
-            raise ValueError("the decision time must be timezone-aware")
-        decision = Decision(trusted=trusted, at=when)
-        key = _key(project)
-        try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if stat.S_IMODE(os.stat(self.path.parent).st_mode) != 0o700:
-                os.chmod(self.path.parent, 0o700)  # ours, and private whatever the umask
-            with self._locked():
-                projects = dict(self.load())
-                projects[key] = decision
-                record = _TrustFile(
-                    version=TRUST_FILE_VERSION, projects=dict(sorted(projects.items()))
-                )
-                self._replace(msgspec.json.format(msgspec.json.encode(record)) + b"\n")
-        except OSError as error:
-            raise TrustError(f"{self.path}: cannot write the trust file: {error}") from None
+        decision = Decision(trusted=trusted, at=_when(at))
+        with self._updating(self.path, "trust file"):
+            projects = dict(self.load())
+            projects[_key(project)] = decision
+            self._write(self.path, _TrustFile(TRUST_FILE_VERSION, dict(sorted(projects.items()))))
         return decision
 
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        lock = self.path.with_name(f".{self.path.name}.lock")
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing drops the lock
+    def approved_servers(self, project: str | os.PathLike[str]) -> ServerApproval | None:
+        """Which of ``project``'s ``.mcp.json`` servers the user approved, or ``None`` when
+        nothing was ever recorded for it. A bad file raises :class:`TrustError` naming it."""
+        data = self._read(
+            self.approvals_path, _ApprovalsFile, "server approvals file", "every approval"
+        )
+        return None if data is None else data.projects.get(_key(project))
 
-    def _replace(self, data: bytes) -> None:
-        write_atomic(self.path, data)
+    def approve_servers(
+        self,
+        project: str | os.PathLike[str],
+        servers: Mapping[str, Any],
+        *,
+        at: datetime | None = None,
+    ) -> ServerApproval:
+        """Record ``servers`` (name -> entry, as :func:`project_servers` returns them) as
+        ``project``'s approved servers, replacing what was approved before."""
+        approval = ServerApproval(
+            {name: server_fingerprint(entry) for name, entry in sorted(servers.items())},
+            _when(at),
+        )
+        with self._updating(self.approvals_path, "server approvals file"):
+            data = self._read(
+                self.approvals_path, _ApprovalsFile, "server approvals file", "every approval"
+            )
+            projects = {} if data is None else dict(data.projects)
+            projects[_key(project)] = approval
+            self._write(
+                self.approvals_path,
+                _ApprovalsFile(TRUST_FILE_VERSION, dict(sorted(projects.items()))),
+            )
+        return approval
+
+    def _read(self, path: Path, kind: type[_File], what: str, forgets: str) -> _File | None:
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise TrustError(f"{path}: cannot read the {what}: {error.strerror}") from None
+        try:
+            data = msgspec.json.decode(raw, type=kind)
+        except msgspec.DecodeError as error:
+            raise TrustError(
+                f"{path}: the {what} is corrupt ({error}); fix or delete it "
+                f"(deleting it forgets {forgets})"
+            ) from None
+        if data.version != TRUST_FILE_VERSION:
+            raise TrustError(
+                f"{path}: unsupported {what} version {data.version} "
+                f"(this coding-agent knows version {TRUST_FILE_VERSION})"
+            )
+        for project in data.projects:
+            if not os.path.isabs(project):
+                raise TrustError(f"{path}: project {project!r} is not an absolute path")
+        return data
+
+    @contextmanager
+    def _updating(self, path: Path, what: str) -> Iterator[None]:
+        """Hold the store's lock around a read-update-replace of ``path`` (its folder made
+        private first); an ``OSError`` becomes :class:`TrustError` naming the file."""
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if stat.S_IMODE(os.stat(path.parent).st_mode) != 0o700:
+                os.chmod(path.parent, 0o700)  # ours, and private whatever the umask
+            lock = self.path.with_name(f".{self.path.name}.lock")
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # closing drops the lock
+        except OSError as error:
+            raise TrustError(f"{path}: cannot write the {what}: {error}") from None
+
+    def _write(self, path: Path, record: _TrustFile | _ApprovalsFile) -> None:
+        write_atomic(path, msgspec.json.format(msgspec.json.encode(record)) + b"\n")
+
+
+def _when(at: datetime | None) -> datetime:
+    when = at if at is not None else datetime.now(UTC).replace(microsecond=0)
+    if when.tzinfo is None:
+        raise ValueError("the decision time must be timezone-aware")
+    return when
+
+
+def project_servers(project: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The servers of ``project``'s ``.mcp.json`` as written (name -> entry): the file's
+    ``mcpServers`` objects, except the ones marked ``"disabled": true``. Empty when the file is
+    missing or not a JSON object; facets-mcp reports what is wrong with it."""
+    try:
+        data = json.loads((Path(project) / PROJECT_SERVERS_FILE).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    entries = data.get("mcpServers") if isinstance(data, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if not isinstance(entries, dict):
+        return {}
+    return {
+        str(name): entry  # pyright: ignore[reportUnknownArgumentType]
+        for name, entry in entries.items()  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(entry, dict) and entry.get("disabled") is not True  # pyright: ignore[reportUnknownMemberType]
+    }
+
+
+def server_fingerprint(entry: Any) -> str:
+    """A digest of one server entry as written: any change to its command, arguments,
+    environment, URL, headers or ``sandbox`` flag changes it; key order and spacing do not."""
+    text = json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class ProjectServers(msgspec.Struct, frozen=True):
+    """Which of a trusted project's ``.mcp.json`` servers may start."""
+
+    approved: dict[str, dict[str, Any]]
+    """The servers approved as they are written now (name -> entry)."""
+    waiting: tuple[str, ...]
+    """The servers added or changed since the user approved the file's servers: not started
+    until ``/trust`` (or ``--trust``) approves them."""
+
+
+def check_project_servers(
+    project: str | os.PathLike[str],
+    store: TrustStore | None = None,
+    servers: Mapping[str, dict[str, Any]] | None = None,
+) -> ProjectServers:
+    """Split the servers of the (trusted) ``project``'s ``.mcp.json`` (``servers``, when given,
+    as :func:`project_servers` read them before) into approved and waiting.
+
+    A project with no approval record (trusted before approvals were kept) has its servers as
+    they are now recorded as approved, once; when that record cannot be written they are
+    approved for this start only. A bad approvals file raises :class:`TrustError`.
+    """
+    store = store if store is not None else TrustStore.default()
+    servers = dict(servers) if servers is not None else project_servers(project)
+    record = store.approved_servers(project)
+    if record is None:
+        with suppress(TrustError):
+            store.approve_servers(project, servers)
+        return ProjectServers(servers, ())
+    approved = {
+        name: entry
+        for name, entry in servers.items()
+        if record.servers.get(name) == server_fingerprint(entry)
+    }
+    return ProjectServers(approved, tuple(name for name in servers if name not in approved))
 
 
 def is_trusted(project: str | os.PathLike[str], store: TrustStore | None = None) -> bool:
@@ -374,6 +515,8 @@ def check_project(
     if decide and problem is not None:
         raise TrustError(f"refusing to trust this project: {problem}")
     decision = store.set(root, decide) if decide is not None else store.get(root)
+    if decide:  # --trust approves the project's MCP servers as they are written now
+        store.approve_servers(root, project_servers(root))
     project = ProjectTrust(
         root,
         tuple(local_facets_dirs(root)),

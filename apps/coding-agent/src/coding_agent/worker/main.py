@@ -116,6 +116,7 @@ from coding_agent.settings.trust import (
     TrustError,
     TrustStore,
     check_project,
+    check_project_servers,
 )
 from coding_agent.settings.xdg import state_home
 from coding_agent.worker.activity import ActivityWriter, activity_recorder, visit_recorder
@@ -685,14 +686,23 @@ def _settings_recorder(
 
 def _project_services(cwd: Path, env: Mapping[str, str] | None) -> dict[str, Any]:
     """``project_root`` and ``project_trusted`` for features that read project files only in a
-    trusted project (facets-mcp's ``.mcp.json``, facets-subagents' agent definitions); with
-    ``env``, ``mcp_env`` too (where the user's configuration is)."""
+    trusted project (facets-mcp's ``.mcp.json``, facets-subagents' agent definitions), and
+    ``project_mcp_approved``, the project's MCP servers the user approved as they are written
+    (none when the approvals cannot be read); with ``env``, ``mcp_env`` too (where the user's
+    configuration is)."""
+    store = TrustStore.default(env)
     try:
-        project = check_project(cwd, store=TrustStore.default(env))
+        project = check_project(cwd, store=store)
     except TrustError as exc:
         _log.warning("%s; project files stay untrusted", exc)
         return {"project_trusted": False, **({"mcp_env": dict(env)} if env is not None else {})}
     found: dict[str, Any] = {"project_root": str(project.root), "project_trusted": project.trusted}
+    found["project_mcp_approved"] = {}
+    if project.trusted:
+        try:
+            found["project_mcp_approved"] = check_project_servers(project.root, store).approved
+        except TrustError as exc:
+            _log.warning("%s; the project's MCP servers are not started", exc)
     if env is not None:
         found["mcp_env"] = dict(env)
     return found

@@ -7,8 +7,12 @@ load at start; this facet tells the user about what was left out and lets them c
 * at start, when the project is not trusted and holds setup of its own, one warning toast
   lists what waits (:func:`~coding_agent.context.waiting.waiting_for_trust`:
   ``.claude/commands (57), .mcp.json (2 servers) — /trust to load them``);
-* ``/trust`` shows the project folder and what it holds in a confirmation dialog and, when the
-  user agrees, records the decision in the trust store. Commands and skills are scanned again at
+* in a trusted project whose ``.mcp.json`` gained or changed a server since the user approved
+  its servers, one warning toast names the servers that are not started;
+* ``/trust`` shows the project folder and what it holds (each MCP server with the program it
+  runs) in a confirmation dialog and, when the user agrees, records the decision in the trust
+  store, with the servers shown as approved; in a trusted project it shows the servers waiting
+  for approval and approves them. Commands and skills are scanned again at
   once and the system prompt files apply from the next request; the notice names exactly what
   loads at the next start instead (subagents, hooks, MCP servers, permission rules, config and
   facet packages are set up when the session worker starts: ``/reload`` swaps new code into
@@ -21,6 +25,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from chord import Context, Facet, FacetEnvironment, define_facet
 from chord.textual import (
@@ -33,7 +38,15 @@ from chord.textual import (
     register_commands,
 )
 from coding_agent.context.waiting import Waiting, describe_waiting, waiting_for_trust
-from coding_agent.settings.trust import LOCAL_FACETS_DIR, TrustError, TrustStore, check_project
+from coding_agent.settings.trust import (
+    LOCAL_FACETS_DIR,
+    PROJECT_SERVERS_FILE,
+    TrustError,
+    TrustStore,
+    check_project,
+    check_project_servers,
+    project_servers,
+)
 
 __all__ = ["TRUST_COMMANDS", "TRUST_FACET_ID", "TrustTarget", "trust", "trust_facet"]
 
@@ -63,19 +76,69 @@ async def trust(target: TrustTarget, args: Arguments, ctx: Context) -> CommandOu
         raise CommandError(str(error)) from error
     if project.problem is not None:
         raise CommandError(f"Cannot trust this project: {project.problem}")
+    servers = project_servers(project.root)  # what the dialog shows is what gets approved
     if project.trusted:
-        return f"{project.root} is already trusted"
+        return await _approve_servers(target, project.root, servers, ctx)
     waiting = waiting_for_trust(project.root)
     packages = tuple(folder.name for folder in project.facets_dirs)
-    if not await _confirm(target.tui, project.root, project.owner, waiting, packages, ctx):
+    if not await _confirm(target.tui, project.root, project.owner, waiting, packages, servers, ctx):
         return "Trust unchanged"
     try:
         target.store().set(project.root, True)
+        target.store().approve_servers(project.root, servers)
     except TrustError as error:
         raise CommandError(str(error)) from error
     for rescan in target.rescans:
         rescan()
     return f"Trusted {project.root}.{_loaded(waiting)}"
+
+
+async def _approve_servers(
+    target: TrustTarget, root: Path, servers: dict[str, dict[str, Any]], ctx: Context
+) -> str:
+    """``/trust`` in a trusted project: approve the ``.mcp.json`` servers that wait, if any."""
+    try:
+        shown = check_project_servers(root, target.store(), servers).waiting
+    except TrustError as error:
+        raise CommandError(str(error)) from error
+    if not shown:
+        return f"{root} is already trusted"
+    body = (
+        f"{root / PROJECT_SERVERS_FILE} has {len(shown)} server{'' if len(shown) == 1 else 's'} "
+        f"added or changed since you approved its servers:\n\n{_server_lines(servers, shown)}\n\n"
+        "An MCP server runs as a program with your permissions whenever coding-agent starts in "
+        "this folder. Approve only what you expected to change."
+    )
+    modal = await target.tui.acquire_modal(ctx)
+    try:
+        agreed = await modal.confirm("Start these MCP servers?", body, yes="Approve", no="Cancel")
+    finally:
+        modal.close()
+    if not agreed:
+        return "Servers unchanged: not started"
+    try:
+        target.store().approve_servers(root, servers)
+    except TrustError as error:
+        raise CommandError(str(error)) from error
+    return (
+        f"Approved {', '.join(shown)}. Restart coding-agent (coding-agent --continue) to start "
+        f"{'it' if len(shown) == 1 else 'them'}."
+    )
+
+
+def _server_lines(servers: Mapping[str, Mapping[str, Any]], names: Sequence[str]) -> str:
+    """One line per server: its name and the program it runs (or the address it reaches)."""
+    lines: list[str] = []
+    for name in names:
+        entry = servers[name]
+        if "command" in entry:
+            args = entry.get("args")
+            words = [str(entry["command"]), *(map(str, args) if isinstance(args, list) else ())]
+            runs = " ".join(words)
+        else:
+            runs = str(entry.get("url", "?"))
+        lines.append(f"  {name}: {runs if len(runs) <= 120 else runs[:119] + '…'}")
+    return "\n".join(lines)
 
 
 TRUST_COMMANDS: tuple[Command[TrustTarget], ...] = (
@@ -110,6 +173,7 @@ def trust_facet(
                 tui.notify(str(error), severity="error")
                 return
             if project.trusted:
+                _notify_waiting_servers(tui, project.root, target.store())
                 return
             if project.problem is not None:  # it can never be trusted: say why, once
                 notice = project.warning("/trust")
@@ -130,6 +194,23 @@ def trust_facet(
     return setup
 
 
+def _notify_waiting_servers(tui: TuiService, root: Path, store: TrustStore) -> None:
+    """The start-up warning naming the trusted project's MCP servers that wait for approval."""
+    try:
+        waiting = check_project_servers(root, store).waiting
+    except TrustError as error:
+        tui.notify(f"{error}; this project's MCP servers are not started", severity="error")
+        return
+    if waiting:
+        count = len(waiting)
+        tui.notify(
+            f"{PROJECT_SERVERS_FILE}: {count} server{'' if count == 1 else 's'} added or changed "
+            f"since you approved this project's servers, not started: {', '.join(waiting)}. "
+            "/trust to review",
+            severity="warning",
+        )
+
+
 def _loaded(waiting: list[Waiting]) -> str:
     """What trusting loaded now and what waits for a restart, as the notice's sentences."""
     now = [item for item in waiting if item.live]
@@ -148,10 +229,13 @@ async def _confirm(
     owner: str,
     waiting: list[Waiting],
     packages: tuple[str, ...],
+    servers: dict[str, dict[str, Any]],
     ctx: Context,
 ) -> bool:
     held = describe_waiting(waiting) or "nothing yet"
     named = f" Its facet packages: {', '.join(packages)}." if packages else ""
+    if servers:
+        named += f" Its MCP servers:\n{_server_lines(servers, list(servers))}"
     body = (
         f"{root}\n(owned by {owner})\n\nIts own setup will be read: {held}.{named}\n\n"
         f"Facet packages ({LOCAL_FACETS_DIR}), hooks and MCP servers run as programs with your "
