@@ -62,6 +62,11 @@ def local_package(project: Path) -> Path:
     return package
 
 
+def said(kit: Any, app: Any, text: str) -> bool:
+    """Whether a toast of the app holds ``text``."""
+    return any(text in message for _, message in kit.toasts(app))
+
+
 def _confirm_open(app: Any) -> bool:
     screen = app.screen
     return isinstance(screen, ConfirmScreen) and screen.armed
@@ -73,26 +78,23 @@ async def test_untrusted_packages_warn_once_and_trust_asks_then_records(
     keeper = kit.supervisor(session, agent_env)
     seen: dict[str, Any] = {}
 
-    def said(app: Any, text: str) -> bool:
-        return any(text in message for _, message in kit.toasts(app))
-
     async def test(pilot: Any) -> None:
         app = kit.app_of(pilot)
         await kit.wait_for(pilot, lambda: kit.idle(app), "the view")
-        await kit.wait_for(pilot, lambda: said(app, "waits for /trust"), "the warning")
+        await kit.wait_for(pilot, lambda: said(kit, app, "waits for /trust"), "the warning")
         seen["warnings"] = [m for s, m in kit.toasts(app) if s == "warning"]
         await pilot.press(*"/trust", "enter")
         await kit.wait_for(pilot, lambda: _confirm_open(app), "the trust dialog")
         seen["dialog"] = str(app.screen.query_one(".body Static").render())
         await pilot.press("escape")
-        await kit.wait_for(pilot, lambda: said(app, "Trust unchanged"), "the refusal")
+        await kit.wait_for(pilot, lambda: said(kit, app, "Trust unchanged"), "the refusal")
         seen["after_cancel"] = trust_path().exists()
         await pilot.press(*"/trust", "enter")
         await kit.wait_for(pilot, lambda: _confirm_open(app), "the trust dialog again")
         await pilot.press("enter")
-        await kit.wait_for(pilot, lambda: said(app, f"Trusted {project}."), "the trust toast")
+        await kit.wait_for(pilot, lambda: said(kit, app, f"Trusted {project}."), "the trust toast")
         await pilot.press(*"/trust", "enter")
-        await kit.wait_for(pilot, lambda: said(app, "is already trusted"), "already trusted")
+        await kit.wait_for(pilot, lambda: said(kit, app, "is already trusted"), "already trusted")
         seen["toasts"] = [m for _, m in kit.toasts(app)]
 
     await kit.drive(session, keeper, test)
@@ -145,16 +147,13 @@ async def test_a_claude_code_projects_setup_is_named_and_its_commands_load_at_tr
     keeper = kit.supervisor(session, agent_env)
     seen: dict[str, Any] = {}
 
-    def said(app: Any, text: str) -> bool:
-        return any(text in message for _, message in kit.toasts(app))
-
     def offered(app: Any) -> list[str]:
         return [str(s.label) for s in app.editor.palette.suggestions]
 
     async def test(pilot: Any) -> None:
         app = kit.app_of(pilot)
         await kit.wait_for(pilot, lambda: kit.idle(app), "the view")
-        await kit.wait_for(pilot, lambda: said(app, "waits for /trust"), "the warning")
+        await kit.wait_for(pilot, lambda: said(kit, app, "waits for /trust"), "the warning")
         seen["warning"] = [m for s, m in kit.toasts(app) if s == "warning"]
         await pilot.press(*"/hel")
         await kit.wait_for(pilot, lambda: app.editor.palette.display, "the palette")
@@ -164,7 +163,7 @@ async def test_a_claude_code_projects_setup_is_named_and_its_commands_load_at_tr
         await kit.wait_for(pilot, lambda: _confirm_open(app), "the trust dialog")
         seen["dialog"] = str(app.screen.query_one(".body Static").render())
         await pilot.press("enter")
-        await kit.wait_for(pilot, lambda: said(app, f"Trusted {project}."), "the trust toast")
+        await kit.wait_for(pilot, lambda: said(kit, app, f"Trusted {project}."), "the trust toast")
         seen["trusted"] = [m for _, m in kit.toasts(app) if m.startswith("Trusted")]
         await pilot.press(*"/hel")
         await kit.wait_for(pilot, lambda: "/hello" in offered(app), "the project's command")
@@ -199,26 +198,23 @@ async def test_a_server_added_after_trust_is_named_at_start_and_trust_approves_i
     keeper = kit.supervisor(session, agent_env)
     seen: dict[str, Any] = {}
 
-    def said(app: Any, text: str) -> bool:
-        return any(text in message for _, message in kit.toasts(app))
-
     async def test(pilot: Any) -> None:
         app = kit.app_of(pilot)
         await kit.wait_for(pilot, lambda: kit.idle(app), "the view")
-        await kit.wait_for(pilot, lambda: said(app, "not started"), "the warning")
+        await kit.wait_for(pilot, lambda: said(kit, app, "not started"), "the warning")
         seen["warnings"] = [m for s, m in kit.toasts(app) if s == "warning"]
         await pilot.press(*"/trust", "enter")
         await kit.wait_for(pilot, lambda: _confirm_open(app), "the approval dialog")
         seen["dialog"] = str(app.screen.query_one(".body Static").render())
         await pilot.press("escape")
-        await kit.wait_for(pilot, lambda: said(app, "Servers unchanged"), "the refusal")
+        await kit.wait_for(pilot, lambda: said(kit, app, "Servers unchanged"), "the refusal")
         seen["after_cancel"] = store.approved_servers(project)
         await pilot.press(*"/trust", "enter")
         await kit.wait_for(pilot, lambda: _confirm_open(app), "the approval dialog again")
         await pilot.press("enter")
-        await kit.wait_for(pilot, lambda: said(app, "Approved planted."), "the approval")
+        await kit.wait_for(pilot, lambda: said(kit, app, "Approved planted."), "the approval")
         await pilot.press(*"/trust", "enter")
-        await kit.wait_for(pilot, lambda: said(app, "is already trusted"), "nothing waits")
+        await kit.wait_for(pilot, lambda: said(kit, app, "is already trusted"), "nothing waits")
         seen["toasts"] = [m for _, m in kit.toasts(app)]
 
     await kit.drive(session, keeper, test)
