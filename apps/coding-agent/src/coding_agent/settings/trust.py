@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import fcntl
 import grp
-import hashlib
 import json
 import os
 import pwd
@@ -392,6 +391,9 @@ def project_servers(project: str | os.PathLike[str]) -> dict[str, dict[str, Any]
 def server_fingerprint(entry: Any) -> str:
     """A digest of one server entry as written: any change to its command, arguments,
     environment, URL, headers or ``sandbox`` flag changes it; key order and spacing do not."""
+    # lazy: start-up time (a start reads fingerprints only in a project that has .mcp.json)
+    import hashlib
+
     text = json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
