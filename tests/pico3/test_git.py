@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pico3 import run_git
+from pico3.git import submodule_git_entries
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -118,3 +119,48 @@ def test_run_git_refuses_other_commands(tmp_path: Path) -> None:
         run_git(tmp_path, "commit")
     with pytest.raises(ValueError, match=r"got \[\]"):
         run_git(tmp_path)
+
+
+def _committed(folder: Path) -> Path:
+    folder.mkdir()
+    _git(folder, "init", "-q", ".")
+    _git(folder, *WHO, "commit", "-q", "--allow-empty", "-m", "first")
+    return folder
+
+
+WHO = ("-c", "user.email=t@example.com", "-c", "user.name=t")
+FILES = ("-c", "protocol.file.allow=always")
+
+
+def test_submodule_git_entries_names_every_repository_git_enters(tmp_path: Path) -> None:
+    """An absorbed submodule (its ``.git`` a file) and its own submodule, one not checked out
+    (its empty folder), an embedded repository added as it is (its ``.git`` a folder); read
+    without running the superproject's ``core.fsmonitor``, and read again once the index
+    changes."""
+    repo, markers = armed_repository(tmp_path)
+    lib = _committed(tmp_path / "lib")
+    outer = _committed(tmp_path / "outer")
+    _git(outer, *FILES, "submodule", "add", "-q", str(lib), "deep")
+    _git(outer, *WHO, "commit", "-qm", "with deep")
+    _git(repo, *FILES, "submodule", "add", "-q", str(outer), "libs/outer")
+    _git(repo / "libs" / "outer", *FILES, "submodule", "update", "-q", "--init")
+    _git(repo, *FILES, "submodule", "add", "-q", str(lib), "libs/unfetched")
+    shutil.rmtree(repo / "libs" / "unfetched")
+    (repo / "libs" / "unfetched").mkdir()  # as a clone leaves a submodule never updated
+    (markers / "fsmonitor").unlink(missing_ok=True)  # plain git ran it above
+
+    libs = repo / "libs"
+    entries = submodule_git_entries(repo)
+    assert sorted(entries) == sorted(
+        str(p)
+        for p in (libs / "outer" / ".git", libs / "outer" / "deep" / ".git", libs / "unfetched")
+    )
+    assert (libs / "outer" / ".git").is_file() and (libs / "outer" / "deep" / ".git").is_file()
+    assert submodule_git_entries(libs) == entries, "from a folder of the repository"
+    assert not (markers / "fsmonitor").exists(), "git ran with the repository's fsmonitor off"
+
+    embedded = _committed(repo / "embedded")
+    subprocess.run(["git", "add", "embedded"], cwd=repo, check=True, capture_output=True)
+    assert str(embedded / ".git") in submodule_git_entries(repo), "the index changed: read again"
+    assert (embedded / ".git").is_dir()
+    assert submodule_git_entries(tmp_path) == [], "not in a repository"

@@ -6,6 +6,7 @@ tests/app/worker/test_sandbox.py; here the policy's shape and the unavailable pa
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 from pathlib import Path
@@ -74,6 +75,25 @@ def test_the_argv_binds_then_hides_and_keeps_read_only(tmp_path: Path) -> None:
         [*argv[:-1], "cat", f"{tmp_path}/home/.netrc"], env=env, capture_output=True, text=True
     )
     assert "password" not in done.stdout + done.stderr  # /dev/null over it: nothing to read
+
+
+@needs_bwrap
+def test_a_read_only_repository_is_bound_whole_whether_its_git_is_a_folder_or_a_file(
+    tmp_path: Path,
+) -> None:
+    policy = _policy(tmp_path)
+    project = Path(policy.project)
+    worktree = project / "worktree"
+    worktree.mkdir()
+    (worktree / ".git").write_text("gitdir: /elsewhere/.git/worktrees/w\n")  # a worktree's
+    policy = dataclasses.replace(policy, read_only_repositories=(str(project), str(worktree)))
+    argv, _env = Sandbox(policy).wrap(["true"], cwd=policy.project, env={})
+    joined = " ".join(argv)
+    assert f"--ro-bind {project}/.git {project}/.git" in joined
+    assert f"--ro-bind {worktree}/.git {worktree}/.git" in joined
+    assert f"  read-only inside: {worktree}/.git (and its submodules')" in policy.describe()
+    no_git = dataclasses.replace(policy, read_only_repositories=(str(tmp_path / "home"),))
+    assert "/home/.git" not in " ".join(Sandbox(no_git).wrap(["true"], cwd="/", env={})[0])
 
 
 def test_refusals_are_explained_in_one_line() -> None:

@@ -158,15 +158,76 @@ async def test_the_files_that_run_code_outside_stay_read_only_even_where_missing
     assert sorted(p.name for p in (project / ".claude").iterdir()) == []
     assert list((project / ".coding-agent").iterdir()) == []  # made, empty
     assert (project / ".envrc").read_text() == "use flake\n"
-    # the rest of the project is the command's: files, folders, commits
+    # the rest of the project is the command's files and folders; git reads it, and what
+    # would write the repository (a commit) is refused, with the way to ask to run it outside
     text = await bash(
-        "echo work > notes.txt && mkdir -p src && git add -A && "
-        "git -c user.name=a -c user.email=a@b commit -qm work && git status --short && echo ok",
-        project,
-        found,
+        "echo work > notes.txt && mkdir -p src && git status --short && echo ok", project, found
     )
-    assert text.split() == ["ok"], text  # the empty folders are nothing git sees
-    assert (project / "notes.txt").read_text() == "work\n"
+    assert text.split() == ["??", ".envrc", "??", "notes.txt", "ok"], text
+    assert (project / "notes.txt").read_text() == "work\n"  # the empty folders: nothing to git
+    text = await bash(
+        "git add -A && git -c user.name=a -c user.email=a@b commit -qm w", project, found
+    )
+    assert "index.lock': Read-only file system" in text, text
+    assert "not its git repository (a commit, checkout or stash runs outside)" in text
+    assert "outside_sandbox: true" in text
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=a",
+            "-c",
+            "user.email=a@b",
+            "-c",
+            "protocol.file.allow=always",
+            *args,
+        ],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+
+
+async def test_no_repository_git_enters_can_be_given_a_configuration_from_inside(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """``git status`` in a superproject runs ``git status`` in each submodule, with that
+    submodule's configuration (``core.fsmonitor`` names a program). From inside, a command could
+    otherwise have written a submodule's configuration, pointed its ``.git`` file at a
+    repository of its own, or made a new repository a submodule by adding it to the index; the
+    user's next ``git status`` would then run its program, outside."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    _git(lib, "init", "-q", ".")
+    (lib / "a.txt").write_text("a\n")
+    _git(lib, "add", "a.txt")
+    _git(lib, "commit", "-qm", "a")
+    project = tmp_path / "repo"
+    project.mkdir()
+    _git(project, "init", "-q", ".")
+    _git(project, "submodule", "add", "-q", str(lib), "lib")
+    _git(project, "commit", "-qm", "with a submodule")
+    marker = tmp_path / "ran"
+    fsmonitor = f"printf '[core]\\n\\tfsmonitor = \"touch {marker}; false\"\\n'"
+    policy = sandbox_policy(project, f"test-{os.getpid()}-{tmp_path.name}", env=env)
+    found = session_sandbox(policy, env, enforced=True)
+    assert isinstance(found, Sandbox), found
+    attempts = [
+        f"{fsmonitor} >> .git/modules/lib/config",
+        "echo x > .git/modules/lib/hooks/post-checkout",
+        "mkdir evil && cp -r .git/modules/lib/. evil/ && echo 'gitdir: ../evil' > lib/.git",
+        "git init -q sub && git -C sub -c user.name=a -c user.email=a@b commit -q "
+        f"--allow-empty -m s && {fsmonitor} >> sub/.git/config && git add sub",
+    ]
+    for command in attempts:
+        text = await bash(command, project, found)
+        assert "Read-only file system" in text, (command, text)
+    await anyio.run_process(["git", "status"], cwd=project)  # the user's, outside
+    assert not marker.exists()
+    assert (project / "lib" / ".git").read_text() == "gitdir: ../.git/modules/lib\n"
 
 
 async def test_credentials_and_the_agents_files_are_unreadable(

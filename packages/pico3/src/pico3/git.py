@@ -63,7 +63,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 
-__all__ = ["run_git"]
+__all__ = ["run_git", "submodule_git_entries"]
 
 _COMMANDS = frozenset({"ls-files", "rev-parse", "status", "diff", "log", "show", "ls-tree"})
 """The git commands :func:`run_git` accepts: built-ins that only read, never an alias."""
@@ -176,3 +176,72 @@ def run_git(
         check=False,
         timeout=timeout,
     )
+
+
+_GITLINKS: dict[tuple[str, int], tuple[tuple[int, int, int], list[str]]] = {}
+""":func:`submodule_git_entries`' answers by ``(tree, depth)``, with the index's ``(device,
+inode, mtime)`` they were read from: looked up again only when the index changed."""
+
+
+def _index_of(tree: str) -> str | None:
+    """The index file of the repository ``tree`` is in (git's own search: the first ``.git``
+    folder, or ``gitdir:`` file, at or above ``tree``), or ``None`` outside any."""
+    folder = tree
+    while True:
+        entry = os.path.join(folder, ".git")
+        if os.path.isdir(entry):
+            return os.path.join(entry, "index")
+        if os.path.isfile(entry):
+            try:
+                with open(entry, encoding="utf-8", errors="replace") as gitfile:
+                    line = gitfile.readline().strip()
+            except OSError:
+                return None
+            if not line.startswith("gitdir:"):
+                return None
+            return os.path.join(folder, line[len("gitdir:") :].strip(), "index")
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def submodule_git_entries(tree: str | os.PathLike[str], *, depth: int = 3) -> list[str]:
+    """The ``.git`` (a ``gitdir:`` file, or an old-style folder) of every submodule that the
+    index of ``tree``'s repository records at or below ``tree`` (its gitlinks), and of their
+    submodules in turn, down to ``depth`` levels: the repositories git enters on its own (a
+    ``git status`` in the superproject runs one in each submodule, with that submodule's
+    configuration, ``core.fsmonitor`` included). A submodule not checked out (its folder
+    empty, no ``.git``) is given as its folder: a ``.git`` made there would be entered too.
+    Absolute paths; empty outside a repository or without git. Read with :func:`run_git`;
+    cached until the index changes."""
+    folder = os.path.realpath(tree)
+    index = _index_of(folder)
+    if depth <= 0 or index is None:
+        return []
+    try:
+        info = os.stat(index)
+    except OSError:
+        return []
+    stamp = (info.st_dev, info.st_ino, info.st_mtime_ns)
+    cached = _GITLINKS.get((folder, depth))
+    if cached is not None and cached[0] == stamp:
+        return list(cached[1])
+    try:
+        done = run_git(folder, "ls-files", "--stage", "-z", timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    found: list[str] = []
+    for record in done.stdout.split(b"\0") if done.returncode == 0 else ():
+        mode, _, rest = record.partition(b" ")
+        if mode != b"160000":
+            continue
+        path = os.path.join(folder, os.fsdecode(rest.partition(b"\t")[2]))
+        entry = os.path.join(path, ".git")
+        if os.path.lexists(entry):
+            found.append(entry)
+            found += submodule_git_entries(path, depth=depth - 1)
+        elif os.path.isdir(path):
+            found.append(path)
+    _GITLINKS[(folder, depth)] = (stamp, found)
+    return list(found)

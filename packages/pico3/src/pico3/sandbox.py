@@ -10,7 +10,9 @@ What a sandboxed command gets (:class:`SandboxPolicy`):
   its own PID namespace;
 * **writable**: the project folder, the session's temporary folder (``TMPDIR`` points there;
   ``/tmp`` itself stays read-only) and the ``allow_write`` paths, but for the ``read_only``
-  paths inside them (the host names what runs code outside: ``.git/hooks``...);
+  paths inside them (the host names what runs code outside: ``.vscode``...) and the
+  repositories of the ``read_only_repositories`` work trees (their ``.git``, and each
+  submodule's: :func:`pico3.git.submodule_git_entries`);
 * **unreadable**: the ``deny_read`` paths (:data:`DEFAULT_DENY_READ`: ``~/.ssh``, ``~/.aws``,
   ``~/.gnupg``, ``~/.config/gcloud``, ``~/.docker``, ``~/.netrc``; the host adds its own
   configuration, trust file and session state): an empty read-only tmpfs over a folder,
@@ -66,6 +68,7 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pico3.git import submodule_git_entries
 from pico3.sandbox_proxy import FORWARDER, PROXY_PORT
 from pico3.seatbelt import SANDBOX_EXEC, seatbelt_profile
 from pico3.unix_sockets import unix_socket_filter
@@ -276,7 +279,14 @@ class SandboxPolicy:
     network: bool = False
     home: str | None = None
     read_only: tuple[str, ...] = ()
-    """Paths inside a writable one that stay read-only (laid over it; ``.git/hooks``...)."""
+    """Paths inside a writable one that stay read-only (laid over it; ``.vscode``...)."""
+    read_only_repositories: tuple[str, ...] = ()
+    """Work trees inside a writable path whose git repositories stay read-only: the tree's
+    ``.git`` (a folder, or a worktree's ``gitdir:`` file) and the ``.git`` of every submodule
+    its index records, looked up when a command is wrapped. Git runs what a repository's
+    configuration and hooks name, in the superproject and in each submodule a ``git status``
+    enters, and a command that can write the index can make any folder a submodule; so none
+    of it is a command's to change (a commit, a checkout, a stash run outside, asked for)."""
     read_only_folders: tuple[str, ...] = ()
     """Folders inside a writable one that stay read-only, made (empty) where they are missing
     when a command is wrapped: a path that does not exist cannot be laid over, so a command
@@ -302,7 +312,13 @@ class SandboxPolicy:
             if not os.path.lexists(folder):
                 with contextlib.suppress(OSError):
                     os.mkdir(folder)
-        return _existing([*(_expand(p, self.home) for p in self.read_only), *folders])
+        repositories: list[str] = []
+        for tree in (_expand(p, self.home) for p in self.read_only_repositories):
+            entries = [os.path.join(tree, ".git"), *submodule_git_entries(tree)]
+            repositories += [os.path.realpath(entry) for entry in entries]
+        return _existing(
+            [*(_expand(p, self.home) for p in self.read_only), *folders, *repositories]
+        )
 
     def hidden(self) -> list[str]:
         """The unreadable paths, resolved (the ones that exist)."""
@@ -329,6 +345,10 @@ class SandboxPolicy:
             "read-only: the whole file system, except:",
             *(f"  writable: {p}" for p in (self.project, self.temp_dir, *self.allow_write)),
             *(f"  read-only inside: {p}" for p in (*self.read_only, *self.read_only_folders)),
+            *(
+                f"  read-only inside: {p}/.git (and its submodules')"
+                for p in self.read_only_repositories
+            ),
             *(f"  unreadable: {p}" for p in self.deny_read),
             f"network: {self._network()}",
         ]
@@ -495,7 +515,8 @@ _REFUSALS: tuple[tuple[tuple[str, ...], str], ...] = (
     (
         ("Read-only file system",),
         "the sandbox refused a write: only the project folder and the temporary folder "
-        "($TMPDIR) are writable",
+        "($TMPDIR) are writable, and in the project not its git repository (a commit, "
+        "checkout or stash runs outside) nor the files that make code run later",
     ),
     (
         (

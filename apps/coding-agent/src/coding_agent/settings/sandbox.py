@@ -8,8 +8,9 @@ writable, besides the user's ``sandbox.allow_write``; with ``sandbox.allow_domai
 agent's session storage, the unix sockets through which a command could have code run outside
 (:data:`SESSION_SOCKETS`: the user's runtime folder with the session bus and the warm start's
 fork server, Docker's, the X server's), and ``sandbox.deny_read``. Inside the project, the files that make the
-machine run code later, outside the sandbox (:data:`PROJECT_READ_ONLY`: ``.git/hooks``,
-``.git/config``, ``.claude``, ``.coding-agent``, ``.mcp.json``, ``.vscode``...) stay read-only
+machine run code later, outside the sandbox (:data:`PROJECT_READ_ONLY`: ``.claude``,
+``.coding-agent``, ``.mcp.json``, ``.vscode``...; and the git repository, whole, with its
+submodules') stay read-only
 (``.claude`` and ``.coding-agent`` are made, empty, where missing: :data:`PROJECT_FOLDERS_MADE`),
 and so do the shell's and git's start-up files in the home folder (:data:`HOME_READ_ONLY`, for a
 project opened in ``~``).
@@ -42,15 +43,15 @@ __all__ = [
     "session_sandbox",
 ]
 
-PROJECT_READ_ONLY: tuple[str, ...] = (
-    ".git/hooks",
-    ".git/config",
-    *(g.pattern.rstrip("/") for g in CODE_PATHS if not g.pattern.startswith(".git/")),
+PROJECT_READ_ONLY: tuple[str, ...] = tuple(
+    g.pattern.rstrip("/") for g in CODE_PATHS if not g.pattern.startswith(".git/")
 )
 """Paths in the project a sandboxed command may not change, where they exist: each makes code
 run outside (:data:`~coding_agent.settings.guarded_paths.CODE_PATHS`, the list a write or edit
-asks for; of ``.git/``, whose objects and index a command's commits write, the hooks and the
-configuration)."""
+asks for). The project's git repository is read-only too, whole, with its submodules'
+(:attr:`pico3.SandboxPolicy.read_only_repositories`): its configuration and hooks run code,
+and so does any folder a command could make a submodule by writing the index; a commit, a
+checkout or a stash is asked for, to run outside."""
 
 PROJECT_FOLDERS_MADE: tuple[str, ...] = (".claude", ".coding-agent")
 """Of those, the folders made (empty) in the project where they are missing, so that they too
@@ -124,6 +125,7 @@ def sandbox_policy(
         allow_write=tuple(allow_write),
         deny_read=(*DEFAULT_DENY_READ, *own, *sockets, *deny_read),
         read_only=(*(os.path.join(root, p) for p in PROJECT_READ_ONLY), *HOME_READ_ONLY),
+        read_only_repositories=(root,),
         read_only_folders=tuple(os.path.join(root, p) for p in PROJECT_FOLDERS_MADE),
         home=home,
         proxy_socket=str(proxy_socket_path(session_id)) if allow_domains else None,
