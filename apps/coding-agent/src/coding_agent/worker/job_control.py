@@ -35,6 +35,8 @@ import shutil
 from typing import Any
 from urllib.parse import quote
 
+import anyio
+
 from chord import Context
 from coding_agent.worker.tools import JobInfo, ToolError
 from pico3 import (
@@ -111,7 +113,10 @@ class HarnessJobs:
         if sandbox is None:
             value = job_input(_shell(), ["-c", command], cwd=cwd, notify=True, rerun=True)
         else:  # the job's argv is bwrap's: the process host needs no sandbox of its own
-            argv, environ = sandbox.wrap([_shell(), "-c", command], cwd=cwd, env={})
+            # in a thread: a wrap may read the repository's submodules with git first
+            argv, environ = await anyio.to_thread.run_sync(
+                lambda: sandbox.wrap([_shell(), "-c", command], cwd=cwd, env={})
+            )
             label = f"{_shell()} -c {command}"  # notices show the command, not bwrap's argv
             value = job_input(
                 argv[0], argv[1:], cwd=cwd, env=environ, notify=True, rerun=True, label=label
