@@ -81,7 +81,8 @@ async def trust(target: TrustTarget, args: Arguments, ctx: Context) -> CommandOu
         return await _approve_servers(target, project.root, servers, ctx)
     waiting = waiting_for_trust(project.root)
     packages = tuple(folder.name for folder in project.facets_dirs)
-    if not await _confirm(target.tui, project.root, project.owner, waiting, packages, servers, ctx):
+    body = _trust_body(project.root, project.owner, waiting, packages, servers)
+    if not await _ask(target.tui, "Trust this folder?", body, "Trust", ctx):
         return "Trust unchanged"
     try:
         target.store().set(project.root, True)
@@ -109,12 +110,7 @@ async def _approve_servers(
         "An MCP server runs as a program with your permissions whenever coding-agent starts in "
         "this folder. Approve only what you expected to change."
     )
-    modal = await target.tui.acquire_modal(ctx)
-    try:
-        agreed = await modal.confirm("Start these MCP servers?", body, yes="Approve", no="Cancel")
-    finally:
-        modal.close()
-    if not agreed:
+    if not await _ask(target.tui, "Start these MCP servers?", body, "Approve", ctx):
         return "Servers unchanged: not started"
     try:
         target.store().approve_servers(root, servers)
@@ -223,27 +219,30 @@ def _loaded(waiting: list[Waiting]) -> str:
     return text
 
 
-async def _confirm(
-    tui: TuiService,
+def _trust_body(
     root: Path,
     owner: str,
     waiting: list[Waiting],
     packages: tuple[str, ...],
     servers: dict[str, dict[str, Any]],
-    ctx: Context,
-) -> bool:
+) -> str:
+    """The trust dialog's text: the folder, its owner, what will be read, what runs."""
     held = describe_waiting(waiting) or "nothing yet"
     named = f" Its facet packages: {', '.join(packages)}." if packages else ""
     if servers:
         named += f" Its MCP servers:\n{_server_lines(servers, list(servers))}"
-    body = (
+    return (
         f"{root}\n(owned by {owner})\n\nIts own setup will be read: {held}.{named}\n\n"
         f"Facet packages ({LOCAL_FACETS_DIR}), hooks and MCP servers run as programs with your "
         "permissions whenever coding-agent starts in this folder; commands and skills tell the "
         "model what to do. Trust it only if you trust where it came from."
     )
+
+
+async def _ask(tui: TuiService, title: str, body: str, yes: str, ctx: Context) -> bool:
+    """The confirmation dialog of ``/trust``: ``yes`` or Cancel."""
     modal = await tui.acquire_modal(ctx)
     try:
-        return await modal.confirm("Trust this folder?", body, yes="Trust", no="Cancel")
+        return await modal.confirm(title, body, yes=yes, no="Cancel")
     finally:
         modal.close()
