@@ -339,11 +339,8 @@ def _only_approved(data: Any, approved: Mapping[str, Any], path: Path) -> tuple[
     kept: dict[str, Any] = {}
     waiting: list[str] = []
     for name, entry in entries.items():  # pyright: ignore[reportUnknownVariableType]
-        if (
-            not isinstance(entry, dict)
-            or entry.get("disabled") is True
-            or approved.get(name) == entry
-        ):  # pyright: ignore[reportUnknownMemberType]
+        disabled = isinstance(entry, dict) and entry.get("disabled") is True  # pyright: ignore[reportUnknownMemberType]
+        if not isinstance(entry, dict) or disabled or approved.get(name) == entry:
             kept[name] = entry
         else:
             waiting.append(
