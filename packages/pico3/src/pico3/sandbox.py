@@ -55,13 +55,10 @@ Standard library only (a leaf of pico3's layers).
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import hashlib
 import os
 import platform
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -69,6 +66,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pico3.git import submodule_git_entries
+from pico3.sandbox_placeholders import Placeholders, private_folder
 from pico3.sandbox_proxy import FORWARDER, PROXY_PORT
 from pico3.seatbelt import SANDBOX_EXEC, seatbelt_profile
 from pico3.unix_sockets import unix_socket_filter
@@ -215,22 +213,16 @@ def _loading_filter(options: list[str], seccomp: str) -> list[str]:
 
 
 def _filter_file() -> str | None:
-    """The file holding :data:`_FILTER` (``None`` on an architecture without one), in a folder
-    of the user's own (``<tmp>/pico3-<uid>``, ``0700``; hidden inside the sandbox, so no command
-    can change the filter the next one loads). Checked once per process (written atomically
-    when missing or different), and written again if something removed it. A folder of that
-    name that is not the user's alone (another user's, a link) is not used: the file then goes
-    into a private folder of this process's, removed at its exit."""
+    """The file holding :data:`_FILTER` (``None`` on an architecture without one), in the
+    user's private folder (:func:`~pico3.sandbox_placeholders.private_folder`; hidden inside
+    the sandbox, so no command can change the filter the next one loads). Checked once per
+    process (written atomically when missing or different), and written again if something
+    removed it."""
     if _FILTER is None:
         return None
     if _filter_path and os.path.isfile(_filter_path[0]):
         return _filter_path[0]
-    folder = os.path.join(tempfile.gettempdir(), f"pico3-{os.getuid()}")
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(folder, 0o700)
-    if not _private_folder(folder):
-        folder = tempfile.mkdtemp(prefix="pico3-seccomp-")
-        atexit.register(shutil.rmtree, folder, True)
+    folder = private_folder()
     name = f"unix-sockets-{hashlib.sha256(_FILTER).hexdigest()[:16]}.bpf"
     path = os.path.join(folder, name)
     try:
@@ -245,15 +237,6 @@ def _filter_file() -> str | None:
         os.replace(temporary, path)
     _filter_path[:] = [path]
     return path
-
-
-def _private_folder(folder: str) -> bool:
-    """Whether ``folder`` is a folder (not a link) of this user's that nobody else may use."""
-    try:
-        info = os.lstat(folder)
-    except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
 
 
 def _expand(path: str, home: str | None) -> str:
@@ -288,10 +271,10 @@ class SandboxPolicy:
     enters, and a command that can write the index can make any folder a submodule; so none
     of it is a command's to change (a commit, a checkout, a stash run outside, asked for)."""
     read_only_folders: tuple[str, ...] = ()
-    """Folders inside a writable one that stay read-only, made (empty) where they are missing
-    when a command is wrapped: a path that does not exist cannot be laid over, so a command
-    could create it (a project's ``.claude/`` with hooks in it) and write what it likes there.
-    An empty folder is left behind, which git does not see."""
+    """Folders inside a writable one that stay read-only, and that no command may create
+    where they are missing (a project's ``.claude/`` with hooks in it, ``.vscode/``): there an
+    empty read-only folder is laid for as long as the command runs, removed after it (see
+    :mod:`pico3.sandbox_placeholders`)."""
     proxy_socket: str | None = None
     """The unix socket of the :class:`~pico3.sandbox_proxy.DomainProxy` that is the sandbox's
     only way out (``None``: no network at all). Its folder is bound in read-only."""
@@ -304,21 +287,30 @@ class SandboxPolicy:
         return _existing(_expand(p, self.home) for p in paths)
 
     def kept_read_only(self) -> list[str]:
-        """The read-only paths inside writable ones, resolved (the ones that exist), after
-        making the missing :attr:`read_only_folders` (where their parent exists; a folder that
-        cannot be made here cannot be made inside either)."""
-        folders = [_expand(p, self.home) for p in self.read_only_folders]
-        for folder in folders:
-            if not os.path.lexists(folder):
-                with contextlib.suppress(OSError):
-                    os.mkdir(folder)
+        """The read-only paths inside writable ones that exist, resolved: :attr:`read_only`,
+        :attr:`read_only_folders` and the repositories of :attr:`read_only_repositories`."""
         repositories: list[str] = []
         for tree in (_expand(p, self.home) for p in self.read_only_repositories):
             entries = [os.path.join(tree, ".git"), *submodule_git_entries(tree)]
             repositories += [os.path.realpath(entry) for entry in entries]
+        folders = [_expand(p, self.home) for p in self.read_only_folders]
         return _existing(
             [*(_expand(p, self.home) for p in self.read_only), *folders, *repositories]
         )
+
+    def kept_absent(self) -> list[str]:
+        """The folders no command may create, resolved: every one of
+        :attr:`read_only_folders`, and the ``.git`` of each :attr:`read_only_repositories`
+        tree that has no repository, in it or above it (an empty ``.git`` is none, for git as
+        here: a placeholder leaves one while it is removed; a ``git init`` from inside would make
+        git run that repository's configuration at the user's next ``git status`` there; a
+        tree inside another repository is left alone: an empty ``.git`` in it would end the
+        outer repository's ignore rules for tools that stop at any ``.git``)."""
+        folders = [_expand(p, self.home) for p in self.read_only_folders]
+        for tree in (_expand(p, self.home) for p in self.read_only_repositories):
+            if not any(_repository(os.path.join(d, ".git")) for d in _ancestors(tree)):
+                folders.append(os.path.join(tree, ".git"))
+        return folders
 
     def hidden(self) -> list[str]:
         """The unreadable paths, resolved (the ones that exist)."""
@@ -360,6 +352,26 @@ def _network(policy: SandboxPolicy) -> str:
     if policy.proxy_socket is not None:
         return "HTTPS to " + ", ".join(policy.allow_domains) + " only (through the proxy)"
     return "none"
+
+
+def _repository(git: str) -> bool:
+    """Whether ``git`` (a ``.git``) makes its folder a repository for git: a file (a worktree's
+    ``gitdir:``) or a folder with something in it (git passes over an empty one, such as a
+    placeholder)."""
+    if not os.path.lexists(git):
+        return False
+    try:
+        return not os.path.isdir(git) or bool(os.listdir(git))
+    except OSError:
+        return True  # there, but unreadable: git would say so
+
+
+def _ancestors(path: str) -> list[str]:
+    """``path`` and every folder above it, up to ``/``."""
+    found = [path]
+    while (parent := os.path.dirname(found[-1])) != found[-1]:
+        found.append(parent)
+    return found
 
 
 def _existing(paths: Iterable[str]) -> list[str]:
@@ -411,13 +423,16 @@ class Sandbox:
         seccomp = _filter_file()
         wrapped = [bwrap, *_namespace_options(self.status.disable_userns, network=policy.network)]
         wrapped += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        for path in policy.writable():
+        writable = policy.writable()
+        for path in writable:
             wrapped += ["--bind", path, path]
+        places = Placeholders.find(policy.kept_absent(), writable)
         for path in policy.kept_read_only():
-            wrapped += ["--ro-bind", path, path]
+            if path not in places.paths:
+                wrapped += ["--ro-bind", path, path]
+        wrapped += places.mounts()
         hidden = policy.hidden()
-        if seccomp is not None:
-            hidden.append(os.path.dirname(seccomp))
+        hidden.append(private_folder())
         for path in hidden:
             if os.path.isdir(path):
                 wrapped += ["--tmpfs", path, "--remount-ro", path]
@@ -439,10 +454,13 @@ class Sandbox:
             for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
                 environ[name] = url
             environ["NO_PROXY"] = environ["no_proxy"] = "localhost,127.0.0.1"
-        elif seccomp is not None:
+            seccomp = None
+        elif seccomp is not None and not places.transient:
             wrapped = _loading_filter(wrapped, seccomp)
+        elif seccomp is not None:
+            wrapped += ["--seccomp", "3"]  # opened by the placeholders' wrapper
         wrapped += ["--chdir", os.fspath(cwd), "--", *argv]
-        return wrapped, environ
+        return places.command(wrapped, seccomp), environ
 
     def _seatbelt(
         self, runner: str, argv: Sequence[str], cwd: str | os.PathLike[str], env: Mapping[str, str]
@@ -452,7 +470,7 @@ class Sandbox:
         proxied = policy.proxy_socket is not None and not policy.network
         profile = seatbelt_profile(
             writable=policy.writable(),
-            read_only=policy.kept_read_only(),
+            read_only=[*policy.kept_read_only(), *policy.kept_absent()],
             hidden=policy.hidden(),
             network=policy.network,
             proxy_socket=policy.proxy_socket if proxied else None,

@@ -11,7 +11,8 @@ fork server, Docker's, the X server's), and ``sandbox.deny_read``. Inside the pr
 machine run code later, outside the sandbox (:data:`PROJECT_READ_ONLY`: ``.claude``,
 ``.coding-agent``, ``.mcp.json``, ``.vscode``...; and the git repository, whole, with its
 submodules') stay read-only
-(``.claude`` and ``.coding-agent`` are made, empty, where missing: :data:`PROJECT_FOLDERS_MADE`),
+(``.claude``, ``.coding-agent``, ``.vscode``... cannot be created where missing:
+:data:`PROJECT_PLACEHOLDERS`),
 and so do the shell's and git's start-up files in the home folder (:data:`HOME_READ_ONLY`, for a
 project opened in ``~``).
 
@@ -34,7 +35,7 @@ from pico3 import DEFAULT_DENY_READ, Sandbox, SandboxPolicy, SandboxStatus, sand
 
 __all__ = [
     "HOME_READ_ONLY",
-    "PROJECT_FOLDERS_MADE",
+    "PROJECT_PLACEHOLDERS",
     "PROJECT_READ_ONLY",
     "SESSION_SOCKETS",
     "proxy_socket_path",
@@ -53,11 +54,18 @@ asks for). The project's git repository is read-only too, whole, with its submod
 and so does any folder a command could make a submodule by writing the index; a commit, a
 checkout or a stash is asked for, to run outside."""
 
-PROJECT_FOLDERS_MADE: tuple[str, ...] = (".claude", ".coding-agent")
-"""Of those, the folders made (empty) in the project where they are missing, so that they too
-are read-only inside: a command that created one would have this agent run its code outside, at
-its next start in a trusted project (``.coding-agent/facets/``, the hooks of
-``.claude/settings.json``). An empty folder is all they leave, which git does not track."""
+PROJECT_PLACEHOLDERS: tuple[str, ...] = (".claude", ".coding-agent", ".vscode", ".idea", ".husky")
+"""Of those, the folders no command may create where they are missing: a placeholder (an empty
+read-only folder) lies there while a sandboxed command runs, removed after it
+(:mod:`pico3.sandbox_placeholders`). Created from inside, each would run code outside later:
+this agent's at its next start in a trusted project (``.coding-agent/facets/``, the hooks of
+``.claude/settings.json``), VS Code's and JetBrains' when the user opens the project, husky's
+hooks. A project with no git repository (none above it either) gets one for ``.git`` too
+(:meth:`pico3.SandboxPolicy.kept_absent`). The files of the list are not kept absent: a new
+``.mcp.json``'s servers start only once approved (``/trust``), direnv runs a new ``.envrc``
+only after ``direnv allow``; a new ``.pre-commit-config.yaml`` runs only where pre-commit's
+hook is installed in a repository without one (its ``init-templatedir``): that gap is left
+(a placeholder file would show in ``git status`` while commands run)."""
 
 HOME_READ_ONLY: tuple[str, ...] = (
     "~/.bashrc", "~/.bash_profile", "~/.profile", "~/.zshrc", "~/.zprofile", "~/.gitconfig",
@@ -126,7 +134,7 @@ def sandbox_policy(
         deny_read=(*DEFAULT_DENY_READ, *own, *sockets, *deny_read),
         read_only=(*(os.path.join(root, p) for p in PROJECT_READ_ONLY), *HOME_READ_ONLY),
         read_only_repositories=(root,),
-        read_only_folders=tuple(os.path.join(root, p) for p in PROJECT_FOLDERS_MADE),
+        read_only_folders=tuple(os.path.join(root, p) for p in PROJECT_PLACEHOLDERS),
         home=home,
         proxy_socket=str(proxy_socket_path(session_id)) if allow_domains else None,
         allow_domains=tuple(allow_domains),
