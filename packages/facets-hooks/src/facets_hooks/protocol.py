@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from anyio.abc import ByteReceiveStream
 
 from pico3 import Sandbox
@@ -179,7 +180,12 @@ async def run_command(
     with exit code ``None`` and the reason in ``stderr``. Cancellation kills the process group
     and propagates. ``seconds`` is the hook's timeout."""
     data = json.dumps(payload).encode()
-    argv, environ = hook_argv(command, env=env, cwd=cwd, sandbox=sandbox)
+    if sandbox is None:
+        argv, environ = hook_argv(command, env=env, cwd=cwd)
+    else:  # in a thread: a wrap may read the repository's submodules with git first
+        argv, environ = await anyio.to_thread.run_sync(
+            lambda: hook_argv(command, env=env, cwd=cwd, sandbox=sandbox)
+        )
     try:
         process = await anyio.open_process(
             argv,

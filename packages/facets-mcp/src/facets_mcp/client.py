@@ -42,6 +42,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
+import anyio.to_thread
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 if TYPE_CHECKING:  # the MCP SDK (and pydantic, and httpx with its rich CLI) cost a worker
@@ -417,7 +418,13 @@ class ServerRunner:
                 if self._stderr is not None:
                     self._stderr.close()
                 self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-                params = self._stdio_parameters()
+                # a sandboxed server's wrap may read the repository's submodules with git
+                # first: in a thread, as the bash tool's
+                params = (
+                    await anyio.to_thread.run_sync(self._stdio_parameters)
+                    if spec.sandbox
+                    else self._stdio_parameters()
+                )
                 read, write = await stack.enter_async_context(
                     bounded_stdio_client(
                         params, self._stderr, max_bytes=self._max_bytes, name=spec.name
