@@ -130,3 +130,44 @@ def postgres_cluster() -> Iterator[Any]:
         yield cluster
     finally:
         cluster.stop()
+
+
+class Processes:
+    """Other processes, as a test waits for them: the ones holding a file open, and their
+    ends (on pidfds, no polling)."""
+
+    @staticmethod
+    def holding(path: str) -> list[int]:
+        """The live processes holding ``path`` open (a lock file's holders)."""
+        found: list[int] = []
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    fds = os.listdir(f"/proc/{name}/fd")
+                    if any(os.readlink(f"/proc/{name}/fd/{fd}") == path for fd in fds):
+                        found.append(int(name))
+                except OSError:
+                    continue  # gone meanwhile, or not ours to look into
+        return found
+
+    @staticmethod
+    async def ended(pids: list[int], within: float = 30.0) -> None:
+        """Wait until each of ``pids`` has exited; fail after ``within`` seconds."""
+        import anyio
+
+        with anyio.fail_after(within):
+            for pid in pids:
+                try:
+                    fd = os.pidfd_open(pid)
+                except ProcessLookupError:
+                    continue
+                try:
+                    await anyio.wait_readable(fd)  # a pidfd turns readable when it exits
+                finally:
+                    os.close(fd)
+
+
+@pytest.fixture
+def processes() -> Processes:
+    """:class:`Processes`: whom a test waits for (the sandbox placeholders' watchers...)."""
+    return Processes()

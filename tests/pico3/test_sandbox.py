@@ -6,15 +6,15 @@ tests/app/worker/test_sandbox.py; here the policy's shape and the unavailable pa
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import select
 import shutil
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
 from pico3 import (
@@ -175,33 +175,6 @@ def test_commands_run_inside_when_enforced_or_while_the_mode_is_sandbox(tmp_path
 # -- placeholders: the folders no command may create (pico3.sandbox_placeholders) --------------
 
 
-def _holders(path: str) -> list[int]:
-    """The processes holding ``path`` open (the placeholders' watchers hold the lock file)."""
-    found: list[int] = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            with contextlib.suppress(OSError):
-                if any(
-                    os.readlink(f"/proc/{name}/fd/{fd}") == path
-                    for fd in os.listdir(f"/proc/{name}/fd")
-                ):
-                    found.append(int(name))
-    return found
-
-
-def _ended(pids: list[int]) -> None:
-    """Wait until each of ``pids`` has exited (a pidfd is readable then)."""
-    for pid in pids:
-        try:
-            fd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            continue
-        try:
-            assert select.select([fd], [], [], 30)[0], f"process {pid} still runs"
-        finally:
-            os.close(fd)
-
-
 def _placeholder_policy(tmp_path: Path, *names: str, git: bool = False) -> SandboxPolicy:
     """The project's folders ``names`` kept absent (and its ``.git`` with ``git``)."""
     project = tmp_path / "project"
@@ -214,94 +187,108 @@ def _placeholder_policy(tmp_path: Path, *names: str, git: bool = False) -> Sandb
     )
 
 
-def _run(sandbox: Sandbox, script: str, cwd: str) -> tuple[subprocess.CompletedProcess[str], str]:
+async def _run(
+    sandbox: Sandbox, script: str, cwd: str, processes: Any
+) -> tuple[subprocess.CompletedProcess[str], str]:
     """``script`` run inside to its end, then its placeholders' watcher too; with the lock."""
     argv, env = sandbox.wrap(["bash", "-c", script], cwd=cwd, env={"PATH": os.environ["PATH"]})
     assert argv[2] == _WRAPPER  # bash takes the lock and becomes bubblewrap
     lock = argv[4]
-    others = _holders(lock)  # the watchers of commands still running (not this one's)
-    done = subprocess.run(argv, env=env, capture_output=True, text=True)
-    _ended([pid for pid in _holders(lock) if pid not in others])
-    return done, lock
+    others = processes.holding(lock)  # the watchers of commands still running (not this one's)
+    done = await anyio.run_process(argv, env=env, check=False)
+    text = subprocess.CompletedProcess(
+        argv, done.returncode, done.stdout.decode(), done.stderr.decode()
+    )
+    await processes.ended([pid for pid in processes.holding(lock) if pid not in others])
+    return text, lock
+
+
+needs_flock = pytest.mark.skipif(shutil.which("flock") is None, reason="no flock (util-linux)")
 
 
 @needs_bwrap
-@pytest.mark.skipif(shutil.which("flock") is None, reason="no flock (util-linux) here")
-def test_a_missing_folder_cannot_be_created_inside_and_is_gone_after(tmp_path: Path) -> None:
+@needs_flock
+@pytest.mark.anyio
+async def test_a_missing_folder_cannot_be_created_inside_and_is_gone_after(
+    tmp_path: Path, processes: Any
+) -> None:
     """``.vscode`` and ``.idea`` are missing: inside, each is an empty read-only folder (nothing
     can be made in it or in its place); after the command nothing is left of them. The
     project has no git repository (nor one above it): ``git init`` is refused the same way."""
-    if any((Path(d) / ".git").exists() for d in tmp_path.parents):
+    if any((d / ".git").exists() for d in tmp_path.parents):
         pytest.skip("the test folder is inside a git repository")
     policy = _placeholder_policy(tmp_path, ".vscode", ".idea", git=True)
-    done, _lock = _run(
+    done, _lock = await _run(
         Sandbox(policy),
         "ls -A; mkdir .vscode/x; echo '{}' > .idea/workspace.xml; rmdir .vscode; git init -q; "
         "echo work > notes.txt",
         policy.project,
+        processes,
     )
     assert done.stdout.split() == [".git", ".idea", ".vscode"], done.stdout
     assert done.stderr.count("Read-only file system") == 3, done.stderr
     assert "rmdir: failed to remove '.vscode': Device or resource busy" in done.stderr
-    assert sorted(os.listdir(policy.project)) == ["notes.txt"]
     assert [p.name for p in (tmp_path / "project").iterdir()] == ["notes.txt"]
 
 
 @needs_bwrap
-@pytest.mark.skipif(shutil.which("flock") is None, reason="no flock (util-linux) here")
-def test_a_placeholder_stays_while_another_command_still_runs(tmp_path: Path) -> None:
+@needs_flock
+@pytest.mark.anyio
+async def test_a_placeholder_stays_while_another_command_still_runs(
+    tmp_path: Path, processes: Any
+) -> None:
     """A background command holds the placeholder; a second command starts and ends meanwhile.
     The folder stays (removing it would undo the first command's mount), and the first command
     still cannot create it; the last one to end removes it."""
     policy = _placeholder_policy(tmp_path, ".vscode")
     sandbox = Sandbox(policy)
-    gate = tmp_path / "tmp" / "gate"
-    os.makedirs(gate.parent, exist_ok=True)
-    os.mkfifo(gate)
+    project = tmp_path / "project"
+    script = 'echo ready; read -r _; mkdir .vscode/tasks; echo "rc=$?"'
     argv, env = sandbox.wrap(
-        ["bash", "-c", 'echo ready; read -r _ < "$TMPDIR/gate"; mkdir .vscode/tasks; echo "rc=$?"'],
-        cwd=policy.project,
-        env={"PATH": os.environ["PATH"]},
+        ["bash", "-c", script], cwd=policy.project, env={"PATH": os.environ["PATH"]}
     )
-    first = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        assert first.stdout is not None and first.stdout.readline() == b"ready\n"
-        second, lock = _run(sandbox, "test -d .vscode && echo there", policy.project)
+    async with await anyio.open_process(argv, env=env, stderr=subprocess.STDOUT) as first:
+        assert first.stdin is not None and first.stdout is not None
+        assert await first.stdout.receive() == b"ready\n"  # inside, its placeholder laid
+        second, lock = await _run(
+            sandbox, "test -d .vscode && echo there", policy.project, processes
+        )
         assert second.stdout == "there\n"
-        assert os.path.isdir(Path(policy.project) / ".vscode")  # the first one still runs
-        with open(gate, "w") as go:
-            go.write("go\n")
-        out, _ = first.communicate(timeout=30)
-    finally:
-        first.kill()
+        assert (project / ".vscode").is_dir()  # the first one still runs: not removed
+        await first.stdin.send(b"go\n")
+        out = b""
+        async for chunk in first.stdout:
+            out += chunk
     assert b"Read-only file system" in out and out.endswith(b"rc=1\n"), out
-    _ended(_holders(lock))
-    assert not (Path(policy.project) / ".vscode").exists()
+    await processes.ended(processes.holding(lock))
+    assert list(project.iterdir()) == []
 
 
 @needs_bwrap
-@pytest.mark.skipif(shutil.which("flock") is None, reason="no flock (util-linux) here")
-def test_a_killed_commands_placeholder_is_removed_by_the_next_and_a_filled_one_is_kept(
-    tmp_path: Path,
+@needs_flock
+@pytest.mark.anyio
+async def test_a_killed_commands_placeholder_is_removed_by_the_next_and_a_filled_one_is_kept(
+    tmp_path: Path, processes: Any
 ) -> None:
     """A command killed with its process group leaves its placeholder (its watcher died too);
     the next command uses it as its own and removes it. A placeholder the user put a file in
     meanwhile is theirs: kept, and bound read-only as any existing folder."""
     policy = _placeholder_policy(tmp_path, ".vscode", ".idea")
     sandbox = Sandbox(policy)
-    project = Path(policy.project)
+    project = tmp_path / "project"
     argv, env = sandbox.wrap(
         ["bash", "-c", "echo up; sleep 600"], cwd=policy.project, env={"PATH": "/usr/bin:/bin"}
     )
-    killed = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, start_new_session=True)
-    assert killed.stdout is not None and killed.stdout.readline() == b"up\n"
-    os.killpg(killed.pid, signal.SIGKILL)
-    killed.wait()
-    killed.stdout.close()
-    _ended(_holders(argv[4]))
+    async with await anyio.open_process(argv, env=env, start_new_session=True) as killed:
+        assert killed.stdout is not None and await killed.stdout.receive() == b"up\n"
+        os.killpg(killed.pid, signal.SIGKILL)
+        await killed.wait()
+    await processes.ended(processes.holding(argv[4]))
     assert sorted(p.name for p in project.iterdir()) == [".idea", ".vscode"]
     (project / ".idea" / "workspace.xml").write_text("<project/>\n")  # the user's now
-    done, _lock = _run(sandbox, "echo x > .idea/workspace.xml; ls .idea", policy.project)
+    done, _lock = await _run(
+        sandbox, "echo x > .idea/workspace.xml; ls .idea", policy.project, processes
+    )
     assert "Read-only file system" in done.stderr and done.stdout == "workspace.xml\n"
     assert [p.name for p in project.iterdir()] == [".idea"]
     assert (project / ".idea" / "workspace.xml").read_text() == "<project/>\n"

@@ -8,7 +8,6 @@ whole namespace and all, before the restarted worker reports.
 
 from __future__ import annotations
 
-import contextlib
 import http.server
 import os
 import shutil
@@ -134,7 +133,7 @@ async def test_writes_outside_the_project_are_refused_with_a_line_saying_so(
 
 
 async def test_the_files_that_run_code_outside_stay_read_only_even_where_missing(
-    tmp_path: Path, env: dict[str, str]
+    tmp_path: Path, env: dict[str, str], processes: Any
 ) -> None:
     """What makes code run outside later (the list a write or edit asks for): kept read-only
     where it exists; and the folders of it that are missing (this agent's own, which it loads
@@ -160,7 +159,7 @@ async def test_the_files_that_run_code_outside_stay_read_only_even_where_missing
         text = await bash(command, project, found)
         assert "Read-only file system" in text, (command, text)
     assert sorted(p.name for p in (project / ".claude").iterdir()) == []
-    await placeholders_removed(project)
+    await processes.ended(processes.holding(lock_file(found.policy.project)))
     assert not (project / ".coding-agent").exists() and not (project / ".idea").exists()
     assert (project / ".envrc").read_text() == "use flake\n"
     # the rest of the project is the command's files and folders; git reads it, and what
@@ -176,25 +175,6 @@ async def test_the_files_that_run_code_outside_stay_read_only_even_where_missing
     assert "index.lock': Read-only file system" in text, text
     assert "not its git repository (a commit, checkout or stash runs outside)" in text
     assert "outside_sandbox: true" in text
-
-
-def _watchers(project: Path) -> list[int]:
-    """The processes holding the lock file of ``project``'s placeholders (their watchers)."""
-    lock = lock_file(os.path.realpath(project))
-    holders: list[int] = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            with contextlib.suppress(OSError):
-                fds = os.listdir(f"/proc/{name}/fd")
-                if any(os.readlink(f"/proc/{name}/fd/{fd}") == lock for fd in fds):
-                    holders.append(int(name))
-    return holders
-
-
-async def placeholders_removed(project: Path) -> None:
-    """Wait until the watchers of ``project``'s placeholders have ended (they remove the
-    placeholders once their command's sandbox is gone: pico3.sandbox_placeholders)."""
-    await wait_gone(_watchers(project))
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -418,14 +398,16 @@ async def test_nothing_a_command_starts_outlives_its_call(
     await wait_gone(stray)
 
 
-async def test_allowed_work_succeeds(project: Path, env: dict[str, str], sandbox: Sandbox) -> None:
+async def test_allowed_work_succeeds(
+    project: Path, env: dict[str, str], sandbox: Sandbox, processes: Any
+) -> None:
     # a project with no git repository (none above it): one cannot be made inside (git would
     # run its configuration at the user's next ``git status``); made outside, git reads it
     if not any((d / ".git").exists() for d in project.parents):
         text = await bash("git init -q . && echo made", project, sandbox)
         assert "Read-only file system" in text and "made" not in text, text
         assert "outside_sandbox: true" in text
-        await placeholders_removed(project)
+        await processes.ended(processes.holding(lock_file(sandbox.policy.project)))
         assert not (project / ".git").exists()
     _git(project, "init", "-q", ".")
     _git(project, "add", "-A")
