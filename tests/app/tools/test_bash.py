@@ -6,6 +6,7 @@ import os
 import re
 import signal
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -30,21 +31,6 @@ def alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-async def wait_gone(pids: list[int], within: float = 10.0) -> list[int]:
-    """Wait (on pidfds, no polling) for processes to exit; return those alive after ``within``."""
-    with anyio.move_on_after(within):
-        for pid in pids:
-            try:
-                fd = os.pidfd_open(pid)
-            except ProcessLookupError:
-                continue
-            try:
-                await anyio.wait_readable(fd)  # a pidfd turns readable when the process exits
-            finally:
-                os.close(fd)
-    return [pid for pid in pids if alive(pid)]
 
 
 def pids_in(text: str) -> list[int]:
@@ -74,18 +60,20 @@ async def test_non_zero_exit_is_an_error_naming_the_code(tools: ToolContext) -> 
 
 
 @pytest.mark.anyio
-async def test_timeout_kills_the_whole_process_tree(tools: ToolContext) -> None:
+async def test_timeout_kills_the_whole_process_tree(tools: ToolContext, processes: Any) -> None:
     result = await BASH_TOOL.execute({"command": TREE, "timeout": 1}, tools)
     assert result.is_error
     assert result.plain_text.endswith("\n\nCommand timed out after 1 seconds")
     assert result.details["timed_out"] is True
     pids = pids_in(result.plain_text)
     assert len(pids) == 3
-    assert await wait_gone(pids) == []
+    await processes.ended(pids)
 
 
 @pytest.mark.anyio
-async def test_context_abort_kills_the_tree_and_reports_aborted(tools: ToolContext) -> None:
+async def test_context_abort_kills_the_tree_and_reports_aborted(
+    tools: ToolContext, processes: Any
+) -> None:
     ctx, cancel = with_cancel(BACKGROUND)
     tools.ctx = ctx
     seen: list[int] = []
@@ -100,11 +88,13 @@ async def test_context_abort_kills_the_tree_and_reports_aborted(tools: ToolConte
     assert result.plain_text.endswith("\n\nCommand aborted")
     assert result.details["aborted"] is True
     assert len(seen) == 3
-    assert await wait_gone(seen) == []
+    await processes.ended(seen)
 
 
 @pytest.mark.anyio
-async def test_anyio_cancellation_kills_the_tree_and_propagates(tools: ToolContext) -> None:
+async def test_anyio_cancellation_kills_the_tree_and_propagates(
+    tools: ToolContext, processes: Any
+) -> None:
     seen: list[int] = []
     with anyio.CancelScope() as scope:
 
@@ -116,7 +106,7 @@ async def test_anyio_cancellation_kills_the_tree_and_propagates(tools: ToolConte
         await run_bash(TREE, cwd=tools.cwd, ctx=BACKGROUND, on_output=on_output)
         pytest.fail("run_bash returned although its task was cancelled")
     assert scope.cancelled_caught
-    assert await wait_gone(seen) == []
+    await processes.ended(seen)
 
 
 @pytest.mark.anyio
@@ -162,7 +152,7 @@ async def test_short_output_has_no_spill_file(tools: ToolContext) -> None:
 
 @pytest.mark.anyio
 async def test_a_background_process_holding_stdout_does_not_hang_the_call(
-    tools: ToolContext,
+    tools: ToolContext, processes: Any
 ) -> None:
     # pi#7636: the shell exits, a child keeps the pipe; the call must still return.
     result = await BASH_TOOL.execute({"command": "sleep 1000 & echo pid $!"}, tools)
@@ -174,7 +164,7 @@ async def test_a_background_process_holding_stdout_does_not_hang_the_call(
     finally:
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
-    assert await wait_gone(pids) == []
+    await processes.ended(pids)
 
 
 @pytest.mark.anyio
@@ -221,7 +211,9 @@ def group_of(pid: int) -> int:
 
 
 @pytest.mark.anyio
-async def test_abort_kills_set_m_children_in_other_process_groups(tools: ToolContext) -> None:
+async def test_abort_kills_set_m_children_in_other_process_groups(
+    tools: ToolContext, processes: Any
+) -> None:
     ctx, cancel = with_cancel(BACKGROUND)
     tools.ctx = ctx
     seen: list[int] = []
@@ -236,16 +228,18 @@ async def test_abort_kills_set_m_children_in_other_process_groups(tools: ToolCon
     result = await BASH_TOOL.execute({"command": SET_M_TREE}, tools, on_update=on_update)
     assert result.details["aborted"] is True
     assert len(groups) >= 3  # they really were in groups of their own
-    assert await wait_gone(seen) == []
+    await processes.ended(seen)
 
 
 @pytest.mark.anyio
-async def test_timeout_kills_set_m_children_in_other_process_groups(tools: ToolContext) -> None:
+async def test_timeout_kills_set_m_children_in_other_process_groups(
+    tools: ToolContext, processes: Any
+) -> None:
     result = await BASH_TOOL.execute({"command": SET_M_TREE, "timeout": 1}, tools)
     assert result.details["timed_out"] is True
     pids = pids_in(result.plain_text)
     assert len(pids) == 4
-    assert await wait_gone(pids) == []
+    await processes.ended(pids)
 
 
 @pytest.mark.anyio

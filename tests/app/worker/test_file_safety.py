@@ -17,10 +17,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from worker_support import (
-    TIMEOUT,
     Client,
     allow,
     connected,
@@ -109,21 +107,8 @@ def processes_in(folder: Path) -> list[int]:
     return found
 
 
-async def wait_gone(pids: list[int]) -> None:
-    with anyio.fail_after(TIMEOUT):
-        for pid in pids:
-            try:
-                fd = os.pidfd_open(pid)
-            except ProcessLookupError:
-                continue
-            try:
-                await anyio.wait_readable(fd)  # readable once the process has exited
-            finally:
-                os.close(fd)
-
-
 async def test_a_command_interrupted_by_a_worker_kill_is_killed_and_reported_truthfully(
-    session: Session, agent_env: dict[str, str], tmp_path: Path
+    session: Session, agent_env: dict[str, str], tmp_path: Path, processes: Any
 ) -> None:
     command = "echo started; sleep 3; echo ran >> f"
     script = write_script(tmp_path / "script.json", [call("bash", command=command), {"text": "ok"}])
@@ -162,7 +147,7 @@ async def test_a_command_interrupted_by_a_worker_kill_is_killed_and_reported_tru
         )
         assert "remaining process" in text and "were killed" in text
         assert "not run" not in text
-        await wait_gone(left)  # killed before the result was written
+        await processes.ended(left)  # killed before the result was written
         others = [pid for pid in processes_in(session.cwd) if pid != worker.process.pid]
         assert others == []
         # the turn's answer, from the view: the restarted worker resumes the turn by itself,

@@ -15,7 +15,6 @@ from typing import Any
 
 import anyio
 import pytest
-from test_file_safety import wait_gone
 from worker_support import Client, allow, connected, text_of, worker_process, write_script
 
 from chord.context import BACKGROUND, Context
@@ -195,7 +194,7 @@ async def _until(condition: Any) -> None:
 
 
 async def test_a_lingering_worker_stops_its_servers_with_no_client_and_restarts_them_on_attach(
-    session: Session, agent_env: dict[str, str], tmp_path: Path
+    session: Session, agent_env: dict[str, str], tmp_path: Path, processes: Any
 ) -> None:
     """Issue 40: "each session keeps its servers while the worker lingers" no more: with no
     client attached for ``idle_timeout`` the server's process ends; a client attaching starts
@@ -213,7 +212,7 @@ async def test_a_lingering_worker_stops_its_servers_with_no_client_and_restarts_
             await _until(lambda: bool(_pids(marker)) and _alive(_pids(marker)[-1]))
             started = _pids(marker)
         # the client is gone: the worker lingers, its server does not
-        await wait_gone(started[-1:])
+        await processes.ended(started[-1:])
         assert worker.process.returncode is None
         async with connected(Client(approve=allow), worker.socket):
             await _until(lambda: len(_pids(marker)) == len(started) + 1)

@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio
 import pytest
-from test_file_safety import call, processes_in, wait_gone
+from test_file_safety import call, processes_in
 from worker_support import Client, allow, connected, deny, text_of, worker_process, write_script
 
 from chord.context import BACKGROUND
@@ -371,7 +371,7 @@ async def test_no_network_no_dns_no_nested_namespaces(
 
 
 async def test_nothing_a_command_starts_outlives_its_call(
-    project: Path, env: dict[str, str], sandbox: Sandbox
+    project: Path, env: dict[str, str], sandbox: Sandbox, processes: Any
 ) -> None:
     marker = "4242.4242"
     text = await bash(f"sleep {marker} & echo started $!", project, sandbox)
@@ -387,7 +387,7 @@ async def test_nothing_a_command_starts_outlives_its_call(
                 continue
         return found
 
-    await wait_gone(left())
+    await processes.ended(left())
     assert left() == []
     # unsandboxed, the same command leaves its process behind (the sandbox is what ends it)
     await bash(f"sleep {marker} & echo started", project, None)
@@ -395,7 +395,7 @@ async def test_nothing_a_command_starts_outlives_its_call(
     assert stray
     for pid in stray:
         os.kill(pid, 9)
-    await wait_gone(stray)
+    await processes.ended(stray)
 
 
 async def test_allowed_work_succeeds(
@@ -450,7 +450,7 @@ def test_without_bwrap_on_path_the_sandbox_is_unavailable(
 
 
 async def test_a_sandboxed_command_interrupted_by_a_worker_kill_is_killed_with_its_namespace(
-    session: Session, agent_env: dict[str, str], tmp_path: Path
+    session: Session, agent_env: dict[str, str], tmp_path: Path, processes: Any
 ) -> None:
     config = tmp_path / "xdg-config"
     (config / "coding-agent").mkdir(parents=True)
@@ -479,7 +479,7 @@ async def test_a_sandboxed_command_interrupted_by_a_worker_kill_is_killed_with_i
         await worker.kill()
         await client.wait_for(lambda: client.root_closed)
     # --die-with-parent: the worker's death ends the namespace, every process of it, at once
-    await wait_gone(running)
+    await processes.ended(running)
     assert processes_in(session.cwd) == []
 
     client = Client(approve=allow)
