@@ -54,18 +54,20 @@ asks for). The project's git repository is read-only too, whole, with its submod
 and so does any folder a command could make a submodule by writing the index; a commit, a
 checkout or a stash is asked for, to run outside."""
 
-PROJECT_PLACEHOLDERS: tuple[str, ...] = (".claude", ".coding-agent", ".vscode", ".idea", ".husky")
+PROJECT_PLACEHOLDERS: tuple[str, ...] = (".claude", ".coding-agent", ".vscode", ".idea")
 """Of those, the folders no command may create where they are missing: a placeholder (an empty
 read-only folder) lies there while a sandboxed command runs, removed after it
 (:mod:`pico3.sandbox_placeholders`). Created from inside, each would run code outside later:
 this agent's at its next start in a trusted project (``.coding-agent/facets/``, the hooks of
-``.claude/settings.json``), VS Code's and JetBrains' when the user opens the project, husky's
-hooks. A project with no git repository (none above it either) gets one for ``.git`` too
-(:meth:`pico3.SandboxPolicy.kept_absent`). The files of the list are not kept absent: a new
-``.mcp.json``'s servers start only once approved (``/trust``), direnv runs a new ``.envrc``
-only after ``direnv allow``; a new ``.pre-commit-config.yaml`` runs only where pre-commit's
-hook is installed in a repository without one (its ``init-templatedir``): that gap is left
-(a placeholder file would show in ``git status`` while commands run)."""
+``.claude/settings.json``), VS Code's and JetBrains' when the user opens the project. A project
+with no git repository (none above it either) gets one for ``.git`` too
+(:meth:`pico3.SandboxPolicy.kept_absent`). The rest of the list has a gate of its own where
+it is missing: git runs ``.husky/`` only through ``core.hooksPath`` (in the read-only
+repository; a project set up with husky has the folder, read-only), a new ``.mcp.json``'s
+servers start only once approved (``/trust``), direnv runs a new ``.envrc`` only after ``direnv
+allow``; a new ``.pre-commit-config.yaml`` runs only where pre-commit's hook is installed in a
+repository without one (its ``init-templatedir``): that gap is left (a placeholder file would
+show in ``git status`` while commands run)."""
 
 HOME_READ_ONLY: tuple[str, ...] = (
     "~/.bashrc", "~/.bash_profile", "~/.profile", "~/.zshrc", "~/.zprofile", "~/.gitconfig",
