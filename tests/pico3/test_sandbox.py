@@ -315,3 +315,21 @@ def test_only_a_tree_with_no_repository_in_it_or_above_keeps_git_absent(tmp_path
     if not any((Path(d) / ".git").exists() for d in tmp_path.parents):
         wanted.append(f"{alone.project}/.git")
     assert alone.kept_absent() == wanted
+
+
+@needs_bwrap
+def test_where_nothing_can_lock_the_placeholders_are_made_and_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ``flock`` here (or a file system without locks): the missing folders are made before
+    the command and left, empty, still read-only inside; the command runs as it is."""
+    import pico3.sandbox_placeholders as placeholders_module
+
+    folder = os.path.join(placeholders_module.private_folder(), "placeholders")
+    monkeypatch.setitem(placeholders_module._lockable, folder, False)  # pyright: ignore[reportPrivateUsage]
+    policy = _placeholder_policy(tmp_path, ".vscode")
+    argv, env = Sandbox(policy).wrap(["mkdir", ".vscode/x"], cwd=policy.project, env={})
+    assert argv[2] != _WRAPPER and (tmp_path / "project" / ".vscode").is_dir()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    assert "Read-only file system" in done.stderr
+    assert list((tmp_path / "project" / ".vscode").iterdir()) == []

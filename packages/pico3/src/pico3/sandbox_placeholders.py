@@ -28,8 +28,8 @@ How it is removed, and why never too early:
   The wrapper writes the marker (under the shared lock, before bubblewrap makes the folder).
   A placeholder someone put files in is not removed (``rmdir`` fails); it is then the user's.
 
-Without ``bash`` or ``flock`` (util-linux) on the host, placeholders are made before the
-command and left in place, empty, as they were before this module.
+Without ``bash`` or ``flock`` (util-linux) on the host, or where the private folder's file
+system takes no locks, placeholders are made before the command and left in place, empty.
 
 Standard library only (a leaf of pico3's layers).
 """
@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -53,8 +54,10 @@ lock=$1 filter=$2 n=$3
 shift 3
 places=("${@:1:2*n}")
 shift $((2 * n))
-exec 9>>"$lock" || exit 125
-flock -s 9 || exit 125
+exec 9>>"$lock" && flock -s 9 || {
+    echo "sandbox: cannot lock $lock (flock): the command did not run" >&2
+    exit 125
+}
 set -- "${places[@]}" -- "$@"
 while [ "$1" != -- ]; do
     : >>"$2" || exit 125
@@ -112,6 +115,22 @@ def lock_file(parent: str) -> str:
     return os.path.join(private_folder(), "placeholders", _key(parent) + ".lock")
 
 
+_lockable: dict[str, bool] = {}
+
+
+def _can_lock(folder: str) -> bool:
+    """Whether files in ``folder`` take ``flock`` locks (checked once per folder)."""
+    if folder not in _lockable:
+        try:
+            with open(os.path.join(folder, "probe.lock"), "ab") as probe:
+                fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                fcntl.flock(probe, fcntl.LOCK_UN)
+            _lockable[folder] = True
+        except OSError:
+            _lockable[folder] = False
+    return _lockable[folder]
+
+
 def _owned(folder: str) -> bool:
     """Whether ``folder`` is a folder (not a link) of this user's that nobody else may use."""
     try:
@@ -159,9 +178,11 @@ class Placeholders:
                 places.append(path)
         if not places:
             return cls((), False)
-        bash, flock = shutil.which("bash"), shutil.which("flock")
         folder = os.path.join(private_folder(), "placeholders")
         os.makedirs(folder, mode=0o700, exist_ok=True)
+        bash, flock = shutil.which("bash"), shutil.which("flock")
+        if flock is not None and not _can_lock(folder):
+            flock = None  # a file system without locks: made now and left, as without flock
         parent = os.path.dirname(places[0])
         ours: list[str] = []
         markers: list[str] = []
