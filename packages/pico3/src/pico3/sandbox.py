@@ -12,7 +12,11 @@ What a sandboxed command gets (:class:`SandboxPolicy`):
   ``/tmp`` itself stays read-only) and the ``allow_write`` paths, but for the ``read_only``
   paths inside them (the host names what runs code outside: ``.vscode``...) and the
   repositories of the ``read_only_repositories`` work trees (their ``.git``, and each
-  submodule's: :func:`pico3.git.submodule_git_entries`);
+  submodule's: :func:`pico3.git.submodule_git_entries`); the ``read_only_folders``, and the
+  ``.git`` of a work tree with no repository, cannot be created where missing: an empty
+  read-only placeholder lies there while a command runs (:mod:`pico3.sandbox_placeholders`:
+  the command then starts as ``bash``, which takes the placeholders' lock and ``exec``s
+  bubblewrap);
 * **unreadable**: the ``deny_read`` paths (:data:`DEFAULT_DENY_READ`: ``~/.ssh``, ``~/.aws``,
   ``~/.gnupg``, ``~/.config/gcloud``, ``~/.docker``, ``~/.netrc``; the host adds its own
   configuration, trust file and session state): an empty read-only tmpfs over a folder,
@@ -34,7 +38,7 @@ What a sandboxed command gets (:class:`SandboxPolicy`):
   socket outside (a ``tmux`` server's, an ``ssh-agent``'s) takes commands from inside, whatever
   its path; ``socketpair`` still works. The filter's file is kept in a folder of the user's
   own (``<tmp>/pico3-<uid>``), hidden inside; bubblewrap gets it as descriptor 3 from
-  ``/bin/sh``, which opens it and ``exec``s bubblewrap.
+  ``/bin/sh`` (or the placeholders' ``bash``), which opens it and ``exec``s bubblewrap.
 
 :func:`sandbox_available` says whether a sandbox can start here, and why not (not Linux,
 ``bwrap`` not on ``PATH``, user namespaces disabled): it runs ``bwrap`` once per binary with the
@@ -301,11 +305,13 @@ class SandboxPolicy:
     def kept_absent(self) -> list[str]:
         """The folders no command may create, resolved: every one of
         :attr:`read_only_folders`, and the ``.git`` of each :attr:`read_only_repositories`
-        tree that has no repository, in it or above it (an empty ``.git`` is none, for git as
-        here: a placeholder leaves one while it is removed; a ``git init`` from inside would make
-        git run that repository's configuration at the user's next ``git status`` there; a
-        tree inside another repository is left alone: an empty ``.git`` in it would end the
-        outer repository's ignore rules for tools that stop at any ``.git``)."""
+        tree that has no repository, in it or above it.
+
+        A ``git init`` from inside would make a repository whose configuration git runs at the
+        user's next ``git status`` there. A tree inside another repository is left alone: an
+        empty ``.git`` in it would end the outer repository's ignore rules for tools that stop
+        at any ``.git`` (ripgrep). An empty ``.git`` folder is no repository, here as for git
+        (a placeholder being removed is one)."""
         folders = [_expand(p, self.home) for p in self.read_only_folders]
         for tree in (_expand(p, self.home) for p in self.read_only_repositories):
             if not any(_repository(os.path.join(d, ".git")) for d in _ancestors(tree)):
@@ -413,7 +419,10 @@ class Sandbox:
     ) -> tuple[list[str], dict[str, str]]:
         """``argv`` run in ``cwd`` inside the sandbox: the ``bwrap`` argv and its environment
         (``env`` with ``TMPDIR`` set to the session's temporary folder). Creates the temporary
-        folder when missing."""
+        folder when missing. The argv may start with a shell that ``exec``s bubblewrap (to
+        open the filter, or take the placeholders' lock), so the process started is
+        bubblewrap's all the same; run it in a session of its own and kill that session to
+        stop it, as any command."""
         policy = self.policy
         os.makedirs(policy.temp_dir, exist_ok=True)
         if self.status.seatbelt:
