@@ -342,9 +342,14 @@ class SandboxPolicy:
         return [
             "read-only: the whole file system, except:",
             *(f"  writable: {p}" for p in (self.project, self.temp_dir, *self.allow_write)),
-            *(f"  read-only inside: {p}" for p in (*self.read_only, *self.read_only_folders)),
+            *(f"  read-only inside: {p}" for p in self.read_only),
             *(
-                f"  read-only inside: {p}/.git (and its submodules')"
+                f"  read-only inside, and not created where missing: {p}"
+                for p in self.read_only_folders
+            ),
+            *(
+                f"  read-only inside: {p}/.git (and its submodules'; not created where no "
+                "repository is)"
                 for p in self.read_only_repositories
             ),
             *(f"  unreadable: {p}" for p in self.deny_read),
