@@ -234,6 +234,38 @@ async def test_no_repository_git_enters_can_be_given_a_configuration_from_inside
     assert (project / "lib" / ".git").read_text() == "gitdir: ../.git/modules/lib\n"
 
 
+async def test_a_folder_of_projects_keeps_each_projects_repository_read_only(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """The session runs in a folder of projects (``~/code``: no repository of its own). Each
+    project's repository is read-only inside, as the session folder's own would be: git runs
+    its configuration when the user works there, and an editor opened on the folder runs
+    ``git status`` in each on its own. The projects' files stay the command's to change."""
+    code = tmp_path / "code"
+    for name in ("api", "web"):
+        (code / name).mkdir(parents=True)
+        _git(code / name, "init", "-q", ".")
+        (code / name / "main.py").write_text("print(1)\n")
+    marker = tmp_path / "ran"
+    policy = sandbox_policy(code, f"test-{os.getpid()}-{tmp_path.name}", env=env)
+    found = session_sandbox(policy, env, enforced=True)
+    assert isinstance(found, Sandbox), found
+    attempts = [
+        f"git -C api config core.fsmonitor 'touch {marker}; false'",
+        "echo 'touch evil' > web/.git/hooks/pre-commit && chmod +x web/.git/hooks/pre-commit",
+    ]
+    for command in attempts:
+        text = await bash(command, code, found)
+        assert "Read-only file system" in text, (command, text)
+        assert "outside_sandbox: true" in text
+    text = await bash("echo 'print(2)' > api/main.py && git -C api status --short", code, found)
+    assert text.split() == ["??", "main.py"], text
+    assert (code / "api" / "main.py").read_text() == "print(2)\n"
+    await anyio.run_process(["git", "status"], cwd=code / "api")  # the user's, outside
+    assert not marker.exists()
+    assert not (code / "web" / ".git" / "hooks" / "pre-commit").exists()
+
+
 async def test_credentials_and_the_agents_files_are_unreadable(
     project: Path, env: dict[str, str], sandbox: Sandbox, tmp_path: Path
 ) -> None:

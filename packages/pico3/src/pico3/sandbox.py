@@ -69,7 +69,7 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pico3.git import submodule_git_entries
+from pico3.git import nested_git_entries, submodule_git_entries
 from pico3.sandbox_placeholders import Placeholders, private_folder
 from pico3.sandbox_proxy import FORWARDER, PROXY_PORT
 from pico3.seatbelt import SANDBOX_EXEC, seatbelt_profile
@@ -269,11 +269,13 @@ class SandboxPolicy:
     """Paths inside a writable one that stay read-only (laid over it; ``.vscode``...)."""
     read_only_repositories: tuple[str, ...] = ()
     """Work trees inside a writable path whose git repositories stay read-only: the tree's
-    ``.git`` (a folder, or a worktree's ``gitdir:`` file) and the ``.git`` of every submodule
-    its index records, looked up when a command is wrapped. Git runs what a repository's
-    configuration and hooks name, in the superproject and in each submodule a ``git status``
-    enters, and a command that can write the index can make any folder a submodule; so none
-    of it is a command's to change (a commit, a checkout, a stash run outside, asked for)."""
+    ``.git`` (a folder, or a worktree's ``gitdir:`` file), the ``.git`` of every submodule
+    its index records, and that of every repository in a folder right inside the tree (a
+    folder of projects, a clone that is no submodule: :func:`pico3.git.nested_git_entries`),
+    looked up when a command is wrapped. Git runs what a repository's configuration and hooks
+    name, in the superproject and in each submodule a ``git status`` enters, and a command
+    that can write the index can make any folder a submodule; so none of it is a command's to
+    change (a commit, a checkout, a stash run outside, asked for)."""
     read_only_folders: tuple[str, ...] = ()
     """Folders inside a writable one that stay read-only, and that no command may create
     where they are missing (a project's ``.claude/`` with hooks in it, ``.vscode/``): there an
@@ -295,7 +297,11 @@ class SandboxPolicy:
         :attr:`read_only_folders` and the repositories of :attr:`read_only_repositories`."""
         repositories: list[str] = []
         for tree in (_expand(p, self.home) for p in self.read_only_repositories):
-            entries = [os.path.join(tree, ".git"), *submodule_git_entries(tree)]
+            entries = [
+                os.path.join(tree, ".git"),
+                *submodule_git_entries(tree),
+                *nested_git_entries(tree),
+            ]
             repositories += [os.path.realpath(entry) for entry in entries]
         folders = [_expand(p, self.home) for p in self.read_only_folders]
         return _existing(
@@ -348,8 +354,8 @@ class SandboxPolicy:
                 for p in self.read_only_folders
             ),
             *(
-                f"  read-only inside: {p}/.git (and its submodules'; not created where no "
-                "repository is)"
+                f"  read-only inside: {p}/.git (its submodules' and its folders' too; not "
+                "created where no repository is)"
                 for p in self.read_only_repositories
             ),
             *(f"  unreadable: {p}" for p in self.deny_read),
