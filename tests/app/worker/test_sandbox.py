@@ -84,12 +84,17 @@ def project(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.fixture
-def sandbox(project: Path, env: dict[str, str], tmp_path: Path) -> Sandbox:
-    policy = sandbox_policy(project, f"test-{os.getpid()}-{tmp_path.name}", env=env)
+def enforced(folder: Path, env: dict[str, str], tmp_path: Path) -> Sandbox:
+    """The enforced sandbox of a session of the test's own working in ``folder``."""
+    policy = sandbox_policy(folder, f"test-{os.getpid()}-{tmp_path.name}", env=env)
     found = session_sandbox(policy, env, enforced=True)
     assert isinstance(found, Sandbox), found
     return found
+
+
+@pytest.fixture
+def sandbox(project: Path, env: dict[str, str], tmp_path: Path) -> Sandbox:
+    return enforced(project, env, tmp_path)
 
 
 async def bash(command: str, project: Path, sandbox: Sandbox | None) -> str:
@@ -144,9 +149,7 @@ async def test_the_files_that_run_code_outside_stay_read_only_even_where_missing
     (project / ".claude").mkdir()
     (project / ".envrc").write_text("use flake\n")
     await anyio.run_process(["git", "init", "-q", str(project)])
-    policy = sandbox_policy(project, f"test-{os.getpid()}-{tmp_path.name}", env=env)
-    found = session_sandbox(policy, env, enforced=True)
-    assert isinstance(found, Sandbox), found
+    found = enforced(project, env, tmp_path)
     attempts = [
         "echo '{\"hooks\": {}}' > .claude/settings.json",
         "mkdir -p .coding-agent/facets/evil",
@@ -216,9 +219,7 @@ async def test_no_repository_git_enters_can_be_given_a_configuration_from_inside
     _git(project, "commit", "-qm", "with a submodule")
     marker = tmp_path / "ran"
     fsmonitor = f"printf '[core]\\n\\tfsmonitor = \"touch {marker}; false\"\\n'"
-    policy = sandbox_policy(project, f"test-{os.getpid()}-{tmp_path.name}", env=env)
-    found = session_sandbox(policy, env, enforced=True)
-    assert isinstance(found, Sandbox), found
+    found = enforced(project, env, tmp_path)
     attempts = [
         f"{fsmonitor} >> .git/modules/lib/config",
         "echo x > .git/modules/lib/hooks/post-checkout",
@@ -247,9 +248,7 @@ async def test_a_folder_of_projects_keeps_each_projects_repository_read_only(
         _git(code / name, "init", "-q", ".")
         (code / name / "main.py").write_text("print(1)\n")
     marker = tmp_path / "ran"
-    policy = sandbox_policy(code, f"test-{os.getpid()}-{tmp_path.name}", env=env)
-    found = session_sandbox(policy, env, enforced=True)
-    assert isinstance(found, Sandbox), found
+    found = enforced(code, env, tmp_path)
     attempts = [
         f"git -C api config core.fsmonitor 'touch {marker}; false'",
         "echo 'touch evil' > web/.git/hooks/pre-commit && chmod +x web/.git/hooks/pre-commit",
