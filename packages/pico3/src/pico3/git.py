@@ -60,11 +60,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 
-__all__ = ["nested_git_entries", "run_git", "submodule_git_entries"]
+__all__ = ["is_repository", "nested_git_entries", "run_git", "submodule_git_entries"]
 
 _COMMANDS = frozenset({"ls-files", "rev-parse", "status", "diff", "log", "show", "ls-tree"})
 """The git commands :func:`run_git` accepts: built-ins that only read, never an alias."""
@@ -269,18 +268,21 @@ def nested_git_entries(tree: str | os.PathLike[str]) -> list[str]:
         except OSError:
             continue
         git = os.path.join(entry.path, ".git")
-        try:
-            info = os.lstat(git)
-        except OSError:
-            continue
-        if not stat.S_ISDIR(info.st_mode) or _has_entries(git):  # a gitdir: file, a link
+        if is_repository(git):
             found.append(git)
     return found
 
 
-def _has_entries(folder: str) -> bool:
+def is_repository(git: str) -> bool:
+    """Whether ``git`` (a folder's ``.git``) makes its folder a repository for git: a file (a
+    worktree's ``gitdir:``) or a folder with something in it. Git passes over an empty one
+    (a sandbox placeholder is one), so it is none here either; one that cannot be read is."""
+    if not os.path.lexists(git):
+        return False
+    if not os.path.isdir(git):
+        return True
     try:
-        with os.scandir(folder) as listing:
+        with os.scandir(git) as listing:
             return next(listing, None) is not None
     except OSError:
-        return False
+        return True  # there, but unreadable: git would say so

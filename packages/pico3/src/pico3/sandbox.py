@@ -69,7 +69,7 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pico3.git import nested_git_entries, submodule_git_entries
+from pico3.git import is_repository, nested_git_entries, submodule_git_entries
 from pico3.sandbox_placeholders import Placeholders, private_folder
 from pico3.sandbox_proxy import FORWARDER, PROXY_PORT
 from pico3.seatbelt import SANDBOX_EXEC, seatbelt_profile
@@ -320,7 +320,7 @@ class SandboxPolicy:
         (a placeholder being removed is one)."""
         folders = [_expand(p, self.home) for p in self.read_only_folders]
         for tree in (_expand(p, self.home) for p in self.read_only_repositories):
-            if not any(_repository(os.path.join(d, ".git")) for d in _ancestors(tree)):
+            if not any(is_repository(os.path.join(d, ".git")) for d in _ancestors(tree)):
                 folders.append(os.path.join(tree, ".git"))
         return folders
 
@@ -369,18 +369,6 @@ def _network(policy: SandboxPolicy) -> str:
     if policy.proxy_socket is not None:
         return "HTTPS to " + ", ".join(policy.allow_domains) + " only (through the proxy)"
     return "none"
-
-
-def _repository(git: str) -> bool:
-    """Whether ``git`` (a ``.git``) makes its folder a repository for git: a file (a worktree's
-    ``gitdir:``) or a folder with something in it (git passes over an empty one, such as a
-    placeholder)."""
-    if not os.path.lexists(git):
-        return False
-    try:
-        return not os.path.isdir(git) or bool(os.listdir(git))
-    except OSError:
-        return True  # there, but unreadable: git would say so
 
 
 def _ancestors(path: str) -> list[str]:
