@@ -162,6 +162,8 @@ class Placeholders:
     transient: bool
     lock: str = ""
     markers: tuple[str, ...] = ()
+    shell: str = ""
+    """The ``bash`` that runs the wrapper (when ``transient``)."""
 
     @classmethod
     def find(cls, wanted: Iterable[str], writable: Sequence[str]) -> Placeholders:
@@ -201,7 +203,7 @@ class Placeholders:
         for path in left:  # made now and left, empty (no bash or flock here to remove them)
             with contextlib.suppress(OSError):
                 os.mkdir(path)
-        return cls((*ours, *left), bool(ours), lock_file(parent), tuple(markers))
+        return cls((*ours, *left), bool(ours), lock_file(parent), tuple(markers), bash or "")
 
     def mounts(self) -> list[str]:
         """Bubblewrap's options laying an empty read-only folder over each placeholder (it
@@ -217,7 +219,7 @@ class Placeholders:
         3 (its argv says ``--seccomp 3``)."""
         if not self.transient:
             return list(bwrap_argv)
-        bash = shutil.which("bash") or "bash"
         pairs = [item for pair in zip(self.paths, self.markers, strict=False) for item in pair]
         count = str(len(self.markers))
-        return [bash, "-c", _WRAPPER, "bash", self.lock, seccomp or "", count, *pairs, *bwrap_argv]
+        wrapper = [self.shell, "-c", _WRAPPER, "bash", self.lock, seccomp or "", count]
+        return [*wrapper, *pairs, *bwrap_argv]
