@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pico3 import run_git
-from pico3.git import nested_git_entries, submodule_git_entries
+from pico3.git import submodule_git_entries
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -164,20 +164,3 @@ def test_submodule_git_entries_names_every_repository_git_enters(tmp_path: Path)
     assert str(embedded / ".git") in submodule_git_entries(repo), "the index changed: read again"
     assert (embedded / ".git").is_dir()
     assert submodule_git_entries(tmp_path) == [], "not in a repository"
-
-
-def test_nested_git_entries_names_the_repositories_one_folder_down(tmp_path: Path) -> None:
-    """A folder of projects: each clone's ``.git`` (a folder, or a worktree's ``gitdir:`` file)
-    right inside the tree; not an empty ``.git`` (no repository to git), not a linked folder's,
-    not one two folders down, not the tree's own."""
-    (tmp_path / ".git" / "objects").mkdir(parents=True)
-    (tmp_path / "api" / ".git" / "objects").mkdir(parents=True)
-    (tmp_path / "web").mkdir()
-    (tmp_path / "web" / ".git").write_text("gitdir: /elsewhere/.git/worktrees/web\n")
-    (tmp_path / "placeholder" / ".git").mkdir(parents=True)
-    (tmp_path / "linked").symlink_to(tmp_path / "api")
-    (tmp_path / "vendor" / "lib" / ".git" / "objects").mkdir(parents=True)
-    (tmp_path / "notes.txt").write_text("x\n")
-    found = sorted(nested_git_entries(tmp_path))
-    assert found == [str(tmp_path / "api" / ".git"), str(tmp_path / "web" / ".git")]
-    assert nested_git_entries(tmp_path / "missing") == []

@@ -265,6 +265,45 @@ async def test_a_folder_of_projects_keeps_each_projects_repository_read_only(
     assert not (code / "web" / ".git" / "hooks" / "pre-commit").exists()
 
 
+async def test_what_runs_code_in_the_projects_folders_is_read_only(
+    project: Path, env: dict[str, str], sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """A monorepo: a package's ``.vscode`` (VS Code runs its tasks when the user opens the
+    package), a service's ``.claude`` (its hooks run when an agent starts there), a vendored
+    clone's repository two folders down (git runs its ``core.fsmonitor``) are read-only
+    inside, like the project's own; the files beside them stay the command's to change."""
+    web = project / "packages" / "web"
+    (web / ".vscode").mkdir(parents=True)
+    (web / ".vscode" / "settings.json").write_text("{}\n")
+    (web / "index.js").write_text("1\n")
+    (project / "services" / "api" / ".claude").mkdir(parents=True)
+    lib = project / "vendor" / "lib"
+    lib.mkdir(parents=True)
+    _git(lib, "init", "-q", ".")
+    marker = tmp_path / "ran"
+    tasks = '{"tasks": [{"command": "touch ran", "runOptions": {"runOn": "folderOpen"}}]}'
+    attempts = [
+        f"echo '{tasks}' > packages/web/.vscode/tasks.json",
+        "echo '{}' > packages/web/.vscode/settings.json",
+        "echo '{\"hooks\": {}}' > services/api/.claude/settings.json",
+        f"git -C vendor/lib config core.fsmonitor 'touch {marker}; false'",
+    ]
+    for command in attempts:
+        text = await bash(command, project, sandbox)
+        assert "Read-only file system" in text, (command, text)
+    text = await bash("echo 2 > packages/web/index.js && echo ok", project, sandbox)
+    assert text.strip() == "ok", text
+    assert (web / "index.js").read_text() == "2\n"
+    assert not (web / ".vscode" / "tasks.json").exists()
+    assert not (project / "services" / "api" / ".claude" / "settings.json").exists()
+    await anyio.run_process(["git", "status"], cwd=lib)  # the user's, outside
+    assert not marker.exists()
+    assert (
+        f"  read-only inside, where they are in its folders 3 down: {project}: .mcp.json, "
+        ".claude, .coding-agent, .vscode, .idea, .envrc, .husky, .pre-commit-config.yaml"
+    ) in sandbox.policy.describe()
+
+
 async def test_credentials_and_the_agents_files_are_unreadable(
     project: Path, env: dict[str, str], sandbox: Sandbox, tmp_path: Path
 ) -> None:

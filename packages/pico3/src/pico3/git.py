@@ -63,7 +63,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 
-__all__ = ["is_repository", "nested_git_entries", "run_git", "submodule_git_entries"]
+__all__ = ["is_repository", "run_git", "submodule_git_entries"]
 
 _COMMANDS = frozenset({"ls-files", "rev-parse", "status", "diff", "log", "show", "ls-tree"})
 """The git commands :func:`run_git` accepts: built-ins that only read, never an alias."""
@@ -245,32 +245,6 @@ def submodule_git_entries(tree: str | os.PathLike[str], *, depth: int = 3) -> li
             found.append(path)
     _GITLINKS[(folder, depth)] = (stamp, found)
     return list(found)
-
-
-def nested_git_entries(tree: str | os.PathLike[str]) -> list[str]:
-    """The ``.git`` (a folder, or a ``gitdir:`` file) of every repository whose work tree is a
-    folder right inside ``tree``: the repositories of a folder of projects, a clone inside the
-    project that is not a submodule. Git runs their configuration when the user works in one,
-    and editors look for them on their own (VS Code's git finds repositories one folder down
-    and runs ``git status`` there). A link is not followed; an empty ``.git`` folder is no
-    repository (git passes over it). Absolute paths, read from the file system only (no git
-    runs): one listing of ``tree``, one look per folder in it."""
-    folder = os.path.realpath(tree)
-    found: list[str] = []
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return []
-    for entry in entries:
-        try:
-            if entry.name == ".git" or not entry.is_dir(follow_symlinks=False):
-                continue
-        except OSError:
-            continue
-        git = os.path.join(entry.path, ".git")
-        if is_repository(git):
-            found.append(git)
-    return found
 
 
 def is_repository(git: str) -> bool:

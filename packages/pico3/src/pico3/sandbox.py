@@ -69,9 +69,10 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pico3.git import is_repository, nested_git_entries, submodule_git_entries
+from pico3.git import is_repository, submodule_git_entries
 from pico3.sandbox_placeholders import Placeholders, private_folder
 from pico3.sandbox_proxy import FORWARDER, PROXY_PORT
+from pico3.sandbox_scan import SCAN_DEPTH, find_entries
 from pico3.seatbelt import SANDBOX_EXEC, seatbelt_profile
 from pico3.unix_sockets import unix_socket_filter
 
@@ -270,12 +271,16 @@ class SandboxPolicy:
     read_only_repositories: tuple[str, ...] = ()
     """Work trees inside a writable path whose git repositories stay read-only: the tree's
     ``.git`` (a folder, or a worktree's ``gitdir:`` file), the ``.git`` of every submodule
-    its index records, and that of every repository in a folder right inside the tree (a
-    folder of projects, a clone that is no submodule: :func:`pico3.git.nested_git_entries`),
-    looked up when a command is wrapped. Git runs what a repository's configuration and hooks
+    its index records, and that of every repository in its folders down to
+    :data:`~pico3.sandbox_scan.SCAN_DEPTH` below it (a folder of projects, a clone that is no
+    submodule: :func:`pico3.sandbox_scan.find_entries`), looked up when a command is wrapped. Git runs what a repository's configuration and hooks
     name, in the superproject and in each submodule a ``git status`` enters, and a command
     that can write the index can make any folder a submodule; so none of it is a command's to
     change (a commit, a checkout, a stash run outside, asked for)."""
+    read_only_names: tuple[str, ...] = ()
+    """Names of files and folders that run code (``.vscode``, ``.claude``...), read-only
+    wherever they exist in the folders of a ``read_only_repositories`` tree, down to
+    :data:`~pico3.sandbox_scan.SCAN_DEPTH` below it (``packages/web/.vscode``)."""
     read_only_folders: tuple[str, ...] = ()
     """Folders inside a writable one that stay read-only, and that no command may create
     where they are missing (a project's ``.claude/`` with hooks in it, ``.vscode/``): there an
@@ -294,13 +299,14 @@ class SandboxPolicy:
 
     def kept_read_only(self) -> list[str]:
         """The read-only paths inside writable ones that exist, resolved: :attr:`read_only`,
-        :attr:`read_only_folders` and the repositories of :attr:`read_only_repositories`."""
+        :attr:`read_only_folders` and the repositories and :attr:`read_only_names` of
+        :attr:`read_only_repositories`."""
         repositories: list[str] = []
         for tree in (_expand(p, self.home) for p in self.read_only_repositories):
             entries = [
                 os.path.join(tree, ".git"),
                 *submodule_git_entries(tree),
-                *nested_git_entries(tree),
+                *find_entries(tree, (".git", *self.read_only_names)),
             ]
             repositories += [os.path.realpath(entry) for entry in entries]
         folders = [_expand(p, self.home) for p in self.read_only_folders]
@@ -357,6 +363,12 @@ class SandboxPolicy:
                 f"  read-only inside: {p}/.git (its submodules' and its folders' too; not "
                 "created where no repository is)"
                 for p in self.read_only_repositories
+            ),
+            *(
+                f"  read-only inside, where they are in its folders {SCAN_DEPTH} down: {p}: "
+                + ", ".join(self.read_only_names)
+                for p in self.read_only_repositories
+                if self.read_only_names
             ),
             *(f"  unreadable: {p}" for p in self.deny_read),
             f"network: {self._network()}",

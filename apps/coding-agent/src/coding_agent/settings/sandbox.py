@@ -9,8 +9,9 @@ agent's session storage, the unix sockets through which a command could have cod
 (:data:`SESSION_SOCKETS`: the user's runtime folder with the session bus and the warm start's
 fork server, Docker's, the X server's), and ``sandbox.deny_read``. Inside the project, the files that make the
 machine run code later, outside the sandbox (:data:`PROJECT_READ_ONLY`: ``.claude``,
-``.coding-agent``, ``.mcp.json``, ``.vscode``...; and the git repository, whole, with its
-submodules') stay read-only
+``.coding-agent``, ``.mcp.json``, ``.vscode``..., at the top and in the folders three levels
+down: ``packages/web/.vscode``; and the git repository, whole, with its submodules' and the
+nested clones') stay read-only
 (``.claude``, ``.coding-agent``, ``.vscode``... cannot be created where missing:
 :data:`PROJECT_PLACEHOLDERS`),
 and so do the shell's and git's start-up files in the home folder (:data:`HOME_READ_ONLY`, for a
@@ -47,8 +48,8 @@ __all__ = [
 PROJECT_READ_ONLY: tuple[str, ...] = tuple(
     g.pattern.rstrip("/") for g in CODE_PATHS if not g.pattern.startswith(".git/")
 )
-"""Paths in the project a sandboxed command may not change, where they exist: each makes code
-run outside (:data:`~coding_agent.settings.guarded_paths.CODE_PATHS`, the list a write or edit
+"""Paths in the project a sandboxed command may not change, where they exist (and the same
+names in its folders, :attr:`pico3.SandboxPolicy.read_only_names`): each makes code run outside (:data:`~coding_agent.settings.guarded_paths.CODE_PATHS`, the list a write or edit
 asks for). The project's git repository is read-only too, whole, with its submodules'
 (:attr:`pico3.SandboxPolicy.read_only_repositories`): its configuration and hooks run code,
 and so does any folder a command could make a submodule by writing the index; a commit, a
@@ -136,6 +137,7 @@ def sandbox_policy(
         deny_read=(*DEFAULT_DENY_READ, *own, *sockets, *deny_read),
         read_only=(*(os.path.join(root, p) for p in PROJECT_READ_ONLY), *HOME_READ_ONLY),
         read_only_repositories=(root,),
+        read_only_names=tuple(os.path.basename(p) for p in PROJECT_READ_ONLY),
         read_only_folders=tuple(os.path.join(root, p) for p in PROJECT_PLACEHOLDERS),
         home=home,
         proxy_socket=str(proxy_socket_path(session_id)) if allow_domains else None,

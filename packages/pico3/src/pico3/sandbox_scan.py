@@ -1,0 +1,124 @@
+"""The entries that run code, found in the folders of a tree: :func:`find_entries`.
+
+A sandboxed command may change the project, but not what makes code run outside it later. At
+the project's top that is a fixed list of paths (``.vscode``, ``.claude``, the repository's
+``.git``); in its folders it is the same names wherever they are: ``packages/web/.vscode``
+(VS Code runs its tasks when the user opens ``packages/web``), ``services/api/.claude`` (this
+agent, or Claude Code, started there runs its hooks), the ``.git`` of a clone two folders down
+(git runs its ``core.fsmonitor`` at the user's next ``git status`` there).
+:attr:`pico3.SandboxPolicy.read_only_names` names them, and the sandbox binds each one found
+read-only, each time a command is wrapped.
+
+The walk goes :data:`SCAN_DEPTH` folders down (``a/b/c/.vscode``; Claude Code's sandbox looks
+three levels deep too), never into a link, into what it found (a ``.git``'s insides), or into
+a folder named in :data:`SKIPPED` (``node_modules``: packages, never opened as projects), and
+stops after :data:`SCAN_LIMIT` folders. Looking again costs one ``stat`` per folder, not one
+listing: each folder's listing is kept with its inode and modification time, and read again
+only when they change (a new entry, a rename, a removal each change the folder's time). A
+folder changed within :data:`_RECENT_NS` of the look is read again the next time too: a file
+system's clock ticks coarsely, so two changes within one tick leave one time.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Collection
+from typing import NamedTuple
+
+__all__ = ["SCAN_DEPTH", "SCAN_LIMIT", "SKIPPED", "find_entries"]
+
+SCAN_DEPTH = 3
+"""How many folders below the tree the walk looks (``a/b/c/.vscode`` is found, ``a/b/c/d/``'s
+are not)."""
+
+SCAN_LIMIT = 20_000
+"""The most folders one walk looks at (a tree larger than that is covered in part)."""
+
+SKIPPED: frozenset[str] = frozenset({"node_modules"})
+"""Folders the walk never enters: installed packages, which nobody opens as a project."""
+
+_RECENT_NS = 2_000_000_000
+"""A folder changed this recently (ns) is listed again at the next look (coarse clocks)."""
+
+_KEPT = 50_000
+"""The most folder listings kept (the oldest are dropped past it)."""
+
+
+class _Listing(NamedTuple):
+    """One folder as last read: what it was, its subfolders to walk, the entries found."""
+
+    stamp: tuple[int, int]  # (inode, modification time in ns)
+    folders: tuple[str, ...]
+    found: tuple[str, ...]
+
+
+_LISTINGS: dict[tuple[frozenset[str], str], _Listing] = {}
+
+
+def find_entries(
+    tree: str | os.PathLike[str], names: Collection[str], *, depth: int = SCAN_DEPTH
+) -> list[str]:
+    """Every file, folder or link named one of ``names`` in the folders of ``tree`` down to
+    ``depth`` below it (``tree``'s own are not looked at: the caller names those), as
+    absolute paths under ``tree`` resolved (module doc). A folder that cannot be read is
+    passed over."""
+    wanted = frozenset(names)
+    level = [os.path.realpath(tree)]
+    first = True
+    found: list[str] = []
+    seen = 0
+    now = time.time_ns()
+    for _ in range(depth + 1):
+        below: list[str] = []
+        for folder in level:
+            if seen >= SCAN_LIMIT:
+                return found
+            seen += 1
+            listing = _listing(folder, wanted, now)
+            if listing is None:
+                continue
+            if not first:
+                found += listing.found
+            below += listing.folders
+        level, first = below, False
+    return found
+
+
+def _listing(folder: str, wanted: frozenset[str], now: int) -> _Listing | None:
+    """``folder``'s listing: the kept one while the folder is unchanged, else read now."""
+    try:
+        status = os.stat(folder, follow_symlinks=False)
+    except OSError:
+        return None
+    stamp = (status.st_ino, status.st_mtime_ns)
+    key = (wanted, folder)
+    kept = _LISTINGS.get(key)
+    if kept is not None and kept.stamp == stamp:
+        return kept
+    folders: list[str] = []
+    found: list[str] = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name in wanted:
+                    found.append(entry.path)
+                elif entry.name not in SKIPPED and _is_folder(entry):
+                    folders.append(entry.path)
+    except OSError:
+        return None
+    listing = _Listing(stamp, tuple(folders), tuple(found))
+    if now - status.st_mtime_ns > _RECENT_NS:  # else read again next time (module doc)
+        if len(_LISTINGS) >= _KEPT:
+            del _LISTINGS[next(iter(_LISTINGS))]
+        _LISTINGS[key] = listing
+    else:
+        _LISTINGS.pop(key, None)
+    return listing
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False

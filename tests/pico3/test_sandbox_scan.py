@@ -1,0 +1,136 @@
+"""pico3.sandbox_scan: the entries that run code, found in a project's folders.
+
+What the sandbox binds read-only beyond the project's top: the named entries three folders down,
+wherever they are, and nothing it must not walk into. Looking again reads only the folders that
+changed, and whatever changed, a look finds what a fresh walk of the tree finds.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pico3.sandbox_scan import SCAN_DEPTH, find_entries
+
+NAMES = (".git", ".vscode", ".claude", ".mcp.json")
+
+
+def found(tree: Path) -> list[str]:
+    return sorted(os.path.relpath(p, tree) for p in find_entries(tree, NAMES))
+
+
+def test_finds_the_names_in_the_folders_three_down_and_no_deeper(tmp_path: Path) -> None:
+    """A folder of projects and a monorepo: each clone's ``.git`` (a folder, a worktree's file),
+    a package's ``.vscode``, a service's ``.claude`` and ``.mcp.json``, down to
+    ``a/b/c/.vscode``; not the tree's own (the caller names those), not four down, not inside
+    what was found (a repository's insides), not in ``node_modules``, not through a link."""
+    (tmp_path / ".git" / "objects").mkdir(parents=True)
+    (tmp_path / ".vscode").mkdir()
+    (tmp_path / "api" / ".git" / "objects").mkdir(parents=True)
+    (tmp_path / "api" / ".git" / "sub" / ".vscode").mkdir(parents=True)
+    (tmp_path / "web").mkdir()
+    (tmp_path / "web" / ".git").write_text("gitdir: /elsewhere/.git/worktrees/web\n")
+    (tmp_path / "packages" / "ui" / ".vscode").mkdir(parents=True)
+    (tmp_path / "services" / "api" / ".claude").mkdir(parents=True)
+    (tmp_path / "services" / "api" / ".mcp.json").write_text("{}\n")
+    (tmp_path / "vendor" / "lib" / ".git" / "objects").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "c" / ".vscode").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "c" / "d" / ".vscode").mkdir(parents=True)
+    (tmp_path / "node_modules" / "pkg" / ".git").mkdir(parents=True)
+    (tmp_path / "linked").symlink_to(tmp_path / "packages" / "ui")
+    (tmp_path / "notes.txt").write_text("x\n")
+    assert SCAN_DEPTH == 3
+    assert found(tmp_path) == [
+        "a/b/c/.vscode",
+        "api/.git",
+        "packages/ui/.vscode",
+        "services/api/.claude",
+        "services/api/.mcp.json",
+        "vendor/lib/.git",
+        "web/.git",
+    ]
+    assert find_entries(tmp_path / "missing", NAMES) == []
+
+
+def test_a_look_after_a_change_sees_it_at_once(tmp_path: Path) -> None:
+    """The listings kept from the last look do not hide what a command made or removed since,
+    even within one tick of the file system's clock."""
+    (tmp_path / "packages" / "ui").mkdir(parents=True)
+    assert found(tmp_path) == []
+    (tmp_path / "packages" / "ui" / ".vscode").mkdir()
+    assert found(tmp_path) == ["packages/ui/.vscode"]
+    (tmp_path / "packages" / "ui" / ".vscode").rename(tmp_path / "packages" / ".vscode")
+    assert found(tmp_path) == ["packages/.vscode"]
+    shutil.rmtree(tmp_path / "packages")
+    assert found(tmp_path) == []
+
+
+def test_two_changes_within_one_tick_of_the_clock_are_both_seen(tmp_path: Path) -> None:
+    """A file system's clock ticks coarsely (a few ms): a folder changed again within the tick
+    of the last look keeps the same time. A folder changed that recently is read again."""
+    ui = tmp_path / "packages" / "ui"
+    ui.mkdir(parents=True)
+    tick = time.time_ns()
+    os.utime(ui, ns=(tick, tick))
+    assert found(tmp_path) == []
+    (ui / ".vscode").mkdir()
+    os.utime(ui, ns=(tick, tick))  # the same tick: the same time
+    assert found(tmp_path) == ["packages/ui/.vscode"]
+
+
+def _walk(tree: Path) -> list[str]:
+    """The same question answered by a fresh walk, nothing kept."""
+    out: list[str] = []
+    for folder, folders, files in os.walk(tree):
+        level = len(Path(folder).relative_to(tree).parts)
+        for name in (*folders, *files):
+            if level and name in NAMES:
+                out.append(os.path.relpath(os.path.join(folder, name), tree))
+        folders[:] = [f for f in folders if f not in NAMES and level < SCAN_DEPTH]
+        folders[:] = [f for f in folders if not os.path.islink(os.path.join(folder, f))]
+    return sorted(out)
+
+
+_FOLDERS = ("a", "a/b", "a/b/c", "d", "d/e")
+_STEP = st.tuples(
+    st.sampled_from(("make", "remove", "move")),
+    st.sampled_from(_FOLDERS),
+    st.sampled_from((*NAMES, "x")),
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=st.lists(_STEP, min_size=1, max_size=12))
+def test_whatever_changes_a_look_finds_what_a_fresh_walk_finds(
+    tmp_path_factory: object, steps: list[tuple[str, str, str]]
+) -> None:
+    """Every folder is aged before each step (its listing then kept), so the next look reuses
+    the untouched folders' listings and must read again exactly those the step changed."""
+    import tempfile
+
+    tree = Path(tempfile.mkdtemp(prefix="scan-"))
+    try:
+        for folder in _FOLDERS:
+            (tree / folder).mkdir(parents=True, exist_ok=True)
+        for number, (action, where, name) in enumerate(steps):
+            aged = 1_000_000_000 * (1_000 + number)  # long ago, and new each step
+            for folder, _, _ in os.walk(tree):
+                os.utime(folder, ns=(aged, aged))
+            find_entries(tree, NAMES)  # the listings kept, all aged
+            target = tree / where / name
+            if action == "make" and not target.exists() and (tree / where).is_dir():
+                target.mkdir()
+            elif action == "remove" and target.exists():
+                shutil.rmtree(target)
+            elif action == "move" and target.exists():
+                target.rename(tree / where / f"moved-{number}")
+            assert found(tree) == _walk(tree), steps[: number + 1]
+    finally:
+        shutil.rmtree(tree)
