@@ -12,9 +12,11 @@ import shutil
 import time
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pico3 import sandbox_scan
 from pico3.sandbox_scan import SCAN_DEPTH, find_entries
 
 NAMES = (".git", ".vscode", ".claude", ".mcp.json")
@@ -55,6 +57,18 @@ def test_finds_the_names_in_the_folders_three_down_and_no_deeper(tmp_path: Path)
         "web/.git",
     ]
     assert find_entries(tmp_path / "missing", NAMES) == []
+
+
+def test_a_tree_too_large_is_looked_at_level_by_level_up_to_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past :data:`SCAN_LIMIT` folders the walk stops, having looked at the shallower folders
+    first: what is one folder down is found before anything two down."""
+    (tmp_path / "a" / ".vscode").mkdir(parents=True)
+    (tmp_path / "b" / "c" / ".vscode").mkdir(parents=True)
+    assert found(tmp_path) == ["a/.vscode", "b/c/.vscode"]
+    monkeypatch.setattr(sandbox_scan, "SCAN_LIMIT", 3)  # the tree, a and b
+    assert found(tmp_path) == ["a/.vscode"]
 
 
 def test_a_look_after_a_change_sees_it_at_once(tmp_path: Path) -> None:
@@ -104,12 +118,10 @@ _STEP = st.tuples(
 )
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=40, deadline=None)
 @given(steps=st.lists(_STEP, min_size=1, max_size=12))
 def test_whatever_changes_a_look_finds_what_a_fresh_walk_finds(
-    tmp_path_factory: object, steps: list[tuple[str, str, str]]
+    steps: list[tuple[str, str, str]],
 ) -> None:
     """Every folder is aged before each step (its listing then kept), so the next look reuses
     the untouched folders' listings and must read again exactly those the step changed."""

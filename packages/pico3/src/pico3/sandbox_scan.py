@@ -12,7 +12,7 @@ read-only, each time a command is wrapped.
 The walk goes :data:`SCAN_DEPTH` folders down (``a/b/c/.vscode``; Claude Code's sandbox looks
 three levels deep too), never into a link, into what it found (a ``.git``'s insides), or into
 a folder named in :data:`SKIPPED` (``node_modules``: packages, never opened as projects), and
-stops after :data:`SCAN_LIMIT` folders. Looking again costs one ``stat`` per folder, not one
+stops after :data:`SCAN_LIMIT` folders (level by level: the shallower ones first). Looking again costs one ``stat`` per folder, not one
 listing: each folder's listing is kept with its inode and modification time, and read again
 only when they change (a new entry, a rename, a removal each change the folder's time). A
 folder changed within :data:`_RECENT_NS` of the look is read again the next time too: a file
@@ -32,8 +32,9 @@ SCAN_DEPTH = 3
 """How many folders below the tree the walk looks (``a/b/c/.vscode`` is found, ``a/b/c/d/``'s
 are not)."""
 
-SCAN_LIMIT = 20_000
-"""The most folders one walk looks at (a tree larger than that is covered in part)."""
+SCAN_LIMIT = 5_000
+"""The most folders one walk looks at: a larger tree is covered in part, level by level (its
+folders one down first, then two down...), and a look costs at most a few ms."""
 
 SKIPPED: frozenset[str] = frozenset({"node_modules"})
 """Folders the walk never enters: installed packages, which nobody opens as a project."""
