@@ -108,6 +108,16 @@ async def bash(command: str, project: Path, sandbox: Sandbox | None) -> str:
     return result.plain_text
 
 
+async def refused(commands: list[str], cwd: Path, sandbox: Sandbox, run: Any = None) -> None:
+    """Each of ``commands`` (through the real ``bash`` tool, or ``run``) gets "Read-only file
+    system", and the line saying how to ask to run it outside."""
+    for command in commands:
+        text = await (run or bash)(command, cwd, sandbox)
+        assert "Read-only file system" in text, (command, text)
+        assert "[Sandbox: the sandbox refused a write" in text, (command, text)
+        assert "outside_sandbox: true" in text, (command, text)
+
+
 def run_in(env: dict[str, str]) -> Any:
     """``bash`` with the test's ``HOME`` (the tool's environment is this process's)."""
     return lambda command, project, sandbox: bash(
@@ -128,11 +138,7 @@ async def test_writes_outside_the_project_are_refused_with_a_line_saying_so(
         "echo evil > ../outside/planted",
         f"echo evil > /proc/self/root{home}/.bashrc",
     ]
-    for command in attempts:
-        text = await run(command, project, sandbox)
-        assert "Read-only file system" in text, (command, text)
-        assert "[Sandbox: the sandbox refused a write" in text
-        assert "outside_sandbox: true" in text
+    await refused(attempts, project, sandbox, run)
     assert (home / ".bashrc").read_text() == "# the user's\n"
     assert list(outside.iterdir()) == []
 
@@ -158,9 +164,7 @@ async def test_the_files_that_run_code_outside_stay_read_only_even_where_missing
         "echo '{}' > .vscode/tasks.json",
         "echo 'exec evil' > .git/hooks/pre-commit",
     ]
-    for command in attempts:
-        text = await bash(command, project, found)
-        assert "Read-only file system" in text, (command, text)
+    await refused(attempts, project, found)
     assert sorted(p.name for p in (project / ".claude").iterdir()) == []
     await processes.ended(processes.holding(lock_file(found.policy.project)))
     assert not (project / ".coding-agent").exists() and not (project / ".idea").exists()
@@ -227,9 +231,7 @@ async def test_no_repository_git_enters_can_be_given_a_configuration_from_inside
         "git init -q sub && git -C sub -c user.name=a -c user.email=a@b commit -q "
         f"--allow-empty -m s && {fsmonitor} >> sub/.git/config && git add sub",
     ]
-    for command in attempts:
-        text = await bash(command, project, found)
-        assert "Read-only file system" in text, (command, text)
+    await refused(attempts, project, found)
     await anyio.run_process(["git", "status"], cwd=project)  # the user's, outside
     assert not marker.exists()
     assert (project / "lib" / ".git").read_text() == "gitdir: ../.git/modules/lib\n"
@@ -253,10 +255,7 @@ async def test_a_folder_of_projects_keeps_each_projects_repository_read_only(
         f"git -C api config core.fsmonitor 'touch {marker}; false'",
         "echo 'touch evil' > web/.git/hooks/pre-commit && chmod +x web/.git/hooks/pre-commit",
     ]
-    for command in attempts:
-        text = await bash(command, code, found)
-        assert "Read-only file system" in text, (command, text)
-        assert "outside_sandbox: true" in text
+    await refused(attempts, code, found)
     text = await bash("echo 'print(2)' > api/main.py && git -C api status --short", code, found)
     assert text.split() == ["??", "main.py"], text
     assert (code / "api" / "main.py").read_text() == "print(2)\n"
@@ -288,9 +287,7 @@ async def test_what_runs_code_in_the_projects_folders_is_read_only(
         "echo '{\"hooks\": {}}' > services/api/.claude/settings.json",
         f"git -C vendor/lib config core.fsmonitor 'touch {marker}; false'",
     ]
-    for command in attempts:
-        text = await bash(command, project, sandbox)
-        assert "Read-only file system" in text, (command, text)
+    await refused(attempts, project, sandbox)
     text = await bash("echo 2 > packages/web/index.js && echo ok", project, sandbox)
     assert text.strip() == "ok", text
     assert (web / "index.js").read_text() == "2\n"
