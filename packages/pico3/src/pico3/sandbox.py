@@ -360,8 +360,8 @@ class SandboxPolicy:
                 for p in self.read_only_folders
             ),
             *(
-                f"  read-only inside: {p}/.git (its submodules' and its folders' too; not "
-                "created where no repository is)"
+                f"  read-only inside: {p}/.git (its submodules' and those in its folders "
+                f"{SCAN_DEPTH} down too; not created where no repository is)"
                 for p in self.read_only_repositories
             ),
             *(
