@@ -1,14 +1,18 @@
 """What the sandbox adds to a command: ``true`` and ``git status`` in a 1,000-file repository,
-each run under :class:`pico3.Sandbox` (bubblewrap) and unsandboxed, interleaved in the same run;
-and to a whole task: the tour's edit task in ``sandbox`` mode against ``auto``.
+and ``true`` in a monorepo of ``MONOREPO`` packages (2,000 folders three levels down, a
+``.vscode`` in every package: what the sandbox looks for in a project's folders), each run
+under :class:`pico3.Sandbox` (bubblewrap) and unsandboxed, interleaved in the same run; and to
+a whole task: the tour's edit task in ``sandbox`` mode against ``auto``.
 
 Both sides start ``bash -c COMMAND`` the way the ``bash`` tool does (a new session, the
-session's environment); the sandboxed side's argv is :meth:`pico3.Sandbox.wrap`'s (a fresh
-user, mount, PID and network namespace, the file system read-only but the project and the
-temporary folder, the credentials hidden; the repository read-only and the app's placeholders
-laid and removed: a ``bash`` wrapper and ``flock`` around bubblewrap). Each side does ``WARMUP`` runs, then ``RUNS`` timed
-ones, alternating so both see the same machine load. Prints the medians and p90s and the
-difference.
+session's environment); the sandboxed side is timed from :meth:`pico3.Sandbox.wrap`, called
+for each run as the tool does (the app's policy, :func:`coding_agent.settings.sandbox.
+sandbox_policy`: a fresh user, mount, PID and network namespace, the file system read-only but
+the project and the temporary folder, the credentials hidden; the repository and what runs
+code in the project's folders read-only, the placeholders laid and removed: a ``bash`` wrapper
+and ``flock`` around bubblewrap), to the end of its output. Each side does ``WARMUP`` runs,
+then ``RUNS`` timed ones, alternating so both see the same machine load. Prints the medians and
+p90s and the difference.
 
 **The tour's edit task** (the faux tour's steps without its question: list, read, write a notes
 file, edit it, run ``ls -1 && wc -l`` on it, sum up) runs as ``coding-agent --json`` with a faux
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -32,12 +37,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from coding_agent.settings.sandbox import PROJECT_PLACEHOLDERS
-from pico3 import Sandbox, SandboxPolicy, sandbox_available
+from coding_agent.settings.sandbox import sandbox_policy, session_sandbox
+from pico3 import Sandbox, sandbox_available
 
 WARMUP = 5
 RUNS = 40
 FILES = 1000
+MONOREPO = 20
 TOUR_RUNS = 7
 
 TOUR = [
@@ -83,10 +89,26 @@ def _repo(root: Path) -> Path:
     return repo
 
 
-def _time(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+def _monorepo(root: Path) -> Path:
+    """``MONOREPO`` packages of 10 modules of 10 folders each, a ``.vscode`` in each package."""
+    repo = root / "monorepo"
+    for package in range(MONOREPO):
+        (repo / f"p{package}" / ".vscode").mkdir(parents=True)
+        for module in range(10):
+            for folder in range(10):
+                (repo / f"p{package}" / f"m{module}" / f"f{folder}").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    return repo
+
+
+def _time(argv: list[str], cwd: Path, env: dict[str, str], sandbox: Sandbox | None = None) -> float:
+    """One run's wall time (ms): with ``sandbox``, wrapped first, as the ``bash`` tool does;
+    to the end of its output, as the tool reads it."""
     start = time.perf_counter()
+    if sandbox is not None:
+        argv, env = sandbox.wrap(argv, cwd=str(cwd), env=env)
     subprocess.run(
-        argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, check=True, start_new_session=True
+        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, check=True, start_new_session=True
     )
     return (time.perf_counter() - start) * 1000
 
@@ -97,7 +119,7 @@ def _line(name: str, plain: list[float], boxed: list[float]) -> str:
 
     added = statistics.median(boxed) - statistics.median(plain)
     return (
-        f"{name:<12} unsandboxed median {statistics.median(plain):6.1f} ms p90 {p90(plain):6.1f}"
+        f"{name:<14} unsandboxed median {statistics.median(plain):6.1f} ms p90 {p90(plain):6.1f}"
         f" | sandboxed median {statistics.median(boxed):6.1f} ms p90 {p90(boxed):6.1f}"
         f" | added {added:+6.1f} ms (target <= 30)"
     )
@@ -146,29 +168,32 @@ def main() -> int:
         return 1
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        repo = _repo(root)
-        # the app's project rules: its repository read-only, the placeholders of the folders
-        # no command may create (each run makes and removes them: pico3.sandbox_placeholders)
-        policy = SandboxPolicy(
-            str(repo),
-            str(root / "tmp"),
-            read_only_repositories=(str(repo),),
-            read_only_folders=tuple(str(repo / name) for name in PROJECT_PLACEHOLDERS),
-        )
-        sandbox = Sandbox(policy, status)
         env = dict(os.environ)
-        for name, command in (("true", "true"), ("git status", "git status --porcelain")):
+        made: list[Path] = []  # the sessions' temporary folders, removed at the end
+        rows = [
+            ("true", "true", _repo(root)),
+            ("git status", "git status --porcelain", root / "repo"),
+            ("true, monorepo", "true", _monorepo(root)),
+        ]
+        for name, command, repo in rows:
+            # the app's policy of a session in that project (the placeholders of the folders
+            # no command may create are made and removed by each run)
+            policy = sandbox_policy(repo, f"bench-{os.getpid()}", env=env)
+            sandbox = session_sandbox(policy, env)
+            assert isinstance(sandbox, Sandbox), sandbox
+            made.append(Path(policy.temp_dir))
             plain_argv = ["bash", "-c", command]
-            boxed_argv, boxed_env = sandbox.wrap(plain_argv, cwd=str(repo), env=env)
             plain: list[float] = []
             boxed: list[float] = []
             for run in range(WARMUP + RUNS):
                 a = _time(plain_argv, repo, env)
-                b = _time(boxed_argv, repo, boxed_env)
+                b = _time(plain_argv, repo, env, sandbox)
                 if run >= WARMUP:
                     plain.append(a)
                     boxed.append(b)
             print(_line(name, plain, boxed))
+        for folder in made:
+            shutil.rmtree(folder, ignore_errors=True)
         auto: list[float] = []
         boxed_tour: list[float] = []
         _tour(root, -1, "auto")  # warm the file cache and bytecode
