@@ -237,26 +237,6 @@ async def test_a_missing_folder_cannot_be_created_inside_and_is_gone_after(
 @needs_bwrap
 @needs_flock
 @pytest.mark.anyio
-async def test_once_a_commands_output_ends_its_placeholders_are_gone(tmp_path: Path) -> None:
-    """A caller that reads the output to its end, as the ``bash`` tool does, then runs the
-    next thing outside (the user's ``git status``, a search): it never lists a placeholder
-    that is being removed (git then warns "could not open directory '.idea/'")."""
-    policy = _placeholder_policy(tmp_path, ".vscode", ".idea")
-    sandbox = Sandbox(policy)
-    project = tmp_path / "project"
-    for _ in range(20):
-        argv, env = sandbox.wrap(["echo", "ran"], cwd=policy.project, env={"PATH": "/usr/bin:/bin"})
-        async with await anyio.open_process(argv, env=env) as process:
-            assert process.stdout is not None
-            out = b"".join([chunk async for chunk in process.stdout])
-            assert out == b"ran\n"
-            assert list(project.iterdir()) == []
-            await process.wait()
-
-
-@needs_bwrap
-@needs_flock
-@pytest.mark.anyio
 async def test_a_placeholder_stays_while_another_command_still_runs(
     tmp_path: Path, processes: Any
 ) -> None:

@@ -18,10 +18,7 @@ How it is removed, and why never too early:
   gets it, no other sandbox of that folder runs (each holds the shared lock from before its
   mounts are made until its end), so no mount lies over the placeholders anywhere, and it
   removes each one that is still an empty folder, with its marker. If not, the last sandbox
-  to end does. The watcher keeps the command's standard output open until then, so a caller
-  that reads the output to its end (the ``bash`` tool) is done only once the placeholders
-  are gone: the next thing it runs outside (a ``git status``, a search) never finds one
-  half-removed;
+  to end does;
 * a removal while another sandbox had the folder mounted would undo that sandbox's mount (the
   kernel detaches mounts over a folder removed in another mount namespace), and its command
   could then create the folder: the lock is what rules that out;
@@ -69,7 +66,7 @@ done
 shift
 exec 8> >(
     cd / || exit 0
-    exec 2>/dev/null
+    exec >/dev/null 2>&1
     while read -r _; do :; done
     flock -xn 9 || exit 0
     folders=() markers=()
