@@ -90,7 +90,10 @@ def _repo(root: Path) -> Path:
 
 
 def _monorepo(root: Path) -> Path:
-    """``MONOREPO`` packages of 10 modules of 10 folders each, a ``.vscode`` in each package."""
+    """``MONOREPO`` packages of 10 modules of 10 folders each, a ``.vscode`` in each package;
+    its folders dated an hour back, as an existing project's (the sandbox lists again only the
+    folders changed since its last look, and those changed in the last 2 s:
+    :mod:`pico3.sandbox_scan`)."""
     repo = root / "monorepo"
     for package in range(MONOREPO):
         (repo / f"p{package}" / ".vscode").mkdir(parents=True)
@@ -98,6 +101,9 @@ def _monorepo(root: Path) -> Path:
             for folder in range(10):
                 (repo / f"p{package}" / f"m{module}" / f"f{folder}").mkdir(parents=True)
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    an_hour_ago = time.time_ns() - 3600 * 10**9  # a project's folders, not all just made
+    for folder, _, _ in os.walk(repo):
+        os.utime(folder, ns=(an_hour_ago, an_hour_ago))
     return repo
 
 

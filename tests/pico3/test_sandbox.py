@@ -97,7 +97,7 @@ def test_a_read_only_repository_is_bound_whole_whether_its_git_is_a_folder_or_a_
     assert f"--ro-bind {project}/.git {project}/.git" in joined
     assert f"--ro-bind {worktree}/.git {worktree}/.git" in joined
     assert (
-        f"  read-only inside: {worktree}/.git (its submodules' and those in its folders 3 down "
+        f"  read-only inside: {worktree}/.git (its submodules' and those in its folders 2 down "
         "too; not created where no repository is)"
     ) in policy.describe()
     no_git = dataclasses.replace(policy, read_only_repositories=(str(tmp_path / "home"),))

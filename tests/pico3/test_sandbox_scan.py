@@ -1,6 +1,6 @@
 """pico3.sandbox_scan: the entries that run code, found in a project's folders.
 
-What the sandbox binds read-only beyond the project's top: the named entries three folders down,
+What the sandbox binds read-only beyond the project's top: the named entries two folders down,
 wherever they are, and nothing it must not walk into. Looking again reads only the folders that
 changed, and whatever changed, a look finds what a fresh walk of the tree finds.
 """
@@ -26,10 +26,10 @@ def found(tree: Path) -> list[str]:
     return sorted(os.path.relpath(p, tree) for p in find_entries(tree, NAMES))
 
 
-def test_finds_the_names_in_the_folders_three_down_and_no_deeper(tmp_path: Path) -> None:
+def test_finds_the_names_in_the_folders_two_down_and_no_deeper(tmp_path: Path) -> None:
     """A folder of projects and a monorepo: each clone's ``.git`` (a folder, a worktree's file),
     a package's ``.vscode``, a service's ``.claude`` and ``.mcp.json``, down to
-    ``a/b/c/.vscode``; not the tree's own (the caller names those), not four down, not inside
+    ``a/b/.vscode``; not the tree's own (the caller names those), not three down, not inside
     what was found (a repository's insides), not in ``node_modules``, not through a link."""
     (tmp_path / ".git" / "objects").mkdir(parents=True)
     (tmp_path / ".vscode").mkdir()
@@ -41,14 +41,14 @@ def test_finds_the_names_in_the_folders_three_down_and_no_deeper(tmp_path: Path)
     (tmp_path / "services" / "api" / ".claude").mkdir(parents=True)
     (tmp_path / "services" / "api" / ".mcp.json").write_text("{}\n")
     (tmp_path / "vendor" / "lib" / ".git" / "objects").mkdir(parents=True)
+    (tmp_path / "a" / "b" / ".vscode").mkdir(parents=True)
     (tmp_path / "a" / "b" / "c" / ".vscode").mkdir(parents=True)
-    (tmp_path / "a" / "b" / "c" / "d" / ".vscode").mkdir(parents=True)
     (tmp_path / "node_modules" / "pkg" / ".git").mkdir(parents=True)
     (tmp_path / "linked").symlink_to(tmp_path / "packages" / "ui")
     (tmp_path / "notes.txt").write_text("x\n")
-    assert SCAN_DEPTH == 3
+    assert SCAN_DEPTH == 2
     assert found(tmp_path) == [
-        "a/b/c/.vscode",
+        "a/b/.vscode",
         "api/.git",
         "packages/ui/.vscode",
         "services/api/.claude",

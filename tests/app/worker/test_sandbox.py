@@ -296,7 +296,7 @@ async def test_what_runs_code_in_the_projects_folders_is_read_only(
     await anyio.run_process(["git", "status"], cwd=lib)  # the user's, outside
     assert not marker.exists()
     assert (
-        f"  read-only inside, where they are in its folders 3 down: {project}: .mcp.json, "
+        f"  read-only inside, where they are in its folders 2 down: {project}: .mcp.json, "
         ".claude, .coding-agent, .vscode, .idea, .envrc, .husky, .pre-commit-config.yaml"
     ) in sandbox.policy.describe()
 

@@ -9,8 +9,8 @@ agent, or Claude Code, started there runs its hooks), the ``.git`` of a clone tw
 :attr:`pico3.SandboxPolicy.read_only_names` names them, and the sandbox binds each one found
 read-only, each time a command is wrapped.
 
-The walk goes :data:`SCAN_DEPTH` folders down (``a/b/c/.vscode``; Claude Code's sandbox looks
-three levels deep too), never into a link, into what it found (a ``.git``'s insides), or into
+The walk goes :data:`SCAN_DEPTH` folders down (``a/b/.vscode``: as deep as Claude Code's
+sandbox looks), never into a link, into what it found (a ``.git``'s insides), or into
 a folder named in :data:`SKIPPED` (``node_modules``: packages, never opened as projects), and
 stops after :data:`SCAN_LIMIT` folders (level by level: the shallower ones first). Looking again costs one ``stat`` per folder, not one
 listing: each folder's listing is kept with its inode and modification time, and read again
@@ -28,9 +28,9 @@ from typing import NamedTuple
 
 __all__ = ["SCAN_DEPTH", "SCAN_LIMIT", "SKIPPED", "find_entries"]
 
-SCAN_DEPTH = 3
-"""How many folders below the tree the walk looks (``a/b/c/.vscode`` is found, ``a/b/c/d/``'s
-are not)."""
+SCAN_DEPTH = 2
+"""How many folders below the tree the walk looks (``a/b/.vscode`` is found, ``a/b/c/``'s are
+not)."""
 
 SCAN_LIMIT = 5_000
 """The most folders one walk looks at: a larger tree is covered in part, level by level (its

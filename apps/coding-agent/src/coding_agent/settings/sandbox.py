@@ -9,7 +9,7 @@ agent's session storage, the unix sockets through which a command could have cod
 (:data:`SESSION_SOCKETS`: the user's runtime folder with the session bus and the warm start's
 fork server, Docker's, the X server's), and ``sandbox.deny_read``. Inside the project, the files that make the
 machine run code later, outside the sandbox (:data:`PROJECT_READ_ONLY`: ``.claude``,
-``.coding-agent``, ``.mcp.json``, ``.vscode``..., at the top and in the folders three levels
+``.coding-agent``, ``.mcp.json``, ``.vscode``..., at the top and in the folders two levels
 down: ``packages/web/.vscode``; and the git repository, whole, with its submodules' and the
 nested clones') stay read-only
 (``.claude``, ``.coding-agent``, ``.vscode``... cannot be created where missing:
