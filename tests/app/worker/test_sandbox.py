@@ -301,6 +301,32 @@ async def test_what_runs_code_in_the_projects_folders_is_read_only(
     ) in sandbox.policy.describe()
 
 
+async def test_what_a_command_plants_in_a_subfolder_is_named_in_its_result(
+    project: Path, sandbox: Sandbox
+) -> None:
+    """A missing ``.vscode`` in a subfolder cannot be kept absent (no placeholder there), so a
+    command can make one, or clone a repository: the result names each, with what runs it, and
+    from then on they are read-only. An empty folder runs nothing and is not named; a command
+    that makes nothing of the kind gets no line."""
+    text = await bash(
+        "mkdir -p apps/web/.vscode apps/api/.idea && echo '{}' > apps/web/.vscode/tasks.json "
+        "&& git init -q vendor/lib && echo made",
+        project,
+        sandbox,
+    )
+    lines = text.splitlines()
+    assert lines[0] == "made", text
+    assert lines[1:] == [
+        "[Sandbox: new while the command ran, and run code outside the sandbox: "
+        "apps/web/.vscode/ (VS Code runs the tasks, launch configurations and programs named "
+        "in .vscode/); vendor/lib/.git/ (git runs the hooks, fsmonitor, filters and other "
+        "commands named in .git/ (config, hooks, info/attributes)). Later sandboxed commands "
+        "cannot change them; check them before you use them.]"
+    ], text
+    assert await bash("echo again", project, sandbox) == "again"
+    await refused(["echo '{}' > apps/web/.vscode/launch.json"], project, sandbox)
+
+
 async def test_credentials_and_the_agents_files_are_unreadable(
     project: Path, env: dict[str, str], sandbox: Sandbox, tmp_path: Path
 ) -> None:

@@ -28,6 +28,12 @@ when bubblewrap works) the command runs inside it when the sandbox is enforced
 sandboxed command fails and its output shows a refusal (a read-only file system, a hidden path,
 no network), one line is added before the exit code saying what the sandbox refused and how to
 ask to run outside (:func:`pico3.explain_refusal`), so the model does not retry the same thing.
+When something that runs code outside the sandbox appeared in the project while a sandboxed
+command ran (``packages/web/.vscode/tasks.json``, a clone's ``vendor/lib/.git``: the sandbox
+keeps such names read-only where they exist, but a command may make a new one in a subfolder),
+one line names each, with what runs it (:data:`coding_agent.settings.guarded_paths.CODE_PATHS`'
+reasons), so the model and the user reading the call see it (:func:`planted`); an empty folder
+runs nothing and is not named.
 
 Output handling follows pi: the text the model sees is tail-truncated to 2000 lines / 50 KB
 (errors and results come last); as soon as the output passes 50 KB, all of it, byte for byte,
@@ -67,7 +73,8 @@ import anyio.abc
 import anyio.to_thread
 
 from chord import Context
-from pico3 import ChildEnvironment, Sandbox, explain_refusal
+from coding_agent.settings.guarded_paths import CODE_PATHS
+from pico3 import ChildEnvironment, Sandbox, SandboxPolicy, explain_refusal
 
 from .jobs import start_background
 from .procs import ProcessRecord, kill_command, start_time
@@ -90,6 +97,7 @@ __all__ = [
     "SPILL_PREFIX",
     "SPILL_RETENTION",
     "BashRun",
+    "planted",
     "prune_spills",
     "recover",
     "run_bash",
@@ -385,6 +393,9 @@ async def _bash(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
         on_update(text_result(truncate_tail(live[0]).content.rstrip("\n"), {"partial": True}))
 
     remember = tools.remember
+    before = (
+        None if sandbox is None else await anyio.to_thread.run_sync(sandbox.policy.kept_read_only)
+    )
 
     async def started(record: ProcessRecord) -> None:
         assert remember is not None
@@ -418,6 +429,10 @@ async def _bash(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
         text += "\n\n" + _footer(run, cut)
         details["truncation"] = cut.as_details()
         details["full_output_path"] = run.spill_path
+    if sandbox is not None and before is not None:
+        made = await anyio.to_thread.run_sync(planted, sandbox.policy, before)
+        if made is not None:
+            text += "\n" + made
     if run.aborted:
         raise ToolError(f"{text}\n\nCommand aborted", details)
     if run.timed_out:
@@ -428,6 +443,38 @@ async def _bash(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
             text += "\n" + refused
         raise ToolError(f"{text}\n\nCommand exited with code {run.exit_code}", details)
     return text_result(text, details)
+
+
+def planted(policy: SandboxPolicy, before: list[str]) -> str | None:
+    """The line saying what appeared in ``policy``'s project that runs code outside the
+    sandbox, since :meth:`pico3.SandboxPolicy.kept_read_only` returned ``before``; ``None``
+    when nothing did (a new empty folder runs nothing)."""
+    made = [path for path in policy.kept_read_only() if path not in before and _holds(path)]
+    if not made:
+        return None
+    named: list[str] = []
+    for path in made:
+        name = os.path.basename(path)
+        reason = next((g.reason for g in CODE_PATHS if g.pattern.rstrip("/") == name), "")
+        shown = os.path.relpath(path, policy.project)
+        shown = path if shown.startswith("..") else shown
+        named.append(f"{shown}{'/' if os.path.isdir(path) else ''} ({reason})")
+    return (
+        "[Sandbox: new while the command ran, and run code outside the sandbox: "
+        + "; ".join(named)
+        + ". Later sandboxed commands cannot change them; check them before you use them.]"
+    )
+
+
+def _holds(path: str) -> bool:
+    """A file, or a folder with something in it."""
+    try:
+        if not os.path.isdir(path):
+            return os.path.lexists(path)
+        with os.scandir(path) as listing:
+            return next(listing, None) is not None
+    except OSError:
+        return False
 
 
 async def _spill_pending(run: BashRun, spill_dir: str) -> None:
