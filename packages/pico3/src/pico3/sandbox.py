@@ -273,10 +273,11 @@ class SandboxPolicy:
     ``.git`` (a folder, or a worktree's ``gitdir:`` file), the ``.git`` of every submodule
     its index records, and that of every repository in its folders down to
     :data:`~pico3.sandbox_scan.SCAN_DEPTH` below it (a folder of projects, a clone that is no
-    submodule: :func:`pico3.sandbox_scan.find_entries`), looked up when a command is wrapped. Git runs what a repository's configuration and hooks
-    name, in the superproject and in each submodule a ``git status`` enters, and a command
-    that can write the index can make any folder a submodule; so none of it is a command's to
-    change (a commit, a checkout, a stash run outside, asked for)."""
+    submodule: :func:`pico3.sandbox_scan.find_entries`), looked up when a command is wrapped.
+    Git runs what a repository's configuration and hooks name, in the superproject and in each
+    submodule a ``git status`` enters, and a command that can write the index can make any
+    folder a submodule; so none of it is a command's to change (a commit, a checkout, a stash
+    run outside, asked for)."""
     read_only_names: tuple[str, ...] = ()
     """Names of files and folders that run code (``.vscode``, ``.claude``...), read-only
     wherever they exist in the folders of a ``read_only_repositories`` tree, down to

@@ -49,7 +49,8 @@ PROJECT_READ_ONLY: tuple[str, ...] = tuple(
     g.pattern.rstrip("/") for g in CODE_PATHS if not g.pattern.startswith(".git/")
 )
 """Paths in the project a sandboxed command may not change, where they exist (and the same
-names in its folders, :attr:`pico3.SandboxPolicy.read_only_names`): each makes code run outside (:data:`~coding_agent.settings.guarded_paths.CODE_PATHS`, the list a write or edit
+names in its folders, :attr:`pico3.SandboxPolicy.read_only_names`): each makes code run
+outside (:data:`~coding_agent.settings.guarded_paths.CODE_PATHS`, the list a write or edit
 asks for). The project's git repository is read-only too, whole, with its submodules'
 (:attr:`pico3.SandboxPolicy.read_only_repositories`): its configuration and hooks run code,
 and so does any folder a command could make a submodule by writing the index; a commit, a
@@ -137,7 +138,7 @@ def sandbox_policy(
         deny_read=(*DEFAULT_DENY_READ, *own, *sockets, *deny_read),
         read_only=(*(os.path.join(root, p) for p in PROJECT_READ_ONLY), *HOME_READ_ONLY),
         read_only_repositories=(root,),
-        read_only_names=tuple(os.path.basename(p) for p in PROJECT_READ_ONLY),
+        read_only_names=PROJECT_READ_ONLY,
         read_only_folders=tuple(os.path.join(root, p) for p in PROJECT_PLACEHOLDERS),
         home=home,
         proxy_socket=str(proxy_socket_path(session_id)) if allow_domains else None,

@@ -449,7 +449,8 @@ def planted(policy: SandboxPolicy, before: list[str]) -> str | None:
     """The line saying what appeared in ``policy``'s project that runs code outside the
     sandbox, since :meth:`pico3.SandboxPolicy.kept_read_only` returned ``before``; ``None``
     when nothing did (a new empty folder runs nothing)."""
-    made = [path for path in policy.kept_read_only() if path not in before and _holds(path)]
+    known = set(before)
+    made = [path for path in policy.kept_read_only() if path not in known and _holds(path)]
     if not made:
         return None
     named: list[str] = []
@@ -458,7 +459,8 @@ def planted(policy: SandboxPolicy, before: list[str]) -> str | None:
         reason = next((g.reason for g in CODE_PATHS if g.pattern.rstrip("/") == name), "")
         shown = os.path.relpath(path, policy.project)
         shown = path if shown.startswith("..") else shown
-        named.append(f"{shown}{'/' if os.path.isdir(path) else ''} ({reason})")
+        why = f" ({reason})" if reason else ""
+        named.append(f"{shown}{'/' if os.path.isdir(path) else ''}{why}")
     return (
         "[Sandbox: new while the command ran, and run code outside the sandbox: "
         + "; ".join(named)
