@@ -9,14 +9,15 @@ agent, or Claude Code, started there runs its hooks), the ``.git`` of a clone tw
 :attr:`pico3.SandboxPolicy.read_only_names` names them, and the sandbox binds each one found
 read-only, each time a command is wrapped.
 
-The walk goes :data:`SCAN_DEPTH` folders down (``a/b/.vscode``: as deep as Claude Code's
-sandbox looks), never into a link, into what it found (a ``.git``'s insides), or into
-a folder named in :data:`SKIPPED` (``node_modules``: packages, never opened as projects), and
-stops after :data:`SCAN_LIMIT` folders (level by level: the shallower ones first). Looking again costs one ``stat`` per folder, not one
-listing: each folder's listing is kept with its inode and modification time, and read again
-only when they change (a new entry, a rename, a removal each change the folder's time). A
-folder changed within :data:`_RECENT_NS` of the look is read again the next time too: a file
-system's clock ticks coarsely, so two changes within one tick leave one time.
+The walk goes :data:`SCAN_DEPTH` folders down (``a/b/.vscode``: about as deep as Claude Code's
+sandbox searches, three path levels with ripgrep), never into a link, into what it found (a
+``.git``'s insides), or into a folder named in :data:`SKIPPED` (``node_modules``: packages,
+never opened as projects), and stops after :data:`SCAN_LIMIT` folders (level by level: the
+shallower ones first). Looking again costs one ``stat`` per folder, not one listing: each
+folder's listing is kept with its inode and modification time, and read again only when they
+change (a new entry, a rename, a removal each change the folder's time). A folder changed within
+:data:`_RECENT_NS` of the look is read again the next time too: a file system's clock ticks
+coarsely, so two changes within one tick leave one time.
 """
 
 from __future__ import annotations
