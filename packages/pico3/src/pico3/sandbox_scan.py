@@ -44,7 +44,7 @@ _RECENT_NS = 2_000_000_000
 """A folder changed this recently (ns) is listed again at the next look (coarse clocks)."""
 
 _KEPT = 50_000
-"""The most folder listings kept (the oldest are dropped past it)."""
+"""The most folder listings kept (all are dropped past it, and read again as needed)."""
 
 
 class _Listing(NamedTuple):
@@ -112,7 +112,7 @@ def _listing(folder: str, wanted: frozenset[str], now: int) -> _Listing | None:
     listing = _Listing(stamp, tuple(folders), tuple(found))
     if now - status.st_mtime_ns > _RECENT_NS:  # else read again next time (module doc)
         if len(_LISTINGS) >= _KEPT:
-            del _LISTINGS[next(iter(_LISTINGS))]
+            _LISTINGS.clear()  # one call, safe beside another thread's wrap; refilled as read
         _LISTINGS[key] = listing
     else:
         _LISTINGS.pop(key, None)
