@@ -327,6 +327,28 @@ async def test_what_a_command_plants_in_a_subfolder_is_named_in_its_result(
     await refused(["echo '{}' > apps/web/.vscode/launch.json"], project, sandbox)
 
 
+async def test_git_init_in_a_session_folder_inside_a_repository_is_named(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """The session folder is a folder of a repository: no placeholder keeps its ``.git``
+    absent (an empty one would end the outer repository's ignore rules for ripgrep), so ``git
+    init`` there succeeds. The result names the new repository, and from then on its
+    configuration is read-only."""
+    outer = tmp_path / "outer"
+    (outer / "sub").mkdir(parents=True)
+    _git(outer, "init", "-q", ".")
+    found = enforced(outer / "sub", env, tmp_path)
+    text = await bash("git init -q . && echo done", outer / "sub", found)
+    assert text.splitlines() == [
+        "done",
+        "[Sandbox: new while the command ran, and run code outside the sandbox: .git/ (git "
+        "runs the hooks, fsmonitor, filters and other commands named in .git/ (config, hooks, "
+        "info/attributes)). Later sandboxed commands cannot change them; check them before you "
+        "use them.]",
+    ], text
+    await refused(["git config core.fsmonitor 'touch ran; false'"], outer / "sub", found)
+
+
 async def test_credentials_and_the_agents_files_are_unreadable(
     project: Path, env: dict[str, str], sandbox: Sandbox, tmp_path: Path
 ) -> None:
