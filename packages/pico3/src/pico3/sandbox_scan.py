@@ -67,11 +67,10 @@ def find_entries(
     passed over."""
     wanted = frozenset(names)
     level = [os.path.realpath(tree)]
-    first = True
     found: list[str] = []
     seen = 0
     now = time.time_ns()
-    for _ in range(depth + 1):
+    for down in range(depth + 1):  # the folders ``down`` below the tree
         below: list[str] = []
         for folder in level:
             if seen >= SCAN_LIMIT:
@@ -80,10 +79,10 @@ def find_entries(
             listing = _listing(folder, wanted, now)
             if listing is None:
                 continue
-            if not first:
+            if down:
                 found += listing.found
             below += listing.folders
-        level, first = below, False
+        level = below
     return found
 
 
