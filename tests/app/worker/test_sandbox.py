@@ -265,7 +265,7 @@ async def test_a_folder_of_projects_keeps_each_projects_repository_read_only(
 
 
 async def test_what_runs_code_in_the_projects_folders_is_read_only(
-    project: Path, env: dict[str, str], sandbox: Sandbox, tmp_path: Path
+    project: Path, sandbox: Sandbox, tmp_path: Path
 ) -> None:
     """A monorepo: a package's ``.vscode`` (VS Code runs its tasks when the user opens the
     package), a service's ``.claude`` (its hooks run when an agent starts there), a vendored
