@@ -32,6 +32,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "SandboxPolicy",
             "SandboxStatus",
             "explain_refusal",
+            "planted_entries",
             "sandbox_available",
             "DomainProxy",
             "domain_allowed",

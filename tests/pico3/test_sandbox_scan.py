@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pico3 import sandbox_scan
+from pico3 import planted_entries, sandbox_scan
 from pico3.sandbox_scan import SCAN_DEPTH, find_entries
 
 NAMES = (".git", ".vscode", ".claude", ".mcp.json")
@@ -24,6 +24,30 @@ NAMES = (".git", ".vscode", ".claude", ".mcp.json")
 
 def found(tree: Path) -> list[str]:
     return sorted(os.path.relpath(p, tree) for p in find_entries(tree, NAMES))
+
+
+def test_what_a_command_planted_is_what_appeared_with_something_in_it(tmp_path: Path) -> None:
+    """Between two looks: a new file, a new folder with something in it and a new link are
+    named, in the second look's order; a new empty folder runs nothing and is not; what was
+    there before is not, whatever happened to it."""
+    (tmp_path / "api" / ".vscode").mkdir(parents=True)
+    before = found_paths(tmp_path)
+    (tmp_path / "api" / ".vscode" / "tasks.json").write_text("{}")  # was there: not named
+    (tmp_path / "web" / ".vscode").mkdir(parents=True)
+    (tmp_path / "web" / ".vscode" / "tasks.json").write_text("{}")
+    (tmp_path / "web" / ".claude").mkdir()  # empty: runs nothing
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / ".mcp.json").write_text("{}")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / ".git").symlink_to(tmp_path / "elsewhere")  # dangling, still planted
+    after = found_paths(tmp_path)
+    made = [os.path.relpath(p, tmp_path) for p in planted_entries(before, after)]
+    assert sorted(made) == ["docs/.git", "lib/.mcp.json", "web/.vscode"]
+    assert planted_entries(after, after) == []
+
+
+def found_paths(tree: Path) -> list[str]:
+    return find_entries(tree, NAMES)
 
 
 def test_finds_the_names_in_the_folders_two_down_and_no_deeper(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 * Child processes: :class:`ChildEnvironment` (the environment a session's child processes
   get, without its secrets; the harness service :data:`CHILD_ENVIRONMENT_SERVICE`), and
   :class:`Sandbox` (bubblewrap: :class:`SandboxPolicy`, :func:`sandbox_available`,
-  :func:`explain_refusal`; the harness service :data:`SANDBOX_SERVICE`; :class:`DomainProxy`,
+  :func:`explain_refusal`, :func:`planted_entries`; the harness service :data:`SANDBOX_SERVICE`; :class:`DomainProxy`,
   the sandbox's only way out to ``allow_domains``; :class:`SandboxMode` under
   :data:`SANDBOX_MODE_SERVICE` and :func:`commands_sandbox`: whether the session's own commands,
   hooks included, run inside now).
@@ -144,6 +144,7 @@ if _TYPE_CHECKING:  # bound at first use (_LAZY below)
         sandbox_available,
     )
     from pico3.sandbox_proxy import DomainProxy, domain_allowed
+    from pico3.sandbox_scan import planted_entries
     from pico3.session_data import (
         ConfigRejected,
         EntryKind,
@@ -397,6 +398,7 @@ __all__ = [
     "job_input",
     "memo_once",
     "migrate_database",
+    "planted_entries",
     "read_blob",
     "reload",
     "run_git",
@@ -481,6 +483,7 @@ _LAZY: dict[str, str] = {
     "SandboxStatus": "pico3.sandbox",
     "commands_sandbox": "pico3.sandbox",
     "explain_refusal": "pico3.sandbox",
+    "planted_entries": "pico3.sandbox_scan",
     "sandbox_available": "pico3.sandbox",
     "DomainProxy": "pico3.sandbox_proxy",
     "domain_allowed": "pico3.sandbox_proxy",

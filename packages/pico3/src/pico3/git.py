@@ -63,7 +63,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 
-__all__ = ["is_repository", "run_git", "submodule_git_entries"]
+__all__ = ["run_git", "submodule_git_entries"]
 
 _COMMANDS = frozenset({"ls-files", "rev-parse", "status", "diff", "log", "show", "ls-tree"})
 """The git commands :func:`run_git` accepts: built-ins that only read, never an alias."""
@@ -245,18 +245,3 @@ def submodule_git_entries(tree: str | os.PathLike[str], *, depth: int = 3) -> li
             found.append(path)
     _GITLINKS[(folder, depth)] = (stamp, found)
     return list(found)
-
-
-def is_repository(git: str) -> bool:
-    """Whether ``git`` (a folder's ``.git``) makes its folder a repository for git: a file (a
-    worktree's ``gitdir:``) or a folder with something in it. Git passes over an empty one
-    (a sandbox placeholder is one), so it is none here either; one that cannot be read is."""
-    if not os.path.lexists(git):
-        return False
-    if not os.path.isdir(git):
-        return True
-    try:
-        with os.scandir(git) as listing:
-            return next(listing, None) is not None
-    except OSError:
-        return True  # there, but unreadable: git would say so

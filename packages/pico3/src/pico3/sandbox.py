@@ -69,10 +69,10 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pico3.git import is_repository, submodule_git_entries
+from pico3.git import submodule_git_entries
 from pico3.sandbox_placeholders import Placeholders, private_folder
 from pico3.sandbox_proxy import FORWARDER, PROXY_PORT
-from pico3.sandbox_scan import SCAN_DEPTH, find_entries
+from pico3.sandbox_scan import SCAN_DEPTH, find_entries, holds_something
 from pico3.seatbelt import SANDBOX_EXEC, seatbelt_profile
 from pico3.unix_sockets import unix_socket_filter
 
@@ -327,7 +327,7 @@ class SandboxPolicy:
         (a placeholder being removed is one)."""
         folders = [_expand(p, self.home) for p in self.read_only_folders]
         for tree in (_expand(p, self.home) for p in self.read_only_repositories):
-            if not any(is_repository(os.path.join(d, ".git")) for d in _ancestors(tree)):
+            if not any(holds_something(os.path.join(d, ".git")) for d in _ancestors(tree)):
                 folders.append(os.path.join(tree, ".git"))
         return folders
 

@@ -1,4 +1,5 @@
-"""The entries that run code, found in the folders of a tree: :func:`find_entries`.
+"""The entries that run code, found in the folders of a tree: :func:`find_entries`; which of
+them a command made (:func:`planted_entries`).
 
 A sandboxed command may change the project, but not what makes code run outside it later. At
 the project's top that is a fixed list of paths (``.vscode``, ``.claude``, the repository's
@@ -18,16 +19,27 @@ folder's listing is kept with its inode and modification time, and read again on
 change (a new entry, a rename, a removal each change the folder's time). A folder changed within
 :data:`_RECENT_NS` of the look is read again the next time too: a file system's clock ticks
 coarsely, so two changes within one tick leave one time.
+
+A command can still make such an entry where none was (no bind mount can lie over a path that
+does not exist): :func:`planted_entries` compares two looks, before and after the command, and
+names what appeared with something in it.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import NamedTuple
 
-__all__ = ["SCAN_DEPTH", "SCAN_LIMIT", "SKIPPED", "find_entries"]
+__all__ = [
+    "SCAN_DEPTH",
+    "SCAN_LIMIT",
+    "SKIPPED",
+    "find_entries",
+    "holds_something",
+    "planted_entries",
+]
 
 SCAN_DEPTH = 2
 """How many folders below the tree the walk looks (``a/b/.vscode`` is found, ``a/b/c/``'s are
@@ -123,3 +135,27 @@ def _is_folder(entry: os.DirEntry[str]) -> bool:
         return entry.is_dir(follow_symlinks=False)
     except OSError:
         return False
+
+
+def holds_something(path: str) -> bool:
+    """Whether ``path`` is a file (or a link), or a folder with something in it; one that
+    exists but cannot be read counts. An empty folder runs nothing: git passes over an empty
+    ``.git`` (a sandbox placeholder is one), VS Code over an empty ``.vscode``."""
+    if not os.path.lexists(path):
+        return False
+    if not os.path.isdir(path) or os.path.islink(path):
+        return True
+    try:
+        with os.scandir(path) as listing:
+            return next(listing, None) is not None
+    except OSError:
+        return True  # there, but unreadable: whatever reads it would say so
+
+
+def planted_entries(before: Iterable[str], after: Iterable[str]) -> list[str]:
+    """The paths of ``after`` that are not in ``before`` and hold something
+    (:func:`holds_something`), in ``after``'s order: what a command made among the entries the
+    sandbox keeps read-only, given :meth:`pico3.SandboxPolicy.kept_read_only` before and after
+    it. From then on they exist, so every later command gets them read-only."""
+    known = set(before)
+    return [path for path in after if path not in known and holds_something(path)]

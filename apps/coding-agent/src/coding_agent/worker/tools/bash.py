@@ -74,7 +74,7 @@ import anyio.to_thread
 
 from chord import Context
 from coding_agent.settings.guarded_paths import CODE_PATHS
-from pico3 import ChildEnvironment, Sandbox, SandboxPolicy, explain_refusal
+from pico3 import ChildEnvironment, Sandbox, SandboxPolicy, explain_refusal, planted_entries
 
 from .jobs import start_background
 from .procs import ProcessRecord, kill_command, start_time
@@ -449,8 +449,7 @@ def planted(policy: SandboxPolicy, before: list[str]) -> str | None:
     """The line saying what appeared in ``policy``'s project that runs code outside the
     sandbox, since :meth:`pico3.SandboxPolicy.kept_read_only` returned ``before``; ``None``
     when nothing did (a new empty folder runs nothing)."""
-    known = set(before)
-    made = [path for path in policy.kept_read_only() if path not in known and _holds(path)]
+    made = planted_entries(before, policy.kept_read_only())
     if not made:
         return None
     named: list[str] = []
@@ -466,17 +465,6 @@ def planted(policy: SandboxPolicy, before: list[str]) -> str | None:
         + "; ".join(named)
         + ". Later sandboxed commands cannot change them; check them before you use them.]"
     )
-
-
-def _holds(path: str) -> bool:
-    """A file, or a folder with something in it."""
-    try:
-        if not os.path.isdir(path):
-            return os.path.lexists(path)
-        with os.scandir(path) as listing:
-            return next(listing, None) is not None
-    except OSError:
-        return False
 
 
 async def _spill_pending(run: BashRun, spill_dir: str) -> None:
