@@ -33,6 +33,8 @@ PUBLIC: dict[str, frozenset[str]] = {
             "SandboxStatus",
             "explain_refusal",
             "planted_entries",
+            "CLAUDE_CODE_TOOLS",
+            "claude_code_names",
             "sandbox_available",
             "DomainProxy",
             "domain_allowed",

@@ -163,6 +163,21 @@ DENY_RM = "deny Bash(rm:*)"
         (("allow mcp__github__*",), "mcp__github__create_pr", {}, "allow"),
         (("allow mcp__github__get_issue",), "mcp__github__get_issue", {}, "allow"),
         (("allow mcp__github__get_issue",), "mcp__github__create_pr", {}, None),
+        # every Claude Code tool name is our tool's (pico3.CLAUDE_CODE_TOOLS), as
+        # Anthropic's own settings-strict.json writes them
+        (("deny WebSearch",), "web_search", {"query": "x"}, "deny"),
+        (("deny WebFetch",), "web_fetch", {"url": "https://example.com"}, "deny"),
+        (("deny TodoWrite",), "todo", {"todos": []}, "deny"),
+        (("deny Task",), "agent", {"prompt": "p"}, "deny"),
+        (("deny Agent",), "agent", {"prompt": "p"}, "deny"),
+        (("deny BashOutput",), "job_output", {}, "deny"),
+        (("deny KillShell",), "job_kill", {"id": "j1"}, "deny"),
+        (("deny Task",), "bash", {"command": "ls"}, None),
+        # a subagent by name: its subagent_type (general-purpose when none is given)
+        (("deny Task(code-reviewer)",), "agent", {"subagent_type": "code-reviewer"}, "deny"),
+        (("deny Agent(code-reviewer)",), "agent", {"subagent_type": "explorer"}, None),
+        (("ask Task(general-purpose)",), "agent", {"prompt": "p"}, "ask"),
+        (("allow Agent(explorer)",), "agent", {"subagent_type": "explorer"}, "allow"),
         # precedence: deny beats ask beats allow, whatever the order or the file
         (
             ("allow Bash(git push:*)", "ask Bash(git push:*)"),
@@ -247,8 +262,8 @@ def test_a_deny_verdict_names_the_rule_and_its_file() -> None:
         ),
         (
             "Deploy(prod)",
-            "Deploy takes no specifier; only Bash, Read, Edit, Write, Grep, Glob, LS and WebFetch rules "
-            "do (write Deploy for every call of it)",
+            "Deploy takes no specifier; only Bash, Read, Edit, Write, Grep, Glob, LS, WebFetch and "
+            "Task/Agent (a subagent's name) rules do (write Deploy for every call of it)",
         ),
         ("mcp__", "expected mcp__server or mcp__server__tool"),
         ("mcp__a(b)", "an MCP rule takes no specifier: write mcp__server or mcp__server__tool"),

@@ -129,6 +129,21 @@ def test_matchers_take_our_tools_by_claude_codes_names() -> None:
     assert matcher("MultiEdit").matches(tool_names("edit", {}))
     assert matcher("Glob").matches(tool_names("find", {}))
     assert matcher("LS").matches(tool_names("ls", {}))
+    # the tools Claude Code names otherwise: web, todo, subagents, background commands
+    assert matcher("WebFetch").matches(tool_names("web_fetch", {}))
+    assert matcher("WebSearch").matches(tool_names("web_search", {}))
+    assert matcher("TodoWrite").matches(tool_names("todo", {}))
+    assert matcher("Task").matches(tool_names("agent", {}))
+    assert matcher("Agent").matches(tool_names("agent", {}))
+    assert matcher("BashOutput").matches(tool_names("job_output", {}))
+    assert matcher("KillShell").matches(tool_names("job_kill", {}))
+    assert not matcher("Bash").matches(tool_names("job_output", {}))  # a whole name
+    assert [claude_tool(t, {}, "/p")[0] for t in ("web_fetch", "todo", "agent", "job_kill")] == [
+        "WebFetch",
+        "TodoWrite",
+        "Task",
+        "KillShell",
+    ]
     assert not matcher("Bash").matches(("BashOutput",))  # a whole name, as Claude Code
     assert matcher("mcp__github__.*").matches(tool_names("mcp__github__get_issue", {}))
     assert matcher("*").matches(tool_names("anything", {}))

@@ -344,7 +344,7 @@ async def test_slash_agents_lists_subagents_and_shows_a_transcript(
 CLAUDE_REVIEWER = """---
 name: code.reviewer
 description: Use this agent when: a change is ready for review.
-tools: Read, Grep, WebFetch
+tools: Read, Grep, NotebookEdit
 model: sonnet
 ---
 You review code.
@@ -390,7 +390,7 @@ async def test_slash_agents_definitions_names_what_loaded_what_did_not_and_what_
             "description: lines, and a closing --- line; the agent is skipped",
             "",
             "Loaded with a note (1):",
-            f"  {reviewer}:4: WebFetch: Claude Code tool this agent does not have yet; the "
+            f"  {reviewer}:4: NotebookEdit: Claude Code tool this agent does not have yet; the "
             "subagent runs without it",
             "",
             "Loaded (2): general-purpose, code-reviewer (code.reviewer)",

@@ -8,16 +8,18 @@ A rule names a tool and, for some tools, which calls of it (:func:`parse_rule`):
     Read(./.env)            read, grep, find, ls of a path (gitignore-style pattern)
     Edit(src/**)            edit and write of a path     Write(//tmp/out.txt)   write only
     WebFetch(domain:example.com)   a fetch tool's url on this host or a subdomain
+    Task(code-reviewer)     a subagent call of that agent (also Agent(code-reviewer))
     mcp__github             every tool of the MCP server github (also mcp__github__*)
     mcp__github__get_issue  one MCP tool
     job_kill                any tool by its own name
 
-Claude Code's tool names map to the agent's: ``Bash`` → ``bash``; ``Read`` → ``read``, ``grep``,
-``find``, ``ls`` (as Claude Code's Read rules govern its search tools); ``Grep`` → ``grep``,
-``Glob`` → ``find``, ``LS`` → ``ls``; ``Edit``/``MultiEdit`` → ``edit`` and ``write`` (every
-file-editing tool); ``Write`` → ``write``; ``WebFetch`` → ``web_fetch`` (the agent's) and a
-plugin's ``fetch`` tool. Any other name is a tool
-name as the model sees it.
+Claude Code's tool names map to the agent's through ``pico3.CLAUDE_CODE_TOOLS`` (``Bash`` →
+``bash``, ``Glob`` → ``find``, ``WebSearch`` → ``web_search``, ``TodoWrite`` → ``todo``,
+``Task``/``Agent`` → ``agent``, ``BashOutput`` → ``job_output``, ``KillShell`` → ``job_kill``…),
+and three cover more: ``Read`` → ``read``, ``grep``, ``find``, ``ls`` (as Claude Code's Read
+rules govern its search tools); ``Edit``/``MultiEdit`` → ``edit`` and ``write`` (every
+file-editing tool); ``WebFetch`` → ``web_fetch`` (the agent's) and a plugin's ``fetch`` tool.
+Any other name is a tool name as the model sees it.
 
 **Paths.** ``//x`` is the absolute path ``/x``; ``~/x`` is in the home folder; ``./x`` and ``/x``
 are relative to the project root (the folder holding ``.git``, else the session's folder); a
@@ -56,6 +58,8 @@ from functools import lru_cache
 from typing import Literal
 from urllib.parse import urlsplit
 
+from pico3 import CLAUDE_CODE_TOOLS
+
 from .shell import CommandAnalysis, analyse_command
 
 __all__ = [
@@ -72,17 +76,27 @@ __all__ = [
 RuleKind = Literal["allow", "ask", "deny"]
 RULE_KINDS: tuple[RuleKind, ...] = ("allow", "ask", "deny")
 
-_CLAUDE_TOOLS: dict[str, tuple[str, ...]] = {
-    "Bash": ("bash",),
-    "Read": ("read", "grep", "find", "ls"),
-    "Grep": ("grep",),
-    "Glob": ("find",),
-    "LS": ("ls",),
-    "Edit": ("edit", "write"),
+_WIDER: dict[str, tuple[str, ...]] = {
+    "Read": ("read", "grep", "find", "ls"),  # as Claude Code's Read governs its search tools
+    "Edit": ("edit", "write"),  # every file-editing tool
     "MultiEdit": ("edit", "write"),
-    "Write": ("write",),
-    "WebFetch": ("web_fetch", "fetch"),
+    "WebFetch": ("web_fetch", "fetch"),  # and a plugin's fetch tool
 }
+"""Claude Code names whose rules cover more than the one tool of ``pico3.CLAUDE_CODE_TOOLS``."""
+
+
+def _governed(name: str) -> frozenset[str]:
+    """The agent's tools a rule naming ``name`` governs: Claude Code's names through
+    ``pico3.CLAUDE_CODE_TOOLS`` (:data:`_WIDER` where a rule covers more), any other name as
+    the tool's own."""
+    wider = _WIDER.get(name)
+    if wider is not None:
+        return frozenset(wider)
+    return frozenset({CLAUDE_CODE_TOOLS.get(name, name)})
+
+
+_GENERAL_PURPOSE = "general-purpose"
+"""The subagent an ``agent`` call without ``subagent_type`` runs (Claude Code's default)."""
 _PATH_TOOLS = frozenset({"read", "grep", "find", "ls", "edit", "write"})
 _FETCH_TOOLS = frozenset({"web_fetch", "fetch"})
 _FOLDER_TOOLS = frozenset({"grep", "find", "ls"})
@@ -113,6 +127,8 @@ class Rule:
     pattern: str | None = None
     """A path rule's pattern as written."""
     domain: str | None = None
+    agent: str | None = None
+    """A ``Task(name)``/``Agent(name)`` rule's subagent (the call's ``subagent_type``)."""
 
     def governs(self, tool: str) -> bool:
         """True when this rule is about calls of ``tool``."""
@@ -122,7 +138,12 @@ class Rule:
 
     @property
     def whole_tool(self) -> bool:
-        return self.words is None and self.pattern is None and self.domain is None
+        return (
+            self.words is None
+            and self.pattern is None
+            and self.domain is None
+            and self.agent is None
+        )
 
 
 def parse_rule(text: object) -> Rule:
@@ -148,7 +169,7 @@ def _parse(text: str) -> Rule:
         raise RuleError("only an MCP server takes __* (mcp__server__*); write the tool's name")
     if name.startswith("mcp__"):
         return _mcp_rule(stripped, name, spec)
-    tools = frozenset(_CLAUDE_TOOLS.get(name, (name,)))
+    tools = _governed(name)
     if spec is None or spec.strip() == "*":
         return Rule(stripped, tools)
     spec = spec.strip()
@@ -163,14 +184,16 @@ def _parse(text: str) -> Rule:
             )
         _path_regex(spec, "/r", "/h")  # raises for a bad pattern
         return Rule(stripped, tools, pattern=spec)
+    if tools == {"agent"}:
+        return Rule(stripped, tools, agent=spec)
     if tools <= _FETCH_TOOLS:
         host = spec.removeprefix("domain:").strip().lower()
         if not spec.startswith("domain:") or not _HOST.fullmatch(host):
             raise RuleError(f"{name} takes domain:HOST, e.g. {name}(domain:example.com)")
         return Rule(stripped, tools, domain=host)
     raise RuleError(
-        f"{name} takes no specifier; only Bash, Read, Edit, Write, Grep, Glob, LS and WebFetch "
-        f"rules do (write {name} for every call of it)"
+        f"{name} takes no specifier; only Bash, Read, Edit, Write, Grep, Glob, LS, WebFetch and "
+        f"Task/Agent (a subagent's name) rules do (write {name} for every call of it)"
     )
 
 
@@ -476,4 +499,7 @@ class RuleSet:
                 return "no" if strict else "maybe"
             domain = rule.domain.removeprefix("*.")
             return "yes" if host == domain or host.endswith("." + domain) else "no"
+        if rule.agent is not None:
+            chosen = fields.get("subagent_type") or _GENERAL_PURPOSE
+            return "yes" if chosen == rule.agent else "no"
         return "no"

@@ -1,10 +1,12 @@
 """Claude Code's hook protocol: its tool names and inputs, and running one hook command.
 
 **Names.** A matcher is written against Claude Code's tool names, so each of our tools is matched
-(and shown in ``tool_name``) by its Claude Code name: ``bash`` → ``Bash``, ``read`` → ``Read``,
-``write`` → ``Write``, ``edit`` → ``Edit`` (``MultiEdit`` when it carries several edits; a
-matcher naming either takes it), ``grep`` → ``Grep``, ``find`` → ``Glob``, ``ls`` → ``LS``;
-``mcp__server__tool`` and every other name as it is. ``tool_input`` uses Claude Code's field
+(and shown in ``tool_name``) by its Claude Code name (``pico3.CLAUDE_CODE_TOOLS``): ``bash`` →
+``Bash``, ``read`` → ``Read``, ``write`` → ``Write``, ``edit`` → ``Edit`` (``MultiEdit`` when it
+carries several edits; a matcher naming either takes it), ``grep`` → ``Grep``, ``find`` →
+``Glob``, ``ls`` → ``LS``, ``web_fetch`` → ``WebFetch``, ``web_search`` → ``WebSearch``,
+``todo`` → ``TodoWrite``, ``agent`` → ``Task`` (or ``Agent``), ``job_output`` → ``BashOutput``,
+``job_kill`` → ``KillShell``; ``mcp__server__tool`` and every other name as it is. ``tool_input`` uses Claude Code's field
 names where ours differ (``file_path`` for ``path``, made absolute; ``old_string``/``new_string``
 for ``oldText``/``newText``; ``-i`` for grep's ``ignoreCase``; ``run_in_background`` for bash's
 ``background``); fields Claude Code does not have are passed as they are.
@@ -26,13 +28,14 @@ import signal
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import anyio
 import anyio.to_thread
 from anyio.abc import ByteReceiveStream
 
-from pico3 import Sandbox
+from pico3 import CLAUDE_CODE_TOOLS, Sandbox, claude_code_names
 
 __all__ = [
     "CLAUDE_NAMES",
@@ -44,16 +47,10 @@ __all__ = [
     "tool_names",
 ]
 
-CLAUDE_NAMES: dict[str, str] = {
-    "bash": "Bash",
-    "read": "Read",
-    "write": "Write",
-    "edit": "Edit",
-    "grep": "Grep",
-    "find": "Glob",
-    "ls": "LS",
-}
-"""Our tool name → Claude Code's (for matching and ``tool_name``)."""
+CLAUDE_NAMES: Mapping[str, str] = MappingProxyType(
+    {tool: names[0] for tool in CLAUDE_CODE_TOOLS.values() if (names := claude_code_names(tool))}
+)
+"""Our tool name → the one Claude Code sends as ``tool_name`` (``pico3.claude_code_names``)."""
 
 _OUTPUT_LIMIT = 1 << 20
 """Bytes of a hook's stdout and of its stderr that are kept (the rest is read and dropped)."""
@@ -61,10 +58,7 @@ _OUTPUT_LIMIT = 1 << 20
 
 def tool_names(tool: str, arguments: object) -> tuple[str, ...]:
     """Every name a matcher may take ``tool`` by: Claude Code's (first) and ours."""
-    if tool == "edit":
-        return ("Edit", "MultiEdit", "edit")
-    mapped = CLAUDE_NAMES.get(tool)
-    return (mapped, tool) if mapped else (tool,)
+    return (*claude_code_names(tool), tool)
 
 
 def _absolute(path: object, cwd: str) -> object:

@@ -10,7 +10,8 @@ Three things a Claude Code agent file says differently from us, and how each is 
   usual culprit — keeps its text as written. In a description, the two characters ``\\n`` are
   a line break (the ``/agents`` generator writes ``<example>`` blocks that way).
 * **Tool names.** :data:`CLAUDE_TOOLS` maps Claude Code's to ours (``Read`` → ``read``,
-  ``Glob`` → ``find``, ``Task`` → ``agent``, …); :data:`NOT_YET` are Claude Code tools this
+  ``Glob`` → ``find``, ``Task`` → ``agent``, ``WebFetch`` → ``web_fetch``, ``KillShell`` →
+  ``job_kill``, …: ``pico3.CLAUDE_CODE_TOOLS``); :data:`NOT_YET` are Claude Code tools this
   agent does not have; an ``mcp__server__tool`` name, and a name of ours, are kept as written.
 * **Model aliases.** ``sonnet``, ``opus`` and ``haiku`` name a model of the calling
   conversation's provider (:func:`resolve_model`): Claude Code's own variables
@@ -28,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pico3 import CLAUDE_CODE_TOOLS
 from pico3.models import ANTHROPIC_ALIASES, MODEL_ALIASES, resolve_model_spec
 
 __all__ = [
@@ -43,23 +45,11 @@ __all__ = [
     "resolve_model",
 ]
 
-CLAUDE_TOOLS: Mapping[str, str] = {
-    "Read": "read",
-    "Write": "write",
-    "Edit": "edit",
-    "MultiEdit": "edit",
-    "Bash": "bash",
-    "Grep": "grep",
-    "Glob": "find",
-    "LS": "ls",
-    "Task": "agent",
-    "Agent": "agent",  # Claude Code's newer name for Task
-}
-"""Claude Code tool name → ours."""
+CLAUDE_TOOLS: Mapping[str, str] = CLAUDE_CODE_TOOLS
+"""Claude Code tool name → ours (``pico3.CLAUDE_CODE_TOOLS``, shared with the permission rules
+and the hooks)."""
 
-NOT_YET: frozenset[str] = frozenset(
-    {"WebFetch", "WebSearch", "TodoWrite", "TodoRead", "NotebookRead", "NotebookEdit"}
-)
+NOT_YET: frozenset[str] = frozenset({"NotebookRead", "NotebookEdit"})
 """Claude Code tools this agent does not have (yet): a definition naming them loads without
 them, with one warning naming the file."""
 

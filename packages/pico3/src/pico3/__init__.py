@@ -25,7 +25,8 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 * Tools and hooks: :class:`ToolDeclaration`, :class:`ToolApi`, :class:`ToolResult`,
   :data:`MISSING`, :class:`OutputBuffer`, :class:`BeforeToolApi` and the other hook API types,
   :func:`define_section` (system prompt sections), kinds :data:`TOOL_KIND`,
-  :data:`MODEL_CALL_KIND`, :data:`JOB_KIND`.
+  :data:`MODEL_CALL_KIND`, :data:`JOB_KIND`; :data:`CLAUDE_CODE_TOOLS` and
+  :func:`claude_code_names` (Claude Code's tool names and ours, for its rules, hooks and agents).
 * The session services of the Chord worker (docs/design/chord.md#built-in-services): the tokens
   :data:`HarnessService` (``pi.harness``, local; its API is :class:`HarnessServiceApi`) and
   :data:`ConversationService` (``pi.conversation``, remotable; :class:`ConversationServiceApi`),
@@ -232,6 +233,7 @@ if _TYPE_CHECKING:  # bound at first use (_LAZY below)
         ToolDeclaration,
         ToolResult,
     )
+    from pico3.tools.claude_code import CLAUDE_CODE_TOOLS, claude_code_names
     from pico3.turn import MODEL_CALL_KIND, TOOL_KIND
     from pico3.turn.collapse import CollapseInProgress, NothingToCollapse
     from pico3.turn.conversation import InputHandle
@@ -243,6 +245,7 @@ __all__ = [
     "ATTENDANCE_SERVICE",
     "BLOB_LIMIT",
     "CHILD_ENVIRONMENT_SERVICE",
+    "CLAUDE_CODE_TOOLS",
     "DEFAULT_DENY_READ",
     "HARNESS_FACET_ID",
     "JOB_KIND",
@@ -384,6 +387,7 @@ __all__ = [
     "ViewTask",
     "ViewTurn",
     "Watch",
+    "claude_code_names",
     "commands_sandbox",
     "conversation_json",
     "create_owned",
@@ -484,6 +488,8 @@ _LAZY: dict[str, str] = {
     "commands_sandbox": "pico3.sandbox",
     "explain_refusal": "pico3.sandbox",
     "planted_entries": "pico3.sandbox_scan",
+    "CLAUDE_CODE_TOOLS": "pico3.tools.claude_code",
+    "claude_code_names": "pico3.tools.claude_code",
     "sandbox_available": "pico3.sandbox",
     "DomainProxy": "pico3.sandbox_proxy",
     "domain_allowed": "pico3.sandbox_proxy",
