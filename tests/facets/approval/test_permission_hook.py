@@ -247,6 +247,54 @@ async def test_read_only_tools_follow_deny_and_ask_rules_even_in_auto(
     assert s.runs == [("read", {"path": "README.md"})]
 
 
+async def test_a_search_over_a_denied_file_or_credentials_asks_even_in_auto(
+    kit: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A grep over the project reads ``.env`` too, so ``deny Read(./.env)`` makes it ask (a
+    narrower path runs); a read of ``~/.ssh`` and a grep over the home holding it ask too,
+    with no rule at all: what is read goes to the model provider."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("PRIVATE KEY")
+    monkeypatch.setenv("HOME", str(home))
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / ".env").write_text("DB_PASSWORD=hunter2\n")
+    (project / "src" / "app.py").write_text("print('hi')\n")
+    source = kit.RuleSource({USER: [("deny", "Read(./.env)")]}, root=str(project))
+    script = [
+        turn(call("grep", "all", pattern="PASSWORD"), call("grep", "src", pattern="x", path="src"),
+             call("read", "key", path="~/.ssh/id_rsa"), call("grep", "home", pattern="KEY", path="~"),
+             call("read", "app", path="src/app.py")),
+        faux_response("done"),
+    ]  # fmt: skip
+    async with session(script, project, source=source) as s, client(s, kit) as c:
+        await c.modes.set_mode("auto", BACKGROUND)
+        handle = await (await s.root()).send("go", BACKGROUND)
+        asked: list[str] = []
+        for _ in range(3):  # the calls ask in turn, in no set order: deny all but the home grep
+            prompt = await c.tui.next_prompt()
+            asked.append(prompt.body.split("\n")[0])
+            prompt.answer("allow" if "grep searches" in asked[-1] else "deny")
+        with anyio.fail_after(10):
+            await handle.wait(BACKGROUND)
+        results = await s.results()
+    assert sorted(asked) == [
+        f"This asks because grep over {project} would read .env, which the deny rule "
+        f"Read(./.env) in {USER} covers (search a narrower path to leave it out).",
+        f"This asks because grep searches {home}, which holds ~/.ssh, where credentials are "
+        "kept (search a narrower path to leave it out).",
+        "This asks because read reads ~/.ssh, where credentials are kept (no sandboxed command "
+        "may read it; what is read is sent to the model provider).",
+    ]
+    assert "the user denied this call" in results["all"] and "denied" in results["key"]
+    assert sorted((name, args.get("path")) for name, args in s.runs) == [
+        ("grep", "src"),
+        ("grep", "~"),  # allowed in the dialog
+        ("read", "src/app.py"),
+    ]
+
+
 async def test_no_allow_rule_covers_a_guarded_path(kit: Any, tmp_path: Path) -> None:
     source = kit.RuleSource({USER: [("allow", "Edit")]})  # every edit and write
     guarded = str(tmp_path / ".coding-agent" / "facets" / "x.py")

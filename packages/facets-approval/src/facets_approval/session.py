@@ -90,6 +90,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
+import anyio.to_thread
 
 from chord import (
     BACKGROUND,
@@ -131,6 +132,7 @@ from .contract import (
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, path_within
 from .permissions import RulesProvider, RuleStore, session_rule_reader, turn_rules
 from .sandboxing import SANDBOX_UNAVAILABLE, outside_sandbox
+from .searched import credentials_verdict, search_verdict
 from .suggest import suggest_rule
 
 __all__ = [
@@ -419,6 +421,10 @@ def install_approval(
             verdict = ruleset.evaluate(tool, arguments)
             if verdict.kind == "deny":
                 return {"block": rule_block_reason(tool, verdict.why)}
+            if verdict.kind != "ask":  # what it reads beyond its path (credentials, a search)
+                verdict = credentials_verdict(tool, arguments, ruleset.workspace, ruleset.home)
+            if verdict.kind != "ask":
+                verdict = await anyio.to_thread.run_sync(search_verdict, ruleset, tool, arguments)
             if verdict.kind != "ask":
                 return None
             mode: PermissionMode = DEFAULT_MODE
