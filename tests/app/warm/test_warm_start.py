@@ -262,6 +262,44 @@ def test_the_child_sees_the_clients_folder_environment_umask_and_limits(
     assert seen == [str(folder.resolve()), "only-in-the-client", "0027", "200", "3", str(cpu)]
 
 
+def test_no_process_shows_the_clients_keys_while_the_child_runs(
+    env: dict[str, str], project: Path
+) -> None:
+    """The keys go to the server's child with the request; the client, which only relays from
+    then on, blanks its ``/proc/<pid>/environ``: a command (here unsandboxed, with --approve
+    allow) that reads every process's environment finds the key nowhere."""
+    key = "sk-ant-api03-warmprobe" + "x" * 20
+    command = f"grep -l {key} /proc/[0-9]*/environ > found.txt 2>/dev/null; echo $$ > pid.txt"
+    script = _script(project.parent, [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": command}}]},
+        {"text": "done"},
+    ])  # fmt: skip
+    _start_server(env)
+    ran = subprocess.run(
+        [
+            BINARY,
+            "-p",
+            "go",
+            "--faux-script",
+            str(script),
+            "--approve",
+            "allow",
+            "--model",
+            "faux/faux-1",
+        ],
+        env={**env, "ANTHROPIC_API_KEY": key},
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert _served(env) == 1
+    assert (project / "pid.txt").read_text().strip().isdigit()  # the command ran
+    assert (project / "found.txt").read_text() == ""
+
+
 def test_a_client_the_server_cannot_match_runs_its_command_itself(
     env: dict[str, str], project: Path
 ) -> None:

@@ -131,7 +131,27 @@ def try_warm(kind: str, argv: Sequence[str], path: str | None = None) -> int | N
     except (OSError, ValueError):
         sock.close()
         return None
+    _blank_environment()  # the child has it: nothing of it stays readable here
     return _follow(sock, pending, ignored)
+
+
+def _blank_environment() -> None:
+    """Overwrite this process's whole exec environment block (what ``/proc/<pid>/environ``
+    shows) with NUL bytes, once the fork server's child runs the command with it. This process
+    only relays signals from then on, and a command the child runs outside the sandbox may read
+    its ancestors' ``environ``: the user's keys were there (the cold path hides them the same
+    way, :func:`coding_agent.settings.secret_env.hide_secrets_from_proc`). ``os.environ`` keeps
+    its copy. Best effort: where ``/proc`` is missing or refuses, nothing changes."""
+    try:
+        with open("/proc/self/stat", "rb") as handle:
+            stat = handle.read()
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        start, end = int(fields[47]), int(fields[48])  # fields 50 and 51: env_start, env_end
+        with open("/proc/self/mem", "r+b", buffering=0) as mem:
+            mem.seek(start)
+            mem.write(b"\0" * (end - start))
+    except (OSError, ValueError, IndexError):
+        return
 
 
 def _follow(sock: socket.socket, pending: bytearray, ignored: list[signal.Signals]) -> int:
