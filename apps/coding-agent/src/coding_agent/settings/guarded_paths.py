@@ -33,6 +33,7 @@ from pathlib import Path
 
 import msgspec
 
+from coding_agent.settings.facets_site import facets_site
 from coding_agent.settings.trust import trust_path
 from coding_agent.settings.xdg import config_home
 
@@ -84,6 +85,25 @@ CODE_PATHS: tuple[GuardedPath, ...] = (
         ".pre-commit-config.yaml",
         "pre-commit installs and runs the hooks .pre-commit-config.yaml lists",
     ),
+    GuardedPath(
+        ".devcontainer/",
+        "VS Code and the devcontainer CLI build and run what .devcontainer/ names "
+        "(postCreateCommand, Dockerfile)",
+    ),
+    GuardedPath(".npmrc", "npm runs the programs .npmrc names (script-shell, node-options, git)"),
+    GuardedPath(".yarnrc.yml", "yarn runs the yarnPath and plugins .yarnrc.yml names"),
+    GuardedPath(".yarnrc", "yarn 1 runs the yarn-path .yarnrc names"),
+    # a session started in the home folder (or a dotfiles repository): the shell and git run these
+    GuardedPath(".bashrc", "bash runs .bashrc in every interactive shell"),
+    GuardedPath(".bash_profile", "bash runs .bash_profile at every login"),
+    GuardedPath(".profile", "the login shell runs .profile at every login"),
+    GuardedPath(".zshrc", "zsh runs .zshrc in every interactive shell"),
+    GuardedPath(".zshenv", "zsh runs .zshenv in every shell"),
+    GuardedPath(".zprofile", "zsh runs .zprofile at every login"),
+    GuardedPath(
+        ".gitconfig", "git runs the hooks, pagers and filters .gitconfig names, everywhere"
+    ),
+    GuardedPath(".ssh/", "ssh runs what .ssh/config and authorized_keys name, and trusts its keys"),
 )
 """The files and folders that run code wherever they are in a project, with the reason shown."""
 
@@ -110,6 +130,11 @@ def guarded_paths(
         *(
             GuardedPath(str(Path(folder)), "it is a facet package folder the agent imports")
             for folder in facets_dirs
+        ),
+        GuardedPath(
+            str(facets_site(env)),
+            "it is the agent's installed facet packages (Python it imports at every start, "
+            ".pth files included)",
         ),
     ]
     if state_dir is not None:
