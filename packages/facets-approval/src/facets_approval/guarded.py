@@ -17,13 +17,47 @@ from __future__ import annotations
 import os
 import stat
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from typing import Any, cast
 
-__all__ = ["GUARDED_PATHS_SERVICE", "guarded_reason", "path_within"]
+__all__ = [
+    "CHECKED_TARGETS_SERVICE",
+    "GUARDED_PATHS_SERVICE",
+    "guarded_reason",
+    "leave_checked",
+    "path_within",
+]
 
 GUARDED_PATHS_SERVICE = "guarded_paths"
 """The harness service listing the files whose change makes the machine run code (the app
 provides it: ``[{"pattern": ".git/", "reason": "git runs ..."}, ...]``)."""
+
+
+CHECKED_TARGETS_SERVICE = "checked_targets"
+"""The harness service (a mutable mapping the host provides) where the approval hook leaves the
+real path it checked an edit's target as, under ``"<conversationId>:<callId>"``: the host's file
+tools take it and write exactly there or fail, so a symlink swapped in on the way after the
+decision cannot redirect the write (:func:`leave_checked`). Absent: nothing is left."""
+
+
+def leave_checked(services: Mapping[str, Any], key: str, real: str | None) -> Callable[[], None]:
+    """Leave ``real`` (``None``: nothing known) under ``key`` in the host's
+    :data:`CHECKED_TARGETS_SERVICE` mapping, when it serves one; returns how to take it back
+    (the call was blocked after all)."""
+    found = services.get(CHECKED_TARGETS_SERVICE)
+    if not isinstance(found, MutableMapping):
+        return lambda: None
+    targets = cast("MutableMapping[str, str]", found)
+    if real is None:
+        targets.pop(key, None)
+        return lambda: None
+    targets[key] = real
+
+    def take_back() -> None:
+        if targets.get(key) == real:
+            del targets[key]
+
+    return take_back
 
 
 def path_within(path: str, folder: str) -> bool:
@@ -82,7 +116,9 @@ def _hard_linked(path: str) -> bool:
     return stat.S_ISREG(info.st_mode) and info.st_nlink > 1
 
 
-def guarded_reason(target: str, workspace: str, guarded: Iterable[object]) -> str | None:
+def guarded_reason(
+    target: str, workspace: str, guarded: Iterable[object], *, real: str | None = None
+) -> str | None:
     """Why writing ``target`` makes the machine run code (it must ask), or ``None``.
 
     ``guarded`` is the harness service ``guarded_paths`` (the app owns the list and each
@@ -91,10 +127,12 @@ def guarded_reason(target: str, workspace: str, guarded: Iterable[object]) -> st
     is inside one too); an absolute one covers that file or folder. Both the path as written
     (normalised: a symlinked ``.git`` still reads ``.git/config``) and its real path (``hooks ->
     .git/hooks``) are checked, case-insensitively; a regular file with other hard links asks
-    too, since a write changes every name of it."""
+    too, since a write changes every name of it. ``real`` is the target's real path when the
+    caller resolved it already (it is then the one checked: a resolution done once)."""
     base = os.path.abspath(os.path.expanduser(workspace))
     spelled = os.path.normpath(os.path.join(base, target))  # an absolute target stays itself
-    real = os.path.realpath(spelled)
+    if real is None:
+        real = os.path.realpath(spelled)
     for pattern, reason in _entries(guarded):
         place = os.path.expanduser(pattern)
         for path in (spelled, real):

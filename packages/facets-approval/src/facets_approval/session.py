@@ -55,7 +55,10 @@ service ``guarded_paths``, whose list and reasons the app owns: ``.git/``, ``.mc
 written and with symlinks resolved, case-insensitively) asks in ``ask`` and ``accept-edits``
 alike, and so does a target outside the workspace (the harness service ``workspace``, the
 session's folder; symlinks followed). Neither is covered by the ``autoAllow`` list or an allow rule: such a call
-asks every time, and the dialog's request says why (``reason``).
+asks every time, and the dialog's request says why (``reason``). The target is resolved once
+(:func:`edit_target`), and that real path is left for the tool in the host's
+:data:`~.guarded.CHECKED_TARGETS_SERVICE` mapping: the tool writes exactly there or fails, so a
+symlink swapped in on the way after the decision cannot redirect the write.
 
 The memo lives in the tool task's slot and is deleted with it; nothing needs cleaning up. The
 hook runs again after a crash or a suspend/reopen (it runs before ``started``), finds the memo and
@@ -129,7 +132,7 @@ from .contract import (
     check_decision,
     check_mode,
 )
-from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, path_within
+from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, leave_checked, path_within
 from .permissions import RulesProvider, RuleStore, session_rule_reader, turn_rules
 from .sandboxing import SANDBOX_UNAVAILABLE, outside_sandbox
 from .searched import credentials_verdict, search_verdict
@@ -144,6 +147,7 @@ __all__ = [
     "Ask",
     "approval_session_facet",
     "confinement",
+    "edit_target",
     "install_approval",
     "plan_mode_reason",
     "rule_block_reason",
@@ -255,8 +259,21 @@ def _resolve(path: str, workspace: str) -> str:
     return os.path.realpath(expanded)
 
 
+def edit_target(arguments: object, workspace: str | None) -> str | None:
+    """The real path an edit with ``arguments`` targets (resolved once, symlinks followed), or
+    ``None`` when it has no usable ``path`` or no workspace is known."""
+    path = arguments.get("path") if isinstance(arguments, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if not isinstance(path, str) or not path or workspace is None:
+        return None
+    return _resolve(path, workspace)
+
+
 def confinement(
-    arguments: object, workspace: str | None, guarded: Sequence[object] = ()
+    arguments: object,
+    workspace: str | None,
+    guarded: Sequence[object] = (),
+    *,
+    real: str | None = None,
 ) -> str | None:
     """Why an edit with ``arguments`` must ask whatever the mode (but ``auto``), the rules
     and the ``autoAllow`` list, or ``None``. A separate step, run after everything that could
@@ -266,15 +283,16 @@ def confinement(
     machine run code (:func:`guarded_reason`: ``.git/``, ``.mcp.json``, the agent's own
     configuration...) says so; one not inside ``workspace`` (symlinks followed) is outside the
     project; an edit without a usable ``path``, or with no workspace known, cannot be confined
-    and asks too."""
+    and asks too. ``real`` is :func:`edit_target`'s answer when the caller has it: the target
+    is then resolved once, and that real path is the one both checks see."""
     path = arguments.get("path") if isinstance(arguments, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     if not isinstance(path, str) or not path or workspace is None:
         return "its target path is not known, so it cannot be confined to the project"
+    target = real if real is not None else _resolve(path, workspace)
     spelled = path[1:] if path.startswith("@") else path
-    reason = guarded_reason(os.path.expanduser(spelled), workspace, guarded)
+    reason = guarded_reason(os.path.expanduser(spelled), workspace, guarded, real=target)
     if reason is not None:
         return reason
-    target = _resolve(path, workspace)
     if not path_within(target, os.path.realpath(os.path.expanduser(workspace))):
         return f"its target is outside the project ({target})"
     return None
@@ -405,6 +423,10 @@ def install_approval(
             list(guarded) if isinstance(guarded, list | tuple) else [],  # pyright: ignore[reportUnknownArgumentType]
         )
 
+    def checked(key: str, real: str | None) -> Callable[[], None]:
+        services: Any = getattr(getattr(harness, "scheduler", None), "services", None) or {}
+        return leave_checked(services, key, real)
+
     def sandbox_ready() -> bool:
         services: Any = getattr(getattr(harness, "scheduler", None), "services", None) or {}
         return isinstance(services.get(SANDBOX_SERVICE), Sandbox)
@@ -455,6 +477,7 @@ def install_approval(
             if action == "block":  # plan mode stays read-only: no allow rule unlocks it
                 return {"block": plan_mode_reason(tool)}
         reason: str | None = None
+        forget: Callable[[], None] | None = None  # takes back the checked target (a block)
         if verdict.kind == "ask":
             action = "ask"
             reason = f"This asks because {verdict.why}."
@@ -470,9 +493,12 @@ def install_approval(
             reason = f"This asks because {SANDBOX_UNAVAILABLE}."
         if rules.is_edit(tool) and mode != "auto":  # after the rules: may only turn run into ask
             workspace, guarded = where()
-            confined = confinement(arguments, workspace, guarded)
+            real = edit_target(arguments, workspace)  # resolved once: what is checked is
+            confined = confinement(arguments, workspace, guarded, real=real)
             if confined is not None:
                 action, reason = "ask", f"This asks in every mode but auto: {confined}."
+            # ...where the tool writes (or fails): a symlink swapped in later cannot redirect it
+            forget = checked(f"{api.conversation_id}:{api.call_id}", real)
         if action == "ask" and verdict.kind == "allow" and reason is None:
             return done
         decision = await api.memo("decision", ctx)
@@ -505,6 +531,8 @@ def install_approval(
             candidate = check_decision(await ask(request, ctx), request)
             decision = await api.memo("decision", candidate, ctx)
         if decision["decision"] == "deny":
+            if forget is not None:
+                forget()
             return {"block": _block_reason(decision)}
         if decision.get("sandboxed") is True and isinstance(arguments, dict):
             inside = {**arguments, "outside_sandbox": False}  # pyright: ignore[reportUnknownVariableType]

@@ -88,7 +88,7 @@ from coding_agent.worker.history_store import (
     decode_journal,
     project_blobs,
 )
-from pico3 import write_atomic
+from coding_agent.worker.tools.exact import remove_exact, write_exact
 
 __all__ = [
     "FileChange",
@@ -492,17 +492,11 @@ class FileHistory:
         if changes:
             self._append(*changes)  # every pre-image journalled (one fsync) before any file moves
         for plan, new in todo:
+            # exactly at the recorded (real) path: a folder on the way that is a symlink now
+            # (planted by a command since) fails the restore of that file, nothing is written
             if new is None:
-                try:
-                    os.unlink(plan.path)
-                except FileNotFoundError:
-                    pass
-            else:
-                _write_atomically(Path(plan.path), new)
+                remove_exact(plan.path)
+            else:  # atomic, synced; a restored file keeps its permission bits
+                write_exact(plan.path, new, create_folders=True)
             restored.append(plan.path)
         return restored, kept
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, data, mode=None)  # a restored file keeps its permission bits

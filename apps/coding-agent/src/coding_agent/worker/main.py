@@ -146,6 +146,7 @@ from coding_agent.worker.shared_state import (
 from coding_agent.worker.shell_service import shell_service_facet
 from coding_agent.worker.status import WorkerStatus
 from coding_agent.worker.system_prompt_facet import system_prompt_facet
+from coding_agent.worker.tools.host import CHECKED_TARGETS_SERVICE, CheckedTargets
 from coding_agent.worker.tools.web import WebSettings
 from coding_agent.worker.tools_facet import tools_facet
 from coding_agent.worker.tree_service import session_tree_facet
@@ -484,6 +485,9 @@ async def open_session_host(
                 state_dir=state_home(config.env) / "coding-agent",
             ),
             CHILD_ENVIRONMENT_SERVICE: environment,
+            # where the approval leaves the real path it checked an edit's target as: the
+            # write lands exactly there or fails (a symlink swapped in meanwhile cannot move it)
+            CHECKED_TARGETS_SERVICE: CheckedTargets(),
             **sandbox_service,
             # The permission rules' files (config.toml, Claude Code's settings) for the
             # approval feature, which parses and applies them (coding_agent.settings.permissions).

@@ -48,7 +48,7 @@ Background jobs: every call gets a :class:`~coding_agent.worker.job_control.Harn
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -72,7 +72,12 @@ from coding_agent.worker.tools import (
     builtin_tools,
 )
 from coding_agent.worker.tools.bash import prune_spills
-from coding_agent.worker.tools.host import EDITOR_FILES_SERVICE, EditorFiles, FileStamp
+from coding_agent.worker.tools.host import (
+    CHECKED_TARGETS_SERVICE,
+    EDITOR_FILES_SERVICE,
+    EditorFiles,
+    FileStamp,
+)
 from pico3 import (
     MISSING,
     MODEL_CALL_KIND,
@@ -218,11 +223,13 @@ def tool_declaration(
     editor: Callable[[], EditorFiles | None] | None = None,
     provider_search: Callable[[ToolApi, Context], Callable[[], Awaitable[Searcher | None]]]
     | None = None,
+    checked: Callable[[ToolApi], str | None] | None = None,
 ) -> ToolDeclaration:
     """``spec`` as a pico3 tool running in ``cwd`` (bash spills long output to ``spill_dir``;
     ``jobs`` gives each call its background-job control, ``reads`` its read ledger; ``history``
     records the pre-image of every file ``write`` and ``edit`` change, for ``/rewind``;
-    ``environment`` gives the :class:`~pico3.ChildEnvironment` its processes start in)."""
+    ``environment`` gives the :class:`~pico3.ChildEnvironment` its processes start in;
+    ``checked`` the real path the approval checked the call's target as)."""
     locks: dict[str, Any] = file_locks if file_locks is not None else {}
     folder = os.fspath(cwd)
 
@@ -250,6 +257,7 @@ def tool_declaration(
             todos=todos(api) if todos is not None else None,
             editor=editor() if editor is not None else None,
             provider_search=provider_search(api, ctx) if provider_search is not None else None,
+            checked_target=checked(api) if checked is not None else None,
         )
 
     async def execute(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
@@ -399,6 +407,15 @@ def tools_facet(
         found = opened[-1].scheduler.services.get(EDITOR_FILES_SERVICE) if opened else None
         return cast("EditorFiles", found) if found is not None else None
 
+    def checked(api: ToolApi) -> str | None:
+        # the real path the approval checked this call's target as (taken: used once)
+        found = opened[-1].scheduler.services.get(CHECKED_TARGETS_SERVICE) if opened else None
+        if not isinstance(found, MutableMapping):
+            return None
+        targets = cast("MutableMapping[str, Any]", found)
+        value = targets.pop(f"{api.conversation_id}:{api.call_id}", None)
+        return value if isinstance(value, str) else None
+
     def images(api: ToolApi, ctx: Context) -> Callable[[], Awaitable[bool]] | None:
         if models is None or not opened:
             return None
@@ -461,6 +478,7 @@ def tools_facet(
             todos=todos,
             editor=session_editor,
             provider_search=searcher,
+            checked=checked if spec.name in ("write", "edit") else None,
         )
         for spec in chosen
     ]

@@ -23,6 +23,11 @@ in this conversation (or written by the agent), or that changed on disk since, i
 a message telling the model to read it first (:func:`~.files.check_fresh`); the edited file
 counts as read afterwards.
 
+Where the bytes go: the path is resolved once to its real path, which must still be the one the
+approval checked (``ToolContext.checked_target``), and the file is replaced there without
+following a symlink on the way (:mod:`.exact`); a folder swapped for a symlink meanwhile fails
+the call and nothing is written.
+
 Errors keep pi's wording, which models know, and name the edit (``edits[1]``). When an
 ``oldText`` is not found the error shows the closest region of the file with line numbers, so
 the model can correct itself instead of looping. The result's ``details`` carry a unified
@@ -42,12 +47,15 @@ from typing import Any
 
 import msgspec
 
+from .exact import TargetChanged
 from .files import (
+    changed_error,
     check_fresh,
     check_fresh_text,
     editor_read,
     put_content,
     read_whole,
+    real_target,
 )
 from .spec import (
     OnUpdate,
@@ -382,7 +390,8 @@ def _edits_from(args: dict[str, Any]) -> list[Edit]:
 async def _edit(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None) -> ToolResult:
     shown: str = args["path"]
     edits = _edits_from(args)
-    path = resolve_path(shown, tools.cwd)
+    spelled = resolve_path(shown, tools.cwd)
+    path = real_target(spelled, shown, tools.checked_target)  # resolved once, used throughout
     async with tools.lock_for(path):
         data, info = await read_whole(path, shown)
         buffer = await editor_read(tools.editor, path)
@@ -406,6 +415,8 @@ async def _edit(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
         await tools.about_to_write(path, new_data, shown)
         try:
             await put_content(tools.editor, tools.reads, path, new_data)
+        except TargetChanged as error:
+            raise changed_error(shown, error) from None
         except OSError as error:
             raise ToolError(f"Cannot write {shown}: {error.strerror or error}") from None
     diff, first_changed = display_diff(before, after)
@@ -413,7 +424,7 @@ async def _edit(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
     return text_result(
         f"Successfully replaced {count} block{'s' if count != 1 else ''} in {shown}.",
         {
-            "path": str(path),
+            "path": str(spelled),
             "diff": diff,
             "patch": unified_patch(shown, before, after),
             "first_changed_line": first_changed,

@@ -34,6 +34,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
+from .exact import TargetChanged, write_exact
 from .host import HASH_LIMIT, EditorFiles, FileStamp, ReadLedger
 from .spec import ToolError
 
@@ -41,6 +42,7 @@ __all__ = [
     "OPEN_TIMEOUT",
     "MemoryReadLedger",
     "buffer_fd",
+    "changed_error",
     "check_fresh",
     "check_fresh_text",
     "describe_mode",
@@ -48,7 +50,9 @@ __all__ = [
     "hash_fd",
     "ledger_key",
     "open_regular",
+    "put_content",
     "read_whole",
+    "real_target",
     "record_text",
     "record_written",
 ]
@@ -183,8 +187,12 @@ class MemoryReadLedger:
 
 
 def ledger_key(path: Path) -> str:
-    """The key of ``path`` in a ledger: its real path (symlinks resolved), as text."""
-    return os.path.realpath(path)
+    """The key of ``path`` in a ledger: its real path (symlinks resolved), as text (``path``
+    itself when resolving it fails: a link swapped while it was read)."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return os.fspath(path)
 
 
 def _must_read(shown: str) -> ToolError:
@@ -253,16 +261,56 @@ async def record_written(ledger: ReadLedger | None, path: Path, data: bytes) -> 
     await ledger.put(ledger_key(path), FileStamp.of_bytes(info, data))
 
 
+def real_target(path: Path, shown: str, checked: str | None) -> Path:
+    """The real path ``write``/``edit`` work on: ``path`` resolved once, symlinks followed.
+    ``checked`` is the real path the approval resolved the target to (``None``: none was
+    checked); when the target leads elsewhere now, the call fails (:class:`ToolError`)."""
+    try:
+        real = os.path.realpath(path)
+    except OSError as error:  # a link swapped while it was being read (EINVAL), a loop...
+        raise ToolError(
+            f"Cannot write {shown}: its path changed while it was being resolved "
+            f"({error.strerror or error}); nothing was written.",
+            {"reason": "path_changed"},
+        ) from None
+    if checked is not None and real != checked:
+        raise ToolError(
+            f"Cannot write {shown}: its path changed while the call ran (a symlink appeared on "
+            f"the way); nothing was written. It was approved as {checked} and now leads to "
+            f"{real}.",
+            {"reason": "path_changed", "checked": checked, "now": real},
+        )
+    return Path(real)
+
+
+def changed_error(shown: str, error: TargetChanged) -> ToolError:
+    """The error of a write whose path changed between its resolution and the write."""
+    return ToolError(
+        f"Cannot write {shown}: {error.strerror}; nothing was written.",
+        {"reason": "path_changed", "at": error.component},
+    )
+
+
 async def put_content(
-    editor: EditorFiles | None, ledger: ReadLedger | None, path: Path, data: bytes
+    editor: EditorFiles | None,
+    ledger: ReadLedger | None,
+    path: Path,
+    data: bytes,
+    *,
+    create_folders: bool = False,
 ) -> None:
     """``write``'s and ``edit``'s last step: ``data`` becomes ``path``'s content, in the
     editor's buffer when the session has an editor that takes it, else on disk; either way
-    the agent knows it afterwards (it counts as read). ``OSError`` from the disk propagates."""
+    the agent knows it afterwards (it counts as read). ``path`` is a real path (see
+    :func:`real_target`): the disk write lands exactly there or fails with
+    :class:`~.exact.TargetChanged` (:func:`~.exact.write_exact`: no symlink is followed, the
+    file is replaced atomically and synced). ``OSError`` from the disk propagates."""
     if editor is not None and await editor.write_text(path, data.decode("utf-8")):
         await record_text(ledger, path, data)
     else:
-        await anyio.Path(path).write_bytes(data)
+        await anyio.to_thread.run_sync(
+            lambda: write_exact(os.fspath(path), data, create_folders=create_folders)
+        )
         await record_written(ledger, path, data)
 
 

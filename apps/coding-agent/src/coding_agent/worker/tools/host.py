@@ -22,8 +22,10 @@ from chord import Context
 from pico3 import Sandbox
 
 __all__ = [
+    "CHECKED_TARGETS_SERVICE",
     "EDITOR_FILES_SERVICE",
     "HASH_LIMIT",
+    "CheckedTargets",
     "EditorFiles",
     "FileStamp",
     "JobControl",
@@ -77,6 +79,28 @@ class ReadLedger(Protocol):
 
     async def get(self, key: str) -> FileStamp | None: ...
     async def put(self, key: str, stamp: FileStamp) -> None: ...
+
+
+# -- what the approval checked -------------------------------------------------------------------
+CHECKED_TARGETS_SERVICE = "checked_targets"
+"""The harness service where the approval feature leaves the real path it checked a ``write`` or
+``edit`` target as, under ``"<conversationId>:<callId>"`` (a :class:`CheckedTargets`); the call
+takes it as ``ToolContext.checked_target`` and writes exactly there or fails."""
+
+
+class CheckedTargets(dict[str, str]):
+    """The :data:`CHECKED_TARGETS_SERVICE` mapping: a dict keeping the newest ``limit`` entries
+    (a call blocked after the approval's check leaves its entry behind; nothing else cleans it)."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def __setitem__(self, key: str, value: str) -> None:
+        self.pop(key, None)
+        super().__setitem__(key, value)
+        while len(self) > self.limit:
+            del self[next(iter(self))]
 
 
 # -- an editor's buffers ---------------------------------------------------------------------------

@@ -143,6 +143,10 @@ class ToolContext:
     editor: EditorFiles | None = None
     """An editor's buffers (``coding-agent acp``): ``read``, ``write`` and ``edit`` of a text
     file go through them (:class:`~.host.EditorFiles`); ``None``: the disk."""
+    checked_target: str | None = None
+    """The real path the approval resolved this call's target ``path`` to when it decided
+    (symlinks followed); ``write`` and ``edit`` fail, writing nothing, when the target leads
+    elsewhere by the time they run. ``None``: nothing was checked (``auto`` mode, no approval)."""
     provider_search: Callable[[], Awaitable[Searcher | None]] | None = None
     """The conversation's model's own web search, when its provider runs one as a separate
     request (Gemini's grounding: :mod:`coding_agent.worker.provider_search`) and it is not
@@ -166,7 +170,10 @@ class ToolContext:
 
     def lock_for(self, path: Path) -> anyio.Lock:
         """The lock that serialises mutations of ``path`` (one per resolved path)."""
-        key = os.path.realpath(path)
+        try:
+            key = os.path.realpath(path)
+        except OSError:  # a link swapped while it was read: the path as given (it is real)
+            key = os.fspath(path)
         lock = self.file_locks.get(key)
         if lock is None:
             lock = self.file_locks[key] = anyio.Lock()

@@ -7,6 +7,9 @@ written by the agent) and has not changed on disk since; otherwise the call is r
 model is told to read it first. A FIFO, a device or a socket is never written. The result reads
 ``Successfully wrote N bytes to P`` where N counts UTF-8 bytes. Writes and edits of one file go
 through the same per-file lock of the :class:`~.spec.ToolContext`, so parallel calls serialise.
+The path is resolved once to its real path (it must still be the one the approval checked,
+``ToolContext.checked_target``) and written there without following a symlink on the way
+(:mod:`.exact`): a folder swapped for a symlink meanwhile fails the call, nothing written.
 With an editor's buffers in the context (``ToolContext.editor``, ``coding-agent acp``), the
 content goes to the editor, and an existing file's freshness is checked against its buffer.
 """
@@ -18,13 +21,16 @@ from typing import Any
 
 import anyio
 
+from .exact import TargetChanged
 from .files import (
+    changed_error,
     check_fresh,
     check_fresh_text,
     describe_mode,
     editor_read,
     open_regular,
     put_content,
+    real_target,
 )
 from .spec import OnUpdate, ToolContext, ToolError, ToolResult, ToolSpec, resolve_path, text_result
 
@@ -48,7 +54,8 @@ async def _write(
     args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None
 ) -> ToolResult:
     shown: str = args["path"]
-    path = resolve_path(shown, tools.cwd)
+    spelled = resolve_path(shown, tools.cwd)
+    path = real_target(spelled, shown, tools.checked_target)  # resolved once, used throughout
     data = args["content"].encode("utf-8", errors="replace")
     target = anyio.Path(path)
     async with tools.lock_for(path):
@@ -72,9 +79,10 @@ async def _write(
                         await check_fresh(tools.reads, path, shown, info, fd=fd)
                     finally:
                         os.close(fd)
-            await target.parent.mkdir(parents=True, exist_ok=True)
             await tools.about_to_write(path, data, shown)
-            await put_content(tools.editor, tools.reads, path, data)
+            await put_content(tools.editor, tools.reads, path, data, create_folders=True)
+        except TargetChanged as error:
+            raise changed_error(shown, error) from None
         except PermissionError:
             raise ToolError(f"Cannot write {shown}: permission denied") from None
         except FileExistsError:
@@ -86,7 +94,8 @@ async def _write(
         except OSError as error:
             raise ToolError(f"Cannot write {shown}: {error.strerror or error}") from None
     return text_result(
-        f"Successfully wrote {len(data)} bytes to {shown}", {"path": str(path), "bytes": len(data)}
+        f"Successfully wrote {len(data)} bytes to {shown}",
+        {"path": str(spelled), "bytes": len(data)},
     )
 
 
