@@ -51,6 +51,10 @@ through them (:data:`PERMISSION_MODES`, :func:`next_mode`):
   model is told the session is in plan mode (read, then propose a plan);
 * ``auto`` — nothing asks; every call runs.
 
+A subagent runs in the session's mode, or a stricter one: the task that owns its conversation
+may name one (:data:`OWNER_MODE_KEY`; an agent file's ``permissionMode: plan``), and then its
+calls are decided in the stricter of the two (:func:`stricter`), never a looser one.
+
 :func:`check_mode` validates a mode from another process the same way :func:`check_decision`
 validates a decision::
 
@@ -75,8 +79,10 @@ __all__ = [
     "DECISIONS",
     "DEFAULT_MODE",
     "MODE_DESCRIPTIONS",
+    "OWNER_MODE_KEY",
     "PERMISSION_MODES",
     "RULE_SCOPES",
+    "STRICTEST_FIRST",
     "ApprovalDecision",
     "ApprovalDialog",
     "ApprovalDialogs",
@@ -96,6 +102,7 @@ __all__ = [
     "check_rule_entry",
     "dialog_key",
     "next_mode",
+    "stricter",
 ]
 
 Decision = Literal["allow", "deny"]
@@ -368,6 +375,28 @@ def check_mode(value: object) -> PermissionMode:
     raise RemoteServiceError(
         "service_invalid_value", f"Invalid permission mode {value!r} (expected one of {expected})"
     )
+
+
+OWNER_MODE_KEY = "permissionMode"
+"""The key of a task's input that makes the conversations it owns stricter: a task that owns a
+conversation (a subagent's ``subagents.run``) may name a mode there, and every tool call of that
+conversation, and of those it owns in turn, is decided in the stricter of the session's mode and
+each owner's (:func:`stricter`). A subagent is never looser than the session: a looser mode
+named there changes nothing. A value that is not a mode counts as ``plan`` (a doubt is no
+grant)."""
+
+STRICTEST_FIRST: tuple[PermissionMode, ...] = ("plan", "ask", "accept-edits", "sandbox", "auto")
+"""The modes from the one that lets the least run to the one that lets the most run."""
+
+
+def stricter(mode: PermissionMode, other: object) -> PermissionMode:
+    """The stricter of ``mode`` and ``other`` (:data:`STRICTEST_FIRST`); ``other`` that is not
+    a mode counts as ``plan``."""
+    found: PermissionMode = "plan"
+    for candidate in PERMISSION_MODES:
+        if other == candidate:
+            found = candidate
+    return mode if STRICTEST_FIRST.index(mode) <= STRICTEST_FIRST.index(found) else found
 
 
 def next_mode(mode: PermissionMode) -> PermissionMode:

@@ -38,7 +38,7 @@ import anyio
 from chord import Context, MutableReplicatedState, RemoteServiceError
 from pico3 import Harness, Namespace, Transaction
 
-from .contract import RuleEntry, RuleScope, RulesState, check_rule_entry
+from .contract import OWNER_MODE_KEY, RuleEntry, RuleScope, RulesState, check_rule_entry
 from .rules import RULE_KINDS, RuleError, RuleSet, SourcedRule, parse_rule
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "PermissionSource",
     "RuleStore",
     "RulesProvider",
+    "owner_chain",
     "session_rule_reader",
     "top_conversation",
     "turn_rules",
@@ -81,7 +82,17 @@ def _services(harness: Harness) -> Mapping[str, Any]:
 async def top_conversation(harness: Harness, conversation_id: int, ctx: Context) -> int:
     """The conversation at the top of ``conversation_id``'s owner chain (itself when no
     subagent task owns it)."""
+    return (await owner_chain(harness, conversation_id, ctx))[0]
+
+
+async def owner_chain(
+    harness: Harness, conversation_id: int, ctx: Context
+) -> tuple[int, tuple[object, ...]]:
+    """The conversation at the top of ``conversation_id``'s owner chain, and the
+    :data:`~.contract.OWNER_MODE_KEY` each owning task's input names on the way (nearest
+    first; the tasks that name none are left out)."""
     seen: set[int] = set()
+    modes: list[object] = []
     current = conversation_id
     while current not in seen:
         seen.add(current)
@@ -95,8 +106,11 @@ async def top_conversation(harness: Harness, conversation_id: int, ctx: Context)
         task = await harness.get_task(owner, ctx)
         if task is None:
             break
+        given = task.input if isinstance(task.input, dict) else {}
+        if given.get(OWNER_MODE_KEY) is not None:
+            modes.append(given[OWNER_MODE_KEY])
         current = task.conversation_id
-    return current
+    return current, tuple(modes)
 
 
 def session_rule_reader(ns: Namespace) -> Any:
@@ -132,16 +146,20 @@ class RuleStore:
         self._harness = harness
         self._ns = ns
         self._reported: set[str] = set()
-        self._tops: dict[int, int] = {}
+        self._tops: dict[int, tuple[int, tuple[object, ...]]] = {}
         self.problems: list[str] = []
         self.current: int | None = None
         """The user's conversation that last ran a tool (``/permissions`` lists its rules)."""
 
     async def top(self, conversation_id: int, ctx: Context) -> int:
         """:func:`top_conversation`, cached (a conversation's owner never changes)."""
+        return (await self.chain(conversation_id, ctx))[0]
+
+    async def chain(self, conversation_id: int, ctx: Context) -> tuple[int, tuple[object, ...]]:
+        """:func:`owner_chain`, cached (an owner and its task's input never change)."""
         found = self._tops.get(conversation_id)
         if found is None:
-            found = await top_conversation(self._harness, conversation_id, ctx)
+            found = await owner_chain(self._harness, conversation_id, ctx)
             self._tops[conversation_id] = found
         return found
 

@@ -18,6 +18,9 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
   and its file (:func:`rule_block_reason`);
 * a read-only tool runs at once, in every mode, without touching storage — unless an ask rule
   names it (``ask: ["Read(./.env)"]``), which asks;
+* the mode is the session's, made stricter (never looser) by each task that owns the call's
+  conversation up its owner chain (a subagent whose definition says ``permissionMode: plan``:
+  :data:`~.contract.OWNER_MODE_KEY` in its task's input, :func:`~.contract.stricter`);
 * ``"block"`` (plan mode, a tool that is not read-only) blocks the call without asking, whatever
   allow rules say (plan mode stays read-only); the reason tells the model the session is in plan
   mode and it must only read and propose a plan;
@@ -131,6 +134,7 @@ from .contract import (
     RuleEntry,
     check_decision,
     check_mode,
+    stricter,
 )
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, leave_checked, path_within
 from .permissions import RulesProvider, RuleStore, session_rule_reader, turn_rules
@@ -317,8 +321,15 @@ def _existing_size(arguments: object, workspace: str | None) -> int | None:
         return None
 
 
-def plan_mode_reason(tool: str) -> str:
-    """The block reason the model reads for a call of ``tool`` in plan mode."""
+def plan_mode_reason(tool: str, *, subagent: bool = False) -> str:
+    """The block reason the model reads for a call of ``tool`` in plan mode (``subagent``: the
+    session is not, but the subagent's definition put it there)."""
+    if subagent:
+        return (
+            f"{tool} was not run: this subagent runs in plan mode (read-only; its agent "
+            "definition says permissionMode: plan). Do not change files or run commands. Use "
+            "only read-only tools to investigate, then report what should be done."
+        )
     return (
         f"{tool} was not run: the session is in plan mode (read-only). Do not change files or "
         "run commands. Use only read-only tools to investigate, then propose a plan; the user "
@@ -460,8 +471,11 @@ def install_approval(
             granted = await conversation.commit(
                 lambda tx, _ctx: turn_rules(tx, conversation.id), ctx
             )
-            top = await store.top(conversation.id, ctx)
+            top, owner_modes = await store.chain(conversation.id, ctx)
             store.current = top
+            session_mode = mode
+            for owner_mode in owner_modes:  # a subagent's owners may make it stricter, never looser
+                mode = stricter(mode, owner_mode)
             unsandboxed = False
             if top != conversation.id:  # a subagent follows its user conversation's rules
                 owner = await harness.conversation(top, ctx)
@@ -475,7 +489,7 @@ def install_approval(
                 mode, unsandboxed = "ask", True
             action = rules.action(tool, mode, replay_safe=safe)
             if action == "block":  # plan mode stays read-only: no allow rule unlocks it
-                return {"block": plan_mode_reason(tool)}
+                return {"block": plan_mode_reason(tool, subagent=session_mode != "plan")}
         reason: str | None = None
         forget: Callable[[], None] | None = None  # takes back the checked target (a block)
         if verdict.kind == "ask":

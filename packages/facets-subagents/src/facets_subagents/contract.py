@@ -19,6 +19,8 @@ from chord import Context, Service, define_service
 
 __all__ = [
     "AGENT_TOOL",
+    "MAX_TURNS_KEY",
+    "PERMISSION_MODE_KEY",
     "SUBAGENT_KIND",
     "AgentInfo",
     "DefinitionsSummary",
@@ -30,6 +32,16 @@ __all__ = [
 
 SUBAGENT_KIND = "subagents.run"
 AGENT_TOOL = "agent"
+
+PERMISSION_MODE_KEY = "permissionMode"
+"""The key of a ``subagents.run`` task's input naming a mode its conversation runs in when it
+is stricter than the session's (``plan``, ``ask``). The approval feature reads it, by this
+name, from every task up a conversation's owner chain (its ``OWNER_MODE_KEY``) and never lets it
+loosen the session's mode; without the approval feature no call that needs approval runs."""
+
+MAX_TURNS_KEY = "maxTurns"
+"""The key of a ``subagents.run`` task's input holding the definition's ``maxTurns``: the
+subagent stops after that many model turns and reports what it has, saying so."""
 
 
 class SubagentStatus(TypedDict):

@@ -21,7 +21,11 @@ unquoted ``: `` in a description), ``\\n`` escapes, Claude Code's tool names and
 name is normalised into an id (:func:`agent_id`: lowercase, each run of other characters than
 letters, digits, ``-`` and ``_`` one ``-``: ``api.designer`` → ``api-designer``), never refused.
 A file is skipped, with a warning naming it and the line, only where Claude Code skips it too:
-no frontmatter, no ``name``, no ``description``. :data:`GENERAL_PURPOSE` is always there: the
+no frontmatter, no ``name``, no ``description``. Two files of one folder with the same name:
+the later in name order is used, with a warning naming both. Of Claude Code's other fields,
+``permissionMode`` (:data:`PERMISSION_MODES`: ``plan`` makes the subagent read-only; a looser
+value is not honoured, with a warning) and ``maxTurns`` are honoured, ``color`` is cosmetic, and
+the rest (:data:`NOT_USED`) get one warning. :data:`GENERAL_PURPOSE` is always there: the
 parent's tools (except ``agent``) and model, and a short system prompt.
 """
 
@@ -38,6 +42,9 @@ from .claude_code import CLAUDE_TOOLS, description_text, map_tools, parse_frontm
 
 __all__ = [
     "GENERAL_PURPOSE",
+    "LOOSER_MODES",
+    "NOT_USED",
+    "PERMISSION_MODES",
     "AgentDefinition",
     "Definitions",
     "Waiting",
@@ -49,6 +56,26 @@ __all__ = [
     "user_agents_dir",
     "waiting_definitions",
 ]
+
+PERMISSION_MODES: Mapping[str, str | None] = {
+    "plan": "plan",
+    "ask": "ask",
+    "default": None,
+}
+"""``permissionMode`` values honoured, and the mode each gives the subagent: ``plan`` (Claude
+Code's and ours) makes it read-only, our ``ask`` makes what needs approval ask; Claude Code's
+``default`` is the session's mode. Looser values (:data:`LOOSER_MODES`) are not honoured: a
+subagent never gets more authority than the session."""
+
+LOOSER_MODES = frozenset({"acceptEdits", "accept-edits", "bypassPermissions", "auto", "sandbox"})
+"""``permissionMode`` values that would let the subagent do what the session might not: the
+subagent runs in the session's mode, with one warning."""
+
+NOT_USED = (
+    "skills", "effort", "hooks", "mcpServers", "memory", "isolation", "background"
+)  # fmt: skip
+"""Claude Code fields this agent reads but does not use yet: one warning names those a file
+has (``color`` is cosmetic: no warning)."""
 
 _OTHER = re.compile(r"[^a-z0-9_-]+")
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)(.*)\Z", re.S)
@@ -73,6 +100,14 @@ class AgentDefinition:
     """The ``name`` as written, when :func:`agent_id` changed it."""
     disallowed: tuple[str, ...] = ()
     """``disallowedTools`` (our names): never offered, whatever the tools are."""
+    permission_mode: str | None = None
+    """``permissionMode`` as the session's approval reads it: ``plan`` (read-only) or ``ask``,
+    each only ever stricter than the session's mode (:data:`PERMISSION_MODES`); ``None``: the
+    session's mode."""
+    max_turns: int | None = None
+    """``maxTurns``: the subagent stops after that many model turns; ``None``: no limit."""
+    name_line: int = 1
+    """The line of ``name`` (for a warning about two files of one name)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -205,6 +240,21 @@ def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str
         line = front.lines.get("model", 1)
         raise ValueError(f'{line}: model must be a name ("sonnet", "provider/id"), got {model!r}')
     model = None if model is None or str(model).strip() in ("", "inherit") else str(model).strip()
+    notes = list(warnings)
+    permission_mode = _permission_mode(fields, front.lines, source, notes)
+    max_turns = _max_turns(fields, front.lines, source, notes)
+    unused = [key for key in NOT_USED if key in fields]
+    if unused:
+        line = min(front.lines.get(key, 1) for key in unused)
+        notes.append(
+            f"{source}:{line}: {', '.join(unused)}: "
+            + (
+                "Claude Code fields this agent does not use yet; the subagent runs without them"
+                if len(unused) > 1
+                else "a Claude Code field this agent does not use yet; the subagent runs without it"
+            )
+        )
+    warnings = tuple(notes)
     body = match.group(2).strip()
     text_description = description_text(str(description))
     return (
@@ -219,9 +269,62 @@ def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str
             tool_lines=tool_lines,
             written_name="" if name == written else str(written),
             disallowed=tuple(CLAUDE_TOOLS.get(t, t) for t in _names(disallowed) or ()),
+            permission_mode=permission_mode,
+            max_turns=max_turns,
+            name_line=front.lines.get("name", 1),
         ),
         warnings,
     )
+
+
+def _permission_mode(
+    fields: Mapping[str, Any], lines: Mapping[str, int], source: str, warnings: list[str]
+) -> str | None:
+    """The mode ``permissionMode`` gives the subagent (:data:`PERMISSION_MODES`); a looser or
+    unknown value gives ``None`` (the session's mode) and a warning in ``warnings``."""
+    value = fields.get("permissionMode")
+    if value is None:
+        return None
+    line = lines.get("permissionMode", 1)
+    written = str(value).strip()
+    if written in PERMISSION_MODES:
+        return PERMISSION_MODES[written]
+    if written in LOOSER_MODES:
+        warnings.append(
+            f"{source}:{line}: permissionMode: {written} is not honoured: a subagent never gets "
+            "more authority than the session; it runs in the session's mode"
+        )
+    elif written == "dontAsk":
+        warnings.append(
+            f"{source}:{line}: permissionMode: dontAsk is not honoured yet: the subagent runs in "
+            "the session's mode (a call that needs approval asks rather than being refused)"
+        )
+    else:
+        warnings.append(
+            f"{source}:{line}: permissionMode: {written} is not a permission mode (plan, "
+            "default, acceptEdits, bypassPermissions, dontAsk); the subagent runs in the "
+            "session's mode"
+        )
+    return None
+
+
+def _max_turns(
+    fields: Mapping[str, Any], lines: Mapping[str, int], source: str, warnings: list[str]
+) -> int | None:
+    """``maxTurns`` as a whole number of turns; another value gives ``None`` (no limit) and a
+    warning in ``warnings``."""
+    value = fields.get("maxTurns")
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if type(value) is not int or value < 1:
+        warnings.append(
+            f"{source}:{lines.get('maxTurns', 1)}: maxTurns must be a whole number of turns (1 "
+            f"or more), got {value!r}; the subagent runs without a limit"
+        )
+        return None
+    return value
 
 
 def _names(value: Any) -> list[str] | None:
@@ -242,6 +345,7 @@ def _agent_files(folder: Path) -> list[Path]:
 def _folder(
     folder: Path, into: dict[str, AgentDefinition], errors: list[str], warnings: list[str]
 ) -> None:
+    seen: dict[str, AgentDefinition] = {}  # this folder's (another folder's may be replaced)
     for path in _agent_files(folder):
         try:
             definition, notes = parse_definition(path.read_text(encoding="utf-8"), str(path))
@@ -253,6 +357,14 @@ def _folder(
             errors.append(f"{path}:{exc}; the agent is skipped")
             continue
         warnings.extend(notes)
+        earlier = seen.get(definition.name)
+        if earlier is not None:
+            warnings.append(
+                f"{path}:{definition.name_line}: {earlier.source} has the name "
+                f"{definition.name!r} too; this file is the one used (a folder's files are read "
+                "in name order, and the later one wins)"
+            )
+        seen[definition.name] = definition
         into[definition.name] = definition
 
 

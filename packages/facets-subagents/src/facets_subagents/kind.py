@@ -38,9 +38,9 @@ from pico3 import (
     define_task,
 )
 
-from .contract import SUBAGENT_KIND, SubagentStatus
+from .contract import MAX_TURNS_KEY, SUBAGENT_KIND, SubagentStatus
 
-__all__ = ["StepBoard", "final_text", "subagent_kind"]
+__all__ = ["STOPPED_AT_LIMIT", "StepBoard", "final_text", "subagent_kind"]
 
 
 class StepBoard:
@@ -58,6 +58,7 @@ class StepBoard:
         self._tools: dict[int, int] = {}
         self._parents: dict[int, int] = {}
         self._changed: dict[int, anyio.Event] = {}
+        self._over: dict[int, anyio.Event] = {}  # past its maxTurns: its task stops it
 
     def follows(self, conversation_id: int) -> bool:
         return conversation_id in self._changed
@@ -112,6 +113,16 @@ class StepBoard:
         self._tools[conversation_id] = count
         self.set(conversation_id, f"running {name} ({count} tool call{'s' if count > 1 else ''})")
 
+    def over_limit(self, conversation_id: int) -> None:
+        """The subagent made a model call past its ``maxTurns``: its task stops it."""
+        self._over.setdefault(conversation_id, anyio.Event()).set()
+
+    async def wait_over_limit(self, conversation_id: int) -> None:
+        await self._over.setdefault(conversation_id, anyio.Event()).wait()
+
+    def forget_limit(self, conversation_id: int) -> None:
+        self._over.pop(conversation_id, None)
+
     async def changed(self, conversation_id: int) -> None:
         event = self._changed.get(conversation_id)
         if event is not None:
@@ -139,6 +150,25 @@ def final_text(entry: Any) -> str:
             if isinstance(block, dict) and block.get("type") == "text":
                 parts.append(str(block.get("text", "")))
     return "".join(parts).strip()
+
+
+STOPPED_AT_LIMIT = (
+    "[The subagent stopped at its limit of {limit} turns (maxTurns) before it finished; the "
+    "above is what it had.]"
+)
+"""Ends the report of a subagent its ``maxTurns`` stopped."""
+
+
+def _calls_tools(entry: Any) -> bool:
+    """True when an answer entry's assistant message calls tools (a turn ended by a
+    ``terminate``, not by the model's final answer)."""
+    for message in getattr(entry, "model", None) or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") == "toolCall" for b in content
+        ):
+            return True
+    return False
 
 
 def _describe(task: TaskInfo) -> SubagentStatus:
@@ -199,22 +229,43 @@ def subagent_kind(board: StepBoard) -> TaskKind:
         board.start(
             cid, "resumed" if shown and shown != STARTING else STARTING, task.conversation_id
         )
+        limit = task.input.get(MAX_TURNS_KEY)
+        limit = limit if type(limit) is int and limit > 0 else None
+        stopped: list[bool] = []
+
+        async def stop_at_limit() -> None:
+            # a model call past maxTurns (the limit's turn ran no tool: its calls were
+            # blocked, so nothing ended the turn there): abort the child's turn
+            await board.wait_over_limit(cid)
+            stopped.append(True)
+            await child.abort(ctx)
+
         try:
             sent = await child.send(task.input["prompt"], ctx, request_id=f"{task.id}:prompt")
             records: list[Any] = []
             async with anyio.create_task_group() as group:
                 group.start_soon(write_step, rt, cid, shown, ctx)
+                if limit is not None:
+                    group.start_soon(stop_at_limit)
                 records.append(await sent.wait(ctx))
                 group.cancel_scope.cancel()
             record = records[0]
         finally:
             board.stop(cid)
+            board.forget_limit(cid)
         answer = getattr(record, "answer", None)
-        if record.status == "done" and type(answer) is int:
+        if (record.status == "done" and type(answer) is int) or stopped:
 
             async def complete(tx: Transaction, _current: Any, _ctx: Context) -> Completion:
                 # the report is read in the commit that completes the task: no read of its own
-                report = final_text(await tx.entry(answer))
+                turns = await tx.scan_entries(cid, limit=(limit or 0) + 1, kind="pi.assistant")
+                last = await tx.entry(answer) if type(answer) is int else None
+                report = final_text(last) if last is not None else ""
+                if limit is not None and len(turns) >= limit and (stopped or _calls_tools(last)):
+                    if not report:  # what it said last, if its last turn said nothing
+                        report = next((t for t in map(final_text, turns) if t), "")
+                    note = STOPPED_AT_LIMIT.format(limit=limit)
+                    report = f"{report}\n\n{note}" if report else note
                 return Completion.completed({"report": report, "conversation": cid})
 
             return Done(complete)

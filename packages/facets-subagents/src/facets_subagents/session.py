@@ -26,11 +26,13 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from chord import Context, FacetEnvironment, define_facet
 from pico3 import (
     MISSING,
+    MODEL_CALL_KIND,
     TOOL_KIND,
     HarnessService,
     HarnessServiceApi,
@@ -40,14 +42,29 @@ from pico3 import (
 )
 
 from .claude_code import resolve_model
-from .contract import AGENT_TOOL, AgentInfo, DefinitionsSummary, SubagentDefinitions
+from .contract import (
+    AGENT_TOOL,
+    MAX_TURNS_KEY,
+    PERMISSION_MODE_KEY,
+    SUBAGENT_KIND,
+    AgentInfo,
+    DefinitionsSummary,
+    SubagentDefinitions,
+)
 from .definitions import GENERAL_PURPOSE, AgentDefinition, Definitions, agent_id, load_definitions
 from .kind import StepBoard, subagent_kind
 
-__all__ = ["AGENT_PARAMETERS", "NAMESPACE", "Subagents", "session_facet"]
+__all__ = ["AGENT_PARAMETERS", "NAMESPACE", "PLAN_NOTE", "Subagents", "session_facet"]
 
 _log = logging.getLogger("facets_subagents")
 NAMESPACE = "subagents"
+
+PLAN_NOTE = (
+    "\n\nYou run in plan mode (read-only): only tools that change nothing run. Investigate, "
+    "then report what should be done; do not try to change files or run commands."
+)
+"""Added to the system prompt of a subagent whose definition says ``permissionMode: plan`` (the
+approval feature is what refuses its other calls; this tells the model why)."""
 
 AGENT_PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -82,6 +99,7 @@ class Subagents:
         self.definitions = Definitions({GENERAL_PURPOSE.name: GENERAL_PURPOSE}, ())
         self.env: Mapping[str, str] = os.environ
         self._warned: set[str] = set()
+        self._limits: dict[int, int | None] = {}
 
     def load(self) -> None:
         # the handle's services: also readable while the harness is suspended (a reload with
@@ -149,6 +167,31 @@ class Subagents:
             )
         return tools
 
+    async def turns(self, conversation_id: int, ctx: Context) -> tuple[int, int] | None:
+        """``(model turns so far, maxTurns)`` of a subagent with a turn limit; ``None`` for any
+        other conversation. The limit is its task's input (read once, kept: it never changes),
+        the turns its assistant entries (it is sent one prompt, so all are this task's)."""
+        harness = self._harness.harness
+        if conversation_id not in self._limits:
+            limit: int | None = None
+            handle = await harness.conversation(conversation_id, ctx)
+            if handle is not None:
+                record = await handle.commit(lambda tx, _ctx: tx.conversation(conversation_id), ctx)
+                owner = getattr(record, "owner", None)
+                task = await harness.get_task(owner, ctx) if isinstance(owner, int) else None
+                given = task.input if task is not None and task.kind == SUBAGENT_KIND else None
+                found = given.get(MAX_TURNS_KEY) if isinstance(given, dict) else None
+                limit = found if type(found) is int and found > 0 else None
+            self._limits[conversation_id] = limit
+        limit = self._limits[conversation_id]
+        if limit is None:
+            return None
+        handle = await harness.conversation(conversation_id, ctx)
+        if handle is None:
+            return None
+        done = await handle.entries(ctx, limit=limit + 1, kind="pi.assistant")
+        return len(done), limit
+
     def description(self) -> str:
         agents = "\n".join(f"- {d.name}: {d.description}" for d in self.definitions.agents.values())
         return (
@@ -180,14 +223,22 @@ class Subagents:
             model, note = resolve_model(definition.model, config.get("model"), self.env)
             if note is not None:
                 self.warn(f"{definition.source}: {note}")
-            task_input = {
+            system_prompt = definition.system_prompt
+            if definition.permission_mode == "plan":
+                system_prompt += PLAN_NOTE
+            task_input: dict[str, Any] = {
                 "description": str(args["description"]),
                 "prompt": str(args["prompt"]),
                 "agent": definition.name,
-                "systemPrompt": definition.system_prompt,
+                "systemPrompt": system_prompt,
                 "model": model,
                 "tools": tools,
             }
+            if definition.permission_mode is not None:
+                # read by the approval feature up the owner chain: stricter, never looser
+                task_input[PERMISSION_MODE_KEY] = definition.permission_mode
+            if definition.max_turns is not None:
+                task_input[MAX_TURNS_KEY] = definition.max_turns
             # created and memoized in one commit: a crash never leaves a task without its memo
             ref = await api.task(self.kind, task_input, {"memo": "task"}, ctx)
             task_id = ref if type(ref) is int else ref.id
@@ -212,7 +263,26 @@ class Subagents:
             async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> None:
                 board.tool(api.conversation_id, str(call.get("name", "?")))
 
-            undo.append(h.hooks(ns, TOOL_KIND, {"before_tool": before_tool}))
+            async def after_tool(
+                call: dict[str, Any], result: ToolResult, api: Any, ctx: Context
+            ) -> ToolResult:
+                # the last turn maxTurns allows: its tools ran, and the subagent stops there
+                turns = await self.turns(api.conversation_id, ctx)
+                if turns is None or turns[0] < turns[1]:
+                    return result
+                return replace(result, control={**(result.control or {}), "terminate": True})
+
+            async def after_response(message: Any, api: Any, ctx: Context) -> None:
+                # past the limit (the limit's turn had no tool that ran: all were blocked): the
+                # subagent's task stops it
+                turns = await self.turns(api.conversation_id, ctx)
+                if turns is not None and turns[0] > turns[1]:
+                    board.over_limit(api.conversation_id)
+
+            undo.append(
+                h.hooks(ns, TOOL_KIND, {"before_tool": before_tool, "after_tool": after_tool})
+            )
+            undo.append(h.hooks(ns, MODEL_CALL_KIND, {"after_response": after_response}))
             undo.append(
                 h.register_tool(
                     ToolDeclaration(

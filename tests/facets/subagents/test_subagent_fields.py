@@ -1,0 +1,422 @@
+"""Claude Code's other agent-file fields: what a subagent does with them.
+
+The probe that found it: a published ``frontend-reviewer`` (``tools: Read, Glob, Grep, Bash``,
+``permissionMode: plan``, ``maxTurns: 8``, ``skills:``, ``effort: medium``) loaded without a
+word, and its subagent ran ``touch planmode-violated.txt`` with every call approved. Here:
+
+* ``permissionMode: plan`` makes the subagent read-only with the session's own enforcement (the
+  approval feature's ``before_tool``, reading the subagent's task up the owner chain): its
+  ``bash`` and ``write`` are refused without asking, whatever the session's mode (``auto``
+  too), and the project is unchanged; a looser value (``bypassPermissions``) is warned about
+  and changes nothing: in an ``ask`` session its command still asks, in ``plan`` it is refused;
+* ``maxTurns`` stops a subagent whose model would go on calling tools, after that many model
+  turns, and its report says so — also when its calls are refused (plan), so no tool ends the
+  turn;
+* the fields this agent does not use yet get one warning naming the file, line and fields; two
+  files of one folder with one name get a warning naming both and the one used.
+
+Sessions compose pico3's harness session facet (a scripted faux model), the approval extension
+(its ``ask`` answering as ``--approve allow`` or ``deny`` would) and the subagents session facet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from chord.context import BACKGROUND, Context
+from chord.facets import FacetEnvironment, create_facet_host, define_facet
+from facets_approval.contract import ApprovalDecision, ApprovalRequest, stricter
+from facets_approval.session import ApprovalInstallation, install_approval, plan_mode_reason
+from facets_subagents.definitions import load_definitions
+from facets_subagents.kind import STOPPED_AT_LIMIT
+from facets_subagents.session import session_facet
+from pico3 import (
+    HarnessOptions,
+    HarnessService,
+    HarnessServiceApi,
+    JsonlStorage,
+    Models,
+    ToolDeclaration,
+    ToolResult,
+    harness_session_facet,
+)
+from pico3.models.faux import FauxProvider, FauxResponse, FauxState, faux_response, faux_tool_call
+from pico3.models.provider import Request, UserMessage
+
+pytestmark = pytest.mark.anyio
+
+MODEL = {"provider": "faux", "modelId": "faux-1"}
+
+FRONTEND_REVIEWER = """---
+name: frontend-reviewer
+description: Reviews frontend changes for accessibility and performance problems.
+tools: Read, Glob, Grep, Bash
+permissionMode: plan
+maxTurns: 8
+skills:
+  - accessibility
+  - web-performance
+effort: medium
+color: cyan
+---
+You are the frontend reviewer. Review the change; never modify the project.
+"""
+
+BYPASS = """---
+name: fixer
+description: Fixes things without asking.
+tools: Bash, Write
+permissionMode: bypassPermissions
+---
+You are the fixer.
+"""
+
+LOOPER = """---
+name: looper
+description: Keeps going.
+tools: note
+maxTurns: 3
+---
+You are the looper.
+"""
+
+PLAN_LOOPER = """---
+name: plan-looper
+description: Keeps trying to run a command.
+tools: Bash
+permissionMode: plan
+maxTurns: 2
+---
+You are the plan looper.
+"""
+
+
+def env_for(tmp: Path) -> dict[str, str]:
+    return {"HOME": str(tmp / "home"), "XDG_CONFIG_HOME": str(tmp / "config")}
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def claude_dir(tmp: Path) -> Path:
+    return tmp / "home" / ".claude" / "agents"
+
+
+# -- loading: what each field gives, and the warnings' exact words ----------------------------------
+def test_the_frontend_reviewer_loads_read_only_with_its_turn_limit_and_one_warning(
+    tmp_path: Path,
+) -> None:
+    path = write(claude_dir(tmp_path) / "frontend-reviewer.md", FRONTEND_REVIEWER)
+    loaded = load_definitions(env=env_for(tmp_path))
+    reviewer = loaded.agents["frontend-reviewer"]
+    assert reviewer.permission_mode == "plan"
+    assert reviewer.max_turns == 8
+    assert reviewer.tools == ("read", "find", "grep", "bash")
+    assert list(loaded.warnings) == [  # color is cosmetic: no word about it
+        f"{path}:7: skills, effort: Claude Code fields this agent does not use yet; the "
+        "subagent runs without them"
+    ]
+    assert loaded.errors == ()
+
+
+def test_a_looser_permission_mode_and_the_other_fields_are_named_with_file_and_line(
+    tmp_path: Path,
+) -> None:
+    agents = claude_dir(tmp_path)
+    fixer = write(agents / "fixer.md", BYPASS)
+    edits = write(
+        agents / "editor.md",
+        "---\nname: editor\ndescription: Edits.\npermissionMode: acceptEdits\nhooks:\n"
+        "  PreToolUse: []\nmaxTurns: many\n---\nEdit.\n",
+    )
+    quiet = write(
+        agents / "quiet.md",
+        "---\nname: quiet\ndescription: Never asks.\npermissionMode: dontAsk\nbackground: true\n"
+        "---\nWork.\n",
+    )
+    plain = write(
+        agents / "plain.md", "---\nname: plain\ndescription: Plain.\npermissionMode: default\n---\n"
+    )
+    loaded = load_definitions(env=env_for(tmp_path))
+    assert list(loaded.warnings) == [
+        f"{edits}:4: permissionMode: acceptEdits is not honoured: a subagent never gets more "
+        "authority than the session; it runs in the session's mode",
+        f"{edits}:7: maxTurns must be a whole number of turns (1 or more), got 'many'; the "
+        "subagent runs without a limit",
+        f"{edits}:5: hooks: a Claude Code field this agent does not use yet; the subagent runs "
+        "without it",
+        f"{fixer}:5: permissionMode: bypassPermissions is not honoured: a subagent never gets "
+        "more authority than the session; it runs in the session's mode",
+        f"{quiet}:4: permissionMode: dontAsk is not honoured yet: the subagent runs in the "
+        "session's mode (a call that needs approval asks rather than being refused)",
+        f"{quiet}:5: background: a Claude Code field this agent does not use yet; the subagent "
+        "runs without it",
+    ]
+    assert plain.exists()
+    for name in ("fixer", "editor", "quiet", "plain"):  # each runs in the session's mode
+        assert loaded.agents[name].permission_mode is None
+    assert loaded.agents["editor"].max_turns is None
+
+
+def test_two_files_of_one_folder_with_one_name_are_both_named(tmp_path: Path) -> None:
+    agents = claude_dir(tmp_path)
+    first = write(agents / "a-reviewer.md", "---\nname: reviewer\ndescription: First.\n---\nA.\n")
+    second = write(
+        agents / "review" / "b.md", "---\ndescription: Second.\nname: reviewer\n---\nB.\n"
+    )
+    other = tmp_path / "config" / "coding-agent" / "agents"
+    write(other / "reviewer.md", "---\nname: reviewer\ndescription: Ours.\n---\nOurs.\n")
+    loaded = load_definitions(env=env_for(tmp_path))
+    assert list(loaded.warnings) == [
+        f"{second}:3: {first} has the name 'reviewer' too; this file is the one used (a "
+        "folder's files are read in name order, and the later one wins)"
+    ]  # another folder's file replacing it is the documented precedence: no warning
+    assert loaded.agents["reviewer"].description == "Ours."
+
+
+def test_stricter_never_loosens() -> None:
+    assert stricter("auto", "plan") == "plan"
+    assert stricter("plan", "auto") == "plan"
+    assert stricter("sandbox", "ask") == "ask"
+    assert stricter("ask", "accept-edits") == "ask"
+    assert stricter("auto", "bypassPermissions") == "plan"  # not a mode: a doubt is no grant
+
+
+# -- running: a scripted parent hands one task to a subagent ------------------------------------
+@dataclass
+class Child:
+    """What the subagent's model does each turn: ``calls(turn)`` (``turn`` from 1) gives the
+    tool calls of that turn, none meaning the final report."""
+
+    calls: Callable[[int], list[Any]]
+    turns: int = 0
+
+
+class Script:
+    def __init__(self, agent: str, child: Child) -> None:
+        self.agent = agent
+        self.child = child
+
+    def __call__(self, request: Request, state: FauxState) -> FauxResponse:
+        is_child = any("subagent" in s or "You are the" in s for s in request.system)
+        last = request.messages[-1]
+        if not is_child:
+            if isinstance(last, UserMessage):
+                args = {"description": "review", "prompt": "do it", "subagent_type": self.agent}
+                return faux_response(faux_tool_call("agent", args, id="a1"))
+            return faux_response("parent done")
+        self.child.turns += 1
+        calls = self.child.calls(self.child.turns)
+        if not calls:
+            return faux_response(f"report after {self.child.turns} turns")
+        return faux_response(f"turn {self.child.turns}", *calls)
+
+
+@dataclass
+class Session:
+    service: HarnessServiceApi
+    approval: ApprovalInstallation
+    asked: list[ApprovalRequest] = field(default_factory=list[ApprovalRequest])
+    runs: list[tuple[str, dict[str, Any]]] = field(default_factory=list[tuple[str, dict[str, Any]]])
+
+    async def go(self) -> Any:
+        root = await self.service.harness.root(BACKGROUND)
+        handle = await root.send("go", BACKGROUND)
+        with anyio.fail_after(30):
+            await handle.wait(BACKGROUND)
+        entries = await root.entries(BACKGROUND, limit=50, kind="pi.tool_result")
+        (result,) = entries
+        return result
+
+    async def child_results(self, result: Any) -> dict[str, str]:
+        child = await self.service.harness.conversation(
+            result.data["details"]["conversation"], BACKGROUND
+        )
+        assert child is not None
+        found: dict[str, str] = {}
+        for entry in reversed(await child.entries(BACKGROUND, limit=200, kind="pi.tool_result")):
+            message: Any = entry.model
+            found[message[0]["toolCallId"]] = message[0]["content"][0]["text"]
+        return found
+
+    async def child_turns(self, result: Any) -> int:
+        child = await self.service.harness.conversation(
+            result.data["details"]["conversation"], BACKGROUND
+        )
+        assert child is not None
+        return len(await child.entries(BACKGROUND, limit=200, kind="pi.assistant"))
+
+
+def tools(tmp: Path, runs: list[tuple[str, dict[str, Any]]]) -> list[ToolDeclaration]:
+    """``bash`` that really touches a file (``touch NAME``), ``write`` that really writes one,
+    and a read-only ``note``."""
+
+    async def bash(args: dict[str, Any], api: Any, ctx: Context) -> ToolResult:
+        runs.append(("bash", args))
+        command = str(args.get("command", ""))
+        if command.startswith("touch "):
+            (tmp / command.split()[1]).touch()
+        return ToolResult.text("bash ran")
+
+    async def write_file(args: dict[str, Any], api: Any, ctx: Context) -> ToolResult:
+        runs.append(("write", args))
+        (tmp / str(args["path"])).write_text(str(args.get("content", "")))
+        return ToolResult.text("written")
+
+    async def note(args: dict[str, Any], api: Any, ctx: Context) -> ToolResult:
+        runs.append(("note", args))
+        return ToolResult.text("noted")
+
+    schema = {"type": "object"}
+    return [
+        ToolDeclaration("bash", "Run a command.", schema, bash),
+        ToolDeclaration("write", "Write a file.", schema, write_file),
+        ToolDeclaration("note", "Take a note.", schema, note, replay="safe"),
+    ]
+
+
+@asynccontextmanager
+async def session(tmp: Path, script: Script, *, answer: str = "allow") -> AsyncIterator[Session]:
+    project = tmp / "project"
+    project.mkdir()
+    services = {
+        "models": Models([FauxProvider([script] * 40)]),
+        "workspace": str(project),
+        "mcp_env": env_for(tmp),
+    }
+    found: list[Session] = []
+    workers: list[HarnessServiceApi] = []
+    installations: list[ApprovalInstallation] = []
+    asked: list[ApprovalRequest] = []
+    runs: list[tuple[str, dict[str, Any]]] = []
+
+    async def ask(request: ApprovalRequest, ctx: Context) -> ApprovalDecision:
+        asked.append(request)  # as --approve allow (or deny) answers
+        return {"decision": "allow" if answer == "allow" else "deny", "by": "headless"}
+
+    def worker(env: FacetEnvironment) -> None:
+        harness = env.use(HarnessService)
+        workers.append(harness)
+
+        def install(h: Any) -> Callable[[], None]:
+            installation = install_approval(h, ask)
+            installations.append(installation)
+            undo = [h.register_tool(d) for d in tools(project, runs)]
+
+            def uninstall() -> None:
+                for fn in undo:
+                    fn()
+                installation()
+
+            return uninstall
+
+        env.on_activate(lambda: env.own(harness.add_registration(install)))
+
+    async with anyio.create_task_group() as group:
+        harness_facet = harness_session_facet(
+            lambda: JsonlStorage(str(tmp / "store"), fsync=False),
+            HarnessOptions(services=services),
+            task_group=group,
+        )
+        async with create_facet_host(
+            [harness_facet, define_facet("test/worker", worker), session_facet]
+        ):
+            (service,) = workers
+            await service.resume(BACKGROUND)
+            root = await service.harness.root(BACKGROUND)
+            await root.set_config(
+                {"model": MODEL, "selectedTools": ["note", "bash", "write", "agent"]}, BACKGROUND
+            )
+            s = Session(service, installations[-1], asked, runs)
+            found.append(s)
+            yield s
+        group.cancel_scope.cancel()
+
+
+def changes(turn: int) -> list[Any]:
+    """The probe's subagent: it tries to change the project on its first turn."""
+    if turn > 1:
+        return []
+    return [
+        faux_tool_call("bash", {"command": "touch planmode-violated.txt"}, id="b1"),
+        faux_tool_call("write", {"path": "written.txt", "content": "x"}, id="w1"),
+    ]
+
+
+@pytest.mark.parametrize("mode", ["ask", "auto"])
+async def test_a_plan_subagent_changes_nothing_whatever_the_sessions_mode(
+    tmp_path: Path, mode: str
+) -> None:
+    agents = claude_dir(tmp_path)
+    write(agents / "frontend-reviewer.md", FRONTEND_REVIEWER.replace("Bash", "Bash, Write"))
+    async with session(tmp_path, Script("frontend-reviewer", Child(changes))) as s:
+        await s.approval.set_mode(mode, BACKGROUND)  # type: ignore[arg-type]
+        result = await s.go()
+        results = await s.child_results(result)
+    project = tmp_path / "project"
+    assert not (project / "planmode-violated.txt").exists()
+    assert not (project / "written.txt").exists()
+    assert results["b1"].endswith(plan_mode_reason("bash", subagent=True))
+    assert results["w1"].endswith(plan_mode_reason("write", subagent=True))
+    assert s.runs == [] and s.asked == []  # refused, never asked (nor allowed by the answer)
+    assert result.model[0]["content"][0]["text"] == "report after 2 turns"
+
+
+async def test_a_bypass_subagent_asks_in_an_ask_session_and_is_refused_in_plan(
+    tmp_path: Path,
+) -> None:
+    write(claude_dir(tmp_path / "ask") / "fixer.md", BYPASS)
+    async with session(tmp_path / "ask", Script("fixer", Child(changes)), answer="deny") as s:
+        result = await s.go()
+        results = await s.child_results(result)
+    assert [request["name"] for request in s.asked] == ["bash", "write"]  # each asked
+    assert "denied by headless" in results["b1"] and "denied by headless" in results["w1"]
+    assert s.runs == []
+    assert not (tmp_path / "ask" / "project" / "planmode-violated.txt").exists()
+
+    write(claude_dir(tmp_path / "plan") / "fixer.md", BYPASS)
+    async with session(tmp_path / "plan", Script("fixer", Child(changes))) as s:
+        await s.approval.set_mode("plan", BACKGROUND)
+        result = await s.go()
+        results = await s.child_results(result)
+    assert results["b1"].endswith(plan_mode_reason("bash"))  # the session's plan mode
+    assert s.runs == [] and s.asked == []
+
+
+async def test_max_turns_stops_a_subagent_that_would_go_on(tmp_path: Path) -> None:
+    write(claude_dir(tmp_path) / "looper.md", LOOPER)
+    forever = Child(lambda turn: [faux_tool_call("note", {"text": str(turn)}, id=f"n{turn}")])
+    async with session(tmp_path, Script("looper", forever)) as s:
+        result = await s.go()
+        turns = await s.child_turns(result)
+    assert turns == 3 and forever.turns == 3
+    assert [args["text"] for _, args in s.runs] == ["1", "2", "3"]  # the third turn's tools ran
+    assert result.model[0]["content"][0]["text"] == (
+        f"turn 3\n\n{STOPPED_AT_LIMIT.format(limit=3)}"
+    )
+    assert not result.model[0].get("isError")
+
+
+async def test_max_turns_stops_a_plan_subagent_whose_calls_are_all_refused(
+    tmp_path: Path,
+) -> None:
+    write(claude_dir(tmp_path) / "plan-looper.md", PLAN_LOOPER)
+    forever = Child(lambda turn: [faux_tool_call("bash", {"command": "make"}, id=f"b{turn}")])
+    async with session(tmp_path, Script("plan-looper", forever)) as s:
+        await s.approval.set_mode("auto", BACKGROUND)
+        result = await s.go()
+    # no tool ran to end the second turn: the call past the limit has its task abort the
+    # subagent's turn (a model call already under way when the abort lands is the last)
+    assert 3 <= forever.turns <= 4 and s.runs == []
+    text = result.model[0]["content"][0]["text"]
+    assert text.endswith(STOPPED_AT_LIMIT.format(limit=2)) and text.startswith("turn ")
