@@ -392,6 +392,9 @@ PUBLIC: dict[str, frozenset[str]] = {
     ),
     "facets_approval.contract": frozenset(
         {
+            "OWNER_MODE_KEY",
+            "STRICTEST_FIRST",
+            "stricter",
             "ApprovalDecision",
             "ApprovalDialog",
             "ApprovalDialogs",
@@ -468,6 +471,8 @@ PUBLIC: dict[str, frozenset[str]] = {
     ),
     "facets_subagents.contract": frozenset(
         {
+            "MAX_TURNS_KEY",
+            "PERMISSION_MODE_KEY",
             "AGENT_TOOL",
             "SUBAGENT_KIND",
             "AgentInfo",
