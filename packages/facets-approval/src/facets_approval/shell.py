@@ -117,6 +117,10 @@ _WRITES = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
 _GLOB = re.compile(r"(?<!\\)[*?\[{}]")
 
 
+_ARITHMETIC_TEST = re.compile(r"^(?:\[\[.*\s-(?:eq|ne|lt|le|gt|ge|v|R)\s|\[.*\s-[vR]\s)", re.DOTALL)
+"""``[[ … ]]`` operators that evaluate their operands' text (``[ … ]``/``test`` compare
+integers without evaluating, except ``-v``/``-R``, which evaluate a subscript)."""
+
 _ASSIGNS = frozenset({"let", "read", "mapfile", "readarray", "getopts"})
 """Builtins that evaluate arithmetic or assign a variable named by a word (``printf -v`` too):
 a name with a subscript, ``a[$(id)]``, runs the command inside it."""
@@ -488,7 +492,7 @@ _GIT_CONFIG_READS = frozenset(
 
 def _git_config_writes(args: Sequence[str | None]) -> bool:
     """True unless ``git config …`` only reads: ``--get``/``--list``/``get``, or one key."""
-    if any(word in _GIT_CONFIG_READS for word in args):
+    if not args or any(word in _GIT_CONFIG_READS for word in args):
         return False
     plain = [w for w in args if w is None or not w.startswith("-")]
     flags = [w for w in args if w is not None and w.startswith("-")]
@@ -628,6 +632,12 @@ class _Walker:
                 self.hidden.append(text)
             for child in node.named_children:
                 self.scan(child)
+        elif kind == "test_command" and _ARITHMETIC_TEST.search(_text(node)):
+            text = _text(node)
+            self.unsafe.append(f"`{text}` evaluates its operands as arithmetic")
+            self.hidden.append(text)  # `[[ $x -eq 1 ]]` with x='a[$(…)]' runs that command
+            for child in node.named_children:
+                self.statement(child)
         elif kind in ("unset_command", "declaration_command"):
             self.unsafe.append(f"it contains {_CONTROL[kind]}, which is not analysed")
             if kind == "unset_command" or re.search(r"(?:^|\s)-[A-Za-z]*i", _text(node)):
