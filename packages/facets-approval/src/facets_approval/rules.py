@@ -34,15 +34,21 @@ both do. A folder searched by ``grep``/``find``/``ls`` is matched by the folder'
 **Commands.** A bash command is analysed by :func:`~.shell.analyse_command` into the simple
 commands it runs. A rule matches a part word by word (quotes removed); an allow rule matches only
 literally, while a deny or ask rule also matches when a word it needs is known only at run time
-(``git $SUB``: it *may* be ``git push``), a command given by path (``/bin/rm``), or the command
-behind ``sudo``/``env``/``xargs``/``nohup``/``time``/``timeout``/``nice``/``stdbuf``. Then:
+(``git $SUB``: it *may* be ``git push``), a command given by path (``/bin/rm``), the command
+behind a wrapper read with its options (``sudo -u root rm``, ``command``, ``exec``, ``setsid``,
+``timeout -s KILL 5``, ``xargs``…: :attr:`~.shell.CommandPart.runs`), and the commands of a known
+command string (``bash -c 'rm x'``, ``eval``, ``find -exec``); a line that runs a command no rule
+can name (``eval "$X"``, ``source f``, ``bash script.sh``, ``find -delete``, ``${x@P}``:
+:attr:`~.shell.CommandAnalysis.hidden`) *may* match every deny and ask rule. Then:
 
 * any part a deny rule matches denies the whole line (a part that only *may* match asks);
 * any part an ask rule matches (or may match) asks;
 * allow rules allow the line only when *every* part is allowed and the line hides nothing
   and writes no file (:attr:`~.shell.CommandAnalysis.allowable`); a line that does not parse,
-  uses ``eval``/``$CMD``/``<( … )``, sets variables or redirects output to a file is never
-  allowed by a command rule. A whole-tool ``Bash`` allow rule allows every command (what the
+  uses ``eval``/``$CMD``/``<( … )``, sets variables, redirects output to a file, makes bash
+  evaluate a variable's text (``${x@P}``, ``${x:off}``, ``${x[i]}``, ``${!x}``, ``$((x))``,
+  ``let``…) or passes an option that writes a file or runs a program (``--output``,
+  ``sort -o``, ``git -c``, ``--ext-diff``, ``rg --pre``…) is never allowed by a command rule. A whole-tool ``Bash`` allow rule allows every command (what the
   user wrote; an old session's "always allow bash" is kept this way).
 
 Deny beats ask beats allow, from whichever source (:class:`RuleSet`, :class:`Verdict`).

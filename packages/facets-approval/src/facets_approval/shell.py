@@ -17,7 +17,33 @@ GitHub use for shell scripts) and returns a :class:`CommandAnalysis`:
   ``sh -c``-style shells (they run a command the rules cannot see); a command name that is
   computed (``$CMD``); variables set for a command or for the rest of the line (``PATH=. ls``,
   ``export``); process substitution ``<( … )``; control structures, functions, ``[[ … ]]`` and
-  arithmetic (their commands still count as parts, so deny rules see them).
+  arithmetic (their commands still count as parts, so deny rules see them). Also whatever
+  makes bash evaluate text as code: ``${x@P}`` (prompt expansion runs the ``$(…)`` in ``x``), a
+  substring offset ``${x:off:len}``, a subscript ``${x[i]}``, indirection ``${!x}``, assignment
+  ``${x:=w}``, ``$(( x ))``/``$[ x ]``/``(( x ))`` on a name, ``[[ a -eq b ]]``, ``let``,
+  ``printf -v``, ``read``/``mapfile``/``getopts``, ``test -v``/``[ -v ]``, ``declare -i``,
+  ``unset`` (a variable holding ``a[$(id)]`` runs ``id`` there); ``${x}``, ``${#x}``,
+  ``${x:-w}``, ``${x:+w}``, ``${x#p}``, ``${x/p/r}``, ``${x@Q}``/``@E``… and arithmetic on
+  numbers evaluate nothing and are fine. And options that run a program: ``git -c``,
+  ``--config-env``, ``--exec-path``, ``--ext-diff``, ``--upload-pack``/``--receive-pack``,
+  ``rebase -x``, ``grep -O``, ``rg --pre``, ``sort --compress-program``, ``tar --to-command``,
+  ``find -exec``/``-delete``.
+* ``writes`` also holds options that write a file: ``--output``/``--output-file``/
+  ``--output-document`` in any command, ``sort -o``, ``curl -o``/``-O``/``-D``/``-c``,
+  ``wget -O``/``-o``, ``git log``/``diff``/``show`` ``--output``, ``git archive -o``,
+  ``git format-patch``, ``git config`` that sets a value, ``tee FILE``, ``find -fprint``. Long
+  options match abbreviated too (``sort --o=f``), short ones anywhere in a cluster
+  (``curl -sSLo f``). In those commands a word known only at run time may be such an option, so
+  it is refused too (``sort $X``).
+* ``hidden`` — what runs a command no rule can name: ``eval "$X"``, ``source``, ``bash -c "$X"``,
+  ``bash script.sh`` or ``curl … | sh``, ``find -delete``, every evaluating expansion above.
+  Every deny or ask rule *may* match such a line, so it asks. A command string that is known
+  (``bash -c 'rm x'``, ``eval 'rm x'``, ``env -S``, ``flock -c``, ``find -exec rm {} +``) is
+  parsed and its commands are parts.
+* ``runs`` of a part — the command behind its wrappers (``sudo``, ``doas``, ``env``, ``nohup``,
+  ``time``, ``timeout``, ``nice``, ``ionice``, ``stdbuf``, ``xargs``, ``command``, ``builtin``,
+  ``exec``, ``setsid``, ``chroot``, ``taskset``, ``flock``, ``watch``, ``strace``, ``ltrace``,
+  ``unbuffer``, ``chrt``), read with each wrapper's options (``sudo -u root rm`` → ``rm``).
 * ``writes`` — files an output redirection writes (``>``, ``>>``, ``>|``, ``&>``, ``&>>``,
   ``>&`` to a name, ``<>``). **A redirection to a file writes that file, so no Bash rule allows
   it**: the line asks (or follows the mode). ``/dev/null`` and descriptor duplication (``2>&1``,
