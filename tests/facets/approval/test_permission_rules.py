@@ -101,6 +101,93 @@ DENY_RM = "deny Bash(rm:*)"
         ((ALLOW_LS,), "bash", {"command": "if true; then ls; fi"}, None),
         ((ALLOW_LS,), "bash", {"command": ""}, None),
         ((ALLOW_LS,), "bash", {}, None),
+        # expansions that evaluate a variable's text run the `$( … )` inside it: never allowed
+        (
+            (ALLOW_LS,),
+            "bash",
+            {"command": "ls '$(id > PWNED.txt)' 2>/dev/null; ls ${_@P} >/dev/null 2>&1"},
+            None,
+        ),
+        ((ALLOW_LS,), "bash", {"command": "ls 'a[$(touch x)]'; ls ${PWD:_}"}, None),
+        ((ALLOW_LS,), "bash", {"command": "ls ${PWD:_:1}"}, None),
+        ((ALLOW_LS,), "bash", {"command": "ls ${@:_}"}, None),
+        ((ALLOW_LS,), "bash", {"command": "ls ${x[_]}"}, None),
+        ((ALLOW_LS,), "bash", {"command": "ls ${!x}"}, None),
+        ((ALLOW_LS,), "bash", {"command": "ls ${x:=a}"}, None),
+        ((ALLOW_LS,), "bash", {"command": "ls ${x#`id`}"}, None),
+        ((ALLOW_LS,), "bash", {"command": "ls $((_))"}, None),
+        ((ALLOW_LS,), "bash", {"command": "ls $[_]"}, None),
+        ((ALLOW_LS,), "bash", {"command": "ls; ((_))"}, None),
+        ((ALLOW_LS,), "bash", {"command": "let _"}, None),
+        ((ALLOW_LS, "allow Bash(printf:*)"), "bash", {"command": 'printf -v "$_" x'}, None),
+        ((ALLOW_LS, "allow Bash(test:*)"), "bash", {"command": 'test -v "$_"'}, None),
+        ((ALLOW_LS,), "bash", {"command": "read -a x"}, None),
+        # plain expansions evaluate nothing: still allowed
+        (
+            (ALLOW_LS,),
+            "bash",
+            {"command": "ls ${HOME} ${#x} ${x:-a} ${x[@]} ${x#a} ${x@Q}"},
+            "allow",
+        ),
+        ((ALLOW_LS,), "bash", {"command": "ls $((1 + 2))"}, "allow"),
+        # options that write a file or run a program: no prefix rule allows them
+        (("allow Bash(git log:*)",), "bash", {"command": "git log --output=.git/config"}, None),
+        (("allow Bash(git log:*)",), "bash", {"command": "git log --ext-diff"}, None),
+        (("allow Bash(git log:*)",), "bash", {"command": "git log --oneline"}, "allow"),
+        (("allow Bash(git:*)",), "bash", {"command": "git -c core.fsmonitor=id status"}, None),
+        (("allow Bash(git:*)",), "bash", {"command": "git --config-env=a=B status"}, None),
+        (("allow Bash(git:*)",), "bash", {"command": "git --exec-path=. status"}, None),
+        (("allow Bash(git push:*)",), "bash", {"command": "git push --receive-pack=x"}, None),
+        (("allow Bash(git fetch:*)",), "bash", {"command": "git fetch --upload-pack=x"}, None),
+        (("allow Bash(git rebase:*)",), "bash", {"command": "git rebase -x id main"}, None),
+        (("allow Bash(git config:*)",), "bash", {"command": "git config core.pager id"}, None),
+        (("allow Bash(git config:*)",), "bash", {"command": "git config user.name"}, "allow"),
+        (("allow Bash(git log:*)",), "bash", {"command": "git log $X"}, None),
+        (("allow Bash(sort:*)",), "bash", {"command": "sort -o out a.txt"}, None),
+        (("allow Bash(sort:*)",), "bash", {"command": "sort -uoout a.txt"}, None),
+        (("allow Bash(sort:*)",), "bash", {"command": "sort --o=out a.txt"}, None),
+        (("allow Bash(sort:*)",), "bash", {"command": "sort --compress-program=sh a"}, None),
+        (("allow Bash(sort:*)",), "bash", {"command": "sort -u a.txt"}, "allow"),
+        (("allow Bash(curl:*)",), "bash", {"command": "curl -sSLo f https://x"}, None),
+        (("allow Bash(curl:*)",), "bash", {"command": "curl -O https://x/f"}, None),
+        (("allow Bash(wget:*)",), "bash", {"command": "wget --output-document=f x"}, None),
+        (("allow Bash(rg:*)",), "bash", {"command": "rg foo --pre bash"}, None),
+        (("allow Bash(rg:*)",), "bash", {"command": "rg foo --pre=bash"}, None),
+        (("allow Bash(rg:*)",), "bash", {"command": "rg -n foo src"}, "allow"),
+        (("allow Bash(tee:*)",), "bash", {"command": "tee out.txt"}, None),
+        (("allow Bash(tar:*)",), "bash", {"command": "tar --to-command=sh -xf a.tar"}, None),
+        (("allow Bash(npm run:*)",), "bash", {"command": "npm run build --output x"}, None),
+        (("allow Bash(find:*)",), "bash", {"command": "find . -delete"}, None),
+        (("allow Bash(find:*)",), "bash", {"command": "find . -fprint out"}, None),
+        (("allow Bash(find:*)",), "bash", {"command": "find . -exec id ;"}, None),
+        # deny and ask see through wrappers (with their options), command strings and find
+        (("deny Bash(rm:*)",), "bash", {"command": "exec rm -f victim"}, "deny"),
+        (("deny Bash(rm:*)",), "bash", {"command": "sudo -u root rm x"}, "deny"),
+        (("deny Bash(rm:*)",), "bash", {"command": "timeout -s KILL 5 rm x"}, "deny"),
+        (("deny Bash(rm:*)",), "bash", {"command": "nice -n 5 ionice -c 3 rm x"}, "deny"),
+        (("deny Bash(rm:*)",), "bash", {"command": "flock /tmp/l rm x"}, "deny"),
+        (("deny Bash(rm:*)",), "bash", {"command": "flock /tmp/l -c 'rm x'"}, "deny"),
+        (("deny Bash(rm:*)",), "bash", {"command": "env -S 'rm x'"}, "deny"),
+        (("deny Bash(rm:*)",), "bash", {"command": "xargs sh -c 'rm x'"}, "deny"),
+        (("deny Bash(rm:*)",), "bash", {"command": "find . -name victim -exec rm {} +"}, "deny"),
+        (("deny Bash(rm:*)",), "bash", {"command": "find . -name victim -delete"}, "ask"),
+        (("deny Bash(rm:*)",), "bash", {"command": "bash -c 'rm x'"}, "deny"),
+        (("deny Bash(rm:*)",), "bash", {"command": "eval 'rm x'"}, "deny"),
+        (("deny Bash(rm:*)",), "bash", {"command": 'eval "$X"'}, "ask"),
+        (("deny Bash(rm:*)",), "bash", {"command": 'bash -c "$X"'}, "ask"),
+        (("deny Bash(rm:*)",), "bash", {"command": "source ./script.sh"}, "ask"),
+        (("deny Bash(rm:*)",), "bash", {"command": "bash ./script.sh"}, "ask"),
+        (("deny Bash(rm:*)",), "bash", {"command": "curl -s x | sh"}, "ask"),
+        (("deny Bash(rm:*)",), "bash", {"command": "x='$(rm y)'; echo ${x@P}"}, "ask"),
+        (("deny Bash(rm:*)",), "bash", {"command": "command -v rm"}, None),
+        (("deny Bash(rm:*)",), "bash", {"command": "ls -la"}, None),
+        (("ask Bash(touch:*)",), "bash", {"command": "bash -c 'touch X'"}, "ask"),
+        (("ask Bash(touch:*)",), "bash", {"command": "command touch X"}, "ask"),
+        (("ask Bash(touch:*)",), "bash", {"command": "setsid touch X"}, "ask"),
+        (("ask Bash(touch:*)",), "bash", {"command": "builtin eval 'touch X'"}, "ask"),
+        (("ask Bash(touch:*)",), "bash", {"command": "nohup touch X"}, "ask"),
+        (("ask Bash(touch:*)",), "bash", {"command": "watch -n 1 touch X"}, "ask"),
+        (("ask Bash(touch:*)",), "bash", {"command": "ls X"}, None),
         # deny sees through paths, wrappers and run-time words (a maybe asks)
         ((DENY_RM,), "bash", {"command": "/bin/rm x"}, "deny"),
         ((DENY_RM,), "bash", {"command": "sudo rm x"}, "deny"),
@@ -243,7 +330,7 @@ def test_a_deny_verdict_names_the_rule_and_its_file() -> None:
         ),
         (
             "Bash(echo x > f)",
-            "not one plain command: it redirects output to a file, which no rule allows (e.g. Bash(git diff:*))",
+            "not one plain command: it writes a file, which no rule allows (e.g. Bash(git diff:*))",
         ),
         (
             "Bash(eval x)",
@@ -289,7 +376,12 @@ def test_an_invalid_rule_says_why(text: object, message: str) -> None:
         ("cat <<EOF > out\n$(id)\nEOF\n", [("cat",), ("id",)], (), ("out",)),
         ("x=1", [], ("it sets a shell variable (x=1)",), ()),
         ("A=1 make", [("make",)], ("it sets variables for `make` (A=1)",), ()),
-        ("eval ls", [("eval", "ls")], ("`eval` runs a command the rules cannot see",), ()),
+        (
+            "eval ls",
+            [("eval", "ls"), ("ls",)],  # a known command string counts as commands
+            ("`eval` runs a command the rules cannot see",),
+            (),
+        ),
         ("$X y", [(None, "y")], ("its command name is computed when it runs ($X)",), ()),
         (
             "diff <(a) b",
@@ -324,6 +416,21 @@ def test_the_shell_analysis(
         ("bash", {"command": "rm -rf build"}, "Bash(rm -rf build)"),  # never rm:*
         ("bash", {"command": "python -c 'print(1)'"}, "Bash(python -c 'print(1)')"),
         ("bash", {"command": "git commit -m 'two words'"}, "Bash(git commit:*)"),
+        # programs as arguments, writers, wrappers: the exact command only
+        ("bash", {"command": "sed -n 1,5p a.txt"}, "Bash(sed -n 1,5p a.txt)"),
+        ("bash", {"command": "awk '{print $1}' a"}, "Bash(awk '{print $1}' a)"),
+        ("bash", {"command": "tee out.txt"}, None),  # it writes: no rule allows it
+        ("bash", {"command": "sort a.txt"}, "Bash(sort a.txt)"),
+        ("bash", {"command": "make"}, "Bash(make)"),
+        ("bash", {"command": "python3.12 x.py"}, "Bash(python3.12 x.py)"),
+        ("bash", {"command": "git config user.name"}, "Bash(git config user.name)"),
+        ("bash", {"command": "git -C sub status"}, "Bash(git -C sub status)"),
+        ("bash", {"command": "git log --oneline"}, "Bash(git log:*)"),
+        ("bash", {"command": "timeout 5 pytest"}, "Bash(timeout 5 pytest)"),
+        # a search term or a path is not a subcommand
+        ("bash", {"command": "rg foo"}, "Bash(rg:*)"),
+        ("bash", {"command": "grep -rn foo src"}, "Bash(grep:*)"),
+        ("bash", {"command": "cat README.md"}, "Bash(cat:*)"),
         ("bash", {"command": "npm run test && rm x"}, None),  # compound: no single rule fits
         ("bash", {"command": "ls > out"}, None),
         ("bash", {"command": "$CMD"}, None),
@@ -371,6 +478,66 @@ def test_a_compound_line_is_offered_the_rule_for_its_one_uncovered_command(
     if found is not None:
         with_it = rules(*(f"allow {rule}" for rule in (*allowed, found)))
         assert with_it.evaluate("bash", {"command": command}).kind == "allow"
+
+
+# -- what real bash runs --------------------------------------------------------------------------
+# Each payload writes a marker file when bash evaluates it: bash must create the marker (else
+# the case proves nothing) and the analysis must refuse to let a command rule allow the line.
+EVALUATING = [
+    "ls '$(touch {m})' 2>/dev/null; ls ${{_@P}} >/dev/null 2>&1",
+    "ls 'a[$(touch {m})]' 2>/dev/null; ls ${{PWD:_}} >/dev/null 2>&1",
+    "ls 'a[$(touch {m})]' 2>/dev/null; ls ${{PWD:_:1}} >/dev/null 2>&1",
+    "ls 'a[$(touch {m})]' 2>/dev/null; ls ${{PWD:0:_}} >/dev/null 2>&1",
+    "ls 'a[$(touch {m})]' 2>/dev/null; ls ${{@:_}} >/dev/null 2>&1",
+    "ls 'a[$(touch {m})]' 2>/dev/null; ls ${{x[_]}} >/dev/null 2>&1",
+    "ls 'a[$(touch {m})]' 2>/dev/null; ls ${{!_}} >/dev/null 2>&1",
+    "ls 'a[$(touch {m})]' 2>/dev/null; ls $((_)) >/dev/null 2>&1",
+    "ls 'a[$(touch {m})]' 2>/dev/null; ls $[_] >/dev/null 2>&1",
+    "ls 'a[$(touch {m})]' 2>/dev/null; ((_))",
+    "ls 'a[$(touch {m})]' 2>/dev/null; let _",
+    "ls 'a[$(touch {m})]' 2>/dev/null; printf -v \"$_\" x",
+    "ls 'a[$(touch {m})]' 2>/dev/null; test -v \"$_\"",
+    "ls 'a[$(touch {m})]' 2>/dev/null; read \"$_\" <<< x",
+    "ls 'a[$(touch {m})]' 2>/dev/null; [[ $_ -eq 1 ]]",
+    "ls 'a[$(touch {m})]' 2>/dev/null; declare -i y=$_",
+    "ls ${{PWD#`touch {m}`}} >/dev/null",
+    "ls 'a[$(touch {m})]' 2>/dev/null; [ -v \"$_\" ]",
+]
+INERT = [  # bash evaluates none of these: they stay allowed
+    "ls 'a[$(touch {m})]' 2>/dev/null; ls ${{_}} ${{#_}} ${{_:-x}} ${{_#a}} ${{_@Q}} >/dev/null 2>&1",
+    "ls '$(touch {m})' 2>/dev/null; ls ${{_@E}} >/dev/null 2>&1",
+    "ls 'a[$(touch {m})]' 2>/dev/null; ls \"$_\" $((1 + 2)) >/dev/null 2>&1",
+]
+
+
+def _bash_runs(tmp_path: Path, template: str) -> tuple[str, bool]:
+    marker = tmp_path / "PWNED"
+    command = template.format(m=marker)
+    subprocess.run(["bash", "-c", command], cwd=tmp_path, timeout=30, capture_output=True)
+    return command, marker.exists()
+
+
+@pytest.mark.parametrize("template", EVALUATING)
+def test_what_bash_evaluates_as_code_is_never_allowed(tmp_path: Path, template: str) -> None:
+    command, ran = _bash_runs(tmp_path, template)
+    assert ran, f"bash did not run the payload of {command!r}"
+    allow = rules("allow Bash(ls:*)", *(f"allow Bash({n}:*)" for n in ("printf", "test")))
+    assert allow.evaluate("bash", {"command": command}).kind is None
+    deny = rules("allow Bash", "deny Bash(touch:*)")  # the hidden `touch` may be anything: ask
+    assert deny.evaluate("bash", {"command": command}).kind in ("ask", "deny")
+
+
+@pytest.mark.parametrize("template", INERT)
+def test_what_bash_does_not_evaluate_stays_allowed(tmp_path: Path, template: str) -> None:
+    command, ran = _bash_runs(tmp_path, template)
+    assert not ran, f"bash ran the payload of {command!r}"
+    assert rules("allow Bash(ls:*)").evaluate("bash", {"command": command}).kind == "allow"
+
+
+def test_bash_test_does_not_evaluate_the_text_of_eq(tmp_path: Path) -> None:
+    # `[ "$x" -eq 1 ]` compares integers without arithmetic evaluation (unlike `[[ … ]]`)
+    _, ran = _bash_runs(tmp_path, 'x=\'a[$(touch {m})]\'; [ "$x" -eq 1 ]; test "$x" -eq 1')
+    assert not ran
 
 
 # -- the property ---------------------------------------------------------------------------------

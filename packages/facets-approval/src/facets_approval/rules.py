@@ -34,15 +34,21 @@ both do. A folder searched by ``grep``/``find``/``ls`` is matched by the folder'
 **Commands.** A bash command is analysed by :func:`~.shell.analyse_command` into the simple
 commands it runs. A rule matches a part word by word (quotes removed); an allow rule matches only
 literally, while a deny or ask rule also matches when a word it needs is known only at run time
-(``git $SUB``: it *may* be ``git push``), a command given by path (``/bin/rm``), or the command
-behind ``sudo``/``env``/``xargs``/``nohup``/``time``/``timeout``/``nice``/``stdbuf``. Then:
+(``git $SUB``: it *may* be ``git push``), a command given by path (``/bin/rm``), the command
+behind a wrapper read with its options (``sudo -u root rm``, ``command``, ``exec``, ``setsid``,
+``timeout -s KILL 5``, ``xargs``…: :attr:`~.shell.CommandPart.runs`), and the commands of a known
+command string (``bash -c 'rm x'``, ``eval``, ``find -exec``); a line that runs a command no rule
+can name (``eval "$X"``, ``source f``, ``bash script.sh``, ``find -delete``, ``${x@P}``:
+:attr:`~.shell.CommandAnalysis.hidden`) *may* match every deny and ask rule. Then:
 
 * any part a deny rule matches denies the whole line (a part that only *may* match asks);
 * any part an ask rule matches (or may match) asks;
 * allow rules allow the line only when *every* part is allowed and the line hides nothing
   and writes no file (:attr:`~.shell.CommandAnalysis.allowable`); a line that does not parse,
-  uses ``eval``/``$CMD``/``<( … )``, sets variables or redirects output to a file is never
-  allowed by a command rule. A whole-tool ``Bash`` allow rule allows every command (what the
+  uses ``eval``/``$CMD``/``<( … )``, sets variables, redirects output to a file, makes bash
+  evaluate a variable's text (``${x@P}``, ``${x:off}``, ``${x[i]}``, ``${!x}``, ``$((x))``,
+  ``let``…) or passes an option that writes a file or runs a program (``--output``,
+  ``sort -o``, ``git -c``, ``--ext-diff``, ``rg --pre``…) is never allowed by a command rule. A whole-tool ``Bash`` allow rule allows every command (what the
   user wrote; an old session's "always allow bash" is kept this way).
 
 Deny beats ask beats allow, from whichever source (:class:`RuleSet`, :class:`Verdict`).
@@ -52,7 +58,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -220,19 +226,19 @@ def _bash_rule(text: str, spec: str) -> Rule:
     if not body:
         raise RuleError("a prefix needs at least a command name, e.g. Bash(npm run test:*)")
     analysis = analyse_command(body)
-    if len(analysis.parts) != 1 or analysis.unsafe or analysis.writes:
-        why = (analysis.unsafe or analysis.writes or ("",))[0]
-        if len(analysis.parts) > 1:
-            why = f"it holds {len(analysis.parts)} commands; write one rule per command"
-        elif analysis.writes:
-            why = "it redirects output to a file, which no rule allows"
-        raise RuleError(f"not one plain command: {why}".rstrip(": ") + " (e.g. Bash(git diff:*))")
-    words = analysis.parts[0].words
-    if any(word is None for word in words):
+    if len(analysis.parts) == 1 and any(word is None for word in analysis.parts[0].words):
         raise RuleError(
             "a `*` (or another pattern or $expansion) is allowed only at the end, as a prefix: "
             "Bash(git log:*)"
         )
+    if len(analysis.parts) != 1 or analysis.unsafe or analysis.writes:
+        why = (analysis.unsafe or analysis.writes or ("",))[0]
+        if not analysis.unsafe and len(analysis.parts) > 1:
+            why = f"it holds {len(analysis.parts)} commands; write one rule per command"
+        elif not analysis.unsafe and analysis.writes:
+            why = "it writes a file, which no rule allows"
+        raise RuleError(f"not one plain command: {why}".rstrip(": ") + " (e.g. Bash(git diff:*))")
+    words = analysis.parts[0].words
     return Rule(
         text, frozenset({"bash"}), words=tuple(w for w in words if w is not None), prefix=prefix
     )
@@ -310,30 +316,6 @@ def _candidates(path: str, workspace: str) -> tuple[str, str]:
 
 
 Match = Literal["yes", "no", "maybe"]
-
-_WRAPPERS = frozenset(
-    {"sudo", "doas", "env", "nohup", "time", "timeout", "nice", "stdbuf", "xargs", "ionice"}
-)
-
-
-def _unwrapped(words: tuple[str | None, ...]) -> Iterable[tuple[str | None, ...]]:
-    """``words`` and the command behind each wrapper (``sudo rm`` → ``rm``)."""
-    yield words
-    while words and words[0] is not None and os.path.basename(words[0]) in _WRAPPERS:
-        wrapper = os.path.basename(words[0])
-        rest = list(words[1:])
-        while rest and rest[0] is not None and (rest[0].startswith("-") or "=" in rest[0]):
-            rest.pop(0)
-        if (
-            wrapper == "timeout"
-            and rest
-            and rest[0] is not None
-            and re.fullmatch(r"[\d.]+[smhd]?", rest[0])
-        ):
-            rest.pop(0)
-        words = tuple(rest)
-        if words:
-            yield words
 
 
 def _match_words(rule: Rule, words: tuple[str | None, ...], strict: bool) -> Match:
@@ -424,7 +406,8 @@ class RuleSet:
             return Verdict(
                 "ask",
                 maybe_deny,
-                f"{maybe_deny.describe()} may match (a word is known only when it runs)",
+                f"{maybe_deny.describe()} may match (a command or a word is known only when it "
+                "runs)",
             )
         allows = [r for r in relevant if r.kind == "allow"]
         for sourced in allows:
@@ -471,12 +454,14 @@ class RuleSet:
                 return "no"
             result: Match = "no"
             for part in analysis.parts:
-                for words in _unwrapped(part.words):
+                for words in (part.words, *part.runs):
                     match = _match_words(rule, words, strict)
                     if match == "yes":
                         return "yes"
                     if match == "maybe":
                         result = "maybe"
+            if analysis.hidden and not strict:
+                return "maybe"  # it runs a command no rule can name
             return result
         if rule.pattern is not None:
             path = fields.get("path")

@@ -17,7 +17,33 @@ GitHub use for shell scripts) and returns a :class:`CommandAnalysis`:
   ``sh -c``-style shells (they run a command the rules cannot see); a command name that is
   computed (``$CMD``); variables set for a command or for the rest of the line (``PATH=. ls``,
   ``export``); process substitution ``<( … )``; control structures, functions, ``[[ … ]]`` and
-  arithmetic (their commands still count as parts, so deny rules see them).
+  arithmetic (their commands still count as parts, so deny rules see them). Also whatever
+  makes bash evaluate text as code: ``${x@P}`` (prompt expansion runs the ``$(…)`` in ``x``), a
+  substring offset ``${x:off:len}``, a subscript ``${x[i]}``, indirection ``${!x}``, assignment
+  ``${x:=w}``, ``$(( x ))``/``$[ x ]``/``(( x ))`` on a name, ``[[ a -eq b ]]``, ``let``,
+  ``printf -v``, ``read``/``mapfile``/``getopts``, ``test -v``/``[ -v ]``, ``declare -i``,
+  ``unset`` (a variable holding ``a[$(id)]`` runs ``id`` there); ``${x}``, ``${#x}``,
+  ``${x:-w}``, ``${x:+w}``, ``${x#p}``, ``${x/p/r}``, ``${x@Q}``/``@E``… and arithmetic on
+  numbers evaluate nothing and are fine. And options that run a program: ``git -c``,
+  ``--config-env``, ``--exec-path``, ``--ext-diff``, ``--upload-pack``/``--receive-pack``,
+  ``rebase -x``, ``grep -O``, ``rg --pre``, ``sort --compress-program``, ``tar --to-command``,
+  ``find -exec``/``-delete``.
+* ``writes`` also holds options that write a file: ``--output``/``--output-file``/
+  ``--output-document`` in any command, ``sort -o``, ``curl -o``/``-O``/``-D``/``-c``,
+  ``wget -O``/``-o``, ``git log``/``diff``/``show`` ``--output``, ``git archive -o``,
+  ``git format-patch``, ``git config`` that sets a value, ``tee FILE``, ``find -fprint``. Long
+  options match abbreviated too (``sort --o=f``), short ones anywhere in a cluster
+  (``curl -sSLo f``). In those commands a word known only at run time may be such an option, so
+  it is refused too (``sort $X``).
+* ``hidden`` — what runs a command no rule can name: ``eval "$X"``, ``source``, ``bash -c "$X"``,
+  ``bash script.sh`` or ``curl … | sh``, ``find -delete``, every evaluating expansion above.
+  Every deny or ask rule *may* match such a line, so it asks. A command string that is known
+  (``bash -c 'rm x'``, ``eval 'rm x'``, ``env -S``, ``flock -c``, ``find -exec rm {} +``) is
+  parsed and its commands are parts.
+* ``runs`` of a part — the command behind its wrappers (``sudo``, ``doas``, ``env``, ``nohup``,
+  ``time``, ``timeout``, ``nice``, ``ionice``, ``stdbuf``, ``xargs``, ``command``, ``builtin``,
+  ``exec``, ``setsid``, ``chroot``, ``taskset``, ``flock``, ``watch``, ``strace``, ``ltrace``,
+  ``unbuffer``, ``chrt``), read with each wrapper's options (``sudo -u root rm`` → ``rm``).
 * ``writes`` — files an output redirection writes (``>``, ``>>``, ``>|``, ``&>``, ``&>>``,
   ``>&`` to a name, ``<>``). **A redirection to a file writes that file, so no Bash rule allows
   it**: the line asks (or follows the mode). ``/dev/null`` and descriptor duplication (``2>&1``,
@@ -35,6 +61,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
@@ -116,6 +143,401 @@ _WRITES = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
 _GLOB = re.compile(r"(?<!\\)[*?\[{}]")
 
 
+_ARITHMETIC_TEST = re.compile(r"^(?:\[\[.*\s-(?:eq|ne|lt|le|gt|ge|v|R)\s|\[.*\s-[vR]\s)", re.DOTALL)
+"""``[[ … ]]`` operators that evaluate their operands' text (``[ … ]``/``test`` compare
+integers without evaluating, except ``-v``/``-R``, which evaluate a subscript)."""
+
+_ASSIGNS = frozenset({"let", "read", "mapfile", "readarray", "getopts"})
+"""Builtins that evaluate arithmetic or assign a variable named by a word (``printf -v`` too):
+a name with a subscript, ``a[$(id)]``, runs the command inside it."""
+
+_NAME = r"(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!_-])"
+_PLAIN_EXPANSION = re.compile(
+    rf"\$\{{(?:!\}}|#?{_NAME}(?:\[(?:[@*]|[0-9]+)\])?"
+    r"(?:\}|:?[-+?]|##?|%%?|/[/#%]?|\^\^?|,,?|@[QEUuLaAKk]\}))",
+    re.DOTALL,
+)
+"""The head of a ``${…}`` expansion that evaluates no text: ``${x}``, ``${#x}``, ``${x[@]}``,
+``${x[0]}``, a default or alternative (``${x:-word}``, ``${x:+word}``, ``${x:?word}``), pattern
+removal and replacement (``${x#p}``, ``${x/p/r}``), case changes and the transformations
+``@Q``/``@E``/``@U``/``@u``/``@L``/``@a``/``@A``/``@K``/``@k``. Every other form evaluates text
+bash takes from a variable: ``${x@P}`` expands it as a prompt (running its ``$(…)``), a substring
+offset ``${x:off:len}`` and a subscript ``${x[i]}`` are arithmetic (``a[$(…)]`` in a variable
+runs), ``${!x}`` is indirect (the name in ``x`` is evaluated), ``${x:=w}`` assigns."""
+
+_COVERED = frozenset(
+    {
+        "simple_expansion",
+        "expansion",
+        "command_substitution",
+        "arithmetic_expansion",
+        "process_substitution",
+        "raw_string",
+        "ansi_c_string",
+    }
+)
+
+_LITERAL_ARITHMETIC = re.compile(r"\$(?:\(\(|\[)[0-9\s+\-*/%()<>=!&|^~?:,]*(?:\)\)|\])")
+"""Arithmetic on numbers alone; a name (or ``$x``) in it evaluates that variable's text as
+arithmetic, which runs a ``$(…)`` inside a subscript: ``x='a[$(id)]'; echo $((x))``."""
+
+
+def _evaluates(node: Any) -> str | None:
+    """Why the value ``node`` evaluates text as code, or ``None``."""
+    kind = node.type
+    if kind == "expansion":
+        text = _text(node)
+        head = _PLAIN_EXPANSION.match(text)
+        if head is None or _unexamined(node, head.end()):
+            return f"`{text}` evaluates text it takes from a variable (that text can run commands)"
+    elif kind == "arithmetic_expansion":
+        text = _text(node)
+        if not _LITERAL_ARITHMETIC.fullmatch(text):
+            return f"arithmetic `{text}` evaluates the text of the variables it names"
+    return None
+
+
+def _unexamined(node: Any, start: int) -> bool:
+    """True when a ``$`` or a backtick in ``node`` after ``start`` characters is not in a node
+    the walker examines (tree-sitter keeps a pattern such as ``${x#`id`}`` as plain text)."""
+    spans: list[tuple[int, int]] = []
+    stack = list(node.named_children)
+    while stack:
+        child = stack.pop()
+        if child.type in _COVERED:
+            spans.append((child.start_byte, child.end_byte))
+        else:
+            stack.extend(child.named_children)
+    source = _SOURCE.get()
+    return any(
+        source[at] in b"$`" and not any(a <= at < b for a, b in spans)
+        for at in range(node.start_byte + start, node.end_byte)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Wrapper:
+    """How a wrapper reads its words before the command it runs."""
+
+    values: str = ""
+    """Short options that take a value (``sudo -u root``)."""
+    long_values: frozenset[str] = frozenset()
+    """Long options that take the next word as their value when written without ``=``."""
+    operands: int = 0
+    """Words before the command (``timeout 5``, ``chroot /new``, ``flock /lock``)."""
+    assignments: bool = False
+    """``NAME=value`` words before the command (``env``, ``sudo``)."""
+    strings: str = ""
+    """Short options whose value is a command line (``env -S``, ``flock -c``)."""
+    long_strings: frozenset[str] = frozenset()
+    never: str = ""
+    """Short options with which it runs no command (``command -v``)."""
+
+
+_WRAPPERS: dict[str, _Wrapper] = {
+    "sudo": _Wrapper(
+        "ugpCDrtUTR",
+        frozenset(
+            {
+                "user",
+                "group",
+                "prompt",
+                "close-from",
+                "chdir",
+                "role",
+                "type",
+                "other-user",
+                "command-timeout",
+                "chroot",
+                "host",
+            }
+        ),
+        assignments=True,
+    ),
+    "doas": _Wrapper("uC"),
+    "env": _Wrapper(
+        "uC",
+        frozenset({"unset", "chdir", "default-signal", "ignore-signal", "block-signal"}),
+        assignments=True,
+        strings="S",
+        long_strings=frozenset({"split-string"}),
+    ),
+    "nohup": _Wrapper(),
+    "time": _Wrapper("fo", frozenset({"format", "output"})),
+    "timeout": _Wrapper("sk", frozenset({"signal", "kill-after"}), operands=1),
+    "nice": _Wrapper("n", frozenset({"adjustment"})),
+    "stdbuf": _Wrapper("ioe", frozenset({"input", "output", "error"})),
+    "xargs": _Wrapper(
+        "IELndPsa",
+        frozenset(
+            {"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"}
+        ),
+    ),
+    "ionice": _Wrapper("cnpP", frozenset({"class", "classdata", "pid", "pgid", "uid"})),
+    "command": _Wrapper(never="vV"),
+    "builtin": _Wrapper(),
+    "exec": _Wrapper("a"),
+    "setsid": _Wrapper(),
+    "chroot": _Wrapper("", frozenset({"userspec", "groups"}), operands=1),
+    "taskset": _Wrapper(operands=1, never="p"),
+    "flock": _Wrapper(
+        "wE",
+        frozenset({"timeout", "conflict-exit-code"}),
+        operands=1,
+        strings="c",
+        long_strings=frozenset({"command"}),
+    ),
+    "watch": _Wrapper("nqd", frozenset({"interval", "equexit"})),
+    "strace": _Wrapper("oepsuEPIbaXOSU", frozenset({"output", "expr", "pid", "user"})),
+    "ltrace": _Wrapper("oepsuEaAnDlL", frozenset({"output"})),
+    "unbuffer": _Wrapper(),
+    "chrt": _Wrapper("TPD", operands=1, never="p"),
+    "caffeinate": _Wrapper("tw"),
+}
+"""Commands that run the command after their own options: deny and ask rules see through them
+(``CommandPart.runs``), option by option, so ``sudo -u root rm`` is ``rm``."""
+
+
+def _behind(
+    words: tuple[str | None, ...],
+) -> tuple[tuple[str | None, ...], list[str | None]] | None:
+    """The command a wrapper runs (empty: none) and the command lines it takes as strings, or
+    ``None`` when ``words`` is not a wrapper. A word known only at run time ends the options:
+    the command is taken from there (its name then *may* be anything)."""
+    if not words or words[0] is None:
+        return None
+    spec = _WRAPPERS.get(words[0].rsplit("/", 1)[-1])
+    if spec is None:
+        return None
+    strings: list[str | None] = []
+    operands = spec.operands
+    index = 1
+    while index < len(words):
+        word = words[index]
+        if word is None:
+            return words[index:], strings
+        if word == "--":
+            index += 1
+            break
+        if word.startswith("--"):
+            key, equals, value = word[2:].partition("=")
+            takes = key in spec.long_values or key in spec.long_strings
+            given: str | None = value
+            if takes and not equals:
+                index += 1
+                given = words[index] if index < len(words) else ""
+            if key in spec.long_strings:
+                strings.append(given)
+            index += 1
+            continue
+        if word.startswith("-") and len(word) > 1 and not re.fullmatch(r"-\d+", word):
+            for at, letter in enumerate(word[1:], start=2):
+                if letter in spec.never:
+                    return (), strings
+                if letter in spec.values or letter in spec.strings:
+                    given = word[at:]
+                    if not given:
+                        index += 1
+                        given = words[index] if index < len(words) else ""
+                    if letter in spec.strings:
+                        strings.append(given)
+                    break
+            index += 1
+            continue
+        if re.fullmatch(r"-\d+", word):  # nice -10
+            index += 1
+            continue
+        if spec.assignments and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", word, re.DOTALL):
+            index += 1
+            continue
+        if operands:
+            operands -= 1
+            index += 1
+            continue
+        break
+    while operands and index < len(words):
+        operands -= 1
+        index += 1
+    return words[index:], strings
+
+
+@dataclass(frozen=True, slots=True)
+class _Flags:
+    """A command's options that write a file or run a program: long names (matched as written,
+    with ``=value``, or abbreviated, as GNU ``getopt_long`` accepts) and short letters
+    (matched anywhere in a ``-xyz`` cluster, where the value may follow attached)."""
+
+    writes_long: frozenset[str] = frozenset()
+    writes_short: str = ""
+    runs_long: frozenset[str] = frozenset()
+    runs_short: str = ""
+
+    def match(self, word: str) -> tuple[str, bool] | None:
+        """``("writes"|"runs", value in the next word)`` for an option of ours, else ``None``."""
+        if word.startswith("--") and len(word) > 2:
+            key, equals, _ = word[2:].partition("=")
+            for kind, names in (("runs", self.runs_long), ("writes", self.writes_long)):
+                if any(name.startswith(key) for name in names):
+                    return kind, not equals
+            return None
+        if word.startswith("-") and len(word) > 1:
+            for at, letter in enumerate(word[1:], start=2):
+                for kind, letters in (("runs", self.runs_short), ("writes", self.writes_short)):
+                    if letter in letters:
+                        return kind, at == len(word)
+        return None
+
+
+_OPTIONS: dict[str, _Flags] = {
+    "sort": _Flags(frozenset({"output"}), "o", frozenset({"compress-program"})),
+    "curl": _Flags(
+        frozenset(
+            {
+                "output",
+                "remote-name",
+                "remote-name-all",
+                "output-dir",
+                "dump-header",
+                "cookie-jar",
+                "trace",
+                "trace-ascii",
+                "stderr",
+                "libcurl",
+                "etag-save",
+                "config",
+                "hsts",
+                "alt-svc",
+            }
+        ),
+        "oODcK",
+    ),
+    "wget": _Flags(
+        frozenset(
+            {
+                "output-document",
+                "output-file",
+                "append-output",
+                "directory-prefix",
+                "execute",
+                "save-cookies",
+                "warc-file",
+                "input-file",
+                "config",
+            }
+        ),
+        "OoaPei",
+    ),
+    "rg": _Flags(runs_long=frozenset({"pre"})),
+    "tar": _Flags(
+        runs_long=frozenset(
+            {
+                "to-command",
+                "use-compress-program",
+                "checkpoint-action",
+                "info-script",
+                "new-volume-script",
+                "rsh-command",
+            }
+        ),
+        runs_short="IF",
+    ),
+    "tee": _Flags(),
+}
+"""Commands with options that write a file (``sort -o``, ``curl -o``/``-O``) or run a program
+(``sort --compress-program``, ``rg --pre``, ``tar --to-command``). A word of theirs known only
+at run time may be such an option, so it is refused too. ``tee`` writes the files it names."""
+
+_GENERIC_OUTPUT = re.compile(
+    r"--(?:output|output-file|output-document|outfile|out-file)(?:=.*)?", re.DOTALL
+)
+"""Long options that name an output file, in any command."""
+
+_GIT_GLOBAL = _Flags(runs_long=frozenset({"config-env", "exec-path"}), runs_short="c")
+"""git's own options that change what it runs: ``-c core.fsmonitor=…`` (any ``-c``: many
+settings name programs), ``--config-env``, ``--exec-path``."""
+_GIT_GLOBAL_VALUES = frozenset(
+    {
+        "-C",
+        "-c",
+        "--git-dir",
+        "--work-tree",
+        "--namespace",
+        "--super-prefix",
+        "--config-env",
+        "--list-cmds",
+    }
+)
+
+_DIFFS = _Flags(frozenset({"output"}), "", frozenset({"ext-diff"}))
+_GIT_OPTIONS: dict[str, _Flags] = {
+    **{
+        sub: _DIFFS
+        for sub in (
+            "log",
+            "show",
+            "diff",
+            "whatchanged",
+            "diff-tree",
+            "diff-files",
+            "diff-index",
+            "range-diff",
+            "format-patch",
+            "stash",
+        )
+    },
+    "archive": _Flags(frozenset({"output"}), "o", frozenset({"exec", "remote"})),
+    "rebase": _Flags(runs_long=frozenset({"exec", "interactive"}), runs_short="xi"),
+    "grep": _Flags(runs_long=frozenset({"open-files-in-pager"}), runs_short="O"),
+    "difftool": _Flags(runs_long=frozenset({"extcmd", "tool"}), runs_short="xt"),
+    "mergetool": _Flags(runs_long=frozenset({"tool"}), runs_short="t"),
+    "push": _Flags(runs_long=frozenset({"receive-pack", "exec"})),
+    "fetch": _Flags(runs_long=frozenset({"upload-pack"})),
+    "pull": _Flags(runs_long=frozenset({"upload-pack"})),
+    "ls-remote": _Flags(runs_long=frozenset({"upload-pack", "exec"}), runs_short="u"),
+    "clone": _Flags(runs_long=frozenset({"upload-pack", "config", "template"}), runs_short="uc"),
+}
+"""git subcommands' options that write a file (``--output``) or run a program (``--ext-diff``,
+``--upload-pack``, ``rebase --exec``, ``grep -O``, ``clone -c``)."""
+_GIT_ALWAYS_WRITES = frozenset({"format-patch", "bundle"})
+
+_GIT_CONFIG_READS = frozenset(
+    {
+        "--get",
+        "--get-all",
+        "--get-regexp",
+        "--get-urlmatch",
+        "--list",
+        "-l",
+        "get",
+        "list",
+        "--get-color",
+        "--get-colorbool",
+    }
+)
+
+
+def _git_config_writes(args: Sequence[str | None]) -> bool:
+    """True unless ``git config …`` only reads: ``--get``/``--list``/``get``, or one key."""
+    if not args or any(word in _GIT_CONFIG_READS for word in args):
+        return False
+    plain = [w for w in args if w is None or not w.startswith("-")]
+    flags = [w for w in args if w is not None and w.startswith("-")]
+    return len(plain) != 1 or any(
+        w
+        in (
+            "--add",
+            "--unset",
+            "--unset-all",
+            "--replace-all",
+            "--rename-section",
+            "--remove-section",
+            "-e",
+            "--edit",
+        )
+        for w in flags
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class CommandPart:
     """One simple command the line runs: its ``words`` (``None``: known only at run time) and
@@ -123,6 +545,9 @@ class CommandPart:
 
     words: tuple[str | None, ...]
     text: str
+    runs: tuple[tuple[str | None, ...], ...] = ()
+    """The commands behind its wrappers, outermost first (``sudo -u root nice rm x`` →
+    ``nice rm x``, ``rm x``): what deny and ask rules are matched against too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +557,10 @@ class CommandAnalysis:
     parts: tuple[CommandPart, ...] = ()
     unsafe: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    """What runs a command no rule can name (``eval "$X"``, ``source f``, ``bash -c "$X"``,
+    ``find -delete``, ``${x@P}``, arithmetic on a variable's text): every deny or ask rule
+    *may* match the line."""
 
     @property
     def allowable(self) -> bool:
@@ -185,13 +614,23 @@ def analyse_command(command: str) -> CommandAnalysis:
     tree = _parser().parse(_shadow(source))
     walker = _Walker()
     token = _SOURCE.set(source)
+    depth = _DEPTH.set(_DEPTH.get() + 1)
     try:
         walker.statement(tree.root_node)
     finally:
         _SOURCE.reset(token)
+        _DEPTH.reset(depth)
     return CommandAnalysis(
-        tuple(walker.parts), tuple(dict.fromkeys(walker.unsafe)), tuple(walker.writes)
+        tuple(walker.parts),
+        tuple(dict.fromkeys(walker.unsafe)),
+        tuple(walker.writes),
+        tuple(dict.fromkeys(walker.hidden)),
     )
+
+
+_DEPTH: ContextVar[int] = ContextVar("_DEPTH", default=0)
+"""How deep :func:`analyse_command` is in the command strings it reads (``bash -c "eval …"``)."""
+_MAX_DEPTH = 4
 
 
 @dataclass
@@ -199,6 +638,7 @@ class _Walker:
     parts: list[CommandPart] = field(default_factory=list[CommandPart])
     unsafe: list[str] = field(default_factory=list[str])
     writes: list[str] = field(default_factory=list[str])
+    hidden: list[str] = field(default_factory=list[str])
 
     def statement(self, node: Any) -> None:
         kind = node.type
@@ -209,6 +649,27 @@ class _Walker:
             self.command(node)
         elif kind in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
             self.redirect(node)
+        elif kind == "compound_statement" and node.children and node.children[0].type == "((":
+            text = _text(node)
+            if not _LITERAL_ARITHMETIC.fullmatch(text.replace("((", "$((", 1)):
+                self.unsafe.append(
+                    f"arithmetic `{text}` evaluates the text of the variables it names"
+                )
+                self.hidden.append(text)
+            for child in node.named_children:
+                self.scan(child)
+        elif kind == "test_command" and _ARITHMETIC_TEST.search(_text(node)):
+            text = _text(node)
+            self.unsafe.append(f"`{text}` evaluates its operands as arithmetic")
+            self.hidden.append(text)  # `[[ $x -eq 1 ]]` with x='a[$(…)]' runs that command
+            for child in node.named_children:
+                self.statement(child)
+        elif kind in ("unset_command", "declaration_command"):
+            self.unsafe.append(f"it contains {_CONTROL[kind]}, which is not analysed")
+            if kind == "unset_command" or re.search(r"(?:^|\s)-[A-Za-z]*i", _text(node)):
+                self.hidden.append(_text(node))  # a name `a[$(…)]` is evaluated
+            for child in node.named_children:
+                self.statement(child)
         elif kind in _STRUCTURE:
             for child in node.named_children:
                 self.statement(child)
@@ -233,7 +694,12 @@ class _Walker:
             self.unsafe.append("it does not parse as a shell command")
 
     def scan(self, node: Any) -> None:
-        """Walk the command substitutions inside a value (a word, a string, an assignment)."""
+        """Walk the command substitutions inside a value (a word, a string, an assignment), and
+        refuse the expansions that evaluate text (:func:`_evaluates`)."""
+        why = _evaluates(node)
+        if why is not None:
+            self.unsafe.append(why)
+            self.hidden.append(_text(node))
         for child in node.named_children:
             if child.type in ("command_substitution", "process_substitution"):
                 self.statement(child)
@@ -265,21 +731,212 @@ class _Walker:
         if not words:  # only assignments: `A=1` as a statement
             self.unsafe.append(f"it sets a shell variable ({' '.join(assignments)})")
             return
-        self.parts.append(CommandPart(tuple(words), _text(node)))
+        text = _text(node)
+        runs: list[tuple[str | None, ...]] = []
+        current = tuple(words)
+        while len(runs) < 8:
+            found = _behind(current)
+            if found is None:
+                break
+            inner, strings = found
+            for string in strings:
+                self.unsafe.append(f"`{current[0]}` runs a command string the rules cannot see")
+                self.string(string, text)
+            if not inner:
+                break
+            runs.append(inner)
+            current = inner
+        self.parts.append(CommandPart(tuple(words), text, tuple(runs)))
+        if words[0] is None:
+            self.unsafe.append(f"its command name is computed when it runs ({text.split()[0]})")
+        for run in (tuple(words), *runs):
+            self.examine(run, text)
+        if assignments:
+            self.unsafe.append(
+                f"it sets variables for `{words[0] or '?'}` ({' '.join(assignments)})"
+            )
+
+    def string(self, string: str | None, text: str) -> None:
+        """A command line the line runs as a string (``bash -c '…'``, ``eval``, ``env -S``):
+        its commands count as parts when it is known, else it is hidden."""
+        if string is None or _DEPTH.get() >= _MAX_DEPTH:
+            self.hidden.append(text)
+            return
+        inner = analyse_command(string)
+        self.parts.extend(inner.parts)
+        self.unsafe.extend(inner.unsafe)
+        self.writes.extend(inner.writes)
+        self.hidden.extend(inner.hidden)
+        if any("does not parse" in why for why in inner.unsafe):
+            self.hidden.append(text)
+
+    def examine(self, words: tuple[str | None, ...], text: str) -> None:
+        """What one command (the part, or the command behind a wrapper) hides or writes."""
         name = words[0]
         if name is None:
-            self.unsafe.append(
-                f"its command name is computed when it runs ({_text(node).split()[0]})"
-            )
-        elif name in _EVALUATORS:
+            return  # every rule *may* match it already (a run-time word)
+        base = name.rsplit("/", 1)[-1]
+        args = words[1:]
+        if base in _EVALUATORS:
             self.unsafe.append(f"`{name}` runs a command the rules cannot see")
-        elif name.rsplit("/", 1)[-1] in _SHELLS and any(
-            w is None or (w.startswith("-") and not w.startswith("--") and "c" in w)
-            for w in words[1:]
-        ):
+            if base == "eval":
+                known = [w for w in args if w is not None]
+                self.string(" ".join(known) if len(known) == len(args) else None, text)
+            elif base == "trap":
+                if args and args[0] != "-" and not (args[0] or "").startswith("-"):
+                    self.string(args[0], text)
+            elif base in ("source", "."):
+                self.hidden.append(text)
+            # exec, command, builtin: the command behind them is a `runs` entry (_behind)
+        elif base in _SHELLS:
+            self.shell(name, args, text)
+        elif base in _ASSIGNS or (base == "printf" and args and (args[0] or "-v")[:2] == "-v"):
+            self.unsafe.append(
+                f"`{name}` sets a shell variable (a name like `a[$(…)]` runs that command)"
+            )
+            self.hidden.append(text)
+        elif base in ("test", "[") and any(w is None or w in ("-v", "-R") for w in args):
+            self.unsafe.append(f"`{name} -v` evaluates a variable name (`a[$(…)]` runs it)")
+            self.hidden.append(text)
+        elif base == "find":
+            self.find(words, text)
+        self.options(words, text)
+
+    def shell(self, name: str, args: tuple[str | None, ...], text: str) -> None:
+        """``bash -c STRING`` reads STRING as commands; ``bash FILE`` (or stdin) runs a script."""
+        string = False
+        index = 0
+        while index < len(args):
+            word = args[index]
+            if word is None:
+                break
+            if word in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+                index += 2
+                continue
+            if word == "--" or word == "-":
+                index += 1
+                break
+            if word[:1] in "-+" and len(word) > 1:
+                string = string or (not word.startswith("--") and "c" in word)
+                index += 1
+                continue
+            break
+        rest = args[index:]
+        if string:
             self.unsafe.append(f"`{name} -c` runs a command string the rules cannot see")
-        if assignments:
-            self.unsafe.append(f"it sets variables for `{name or '?'}` ({' '.join(assignments)})")
+            self.string(rest[0] if rest else None, text)
+        elif rest or not any(w in ("--version", "--help") for w in args):
+            self.hidden.append(text)  # a script, or commands read from its input
+
+    def find(self, words: tuple[str | None, ...], text: str) -> None:
+        """``find -exec CMD ;`` runs CMD (a part); ``-delete`` deletes, ``-fprint`` writes."""
+        index = 1
+        while index < len(words):
+            word = words[index]
+            index += 1
+            if word is None:
+                self.unsafe.append(
+                    "`find` with a word known only when it runs (it may be -exec or -delete)"
+                )
+                self.hidden.append(text)
+            elif word in ("-exec", "-execdir", "-ok", "-okdir"):
+                end = index
+                while end < len(words) and words[end] not in (";", "+"):
+                    end += 1
+                if end > index:
+                    self.parts.append(CommandPart(words[index:end], text))
+                    self.examine(words[index:end], text)
+                else:
+                    self.hidden.append(text)
+                self.unsafe.append(f"`find {word}` runs a command for each file it finds")
+                index = end + 1
+            elif word == "-delete":
+                self.unsafe.append("`find -delete` deletes the files it finds")
+                self.hidden.append(text)
+            elif word in ("-fprint", "-fprint0", "-fprintf", "-fls"):
+                target = words[index] if index < len(words) else None
+                self.writes.append(target if target is not None else text)
+
+    def options(self, words: tuple[str | None, ...], text: str) -> None:
+        """Options that write a file or run a program (:data:`_OPTIONS`)."""
+        name = words[0]
+        if name is None:
+            return
+        base = name.rsplit("/", 1)[-1]
+        args = list(words[1:])
+        if base == "git":
+            self.git(args, text)
+            return
+        for word in args:
+            if word is not None and _GENERIC_OUTPUT.fullmatch(word):
+                self.writes.append(word)
+        spec = _OPTIONS.get(base)
+        if spec is None:
+            return
+        if base == "tee":
+            for word in args:
+                if word is None or not word.startswith("-"):
+                    self.writes.append(word if word is not None else text)
+        self.flagged(base, spec, args, text)
+
+    def flagged(self, name: str, spec: _Flags, args: Sequence[str | None], text: str) -> None:
+        for index, word in enumerate(args):
+            if word is None:
+                self.unsafe.append(
+                    f"`{name}` with a word known only when it runs (it may be an option that "
+                    "writes a file or runs a program)"
+                )
+                self.hidden.append(text)
+                continue
+            hit = spec.match(word)
+            if hit is None:
+                continue
+            kind, value_next = hit
+            shown = word
+            if value_next and index + 1 < len(args):
+                shown = f"{word} {args[index + 1] or '…'}"
+            if kind == "writes":
+                self.writes.append(f"{name} {shown}")
+            else:
+                self.unsafe.append(f"`{name} {shown}` runs a program the rules cannot see")
+                self.hidden.append(text)
+
+    def git(self, args: list[str | None], text: str) -> None:
+        """git's own options (``-c``, ``--exec-path``…) and its subcommand's (``--output``…)."""
+        index = 0
+        while index < len(args):
+            word = args[index]
+            if word is None or not word.startswith("-"):
+                break
+            hit = _GIT_GLOBAL.match(word)
+            if hit is not None:
+                self.unsafe.append(f"`git {word}` sets what git runs")
+                self.hidden.append(text)
+            if word in _GIT_GLOBAL_VALUES:
+                index += 1
+            index += 1
+        if index >= len(args):
+            return
+        sub = args[index]
+        rest = args[index + 1 :]
+        if sub is None:
+            self.unsafe.append("its git subcommand is known only when it runs")
+            self.hidden.append(text)
+            return
+        if (
+            sub == "filter-branch"
+            or (sub, "foreach") == ("submodule", rest[:1] and rest[0])
+            or (sub == "bisect" and "run" in rest)
+        ):
+            self.unsafe.append(f"`git {sub}` runs commands the rules cannot see")
+            self.hidden.append(text)
+        if sub == "config" and _git_config_writes(rest):
+            self.writes.append(f"git config ({' '.join(w or '…' for w in rest)})")
+        if sub in _GIT_ALWAYS_WRITES:
+            self.writes.append(f"git {sub}")
+        spec = _GIT_OPTIONS.get(sub)
+        if spec is not None:
+            self.flagged(f"git {sub}", spec, rest, text)
 
     def redirect(self, node: Any) -> None:
         operator = next((c.type for c in node.children if not c.is_named), "")

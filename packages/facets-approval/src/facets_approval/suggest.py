@@ -1,7 +1,8 @@
 """The narrow rule an approval dialog offers as its standing choice (:func:`suggest_rule`).
 
-Never all of a tool that can do anything: for ``bash`` the command and its subcommand as a
-prefix, or the exact command when a prefix would be too broad; for a file edit this path; for
+Never all of a tool that can do anything: for ``bash`` the command (and its subcommand, for
+commands that have subcommands) as a prefix, or the exact command when a prefix would be too
+broad (:data:`_EXACT_ONLY`, :data:`_GIT_EXACT`); for a file edit this path; for
 an MCP tool that tool. The offer is checked to allow the very call it is offered for.
 """
 
@@ -27,54 +28,81 @@ __all__ = ["suggest_rule"]
 
 _EXACT_ONLY = frozenset(
     [
-        "rm",
-        "rmdir",
-        "mv",
-        "cp",
-        "dd",
-        "chmod",
-        "chown",
-        "chgrp",
-        "ln",
-        "sudo",
-        "doas",
-        "su",
-        "curl",
-        "wget",
-        "kill",
-        "pkill",
-        "killall",
-        "shred",
-        "truncate",
-        "python",
-        "python3",
-        "node",
-        "deno",
-        "bun",
-        "perl",
-        "ruby",
-        "php",
-        "bash",
-        "sh",
-        "zsh",
-        "npx",
-        "uvx",
-        "pipx",
-        "env",
-        "xargs",
-        "find",
-        "ssh",
-        "scp",
-        "rsync",
-        "docker",
-        "eval",
-        "exec",
+        # delete, move, overwrite or change files
+        *("rm", "rmdir", "mv", "cp", "dd", "install", "ln", "shred", "truncate", "touch"),
+        *("chmod", "chown", "chgrp", "tee", "tar", "zip", "unzip", "patch", "split"),
+        # run as another user, or with what a wrapper says
+        *("sudo", "doas", "su", "env", "xargs", "nohup", "timeout", "nice", "ionice", "time"),
+        *("stdbuf", "setsid", "chroot", "taskset", "flock", "watch", "strace", "unbuffer"),
+        *("command", "builtin", "exec", "eval", "source", ".", "trap"),
+        # their arguments are programs
+        *("sed", "awk", "gawk", "mawk", "nawk", "perl", "ruby", "php", "lua", "tclsh", "jq"),
+        *("python", "python3", "node", "deno", "bun", "bash", "sh", "zsh", "dash", "ksh"),
+        *("fish", "busybox", "make", "gmake", "cmake", "ninja", "just", "npx", "uvx", "pipx"),
+        *("find", "parallel", "git-filter-repo", "vim", "vi", "nvim", "emacs", "less", "man"),
+        # write a file or run a program through an option
+        *("sort", "curl", "wget", "ssh", "scp", "rsync", "docker", "podman", "kubectl"),
+        # signals
+        *("kill", "pkill", "killall"),
     ]
 )
-"""Commands whose standing choice is the exact command, never a prefix (a prefix of them is
-close to "run anything" or "delete anything")."""
+"""Commands whose standing choice is the exact command, never a prefix: a prefix of them is
+close to "run anything", "write anything" or "delete anything" — their arguments are programs
+(``sed '1e id'``, ``awk 'BEGIN{system(…)}'``, ``make`` runs any Makefile, ``find -exec``), they
+write or delete files (``tee``, ``cp``, ``sort -o``, ``curl -o``), or they run the command
+after them (``env``, ``xargs``, ``timeout``). Any ``python*``/``pip*``-style versioned name
+counts as its base (``python3.12`` is ``python``)."""
+
+_SUBCOMMANDS = frozenset(
+    [
+        *("git", "npm", "pnpm", "yarn", "cargo", "go", "uv", "pip", "pip3", "poetry", "pdm"),
+        *("hatch", "gh", "helm", "terraform", "dotnet", "rustup", "brew", "apt", "conda"),
+        *("pre-commit", "bundle", "gem", "composer", "mix", "rake", "mvn", "gradle", "swift"),
+    ]
+)
+"""Commands whose second word is a subcommand (``git diff``, ``npm run test``): the offered
+prefix keeps it. Any other command's second word is an argument (a search term, a path: ``rg
+foo``), and the prefix is the command alone."""
+
+_GIT_EXACT = frozenset(
+    {
+        "config",
+        "format-patch",
+        "filter-branch",
+        "submodule",
+        "bisect",
+        "rebase",
+        "difftool",
+        "mergetool",
+        "archive",
+        "bundle",
+        "clone",
+        "push",
+        "fetch",
+        "pull",
+        "ls-remote",
+        "grep",
+        "worktree",
+        "hook",
+        "daemon",
+        "instaweb",
+        "apply",
+        "am",
+        "checkout",
+        "reset",
+        "clean",
+        "restore",
+        "rm",
+        "mv",
+    }
+)
+"""git subcommands offered only exactly: they write ``.git/config`` (``git config user.name``
+then allows ``core.fsmonitor``), write or delete files, or run programs and hooks. ``git diff``,
+``git log`` and ``git show`` keep their prefix: the analysis refuses their options that write
+(``--output``) or run a program (``--ext-diff``), and ``git -c`` before any subcommand."""
 
 _SUBCOMMAND = re.compile(r"[A-Za-z][A-Za-z0-9_:-]*")
+_VERSIONED = re.compile(r"([a-z]+?)[0-9.]*")
 
 
 def _quoted(words: Sequence[str]) -> str:
@@ -87,12 +115,19 @@ def _command_rule(words: tuple[str | None, ...]) -> str | None:
     if not words or words[0] is None:
         return None
     name = words[0]
-    if os.path.basename(name) in _EXACT_ONLY or "/" in name:
+    second = words[1] if len(words) > 1 else None
+    base = os.path.basename(name)
+    versioned = _VERSIONED.fullmatch(base)
+    if (
+        base in _EXACT_ONLY
+        or (versioned is not None and versioned.group(1) in _EXACT_ONLY)
+        or "/" in name
+        or (base == "git" and (second is None or second.startswith("-") or second in _GIT_EXACT))
+    ):
         literal = [w for w in words if w is not None]
         return f"Bash({_quoted(literal)})" if len(literal) == len(words) else None
     keep = [name]
-    second = words[1] if len(words) > 1 else None
-    if second is not None and _SUBCOMMAND.fullmatch(second):
+    if base in _SUBCOMMANDS and second is not None and _SUBCOMMAND.fullmatch(second):
         keep.append(second)
         third = words[2] if len(words) > 2 else None
         if second in ("run", "exec", "x", "run-script") and third and _SUBCOMMAND.fullmatch(third):
