@@ -4,10 +4,26 @@
 
 A client observes every ``pi.conversation`` instance the worker serves (its facet's
 ``env.observe``); :meth:`ConversationFollower.observe` keeps the live ones by conversation id
-and follows the *target* (``None``: the lowest root conversation) whenever it is live and not
-followed yet. When the followed instance ends (the worker restarting, the conversation closed)
-the client is told, and the choice is made again, so a target chosen once (``/fork``, a branch
-picked on the page) is followed again when it reappears after a restart.
+and follows the *target* whenever it is live and not followed yet. When the followed instance
+ends (the worker restarting, the conversation closed) the client is told, and the choice is
+made again, so a target chosen once (``/fork``, a branch picked on the page) is followed again
+when it reappears after a restart.
+
+Before anything is chosen (``target`` is ``None``) the client follows **the branch the session
+is on**: the one the user last prompted in, made (``/fork``, ``/rewind``, "continue from here")
+or switched to. The worker owns that fact (:class:`~coding_agent.worker.activity.ActivityWriter`,
+recorded in the session folder's ``activity`` file, the same branch ``coding-agent sessions``
+stars and ``export`` exports) and publishes it as its status document's ``branch``
+(:mod:`coding_agent.worker.status`); the client passes it to :meth:`ConversationFollower.set_home`.
+Nothing is followed until the status arrives (so a session rewound to a new branch never shows
+its old branch first); then the named branch is followed as soon as its instance is live, or,
+when the status names none (a session not prompted yet, an older worker), the lowest root
+conversation. Whatever is followed first becomes the target, so a reconnect comes back to it.
+
+Two clients of one session (two TUIs, a TUI and a page) each keep their own branch: when one
+switches (a rewind, ``/fork``, ``/branch``) the worker's ``branch`` moves, but a client that
+already follows one does not jump with it (its user may be typing); its next prompt lands where
+it shows and moves the session's branch back there. A client opened later follows the newest.
 
 Which conversation an instance is comes from its small ``conversation`` identity (replicated
 before the observer runs), never from its ``view``: a view crosses the wire only while someone
@@ -23,7 +39,7 @@ import anyio
 
 from chord import Context, cancel_scope
 
-__all__ = ["ConversationFollower", "root_rank"]
+__all__ = ["ConversationFollower", "root_rank", "status_branch"]
 
 
 def root_rank(info: Any) -> int | None:
@@ -39,6 +55,13 @@ def root_rank(info: Any) -> int | None:
     if type(conversation_id) is not int or "parent" in info or "owner" in info:
         return None
     return conversation_id
+
+
+def status_branch(status: Any) -> int | None:
+    """The branch the session is on, as the worker's status document names it (``None``: it
+    names none, or the document is from a worker that does not say)."""
+    branch = cast(dict[str, Any], status).get("branch") if isinstance(status, dict) else None
+    return branch if type(branch) is int else None
 
 
 def _conversation_id(info: Any) -> int | None:
@@ -58,7 +81,11 @@ class ConversationFollower:
         self._lost = lost
         self._live: dict[int, tuple[Any, bool]] = {}  # id -> (instance, is a root)
         self.target: int | None = None
-        """The conversation to follow (``None``: the lowest root); set it, then :meth:`choose`."""
+        """The conversation to follow (``None``: none chosen yet, the session's branch); set
+        it, then :meth:`choose`."""
+        self.home: int | None = None
+        """The branch the session is on, as the worker said last (:meth:`set_home`)."""
+        self._home_known = False
         self.current: Any = None
         """The followed instance (``None``: none is live)."""
         self.current_id: int | None = None
@@ -83,13 +110,34 @@ class ConversationFollower:
                 self._lost(instance)
                 self.choose()
 
+    def set_home(self, branch: int | None) -> None:
+        """The worker says the session is on ``branch`` (its status document's ``branch``,
+        :func:`status_branch`). The first word decides what a client with no target follows;
+        later ones only update :attr:`home` (see the module docstring)."""
+        first = not self._home_known
+        self.home, self._home_known = branch, True
+        if first:
+            self.choose()
+
+    def forget_home(self) -> None:
+        """Another session from now on (``/resume``): wait for its worker's word again."""
+        self.home, self._home_known = None, False
+
     def choose(self) -> None:
-        """Follow the target conversation (or the lowest root) if it is live and not followed."""
-        if self.target is not None:
-            pick = self.target if self.target in self._live else None
-        else:
-            roots = [key for key, (_, root) in self._live.items() if root]
-            pick = min(roots) if roots else None
+        """Follow the target conversation if it is live and not followed; with no target, the
+        session's branch (or the lowest root), which becomes the target (module docstring)."""
+        if self.target is None:
+            if not self._home_known:
+                return  # which branch the session is on is not known yet
+            if self.home is not None:
+                pick = self.home if self.home in self._live else None
+            else:
+                roots = [key for key, (_, root) in self._live.items() if root]
+                pick = min(roots) if roots else None
+            if pick is None:
+                return
+            self.target = pick
+        pick = self.target if self.target in self._live else None
         if pick is None or pick == self.current_id:
             return
         instance = self._live[pick][0]

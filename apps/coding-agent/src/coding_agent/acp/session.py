@@ -3,7 +3,8 @@
 :class:`AcpSession` opens the session's host (:func:`~coding_agent.worker.main.open_session_host`,
 as ``-p`` does) with a few presentation facets of its own:
 
-* one follows the root conversation's view and turns every revision into ``session/update``
+* one follows the view of the branch the session is on (:mod:`coding_agent.following`) and
+  turns every revision into ``session/update``
   notifications (:mod:`.translate`), and ends a prompt when the turn holding its input ends;
 * one answers the approval and question dialogs through ``session/request_permission``: an
   approval offers *Allow*, *Always allow* (when the dialog offers a narrow rule: kept for the
@@ -73,7 +74,7 @@ from coding_agent.contracts import (
 from coding_agent.settings.permission_modes import MODE_SUMMARIES, PERMISSION_MODES
 from coding_agent.worker.main import WorkerConfig, load_features, open_session_host
 from coding_agent.worker.mcp_watch import McpWatch
-from coding_agent.worker.root_view import follow_root_view
+from coding_agent.worker.root_view import BranchView
 from pico3 import ConversationServiceApi
 
 __all__ = ["AcpSession", "StopReason"]
@@ -124,7 +125,9 @@ class AcpSession:
         """Open the session's host, report ready (``task_status``), serve until closed."""
         generations = load_features(self.config)
         features = {generation.package.name for generation in generations}
-        facets = [self._follow(), self._dialogs(features), self._status_facet()]
+        follow = self._follow()
+        follow.select(self.config.session.current_branch())  # corrected once open (see -p)
+        facets = [follow.facet(), self._dialogs(features), self._status_facet()]
         if "facets-approval" in features:  # its mode service is a singleton: use it only then
             facets.append(self._mode_facet())
         mcp = McpWatch() if "facets-mcp" in features else None
@@ -138,9 +141,10 @@ class AcpSession:
                     extra_facets=facets,
                     generations=generations,
                     extra_services=self._services,
-                ),
+                ) as runtime,
                 anyio.create_task_group() as group,
             ):
+                follow.select(runtime.status.branch)  # the branch the session is on
                 if self._terminal:
                     self._terminals = Terminals(self._client, self.id, self.cwd, group.start_soon)
                 group.start_soon(self._pump)
@@ -259,7 +263,7 @@ class AcpSession:
             raise failed("the session is not open")
         return self._conversation
 
-    def _follow(self) -> Facet:
+    def _follow(self) -> BranchView:
         def revision(instance: ConversationServiceApi, value: Any, kind: str, chosen: bool) -> None:
             if chosen:
                 self._conversation = instance
@@ -269,7 +273,7 @@ class AcpSession:
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass
 
-        return follow_root_view("coding-agent/acp-follow", revision)
+        return BranchView("coding-agent/acp-follow", revision)
 
     async def _pump(self) -> None:
         receive: MemoryObjectReceiveStream[_Revision] = self._revisions

@@ -43,7 +43,7 @@ from coding_agent.cli.headless import (
     report_turn,
 )
 from coding_agent.context.mentions import mention_blocks, names_paths
-from coding_agent.contracts import APPROVAL_DIALOGS, QUESTION_DIALOGS
+from coding_agent.contracts import APPROVAL_DIALOGS, QUESTION_DIALOGS, WorkerStatusService
 from coding_agent.server.preface import Request
 from coding_agent.server.remote import (
     NoServerReachable,
@@ -302,10 +302,15 @@ async def run_headless_on_server(
                 )
                 errors.flush()
 
+            presentation = _presentation(send_events, root, rehydrate=True)
             facets = [
-                _presentation(send_events, root, rehydrate=True),
+                presentation.facet(),
                 *_responders(features, approve, blocked, wait=wait, waiting=waiting),
             ]
+            if WorkerStatusService.id in offered:  # it names the branch the session is on
+                facets.append(presentation.status_facet())
+            else:
+                presentation.select(None)  # the root
             if watch is not None:
                 group.start_soon(watch, source)
             async with create_facet_host(facets, service_sources=[source]):

@@ -3,8 +3,10 @@
 Both run the session worker's facets **in this process** (:func:`~coding_agent.worker.main.
 open_session_host`, no socket) plus a small presentation facet that does what a TUI would:
 
-* it observes ``pi.conversation``, follows the root conversation's ``view`` and passes every
-  event of every revision (``view["commit"]["events"]``) on, in order;
+* it observes ``pi.conversation``, follows the ``view`` of the branch the session is on (the one
+  the user last prompted in, made or switched to, so ``--continue`` after a ``/rewind`` goes on
+  in the new branch; a new session's root) and passes every event of every revision
+  (``view["commit"]["events"]``) on, in order;
 * it answers the features' dialogs, since nobody is there to click: an approval gets the
   ``approve`` policy (``"deny"`` by default: a headless run never runs ``bash`` or edits files
   unless told to), a question is cancelled, an MCP server's elicitation is declined and its sampling request follows ``approve``. The dialog services are named by id only
@@ -77,7 +79,7 @@ from coding_agent.worker.main import (
     session_worker_config,
 )
 from coding_agent.worker.mcp_watch import McpWatch
-from coding_agent.worker.root_view import follow_root_view
+from coding_agent.worker.root_view import BranchView
 from pico3 import (
     AssistantEntry,
     ConversationServiceApi,
@@ -164,9 +166,10 @@ def _presentation(
     root: Callable[[ConversationServiceApi], None],
     *,
     rehydrate: bool = False,
-) -> Facet:
-    """Follow the root conversation; every update's events go to ``events`` (and, with
-    ``rehydrate``, a :data:`REHYDRATED` event for every hydrate after the first)."""
+) -> BranchView:
+    """Follow the conversation selected on the result (:meth:`BranchView.select`); every
+    update's events go to ``events`` (and, with ``rehydrate``, a :data:`REHYDRATED` event for
+    every hydrate after the first)."""
     followed = [False]
 
     def revision(instance: ConversationServiceApi, value: Any, kind: str, chosen: bool) -> None:
@@ -187,7 +190,7 @@ def _presentation(
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return  # the run is over; later revisions are not reported
 
-    return follow_root_view("coding-agent/headless", revision)
+    return BranchView("coding-agent/headless", revision)
 
 
 def _responder(service: Any, answer: Callable[[Any, Context], Any]) -> Facet:
@@ -356,7 +359,7 @@ async def run_headless(
     verbose: bool = False,
     on_unanswered: Callable[[], None] | None = None,
 ) -> int:
-    """Send ``prompt`` to the session's root conversation and report as ``mode`` says.
+    """Send ``prompt`` to the branch the session is on and report as ``mode`` says.
 
     Returns the exit code: :data:`EXIT_OK` when the turn ended ``done``, :data:`EXIT_FAILED`
     when it did not (one ``coding-agent: error:`` line on ``err`` says why, naming the model),
@@ -377,8 +380,12 @@ async def run_headless(
     features = {generation.package.name for generation in generations}
     blocked: list[dict[str, Any]] = []
     shell: list[Any] = []
+    presentation = _presentation(send_events, root)
+    # The branch the session's record names, followed from the session's first commit (a
+    # new session's configuration); the worker's word, once it is open, corrects a stale one.
+    presentation.select(config.session.current_branch())
     extra = [
-        _presentation(send_events, root),
+        presentation.facet(),
         *_responders(features, approve, blocked),
         _shell_user(shell),
     ]
@@ -391,6 +398,7 @@ async def run_headless(
         receive_events,
         open_session_host(config, extra_facets=extra, generations=generations) as runtime,
     ):
+        presentation.select(runtime.status.branch)  # the branch the session is on
         await root.chosen.wait()
         if mcp is not None:  # the first request offers the servers' tools
             await mcp.settled(errors)

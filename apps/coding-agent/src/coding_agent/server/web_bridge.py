@@ -24,7 +24,8 @@ The page's requests (``{"type", "id", ...}``): ``send`` (``text``, ``mode``: ``p
 ``steer``, ``followUp``), ``abort``, ``decide`` (``key``, ``decision``: an approval's
 ``{"decision": "allow"|"deny", ...}``), ``submit`` (``key``, ``response``: a question's
 ``{"outcome", "answer"?}``), ``branches`` (the session tree's branches) and ``follow``
-(``conversation``: switch to that branch). Each goes to the same services the TUI calls, on the
+(``conversation``: switch to that branch). The page starts on the branch the session is on (the
+one the user last prompted in, made or switched to; :mod:`coding_agent.following`). Each goes to the same services the TUI calls, on the
 same worker, so every other client sees the result in committed state.
 
 Views are sent as fast as the page takes them and no faster: a view change only marks the page
@@ -52,8 +53,13 @@ from chord import (
     create_facet_host,
     define_facet,
 )
-from coding_agent.contracts import APPROVAL_DIALOGS, QUESTION_DIALOGS, SessionTreeService
-from coding_agent.following import ConversationFollower
+from coding_agent.contracts import (
+    APPROVAL_DIALOGS,
+    QUESTION_DIALOGS,
+    SessionTreeService,
+    WorkerStatusService,
+)
+from coding_agent.following import ConversationFollower, status_branch
 from pico3 import ConversationService
 
 __all__ = ["PageBridge", "PageError"]
@@ -215,9 +221,20 @@ class PageBridge:
     def _facet(self) -> Any:
         def setup(env: FacetEnvironment) -> None:
             self._tree = env.use(SessionTreeService)
+            status = env.use(WorkerStatusService)  # names the branch the session is on
             env.observe(ConversationService, self._following.observe)
             env.observe(APPROVAL_DIALOGS, self._dialog("approval"))
             env.observe(QUESTION_DIALOGS, self._dialog("question"))
+
+            def on_status(value: Any, ctx: Context, delivery: Delivery) -> None:
+                del ctx, delivery
+                if isinstance(value, dict):
+                    self._following.set_home(status_branch(value))
+
+            def activate() -> None:
+                env.own(status.state.subscribe(on_status))
+
+            env.on_activate(activate)
 
         return define_facet("@coding-agent/web-page", setup)
 

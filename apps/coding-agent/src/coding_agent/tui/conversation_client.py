@@ -4,15 +4,17 @@ The session worker serves one ``pi.conversation`` instance per conversation (key
 conversation id). The TUI process reaches them through a facet host whose service source is the
 wire (:func:`chord.wire.connect_service_source`). :func:`conversation_client_facet` is the
 presentation facet that *observes* that keyed service and points a
-:class:`~coding_agent.tui.conversation.ViewRelay` at the **root** conversation's ``view`` (the one
-without a parent or owner, the lowest id if there are several), or at the conversation chosen
-with :meth:`RemoteConversationClient.follow` (``/fork`` follows the new fork). It tells them
+:class:`~coding_agent.tui.conversation.ViewRelay` at the ``view`` of **the branch the session is
+on** (the one the user last prompted in, made or switched to, which the worker's status names:
+:mod:`coding_agent.following`), or at the conversation chosen with
+:meth:`RemoteConversationClient.follow` (``/fork`` follows the new fork). It tells them
 apart by each instance's small ``conversation`` identity; a ``view`` is lazy across the wire
 (docs/wire.md#lazy-state), so only the followed conversation's view is sent to the TUI.
 
 The facet also reads the worker's status service (``coding-agent.worker``): the models the
 worker knows (the ``/model`` picker's list and the footer's context window) and the outcome of
-``--dev`` reloads. :meth:`RemoteConversationClient.on_status` passes each status document on.
+``--dev`` reloads, and the branch the session is on (followed at start).
+:meth:`RemoteConversationClient.on_status` passes each status document on.
 
 The wire does the hard part. When the worker goes away every observed instance's task is
 cancelled (its facade is unavailable), and when the worker is back each conversation reappears as
@@ -33,7 +35,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from chord import Context, Delivery, ReplicatedState
 from coding_agent.contracts import WorkerStatusService
-from coding_agent.following import ConversationFollower, root_rank
+from coding_agent.following import ConversationFollower, root_rank, status_branch
 from coding_agent.tui.conversation import InputAbortResult, SendMode, SessionInfo, ViewRelay
 from coding_agent.tui.document import model_label
 from pico3 import ConversationService
@@ -172,9 +174,10 @@ class RemoteConversationClient:
 
     def switch_session(self, session: SessionInfo) -> None:
         """Another session's worker serves the TUI from now on (``/resume``): new session
-        facts, its root conversation followed as soon as it is live, its status awaited."""
+        facts, its status awaited, then the branch it is on followed as soon as it is live."""
         self._session = session
         self._following.target = None
+        self._following.forget_home()
         self._status = None
         self._following.choose()
 
@@ -226,6 +229,8 @@ class RemoteConversationClient:
         if not isinstance(value, dict):
             return
         self._status = cast(dict[str, Any], value)
+        if self._status.get("sessionId") in (None, self._session.session_id):  # not a stale one
+            self._following.set_home(status_branch(self._status))
         for listener in list(self._status_listeners):
             listener(self._status)
 

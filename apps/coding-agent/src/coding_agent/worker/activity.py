@@ -10,8 +10,12 @@ them (:meth:`coding_agent.session_files.folders.Session.last_active`). The worke
 
 The record also names the branch the user is on — the conversation of the newest prompt, else
 the one just made (``/fork``, a rewind, "continue from here"; never a subagent's) — which
-``coding-agent export`` exports by default. A branch summary or a label written into another
-conversation does not move it.
+``coding-agent export`` exports by default and every client that opens the session follows
+(``--continue``, ``--resume``, ``attach``, the web page, ``-p``). The writer is that branch's one
+owner in the worker: :meth:`ActivityWriter.open` takes the recorded one when the session opens
+(if it is still one of the user's conversations) and :meth:`ActivityWriter.on_branch` listeners
+(the worker's status document, ``branch``) hear every change. A branch summary or a label
+written into another conversation does not move it.
 
 Nothing else counts: resuming a session, a view followed by a client, a turn's streamed
 answer, an input resolved (the turn it started ending: one record per prompt, not two — each
@@ -118,17 +122,44 @@ class ActivityWriter:
         self._made = 0  # records made
         self._written = 0  # the number of the newest record written
         self._branch: int | None = None  # the branch of the newest record made
+        self._listeners: list[Callable[[int | None], None]] = []
         self._pending: tuple[int, datetime, int | None] | None = None
         self._file = threading.Lock()  # held while a record is written
         self._wake: anyio.Event | None = None  # made by run (an event needs the loop)
         self._drain: anyio.Lock | None = None
+
+    @property
+    def branch(self) -> int | None:
+        """The branch the session is on: the newest record's (after :meth:`open`, the one the
+        session folder recorded); ``None`` when none is known."""
+        return self._branch
+
+    def open(self, kernel: Any) -> None:
+        """Take the branch the session's ``activity`` record names, when it is one of the
+        user's conversations in ``kernel`` (not a subagent's, not one the storage lacks: a
+        record from another copy of the session); else none (clients follow the root)."""
+        recorded = self._session.current_branch()
+        found = kernel.conversations.get(recorded) if recorded is not None else None
+        self._set_branch(recorded if found is not None and found.owner is msgspec.UNSET else None)
+
+    def on_branch(self, listener: Callable[[int | None], None]) -> None:
+        """Call ``listener(branch)`` now and whenever the branch the session is on changes."""
+        self._listeners.append(listener)
+        listener(self._branch)
+
+    def _set_branch(self, branch: int | None) -> None:
+        if branch == self._branch:
+            return
+        self._branch = branch
+        for listener in list(self._listeners):
+            listener(branch)
 
     def record(self, branch: int | None, *, later: bool = False) -> None:
         """Record the user's doing now, on ``branch`` (``None``: the branch recorded last);
         ``later``: by the writing task, when it runs."""
         if branch is None:
             branch = self._branch
-        self._branch = branch
+        self._set_branch(branch)
         self._made += 1
         record = (self._made, datetime.now(UTC), branch)
         if later and self._wake is not None:

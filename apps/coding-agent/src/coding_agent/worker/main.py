@@ -597,6 +597,9 @@ async def open_session_host(
                 if config.permission_mode is not None:
                     await apply_permission_mode(host, config.permission_mode)
                 await harness.resume(BACKGROUND)
+                # the branch the session is on: what every client that opens it follows
+                activity.open(harness.harness.kernel)
+                activity.on_branch(status.set_branch)
                 # from here on, what the user does orders the session lists (not the resume)
                 harness.add_registration(
                     activity_recorder(session, fsync=config.fsync, writer=activity)

@@ -11,9 +11,13 @@ only in ``worker.log``). The worker provides them as one remotable singleton ser
                  "reasoning": true}],
      "reloads": [{"package": "greeter", "outcome": "failed", "ok": false,
                   "message": "SyntaxError: ...", "stage": "load", "number": 1}],
-     "textToolCalling": ["openai/llama3.2"]}
+     "textToolCalling": ["openai/llama3.2"], "branch": 3}
 
-``models`` are the models the worker's providers serve (what a ``/model`` picker offers, with
+``branch`` is the conversation id of the branch the session is on (the one the user last
+prompted in, made, or switched to: :class:`~coding_agent.worker.activity.ActivityWriter` owns it
+and records it in the session folder; ``null`` when none is recorded): a client that opens the
+session (``--continue``, ``--resume``, ``attach``, the web page) follows that branch
+(:mod:`coding_agent.following`). ``models`` are the models the worker's providers serve (what a ``/model`` picker offers, with
 the context window a footer needs for its context %, and whether the model can reason, which a
 thinking-level switch mentions). ``reloads`` keeps the newest
 :data:`MAX_REPORTS` reports, oldest first; ``number`` counts every report since the worker
@@ -114,6 +118,7 @@ class WorkerStatus:
             "storageFailure": None,
             "sandbox": dict(sandbox) if sandbox is not None else None,
             "notifications": [],
+            "branch": None,
         }
         self._reports = 0
         self._state: MutableReplicatedState | None = None
@@ -143,6 +148,23 @@ class WorkerStatus:
             "textToolCalling": list(self._document["textToolCalling"]),
             "notifications": list(self._document["notifications"]),
         }
+
+    @property
+    def branch(self) -> int | None:
+        """The branch the session is on, as published (see the module docstring)."""
+        return self._document["branch"]
+
+    def set_branch(self, branch: int | None) -> None:
+        """Publish the branch the session is on (the activity writer calls it on every change)."""
+        if branch == self._document["branch"]:
+            return
+        self._document["branch"] = branch
+        if self._state is not None:
+
+            def mutate(draft: Any) -> None:
+                draft["branch"] = branch
+
+            self._state.change(BACKGROUND, mutate)
 
     def add_notice(self, notice: Mapping[str, Any]) -> None:
         """Publish a delivered notification (the newest :data:`MAX_NOTICES` are kept)."""
