@@ -33,6 +33,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "SandboxStatus",
             "explain_refusal",
             "planted_entries",
+            "entry_identities",
             "CLAUDE_CODE_TOOLS",
             "claude_code_names",
             "sandbox_available",

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pico3 import planted_entries, sandbox_scan
+from pico3 import entry_identities, planted_entries, sandbox_scan
 from pico3.sandbox_scan import SCAN_DEPTH, find_entries
 
 NAMES = (".git", ".vscode", ".claude", ".mcp.json")
@@ -31,7 +31,7 @@ def test_what_a_command_planted_is_what_appeared_with_something_in_it(tmp_path: 
     named, in the second look's order; a new empty folder runs nothing and is not; what was
     there before is not, whatever happened to it."""
     (tmp_path / "api" / ".vscode").mkdir(parents=True)
-    before = found_paths(tmp_path)
+    before = entry_identities(found_paths(tmp_path))
     (tmp_path / "api" / ".vscode" / "tasks.json").write_text("{}")  # was there: not named
     (tmp_path / "web" / ".vscode").mkdir(parents=True)
     (tmp_path / "web" / ".vscode" / "tasks.json").write_text("{}")
@@ -43,7 +43,22 @@ def test_what_a_command_planted_is_what_appeared_with_something_in_it(tmp_path: 
     after = found_paths(tmp_path)
     made = [os.path.relpath(p, tmp_path) for p in planted_entries(before, after)]
     assert sorted(made) == ["docs/.git", "lib/.mcp.json", "web/.vscode"]
-    assert planted_entries(after, after) == []
+    assert planted_entries(entry_identities(after), after) == []
+
+
+def test_an_entry_replaced_under_a_moved_folder_is_planted_the_moved_one_is_not(
+    tmp_path: Path,
+) -> None:
+    """``mv sub sub_orig && git init sub``: the path ``sub/.git`` was there before, but the
+    entry now there is a new one; ``sub_orig/.git`` is a new path but the same entry, moved."""
+    (tmp_path / "sub" / ".git").mkdir(parents=True)
+    (tmp_path / "sub" / ".git" / "config").write_text("[core]\n")
+    before = entry_identities(found_paths(tmp_path))
+    (tmp_path / "sub").rename(tmp_path / "sub_orig")
+    (tmp_path / "sub" / ".git").mkdir(parents=True)
+    (tmp_path / "sub" / ".git" / "config").write_text("[core]\n\tfsmonitor = evil\n")
+    made = planted_entries(before, found_paths(tmp_path))
+    assert [os.path.relpath(p, tmp_path) for p in made] == ["sub/.git"]
 
 
 def found_paths(tree: Path) -> list[str]:

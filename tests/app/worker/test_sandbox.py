@@ -329,6 +329,32 @@ async def test_what_a_command_plants_in_a_subfolder_is_named_in_its_result(
     await refused(["echo '{}' > apps/web/.vscode/launch.json"], project, sandbox)
 
 
+async def test_a_repository_replaced_under_a_renamed_folder_is_named_not_the_moved_one(
+    project: Path, sandbox: Sandbox
+) -> None:
+    """A protected ``.git`` cannot be changed, but the folder holding it can be renamed and a
+    new repository made at the old path (``mv vendor/lib vendor/lib_orig && git init -q
+    vendor/lib``): the result names the new ``vendor/lib/.git``, not the moved original, and the
+    new one's configuration is read-only from then on."""
+    lib = project / "vendor" / "lib"
+    lib.mkdir(parents=True)
+    _git(lib, "init", "-q", ".")
+    assert await bash("echo ready", project, sandbox) == "ready"
+    text = await bash(
+        "mv vendor/lib vendor/lib_orig && git init -q vendor/lib && echo replaced",
+        project,
+        sandbox,
+    )
+    assert text.splitlines() == [
+        "replaced",
+        "[Sandbox: new while the command ran, and run code outside the sandbox: vendor/lib/.git/ "
+        "(git runs the hooks, fsmonitor, filters and other commands named in .git/ (config, "
+        "hooks, info/attributes)). Later sandboxed commands cannot change them; check them "
+        "before you use them.]",
+    ], text
+    await refused(["git -C vendor/lib config core.fsmonitor 'touch ran; false'"], project, sandbox)
+
+
 async def test_git_init_in_a_session_folder_inside_a_repository_is_named(
     tmp_path: Path, env: dict[str, str]
 ) -> None:

@@ -40,7 +40,7 @@ change without notice. The import-linter contract in the workspace's ``pyproject
 * Child processes: :class:`ChildEnvironment` (the environment a session's child processes
   get, without its secrets; the harness service :data:`CHILD_ENVIRONMENT_SERVICE`), and
   :class:`Sandbox` (bubblewrap: :class:`SandboxPolicy`, :func:`sandbox_available`,
-  :func:`explain_refusal`, :func:`planted_entries`; the harness service :data:`SANDBOX_SERVICE`; :class:`DomainProxy`,
+  :func:`explain_refusal`, :func:`entry_identities` and :func:`planted_entries`; the harness service :data:`SANDBOX_SERVICE`; :class:`DomainProxy`,
   the sandbox's only way out to ``allow_domains``; :class:`SandboxMode` under
   :data:`SANDBOX_MODE_SERVICE` and :func:`commands_sandbox`: whether the session's own commands,
   hooks included, run inside now).
@@ -145,7 +145,7 @@ if _TYPE_CHECKING:  # bound at first use (_LAZY below)
         sandbox_available,
     )
     from pico3.sandbox_proxy import DomainProxy, domain_allowed
-    from pico3.sandbox_scan import planted_entries
+    from pico3.sandbox_scan import entry_identities, planted_entries
     from pico3.session_data import (
         ConfigRejected,
         EntryKind,
@@ -395,6 +395,7 @@ __all__ = [
     "define_section",
     "define_task",
     "domain_allowed",
+    "entry_identities",
     "entry_json",
     "explain_refusal",
     "fsync_dir",
@@ -488,6 +489,7 @@ _LAZY: dict[str, str] = {
     "commands_sandbox": "pico3.sandbox",
     "explain_refusal": "pico3.sandbox",
     "planted_entries": "pico3.sandbox_scan",
+    "entry_identities": "pico3.sandbox_scan",
     "CLAUDE_CODE_TOOLS": "pico3.tools.claude_code",
     "claude_code_names": "pico3.tools.claude_code",
     "sandbox_available": "pico3.sandbox",

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import NamedTuple
 
 __all__ = [
@@ -152,10 +152,32 @@ def holds_something(path: str) -> bool:
         return True  # there, but unreadable: whatever reads it would say so
 
 
-def planted_entries(before: Iterable[str], after: Iterable[str]) -> list[str]:
-    """The paths of ``after`` that are not in ``before`` and hold something
-    (:func:`holds_something`), in ``after``'s order: what a command made among the entries the
-    sandbox keeps read-only, given :meth:`pico3.SandboxPolicy.kept_read_only` before and after
-    it. From then on they exist, so every later command gets them read-only."""
-    known = set(before)
-    return [path for path in after if path not in known and holds_something(path)]
+def entry_identities(paths: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """Each of ``paths`` with its ``(device, inode)``, the link itself not followed (a path
+    gone by now is left out): what :func:`planted_entries` compares against."""
+    found: dict[str, tuple[int, int]] = {}
+    for path in paths:
+        try:
+            status = os.lstat(path)
+        except OSError:
+            continue
+        found[path] = (status.st_dev, status.st_ino)
+    return found
+
+
+def planted_entries(before: Mapping[str, tuple[int, int]], after: Iterable[str]) -> list[str]:
+    """The paths of ``after`` that hold something (:func:`holds_something`) and were not among
+    ``before``'s entries, in ``after``'s order: what a command made among the entries the
+    sandbox keeps read-only, given :func:`entry_identities` of
+    :meth:`pico3.SandboxPolicy.kept_read_only` before it and that method's answer after it.
+
+    An entry is known by its identity, not its path: a folder renamed with a protected entry in
+    it (``mv sub sub_orig``) moves that entry, which is not new; what then appears at the old
+    path (``git init sub``) is, though the path is the same. From then on each exists, so
+    every later command gets it read-only."""
+    known = set(before.values())
+    planted: list[str] = []
+    for path, identity in entry_identities(after).items():
+        if identity not in known and holds_something(path):
+            planted.append(path)
+    return planted

@@ -74,7 +74,14 @@ import anyio.to_thread
 
 from chord import Context
 from coding_agent.settings.guarded_paths import CODE_PATHS
-from pico3 import ChildEnvironment, Sandbox, SandboxPolicy, explain_refusal, planted_entries
+from pico3 import (
+    ChildEnvironment,
+    Sandbox,
+    SandboxPolicy,
+    entry_identities,
+    explain_refusal,
+    planted_entries,
+)
 
 from .jobs import start_background
 from .procs import ProcessRecord, kill_command, start_time
@@ -394,7 +401,7 @@ async def _bash(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
 
     remember = tools.remember
     before = (
-        None if sandbox is None else await anyio.to_thread.run_sync(sandbox.policy.kept_read_only)
+        None if sandbox is None else await anyio.to_thread.run_sync(_entries_now, sandbox.policy)
     )
 
     async def started(record: ProcessRecord) -> None:
@@ -445,10 +452,15 @@ async def _bash(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
     return text_result(text, details)
 
 
-def planted(policy: SandboxPolicy, before: list[str]) -> str | None:
+def _entries_now(policy: SandboxPolicy) -> dict[str, tuple[int, int]]:
+    return entry_identities(policy.kept_read_only())
+
+
+def planted(policy: SandboxPolicy, before: Mapping[str, tuple[int, int]]) -> str | None:
     """The line saying what appeared in ``policy``'s project that runs code outside the
-    sandbox, since :meth:`pico3.SandboxPolicy.kept_read_only` returned ``before``; ``None``
-    when nothing did (a new empty folder runs nothing)."""
+    sandbox, since ``before`` (:func:`pico3.entry_identities` of
+    :meth:`pico3.SandboxPolicy.kept_read_only`); ``None`` when nothing did (a new empty folder
+    runs nothing, a moved one is not new)."""
     made = planted_entries(before, policy.kept_read_only())
     if not made:
         return None
