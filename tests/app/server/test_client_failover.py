@@ -187,7 +187,7 @@ async def test_stopping_the_server_does_not_crash_an_attached_tui(
         banner = pilot.app.query_one("#unavailable")
         server.process.send_signal(signal.SIGINT)
         with anyio.fail_after(60):
-            assert await server.process.wait() == 0
+            assert await server.process.wait() == 130  # Ctrl+C, as for any command
         await until(pilot, lambda: banner.display, "the reconnecting banner")
         await task_group.start(resetter.serve, address.port)
         await resetter.wait_connections(2)  # two dials met a reset handshake, and it runs on

@@ -34,6 +34,7 @@ EVENTS = (
     "takeover",  # a session made by another server (or whose worker died) served here
     "migration",  # the schema migration of --migrate
     "reload",  # SIGHUP: certificate and tokens read again
+    "stopped",  # SIGTERM or SIGINT: the server and its workers stopped (signal=)
     "error",  # something failed that ended one connection only
 )
 

@@ -16,7 +16,8 @@ At start it raises its open-file limit to the hard limit (where it may), with ``
 migrates the database's schema, and prints one ``LISTENING <address>`` line per listener on
 stdout (the bound port when ``:0`` was asked); its log goes to stderr as ``coding-agent serve:
 <time> <event> key=value…: message`` lines (:mod:`.events`). SIGHUP reads the token file and
-the certificate again; SIGTERM or SIGINT stops it and every worker it started.
+the certificate again; SIGTERM or SIGINT stops it and every worker it started (a ``stopped``
+log line; exit status 0 after SIGTERM, 130 after SIGINT, as Ctrl+C ends any command).
 """
 
 from __future__ import annotations
@@ -285,6 +286,8 @@ def run_serve(args: argparse.Namespace, cwd: Path) -> int:
             sys.stdout.write(f"LISTENING {address}\n")
         sys.stdout.flush()
 
+    stopped_by: list[signal.Signals] = []
+
     async def main() -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             async with anyio.create_task_group() as group:
@@ -294,6 +297,7 @@ def run_serve(args: argparse.Namespace, cwd: Path) -> int:
                         if number == signal.SIGHUP:
                             server.reload()
                             continue
+                        stopped_by.append(signal.Signals(number))
                         group.cancel_scope.cancel()
                         return
 
@@ -332,4 +336,8 @@ def run_serve(args: argparse.Namespace, cwd: Path) -> int:
     except OSError as error:  # the address is taken, say
         print(f"coding-agent: error: cannot listen: {error}", file=sys.stderr)
         return 1
-    return 0
+    if not stopped_by:
+        return 0
+    server.log("stopped", "the server and its workers stopped", signal=stopped_by[0].name)
+    # Ctrl+C ends it as it ends any command (128 + SIGINT); SIGTERM is the orderly stop
+    return 130 if stopped_by[0] == signal.SIGINT else 0
