@@ -148,6 +148,26 @@ async def test_connect_server_turns_every_connection_failure_into_an_os_error(
         assert str(failed.value), how
 
 
+async def test_insecure_against_a_tls_listener_says_to_drop_insecure(
+    servers: Any,
+    agent_env: dict[str, str],
+    project: Path,
+    faux_script: Path,
+    tls_files: dict[str, Path],
+) -> None:
+    """Plain TCP (``--insecure``) to a server that speaks TLS: the server ends the connection
+    at the preface, and the one line says what to do instead."""
+    server = await servers(agent_env, _serve_args(tls_files, project, faux_script), lines=2)
+    address, _ = parse_server_url(server.tcp)
+    with pytest.raises(ConnectionResetError) as failed:
+        await connect_server(address, Request(new=True), token=TOKEN, insecure=True)
+    assert str(failed.value) == (
+        f"{address}: the server closed the connection before it answered (with --insecure the "
+        "connection is plain TCP: if the server listens with TLS, drop --insecure and give "
+        "--tls-ca for its certificate)"
+    )
+
+
 async def test_stopping_the_server_does_not_crash_an_attached_tui(
     servers: Any,
     agent_env: dict[str, str],

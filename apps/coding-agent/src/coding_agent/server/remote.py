@@ -239,8 +239,14 @@ async def connect_server(
             try:
                 line = await buffered.receive_until(b"\n", MAX_PREFACE)
             except (*_STREAM_ERRORS, anyio.IncompleteRead, OSError):
+                hint = (
+                    " (with --insecure the connection is plain TCP: if the server listens with "
+                    "TLS, drop --insecure and give --tls-ca for its certificate)"
+                    if insecure
+                    else ""
+                )
                 raise ConnectionResetError(
-                    f"{address}: the server closed the connection before it answered"
+                    f"{address}: the server closed the connection before it answered{hint}"
                 ) from None
         if not line:
             raise TimeoutError(f"{address}: the server did not answer the preface")
