@@ -47,7 +47,8 @@ crashed worker is restarted); see :mod:`coding_agent.tui`. Every failure is one 
 stderr, ``coding-agent: error: ...``. Exit status: 0 on success, 1 when the provider or the
 model failed (unknown model, missing API key, unreachable server, a failed turn), 2 for a usage,
 configuration or session error, 3 when a headless turn ended but a tool call was blocked for
-lack of approval, 130 when interrupted.
+lack of approval, 130 when interrupted (a headless run's first SIGINT or SIGTERM aborts its turn
+durably and reports it: :mod:`coding_agent.cli.interrupt`).
 
 Why one module: it is the one command line of the app: the parser, its subcommands and the dispatch
 that runs them share the flags and the error handling (usage errors, start failures and exit
@@ -64,7 +65,7 @@ import math
 import os
 import stat
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeGuard
 
@@ -73,6 +74,7 @@ from coding_agent.settings.changes import THINKING_LEVELS
 from coding_agent.settings.permission_modes import PERMISSION_MODES
 
 if TYPE_CHECKING:
+    from coding_agent.cli.interrupt import Interrupt
     from coding_agent.session_files.folders import LaunchSettings, Session, SessionError
     from coding_agent.settings.config import EffectiveConfig
 
@@ -628,54 +630,13 @@ def _read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
     return prompt
 
 
-async def _until_interrupted(run: Callable[..., Awaitable[int]], *args: Any) -> int:
-    """``await run(*args)``, which the first SIGINT cancels: then ``KeyboardInterrupt`` (the
-    command's exit 130).
-
-    asyncio's own SIGINT handling cancels the main task once (``Task.cancel``): one
-    ``CancelledError`` at one await, which a cleanup path that catches it can absorb, and the
-    run then goes on as if no SIGINT had come (seen under load: a ``-p`` run waiting on a bash
-    call ignored its SIGINT). anyio's cancel scope is level-triggered: every await inside it
-    raises again until the run has unwound. A second SIGINT interrupts at once (SIGINT's
-    handler is Python's default again by then); a command started with SIGINT ignored (a
-    background job) keeps ignoring it.
-    """
+async def _run_headless(
+    args: argparse.Namespace, session: Session, prompt: str, interrupt: Interrupt
+) -> int:
+    """The headless run; ``interrupt`` hears its SIGINT/SIGTERM (the first aborts the turn,
+    :mod:`coding_agent.cli.interrupt`)."""
     # lazy: start-up time (the command line imports only what the chosen command runs)
-    import signal
-
-    import anyio
-
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        return await run(*args)
-    interrupted = False
-    code = EXIT_INTERRUPTED
-    error: BaseException | None = None
-    async with anyio.create_task_group() as group:
-
-        async def watch() -> None:
-            nonlocal interrupted
-            with anyio.open_signal_receiver(signal.SIGINT) as signals:
-                async for _ in signals:
-                    interrupted = True
-                    group.cancel_scope.cancel()
-                    return
-
-        group.start_soon(watch)
-        try:
-            code = await run(*args)
-        except BaseException as raised:  # re-raised below as itself, not in a task group's group
-            error = raised
-        group.cancel_scope.cancel()
-    if interrupted:
-        raise KeyboardInterrupt
-    if error is not None:
-        raise error
-    return code
-
-
-async def _run_headless(args: argparse.Namespace, session: Session, prompt: str) -> int:
-    # lazy: start-up time (the command line imports only what the chosen command runs)
-    from coding_agent.cli.headless import run_headless
+    from coding_agent.cli.headless import interrupted_reporter, run_headless
     from coding_agent.worker.main import session_worker_config
 
     if session.worker_running():
@@ -688,6 +649,7 @@ async def _run_headless(args: argparse.Namespace, session: Session, prompt: str)
     if config.environment is not None:  # this process is the worker now: keys stay in config.env
         config.environment.withhold_from_process()
     mode = "json" if args.json is not None else "print"
+    interrupt.report = interrupted_reporter(mode, sys.stdout, sys.stderr)
     if args.wait_for_approval is not None:  # the worker runs apart, so others can answer
         # lazy: start-up time (the command line imports only what the chosen command runs)
         from coding_agent.cli.attach import run_parked_headless
@@ -695,7 +657,7 @@ async def _run_headless(args: argparse.Namespace, session: Session, prompt: str)
         return await run_parked_headless(
             prompt, session, wait=args.wait_for_approval, mode=mode, out=sys.stdout,
             approve=args.approve, verbose=args.verbose, model=args.model,
-            thinking=args.thinking, permission_mode=args.permission_mode,
+            thinking=args.thinking, permission_mode=args.permission_mode, interrupt=interrupt,
         )  # fmt: skip
 
     def unanswered() -> None:
@@ -703,7 +665,7 @@ async def _run_headless(args: argparse.Namespace, session: Session, prompt: str)
 
     return await run_headless(
         prompt, config, mode=mode, out=sys.stdout, approve=args.approve, verbose=args.verbose,
-        on_unanswered=unanswered,
+        on_unanswered=unanswered, interrupt=interrupt,
     )  # fmt: skip
 
 
@@ -1169,7 +1131,12 @@ def _run(
     tui_dirs = [*session.settings.facets_dirs, *(str(d) for d in project.loaded_dirs)]
     try:
         if headless:
-            return int(anyio.run(_until_interrupted, _run_headless, args, session, prompt))
+            # lazy: start-up time (the command line imports only what the chosen command runs)
+            from coding_agent.cli.interrupt import Interrupt, until_interrupted
+
+            interrupt = Interrupt()
+            run = (_run_headless, args, session, prompt, interrupt)
+            return int(anyio.run(until_interrupted, interrupt, *run))
         return int(anyio.run(_run_tui, args, session, tui_dirs, start_up_done))
     except BaseException as error:
         if previous is not None and not new and _start_failure(error):
