@@ -40,8 +40,10 @@ from coding_agent.cli.headless import (
     _responders,
     _Root,
     follow_turn,
+    interrupted_reporter,
     report_turn,
 )
+from coding_agent.cli.interrupt import Interrupt, until_interrupted
 from coding_agent.context.mentions import mention_blocks, names_paths
 from coding_agent.contracts import APPROVAL_DIALOGS, QUESTION_DIALOGS, WorkerStatusService
 from coding_agent.server.preface import Request
@@ -206,19 +208,11 @@ def run_remote_headless(args: argparse.Namespace, prompt: str) -> int:
         )
         sys.stderr.flush()
     mode: HeadlessMode = "json" if args.json is not None else "print"
-    return int(
-        anyio.run(
-            _headless_main,
-            dial,
-            prompt,
-            mode,
-            args.approve,
-            args.verbose,
-            args.model,
-            args.wait_for_approval,
-            backend="asyncio",
-        )
-    )
+    interrupt = Interrupt()  # Ctrl+C aborts the server's turn, as a local run's
+    interrupt.report = interrupted_reporter(mode, sys.stdout, sys.stderr)
+    run = (_headless_main, dial, prompt, mode, args.approve, args.verbose, args.model)
+    wait = args.wait_for_approval
+    return int(anyio.run(until_interrupted, interrupt, *run, wait, interrupt, backend="asyncio"))
 
 
 async def _headless_main(
@@ -229,6 +223,7 @@ async def _headless_main(
     verbose: bool,
     model: str | None,
     wait: float | None,
+    interrupt: Interrupt | None = None,
 ) -> int:
     request = Request(session=dial.session) if dial.session else Request(new=True, model=model)
     try:
@@ -246,7 +241,7 @@ async def _headless_main(
             wait = float(announced)
     return await run_headless_on_server(
         prompt, conn, info, dial.again(str(info["session"])), mode=mode, out=sys.stdout,
-        approve=approve, verbose=verbose, wait=wait,
+        approve=approve, verbose=verbose, wait=wait, interrupt=interrupt,
     )  # fmt: skip
 
 
@@ -263,11 +258,14 @@ async def run_headless_on_server(
     verbose: bool = False,
     wait: float | None = None,
     watch: Callable[[WireServiceSource], Coroutine[Any, Any, None]] | None = None,
+    interrupt: Interrupt | None = None,
 ) -> int:
     """Run one turn of ``prompt`` in the server's session ``info`` over ``first`` (and
     ``again()`` after a drop), reporting as the local headless modes do. ``wait`` parks each
     approval that long for another client to answer (``--wait-for-approval``); ``watch`` runs
-    beside the turn with the connection's source (a local worker's supervisor restarts it)."""
+    beside the turn with the connection's source (a local worker's supervisor restarts it);
+    ``interrupt``'s first signal aborts the turn in the session (:mod:`coding_agent.cli.
+    interrupt`)."""
     errors = err if err is not None else sys.stderr
     pending = [first]
 
@@ -326,6 +324,7 @@ async def run_headless_on_server(
                     err=errors,
                     verbose=verbose,
                     latest=lambda: root.found[-1],
+                    interrupt=interrupt,
                 )
         finally:
             with anyio.CancelScope(shield=True):
@@ -347,6 +346,7 @@ async def run_parked_headless(
     model: str | None = None,
     thinking: str | None = None,
     permission_mode: str | None = None,
+    interrupt: Interrupt | None = None,
 ) -> int:
     """``-p``/``--json --wait-for-approval``: the turn runs in the session's own worker process
     (started, or reused, by a :class:`~coding_agent.supervisor.WorkerSupervisor`, which restarts
@@ -372,7 +372,7 @@ async def run_parked_headless(
         content = [{"type": "text", "text": prompt}, *attached] if attached else prompt
         return await run_headless_on_server(
             content, first, info, again, mode=mode, out=out, approve=approve, verbose=verbose,
-            wait=wait, watch=keeper.watch,
+            wait=wait, watch=keeper.watch, interrupt=interrupt,
         )  # fmt: skip
     finally:
         with anyio.CancelScope(shield=True):

@@ -28,7 +28,8 @@ event is one line of JSON, and the last is ``{"type": "result", "ok", "status", 
 code is 0 when the turn ended ``done``, 1 when it did not (the provider or model failed), 3 when
 it ended but a tool call was blocked because nobody could approve it (``--approve deny``, or no
 approval package serves the session: the line names the package and the command that restores
-it), 5 when the session's storage failed (disk full, I/O error, read-only): one
+it), 130 when a signal aborted it (:mod:`coding_agent.cli.interrupt`: the result line's
+``status`` is ``interrupted``, ``-p`` writes one error line), 5 when the session's storage failed (disk full, I/O error, read-only): one
 ``coding-agent: error:`` line says so.
 
 **Escapes** (issue 36): ``-p`` writes the answer made inert (:func:`chord.inert`: an ESC shows as
@@ -63,6 +64,7 @@ from chord import (
     define_facet,
     inert,
 )
+from coding_agent.cli.interrupt import ABORT_WAIT, EXIT_INTERRUPTED, Interrupt
 from coding_agent.context.mentions import mention_blocks
 from coding_agent.contracts import (
     APPROVAL_DIALOGS,
@@ -96,11 +98,13 @@ __all__ = [
     "APPROVAL_DIALOGS",
     "EXIT_BLOCKED",
     "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_STORAGE",
     "QUESTION_DIALOGS",
     "HeadlessMode",
     "answer_text",
+    "interrupted_reporter",
     "run_headless",
     "run_json",
     "run_print",
@@ -358,6 +362,7 @@ async def run_headless(
     err: TextIO | None = None,
     verbose: bool = False,
     on_unanswered: Callable[[], None] | None = None,
+    interrupt: Interrupt | None = None,
 ) -> int:
     """Send ``prompt`` to the branch the session is on and report as ``mode`` says.
 
@@ -366,7 +371,9 @@ async def run_headless(
     :data:`EXIT_BLOCKED` when it ended but a tool call was refused for lack of approval (one
     line per call on ``err``, naming the flags that allow it). ``verbose`` prints the session id
     on ``err``. ``on_unanswered`` hears a failed turn in which the model produced nothing (the
-    command line drops a session it created for it: no ghost). Raises
+    command line drops a session it created for it: no ghost). ``interrupt``: the run's
+    signals (:mod:`coding_agent.cli.interrupt`): the first aborts the turn, and the run returns
+    :data:`EXIT_INTERRUPTED` after its last line (``"status": "interrupted"``). Raises
     :class:`~coding_agent.worker.providers.RegistryError` / ``ValueError`` for a bad model or
     faux script (nothing is opened then)."""
     if mode not in ("print", "json"):
@@ -443,12 +450,35 @@ async def run_headless(
             verbose=verbose,
             failed=lambda: watch.message is not None,
             options=send_options,
+            interrupt=interrupt,
         )
     if watch.message is not None:  # one line, and the exit code says what happened
         print(f"coding-agent: error: {watch.message}", file=errors)
         errors.flush()
         return EXIT_STORAGE
     return report_turn(turn, blocked, mode=mode, out=out, err=errors, on_unanswered=on_unanswered)
+
+
+def interrupted_reporter(mode: HeadlessMode, out: TextIO, err: TextIO) -> Callable[[str], None]:
+    """The last line of a run a signal cancelled (:attr:`Interrupt.report`): ``--json``'s
+    result line (``"status": "interrupted"``), or ``-p``'s error line."""
+
+    def report(detail: str) -> None:
+        try:
+            if mode == "json":
+                _json_line(out, _interrupted_result("", detail))
+            else:
+                print(f"coding-agent: error: {inert(detail)}", file=err)
+                err.flush()
+        except (OSError, ValueError):  # stdout's reader left, a closed stream: nothing to say
+            pass
+
+    return report
+
+
+def _interrupted_result(text: str, detail: str) -> dict[str, Any]:
+    return {"type": "result", "ok": False, "status": "interrupted", "text": text,
+            "error": detail}  # fmt: skip
 
 
 class TurnOutcome:
@@ -461,6 +491,9 @@ class TurnOutcome:
         self.text = ""
         self.entries: dict[int, ViewEntry] = {}
         self.model: str | None = None
+        self.session: Any = None
+        self.interrupted: str | None = None
+        """Why the turn was aborted (``interrupted (SIGINT): ...``), when a signal aborted it."""
 
 
 async def follow_turn(
@@ -477,15 +510,17 @@ async def follow_turn(
     failed: Callable[[], bool] = lambda: False,
     latest: Callable[[], ConversationServiceApi] | None = None,
     options: Mapping[str, Any] | None = None,
+    interrupt: Interrupt | None = None,
 ) -> TurnOutcome:
     """Send ``prompt`` to ``conversation`` and read ``events`` (its view events, in order)
     until the turn holding it ends; ``--json`` lines go to ``out`` as they come. The same for a
     session in this process and one on a server (:mod:`coding_agent.cli.attach`);
     ``latest()`` is the conversation's facade now (a reconnect makes a new one). ``options``:
-    more members of the send (a command's ``model`` and ``allow``)."""
+    more members of the send (a command's ``model`` and ``allow``). While the turn is followed
+    ``interrupt`` is armed: its first signal aborts the turn (:func:`_abort_on_signal`)."""
     turn = TurnOutcome()
     model = _model_ref(conversation.view.value) or default_model
-    session = session_line.get("session")
+    session = turn.session = session_line.get("session")
     if verbose:
         print(f"coding-agent: session {session} ({model}, {session_line.get('cwd')})", file=err)
         err.flush()
@@ -496,13 +531,80 @@ async def follow_turn(
     decoder = ViewDecoder()  # the view and the entries of events, decoded once
     start = decoder.decode(conversation.view.value)
     before = max((entry.id for entry in start.entries), default=-1) if start else -1
-    try:
-        sent = cast(SendInputJson, {**(options or {}), "content": prompt})
-        input_id = await conversation.send(sent, BACKGROUND)
-    except Exception:
-        if not failed():
-            raise
-        input_id = -1
+    sent = anyio.Event()
+    current = latest if latest is not None else lambda: conversation
+    ended = False
+    failure: Exception | None = None
+    async with anyio.create_task_group() as group:
+        if interrupt is not None:
+            interrupt.armed = True
+            group.start_soon(_abort_on_signal, interrupt, sent, current, turn, group.cancel_scope)
+        try:
+            try:
+                send = cast(SendInputJson, {**(options or {}), "content": prompt})
+                input_id = await conversation.send(send, BACKGROUND)
+            except Exception:
+                if not failed():
+                    raise
+                input_id = -1
+            sent.set()
+            ended = await _read_turn(events, decoder, input_id, before, turn, mode, out)
+        except Exception as error:  # raised below as itself, not in a task group's group
+            failure = error
+        finally:
+            if interrupt is not None:
+                interrupt.armed = False
+        group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    if interrupt is not None and interrupt.requested.is_set():
+        said = interrupt.describe()
+        if ended and turn.status == "done":
+            turn.interrupted = None  # it ended before the abort could: reported as it ended
+        elif ended:
+            turn.interrupted = f"{said}: the turn was aborted"
+        elif turn.interrupted is None:
+            turn.interrupted = f"{said}: the abort was not confirmed within {ABORT_WAIT:g} s"
+    # After a reconnect (another worker, another server) the conversation is a new facade.
+    asked = (options or {}).get("model")  # a command's own model ran this turn
+    turn.model = (
+        _model_ref({"config": {"model": asked}}) or _model_ref(current().view.value) or model
+    )
+    return turn
+
+
+async def _abort_on_signal(
+    interrupt: Interrupt,
+    sent: anyio.Event,
+    current: Callable[[], ConversationServiceApi],
+    turn: TurnOutcome,
+    reading: anyio.CancelScope,
+) -> None:
+    """At ``interrupt``'s first signal, abort the conversation's turn (the TUI's Esc: a durable
+    mark), then let the turn's events be read until it ends (the reader cancels this task),
+    for at most :data:`ABORT_WAIT` seconds; past them stop ``reading``."""
+    await interrupt.requested.wait()
+    with anyio.move_on_after(ABORT_WAIT):
+        await sent.wait()
+        try:
+            await current().abort(BACKGROUND)
+        except Exception as error:  # the connection dropped, the session closed
+            turn.interrupted = f"{interrupt.describe()}: the turn could not be aborted: {error}"
+        await anyio.sleep_forever()  # the reader sees the turn end and cancels this task
+    reading.cancel()
+
+
+async def _read_turn(
+    events: Any,
+    decoder: ViewDecoder,
+    input_id: int,
+    before: int,
+    turn: TurnOutcome,
+    mode: HeadlessMode,
+    out: TextIO,
+) -> bool:
+    """Read ``events`` until the turn of ``input_id`` ended (``--json`` lines to ``out``);
+    whether it did (``False``: the events ended first)."""
     async for event in events:
         if event.get("type") == REHYDRATED:
             # Entries committed while the connection was down came with no event: report each
@@ -517,7 +619,7 @@ async def follow_turn(
                     if mode == "json":
                         _json_line(out, {"type": "entry.added", "entry": raw})
             if input_id >= 0 and _ended_meanwhile(view, input_id, turn):
-                break
+                return True
             continue
         if event.get("type") == "entry.added" and event["entry"]["id"] in turn.entries:
             continue  # already reported from a rehydrated view
@@ -530,12 +632,8 @@ async def follow_turn(
             turn.status = str(event.get("status"))
             turn.detail = str(event.get("detail") or event.get("reason") or "")
             turn.text = answer_text(turn.entries.get(event.get("answer", -1)))
-            break
-    # After a reconnect (another worker, another server) the conversation is a new facade.
-    current = latest() if latest is not None else conversation
-    asked = (options or {}).get("model")  # a command's own model ran this turn
-    turn.model = _model_ref({"config": {"model": asked}}) or _model_ref(current.view.value) or model
-    return turn
+            return True
+    return False
 
 
 def _json_line(out: TextIO, value: Any) -> None:
@@ -575,6 +673,14 @@ def report_turn(
     """Write the outcome (the answer, or the ``--json`` result line; the error lines) and
     return the exit code."""
     errors = err
+    if turn.interrupted is not None:  # aborted: no answer, and the session is kept
+        if mode == "json":
+            _json_line(out, _interrupted_result(turn.text, turn.interrupted))
+        else:
+            again = f" (continue the session: coding-agent --resume {turn.session})"
+            print(f"coding-agent: error: {inert(turn.interrupted)}{again}", file=errors)
+        errors.flush()
+        return EXIT_INTERRUPTED
     status, detail, text, entries, model = (
         turn.status, turn.detail, turn.text, turn.entries, turn.model
     )  # fmt: skip

@@ -20,6 +20,9 @@
                                        the prompt: git diff | coding-agent -p "review this")
     coding-agent --json "prompt"       headless: stream the view events as JSON lines
                                        (--approve allow lets tools that need approval run)
+    coding-agent -p --model X "prompt" the prompt may stand anywhere among the options; with
+                                       -p/--json a word naming a subcommand is the prompt
+                                       (:mod:`coding_agent.cli.argv`)
     coding-agent --version
 
     --model provider/id                the model (default: the offline ``faux`` demo without a key)
@@ -44,7 +47,8 @@ crashed worker is restarted); see :mod:`coding_agent.tui`. Every failure is one 
 stderr, ``coding-agent: error: ...``. Exit status: 0 on success, 1 when the provider or the
 model failed (unknown model, missing API key, unreachable server, a failed turn), 2 for a usage,
 configuration or session error, 3 when a headless turn ended but a tool call was blocked for
-lack of approval, 130 when interrupted.
+lack of approval, 130 when interrupted (a headless run's first SIGINT or SIGTERM aborts its turn
+durably and reports it: :mod:`coding_agent.cli.interrupt`).
 
 Why one module: it is the one command line of the app: the parser, its subcommands and the dispatch
 that runs them share the flags and the error handling (usage errors, start failures and exit
@@ -61,18 +65,34 @@ import math
 import os
 import stat
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeGuard
 
+from coding_agent.cli.argv import is_headless, split_wait_value, wait_seconds
 from coding_agent.settings.changes import THINKING_LEVELS
 from coding_agent.settings.permission_modes import PERMISSION_MODES
 
 if TYPE_CHECKING:
+    from coding_agent.cli.interrupt import Interrupt
     from coding_agent.session_files.folders import LaunchSettings, Session, SessionError
     from coding_agent.settings.config import EffectiveConfig
 
-__all__ = ["build_parser", "main", "pick_session", "prebuild_parser"]
+__all__ = [
+    "SUBCOMMANDS",
+    "build_headless_parser",
+    "build_parser",
+    "main",
+    "parse_command_line",
+    "pick_session",
+    "prebuild_parser",
+]
+
+SUBCOMMANDS = (
+    "attach", "serve", "web", "config", "doctor", "acp", "sessions", "export", "facets", "db",
+    "warm-start",
+)  # fmt: skip
+"""The subcommands: the first word of their command lines (none takes -p or --json)."""
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -93,7 +113,13 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (``coding-agent: error: ...``), exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"coding-agent: error: {message} (see coding-agent --help)\n")
+        _usage_exit(message)
+
+
+def _usage_exit(message: str) -> NoReturn:
+    """A usage error: one line on stderr, exit status 2."""
+    sys.stderr.write(f"coding-agent: error: {message} (see coding-agent --help)\n")
+    sys.exit(EXIT_USAGE)
 
 
 class _Version(argparse.Action):
@@ -123,6 +149,14 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _wait_seconds(text: str) -> float:
+    """``--wait-for-approval``'s value: seconds, or ``inf`` (until answered, as without one)."""
+    try:
+        return wait_seconds(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0") from None
+
+
 def _patterns(text: str) -> list[str]:
     """``--models``: comma-separated ``provider/id`` patterns, each with a ``/``."""
     patterns = [part.strip() for part in text.split(",") if part.strip()]
@@ -136,15 +170,29 @@ def _patterns(text: str) -> list[str]:
     return patterns
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (``attach`` is the only subcommand; no subcommand runs the TUI)."""
-    parser = _Parser(
+def _new_parser() -> _Parser:
+    return _Parser(
         prog="coding-agent",
         description="A terminal coding agent. Without arguments: a new session in the TUI.",
         epilog="Exit status: 0 ok, 1 the provider or model failed, 2 usage, configuration or "
         "session error, 3 a headless tool call was blocked for lack of approval "
-        "(allow it with --approve allow or --permission-mode).",
+        "(allow it with --approve allow or --permission-mode), 130 interrupted.",
     )
+
+
+def build_headless_parser() -> argparse.ArgumentParser:
+    """The argument parser of a headless run (``-p``/``--json``): the options and the prompt,
+    in any order (:meth:`~argparse.ArgumentParser.parse_intermixed_args`); no subcommands."""
+    parser = _new_parser()
+    _add_options(parser)
+    parser.add_argument(
+        "words", nargs="*", metavar="PROMPT", help="the prompt (or give it to -p/--json)"
+    )
+    return parser
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the command line itself (not of a subcommand)."""
     parser.add_argument("--version", action=_Version)
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
@@ -181,7 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
         const="",
         default=None,
         metavar="PROMPT",
-        help="headless: run one prompt and print the final answer (piped stdin is added)",
+        help="headless: run one prompt and print the final answer (piped stdin is added); the "
+        "prompt may also stand anywhere among the options (-p --model X PROMPT)",
     )
     parser.add_argument(
         "--verbose",
@@ -206,7 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
         const="",
         default=None,
         metavar="PROMPT",
-        help="headless: run one prompt (or the -p prompt) and stream events as JSON lines",
+        help="headless: run one prompt (or the -p prompt) and stream events as JSON lines; the "
+        "prompt may also stand anywhere among the options (--json --model X PROMPT)",
     )
     parser.add_argument(
         "--approve",
@@ -217,13 +267,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--wait-for-approval",
         nargs="?",
-        type=_seconds,
+        type=_wait_seconds,
         const=math.inf,
         default=None,
         metavar="SECONDS",
         help="headless: leave an approval open for another client (coding-agent attach SESSION, "
         "an editor) to answer, SECONDS long (default: until answered), then answer as --approve "
-        "says",
+        "says; a next word that is not a number is the prompt",
     )
     parser.add_argument(
         "--permission-mode",
@@ -271,9 +321,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not trust this project folder (remembered): skip its local facet packages",
     )
     parser.add_argument("--name", metavar="TEXT", help="name the session (shown in pickers)")
+    _add_server_client_flags(parser, suppress=False)
+    parser.add_argument(
+        "--server",
+        metavar="tcp://HOST:PORT[/SESSION]",
+        help="-p/--json: run the prompt on a coding-agent serve (a new session, or SESSION)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command line but a headless run's (subcommands; no
+    subcommand runs the TUI)."""
+    parser = _new_parser()
+    _add_options(parser)
     commands = parser.add_subparsers(
         dest="command",
-        metavar="{attach,serve,web,config,doctor,acp,sessions,export,facets,db,warm-start}",
+        metavar="{" + ",".join(SUBCOMMANDS) + "}",
     )
     commands.add_parser(
         "config",
@@ -319,12 +382,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="session id or prefix, or tcp://HOST:PORT/SESSION on a coding-agent serve",
     )
     _add_server_client_flags(attach, suppress=True)
-    _add_server_client_flags(parser, suppress=False)
-    parser.add_argument(
-        "--server",
-        metavar="tcp://HOST:PORT[/SESSION]",
-        help="-p/--json: run the prompt on a coding-agent serve (a new session, or SESSION)",
-    )
     # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.server.args import add_serve_command, add_web_command
 
@@ -573,54 +630,13 @@ def _read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
     return prompt
 
 
-async def _until_interrupted(run: Callable[..., Awaitable[int]], *args: Any) -> int:
-    """``await run(*args)``, which the first SIGINT cancels: then ``KeyboardInterrupt`` (the
-    command's exit 130).
-
-    asyncio's own SIGINT handling cancels the main task once (``Task.cancel``): one
-    ``CancelledError`` at one await, which a cleanup path that catches it can absorb, and the
-    run then goes on as if no SIGINT had come (seen under load: a ``-p`` run waiting on a bash
-    call ignored its SIGINT). anyio's cancel scope is level-triggered: every await inside it
-    raises again until the run has unwound. A second SIGINT interrupts at once (SIGINT's
-    handler is Python's default again by then); a command started with SIGINT ignored (a
-    background job) keeps ignoring it.
-    """
+async def _run_headless(
+    args: argparse.Namespace, session: Session, prompt: str, interrupt: Interrupt
+) -> int:
+    """The headless run; ``interrupt`` hears its SIGINT/SIGTERM (the first aborts the turn,
+    :mod:`coding_agent.cli.interrupt`)."""
     # lazy: start-up time (the command line imports only what the chosen command runs)
-    import signal
-
-    import anyio
-
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        return await run(*args)
-    interrupted = False
-    code = EXIT_INTERRUPTED
-    error: BaseException | None = None
-    async with anyio.create_task_group() as group:
-
-        async def watch() -> None:
-            nonlocal interrupted
-            with anyio.open_signal_receiver(signal.SIGINT) as signals:
-                async for _ in signals:
-                    interrupted = True
-                    group.cancel_scope.cancel()
-                    return
-
-        group.start_soon(watch)
-        try:
-            code = await run(*args)
-        except BaseException as raised:  # re-raised below as itself, not in a task group's group
-            error = raised
-        group.cancel_scope.cancel()
-    if interrupted:
-        raise KeyboardInterrupt
-    if error is not None:
-        raise error
-    return code
-
-
-async def _run_headless(args: argparse.Namespace, session: Session, prompt: str) -> int:
-    # lazy: start-up time (the command line imports only what the chosen command runs)
-    from coding_agent.cli.headless import run_headless
+    from coding_agent.cli.headless import interrupted_reporter, run_headless
     from coding_agent.worker.main import session_worker_config
 
     if session.worker_running():
@@ -633,6 +649,7 @@ async def _run_headless(args: argparse.Namespace, session: Session, prompt: str)
     if config.environment is not None:  # this process is the worker now: keys stay in config.env
         config.environment.withhold_from_process()
     mode = "json" if args.json is not None else "print"
+    interrupt.report = interrupted_reporter(mode, sys.stdout, sys.stderr)
     if args.wait_for_approval is not None:  # the worker runs apart, so others can answer
         # lazy: start-up time (the command line imports only what the chosen command runs)
         from coding_agent.cli.attach import run_parked_headless
@@ -640,7 +657,7 @@ async def _run_headless(args: argparse.Namespace, session: Session, prompt: str)
         return await run_parked_headless(
             prompt, session, wait=args.wait_for_approval, mode=mode, out=sys.stdout,
             approve=args.approve, verbose=args.verbose, model=args.model,
-            thinking=args.thinking, permission_mode=args.permission_mode,
+            thinking=args.thinking, permission_mode=args.permission_mode, interrupt=interrupt,
         )  # fmt: skip
 
     def unanswered() -> None:
@@ -648,7 +665,7 @@ async def _run_headless(args: argparse.Namespace, session: Session, prompt: str)
 
     return await run_headless(
         prompt, config, mode=mode, out=sys.stdout, approve=args.approve, verbose=args.verbose,
-        on_unanswered=unanswered,
+        on_unanswered=unanswered, interrupt=interrupt,
     )  # fmt: skip
 
 
@@ -891,25 +908,70 @@ def main(argv: Sequence[str] | None = None) -> int:
         start_up_done(freeze=False)
 
 
-_prebuilt: list[argparse.ArgumentParser] = []
-"""The parser :func:`prebuild_parser` made, until the first :func:`main` takes it."""
+_prebuilt: list[tuple[argparse.ArgumentParser, argparse.ArgumentParser]] = []
+"""The parsers :func:`prebuild_parser` made, until the first :func:`main` takes them."""
 
 
 def prebuild_parser() -> argparse.ArgumentParser:
-    """Build the argument parser now, for this process's next :func:`main` (once; later calls of
-    ``main`` build their own), and return it. The warm start's fork server does, so each forked
-    child parses its command line with a parser built before the fork (~4 ms less of its
-    start); building one reads nothing but the code (no file, and the environment only for the
-    terminal's width that argparse checks its formats against, which the parser does not
-    keep)."""
+    """Build the argument parsers now (:func:`build_parser`, :func:`build_headless_parser`), for
+    this process's next :func:`main` (once; later calls of ``main`` build their own), and return
+    the first. The warm start's fork server does, so each forked child parses its command line
+    with parsers built before the fork (~4 ms less of its start); building one reads nothing but
+    the code (no file, and the environment only for the terminal's width that argparse checks
+    its formats against, which the parser does not keep)."""
     parser = build_parser()
-    _prebuilt[:] = [parser]
+    _prebuilt[:] = [(parser, build_headless_parser())]
     return parser
 
 
+def parse_command_line(
+    argv: Sequence[str] | None = None,
+    parsers: tuple[argparse.ArgumentParser, argparse.ArgumentParser] | None = None,
+) -> argparse.Namespace:
+    """The parsed command line. A headless one (:func:`coding_agent.cli.argv.is_headless`) is
+    parsed without subcommands, its prompt wherever it stands: ``args.prompt`` (``-p``) and
+    ``args.json`` (``--json``) hold it, each ``None`` when its flag was not given, and
+    ``args.command`` is ``None``. ``parsers``: :func:`build_parser`'s and
+    :func:`build_headless_parser`'s (built here when not given)."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser, headless = parsers if parsers is not None else (build_parser(), None)
+    if not is_headless(words, subcommands=SUBCOMMANDS, takes_value=_value_options(parser)):
+        return parser.parse_args(words)
+    headless = headless or build_headless_parser()
+    # after "--" every word is the prompt's (-p -- "-x means?"), which parse_intermixed_args
+    # of Python 3.11 drops: they are kept apart
+    end = words.index("--") if "--" in words else len(words)
+    args = headless.parse_intermixed_args(split_wait_value(words[:end]))
+    args.words = [*args.words, *words[end + 1 :]]
+    given = [text for text in (args.prompt, args.json) if text] + list(args.words)
+    if len(given) > 1:
+        named = next((word for word in args.words if word in SUBCOMMANDS), None)
+        if named is not None:
+            headless.error(f"{named} does not take -p or --json")
+        shown = ", ".join(repr(text if len(text) <= 30 else text[:27] + "...") for text in given)
+        headless.error(
+            f'one prompt, given {len(given)} ({shown}): quote it as one word (-p "fix the tests")'
+        )
+    prompt = given[0] if given else ""
+    args.prompt = None if args.prompt is None else prompt
+    args.json = None if args.json is None else prompt
+    args.command = None
+    delattr(args, "words")
+    return args
+
+
+def _value_options(parser: argparse.ArgumentParser) -> frozenset[str]:
+    """The options whose next word is their value (a word that is not a subcommand)."""
+    return frozenset(
+        option
+        for action in parser._actions  # argparse has no public list of them
+        if action.nargs in (None, "?") and action.dest not in ("prompt", "json")
+        for option in action.option_strings
+    )
+
+
 def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
-    parser = _prebuilt.pop() if _prebuilt else build_parser()
-    args = parser.parse_args(argv)
+    args = parse_command_line(argv, _prebuilt.pop() if _prebuilt else None)
     headless = args.prompt is not None or args.json is not None
     local_tui = (
         not headless
@@ -920,17 +982,14 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         start_up_done()  # a server, a remote run, a command: no first request of ours is next
     # A local TUI ends the pause once its first frame is painted (_run_tui): what it imports
     # and builds until then (Textual, chord, pico3, the app) lives as long as the process.
-    if headless and args.command in (
-        "attach", "serve", "web", "config", "doctor", "acp", "sessions", "export", "facets", "db",
-        "warm-start",
-    ):  # fmt: skip
-        parser.error(f"{args.command} does not take -p or --json")
+    if headless and args.command in SUBCOMMANDS:
+        _usage_exit(f"{args.command} does not take -p or --json")
     if args.server is not None and (args.continue_ or args.resume is not None):
-        parser.error("--server takes the session in its URL: --server tcp://HOST:PORT/SESSION")
+        _usage_exit("--server takes the session in its URL: --server tcp://HOST:PORT/SESSION")
     if args.wait_for_approval is not None and not headless and args.command != "serve":
-        parser.error("--wait-for-approval is for -p/--json (a TUI asks you itself)")
+        _usage_exit("--wait-for-approval is for -p/--json (a TUI asks you itself)")
     if args.server is not None and not headless:
-        parser.error(
+        _usage_exit(
             "--server is for -p/--json (a TUI attaches with: attach tcp://HOST:PORT/SESSION)"
         )
     args.facets_dir = [str(Path(folder).resolve()) for folder in args.facets_dir]
@@ -1072,7 +1131,12 @@ def _run(
     tui_dirs = [*session.settings.facets_dirs, *(str(d) for d in project.loaded_dirs)]
     try:
         if headless:
-            return int(anyio.run(_until_interrupted, _run_headless, args, session, prompt))
+            # lazy: start-up time (the command line imports only what the chosen command runs)
+            from coding_agent.cli.interrupt import Interrupt, until_interrupted
+
+            interrupt = Interrupt()
+            run = (_run_headless, args, session, prompt, interrupt)
+            return int(anyio.run(until_interrupted, interrupt, *run))
         return int(anyio.run(_run_tui, args, session, tui_dirs, start_up_done))
     except BaseException as error:
         if previous is not None and not new and _start_failure(error):

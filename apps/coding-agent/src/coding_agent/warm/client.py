@@ -28,6 +28,7 @@ import signal
 import socket
 import sys
 
+from coding_agent.cli.argv import headless_flag
 from coding_agent.settings import warm_start as rendezvous
 
 TYPE_CHECKING = False  # not `from typing import`: typing (with re) costs the thin client ~5 ms
@@ -52,15 +53,16 @@ _SERVER_ENV_PREFIXES = ("XDG_", "PYTHON", "LC_", "LANG", "CODING_AGENT_WARM_STAR
 
 def served(argv: Sequence[str]) -> bool:
     """Whether the command line is a headless run (what the fork server serves): ``-p``,
-    ``--print`` or ``--json`` before any ``--``. Anything else (the TUI: a forked process has no
-    controlling terminal) runs here."""
+    ``--print`` or ``--json`` (``-pPROMPT``, ``--print=``, ``--json=``, ``-cp``) before any
+    ``--``, wherever the prompt stands (:mod:`coding_agent.cli.argv`). Every command line the
+    command line parses as headless is served; so is a subcommand's own ``--json``
+    (``sessions --json``), which the child runs as it would run here. Anything else (the TUI: a
+    forked process has no controlling terminal) runs here."""
     for arg in argv:
         if arg == "--":
             return False
-        if arg in ("-p", "--print", "--json") or arg.startswith(("--print=", "--json=")):
+        if headless_flag(arg):
             return True
-        if arg.startswith("-p") and not arg.startswith("--"):
-            return True  # -pPROMPT
     return False
 
 
