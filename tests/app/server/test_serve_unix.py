@@ -87,6 +87,8 @@ async def test_the_unix_socket_is_private_and_unknown_sessions_are_refused(
     with pytest.raises(ServerRefused) as refused:
         await connect_server(address, Request(session="no-such-session"))
     assert refused.value.code == "not_found"
+    assert "no session 'no-such-session' on this server" in str(refused.value)
+    assert "coding-agent/sessions" not in str(refused.value)  # its folders stay its own
     assert list_sessions(env=agent_env) == []
     assert server.process.returncode is None
 

@@ -70,6 +70,7 @@ from coding_agent.session_files.folders import (
     adopt_session,
     create_session,
     open_session,
+    sessions_root,
 )
 from coding_agent.supervisor import READY_TIMEOUT, WorkerStartError, WorkerSupervisor
 
@@ -407,9 +408,9 @@ class SessionServer:
             _check_folder(session.id, session.cwd)
             return session
         except SessionError as error:
-            raise PrefaceError(
-                "not_found" if not request.new else "start_failed", str(error)
-            ) from None
+            # a client on another machine is told of this server, not of its folders
+            said = str(error).replace(f" in {sessions_root(env)}", " on this server")
+            raise PrefaceError("not_found" if not request.new else "start_failed", said) from None
         except psycopg.Error as error:
             raise PrefaceError("start_failed", f"the session directory failed: {error}") from None
 
