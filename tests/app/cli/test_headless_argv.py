@@ -149,3 +149,18 @@ def test_the_readme_forms_run(project: Path, agent_env: dict[str, str]) -> None:
     user = [e["entry"] for e in lines if e["type"] == "entry.added"
             and e["entry"]["kind"] == "pi.user"]  # fmt: skip
     assert user[0]["model"][0]["content"] == "config", "a subcommand's name is the prompt"
+
+
+def test_continue_with_no_session_says_it_starts_a_new_one(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    """``-c -p`` in a folder with no session: the run goes on in a new session, and says so
+    in one line (a user who meant another folder learns it)."""
+    script = str(project.parent / "script.json")
+    done = _run(["-c", "-p", "what is up", "--faux-script", script], project, agent_env)
+    assert (done.returncode, done.stdout) == (0, "Nothing is up.\n")
+    assert done.stderr == (
+        f"coding-agent: no session of {project} to continue: starting a new one\n"
+    )
+    again = _run(["-c", "-p", "and now", "--faux-script", script], project, agent_env)
+    assert again.stderr == ""  # the one it started is continued

@@ -517,6 +517,7 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]
         if session is not None:
             check_writable(session)
             return session, False
+        print(f"coding-agent: no session of {cwd} to continue: starting a new one", file=sys.stderr)
     elif args.resume is not None:
         if args.resume:
             session = open_session(args.resume)
