@@ -19,7 +19,10 @@ answers it:
   :meth:`DialogScreen.close_from_outside` is how the modal slot takes a dialog away; it shows
   a notice when the user had it on screen unanswered.
 * **Nothing cut silently.** A body taller than its box scrolls (PgUp/PgDn, the mouse wheel) and
-  a line under it says how much more there is ("… 48 more lines ↓ · PgDn").
+  a line under it says how much more there is ("… 48 more lines ↓ · PgDn"). The title, the
+  options and the key line always keep their rows: on a small screen the body gives up its rows
+  first (down to one), then the option list scrolls (the highlighted option always in view); a
+  dialog that would be cramped so drops its blank rows first.
 """
 
 from __future__ import annotations
@@ -56,6 +59,13 @@ ARMING_LINE = "… (keys typed now stay in the editor)"
 
 BODY_ROWS = 24
 """The most rows a dialog's body takes (fewer when the screen is small); the rest scrolls."""
+
+OPTION_ROWS = 15
+"""The most rows a dialog's option list takes (fewer when the screen is small); the rest scrolls."""
+
+ROOMY_BODY_ROWS = 3
+"""When the body would get fewer rows than this (or the options would scroll), the dialog goes
+compact: no blank rows (padding, margins) and up to the whole screen's height, not 80% of it."""
 
 ResultT = TypeVar("ResultT")
 
@@ -114,6 +124,12 @@ class _KeysLine(Static):
         screen = self.screen
         if isinstance(screen, DialogScreen):
             screen.call_after_refresh(screen.fit_body)
+
+
+def _set_max_height(widget: Widget, rows: int) -> None:
+    """``max-height: rows`` (only when it changes: setting a style asks for a new layout)."""
+    if widget.styles.max_height is None or widget.styles.max_height.value != rows:
+        widget.styles.max_height = rows
 
 
 def body_text(content: str | Text) -> Static:
@@ -215,6 +231,7 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
         self.call_after_refresh(self.fit_body)
 
     def on_resize(self) -> None:
+        self.remove_class("-compact")  # roomy again if the new size allows it (fit_body)
         self.call_after_refresh(self.fit_body)
 
     def _disarm(self) -> None:
@@ -328,22 +345,50 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
             body.scroll_to(y=y, animate=False, immediate=True)
 
     def fit_body(self) -> None:
-        """Give the body the rows the dialog's box leaves it (at most 80% of the screen), so
-        the options and the key line always show: a long body scrolls instead of pushing them
-        out of the box."""
-        for body in self.query(_DialogBody):
-            box = body.parent
-            if not isinstance(box, Widget):
+        """Share out the rows of the dialog's box (its ``max-height``) so the title, the
+        options and the key line always show: the option list gets its rows (up to
+        :data:`OPTION_ROWS`) as long as the body keeps one, the body what is left (up to
+        :data:`BODY_ROWS`, the rest scrolls). When that leaves the body fewer than
+        :data:`ROOMY_BODY_ROWS` or the option list too few for its options, the dialog goes
+        compact (no blank rows, up to the whole screen's height) until the screen is resized;
+        on a screen too small even then the option list scrolls too (it keeps the highlighted
+        option in view)."""
+        keys = next(iter(self.query(_KeysLine)), None)
+        box = keys.parent if keys is not None else None
+        if not isinstance(box, Widget):
+            return
+        bodies = [child for child in box.children if isinstance(child, _DialogBody)]
+        lists = [child for child in box.children if isinstance(child, OptionList)]
+        used = box.styles.gutter.height
+        for child in box.children:
+            if not child.display and not child.has_class("more"):
                 continue
-            used = box.styles.gutter.height + 1  # the "more" line's row, kept whether shown
-            for child in box.children:
-                if child is body or child.has_class("more") or not child.display:
-                    continue
-                used += child.outer_size.height + child.styles.margin.top
-                used += child.styles.margin.bottom
-            rows = max(3, min(BODY_ROWS, int(self.size.height * 0.8) - used))
-            if body.styles.max_height is None or body.styles.max_height.value != rows:
-                body.styles.max_height = rows
+            used += child.styles.margin.top + child.styles.margin.bottom
+            if child.has_class("more"):
+                used += 1  # the "more" line's row, kept whether shown
+            elif child not in bodies and child not in lists:
+                used += child.outer_size.height
+        height = box.styles.max_height
+        free = (int(height.resolve(self.size, self.size)) if height else self.size.height) - used
+        cramped = False
+        body_least = 1 if bodies else 0
+        for options in lists:
+            gutter = options.styles.gutter.height
+            width = max(1, options.size.width - options.styles.gutter.width)
+            wanted = min(
+                OPTION_ROWS, gutter + options.get_content_height(self.size, self.size, width)
+            )
+            fitted = max(gutter + 1, min(wanted, free - body_least))
+            cramped = cramped or fitted < wanted
+            _set_max_height(options, fitted)
+            free -= fitted
+        for body in bodies:
+            rows = max(1, min(BODY_ROWS, free))
+            cramped = cramped or rows < min(ROOMY_BODY_ROWS, body.virtual_size.height)
+            _set_max_height(body, rows)
+        if cramped and not self.has_class("-compact"):
+            self.add_class("-compact")  # then share out the rows it gains
+            self.call_after_refresh(self.fit_body)
 
     def update_more(self) -> None:
         """Refresh the "more" line from the body's scroll position."""
@@ -403,11 +448,14 @@ class ConfirmScreen(DialogScreen[bool]):
     }
     ConfirmScreen .title { text-style: bold; margin-bottom: 1; }
     ConfirmScreen .body { height: auto; overflow-y: auto; }
-    ConfirmScreen .more { color: $text-muted; }
+    ConfirmScreen .more { color: $text-muted; height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     ConfirmScreen Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
     ConfirmScreen Button { margin-left: 2; }
     ConfirmScreen.-arming Button { opacity: 50%; }
     ConfirmScreen .keys { color: $text-muted; margin-top: 1; }
+    ConfirmScreen.-compact > Vertical { max-height: 100%; padding: 0 2; }
+    ConfirmScreen.-compact .title, ConfirmScreen.-compact Horizontal,
+    ConfirmScreen.-compact .keys { margin: 0; }
     """
 
     def __init__(self, title: str, body: str, yes: str, no: str) -> None:
@@ -463,8 +511,11 @@ class ChoiceScreen(DialogScreen[str | None]):
     ChoiceScreen OptionList { height: auto; max-height: 15; margin-top: 1; }
     ChoiceScreen.-arming OptionList { opacity: 50%; }
     ChoiceScreen .body { height: auto; overflow-y: auto; }
-    ChoiceScreen .more { color: $text-muted; }
+    ChoiceScreen .more { color: $text-muted; height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     ChoiceScreen .keys { color: $text-muted; margin-top: 1; }
+    ChoiceScreen.-compact > Vertical { max-height: 100%; padding: 0 2; }
+    ChoiceScreen.-compact .title, ChoiceScreen.-compact OptionList,
+    ChoiceScreen.-compact .keys { margin: 0; }
     """
 
     def __init__(

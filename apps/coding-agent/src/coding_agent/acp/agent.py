@@ -17,6 +17,10 @@ the log. :class:`CodingAgentAcp` answers:
 * ``session/set_mode`` — the permission mode (``ask``, ``accept-edits``, ``sandbox``, ``plan``,
   ``auto``); ``session/set_config_option`` with ``model`` — the model (``provider/id``).
 
+A line that is not JSON-RPC is answered ``-32700`` (``Parse error``) or ``-32600`` with
+``"id": null`` and one line on stderr (:mod:`.lines`); a ``cwd`` that is not absolute is refused
+(``-32602``), as ACP requires.
+
 A session is served by one process at a time (the session's lock): loading one a TUI has open
 is refused with a message saying so.
 """
@@ -31,7 +35,8 @@ from typing import Any
 
 import anyio
 import anyio.abc
-from acp import PROTOCOL_VERSION, run_agent
+from acp import PROTOCOL_VERSION, run_agent, stdio_streams
+from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
 from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
@@ -49,6 +54,7 @@ from acp.schema import (
 
 from coding_agent.acp.editor import MCP_CLIENT_SERVERS, AcpEditorFiles, mcp_servers_entry
 from coding_agent.acp.errors import failed, invalid
+from coding_agent.acp.lines import JsonLines
 from coding_agent.acp.session import AcpSession
 from coding_agent.acp.translate import prompt_content
 from coding_agent.session_files.folders import SessionError, create_session, open_session
@@ -122,12 +128,14 @@ class CodingAgentAcp:
         return services
 
     async def _open(
-        self, session_id: str, cwd: Path, mcp_servers: Sequence[Any] | None, *, new: bool
+        self, session_id: str, cwd: str, mcp_servers: Sequence[Any] | None, *, new: bool
     ) -> AcpSession:
         if self._client is None:
             raise failed("no client is connected")
+        if not Path(cwd).is_absolute():  # ACP: never resolved against the agent's own folder
+            raise invalid(f"cwd must be an absolute path (got {cwd!r})")
         try:
-            session = create_session(cwd) if new else open_session(session_id)
+            session = create_session(Path(cwd)) if new else open_session(session_id)
         except SessionError as error:
             raise invalid(str(error)) from None
         config = session_worker_config(session, model=self._model, faux_script=self._faux_script)
@@ -152,7 +160,7 @@ class CodingAgentAcp:
     async def new_session(
         self, cwd: str, mcp_servers: Sequence[Any] | None = None, **_: Any
     ) -> NewSessionResponse:
-        served = await self._open("", Path(cwd), mcp_servers, new=True)
+        served = await self._open("", cwd, mcp_servers, new=True)
         return NewSessionResponse(
             session_id=served.id, modes=served.modes(), config_options=[served.model_option()]
         )
@@ -161,7 +169,7 @@ class CodingAgentAcp:
         self, cwd: str, session_id: str, mcp_servers: Sequence[Any] | None = None, **_: Any
     ) -> LoadSessionResponse:
         served = self._sessions.get(session_id) or await self._open(
-            session_id, Path(cwd), mcp_servers, new=False
+            session_id, cwd, mcp_servers, new=False
         )
         await served.replay_transcript()
         return LoadSessionResponse(modes=served.modes(), config_options=[served.model_option()])
@@ -210,7 +218,9 @@ async def run_acp(*, model: str | None = None, faux_script: str | None = None) -
     async with anyio.create_task_group() as group:
         agent = CodingAgentAcp(group, model=model, faux_script=faux_script)
         try:
-            await run_agent(agent)  # pyright: ignore[reportArgumentType]
+            reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+            lines = JsonLines(reader, writer)  # answers a line that is not JSON-RPC
+            await run_agent(agent, lines)  # pyright: ignore[reportArgumentType]
         finally:
             agent.close()
     print("coding-agent acp: the editor closed the connection", file=sys.stderr)

@@ -6,6 +6,9 @@ refusal (wrong token, unknown session, a worker that cannot start) or a TLS fail
 the session's connection: a dropped connection (a worker restarted, the network) is dialled
 again and every facade rehydrates, as over a local socket.
 
+A refused token on a reconnect (revoked or changed on the server, ``serve``'s SIGHUP) is
+final, as on the first dial: one line, exit 2, no dialling again.
+
 Exit codes as for local runs; in addition 1 when the server cannot be reached or its
 certificate is not trusted, 2 when it refuses the token or does not know the session.
 """
@@ -106,6 +109,16 @@ class _Dial:
         return connect
 
 
+def _revoked(error: BaseException, how: str) -> str | None:
+    """The line for a token refused on a reconnect (``how``: what to do again), else ``None``."""
+    if not isinstance(error, ServerRefused) or error.code != "unauthorized":
+        return None
+    return (
+        f"{error.address}: the server refused this token: it was revoked or changed; "
+        f"{how} again with a valid token"
+    )
+
+
 def _say_failover(line: str) -> None:
     print(f"coding-agent: {line}", file=sys.stderr, flush=True)
 
@@ -166,7 +179,7 @@ def run_remote_attach(args: argparse.Namespace) -> int:
 
 async def _attach(dial: _Dial) -> int:
     # lazy: start-up time (-p --server never loads the TUI)
-    from coding_agent.tui.main import run_client
+    from coding_agent.tui.main import ConnectRefused, run_client
 
     assert dial.session is not None
     try:
@@ -182,11 +195,19 @@ async def _attach(dial: _Dial) -> int:
     async def connect() -> FrameConnection:
         if pending:
             return pending.pop()
-        return await again()
+        try:
+            return await again()
+        except ServerRefused as error:
+            line = _revoked(error, "attach")
+            if line is None:
+                raise
+            raise ConnectRefused(line) from error  # final: the TUI ends
 
     session = remote_session(info, dial.address)
     try:
         await run_client(session, supervisor=None, connect=connect)
+    except ConnectRefused as refused:
+        return _fail(str(refused), EXIT_USAGE)
     finally:
         for left in pending:
             await left.aclose()
@@ -268,11 +289,22 @@ async def run_headless_on_server(
     interrupt`)."""
     errors = err if err is not None else sys.stderr
     pending = [first]
+    refused: list[str] = []
+    turning = anyio.CancelScope()  # cancelled when the server refuses the token: final
 
     async def connect() -> FrameConnection:
         if pending:
             return pending.pop()
-        return await again()
+        try:
+            return await again()
+        except ServerRefused as error:
+            line = _revoked(error, "run")
+            if line is None:
+                raise
+            refused.append(line)
+            turning.cancel()
+            await anyio.sleep_forever()  # until the source closes
+            raise
 
     send_events, receive_events = anyio.create_memory_object_stream[Event](math.inf)
     root = _Root()
@@ -285,51 +317,55 @@ async def run_headless_on_server(
             print("coding-agent: the connection to the session dropped; reconnecting", file=errors)
 
         source = connect_service_source(connect, task_group=group, on_error=dropped)
-        try:
-            offered = {entry.service_id for entry in await source.catalogue(BACKGROUND)}
-            features = {name for sid, name in _FEATURES.items() if sid in offered}
-            session_id = info.get("session")
+        with turning:  # the whole turn: a refused token ends it
+            try:
+                offered = {entry.service_id for entry in await source.catalogue(BACKGROUND)}
+                features = {name for sid, name in _FEATURES.items() if sid in offered}
+                session_id = info.get("session")
 
-            def waiting(request: dict[str, Any]) -> None:
-                how_long = "until then" if wait is None or math.isinf(wait) else f"{wait:g} s"
-                print(
-                    f"coding-agent: waiting for approval of the {_describe(request, ' call')}: "
-                    f"answer it from coding-agent attach {session_id} (or an editor); "
-                    f"waiting {how_long}",
-                    file=errors,
-                )
-                errors.flush()
+                def waiting(request: dict[str, Any]) -> None:
+                    how_long = "until then" if wait is None or math.isinf(wait) else f"{wait:g} s"
+                    print(
+                        f"coding-agent: waiting for approval of the {_describe(request, ' call')}: "
+                        f"answer it from coding-agent attach {session_id} (or an editor); "
+                        f"waiting {how_long}",
+                        file=errors,
+                    )
+                    errors.flush()
 
-            presentation = _presentation(send_events, root, rehydrate=True)
-            facets = [
-                presentation.facet(),
-                *_responders(features, approve, blocked, wait=wait, waiting=waiting),
-            ]
-            if WorkerStatusService.id in offered:  # it names the branch the session is on
-                facets.append(presentation.status_facet())
-            else:
-                presentation.select(None)  # the root
-            if watch is not None:
-                group.start_soon(watch, source)
-            async with create_facet_host(facets, service_sources=[source]):
-                await root.chosen.wait()
-                turn = await follow_turn(
-                    prompt,
-                    root.found[-1],
-                    receive_events,
-                    session_line={"session": info.get("session"), "cwd": info.get("cwd")},
-                    default_model=info.get("model"),
-                    mode=mode,
-                    out=out,
-                    err=errors,
-                    verbose=verbose,
-                    latest=lambda: root.found[-1],
-                    interrupt=interrupt,
-                )
-        finally:
-            with anyio.CancelScope(shield=True):
-                await source.aclose()
-            group.cancel_scope.cancel()
+                presentation = _presentation(send_events, root, rehydrate=True)
+                facets = [
+                    presentation.facet(),
+                    *_responders(features, approve, blocked, wait=wait, waiting=waiting),
+                ]
+                if WorkerStatusService.id in offered:  # it names the branch the session is on
+                    facets.append(presentation.status_facet())
+                else:
+                    presentation.select(None)  # the root
+                if watch is not None:
+                    group.start_soon(watch, source)
+                async with create_facet_host(facets, service_sources=[source]):
+                    await root.chosen.wait()
+                    turn = await follow_turn(
+                        prompt,
+                        root.found[-1],
+                        receive_events,
+                        session_line={"session": info.get("session"), "cwd": info.get("cwd")},
+                        default_model=info.get("model"),
+                        mode=mode,
+                        out=out,
+                        err=errors,
+                        verbose=verbose,
+                        latest=lambda: root.found[-1],
+                        interrupt=interrupt,
+                    )
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await source.aclose()
+                group.cancel_scope.cancel()
+    if refused:
+        print(f"coding-agent: error: {refused[0]}", file=errors)
+        return EXIT_USAGE
     assert turn is not None
     return report_turn(turn, blocked, mode=mode, out=out, err=errors)
 

@@ -60,6 +60,7 @@ class ServerRefused(ConnectionError):
 
     def __init__(self, address: str, error: PrefaceError) -> None:
         super().__init__(f"{address}: the server refused: {error.message} ({error.code})")
+        self.address = address
         self.code = error.code
 
 

@@ -78,12 +78,19 @@ if TYPE_CHECKING:
     from chord import Facet, FacetDiscoveryError, FacetGeneration, FacetHost, ReloadCoordinator
     from coding_agent.tui.commands.tree import TreeHost
 
-__all__ = ["TUI_HOST", "ClientRun", "load_tui_facets", "run_client"]
+__all__ = ["TUI_HOST", "ClientRun", "ConnectRefused", "load_tui_facets", "run_client"]
 
 TUI_HOST = "tui"
 """The host kind feature packages are asked for (``chord_facets(host="tui")``)."""
 
 _logger = logging.getLogger("coding_agent.tui")
+
+
+class ConnectRefused(Exception):
+    """Raised by the ``connect`` function given to :func:`run_client` when dialling again can
+    never succeed (a server refused the token: it was revoked or changed). The app ends rather
+    than showing "reconnecting" for ever, and :func:`run_client` raises it; the message is the
+    one line the command line says."""
 
 
 def load_tui_facets(
@@ -181,12 +188,13 @@ async def run_client(
     (``headless=True``, ``auto_pilot=...`` in tests). Stops a worker the supervisor started when
     the app exits; ``/resume`` treats the session it leaves the same way. ``connect`` replaces
     dialling the session's socket (``attach tcp://…``: the session on a ``coding-agent serve``;
-    ``supervisor`` is ``None`` then, and ``/resume`` of another session is refused).
+    ``supervisor`` is ``None`` then, and ``/resume`` of another session is refused); when it
+    raises :class:`ConnectRefused` the app ends and this raises it.
     ``on_painted`` is called once the first frame is painted and the TUI's facets are loaded
     (the command line ends the cycle collector's start-up pause there: see
     :mod:`coding_agent.worker.gc_policy`).
     """
-    failed: list[WorkerStartError] = []
+    failed: list[WorkerStartError | ConnectRefused] = []
     info = SessionInfo(session.id, str(session.cwd), model=model or session.model)
     client = RemoteConversationClient(info)
     settings_problems: list[str] = []
@@ -206,7 +214,7 @@ async def run_client(
     starting = anyio.CancelScope()
     try:
         async with anyio.create_task_group() as group:
-            control = _SessionControl(run, supervisor, group, toasts, connect)
+            control = _SessionControl(run, supervisor, group, toasts, connect, failed)
 
             async def start_worker(keeper: WorkerSupervisor) -> None:
                 with starting:
@@ -362,9 +370,11 @@ class _SessionControl:
         group: anyio.abc.TaskGroup,
         toasts: WorkerStatusToasts,
         connect: Callable[[], Awaitable[FrameConnection]] | None = None,
+        failed: list[WorkerStartError | ConnectRefused] | None = None,
     ) -> None:
         assert run.session is not None
         self._remote_connect = connect
+        self._failed = failed if failed is not None else []
         self._run = run
         self._session: Session = run.session
         self._supervisor = supervisor
@@ -401,7 +411,13 @@ class _SessionControl:
 
     async def _connect(self) -> FrameConnection:
         if self._remote_connect is not None:
-            connection = await self._remote_connect()
+            try:
+                connection = await self._remote_connect()
+            except ConnectRefused as refused:  # final: end the app, dial no more
+                self._failed.append(refused)
+                self._run.app.exit()
+                await anyio.sleep_forever()  # until the exit closes the source
+                raise
             self._arrived.set()
             return connection
         path = self._session.socket_path
