@@ -55,6 +55,12 @@ Why tree-sitter rather than ``bashlex`` or ``shlex``: ``shlex`` only splits word
 longer developed and fails on common modern syntax, while tree-sitter-bash is actively
 maintained, never raises (a bad line becomes ``ERROR`` nodes, which we treat as "does not
 parse"), and is fast enough to run on every call (microseconds per line).
+
+Why one module: the walk over tree-sitter-bash's tree is one concern. Every node kind's rule
+(what a part runs, what it writes, what it hides from a rule) reads and adds to the same walker
+state, and a construct is judged by its place in the tree (a ``$(…)`` inside a word inside a
+command string); split by node kind, each piece would need the whole walker. The tables it
+consults about one command (wrappers, options that write or run) are :mod:`.shell_tables`.
 """
 
 from __future__ import annotations
@@ -66,6 +72,18 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
+
+from .shell_tables import (
+    GENERIC_OUTPUT,
+    GIT_ALWAYS_WRITES,
+    GIT_GLOBAL,
+    GIT_GLOBAL_VALUES,
+    GIT_OPTIONS,
+    OPTIONS,
+    Flags,
+    behind,
+    git_config_writes,
+)
 
 __all__ = ["CommandAnalysis", "CommandPart", "analyse_command"]
 
@@ -212,329 +230,6 @@ def _unexamined(node: Any, start: int) -> bool:
     return any(
         source[at] in b"$`" and not any(a <= at < b for a, b in spans)
         for at in range(node.start_byte + start, node.end_byte)
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Wrapper:
-    """How a wrapper reads its words before the command it runs."""
-
-    values: str = ""
-    """Short options that take a value (``sudo -u root``)."""
-    long_values: frozenset[str] = frozenset()
-    """Long options that take the next word as their value when written without ``=``."""
-    operands: int = 0
-    """Words before the command (``timeout 5``, ``chroot /new``, ``flock /lock``)."""
-    assignments: bool = False
-    """``NAME=value`` words before the command (``env``, ``sudo``)."""
-    strings: str = ""
-    """Short options whose value is a command line (``env -S``, ``flock -c``)."""
-    long_strings: frozenset[str] = frozenset()
-    never: str = ""
-    """Short options with which it runs no command (``command -v``)."""
-
-
-_WRAPPERS: dict[str, _Wrapper] = {
-    "sudo": _Wrapper(
-        "ugpCDrtUTR",
-        frozenset(
-            {
-                "user",
-                "group",
-                "prompt",
-                "close-from",
-                "chdir",
-                "role",
-                "type",
-                "other-user",
-                "command-timeout",
-                "chroot",
-                "host",
-            }
-        ),
-        assignments=True,
-    ),
-    "doas": _Wrapper("uC"),
-    "env": _Wrapper(
-        "uC",
-        frozenset({"unset", "chdir", "default-signal", "ignore-signal", "block-signal"}),
-        assignments=True,
-        strings="S",
-        long_strings=frozenset({"split-string"}),
-    ),
-    "nohup": _Wrapper(),
-    "time": _Wrapper("fo", frozenset({"format", "output"})),
-    "timeout": _Wrapper("sk", frozenset({"signal", "kill-after"}), operands=1),
-    "nice": _Wrapper("n", frozenset({"adjustment"})),
-    "stdbuf": _Wrapper("ioe", frozenset({"input", "output", "error"})),
-    "xargs": _Wrapper(
-        "IELndPsa",
-        frozenset(
-            {"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"}
-        ),
-    ),
-    "ionice": _Wrapper("cnpP", frozenset({"class", "classdata", "pid", "pgid", "uid"})),
-    "command": _Wrapper(never="vV"),
-    "builtin": _Wrapper(),
-    "exec": _Wrapper("a"),
-    "setsid": _Wrapper(),
-    "chroot": _Wrapper("", frozenset({"userspec", "groups"}), operands=1),
-    "taskset": _Wrapper(operands=1, never="p"),
-    "flock": _Wrapper(
-        "wE",
-        frozenset({"timeout", "conflict-exit-code"}),
-        operands=1,
-        strings="c",
-        long_strings=frozenset({"command"}),
-    ),
-    "watch": _Wrapper("nqd", frozenset({"interval", "equexit"})),
-    "strace": _Wrapper("oepsuEPIbaXOSU", frozenset({"output", "expr", "pid", "user"})),
-    "ltrace": _Wrapper("oepsuEaAnDlL", frozenset({"output"})),
-    "unbuffer": _Wrapper(),
-    "chrt": _Wrapper("TPD", operands=1, never="p"),
-    "caffeinate": _Wrapper("tw"),
-}
-"""Commands that run the command after their own options: deny and ask rules see through them
-(``CommandPart.runs``), option by option, so ``sudo -u root rm`` is ``rm``."""
-
-
-def _behind(
-    words: tuple[str | None, ...],
-) -> tuple[tuple[str | None, ...], list[str | None]] | None:
-    """The command a wrapper runs (empty: none) and the command lines it takes as strings, or
-    ``None`` when ``words`` is not a wrapper. A word known only at run time ends the options:
-    the command is taken from there (its name then *may* be anything)."""
-    if not words or words[0] is None:
-        return None
-    spec = _WRAPPERS.get(words[0].rsplit("/", 1)[-1])
-    if spec is None:
-        return None
-    strings: list[str | None] = []
-    operands = spec.operands
-    index = 1
-    while index < len(words):
-        word = words[index]
-        if word is None:
-            return words[index:], strings
-        if word == "--":
-            index += 1
-            break
-        if word.startswith("--"):
-            key, equals, value = word[2:].partition("=")
-            takes = key in spec.long_values or key in spec.long_strings
-            given: str | None = value
-            if takes and not equals:
-                index += 1
-                given = words[index] if index < len(words) else ""
-            if key in spec.long_strings:
-                strings.append(given)
-            index += 1
-            continue
-        if word.startswith("-") and len(word) > 1 and not re.fullmatch(r"-\d+", word):
-            for at, letter in enumerate(word[1:], start=2):
-                if letter in spec.never:
-                    return (), strings
-                if letter in spec.values or letter in spec.strings:
-                    given = word[at:]
-                    if not given:
-                        index += 1
-                        given = words[index] if index < len(words) else ""
-                    if letter in spec.strings:
-                        strings.append(given)
-                    break
-            index += 1
-            continue
-        if re.fullmatch(r"-\d+", word):  # nice -10
-            index += 1
-            continue
-        if spec.assignments and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", word, re.DOTALL):
-            index += 1
-            continue
-        if operands:
-            operands -= 1
-            index += 1
-            continue
-        break
-    while operands and index < len(words):
-        operands -= 1
-        index += 1
-    return words[index:], strings
-
-
-@dataclass(frozen=True, slots=True)
-class _Flags:
-    """A command's options that write a file or run a program: long names (matched as written,
-    with ``=value``, or abbreviated, as GNU ``getopt_long`` accepts) and short letters
-    (matched anywhere in a ``-xyz`` cluster, where the value may follow attached)."""
-
-    writes_long: frozenset[str] = frozenset()
-    writes_short: str = ""
-    runs_long: frozenset[str] = frozenset()
-    runs_short: str = ""
-
-    def match(self, word: str) -> tuple[str, bool] | None:
-        """``("writes"|"runs", value in the next word)`` for an option of ours, else ``None``."""
-        if word.startswith("--") and len(word) > 2:
-            key, equals, _ = word[2:].partition("=")
-            for kind, names in (("runs", self.runs_long), ("writes", self.writes_long)):
-                if any(name.startswith(key) for name in names):
-                    return kind, not equals
-            return None
-        if word.startswith("-") and len(word) > 1:
-            for at, letter in enumerate(word[1:], start=2):
-                for kind, letters in (("runs", self.runs_short), ("writes", self.writes_short)):
-                    if letter in letters:
-                        return kind, at == len(word)
-        return None
-
-
-_OPTIONS: dict[str, _Flags] = {
-    "sort": _Flags(frozenset({"output"}), "o", frozenset({"compress-program"})),
-    "curl": _Flags(
-        frozenset(
-            {
-                "output",
-                "remote-name",
-                "remote-name-all",
-                "output-dir",
-                "dump-header",
-                "cookie-jar",
-                "trace",
-                "trace-ascii",
-                "stderr",
-                "libcurl",
-                "etag-save",
-                "config",
-                "hsts",
-                "alt-svc",
-            }
-        ),
-        "oODcK",
-    ),
-    "wget": _Flags(
-        frozenset(
-            {
-                "output-document",
-                "output-file",
-                "append-output",
-                "directory-prefix",
-                "execute",
-                "save-cookies",
-                "warc-file",
-                "input-file",
-                "config",
-            }
-        ),
-        "OoaPei",
-    ),
-    "rg": _Flags(runs_long=frozenset({"pre"})),
-    "tar": _Flags(
-        runs_long=frozenset(
-            {
-                "to-command",
-                "use-compress-program",
-                "checkpoint-action",
-                "info-script",
-                "new-volume-script",
-                "rsh-command",
-            }
-        ),
-        runs_short="IF",
-    ),
-    "tee": _Flags(),
-}
-"""Commands with options that write a file (``sort -o``, ``curl -o``/``-O``) or run a program
-(``sort --compress-program``, ``rg --pre``, ``tar --to-command``). A word of theirs known only
-at run time may be such an option, so it is refused too. ``tee`` writes the files it names."""
-
-_GENERIC_OUTPUT = re.compile(
-    r"--(?:output|output-file|output-document|outfile|out-file)(?:=.*)?", re.DOTALL
-)
-"""Long options that name an output file, in any command."""
-
-_GIT_GLOBAL = _Flags(runs_long=frozenset({"config-env", "exec-path"}), runs_short="c")
-"""git's own options that change what it runs: ``-c core.fsmonitor=…`` (any ``-c``: many
-settings name programs), ``--config-env``, ``--exec-path``."""
-_GIT_GLOBAL_VALUES = frozenset(
-    {
-        "-C",
-        "-c",
-        "--git-dir",
-        "--work-tree",
-        "--namespace",
-        "--super-prefix",
-        "--config-env",
-        "--list-cmds",
-    }
-)
-
-_DIFFS = _Flags(frozenset({"output"}), "", frozenset({"ext-diff"}))
-_GIT_OPTIONS: dict[str, _Flags] = {
-    **{
-        sub: _DIFFS
-        for sub in (
-            "log",
-            "show",
-            "diff",
-            "whatchanged",
-            "diff-tree",
-            "diff-files",
-            "diff-index",
-            "range-diff",
-            "format-patch",
-            "stash",
-        )
-    },
-    "archive": _Flags(frozenset({"output"}), "o", frozenset({"exec", "remote"})),
-    "rebase": _Flags(runs_long=frozenset({"exec", "interactive"}), runs_short="xi"),
-    "grep": _Flags(runs_long=frozenset({"open-files-in-pager"}), runs_short="O"),
-    "difftool": _Flags(runs_long=frozenset({"extcmd", "tool"}), runs_short="xt"),
-    "mergetool": _Flags(runs_long=frozenset({"tool"}), runs_short="t"),
-    "push": _Flags(runs_long=frozenset({"receive-pack", "exec"})),
-    "fetch": _Flags(runs_long=frozenset({"upload-pack"})),
-    "pull": _Flags(runs_long=frozenset({"upload-pack"})),
-    "ls-remote": _Flags(runs_long=frozenset({"upload-pack", "exec"}), runs_short="u"),
-    "clone": _Flags(runs_long=frozenset({"upload-pack", "config", "template"}), runs_short="uc"),
-}
-"""git subcommands' options that write a file (``--output``) or run a program (``--ext-diff``,
-``--upload-pack``, ``rebase --exec``, ``grep -O``, ``clone -c``)."""
-_GIT_ALWAYS_WRITES = frozenset({"format-patch", "bundle"})
-
-_GIT_CONFIG_READS = frozenset(
-    {
-        "--get",
-        "--get-all",
-        "--get-regexp",
-        "--get-urlmatch",
-        "--list",
-        "-l",
-        "get",
-        "list",
-        "--get-color",
-        "--get-colorbool",
-    }
-)
-
-
-def _git_config_writes(args: Sequence[str | None]) -> bool:
-    """True unless ``git config …`` only reads: ``--get``/``--list``/``get``, or one key."""
-    if not args or any(word in _GIT_CONFIG_READS for word in args):
-        return False
-    plain = [w for w in args if w is None or not w.startswith("-")]
-    flags = [w for w in args if w is not None and w.startswith("-")]
-    return len(plain) != 1 or any(
-        w
-        in (
-            "--add",
-            "--unset",
-            "--unset-all",
-            "--replace-all",
-            "--rename-section",
-            "--remove-section",
-            "-e",
-            "--edit",
-        )
-        for w in flags
     )
 
 
@@ -735,7 +430,7 @@ class _Walker:
         runs: list[tuple[str | None, ...]] = []
         current = tuple(words)
         while len(runs) < 8:
-            found = _behind(current)
+            found = behind(current)
             if found is None:
                 break
             inner, strings = found
@@ -787,7 +482,7 @@ class _Walker:
                     self.string(args[0], text)
             elif base in ("source", "."):
                 self.hidden.append(text)
-            # exec, command, builtin: the command behind them is a `runs` entry (_behind)
+            # exec, command, builtin: the command behind them is a `runs` entry (behind)
         elif base in _SHELLS:
             self.shell(name, args, text)
         elif base in _ASSIGNS or (base == "printf" and args and (args[0] or "-v")[:2] == "-v"):
@@ -858,7 +553,7 @@ class _Walker:
                 self.writes.append(target if target is not None else text)
 
     def options(self, words: tuple[str | None, ...], text: str) -> None:
-        """Options that write a file or run a program (:data:`_OPTIONS`)."""
+        """Options that write a file or run a program (:data:`OPTIONS`)."""
         name = words[0]
         if name is None:
             return
@@ -868,9 +563,9 @@ class _Walker:
             self.git(args, text)
             return
         for word in args:
-            if word is not None and _GENERIC_OUTPUT.fullmatch(word):
+            if word is not None and GENERIC_OUTPUT.fullmatch(word):
                 self.writes.append(word)
-        spec = _OPTIONS.get(base)
+        spec = OPTIONS.get(base)
         if spec is None:
             return
         if base == "tee":
@@ -879,7 +574,7 @@ class _Walker:
                     self.writes.append(word if word is not None else text)
         self.flagged(base, spec, args, text)
 
-    def flagged(self, name: str, spec: _Flags, args: Sequence[str | None], text: str) -> None:
+    def flagged(self, name: str, spec: Flags, args: Sequence[str | None], text: str) -> None:
         for index, word in enumerate(args):
             if word is None:
                 self.unsafe.append(
@@ -908,11 +603,11 @@ class _Walker:
             word = args[index]
             if word is None or not word.startswith("-"):
                 break
-            hit = _GIT_GLOBAL.match(word)
+            hit = GIT_GLOBAL.match(word)
             if hit is not None:
                 self.unsafe.append(f"`git {word}` sets what git runs")
                 self.hidden.append(text)
-            if word in _GIT_GLOBAL_VALUES:
+            if word in GIT_GLOBAL_VALUES:
                 index += 1
             index += 1
         if index >= len(args):
@@ -930,11 +625,11 @@ class _Walker:
         ):
             self.unsafe.append(f"`git {sub}` runs commands the rules cannot see")
             self.hidden.append(text)
-        if sub == "config" and _git_config_writes(rest):
+        if sub == "config" and git_config_writes(rest):
             self.writes.append(f"git config ({' '.join(w or '…' for w in rest)})")
-        if sub in _GIT_ALWAYS_WRITES:
+        if sub in GIT_ALWAYS_WRITES:
             self.writes.append(f"git {sub}")
-        spec = _GIT_OPTIONS.get(sub)
+        spec = GIT_OPTIONS.get(sub)
         if spec is not None:
             self.flagged(f"git {sub}", spec, rest, text)
 

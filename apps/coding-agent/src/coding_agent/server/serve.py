@@ -407,8 +407,7 @@ class SessionServer:
                 return adopt_session(metadata, env=env)
             _check_folder(session.id, session.cwd)
             return session
-        except SessionError as error:
-            # a client on another machine is told of this server, not of its folders
+        except SessionError as error:  # told of this server, not of its folders
             said = str(error).replace(f" in {sessions_root(env)}", " on this server")
             raise PrefaceError("not_found" if not request.new else "start_failed", said) from None
         except psycopg.Error as error:
