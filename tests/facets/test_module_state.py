@@ -39,6 +39,8 @@ REVIEWED = {
     ("facets_approval/shell.py", "_parsers"),
     # the command being analysed, per task (a ContextVar)
     ("facets_approval/shell.py", "_SOURCE"),
+    # how deep in nested command strings (bash -c '…') the analysis is, per task (a ContextVar)
+    ("facets_approval/shell.py", "_DEPTH"),
     # the transport class, defined on first use: the same for everyone
     ("facets_mcp/http_bound.py", "_transport_class"),
 }
