@@ -403,6 +403,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "ApprovalRequest",
             "ApprovalRulesApi",
             "ApprovalRulesService",
+            "CommandVerdict",
             "DECISIONS",
             "DEFAULT_MODE",
             "Decision",

@@ -66,6 +66,7 @@ from chord import (
 from coding_agent.context.mentions import mention_blocks
 from coding_agent.contracts import (
     APPROVAL_DIALOGS,
+    APPROVAL_RULES,
     MCP_ELICITATIONS,
     MCP_SAMPLING,
     QUESTION_DIALOGS,
@@ -314,12 +315,29 @@ def _responders(
 def _shell_user(box: list[Any]) -> Facet:
     """A facet handing the session's ``!cmd`` runner (:data:`~coding_agent.contracts.
     ShellService`) to ``box``: a template's ``!`cmd``` runs through it."""
+    return _service_user(ShellService, box, "shell")
+
+
+def _service_user(token: Any, box: list[Any], name: str) -> Facet:
+    """A facet handing the session's service ``token`` to ``box`` once it is active."""
 
     def setup(env: FacetEnvironment) -> None:
-        service = env.use(ShellService)
+        service = env.use(token)
         env.on_activate(lambda: box.append(service))
 
-    return define_facet("coding-agent/headless-shell", setup)
+    return define_facet(f"coding-agent/headless-{name}", setup)
+
+
+def _command_check(box: list[Any]) -> Callable[[str], Awaitable[Any]] | None:
+    """What the approval feature's rules and mode give a template's ``!`` line
+    (:data:`~coding_agent.contracts.APPROVAL_RULES`); ``None`` without the feature."""
+    if not box:
+        return None
+
+    async def check(command: str) -> Any:
+        return await box[-1].check_command(command, BACKGROUND)
+
+    return check
 
 
 def _shell_runner(
@@ -380,6 +398,7 @@ async def run_headless(
     features = {generation.package.name for generation in generations}
     blocked: list[dict[str, Any]] = []
     shell: list[Any] = []
+    shell_rules: list[Any] = []
     presentation = _presentation(send_events, root)
     # The branch the session's record names, followed from the session's first commit (a
     # new session's configuration); the worker's word, once it is open, corrects a stale one.
@@ -389,6 +408,8 @@ async def run_headless(
         *_responders(features, approve, blocked),
         _shell_user(shell),
     ]
+    if "facets-approval" in features:  # a template's `!` lines are checked by its rules
+        extra.append(_service_user(APPROVAL_RULES, shell_rules, "rules"))
     mcp = McpWatch() if "facets-mcp" in features else None
     if mcp is not None:
         extra.append(mcp.facet())
@@ -416,6 +437,7 @@ async def run_headless(
                     approve,
                     _shell_runner(shell, root.found[0]),
                     _config_model(root.found[0].view.value),
+                    check=_command_check(shell_rules),
                 )
             except (CommandBlocked, TemplateError, RuntimeError) as error:
                 print(f"coding-agent: error: {inert(str(error))}", file=errors)
