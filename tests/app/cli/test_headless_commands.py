@@ -164,3 +164,24 @@ async def test_the_official_commit_command_runs_under_auto_mode_or_settings_rule
     assert result.stderr.decode().endswith("matches); allow it with --approve allow\n")
     result = await _run(project, agent_env, "--approve", "allow", "--json", "/commit")
     assert result.returncode == 0, result.stderr.decode()
+
+
+async def test_an_unknown_command_is_an_error_naming_the_closest_ones(
+    project: Path, agent_env: dict[str, str], commands: Path
+) -> None:
+    (commands / "greet.md").write_text("Greet $1.\n")
+    result = await _run(project, agent_env, "--json", "/gret Bob")
+    assert result.returncode == 2
+    assert result.stderr.decode().startswith(
+        "coding-agent: error: unknown command /gret; did you mean /greet?"
+    )
+    assert b"entry.added" not in result.stdout  # nothing was sent
+    result = await _run(project, agent_env, "--json", "/skill:nope now")
+    assert result.returncode == 2
+    assert "unknown command /skill:nope" in result.stderr.decode()
+    # a path is text, and // sends text starting with / (the TUI's escape)
+    result = await _run(project, agent_env, "--json", "/etc/hosts looks odd")
+    assert _user_message(result.stdout) == "/etc/hosts looks odd"
+    result = await _run(project, agent_env, "--json", "//gret is not a command")
+    assert result.returncode == 0, result.stderr.decode()
+    assert _user_message(result.stdout) == "/gret is not a command"

@@ -114,6 +114,8 @@ EXIT_OK = 0
 """The turn ended ``done``."""
 EXIT_FAILED = 1
 """The turn did not end ``done`` (the provider or the model failed)."""
+EXIT_USAGE = 2
+"""The prompt names a command (``/name``) that no prompt template or skill provides."""
 EXIT_BLOCKED = 3
 """The turn ended, but a tool call was refused because nobody could approve it."""
 EXIT_STORAGE = 5
@@ -427,7 +429,11 @@ async def run_headless(
         typed = prompt
         if prompt.startswith("/"):  # `-p "/greet Bob"` sends the template, as Claude Code and pi do
             # lazy: start-up time (only a prompt that names a command loads the templates)
-            from coding_agent.cli.headless_commands import CommandBlocked, expand_prompt_command
+            from coding_agent.cli.headless_commands import (
+                CommandBlocked,
+                UnknownCommand,
+                expand_prompt_command,
+            )
             from coding_agent.context.prompt_templates import TemplateError
 
             try:
@@ -439,9 +445,11 @@ async def run_headless(
                     _config_model(root.found[0].view.value),
                     check=_command_check(shell_rules),
                 )
-            except (CommandBlocked, TemplateError, RuntimeError) as error:
+            except (CommandBlocked, TemplateError, RuntimeError, UnknownCommand) as error:
                 print(f"coding-agent: error: {inert(str(error))}", file=errors)
                 errors.flush()
+                if isinstance(error, UnknownCommand):
+                    return EXIT_USAGE
                 return EXIT_BLOCKED if isinstance(error, CommandBlocked) else EXIT_FAILED
             prompt, send_options = expanded.text, expanded.options
             if expanded.note is not None:

@@ -3,7 +3,10 @@ expanded template, as Claude Code and pi do, not the literal text.
 
 A prompt whose first word is ``/NAME`` naming a prompt template (:mod:`coding_agent.context.
 prompt_templates`) or ``/skill:NAME`` naming a skill is expanded with the rest as its
-arguments; any other prompt, ``/etc/hosts is odd`` included, is sent as written. A template's
+arguments. A ``/NAME`` or ``/skill:NAME`` that names none is an error naming the closest ones
+(:class:`UnknownCommand`, exit 2), as the TUI's "Unknown command"; a first word holding another
+``/`` or a ``.`` is a path (``/etc/hosts is odd``) and is sent as written, and ``//`` sends the
+rest as text starting with ``/`` (the TUI's escape). A template's
 ``!`cmd``` commands run through the session's ``!cmd`` runner (the ``bash`` tool's executor, in
 the sandbox when it is on) only when nobody needs asking, each decided as a ``bash`` call of it:
 the approval feature's ``approval.rules`` service says what it gets (``check_command``: the
@@ -41,7 +44,14 @@ from coding_agent.context.prompt_templates import (
 from coding_agent.context.resources import FrontmatterError, Places
 from coding_agent.context.skills import discover_skills, invoke_skill
 
-__all__ = ["CheckCommand", "CommandBlocked", "Expanded", "RunShell", "expand_prompt_command"]
+__all__ = [
+    "CheckCommand",
+    "CommandBlocked",
+    "Expanded",
+    "RunShell",
+    "UnknownCommand",
+    "expand_prompt_command",
+]
 
 RunShell = Callable[[str], Awaitable[str]]
 """Runs one shell command in the session and returns its output."""
@@ -49,6 +59,22 @@ RunShell = Callable[[str], Awaitable[str]]
 CheckCommand = Callable[[str], Awaitable[Any]]
 """What a ``bash`` call of one command would get in the session, asking nobody: the approval
 feature's ``{"verdict": "run"|"ask"|"block", "by": "rule"|"mode", "why"}``."""
+
+
+class UnknownCommand(Exception):
+    """``-p "/name …"`` names no prompt template or skill (exit 2); the message names the
+    closest ones."""
+
+
+def _unknown(head: str, names: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(head, names, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(f'/{n}' for n in close)}?" if close else ""
+    return (
+        f"unknown command /{head}{hint} (-p expands prompt templates and /skill:NAME; "
+        "start the prompt with // to send text beginning with /)"
+    )
 
 
 class CommandBlocked(Exception):
@@ -80,6 +106,8 @@ async def expand_prompt_command(
     mapped against); ``check`` asks the approval feature what a ``!`` line gets (module
     docstring; ``None`` without the feature). Raises :class:`CommandBlocked` or :class:`TemplateError` (bad input: the
     message names the template and what is wrong)."""
+    if prompt.startswith("//"):  # as in the TUI: `//` sends text starting with `/`
+        return Expanded(prompt[1:])
     if not prompt.startswith("/"):
         return Expanded(prompt)
     head, _, args = prompt[1:].partition(" ")
@@ -88,16 +116,22 @@ async def expand_prompt_command(
         args = f"{rest} {args}" if args else rest
     places = Places.find(cwd)
     if head.startswith("skill:"):
-        skill = discover_skills(cwd, places=places).get(head.removeprefix("skill:"))
+        skills = discover_skills(cwd, places=places)
+        skill = skills.get(head.removeprefix("skill:"))
         if skill is None:
-            return Expanded(prompt)
+            raise UnknownCommand(_unknown(head, [f"skill:{k.name}" for k in skills.skills]))
         try:
             return Expanded(invoke_skill(skill, args))
         except (OSError, FrontmatterError) as error:
             raise TemplateError(f"{skill.path}: {error}") from None
-    template = discover_templates(cwd, places=places).get(head)
+    templates = discover_templates(cwd, places=places)
+    template = templates.get(head)
     if template is None:
-        return Expanded(prompt)
+        if not head or "/" in head or "." in head:  # a path (/etc/hosts …), not a command
+            return Expanded(prompt)
+        skills = discover_skills(cwd, places=places).skills
+        names = [*(t.name for t in templates.templates), *(f"skill:{k.name}" for k in skills)]
+        raise UnknownCommand(_unknown(head, names))
     outputs: dict[str, str] = {}
     for command in shell_commands(template, args):
         await _check(template, command, approve, check)
