@@ -404,6 +404,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "ApprovalRequest",
             "ApprovalRulesApi",
             "ApprovalRulesService",
+            "CommandVerdict",
             "DECISIONS",
             "DEFAULT_MODE",
             "Decision",

@@ -81,7 +81,8 @@ async def test_a_commands_shell_command_runs_only_when_allowed(
     assert result.stderr.decode() == (
         f"coding-agent: error: /status runs `echo ran > marker.txt; echo fine` first "
         f"({commands / 'status.md'}), and -p/--json asks nobody; allow it with --approve allow, "
-        "or with allowed-tools: Bash(echo:*) in the template\n"
+        "--permission-mode auto, an allow rule Bash(echo:*) in your settings, or with "
+        "allowed-tools: Bash(echo:*) in the template\n"
     )
     assert not (project / "marker.txt").exists()
     result = await _run(project, agent_env, "--approve", "allow", "--json", "/status")
@@ -110,3 +111,77 @@ async def test_a_skill_is_expanded_in_headless_mode(
     message = _user_message(result.stdout)
     assert message.startswith('<skill name="tidy"') and "Remove dead code." in message
     assert message.endswith("src/")
+
+
+COMMIT_MD = """---
+allowed-tools: Bash(git add:*), Bash(git status:*), Bash(git commit:*)
+description: Create a git commit
+---
+
+## Context
+
+- Current git status: !`git status`
+- Current git diff (staged and unstaged changes): !`git diff HEAD`
+- Current branch: !`git branch --show-current`
+- Recent commits: !`git log --oneline -10`
+
+## Your task
+
+Based on the above changes, create a single git commit.
+"""
+"""Anthropic's /commit (plugins/commit-commands/commands/commit.md in anthropics/claude-code)."""
+
+
+async def test_the_official_commit_command_runs_under_auto_mode_or_settings_rules(
+    project: Path, agent_env: dict[str, str], commands: Path
+) -> None:
+    (commands / "commit.md").write_text(COMMIT_MD)
+    await anyio.run_process(["git", "init", "-q", "-b", "trunk"], cwd=project)
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(git diff:*)"]}}))
+    result = await _run(project, agent_env, "--trust", "--json", "/commit")
+    assert result.returncode == 3  # git branch and git log are not covered
+    assert "runs `git branch --show-current` first" in result.stderr.decode()
+    result = await _run(project, agent_env, "--permission-mode", "auto", "--json", "/commit")
+    assert result.returncode == 0, result.stderr.decode()
+    assert "- Current branch: trunk" in _user_message(result.stdout)
+    rules = ["Bash(git diff:*)", "Bash(git branch:*)", "Bash(git log:*)"]
+    settings.write_text(json.dumps({"permissions": {"allow": rules}}))
+    result = await _run(project, agent_env, "--json", "/commit")  # a new session: mode ask
+    assert result.returncode == 0, result.stderr.decode()
+    assert "- Current branch: trunk" in _user_message(result.stdout)
+    # a deny rule or an ask rule stops the line in auto mode too, as it stops a bash call
+    settings.write_text(json.dumps({"permissions": {"deny": ["Bash(git log:*)"]}}))
+    result = await _run(project, agent_env, "--permission-mode", "auto", "--json", "/commit")
+    assert result.returncode == 3
+    assert f"the deny rule Bash(git log:*) in {settings} matches, so it is not run" in (
+        result.stderr.decode()
+    )
+    settings.write_text(json.dumps({"permissions": {"ask": ["Bash(git log:*)"]}}))
+    result = await _run(project, agent_env, "--permission-mode", "auto", "--json", "/commit")
+    assert result.returncode == 3
+    assert result.stderr.decode().endswith("matches); allow it with --approve allow\n")
+    result = await _run(project, agent_env, "--approve", "allow", "--json", "/commit")
+    assert result.returncode == 0, result.stderr.decode()
+
+
+async def test_an_unknown_command_is_an_error_naming_the_closest_ones(
+    project: Path, agent_env: dict[str, str], commands: Path
+) -> None:
+    (commands / "greet.md").write_text("Greet $1.\n")
+    result = await _run(project, agent_env, "--json", "/gret Bob")
+    assert result.returncode == 2
+    assert result.stderr.decode().startswith(
+        "coding-agent: error: unknown command /gret; did you mean /greet?"
+    )
+    assert b"entry.added" not in result.stdout  # nothing was sent
+    result = await _run(project, agent_env, "--json", "/skill:nope now")
+    assert result.returncode == 2
+    assert "unknown command /skill:nope" in result.stderr.decode()
+    # a path is text, and // sends text starting with / (the TUI's escape)
+    result = await _run(project, agent_env, "--json", "/etc/hosts looks odd")
+    assert _user_message(result.stdout) == "/etc/hosts looks odd"
+    result = await _run(project, agent_env, "--json", "//gret is not a command")
+    assert result.returncode == 0, result.stderr.decode()
+    assert _user_message(result.stdout) == "/gret is not a command"

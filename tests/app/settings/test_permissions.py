@@ -79,7 +79,11 @@ def test_every_file_is_read_in_a_trusted_project(env: dict[str, str], project: P
     assert [r["source"] for r in loaded["rules"]] == [str(p) for p in paths.values()]
     assert loaded["root"] == str(project)  # ./ in a rule is the project root, not src/
     assert loaded["scopes"] == ["project", "user"]
-    assert loaded["problems"] == []
+    assert loaded["problems"] == [  # a project's file may only make the mode stricter
+        f"{paths['claude-project']}: `permissions.defaultMode`: 'acceptEdits' is not taken from a "
+        "project's settings (a project may only make the mode stricter: default or plan); set it "
+        "in ~/.claude/settings.json or permission_mode in your config.toml"
+    ]
 
 
 def test_an_untrusted_project_keeps_only_the_users_files_and_says_what_it_left_out(

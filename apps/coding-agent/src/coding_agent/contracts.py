@@ -21,7 +21,8 @@ token                         id                          served by
 Feature packages serve their own services (each feature's ``contract.py``); the app does not
 import them. Where a client of the app must answer a feature's dialogs (``-p``, ``attach``, ACP,
 the web page), it names the feature's service by id, once, here: :data:`APPROVAL_DIALOGS`,
-:data:`QUESTION_DIALOGS`, :data:`APPROVAL_MODE`, :data:`MCP_SAMPLING`, :data:`MCP_ELICITATIONS`.
+:data:`QUESTION_DIALOGS`, :data:`APPROVAL_MODE`, :data:`APPROVAL_RULES`, :data:`MCP_SAMPLING`,
+:data:`MCP_ELICITATIONS`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from chord import Context, define_service
 __all__ = [
     "APPROVAL_DIALOGS",
     "APPROVAL_MODE",
+    "APPROVAL_RULES",
     "MCP_ELICITATIONS",
     "MCP_SAMPLING",
     "QUESTION_DIALOGS",
@@ -139,6 +141,11 @@ QUESTION_DIALOGS = define_service("pi.question-dialog")
 
 APPROVAL_MODE = define_service("approval.mode")
 """The approval feature's permission mode (``get``/``set``), a singleton of the session."""
+
+APPROVAL_RULES = define_service("approval.rules")
+"""The approval feature's permission rules; ``-p`` asks its ``check_command(command)`` what a
+prompt command's ``!`` line would get (``{"verdict": "run"|"ask"|"block", "by": "rule"|"mode",
+"why"}``) before it runs one."""
 
 MCP_SAMPLING = define_service("mcp.sampling")
 """The MCP feature's sampling approvals, keyed by id (``decide({"decision"})``)."""

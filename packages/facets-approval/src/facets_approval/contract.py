@@ -26,7 +26,9 @@ the dialog did not offer. (This replaces the older ``always`` flag, which allowe
 
 **Rules.** :data:`ApprovalRulesService` (``approval.rules``) publishes every rule in force with
 its source and the problems found reading them (:class:`RulesState`); ``remove`` deletes one
-from where it came from (:class:`RuleEntry`).
+from where it came from (:class:`RuleEntry`); ``check_command`` says what a ``bash`` call of a
+command would get without asking anyone (:class:`CommandVerdict`: a prompt command's ``!`` lines
+in ``-p``, checked before they run).
 
 **Permission modes.** The session also has one *permission mode* (docs/design/agent.md#features), the singleton :data:`ApprovalMode` (``approval.mode``): its replicated ``state`` is
 ``{"mode": <mode>}`` and ``set_mode`` changes it. The modes, in the order a presentation cycles
@@ -91,6 +93,7 @@ __all__ = [
     "ApprovalRequest",
     "ApprovalRulesApi",
     "ApprovalRulesService",
+    "CommandVerdict",
     "Decision",
     "ModeState",
     "PermissionMode",
@@ -267,6 +270,18 @@ class RulesState(TypedDict):
     problems: list[str]
 
 
+class CommandVerdict(TypedDict):
+    """What a ``bash`` call of a command would get, asking nobody: ``run`` (``auto`` mode or an
+    allow rule), ``ask`` (an ask rule, or a mode that asks and no allow rule) or ``block`` (a
+    deny rule, plan mode); ``why`` says it in a sentence."""
+
+    verdict: Literal["run", "ask", "block"]
+    by: Literal["rule", "mode"]
+    """What decided: a rule (an ask rule is not overridden by an allow rule or ``auto``) or
+    the mode."""
+    why: str
+
+
 class ApprovalRulesApi(Protocol):
     """The session's permission rules (the singleton :data:`ApprovalRulesService`)."""
 
@@ -278,6 +293,12 @@ class ApprovalRulesApi(Protocol):
     async def refresh(self, ctx: Context) -> RulesState:
         """Read every source again (files may have changed, a rewind may have dropped a
         session rule), publish and return the new state."""
+        ...
+
+    async def check_command(self, command: str, ctx: Context) -> CommandVerdict:
+        """What a ``bash`` call of ``command`` in the user's conversation would get now (the
+        session's mode and every rule in force), without asking anyone or running anything.
+        Raises ``service_invalid_value`` for a ``command`` that is not a non-empty string."""
         ...
 
     async def remove(self, entry: RuleEntry, ctx: Context) -> RulesState:

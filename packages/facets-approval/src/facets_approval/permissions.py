@@ -38,7 +38,14 @@ import anyio
 from chord import Context, MutableReplicatedState, RemoteServiceError
 from pico3 import Harness, Namespace, Transaction
 
-from .contract import OWNER_MODE_KEY, RuleEntry, RuleScope, RulesState, check_rule_entry
+from .contract import (
+    OWNER_MODE_KEY,
+    CommandVerdict,
+    RuleEntry,
+    RuleScope,
+    RulesState,
+    check_rule_entry,
+)
 from .rules import RULE_KINDS, RuleError, RuleSet, SourcedRule, parse_rule
 
 __all__ = [
@@ -313,7 +320,8 @@ class RuleStore:
 
 class RulesProvider:
     """The :data:`~.contract.ApprovalRulesService` provider: the published rules and problems,
-    ``refresh`` and ``remove`` (its only public members, so the only ones served). ``live``
+    ``refresh``, ``check_command`` and ``remove`` (its only public members, so the only ones
+    served). ``live``
     returns the current :class:`~.session.ApprovalInstallation` (raising while the session is
     not open)."""
 
@@ -337,6 +345,13 @@ class RulesProvider:
     async def refresh(self, ctx: Context) -> RulesState:
         async with self._lock:
             return await self._publish(ctx)
+
+    async def check_command(self, command: Any, ctx: Context) -> CommandVerdict:
+        if not isinstance(command, str) or not command.strip():
+            raise RemoteServiceError(
+                "service_invalid_value", f"Invalid command: expected a command, got {command!r}"
+            )
+        return await self._live().command_verdict(command, ctx)
 
     async def remove(self, entry: Any, ctx: Context) -> RulesState:
         checked = check_rule_entry(entry)  # raises before anything is changed

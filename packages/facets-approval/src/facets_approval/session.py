@@ -130,6 +130,7 @@ from .contract import (
     ApprovalMode,
     ApprovalRequest,
     ApprovalRulesService,
+    CommandVerdict,
     PermissionMode,
     RuleEntry,
     check_decision,
@@ -382,6 +383,37 @@ class ApprovalInstallation:
             tx.plugins(ns)["mode"] = checked
 
         await (await self._harness.root(ctx)).commit(write, ctx)
+
+    async def command_verdict(self, command: str, ctx: Context) -> CommandVerdict:
+        """What a ``bash`` call of ``command`` in the user's conversation would get, asking
+        nobody (a prompt command's ``!`` lines, checked before they run): ``block`` for a deny
+        rule or plan mode, ``ask`` for an ask rule or a mode that asks (``sandbox`` too: a ``!``
+        line does not run in the sandbox), ``run`` for ``auto`` or an allow rule."""
+        ns = self._namespace
+
+        def read(tx: Transaction, _ctx: Context) -> tuple[PermissionMode, list[str], list[str]]:
+            state = tx.plugins(ns)
+            auto = [a for a in state["autoAllow"] if isinstance(a, str)]
+            return _stored_mode(state["mode"]), session_rule_reader(ns)(tx, _ctx), auto
+
+        mode, session, auto_allow = await (await self.store.listed(ctx)).commit(read, ctx)
+        services: Any = getattr(getattr(self._harness, "scheduler", None), "services", None)
+        workspace = (services or {}).get("workspace")
+        ruleset = self.store.build(
+            session, auto_allow, workspace if isinstance(workspace, str) else None
+        )[0]
+        verdict = ruleset.evaluate("bash", {"command": command})
+        if verdict.kind == "deny":
+            return {"verdict": "block", "by": "rule", "why": verdict.why}
+        if verdict.kind == "ask":
+            return {"verdict": "ask", "by": "rule", "why": verdict.why}
+        if mode == "plan":
+            return {"verdict": "block", "by": "mode", "why": "the session is in plan mode"}
+        if verdict.kind == "allow":
+            return {"verdict": "run", "by": "rule", "why": verdict.why}
+        if mode == "auto":
+            return {"verdict": "run", "by": "mode", "why": "the session is in auto mode"}
+        return {"verdict": "ask", "by": "mode", "why": f"no allow rule covers it in {mode} mode"}
 
     async def rules(self, ctx: Context) -> tuple[list[RuleEntry], list[str]]:
         """Every rule in force (the session rules and ``autoAllow`` of the conversation

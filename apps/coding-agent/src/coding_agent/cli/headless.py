@@ -68,6 +68,7 @@ from coding_agent.cli.interrupt import ABORT_WAIT, EXIT_INTERRUPTED, Interrupt
 from coding_agent.context.mentions import mention_blocks
 from coding_agent.contracts import (
     APPROVAL_DIALOGS,
+    APPROVAL_RULES,
     MCP_ELICITATIONS,
     MCP_SAMPLING,
     QUESTION_DIALOGS,
@@ -117,6 +118,8 @@ EXIT_OK = 0
 """The turn ended ``done``."""
 EXIT_FAILED = 1
 """The turn did not end ``done`` (the provider or the model failed)."""
+EXIT_USAGE = 2
+"""The prompt names a command (``/name``) that no prompt template or skill provides."""
 EXIT_BLOCKED = 3
 """The turn ended, but a tool call was refused because nobody could approve it."""
 EXIT_STORAGE = 5
@@ -318,12 +321,29 @@ def _responders(
 def _shell_user(box: list[Any]) -> Facet:
     """A facet handing the session's ``!cmd`` runner (:data:`~coding_agent.contracts.
     ShellService`) to ``box``: a template's ``!`cmd``` runs through it."""
+    return _service_user(ShellService, box, "shell")
+
+
+def _service_user(token: Any, box: list[Any], name: str) -> Facet:
+    """A facet handing the session's service ``token`` to ``box`` once it is active."""
 
     def setup(env: FacetEnvironment) -> None:
-        service = env.use(ShellService)
+        service = env.use(token)
         env.on_activate(lambda: box.append(service))
 
-    return define_facet("coding-agent/headless-shell", setup)
+    return define_facet(f"coding-agent/headless-{name}", setup)
+
+
+def _command_check(box: list[Any]) -> Callable[[str], Awaitable[Any]] | None:
+    """What the approval feature's rules and mode give a template's ``!`` line
+    (:data:`~coding_agent.contracts.APPROVAL_RULES`); ``None`` without the feature."""
+    if not box:
+        return None
+
+    async def check(command: str) -> Any:
+        return await box[-1].check_command(command, BACKGROUND)
+
+    return check
 
 
 def _shell_runner(
@@ -387,6 +407,7 @@ async def run_headless(
     features = {generation.package.name for generation in generations}
     blocked: list[dict[str, Any]] = []
     shell: list[Any] = []
+    shell_rules: list[Any] = []
     presentation = _presentation(send_events, root)
     # The branch the session's record names, followed from the session's first commit (a
     # new session's configuration); the worker's word, once it is open, corrects a stale one.
@@ -396,6 +417,8 @@ async def run_headless(
         *_responders(features, approve, blocked),
         _shell_user(shell),
     ]
+    if "facets-approval" in features:  # a template's `!` lines are checked by its rules
+        extra.append(_service_user(APPROVAL_RULES, shell_rules, "rules"))
     mcp = McpWatch() if "facets-mcp" in features else None
     if mcp is not None:
         extra.append(mcp.facet())
@@ -413,7 +436,11 @@ async def run_headless(
         typed = prompt
         if prompt.startswith("/"):  # `-p "/greet Bob"` sends the template, as Claude Code and pi do
             # lazy: start-up time (only a prompt that names a command loads the templates)
-            from coding_agent.cli.headless_commands import CommandBlocked, expand_prompt_command
+            from coding_agent.cli.headless_commands import (
+                CommandBlocked,
+                UnknownCommand,
+                expand_prompt_command,
+            )
             from coding_agent.context.prompt_templates import TemplateError
 
             try:
@@ -423,10 +450,13 @@ async def run_headless(
                     approve,
                     _shell_runner(shell, root.found[0]),
                     _config_model(root.found[0].view.value),
+                    check=_command_check(shell_rules),
                 )
-            except (CommandBlocked, TemplateError, RuntimeError) as error:
+            except (CommandBlocked, TemplateError, RuntimeError, UnknownCommand) as error:
                 print(f"coding-agent: error: {inert(str(error))}", file=errors)
                 errors.flush()
+                if isinstance(error, UnknownCommand):
+                    return EXIT_USAGE
                 return EXIT_BLOCKED if isinstance(error, CommandBlocked) else EXIT_FAILED
             prompt, send_options = expanded.text, expanded.options
             if expanded.note is not None:

@@ -3,11 +3,19 @@ expanded template, as Claude Code and pi do, not the literal text.
 
 A prompt whose first word is ``/NAME`` naming a prompt template (:mod:`coding_agent.context.
 prompt_templates`) or ``/skill:NAME`` naming a skill is expanded with the rest as its
-arguments; any other prompt, ``/etc/hosts is odd`` included, is sent as written. A template's
+arguments. A ``/NAME`` or ``/skill:NAME`` that names none is an error naming the closest ones
+(:class:`UnknownCommand`, exit 2), as the TUI's "Unknown command"; a first word holding another
+``/`` or a ``.`` is a path (``/etc/hosts is odd``) and is sent as written, and ``//`` sends the
+rest as text starting with ``/`` (the TUI's escape). A template's
 ``!`cmd``` commands run through the session's ``!cmd`` runner (the ``bash`` tool's executor, in
-the sandbox when it is on) only when nobody needs asking: ``--approve allow``, or the template's
-``allowed-tools`` allows each command. Otherwise nothing is sent and the run ends with exit 3
-and one line naming the command and the flag, as a blocked tool call does.
+the sandbox when it is on) only when nobody needs asking, each decided as a ``bash`` call of it:
+the approval feature's ``approval.rules`` service says what it gets (``check_command``: the
+session's mode and every rule in force). It runs when that says ``run`` (``auto`` mode, an allow
+rule), with ``--approve allow``, or when the template's ``allowed-tools`` allows it; a deny rule
+or plan mode stops it in every case, and an ask rule gives way only to ``--approve allow``.
+Without the approval feature only ``--approve allow`` and ``allowed-tools`` count (a missing
+safety package refuses). Otherwise nothing is sent and the run ends with exit 3 and one line
+naming the command and what would let it run, as a blocked tool call does.
 
 A template's ``model:`` and ``allowed-tools:`` go with its prompt (:attr:`Expanded.options`,
 :func:`~coding_agent.context.prompt_templates.send_options`): that turn runs on the command's
@@ -25,6 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from coding_agent.context.prompt_templates import (
+    PromptTemplate,
     TemplateError,
     bash_allowed,
     discover_templates,
@@ -35,10 +44,37 @@ from coding_agent.context.prompt_templates import (
 from coding_agent.context.resources import FrontmatterError, Places
 from coding_agent.context.skills import discover_skills, invoke_skill
 
-__all__ = ["CommandBlocked", "Expanded", "RunShell", "expand_prompt_command"]
+__all__ = [
+    "CheckCommand",
+    "CommandBlocked",
+    "Expanded",
+    "RunShell",
+    "UnknownCommand",
+    "expand_prompt_command",
+]
 
 RunShell = Callable[[str], Awaitable[str]]
 """Runs one shell command in the session and returns its output."""
+
+CheckCommand = Callable[[str], Awaitable[Any]]
+"""What a ``bash`` call of one command would get in the session, asking nobody: the approval
+feature's ``{"verdict": "run"|"ask"|"block", "by": "rule"|"mode", "why"}``."""
+
+
+class UnknownCommand(Exception):
+    """``-p "/name …"`` names no prompt template or skill (exit 2); the message names the
+    closest ones."""
+
+
+def _unknown(head: str, names: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(head, names, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(f'/{n}' for n in close)}?" if close else ""
+    return (
+        f"unknown command /{head}{hint} (-p expands prompt templates and /skill:NAME; "
+        "start the prompt with // to send text beginning with /)"
+    )
 
 
 class CommandBlocked(Exception):
@@ -63,11 +99,15 @@ async def expand_prompt_command(
     approve: Literal["allow", "deny"],
     run_shell: RunShell,
     caller: Any = None,
+    check: CheckCommand | None = None,
 ) -> Expanded:
     """``prompt`` with a leading ``/NAME args`` or ``/skill:NAME args`` expanded (module
     docstring); ``caller`` is the conversation's ``config.model`` (what a ``model:`` alias is
-    mapped against). Raises :class:`CommandBlocked` or :class:`TemplateError` (bad input: the
+    mapped against); ``check`` asks the approval feature what a ``!`` line gets (module
+    docstring; ``None`` without the feature). Raises :class:`CommandBlocked` or :class:`TemplateError` (bad input: the
     message names the template and what is wrong)."""
+    if prompt.startswith("//"):  # as in the TUI: `//` sends text starting with `/`
+        return Expanded(prompt[1:])
     if not prompt.startswith("/"):
         return Expanded(prompt)
     head, _, args = prompt[1:].partition(" ")
@@ -76,27 +116,60 @@ async def expand_prompt_command(
         args = f"{rest} {args}" if args else rest
     places = Places.find(cwd)
     if head.startswith("skill:"):
-        skill = discover_skills(cwd, places=places).get(head.removeprefix("skill:"))
+        skills = discover_skills(cwd, places=places)
+        skill = skills.get(head.removeprefix("skill:"))
         if skill is None:
-            return Expanded(prompt)
+            raise UnknownCommand(_unknown(head, [f"skill:{k.name}" for k in skills.skills]))
         try:
             return Expanded(invoke_skill(skill, args))
         except (OSError, FrontmatterError) as error:
             raise TemplateError(f"{skill.path}: {error}") from None
-    template = discover_templates(cwd, places=places).get(head)
+    templates = discover_templates(cwd, places=places)
+    template = templates.get(head)
     if template is None:
-        return Expanded(prompt)
+        if not head or "/" in head or "." in head:  # a path (/etc/hosts …), not a command
+            return Expanded(prompt)
+        skills = discover_skills(cwd, places=places).skills
+        names = [*(t.name for t in templates.templates), *(f"skill:{k.name}" for k in skills)]
+        raise UnknownCommand(_unknown(head, names))
     outputs: dict[str, str] = {}
     for command in shell_commands(template, args):
-        if approve != "allow" and not bash_allowed(template, command):
-            raise CommandBlocked(
-                f"/{template.name} runs `{command}` first ({template.path}), and -p/--json asks "
-                "nobody; allow it with --approve allow, or with allowed-tools: "
-                f"Bash({command.split()[0] if command.split() else command}:*) in the template"
-            )
+        await _check(template, command, approve, check)
         outputs[command] = await run_shell(command)
     text = expand_template(template, args, cwd=cwd, outputs=outputs)
     if not text:
         raise TemplateError(f"/{template.name} expands to nothing")
     options, note = send_options(template, caller, os.environ)
     return Expanded(text, options, note)
+
+
+async def _check(
+    template: PromptTemplate,
+    command: str,
+    approve: Literal["allow", "deny"],
+    check: CheckCommand | None,
+) -> None:
+    """Raise :class:`CommandBlocked` unless ``command`` (a ``!`` line of ``template``) may run
+    asking nobody, as a ``bash`` call of it would (module docstring)."""
+    first = command.split()[0] if command.split() else command
+    head = f"/{template.name} runs `{command}` first ({template.path}), and"
+    found: Any = await check(command) if check is not None else None
+    verdict = found.get("verdict") if isinstance(found, dict) else None
+    why = str(found.get("why") or "") if isinstance(found, dict) else ""
+    if verdict == "block":  # a deny rule, plan mode: as a bash call, whatever --approve says
+        raise CommandBlocked(f"{head} {why}, so it is not run")
+    if approve == "allow" or verdict == "run":
+        return
+    if verdict == "ask" and found.get("by") == "rule":  # only a person (or --approve) overrides
+        raise CommandBlocked(f"{head} -p/--json asks nobody ({why}); allow it with --approve allow")
+    if bash_allowed(template, command):
+        return
+    ways = (
+        f"--permission-mode auto, an allow rule Bash({first}:*) in your settings, "
+        if check is not None
+        else ""
+    )
+    raise CommandBlocked(
+        f"{head} -p/--json asks nobody; allow it with --approve allow, {ways}or with "
+        f"allowed-tools: Bash({first}:*) in the template"
+    )

@@ -703,10 +703,19 @@ def _print_config(cwd: Path) -> int:
     show("model", model, origin)
     show("thinking", config.thinking or "off", config.origin.get("thinking", "default"))
     show("theme", config.theme or "dark", config.origin.get("theme", "default"))
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.settings.permissions import PermissionFiles
+
+    rule_files = PermissionFiles(cwd)
+    claude = rule_files.claude_mode(config.permission_mode)
     show(
         "permission_mode",
-        config.permission_mode or "ask",
-        config.origin.get("permission_mode", "default (new sessions; --permission-mode overrides)"),
+        claude[0] if claude else config.permission_mode or "ask",
+        f"{claude[1]} (permissions.defaultMode)"
+        if claude
+        else config.origin.get(
+            "permission_mode", "default (new sessions; --permission-mode overrides)"
+        ),
     )
     from coding_agent.settings.warm_start import enabled as warm_start_enabled
 
@@ -747,16 +756,13 @@ def _print_config(cwd: Path) -> int:
             f"{key}={value}" for key, value in model_entry.items() if key not in ("provider", "id")
         )
         show(f"models.{ref}", details or "(defaults)", config.origin.get(f"models.{ref}", "?"))
-    # lazy: start-up time (the command line imports only what the chosen command runs)
-    from coding_agent.settings.permissions import PermissionFiles
-
-    permissions = PermissionFiles(cwd).load()  # the rules' grammar is checked by the session
+    permissions = rule_files.load()  # the rules' grammar is checked by the session
     for rule in permissions["rules"]:
         show(f"permissions.{rule['kind']}", rule["rule"], rule["source"])
     width = min(max(len(text) for text, _ in lines), 56)
     for text, origin in lines:
         print(f"{text:<{width}}  # {origin}")
-    for problem in permissions["problems"]:
+    for problem in permissions["problems"]:  # Claude Code settings not read included
         print(f"# permission rules: {problem}")
     return 0
 
@@ -1056,11 +1062,12 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         TrustStore.default().load()  # a corrupt trust file stops us before a session is made
         files = load_config(cwd)  # an invalid config.toml too (the worker reads it again)
         prompt = _read_prompt(args, sys.stdin) if headless else ""
-        if (
-            args.permission_mode is None
-            and files.permission_mode is not None
-            and not (args.continue_ or args.resume is not None or args.command == "attach")
-        ):  # a new session starts in the config's mode; one resumed keeps its own
+        # a new session starts in the config's mode (or Claude Code's defaultMode: _run, once
+        # the project's trust is decided); one resumed keeps its own
+        args.mode_from_files = args.permission_mode is None and not (
+            args.continue_ or args.resume is not None or args.command == "attach"
+        )
+        if args.mode_from_files and files.permission_mode is not None:
             args.permission_mode = files.permission_mode
         session, new = _choose_session(args, cwd)
         if args.name:
@@ -1125,6 +1132,13 @@ def _run(
         )
         if warning is not None:
             print(f"coding-agent: warning: {warning}", file=sys.stderr)
+    if getattr(args, "mode_from_files", False):
+        # lazy: start-up time (the command line imports only what the chosen command runs)
+        from coding_agent.settings.permissions import PermissionFiles
+
+        claude = PermissionFiles(session.cwd).claude_mode(args.permission_mode)
+        if claude is not None:  # Claude Code's permissions.defaultMode (settings.claude_settings)
+            args.permission_mode = claude[0]
     previous: LaunchSettings | None = None
     if args.command != "attach":
         previous = session.settings

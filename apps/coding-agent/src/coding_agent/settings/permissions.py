@@ -23,8 +23,10 @@ by :mod:`coding_agent.settings.config`)::
     ask = ["Bash(git push:*)"]
     deny = ["Read(./.env)", "Bash(rm -rf:*)"]
 
-In Claude Code's settings they are ``permissions.allow``/``ask``/``deny`` (its other keys, such as
-``defaultMode``, are left alone). ``~/.claude`` is ``$CLAUDE_CONFIG_DIR`` when that is set. The
+In Claude Code's settings they are ``permissions.allow``/``ask``/``deny``; every other key of those
+files that this agent does not honour is one problem line naming the file and the key and what to
+do instead (:mod:`coding_agent.settings.claude_settings`, which also maps ``defaultMode``:
+:meth:`PermissionFiles.claude_mode`). ``~/.claude`` is ``$CLAUDE_CONFIG_DIR`` when that is set. The
 project is the one :func:`~coding_agent.settings.trust.project_root_for` finds; trust is read again
 whenever the trust file changes, so ``/trust`` applies to the next call.
 
@@ -44,6 +46,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from coding_agent.settings.claude_settings import default_mode, unread_keys
 from coding_agent.settings.config import project_config_path, user_config_path
 from coding_agent.settings.trust import (
     TrustError,
@@ -87,6 +90,7 @@ class PermissionFiles:
         ]
         self._seen: tuple[Any, ...] | None = None
         self._loaded: dict[str, Any] = {}
+        self._modes: dict[str, tuple[Path, object]] = {}
 
     def trusted(self) -> tuple[bool, str | None]:
         """Whether the project is trusted (and why not, when it never can be)."""
@@ -109,6 +113,7 @@ class PermissionFiles:
         trusted, why = self.trusted()
         rules: list[dict[str, Any]] = []
         problems: list[str] = []
+        self._modes = {}
         for scope, path in self._files:
             if scope not in ("user", "claude-user") and not trusted:
                 if path.is_file() and path != self.user_file:
@@ -117,7 +122,7 @@ class PermissionFiles:
                 continue
             if scope == "project" and path == self.user_file:
                 continue
-            lists = self._lists(path, problems)
+            lists = self._lists(path, problems, scope)
             for kind in KINDS:
                 for rule in lists.get(kind, ()):
                     rules.append({"rule": rule, "kind": kind, "source": str(path), "scope": scope})
@@ -130,8 +135,17 @@ class PermissionFiles:
         self._seen = seen
         return self._loaded
 
-    def _lists(self, path: Path, problems: list[str]) -> dict[str, list[Any]]:
-        """The ``allow``/``ask``/``deny`` lists of one file (empty when it has none)."""
+    def claude_mode(self, chosen: str | None) -> tuple[str, str] | None:
+        """The mode a new session starts in from Claude Code's ``permissions.defaultMode``
+        (and the file it comes from), given the mode ``chosen`` by config.toml; ``None`` when
+        those files change nothing (:func:`~coding_agent.settings.claude_settings.default_mode`)."""
+        self.load()
+        projects = [self._modes[s] for s in ("claude-project", "claude-local") if s in self._modes]
+        return default_mode(self._modes.get("claude-user"), projects, chosen)
+
+    def _lists(self, path: Path, problems: list[str], scope: str) -> dict[str, list[Any]]:
+        """The ``allow``/``ask``/``deny`` lists of one file (empty when it has none); a Claude
+        Code file's keys this agent does not honour are added to ``problems``."""
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -147,6 +161,12 @@ class PermissionFiles:
             else:
                 data = json.loads(text)
                 table = data.get("permissions", {}) if isinstance(data, dict) else None
+                if isinstance(data, dict):
+                    found_data = cast(dict[str, Any], data)
+                    project = scope != "claude-user"
+                    problems.extend(unread_keys(path, found_data, project))
+                    if isinstance(table, dict) and "defaultMode" in table:
+                        self._modes[scope] = (path, cast(dict[str, Any], table)["defaultMode"])
         except (ValueError, TypeError) as error:
             problems.append(
                 f"{path}: not valid {'TOML' if path.suffix == '.toml' else 'JSON'} ({error})"

@@ -1,0 +1,153 @@
+"""What of Claude Code's ``settings.json`` this agent honours, and a note for every other key.
+
+A Claude Code user's settings files (``~/.claude/settings.json``, a trusted project's
+``.claude/settings.json`` and ``.claude/settings.local.json``) are read by this agent for:
+
+* ``permissions.allow``/``ask``/``deny`` — the permission rules
+  (:mod:`coding_agent.settings.permissions`, the approval feature's grammar);
+* ``hooks`` — read by the hooks feature (facets-hooks) from the same files;
+* ``permissions.defaultMode`` — a new session's permission mode (:func:`default_mode`), when
+  neither ``--permission-mode`` nor ``permission_mode`` in your ``config.toml`` chooses one.
+  Claude Code's ``default``, ``acceptEdits`` and ``plan`` are this agent's ``ask``,
+  ``accept-edits`` and ``plan``; they count from your own file. A project's file may only make
+  the mode *stricter*: its ``default`` or ``plan`` applies when stricter than the mode chosen
+  otherwise (it does not override ``--permission-mode``); a looser one is a note.
+  ``bypassPermissions`` is never taken from a settings file (a note says to pass
+  ``--permission-mode auto`` or set ``permission_mode = "auto"``), nor is any other value.
+* ``$schema`` — an editor's hint, nothing to do.
+
+Every other key is **one note** (:func:`unread_keys`) naming the file, the key and what to do
+instead, reported where an invalid permission rule is: the worker's log (stderr in ``-p``), a
+notice in the TUI, ``/permissions`` and ``coding-agent config``. ``env`` is *not* honoured: in
+Claude Code those variables are set for Claude itself as well as its commands (its
+``ANTHROPIC_*`` provider settings among them), and a project file that sets variables for every
+command (``BASH_ENV``, ``LD_PRELOAD``, ``PATH``, ``GIT_SSH_COMMAND``) is a way to run code in
+commands the user approved as harmless; the note says to export them before starting the agent.
+``sandbox`` is not honoured either, and its note says loudly that bash is *not* sandboxed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+__all__ = ["CLAUDE_MODES", "HONOURED", "default_mode", "mode_note", "unread_keys"]
+
+CLAUDE_MODES = {"default": "ask", "acceptEdits": "accept-edits", "plan": "plan"}
+"""Claude Code's ``permissions.defaultMode`` values this agent takes, as its own mode names."""
+
+PROJECT_MODES = ("default", "plan")
+"""The values a project's file may set (they only make the mode stricter)."""
+
+STRICTEST_FIRST = ("plan", "ask", "accept-edits", "sandbox", "auto")
+"""The modes from the strictest (the approval contract's ``STRICTEST_FIRST``; the app may not
+import the feature, and tests/app/settings/test_claude_settings.py pins the two together)."""
+
+HONOURED = ("$schema", "hooks", "permissions")
+"""The top-level keys read (``permissions`` key by key: :func:`unread_keys`)."""
+
+_READ_PERMISSIONS = ("allow", "ask", "deny", "defaultMode")
+
+_ADVICE = {
+    "env": "the variables are NOT set for this agent's commands; export them in your shell "
+    "before starting coding-agent (a project file never sets them: PATH, BASH_ENV or "
+    "LD_PRELOAD there would run code in every command)",
+    "model": 'this agent does not read Claude Code\'s model; use model = "provider/id" in '
+    "config.toml or --model",
+    "apiKeyHelper": "this agent does not run it; set the provider's key variable (such as "
+    "ANTHROPIC_API_KEY) or providers.<name>.api_key in config.toml",
+    "disableAllHooks": "this agent does not read it: the hooks in these files still run; "
+    "remove them from the file to stop them (/hooks lists them)",
+    "enableAllProjectMcpServers": "this agent does not read it; it asks you to approve each "
+    "server of a trusted project's .mcp.json itself",
+    "enabledMcpjsonServers": "this agent does not read it; it asks you to approve each server "
+    "of a trusted project's .mcp.json itself",
+    "disabledMcpjsonServers": "this agent does not read it: those servers are NOT disabled by "
+    "it; remove them from .mcp.json or decline them when asked",
+    "permissions.additionalDirectories": "this agent does not read it: the tools work in the "
+    "project, and a call outside it asks; allow such paths with rules such as "
+    "Edit(/other/dir/**)",
+    "permissions.disableBypassPermissionsMode": "this agent does not read it: "
+    "--permission-mode auto is still available",
+}
+
+_SANDBOX = (
+    "this agent does not read Claude Code's sandbox settings; bash is NOT sandboxed by it — use "
+    "[sandbox] enabled = true in config.toml or --permission-mode sandbox"
+)
+
+
+def _note(path: Path, key: str, advice: str | None = None) -> str:
+    return f"{path}: `{key}`: " + (
+        advice or "a Claude Code setting this agent does not read; it has no effect here"
+    )
+
+
+def mode_note(path: Path, value: object, project: bool) -> str | None:
+    """The note for ``permissions.defaultMode`` = ``value`` in ``path`` (a project's file when
+    ``project``); ``None`` when it is honoured."""
+    if value in (PROJECT_MODES if project else CLAUDE_MODES):
+        return None
+    key = "permissions.defaultMode"
+    if project and value in CLAUDE_MODES:
+        return _note(
+            path, key, f"{value!r} is not taken from a project's settings (a project may only "
+            "make the mode stricter: default or plan); set it in ~/.claude/settings.json or "
+            "permission_mode in your config.toml",
+        )  # fmt: skip
+    if value == "bypassPermissions":
+        return _note(
+            path, key, "'bypassPermissions' is not taken from a settings file; calls still "
+            'ask — pass --permission-mode auto, or set permission_mode = "auto" in your own '
+            "config.toml",
+        )  # fmt: skip
+    return _note(
+        path, key, f"{value!r} is not a mode this agent takes (default, acceptEdits, plan); "
+        "use --permission-mode or permission_mode in config.toml",
+    )  # fmt: skip
+
+
+def unread_keys(path: Path, data: dict[str, Any], project: bool) -> list[str]:
+    """One note per key of the Claude Code settings ``data`` (read from ``path``, a project's
+    file when ``project``) that this agent does not honour (module docstring)."""
+    notes: list[str] = []
+    for key, value in data.items():
+        if key == "sandbox":
+            on = isinstance(value, dict) and cast(dict[str, Any], value).get("enabled") is True
+            notes.append(_note(path, "sandbox.enabled" if on else "sandbox", _SANDBOX))
+        elif key == "permissions" and isinstance(value, dict):
+            for sub, found in cast(dict[str, Any], value).items():
+                name = f"permissions.{sub}"
+                if sub == "defaultMode":
+                    note = mode_note(path, found, project)
+                    if note is not None:
+                        notes.append(note)
+                elif sub not in _READ_PERMISSIONS:
+                    notes.append(_note(path, name, _ADVICE.get(name)))
+        elif key not in HONOURED:
+            notes.append(_note(path, key, _ADVICE.get(key)))
+    return notes
+
+
+def default_mode(
+    user: tuple[Path, object] | None,
+    projects: list[tuple[Path, object]],
+    chosen: str | None,
+) -> tuple[str, str] | None:
+    """The mode a new session starts in from Claude Code's ``defaultMode`` values, and the file
+    it comes from: ``user`` (your file and its value) counts when nothing else ``chosen`` a mode
+    (``permission_mode`` of config.toml), then each of ``projects`` (the trusted project's
+    files) when stricter. ``None`` when none of them changes ``chosen``."""
+    mode, source = chosen, None
+    if mode is None and user is not None and isinstance(user[1], str):
+        found = CLAUDE_MODES.get(user[1])
+        if found is not None:
+            mode, source = found, str(user[0])
+    for path, value in projects:
+        if value not in PROJECT_MODES:
+            continue
+        found = CLAUDE_MODES[cast(str, value)]
+        current = mode or "ask"
+        if STRICTEST_FIRST.index(found) < STRICTEST_FIRST.index(current) or mode is None:
+            mode, source = found, str(path)
+    return (mode, source) if mode is not None and source is not None else None

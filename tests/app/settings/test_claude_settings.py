@@ -1,0 +1,179 @@
+"""Claude Code's settings.json keys this agent does not honour are said so, once, naming the file
+and the key (issue: the probe's ``defaultMode``, ``env`` and ``sandbox.enabled`` dropped without a
+word); ``permissions.defaultMode`` is honoured from the user's own file, and from a project's only
+when it makes the mode stricter. Real files in tmp folders; the end-to-end cases run the real
+binary with ``--faux-script``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from coding_agent.settings import claude_settings
+from coding_agent.settings.permissions import PermissionFiles
+from coding_agent.settings.trust import TrustStore, trust_path
+
+BINARY = Path(sys.executable).with_name("coding-agent")
+TIMEOUT = 120
+
+# Anthropic's published examples (examples/settings in anthropics/claude-code), abridged.
+BASH_SANDBOX = {
+    "permissions": {"disableBypassPermissionsMode": "disable", "ask": ["Bash(git push:*)"]},
+    "sandbox": {"enabled": True, "autoAllowBashIfSandboxed": False, "network": {}},
+    "$schema": "https://json.schemastore.org/claude-code-settings.json",
+}
+PROBE = {
+    "permissions": {"defaultMode": "acceptEdits", "allow": ["Bash(git diff:*)"]},
+    "env": {"PROBE": "hello"},
+    "hooks": {},
+    "disableAllHooks": True,
+    "enableAllProjectMcpServers": True,
+    "statusLine": {"type": "command", "command": "echo hi"},
+}
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        "HOME": str(tmp_path / "home"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+    }
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    (folder / ".git").mkdir(parents=True)
+    return folder
+
+
+def write(path: Path, data: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def keys_noted(problems: list[str], path: Path) -> list[str]:
+    return [p.removeprefix(f"{path}: ").split(":")[0] for p in problems if p.startswith(f"{path}:")]
+
+
+def test_every_key_not_honoured_is_one_note_naming_the_file_and_the_key(
+    env: dict[str, str], project: Path
+) -> None:
+    user = write(Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json", BASH_SANDBOX)
+    local = write(project / ".claude" / "settings.local.json", PROBE)
+    TrustStore(trust_path(env)).set(project, True)
+    problems = PermissionFiles(project, env).load()["problems"]
+    assert keys_noted(problems, user) == [
+        "`permissions.disableBypassPermissionsMode`",
+        "`sandbox.enabled`",
+    ]
+    assert f"{user}: `sandbox.enabled`: this agent does not read Claude Code's sandbox settings; " \
+        "bash is NOT sandboxed by it — use [sandbox] enabled = true in config.toml or " \
+        "--permission-mode sandbox" in problems  # fmt: skip
+    # hooks (facets-hooks) and permissions.allow are read; $schema is an editor's hint
+    assert keys_noted(problems, local) == [
+        "`permissions.defaultMode`",  # a project may not loosen the mode
+        "`env`",
+        "`disableAllHooks`",
+        "`enableAllProjectMcpServers`",
+        "`statusLine`",
+    ]
+    assert any("the variables are NOT set" in p for p in problems)
+    assert any("the hooks in these files still run" in p for p in problems)
+    assert len(problems) == len(set(problems)) == 7
+    # the sandbox's note names the key even when the sandbox is off in the file
+    write(user, {"sandbox": {"enabled": False}})
+    assert keys_noted(PermissionFiles(project, env).load()["problems"], user) == ["`sandbox`"]
+
+
+def test_an_untrusted_projects_keys_are_not_read_so_not_noted(
+    env: dict[str, str], project: Path
+) -> None:
+    path = write(project / ".claude" / "settings.json", PROBE)
+    problems = PermissionFiles(project, env).load()["problems"]
+    assert problems == [f"{path}: not read, the project is not trusted (/trust to trust it)"]
+
+
+def test_default_mode_maps_claude_codes_names_and_projects_only_tighten(tmp_path: Path) -> None:
+    user, proj = tmp_path / "user.json", tmp_path / "proj.json"
+    mode = claude_settings.default_mode
+    assert mode((user, "acceptEdits"), [], None) == ("accept-edits", str(user))
+    assert mode((user, "plan"), [], None) == ("plan", str(user))
+    assert mode((user, "acceptEdits"), [], "auto") is None  # config.toml's permission_mode wins
+    assert mode((user, "bypassPermissions"), [], None) is None  # never from a settings file
+    assert mode(None, [(proj, "acceptEdits")], None) is None  # a project cannot loosen
+    assert mode((user, "acceptEdits"), [(proj, "default")], None) == ("ask", str(proj))
+    assert mode(None, [(proj, "plan")], "auto") == ("plan", str(proj))
+    assert mode((user, "default"), [(proj, "default")], None) == ("ask", str(user))  # no tighter
+
+
+def test_the_strictness_order_is_the_approval_contracts() -> None:
+    from facets_approval.contract import STRICTEST_FIRST
+
+    assert claude_settings.STRICTEST_FIRST == STRICTEST_FIRST
+
+
+async def _run(
+    project: Path, env: dict[str, str], steps: list[object], *args: str
+) -> subprocess.CompletedProcess[bytes]:
+    script = project.parent / "faux-script.json"
+    script.write_text(json.dumps(steps))
+    with anyio.fail_after(TIMEOUT):
+        return await anyio.run_process(
+            [str(BINARY), "--faux-script", str(script), *args],
+            env=env, cwd=project, check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+
+
+WRITE = [
+    {"toolCalls": [{"name": "write", "arguments": {"path": "note.txt", "content": "hi\n"}}]},
+    {"text": "done"},
+]
+
+
+@pytest.mark.anyio
+async def test_the_users_accept_edits_lets_a_headless_write_run_and_the_notes_reach_stderr(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    claude = Path(agent_env["CLAUDE_CONFIG_DIR"])
+    published = {**BASH_SANDBOX, "permissions": {"defaultMode": "acceptEdits"}}
+    write(claude / "settings.json", published)
+    result = await _run(project, agent_env, WRITE, "-p", "go")
+    assert result.returncode == 0, result.stderr.decode()
+    assert (project / "note.txt").read_text() == "hi\n"
+    stderr = result.stderr.decode()
+    assert stderr.count("`sandbox.enabled`: this agent does not read Claude Code's sandbox") == 1
+    assert f"{claude / 'settings.json'}: `sandbox.enabled`" in stderr
+
+
+@pytest.mark.anyio
+async def test_a_projects_plan_mode_tightens_and_its_accept_edits_does_not_loosen(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    settings = write(
+        project / ".claude" / "settings.json", {"permissions": {"defaultMode": "acceptEdits"}}
+    )
+    result = await _run(project, agent_env, WRITE, "--trust", "-p", "go")
+    assert not (project / "note.txt").exists()  # still asks, and -p asks nobody
+    assert (
+        f"{settings}: `permissions.defaultMode`: 'acceptEdits' is not taken"
+        in result.stderr.decode()
+    )
+    write(
+        Path(agent_env["CLAUDE_CONFIG_DIR"]) / "settings.json",
+        {"permissions": {"defaultMode": "acceptEdits"}},
+    )
+    write(settings, {"permissions": {"defaultMode": "plan"}})
+    result = await _run(project, agent_env, WRITE, "-p", "go", "--approve", "allow")
+    assert not (project / "note.txt").exists()  # plan: read-only, whatever --approve says
+    config = (await anyio.run_process([str(BINARY), "config"], env=agent_env, cwd=project)).stdout
+    assert f"# {settings} (permissions.defaultMode)" in config.decode()
+    assert "permission_mode = plan" in config.decode()
