@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import io
 import json
+import socket
 import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from worker_support import write_script
 
@@ -25,6 +27,12 @@ pytestmark = [
 ]
 
 SERVER = str(Path(__file__).parents[2] / "facets" / "mcp_feature" / "mcp_server.py")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _config(tmp_path: Path, agent_env: dict[str, str], data: dict[str, Any]) -> dict[str, str]:
@@ -81,6 +89,75 @@ async def test_headless_waits_no_longer_than_startup_timeout(
     assert err.getvalue() == (
         "coding-agent: warning: MCP server slow was not ready after 0.5 s (startup_timeout in "
         "mcp.json); going on without its tools\n"
+    )
+
+
+NPM_404 = """\
+npm error code E404
+npm error 404 Not Found - GET https://registry.npmjs.org/@modelcontextprotocol%2fserver-does-not-exist-xyz - Not found
+npm error 404
+npm error 404  '@modelcontextprotocol/server-does-not-exist-xyz@*' is not in this registry.
+npm error 404
+npm error 404 Note that you can also install from a
+npm error 404 tarball, folder, http url, or git url.
+npm error A complete log of this run can be found in: /home/u/.npm/_logs/2025-06-01T10_00_00_000Z-debug-0.log
+"""
+"""What ``npx -y`` of a package that does not exist writes on stderr (npm 10) before it exits 1."""
+
+
+async def _warning(
+    session: Session, agent_env: dict[str, str], tmp_path: Path, servers: dict[str, Any]
+) -> str:
+    """The one warning line of a ``-p`` run with ``servers``."""
+    env = _config(tmp_path, agent_env, {"mcpServers": servers})
+    script = write_script(tmp_path / "s.json", [{"text": "answered"}])
+    out, err = io.StringIO(), io.StringIO()
+    config = WorkerConfig(session, faux_script=script, env=env)
+    assert await run_headless("go", config, mode="print", out=out, err=err) == 0
+    assert out.getvalue() == "answered\n"
+    (warning,) = err.getvalue().splitlines()
+    return warning
+
+
+async def test_a_missing_npm_package_is_named_by_npms_404_line_not_its_log_path(
+    session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    npx = tmp_path / "npx.sh"  # npx -y @modelcontextprotocol/server-does-not-exist-xyz, offline
+    npx.write_text(f"cat >&2 <<'EOF'\n{NPM_404}EOF\nexit 1\n")
+    warning = await _warning(
+        session, agent_env, tmp_path, {"npm": {"command": "sh", "args": [str(npx)]}}
+    )
+    assert warning == (
+        "coding-agent: warning: MCP server npm failed to start: the server exited with code 1 "
+        "before it was ready (stderr: npm error 404 Not Found - GET "
+        "https://registry.npmjs.org/@modelcontextprotocol%2fserver-does-not-exist-xyz - Not "
+        "found | npm error 404 '@modelcontextprotocol/server-does-not-exist-xyz@*' is not in "
+        "this registry.); going on without its tools"
+    )
+
+
+async def test_an_unreachable_http_server_is_named_with_the_cause(
+    session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"  # bound then closed: nothing listens
+    warning = await _warning(session, agent_env, tmp_path, {"web": {"type": "http", "url": url}})
+    assert warning == (
+        f"coding-agent: warning: MCP server web failed to start: cannot connect to {url} "
+        "(connection refused); going on without its tools"
+    )
+
+
+async def test_a_server_writing_no_json_rpc_fails_soon_saying_what_it_wrote(
+    session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    servers = {"chatty": {"command": "sh", "args": ["-c", "echo hello; sleep 60"]}}
+    started = anyio.current_time()
+    warning = await _warning(session, agent_env, tmp_path, servers)
+    assert anyio.current_time() - started < 25  # not the 30 s startup timeout
+    assert warning == (
+        'coding-agent: warning: MCP server chatty failed to start: it wrote "hello" on stdout, '
+        "which is not MCP's JSON-RPC: is this an MCP server, and does it log to stdout?; going "
+        "on without its tools"
     )
 
 

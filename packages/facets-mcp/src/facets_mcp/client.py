@@ -65,8 +65,20 @@ from .contract import (
     tool_name,
 )
 from .listing import list_prompts, list_resources, list_templates, list_tools, needs_task
+from .problems import (
+    GARBAGE_GRACE,
+    NotJsonRpc,
+    Worded,
+    connect_problem,
+    garbage_line,
+    garbage_text,
+    innermost,
+    not_json_rpc,
+    stderr_gist,
+)
+from .problems import describe as _describe
 from .results import map_contents, map_result, progress_text, resource_text
-from .stdio import TOO_LARGE_CODE, MessageTooLarge, bounded_stdio_client
+from .stdio import TOO_LARGE_CODE, MessageTooLarge, ServerExited, bounded_stdio_client, exit_text
 
 __all__ = [
     "GIVE_UP_AFTER",
@@ -96,7 +108,7 @@ class McpCallError(Exception):
     """One tool call failed; the message is what the model reads."""
 
 
-class _Gone(Exception):
+class _Gone(Worded):
     """The connection ended."""
 
 
@@ -104,7 +116,7 @@ class _Asleep(Exception):
     """The server was stopped to sleep (:meth:`ServerRunner.suspend`)."""
 
 
-class _Unsandboxed(Exception):
+class _Unsandboxed(Worded):
     """A server configured with ``sandbox: true`` and no sandbox to run it in: never retried."""
 
 
@@ -114,37 +126,6 @@ UNSANDBOXED = (
     '"sandbox" from its entry to run it unconfined'
 )
 """Why a ``sandbox: true`` server is not started where no sandbox can start."""
-
-
-def _innermost(exc: BaseException) -> BaseException:
-    """The first exception inside (nested) exception groups: a task group wraps what its
-    body raises."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _describe(exc: BaseException) -> str:
-    """A one-line reason, looking through exception groups."""
-    from mcp import McpError
-
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    if isinstance(exc, McpError):
-        return f"MCP error {exc.error.code}: {exc.error.message}"
-    if isinstance(exc, FileNotFoundError):
-        return f"command not found: {exc.filename or exc}"
-    text = str(exc) or type(exc).__name__
-    return text if isinstance(exc, _Gone | _Unsandboxed) else f"{type(exc).__name__}: {text}"
-
-
-def _garbage_text(exc: Exception) -> str:
-    """What a line that is not JSON-RPC said (the SDK hands us its parse error)."""
-    from pydantic import ValidationError
-
-    if isinstance(exc, ValidationError) and exc.errors():
-        return repr(str(exc.errors()[0].get("input"))[:120])
-    return _describe(exc)[:120]
 
 
 def _tail(text: str) -> str:
@@ -206,6 +187,12 @@ class ServerRunner:
         self._resources: list[McpResource] = []
         self._prompts: list[McpPrompt] = []
         self._garbage = ""
+        self._first_garbage = ""
+        """While starting: the first line on stdout that was not JSON-RPC (before any that was)."""
+        self._garbage_seen = anyio.Event()
+        self._heard = False
+        """A valid message came on this connection."""
+        self._exit: ServerExited | None = None
         self._refused = ""
         self._root = root
         self._instructions = ""
@@ -270,6 +257,7 @@ class ServerRunner:
         stderr = self.stderr_tail()
         if stderr and self._state == "failed":
             server["stderr"] = stderr
+            server["stderrGist"] = stderr_gist(stderr)
         if self._retry_in is not None and self._state == "failed":
             server["retryInSeconds"] = self._retry_in
         if self._login is not None and self._login.authorization_url:
@@ -350,7 +338,7 @@ class ServerRunner:
                 try:
                     await self._serve(ready_at)
                 except Exception as exc:
-                    inner = _innermost(exc)
+                    inner = innermost(exc)
                     if isinstance(inner, _Asleep):
                         await self._sleep()
                         continue
@@ -358,6 +346,8 @@ class ServerRunner:
                         failures = GIVE_UP_AFTER - 1
                     problem = login_problem(exc, self.spec.name, logging_in=login is not None)
                     self._needs_login = problem is not None
+                    if problem is None and self.spec.transport != "stdio":
+                        problem = connect_problem(exc, self.spec.url, starting=not ready_at)
                     self._error = problem or _describe(exc)
                 self._session = None
                 if login is not None:  # that login is over, whatever happened
@@ -412,7 +402,8 @@ class ServerRunner:
         from mcp.shared.message import SessionMessage
 
         spec = self.spec
-        self._garbage = ""
+        self._garbage = self._first_garbage = ""
+        self._garbage_seen, self._heard, self._exit = anyio.Event(), False, None
         async with AsyncExitStack() as stack:
             if spec.transport == "stdio":
                 if self._stderr is not None:
@@ -489,12 +480,7 @@ class ServerRunner:
                     sampling_callback=sampling_callback(self.spec.name, self._sampler),
                 )
             )
-            # a login happens inside the first request: the user gets LOGIN_TIMEOUT for it
-            with anyio.fail_after(INIT_TIMEOUT + (LOGIN_TIMEOUT if self._attempt else 0)):
-                initialized = await session.initialize()
-                self._instructions = (initialized.instructions or "").strip()
-                self._capabilities = initialized.capabilities
-                await self._refresh(session, {"tools", "resources", "prompts"})
+            await self._initialize(session)
             self._session = session
             self._state, self._error = "ready", ""
             if self._attempt is not None:  # logged in, or the server did not ask
@@ -530,8 +516,55 @@ class ServerRunner:
             if self._sleep_now.is_set():
                 raise _Asleep
             if spec.transport == "stdio":
-                raise _Gone("the server exited (its output closed)")
+                raise _Gone(f"the server {self._ended()}")
             raise _Gone(self._error or "the server stopped answering")
+
+    def _ended(self) -> str:
+        """How a stdio server's connection ended (its exit status when known)."""
+        if self._exit is None or self._exit.code is None:
+            return "exited (its output closed)"
+        return exit_text(self._exit.code)
+
+    async def _initialize(self, session: ClientSession) -> None:
+        """``initialize`` and the listings, within :data:`INIT_TIMEOUT`; a stdio server that
+        wrote only non-JSON-RPC on stdout fails :data:`~.problems.GARBAGE_GRACE` s after that,
+        one whose output closed says how it ended, each with what it wrote."""
+        from mcp import McpError
+        from mcp.types import CONNECTION_CLOSED
+
+        # a login happens inside the first request: the user gets LOGIN_TIMEOUT for it
+        limit = INIT_TIMEOUT + (LOGIN_TIMEOUT if self._attempt else 0)
+        stage = "initialize"
+        try:
+            with anyio.fail_after(limit):
+                async with anyio.create_task_group() as starting:
+                    if self.spec.transport == "stdio":
+                        starting.start_soon(self._garbage_watch)
+                    initialized = await session.initialize()
+                    stage = "the listings"
+                    self._instructions = (initialized.instructions or "").strip()
+                    self._capabilities = initialized.capabilities
+                    await self._refresh(session, {"tools", "resources", "prompts"})
+                    starting.cancel_scope.cancel()
+        except TimeoutError:
+            wrote = f"; {not_json_rpc(self._first_garbage)}" if self._first_garbage else ""
+            raise _Gone(f"did not answer {stage} within {limit:g} s{wrote}") from None
+        except Exception as exc:
+            inner = innermost(exc)  # the task group's
+            closed = isinstance(inner, McpError) and inner.error.code == CONNECTION_CLOSED
+            if self.spec.transport != "stdio" or not closed:
+                raise
+            wrote = f"; {not_json_rpc(self._first_garbage)}" if self._first_garbage else ""
+            ended = self._ended() if self._exit is not None else "closed its output"
+            raise _Gone(f"the server {ended} before it was ready{wrote}") from None
+
+    async def _garbage_watch(self) -> None:
+        """Fail the start :data:`~.problems.GARBAGE_GRACE` s after a line that is not
+        JSON-RPC, unless a valid message came meanwhile."""
+        await self._garbage_seen.wait()
+        await anyio.sleep(GARBAGE_GRACE)
+        if not self._heard:
+            raise NotJsonRpc(not_json_rpc(self._first_garbage))
 
     async def _pump(
         self,
@@ -546,15 +579,30 @@ class ServerRunner:
                     if isinstance(message, MessageTooLarge):
                         self._refused = str(message)
                         continue
+                    if isinstance(message, ServerExited):
+                        self._exit = message
+                        continue
                     if isinstance(message, Exception):
-                        self._garbage = _garbage_text(message)
+                        self._garbage = garbage_text(message)
+                        if not self._heard and not self._first_garbage:
+                            await self._note_garbage(garbage_line(message))
                         continue  # the session would only log it; calls time out clearly
+                    self._heard = True
                     await inbound.send(message)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
         finally:
             closed.set()
             read.close()
+
+    async def _note_garbage(self, line: str) -> None:
+        """A starting server's first line that is not JSON-RPC: shown as its ``error`` while it
+        starts (a headless run's *not ready* line says it), and timed by :meth:`_garbage_watch`."""
+        self._first_garbage = line
+        self._garbage_seen.set()
+        if self._state == "starting":
+            self._error = not_json_rpc(line)
+            await self._publish()
 
     async def _heartbeat(self, session: ClientSession, closed: anyio.Event) -> None:
         while True:

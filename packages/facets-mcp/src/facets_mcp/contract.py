@@ -83,9 +83,14 @@ class McpServer(TypedDict):
     """The configuration file that declared it."""
     state: ServerState
     error: NotRequired[str]
-    """Why it failed (``failed``), or why a tool was skipped."""
+    """Why it failed (``failed``), or why a tool was skipped; while ``starting``, what is wrong
+    so far (it wrote something else than JSON-RPC on stdout) or why the last start failed."""
     stderr: NotRequired[str]
     """The tail of the server's stderr (stdio servers)."""
+    stderrGist: NotRequired[str]
+    """Of ``stderr``, the lines that say what went wrong (npm's ``404 Not Found`` line rather
+    than its closing ``A complete log …``): at most 3 lines and 300 characters, joined by
+    `` | ``; with ``stderr``."""
     tools: list[McpTool]
     resources: list[McpResource]
     prompts: list[McpPrompt]

@@ -8,7 +8,9 @@ past the cap are skipped up to the next newline. When the refused message is an 
 ``id`` shows in its first bytes (every SDK writes ``{"jsonrpc":"2.0","id":...`` first), the
 session gets an error answer for that id at once, naming the server and the cap, so the call
 fails now rather than at its timeout; otherwise a :class:`MessageTooLarge` goes to the read
-stream in its place (the runner notes it; the call times out with that note).
+stream in its place (the runner notes it; the call times out with that note). When its stdout
+closes, a :class:`ServerExited` with the server's exit status (once it exited, waited for at most
+half a second) goes to the read stream last.
 """
 
 from __future__ import annotations
@@ -28,7 +30,14 @@ if TYPE_CHECKING:
     from mcp import StdioServerParameters
     from mcp.shared.message import SessionMessage
 
-__all__ = ["TOO_LARGE_CODE", "MessageTooLarge", "bounded_stdio_client", "too_large_text"]
+__all__ = [
+    "TOO_LARGE_CODE",
+    "MessageTooLarge",
+    "ServerExited",
+    "bounded_stdio_client",
+    "exit_text",
+    "too_large_text",
+]
 
 TOO_LARGE_CODE = -32600
 """The JSON-RPC error code of the answer that replaces a refused one (invalid request)."""
@@ -36,10 +45,28 @@ _CHUNK = 65536
 _ID = re.compile(rb'^\s*\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 """The top-level ``id`` of a message, looked for before any nested object starts."""
 _TERMINATE_AFTER = 2.0
+_EXIT_WAIT = 0.5
 
 
 class MessageTooLarge(Exception):
     """A server's message was larger than the cap and was dropped."""
+
+
+class ServerExited(Exception):
+    """The server's stdout closed; ``code`` is its exit status (``None``: still running, or
+    not known), negative for a signal."""
+
+    def __init__(self, code: int | None) -> None:
+        super().__init__(exit_text(code))
+        self.code = code
+
+
+def exit_text(code: int | None) -> str:
+    """How the server ended: ``exited with code 1``, ``was killed by signal 9``, ``closed its
+    output``."""
+    if code is None:
+        return "closed its output"
+    return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
 
 
 def too_large_text(server: str, size: int, max_bytes: int) -> str:
@@ -145,6 +172,9 @@ async def bounded_stdio_client(
                             line, buffer = bytes(buffer), bytearray()
                             if line.strip():
                                 await deliver(line)
+                with anyio.move_on_after(_EXIT_WAIT):  # stdout closed: it exits, or exited
+                    await process.wait()
+                await reader_in.send(ServerExited(process.returncode))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             await anyio.lowlevel.checkpoint()
 

@@ -6,7 +6,9 @@ the app imports no feature package) and :meth:`McpWatch.settled` waits until eve
 server was ready or failed once, at most the state's ``startupTimeout`` (the ``startup_timeout``
 of ``mcp.json``, default 30 s). A ready server's tools are registered and selected before its
 state says ``ready``, so the first request offers them. A server that failed or is late gets one
-``coding-agent: warning:`` line; the run goes on without its tools.
+``coding-agent: warning:`` line (why it failed and the lines of its stderr that say so, the
+``stderrGist`` of its state; or what is wrong so far with a late one); the run goes on without
+its tools.
 """
 
 from __future__ import annotations
@@ -78,11 +80,16 @@ class McpWatch:
                 continue
             if found is None:
                 why = f"was not ready after {limit:g} s (startup_timeout in mcp.json)"
+                if server.get("error"):  # what is wrong so far (it writes garbage on stdout)
+                    why += f": {server['error']}"
             else:
                 why = f"failed to start: {found.get('error') or 'no reason given'}"
+                # the lines that say what went wrong (the feature picks them), else the last
                 stderr = str(found.get("stderr") or "").strip().splitlines()
-                if stderr:
-                    why += f" (stderr: {stderr[-1][:200]})"
+                gist = str(found.get("stderrGist") or (stderr[-1][:200] if stderr else ""))
+                if gist:
+                    why += f" (stderr: {gist})"
+            why = " ".join(why.split())  # one line per server, whatever the server wrote
             print(
                 inert(
                     f"coding-agent: warning: MCP server {name} {why}; going on without its tools"
