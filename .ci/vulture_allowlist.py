@@ -196,3 +196,7 @@ _.carried
 
 # coding_agent.server.web._Listener.is_serving: websockets' ServerConnection.handshake calls it
 _.is_serving
+
+# facets_mcp.contract.McpServer's stderrGist: a wire field of the MCP state, which the app's
+# headless watch reads by key (coding_agent.worker.mcp_watch)
+stderrGist
