@@ -25,9 +25,9 @@ from pathlib import Path
 
 from pico3 import DEFAULT_DENY_READ, walk_files
 
-from .rules import RuleSet, Verdict
+from .rules import RuleSet, SourcedRule, Verdict
 
-__all__ = ["SEARCH_LIMIT", "credentials_verdict", "search_verdict"]
+__all__ = ["SEARCH_LIMIT", "credentials_verdict", "search_verdict", "searches"]
 
 SEARCH_LIMIT = 20_000
 """The most files of a searched folder checked against the rules (a larger one asks)."""
@@ -81,16 +81,26 @@ def credentials_verdict(tool: str, arguments: object, workspace: str, home: str)
     return Verdict()
 
 
-def search_verdict(ruleset: RuleSet, tool: str, arguments: object) -> Verdict:
-    """Ask when a ``grep`` over a folder would read a file a deny or ask rule covers (module
-    doc); else no verdict. Blocking: call it in a worker thread."""
+def _covering(ruleset: RuleSet, tool: str) -> list[SourcedRule]:
     if tool != "grep":
-        return Verdict()
-    covering = [
+        return []
+    return [
         r
         for r in ruleset.rules
         if r.kind in ("deny", "ask") and r.rule.pattern is not None and r.rule.governs("grep")
     ]
+
+
+def searches(ruleset: RuleSet, tool: str) -> bool:
+    """Whether :func:`search_verdict` has files to look at for a call of ``tool``: a ``grep``
+    with a deny or ask path rule in force (cheap: the caller skips the worker thread else)."""
+    return bool(_covering(ruleset, tool))
+
+
+def search_verdict(ruleset: RuleSet, tool: str, arguments: object) -> Verdict:
+    """Ask when a ``grep`` over a folder would read a file a deny or ask rule covers (module
+    doc); else no verdict. Blocking: call it in a worker thread (when :func:`searches`)."""
+    covering = _covering(ruleset, tool)
     if not covering:
         return Verdict()
     folder = _target(arguments, ruleset.workspace, ruleset.home)

@@ -140,7 +140,7 @@ from .contract import (
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, leave_checked, path_within
 from .permissions import RulesProvider, RuleStore, session_rule_reader, turn_rules
 from .sandboxing import SANDBOX_UNAVAILABLE, outside_sandbox
-from .searched import credentials_verdict, search_verdict
+from .searched import credentials_verdict, search_verdict, searches
 from .suggest import suggest_rule
 
 __all__ = [
@@ -488,7 +488,7 @@ def install_approval(
                 return {"block": rule_block_reason(tool, verdict.why)}
             if verdict.kind != "ask":  # what it reads beyond its path (credentials, a search)
                 verdict = credentials_verdict(tool, arguments, ruleset.workspace, ruleset.home)
-            if verdict.kind != "ask":
+            if verdict.kind != "ask" and searches(ruleset, tool):
                 verdict = await anyio.to_thread.run_sync(search_verdict, ruleset, tool, arguments)
             if verdict.kind != "ask":
                 return None
