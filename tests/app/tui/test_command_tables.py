@@ -171,7 +171,8 @@ def test_cost_sums_this_branchs_usage_from_the_typed_view() -> None:
     assert said == (
         "This branch: $0.0323 over 2 model calls\n"
         "tokens: 3,000 input, 120 output, 200 cache read, 0 cache write\n"
-        "context now: 2,170 tokens"
+        "context: 2,170 tokens in the last request, as the provider reported them (the "
+        "footer's ctx %; /context estimates the whole window)"
     )
     assert core.cost_text(view_from_json(empty_view())) == (
         "No model call yet: nothing has cost anything."

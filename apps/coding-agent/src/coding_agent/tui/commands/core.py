@@ -292,7 +292,9 @@ async def fork(target: ConversationTarget, args: Arguments, ctx: Context) -> Com
 
 def cost_text(view: View | None) -> Notice | str:
     """What ``/cost`` says: this branch's tokens and cost so far, folded from the view's usage
-    (every model call, retries included), as the footer counts them."""
+    (every model call, retries included), as the footer counts them; the context is the last
+    request's size as the provider reported it (the footer's ``ctx %``), not ``/context``'s
+    estimate of the window."""
     if view is None:
         return Notice("The session is not available yet", "warning")
     totals = UsageTotals()
@@ -308,7 +310,8 @@ def cost_text(view: View | None) -> Notice | str:
         f"This branch: ${totals.cost:.4f} over {calls} model call{'s' if calls != 1 else ''}\n"
         f"tokens: {totals.input:,} input, {totals.output:,} output, "
         f"{totals.cache_read:,} cache read, {totals.cache_write:,} cache write\n"
-        f"context now: {totals.context_tokens:,} tokens"
+        f"context: {totals.context_tokens:,} tokens in the last request, as the provider "
+        "reported them (the footer's ctx %; /context estimates the whole window)"
     )
 
 
