@@ -31,6 +31,7 @@ _.compose
 _.check_action
 _._watch_collapsed
 _.on_key
+_._on_paste  # the prompt editor takes over TextArea's paste handler (widgets/editor.py)
 _.on_mount
 _.on_unmount
 _.on_resize

@@ -120,6 +120,8 @@ def test_the_project_file_applies_on_top_only_when_trusted(
         (("[providers.openai]", "[providers.openaj]"),
          "{f}:4: key `providers.openaj`: unknown provider 'openaj' (known: anthropic, openai, openai-responses, google, bedrock, vertex, faux, openrouter, groq, deepseek, mistral, ollama, lmstudio, vllm, llamacpp)"),
         (("max_output = 4096", "max_output = 4096 ="), "{f}:16: invalid TOML: Expected newline or end of document after a statement"),
+        # left open at the end: the last line that holds anything, not "?"
+        (("output = 0.0 }", "output = 0.0 }\nmodel = [\n\n"), "{f}:19: invalid TOML: Invalid value"),
     ],
 )  # fmt: skip
 def test_an_invalid_file_is_an_error_naming_file_line_and_key(

@@ -171,9 +171,56 @@ def test_cost_sums_this_branchs_usage_from_the_typed_view() -> None:
     assert said == (
         "This branch: $0.0323 over 2 model calls\n"
         "tokens: 3,000 input, 120 output, 200 cache read, 0 cache write\n"
-        "context now: 2,170 tokens"
+        "context: 2,170 tokens in the last request, as the provider reported them (the "
+        "footer's ctx %; /context estimates the whole window)"
     )
     assert core.cost_text(view_from_json(empty_view())) == (
         "No model call yet: nothing has cost anything."
     )
     assert [c.name for c in core.COMMANDS if c.name == "cost"] == ["cost"]
+
+
+class _SandboxClient:
+    """The worker status ``/sandbox`` reads: an available sandbox and ``policy``."""
+
+    def __init__(self, policy: list[str]) -> None:
+        said = {"available": True, "reason": "bubblewrap", "enforced": False, "policy": policy}
+        self.status: dict[str, Any] = {"sandbox": said}
+
+
+async def test_sandbox_shows_its_policy_on_a_scrollable_screen_not_a_toast(
+    conversation: Any, docs: Any, tmp_path: Path
+) -> None:
+    """The policy is some forty lines: a toast was cut at the bottom of the terminal and could
+    not scroll. It opens a screen as ``/help`` does, whose last line can be scrolled to."""
+    from coding_agent.settings.sandbox import sandbox_policy
+    from coding_agent.tui.widgets.help import TextScreen
+
+    policy = sandbox_policy(tmp_path, "s", env={"HOME": str(tmp_path / "home")}).describe()
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await app.wait_rendered()
+        client: Any = _SandboxClient(policy)
+        target = core.ConversationTarget(client, app.tui, show_text=app.show_text)
+        register_commands(app.tui, [core.SANDBOX], target)
+        await pilot.press(*"/sandbox", "enter")
+        await docs.until(pilot, lambda: isinstance(app.screen, TextScreen))
+        screen: Any = app.screen
+        assert screen.text.splitlines()[1:] == policy
+        assert screen.text.startswith("OS sandbox: bubblewrap; the sandbox permission mode")
+        assert not app._notifications, "no toast besides the screen"
+        scroll = screen.query_one("#help-scroll")
+        await pilot.pause()
+        assert scroll.max_scroll_y > 0, "longer than the screen"
+        await pilot.press("end")
+        await docs.until(pilot, lambda: scroll.scroll_y == scroll.max_scroll_y)
+        await pilot.press("escape")
+        await docs.until(pilot, lambda: not isinstance(app.screen, TextScreen))
+
+        client.status = {"sandbox": {"available": False, "reason": "no bwrap"}}
+        await pilot.press(*"/sandbox", "enter")
+        await docs.until(pilot, lambda: bool(app._notifications))
+        assert "The OS sandbox is unavailable: no bwrap" in str(
+            next(iter(app._notifications)).message
+        )
+        assert not isinstance(app.screen, TextScreen), "a one-line warning stays a toast"

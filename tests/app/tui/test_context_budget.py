@@ -41,12 +41,14 @@ def test_a_measured_request_is_the_total_and_what_came_after_is_added() -> None:
     prompt = {"role": "user", "content": "z" * 80}
     view = _view(_answer(1, "first", usage), _entry(2, "pi.user", prompt))
     spent = budget(view, 1000, 500, 20_000)
-    assert spent.measured == 9100 and spent.used == 9100 + 20
+    assert spent.measured == spent.reported == 9100 and spent.used == 9100 + 20
     assert spent.messages == spent.used - 1500
     assert spent.percent == 100.0 * 9120 / 20_000
     # a count smaller than what it must have held (the faux model's) is not the total
     small = {**usage, "input": 10, "output": 1}
-    assert budget(_view(_answer(1, "first", small)), 1000, 500, 20_000).measured == 0
+    refused = budget(_view(_answer(1, "first", small)), 1000, 500, 20_000)
+    assert refused.measured == 0 and refused.used > 1500
+    assert refused.reported == 11, "what the footer and /cost show: /context names it"
 
 
 def test_the_bar_fills_its_share_and_shows_any_use() -> None:

@@ -130,17 +130,20 @@ def test_a_bad_model_or_a_missing_key_fails_with_one_line_and_leaves_no_session(
         "coding-agent: error: anthropic needs an API key: set ANTHROPIC_API_KEY or "
         f"providers.anthropic.api_key in {config_file}\n"
     )
-    # The TUI's start fails the same way (its worker exits): one line naming the worker log.
+    # The TUI's start fails the same way (its worker exits): one line, naming no worker log
+    # (the new session's folder, the log in it, is removed).
     assert main(["--model", "nope/x"]) == 1
-    err = err_of(capsys)
-    assert (
-        err.startswith(
-            "coding-agent: error: unknown provider 'nope' in 'nope/x' (known: anthropic, openai, "
-            "openai-responses, google, bedrock, vertex, faux, openrouter, groq, deepseek, mistral, ollama, lmstudio, vllm, llamacpp) (worker log: "
-        )
-        and err.count("\n") == 1
+    assert err_of(capsys) == (
+        "coding-agent: error: unknown provider 'nope' in 'nope/x' (known: anthropic, openai, "
+        "openai-responses, google, bedrock, vertex, faux, openrouter, groq, deepseek, mistral, ollama, lmstudio, vllm, llamacpp)\n"
     )
     assert [s.id for s in list_sessions(env=env)] == [real.id], "no ghost session"
+    # A session that stays (continued) keeps its log, and the line names it.
+    assert main(["--continue", "--model", "nope/x"]) == 1
+    err = err_of(capsys)
+    assert err.startswith("coding-agent: error: unknown provider 'nope' in 'nope/x'")
+    log = Path(err.rsplit("(worker log: ", 1)[-1].removesuffix(")\n"))
+    assert log == real.log_path and log.is_file()
     # ... so --continue still finds the real session.
     assert main(["--continue", "--json", "again", "--faux-script", str(script)]) == 0
     assert json.loads(capsys.readouterr().out.splitlines()[0])["session"] == real.id

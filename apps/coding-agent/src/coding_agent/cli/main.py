@@ -533,7 +533,10 @@ async def _run_tui(
     session: Session,
     tui_dirs: list[str],
     start_up_done: Callable[[], None],
+    keeps_log: bool = True,
 ) -> int:
+    """The TUI on ``session``. ``keeps_log``: the session (its worker log) outlives a failed
+    start; a new one is removed (:func:`main`), so its error names no log file."""
     # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.supervisor import WorkerStartError, WorkerSupervisor
 
@@ -566,7 +569,10 @@ async def _run_tui(
             on_painted=start_up_done,  # the collector's start-up pause ends here
         )
     except WorkerStartError as error:
-        message = f"{error.reason()} (worker log: {session.log_path})"
+        if keeps_log:
+            message = f"{error.reason()} (worker log: {session.log_path})"
+        else:  # the worker's own error line, else the log's last lines: the log goes with it
+            message = error.reason()
         if error.status == EXIT_USAGE:
             raise _UsageError(message) from None
         raise _Failure(message) from None
@@ -1152,7 +1158,7 @@ def _run(
             interrupt = Interrupt()
             run = (_run_headless, args, session, prompt, interrupt)
             return int(anyio.run(until_interrupted, interrupt, *run))
-        return int(anyio.run(_run_tui, args, session, tui_dirs, start_up_done))
+        return int(anyio.run(_run_tui, args, session, tui_dirs, start_up_done, not new))
     except BaseException as error:
         if previous is not None and not new and _start_failure(error):
             update_settings(session, previous)  # a start that failed records nothing

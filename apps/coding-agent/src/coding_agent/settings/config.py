@@ -303,6 +303,18 @@ class _Layer:
     parsed: _File
 
 
+def _toml_error_line(message: str, text: str) -> int | str:
+    """The line a :mod:`tomllib` error names (``"(at line 3, column 5)"``); one found ``"(at
+    end of document)"`` (an array, a string or a value left open at the end) is on the last
+    line that holds anything; ``"?"`` when the message names no place."""
+    found = re.search(r"\(at line (\d+), column \d+\)", message)
+    if found:
+        return int(found.group(1))
+    if "(at end of document)" in message:
+        return max(1, len(text.rstrip().splitlines()))
+    return "?"
+
+
 def _read(path: Path) -> _Layer | None:
     try:
         raw = path.read_bytes()
@@ -323,8 +335,7 @@ def _read(path: Path) -> _Layer | None:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         message = str(error)
-        found = re.search(r"\(at line (\d+), column \d+\)", message)
-        line = found.group(1) if found else "?"
+        line = _toml_error_line(message, text)
         message = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", message)
         raise ConfigError(f"{path}:{line}: invalid TOML: {message}") from None
     providers = data.get("providers")

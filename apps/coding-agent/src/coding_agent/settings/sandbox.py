@@ -136,7 +136,11 @@ def sandbox_policy(
         temp_dir=temp,
         allow_write=tuple(allow_write),
         deny_read=(*DEFAULT_DENY_READ, *own, *sockets, *deny_read),
-        read_only=(*(os.path.join(root, p) for p in PROJECT_READ_ONLY), *HOME_READ_ONLY),
+        # the placeholders are read-only as read_only_folders: listed once (``/sandbox``)
+        read_only=(
+            *(os.path.join(root, p) for p in PROJECT_READ_ONLY if p not in PROJECT_PLACEHOLDERS),
+            *HOME_READ_ONLY,
+        ),
         read_only_repositories=(root,),
         read_only_names=PROJECT_READ_ONLY,
         read_only_folders=tuple(os.path.join(root, p) for p in PROJECT_PLACEHOLDERS),

@@ -51,7 +51,7 @@ from coding_agent.tui.shell import ShellRunner, parse_bang
 from coding_agent.tui.terminal import TerminalKeys, driver_for, on_protocol_reported
 from coding_agent.tui.widgets.editor import PromptEditor
 from coding_agent.tui.widgets.footer import StatusFooter, short_cwd
-from coding_agent.tui.widgets.help import HelpScreen
+from coding_agent.tui.widgets.help import HelpScreen, TextScreen
 from coding_agent.tui.widgets.messages import ThinkingBlock
 from coding_agent.tui.widgets.queue import QueuePanel
 from coding_agent.tui.widgets.tasks import TasksPanel
@@ -937,6 +937,10 @@ class CodingAgentApp(App[None]):
         if isinstance(self.screen, HelpScreen):
             return
         self.push_screen(HelpScreen(self.help_text()))
+
+    def show_text(self, title: str, text: str) -> None:
+        """Show a command's long text (``/sandbox``) on a scrollable screen Esc closes."""
+        self.push_screen(TextScreen(text, title))
 
     def live_work(self) -> str | None:
         """What would be cut short if the worker stopped now (``None``: nothing)."""

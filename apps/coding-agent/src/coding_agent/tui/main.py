@@ -271,7 +271,7 @@ async def run_client(
                 facets: list[Facet] = [
                     client.facet(),
                     notifier.facet(),
-                    commands_facet(client, models=models),
+                    commands_facet(client, models=models, show_text=app.show_text),
                     session_commands_facet(control, cwd=session.cwd, branch=switch_branch),
                     tree_commands_facet(tree_host, cwd=session.cwd),
                 ]

@@ -11,7 +11,8 @@ Where the provider measured the last request (its usage, the footer's ``ctx %``)
 that measurement plus an estimate of what was added after it, and the conversation is the total
 less the system prompt and the tools, so ``/context`` and the footer agree. A measurement
 smaller than the system prompt and the tools it must have held (the offline faux model counts
-only the messages) is not used: the estimates are.
+only the messages) is not used: the estimates are, and ``/context`` says that the footer and
+``/cost`` show that report (:attr:`Budget.reported`), not the estimate.
 """
 
 from __future__ import annotations
@@ -101,7 +102,11 @@ class Budget:
     used: int
     window: int | None
     measured: int
-    """The last request's size as the provider reported it (0: none reported yet)."""
+    """The last request's size as the provider reported it, when it is the total (0: none
+    reported yet, or a report too small to be the total)."""
+    reported: int = 0
+    """The last request's size as the provider reported it, used or not: what the footer's
+    ``ctx %`` and ``/cost`` show (:attr:`UsageTotals.context_tokens`)."""
 
     @property
     def free(self) -> int | None:
@@ -129,7 +134,7 @@ def budget(view: Any, system: int, tools: int, window: int | None) -> Budget:
                 measured_at = 0
             elif totals.context_tokens != before or _measured(entry):
                 measured_at = entry.id
-    measured = totals.context_tokens if measured_at else 0
+    measured = reported = totals.context_tokens if measured_at else 0
     later = conversation_size(entries, after=measured_at).tokens if measured else 0
     if measured and measured + later > system + tools:
         used = measured + later
@@ -138,7 +143,7 @@ def budget(view: Any, system: int, tools: int, window: int | None) -> Budget:
         measured = 0
         messages = size.tokens
         used = system + tools + messages
-    return Budget(system, tools, size, messages, used, window, measured)
+    return Budget(system, tools, size, messages, used, window, measured, reported)
 
 
 def _measured(entry: Any) -> bool:

@@ -16,7 +16,8 @@ that can actually carry it out. This one owns the commands that are plain conver
   for the next model that can) and the toast says so;
 * ``/fork`` — fork the conversation at its latest entry and show the fork;
 * ``/sandbox`` — the OS sandbox of commands: whether it can start here (and why not), when
-  commands run in it, and its policy (:func:`sandbox_text`, from the worker's status);
+  commands run in it, and its policy (:func:`sandbox_text`, from the worker's status) on a
+  scrollable screen (a toast would be cut at the bottom of the terminal);
 * Ctrl+P — switch to the next model of the *scope*: the known models matching the
   ``--models`` patterns (shell-style, on ``provider/id``: ``anthropic/*,openai/gpt-5*``), in the
   order the patterns name them; without ``--models``, every model the worker knows.
@@ -32,7 +33,7 @@ a picker left with Escape changes nothing either.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, cast
@@ -86,6 +87,8 @@ class ConversationTarget:
     patterns: tuple[str, ...] = ()
     tree: Any = None
     """The worker's session tree service (``/fork`` names the new branch by its number)."""
+    show_text: Callable[[str, str], None] | None = None
+    """Shows ``(title, text)`` on a scrollable screen (``/sandbox``); ``None``: as a toast."""
 
 
 def _needs(why: str) -> str:
@@ -289,7 +292,9 @@ async def fork(target: ConversationTarget, args: Arguments, ctx: Context) -> Com
 
 def cost_text(view: View | None) -> Notice | str:
     """What ``/cost`` says: this branch's tokens and cost so far, folded from the view's usage
-    (every model call, retries included), as the footer counts them."""
+    (every model call, retries included), as the footer counts them; the context is the last
+    request's size as the provider reported it (the footer's ``ctx %``), not ``/context``'s
+    estimate of the window."""
     if view is None:
         return Notice("The session is not available yet", "warning")
     totals = UsageTotals()
@@ -305,7 +310,8 @@ def cost_text(view: View | None) -> Notice | str:
         f"This branch: ${totals.cost:.4f} over {calls} model call{'s' if calls != 1 else ''}\n"
         f"tokens: {totals.input:,} input, {totals.output:,} output, "
         f"{totals.cache_read:,} cache read, {totals.cache_write:,} cache write\n"
-        f"context now: {totals.context_tokens:,} tokens"
+        f"context: {totals.context_tokens:,} tokens in the last request, as the provider "
+        "reported them (the footer's ctx %; /context estimates the whole window)"
     )
 
 
@@ -316,8 +322,13 @@ def cost(target: ConversationTarget, args: Arguments, ctx: Context) -> CommandOu
 
 
 def sandbox(target: ConversationTarget, args: Arguments, ctx: Context) -> CommandOutcome:
-    """``/sandbox``: what :func:`sandbox_text` says of the worker's status."""
-    return sandbox_text(target.client.status)
+    """``/sandbox``: what :func:`sandbox_text` says of the worker's status; the policy (some
+    forty lines) on a scrollable screen, a short warning as a toast."""
+    said = sandbox_text(target.client.status)
+    if isinstance(said, str) and target.show_text is not None:
+        target.show_text("OS sandbox", said)
+        return None
+    return said
 
 
 SANDBOX = Command("sandbox", "Show the OS sandbox of commands: policy, availability", sandbox)
@@ -346,17 +357,24 @@ COMMANDS: tuple[Command[ConversationTarget], ...] = (
 """The conversation commands (module docstring), registered by :func:`commands_facet`."""
 
 
-def commands_facet(client: RemoteConversationClient, *, models: Sequence[str] = ()) -> Facet:
+def commands_facet(
+    client: RemoteConversationClient,
+    *,
+    models: Sequence[str] = (),
+    show_text: Callable[[str, str], None] | None = None,
+) -> Facet:
     """The facet registering :data:`COMMANDS` for ``client``'s conversation, and their keys.
 
     ``models`` are the ``--models`` patterns scoping Ctrl+P (see :func:`model_scope`). The keys
     run the commands: Ctrl+L is ``/model``, Ctrl+Y ``/thinking NEXT``, Ctrl+P ``/model NEXT``.
+    ``show_text`` shows a long text on a screen of its own (``/sandbox``).
     """
 
     @define_facet(COMMANDS_FACET_ID)
     def setup(env: FacetEnvironment) -> None:
         tui = env.use(Tui)
-        target = ConversationTarget(client, tui, tuple(models), env.use(SessionTreeService))
+        tree = env.use(SessionTreeService)
+        target = ConversationTarget(client, tui, tuple(models), tree, show_text)
 
         async def model_picker(ctx: Context) -> None:
             await MODEL.bind(target, tui)("", ctx)

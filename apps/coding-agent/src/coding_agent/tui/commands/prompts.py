@@ -385,6 +385,16 @@ async def _tool_sizes(target: PromptsTarget, ctx: Context) -> dict[str, int]:
     return {str(k): int(v) for k, v in sizes.items()} if isinstance(sizes, dict) else {}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
 
 
+def _unused_report(reported: int) -> str:
+    """Why the provider's last report is not ``/context``'s total (``reported``: 0 for none)."""
+    if not reported:
+        return "nothing was measured yet"
+    return (
+        f"the provider's last report, {reported:,} tokens (the footer's ctx % and /cost), is "
+        "smaller than the system prompt and tools it was sent with, so it cannot be the total"
+    )
+
+
 async def context(target: PromptsTarget, args: Arguments, ctx: Context) -> CommandOutcome:
     """``/context``: the context window's budget (system prompt with its sections and memory
     files, tools, conversation, free space; :mod:`.context_budget`), each row opening its
@@ -438,7 +448,7 @@ async def context(target: PromptsTarget, args: Arguments, ctx: Context) -> Comma
             "ctx %); the messages are that less the system prompt and the tools, plus what "
             "was added since."
             if spent.measured
-            else " Estimated at 4 characters a token (nothing was measured yet)."
+            else f" Estimated at 4 characters a token: {_unused_report(spent.reported)}."
         )
     )
     if "Free space" in texts:
@@ -446,13 +456,14 @@ async def context(target: PromptsTarget, args: Arguments, ctx: Context) -> Comma
             f"{spent.free:,} of {window:,} tokens are free. When the context fills up, "
             "/compact summarises the older part (it also runs by itself near the limit)."
         )
+    used = f"~{spent.used:,}" + ("" if spent.measured else " (estimated)")
     if window and spent.percent is not None:
         title = (
-            f"Context: ~{spent.used:,} of {window:,} tokens ({spent.percent:.0f}%)  "
+            f"Context: {used} of {window:,} tokens ({spent.percent:.0f}%)  "
             f"{bar(spent.used, window)}"
         )
     else:
-        title = f"Context: ~{spent.used:,} tokens ({model}'s context window is not known)"
+        title = f"Context: {used} tokens ({model}'s context window is not known)"
     when = (
         "Preview: nothing has been sent yet; this is what the next request will hold."
         if preview
@@ -473,7 +484,13 @@ async def context(target: PromptsTarget, args: Arguments, ctx: Context) -> Comma
             title,
             choices,
             body=f"{when} Sizes are estimates (4 characters a token) where the provider did "
-            "not measure them. Enter shows a row.",
+            "not measure them"
+            + (
+                ""
+                if spent.measured or not spent.reported
+                else f" ({_unused_report(spent.reported)})"
+            )
+            + ". Enter shows a row.",
         )
         if picked is not None and picked in texts:
             await modal.confirm(picked.strip(), texts[picked], yes="Close", no="Back")

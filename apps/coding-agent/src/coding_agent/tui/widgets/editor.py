@@ -9,7 +9,10 @@ Keys (pi's defaults, docs/design/agent.md#keys):
 * Up on the first line / Down on the last line walk the history of submitted texts;
 * Tab completes a path being typed (a word containing ``/``);
 * Ctrl+G (bound by the app) edits the text in ``$VISUAL``/``$EDITOR``, see
-  :meth:`PromptEditor.edit_externally`.
+  :meth:`PromptEditor.edit_externally`;
+* a paste of more than 10 lines or 1,000 characters shows as a marker, ``[Pasted text #1 +60
+  lines]``, that Backspace deletes whole; the text behind it is what is sent (see
+  :mod:`coding_agent.tui.widgets.pastes`).
 
 Completion shows in a dropdown, the :class:`~coding_agent.tui.widgets.palette.CompletionPalette`
 the app places just above the editor (:attr:`PromptEditor.palette`). It opens by itself for
@@ -52,6 +55,7 @@ from coding_agent.tui.complete import (
 )
 from coding_agent.tui.widgets.external_editor import ExternalEditorError, run_external_editor
 from coding_agent.tui.widgets.palette import CompletionPalette, Suggestion
+from coding_agent.tui.widgets.pastes import Pastes
 
 __all__ = ["MENTION_LIMIT", "PromptEditor", "mention"]
 
@@ -97,7 +101,8 @@ class PromptEditor(TextArea):
     """Where the user types."""
 
     class Submitted(Message):
-        """The user submitted ``text``; ``follow_up`` when Alt+Enter was used."""
+        """The user submitted ``text`` (folded pastes expanded); ``follow_up`` when Alt+Enter
+        was used."""
 
         def __init__(self, editor: PromptEditor, text: str, follow_up: bool) -> None:
             super().__init__()
@@ -133,6 +138,8 @@ class PromptEditor(TextArea):
         self.follow_up_newline = True
         """The follow-up key (Alt+Enter) inserts a newline: the app sets it while no turn
         runs (there is nothing to follow up, and tmux delivers no Shift+Enter)."""
+        self.pastes = Pastes()
+        """The large pastes shown as markers, and the text behind each."""
 
     # -- submission --------------------------------------------------------------------------
     def submit(self, *, follow_up: bool = False) -> None:
@@ -140,9 +147,14 @@ class PromptEditor(TextArea):
         if not text.strip():
             return
         self._close_palette()
-        self.remember(text)
+        self.remember(text)  # as shown: a recalled marker still stands for its paste
         self.clear()
-        self.post_message(self.Submitted(self, text, follow_up))
+        self.post_message(self.Submitted(self, self.pastes.expand(text), follow_up))
+
+    @property
+    def expanded_text(self) -> str:
+        """The text as it would be sent: each paste marker replaced by what was pasted."""
+        return self.pastes.expand(self.text)
 
     def remember(self, text: str) -> None:
         """Add ``text`` to the history (no consecutive duplicates) and end history browsing."""
@@ -154,6 +166,7 @@ class PromptEditor(TextArea):
     def restore(self, text: str) -> None:
         """Put ``text`` back in front of whatever is being typed (a failed send, an abort)."""
         current = self.text
+        text = self.pastes.fold(text)
         combined = text if not current.strip() else f"{text}\n\n{current}"
         self.load_text(combined)
         self.move_cursor(self.document.end)
@@ -190,9 +203,41 @@ class PromptEditor(TextArea):
         await super()._on_key(event)
 
     @staticmethod
-    def _handled(event: events.Key) -> None:
+    def _handled(event: events.Key | events.Paste) -> None:
         event.stop()
         event.prevent_default()
+
+    # -- large pastes ------------------------------------------------------------------------
+    async def _on_paste(self, event: events.Paste) -> None:
+        """A large paste goes in as its marker (:class:`Pastes`); a small one as it is
+        (``TextArea._on_paste``, which Textual calls after this one unless prevented)."""
+        marker = None if self.read_only else self.pastes.marker_for(event.text)
+        if marker is None:
+            return
+        self._handled(event)
+        start, end = self.selection
+        self.replace(marker, start, end, maintain_selection_offset=False)
+        self.focus()
+
+    def action_delete_left(self) -> None:
+        """Backspace; in or just after a paste marker it deletes the marker whole."""
+        if not self._delete_marker(before=True):
+            super().action_delete_left()
+
+    def action_delete_right(self) -> None:
+        """Delete; in or just before a paste marker it deletes the marker whole."""
+        if not self._delete_marker(before=False):
+            super().action_delete_right()
+
+    def _delete_marker(self, *, before: bool) -> bool:
+        if self.read_only or not self.selection.is_empty or not len(self.pastes):
+            return False
+        row, column = self.cursor_location
+        span = self.pastes.span_at(self.document[row], column, before=before)
+        if span is None:
+            return False
+        self.replace("", (row, span[0]), (row, span[1]), maintain_selection_offset=False)
+        return True
 
     # -- history -----------------------------------------------------------------------------
     def action_cursor_up(self, select: bool = False) -> None:
@@ -416,16 +461,17 @@ class PromptEditor(TextArea):
     async def edit_externally(self) -> bool:
         """Edit the text in ``$VISUAL``/``$EDITOR`` (fallback ``vi``) and load the result.
 
-        On failure (the editor cannot start, or exits non-zero) the text stays as it was and a
-        warning toast says why; returns whether the text was replaced.
+        The editor shows the pastes' full text; those still whole when it closes are folded back
+        behind their markers. On failure (the editor cannot start, or exits non-zero) the text
+        stays as it was and a warning toast says why; returns whether the text was replaced.
         """
         try:
-            edited = await run_external_editor(self.app, self.text)
+            edited = await run_external_editor(self.app, self.expanded_text)
         except ExternalEditorError as error:
             self.app.notify(str(error), title="External editor", severity="warning")
             return False
         self._history_index = None
-        self.load_text(edited)
+        self.load_text(self.pastes.fold(edited))
         self.move_cursor(self.document.end)
         return True
 

@@ -1,4 +1,7 @@
-"""``/help`` (and F1): the commands and keys on a screen that stays until Esc closes it."""
+"""``/help`` (and F1): the commands and keys on a screen that stays until Esc closes it.
+
+:class:`TextScreen` is that screen for any long text a command shows (``/sandbox``'s policy):
+a toast has no scroll bar and is cut at the bottom of the terminal."""
 
 from __future__ import annotations
 
@@ -12,11 +15,11 @@ from textual.widgets import Label, Static
 
 from chord import inert
 
-__all__ = ["HelpScreen"]
+__all__ = ["HelpScreen", "TextScreen"]
 
 
-class HelpScreen(ModalScreen[None]):
-    """The help text, scrollable; Esc, q or F1 close it (nothing closes it by itself).
+class TextScreen(ModalScreen[None]):
+    """A titled text, scrollable; Esc or q close it (nothing closes it by itself).
 
     The keys its footer names are the screen's own bindings (the app's ``AUTO_FOCUS`` names the
     editor, which this screen does not have: nothing had the focus, and ↑↓ PgUp PgDn did
@@ -25,19 +28,18 @@ class HelpScreen(ModalScreen[None]):
     """
 
     DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > Vertical {
+    TextScreen { align: center middle; }
+    TextScreen > Vertical {
         width: 90%; max-width: 110; height: 90%;
         border: round $accent; background: $surface; padding: 0 2;
     }
-    HelpScreen .title { text-style: bold; margin: 1 0; }
-    HelpScreen VerticalScroll { height: 1fr; }
-    HelpScreen #help-close { color: $text-muted; margin-top: 1; }
+    TextScreen .title { text-style: bold; margin: 1 0; }
+    TextScreen VerticalScroll { height: 1fr; }
+    TextScreen #help-close { color: $text-muted; margin-top: 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close"),
         Binding("q", "close", "Close", show=False),
-        Binding("f1", "close", "Close", show=False),
         Binding("up", "scroll('up')", show=False),
         Binding("down", "scroll('down')", show=False),
         Binding("k", "scroll('up')", show=False),
@@ -49,16 +51,21 @@ class HelpScreen(ModalScreen[None]):
         Binding("end", "scroll('end')", show=False),
     ]
 
-    def __init__(self, text: str) -> None:
+    CLOSE_KEYS = "esc or q close"
+    """The keys that close the screen, as its last line names them."""
+
+    def __init__(self, text: str, title: str) -> None:
         super().__init__()
         self.text = text
+        self.heading = title
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label("Help  (esc closes)", classes="title")
+            yield Label(f"{self.heading}  (esc closes)", classes="title", markup=False)
             with VerticalScroll(id="help-scroll", can_focus=False):
                 yield Static(inert(self.text), id="help-text", markup=False)  # facets' words
-            yield Static("esc, q or f1 close · ↑↓ pgup pgdn scroll", id="help-close", markup=False)
+            closing = f"{self.CLOSE_KEYS} · ↑↓ pgup pgdn scroll"
+            yield Static(closing, id="help-close", markup=False)
 
     def action_scroll(self, where: str) -> None:
         """Scroll the help text: ``up``/``down`` a line, ``page_up``/``page_down``, ``home``,
@@ -80,3 +87,13 @@ class HelpScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+class HelpScreen(TextScreen):
+    """The help text (:class:`TextScreen`); F1, which opened it, closes it too."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("f1", "close", "Close", show=False)]
+    CLOSE_KEYS = "esc, q or f1 close"
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text, "Help")
