@@ -1,8 +1,10 @@
 """Shared test configuration: anyio runs on asyncio unless a module opts into trio too."""
 
+import contextlib
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -171,3 +173,18 @@ class Processes:
 def processes() -> Processes:
     """:class:`Processes`: whom a test waits for (the sandbox placeholders' watchers...)."""
     return Processes()
+
+
+@contextlib.contextmanager
+def sigint_as_in_a_terminal() -> Iterator[None]:
+    """Start children with SIGINT at its default, as a terminal's foreground command has it.
+
+    A suite run from a background job (``cmd &`` in a script, as a CI loop may be) inherits
+    SIGINT ignored, and so would a child: it then rightly ignores the test's SIGINT, as a
+    background job's command should. A handler set here is reset to the default by ``exec``.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

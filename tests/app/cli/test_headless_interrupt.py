@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from coding_agent.session_files.folders import list_sessions
+from tests.conftest import sigint_as_in_a_terminal
 
 BINARY = Path(sys.executable).with_name("coding-agent")
 TIMEOUT = 120
@@ -47,10 +48,12 @@ def _interrupted(
     """Run ``flags`` on the slow script, send ``signals`` once the generation started; the
     exit status, stdout's lines and stderr."""
     script = str(project.parent / "slow.json")
-    process = subprocess.Popen(
-        [str(BINARY), "--faux-script", script, "--linger", "0.1", *flags], cwd=project, env=env,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    with sigint_as_in_a_terminal():  # a suite run from a background job ignores SIGINT
+        process = subprocess.Popen(
+            [str(BINARY), "--faux-script", script, "--linger", "0.1", *flags], cwd=project,
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
     assert process.stdout is not None and process.stderr is not None
     lines: list[str] = []
     try:

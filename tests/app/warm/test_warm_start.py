@@ -28,6 +28,7 @@ import pytest
 
 from coding_agent.settings import warm_start as rendezvous
 from coding_agent.supervisor import worker_command
+from tests.conftest import sigint_as_in_a_terminal
 
 BINARY = str(Path(sys.executable).with_name("coding-agent"))
 DEADLINE = 120.0
@@ -674,21 +675,6 @@ def test_a_request_round_trips_through_its_frame() -> None:
         rendezvous.encode_request({**request, "argv": ["a\0b"]})
 
 
-@contextlib.contextmanager
-def _sigint_as_in_a_terminal() -> Iterator[None]:
-    """Start children with SIGINT at its default, as a terminal's foreground command has it.
-
-    A suite run from a background job (``cmd &`` in a script, as a CI loop may be) inherits
-    SIGINT ignored, and so would the client: it then rightly ignores the test's SIGINT, as a
-    background job's command should. A handler set here is reset to the default by ``exec``.
-    """
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def test_sigint_to_the_client_interrupts_the_run_as_it_would_a_cold_one(
     env: dict[str, str], project: Path
 ) -> None:
@@ -698,7 +684,7 @@ def test_sigint_to_the_client_interrupts_the_run_as_it_would_a_cold_one(
     for warm in (False, True):
         (project / "started.txt").unlink(missing_ok=True)
         with (
-            _sigint_as_in_a_terminal(),
+            sigint_as_in_a_terminal(),
             subprocess.Popen(
                 [BINARY, "-p", "go", "--faux-script", str(script), "--approve", "allow"],
                 env={**env, rendezvous.ENV: "1" if warm else "0"},
@@ -719,7 +705,8 @@ def test_sigint_to_the_client_interrupts_the_run_as_it_would_a_cold_one(
                     fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
                     os.write(fd, b"go\n")
                     os.close(fd)
-        outcomes.append((client.returncode, out, err))
+        # each run is its own session: the line names it
+        outcomes.append((client.returncode, out, re.sub(r"--resume \S+\)", "--resume ID)", err)))
     assert _served(env) == 1
     assert outcomes[0][0] == 130
     assert outcomes[1] == outcomes[0]

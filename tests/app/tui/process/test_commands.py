@@ -20,6 +20,7 @@ import pytest
 from chord.context import BACKGROUND
 from coding_agent.session_files.folders import Session
 from coding_agent.supervisor import WorkerSupervisor
+from coding_agent.tui.widgets.help import TextScreen
 
 pytestmark = pytest.mark.anyio
 
@@ -204,6 +205,8 @@ async def test_sandbox_shows_the_policy_and_an_unavailable_sandbox_is_said_once(
     seen: dict[str, Any] = {}
 
     def answered(app: Any) -> bool:  # /sandbox's answer (not the notice at start)
+        if isinstance(app.screen, TextScreen):  # the policy, on a screen of its own
+            return True
         said = [m for _, m in kit.toasts(app)]
         return any(m.startswith("OS sandbox:") or "Commands run unsandboxed" in m for m in said)
 
@@ -215,6 +218,9 @@ async def test_sandbox_shows_the_policy_and_an_unavailable_sandbox_is_said_once(
         await kit.wait_for(pilot, lambda: kit.idle(app) and app.client.status, "the status")
         await pilot.press(*"/sandbox", "enter")
         await kit.wait_for(pilot, lambda: answered(app), "/sandbox's answer")
+        if isinstance(app.screen, TextScreen):
+            seen["screen"] = (app.screen.heading, app.screen.text)
+            await pilot.press("escape")
         if seen.get("expect_notice"):
             await kit.wait_for(pilot, lambda: noticed(app), "the notice at start")
         seen["toasts"] = [m for _, m in kit.toasts(app)]
@@ -222,7 +228,9 @@ async def test_sandbox_shows_the_policy_and_an_unavailable_sandbox_is_said_once(
     # bubblewrap works here: /sandbox shows when commands run in it and the policy
     keeper = WorkerSupervisor(session, exit_with_parent=True, env=agent_env)
     await kit.drive(session, keeper, test)
-    (shown,) = [m for m in seen["toasts"] if m.startswith("OS sandbox:")]
+    title, shown = seen.pop("screen")  # some forty lines: a scrollable screen, not a toast
+    assert title == "OS sandbox" and shown.startswith("OS sandbox:")
+    assert not any(m.startswith("OS sandbox:") for m in seen["toasts"])
     assert "the sandbox permission mode (Shift+Tab) runs commands in it" in shown
     assert f"writable: {session.cwd}" in shown and "unreadable: ~/.ssh" in shown
     assert not any("unavailable" in m for m in seen["toasts"])
