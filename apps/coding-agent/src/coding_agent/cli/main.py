@@ -71,7 +71,9 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeGuard
 
 from coding_agent.cli.argv import is_headless, split_wait_value, wait_seconds
 from coding_agent.settings.changes import THINKING_LEVELS
+from coding_agent.settings.facets_site import activate
 from coding_agent.settings.permission_modes import PERMISSION_MODES
+from coding_agent.worker.gc_policy import freeze_at_exit, pause_for_start_up, start_up_done
 
 if TYPE_CHECKING:
     from coding_agent.cli.interrupt import Interrupt
@@ -908,13 +910,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     first provider request, where the SDK client ends the pause (everything allocated until
     then lives as long as the process: see :mod:`coding_agent.worker.gc_policy`); every other
     command ends it once the command line is parsed, and every way out ends it."""
-    # lazy: start-up time (the command line imports only what the chosen command runs)
-    from coding_agent.settings.facets_site import activate
-    from coding_agent.worker.gc_policy import freeze_at_exit, pause_for_start_up, start_up_done
-
+    pause_for_start_up()  # first: what follows allocates (activate reads the facets site)
     activate()  # the packages `facets add` installed (outside the environment uv sync manages)
     freeze_at_exit()  # the interpreter's exit need not collect the whole heap
-    pause_for_start_up()
     try:
         return _main(argv, lambda: start_up_done(freeze=False))
     finally:
