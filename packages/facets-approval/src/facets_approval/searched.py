@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pico3 import DEFAULT_DENY_READ, walk_files
 
+from .guarded import path_within
 from .rules import RuleSet, SourcedRule, Verdict
 
 __all__ = ["SEARCH_LIMIT", "credentials_verdict", "search_verdict", "searches"]
@@ -50,10 +51,6 @@ def _target(arguments: object, workspace: str, home: str) -> str | None:
     return os.path.realpath(os.path.join(workspace, spelled))
 
 
-def _within(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
 def credentials_verdict(tool: str, arguments: object, workspace: str, home: str) -> Verdict:
     """Ask when a read-only call reads credentials (module doc); else no verdict."""
     if tool not in _PATH_TOOLS:
@@ -64,14 +61,14 @@ def credentials_verdict(tool: str, arguments: object, workspace: str, home: str)
     for spelled in DEFAULT_DENY_READ:
         folder = os.path.realpath(home + spelled[1:] if spelled.startswith("~") else spelled)
         shown = spelled
-        if _within(target, folder):
+        if path_within(target, folder):
             return Verdict(
                 "ask",
                 None,
                 f"{tool} reads {shown}, where credentials are kept (no sandboxed command may "
                 "read it; what is read is sent to the model provider)",
             )
-        if tool == "grep" and _within(folder, target) and os.path.exists(folder):
+        if tool == "grep" and path_within(folder, target) and os.path.exists(folder):
             return Verdict(
                 "ask",
                 None,
