@@ -27,33 +27,18 @@ from pico3 import DEFAULT_DENY_READ, walk_files
 
 from .guarded import path_within
 from .rules import RuleSet, SourcedRule, Verdict
+from .workdirs import READ_TOOLS
+from .workdirs import read_target as _target
 
 __all__ = ["SEARCH_LIMIT", "credentials_verdict", "search_verdict", "searches"]
 
 SEARCH_LIMIT = 20_000
 """The most files of a searched folder checked against the rules (a larger one asks)."""
 
-_PATH_TOOLS = frozenset({"read", "grep", "find", "ls"})
-
-
-def _target(arguments: object, workspace: str, home: str) -> str | None:
-    """The call's path resolved as the tools resolve it (``~`` expanded, relative to the
-    workspace, symlinks followed); a folder tool without one searches the workspace."""
-    fields: dict[str, object] = arguments if isinstance(arguments, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-    path = fields.get("path")
-    if path is None or path == "":
-        path = "."
-    if not isinstance(path, str):
-        return None
-    spelled = path[1:] if path.startswith("@") else path
-    if spelled == "~" or spelled.startswith("~/"):
-        spelled = home + spelled[1:]
-    return os.path.realpath(os.path.join(workspace, spelled))
-
 
 def credentials_verdict(tool: str, arguments: object, workspace: str, home: str) -> Verdict:
     """Ask when a read-only call reads credentials (module doc); else no verdict."""
-    if tool not in _PATH_TOOLS:
+    if tool not in READ_TOOLS:
         return Verdict()
     target = _target(arguments, workspace, home)
     if target is None:

@@ -17,7 +17,10 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
 * a **deny** rule blocks the call in every mode, ``auto`` included; the reason names the rule
   and its file (:func:`rule_block_reason`);
 * a read-only tool runs at once, in every mode, without touching storage — unless an ask rule
-  names it (``ask: ["Read(./.env)"]``), which asks;
+  names it (``ask: ["Read(./.env)"]``), which asks; a read of a path outside the working
+  directories (:mod:`.workdirs`: the project, the added folders, the agent's own files) asks
+  in every mode but ``auto`` unless an allow rule covers it (the mode and the session's rules
+  are read for it), and is blocked in every mode with ``blockReadsOutsideWorkingDirectories``;
 * the mode is the session's, made stricter (never looser) by each task that owns the call's
   conversation up its owner chain (a subagent whose definition says ``permissionMode: plan``:
   :data:`~.contract.OWNER_MODE_KEY` in its task's input, :func:`~.contract.stricter`);
@@ -139,9 +142,11 @@ from .contract import (
 )
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, leave_checked, path_within
 from .permissions import RulesProvider, RuleStore, session_rule_reader, turn_rules
+from .rules import RuleSet, Verdict
 from .sandboxing import SANDBOX_UNAVAILABLE, outside_sandbox
 from .searched import credentials_verdict, search_verdict, searches
 from .suggest import suggest_rule
+from .workdirs import WorkingDirectories, read_outside, working_directories
 
 __all__ = [
     "DEFAULT_RULES",
@@ -466,6 +471,10 @@ def install_approval(
             list(guarded) if isinstance(guarded, list | tuple) else [],  # pyright: ignore[reportUnknownArgumentType]
         )
 
+    def where_read(workspace: str | None) -> WorkingDirectories | None:
+        services: Any = getattr(getattr(harness, "scheduler", None), "services", None) or {}
+        return working_directories(workspace, services)
+
     def checked(key: str, real: str | None) -> Callable[[], None]:
         services: Any = getattr(getattr(harness, "scheduler", None), "services", None) or {}
         return leave_checked(services, key, real)
@@ -473,6 +482,27 @@ def install_approval(
     def sandbox_ready() -> bool:
         services: Any = getattr(getattr(harness, "scheduler", None), "services", None) or {}
         return isinstance(services.get(SANDBOX_SERVICE), Sandbox)
+
+    async def standing(
+        api: Any, workspace: str | None, ctx: Context
+    ) -> tuple[PermissionMode, PermissionMode, RuleSet]:
+        """The call's mode (its owners' stricter ones applied), the session's own mode, and
+        every rule in force for it (the files', the session's, ``autoAllow``, the turn's)."""
+        conversation = await harness.conversation(api.conversation_id, ctx)
+        if conversation is None:  # pragma: no cover - the hosting task's conversation exists
+            raise RuntimeError(f"conversation {api.conversation_id} is not open")
+        mode, auto_allow, session = await conversation.commit(current, ctx)
+        granted = await conversation.commit(lambda tx, _ctx: turn_rules(tx, conversation.id), ctx)
+        top, owner_modes = await store.chain(conversation.id, ctx)
+        store.current = top
+        session_mode = mode
+        for owner_mode in owner_modes:  # a subagent's owners may make it stricter, never looser
+            mode = stricter(mode, owner_mode)
+        if top != conversation.id:  # a subagent follows its user conversation's rules
+            owner = await harness.conversation(top, ctx)
+            if owner is not None:
+                session = await owner.commit(session_rule_reader(ns), ctx)
+        return mode, session_mode, store.build(session, auto_allow, workspace, granted)[0]
 
     async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> dict[str, Any] | None:
         tool = call["name"]
@@ -486,34 +516,26 @@ def install_approval(
             verdict = ruleset.evaluate(tool, arguments)
             if verdict.kind == "deny":
                 return {"block": rule_block_reason(tool, verdict.why)}
+            allowed = verdict.kind == "allow"
             if verdict.kind != "ask":  # what it reads beyond its path (credentials, a search)
                 verdict = credentials_verdict(tool, arguments, ruleset.workspace, ruleset.home)
             if verdict.kind != "ask" and searches(ruleset, tool):
                 verdict = await anyio.to_thread.run_sync(search_verdict, ruleset, tool, arguments)
+            outside = read_outside(tool, arguments, where_read(workspace), ruleset.home)
+            if outside is not None and outside.blocked:  # every mode, whatever allows it
+                return {"block": outside.refusal}
+            if verdict.kind != "ask" and outside is not None and not allowed:
+                mode, _own, ruleset = await standing(api, workspace, ctx)  # auto, a session rule
+                if mode != "auto" and ruleset.evaluate(tool, arguments).kind != "allow":
+                    verdict = Verdict("ask", None, outside.why)
             if verdict.kind != "ask":
                 return None
             mode: PermissionMode = DEFAULT_MODE
             action: Action = "ask"
             unsandboxed = False
         else:
-            conversation = await harness.conversation(api.conversation_id, ctx)
-            if conversation is None:  # pragma: no cover - the hosting task's conversation exists
-                raise RuntimeError(f"conversation {api.conversation_id} is not open")
-            mode, auto_allow, session = await conversation.commit(current, ctx)
-            granted = await conversation.commit(
-                lambda tx, _ctx: turn_rules(tx, conversation.id), ctx
-            )
-            top, owner_modes = await store.chain(conversation.id, ctx)
-            store.current = top
-            session_mode = mode
-            for owner_mode in owner_modes:  # a subagent's owners may make it stricter, never looser
-                mode = stricter(mode, owner_mode)
+            mode, session_mode, ruleset = await standing(api, workspace, ctx)
             unsandboxed = False
-            if top != conversation.id:  # a subagent follows its user conversation's rules
-                owner = await harness.conversation(top, ctx)
-                if owner is not None:
-                    session = await owner.commit(session_rule_reader(ns), ctx)
-            ruleset = store.build(session, auto_allow, workspace, granted)[0]
             verdict = ruleset.evaluate(tool, arguments)
             if verdict.kind == "deny":
                 return {"block": rule_block_reason(tool, verdict.why)}
