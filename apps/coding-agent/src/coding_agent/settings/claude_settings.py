@@ -14,6 +14,12 @@ A Claude Code user's settings files (``~/.claude/settings.json``, a trusted proj
   otherwise (it does not override ``--permission-mode``); a looser one is a note.
   ``bypassPermissions`` is never taken from a settings file (a note says to pass
   ``--permission-mode auto`` or set ``permission_mode = "auto"``), nor is any other value.
+* ``permissions.additionalDirectories`` — more working directories (folders the file tools
+  read without asking: :mod:`coding_agent.worker.working_dirs`), from your own file only: in a
+  project's file it is a note saying it is not taken from a project (a cloned repository could
+  add ``~``) and where to put it instead;
+* ``permissions.blockReadsOutsideWorkingDirectories`` — ``true`` refuses reads outside the
+  working directories in every mode, from any file (it only restricts);
 * ``$schema`` — an editor's hint, nothing to do.
 
 Every other key is **one note** (:func:`unread_keys`) naming the file, the key and what to do
@@ -46,7 +52,13 @@ import the feature, and tests/app/settings/test_claude_settings.py pins the two 
 HONOURED = ("$schema", "hooks", "permissions")
 """The top-level keys read (``permissions`` key by key: :func:`unread_keys`)."""
 
-_READ_PERMISSIONS = ("allow", "ask", "deny", "defaultMode")
+_READ_PERMISSIONS = ("allow", "ask", "deny", "defaultMode", "blockReadsOutsideWorkingDirectories")
+
+_PROJECT_DIRECTORIES = (
+    "not taken from a project's settings (a cloned repository could add ~ and have every "
+    "file read unasked); put it in ~/.claude/settings.json, in additional_directories of the "
+    "[permissions] table of your own config.toml, or pass --add-dir DIR"
+)
 
 _ADVICE = {
     "env": "the variables are NOT set for this agent's commands; export them in your shell "
@@ -64,9 +76,6 @@ _ADVICE = {
     "of a trusted project's .mcp.json itself",
     "disabledMcpjsonServers": "this agent does not read it: those servers are NOT disabled by "
     "it; remove them from .mcp.json or decline them when asked",
-    "permissions.additionalDirectories": "this agent does not read it: the tools work in the "
-    "project, and a call outside it asks; allow such paths with rules such as "
-    "Edit(/other/dir/**)",
     "permissions.disableBypassPermissionsMode": "this agent does not read it: "
     "--permission-mode auto is still available",
 }
@@ -122,6 +131,9 @@ def unread_keys(path: Path, data: dict[str, Any], project: bool) -> list[str]:
                     note = mode_note(path, found, project)
                     if note is not None:
                         notes.append(note)
+                elif sub == "additionalDirectories":
+                    if project:
+                        notes.append(_note(path, name, _PROJECT_DIRECTORIES))
                 elif sub not in _READ_PERMISSIONS:
                     notes.append(_note(path, name, _ADVICE.get(name)))
         elif key not in HONOURED:
