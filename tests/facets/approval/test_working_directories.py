@@ -21,7 +21,12 @@ import pytest
 from chord.context import BACKGROUND, Context
 from chord.facets import FacetEnvironment, create_facet_host, define_facet
 from facets_approval.contract import ApprovalDecision, ApprovalRequest
-from facets_approval.session import ApprovalInstallation, install_approval, rule_block_reason
+from facets_approval.session import (
+    ApprovalInstallation,
+    confinement,
+    install_approval,
+    rule_block_reason,
+)
 from facets_approval.workdirs import (
     WORKING_DIRECTORIES_SERVICE,
     WorkingDirectories,
@@ -36,7 +41,7 @@ from pico3.tools import ToolDeclaration, ToolResult
 from pico3.turn.models import Models
 
 MODEL = {"provider": "faux", "modelId": "faux-1"}
-TOOLS = ("read", "grep", "find", "ls")
+TOOLS = ("read", "grep", "find", "ls", "write")
 USER = "user/config.toml"
 
 
@@ -160,7 +165,8 @@ async def hooked(
             box["session"].runs.append((name, args))
             return ToolResult.text(f"{name} ran")
 
-        return ToolDeclaration(name, name, {"type": "object"}, execute, replay="safe")
+        replay = "unsafe" if name == "write" else "safe"
+        return ToolDeclaration(name, name, {"type": "object"}, execute, replay=replay)
 
     def worker(env: FacetEnvironment) -> None:
         harness = env.use(HarnessService)
@@ -260,3 +266,36 @@ async def test_block_reads_outside_refuses_them_in_every_mode(
     assert sorted(args["path"] for _, args in s.runs) == sorted(
         ["notes.txt", str(place.added / "notes.txt"), str(place.agent / "notes.txt")]
     )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["ask", "accept-edits"])
+async def test_an_edit_in_an_added_folder_follows_the_mode_as_in_the_project(
+    kit: Any, place: Place, mode: str
+) -> None:
+    """The added folders count as the project for an edit; outside them, or on a guarded path
+    inside them, an edit asks in every mode but auto."""
+    calls = [
+        faux_tool_call("write", {"path": str(place.added / "new.txt"), "content": "x"}, id="in"),
+        faux_tool_call("write", {"path": str(place.outside / "new.txt"), "content": "x"}, id="out"),
+    ]
+    async with hooked(calls, place, kit.RuleSource({})) as s:
+        await s.installation.set_mode(mode, BACKGROUND)  # type: ignore[arg-type]
+        await s.run()
+    asked = {r["callId"]: r.get("reason", "") for r in s.asked}
+    if mode == "ask":
+        assert sorted(asked) == ["in", "out"] and asked["in"] == ""  # the mode asks, as inside
+    else:
+        assert sorted(asked) == ["out"]
+        assert [args["path"] for _, args in s.runs] == [str(place.added / "new.txt")]
+    assert "its target is outside the project and the added working directories" in asked["out"]
+
+
+def test_a_guarded_path_in_an_added_folder_still_asks(place: Place) -> None:
+    guarded = confinement(
+        {"path": str(place.added / ".git" / "config")},
+        str(place.project),
+        [{"pattern": ".git/", "reason": "git runs it"}],
+        added=[os.path.realpath(place.added)],
+    )
+    assert guarded is not None and guarded.startswith("git runs it")  # still asks

@@ -284,6 +284,7 @@ def confinement(
     guarded: Sequence[object] = (),
     *,
     real: str | None = None,
+    added: Sequence[str] = (),
 ) -> str | None:
     """Why an edit with ``arguments`` must ask whatever the mode (but ``auto``), the rules
     and the ``autoAllow`` list, or ``None``. A separate step, run after everything that could
@@ -294,7 +295,9 @@ def confinement(
     configuration...) says so; one not inside ``workspace`` (symlinks followed) is outside the
     project; an edit without a usable ``path``, or with no workspace known, cannot be confined
     and asks too. ``real`` is :func:`edit_target`'s answer when the caller has it: the target
-    is then resolved once, and that real path is the one both checks see."""
+    is then resolved once, and that real path is the one both checks see. ``added`` are the
+    added working directories (real paths, :mod:`.workdirs`): an edit there follows the mode as
+    one in the project does."""
     path = arguments.get("path") if isinstance(arguments, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     if not isinstance(path, str) or not path or workspace is None:
         return "its target path is not known, so it cannot be confined to the project"
@@ -303,8 +306,10 @@ def confinement(
     reason = guarded_reason(os.path.expanduser(spelled), workspace, guarded, real=target)
     if reason is not None:
         return reason
-    if not path_within(target, os.path.realpath(os.path.expanduser(workspace))):
-        return f"its target is outside the project ({target})"
+    folders = [os.path.realpath(os.path.expanduser(workspace)), *added]
+    if not any(path_within(target, folder) for folder in folders):
+        others = " and the added working directories" if added else ""
+        return f"its target is outside the project{others} ({target})"
     return None
 
 
@@ -562,7 +567,9 @@ def install_approval(
         if rules.is_edit(tool) and mode != "auto":  # after the rules: may only turn run into ask
             workspace, guarded = where()
             real = edit_target(arguments, workspace)  # resolved once: what is checked is
-            confined = confinement(arguments, workspace, guarded, real=real)
+            dirs = where_read(workspace)
+            added = dirs.folders[1:] if dirs is not None else ()
+            confined = confinement(arguments, workspace, guarded, real=real, added=added)
             if confined is not None:
                 action, reason = "ask", f"This asks in every mode but auto: {confined}."
             # ...where the tool writes (or fails): a symlink swapped in later cannot redirect it
