@@ -9,7 +9,7 @@ function that records each request and answers deny, as a headless run does.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,10 +142,21 @@ class Session:
 
 @asynccontextmanager
 async def hooked(
-    calls: Sequence[Any], place: Place, source: Any, *, block: bool = False
+    calls: Sequence[Any],
+    place: Place,
+    source: Any,
+    *,
+    block: bool = False,
+    later: Sequence[Any] = (),
+    answer: Callable[[ApprovalRequest], ApprovalDecision] | None = None,
 ) -> AsyncIterator[Session]:
+    """The session; ``calls`` are its first turn's, ``later`` its second's; ``answer`` decides
+    each request (default: deny, as a headless run does)."""
+    steps = [faux_response(*calls), faux_response("done")]
+    if later:
+        steps += [faux_response(*later), faux_response("done again")]
     services: dict[str, Any] = {
-        "models": Models([FauxProvider([faux_response(*calls), faux_response("done")])]),
+        "models": Models([FauxProvider(steps)]),
         "workspace": str(place.project),
         "permission_rules": source,
         WORKING_DIRECTORIES_SERVICE: {
@@ -158,7 +169,7 @@ async def hooked(
 
     async def ask(request: ApprovalRequest, ctx: Context) -> ApprovalDecision:
         box["session"].asked.append(request)
-        return {"decision": "deny", "by": "headless"}
+        return answer(request) if answer is not None else {"decision": "deny", "by": "headless"}
 
     def declaration(name: str) -> ToolDeclaration:
         async def execute(args: dict[str, Any], api: Any, ctx: Context) -> ToolResult:
@@ -299,3 +310,30 @@ def test_a_guarded_path_in_an_added_folder_still_asks(place: Place) -> None:
         added=[os.path.realpath(place.added)],
     )
     assert guarded is not None and guarded.startswith("git runs it")  # still asks
+
+
+@pytest.mark.anyio
+async def test_the_dialog_offers_to_keep_reading_the_folder(kit: Any, place: Place) -> None:
+    """An outside read's dialog offers ``Read(//folder)`` at a scope; kept for the session, a
+    later read in that folder runs unasked, one elsewhere still asks."""
+    (place.outside / "more.txt").write_text("more\n")
+    first = [faux_tool_call("read", {"path": str(place.outside / "notes.txt")}, id="first")]
+    later = [
+        faux_tool_call("read", {"path": str(place.outside / "more.txt")}, id="more"),
+        faux_tool_call("read", {"path": str(place.home / "x.txt")}, id="home"),
+    ]
+
+    def keep(request: ApprovalRequest) -> ApprovalDecision:
+        if request["callId"] != "first":
+            return {"decision": "deny", "by": "test"}
+        return {"decision": "allow", "by": "test", "rule": request["rule"], "scope": "session"}
+
+    async with hooked(first, place, kit.RuleSource({}), later=later, answer=keep) as s:
+        await s.run()
+        (offered,) = s.asked
+        assert offered.get("rule") == f"Read(/{place.outside})"
+        assert "session" in offered.get("scopes", [])
+        assert "outside the working directories" in offered.get("reason", "")
+        await s.run()
+    assert [r["callId"] for r in s.asked] == ["first", "home"]
+    assert ("read", {"path": str(place.outside / "more.txt")}) in s.runs

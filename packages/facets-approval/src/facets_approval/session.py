@@ -513,6 +513,7 @@ def install_approval(
         tool = call["name"]
         arguments = call.get("arguments", {})
         safe = replay_safe(tool)
+        offer: str | None = None  # the standing rule a dialog with a reason offers all the same
         workspace = where()[0]
         if rules.is_read_only(tool) and safe:
             # Runs in every mode unless a deny or ask rule names it; session rules only allow,
@@ -532,7 +533,7 @@ def install_approval(
             if verdict.kind != "ask" and outside is not None and not allowed:
                 mode, _own, ruleset = await standing(api, workspace, ctx)  # auto, a session rule
                 if mode != "auto" and ruleset.evaluate(tool, arguments).kind != "allow":
-                    verdict = Verdict("ask", None, outside.why)
+                    verdict, offer = Verdict("ask", None, outside.why), outside.rule
             if verdict.kind != "ask":
                 return None
             mode: PermissionMode = DEFAULT_MODE
@@ -594,9 +595,9 @@ def install_approval(
                 offer = suggest_rule(
                     tool, arguments, root=store.root(), workspace=workspace, rules=ruleset
                 )
-                if offer is not None:
-                    request["rule"] = offer
-                    request["scopes"] = store.scopes()
+            if offer is not None:  # also a read outside's Read(//its/folder), with its reason
+                request["rule"] = offer
+                request["scopes"] = store.scopes()
             if done is None and tool in rules.sandboxed and sandbox_ready():
                 request["sandbox"] = True  # "Allow inside the sandbox" (in ask mode, say)
             if tool == "write":

@@ -30,6 +30,7 @@ project first); :func:`read_outside` says whether a call reads outside them.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -149,6 +150,12 @@ class OutsideRead:
             f"({', '.join(self.folders)}); to read in {self.folder} without asking, start the "
             f"agent with --add-dir {self.folder} (or /add-dir in the TUI)"
         )
+
+    @property
+    def rule(self) -> str:
+        """The allow rule a dialog offers to keep: ``Read(//folder)``, the folder and everything
+        in it (glob characters in its name escaped)."""
+        return "Read(/" + re.sub(r"([*?\[\]\\])", r"\\\1", self.folder) + ")"
 
     @property
     def refusal(self) -> str:
