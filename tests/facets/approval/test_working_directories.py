@@ -326,7 +326,12 @@ async def test_the_dialog_offers_to_keep_reading_the_folder(kit: Any, place: Pla
     def keep(request: ApprovalRequest) -> ApprovalDecision:
         if request["callId"] != "first":
             return {"decision": "deny", "by": "test"}
-        return {"decision": "allow", "by": "test", "rule": request.get("rule", ""), "scope": "session"}
+        return {
+            "decision": "allow",
+            "by": "test",
+            "rule": request.get("rule", ""),
+            "scope": "session",
+        }
 
     async with hooked(first, place, kit.RuleSource({}), later=later, answer=keep) as s:
         await s.run()

@@ -20,6 +20,7 @@ The facets, in the order the host gets them (docs/design/chord.md#built-in-servi
    user's ``!cmd`` runner (:mod:`.shell_service`);
 5. ``coding-agent/worker-status`` — ``coding-agent.worker``: session, pid, models, ``--dev`` reloads;
    ``coding-agent/reload`` — ``coding-agent.reload``: ``/reload`` from a TUI (:mod:`coding_agent.settings.package_reload`);
+   ``coding-agent/working-dirs`` — ``coding-agent.working-dirs``: ``/add-dir`` (:mod:`.working_dirs`);
 6. every installed feature package's ``"session"`` facets (entry points ``chord.facets``), and
    those of ``--facets-dir`` folders.
 
@@ -151,7 +152,11 @@ from coding_agent.worker.tools.web import WebSettings
 from coding_agent.worker.tools_facet import tools_facet
 from coding_agent.worker.tree_service import session_tree_facet
 from coding_agent.worker.working_dirs import SERVICE as WORKING_DIRS_SERVICE
-from coding_agent.worker.working_dirs import WorkingDirectories, agent_files
+from coding_agent.worker.working_dirs import (
+    WorkingDirectories,
+    agent_files,
+    working_dirs_facet,
+)
 from pico3 import (
     ATTENDANCE_SERVICE,
     CHILD_ENVIRONMENT_SERVICE,
@@ -475,6 +480,11 @@ async def open_session_host(
             StorageBox(lambda: _postgres_storage(config, processes)) if config.storage else None
         )
         rule_files = PermissionFiles(session.cwd, config.env)
+        working_dirs = WorkingDirectories(
+            config.add_dirs,
+            agent_files(session.cwd, config.env or os.environ, session.path),
+            rule_files,
+        )
         services: dict[str, Any] = {
             "models": models,
             "state_dir": str(session.path / "state"),
@@ -499,11 +509,7 @@ async def open_session_host(
             "permission_rules": rule_files,
             # where the file tools read unasked: the project, --add-dir, the settings' folders
             # and the agent's own files (coding_agent.worker.working_dirs)
-            WORKING_DIRS_SERVICE: WorkingDirectories(
-                config.add_dirs,
-                agent_files(session.cwd, config.env or os.environ, session.path),
-                rule_files,
-            ),
+            WORKING_DIRS_SERVICE: working_dirs,
             **_project_services(session.cwd, config.env),
         }
         if attendance is not None:
@@ -581,6 +587,7 @@ async def open_session_host(
                 define_facet(WORKER_FACET_ID, worker),
                 status.facet(),
                 reload_service_facet(reloader),
+                working_dirs_facet(working_dirs, session.cwd, config.env or os.environ),
                 settings_log_facet(on_root_change=_settings_recorder(session, shared, group)),
                 tuis.facet(),
                 *features,

@@ -31,16 +31,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from chord import Context, Facet, FacetEnvironment, RemoteServiceError, define_facet
 from coding_agent.context.context_files import CONTEXT_FILE_NAMES
 from coding_agent.context.prompt_templates import template_roots
 from coding_agent.context.resources import Places
 from coding_agent.context.skills import skill_roots
+from coding_agent.contracts import WorkingDirsService
 from coding_agent.settings.config import user_config_path
 from coding_agent.settings.permissions import PermissionFiles
 from coding_agent.settings.trust import project_root_for
 from coding_agent.settings.xdg import claude_home, config_home
 
-__all__ = ["SERVICE", "TEMP_PREFIX", "WorkingDirectories", "agent_files"]
+__all__ = ["SERVICE", "TEMP_PREFIX", "WorkingDirectories", "agent_files", "working_dirs_facet"]
 
 SERVICE = "working_directories"
 """The harness service's name (``facets_approval.workdirs.WORKING_DIRECTORIES_SERVICE``)."""
@@ -107,7 +109,7 @@ class WorkingDirectories(Mapping[str, Any]):
         self._files = files
 
     def add(self, folder: str) -> None:
-        """Add ``folder`` for the rest of the session (``/add-dir``)."""
+        """Add ``folder`` (absolute) until the worker stops (``/add-dir``)."""
         if folder not in self._added:
             self._added.append(folder)
 
@@ -126,3 +128,39 @@ class WorkingDirectories(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._KEYS)
+
+
+class _Adding:
+    """The served :class:`~coding_agent.contracts.WorkingDirs`."""
+
+    def __init__(self, dirs: WorkingDirectories, cwd: Path, env: Mapping[str, str]) -> None:
+        self._dirs = dirs
+        self._cwd = cwd
+        self._home = env.get("HOME") or os.path.expanduser("~")
+
+    async def add(self, folder: str, ctx: Context) -> str:
+        del ctx
+        spelled = folder.strip()
+        if spelled == "~" or spelled.startswith("~/"):
+            spelled = self._home + spelled[1:]
+        path = (self._cwd / spelled).resolve() if spelled else None
+        if path is None or not path.is_dir():
+            message = f"no such folder: {folder or '(none given)'}"
+            raise RemoteServiceError("service_invalid_value", message)  # said as it is
+        self._dirs.add(str(path))
+        return str(path)
+
+
+WORKING_DIRS_FACET_ID = "coding-agent/working-dirs"
+
+
+def working_dirs_facet(
+    dirs: WorkingDirectories, cwd: str | os.PathLike[str], env: Mapping[str, str]
+) -> Facet:
+    """The worker facet serving :data:`~coding_agent.contracts.WorkingDirsService` over
+    ``dirs`` (``/add-dir``: the folder counts until the worker stops; it is not stored)."""
+
+    def setup(env_: FacetEnvironment) -> None:
+        env_.provide(WorkingDirsService, _Adding(dirs, Path(cwd), env))
+
+    return define_facet(WORKING_DIRS_FACET_ID, setup)
