@@ -45,6 +45,7 @@ def test_a_headless_read_outside_the_project_needs_add_dir(
     assert refused.returncode == 3, refused.stderr  # blocked for lack of approval
     assert f"outside the working directories ({project})" in refused.stderr
     assert f"--add-dir {outside}" in refused.stderr
+    assert "allow it with --approve allow or --permission-mode auto (or --add-dir" in refused.stderr
     allowed = run(project, env, "--faux-script", str(script), "--add-dir", str(outside),
                   "--json", "read it")  # fmt: skip
     assert allowed.returncode == 0, allowed.stderr
