@@ -78,6 +78,8 @@ def test_block_reads_outside_refuses_the_read_even_in_auto_mode(
     config = Path(env["XDG_CONFIG_HOME"]) / "coding-agent" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text("[permissions]\nblock_reads_outside_working_directories = true\n")
+    shown = run(project, env, "config")
+    assert "permissions.block_reads_outside_working_directories = True" in shown.stdout
     done = run(project, env, "--faux-script", str(script), "--permission-mode", "auto",
                "--json", "read it")  # fmt: skip
     assert SECRET not in done.stdout

@@ -757,6 +757,17 @@ def _print_config(cwd: Path) -> int:
             "permission_mode", "default (new sessions; --permission-mode overrides)"
         ),
     )
+    working = rule_files.working_directories()
+    show(
+        "permissions.additional_directories",
+        list(working.added),
+        "your config.toml and ~/.claude/settings.json (--add-dir and /add-dir add more)",
+    )
+    show(
+        "permissions.block_reads_outside_working_directories",
+        working.block_reads_outside,
+        "any of the permission files" if working.block_reads_outside else "default",
+    )
     from coding_agent.settings.warm_start import enabled as warm_start_enabled
 
     warm, origin = warm_start_enabled()
