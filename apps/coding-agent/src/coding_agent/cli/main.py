@@ -1138,11 +1138,10 @@ def _run(
             print(f"coding-agent: warning: {warning}", file=sys.stderr)
     if getattr(args, "mode_from_files", False):
         # lazy: start-up time (the command line imports only what the chosen command runs)
-        from coding_agent.settings.permissions import PermissionFiles
+        from coding_agent.settings.permissions import starting_mode
 
-        claude = PermissionFiles(session.cwd).claude_mode(args.permission_mode)
-        if claude is not None:  # Claude Code's permissions.defaultMode (settings.claude_settings)
-            args.permission_mode = claude[0]
+        # Claude Code's permissions.defaultMode (settings.claude_settings)
+        args.permission_mode = starting_mode(session.cwd, args.permission_mode)
     previous: LaunchSettings | None = None
     if args.command != "attach":
         previous = session.settings

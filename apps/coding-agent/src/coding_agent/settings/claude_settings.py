@@ -6,8 +6,10 @@ A Claude Code user's settings files (``~/.claude/settings.json``, a trusted proj
 * ``permissions.allow``/``ask``/``deny`` — the permission rules
   (:mod:`coding_agent.settings.permissions`, the approval feature's grammar);
 * ``hooks`` — read by the hooks feature (facets-hooks) from the same files;
-* ``permissions.defaultMode`` — a new session's permission mode (:func:`default_mode`), when
-  neither ``--permission-mode`` nor ``permission_mode`` in your ``config.toml`` chooses one.
+* ``permissions.defaultMode`` — a new session's permission mode (:func:`default_mode`; the
+  TUI, ``-p`` and ``coding-agent acp`` start there through
+  :func:`~coding_agent.settings.permissions.starting_mode`), when neither
+  ``--permission-mode`` nor ``permission_mode`` in your ``config.toml`` chooses one.
   Claude Code's ``default``, ``acceptEdits`` and ``plan`` are this agent's ``ask``,
   ``accept-edits`` and ``plan``; they count from your own file. A project's file may only make
   the mode *stricter*: its ``default`` or ``plan`` applies when stricter than the mode chosen

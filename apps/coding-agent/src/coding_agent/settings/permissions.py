@@ -58,9 +58,20 @@ from coding_agent.settings.trust import (
 from coding_agent.settings.xdg import claude_home
 from pico3 import write_atomic
 
-__all__ = ["KINDS", "PermissionFiles"]
+__all__ = ["KINDS", "PermissionFiles", "starting_mode"]
 
 KINDS = ("allow", "ask", "deny")
+
+
+def starting_mode(cwd: str | os.PathLike[str], chosen: str | None) -> str | None:
+    """The permission mode a *new* session in ``cwd`` starts in: ``chosen`` (``--permission-mode``,
+    else ``permission_mode`` of config.toml), unless Claude Code's ``permissions.defaultMode``
+    changes it (your file when nothing is chosen; a trusted project's only to make it
+    stricter: :meth:`PermissionFiles.claude_mode`). ``None``: nothing chosen, the approval
+    feature's own default (``ask``). The TUI, ``-p`` and ``coding-agent acp`` all start a new
+    session here; a resumed one keeps its own mode."""
+    claude = PermissionFiles(Path(cwd)).claude_mode(chosen)
+    return claude[0] if claude is not None else chosen
 
 
 def _signature(path: Path) -> tuple[str, int, int] | tuple[str]:
