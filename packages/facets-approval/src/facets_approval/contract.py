@@ -66,6 +66,7 @@ validates a decision::
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal, NotRequired, Protocol, TypedDict
 
 from chord import (
@@ -361,6 +362,10 @@ class ModeState(TypedDict):
     """The replicated ``state`` of :data:`ApprovalMode`."""
 
     mode: PermissionMode
+    disabled: NotRequired[dict[str, str]]
+    """The modes that cannot be entered here, each with why (absent: none). Claude Code's
+    ``permissions.disableBypassPermissionsMode: "disable"`` disables ``auto``: ``set_mode``
+    refuses it and a presentation skips it (:func:`next_mode`'s ``skip``)."""
 
 
 class ApprovalModeApi(Protocol):
@@ -373,8 +378,8 @@ class ApprovalModeApi(Protocol):
 
     async def set_mode(self, mode: PermissionMode, ctx: Context) -> None:
         """Make ``mode`` the session's mode, durably (it survives a worker restart), then
-        publish it. Raises ``service_invalid_value`` naming a value that is not a mode; nothing
-        changes then. Calls that already asked keep their dialog; every later decision reads
+        publish it. Raises ``service_invalid_value`` naming a value that is not a mode, or a
+        mode the state lists as ``disabled`` (with why); nothing changes then. Calls that already asked keep their dialog; every later decision reads
         the new mode."""
         ...
 
@@ -420,8 +425,13 @@ def stricter(mode: PermissionMode, other: object) -> PermissionMode:
     return mode if STRICTEST_FIRST.index(mode) <= STRICTEST_FIRST.index(found) else found
 
 
-def next_mode(mode: PermissionMode) -> PermissionMode:
+def next_mode(mode: PermissionMode, skip: Iterable[str] = ()) -> PermissionMode:
     """The mode after ``mode`` in cycling order: ask → accept-edits → sandbox → plan → auto →
-    ask."""
+    ask, passing over the modes in ``skip`` (a :class:`ModeState`'s ``disabled``)."""
     index = PERMISSION_MODES.index(check_mode(mode))
-    return PERMISSION_MODES[(index + 1) % len(PERMISSION_MODES)]
+    skipped = set(skip)
+    for step in range(1, len(PERMISSION_MODES)):
+        found = PERMISSION_MODES[(index + step) % len(PERMISSION_MODES)]
+        if found not in skipped:
+            return found
+    return mode
