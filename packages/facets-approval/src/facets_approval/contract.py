@@ -53,6 +53,10 @@ through them (:data:`PERMISSION_MODES`, :func:`next_mode`):
   model is told the session is in plan mode (read, then propose a plan);
 * ``auto`` — nothing asks; every call runs.
 
+Claude Code's ``permissions.disableBypassPermissionsMode`` disables ``auto``: ``set_mode``
+refuses it and the state lists it under ``disabled`` (:class:`ModeState`), so presentations
+skip it (:mod:`.restrictions`).
+
 A subagent runs in the session's mode, or a stricter one: the task that owns its conversation
 may name one (:data:`OWNER_MODE_KEY`; an agent file's ``permissionMode: plan``), and then its
 calls are decided in the stricter of the two (:func:`stricter`), never a looser one.

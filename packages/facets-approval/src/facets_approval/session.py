@@ -16,6 +16,11 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
 
 * a **deny** rule blocks the call in every mode, ``auto`` included; the reason names the rule
   and its file (:func:`rule_block_reason`);
+* Claude Code's restrictive switches (:mod:`.restrictions`, from the permission source) come
+  next: ``blockWritesOutsideWorkingDirectories`` blocks an edit outside the project in every
+  mode, ``disableBypassPermissionsMode`` decides a stored ``auto`` as ``ask``, and
+  ``denyInsteadOfPrompting`` blocks, right before asking, every call that would ask (the turn
+  goes on; :func:`~.restrictions.deny_instead_reason`);
 * a read-only tool runs at once, in every mode, without touching storage — unless an ask rule
   names it (``ask: ["Read(./.env)"]``), which asks;
 * the mode is the session's, made stricter (never looser) by each task that owns the call's
