@@ -123,6 +123,10 @@ class Session:
     host: FacetHost
     group: TaskGroup
     runs: list[tuple[str, dict[str, Any]]]
+    targets: dict[str, str]
+    """The host's ``checked_targets``: where the hook pinned each edit's real target."""
+    pinned: list[dict[str, str]]
+    """A copy of ``targets`` as each tool started (what the file tool would write to)."""
 
     async def root(self) -> ConversationHandle:
         return await self.worker.harness.root(BACKGROUND)
@@ -155,13 +159,16 @@ async def session(
         "workspace": str(workspace),
         "guarded_paths": [],
         "permission_rules": source,
+        "checked_targets": {},
     }
     runs: list[tuple[str, dict[str, Any]]] = []
+    pinned: list[dict[str, str]] = []
     workers: list[HarnessServiceApi] = []
 
     def declaration(name: str) -> ToolDeclaration:
         async def execute(args: dict[str, Any], api: Any, ctx: Context) -> ToolResult:
             runs.append((name, args))
+            pinned.append(dict(services["checked_targets"]))
             return ToolResult.text(f"{name} ran")
 
         replay = "safe" if name == "read" else "unsafe"
@@ -191,7 +198,7 @@ async def session(
             await service.resume(BACKGROUND)
             root = await service.harness.root(BACKGROUND)
             await root.set_config({"model": MODEL, "selectedTools": list(TOOLS)}, BACKGROUND)
-            yield Session(service, host, group, runs)
+            yield Session(service, host, group, runs, services["checked_targets"], pinned)
         group.cancel_scope.cancel()
 
 
@@ -393,6 +400,9 @@ async def test_writes_outside_the_project_are_refused_in_every_mode_even_auto(
     assert results["in"] == "write ran" and results["cmd"] == "bash ran"
     assert sorted(name for name, _args in s.runs) == ["bash", "write"]
     assert len(tui.prompts) == (0 if mode == "auto" else 1)  # the edits never asked
+    # the target checked is the one written, in auto too (a symlink swapped in later fails it)
+    (write_run,) = [i for i, (name, _args) in enumerate(s.runs) if name == "write"]
+    assert str(project / "src" / "app.py") in s.pinned[write_run].values()
 
 
 # -- the TUI: Shift+Tab and /mode over a disabled auto (Pilot) ----------------------------------

@@ -507,6 +507,7 @@ def install_approval(
         safe = replay_safe(tool)
         workspace = where()[0]
         restricted = store.restrictions()  # Claude Code's switches (.restrictions)
+        pinned: str | None = None  # an edit's target the switches checked (resolved once)
         if rules.is_read_only(tool) and safe:
             # Runs in every mode unless a deny or ask rule names it; session rules only allow,
             # so the files' rules decide without reading storage.
@@ -547,9 +548,9 @@ def install_approval(
             if verdict.kind == "deny":
                 return {"block": rule_block_reason(tool, verdict.why)}
             if restricted.block_outside_writes and rules.is_edit(tool):  # every mode, auto too
-                real = edit_target(arguments, workspace)
+                pinned = edit_target(arguments, workspace)  # resolved once (as below)
                 outside = outside_write_reason(
-                    tool, real, workspace, restricted.block_outside_writes
+                    tool, pinned, workspace, restricted.block_outside_writes
                 )
                 if outside is not None:
                     return {"block": outside}
@@ -575,12 +576,14 @@ def install_approval(
             reason = f"This asks because {SANDBOX_UNAVAILABLE}."
         if rules.is_edit(tool) and mode != "auto":  # after the rules: may only turn run into ask
             workspace, guarded = where()
-            real = edit_target(arguments, workspace)  # resolved once: what is checked is
+            real = pinned or edit_target(arguments, workspace)  # resolved once: what is checked is
             confined = confinement(arguments, workspace, guarded, real=real)
             if confined is not None:
                 action, reason = "ask", f"This asks in every mode but auto: {confined}."
             # ...where the tool writes (or fails): a symlink swapped in later cannot redirect it
             forget = checked(f"{api.conversation_id}:{api.call_id}", real)
+        elif pinned is not None:  # auto: the write lands where the switch checked it, or fails
+            forget = checked(f"{api.conversation_id}:{api.call_id}", pinned)
         if action == "ask" and verdict.kind == "allow" and reason is None:
             return done
         decision = await api.memo("decision", ctx)
