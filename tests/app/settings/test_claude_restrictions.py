@@ -180,6 +180,9 @@ async def test_permission_mode_auto_is_refused_at_start_when_disabled(
     result = await _run(project, env, [{"text": "fine"}], "-p", "go", "--permission-mode", "ask")
     assert result.returncode == 0, result.stderr.decode()  # another mode starts
     assert result.stdout.decode() == "fine\n"
+    shown = (await anyio.run_process([str(BINARY), "config"], env=env, cwd=project)).stdout
+    assert "permissions.disableBypassPermissionsMode = on" in shown.decode()
+    assert f"# {settings} (Claude Code; a file only turns it on)" in shown.decode()
 
 
 @pytest.mark.anyio

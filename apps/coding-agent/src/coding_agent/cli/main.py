@@ -725,6 +725,8 @@ def _print_config(cwd: Path) -> int:
             "permission_mode", "default (new sessions; --permission-mode overrides)"
         ),
     )
+    for key, source in rule_files.restrictions().items():  # Claude Code's restrictive switches
+        show(f"permissions.{key}", "on", f"{source} (Claude Code; a file only turns it on)")
     from coding_agent.settings.warm_start import enabled as warm_start_enabled
 
     warm, origin = warm_start_enabled()
