@@ -383,8 +383,8 @@ class ApprovalModeApi(Protocol):
     async def set_mode(self, mode: PermissionMode, ctx: Context) -> None:
         """Make ``mode`` the session's mode, durably (it survives a worker restart), then
         publish it. Raises ``service_invalid_value`` naming a value that is not a mode, or a
-        mode the state lists as ``disabled`` (with why); nothing changes then. Calls that already asked keep their dialog; every later decision reads
-        the new mode."""
+        mode the state lists as ``disabled`` (with why); nothing changes then. Calls that
+        already asked keep their dialog; every later decision reads the new mode."""
         ...
 
 

@@ -74,9 +74,9 @@ class PermissionSource(Protocol):
     :meth:`add` can write (``"user"``, plus ``"project"`` in a trusted project); ``problems``
     name files that could not be read; ``restrictions`` (optional) are Claude Code's
     restrictive switches in force, each with the file that turned it on
-    (:mod:`.restrictions`). ``add(rule, kind, scope)`` appends a rule to that scope's file and returns the
-    file's path; ``remove(rule, kind, source)`` deletes it from the file ``source``. Both raise
-    ``ValueError`` with a message for the user."""
+    (:mod:`.restrictions`). ``add(rule, kind, scope)`` appends a rule to that scope's file and
+    returns the file's path; ``remove(rule, kind, source)`` deletes it from the file
+    ``source``. Both raise ``ValueError`` with a message for the user."""
 
     def load(self) -> Mapping[str, Any]: ...
 

@@ -127,6 +127,6 @@ def outside_write_reason(
     return (
         f"{tool} was not run: its target{where} is outside the working directories ({inside}), "
         f"and permissions.blockWritesOutsideWorkingDirectories in {source} refuses file edits "
-        "there in every mode. Ask the user to add that folder as a working directory (or to make the "
-        "change themselves); do not write it another way."
+        "there in every mode. Ask the user to add that folder as a working directory (or to "
+        "make the change themselves); do not write it another way."
     )

@@ -30,9 +30,10 @@ do instead (:mod:`coding_agent.settings.claude_settings`, which also maps ``defa
 (``disableBypassPermissionsMode``, ``denyInsteadOfPrompting``,
 ``blockWritesOutsideWorkingDirectories``) are handed over too, as ``load()``'s
 ``"restrictions"`` (:meth:`PermissionFiles.restrictions`), from every Claude Code file, an
-untrusted project's included: they only take authority away. ``~/.claude`` is ``$CLAUDE_CONFIG_DIR`` when that is set. The
-project is the one :func:`~coding_agent.settings.trust.project_root_for` finds; trust is read again
-whenever the trust file changes, so ``/trust`` applies to the next call.
+untrusted project's included: they only take authority away. ``~/.claude`` is
+``$CLAUDE_CONFIG_DIR`` when that is set. The project is the one
+:func:`~coding_agent.settings.trust.project_root_for` finds; trust is read again whenever the
+trust file changes, so ``/trust`` applies to the next call.
 
 Files are read again only when one changed (size or modification time); a file that cannot be
 read or has the wrong shape is a *problem* line naming it, never fatal (the rules it holds do
