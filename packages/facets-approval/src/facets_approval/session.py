@@ -16,6 +16,11 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
 
 * a **deny** rule blocks the call in every mode, ``auto`` included; the reason names the rule
   and its file (:func:`rule_block_reason`);
+* Claude Code's restrictive switches (:mod:`.restrictions`, from the permission source) come
+  next: ``blockWritesOutsideWorkingDirectories`` blocks an edit outside the project in every
+  mode, ``disableBypassPermissionsMode`` decides a stored ``auto`` as ``ask``, and
+  ``denyInsteadOfPrompting`` blocks, right before asking, every call that would ask (the turn
+  goes on; :func:`~.restrictions.deny_instead_reason`);
 * a read-only tool runs at once, in every mode, without touching storage — unless an ask rule
   names it (``ask: ["Read(./.env)"]``), which asks;
 * the mode is the session's, made stricter (never looser) by each task that owns the call's
@@ -104,6 +109,7 @@ from chord import (
     Facet,
     FacetEnvironment,
     MutableReplicatedState,
+    RemoteServiceError,
     define_facet,
     dialog_key,
     provide_dialogs,
@@ -131,6 +137,7 @@ from .contract import (
     ApprovalRequest,
     ApprovalRulesService,
     CommandVerdict,
+    ModeState,
     PermissionMode,
     RuleEntry,
     check_decision,
@@ -139,6 +146,11 @@ from .contract import (
 )
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, leave_checked, path_within
 from .permissions import RulesProvider, RuleStore, session_rule_reader, turn_rules
+from .restrictions import (
+    deny_instead_reason,
+    effective_mode,
+    outside_write_reason,
+)
 from .sandboxing import SANDBOX_UNAVAILABLE, outside_sandbox
 from .searched import credentials_verdict, search_verdict, searches
 from .suggest import suggest_rule
@@ -388,7 +400,8 @@ class ApprovalInstallation:
         """What a ``bash`` call of ``command`` in the user's conversation would get, asking
         nobody (a prompt command's ``!`` lines, checked before they run): ``block`` for a deny
         rule or plan mode, ``ask`` for an ask rule or a mode that asks (``sandbox`` too: a ``!``
-        line does not run in the sandbox), ``run`` for ``auto`` or an allow rule."""
+        line does not run in the sandbox), ``run`` for ``auto`` or an allow rule. Under
+        ``denyInsteadOfPrompting`` (:mod:`.restrictions`) what would ask is ``block``."""
         ns = self._namespace
 
         def read(tx: Transaction, _ctx: Context) -> tuple[PermissionMode, list[str], list[str]]:
@@ -397,6 +410,20 @@ class ApprovalInstallation:
             return _stored_mode(state["mode"]), session_rule_reader(ns)(tx, _ctx), auto
 
         mode, session, auto_allow = await (await self.store.listed(ctx)).commit(read, ctx)
+        restricted = self.store.restrictions()
+        mode = effective_mode(mode, restricted)
+        verdict = await self._command_verdict(command, mode, session, auto_allow)
+        if verdict["verdict"] == "ask" and restricted.deny_asks is not None:  # nobody is asked
+            why = (
+                f"{verdict['why']}, and permissions.denyInsteadOfPrompting in "
+                f"{restricted.deny_asks} refuses what would ask"
+            )
+            return {"verdict": "block", "by": verdict["by"], "why": why}
+        return verdict
+
+    async def _command_verdict(
+        self, command: str, mode: PermissionMode, session: list[str], auto_allow: list[str]
+    ) -> CommandVerdict:
         services: Any = getattr(getattr(self._harness, "scheduler", None), "services", None)
         workspace = (services or {}).get("workspace")
         ruleset = self.store.build(
@@ -479,6 +506,8 @@ def install_approval(
         arguments = call.get("arguments", {})
         safe = replay_safe(tool)
         workspace = where()[0]
+        restricted = store.restrictions()  # Claude Code's switches (.restrictions)
+        pinned: str | None = None  # an edit's target the switches checked (resolved once)
         if rules.is_read_only(tool) and safe:
             # Runs in every mode unless a deny or ask rule names it; session rules only allow,
             # so the files' rules decide without reading storage.
@@ -500,6 +529,7 @@ def install_approval(
             if conversation is None:  # pragma: no cover - the hosting task's conversation exists
                 raise RuntimeError(f"conversation {api.conversation_id} is not open")
             mode, auto_allow, session = await conversation.commit(current, ctx)
+            mode = effective_mode(mode, restricted)  # a disabled auto decides as ask
             granted = await conversation.commit(
                 lambda tx, _ctx: turn_rules(tx, conversation.id), ctx
             )
@@ -517,6 +547,13 @@ def install_approval(
             verdict = ruleset.evaluate(tool, arguments)
             if verdict.kind == "deny":
                 return {"block": rule_block_reason(tool, verdict.why)}
+            if restricted.block_outside_writes and rules.is_edit(tool):  # every mode, auto too
+                pinned = edit_target(arguments, workspace)  # resolved once (as below)
+                outside = outside_write_reason(
+                    tool, pinned, workspace, restricted.block_outside_writes
+                )
+                if outside is not None:
+                    return {"block": outside}
             if mode == "sandbox" and not sandbox_ready():  # unavailable: safer, not weaker
                 mode, unsandboxed = "ask", True
             action = rules.action(tool, mode, replay_safe=safe)
@@ -539,18 +576,27 @@ def install_approval(
             reason = f"This asks because {SANDBOX_UNAVAILABLE}."
         if rules.is_edit(tool) and mode != "auto":  # after the rules: may only turn run into ask
             workspace, guarded = where()
-            real = edit_target(arguments, workspace)  # resolved once: what is checked is
+            real = pinned or edit_target(arguments, workspace)  # resolved once: what is checked is
             confined = confinement(arguments, workspace, guarded, real=real)
             if confined is not None:
                 action, reason = "ask", f"This asks in every mode but auto: {confined}."
             # ...where the tool writes (or fails): a symlink swapped in later cannot redirect it
             forget = checked(f"{api.conversation_id}:{api.call_id}", real)
+        elif pinned is not None:  # auto: the write lands where the switch checked it, or fails
+            forget = checked(f"{api.conversation_id}:{api.call_id}", pinned)
         if action == "ask" and verdict.kind == "allow" and reason is None:
             return done
         decision = await api.memo("decision", ctx)
         if decision is MISSING:
             if action == "run":
                 return done
+            if restricted.deny_asks is not None:  # refused instead of asking: the turn goes on
+                if forget is not None:
+                    forget()
+                why = (reason or f"It would ask in {mode} mode.").replace(
+                    "This asks", "It would ask", 1
+                )
+                return {"block": deny_instead_reason(tool, why, restricted.deny_asks)}
             await api.waiting(ctx)
             request: ApprovalRequest = {
                 "conversationId": api.conversation_id,
@@ -648,17 +694,33 @@ class _Modes:
         found = self._harness.handle.services.get(SANDBOX_MODE_SERVICE)
         if isinstance(found, SandboxMode):
             found.active = (found.active and stored) or mode == "sandbox"
-        self.state.replace(ctx, {"mode": mode})
+        state: ModeState = {"mode": mode}
+        disabled = self._live().store.restrictions().disabled()
+        if disabled:
+            state["disabled"] = disabled
+        self.state.replace(ctx, state)
 
     async def _refresh(self, ctx: Context) -> None:
-        """Publish the stored mode (at activation)."""
+        """Publish the stored mode (at activation); a stored ``auto`` that Claude Code's
+        ``disableBypassPermissionsMode`` now disables is stored and published as ``ask``."""
         async with self._lock:
-            self._publish(await self._live().mode(ctx), ctx, stored=True)
+            installation = self._live()
+            stored = await installation.mode(ctx)
+            mode = effective_mode(stored, installation.store.restrictions())
+            if mode != stored:
+                await installation.set_mode(mode, ctx)
+            self._publish(mode, ctx, stored=True)
 
     async def set_mode(self, mode: Any, ctx: Context) -> None:
         checked = check_mode(mode)  # raises before anything is written or published
         async with self._lock:
-            await self._live().set_mode(checked, ctx)
+            installation = self._live()
+            refused = installation.store.restrictions().disabled().get(checked)
+            if refused is not None:  # Claude Code's disableBypassPermissionsMode
+                raise RemoteServiceError(
+                    "service_invalid_value", f"Cannot switch to {checked}: {refused}"
+                )
+            await installation.set_mode(checked, ctx)
             self._publish(checked, ctx)
 
 
