@@ -20,6 +20,8 @@ import pytest
 from acp import text_block
 from acp_support import TIMEOUT, Editor, agent
 
+from coding_agent.settings.trust import TrustStore, trust_path
+
 pytestmark = pytest.mark.anyio
 
 
@@ -138,3 +140,43 @@ async def test_session_load_after_the_agent_was_killed_replays_and_goes_on(
             assert second.text() == "First answer.Second answer."
             with pytest.raises(Exception, match="unknown session"):
                 await conn.prompt(session_id="nope", prompt=[text_block("x")])
+
+
+def _settings(folder: Path, mode: str) -> None:
+    """Claude Code's ``settings.json`` in ``folder``, with ``permissions.defaultMode``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "settings.json").write_text(json.dumps({"permissions": {"defaultMode": mode}}))
+
+
+async def test_a_new_session_starts_in_claude_codes_default_mode_and_the_editor_is_told(
+    project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    """``permissions.defaultMode`` of Claude Code's settings applies to an editor's new session
+    as to the TUI's: the user's ``acceptEdits`` is ``accept-edits`` (a write runs without a
+    permission request) and ``session/new`` reports it; a trusted project's ``plan`` makes a
+    later new session stricter; ``session/load`` keeps the session's own mode."""
+    env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "config")}  # the trust file's home
+    _settings(Path(env["CLAUDE_CONFIG_DIR"]), "acceptEdits")
+    editor = Editor()
+    steps = [
+        {"toolCalls": [{"name": "write", "arguments": {"path": "todo.txt", "content": "milk\n"}}]},
+        {"text": "Written."},
+    ]
+    async with agent(editor, project, env, steps) as (conn, _process):
+        with anyio.fail_after(TIMEOUT):
+            session = await conn.new_session(cwd=str(project), mcp_servers=[])
+            assert session.modes.current_mode_id == "accept-edits"
+            done = await conn.prompt(session_id=session.session_id, prompt=[text_block("write")])
+            assert done.stop_reason == "end_turn"
+            assert (project / "todo.txt").read_text() == "milk\n" and editor.asked == []
+
+            _settings(project / ".claude", "plan")
+            TrustStore(trust_path(env)).set(project, True)
+            stricter = await conn.new_session(cwd=str(project), mcp_servers=[])
+            assert stricter.modes.current_mode_id == "plan"
+    async with agent(Editor(), project, env, []) as (conn, _process):
+        with anyio.fail_after(TIMEOUT):
+            loaded = await conn.load_session(
+                cwd=str(project), session_id=session.session_id, mcp_servers=[]
+            )
+            assert loaded.modes.current_mode_id == "accept-edits"  # its own, not the files'

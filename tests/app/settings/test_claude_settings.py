@@ -71,10 +71,7 @@ def test_every_key_not_honoured_is_one_note_naming_the_file_and_the_key(
     local = write(project / ".claude" / "settings.local.json", PROBE)
     TrustStore(trust_path(env)).set(project, True)
     problems = PermissionFiles(project, env).load()["problems"]
-    assert keys_noted(problems, user) == [
-        "`permissions.disableBypassPermissionsMode`",
-        "`sandbox.enabled`",
-    ]
+    assert keys_noted(problems, user) == ["`sandbox.enabled`"]  # disableBypass… is honoured
     assert f"{user}: `sandbox.enabled`: this agent does not read Claude Code's sandbox settings; " \
         "bash is NOT sandboxed by it — use [sandbox] enabled = true in config.toml or " \
         "--permission-mode sandbox" in problems  # fmt: skip
@@ -88,7 +85,7 @@ def test_every_key_not_honoured_is_one_note_naming_the_file_and_the_key(
     ]
     assert any("the variables are NOT set" in p for p in problems)
     assert any("the hooks in these files still run" in p for p in problems)
-    assert len(problems) == len(set(problems)) == 7
+    assert len(problems) == len(set(problems)) == 6
     # the sandbox's note names the key even when the sandbox is off in the file
     write(user, {"sandbox": {"enabled": False}})
     assert keys_noted(PermissionFiles(project, env).load()["problems"], user) == ["`sandbox`"]

@@ -62,14 +62,15 @@ def test_only_your_own_files_add_folders_and_any_file_may_refuse_reads_outside(
                         "blockReadsOutsideWorkingDirectories": True}}))  # fmt: skip
     files = PermissionFiles(project, env)
     assert files.working_directories().added == (docs, notes)  # the project file's is not read
-    assert files.working_directories().block_reads_outside is False  # untrusted: not read
+    # Claude Code's switch is one of the restrictive ones: read even from an untrusted project
+    assert files.restrictions()["blockReadsOutsideWorkingDirectories"] == str(local)
+    assert files.working_directories().block_reads_outside is False  # config.toml's switch
     problems = files.load()["problems"]
     assert f"{user}: `permissions.additionalDirectories`: ~/gone is not a folder; its reads " \
         "still ask (create it, or remove it from the list)" in problems  # fmt: skip
     TrustStore(trust_path(env)).set(project, True)
     files = PermissionFiles(project, env)
     assert files.working_directories().added == (docs, notes)  # trusted: still not from it
-    assert files.working_directories().block_reads_outside is True  # it only restricts
     (note,) = [p for p in files.load()["problems"] if p.startswith(str(local))]
     assert note.startswith(f"{local}: `permissions.additionalDirectories`: not taken from a "
                            "project's settings (a cloned repository could add ~")  # fmt: skip

@@ -79,6 +79,7 @@ class RuleSource:
         root: str | None = None,
         scopes: tuple[str, ...] = ("user",),
         problems: tuple[str, ...] = (),
+        restrictions: dict[str, str] | None = None,
     ) -> None:
         self.files: dict[str, list[tuple[str, str]]] = {
             k: list(v) for k, v in (rules or {}).items()
@@ -86,6 +87,8 @@ class RuleSource:
         self.root = root
         self.scopes = scopes
         self.problems = problems
+        self.restrictions = dict(restrictions or {})
+        """Claude Code's restrictive switches, each with the file that turned it on."""
 
     def load(self) -> dict[str, Any]:
         rules = [
@@ -95,6 +98,8 @@ class RuleSource:
         ]
         found: dict[str, Any] = {"rules": rules, "scopes": list(self.scopes)}
         found["problems"] = list(self.problems)
+        if self.restrictions:
+            found["restrictions"] = dict(self.restrictions)
         if self.root is not None:
             found["root"] = self.root
         return found

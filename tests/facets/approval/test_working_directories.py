@@ -342,3 +342,30 @@ async def test_the_dialog_offers_to_keep_reading_the_folder(kit: Any, place: Pla
         await s.run()
     assert [r["callId"] for r in s.asked] == ["first", "home"]
     assert ("read", {"path": str(place.outside / "more.txt")}) in s.runs
+
+
+@pytest.mark.anyio
+async def test_claude_codes_switches_see_the_added_folders(kit: Any, place: Place) -> None:
+    """``blockReadsOutsideWorkingDirectories`` handed over with the restrictive switches (from
+    any Claude Code file) refuses an outside read in auto mode; under
+    ``blockWritesOutsideWorkingDirectories`` a write in an added folder is inside."""
+    source = kit.RuleSource(
+        {},
+        restrictions={
+            "blockReadsOutsideWorkingDirectories": "proj/.claude/settings.json",
+            "blockWritesOutsideWorkingDirectories": "proj/.claude/settings.json",
+        },
+    )
+    calls = [
+        *calls_of(place),
+        faux_tool_call("write", {"path": str(place.added / "new.txt"), "content": "x"}, id="in"),
+        faux_tool_call("write", {"path": str(place.outside / "new.txt"), "content": "x"}, id="out"),
+    ]
+    async with hooked(calls, place, source) as s:
+        await s.installation.set_mode("auto", BACKGROUND)
+        results = await s.run()
+    assert s.asked == []
+    assert "blockReadsOutsideWorkingDirectories" in results["outside"]
+    assert "blockReadsOutsideWorkingDirectories" in results["grep"]
+    assert "blockWritesOutsideWorkingDirectories" in results["out"]
+    assert ("write", {"path": str(place.added / "new.txt"), "content": "x"}) in s.runs

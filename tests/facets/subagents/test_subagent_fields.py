@@ -286,14 +286,18 @@ def tools(tmp: Path, runs: list[tuple[str, dict[str, Any]]]) -> list[ToolDeclara
 
 
 @asynccontextmanager
-async def session(tmp: Path, script: Script, *, answer: str = "allow") -> AsyncIterator[Session]:
+async def session(
+    tmp: Path, script: Script, *, answer: str = "allow", restrictions: dict[str, str] | None = None
+) -> AsyncIterator[Session]:
     project = tmp / "project"
     project.mkdir()
-    services = {
+    services: dict[str, Any] = {
         "models": Models([FauxProvider([script] * 40)]),
         "workspace": str(project),
         "mcp_env": env_for(tmp),
     }
+    if restrictions is not None:  # Claude Code's switches, as the app's permission source says
+        services["permission_rules"] = Restricting(restrictions)
     found: list[Session] = []
     workers: list[HarnessServiceApi] = []
     installations: list[ApprovalInstallation] = []
@@ -341,6 +345,22 @@ async def session(tmp: Path, script: Script, *, answer: str = "allow") -> AsyncI
             found.append(s)
             yield s
         group.cancel_scope.cancel()
+
+
+class Restricting:
+    """A permission source with no rules and Claude Code's restrictive switches."""
+
+    def __init__(self, restrictions: dict[str, str]) -> None:
+        self.restrictions = restrictions
+
+    def load(self) -> dict[str, Any]:
+        return {"rules": [], "scopes": ["user"], "problems": [], "restrictions": self.restrictions}
+
+    def add(self, rule: str, kind: str, scope: str) -> str:
+        raise ValueError("no rule is kept here")
+
+    def remove(self, rule: str, kind: str, source: str) -> None:
+        raise ValueError("no rule is kept here")
 
 
 def changes(turn: int) -> list[Any]:
@@ -391,6 +411,26 @@ async def test_a_bypass_subagent_asks_in_an_ask_session_and_is_refused_in_plan(
         results = await s.child_results(result)
     assert results["b1"].endswith(plan_mode_reason("bash"))  # the session's plan mode
     assert s.runs == [] and s.asked == []
+
+
+async def test_deny_instead_of_prompting_refuses_a_subagents_calls_without_asking(
+    tmp_path: Path,
+) -> None:
+    """Claude Code's ``permissions.denyInsteadOfPrompting``: a subagent's call that would ask
+    is refused at once (nobody is asked, the ``--approve allow`` answer is never consulted)
+    and the subagent's turn goes on to its report."""
+    settings = "/home/me/.claude/settings.json"
+    write(claude_dir(tmp_path) / "fixer.md", BYPASS)
+    restrictions = {"denyInsteadOfPrompting": settings}
+    async with session(tmp_path, Script("fixer", Child(changes)), restrictions=restrictions) as s:
+        result = await s.go()
+        results = await s.child_results(result)
+    assert s.asked == [] and s.runs == []
+    for cid, tool in (("b1", "bash"), ("w1", "write")):
+        assert f"{tool} was not run: it needs approval, and permissions.denyInsteadOfPrompting " \
+            f"in {settings} refuses such calls instead of asking anyone." in results[cid]  # fmt: skip
+    assert not (tmp_path / "project" / "planmode-violated.txt").exists()
+    assert result.model[0]["content"][0]["text"] == "report after 2 turns"
 
 
 async def test_max_turns_stops_a_subagent_that_would_go_on(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ when it reappears after a restart.
 Before anything is chosen (``target`` is ``None``) the client follows **the branch the session
 is on**: the one the user last prompted in, made (``/fork``, ``/rewind``, "continue from here")
 or switched to. The worker owns that fact (:class:`~coding_agent.worker.activity.ActivityWriter`,
+stored in the session's storage, so a server that takes a session over opens it there too, and
 recorded in the session folder's ``activity`` file, the same branch ``coding-agent sessions``
 stars and ``export`` exports) and publishes it as its status document's ``branch``
 (:mod:`coding_agent.worker.status`); the client passes it to :meth:`ConversationFollower.set_home`.

@@ -53,6 +53,10 @@ through them (:data:`PERMISSION_MODES`, :func:`next_mode`):
   model is told the session is in plan mode (read, then propose a plan);
 * ``auto`` — nothing asks; every call runs.
 
+Claude Code's ``permissions.disableBypassPermissionsMode`` disables ``auto``: ``set_mode``
+refuses it and the state lists it under ``disabled`` (:class:`ModeState`), so presentations
+skip it (:mod:`.restrictions`).
+
 A subagent runs in the session's mode, or a stricter one: the task that owns its conversation
 may name one (:data:`OWNER_MODE_KEY`; an agent file's ``permissionMode: plan``), and then its
 calls are decided in the stricter of the two (:func:`stricter`), never a looser one.
@@ -66,6 +70,7 @@ validates a decision::
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal, NotRequired, Protocol, TypedDict
 
 from chord import (
@@ -361,6 +366,10 @@ class ModeState(TypedDict):
     """The replicated ``state`` of :data:`ApprovalMode`."""
 
     mode: PermissionMode
+    disabled: NotRequired[dict[str, str]]
+    """The modes that cannot be entered here, each with why (absent: none). Claude Code's
+    ``permissions.disableBypassPermissionsMode: "disable"`` disables ``auto``: ``set_mode``
+    refuses it and a presentation skips it (:func:`next_mode`'s ``skip``)."""
 
 
 class ApprovalModeApi(Protocol):
@@ -373,9 +382,9 @@ class ApprovalModeApi(Protocol):
 
     async def set_mode(self, mode: PermissionMode, ctx: Context) -> None:
         """Make ``mode`` the session's mode, durably (it survives a worker restart), then
-        publish it. Raises ``service_invalid_value`` naming a value that is not a mode; nothing
-        changes then. Calls that already asked keep their dialog; every later decision reads
-        the new mode."""
+        publish it. Raises ``service_invalid_value`` naming a value that is not a mode, or a
+        mode the state lists as ``disabled`` (with why); nothing changes then. Calls that
+        already asked keep their dialog; every later decision reads the new mode."""
         ...
 
 
@@ -420,8 +429,13 @@ def stricter(mode: PermissionMode, other: object) -> PermissionMode:
     return mode if STRICTEST_FIRST.index(mode) <= STRICTEST_FIRST.index(found) else found
 
 
-def next_mode(mode: PermissionMode) -> PermissionMode:
+def next_mode(mode: PermissionMode, skip: Iterable[str] = ()) -> PermissionMode:
     """The mode after ``mode`` in cycling order: ask → accept-edits → sandbox → plan → auto →
-    ask."""
+    ask, passing over the modes in ``skip`` (a :class:`ModeState`'s ``disabled``)."""
     index = PERMISSION_MODES.index(check_mode(mode))
-    return PERMISSION_MODES[(index + 1) % len(PERMISSION_MODES)]
+    skipped = set(skip)
+    for step in range(1, len(PERMISSION_MODES)):
+        found = PERMISSION_MODES[(index + step) % len(PERMISSION_MODES)]
+        if found not in skipped:
+            return found
+    return mode

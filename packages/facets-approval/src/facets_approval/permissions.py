@@ -46,6 +46,7 @@ from .contract import (
     RulesState,
     check_rule_entry,
 )
+from .restrictions import Restrictions
 from .rules import RULE_KINDS, RuleError, RuleSet, SourcedRule, parse_rule
 
 __all__ = [
@@ -69,11 +70,13 @@ class PermissionSource(Protocol):
     """What the app provides as the harness service ``permission_rules`` (duck-typed).
 
     ``load()`` returns ``{"root": <project root>, "scopes": [...], "rules": [{"rule", "kind",
-    "source", "scope"}, ...], "problems": [...]}``: ``scopes`` are where :meth:`add` can write
-    (``"user"``, plus ``"project"`` in a trusted project); ``problems`` name files that could
-    not be read. ``add(rule, kind, scope)`` appends a rule to that scope's file and returns the
-    file's path; ``remove(rule, kind, source)`` deletes it from the file ``source``. Both raise
-    ``ValueError`` with a message for the user."""
+    "source", "scope"}, ...], "problems": [...], "restrictions": {...}}``: ``scopes`` are where
+    :meth:`add` can write (``"user"``, plus ``"project"`` in a trusted project); ``problems``
+    name files that could not be read; ``restrictions`` (optional) are Claude Code's
+    restrictive switches in force, each with the file that turned it on
+    (:mod:`.restrictions`). ``add(rule, kind, scope)`` appends a rule to that scope's file and
+    returns the file's path; ``remove(rule, kind, source)`` deletes it from the file
+    ``source``. Both raise ``ValueError`` with a message for the user."""
 
     def load(self) -> Mapping[str, Any]: ...
 
@@ -201,6 +204,17 @@ class RuleStore:
             root if isinstance(root, str) else None,
             scopes,
         )
+
+    def restrictions(self) -> Restrictions:
+        """Claude Code's restrictive switches the source reports (:mod:`.restrictions`); all
+        off without a source or when it cannot be read (reported by :meth:`build`)."""
+        source = self.source
+        if source is None:
+            return Restrictions()
+        try:
+            return Restrictions.of(source.load())
+        except Exception:  # a source must never stop a decision; build reports it
+            return Restrictions()
 
     def root(self) -> str | None:
         """The project root the source names (``./`` patterns are relative to it)."""

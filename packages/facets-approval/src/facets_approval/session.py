@@ -16,6 +16,11 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
 
 * a **deny** rule blocks the call in every mode, ``auto`` included; the reason names the rule
   and its file (:func:`rule_block_reason`);
+* Claude Code's restrictive switches (:mod:`.restrictions`, from the permission source) come
+  next: ``blockWritesOutsideWorkingDirectories`` blocks an edit outside the project in every
+  mode, ``disableBypassPermissionsMode`` decides a stored ``auto`` as ``ask``, and
+  ``denyInsteadOfPrompting`` blocks, right before asking, every call that would ask (the turn
+  goes on; :func:`~.restrictions.deny_instead_reason`);
 * a read-only tool runs at once, in every mode, without touching storage — unless an ask rule
   names it (``ask: ["Read(./.env)"]``), which asks; a read of a path outside the working
   directories (:mod:`.workdirs`: the project, the added folders, the agent's own files) asks
@@ -94,7 +99,7 @@ facet that hosts it is its only caller. The words of the sandbox mode live in
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -107,6 +112,7 @@ from chord import (
     Facet,
     FacetEnvironment,
     MutableReplicatedState,
+    RemoteServiceError,
     define_facet,
     dialog_key,
     provide_dialogs,
@@ -134,6 +140,7 @@ from .contract import (
     ApprovalRequest,
     ApprovalRulesService,
     CommandVerdict,
+    ModeState,
     PermissionMode,
     RuleEntry,
     check_decision,
@@ -142,6 +149,12 @@ from .contract import (
 )
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, leave_checked, path_within
 from .permissions import RulesProvider, RuleStore, session_rule_reader, turn_rules
+from .restrictions import (
+    Restrictions,
+    deny_instead_reason,
+    effective_mode,
+    outside_write_reason,
+)
 from .rules import RuleSet, Verdict
 from .sandboxing import SANDBOX_UNAVAILABLE, outside_sandbox
 from .searched import credentials_verdict, search_verdict, searches
@@ -398,7 +411,8 @@ class ApprovalInstallation:
         """What a ``bash`` call of ``command`` in the user's conversation would get, asking
         nobody (a prompt command's ``!`` lines, checked before they run): ``block`` for a deny
         rule or plan mode, ``ask`` for an ask rule or a mode that asks (``sandbox`` too: a ``!``
-        line does not run in the sandbox), ``run`` for ``auto`` or an allow rule."""
+        line does not run in the sandbox), ``run`` for ``auto`` or an allow rule. Under
+        ``denyInsteadOfPrompting`` (:mod:`.restrictions`) what would ask is ``block``."""
         ns = self._namespace
 
         def read(tx: Transaction, _ctx: Context) -> tuple[PermissionMode, list[str], list[str]]:
@@ -407,6 +421,20 @@ class ApprovalInstallation:
             return _stored_mode(state["mode"]), session_rule_reader(ns)(tx, _ctx), auto
 
         mode, session, auto_allow = await (await self.store.listed(ctx)).commit(read, ctx)
+        restricted = self.store.restrictions()
+        mode = effective_mode(mode, restricted)
+        verdict = await self._command_verdict(command, mode, session, auto_allow)
+        if verdict["verdict"] == "ask" and restricted.deny_asks is not None:  # nobody is asked
+            why = (
+                f"{verdict['why']}, and permissions.denyInsteadOfPrompting in "
+                f"{restricted.deny_asks} refuses what would ask"
+            )
+            return {"verdict": "block", "by": verdict["by"], "why": why}
+        return verdict
+
+    async def _command_verdict(
+        self, command: str, mode: PermissionMode, session: list[str], auto_allow: list[str]
+    ) -> CommandVerdict:
         services: Any = getattr(getattr(self._harness, "scheduler", None), "services", None)
         workspace = (services or {}).get("workspace")
         ruleset = self.store.build(
@@ -476,9 +504,12 @@ def install_approval(
             list(guarded) if isinstance(guarded, list | tuple) else [],  # pyright: ignore[reportUnknownArgumentType]
         )
 
+    def services() -> Mapping[str, Any]:
+        found: Any = getattr(getattr(harness, "scheduler", None), "services", None)
+        return found if isinstance(found, Mapping) else {}  # pyright: ignore[reportUnknownVariableType]
+
     def where_read(workspace: str | None) -> WorkingDirectories | None:
-        services: Any = getattr(getattr(harness, "scheduler", None), "services", None) or {}
-        return working_directories(workspace, services)
+        return working_directories(workspace, services())
 
     def checked(key: str, real: str | None) -> Callable[[], None]:
         services: Any = getattr(getattr(harness, "scheduler", None), "services", None) or {}
@@ -489,14 +520,16 @@ def install_approval(
         return isinstance(services.get(SANDBOX_SERVICE), Sandbox)
 
     async def standing(
-        api: Any, workspace: str | None, ctx: Context
+        api: Any, workspace: str | None, restricted: Restrictions, ctx: Context
     ) -> tuple[PermissionMode, PermissionMode, RuleSet]:
-        """The call's mode (its owners' stricter ones applied), the session's own mode, and
-        every rule in force for it (the files', the session's, ``autoAllow``, the turn's)."""
+        """The call's mode (a disabled ``auto`` as ``ask``, its owners' stricter ones applied),
+        the session's own mode, and every rule in force for it (the files', the session's,
+        ``autoAllow``, the turn's)."""
         conversation = await harness.conversation(api.conversation_id, ctx)
         if conversation is None:  # pragma: no cover - the hosting task's conversation exists
             raise RuntimeError(f"conversation {api.conversation_id} is not open")
         mode, auto_allow, session = await conversation.commit(current, ctx)
+        mode = effective_mode(mode, restricted)  # a disabled auto decides as ask
         granted = await conversation.commit(lambda tx, _ctx: turn_rules(tx, conversation.id), ctx)
         top, owner_modes = await store.chain(conversation.id, ctx)
         store.current = top
@@ -515,6 +548,8 @@ def install_approval(
         safe = replay_safe(tool)
         offer: str | None = None  # the standing rule a dialog with a reason offers all the same
         workspace = where()[0]
+        restricted = store.restrictions()  # Claude Code's switches (.restrictions)
+        pinned: str | None = None  # an edit's target the switches checked (resolved once)
         if rules.is_read_only(tool) and safe:
             # Runs in every mode unless a deny or ask rule names it; session rules only allow,
             # so the files' rules decide without reading storage.
@@ -527,24 +562,32 @@ def install_approval(
                 verdict = credentials_verdict(tool, arguments, ruleset.workspace, ruleset.home)
             if verdict.kind != "ask" and searches(ruleset, tool):
                 verdict = await anyio.to_thread.run_sync(search_verdict, ruleset, tool, arguments)
-            outside = read_outside(tool, arguments, where_read(workspace), ruleset.home)
-            if outside is not None and outside.blocked:  # every mode, whatever allows it
-                return {"block": outside.refusal}
-            if verdict.kind != "ask" and outside is not None and not allowed:
-                mode, _own, ruleset = await standing(api, workspace, ctx)  # auto, a session rule
+            far = read_outside(tool, arguments, where_read(workspace), ruleset.home)
+            if far is not None and (far.blocked or restricted.block_outside_reads):
+                return {"block": far.refusal}  # every mode, whatever allows it
+            if verdict.kind != "ask" and far is not None and not allowed:
+                # auto, or a session's or turn's allow rule, lets it run
+                mode, _own, ruleset = await standing(api, workspace, restricted, ctx)
                 if mode != "auto" and ruleset.evaluate(tool, arguments).kind != "allow":
-                    verdict, offer = Verdict("ask", None, outside.why), outside.rule
+                    verdict, offer = Verdict("ask", None, far.why), far.rule
             if verdict.kind != "ask":
                 return None
             mode: PermissionMode = DEFAULT_MODE
             action: Action = "ask"
             unsandboxed = False
         else:
-            mode, session_mode, ruleset = await standing(api, workspace, ctx)
+            mode, session_mode, ruleset = await standing(api, workspace, restricted, ctx)
             unsandboxed = False
             verdict = ruleset.evaluate(tool, arguments)
             if verdict.kind == "deny":
                 return {"block": rule_block_reason(tool, verdict.why)}
+            if restricted.block_outside_writes and rules.is_edit(tool):  # every mode, auto too
+                pinned = edit_target(arguments, workspace)  # resolved once (as below)
+                outside = outside_write_reason(
+                    tool, pinned, workspace, restricted.block_outside_writes, services()
+                )
+                if outside is not None:
+                    return {"block": outside}
             if mode == "sandbox" and not sandbox_ready():  # unavailable: safer, not weaker
                 mode, unsandboxed = "ask", True
             action = rules.action(tool, mode, replay_safe=safe)
@@ -567,7 +610,7 @@ def install_approval(
             reason = f"This asks because {SANDBOX_UNAVAILABLE}."
         if rules.is_edit(tool) and mode != "auto":  # after the rules: may only turn run into ask
             workspace, guarded = where()
-            real = edit_target(arguments, workspace)  # resolved once: what is checked is
+            real = pinned or edit_target(arguments, workspace)  # resolved once: what is checked is
             dirs = where_read(workspace)
             added = dirs.folders[1:] if dirs is not None else ()
             confined = confinement(arguments, workspace, guarded, real=real, added=added)
@@ -575,12 +618,21 @@ def install_approval(
                 action, reason = "ask", f"This asks in every mode but auto: {confined}."
             # ...where the tool writes (or fails): a symlink swapped in later cannot redirect it
             forget = checked(f"{api.conversation_id}:{api.call_id}", real)
+        elif pinned is not None:  # auto: the write lands where the switch checked it, or fails
+            forget = checked(f"{api.conversation_id}:{api.call_id}", pinned)
         if action == "ask" and verdict.kind == "allow" and reason is None:
             return done
         decision = await api.memo("decision", ctx)
         if decision is MISSING:
             if action == "run":
                 return done
+            if restricted.deny_asks is not None:  # refused instead of asking: the turn goes on
+                if forget is not None:
+                    forget()
+                why = (reason or f"It would ask in {mode} mode.").replace(
+                    "This asks", "It would ask", 1
+                )
+                return {"block": deny_instead_reason(tool, why, restricted.deny_asks)}
             await api.waiting(ctx)
             request: ApprovalRequest = {
                 "conversationId": api.conversation_id,
@@ -678,17 +730,33 @@ class _Modes:
         found = self._harness.handle.services.get(SANDBOX_MODE_SERVICE)
         if isinstance(found, SandboxMode):
             found.active = (found.active and stored) or mode == "sandbox"
-        self.state.replace(ctx, {"mode": mode})
+        state: ModeState = {"mode": mode}
+        disabled = self._live().store.restrictions().disabled()
+        if disabled:
+            state["disabled"] = disabled
+        self.state.replace(ctx, state)
 
     async def _refresh(self, ctx: Context) -> None:
-        """Publish the stored mode (at activation)."""
+        """Publish the stored mode (at activation); a stored ``auto`` that Claude Code's
+        ``disableBypassPermissionsMode`` now disables is stored and published as ``ask``."""
         async with self._lock:
-            self._publish(await self._live().mode(ctx), ctx, stored=True)
+            installation = self._live()
+            stored = await installation.mode(ctx)
+            mode = effective_mode(stored, installation.store.restrictions())
+            if mode != stored:
+                await installation.set_mode(mode, ctx)
+            self._publish(mode, ctx, stored=True)
 
     async def set_mode(self, mode: Any, ctx: Context) -> None:
         checked = check_mode(mode)  # raises before anything is written or published
         async with self._lock:
-            await self._live().set_mode(checked, ctx)
+            installation = self._live()
+            refused = installation.store.restrictions().disabled().get(checked)
+            if refused is not None:  # Claude Code's disableBypassPermissionsMode
+                raise RemoteServiceError(
+                    "service_invalid_value", f"Cannot switch to {checked}: {refused}"
+                )
+            await installation.set_mode(checked, ctx)
             self._publish(checked, ctx)
 
 

@@ -26,8 +26,11 @@ shows as ``\\x1b`` (a conceal code cannot hide ``; curl … | sh``), a bidi over
 one-line panel (:class:`ModeLabel`, ``#approval-mode``) always shows the session's mode and
 follows the service's replicated ``state`` (a late joiner hydrates with the current mode);
 **Shift+Tab** cycles ask → accept-edits → sandbox → plan → auto → ask; ``/mode NAME`` sets a mode and
-``/mode`` alone offers a picker. The facet only asks: ``set_mode`` in the session worker
-validates, stores and publishes, and every presentation's label follows the publication.
+``/mode`` alone offers a picker. A mode the state lists as ``disabled`` (``auto`` under Claude
+Code's ``disableBypassPermissionsMode``) is skipped by Shift+Tab with a notice naming the file,
+left out of the picker, and ``/mode auto`` shows the session's refusal. The facet only asks:
+``set_mode`` in the session worker validates, stores and publishes, and every presentation's
+label follows the publication.
 It is a separate facet so that a presentation whose session has no mode service still shows
 dialogs.
 """
@@ -35,6 +38,7 @@ dialogs.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
 
@@ -83,6 +87,7 @@ __all__ = [
     "decision_for",
     "describe_call",
     "dialog_body",
+    "disabled_modes",
     "mode_choices",
     "mode_of",
     "mode_tui_facet",
@@ -266,11 +271,23 @@ def mode_of(state: Any) -> PermissionMode | None:
     return None
 
 
-def mode_choices(current: PermissionMode | None) -> list[Choice]:
-    """The ``/mode`` picker's options, in cycling order; the current one is marked."""
+def disabled_modes(state: Any) -> dict[str, str]:
+    """The modes a :class:`~.contract.ModeState` value says cannot be entered, with why."""
+    found = state.get("disabled") if isinstance(state, dict) else None
+    if not isinstance(found, dict):
+        return {}
+    return {str(k): str(v) for k, v in found.items()}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+
+
+def mode_choices(
+    current: PermissionMode | None, disabled: Mapping[str, str] | None = None
+) -> list[Choice]:
+    """The ``/mode`` picker's options, in cycling order; the current one is marked, and a
+    mode that cannot be entered (``disabled``) is left out."""
     return [
         Choice(mode, f"{'●' if mode == current else ' '} {mode} — {MODE_DESCRIPTIONS[mode]}")
         for mode in PERMISSION_MODES
+        if mode not in (disabled or {})
     ]
 
 
@@ -366,10 +383,11 @@ async def set_mode(target: ModeTarget, args: Arguments, ctx: Context) -> Command
             await target.set_and_follow(chosen, ctx)
         return f"Permission mode: {chosen}"
     current = mode_of(target.modes.state.value)
+    disabled = disabled_modes(target.modes.state.value)
     modal = await target.tui.acquire_modal(ctx)
     try:
         choice = await modal.choose(
-            f"Permission mode (now: {current or '?'})", mode_choices(current)
+            f"Permission mode (now: {current or '?'})", mode_choices(current, disabled)
         )
     finally:
         modal.close()
@@ -403,7 +421,11 @@ def mode_tui_facet(env: FacetEnvironment) -> None:
             if current is None:
                 tui.notify("The permission mode is not known yet", severity="warning")
                 return
-            await target.set_and_follow(next_mode(current), ctx)
+            disabled = disabled_modes(modes.state.value)
+            following = next_mode(current)
+            if following in disabled:  # Claude Code's disableBypassPermissionsMode: auto
+                tui.notify(f"Skipped {following}: {disabled[following]}", severity="warning")
+            await target.set_and_follow(next_mode(current, disabled), ctx)
 
     def activate() -> None:
         env.own(tui.mount_panel(MODE_PANEL_ID, lambda: ModeLabel(modes.state)))

@@ -7,8 +7,10 @@ the log. :class:`CodingAgentAcp` answers:
   context, MCP servers over stdio, HTTP and SSE; the editor's ``fs`` capability is kept for
   the sessions (:mod:`.editor`);
 * ``session/new`` — a new durable session in ``cwd`` (what ``coding-agent`` would make there),
-  with the editor's ``mcpServers`` started for it; the reply carries the permission modes and
-  the model option;
+  with the editor's ``mcpServers`` started for it, in the permission mode a new session of the
+  TUI would start in (``permission_mode`` of config.toml, or Claude Code's
+  ``permissions.defaultMode``: :func:`~coding_agent.settings.permissions.starting_mode`); the
+  reply carries the permission modes, that one current, and the model option;
 * ``session/load`` — an existing session by its id (``coding-agent sessions`` lists them): its
   transcript is replayed as updates, and a turn the last process left unfinished goes on;
 * ``session/prompt`` — one turn; the reply's ``stopReason`` is ``end_turn`` or ``cancelled``,
@@ -58,6 +60,8 @@ from coding_agent.acp.lines import JsonLines
 from coding_agent.acp.session import AcpSession
 from coding_agent.acp.translate import prompt_content
 from coding_agent.session_files.folders import SessionError, create_session, open_session
+from coding_agent.settings.config import load_config
+from coding_agent.settings.permissions import starting_mode
 from coding_agent.worker.main import WorkerBusy, session_worker_config
 from coding_agent.worker.tools import EDITOR_FILES_SERVICE
 
@@ -138,7 +142,12 @@ class CodingAgentAcp:
             session = create_session(Path(cwd)) if new else open_session(session_id)
         except SessionError as error:
             raise invalid(str(error)) from None
-        config = session_worker_config(session, model=self._model, faux_script=self._faux_script)
+        # a new session starts in the mode config.toml or Claude Code's permissions.defaultMode
+        # choose (as the TUI's and -p's do); a loaded one keeps its own
+        mode = starting_mode(session.cwd, load_config(session.cwd).permission_mode) if new else None
+        config = session_worker_config(
+            session, model=self._model, faux_script=self._faux_script, permission_mode=mode
+        )
         if config.environment is not None:  # this process runs the commands: keys stay in config
             config.environment.withhold_from_process()
         served = AcpSession(

@@ -51,6 +51,7 @@ from chord import (
     Delivery,
     Facet,
     FacetEnvironment,
+    RemoteServiceError,
     define_facet,
 )
 from coding_agent.acp.errors import failed, invalid
@@ -191,11 +192,15 @@ class AcpSession:
         await self._need_conversation().abort(BACKGROUND)
 
     def modes(self) -> SessionModeState:
-        """The permission modes as ACP session modes, and the current one."""
+        """The permission modes as ACP session modes, and the current one (a mode the session
+        disables, ``auto`` under Claude Code's ``disableBypassPermissionsMode``, is not
+        offered)."""
         current = "ask"
+        disabled: object = None
         if self._mode is not None:
             value = self._mode.state.value
             current = str(value.get("mode") or "ask") if isinstance(value, dict) else "ask"
+            disabled = value.get("disabled") if isinstance(value, dict) else None
         return SessionModeState(
             current_mode_id=current,
             available_modes=[
@@ -203,6 +208,7 @@ class AcpSession:
                     id=mode, name=MODE_SUMMARIES[mode][0], description=MODE_SUMMARIES[mode][1]
                 )
                 for mode in PERMISSION_MODES
+                if not (isinstance(disabled, dict) and mode in disabled)
             ],
         )
 
@@ -212,7 +218,10 @@ class AcpSession:
             raise invalid(f"unknown mode {mode!r} (modes: {', '.join(PERMISSION_MODES)})")
         if self._mode is None:
             raise failed("no approval package serves this session: the mode cannot change")
-        await self._mode.set_mode(mode, BACKGROUND)
+        try:
+            await self._mode.set_mode(mode, BACKGROUND)
+        except RemoteServiceError as error:  # a disabled mode: the session says why
+            raise invalid(error.message) from None
 
     def model_option(self) -> SessionConfigOptionSelect:
         """The model as a session config option: the current one and those on offer."""

@@ -768,6 +768,8 @@ def _print_config(cwd: Path) -> int:
         working.block_reads_outside,
         "any of the permission files" if working.block_reads_outside else "default",
     )
+    for key, source in rule_files.restrictions().items():  # Claude Code's restrictive switches
+        show(f"permissions.{key}", "on", f"{source} (Claude Code; a file only turns it on)")
     from coding_agent.settings.warm_start import enabled as warm_start_enabled
 
     warm, origin = warm_start_enabled()
@@ -1117,6 +1119,8 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         )
         if args.mode_from_files and files.permission_mode is not None:
             args.permission_mode = files.permission_mode
+            where = files.origin.get("permission_mode", "config.toml")
+            args.mode_asked = f'permission_mode = "{files.permission_mode}" ({where})'
         session, new = _choose_session(args, cwd)
         if args.name:
             # lazy: start-up time (the command line imports only what the chosen command runs)
@@ -1182,11 +1186,19 @@ def _run(
             print(f"coding-agent: warning: {warning}", file=sys.stderr)
     if getattr(args, "mode_from_files", False):
         # lazy: start-up time (the command line imports only what the chosen command runs)
+        from coding_agent.settings.permissions import starting_mode
+
+        # Claude Code's permissions.defaultMode (settings.claude_settings)
+        args.permission_mode = starting_mode(session.cwd, args.permission_mode)
+    if args.permission_mode == "auto":  # Claude Code's disableBypassPermissionsMode refuses it
+        # lazy: start-up time (the command line imports only what the chosen command runs)
+        from coding_agent.settings.claude_settings import auto_disabled
         from coding_agent.settings.permissions import PermissionFiles
 
-        claude = PermissionFiles(session.cwd).claude_mode(args.permission_mode)
-        if claude is not None:  # Claude Code's permissions.defaultMode (settings.claude_settings)
-            args.permission_mode = claude[0]
+        asked = getattr(args, "mode_asked", "--permission-mode auto")
+        refused = auto_disabled(PermissionFiles(session.cwd).restrictions(), asked)
+        if refused is not None:
+            raise _UsageError(refused)
     previous: LaunchSettings | None = None
     if args.command != "attach":
         previous = session.settings

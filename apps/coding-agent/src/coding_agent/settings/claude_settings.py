@@ -6,8 +6,10 @@ A Claude Code user's settings files (``~/.claude/settings.json``, a trusted proj
 * ``permissions.allow``/``ask``/``deny`` — the permission rules
   (:mod:`coding_agent.settings.permissions`, the approval feature's grammar);
 * ``hooks`` — read by the hooks feature (facets-hooks) from the same files;
-* ``permissions.defaultMode`` — a new session's permission mode (:func:`default_mode`), when
-  neither ``--permission-mode`` nor ``permission_mode`` in your ``config.toml`` chooses one.
+* ``permissions.defaultMode`` — a new session's permission mode (:func:`default_mode`; the
+  TUI, ``-p`` and ``coding-agent acp`` start there through
+  :func:`~coding_agent.settings.permissions.starting_mode`), when neither
+  ``--permission-mode`` nor ``permission_mode`` in your ``config.toml`` chooses one.
   Claude Code's ``default``, ``acceptEdits`` and ``plan`` are this agent's ``ask``,
   ``accept-edits`` and ``plan``; they count from your own file. A project's file may only make
   the mode *stricter*: its ``default`` or ``plan`` applies when stricter than the mode chosen
@@ -18,8 +20,17 @@ A Claude Code user's settings files (``~/.claude/settings.json``, a trusted proj
   read without asking: :mod:`coding_agent.worker.working_dirs`), from your own file only: in a
   project's file it is a note saying it is not taken from a project (a cloned repository could
   add ``~``) and where to put it instead;
-* ``permissions.blockReadsOutsideWorkingDirectories`` — ``true`` refuses reads outside the
-  working directories in every mode, from any file (it only restricts);
+* ``permissions.disableBypassPermissionsMode`` (``"disable"``),
+  ``permissions.denyInsteadOfPrompting``, ``permissions.blockWritesOutsideWorkingDirectories``
+  and ``permissions.blockReadsOutsideWorkingDirectories`` (``true``) — Claude Code's switches
+  that only restrict (:data:`RESTRICTIONS`): the ``auto`` mode cannot be entered; a call that
+  would ask is refused instead; ``write``/``edit``, or ``read``/``grep``/``find``/``ls``, outside
+  the working directories are refused in every mode. Each is read from *every* Claude Code settings file,
+  an untrusted project's too (it can only take authority away), and none turns one off: the
+  first file that turns one on is the one named (:func:`restrictions`). The approval feature
+  applies them (``facets_approval.restrictions``); ``--permission-mode auto`` and
+  ``permission_mode = "auto"`` are refused at start (:func:`auto_disabled`). A value of another
+  type is a note naming the key, and it turns nothing on.
 * ``$schema`` — an editor's hint, nothing to do.
 
 Every other key is **one note** (:func:`unread_keys`) naming the file, the key and what to do
@@ -34,10 +45,20 @@ commands the user approved as harmless; the note says to export them before star
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, cast
 
-__all__ = ["CLAUDE_MODES", "HONOURED", "default_mode", "mode_note", "unread_keys"]
+__all__ = [
+    "CLAUDE_MODES",
+    "HONOURED",
+    "RESTRICTIONS",
+    "auto_disabled",
+    "default_mode",
+    "mode_note",
+    "restrictions",
+    "unread_keys",
+]
 
 CLAUDE_MODES = {"default": "ask", "acceptEdits": "accept-edits", "plan": "plan"}
 """Claude Code's ``permissions.defaultMode`` values this agent takes, as its own mode names."""
@@ -52,7 +73,16 @@ import the feature, and tests/app/settings/test_claude_settings.py pins the two 
 HONOURED = ("$schema", "hooks", "permissions")
 """The top-level keys read (``permissions`` key by key: :func:`unread_keys`)."""
 
-_READ_PERMISSIONS = ("allow", "ask", "deny", "defaultMode", "blockReadsOutsideWorkingDirectories")
+RESTRICTIONS: dict[str, object] = {
+    "disableBypassPermissionsMode": "disable",
+    "denyInsteadOfPrompting": True,
+    "blockWritesOutsideWorkingDirectories": True,
+    "blockReadsOutsideWorkingDirectories": True,
+}
+"""Claude Code's ``permissions.*`` switches that only restrict, each with the value that turns
+it on (the approval feature's ``facets_approval.restrictions`` applies them)."""
+
+_READ_PERMISSIONS = ("allow", "ask", "deny", "defaultMode", *RESTRICTIONS)
 
 _PROJECT_DIRECTORIES = (
     "not taken from a project's settings (a cloned repository could add ~ and have every "
@@ -76,8 +106,6 @@ _ADVICE = {
     "of a trusted project's .mcp.json itself",
     "disabledMcpjsonServers": "this agent does not read it: those servers are NOT disabled by "
     "it; remove them from .mcp.json or decline them when asked",
-    "permissions.disableBypassPermissionsMode": "this agent does not read it: "
-    "--permission-mode auto is still available",
 }
 
 _SANDBOX = (
@@ -134,6 +162,8 @@ def unread_keys(path: Path, data: dict[str, Any], project: bool) -> list[str]:
                 elif sub == "additionalDirectories":
                     if project:
                         notes.append(_note(path, name, _PROJECT_DIRECTORIES))
+                elif sub in RESTRICTIONS and _switch(sub, found) is None:
+                    notes.append(_restriction_note(path, sub, found))
                 elif sub not in _READ_PERMISSIONS:
                     notes.append(_note(path, name, _ADVICE.get(name)))
         elif key not in HONOURED:
@@ -163,3 +193,49 @@ def default_mode(
         if STRICTEST_FIRST.index(found) < STRICTEST_FIRST.index(current) or mode is None:
             mode, source = found, str(path)
     return (mode, source) if mode is not None and source is not None else None
+
+
+def _switch(key: str, value: object) -> bool | None:
+    """Whether ``value`` turns the switch ``key`` on; ``None`` for a value of the wrong kind."""
+    on = RESTRICTIONS[key]
+    if on is True:
+        return value if isinstance(value, bool) else None
+    return True if value == on else None
+
+
+def _restriction_note(path: Path, key: str, value: object) -> str:
+    on = RESTRICTIONS[key]
+    expected = "true or false" if on is True else json.dumps(on)
+    return _note(
+        path, f"permissions.{key}", f"must be {expected}, got {json.dumps(value)}; it is "
+        "ignored, so it restricts nothing (Claude Code skips such a file too)",
+    )  # fmt: skip
+
+
+def restrictions(files: list[tuple[Path, dict[str, Any]]]) -> dict[str, str]:
+    """The switches of :data:`RESTRICTIONS` that any of ``files`` (each a settings file and its
+    JSON) turns on, each with the first file that does: what the permission source hands the
+    approval feature as ``"restrictions"``."""
+    found: dict[str, str] = {}
+    for path, data in files:
+        table = data.get("permissions")
+        if not isinstance(table, dict):
+            continue
+        for key in RESTRICTIONS:
+            if key not in found and _switch(key, cast(dict[str, Any], table).get(key)):
+                found[key] = str(path)
+    return found
+
+
+def auto_disabled(found: dict[str, str], asked: str) -> str | None:
+    """The one line refusing the ``auto`` mode that ``asked`` names (``--permission-mode auto``,
+    or ``permission_mode = "auto"`` and where it is) when ``found`` (:func:`restrictions`)
+    disables it; ``None`` when it does not."""
+    source = found.get("disableBypassPermissionsMode")
+    if source is None:
+        return None
+    return (
+        f"{asked}: the auto permission mode is disabled by "
+        f"permissions.disableBypassPermissionsMode in {source}; use ask, accept-edits, sandbox "
+        "or plan"
+    )

@@ -26,9 +26,14 @@ by :mod:`coding_agent.settings.config`)::
 In Claude Code's settings they are ``permissions.allow``/``ask``/``deny``; every other key of those
 files that this agent does not honour is one problem line naming the file and the key and what to
 do instead (:mod:`coding_agent.settings.claude_settings`, which also maps ``defaultMode``:
-:meth:`PermissionFiles.claude_mode`). ``~/.claude`` is ``$CLAUDE_CONFIG_DIR`` when that is set. The
-project is the one :func:`~coding_agent.settings.trust.project_root_for` finds; trust is read again
-whenever the trust file changes, so ``/trust`` applies to the next call.
+:meth:`PermissionFiles.claude_mode`). Claude Code's restrictive switches
+(``disableBypassPermissionsMode``, ``denyInsteadOfPrompting``,
+``blockWritesOutsideWorkingDirectories``) are handed over too, as ``load()``'s
+``"restrictions"`` (:meth:`PermissionFiles.restrictions`), from every Claude Code file, an
+untrusted project's included: they only take authority away. ``~/.claude`` is
+``$CLAUDE_CONFIG_DIR`` when that is set. The project is the one
+:func:`~coding_agent.settings.trust.project_root_for` finds; trust is read again whenever the
+trust file changes, so ``/trust`` applies to the next call.
 
 Files are read again only when one changed (size or modification time); a file that cannot be
 read or has the wrong shape is a *problem* line naming it, never fatal (the rules it holds do
@@ -47,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from coding_agent.settings.claude_settings import default_mode, unread_keys
+from coding_agent.settings.claude_settings import default_mode, restrictions, unread_keys
 from coding_agent.settings.config import project_config_path, user_config_path
 from coding_agent.settings.trust import (
     TrustError,
@@ -59,7 +64,7 @@ from coding_agent.settings.trust import (
 from coding_agent.settings.xdg import claude_home
 from pico3 import write_atomic
 
-__all__ = ["KINDS", "PermissionFiles", "WorkingSettings"]
+__all__ = ["KINDS", "PermissionFiles", "WorkingSettings", "starting_mode"]
 
 KINDS = ("allow", "ask", "deny")
 
@@ -67,12 +72,10 @@ _ADDED = {"user": "additional_directories", "claude-user": "additionalDirectorie
 """Where the added working directories are read: your own files only (a project's could add
 ``~``; :mod:`coding_agent.settings.config` and the Claude Code note refuse it there)."""
 
-_BLOCK = {
-    ".toml": "block_reads_outside_working_directories",
-    ".json": "blockReadsOutsideWorkingDirectories",
-}
-"""The key refusing reads outside the working directories, read from every file (it only
-restricts)."""
+_BLOCK = {".toml": "block_reads_outside_working_directories"}
+"""config.toml's key refusing reads outside the working directories, read from either file (it
+only restricts; Claude Code's ``blockReadsOutsideWorkingDirectories`` is one of the restrictive
+switches, :data:`~coding_agent.settings.claude_settings.RESTRICTIONS`)."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,17 @@ class WorkingSettings:
 
     added: tuple[str, ...] = ()
     block_reads_outside: bool = False
+
+
+def starting_mode(cwd: str | os.PathLike[str], chosen: str | None) -> str | None:
+    """The permission mode a *new* session in ``cwd`` starts in: ``chosen`` (``--permission-mode``,
+    else ``permission_mode`` of config.toml), unless Claude Code's ``permissions.defaultMode``
+    changes it (your file when nothing is chosen; a trusted project's only to make it
+    stricter: :meth:`PermissionFiles.claude_mode`). ``None``: nothing chosen, the approval
+    feature's own default (``ask``). The TUI, ``-p`` and ``coding-agent acp`` all start a new
+    session here; a resumed one keeps its own mode."""
+    claude = PermissionFiles(Path(cwd)).claude_mode(chosen)
+    return claude[0] if claude is not None else chosen
 
 
 def _signature(path: Path) -> tuple[str, int, int] | tuple[str]:
@@ -115,6 +129,7 @@ class PermissionFiles:
         self._tables: dict[str, tuple[Path, dict[str, Any]]] = {}
         self._working = WorkingSettings()
         self._cwd = Path(cwd)
+        self._claude: list[tuple[Path, dict[str, Any]]] = []
 
     def trusted(self) -> tuple[bool, str | None]:
         """Whether the project is trusted (and why not, when it never can be)."""
@@ -139,11 +154,12 @@ class PermissionFiles:
         problems: list[str] = []
         self._modes = {}
         self._tables = {}
+        self._claude = []
         for scope, path in self._files:
             if scope not in ("user", "claude-user") and not trusted:
                 if path.is_file() and path != self.user_file:
                     reason = why or "the project is not trusted (/trust to trust it)"
-                    problems.append(f"{path}: not read, {reason}")
+                    problems.append(f"{path}: not read, {reason}{self._restricting(path)}")
                 continue
             if scope == "project" and path == self.user_file:
                 continue
@@ -157,9 +173,33 @@ class PermissionFiles:
             "scopes": ["project", "user"] if trusted else ["user"],
             "rules": rules,
             "problems": problems,
+            "restrictions": restrictions(self._claude),
         }
         self._seen = seen
         return self._loaded
+
+    def restrictions(self) -> dict[str, str]:
+        """Claude Code's restrictive switches in force, each with the file that turned it on
+        (:func:`~coding_agent.settings.claude_settings.restrictions`)."""
+        return dict(self.load()["restrictions"])
+
+    def _restricting(self, path: Path) -> str:
+        """An untrusted project's Claude Code file: its restrictive switches still apply (they
+        only take authority away); the words saying so, or ``""`` when it has none on."""
+        if path.suffix != ".json":
+            return ""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return ""
+        if not isinstance(data, dict):
+            return ""
+        self._claude.append((path, cast(dict[str, Any], data)))
+        found = restrictions([(path, cast(dict[str, Any], data))])
+        if not found:
+            return ""
+        keys = ", ".join(f"permissions.{key}" for key in found)
+        return f"; its {keys} applies all the same (it only restricts)"
 
     def claude_mode(self, chosen: str | None) -> tuple[str, str] | None:
         """The mode a new session starts in from Claude Code's ``permissions.defaultMode``
@@ -229,6 +269,7 @@ class PermissionFiles:
                 table = data.get("permissions", {}) if isinstance(data, dict) else None
                 if isinstance(data, dict):
                     found_data = cast(dict[str, Any], data)
+                    self._claude.append((path, found_data))
                     project = scope != "claude-user"
                     problems.extend(unread_keys(path, found_data, project))
                     if isinstance(table, dict) and "defaultMode" in table:

@@ -17,6 +17,18 @@ owner in the worker: :meth:`ActivityWriter.open` takes the recorded one when the
 (the worker's status document, ``branch``) hear every change. A branch summary or a label
 written into another conversation does not move it.
 
+**The branch is in the session's storage too.** The folder is the disk of the machine that runs
+the worker; a session on PostgreSQL taken over by another server (docs/server.md#failover) has
+a folder of its own there, with no ``activity`` record. So the writer also stores the branch in
+the session document, namespace :data:`BRANCH_NAMESPACE` (``{"branch": N}``, a session-wide
+namespace slice: docs/design/harness.md#durable-primitives), in a commit of its own each time
+the branch changes (a prompt in the branch already recorded commits nothing). The storage's is
+the record :meth:`ActivityWriter.open` takes first, on any server and with JSONL as with
+PostgreSQL; a session from before it (no stored branch) opens on its ``activity`` record as
+before. The listeners hear a change once it is stored, so the branch a client is told is the one
+a takeover opens; the ``activity`` file, written at once, is what the commands that read the
+folder without opening the session read (``export``, ``sessions``).
+
 Nothing else counts: resuming a session, a view followed by a client, a turn's streamed
 answer, an input resolved (the turn it started ending: one record per prompt, not two — each
 costs a file and a folder fsync), and a lingering worker stopping record nothing, so an untouched session keeps its
@@ -48,9 +60,11 @@ from typing import Any
 import anyio
 import msgspec
 
+from chord import BACKGROUND
 from coding_agent.session_files.folders import Session, record_activity
 
 __all__ = [
+    "BRANCH_NAMESPACE",
     "SPACING",
     "ActivityWriter",
     "activity_recorder",
@@ -63,6 +77,17 @@ _log = logging.getLogger("coding_agent.worker")
 
 SPACING = 1.0
 """Seconds the writing task leaves between two writes of prompts' records (see the module doc)."""
+
+BRANCH_NAMESPACE = "coding-agent.branch"
+"""The session document's namespace holding ``branch``, the branch the session is on (see the
+module doc); absent or ``null`` in a session that never changed branch since it existed."""
+
+
+def _stored_branch(tx: Any, _ctx: Any) -> int | None:
+    """A commit builder that reads the stored branch (it writes nothing, so stores nothing)."""
+    slice_ = tx.snapshot("session").get("plugins", {}).get(BRANCH_NAMESPACE, {})
+    branch = slice_.get("branch") if isinstance(slice_, dict) else None
+    return branch if type(branch) is int else None
 
 
 def is_user_activity(batch: Any, admitted: set[int] | None = None) -> bool:
@@ -113,7 +138,12 @@ class ActivityWriter:
 
     Every record is numbered when it is made and a write never replaces a newer record's (a
     lock orders them), so the file always ends with the newest record written. A record
-    without a branch names the branch of the newest record made before it."""
+    without a branch names the branch of the newest record made before it.
+
+    Once :meth:`install` is registered with the harness and :meth:`run` runs, a changed branch
+    is also stored in the session document (:data:`BRANCH_NAMESPACE`) by :meth:`run`'s storing
+    task, the newest one only, and the listeners hear it once it is stored (or could not be:
+    the warning names why); :meth:`settle` waits for that commit too."""
 
     def __init__(self, session: Session, *, fsync: bool = True, spacing: float = SPACING) -> None:
         self._session = session
@@ -127,32 +157,96 @@ class ActivityWriter:
         self._file = threading.Lock()  # held while a record is written
         self._wake: anyio.Event | None = None  # made by run (an event needs the loop)
         self._drain: anyio.Lock | None = None
+        self._harness: Any = None  # the opened harness (install), whose session document ...
+        self._namespace: Any = None  # ... holds the branch under this namespace token
+        self._stored: int | None = None  # the branch the session document holds, as known
+        self._published: int | None = None  # the branch the listeners heard last
+        self._store_wake: anyio.Event | None = None  # made by run, like _wake
+        self._storing: anyio.Lock | None = None
 
     @property
     def branch(self) -> int | None:
         """The branch the session is on: the newest record's (after :meth:`open`, the one the
-        session folder recorded); ``None`` when none is known."""
+        session recorded); ``None`` when none is known."""
         return self._branch
 
-    def open(self, kernel: Any) -> None:
-        """Take the branch the session's ``activity`` record names, when it is one of the
-        user's conversations in ``kernel`` (not a subagent's, not one the storage lacks: a
-        record from another copy of the session); else none (clients follow the root)."""
-        recorded = self._session.current_branch()
-        found = kernel.conversations.get(recorded) if recorded is not None else None
-        self._set_branch(recorded if found is not None and found.owner is msgspec.UNSET else None)
+    def install(self, harness: Any) -> Callable[[], None]:
+        """The harness registration (``HarnessServiceApi.add_registration``): registers
+        :data:`BRANCH_NAMESPACE`, where a changed branch is stored from now on."""
+        namespace = harness.namespace(BRANCH_NAMESPACE, {"session": {"branch": None}})
+        self._harness, self._namespace = harness, namespace
+        if self._store_wake is not None:
+            self._store_wake.set()  # a change made while it was away (a reload) is stored now
+
+        def uninstall() -> None:
+            namespace.unregister()
+            if self._harness is harness:
+                self._harness = self._namespace = None
+
+        return uninstall
+
+    async def open(self, harness: Any) -> None:
+        """Take the branch the session's storage names (:data:`BRANCH_NAMESPACE`), else, in a
+        session from before it stored one, the one its ``activity`` record names; either only
+        when it is one of the user's conversations in ``harness`` (not a subagent's, not one the
+        storage lacks: a record from another copy of the session). Else none (clients follow
+        the root). The listeners hear it at once."""
+        root = await harness.root(BACKGROUND)
+        stored = await root.commit(_stored_branch, BACKGROUND)
+        self._stored = stored
+        recorded = stored if stored is not None else self._session.current_branch()
+        found = harness.kernel.conversations.get(recorded) if recorded is not None else None
+        self._branch = recorded if found is not None and found.owner is msgspec.UNSET else None
+        self._publish(self._branch)
 
     def on_branch(self, listener: Callable[[int | None], None]) -> None:
-        """Call ``listener(branch)`` now and whenever the branch the session is on changes."""
+        """Call ``listener(branch)`` now and whenever the branch the session is on changes
+        (once it is stored, see the class doc)."""
         self._listeners.append(listener)
-        listener(self._branch)
+        listener(self._published)
 
     def _set_branch(self, branch: int | None) -> None:
         if branch == self._branch:
             return
         self._branch = branch
+        if self._store_wake is None or self._harness is None:
+            self._publish(branch)  # nowhere to store it (no storing task, no harness)
+        else:
+            self._store_wake.set()
+
+    def _publish(self, branch: int | None) -> None:
+        if branch == self._published:
+            return
+        self._published = branch
         for listener in list(self._listeners):
             listener(branch)
+
+    async def _store_newest(self) -> None:
+        """Store the newest branch when the session document does not hold it yet, then tell
+        the listeners; again while the branch changed meanwhile."""
+        if self._storing is None:
+            return
+        async with self._storing:
+            while True:
+                branch, harness, namespace = self._branch, self._harness, self._namespace
+                if branch is not None and branch != self._stored and harness is not None:
+                    try:
+                        with anyio.CancelScope(shield=True):  # a close waits for it
+                            await self._store(harness, namespace, branch)
+                        self._stored = branch
+                    except Exception as error:  # a closed harness (reload), a lost lease
+                        _log.warning("could not store the branch the session is on: %s", error)
+                self._publish(branch)
+                if self._branch == branch:
+                    return
+
+    @staticmethod
+    async def _store(harness: Any, namespace: Any, branch: int) -> None:
+        def write(tx: Any, _ctx: Any) -> None:
+            tx.plugins(namespace)["branch"] = branch
+
+        root = await harness.root(BACKGROUND)
+        await root.commit(write, BACKGROUND)
 
     def record(self, branch: int | None, *, later: bool = False) -> None:
         """Record the user's doing now, on ``branch`` (``None``: the branch recorded last);
@@ -181,23 +275,41 @@ class ActivityWriter:
             self._written = number
 
     async def run(self) -> None:
-        """Write the pending records until cancelled; what is pending then is written at once."""
+        """Write the pending records, and store a changed branch, until cancelled; what is
+        pending then is written at once."""
         self._drain = anyio.Lock()
         self._wake = anyio.Event()
+        self._storing = anyio.Lock()
+        self._store_wake = anyio.Event()
         try:
-            while True:
-                await self._wake.wait()
-                self._wake = anyio.Event()
-                await self.settle()
-                await anyio.sleep(self._spacing)  # a newer record supersedes one made meanwhile
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._store_branches)
+                while True:
+                    await self._wake.wait()
+                    self._wake = anyio.Event()
+                    await self._settle_records()
+                    await anyio.sleep(self._spacing)  # a newer record supersedes one made meanwhile
         finally:
-            self._wake = None
+            self._wake = self._store_wake = None
+            self._publish(self._branch)  # no longer stored here: the listeners hear it at once
             if self._pending is not None:
                 pending, self._pending = self._pending, None
                 self._write(pending)
 
+    async def _store_branches(self) -> None:
+        while self._store_wake is not None:
+            await self._store_wake.wait()
+            if self._store_wake is not None:
+                self._store_wake = anyio.Event()
+            await self._store_newest()
+
     async def settle(self) -> None:
-        """Write what is pending; return once nothing is pending or being written."""
+        """Write what is pending and store the branch; return once nothing is pending or being
+        written."""
+        await self._settle_records()
+        await self._store_newest()
+
+    async def _settle_records(self) -> None:
         if self._drain is None:
             return
         async with self._drain:

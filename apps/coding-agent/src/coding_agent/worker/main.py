@@ -617,7 +617,8 @@ async def open_session_host(
                     await apply_permission_mode(host, config.permission_mode)
                 await harness.resume(BACKGROUND)
                 # the branch the session is on: what every client that opens it follows
-                activity.open(harness.harness.kernel)
+                harness.add_registration(activity.install)  # stored in the session's storage
+                await activity.open(harness.harness)
                 activity.on_branch(status.set_branch)
                 # from here on, what the user does orders the session lists (not the resume)
                 harness.add_registration(

@@ -15,7 +15,8 @@ only in ``worker.log``). The worker provides them as one remotable singleton ser
 
 ``branch`` is the conversation id of the branch the session is on (the one the user last
 prompted in, made, or switched to: :class:`~coding_agent.worker.activity.ActivityWriter` owns it
-and records it in the session folder; ``null`` when none is recorded): a client that opens the
+and records it in the session's storage and its folder, and publishes a change once it is
+stored; ``null`` when none is recorded): a client that opens the
 session (``--continue``, ``--resume``, ``attach``, the web page) follows that branch
 (:mod:`coding_agent.following`). ``models`` are the models the worker's providers serve (what a ``/model`` picker offers, with
 the context window a footer needs for its context %, and whether the model can reason, which a

@@ -1,0 +1,230 @@
+"""Claude Code's restrictive switches in the coding agent: read from every settings file, handed
+to the approval feature, and applied end to end.
+
+Before, ``permissions.disableBypassPermissionsMode`` was a note saying ``--permission-mode auto``
+was still available, and ``denyInsteadOfPrompting`` and ``blockWritesOutsideWorkingDirectories``
+a note that they had no effect: an organisation's safety settings silently did nothing. Real
+files in tmp folders; the end-to-end cases run the real binary with ``--faux-script``
+(the approval feature's own tables: tests/facets/approval/test_restrictions.py).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import pytest
+
+from coding_agent.settings.claude_settings import auto_disabled, restrictions
+from coding_agent.settings.permissions import PermissionFiles
+from coding_agent.settings.trust import TrustStore, trust_path
+
+BINARY = Path(sys.executable).with_name("coding-agent")
+TIMEOUT = 120
+ALL_ON = {
+    "disableBypassPermissionsMode": "disable",
+    "denyInsteadOfPrompting": True,
+    "blockWritesOutsideWorkingDirectories": True,
+}
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        "HOME": str(tmp_path / "home"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+    }
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    (folder / ".git").mkdir(parents=True)
+    return folder
+
+
+def write(path: Path, data: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_each_switch_comes_from_any_file_and_none_turns_one_off(
+    env: dict[str, str], project: Path
+) -> None:
+    user = write(Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json", {"permissions": ALL_ON})
+    local = write(
+        project / ".claude" / "settings.local.json",
+        {  # a project cannot turn them off
+            "permissions": {
+                "denyInsteadOfPrompting": False,
+                "blockWritesOutsideWorkingDirectories": False,
+            }
+        },
+    )
+    TrustStore(trust_path(env)).set(project, True)
+    files = PermissionFiles(project, env)
+    assert files.restrictions() == {key: str(user) for key in ALL_ON}
+    problems = files.load()["problems"]
+    assert problems == []  # honoured: no notes
+    write(user, {})
+    write(local, {"permissions": {"denyInsteadOfPrompting": True}})  # a project turns one on
+    assert PermissionFiles(project, env).restrictions() == {"denyInsteadOfPrompting": str(local)}
+
+
+def test_an_untrusted_projects_switches_apply_and_its_note_says_so(
+    env: dict[str, str], project: Path
+) -> None:
+    path = write(
+        project / ".claude" / "settings.json",
+        {"permissions": {"denyInsteadOfPrompting": True, "allow": ["Bash"]}},
+    )
+    files = PermissionFiles(project, env)
+    assert files.restrictions() == {"denyInsteadOfPrompting": str(path)}
+    assert files.load()["rules"] == []  # its allow rule is not read: it is not trusted
+    assert files.load()["problems"] == [
+        f"{path}: not read, the project is not trusted (/trust to trust it); its "
+        "permissions.denyInsteadOfPrompting applies all the same (it only restricts)"
+    ]
+
+
+def test_a_value_of_the_wrong_kind_is_a_note_naming_the_key_and_restricts_nothing(
+    env: dict[str, str], project: Path
+) -> None:
+    user = write(
+        Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json",
+        {
+            "permissions": {
+                "disableBypassPermissionsMode": True,
+                "denyInsteadOfPrompting": "true",
+                "blockWritesOutsideWorkingDirectories": 1,
+            }
+        },
+    )
+    files = PermissionFiles(project, env)
+    assert files.restrictions() == {}
+    assert files.load()["problems"] == [
+        f'{user}: `permissions.disableBypassPermissionsMode`: must be "disable", got true; it '
+        "is ignored, so it restricts nothing (Claude Code skips such a file too)",
+        f'{user}: `permissions.denyInsteadOfPrompting`: must be true or false, got "true"; it '
+        "is ignored, so it restricts nothing (Claude Code skips such a file too)",
+        f"{user}: `permissions.blockWritesOutsideWorkingDirectories`: must be true or false, got "
+        "1; it is ignored, so it restricts nothing (Claude Code skips such a file too)",
+    ]
+
+
+def test_the_refusal_of_auto_names_what_asked_for_it_and_the_file() -> None:
+    found = restrictions([(Path("/u/settings.json"), {"permissions": ALL_ON})])
+    assert auto_disabled(found, "--permission-mode auto") == (
+        "--permission-mode auto: the auto permission mode is disabled by "
+        "permissions.disableBypassPermissionsMode in /u/settings.json; use ask, accept-edits, "
+        "sandbox or plan"
+    )
+    assert auto_disabled({}, "--permission-mode auto") is None
+
+
+# -- end to end: the real binary, the faux model -----------------------------------------------
+async def _run(
+    project: Path, env: dict[str, str], steps: Sequence[object], *args: str
+) -> subprocess.CompletedProcess[bytes]:
+    script = project.parent / "faux-script.json"
+    script.write_text(json.dumps(steps))
+    with anyio.fail_after(TIMEOUT):
+        return await anyio.run_process(
+            [str(BINARY), "--faux-script", str(script), *args],
+            env=env, cwd=project, check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+
+
+def _sessions(env: dict[str, str]) -> list[Path]:
+    folder = Path(env["XDG_STATE_HOME"]) / "coding-agent" / "sessions"
+    return sorted(folder.rglob("main.jsonl")) if folder.exists() else []
+
+
+@pytest.mark.anyio
+async def test_permission_mode_auto_is_refused_at_start_when_disabled(
+    project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    settings = write(
+        Path(agent_env["CLAUDE_CONFIG_DIR"]) / "settings.json",
+        {"permissions": {"disableBypassPermissionsMode": "disable"}},
+    )
+    steps = [{"text": "never"}]
+    result = await _run(project, agent_env, steps, "-p", "go", "--permission-mode", "auto")
+    assert result.returncode == 2
+    assert result.stdout == b""
+    assert result.stderr.decode().splitlines() == [
+        "coding-agent: error: --permission-mode auto: the auto permission mode is disabled by "
+        f"permissions.disableBypassPermissionsMode in {settings}; use ask, accept-edits, sandbox "
+        "or plan"
+    ]
+    assert _sessions(agent_env) == []  # a refused start leaves no session behind
+    # config.toml's permission_mode = "auto" (a new session's mode) is refused the same way
+    config = tmp_path / "xdg-config"
+    (config / "coding-agent").mkdir(parents=True)
+    (config / "coding-agent" / "config.toml").write_text('permission_mode = "auto"\n')
+    env = {**agent_env, "XDG_CONFIG_HOME": str(config)}
+    result = await _run(project, env, steps, "-p", "go")
+    assert result.returncode == 2
+    (line,) = result.stderr.decode().splitlines()
+    assert line.startswith(
+        f'coding-agent: error: permission_mode = "auto" ({config / "coding-agent" / "config.toml"}'
+    )
+    assert f"disabled by permissions.disableBypassPermissionsMode in {settings}" in line
+    result = await _run(project, env, [{"text": "fine"}], "-p", "go", "--permission-mode", "ask")
+    assert result.returncode == 0, result.stderr.decode()  # another mode starts
+    assert result.stdout.decode() == "fine\n"
+    shown = (await anyio.run_process([str(BINARY), "config"], env=env, cwd=project)).stdout
+    assert "permissions.disableBypassPermissionsMode = on" in shown.decode()
+    assert f"# {settings} (Claude Code; a file only turns it on)" in shown.decode()
+
+
+@pytest.mark.anyio
+async def test_a_call_that_would_ask_is_refused_headless_and_the_turn_goes_on(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    settings = write(
+        project / ".claude" / "settings.json", {"permissions": {"denyInsteadOfPrompting": True}}
+    )
+    steps = [
+        {"toolCalls": [{"name": "write", "arguments": {"path": "note.txt", "content": "hi\n"}}]},
+        {"text": "carried on"},
+    ]
+    # --approve allow would answer a dialog; none is opened (and the project is not even trusted)
+    result = await _run(project, agent_env, steps, "-p", "go", "--approve", "allow", "--json")
+    assert not (project / "note.txt").exists()
+    assert result.returncode == 0, result.stderr.decode()
+    lines = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert lines[-1]["text"] == "carried on" and "blocked" not in lines[-1]
+    assert "write was not run: it needs approval, and permissions.denyInsteadOfPrompting in " \
+        f"{settings} refuses such calls instead of asking anyone." in result.stdout.decode()  # fmt: skip
+
+
+@pytest.mark.anyio
+async def test_a_write_outside_the_project_is_refused_even_in_auto(
+    project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    write(
+        Path(agent_env["CLAUDE_CONFIG_DIR"]) / "settings.json",
+        {"permissions": {"blockWritesOutsideWorkingDirectories": True}},
+    )
+    outside = tmp_path / "outside.txt"
+    steps = [
+        {
+            "toolCalls": [
+                {"name": "write", "arguments": {"path": str(outside), "content": "x"}},
+                {"name": "write", "arguments": {"path": "inside.txt", "content": "y"}},
+            ]
+        },
+        {"text": "done"},
+    ]
+    result = await _run(project, agent_env, steps, "-p", "go", "--permission-mode", "auto")
+    assert result.returncode == 0, result.stderr.decode()
+    assert not outside.exists()
+    assert (project / "inside.txt").read_text() == "y"
