@@ -369,3 +369,14 @@ async def test_claude_codes_switches_see_the_added_folders(kit: Any, place: Plac
     assert "blockReadsOutsideWorkingDirectories" in results["grep"]
     assert "blockWritesOutsideWorkingDirectories" in results["out"]
     assert ("write", {"path": str(place.added / "new.txt"), "content": "x"}) in s.runs
+
+
+@pytest.mark.anyio
+async def test_deny_instead_of_prompting_refuses_an_outside_read(kit: Any, place: Place) -> None:
+    source = kit.RuleSource({}, restrictions={"denyInsteadOfPrompting": "claude/settings.json"})
+    async with hooked(calls_of(place), place, source) as s:
+        results = await s.run()
+    assert s.asked == []  # nobody is asked
+    assert "denyInsteadOfPrompting" in results["outside"]
+    assert "outside the working directories" in results["outside"]  # why it would have asked
+    assert ("read", {"path": str(place.added / "notes.txt")}) in s.runs
