@@ -89,3 +89,27 @@ def test_block_reads_outside_refuses_the_read_even_in_auto_mode(
                 "--add-dir", str(outside), "--json", "read it")  # fmt: skip
     assert added.returncode == 0, added.stderr
     assert SECRET in added.stdout
+
+
+def test_the_agents_own_files_are_read_headless_without_add_dir(
+    setup: tuple[Path, Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """What the agent itself tells the model to read outside the project: a skill's file (the
+    system prompt lists it), a prompt template, a context file above the project."""
+    project, _outside, script, env = setup
+    claude = Path(env["CLAUDE_CONFIG_DIR"])
+    own = {
+        "skill": claude / "skills" / "pdf" / "SKILL.md",
+        "template": Path(env["XDG_CONFIG_HOME"]) / "coding-agent" / "prompts" / "review.md",
+        "context": tmp_path / "CLAUDE.md",  # the folder above the project
+    }
+    calls = []
+    for name, path in own.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"---\nname: pdf\ndescription: d\n---\nOWN-{name.upper()}\n")
+        calls.append({"name": "read", "arguments": {"path": str(path)}})
+    script.write_text(json.dumps([{"text": "Reading.", "toolCalls": calls}, {"text": "Read."}]))
+    done = run(project, env, "--faux-script", str(script), "--json", "read them")
+    assert done.returncode == 0, done.stderr
+    for name in own:
+        assert f"OWN-{name.upper()}" in done.stdout
