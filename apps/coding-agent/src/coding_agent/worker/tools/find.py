@@ -22,6 +22,7 @@ import anyio.to_thread
 
 from pico3 import walk_files
 
+from .files import real_target
 from .search import RG_COMMON_FLAGS, collect, glob_filter, open_rg, read_lines, use_ripgrep
 from .spec import (
     OnUpdate,
@@ -103,7 +104,8 @@ def _find_python(pattern: str, root: Path, limit: int) -> tuple[list[str], bool]
 
 async def _find(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None) -> ToolResult:
     shown = args.get("path") or "."
-    root = resolve_path(shown, tools.cwd)
+    spelled = resolve_path(shown, tools.cwd)
+    root = real_target(spelled, shown, tools.checked_target, verb="search")  # as approved
     if not await anyio.Path(root).exists():
         raise ToolError(f"Path not found: {shown}")
     if not await anyio.Path(root).is_dir():

@@ -33,7 +33,7 @@ import anyio.to_thread
 
 from pico3 import walk_files
 
-from .files import describe_mode
+from .files import describe_mode, real_target
 from .read import looks_binary
 from .search import RG_COMMON_FLAGS, collect, glob_filter, open_rg, read_lines, use_ripgrep
 from .spec import (
@@ -238,7 +238,8 @@ def _grep_python(args: dict[str, Any], root: Path, is_file: bool, found: _Collec
 
 async def _grep(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None) -> ToolResult:
     shown = args.get("path") or "."
-    root = resolve_path(shown, tools.cwd)
+    spelled = resolve_path(shown, tools.cwd)
+    root = real_target(spelled, shown, tools.checked_target, verb="search")  # as approved
     if not await anyio.Path(root).exists():
         raise ToolError(f"Path not found: {shown}")
     is_file = await anyio.Path(root).is_file()

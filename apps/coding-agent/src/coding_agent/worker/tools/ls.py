@@ -20,6 +20,7 @@ import anyio.to_thread
 
 from pico3 import IgnoreRules
 
+from .files import real_target
 from .spec import (
     OnUpdate,
     ToolContext,
@@ -71,7 +72,8 @@ def _list(root: Path) -> tuple[list[str], int]:
 
 async def _ls(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None) -> ToolResult:
     shown_path = args.get("path") or "."
-    root = resolve_path(shown_path, tools.cwd)
+    spelled = resolve_path(shown_path, tools.cwd)
+    root = real_target(spelled, shown_path, tools.checked_target, verb="list")  # as approved
     folder = anyio.Path(root)
     if not await folder.exists():
         raise ToolError(f"Path not found: {shown_path}")
@@ -84,7 +86,7 @@ async def _ls(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | No
     except OSError as error:
         raise ToolError(f"Cannot list {shown_path}: {error.strerror or error}") from None
     limit = int(args.get("limit") or DEFAULT_LS_LIMIT)
-    details: dict[str, Any] = {"path": str(root), "count": len(entries), "ignored": ignored}
+    details: dict[str, Any] = {"path": str(spelled), "count": len(entries), "ignored": ignored}
     notices: list[str] = []
     if len(entries) > limit:
         entries = entries[:limit]
