@@ -129,6 +129,20 @@ async def test_a_read_whose_file_becomes_a_symlink_reads_nothing_through_it(
     assert "changed while the call ran (a symlink appeared on the way" in result.plain_text
 
 
+async def test_a_listing_whose_folder_becomes_a_symlink_lists_nothing_through_it(
+    tmp_path: Path,
+) -> None:
+    project, secrets = _project(tmp_path, "ssh")
+    (secrets / "id_rsa").write_text(SECRET)
+    tools = ToolContext(cwd=project, before_read=_swap_in_link(project, secrets))
+    result = await LS_TOOL.execute({"path": "d"}, tools)
+    assert result.is_error and "id_rsa" not in result.plain_text
+    assert result.plain_text == (
+        f"Cannot list d: {project}/d changed while the call ran (a symlink appeared on the "
+        f"way: {project}/d); nothing was listed."
+    )
+
+
 async def test_an_image_read_through_a_swapped_folder_reads_nothing(tmp_path: Path) -> None:
     project, secrets = _project(tmp_path, "ssh")
     _picture(project / "d" / "pic.png", (4, 4))
