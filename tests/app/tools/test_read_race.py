@@ -22,8 +22,16 @@ from pathlib import Path
 
 import pytest
 
-from coding_agent.worker.tools import FIND_TOOL, GREP_TOOL, LS_TOOL, READ_TOOL, ToolContext
+from coding_agent.worker.tools import (
+    FIND_TOOL,
+    GREP_TOOL,
+    LS_TOOL,
+    READ_TOOL,
+    ToolContext,
+    ToolSpec,
+)
 from coding_agent.worker.tools.exact import TargetChanged, open_exact
+from coding_agent.worker.tools.search import ripgrep_path
 from facets_approval.searched import read_target
 
 NOTES = "meeting notes\n"
@@ -143,6 +151,31 @@ async def test_a_listing_whose_folder_becomes_a_symlink_lists_nothing_through_it
     )
 
 
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [(GREP_TOOL, {"pattern": "secret|meeting"}), (FIND_TOOL, {"pattern": "*"})],
+)
+async def test_ripgrep_starts_in_the_checked_folder_or_fails(
+    tmp_path: Path, tool: ToolSpec, args: dict[str, str]
+) -> None:
+    # ripgrep enters the folder by the walk's descriptor (/proc/self/fd/N): a symlink swapped
+    # in on the way after the tool resolved it is not followed (the Python search walks by path)
+    if ripgrep_path() is None:
+        pytest.skip("no rg")
+    project, secrets = _project(tmp_path, "ssh")
+    (secrets / "id_rsa").write_text(SECRET)
+    tools = ToolContext(
+        cwd=project, before_read=_swap_in_link(project, secrets), search_backend="ripgrep"
+    )
+    result = await tool.execute({**args, "path": "d"}, tools)
+    assert result.is_error and "secret" not in result.plain_text
+    assert "id_rsa" not in result.plain_text
+    assert result.plain_text == (
+        f"Cannot search d: {project}/d changed while the call ran (a symlink appeared on the "
+        f"way: {project}/d); nothing was searched."
+    )
+
+
 async def test_an_image_read_through_a_swapped_folder_reads_nothing(tmp_path: Path) -> None:
     project, secrets = _project(tmp_path, "ssh")
     _picture(project / "d" / "pic.png", (4, 4))
@@ -206,11 +239,8 @@ async def test_symlinks_that_are_part_of_the_project_keep_working(tmp_path: Path
     ],
 )
 async def test_a_search_or_listing_that_leads_elsewhere_than_approved_fails(
-    tmp_path: Path, tool: object, args: dict[str, str], verb: str
+    tmp_path: Path, tool: ToolSpec, args: dict[str, str], verb: str
 ) -> None:
-    from coding_agent.worker.tools import ToolSpec
-
-    assert isinstance(tool, ToolSpec)
     project, secrets = _project(tmp_path, "ssh")
     checked = _checked(project, tool.name, "d")
     _swap(project, secrets)

@@ -136,10 +136,10 @@ class ToolContext:
     refused when it says no); ``None``: not known, images are returned."""
     before_write: Callable[[Path, bytes], Awaitable[None]] | None = None
     before_read: Callable[[Path], Awaitable[None]] | None = None
-    """Called by ``read`` (and ``ls``) with the real path it resolved (and compared with
-    :attr:`checked_target`), right before it opens the file (the folder): the last point before
-    anything is read (tests swap a folder for a symlink there; the open must then fail). When
-    it fails, the call fails and nothing is read."""
+    """Called by ``read`` (and ``ls``, ``grep``, ``find``) with the real path it resolved (and
+    compared with :attr:`checked_target`), right before it opens the file (the folder): the
+    last point before anything is read (tests swap a folder for a symlink there; the open must
+    then fail). When it fails, the call fails and nothing is read."""
     environment: ChildEnvironment = field(default_factory=ChildEnvironment.default)
     sandbox: Sandbox | None = None
     """The sandbox commands run in (``bash``, its background jobs), ``None``: unsandboxed."""
