@@ -1,10 +1,12 @@
-"""An enabled Claude Code plugin's agents reach the subagents feature in the real worker (the
-``claude_plugins`` harness service): a real published plugin (feature-dev, from
-anthropics/claude-plugins-official: tests/app/fixtures/claude_plugins) installed in the
-session's ``~/.claude/plugins`` and enabled in its ``settings.json``."""
+"""An enabled Claude Code plugin's agents and hooks reach the subagents and hooks features in
+the real worker (the ``claude_plugins`` harness service): real published plugins (feature-dev,
+explanatory-output-style, from anthropics/claude-plugins-official:
+tests/app/fixtures/claude_plugins) installed in the session's ``~/.claude/plugins`` and enabled
+in its ``settings.json``."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +21,13 @@ from coding_agent.session_files.folders import create_session
 from facets_subagents.contract import SubagentDefinitions
 
 sys.path.insert(0, str(Path(__file__).parent))  # worker_support
-from worker_support import TIMEOUT, Client, connected, worker_process  # pyright: ignore[reportMissingImports]
+from worker_support import (  # pyright: ignore[reportMissingImports]
+    TIMEOUT,
+    Client,
+    connected,
+    text_of,
+    worker_process,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -50,3 +58,31 @@ async def test_an_enabled_plugins_agents_are_subagents(
     explorer = agents["code-explorer"]
     assert explorer["source"] == str(folder / "agents" / "code-explorer.md")
     assert explorer["description"].startswith("Deeply analyzes existing codebase features")
+
+
+async def test_an_enabled_plugins_session_start_hook_runs_with_its_plugin_root(
+    tmp_path: Path, agent_env: dict[str, str], claude_plugins: Callable[..., Path]
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    # its hooks.json runs "${CLAUDE_PLUGIN_ROOT}/hooks-handlers/session-start.sh", whose JSON
+    # additionalContext is the context before the first prompt
+    claude_plugins(Path(agent_env["CLAUDE_CONFIG_DIR"]), "explanatory-output-style")
+    steps = {
+        "steps": [{"text": "no hook context"}],
+        "conversations": [
+            {"when": "You are in 'explanatory' output style mode", "steps": [{"text": "on"}]}
+        ],
+    }
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(steps))
+    session = create_session(project, env=agent_env)
+    client = Client()
+    async with (
+        worker_process(session, agent_env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "go"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+    answers = [text_of(e) for e in client.view["entries"] if e["kind"] == "pi.assistant"]
+    assert answers == ["on"]

@@ -84,13 +84,22 @@ class ClaudePlugin:
         ``skills``): the manifest's paths when it names some, else the default folder."""
         return [path for path in _component(self, kind, []) if path.exists()]
 
+    def hooks(self) -> list[str | dict[str, Any]]:
+        """Its hook configuration: the manifest's ``hooks`` (a path or list of paths in the
+        plugin, or the ``{"hooks": {...}}`` object itself), else ``hooks/hooks.json`` when it
+        exists; a path as text, an inline object as it is written."""
+        return _config(self, "hooks", "hooks/hooks.json")
+
     def to_json(self) -> dict[str, Any]:
-        """What the worker hands the features (the ``claude_plugins`` harness service)."""
+        """What the worker hands the features (the ``claude_plugins`` harness service): its
+        ``id``, ``name``, ``root`` (``${CLAUDE_PLUGIN_ROOT}``), ``agents`` (files and folders)
+        and ``hooks`` (:meth:`hooks`)."""
         return {
             "id": self.id,
             "name": self.name,
             "root": str(self.root),
             "agents": [str(path) for path in self.paths("agents")],
+            "hooks": self.hooks(),
         }
 
 
@@ -105,7 +114,7 @@ class PluginSet:
 def _component(plugin: ClaudePlugin, kind: str, warnings: list[str]) -> list[Path]:
     written: Any = plugin.manifest.get(kind)
     if written is None:
-        return [plugin.root / _DEFAULTS[kind]]
+        return [plugin.root / _DEFAULTS[kind]] if kind in _DEFAULTS else []
     items: list[Any] = (
         [written] if isinstance(written, str) else cast(list[Any], written)
         if isinstance(written, list) else []
@@ -123,6 +132,24 @@ def _component(plugin: ClaudePlugin, kind: str, warnings: list[str]) -> list[Pat
             continue
         found.append(path)
     return found
+
+
+def _config(plugin: ClaudePlugin, key: str, default: str) -> list[str | dict[str, Any]]:
+    """A JSON configuration component (``hooks``, ``mcpServers``): inline objects as written,
+    paths (refused outside the plugin by :func:`_component`) as existing files."""
+    written: Any = plugin.manifest.get(key)
+    if isinstance(written, dict):
+        return [cast(dict[str, Any], written)]
+    if written is None:
+        path = plugin.root / default
+        return [str(path)] if path.is_file() else []
+    items = cast(list[Any], written) if isinstance(written, list) else [written]
+    inline = [cast(dict[str, Any], item) for item in items if isinstance(item, dict)]
+    paths = [item for item in items if not isinstance(item, dict)]
+    meta = {key: paths} if paths else {}
+    located = _component(ClaudePlugin(plugin.id, plugin.name, plugin.root, plugin.enabled_by,
+                                      meta), key, []) if paths else []  # fmt: skip
+    return [*inline, *(str(path) for path in located if path.is_file())]
 
 
 def plugin_settings_files(claude_user: Path, project: Path | None, trusted: bool) -> list[Path]:
@@ -255,8 +282,9 @@ def enabled_plugins(claude_user: Path, project: Path | None, trusted: bool) -> P
         name = written if isinstance(written, str) and written else plugin_id.partition("@")[0]
         plugin = ClaudePlugin(plugin_id, name, root, settings, meta)
         problems: list[str] = []
-        for kind in _DEFAULTS:
-            _component(plugin, kind, problems)
+        for kind in (*_DEFAULTS, "hooks"):
+            if not isinstance(meta.get(kind), dict):
+                _component(plugin, kind, problems)
         warnings.extend(problems)
         plugins.append(ClaudePlugin(plugin_id, name, root, settings, meta, tuple(problems)))
     return PluginSet(tuple(plugins), tuple(warnings))
