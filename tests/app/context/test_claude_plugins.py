@@ -152,3 +152,31 @@ def test_a_version_1_record_and_a_cache_folder_without_a_record_are_found(
     assert [p.root for p in enabled_plugins(claude, None, False).plugins] == [folder]
     records.unlink()
     assert [p.root for p in enabled_plugins(claude, None, False).plugins] == [folder]
+
+
+def test_what_the_worker_hands_the_features_names_each_plugins_parts(
+    place: SimpleNamespace, claude_plugins: Callable[..., Path]
+) -> None:
+    claude = place.home / ".claude"
+    example = claude_plugins(claude, "example-plugin")
+    explanatory = claude_plugins(claude, "explanatory-output-style")
+    agents = claude_plugins(claude, "feature-dev")
+    found = {p.name: p.to_json() for p in enabled_plugins(claude, place.project, False).plugins}
+    assert found["example-plugin"] == {
+        "id": f"example-plugin@{MARKET}",
+        "name": "example-plugin",
+        "root": str(example),
+        "agents": [],
+        "hooks": [],
+        "mcpServers": [str(example / ".mcp.json")],
+    }
+    assert found["explanatory-output-style"]["hooks"] == [str(explanatory / "hooks/hooks.json")]
+    assert found["feature-dev"]["agents"] == [str(agents / "agents")]
+    # the manifest's own places replace the defaults; inline objects are handed on as written
+    manifest = example / ".claude-plugin/plugin.json"
+    inline = {"stdio": {"command": "${CLAUDE_PLUGIN_ROOT}/server"}}
+    manifest.write_text(json.dumps({"name": "example-plugin", "mcpServers": inline,
+                                    "hooks": "./skills/../.mcp.json"}))  # fmt: skip
+    (plugin,) = [p for p in enabled_plugins(claude, None, False).plugins if p.root == example]
+    assert plugin.to_json()["mcpServers"] == [inline]
+    assert plugin.to_json()["hooks"] == [str(example / ".mcp.json")]

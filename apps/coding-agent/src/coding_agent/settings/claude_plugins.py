@@ -92,14 +92,16 @@ class ClaudePlugin:
 
     def to_json(self) -> dict[str, Any]:
         """What the worker hands the features (the ``claude_plugins`` harness service): its
-        ``id``, ``name``, ``root`` (``${CLAUDE_PLUGIN_ROOT}``), ``agents`` (files and folders)
-        and ``hooks`` (:meth:`hooks`)."""
+        ``id``, ``name``, ``root`` (``${CLAUDE_PLUGIN_ROOT}``), ``agents`` (files and folders),
+        ``hooks`` (:meth:`hooks`) and ``mcpServers`` (the manifest's, else ``.mcp.json``, in the
+        same forms)."""
         return {
             "id": self.id,
             "name": self.name,
             "root": str(self.root),
             "agents": [str(path) for path in self.paths("agents")],
             "hooks": self.hooks(),
+            "mcpServers": _config(self, "mcpServers", ".mcp.json"),
         }
 
 
@@ -282,7 +284,7 @@ def enabled_plugins(claude_user: Path, project: Path | None, trusted: bool) -> P
         name = written if isinstance(written, str) and written else plugin_id.partition("@")[0]
         plugin = ClaudePlugin(plugin_id, name, root, settings, meta)
         problems: list[str] = []
-        for kind in (*_DEFAULTS, "hooks"):
+        for kind in (*_DEFAULTS, "hooks", "mcpServers"):
             if not isinstance(meta.get(kind), dict):
                 _component(plugin, kind, problems)
         warnings.extend(problems)
