@@ -122,6 +122,9 @@ class PromptTemplate:
     without asking (:func:`send_options`), and its ``!`cmd``` lines (:func:`bash_allowed`)."""
     in_project: bool = False
     """Whether the file is a project's (its ``@path`` includes stay inside the project)."""
+    alias: bool = False
+    """A plugin command's plain name (``/commit`` for ``/commit-commands:commit``): a command
+    of the app's own with that name (``/help``) keeps it, without a warning."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,7 +301,7 @@ def _plugin_templates(
             plain.setdefault(name, []).append(template)
     for name, templates in plain.items():
         if len(templates) == 1 and name not in found:
-            found[name] = replace(templates[0], name=name)
+            found[name] = replace(templates[0], name=name, alias=True)
 
 
 def split_arguments(args: str) -> list[str]:

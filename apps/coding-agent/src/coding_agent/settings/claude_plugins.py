@@ -33,7 +33,9 @@ the problem, and loads nothing; nothing here raises.
 The app's own loaders read what a plugin holds: prompt templates
 (:mod:`coding_agent.context.prompt_templates`), skills (:mod:`coding_agent.context.skills`),
 and, through the worker's ``claude_plugins`` harness service (:meth:`ClaudePlugin.to_json`),
-the subagents feature (agent files).
+the features: facets-subagents (agent files), facets-hooks (``hooks.json``, run with
+``CLAUDE_PLUGIN_ROOT`` set) and facets-mcp (``.mcp.json``, ``${CLAUDE_PLUGIN_ROOT}`` expanded).
+``coding-agent config`` lists the plugins that load and the problems met.
 """
 
 from __future__ import annotations
