@@ -91,6 +91,23 @@ def test_every_key_not_honoured_is_one_note_naming_the_file_and_the_key(
     assert keys_noted(PermissionFiles(project, env).load()["problems"], user) == ["`sandbox`"]
 
 
+def test_enabled_plugins_is_honoured_and_extra_marketplaces_is_a_note(
+    env: dict[str, str], project: Path
+) -> None:
+    user = write(
+        Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json",
+        {
+            "enabledPlugins": {"commit-commands@claude-plugins-official": True},
+            "extraKnownMarketplaces": {"team": {"source": {"source": "github", "repo": "o/r"}}},
+        },
+    )
+    problems = PermissionFiles(project, env).load()["problems"]
+    assert problems == [
+        f"{user}: `extraKnownMarketplaces`: this agent does not install plugins; a plugin "
+        "Claude Code installed from a marketplace loads here when enabledPlugins turns it on"
+    ]
+
+
 def test_an_untrusted_projects_keys_are_not_read_so_not_noted(
     env: dict[str, str], project: Path
 ) -> None:

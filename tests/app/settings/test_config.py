@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -264,3 +265,24 @@ def test_a_default_permission_mode_in_the_user_config_starts_new_sessions_in_it(
         ConfigError, match=r"only your own config\.toml may set the permission mode"
     ):
         load_config(project, env=env, trusted=True)
+
+
+def test_coding_agent_config_lists_the_claude_code_plugins_that_load(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch, claude_plugins: Any,
+) -> None:  # fmt: skip
+    claude = tmp_path / "claude"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    monkeypatch.chdir(project)
+    folder = claude_plugins(claude, "example-plugin")
+    settings = json.loads((claude / "settings.json").read_text())
+    settings["enabledPlugins"]["ghost@nowhere"] = True
+    (claude / "settings.json").write_text(json.dumps(settings))
+    assert main(["config"]) == 0
+    lines = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert (
+        f"plugins.example-plugin@claude-plugins-official = {folder} # {claude / 'settings.json'} "
+        "(enabledPlugins): commands, skills, mcpServers"
+    ) in lines
+    (ghost,) = [line for line in lines if line.startswith("# plugins: ")]
+    assert "plugin ghost@nowhere is enabled but not installed" in ghost

@@ -116,6 +116,13 @@ def test_the_agents_own_files_do_not_ask_and_the_rest_of_home_does(
     home = Path(env["HOME"])
     session_path = tmp_path / "state" / "sessions" / "s1"
     skill = write(Path(env["CLAUDE_CONFIG_DIR"]) / "skills" / "pdf" / "SKILL.md", "x")
+    plugin = tmp_path / "plugins" / "demo"  # an enabled Claude Code plugin, installed anywhere
+    write(plugin / "skills" / "lint" / "SKILL.md", "x")
+    write(Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json",
+          json.dumps({"enabledPlugins": {"demo@market": True}}))  # fmt: skip
+    write(Path(env["CLAUDE_CONFIG_DIR"]) / "plugins" / "installed_plugins.json",
+          json.dumps({"version": 2, "plugins": {"demo@market": [
+              {"scope": "user", "installPath": str(plugin)}]}}))  # fmt: skip
     own = [
         session_path / "spill" / "coding-agent-bash-1.log",  # bash's "Full output: <path>"
         Path(tempfile.gettempdir()) / "coding-agent-acp-x" / "out.log",  # its temporary files
@@ -129,6 +136,8 @@ def test_the_agents_own_files_do_not_ask_and_the_rest_of_home_does(
         home / ".pi" / "agent" / "AGENTS.md",
         tmp_path / "CLAUDE.md",  # a folder above the project
         Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json",
+        plugin / "skills" / "lint" / "SKILL.md",  # a plugin's skill
+        plugin / "skills" / "lint" / "scripts" / "run.sh",  # what its SKILL.md points at
     ]
     service = WorkingDirectories([], agent_files(project, env, session_path),
                                  PermissionFiles(project, env))  # fmt: skip

@@ -88,12 +88,15 @@ async def session(
     storage: Callable[[], Storage] = MemoryStorage,
     facets: Sequence[Any] = (session_facet,),
     protected: Sequence[str] = (),
+    checked: dict[str, str] | None = None,
 ) -> AsyncIterator[Session]:
     services: dict[str, Any] = {
         "models": Models([FauxProvider(script)]),
         "workspace": str(workspace),
         "guarded_paths": list(protected),
     }
+    if checked is not None:  # the host's checked_targets mapping (the tools here take nothing)
+        services["checked_targets"] = checked
     if source is not None:
         services["permission_rules"] = source
     runs: list[tuple[str, dict[str, Any]]] = []
@@ -293,6 +296,41 @@ async def test_a_search_over_a_denied_file_or_credentials_asks_even_in_auto(
         ("grep", "~"),  # allowed in the dialog
         ("read", "src/app.py"),
     ]
+
+
+async def test_a_read_only_call_leaves_the_real_path_it_checked_for_the_tool(
+    kit: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``read``/``grep`` were checked as (resolved once, symlinks followed) is left in
+    ``checked_targets`` for the tool, which reads exactly there or fails; a denied call's is
+    taken back; a tool that names no path leaves nothing."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("PRIVATE KEY")
+    monkeypatch.setenv("HOME", str(home))
+    project = tmp_path / "project"
+    (project / "d").mkdir(parents=True)
+    (project / "d" / "notes.txt").write_text("notes\n")
+    (project / "docs").symlink_to("d")  # a link that is part of the project
+    script = [
+        turn(call("read", "notes", path="docs/notes.txt"), call("grep", "all", pattern="x"),
+             call("read", "key", path="~/.ssh/id_rsa"), call("bash", "ls", command="ls")),
+        faux_response("done"),
+    ]  # fmt: skip
+    checked: dict[str, str] = {}
+    async with session(script, project, checked=checked) as s, client(s, kit) as c:
+        await c.modes.set_mode("auto", BACKGROUND)
+        root = await s.root()
+        handle = await root.send("go", BACKGROUND)
+        prompt = await c.tui.next_prompt()  # credentials ask in every mode
+        assert prompt.title == "Allow read?"
+        prompt.answer("deny")
+        with anyio.fail_after(10):
+            await handle.wait(BACKGROUND)
+    assert checked == {
+        f"{root.id}:notes": str(project / "d" / "notes.txt"),
+        f"{root.id}:all": str(project),
+    }
 
 
 async def test_no_allow_rule_covers_a_guarded_path(kit: Any, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from facets_approval.rules import RuleSet, SourcedRule, parse_rule
-from facets_approval.searched import credentials_verdict, search_verdict
+from facets_approval.searched import credentials_verdict, read_target, search_verdict
 
 
 def ruleset(project: Path, *pairs: tuple[str, str]) -> RuleSet:
@@ -44,3 +44,25 @@ def test_credentials_ask_for_a_read_or_a_grep_over_them_not_for_a_listing(tmp_pa
     assert credentials_verdict("ls", {"path": str(home)}, work, str(home)).kind is None
     assert credentials_verdict("read", {"path": "~/notes.txt"}, work, str(home)).kind is None
     assert credentials_verdict("grep", {"path": "~/.ssh"}, work, str(home)).kind == "ask"
+
+
+def test_the_path_is_resolved_once_and_every_check_sees_that_real_path(tmp_path: Path) -> None:
+    # read_target is what the hook leaves for the tool (checked_targets); the rules and the
+    # credentials check take the same answer, so what was checked is what the tool must read
+    (tmp_path / "d").mkdir()
+    (tmp_path / "link").symlink_to("d")
+    home = tmp_path / "home"
+    work = str(tmp_path)
+    assert read_target("read", {"path": "link/notes.txt"}, work, str(home)) == str(
+        tmp_path / "d" / "notes.txt"
+    )
+    assert read_target("ls", {}, work, str(home)) == work  # a folder tool's default: "."
+    assert read_target("write", {"path": "x"}, work, str(home)) is None  # not a read
+    rules = ruleset(tmp_path, ("deny", "Read(./.env)"))
+    env = str(tmp_path / ".env")  # as if d/notes.txt resolved there when it was checked
+    assert rules.evaluate("read", {"path": "d/notes.txt"}).kind is None
+    assert rules.evaluate("read", {"path": "d/notes.txt"}, real=env).kind == "deny"
+    secret = str(home / ".ssh" / "id_rsa")
+    assert credentials_verdict("read", {"path": "d/x"}, work, str(home), real=secret).kind == (
+        "ask"
+    )

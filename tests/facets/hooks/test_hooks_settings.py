@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from facets_hooks.protocol import HookRun, claude_tool, run_command, tool_names
-from facets_hooks.settings import load_hooks, parse_settings
+from facets_hooks.settings import load_hooks, parse_settings, plugin_hooks
 from facets_hooks.tui import hooks_text
 from facets_hooks.verdicts import post_notes, pre_verdict, prompt_verdict, stop_continuation
 
@@ -265,3 +265,35 @@ async def test_a_hook_reads_its_json_and_its_exit_code_and_output_are_kept(
         seconds=30,
     )
     assert run == HookRun(3, '{"hook_event_name": "Stop"}', "oops\n")
+
+
+REAL_PLUGIN = Path(__file__).parents[2] / "app/fixtures/claude_plugins/explanatory-output-style"
+"""A real published plugin (anthropics/claude-plugins-official, Apache-2.0)."""
+
+
+def test_a_plugins_hooks_load_after_the_settings_with_their_plugin_root(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    inline = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo stop"}]}]}}
+    plugins = [
+        {"root": str(REAL_PLUGIN), "hooks": [str(REAL_PLUGIN / "hooks/hooks.json")]},
+        {"root": str(tmp_path), "hooks": [inline, str(broken)]},
+        "not a plugin",
+    ]
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    loaded = load_hooks(env=env, plugins=plugins)
+    start, stop = loaded.hooks
+    assert (start.event, start.command) == (
+        "SessionStart", 'bash "${CLAUDE_PLUGIN_ROOT}/hooks-handlers/session-start.sh"'
+    )  # fmt: skip
+    assert start.source == str(REAL_PLUGIN / "hooks/hooks.json")
+    assert start.environ({"PATH": "/bin"}) == {
+        "PATH": "/bin", "CLAUDE_PLUGIN_ROOT": str(REAL_PLUGIN)
+    }  # fmt: skip
+    assert stop.source == str(tmp_path / ".claude-plugin/plugin.json")
+    assert stop.environ({"PATH": "/bin"}) == {"PATH": "/bin", "CLAUDE_PLUGIN_ROOT": str(tmp_path)}
+    assert loaded.problems == (
+        f"{broken}:1:2: not valid JSON (Expecting property name enclosed in double quotes); "
+        "its hooks are not loaded",
+    )
+    assert plugin_hooks(None, []) == []

@@ -156,3 +156,35 @@ def test_a_clients_servers_come_last_replace_a_configured_namesake_and_report_ba
     assert sorted(by_name) == ["files", "web"]
     assert by_name["files"].command == "editor-files" and by_name["files"].source == "the editor"
     assert len(merged.errors) == 1 and merged.errors[0].startswith("the editor: server 'bad'")
+
+
+REAL_PLUGIN = Path(__file__).parents[2] / "app/fixtures/claude_plugins/example-plugin"
+"""A real published plugin (anthropics/claude-plugins-official, Apache-2.0): its ``.mcp.json``
+is the servers object itself, without ``mcpServers``."""
+
+
+def test_a_plugins_servers_load_first_with_their_plugin_root(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    # the shape a published plugin (discord) writes: ${CLAUDE_PLUGIN_ROOT} in its args
+    inline = {"mcpServers": {"bot": {"command": "bun", "args": ["--cwd", "${CLAUDE_PLUGIN_ROOT}"]}}}
+    plugins = [
+        {"root": str(REAL_PLUGIN), "mcpServers": [str(REAL_PLUGIN / ".mcp.json")]},
+        {"root": str(tmp_path), "mcpServers": [inline, str(broken)]},
+    ]
+    config = load_config(env=env, plugins=plugins)
+    example, bot = config.servers
+    assert (example.name, example.transport, example.url) == (
+        "example-server", "http", "https://mcp.example.com/api"
+    )  # fmt: skip
+    assert example.source == str(REAL_PLUGIN / ".mcp.json")
+    assert (bot.command, bot.args) == ("bun", ("--cwd", str(tmp_path)))
+    assert bot.env == {"CLAUDE_PLUGIN_ROOT": str(tmp_path)}
+    assert bot.source == str(tmp_path / ".claude-plugin/plugin.json")
+    (error,) = config.errors
+    assert error.startswith(f"{broken}: not valid JSON (")
+    # any configured server of that name replaces a plugin's
+    write(user_config_path(env), {"mcpServers": {"bot": {"command": "mine"}}})
+    mine = {s.name: s for s in load_config(env=env, plugins=plugins).servers}["bot"]
+    assert mine.command == "mine"

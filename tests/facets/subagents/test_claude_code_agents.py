@@ -451,3 +451,24 @@ async def test_a_claude_code_agent_runs_in_the_worker_with_its_mapped_tools(
         assert {"notes-reader", "general-purpose"} <= {a["name"] for a in summary["agents"]}
         (named,) = [a for a in summary["agents"] if a["name"] == "notes-reader"]
         assert named["writtenName"] == "notes.reader" and named["source"] == str(reader)
+
+
+PLUGIN_AGENTS = (
+    Path(__file__).parents[2] / "app/fixtures/claude_plugins/feature-dev/agents"
+)  # a real published plugin's (anthropics/claude-plugins-official, Apache-2.0)
+
+
+def test_a_plugins_agents_load_first_and_any_folders_agent_of_that_name_replaces_them(
+    tmp_path: Path,
+) -> None:
+    one_file = PLUGIN_AGENTS / "code-explorer.md"
+    for path in (PLUGIN_AGENTS, one_file):  # a folder, or a file a manifest lists
+        loaded = load_definitions(env=env_for(tmp_path), plugin_agents=[path])
+        explorer = loaded.agents["code-explorer"]
+        assert explorer.source == str(one_file) and explorer.model == "sonnet"
+        assert loaded.errors == ()
+    mine = write(
+        claude_dir(tmp_path) / "explorer.md", READER.replace("notes.reader", "code-explorer")
+    )
+    loaded = load_definitions(env=env_for(tmp_path), plugin_agents=[PLUGIN_AGENTS])
+    assert loaded.agents["code-explorer"].source == str(mine)

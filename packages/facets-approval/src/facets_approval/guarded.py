@@ -35,9 +35,10 @@ provides it: ``[{"pattern": ".git/", "reason": "git runs ..."}, ...]``)."""
 
 CHECKED_TARGETS_SERVICE = "checked_targets"
 """The harness service (a mutable mapping the host provides) where the approval hook leaves the
-real path it checked an edit's target as, under ``"<conversationId>:<callId>"``: the host's file
-tools take it and write exactly there or fail, so a symlink swapped in on the way after the
-decision cannot redirect the write (:func:`leave_checked`). Absent: nothing is left."""
+real path it checked an edit's target (or a read-only call's ``path``) as, under
+``"<conversationId>:<callId>"``: the host's file tools take it and write or read exactly there
+or fail, so a symlink swapped in on the way after the decision cannot redirect the call
+(:func:`leave_checked`). Absent: nothing is left."""
 
 
 def leave_checked(services: Mapping[str, Any], key: str, real: str | None) -> Callable[[], None]:

@@ -305,14 +305,15 @@ def _path_regex(pattern: str, root: str, home: str) -> re.Pattern[str]:
     return re.compile(f"{head}/{middle}{_glob(rest, pattern)}(?:/.*)?", re.DOTALL)
 
 
-def _candidates(path: str, workspace: str) -> tuple[str, str]:
-    """A tool's path as written (absolute, normalised) and with symlinks followed."""
+def _candidates(path: str, workspace: str, real: str | None = None) -> tuple[str, str]:
+    """A tool's path as written (absolute, normalised) and with symlinks followed (``real``,
+    when the caller resolved it already)."""
     if path.startswith("@"):
         path = path[1:]
     expanded = os.path.expanduser(path)
     if not os.path.isabs(expanded):
         expanded = os.path.join(os.path.expanduser(workspace), expanded)
-    return os.path.normpath(expanded), os.path.realpath(expanded)
+    return os.path.normpath(expanded), real if real is not None else os.path.realpath(expanded)
 
 
 Match = Literal["yes", "no", "maybe"]
@@ -378,8 +379,11 @@ class RuleSet:
         self.root = root or self.workspace
         self.home = home or os.path.expanduser("~")
 
-    def evaluate(self, tool: str, args: object) -> Verdict:
-        """The verdict of the rules for a call of ``tool`` with ``args``."""
+    def evaluate(self, tool: str, args: object, *, real: str | None = None) -> Verdict:
+        """The verdict of the rules for a call of ``tool`` with ``args``. A path rule matches
+        the call's ``path`` as written and with symlinks followed; ``real`` is that second
+        candidate when the caller resolved it already (resolved once: the path the tool is
+        then held to, ``checked_targets``, is the one the rules saw)."""
         relevant = [r for r in self.rules if r.rule.governs(tool)]
         if not relevant:
             return Verdict()
@@ -395,7 +399,7 @@ class RuleSet:
         maybe_deny: SourcedRule | None = None
         for kind in ("deny", "ask"):
             for sourced in (r for r in relevant if r.kind == kind):
-                match = self._match(sourced.rule, tool, fields, analysis, strict=False)
+                match = self._match(sourced.rule, tool, fields, analysis, strict=False, real=real)
                 if match == "yes":
                     return Verdict(kind, sourced, f"{sourced.describe()} matches")  # type: ignore[arg-type]
                 if match == "maybe" and kind == "deny" and maybe_deny is None:
@@ -434,7 +438,7 @@ class RuleSet:
             verb = "matches" if len(named) == 1 else "match"
             return Verdict("allow", chosen[0], f"{' and '.join(named)} {verb}")
         for sourced in allows:
-            if self._match(sourced.rule, tool, fields, None, strict=True) == "yes":
+            if self._match(sourced.rule, tool, fields, None, strict=True, real=real) == "yes":
                 return Verdict("allow", sourced, f"{sourced.describe()} matches")
         return Verdict()
 
@@ -446,6 +450,7 @@ class RuleSet:
         analysis: CommandAnalysis | None,
         *,
         strict: bool,
+        real: str | None = None,
     ) -> Match:
         if rule.whole_tool:
             return "yes"
@@ -474,7 +479,7 @@ class RuleSet:
             )
             hits = [
                 regex.fullmatch(candidate) is not None
-                for candidate in _candidates(path, self.workspace)
+                for candidate in _candidates(path, self.workspace, real)
             ]
             return "yes" if (all(hits) if strict else any(hits)) else "no"
         if rule.domain is not None:

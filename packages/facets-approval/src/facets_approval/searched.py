@@ -14,6 +14,11 @@ names (:class:`~.rules.RuleSet`). Two things that path does not show ask here, i
   search asks, since the rest cannot be looked at in time. ``find`` and ``ls`` show names only,
   which no Read rule hides from a listing, as in Claude Code.
 
+The path is resolved once (:func:`read_target`): the rules, both checks and the tool see the
+same real path, which the hook leaves for the tool in the host's ``checked_targets`` mapping
+(:func:`~.guarded.leave_checked`), so a folder on the way swapped for a symlink after the
+decision makes the call fail rather than read what nobody checked.
+
 Both ask rather than block, as Claude Code does for a search over a denied file: the dialog, or
 a headless run's refusal, names the file and the rule, and a narrower ``path`` avoids it.
 """
@@ -27,20 +32,52 @@ from pico3 import DEFAULT_DENY_READ, walk_files
 
 from .guarded import path_within
 from .rules import RuleSet, SourcedRule, Verdict
-from .workdirs import READ_TOOLS
-from .workdirs import read_target as _target
 
-__all__ = ["SEARCH_LIMIT", "credentials_verdict", "search_verdict", "searches"]
+__all__ = [
+    "PATH_TOOLS",
+    "SEARCH_LIMIT",
+    "credentials_verdict",
+    "read_target",
+    "search_verdict",
+    "searches",
+]
 
 SEARCH_LIMIT = 20_000
 """The most files of a searched folder checked against the rules (a larger one asks)."""
 
+PATH_TOOLS = frozenset({"read", "grep", "find", "ls"})
+"""The read-only tools whose ``path`` names what they read (:func:`read_target`)."""
 
-def credentials_verdict(tool: str, arguments: object, workspace: str, home: str) -> Verdict:
-    """Ask when a read-only call reads credentials (module doc); else no verdict."""
-    if tool not in READ_TOOLS:
+
+def read_target(tool: str, arguments: object, workspace: str, home: str) -> str | None:
+    """The real path a call of one of :data:`PATH_TOOLS` reads (see :func:`_target`), or
+    ``None`` for another tool or a ``path`` that is not text."""
+    return _target(arguments, workspace, home) if tool in PATH_TOOLS else None
+
+
+def _target(arguments: object, workspace: str, home: str) -> str | None:
+    """The call's path resolved as the tools resolve it (``~`` expanded, relative to the
+    workspace, symlinks followed); a folder tool without one searches the workspace."""
+    fields: dict[str, object] = arguments if isinstance(arguments, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    path = fields.get("path")
+    if path is None or path == "":
+        path = "."
+    if not isinstance(path, str):
+        return None
+    spelled = path[1:] if path.startswith("@") else path
+    if spelled == "~" or spelled.startswith("~/"):
+        spelled = home + spelled[1:]
+    return os.path.realpath(os.path.join(workspace, spelled))
+
+
+def credentials_verdict(
+    tool: str, arguments: object, workspace: str, home: str, *, real: str | None = None
+) -> Verdict:
+    """Ask when a read-only call reads credentials (module doc); else no verdict. ``real`` is
+    :func:`read_target`'s answer when the caller has it."""
+    if tool not in PATH_TOOLS:
         return Verdict()
-    target = _target(arguments, workspace, home)
+    target = real if real is not None else _target(arguments, workspace, home)
     if target is None:
         return Verdict()
     for spelled in DEFAULT_DENY_READ:
@@ -79,13 +116,16 @@ def searches(ruleset: RuleSet, tool: str) -> bool:
     return bool(_covering(ruleset, tool))
 
 
-def search_verdict(ruleset: RuleSet, tool: str, arguments: object) -> Verdict:
+def search_verdict(
+    ruleset: RuleSet, tool: str, arguments: object, real: str | None = None
+) -> Verdict:
     """Ask when a ``grep`` over a folder would read a file a deny or ask rule covers (module
-    doc); else no verdict. Blocking: call it in a worker thread (when :func:`searches`)."""
+    doc); else no verdict. ``real`` is :func:`read_target`'s answer when the caller has it.
+    Blocking: call it in a worker thread (when :func:`searches`)."""
     covering = _covering(ruleset, tool)
     if not covering:
         return Verdict()
-    folder = _target(arguments, ruleset.workspace, ruleset.home)
+    folder = real if real is not None else _target(arguments, ruleset.workspace, ruleset.home)
     if folder is None or not os.path.isdir(folder):
         return Verdict()  # a file: the rules matched it as the call's own path
     narrow = RuleSet(covering, root=ruleset.root, workspace=ruleset.workspace, home=ruleset.home)

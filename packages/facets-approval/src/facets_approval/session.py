@@ -22,10 +22,15 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
   ``denyInsteadOfPrompting`` blocks, right before asking, every call that would ask (the turn
   goes on; :func:`~.restrictions.deny_instead_reason`);
 * a read-only tool runs at once, in every mode, without touching storage — unless an ask rule
-  names it (``ask: ["Read(./.env)"]``), which asks; a read of a path outside the working
-  directories (:mod:`.workdirs`: the project, the added folders, the agent's own files) asks
-  in every mode but ``auto`` unless an allow rule covers it (the mode and the session's rules
-  are read for it), and is blocked in every mode with ``blockReadsOutsideWorkingDirectories``;
+  names it (``ask: ["Read(./.env)"]``), which asks; the ``path`` of a ``read``, ``grep``,
+  ``find`` or ``ls`` is resolved once (:func:`~.searched.read_target`), every check sees that
+  real path, and it is left for the tool in the host's
+  :data:`~.guarded.CHECKED_TARGETS_SERVICE` mapping (taken back when the call is denied): the
+  tool reads exactly there or fails, so a symlink swapped in after the decision cannot make it
+  read what nobody checked; a read of a path outside the working directories (:mod:`.workdirs`:
+  the project, the added folders, the agent's own files) asks in every mode but ``auto``
+  unless an allow rule covers it (the mode and the session's rules are read for it), and is
+  blocked in every mode with ``blockReadsOutsideWorkingDirectories``;
 * the mode is the session's, made stricter (never looser) by each task that owns the call's
   conversation up its owner chain (a subagent whose definition says ``permissionMode: plan``:
   :data:`~.contract.OWNER_MODE_KEY` in its task's input, :func:`~.contract.stricter`);
@@ -157,7 +162,7 @@ from .restrictions import (
 )
 from .rules import RuleSet, Verdict
 from .sandboxing import SANDBOX_UNAVAILABLE, outside_sandbox
-from .searched import credentials_verdict, search_verdict, searches
+from .searched import credentials_verdict, read_target, search_verdict, searches
 from .suggest import suggest_rule
 from .workdirs import WorkingDirectories, read_outside, working_directories
 
@@ -515,6 +520,13 @@ def install_approval(
         services: Any = getattr(getattr(harness, "scheduler", None), "services", None) or {}
         return leave_checked(services, key, real)
 
+    def reads(tool: str, arguments: object, ruleset: RuleSet) -> str | None:
+        # the real path a read-only call reads, when the workspace the tools resolve against
+        # is known (the rules fall back to this process's folder; the tool would not)
+        if where()[0] is None:
+            return None
+        return read_target(tool, arguments, ruleset.workspace, ruleset.home)
+
     def sandbox_ready() -> bool:
         services: Any = getattr(getattr(harness, "scheduler", None), "services", None) or {}
         return isinstance(services.get(SANDBOX_SERVICE), Sandbox)
@@ -550,27 +562,36 @@ def install_approval(
         workspace = where()[0]
         restricted = store.restrictions()  # Claude Code's switches (.restrictions)
         pinned: str | None = None  # an edit's target the switches checked (resolved once)
+        key = f"{api.conversation_id}:{api.call_id}"
+        read: str | None = None  # the real path a read-only call reads, resolved once
         if rules.is_read_only(tool) and safe:
             # Runs in every mode unless a deny or ask rule names it; session rules only allow,
             # so the files' rules decide without reading storage.
             ruleset = store.build((), (), workspace)[0]
-            verdict = ruleset.evaluate(tool, arguments)
+            read = reads(tool, arguments, ruleset)
+            verdict = ruleset.evaluate(tool, arguments, real=read)
             if verdict.kind == "deny":
                 return {"block": rule_block_reason(tool, verdict.why)}
             allowed = verdict.kind == "allow"
             if verdict.kind != "ask":  # what it reads beyond its path (credentials, a search)
-                verdict = credentials_verdict(tool, arguments, ruleset.workspace, ruleset.home)
+                verdict = credentials_verdict(
+                    tool, arguments, ruleset.workspace, ruleset.home, real=read
+                )
             if verdict.kind != "ask" and searches(ruleset, tool):
-                verdict = await anyio.to_thread.run_sync(search_verdict, ruleset, tool, arguments)
-            far = read_outside(tool, arguments, where_read(workspace), ruleset.home)
+                verdict = await anyio.to_thread.run_sync(
+                    search_verdict, ruleset, tool, arguments, read
+                )
+            far = read_outside(tool, arguments, where_read(workspace), ruleset.home, real=read)
             if far is not None and (far.blocked or restricted.block_outside_reads):
                 return {"block": far.refusal}  # every mode, whatever allows it
             if verdict.kind != "ask" and far is not None and not allowed:
                 # auto, or a session's or turn's allow rule, lets it run
                 mode, _own, ruleset = await standing(api, workspace, restricted, ctx)
-                if mode != "auto" and ruleset.evaluate(tool, arguments).kind != "allow":
+                allows = ruleset.evaluate(tool, arguments, real=read).kind == "allow"
+                if mode != "auto" and not allows:
                     verdict, offer = Verdict("ask", None, far.why), far.rule
             if verdict.kind != "ask":
+                checked(key, read)  # ...is what the tool reads (or it fails)
                 return None
             mode: PermissionMode = DEFAULT_MODE
             action: Action = "ask"
@@ -578,7 +599,8 @@ def install_approval(
         else:
             mode, session_mode, ruleset = await standing(api, workspace, restricted, ctx)
             unsandboxed = False
-            verdict = ruleset.evaluate(tool, arguments)
+            read = reads(tool, arguments, ruleset)
+            verdict = ruleset.evaluate(tool, arguments, real=read)
             if verdict.kind == "deny":
                 return {"block": rule_block_reason(tool, verdict.why)}
             if restricted.block_outside_writes and rules.is_edit(tool):  # every mode, auto too
@@ -594,7 +616,8 @@ def install_approval(
             if action == "block":  # plan mode stays read-only: no allow rule unlocks it
                 return {"block": plan_mode_reason(tool, subagent=session_mode != "plan")}
         reason: str | None = None
-        forget: Callable[[], None] | None = None  # takes back the checked target (a block)
+        # takes back the checked target (a block); a read's: what the tool must read or fail
+        forget: Callable[[], None] | None = checked(key, read) if read is not None else None
         if verdict.kind == "ask":
             action = "ask"
             reason = f"This asks because {verdict.why}."
@@ -617,9 +640,9 @@ def install_approval(
             if confined is not None:
                 action, reason = "ask", f"This asks in every mode but auto: {confined}."
             # ...where the tool writes (or fails): a symlink swapped in later cannot redirect it
-            forget = checked(f"{api.conversation_id}:{api.call_id}", real)
+            forget = checked(key, real)
         elif pinned is not None:  # auto: the write lands where the switch checked it, or fails
-            forget = checked(f"{api.conversation_id}:{api.call_id}", pinned)
+            forget = checked(key, pinned)
         if action == "ask" and verdict.kind == "allow" and reason is None:
             return done
         decision = await api.memo("decision", ctx)

@@ -36,39 +36,19 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from .guarded import path_within
+from .searched import read_target
 
 __all__ = [
-    "READ_TOOLS",
     "WORKING_DIRECTORIES_SERVICE",
     "OutsideRead",
     "WorkingDirectories",
     "read_outside",
-    "read_target",
     "working_directories",
 ]
 
 WORKING_DIRECTORIES_SERVICE = "working_directories"
 """The harness service naming the added working directories and the agent's own files (module
 doc); the app provides it."""
-
-READ_TOOLS = frozenset({"read", "grep", "find", "ls"})
-"""The file tools that read a ``path`` argument (a folder tool without one reads the project)."""
-
-
-def read_target(arguments: object, workspace: str, home: str) -> str | None:
-    """A read tool's ``path`` resolved as the tools resolve it (``@`` dropped, ``~`` expanded,
-    relative to ``workspace``, symlinks followed); a folder tool without one reads
-    ``workspace``; ``None`` for a ``path`` that is not a string."""
-    fields: dict[str, object] = arguments if isinstance(arguments, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-    path = fields.get("path")
-    if path is None or path == "":
-        path = "."
-    if not isinstance(path, str):
-        return None
-    spelled = path[1:] if path.startswith("@") else path
-    if spelled == "~" or spelled.startswith("~/"):
-        spelled = home + spelled[1:]
-    return os.path.realpath(os.path.join(workspace, spelled))
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,14 +150,20 @@ class OutsideRead:
 
 
 def read_outside(
-    tool: str, arguments: object, dirs: WorkingDirectories | None, home: str
+    tool: str,
+    arguments: object,
+    dirs: WorkingDirectories | None,
+    home: str,
+    *,
+    real: str | None = None,
 ) -> OutsideRead | None:
-    """The :class:`OutsideRead` when a call of ``tool`` (a :data:`READ_TOOLS` one) reads a path
-    outside ``dirs`` that is not one of the agent's own files; else ``None`` (inside, another
-    tool, no working directories known)."""
-    if dirs is None or tool not in READ_TOOLS:
+    """The :class:`OutsideRead` when a call of ``tool`` (``read``, ``grep``, ``find``, ``ls``:
+    :data:`~.searched.PATH_TOOLS`) reads a path outside ``dirs`` that is not one of the agent's
+    own files; else ``None`` (inside, another tool, no working directories known). ``real`` is
+    :func:`~.searched.read_target`'s answer when the caller has it (resolved once)."""
+    if dirs is None:
         return None
-    target = read_target(arguments, dirs.folders[0], home)
+    target = real if real is not None else read_target(tool, arguments, dirs.folders[0], home)
     if target is None:
         return None
     if dirs.holds(target):

@@ -148,11 +148,11 @@ class Hooks:
         project = services.get("project_root") or services.get("workspace")
         self.cwd = str(services.get("workspace") or project or os.getcwd())
         env = services.get("mcp_env")
-        settings_env = os.environ if env is None else env
         self.loaded = load_hooks(
-            env=settings_env,
+            env=os.environ if env is None else env,
             project=project,
             project_trusted=bool(services.get("project_trusted", False)),
+            plugins=services.get("claude_plugins"),
         )
         state_dir = services.get("state_dir")
         self.session_id = Path(state_dir).parent.name if isinstance(state_dir, str) else ""
@@ -210,7 +210,7 @@ class Hooks:
             run = await run_command(
                 hook.command,
                 payload,
-                env=self.child_env,
+                env=hook.environ(self.child_env),
                 cwd=self.cwd,
                 seconds=hook.timeout,
                 sandbox=sandbox,
@@ -462,7 +462,7 @@ class Hooks:
         sandbox = self.sandbox()
         for hook in self.loaded.for_event("SessionEnd"):
             argv, environ = hook_argv(
-                hook.command, env=self.child_env, cwd=self.cwd, sandbox=sandbox
+                hook.command, env=hook.environ(self.child_env), cwd=self.cwd, sandbox=sandbox
             )
             if sandbox is not None:  # bwrap dies with its parent: give it one that waits
                 argv = ["/bin/sh", "-c", '"$@"; exit $?', "sh", *argv]

@@ -8,7 +8,11 @@ The files, in the order their hooks run:
    same shape (``{"hooks": {...}}``), so a user moves a block between the two unchanged;
 3. in a *trusted* project only, ``.claude/settings.json`` and ``.claude/settings.local.json``.
    An untrusted project's files are not read for their hooks; :attr:`LoadedHooks.waiting` names
-   those that exist.
+   those that exist;
+4. the ``hooks/hooks.json`` (same shape) of each Claude Code plugin the app loads (the
+   ``claude_plugins`` harness service: the plugins enabled in the user's ``enabledPlugins``),
+   its commands run with ``CLAUDE_PLUGIN_ROOT`` set to the plugin's folder
+   (:func:`plugin_hooks`).
 
 The shape is Claude Code's::
 
@@ -28,7 +32,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +44,7 @@ __all__ = [
     "LoadedHooks",
     "load_hooks",
     "parse_settings",
+    "plugin_hooks",
     "settings_files",
 ]
 
@@ -64,6 +69,13 @@ class HookSpec:
     position: int
     """Its place among the file's hooks (two identical entries stay two hooks)."""
     pattern: re.Pattern[str] | None = field(default=None, compare=False)
+    env: tuple[tuple[str, str], ...] = ()
+    """Variables its command gets on top of the session's: a plugin's hook gets
+    ``CLAUDE_PLUGIN_ROOT`` (its folder), which its command names as ``${CLAUDE_PLUGIN_ROOT}``."""
+
+    def environ(self, base: dict[str, str]) -> dict[str, str]:
+        """The environment its command runs with: ``base`` (the session's), plus :attr:`env`."""
+        return {**base, **dict(self.env)} if self.env else base
 
     @property
     def key(self) -> str:
@@ -214,30 +226,62 @@ def load_hooks(
     env: Mapping[str, str],
     project: str | os.PathLike[str] | None = None,
     project_trusted: bool = False,
+    plugins: object = None,
 ) -> LoadedHooks:
-    """Every hook of the files :func:`settings_files` names, in that order; never raises for
-    a file's content (its problems are in the result)."""
+    """Every hook of the files :func:`settings_files` names, in that order, then those of the
+    Claude Code ``plugins`` the app loads (the ``claude_plugins`` harness service:
+    :func:`plugin_hooks`); never raises for a file's content (its problems are in the
+    result)."""
     read, waiting = settings_files(env, project, project_trusted)
     hooks: list[HookSpec] = []
     problems: list[str] = []
     for path in read:
-        source = str(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            problems.append(
-                f"{source}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); its hooks are "
-                "not loaded"
-            )
-            continue
-        except (OSError, UnicodeDecodeError) as exc:
-            problems.append(f"{source}: cannot be read ({exc}); its hooks are not loaded")
-            continue
-        found, trouble = parse_settings(data, source)
-        hooks.extend(found)
-        problems.extend(trouble)
+        data = _read(path, problems)
+        if data is not None:
+            found, trouble = parse_settings(data, str(path))
+            hooks.extend(found)
+            problems.extend(trouble)
+    hooks.extend(plugin_hooks(plugins, problems))
     held = [str(path) for path in waiting if _has_hooks(path)]
     return LoadedHooks(tuple(hooks), tuple(problems), tuple(held))
+
+
+def _read(path: Path, problems: list[str]) -> object:
+    """``path``'s JSON, or ``None`` with a problem naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        problems.append(
+            f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); its hooks are not loaded"
+        )
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(f"{path}: cannot be read ({exc}); its hooks are not loaded")
+    return None
+
+
+def plugin_hooks(plugins: object, problems: list[str]) -> list[HookSpec]:
+    """The hooks of the ``claude_plugins`` service's plugins (``[{"root": folder, "hooks":
+    [file path or inline {"hooks": {...}} object, ...]}, ...]``; the app decides which plugins,
+    from the user's ``enabledPlugins``): each file read as a settings file is, each command
+    run with ``CLAUDE_PLUGIN_ROOT`` set to the plugin's folder."""
+    found: list[HookSpec] = []
+    for plugin in plugins if isinstance(plugins, list) else []:  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(plugin, dict) or not isinstance(plugin.get("root"), str):  # pyright: ignore[reportUnknownMemberType]
+            continue
+        root: str = plugin["root"]
+        items: Any = plugin.get("hooks") or []  # pyright: ignore[reportUnknownMemberType]
+        for item in items if isinstance(items, list) else []:  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(item, str):
+                data, source = _read(Path(item), problems), item
+            else:
+                data, source = item, os.path.join(root, ".claude-plugin", "plugin.json")  # pyright: ignore[reportUnknownVariableType]
+            if data is None:
+                continue
+            specs, trouble = parse_settings(data, source)
+            problems.extend(trouble)
+            env = (("CLAUDE_PLUGIN_ROOT", root),)
+            found += [replace(spec, env=env) for spec in specs]
+    return found
 
 
 def _has_hooks(path: Path) -> bool:

@@ -20,8 +20,11 @@ Our own files, and Claude Code's, in Claude Code's ``mcpServers`` shape::
   the file's many others (history, tips, …) are ignored whatever their shape. The local scope is
   the user's own file, so it loads in an untrusted project too.
 
-On a name clash the later source in this list wins, lowest first:
+The servers of the Claude Code plugins the app loads (the ``claude_plugins`` harness service:
+each plugin's ``.mcp.json``, ``${CLAUDE_PLUGIN_ROOT}`` its folder; :func:`plugin_servers`) come
+before all of these. On a name clash the later source in this list wins, lowest first:
 
+0. the plugins' servers;
 1. ``~/.claude.json``, user scope;
 2. our ``mcp.json`` (ours replaces Claude Code's user-scope server of the same name);
 3. a trusted project's ``.mcp.json``;
@@ -75,6 +78,7 @@ __all__ = [
     "load_config",
     "parse_servers",
     "parse_settings",
+    "plugin_servers",
     "project_config_path",
     "user_config_path",
     "with_client_servers",
@@ -418,6 +422,7 @@ def load_config(
     project_approved: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
+    plugins: object = None,
 ) -> McpConfig:
     """Every source in the module's order, lowest first: Claude Code's user scope, our
     ``mcp.json``, (when ``project_trusted``) the project's ``.mcp.json``, then Claude Code's local
@@ -425,10 +430,13 @@ def load_config(
 
     ``project_approved`` (name -> entry as written), when given, is every project server the
     user approved: any other server of ``.mcp.json``, or one whose entry differs, is one error
-    line and is not loaded. ``None`` loads them all."""
+    line and is not loaded. ``None`` loads them all. ``plugins`` (the ``claude_plugins`` harness
+    service: :func:`plugin_servers`) come first, so any file's server of the same name wins."""
     environ = os.environ if env is None else env
     by_name: dict[str, ServerSpec] = {}
     errors: list[str] = []
+    for spec in plugin_servers(plugins, environ, errors):
+        by_name[spec.name] = spec
     settings: dict[str, Any] = {}
     folders: list[Path] = []
     for folder in (project, cwd):
@@ -459,6 +467,43 @@ def load_config(
     for spec in claude_local:
         by_name[spec.name] = spec
     return McpConfig(tuple(by_name.values()), tuple(errors), **settings)
+
+
+def plugin_servers(
+    plugins: object, environ: Mapping[str, str], errors: list[str]
+) -> list[ServerSpec]:
+    """The servers of the Claude Code plugins the app loads (the ``claude_plugins`` harness
+    service, ``[{"id", "root", "mcpServers": [file path or inline object, ...]}, ...]``; the
+    app decides which, from the user's ``enabledPlugins``). A plugin's ``.mcp.json`` is
+    ``{"mcpServers": {...}}`` or the servers object itself, as Claude Code takes both;
+    ``${CLAUDE_PLUGIN_ROOT}`` is the plugin's folder, and a stdio server gets that variable
+    too. Problems (naming the file) go to ``errors``."""
+    found: list[ServerSpec] = []
+    for plugin in plugins if isinstance(plugins, list) else []:  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(plugin, dict) or not isinstance(plugin.get("root"), str):  # pyright: ignore[reportUnknownMemberType]
+            continue
+        root: str = plugin["root"]
+        items: Any = plugin.get("mcpServers") or []  # pyright: ignore[reportUnknownMemberType]
+        for item in items if isinstance(items, list) else []:  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(item, str):
+                (data, problems), source = _decode(Path(item)), item
+                errors += problems
+            else:
+                data, source = item, os.path.join(root, ".claude-plugin", "plugin.json")  # pyright: ignore[reportUnknownVariableType]
+            if data is None:
+                continue
+            if isinstance(data, dict) and "mcpServers" not in data:
+                data = {"mcpServers": data}
+            variables = {**environ, "CLAUDE_PLUGIN_ROOT": root}
+            servers, problems = parse_servers(data, source, variables)
+            errors += problems
+            found += [
+                replace(spec, env={"CLAUDE_PLUGIN_ROOT": root, **spec.env})
+                if spec.transport == "stdio"
+                else spec
+                for spec in servers
+            ]
+    return found
 
 
 CLIENT_SERVERS_SERVICE = "mcp_client_servers"

@@ -188,6 +188,7 @@ class McpHost:
                 project_approved=services.get("project_mcp_approved"),
                 env=env,
                 cwd=workspace,
+                plugins=services.get("claude_plugins"),
             ),
             services.get(CLIENT_SERVERS_SERVICE),
             env,

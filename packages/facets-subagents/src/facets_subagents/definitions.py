@@ -11,7 +11,9 @@
     You are a careful code reviewer. ...     (the body is the subagent's system prompt)
 
 Folders, each searched recursively for ``*.md`` (a ``README.md`` is not an agent), later ones
-replacing an agent of the same name: ``~/.claude/agents/`` (Claude Code's),
+replacing an agent of the same name: the ``agents/`` of the Claude Code plugins the app loads
+(the ``claude_plugins`` harness service: ``[{"id", "agents": [path, ...]}, ...]``; the app
+decides which, from the user's ``enabledPlugins``), ``~/.claude/agents/`` (Claude Code's),
 ``$XDG_CONFIG_HOME/coding-agent/agents/`` (ours; default ``~/.config``), and in a **trusted**
 project ``.claude/agents/`` then ``.coding-agent/agents/``. In an untrusted project those two are
 not read: :attr:`Definitions.waiting` counts their files (for a "what is waiting" line).
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -337,6 +339,8 @@ def _names(value: Any) -> list[str] | None:
 
 
 def _agent_files(folder: Path) -> list[Path]:
+    if folder.is_file() and folder.suffix == ".md":  # a plugin's manifest may list one file
+        return [folder]
     if not folder.is_dir():
         return []
     return sorted(p for p in folder.rglob("*.md") if p.name.lower() != "readme.md")
@@ -389,12 +393,16 @@ def load_definitions(
     project: str | os.PathLike[str] | None = None,
     project_trusted: bool = False,
     env: Mapping[str, str] | None = None,
+    plugin_agents: Sequence[str | os.PathLike[str]] = (),
 ) -> Definitions:
-    """Every definition of the folders (:func:`agent_folders`), with the problems met."""
+    """Every definition of the folders (:func:`agent_folders`), with the problems met.
+    ``plugin_agents`` are the agent folders and files of the Claude Code plugins the app
+    loads (the ``claude_plugins`` harness service), read first: any folder's agent of the same
+    name replaces a plugin's."""
     agents: dict[str, AgentDefinition] = {GENERAL_PURPOSE.name: GENERAL_PURPOSE}
     errors: list[str] = []
     warnings: list[str] = []
-    for folder in agent_folders(project, project_trusted, env):
+    for folder in [*map(Path, plugin_agents), *agent_folders(project, project_trusted, env)]:
         _folder(folder, agents, errors, warnings)
     waiting = () if project is None or project_trusted else waiting_definitions(project, env)
     return Definitions(agents, tuple(errors), tuple(warnings), waiting)

@@ -27,7 +27,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from chord import Context, FacetEnvironment, define_facet
 from pico3 import (
@@ -89,6 +89,19 @@ AGENT_PARAMETERS: dict[str, Any] = {
 }
 
 
+def _plugin_agents(plugins: object) -> list[str]:
+    """The agent paths of the ``claude_plugins`` harness service (``[{"agents": [path, ...]},
+    ...]``, what the app hands every feature); anything else is none."""
+    if not isinstance(plugins, list):
+        return []
+    paths: list[str] = []
+    for plugin in cast(list[Any], plugins):
+        agents = cast(dict[str, Any], plugin).get("agents") if isinstance(plugin, dict) else None
+        if isinstance(agents, list):
+            paths += [path for path in cast(list[Any], agents) if isinstance(path, str)]
+    return paths
+
+
 class Subagents:
     """One activation's live pieces: definitions, the step board, the registration."""
 
@@ -112,6 +125,7 @@ class Subagents:
             project=project,
             project_trusted=bool(services.get("project_trusted", False)),
             env=self.env,
+            plugin_agents=_plugin_agents(services.get("claude_plugins")),
         )
         for problem in (*self.definitions.errors, *self.definitions.warnings):
             self.warn(problem)

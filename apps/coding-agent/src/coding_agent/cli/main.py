@@ -812,12 +812,34 @@ def _print_config(cwd: Path) -> int:
     permissions = rule_files.load()  # the rules' grammar is checked by the session
     for rule in permissions["rules"]:
         show(f"permissions.{rule['kind']}", rule["rule"], rule["source"])
+    plugin_problems = _show_plugins(cwd, show)
     width = min(max(len(text) for text, _ in lines), 56)
     for text, origin in lines:
         print(f"{text:<{width}}  # {origin}")
     for problem in permissions["problems"]:  # Claude Code settings not read included
         print(f"# permission rules: {problem}")
+    for problem in plugin_problems:
+        print(f"# plugins: {problem}")
     return 0
+
+
+def _show_plugins(cwd: Path, show: Callable[[str, Any, str], None]) -> tuple[str, ...]:
+    """The ``plugins`` lines of ``coding-agent config``: each Claude Code plugin that loads (its
+    folder, and the settings file that enabled it); returns the problems met."""
+    from coding_agent.context.resources import Places
+
+    places = Places.find(cwd)
+    found = places.plugins()
+    for plugin in found.plugins:
+        parts = [kind for kind in ("commands", "skills", "agents") if plugin.paths(kind)]
+        parts += ["hooks"] * bool(plugin.hooks())
+        parts += ["mcpServers"] * bool(plugin.to_json()["mcpServers"])
+        show(
+            f"plugins.{plugin.id}",
+            str(plugin.root),
+            f"{plugin.enabled_by} (enabledPlugins): {', '.join(parts) or 'nothing to load'}",
+        )
+    return found.warnings
 
 
 def _show_secrets(config: EffectiveConfig, show: Callable[[str, Any, str], None]) -> None:

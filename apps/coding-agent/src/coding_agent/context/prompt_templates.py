@@ -12,6 +12,11 @@ of two templates with one name wins):
 Each folder is searched recursively, and a file in a sub-folder is namespaced by it as Claude
 Code does: ``.claude/commands/tools/api-scaffold.md`` is ``/tools:api-scaffold``.
 
+Last come the commands of the Claude Code plugins enabled in your ``~/.claude/settings.json``
+(and a trusted project's ``.claude`` settings: :mod:`coding_agent.settings.claude_plugins`):
+the ``commit-commands`` plugin's ``commands/commit.md`` is ``/commit-commands:commit``, and also
+``/commit`` when no other template or plugin has that name, as in Claude Code.
+
 Optional YAML frontmatter gives the palette's ``description`` (default: the body's first line)
 and an ``argument-hint`` shown beside it; ``model`` and ``allowed-tools`` apply to the turn the
 command's prompt starts, as in Claude Code (:func:`send_options`)::
@@ -60,7 +65,7 @@ import os
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +122,9 @@ class PromptTemplate:
     without asking (:func:`send_options`), and its ``!`cmd``` lines (:func:`bash_allowed`)."""
     in_project: bool = False
     """Whether the file is a project's (its ``@path`` includes stay inside the project)."""
+    alias: bool = False
+    """A plugin command's plain name (``/commit`` for ``/commit-commands:commit``): a command
+    of the app's own with that name (``/help``) keeps it, without a warning."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +261,47 @@ def discover_templates(
                 )
                 continue
             found[template.name] = template
+    _plugin_templates(places, found, warnings)
     return TemplateSet(tuple(found.values()), tuple(warnings))
+
+
+def _plugin_files(paths: list[Path]) -> list[tuple[Path, str]]:
+    """``(file, name)`` of the ``.md`` files a plugin's command paths hold (a folder searched
+    as any other, a file by itself)."""
+    files: list[tuple[Path, str]] = []
+    for path in paths:
+        if path.is_dir():
+            files += markdown_files(path)
+        elif path.suffix == ".md":
+            files.append((path, path.stem))
+    return files
+
+
+def _plugin_templates(
+    places: Places, found: dict[str, PromptTemplate], warnings: list[str]
+) -> None:
+    """Add the enabled Claude Code plugins' commands to ``found``: ``/PLUGIN:NAME`` always, and
+    ``/NAME`` too when nothing else has that name (as Claude Code does)."""
+    plugins = places.plugins()
+    warnings.extend(plugins.warnings)
+    plain: dict[str, list[PromptTemplate]] = {}
+    for plugin in plugins.plugins:
+        for path, name in _plugin_files(plugin.paths("commands")):
+            template = _load(path, f"{plugin.name}:{name}", plugin.label, False, warnings)
+            if template is None:
+                continue
+            earlier = found.get(template.name)
+            if earlier is not None:
+                warnings.append(
+                    f"{template.path}: prompt template /{template.name} is also defined by "
+                    f"{earlier.path}; the first one is used"
+                )
+                continue
+            found[template.name] = template
+            plain.setdefault(name, []).append(template)
+    for name, templates in plain.items():
+        if len(templates) == 1 and name not in found:
+            found[name] = replace(templates[0], name=name, alias=True)
 
 
 def split_arguments(args: str) -> list[str]:

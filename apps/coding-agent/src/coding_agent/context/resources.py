@@ -6,6 +6,7 @@ two kinds of folder:
 * the user's: ``$XDG_CONFIG_HOME/coding-agent/`` (default ``~/.config/coding-agent/``), and for
   skills also ``~/.claude/skills/`` and ``~/.pi/agent/skills/`` when they exist, so a folder of
   skills kept for Claude Code or pi works here unchanged;
+* the Claude Code plugins enabled in ``~/.claude/settings.json`` (:meth:`Places.plugins`);
 * the project's: ``.coding-agent/`` and ``.claude/`` in the project folder
   (:func:`coding_agent.settings.trust.project_root_for`), read **only when the project is trusted**
   (``/trust`` or ``--trust``): a cloned repository must not be able to rewrite the system
@@ -26,6 +27,7 @@ from typing import Any
 
 import msgspec
 
+from coding_agent.settings.claude_plugins import PluginSet, enabled_plugins
 from coding_agent.settings.trust import (
     LOCAL_CONFIG_DIR,
     TrustError,
@@ -140,6 +142,11 @@ class Places(msgspec.Struct, frozen=True):
     def claude_user(self) -> Path:
         """Claude Code's user folder (``~/.claude`` unless ``$CLAUDE_CONFIG_DIR`` moves it)."""
         return self.claude if self.claude is not None else self.home / ".claude"
+
+    def plugins(self) -> PluginSet:
+        """The Claude Code plugins enabled here (your ``~/.claude/settings.json``, and a trusted
+        project's ``.claude`` settings: :func:`~coding_agent.settings.claude_plugins.enabled_plugins`)."""
+        return enabled_plugins(self.claude_user, self.project, self.trusted)
 
     @property
     def local(self) -> Path:

@@ -18,7 +18,10 @@ Skills are discovered (:func:`discover_skills`) from, in this order:
 2. ``~/.claude/skills/``, 3. ``~/.pi/agent/skills/`` and 4. ``~/.agents/skills/`` (the
    cross-agent folder), when they exist;
 5. a trusted project's ``.coding-agent/skills/``, 6. ``.claude/skills/`` and 7.
-   ``.agents/skills/``.
+   ``.agents/skills/``;
+8. the ``skills/`` folder of each Claude Code plugin enabled in your ``~/.claude/settings.json``
+   (or a trusted project's ``.claude`` settings: :mod:`coding_agent.settings.claude_plugins`),
+   its source shown as ``plugin NAME@MARKETPLACE``.
 
 Each root is searched recursively for ``SKILL.md`` (a folder holding one is a skill; its own
 sub-folders are not searched further; hidden folders and ``node_modules`` are skipped).
@@ -179,10 +182,13 @@ def discover_skills(
     places = places if places is not None else Places.find(cwd, env)
     warnings: list[str] = []
     found: dict[str, Skill] = {}
-    for root in skill_roots(places):
+    plugins = places.plugins()
+    warnings.extend(plugins.warnings)
+    roots = [(root, places.label(root)) for root in skill_roots(places)]
+    roots += [(root, p.label) for p in plugins.plugins for root in p.paths("skills")]
+    for root, source in roots:
         if not root.is_dir():
             continue
-        source = places.label(root)
         for path in skill_files(root):
             skill = _load(path, root, source, warnings)
             if skill is None:

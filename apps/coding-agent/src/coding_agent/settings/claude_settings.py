@@ -31,6 +31,9 @@ A Claude Code user's settings files (``~/.claude/settings.json``, a trusted proj
   applies them (``facets_approval.restrictions``); ``--permission-mode auto`` and
   ``permission_mode = "auto"`` are refused at start (:func:`auto_disabled`). A value of another
   type is a note naming the key, and it turns nothing on.
+* ``enabledPlugins`` — which of the Claude Code plugins installed in ``~/.claude/plugins`` load
+  (:mod:`coding_agent.settings.claude_plugins`: their commands, skills, agents, hooks and MCP
+  servers; a project's file counts only in a trusted project);
 * ``$schema`` — an editor's hint, nothing to do.
 
 Every other key is **one note** (:func:`unread_keys`) naming the file, the key and what to do
@@ -70,7 +73,7 @@ STRICTEST_FIRST = ("plan", "ask", "accept-edits", "sandbox", "auto")
 """The modes from the strictest (the approval contract's ``STRICTEST_FIRST``; the app may not
 import the feature, and tests/app/settings/test_claude_settings.py pins the two together)."""
 
-HONOURED = ("$schema", "hooks", "permissions")
+HONOURED = ("$schema", "enabledPlugins", "hooks", "permissions")
 """The top-level keys read (``permissions`` key by key: :func:`unread_keys`)."""
 
 RESTRICTIONS: dict[str, object] = {
@@ -106,6 +109,8 @@ _ADVICE = {
     "of a trusted project's .mcp.json itself",
     "disabledMcpjsonServers": "this agent does not read it: those servers are NOT disabled by "
     "it; remove them from .mcp.json or decline them when asked",
+    "extraKnownMarketplaces": "this agent does not install plugins; a plugin Claude Code "
+    "installed from a marketplace loads here when enabledPlugins turns it on",
 }
 
 _SANDBOX = (

@@ -97,6 +97,7 @@ from coding_agent.session_files.folders import (
     update_settings,
 )
 from coding_agent.session_files.private import PrivacyError, private_dir, socket_folder
+from coding_agent.settings.claude_plugins import enabled_plugins
 from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.facets_site import activate as activate_facets_site
 from coding_agent.settings.guarded_paths import SERVICE as GUARDED_PATHS_SERVICE
@@ -119,7 +120,7 @@ from coding_agent.settings.trust import (
     check_project,
     check_project_servers,
 )
-from coding_agent.settings.xdg import state_home
+from coding_agent.settings.xdg import claude_home, state_home
 from coding_agent.worker.activity import ActivityWriter, activity_recorder, visit_recorder
 from coding_agent.worker.file_history import FileHistory, project_blobs
 from coding_agent.worker.gc_policy import (
@@ -715,7 +716,9 @@ def _project_services(cwd: Path, env: Mapping[str, str] | None) -> dict[str, Any
     """``project_root`` and ``project_trusted`` for features that read project files only in a
     trusted project (facets-mcp's ``.mcp.json``, facets-subagents' agent definitions), and
     ``project_mcp_approved``, the project's MCP servers the user approved as they are written
-    (none when the approvals cannot be read); with ``env``, ``mcp_env`` too (where the user's
+    (none when the approvals cannot be read), ``claude_plugins``, the Claude Code plugins
+    enabled for this project (:func:`~coding_agent.settings.claude_plugins.enabled_plugins`:
+    the features read their parts); with ``env``, ``mcp_env`` too (where the user's
     configuration is)."""
     store = TrustStore.default(env)
     try:
@@ -724,6 +727,8 @@ def _project_services(cwd: Path, env: Mapping[str, str] | None) -> dict[str, Any
         _log.warning("%s; project files stay untrusted", exc)
         return {"project_trusted": False, **({"mcp_env": dict(env)} if env is not None else {})}
     found: dict[str, Any] = {"project_root": str(project.root), "project_trusted": project.trusted}
+    plugins = enabled_plugins(claude_home(env), project.root, project.trusted)
+    found["claude_plugins"] = [plugin.to_json() for plugin in plugins.plugins]
     found["project_mcp_approved"] = {}
     if project.trusted:
         try:

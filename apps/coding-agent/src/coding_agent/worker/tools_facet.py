@@ -107,6 +107,10 @@ __all__ = [
     "tools_facet",
 ]
 
+_CHECKED_TOOLS = frozenset({"write", "edit", "read", "grep", "find", "ls"})
+"""The tools that take the real path the approval checked their ``path`` as
+(:data:`~coding_agent.worker.tools.host.CHECKED_TARGETS_SERVICE`) and hold to it."""
+
 TOOLS_FACET_ID = "coding-agent/tools"
 
 FILES_NAMESPACE = "coding-agent.files"
@@ -478,7 +482,7 @@ def tools_facet(
             todos=todos,
             editor=session_editor,
             provider_search=searcher,
-            checked=checked if spec.name in ("write", "edit") else None,
+            checked=checked if spec.name in _CHECKED_TOOLS else None,
         )
         for spec in chosen
     ]

@@ -62,7 +62,7 @@ def agent_files(
     ``SKILL.md``), the prompt template folders, the subagent definition folders, the context
     files (``CLAUDE.md``, ``AGENTS.md``) of your own folders and of the folders above the
     project, and the agent's configuration (its ``config.toml`` folder, Claude Code's
-    ``settings.json``)."""
+    ``settings.json``), and the folders of the enabled Claude Code plugins."""
     places = Places.find(cwd, env)
     claude = claude_home(env)
     own = config_home(env) / "coding-agent"
@@ -81,6 +81,9 @@ def agent_files(
         places.home / ".pi" / "agent" / "AGENTS.md",
         places.home / ".pi" / "agent" / "CLAUDE.md",
         *_context_chain(project_root_for(cwd)),
+        # the enabled Claude Code plugins: their skills (and what a skill's SKILL.md points
+        # at in its folder), commands and agents
+        *(plugin.root for plugin in places.plugins().plugins),
     ]
     unique: list[str] = []
     for path in found:

@@ -331,7 +331,8 @@ def refresh(target: PromptsTarget) -> None:
                 register_commands(target.tui, [command], TemplateTarget(target, template))
             )
         except ValueError as error:
-            problems.append(f"{template.path}: prompt template not added: {error}")
+            if not template.alias:  # a plugin command's plain name: its /PLUGIN:NAME stays
+                problems.append(f"{template.path}: prompt template not added: {error}")
     for problem in problems:
         if problem not in target.warned:
             target.warned.add(problem)

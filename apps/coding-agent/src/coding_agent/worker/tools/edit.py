@@ -393,7 +393,7 @@ async def _edit(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
     spelled = resolve_path(shown, tools.cwd)
     path = real_target(spelled, shown, tools.checked_target)  # resolved once, used throughout
     async with tools.lock_for(path):
-        data, info = await read_whole(path, shown)
+        data, info = await read_whole(path, shown, verb="write")
         buffer = await editor_read(tools.editor, path)
         if buffer is not None:  # the editor's text, unsaved changes included
             data = buffer

@@ -13,6 +13,12 @@ descriptor, whatever happens to the names above it meanwhile: a temporary file w
 ``0o666`` less the umask, as ``open`` gives. Being a rename, a write never changes another hard
 link of the file, nor a file a link planted at the name itself.
 
+Reading is the same walk (:func:`open_exact`): the folders of the real path from ``/``, then the
+file itself opened with ``O_NOFOLLOW`` in the last folder's descriptor, so a ``read`` approved
+(or let through) for ``d/notes.txt`` cannot return ``~/.ssh/id_rsa`` because ``d`` became a
+link meanwhile. One walk, one owner: writes, deletions and reads all reach a folder through
+:func:`open_folder`.
+
 What stays possible, and is no escalation: a process moving the opened folder itself elsewhere
 (``rename(2)`` of ``d`` into ``.git``) needs write access to the destination, where it could write
 the file itself.
@@ -24,10 +30,12 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Callable
 
-__all__ = ["TargetChanged", "open_folder", "remove_exact", "write_exact"]
+__all__ = ["TargetChanged", "open_exact", "open_folder", "remove_exact", "write_exact"]
 
 _FOLDER = os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 class TargetChanged(OSError):
@@ -153,6 +161,35 @@ def write_exact(
             raise
         if fsync:
             _sync_folder(fd, folder)
+    finally:
+        os.close(fd)
+
+
+def open_exact(real: str, *, check: Callable[[os.stat_result], None] | None = None) -> int:
+    """A read-only descriptor of the file ``real`` (an absolute path, symlinks already resolved
+    by the caller), reached without following a symlink anywhere on the way (see the module).
+
+    ``check`` sees the name's own ``lstat`` before it is opened (to refuse a device or a FIFO
+    without opening it: opening some devices has effects); what it raises propagates. The
+    descriptor is non-blocking (``O_NONBLOCK``: a FIFO swapped in cannot hang the open); make it
+    blocking to read. Raises :class:`TargetChanged` when a folder of ``real`` is now a symlink
+    (or not a folder) or the name itself became one (nothing was opened),
+    ``IsADirectoryError`` for ``/``, ``FileNotFoundError`` and other ``OSError`` as the system
+    says."""
+    folder, name = _split(real)
+    fd = open_folder(folder, target=real)
+    try:
+        info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        if stat.S_ISLNK(info.st_mode):
+            raise TargetChanged(real, real, "a symlink appeared on the way")
+        if check is not None:
+            check(info)
+        try:
+            return os.open(name, _READ, dir_fd=fd)
+        except OSError as error:
+            if error.errno != errno.ELOOP:  # O_NOFOLLOW: the name became a link since its stat
+                raise
+            raise TargetChanged(real, real, "a symlink appeared on the way") from None
     finally:
         os.close(fd)
 

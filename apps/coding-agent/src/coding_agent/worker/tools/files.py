@@ -6,7 +6,9 @@ Two things the file tools share:
   character or block device (``/dev/zero``), a socket or a folder is refused with a message
   naming what it is; the open itself is non-blocking (``O_NONBLOCK``, so a FIFO without a writer
   cannot hang it) and runs in a worker thread bounded by :data:`OPEN_TIMEOUT` seconds, so a hung
-  network mount cannot hang the call either.
+  network mount cannot hang the call either. The path is a *real* path (:func:`real_target`),
+  opened by the no-follow walk of :func:`~.exact.open_exact`: a symlink swapped in on the way
+  since it was resolved fails the open instead of being followed.
 * :class:`~.host.FileStamp` is a file's size, modification time and (up to
   :data:`~.host.HASH_LIMIT` bytes) SHA-256, recorded when ``read`` shows it and when ``write``/``edit`` write it. A
   :class:`~.host.ReadLedger` keeps the stamps of one conversation: ``edit`` and ``write`` of an
@@ -34,7 +36,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-from .exact import TargetChanged, write_exact
+from .exact import TargetChanged, open_exact, write_exact
 from .host import HASH_LIMIT, EditorFiles, FileStamp, ReadLedger
 from .spec import ToolError
 
@@ -101,20 +103,31 @@ def _os_error(shown: str, error: OSError, verb: str = "read") -> ToolError:
 
 
 async def open_regular(
-    path: str | os.PathLike[str], shown: str, *, open_timeout: float = OPEN_TIMEOUT
+    path: str | os.PathLike[str],
+    shown: str,
+    *,
+    open_timeout: float = OPEN_TIMEOUT,
+    verb: str = "read",
 ) -> tuple[int, os.stat_result]:
-    """Open ``path`` read-only if it is a regular file; returns the descriptor and its ``fstat``.
+    """Open the real path ``path`` read-only if it is a regular file, without following a
+    symlink on the way (:func:`~.exact.open_exact`); returns the descriptor and its ``fstat``.
 
     Raises :class:`ToolError` naming ``shown`` for a missing file, a folder, a FIFO, a device, a
-    socket, a permission problem, or an open that did not finish within ``open_timeout`` seconds
-    (the thread left behind closes the descriptor if its open ever completes)."""
+    socket, a permission problem, a symlink found on the way (the path changed since it was
+    resolved: :func:`changed_error` with ``verb``, what the call does: ``"write"`` for the
+    freshness read of ``write``/``edit``), or an open that did not
+    finish within ``open_timeout`` seconds (the thread left behind closes the descriptor if its
+    open ever completes)."""
     abandoned = threading.Event()
+    real = os.fspath(path)
 
-    def open_it() -> tuple[int, os.stat_result]:
-        what = describe_mode(os.stat(path).st_mode)
+    def refuse_special(info: os.stat_result) -> None:
+        what = describe_mode(info.st_mode)
         if what is not None:
             raise _refusal(shown, what)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+
+    def open_it() -> tuple[int, os.stat_result]:
+        fd = open_exact(real, check=refuse_special)
         try:
             info = os.fstat(fd)
             what = describe_mode(info.st_mode)  # replaced between stat and open?
@@ -133,6 +146,8 @@ async def open_regular(
     try:
         with anyio.move_on_after(open_timeout):
             opened = await anyio.to_thread.run_sync(open_it, abandon_on_cancel=True)
+    except TargetChanged as error:  # a symlink, or a file, where a folder of the path was
+        raise changed_error(shown, error, verb) from None
     except OSError as error:
         raise _os_error(shown, error) from None
     if opened is None:
@@ -144,9 +159,12 @@ async def open_regular(
     return opened
 
 
-async def read_whole(path: str | os.PathLike[str], shown: str) -> tuple[bytes, os.stat_result]:
-    """A regular file's whole content and its ``fstat`` (see :func:`open_regular`)."""
-    fd, info = await open_regular(path, shown)
+async def read_whole(
+    path: str | os.PathLike[str], shown: str, *, verb: str = "read"
+) -> tuple[bytes, os.stat_result]:
+    """A regular file's whole content and its ``fstat`` (see :func:`open_regular`: ``path`` is
+    a real path)."""
+    fd, info = await open_regular(path, shown, verb=verb)
 
     def read_all() -> bytes:
         with os.fdopen(fd, "rb") as file:
@@ -261,32 +279,38 @@ async def record_written(ledger: ReadLedger | None, path: Path, data: bytes) -> 
     await ledger.put(ledger_key(path), FileStamp.of_bytes(info, data))
 
 
-def real_target(path: Path, shown: str, checked: str | None) -> Path:
-    """The real path ``write``/``edit`` work on: ``path`` resolved once, symlinks followed.
+_DONE = {"write": "written", "read": "read", "search": "searched", "list": "listed"}
+
+
+def real_target(path: Path, shown: str, checked: str | None, verb: str = "write") -> Path:
+    """The real path a file tool works on: ``path`` resolved once, symlinks followed.
     ``checked`` is the real path the approval resolved the target to (``None``: none was
-    checked); when the target leads elsewhere now, the call fails (:class:`ToolError`)."""
+    checked); when the target leads elsewhere now, the call fails (:class:`ToolError`, saying
+    ``Cannot <verb> ...``: ``"write"`` for ``write``/``edit``, ``"read"`` for ``read``,
+    ``"search"`` for ``grep``/``find``, ``"list"`` for ``ls``)."""
+    done = _DONE.get(verb, "done")
     try:
         real = os.path.realpath(path)
     except OSError as error:  # a link swapped while it was being read (EINVAL), a loop...
         raise ToolError(
-            f"Cannot write {shown}: its path changed while it was being resolved "
-            f"({error.strerror or error}); nothing was written.",
+            f"Cannot {verb} {shown}: its path changed while it was being resolved "
+            f"({error.strerror or error}); nothing was {done}.",
             {"reason": "path_changed"},
         ) from None
     if checked is not None and real != checked:
         raise ToolError(
-            f"Cannot write {shown}: its path changed while the call ran (a symlink appeared on "
-            f"the way); nothing was written. It was approved as {checked} and now leads to "
+            f"Cannot {verb} {shown}: its path changed while the call ran (a symlink appeared on "
+            f"the way); nothing was {done}. It was approved as {checked} and now leads to "
             f"{real}.",
             {"reason": "path_changed", "checked": checked, "now": real},
         )
     return Path(real)
 
 
-def changed_error(shown: str, error: TargetChanged) -> ToolError:
-    """The error of a write whose path changed between its resolution and the write."""
+def changed_error(shown: str, error: TargetChanged, verb: str = "write") -> ToolError:
+    """The error of a call whose path changed between its resolution and the file's open."""
     return ToolError(
-        f"Cannot write {shown}: {error.strerror}; nothing was written.",
+        f"Cannot {verb} {shown}: {error.strerror}; nothing was {_DONE.get(verb, 'done')}.",
         {"reason": "path_changed", "at": error.component},
     )
 

@@ -22,6 +22,8 @@ import anyio.to_thread
 
 from pico3 import walk_files
 
+from .exact import TargetChanged
+from .files import changed_error, real_target
 from .search import RG_COMMON_FLAGS, collect, glob_filter, open_rg, read_lines, use_ripgrep
 from .spec import (
     OnUpdate,
@@ -103,7 +105,8 @@ def _find_python(pattern: str, root: Path, limit: int) -> tuple[list[str], bool]
 
 async def _find(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None) -> ToolResult:
     shown = args.get("path") or "."
-    root = resolve_path(shown, tools.cwd)
+    spelled = resolve_path(shown, tools.cwd)
+    root = real_target(spelled, shown, tools.checked_target, verb="search")  # as approved
     if not await anyio.Path(root).exists():
         raise ToolError(f"Path not found: {shown}")
     if not await anyio.Path(root).is_dir():
@@ -112,11 +115,17 @@ async def _find(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
     rg = use_ripgrep(tools)
     found: list[str] = []
     more = False
+    await tools.about_to_read(root, shown)
     with abortable(tools.ctx):
-        if rg is not None:
-            found, more = await _find_rg(rg, args["pattern"], root, limit)
-        else:
-            found, more = await anyio.to_thread.run_sync(_find_python, args["pattern"], root, limit)
+        try:
+            if rg is not None:
+                found, more = await _find_rg(rg, args["pattern"], root, limit)
+            else:
+                found, more = await anyio.to_thread.run_sync(
+                    _find_python, args["pattern"], root, limit
+                )
+        except TargetChanged as error:  # a symlink appeared on the way to the folder
+            raise changed_error(shown, error, "search") from None
     if tools.ctx.cancelled:
         raise ToolError("Search aborted")
     details: dict[str, Any] = {"backend": "ripgrep" if rg else "python", "count": len(found)}

@@ -33,7 +33,8 @@ import anyio.to_thread
 
 from pico3 import walk_files
 
-from .files import describe_mode
+from .exact import TargetChanged
+from .files import changed_error, describe_mode, real_target
 from .read import looks_binary
 from .search import RG_COMMON_FLAGS, collect, glob_filter, open_rg, read_lines, use_ripgrep
 from .spec import (
@@ -238,7 +239,8 @@ def _grep_python(args: dict[str, Any], root: Path, is_file: bool, found: _Collec
 
 async def _grep(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None) -> ToolResult:
     shown = args.get("path") or "."
-    root = resolve_path(shown, tools.cwd)
+    spelled = resolve_path(shown, tools.cwd)
+    root = real_target(spelled, shown, tools.checked_target, verb="search")  # as approved
     if not await anyio.Path(root).exists():
         raise ToolError(f"Path not found: {shown}")
     is_file = await anyio.Path(root).is_file()
@@ -248,11 +250,15 @@ async def _grep(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | 
     limit = int(args.get("limit") or DEFAULT_GREP_LIMIT)
     found = _Collector(limit=limit, context=int(args.get("context") or 0))
     rg = use_ripgrep(tools)
+    await tools.about_to_read(root, shown)
     with abortable(tools.ctx):
-        if rg is not None:
-            await _grep_rg(rg, args, root, is_file, found)
-        else:
-            await anyio.to_thread.run_sync(_grep_python, args, root, is_file, found)
+        try:
+            if rg is not None:
+                await _grep_rg(rg, args, root, is_file, found)
+            else:
+                await anyio.to_thread.run_sync(_grep_python, args, root, is_file, found)
+        except TargetChanged as error:  # a symlink appeared on the way to the folder
+            raise changed_error(shown, error, "search") from None
     if tools.ctx.cancelled:
         raise ToolError("Search aborted")
     details: dict[str, Any] = {"backend": "ripgrep" if rg else "python", "matches": found.matches}

@@ -83,9 +83,10 @@ class ReadLedger(Protocol):
 
 # -- what the approval checked -------------------------------------------------------------------
 CHECKED_TARGETS_SERVICE = "checked_targets"
-"""The harness service where the approval feature leaves the real path it checked a ``write`` or
-``edit`` target as, under ``"<conversationId>:<callId>"`` (a :class:`CheckedTargets`); the call
-takes it as ``ToolContext.checked_target`` and writes exactly there or fails."""
+"""The harness service where the approval feature leaves the real path it checked a call's
+``path`` as (a ``write`` or ``edit`` target; what ``read``, ``grep``, ``find`` or ``ls``
+reads), under ``"<conversationId>:<callId>"`` (a :class:`CheckedTargets`); the call takes it as
+``ToolContext.checked_target`` and writes or reads exactly there, or fails."""
 
 
 class CheckedTargets(dict[str, str]):

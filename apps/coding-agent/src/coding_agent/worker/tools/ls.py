@@ -7,6 +7,11 @@ notice counts them (``[3 ignored entries not shown (.gitignore)]``) so the model
 bash when it really needs them. An empty folder reads ``(empty directory)``; the entry limit and
 the 50 KB cap add pi's notices. A name that is not valid UTF-8 is shown with its undecodable
 bytes as ``\\xNN`` escapes (``bad\\xff.txt``), never dropped.
+
+The folder is the real path the approval checked (``ToolContext.checked_target``: a path that
+leads elsewhere now fails the call), opened by the no-follow walk of :mod:`.exact` and listed
+through that descriptor: a folder on the way swapped for a symlink meanwhile fails the call
+rather than listing another folder.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import anyio.to_thread
 
 from pico3 import IgnoreRules
 
+from .exact import TargetChanged, open_folder
+from .files import changed_error, real_target
 from .spec import (
     OnUpdate,
     ToolContext,
@@ -54,37 +61,49 @@ def _list(root: Path) -> tuple[list[str], int]:
     rules = IgnoreRules(root)
     shown: list[str] = []
     ignored = 0
-    with os.scandir(root) as entries:
-        for entry in entries:
-            try:
-                is_dir = entry.is_dir()  # a symlink to a folder lists as a folder
-            except OSError:
-                is_dir = False
-            if rules.ignored(Path(entry.path), is_dir):
-                ignored += 1
-                continue
-            name = storable_text(entry.name)  # undecodable bytes as \xNN
-            shown.append(name + "/" if is_dir else name)
+    walked = open_folder(os.fspath(root))  # exactly the real path, no symlink followed
+    try:
+        fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=walked)
+    finally:
+        os.close(walked)
+    try:
+        with os.scandir(fd) as entries:  # lists (a duplicate of) the descriptor
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir()  # a symlink to a folder lists as a folder
+                except OSError:
+                    is_dir = False
+                if rules.ignored(root / entry.name, is_dir):
+                    ignored += 1
+                    continue
+                name = storable_text(entry.name)  # undecodable bytes as \xNN
+                shown.append(name + "/" if is_dir else name)
+    finally:
+        os.close(fd)
     shown.sort(key=lambda name: (name.lower(), name))
     return shown, ignored
 
 
 async def _ls(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None) -> ToolResult:
     shown_path = args.get("path") or "."
-    root = resolve_path(shown_path, tools.cwd)
+    spelled = resolve_path(shown_path, tools.cwd)
+    root = real_target(spelled, shown_path, tools.checked_target, verb="list")  # as approved
     folder = anyio.Path(root)
     if not await folder.exists():
         raise ToolError(f"Path not found: {shown_path}")
     if not await folder.is_dir():
         raise ToolError(f"Not a directory: {shown_path}")
+    await tools.about_to_read(root, shown_path)
     try:
         entries, ignored = await anyio.to_thread.run_sync(_list, root)
+    except TargetChanged as error:
+        raise changed_error(shown_path, error, "list") from None
     except PermissionError:
         raise ToolError(f"Cannot list {shown_path}: permission denied") from None
     except OSError as error:
         raise ToolError(f"Cannot list {shown_path}: {error.strerror or error}") from None
     limit = int(args.get("limit") or DEFAULT_LS_LIMIT)
-    details: dict[str, Any] = {"path": str(root), "count": len(entries), "ignored": ignored}
+    details: dict[str, Any] = {"path": str(spelled), "count": len(entries), "ignored": ignored}
     notices: list[str] = []
     if len(entries) > limit:
         entries = entries[:limit]

@@ -17,6 +17,13 @@ accept images (``ToolContext.accepts_images``) the call is refused saying so. Ot
 (a NUL byte near the start) come back as a note suggesting bash. An offset past the end of the file, a
 missing file and a directory are errors that name the path.
 
+The path is resolved once to its real path (symlinks followed: a link inside the project to a
+file inside it reads that file); when the approval left the real path it checked
+(``ToolContext.checked_target``), the two must agree, and the file is opened by the no-follow
+walk of :mod:`.exact`. So a read approved (or let through) for ``d/notes.txt`` fails, reading
+nothing, when ``d`` became a symlink to ``~/.ssh`` or to a denied ``.env`` after the check:
+``Cannot read d/notes.txt: its path changed while the call ran ...``.
+
 With an editor's buffers in the context (``ToolContext.editor``, ``coding-agent acp``), a text
 file's content is the editor's, unsaved changes included (an image or a binary file is read from
 the disk); the file must exist on disk.
@@ -35,7 +42,14 @@ import anyio.to_thread
 
 from coding_agent.context.images import MAX_FILE_BYTES, ImageError, detect_image_type, prepare_image
 
-from .files import buffer_fd, editor_read, hash_fd, ledger_key, open_regular, read_whole
+from .files import (
+    buffer_fd,
+    editor_read,
+    hash_fd,
+    open_regular,
+    read_whole,
+    real_target,
+)
 from .host import HASH_LIMIT, FileStamp
 from .spec import (
     OnUpdate,
@@ -84,8 +98,10 @@ def looks_binary(head: bytes) -> bool:
 
 async def read_file_bytes(path: anyio.Path | Path, shown: str) -> bytes:
     """Read a whole regular file, turning the usual failures (missing, a folder, a FIFO or a
-    device, no permission, an open that hangs) into :class:`ToolError` naming ``shown``."""
-    data, _info = await read_whole(Path(path), shown)
+    device, no permission, an open that hangs, a symlink swapped in on the way after ``path``
+    was resolved) into :class:`ToolError` naming ``shown``."""
+    real = real_target(Path(path), shown, None, verb="read")
+    data, _info = await read_whole(real, shown)
     return data
 
 
@@ -188,19 +204,25 @@ def _scan(fd: int, size: int, skip: int, start: int, end: float) -> _Window:
 
 async def _note(
     tools: ToolContext,
-    path: Path,
+    real: Path,
     fd: int,
     info: os.stat_result,
     text: str,
     details: dict[str, Any],
 ) -> ToolResult:
     sha = await anyio.to_thread.run_sync(hash_fd, fd, info.st_size)
-    await _remember(tools, path, FileStamp.of(info, sha))
+    await _remember(tools, real, FileStamp.of(info, sha))
     return text_result(text, details)
 
 
 async def _image(
-    tools: ToolContext, path: Path, shown: str, fd: int, info: os.stat_result, mime: str
+    tools: ToolContext,
+    path: Path,
+    real: Path,
+    shown: str,
+    fd: int,
+    info: os.stat_result,
+    mime: str,
 ) -> ToolResult:
     """An image file: an image block (scaled to fit 2000x2000) for a model that accepts
     images, a refusal naming the reason for one that does not."""
@@ -221,7 +243,7 @@ async def _image(
     except ImageError as error:
         raise ToolError(str(error)) from None
     sha = hashlib.sha256(data).hexdigest() if len(data) <= HASH_LIMIT else None
-    await _remember(tools, path, FileStamp.of(info, sha))
+    await _remember(tools, real, FileStamp.of(info, sha))
     details = {
         "path": str(path),
         "image": {
@@ -249,25 +271,27 @@ def _read_all(fd: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
-async def _remember(tools: ToolContext, path: Path, stamp: FileStamp) -> None:
-    if tools.reads is not None:
-        await tools.reads.put(ledger_key(path), stamp)
+async def _remember(tools: ToolContext, real: Path, stamp: FileStamp) -> None:
+    if tools.reads is not None:  # keyed by the real path (ledger_key), resolved already
+        await tools.reads.put(os.fspath(real), stamp)
 
 
 async def _read(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None) -> ToolResult:
     shown: str = args["path"]
     path = resolve_path(shown, tools.cwd)
-    fd, info = await open_regular(path, shown)
+    real = real_target(path, shown, tools.checked_target, verb="read")  # resolved once
+    await tools.about_to_read(real, shown)
+    fd, info = await open_regular(real, shown)  # exactly there, no symlink followed
     try:
         if tools.editor is not None:  # a text file's content is the editor's buffer
             head = await anyio.to_thread.run_sync(os.pread, fd, _SNIFF_BYTES, 0)
             if detect_image_type(head[:16]) is None and not looks_binary(head):
-                text = await editor_read(tools.editor, path)
+                text = await editor_read(tools.editor, real)
                 if text is not None:
                     os.close(fd)
                     fd = -1  # closed: a failure below must not close it again
                     fd, info = buffer_fd(text)
-        return await _read_open(args, tools, path, shown, fd, info)
+        return await _read_open(args, tools, path, real, shown, fd, info)
     except OSError as error:
         raise ToolError(f"Cannot read {shown}: {error.strerror or error}") from None
     finally:
@@ -279,6 +303,7 @@ async def _read_open(
     args: dict[str, Any],
     tools: ToolContext,
     path: Path,
+    real: Path,
     shown: str,
     fd: int,
     info: os.stat_result,
@@ -287,14 +312,14 @@ async def _read_open(
     size = info.st_size
     mime = detect_image_type(head[:16])
     if mime is not None:
-        return await _image(tools, path, shown, fd, info, mime)
+        return await _image(tools, path, real, shown, fd, info, mime)
     if looks_binary(head):
         note = (
             f"[{shown} is a binary file ({format_size(size)}); its content is not shown. "
             f"Use bash (for example: file {shown}; xxd {shown} | head) to inspect it.]"
         )
         details = {"path": str(path), "binary": True, "bytes": size}
-        return await _note(tools, path, fd, info, note, details)
+        return await _note(tools, real, fd, info, note, details)
 
     offset: int | None = args.get("offset")
     limit: int | None = args.get("limit")
@@ -302,7 +327,7 @@ async def _read_open(
     end = float("inf") if limit is None else start + limit
     skip = len(_BOM) if head.startswith(_BOM) else 0
     found = await anyio.to_thread.run_sync(_scan, fd, size, skip, start, end)
-    await _remember(tools, path, FileStamp.of(info, found.sha256))
+    await _remember(tools, real, FileStamp.of(info, found.sha256))
     total = found.total
     if total == 0 and start == 0:
         return text_result("(empty file)", {"path": str(path), "total_lines": 0})

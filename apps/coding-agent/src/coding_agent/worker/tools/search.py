@@ -10,6 +10,13 @@ backends read the same rules: dotfiles are searched, ``.gitignore`` files count 
 git repository, ``.ignore``/``.rgignore`` files and the user's ripgrep config do not, and
 ``.git`` folders are skipped. The ``glob`` arguments are applied here (:func:`glob_filter`)
 rather than with ``rg --glob``, whose include globs would override ``.gitignore``.
+
+``rg`` starts in its folder exactly: the folder (a real path) is opened by the no-follow walk of
+:mod:`.exact`, and on Linux the child changes into that descriptor (``/proc/self/fd/N``), so a
+folder on the way swapped for a symlink after the path was checked fails the call
+(:class:`~.exact.TargetChanged`) instead of being searched. What ``rg`` opens below it is opened
+by name (it follows no symlink inside the tree, but a folder swapped while it searches is not
+detected); the Python search walks by path.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
+from .exact import open_folder
 from .spec import ToolContext, ToolError
 
 __all__ = ["RG_COMMON_FLAGS", "glob_filter", "open_rg", "ripgrep_path", "use_ripgrep"]
@@ -80,16 +88,32 @@ def glob_filter(pattern: str | None) -> Callable[[str], bool]:
     return spec.match_file
 
 
+_FD_FOLDER = "/proc/self/fd"
+"""Where a child process can change into one of its descriptors by name (Linux)."""
+
+
+@lru_cache(maxsize=1)
+def _by_descriptor() -> bool:
+    return os.path.isdir(_FD_FOLDER)
+
+
 @asynccontextmanager
 async def open_rg(rg: str, args: list[str], cwd: Path) -> AsyncIterator[anyio.abc.Process]:
-    """Start ``rg`` with ``args`` in ``cwd``; kill it on the way out if it is still running."""
-    process = await anyio.open_process(
-        [rg, *args],
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    """Start ``rg`` with ``args`` in ``cwd`` (a real path: entered without following a symlink
+    where the system allows, see the module; raises :class:`~.exact.TargetChanged` when one
+    appeared on the way); kill it on the way out if it is still running."""
+    walked = await anyio.to_thread.run_sync(open_folder, os.fspath(cwd))
+    try:
+        inside = f"{_FD_FOLDER}/{walked}" if _by_descriptor() else os.fspath(cwd)
+        process = await anyio.open_process(
+            [rg, *args],
+            cwd=inside,  # the child changes folder before it closes the descriptor (exec)
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    finally:
+        os.close(walked)
     try:
         yield process
     finally:

@@ -135,6 +135,11 @@ class ToolContext:
     """Whether the conversation's current model takes images (``read`` of an image file is
     refused when it says no); ``None``: not known, images are returned."""
     before_write: Callable[[Path, bytes], Awaitable[None]] | None = None
+    before_read: Callable[[Path], Awaitable[None]] | None = None
+    """Called by ``read`` (and ``ls``, ``grep``, ``find``) with the real path it resolved (and
+    compared with :attr:`checked_target`), right before it opens the file (the folder): the
+    last point before anything is read (tests swap a folder for a symlink there; the open must
+    then fail). When it fails, the call fails and nothing is read."""
     environment: ChildEnvironment = field(default_factory=ChildEnvironment.default)
     sandbox: Sandbox | None = None
     """The sandbox commands run in (``bash``, its background jobs), ``None``: unsandboxed."""
@@ -144,9 +149,10 @@ class ToolContext:
     """An editor's buffers (``coding-agent acp``): ``read``, ``write`` and ``edit`` of a text
     file go through them (:class:`~.host.EditorFiles`); ``None``: the disk."""
     checked_target: str | None = None
-    """The real path the approval resolved this call's target ``path`` to when it decided
-    (symlinks followed); ``write`` and ``edit`` fail, writing nothing, when the target leads
-    elsewhere by the time they run. ``None``: nothing was checked (``auto`` mode, no approval)."""
+    """The real path the approval resolved this call's ``path`` to when it decided (symlinks
+    followed); ``write`` and ``edit`` fail, writing nothing, and ``read`` fails, reading nothing,
+    when the path leads elsewhere by the time they run. ``None``: nothing was checked (an edit in
+    ``auto`` mode, no approval)."""
     provider_search: Callable[[], Awaitable[Searcher | None]] | None = None
     """The conversation's model's own web search, when its provider runs one as a separate
     request (Gemini's grounding: :mod:`coding_agent.worker.provider_search`) and it is not
@@ -167,6 +173,15 @@ class ToolContext:
                 f"Cannot write {shown}: recording its previous content failed: "
                 f"{error.strerror or error}"
             ) from None
+
+    async def about_to_read(self, path: Path, shown: str) -> None:
+        """Run :attr:`before_read` (if any) for ``path``; a failure becomes a :class:`ToolError`."""
+        if self.before_read is None:
+            return
+        try:
+            await self.before_read(path)
+        except OSError as error:
+            raise ToolError(f"Cannot read {shown}: {error.strerror or error}") from None
 
     def lock_for(self, path: Path) -> anyio.Lock:
         """The lock that serialises mutations of ``path`` (one per resolved path)."""

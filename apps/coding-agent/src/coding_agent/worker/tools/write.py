@@ -74,7 +74,7 @@ async def _write(
                 if current is not None:
                     await check_fresh_text(tools.reads, path, shown, current)
                 elif tools.reads is not None:
-                    fd, info = await open_regular(path, shown)
+                    fd, info = await open_regular(path, shown, verb="write")
                     try:
                         await check_fresh(tools.reads, path, shown, info, fd=fd)
                     finally:
