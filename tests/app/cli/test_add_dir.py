@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from coding_agent.session_files.folders import list_sessions
+
 BINARY = Path(sys.executable).with_name("coding-agent")
 SECRET = "OUTSIDE-CONTENT-42"
 
@@ -113,3 +115,21 @@ def test_the_agents_own_files_are_read_headless_without_add_dir(
     assert done.returncode == 0, done.stderr
     for name in own:
         assert f"OWN-{name.upper()}" in done.stdout
+
+
+def test_a_later_add_dir_adds_to_the_stored_ones(
+    setup: tuple[Path, Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    project, outside, script, env = setup
+    other = tmp_path / "other"
+    other.mkdir()
+    steps = json.loads(script.read_text())
+    script.write_text(json.dumps([*steps, *steps]))  # the continued run answers on from step 3
+    first = run(project, env, "--faux-script", str(script), "--add-dir", str(other), "-p", "go")
+    assert first.returncode == 3, first.stderr  # the read is outside both
+    assert f"outside the working directories ({project}, {other})" in first.stderr
+    again = run(project, env, "--continue", "--add-dir", str(outside), "--json", "go")
+    assert again.returncode == 0, again.stderr
+    assert SECRET in again.stdout
+    (session,) = list_sessions(project, env=env)
+    assert session.settings.add_dirs == (str(other), str(outside))
