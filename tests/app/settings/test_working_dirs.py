@@ -116,6 +116,8 @@ def test_the_agents_own_files_do_not_ask_and_the_rest_of_home_does(
     home = Path(env["HOME"])
     session_path = tmp_path / "state" / "sessions" / "s1"
     skill = write(Path(env["CLAUDE_CONFIG_DIR"]) / "skills" / "pdf" / "SKILL.md", "x")
+    write(Path(env["CLAUDE_CONFIG_DIR"]) / "CLAUDE.md", "See @~/notes/style.md\n")
+    write(home / "notes" / "style.md", "Use tabs.\n")  # your memory imports it
     plugin = tmp_path / "plugins" / "demo"  # an enabled Claude Code plugin, installed anywhere
     write(plugin / "skills" / "lint" / "SKILL.md", "x")
     write(Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json",
@@ -136,6 +138,7 @@ def test_the_agents_own_files_do_not_ask_and_the_rest_of_home_does(
         home / ".pi" / "agent" / "AGENTS.md",
         tmp_path / "CLAUDE.md",  # a folder above the project
         Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json",
+        home / "notes" / "style.md",
         plugin / "skills" / "lint" / "SKILL.md",  # a plugin's skill
         plugin / "skills" / "lint" / "scripts" / "run.sh",  # what its SKILL.md points at
     ]
@@ -144,6 +147,6 @@ def test_the_agents_own_files_do_not_ask_and_the_rest_of_home_does(
     dirs = working_directories(str(project), {"working_directories": service})
     for path in own:
         assert read_outside("read", {"path": str(path)}, dirs, str(home)) is None, path
-    for path in (home / "notes.txt", tmp_path / "other" / "x", Path(env["CLAUDE_CONFIG_DIR"])):
+    for path in (home / "notes.txt", home / "notes" / "x", Path(env["CLAUDE_CONFIG_DIR"])):
         assert read_outside("read", {"path": str(path)}, dirs, str(home)) is not None, path
     assert read_outside("grep", {"path": str(tmp_path)}, dirs, str(home)) is not None

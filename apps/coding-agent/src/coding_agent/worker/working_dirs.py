@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from chord import Context, Facet, FacetEnvironment, RemoteServiceError, define_facet
-from coding_agent.context.context_files import CONTEXT_FILE_NAMES
+from coding_agent.context.context_files import CONTEXT_FILE_NAMES, scan_context_files
 from coding_agent.context.prompt_templates import template_roots
 from coding_agent.context.resources import Places
 from coding_agent.context.skills import skill_roots
@@ -61,7 +61,7 @@ def agent_files(
     temporary folder), the skill folders (the system prompt tells the model to read a skill's
     ``SKILL.md``), the prompt template folders, the subagent definition folders, the context
     files (``CLAUDE.md``, ``AGENTS.md``) of your own folders and of the folders above the
-    project, and the agent's configuration (its ``config.toml`` folder, Claude Code's
+    project and the files they import, and the agent's configuration (its ``config.toml`` folder, Claude Code's
     ``settings.json``), and the folders of the enabled Claude Code plugins."""
     places = Places.find(cwd, env)
     claude = claude_home(env)
@@ -81,6 +81,8 @@ def agent_files(
         places.home / ".pi" / "agent" / "AGENTS.md",
         places.home / ".pi" / "agent" / "CLAUDE.md",
         *_context_chain(project_root_for(cwd)),
+        # the context files read now, with the files they import (@~/notes/style.md)
+        *(Path(found.path) for found in scan_context_files(cwd, env=env).files),
         # the enabled Claude Code plugins: their skills (and what a skill's SKILL.md points
         # at in its folder), commands and agents
         *(plugin.root for plugin in places.plugins().plugins),
