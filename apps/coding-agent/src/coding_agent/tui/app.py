@@ -77,9 +77,14 @@ FRAME_INTERVAL = 1 / 30
 """Minimum seconds between two render passes: the UI's frame budget for streamed text."""
 
 DOUBLE_ESCAPE = 0.6
-DOUBLE_CTRL_C = 1.0
-"""Seconds within which a second Ctrl+C on an empty editor leaves the app (pi's gesture)."""
 """Seconds within which a second Esc (idle, empty editor) counts as Esc Esc (``/rewind``)."""
+DOUBLE_CTRL_C = 1.0
+"""Seconds within which a second Ctrl+C on an empty editor leaves the app (pi's and Claude
+Code's gesture): after a first press that said how to leave, or one that interrupted a turn."""
+ABORT_BEFORE_EXIT = 10.0
+"""Seconds leaving waits for an interrupt still on its way to the worker (Ctrl+C, Ctrl+C)."""
+QUIT_HINT = "Press Ctrl+C again to quit (the session keeps running; /stop ends it)"
+INTERRUPTED_HINT = "Interrupted. Press Ctrl+C again to quit (the session keeps running)"
 
 UNAVAILABLE = "Worker unavailable — reconnecting…"
 STARTING = "Starting the session… type away: what you send is sent as soon as it is ready"
@@ -212,6 +217,7 @@ class CodingAgentApp(App[None]):
         self._thinking_collapsed = True
         self._last_escape = 0.0
         self._last_ctrl_c = 0.0
+        self._stopping: Any = None  # the Textual worker of the newest Esc/Ctrl+C interrupt
         # Submitted while the worker was unavailable, in order: ("prompt" | "command" |
         # "shell", text, follow_up). Sent one after the other once the view is back.
         self._held: list[tuple[str, str, bool]] = []
@@ -773,20 +779,31 @@ class CodingAgentApp(App[None]):
         """Esc: stop a running ``!`` command, else abort the running turn; queued
         steer/follow-up text returns to the editor. Idle, Esc twice on an empty editor runs
         ``/rewind`` (when a facet registered it)."""
+        if self._stop_running():
+            return
+        now = time.monotonic()
+        if self.editor.text.strip() or now - self._last_escape > DOUBLE_ESCAPE:
+            self._last_escape = now
+            return
+        self._last_escape = 0.0
+        if "rewind" in self.tui.commands:
+            self.run_worker(self.tui.run_command("/rewind", self._ctx), group="commands")
+
+    def _stop_running(self) -> bool:
+        """Stop what runs, as Esc and Ctrl+C both do: a running ``!`` command, else the
+        running turn (aborted in the worker, so it is marked interrupted in every attached
+        terminal and after a restart; queued steer/follow-up text returns to the editor).
+        ``False`` when nothing runs."""
         shell = self.shell
         if shell is not None and shell.running is not None:
-            self.run_worker(shell.abort(self._ctx), group="shell-abort", exclusive=True)
-            return
+            self._stopping = self.run_worker(
+                shell.abort(self._ctx), group="shell-abort", exclusive=True
+            )
+            return True
         if not self._is_busy():
-            now = time.monotonic()
-            if self.editor.text.strip() or now - self._last_escape > DOUBLE_ESCAPE:
-                self._last_escape = now
-                return
-            self._last_escape = 0.0
-            if "rewind" in self.tui.commands:
-                self.run_worker(self.tui.run_command("/rewind", self._ctx), group="commands")
-            return
-        self.run_worker(self._abort(self._queued()), group="abort", exclusive=True)
+            return False
+        self._stopping = self.run_worker(self._abort(self._queued()), group="abort", exclusive=True)
+        return True
 
     async def _abort(self, queued: Sequence[tuple[int, str]]) -> None:
         try:
@@ -953,9 +970,11 @@ class CodingAgentApp(App[None]):
         return None
 
     def action_interrupt(self) -> None:
-        """Ctrl+C, as in pi: clear the editor when it holds text; on an empty editor the first
-        press says how to leave, a second within :data:`DOUBLE_CTRL_C` seconds leaves (as
-        ``/quit``: the session keeps running).
+        """Ctrl+C, as in pi and Claude Code: clear the editor when it holds text; else, while a
+        turn (or a ``!`` command) runs, interrupt it exactly as Esc does; else (idle, empty
+        editor) say how to leave. A second press on the empty editor within
+        :data:`DOUBLE_CTRL_C` seconds of one that interrupted or said how to leave leaves (as
+        ``/quit``: the session keeps running), once the interrupt has reached the worker.
 
         The binding is the app's own (priority), while typed keys go on to the editor's message
         queue: keys read in one burst (a fast typist, a loaded machine) may not have reached the
@@ -969,13 +988,24 @@ class CodingAgentApp(App[None]):
             self._last_ctrl_c = 0.0
             return
         if self._last_ctrl_c and now - self._last_ctrl_c <= DOUBLE_CTRL_C:
-            self.exit()
+            self._last_ctrl_c = 0.0
+            self.run_worker(self._exit_after_stopping(), group="exit", exclusive=True)
             return
         self._last_ctrl_c = now
-        self.notify(
-            "Press Ctrl+C again to quit (the session keeps running; /stop ends it)",
-            timeout=max(DOUBLE_CTRL_C, 2.0),
-        )
+        interrupted = self._stop_running()
+        self.notify(INTERRUPTED_HINT if interrupted else QUIT_HINT, timeout=max(DOUBLE_CTRL_C, 2.0))
+
+    async def _exit_after_stopping(self) -> None:
+        """Leave, once an interrupt on its way to the worker has arrived (a quick Ctrl+C,
+        Ctrl+C must not leave the turn running); at most :data:`ABORT_BEFORE_EXIT` seconds."""
+        stopping = self._stopping
+        if stopping is not None and stopping.is_running:
+            with anyio.move_on_after(ABORT_BEFORE_EXIT):
+                try:
+                    await stopping.wait()
+                except Exception:  # its own error handling spoke already
+                    pass
+        self.exit()
 
 
 async def run_tui(
