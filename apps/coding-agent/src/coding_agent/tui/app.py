@@ -356,6 +356,8 @@ class CodingAgentApp(App[None]):
         if keymap:
             self.set_keymap(keymap)
         self.editor.key_actions = self.keybindings.editor_keys()
+        self.transcript.fold_pastes = self.editor.pastes.fold  # a sent paste stays folded
+        self.transcript.expand_key = self._hint_key("toggle_tools")
         self._facet_keys = self.keybindings.facet_keys()
         self._freed_keys = self.keybindings.freed_keys()
         for problem in self.keybindings.problems:  # shown long enough to be read and fixed
