@@ -130,6 +130,6 @@ async def test_a_big_message_whose_paste_is_not_known_here_keeps_its_head(
             "▸ click or ctrl+o to show all 61 lines",
         ]
         assert _shown(long).startswith("x" * 300 + " [+1,200 more chars]\n▸ click")
-        assert not short.foldable and _shown(short) == "short\n" * 10
+        assert short.folded_text is None and _shown(short) == "short\n" * 10
         await pilot.press("ctrl+o")
         assert _shown(lines).startswith(f"why?\n{SIXTY}")

@@ -80,11 +80,6 @@ class UserMessage(Static):
         self._notes = notes
         self._expand_key = expand_key
 
-    @property
-    def foldable(self) -> bool:
-        """The message is big enough to be folded."""
-        return self.folded_text is not None
-
     def set_expanded(self, expanded: bool) -> None:
         """Show all of the message (``True``) or fold it again; no-op when not foldable."""
         if self.folded_text is None or expanded == self.expanded:
