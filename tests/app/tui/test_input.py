@@ -278,3 +278,16 @@ async def test_ctrl_c_twice_when_idle_leaves(conversation, docs, monkeypatch) ->
         await pilot.press("ctrl+c")
         await docs.until(pilot, lambda: not app.is_running)
         assert conversation.aborts == 0
+
+
+async def test_the_welcome_promises_the_tour_only_when_no_script_plays(conversation, docs) -> None:
+    """With ``--faux-script`` the faux model answers from the script: typing starts no tour."""
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        assert "Type anything to start a short tour." in app.welcome_text().plain
+        app.faux_script = "/tmp/demo/script.json"
+        await pilot.pause()
+        shown = app.welcome_text().plain
+        assert "It answers from the script script.json (--faux-script)." in shown
+        assert "tour" not in shown

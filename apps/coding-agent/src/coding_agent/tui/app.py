@@ -232,6 +232,9 @@ class CodingAgentApp(App[None]):
         """Which keys this terminal can deliver (hints name no other key)."""
         self.stop_requested = False
         """``/stop``: the user asked to stop the session's worker as the app exits."""
+        self.faux_script: str | None = None
+        """The ``--faux-script`` the session's faux model plays (the welcome then promises
+        that script, not the built-in tour)."""
         self.render_passes = 0
         """Render passes run so far (a pass renders the newest value; tests bound it)."""
         self.render_errors: list[Exception] = []
@@ -498,10 +501,15 @@ class CodingAgentApp(App[None]):
             style="dim",
         )
         if model.startswith("faux/"):
+            plays = (
+                f"It answers from the script {Path(self.faux_script).name} (--faux-script)."
+                if self.faux_script
+                else "Type anything to start a short tour."
+            )
             line.append(
                 "\nfaux is the offline demo model: no API key, nothing leaves this machine. "
-                "Type anything to start a short tour. For a real model set ANTHROPIC_API_KEY "
-                "or OPENAI_API_KEY (or pass --model provider/id).",
+                f"{plays} For a real model set ANTHROPIC_API_KEY or OPENAI_API_KEY (or pass "
+                "--model provider/id).",
                 style="",
             )
         return line
