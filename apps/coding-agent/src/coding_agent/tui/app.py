@@ -952,7 +952,13 @@ class CodingAgentApp(App[None]):
                 shown.append(f"{keys_text} newline (idle) / {action.description} (busy)")
             elif keys:
                 shown.append(f"{'/'.join(keys)} {action.description}")
-        shown += ["! / !! shell", "/ commands", "@ files", "tab completes paths"]
+        shown += [
+            "ctrl+c clear the editor, else interrupt the turn, else twice: quit",
+            "! / !! shell",
+            "/ commands",
+            "@ files",
+            "tab completes paths",
+        ]
         moved = {default: key for key, default in bound.facet_keys().items()}
         shown += [
             f"{moved.get(k.key, k.key)} {k.description.lower()}" for k in self.tui.keys.values()
