@@ -133,3 +133,23 @@ async def test_a_big_message_whose_paste_is_not_known_here_keeps_its_head(
         assert short.folded_text is None and _shown(short) == "short\n" * 10
         await pilot.press("ctrl+o")
         assert _shown(lines).startswith(f"why?\n{SIXTY}")
+
+
+async def test_a_paste_sent_while_the_worker_is_away_shows_folded_as_pending(
+    conversation, docs
+) -> None:
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await app.wait_rendered()
+        app.apply_view(None)  # the worker went away: what is sent is held, shown pending
+        await app.wait_rendered()
+        await pilot.press(*"explain ")
+        await _paste(app, pilot, SIXTY)
+        await pilot.press("enter")
+        await docs.until(pilot, lambda: app._pending.display)
+        pending = app._pending.content
+        assert isinstance(pending, Text)
+        assert pending.plain.startswith("explain [Pasted text #1 +60 lines]\npending")
+        app.apply_view(conversation.view.value, rebaseline=True)  # back: it goes out whole
+        await docs.until(pilot, lambda: conversation.sent)
+        assert conversation.sent == [(f"explain {SIXTY}", "prompt")]

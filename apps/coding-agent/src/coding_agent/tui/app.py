@@ -56,6 +56,7 @@ from coding_agent.tui.widgets.messages import ThinkingBlock
 from coding_agent.tui.widgets.queue import QueuePanel
 from coding_agent.tui.widgets.tasks import TasksPanel
 from coding_agent.tui.widgets.transcript import Transcript
+from coding_agent.tui.widgets.user_message import fold_message
 from pico3 import CompactionStatus, View, ViewDecoder, view_from_json
 
 if TYPE_CHECKING:  # start-up time: chord.facets loads as the facet host starts
@@ -683,12 +684,13 @@ class CodingAgentApp(App[None]):
             )
 
     def _paint_pending(self) -> None:
-        """The held submissions, as the user's messages, each marked pending."""
+        """The held submissions, as the user's messages, each marked pending (a big paste
+        folded, as in the transcript)."""
         shown = Text()
         for _, text, _ in self._held:
             if shown:
                 shown.append("\n")
-            shown.append(inert(text))
+            shown.append(inert(fold_message(text, self.editor.pastes.fold) or text))
             shown.append(f"\n{PENDING_NOTE}", style="dim italic")
         self._pending.update(shown)
         self._pending.display = bool(self._held)
