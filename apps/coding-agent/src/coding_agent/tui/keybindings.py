@@ -4,7 +4,7 @@ The file is ``$XDG_CONFIG_HOME/coding-agent/keybindings.toml`` (default
 ``~/.config/coding-agent/keybindings.toml``). Each line binds one action to a key, or to a list
 of keys, by Textual key name (``ctrl+x``, ``alt+up``, ``f2``, ``shift+tab``, ``escape``)::
 
-    abort = "ctrl+c"
+    abort = ["escape", "f4"]
     toggle_tools = ["ctrl+o", "f3"]
     model_picker = "f2"
     "key:ctrl+b" = "ctrl+r"     # a key a feature package registered, by its default key
