@@ -36,6 +36,7 @@ _.on_mount
 _.on_unmount
 _.on_resize
 _.on_paste
+_.on_click
 _.on_tree_node_expanded
 _.on_tree_node_selected
 _.on_mode_label_changed  # facets_approval.tui: the label's Changed message

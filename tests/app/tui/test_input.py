@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from chord.context import Context
 from coding_agent.tui import CodingAgentApp
+from coding_agent.tui import app as app_module
 from coding_agent.tui.widgets.help import HelpScreen
+from tests.app.tui.conftest import FakeConversation
 
 pytestmark = pytest.mark.anyio
 
@@ -188,3 +191,103 @@ async def test_ctrl_c_right_after_typing_clears_what_was_typed_and_does_not_arm_
             pilot, lambda: any("again to quit" in str(n.message) for n in app._notifications)
         )
         assert app.is_running
+
+
+def _toasts(app: CodingAgentApp) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def test_ctrl_c_while_a_turn_runs_interrupts_it_as_escape_does(conversation, docs) -> None:
+    """Claude Code's gesture: Ctrl+C on an empty editor stops the running turn through the same
+    abort as Esc (queued text returns to the editor) and says a second Ctrl+C leaves."""
+    conversation.change(_busy)
+    conversation.change(
+        lambda doc: doc["inbox"].append(
+            {"id": 77, "mode": "followUp", "input": {"content": "and then docs"}}
+        )
+    )
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40), notifications=True) as pilot:
+        await app.wait_rendered()
+        await pilot.press("ctrl+c")
+        await docs.until(pilot, lambda: conversation.aborts == 1)
+        await app.wait_rendered()
+        assert not app.busy
+        await docs.until(pilot, lambda: app.editor.text == "and then docs")
+        assert any(t.startswith("Interrupted. Press Ctrl+C again to quit") for t in _toasts(app))
+        assert app.is_running
+
+
+async def test_ctrl_c_with_text_while_a_turn_runs_clears_the_editor_and_keeps_the_turn(
+    conversation, docs
+) -> None:
+    conversation.change(_busy)
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40), notifications=True) as pilot:
+        await app.wait_rendered()
+        await pilot.press(*"half a thought", "ctrl+c")
+        await docs.until(pilot, lambda: app.editor.text == "")
+        await pilot.pause()
+        assert conversation.aborts == 0 and app.busy and app.is_running
+        assert not any("again to quit" in t for t in _toasts(app))
+
+
+class _SlowAbort(FakeConversation):
+    """An abort that reaches the worker only when the test says so."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = anyio.Event()
+        self.aborted = False
+
+    async def abort(self, ctx: Context) -> None:
+        await self.release.wait()
+        await super().abort(ctx)
+        self.aborted = True
+
+
+async def test_ctrl_c_twice_during_a_turn_leaves_only_once_the_interrupt_arrived(
+    docs, monkeypatch
+) -> None:
+    """Ctrl+C, Ctrl+C in a hurry: the first interrupts, the second leaves — after the abort
+    reached the worker, so the turn never goes on running behind a closed terminal."""
+    monkeypatch.setattr(app_module, "DOUBLE_CTRL_C", 600.0)  # a slow machine's two presses
+    conversation = _SlowAbort()
+    conversation.change(_busy)
+    app = CodingAgentApp(conversation)  # pyright: ignore[reportArgumentType]
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        await pilot.press("ctrl+c", "ctrl+c")
+        await docs.until(pilot, lambda: any(w.group == "exit" for w in app.workers))
+        assert app.is_running and not conversation.aborted
+        conversation.release.set()
+        await docs.until(pilot, lambda: not app.is_running)
+        assert conversation.aborted and conversation.aborts == 1
+
+
+async def test_ctrl_c_twice_when_idle_leaves(conversation, docs, monkeypatch) -> None:
+    monkeypatch.setattr(app_module, "DOUBLE_CTRL_C", 600.0)
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40), notifications=True) as pilot:
+        await app.wait_rendered()
+        await pilot.press("ctrl+c")
+        await docs.until(
+            pilot, lambda: any(t.startswith("Press Ctrl+C again") for t in _toasts(app))
+        )
+        assert app.is_running and conversation.aborts == 0
+        await pilot.press("ctrl+c")
+        await docs.until(pilot, lambda: not app.is_running)
+        assert conversation.aborts == 0
+
+
+async def test_the_welcome_promises_the_tour_only_when_no_script_plays(conversation, docs) -> None:
+    """With ``--faux-script`` the faux model answers from the script: typing starts no tour."""
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        assert "Type anything to start a short tour." in app.welcome_text().plain
+        app.faux_script = "/tmp/demo/script.json"
+        await pilot.pause()
+        shown = app.welcome_text().plain
+        assert "It answers from the script script.json (--faux-script)." in shown
+        assert "tour" not in shown

@@ -47,7 +47,7 @@ async def test_the_faux_demo_tour_runs_to_completion_offline(
         assert notes == "# Notes from the faux demo\n\nTopic: Testing\n"
         assert "faux-demo-notes.md" in text_of(results["bash"])  # the command ran in the project
         summary = text_of(client.entries("pi.assistant")[-1])
-        assert summary.startswith("That was the offline demo of the faux model.")
+        assert summary.startswith("That was the offline demo of the faux model. I listed and read")
 
         # After the tour, the faux model still answers (it echoes, offline).
         await client.root.send({"content": "thanks!"}, BACKGROUND)
@@ -92,3 +92,12 @@ async def test_the_tour_in_an_empty_folder_searches_instead_of_reading_a_file_th
         results = [e["model"][0] for e in client.entries("pi.tool_result")]
         assert not any(result["isError"] for result in results), results
         assert (session.cwd / DEMO_NOTES_FILE).exists()
+        said = [text_of(entry) for entry in client.entries("pi.assistant")]
+        assert said[1].startswith("This folder is empty (a new project?), so there is no file")
+        assert "looks empty" not in said[1]  # it is empty: ls said so
+        # The summary tells what happened here: nothing was read.
+        assert "I listed and read files" not in said[-1]
+        assert said[-1].startswith(
+            "That was the offline demo of the faux model. I listed this folder (empty, so there "
+            "was nothing to read) and searched it, asked you a question, wrote and edited"
+        )

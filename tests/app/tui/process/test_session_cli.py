@@ -110,6 +110,26 @@ def test_export_jsonl_and_html(made: dict[str, Any], tmp_path: Path, capsys: Any
         assert remote not in text  # self-contained: nothing is fetched when it is opened
 
 
+def test_export_without_o_writes_the_page_here_and_prints_where(
+    made: dict[str, Any], tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ``-o``: ``<id>.html`` in the current folder, its absolute path printed (pi's
+    ``--export``); ``-o FILE.jsonl`` without ``--format`` writes JSONL, as ``/export`` does."""
+    session = made["session"]
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    capsys.readouterr()
+    assert main(["export", session.id]) == 0
+    page = here / f"{session.id}.html"
+    assert capsys.readouterr().out == f"Exported branch 1 of {session.id} as HTML to {page}\n"
+    assert page.read_text().startswith("<!DOCTYPE html>")
+    assert main(["export", session.id, "-o", "raw.jsonl"]) == 0
+    raw = here / "raw.jsonl"
+    assert capsys.readouterr().out == f"Exported branch 1 of {session.id} as JSONL to {raw}\n"
+    assert json.loads(raw.read_text().splitlines()[0])["type"] == "session"
+
+
 def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -396,3 +396,29 @@ def test_a_dialog_longer_than_its_box_says_how_much_more_and_scrolls_to_it(
     terminal.press("one", "Enter")
     terminal.wait_text("one", "EXITED 0")
     assert not session.worker_running()
+
+
+def test_stop_in_one_terminal_ends_a_second_attached_one_with_one_line(
+    terminal: Terminal, project: Path, agent_env: dict[str, str]
+) -> None:
+    """``/stop`` in one TUI while another is attached: the other leaves with one line naming
+    what happened and how to continue — no hang, no traceback, and no new worker started
+    behind the first one's back (it would resume what ``/stop`` stopped)."""
+    script = _script(project, [{"text": "Hello from the script."}])
+    terminal.start("one", project, f"{BINARY} --faux-script {script}")
+    terminal.wait_text("one", "enter sends")
+    terminal.type("one", "hi")
+    terminal.press("one", "Enter")
+    terminal.wait_text("one", "Hello from the script.")
+    [session] = list_sessions(env=agent_env)
+    terminal.start("two", project, f"{BINARY} attach {session.id}")
+    terminal.wait_text("two", "Hello from the script.")
+
+    terminal.type("one", "/stop")
+    terminal.press("one", "Enter")
+    terminal.wait_text("one", "EXITED 0")
+    done = terminal.wait_text("two", "EXITED 0")
+    line = f"Session {session.id} was stopped outside this window (/stop in another one, say)"
+    assert line in " ".join(done.split()), done
+    assert f"--resume {session.id}" in done and "Traceback" not in done
+    assert not session.worker_running(), "the second TUI started no worker again"

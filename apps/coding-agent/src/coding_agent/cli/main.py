@@ -614,6 +614,11 @@ async def _run_tui(
     again = f"{resume_prefix()} --resume {session.id}"
     if run.stopped:
         print(f"Session {session.id} stopped — continue it with: {again}")
+    elif run.stopped_elsewhere:
+        print(
+            f"Session {session.id} was stopped outside this window (/stop in another one, "
+            f"say) — continue it with: {again}"
+        )
     else:
         print(
             f"Session {session.id} keeps running in the background (it stops by itself when "

@@ -12,8 +12,12 @@ and under a session with more than one branch a row per branch (its number, as `
 ``--json`` prints a JSON array of :func:`coding_agent.session_files.index.describe` objects instead.
 A session folder that cannot be read (a ``session.json`` that is broken, a FIFO, a device, too
 big) is a warning naming the file on stderr.
-``export`` writes a branch of the session (:mod:`coding_agent.session_files.export`) to ``FILE`` (default:
-``<id>.html`` / ``<id>.jsonl`` in the current folder; ``-o -`` writes to stdout).
+``export`` writes a branch of the session (:mod:`coding_agent.session_files.export`) to a file
+and prints where (``Exported branch 1 of SESSION as HTML to /abs/SESSION.html``), as pi's
+``--export`` does: an HTML page is read in a browser, not in the terminal it would flood. The
+file is ``FILE`` (``-o``), by default ``<id>.html`` (``<id>.jsonl``) in the current folder;
+``-o -`` writes to stdout instead, for a pipe. The format is ``--format``'s, else ``FILE``'s
+extension's (``-o raw.jsonl`` writes JSONL, as ``/export raw.jsonl`` does), else HTML.
 """
 
 from __future__ import annotations
@@ -42,8 +46,18 @@ def add_session_commands(commands: Any) -> None:
         description="Write a self-contained HTML page (or the raw entries as JSONL) of a branch.",
     )
     export.add_argument("session", metavar="SESSION", help="session id or prefix")
-    export.add_argument("-o", "--output", metavar="FILE", help="where to write (- for stdout)")
-    export.add_argument("--format", choices=("html", "jsonl"), default="html")
+    export.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="where to write (default: SESSION_ID.html, or .jsonl, in the current folder; "
+        "- for stdout); the path written is printed",
+    )
+    export.add_argument(
+        "--format",
+        choices=("html", "jsonl"),
+        help="default: FILE's extension (.jsonl: the raw entries), else html",
+    )
     export.add_argument(
         "--branch",
         type=int,
@@ -107,6 +121,7 @@ def run_session_command(args: argparse.Namespace, cwd: Path, stream: TextIO | No
             file=sys.stderr,
         )
     args.branch = chosen
+    args.format = args.format or _format_of(args.output)
     if args.output == "-":
         # lazy: start-up time (every command line builds this parser; these load only for sessions/export)
         from coding_agent.session_files.export import export_html, export_jsonl
@@ -118,12 +133,20 @@ def run_session_command(args: argparse.Namespace, cwd: Path, stream: TextIO | No
         )
         out.write(text)
         return 0
-    target = Path(args.output) if args.output else cwd / f"{session.id}.{args.format}"
+    target = Path(args.output).expanduser() if args.output else Path(f"{session.id}.{args.format}")
+    target = target if target.is_absolute() else cwd / target
     written = write_export(
         session, target, format=args.format, branch=args.branch, name=session_name(session)
     )
-    out.write(f"Wrote {written}\n")
+    out.write(f"Exported branch {number} of {session.id} as {args.format.upper()} to {written}\n")
     return 0
+
+
+def _format_of(output: str | None) -> str:
+    """The export format ``-o FILE`` implies: ``jsonl`` for a ``.jsonl`` file, else ``html``."""
+    if output and output != "-" and Path(output).suffix.lower() == ".jsonl":
+        return "jsonl"
+    return "html"
 
 
 def pick_interactively(sessions: Any) -> Any:

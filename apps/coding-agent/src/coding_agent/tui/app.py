@@ -56,6 +56,7 @@ from coding_agent.tui.widgets.messages import ThinkingBlock
 from coding_agent.tui.widgets.queue import QueuePanel
 from coding_agent.tui.widgets.tasks import TasksPanel
 from coding_agent.tui.widgets.transcript import Transcript
+from coding_agent.tui.widgets.user_message import fold_message
 from pico3 import CompactionStatus, View, ViewDecoder, view_from_json
 
 if TYPE_CHECKING:  # start-up time: chord.facets loads as the facet host starts
@@ -77,9 +78,14 @@ FRAME_INTERVAL = 1 / 30
 """Minimum seconds between two render passes: the UI's frame budget for streamed text."""
 
 DOUBLE_ESCAPE = 0.6
-DOUBLE_CTRL_C = 1.0
-"""Seconds within which a second Ctrl+C on an empty editor leaves the app (pi's gesture)."""
 """Seconds within which a second Esc (idle, empty editor) counts as Esc Esc (``/rewind``)."""
+DOUBLE_CTRL_C = 1.0
+"""Seconds within which a second Ctrl+C on an empty editor leaves the app (pi's and Claude
+Code's gesture): after a first press that said how to leave, or one that interrupted a turn."""
+ABORT_BEFORE_EXIT = 10.0
+"""Seconds leaving waits for an interrupt still on its way to the worker (Ctrl+C, Ctrl+C)."""
+QUIT_HINT = "Press Ctrl+C again to quit (the session keeps running; /stop ends it)"
+INTERRUPTED_HINT = "Interrupted. Press Ctrl+C again to quit (the session keeps running)"
 
 UNAVAILABLE = "Worker unavailable — reconnecting…"
 STARTING = "Starting the session… type away: what you send is sent as soon as it is ready"
@@ -212,6 +218,7 @@ class CodingAgentApp(App[None]):
         self._thinking_collapsed = True
         self._last_escape = 0.0
         self._last_ctrl_c = 0.0
+        self._stopping: Any = None  # the Textual worker of the newest Esc/Ctrl+C interrupt
         # Submitted while the worker was unavailable, in order: ("prompt" | "command" |
         # "shell", text, follow_up). Sent one after the other once the view is back.
         self._held: list[tuple[str, str, bool]] = []
@@ -226,6 +233,9 @@ class CodingAgentApp(App[None]):
         """Which keys this terminal can deliver (hints name no other key)."""
         self.stop_requested = False
         """``/stop``: the user asked to stop the session's worker as the app exits."""
+        self.faux_script: str | None = None
+        """The ``--faux-script`` the session's faux model plays (the welcome then promises
+        that script, not the built-in tour)."""
         self.render_passes = 0
         """Render passes run so far (a pass renders the newest value; tests bound it)."""
         self.render_errors: list[Exception] = []
@@ -350,6 +360,8 @@ class CodingAgentApp(App[None]):
         if keymap:
             self.set_keymap(keymap)
         self.editor.key_actions = self.keybindings.editor_keys()
+        self.transcript.fold_pastes = self.editor.pastes.fold  # a sent paste stays folded
+        self.transcript.expand_key = self._hint_key("toggle_tools")
         self._facet_keys = self.keybindings.facet_keys()
         self._freed_keys = self.keybindings.freed_keys()
         for problem in self.keybindings.problems:  # shown long enough to be read and fixed
@@ -490,10 +502,15 @@ class CodingAgentApp(App[None]):
             style="dim",
         )
         if model.startswith("faux/"):
+            plays = (
+                f"It answers from the script {Path(self.faux_script).name} (--faux-script)."
+                if self.faux_script
+                else "Type anything to start a short tour."
+            )
             line.append(
                 "\nfaux is the offline demo model: no API key, nothing leaves this machine. "
-                "Type anything to start a short tour. For a real model set ANTHROPIC_API_KEY "
-                "or OPENAI_API_KEY (or pass --model provider/id).",
+                f"{plays} For a real model set ANTHROPIC_API_KEY or OPENAI_API_KEY (or pass "
+                "--model provider/id).",
                 style="",
             )
         return line
@@ -667,12 +684,13 @@ class CodingAgentApp(App[None]):
             )
 
     def _paint_pending(self) -> None:
-        """The held submissions, as the user's messages, each marked pending."""
+        """The held submissions, as the user's messages, each marked pending (a big paste
+        folded, as in the transcript)."""
         shown = Text()
         for _, text, _ in self._held:
             if shown:
                 shown.append("\n")
-            shown.append(inert(text))
+            shown.append(inert(fold_message(text, self.editor.pastes.fold) or text))
             shown.append(f"\n{PENDING_NOTE}", style="dim italic")
         self._pending.update(shown)
         self._pending.display = bool(self._held)
@@ -773,20 +791,31 @@ class CodingAgentApp(App[None]):
         """Esc: stop a running ``!`` command, else abort the running turn; queued
         steer/follow-up text returns to the editor. Idle, Esc twice on an empty editor runs
         ``/rewind`` (when a facet registered it)."""
+        if self._stop_running():
+            return
+        now = time.monotonic()
+        if self.editor.text.strip() or now - self._last_escape > DOUBLE_ESCAPE:
+            self._last_escape = now
+            return
+        self._last_escape = 0.0
+        if "rewind" in self.tui.commands:
+            self.run_worker(self.tui.run_command("/rewind", self._ctx), group="commands")
+
+    def _stop_running(self) -> bool:
+        """Stop what runs, as Esc and Ctrl+C both do: a running ``!`` command, else the
+        running turn (aborted in the worker, so it is marked interrupted in every attached
+        terminal and after a restart; queued steer/follow-up text returns to the editor).
+        ``False`` when nothing runs."""
         shell = self.shell
         if shell is not None and shell.running is not None:
-            self.run_worker(shell.abort(self._ctx), group="shell-abort", exclusive=True)
-            return
+            self._stopping = self.run_worker(
+                shell.abort(self._ctx), group="shell-abort", exclusive=True
+            )
+            return True
         if not self._is_busy():
-            now = time.monotonic()
-            if self.editor.text.strip() or now - self._last_escape > DOUBLE_ESCAPE:
-                self._last_escape = now
-                return
-            self._last_escape = 0.0
-            if "rewind" in self.tui.commands:
-                self.run_worker(self.tui.run_command("/rewind", self._ctx), group="commands")
-            return
-        self.run_worker(self._abort(self._queued()), group="abort", exclusive=True)
+            return False
+        self._stopping = self.run_worker(self._abort(self._queued()), group="abort", exclusive=True)
+        return True
 
     async def _abort(self, queued: Sequence[tuple[int, str]]) -> None:
         try:
@@ -925,7 +954,13 @@ class CodingAgentApp(App[None]):
                 shown.append(f"{keys_text} newline (idle) / {action.description} (busy)")
             elif keys:
                 shown.append(f"{'/'.join(keys)} {action.description}")
-        shown += ["! / !! shell", "/ commands", "@ files", "tab completes paths"]
+        shown += [
+            "ctrl+c clear the editor, else interrupt the turn, else twice: quit",
+            "! / !! shell",
+            "/ commands",
+            "@ files",
+            "tab completes paths",
+        ]
         moved = {default: key for key, default in bound.facet_keys().items()}
         shown += [
             f"{moved.get(k.key, k.key)} {k.description.lower()}" for k in self.tui.keys.values()
@@ -953,9 +988,11 @@ class CodingAgentApp(App[None]):
         return None
 
     def action_interrupt(self) -> None:
-        """Ctrl+C, as in pi: clear the editor when it holds text; on an empty editor the first
-        press says how to leave, a second within :data:`DOUBLE_CTRL_C` seconds leaves (as
-        ``/quit``: the session keeps running).
+        """Ctrl+C, as in pi and Claude Code: clear the editor when it holds text; else, while a
+        turn (or a ``!`` command) runs, interrupt it exactly as Esc does; else (idle, empty
+        editor) say how to leave. A second press on the empty editor within
+        :data:`DOUBLE_CTRL_C` seconds of one that interrupted or said how to leave leaves (as
+        ``/quit``: the session keeps running), once the interrupt has reached the worker.
 
         The binding is the app's own (priority), while typed keys go on to the editor's message
         queue: keys read in one burst (a fast typist, a loaded machine) may not have reached the
@@ -969,13 +1006,24 @@ class CodingAgentApp(App[None]):
             self._last_ctrl_c = 0.0
             return
         if self._last_ctrl_c and now - self._last_ctrl_c <= DOUBLE_CTRL_C:
-            self.exit()
+            self._last_ctrl_c = 0.0
+            self.run_worker(self._exit_after_stopping(), group="exit", exclusive=True)
             return
         self._last_ctrl_c = now
-        self.notify(
-            "Press Ctrl+C again to quit (the session keeps running; /stop ends it)",
-            timeout=max(DOUBLE_CTRL_C, 2.0),
-        )
+        interrupted = self._stop_running()
+        self.notify(INTERRUPTED_HINT if interrupted else QUIT_HINT, timeout=max(DOUBLE_CTRL_C, 2.0))
+
+    async def _exit_after_stopping(self) -> None:
+        """Leave, once an interrupt on its way to the worker has arrived (a quick Ctrl+C,
+        Ctrl+C must not leave the turn running); at most :data:`ABORT_BEFORE_EXIT` seconds."""
+        stopping = self._stopping
+        if stopping is not None and stopping.is_running:
+            with anyio.move_on_after(ABORT_BEFORE_EXIT):
+                try:
+                    await stopping.wait()
+                except Exception:  # its own error handling spoke already
+                    pass
+        self.exit()
 
 
 async def run_tui(

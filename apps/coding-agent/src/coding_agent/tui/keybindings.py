@@ -4,7 +4,7 @@ The file is ``$XDG_CONFIG_HOME/coding-agent/keybindings.toml`` (default
 ``~/.config/coding-agent/keybindings.toml``). Each line binds one action to a key, or to a list
 of keys, by Textual key name (``ctrl+x``, ``alt+up``, ``f2``, ``shift+tab``, ``escape``)::
 
-    abort = "ctrl+c"
+    abort = ["escape", "f4"]
     toggle_tools = ["ctrl+o", "f3"]
     model_picker = "f2"
     "key:ctrl+b" = "ctrl+r"     # a key a feature package registered, by its default key
@@ -17,7 +17,7 @@ The actions (:data:`ACTIONS`) and their default keys:
 ``newline``     shift+enter, ctrl+j a new line in the prompt
 ``abort``       escape              abort the turn or a running ``!`` command
 ``dequeue``     alt+up              take back the newest queued message
-``toggle_tools`` ctrl+o             expand tool output
+``toggle_tools`` ctrl+o             expand tool output and folded pastes
 ``toggle_thinking`` ctrl+t          expand thinking blocks
 ``external_editor`` ctrl+g          edit the prompt in ``$VISUAL``/``$EDITOR``
 ``page_up``     pageup              scroll the transcript up a page (leaves follow mode)
@@ -76,7 +76,7 @@ ACTIONS: dict[str, Action] = {
     "newline": Action("editor", ("shift+enter", "ctrl+j"), "new line"),
     "abort": Action("app", ("escape",), "abort"),
     "dequeue": Action("app", ("alt+up",), "take back the newest queued message"),
-    "toggle_tools": Action("app", ("ctrl+o",), "expand tool output"),
+    "toggle_tools": Action("app", ("ctrl+o",), "expand tool output and pastes"),
     "toggle_thinking": Action("app", ("ctrl+t",), "expand thinking"),
     "external_editor": Action("app", ("ctrl+g",), "external editor"),
     "page_up": Action("app", ("pageup",), "scroll up a page"),

@@ -164,6 +164,9 @@ class ClientRun:
         self.reloader: PackageReloader | None = None
         self.stopped = False
         """``/stop``: the user asked to stop the session's worker, not only to leave."""
+        self.stopped_elsewhere = False
+        """The worker stopped on a signal this TUI did not send (``/stop`` in another TUI):
+        the app left instead of starting a new worker."""
 
 
 async def run_client(
@@ -204,6 +207,7 @@ async def run_client(
         theme, settings_problems = None, [str(error)]
     app = CodingAgentApp(client, keybindings=load_keybindings(), theme=theme)
     app.wait_for_facets()  # the facet host starts beside the app (run_app_with_facets)
+    app.faux_script = session.settings.faux_script
     run = ClientRun(app, client, session)
     generations: list[FacetGeneration] = []  # loaded after the first frame (build_facets)
     problems: list[str] = []
@@ -309,6 +313,8 @@ async def run_client(
                 app.call_later(app.facets_active)  # the worker's commands are known now
                 client.on_status(toasts.listener)
                 client.on_status(notifier.listener)
+                if connect is None:  # a local worker: /stop in another TUI ends this one too
+                    client.on_status(lambda status: _stopped_elsewhere(run, control, status))
                 if client.status is not None:  # arrived before the listener: say it too
                     app.call_later(toasts.listener, client.status)
                     notifier.listener(client.status)
@@ -404,6 +410,10 @@ class _SessionControl:
         """Show ``screen`` over the app and return what it is dismissed with."""
         return await _show_screen(self._run.app, screen)
 
+    def stop_watching(self) -> None:
+        """Restart the worker no more when it dies (it was stopped on purpose)."""
+        self._watching.cancel()
+
     def start(self) -> None:
         """Start watching the worker (restart it when it dies)."""
         if self._supervisor is not None:
@@ -493,6 +503,9 @@ class _SessionControl:
         source. Workers of sessions left by ``/resume`` are stopped either way."""
         self._closed = True
         self._watching.cancel()
+        # Gone first: a worker that stops gives its other clients a moment to leave (its
+        # status says it stops), not this one.
+        await self.source.aclose()
         for supervisor in self._stopping:
             await supervisor.stop()
         if self._supervisor is not None:
@@ -500,7 +513,11 @@ class _SessionControl:
                 await self._supervisor.stop_worker()
             else:
                 await self._supervisor.release()
-        await self.source.aclose()
+
+    @property
+    def closing(self) -> bool:
+        """The TUI is leaving (:meth:`aclose` began)."""
+        return self._closed
 
 
 async def _show_screen(app: CodingAgentApp, screen: ModalScreen[Any]) -> Any:
@@ -543,6 +560,20 @@ def _tree_host(app: CodingAgentApp, client: RemoteConversationClient, control: A
         session=lambda: control.session,
         on_follow=client.on_follow,
     )
+
+
+def _stopped_elsewhere(run: ClientRun, control: _SessionControl, status: dict[str, Any]) -> None:
+    """The worker says it stops on a signal (``/stop`` in another TUI, a ``kill``) that this
+    TUI did not send: leave (the command line prints one line saying so) instead of starting
+    a worker again, which would resume what the other window stopped."""
+    app = run.app
+    if not status.get("stopping") or app.stop_requested or control.closing:
+        return  # not stopping, or stopped by this TUI (/stop, leaving with a worker of its own)
+    if run.stopped_elsewhere:
+        return
+    run.stopped_elsewhere = True
+    control.stop_watching()
+    app.exit()
 
 
 async def _watch(

@@ -270,7 +270,9 @@ def _read_step(request: Request, state: FauxState) -> FauxResponse:
     chosen = _pick_file(_last_tool_text(request))
     if chosen is None:
         return faux_response(
-            "The folder looks empty, so let me search it instead.",
+            "This folder is empty (a new project?), so there is no file to read yet. In a "
+            "project I would read its README; here is a search for files instead, which "
+            "finds nothing in an empty folder.",
             faux_tool_call("find", {"pattern": "*"}),
         )
     return faux_response(
@@ -344,6 +346,11 @@ def _summary_step(request: Request, state: FauxState) -> FauxResponse:
         for message in request.messages
         if isinstance(message, ToolResultMessage) and not message.is_error
     }
+    looked = (
+        "I listed and read files"
+        if "read" in ran
+        else "I listed this folder (empty, so there was nothing to read) and searched it"
+    )
     changed = [name for name in ("write", "edit", "bash") if name in ran]
     if changed == ["write", "edit", "bash"]:
         outcome = f"wrote and edited `{DEMO_NOTES_FILE}` with your approval, and ran a command."
@@ -353,8 +360,8 @@ def _summary_step(request: Request, state: FauxState) -> FauxResponse:
         outcome = "proposed a write, an edit and a command, which were not approved."
     return faux_response(
         faux_thinking("The tour is complete; summarise it."),
-        "That was the offline demo of the faux model. I listed and read files, asked you a "
-        f"question, {outcome}\n\n"
+        f"That was the offline demo of the faux model. {looked}, asked you a question, "
+        f"{outcome}\n\n"
         "To work with a real model, set `ANTHROPIC_API_KEY` or `OPENAI_API_KEY` (or "
         "`OPENAI_BASE_URL` for a local server) and start a new session, or pass "
         "`--model provider/id`.",
@@ -373,7 +380,8 @@ def demo_steps() -> list[FauxStep]:
     """The built-in tour: ls, read, question, write, edit, bash, summary."""
     return [
         faux_response(
-            "Hi! I'm the offline faux model. Let me show you around: first the project files.",
+            "Hi! I'm the offline faux model. Let me show you around, starting with what is "
+            "in this folder.",
             faux_tool_call("ls", {"path": "."}),
         ),
         _read_step,

@@ -214,7 +214,8 @@ EXIT_STORAGE = 5
 """The session's storage failed (disk full, I/O error, read-only): the supervisor restarts."""
 _STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EROFS, errno.EDQUOT, errno.EFBIG})
 FAULT_GRACE = 1.0
-"""Seconds a worker whose storage failed keeps its clients, so they see why, before it exits."""
+"""Seconds a worker that stops (its storage failed, a signal) keeps its clients, so they see
+why, before it exits."""
 """The model could not be resolved (unknown provider, missing API key)."""
 
 _log = logging.getLogger("coding_agent.worker")
@@ -917,10 +918,11 @@ async def _wait_for_stop(
     exit_on_stdin_eof: bool,
     unattended: Callable[[], Awaitable[None]] | None = None,
     *stops: Callable[[], Awaitable[None]],
+    signalled: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
-    """Return at the first SIGTERM/SIGINT (or stdin EOF, when asked, or when ``unattended``
-    returns: the worker lingered long enough with no client and no live work; or when one of
-    ``stops`` returns)."""
+    """Return at the first SIGTERM/SIGINT, once ``signalled()`` (when given) returns (or at
+    stdin EOF, when asked, or when ``unattended`` returns: the worker lingered long enough with
+    no client and no live work; or when one of ``stops`` returns)."""
     async with anyio.create_task_group() as group:
 
         async def on_stop(stop: Callable[[], Awaitable[None]]) -> None:
@@ -932,6 +934,8 @@ async def _wait_for_stop(
 
         async def on_signal() -> None:
             async for _signal in signals:
+                if signalled is not None:
+                    await signalled()
                 group.cancel_scope.cancel()
                 return
 
@@ -1023,12 +1027,21 @@ async def serve(
                     while clients.count:
                         await clients.changed()
 
+            async def signalled() -> None:
+                # /stop in one TUI: the others are told (status "stopping"), so they leave
+                # with one line instead of starting a worker again; a moment to get it.
+                runtime.status.set_stopping("signal")
+                with anyio.move_on_after(FAULT_GRACE):
+                    while clients.count:
+                        await clients.changed()
+
             await _wait_for_stop(
                 signals,
                 exit_on_stdin_eof,
                 unattended if config.linger else None,
                 storage_failed,
                 *([stop] if stop is not None else []),
+                signalled=signalled,
             )
             group.cancel_scope.cancel()
     if runtime.storage is not None and runtime.storage.message is not None:

@@ -29,7 +29,9 @@ OpenAI-compatible server); ``/model`` refuses any other id it does not list. ``u
 names the key a model of it needs. ``textToolCalling`` names the models that refused native tool calling during this worker's life
 and now call tools through fenced text blocks (a TUI says so once). ``storageFailure`` is
 ``null``, or why the session's storage failed (``"the session's storage failed: [Errno 28] No
-space left on device"``): the worker stops right after, and a TUI says so. ``sandbox`` is the
+space left on device"``): the worker stops right after, and a TUI says so. ``stopping`` is
+``null``, or ``"signal"`` once the worker stops on SIGTERM/SIGINT (``/stop`` in another TUI):
+a TUI then leaves with one line instead of starting a new worker. ``sandbox`` is the
 OS sandbox of the session's commands: ``{"available", "reason", "enforced", "policy": [lines]}``
 (a TUI says once when it is unavailable, and ``/sandbox`` shows it). ``notifications`` are the
 newest :data:`MAX_NOTICES` notifications the worker delivered (:mod:`coding_agent.worker.notifications`:
@@ -117,6 +119,7 @@ class WorkerStatus:
             "reloads": [],
             "textToolCalling": [],
             "storageFailure": None,
+            "stopping": None,
             "sandbox": dict(sandbox) if sandbox is not None else None,
             "notifications": [],
             "branch": None,
@@ -188,6 +191,17 @@ class WorkerStatus:
 
             def mutate(draft: Any) -> None:
                 draft["textToolCalling"] = list(models)
+
+            self._state.change(BACKGROUND, mutate)
+
+    def set_stopping(self, reason: str) -> None:
+        """Say that the worker stops now, and why (``"signal"``: SIGTERM or SIGINT, which is how
+        ``/stop`` in one TUI ends it): the other clients leave instead of starting a new one."""
+        self._document["stopping"] = reason
+        if self._state is not None:
+
+            def mutate(draft: Any) -> None:
+                draft["stopping"] = reason
 
             self._state.change(BACKGROUND, mutate)
 

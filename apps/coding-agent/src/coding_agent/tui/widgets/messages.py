@@ -19,7 +19,7 @@ and plain text is never read as markup (``Text``, or a ``Static`` with ``markup=
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -35,6 +35,7 @@ from coding_agent.tui.document import attachment_marks, entry_text
 from coding_agent.tui.shell import shell_text
 from coding_agent.tui.widgets.collapsible import QuietCollapsible
 from coding_agent.tui.widgets.tools import ToolCard
+from coding_agent.tui.widgets.user_message import UserMessage
 from pico3 import (
     AssistantEntry,
     CustomEntry,
@@ -302,18 +303,30 @@ def server_tool_text(block: ServerToolContent) -> str:
     return "\n".join(lines)
 
 
-def entry_widget(entry: ViewEntry) -> Widget | None:
-    """The widget of one stored entry, or ``None`` for entries that are not shown."""
+def entry_widget(
+    entry: ViewEntry,
+    *,
+    fold_pastes: Callable[[str], str] = lambda text: text,
+    expand_key: str | None = None,
+) -> Widget | None:
+    """The widget of one stored entry, or ``None`` for entries that are not shown.
+
+    A big user message is folded (:class:`UserMessage`): ``fold_pastes`` puts the pastes the
+    editor folded back behind their markers; ``expand_key`` is the key its hint names."""
     if isinstance(entry, UserEntry):
         classes = "user continuation" if entry.data.continuation else "user"
         message = entry.user_message
-        marks = attachment_marks(message.content if message is not None else None)
-        text = Text(inert(entry_text(entry)))
-        for mark in marks:  # an attached file, folder or image: one line, not its content
-            text.append("\n" + inert(mark), style="dim")
+        # an attached file, folder or image: one line, not its content
+        notes = attachment_marks(message.content if message is not None else None)
         if entry.data.model:  # a command's own model answered this prompt's turn
-            text.append(f"\n↳ model for this turn: {inert(entry.data.model)}", style="dim")
-        return Static(text, classes=classes)
+            notes = [*notes, f"↳ model for this turn: {entry.data.model}"]
+        return UserMessage(
+            entry_text(entry),
+            notes,
+            fold_pastes=fold_pastes,
+            expand_key=expand_key,
+            classes=classes,
+        )
     if isinstance(entry, AssistantEntry):
         message = entry.message
         if message is None:

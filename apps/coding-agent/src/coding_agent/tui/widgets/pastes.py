@@ -13,14 +13,21 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["PASTE_CHARS", "PASTE_LINES", "Pastes"]
+__all__ = ["MARKER", "PASTE_CHARS", "PASTE_LINES", "Pastes", "is_large"]
 
 PASTE_LINES = 10
 """A paste of more lines than this is folded."""
 PASTE_CHARS = 1_000
 """A paste of more characters than this is folded."""
 
-_MARKER = re.compile(r"\[Pasted text #\d+ (?:\+\d+ lines|[\d,]+ chars)\]")
+MARKER = re.compile(r"\[Pasted text #\d+ (?:\+\d+ lines|[\d,]+ chars)\]")
+"""A paste's marker, as the editor shows it (and the transcript, once sent)."""
+
+
+def is_large(text: str) -> bool:
+    """``text`` is big enough to be folded: more than :data:`PASTE_LINES` lines or
+    :data:`PASTE_CHARS` characters (a paste in the editor, a message in the transcript)."""
+    return len(text.splitlines()) > PASTE_LINES or len(text) > PASTE_CHARS
 
 
 class Pastes:
@@ -37,9 +44,9 @@ class Pastes:
         """The marker to show for pasting ``text`` (its line endings made ``\\n``), or
         ``None`` when it is small enough to paste as it is."""
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-        lines = len(text.splitlines())
-        if lines <= PASTE_LINES and len(text) <= PASTE_CHARS:
+        if not is_large(text):
             return None
+        lines = len(text.splitlines())
         self._count += 1
         size = f"+{lines} lines" if lines > PASTE_LINES else f"{len(text):,} chars"
         marker = f"[Pasted text #{self._count} {size}]"
@@ -50,7 +57,7 @@ class Pastes:
         """``text`` with each marker replaced by the text pasted (what is sent)."""
         if not self._texts:
             return text
-        return _MARKER.sub(lambda m: self._texts.get(m.group(), m.group()), text)
+        return MARKER.sub(lambda m: self._texts.get(m.group(), m.group()), text)
 
     def fold(self, text: str) -> str:
         """``text`` with each paste's text, where it is whole, back behind its marker."""
@@ -62,7 +69,7 @@ class Pastes:
         """The columns ``(start, end)`` of the marker in ``line`` that deleting at ``column``
         takes away whole: the one the cursor is in or just after (``before``: Backspace) or
         just before (Delete); ``None`` when there is none."""
-        for match in _MARKER.finditer(line):
+        for match in MARKER.finditer(line):
             if match.group() not in self._texts:
                 continue
             start, end = match.span()

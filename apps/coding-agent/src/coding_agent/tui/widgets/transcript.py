@@ -24,7 +24,7 @@ text is never parsed again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from textual import on
 from textual.containers import VerticalScroll
@@ -33,6 +33,7 @@ from textual.widgets import Button
 
 from coding_agent.tui.widgets.messages import AssistantView, entry_widget
 from coding_agent.tui.widgets.tools import ToolCard
+from coding_agent.tui.widgets.user_message import UserMessage
 from pico3 import AssistantEntry, ToolResultEntry, View, ViewEntry, ViewTurn
 
 __all__ = ["TAIL", "Transcript"]
@@ -55,6 +56,11 @@ class Transcript(VerticalScroll):
         self._turn: ViewTurn | None = None
         self._more = self._load_button()
         self._more.display = False
+        self.fold_pastes: Callable[[str], str] = lambda text: text
+        """Puts the pastes the editor folded back behind their markers in a user message
+        (the app sets it to its editor's ``pastes.fold``)."""
+        self.expand_key: str | None = None
+        """The key that expands tool output and big messages, as a hint names it."""
 
     # -- queries (tests, benchmarks) ---------------------------------------------------------
     @property
@@ -184,10 +190,13 @@ class Transcript(VerticalScroll):
         await self.load_earlier()
 
     def set_tools_collapsed(self, collapsed: bool) -> None:
-        """Collapse or expand every tool output; a view following the bottom keeps following."""
+        """Collapse or expand every tool output and every big user message (a folded paste);
+        a view following the bottom keeps following."""
         following = self.following
         for card in self.query(ToolCard):
             card.set_collapsed(collapsed)
+        for message in self.query(UserMessage):
+            message.set_expanded(not collapsed)
         if following:
             self.call_after_refresh(self.follow)
 
@@ -217,7 +226,7 @@ class Transcript(VerticalScroll):
             if card is not None:
                 card.set_result(entry)
                 return None
-        widget = entry_widget(entry)
+        widget = entry_widget(entry, fold_pastes=self.fold_pastes, expand_key=self.expand_key)
         if isinstance(widget, AssistantView):
             self._register_cards(widget)
         return widget
