@@ -202,3 +202,7 @@ _.is_serving
 # facets_mcp.contract.McpServer's stderrGist: a wire field of the MCP state, which the app's
 # headless watch reads by key (coding_agent.worker.mcp_watch)
 stderrGist
+
+# coding_agent.settings.config._PermissionsFile's block_reads_outside_working_directories: a key
+# config.toml may hold (checked as a bool here; coding_agent.settings.permissions reads it)
+_.block_reads_outside_working_directories

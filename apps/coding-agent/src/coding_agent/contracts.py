@@ -16,6 +16,7 @@ token                         id                          served by
 :data:`ReloadService`         ``coding-agent.reload``     ``settings/package_reload.py``: ``/reload``
 :data:`TuiWatchService`       ``coding-agent.tui-watch``  ``worker/notifications.py``: which TUIs are
                                                           attached (keyed: one instance, ``worker``)
+:data:`WorkingDirsService`    ``coding-agent.working-dirs``  ``worker/working_dirs.py``: ``/add-dir``
 ============================  ==========================  =============================================
 
 Feature packages serve their own services (each feature's ``contract.py``); the app does not
@@ -49,6 +50,8 @@ __all__ = [
     "TuiWatch",
     "TuiWatchService",
     "WorkerStatusService",
+    "WorkingDirs",
+    "WorkingDirsService",
 ]
 
 WorkerStatusService = define_service("coding-agent.worker")
@@ -130,6 +133,22 @@ observes and calls :meth:`TuiWatch.watching` on): a TUI writes notifications to 
 so the worker's desktop notifications wait for no TUI to be attached
 (:mod:`coding_agent.worker.notifications`). Other clients (``-p``, the browser, ACP) do not
 count."""
+
+
+class WorkingDirs(Protocol):
+    """The remotable contract of :data:`WorkingDirsService`."""
+
+    async def add(self, folder: str, ctx: Context) -> str:
+        """Add ``folder`` (``~`` expanded, relative to the session's folder) as a working
+        directory until the worker stops; returns the folder's real path. Raises
+        ``RemoteServiceError`` (``service_invalid_value``) naming a folder that does not
+        exist."""
+        ...
+
+
+WorkingDirsService = define_service("coding-agent.working-dirs", WorkingDirs)
+"""The worker's working directories (remotable singleton): ``/add-dir DIR`` from a TUI
+(:mod:`coding_agent.worker.working_dirs`)."""
 
 
 # -- feature services the app's clients name by id ---------------------------------------------

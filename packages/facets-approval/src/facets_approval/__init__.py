@@ -10,7 +10,8 @@
   — what a bash command runs, read with tree-sitter-bash; :mod:`.permissions` — where rules
   come from and go; :mod:`.restrictions` — Claude Code's restrictive switches
   (``disableBypassPermissionsMode``, ``denyInsteadOfPrompting``,
-  ``blockWritesOutsideWorkingDirectories``);
+  ``blockWritesOutsideWorkingDirectories``); :mod:`.workdirs` — the working directories (the
+  project and the added folders) outside which a read asks;
 * :mod:`.tui` — the TUI facets: a modal per open dialog (allow once / allow a narrow rule at a
   scope / deny), and the mode label with Shift+Tab and ``/mode``; :mod:`.permissions_tui` —
   ``/permissions``;

@@ -23,6 +23,9 @@ turns it on and none turns it off (a project cannot lift what your own file set)
   ``edit`` (the file tools, not ``bash``) of a path outside the working directories are refused
   in every mode, ``auto`` included; the model reads :func:`outside_write_reason`, which tells it
   to ask the user to add the folder. The working directories are :func:`working_directories`.
+* ``blockReadsOutsideWorkingDirectories: true`` (:data:`BLOCK_OUTSIDE_READS`) — ``read``,
+  ``grep``, ``find`` and ``ls`` outside the working directories are refused in every mode
+  (:mod:`.workdirs`, which the host's own ``config.toml`` switch feeds too).
 """
 
 from __future__ import annotations
@@ -34,8 +37,10 @@ from typing import Any
 
 from .contract import PermissionMode
 from .guarded import path_within
+from .workdirs import working_directories as _working_directories
 
 __all__ = [
+    "BLOCK_OUTSIDE_READS",
     "BLOCK_OUTSIDE_WRITES",
     "DENY_ASKS",
     "NO_AUTO",
@@ -51,7 +56,8 @@ __all__ = [
 NO_AUTO = "disableBypassPermissionsMode"
 DENY_ASKS = "denyInsteadOfPrompting"
 BLOCK_OUTSIDE_WRITES = "blockWritesOutsideWorkingDirectories"
-RESTRICTION_KEYS = (NO_AUTO, DENY_ASKS, BLOCK_OUTSIDE_WRITES)
+BLOCK_OUTSIDE_READS = "blockReadsOutsideWorkingDirectories"
+RESTRICTION_KEYS = (NO_AUTO, DENY_ASKS, BLOCK_OUTSIDE_WRITES, BLOCK_OUTSIDE_READS)
 """The ``permissions.*`` keys of Claude Code's settings honoured here (the source's names)."""
 
 
@@ -62,6 +68,7 @@ class Restrictions:
     no_auto: str | None = None
     deny_asks: str | None = None
     block_outside_writes: str | None = None
+    block_outside_reads: str | None = None
 
     @classmethod
     def of(cls, loaded: Mapping[str, Any]) -> Restrictions:
@@ -74,7 +81,12 @@ class Restrictions:
             value = given.get(key)
             return value if isinstance(value, str) and value else None
 
-        return cls(source(NO_AUTO), source(DENY_ASKS), source(BLOCK_OUTSIDE_WRITES))
+        return cls(
+            source(NO_AUTO),
+            source(DENY_ASKS),
+            source(BLOCK_OUTSIDE_WRITES),
+            source(BLOCK_OUTSIDE_READS),
+        )
 
     def disabled(self) -> dict[str, str]:
         """The modes that cannot be entered, each with why (the mode service's ``disabled``)."""
@@ -104,22 +116,31 @@ def deny_instead_reason(tool: str, why: str, source: str) -> str:
     )
 
 
-def working_directories(workspace: str | None) -> list[str]:
+def working_directories(
+    workspace: str | None, services: Mapping[str, Any] | None = None
+) -> list[str]:
     """The folders ``write`` and ``edit`` may reach under ``blockWritesOutsideWorkingDirectories``
-    (real paths): the project folder, the harness service ``workspace``. The one definition:
-    the check below uses nothing else."""
+    (real paths): the project folder, the harness service ``workspace``, and the added ones
+    (:func:`.workdirs.working_directories`, the one definition, over the host's ``services``)."""
     if workspace is None:
         return []
+    found = _working_directories(workspace, services or {})
+    if found is not None:
+        return list(found.folders)
     return [os.path.realpath(os.path.expanduser(workspace))]
 
 
 def outside_write_reason(
-    tool: str, real: str | None, workspace: str | None, source: str
+    tool: str,
+    real: str | None,
+    workspace: str | None,
+    source: str,
+    services: Mapping[str, Any] | None = None,
 ) -> str | None:
     """The block reason for a ``write``/``edit`` of ``real`` (the target resolved once,
     symlinks followed: :func:`~.session.edit_target`) outside every working directory, or
     ``None`` when it is inside one. A target that cannot be resolved is refused too."""
-    folders = working_directories(workspace)
+    folders = working_directories(workspace, services)
     if real is not None and any(path_within(real, folder) for folder in folders):
         return None
     where = f" ({real})" if real is not None else ""

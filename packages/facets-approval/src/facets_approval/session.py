@@ -27,7 +27,10 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
   real path, and it is left for the tool in the host's
   :data:`~.guarded.CHECKED_TARGETS_SERVICE` mapping (taken back when the call is denied): the
   tool reads exactly there or fails, so a symlink swapped in after the decision cannot make it
-  read what nobody checked;
+  read what nobody checked; a read of a path outside the working directories (:mod:`.workdirs`:
+  the project, the added folders, the agent's own files) asks in every mode but ``auto``
+  unless an allow rule covers it (the mode and the session's rules are read for it), and is
+  blocked in every mode with ``blockReadsOutsideWorkingDirectories``;
 * the mode is the session's, made stricter (never looser) by each task that owns the call's
   conversation up its owner chain (a subagent whose definition says ``permissionMode: plan``:
   :data:`~.contract.OWNER_MODE_KEY` in its task's input, :func:`~.contract.stricter`);
@@ -101,7 +104,7 @@ facet that hosts it is its only caller. The words of the sandbox mode live in
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -152,14 +155,16 @@ from .contract import (
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, leave_checked, path_within
 from .permissions import RulesProvider, RuleStore, session_rule_reader, turn_rules
 from .restrictions import (
+    Restrictions,
     deny_instead_reason,
     effective_mode,
     outside_write_reason,
 )
-from .rules import RuleSet
+from .rules import RuleSet, Verdict
 from .sandboxing import SANDBOX_UNAVAILABLE, outside_sandbox
 from .searched import credentials_verdict, read_target, search_verdict, searches
 from .suggest import suggest_rule
+from .workdirs import WorkingDirectories, read_outside, working_directories
 
 __all__ = [
     "DEFAULT_RULES",
@@ -297,6 +302,7 @@ def confinement(
     guarded: Sequence[object] = (),
     *,
     real: str | None = None,
+    added: Sequence[str] = (),
 ) -> str | None:
     """Why an edit with ``arguments`` must ask whatever the mode (but ``auto``), the rules
     and the ``autoAllow`` list, or ``None``. A separate step, run after everything that could
@@ -307,7 +313,9 @@ def confinement(
     configuration...) says so; one not inside ``workspace`` (symlinks followed) is outside the
     project; an edit without a usable ``path``, or with no workspace known, cannot be confined
     and asks too. ``real`` is :func:`edit_target`'s answer when the caller has it: the target
-    is then resolved once, and that real path is the one both checks see."""
+    is then resolved once, and that real path is the one both checks see. ``added`` are the
+    added working directories (real paths, :mod:`.workdirs`): an edit there follows the mode as
+    one in the project does."""
     path = arguments.get("path") if isinstance(arguments, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     if not isinstance(path, str) or not path or workspace is None:
         return "its target path is not known, so it cannot be confined to the project"
@@ -316,8 +324,10 @@ def confinement(
     reason = guarded_reason(os.path.expanduser(spelled), workspace, guarded, real=target)
     if reason is not None:
         return reason
-    if not path_within(target, os.path.realpath(os.path.expanduser(workspace))):
-        return f"its target is outside the project ({target})"
+    folders = [os.path.realpath(os.path.expanduser(workspace)), *added]
+    if not any(path_within(target, folder) for folder in folders):
+        others = " and the added working directories" if added else ""
+        return f"its target is outside the project{others} ({target})"
     return None
 
 
@@ -499,6 +509,13 @@ def install_approval(
             list(guarded) if isinstance(guarded, list | tuple) else [],  # pyright: ignore[reportUnknownArgumentType]
         )
 
+    def services() -> Mapping[str, Any]:
+        found: Any = getattr(getattr(harness, "scheduler", None), "services", None)
+        return found if isinstance(found, Mapping) else {}  # pyright: ignore[reportUnknownVariableType]
+
+    def where_read(workspace: str | None) -> WorkingDirectories | None:
+        return working_directories(workspace, services())
+
     def checked(key: str, real: str | None) -> Callable[[], None]:
         services: Any = getattr(getattr(harness, "scheduler", None), "services", None) or {}
         return leave_checked(services, key, real)
@@ -514,10 +531,34 @@ def install_approval(
         services: Any = getattr(getattr(harness, "scheduler", None), "services", None) or {}
         return isinstance(services.get(SANDBOX_SERVICE), Sandbox)
 
+    async def standing(
+        api: Any, workspace: str | None, restricted: Restrictions, ctx: Context
+    ) -> tuple[PermissionMode, PermissionMode, RuleSet]:
+        """The call's mode (a disabled ``auto`` as ``ask``, its owners' stricter ones applied),
+        the session's own mode, and every rule in force for it (the files', the session's,
+        ``autoAllow``, the turn's)."""
+        conversation = await harness.conversation(api.conversation_id, ctx)
+        if conversation is None:  # pragma: no cover - the hosting task's conversation exists
+            raise RuntimeError(f"conversation {api.conversation_id} is not open")
+        mode, auto_allow, session = await conversation.commit(current, ctx)
+        mode = effective_mode(mode, restricted)  # a disabled auto decides as ask
+        granted = await conversation.commit(lambda tx, _ctx: turn_rules(tx, conversation.id), ctx)
+        top, owner_modes = await store.chain(conversation.id, ctx)
+        store.current = top
+        session_mode = mode
+        for owner_mode in owner_modes:  # a subagent's owners may make it stricter, never looser
+            mode = stricter(mode, owner_mode)
+        if top != conversation.id:  # a subagent follows its user conversation's rules
+            owner = await harness.conversation(top, ctx)
+            if owner is not None:
+                session = await owner.commit(session_rule_reader(ns), ctx)
+        return mode, session_mode, store.build(session, auto_allow, workspace, granted)[0]
+
     async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> dict[str, Any] | None:
         tool = call["name"]
         arguments = call.get("arguments", {})
         safe = replay_safe(tool)
+        offer: str | None = None  # the standing rule a dialog with a reason offers all the same
         workspace = where()[0]
         restricted = store.restrictions()  # Claude Code's switches (.restrictions)
         pinned: str | None = None  # an edit's target the switches checked (resolved once)
@@ -531,6 +572,7 @@ def install_approval(
             verdict = ruleset.evaluate(tool, arguments, real=read)
             if verdict.kind == "deny":
                 return {"block": rule_block_reason(tool, verdict.why)}
+            allowed = verdict.kind == "allow"
             if verdict.kind != "ask":  # what it reads beyond its path (credentials, a search)
                 verdict = credentials_verdict(
                     tool, arguments, ruleset.workspace, ruleset.home, real=read
@@ -539,6 +581,15 @@ def install_approval(
                 verdict = await anyio.to_thread.run_sync(
                     search_verdict, ruleset, tool, arguments, read
                 )
+            far = read_outside(tool, arguments, where_read(workspace), ruleset.home, real=read)
+            if far is not None and (far.blocked or restricted.block_outside_reads):
+                return {"block": far.refusal}  # every mode, whatever allows it
+            if verdict.kind != "ask" and far is not None and not allowed:
+                # auto, or a session's or turn's allow rule, lets it run
+                mode, _own, ruleset = await standing(api, workspace, restricted, ctx)
+                allows = ruleset.evaluate(tool, arguments, real=read).kind == "allow"
+                if mode != "auto" and not allows:
+                    verdict, offer = Verdict("ask", None, far.why), far.rule
             if verdict.kind != "ask":
                 checked(key, read)  # ...is what the tool reads (or it fails)
                 return None
@@ -546,25 +597,8 @@ def install_approval(
             action: Action = "ask"
             unsandboxed = False
         else:
-            conversation = await harness.conversation(api.conversation_id, ctx)
-            if conversation is None:  # pragma: no cover - the hosting task's conversation exists
-                raise RuntimeError(f"conversation {api.conversation_id} is not open")
-            mode, auto_allow, session = await conversation.commit(current, ctx)
-            mode = effective_mode(mode, restricted)  # a disabled auto decides as ask
-            granted = await conversation.commit(
-                lambda tx, _ctx: turn_rules(tx, conversation.id), ctx
-            )
-            top, owner_modes = await store.chain(conversation.id, ctx)
-            store.current = top
-            session_mode = mode
-            for owner_mode in owner_modes:  # a subagent's owners may make it stricter, never looser
-                mode = stricter(mode, owner_mode)
+            mode, session_mode, ruleset = await standing(api, workspace, restricted, ctx)
             unsandboxed = False
-            if top != conversation.id:  # a subagent follows its user conversation's rules
-                owner = await harness.conversation(top, ctx)
-                if owner is not None:
-                    session = await owner.commit(session_rule_reader(ns), ctx)
-            ruleset = store.build(session, auto_allow, workspace, granted)[0]
             read = reads(tool, arguments, ruleset)
             verdict = ruleset.evaluate(tool, arguments, real=read)
             if verdict.kind == "deny":
@@ -572,7 +606,7 @@ def install_approval(
             if restricted.block_outside_writes and rules.is_edit(tool):  # every mode, auto too
                 pinned = edit_target(arguments, workspace)  # resolved once (as below)
                 outside = outside_write_reason(
-                    tool, pinned, workspace, restricted.block_outside_writes
+                    tool, pinned, workspace, restricted.block_outside_writes, services()
                 )
                 if outside is not None:
                     return {"block": outside}
@@ -600,7 +634,9 @@ def install_approval(
         if rules.is_edit(tool) and mode != "auto":  # after the rules: may only turn run into ask
             workspace, guarded = where()
             real = pinned or edit_target(arguments, workspace)  # resolved once: what is checked is
-            confined = confinement(arguments, workspace, guarded, real=real)
+            dirs = where_read(workspace)
+            added = dirs.folders[1:] if dirs is not None else ()
+            confined = confinement(arguments, workspace, guarded, real=real, added=added)
             if confined is not None:
                 action, reason = "ask", f"This asks in every mode but auto: {confined}."
             # ...where the tool writes (or fails): a symlink swapped in later cannot redirect it
@@ -634,9 +670,9 @@ def install_approval(
                 offer = suggest_rule(
                     tool, arguments, root=store.root(), workspace=workspace, rules=ruleset
                 )
-                if offer is not None:
-                    request["rule"] = offer
-                    request["scopes"] = store.scopes()
+            if offer is not None:  # also a read outside's Read(//its/folder), with its reason
+                request["rule"] = offer
+                request["scopes"] = store.scopes()
             if done is None and tool in rules.sandboxed and sandbox_ready():
                 request["sandbox"] = True  # "Allow inside the sandbox" (in ask mode, say)
             if tool == "write":

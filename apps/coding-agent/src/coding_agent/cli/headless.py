@@ -251,6 +251,8 @@ def _needs(request: dict[str, Any]) -> str:
 
 def _remedy(name: str, request: dict[str, Any]) -> str:
     reason = request.get("reason")
+    if isinstance(reason, str) and "outside the working directories" in reason:
+        return "--approve allow or --permission-mode auto (or --add-dir, as above)"
     if isinstance(reason, str) and reason.startswith("This asks because "):
         return "--approve allow (an ask rule asks in every mode)"
     if isinstance(reason, str):  # accept-edits would ask again

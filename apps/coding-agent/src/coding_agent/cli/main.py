@@ -30,6 +30,8 @@
     --dev, --facets-dir DIR            hot-reload facet packages from DIR (passed to the worker)
     --permission-mode MODE             ask, accept-edits, sandbox, plan or auto, stored in the session
                                        (without it a session keeps its stored mode)
+    --add-dir DIR                      one more working directory, read without asking (repeatable;
+                                       stored in the session)
     --tool-calling native|text         how OpenAI-compatible models call tools (text: fenced
                                        blocks, for local models without native tool calling)
     --trust, --no-trust                trust (or not) this project folder: its own facet packages
@@ -296,6 +298,14 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         help="an extra facet package folder (repeatable)",
     )
     parser.add_argument(
+        "--add-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="one more working directory: the file tools read there without asking, and edits "
+        "there follow the permission mode as in the project (repeatable; stored in the session)",
+    )
+    parser.add_argument(
         "--faux-script",
         metavar="FILE",
         help="script the offline faux model with a JSON file (demos and tests)",
@@ -458,6 +468,26 @@ def _warn_broken(error: SessionError) -> None:
     print(f"coding-agent: warning: {error}", file=sys.stderr)
 
 
+def _added_dirs(args: argparse.Namespace) -> list[str]:
+    """``--add-dir`` folders made absolute; a missing one, or the flag where no session starts
+    here, is a usage error (one line)."""
+    if not args.add_dir:
+        return []
+    if getattr(args, "command", None) in SUBCOMMANDS or getattr(args, "server", None):
+        _usage_exit(
+            "--add-dir is for a session started here (the TUI, -p, --json, --continue, "
+            "--resume); other sessions take additional_directories from your config.toml or "
+            "permissions.additionalDirectories from ~/.claude/settings.json"
+        )
+    found: list[str] = []
+    for folder in args.add_dir:
+        path = Path(folder).expanduser()
+        if not path.is_dir():
+            _usage_exit(f"--add-dir {folder}: no such folder")
+        found.append(str(path.resolve()))
+    return found
+
+
 def _launch_settings(args: argparse.Namespace, stored: LaunchSettings) -> LaunchSettings:
     """The stored launch settings with every flag given on this command line in place."""
     import msgspec
@@ -475,6 +505,8 @@ def _launch_settings(args: argparse.Namespace, stored: LaunchSettings) -> Launch
         given["dev"] = True
     if args.facets_dir:
         given["facets_dirs"] = tuple(args.facets_dir)
+    if args.add_dir:  # joined to the stored ones: a later --add-dir adds, never forgets
+        given["add_dirs"] = tuple(dict.fromkeys([*stored.add_dirs, *args.add_dir]))
     if args.trust is not None:
         given["trust"] = args.trust
     if args.faux_script is not None:
@@ -729,6 +761,17 @@ def _print_config(cwd: Path) -> int:
         else config.origin.get(
             "permission_mode", "default (new sessions; --permission-mode overrides)"
         ),
+    )
+    working = rule_files.working_directories()
+    show(
+        "permissions.additional_directories",
+        list(working.added),
+        "your config.toml and ~/.claude/settings.json (--add-dir and /add-dir add more)",
+    )
+    show(
+        "permissions.block_reads_outside_working_directories",
+        working.block_reads_outside,
+        "any of the permission files" if working.block_reads_outside else "default",
     )
     for key, source in rule_files.restrictions().items():  # Claude Code's restrictive switches
         show(f"permissions.{key}", "on", f"{source} (Claude Code; a file only turns it on)")
@@ -1033,6 +1076,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
             "--server is for -p/--json (a TUI attaches with: attach tcp://HOST:PORT/SESSION)"
         )
     args.facets_dir = [str(Path(folder).resolve()) for folder in args.facets_dir]
+    args.add_dir = _added_dirs(args)
     if args.faux_script is not None:
         args.faux_script = str(Path(args.faux_script).resolve())
     try:

@@ -108,6 +108,8 @@ class LaunchSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, om
     tool_calling: str | None = None
     dev: bool = False
     facets_dirs: tuple[str, ...] = ()
+    add_dirs: tuple[str, ...] = ()
+    """``--add-dir``: more working directories (absolute; the file tools read there unasked)."""
     trust: bool | None = None
     faux_script: str | None = None
     linger: float | None = None

@@ -16,11 +16,16 @@ A Claude Code user's settings files (``~/.claude/settings.json``, a trusted proj
   otherwise (it does not override ``--permission-mode``); a looser one is a note.
   ``bypassPermissions`` is never taken from a settings file (a note says to pass
   ``--permission-mode auto`` or set ``permission_mode = "auto"``), nor is any other value.
+* ``permissions.additionalDirectories`` — more working directories (folders the file tools
+  read without asking: :mod:`coding_agent.worker.working_dirs`), from your own file only: in a
+  project's file it is a note saying it is not taken from a project (a cloned repository could
+  add ``~``) and where to put it instead;
 * ``permissions.disableBypassPermissionsMode`` (``"disable"``),
-  ``permissions.denyInsteadOfPrompting`` and ``permissions.blockWritesOutsideWorkingDirectories``
-  (``true``) — Claude Code's switches that only restrict (:data:`RESTRICTIONS`): the ``auto``
-  mode cannot be entered; a call that would ask is refused instead; ``write``/``edit`` outside
-  the project are refused in every mode. Each is read from *every* Claude Code settings file,
+  ``permissions.denyInsteadOfPrompting``, ``permissions.blockWritesOutsideWorkingDirectories``
+  and ``permissions.blockReadsOutsideWorkingDirectories`` (``true``) — Claude Code's switches
+  that only restrict (:data:`RESTRICTIONS`): the ``auto`` mode cannot be entered; a call that
+  would ask is refused instead; ``write``/``edit``, or ``read``/``grep``/``find``/``ls``, outside
+  the working directories are refused in every mode. Each is read from *every* Claude Code settings file,
   an untrusted project's too (it can only take authority away), and none turns one off: the
   first file that turns one on is the one named (:func:`restrictions`). The approval feature
   applies them (``facets_approval.restrictions``); ``--permission-mode auto`` and
@@ -75,11 +80,18 @@ RESTRICTIONS: dict[str, object] = {
     "disableBypassPermissionsMode": "disable",
     "denyInsteadOfPrompting": True,
     "blockWritesOutsideWorkingDirectories": True,
+    "blockReadsOutsideWorkingDirectories": True,
 }
 """Claude Code's ``permissions.*`` switches that only restrict, each with the value that turns
 it on (the approval feature's ``facets_approval.restrictions`` applies them)."""
 
 _READ_PERMISSIONS = ("allow", "ask", "deny", "defaultMode", *RESTRICTIONS)
+
+_PROJECT_DIRECTORIES = (
+    "not taken from a project's settings (a cloned repository could add ~ and have every "
+    "file read unasked); put it in ~/.claude/settings.json, in additional_directories of the "
+    "[permissions] table of your own config.toml, or pass --add-dir DIR"
+)
 
 _ADVICE = {
     "env": "the variables are NOT set for this agent's commands; export them in your shell "
@@ -99,9 +111,6 @@ _ADVICE = {
     "it; remove them from .mcp.json or decline them when asked",
     "extraKnownMarketplaces": "this agent does not install plugins; a plugin Claude Code "
     "installed from a marketplace loads here when enabledPlugins turns it on",
-    "permissions.additionalDirectories": "this agent does not read it: the tools work in the "
-    "project, and a call outside it asks; allow such paths with rules such as "
-    "Edit(/other/dir/**)",
 }
 
 _SANDBOX = (
@@ -155,6 +164,9 @@ def unread_keys(path: Path, data: dict[str, Any], project: bool) -> list[str]:
                     note = mode_note(path, found, project)
                     if note is not None:
                         notes.append(note)
+                elif sub == "additionalDirectories":
+                    if project:
+                        notes.append(_note(path, name, _PROJECT_DIRECTORIES))
                 elif sub in RESTRICTIONS and _switch(sub, found) is None:
                     notes.append(_restriction_note(path, sub, found))
                 elif sub not in _READ_PERMISSIONS:

@@ -23,6 +23,8 @@ Both are TOML (read with the standard library's ``tomllib``) and have the same k
     [permissions]                         # permission rules (coding_agent.settings.permissions)
     allow = ["Bash(npm run test:*)"]
     deny = ["Read(./.env)"]
+    additional_directories = ["~/notes"]  # more working directories (user file only)
+    block_reads_outside_working_directories = true  # refuse reads outside them, in every mode
 
     [sandbox]                             # the OS sandbox of commands (pico3.Sandbox)
     enabled = true                        # every command sandboxed, in every permission mode
@@ -216,6 +218,7 @@ def load_config(
         if layer is None:
             continue
         _check_secrets(layer, user=path == config.user_file)
+        _check_directories(layer, user=path == config.user_file, env=env)
         config.files.append(path)
         _merge(config, layer, path)
     _check_registry(config)
@@ -253,6 +256,9 @@ class _PermissionsFile(msgspec.Struct, forbid_unknown_fields=True):
     allow: list[str] = msgspec.field(default_factory=list)
     ask: list[str] = msgspec.field(default_factory=list)
     deny: list[str] = msgspec.field(default_factory=list)
+    additional_directories: list[str] = msgspec.field(default_factory=list)
+    """More working directories (user file only): see :mod:`coding_agent.worker.working_dirs`."""
+    block_reads_outside_working_directories: bool = False
 
 
 class _SandboxFile(msgspec.Struct, forbid_unknown_fields=True):
@@ -528,6 +534,33 @@ def _check_secrets(layer: _Layer, user: bool) -> None:
             "only your own config.toml may pass secrets to commands (a project could hand "
             "your keys to what it runs): move the key to your user config",
         )  # fmt: skip
+
+
+def _check_directories(layer: _Layer, user: bool, env: Mapping[str, str] | None) -> None:
+    """``permissions.additional_directories``: your own file only, each an existing folder."""
+    permissions = layer.parsed.permissions
+    keys = ["permissions", "additional_directories"]
+    if permissions is None or not permissions.additional_directories:
+        return
+    if not user:
+        raise _error(
+            layer.path, layer.text, keys,
+            "only your own config.toml may add working directories (a project could add ~ and "
+            "have every file read unasked): move the key to your user config, or pass --add-dir",
+        )  # fmt: skip
+    home = (os.environ if env is None else env).get("HOME") or os.path.expanduser("~")
+    for folder in permissions.additional_directories:
+        spelled = home + folder[1:] if folder == "~" or folder.startswith("~/") else folder
+        if not os.path.isabs(spelled):
+            raise _error(
+                layer.path, layer.text, keys,
+                f"{folder!r} is not an absolute path (write /path or ~/path)",
+            )  # fmt: skip
+        if not os.path.isdir(spelled):
+            raise _error(
+                layer.path, layer.text, keys,
+                f"{folder} is not a folder (create it, or remove it from the list)",
+            )  # fmt: skip
 
 
 def _themes() -> set[str]:

@@ -48,6 +48,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -63,9 +64,27 @@ from coding_agent.settings.trust import (
 from coding_agent.settings.xdg import claude_home
 from pico3 import write_atomic
 
-__all__ = ["KINDS", "PermissionFiles", "starting_mode"]
+__all__ = ["KINDS", "PermissionFiles", "WorkingSettings", "starting_mode"]
 
 KINDS = ("allow", "ask", "deny")
+
+_ADDED = {"user": "additional_directories", "claude-user": "additionalDirectories"}
+"""Where the added working directories are read: your own files only (a project's could add
+``~``; :mod:`coding_agent.settings.config` and the Claude Code note refuse it there)."""
+
+_BLOCK = {".toml": "block_reads_outside_working_directories"}
+"""config.toml's key refusing reads outside the working directories, read from either file (it
+only restricts; Claude Code's ``blockReadsOutsideWorkingDirectories`` is one of the restrictive
+switches, :data:`~coding_agent.settings.claude_settings.RESTRICTIONS`)."""
+
+
+@dataclass(frozen=True)
+class WorkingSettings:
+    """What the permission files say about the working directories: the folders they add
+    (absolute, ``~`` expanded) and whether reads outside them are refused."""
+
+    added: tuple[str, ...] = ()
+    block_reads_outside: bool = False
 
 
 def starting_mode(cwd: str | os.PathLike[str], chosen: str | None) -> str | None:
@@ -107,6 +126,9 @@ class PermissionFiles:
         self._seen: tuple[Any, ...] | None = None
         self._loaded: dict[str, Any] = {}
         self._modes: dict[str, tuple[Path, object]] = {}
+        self._tables: dict[str, tuple[Path, dict[str, Any]]] = {}
+        self._working = WorkingSettings()
+        self._cwd = Path(cwd)
         self._claude: list[tuple[Path, dict[str, Any]]] = []
 
     def trusted(self) -> tuple[bool, str | None]:
@@ -131,6 +153,7 @@ class PermissionFiles:
         rules: list[dict[str, Any]] = []
         problems: list[str] = []
         self._modes = {}
+        self._tables = {}
         self._claude = []
         for scope, path in self._files:
             if scope not in ("user", "claude-user") and not trusted:
@@ -144,6 +167,7 @@ class PermissionFiles:
             for kind in KINDS:
                 for rule in lists.get(kind, ()):
                     rules.append({"rule": rule, "kind": kind, "source": str(path), "scope": scope})
+        self._working = self._working_settings(problems)
         self._loaded = {
             "root": str(self.root),
             "scopes": ["project", "user"] if trusted else ["user"],
@@ -185,6 +209,46 @@ class PermissionFiles:
         projects = [self._modes[s] for s in ("claude-project", "claude-local") if s in self._modes]
         return default_mode(self._modes.get("claude-user"), projects, chosen)
 
+    def working_directories(self) -> WorkingSettings:
+        """The working directories the files add and whether reads outside them are refused
+        (read again when a file changed; :mod:`coding_agent.worker.working_dirs`)."""
+        self.load()
+        return self._working
+
+    def _working_settings(self, problems: list[str]) -> WorkingSettings:
+        added: list[str] = []
+        block = False
+        for scope, (path, table) in self._tables.items():
+            key = _BLOCK.get(path.suffix)
+            value = table.get(key) if key is not None else None
+            if value is not None and not isinstance(value, bool):
+                problems.append(f"{path}: `permissions.{key}` must be true or false, got {value!r}")
+            block = block or value is True
+            name = _ADDED.get(scope)
+            folders = table.get(name) if name is not None else None
+            if folders is None:
+                continue
+            if not isinstance(folders, list) or not all(isinstance(f, str) for f in folders):  # pyright: ignore[reportUnknownVariableType]
+                problems.append(f"{path}: `permissions.{name}` must be a list of folders")
+                continue
+            for folder in cast(list[str], folders):
+                real = self._cwd / self._expand(folder)
+                if not real.is_dir():
+                    problems.append(
+                        f"{path}: `permissions.{name}`: {folder} is not a folder; its reads "
+                        "still ask (create it, or remove it from the list)"
+                    )
+                elif str(real) not in added:
+                    added.append(str(real))
+        return WorkingSettings(tuple(added), block)
+
+    def _expand(self, folder: str) -> str:
+        """``folder`` with a leading ``~`` made the home folder (``HOME`` of the environment)."""
+        home = self._env.get("HOME") or os.path.expanduser("~")
+        if folder == "~" or folder.startswith("~/"):
+            return home + folder[1:]
+        return folder
+
     def _lists(self, path: Path, problems: list[str], scope: str) -> dict[str, list[Any]]:
         """The ``allow``/``ask``/``deny`` lists of one file (empty when it has none); a Claude
         Code file's keys this agent does not honour are added to ``problems``."""
@@ -220,6 +284,7 @@ class PermissionFiles:
                 f"{path}: `permissions` must be a table/object of allow, ask and deny lists"
             )
             return {}
+        self._tables[scope] = (path, cast(dict[str, Any], table))
         found: dict[str, list[Any]] = {}
         for kind in KINDS:
             value = cast(dict[str, Any], table).get(kind)

@@ -267,6 +267,7 @@ async def run_client(
                 from coding_agent.tui.commands.shell import RemoteShellRunner
                 from coding_agent.tui.commands.tree import tree_commands_facet
                 from coding_agent.tui.commands.trust import trust_facet
+                from coding_agent.tui.commands.working_dirs import working_dirs_commands_facet
 
                 await turn()
                 await _load_tui_facets_stepwise(facets_dirs, turn, generations, problems)
@@ -278,6 +279,7 @@ async def run_client(
                     commands_facet(client, models=models, show_text=app.show_text),
                     session_commands_facet(control, cwd=session.cwd, branch=switch_branch),
                     tree_commands_facet(tree_host, cwd=session.cwd),
+                    working_dirs_commands_facet(),
                 ]
                 rescans: list[Callable[[], None]] = []  # what /trust scans again
                 facets.append(trust_facet(session.cwd, rescans=rescans))  # /trust, what waits

@@ -20,6 +20,7 @@ The facets, in the order the host gets them (docs/design/chord.md#built-in-servi
    user's ``!cmd`` runner (:mod:`.shell_service`);
 5. ``coding-agent/worker-status`` — ``coding-agent.worker``: session, pid, models, ``--dev`` reloads;
    ``coding-agent/reload`` — ``coding-agent.reload``: ``/reload`` from a TUI (:mod:`coding_agent.settings.package_reload`);
+   ``coding-agent/working-dirs`` — ``coding-agent.working-dirs``: ``/add-dir`` (:mod:`.working_dirs`);
 6. every installed feature package's ``"session"`` facets (entry points ``chord.facets``), and
    those of ``--facets-dir`` folders.
 
@@ -151,6 +152,12 @@ from coding_agent.worker.tools.host import CHECKED_TARGETS_SERVICE, CheckedTarge
 from coding_agent.worker.tools.web import WebSettings
 from coding_agent.worker.tools_facet import tools_facet
 from coding_agent.worker.tree_service import session_tree_facet
+from coding_agent.worker.working_dirs import SERVICE as WORKING_DIRS_SERVICE
+from coding_agent.worker.working_dirs import (
+    WorkingDirectories,
+    agent_files,
+    working_dirs_facet,
+)
 from pico3 import (
     ATTENDANCE_SERVICE,
     CHILD_ENVIRONMENT_SERVICE,
@@ -230,6 +237,8 @@ class WorkerConfig(msgspec.Struct, frozen=True):
     faux_script: Path | None = None
     dev: bool = False
     facets_dirs: tuple[Path, ...] = ()
+    add_dirs: tuple[str, ...] = ()
+    """``--add-dir``: more working directories (:mod:`coding_agent.worker.working_dirs`)."""
     installed_features: bool = True
     fsync: bool = True
     storage: str | None = None
@@ -472,6 +481,12 @@ async def open_session_host(
         shared = (
             StorageBox(lambda: _postgres_storage(config, processes)) if config.storage else None
         )
+        rule_files = PermissionFiles(session.cwd, config.env)
+        working_dirs = WorkingDirectories(
+            config.add_dirs,
+            agent_files(session.cwd, config.env or os.environ, session.path),
+            rule_files,
+        )
         services: dict[str, Any] = {
             "models": models,
             "state_dir": str(session.path / "state"),
@@ -493,7 +508,10 @@ async def open_session_host(
             **sandbox_service,
             # The permission rules' files (config.toml, Claude Code's settings) for the
             # approval feature, which parses and applies them (coding_agent.settings.permissions).
-            "permission_rules": PermissionFiles(session.cwd, config.env),
+            "permission_rules": rule_files,
+            # where the file tools read unasked: the project, --add-dir, the settings' folders
+            # and the agent's own files (coding_agent.worker.working_dirs)
+            WORKING_DIRS_SERVICE: working_dirs,
             **_project_services(session.cwd, config.env),
         }
         if attendance is not None:
@@ -571,6 +589,7 @@ async def open_session_host(
                 define_facet(WORKER_FACET_ID, worker),
                 status.facet(),
                 reload_service_facet(reloader),
+                working_dirs_facet(working_dirs, session.cwd, config.env or os.environ),
                 settings_log_facet(on_root_change=_settings_recorder(session, shared, group)),
                 tuis.facet(),
                 *features,
@@ -1235,12 +1254,19 @@ def session_worker_config(
         if folder not in folders:
             folders.append(folder)
     stay = linger if linger is not None else stored.linger
+    for added in stored.add_dirs:  # stored by --add-dir: a folder since removed stops the start
+        if not os.path.isdir(added):
+            raise ConfigError(
+                f"--add-dir {added} (stored with session {session.id}) is no longer a folder: "
+                "create it again, or start a new session without it"
+            )
     return WorkerConfig(
         session=session,
         model=model,
         faux_script=Path(script) if script is not None else None,
         dev=dev if dev is not None else stored.dev,
         facets_dirs=tuple(folders),
+        add_dirs=tuple(stored.add_dirs),
         fsync=fsync,
         storage=storage,
         lease=lease,
