@@ -129,7 +129,6 @@ def test_the_agents_own_files_do_not_ask_and_the_rest_of_home_does(
         session_path / "spill" / "coding-agent-bash-1.log",  # bash's "Full output: <path>"
         Path(tempfile.gettempdir()) / "coding-agent-acp-x" / "out.log",  # its temporary files
         skill,
-        Path(env["XDG_CONFIG_HOME"]) / "coding-agent" / "config.toml",  # its configuration
         Path(env["XDG_CONFIG_HOME"]) / "coding-agent" / "prompts" / "review.md",
         Path(env["CLAUDE_CONFIG_DIR"]) / "commands" / "fix.md",  # prompt templates
         Path(env["CLAUDE_CONFIG_DIR"]) / "agents" / "reviewer.md",  # subagent definitions
@@ -137,7 +136,6 @@ def test_the_agents_own_files_do_not_ask_and_the_rest_of_home_does(
         Path(env["CLAUDE_CONFIG_DIR"]) / "CLAUDE.md",  # context files
         home / ".pi" / "agent" / "AGENTS.md",
         tmp_path / "CLAUDE.md",  # a folder above the project
-        Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json",
         home / "notes" / "style.md",
         plugin / "skills" / "lint" / "SKILL.md",  # a plugin's skill
         plugin / "skills" / "lint" / "scripts" / "run.sh",  # what its SKILL.md points at
@@ -147,6 +145,10 @@ def test_the_agents_own_files_do_not_ask_and_the_rest_of_home_does(
     dirs = working_directories(str(project), {"working_directories": service})
     for path in own:
         assert read_outside("read", {"path": str(path)}, dirs, str(home)) is None, path
-    for path in (home / "notes.txt", home / "notes" / "x", Path(env["CLAUDE_CONFIG_DIR"])):
+    keys = [  # the configuration files may hold keys (api_key, env): reading them asks
+        Path(env["XDG_CONFIG_HOME"]) / "coding-agent" / "config.toml",
+        Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json",
+    ]
+    for path in (home / "notes.txt", home / "notes" / "x", Path(env["CLAUDE_CONFIG_DIR"]), *keys):
         assert read_outside("read", {"path": str(path)}, dirs, str(home)) is not None, path
     assert read_outside("grep", {"path": str(tmp_path)}, dirs, str(home)) is not None

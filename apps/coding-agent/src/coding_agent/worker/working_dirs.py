@@ -37,7 +37,6 @@ from coding_agent.context.prompt_templates import template_roots
 from coding_agent.context.resources import Places
 from coding_agent.context.skills import skill_roots
 from coding_agent.contracts import WorkingDirsService
-from coding_agent.settings.config import user_config_path
 from coding_agent.settings.permissions import PermissionFiles
 from coding_agent.settings.trust import project_root_for
 from coding_agent.settings.xdg import claude_home, config_home
@@ -61,22 +60,22 @@ def agent_files(
     temporary folder), the skill folders (the system prompt tells the model to read a skill's
     ``SKILL.md``), the prompt template folders, the subagent definition folders, the context
     files (``CLAUDE.md``, ``AGENTS.md``) of your own folders and of the folders above the
-    project and the files they import, and the agent's configuration (its ``config.toml`` folder, Claude Code's
-    ``settings.json``), and the folders of the enabled Claude Code plugins."""
+    project and the files they import, and the folders of the enabled Claude Code plugins.
+    Not the configuration files: ``config.toml`` and Claude Code's ``settings.json`` may hold
+    keys (``api_key``, ``env``), so a read of them asks like any other file outside."""
     places = Places.find(cwd, env)
     claude = claude_home(env)
     own = config_home(env) / "coding-agent"
     found: list[Path] = [
         Path(session_path) / "spill",
         Path(tempfile.gettempdir()) / f"{TEMP_PREFIX}*",
-        own,  # config.toml, skills, prompts, agents, AGENTS.md, SYSTEM.md
-        user_config_path(env).parent,
-        places.config,
+        # the agent's folder without config.toml (keys): its prompt folders and context files
+        *(own / name for name in ("skills", "prompts", "agents", "AGENTS.md", "CLAUDE.md")),
+        *(own / name for name in ("SYSTEM.md", "APPEND_SYSTEM.md")),
         *skill_roots(places),
         *template_roots(places),
         claude / "agents",  # the subagent definitions (facets-subagents reads both)
         places.home / ".claude" / "agents",
-        claude / "settings.json",
         claude / "CLAUDE.md",
         places.home / ".pi" / "agent" / "AGENTS.md",
         places.home / ".pi" / "agent" / "CLAUDE.md",
