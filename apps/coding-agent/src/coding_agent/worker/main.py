@@ -87,6 +87,7 @@ from chord import (
     discover_facet_packages,
     load_facet_packages,
 )
+from coding_agent.context.skills import SubagentSkills
 from coding_agent.contracts import APPROVAL_MODE
 from coding_agent.session_files.folders import (
     Session,
@@ -493,6 +494,9 @@ async def open_session_host(
             # The permission rules' files (config.toml, Claude Code's settings) for the
             # approval feature, which parses and applies them (coding_agent.settings.permissions).
             "permission_rules": PermissionFiles(session.cwd, config.env),
+            # the skills a subagent definition's skills: preloads (facets-subagents reads them
+            # through this service: a feature never imports the app)
+            "skills": SubagentSkills(session.cwd, config.env),
             **_project_services(session.cwd, config.env),
         }
         if attendance is not None:
