@@ -12,8 +12,11 @@ word, and its subagent ran ``touch planmode-violated.txt`` with every call appro
 * ``maxTurns`` stops a subagent whose model would go on calling tools, after that many model
   turns, and its report says so — also when its calls are refused (plan), so no tool ends the
   turn;
-* the fields this agent does not use yet get one warning naming the file, line and fields; two
-  files of one folder with one name get a warning naming both and the one used.
+* ``skills`` are preloaded into the subagent's system prompt (the app's ``skills`` service, real
+  skill folders) and ``effort`` is its thinking level (else the caller's);
+* each field not honoured gets a warning naming the file and line and what happens instead
+  (``isolation`` makes the subagent ask before each change); two files of one folder with one
+  name get a warning naming both and the one used.
 
 Sessions compose pico3's harness session facet (a scripted faux model), the approval extension
 (its ``ask`` answering as ``--approve allow`` or ``deny`` would) and the subagents session facet.
@@ -36,7 +39,7 @@ from facets_approval.contract import ApprovalDecision, ApprovalRequest, stricter
 from facets_approval.session import ApprovalInstallation, install_approval, plan_mode_reason
 from facets_subagents.definitions import load_definitions
 from facets_subagents.kind import STOPPED_AT_LIMIT
-from facets_subagents.session import session_facet
+from facets_subagents.session import SKILLS_NOTE, session_facet
 from pico3 import (
     HarnessOptions,
     HarnessService,
@@ -211,8 +214,25 @@ def test_each_field_not_honoured_says_what_happens_instead(tmp_path: Path) -> No
         "can call the session's MCP servers' tools (mcp__server__tool names) only",
         f"{path}:5: memory is not honoured: no persistent memory is kept for this subagent; "
         "each run starts from its prompt alone",
-        f"{path}:4: isolation is not honoured: the subagent does not get a worktree of its own; "
-        "it works in the session's project folder, and its edits land there",
+        f"{path}:4: isolation is not honoured: the subagent gets no worktree of its own and "
+        "works in the session's project folder; so that its changes do not land there unseen, "
+        "it runs in ask mode: each call that needs approval asks (unless the session's mode is "
+        "stricter)",
+    ]
+    assert loaded.agents["isolated"].permission_mode == "ask"
+
+
+def test_an_isolated_plan_agent_stays_read_only(tmp_path: Path) -> None:
+    path = write(
+        claude_dir(tmp_path) / "planner.md",
+        "---\nname: planner\ndescription: Plans.\npermissionMode: plan\nisolation: worktree\n"
+        "---\nPlan.\n",
+    )
+    loaded = load_definitions(env=env_for(tmp_path))
+    assert loaded.agents["planner"].permission_mode == "plan"
+    assert list(loaded.warnings) == [
+        f"{path}:5: isolation is not honoured: the subagent gets no worktree of its own and "
+        "works in the session's project folder (read-only there: permissionMode: plan)"
     ]
 
 
@@ -586,3 +606,52 @@ async def test_without_effort_the_subagent_thinks_as_the_caller_and_without_a_sk
     assert "These skills are preloaded" not in "\n".join(request.system)
     assert f"{path}:4: skills: this host provides no skills (no 'skills' harness service); the " \
         "subagent runs without accessibility" in caplog.messages  # fmt: skip
+
+
+class Unreadable:
+    """A host's skills service whose one skill breaks between listing and reading."""
+
+    def skill(self, name: str) -> dict[str, str] | None:
+        if name == "broken":
+            raise ValueError("/skills/broken/SKILL.md: the frontmatter is not a YAML mapping")
+        return {"name": name, "location": f"/skills/{name}/SKILL.md", "text": f"SKILL {name}"}
+
+    def names(self) -> list[str]:
+        return ["broken", "fine"]
+
+
+async def test_a_skill_that_cannot_be_read_is_left_out_and_the_others_preloaded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = write(
+        claude_dir(tmp_path) / "helper.md",
+        "---\nname: helper\ndescription: Helps.\nskills: [broken, fine]\n---\nYou are the helper.\n",
+    )
+    script = Script("helper", Child(lambda turn: []))
+    with caplog.at_level("WARNING", logger="facets_subagents"):
+        async with session(tmp_path, script, extra={"skills": Unreadable()}) as s:
+            await s.go()
+    (request,) = script.child_requests
+    system = "\n".join(request.system)
+    assert system.endswith(f"{SKILLS_NOTE}SKILL fine")
+    assert f"{path}:4: skill 'broken' cannot be read (/skills/broken/SKILL.md: the frontmatter " \
+        "is not a YAML mapping); the subagent runs without it" in caplog.messages  # fmt: skip
+
+
+async def test_an_isolated_subagent_asks_before_it_changes_the_project_even_in_auto(
+    tmp_path: Path,
+) -> None:
+    """``isolation: worktree`` is not honoured (no worktree): the subagent works in the project
+    itself, so each call that needs approval asks, even in a session in ``auto``."""
+    write(
+        claude_dir(tmp_path) / "experimenter.md",
+        "---\nname: experimenter\ndescription: Tries a refactor.\ntools: Bash, Write\n"
+        "isolation: worktree\n---\nYou are the experimenter.\n",
+    )
+    async with session(tmp_path, Script("experimenter", Child(changes)), answer="deny") as s:
+        await s.approval.set_mode("auto", BACKGROUND)
+        result = await s.go()
+        results = await s.child_results(result)
+    assert [request["name"] for request in s.asked] == ["bash", "write"]
+    assert "denied by headless" in results["b1"] and "denied by headless" in results["w1"]
+    assert s.runs == [] and not (tmp_path / "project" / "planmode-violated.txt").exists()

@@ -29,7 +29,8 @@ the later in name order is used, with a warning naming both. Of Claude Code's ot
 value is not honoured, with a warning), ``maxTurns``, ``skills`` (preloaded into the system
 prompt when the subagent starts) and ``effort`` (:data:`EFFORT_LEVELS`: its thinking level) are
 honoured, ``color`` is cosmetic, and each of the rest (:data:`NOT_USED`) gets a warning saying
-what happens instead. :data:`GENERAL_PURPOSE` is always there: the
+what happens instead (``isolation``, with no worktree here, makes the subagent ``ask``).
+:data:`GENERAL_PURPOSE` is always there: the
 parent's tools (except ``agent``) and model, and a short system prompt.
 """
 
@@ -47,6 +48,7 @@ from .claude_code import CLAUDE_TOOLS, description_text, map_tools, parse_frontm
 __all__ = [
     "EFFORT_LEVELS",
     "GENERAL_PURPOSE",
+    "ISOLATION_ASKS",
     "LOOSER_MODES",
     "NOT_USED",
     "PERMISSION_MODES",
@@ -97,13 +99,21 @@ NOT_USED: Mapping[str, str] = {
     "servers' tools (mcp__server__tool names) only",
     "memory": "no persistent memory is kept for this subagent; each run starts from its prompt "
     "alone",
-    "isolation": "the subagent does not get a worktree of its own; it works in the session's "
-    "project folder, and its edits land there",
+    "isolation": "the subagent gets no worktree of its own and works in the session's project "
+    "folder",
     "background": "the subagent does not run in the background; the caller waits for its "
     "report (several agent calls in one message run in parallel)",
 }
 """Claude Code fields this agent reads but does not honour, and what happens instead: one
 warning each, naming the file and line (``color`` is cosmetic: no warning)."""
+
+ISOLATION_ASKS = (
+    "; so that its changes do not land there unseen, it runs in ask mode: each call that needs "
+    "approval asks (unless the session's mode is stricter)"
+)
+"""How the ``isolation`` warning ends when the subagent gets ``ask`` for it: an agent written
+to change files in a worktree of its own changes the project itself here, so each change asks
+(``permissionMode: plan`` stays read-only)."""
 
 _OTHER = re.compile(r"[^a-z0-9_-]+")
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)(.*)\Z", re.S)
@@ -280,9 +290,16 @@ def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str
     max_turns = _max_turns(fields, front.lines, source, notes)
     skills = _skills(fields, front.lines, source, notes)
     thinking = _effort(fields, front.lines, source, notes)
+    given = [key for key in NOT_USED if fields.get(key) not in (None, False, [], {}, "", "none")]
     for key, instead in NOT_USED.items():
-        if key in fields and fields[key] not in (None, False, [], {}, ""):
+        if key in given:
+            if key == "isolation" and permission_mode is None:
+                instead += ISOLATION_ASKS
+            elif key == "isolation":
+                instead += f" (read-only there: permissionMode: {permission_mode})"
             notes.append(f"{source}:{front.lines.get(key, 1)}: {key} is not honoured: {instead}")
+    if "isolation" in given and permission_mode is None:
+        permission_mode = "ask"  # its author meant its changes to stay apart: each one asks
     warnings = tuple(notes)
     body = match.group(2).strip()
     text_description = description_text(str(description))
