@@ -37,6 +37,7 @@ from chord.context import BACKGROUND, Context
 from chord.facets import FacetEnvironment, create_facet_host, define_facet
 from facets_approval.contract import ApprovalDecision, ApprovalRequest, stricter
 from facets_approval.session import ApprovalInstallation, install_approval, plan_mode_reason
+from facets_subagents.contract import SubagentDefinitions
 from facets_subagents.definitions import load_definitions
 from facets_subagents.kind import STOPPED_AT_LIMIT
 from facets_subagents.session import SKILLS_NOTE, session_facet
@@ -300,6 +301,8 @@ class Session:
     approval: ApprovalInstallation
     asked: list[ApprovalRequest] = field(default_factory=list[ApprovalRequest])
     runs: list[tuple[str, dict[str, Any]]] = field(default_factory=list[tuple[str, dict[str, Any]]])
+    definitions: Any = None
+    """The ``subagents.definitions`` service (what ``/agents definitions`` shows)."""
 
     async def go(self) -> Any:
         root = await self.service.harness.root(BACKGROUND)
@@ -387,9 +390,12 @@ async def session(
         asked.append(request)  # as --approve allow (or deny) answers
         return {"decision": "allow" if answer == "allow" else "deny", "by": "headless"}
 
+    definitions: list[Any] = []
+
     def worker(env: FacetEnvironment) -> None:
         harness = env.use(HarnessService)
         workers.append(harness)
+        definitions.append(env.use(SubagentDefinitions))
 
         def install(h: Any) -> Callable[[], None]:
             installation = install_approval(h, ask)
@@ -425,7 +431,7 @@ async def session(
                 },
                 BACKGROUND,
             )
-            s = Session(service, installations[-1], asked, runs)
+            s = Session(service, installations[-1], asked, runs, definitions[-1])
             found.append(s)
             yield s
         group.cancel_scope.cancel()
@@ -574,7 +580,14 @@ async def test_preloaded_skills_reach_the_subagents_context_and_effort_its_think
     skills = SubagentSkills(tmp_path / "project", env_for(tmp_path))
     with caplog.at_level("WARNING", logger="facets_subagents"):
         async with session(tmp_path, script, extra={"skills": skills}, thinking="high") as s:
+            listed = await s.definitions.summary(BACKGROUND)
             result = await s.go()
+    missing = (
+        f"{reviewer}:7: no skill named 'web-performance' (this session's skills: accessibility); "
+        "the subagent runs without it"
+    )
+    assert listed["warnings"] == [missing]  # /agents definitions says so before any run
+    assert caplog.messages.count(missing) == 1  # logged once: at load, not again at the run
     assert result.model[0]["content"][0]["text"] == "report after 1 turns"
     (request,) = script.child_requests
     system = "\n".join(request.system)
@@ -586,8 +599,6 @@ async def test_preloaded_skills_reach_the_subagents_context_and_effort_its_think
     for asked in script.parent_requests:
         assert "ACCESSIBILITY-SKILL-MARKER" not in "\n".join(asked.system)
         assert asked.thinking_level == "high"
-    assert f"{reviewer}:7: no skill named 'web-performance' (this session's skills: " \
-        "accessibility); the subagent runs without it" in caplog.messages  # fmt: skip
 
 
 async def test_without_effort_the_subagent_thinks_as_the_caller_and_without_a_skills_service_it_is_warned(

@@ -148,6 +148,10 @@ class Subagents:
             env=self.env,
             plugin_agents=_plugin_agents(services.get("claude_plugins")),
         )
+        missing = self.missing_skills()
+        if missing:  # for /agents definitions too, before any subagent runs
+            warnings = (*self.definitions.warnings, *missing)
+            self.definitions = replace(self.definitions, warnings=warnings)
         for problem in (*self.definitions.errors, *self.definitions.warnings):
             self.warn(problem)
         for waiting in self.definitions.waiting:
@@ -202,6 +206,39 @@ class Subagents:
             )
         return tools
 
+    def _no_service(self, definition: AgentDefinition) -> str:
+        return (
+            f"{definition.source}:{definition.skills_line}: skills: this host provides no skills "
+            f"(no {SKILLS_SERVICE!r} harness service); the subagent runs without "
+            f"{', '.join(definition.skills)}"
+        )
+
+    @staticmethod
+    def _not_found(definition: AgentDefinition, name: str, known: list[str]) -> str:
+        return (
+            f"{definition.source}:{definition.skills_line}: no skill named {name!r} (this "
+            f"session's skills: {', '.join(sorted(known)) or 'none'}); the subagent runs "
+            "without it"
+        )
+
+    def missing_skills(self) -> list[str]:
+        """A warning for each definition's skill the session does not have (as the run will
+        say, so each is logged once), listed once at load: one look at the skills' names."""
+        wanting = [d for d in self.definitions.agents.values() if d.skills]
+        if not wanting:
+            return []
+        source = self._harness.handle.services.get(SKILLS_SERVICE)
+        if source is None:
+            return [self._no_service(d) for d in wanting]
+        known: list[str] = list(source.names())
+        problems: list[str] = []
+        for definition in wanting:
+            for name in definition.skills:
+                # "plugin:skill": a skill of that name (the source decides which plugin's)
+                if name not in known and name.partition(":")[2] not in known:
+                    problems.append(self._not_found(definition, name, known))
+        return problems
+
     def preloaded(self, definition: AgentDefinition) -> str:
         """The text the definition's ``skills`` add to its system prompt (``""``: none), read
         afresh through the ``skills`` harness service; a skill not found or unreadable is left
@@ -211,10 +248,7 @@ class Subagents:
         where = f"{definition.source}:{definition.skills_line}"
         source = self._harness.handle.services.get(SKILLS_SERVICE)
         if source is None:
-            self.warn(
-                f"{where}: skills: this host provides no skills (no {SKILLS_SERVICE!r} harness "
-                f"service); the subagent runs without {', '.join(definition.skills)}"
-            )
+            self.warn(self._no_service(definition))
             return ""
         texts: list[str] = []
         for name in definition.skills:
@@ -226,11 +260,7 @@ class Subagents:
                 )
                 continue
             if found is None:
-                known = ", ".join(sorted(source.names())) or "none"
-                self.warn(
-                    f"{where}: no skill named {name!r} (this session's skills: {known}); the "
-                    "subagent runs without it"
-                )
+                self.warn(self._not_found(definition, name, list(source.names())))
                 continue
             texts.append(str(found["text"]).strip())
         return SKILLS_NOTE + "\n\n".join(texts) if texts else ""
