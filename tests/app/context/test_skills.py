@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
 
 from coding_agent.context.skills import (
+    SubagentSkills,
     discover_skills,
     invoke_skill,
     render_skills_section,
@@ -121,3 +124,37 @@ def test_a_project_folder_others_may_write_is_never_read(place: SimpleNamespace)
         assert [s.name for s in discover_skills(place.project, place.env).skills] == ["own"]
     finally:
         (place.project / ".claude").chmod(0o755)
+
+
+# -- the skills harness service (a subagent definition's skills:) --------------------------------
+def test_the_skills_service_gives_a_skills_whole_text_read_afresh(place: SimpleNamespace) -> None:
+    path = place.write(
+        place.home / ".claude/skills/review/SKILL.md", skill("review", body="Check X.")
+    )
+    service = SubagentSkills(place.project, place.env)
+    found = service.skill("review")
+    assert found == {
+        "name": "review",
+        "location": str(path),
+        "text": f'<skill name="review" location="{path}">\nReferences are relative to '
+        f"{path.parent}.\n\nCheck X.\n</skill>",
+    }
+    assert service.skill("missing") is None
+    assert service.names() == ["review"]
+    path.write_text(skill("review", body="Check Y."))  # edited: the next subagent gets this
+    assert "Check Y." in (service.skill("review") or {})["text"]
+    place.write(place.home / ".claude/skills/later/SKILL.md", skill("later"))
+    assert sorted(service.names()) == ["later", "review"]
+    path.write_text("---\nname: review\ndescription: [broken\n---\n")
+    assert service.skill("review") is None  # no longer a skill (discovery warns about it)
+
+
+def test_a_plugins_skill_is_found_as_plugin_colon_skill(
+    place: SimpleNamespace, claude_plugins: Callable[..., Path]
+) -> None:
+    claude_plugins(place.home / ".claude", "example-plugin")
+    service = SubagentSkills(place.project, place.env)
+    namespaced = service.skill("example-plugin:example-skill")
+    assert namespaced is not None and namespaced["name"] == "example-skill"
+    assert service.skill("other-plugin:example-skill") == namespaced  # the name still finds it
+    assert service.skill("example-plugin:nothing") is None

@@ -12,8 +12,11 @@ word, and its subagent ran ``touch planmode-violated.txt`` with every call appro
 * ``maxTurns`` stops a subagent whose model would go on calling tools, after that many model
   turns, and its report says so — also when its calls are refused (plan), so no tool ends the
   turn;
-* the fields this agent does not use yet get one warning naming the file, line and fields; two
-  files of one folder with one name get a warning naming both and the one used.
+* ``skills`` are preloaded into the subagent's system prompt (the app's ``skills`` service, real
+  skill folders) and ``effort`` is its thinking level (else the caller's);
+* each field not honoured gets a warning naming the file and line and what happens instead
+  (``isolation`` makes the subagent ask before each change); two files of one folder with one
+  name get a warning naming both and the one used.
 
 Sessions compose pico3's harness session facet (a scripted faux model), the approval extension
 (its ``ask`` answering as ``--approve allow`` or ``deny`` would) and the subagents session facet.
@@ -34,9 +37,10 @@ from chord.context import BACKGROUND, Context
 from chord.facets import FacetEnvironment, create_facet_host, define_facet
 from facets_approval.contract import ApprovalDecision, ApprovalRequest, stricter
 from facets_approval.session import ApprovalInstallation, install_approval, plan_mode_reason
+from facets_subagents.contract import SubagentDefinitions
 from facets_subagents.definitions import load_definitions
 from facets_subagents.kind import STOPPED_AT_LIMIT
-from facets_subagents.session import session_facet
+from facets_subagents.session import SKILLS_NOTE, session_facet
 from pico3 import (
     HarnessOptions,
     HarnessService,
@@ -122,11 +126,12 @@ def test_the_frontend_reviewer_loads_read_only_with_its_turn_limit_and_one_warni
     assert reviewer.permission_mode == "plan"
     assert reviewer.max_turns == 8
     assert reviewer.tools == ("read", "find", "grep", "bash")
-    assert list(loaded.warnings) == [  # color is cosmetic: no word about it
-        f"{path}:7: skills, effort: Claude Code fields this agent does not use yet; the "
-        "subagent runs without them"
-    ]
+    assert reviewer.skills == ("accessibility", "web-performance")
+    assert reviewer.skills_line == 7
+    assert reviewer.thinking == "medium"
+    assert list(loaded.warnings) == []  # skills and effort are honoured; color is cosmetic
     assert loaded.errors == ()
+    assert path.exists()
 
 
 def test_a_looser_permission_mode_and_the_other_fields_are_named_with_file_and_line(
@@ -153,19 +158,83 @@ def test_a_looser_permission_mode_and_the_other_fields_are_named_with_file_and_l
         "authority than the session; it runs in the session's mode",
         f"{edits}:7: maxTurns must be a whole number of turns (1 or more), got 'many'; the "
         "subagent runs without a limit",
-        f"{edits}:5: hooks: a Claude Code field this agent does not use yet; the subagent runs "
-        "without it",
+        f"{edits}:5: hooks is not honoured: hooks scoped to this subagent are not run; the "
+        "session's hooks (PreToolUse, PostToolUse, SubagentStop, ...) apply to its tool calls "
+        "as to any conversation's",
         f"{fixer}:5: permissionMode: bypassPermissions is not honoured: a subagent never gets "
         "more authority than the session; it runs in the session's mode",
         f"{quiet}:4: permissionMode: dontAsk is not honoured yet: the subagent runs in the "
         "session's mode (a call that needs approval asks rather than being refused)",
-        f"{quiet}:5: background: a Claude Code field this agent does not use yet; the subagent "
-        "runs without it",
+        f"{quiet}:5: background is not honoured: the subagent does not run in the background; "
+        "the caller waits for its report (several agent calls in one message run in parallel)",
     ]
     assert plain.exists()
     for name in ("fixer", "editor", "quiet", "plain"):  # each runs in the session's mode
         assert loaded.agents[name].permission_mode is None
     assert loaded.agents["editor"].max_turns is None
+
+
+def test_skills_and_effort_as_published_agents_write_them(tmp_path: Path) -> None:
+    agents = claude_dir(tmp_path)
+    write(
+        agents / "designer.md",
+        "---\nname: designer\ndescription: Designs.\nmodel: opus\neffort: max\nskills:\n"
+        "  - dev:gen-design-doc\n  - dev:gen-design-doc\n---\nDesign.\n",
+    )
+    write(
+        agents / "nextjs.md",
+        "---\nname: nextjs\ndescription: Next.js.\nskills: solid-nextjs, nextjs-16\n"
+        "effort: High\n---\nBuild.\n",
+    )
+    odd = write(
+        agents / "odd.md",
+        "---\nname: odd\ndescription: Odd.\nskills:\n  a: 1\neffort: ultra\n---\nOdd.\n",
+    )
+    loaded = load_definitions(env=env_for(tmp_path))
+    designer, nextjs, other = (loaded.agents[n] for n in ("designer", "nextjs", "odd"))
+    assert designer.skills == ("dev:gen-design-doc",) and designer.thinking == "xhigh"
+    assert nextjs.skills == ("solid-nextjs", "nextjs-16") and nextjs.thinking == "high"
+    assert other.skills == () and other.thinking is None
+    assert list(loaded.warnings) == [
+        f"{odd}:4: skills must be a list of skill names, got {{'a': 1}}; the subagent runs "
+        "without preloaded skills",
+        f"{odd}:6: effort: 'ultra' is not an effort level (low, medium, high, xhigh, max); the "
+        "subagent runs at the caller's thinking level",
+    ]
+
+
+def test_each_field_not_honoured_says_what_happens_instead(tmp_path: Path) -> None:
+    path = write(
+        claude_dir(tmp_path) / "isolated.md",
+        "---\nname: isolated\ndescription: Isolated.\nisolation: worktree\nmemory: project\n"
+        "mcpServers:\n  - github\nbackground: false\n---\nWork.\n",
+    )
+    loaded = load_definitions(env=env_for(tmp_path))
+    assert list(loaded.warnings) == [  # background: false is what happens anyway: no word
+        f"{path}:6: mcpServers is not honoured: no MCP server is started for this subagent; it "
+        "can call the session's MCP servers' tools (mcp__server__tool names) only",
+        f"{path}:5: memory is not honoured: no persistent memory is kept for this subagent; "
+        "each run starts from its prompt alone",
+        f"{path}:4: isolation is not honoured: the subagent gets no worktree of its own and "
+        "works in the session's project folder; so that its changes do not land there unseen, "
+        "it runs in ask mode: each call that needs approval asks (unless the session's mode is "
+        "stricter)",
+    ]
+    assert loaded.agents["isolated"].permission_mode == "ask"
+
+
+def test_an_isolated_plan_agent_stays_read_only(tmp_path: Path) -> None:
+    path = write(
+        claude_dir(tmp_path) / "planner.md",
+        "---\nname: planner\ndescription: Plans.\npermissionMode: plan\nisolation: worktree\n"
+        "---\nPlan.\n",
+    )
+    loaded = load_definitions(env=env_for(tmp_path))
+    assert loaded.agents["planner"].permission_mode == "plan"
+    assert list(loaded.warnings) == [
+        f"{path}:5: isolation is not honoured: the subagent gets no worktree of its own and "
+        "works in the session's project folder (read-only there: permissionMode: plan)"
+    ]
 
 
 def test_two_files_of_one_folder_with_one_name_are_both_named(tmp_path: Path) -> None:
@@ -206,15 +275,19 @@ class Script:
     def __init__(self, agent: str, child: Child) -> None:
         self.agent = agent
         self.child = child
+        self.child_requests: list[Request] = []
+        self.parent_requests: list[Request] = []
 
     def __call__(self, request: Request, state: FauxState) -> FauxResponse:
         is_child = any("subagent" in s or "You are the" in s for s in request.system)
         last = request.messages[-1]
         if not is_child:
+            self.parent_requests.append(request)
             if isinstance(last, UserMessage):
                 args = {"description": "review", "prompt": "do it", "subagent_type": self.agent}
                 return faux_response(faux_tool_call("agent", args, id="a1"))
             return faux_response("parent done")
+        self.child_requests.append(request)
         self.child.turns += 1
         calls = self.child.calls(self.child.turns)
         if not calls:
@@ -228,6 +301,8 @@ class Session:
     approval: ApprovalInstallation
     asked: list[ApprovalRequest] = field(default_factory=list[ApprovalRequest])
     runs: list[tuple[str, dict[str, Any]]] = field(default_factory=list[tuple[str, dict[str, Any]]])
+    definitions: Any = None
+    """The ``subagents.definitions`` service (what ``/agents definitions`` shows)."""
 
     async def go(self) -> Any:
         root = await self.service.harness.root(BACKGROUND)
@@ -287,7 +362,13 @@ def tools(tmp: Path, runs: list[tuple[str, dict[str, Any]]]) -> list[ToolDeclara
 
 @asynccontextmanager
 async def session(
-    tmp: Path, script: Script, *, answer: str = "allow", restrictions: dict[str, str] | None = None
+    tmp: Path,
+    script: Script,
+    *,
+    answer: str = "allow",
+    restrictions: dict[str, str] | None = None,
+    extra: dict[str, Any] | None = None,
+    thinking: str = "off",
 ) -> AsyncIterator[Session]:
     project = tmp / "project"
     project.mkdir()
@@ -298,6 +379,7 @@ async def session(
     }
     if restrictions is not None:  # Claude Code's switches, as the app's permission source says
         services["permission_rules"] = Restricting(restrictions)
+    services.update(extra or {})
     found: list[Session] = []
     workers: list[HarnessServiceApi] = []
     installations: list[ApprovalInstallation] = []
@@ -308,9 +390,12 @@ async def session(
         asked.append(request)  # as --approve allow (or deny) answers
         return {"decision": "allow" if answer == "allow" else "deny", "by": "headless"}
 
+    definitions: list[Any] = []
+
     def worker(env: FacetEnvironment) -> None:
         harness = env.use(HarnessService)
         workers.append(harness)
+        definitions.append(env.use(SubagentDefinitions))
 
         def install(h: Any) -> Callable[[], None]:
             installation = install_approval(h, ask)
@@ -339,9 +424,14 @@ async def session(
             await service.resume(BACKGROUND)
             root = await service.harness.root(BACKGROUND)
             await root.set_config(
-                {"model": MODEL, "selectedTools": ["note", "bash", "write", "agent"]}, BACKGROUND
+                {
+                    "model": MODEL,
+                    "selectedTools": ["note", "bash", "write", "agent"],
+                    "thinkingLevel": thinking,
+                },
+                BACKGROUND,
             )
-            s = Session(service, installations[-1], asked, runs)
+            s = Session(service, installations[-1], asked, runs, definitions[-1])
             found.append(s)
             yield s
         group.cancel_scope.cancel()
@@ -460,3 +550,119 @@ async def test_max_turns_stops_a_plan_subagent_whose_calls_are_all_refused(
     assert 3 <= forever.turns <= 4 and s.runs == []
     text = result.model[0]["content"][0]["text"]
     assert text.endswith(STOPPED_AT_LIMIT.format(limit=2)) and text.startswith("turn ")
+
+
+# -- skills and effort: what reaches the subagent's model ---------------------------------------
+ACCESSIBILITY = """---
+name: accessibility
+description: Checks a page for accessibility problems.
+---
+# Accessibility checklist
+Every img needs an alt text; ACCESSIBILITY-SKILL-MARKER.
+"""
+
+
+async def test_preloaded_skills_reach_the_subagents_context_and_effort_its_thinking(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The frontend reviewer's ``skills: [accessibility, web-performance]`` with the app's own
+    ``skills`` service (real skill folders): the first skill's whole instructions are in every
+    request of the subagent's model, the parent's requests do not carry them, the missing one is
+    warned about by name and line; ``effort: medium`` is the subagent's thinking level while the
+    parent runs at ``high``."""
+    from coding_agent.context.skills import SubagentSkills
+
+    reviewer = write(claude_dir(tmp_path) / "frontend-reviewer.md", FRONTEND_REVIEWER)
+    skill = write(
+        tmp_path / "home" / ".claude" / "skills" / "accessibility" / "SKILL.md", ACCESSIBILITY
+    )
+    script = Script("frontend-reviewer", Child(lambda turn: []))
+    skills = SubagentSkills(tmp_path / "project", env_for(tmp_path))
+    with caplog.at_level("WARNING", logger="facets_subagents"):
+        async with session(tmp_path, script, extra={"skills": skills}, thinking="high") as s:
+            listed = await s.definitions.summary(BACKGROUND)
+            result = await s.go()
+    missing = (
+        f"{reviewer}:7: no skill named 'web-performance' (this session's skills: accessibility); "
+        "the subagent runs without it"
+    )
+    assert listed["warnings"] == [missing]  # /agents definitions says so before any run
+    assert caplog.messages.count(missing) == 1  # logged once: at load, not again at the run
+    assert result.model[0]["content"][0]["text"] == "report after 1 turns"
+    (request,) = script.child_requests
+    system = "\n".join(request.system)
+    assert "ACCESSIBILITY-SKILL-MARKER" in system
+    assert f'<skill name="accessibility" location="{skill.resolve()}">' in system
+    assert system.index("You are the frontend reviewer") < system.index("# Accessibility")
+    assert request.thinking_level == "medium"
+    assert len(script.parent_requests) == 2
+    for asked in script.parent_requests:
+        assert "ACCESSIBILITY-SKILL-MARKER" not in "\n".join(asked.system)
+        assert asked.thinking_level == "high"
+
+
+async def test_without_effort_the_subagent_thinks_as_the_caller_and_without_a_skills_service_it_is_warned(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = write(
+        claude_dir(tmp_path) / "helper.md",
+        "---\nname: helper\ndescription: Helps.\nskills: accessibility\n---\nYou are the helper.\n",
+    )
+    script = Script("helper", Child(lambda turn: []))
+    with caplog.at_level("WARNING", logger="facets_subagents"):
+        async with session(tmp_path, script, thinking="low") as s:
+            await s.go()
+    (request,) = script.child_requests
+    assert request.thinking_level == "low"
+    assert "These skills are preloaded" not in "\n".join(request.system)
+    assert f"{path}:4: skills: this host provides no skills (no 'skills' harness service); the " \
+        "subagent runs without accessibility" in caplog.messages  # fmt: skip
+
+
+class Unreadable:
+    """A host's skills service whose one skill breaks between listing and reading."""
+
+    def skill(self, name: str) -> dict[str, str] | None:
+        if name == "broken":
+            raise ValueError("/skills/broken/SKILL.md: the frontmatter is not a YAML mapping")
+        return {"name": name, "location": f"/skills/{name}/SKILL.md", "text": f"SKILL {name}"}
+
+    def names(self) -> list[str]:
+        return ["broken", "fine"]
+
+
+async def test_a_skill_that_cannot_be_read_is_left_out_and_the_others_preloaded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = write(
+        claude_dir(tmp_path) / "helper.md",
+        "---\nname: helper\ndescription: Helps.\nskills: [broken, fine]\n---\nYou are the helper.\n",
+    )
+    script = Script("helper", Child(lambda turn: []))
+    with caplog.at_level("WARNING", logger="facets_subagents"):
+        async with session(tmp_path, script, extra={"skills": Unreadable()}) as s:
+            await s.go()
+    (request,) = script.child_requests
+    system = "\n".join(request.system)
+    assert system.endswith(f"{SKILLS_NOTE}SKILL fine")
+    assert f"{path}:4: skill 'broken' cannot be read (/skills/broken/SKILL.md: the frontmatter " \
+        "is not a YAML mapping); the subagent runs without it" in caplog.messages  # fmt: skip
+
+
+async def test_an_isolated_subagent_asks_before_it_changes_the_project_even_in_auto(
+    tmp_path: Path,
+) -> None:
+    """``isolation: worktree`` is not honoured (no worktree): the subagent works in the project
+    itself, so each call that needs approval asks, even in a session in ``auto``."""
+    write(
+        claude_dir(tmp_path) / "experimenter.md",
+        "---\nname: experimenter\ndescription: Tries a refactor.\ntools: Bash, Write\n"
+        "isolation: worktree\n---\nYou are the experimenter.\n",
+    )
+    async with session(tmp_path, Script("experimenter", Child(changes)), answer="deny") as s:
+        await s.approval.set_mode("auto", BACKGROUND)
+        result = await s.go()
+        results = await s.child_results(result)
+    assert [request["name"] for request in s.asked] == ["bash", "write"]
+    assert "denied by headless" in results["b1"] and "denied by headless" in results["w1"]
+    assert s.runs == [] and not (tmp_path / "project" / "planmode-violated.txt").exists()

@@ -9,10 +9,13 @@ view through the ordinary ``pi.conversation`` service.
 :data:`SubagentDefinitions` (``subagents.definitions``) tells any host which agent definitions
 the session loaded, which files it skipped or loaded with a note (each naming the file and
 line), and which folders of an untrusted project wait for ``/trust`` (with their file count).
+The host hands the feature its skills through the harness service :data:`SKILLS_SERVICE` (a
+:class:`SkillSource`), for the definitions' ``skills``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NotRequired, Protocol, TypedDict
 
 from chord import Context, Service, define_service
@@ -21,9 +24,12 @@ __all__ = [
     "AGENT_TOOL",
     "MAX_TURNS_KEY",
     "PERMISSION_MODE_KEY",
+    "SKILLS_SERVICE",
     "SUBAGENT_KIND",
+    "THINKING_KEY",
     "AgentInfo",
     "DefinitionsSummary",
+    "SkillSource",
     "SubagentDefinitions",
     "SubagentDefinitionsApi",
     "SubagentStatus",
@@ -42,6 +48,32 @@ loosen the session's mode; without the approval feature no call that needs appro
 MAX_TURNS_KEY = "maxTurns"
 """The key of a ``subagents.run`` task's input holding the definition's ``maxTurns``: the
 subagent stops after that many model turns and reports what it has, saying so."""
+
+
+THINKING_KEY = "thinkingLevel"
+"""The key of a ``subagents.run`` task's input holding the thinking level the subagent's
+conversation is created with: the definition's ``effort`` mapped to ours, else the caller's
+level."""
+
+SKILLS_SERVICE = "skills"
+"""The harness service (``HarnessOptions.services``) through which the host hands the feature
+the skills it loaded (a :class:`SkillSource`): the feature never imports the app, which owns
+the skills' folders and format. Without it, a definition's ``skills`` are warned about."""
+
+
+class SkillSource(Protocol):
+    """What the host provides as the harness service ``skills`` (duck-typed).
+
+    ``skill(name)`` is the skill called ``name`` (a plugin's may be asked for as
+    ``plugin:skill``), read afresh: ``{"name", "location", "text"}``, where ``text`` is its
+    instructions as the subagent's context carries them (the whole ``SKILL.md`` body, with
+    where its relative paths start); ``None`` when no skill has that name. It raises
+    ``OSError`` or ``ValueError`` (with a message for the user) when the skill is there but
+    cannot be read. ``names()``: every skill's name, for a warning about one not found."""
+
+    def skill(self, name: str) -> Mapping[str, str] | None: ...
+
+    def names(self) -> list[str]: ...
 
 
 class SubagentStatus(TypedDict):

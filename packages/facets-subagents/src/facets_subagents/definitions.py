@@ -26,8 +26,11 @@ A file is skipped, with a warning naming it and the line, only where Claude Code
 no frontmatter, no ``name``, no ``description``. Two files of one folder with the same name:
 the later in name order is used, with a warning naming both. Of Claude Code's other fields,
 ``permissionMode`` (:data:`PERMISSION_MODES`: ``plan`` makes the subagent read-only; a looser
-value is not honoured, with a warning) and ``maxTurns`` are honoured, ``color`` is cosmetic, and
-the rest (:data:`NOT_USED`) get one warning. :data:`GENERAL_PURPOSE` is always there: the
+value is not honoured, with a warning), ``maxTurns``, ``skills`` (preloaded into the system
+prompt when the subagent starts) and ``effort`` (:data:`EFFORT_LEVELS`: its thinking level) are
+honoured, ``color`` is cosmetic, and each of the rest (:data:`NOT_USED`) gets a warning saying
+what happens instead (``isolation``, with no worktree here, makes the subagent ``ask``).
+:data:`GENERAL_PURPOSE` is always there: the
 parent's tools (except ``agent``) and model, and a short system prompt.
 """
 
@@ -38,12 +41,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .claude_code import CLAUDE_TOOLS, description_text, map_tools, parse_frontmatter
 
 __all__ = [
+    "EFFORT_LEVELS",
     "GENERAL_PURPOSE",
+    "ISOLATION_ASKS",
     "LOOSER_MODES",
     "NOT_USED",
     "PERMISSION_MODES",
@@ -73,11 +78,42 @@ LOOSER_MODES = frozenset({"acceptEdits", "accept-edits", "bypassPermissions", "a
 """``permissionMode`` values that would let the subagent do what the session might not: the
 subagent runs in the session's mode, with one warning."""
 
-NOT_USED = (
-    "skills", "effort", "hooks", "mcpServers", "memory", "isolation", "background"
-)  # fmt: skip
-"""Claude Code fields this agent reads but does not use yet: one warning names those a file
-has (``color`` is cosmetic: no warning)."""
+EFFORT_LEVELS: Mapping[str, str] = {
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "xhigh",
+    "max": "xhigh",
+    "off": "off",
+    "minimal": "minimal",
+}
+"""``effort`` (Claude Code's ``low``, ``medium``, ``high``, ``xhigh``, ``max``; our ``off`` and
+``minimal`` too) → the thinking level the subagent's conversation runs at (``/thinking``'s
+levels). ``max`` is our highest, ``xhigh``. No ``effort``: the caller's level, as Claude Code's
+subagents inherit the session's effort."""
+
+NOT_USED: Mapping[str, str] = {
+    "hooks": "hooks scoped to this subagent are not run; the session's hooks (PreToolUse, "
+    "PostToolUse, SubagentStop, ...) apply to its tool calls as to any conversation's",
+    "mcpServers": "no MCP server is started for this subagent; it can call the session's MCP "
+    "servers' tools (mcp__server__tool names) only",
+    "memory": "no persistent memory is kept for this subagent; each run starts from its prompt "
+    "alone",
+    "isolation": "the subagent gets no worktree of its own and works in the session's project "
+    "folder",
+    "background": "the subagent does not run in the background; the caller waits for its "
+    "report (several agent calls in one message run in parallel)",
+}
+"""Claude Code fields this agent reads but does not honour, and what happens instead: one
+warning each, naming the file and line (``color`` is cosmetic: no warning)."""
+
+ISOLATION_ASKS = (
+    "; so that its changes do not land there unseen, it runs in ask mode: each call that needs "
+    "approval asks (unless the session's mode is stricter)"
+)
+"""How the ``isolation`` warning ends when the subagent gets ``ask`` for it: an agent written
+to change files in a worktree of its own changes the project itself here, so each change asks
+(``permissionMode: plan`` stays read-only)."""
 
 _OTHER = re.compile(r"[^a-z0-9_-]+")
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)(.*)\Z", re.S)
@@ -110,6 +146,13 @@ class AgentDefinition:
     """``maxTurns``: the subagent stops after that many model turns; ``None``: no limit."""
     name_line: int = 1
     """The line of ``name`` (for a warning about two files of one name)."""
+    skills: tuple[str, ...] = ()
+    """``skills``: the names of the skills whose instructions are preloaded into the subagent's
+    system prompt when it starts (found through the ``skills`` harness service)."""
+    skills_line: int = 1
+    """The line of ``skills`` (for a warning about a skill not found)."""
+    thinking: str | None = None
+    """``effort`` as our thinking level (:data:`EFFORT_LEVELS`); ``None``: the caller's."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -245,17 +288,18 @@ def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str
     notes = list(warnings)
     permission_mode = _permission_mode(fields, front.lines, source, notes)
     max_turns = _max_turns(fields, front.lines, source, notes)
-    unused = [key for key in NOT_USED if key in fields]
-    if unused:
-        line = min(front.lines.get(key, 1) for key in unused)
-        notes.append(
-            f"{source}:{line}: {', '.join(unused)}: "
-            + (
-                "Claude Code fields this agent does not use yet; the subagent runs without them"
-                if len(unused) > 1
-                else "a Claude Code field this agent does not use yet; the subagent runs without it"
-            )
-        )
+    skills = _skills(fields, front.lines, source, notes)
+    thinking = _effort(fields, front.lines, source, notes)
+    given = [key for key in NOT_USED if fields.get(key) not in (None, False, [], {}, "", "none")]
+    for key, instead in NOT_USED.items():
+        if key in given:
+            if key == "isolation" and permission_mode is None:
+                instead += ISOLATION_ASKS
+            elif key == "isolation":
+                instead += f" (read-only there: permissionMode: {permission_mode})"
+            notes.append(f"{source}:{front.lines.get(key, 1)}: {key} is not honoured: {instead}")
+    if "isolation" in given and permission_mode is None:
+        permission_mode = "ask"  # its author meant its changes to stay apart: each one asks
     warnings = tuple(notes)
     body = match.group(2).strip()
     text_description = description_text(str(description))
@@ -274,6 +318,9 @@ def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str
             permission_mode=permission_mode,
             max_turns=max_turns,
             name_line=front.lines.get("name", 1),
+            skills=skills,
+            skills_line=front.lines.get("skills", 1),
+            thinking=thinking,
         ),
         warnings,
     )
@@ -327,6 +374,44 @@ def _max_turns(
         )
         return None
     return value
+
+
+def _skills(
+    fields: Mapping[str, Any], lines: Mapping[str, int], source: str, warnings: list[str]
+) -> tuple[str, ...]:
+    """``skills`` as names (a YAML list or a comma-separated string, as published agents write
+    it; a plugin's skill as ``plugin:skill``); another value gives none and a warning."""
+    value = fields.get("skills")
+    if value is None:
+        return ()
+    items: list[Any] = cast(list[Any], value) if isinstance(value, list) else []
+    if not isinstance(value, str) and not (
+        isinstance(value, list) and all(isinstance(item, str) for item in items)
+    ):
+        warnings.append(
+            f"{source}:{lines.get('skills', 1)}: skills must be a list of skill names, got "
+            f"{value!r}; the subagent runs without preloaded skills"
+        )
+        return ()
+    return tuple(dict.fromkeys(_names(value) or ()))
+
+
+def _effort(
+    fields: Mapping[str, Any], lines: Mapping[str, int], source: str, warnings: list[str]
+) -> str | None:
+    """``effort`` as our thinking level (:data:`EFFORT_LEVELS`); an unknown value gives
+    ``None`` (the caller's level) and a warning."""
+    value = fields.get("effort")
+    if value is None:
+        return None
+    written = str(value).strip()
+    level = EFFORT_LEVELS.get(written.lower())
+    if level is None:
+        warnings.append(
+            f"{source}:{lines.get('effort', 1)}: effort: {written!r} is not an effort level "
+            "(low, medium, high, xhigh, max); the subagent runs at the caller's thinking level"
+        )
+    return level
 
 
 def _names(value: Any) -> list[str] | None:

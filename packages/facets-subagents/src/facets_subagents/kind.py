@@ -1,6 +1,7 @@
 """The ``subagents.run`` task kind: one subagent, durable across a worker's death.
 
-Input: ``{description, prompt, agent, systemPrompt, model, tools}`` (the agent definition is
+Input: ``{description, prompt, agent, systemPrompt, model, tools}`` and optionally
+``thinkingLevel``, ``maxTurns``, ``permissionMode`` (the agent definition is
 resolved when the call is made and stored with the task, so recovery never depends on files that
 may have changed). Phases:
 
@@ -38,7 +39,7 @@ from pico3 import (
     define_task,
 )
 
-from .contract import MAX_TURNS_KEY, SUBAGENT_KIND, SubagentStatus
+from .contract import MAX_TURNS_KEY, SUBAGENT_KIND, THINKING_KEY, SubagentStatus
 
 __all__ = ["STOPPED_AT_LIMIT", "StepBoard", "final_text", "subagent_kind"]
 
@@ -194,8 +195,11 @@ def subagent_kind(board: StepBoard) -> TaskKind:
 
     async def initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Any:
         inp: dict[str, Any] = task.input
+        rewindable = {"model": inp["model"], "selectedTools": list(inp["tools"])}
+        if isinstance(inp.get(THINKING_KEY), str):
+            rewindable[THINKING_KEY] = inp[THINKING_KEY]
         spec = {
-            "rewindable": {"model": inp["model"], "selectedTools": list(inp["tools"])},
+            "rewindable": rewindable,
             "sections": [
                 {"key": "subagent", "value": inp["agent"], "rendered": inp["systemPrompt"]}
             ],

@@ -6,8 +6,11 @@ so ``api.designer`` finds ``api-designer``), the model (the definition's — an 
 ``sonnet`` mapped to the caller's provider by :func:`.claude_code.resolve_model`, with the
 session's environment, the ``mcp_env`` harness service, as its configuration — else the calling
 conversation's) and the tools (the definition's list, less the names no tool of the session
-answers to, each warned about once; else the caller's selected tools without ``agent``),
-creates one ``subagents.run`` task (:mod:`.kind`) and waits for it. The task
+answers to, each warned about once; else the caller's selected tools without ``agent``), the
+thinking level (the definition's ``effort``, else the caller's) and the system prompt (the
+definition's body, then the full text of each of its ``skills``, read through the ``skills``
+harness service the host provides: Claude Code preloads them so), creates one
+``subagents.run`` task (:mod:`.kind`) and waits for it. The task
 id is memoized on the tool's slot in the commit that creates it, and the tool is
 ``replay="safe"``: after a
 crash the call runs again, finds the memo and waits for the same task, whose own recovery goes
@@ -29,6 +32,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, cast
 
+import anyio
+
 from chord import Context, FacetEnvironment, define_facet
 from pico3 import (
     MISSING,
@@ -46,7 +51,9 @@ from .contract import (
     AGENT_TOOL,
     MAX_TURNS_KEY,
     PERMISSION_MODE_KEY,
+    SKILLS_SERVICE,
     SUBAGENT_KIND,
+    THINKING_KEY,
     AgentInfo,
     DefinitionsSummary,
     SubagentDefinitions,
@@ -54,7 +61,14 @@ from .contract import (
 from .definitions import GENERAL_PURPOSE, AgentDefinition, Definitions, agent_id, load_definitions
 from .kind import StepBoard, subagent_kind
 
-__all__ = ["AGENT_PARAMETERS", "NAMESPACE", "PLAN_NOTE", "Subagents", "session_facet"]
+__all__ = [
+    "AGENT_PARAMETERS",
+    "NAMESPACE",
+    "PLAN_NOTE",
+    "SKILLS_NOTE",
+    "Subagents",
+    "session_facet",
+]
 
 _log = logging.getLogger("facets_subagents")
 NAMESPACE = "subagents"
@@ -65,6 +79,13 @@ PLAN_NOTE = (
 )
 """Added to the system prompt of a subagent whose definition says ``permissionMode: plan`` (the
 approval feature is what refuses its other calls; this tells the model why)."""
+
+SKILLS_NOTE = (
+    "\n\nThese skills are preloaded for you: follow their instructions where your task calls "
+    "for them.\n\n"
+)
+"""Put before the preloaded skills (a definition's ``skills``) at the end of the system
+prompt; each skill follows as the ``skills`` harness service gives its text."""
 
 AGENT_PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -127,6 +148,10 @@ class Subagents:
             env=self.env,
             plugin_agents=_plugin_agents(services.get("claude_plugins")),
         )
+        missing = self.missing_skills()
+        if missing:  # for /agents definitions too, before any subagent runs
+            warnings = (*self.definitions.warnings, *missing)
+            self.definitions = replace(self.definitions, warnings=warnings)
         for problem in (*self.definitions.errors, *self.definitions.warnings):
             self.warn(problem)
         for waiting in self.definitions.waiting:
@@ -180,6 +205,65 @@ class Subagents:
                 "so the subagent has no tools"
             )
         return tools
+
+    def _no_service(self, definition: AgentDefinition) -> str:
+        return (
+            f"{definition.source}:{definition.skills_line}: skills: this host provides no skills "
+            f"(no {SKILLS_SERVICE!r} harness service); the subagent runs without "
+            f"{', '.join(definition.skills)}"
+        )
+
+    @staticmethod
+    def _not_found(definition: AgentDefinition, name: str, known: list[str]) -> str:
+        return (
+            f"{definition.source}:{definition.skills_line}: no skill named {name!r} (this "
+            f"session's skills: {', '.join(sorted(known)) or 'none'}); the subagent runs "
+            "without it"
+        )
+
+    def missing_skills(self) -> list[str]:
+        """A warning for each definition's skill the session does not have (as the run will
+        say, so each is logged once), listed once at load: one look at the skills' names."""
+        wanting = [d for d in self.definitions.agents.values() if d.skills]
+        if not wanting:
+            return []
+        source = self._harness.handle.services.get(SKILLS_SERVICE)
+        if source is None:
+            return [self._no_service(d) for d in wanting]
+        known: list[str] = list(source.names())
+        problems: list[str] = []
+        for definition in wanting:
+            for name in definition.skills:
+                # "plugin:skill": a skill of that name (the source decides which plugin's)
+                if name not in known and name.partition(":")[2] not in known:
+                    problems.append(self._not_found(definition, name, known))
+        return problems
+
+    def preloaded(self, definition: AgentDefinition) -> str:
+        """The text the definition's ``skills`` add to its system prompt (``""``: none), read
+        afresh through the ``skills`` harness service; a skill not found or unreadable is left
+        out with a warning naming the file and line (once each)."""
+        if not definition.skills:
+            return ""
+        where = f"{definition.source}:{definition.skills_line}"
+        source = self._harness.handle.services.get(SKILLS_SERVICE)
+        if source is None:
+            self.warn(self._no_service(definition))
+            return ""
+        texts: list[str] = []
+        for name in definition.skills:
+            try:
+                found = source.skill(name)
+            except (OSError, ValueError) as exc:
+                self.warn(
+                    f"{where}: skill {name!r} cannot be read ({exc}); the subagent runs without it"
+                )
+                continue
+            if found is None:
+                self.warn(self._not_found(definition, name, list(source.names())))
+                continue
+            texts.append(str(found["text"]).strip())
+        return SKILLS_NOTE + "\n\n".join(texts) if texts else ""
 
     async def turns(self, conversation_id: int, ctx: Context) -> tuple[int, int] | None:
         """``(model turns so far, maxTurns)`` of a subagent with a turn limit; ``None`` for any
@@ -240,6 +324,8 @@ class Subagents:
             system_prompt = definition.system_prompt
             if definition.permission_mode == "plan":
                 system_prompt += PLAN_NOTE
+            # read when the call is made and stored with the task (recovery never re-reads)
+            system_prompt += await anyio.to_thread.run_sync(self.preloaded, definition)
             task_input: dict[str, Any] = {
                 "description": str(args["description"]),
                 "prompt": str(args["prompt"]),
@@ -253,6 +339,9 @@ class Subagents:
                 task_input[PERMISSION_MODE_KEY] = definition.permission_mode
             if definition.max_turns is not None:
                 task_input[MAX_TURNS_KEY] = definition.max_turns
+            thinking = definition.thinking or config.get("thinkingLevel")
+            if isinstance(thinking, str):  # effort, else the caller's level (Claude Code's too)
+                task_input[THINKING_KEY] = thinking
             # created and memoized in one commit: a crash never leaves a task without its memo
             ref = await api.task(self.kind, task_input, {"memo": "task"}, ctx)
             task_id = ref if type(ref) is int else ref.id

@@ -62,6 +62,7 @@ __all__ = [
     "SKILL_FILE",
     "Skill",
     "SkillSet",
+    "SubagentSkills",
     "discover_skills",
     "invoke_skill",
     "render_skills_section",
@@ -253,3 +254,40 @@ def invoke_skill(skill: Skill, args: str = "") -> str:
     )
     args = args.strip()
     return f"{message}\n\n{args}" if args else message
+
+
+# -- the ``skills`` harness service ---------------------------------------------------------------
+class SubagentSkills:
+    """The harness service ``skills`` (facets-subagents' ``SkillSource``, duck-typed): a
+    subagent definition's ``skills:`` are preloaded from here. Each call discovers afresh
+    (:func:`discover_skills` for the session's folder ``cwd``, trust and plugins included), so
+    a skill added or edited meanwhile is the one a new subagent gets."""
+
+    def __init__(self, cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> None:
+        self._cwd = cwd
+        self._env = None if env is None else dict(env)
+
+    def _find(self, name: str) -> Skill | None:
+        found = discover_skills(self._cwd, self._env)
+        skill = found.get(name)
+        if skill is not None or ":" not in name:
+            return skill
+        # Claude Code names a plugin's skill "plugin:skill": that plugin's, else any of the name
+        plugin, _, bare = name.partition(":")
+        ours = [s for s in found.skills if s.name == bare]
+        mine = [s for s in ours if s.source.startswith(f"plugin {plugin}@")]
+        return (mine or ours or [None])[0]
+
+    def skill(self, name: str) -> dict[str, str] | None:
+        """``{"name", "location", "text"}`` of the skill called ``name`` (``text``: the body in
+        a ``<skill>`` block, as ``/skill:NAME`` sends it), ``None`` when there is none. Raises
+        ``OSError`` or ``ValueError`` (its frontmatter no longer parses) for one that cannot be
+        read."""
+        skill = self._find(name)
+        if skill is None:
+            return None
+        return {"name": skill.name, "location": str(skill.path), "text": invoke_skill(skill)}
+
+    def names(self) -> list[str]:
+        """Every skill's name (for a warning about one not found)."""
+        return [skill.name for skill in discover_skills(self._cwd, self._env).skills]

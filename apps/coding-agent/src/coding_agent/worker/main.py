@@ -88,6 +88,7 @@ from chord import (
     discover_facet_packages,
     load_facet_packages,
 )
+from coding_agent.context.skills import SubagentSkills
 from coding_agent.contracts import APPROVAL_MODE
 from coding_agent.session_files.folders import (
     Session,
@@ -512,6 +513,9 @@ async def open_session_host(
             # where the file tools read unasked: the project, --add-dir, the settings' folders
             # and the agent's own files (coding_agent.worker.working_dirs)
             WORKING_DIRS_SERVICE: working_dirs,
+            # the skills a subagent definition's skills: preloads (facets-subagents reads them
+            # through this service: a feature never imports the app)
+            "skills": SubagentSkills(session.cwd, config.env),
             **_project_services(session.cwd, config.env),
         }
         if attendance is not None:
