@@ -37,7 +37,8 @@ tolerates ``argument-hint: [issue-number] [priority]``; a warning names the file
 
 * ``$ARGUMENTS`` is everything typed after the command, exactly as typed (quotes, spacing and
   newlines kept); ``$1`` … ``$9`` are the positional arguments (quotes group words, as in a
-  shell; a missing one is empty) and ``$@`` all of them joined by spaces;
+  shell; a missing one is empty) and ``$@`` all of them joined by spaces; pi's ``${@:N}`` the
+  words from the N-th on and ``${@:N:L}`` L words from the N-th;
 * ``!`cmd``` runs ``cmd`` (arguments substituted) and puts its output there. The caller runs the
   commands: :func:`shell_commands` lists them, the TUI asks before running them through the
   worker's ``!cmd`` runner (the ``bash`` tool's executor and sandbox) and ``-p`` runs them only
@@ -94,7 +95,7 @@ MAX_DESCRIPTION_CHARS = 80
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
-_PLACEHOLDER = re.compile(r"\$(ARGUMENTS|@|[1-9])")
+_PLACEHOLDER = re.compile(r"\$(ARGUMENTS|@|[1-9])|\$\{@:(\d+)(?::(\d+))?\}")
 _SHELL = re.compile(r"!`([^`\n]+)`")
 _INCLUDE = re.compile(r"(?:(?<=\s)|^)@((?:~/|/|\.{1,2}/)?[\w.~-][\w./~-]*)", re.M)
 _KEY_LINE = re.compile(r"^([A-Za-z][\w-]*)\s*:\s?(.*)$")
@@ -320,6 +321,11 @@ def _substitute(text: str, args: str) -> str:
 
     def substitute(match: re.Match[str]) -> str:
         token = match.group(1)
+        if token is None:  # pi's ${@:N} / ${@:N:L}: the words from the N-th (L of them)
+            start = max(int(match.group(2)) - 1, 0)
+            length = match.group(3)
+            end = start + int(length) if length is not None else len(words)
+            return " ".join(words[start:end])
         if token == "ARGUMENTS":
             return typed
         if token == "@":
@@ -412,8 +418,8 @@ def expand_template(
     cwd: str | os.PathLike[str] | None = None,
     outputs: Mapping[str, str] | None = None,
 ) -> str:
-    """The template's body expanded (module docstring): ``$ARGUMENTS``, ``$1``…``$9`` and ``$@``
-    substituted; each ``!`cmd``` replaced by ``outputs[cmd]`` (the caller ran
+    """The template's body expanded (module docstring): ``$ARGUMENTS``, ``$1``…``$9``, ``$@``
+    and ``${@:N[:L]}`` substituted; each ``!`cmd``` replaced by ``outputs[cmd]`` (the caller ran
     :func:`shell_commands`); each ``@path`` by the file's text when ``cwd`` is given.
 
     Raises :class:`TemplateError` for a command with no output given or a file the template

@@ -17,14 +17,17 @@ Skills are discovered (:func:`discover_skills`) from, in this order:
 1. ``$XDG_CONFIG_HOME/coding-agent/skills/`` (default ``~/.config/coding-agent/skills/``);
 2. ``~/.claude/skills/``, 3. ``~/.pi/agent/skills/`` and 4. ``~/.agents/skills/`` (the
    cross-agent folder), when they exist;
-5. a trusted project's ``.coding-agent/skills/``, 6. ``.claude/skills/`` and 7.
-   ``.agents/skills/``;
-8. the ``skills/`` folder of each Claude Code plugin enabled in your ``~/.claude/settings.json``
+5. a trusted project's ``.coding-agent/skills/``, 6. ``.claude/skills/``, 7. ``.pi/skills/``
+   and 8. ``.agents/skills/``;
+9. the ``skills/`` folder of each Claude Code plugin enabled in your ``~/.claude/settings.json``
    (or a trusted project's ``.claude`` settings: :mod:`coding_agent.settings.claude_plugins`),
    its source shown as ``plugin NAME@MARKETPLACE``.
 
 Each root is searched recursively for ``SKILL.md`` (a folder holding one is a skill; its own
-sub-folders are not searched further; hidden folders and ``node_modules`` are skipped).
+sub-folders are not searched further; hidden folders and ``node_modules`` are skipped). pi's
+two folders (``~/.pi/agent/skills/`` and ``.pi/skills/``) also take a skill as one Markdown
+file directly inside them (``quick-notes.md``, named by its frontmatter or else the file's
+name), as pi reads them.
 
 **Progressive disclosure.** Only the names, descriptions and ``SKILL.md`` paths go into the
 system prompt (:func:`render_skills_section`); the model reads a skill's body with the ``read``
@@ -58,6 +61,7 @@ from coding_agent.context.resources import FrontmatterError, Places, read_text, 
 __all__ = [
     "MAX_DESCRIPTION",
     "MAX_NAME",
+    "PI_PROJECT_SKILLS",
     "SKILLS_SECTION_KEY",
     "SKILL_FILE",
     "Skill",
@@ -67,6 +71,7 @@ __all__ = [
     "render_skills_section",
     "skill_roots",
     "skills_section_value",
+    "takes_skill_files",
 ]
 
 
@@ -120,7 +125,9 @@ def skill_roots(places: Places) -> list[Path]:
         places.claude_user / "skills",
         places.home / ".pi" / "agent" / "skills",
         places.home / ".agents" / "skills",
-        *places.project_dirs(".coding-agent/skills", ".claude/skills", ".agents/skills"),
+        *places.project_dirs(
+            ".coding-agent/skills", ".claude/skills", PI_PROJECT_SKILLS, ".agents/skills"
+        ),
     ]
     seen: set[Path] = set()
     unique: list[Path] = []
@@ -130,6 +137,16 @@ def skill_roots(places: Places) -> list[Path]:
             seen.add(key)
             unique.append(root)
     return unique
+
+
+PI_PROJECT_SKILLS = ".pi/skills"
+"""A project's pi skills folder (inside it, a ``NAME.md`` file is a skill too)."""
+
+
+def takes_skill_files(places: Places, root: Path) -> bool:
+    """Whether ``root`` is one of pi's skill folders, where a ``.md`` file directly inside is
+    a skill of its own (:func:`~coding_agent.context.folders.skill_files`)."""
+    return root in (places.home / ".pi" / "agent" / "skills", places.project / PI_PROJECT_SKILLS)
 
 
 def _name_problem(name: str) -> str | None:
@@ -151,7 +168,8 @@ def _load(path: Path, root: Path, source: str, warnings: list[str]) -> Skill | N
     except FrontmatterError as error:
         warnings.append(f"{path}: skill skipped: {error}")
         return None
-    folder_name = path.parent.name
+    single_file = path.name != SKILL_FILE  # pi's NAME.md directly in its skills folder
+    folder_name = path.stem if single_file else path.parent.name
     raw_name: Any = meta.get("name", folder_name)
     if not isinstance(raw_name, str) or not raw_name.strip():
         warnings.append(f"{path}: skill skipped: 'name' must be a non-empty string")
@@ -164,7 +182,7 @@ def _load(path: Path, root: Path, source: str, warnings: list[str]) -> Skill | N
     description = " ".join(description.split())
     if (problem := _name_problem(name)) is not None:
         warnings.append(f"{path}: skill name {name!r} {problem}")
-    if name != folder_name and path.parent != root:
+    if name != folder_name and path.parent != root and not single_file:
         warnings.append(f"{path}: skill name {name!r} does not match its folder {folder_name!r}")
     if len(description) > MAX_DESCRIPTION:
         warnings.append(f"{path}: the description is longer than {MAX_DESCRIPTION} characters")
@@ -189,7 +207,7 @@ def discover_skills(
     for root, source in roots:
         if not root.is_dir():
             continue
-        for path in skill_files(root):
+        for path in skill_files(root, root_files=takes_skill_files(places, root)):
             skill = _load(path, root, source, warnings)
             if skill is None:
                 continue
