@@ -728,7 +728,7 @@ def _print_config(cwd: Path) -> int:
         lines.append((f"{key} = {value!r}" if not isinstance(value, str) else f"{key} = {value}",
                       origin))  # fmt: skip
 
-    files = ", ".join(str(path) for path in config.files) or "none"
+    files = ", ".join(str(path) for path in [*config.pi_files, *config.files]) or "none"
     print(f"# files read: {files}")
     if config.user_file is not None and not config.user_file.exists():
         print(f"# (no {config.user_file}: create it to configure the agent)")
@@ -825,6 +825,10 @@ def _print_config(cwd: Path) -> int:
         print(f"# permission rules: {problem}")
     for problem in plugin_problems:
         print(f"# plugins: {problem}")
+    for warning in config.warnings:  # pi's setup: what is not used (settings.pi_setup)
+        print(f"# warning: {warning}")
+    for note in config.notes:
+        print(f"# pi: {note}")
     return 0
 
 
@@ -1138,6 +1142,9 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
 
         TrustStore.default().load()  # a corrupt trust file stops us before a session is made
         files = load_config(cwd)  # an invalid config.toml too (the worker reads it again)
+        if headless:  # the TUI shows them as notices (tui.main)
+            for warning in files.warnings:  # what of pi's setup is not used (settings.pi_setup)
+                print(f"coding-agent: warning: {warning}", file=sys.stderr)
         prompt = _read_prompt(args, sys.stdin) if headless else ""
         # a new session starts in the config's mode (or Claude Code's defaultMode: _run, once
         # the project's trust is decided); one resumed keeps its own

@@ -144,7 +144,7 @@ def template_roots(places: Places) -> list[Path]:
     return [
         places.config / "prompts",
         places.claude_user / "commands",
-        places.home / ".pi" / "agent" / "prompts",
+        places.pi_user / "prompts",
         *places.project_dirs(".coding-agent/prompts", ".claude/commands", ".pi/prompts"),
     ]
 

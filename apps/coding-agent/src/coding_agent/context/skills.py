@@ -123,7 +123,7 @@ def skill_roots(places: Places) -> list[Path]:
     roots = [
         places.config / "skills",
         places.claude_user / "skills",
-        places.home / ".pi" / "agent" / "skills",
+        places.pi_user / "skills",
         places.home / ".agents" / "skills",
         *places.project_dirs(
             ".coding-agent/skills", ".claude/skills", PI_PROJECT_SKILLS, ".agents/skills"
@@ -146,7 +146,7 @@ PI_PROJECT_SKILLS = ".pi/skills"
 def takes_skill_files(places: Places, root: Path) -> bool:
     """Whether ``root`` is one of pi's skill folders, where a ``.md`` file directly inside is
     a skill of its own (:func:`~coding_agent.context.folders.skill_files`)."""
-    return root in (places.home / ".pi" / "agent" / "skills", places.project / PI_PROJECT_SKILLS)
+    return root in (places.pi_user / "skills", places.project / PI_PROJECT_SKILLS)
 
 
 def _name_problem(name: str) -> str | None:

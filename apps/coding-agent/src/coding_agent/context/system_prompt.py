@@ -102,7 +102,7 @@ def find_system_file(places: Places, name: str) -> Path | None:
     candidates = [
         *places.project_dirs(f".coding-agent/{name}", f".pi/{name}"),
         places.config / name,
-        places.home / ".pi" / "agent" / name,
+        places.pi_user / name,
     ]
     return next((path for path in candidates if path.is_file()), None)
 
