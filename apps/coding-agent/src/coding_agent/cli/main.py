@@ -71,7 +71,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeGuard
 
-from coding_agent.cli.argv import is_headless, split_wait_value, wait_seconds
+from coding_agent.cli.argv import (
+    PiFlagError,
+    is_headless,
+    pi_words,
+    split_wait_value,
+    wait_seconds,
+)
 from coding_agent.settings.changes import THINKING_LEVELS
 from coding_agent.settings.facets_site import activate
 from coding_agent.settings.permission_modes import PERMISSION_MODES
@@ -1022,6 +1028,10 @@ def parse_command_line(
     :func:`build_headless_parser`'s (built here when not given)."""
     words = list(sys.argv[1:] if argv is None else argv)
     parser, headless = parsers if parsers is not None else (build_parser(), None)
+    try:
+        words = pi_words(words)  # pi's --mode json, --provider NAME --model ID
+    except PiFlagError as error:
+        parser.error(str(error))
     if not is_headless(words, subcommands=SUBCOMMANDS, takes_value=_value_options(parser)):
         return parser.parse_args(words)
     headless = headless or build_headless_parser()
