@@ -64,6 +64,9 @@ HEADLESS = [
     (["--mode=text", "go"], ("go", None, None)),
     (["go", "--mode", "text"], ("go", None, None)),
     (["-p", "--provider", "faux", "--model", "faux-1", "go"], ("go", None, None)),
+    # pi's file arguments: each @file word joins the one message
+    (["-p", "@a.py", "@b.py", "review these"], ("@a.py @b.py review these", None, None)),
+    (["@shot.png", "--json", "what is in it?"], (None, "@shot.png what is in it?", None)),
 ]
 
 
@@ -98,6 +101,7 @@ def test_a_subcommand_comes_first(argv: list[str], command: str | None) -> None:
     ("argv", "line"),
     [
         (["-p", "a", "b"], "one prompt, given 2 ('a', 'b'): quote it as one word"),
+        (["-p", "@a.py", "b", "c"], "one prompt, given 3 ('@a.py', 'b', 'c')"),
         (["-p", "x", "attach"], "attach does not take -p or --json"),
         (["--json", "x", "-p", "y"], "one prompt, given 2 ('y', 'x')"),
         (["-p", "--wait-for-approval", "-5", "x"], "'-5' is not a number of seconds >= 0"),

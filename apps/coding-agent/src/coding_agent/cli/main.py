@@ -1041,6 +1041,9 @@ def parse_command_line(
     args = headless.parse_intermixed_args(split_wait_value(words[:end]))
     args.words = [*args.words, *words[end + 1 :]]
     given = [text for text in (args.prompt, args.json) if text] + list(args.words)
+    files = [text for text in given if text.startswith("@") and not any(c.isspace() for c in text)]
+    if files and len(given) - len(files) <= 1:  # pi's `-p @code.ts @test.ts "Review these"`
+        given = [" ".join([*files, *(text for text in given if text not in files)])]
     if len(given) > 1:
         named = next((word for word in args.words if word in SUBCOMMANDS), None)
         if named is not None:
