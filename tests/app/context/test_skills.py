@@ -149,3 +149,39 @@ def test_a_project_folder_others_may_write_is_never_read(place: SimpleNamespace)
         assert [s.name for s in discover_skills(place.project, place.env).skills] == ["own"]
     finally:
         (place.project / ".claude").chmod(0o755)
+
+
+def test_the_skills_and_prompts_pis_settings_list_are_read(place: SimpleNamespace) -> None:
+    """pi's ``"skills": ["~/.codex/skills", ...]`` and ``"prompts": [...]`` in settings.json
+    (relative to ~/.pi/agent, or to a trusted project's .pi/ and inside it) add their folders
+    and files; pi's patterns are left out."""
+    from coding_agent.context.prompt_templates import discover_templates
+
+    place.write(place.home / ".codex/skills/codex-one/SKILL.md", skill("codex-one"))
+    place.write(place.home / ".pi/agent/extra/single.md", skill("single"))
+    place.write(place.home / "team/prompts/standup.md", "Write my standup.\n")
+    place.write(place.home / "team/one-off.md", "One off.\n")
+    place.write(
+        place.home / ".pi/agent/settings.json",
+        '{"skills": ["~/.codex/skills", "extra/single.md", "!nope", "~/globbed/*"],'
+        ' "prompts": ["~/team/prompts", "../../team/one-off.md"]}',
+    )
+    place.write(place.project / "tools/skills/local-one/SKILL.md", skill("local-one"))
+    place.write(place.home / "outside/skills/far/SKILL.md", skill("far"))
+    place.write(
+        place.project / ".pi/settings.json",
+        '{"skills": ["../tools/skills", "../../home/outside/skills"]}',
+    )
+    found = discover_skills(place.project, place.env)
+    assert [(s.name, s.source) for s in found.skills] == [
+        ("codex-one", "~/.codex/skills"),
+        ("single", "~/.pi/agent/extra"),
+    ]
+    templates = discover_templates(place.project, place.env)
+    assert [(t.name, t.source) for t in templates.templates] == [
+        ("standup", "~/team/prompts"),
+        ("one-off", "~/team"),
+    ]
+    place.trust()  # the project's list joins, only what is inside the project
+    names = [s.name for s in discover_skills(place.project, place.env).skills]
+    assert names == ["codex-one", "single", "local-one"]

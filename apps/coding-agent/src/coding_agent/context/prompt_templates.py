@@ -7,7 +7,8 @@ of two templates with one name wins):
 1. ``$XDG_CONFIG_HOME/coding-agent/prompts/`` (default ``~/.config/coding-agent/prompts/``),
    2. ``~/.claude/commands/`` (Claude Code's) and 3. ``~/.pi/agent/prompts/`` (pi's);
 4. a trusted project's ``.coding-agent/prompts/``, 5. ``.claude/commands/`` and
-   6. ``.pi/prompts/``.
+   6. ``.pi/prompts/``; 7. the files and folders the ``prompts`` list of pi's
+   ``settings.json`` names.
 
 Each folder is searched recursively, and a file in a sub-folder is namespaced by it as Claude
 Code does: ``.claude/commands/tools/api-scaffold.md`` is ``/tools:api-scaffold``.
@@ -146,6 +147,7 @@ def template_roots(places: Places) -> list[Path]:
         places.claude_user / "commands",
         places.pi_user / "prompts",
         *places.project_dirs(".coding-agent/prompts", ".claude/commands", ".pi/prompts"),
+        *places.pi_prompts,
     ]
 
 
@@ -246,11 +248,16 @@ def discover_templates(
     warnings: list[str] = []
     found: dict[str, PromptTemplate] = {}
     for root in template_roots(places):
-        if not root.is_dir():
+        if root.is_file() and root in places.pi_prompts and root.suffix == ".md":
+            files = [(root, root.stem)]  # a file pi's settings.json lists
+            root = root.parent
+        elif root.is_dir():
+            files = markdown_files(root)
+        else:
             continue
         source = places.label(root)
         in_project = root == places.project or places.project in root.parents
-        for path, name in markdown_files(root):
+        for path, name in files:
             template = _load(path, name, source, in_project, warnings)
             if template is None:
                 continue

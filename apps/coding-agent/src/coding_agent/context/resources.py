@@ -28,6 +28,7 @@ from typing import Any
 import msgspec
 
 from coding_agent.settings.claude_plugins import PluginSet, enabled_plugins
+from coding_agent.settings.pi_setup import pi_resource_paths
 from coding_agent.settings.trust import (
     LOCAL_CONFIG_DIR,
     TrustError,
@@ -121,6 +122,10 @@ class Places(msgspec.Struct, frozen=True):
     pi: Path | None = None
     """pi's folder (:func:`~coding_agent.settings.xdg.pi_home`: ``$PI_CODING_AGENT_DIR``,
     else ``~/.pi/agent``)."""
+    pi_skills: tuple[Path, ...] = ()
+    """The skill files and folders pi's ``settings.json`` lists (``"skills": [...]``)."""
+    pi_prompts: tuple[Path, ...] = ()
+    """The prompt template files and folders it lists (``"prompts": [...]``)."""
 
     @classmethod
     def find(cls, cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Places:
@@ -139,6 +144,12 @@ class Places(msgspec.Struct, frozen=True):
             trusted, problem = False, f"{project} {unsafe}: its prompt files are not read"
         xdg = environ.get("XDG_CONFIG_HOME", "")
         config = config_home(environ) if os.path.isabs(xdg) else home / ".config"
+        pi_env = {**environ, "HOME": str(home)}
+
+        def listed(key: str) -> tuple[Path, ...]:
+            paths = pi_resource_paths(key, pi_env, project=project, trusted=trusted)
+            return tuple(paths)
+
         return cls(
             config / "coding-agent",
             home,
@@ -146,7 +157,9 @@ class Places(msgspec.Struct, frozen=True):
             trusted,
             problem,
             claude_home(environ),
-            pi_home({**environ, "HOME": str(home)}),
+            pi_home(pi_env),
+            listed("skills"),
+            listed("prompts"),
         )
 
     @property

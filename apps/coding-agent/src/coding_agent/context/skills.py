@@ -21,7 +21,9 @@ Skills are discovered (:func:`discover_skills`) from, in this order:
    and 8. ``.agents/skills/``;
 9. the ``skills/`` folder of each Claude Code plugin enabled in your ``~/.claude/settings.json``
    (or a trusted project's ``.claude`` settings: :mod:`coding_agent.settings.claude_plugins`),
-   its source shown as ``plugin NAME@MARKETPLACE``.
+   its source shown as ``plugin NAME@MARKETPLACE``;
+10. the files and folders the ``skills`` list of pi's ``settings.json`` names
+   (:func:`~coding_agent.settings.pi_setup.pi_resource_paths`).
 
 Each root is searched recursively for ``SKILL.md`` (a folder holding one is a skill; its own
 sub-folders are not searched further; hidden folders and ``node_modules`` are skipped). pi's
@@ -48,7 +50,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,6 +130,7 @@ def skill_roots(places: Places) -> list[Path]:
         *places.project_dirs(
             ".coding-agent/skills", ".claude/skills", PI_PROJECT_SKILLS, ".agents/skills"
         ),
+        *places.pi_skills,
     ]
     seen: set[Path] = set()
     unique: list[Path] = []
@@ -146,7 +149,11 @@ PI_PROJECT_SKILLS = ".pi/skills"
 def takes_skill_files(places: Places, root: Path) -> bool:
     """Whether ``root`` is one of pi's skill folders, where a ``.md`` file directly inside is
     a skill of its own (:func:`~coding_agent.context.folders.skill_files`)."""
-    return root in (places.pi_user / "skills", places.project / PI_PROJECT_SKILLS)
+    return root in (
+        places.pi_user / "skills",
+        places.project / PI_PROJECT_SKILLS,
+        *places.pi_skills,
+    )
 
 
 def _name_problem(name: str) -> str | None:
@@ -205,9 +212,15 @@ def discover_skills(
     roots = [(root, places.label(root)) for root in skill_roots(places)]
     roots += [(root, p.label) for p in plugins.plugins for root in p.paths("skills")]
     for root, source in roots:
-        if not root.is_dir():
+        if root.is_file() and root in places.pi_skills:  # a file pi's settings.json lists
+            paths: Iterable[Path] = [root]
+            root = root.parent
+            source = places.label(root)
+        elif root.is_dir():
+            paths = skill_files(root, root_files=takes_skill_files(places, root))
+        else:
             continue
-        for path in skill_files(root, root_files=takes_skill_files(places, root)):
+        for path in paths:
             skill = _load(path, root, source, warnings)
             if skill is None:
                 continue

@@ -52,10 +52,13 @@ __all__ = [
     "PiSetup",
     "default_model_problem",
     "pi_extensions",
+    "pi_resource_paths",
     "read_pi_setup",
 ]
 
-_USED_SETTINGS = frozenset({"defaultProvider", "defaultModel", "defaultThinkingLevel", "theme"})
+_USED_SETTINGS = frozenset(
+    {"defaultProvider", "defaultModel", "defaultThinkingLevel", "theme", "skills", "prompts"}
+)
 _CODE_SETTINGS = ("extensions", "packages")
 """settings.json keys that load pi code: named by the extensions warning, not as notes."""
 _THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
@@ -179,6 +182,46 @@ def read_pi_setup(
     return setup
 
 
+def pi_resource_paths(
+    key: str,
+    env: Mapping[str, str] | None = None,
+    *,
+    project: Path | None = None,
+    trusted: bool = False,
+) -> list[Path]:
+    """The files and folders settings.json's ``skills`` or ``prompts`` list (``key``) adds, as
+    pi reads them: relative paths from pi's folder (a trusted ``project``'s ``.pi/`` for its
+    ``.pi/settings.json``, whose paths must stay inside the project), ``~`` the home folder.
+    pi's patterns (``*``, ``!x``, ``+x``, ``-x``)
+    are left out (:func:`read_pi_setup` notes them). Never raises."""
+    environ = os.environ if env is None else env
+    folder = pi_home(environ)
+    home = Path(environ.get("HOME") or Path.home())
+    files = [(folder / "settings.json", folder)]
+    if project is not None and trusted:
+        files.append((project / ".pi" / "settings.json", project / ".pi"))
+    found: list[Path] = []
+    for path, base in files:
+        try:
+            data: Any = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        values: Any = data.get(key) if isinstance(data, dict) else None
+        for value in cast(list[Any], values) if isinstance(values, list) else []:
+            if isinstance(value, str) and value and not _pattern(value):
+                place = home / value[2:] if value.startswith("~/") else base / value
+                place = Path(os.path.normpath(place))
+                if base != folder and project is not None and not place.is_relative_to(project):
+                    continue  # a project's list stays inside the project
+                if place not in found:
+                    found.append(place)
+    return found
+
+
+def _pattern(value: str) -> bool:
+    return value[0] in "!+-" or any(c in value for c in "*?[")
+
+
 def _read_settings(path: Path, data: dict[str, Any], setup: PiSetup) -> None:
     provider, model = data.get("defaultProvider"), data.get("defaultModel")
     if isinstance(provider, str) and isinstance(model, str) and provider and model:
@@ -198,6 +241,12 @@ def _read_settings(path: Path, data: dict[str, Any], setup: PiSetup) -> None:
     if isinstance(theme, str) and theme:
         setup.theme = theme
         setup.origin["theme"] = _line(path, "theme")
+    for key in ("skills", "prompts"):
+        values: Any = data.get(key)
+        listed = cast(list[Any], values) if isinstance(values, list) else []
+        patterns = [v for v in listed if isinstance(v, str) and v and _pattern(v)]
+        if patterns:
+            setup.notes.append(f"{path}: {key}: patterns are not read here: {', '.join(patterns)}")
     unused = sorted(k for k in data if k not in _USED_SETTINGS and k not in _CODE_SETTINGS)
     if unused:
         setup.notes.append(f"{path}: not used here: {', '.join(unused)}")
