@@ -269,3 +269,42 @@ def test_a_pi_users_local_model_answers_a_headless_run(
     ).stdout  # fmt: skip
     assert f"# files read: {pi / 'settings.json'}, {pi / 'models.json'}\n" in shown
     assert f"# pi: {pi / 'settings.json'}: not used here: quietStartup, shellPath\n" in shown
+
+
+def test_the_keys_pis_login_stored_in_auth_json_are_the_providers_keys(
+    pi: Path, project: Path, env: dict[str, str]
+) -> None:
+    """pi's ``/login`` API keys (auth.json, 0600) answer for pi's default model; an OAuth login
+    is pi's own; a file others may read is not read; config.toml's key wins."""
+    (pi / "settings.json").write_text('{"defaultProvider": "anthropic", "defaultModel": "x"}')
+    auth = pi / "auth.json"
+    auth.write_text(
+        '{"anthropic": {"type": "api_key", "key": "sk-from-pi"},\n'
+        ' "openai": {"type": "oauth", "access": "t"},\n'
+        ' "groq": {"type": "api_key", "key": "GROQ_KEY_VAR"}}'
+    )
+    auth.chmod(0o644)
+    config = load_config(project, env=env)
+    assert config.model is None  # the key was not read: no key for anthropic
+    assert config.warnings[0] == (
+        f"{auth}: not read: pi's keys are read only from a file that is yours and private "
+        "(mode 0600), this one is mode 0644"
+    )
+    auth.chmod(0o600)
+    config = load_config(project, env=env)
+    assert config.warnings == [] and config.model == "anthropic/x"
+    assert config.providers == {
+        "anthropic": {"api_key": "sk-from-pi"},
+        "groq": {"api_key_env": "GROQ_KEY_VAR"},
+    }
+    assert config.origin["providers.anthropic.api_key"] == f"{auth}:1"
+    shown = subprocess.run(
+        [str(BINARY), "config"], cwd=project, env=env, capture_output=True, text=True,
+        timeout=120, check=True,
+    ).stdout  # fmt: skip
+    assert "sk-from-pi" not in shown
+    user = Path(env["XDG_CONFIG_HOME"]) / "coding-agent" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('[providers.anthropic]\napi_key_env = "MY_ANTHROPIC_KEY"\n')
+    config = load_config(project, env=env)
+    assert config.providers["anthropic"] == {"api_key_env": "MY_ANTHROPIC_KEY"}

@@ -75,8 +75,8 @@ for :func:`~coding_agent.worker.providers.resolve_model` (whose messages name th
 where each value came from (``coding-agent config`` prints it).
 
 Why one module: it is the one reader of config.toml, whose tables share the parse, the checks
-of which file may set what, the merge of the two files and the error messages naming a file's
-line; a table whose keys need more than a type check has its own module
+of which file may set what, the merge of the two files (over pi's layer, which
+:mod:`coding_agent.settings.pi_setup` reads) and the error messages naming a file's line; a table whose keys need more than a type check has its own module
 (:mod:`coding_agent.settings.notifications`, the permission rules, the model registry).
 """
 
@@ -260,11 +260,17 @@ def _merge_pi(
     config.origin.update(pi.origin)
 
 
+def _from_pi(config: EffectiveConfig, key: str) -> bool:
+    """Whether the value of ``key`` came from one of pi's files."""
+    origin = config.origin.get(key)
+    return origin is not None and any(origin.startswith(str(p)) for p in config.pi_files)
+
+
 def _check_pi_model(config: EffectiveConfig, env: Mapping[str, str] | None) -> None:
     """pi's default model, when no config.toml chose one, only if it can answer here (its
     provider known, its key set); otherwise the usual default and a warning saying why."""
     origin = config.origin.get("model", "")
-    if config.model is None or not any(origin.startswith(str(p)) for p in config.pi_files):
+    if config.model is None or not _from_pi(config, "model"):
         return
     problem = default_model_problem(config.model, config.registry(), env)
     if problem is not None:
@@ -670,6 +676,11 @@ def _merge(config: EffectiveConfig, layer: _Layer, path: Path) -> None:
     providers = cast(dict[str, dict[str, Any]], data.get("providers") or {})
     for name, values in providers.items():
         merged = config.providers.setdefault(name, {})
+        if "api_key" in values or "api_key_env" in values:  # a key of pi's yields to this one
+            for field in ("api_key", "api_key_env"):
+                if _from_pi(config, f"providers.{name}.{field}"):
+                    merged.pop(field, None)
+                    del config.origin[f"providers.{name}.{field}"]
         config.origin[f"providers.{name}"] = origin(["providers", name])
         for key, value in values.items():
             if key == "compat" and isinstance(value, dict):

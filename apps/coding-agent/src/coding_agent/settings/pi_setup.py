@@ -11,6 +11,9 @@ configuration (:func:`coding_agent.settings.config.load_config`: every key of a
     ``defaultProvider`` + ``defaultModel`` are the default ``model`` (``provider/id``);
     ``defaultThinkingLevel`` is ``thinking``; ``theme`` is the TUI's theme when it names one
     this agent has (``dark``, ``light`` or a Textual theme; pi's own theme files are not read).
+``auth.json``
+    the API keys pi's ``/login`` stored (a file that is yours and ``0600`` only), as the
+    providers' ``api_key``; OAuth logins are pi's own.
 ``models.json``
     each provider is a ``[providers.NAME]`` table and each of its models a ``[[models]]``
     entry: ``baseUrl`` → ``base_url``; ``apiKey`` naming an environment variable →
@@ -175,6 +178,7 @@ def read_pi_setup(
     models = _read_json(folder / "models.json", setup, "its providers and models")
     if models is not None:
         _read_models(folder / "models.json", models, setup, environ)
+    _read_auth(folder / "auth.json", setup)
     for path, data in layers:
         _read_settings(path, data, setup)
     home = Path(environ.get("HOME") or Path.home())
@@ -325,6 +329,46 @@ def _read_models(path: Path, data: dict[str, Any], setup: PiSetup, env: Mapping[
                 setup.origin[f"providers.{name}.{ours}"] = _line(path, theirs, after=name)
         for model in cast(list[Any], entry.get("models") or []):
             _read_model(path, name, model, setup)
+
+
+def _read_auth(path: Path, setup: PiSetup) -> None:
+    """The API keys pi's ``/login`` stored in ``auth.json`` (``{"anthropic": {"type":
+    "api_key", "key": "sk-..."}}``), for this agent's providers and models.json's: each is the
+    provider's ``api_key`` (a variable's name: ``api_key_env``), winning over the environment
+    as in pi. Read only when the file is yours and no one else may read or write it (pi makes
+    it ``0600``); OAuth logins (pi's subscriptions) are pi's own and are left out."""
+    # lazy: the provider table is needed only when a pi user has an auth.json
+    from coding_agent.settings.model_config import PROVIDERS
+
+    try:
+        info = path.stat()
+    except OSError:
+        return
+    if info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        setup.warnings.append(
+            f"{path}: not read: pi's keys are read only from a file that is yours and "
+            f"private (mode 0600), this one is mode {info.st_mode & 0o777:04o}"
+            + ("" if info.st_uid == os.geteuid() else " and another user's")
+        )
+        return
+    data = _read_json(path, setup, "its keys")
+    if data is None:
+        return
+    for name, raw in data.items():
+        if name not in PROVIDERS and name not in setup.providers:
+            continue
+        if not isinstance(raw, dict) or cast(dict[str, Any], raw).get("type") != "api_key":
+            continue  # an OAuth login: pi's own
+        key = cast(dict[str, Any], raw).get("key")
+        if not isinstance(key, str) or not key or key.startswith("!"):
+            continue
+        settings = setup.providers.setdefault(name, {})
+        settings.pop("api_key", None)
+        settings.pop("api_key_env", None)
+        field = "api_key_env" if _VARIABLE.fullmatch(key) else "api_key"
+        settings[field] = key
+        setup.origin[f"providers.{name}.{field}"] = _line(path, name)
+        setup.origin.setdefault(f"providers.{name}", _line(path, name))
 
 
 def _read_model(path: Path, provider: str, raw: Any, setup: PiSetup) -> None:
