@@ -30,6 +30,7 @@ SETTINGS = {
     "defaultThinkingLevel": "high",
     "theme": "light",
     "shellPath": "/bin/bash",
+    "enabledModels": ["qwen3-*", "anthropic/claude-*"],
     "quietStartup": True,
     "extensions": ["~/my-exts/notify.ts"],
     "packages": ["pi-skills", {"source": "@org/pi-tools", "skills": []}],
@@ -111,6 +112,7 @@ def test_pis_settings_and_models_are_the_lowest_layer(
     )
     assert config.pi_files == [pi / "settings.json", pi / "models.json"]
     assert config.origin["model"] == f"{pi / 'settings.json'}:3"
+    assert config.model_scope == ["*/qwen3-*", "anthropic/claude-*"]  # Ctrl+P's --models
     assert config.providers == {
         "local-llm": {
             "base_url": "http://127.0.0.1:1/v1",

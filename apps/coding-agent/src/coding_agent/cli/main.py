@@ -1155,6 +1155,8 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
 
         TrustStore.default().load()  # a corrupt trust file stops us before a session is made
         files = load_config(cwd)  # an invalid config.toml too (the worker reads it again)
+        if not args.models:  # pi's enabledModels (settings.pi_setup)
+            args.models = files.model_scope
         if headless:  # the TUI shows them as notices (tui.main)
             for warning in files.warnings:  # what of pi's setup is not used (settings.pi_setup)
                 print(f"coding-agent: warning: {warning}", file=sys.stderr)

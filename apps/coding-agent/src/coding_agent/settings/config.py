@@ -182,6 +182,8 @@ class EffectiveConfig:
     cannot answer here): shown at every start."""
     notes: list[str] = field(default_factory=list)
     """The rest of pi's settings not used here (``coding-agent config`` lists them)."""
+    model_scope: list[str] = field(default_factory=list)
+    """pi's ``enabledModels``: the ``--models`` patterns when the command line gives none."""
 
     @property
     def source(self) -> str:
@@ -255,6 +257,7 @@ def _merge_pi(
             "light or a Textual theme: theme = in config.toml)"
         )
         del pi.origin["theme"]
+    config.model_scope = pi.model_scope
     config.providers = pi.providers
     config.models = pi.models
     config.origin.update(pi.origin)

@@ -10,7 +10,9 @@ configuration (:func:`coding_agent.settings.config.load_config`: every key of a
 ``settings.json`` (and a trusted project's ``.pi/settings.json`` on top, as pi merges them)
     ``defaultProvider`` + ``defaultModel`` are the default ``model`` (``provider/id``);
     ``defaultThinkingLevel`` is ``thinking``; ``theme`` is the TUI's theme when it names one
-    this agent has (``dark``, ``light`` or a Textual theme; pi's own theme files are not read).
+    this agent has (``dark``, ``light`` or a Textual theme; pi's own theme files are not read);
+    ``enabledModels`` is the ``--models`` scope of Ctrl+P when none is given; ``skills`` and
+    ``prompts`` add folders (:func:`pi_resource_paths`).
 ``auth.json``
     the API keys pi's ``/login`` stored (a file that is yours and ``0600`` only), as the
     providers' ``api_key``; OAuth logins are pi's own.
@@ -60,8 +62,11 @@ __all__ = [
 ]
 
 _USED_SETTINGS = frozenset(
-    {"defaultProvider", "defaultModel", "defaultThinkingLevel", "theme", "skills", "prompts"}
-)
+    {
+        "defaultProvider", "defaultModel", "defaultThinkingLevel", "theme", "skills", "prompts",
+        "enabledModels",
+    }
+)  # fmt: skip
 _CODE_SETTINGS = ("extensions", "packages")
 """settings.json keys that load pi code: named by the extensions warning, not as notes."""
 _THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
@@ -99,6 +104,9 @@ class PiSetup:
     thinking: str | None = None
     theme: str | None = None
     """pi's ``theme``, unchecked (the caller keeps it when it names a theme here)."""
+    model_scope: list[str] = field(default_factory=list)
+    """``enabledModels``: the ``--models`` patterns Ctrl+P cycles through (pi's bare
+    ``claude-*`` is ``*/claude-*`` here)."""
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     models: list[dict[str, Any]] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
@@ -241,6 +249,11 @@ def _read_settings(path: Path, data: dict[str, Any], setup: PiSetup) -> None:
         setup.origin["thinking"] = _line(path, "defaultThinkingLevel")
     elif level is not None:
         setup.notes.append(f"{path}: defaultThinkingLevel {level!r} is not a thinking level")
+    enabled: Any = data.get("enabledModels")
+    if isinstance(enabled, list):
+        patterns = [p for p in cast(list[Any], enabled) if isinstance(p, str) and p.strip()]
+        setup.model_scope = [p if "/" in p else f"*/{p}" for p in patterns]
+        setup.origin["model_scope"] = _line(path, "enabledModels")
     theme = data.get("theme")
     if isinstance(theme, str) and theme:
         setup.theme = theme
