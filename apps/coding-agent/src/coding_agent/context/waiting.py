@@ -118,8 +118,9 @@ def waiting_for_trust(root: str | os.PathLike[str]) -> list[Waiting]:
         for folder in (LOCAL_CONFIG_DIR, ".pi"):
             if (project / folder / name).is_file():
                 found.append(Waiting(f"{folder}/{name}", 1, "", True))
-    if (project / LOCAL_CONFIG_DIR / "config.toml").is_file():
-        found.append(Waiting(f"{LOCAL_CONFIG_DIR}/config.toml", 1, "", False))
+    for place in (f"{LOCAL_CONFIG_DIR}/config.toml", ".pi/settings.json"):
+        if (project / place).is_file():
+            found.append(Waiting(place, 1, "", False))
     add(f"{LOCAL_CONFIG_DIR}/facets", len(local_facets_dirs(project)), "package", False)
     return found
 
