@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from coding_agent.settings.config import load_config
+from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.trust import TrustStore
 from coding_agent.worker.providers.registry import reachable_providers, resolve_model
 from pico3.models import RetryPolicy
@@ -310,3 +310,22 @@ def test_the_keys_pis_login_stored_in_auth_json_are_the_providers_keys(
     user.write_text('[providers.anthropic]\napi_key_env = "MY_ANTHROPIC_KEY"\n')
     config = load_config(project, env=env)
     assert config.providers["anthropic"] == {"api_key_env": "MY_ANTHROPIC_KEY"}
+
+
+def test_config_toml_names_a_provider_of_your_own_the_same_way(
+    project: Path, env: dict[str, str]
+) -> None:
+    user = Path(env["XDG_CONFIG_HOME"]) / "coding-agent" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text(
+        'model = "team-gw/coder"\n\n[providers.team-gw]\napi = "openai-completions"\n'
+        'base_url = "http://127.0.0.1:9/v1"\napi_key_env = "TEAM_KEY"\n'
+    )
+    config = load_config(project, env=env)
+    selection = resolve_model(None, env={**env, "TEAM_KEY": "k"}, config=config.registry())
+    assert selection.ref == "team-gw/coder"
+    user.write_text('[providers.openaj]\nbase_url = "http://127.0.0.1:9/v1"\n')  # a typo stays one
+    with pytest.raises(
+        ConfigError, match=r"config.toml:1: key `providers.openaj`: unknown provider"
+    ):
+        load_config(project, env=env)
