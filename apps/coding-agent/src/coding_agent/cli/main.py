@@ -884,7 +884,7 @@ def _show_sandbox(config: EffectiveConfig, show: Callable[[str, Any, str], None]
     show("sandbox", "available" if status.available else "unavailable", status.reason)
     show("sandbox.enabled", config.sandbox_enabled, config.origin.get("sandbox.enabled", "default"))
     hidden = [
-        *DEFAULT_DENY_READ, "the agent's config and session storage",
+        *DEFAULT_DENY_READ, "the agent's config and session storage", "pi's auth.json",
         "the session's sockets ($XDG_RUNTIME_DIR, Docker's, X11's)",
     ]  # fmt: skip
     origin = "built in" + (
