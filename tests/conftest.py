@@ -20,6 +20,11 @@ import pytest
 # with `warm_start = false`, unless the test turns the warm start on (tests/app/warm).
 os.environ["CODING_AGENT_WARM_START"] = "0"
 
+# pi's folder (~/.pi/agent: its settings.json, models.json, skills, prompts) is read as the lowest
+# layer of the configuration (coding_agent.settings.pi_setup): a developer's own pi setup must not
+# choose a test's model. Tests of it point the variable (or HOME) at a folder of their own.
+os.environ["PI_CODING_AGENT_DIR"] = os.path.join(tempfile.gettempdir(), "coding-agent-tests-no-pi")
+
 
 @pytest.fixture
 def anyio_backend() -> str:

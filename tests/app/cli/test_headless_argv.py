@@ -59,6 +59,14 @@ HEADLESS = [
     (["-p", "config"], ("config", None, None)),
     (["--json", "sessions"], (None, "sessions", None)),
     (["--name", "config", "-p", "--verbose", "q"], ("q", None, None)),
+    # pi's spellings: --mode json/text, --provider NAME --model ID
+    (["--mode", "json", "go"], (None, "go", None)),
+    (["--mode=text", "go"], ("go", None, None)),
+    (["go", "--mode", "text"], ("go", None, None)),
+    (["-p", "--provider", "faux", "--model", "faux-1", "go"], ("go", None, None)),
+    # pi's file arguments: each @file word joins the one message
+    (["-p", "@a.py", "@b.py", "review these"], ("@a.py @b.py review these", None, None)),
+    (["@shot.png", "--json", "what is in it?"], (None, "@shot.png what is in it?", None)),
 ]
 
 
@@ -93,11 +101,15 @@ def test_a_subcommand_comes_first(argv: list[str], command: str | None) -> None:
     ("argv", "line"),
     [
         (["-p", "a", "b"], "one prompt, given 2 ('a', 'b'): quote it as one word"),
+        (["-p", "@a.py", "b", "c"], "one prompt, given 3 ('@a.py', 'b', 'c')"),
         (["-p", "x", "attach"], "attach does not take -p or --json"),
         (["--json", "x", "-p", "y"], "one prompt, given 2 ('y', 'x')"),
         (["-p", "--wait-for-approval", "-5", "x"], "'-5' is not a number of seconds >= 0"),
         (["-p", "--wait-for-approval=soon", "x"], "'soon' is not a number of seconds >= 0"),
         (["-p", "--thinking", "hot", "x"], "argument --thinking: invalid choice: 'hot'"),
+        (["--mode", "rpc"], "--mode rpc is pi's RPC protocol, which this agent does not speak"),
+        (["--mode", "tui", "x"], "--mode takes json or text (pi's), got 'tui'"),
+        (["--provider", "faux", "-p", "x"], "--provider faux needs the model too: --model faux/ID"),
     ],
 )
 def test_a_bad_headless_command_line_is_one_usage_line(
@@ -108,6 +120,15 @@ def test_a_bad_headless_command_line_is_one_usage_line(
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("coding-agent: error: ") and line in err and err.count("\n") == 1
+
+
+def test_pis_provider_and_model_flags_name_one_model() -> None:
+    for argv in (
+        ["-p", "--provider", "local", "--model", "qwen3", "x"],
+        ["-p", "--model=qwen3", "--provider=local", "x"],
+        ["-p", "--provider", "local", "--model", "local/qwen3", "x"],
+    ):
+        assert parse_command_line(argv).model == "local/qwen3"
 
 
 def test_the_subcommands_are_the_parsers() -> None:

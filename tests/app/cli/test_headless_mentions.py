@@ -94,3 +94,21 @@ def test_the_session_list_shows_the_prompt_as_typed_not_the_attached_file(
     assert listed.returncode == 0, listed.stderr
     assert "summarise @notes.md" in listed.stdout
     assert "secret recipe" not in listed.stdout and "📎" not in listed.stdout
+
+
+def test_pis_file_arguments_before_the_message_are_mentions_in_it(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """pi's ``pi -p @code.ts @test.ts "Review these files"``: each ``@file`` word joins the
+    prompt as a mention (was: 'one prompt, given 3')."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "code.py").write_text("x = 1\n")
+    (project / "test_code.py").write_text("assert x\n")
+    done = _run(project, agent_env, "--json", "@code.py", "@test_code.py", "Review these files")
+    assert done.returncode == 0, done.stderr
+    assert [block["text"] for block in _user_content(done.stdout)] == [
+        "@code.py @test_code.py Review these files",
+        "[📎 code.py (1 line)]\ncode.py:\n```\nx = 1\n```\n",
+        "[📎 test_code.py (1 line)]\ntest_code.py:\n```\nassert x\n```\n",
+    ]

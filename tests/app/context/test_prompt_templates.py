@@ -74,6 +74,16 @@ def test_arguments_fill_positions_and_all_arguments() -> None:
     assert expand_template("$1|$2", 'it"s fine') == 'it"s|fine'
 
 
+def test_pis_argument_slices_take_words_from_a_position() -> None:
+    """pi's ``${@:N}`` (the words from the N-th on) and ``${@:N:L}`` (L words from the N-th)."""
+    body = "Component $1 with: ${@:2}; two: ${@:2:2}; from zero: ${@:0}; past the end: [${@:9}]"
+    assert expand_template(body, 'Button onClick "disabled state" tabIndex') == (
+        "Component Button with: onClick disabled state tabIndex; two: onClick disabled state; "
+        "from zero: Button onClick disabled state tabIndex; past the end: []"
+    )
+    assert expand_template("<${@:1:1}>", "") == "<>"
+
+
 def test_claude_code_and_pi_command_folders_are_read_and_sub_folders_namespace(
     place: SimpleNamespace,
 ) -> None:

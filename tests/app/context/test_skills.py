@@ -46,6 +46,34 @@ def test_skills_come_from_every_user_folder_and_a_trusted_project(place: SimpleN
     assert found.get("pi-one").path == place.home / ".pi/agent/skills/group/pi-one/SKILL.md"
 
 
+def test_pis_skill_folders_are_read_as_pi_reads_them(place: SimpleNamespace) -> None:
+    """pi reads a project's ``.pi/skills/`` and takes a ``NAME.md`` file directly in its two
+    skill folders as a skill of its own (named by its frontmatter, else by the file)."""
+    pi_skills = place.home / ".pi/agent/skills"
+    place.write(pi_skills / "quick-notes.md", skill("quick-notes"))
+    place.write(pi_skills / "unnamed.md", "---\ndescription: No name given.\n---\nBody.\n")
+    place.write(pi_skills / "group/deep.md", skill("deep"))  # not at the root: not a skill
+    place.write(pi_skills / "pr-review/SKILL.md", skill("pr-review"))
+    place.write(place.project / ".pi/skills/deploy/SKILL.md", skill("deploy"))
+    place.write(place.project / ".pi/skills/release.md", skill("release"))
+    place.write(place.home / ".agents/skills/loose.md", skill("loose"))  # pi ignores these
+    assert [s.name for s in discover_skills(place.project, place.env).skills] == [
+        "pr-review", "quick-notes", "unnamed",
+    ]  # fmt: skip
+    place.trust()
+    found = discover_skills(place.project, place.env)
+    assert [(s.name, s.source) for s in found.skills] == [
+        ("pr-review", "~/.pi/agent/skills"),
+        ("quick-notes", "~/.pi/agent/skills"),
+        ("unnamed", "~/.pi/agent/skills"),
+        ("deploy", ".pi/skills"),
+        ("release", ".pi/skills"),
+    ]
+    assert found.warnings == ()
+    assert found.get("quick-notes").path == pi_skills / "quick-notes.md"
+    assert found.get("quick-notes").folder == pi_skills
+
+
 def test_xdg_config_home_moves_the_config_folder(place: SimpleNamespace) -> None:
     place.write(place.home / ".config/coding-agent/skills/default/SKILL.md", skill("default"))
     place.write(place.config / "coding-agent/skills/moved/SKILL.md", skill("moved"))
@@ -124,6 +152,42 @@ def test_a_project_folder_others_may_write_is_never_read(place: SimpleNamespace)
         assert [s.name for s in discover_skills(place.project, place.env).skills] == ["own"]
     finally:
         (place.project / ".claude").chmod(0o755)
+
+
+def test_the_skills_and_prompts_pis_settings_list_are_read(place: SimpleNamespace) -> None:
+    """pi's ``"skills": ["~/.codex/skills", ...]`` and ``"prompts": [...]`` in settings.json
+    (relative to ~/.pi/agent, or to a trusted project's .pi/ and inside it) add their folders
+    and files; pi's patterns are left out."""
+    from coding_agent.context.prompt_templates import discover_templates
+
+    place.write(place.home / ".codex/skills/codex-one/SKILL.md", skill("codex-one"))
+    place.write(place.home / ".pi/agent/extra/single.md", skill("single"))
+    place.write(place.home / "team/prompts/standup.md", "Write my standup.\n")
+    place.write(place.home / "team/one-off.md", "One off.\n")
+    place.write(
+        place.home / ".pi/agent/settings.json",
+        '{"skills": ["~/.codex/skills", "extra/single.md", "!nope", "~/globbed/*"],'
+        ' "prompts": ["~/team/prompts", "../../team/one-off.md"]}',
+    )
+    place.write(place.project / "tools/skills/local-one/SKILL.md", skill("local-one"))
+    place.write(place.home / "outside/skills/far/SKILL.md", skill("far"))
+    place.write(
+        place.project / ".pi/settings.json",
+        '{"skills": ["../tools/skills", "../../home/outside/skills"]}',
+    )
+    found = discover_skills(place.project, place.env)
+    assert [(s.name, s.source) for s in found.skills] == [
+        ("codex-one", "~/.codex/skills"),
+        ("single", "~/.pi/agent/extra"),
+    ]
+    templates = discover_templates(place.project, place.env)
+    assert [(t.name, t.source) for t in templates.templates] == [
+        ("standup", "~/team/prompts"),
+        ("one-off", "~/team"),
+    ]
+    place.trust()  # the project's list joins, only what is inside the project
+    names = [s.name for s in discover_skills(place.project, place.env).skills]
+    assert names == ["codex-one", "single", "local-one"]
 
 
 # -- the skills harness service (a subagent definition's skills:) --------------------------------

@@ -54,6 +54,24 @@ def test_a_trusted_projects_files_win_and_an_untrusted_ones_are_ignored(
     assert text["append-system"] == "Project extra."
 
 
+def test_pis_system_files_are_read_after_ours(place: SimpleNamespace) -> None:
+    """pi's ``~/.pi/agent/SYSTEM.md`` and ``APPEND_SYSTEM.md`` and a trusted project's
+    ``.pi/`` ones count as pi reads them; ours win where both have one."""
+    place.write(place.home / ".pi/agent/SYSTEM.md", "Pi user prompt.\n")
+    place.write(place.home / ".pi/agent/APPEND_SYSTEM.md", "Pi extra.\n")
+    text = rendered(place)
+    assert text["system"].startswith("Pi user prompt.\n\nCurrent working directory:")
+    assert text["append-system"] == "Pi extra."
+    place.write(place.project / ".pi/SYSTEM.md", "Pi project prompt.\n")
+    assert rendered(place)["system"].startswith("Pi user prompt.")  # untrusted: not read
+    place.trust()
+    assert rendered(place)["system"].startswith("Pi project prompt.")
+    place.write(place.project / ".coding-agent/SYSTEM.md", "Our project prompt.\n")
+    assert rendered(place)["system"].startswith("Our project prompt.")
+    place.write(place.config / "coding-agent/APPEND_SYSTEM.md", "Our extra.\n")
+    assert rendered(place)["append-system"] == "Our extra."
+
+
 def test_context_files_and_skills_join_in_order(place: SimpleNamespace) -> None:
     place.write(place.project / "AGENTS.md", "Use tabs.\n")
     place.write(

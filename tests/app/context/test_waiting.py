@@ -30,17 +30,22 @@ def test_every_kind_of_project_setup_is_named_with_its_count(tmp_path: Path) -> 
     rules = {"allow": ["Bash(npm test)"], "deny": ["Read(.env)", "Bash(rm:*)"]}
     _write(tmp_path / ".claude/settings.json", json.dumps({"hooks": hooks, "permissions": rules}))
     _write(tmp_path / ".coding-agent/SYSTEM.md", "x\n")
+    _write(tmp_path / ".pi/skills/deploy/SKILL.md", "x\n")
+    _write(tmp_path / ".pi/skills/notes.md", "x\n")
+    _write(tmp_path / ".pi/APPEND_SYSTEM.md", "x\n")
+    _write(tmp_path / ".pi/settings.json", '{"defaultThinkingLevel": "low"}')
     (tmp_path / ".coding-agent/facets/pkg").mkdir(parents=True)
     waiting = waiting_for_trust(tmp_path)
     assert describe_waiting(waiting) == (
         ".claude/commands (3), .pi/prompts (1), .claude/skills (1), .agents/skills (1), "
-        ".claude/agents (1), .mcp.json (3 servers), .claude/settings.json hooks (2 hooks), "
-        ".claude/settings.json permissions (3 rules), .coding-agent/SYSTEM.md, "
+        ".pi/skills (2), .claude/agents (1), .mcp.json (3 servers), "
+        ".claude/settings.json hooks (2 hooks), .claude/settings.json permissions (3 rules), "
+        ".coding-agent/SYSTEM.md, .pi/APPEND_SYSTEM.md, .pi/settings.json, "
         ".coding-agent/facets (1 package)"
     )
     assert [w.place for w in waiting if w.live] == [
-        ".claude/commands", ".pi/prompts", ".claude/skills", ".agents/skills",
-        ".coding-agent/SYSTEM.md",
+        ".claude/commands", ".pi/prompts", ".claude/skills", ".agents/skills", ".pi/skills",
+        ".coding-agent/SYSTEM.md", ".pi/APPEND_SYSTEM.md",
     ]  # fmt: skip
 
 

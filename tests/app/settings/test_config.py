@@ -119,7 +119,7 @@ def test_the_project_file_applies_on_top_only_when_trusted(
         (('model = "openai/qwen2.5-coder:7b"', 'model = "qwen"'),
          "{f}:1: key `model`: 'qwen' is not provider/model-id (e.g. openai/qwen2.5-coder:7b)"),
         (("[providers.openai]", "[providers.openaj]"),
-         "{f}:4: key `providers.openaj`: unknown provider 'openaj' (known: anthropic, openai, openai-responses, google, bedrock, vertex, faux, openrouter, groq, deepseek, mistral, ollama, lmstudio, vllm, llamacpp)"),
+         "{f}:4: key `providers.openaj`: unknown provider 'openaj' (known: anthropic, openai, openai-responses, google, bedrock, vertex, faux, openrouter, groq, deepseek, mistral, ollama, lmstudio, vllm, llamacpp; a provider of your own is an OpenAI-compatible server: give it api = \"openai-completions\" and a base_url)"),
         (("max_output = 4096", "max_output = 4096 ="), "{f}:16: invalid TOML: Expected newline or end of document after a statement"),
         # left open at the end: the last line that holds anything, not "?"
         (("output = 0.0 }", "output = 0.0 }\nmodel = [\n\n"), "{f}:19: invalid TOML: Invalid value"),

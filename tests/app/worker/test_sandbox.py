@@ -389,6 +389,20 @@ async def test_credentials_and_the_agents_files_are_unreadable(
         assert "is hidden inside the sandbox" in text, (command, text)
 
 
+async def test_pis_stored_keys_are_unreadable(
+    project: Path, env: dict[str, str], home: Path, tmp_path: Path
+) -> None:
+    """pi's ``~/.pi/agent/auth.json`` holds the keys its ``/login`` stored, which the agent
+    reads as its providers' keys: hidden as the agent's own files are."""
+    env = {k: v for k, v in env.items() if k != "PI_CODING_AGENT_DIR"}  # pi at ~/.pi/agent
+    auth = home / ".pi" / "agent" / "auth.json"
+    auth.parent.mkdir(parents=True)
+    auth.write_text('{"anthropic": {"type": "api_key", "key": "SECRET-PI-KEY"}}')
+    auth.chmod(0o600)
+    text = await run_in(env)("cat ~/.pi/agent/auth.json", project, enforced(project, env, tmp_path))
+    assert "SECRET-PI-KEY" not in text and "is hidden inside the sandbox" in text, text
+
+
 async def test_the_sessions_sockets_are_hidden_so_nothing_runs_outside_through_them(
     project: Path, env: dict[str, str], tmp_path: Path
 ) -> None:

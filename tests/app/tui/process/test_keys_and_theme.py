@@ -79,3 +79,40 @@ def test_an_unknown_theme_is_a_config_error_naming_the_line(
         load_config(tmp_path, env=env)
     (config_dir / "config.toml").write_text('theme = "dark"\n')
     assert load_config(tmp_path, env=env).theme == "dark"
+
+
+async def test_a_pi_users_keys_theme_and_extensions_in_the_real_tui(
+    kit: Any,
+    session: Session,
+    agent_env: dict[str, str],
+    tmp_path: Path,
+    config_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pi's keybindings.json and settings.json theme apply, and its extension is named in a
+    warning at start (before: nothing happened, and nothing said so)."""
+    pi = tmp_path / "pi-agent"
+    (pi / "extensions").mkdir(parents=True)
+    (pi / "extensions" / "notify.ts").write_text("export default function (pi) {}\n")
+    (pi / "keybindings.json").write_text('{"app.model.select": "f2"}')
+    (pi / "settings.json").write_text('{"theme": "light"}')
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(pi))
+    agent_env["PI_CODING_AGENT_DIR"] = str(pi)
+    keeper = kit.supervisor(session, agent_env, faux_script=kit.script(tmp_path, [{"text": "ok"}]))
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.toasts(app), "the warning")
+        seen["warnings"] = [m for s, m in kit.toasts(app) if s == "warning"]
+        await kit.wait_for(pilot, lambda: kit.idle(app) and app.client.models, "the view")
+        seen["theme"] = app.theme
+        await pilot.press("f2")
+        await kit.wait_for(pilot, lambda: kit.picker_open(app, "Switch the model"), "picker")
+        await pilot.press("escape")
+
+    await kit.drive(session, keeper, test)
+    assert seen["theme"] == "textual-light"
+    (warning,) = [w for w in seen["warnings"] if "pi extensions" in w]
+    assert warning.startswith("pi extensions are not run here")
+    assert f"{pi / 'extensions' / 'notify.ts'}" in warning

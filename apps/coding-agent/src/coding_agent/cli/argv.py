@@ -12,6 +12,9 @@ the sessions).
 
 ``--wait-for-approval`` takes a number of seconds as an optional value: a next word that is not
 one (``-p --wait-for-approval "prompt"``) is left for the prompt (:func:`split_wait_value`).
+
+pi's spellings of the same options are taken as they are (:func:`pi_words`): ``--mode json`` is
+``--json``, ``--mode text`` is ``-p``, and ``--provider NAME --model ID`` is ``--model NAME/ID``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,21 @@ TYPE_CHECKING = False  # not `from typing import`: the thin client does without 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
 
-__all__ = ["WAIT_FLAG", "headless_flag", "is_headless", "split_wait_value", "wait_seconds"]
+__all__ = [
+    "WAIT_FLAG",
+    "PiFlagError",
+    "headless_flag",
+    "is_headless",
+    "pi_words",
+    "split_wait_value",
+    "wait_seconds",
+]
+
+
+class PiFlagError(ValueError):
+    """A pi option with no counterpart here, or given without what it needs; the message
+    says what to write instead."""
+
 
 WAIT_FLAG = "--wait-for-approval"
 
@@ -98,3 +115,53 @@ def _is_seconds(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+_PI_MODES = {"json": "--json", "text": "--print"}
+
+
+def pi_words(argv: Sequence[str]) -> list[str]:
+    """``argv`` with pi's spellings written as this command line's (module docstring), up to a
+    ``--``. Raises :class:`PiFlagError` for ``--mode rpc`` (pi's RPC protocol: this agent speaks
+    ACP and its own server instead), a mode that is neither, and ``--provider`` without a
+    ``--model`` id."""
+    out: list[str] = []
+    provider: str | None = None
+    words = list(argv)
+    index = 0
+    while index < len(words):
+        arg = words[index]
+        if arg == "--":
+            out.extend(words[index:])
+            break
+        name, equals, value = arg.partition("=")
+        if name in ("--mode", "--provider"):
+            if not equals:
+                index += 1
+                value = words[index] if index < len(words) else ""
+            if name == "--provider":
+                provider = value
+            elif value in _PI_MODES:
+                out.append(_PI_MODES[value])
+            elif value == "rpc":
+                raise PiFlagError(
+                    "--mode rpc is pi's RPC protocol, which this agent does not speak: "
+                    "`coding-agent acp` speaks the Agent Client Protocol and `coding-agent "
+                    "serve` hosts sessions (docs/server.md); --json streams events"
+                )
+            else:
+                raise PiFlagError(f"--mode takes json or text (pi's), got {value!r}")
+        else:
+            out.append(arg)
+        index += 1
+    if provider is None:
+        return out
+    for index, arg in enumerate(out):
+        name, equals, value = arg.partition("=")
+        if name == "--model" and (equals or index + 1 < len(out)):
+            model = value if equals else out[index + 1]
+            if "/" not in model or not model.startswith(f"{provider}/"):
+                model = f"{provider}/{model}"
+            out[index : index + (1 if equals else 2)] = [f"--model={model}"]
+            return out
+    raise PiFlagError(f"--provider {provider} needs the model too: --model {provider}/ID")

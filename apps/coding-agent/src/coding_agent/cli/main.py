@@ -71,7 +71,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeGuard
 
-from coding_agent.cli.argv import is_headless, split_wait_value, wait_seconds
+from coding_agent.cli.argv import (
+    PiFlagError,
+    is_headless,
+    pi_words,
+    split_wait_value,
+    wait_seconds,
+)
 from coding_agent.settings.changes import THINKING_LEVELS
 from coding_agent.settings.facets_site import activate
 from coding_agent.settings.permission_modes import PERMISSION_MODES
@@ -728,7 +734,7 @@ def _print_config(cwd: Path) -> int:
         lines.append((f"{key} = {value!r}" if not isinstance(value, str) else f"{key} = {value}",
                       origin))  # fmt: skip
 
-    files = ", ".join(str(path) for path in config.files) or "none"
+    files = ", ".join(str(path) for path in [*config.pi_files, *config.files]) or "none"
     print(f"# files read: {files}")
     if config.user_file is not None and not config.user_file.exists():
         print(f"# (no {config.user_file}: create it to configure the agent)")
@@ -825,6 +831,10 @@ def _print_config(cwd: Path) -> int:
         print(f"# permission rules: {problem}")
     for problem in plugin_problems:
         print(f"# plugins: {problem}")
+    for warning in config.warnings:  # pi's setup: what is not used (settings.pi_setup)
+        print(f"# warning: {warning}")
+    for note in config.notes:
+        print(f"# pi: {note}")
     return 0
 
 
@@ -874,7 +884,7 @@ def _show_sandbox(config: EffectiveConfig, show: Callable[[str, Any, str], None]
     show("sandbox", "available" if status.available else "unavailable", status.reason)
     show("sandbox.enabled", config.sandbox_enabled, config.origin.get("sandbox.enabled", "default"))
     hidden = [
-        *DEFAULT_DENY_READ, "the agent's config and session storage",
+        *DEFAULT_DENY_READ, "the agent's config and session storage", "pi's auth.json",
         "the session's sockets ($XDG_RUNTIME_DIR, Docker's, X11's)",
     ]  # fmt: skip
     origin = "built in" + (
@@ -1018,6 +1028,10 @@ def parse_command_line(
     :func:`build_headless_parser`'s (built here when not given)."""
     words = list(sys.argv[1:] if argv is None else argv)
     parser, headless = parsers if parsers is not None else (build_parser(), None)
+    try:
+        words = pi_words(words)  # pi's --mode json, --provider NAME --model ID
+    except PiFlagError as error:
+        parser.error(str(error))
     if not is_headless(words, subcommands=SUBCOMMANDS, takes_value=_value_options(parser)):
         return parser.parse_args(words)
     headless = headless or build_headless_parser()
@@ -1027,6 +1041,9 @@ def parse_command_line(
     args = headless.parse_intermixed_args(split_wait_value(words[:end]))
     args.words = [*args.words, *words[end + 1 :]]
     given = [text for text in (args.prompt, args.json) if text] + list(args.words)
+    files = [text for text in given if text.startswith("@") and not any(c.isspace() for c in text)]
+    if files and len(given) - len(files) <= 1:  # pi's `-p @code.ts @test.ts "Review these"`
+        given = [" ".join([*files, *(text for text in given if text not in files)])]
     if len(given) > 1:
         named = next((word for word in args.words if word in SUBCOMMANDS), None)
         if named is not None:
@@ -1138,6 +1155,11 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
 
         TrustStore.default().load()  # a corrupt trust file stops us before a session is made
         files = load_config(cwd)  # an invalid config.toml too (the worker reads it again)
+        if not args.models:  # pi's enabledModels (settings.pi_setup)
+            args.models = files.model_scope
+        if headless:  # the TUI shows them as notices (tui.main)
+            for warning in files.warnings:  # what of pi's setup is not used (settings.pi_setup)
+                print(f"coding-agent: warning: {warning}", file=sys.stderr)
         prompt = _read_prompt(args, sys.stdin) if headless else ""
         # a new session starts in the config's mode (or Claude Code's defaultMode: _run, once
         # the project's trust is decided); one resumed keeps its own

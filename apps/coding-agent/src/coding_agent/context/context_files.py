@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from coding_agent.settings.trust import folder_owner, folder_problem, project_root_for
-from coding_agent.settings.xdg import claude_home, config_home
+from coding_agent.settings.xdg import claude_home, config_home, pi_home
 
 if TYPE_CHECKING:  # start-up time: pico3.turn (the harness's turn machinery) loads where a
     # session's prompt is built, not in the TUI, whose commands read these modules too
@@ -256,7 +256,7 @@ class _Scan:
 
 
 def _user_files(env: Mapping[str, str], home: Path) -> list[tuple[Path, str]]:
-    pi = home / ".pi" / "agent"
+    pi = pi_home({**env, "HOME": str(home)})
     pi_file = pi / "AGENTS.md" if (pi / "AGENTS.md").is_file() else pi / "CLAUDE.md"
     return [
         (claude_home({**env, "HOME": str(home)}) / "CLAUDE.md", "your Claude Code memory"),

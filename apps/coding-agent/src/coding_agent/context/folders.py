@@ -42,9 +42,10 @@ def markdown_files(root: Path) -> list[tuple[Path, str]]:
     return found
 
 
-def skill_files(root: Path) -> Iterator[Path]:
+def skill_files(root: Path, *, root_files: bool = False) -> Iterator[Path]:
     """Every ``SKILL.md`` under ``root`` (sorted; a skill's own sub-folders are its files,
-    not more skills)."""
+    not more skills). With ``root_files``, each other ``.md`` file directly in ``root`` is a
+    skill too, as pi reads ``~/.pi/agent/skills/notes.md`` and ``.pi/skills/notes.md``."""
     try:
         entries = sorted(root.iterdir(), key=lambda entry: entry.name)
     except OSError:
@@ -54,5 +55,9 @@ def skill_files(root: Path) -> Iterator[Path]:
         yield marker
         return
     for entry in entries:
-        if _searched(entry.name) and entry.is_dir():
+        if not _searched(entry.name):
+            continue
+        if entry.is_dir():
             yield from skill_files(entry)
+        elif root_files and entry.name.endswith(".md") and entry.is_file():
+            yield entry

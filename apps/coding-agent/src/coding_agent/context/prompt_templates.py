@@ -7,7 +7,8 @@ of two templates with one name wins):
 1. ``$XDG_CONFIG_HOME/coding-agent/prompts/`` (default ``~/.config/coding-agent/prompts/``),
    2. ``~/.claude/commands/`` (Claude Code's) and 3. ``~/.pi/agent/prompts/`` (pi's);
 4. a trusted project's ``.coding-agent/prompts/``, 5. ``.claude/commands/`` and
-   6. ``.pi/prompts/``.
+   6. ``.pi/prompts/``; 7. the files and folders the ``prompts`` list of pi's
+   ``settings.json`` names.
 
 Each folder is searched recursively, and a file in a sub-folder is namespaced by it as Claude
 Code does: ``.claude/commands/tools/api-scaffold.md`` is ``/tools:api-scaffold``.
@@ -37,7 +38,8 @@ tolerates ``argument-hint: [issue-number] [priority]``; a warning names the file
 
 * ``$ARGUMENTS`` is everything typed after the command, exactly as typed (quotes, spacing and
   newlines kept); ``$1`` … ``$9`` are the positional arguments (quotes group words, as in a
-  shell; a missing one is empty) and ``$@`` all of them joined by spaces;
+  shell; a missing one is empty) and ``$@`` all of them joined by spaces; pi's ``${@:N}`` the
+  words from the N-th on and ``${@:N:L}`` L words from the N-th;
 * ``!`cmd``` runs ``cmd`` (arguments substituted) and puts its output there. The caller runs the
   commands: :func:`shell_commands` lists them, the TUI asks before running them through the
   worker's ``!cmd`` runner (the ``bash`` tool's executor and sandbox) and ``-p`` runs them only
@@ -94,7 +96,7 @@ MAX_DESCRIPTION_CHARS = 80
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
-_PLACEHOLDER = re.compile(r"\$(ARGUMENTS|@|[1-9])")
+_PLACEHOLDER = re.compile(r"\$(ARGUMENTS|@|[1-9])|\$\{@:(\d+)(?::(\d+))?\}")
 _SHELL = re.compile(r"!`([^`\n]+)`")
 _INCLUDE = re.compile(r"(?:(?<=\s)|^)@((?:~/|/|\.{1,2}/)?[\w.~-][\w./~-]*)", re.M)
 _KEY_LINE = re.compile(r"^([A-Za-z][\w-]*)\s*:\s?(.*)$")
@@ -143,8 +145,9 @@ def template_roots(places: Places) -> list[Path]:
     return [
         places.config / "prompts",
         places.claude_user / "commands",
-        places.home / ".pi" / "agent" / "prompts",
+        places.pi_user / "prompts",
         *places.project_dirs(".coding-agent/prompts", ".claude/commands", ".pi/prompts"),
+        *places.pi_prompts,
     ]
 
 
@@ -245,11 +248,16 @@ def discover_templates(
     warnings: list[str] = []
     found: dict[str, PromptTemplate] = {}
     for root in template_roots(places):
-        if not root.is_dir():
+        if root.is_file() and root in places.pi_prompts and root.suffix == ".md":
+            files = [(root, root.stem)]  # a file pi's settings.json lists
+            root = root.parent
+        elif root.is_dir():
+            files = markdown_files(root)
+        else:
             continue
         source = places.label(root)
         in_project = root == places.project or places.project in root.parents
-        for path, name in markdown_files(root):
+        for path, name in files:
             template = _load(path, name, source, in_project, warnings)
             if template is None:
                 continue
@@ -320,6 +328,11 @@ def _substitute(text: str, args: str) -> str:
 
     def substitute(match: re.Match[str]) -> str:
         token = match.group(1)
+        if token is None:  # pi's ${@:N} / ${@:N:L}: the words from the N-th (L of them)
+            start = max(int(match.group(2)) - 1, 0)
+            length = match.group(3)
+            end = start + int(length) if length is not None else len(words)
+            return " ".join(words[start:end])
         if token == "ARGUMENTS":
             return typed
         if token == "@":
@@ -412,8 +425,8 @@ def expand_template(
     cwd: str | os.PathLike[str] | None = None,
     outputs: Mapping[str, str] | None = None,
 ) -> str:
-    """The template's body expanded (module docstring): ``$ARGUMENTS``, ``$1``…``$9`` and ``$@``
-    substituted; each ``!`cmd``` replaced by ``outputs[cmd]`` (the caller ran
+    """The template's body expanded (module docstring): ``$ARGUMENTS``, ``$1``…``$9``, ``$@``
+    and ``${@:N[:L]}`` substituted; each ``!`cmd``` replaced by ``outputs[cmd]`` (the caller ran
     :func:`shell_commands`); each ``@path`` by the file's text when ``cwd`` is given.
 
     Raises :class:`TemplateError` for a command with no output given or a file the template

@@ -28,6 +28,7 @@ from typing import Any
 import msgspec
 
 from coding_agent.settings.claude_plugins import PluginSet, enabled_plugins
+from coding_agent.settings.pi_setup import pi_resource_paths
 from coding_agent.settings.trust import (
     LOCAL_CONFIG_DIR,
     TrustError,
@@ -35,7 +36,7 @@ from coding_agent.settings.trust import (
     folder_problem,
     project_root_for,
 )
-from coding_agent.settings.xdg import claude_home, config_home
+from coding_agent.settings.xdg import claude_home, config_home, pi_home
 
 __all__ = [
     "MAX_RESOURCE_CHARS",
@@ -118,6 +119,13 @@ class Places(msgspec.Struct, frozen=True):
     claude: Path | None = None
     """Claude Code's user folder (:func:`~coding_agent.settings.xdg.claude_home`:
     ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``)."""
+    pi: Path | None = None
+    """pi's folder (:func:`~coding_agent.settings.xdg.pi_home`: ``$PI_CODING_AGENT_DIR``,
+    else ``~/.pi/agent``)."""
+    pi_skills: tuple[Path, ...] = ()
+    """The skill files and folders pi's ``settings.json`` lists (``"skills": [...]``)."""
+    pi_prompts: tuple[Path, ...] = ()
+    """The prompt template files and folders it lists (``"prompts": [...]``)."""
 
     @classmethod
     def find(cls, cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Places:
@@ -136,7 +144,23 @@ class Places(msgspec.Struct, frozen=True):
             trusted, problem = False, f"{project} {unsafe}: its prompt files are not read"
         xdg = environ.get("XDG_CONFIG_HOME", "")
         config = config_home(environ) if os.path.isabs(xdg) else home / ".config"
-        return cls(config / "coding-agent", home, project, trusted, problem, claude_home(environ))
+        pi_env = {**environ, "HOME": str(home)}
+
+        def listed(key: str) -> tuple[Path, ...]:
+            paths = pi_resource_paths(key, pi_env, project=project, trusted=trusted)
+            return tuple(paths)
+
+        return cls(
+            config / "coding-agent",
+            home,
+            project,
+            trusted,
+            problem,
+            claude_home(environ),
+            pi_home(pi_env),
+            listed("skills"),
+            listed("prompts"),
+        )
 
     @property
     def claude_user(self) -> Path:
@@ -147,6 +171,11 @@ class Places(msgspec.Struct, frozen=True):
         """The Claude Code plugins enabled here (your ``~/.claude/settings.json``, and a trusted
         project's ``.claude`` settings: :func:`~coding_agent.settings.claude_plugins.enabled_plugins`)."""
         return enabled_plugins(self.claude_user, self.project, self.trusted)
+
+    @property
+    def pi_user(self) -> Path:
+        """pi's folder (``~/.pi/agent`` unless ``$PI_CODING_AGENT_DIR`` moves it)."""
+        return self.pi if self.pi is not None else self.home / ".pi" / "agent"
 
     @property
     def local(self) -> Path:

@@ -17,14 +17,19 @@ Skills are discovered (:func:`discover_skills`) from, in this order:
 1. ``$XDG_CONFIG_HOME/coding-agent/skills/`` (default ``~/.config/coding-agent/skills/``);
 2. ``~/.claude/skills/``, 3. ``~/.pi/agent/skills/`` and 4. ``~/.agents/skills/`` (the
    cross-agent folder), when they exist;
-5. a trusted project's ``.coding-agent/skills/``, 6. ``.claude/skills/`` and 7.
-   ``.agents/skills/``;
-8. the ``skills/`` folder of each Claude Code plugin enabled in your ``~/.claude/settings.json``
+5. a trusted project's ``.coding-agent/skills/``, 6. ``.claude/skills/``, 7. ``.pi/skills/``
+   and 8. ``.agents/skills/``;
+9. the ``skills/`` folder of each Claude Code plugin enabled in your ``~/.claude/settings.json``
    (or a trusted project's ``.claude`` settings: :mod:`coding_agent.settings.claude_plugins`),
-   its source shown as ``plugin NAME@MARKETPLACE``.
+   its source shown as ``plugin NAME@MARKETPLACE``;
+10. the files and folders the ``skills`` list of pi's ``settings.json`` names
+   (:func:`~coding_agent.settings.pi_setup.pi_resource_paths`).
 
 Each root is searched recursively for ``SKILL.md`` (a folder holding one is a skill; its own
-sub-folders are not searched further; hidden folders and ``node_modules`` are skipped).
+sub-folders are not searched further; hidden folders and ``node_modules`` are skipped). pi's
+two folders (``~/.pi/agent/skills/`` and ``.pi/skills/``) also take a skill as one Markdown
+file directly inside them (``quick-notes.md``, named by its frontmatter or else the file's
+name), as pi reads them.
 
 **Progressive disclosure.** Only the names, descriptions and ``SKILL.md`` paths go into the
 system prompt (:func:`render_skills_section`); the model reads a skill's body with the ``read``
@@ -45,7 +50,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +63,7 @@ from coding_agent.context.resources import FrontmatterError, Places, read_text, 
 __all__ = [
     "MAX_DESCRIPTION",
     "MAX_NAME",
+    "PI_PROJECT_SKILLS",
     "SKILLS_SECTION_KEY",
     "SKILL_FILE",
     "Skill",
@@ -68,6 +74,7 @@ __all__ = [
     "render_skills_section",
     "skill_roots",
     "skills_section_value",
+    "takes_skill_files",
 ]
 
 
@@ -119,9 +126,12 @@ def skill_roots(places: Places) -> list[Path]:
     roots = [
         places.config / "skills",
         places.claude_user / "skills",
-        places.home / ".pi" / "agent" / "skills",
+        places.pi_user / "skills",
         places.home / ".agents" / "skills",
-        *places.project_dirs(".coding-agent/skills", ".claude/skills", ".agents/skills"),
+        *places.project_dirs(
+            ".coding-agent/skills", ".claude/skills", PI_PROJECT_SKILLS, ".agents/skills"
+        ),
+        *places.pi_skills,
     ]
     seen: set[Path] = set()
     unique: list[Path] = []
@@ -131,6 +141,20 @@ def skill_roots(places: Places) -> list[Path]:
             seen.add(key)
             unique.append(root)
     return unique
+
+
+PI_PROJECT_SKILLS = ".pi/skills"
+"""A project's pi skills folder (inside it, a ``NAME.md`` file is a skill too)."""
+
+
+def takes_skill_files(places: Places, root: Path) -> bool:
+    """Whether ``root`` is one of pi's skill folders, where a ``.md`` file directly inside is
+    a skill of its own (:func:`~coding_agent.context.folders.skill_files`)."""
+    return root in (
+        places.pi_user / "skills",
+        places.project / PI_PROJECT_SKILLS,
+        *places.pi_skills,
+    )
 
 
 def _name_problem(name: str) -> str | None:
@@ -152,7 +176,8 @@ def _load(path: Path, root: Path, source: str, warnings: list[str]) -> Skill | N
     except FrontmatterError as error:
         warnings.append(f"{path}: skill skipped: {error}")
         return None
-    folder_name = path.parent.name
+    single_file = path.name != SKILL_FILE  # pi's NAME.md directly in its skills folder
+    folder_name = path.stem if single_file else path.parent.name
     raw_name: Any = meta.get("name", folder_name)
     if not isinstance(raw_name, str) or not raw_name.strip():
         warnings.append(f"{path}: skill skipped: 'name' must be a non-empty string")
@@ -165,7 +190,7 @@ def _load(path: Path, root: Path, source: str, warnings: list[str]) -> Skill | N
     description = " ".join(description.split())
     if (problem := _name_problem(name)) is not None:
         warnings.append(f"{path}: skill name {name!r} {problem}")
-    if name != folder_name and path.parent != root:
+    if name != folder_name and path.parent != root and not single_file:
         warnings.append(f"{path}: skill name {name!r} does not match its folder {folder_name!r}")
     if len(description) > MAX_DESCRIPTION:
         warnings.append(f"{path}: the description is longer than {MAX_DESCRIPTION} characters")
@@ -188,9 +213,15 @@ def discover_skills(
     roots = [(root, places.label(root)) for root in skill_roots(places)]
     roots += [(root, p.label) for p in plugins.plugins for root in p.paths("skills")]
     for root, source in roots:
-        if not root.is_dir():
+        if root.is_file() and root in places.pi_skills:  # a file pi's settings.json lists
+            paths: Iterable[Path] = [root]
+            root = root.parent
+            source = places.label(root)
+        elif root.is_dir():
+            paths = skill_files(root, root_files=takes_skill_files(places, root))
+        else:
             continue
-        for path in skill_files(root):
+        for path in paths:
             skill = _load(path, root, source, warnings)
             if skill is None:
                 continue

@@ -6,8 +6,9 @@ entries so every request can be rebuilt from the session). In order:
 ``system``
     The base prompt: :data:`DEFAULT_SYSTEM_PROMPT`, or the text of ``SYSTEM.md``, which
     **replaces** it, followed by the working folder. ``SYSTEM.md`` is looked for in a trusted
-    project's ``.coding-agent/`` first, then in ``$XDG_CONFIG_HOME/coding-agent/`` (as pi does:
-    the project's wins).
+    project's ``.coding-agent/`` first, then its ``.pi/`` (pi's), then in
+    ``$XDG_CONFIG_HOME/coding-agent/`` and last in pi's ``~/.pi/agent/`` (as pi does: the
+    project's wins; of two folders in one place, ours).
 ``append-system``
     ``APPEND_SYSTEM.md``, **appended** after the base prompt (same places, same precedence).
 ``context-files``
@@ -96,8 +97,13 @@ def estimate_tokens(text: str) -> int:
 
 def find_system_file(places: Places, name: str) -> Path | None:
     """``name`` (``SYSTEM.md`` or ``APPEND_SYSTEM.md``) from the trusted project's
-    ``.coding-agent/``, else from the user's config folder; ``None`` when neither has one."""
-    candidates = [*(places.project_dirs(f".coding-agent/{name}")), places.config / name]
+    ``.coding-agent/`` or ``.pi/``, else from the user's config folder or pi's
+    ``~/.pi/agent/``; ``None`` when none has one."""
+    candidates = [
+        *places.project_dirs(f".coding-agent/{name}", f".pi/{name}"),
+        places.config / name,
+        places.pi_user / name,
+    ]
     return next((path for path in candidates if path.is_file()), None)
 
 

@@ -56,8 +56,8 @@ def _markdown_files(folder: Path) -> int:
     return len(markdown_files(folder))
 
 
-def _skills(folder: Path) -> int:
-    return sum(1 for _ in skill_files(folder))
+def _skills(folder: Path, *, root_files: bool = False) -> int:
+    return sum(1 for _ in skill_files(folder, root_files=root_files))
 
 
 def _json(path: Path) -> object:
@@ -86,6 +86,7 @@ def waiting_for_trust(root: str | os.PathLike[str]) -> list[Waiting]:
         add(place, _markdown_files(project / place), "command", True)
     for place in (".claude/skills", f"{LOCAL_CONFIG_DIR}/skills", ".agents/skills"):
         add(place, _skills(project / place), "skill", True)
+    add(".pi/skills", _skills(project / ".pi/skills", root_files=True), "skill", True)
     for place in (".claude/agents", f"{LOCAL_CONFIG_DIR}/agents"):
         add(place, _markdown_files(project / place), "agent", False)
     mcp = _json(project / ".mcp.json")
@@ -114,10 +115,12 @@ def waiting_for_trust(root: str | os.PathLike[str]) -> list[Waiting]:
         )
         add(f"{place} permissions", rules, "rule", False)
     for name in ("SYSTEM.md", "APPEND_SYSTEM.md"):
-        if (project / LOCAL_CONFIG_DIR / name).is_file():
-            found.append(Waiting(f"{LOCAL_CONFIG_DIR}/{name}", 1, "", True))
-    if (project / LOCAL_CONFIG_DIR / "config.toml").is_file():
-        found.append(Waiting(f"{LOCAL_CONFIG_DIR}/config.toml", 1, "", False))
+        for folder in (LOCAL_CONFIG_DIR, ".pi"):
+            if (project / folder / name).is_file():
+                found.append(Waiting(f"{folder}/{name}", 1, "", True))
+    for place in (f"{LOCAL_CONFIG_DIR}/config.toml", ".pi/settings.json"):
+        if (project / place).is_file():
+            found.append(Waiting(place, 1, "", False))
     add(f"{LOCAL_CONFIG_DIR}/facets", len(local_facets_dirs(project)), "package", False)
     return found
 

@@ -75,8 +75,8 @@ for :func:`~coding_agent.worker.providers.resolve_model` (whose messages name th
 where each value came from (``coding-agent config`` prints it).
 
 Why one module: it is the one reader of config.toml, whose tables share the parse, the checks
-of which file may set what, the merge of the two files and the error messages naming a file's
-line; a table whose keys need more than a type check has its own module
+of which file may set what, the merge of the two files (over pi's layer, which
+:mod:`coding_agent.settings.pi_setup` reads) and the error messages naming a file's line; a table whose keys need more than a type check has its own module
 (:mod:`coding_agent.settings.notifications`, the permission rules, the model registry).
 """
 
@@ -94,6 +94,7 @@ import msgspec
 from coding_agent.settings.model_config import RegistryError, parse_registry_config
 from coding_agent.settings.notifications import NotificationSettings
 from coding_agent.settings.permission_modes import PERMISSION_MODES
+from coding_agent.settings.pi_setup import default_model_problem, read_pi_setup
 from coding_agent.settings.trust import LOCAL_CONFIG_DIR, is_trusted, project_root_for
 from coding_agent.settings.xdg import config_home
 
@@ -173,6 +174,16 @@ class EffectiveConfig:
     """A project file left out because the project is not trusted."""
     origin: dict[str, str] = field(default_factory=dict)
     """``"model"``, ``"providers.openai.base_url"``, ``"models.openai/qwen"``… → ``file:line``."""
+    pi_files: list[Path] = field(default_factory=list)
+    """pi's files read under the user's (``~/.pi/agent/settings.json``, ``models.json``:
+    :mod:`coding_agent.settings.pi_setup`)."""
+    warnings: list[str] = field(default_factory=list)
+    """What of pi's setup is not used and matters (its extensions, a default model that
+    cannot answer here): shown at every start."""
+    notes: list[str] = field(default_factory=list)
+    """The rest of pi's settings not used here (``coding-agent config`` lists them)."""
+    model_scope: list[str] = field(default_factory=list)
+    """pi's ``enabledModels``: the ``--models`` patterns when the command line gives none."""
 
     @property
     def source(self) -> str:
@@ -213,6 +224,7 @@ def load_config(
                 layers.append(project_file)
             else:
                 config.skipped = project_file
+    _merge_pi(config, cwd, env)
     for path in layers:
         layer = _read(path)
         if layer is None:
@@ -221,12 +233,61 @@ def load_config(
         _check_directories(layer, user=path == config.user_file, env=env)
         config.files.append(path)
         _merge(config, layer, path)
+    _check_pi_model(config, env)
     _check_registry(config)
     return config
 
 
+def _merge_pi(
+    config: EffectiveConfig, cwd: str | os.PathLike[str] | None, env: Mapping[str, str] | None
+) -> None:
+    """pi's ``settings.json`` and ``models.json`` as the lowest layer (every config.toml key
+    wins over them): :mod:`coding_agent.settings.pi_setup`."""
+    project = project_root_for(cwd) if cwd is not None else None
+    local = project is not None and (project / ".pi" / "settings.json").is_file()
+    trusted = local and project is not None and is_trusted(project)
+    pi = read_pi_setup(cwd, env, project=project, trusted=trusted)
+    config.pi_files, config.warnings, config.notes = pi.files, pi.warnings, pi.notes
+    config.model, config.thinking = pi.model, pi.thinking
+    if pi.theme is not None and pi.theme in _themes():
+        config.theme = pi.theme
+    elif pi.theme is not None:
+        config.notes.append(
+            f"{pi.origin['theme']}: theme {pi.theme!r} is pi's own theme file, not used (dark, "
+            "light or a Textual theme: theme = in config.toml)"
+        )
+        del pi.origin["theme"]
+    config.model_scope = pi.model_scope
+    config.providers = pi.providers
+    config.models = pi.models
+    config.origin.update(pi.origin)
+
+
+def _from_pi(config: EffectiveConfig, key: str) -> bool:
+    """Whether the value of ``key`` came from one of pi's files."""
+    origin = config.origin.get(key)
+    return origin is not None and any(origin.startswith(str(p)) for p in config.pi_files)
+
+
+def _check_pi_model(config: EffectiveConfig, env: Mapping[str, str] | None) -> None:
+    """pi's default model, when no config.toml chose one, only if it can answer here (its
+    provider known, its key set); otherwise the usual default and a warning saying why."""
+    origin = config.origin.get("model", "")
+    if config.model is None or not _from_pi(config, "model"):
+        return
+    problem = default_model_problem(config.model, config.registry(), env)
+    if problem is not None:
+        config.warnings.append(
+            f"{origin}: pi's default model {config.model} is not used: {problem}; "
+            "--model or model = in config.toml chooses another"
+        )
+        config.model = None
+        del config.origin["model"]
+
+
 # -- reading one file ---------------------------------------------------------------------------
 class _ProviderFile(msgspec.Struct, forbid_unknown_fields=True):
+    api: str | None = None  # "openai-completions": a provider of your own (model_config)
     base_url: str | None = None
     api_key: str | None = None
     api_key_env: str | None = None
@@ -618,6 +679,11 @@ def _merge(config: EffectiveConfig, layer: _Layer, path: Path) -> None:
     providers = cast(dict[str, dict[str, Any]], data.get("providers") or {})
     for name, values in providers.items():
         merged = config.providers.setdefault(name, {})
+        if "api_key" in values or "api_key_env" in values:  # a key of pi's yields to this one
+            for field in ("api_key", "api_key_env"):
+                if _from_pi(config, f"providers.{name}.{field}"):
+                    merged.pop(field, None)
+                    del config.origin[f"providers.{name}.{field}"]
         config.origin[f"providers.{name}"] = origin(["providers", name])
         for key, value in values.items():
             if key == "compat" and isinstance(value, dict):

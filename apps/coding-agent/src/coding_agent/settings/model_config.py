@@ -14,6 +14,10 @@ model: the adapters live in ``worker/providers/``.
   reads.
 
 OpenAI-compatible services and local servers by name: ``--model groq/llama-3.3-70b-versatile``.
+A provider of the user's own (``[providers.my-llm]`` with ``api = "openai-completions"`` and a
+``base_url``, or a provider of pi's
+``models.json``) is one more such server, named as the user named it
+(:func:`custom_providers`): ``--model my-llm/qwen3-coder``.
 
 Each preset is the Chat Completions adapter (:class:`~coding_agent.worker.providers.openai.OpenAIProvider`) with the
 service's base URL, the variable holding its key, and its quirks set in an
@@ -67,6 +71,8 @@ __all__ = [
     "RegistryError",
     "ToolCalling",
     "UnknownModel",
+    "custom_preset",
+    "custom_providers",
     "key_env",
     "key_variables",
     "parse_model_ref",
@@ -190,6 +196,9 @@ class UnknownModel(RegistryError):
 class ProviderSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """Per-provider settings from the config."""
 
+    api: Literal["openai-completions"] | None = None
+    """``openai-completions`` (pi's name for the Chat Completions API) makes a provider of the
+    user's own (:func:`custom_providers`); a built-in provider needs none."""
     api_key: str | None = None
     api_key_env: str | None = None
     """The environment variable holding the key (instead of the provider's usual one)."""
@@ -290,24 +299,56 @@ def parse_registry_config(config: Mapping[str, Any] | None) -> RegistryConfig:
         parsed = msgspec.convert(raw, RegistryConfig)
     except msgspec.ValidationError as exc:
         raise RegistryError(f"invalid model config: {exc}") from None
-    unknown = sorted(set(parsed.providers) - set(PROVIDERS))
+    own = custom_providers(parsed)
+    unknown = sorted(n for n in parsed.providers if n not in PROVIDERS and n not in own)
     if unknown:
         raise RegistryError(
             f"invalid model config: unknown provider {unknown[0]!r} at `$.providers` "
-            f"(known: {', '.join(PROVIDERS)})"
+            f"(known: {', '.join(PROVIDERS)}; a provider of your own is an OpenAI-compatible "
+            'server: give it api = "openai-completions" and a base_url)'
         )
     for index, model in enumerate(parsed.models):
-        if model.provider not in PROVIDERS:
+        if model.provider not in PROVIDERS and model.provider not in own:
             raise RegistryError(
                 f"invalid model config: unknown provider {model.provider!r} at "
                 f"`$.models[{index}].provider`"
             )
-        if model.tool_calling is not None and model.provider not in CHAT_COMPLETIONS:
+        chat = model.provider in CHAT_COMPLETIONS or model.provider in own
+        if model.tool_calling is not None and not chat:
             raise RegistryError(
                 f"invalid model config: tool_calling applies to openai(-compatible) models only, not "
                 f"{model.provider!r} - at `$.models[{index}].tool_calling`"
             )
     return parsed
+
+
+def custom_providers(config: RegistryConfig) -> tuple[str, ...]:
+    """The providers of the user's own: ``[providers.NAME]`` tables (or pi's ``models.json``
+    providers) whose name is not built in, with ``api = "openai-completions"`` (so a typo in a
+    built-in name stays an error). Each is an OpenAI-compatible server at its ``base_url``
+    (required), as a preset is (:data:`PRESETS`) with no defaults: the local
+    servers' compat profile (:data:`LOCAL_COMPAT`), its key from ``api_key``/``api_key_env``
+    (none needed), any model id (its ``[[models]]`` entries give limits and prices)."""
+    return tuple(
+        name
+        for name, settings in config.providers.items()
+        if name not in PROVIDERS and settings.api == "openai-completions" and settings.base_url
+    )
+
+
+def custom_preset(config: RegistryConfig, name: str) -> Preset | None:
+    """The :class:`Preset` a provider of the user's own (:func:`custom_providers`) is made
+    from; ``None`` when ``name`` is not one."""
+    settings = config.providers.get(name)
+    if settings is None or settings.base_url is None or name not in custom_providers(config):
+        return None
+    return Preset(
+        name=name,
+        base_url=settings.base_url,
+        key_variable=None,
+        compat=LOCAL_COMPAT,
+        thinking_field="reasoning_content",
+    )
 
 
 _ENV = {

@@ -5,7 +5,8 @@ folder of the session's own (``<tmp>/coding-agent-<uid>/<session id>``, created 
 writable, besides the user's ``sandbox.allow_write``; with ``sandbox.allow_domains``, a
 :class:`pico3.DomainProxy` socket (:func:`proxy_socket_path`) as the only way out; unreadable: :data:`pico3.DEFAULT_DENY_READ`
 (``~/.ssh``, ``~/.aws``, ...), the agent's configuration folder (its trust file inside), the
-agent's session storage, the unix sockets through which a command could have code run outside
+agent's session storage, pi's ``~/.pi/agent/auth.json`` (the keys pi's ``/login`` stored, which
+the agent reads as its providers' keys: :mod:`coding_agent.settings.pi_setup`), the unix sockets through which a command could have code run outside
 (:data:`SESSION_SOCKETS`: the user's runtime folder with the session bus and the warm start's
 fork server, Docker's, the X server's), and ``sandbox.deny_read``. Inside the project, the files that make the
 machine run code later, outside the sandbox (:data:`PROJECT_READ_ONLY`: ``.claude``,
@@ -31,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from coding_agent.settings.guarded_paths import CODE_PATHS
-from coding_agent.settings.xdg import config_home, state_home
+from coding_agent.settings.xdg import config_home, pi_home, state_home
 from pico3 import DEFAULT_DENY_READ, Sandbox, SandboxPolicy, SandboxStatus, sandbox_available
 
 __all__ = [
@@ -128,7 +129,11 @@ def sandbox_policy(
     environ = os.environ if env is None else env
     home = environ.get("HOME") or os.path.expanduser("~")
     root = os.path.realpath(project)
-    own = (str(config_home(env) / "coding-agent"), str(state_home(env) / "coding-agent"))
+    own = (
+        str(config_home(env) / "coding-agent"),
+        str(state_home(env) / "coding-agent"),
+        str(pi_home(env) / "auth.json"),  # pi's /login keys, which this agent reads too
+    )
     temp = str(sandbox_temp_dir(session_id))
     sockets = _session_sockets(environ, [root, temp])
     return SandboxPolicy(

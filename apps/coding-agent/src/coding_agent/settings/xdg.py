@@ -5,7 +5,8 @@ keybindings.toml); ``state_home()/coding-agent/`` holds what the agent writes (s
 server's folder, MCP tokens). Both read the environment given (a session's, in the worker) or
 ``os.environ``, and fall back to the spec's defaults when the variable is unset or relative.
 :func:`claude_home` is Claude Code's user folder, whose agents, commands, skills, memory and
-settings the agent reads too.
+settings the agent reads too; :func:`pi_home` is pi's (its skills, prompts, memory, system
+files, settings and models).
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["claude_home", "config_home", "state_home"]
+__all__ = ["PI_AGENT_DIR_ENV", "claude_home", "config_home", "pi_home", "state_home"]
+
+PI_AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
+"""The variable that moves pi's folder (default ``~/.pi/agent``), as pi reads it."""
 
 
 def config_home(env: Mapping[str, str] | None = None) -> Path:
@@ -43,3 +47,13 @@ def claude_home(env: Mapping[str, str] | None = None) -> Path:
         return Path(configured).expanduser()
     home = environ.get("HOME")
     return (Path(home) if home else Path.home()) / ".claude"
+
+
+def pi_home(env: Mapping[str, str] | None = None) -> Path:
+    """pi's folder: ``$PI_CODING_AGENT_DIR``, else ``~/.pi/agent``."""
+    environ = os.environ if env is None else env
+    configured = environ.get(PI_AGENT_DIR_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    home = environ.get("HOME")
+    return (Path(home) if home else Path.home()) / ".pi" / "agent"

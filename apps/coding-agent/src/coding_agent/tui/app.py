@@ -365,7 +365,7 @@ class CodingAgentApp(App[None]):
         self._facet_keys = self.keybindings.facet_keys()
         self._freed_keys = self.keybindings.freed_keys()
         for problem in self.keybindings.problems:  # shown long enough to be read and fixed
-            self.notify(problem, title="keybindings.toml", severity="warning", timeout=30)
+            self.notify(problem, title="keybindings", severity="warning", timeout=30)
 
     def on_unmount(self) -> None:
         self._unhook_protocol()

@@ -36,6 +36,14 @@ The actions (:data:`ACTIONS`) and their default keys:
 A rebound action no longer answers to its default key. A line that is not valid TOML, names an
 action that does not exist or gives something that is not a key name is reported with its line
 number (:attr:`Keybindings.problems`) and ignored; the other lines still apply.
+
+A pi user's ``~/.pi/agent/keybindings.json`` (``$PI_CODING_AGENT_DIR``) is read first: each of
+pi's ids with an action here (:data:`PI_ACTIONS`: ``app.model.select`` is ``model_picker``,
+``app.tools.expand`` is ``toggle_tools``…, and pi's older names such as ``expandTools``) binds
+that action, with pi's key names made Textual's (``pageUp`` → ``pageup``, ``esc`` →
+``escape``); ``keybindings.toml`` wins for an action or a key both bind. The ids with no action
+here (the editor's cursor and kill-ring keys, the session tree's) are named in one problem, so
+a pi binding never silently does nothing.
 """
 
 from __future__ import annotations
@@ -43,19 +51,23 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
+
+from coding_agent.settings.xdg import pi_home
 
 __all__ = [
     "ACTIONS",
     "KEYBINDINGS_FILE",
+    "PI_ACTIONS",
     "Action",
     "Keybindings",
     "keybindings_path",
     "load_keybindings",
     "parse_keybindings",
+    "parse_pi_keybindings",
 ]
 
 KEYBINDINGS_FILE = "keybindings.toml"
@@ -91,6 +103,38 @@ ACTIONS: dict[str, Action] = {
     "next_model": Action("facet", ("ctrl+p",), "next model"),
     "cycle_mode": Action("facet", ("shift+tab",), "next permission mode"),
 }
+
+PI_ACTIONS: dict[str, str] = {
+    "app.interrupt": "abort",
+    "app.editor.external": "external_editor",
+    "app.model.select": "model_picker",
+    "app.model.cycleForward": "next_model",
+    "app.thinking.cycle": "next_thinking",
+    "app.thinking.toggle": "toggle_thinking",
+    "app.tools.expand": "toggle_tools",
+    "app.message.followUp": "follow_up",
+    "app.message.dequeue": "dequeue",
+    "tui.input.submit": "submit",
+    "tui.input.newLine": "newline",
+}
+"""pi's keybinding ids (its ``keybindings.json``) → the action here that does the same."""
+
+_PI_OLD_NAMES = {
+    "interrupt": "app.interrupt",
+    "externalEditor": "app.editor.external",
+    "selectModel": "app.model.select",
+    "cycleModelForward": "app.model.cycleForward",
+    "cycleThinkingLevel": "app.thinking.cycle",
+    "toggleThinking": "app.thinking.toggle",
+    "expandTools": "app.tools.expand",
+    "followUp": "app.message.followUp",
+    "dequeue": "app.message.dequeue",
+    "submit": "tui.input.submit",
+    "newLine": "tui.input.newLine",
+}
+"""pi's ids before they were namespaced (pi still reads them)."""
+
+_PI_KEY_NAMES = {"pageup": "pageup", "pagedown": "pagedown", "esc": "escape", "return": "enter"}
 
 _MODIFIERS = ("ctrl", "alt", "shift", "super", "meta", "hyper")
 _KEY = re.compile(r"(?:(?:ctrl|alt|shift|super|meta|hyper)\+)*(?:[a-z0-9_]+|[^\sA-Z+])")
@@ -198,28 +242,85 @@ def parse_keybindings(text: str, source: str = KEYBINDINGS_FILE) -> Keybindings:
                 f"{where}: unknown action {name!r} (known: {known}, or key:DEFAULT-KEY)"
             )
             continue
-        keys = value if isinstance(value, list) else [value]
-        bad = next((problem for key in keys if (problem := _key_problem(key))), None)
-        if not keys or bad is not None:
-            result.problems.append(f"{where}: {name}: {bad or 'no key given'}")
-            continue
-        clash = next((key for key in keys if key in taken), None)
-        if clash is not None:
-            result.problems.append(f"{where}: {name}: {clash!r} is already bound to {taken[clash]}")
-            continue
-        for key in keys:
-            taken[key] = name
-        result.keys[name] = tuple(keys)
+        _bind(result, name, value, where, taken)
     return result
 
 
-def load_keybindings(env: Mapping[str, str] | None = None) -> Keybindings:
-    """Read :func:`keybindings_path` (a missing file binds nothing and is no problem)."""
-    path = keybindings_path(env)
+def _bind(result: Keybindings, name: str, value: Any, where: str, taken: dict[str, str]) -> None:
+    """Bind action ``name`` to ``value`` (a key or a list of keys) in ``result``, or add the
+    problem (not a key, no key, a key ``taken`` by another action)."""
+    keys: list[Any] = value if isinstance(value, list) else [value]  # pyright: ignore[reportUnknownVariableType]
+    bad = next((problem for key in keys if (problem := _key_problem(key))), None)
+    if not keys or bad is not None:
+        result.problems.append(f"{where}: {name}: {bad or 'no key given'}")
+        return
+    clash = next((key for key in keys if key in taken), None)
+    if clash is not None:
+        result.problems.append(f"{where}: {name}: {clash!r} is already bound to {taken[clash]}")
+        return
+    for key in keys:
+        taken[key] = name
+    result.keys[name] = tuple(keys)
+
+
+def _pi_key(key: Any) -> Any:
+    """pi's key name as Textual's (``ctrl+pageUp`` → ``ctrl+pageup``); anything else as is."""
+    if not isinstance(key, str):
+        return key
+    *mods, name = key.split("+")
+    return "+".join([*mods, _PI_KEY_NAMES.get(name.lower(), name)])
+
+
+def parse_pi_keybindings(text: str, source: str) -> Keybindings:
+    """The bindings of pi's ``keybindings.json`` (``text``) translated to this TUI's actions
+    (:data:`PI_ACTIONS`); its ids with no action here are one problem naming them."""
+    import json
+
+    result = Keybindings()
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        result.problems.append(f"{source}: not valid JSON ({error}); no key was rebound")
+        return result
+    if not isinstance(data, dict):
+        result.problems.append(f"{source}: not a JSON object; no key was rebound")
+        return result
+    unused: list[str] = []
+    taken: dict[str, str] = {}
+    for raw_name, value in cast(dict[str, Any], data).items():
+        action = PI_ACTIONS.get(_PI_OLD_NAMES.get(raw_name, raw_name))
+        if action is None:
+            unused.append(raw_name)
+            continue
+        keys: list[Any] = value if isinstance(value, list) else [value]  # pyright: ignore[reportUnknownVariableType]
+        _bind(result, action, [_pi_key(key) for key in keys], f"{source}: {raw_name}", taken)
+    if unused:
+        result.problems.append(
+            f"{source}: pi keybindings with no action here, not used: {', '.join(unused)} "
+            f"(the actions here: {', '.join(ACTIONS)}; rebind them in {KEYBINDINGS_FILE})"
+        )
+    return result
+
+
+def _read(path: Path, parse: Callable[[str, str], Keybindings]) -> Keybindings:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return Keybindings()
     except (OSError, UnicodeDecodeError) as error:
         return Keybindings(problems=[f"{path}: cannot read it: {error}"])
-    return parse_keybindings(text, str(path))
+    return parse(text, str(path))
+
+
+def load_keybindings(env: Mapping[str, str] | None = None) -> Keybindings:
+    """Read pi's ``keybindings.json`` and then :func:`keybindings_path` on top (module
+    docstring); a missing file binds nothing and is no problem."""
+    pi = _read(pi_home(env) / "keybindings.json", parse_pi_keybindings)
+    own = _read(keybindings_path(env), parse_keybindings)
+    taken = {key for keys in own.keys.values() for key in keys}
+    merged = {
+        action: keys
+        for action, keys in pi.keys.items()
+        if action not in own.keys and not taken.intersection(keys)
+    }
+    return Keybindings({**merged, **own.keys}, [*pi.problems, *own.problems])

@@ -202,7 +202,8 @@ async def run_client(
     client = RemoteConversationClient(info)
     settings_problems: list[str] = []
     try:
-        theme = load_config(session.cwd).theme
+        files = load_config(session.cwd)
+        theme, settings_problems = files.theme, list(files.warnings)  # pi's setup not used
     except ConfigError as error:  # the command line reported it already; keep going
         theme, settings_problems = None, [str(error)]
     app = CodingAgentApp(client, keybindings=load_keybindings(), theme=theme)

@@ -28,7 +28,7 @@ import signal
 import socket
 import sys
 
-from coding_agent.cli.argv import headless_flag
+from coding_agent.cli.argv import PiFlagError, headless_flag, pi_words
 from coding_agent.settings import warm_start as rendezvous
 
 TYPE_CHECKING = False  # not `from typing import`: typing (with re) costs the thin client ~5 ms
@@ -57,8 +57,13 @@ def served(argv: Sequence[str]) -> bool:
     ``--``, wherever the prompt stands (:mod:`coding_agent.cli.argv`). Every command line the
     command line parses as headless is served; so is a subcommand's own ``--json``
     (``sessions --json``), which the child runs as it would run here. Anything else (the TUI: a
-    forked process has no controlling terminal) runs here."""
-    for arg in argv:
+    forked process has no controlling terminal) runs here. pi's ``--mode json``/``text`` count
+    as ``--json``/``-p`` (:func:`~coding_agent.cli.argv.pi_words`)."""
+    try:
+        words = pi_words(argv)
+    except PiFlagError:
+        return False  # the command line here names what is wrong
+    for arg in words:
         if arg == "--":
             return False
         if headless_flag(arg):

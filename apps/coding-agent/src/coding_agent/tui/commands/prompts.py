@@ -347,8 +347,9 @@ async def list_skills(target: PromptsTarget, args: Arguments, ctx: Context) -> C
     if not skills:
         return (
             "No skills found. Put one in ~/.config/coding-agent/skills/NAME/SKILL.md "
-            "(also read: ~/.claude/skills, ~/.pi/agent/skills, and a trusted project's "
-            ".coding-agent/skills and .claude/skills)"
+            "(also read: ~/.claude/skills, ~/.pi/agent/skills, ~/.agents/skills, and a "
+            "trusted project's .coding-agent/skills, .claude/skills, .pi/skills and "
+            ".agents/skills)"
         )
     choices = [
         Choice(

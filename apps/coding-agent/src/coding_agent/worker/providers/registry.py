@@ -3,7 +3,10 @@
 Resolution, in order:
 
 1. ``--model provider/id`` (the id may itself contain ``/``, as local model names often do)
-   names the provider and the model. ``faux``, ``anthropic`` and ``openai`` are built in.
+   names the provider and the model. ``faux``, ``anthropic`` and ``openai`` are built in; a
+   provider of the user's own (a ``[providers.NAME]`` with ``api = "openai-completions"`` and
+   a ``base_url``, or one of pi's
+   ``models.json``) is an OpenAI-compatible server made as a preset is.
 2. Without ``--model``, the config's ``default_model`` is used if set.
 3. Otherwise the first provider with credentials wins: ``ANTHROPIC_API_KEY``, then
    ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL``; with none, the offline ``faux`` provider.
@@ -66,10 +69,13 @@ from coding_agent.settings.model_config import (
     PROVIDERS,
     TOOL_CALLING_ENV,
     TOOL_CALLING_MODES,
+    Preset,
     RegistryConfig,
     RegistryError,
     ToolCalling,
     UnknownModel,
+    custom_preset,
+    custom_providers,
     key_env,
     parse_model_ref,
     parse_registry_config,
@@ -265,8 +271,9 @@ def _select(
             tool_calling=per_model,
         )
         return ModelSelection(openai_provider, openai_provider.model(model_id))
-    if name in PRESETS:
-        return _preset(name, model_id, settings, environ, config, forced, retry, sleep)
+    preset = _preset_for(name, settings)
+    if preset is not None:
+        return _preset(preset, model_id, settings, environ, config, forced, retry, sleep)
     if name == "openai-responses":
         key = provider_setting(settings, environ, name, "api_key")
         base_url = provider_setting(settings, environ, name, "base_url")
@@ -361,7 +368,12 @@ def _select(
             sleep=sleep,
         )
         return ModelSelection(bedrock_provider, bedrock_provider.model(model_id))
-    raise RegistryError(f"unknown provider {name!r} in {ref!r} (known: {', '.join(PROVIDERS)})")
+    known = ", ".join((*PROVIDERS, *custom_providers(settings)))
+    raise RegistryError(
+        f"unknown provider {name!r} in {ref!r} (known: {known}; a provider of your own is "
+        f'[providers.{name}] with api = "openai-completions" and a base_url in '
+        f"{settings.source})"
+    )
 
 
 def reachable_providers(
@@ -377,7 +389,7 @@ def reachable_providers(
     environ = os.environ if env is None else env
     settings = parse_registry_config(config)
     found: list[ModelProvider] = []
-    for name in PROVIDERS:
+    for name in (*PROVIDERS, *custom_providers(settings)):
         if name in skip or name == "faux" or not _has_credentials(name, settings, environ):
             continue
         try:
@@ -404,7 +416,7 @@ def unreachable_providers(
     environ = os.environ if env is None else env
     settings = parse_registry_config(config)
     found: dict[str, str] = {}
-    for name in PROVIDERS:
+    for name in (*PROVIDERS, *custom_providers(settings)):
         if name in skip or name == "faux":
             continue
         try:
@@ -435,14 +447,20 @@ def _has_credentials(name: str, settings: RegistryConfig, env: Mapping[str, str]
         )
     if name == "openai":
         return bool(key or provider_setting(settings, env, name, "base_url"))
-    preset = PRESETS.get(name)
+    preset = _preset_for(name, settings)
     if preset is not None and preset.key_variable is None:
         return name in settings.providers
     return bool(key)
 
 
+def _preset_for(name: str, settings: RegistryConfig) -> Preset | None:
+    """The OpenAI-compatible preset ``name`` is: one known by name, or a provider of the
+    user's own (:func:`~coding_agent.settings.model_config.custom_preset`); else ``None``."""
+    return PRESETS.get(name) or custom_preset(settings, name)
+
+
 def _preset(
-    name: str,
+    preset: Preset,
     model_id: str,
     settings: RegistryConfig,
     environ: Mapping[str, str],
@@ -451,9 +469,10 @@ def _preset(
     retry: RetryPolicy | None,
     sleep: Sleep | None,
 ) -> ModelSelection:
-    """An OpenAI-compatible preset: its table row, with the config's settings on top (the
-    ``compat`` keys given replace the preset's, the others stay)."""
-    preset = PRESETS[name]
+    """An OpenAI-compatible preset: its table row (or a provider of the user's own), with the
+    config's settings on top (the ``compat`` keys given replace the preset's, the others
+    stay)."""
+    name = preset.name
     key = provider_setting(settings, environ, name, "api_key")
     if not key and preset.key_variable is not None:
         raise RegistryError(
