@@ -900,8 +900,8 @@ async def test_allowed_domains_are_reached_through_the_proxy_and_nothing_else(
     project: Path, env: dict[str, str], tmp_path: Path, https_server: tuple[int, Path]
 ) -> None:
     port, ca = https_server
-    policy = sandbox_policy(
-        project, f"test-{os.getpid()}-{tmp_path.name}", env=env, allow_domains=["localhost"]
+    policy = sandbox_policy(  # the test server's port is not 80 or 443: the entry names it
+        project, f"test-{os.getpid()}-{tmp_path.name}", env=env, allow_domains=[f"localhost:{port}"]
     )
     assert policy.proxy_socket is not None
     proxy = DomainProxy(policy.proxy_socket, policy.allow_domains).start()
@@ -918,7 +918,15 @@ async def test_allowed_domains_are_reached_through_the_proxy_and_nothing_else(
         assert "[Sandbox: the sandbox's proxy refused that domain" in text
         text = await bash(f"exec 3<>/dev/tcp/127.0.0.1/{port}", project, found)  # no way around
         assert "Connection refused" in text
-        assert proxy.refused == ["127.0.0.1"]
+        # another port of an allowed domain (nothing listens on 1: refused before connecting)
+        text = await bash(f"{curl} https://localhost:1/", project, found)
+        assert "CONNECT tunnel failed, response 403" in text
+        assert "[Sandbox: the sandbox's proxy refused that domain or port" in text
+        fetch = "import urllib.request as u; u.urlopen('https://localhost:1/')"
+        text = await bash(f'NO_PROXY= no_proxy= python3 -c "{fetch}"', project, found)
+        assert "Tunnel connection failed: 403 Forbidden: port not allowed by the sandbox" in text
+        assert "[Sandbox: the sandbox's proxy refused that port: an allowed domain" in text
+        assert proxy.refused == ["127.0.0.1", "localhost:1", "localhost:1"]
         # the forwarder connects to the proxy's unix socket; the command it runs may not
         script = project / "connect.py"
         script.write_text(UNIX_CONNECT)
@@ -939,13 +947,27 @@ def test_allow_domains_come_from_the_users_file_only(project: Path, env: dict[st
         load_config(project, env=env, trusted=True)
 
 
+def test_an_allowed_domain_may_name_a_port(
+    project: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    user = tmp_path / "config" / "coding-agent" / "config.toml"
+    entries = '"pypi.org", "*.example.com", "db.example.com:6379", "[::1]:8443"'
+    user.write_text(f"[sandbox]\nallow_domains = [{entries}]\n")
+    config = load_config(project, env=env, trusted=True)
+    assert config.sandbox_allow_domains[2:] == ["db.example.com:6379", "[::1]:8443"]
+    for bad in ("example.com:ssh", "example.com:0", "example.com:70000", "::1", "https://a.b/"):
+        user.write_text(f'[sandbox]\nallow_domains = ["{bad}"]\n')
+        with pytest.raises(ConfigError, match=r"not a domain with an optional port"):
+            load_config(project, env=env, trusted=True)
+
+
 async def test_the_worker_runs_the_proxy_of_its_allowed_domains(
     session: Session, agent_env: dict[str, str], tmp_path: Path, https_server: tuple[int, Path]
 ) -> None:
     port, ca = https_server
     config = tmp_path / "xdg-config" / "coding-agent" / "config.toml"
     config.parent.mkdir(parents=True)
-    config.write_text('[sandbox]\nallow_domains = ["localhost"]\n')
+    config.write_text(f'[sandbox]\nallow_domains = ["localhost:{port}"]\n')
     env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "xdg-config")}
     curl = f"curl -sS --noproxy '' --cacert {ca}"
     script = write_script(

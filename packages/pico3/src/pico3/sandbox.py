@@ -542,14 +542,19 @@ def commands_sandbox(services: Mapping[str, object]) -> Sandbox | None:
 
 _REFUSALS: tuple[tuple[tuple[str, ...], str], ...] = (
     (
+        ("port not allowed by the sandbox",),
+        "the sandbox's proxy refused that port: an allowed domain is reached on ports 80 and 443 "
+        "only (a sandbox.allow_domains entry host:port allows another)",
+    ),
+    (
         (
             "domain not allowed by the sandbox",
             "CONNECT tunnel failed, response 403",
             "Tunnel connection failed: 403",
             "403 Forbidden",
         ),
-        "the sandbox's proxy refused that domain: only the sandbox.allow_domains are reachable, "
-        "over HTTPS",
+        "the sandbox's proxy refused that domain or port: only the sandbox.allow_domains are "
+        "reachable, over HTTPS on ports 80 and 443 (an entry host:port allows another)",
     ),
     (
         ("Read-only file system",),
