@@ -355,26 +355,30 @@ async def test_a_repository_replaced_under_a_renamed_folder_is_named_not_the_mov
     await refused(["git -C vendor/lib config core.fsmonitor 'touch ran; false'"], project, sandbox)
 
 
-async def test_git_init_in_a_session_folder_inside_a_repository_is_named(
-    tmp_path: Path, env: dict[str, str]
+async def test_git_init_in_a_session_folder_inside_a_repository_is_refused(
+    tmp_path: Path, env: dict[str, str], processes: Any
 ) -> None:
-    """The session folder is a folder of a repository: no placeholder keeps its ``.git``
-    absent (an empty one would end the outer repository's ignore rules for ripgrep), so ``git
-    init`` there succeeds. The result names the new repository, and from then on its
-    configuration is read-only."""
+    """The session folder is a folder of a repository (``outer/sub``): a ``git init`` there
+    would make a repository whose configuration (``core.fsmonitor``) git runs at the user's
+    next ``git status`` in their working folder, so an empty read-only ``.git`` lies there
+    while a command runs and ``git init`` gets "Read-only file system". git passes over the
+    empty folder to the outer repository, inside and outside, and it is gone afterwards."""
     outer = tmp_path / "outer"
     (outer / "sub").mkdir(parents=True)
     _git(outer, "init", "-q", ".")
+    (outer / ".gitignore").write_text("*.log\n")
+    (outer / "sub" / "a.log").write_text("ignored by the outer repository\n")
+    (outer / "sub" / "main.py").write_text("print('hi')\n")
     found = enforced(outer / "sub", env, tmp_path)
-    text = await bash("git init -q . && echo done", outer / "sub", found)
-    assert text.splitlines() == [
-        "done",
-        "[Sandbox: new while the command ran, and run code outside the sandbox: .git/ (git "
-        "runs the hooks, fsmonitor, filters and other commands named in .git/ (config, hooks, "
-        "info/attributes)). Later sandboxed commands cannot change them; check them before you "
-        "use them.]",
-    ], text
-    await refused(["git config core.fsmonitor 'touch ran; false'"], outer / "sub", found)
+    await refused(["git init -q ."], outer / "sub", found)
+    # git still finds the outer repository, with its ignore rules
+    command = "git rev-parse --show-toplevel && git status --short --untracked-files=all ."
+    text = await bash(command, outer / "sub", found)
+    assert text.splitlines() == [str(outer), "?? main.py"], text
+    await processes.ended(processes.holding(lock_file(found.policy.project)))
+    assert not (outer / "sub" / ".git").exists()  # the placeholder went with the command
+    status = await anyio.run_process(["git", "-C", str(outer), "status", "--short"])
+    assert status.stdout.decode().splitlines() == ["?? .gitignore", "?? sub/"]
 
 
 async def test_credentials_and_the_agents_files_are_unreadable(
