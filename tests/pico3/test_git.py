@@ -164,3 +164,15 @@ def test_submodule_git_entries_names_every_repository_git_enters(tmp_path: Path)
     assert str(embedded / ".git") in submodule_git_entries(repo), "the index changed: read again"
     assert (embedded / ".git").is_dir()
     assert submodule_git_entries(tmp_path) == [], "not in a repository"
+
+
+def test_submodule_git_entries_pass_over_an_empty_dot_git_as_git_does(tmp_path: Path) -> None:
+    """A session folder inside a repository has the sandbox's empty ``.git`` placeholder while
+    a command runs: git passes over it to the outer repository, and so must the search for the
+    index that lists the submodules below (they stay read-only for the next command)."""
+    outer = _committed(tmp_path / "outer")
+    lib = _committed(tmp_path / "lib")
+    _git(outer, *FILES, "submodule", "add", "-q", str(lib), "sub/a/b/lib")
+    session = outer / "sub"
+    (session / ".git").mkdir()
+    assert submodule_git_entries(session) == [str(session / "a" / "b" / "lib" / ".git")]

@@ -147,6 +147,19 @@ def test_info_exclude_applies_below_every_gitignore(tmp_path: Path) -> None:
     assert IgnoreRules(tmp_path).ignored(tmp_path / "secret", is_dir=False)
 
 
+def test_an_empty_dot_git_below_a_repository_leaves_its_info_exclude_in_force(
+    tmp_path: Path,
+) -> None:
+    """An empty ``.git`` folder (the sandbox's placeholder in a session folder inside a
+    repository, while a command runs) is no repository: the outer one's exclude still applies,
+    as git still finds the outer repository."""
+    make_tree(tmp_path, {".git/info/exclude": "*.bak\n", "sub/a.bak": "", "sub/f": ""})
+    (tmp_path / "sub" / ".git").mkdir()
+    assert listed(tmp_path / "sub") == ["f"]
+    (tmp_path / "sub" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert listed(tmp_path / "sub") == ["a.bak", "f"]  # a repository of its own: its rules
+
+
 def test_folder_names_with_glob_characters_are_taken_literally(tmp_path: Path) -> None:
     make_tree(tmp_path, {"[x]/.gitignore": "*.o\n", "[x]/a.o": "", "[x]/a.c": "", "x/a.o": ""})
     assert listed(tmp_path) == ["[x]/.gitignore", "[x]/a.c", "x/a.o"]

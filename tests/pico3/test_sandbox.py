@@ -298,7 +298,9 @@ async def test_a_killed_commands_placeholder_is_removed_by_the_next_and_a_filled
 
 
 @needs_bwrap
-def test_only_a_tree_with_no_repository_in_it_or_above_keeps_git_absent(tmp_path: Path) -> None:
+def test_a_tree_with_no_repository_of_its_own_keeps_git_absent_inside_another_too(
+    tmp_path: Path,
+) -> None:
     outer = tmp_path / "outer"
     (outer / ".git").mkdir(parents=True)
     (outer / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
@@ -308,16 +310,14 @@ def test_only_a_tree_with_no_repository_in_it_or_above_keeps_git_absent(tmp_path
         project=str(outer),
         read_only_repositories=(str(outer / "sub"),),
     )
-    assert inside.kept_absent() == []  # an empty .git there would end the outer one's rules
-    (outer / ".git" / "HEAD").unlink()  # an empty .git is no repository (git passes over it)
-    assert inside.kept_absent() == [f"{outer}/sub/.git"] or any(
-        (d / ".git").exists() for d in tmp_path.parents
-    )
+    # a session in a folder of a repository: git init there is refused too
+    assert inside.kept_absent() == [f"{outer}/sub/.git"]
+    (outer / "sub" / ".git").mkdir()
+    (outer / "sub" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert inside.kept_absent() == []  # a repository of its own: read-only instead
+    assert inside.kept_read_only() == [f"{outer}/sub/.git"]
     alone = _placeholder_policy(tmp_path, ".claude", git=True)
-    wanted = [f"{alone.project}/.claude"]
-    if not any((Path(d) / ".git").exists() for d in tmp_path.parents):
-        wanted.append(f"{alone.project}/.git")
-    assert alone.kept_absent() == wanted
+    assert alone.kept_absent() == [f"{alone.project}/.claude", f"{alone.project}/.git"]
 
 
 @needs_bwrap

@@ -126,6 +126,18 @@ def test_discovery_stops_at_the_git_root(tmp_path: Path) -> None:
     assert find_local_config(loose) is None, "nothing above the working folder is searched"
 
 
+def test_an_empty_dot_git_below_a_repository_is_not_the_project_root(tmp_path: Path) -> None:
+    """The sandbox's placeholder (an empty ``.git``) in a session folder inside a repository,
+    while a command runs: git passes over it, and the project stays the outer repository."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (repo / "sub" / ".git").mkdir(parents=True)
+    assert project_root_for(repo / "sub") == repo
+    (repo / "sub" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert project_root_for(repo / "sub") == repo / "sub", "a repository of its own"
+
+
 def test_project_paths_are_resolved(tmp_path: Path, project: Path) -> None:
     link = tmp_path / "link"
     link.symlink_to(project)

@@ -11,6 +11,7 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -192,7 +193,15 @@ async def test_with_the_sandbox_on_only_its_domains_are_reached(server: Server) 
     assert result.is_error
     assert "127.0.0.1 is not in sandbox.allow_domains" in result.plain_text
     assert "listed: pypi.org" in result.plain_text
-    allowed = WebSettings(allow_private=("127.0.0.1",), sandbox_domains=("127.0.0.1",))
+    # an allowed domain means its web ports (80, 443): the test server's port is another
+    domain = WebSettings(allow_private=("127.0.0.1",), sandbox_domains=("127.0.0.1",))
+    port = urlsplit(server.url("/page")).port
+    result = await _fetch({"url": server.url("/page")}, domain)
+    assert result.is_error
+    assert f"port {port} of 127.0.0.1 is not allowed by sandbox.allow_domains" in result.plain_text
+    assert f'Add "127.0.0.1:{port}" to sandbox.allow_domains' in result.plain_text
+    assert server.seen == []  # refused before connecting
+    allowed = WebSettings(allow_private=("127.0.0.1",), sandbox_domains=(f"127.0.0.1:{port}",))
     assert not (await _fetch({"url": server.url("/page")}, allowed)).is_error
 
 

@@ -355,26 +355,30 @@ async def test_a_repository_replaced_under_a_renamed_folder_is_named_not_the_mov
     await refused(["git -C vendor/lib config core.fsmonitor 'touch ran; false'"], project, sandbox)
 
 
-async def test_git_init_in_a_session_folder_inside_a_repository_is_named(
-    tmp_path: Path, env: dict[str, str]
+async def test_git_init_in_a_session_folder_inside_a_repository_is_refused(
+    tmp_path: Path, env: dict[str, str], processes: Any
 ) -> None:
-    """The session folder is a folder of a repository: no placeholder keeps its ``.git``
-    absent (an empty one would end the outer repository's ignore rules for ripgrep), so ``git
-    init`` there succeeds. The result names the new repository, and from then on its
-    configuration is read-only."""
+    """The session folder is a folder of a repository (``outer/sub``): a ``git init`` there
+    would make a repository whose configuration (``core.fsmonitor``) git runs at the user's
+    next ``git status`` in their working folder, so an empty read-only ``.git`` lies there
+    while a command runs and ``git init`` gets "Read-only file system". git passes over the
+    empty folder to the outer repository, inside and outside, and it is gone afterwards."""
     outer = tmp_path / "outer"
     (outer / "sub").mkdir(parents=True)
     _git(outer, "init", "-q", ".")
+    (outer / ".gitignore").write_text("*.log\n")
+    (outer / "sub" / "a.log").write_text("ignored by the outer repository\n")
+    (outer / "sub" / "main.py").write_text("print('hi')\n")
     found = enforced(outer / "sub", env, tmp_path)
-    text = await bash("git init -q . && echo done", outer / "sub", found)
-    assert text.splitlines() == [
-        "done",
-        "[Sandbox: new while the command ran, and run code outside the sandbox: .git/ (git "
-        "runs the hooks, fsmonitor, filters and other commands named in .git/ (config, hooks, "
-        "info/attributes)). Later sandboxed commands cannot change them; check them before you "
-        "use them.]",
-    ], text
-    await refused(["git config core.fsmonitor 'touch ran; false'"], outer / "sub", found)
+    await refused(["git init -q ."], outer / "sub", found)
+    # git still finds the outer repository, with its ignore rules
+    command = "git rev-parse --show-toplevel && git status --short --untracked-files=all ."
+    text = await bash(command, outer / "sub", found)
+    assert text.splitlines() == [str(outer), "?? main.py"], text
+    await processes.ended(processes.holding(lock_file(found.policy.project)))
+    assert not (outer / "sub" / ".git").exists()  # the placeholder went with the command
+    status = await anyio.run_process(["git", "-C", str(outer), "status", "--short"])
+    assert status.stdout.decode().splitlines() == ["?? .gitignore", "?? sub/"]
 
 
 async def test_credentials_and_the_agents_files_are_unreadable(
@@ -914,8 +918,8 @@ async def test_allowed_domains_are_reached_through_the_proxy_and_nothing_else(
     project: Path, env: dict[str, str], tmp_path: Path, https_server: tuple[int, Path]
 ) -> None:
     port, ca = https_server
-    policy = sandbox_policy(
-        project, f"test-{os.getpid()}-{tmp_path.name}", env=env, allow_domains=["localhost"]
+    policy = sandbox_policy(  # the test server's port is not 80 or 443: the entry names it
+        project, f"test-{os.getpid()}-{tmp_path.name}", env=env, allow_domains=[f"localhost:{port}"]
     )
     assert policy.proxy_socket is not None
     proxy = DomainProxy(policy.proxy_socket, policy.allow_domains).start()
@@ -932,7 +936,15 @@ async def test_allowed_domains_are_reached_through_the_proxy_and_nothing_else(
         assert "[Sandbox: the sandbox's proxy refused that domain" in text
         text = await bash(f"exec 3<>/dev/tcp/127.0.0.1/{port}", project, found)  # no way around
         assert "Connection refused" in text
-        assert proxy.refused == ["127.0.0.1"]
+        # another port of an allowed domain (nothing listens on 1: refused before connecting)
+        text = await bash(f"{curl} https://localhost:1/", project, found)
+        assert "CONNECT tunnel failed, response 403" in text
+        assert "[Sandbox: the sandbox's proxy refused that domain or port" in text
+        fetch = "import urllib.request as u; u.urlopen('https://localhost:1/')"
+        text = await bash(f'NO_PROXY= no_proxy= python3 -c "{fetch}"', project, found)
+        assert "Tunnel connection failed: 403 Forbidden: port not allowed by the sandbox" in text
+        assert "[Sandbox: the sandbox's proxy refused that port: an allowed domain" in text
+        assert proxy.refused == ["127.0.0.1", "localhost:1", "localhost:1"]
         # the forwarder connects to the proxy's unix socket; the command it runs may not
         script = project / "connect.py"
         script.write_text(UNIX_CONNECT)
@@ -953,13 +965,27 @@ def test_allow_domains_come_from_the_users_file_only(project: Path, env: dict[st
         load_config(project, env=env, trusted=True)
 
 
+def test_an_allowed_domain_may_name_a_port(
+    project: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    user = tmp_path / "config" / "coding-agent" / "config.toml"
+    entries = '"pypi.org", "*.example.com", "db.example.com:6379", "[::1]:8443"'
+    user.write_text(f"[sandbox]\nallow_domains = [{entries}]\n")
+    config = load_config(project, env=env, trusted=True)
+    assert config.sandbox_allow_domains[2:] == ["db.example.com:6379", "[::1]:8443"]
+    for bad in ("example.com:ssh", "example.com:0", "example.com:70000", "::1", "https://a.b/"):
+        user.write_text(f'[sandbox]\nallow_domains = ["{bad}"]\n')
+        with pytest.raises(ConfigError, match=r"not a domain with an optional port"):
+            load_config(project, env=env, trusted=True)
+
+
 async def test_the_worker_runs_the_proxy_of_its_allowed_domains(
     session: Session, agent_env: dict[str, str], tmp_path: Path, https_server: tuple[int, Path]
 ) -> None:
     port, ca = https_server
     config = tmp_path / "xdg-config" / "coding-agent" / "config.toml"
     config.parent.mkdir(parents=True)
-    config.write_text('[sandbox]\nallow_domains = ["localhost"]\n')
+    config.write_text(f'[sandbox]\nallow_domains = ["localhost:{port}"]\n')
     env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "xdg-config")}
     curl = f"curl -sS --noproxy '' --cacert {ca}"
     script = write_script(

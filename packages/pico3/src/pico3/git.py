@@ -185,11 +185,13 @@ inode, mtime)`` they were read from: looked up again only when the index changed
 
 def _index_of(tree: str) -> str | None:
     """The index file of the repository ``tree`` is in (git's own search: the first ``.git``
-    folder, or ``gitdir:`` file, at or above ``tree``), or ``None`` outside any."""
+    folder with a ``HEAD``, or ``gitdir:`` file, at or above ``tree``), or ``None`` outside
+    any. Like git, it passes over a ``.git`` folder that is no repository (the sandbox's empty
+    placeholder in a session folder inside a repository)."""
     folder = tree
     while True:
         entry = os.path.join(folder, ".git")
-        if os.path.isdir(entry):
+        if os.path.isdir(entry) and os.path.lexists(os.path.join(entry, "HEAD")):
             return os.path.join(entry, "index")
         if os.path.isfile(entry):
             try:

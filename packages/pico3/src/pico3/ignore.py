@@ -142,6 +142,20 @@ def _lines(path: Path) -> list[str]:
         return []
 
 
+def _holds_repository(folder: Path) -> bool:
+    """Whether ``folder`` has a ``.git`` that may be a repository: a file (a worktree's or a
+    submodule's) or a folder with something in it. An empty ``.git`` folder (the sandbox's
+    placeholder while a command runs) is no repository, to git either: it passes over it."""
+    entry = folder / ".git"
+    try:
+        with os.scandir(entry) as listing:
+            return next(listing, None) is not None
+    except NotADirectoryError:
+        return True
+    except OSError:
+        return False
+
+
 class IgnoreRules:
     """The ignore rules in force below ``root``; ask :meth:`ignored` about any path under it.
 
@@ -152,14 +166,14 @@ class IgnoreRules:
         self.root = root
         outer: list[tuple[Path, list[str]]] = []  # (folder, lines), outermost first
         exclude: tuple[Path, list[str]] | None = None
-        if (root / ".git").exists():
+        if _holds_repository(root):
             exclude = (root, _lines(root / ".git" / "info" / "exclude"))
         folder = root.parent
         while ancestors and folder != root and folder.parent != folder:
             lines = _lines(folder / ".gitignore")
             if lines:
                 outer.insert(0, (folder, lines))
-            if exclude is None and (folder / ".git").exists():
+            if exclude is None and _holds_repository(folder):
                 exclude = (folder, _lines(folder / ".git" / "info" / "exclude"))
             folder = folder.parent
         sources = ([exclude] if exclude is not None else []) + outer

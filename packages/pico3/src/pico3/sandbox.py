@@ -318,16 +318,18 @@ class SandboxPolicy:
     def kept_absent(self) -> list[str]:
         """The folders no command may create, resolved: every one of
         :attr:`read_only_folders`, and the ``.git`` of each :attr:`read_only_repositories`
-        tree that has no repository, in it or above it.
+        tree that has no repository of its own, whether or not one is above it.
 
         A ``git init`` from inside would make a repository whose configuration git runs at the
-        user's next ``git status`` there. A tree inside another repository is left alone: an
-        empty ``.git`` in it would end the outer repository's ignore rules for tools that stop
-        at any ``.git`` (ripgrep). An empty ``.git`` folder is no repository, here as for git
-        (a placeholder being removed is one)."""
+        user's next ``git status`` there. In a tree inside another repository (a session in
+        ``repo/packages/web``) the empty ``.git`` costs little: git passes over it to the outer
+        repository (an empty ``.git`` folder is no repository, here as for git), and so do the
+        agent's own listing and grep (``rg --no-require-git``); only a plain ``rg`` takes the
+        tree for a repository's top while a command runs and leaves out the ignore rules of
+        the folders above it (``rg --no-require-git`` keeps them)."""
         folders = [_expand(p, self.home) for p in self.read_only_folders]
         for tree in (_expand(p, self.home) for p in self.read_only_repositories):
-            if not any(holds_something(os.path.join(d, ".git")) for d in _ancestors(tree)):
+            if not holds_something(os.path.join(tree, ".git")):
                 folders.append(os.path.join(tree, ".git"))
         return folders
 
@@ -382,14 +384,6 @@ def _network(policy: SandboxPolicy) -> str:
     if policy.proxy_socket is not None:
         return "HTTPS to " + ", ".join(policy.allow_domains) + " only (through the proxy)"
     return "none"
-
-
-def _ancestors(path: str) -> list[str]:
-    """``path`` and every folder above it, up to ``/``."""
-    found = [path]
-    while (parent := os.path.dirname(found[-1])) != found[-1]:
-        found.append(parent)
-    return found
 
 
 def _existing(paths: Iterable[str]) -> list[str]:
@@ -542,14 +536,19 @@ def commands_sandbox(services: Mapping[str, object]) -> Sandbox | None:
 
 _REFUSALS: tuple[tuple[tuple[str, ...], str], ...] = (
     (
+        ("port not allowed by the sandbox",),
+        "the sandbox's proxy refused that port: an allowed domain is reached on ports 80 and 443 "
+        "only (a sandbox.allow_domains entry host:port allows another)",
+    ),
+    (
         (
             "domain not allowed by the sandbox",
             "CONNECT tunnel failed, response 403",
             "Tunnel connection failed: 403",
             "403 Forbidden",
         ),
-        "the sandbox's proxy refused that domain: only the sandbox.allow_domains are reachable, "
-        "over HTTPS",
+        "the sandbox's proxy refused that domain or port: only the sandbox.allow_domains are "
+        "reachable, over HTTPS on ports 80 and 443 (an entry host:port allows another)",
     ),
     (
         ("Read-only file system",),

@@ -12,7 +12,14 @@ The proxy speaks ``CONNECT host:port`` only (HTTPS and any TLS protocol; a plain
 is refused with 403: the sandbox reaches the allowed domains over HTTPS). A host is allowed when
 it equals an entry of ``allow_domains`` or, for an entry ``*.example.com``, ends in
 ``.example.com``; every other host gets ``403`` and the body says which domain was refused and
-where to allow it (``sandbox.allow_domains``). It never sees inside the tunnel.
+where to allow it (``sandbox.allow_domains``). An allowed domain means web access: ports 80 and
+443 (:data:`WEB_PORTS`) only, unless an entry names its port, ``host:port`` (``[::1]:8443`` for
+an IPv6 address), the spelling of Claude Code's ``sandbox.network.allowedDomains``; such an
+entry allows that port alone (Claude Code's port-less entry allows every port: here it does not,
+so an allowed ``example.com`` is not its ssh or redis). Another port gets ``403`` too, its
+reason line and body naming the port and the entry that would allow it. A refusal's status line
+carries the reason (``403 Forbidden: port not allowed by the sandbox``), which Python's clients
+(pip, requests) show; curl shows the code alone. It never sees inside the tunnel.
 
 Threads, standard library only (a leaf of pico3's layers).
 """
@@ -28,10 +35,13 @@ from collections.abc import Iterable
 
 from pico3.unix_sockets import LOAD_FILTER
 
-__all__ = ["FORWARDER", "PROXY_PORT", "DomainProxy", "domain_allowed"]
+__all__ = ["FORWARDER", "PROXY_PORT", "WEB_PORTS", "DomainProxy", "domain_allowed"]
 
 PROXY_PORT = 3128
 """The port the forwarder listens on inside the sandbox (its own network namespace)."""
+
+WEB_PORTS = (80, 443)
+"""The ports an ``allow_domains`` entry without a port of its own opens (HTTP and HTTPS)."""
 
 FORWARDER = (
     LOAD_FILTER
@@ -83,15 +93,40 @@ _HEAD_LIMIT = 16 * 1024
 _CONNECT_TIMEOUT = 15.0
 
 
-def domain_allowed(host: str, allow: Iterable[str]) -> bool:
+def _split_entry(entry: str) -> tuple[str, int | None]:
+    """An ``allow_domains`` entry's host pattern and port (``None``: none named). A port that
+    is not a number from 1 to 65535 is ``-1``, which no connection has (the entry allows
+    nothing rather than every port; the configuration refuses such an entry besides)."""
+    text = entry.strip()
+    if text.startswith("["):  # [::1] or [::1]:8443
+        host, _, rest = text[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else (None if not rest else "")
+    elif text.count(":") == 1:
+        host, _, port = text.partition(":")
+    else:  # a bare name, or an IPv6 address without brackets (no port)
+        host, port = text, None
+    pattern = host.strip().rstrip(".").lower()
+    if port is None:
+        return pattern, None
+    number = int(port) if port.isdigit() else -1
+    return pattern, number if 1 <= number <= 65535 else -1
+
+
+def domain_allowed(host: str, allow: Iterable[str], port: int | None = None) -> bool:
     """Whether ``host`` is allowed: equal to an entry, or under a ``*.domain`` entry
-    (case-insensitive, a trailing dot ignored)."""
-    name = host.strip().rstrip(".").lower()
+    (case-insensitive, a trailing dot ignored). With ``port``, that port of it too: an entry
+    naming a port (``example.com:8443``) allows that one, an entry without one
+    :data:`WEB_PORTS`; without ``port`` any entry for the host will do."""
+    name = host.strip().strip("[]").rstrip(".").lower()
     for entry in allow:
-        pattern = entry.strip().rstrip(".").lower()
-        if pattern.startswith("*.") and name.endswith(pattern[1:]) and name != pattern[2:]:
-            return True
-        if name == pattern:
+        pattern, allowed = _split_entry(entry)
+        if pattern.startswith("*."):
+            matches = name.endswith(pattern[1:]) and name != pattern[2:]
+        else:
+            matches = name == pattern
+        if not matches:
+            continue
+        if port is None or port == allowed or (allowed is None and port in WEB_PORTS):
             return True
     return False
 
@@ -131,8 +166,9 @@ class _Server(socketserver.ThreadingUnixStreamServer):
 
 class DomainProxy:
     """A CONNECT proxy on the unix socket ``path`` that lets through ``allow``'s domains (see
-    the module docstring). :meth:`start` it, :meth:`close` it; ``refused`` lists the hosts it
-    turned away (newest last)."""
+    the module docstring). :meth:`start` it, :meth:`close` it; ``refused`` lists what it turned
+    away, newest last: a refused domain as its host, a refused port of an allowed one as
+    ``host:port``."""
 
     def __init__(self, path: str | os.PathLike[str], allow: Iterable[str]) -> None:
         self.path = os.fspath(path)
@@ -182,8 +218,19 @@ class DomainProxy:
             self.refused.append(host)
             _reply(
                 conn,
-                "403 Forbidden",
+                "403 Forbidden: domain not allowed by the sandbox (sandbox.allow_domains)",
                 f"domain not allowed by the sandbox: {host} (sandbox.allow_domains)\n",
+            )
+            return
+        if not domain_allowed(host, self.allow, port):
+            self.refused.append(f"{host}:{port}")
+            entry = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            _reply(
+                conn,
+                "403 Forbidden: port not allowed by the sandbox (sandbox.allow_domains)",
+                f"port not allowed by the sandbox: {host}:{port} (an allowed domain is reached "
+                f'on ports 80 and 443 only; add "{entry}" to sandbox.allow_domains in your '
+                "config.toml to allow this port)\n",
             )
             return
         try:

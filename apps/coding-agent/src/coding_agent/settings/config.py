@@ -30,7 +30,8 @@ Both are TOML (read with the standard library's ``tomllib``) and have the same k
     enabled = true                        # every command sandboxed, in every permission mode
     deny_read = ["~/.kube"]               # more paths commands may not read
     allow_write = ["~/.cache/uv"]         # more paths commands may write (user file only)
-    allow_domains = ["pypi.org", "*.pythonhosted.org"]  # HTTPS out, via a proxy (user file only)
+    allow_domains = ["pypi.org", "*.pythonhosted.org"]  # HTTPS out (ports 80, 443; host:port for
+                                          # another), via a proxy (user file only)
 
     [web_fetch]                           # the web_fetch tool (user file only)
     allow_private = ["localhost", "*.internal"]  # hosts it may reach on private addresses
@@ -117,6 +118,9 @@ _TOP_KEYS = (
 )  # fmt: skip
 _SEARCH_BACKENDS = ("brave", "tavily", "searxng")  # coding_agent.worker.tools.web
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DOMAIN_ENTRY = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[^\s:\[\]/]+)(?::([0-9]{1,5}))?")
+"""A ``sandbox.allow_domains`` entry: a host (``*.`` for its subdomains; an IPv6 address in
+brackets) and an optional ``:port`` (Claude Code's ``allowedDomains`` spelling)."""
 
 
 class ConfigError(Exception):
@@ -565,6 +569,15 @@ def _check_secrets(layer: _Layer, user: bool) -> None:
                 layer.path, layer.text, ["sandbox", key],
                 "only your own config.toml may widen the sandbox (a project could let its "
                 f"commands write anywhere or reach any server); move sandbox.{key} there",
+            )  # fmt: skip
+    for entry in parsed.sandbox.allow_domains if parsed.sandbox is not None else ():
+        match = _DOMAIN_ENTRY.fullmatch(entry.strip())
+        if match is None or not 1 <= int(match.group(1) or 443) <= 65535:
+            raise _error(
+                layer.path, layer.text, ["sandbox", "allow_domains"],
+                f"{entry!r} is not a domain with an optional port: write example.com (ports 80 "
+                "and 443), *.example.com (its subdomains), example.com:8443 (that port only) "
+                "or [::1]:8443 (an IPv6 address, in brackets)",
             )  # fmt: skip
     if parsed.warm_start is not None and not user:
         raise _error(

@@ -63,7 +63,7 @@ read-only folder) lies there while a sandboxed command runs, removed after it
 (:mod:`pico3.sandbox_placeholders`). Created from inside, each would run code outside later:
 this agent's at its next start in a trusted project (``.coding-agent/facets/``, the hooks of
 ``.claude/settings.json``), VS Code's and JetBrains' when the user opens the project. A project
-with no git repository (none above it either) gets one for ``.git`` too
+with no git repository of its own (a folder of another repository too) gets one for ``.git``
 (:meth:`pico3.SandboxPolicy.kept_absent`). The rest of the list has a gate of its own where
 it is missing: git runs ``.husky/`` only through ``core.hooksPath`` (in the read-only
 repository; a project set up with husky has the folder, read-only), a new ``.mcp.json``'s

@@ -7,7 +7,8 @@ point). Loading a facet package *imports* it, so a cloned repository could run a
 the user's permissions the moment the agent starts in it. Hence the gate:
 
 * **Where the project is.** :func:`project_root_for` walks from the working folder upwards to
-  the git root (the first folder holding ``.git``); without one the project is the working folder
+  the git root (the first folder holding ``.git``, an empty one only with no repository above
+  it, as git passes over it); without one the project is the working folder
   itself. Only folders the user can vouch for take part: the walk stops below the first folder
   that is not owned by the user or that other users may write to (``/tmp``, a shared ``/srv``),
   so nobody else's ``.git`` or ``.coding-agent/`` is ever looked at. The project's own
@@ -190,26 +191,43 @@ def folder_problem(folder: str | os.PathLike[str]) -> str | None:
     return None
 
 
+def _git_entry(folder: Path) -> str | None:
+    """What ``folder``'s ``.git`` is: ``"repository"`` (a folder with something in it, a clone;
+    a file, a worktree), ``"empty"`` (an empty folder) or ``None`` (none there)."""
+    entry = folder / ".git"
+    try:
+        with os.scandir(entry) as listing:
+            return "repository" if next(listing, None) is not None else "empty"
+    except NotADirectoryError:
+        return "repository"
+    except OSError:
+        return "repository" if entry.exists() else None
+
+
 def _upwards(start: str | os.PathLike[str]) -> Iterator[Path]:
     """``start`` (resolved) and its parents, stopping after the git root, at ``/``, or before
-    the first folder that :func:`folder_problem` rejects (``start`` itself is always given)."""
+    the first folder that :func:`folder_problem` rejects (``start`` itself is always given).
+    An empty ``.git`` folder does not stop the walk (see :func:`project_root_for`)."""
     folder = Path(start).expanduser().resolve()
     for candidate in (folder, *folder.parents):
         if candidate != folder and folder_problem(candidate) is not None:
             return  # nothing at or above another user's (or a shared) folder is ours
         yield candidate
-        if (candidate / ".git").exists():  # a folder (a clone) or a file (a worktree)
+        if _git_entry(candidate) == "repository":
             return
 
 
 def project_root_for(start: str | os.PathLike[str]) -> Path:
     """The project ``start`` is in: its git root, found through folders the user owns and
     nobody else may write to (see :func:`_upwards`); without one, ``start`` itself. Always
-    absolute and resolved."""
+    absolute and resolved. An empty ``.git`` folder is a git root only with no repository
+    above it: git passes over it to the outer one, and so does this (the sandbox lays one in
+    a session folder inside a repository while a command runs, and a project's root must not
+    move to that folder then, leaving the outer project's configuration behind)."""
     folders = list(_upwards(start))
-    if (folders[-1] / ".git").exists():
+    if _git_entry(folders[-1]) == "repository":
         return folders[-1]
-    return folders[0]
+    return next((f for f in folders if _git_entry(f) == "empty"), folders[0])
 
 
 def find_local_config(start: str | os.PathLike[str]) -> Path | None:

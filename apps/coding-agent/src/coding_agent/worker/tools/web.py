@@ -84,10 +84,11 @@ def _not_public(address: str) -> str | None:
     return None
 
 
-def check_host(host: str, settings: WebSettings) -> None:
+def check_host(host: str, settings: WebSettings, port: int | None = None) -> None:
     """Refuse ``host`` by name: outside the sandbox's domains when the sandbox is on
-    (:class:`AddressRefused` naming ``sandbox.allow_domains``). Addresses are checked when the
-    connection is made (:func:`guarded_client`)."""
+    (:class:`AddressRefused` naming ``sandbox.allow_domains``), and with ``port`` a port they do
+    not open (80 and 443, or the one an entry ``host:port`` names, as for the sandbox's proxy).
+    Addresses are checked when the connection is made (:func:`guarded_client`)."""
     domains = settings.sandbox_domains
     if domains is not None and not domain_allowed(host, domains):
         listed = ", ".join(domains) if domains else "none"
@@ -95,6 +96,12 @@ def check_host(host: str, settings: WebSettings) -> None:
             f"{host} is not in sandbox.allow_domains (the sandbox is on, and web_fetch reaches "
             f"only those domains; listed: {listed}). Add it to sandbox.allow_domains in your "
             "config.toml to allow it"
+        )
+    if domains is not None and port is not None and not domain_allowed(host, domains, port):
+        raise AddressRefused(
+            f"port {port} of {host} is not allowed by sandbox.allow_domains (an allowed domain "
+            f'is reached on ports 80 and 443 only). Add "{host}:{port}" to sandbox.allow_domains '
+            "in your config.toml to allow this port"
         )
 
 
@@ -139,7 +146,7 @@ def _guarded_backend(settings: WebSettings) -> Any:
             local_address: str | None = None,
             socket_options: Iterable[Any] | None = None,
         ) -> httpcore.AsyncNetworkStream:
-            check_host(host, settings)
+            check_host(host, settings, port)
             addresses = await resolve_checked(host, port, settings)
             error: Exception | None = None
             for address in addresses:  # TLS still verifies the name: SNI is the URL's host
