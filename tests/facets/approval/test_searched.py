@@ -44,6 +44,8 @@ def test_credentials_ask_for_a_read_or_a_grep_over_them_not_for_a_listing(tmp_pa
     assert credentials_verdict("ls", {"path": str(home)}, work, str(home)).kind is None
     assert credentials_verdict("read", {"path": "~/notes.txt"}, work, str(home)).kind is None
     assert credentials_verdict("grep", {"path": "~/.ssh"}, work, str(home)).kind == "ask"
+    for login in ("~/.git-credentials", "~/.claude/.credentials.json", "~/.pi/agent/auth.json"):
+        assert credentials_verdict("read", {"path": login}, work, str(home)).kind == "ask", login
 
 
 def test_the_path_is_resolved_once_and_every_check_sees_that_real_path(tmp_path: Path) -> None:

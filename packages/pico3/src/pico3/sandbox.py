@@ -104,8 +104,13 @@ DEFAULT_DENY_READ: tuple[str, ...] = (
     "~/.config/gcloud",
     "~/.docker",
     "~/.netrc",
+    "~/.git-credentials",
+    "~/.claude/.credentials.json",
+    "~/.pi/agent/auth.json",
 )
-"""Credentials no sandboxed command may read (``~`` is the user's home)."""
+"""Credentials no sandboxed command may read (``~`` is the user's home): key folders, git's
+stored passwords, and the logins Claude Code and pi keep (the file tools ask before reading any
+of them, in every mode)."""
 
 OUTSIDE_HINT = (
     "if the task really needs it, run the command again with outside_sandbox: true and a "
