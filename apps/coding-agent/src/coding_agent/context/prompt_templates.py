@@ -259,18 +259,26 @@ def discover_templates(
         in_project = root == places.project or places.project in root.parents
         for path, name in files:
             template = _load(path, name, source, in_project, warnings)
-            if template is None:
-                continue
-            earlier = found.get(template.name)
-            if earlier is not None:
-                warnings.append(
-                    f"{template.path}: prompt template /{template.name} is also defined by "
-                    f"{earlier.path}; the first one is used"
-                )
-                continue
-            found[template.name] = template
+            if template is not None:
+                _add_first(found, template, warnings)
     _plugin_templates(places, found, warnings)
     return TemplateSet(tuple(found.values()), tuple(warnings))
+
+
+def _add_first(
+    found: dict[str, PromptTemplate], template: PromptTemplate, warnings: list[str]
+) -> bool:
+    """Add ``template`` to ``found`` unless its name is taken (then a warning names both
+    files: the first one is used); whether it was added."""
+    earlier = found.get(template.name)
+    if earlier is not None:
+        warnings.append(
+            f"{template.path}: prompt template /{template.name} is also defined by "
+            f"{earlier.path}; the first one is used"
+        )
+        return False
+    found[template.name] = template
+    return True
 
 
 def _plugin_files(paths: list[Path]) -> list[tuple[Path, str]]:
@@ -296,17 +304,8 @@ def _plugin_templates(
     for plugin in plugins.plugins:
         for path, name in _plugin_files(plugin.paths("commands")):
             template = _load(path, f"{plugin.name}:{name}", plugin.label, False, warnings)
-            if template is None:
-                continue
-            earlier = found.get(template.name)
-            if earlier is not None:
-                warnings.append(
-                    f"{template.path}: prompt template /{template.name} is also defined by "
-                    f"{earlier.path}; the first one is used"
-                )
-                continue
-            found[template.name] = template
-            plain.setdefault(name, []).append(template)
+            if template is not None and _add_first(found, template, warnings):
+                plain.setdefault(name, []).append(template)
     for name, templates in plain.items():
         if len(templates) == 1 and name not in found:
             found[name] = replace(templates[0], name=name, alias=True)
