@@ -86,11 +86,25 @@ def agent_files(
         # at in its folder), commands and agents
         *(plugin.root for plugin in places.plugins().plugins),
     ]
+    project = project_root_for(cwd)
     unique: list[str] = []
     for path in found:
-        if str(path) not in unique:
+        if str(path) not in unique and not _leaves_project(path, project):
             unique.append(str(path))
     return unique
+
+
+def _leaves_project(path: Path, project: Path) -> bool:
+    """Whether ``path``, one of the project's own folders or files (its ``.claude/skills``, a
+    folder its ``.pi/settings.json`` lists), is a link leading outside the project. A cloned
+    repository could link ``.claude/skills`` to ``~`` or ``~/.config/coding-agent``: as one of
+    the agent's own files, everything there (``config.toml``'s keys) would be read without
+    asking. Such a folder is left out, so a read through it asks like any read outside."""
+    real_project = project.resolve()
+    lexical = Path(os.path.abspath(path))
+    if not any(lexical.is_relative_to(root) for root in (project.absolute(), real_project)):
+        return False  # not the project's: your own folders may link anywhere
+    return not Path(os.path.realpath(lexical)).is_relative_to(real_project)
 
 
 def _context_chain(project: Path) -> Iterator[Path]:
