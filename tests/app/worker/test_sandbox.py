@@ -297,7 +297,7 @@ async def test_what_runs_code_in_the_projects_folders_is_read_only(
     assert not marker.exists()
     assert (
         f"  read-only inside, where they are in its folders 2 down: {project}: .mcp.json, "
-        ".claude, .coding-agent, .vscode, .idea, .envrc, .husky, .pre-commit-config.yaml, "
+        ".claude, .coding-agent, .pi, .vscode, .idea, .envrc, .husky, .pre-commit-config.yaml, "
         ".devcontainer, .npmrc, .yarnrc.yml, .yarnrc, .bashrc, .bash_profile, .profile, "
         ".zshrc, .zshenv, .zprofile, .gitconfig, .ssh"
     ) in sandbox.policy.describe()

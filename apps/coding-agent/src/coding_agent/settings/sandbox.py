@@ -57,13 +57,13 @@ asks for). The project's git repository is read-only too, whole, with its submod
 and so does any folder a command could make a submodule by writing the index; a commit, a
 checkout or a stash is asked for, to run outside."""
 
-PROJECT_PLACEHOLDERS: tuple[str, ...] = (".claude", ".coding-agent", ".vscode", ".idea")
+PROJECT_PLACEHOLDERS: tuple[str, ...] = (".claude", ".coding-agent", ".pi", ".vscode", ".idea")
 """Of those, the folders no command may create where they are missing: a placeholder (an empty
 read-only folder) lies there while a sandboxed command runs, removed after it
 (:mod:`pico3.sandbox_placeholders`). Created from inside, each would run code outside later:
 this agent's at its next start in a trusted project (``.coding-agent/facets/``, the hooks of
-``.claude/settings.json``), VS Code's and JetBrains' when the user opens the project. A project
-with no git repository of its own (a folder of another repository too) gets one for ``.git``
+``.claude/settings.json``), pi's at its next start (``.pi/extensions/``), VS Code's and
+JetBrains' when the user opens the project. A project with no git repository of its own (a folder of another repository too) gets one for ``.git``
 (:meth:`pico3.SandboxPolicy.kept_absent`). The rest of the list has a gate of its own where
 it is missing: git runs ``.husky/`` only through ``core.hooksPath`` (in the read-only
 repository; a project set up with husky has the folder, read-only), a new ``.mcp.json``'s
