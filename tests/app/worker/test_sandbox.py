@@ -407,6 +407,20 @@ async def test_pis_stored_keys_are_unreadable(
     assert "SECRET-PI-KEY" not in text and "is hidden inside the sandbox" in text, text
 
 
+async def test_pis_models_json_keys_are_unreadable(
+    project: Path, env: dict[str, str], home: Path, tmp_path: Path
+) -> None:
+    """pi's ``models.json`` may hold a provider's key itself (``"apiKey": "sk-..."``), which the
+    agent uses too: a sandboxed command (run unasked in ``sandbox`` mode) cannot read it."""
+    env = {k: v for k, v in env.items() if k != "PI_CODING_AGENT_DIR"}  # pi at ~/.pi/agent
+    models = home / ".pi" / "agent" / "models.json"
+    models.parent.mkdir(parents=True)
+    models.write_text('{"providers": {"my": {"apiKey": "SECRET-PI-MODELS-KEY"}}}')
+    text = await run_in(env)("cat ~/.pi/agent/models.json", project,
+                             enforced(project, env, tmp_path))  # fmt: skip
+    assert "SECRET-PI-MODELS-KEY" not in text and "is hidden inside the sandbox" in text, text
+
+
 async def test_the_sessions_sockets_are_hidden_so_nothing_runs_outside_through_them(
     project: Path, env: dict[str, str], tmp_path: Path
 ) -> None:
