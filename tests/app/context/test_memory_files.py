@@ -145,6 +145,31 @@ def test_a_projects_file_cannot_import_a_file_outside_the_project(
     assert all("a project's files import only files inside it" in r for r in reasons)
 
 
+def test_a_projects_context_file_linking_outside_the_project_is_not_read(
+    tmp_path: Path, repo: Path, home: dict[str, str]
+) -> None:
+    """git clones a symlink as a link: a cloned repository's ``CLAUDE.md -> ../home/.ssh/id_rsa``
+    (your own file, in your own folders) must not put your key into the system prompt, nor
+    make it one of the agent's own files (read without asking)."""
+    secret = tmp_path / "home" / ".ssh" / "id_rsa"
+    secret.parent.mkdir(mode=0o700)
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    keys = tmp_path / "config" / "coding-agent" / "config.toml"
+    keys.parent.mkdir()
+    keys.write_text('api_key = "sk-secret"\n')
+    (repo / "CLAUDE.md").symlink_to("../home/.ssh/id_rsa")
+    (repo / "sub").mkdir()
+    (repo / "sub" / "AGENTS.md").symlink_to(keys)
+    (repo / "AGENTS.md").write_text("the project's own\n")
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "CLAUDE.md").symlink_to("../AGENTS.md")  # inside: a link as before
+    scanned = scan_context_files(repo / "sub", env=home)
+    assert [f.content for f in scanned.files] == ["the project's own\n"]
+    skipped = {s.path: s.reason for s in scanned.skipped}
+    assert set(skipped) == {str(repo / "CLAUDE.md"), str(repo / "sub" / "AGENTS.md")}
+    assert all("a project file linking outside the project" in r for r in skipped.values())
+
+
 def test_your_own_memory_may_import_your_files(
     tmp_path: Path, repo: Path, home: dict[str, str]
 ) -> None:

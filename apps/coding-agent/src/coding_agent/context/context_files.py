@@ -25,7 +25,9 @@ import cycle, a missing file or one deeper than that is left as written and repo
 ``@path`` text stays in the file (the model sees where the imported text came from).
 
 A project's files import only files inside the project (a cloned repository's ``@~/.ssh/id_rsa``
-must not put your key into the prompt); your own memory files may import any file you own.
+must not put your key into the prompt); your own memory files may import any file you own. For
+the same reason a project's context file that is a symlink leading outside the project
+(``CLAUDE.md -> ../../.ssh/id_rsa``, which git clones as a link) is not read.
 
 **Whose files are read.** The folders from the project root down (:func:`~coding_agent.settings.
 trust.project_root_for`: the git root, or the working folder) are the project's, and their files
@@ -203,11 +205,16 @@ class _Scan:
         real = os.path.realpath(candidate)
         if real in self._seen:
             return  # a link to a file already read, or an import of one
-        problem = (
-            None
-            if self.inside(Path(real)) and self.inside(candidate)
-            else (context_file_problem(candidate))
-        )
+        if self.inside(candidate) and not self.inside(Path(real)):
+            problem: str | None = (
+                f"a project file linking outside the project (to {real}): a project's files "
+                "bring in only files inside it (a cloned repository's CLAUDE.md linking to "
+                "~/.ssh/id_rsa must not put your key into the prompt); copy the file in instead"
+            )
+        elif self.inside(Path(real)) and self.inside(candidate):
+            problem = None
+        else:
+            problem = context_file_problem(candidate)
         if problem is not None:
             self.skipped.append(SkippedFile(str(candidate), problem))
             return
