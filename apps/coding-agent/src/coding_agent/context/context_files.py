@@ -27,7 +27,8 @@ import cycle, a missing file or one deeper than that is left as written and repo
 A project's files import only files inside the project (a cloned repository's ``@~/.ssh/id_rsa``
 must not put your key into the prompt); your own memory files may import any file you own. For
 the same reason a project's context file that is a symlink leading outside the project
-(``CLAUDE.md -> ../../.ssh/id_rsa``, which git clones as a link) is not read.
+(``CLAUDE.md -> ../../.ssh/id_rsa``, which git clones as a link) is not read, and a file where
+credentials are kept (``pico3.DEFAULT_DENY_READ``) is never read, whoever links or imports it.
 
 **Whose files are read.** The folders from the project root down (:func:`~coding_agent.settings.
 trust.project_root_for`: the git root, or the working folder) are the project's, and their files
@@ -171,6 +172,20 @@ def context_file_problem(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
+def _credentials(real: str, home: Path) -> str | None:
+    """The credentials folder or file (``pico3.DEFAULT_DENY_READ``: ``~/.ssh``, ``~/.aws``...)
+    holding the real path ``real``, or ``None``. A link above the project (an unpacked
+    archive's ``CLAUDE.md -> ../../.ssh/id_rsa``) resolves to a file of your own, which the
+    ownership checks let through."""
+    from pico3.sandbox import DEFAULT_DENY_READ  # lazy: see the TYPE_CHECKING import above
+
+    for spelled in DEFAULT_DENY_READ:
+        place = os.path.realpath(str(home) + spelled[1:] if spelled.startswith("~") else spelled)
+        if real == place or real.startswith(place.rstrip(os.sep) + os.sep):
+            return spelled
+    return None
+
+
 def _imports(text: str) -> list[str]:
     """The ``@path`` imports of ``text``, outside fenced blocks and code spans, in order."""
     prose = _CODE_SPAN.sub("", _FENCE.sub("", text))
@@ -205,8 +220,13 @@ class _Scan:
         real = os.path.realpath(candidate)
         if real in self._seen:
             return  # a link to a file already read, or an import of one
-        if self.inside(candidate) and not self.inside(Path(real)):
+        if (held := _credentials(real, self.home)) is not None:
             problem: str | None = (
+                f"it leads to {real}, in {held}, where credentials are kept: a context file "
+                "is sent to the model provider, so credentials are never one"
+            )
+        elif self.inside(candidate) and not self.inside(Path(real)):
+            problem = (
                 f"a project file linking outside the project (to {real}): a project's files "
                 "bring in only files inside it (a cloned repository's CLAUDE.md linking to "
                 "~/.ssh/id_rsa must not put your key into the prompt); copy the file in instead"
