@@ -169,6 +169,7 @@ def test_a_trusted_projects_prompt_folder_linking_outside_is_not_an_own_file(
     write(project / ".pi" / "settings.json", json.dumps({"skills": ["linked"]}))
     (project / ".pi" / "linked").symlink_to(tmp_path)
     write(project / ".agents" / "skills" / "lint" / "SKILL.md", "x")  # a real one stays own
+    (tmp_path / "AGENTS.md").symlink_to(config.parent)  # above the project (an unpacked archive)
     TrustStore(trust_path(env)).set(project, True)
     session_path = tmp_path / "state" / "sessions" / "s1"
     own = agent_files(project / "sub", env, session_path)

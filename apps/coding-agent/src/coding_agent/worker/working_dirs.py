@@ -108,10 +108,14 @@ def _leaves_project(path: Path, project: Path) -> bool:
 
 
 def _context_chain(project: Path) -> Iterator[Path]:
-    """The context files of the folders above ``project`` (read into the system prompt)."""
+    """The context files of the folders above ``project`` (read into the system prompt). Not a
+    symlink: an unpacked archive opened in its sub-folder could link its ``CLAUDE.md`` to
+    ``~/.config/coding-agent`` (a folder of yours), and everything in it would be read without
+    asking; a linked file the scan accepted is listed from the scan (:func:`agent_files`)."""
     for folder in project.resolve().parents:
         for name in CONTEXT_FILE_NAMES:
-            yield folder / name
+            if not os.path.islink(folder / name):
+                yield folder / name
 
 
 class WorkingDirectories(Mapping[str, Any]):
