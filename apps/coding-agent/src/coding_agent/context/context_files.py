@@ -179,7 +179,7 @@ def _credentials(real: str, home: Path, env: Mapping[str, str]) -> str | None:
     your keys (this agent's ``config.toml``, Claude Code's ``settings.json``). A link above the
     project (an unpacked archive's ``CLAUDE.md -> ../../.ssh/id_rsa``) resolves to a file of
     your own, which the ownership checks let through."""
-    from pico3.sandbox import DEFAULT_DENY_READ  # lazy: see the TYPE_CHECKING import above
+    from pico3 import DEFAULT_DENY_READ  # lazy: see the TYPE_CHECKING import above
 
     claude = claude_home({**env, "HOME": str(home)})
     keys = (
