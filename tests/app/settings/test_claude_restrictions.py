@@ -186,6 +186,34 @@ async def test_permission_mode_auto_is_refused_at_start_when_disabled(
 
 
 @pytest.mark.anyio
+async def test_approve_allow_is_refused_at_start_when_auto_is_disabled(
+    project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    """``--approve allow`` says yes to every call that would ask (credentials and guarded
+    files too): the switch disabling ``auto`` must not be passed over by it."""
+    settings = write(
+        Path(agent_env["CLAUDE_CONFIG_DIR"]) / "settings.json",
+        {"permissions": {"disableBypassPermissionsMode": "disable"}},
+    )
+    marker = tmp_path / "ran"
+    steps = [{"toolCalls": [{"name": "bash", "arguments": {"command": f"touch {marker}"}}]},
+             {"text": "done"}]  # fmt: skip
+    result = await _run(project, agent_env, steps, "-p", "go", "--approve", "allow")
+    assert result.returncode == 2
+    assert not marker.exists()
+    assert result.stderr.decode().splitlines() == [
+        "coding-agent: error: --approve allow: it runs every call that would ask, as the auto "
+        f"permission mode does, and permissions.disableBypassPermissionsMode in {settings} "
+        "disables that; allow what the run needs with permission rules (permissions.allow) or "
+        "answer each call from another client (--wait-for-approval)"
+    ]
+    assert _sessions(agent_env) == []
+    result = await _run(project, agent_env, steps, "-p", "go", "--approve", "deny")
+    assert result.returncode == 3, result.stderr.decode()  # asked, refused: nothing ran
+    assert not marker.exists()
+
+
+@pytest.mark.anyio
 async def test_a_call_that_would_ask_is_refused_headless_and_the_turn_goes_on(
     project: Path, agent_env: dict[str, str]
 ) -> None:

@@ -152,3 +152,30 @@ def test_the_agents_own_files_do_not_ask_and_the_rest_of_home_does(
     for path in (home / "notes.txt", home / "notes" / "x", Path(env["CLAUDE_CONFIG_DIR"]), *keys):
         assert read_outside("read", {"path": str(path)}, dirs, str(home)) is not None, path
     assert read_outside("grep", {"path": str(tmp_path)}, dirs, str(home)) is not None
+
+
+def test_a_trusted_projects_prompt_folder_linking_outside_is_not_an_own_file(
+    env: dict[str, str], project: Path, tmp_path: Path
+) -> None:
+    """A cloned repository (trusted after a glance) links its skill and prompt folders to your
+    home and your configuration: as the agent's own files, reading your keys would not ask."""
+    home = Path(env["HOME"])
+    config = write(Path(env["XDG_CONFIG_HOME"]) / "coding-agent" / "config.toml",
+                   '[providers.openai]\napi_key = "sk-secret"\n')  # fmt: skip
+    write(home / ".bash_history", "export TOKEN=secret\n")
+    (project / ".claude").mkdir()
+    (project / ".claude" / "skills").symlink_to(config.parent)
+    (project / ".claude" / "commands").symlink_to(home)
+    write(project / ".pi" / "settings.json", json.dumps({"skills": ["linked"]}))
+    (project / ".pi" / "linked").symlink_to(tmp_path)
+    write(project / ".agents" / "skills" / "lint" / "SKILL.md", "x")  # a real one stays own
+    (tmp_path / "AGENTS.md").symlink_to(config.parent)  # above the project (an unpacked archive)
+    TrustStore(trust_path(env)).set(project, True)
+    session_path = tmp_path / "state" / "sessions" / "s1"
+    own = agent_files(project / "sub", env, session_path)
+    service = WorkingDirectories([], own, PermissionFiles(project, env))
+    dirs = working_directories(str(project / "sub"), {"working_directories": service})
+    for path in (config, home / ".bash_history", project / ".claude" / "skills" / "config.toml"):
+        assert read_outside("read", {"path": str(path)}, dirs, str(home)) is not None, path
+    skill = project / ".agents" / "skills" / "lint" / "SKILL.md"
+    assert read_outside("read", {"path": str(skill)}, dirs, str(home)) is None

@@ -130,6 +130,27 @@ async def test_grep_output_is_capped_at_50kb(tmp_path: Path, backend: str) -> No
 
 
 @pytest.mark.anyio
+async def test_grep_over_a_folder_does_not_follow_a_link_to_a_file_outside(
+    tmp_path: Path, backend: str
+) -> None:
+    """A cloned repository links a file to your keys: a search of the project (which asks
+    nobody) must not read through the link, with either backend (ripgrep follows none)."""
+    keys = tmp_path / "home" / ".config" / "coding-agent" / "config.toml"
+    keys.parent.mkdir(parents=True)
+    keys.write_text('api_key = "sk-needle"\n')
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "notes.md").write_text("a needle here\n")
+    (project / "leak.txt").symlink_to(keys)
+    result = await GREP_TOOL.execute({"pattern": "needle"}, context(project, backend))
+    assert result.plain_text == "notes.md:1: a needle here"
+    one = await GREP_TOOL.execute(
+        {"pattern": "needle", "path": "notes.md"}, context(project, backend)
+    )
+    assert one.plain_text == "notes.md:1: a needle here"
+
+
+@pytest.mark.anyio
 async def test_grep_single_file_no_match_and_bad_regex(repo: Path, backend: str) -> None:
     tools = context(repo, backend)
     one = await GREP_TOOL.execute({"pattern": "needle", "path": "build/out.py"}, tools)

@@ -47,6 +47,8 @@ TARGETS: list[tuple[str, str]] = [
     (".claude/hooks/check.sh", ".claude/"),
     (".coding-agent/config.toml", ".coding-agent/"),
     (".coding-agent/facets/evil/__init__.py", ".coding-agent/"),
+    (".pi/extensions/evil.ts", ".pi/"),  # pi runs it at its next start in the project
+    (".pi/settings.json", ".pi/"),
     (".vscode/tasks.json", ".vscode/"),
     (".vscode/settings.json", ".vscode/"),
     (".idea/workspace.xml", ".idea/"),

@@ -297,7 +297,7 @@ async def test_what_runs_code_in_the_projects_folders_is_read_only(
     assert not marker.exists()
     assert (
         f"  read-only inside, where they are in its folders 2 down: {project}: .mcp.json, "
-        ".claude, .coding-agent, .vscode, .idea, .envrc, .husky, .pre-commit-config.yaml, "
+        ".claude, .coding-agent, .pi, .vscode, .idea, .envrc, .husky, .pre-commit-config.yaml, "
         ".devcontainer, .npmrc, .yarnrc.yml, .yarnrc, .bashrc, .bash_profile, .profile, "
         ".zshrc, .zshenv, .zprofile, .gitconfig, .ssh"
     ) in sandbox.policy.describe()
@@ -405,6 +405,20 @@ async def test_pis_stored_keys_are_unreadable(
     auth.chmod(0o600)
     text = await run_in(env)("cat ~/.pi/agent/auth.json", project, enforced(project, env, tmp_path))
     assert "SECRET-PI-KEY" not in text and "is hidden inside the sandbox" in text, text
+
+
+async def test_pis_models_json_keys_are_unreadable(
+    project: Path, env: dict[str, str], home: Path, tmp_path: Path
+) -> None:
+    """pi's ``models.json`` may hold a provider's key itself (``"apiKey": "sk-..."``), which the
+    agent uses too: a sandboxed command (run unasked in ``sandbox`` mode) cannot read it."""
+    env = {k: v for k, v in env.items() if k != "PI_CODING_AGENT_DIR"}  # pi at ~/.pi/agent
+    models = home / ".pi" / "agent" / "models.json"
+    models.parent.mkdir(parents=True)
+    models.write_text('{"providers": {"my": {"apiKey": "SECRET-PI-MODELS-KEY"}}}')
+    text = await run_in(env)("cat ~/.pi/agent/models.json", project,
+                             enforced(project, env, tmp_path))  # fmt: skip
+    assert "SECRET-PI-MODELS-KEY" not in text and "is hidden inside the sandbox" in text, text
 
 
 async def test_the_sessions_sockets_are_hidden_so_nothing_runs_outside_through_them(

@@ -44,7 +44,8 @@ def test_credentials_ask_for_a_read_or_a_grep_over_them_not_for_a_listing(tmp_pa
     assert credentials_verdict("ls", {"path": str(home)}, work, str(home)).kind is None
     assert credentials_verdict("read", {"path": "~/notes.txt"}, work, str(home)).kind is None
     assert credentials_verdict("grep", {"path": "~/.ssh"}, work, str(home)).kind == "ask"
-    for login in ("~/.git-credentials", "~/.claude/.credentials.json", "~/.pi/agent/auth.json"):
+    for login in ("~/.git-credentials", "~/.claude/.credentials.json", "~/.pi/agent/auth.json",
+                  "~/.pi/agent/models.json"):  # fmt: skip
         assert credentials_verdict("read", {"path": login}, work, str(home)).kind == "ask", login
 
 

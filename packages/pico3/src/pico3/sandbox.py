@@ -107,10 +107,12 @@ DEFAULT_DENY_READ: tuple[str, ...] = (
     "~/.git-credentials",
     "~/.claude/.credentials.json",
     "~/.pi/agent/auth.json",
+    "~/.pi/agent/models.json",
 )
 """Credentials no sandboxed command may read (``~`` is the user's home): key folders, git's
-stored passwords, and the logins Claude Code and pi keep (the file tools ask before reading any
-of them, in every mode)."""
+stored passwords, the logins Claude Code and pi keep, and pi's providers (a ``models.json``
+``apiKey`` may be the key itself); the file tools ask before reading any of them, in every
+mode."""
 
 OUTSIDE_HINT = (
     "if the task really needs it, run the command again with outside_sandbox: true and a "

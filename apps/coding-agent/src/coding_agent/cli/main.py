@@ -1248,6 +1248,16 @@ def _run(
         refused = auto_disabled(PermissionFiles(session.cwd).restrictions(), asked)
         if refused is not None:
             raise _UsageError(refused)
+    if headless and getattr(args, "approve", "deny") == "allow":
+        # --approve allow says yes to every call that would ask, as auto does (more: credentials
+        # and guarded files too), so the switch that disables auto refuses it as well
+        # lazy: start-up time (the command line imports only what the chosen command runs)
+        from coding_agent.settings.claude_settings import approve_allow_disabled
+        from coding_agent.settings.permissions import PermissionFiles
+
+        refused = approve_allow_disabled(PermissionFiles(session.cwd).restrictions())
+        if refused is not None:
+            raise _UsageError(refused)
     previous: LaunchSettings | None = None
     if args.command != "attach":
         previous = session.settings

@@ -25,7 +25,11 @@ import cycle, a missing file or one deeper than that is left as written and repo
 ``@path`` text stays in the file (the model sees where the imported text came from).
 
 A project's files import only files inside the project (a cloned repository's ``@~/.ssh/id_rsa``
-must not put your key into the prompt); your own memory files may import any file you own.
+must not put your key into the prompt); your own memory files may import any file you own. For
+the same reason a project's context file that is a symlink leading outside the project
+(``CLAUDE.md -> ../../.ssh/id_rsa``, which git clones as a link) is not read, and a file where
+credentials are kept (``pico3.DEFAULT_DENY_READ``, this agent's ``config.toml``, Claude Code's
+``settings.json``) is never read, whoever links or imports it.
 
 **Whose files are read.** The folders from the project root down (:func:`~coding_agent.settings.
 trust.project_root_for`: the git root, or the working folder) are the project's, and their files
@@ -169,6 +173,27 @@ def context_file_problem(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
+def _credentials(real: str, home: Path, env: Mapping[str, str]) -> str | None:
+    """The credentials folder or file holding the real path ``real``, or ``None``: those of
+    ``pico3.DEFAULT_DENY_READ`` (``~/.ssh``, ``~/.aws``...) and the settings files that may hold
+    your keys (this agent's ``config.toml``, Claude Code's ``settings.json``). A link above the
+    project (an unpacked archive's ``CLAUDE.md -> ../../.ssh/id_rsa``) resolves to a file of
+    your own, which the ownership checks let through."""
+    from pico3 import DEFAULT_DENY_READ  # lazy: see the TYPE_CHECKING import above
+
+    claude = claude_home({**env, "HOME": str(home)})
+    keys = (
+        config_home(env) / "coding-agent" / "config.toml",
+        claude / "settings.json",
+        claude / "settings.local.json",
+    )
+    for spelled in (*DEFAULT_DENY_READ, *(str(path) for path in keys)):
+        place = os.path.realpath(str(home) + spelled[1:] if spelled.startswith("~") else spelled)
+        if real == place or real.startswith(place.rstrip(os.sep) + os.sep):
+            return spelled
+    return None
+
+
 def _imports(text: str) -> list[str]:
     """The ``@path`` imports of ``text``, outside fenced blocks and code spans, in order."""
     prose = _CODE_SPAN.sub("", _FENCE.sub("", text))
@@ -183,9 +208,10 @@ def _only_imports(text: str) -> bool:
 class _Scan:
     """One scan: the files in reading order, each read once, and what was skipped."""
 
-    def __init__(self, root: Path, home: Path) -> None:
+    def __init__(self, root: Path, home: Path, env: Mapping[str, str]) -> None:
         self.root = root
         self.home = home
+        self.env = env
         self.files: list[ContextFile] = []
         self.skipped: list[SkippedFile] = []
         self._seen: set[str] = set()
@@ -203,11 +229,21 @@ class _Scan:
         real = os.path.realpath(candidate)
         if real in self._seen:
             return  # a link to a file already read, or an import of one
-        problem = (
-            None
-            if self.inside(Path(real)) and self.inside(candidate)
-            else (context_file_problem(candidate))
-        )
+        if (held := _credentials(real, self.home, self.env)) is not None:
+            problem: str | None = (
+                f"it leads to {real}, in {held}, where credentials are kept: a context file "
+                "is sent to the model provider, so credentials are never one"
+            )
+        elif self.inside(candidate) and not self.inside(Path(real)):
+            problem = (
+                f"a project file linking outside the project (to {real}): a project's files "
+                "bring in only files inside it (a cloned repository's CLAUDE.md linking to "
+                "~/.ssh/id_rsa must not put your key into the prompt); copy the file in instead"
+            )
+        elif self.inside(Path(real)) and self.inside(candidate):
+            problem = None
+        else:
+            problem = context_file_problem(candidate)
         if problem is not None:
             self.skipped.append(SkippedFile(str(candidate), problem))
             return
@@ -279,7 +315,7 @@ def scan_context_files(
     start = Path(cwd).expanduser().resolve()
     home_value = environ.get("HOME", "")
     home = Path(home_value) if os.path.isabs(home_value) else Path(os.path.expanduser("~"))
-    scan = _Scan(project_root_for(start), home)
+    scan = _Scan(project_root_for(start), home, environ)
     for path, reason in _user_files(environ, home):
         scan.add(path, reason)
     for folder in reversed([start, *start.parents]):

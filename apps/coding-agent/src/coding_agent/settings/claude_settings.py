@@ -29,7 +29,9 @@ A Claude Code user's settings files (``~/.claude/settings.json``, a trusted proj
   an untrusted project's too (it can only take authority away), and none turns one off: the
   first file that turns one on is the one named (:func:`restrictions`). The approval feature
   applies them (``facets_approval.restrictions``); ``--permission-mode auto`` and
-  ``permission_mode = "auto"`` are refused at start (:func:`auto_disabled`). A value of another
+  ``permission_mode = "auto"`` are refused at start (:func:`auto_disabled`), and so is the
+  headless ``--approve allow``, which runs every call that would ask
+  (:func:`approve_allow_disabled`). A value of another
   type is a note naming the key, and it turns nothing on.
 * ``enabledPlugins`` — which of the Claude Code plugins installed in ``~/.claude/plugins`` load
   (:mod:`coding_agent.settings.claude_plugins`: their commands, skills, agents, hooks and MCP
@@ -56,6 +58,7 @@ __all__ = [
     "CLAUDE_MODES",
     "HONOURED",
     "RESTRICTIONS",
+    "approve_allow_disabled",
     "auto_disabled",
     "default_mode",
     "mode_note",
@@ -230,6 +233,22 @@ def restrictions(files: list[tuple[Path, dict[str, Any]]]) -> dict[str, str]:
             if key not in found and _switch(key, cast(dict[str, Any], table).get(key)):
                 found[key] = str(path)
     return found
+
+
+def approve_allow_disabled(found: dict[str, str]) -> str | None:
+    """The one line refusing ``--approve allow`` (headless: every call that would ask runs, as
+    in ``auto``, credentials and guarded files included) when ``found`` (:func:`restrictions`)
+    disables the ``auto`` mode, as Claude Code's switch disables
+    ``--dangerously-skip-permissions``; ``None`` when it does not."""
+    source = found.get("disableBypassPermissionsMode")
+    if source is None:
+        return None
+    return (
+        "--approve allow: it runs every call that would ask, as the auto permission mode does, "
+        f"and permissions.disableBypassPermissionsMode in {source} disables that; allow what "
+        "the run needs with permission rules (permissions.allow) or answer each call from "
+        "another client (--wait-for-approval)"
+    )
 
 
 def auto_disabled(found: dict[str, str], asked: str) -> str | None:

@@ -72,6 +72,11 @@ CODE_PATHS: tuple[GuardedPath, ...] = (
         "imports; config and prompts)",
     ),
     GuardedPath(
+        ".pi/",
+        "pi runs the extensions of .pi/extensions/ and installs the packages .pi/settings.json "
+        "lists; this agent reads its settings, SYSTEM.md, skills and prompts",
+    ),
+    GuardedPath(
         ".vscode/",
         "VS Code runs the tasks, launch configurations and programs named in .vscode/",
     ),

@@ -6,7 +6,8 @@ writable, besides the user's ``sandbox.allow_write``; with ``sandbox.allow_domai
 :class:`pico3.DomainProxy` socket (:func:`proxy_socket_path`) as the only way out; unreadable: :data:`pico3.DEFAULT_DENY_READ`
 (``~/.ssh``, ``~/.aws``, ...), the agent's configuration folder (its trust file inside), the
 agent's session storage, pi's ``~/.pi/agent/auth.json`` (the keys pi's ``/login`` stored, which
-the agent reads as its providers' keys: :mod:`coding_agent.settings.pi_setup`), the unix sockets through which a command could have code run outside
+the agent reads as its providers' keys: :mod:`coding_agent.settings.pi_setup`) and its
+``models.json`` (a provider's ``apiKey`` may be the key itself), the unix sockets through which a command could have code run outside
 (:data:`SESSION_SOCKETS`: the user's runtime folder with the session bus and the warm start's
 fork server, Docker's, the X server's), and ``sandbox.deny_read``. Inside the project, the files that make the
 machine run code later, outside the sandbox (:data:`PROJECT_READ_ONLY`: ``.claude``,
@@ -57,13 +58,13 @@ asks for). The project's git repository is read-only too, whole, with its submod
 and so does any folder a command could make a submodule by writing the index; a commit, a
 checkout or a stash is asked for, to run outside."""
 
-PROJECT_PLACEHOLDERS: tuple[str, ...] = (".claude", ".coding-agent", ".vscode", ".idea")
+PROJECT_PLACEHOLDERS: tuple[str, ...] = (".claude", ".coding-agent", ".pi", ".vscode", ".idea")
 """Of those, the folders no command may create where they are missing: a placeholder (an empty
 read-only folder) lies there while a sandboxed command runs, removed after it
 (:mod:`pico3.sandbox_placeholders`). Created from inside, each would run code outside later:
 this agent's at its next start in a trusted project (``.coding-agent/facets/``, the hooks of
-``.claude/settings.json``), VS Code's and JetBrains' when the user opens the project. A project
-with no git repository of its own (a folder of another repository too) gets one for ``.git``
+``.claude/settings.json``), pi's at its next start (``.pi/extensions/``), VS Code's and
+JetBrains' when the user opens the project. A project with no git repository of its own (a folder of another repository too) gets one for ``.git``
 (:meth:`pico3.SandboxPolicy.kept_absent`). The rest of the list has a gate of its own where
 it is missing: git runs ``.husky/`` only through ``core.hooksPath`` (in the read-only
 repository; a project set up with husky has the folder, read-only), a new ``.mcp.json``'s
@@ -133,6 +134,7 @@ def sandbox_policy(
         str(config_home(env) / "coding-agent"),
         str(state_home(env) / "coding-agent"),
         str(pi_home(env) / "auth.json"),  # pi's /login keys, which this agent reads too
+        str(pi_home(env) / "models.json"),  # its providers, whose apiKey may be the key itself
     )
     temp = str(sandbox_temp_dir(session_id))
     sockets = _session_sockets(environ, [root, temp])

@@ -86,18 +86,36 @@ def agent_files(
         # at in its folder), commands and agents
         *(plugin.root for plugin in places.plugins().plugins),
     ]
+    project = project_root_for(cwd)
     unique: list[str] = []
     for path in found:
-        if str(path) not in unique:
+        if str(path) not in unique and not _leaves_project(path, project):
             unique.append(str(path))
     return unique
 
 
+def _leaves_project(path: Path, project: Path) -> bool:
+    """Whether ``path``, one of the project's own folders or files (its ``.claude/skills``, a
+    folder its ``.pi/settings.json`` lists), is a link leading outside the project. A cloned
+    repository could link ``.claude/skills`` to ``~`` or ``~/.config/coding-agent``: as one of
+    the agent's own files, everything there (``config.toml``'s keys) would be read without
+    asking. Such a folder is left out, so a read through it asks like any read outside."""
+    real_project = project.resolve()
+    lexical = Path(os.path.abspath(path))
+    if not any(lexical.is_relative_to(root) for root in (project.absolute(), real_project)):
+        return False  # not the project's: your own folders may link anywhere
+    return not Path(os.path.realpath(lexical)).is_relative_to(real_project)
+
+
 def _context_chain(project: Path) -> Iterator[Path]:
-    """The context files of the folders above ``project`` (read into the system prompt)."""
+    """The context files of the folders above ``project`` (read into the system prompt). Not a
+    symlink: an unpacked archive opened in its sub-folder could link its ``CLAUDE.md`` to
+    ``~/.config/coding-agent`` (a folder of yours), and everything in it would be read without
+    asking; a linked file the scan accepted is listed from the scan (:func:`agent_files`)."""
     for folder in project.resolve().parents:
         for name in CONTEXT_FILE_NAMES:
-            yield folder / name
+            if not os.path.islink(folder / name):
+                yield folder / name
 
 
 class WorkingDirectories(Mapping[str, Any]):

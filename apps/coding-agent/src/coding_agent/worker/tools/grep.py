@@ -12,7 +12,8 @@ reached. Use limit=200 for more, or refine pattern"). No hits gives ``No matches
 
 ripgrep runs when available (:mod:`.search`); otherwise Python's ``re`` walks the files that
 :mod:`.ignore` allows. The two regex dialects agree on everyday patterns (classes, groups,
-anchors, ``\\b``, repetition) but not on every exotic feature.
+anchors, ``\\b``, repetition) but not on every exotic feature. Neither follows a symlink
+inside the searched folder (a link to a file outside it is left unread, as ripgrep leaves it).
 """
 
 from __future__ import annotations
@@ -183,9 +184,11 @@ async def _grep_rg(
         raise ToolError(f"grep failed: {message}")
 
 
-def _read_regular(path: Path) -> bytes | None:
-    """The bytes of ``path`` if it is a regular file (opened without blocking), else ``None``."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+def _read_regular(path: Path, *, follow: bool = True) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file (opened without blocking), else ``None``;
+    without ``follow``, a symlink at the name fails (``OSError``) instead of being followed."""
+    nofollow = 0 if follow else os.O_NOFOLLOW
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | nofollow)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
@@ -211,8 +214,9 @@ def _grep_python(args: dict[str, Any], root: Path, is_file: bool, found: _Collec
         anyio.from_thread.check_cancelled()
         if not wanted(relative):
             continue
-        try:
-            data = _read_regular(base / relative)
+        try:  # a symlink in the folder is not followed, as ripgrep does not follow it: a
+            # cloned repository's link to ~/.config/coding-agent/config.toml stays unread
+            data = _read_regular(base / relative, follow=is_file)
         except OSError:
             continue
         if data is None:  # a FIFO, a device or a socket: reading it could block for good
